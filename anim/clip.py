@@ -1,0 +1,549 @@
+"""The clip codec: descriptor (chunk 0x02) and keyframes (chunk 0x00), both ways.
+
+``parse_clip(descriptor, keyframes) -> Clip`` reads the original's bytes, validates
+every field, and keeps what a byte-exact re-encode needs (key byte +1, the vtable
+placeholder, the keyframe pointer, the reference count and the 8 trailing
+descriptor bytes). ``encode_clip(clip) -> (descriptor, keyframes)`` writes them back:
+``encode_clip(parse_clip(d, k)) == (d, k)``.
+
+``author_clip`` builds a clip from decoded keys (absolute frames, metres, unit
+quaternions); it quantises and splits gaps over 255 frames.
+
+Spec: "Data" (Descriptor, Keyframes, Events). Layouts: docs/formats.md.
+Original: 0x001041f8 AnimCursor_Init (the channel rule), 0x00101dd8 (events).
+"""
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from . import f32 as _f32
+
+__all__ = [
+    "ClipFormatError", "ClipAuthoringError", "Clip", "Event", "EventType",
+    "KEY_DTYPE", "EVENT_DTYPE", "DESCRIPTOR_SIZE", "KEY_SIZE", "EVENT_SIZE",
+    "NUM_BONES", "VTABLE_PLACEHOLDER", "POS_SCALE", "ROT_SCALE",
+    "parse_clip", "encode_clip", "author_clip", "decode_positions", "decode_rotations",
+    "quantise_positions", "quantise_rotations", "mask_bones",
+]
+
+DESCRIPTOR_SIZE = 80
+KEY_SIZE = 8
+EVENT_SIZE = 24
+NUM_BONES = 34
+MASK_BYTES = 5
+NAME_SIZE = 30
+VTABLE_PLACEHOLDER = 0x0045DE40
+
+KEY_DTYPE = np.dtype([("delta", "u1"), ("extra", "u1"), ("x", "<i2"), ("y", "<i2"), ("z", "<i2")])
+EVENT_DTYPE = np.dtype([
+    ("frame", "<u2"), ("type", "<u2"), ("arg0", "<u2"), ("arg1", "<u2"),
+    ("pos", "<i2", (3,)), ("rot", "<i2", (3,)), ("tail", "u1", (4,)),
+])
+assert KEY_DTYPE.itemsize == KEY_SIZE and EVENT_DTYPE.itemsize == EVENT_SIZE
+
+# Position keys: x / 1023, y / 1023, z / 2047 metres (float32 constants).
+POS_SCALE = np.array([1.0 / 1023.0, 1.0 / 1023.0, 1.0 / 2047.0], dtype=np.float32)
+# Rotation keys: x, y, z times the constant 0x38000100 = 2^-15 (1 + 2^-15), about 1/32767.
+ROT_SCALE = struct.unpack("<f", struct.pack("<I", 0x38000100))[0]
+
+_DESC = struct.Struct("<I f f f H H I H H I 5s 30s B I 8s")
+assert _DESC.size == DESCRIPTOR_SIZE
+
+
+class ClipFormatError(ValueError):
+    """A clip chunk that breaks the format; the message names the field and byte offset."""
+
+    def __init__(self, chunk: str, offset: int, field_name: str, problem: str):
+        self.chunk, self.offset, self.field, self.problem = chunk, offset, field_name, problem
+        super().__init__(f"{chunk} chunk, {field_name} at byte {offset} (0x{offset:x}): {problem}")
+
+
+class ClipAuthoringError(ValueError):
+    """Authored keys that cannot be written in the clip format (names the channel and key)."""
+
+
+class EventType(IntEnum):
+    """Event types the spec names (Data: Events; Paired tasks; Coney's held flags)."""
+
+    PARTNER_PLACE = 0x08
+    EFFECT_9 = 0x09
+    EFFECT_10 = 0x0A
+    SOUND = 0x0B
+    MESSAGE_12 = 0x0C
+    CAMERA_SHAKE = 0x20
+    NAMED_EFFECT = 0x21
+    EFFECT_22 = 0x22
+    HELD_OPEN = 0x2C       # clears held 0x1, sets 0x2
+    HELD_CLOSE = 0x2D      # clears held 0x7, sets 0x4
+    SLOWMO_ON = 0x2E
+    SLOWMO_OFF = 0x2F
+    POWER_CAMERA_BEGIN = 0x39
+    POWER_CAMERA_CUT = 0x3A
+    POWER_CAMERA_SHOT = 0x3B
+    POWER_CAMERA_END = 0x3D
+    START_MOVE = 0x40
+    HELD_REPLACE = 0x48    # all held bits replaced by 0x40000
+
+
+# Types that pass the 32-bit word at +8 instead of a position (lw a1,0x8(s1)).
+_WORD_TYPES = (EventType.SOUND, EventType.MESSAGE_12)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One decoded 24-byte event.
+
+    ``position`` is (x/1023, y/1023, z/2047) m; ``rotation`` the quaternion x, y, z
+    (x ROT_SCALE). ``word`` is the u32 at +8 for types 11/12 (for 0x3a, the f32 there
+    is ``fov``); ``code`` the three-letter code at +0x14 for type 0x21.
+    """
+
+    frame: int
+    type: int
+    args: tuple[int, int]
+    position: tuple[float, float, float]
+    rotation: tuple[float, float, float]
+    raw_pos: tuple[int, int, int]
+    raw_rot: tuple[int, int, int]
+    tail: bytes
+    word: int | None = None
+    code: str | None = None
+    fov: float | None = None
+
+    @property
+    def name(self) -> str:
+        """The type's name: an EventType name, ``sub_`` + code for 0x21, else ``type_0x..``."""
+        if self.type == EventType.NAMED_EFFECT and self.code is not None:
+            return "sub_" + self.code
+        try:
+            return EventType(self.type).name
+        except ValueError:
+            return f"type_0x{self.type:02x}"
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict (the CLI's and the trace's event form)."""
+        d = {"frame": self.frame, "type": self.type, "args": list(self.args),
+             "position": [round(v, 6) for v in self.position],
+             "rotation": [round(v, 6) for v in self.rotation]}
+        if self.word is not None:
+            d["word"] = self.word
+        if self.code is not None:
+            d["code"] = self.code
+        if self.fov is not None:
+            d["fov"] = self.fov
+        return d
+
+
+def _event_from_record(rec: np.void) -> Event:
+    pos = tuple(int(v) for v in rec["pos"])
+    rot = tuple(int(v) for v in rec["rot"])
+    tail = bytes(rec["tail"].tobytes())
+    etype = int(rec["type"])
+    word = code = fov = None
+    raw8 = struct.pack("<hh", pos[0], pos[1])
+    if etype in _WORD_TYPES:
+        word = struct.unpack("<I", raw8)[0]
+    if etype == EventType.POWER_CAMERA_CUT:
+        fov = struct.unpack("<f", raw8)[0]
+    if etype == EventType.NAMED_EFFECT:
+        code = tail.split(b"\0", 1)[0].decode("latin-1")
+    position = tuple(float(v) for v in (np.array(pos, np.float32) * POS_SCALE))
+    rotation = tuple(float(np.float32(v) * np.float32(ROT_SCALE)) for v in rot)
+    return Event(int(rec["frame"]), etype, (int(rec["arg0"]), int(rec["arg1"])),
+                 position, rotation, pos, rot, tail, word, code, fov)
+
+
+def mask_bones(mask: int) -> list[int]:
+    """The bone numbers set in a mask, ascending."""
+    return [b for b in range(40) if mask >> b & 1]
+
+
+@dataclass(slots=True, eq=False)
+class Clip:
+    """One clip, as in the chunks: raw keys (``KEY_DTYPE``) per channel and raw events.
+
+    ``velocity`` (section A) and ``translation`` (section B) are key arrays or None
+    when the section is empty; ``rotations`` maps bone -> key array, one per mask bit.
+    Fields that only matter for a byte-exact re-encode keep their file values.
+    """
+
+    name_raw: bytes
+    duration: float
+    displacement: tuple[float, float]
+    flags: int
+    velocity: np.ndarray | None
+    translation: np.ndarray | None
+    rotations: dict[int, np.ndarray]
+    events: np.ndarray
+    vtable: int = VTABLE_PLACEHOLDER
+    keyframe_pointer: int = 0
+    refcount: int = 0
+    trailing: bytes = b"\0" * 8
+
+    # ---- derived
+    @property
+    def name(self) -> str:
+        return self.name_raw.split(b"\0", 1)[0].decode("latin-1")
+
+    @property
+    def mask(self) -> int:
+        m = 0
+        for b in self.rotations:
+            m |= 1 << b
+        return m
+
+    @property
+    def bones(self) -> list[int]:
+        return sorted(self.rotations)
+
+    @property
+    def frames(self) -> int:
+        """F = uint(D x 30 + 0.5) (Original: 0x001044a0 AnimCursor_Advance)."""
+        return _f32.end_frame(self.duration)
+
+    def decoded_events(self) -> list[Event]:
+        return [_event_from_record(r) for r in self.events]
+
+    def equals(self, other: "Clip") -> bool:
+        """True when both encode to the same bytes."""
+        return encode_clip(self) == encode_clip(other)
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def decode_positions(keys: np.ndarray) -> np.ndarray:
+    """Keys -> (n, 3) float32 metres: x / 1023, y / 1023, z / 2047."""
+    raw = np.stack([keys["x"], keys["y"], keys["z"]], axis=-1).astype(np.float32)
+    return raw * POS_SCALE
+
+
+def decode_rotations(keys: np.ndarray) -> np.ndarray:
+    """Keys -> (n, 4) float32 quaternions (x, y, z, w); w = sqrt(max(0, 1 - x^2 - y^2 - z^2)) >= 0."""
+    xyz = np.stack([keys["x"], keys["y"], keys["z"]], axis=-1).astype(np.float32) * np.float32(ROT_SCALE)
+    w2 = np.float32(1.0) - np.sum(xyz * xyz, axis=-1, dtype=np.float32)
+    w = np.sqrt(np.maximum(w2, np.float32(0.0)))
+    return np.concatenate([xyz, w[:, None]], axis=-1).astype(np.float32)
+
+
+def key_frames(keys: np.ndarray) -> np.ndarray:
+    """Each key's start frame: the running sum of the deltas (int32)."""
+    return np.cumsum(keys["delta"].astype(np.int32), dtype=np.int32)
+
+
+# ---------------------------------------------------------------- parsing
+
+_D = "descriptor"
+_K = "keyframes"
+
+
+def _split_channels(keys: np.ndarray) -> list[np.ndarray]:
+    starts = np.flatnonzero(keys["delta"] == 0)
+    bounds = list(starts) + [len(keys)]
+    return [keys[bounds[i]:bounds[i + 1]] for i in range(len(starts))]
+
+
+def parse_clip(descriptor: bytes, keyframes: bytes) -> Clip:
+    """Parse a descriptor (chunk 0x02) and its keyframes (chunk 0x00) into a Clip.
+
+    In: the two chunk payloads. Out: a validated Clip. Rejected with ClipFormatError
+    (field and byte offset named): a descriptor not 80 bytes; a non-finite or
+    non-positive duration; non-finite displacement; section sizes that are not whole
+    keys, overrun the chunk or leave bytes over; a section A or B holding more than one
+    channel; a channel whose first key's delta is not 0; a channel count that is not
+    the mask's bit count or not the number of channels in section C; mask bits above
+    33; events that overrun; a type 0x3a event whose field of view is not finite.
+
+    Original: 0x001041f8 AnimCursor_Init (the channel rule), 0x00101dd8 (events).
+    """
+    if not isinstance(descriptor, (bytes, bytearray, memoryview)):
+        raise ClipFormatError(_D, 0, "payload", f"expected bytes, got {type(descriptor).__name__}")
+    if not isinstance(keyframes, (bytes, bytearray, memoryview)):
+        raise ClipFormatError(_K, 0, "payload", f"expected bytes, got {type(keyframes).__name__}")
+    descriptor, keyframes = bytes(descriptor), bytes(keyframes)
+    if len(descriptor) != DESCRIPTOR_SIZE:
+        raise ClipFormatError(_D, min(len(descriptor), DESCRIPTOR_SIZE), "size",
+                              f"{len(descriptor)} bytes, expected {DESCRIPTOR_SIZE}")
+    (vtable, dx, dy, duration, size_a, size_b, size_c, nchan, nevents, keyptr,
+     mask_raw, name_raw, refcount, flags, trailing) = _DESC.unpack(descriptor)
+
+    for off, fname, v in ((0x04, "displacement x", dx), (0x08, "displacement y", dy)):
+        if not math.isfinite(v):
+            raise ClipFormatError(_D, off, fname, f"{v} is not finite")
+    if not math.isfinite(duration) or duration <= 0.0:
+        raise ClipFormatError(_D, 0x0C, "duration", f"{duration} must be finite and positive")
+    mask = int.from_bytes(mask_raw, "little")
+    if mask >> NUM_BONES:
+        bad = [b for b in mask_bones(mask) if b >= NUM_BONES]
+        raise ClipFormatError(_D, 0x20 + bad[0] // 8, "bone mask",
+                              f"bit for bone {bad[0]} set; bones are 0-{NUM_BONES - 1}")
+    bones = mask_bones(mask)
+    if nchan != len(bones):
+        raise ClipFormatError(_D, 0x18, "channel count",
+                              f"{nchan} channels but the mask sets {len(bones)} bits")
+    for off, fname, size in ((0x10, "section A size", size_a), (0x12, "section B size", size_b),
+                             (0x14, "section C size", size_c)):
+        if size % KEY_SIZE:
+            raise ClipFormatError(_D, off, fname, f"{size} is not a whole number of {KEY_SIZE}-byte keys")
+    if nchan and size_c == 0:
+        raise ClipFormatError(_D, 0x14, "section C size", f"0 bytes for {nchan} channels")
+
+    total = size_a + size_b + size_c
+    if total > len(keyframes):
+        raise ClipFormatError(_K, len(keyframes), "sections A-C",
+                              f"sizes {size_a}+{size_b}+{size_c} = {total} overrun the {len(keyframes)}-byte chunk")
+    ev_end = total + nevents * EVENT_SIZE
+    if ev_end > len(keyframes):
+        raise ClipFormatError(_K, total, "events",
+                              f"{nevents} events x {EVENT_SIZE} bytes overrun the {len(keyframes)}-byte chunk")
+    if ev_end < len(keyframes):
+        raise ClipFormatError(_K, ev_end, "chunk size",
+                              f"{len(keyframes) - ev_end} bytes past the last event")
+
+    def section(start: int, size: int, label: str, single: bool) -> list[np.ndarray]:
+        keys = np.frombuffer(keyframes, dtype=KEY_DTYPE, count=size // KEY_SIZE, offset=start)
+        if len(keys) == 0:
+            return []
+        if keys["delta"][0] != 0:
+            raise ClipFormatError(_K, start, f"section {label} first key delta",
+                                  f"{keys['delta'][0]}, a channel's first key must have delta 0")
+        chans = _split_channels(keys)
+        if single and len(chans) > 1:
+            off = start + KEY_SIZE * len(chans[0])
+            raise ClipFormatError(_K, off, f"section {label}",
+                                  "a second channel starts here (delta 0); the section holds one channel")
+        return [c.copy() for c in chans]
+
+    sec_a = section(0, size_a, "A", True)
+    sec_b = section(size_a, size_b, "B", True)
+    sec_c = section(size_a + size_b, size_c, "C", False)
+    if len(sec_c) != nchan:
+        raise ClipFormatError(_K, size_a + size_b, "section C",
+                              f"holds {len(sec_c)} channels, the descriptor says {nchan}")
+    events = np.frombuffer(keyframes, dtype=EVENT_DTYPE, count=nevents, offset=total).copy()
+    for i, rec in enumerate(events):
+        if int(rec["type"]) == EventType.POWER_CAMERA_CUT:
+            fov = struct.unpack("<f", struct.pack("<hh", int(rec["pos"][0]), int(rec["pos"][1])))[0]
+            if not math.isfinite(fov):
+                raise ClipFormatError(_K, total + i * EVENT_SIZE + 8, f"event {i} field of view",
+                                      f"{fov} is not finite")
+    return Clip(
+        name_raw=name_raw, duration=duration, displacement=(dx, dy), flags=flags,
+        velocity=sec_a[0] if sec_a else None, translation=sec_b[0] if sec_b else None,
+        rotations=dict(zip(bones, sec_c)), events=events, vtable=vtable,
+        keyframe_pointer=keyptr, refcount=refcount, trailing=trailing,
+    )
+
+
+# ---------------------------------------------------------------- encoding
+
+
+def encode_clip(clip: Clip) -> tuple[bytes, bytes]:
+    """Write a Clip back to (descriptor, keyframes) bytes; the inverse of parse_clip.
+
+    Rejected with ClipFormatError: a section that would not fit its size field, a
+    bone outside 0-33, a channel whose first delta is not 0 or that holds a second
+    delta-0 key. Section sizes and counts are computed from the data.
+    """
+    def chan(keys: np.ndarray | None, label: str) -> bytes:
+        if keys is None or len(keys) == 0:
+            return b""
+        keys = np.asarray(keys, dtype=KEY_DTYPE)
+        if keys["delta"][0] != 0 or np.any(keys["delta"][1:] == 0):
+            raise ClipFormatError(_K, 0, f"channel {label}", "must start with delta 0 and have no other delta-0 key")
+        return keys.tobytes()
+
+    a = chan(clip.velocity, "A")
+    b = chan(clip.translation, "B")
+    c_parts = []
+    for bone in sorted(clip.rotations):
+        if not 0 <= bone < NUM_BONES:
+            raise ClipFormatError(_D, 0x20, "bone mask", f"bone {bone} outside 0-{NUM_BONES - 1}")
+        c_parts.append(chan(clip.rotations[bone], f"bone {bone}"))
+    c = b"".join(c_parts)
+    for label, data, limit, off in (("section A size", a, 0xFFFF, 0x10), ("section B size", b, 0xFFFF, 0x12),
+                                    ("section C size", c, 0xFFFFFFFF, 0x14)):
+        if len(data) > limit:
+            raise ClipFormatError(_D, off, label, f"{len(data)} bytes do not fit")
+    ev = np.asarray(clip.events, dtype=EVENT_DTYPE).tobytes()
+    name = bytes(clip.name_raw)[:NAME_SIZE].ljust(NAME_SIZE, b"\0")
+    desc = _DESC.pack(clip.vtable, clip.displacement[0], clip.displacement[1], clip.duration,
+                      len(a), len(b), len(c), len(clip.rotations), len(clip.events), clip.keyframe_pointer,
+                      clip.mask.to_bytes(MASK_BYTES, "little"), name, clip.refcount, clip.flags,
+                      bytes(clip.trailing)[:8].ljust(8, b"\0"))
+    return desc, a + b + c + ev
+
+
+# ---------------------------------------------------------------- authoring
+
+
+def quantise_positions(values: np.ndarray, label: str = "position") -> np.ndarray:
+    """(n, 3) metres -> (n, 3) int16 (x * 1023, y * 1023, z * 2047, rounded); out of range raises."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1, 3)
+    if not np.all(np.isfinite(v)):
+        raise ClipAuthoringError(f"{label}: values must be finite")
+    q = np.rint(v / POS_SCALE.astype(np.float64))
+    if np.any(np.abs(q) > 32767):
+        lim = 32767 * POS_SCALE.astype(np.float64)
+        raise ClipAuthoringError(f"{label}: value out of range (|x|,|y| <= {lim[0]:.3f}, |z| <= {lim[2]:.3f})")
+    return q.astype(np.int16)
+
+
+def quantise_rotations(quats: np.ndarray, label: str = "rotation") -> np.ndarray:
+    """(n, 4) quaternions (x, y, z, w) -> (n, 3) int16 x, y, z with w >= 0 (q and -q are one rotation)."""
+    q = np.asarray(quats, dtype=np.float64).reshape(-1, 4)
+    n = np.linalg.norm(q, axis=1)
+    if not np.all(np.isfinite(q)) or np.any(n < 1e-9):
+        raise ClipAuthoringError(f"{label}: quaternions must be finite and non-zero")
+    q = q / n[:, None]
+    q[q[:, 3] < 0] *= -1
+    return np.clip(np.rint(q[:, :3] / ROT_SCALE), -32767, 32767).astype(np.int16)
+
+
+def _channel_keys(frames: Sequence[int], raw: np.ndarray, label: str,
+                  interp) -> np.ndarray:
+    """Absolute frames + raw values -> keys with deltas, splitting gaps over 255 frames."""
+    frames = [int(f) for f in frames]
+    if not frames:
+        raise ClipAuthoringError(f"{label}: a channel needs at least one key")
+    if any(f < 0 for f in frames) or any(b <= a for a, b in zip(frames, frames[1:])):
+        raise ClipAuthoringError(f"{label}: frames must be >= 0 and strictly increasing")
+    out_f, out_v = [], []
+    if frames[0] != 0:                      # a channel starts at frame 0: hold the first value
+        out_f.append(0)
+        out_v.append(raw[0])
+    for i, f in enumerate(frames):
+        if out_f:
+            prev_f = out_f[-1]
+            while f - prev_f > 255:        # split the gap: intermediate keys on the line
+                mid = prev_f + 255
+                out_v.append(interp(out_v[-1], raw[i], (mid - prev_f) / (f - prev_f)))
+                out_f.append(mid)
+                prev_f = mid
+        out_f.append(f)
+        out_v.append(raw[i])
+    keys = np.zeros(len(out_f), dtype=KEY_DTYPE)
+    keys["delta"] = np.diff(np.asarray(out_f), prepend=0)
+    v = np.asarray(out_v)
+    keys["x"], keys["y"], keys["z"] = v[:, 0], v[:, 1], v[:, 2]
+    return keys
+
+
+def _lerp_raw(a, b, t):
+    return np.rint(np.asarray(a, float) + (np.asarray(b, float) - np.asarray(a, float)) * t).astype(np.int16)
+
+
+def _author_positions(keys: Iterable, label: str) -> np.ndarray | None:
+    keys = list(keys) if keys is not None else []
+    if not keys:
+        return None
+    frames = [k[0] for k in keys]
+    raw = quantise_positions([k[1] for k in keys], label)
+    return _channel_keys(frames, raw, label, _lerp_raw)
+
+
+def _author_rotations(keys: Iterable, label: str) -> np.ndarray:
+    keys = list(keys)
+    frames = [k[0] for k in keys]
+    raw = quantise_rotations([k[1] for k in keys], label)
+
+    def interp(a, b, t):
+        qa = np.append(np.asarray(a, float) * ROT_SCALE, 0.0)
+        qb = np.append(np.asarray(b, float) * ROT_SCALE, 0.0)
+        qa[3] = math.sqrt(max(0.0, 1.0 - qa[:3] @ qa[:3]))
+        qb[3] = math.sqrt(max(0.0, 1.0 - qb[:3] @ qb[:3]))
+        if qa @ qb < 0:
+            qb = -qb
+        return quantise_rotations(qa + (qb - qa) * t, label)[0]
+
+    return _channel_keys(frames, raw, label, interp)
+
+
+def make_event(frame: int, type: int, args: tuple[int, int] = (0, 0),
+               position: Sequence[float] = (0.0, 0.0, 0.0), rotation: Sequence[float] = (0.0, 0.0, 0.0),
+               word: int | None = None, code: str | None = None, fov: float | None = None) -> np.void:
+    """One raw event record from decoded fields (position in metres, rotation x, y, z).
+
+    ``word`` (types 11/12) and ``fov`` (0x3a) overwrite the bytes at +8; ``code`` (0x21)
+    fills +0x14. Out-of-range values raise ClipAuthoringError.
+    """
+    rec = np.zeros((), dtype=EVENT_DTYPE)
+    if not (0 <= frame <= 0xFFFF and 0 <= type <= 0xFFFF and all(0 <= a <= 0xFFFF for a in args)):
+        raise ClipAuthoringError(f"event: frame, type and args must be u16 (got {frame}, {type}, {args})")
+    rec["frame"], rec["type"], rec["arg0"], rec["arg1"] = frame, type, args[0], args[1]
+    rec["pos"] = quantise_positions([position], "event position")[0]
+    rot = np.asarray(rotation, float)
+    if not np.all(np.isfinite(rot)) or np.any(np.abs(rot) > 1.0):
+        raise ClipAuthoringError("event rotation: x, y, z must be finite within [-1, 1]")
+    rec["rot"] = np.rint(rot / ROT_SCALE).astype(np.int16)
+    if word is not None or fov is not None:
+        raw8 = struct.pack("<I", word) if word is not None else struct.pack("<f", fov)
+        lo, hi = struct.unpack("<hh", raw8)
+        rec["pos"][0], rec["pos"][1] = lo, hi
+    if code is not None:
+        c = code.encode("latin-1")
+        if len(c) > 3:
+            raise ClipAuthoringError(f"event code {code!r}: at most three letters")
+        rec["tail"] = np.frombuffer(c.ljust(4, b"\0"), dtype=np.uint8)
+    return rec
+
+
+def author_clip(name: str, frames: int, *,
+                velocity: Iterable | None = None,
+                translation: Iterable | None = None,
+                rotations: Mapping[int, Iterable] | None = None,
+                events: Iterable | None = None,
+                displacement: tuple[float, float] | None = None,
+                flags: int = 0) -> Clip:
+    """Build a Clip from decoded keys; the path tests and the demo's move set use.
+
+    In: ``frames`` F (the duration is F / 30 s, as on the disc); ``velocity`` and
+    ``translation`` as [(frame, (x, y, z)), ...] in m/s and m; ``rotations`` as
+    {bone: [(frame, (x, y, z, w)), ...]}; ``events`` as make_event records or dicts of
+    its arguments; ``displacement`` (x, y) in m, by default the velocity channel
+    integrated over the clip. Frames are absolute; a channel that does not start at 0
+    holds its first value from 0; gaps over 255 frames are split with keys on the line.
+    Rejected (ClipAuthoringError): no frames, bones outside 0-33, unordered frames,
+    non-finite or out-of-range values, names over 30 bytes.
+    """
+    if not isinstance(frames, (int, np.integer)) or frames < 1:
+        raise ClipAuthoringError(f"frames: {frames!r} must be a whole number >= 1")
+    raw_name = name.encode("latin-1")
+    if len(raw_name) > NAME_SIZE:
+        raise ClipAuthoringError(f"name {name!r}: at most {NAME_SIZE} bytes")
+    rot = {}
+    for bone, keys in (rotations or {}).items():
+        if not 0 <= int(bone) < NUM_BONES:
+            raise ClipAuthoringError(f"rotation channel for bone {bone}: bones are 0-{NUM_BONES - 1}")
+        rot[int(bone)] = _author_rotations(keys, f"bone {bone}")
+    vel = _author_positions(velocity, "velocity")
+    tr = _author_positions(translation, "translation")
+    evs = []
+    for e in events or []:
+        evs.append(make_event(**e) if isinstance(e, Mapping) else e)
+    ev_arr = np.array(evs, dtype=EVENT_DTYPE) if evs else np.zeros(0, dtype=EVENT_DTYPE)
+    duration = _f32.f32(frames / 30.0)
+    if displacement is None:
+        displacement = (0.0, 0.0)
+        if vel is not None:
+            displacement = _integrate_velocity(vel, frames)
+    dx, dy = (_f32.f32(float(v)) for v in displacement)
+    return Clip(name_raw=raw_name.ljust(NAME_SIZE, b"\0"), duration=duration, displacement=(dx, dy),
+                flags=int(flags), velocity=vel, translation=tr, rotations=dict(sorted(rot.items())),
+                events=ev_arr)
+
+
+def _integrate_velocity(keys: np.ndarray, frames: int) -> tuple[float, float]:
+    """The x, y distance the velocity channel covers over F frames (lerped keys, 1/30 s a frame)."""
+    starts = key_frames(keys).astype(np.float64)
+    vals = decode_positions(keys).astype(np.float64)
+    grid = np.arange(frames, dtype=np.float64) + 0.5
+    vx = np.interp(grid, starts, vals[:, 0])
+    vy = np.interp(grid, starts, vals[:, 1])
+    return float(vx.sum() / 30.0), float(vy.sum() / 30.0)
