@@ -1,0 +1,128 @@
+"""Quaternion maths on structure-of-arrays data: component first, humans last.
+
+A quaternion array has shape (4, ...) holding x, y, z, w; a vector array (3, ...).
+Keeping the parts in separate rows with the batch on the last axis is what makes
+numpy fast here (the interleaved layout was 2.5-3x slower, issue 6).
+
+Original: 0x00336bb8 vector lerp, 0x00336bf8 quaternion nlerp, 0x00336a00 Quat_Slerp.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["mul", "rotate", "nlerp", "slerp", "normalise", "conjugate", "identity",
+           "scale_turn", "angle_about_z", "SLERP_LINEAR_DOT"]
+
+# Above this |dot| slerp falls back to a normalised lerp (sin(theta) too small to divide by).
+SLERP_LINEAR_DOT = 0.9995
+
+
+def identity(shape: tuple[int, ...] = (), dtype=np.float32) -> np.ndarray:
+    """The identity quaternion(s), shape (4, *shape)."""
+    q = np.zeros((4, *shape), dtype=dtype)
+    q[3] = 1
+    return q
+
+
+def mul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Hamilton product a x b (apply b, then a), broadcasting over the trailing axes."""
+    ax, ay, az, aw = a[0], a[1], a[2], a[3]
+    bx, by, bz, bw = b[0], b[1], b[2], b[3]
+    x = aw * bx + ax * bw + ay * bz - az * by
+    y = aw * by - ax * bz + ay * bw + az * bx
+    z = aw * bz + ax * by - ay * bx + az * bw
+    w = aw * bw - ax * bx - ay * by - az * bz
+    if out is None:
+        return np.stack([x, y, z, w])
+    out[0], out[1], out[2], out[3] = x, y, z, w
+    return out
+
+
+def conjugate(q: np.ndarray) -> np.ndarray:
+    """The inverse of unit quaternions q."""
+    return np.stack([-q[0], -q[1], -q[2], q[3]])
+
+
+def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate vectors v (3, ...) by unit quaternions q (4, ...): v + 2 u x (u x v + w v)."""
+    ux, uy, uz, w = q[0], q[1], q[2], q[3]
+    vx, vy, vz = v[0], v[1], v[2]
+    cx = uy * vz - uz * vy + w * vx
+    cy = uz * vx - ux * vz + w * vy
+    cz = ux * vy - uy * vx + w * vz
+    return np.stack([vx + 2 * (uy * cz - uz * cy),
+                     vy + 2 * (uz * cx - ux * cz),
+                     vz + 2 * (ux * cy - uy * cx)])
+
+
+def normalise(q: np.ndarray) -> np.ndarray:
+    """q / |q| over the first axis; a zero quaternion becomes the identity (never NaN)."""
+    n = np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    zero = n == 0
+    n = np.where(zero, 1, n)
+    out = q / n
+    if np.any(zero):
+        out[3] = np.where(zero, 1, out[3])
+    return out
+
+
+def nlerp(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
+    """Normalised lerp with the sign flip: b is negated where a . b < 0, then normalised.
+
+    Original: 0x00336bf8 (quaternion nlerp).
+    """
+    dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
+    s = np.where(dot < 0, -1, 1).astype(a.dtype)
+    return normalise(a + (b * s - a) * t)
+
+
+def slerp(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
+    """Spherical lerp from a (t = 0) to b (t = 1) along the shorter arc; t clamped to [0, 1].
+
+    Near-parallel pairs (|dot| > SLERP_LINEAR_DOT) use a normalised lerp.
+    Original: 0x00336a00 Quat_Slerp.
+    """
+    dtype = a.dtype
+    t = np.clip(np.asarray(t, dtype=dtype), 0, 1)
+    dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
+    sign = np.where(dot < 0, -1, 1).astype(dtype)
+    dot = np.minimum(np.abs(dot), 1)
+    theta = np.arccos(dot)
+    sin_t = np.sin(theta)
+    linear = dot > SLERP_LINEAR_DOT
+    safe = np.where(linear, 1, sin_t)
+    wa = np.where(linear, 1 - t, np.sin((1 - t) * theta) / safe)
+    wb = np.where(linear, t, np.sin(t * theta) / safe) * sign
+    out = a * wa + b * wb
+    if np.any(linear):
+        out = np.where(linear, normalise(out), out)
+    return out.astype(dtype, copy=False)
+
+
+def scale_turn(q: np.ndarray, rate, eps: float = 5e-7) -> np.ndarray:
+    """Scale a turn by the rate: Quat_Slerp(rate, identity, q), the factor clamped to [0, 1].
+
+    Skipped (q returned as is) where the rate is exactly 1 or w is within ``eps`` of 1.
+    The result is q's axis turned by q's angle x rate (w >= 0 for a decoded key).
+    Original: 0x00104ce0 AnimCursor_SamplePose (bone 0), 0x00336a00 Quat_Slerp.
+    """
+    rate = np.asarray(rate, dtype=q.dtype)
+    skip = (rate == 1) | (np.abs(1 - q[3]) <= eps)
+    if np.all(skip):
+        return q
+    r = np.clip(rate, 0, 1)
+    half = np.arccos(np.clip(q[3], -1, 1))          # the key's half angle
+    sin_half = np.sin(half)
+    safe = np.where(sin_half == 0, 1, sin_half)
+    k = np.sin(r * half) / safe
+    scaled = np.stack([q[0] * k, q[1] * k, q[2] * k, np.cos(r * half)]).astype(q.dtype)
+    return np.where(skip, q, scaled)
+
+
+def angle_about_z(q: np.ndarray) -> np.ndarray:
+    """The turn a = 2 acos(w) with the sign of the quaternion's z (radians).
+
+    Original: 0x0023f238 Human_ApplyRootMotion (the turn).
+    """
+    a = 2 * np.arccos(np.clip(q[3], -1, 1))
+    return np.where(q[2] < 0, -a, a)
