@@ -219,13 +219,25 @@ class Clip:
 
 
 def decode_positions(keys: np.ndarray) -> np.ndarray:
-    """Keys -> (n, 3) float32 metres: x / 1023, y / 1023, z / 2047."""
+    """Keys -> (n, 3) float32 metres: x / 1023, y / 1023, z / 2047.
+
+    In: a KEY_DTYPE array. Out: float32 values (x times the float32 constant 1/1023,
+    and so on). Rejects nothing.
+
+    Original: 0x00104ce0 AnimCursor_SamplePose (the position decode).
+    """
     raw = np.stack([keys["x"], keys["y"], keys["z"]], axis=-1).astype(np.float32)
     return raw * POS_SCALE
 
 
 def decode_rotations(keys: np.ndarray) -> np.ndarray:
-    """Keys -> (n, 4) float32 quaternions (x, y, z, w); w = sqrt(max(0, 1 - x^2 - y^2 - z^2)) >= 0."""
+    """Keys -> (n, 4) float32 quaternions (x, y, z, w); w = sqrt(max(0, 1 - x^2 - y^2 - z^2)) >= 0.
+
+    In: a KEY_DTYPE array. Out: x, y, z times 0x38000100 (2^-15 (1 + 2^-15)); w is
+    never negative and is exactly 0 when the x, y, z norm exceeds 1. Rejects nothing.
+
+    Original: 0x00104ce0 AnimCursor_SamplePose (the rotation decode).
+    """
     xyz = np.stack([keys["x"], keys["y"], keys["z"]], axis=-1).astype(np.float32) * np.float32(ROT_SCALE)
     w2 = np.float32(1.0) - np.sum(xyz * xyz, axis=-1, dtype=np.float32)
     w = np.sqrt(np.maximum(w2, np.float32(0.0)))
@@ -233,7 +245,12 @@ def decode_rotations(keys: np.ndarray) -> np.ndarray:
 
 
 def key_frames(keys: np.ndarray) -> np.ndarray:
-    """Each key's start frame: the running sum of the deltas (int32)."""
+    """Each key's start frame: the running sum of the deltas (int32).
+
+    In: one channel's KEY_DTYPE array. Out: int32 frames. Rejects nothing.
+
+    Original: 0x00104110 AnimCursor_Step (the countdown from each key's delta).
+    """
     return np.cumsum(keys["delta"].astype(np.int32), dtype=np.int32)
 
 
@@ -347,9 +364,11 @@ def parse_clip(descriptor: bytes, keyframes: bytes) -> Clip:
 def encode_clip(clip: Clip) -> tuple[bytes, bytes]:
     """Write a Clip back to (descriptor, keyframes) bytes; the inverse of parse_clip.
 
-    Rejected with ClipFormatError: a section that would not fit its size field, a
-    bone outside 0-33, a channel whose first delta is not 0 or that holds a second
-    delta-0 key. Section sizes and counts are computed from the data.
+    Rejected with ClipFormatError: a section that would not fit its size field, more
+    than 65535 events, a bone outside 0-33, a channel whose first delta is not 0 or
+    that holds a second delta-0 key. Section sizes and counts are computed from the data.
+
+    Original: 0x001041f8 AnimCursor_Init (the layout it reads back).
     """
     def chan(keys: np.ndarray | None, label: str) -> bytes:
         if keys is None or len(keys) == 0:
@@ -371,10 +390,13 @@ def encode_clip(clip: Clip) -> tuple[bytes, bytes]:
                                     ("section C size", c, 0xFFFFFFFF, 0x14)):
         if len(data) > limit:
             raise ClipFormatError(_D, off, label, f"{len(data)} bytes do not fit")
-    ev = np.asarray(clip.events, dtype=EVENT_DTYPE).tobytes()
+    ev_arr = np.asarray(clip.events, dtype=EVENT_DTYPE).reshape(-1)
+    if len(ev_arr) > 0xFFFF:
+        raise ClipFormatError(_D, 0x1A, "event count", f"{len(ev_arr)} events do not fit a u16")
+    ev = ev_arr.tobytes()
     name = bytes(clip.name_raw)[:NAME_SIZE].ljust(NAME_SIZE, b"\0")
     desc = _DESC.pack(clip.vtable, clip.displacement[0], clip.displacement[1], clip.duration,
-                      len(a), len(b), len(c), len(clip.rotations), len(clip.events), clip.keyframe_pointer,
+                      len(a), len(b), len(c), len(clip.rotations), len(ev_arr), clip.keyframe_pointer,
                       clip.mask.to_bytes(MASK_BYTES, "little"), name, clip.refcount, clip.flags,
                       bytes(clip.trailing)[:8].ljust(8, b"\0"))
     return desc, a + b + c + ev
@@ -384,7 +406,12 @@ def encode_clip(clip: Clip) -> tuple[bytes, bytes]:
 
 
 def quantise_positions(values: np.ndarray, label: str = "position") -> np.ndarray:
-    """(n, 3) metres -> (n, 3) int16 (x * 1023, y * 1023, z * 2047, rounded); out of range raises."""
+    """(n, 3) metres -> (n, 3) int16 (x * 1023, y * 1023, z * 2047, rounded).
+
+    Rejected (ClipAuthoringError): non-finite values, values beyond +-32767 steps.
+
+    Original: 0x00104ce0 AnimCursor_SamplePose (the decode this inverts).
+    """
     v = np.asarray(values, dtype=np.float64).reshape(-1, 3)
     if not np.all(np.isfinite(v)):
         raise ClipAuthoringError(f"{label}: values must be finite")
@@ -396,7 +423,13 @@ def quantise_positions(values: np.ndarray, label: str = "position") -> np.ndarra
 
 
 def quantise_rotations(quats: np.ndarray, label: str = "rotation") -> np.ndarray:
-    """(n, 4) quaternions (x, y, z, w) -> (n, 3) int16 x, y, z with w >= 0 (q and -q are one rotation)."""
+    """(n, 4) quaternions (x, y, z, w) -> (n, 3) int16 x, y, z with w >= 0 (q and -q are one rotation).
+
+    The quaternion is normalised first. Rejected (ClipAuthoringError): non-finite or
+    zero quaternions.
+
+    Original: 0x00104ce0 AnimCursor_SamplePose (the decode this inverts).
+    """
     q = np.asarray(quats, dtype=np.float64).reshape(-1, 4)
     n = np.linalg.norm(q, axis=1)
     if not np.all(np.isfinite(q)) or np.any(n < 1e-9):
@@ -409,7 +442,9 @@ def quantise_rotations(quats: np.ndarray, label: str = "rotation") -> np.ndarray
 def _channel_keys(frames: Sequence[int], raw: np.ndarray, label: str,
                   interp) -> np.ndarray:
     """Absolute frames + raw values -> keys with deltas, splitting gaps over 255 frames."""
-    frames = [int(f) for f in frames]
+    frames = _whole_frames(frames, label)
+    if len(frames) != len(raw):
+        raise ClipAuthoringError(f"{label}: {len(frames)} frames for {len(raw)} values")
     if not frames:
         raise ClipAuthoringError(f"{label}: a channel needs at least one key")
     if any(f < 0 for f in frames) or any(b <= a for a, b in zip(frames, frames[1:])):
@@ -435,6 +470,28 @@ def _channel_keys(frames: Sequence[int], raw: np.ndarray, label: str,
     return keys
 
 
+def _whole_frames(frames: Sequence, label: str) -> list[int]:
+    """Key frames as ints; a frame that is not a whole number raises ClipAuthoringError."""
+    out = []
+    for f in frames:
+        if isinstance(f, bool) or not isinstance(f, (int, np.integer, float, np.floating)) \
+                or not math.isfinite(f) or f != int(f):
+            raise ClipAuthoringError(f"{label}: frame {f!r} is not a whole number")
+        out.append(int(f))
+    return out
+
+
+def _values(keys: list, width: int, label: str) -> np.ndarray:
+    """The keys' values as an (n, width) float array; any other shape raises ClipAuthoringError."""
+    try:
+        v = np.asarray([k[1] for k in keys], dtype=np.float64)
+    except (TypeError, ValueError, IndexError) as exc:
+        raise ClipAuthoringError(f"{label}: keys must be (frame, values) pairs ({exc})") from None
+    if v.ndim != 2 or v.shape[1] != width:
+        raise ClipAuthoringError(f"{label}: each value must have {width} components")
+    return v
+
+
 def _lerp_raw(a, b, t):
     return np.rint(np.asarray(a, float) + (np.asarray(b, float) - np.asarray(a, float)) * t).astype(np.int16)
 
@@ -444,14 +501,16 @@ def _author_positions(keys: Iterable, label: str) -> np.ndarray | None:
     if not keys:
         return None
     frames = [k[0] for k in keys]
-    raw = quantise_positions([k[1] for k in keys], label)
+    raw = quantise_positions(_values(keys, 3, label), label)
     return _channel_keys(frames, raw, label, _lerp_raw)
 
 
 def _author_rotations(keys: Iterable, label: str) -> np.ndarray:
-    keys = list(keys)
+    keys = list(keys) if keys is not None else []
+    if not keys:
+        raise ClipAuthoringError(f"{label}: a channel needs at least one key")
     frames = [k[0] for k in keys]
-    raw = quantise_rotations([k[1] for k in keys], label)
+    raw = quantise_rotations(_values(keys, 4, label), label)
 
     def interp(a, b, t):
         qa = np.append(np.asarray(a, float) * ROT_SCALE, 0.0)
@@ -470,25 +529,54 @@ def make_event(frame: int, type: int, args: tuple[int, int] = (0, 0),
                word: int | None = None, code: str | None = None, fov: float | None = None) -> np.void:
     """One raw event record from decoded fields (position in metres, rotation x, y, z).
 
-    ``word`` (types 11/12) and ``fov`` (0x3a) overwrite the bytes at +8; ``code`` (0x21)
-    fills +0x14. Out-of-range values raise ClipAuthoringError.
+    ``word`` (types 11/12, a u32) or ``fov`` (0x3a, a finite f32) overwrites the bytes
+    at +8 (not both); ``code`` (0x21) fills +0x14. Rejected (ClipAuthoringError):
+    frame, type or args outside u16, a position or rotation that is not three finite
+    values in range, a word outside u32, a non-finite fov, a code over three latin-1
+    letters.
+
+    Original: 0x00101dd8 Anim_FireFrameEvents (the record it reads).
     """
     rec = np.zeros((), dtype=EVENT_DTYPE)
-    if not (0 <= frame <= 0xFFFF and 0 <= type <= 0xFFFF and all(0 <= a <= 0xFFFF for a in args)):
+    try:
+        a0, a1 = (int(a) for a in args)
+    except (TypeError, ValueError):
+        raise ClipAuthoringError(f"event args {args!r}: two u16 values") from None
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and 0 <= v <= 0xFFFF
+               for v in (frame, type, a0, a1)):
         raise ClipAuthoringError(f"event: frame, type and args must be u16 (got {frame}, {type}, {args})")
-    rec["frame"], rec["type"], rec["arg0"], rec["arg1"] = frame, type, args[0], args[1]
-    rec["pos"] = quantise_positions([position], "event position")[0]
-    rot = np.asarray(rotation, float)
+    rec["frame"], rec["type"], rec["arg0"], rec["arg1"] = frame, type, a0, a1
+    pos = np.asarray(position, dtype=np.float64)
+    if pos.shape != (3,):
+        raise ClipAuthoringError(f"event position: three values (got shape {pos.shape})")
+    rec["pos"] = quantise_positions(pos, "event position")[0]
+    rot = np.asarray(rotation, dtype=np.float64)
+    if rot.shape != (3,):
+        raise ClipAuthoringError(f"event rotation: three values (got shape {rot.shape})")
     if not np.all(np.isfinite(rot)) or np.any(np.abs(rot) > 1.0):
         raise ClipAuthoringError("event rotation: x, y, z must be finite within [-1, 1]")
-    rec["rot"] = np.rint(rot / ROT_SCALE).astype(np.int16)
-    if word is not None or fov is not None:
-        raw8 = struct.pack("<I", word) if word is not None else struct.pack("<f", fov)
+    rec["rot"] = np.clip(np.rint(rot / ROT_SCALE), -32767, 32767).astype(np.int16)
+    if word is not None and fov is not None:
+        raise ClipAuthoringError("event: word and fov share the bytes at +8; give one")
+    if word is not None:
+        if isinstance(word, bool) or not isinstance(word, (int, np.integer)) or not 0 <= word <= 0xFFFFFFFF:
+            raise ClipAuthoringError(f"event word {word!r}: must be a u32")
+        raw8 = struct.pack("<I", int(word))
+    elif fov is not None:
+        if not math.isfinite(_f32.f32(float(fov))):
+            raise ClipAuthoringError(f"event fov {fov!r}: must be a finite float32")
+        raw8 = struct.pack("<f", float(fov))
+    else:
+        raw8 = None
+    if raw8 is not None:
         lo, hi = struct.unpack("<hh", raw8)
         rec["pos"][0], rec["pos"][1] = lo, hi
     if code is not None:
-        c = code.encode("latin-1")
-        if len(c) > 3:
+        try:
+            c = code.encode("latin-1")
+        except (AttributeError, UnicodeEncodeError):
+            raise ClipAuthoringError(f"event code {code!r}: latin-1 text") from None
+        if len(c) > 3 or b"\0" in c:
             raise ClipAuthoringError(f"event code {code!r}: at most three letters")
         rec["tail"] = np.frombuffer(c.ljust(4, b"\0"), dtype=np.uint8)
     return rec
@@ -509,12 +597,18 @@ def author_clip(name: str, frames: int, *,
     its arguments; ``displacement`` (x, y) in m, by default the velocity channel
     integrated over the clip. Frames are absolute; a channel that does not start at 0
     holds its first value from 0; gaps over 255 frames are split with keys on the line.
-    Rejected (ClipAuthoringError): no frames, bones outside 0-33, unordered frames,
-    non-finite or out-of-range values, names over 30 bytes.
+    Rejected (ClipAuthoringError): no frames, bones outside 0-33, an empty channel,
+    unordered, negative or fractional key frames, values of the wrong shape,
+    non-finite or out-of-range values, names over 30 bytes or not latin-1.
+
+    Original: 0x001041f8 AnimCursor_Init (the layout the result must satisfy).
     """
-    if not isinstance(frames, (int, np.integer)) or frames < 1:
+    if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 1:
         raise ClipAuthoringError(f"frames: {frames!r} must be a whole number >= 1")
-    raw_name = name.encode("latin-1")
+    try:
+        raw_name = name.encode("latin-1")
+    except (AttributeError, UnicodeEncodeError):
+        raise ClipAuthoringError(f"name {name!r}: latin-1 text") from None
     if len(raw_name) > NAME_SIZE:
         raise ClipAuthoringError(f"name {name!r}: at most {NAME_SIZE} bytes")
     rot = {}

@@ -1,0 +1,187 @@
+"""The command line: ``python -m game SUBCOMMAND ...``.
+
+Each subcommand is one function ``cmd_NAME(args) -> int`` plus one function that adds
+its arguments; both are registered in ``COMMANDS`` (the one place to add another).
+Errors a user can cause (a missing file, a malformed chunk) print one line,
+``scuffle: error: ...``, to stderr and exit with status 2; no traceback. A reader
+that closes the output early (``| head``) ends the command quietly with status 1.
+
+Spec: "Data" (Descriptor, Keyframes, Events). Layouts: docs/formats.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from anim.clip import Clip, ClipFormatError, decode_positions, decode_rotations, key_frames, parse_clip
+
+__all__ = ["COMMANDS", "Command", "CliError", "main", "build_parser", "clip_summary"]
+
+PROG = "scuffle"
+EXIT_ERROR = 2
+
+
+class CliError(Exception):
+    """A user error a subcommand reports as one line (no traceback)."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its name, one-line help, argument setup and runner."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _read(path: str, what: str) -> bytes:
+    """A file's bytes; an unreadable file raises CliError naming it."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
+
+
+def _num(v) -> float:
+    """A float32 value as the shortest decimal that reads back to the same float32."""
+    return float(str(np.float32(v)))
+
+
+# ---------------------------------------------------------------- clip
+
+
+def clip_summary(clip: Clip) -> dict:
+    """The clip as one JSON-ready dict (the ``clip --json`` output).
+
+    Keys are [start_frame, x, y, z] (positions, metres or m/s) or [start_frame, x, y,
+    z, w] (rotations); start_frame is the running sum of the deltas. An empty section
+    is null.
+    """
+    def positions(keys):
+        if keys is None:
+            return None
+        return [[int(f), *map(_num, v)] for f, v in zip(key_frames(keys), decode_positions(keys))]
+
+    def rotations(keys):
+        return [[int(f), *map(_num, q)] for f, q in zip(key_frames(keys), decode_rotations(keys))]
+
+    return {
+        "name": clip.name,
+        "duration": _num(clip.duration),
+        "frames": clip.frames,
+        "displacement": [_num(v) for v in clip.displacement],
+        "flags": clip.flags,
+        "mask": clip.bones,
+        "root_velocity": positions(clip.velocity),
+        "root_translation": positions(clip.translation),
+        "rotations": {str(bone): rotations(clip.rotations[bone]) for bone in clip.bones},
+        "events": [e.to_json() for e in clip.decoded_events()],
+    }
+
+
+def _channel_line(label: str, keys) -> str:
+    if keys is None:
+        return f"  {label}: none"
+    frames = key_frames(keys)
+    n = len(keys)
+    return f"  {label}: {n} key{'s' if n != 1 else ''}, frames {int(frames[0])}-{int(frames[-1])}"
+
+
+def _fmt(values) -> str:
+    return "(" + ", ".join(f"{v:.4f}" for v in values) + ")"
+
+
+def clip_text(clip: Clip) -> str:
+    """A readable summary: name, duration, frames, mask, channels, events."""
+    lines = [
+        f"clip {clip.name!r}",
+        f"duration: {_num(clip.duration)} s ({clip.frames} frames)",
+        f"displacement: x {_num(clip.displacement[0])} m, y {_num(clip.displacement[1])} m",
+        f"flags: 0x{clip.flags:08x}",
+        f"mask: {' '.join(map(str, clip.bones)) or '(none)'} ({len(clip.bones)} bones)",
+        "channels:",
+        _channel_line("root velocity (A)", clip.velocity),
+        _channel_line("root translation (B)", clip.translation),
+    ]
+    lines += [_channel_line(f"bone {bone}", clip.rotations[bone]) for bone in clip.bones]
+    events = clip.decoded_events()
+    lines.append(f"events: {len(events)}")
+    for e in events:
+        line = f"  frame {e.frame}: type 0x{e.type:02x} {e.name} args {e.args[0]} {e.args[1]}"
+        if e.word is not None:
+            line += f" word 0x{e.word:08x}"
+        elif e.fov is not None:
+            line += f" fov {e.fov}"
+        else:
+            line += f" position {_fmt(e.position)} rotation {_fmt(e.rotation)}"
+        if e.code is not None:
+            line += f" code {e.code!r}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _clip_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("descriptor", metavar="DESCRIPTOR_FILE", help="the clip's descriptor (chunk 0x02, 80 bytes)")
+    p.add_argument("keyframes", metavar="KEYFRAMES_FILE", help="the clip's keyframes (chunk 0x00)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
+
+
+def cmd_clip(args: argparse.Namespace) -> int:
+    """Parse a clip's two chunks and print them (readable, or one JSON object)."""
+    descriptor = _read(args.descriptor, "descriptor file")
+    keyframes = _read(args.keyframes, "keyframes file")
+    clip = parse_clip(descriptor, keyframes)
+    if args.json:
+        print(json.dumps(clip_summary(clip), allow_nan=False))
+    else:
+        print(clip_text(clip))
+    return 0
+
+
+# ---------------------------------------------------------------- registry and entry point
+
+COMMANDS: tuple[Command, ...] = (
+    Command("clip", "decode a clip (descriptor + keyframes chunks)", _clip_arguments, cmd_clip),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser with one subparser per entry of COMMANDS."""
+    parser = argparse.ArgumentParser(prog=PROG, description="scuffle: the character animation runtime's tools")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.help, description=command.help)
+        command.add_arguments(p)
+        p.set_defaults(run=command.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; returns the exit status (0, or 2 on any user error)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:          # usage errors (already printed) and --help
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    try:
+        status = args.run(args)
+        sys.stdout.flush()
+        return status
+    except (CliError, ClipFormatError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:            # the reader went away (``| head``): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
