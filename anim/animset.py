@@ -1,0 +1,246 @@
+"""Anim sets: a shared, read-only map of the 722 anim ids to clips and range records.
+
+An ``AnimSet`` is what a character's CharacterData holds once its resource is loaded:
+per id a clip (or none) and a range record. Sets are immutable and meant to be
+shared between every human of a class; a scenario override makes a new set
+(``with_clip``). Each distinct clip has a stable integer index (``clip_index``,
+``clips_by_index``), so a numpy clip bank can be built from a set and gathered by
+``clip_indices``.
+
+Spec: "Where clips are found", "The Anim Range List (chunk 0x45)".
+Original: 0x00175080 CharacterInstance_GetAnim (id -> clip), 0x00254568 (the range list).
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .clip import Clip, encode_clip
+from .rangelist import (
+    NUM_ANIM_IDS, RangeAuthoringError, RangeList, RangeRecord, UnknownAnimId, check_anim_id,
+)
+from .resource import NO_CLIP, Chunk, Resource
+
+__all__ = ["AnimId", "AnimSet", "AnimSetError", "UnknownAnimId"]
+
+
+class AnimId(IntEnum):
+    """Anim ids the spec names, by the spec's words (Where clips are found; The Anim Range List;
+    The reference pose). Other ids are plain ints 0-721."""
+
+    TACKLE = 3             # the tackle searches within this id's far range x 1.25 (0x00284920)
+    SNAP_RIGHT_01 = 25     # direction (999, -12)
+    GRAB = 70              # the grab searches within this id's far range x 1.25 (0x00284920)
+    HOLD = 82              # paired hold: direction (0.351, 0.936) x reach 1.081
+    GROUNDED_IDLE = 196
+    FIGHT_IDLE = 358
+    WALK = 408             # Rembrandt's walk, the id the LIFO slot rule was confirmed on
+    BLOCK = 606
+
+
+class AnimSetError(ValueError):
+    """An anim set built from values that are not clips or records, or tables that disagree."""
+
+
+class AnimSet:
+    """The anim ids of one character set: clip per id (or none) and range record per id.
+
+    ``clips_by_index`` holds each distinct clip once (by identity) with a stable index;
+    ``clip_indices`` maps every id to its clip's index (-1 for none). Built with
+    ``from_resource`` or ``build``; never changed in place (``with_clip`` and
+    ``with_range`` return new sets; arrays are read-only). Ids outside 0..num_ids-1
+    (0..721) raise UnknownAnimId.
+    """
+
+    __slots__ = ("_name", "_clips", "_index", "_ranges")
+
+    def __init__(self, clips_by_index: Sequence[Clip], clip_indices: np.ndarray | Sequence[int],
+                 range_list: RangeList, name: str = ""):
+        """A set from its parts.
+
+        In: the distinct clips, one index per id into them (-1 none), the range list
+        (one record per id), a name. Rejected with AnimSetError: a non-Clip, an index
+        table whose length is not the range list's, an index outside -1..len(clips)-1.
+        """
+        clips = tuple(clips_by_index)
+        for i, c in enumerate(clips):
+            if not isinstance(c, Clip):
+                raise AnimSetError(f"clip index {i}: {type(c).__name__} is not a Clip")
+        if not isinstance(range_list, RangeList):
+            raise AnimSetError(f"range_list: {type(range_list).__name__} is not a RangeList")
+        index = np.array(clip_indices, dtype=np.int32)
+        if index.ndim != 1 or len(index) != len(range_list):
+            raise AnimSetError(f"{index.size} clip indices for {len(range_list)} range records")
+        bad = np.flatnonzero((index < NO_CLIP) | (index >= len(clips)))
+        if len(bad):
+            i = int(bad[0])
+            raise AnimSetError(f"id {i}: clip index {int(index[i])} outside -1..{len(clips) - 1}")
+        index.flags.writeable = False
+        object.__setattr__(self, "_name", str(name))
+        object.__setattr__(self, "_clips", clips)
+        object.__setattr__(self, "_index", index)
+        object.__setattr__(self, "_ranges", range_list)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("AnimSet is immutable; use with_clip / with_range")
+
+    # ---------------------------------------------------------------- construction
+    @classmethod
+    def from_resource(cls, res: Resource, name: str = "") -> "AnimSet":
+        """The set a resource defines: id -> clip through the table's LIFO slots.
+
+        In: a loaded or built Resource. Out: an AnimSet whose ``clips_by_index`` is the
+        resource's clips in file order (so index = len(clips) - 1 - slot). Nothing is
+        rejected beyond what Resource already checked.
+        Original: 0x00175080 CharacterInstance_GetAnim.
+        """
+        n = len(res.clips)
+        slots = res.anim_table
+        index = np.where(slots == NO_CLIP, NO_CLIP, n - 1 - slots).astype(np.int32)
+        return cls(res.clips, index, res.range_list, name)
+
+    @classmethod
+    def build(cls, clips: Mapping[int, Clip], ranges: Mapping[int, RangeRecord] | RangeList | None = None,
+              name: str = "", num_ids: int = NUM_ANIM_IDS) -> "AnimSet":
+        """A set from {id: clip} and {id: record}.
+
+        In: clips by id (one Clip object used for several ids is stored once), range
+        records by id (missing ids and ``ranges=None`` give ZERO_RECORD) or a whole
+        RangeList, a name. Indices follow the first id that uses each clip. Rejected:
+        UnknownAnimId for an id outside 0..num_ids-1; AnimSetError for a value that is
+        not a Clip or a RangeList of another length; RangeAuthoringError for a value
+        that is not a RangeRecord.
+        """
+        index = np.full(num_ids, NO_CLIP, dtype=np.int32)
+        distinct: list[Clip] = []
+        seen: dict[int, int] = {}
+        for anim_id in sorted(check_anim_id(k, num_ids) for k in clips):
+            clip = clips[anim_id]
+            if not isinstance(clip, Clip):
+                raise AnimSetError(f"id {anim_id}: {type(clip).__name__} is not a Clip")
+            if id(clip) not in seen:
+                seen[id(clip)] = len(distinct)
+                distinct.append(clip)
+            index[anim_id] = seen[id(clip)]
+        if isinstance(ranges, RangeList):
+            if len(ranges) != num_ids:
+                raise AnimSetError(f"range list of {len(ranges)} records for {num_ids} ids")
+            range_list = ranges
+        else:
+            range_list = RangeList.from_records(ranges or {}, num_ids)
+        return cls(distinct, index, range_list, name)
+
+    def to_resource(self, extra_chunks: Sequence[Chunk] = ()) -> Resource:
+        """A Resource whose load gives back this set.
+
+        Out: one clip pair per entry of ``clips_by_index``, in index order, so the clip
+        at index k gets slot len - 1 - k (LIFO); the range list; the table; then
+        ``extra_chunks`` (unknown types only). Rejected with ResourceFormatError: a
+        clip that does not encode, an extra chunk of a known type.
+        """
+        n = len(self._clips)
+        table = np.where(self._index == NO_CLIP, NO_CLIP, n - 1 - self._index).astype(np.int32)
+        return Resource.build(self._clips, self._ranges, table, extra_chunks)
+
+    def with_clip(self, anim_id: int, clip: Clip | None, range: RangeRecord | None = None) -> "AnimSet":
+        """A new set where ``anim_id`` plays ``clip`` (None: no clip), and has ``range`` if given.
+
+        Existing indices are kept (a new clip gets the next index; a clip no id uses
+        any more keeps its index), so a bank built for this set stays valid. Rejected:
+        UnknownAnimId; AnimSetError for a non-Clip; RangeAuthoringError for a non-record.
+        """
+        i = check_anim_id(anim_id, self.num_ids)
+        clips = list(self._clips)
+        index = self._index.copy()
+        if clip is None:
+            index[i] = NO_CLIP
+        else:
+            if not isinstance(clip, Clip):
+                raise AnimSetError(f"id {i}: {type(clip).__name__} is not a Clip")
+            k = next((j for j, c in enumerate(clips) if c is clip), None)
+            if k is None:
+                k = len(clips)
+                clips.append(clip)
+            index[i] = k
+        ranges = self._ranges if range is None else self._ranges.with_record(i, range)
+        return AnimSet(clips, index, ranges, self._name)
+
+    def with_range(self, anim_id: int, record: RangeRecord) -> "AnimSet":
+        """A new set with ``anim_id``'s range record replaced (UnknownAnimId, RangeAuthoringError)."""
+        i = check_anim_id(anim_id, self.num_ids)
+        if not isinstance(record, RangeRecord):
+            raise RangeAuthoringError(f"id {i}: {type(record).__name__} is not a RangeRecord")
+        return AnimSet(self._clips, self._index, self._ranges.with_record(i, record), self._name)
+
+    # ---------------------------------------------------------------- queries
+    @property
+    def name(self) -> str:
+        """The set's name (a label only)."""
+        return self._name
+
+    @property
+    def num_ids(self) -> int:
+        """The number of anim ids (722)."""
+        return len(self._index)
+
+    @property
+    def range_list(self) -> RangeList:
+        """The whole range list (read-only)."""
+        return self._ranges
+
+    @property
+    def clips_by_index(self) -> tuple[Clip, ...]:
+        """The distinct clips, by their stable index."""
+        return self._clips
+
+    @property
+    def clip_indices(self) -> np.ndarray:
+        """Per id, the index of its clip in ``clips_by_index`` or -1 (read-only int32)."""
+        return self._index
+
+    def clip(self, anim_id: int) -> Clip | None:
+        """The clip of ``anim_id``, or None. UnknownAnimId outside the ids.
+
+        Original: 0x00175080 CharacterInstance_GetAnim.
+        """
+        k = int(self._index[check_anim_id(anim_id, self.num_ids)])
+        return None if k == NO_CLIP else self._clips[k]
+
+    def clip_index(self, anim_id: int) -> int | None:
+        """The stable index of ``anim_id``'s clip, or None. UnknownAnimId outside the ids."""
+        k = int(self._index[check_anim_id(anim_id, self.num_ids)])
+        return None if k == NO_CLIP else k
+
+    def range(self, anim_id: int) -> RangeRecord:
+        """The range record of ``anim_id`` (ZERO_RECORD where none was given). UnknownAnimId outside the ids."""
+        return self._ranges[check_anim_id(anim_id, self.num_ids)]
+
+    def has(self, anim_id: int) -> bool:
+        """True when ``anim_id`` has a clip. UnknownAnimId outside the ids."""
+        return int(self._index[check_anim_id(anim_id, self.num_ids)]) != NO_CLIP
+
+    __contains__ = has
+
+    def ids(self) -> list[int]:
+        """The ids that have a clip, ascending."""
+        return [int(i) for i in np.flatnonzero(self._index != NO_CLIP)]
+
+    def equals(self, other: "AnimSet") -> bool:
+        """True when both map every id to clips that encode to the same bytes and hold the same records."""
+        if not isinstance(other, AnimSet) or self.num_ids != other.num_ids or self._ranges != other._ranges:
+            return False
+        mine = [encode_clip(c) for c in self._clips]
+        theirs = [encode_clip(c) for c in other._clips]
+        for a, b in zip(self._index, other._index):
+            if (a == NO_CLIP) != (b == NO_CLIP):
+                return False
+            if a != NO_CLIP and mine[a] != theirs[b]:
+                return False
+        return True
+
+    def __repr__(self) -> str:
+        return (f"AnimSet({self._name!r}, {len(self.ids())} ids with clips, "
+                f"{len(self._clips)} distinct clips, {self.num_ids} ids)")
+
