@@ -143,3 +143,15 @@ def mul_v(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a64 = np.asarray(a, dtype=np.float32).astype(np.float64)
     b64 = np.asarray(b, dtype=np.float32).astype(np.float64)
     return _truncate_v(a64 * b64, None)
+
+
+def div(a: float, b: float) -> float:
+    """float32 a / b rounded toward zero (from the correctly rounded double quotient).
+
+    Rejected: b == 0 (ZeroDivisionError).
+    """
+    q = a / b
+    r = q * b
+    # the sign of the remainder a - q b tells on which side of q the exact quotient lies
+    err = (a - r) / b if math.isfinite(q) else 0.0
+    return _truncate(q, err)

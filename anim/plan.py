@@ -1,0 +1,151 @@
+"""The sample plan: every human's task stack as pose-stack operations, run batched.
+
+Sampling a stack bottom-up is a small stack machine: a clip pushes its pose, a fade or
+a blend pops two and pushes their mix. ``SamplePlan`` records those operations for
+many humans at once, then runs them as one batched sampler call and one batched blend
+per dependency level, instead of per human and per bone. ``execute_reference`` runs
+the same plan one pose at a time (the scalar reference path; issue 6 checks the two
+agree).
+
+Spec: "The task stack" (sampled bottom-up onto the pose stack of seven).
+Original: 0x00176d60 CharacterInstance_Sample, 0x00104ce0 (refuses an eighth pose).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .pose import DTYPE, POSE_STACK_SIZE, PoseBatch, PoseStackOverflow, blend
+from .sampler import ClipBank
+from .skeleton import NUM_BONES, subtree_mask
+
+__all__ = ["SamplePlan"]
+
+
+class SamplePlan:
+    """Pose-stack operations for a batch of humans (build, then execute once).
+
+    Build: ``begin(name)`` per human, then ``sample``/``blend_top`` as its tasks are
+    visited bottom-up, then ``end()``. Handles are ints: samples >= 0, blends < 0.
+    Rejected: an eighth pose on a human's stack (PoseStackOverflow naming the human).
+    """
+
+    __slots__ = ("s_clip", "s_time", "s_rate", "s_flags", "b_a", "b_b", "b_w", "b_mask", "b_level",
+                 "finals", "_stack", "_name")
+
+    def __init__(self):
+        self.s_clip: list[int] = []
+        self.s_time: list[float] = []
+        self.s_rate: list[float] = []
+        self.s_flags: list[int] = []
+        self.b_a: list[int] = []
+        self.b_b: list[int] = []
+        self.b_w: list[float] = []
+        self.b_mask: list[int] = []       # -1 whole body, else the subtree's bone
+        self.b_level: list[int] = []
+        self.finals: list[int | None] = []
+        self._stack: list[int] = []
+        self._name = ""
+
+    # ---------------------------------------------------------------- building
+    def begin(self, name: str = "") -> None:
+        self._stack = []
+        self._name = name
+
+    @property
+    def depth(self) -> int:
+        """Poses on the current human's stack."""
+        return len(self._stack)
+
+    def sample(self, bank_index: int, time: float, rate: float, flags: int) -> int:
+        """Push the pose of one cursor; returns its handle."""
+        if len(self._stack) >= POSE_STACK_SIZE:
+            raise PoseStackOverflow(f"{self._name or 'human'}: an eighth pose on the stack of {POSE_STACK_SIZE}")
+        h = len(self.s_clip)
+        self.s_clip.append(bank_index)
+        self.s_time.append(time)
+        self.s_rate.append(rate)
+        self.s_flags.append(int(flags))
+        self._stack.append(h)
+        return h
+
+    def blend_top(self, weight: float, bone: int = -1) -> int | None:
+        """Pop the top two poses (lower, upper), push blend(lower, upper, weight).
+
+        ``weight`` is the upper pose's share; ``bone`` >= 0 limits the blend to that
+        bone's subtree. With fewer than two poses on the stack nothing happens.
+        """
+        if len(self._stack) < 2:
+            return None
+        upper = self._stack.pop()
+        lower = self._stack.pop()
+        level = max(self._level(lower), self._level(upper)) + 1
+        h = -(len(self.b_a) + 1)
+        self.b_a.append(lower)
+        self.b_b.append(upper)
+        self.b_w.append(weight)
+        self.b_mask.append(bone)
+        self.b_level.append(level)
+        self._stack.append(h)
+        return h
+
+    def end(self) -> None:
+        """Close the current human: its pose is the top of its stack (None: the default pose)."""
+        self.finals.append(self._stack[-1] if self._stack else None)
+        self._stack = []
+
+    def _level(self, h: int) -> int:
+        return 0 if h >= 0 else self.b_level[-h - 1]
+
+    # ---------------------------------------------------------------- running
+    def execute(self, bank: ClipBank) -> PoseBatch:
+        """Run the plan batched; returns one pose per human, in ``begin`` order."""
+        ns, nb = len(self.s_clip), len(self.b_a)
+        poses = PoseBatch.empty(ns + nb + 1)
+        if ns:
+            bank.sample(np.asarray(self.s_clip, np.int64), np.asarray(self.s_time, DTYPE),
+                        np.asarray(self.s_rate, DTYPE), np.asarray(self.s_flags, np.int64), poses, 0)
+        default = ns + nb
+        poses.put(slice(default, default + 1), PoseBatch.reference(1, bank.skeleton.bind_height))
+        where = np.empty(nb, dtype=np.int64)          # blend j -> its row in ``poses``
+        if nb:
+            b_a = np.asarray(self.b_a, np.int64)
+            b_b = np.asarray(self.b_b, np.int64)
+            b_w = np.asarray(self.b_w, DTYPE)
+            b_mask = np.asarray(self.b_mask, np.int64)
+            levels = np.asarray(self.b_level, np.int64)
+            nxt = ns
+            for level in range(1, int(levels.max()) + 1):
+                for bone in np.unique(b_mask[levels == level]):
+                    js = np.flatnonzero((levels == level) & (b_mask == bone))
+                    rows_a = self._rows(b_a[js], where)
+                    rows_b = self._rows(b_b[js], where)
+                    out = slice(nxt, nxt + len(js))
+                    res = blend(poses.take(rows_a), poses.take(rows_b), b_w[js],
+                                mask=None if bone < 0 else subtree_mask(int(bone)))
+                    poses.put(out, res)
+                    where[js] = np.arange(nxt, nxt + len(js))
+                    nxt += len(js)
+        rows = np.array([default if h is None else (h if h >= 0 else where[-h - 1]) for h in self.finals],
+                        dtype=np.int64)
+        return poses.take(rows)
+
+    @staticmethod
+    def _rows(handles: np.ndarray, where: np.ndarray) -> np.ndarray:
+        return np.where(handles >= 0, handles, where[np.maximum(-handles - 1, 0)])
+
+    def execute_reference(self, bank: ClipBank) -> PoseBatch:
+        """Run the plan one pose at a time (the scalar reference path)."""
+        ns, nb = len(self.s_clip), len(self.b_a)
+        single: dict[int, PoseBatch] = {}
+        for i in range(ns):
+            single[i] = bank.sample(np.array([self.s_clip[i]]), np.array([self.s_time[i]], DTYPE),
+                                    np.array([self.s_rate[i]], DTYPE), np.array([self.s_flags[i]]))
+        for j in range(nb):
+            bone = self.b_mask[j]
+            single[-(j + 1)] = blend(single[self.b_a[j]], single[self.b_b[j]], np.array([self.b_w[j]], DTYPE),
+                                     mask=None if bone < 0 else subtree_mask(bone))
+        out = PoseBatch.empty(len(self.finals))
+        ref = PoseBatch.reference(1, bank.skeleton.bind_height)
+        for i, h in enumerate(self.finals):
+            out.put(slice(i, i + 1), ref if h is None else single[h])
+        return out

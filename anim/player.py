@@ -1,0 +1,517 @@
+"""The animation player of one world: the pool, the deferred list and the stack rules.
+
+``Player`` builds tasks (finding clips in anim sets, taking rates from the Anim Range
+List and CfgAnimSpeeds), changes animations the original's way, advances every
+character's stack, samples them all in one batched plan, and flushes the deferred
+list. It holds no global state: several players can live side by side.
+
+Per update, in the original's order (Humans_Update):
+    player.step(instances)      run queues, advance stacks, hand over, fire events
+    poses = player.sample(instances)
+    player.flush()              release what ended, refresh the playing anim ids
+
+Spec: "The task stack", "Fades", "When a clip ends", "Paired tasks", "Playback rate".
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from . import f32 as F
+from .clip import Clip, EventType
+from .cursor import Cursor, FiredEvent
+from .plan import SamplePlan
+from .pose import PoseBatch
+from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
+from .sampler import ClipBank
+from .skeleton import HUMANOID, Skeleton
+from .stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull,
+                    TaskPool)
+from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HeldFlags, HoldTask, LoopTask,
+                    MixTask, PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType,
+                    LOCOMOTION_FLAGS)
+
+__all__ = ["Player", "PlayerOptions", "UnknownClip"]
+
+# Fired-event types that change the held bits: (bits that must be held, clear, set).
+HELD_EVENTS = {
+    EventType.HELD_OPEN: (0x3, 0x1, 0x2),
+    EventType.HELD_CLOSE: (0x7, 0x7, 0x4),
+}
+
+
+class UnknownClip(ValueError):
+    """An anim id with no clip in the set it was looked up in."""
+
+
+@dataclass(frozen=True)
+class PlayerOptions:
+    """Switches of the player. Defaults are the original's behaviour.
+
+    ``end_zero_overshoot``: end a clip whose end step's overshoot is exactly 0.0 (the
+    original takes 0.0 as "not ended", so such a clip never ends; docs/original-bugs.md).
+    ``pool_size``: tasks in the world's pool (360). ``early_finish_above`` (6) and
+    ``cleanup_above`` (12): the stack sizes past which a change finishes the newest fade
+    early, and a fade gives back the tasks below it.
+    """
+
+    end_zero_overshoot: bool = False
+    pool_size: int = POOL_SIZE
+    early_finish_above: int = 6
+    cleanup_above: int = 12
+    speeds: CfgAnimSpeeds = field(default_factory=lambda: RUNTIME_SPEEDS)
+    dt: float = F.DT
+
+
+class Player:
+    """The animation system of one world (see the module docstring).
+
+    In: options and the skeleton the sampler works for. Rejected: a pool size below 1.
+    """
+
+    def __init__(self, options: PlayerOptions | None = None, skeleton: Skeleton = HUMANOID):
+        self.options = options or PlayerOptions()
+        self.skeleton = skeleton
+        self.pool = TaskPool(self.options.pool_size)
+        self.deferred: list[tuple[Task, CharacterInstance]] = []
+        self._clips: list[Clip] = []
+        self._clip_index: dict[int, int] = {}
+        self._bank: ClipBank | None = None
+
+    # ---------------------------------------------------------------- clips
+    @property
+    def bank(self) -> ClipBank:
+        """The ClipBank of every clip this player has seen (rebuilt after new clips)."""
+        if self._bank is None or len(self._bank) != len(self._clips):
+            self._bank = ClipBank(self._clips, self.skeleton)
+        return self._bank
+
+    def bank_index(self, clip: Clip) -> int:
+        key = id(clip)
+        i = self._clip_index.get(key)
+        if i is None:
+            i = len(self._clips)
+            self._clips.append(clip)
+            self._clip_index[key] = i
+        return i
+
+    def register(self, anim_set) -> None:
+        """Put every clip of an anim set in the bank up front (optional; lookups add them)."""
+        for anim_id in anim_set.ids():
+            self.bank_index(anim_set.clip(anim_id))
+        _ = self.bank
+
+    def find(self, anim_set, anim_id: int) -> Clip:
+        """The clip an id names in a set; UnknownClip when it has none.
+
+        Original: 0x00175080 CharacterInstance_GetAnim.
+        """
+        clip = anim_set.clip(anim_id)
+        if clip is None:
+            raise UnknownClip(f"anim id {anim_id}: no clip in set {getattr(anim_set, 'name', '?')!r}")
+        return clip
+
+    def cursor(self, anim_set, anim_id: int, flags: int = 0) -> Cursor:
+        """A new cursor on the clip ``anim_id`` names in ``anim_set``."""
+        clip = self.find(anim_set, anim_id)
+        return Cursor(clip, self.bank_index(clip), anim_id, flags)
+
+    def rate_of(self, anim_set, anim_id: int) -> float:
+        """A single clip's rate: CfgAnimSpeeds by its id's range flags (0x00104a38)."""
+        return self.options.speeds.rate_for(int(anim_set.range(anim_id).flags))
+
+    def ended(self, cursor: Cursor, overshoot: float) -> bool:
+        """Whether an advance ended the clip: a non-zero overshoot (the original), or with
+        ``end_zero_overshoot`` also an end step whose overshoot is exactly 0.0."""
+        if overshoot != 0.0:
+            return True
+        return self.options.end_zero_overshoot and cursor.at_end
+
+    # ---------------------------------------------------------------- constructors
+    def _take(self, task: Task) -> Task:
+        return self.pool.take(task)
+
+    def loop(self, inst: CharacterInstance, anim_id: int, *, flags: int = 0, held: int = 0,
+             rate: float | None = None, on_wrap: Callable | None = None, on_end: Callable | None = None,
+             anim_set=None) -> LoopTask:
+        """A type 1 task on ``anim_id`` (rate from its range flags unless given).
+        Original: 0x00105678."""
+        s = anim_set or inst.anim_set
+        self.pool.require(1)
+        c = self.cursor(s, anim_id)
+        r = self.rate_of(s, anim_id) if rate is None else rate
+        return self._take(LoopTask(c, r, flags, held, on_end, on_wrap))
+
+    def clip(self, inst: CharacterInstance, anim_id: int, next: Task | None = None, *, blend: float = 0.0,
+             flags: int = 0, held: int = 0, rate: float | None = None, on_end: Callable | None = None,
+             anim_set=None) -> ClipTask:
+        """A type 3 task: ``anim_id``, then ``next`` (blend time ``blend``). Original: 0x00105990."""
+        s = anim_set or inst.anim_set
+        self.pool.require(1)
+        c = self.cursor(s, anim_id)
+        r = self.rate_of(s, anim_id) if rate is None else rate
+        return self._take(ClipTask(c, r, next, blend, flags, held, on_end))
+
+    def hold(self, inst: CharacterInstance, anim_id: int, *, flags: int = 0, held: int = 0,
+             on_end: Callable | None = None) -> HoldTask:
+        """A type 5 task (ours: plays once, holds the last frame). Original: 0x00106140."""
+        self.pool.require(1)
+        c = self.cursor(inst.anim_set, anim_id)
+        return self._take(HoldTask(c, self.rate_of(inst.anim_set, anim_id), flags, held, on_end))
+
+    def scene(self, inst: CharacterInstance, anim_id: int, rate: float, *, flags: int = 0,
+              anim_set=None) -> SceneTask:
+        """A type 7 scene clip at the scene's rate. Original: 0x001069c0."""
+        self.pool.require(1)
+        c = self.cursor(anim_set or inst.anim_set, anim_id)
+        return self._take(SceneTask(c, rate, flags))
+
+    def paired(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: int,
+               next: Task | None = None, *, blend: float = 0.0, flags: int = 0, held: int = 0,
+               on_end: Callable | None = None) -> PairedClipTask:
+        """A type 6 task: ``anim_id`` looked up in the attacker's set, at the attacker's rate
+        (its range flags there); the cursor plays on ``inst``. Original: 0x00108a78."""
+        s = attacker.anim_set
+        self.pool.require(1)
+        c = self.cursor(s, anim_id)
+        return self._take(PairedClipTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
+                                         next, blend, flags, held, on_end))
+
+    def paired_hold(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: int, *,
+                    flags: int = 0, held: int = 0, on_end: Callable | None = None) -> PairedHoldTask:
+        """A type 4 task: a paired type 5. Original: 0x00108450."""
+        s = attacker.anim_set
+        self.pool.require(1)
+        c = self.cursor(s, anim_id)
+        return self._take(PairedHoldTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
+                                         flags, held, on_end))
+
+    def fade(self, inst: CharacterInstance, duration: float, *, held: int = 0) -> FadeTask:
+        """A type 9 fade over ``duration`` s at the human's speed multiplier. Original: 0x00106c80."""
+        self.pool.require(1)
+        return self._take(FadeTask(duration, inst.speed, held))
+
+    def gait(self, inst: CharacterInstance, ids: Sequence[int], *, target: float = 0.0,
+             value: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
+             on_wrap: Callable | None = None, held: int = 0) -> GaitTask:
+        """A type 12 gait blend over five ids, at the human's speed multiplier. Original: 0x0010a310."""
+        self.pool.require(1)
+        for i in ids:
+            self.find(inst.anim_set, i)
+        s = inst.anim_set
+        task = GaitTask(ids, lambda i: self.cursor(s, i), inst.speed,
+                        value=target if value is None else value, target=target, flags=flags,
+                        on_wrap=on_wrap, held=held)
+        return self._take(task)
+
+    def mix(self, inst: CharacterInstance, a: int, b: int, *, weight: float = 0.0, flags: int = 0) -> MixTask:
+        """A type 10 two-clip mix at the human's speed multiplier. Original: 0x0010b090."""
+        self.pool.require(1)
+        s = inst.anim_set
+        return self._take(MixTask(self.cursor(s, a), self.cursor(s, b), inst.speed, weight, flags))
+
+    def pick(self, inst: CharacterInstance, ids: Sequence[int], rate: float, *, value: float = 0.0,
+             flags: int = 0) -> PickTask:
+        """A type 11 four-clip task at a given rate. Original: 0x00106f50."""
+        self.pool.require(1)
+        s = inst.anim_set
+        return self._take(PickTask([self.cursor(s, i) for i in ids], rate, value, flags))
+
+    def direction(self, inst: CharacterInstance, base: int, *, direction: float = 0.0,
+                  flags: int = 0) -> DirectionTask:
+        """A type 13 eight-direction blend over ids base..base+7. Original: 0x00109210."""
+        self.pool.require(1)
+        s = inst.anim_set
+        for d in range(8):
+            self.find(s, base + d)
+        return self._take(DirectionTask(base, lambda i: self.cursor(s, i), inst.speed, direction, flags))
+
+    def chain(self, inst: CharacterInstance, ids: Sequence[int], *, blend: float = 0.0, flags: int = 0,
+              held: int = 0, paired_with: CharacterInstance | None = None,
+              on_end: Callable | None = None) -> Task:
+        """``play = [A, ..., Z]``: A ... Y hand over in order (type 3, or 6 when paired), Z loops.
+
+        ``held`` goes to the first task only. All tasks are taken from the pool at once or
+        none (TaskPoolExhausted leaves everything unchanged).
+        """
+        if not ids:
+            raise ValueError("chain: at least one anim id")
+        self.pool.require(len(ids))
+        src = paired_with.anim_set if paired_with is not None else inst.anim_set
+        for i in ids:
+            self.find(src, i)
+        task: Task = self.loop(inst, ids[-1], flags=flags, anim_set=src)
+        for k, anim_id in enumerate(reversed(ids[:-1])):
+            first = k == len(ids) - 2
+            if paired_with is not None:
+                task = self.paired(inst, paired_with, anim_id, task, blend=blend, flags=flags,
+                                   held=held if first else 0, on_end=on_end if first else None)
+            else:
+                task = self.clip(inst, anim_id, task, blend=blend, flags=flags,
+                                 held=held if first else 0, on_end=on_end if first else None)
+        if len(ids) == 1:
+            task.held = int(held)
+            task.on_end = on_end
+        return task
+
+    # ---------------------------------------------------------------- the stack
+    @staticmethod
+    def top(inst: CharacterInstance) -> Task | None:
+        """The top task, or the bottom one when the top is a fade. Original: 0x00175210."""
+        if not inst.stack:
+            return None
+        t = inst.stack[-1]
+        return inst.stack[0] if t.type == TaskType.FADE else t
+
+    def refresh_anim_id(self, inst: CharacterInstance) -> None:
+        """The top task's id into record +0x20 (-1 with no task). Original: 0x001752c8."""
+        t = self.top(inst)
+        inst.record.anim_id = t.anim_id() if t is not None else -1
+
+    def _early_finish(self, inst: CharacterInstance) -> None:
+        """With more than 6 tasks, finish the newest fade by its remaining time (0x00177eb8)."""
+        if len(inst.stack) > self.options.early_finish_above:
+            for t in reversed(inst.stack):
+                if t.type == TaskType.FADE and not t.released:
+                    t.finish_early(self, inst)
+                    break
+
+    def _hold(self, inst: CharacterInstance, task: Task) -> None:
+        if task.held:
+            inst.record.flags |= task.held
+
+    def insert_bottom(self, inst: CharacterInstance, task: Task) -> None:
+        """Put a task under the stack (index 0); sets its held bits on the human.
+
+        Rejected: a full stack (StackFull; nothing changed). Original: 0x001754e8.
+        """
+        self._early_finish(inst)
+        if len(inst.stack) >= STACK_SIZE:
+            raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
+        inst.stack.insert(0, task)
+        self._hold(inst, task)
+        self.refresh_anim_id(inst)
+
+    def push(self, inst: CharacterInstance, task: Task) -> None:
+        """Put a task on top of the stack; sets its held bits on the human.
+
+        Rejected: a full stack (StackFull; nothing changed). Original: 0x001753d8.
+        """
+        self._early_finish(inst)
+        if len(inst.stack) >= STACK_SIZE:
+            raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
+        inst.stack.append(task)
+        self._hold(inst, task)
+        self.refresh_anim_id(inst)
+
+    def change(self, inst: CharacterInstance, task: Task, fade: float = 0.0) -> FadeTask:
+        """A change of animation, the three moves: make a fade, insert the new task at the
+        bottom, push the fade on top (the stack is then new, old..., fade).
+
+        The new task must already be taken from the pool. Rejected before any change:
+        no free task for the fade (TaskPoolExhausted), or no room for two more tasks
+        once the newest fade would be finished (StackFull); ``task`` is then given back.
+        """
+        try:
+            self.pool.require(1)
+            room = STACK_SIZE - len(inst.stack)
+            finishable = len(inst.stack) > self.options.early_finish_above and any(
+                t.type == TaskType.FADE for t in inst.stack)
+            if room < 2 and not finishable:
+                raise StackFull(f"{inst.name or 'human'}: no room for a change "
+                                f"({len(inst.stack)} of {STACK_SIZE} tasks)")
+        except Exception:
+            self.discard(task)
+            raise
+        f = self.fade(inst, fade)
+        f.incoming = task
+        self.insert_bottom(inst, task)
+        self.push(inst, f)
+        return f
+
+    def enqueue(self, inst: CharacterInstance, task: Task) -> None:
+        """Queue a task to start at the next step. Rejected: a full queue (QueueFull)."""
+        if len(inst.queue) >= QUEUE_SIZE:
+            raise QueueFull(f"{inst.name or 'human'}: the task queue already holds {QUEUE_SIZE} tasks")
+        inst.queue.append(task)
+
+    def replace(self, inst: CharacterInstance, old: Task, new: Task) -> None:
+        """A hand-over: ``new`` takes ``old``'s place; ``old`` goes on the deferred list."""
+        i = inst.stack.index(old)
+        inst.stack[i] = new
+        for t in inst.stack:
+            if t.type == TaskType.FADE and t.incoming is old:
+                t.incoming = new
+        self.defer(inst, old)
+
+    def complete_fade(self, inst: CharacterInstance, fade: FadeTask) -> None:
+        """The fade gives back itself and every task between the new one and itself."""
+        if fade.released or fade not in inst.stack:
+            return
+        hi = inst.stack.index(fade)
+        lo = inst.stack.index(fade.incoming) + 1 if fade.incoming in inst.stack else 0
+        gone = inst.stack[lo:hi + 1]
+        del inst.stack[lo:hi + 1]
+        for t in gone:
+            self.defer(inst, t)
+
+    def cut(self, inst: CharacterInstance) -> None:
+        """Cut every task off the stack (and the queue): all go on the deferred list."""
+        gone = inst.stack[:]
+        inst.stack.clear()
+        for t in gone:
+            self.defer(inst, t)
+        for t in inst.queue:
+            self.discard(t)
+        inst.queue.clear()
+
+    def defer(self, inst: CharacterInstance, task: Task) -> None:
+        """Put a task on the deferred list (AnimTask_DeferGive, 0x00105640)."""
+        if not task.released:
+            task.released = True
+            self.deferred.append((task, inst))
+
+    def discard(self, task: Task) -> None:
+        """Give a task (and the next tasks it owns) back without its release."""
+        for t in task.following():
+            self.discard(t)
+        if self.pool.holds(task):
+            self.pool.give_back(task)
+
+    # ---------------------------------------------------------------- per update
+    def step(self, instances: Iterable[CharacterInstance], dt: float | None = None) -> None:
+        """The animation step of every character: run its queue once, then advance its
+        stack bottom-up; clips hand over, fades finish, events fire (the newest task's
+        only) and the held-flag events act. Original: 0x00175610, the +0x64 calls."""
+        dt = self.options.dt if dt is None else dt
+        for inst in instances:
+            self.step_one(inst, dt)
+
+    def step_one(self, inst: CharacterInstance, dt: float) -> None:
+        """One character's animation step (see ``step``)."""
+        inst.events.clear()
+        inst.released.clear()
+        if inst.queue:
+            queued = inst.queue[:]
+            inst.queue.clear()
+            for t in queued:
+                t.start(self, inst)
+        newest = self.top(inst)
+        for task in inst.stack[:]:
+            if task.released:
+                continue
+            sink = inst.events if task is newest else None
+            n0 = len(inst.events)
+            task.advance(self, inst, dt, sink)
+            if len(inst.events) > n0:
+                self._held_events(inst, inst.events, n0)
+
+    def _held_events(self, inst: CharacterInstance, events: list[FiredEvent], start: int) -> None:
+        """Events 0x2c, 0x2d, 0x48 act on the task that fired them if it holds the bits."""
+        for fe in events[start:]:
+            et = fe.event.type
+            task = fe.task
+            if task is None:
+                continue
+            if et in HELD_EVENTS:
+                need, clear, setb = HELD_EVENTS[et]
+                if task.held & need:
+                    task.held = (task.held & ~clear) | setb
+                    self._clear_flags(inst, clear, task)
+                    inst.record.flags |= setb
+            elif et == EventType.HELD_REPLACE and task.held:
+                old = task.held
+                task.held = int(HeldFlags.REPLACED)
+                self._clear_flags(inst, old, task)
+                inst.record.flags |= task.held
+
+    def _clear_flags(self, inst: CharacterInstance, bits: int, task: Task) -> None:
+        """Clear ``bits`` from the human, except those another task on the stack holds."""
+        others = 0
+        for t in inst.stack:
+            if t is not task and not t.released:
+                others |= t.held
+        inst.record.flags &= ~(bits & ~others)
+
+    def sample(self, instances: Sequence[CharacterInstance], reference: bool = False) -> PoseBatch:
+        """Every character's pose, one per instance: the stacks sampled bottom-up in one plan.
+
+        ``reference`` runs the plan one pose at a time (the scalar path) instead.
+        Original: 0x00176d60 CharacterInstance_Sample.
+        """
+        plan = self.plan(instances)
+        return plan.execute_reference(self.bank) if reference else plan.execute(self.bank)
+
+    def plan(self, instances: Sequence[CharacterInstance]) -> SamplePlan:
+        plan = SamplePlan()
+        for inst in instances:
+            plan.begin(inst.name)
+            for task in inst.stack:
+                task.emit(plan)
+            plan.end()
+        return plan
+
+    def flush(self) -> list[CharacterInstance]:
+        """Empty the deferred list: release each task, then refresh the playing anim ids.
+
+        The release clears state flag 0x4000000000 and the held bits the task still holds
+        (not those another task on the stack holds), reports 0x400000, runs the end
+        callback (also on a cut-off) and gives back a cut-off task's next task.
+        Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (release).
+        """
+        touched: list[CharacterInstance] = []
+        seen: set[int] = set()
+        while self.deferred:
+            batch = self.deferred
+            self.deferred = []
+            for task, inst in batch:
+                if id(inst) not in seen:
+                    seen.add(id(inst))
+                    touched.append(inst)
+                self._release(inst, task)
+        for inst in touched:
+            self.refresh_anim_id(inst)
+        return touched
+
+    def _release(self, inst: CharacterInstance, task: Task) -> None:
+        inst.record.flags &= ~int(HeldFlags.ANIM_STATE)
+        held = task.held
+        if held:
+            self._clear_flags(inst, held, task)
+            task.held = 0
+        if held & HeldFlags.REPORT and inst.on_report is not None:
+            inst.on_report(inst)
+        inst.released.append(task.anim_id())
+        if task.on_end is not None:
+            task.on_end(inst)
+        for t in task.following():
+            self.discard(t)
+        if self.pool.holds(task):
+            self.pool.give_back(task)
+
+    def update(self, instances: Sequence[CharacterInstance], dt: float | None = None) -> PoseBatch:
+        """step, sample and flush in the original's order; returns the poses."""
+        self.step(instances, dt)
+        poses = self.sample(instances)
+        self.flush()
+        return poses
+
+    def tasks_out(self, instances: Iterable[CharacterInstance]) -> int:
+        """Tasks the instances hold (stacks, queues and the next tasks they own) plus the
+        deferred ones: what the pool's ``in_use`` must equal when nothing leaks."""
+        seen: set[int] = set()
+
+        def walk(t: Task):
+            if id(t) in seen:
+                return
+            seen.add(id(t))
+            for n in t.following():
+                walk(n)
+
+        for inst in instances:
+            for t in inst.stack + inst.queue:
+                walk(t)
+        for t, _ in self.deferred:
+            walk(t)
+        return len(seen)

@@ -1,0 +1,66 @@
+"""Playback rates: CfgAnimSpeeds and the Anim Range List flags that pick one.
+
+Spec: "Playback rate". Single clips (types 1, 3, 5) take their rate from the clip's
+range flags: 0x800, 0x1000 or 0x2000 pick the second, third or fourth value, no flag
+the first. Blends (types 9, 10, 12, 13) use the human's speed multiplier instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntFlag
+
+from . import f32 as F
+
+__all__ = ["RateFlags", "CfgAnimSpeeds", "RUNTIME_SPEEDS", "DATA_SPEEDS", "RATE_MASK"]
+
+
+class RateFlags(IntFlag):
+    """The Anim Range List flag bits (+0x0e) that choose the playback rate."""
+
+    NONE = 0
+    F800 = 0x800
+    F1000 = 0x1000
+    F2000 = 0x2000
+
+
+RATE_MASK = RateFlags.F800 | RateFlags.F1000 | RateFlags.F2000
+
+
+@dataclass(frozen=True, slots=True)
+class CfgAnimSpeeds:
+    """The four playback rates set by the Lua binding CfgAnimSpeeds(default, f800, f1000, f2000).
+
+    Values are stored as float32. Rejected: a non-finite or negative rate (ValueError).
+    Original: 0x002364a0 (binding 0x0035a510), values at 0x00510260-0x0051026c.
+    """
+
+    default: float = 0.75
+    f800: float = 0.8
+    f1000: float = 1.0
+    f2000: float = 0.9
+
+    def __post_init__(self):
+        for name in ("default", "f800", "f1000", "f2000"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not (v >= 0.0 and v < float("inf")):
+                raise ValueError(f"CfgAnimSpeeds.{name}: {v!r} must be a finite rate >= 0")
+            object.__setattr__(self, name, F.f32(float(v)))
+
+    def rate_for(self, range_flags: int) -> float:
+        """The rate a single clip plays at, from its id's range flags (first match 0x800,
+        0x1000, 0x2000, else the default). Original: 0x00104a38 Anim_RateMultiplier."""
+        if range_flags & RateFlags.F800:
+            return self.f800
+        if range_flags & RateFlags.F1000:
+            return self.f1000
+        if range_flags & RateFlags.F2000:
+            return self.f2000
+        return self.default
+
+    def as_list(self) -> list[float]:
+        return [self.default, self.f800, self.f1000, self.f2000]
+
+
+# What the game sets at runtime (PCSX2 2.9.94, level99), and what .data holds before.
+RUNTIME_SPEEDS = CfgAnimSpeeds(0.75, 0.8, 1.0, 0.9)
+DATA_SPEEDS = CfgAnimSpeeds(1.0, 0.85, 1.0, 1.0)

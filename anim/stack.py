@@ -1,0 +1,128 @@
+"""The character instance's data: task stack and queue, the human record, the task pool.
+
+These are plain data (slots, no game logic); ``anim.player.Player`` runs the rules on
+them. Limits are the original's: a pool of 360 tasks for the whole world, a stack of
+18 and a queue of 10 per character.
+
+Spec: "Animation tasks" (the free list), "The task stack".
+Original: 0x001048a0 / 0x001054c8 / 0x00105510 (the AnimTask free list),
+CharacterInstance +0x2bc / +0x2ac (stack), +0x304 / +0x2ae (queue).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+__all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
+           "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool"]
+
+POOL_SIZE = 360
+STACK_SIZE = 18
+QUEUE_SIZE = 10
+
+
+class AnimLimitError(RuntimeError):
+    """A fixed-size structure of the original is full; nothing was changed."""
+
+
+class TaskPoolExhausted(AnimLimitError):
+    """All tasks of the pool are in use (the original's free list of 360 is empty)."""
+
+
+class StackFull(AnimLimitError):
+    """A character's task stack already holds 18 tasks."""
+
+
+class QueueFull(AnimLimitError):
+    """A character's task queue already holds 10 tasks."""
+
+
+class HumanRecord:
+    """The parts of the human's 0x180 record the animation reads and writes.
+
+    ``flags`` is the held/state word (+0x08, 64 bits); ``anim_id`` the playing anim id
+    (+0x20), refreshed from the top task, -1 with none.
+    """
+
+    __slots__ = ("flags", "anim_id")
+
+    def __init__(self, flags: int = 0, anim_id: int = -1):
+        self.flags = int(flags)
+        self.anim_id = int(anim_id)
+
+    def __repr__(self) -> str:
+        return f"HumanRecord(flags=0x{self.flags:x}, anim_id={self.anim_id})"
+
+
+class CharacterInstance:
+    """One character's animation state (CharacterInstance): data only.
+
+    ``stack`` bottom to top, ``queue`` waiting tasks, ``record`` the human record,
+    ``anim_set`` where its clips are found, ``speed`` the speed multiplier (+0x3a4, the
+    blends' rate), ``events`` the events fired this update, ``released`` the ids the
+    last flush released, ``on_report`` called when a released task held 0x400000.
+    """
+
+    __slots__ = ("name", "stack", "queue", "record", "anim_set", "speed", "events", "released",
+                 "on_report", "handle", "__weakref__")
+
+    def __init__(self, anim_set, name: str = "", record: HumanRecord | None = None, speed: float = 1.0,
+                 handle=None):
+        self.name = name
+        self.stack: list = []
+        self.queue: list = []
+        self.record = record if record is not None else HumanRecord()
+        self.anim_set = anim_set
+        self.speed = float(speed)
+        self.events: list = []
+        self.released: list[int] = []
+        self.on_report: Callable | None = None
+        self.handle = handle
+
+    def __repr__(self) -> str:
+        return f"CharacterInstance({self.name!r}, stack={[type(t).__name__ for t in self.stack]})"
+
+
+class TaskPool:
+    """The world's task free list: ``capacity`` tasks (360 in the original).
+
+    ``take`` counts a task out (TaskPoolExhausted when none is left), ``give_back``
+    counts it in; ``in_use`` is what a leak check compares. Giving back a task that is
+    not out raises ValueError (a double release).
+    Original: 0x001048a0 (build), 0x001054c8 (take), 0x00105510 (give back).
+    """
+
+    __slots__ = ("capacity", "_out")
+
+    def __init__(self, capacity: int = POOL_SIZE):
+        if capacity < 1:
+            raise ValueError(f"task pool capacity {capacity} must be >= 1")
+        self.capacity = int(capacity)
+        self._out: set[int] = set()
+
+    @property
+    def in_use(self) -> int:
+        return len(self._out)
+
+    @property
+    def free(self) -> int:
+        return self.capacity - len(self._out)
+
+    def require(self, n: int) -> None:
+        """Raise TaskPoolExhausted unless ``n`` tasks can be taken."""
+        if self.free < n:
+            raise TaskPoolExhausted(
+                f"task pool exhausted: {n} needed, {self.free} of {self.capacity} free")
+
+    def take(self, task):
+        self.require(1)
+        self._out.add(id(task))
+        return task
+
+    def give_back(self, task) -> None:
+        key = id(task)
+        if key not in self._out:
+            raise ValueError(f"task {task!r} given back twice or never taken")
+        self._out.remove(key)
+
+    def holds(self, task) -> bool:
+        return id(task) in self._out

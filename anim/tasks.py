@@ -1,0 +1,762 @@
+"""Animation tasks (AnimTask): every type the spec describes, with the original's rules.
+
+A character never plays a clip directly; it plays tasks. Each task owns cursors and
+answers the same calls: ``start`` (+0x54, from the queue), ``emit`` (+0x5c sample:
+push its pose on the pose stack), ``advance`` (+0x64), ``current_time`` / ``duration``
+(+0x6c / +0xd4), ``set_target`` / ``value`` / ``set_value`` (+0xac / +0xb4 / +0xbc),
+``set_flags`` (+0xcc) and ``anim_id`` (+0x104). Stack changes (hand-overs, fades
+giving tasks back) go through the Player, which owns the pool and the deferred list.
+
+Types whose details the spec leaves open (5, 7, 4, 10, 11 and 13's weights) follow the
+simplest reading consistent with what it says; docs/original.md marks them as ours.
+
+Spec: "Animation tasks", "Paired tasks", "Fades", "Gait blend", "When a clip ends".
+"""
+from __future__ import annotations
+
+import math
+from enum import IntEnum, IntFlag
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from . import f32 as F
+from .cursor import Cursor
+from .sampler import CursorFlags
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .plan import SamplePlan
+    from .player import Player
+    from .stack import CharacterInstance
+
+__all__ = ["TaskType", "TaskFlags", "HeldFlags", "Task", "LoopTask", "ClipTask", "HoldTask",
+           "SceneTask", "PairedClipTask", "PairedHoldTask", "FadeTask", "MixTask", "PickTask",
+           "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "PAIRED_IDLE_FLAGS",
+           "GAIT_STEPS", "PICK_THRESHOLDS", "fade_weight"]
+
+
+class TaskType(IntEnum):
+    """The type number at +0x14 (by vtable)."""
+
+    LOOP = 1            # 0x005350d0, ctor 0x00105678
+    CLIP = 3            # 0x00534fa8, ctor 0x00105990
+    PAIRED_HOLD = 4     # 0x00534668, ctor 0x00108450 (paired type 5)
+    HOLD = 5            # 0x00534e80, ctor 0x00106140 (not traced: ours)
+    PAIRED_CLIP = 6     # 0x00534540, ctor 0x00108a78 (paired type 3)
+    SCENE = 7           # 0x00534d58, ctor 0x001069c0
+    FADE = 9            # 0x00534c30, ctor 0x00106c80
+    MIX = 10            # 0x005349e0, ctor 0x0010b090
+    PICK = 11           # 0x00534b08, ctor 0x00106f50
+    GAIT = 12           # 0x00534790, ctor 0x0010a310
+    DIRECTION = 13      # 0x005348b8, ctor 0x00109210
+
+
+class TaskFlags(IntFlag):
+    """Task flags (+0x10), set through +0xcc (0x001058f0, 0x0010a1f0)."""
+
+    NONE = 0
+    NO_VELOCITY = 0x1       # sets cursor flag 0x1: section A not sampled
+    NO_TURN = 0x2           # sets cursor flag 0x2: bone 0 not sampled
+    MUTED = 0x10            # sets cursor flag 0x10: events muted
+    LOCOMOTION_40 = 0x40    # set on the locomotion blends
+    GAIT_BASE = 0x80        # the locomotion's "base task is already a gait blend"
+    CONTINUOUS = 0x200      # gait blend: the target is not rounded
+
+
+LOCOMOTION_FLAGS = TaskFlags(0x2C1)   # the gait blend's
+PAIRED_IDLE_FLAGS = TaskFlags(0xC1)   # the paired idle blends'
+_CURSOR_BITS = TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED
+
+
+class HeldFlags(IntFlag):
+    """Bits of the human's record +0x08 that tasks hold (names are ours, from their use).
+
+    The attack phases: WINDUP until event 0x2c opens the hit window, HIT_WINDOW until
+    0x2d closes it, then RECOVERY. 0x40000 is what event 0x48 leaves. ANIM_STATE
+    (0x4000000000) is cleared by every release.
+    """
+
+    NONE = 0
+    WINDUP = 0x1
+    HIT_WINDOW = 0x2
+    RECOVERY = 0x4
+    PHASES = 0x7
+    REPLACED = 0x40000
+    START_CLIP = 0x80000
+    REPORT = 0x400000          # release sets 0x80000000 on the reported object
+    START_CLIP_2 = 0x10000000
+    ANIM_STATE = 0x4000000000
+
+
+# The gait blend's pair steps (floor with 0.995, 1.995, 2.995).
+GAIT_STEPS = (0.995, 1.995, 2.995)
+GAIT_ALONE_LOW = 0.01
+GAIT_ALONE_HIGH = 0.995
+GAIT_FALL_FRACTION = 0.875
+GAIT_SPEED = 10.0
+# Type 11's thresholds on its value 0-3.
+PICK_THRESHOLDS = (0.51, 1.51, 2.51)
+
+
+def fade_weight(elapsed: float, duration: float) -> float:
+    """The outgoing pose's weight w_old = (1 + cos(pi t / d)) / 2; d = 0 gives 0 at once.
+
+    Original: 0x00106e50 (1 - (sin(pi t/d - pi/2) + 1) / 2, the same curve).
+    """
+    if duration <= 0.0:
+        return 0.0
+    x = min(max(elapsed / duration, 0.0), 1.0)
+    return (1.0 + math.cos(math.pi * x)) / 2.0
+
+
+class Task:
+    """Fields every task has: rate (+0x0c), flags (+0x10), held bits (+0x24), the end
+    callback (+0x2c) and the instance it plays on (+0x04).
+
+    ``on_end(instance)`` runs at the release, whatever ended the task.
+    """
+
+    __slots__ = ("rate", "flags", "held", "on_end", "released", "handed_over", "__weakref__")
+    type: TaskType = TaskType.LOOP
+
+    def __init__(self, rate: float, flags: int = 0, held: int = 0, on_end: Callable | None = None):
+        self.rate = F.f32(float(rate))
+        self.flags = TaskFlags(flags)
+        self.held = int(held)
+        self.on_end = on_end
+        self.released = False
+        self.handed_over = False
+
+    # +0xcc
+    def set_flags(self, flags: int) -> None:
+        self.flags = TaskFlags(flags)
+        for c in self.cursors():
+            c.flags = CursorFlags(int(self.flags & _CURSOR_BITS))
+
+    def cursor_flags(self) -> int:
+        return int(self.flags & _CURSOR_BITS)
+
+    # +0x54
+    def start(self, player: "Player", inst: "CharacterInstance") -> None:
+        """Run once from the instance's queue: ours is a change to this task (no fade)."""
+        player.change(inst, self, fade=0.0)
+
+    def advance(self, player: "Player", inst: "CharacterInstance", dt: float, sink: list | None) -> None:
+        raise TypeError(f"{type(self).__name__} does not advance")
+
+    def emit(self, plan: "SamplePlan") -> None:
+        raise TypeError(f"{type(self).__name__} does not sample")
+
+    def anim_id(self) -> int:
+        return -1
+
+    def cursors(self) -> list[Cursor]:
+        return []
+
+    def leading_cursor(self) -> Cursor | None:
+        cs = self.cursors()
+        return cs[0] if cs else None
+
+    def current_time(self) -> float:
+        c = self.leading_cursor()
+        return c.time if c else 0.0
+
+    def duration(self) -> float:
+        c = self.leading_cursor()
+        return c.duration if c else 0.0
+
+    def set_window_time(self, t: float) -> None:
+        """Keep the task at time ``t`` (a type 3 blend window into it)."""
+        for c in self.cursors():
+            c.set_time(F.mul(F.div(t, self.duration()), c.duration) if c is not self.leading_cursor() else t)
+
+    def following(self) -> list["Task"]:
+        """Tasks this one owns that are not on the stack (a type 3's next task)."""
+        return []
+
+    def trace(self) -> dict:
+        c = self.leading_cursor()
+        return {"type": int(self.type), "id": self.anim_id(),
+                "time": c.time if c else 0.0, "frame": c.frame if c else 0}
+
+
+# ---------------------------------------------------------------- single clips
+
+
+class _ClipBase(Task):
+    __slots__ = ("cursor",)
+
+    def __init__(self, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None):
+        super().__init__(rate, flags, held, on_end)
+        self.cursor = cursor
+        cursor.flags = CursorFlags(self.cursor_flags())
+
+    def anim_id(self) -> int:
+        return self.cursor.anim_id
+
+    def cursors(self) -> list[Cursor]:
+        return [self.cursor]
+
+    def leading_cursor(self) -> Cursor:
+        return self.cursor
+
+    def emit(self, plan: "SamplePlan") -> None:
+        c = self.cursor
+        plan.sample(c.bank_index, c.time, self.rate, c.flags)
+
+
+class LoopTask(_ClipBase):
+    """Type 1: one clip, looping with a period of D - 1/60; calls ``on_wrap`` each wrap.
+
+    The wrap restarts the cursor, advances it by the overshoot (so the events of the
+    new pass's first frame fire: ours, the restart was not read) and calls the wrap
+    callback (+0x28) with the human.
+    Original: 0x00105678 (ctor), 0x00105770 (advance).
+    """
+
+    __slots__ = ("on_wrap", "wraps")
+    type = TaskType.LOOP
+
+    def __init__(self, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None,
+                 on_wrap: Callable | None = None):
+        super().__init__(cursor, rate, flags, held, on_end)
+        self.on_wrap = on_wrap
+        self.wraps = 0
+
+    def advance(self, player, inst, dt, sink) -> None:
+        c = self.cursor
+        over = c.advance(c.step_size(dt, self.rate), sink, self)
+        if player.ended(c, over):
+            c.restart()
+            c.advance(over, sink, self)
+            self.wraps += 1
+            if self.on_wrap is not None:
+                self.on_wrap(inst)
+
+
+class ClipTask(_ClipBase):
+    """Type 3: one clip, then a next task, with an optional blend time b into it.
+
+    During the clip's last b seconds (b at most the next task's duration) the next task
+    is kept at the time into the window and blended over the clip by the share of b.
+    On the update whose step would reach frame F, the next task takes this one's place
+    in the stack (advanced by dt when b > 0, else showing time 0) and this one goes on
+    the deferred list. With no next task the clip holds its last frame (ours).
+    Original: 0x00105990 (ctor), 0x00105af0 (advance, hand over), 0x00105ba0 (sample),
+    0x00105f78 (release).
+    """
+
+    __slots__ = ("next", "blend")
+    type = TaskType.CLIP
+
+    def __init__(self, cursor: Cursor, rate: float, next: Task | None = None, blend: float = 0.0,
+                 flags: int = 0, held: int = 0, on_end=None):
+        super().__init__(cursor, rate, flags, held, on_end)
+        if not (blend >= 0.0 and math.isfinite(blend)):
+            raise ValueError(f"blend time {blend!r} must be finite and >= 0")
+        self.next = next
+        self.blend = F.f32(float(blend))
+
+    def following(self) -> list[Task]:
+        return [self.next] if self.next is not None and not self.handed_over else []
+
+    def window(self) -> float:
+        """The effective blend time: b, at most the next task's duration."""
+        if self.next is None or self.blend <= 0.0:
+            return 0.0
+        return min(self.blend, self.next.duration())
+
+    def advance(self, player, inst, dt, sink) -> None:
+        c = self.cursor
+        over = c.advance(c.step_size(dt, self.rate), sink, self)
+        if self.next is not None and player.ended(c, over):
+            nxt = self.next
+            self.handed_over = True
+            player.replace(inst, self, nxt)
+            if self.window() > 0.0:
+                nxt.advance(player, inst, dt, sink)
+
+    def emit(self, plan: "SamplePlan") -> None:
+        c = self.cursor
+        plan.sample(c.bank_index, c.time, self.rate, c.flags)
+        b = self.window()
+        if b > 0.0:
+            into = F.sub(c.time, F.sub(c.duration, b))
+            if into > 0.0:
+                self.next.set_window_time(into)
+                self.next.emit(plan)
+                plan.blend_top(min(into / b, 1.0))
+
+    def trace(self) -> dict:
+        d = super().trace()
+        if self.next is not None:
+            d["next"] = self.next.anim_id()
+            d["blend"] = self.blend
+        return d
+
+
+class HoldTask(_ClipBase):
+    """Type 5 (not traced; ours): one clip played once, holding its last frame at the end."""
+
+    __slots__ = ()
+    type = TaskType.HOLD
+
+    def advance(self, player, inst, dt, sink) -> None:
+        c = self.cursor
+        c.advance(c.step_size(dt, self.rate), sink, self)
+
+
+class SceneTask(HoldTask):
+    """Type 7: a scene's clip at the rate the scene code gives (+0x0c); held at its end (ours).
+
+    Original: 0x001069c0 (ctor, called from the scene code 0x0039d870).
+    """
+
+    __slots__ = ()
+    type = TaskType.SCENE
+
+
+class PairedClipTask(ClipTask):
+    """Type 6: a paired type 3; the clip and its rate come from another human's character.
+
+    ``partner`` is the handle of the human whose set the clip was found in.
+    Original: 0x00108a78 PairedTask_Init, 0x00108bd0 / 0x00108c80 / 0x00108ba8.
+    """
+
+    __slots__ = ("partner",)
+    type = TaskType.PAIRED_CLIP
+
+    def __init__(self, cursor: Cursor, rate: float, partner, next: Task | None = None, blend: float = 0.0,
+                 flags: int = 0, held: int = 0, on_end=None):
+        super().__init__(cursor, rate, next, blend, flags, held, on_end)
+        self.partner = partner
+
+
+class PairedHoldTask(HoldTask):
+    """Type 4: a paired type 5 (the clip and rate from another human's character).
+
+    Original: 0x00108450 PairedTask_Init (type 4).
+    """
+
+    __slots__ = ("partner",)
+    type = TaskType.PAIRED_HOLD
+
+    def __init__(self, cursor: Cursor, rate: float, partner, flags: int = 0, held: int = 0, on_end=None):
+        super().__init__(cursor, rate, flags, held, on_end)
+        self.partner = partner
+
+
+# ---------------------------------------------------------------- fades
+
+
+class FadeTask(Task):
+    """Type 9: a cross-fade over d seconds from the tasks below it into the new one.
+
+    Its sample blends the two poses under it with the outgoing weight
+    w_old = (1 + cos(pi t / d)) / 2. When t reaches d, or the stack holds more than 12
+    tasks, it gives back itself and every task between the new one and itself.
+    Original: 0x00106c80 (ctor), 0x00106cc8 (advance, clean-up), 0x00106e50 (weight),
+    0x00106ee8 (release).
+    """
+
+    __slots__ = ("fade_time", "elapsed", "incoming")
+    type = TaskType.FADE
+
+    def __init__(self, duration: float, rate: float = 1.0, held: int = 0, on_end=None):
+        super().__init__(rate, 0, held, on_end)
+        if not (duration >= 0.0 and math.isfinite(duration)):
+            raise ValueError(f"fade time {duration!r} must be finite and >= 0")
+        self.fade_time = F.f32(float(duration))
+        self.elapsed = 0.0
+        self.incoming: Task | None = None
+
+    def weight(self) -> float:
+        return fade_weight(self.elapsed, self.fade_time)
+
+    def duration(self) -> float:
+        return self.fade_time
+
+    def current_time(self) -> float:
+        return self.elapsed
+
+    def advance(self, player, inst, dt, sink) -> None:
+        self.elapsed = F.add(self.elapsed, F.mul(dt, self.rate))
+        if self.elapsed >= self.fade_time or len(inst.stack) > player.options.cleanup_above:
+            player.complete_fade(inst, self)
+
+    def finish_early(self, player, inst) -> None:
+        """Advance by the remaining time (the change's early finish, 0x00177eb8)."""
+        self.elapsed = F.add(self.elapsed, F.sub(self.fade_time, self.elapsed))
+        if self.elapsed < self.fade_time:
+            self.elapsed = self.fade_time
+        player.complete_fade(inst, self)
+
+    def emit(self, plan: "SamplePlan") -> None:
+        plan.blend_top(self.weight())
+
+    def trace(self) -> dict:
+        return {"type": int(self.type), "id": -1, "time": self.elapsed, "frame": 0,
+                "elapsed": self.elapsed, "duration": self.fade_time, "weight": round(self.weight(), 6)}
+
+
+# ---------------------------------------------------------------- blends of several clips
+
+
+def _advance_looping(player, cursor: Cursor, step: float, sink, task) -> bool:
+    """Advance a looping cursor (wrap on the overshoot, D - 1/60); True when it wrapped."""
+    over = cursor.advance(step, sink, task)
+    if player.ended(cursor, over):
+        cursor.restart()
+        cursor.advance(over, sink, task)
+        return True
+    return False
+
+
+def _follow(leader: Cursor, other: Cursor) -> None:
+    """Put ``other`` at the leader's normalised time (time / duration)."""
+    other.set_time(F.mul(F.div(leader.time, leader.duration), other.duration))
+
+
+class GaitTask(Task):
+    """Type 12: five clips on a blend value v from 0 to 4 (walk, jog, run, sprint, sprint).
+
+    Each advance moves v toward the target by at most rate x dt x speed; the pair is
+    clip floor(v) and floor(v) + 1 with the steps 0.995 / 1.995 / 2.995; a clip that
+    comes in joins at the normalised time of the one it joins; one cursor leads (the
+    leader rule below) and advances, looping, and the other follows at the same
+    normalised time, muted. Leader: fraction < 0.01 the lower, >= 0.995 the upper;
+    otherwise the upper when v is still above the target (falling) or the fraction
+    before the move was over 0.875, else the lower. Only the leader's events fire.
+    Original: 0x0010a310 (ctor), 0x0010a5b8 (advance), 0x0010adf8 (sample),
+    0x0010a500 (set target), 0x0010a558 (set value).
+    """
+
+    __slots__ = ("ids", "value", "target", "speed", "lower", "lower_cursor",
+                 "upper_cursor", "leader", "on_wrap", "_make_cursor")
+    type = TaskType.GAIT
+
+    def __init__(self, ids: Sequence[int], make_cursor: Callable[[int], Cursor], rate: float = 1.0,
+                 value: float = 0.0, target: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
+                 speed: float = GAIT_SPEED, on_wrap: Callable | None = None, held: int = 0, on_end=None):
+        super().__init__(rate, flags, held, on_end)
+        if len(ids) != 5:
+            raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
+        self.ids = tuple(int(i) for i in ids)
+        self._make_cursor = make_cursor
+        self.speed = F.f32(float(speed))
+        self.on_wrap = on_wrap
+        self.value = self._clamp(value)
+        self.target = self.value
+        self.lower = self.pair_index(self.value)
+        self.lower_cursor = make_cursor(self.ids[self.lower])
+        self.upper_cursor = make_cursor(self.ids[self.lower + 1])
+        frac = self.value - self.lower
+        self.leader = 1 if frac >= GAIT_ALONE_HIGH else 0
+        self._apply_flags()
+        if target is not None:
+            self.set_target(target)
+
+    @staticmethod
+    def _clamp(v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError(f"gait value {v!r} must be finite")
+        return F.f32(min(max(float(v), 0.0), 4.0))
+
+    @staticmethod
+    def pair_index(v: float) -> int:
+        """floor(v) with the steps 0.995, 1.995, 2.995 (0-3)."""
+        for i, step in enumerate(GAIT_STEPS):
+            if v < step:
+                return i
+        return 3
+
+    def set_target(self, target: float) -> None:
+        """+0xac: clamp to 0-4, rounded to the nearest integer unless flag 0x200 (0x0010a500)."""
+        t = self._clamp(target)
+        if not self.flags & TaskFlags.CONTINUOUS:
+            t = float(math.floor(t + 0.5))
+        self.target = t
+
+    def set_value(self, v: float) -> None:
+        """+0xbc: set the value at once (0x0010a558); the pair follows on the next advance."""
+        self.value = self._clamp(v)
+
+    def set_flags(self, flags: int) -> None:
+        self.flags = TaskFlags(flags)
+        self._apply_flags()
+
+    def _apply_flags(self) -> None:
+        base = self.cursor_flags()
+        lead, follow = self._lead_follow()
+        lead.flags = CursorFlags(base)
+        follow.flags = CursorFlags(base | CursorFlags.MUTED)
+
+    def _lead_follow(self) -> tuple[Cursor, Cursor]:
+        if self.leader == 0:
+            return self.lower_cursor, self.upper_cursor
+        return self.upper_cursor, self.lower_cursor
+
+    def cursors(self) -> list[Cursor]:
+        return [self.lower_cursor, self.upper_cursor]
+
+    def leading_cursor(self) -> Cursor:
+        return self._lead_follow()[0]
+
+    def anim_id(self) -> int:
+        return self.leading_cursor().anim_id
+
+    def fraction(self) -> float:
+        return self.value - self.lower
+
+    def advance(self, player, inst, dt, sink) -> None:
+        old_value = self.value
+        old_fraction = old_value - self.lower
+        old_lead = self.leading_cursor()
+        # v moves toward the target by at most rate x dt x speed.
+        limit = F.mul(F.mul(self.rate, dt), self.speed)
+        if self.target > old_value:
+            self.value = min(F.add(old_value, limit), self.target)
+        elif self.target < old_value:
+            self.value = max(F.sub(old_value, limit), self.target)
+        lower = self.pair_index(self.value)
+        if lower != self.lower:
+            # The clips that come in join at the normalised time of the one they join.
+            kept = {self.ids[self.lower]: self.lower_cursor, self.ids[self.lower + 1]: self.upper_cursor}
+            new = []
+            for idx in (lower, lower + 1):
+                cid = self.ids[idx]
+                if cid in kept:
+                    new.append(kept.pop(cid))
+                else:
+                    c = self._make_cursor(cid)
+                    _follow(old_lead, c)
+                    new.append(c)
+            self.lower_cursor, self.upper_cursor = new
+            self.lower = lower
+        frac = self.value - self.lower
+        if frac < GAIT_ALONE_LOW:
+            self.leader = 0
+        elif frac >= GAIT_ALONE_HIGH:
+            self.leader = 1
+        elif self.value > self.target or old_fraction > GAIT_FALL_FRACTION:
+            self.leader = 1
+        else:
+            self.leader = 0
+        self._apply_flags()
+        lead, follow = self._lead_follow()
+        if _advance_looping(player, lead, lead.step_size(dt, self.rate), sink, self):
+            if self.on_wrap is not None:
+                self.on_wrap(inst)
+        _follow(lead, follow)
+
+    def emit(self, plan: "SamplePlan") -> None:
+        frac = self.fraction()
+        lo, up = self.lower_cursor, self.upper_cursor
+        if frac < GAIT_ALONE_LOW:
+            plan.sample(lo.bank_index, lo.time, self.rate, lo.flags)
+        elif frac > GAIT_ALONE_HIGH:
+            plan.sample(up.bank_index, up.time, self.rate, up.flags)
+        else:
+            plan.sample(lo.bank_index, lo.time, self.rate, lo.flags)
+            plan.sample(up.bank_index, up.time, self.rate, up.flags)
+            plan.blend_top(frac)
+
+    def trace(self) -> dict:
+        d = super().trace()
+        d.update(ids=list(self.ids), value=self.value, target=self.target,
+                 lower=self.ids[self.lower], upper=self.ids[self.lower + 1],
+                 leader=self.leading_cursor().anim_id)
+        return d
+
+
+class MixTask(Task):
+    """Type 10 (details ours): two looping clips mixed by a weight (the second's share).
+
+    The weight eases toward its target at ``speed`` units/s like the gait value; the
+    heavier clip leads (advances, loops, fires its events) and the other follows at its
+    normalised time, muted. Original: 0x0010b090 (ctor), 0x0010b448 (sample).
+    """
+
+    __slots__ = ("a", "b", "value", "target", "speed")
+    type = TaskType.MIX
+
+    def __init__(self, a: Cursor, b: Cursor, rate: float = 1.0, weight: float = 0.0, flags: int = 0,
+                 speed: float = GAIT_SPEED, held: int = 0, on_end=None):
+        super().__init__(rate, flags, held, on_end)
+        self.a, self.b = a, b
+        self.value = self.target = min(max(float(weight), 0.0), 1.0)
+        self.speed = F.f32(float(speed))
+        self._apply()
+
+    def _apply(self) -> None:
+        base = self.cursor_flags()
+        lead = self.leading_cursor()
+        for c in (self.a, self.b):
+            c.flags = CursorFlags(base | (0 if c is lead else CursorFlags.MUTED))
+
+    def set_target(self, w: float) -> None:
+        self.target = min(max(float(w), 0.0), 1.0)
+
+    def set_value(self, w: float) -> None:
+        self.value = self.target = min(max(float(w), 0.0), 1.0)
+        self._apply()
+
+    def cursors(self) -> list[Cursor]:
+        return [self.a, self.b]
+
+    def leading_cursor(self) -> Cursor:
+        return self.b if self.value >= 0.5 else self.a
+
+    def anim_id(self) -> int:
+        return self.leading_cursor().anim_id
+
+    def advance(self, player, inst, dt, sink) -> None:
+        limit = F.mul(F.mul(self.rate, dt), self.speed)
+        if self.target > self.value:
+            self.value = min(self.value + limit, self.target)
+        elif self.target < self.value:
+            self.value = max(self.value - limit, self.target)
+        self._apply()
+        lead = self.leading_cursor()
+        other = self.a if lead is self.b else self.b
+        _advance_looping(player, lead, lead.step_size(dt, self.rate), sink, self)
+        _follow(lead, other)
+
+    def emit(self, plan: "SamplePlan") -> None:
+        plan.sample(self.a.bank_index, self.a.time, self.rate, self.a.flags)
+        plan.sample(self.b.bank_index, self.b.time, self.rate, self.b.flags)
+        plan.blend_top(self.value)
+
+
+class PickTask(Task):
+    """Type 11 (details ours): four looping clips; a value 0-3 picks the one that plays and
+    is heard, by the thresholds 0.51 / 1.51 / 2.51. All four advance in step.
+    Original: 0x00106f50 (ctor), 0x00107f60 (sample, its +0x0c rate).
+    """
+
+    __slots__ = ("clips", "value")
+    type = TaskType.PICK
+
+    def __init__(self, cursors: Sequence[Cursor], rate: float, value: float = 0.0, flags: int = 0,
+                 held: int = 0, on_end=None):
+        super().__init__(rate, flags, held, on_end)
+        if len(cursors) != 4:
+            raise ValueError(f"type 11: 4 clips, got {len(cursors)}")
+        self.clips = list(cursors)
+        self.value = float(value)
+        self._apply()
+
+    def chosen(self) -> int:
+        """The audible clip: 0 below 0.51, 1 below 1.51, 2 below 2.51, else 3."""
+        for i, th in enumerate(PICK_THRESHOLDS):
+            if self.value < th:
+                return i
+        return 3
+
+    def set_value(self, v: float) -> None:
+        self.value = min(max(float(v), 0.0), 3.0)
+        self._apply()
+
+    set_target = set_value
+
+    def _apply(self) -> None:
+        base = self.cursor_flags()
+        k = self.chosen()
+        for i, c in enumerate(self.clips):
+            c.flags = CursorFlags(base | (0 if i == k else CursorFlags.MUTED))
+
+    def cursors(self) -> list[Cursor]:
+        return list(self.clips)
+
+    def leading_cursor(self) -> Cursor:
+        return self.clips[self.chosen()]
+
+    def anim_id(self) -> int:
+        return self.leading_cursor().anim_id
+
+    def advance(self, player, inst, dt, sink) -> None:
+        for c in self.clips:
+            _advance_looping(player, c, c.step_size(dt, self.rate), sink, self)
+
+    def emit(self, plan: "SamplePlan") -> None:
+        c = self.leading_cursor()
+        plan.sample(c.bank_index, c.time, self.rate, c.flags)
+
+
+class DirectionTask(Task):
+    """Type 13 (weights ours): an eight-direction blend of three neighbouring clips.
+
+    The clips are ids base + (d - 1) & 7, base + d, base + (d + 1) & 7 around the
+    nearest direction d to the value (0-8, wrapping). The centre leads and fires its
+    events, the neighbours follow at its normalised time; the pose mixes the centre with
+    the neighbour on the value's side by the distance to it (a linear weight).
+    Original: 0x00109210 (ctor), 0x0010a008 (sample).
+    """
+
+    __slots__ = ("base", "value", "centre", "cursors_by_dir", "_make_cursor")
+    type = TaskType.DIRECTION
+
+    def __init__(self, base: int, make_cursor: Callable[[int], Cursor], rate: float = 1.0,
+                 direction: float = 0.0, flags: int = 0, held: int = 0, on_end=None):
+        super().__init__(rate, flags, held, on_end)
+        self.base = int(base)
+        self._make_cursor = make_cursor
+        self.value = float(direction) % 8.0
+        self.centre = int(math.floor(self.value + 0.5)) & 7
+        self.cursors_by_dir: dict[int, Cursor] = {}
+        self._ensure()
+
+    def _neighbours(self) -> tuple[int, int, int]:
+        c = self.centre
+        return (c - 1) & 7, c, (c + 1) & 7
+
+    def _ensure(self) -> None:
+        lead = self.cursors_by_dir.get(self.centre)
+        keep = {}
+        for d in self._neighbours():
+            cur = self.cursors_by_dir.get(d)
+            if cur is None:
+                cur = self._make_cursor(self.base + d)
+                if lead is not None:
+                    _follow(lead, cur)
+            keep[d] = cur
+        self.cursors_by_dir = keep
+        base = self.cursor_flags()
+        for d, cur in keep.items():
+            cur.flags = CursorFlags(base | (0 if d == self.centre else CursorFlags.MUTED))
+
+    def set_value(self, direction: float) -> None:
+        self.value = float(direction) % 8.0
+        self.centre = int(math.floor(self.value + 0.5)) & 7
+        self._ensure()
+
+    set_target = set_value
+
+    def cursors(self) -> list[Cursor]:
+        return [self.cursors_by_dir[d] for d in self._neighbours()]
+
+    def leading_cursor(self) -> Cursor:
+        return self.cursors_by_dir[self.centre]
+
+    def anim_id(self) -> int:
+        return self.leading_cursor().anim_id
+
+    def side_weight(self) -> tuple[int, float]:
+        """The neighbour on the value's side (its direction) and its share."""
+        off = (self.value - self.centre + 4.0) % 8.0 - 4.0     # -0.5 .. 0.5
+        lo, c, hi = self._neighbours()
+        return (hi, off) if off >= 0 else (lo, -off)
+
+    def advance(self, player, inst, dt, sink) -> None:
+        lead = self.leading_cursor()
+        _advance_looping(player, lead, lead.step_size(dt, self.rate), sink, self)
+        for d, cur in self.cursors_by_dir.items():
+            if cur is not lead:
+                _follow(lead, cur)
+
+    def emit(self, plan: "SamplePlan") -> None:
+        lead = self.leading_cursor()
+        side, w = self.side_weight()
+        plan.sample(lead.bank_index, lead.time, self.rate, lead.flags)
+        if w > 0.0:
+            other = self.cursors_by_dir[side]
+            plan.sample(other.bank_index, other.time, self.rate, other.flags)
+            plan.blend_top(w)
