@@ -10,6 +10,7 @@ CharacterInstance +0x2bc / +0x2ac (stack), +0x304 / +0x2ae (queue).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 __all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
@@ -36,6 +37,7 @@ class QueueFull(AnimLimitError):
     """A character's task queue already holds 10 tasks."""
 
 
+@dataclass(slots=True)
 class HumanRecord:
     """The parts of the human's 0x180 record the animation reads and writes.
 
@@ -43,14 +45,8 @@ class HumanRecord:
     (+0x20), refreshed from the top task, -1 with none.
     """
 
-    __slots__ = ("flags", "anim_id")
-
-    def __init__(self, flags: int = 0, anim_id: int = -1):
-        self.flags = int(flags)
-        self.anim_id = int(anim_id)
-
-    def __repr__(self) -> str:
-        return f"HumanRecord(flags=0x{self.flags:x}, anim_id={self.anim_id})"
+    flags: int = 0
+    anim_id: int = -1
 
 
 class CharacterInstance:

@@ -1,0 +1,105 @@
+"""esper components: slotted dataclasses holding data only (no logic, no pygame objects).
+
+One human is one entity with these components:
+
+    Name         its scenario / trace name
+    Animator     the CharacterInstance: task stack and queue (the tasks own the cursors)
+    HumanRecord  the record's held/state flags (+0x08) and playing anim id (+0x20)
+    PoseRef      its row in the world's batched pose (the pose itself lives in SoA arrays)
+    RangeRecords the human's Anim Range List records (+0x160 in the original's record)
+    AnimSetRef   the anim set its clips come from (shared, read-only)
+    Body         position, heading, velocities and the attachment (+0x280)
+    Combat       health and the fight state (rules in game/combat)
+    FiredEvents  the events its animation fired this update, for dispatch and the trace
+
+Spec: "Root motion", "Where clips are found", "The Anim Range List", "Paired tasks".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from anim.animset import AnimSet
+from anim.rangelist import RangeList
+from anim.stack import CharacterInstance, HumanRecord
+
+__all__ = ["Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body",
+           "Combat", "FiredEvents", "NO_ATTACHMENT"]
+
+NO_ATTACHMENT = -1
+
+
+@dataclass(slots=True)
+class Name:
+    value: str
+
+
+@dataclass(slots=True)
+class Animator:
+    """The character instance the animation system plays on (stack, queue, cursors)."""
+
+    instance: CharacterInstance
+
+
+@dataclass(slots=True)
+class PoseRef:
+    """Where this human's pose sits in the world's pose batch (-1 before the first sample)."""
+
+    row: int = -1
+
+
+@dataclass(slots=True)
+class RangeRecords:
+    """The human's Anim Range List (one 16-byte record per anim id)."""
+
+    records: RangeList
+
+
+@dataclass(slots=True)
+class AnimSetRef:
+    """The anim set (shared between humans, never written)."""
+
+    anim_set: AnimSet
+
+
+@dataclass(slots=True)
+class Body:
+    """The human's place in the world (metres, z up; heading in degrees, counter-clockwise
+    seen from above, 0 facing +y; the human's own frame is x right, y forward).
+
+    ``state_velocity`` is what the state function sets (locomotion, knock-backs);
+    ``velocity`` is that plus the root velocity, as applied this update.
+    ``attachment`` is the entity it is attached to (+0x280; -1 none), held at
+    ``attach_offset`` (x right, y forward in the holder's frame) and ``attach_heading``
+    degrees relative to the holder.
+    """
+
+    position: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    heading: float = 0.0
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    state_velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    attachment: int = NO_ATTACHMENT
+    attach_offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    attach_heading: float = 0.0
+
+
+@dataclass(slots=True)
+class Combat:
+    """Health and the fight state of one human (rules: game/combat)."""
+
+    health: float = 100.0
+    max_health: float = 100.0
+    partner: int = -1                 # the other human of a paired move
+    role: str = ""                    # "attacker" / "victim" while paired
+    partner_place: np.ndarray | None = None   # the type-8 point (x right, y forward), metres
+    state: str = "free"
+    damage_taken: float = 0.0
+    hits: int = 0
+
+
+@dataclass(slots=True)
+class FiredEvents:
+    """The events this human's animation fired this update (anim.cursor.FiredEvent)."""
+
+    events: list = field(default_factory=list)

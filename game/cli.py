@@ -151,8 +151,18 @@ def cmd_clip(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- registry and entry point
 
+def _lazy(module: str, name: str) -> Callable:
+    """A function of another module, imported when first called (keeps start-up light)."""
+    def call(*args, **kwargs):
+        import importlib
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+    return call
+
+
 COMMANDS: tuple[Command, ...] = (
     Command("clip", "decode a clip (descriptor + keyframes chunks)", _clip_arguments, cmd_clip),
+    Command("run", "run a scenario TOML and write its trace", _lazy("game.runcmd", "run_arguments"),
+            _lazy("game.runcmd", "cmd_run")),
 )
 
 

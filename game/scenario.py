@@ -1,0 +1,508 @@
+"""Scripted scenarios: the TOML file (pinned), its validation, and the runner with its trace.
+
+The format is documented in docs/scenarios.md. Everything is validated before the
+first update runs; an error names the file, the line and the field
+(``ScenarioError``, a ValueError). The trace is JSONL, one object per human per
+update, written after the whole update (``game.trace``).
+"""
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from anim.animset import AnimSet
+from anim.clip import ClipFormatError, parse_clip
+from anim.player import PlayerOptions
+from anim.rangelist import RangeAuthoringError, RangeRecord, author_range
+from anim.rates import CfgAnimSpeeds
+from anim.resource import ResourceFormatError, load_resource
+from anim.tasks import LOCOMOTION_FLAGS, GaitTask, TaskType
+
+__all__ = ["ScenarioError", "Scenario", "Command", "HumanSpec", "load_scenario", "parse_scenario",
+           "run_scenario", "LIBRARIES", "ACTIONS", "ActionSpec"]
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot run: names the file, the line and the field."""
+
+    def __init__(self, source: str, line: int | None, field_name: str, problem: str):
+        self.source, self.line, self.field, self.problem = source, line, field_name, problem
+        where = f"{source}:{line}" if line else source
+        super().__init__(f"{where}: {field_name}: {problem}")
+
+
+# Built-in anim set libraries: name -> function returning an AnimSet (game.moveset adds "demo").
+LIBRARIES: dict[str, Callable[[], AnimSet]] = {}
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """A scenario action: its extra keys (name -> type check) and its runner(game, cmd)."""
+
+    keys: dict[str, Callable[[Any], bool]]
+    run: Callable
+
+
+# Fight actions by name (game.combat registers grab, strike, throw, let_go, move, face).
+ACTIONS: dict[str, ActionSpec] = {}
+
+
+@dataclass
+class HumanSpec:
+    name: str
+    set: str
+    position: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    heading: float = 0.0
+    line: int | None = None
+
+
+@dataclass
+class Command:
+    """One [[commands]] entry, validated. ``kind`` is loop / play / gait / target / action."""
+
+    update: int
+    human: str
+    kind: str
+    ids: list[int] = field(default_factory=list)
+    target: float | None = None
+    action: str | None = None
+    fade: float = 0.0
+    blend: float = 0.0
+    flags: int | None = None
+    held: int = 0
+    paired: str | None = None
+    extra: dict = field(default_factory=dict)
+    line: int | None = None
+    index: int = 0
+
+
+@dataclass
+class Scenario:
+    """A validated scenario: what ``run_scenario`` needs."""
+
+    source: str
+    updates: int
+    speeds: CfgAnimSpeeds
+    options: PlayerOptions
+    sets: dict[str, AnimSet]
+    humans: list[HumanSpec]
+    commands: list[Command]
+
+
+# ---------------------------------------------------------------- line finding
+
+
+class _Lines:
+    """Finds the line of a table header or a key in the TOML text (1-based)."""
+
+    def __init__(self, text: str):
+        self.lines = text.splitlines()
+
+    def header(self, pattern: str, nth: int = 0) -> int | None:
+        rx = re.compile(r"^\s*" + pattern + r"\s*(#.*)?$")
+        k = 0
+        for i, line in enumerate(self.lines):
+            if rx.match(line):
+                if k == nth:
+                    return i + 1
+                k += 1
+        return None
+
+    def key(self, start: int | None, key: str) -> int | None:
+        """The line of ``key =`` in the table starting at line ``start`` (None: top level)."""
+        rx = re.compile(r"^\s*(" + re.escape(key) + r'|"' + re.escape(key) + r'")\s*=')
+        first = start or 0
+        for i in range(first, len(self.lines)):
+            line = self.lines[i]
+            if i >= first + (1 if start else 0) and re.match(r"^\s*\[", line):
+                break
+            if rx.match(line):
+                return i + 1
+        return start
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+
+
+# ---------------------------------------------------------------- parsing
+
+_TOP_KEYS = {"updates", "speeds", "sets", "humans", "commands", "options"}
+_SET_KEYS = {"library", "resource", "clips"}
+_CLIP_KEYS = {"id", "descriptor", "keyframes", "descriptor_file", "keyframes_file", "range"}
+_RANGE_KEYS = {"dir", "reach", "far", "damage", "hit", "flags"}
+_HUMAN_KEYS = {"name", "set", "position", "heading"}
+_CMD_KEYS = {"update", "human", "loop", "play", "gait", "target", "action", "fade", "blend", "flags",
+             "held", "paired"}
+_OPTION_KEYS = {"end_zero_overshoot", "pool_size"}
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file. Rejected: ScenarioError (unreadable file too)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(str(path), None, "file", f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    return parse_scenario(text, str(path), base=path.parent)
+
+
+def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = None) -> Scenario:
+    """Validate scenario TOML text into a Scenario; files are relative to ``base``.
+
+    Rejected (ScenarioError naming line and field): bad TOML, unknown keys, missing or
+    mistyped values, an unknown set, human, library, action or anim id, unreadable or
+    malformed clip and resource files.
+    """
+    base = base or Path(".")
+    lines = _Lines(text)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        raise ScenarioError(source, int(m.group(1)) if m else None, "toml", str(exc)) from None
+
+    def err(line, fld, problem):
+        raise ScenarioError(source, line, fld, problem)
+
+    for k in doc:
+        if k not in _TOP_KEYS:
+            err(lines.key(None, k), k, f"unknown key (expected one of {', '.join(sorted(_TOP_KEYS))})")
+    if "updates" not in doc:
+        err(None, "updates", "required (the number of updates to run)")
+    updates = doc["updates"]
+    if not _is_int(updates) or updates < 0:
+        err(lines.key(None, "updates"), "updates", f"expected a whole number >= 0, got {updates!r}")
+
+    speeds = CfgAnimSpeeds()
+    if "speeds" in doc:
+        sp = doc["speeds"]
+        if not (isinstance(sp, list) and len(sp) == 4 and all(_is_num(v) and v >= 0 for v in sp)):
+            err(lines.key(None, "speeds"), "speeds", f"expected [default, f800, f1000, f2000] rates, got {sp!r}")
+        speeds = CfgAnimSpeeds(*[float(v) for v in sp])
+
+    opt = doc.get("options", {})
+    oline = lines.header(r"\[\s*options\s*\]")
+    if not isinstance(opt, dict):
+        err(lines.key(None, "options"), "options", "expected a table")
+    for k in opt:
+        if k not in _OPTION_KEYS:
+            err(lines.key(oline, k), f"options.{k}", f"unknown option (known: {', '.join(sorted(_OPTION_KEYS))})")
+    ezo = opt.get("end_zero_overshoot", False)
+    if not isinstance(ezo, bool):
+        err(lines.key(oline, "end_zero_overshoot"), "options.end_zero_overshoot", "expected true or false")
+    pool = opt.get("pool_size", 360)
+    if not _is_int(pool) or pool < 1:
+        err(lines.key(oline, "pool_size"), "options.pool_size", "expected a whole number >= 1")
+    options = PlayerOptions(end_zero_overshoot=ezo, pool_size=pool, speeds=speeds)
+
+    sets = _parse_sets(doc.get("sets", {}), lines, err, base, source)
+    humans = _parse_humans(doc.get("humans", []), lines, err, sets)
+    commands = _parse_commands(doc.get("commands", []), lines, err, humans, sets, updates)
+    return Scenario(source, updates, speeds, options, sets, humans, commands)
+
+
+def _parse_sets(raw, lines: _Lines, err, base: Path, source: str) -> dict[str, AnimSet]:
+    if not isinstance(raw, dict):
+        err(lines.key(None, "sets"), "sets", "expected tables [sets.NAME]")
+    sets: dict[str, AnimSet] = {}
+    for name, spec in raw.items():
+        hline = lines.header(r"\[\s*sets\." + re.escape(name) + r"\s*\]") or \
+            lines.header(r"\[\[\s*sets\." + re.escape(name) + r"\.clips\s*\]\]")
+        fld = f"sets.{name}"
+        if not isinstance(spec, dict):
+            err(hline, fld, "expected a table")
+        for k in spec:
+            if k not in _SET_KEYS:
+                err(lines.key(hline, k), f"{fld}.{k}", f"unknown key (expected {', '.join(sorted(_SET_KEYS))})")
+        aset = AnimSet.build({}, name=name)
+        if "library" in spec:
+            lib = spec["library"]
+            if lib not in LIBRARIES:
+                known = ", ".join(sorted(LIBRARIES)) or "none"
+                err(lines.key(hline, "library"), f"{fld}.library", f"unknown library {lib!r} (known: {known})")
+            aset = LIBRARIES[lib]()
+        if "resource" in spec:
+            rpath = spec["resource"]
+            rline = lines.key(hline, "resource")
+            if not isinstance(rpath, str):
+                err(rline, f"{fld}.resource", "expected a file name")
+            try:
+                data = (base / rpath).read_bytes()
+            except OSError as exc:
+                err(rline, f"{fld}.resource", f"cannot read {rpath!r}: {exc.strerror or exc}")
+            try:
+                res_set = AnimSet.from_resource(load_resource(data), name=name)
+            except (ResourceFormatError, ValueError) as exc:
+                err(rline, f"{fld}.resource", f"{rpath}: {exc}")
+            aset = res_set if "library" not in spec else _merge(aset, res_set)
+        clips = spec.get("clips", [])
+        if not isinstance(clips, list):
+            err(hline, f"{fld}.clips", "expected [[sets.NAME.clips]] tables")
+        for i, c in enumerate(clips):
+            cline = lines.header(r"\[\[\s*sets\." + re.escape(name) + r"\.clips\s*\]\]", i)
+            cf = f"{fld}.clips[{i}]"
+            if not isinstance(c, dict):
+                err(cline, cf, "expected a table")
+            for k in c:
+                if k not in _CLIP_KEYS:
+                    err(lines.key(cline, k), f"{cf}.{k}", f"unknown key (expected {', '.join(sorted(_CLIP_KEYS))})")
+            anim_id = c.get("id")
+            if not _is_int(anim_id) or not 0 <= anim_id < aset.num_ids:
+                err(lines.key(cline, "id"), f"{cf}.id", f"expected an anim id 0-{aset.num_ids - 1}, got {anim_id!r}")
+            desc = _chunk(c, "descriptor", cline, cf, lines, err, base)
+            keys = _chunk(c, "keyframes", cline, cf, lines, err, base)
+            try:
+                clip = parse_clip(desc, keys)
+            except ClipFormatError as exc:
+                err(cline, cf, str(exc))
+            rec = None
+            if "range" in c:
+                rec = _parse_range(c["range"], lines.key(cline, "range"), f"{cf}.range", err)
+            aset = aset.with_clip(anim_id, clip, rec)
+        sets[name] = aset
+    return sets
+
+
+def _merge(a: AnimSet, b: AnimSet) -> AnimSet:
+    out = a
+    for anim_id in b.ids():
+        out = out.with_clip(anim_id, b.clip(anim_id), b.range(anim_id))
+    return out
+
+
+def _chunk(c: dict, what: str, cline, cf: str, lines: _Lines, err, base: Path) -> bytes:
+    if what in c and f"{what}_file" in c:
+        err(lines.key(cline, what), f"{cf}.{what}", f"give {what} or {what}_file, not both")
+    if what in c:
+        v = c[what]
+        if not isinstance(v, str):
+            err(lines.key(cline, what), f"{cf}.{what}", "expected the chunk payload as a hex string")
+        try:
+            return bytes.fromhex("".join(v.split()))
+        except ValueError:
+            err(lines.key(cline, what), f"{cf}.{what}", "not a hex string")
+    if f"{what}_file" in c:
+        v = c[f"{what}_file"]
+        line = lines.key(cline, f"{what}_file")
+        if not isinstance(v, str):
+            err(line, f"{cf}.{what}_file", "expected a file name")
+        try:
+            return (base / v).read_bytes()
+        except OSError as exc:
+            err(line, f"{cf}.{what}_file", f"cannot read {v!r}: {exc.strerror or exc}")
+    err(cline, cf, f"needs {what} (hex) or {what}_file")
+
+
+def _parse_range(r, line, fld: str, err) -> RangeRecord:
+    if not isinstance(r, dict):
+        err(line, fld, "expected { dir = [x, y], reach, far, damage, hit, flags }")
+    for k in r:
+        if k not in _RANGE_KEYS:
+            err(line, f"{fld}.{k}", f"unknown key (expected {', '.join(sorted(_RANGE_KEYS))})")
+    d = r.get("dir", [0.0, 1.0])
+    if not (isinstance(d, list) and len(d) == 2 and all(_is_num(v) for v in d)):
+        err(line, f"{fld}.dir", f"expected [x, y], got {d!r}")
+    for k in ("reach", "far"):
+        if k in r and not _is_num(r[k]):
+            err(line, f"{fld}.{k}", f"expected a number, got {r[k]!r}")
+    for k in ("damage", "hit", "flags"):
+        if k in r and not _is_int(r[k]):
+            err(line, f"{fld}.{k}", f"expected a whole number, got {r[k]!r}")
+    far = r.get("far")
+    try:
+        return author_range(direction=(float(d[0]), float(d[1])), reach=float(r.get("reach", 0.0)),
+                            far=None if far in (None, 0) else float(far), damage=r.get("damage", 0),
+                            hit=r.get("hit", 10), flags=r.get("flags", 0))
+    except RangeAuthoringError as exc:
+        err(line, fld, str(exc))
+
+
+def _parse_humans(raw, lines: _Lines, err, sets) -> list[HumanSpec]:
+    if not isinstance(raw, list):
+        err(lines.key(None, "humans"), "humans", "expected [[humans]] tables")
+    out, seen = [], set()
+    for i, h in enumerate(raw):
+        hl = lines.header(r"\[\[\s*humans\s*\]\]", i)
+        fld = f"humans[{i}]"
+        if not isinstance(h, dict):
+            err(hl, fld, "expected a table")
+        for k in h:
+            if k not in _HUMAN_KEYS:
+                err(lines.key(hl, k), f"{fld}.{k}", f"unknown key (expected {', '.join(sorted(_HUMAN_KEYS))})")
+        name = h.get("name")
+        if not isinstance(name, str) or not name:
+            err(lines.key(hl, "name"), f"{fld}.name", "required: a non-empty string")
+        if name in seen:
+            err(lines.key(hl, "name"), f"{fld}.name", f"human {name!r} declared twice")
+        seen.add(name)
+        sname = h.get("set")
+        if sname not in sets:
+            err(lines.key(hl, "set"), f"{fld}.set", f"unknown set {sname!r} (declared: {', '.join(sets) or 'none'})")
+        pos = h.get("position", [0.0, 0.0, 0.0])
+        if not (isinstance(pos, list) and len(pos) == 3 and all(_is_num(v) for v in pos)):
+            err(lines.key(hl, "position"), f"{fld}.position", f"expected [x, y, z], got {pos!r}")
+        heading = h.get("heading", 0.0)
+        if not _is_num(heading):
+            err(lines.key(hl, "heading"), f"{fld}.heading", f"expected degrees, got {heading!r}")
+        out.append(HumanSpec(name, sname, tuple(float(v) for v in pos), float(heading), hl))
+    return out
+
+
+def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, updates: int) -> list[Command]:
+    if not isinstance(raw, list):
+        err(lines.key(None, "commands"), "commands", "expected [[commands]] tables")
+    by_name = {h.name: h for h in humans}
+    out = []
+    for i, c in enumerate(raw):
+        cl = lines.header(r"\[\[\s*commands\s*\]\]", i)
+        fld = f"commands[{i}]"
+        if not isinstance(c, dict):
+            err(cl, fld, "expected a table")
+        action = c.get("action")
+        spec = ACTIONS.get(action) if isinstance(action, str) else None
+        allowed = _CMD_KEYS | (set(spec.keys) if spec else set())
+        for k in c:
+            if k not in allowed:
+                err(lines.key(cl, k), f"{fld}.{k}", f"unknown key (expected {', '.join(sorted(allowed))})")
+        u = c.get("update")
+        if not _is_int(u) or not 0 <= u:
+            err(lines.key(cl, "update"), f"{fld}.update", f"required: an update number >= 0, got {u!r}")
+        if u >= updates:
+            err(lines.key(cl, "update"), f"{fld}.update", f"{u} is past the last update ({updates - 1})")
+        name = c.get("human")
+        if name not in by_name:
+            err(lines.key(cl, "human"), f"{fld}.human", f"unknown human {name!r}")
+        kinds = [k for k in ("loop", "play", "gait", "action") if k in c]
+        if not kinds and "target" in c:
+            kinds = ["target"]
+        if len(kinds) != 1:
+            err(cl, fld, "needs exactly one of loop, play, gait, target (alone) or action")
+        kind = kinds[0]
+        cmd = Command(update=u, human=name, kind=kind, line=cl, index=i)
+        paired = c.get("paired")
+        if paired is not None:
+            if paired not in by_name:
+                err(lines.key(cl, "paired"), f"{fld}.paired", f"unknown human {paired!r}")
+            if kind not in ("loop", "play"):
+                err(lines.key(cl, "paired"), f"{fld}.paired", "only with loop or play")
+            cmd.paired = paired
+        src = sets[by_name[paired or name].set]
+        for k in ("fade", "blend"):
+            if k in c:
+                if not _is_num(c[k]) or c[k] < 0:
+                    err(lines.key(cl, k), f"{fld}.{k}", f"expected seconds >= 0, got {c[k]!r}")
+                setattr(cmd, k, float(c[k]))
+        for k in ("flags", "held"):
+            if k in c:
+                if not _is_int(c[k]) or c[k] < 0:
+                    err(lines.key(cl, k), f"{fld}.{k}", f"expected a whole number >= 0, got {c[k]!r}")
+                setattr(cmd, k, int(c[k]))
+
+        def check_id(v, key):
+            if not _is_int(v) or not 0 <= v < src.num_ids:
+                err(lines.key(cl, key), f"{fld}.{key}", f"expected an anim id, got {v!r}")
+            if not src.has(v):
+                err(lines.key(cl, key), f"{fld}.{key}", f"anim id {v} has no clip in set {src.name!r}")
+            return int(v)
+
+        if kind == "loop":
+            cmd.ids = [check_id(c["loop"], "loop")]
+        elif kind == "play":
+            ids = c["play"]
+            if not isinstance(ids, list) or not ids:
+                err(lines.key(cl, "play"), f"{fld}.play", "expected a non-empty list of anim ids")
+            cmd.ids = [check_id(v, "play") for v in ids]
+        elif kind == "gait":
+            ids = c["gait"]
+            if not isinstance(ids, list) or len(ids) != 5:
+                err(lines.key(cl, "gait"), f"{fld}.gait", f"expected 5 anim ids, got {ids!r}")
+            cmd.ids = [check_id(v, "gait") for v in ids]
+        elif kind == "action":
+            if spec is None:
+                known = ", ".join(sorted(ACTIONS)) or "none"
+                err(lines.key(cl, "action"), f"{fld}.action", f"unknown action {action!r} (known: {known})")
+            cmd.action = action
+            for k, check in spec.keys.items():
+                if k in c:
+                    if not check(c[k]):
+                        err(lines.key(cl, k), f"{fld}.{k}", f"bad value {c[k]!r} for action {action!r}")
+                    cmd.extra[k] = c[k]
+        if "target" in c:
+            t = c["target"]
+            if not _is_num(t):
+                err(lines.key(cl, "target"), f"{fld}.target", f"expected a number 0-4, got {t!r}")
+            cmd.target = float(t)
+        elif kind == "gait":
+            err(cl, f"{fld}.target", "a gait command needs target = v")
+        out.append(cmd)
+    out.sort(key=lambda cmd: (cmd.update, cmd.index))
+    return out
+
+
+# ---------------------------------------------------------------- running
+
+
+def apply_command(game, cmd: Command) -> None:
+    """Apply one command in the actions phase (the change of animation, or an action)."""
+    player = game.player
+    inst = game.instance(cmd.human)
+    if cmd.kind == "target":
+        gaits = [t for t in inst.stack if t.type == TaskType.GAIT and not t.released]
+        if gaits:
+            gaits[0].set_target(cmd.target)
+        return
+    if cmd.kind == "action":
+        ACTIONS[cmd.action].run(game, cmd)
+        return
+    flags = cmd.flags if cmd.flags is not None else 0
+    if cmd.kind == "loop":
+        if cmd.paired:
+            task = player.chain(inst, cmd.ids, flags=flags, held=cmd.held,
+                                paired_with=game.instance(cmd.paired))
+        else:
+            task = player.loop(inst, cmd.ids[0], flags=flags, held=cmd.held)
+    elif cmd.kind == "play":
+        task = player.chain(inst, cmd.ids, blend=cmd.blend, flags=flags, held=cmd.held,
+                            paired_with=game.instance(cmd.paired) if cmd.paired else None)
+    else:  # gait
+        gflags = cmd.flags if cmd.flags is not None else int(LOCOMOTION_FLAGS)
+        task = player.gait(inst, cmd.ids, target=cmd.target, flags=gflags, held=cmd.held)
+    player.change(inst, task, cmd.fade)
+
+
+def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
+                 on_update: Callable | None = None):
+    """Run a validated scenario; writes the trace (JSONL) if given; returns the Game."""
+    from game.trace import trace_records, write_records
+    from game.world import Game
+
+    game = Game(sc.options)
+    try:
+        for h in sc.humans:
+            game.add_human(h.name, sc.sets[h.set], h.position, h.heading)
+        pending = list(sc.commands)
+
+        def scripted(ctx):
+            while pending and pending[0].update == ctx.update:
+                apply_command(game, pending.pop(0))
+
+        game.ctx.actions.insert(0, scripted)
+        for _ in range(sc.updates):
+            game.step()
+            if trace is not None:
+                write_records(trace, trace_records(game, pose=pose))
+            if on_update is not None:
+                on_update(game)
+    except BaseException:
+        game.close()
+        raise
+    return game

@@ -1,0 +1,58 @@
+"""The per-update order of the systems, in one place: ``SCHEDULE``.
+
+1. AnimationStep: the animation step of *every* human (advance, hand over, fire
+   events, sample). The original steps every character's animation before anything
+   else in Humans_Update, so the flush below sees every ended task ("When a clip
+   ends": AnimTask_FlushDeferred runs "once every human's animation has stepped").
+2. DeferredFlush: releases what ended, clears held flags, runs end callbacks and
+   refreshes record +0x20, "before the state updates and the actions of the same
+   update" ("When a clip ends").
+3. EventDispatch: the fired events reach the game's handlers (sound, effects, camera,
+   the partner place) after the flush, before the state update that may use them.
+4. StateUpdate: root motion "before the move" (Human_ApplyRootMotion is called by the
+   state update 0x0023fea8; "Root motion").
+5. Actions: input, AI, scripted commands and combat, which "already see the move as
+   over" on a clip's end update ("When a clip ends").
+6. PairedPlacement: the combat code puts paired bodies in place ("Paired tasks"), after
+   the actions that grabbed, so the next update's animation starts from there.
+
+esper runs processors by priority, highest first, and ``add_processor`` overwrites a
+processor's ``priority``; ``install`` therefore passes each priority explicitly.
+"""
+from __future__ import annotations
+
+import esper
+
+from systems.actions import Actions
+from systems.animation import AnimationStep
+from systems.context import SimContext
+from systems.events import EventDispatch
+from systems.flush import DeferredFlush
+from systems.motion import StateUpdate
+from systems.placement import PairedPlacement
+
+__all__ = ["SCHEDULE", "install", "priority_of"]
+
+SCHEDULE: tuple[type[esper.Processor], ...] = (
+    AnimationStep,
+    DeferredFlush,
+    EventDispatch,
+    StateUpdate,
+    Actions,
+    PairedPlacement,
+)
+
+
+def priority_of(system: type[esper.Processor]) -> int:
+    """The explicit esper priority of a system: the first in SCHEDULE runs first."""
+    return len(SCHEDULE) - SCHEDULE.index(system)
+
+
+def install(ctx: SimContext) -> list[esper.Processor]:
+    """Add every system, with its priority, to the *current* esper world; returns them."""
+    procs = []
+    for system in SCHEDULE:
+        proc = system(ctx)
+        esper.add_processor(proc, priority=priority_of(system))
+        procs.append(proc)
+    return procs

@@ -1,0 +1,78 @@
+"""The trace (JSONL, pinned): one object per human per update, after the whole update.
+
+Fields: ``update``, ``human``, ``anim`` (record +0x20, -1 none), ``held`` (record
++0x08 as an int), ``pos`` [x, y, z], ``heading`` (degrees), ``vel`` [x, y, z],
+``tasks`` (the stack bottom to top: ``type``, ``id``, ``time`` and ``frame`` of the
+leading cursor, plus a fade's ``elapsed`` / ``duration`` / ``weight`` and a gait's
+``ids`` / ``value`` / ``target`` / ``lower`` / ``upper`` / ``leader``), ``events``
+(fired this update: ``id``, ``frame``, ``type``, ``args``, ``position``,
+``rotation``, and ``word`` / ``code`` where the type has them) and ``released`` (the
+ids this update's flush released). With ``pose``: ``pose`` = ``velocity``, ``root``,
+``rotations`` (34 x [x, y, z, w]) and ``defaults`` (36 tags: velocity, root, bones
+0-33). Cursor times are float32 and written as the shortest decimal that reads back
+to the same float32. The same scenario always gives byte-identical traces.
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterable, TextIO
+
+import numpy as np
+
+from components import Animator, Body, HumanRecord, PoseRef
+
+__all__ = ["trace_records", "write_records", "f32_json"]
+
+
+def f32_json(v: float) -> float:
+    """A float32 value as the shortest decimal that reads back to the same float32."""
+    return float(str(np.float32(v)))
+
+
+def _task(t) -> dict:
+    d = t.trace()
+    d["time"] = f32_json(d["time"])
+    for k in ("elapsed", "duration", "value", "target", "blend"):
+        if k in d:
+            d[k] = f32_json(d[k])
+    return d
+
+
+def trace_records(game, pose: bool = False) -> list[dict]:
+    """The trace objects of every human for the update just run (entity order)."""
+    out = []
+    update = game.update - 1
+    for name, ent in game.humans():
+        inst = game.component(ent, Animator).instance
+        rec = game.component(ent, HumanRecord)
+        body = game.component(ent, Body)
+        d = {
+            "update": update,
+            "human": name,
+            "anim": rec.anim_id,
+            "held": rec.flags,
+            "pos": [float(v) for v in body.position],
+            "heading": float(body.heading),
+            "vel": [float(v) for v in body.velocity],
+            "tasks": [_task(t) for t in inst.stack],
+            "events": [{"id": fe.anim_id, **fe.event.to_json()} for fe in inst.events],
+            "released": list(inst.released),
+        }
+        if pose:
+            row = game.component(ent, PoseRef).row
+            p = game.ctx.poses
+            d["pose"] = {
+                "velocity": [f32_json(v) for v in p.vel[:, row]],
+                "root": [f32_json(v) for v in p.root[:, row]],
+                "rotations": [[f32_json(v) for v in p.rot[:, b, row]] for b in range(p.rot.shape[1])],
+                "defaults": [bool(v) for v in p.tag[:, row]],
+            }
+        out.append(d)
+    return out
+
+
+def write_records(fp: TextIO, records: Iterable[dict]) -> None:
+    """Write trace objects as JSON lines (compact, keys in a fixed order)."""
+    for r in records:
+        fp.write(json.dumps(r, separators=(",", ":")))
+        fp.write("\n")

@@ -1,0 +1,142 @@
+"""The embeddable runtime: one esper world, its animation player and its systems.
+
+    g = Game()                                  # its own esper world; no pygame
+    e = g.add_human("a", anim_set, position=(0, 0, 0), heading=0)
+    g.change("a", g.player.loop(g.instance("a"), 388))
+    g.step()                                    # one 30 Hz update, the SCHEDULE order
+
+Several Games live side by side (each switches to its own esper world while it
+steps). A host that keeps its own esper world can instead call
+``game.schedule.install(SimContext(Player()))`` there.
+"""
+from __future__ import annotations
+
+import itertools
+from contextlib import contextmanager
+from typing import Iterator
+
+import esper
+import numpy as np
+
+from anim.animset import AnimSet
+from anim.player import Player, PlayerOptions
+from anim.stack import CharacterInstance, HumanRecord
+from anim.tasks import Task
+from components import (Animator, AnimSetRef, Body, Combat, FiredEvents, Name, PoseRef,
+                        RangeRecords)
+from game import schedule
+from systems.context import SimContext
+
+__all__ = ["Game", "UnknownHuman"]
+
+_ids = itertools.count(1)
+
+
+class UnknownHuman(KeyError):
+    """A human name that is not in the world."""
+
+    def __str__(self) -> str:
+        return f"no human named {self.args[0]!r}"
+
+
+class Game:
+    """One simulated world (see the module docstring).
+
+    In: PlayerOptions (rates, the original-bug switches, the pool size), ``reference``
+    to sample through the scalar path. ``step()`` runs one update; ``update`` counts
+    the updates run. ``close()`` deletes the esper world.
+    """
+
+    def __init__(self, options: PlayerOptions | None = None, *, reference: bool = False,
+                 world: str | None = None):
+        self.world = world or f"scuffle-{next(_ids)}"
+        self.player = Player(options)
+        self.ctx = SimContext(self.player, reference=reference)
+        self.names: dict[str, int] = {}
+        self.update = 0
+        with self.active():
+            schedule.install(self.ctx)
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        """Make this game's esper world current for the block."""
+        prev = esper.current_world
+        esper.switch_world(self.world)
+        try:
+            yield
+        finally:
+            if prev != self.world and prev in esper.list_worlds():
+                esper.switch_world(prev)
+
+    def close(self) -> None:
+        """Delete this game's esper world."""
+        if self.world in esper.list_worlds():
+            if esper.current_world == self.world:
+                esper.switch_world("default")
+            esper.delete_world(self.world)
+
+    # ---------------------------------------------------------------- humans
+    def add_human(self, name: str, anim_set: AnimSet, position=(0.0, 0.0, 0.0), heading: float = 0.0,
+                  health: float = 100.0) -> int:
+        """Create a human entity with every component; returns the entity id.
+
+        Rejected: a name already used (ValueError).
+        """
+        if name in self.names:
+            raise ValueError(f"human {name!r} already exists")
+        self.player.register(anim_set)
+        record = HumanRecord()
+        with self.active():
+            ent = esper.create_entity()
+            inst = CharacterInstance(anim_set, name, record, handle=ent)
+            esper.add_component(ent, Name(name))
+            esper.add_component(ent, Animator(inst))
+            esper.add_component(ent, record)
+            esper.add_component(ent, PoseRef())
+            esper.add_component(ent, RangeRecords(anim_set.range_list))
+            esper.add_component(ent, AnimSetRef(anim_set))
+            esper.add_component(ent, Body(position=np.array(position, dtype=np.float64), heading=float(heading)))
+            esper.add_component(ent, Combat(health=health, max_health=health))
+            esper.add_component(ent, FiredEvents())
+        self.names[name] = ent
+        return ent
+
+    def entity(self, name: str) -> int:
+        try:
+            return self.names[name]
+        except KeyError:
+            raise UnknownHuman(name) from None
+
+    def component(self, name_or_entity, ctype):
+        ent = self.entity(name_or_entity) if isinstance(name_or_entity, str) else name_or_entity
+        with self.active():
+            return esper.component_for_entity(ent, ctype)
+
+    def instance(self, name: str) -> CharacterInstance:
+        return self.component(name, Animator).instance
+
+    def body(self, name: str) -> Body:
+        return self.component(name, Body)
+
+    def record(self, name: str) -> HumanRecord:
+        return self.component(name, HumanRecord)
+
+    def humans(self) -> list[tuple[str, int]]:
+        """(name, entity) in entity order."""
+        return sorted(self.names.items(), key=lambda kv: kv[1])
+
+    # ---------------------------------------------------------------- commands
+    def change(self, name: str, task: Task, fade: float = 0.0) -> None:
+        """A change of animation on a human: fade, the new task under it (anim.player)."""
+        self.player.change(self.instance(name), task, fade)
+
+    # ---------------------------------------------------------------- running
+    def step(self) -> None:
+        """Run one 30 Hz update: every system once, in SCHEDULE order."""
+        self.ctx.update = self.update
+        with self.active():
+            esper.process()
+        self.update += 1
+
+    def pose_row(self, name: str) -> int:
+        return self.component(name, PoseRef).row

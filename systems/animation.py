@@ -1,0 +1,40 @@
+"""System 1: the animation step of every human, then the batched sample and bone transforms.
+
+Every human's queue is run and its stack advanced (hand-overs, fades, events, the
+held-flag events), then all stacks are sampled in one plan and the poses turned into
+model-space transforms. Nothing is released here: released tasks wait on the deferred
+list for the flush.
+
+Original: Humans_Update's animation pass (0x00175610, the tasks' +0x64 and +0x5c calls,
+0x00176d60 CharacterInstance_Sample, 0x00104630 Instance_BuildBoneMatrices).
+"""
+from __future__ import annotations
+
+import esper
+
+from components import Animator, FiredEvents, PoseRef
+from systems.context import SimContext
+
+__all__ = ["AnimationStep"]
+
+
+class AnimationStep(esper.Processor):
+    """Advance and sample every human's animation (see the module docstring)."""
+
+    def __init__(self, ctx: SimContext):
+        self.ctx = ctx
+
+    def process(self) -> None:
+        ctx = self.ctx
+        rows = sorted(esper.get_components(Animator, PoseRef, FiredEvents))
+        instances = [a.instance for _, (a, _, _) in rows]
+        ctx.player.step(instances, ctx.dt)
+        poses = ctx.player.sample(instances, reference=ctx.reference)
+        ctx.poses = poses
+        ctx.bone_pos, ctx.bone_rot = ctx.player.skeleton.model_space(poses.rot, poses.root)
+        ctx.entities = [e for e, _ in rows]
+        for row, (_, (anim, pref, fired)) in enumerate(rows):
+            pref.row = row
+            fired.events = list(anim.instance.events)
+        for p in ctx.probe:
+            p(ctx, "animation")

@@ -1,0 +1,54 @@
+"""The state the systems share: the player, the batched pose and the per-update lists.
+
+A ``SimContext`` is what a host hands to ``game.schedule.install`` (or to each
+processor) so that the systems run without globals: several worlds, each with its own
+context, can live side by side.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from anim import f32 as F
+from anim.player import Player
+from anim.pose import PoseBatch
+
+__all__ = ["SimContext", "MAX_ROOT_SPEED"]
+
+# Human_ApplyRootMotion caps the root velocity at 50 m/s (0x0023f238).
+MAX_ROOT_SPEED = 50.0
+
+
+@dataclass(slots=True)
+class SimContext:
+    """Shared, per-world state of the systems.
+
+    ``player`` the animation player; ``dt`` the update's time (1/30 s); ``update`` the
+    number of the update being run (0 first); ``entities`` the humans in the order the
+    animation step visited them (entity ids ascending); ``poses`` their sampled poses
+    and ``bone_pos`` / ``bone_rot`` the model-space bone transforms (row = PoseRef.row);
+    ``handlers`` event type -> callables(ctx, entity, fired_event); ``actions`` the
+    callables(ctx) the actions phase runs, in order; ``reference`` samples through the
+    scalar reference path; ``probe`` (for tests) callables(ctx, system_name) run after
+    each system.
+    """
+
+    player: Player
+    dt: float = F.DT
+    update: int = 0
+    entities: list[int] = field(default_factory=list)
+    poses: PoseBatch | None = None
+    bone_pos: np.ndarray | None = None
+    bone_rot: np.ndarray | None = None
+    handlers: dict[int, list[Callable]] = field(default_factory=dict)
+    default_handlers: list[Callable] = field(default_factory=list)
+    actions: list[Callable] = field(default_factory=list)
+    reference: bool = False
+    probe: list[Callable] = field(default_factory=list)
+    max_root_speed: float = MAX_ROOT_SPEED
+
+    def on(self, event_type: int, handler: Callable) -> None:
+        """Register a handler for one event type."""
+        self.handlers.setdefault(int(event_type), []).append(handler)

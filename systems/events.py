@@ -1,0 +1,34 @@
+"""System 3: dispatch the events the animation fired to the game's handlers.
+
+Handlers are registered per event type on the SimContext (sound, effects, camera,
+slow motion, partner place...); ``default_handlers`` see every event. Events fire
+during the animation step and are dispatched here, after the flush and before the
+state update, in entity order and then firing order.
+Original: 0x00101dd8 Anim_FireFrameEvents (which handles each type in place).
+"""
+from __future__ import annotations
+
+import esper
+
+from components import FiredEvents
+from systems.context import SimContext
+
+__all__ = ["EventDispatch"]
+
+
+class EventDispatch(esper.Processor):
+    """Hand each fired event to the handlers of its type."""
+
+    def __init__(self, ctx: SimContext):
+        self.ctx = ctx
+
+    def process(self) -> None:
+        ctx = self.ctx
+        for ent, fired in sorted(esper.get_component(FiredEvents)):
+            for fe in fired.events:
+                for h in ctx.handlers.get(fe.event.type, ()):
+                    h(ctx, ent, fe)
+                for h in ctx.default_handlers:
+                    h(ctx, ent, fe)
+        for p in ctx.probe:
+            p(ctx, "events")

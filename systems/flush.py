@@ -1,0 +1,27 @@
+"""System 2: the deferred flush, once every human's animation has stepped.
+
+Releases the tasks that ended, handed over, were cut off or faded out: their held
+flags clear (not those another task holds), their end callbacks run, and the playing
+anim id (+0x20) is refreshed from the new top task, so the actions of this same update
+already see the move as over.
+Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (release).
+"""
+from __future__ import annotations
+
+import esper
+
+from systems.context import SimContext
+
+__all__ = ["DeferredFlush"]
+
+
+class DeferredFlush(esper.Processor):
+    """Empty the player's deferred list."""
+
+    def __init__(self, ctx: SimContext):
+        self.ctx = ctx
+
+    def process(self) -> None:
+        self.ctx.player.flush()
+        for p in self.ctx.probe:
+            p(self.ctx, "flush")

@@ -1,0 +1,87 @@
+"""System 4: the state update, with root motion applied before the move.
+
+For each human the pose's root velocity (already times the rate) is turned by the
+human's heading into world axes, capped at 50 m/s and added to the velocity the state
+set; the turn a = 2 acos(w), signed by the quaternion's z, turns the heading by
+a x 30 x dt; then the human moves by velocity x dt. A value tagged as a default ("none":
+no section A, flag 0x1 / 0x2) adds nothing. A human with an attachment takes the pose's
+quaternion as it is onto its held heading and does not move by itself (system 6 places
+it).
+
+Conventions: metres, z up, heading in degrees counter-clockwise seen from above, 0
+facing +y; the human's frame is x right, y forward, so world = Rz(heading) . local.
+Original: 0x0023fea8 (the state update), 0x0023f238 Human_ApplyRootMotion.
+"""
+from __future__ import annotations
+
+import math
+
+import esper
+import numpy as np
+
+from anim import quat
+from anim.pose import TAG_BONE, TAG_VELOCITY
+from components import Body, NO_ATTACHMENT, PoseRef
+from systems.context import SimContext
+
+__all__ = ["StateUpdate", "root_motion"]
+
+
+def root_motion(vel: np.ndarray, vel_none: np.ndarray, turn: np.ndarray, turn_none: np.ndarray,
+                heading_deg: np.ndarray, dt: float, cap: float) -> tuple[np.ndarray, np.ndarray]:
+    """Batched Human_ApplyRootMotion: world root velocities (3, N) and heading changes (N,) deg.
+
+    In: pose velocities (3, N) and bone-0 quaternions (4, N) with their "none" tags,
+    headings in degrees. Original: 0x0023f238.
+    """
+    h = np.radians(heading_deg)
+    c, s = np.cos(h), np.sin(h)
+    world = np.stack([vel[0] * c - vel[1] * s, vel[0] * s + vel[1] * c, vel[2]]).astype(np.float64)
+    speed = np.sqrt((world * world).sum(axis=0))
+    scale = np.where(speed > cap, cap / np.where(speed == 0, 1, speed), 1.0)
+    world = np.where(vel_none, 0.0, world * scale)
+    a = quat.angle_about_z(turn.astype(np.float64))
+    dturn = np.where(turn_none, 0.0, np.degrees(a) * 30.0 * dt)
+    return world, dturn
+
+
+class StateUpdate(esper.Processor):
+    """Apply root motion, then move (see the module docstring)."""
+
+    def __init__(self, ctx: SimContext):
+        self.ctx = ctx
+
+    def process(self) -> None:
+        ctx = self.ctx
+        poses = ctx.poses
+        if poses is not None and len(poses):
+            rows = sorted(esper.get_components(Body, PoseRef))
+            idx = np.array([p.row for _, (_, p) in rows], dtype=np.int64)
+            ok = idx >= 0
+            idx = np.where(ok, idx, 0)
+            headings = np.array([b.heading for _, (b, _) in rows])
+            world, dturn = root_motion(poses.vel[:, idx], poses.tag[TAG_VELOCITY, idx] | ~ok,
+                                       poses.rot[:, 0, idx], poses.tag[TAG_BONE, idx] | ~ok,
+                                       headings, ctx.dt, ctx.max_root_speed)
+            raw_turn = np.degrees(quat.angle_about_z(poses.rot[:, 0, idx].astype(np.float64)))
+            raw_turn = np.where(poses.tag[TAG_BONE, idx] | ~ok, 0.0, raw_turn)
+            for k, (_, (body, _)) in enumerate(rows):
+                if body.attachment != NO_ATTACHMENT:
+                    body.attach_heading = _wrap(body.attach_heading + raw_turn[k])
+                    body.velocity = np.zeros(3)
+                    continue
+                body.velocity = body.state_velocity + world[:, k]
+                body.heading = _wrap(body.heading + dturn[k])
+                body.position = body.position + body.velocity * ctx.dt
+        for p in ctx.probe:
+            p(ctx, "state")
+
+
+def _wrap(deg: float) -> float:
+    """Degrees into (-180, 180]."""
+    d = math.fmod(deg, 360.0)
+    if d <= -180.0:
+        d += 360.0
+    elif d > 180.0:
+        d -= 360.0
+    return d
