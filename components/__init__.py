@@ -82,6 +82,9 @@ class Body:
     attachment: int = NO_ATTACHMENT
     attach_offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
     attach_heading: float = 0.0
+    slide_to: np.ndarray | None = None      # a slide in progress: target position,
+    slide_heading: float = 0.0              # target heading,
+    slide_left: int = 0                     # updates left (system 6 moves it)
 
 
 @dataclass(slots=True)

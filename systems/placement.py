@@ -1,6 +1,8 @@
 """System 6: paired-task placement: attached humans follow the human holding them.
 
-An attached human (Body.attachment, +0x280) stands at its ``attach_offset`` in the
+A sliding human (Body.slide_to, set by the fight rules to turn and slide two bodies
+together before a paired clip) moves one equal step toward its target. An attached
+human (Body.attachment, +0x280) stands at its ``attach_offset`` in the
 holder's frame (x right, y forward) and faces the holder's heading plus its
 ``attach_heading``. Runs last, after the actions, so a grab attached this update is in
 place before the next animation step.
@@ -16,7 +18,7 @@ import numpy as np
 from components import Body, NO_ATTACHMENT
 from systems.context import SimContext
 
-__all__ = ["PairedPlacement", "place_attached"]
+__all__ = ["PairedPlacement", "place_attached", "slide_step"]
 
 
 def place_attached(holder: Body, body: Body) -> None:
@@ -29,6 +31,18 @@ def place_attached(holder: Body, body: Body) -> None:
     body.heading = d - 360.0 if d > 180.0 else (d + 360.0 if d <= -180.0 else d)
 
 
+def slide_step(body: Body) -> None:
+    """Move a sliding body one equal step toward its target position and heading."""
+    k = body.slide_left
+    body.position = body.position + (body.slide_to - body.position) / k
+    dh = math.fmod(body.slide_heading - body.heading + 540.0, 360.0) - 180.0
+    h = math.fmod(body.heading + dh / k, 360.0)
+    body.heading = h - 360.0 if h > 180.0 else (h + 360.0 if h <= -180.0 else h)
+    body.slide_left = k - 1
+    if body.slide_left == 0:
+        body.slide_to = None
+
+
 class PairedPlacement(esper.Processor):
     """Place every attached human relative to its holder."""
 
@@ -37,6 +51,8 @@ class PairedPlacement(esper.Processor):
 
     def process(self) -> None:
         for ent, body in sorted(esper.get_component(Body)):
+            if body.slide_left > 0 and body.slide_to is not None:
+                slide_step(body)
             if body.attachment == NO_ATTACHMENT:
                 continue
             holder = esper.try_component(body.attachment, Body)
