@@ -99,6 +99,12 @@ class Combat:
     state: str = "free"
     damage_taken: float = 0.0
     hits: int = 0
+    move_id: int = -1                 # the move in progress (anim id)
+    struck: bool = False              # its hit has landed
+    move_dir: np.ndarray = field(default_factory=lambda: np.zeros(3))   # locomotion
+    move_speed: float = 0.0
+    impulse: np.ndarray = field(default_factory=lambda: np.zeros(3))    # a throw's push
+    down_left: int = 0                # updates left on the ground
 
 
 @dataclass(slots=True)

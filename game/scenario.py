@@ -485,10 +485,13 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     from game.trace import trace_records, write_records
     from game.world import Game
 
+    from game.combat import fight_of
+
     game = Game(sc.options)
     try:
         for h in sc.humans:
             game.add_human(h.name, sc.sets[h.set], h.position, h.heading)
+        fight_of(game)
         pending = list(sc.commands)
 
         def scripted(ctx):
@@ -506,3 +509,6 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
         game.close()
         raise
     return game
+
+
+import game.combat  # noqa: E402,F401  (registers the fight actions)

@@ -54,6 +54,7 @@ class Game:
         self.ctx = SimContext(self.player, reference=reference)
         self.names: dict[str, int] = {}
         self.update = 0
+        self.fight = None          # the fight rules, when attached (game.combat.Fight)
         with self.active():
             schedule.install(self.ctx)
 

@@ -1,0 +1,86 @@
+"""A simple fighter AI: approach, strike or grab, and from a hold strike, throw or let go.
+
+Deterministic: every choice comes from its own ``random.Random(seed)``, and it only
+acts through the fight rules' commands, so it is gated by the held flags like any
+input. Add it to a Fight with ``fight.controllers.append(FighterAI(...))``.
+"""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from game.combat import Fight, FightState, GAIT_SPEEDS
+from game.moves import GRAB_STRIKES, THROWS
+
+__all__ = ["FighterAI"]
+
+ENGAGE_RANGE = 1.05        # ours: close enough to strike or grab (m)
+RUN_RANGE = 4.0            # ours: further than this, jog
+
+
+class FighterAI:
+    """One AI-controlled fighter (see the module docstring).
+
+    In: the fighter's and the opponent's names, a seed, and ``aggression`` (0-1, the
+    chance per decision to act rather than wait). Decisions are taken every
+    ``think_every`` updates.
+    """
+
+    def __init__(self, me: str, opponent: str, seed: int = 0, aggression: float = 0.6,
+                 think_every: int = 6):
+        self.me, self.opponent = me, opponent
+        self.rng = random.Random(seed)
+        self.aggression = aggression
+        self.think_every = think_every
+        self.hold_actions = 0
+        self.tick = 0
+        self.enabled = True
+
+    def __call__(self, fight: Fight) -> None:
+        if not self.enabled:
+            return
+        self.tick += 1
+        c = fight.combat(self.me)
+        me, op = fight.body(self.me), fight.body(self.opponent)
+        if c.state == FightState.HOLDING:
+            self._hold(fight)
+            return
+        if c.state not in (FightState.FREE,) or self.tick % self.think_every:
+            return
+        if fight.can_chain(self.me) and self.rng.random() < 0.5:
+            fight.strike(self.me)
+            return
+        if not fight.free(self.me):
+            return
+        d = op.position - me.position
+        dist = float(np.hypot(d[0], d[1]))
+        opc = fight.combat(self.opponent)
+        if dist > ENGAGE_RANGE:
+            speed = GAIT_SPEEDS[1] if dist > RUN_RANGE else GAIT_SPEEDS[0]
+            fight.move(self.me, (d[0], d[1]), speed)
+            return
+        if c.move_speed > 0.0:
+            fight.move(self.me, (d[0], d[1]), 0.0)
+            return
+        fight.face(self.me, toward=self.opponent)
+        if opc.state in (FightState.DOWN, FightState.HELD) or self.rng.random() > self.aggression:
+            return
+        if self.rng.random() < 0.45:
+            self.hold_actions = self.rng.randint(1, 3)
+            fight.grab(self.me)
+        else:
+            fight.strike(self.me)
+
+    def _hold(self, fight: Fight) -> None:
+        """In a hold: a few grab strikes, then a throw (mostly) or a let-go."""
+        if self.tick % self.think_every:
+            return
+        if self.hold_actions > 0:
+            if fight.strike(self.me, self.rng.choice(sorted(GRAB_STRIKES))):
+                self.hold_actions -= 1
+            return
+        if self.rng.random() < 0.8:
+            fight.throw(self.me, self.rng.choice(sorted(THROWS)))
+        else:
+            fight.let_go(self.me)

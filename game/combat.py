@@ -1,0 +1,571 @@
+"""The fight rules: grabs, strikes, throws and let-go between two humans, and locomotion.
+
+``Fight(game)`` attaches the rules to a Game: an action callable run in the actions
+phase and event handlers. Commands (``grab``, ``strike``, ``throw``, ``let_go``,
+``move``, ``face``) are refused while a move in progress holds flags that forbid them:
+input is gated by the human's held flags (record +0x08), which the tasks hold and
+release ("Animation tasks", the held flags; "When a clip ends").
+
+Pairs ("Paired tasks"): the victim plays the attacker's clips from the attacker's set
+at the attacker's rate; before the connecting clip the two bodies are turned and slid
+together (to the connecting clip's range point), at its end they snap to the hold's
+type-8 point and the victim is attached; a throw releases the victim along the
+thrower's turn. A grab searches within id 70's far range x 1.25 (0x00284920).
+Strikes deal their range record's damage (+0x0a) and the hit code (+0x0c) picks the
+reaction. Rules and numbers not in the spec are ours (docs/scenarios.md, "Actions").
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import IntFlag, StrEnum
+
+import numpy as np
+
+from anim.clip import EventType
+from anim.tasks import HeldFlags, LOCOMOTION_FLAGS, Task, TaskType
+from components import Body, Combat, HumanRecord, NO_ATTACHMENT
+from game.moves import ATTACK_CHAIN, GAIT_IDS, GRAB_STRIKES, THROWS, Move
+from game.scenario import ACTIONS, ActionSpec, _is_int, _is_num
+from systems.placement import place_attached
+
+__all__ = ["Fight", "FightFlags", "FightState", "FightStats", "fight_of", "GAIT_SPEEDS",
+           "GRAB_SEARCH_FACTOR", "reaction_for"]
+
+
+class FightFlags(IntFlag):
+    """Held bits the fight rules use: the spec's attack phases plus ours."""
+
+    WINDUP = HeldFlags.WINDUP          # before the hit window (0x2c opens it)
+    HIT_WINDOW = HeldFlags.HIT_WINDOW  # the window (0x2d closes it)
+    RECOVERY = HeldFlags.RECOVERY      # after it: a chained strike may follow
+    PAIRED = 0x100                     # ours: in a paired move (either side)
+    STAGGER = 0x200                    # ours: a hit reaction plays
+    DOWN = 0x800                       # ours: knocked down, grounded or getting up
+
+
+BUSY = FightFlags.WINDUP | FightFlags.HIT_WINDOW | FightFlags.PAIRED | FightFlags.STAGGER | FightFlags.DOWN
+
+
+class FightState(StrEnum):
+    FREE = "free"
+    ATTACKING = "attacking"
+    GRABBING = "grabbing"
+    CONNECTING = "connecting"
+    HOLDING = "holding"
+    HELD = "held"
+    STRIKING = "striking"
+    THROWING = "throwing"
+    LETTING_GO = "letting_go"
+    REACTING = "reacting"
+    DOWN = "down"
+
+
+# Gait speeds (m/s) of the walk, jog, run and sprint slots: the gait value is their index.
+GAIT_SPEEDS = (1.63, 3.5, 5.5, 7.8)
+GRAB_SEARCH_FACTOR = 1.25          # the grab searches within id 70's far range x 1.25
+GRAB_CONE_DEG = 70.0               # ours: the victim must be within this of the facing
+HIT_CONE_DEG = 60.0                # ours: a strike's cone around its range direction
+SLIDE_UPDATES = 4                  # ours: updates to slide two bodies together
+CHANGE_FADE = 0.1                  # ours: the fade time of the fight's changes (s)
+DOWN_UPDATES = 40                  # ours: updates on the ground before the get-up
+THROW_SPEED = 2.5                  # ours: the thrown victim's slide speed (m/s), decaying
+IMPULSE_DECAY = 0.85
+
+
+@dataclass
+class FightStats:
+    """Counts for the demo's summary (pinned names: grabs, strikes, throws, damage)."""
+
+    grabs: int = 0
+    strikes: int = 0
+    throws: int = 0
+    damage: float = 0.0
+    refused: int = 0
+    log: list = field(default_factory=list)
+
+
+def reaction_for(hit_code: int, from_behind: bool) -> tuple[int, bool]:
+    """The victim's reaction clip for a hit code (bits 4-5 strength): (id, knocked down)."""
+    strength = (hit_code >> 4) & 3
+    if strength >= 2:
+        return int(Move.KNOCKDOWN), True
+    if strength == 1:
+        return int(Move.HIT_HEAVY), False
+    return int(Move.HIT_BACK if from_behind else Move.HIT_FRONT), False
+
+
+def _wrap(d: float) -> float:
+    d = math.fmod(d, 360.0)
+    return d - 360.0 if d > 180.0 else (d + 360.0 if d <= -180.0 else d)
+
+
+def _local_to_world(body: Body, x: float, y: float) -> np.ndarray:
+    h = math.radians(body.heading)
+    c, s = math.cos(h), math.sin(h)
+    return np.array([x * c - y * s, x * s + y * c, 0.0])
+
+
+def _bearing(body: Body, target: np.ndarray) -> float:
+    """Degrees from the body's facing to ``target`` (positive: to its left)."""
+    d = target - body.position
+    ang = math.degrees(math.atan2(-d[0], d[1]))          # heading that would face the target
+    return _wrap(ang - body.heading)
+
+
+def _heading_to(src: np.ndarray, dst: np.ndarray) -> float:
+    d = dst - src
+    return math.degrees(math.atan2(-d[0], d[1]))
+
+
+class Fight:
+    """The fight rules of one Game (see the module docstring)."""
+
+    def __init__(self, game):
+        self.game = game
+        self.player = game.player
+        self.stats = FightStats()
+        self.pending: list[tuple] = []
+        self.controllers: list = []       # AI / input callables(fight) run each actions phase
+        game.fight = self
+        game.ctx.actions.append(self._update)
+        game.ctx.on(EventType.HELD_OPEN, self._on_window)
+
+    # ---------------------------------------------------------------- lookups
+    def _ent(self, name_or_ent) -> int:
+        return self.game.entity(name_or_ent) if isinstance(name_or_ent, str) else name_or_ent
+
+    def _name(self, ent: int) -> str:
+        for n, e in self.game.names.items():
+            if e == ent:
+                return n
+        raise KeyError(ent)
+
+    def combat(self, who) -> Combat:
+        return self.game.component(self._ent(who), Combat)
+
+    def body(self, who) -> Body:
+        return self.game.component(self._ent(who), Body)
+
+    def flags(self, who) -> int:
+        return self.game.component(self._ent(who), HumanRecord).flags
+
+    def inst(self, who):
+        return self.game.instance(self._name(self._ent(who)))
+
+    def free(self, who) -> bool:
+        """No move in progress: none of the fight's held bits are set."""
+        return not (self.flags(who) & (BUSY | FightFlags.RECOVERY))
+
+    def can_chain(self, who) -> bool:
+        """In an attack's recovery (0x4 held, nothing busy): a chained strike may follow."""
+        f = self.flags(who)
+        return bool(f & FightFlags.RECOVERY) and not (f & BUSY)
+
+    def _refuse(self, who, what: str) -> bool:
+        self.stats.refused += 1
+        self.stats.log.append((self.game.ctx.update, self._name(self._ent(who)), "refused", what))
+        return False
+
+    def _log(self, who, what: str, *extra) -> None:
+        self.stats.log.append((self.game.ctx.update, self._name(self._ent(who)), what, *extra))
+
+    # ---------------------------------------------------------------- task helpers
+    def _loop(self, who, anim_id: int, held: int = 0, attacker=None) -> Task:
+        inst = self.inst(who)
+        if attacker is not None:
+            a = self.inst(attacker)
+            return self.player.loop(inst, anim_id, held=held, anim_set=a.anim_set)
+        return self.player.loop(inst, anim_id, held=held)
+
+    def _clip(self, who, anim_id: int, next_task: Task, held: int = 0, on_end=None, attacker=None) -> Task:
+        inst = self.inst(who)
+        if attacker is not None:
+            return self.player.paired(inst, self.inst(attacker), anim_id, next_task, held=held, on_end=on_end)
+        return self.player.clip(inst, anim_id, next_task, held=held, on_end=on_end)
+
+    def _change(self, who, task: Task, fade: float = CHANGE_FADE) -> None:
+        self.player.change(self.inst(who), task, fade)
+
+    def _require(self, n: int) -> None:
+        self.player.pool.require(n + 2)
+
+    # ---------------------------------------------------------------- actions
+    def face(self, who, heading: float | None = None, toward=None) -> bool:
+        """Turn to a heading (degrees) or toward another human. Refused while busy."""
+        if not self.free(who):
+            return self._refuse(who, "face")
+        b = self.body(who)
+        if toward is not None:
+            b.heading = _wrap(_heading_to(b.position, self.body(toward).position))
+        elif heading is not None:
+            b.heading = _wrap(float(heading))
+        return True
+
+    def move(self, who, direction=(0.0, 1.0), speed: float = GAIT_SPEEDS[0]) -> bool:
+        """Walk / run along a world direction at ``speed`` m/s (0 stops). Refused while busy.
+
+        From a standstill the walk start clip moves the body by its root velocity, then
+        the gait blend (flags 0x2c1: its own root motion off) moves it by the state
+        velocity; ``speed`` picks the gait value on the walk-jog-run-sprint scale.
+        """
+        if not self.free(who):
+            return self._refuse(who, "move")
+        c, b = self.combat(who), self.body(who)
+        d = np.array([float(direction[0]), float(direction[1]), 0.0])
+        n = float(np.hypot(d[0], d[1]))
+        speed = max(0.0, float(speed))
+        if speed > 0.0 and n > 0.0:
+            d /= n
+            c.move_dir = d
+            b.heading = _wrap(math.degrees(math.atan2(-d[0], d[1])))
+            value = float(np.interp(speed, GAIT_SPEEDS, range(len(GAIT_SPEEDS))))
+            gait = self._gait(who)
+            if gait is not None:
+                gait.set_target(value)
+            else:
+                self._require(2)
+                g = self.player.gait(self.inst(who), GAIT_IDS, target=value, value=0.0,
+                                     flags=int(LOCOMOTION_FLAGS))
+                start = self._clip(who, Move.WALK_START, g)
+                self._change(who, start)
+            c.move_speed = speed
+        else:
+            if c.move_speed > 0.0:
+                self._require(2)
+                self._change(who, self._clip(who, Move.WALK_STOP, self._loop(who, Move.IDLE)))
+            c.move_speed = 0.0
+        return True
+
+    def _gait(self, who):
+        for t in self.inst(who).stack:
+            if t.type == TaskType.GAIT and not t.released:
+                return t
+        return None
+
+    def strike(self, who, move: int | None = None) -> bool:
+        """A strike: a grab strike when holding, else a free attack (chained in recovery)."""
+        c = self.combat(who)
+        if c.state == FightState.HOLDING:
+            return self._grab_strike(who, move)
+        chained = self.can_chain(who)
+        if not (self.free(who) or chained):
+            return self._refuse(who, "strike")
+        if move is None:
+            move = Move.JAB
+            if chained:
+                cur = self.game.record(self._name(self._ent(who))).anim_id
+                if cur in ATTACK_CHAIN:
+                    move = ATTACK_CHAIN[(ATTACK_CHAIN.index(cur) + 1) % len(ATTACK_CHAIN)]
+        if int(move) not in ATTACK_CHAIN:
+            return self._refuse(who, f"strike {move}")
+        self._require(2)
+        self._stop_moving(who)
+        task = self._clip(who, move, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.WINDUP,
+                          on_end=self._ended(who, "attack"))
+        self._change(who, task)
+        c.state = FightState.ATTACKING
+        c.move_id = int(move)
+        c.struck = False
+        self._log(who, "strike", int(move))
+        return True
+
+    def grab(self, who) -> bool:
+        """The grab attempt (70); it connects when its window opens on someone in reach."""
+        if not self.free(who):
+            return self._refuse(who, "grab")
+        self._require(2)
+        self._stop_moving(who)
+        task = self._clip(who, Move.GRAB_ATTEMPT, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.WINDUP,
+                          on_end=self._ended(who, "grab_attempt"))
+        self._change(who, task)
+        c = self.combat(who)
+        c.state = FightState.GRABBING
+        c.move_id = int(Move.GRAB_ATTEMPT)
+        self._log(who, "grab")
+        return True
+
+    def throw(self, who, move: int | None = None) -> bool:
+        """A throw from the hold: the thrower turns, the victim is released along the turn."""
+        c = self.combat(who)
+        if c.state != FightState.HOLDING or self.body(c.partner).attachment != self._ent(who):
+            return self._refuse(who, "throw")
+        move = int(move) if move is not None else int(Move.THROW_SIDE)
+        if move not in THROWS:
+            return self._refuse(who, f"throw {move}")
+        v = c.partner
+        victim_clip = THROWS[Move(move)][0]
+        self._require(4)
+        self._change(who, self._clip(who, move, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.PAIRED,
+                                     on_end=self._ended(who, "throw")))
+        down = self._loop(v, Move.GROUNDED, held=FightFlags.DOWN)
+        self._change(v, self._clip(v, victim_clip, down, held=FightFlags.PAIRED | FightFlags.DOWN, attacker=who))
+        c.state = FightState.THROWING
+        c.move_id = move
+        self.combat(v).state = FightState.HELD
+        self._log(who, "throw", move)
+        return True
+
+    def let_go(self, who) -> bool:
+        """Let the held victim go: both play their let-go clips; the victim is detached."""
+        c = self.combat(who)
+        if c.state != FightState.HOLDING:
+            return self._refuse(who, "let_go")
+        v = c.partner
+        self._require(4)
+        self._change(who, self._clip(who, Move.LET_GO, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.PAIRED,
+                                     on_end=self._ended(who, "let_go")))
+        self._change(v, self._clip(v, Move.LET_GO_VICTIM, self._loop(v, Move.IDLE), held=FightFlags.PAIRED,
+                                   attacker=who, on_end=self._ended(v, "let_go")))
+        self._detach(v)
+        c.state = FightState.LETTING_GO
+        self.combat(v).state = FightState.LETTING_GO
+        self._log(who, "let_go")
+        return True
+
+    # ---------------------------------------------------------------- the pair
+    def _connect(self, a: int, v: int) -> None:
+        """Turn and slide the pair together, then both play their connecting clips."""
+        aset = self.inst(a).anim_set
+        rec = aset.range(Move.GRAB_CONNECT)
+        dx, dy = rec.direction
+        point = _local_to_world(self.body(a), dx * rec.reach, dy * rec.reach)
+        vb, ab = self.body(v), self.body(a)
+        vb.slide_to = ab.position + point
+        vb.slide_heading = _wrap(ab.heading + 180.0)
+        vb.slide_left = SLIDE_UPDATES
+        vb.state_velocity = np.zeros(3)
+        self._stop_moving(v)
+        hold_a = self._loop(a, Move.HOLD, held=FightFlags.PAIRED)
+        hold_v = self._loop(v, Move.HOLD_VICTIM, held=FightFlags.PAIRED, attacker=a)
+        self._change(a, self._clip(a, Move.GRAB_CONNECT, hold_a, held=FightFlags.PAIRED,
+                                   on_end=self._ended(a, "connect")))
+        self._change(v, self._clip(v, Move.GRAB_CONNECT_VICTIM, hold_v, held=FightFlags.PAIRED, attacker=a))
+        ca, cv = self.combat(a), self.combat(v)
+        ca.partner, cv.partner = v, a
+        ca.role, cv.role = "attacker", "victim"
+        ca.state, cv.state = FightState.CONNECTING, FightState.HELD
+        self.stats.grabs += 1
+        self._log(a, "grab_connect", self._name(v))
+
+    def _attach(self, a: int) -> None:
+        """Snap the victim to the hold's type-8 point, then attach it to the attacker."""
+        ca = self.combat(a)
+        v = ca.partner
+        if v < 0 or self.combat(v).partner != a:
+            return
+        hold = self.inst(a).anim_set.clip(Move.HOLD)
+        place = next((e for e in hold.decoded_events() if e.type == EventType.PARTNER_PLACE), None)
+        off = np.array(place.position if place is not None else (0.0, 0.8, 0.0), dtype=np.float64)
+        vb = self.body(v)
+        vb.slide_to, vb.slide_left = None, 0
+        vb.attachment = a
+        vb.attach_offset = off
+        vb.attach_heading = 180.0
+        place_attached(self.body(a), vb)
+        ca.partner_place = off
+        ca.state = FightState.HOLDING
+
+    def _grab_strike(self, who, move) -> bool:
+        a = self._ent(who)
+        c = self.combat(a)
+        if self.body(c.partner).attachment != a or (self.flags(a) & (FightFlags.WINDUP | FightFlags.HIT_WINDOW)):
+            return self._refuse(who, "grab strike")
+        move = int(move) if move is not None else int(Move.GRAB_KNEE)
+        if move not in GRAB_STRIKES:
+            return self._refuse(who, f"grab strike {move}")
+        v = c.partner
+        self._require(4)
+        hold_a = self._loop(a, Move.HOLD, held=FightFlags.PAIRED)
+        hold_v = self._loop(v, Move.HOLD_VICTIM, held=FightFlags.PAIRED, attacker=a)
+        self._change(a, self._clip(a, move, hold_a, held=FightFlags.PAIRED | FightFlags.WINDUP))
+        self._change(v, self._clip(v, GRAB_STRIKES[Move(move)], hold_v, held=FightFlags.PAIRED, attacker=a))
+        c.move_id = move
+        c.struck = False
+        self._log(a, "grab_strike", move)
+        return True
+
+    def _detach(self, v: int) -> None:
+        vb = self.body(v)
+        if vb.attachment != NO_ATTACHMENT:
+            vb.attachment = NO_ATTACHMENT
+            vb.attach_offset = np.zeros(3)
+
+    def _release_throw(self, a: int) -> None:
+        """At the throw's end: the victim leaves along the thrower's turn and goes down."""
+        ca = self.combat(a)
+        v = ca.partner
+        if v < 0:
+            return
+        ab, vb = self.body(a), self.body(v)
+        self._detach(v)
+        fwd = _local_to_world(ab, 0.0, 1.0)
+        cv = self.combat(v)
+        cv.impulse = fwd * THROW_SPEED
+        cv.state = FightState.DOWN
+        cv.down_left = DOWN_UPDATES
+        cv.partner, ca.partner = -1, -1
+        cv.role = ca.role = ""
+        ca.state = FightState.FREE
+        self.stats.throws += 1
+        self._log(a, "throw_release", self._name(v))
+
+    # ---------------------------------------------------------------- hits
+    def _on_window(self, ctx, ent: int, fe) -> None:
+        """Event 0x2c (the window opens): a hit or grab check for the actions phase."""
+        c = self.combat(ent)
+        if c.state in (FightState.ATTACKING, FightState.GRABBING, FightState.HOLDING):
+            self.pending.append(("window", ent, fe.anim_id))
+
+    def _hit(self, a: int, anim_id: int) -> None:
+        ca = self.combat(a)
+        aset = self.inst(a).anim_set
+        rec = aset.range(anim_id)
+        if ca.state == FightState.HOLDING:
+            v = ca.partner
+            if v >= 0 and not ca.struck:
+                ca.struck = True
+                self._damage(a, v, rec.damage)
+            return
+        if ca.state == FightState.GRABBING:
+            far = aset.range(Move.GRAB_ATTEMPT).far * GRAB_SEARCH_FACTOR
+            cands = []
+            for name, e in self.game.humans():
+                if e == a or self.combat(e).state in (FightState.HELD, FightState.DOWN) or \
+                        self.body(e).attachment != NO_ATTACHMENT or self.combat(e).partner >= 0:
+                    continue
+                d = float(np.hypot(*(self.body(e).position - self.body(a).position)[:2]))
+                if d <= far and abs(_bearing(self.body(a), self.body(e).position)) <= GRAB_CONE_DEG:
+                    cands.append((d, e))
+            if cands:
+                self._connect(a, min(cands)[1])
+            return
+        if ca.state != FightState.ATTACKING or ca.struck:
+            return
+        dx, dy = rec.direction
+        want = math.degrees(math.atan2(-dx, dy)) if (dx or dy) else 0.0
+        reach = rec.far if rec.reach > 0 else 0.0
+        for name, e in self.game.humans():
+            if e == a or self.combat(e).state == FightState.DOWN:
+                continue
+            d = float(np.hypot(*(self.body(e).position - self.body(a).position)[:2]))
+            if d <= reach and abs(_wrap(_bearing(self.body(a), self.body(e).position) - want)) <= HIT_CONE_DEG:
+                ca.struck = True
+                self._damage(a, e, rec.damage)
+                behind = abs(_bearing(self.body(e), self.body(a).position)) > 90.0
+                if self.combat(e).state not in (FightState.HELD,):
+                    self._react(e, rec.hit, behind)
+                break
+
+    def _damage(self, a: int, v: int, amount: int) -> None:
+        cv = self.combat(v)
+        amount = float(max(0, amount))
+        taken = min(amount, cv.health)
+        cv.health -= taken
+        cv.damage_taken += taken
+        cv.hits += 1
+        self.stats.strikes += 1
+        self.stats.damage += taken
+        self._log(a, "hit", self._name(v), taken)
+
+    def _react(self, v: int, hit_code: int, behind: bool) -> None:
+        clip, down = reaction_for(hit_code, behind)
+        c = self.combat(v)
+        self._stop_moving(v)
+        self.player.pool.require(4)
+        if down:
+            task = self._clip(v, clip, self._loop(v, Move.GROUNDED, held=FightFlags.DOWN), held=FightFlags.DOWN)
+            c.state = FightState.DOWN
+            c.down_left = DOWN_UPDATES
+        else:
+            task = self._clip(v, clip, self._loop(v, Move.FIGHT_IDLE), held=FightFlags.STAGGER,
+                              on_end=self._ended(v, "react"))
+            c.state = FightState.REACTING
+        self._change(v, task, 0.05)
+
+    def _stop_moving(self, who) -> None:
+        c = self.combat(who)
+        c.move_speed = 0.0
+        self.body(who).state_velocity = np.zeros(3)
+
+    # ---------------------------------------------------------------- callbacks
+    def _ended(self, who, what: str):
+        ent = self._ent(who)
+
+        def on_end(inst) -> None:
+            self.pending.append(("end", ent, what))
+        return on_end
+
+    def _on_end(self, ent: int, what: str) -> None:
+        c = self.combat(ent)
+        if what == "connect" and c.state == FightState.CONNECTING:
+            self._attach(ent)
+        elif what == "throw" and c.state == FightState.THROWING:
+            self._release_throw(ent)
+        elif what == "let_go":
+            c.state = FightState.FREE
+            c.partner, c.role = -1, ""
+        elif what in ("attack", "grab_attempt", "react") and c.state in (
+                FightState.ATTACKING, FightState.GRABBING, FightState.REACTING):
+            c.state = FightState.FREE
+
+    # ---------------------------------------------------------------- per update
+    def _update(self, ctx) -> None:
+        """The actions phase: resolve this update's windows and ends, run the controllers,
+        then set the locomotion's state velocities."""
+        pending, self.pending = self.pending, []
+        for item in pending:
+            if item[0] == "window":
+                self._hit(item[1], item[2])
+            else:
+                self._on_end(item[1], item[2])
+        for ctl in list(self.controllers):
+            ctl(self)
+        for name, e in self.game.humans():
+            c, b = self.combat(e), self.body(e)
+            if c.state == FightState.DOWN and c.down_left > 0 and not (self.flags(e) & FightFlags.PAIRED):
+                c.down_left -= 1
+                if c.down_left == 0:
+                    self.player.pool.require(3)
+                    self._change(e, self._clip(e, Move.GET_UP, self._loop(e, Move.FIGHT_IDLE), held=FightFlags.DOWN,
+                                               on_end=self._ended(e, "get_up")), 0.1)
+            if c.state == FightState.DOWN and not (self.flags(e) & FightFlags.DOWN) and c.down_left == 0:
+                c.state = FightState.FREE
+            vel = np.zeros(3)
+            if c.move_speed > 0.0 and self._gait_leads(e):
+                vel = c.move_dir * c.move_speed
+            if float(np.hypot(*c.impulse[:2])) > 0.05:
+                vel = vel + c.impulse
+                c.impulse = c.impulse * IMPULSE_DECAY
+            else:
+                c.impulse = np.zeros(3)
+            b.state_velocity = vel
+
+    def _gait_leads(self, ent: int) -> bool:
+        """The gait blend is the newest task (no start or stop clip playing)."""
+        top = self.player.top(self.inst(ent))
+        return top is not None and top.type == TaskType.GAIT
+
+
+def fight_of(game) -> Fight:
+    """The game's fight rules, attached on first use."""
+    f = getattr(game, "fight", None)
+    return f if f is not None else Fight(game)
+
+
+def _vec2(v) -> bool:
+    return isinstance(v, list) and len(v) == 2 and all(_is_num(x) for x in v)
+
+
+ACTIONS.update({
+    "grab": ActionSpec({}, lambda game, cmd: fight_of(game).grab(cmd.human)),
+    "strike": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).strike(cmd.human, cmd.extra.get("move"))),
+    "throw": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).throw(cmd.human, cmd.extra.get("move"))),
+    "let_go": ActionSpec({}, lambda game, cmd: fight_of(game).let_go(cmd.human)),
+    "move": ActionSpec({"direction": _vec2, "speed": lambda v: _is_num(v) and v >= 0},
+                       lambda game, cmd: fight_of(game).move(cmd.human, cmd.extra.get("direction", [0.0, 1.0]),
+                                                             cmd.extra.get("speed", GAIT_SPEEDS[0]))),
+    "face": ActionSpec({"heading": _is_num, "toward": lambda v: isinstance(v, str)},
+                       lambda game, cmd: fight_of(game).face(cmd.human, cmd.extra.get("heading"),
+                                                             cmd.extra.get("toward"))),
+})
