@@ -1,7 +1,9 @@
 """``python -m game run SCENARIO.toml --trace OUT.jsonl [--pose]``: run a scenario.
 
 Validates the whole file first (no update runs on a bad file), then runs it and
-writes the trace. Errors are one line on stderr (scuffle: error: FILE:LINE: FIELD: ...).
+writes the trace. Errors are one line on stderr (scuffle: error: FILE:LINE: FIELD: ...),
+status 2: a bad file, or a command that hits the task pool, stack or queue limit at
+run time (the trace then holds the updates before it).
 """
 from __future__ import annotations
 
@@ -26,17 +28,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         sc = load_scenario(args.scenario)
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
-    if args.trace in (None, ""):
-        game = run_scenario(sc)
-    elif args.trace == "-":
-        game = run_scenario(sc, sys.stdout, pose=args.pose)
-    else:
-        try:
-            fp = open(args.trace, "w", encoding="utf-8", newline="\n")
-        except OSError as exc:
-            raise CliError(f"cannot write trace {args.trace!r}: {exc.strerror or exc}") from None
-        with fp:
-            game = run_scenario(sc, fp, pose=args.pose)
+    try:
+        if args.trace in (None, ""):
+            game = run_scenario(sc)
+        elif args.trace == "-":
+            game = run_scenario(sc, sys.stdout, pose=args.pose)
+        else:
+            try:
+                fp = open(args.trace, "w", encoding="utf-8", newline="\n")
+            except OSError as exc:
+                raise CliError(f"cannot write trace {args.trace!r}: {exc.strerror or exc}") from None
+            with fp:
+                game = run_scenario(sc, fp, pose=args.pose)
+    except ScenarioError as exc:          # a command hit a limit at run time
+        raise CliError(str(exc)) from None
     print(f"{sc.source}: {sc.updates} updates, {len(sc.humans)} humans", file=sys.stderr)
     game.close()
     return 0

@@ -16,10 +16,11 @@ from typing import Any, Callable, TextIO
 
 from anim.animset import AnimSet
 from anim.clip import ClipFormatError, parse_clip
-from anim.player import PlayerOptions
+from anim.player import PlayerOptions, UnknownClip
 from anim.rangelist import RangeAuthoringError, RangeRecord, author_range
 from anim.rates import CfgAnimSpeeds
 from anim.resource import ResourceFormatError, load_resource
+from anim.stack import AnimLimitError
 from anim.tasks import LOCOMOTION_FLAGS, GaitTask, TaskType
 
 __all__ = ["ScenarioError", "Scenario", "Command", "HumanSpec", "load_scenario", "parse_scenario",
@@ -168,7 +169,9 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
-        raise ScenarioError(source, int(m.group(1)) if m else None, "toml", str(exc)) from None
+        # "at end of document" carries no line: the error is on the last one.
+        line = int(m.group(1)) if m else max(len(lines.lines), 1)
+        raise ScenarioError(source, line, "toml", str(exc)) from None
 
     def err(line, fld, problem):
         raise ScenarioError(source, line, fld, problem)
@@ -177,7 +180,7 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
         if k not in _TOP_KEYS:
             err(lines.key(None, k), k, f"unknown key (expected one of {', '.join(sorted(_TOP_KEYS))})")
     if "updates" not in doc:
-        err(None, "updates", "required (the number of updates to run)")
+        err(1, "updates", "required at the top level (the number of updates to run)")
     updates = doc["updates"]
     if not _is_int(updates) or updates < 0:
         err(lines.key(None, "updates"), "updates", f"expected a whole number >= 0, got {updates!r}")
@@ -263,7 +266,11 @@ def _parse_sets(raw, lines: _Lines, err, base: Path, source: str) -> dict[str, A
             try:
                 clip = parse_clip(desc, keys)
             except ClipFormatError as exc:
-                err(cline, cf, str(exc))
+                part = exc.chunk if exc.chunk in ("descriptor", "keyframes") else None
+                if part is None:
+                    err(cline, cf, str(exc))
+                key = part if part in c else f"{part}_file"
+                err(lines.key(cline, key), f"{cf}.{key}", str(exc))
             rec = None
             if "range" in c:
                 rec = _parse_range(c["range"], lines.key(cline, "range"), f"{cf}.range", err)
@@ -481,7 +488,12 @@ def apply_command(game, cmd: Command) -> None:
 
 def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                  on_update: Callable | None = None):
-    """Run a validated scenario; writes the trace (JSONL) if given; returns the Game."""
+    """Run a validated scenario; writes the trace (JSONL) if given; returns the Game.
+
+    Rejected: a command that hits one of the original's limits (task pool, stack,
+    queue) raises ScenarioError naming the command's line; the trace then holds the
+    updates before it.
+    """
     from game.trace import trace_records, write_records
     from game.world import Game
 
@@ -496,7 +508,14 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
 
         def scripted(ctx):
             while pending and pending[0].update == ctx.update:
-                apply_command(game, pending.pop(0))
+                cmd = pending.pop(0)
+                try:
+                    apply_command(game, cmd)
+                except (AnimLimitError, UnknownClip) as exc:
+                    # A limit of the original (pool, stack, queue) hit at run time: one
+                    # error naming the command, like a parse error.
+                    raise ScenarioError(sc.source, cmd.line, f"commands[{cmd.index}]",
+                                        f"update {cmd.update}: {exc}") from None
 
         game.ctx.actions.insert(0, scripted)
         for _ in range(sc.updates):
