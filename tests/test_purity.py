@@ -1,0 +1,78 @@
+"""The animation core stays pure: anim/ imports neither esper nor pygame, and the game
+model (components/, systems/, game/) does not import pygame (only the demo draws)."""
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def imported_roots(path: Path) -> set[str]:
+    """Top-level package names a module imports (import x.y, from x import y,
+    __import__("x"), importlib.import_module("x"))."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    roots = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0 and node.module:
+                roots.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            fn = node.func
+            name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+            if name in ("__import__", "import_module"):
+                roots.add(node.args[0].value.split(".")[0])
+    return roots
+
+
+def offenders(package: str, banned: set[str]) -> list[str]:
+    base = ROOT / package
+    if not base.is_dir():
+        pytest.skip(f"{package}/ not present")
+    bad = []
+    for path in sorted(base.rglob("*.py")):
+        hit = imported_roots(path) & banned
+        if hit:
+            bad.append(f"{path.relative_to(ROOT)} imports {', '.join(sorted(hit))}")
+    return bad
+
+
+def test_the_checker_sees_every_import_form(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("import os\nimport pygame.display\nfrom esper import World\nfrom . import x\n"
+                 "import importlib\nimportlib.import_module('pygame')\n__import__('esper.x')\n"
+                 "def g():\n    import numpy as np\n")
+    assert imported_roots(f) == {"os", "pygame", "esper", "importlib", "numpy"}
+
+
+def test_anim_imports_neither_esper_nor_pygame():
+    assert offenders("anim", {"esper", "pygame"}) == []
+
+
+@pytest.mark.parametrize("package", ["components", "systems", "game"])
+def test_model_packages_do_not_import_pygame(package):
+    assert offenders(package, {"pygame"}) == []
+
+
+def test_importing_anim_loads_neither_esper_nor_pygame():
+    modules = sorted("anim." + p.stem for p in (ROOT / "anim").glob("*.py") if p.stem != "__init__")
+    for pkg in ("anim",):
+        for sub in sorted((ROOT / pkg).iterdir()):
+            if sub.is_dir() and (sub / "__init__.py").exists():
+                modules.append(f"{pkg}.{sub.name}")
+    assert "anim.sampler" in modules and "anim.clip" in modules
+    code = ("import sys\n"
+            + "".join(f"import {m}\n" for m in modules)
+            + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('esper', 'pygame')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
