@@ -152,6 +152,8 @@ class Skeleton:
         if self.offsets.shape != (NUM_BONES, 3):
             raise ValueError(f"skeleton offsets: shape {self.offsets.shape}, expected (34, 3)")
         object.__setattr__(self, "levels", depth_levels(self.parents))
+        for arr in (self.offsets, self.tips):
+            arr.setflags(write=False)
 
     def model_space(self, rot: np.ndarray, root: np.ndarray,
                     out_pos: np.ndarray | None = None, out_rot: np.ndarray | None = None):
