@@ -78,6 +78,7 @@ class Player:
         self._clips: list[Clip] = []
         self._clip_index: dict[int, int] = {}
         self._bank: ClipBank | None = None
+        self._stepped: dict[int, CharacterInstance] = {}
 
     # ---------------------------------------------------------------- clips
     @property
@@ -310,15 +311,15 @@ class Player:
         bottom, push the fade on top (the stack is then new, old..., fade).
 
         The new task must already be taken from the pool. Rejected before any change:
-        no free task for the fade (TaskPoolExhausted), or no room for two more tasks
-        once the newest fade would be finished (StackFull); ``task`` is then given back.
+        no free task for the fade (TaskPoolExhausted), or no room for the insert and the
+        push after the early finishes they would make (StackFull, from a dry run);
+        ``task`` is then given back.
+        Original: 0x001754e8 TaskStack_InsertBottom, 0x001753d8 TaskStack_Push, in the
+        order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
         try:
             self.pool.require(1)
-            room = STACK_SIZE - len(inst.stack)
-            finishable = len(inst.stack) > self.options.early_finish_above and any(
-                t.type == TaskType.FADE for t in inst.stack)
-            if room < 2 and not finishable:
+            if not self._change_fits(inst, task):
                 raise StackFull(f"{inst.name or 'human'}: no room for a change "
                                 f"({len(inst.stack)} of {STACK_SIZE} tasks)")
         except Exception:
@@ -329,6 +330,28 @@ class Player:
         self.insert_bottom(inst, task)
         self.push(inst, f)
         return f
+
+    def _change_fits(self, inst: CharacterInstance, task: Task) -> bool:
+        """Whether insert_bottom then push fit, each after its own early finish (a dry run
+        on a copy of the stack: the finish can free as little as the fade itself)."""
+        stack = list(inst.stack)
+
+        def finish_newest() -> None:
+            if len(stack) <= self.options.early_finish_above:
+                return
+            fade = next((t for t in reversed(stack) if t.type == TaskType.FADE and not t.released), None)
+            if fade is None:
+                return
+            hi = stack.index(fade)
+            lo = stack.index(fade.incoming) + 1 if fade.incoming in stack else 0
+            del stack[lo:hi + 1]
+
+        finish_newest()
+        if len(stack) >= STACK_SIZE:
+            return False
+        stack.insert(0, task)
+        finish_newest()
+        return len(stack) < STACK_SIZE
 
     def enqueue(self, inst: CharacterInstance, task: Task) -> None:
         """Queue a task to start at the next step. Rejected: a full queue (QueueFull)."""
@@ -387,6 +410,7 @@ class Player:
         dt = self.options.dt if dt is None else dt
         for inst in instances:
             self.step_one(inst, dt)
+            self._stepped[id(inst)] = inst
 
     def step_one(self, inst: CharacterInstance, dt: float) -> None:
         """One character's animation step (see ``step``)."""
@@ -455,13 +479,18 @@ class Player:
     def flush(self) -> list[CharacterInstance]:
         """Empty the deferred list: release each task, then refresh the playing anim ids.
 
-        The release clears state flag 0x4000000000 and the held bits the task still holds
-        (not those another task on the stack holds), reports 0x400000, runs the end
-        callback (also on a cut-off) and gives back a cut-off task's next task.
-        Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (release).
+        The release clears the held bits the task still holds (not those another task on
+        the stack holds), reports 0x400000, runs the end callback (also on a cut-off) and
+        gives back a cut-off task's next task; a clip that hands over (types 3 and 6) also
+        clears state flag 0x4000000000. The ids are refreshed for every instance with a
+        released task and every instance stepped since the last flush (a gait's leader
+        changes the id without any release). Out: the instances with a released task.
+        Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release),
+        0x00108f10 (type 6's), 0x00106ee8 (the fade's).
         """
         touched: list[CharacterInstance] = []
         seen: set[int] = set()
+        stepped, self._stepped = list(self._stepped.values()), {}
         while self.deferred:
             batch = self.deferred
             self.deferred = []
@@ -470,12 +499,16 @@ class Player:
                     seen.add(id(inst))
                     touched.append(inst)
                 self._release(inst, task)
-        for inst in touched:
-            self.refresh_anim_id(inst)
+        refreshed: set[int] = set()
+        for inst in touched + stepped:
+            if id(inst) not in refreshed:
+                refreshed.add(id(inst))
+                self.refresh_anim_id(inst)
         return touched
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:
-        inst.record.flags &= ~int(HeldFlags.ANIM_STATE)
+        if isinstance(task, ClipTask):      # 0x00105f78 / 0x00108f10; not the fade's 0x00106ee8
+            inst.record.flags &= ~int(HeldFlags.ANIM_STATE)
         held = task.held
         if held:
             self._clear_flags(inst, held, task)

@@ -86,14 +86,15 @@ class HeldFlags(IntFlag):
     ANIM_STATE = 0x4000000000
 
 
-# The gait blend's pair steps (floor with 0.995, 1.995, 2.995).
-GAIT_STEPS = (0.995, 1.995, 2.995)
-GAIT_ALONE_LOW = 0.01
-GAIT_ALONE_HIGH = 0.995
+# The gait blend's pair steps (floor with 0.995, 1.995, 2.995) and thresholds. Like every
+# constant the FPU compares with, they are float32 (f32(2.995) is 2.99499988...).
+GAIT_STEPS = tuple(F.f32(x) for x in (0.995, 1.995, 2.995))
+GAIT_ALONE_LOW = F.f32(0.01)
+GAIT_ALONE_HIGH = F.f32(0.995)
 GAIT_FALL_FRACTION = 0.875
 GAIT_SPEED = 10.0
-# Type 11's thresholds on its value 0-3.
-PICK_THRESHOLDS = (0.51, 1.51, 2.51)
+# Type 11's thresholds on its value 0-3 (float32).
+PICK_THRESHOLDS = tuple(F.f32(x) for x in (0.51, 1.51, 2.51))
 
 
 def fade_weight(elapsed: float, duration: float) -> float:
@@ -641,7 +642,7 @@ class PickTask(Task):
         if len(cursors) != 4:
             raise ValueError(f"type 11: 4 clips, got {len(cursors)}")
         self.clips = list(cursors)
-        self.value = float(value)
+        self.value = F.f32(min(max(float(value), 0.0), 3.0))
         self._apply()
 
     def chosen(self) -> int:
@@ -652,7 +653,8 @@ class PickTask(Task):
         return 3
 
     def set_value(self, v: float) -> None:
-        self.value = min(max(float(v), 0.0), 3.0)
+        """Set the value (clamped to 0-3, float32) and so the audible clip."""
+        self.value = F.f32(min(max(float(v), 0.0), 3.0))
         self._apply()
 
     set_target = set_value

@@ -1,0 +1,398 @@
+"""The task pool, the stack and the queue, leaks, the pose stack, and the batched plan.
+
+Spec: "Animation tasks" (the free list of 360), "The task stack" (18 tasks, a queue of
+10 run once, the top task, the anim id refresh, the pose stack of seven), "When a
+clip ends" (the release on a cut-off), "Fades" (the clean-up).
+"""
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from anim import f32 as F
+from anim.animset import AnimSet
+from anim.clip import author_clip, make_event
+from anim.plan import SamplePlan
+from anim.player import Player, PlayerOptions, UnknownClip
+from anim.pose import POSE_STACK_SIZE, PoseStackOverflow
+from anim.rangelist import author_range
+from anim.stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull,
+                        TaskPool, TaskPoolExhausted)
+from anim.tasks import FadeTask, TaskType
+
+A, B, IDLE = 19, 20, 388
+GAIT = (404, 405, 406, 407, 407)
+
+
+def clip(name, frames, angle, events=(), velocity=None):
+    h = angle / 2
+    return author_clip(name, frames,
+                       rotations={2: [(0, (0, 0, 0, 1)), (frames, (0, math.sin(h), 0, math.cos(h)))],
+                                  7: [(0, (math.sin(h), 0, 0, math.cos(h))), (frames // 2, (0, 0, 0, 1))],
+                                  0: [(0, (0, 0, 0, 1)), (frames // 3 + 1, (0, 0, math.sin(h / 9), math.cos(h / 9)))]},
+                       translation=[(0, (0, 0, 0.05)), (frames, (0.1, 0.0, -0.05))],
+                       velocity=velocity, events=list(events))
+
+
+def world_set() -> AnimSet:
+    clips = {A: clip("A", 21, 0.9, [make_event(3, 0x2C), make_event(9, 0x2D)]),
+             B: clip("B", 12, -0.7, [make_event(2, 11, word=5)], velocity=[(0, (0, 0, 0)), (6, (0, 1.0, 0))]),
+             IDLE: clip("idle", 60, 0.2, [make_event(0, 11, word=1)])}
+    for i, gid in enumerate(sorted(set(GAIT))):
+        clips[gid] = clip(f"gait{i}", 30 + 7 * i, 0.3 * (i + 1), [make_event(5, 11, word=gid)])
+    for d in range(8):
+        clips[100 + d] = clip(f"dir{d}", 25 + d, 0.1 * d)
+    for k in range(4):
+        clips[200 + k] = clip(f"pick{k}", 20 + k, -0.2 * k)
+    return AnimSet.build(clips, {A: author_range(flags=0x800), B: author_range(flags=0x2000),
+                                 **{g: author_range(flags=0x1000) for g in GAIT}}, name="world")
+
+
+# ---------------------------------------------------------------- the pool
+
+def test_pool_of_360():
+    assert POOL_SIZE == 360 and STACK_SIZE == 18 and QUEUE_SIZE == 10
+    p = Player()
+    assert p.pool.capacity == 360
+    h = CharacterInstance(world_set(), "h")
+    tasks = [p.loop(h, IDLE) for _ in range(360)]
+    assert p.pool.in_use == 360 and p.pool.free == 0
+    with pytest.raises(TaskPoolExhausted):
+        p.loop(h, IDLE)
+    with pytest.raises(TaskPoolExhausted):
+        p.fade(h, 0.1)
+    assert p.pool.in_use == 360 and h.stack == []
+    p.pool.give_back(tasks[0])
+    with pytest.raises(ValueError):
+        p.pool.give_back(tasks[0])                           # a double release
+    assert p.pool.in_use == 359
+
+
+def test_exhausted_change_leaves_the_stack_unchanged():
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    first = p.loop(h, IDLE)
+    p.insert_bottom(h, first)
+    spare = [p.loop(h, IDLE) for _ in range(358)]
+    assert p.pool.free == 1
+    new = p.chain(h, [A])                                    # the last task: no room for the fade
+    flags, anim_id = h.record.flags, h.record.anim_id
+    with pytest.raises(TaskPoolExhausted):
+        p.change(h, new, 0.2)
+    assert h.stack == [first] and h.record.flags == flags and h.record.anim_id == anim_id
+    assert p.pool.in_use == 359 and not p.pool.holds(new)    # the new task was given back
+
+
+def test_exhausted_chain_takes_nothing():
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    first = p.loop(h, IDLE)
+    p.insert_bottom(h, first)
+    spare = [p.loop(h, IDLE) for _ in range(357)]
+    assert p.pool.free == 2
+    with pytest.raises(TaskPoolExhausted):
+        p.chain(h, [A, B, IDLE])
+    assert p.pool.in_use == 358 and h.stack == [first]
+    head = p.chain(h, [A, IDLE])                             # two fit
+    assert p.pool.free == 0
+    with pytest.raises(TaskPoolExhausted):
+        p.change(h, head)
+    assert h.stack == [first] and p.pool.free == 2
+
+
+def test_unknown_clip_takes_nothing():
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    with pytest.raises(UnknownClip):
+        p.chain(h, [A, 77, IDLE])
+    with pytest.raises(UnknownClip):
+        p.gait(h, (404, 405, 406, 407, 9))
+    assert p.pool.in_use == 0
+
+
+def test_pool_capacity_option():
+    p = Player(PlayerOptions(pool_size=3))
+    h = CharacterInstance(world_set(), "h")
+    p.change(h, p.chain(h, [A, IDLE]))
+    assert p.pool.free == 0
+    with pytest.raises(ValueError):
+        TaskPool(0)
+
+
+# ---------------------------------------------------------------- the stack and the queue
+
+def test_stack_of_18():
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    for _ in range(18):
+        p.push(h, p.loop(h, IDLE))
+    before = list(h.stack)
+    extra = p.loop(h, A)
+    with pytest.raises(StackFull):
+        p.push(h, extra)
+    with pytest.raises(StackFull):
+        p.insert_bottom(h, extra)
+    assert h.stack == before
+    with pytest.raises(StackFull):
+        p.change(h, extra, 0.1)
+    assert h.stack == before and not p.pool.holds(extra)
+    assert p.pool.in_use == 18
+
+
+def test_change_needs_room_for_two():
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    for _ in range(17):
+        p.push(h, p.loop(h, IDLE))
+    before = list(h.stack)
+    with pytest.raises(StackFull):
+        p.change(h, p.loop(h, A))
+    assert h.stack == before and p.pool.in_use == 17
+
+
+def test_queue_of_10_runs_once_and_empties():
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    for _ in range(QUEUE_SIZE):
+        p.enqueue(h, p.loop(h, IDLE))
+    with pytest.raises(QueueFull):
+        p.enqueue(h, p.loop(h, IDLE))
+    assert len(h.queue) == 10
+    p.cut(h)                                                 # the queue's tasks are given back
+    p.flush()
+    assert h.queue == [] and p.pool.in_use == 1              # only the refused one is still out
+    q = p.loop(h, A)
+    p.enqueue(h, q)
+    p.update([h])
+    assert h.queue == [] and h.stack == [q] and h.record.anim_id == A
+    times = [q.cursor.time]
+    for _ in range(3):
+        p.update([h])
+        times.append(q.cursor.time)
+        assert h.stack == [q]                                # not started again (no new fade)
+    assert all(b > a for a, b in zip(times, times[1:]))
+    assert p.pool.in_use == 2                                # q and the refused one
+
+
+def test_top_is_the_bottom_when_the_top_is_a_fade():
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    assert Player.top(h) is None
+    p.refresh_anim_id(h)
+    assert h.record.anim_id == -1
+    old = p.loop(h, IDLE)
+    p.insert_bottom(h, old)
+    assert Player.top(h) is old and h.record.anim_id == IDLE
+    new = p.loop(h, A)
+    fade = p.change(h, new, 0.5)
+    assert h.stack == [new, old, fade] and fade.type == TaskType.FADE
+    assert Player.top(h) is new and h.record.anim_id == A
+    extra = p.loop(h, B)
+    p.push(h, extra)                                         # a non-fade on top is the top
+    assert Player.top(h) is extra and h.record.anim_id == B
+
+
+def test_anim_id_refresh_after_each_step():
+    """0x00105570 refreshes the id after every step: a gait's new leader shows without a release."""
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    g = p.gait(h, GAIT, target=0.0)
+    p.insert_bottom(h, g)
+    assert h.record.anim_id == 404
+    g.set_target(2.0)
+    seen = []
+    for _ in range(8):
+        p.update([h])
+        assert h.record.anim_id == g.anim_id()
+        seen.append(h.record.anim_id)
+    assert seen == [404, 404, 405, 405, 405, 406, 406, 406]    # v = 1/3, 2/3, 1, ... 2
+    assert h.released == []                                  # no release refreshed it
+
+
+def test_cut_runs_the_end_callback_and_gives_back_the_next_task():
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    ends, next_ends = [], []
+    nxt = p.loop(h, IDLE, on_end=next_ends.append)
+    head = p.clip(h, A, nxt, held=0x1 | 0x2, on_end=ends.append)
+    p.change(h, head)
+    for _ in range(5):
+        p.update([h])
+    assert h.record.flags == 0x2
+    p.cut(h)
+    assert ends == []                                        # deferred to the flush
+    p.flush()
+    assert ends == [h] and next_ends == []                   # the next task: given back, not released
+    assert h.record.flags == 0 and h.record.anim_id == -1 and h.released == [A]
+    assert p.pool.in_use == 0
+
+
+def test_deferred_tasks_count_until_the_flush():
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    p.change(h, p.chain(h, [A, B, IDLE]), 0.0)
+    p.step([h])
+    assert p.pool.in_use == p.tasks_out([h]) == 4            # the fade is deferred, not yet given back
+    p.flush()
+    assert p.pool.in_use == p.tasks_out([h]) == 3
+
+
+# ---------------------------------------------------------------- leaks and the plan
+
+def _random_change(p: Player, h: CharacterInstance, rng: random.Random) -> None:
+    kind = rng.randrange(9)
+    fade = rng.choice([0.0, 0.0, 0.1, 0.25, 0.5])
+    ids = [A, B, IDLE]
+    if kind == 0:
+        task = p.chain(h, [rng.choice(ids) for _ in range(rng.randrange(1, 4))] + [IDLE],
+                       blend=rng.choice([0.0, 0.1, 0.3]), held=rng.choice([0, 0x1, 0x3]),
+                       on_end=lambda inst: None)
+    elif kind == 1:
+        task = p.gait(h, GAIT, target=rng.uniform(0, 4), value=rng.uniform(0, 4),
+                      flags=rng.choice([0x2C1, 0x1]))
+    elif kind == 2:
+        task = p.mix(h, A, B, weight=rng.random())
+    elif kind == 3:
+        task = p.direction(h, 100, direction=rng.uniform(0, 8))
+    elif kind == 4:
+        task = p.pick(h, [200, 201, 202, 203], 0.75, value=rng.uniform(0, 3))
+    elif kind == 5:
+        task = p.hold(h, rng.choice(ids))
+    elif kind == 6:
+        task = p.loop(h, rng.choice(ids), flags=rng.choice([0, 0x10, 0x3]))
+    elif kind == 7:
+        p.enqueue(h, p.loop(h, rng.choice(ids)))
+        return
+    else:
+        p.cut(h)
+        return
+    p.change(h, task, fade)
+
+
+def _scenario(seed: int, updates: int, humans: int = 3, check=None):
+    rng = random.Random(seed)
+    s = world_set()
+    p = Player()
+    hs = [CharacterInstance(s, f"h{i}") for i in range(humans)]
+    for h in hs:
+        p.change(h, p.loop(h, IDLE))
+    for u in range(updates):
+        for h in hs:
+            if rng.random() < 0.15:
+                try:
+                    _random_change(p, h, rng)
+                except (StackFull, TaskPoolExhausted):
+                    pass
+            g = next((t for t in h.stack if t.type == TaskType.GAIT), None)
+            if g is not None and rng.random() < 0.2:
+                g.set_target(rng.uniform(0, 4))
+        p.step(hs)
+        if check is not None:
+            check(p, hs)
+        else:
+            p.sample(hs)
+        p.flush()
+        assert p.pool.in_use == p.tasks_out(hs), (seed, u)
+        for h in hs:
+            assert len(h.stack) <= STACK_SIZE
+            assert h.record.anim_id == (Player.top(h).anim_id() if h.stack else -1)
+    return p, hs
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_no_leaks_in_long_random_scenarios(seed):
+    p, hs = _scenario(seed, 400)
+    assert p.pool.in_use > 0
+    for h in hs:
+        p.cut(h)
+    p.flush()
+    assert p.pool.in_use == 0
+    assert all(h.stack == [] and h.queue == [] and h.record.flags == 0 for h in hs)
+
+
+def _same_poses(p, hs):
+    batched = p.sample(hs)
+    ref = p.sample(hs, reference=True)
+    assert np.allclose(batched.rot, ref.rot, atol=1e-5)
+    assert np.allclose(batched.vel, ref.vel, atol=1e-5)
+    assert np.allclose(batched.root, ref.root, atol=1e-5)
+    assert np.array_equal(batched.tag, ref.tag)
+    assert batched.is_finite()
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_batched_plan_agrees_with_the_reference_path(seed):
+    depths = []
+
+    def check(p, hs):
+        _same_poses(p, hs)
+        depths.append(max(len(h.stack) for h in hs))
+
+    _scenario(seed, 150, humans=4, check=check)
+    assert len(depths) == 150 and max(depths) >= 3          # fades and blends were on the stacks
+
+
+def test_plan_of_an_empty_stack_is_the_default_pose():
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    p.register(h.anim_set)
+    pose = p.sample([h])
+    ref = p.sample([h], reference=True)
+    assert pose.tag.all() and np.array_equal(pose.rot, ref.rot)
+
+
+# ---------------------------------------------------------------- the pose stack
+
+def test_an_eighth_pose_overflows():
+    assert POSE_STACK_SIZE == 7
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    for _ in range(7):
+        p.push(h, p.loop(h, IDLE))
+    assert len(p.sample([h])) == 1
+    p.push(h, p.loop(h, IDLE))
+    with pytest.raises(PoseStackOverflow, match="h"):
+        p.sample([h])
+    plan = SamplePlan()
+    plan.begin("x")
+    for i in range(7):
+        plan.sample(0, 0.0, 1.0, 0)
+    assert plan.depth == 7
+    with pytest.raises(PoseStackOverflow):
+        plan.sample(0, 0.0, 1.0, 0)
+
+
+def test_change_refused_when_the_early_finish_frees_too_little():
+    """18 tasks whose newest fade sits right on its new task: finishing it frees one slot,
+    not the two a change needs; the change is refused before anything moves."""
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    for _ in range(17):
+        p.push(h, p.loop(h, IDLE))
+    f = p.fade(h, 1.0)
+    f.incoming = h.stack[-1]
+    p.push(h, f)
+    before = list(h.stack)
+    new = p.loop(h, A)
+    with pytest.raises(StackFull):
+        p.change(h, new, 0.1)
+    assert h.stack == before and not f.released and not p.pool.holds(new)
+    p.cut(h)
+    p.flush()
+    assert p.pool.in_use == 0
+
+
+def test_change_that_fits_after_the_early_finish():
+    p = Player()
+    h = CharacterInstance(world_set(), "h")
+    for _ in range(16):
+        p.push(h, p.loop(h, IDLE))
+    f = p.fade(h, 1.0)
+    f.incoming = h.stack[0]                                  # finishing it frees 16 slots
+    p.push(h, f)
+    new = p.loop(h, A)
+    g = p.change(h, new, 0.1)
+    assert f.released and h.stack[0] is new and h.stack[-1] is g and len(h.stack) == 3
