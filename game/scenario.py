@@ -531,3 +531,4 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
 
 
 import game.combat  # noqa: E402,F401  (registers the fight actions)
+import game.moveset  # noqa: E402,F401  (registers the "demo" library)
