@@ -1,0 +1,94 @@
+"""``python -m demo``: the window, or the headless run when there is no display.
+
+    python -m demo                       # the window (p1 on the keyboard, p2 the AI)
+    python -m demo --attract             # the window, AI against AI
+    python -m demo --headless --seconds 20 --out out/demo [--seed 1]
+
+With no display (no DISPLAY / WAYLAND_DISPLAY on Linux, SDL_VIDEODRIVER=dummy, or a
+display that fails to open) it runs headless by itself, with the same defaults.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from demo.headless import DEFAULT_FRAME_EVERY, DEFAULT_OUT, DEFAULT_SECONDS
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m demo",
+                                description="The two-fighter demo: a window, or a headless run when there is no display.")
+    p.add_argument("--headless", action="store_true", help="run attract mode without a display")
+    p.add_argument("--seconds", type=float, default=DEFAULT_SECONDS,
+                   help=f"headless: game time to run (default {DEFAULT_SECONDS:g})")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"headless: output directory (default {DEFAULT_OUT})")
+    p.add_argument("--seed", type=int, default=1, help="the AI seed: the same seed gives the same fight (default 1)")
+    p.add_argument("--frame-every", type=float, default=DEFAULT_FRAME_EVERY,
+                   help=f"headless: seconds of game time between saved frames (default {DEFAULT_FRAME_EVERY:g})")
+    p.add_argument("--attract", action="store_true", help="window: start in attract mode (AI against AI)")
+    p.add_argument("--size", default="1280x720", help="window / frame size WxH (default 1280x720)")
+    p.add_argument("--screenshot", metavar="PNG", help="window: save the window at update --at, then quit")
+    p.add_argument("--at", type=int, default=300, help="window: the update of --screenshot (default 300)")
+    a = p.parse_args(argv)
+    try:
+        w, h = (int(v) for v in a.size.lower().split("x"))
+        if w < 320 or h < 240:
+            raise ValueError
+    except ValueError:
+        p.error(f"--size {a.size!r}: WxH, at least 320x240")
+    a.size = (w, h)
+    if a.seconds < 0:
+        p.error("--seconds must be >= 0")
+    if a.frame_every <= 0:
+        p.error("--frame-every must be > 0")
+    return a
+
+
+def no_display() -> str | None:
+    """Why there is no display to open, or None."""
+    driver = os.environ.get("SDL_VIDEODRIVER", "").lower()
+    if driver in ("dummy", "offscreen"):
+        return f"SDL_VIDEODRIVER={driver}"
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return "no DISPLAY or WAYLAND_DISPLAY"
+    return None
+
+
+def headless(a: argparse.Namespace, why: str | None = None) -> int:
+    from demo.headless import run_headless
+
+    if why:
+        print(f"demo: no display ({why}); running headless", file=sys.stderr)
+    s = run_headless(seconds=a.seconds, out=a.out, seed=a.seed, frame_every=a.frame_every, size=a.size)
+    print(f"demo: {s['updates']} updates ({s['seconds']:g} s, seed {s['seed']}) in {s['wall_seconds']:.1f} s: "
+          f"grabs {s['grabs']}, strikes {s['strikes']}, throws {s['throws']}, damage {s['damage']:g}")
+    print(f"demo: wrote {len(s['frames'])} frames, {s['contact_sheet']} and summary.json to {os.path.abspath(a.out)}")
+    return 0
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    if a.headless:
+        return headless(a)
+    why = no_display()
+    if why:
+        return headless(a, why)
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    import pygame
+
+    try:
+        pygame.display.init()
+        screen = pygame.display.set_mode(a.size, pygame.RESIZABLE)
+    except pygame.error as e:
+        pygame.display.quit()
+        return headless(a, f"pygame.display: {e}")
+    from demo.app import App
+
+    App(seed=a.seed, attract=a.attract, size=a.size, screen=screen, screenshot=a.screenshot,
+        screenshot_at=a.at).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
