@@ -105,6 +105,7 @@ class Combat:
     move_speed: float = 0.0
     impulse: np.ndarray = field(default_factory=lambda: np.zeros(3))    # a throw's push
     down_left: int = 0                # updates left on the ground
+    serial: int = 0                   # counts the moves started (end callbacks check it)
 
 
 @dataclass(slots=True)

@@ -23,7 +23,7 @@ from enum import IntFlag, StrEnum
 import numpy as np
 
 from anim.clip import EventType
-from anim.tasks import HeldFlags, LOCOMOTION_FLAGS, Task, TaskType
+from anim.tasks import HeldFlags, LOCOMOTION_FLAGS, Task, TaskFlags, TaskType
 from components import Body, Combat, HumanRecord, NO_ATTACHMENT
 from game.moves import ATTACK_CHAIN, GAIT_IDS, GRAB_STRIKES, THROWS, Move
 from game.scenario import ACTIONS, ActionSpec, _is_int, _is_num
@@ -69,6 +69,7 @@ HIT_CONE_DEG = 60.0                # ours: a strike's cone around its range dire
 SLIDE_UPDATES = 4                  # ours: updates to slide two bodies together
 CHANGE_FADE = 0.1                  # ours: the fade time of the fight's changes (s)
 DOWN_UPDATES = 40                  # ours: updates on the ground before the get-up
+MIN_SEPARATION = 0.6               # ours: free bodies are pushed apart below this (m)
 THROW_SPEED = 2.5                  # ours: the thrown victim's slide speed (m/s), decaying
 IMPULSE_DECAY = 0.85
 
@@ -178,11 +179,13 @@ class Fight:
             return self.player.loop(inst, anim_id, held=held, anim_set=a.anim_set)
         return self.player.loop(inst, anim_id, held=held)
 
-    def _clip(self, who, anim_id: int, next_task: Task, held: int = 0, on_end=None, attacker=None) -> Task:
+    def _clip(self, who, anim_id: int, next_task: Task, held: int = 0, on_end=None, attacker=None,
+              flags: int = 0) -> Task:
         inst = self.inst(who)
         if attacker is not None:
-            return self.player.paired(inst, self.inst(attacker), anim_id, next_task, held=held, on_end=on_end)
-        return self.player.clip(inst, anim_id, next_task, held=held, on_end=on_end)
+            return self.player.paired(inst, self.inst(attacker), anim_id, next_task, held=held, on_end=on_end,
+                                      flags=flags)
+        return self.player.clip(inst, anim_id, next_task, held=held, on_end=on_end, flags=flags)
 
     def _change(self, who, task: Task, fade: float = CHANGE_FADE) -> None:
         self.player.change(self.inst(who), task, fade)
@@ -238,9 +241,11 @@ class Fight:
         return True
 
     def _gait(self, who):
+        """The gait task on the stack, or waiting as a start clip's next task."""
         for t in self.inst(who).stack:
-            if t.type == TaskType.GAIT and not t.released:
-                return t
+            for c in (t, *t.following()):
+                if c.type == TaskType.GAIT and not c.released:
+                    return c
         return None
 
     def strike(self, who, move: int | None = None) -> bool:
@@ -261,6 +266,7 @@ class Fight:
             return self._refuse(who, f"strike {move}")
         self._require(2)
         self._stop_moving(who)
+        self._begin(who)
         task = self._clip(who, move, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.WINDUP,
                           on_end=self._ended(who, "attack"))
         self._change(who, task)
@@ -276,6 +282,7 @@ class Fight:
             return self._refuse(who, "grab")
         self._require(2)
         self._stop_moving(who)
+        self._begin(who)
         task = self._clip(who, Move.GRAB_ATTEMPT, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.WINDUP,
                           on_end=self._ended(who, "grab_attempt"))
         self._change(who, task)
@@ -288,7 +295,8 @@ class Fight:
     def throw(self, who, move: int | None = None) -> bool:
         """A throw from the hold: the thrower turns, the victim is released along the turn."""
         c = self.combat(who)
-        if c.state != FightState.HOLDING or self.body(c.partner).attachment != self._ent(who):
+        if c.state != FightState.HOLDING or self.body(c.partner).attachment != self._ent(who) or \
+                self.flags(who) & (FightFlags.WINDUP | FightFlags.HIT_WINDOW):
             return self._refuse(who, "throw")
         move = int(move) if move is not None else int(Move.THROW_SIDE)
         if move not in THROWS:
@@ -296,10 +304,15 @@ class Fight:
         v = c.partner
         victim_clip = THROWS[Move(move)][0]
         self._require(4)
+        self._begin(who)
+        self._begin(v)
         self._change(who, self._clip(who, move, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.PAIRED,
                                      on_end=self._ended(who, "throw")))
         down = self._loop(v, Move.GROUNDED, held=FightFlags.DOWN)
-        self._change(v, self._clip(v, victim_clip, down, held=FightFlags.PAIRED | FightFlags.DOWN, attacker=who))
+        # The attached victim is swung by the thrower's turn; its own clip's turn is off
+        # (task flag 0x2), so it is not turned twice.
+        self._change(v, self._clip(v, victim_clip, down, held=FightFlags.PAIRED | FightFlags.DOWN, attacker=who,
+                                   flags=TaskFlags.NO_TURN))
         c.state = FightState.THROWING
         c.move_id = move
         self.combat(v).state = FightState.HELD
@@ -309,10 +322,12 @@ class Fight:
     def let_go(self, who) -> bool:
         """Let the held victim go: both play their let-go clips; the victim is detached."""
         c = self.combat(who)
-        if c.state != FightState.HOLDING:
+        if c.state != FightState.HOLDING or self.flags(who) & (FightFlags.WINDUP | FightFlags.HIT_WINDOW):
             return self._refuse(who, "let_go")
         v = c.partner
         self._require(4)
+        self._begin(who)
+        self._begin(v)
         self._change(who, self._clip(who, Move.LET_GO, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.PAIRED,
                                      on_end=self._ended(who, "let_go")))
         self._change(v, self._clip(v, Move.LET_GO_VICTIM, self._loop(v, Move.IDLE), held=FightFlags.PAIRED,
@@ -336,6 +351,8 @@ class Fight:
         vb.slide_left = SLIDE_UPDATES
         vb.state_velocity = np.zeros(3)
         self._stop_moving(v)
+        self._begin(a)
+        self._begin(v)
         hold_a = self._loop(a, Move.HOLD, held=FightFlags.PAIRED)
         hold_v = self._loop(v, Move.HOLD_VICTIM, held=FightFlags.PAIRED, attacker=a)
         self._change(a, self._clip(a, Move.GRAB_CONNECT, hold_a, held=FightFlags.PAIRED,
@@ -472,6 +489,7 @@ class Fight:
         clip, down = reaction_for(hit_code, behind)
         c = self.combat(v)
         self._stop_moving(v)
+        self._begin(v)
         self.player.pool.require(4)
         if down:
             task = self._clip(v, clip, self._loop(v, Move.GROUNDED, held=FightFlags.DOWN), held=FightFlags.DOWN)
@@ -489,15 +507,23 @@ class Fight:
         self.body(who).state_velocity = np.zeros(3)
 
     # ---------------------------------------------------------------- callbacks
+    def _begin(self, who) -> None:
+        """A new move starts: end callbacks of earlier moves no longer change the state."""
+        self.combat(who).serial += 1
+
     def _ended(self, who, what: str):
+        """An end callback for the current move (it acts only if no move started since)."""
         ent = self._ent(who)
+        serial = self.combat(ent).serial
 
         def on_end(inst) -> None:
-            self.pending.append(("end", ent, what))
+            self.pending.append(("end", ent, what, serial))
         return on_end
 
-    def _on_end(self, ent: int, what: str) -> None:
+    def _on_end(self, ent: int, what: str, serial: int) -> None:
         c = self.combat(ent)
+        if c.serial != serial:
+            return
         if what == "connect" and c.state == FightState.CONNECTING:
             self._attach(ent)
         elif what == "throw" and c.state == FightState.THROWING:
@@ -518,7 +544,7 @@ class Fight:
             if item[0] == "window":
                 self._hit(item[1], item[2])
             else:
-                self._on_end(item[1], item[2])
+                self._on_end(item[1], item[2], item[3])
         for ctl in list(self.controllers):
             ctl(self)
         for name, e in self.game.humans():
@@ -527,6 +553,7 @@ class Fight:
                 c.down_left -= 1
                 if c.down_left == 0:
                     self.player.pool.require(3)
+                    self._begin(e)
                     self._change(e, self._clip(e, Move.GET_UP, self._loop(e, Move.FIGHT_IDLE), held=FightFlags.DOWN,
                                                on_end=self._ended(e, "get_up")), 0.1)
             if c.state == FightState.DOWN and not (self.flags(e) & FightFlags.DOWN) and c.down_left == 0:
@@ -540,6 +567,24 @@ class Fight:
             else:
                 c.impulse = np.zeros(3)
             b.state_velocity = vel
+        self._separate()
+
+    def _separate(self) -> None:
+        """Keep free bodies at least MIN_SEPARATION apart (ours: the spec has no collision)."""
+        hs = [(e, self.body(e)) for _, e in self.game.humans()]
+        for i, (ea, ba) in enumerate(hs):
+            for eb, bb in hs[i + 1:]:
+                if self.combat(ea).partner == eb or ba.attachment != NO_ATTACHMENT or \
+                        bb.attachment != NO_ATTACHMENT or ba.slide_left or bb.slide_left:
+                    continue
+                d = bb.position[:2] - ba.position[:2]
+                dist = float(np.hypot(d[0], d[1]))
+                if dist >= MIN_SEPARATION:
+                    continue
+                n = d / dist if dist > 1e-9 else np.array([1.0, 0.0])
+                push = (MIN_SEPARATION - dist) / 2.0
+                ba.position = ba.position - np.array([n[0], n[1], 0.0]) * push
+                bb.position = bb.position + np.array([n[0], n[1], 0.0]) * push
 
     def _gait_leads(self, ent: int) -> bool:
         """The gait blend is the newest task (no start or stop clip playing)."""

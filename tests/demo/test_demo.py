@@ -159,6 +159,7 @@ def test_the_same_seed_gives_the_same_fight():
 def test_the_keyboard_drives_p1_through_the_fight_rules():
     sim = DemoSim(seed=1, attract=False)
     try:
+        sim.ai["p2"].enabled = False                         # p2 stands still for the keyboard part
         kb = sim.keyboard
         kb.direction = (0.0, 1.0)                            # walk toward p2 (world +y)
         for _ in range(20):
@@ -176,6 +177,7 @@ def test_the_keyboard_drives_p1_through_the_fight_rules():
             sim.step()
         assert any(e[1] == "p1" and e[2] == "strike" for e in sim.fight.stats.log)
         # Attract mode hands p1 to its own AI; the keyboard is ignored.
+        sim.ai["p2"].enabled = True
         sim.set_attract(True)
         assert sim.controller_of("p1").startswith("AI")
         assert sim.controller_of("p2").startswith("AI")
