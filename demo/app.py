@@ -149,7 +149,7 @@ class DemoSim:
         for name in self.names:
             inst = game.instance(name)
             game.change(name, game.player.loop(inst, Move.FIGHT_IDLE))
-        self.fight = Fight(game)
+        self.fight = Fight(game, separate=True)
         settings = dict(AI_SETTINGS, **(ai_settings or {}))
         self.ai_seeds = {"p1": self.seed + P1_SEED_OFFSET, "p2": self.seed}
         self.ai = {

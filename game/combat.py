@@ -120,10 +120,15 @@ def _heading_to(src: np.ndarray, dst: np.ndarray) -> float:
 
 
 class Fight:
-    """The fight rules of one Game (see the module docstring)."""
+    """The fight rules of one Game (see the module docstring).
 
-    def __init__(self, game):
+    ``separate`` pushes free bodies apart below MIN_SEPARATION (ours: the spec has no
+    collision between humans, so scenarios run without it; the demo turns it on).
+    """
+
+    def __init__(self, game, *, separate: bool = False):
         self.game = game
+        self.separate = separate          # keep free bodies apart (ours; the demo turns it on)
         self.player = game.player
         self.stats = FightStats()
         self.pending: list[tuple] = []
@@ -567,7 +572,8 @@ class Fight:
             else:
                 c.impulse = np.zeros(3)
             b.state_velocity = vel
-        self._separate()
+        if self.separate:
+            self._separate()
 
     def _separate(self) -> None:
         """Keep free bodies at least MIN_SEPARATION apart (ours: the spec has no collision)."""
