@@ -132,13 +132,25 @@ def clip_text(clip: Clip) -> str:
 
 
 def _clip_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("descriptor", metavar="DESCRIPTOR_FILE", help="the clip's descriptor (chunk 0x02, 80 bytes)")
-    p.add_argument("keyframes", metavar="KEYFRAMES_FILE", help="the clip's keyframes (chunk 0x00)")
+    p.add_argument("descriptor", metavar="DESCRIPTOR_FILE",
+                   help="the clip's descriptor (chunk 0x02, 80 bytes), or a resource file")
+    p.add_argument("keyframes", metavar="KEYFRAMES_FILE", nargs="?",
+                   help="the clip's keyframes (chunk 0x00); omit it to read a resource file")
+    p.add_argument("--id", type=int, dest="anim_id", metavar="N",
+                   help="with a resource file: only the clip anim id N names")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
 
 
 def cmd_clip(args: argparse.Namespace) -> int:
-    """Parse a clip's two chunks and print them (readable, or one JSON object)."""
+    """Parse a clip's two chunks, or the clips of a resource file, and print them.
+
+    With a resource file, --json prints one object {"clips": [{"id": [...], ...}]} (each
+    distinct clip once, with the anim ids that name it), or the clip of ``--id`` alone.
+    """
+    if args.keyframes is None:
+        return _clip_resource(args)
+    if args.anim_id is not None:
+        raise CliError("--id goes with a resource file, not a descriptor/keyframes pair")
     descriptor = _read(args.descriptor, "descriptor file")
     keyframes = _read(args.keyframes, "keyframes file")
     clip = parse_clip(descriptor, keyframes)
@@ -146,6 +158,35 @@ def cmd_clip(args: argparse.Namespace) -> int:
         print(json.dumps(clip_summary(clip), allow_nan=False))
     else:
         print(clip_text(clip))
+    return 0
+
+
+def _clip_resource(args: argparse.Namespace) -> int:
+    from anim.animset import AnimSet
+    from anim.resource import ResourceFormatError, load_resource
+
+    data = _read(args.descriptor, "resource file")
+    try:
+        aset = AnimSet.from_resource(load_resource(data))
+    except ResourceFormatError as exc:
+        raise CliError(f"{args.descriptor}: {exc}") from None
+    ids_of: dict[int, list[int]] = {}
+    for anim_id in aset.ids():
+        ids_of.setdefault(aset.clip_index(anim_id), []).append(anim_id)
+    if args.anim_id is not None:
+        if not 0 <= args.anim_id < aset.num_ids or not aset.has(args.anim_id):
+            raise CliError(f"{args.descriptor}: anim id {args.anim_id} has no clip")
+        chosen = [aset.clip_index(args.anim_id)]
+    else:
+        chosen = sorted(ids_of, key=lambda i: ids_of[i][0])
+    if args.json:
+        out = [{"id": ids_of[i], **clip_summary(aset.clips_by_index[i])} for i in chosen]
+        print(json.dumps(out[0] if args.anim_id is not None else {"clips": out}, allow_nan=False))
+    else:
+        for i in chosen:
+            print(f"anim id {', '.join(map(str, ids_of[i]))}")
+            print(clip_text(aset.clips_by_index[i]))
+            print()
     return 0
 
 

@@ -179,3 +179,44 @@ def test_subprocess_closed_stdout_is_quiet(clip_files):
     p.stderr.close()
     assert p.wait(timeout=60) in (0, 1)
     assert "Traceback" not in err and err == ""
+
+
+# ---------------------------------------------------------------- resource files
+
+
+def _resource(tmp_path):
+    from anim.animset import AnimSet
+    from anim.clip import author_clip
+    from anim.resource import save_resource
+
+    a = author_clip("A", 12, rotations={3: [(0, (0, 0, 0, 1)), (12, (0.1, 0, 0, 0.995))]})
+    b = author_clip("B", 20, velocity=[(0, (0, 1.048, 0))])
+    path = tmp_path / "set.res"
+    path.write_bytes(save_resource(AnimSet.build({11: a, 12: a, 408: b}).to_resource()))
+    return path
+
+
+def test_clip_reads_a_resource_file(tmp_path, capsys):
+    path = _resource(tmp_path)
+    assert cli.main(["clip", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [c["id"] for c in out["clips"]] == [[11, 12], [408]]
+    assert out["clips"][1]["name"] == "B" and out["clips"][1]["frames"] == 20
+    assert cli.main(["clip", str(path), "--id", "408", "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert one["id"] == [408] and one["root_velocity"][0][2] == pytest.approx(1.048, abs=1e-3)
+    assert cli.main(["clip", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "anim id 11, 12" in text and "clip 'B'" in text
+
+
+def test_clip_resource_errors_are_one_line(tmp_path, capsys):
+    path = _resource(tmp_path)
+    assert cli.main(["clip", str(path), "--id", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "anim id 5 has no clip" in err
+    bad = tmp_path / "bad.res"
+    bad.write_bytes(path.read_bytes()[:30])
+    assert cli.main(["clip", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.res" in err and "at byte" in err
