@@ -372,13 +372,15 @@ def test_every_clip_is_finite_at_every_frame(s, bank):
         assert np.abs(pos).max() < 5.0, anim_id
 
 
-def test_no_clip_never_ends(s):
-    try:
-        from anim.lint import lint_set
-    except ImportError:          # pragma: no cover - the lint module is another session's
-        lint_set = None
-    if lint_set is not None:
-        assert lint_set(s, RUNTIME_SPEEDS) == []
+def test_no_clip_never_ends(s, tmp_path):
+    from anim.lint import lint_set
+    from game.cli import main
+    from game.moveset import demo_resource_bytes
+
+    assert lint_set(s, RUNTIME_SPEEDS) == []
+    res = tmp_path / "demo.res"
+    res.write_bytes(demo_resource_bytes())
+    assert main(["lint", str(res)]) == 0          # python -m game lint finds none
     for anim_id in s.ids():      # and directly: the end step's overshoot is never exactly 0.0
         clip = s.clip(anim_id)
         rate = rate_of(s, anim_id)
