@@ -118,9 +118,17 @@ def blend(lower: PoseBatch, upper: PoseBatch, weight, out: PoseBatch | None = No
     root = lower.root + (upper.root - lower.root) * w
     both_root = lt[1] & ut[1]
     root = np.where(both_root, lower.root, root)
-    rot = quat.slerp(lower.rot[:, 1:], upper.rot[:, 1:], w)
     both = lt[3:] & ut[3:]
-    rot = np.where(both, lower.rot[:, 1:], rot)
+    live = ~both.all(axis=1)                  # bones some pose of the batch really blends
+    if live.all():
+        rot = quat.slerp(lower.rot[:, 1:], upper.rot[:, 1:], w)
+        rot = np.where(both, lower.rot[:, 1:], rot)
+    else:
+        rot = lower.rot[:, 1:].copy()
+        cols = np.flatnonzero(live)
+        if len(cols):
+            lo, up = lower.rot[:, 1 + cols], upper.rot[:, 1 + cols]
+            rot[:, cols] = np.where(both[cols], lo, quat.slerp(lo, up, w))
 
     if mask is None:
         out.vel[:] = vel

@@ -58,17 +58,39 @@ def key_frame(x: np.ndarray) -> np.ndarray:
     return np.maximum(np.ceil(np.asarray(x, dtype=np.float64) - 0.5), 0).astype(np.int64)
 
 
+class _Scratch:
+    """Preallocated work arrays for up to ``cap`` samples (page faults doubled the time
+    when buffers were freed and taken again, issue 6)."""
+
+    __slots__ = ("cap", "keys", "dx", "val", "n2", "tags")
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.keys = np.empty((NUM_SLOTS, cap), np.intp)
+        self.dx = np.empty((NUM_SLOTS, cap), DTYPE)
+        self.val = np.empty((4, NUM_SLOTS, cap), DTYPE)
+        self.n2 = np.empty((NUM_BONES, cap), DTYPE)
+        self.tags = np.empty((NUM_SLOTS, cap), bool)
+
+
 class ClipBank:
     """Decoded clips in flat arrays for batched sampling (build once, read-only after).
 
+    Layout (structure of arrays, built at load): every key of every channel has its
+    value (``kval``, 4 rows x, y, z, w; positions have w = 0), its slope per frame toward
+    the next key (``kslope`` = the step to the next key, sign flip done, x 1 / its delta;
+    0 for a channel's last key and for bone 0), its start frame and its default tag.
+    Each clip has a frame-major key table: row ``row0[clip] + f`` holds, for the 36
+    slots, the key in force at frame f (``ftab``, shape (36, rows)).
+
     In: a sequence of Clips and the skeleton whose bind height section B's z is added to.
-    ``index_of(clip)`` gives a clip's index (by identity). Rejected: an empty sequence is
-    allowed (only the sentinels exist); a non-Clip raises TypeError.
+    ``index_of(clip)`` gives a clip's index (by identity). Rejected: a non-Clip (TypeError).
     """
 
-    __slots__ = ("clips", "skeleton", "frames", "durations", "base", "tlen", "ftable",
-                 "kval", "kdiff", "kstart", "kinv", "ktag", "has_velocity", "has_translation",
-                 "_index", "_sent_vel", "_sent_root", "_sent_bone")
+    __slots__ = ("clips", "skeleton", "frames", "durations", "row0", "rows", "ftab",
+                 "kval", "kslope", "kstart", "ktag", "has_velocity", "has_translation",
+                 "animated", "_index", "_sent_vel", "_sent_root", "_sent_bone", "_scratch",
+                 "_live_bones", "_ref_rot")
 
     def __init__(self, clips: Sequence[Clip], skeleton: Skeleton = HUMANOID):
         self.clips = list(clips)
@@ -77,48 +99,51 @@ class ClipBank:
         for c in self.clips:
             if not isinstance(c, Clip):
                 raise TypeError(f"ClipBank: expected Clip, got {type(c).__name__}")
+        self._scratch: _Scratch | None = None
 
-        vals, diffs, starts, invs, tags = [], [], [], [], []
+        vals, slopes, starts, tags = [], [], [], []
         nk = 0
 
-        def add_keys(val, diff, start, inv, tag):
+        def add_keys(val, slope, start, tag):
             nonlocal nk
-            vals.append(val); diffs.append(diff); starts.append(start); invs.append(inv); tags.append(tag)
+            vals.append(val); slopes.append(slope); starts.append(start); tags.append(tag)
             first = nk
             nk += len(start)
             return first
 
         # Sentinels: the defaults a slot without a channel takes (tagged).
         z4 = np.zeros((1, 4), DTYPE)
-        self._sent_vel = add_keys(z4, z4, np.zeros(1, DTYPE), np.zeros(1, DTYPE), np.ones(1, bool))
-        self._sent_root = add_keys(z4, z4, np.zeros(1, DTYPE), np.zeros(1, DTYPE), np.ones(1, bool))
+        self._sent_vel = add_keys(z4, z4, np.zeros(1, DTYPE), np.ones(1, bool))
+        self._sent_root = add_keys(z4, z4, np.zeros(1, DTYPE), np.ones(1, bool))
         ref = REFERENCE_ROTATIONS.copy()
         ref[0] = (0, 0, 0, 1)                     # bone 0 without a channel is the identity
         self._sent_bone = add_keys(ref, np.zeros_like(ref), np.zeros(NUM_BONES, DTYPE),
-                                   np.zeros(NUM_BONES, DTYPE), np.ones(NUM_BONES, bool))
+                                   np.ones(NUM_BONES, bool))
+        sentinel = np.array([self._sent_vel, self._sent_root] + [self._sent_bone + b for b in range(NUM_BONES)],
+                            dtype=np.int32)
 
         n = len(self.clips)
         self.frames = np.array([c.frames for c in self.clips], dtype=np.int64)
         self.durations = np.array([c.duration for c in self.clips], dtype=DTYPE)
-        self.base = np.zeros((n, NUM_SLOTS), dtype=np.int64)
-        self.tlen = np.ones((n, NUM_SLOTS), dtype=np.int64)
+        self.row0 = np.zeros(n, dtype=np.int64)
+        self.rows = np.ones(n, dtype=np.int64)
         self.has_velocity = np.zeros(n, bool)
         self.has_translation = np.zeros(n, bool)
-        tables = [np.array([self._sent_vel], np.int32), np.array([self._sent_root], np.int32)]
-        tables += [np.array([self._sent_bone + b], np.int32) for b in range(NUM_BONES)]
-        sentinel_base = np.cumsum([0] + [1] * NUM_SLOTS)[:-1]
-        ntab = NUM_SLOTS
-
+        tables = []
+        nrow = 0
         for ci, clip in enumerate(self.clips):
             chans = {SLOT_VELOCITY: clip.velocity, SLOT_ROOT: clip.translation}
             for bone, keys in clip.rotations.items():
                 chans[SLOT_BONE + bone] = keys
             self.has_velocity[ci] = clip.velocity is not None and len(clip.velocity) > 0
             self.has_translation[ci] = clip.translation is not None and len(clip.translation) > 0
-            for slot in range(NUM_SLOTS):
-                keys = chans.get(slot)
+            length = clip.frames + 1
+            for keys in chans.values():
+                if keys is not None and len(keys):
+                    length = max(length, int(key_frames(keys)[-1]) + 1)
+            table = np.repeat(sentinel[:, None], length, axis=1)
+            for slot, keys in chans.items():
                 if keys is None or len(keys) == 0:
-                    self.base[ci, slot] = sentinel_base[slot]
                     continue
                 start = key_frames(keys)
                 if slot < SLOT_BONE:
@@ -130,28 +155,37 @@ class ClipBank:
                     nxt = np.vstack([v[1:], v[-1:]])
                     dot = np.sum(v * nxt, axis=1)
                     nxt = np.where((dot < 0)[:, None], -nxt, nxt)
-                diff = (nxt - v).astype(DTYPE)
                 inv = np.zeros(len(keys), DTYPE)
                 if len(keys) > 1:
                     inv[:-1] = 1.0 / keys["delta"][1:].astype(DTYPE)
                 if slot == SLOT_BONE:               # bone 0: the key in force, never interpolated
                     inv[:] = 0
-                first = add_keys(v, diff, start.astype(DTYPE), inv, np.zeros(len(keys), bool))
-                length = int(max(start[-1], clip.frames)) + 1
-                table = (np.searchsorted(start, np.arange(length), side="right") - 1).astype(np.int32) + first
-                self.base[ci, slot] = ntab
-                self.tlen[ci, slot] = length
-                tables.append(table)
-                ntab += length
+                slope = ((nxt - v) * inv[:, None]).astype(DTYPE)
+                first = add_keys(v, slope, start.astype(DTYPE), np.zeros(len(keys), bool))
+                table[slot] = (np.searchsorted(start, np.arange(length), side="right") - 1).astype(np.int32) + first
+            self.row0[ci] = nrow
+            self.rows[ci] = length
+            tables.append(table)
+            nrow += length
 
-        self.ftable = np.concatenate(tables)
-        self.kval = np.ascontiguousarray(np.concatenate(vals).T)      # (4, K)
-        self.kdiff = np.ascontiguousarray(np.concatenate(diffs).T)    # (4, K)
+        self.ftab = np.ascontiguousarray(np.concatenate(tables, axis=1), dtype=np.intp) if tables else \
+            np.zeros((NUM_SLOTS, 0), np.intp)
+        # Slots no clip of the bank animates always hold their default: the sampler fills
+        # them without gathers.
+        self.animated = np.zeros(NUM_SLOTS, bool)
+        self.animated[:2] = True
+        for clip in self.clips:
+            for bone in clip.rotations:
+                self.animated[SLOT_BONE + bone] = True
+        self.animated[SLOT_BONE] = True
+        self._live_bones = np.flatnonzero(self.animated[SLOT_BONE + 1:]) + 1      # bones 1-33
+        self._ref_rot = REFERENCE_ROTATIONS.astype(DTYPE)
+        self.kval = np.ascontiguousarray(np.concatenate(vals).T)       # (4, K)
+        self.kslope = np.ascontiguousarray(np.concatenate(slopes).T)   # (4, K)
         self.kstart = np.concatenate(starts).astype(DTYPE)
-        self.kinv = np.concatenate(invs).astype(DTYPE)
         self.ktag = np.concatenate(tags)
-        for a in (self.base, self.tlen, self.ftable, self.kval, self.kdiff, self.kstart, self.kinv,
-                  self.ktag, self.frames, self.durations):
+        for a in (self.row0, self.rows, self.ftab, self.kval, self.kslope, self.kstart, self.ktag,
+                  self.frames, self.durations):
             a.setflags(write=False)
 
     def __len__(self) -> int:
@@ -160,6 +194,12 @@ class ClipBank:
     def index_of(self, clip: Clip) -> int:
         """The bank index of ``clip`` (by identity); KeyError when it is not in the bank."""
         return self._index[id(clip)]
+
+    def _work(self, n: int) -> _Scratch:
+        sc = self._scratch
+        if sc is None or sc.cap < n:
+            sc = self._scratch = _Scratch(max(n, 2 * (sc.cap if sc else 0), 64))
+        return sc
 
     def sample(self, clip: np.ndarray, time: np.ndarray, rate: np.ndarray, flags: np.ndarray,
                out: PoseBatch | None = None, start: int = 0) -> PoseBatch:
@@ -187,24 +227,50 @@ class ClipBank:
         time = np.asarray(time, dtype=DTYPE)
         rate = np.broadcast_to(np.asarray(rate, dtype=DTYPE), (n,))
         flags = np.broadcast_to(np.asarray(flags, dtype=np.int64), (n,))
+        sc = self._work(n)
         x = F.mul_v(time, np.float32(F.FRAMES_PER_SECOND))        # the FPU's t x 30
         f = key_frame(x)                                            # (n,)
-        base = self.base[clip].T                                    # (36, n)
-        tlen = self.tlen[clip].T
-        key = self.ftable[base + np.minimum(f[None, :], tlen - 1)]  # (36, n)
+        row = self.row0[clip] + np.minimum(f, self.rows[clip] - 1)
+        keys = sc.keys[:, :n]
+        np.take(self.ftab, row, axis=1, out=keys, mode="clip")     # (36, n)
         no_vel = (flags & CursorFlags.NO_VELOCITY) != 0
         no_turn = (flags & CursorFlags.NO_TURN) != 0
         if no_vel.any():
-            key[SLOT_VELOCITY] = np.where(no_vel, self._sent_vel, key[SLOT_VELOCITY])
+            keys[SLOT_VELOCITY] = np.where(no_vel, self._sent_vel, keys[SLOT_VELOCITY])
         if no_turn.any():
-            key[SLOT_BONE] = np.where(no_turn, self._sent_bone, key[SLOT_BONE])
-        u = (x[None, :] - self.kstart[key]) * self.kinv[key]         # (36, n)
-        val = self.kval[:, key] + self.kdiff[:, key] * u            # (4, 36, n)
+            keys[SLOT_BONE] = np.where(no_turn, self._sent_bone, keys[SLOT_BONE])
+        live = self._live_bones
+        nl = len(live)
+        slots = np.empty(3 + nl, np.intp)                           # velocity, root, bone 0, live bones
+        slots[:3] = (SLOT_VELOCITY, SLOT_ROOT, SLOT_BONE)
+        slots[3:] = SLOT_BONE + live
+        k = keys if nl == NUM_BONES - 1 else keys[slots]
+        m = k.shape[0]
+        dx = sc.dx[:m, :n]
+        np.take(self.kstart, k, out=dx, mode="clip")
+        np.subtract(x, dx, out=dx)                                  # frames past the key
+        val = sc.val[:, :m, :n]
+        for c in range(4):
+            vc = val[c]
+            np.take(self.kslope[c], k, out=vc, mode="clip")
+            vc *= dx
+            vc += np.take(self.kval[c], k, mode="clip")
         sl = slice(start, start + n)
-        out.vel[:, sl] = val[:3, SLOT_VELOCITY] * rate
-        out.root[:, sl] = val[:3, SLOT_ROOT]
+        np.multiply(val[:3, 0], rate, out=out.vel[:, sl])
+        out.root[:, sl] = val[:3, 1]
         out.root[2, sl] += np.float32(self.skeleton.bind_height)
-        out.rot[:, 1:, sl] = quat.normalise(val[:, SLOT_BONE + 1:])
-        out.rot[:, 0, sl] = quat.scale_turn(val[:, SLOT_BONE], rate, TURN_EPSILON)
-        out.tag[:, sl] = self.ktag[key]
+        rot = val[:, 3:]                                            # (4, live, n)
+        n2 = sc.n2[:nl, :n]
+        np.multiply(rot[0], rot[0], out=n2)
+        for c in (1, 2, 3):
+            n2 += rot[c] * rot[c]
+        np.sqrt(n2, out=n2)
+        n2[n2 == 0] = 1                                             # never NaN (a zero quaternion)
+        if nl == NUM_BONES - 1:
+            np.divide(rot, n2, out=out.rot[:, 1:, sl])
+        else:
+            out.rot[:, 1:, sl] = self._ref_rot[1:].T[:, :, None]    # never animated: the default
+            out.rot[:, live, sl] = rot / n2
+        out.rot[:, 0, sl] = quat.scale_turn(val[:, 2], rate, TURN_EPSILON)
+        np.take(self.ktag, keys, out=out.tag[:, sl], mode="clip")
         return out
