@@ -185,6 +185,7 @@ class Clip:
     keyframe_pointer: int = 0
     refcount: int = 0
     trailing: bytes = b"\0" * 8
+    _sorted_events: tuple | None = field(default=None, repr=False)
 
     # ---- derived
     @property
@@ -209,6 +210,14 @@ class Clip:
 
     def decoded_events(self) -> list[Event]:
         return [_event_from_record(r) for r in self.events]
+
+    def events_by_frame(self) -> tuple[tuple[Event, ...], tuple[int, ...]]:
+        """The decoded events sorted by frame (file order within a frame) and their frames,
+        decoded once and kept (a clip's events do not change once it plays)."""
+        if self._sorted_events is None:
+            evs = tuple(sorted(self.decoded_events(), key=lambda e: e.frame))
+            self._sorted_events = (evs, tuple(e.frame for e in evs))
+        return self._sorted_events
 
     def equals(self, other: "Clip") -> bool:
         """True when both encode to the same bytes."""

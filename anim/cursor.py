@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import f32 as F
 from .clip import Clip, Event
 from .sampler import CursorFlags
+from .store import NO_EVENT, Table, cursor_table
 
 __all__ = ["Cursor", "FiredEvent"]
 
@@ -32,31 +33,83 @@ class Cursor:
     """The playing state of one clip.
 
     ``clip`` the Clip, ``bank_index`` its index in the world's ClipBank (for the batched
-    sampler), ``anim_id`` the id it was found under. Events are kept sorted by frame
-    (file order within a frame) and fired as their frame is passed.
+    sampler), ``anim_id`` the id it was found under. The changing numbers (time, frame,
+    flags, the next event) live in row ``row`` of a cursor table (anim.store), the
+    world's when the Player makes the cursor, a private one otherwise. Events are kept
+    sorted by frame (file order within a frame) and fired as their frame is passed.
     Original: 0x0010bb60 WarAnimInstance, 0x001041f8 AnimCursor_Init.
     """
 
-    __slots__ = ("clip", "bank_index", "anim_id", "time", "frame", "end", "flags",
-                 "duration", "at_end", "_limit", "_events", "_next_event")
+    __slots__ = ("clip", "bank_index", "anim_id", "end", "duration", "_limit", "_events", "_frames",
+                 "store", "row", "__weakref__")
 
-    def __init__(self, clip: Clip, bank_index: int, anim_id: int = -1, flags: int = 0):
+    def __init__(self, clip: Clip, bank_index: int, anim_id: int = -1, flags: int = 0, store: Table | None = None):
         self.clip = clip
         self.bank_index = bank_index
         self.anim_id = anim_id
-        self.flags = CursorFlags(flags)
         self.duration = clip.duration
         self.end = F.end_frame(clip.duration)
         self._limit = F.sub(clip.duration, F.HALF_FRAME)     # D - 1/60
-        evs = clip.decoded_events()
-        self._events = sorted(evs, key=lambda e: e.frame)     # stable: file order within a frame
+        self._events, self._frames = clip.events_by_frame()
+        self.store = store if store is not None else cursor_table(1)
+        self.row = r = self.store.alloc()
+        st = self.store
+        st.end[r], st.limit[r], st.dur[r], st.bank[r] = self.end, self._limit, self.duration, bank_index
+        st.flags[r] = int(flags)
         self.restart()
+
+    def dispose(self) -> None:
+        """Give the cursor's row back to the world's table (the task that owned it is gone);
+        the cursor keeps its last numbers in a private copy."""
+        if self.store.capacity > 1:
+            self.store, self.row = self.store.detach(self.row)
+
+    # ---- the numbers, in the table
+    @property
+    def time(self) -> float:
+        return float(self.store.t[self.row])
+
+    @time.setter
+    def time(self, v: float) -> None:
+        self.store.t[self.row] = v
+
+    @property
+    def frame(self) -> int:
+        return int(self.store.frame[self.row])
+
+    @frame.setter
+    def frame(self, v: int) -> None:
+        self.store.frame[self.row] = v
+
+    @property
+    def flags(self) -> CursorFlags:
+        return CursorFlags(int(self.store.flags[self.row]))
+
+    @flags.setter
+    def flags(self, v: int) -> None:
+        self.store.flags[self.row] = int(v)
+
+    @property
+    def at_end(self) -> bool:
+        """Whether the last advance met the end test (its step was not taken)."""
+        return bool(self.store.at_end[self.row])
+
+    @property
+    def _next_event(self) -> int:
+        return int(self.store.ev[self.row])
+
+    @_next_event.setter
+    def _next_event(self, i: int) -> None:
+        st, r = self.store, self.row
+        st.ev[r] = i
+        st.evf[r] = self._frames[i] if i < len(self._frames) else NO_EVENT
 
     def restart(self) -> None:
         """Back to time 0, frame 0, no event passed. Original: AnimCursor_Restart."""
-        self.time = 0.0
-        self.frame = 0
-        self.at_end = False
+        st, r = self.store, self.row
+        st.t[r] = 0.0
+        st.frame[r] = 0
+        st.at_end[r] = False
         self._next_event = 0
 
     def step_size(self, dt: float, rate: float) -> float:
@@ -68,20 +121,23 @@ class Cursor:
 
         When the frame uint((t + s) x 30 + 0.5) would reach F, nothing changes and the
         overshoot (t + s) - (D - 1/60) is returned and ``at_end`` set (callers take
-        exactly 0.0 as "not ended": the original's bug, anim.player.PlayerOptions). Otherwise the time becomes t + s, the frame follows,
-        and the events whose frame has now been reached are appended to ``sink`` as
-        FiredEvent (none when the cursor is muted, flag 0x10, or ``sink`` is None).
+        exactly 0.0 as "not ended": the original's bug, anim.player.PlayerOptions).
+        Otherwise the time becomes t + s, the frame follows, and the events whose frame
+        has now been reached are appended to ``sink`` as FiredEvent (none when the cursor
+        is muted, flag 0x10, or ``sink`` is None).
         Original: 0x001044a0 AnimCursor_Advance, 0x00104110 AnimCursor_Step.
         """
-        t = F.add(self.time, step)
+        st, r = self.store, self.row
+        t = F.add(float(st.t[r]), step)
         frame = F.frame_of(t)
         if frame >= self.end:
-            self.at_end = True
+            st.at_end[r] = True
             return F.sub(t, self._limit)
-        self.at_end = False
-        self.time = t
-        self.frame = frame
-        self._fire(sink, task)
+        st.at_end[r] = False
+        st.t[r] = t
+        st.frame[r] = frame
+        if frame >= st.evf[r]:
+            self._fire(sink, task)
         return 0.0
 
     def set_time(self, t: float) -> None:
@@ -90,31 +146,35 @@ class Cursor:
         Used where the original keeps a cursor's time from outside (the gait blend's
         follower, the type 3 blend window).
         """
-        self.time = t
-        self.frame = min(F.frame_of(t), max(self.end - 1, 0))
-        self._skip()
+        st, r = self.store, self.row
+        st.t[r] = t
+        frame = min(F.frame_of(t), max(self.end - 1, 0))
+        st.frame[r] = frame
+        if frame >= st.evf[r] or int(st.ev[r]) > 0:
+            self._skip()
 
     def normalised_time(self) -> float:
         """time / duration (the gait blend's shared phase)."""
         return self.time / self.duration
 
     def _fire(self, sink: list | None, task) -> None:
+        st, r = self.store, self.row
+        frames = self._frames
+        i = int(st.ev[r])
+        n = len(frames)
+        frame = int(st.frame[r])
+        muted = sink is None or (int(st.flags[r]) & CursorFlags.MUTED)
         evs = self._events
-        i = self._next_event
-        n = len(evs)
-        if i >= n:
-            return
-        frame = self.frame
-        muted = sink is None or (self.flags & CursorFlags.MUTED)
-        while i < n and evs[i].frame <= frame:
+        while i < n and frames[i] <= frame:
             if not muted:
                 sink.append(FiredEvent(evs[i], self.anim_id, task))
             i += 1
         self._next_event = i
 
     def _skip(self) -> None:
-        evs = self._events
+        frame = self.frame
+        frames = self._frames
         i = 0
-        while i < len(evs) and evs[i].frame <= self.frame:
+        while i < len(frames) and frames[i] <= frame:
             i += 1
         self._next_event = i

@@ -26,6 +26,7 @@ from .pose import PoseBatch
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from .sampler import ClipBank
 from .skeleton import HUMANOID, Skeleton
+from .store import Stores
 from .stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull,
                     TaskPool)
 from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HeldFlags, HoldTask, LoopTask,
@@ -74,6 +75,7 @@ class Player:
         self.options = options or PlayerOptions()
         self.skeleton = skeleton
         self.pool = TaskPool(self.options.pool_size)
+        self.stores = Stores()
         self.deferred: list[tuple[Task, CharacterInstance]] = []
         self._clips: list[Clip] = []
         self._clip_index: dict[int, int] = {}
@@ -116,7 +118,7 @@ class Player:
     def cursor(self, anim_set, anim_id: int, flags: int = 0) -> Cursor:
         """A new cursor on the clip ``anim_id`` names in ``anim_set``."""
         clip = self.find(anim_set, anim_id)
-        return Cursor(clip, self.bank_index(clip), anim_id, flags)
+        return Cursor(clip, self.bank_index(clip), anim_id, flags, self.stores.cursors)
 
     def rate_of(self, anim_set, anim_id: int) -> float:
         """A single clip's rate: CfgAnimSpeeds by its id's range flags (0x00104a38)."""
@@ -191,7 +193,7 @@ class Player:
     def fade(self, inst: CharacterInstance, duration: float, *, held: int = 0) -> FadeTask:
         """A type 9 fade over ``duration`` s at the human's speed multiplier. Original: 0x00106c80."""
         self.pool.require(1)
-        return self._take(FadeTask(duration, inst.speed, held))
+        return self._take(FadeTask(duration, inst.speed, held, store=self.stores.fades))
 
     def gait(self, inst: CharacterInstance, ids: Sequence[int], *, target: float = 0.0,
              value: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
@@ -203,7 +205,7 @@ class Player:
         s = inst.anim_set
         task = GaitTask(ids, lambda i: self.cursor(s, i), inst.speed,
                         value=target if value is None else value, target=target, flags=flags,
-                        on_wrap=on_wrap, held=held)
+                        on_wrap=on_wrap, held=held, store=self.stores.gaits)
         return self._take(task)
 
     def mix(self, inst: CharacterInstance, a: int, b: int, *, weight: float = 0.0, flags: int = 0) -> MixTask:
@@ -401,6 +403,7 @@ class Player:
             self.discard(t)
         if self.pool.holds(task):
             self.pool.give_back(task)
+            task.dispose()
 
     # ---------------------------------------------------------------- per update
     def step(self, instances: Iterable[CharacterInstance], dt: float | None = None) -> None:
@@ -522,6 +525,7 @@ class Player:
             self.discard(t)
         if self.pool.holds(task):
             self.pool.give_back(task)
+            task.dispose()
 
     def update(self, instances: Sequence[CharacterInstance], dt: float | None = None) -> PoseBatch:
         """step, sample and flush in the original's order; returns the poses."""

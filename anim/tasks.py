@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from . import f32 as F
 from .cursor import Cursor
 from .sampler import CursorFlags
+from .store import Table, fade_table, gait_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from .plan import SamplePlan
@@ -172,6 +173,11 @@ class Task:
     def following(self) -> list["Task"]:
         """Tasks this one owns that are not on the stack (a type 3's next task)."""
         return []
+
+    def dispose(self) -> None:
+        """Give the task's table rows back (it went back to the pool)."""
+        for c in self.cursors():
+            c.dispose()
 
     def trace(self) -> dict:
         c = self.leading_cursor()
@@ -358,16 +364,31 @@ class FadeTask(Task):
     0x00106ee8 (release).
     """
 
-    __slots__ = ("fade_time", "elapsed", "incoming")
+    __slots__ = ("fade_time", "incoming", "store", "row")
     type = TaskType.FADE
 
-    def __init__(self, duration: float, rate: float = 1.0, held: int = 0, on_end=None):
+    def __init__(self, duration: float, rate: float = 1.0, held: int = 0, on_end=None, store: Table | None = None):
         super().__init__(rate, 0, held, on_end)
         if not (duration >= 0.0 and math.isfinite(duration)):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         self.fade_time = F.f32(float(duration))
-        self.elapsed = 0.0
+        self.store = store if store is not None else fade_table(1)
+        self.row = self.store.alloc()
+        self.store.dur[self.row] = self.fade_time
         self.incoming: Task | None = None
+
+    @property
+    def elapsed(self) -> float:
+        """Time into the fade (+0x1c), float32 summed toward zero."""
+        return float(self.store.el[self.row])
+
+    @elapsed.setter
+    def elapsed(self, v: float) -> None:
+        self.store.el[self.row] = v
+
+    def dispose(self) -> None:
+        if self.store.capacity > 1:
+            self.store, self.row = self.store.detach(self.row)
 
     def weight(self) -> float:
         return fade_weight(self.elapsed, self.fade_time)
@@ -430,16 +451,18 @@ class GaitTask(Task):
     0x0010a500 (set target), 0x0010a558 (set value).
     """
 
-    __slots__ = ("ids", "value", "target", "speed", "lower", "lower_cursor",
-                 "upper_cursor", "leader", "on_wrap", "_make_cursor")
+    __slots__ = ("ids", "speed", "lower_cursor", "upper_cursor", "on_wrap", "_make_cursor", "store", "row")
     type = TaskType.GAIT
 
     def __init__(self, ids: Sequence[int], make_cursor: Callable[[int], Cursor], rate: float = 1.0,
                  value: float = 0.0, target: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
-                 speed: float = GAIT_SPEED, on_wrap: Callable | None = None, held: int = 0, on_end=None):
+                 speed: float = GAIT_SPEED, on_wrap: Callable | None = None, held: int = 0, on_end=None,
+                 store: Table | None = None):
         super().__init__(rate, flags, held, on_end)
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
+        self.store = store if store is not None else gait_table(1)
+        self.row = self.store.alloc()
         self.ids = tuple(int(i) for i in ids)
         self._make_cursor = make_cursor
         self.speed = F.f32(float(speed))
@@ -454,6 +477,44 @@ class GaitTask(Task):
         self._apply_flags()
         if target is not None:
             self.set_target(target)
+
+    # ---- the numbers, in the table: value (+0x38), target (+0x34), the pair, the leader
+    @property
+    def value(self) -> float:
+        return float(self.store.value[self.row])
+
+    @value.setter
+    def value(self, v: float) -> None:
+        self.store.value[self.row] = v
+
+    @property
+    def target(self) -> float:
+        return float(self.store.target[self.row])
+
+    @target.setter
+    def target(self, v: float) -> None:
+        self.store.target[self.row] = v
+
+    @property
+    def lower(self) -> int:
+        return int(self.store.lower[self.row])
+
+    @lower.setter
+    def lower(self, v: int) -> None:
+        self.store.lower[self.row] = v
+
+    @property
+    def leader(self) -> int:
+        return int(self.store.leader[self.row])
+
+    @leader.setter
+    def leader(self, v: int) -> None:
+        self.store.leader[self.row] = v
+
+    def dispose(self) -> None:
+        super().dispose()
+        if self.store.capacity > 1:
+            self.store, self.row = self.store.detach(self.row)
 
     @staticmethod
     def _clamp(v: float) -> float:
@@ -530,6 +591,8 @@ class GaitTask(Task):
                     c = self._make_cursor(cid)
                     _follow(old_lead, c)
                     new.append(c)
+            for c in kept.values():
+                c.dispose()
             self.lower_cursor, self.upper_cursor = new
             self.lower = lower
         frac = self.value - self.lower
@@ -720,6 +783,9 @@ class DirectionTask(Task):
                 if lead is not None:
                     _follow(lead, cur)
             keep[d] = cur
+        for d, cur in self.cursors_by_dir.items():
+            if d not in keep:
+                cur.dispose()
         self.cursors_by_dir = keep
         base = self.cursor_flags()
         for d, cur in keep.items():

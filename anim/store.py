@@ -1,0 +1,105 @@
+"""Growable structure-of-arrays tables: the numeric state of cursors, fades and gait blends.
+
+Every cursor, fade and gait blend keeps its changing numbers (time, frame, elapsed,
+value...) in one row of a ``Table`` owned by the world's Player, so a whole crowd can be
+advanced with a few vectorised calls (anim.batch) while the task objects keep the
+logic. A table doubles its arrays when full; rows are reused through a free list.
+Never keep a reference to a column across an ``alloc`` (it may have been replaced).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Table", "cursor_table", "fade_table", "gait_table", "NO_EVENT", "Stores"]
+
+# The "next event frame" of a cursor with no event left.
+NO_EVENT = np.iinfo(np.int32).max
+
+
+class Table:
+    """Named numpy columns with a row free list.
+
+    In: {column: dtype}. ``alloc()`` returns a free row (zeroed), ``free(row)`` gives it
+    back. Rejected: freeing a row that is not in use (ValueError).
+    """
+
+    def __init__(self, columns: dict[str, object], capacity: int = 64):
+        self._columns = dict(columns)
+        self.capacity = 0
+        self.live = np.zeros(0, bool)
+        for name, dt in self._columns.items():
+            setattr(self, name, np.zeros(0, dtype=dt))
+        self._free: list[int] = []
+        self._grow(max(1, capacity))
+
+    def _grow(self, cap: int) -> None:
+        old = self.capacity
+        for name, dt in self._columns.items():
+            arr = np.zeros(cap, dtype=dt)
+            arr[:old] = getattr(self, name)
+            setattr(self, name, arr)
+        live = np.zeros(cap, bool)
+        live[:old] = self.live
+        self.live = live
+        self._free.extend(range(cap - 1, old - 1, -1))
+        self.capacity = cap
+
+    def alloc(self) -> int:
+        if not self._free:
+            self._grow(self.capacity * 2)
+        row = self._free.pop()
+        self.live[row] = True
+        for name in self._columns:
+            getattr(self, name)[row] = 0
+        return row
+
+    def free(self, row: int) -> None:
+        if not self.live[row]:
+            raise ValueError(f"row {row} freed twice or never taken")
+        self.live[row] = False
+        self._free.append(row)
+
+    @property
+    def in_use(self) -> int:
+        return int(self.live.sum())
+
+    def detach(self, row: int) -> tuple["Table", int]:
+        """Copy a row into a new private one-row table and free it here; returns (table, 0).
+
+        A task that is gone keeps reading its last numbers while its row is reused.
+        """
+        priv = Table(self._columns, 1)
+        r = priv.alloc()
+        for name in self._columns:
+            getattr(priv, name)[r] = getattr(self, name)[row]
+        self.free(row)
+        return priv, r
+
+
+def cursor_table(capacity: int = 64) -> Table:
+    """The cursors' columns: time (f32), frame, the end test's F and D - 1/60, the
+    duration, flags, the bank index, the next event's index and frame, ``at_end``."""
+    return Table({"t": np.float32, "frame": np.int32, "end": np.int32, "limit": np.float32,
+                  "dur": np.float32, "flags": np.int32, "bank": np.int32, "ev": np.int32,
+                  "evf": np.int32, "at_end": bool}, capacity)
+
+
+def fade_table(capacity: int = 64) -> Table:
+    """The fades' columns: elapsed and duration (f32)."""
+    return Table({"el": np.float32, "dur": np.float32}, capacity)
+
+
+def gait_table(capacity: int = 64) -> Table:
+    """The gait blends' columns: value and target (f32), the lower pair index, the leader."""
+    return Table({"value": np.float32, "target": np.float32, "lower": np.int32, "leader": np.int8}, capacity)
+
+
+class Stores:
+    """The three tables of one world."""
+
+    __slots__ = ("cursors", "fades", "gaits")
+
+    def __init__(self, capacity: int = 64):
+        self.cursors = cursor_table(capacity)
+        self.fades = fade_table(capacity)
+        self.gaits = gait_table(capacity)
