@@ -155,3 +155,19 @@ def div(a: float, b: float) -> float:
     # the sign of the remainder a - q b tells on which side of q the exact quotient lies
     err = (a - r) / b if math.isfinite(q) else 0.0
     return _truncate(q, err)
+
+
+def div_v(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise float32 a / b rounded toward zero (the same formula as ``div``)."""
+    a64 = np.asarray(a, dtype=np.float32).astype(np.float64)
+    b64 = np.asarray(b, dtype=np.float32).astype(np.float64)
+    q = a64 / b64
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.where(np.isfinite(q), (a64 - q * b64) / b64, 0.0)
+    return _truncate_v(q, err)
+
+
+def frame_of_v(t: np.ndarray) -> np.ndarray:
+    """Elementwise cursor frame uint(t x 30 + 0.5) in the FPU's arithmetic (int64)."""
+    v = add_v(mul_v(t, np.float32(FRAMES_PER_SECOND)), np.float32(0.5))
+    return np.where(v > 0, v, 0).astype(np.int64)

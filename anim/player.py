@@ -26,6 +26,7 @@ from .pose import PoseBatch
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from .sampler import ClipBank
 from .skeleton import HUMANOID, Skeleton
+from .batch import BatchEngine
 from .store import Stores
 from .stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull,
                     TaskPool)
@@ -54,7 +55,9 @@ class PlayerOptions:
     original takes 0.0 as "not ended", so such a clip never ends; docs/original-bugs.md).
     ``pool_size``: tasks in the world's pool (360). ``early_finish_above`` (6) and
     ``cleanup_above`` (12): the stack sizes past which a change finishes the newest fade
-    early, and a fade gives back the tasks below it.
+    early, and a fade gives back the tasks below it. ``batched``: step and sample the
+    crowd with the vectorised engine (anim.batch); off, every character takes the
+    scalar reference step (the same results, slower).
     """
 
     end_zero_overshoot: bool = False
@@ -63,6 +66,7 @@ class PlayerOptions:
     cleanup_above: int = 12
     speeds: CfgAnimSpeeds = field(default_factory=lambda: RUNTIME_SPEEDS)
     dt: float = F.DT
+    batched: bool = True
 
 
 class Player:
@@ -76,6 +80,7 @@ class Player:
         self.skeleton = skeleton
         self.pool = TaskPool(self.options.pool_size)
         self.stores = Stores()
+        self.batch = BatchEngine(self)
         self.deferred: list[tuple[Task, CharacterInstance]] = []
         self._clips: list[Clip] = []
         self._clip_index: dict[int, int] = {}
@@ -293,6 +298,7 @@ class Player:
         if len(inst.stack) >= STACK_SIZE:
             raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
         inst.stack.insert(0, task)
+        self.batch.mark(inst)
         self._hold(inst, task)
         self.refresh_anim_id(inst)
 
@@ -305,6 +311,7 @@ class Player:
         if len(inst.stack) >= STACK_SIZE:
             raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
         inst.stack.append(task)
+        self.batch.mark(inst)
         self._hold(inst, task)
         self.refresh_anim_id(inst)
 
@@ -360,11 +367,13 @@ class Player:
         if len(inst.queue) >= QUEUE_SIZE:
             raise QueueFull(f"{inst.name or 'human'}: the task queue already holds {QUEUE_SIZE} tasks")
         inst.queue.append(task)
+        self.batch.mark(inst)
 
     def replace(self, inst: CharacterInstance, old: Task, new: Task) -> None:
         """A hand-over: ``new`` takes ``old``'s place; ``old`` goes on the deferred list."""
         i = inst.stack.index(old)
         inst.stack[i] = new
+        self.batch.mark(inst)
         for t in inst.stack:
             if t.type == TaskType.FADE and t.incoming is old:
                 t.incoming = new
@@ -378,6 +387,7 @@ class Player:
         lo = inst.stack.index(fade.incoming) + 1 if fade.incoming in inst.stack else 0
         gone = inst.stack[lo:hi + 1]
         del inst.stack[lo:hi + 1]
+        self.batch.mark(inst)
         for t in gone:
             self.defer(inst, t)
 
@@ -385,6 +395,7 @@ class Player:
         """Cut every task off the stack (and the queue): all go on the deferred list."""
         gone = inst.stack[:]
         inst.stack.clear()
+        self.batch.mark(inst)
         for t in gone:
             self.defer(inst, t)
         for t in inst.queue:
@@ -411,6 +422,11 @@ class Player:
         stack bottom-up; clips hand over, fades finish, events fire (the newest task's
         only) and the held-flag events act. Original: 0x00175610, the +0x64 calls."""
         dt = self.options.dt if dt is None else dt
+        if self.options.batched:
+            # Only the characters that took the scalar step can have a new top task.
+            for inst in self.batch.step(instances if isinstance(instances, list) else list(instances), dt):
+                self._stepped[id(inst)] = inst
+            return
         for inst in instances:
             self.step_one(inst, dt)
             self._stepped[id(inst)] = inst
@@ -467,8 +483,11 @@ class Player:
         ``reference`` runs the plan one pose at a time (the scalar path) instead.
         Original: 0x00176d60 CharacterInstance_Sample.
         """
-        plan = self.plan(instances)
-        return plan.execute_reference(self.bank) if reference else plan.execute(self.bank)
+        if reference:
+            return self.plan(instances).execute_reference(self.bank)
+        if self.options.batched:
+            return self.batch.sample(instances)
+        return self.plan(instances).execute(self.bank)
 
     def plan(self, instances: Sequence[CharacterInstance]) -> SamplePlan:
         plan = SamplePlan()

@@ -59,7 +59,7 @@ class CharacterInstance:
     """
 
     __slots__ = ("name", "stack", "queue", "record", "anim_set", "speed", "events", "released",
-                 "on_report", "handle", "__weakref__")
+                 "on_report", "handle", "slot", "__weakref__")
 
     def __init__(self, anim_set, name: str = "", record: HumanRecord | None = None, speed: float = 1.0,
                  handle=None):
@@ -73,6 +73,7 @@ class CharacterInstance:
         self.released: list[int] = []
         self.on_report: Callable | None = None
         self.handle = handle
+        self.slot = -1                     # its row in the batched engine's programs
 
     def __repr__(self) -> str:
         return f"CharacterInstance({self.name!r}, stack={[type(t).__name__ for t in self.stack]})"
