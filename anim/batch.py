@@ -92,6 +92,8 @@ class BatchEngine:
         for name, (shape, dtype, fill) in spec.items():
             setattr(self, name, arr(shape, dtype, fill))
         self._adv_tasks = getattr(self, "_adv_tasks", []) + [[None] * A_MAX for _ in range(cap - old)]
+        self._follower = getattr(self, "_follower", []) + [None] * (cap - old)
+        self._sig = getattr(self, "_sig", []) + [None] * (cap - old)
         self._instances = self._instances + [None] * (cap - old)
         self.cap = cap
 
@@ -122,45 +124,40 @@ class BatchEngine:
         try:
             prog = self._program(inst)
         except _Dynamic:
+            self._sig[slot] = None
             return
         (adv, fades, gait, samples, blends, final) = prog
-        self.adv_row[slot] = -1
-        self.adv_ws[slot] = np.inf
-        self.adv_newest[slot] = False
-        tasks = self._adv_tasks[slot]
-        for k in range(A_MAX):
-            tasks[k] = None
-        for k, (row, rate, ws, newest, task) in enumerate(adv):
-            self.adv_row[slot, k] = row
-            self.adv_rate[slot, k] = rate
-            self.adv_ws[slot, k] = ws
-            self.adv_newest[slot, k] = newest
-            tasks[k] = task
-        self.fade_row[slot] = -1
-        for k, (row, rate) in enumerate(fades):
-            self.fade_row[slot, k] = row
-            self.fade_rate[slot, k] = rate
-        self.gait_row[slot] = self.fol_row[slot] = self.fol_lead[slot] = -1
+        pad = A_MAX - len(adv)
+        self.adv_row[slot] = [a[0] for a in adv] + [-1] * pad
+        self.adv_rate[slot] = [a[1] for a in adv] + [0.0] * pad
+        self.adv_ws[slot] = [a[2] for a in adv] + [np.inf] * pad
+        self.adv_newest[slot] = [a[3] for a in adv] + [False] * pad
+        self._adv_tasks[slot] = [a[4] for a in adv] + [None] * pad
+        pad = F_MAX - len(fades)
+        self.fade_row[slot] = [f[0] for f in fades] + [-1] * pad
+        self.fade_rate[slot] = [f[1] for f in fades] + [0.0] * pad
         if gait is not None:
             g, regime = gait
-            self.gait_row[slot] = g.row
-            self.gait_rate[slot] = g.rate
-            self.gait_speed[slot] = g.speed
-            self.gait_regime[slot] = regime
             lead, follow = g._lead_follow()
-            self.fol_row[slot] = follow.row
-            self.fol_lead[slot] = lead.row
-        self.s_row[slot] = -1
-        for k, (row, rate) in enumerate(samples):
-            self.s_row[slot, k] = row
-            self.s_rate[slot, k] = rate
-        self.b_a[slot] = self.b_b[slot] = -1
-        self.b_kind[slot] = 0
-        for k, (a, b, kind, src, level) in enumerate(blends):
-            self.b_a[slot, k], self.b_b[slot, k] = a, b
-            self.b_kind[slot, k], self.b_src[slot, k], self.b_level[slot, k] = kind, src, level
+            self.gait_row[slot], self.gait_rate[slot], self.gait_speed[slot] = g.row, g.rate, g.speed
+            self.gait_regime[slot] = regime
+            self.fol_row[slot], self.fol_lead[slot] = follow.row, lead.row
+            self._follower[slot] = follow
+        else:
+            self.gait_row[slot] = self.fol_row[slot] = self.fol_lead[slot] = -1
+            self._follower[slot] = None
+        pad = S_MAX - len(samples)
+        self.s_row[slot] = [x[0] for x in samples] + [-1] * pad
+        self.s_rate[slot] = [x[1] for x in samples] + [0.0] * pad
+        pad = B_MAX - len(blends)
+        self.b_a[slot] = [b[0] for b in blends] + [-1] * pad
+        self.b_b[slot] = [b[1] for b in blends] + [-1] * pad
+        self.b_kind[slot] = [b[2] for b in blends] + [0] * pad
+        self.b_src[slot] = [b[3] for b in blends] + [0] * pad
+        self.b_level[slot] = [b[4] for b in blends] + [0] * pad
         self.final[slot] = final
         self.valid[slot] = True
+        self._sig[slot] = _signature(inst)
 
     def _program(self, inst):
         """The stack as (advancing cursors, fades, gait, samples, blends, final handle)."""
@@ -314,7 +311,7 @@ class BatchEngine:
             ff = np.minimum(F.frame_of_v(tf), np.maximum(cur.end[fol] - 1, 0))
             cur.t[fol] = tf
             cur.frame[fol] = ff
-            skip = fol[ff >= cur.evf[fol]]
+            skip = fh[ff >= cur.evf[fol]]
         else:
             skip = ()
         # Events the committed cursors passed, in stack order per character.
@@ -330,15 +327,17 @@ class BatchEngine:
                 c._fire(inst.events if self.adv_newest[s, k] else None, task)
                 if len(inst.events) > n0:
                     player._held_events(inst, inst.events, n0)
-        for row in skip:
-            _follower_at(self, int(row))._skip()
+        for s in skip:
+            self._follower[int(s)]._skip()
 
         # The eventful ones, and those the batch does not cover, take the scalar step.
         slow_mask = ~fast | flag[slots]
         for i in np.flatnonzero(slow_mask):
             inst = instances[int(i)]
             player.step_one(inst, dt)
-            self.mark(inst)
+            s = inst.slot
+            if self.valid[s] and _signature(inst) != self._sig[s]:
+                self.mark(inst)
             slow.append(inst)
         return slow
 
@@ -390,14 +389,16 @@ class BatchEngine:
                         continue
                     ra = _resolve(BA[hi, ki], hi, pos, bpos)
                     rb = _resolve(BB[hi, ki], hi, pos, bpos)
-                    res = blend(poses.take(ra), poses.take(rb), weights[hi, ki])
-                    poses.put(slice(nxt, nxt + len(hi)), res)
+                    blend(poses.take(ra), poses.take(rb), weights[hi, ki],
+                          out=poses.take(slice(nxt, nxt + len(hi))))
                     bpos[hi, ki] = np.arange(nxt, nxt + len(hi))
                     nxt += len(hi)
             fin = self.final[Hs]
             frow = np.where(fin < 0, default,
                             np.where(fin < S_MAX, pos[np.arange(len(Hs)), np.clip(fin, 0, S_MAX - 1)],
                                      bpos[np.arange(len(Hs)), np.clip(fin - S_MAX, 0, B_MAX - 1)]))
+            if not len(dyn_idx):
+                return poses.take(frow)
             out.put(np.flatnonzero(static), poses.take(frow))
         if len(dyn_idx):
             plan = dynamic_plan or SamplePlan()
@@ -433,12 +434,19 @@ def _cursor_at(task, row: int):
     raise LookupError(f"no cursor at row {row} in {task!r}")
 
 
-def _follower_at(engine: BatchEngine, row: int):
-    s = int(np.flatnonzero(engine.fol_row == row)[0])
-    inst = engine._instances[s]
+def _signature(inst) -> tuple:
+    """What a compiled program depends on: the stack's tasks in order, a gait's pair
+    cursors, leader and sampling regime, whether a clip is in its blend window."""
+    sig = []
     for t in inst.stack:
-        if t.type == TaskType.GAIT:
-            for c in t.cursors():
-                if c.row == row:
-                    return c
-    raise LookupError(f"no gait follower at row {row}")
+        tt = t.type
+        if tt == TaskType.GAIT:
+            frac = t.fraction()
+            regime = 0 if frac < GAIT_ALONE_LOW else (2 if frac > GAIT_ALONE_HIGH else 1)
+            sig.append((id(t), t.lower_cursor.row, t.upper_cursor.row, t.leader, regime))
+        elif tt in _WINDOW_TYPES and t.window() > 0.0:
+            c = t.cursor
+            sig.append((id(t), F.sub(c.time, F.sub(c.duration, t.window())) > 0.0))
+        else:
+            sig.append(id(t))
+    return (tuple(sig), len(inst.queue))

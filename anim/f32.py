@@ -46,8 +46,12 @@ def _toward_zero(f: float) -> float:
     return _F.unpack(_I.pack(_I.unpack(_F.pack(f))[0] - 1))[0]
 
 
-def _truncate(r: float, err: float) -> float:
-    """Truncate the exact value ``r + err`` (r a double, err its tail) to float32."""
+_TWO24 = 16777216.0
+_MIN_NORMAL = 1.1754943508222875e-38     # 2^-126: below it float32 is subnormal
+
+
+def _truncate_slow(r: float, err: float) -> float:
+    """_truncate through struct (infinities, overflow and the subnormal range)."""
     if not math.isfinite(r):
         return r
     if abs(r) > FLT_MAX:
@@ -62,6 +66,26 @@ def _truncate(r: float, err: float) -> float:
     if abs(f) > abs(r):
         return _toward_zero(f)
     return f
+
+
+def _truncate(r: float, err: float) -> float:
+    """Truncate the exact value ``r + err`` (r a double, err its tail) to float32.
+
+    The normal range keeps 24 significant bits with frexp / ldexp (exact scalings by
+    powers of two); the rest goes through struct.
+    """
+    a = r if r >= 0.0 else -r
+    if not (_MIN_NORMAL <= a <= FLT_MAX):
+        return r if r == 0.0 and err == 0.0 else _truncate_slow(r, err)
+    m, e = math.frexp(r)
+    sm = m * _TWO24                      # exact: 0.5 <= |m| < 1, so |sm| in [2^23, 2^24)
+    k = float(int(sm))                   # toward zero
+    if k == sm and err != 0.0 and (err < 0.0) != (r < 0.0):
+        # r is a float32 and the exact value lies just inside it: one step toward zero
+        if k == 8388608.0 or k == -8388608.0:      # a power of two: the step below is finer
+            return math.ldexp(math.copysign(_TWO24 - 1.0, k), e - 25)
+        k -= 1.0 if k > 0 else -1.0
+    return math.ldexp(k, e - 24)
 
 
 def add(a: float, b: float) -> float:

@@ -85,15 +85,16 @@ def slerp(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
     dtype = a.dtype
     t = np.clip(np.asarray(t, dtype=dtype), 0, 1)
     dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
-    sign = np.where(dot < 0, -1, 1).astype(dtype)
-    dot = np.minimum(np.abs(dot), 1)
-    theta = np.arccos(dot)
+    d = np.minimum(np.abs(dot), 1)
+    linear = d > SLERP_LINEAR_DOT
+    theta = np.arccos(d)
     sin_t = np.sin(theta)
-    linear = dot > SLERP_LINEAR_DOT
-    safe = np.where(linear, 1, sin_t)
-    wa = np.where(linear, 1 - t, np.sin((1 - t) * theta) / safe)
-    wb = np.where(linear, t, np.sin(t * theta) / safe) * sign
-    out = a * wa + b * wb
+    inv = 1 / np.where(linear, 1, sin_t)
+    wa = np.where(linear, 1 - t, np.sin((1 - t) * theta) * inv)
+    wb = np.where(linear, t, np.sin(t * theta) * inv)
+    wb = np.where(dot < 0, -wb, wb)
+    out = a * wa
+    out += b * wb
     if np.any(linear):
         out = np.where(linear, normalise(out), out)
     return out.astype(dtype, copy=False)

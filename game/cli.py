@@ -204,6 +204,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("clip", "decode a clip (descriptor + keyframes chunks)", _clip_arguments, cmd_clip),
     Command("run", "run a scenario TOML and write its trace", _lazy("game.runcmd", "run_arguments"),
             _lazy("game.runcmd", "cmd_run")),
+    Command("bench", "time the crowd update (N humans, U updates)", _lazy("game.bench", "bench_arguments"),
+            _lazy("game.bench", "cmd_bench")),
     Command("lint", "list clips that never end (an end step's overshoot exactly 0.0)", _lazy("game.lint", "add_arguments"), _lazy("game.lint", "run")),
 )
 

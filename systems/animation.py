@@ -13,7 +13,7 @@ from __future__ import annotations
 import esper
 
 from components import Animator, FiredEvents, PoseRef
-from systems.context import SimContext
+from systems.context import SimContext, sorted_components
 
 __all__ = ["AnimationStep"]
 
@@ -26,7 +26,7 @@ class AnimationStep(esper.Processor):
 
     def process(self) -> None:
         ctx = self.ctx
-        rows = sorted(esper.get_components(Animator, PoseRef, FiredEvents))
+        rows = sorted_components(ctx, Animator, PoseRef, FiredEvents)
         instances = [a.instance for _, (a, _, _) in rows]
         ctx.player.step(instances, ctx.dt)
         poses = ctx.player.sample(instances, reference=ctx.reference)
@@ -35,6 +35,8 @@ class AnimationStep(esper.Processor):
         ctx.entities = [e for e, _ in rows]
         for row, (_, (anim, pref, fired)) in enumerate(rows):
             pref.row = row
-            fired.events = list(anim.instance.events)
+            ev = anim.instance.events
+            if ev or fired.events:
+                fired.events = list(ev)
         for p in ctx.probe:
             p(ctx, "animation")

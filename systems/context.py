@@ -15,7 +15,25 @@ from anim import f32 as F
 from anim.player import Player
 from anim.pose import PoseBatch
 
-__all__ = ["SimContext", "MAX_ROOT_SPEED"]
+__all__ = ["SimContext", "MAX_ROOT_SPEED", "sorted_components"]
+
+def sorted_components(ctx: "SimContext", *types) -> list:
+    """esper.get_components(*types) in entity order, sorted once per esper cache.
+
+    esper returns the same cached list until a component is added or removed, so the
+    sort is redone only then (the systems visit humans in entity order).
+    """
+    import esper
+
+    got = esper.get_components(*types) if len(types) > 1 else esper.get_component(types[0])
+    key = (types, id(got), len(got))
+    hit = ctx.sorted_cache.get(types)
+    if hit is not None and hit[0] == key and hit[1] is got:
+        return hit[2]
+    res = sorted(got)
+    ctx.sorted_cache[types] = (key, got, res)
+    return res
+
 
 # Human_ApplyRootMotion caps the root velocity at 50 m/s (0x0023f238).
 MAX_ROOT_SPEED = 50.0
@@ -48,6 +66,7 @@ class SimContext:
     reference: bool = False
     probe: list[Callable] = field(default_factory=list)
     max_root_speed: float = MAX_ROOT_SPEED
+    sorted_cache: dict = field(default_factory=dict)
 
     def on(self, event_type: int, handler: Callable) -> None:
         """Register a handler for one event type."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import esper
 
 from components import FiredEvents
-from systems.context import SimContext
+from systems.context import SimContext, sorted_components
 
 __all__ = ["EventDispatch"]
 
@@ -24,7 +24,7 @@ class EventDispatch(esper.Processor):
 
     def process(self) -> None:
         ctx = self.ctx
-        for ent, fired in sorted(esper.get_component(FiredEvents)):
+        for ent, fired in sorted_components(ctx, FiredEvents):
             for fe in fired.events:
                 for h in ctx.handlers.get(fe.event.type, ()):
                     h(ctx, ent, fe)

@@ -22,7 +22,7 @@ import numpy as np
 from anim import quat
 from anim.pose import TAG_BONE, TAG_VELOCITY
 from components import Body, NO_ATTACHMENT, PoseRef
-from systems.context import SimContext
+from systems.context import SimContext, sorted_components
 
 __all__ = ["StateUpdate", "root_motion"]
 
@@ -55,26 +55,39 @@ class StateUpdate(esper.Processor):
         ctx = self.ctx
         poses = ctx.poses
         if poses is not None and len(poses):
-            rows = sorted(esper.get_components(Body, PoseRef))
+            rows = sorted_components(ctx, Body, PoseRef)
+            bodies = [b for _, (b, _) in rows]
             idx = np.array([p.row for _, (_, p) in rows], dtype=np.int64)
             ok = idx >= 0
             idx = np.where(ok, idx, 0)
-            headings = np.array([b.heading for _, (b, _) in rows])
+            headings = np.array([b.heading for b in bodies])
+            attached = np.array([b.attachment != NO_ATTACHMENT for b in bodies])
             world, dturn = root_motion(poses.vel[:, idx], poses.tag[TAG_VELOCITY, idx] | ~ok,
                                        poses.rot[:, 0, idx], poses.tag[TAG_BONE, idx] | ~ok,
                                        headings, ctx.dt, ctx.max_root_speed)
-            raw_turn = np.degrees(quat.angle_about_z(poses.rot[:, 0, idx].astype(np.float64)))
-            raw_turn = np.where(poses.tag[TAG_BONE, idx] | ~ok, 0.0, raw_turn)
-            for k, (_, (body, _)) in enumerate(rows):
-                if body.attachment != NO_ATTACHMENT:
-                    body.attach_heading = _wrap(body.attach_heading + raw_turn[k])
-                    body.velocity = np.zeros(3)
+            vel = np.array([b.state_velocity for b in bodies], dtype=np.float64) + world.T
+            vel[attached] = 0.0
+            pos = np.array([b.position for b in bodies], dtype=np.float64) + vel * ctx.dt
+            new_heading = _wrap_v(headings + dturn).tolist()
+            if attached.any():
+                raw_turn = np.degrees(quat.angle_about_z(poses.rot[:, 0, idx].astype(np.float64)))
+                raw_turn = np.where(poses.tag[TAG_BONE, idx] | ~ok, 0.0, raw_turn)
+            for k, body in enumerate(bodies):
+                body.velocity = vel[k]
+                if attached[k]:
+                    body.attach_heading = _wrap(body.attach_heading + float(raw_turn[k]))
                     continue
-                body.velocity = body.state_velocity + world[:, k]
-                body.heading = _wrap(body.heading + dturn[k])
-                body.position = body.position + body.velocity * ctx.dt
+                body.heading = new_heading[k]
+                body.position = pos[k]
         for p in ctx.probe:
             p(ctx, "state")
+
+
+def _wrap_v(deg: np.ndarray) -> np.ndarray:
+    """Degrees into (-180, 180], elementwise (the same as _wrap)."""
+    d = np.fmod(deg, 360.0)
+    d = np.where(d <= -180.0, d + 360.0, d)
+    return np.where(d > 180.0, d - 360.0, d)
 
 
 def _wrap(deg: float) -> float:

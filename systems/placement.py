@@ -16,7 +16,7 @@ import esper
 import numpy as np
 
 from components import Body, NO_ATTACHMENT
-from systems.context import SimContext
+from systems.context import SimContext, sorted_components
 
 __all__ = ["PairedPlacement", "place_attached", "slide_step"]
 
@@ -50,7 +50,7 @@ class PairedPlacement(esper.Processor):
         self.ctx = ctx
 
     def process(self) -> None:
-        for ent, body in sorted(esper.get_component(Body)):
+        for ent, body in sorted_components(self.ctx, Body):
             if body.slide_left > 0 and body.slide_to is not None:
                 slide_step(body)
             if body.attachment == NO_ATTACHMENT:
