@@ -81,6 +81,7 @@ class BatchEngine:
         spec = {
             "valid": ((), bool, False), "adv_row": ((A_MAX,), np.int64, -1), "adv_rate": ((A_MAX,), np.float32, 0),
             "adv_ws": ((A_MAX,), np.float32, np.inf), "adv_newest": ((A_MAX,), bool, False),
+            "adv_wrap": ((A_MAX,), bool, False),
             "fol_row": ((), np.int64, -1), "fol_lead": ((), np.int64, -1),
             "fade_row": ((F_MAX,), np.int64, -1), "fade_rate": ((F_MAX,), np.float32, 0),
             "gait_row": ((), np.int64, -1), "gait_rate": ((), np.float32, 0), "gait_speed": ((), np.float32, 0),
@@ -133,6 +134,8 @@ class BatchEngine:
         self.adv_ws[slot] = [a[2] for a in adv] + [np.inf] * pad
         self.adv_newest[slot] = [a[3] for a in adv] + [False] * pad
         self._adv_tasks[slot] = [a[4] for a in adv] + [None] * pad
+        self.adv_wrap[slot] = [a[4].type in (TaskType.LOOP, TaskType.GAIT) and a[4].on_wrap is None
+                               for a in adv] + [False] * pad
         pad = F_MAX - len(fades)
         self.fade_row[slot] = [f[0] for f in fades] + [-1] * pad
         self.fade_rate[slot] = [f[1] for f in fades] + [0.0] * pad
@@ -279,6 +282,23 @@ class BatchEngine:
         nt = F.add_v(cur.t[rows], step)
         nf = F.frame_of_v(nt)
         ended = nf >= cur.end[rows]
+        # A loop (or a gait's leading clip) with no wrap callback wraps here: restart and
+        # advance by the overshoot (t + s) - (D - 1/60); an overshoot of exactly 0.0, a
+        # negative one or one past the end again takes the scalar step.
+        wrapped = ended & self.adv_wrap[H][am]
+        if wrapped.any():
+            wi = np.flatnonzero(wrapped)
+            over = F.sub_v(nt[wi], cur.limit[rows[wi]])
+            f2 = F.frame_of_v(over)
+            good = (over > 0) & (f2 < cur.end[rows[wi]])
+            if self.player.options.end_zero_overshoot:
+                good &= over != 0
+            wi = wi[good]
+            nt[wi] = over[good]
+            nf[wi] = f2[good]
+            ended[wi] = False
+            wrapped[:] = False
+            wrapped[wi] = True
         ws = self.adv_ws[H][am]
         windowed = np.isfinite(ws)
         if windowed.any():
@@ -300,6 +320,15 @@ class BatchEngine:
         cur.t[crow] = nt[ok]
         cur.frame[crow] = nf[ok]
         cur.at_end[crow] = False
+        wok = wrapped & ok
+        if wok.any():
+            wrows = rows[wok]
+            cur.ev[wrows] = 0
+            cur.evf[wrows] = cur.evf0[wrows]
+            for s, k in zip(owner[wok].tolist(), order[wok].tolist()):
+                task = self._adv_tasks[s][k]
+                if task.type == TaskType.LOOP:
+                    task.wraps += 1
         fok = ~flag[fowner]
         fad.el[frows[fok]] = nel[fok]
         if len(gh):
@@ -309,9 +338,10 @@ class BatchEngine:
             fol, lead = self.fol_row[fh], self.fol_lead[fh]
             tf = F.mul_v(F.div_v(cur.t[lead], cur.dur[lead]), cur.dur[fol])
             ff = np.minimum(F.frame_of_v(tf), np.maximum(cur.end[fol] - 1, 0))
+            back = (ff < cur.frame[fol]) & (cur.ev[fol] > 0)     # the leader wrapped
             cur.t[fol] = tf
             cur.frame[fol] = ff
-            skip = fh[ff >= cur.evf[fol]]
+            skip = fh[(ff >= cur.evf[fol]) | back]
         else:
             skip = ()
         # Events the committed cursors passed, in stack order per character.

@@ -56,6 +56,7 @@ class Cursor:
         st = self.store
         st.end[r], st.limit[r], st.dur[r], st.bank[r] = self.end, self._limit, self.duration, bank_index
         st.flags[r] = int(flags)
+        st.evf0[r] = self._frames[0] if self._frames else NO_EVENT
         self.restart()
 
     def dispose(self) -> None:

@@ -78,10 +78,11 @@ class Table:
 
 def cursor_table(capacity: int = 64) -> Table:
     """The cursors' columns: time (f32), frame, the end test's F and D - 1/60, the
-    duration, flags, the bank index, the next event's index and frame, ``at_end``."""
+    duration, flags, the bank index, the next event's index and frame, the first event's
+    frame (``evf0``, where a restart puts the next event), ``at_end``."""
     return Table({"t": np.float32, "frame": np.int32, "end": np.int32, "limit": np.float32,
                   "dur": np.float32, "flags": np.int32, "bank": np.int32, "ev": np.int32,
-                  "evf": np.int32, "at_end": bool}, capacity)
+                  "evf": np.int32, "evf0": np.int32, "at_end": bool}, capacity)
 
 
 def fade_table(capacity: int = 64) -> Table:
