@@ -96,13 +96,13 @@ def _build(n: int, batched: bool):
 
 def _run(n: int, updates: int, batched: bool, warmup: int = 5):
     game = _build(n, batched)
+    player = game.player
     try:
         stages: dict[str, float] = {}
         with game.active():
             import esper
             procs = list(esper._processors)
         timers = [_Timed(p, stages, type(p).__name__) for p in procs]
-        player = game.player
         # split the animation step into the task step, the sample and the bone transforms
         orig_step, orig_sample, skel = player.step, player.sample, player.skeleton
         orig_model = skel.model_space
@@ -135,6 +135,8 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5):
         leak = player.pool.in_use - player.tasks_out(insts)
         return times, stages, total, shapes, leak
     finally:
+        if "model_space" in vars(player.skeleton):
+            object.__delattr__(player.skeleton, "model_space")
         game.close()
 
 
@@ -179,7 +181,6 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None) -> d
     ms = median(times)
     sms = median(stimes)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    anim_total = sum(stages.values()) or 1.0
     share = {k: round(v / max(total, 1e-12), 4) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])}
     return {
         "humans": humans,
