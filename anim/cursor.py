@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import f32 as F
 from .clip import Clip, Event
 from .sampler import CursorFlags
-from .store import NO_EVENT, Table, cursor_table
+from .store import NO_EVENT, Table, column, cursor_table
 
 __all__ = ["Cursor", "FiredEvent"]
 
@@ -66,34 +66,10 @@ class Cursor:
             self.store, self.row = self.store.detach(self.row)
 
     # ---- the numbers, in the table
-    @property
-    def time(self) -> float:
-        return float(self.store.t[self.row])
-
-    @time.setter
-    def time(self, v: float) -> None:
-        self.store.t[self.row] = v
-
-    @property
-    def frame(self) -> int:
-        return int(self.store.frame[self.row])
-
-    @frame.setter
-    def frame(self, v: int) -> None:
-        self.store.frame[self.row] = v
-
-    @property
-    def flags(self) -> CursorFlags:
-        return CursorFlags(int(self.store.flags[self.row]))
-
-    @flags.setter
-    def flags(self, v: int) -> None:
-        self.store.flags[self.row] = int(v)
-
-    @property
-    def at_end(self) -> bool:
-        """Whether the last advance met the end test (its step was not taken)."""
-        return bool(self.store.at_end[self.row])
+    time = column("t", float, "Time in seconds (+0x18), float32 summed toward zero.")
+    frame = column("frame", int, "The current frame (+0x1c).")
+    flags = column("flags", lambda v: CursorFlags(int(v)), "Cursor flags (+0x1e).")
+    at_end = column("at_end", bool, "Whether the last advance met the end test (its step was not taken).")
 
     @property
     def _next_event(self) -> int:

@@ -47,6 +47,21 @@ class UnknownClip(ValueError):
     """An anim id with no clip in the set it was looked up in."""
 
 
+def _check_number(what: str, value, low: float = 0.0) -> float:
+    """A constructor's number: finite and >= ``low``, else ValueError naming it.
+
+    Checked before any cursor or table row is taken, so a refused task leaves nothing
+    behind (the pool, the stores and the stack are as they were).
+    """
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} {value!r} must be a number") from None
+    if not (math.isfinite(v) and v >= low):
+        raise ValueError(f"{what} {value!r} must be finite and >= {low:g}")
+    return v
+
+
 @dataclass(frozen=True)
 class PlayerOptions:
     """Switches of the player. Defaults are the original's behaviour.
@@ -147,8 +162,8 @@ class Player:
         Original: 0x00105678."""
         s = anim_set or inst.anim_set
         self.pool.require(1)
+        r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
         c = self.cursor(s, anim_id)
-        r = self.rate_of(s, anim_id) if rate is None else rate
         return self._take(LoopTask(c, r, flags, held, on_end, on_wrap))
 
     def clip(self, inst: CharacterInstance, anim_id: int, next: Task | None = None, *, blend: float = 0.0,
@@ -157,8 +172,9 @@ class Player:
         """A type 3 task: ``anim_id``, then ``next`` (blend time ``blend``). Original: 0x00105990."""
         s = anim_set or inst.anim_set
         self.pool.require(1)
+        _check_number("blend time", blend)
+        r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
         c = self.cursor(s, anim_id)
-        r = self.rate_of(s, anim_id) if rate is None else rate
         return self._take(ClipTask(c, r, next, blend, flags, held, on_end))
 
     def hold(self, inst: CharacterInstance, anim_id: int, *, flags: int = 0, held: int = 0,
@@ -172,6 +188,7 @@ class Player:
               anim_set=None) -> SceneTask:
         """A type 7 scene clip at the scene's rate. Original: 0x001069c0."""
         self.pool.require(1)
+        _check_number("rate", rate)
         c = self.cursor(anim_set or inst.anim_set, anim_id)
         return self._take(SceneTask(c, rate, flags))
 
@@ -182,6 +199,7 @@ class Player:
         (its range flags there); the cursor plays on ``inst``. Original: 0x00108a78."""
         s = attacker.anim_set
         self.pool.require(1)
+        _check_number("blend time", blend)
         c = self.cursor(s, anim_id)
         return self._take(PairedClipTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
                                          next, blend, flags, held, on_end))
@@ -205,8 +223,13 @@ class Player:
              on_wrap: Callable | None = None, held: int = 0) -> GaitTask:
         """A type 12 gait blend over five ids, at the human's speed multiplier. Original: 0x0010a310."""
         self.pool.require(1)
+        if len(ids) != 5:
+            raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
         for i in ids:
             self.find(inst.anim_set, i)
+        _check_number("gait target", target, -math.inf)
+        if value is not None:
+            _check_number("gait value", value, -math.inf)
         s = inst.anim_set
         task = GaitTask(ids, lambda i: self.cursor(s, i), inst.speed,
                         value=target if value is None else value, target=target, flags=flags,
@@ -217,6 +240,9 @@ class Player:
         """A type 10 two-clip mix at the human's speed multiplier. Original: 0x0010b090."""
         self.pool.require(1)
         s = inst.anim_set
+        self.find(s, a)
+        self.find(s, b)
+        _check_number("mix weight", weight, -math.inf)
         return self._take(MixTask(self.cursor(s, a), self.cursor(s, b), inst.speed, weight, flags))
 
     def pick(self, inst: CharacterInstance, ids: Sequence[int], rate: float, *, value: float = 0.0,
@@ -224,6 +250,12 @@ class Player:
         """A type 11 four-clip task at a given rate. Original: 0x00106f50."""
         self.pool.require(1)
         s = inst.anim_set
+        if len(ids) != 4:
+            raise ValueError(f"type 11: 4 clips, got {len(ids)}")
+        for i in ids:
+            self.find(s, i)
+        _check_number("rate", rate)
+        _check_number("pick value", value, -math.inf)
         return self._take(PickTask([self.cursor(s, i) for i in ids], rate, value, flags))
 
     def direction(self, inst: CharacterInstance, base: int, *, direction: float = 0.0,
@@ -233,6 +265,7 @@ class Player:
         s = inst.anim_set
         for d in range(8):
             self.find(s, base + d)
+        _check_number("direction", direction, -math.inf)
         return self._take(DirectionTask(base, lambda i: self.cursor(s, i), inst.speed, direction, flags))
 
     def chain(self, inst: CharacterInstance, ids: Sequence[int], *, blend: float = 0.0, flags: int = 0,
@@ -540,11 +573,7 @@ class Player:
         inst.released.append(task.anim_id())
         if task.on_end is not None:
             task.on_end(inst)
-        for t in task.following():
-            self.discard(t)
-        if self.pool.holds(task):
-            self.pool.give_back(task)
-            task.dispose()
+        self.discard(task)
 
     def update(self, instances: Sequence[CharacterInstance], dt: float | None = None) -> PoseBatch:
         """step, sample and flush in the original's order; returns the poses."""

@@ -10,10 +10,29 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Table", "cursor_table", "fade_table", "gait_table", "NO_EVENT", "Stores"]
+__all__ = ["Table", "cursor_table", "fade_table", "gait_table", "NO_EVENT", "Stores", "column"]
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
+
+
+class column:
+    """A property that reads and writes one column of the owner's table row.
+
+    The owner has ``store`` (a Table) and ``row``; ``cast`` turns the numpy scalar into
+    a Python value (float, int, bool, or an IntFlag).
+    """
+
+    def __init__(self, name: str, cast=float, doc: str = ""):
+        self.name, self.cast, self.__doc__ = name, cast, doc
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return self.cast(getattr(obj.store, self.name)[obj.row])
+
+    def __set__(self, obj, value) -> None:
+        getattr(obj.store, self.name)[obj.row] = value
 
 
 class Table:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from . import f32 as F
 from .cursor import Cursor
 from .sampler import CursorFlags
-from .store import Table, fade_table, gait_table
+from .store import Table, column, fade_table, gait_table
 
 if TYPE_CHECKING:  # pragma: no cover
     from .plan import SamplePlan
@@ -377,14 +377,7 @@ class FadeTask(Task):
         self.store.dur[self.row] = self.fade_time
         self.incoming: Task | None = None
 
-    @property
-    def elapsed(self) -> float:
-        """Time into the fade (+0x1c), float32 summed toward zero."""
-        return float(self.store.el[self.row])
-
-    @elapsed.setter
-    def elapsed(self, v: float) -> None:
-        self.store.el[self.row] = v
+    elapsed = column("el", float, "Time into the fade (+0x1c), float32 summed toward zero.")
 
     def dispose(self) -> None:
         if self.store.capacity > 1:
@@ -478,38 +471,11 @@ class GaitTask(Task):
         if target is not None:
             self.set_target(target)
 
-    # ---- the numbers, in the table: value (+0x38), target (+0x34), the pair, the leader
-    @property
-    def value(self) -> float:
-        return float(self.store.value[self.row])
-
-    @value.setter
-    def value(self, v: float) -> None:
-        self.store.value[self.row] = v
-
-    @property
-    def target(self) -> float:
-        return float(self.store.target[self.row])
-
-    @target.setter
-    def target(self, v: float) -> None:
-        self.store.target[self.row] = v
-
-    @property
-    def lower(self) -> int:
-        return int(self.store.lower[self.row])
-
-    @lower.setter
-    def lower(self, v: int) -> None:
-        self.store.lower[self.row] = v
-
-    @property
-    def leader(self) -> int:
-        return int(self.store.leader[self.row])
-
-    @leader.setter
-    def leader(self, v: int) -> None:
-        self.store.leader[self.row] = v
+    # ---- the numbers, in the table
+    value = column("value", float, "The blend value v (+0x38), 0-4.")
+    target = column("target", float, "The target value (+0x34).")
+    lower = column("lower", int, "The pair's lower index, floor(v) with the 0.995 steps.")
+    leader = column("leader", int, "0: the lower clip leads, 1: the upper.")
 
     def dispose(self) -> None:
         super().dispose()
