@@ -66,6 +66,9 @@ class BatchEngine:
         self.dirty: set[int] = set()            # slots whose program must be recompiled
         self._instances: list = []              # slot -> CharacterInstance
         self._next = 0
+        self._last: list = []                   # the instance list of the last step
+        self._last_slots = np.zeros(0, np.int64)
+        self._noisy: list = []                  # characters whose events / released to clear
         self._grow(64)
 
     # ---------------------------------------------------------------- programs
@@ -110,6 +113,18 @@ class BatchEngine:
             self._instances[s] = inst
             self.dirty.add(s)
         return s
+
+    def _slots_of(self, instances) -> np.ndarray:
+        """The slots of ``instances``, reused while the same characters come in the same order."""
+        if len(instances) == len(self._last) and instances == self._last:
+            return self._last_slots
+        slots = np.array([self._slot(inst) for inst in instances], dtype=np.int64)
+        self._last, self._last_slots = list(instances), slots
+        return slots
+
+    def released_by_flush(self, inst) -> None:
+        """The flush filled ``inst.released``: clear it at the next step."""
+        self._noisy.append(inst)
 
     def mark(self, inst) -> None:
         """The character's stack changed: recompile its program before it is used again."""
@@ -233,18 +248,13 @@ class BatchEngine:
         """Advance every character one update; returns those that took the scalar step."""
         player = self.player
         cur, fad, gai = player.stores.cursors, player.stores.fades, player.stores.gaits
-        n = len(instances)
-        slots = np.empty(n, np.int64)
+        slots = self._slots_of(instances)
         slow: list = []
-        for i, inst in enumerate(instances):
-            s = inst.slot
-            if not (0 <= s < self.cap and self._instances[s] is inst):
-                s = self._slot(inst)
-            slots[i] = s
-            if inst.events:
-                inst.events.clear()
-            if inst.released:
-                inst.released.clear()
+        # Clear last update's events and releases (only the lists that were filled).
+        for inst in self._noisy:
+            inst.events.clear()
+            inst.released.clear()
+        self._noisy = []
         for s in list(self.dirty):
             self._compile(s)
         fast = self.valid[slots]
@@ -354,6 +364,8 @@ class BatchEngine:
                 task = self._adv_tasks[s][k]
                 c = _cursor_at(task, int(er[j]))
                 n0 = len(inst.events)
+                if not n0:
+                    self._noisy.append(inst)
                 c._fire(inst.events if self.adv_newest[s, k] else None, task)
                 if len(inst.events) > n0:
                     player._held_events(inst, inst.events, n0)
@@ -365,6 +377,7 @@ class BatchEngine:
         for i in np.flatnonzero(slow_mask):
             inst = instances[int(i)]
             player.step_one(inst, dt)
+            self._noisy.append(inst)
             s = inst.slot
             if self.valid[s] and _signature(inst) != self._sig[s]:
                 self.mark(inst)
@@ -379,7 +392,7 @@ class BatchEngine:
         bank = player.bank
         cur, fad, gai = player.stores.cursors, player.stores.fades, player.stores.gaits
         n = len(instances)
-        slots = np.array([self._slot(inst) for inst in instances], dtype=np.int64)
+        slots = self._slots_of(instances)
         static = self.valid[slots]
         dyn_idx = np.flatnonzero(~static)
         out = PoseBatch.empty(n)

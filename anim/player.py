@@ -28,7 +28,7 @@ from .sampler import ClipBank
 from .skeleton import HUMANOID, Skeleton
 from .batch import BatchEngine
 from .store import Stores
-from .stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull,
+from .stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, CharacterInstance, QueueFull, StackFull,
                     TaskPool)
 from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HeldFlags, HoldTask, LoopTask,
                     MixTask, PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType,
@@ -101,6 +101,8 @@ class Player:
         self._clip_index: dict[int, int] = {}
         self._bank: ClipBank | None = None
         self._stepped: dict[int, CharacterInstance] = {}
+        # Queued tasks the last step could not start (a limit): (instance, the error).
+        self.refused: list[tuple[CharacterInstance, AnimLimitError]] = []
 
     # ---------------------------------------------------------------- clips
     @property
@@ -278,6 +280,7 @@ class Player:
         """
         if not ids:
             raise ValueError("chain: at least one anim id")
+        _check_number("blend time", blend)
         self.pool.require(len(ids))
         src = paired_with.anim_set if paired_with is not None else inst.anim_set
         for i in ids:
@@ -353,21 +356,22 @@ class Player:
         bottom, push the fade on top (the stack is then new, old..., fade).
 
         The new task must already be taken from the pool. Rejected before any change:
-        no free task for the fade (TaskPoolExhausted), or no room for the insert and the
-        push after the early finishes they would make (StackFull, from a dry run);
-        ``task`` is then given back.
+        no free task for the fade (TaskPoolExhausted), no room for the insert and the
+        push after the early finishes they would make (StackFull, from a dry run), a
+        fade time that is not finite and >= 0 (ValueError); ``task`` is then given back.
         Original: 0x001754e8 TaskStack_InsertBottom, 0x001753d8 TaskStack_Push, in the
         order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
         try:
             self.pool.require(1)
+            _check_number("fade time", fade)
             if not self._change_fits(inst, task):
                 raise StackFull(f"{inst.name or 'human'}: no room for a change "
                                 f"({len(inst.stack)} of {STACK_SIZE} tasks)")
+            f = self.fade(inst, fade)
         except Exception:
             self.discard(task)
             raise
-        f = self.fade(inst, fade)
         f.incoming = task
         self.insert_bottom(inst, task)
         self.push(inst, f)
@@ -453,8 +457,15 @@ class Player:
     def step(self, instances: Iterable[CharacterInstance], dt: float | None = None) -> None:
         """The animation step of every character: run its queue once, then advance its
         stack bottom-up; clips hand over, fades finish, events fire (the newest task's
-        only) and the held-flag events act. Original: 0x00175610, the +0x64 calls."""
+        only) and the held-flag events act. Original: 0x00175610, the +0x64 calls.
+
+        A queued task whose start hits a limit (the pool, the stack of 18) is refused:
+        it goes back to the pool, the step goes on for every character, and the refusal
+        is listed in ``refused`` (emptied at each ``step``) as (instance, error). The
+        original has no such check (it would write past the stack).
+        """
         dt = self.options.dt if dt is None else dt
+        self.refused = []
         if self.options.batched:
             # Only the characters that took the scalar step can have a new top task.
             for inst in self.batch.step(instances if isinstance(instances, list) else list(instances), dt):
@@ -472,7 +483,10 @@ class Player:
             queued = inst.queue[:]
             inst.queue.clear()
             for t in queued:
-                t.start(self, inst)
+                try:
+                    t.start(self, inst)
+                except AnimLimitError as exc:       # the change gave the task back
+                    self.refused.append((inst, exc))
         newest = self.top(inst)
         for task in inst.stack[:]:
             if task.released:
@@ -540,12 +554,16 @@ class Player:
         clears state flag 0x4000000000. The ids are refreshed for every instance with a
         released task and every instance stepped since the last flush (a gait's leader
         changes the id without any release). Out: the instances with a released task.
+        An exception from a callback (``on_end``, ``on_report``) does not stop the flush:
+        every deferred task is still released and given back, the ids are refreshed, and
+        then the first such exception is raised.
         Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release),
         0x00108f10 (type 6's), 0x00106ee8 (the fade's).
         """
         touched: list[CharacterInstance] = []
         seen: set[int] = set()
         stepped, self._stepped = list(self._stepped.values()), {}
+        failed: BaseException | None = None
         while self.deferred:
             batch = self.deferred
             self.deferred = []
@@ -553,12 +571,18 @@ class Player:
                 if id(inst) not in seen:
                     seen.add(id(inst))
                     touched.append(inst)
-                self._release(inst, task)
+                try:
+                    self._release(inst, task)
+                except Exception as exc:     # a callback's; the task itself is back
+                    if failed is None:
+                        failed = exc
         refreshed: set[int] = set()
         for inst in touched + stepped:
             if id(inst) not in refreshed:
                 refreshed.add(id(inst))
                 self.refresh_anim_id(inst)
+        if failed is not None:
+            raise failed
         return touched
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:
@@ -568,12 +592,16 @@ class Player:
         if held:
             self._clear_flags(inst, held, task)
             task.held = 0
-        if held & HeldFlags.REPORT and inst.on_report is not None:
-            inst.on_report(inst)
+        if not inst.released:
+            self.batch.released_by_flush(inst)
         inst.released.append(task.anim_id())
-        if task.on_end is not None:
-            task.on_end(inst)
-        self.discard(task)
+        try:
+            if held & HeldFlags.REPORT and inst.on_report is not None:
+                inst.on_report(inst)
+            if task.on_end is not None:
+                task.on_end(inst)
+        finally:                            # back to the pool even when a callback raises
+            self.discard(task)
 
     def update(self, instances: Sequence[CharacterInstance], dt: float | None = None) -> PoseBatch:
         """step, sample and flush in the original's order; returns the poses."""
