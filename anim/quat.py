@@ -25,16 +25,31 @@ def identity(shape: tuple[int, ...] = (), dtype=np.float32) -> np.ndarray:
 
 
 def mul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Hamilton product a x b (apply b, then a), broadcasting over the trailing axes."""
+    """Hamilton product a x b (apply b, then a), broadcasting over the trailing axes.
+
+    With ``out`` (shape (4, ...) of the result) the sums accumulate in place.
+    """
     ax, ay, az, aw = a[0], a[1], a[2], a[3]
     bx, by, bz, bw = b[0], b[1], b[2], b[3]
-    x = aw * bx + ax * bw + ay * bz - az * by
-    y = aw * by - ax * bz + ay * bw + az * bx
-    z = aw * bz + ax * by - ay * bx + az * bw
-    w = aw * bw - ax * bx - ay * by - az * bz
     if out is None:
+        x = aw * bx + ax * bw + ay * bz - az * by
+        y = aw * by - ax * bz + ay * bw + az * bx
+        z = aw * bz + ax * by - ay * bx + az * bw
+        w = aw * bw - ax * bx - ay * by - az * bz
         return np.stack([x, y, z, w])
-    out[0], out[1], out[2], out[3] = x, y, z, w
+    t = np.empty_like(out[0])
+    for o, terms in ((out[0], ((aw, bx, 1), (ax, bw, 1), (ay, bz, 1), (az, by, -1))),
+                     (out[1], ((aw, by, 1), (ax, bz, -1), (ay, bw, 1), (az, bx, 1))),
+                     (out[2], ((aw, bz, 1), (ax, by, 1), (ay, bx, -1), (az, bw, 1))),
+                     (out[3], ((aw, bw, 1), (ax, bx, -1), (ay, by, -1), (az, bz, -1)))):
+        (p0, q0, _), *rest = terms
+        np.multiply(p0, q0, out=o)
+        for p, q, sign in rest:
+            np.multiply(p, q, out=t)
+            if sign > 0:
+                o += t
+            else:
+                o -= t
     return out
 
 
@@ -43,16 +58,26 @@ def conjugate(q: np.ndarray) -> np.ndarray:
     return np.stack([-q[0], -q[1], -q[2], q[3]])
 
 
-def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate vectors v (3, ...) by unit quaternions q (4, ...): v + 2 u x (u x v + w v)."""
+def rotate(q: np.ndarray, v: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Rotate vectors v (3, ...) by unit quaternions q (4, ...): v + 2 u x (u x v + w v).
+
+    With ``out`` (shape (3, ...) of the result) it is written there.
+    """
     ux, uy, uz, w = q[0], q[1], q[2], q[3]
     vx, vy, vz = v[0], v[1], v[2]
     cx = uy * vz - uz * vy + w * vx
     cy = uz * vx - ux * vz + w * vy
     cz = ux * vy - uy * vx + w * vz
-    return np.stack([vx + 2 * (uy * cz - uz * cy),
-                     vy + 2 * (uz * cx - ux * cz),
-                     vz + 2 * (ux * cy - uy * cx)])
+    if out is None:
+        return np.stack([vx + 2 * (uy * cz - uz * cy),
+                         vy + 2 * (uz * cx - ux * cz),
+                         vz + 2 * (ux * cy - uy * cx)])
+    for o, (p1, q1, p2, q2, base) in zip(out, ((uy, cz, uz, cy, vx), (uz, cx, ux, cz, vy), (ux, cy, uy, cx, vz))):
+        np.multiply(p1, q1, out=o)
+        o -= p2 * q2
+        o *= 2
+        o += base
+    return out
 
 
 def normalise(q: np.ndarray) -> np.ndarray:

@@ -90,7 +90,7 @@ class ClipBank:
     __slots__ = ("clips", "skeleton", "frames", "durations", "row0", "rows", "ftab",
                  "kval", "kslope", "kstart", "ktag", "has_velocity", "has_translation",
                  "animated", "_index", "_sent_vel", "_sent_root", "_sent_bone", "_scratch",
-                 "_live_bones", "_ref_rot")
+                 "_live_bones", "_dead_bones", "_ref_rot")
 
     def __init__(self, clips: Sequence[Clip], skeleton: Skeleton = HUMANOID):
         self.clips = list(clips)
@@ -179,6 +179,7 @@ class ClipBank:
                 self.animated[SLOT_BONE + bone] = True
         self.animated[SLOT_BONE] = True
         self._live_bones = np.flatnonzero(self.animated[SLOT_BONE + 1:]) + 1      # bones 1-33
+        self._dead_bones = np.flatnonzero(~self.animated[SLOT_BONE + 1:]) + 1
         self._ref_rot = REFERENCE_ROTATIONS.astype(DTYPE)
         self.kval = np.ascontiguousarray(np.concatenate(vals).T)       # (4, K)
         self.kslope = np.ascontiguousarray(np.concatenate(slopes).T)   # (4, K)
@@ -269,8 +270,9 @@ class ClipBank:
         if nl == NUM_BONES - 1:
             np.divide(rot, n2, out=out.rot[:, 1:, sl])
         else:
-            out.rot[:, 1:, sl] = self._ref_rot[1:].T[:, :, None]    # never animated: the default
             out.rot[:, live, sl] = rot / n2
+            dead = self._dead_bones                                 # never animated: the default
+            out.rot[:, dead, sl] = self._ref_rot[dead].T[:, :, None]
         out.rot[:, 0, sl] = quat.scale_turn(val[:, 2], rate, TURN_EPSILON)
         np.take(self.ktag, keys, out=out.tag[:, sl], mode="clip")
         return out

@@ -152,6 +152,9 @@ class Skeleton:
         if self.offsets.shape != (NUM_BONES, 3):
             raise ValueError(f"skeleton offsets: shape {self.offsets.shape}, expected (34, 3)")
         object.__setattr__(self, "levels", depth_levels(self.parents))
+        # Each level's offsets as (3, k, 1) columns (broadcast over the poses).
+        object.__setattr__(self, "_level_offsets", [self.offsets[lv].T[:, :, None].copy() for lv in self.levels])
+        object.__setattr__(self, "_widest", max(len(lv) for lv in self.levels))
         for arr in (self.offsets, self.tips):
             arr.setflags(write=False)
 
@@ -179,13 +182,16 @@ class Skeleton:
         out_pos[:, 1] = root
         out_rot[:, 1] = rot[:, 1]
         parents = np.asarray(self.parents)
-        offs = self.offsets.astype(dtype)
-        for level in self.levels:
+        qbuf = np.empty((4, self._widest, n), dtype)
+        vbuf = np.empty((3, self._widest, n), dtype)
+        for level, offs in zip(self.levels, self._level_offsets):
+            k = len(level)
             par = parents[level]
             prot = out_rot[:, par]
-            out_rot[:, level] = quat.mul(prot, rot[:, level])
-            off = np.broadcast_to(offs[level].T[:, :, None], (3, len(level), n))
-            out_pos[:, level] = out_pos[:, par] + quat.rotate(prot, off)
+            out_rot[:, level] = quat.mul(prot, rot[:, level], out=qbuf[:, :k])
+            quat.rotate(prot, offs.astype(dtype, copy=False), out=vbuf[:, :k])
+            vbuf[:, :k] += out_pos[:, par]
+            out_pos[:, level] = vbuf[:, :k]
         return out_pos, out_rot
 
     def tip_positions(self, pos: np.ndarray, rot: np.ndarray) -> np.ndarray:
