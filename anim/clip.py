@@ -27,7 +27,7 @@ from . import f32 as _f32
 __all__ = [
     "ClipFormatError", "ClipAuthoringError", "Clip", "Event", "EventType",
     "KEY_DTYPE", "EVENT_DTYPE", "DESCRIPTOR_SIZE", "KEY_SIZE", "EVENT_SIZE",
-    "NUM_BONES", "VTABLE_PLACEHOLDER", "POS_SCALE", "ROT_SCALE",
+    "NUM_BONES", "VTABLE_PLACEHOLDER", "POS_SCALE", "ROT_SCALE", "MAX_FRAMES",
     "parse_clip", "encode_clip", "author_clip", "decode_positions", "decode_rotations",
     "quantise_positions", "quantise_rotations", "mask_bones",
 ]
@@ -39,6 +39,9 @@ NUM_BONES = 34
 MASK_BYTES = 5
 NAME_SIZE = 30
 VTABLE_PLACEHOLDER = 0x0045DE40
+# The most frames a clip can have: the cursor's frame (WarAnimInstance +0x1c) is 16 bits
+# wide (the u16 flags follow at +0x1e). The disc's clips run 1 to 680 frames.
+MAX_FRAMES = 0xFFFF
 
 KEY_DTYPE = np.dtype([("delta", "u1"), ("extra", "u1"), ("x", "<i2"), ("y", "<i2"), ("z", "<i2")])
 EVENT_DTYPE = np.dtype([
@@ -186,6 +189,7 @@ class Clip:
     refcount: int = 0
     trailing: bytes = b"\0" * 8
     _sorted_events: tuple | None = field(default=None, repr=False)
+    _timing: tuple | None = field(default=None, repr=False)
 
     # ---- derived
     @property
@@ -210,6 +214,13 @@ class Clip:
 
     def decoded_events(self) -> list[Event]:
         return [_event_from_record(r) for r in self.events]
+
+    def timing(self) -> tuple[int, float]:
+        """(F, D - 1/60): the end test's frame count and the overshoot's origin, in the
+        FPU's arithmetic, computed once (Original: 0x001044a0 AnimCursor_Advance)."""
+        if self._timing is None:
+            self._timing = (_f32.end_frame(self.duration), _f32.sub(self.duration, _f32.HALF_FRAME))
+        return self._timing
 
     def events_by_frame(self) -> tuple[tuple[Event, ...], tuple[int, ...]]:
         """The decoded events sorted by frame (file order within a frame) and their frames,
@@ -284,7 +295,9 @@ def parse_clip(descriptor: bytes, keyframes: bytes) -> Clip:
     keys, overrun the chunk or leave bytes over; a section A or B holding more than one
     channel; a channel whose first key's delta is not 0; a channel count that is not
     the mask's bit count or not the number of channels in section C; mask bits above
-    33; events that overrun; a type 0x3a event whose field of view is not finite.
+    33; events that overrun; a type 0x3a event whose field of view is not finite; a
+    duration of more than MAX_FRAMES frames (uint(D x 30 + 0.5) > 65535: the cursor's
+    frame at +0x1c is 16 bits wide, and a longer clip could not be played or sampled).
 
     Original: 0x001041f8 AnimCursor_Init (the channel rule), 0x00101dd8 (events).
     """
@@ -304,6 +317,10 @@ def parse_clip(descriptor: bytes, keyframes: bytes) -> Clip:
             raise ClipFormatError(_D, off, fname, f"{v} is not finite")
     if not math.isfinite(duration) or duration <= 0.0:
         raise ClipFormatError(_D, 0x0C, "duration", f"{duration} must be finite and positive")
+    if _f32.end_frame(duration) > MAX_FRAMES:
+        raise ClipFormatError(_D, 0x0C, "duration",
+                              f"{duration} s is {_f32.end_frame(duration)} frames; at most {MAX_FRAMES} "
+                              f"(the cursor's frame is 16 bits)")
     mask = int.from_bytes(mask_raw, "little")
     if mask >> NUM_BONES:
         bad = [b for b in mask_bones(mask) if b >= NUM_BONES]
@@ -606,14 +623,14 @@ def author_clip(name: str, frames: int, *,
     its arguments; ``displacement`` (x, y) in m, by default the velocity channel
     integrated over the clip. Frames are absolute; a channel that does not start at 0
     holds its first value from 0; gaps over 255 frames are split with keys on the line.
-    Rejected (ClipAuthoringError): no frames, bones outside 0-33, an empty channel,
+    Rejected (ClipAuthoringError): no frames or more than MAX_FRAMES, bones outside 0-33, an empty channel,
     unordered, negative or fractional key frames, values of the wrong shape,
     non-finite or out-of-range values, names over 30 bytes or not latin-1.
 
     Original: 0x001041f8 AnimCursor_Init (the layout the result must satisfy).
     """
-    if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 1:
-        raise ClipAuthoringError(f"frames: {frames!r} must be a whole number >= 1")
+    if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or not 1 <= frames <= MAX_FRAMES:
+        raise ClipAuthoringError(f"frames: {frames!r} must be a whole number 1-{MAX_FRAMES}")
     try:
         raw_name = name.encode("latin-1")
     except (AttributeError, UnicodeEncodeError):

@@ -48,16 +48,15 @@ class Cursor:
         self.bank_index = bank_index
         self.anim_id = anim_id
         self.duration = clip.duration
-        self.end = F.end_frame(clip.duration)
-        self._limit = F.sub(clip.duration, F.HALF_FRAME)     # D - 1/60
+        self.end, self._limit = clip.timing()                 # F and D - 1/60
         self._events, self._frames = clip.events_by_frame()
-        self.store = store if store is not None else cursor_table(1)
-        self.row = r = self.store.alloc()
-        st = self.store
+        self.store = st = store if store is not None else cursor_table(1)
+        self.row = r = st.alloc(zero=False)
         st.end[r], st.limit[r], st.dur[r], st.bank[r] = self.end, self._limit, self.duration, bank_index
         st.flags[r] = int(flags)
-        st.evf0[r] = self._frames[0] if self._frames else NO_EVENT
-        self.restart()
+        st.evf0[r] = st.evf[r] = self._frames[0] if self._frames else NO_EVENT
+        st.t[r] = st.frame[r] = st.ev[r] = 0                  # restarted: time 0, no event passed
+        st.at_end[r] = False
 
     def dispose(self) -> None:
         """Give the cursor's row back to the world's table (the task that owned it is gone);

@@ -99,6 +99,7 @@ class Player:
         self.deferred: list[tuple[Task, CharacterInstance]] = []
         self._clips: list[Clip] = []
         self._clip_index: dict[int, int] = {}
+        self._flags: dict[int, tuple] = {}         # id(anim set) -> (set, its range flags column)
         self._bank: ClipBank | None = None
         self._stepped: dict[int, CharacterInstance] = {}
         # Queued tasks the last step could not start (a limit): (instance, the error).
@@ -143,8 +144,17 @@ class Player:
         return Cursor(clip, self.bank_index(clip), anim_id, flags, self.stores.cursors)
 
     def rate_of(self, anim_set, anim_id: int) -> float:
-        """A single clip's rate: CfgAnimSpeeds by its id's range flags (0x00104a38)."""
-        return self.options.speeds.rate_for(int(anim_set.range(anim_id).flags))
+        """A single clip's rate: CfgAnimSpeeds by its id's range flags (0x00104a38).
+
+        The flags are read from the set's range list records (+0x0e), once per set.
+        """
+        flags = self._flags.get(id(anim_set))
+        if flags is None or flags[0] is not anim_set:
+            flags = self._flags[id(anim_set)] = (anim_set, anim_set.range_list.records["flags"])
+        table = flags[1]
+        if not 0 <= anim_id < len(table):
+            return self.options.speeds.rate_for(int(anim_set.range(anim_id).flags))   # its own error
+        return self.options.speeds.rate_for(int(table[anim_id]))
 
     def ended(self, cursor: Cursor, overshoot: float) -> bool:
         """Whether an advance ended the clip: a non-zero overshoot (the original), or with

@@ -63,13 +63,15 @@ class Table:
         self._free.extend(range(cap - 1, old - 1, -1))
         self.capacity = cap
 
-    def alloc(self) -> int:
+    def alloc(self, zero: bool = True) -> int:
+        """A free row, zeroed unless the caller writes every column itself (``zero=False``)."""
         if not self._free:
             self._grow(self.capacity * 2)
         row = self._free.pop()
         self.live[row] = True
-        for name in self._columns:
-            getattr(self, name)[row] = 0
+        if zero:
+            for name in self._columns:
+                getattr(self, name)[row] = 0
         return row
 
     def free(self, row: int) -> None:
