@@ -548,6 +548,8 @@ class GaitTask(Task):
         if lower != self.lower:
             # The clips that come in join at the normalised time of the one they join.
             kept = {self.ids[self.lower]: self.lower_cursor, self.ids[self.lower + 1]: self.upper_cursor}
+            # A pair of one id twice (the sprint, slots 3 and 4) keeps one cursor; the other goes.
+            dropped = [self.lower_cursor] if self.ids[self.lower] == self.ids[self.lower + 1] else []
             new = []
             for idx in (lower, lower + 1):
                 cid = self.ids[idx]
@@ -557,7 +559,7 @@ class GaitTask(Task):
                     c = self._make_cursor(cid)
                     _follow(old_lead, c)
                     new.append(c)
-            for c in kept.values():
+            for c in (*kept.values(), *dropped):
                 c.dispose()
             self.lower_cursor, self.upper_cursor = new
             self.lower = lower

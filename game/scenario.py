@@ -17,6 +17,7 @@ from typing import Any, Callable, TextIO
 from anim.animset import AnimSet
 from anim.clip import ClipFormatError, parse_clip
 from anim.player import PlayerOptions, UnknownClip
+from anim.pose import PoseStackOverflow
 from anim.rangelist import RangeAuthoringError, RangeRecord, author_range
 from anim.rates import CfgAnimSpeeds
 from anim.resource import ResourceFormatError, load_resource
@@ -492,7 +493,10 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
 
     Rejected: a command that hits one of the original's limits (task pool, stack,
     queue) raises ScenarioError naming the command's line; the trace then holds the
-    updates before it.
+    updates before it. A limit hit later in an update (the fight rules' own changes, a
+    chain of blends that needs an eighth pose, a queued start) raises ScenarioError
+    too: naming the last command applied to the human the error names, or, when it
+    names none (the world's task pool), the field ``run`` with no line.
     """
     from game.trace import trace_records, write_records
     from game.world import Game
@@ -505,10 +509,12 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
             game.add_human(h.name, sc.sets[h.set], h.position, h.heading)
         fight_of(game)
         pending = list(sc.commands)
+        last: dict[str, Command] = {}          # the last command applied to each human
 
         def scripted(ctx):
             while pending and pending[0].update == ctx.update:
                 cmd = pending.pop(0)
+                last[cmd.human] = cmd
                 try:
                     apply_command(game, cmd)
                 except (AnimLimitError, UnknownClip) as exc:
@@ -519,7 +525,14 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
 
         game.ctx.actions.insert(0, scripted)
         for _ in range(sc.updates):
-            game.step()
+            try:
+                game.step()
+            except (AnimLimitError, PoseStackOverflow, UnknownClip) as exc:
+                raise _run_error(sc, game.update, exc, last) from None
+            refused = game.player.refused
+            if refused:
+                inst, exc = refused[0]
+                raise _run_error(sc, game.update - 1, exc, last, inst.name)
             if trace is not None:
                 write_records(trace, trace_records(game, pose=pose))
             if on_update is not None:
@@ -528,6 +541,20 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
         game.close()
         raise
     return game
+
+
+def _run_error(sc: Scenario, update: int, exc: Exception, last: dict, human: str | None = None) -> ScenarioError:
+    """A limit of the original hit inside an update (not by a command itself), as a
+    ScenarioError: the last command applied to the human the error names (its message
+    starts with the name), else the field ``run`` with no line."""
+    text = str(exc)
+    if human is None:
+        human = next((h.name for h in sc.humans if text.startswith(h.name + ":")), None)
+    cmd = last.get(human) if human is not None else None
+    problem = f"update {update}: {text}"
+    if cmd is None:
+        return ScenarioError(sc.source, None, "run", problem)
+    return ScenarioError(sc.source, cmd.line, f"commands[{cmd.index}]", f"{problem} (a limit of the original)")
 
 
 import game.combat  # noqa: E402,F401  (registers the fight actions)

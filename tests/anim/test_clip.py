@@ -371,7 +371,8 @@ s16 = st.integers(-32768, 32767)
 u8 = st.integers(0, 255)
 u32 = st.integers(0, 0xFFFFFFFF)
 finite_f32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
-positive_f32 = st.floats(min_value=0.0, max_value=FLT_MAX, exclude_min=True, width=32,
+# Durations the format accepts: positive, at most MAX_FRAMES (65535) frames.
+positive_f32 = st.floats(min_value=0.0, max_value=2184.0, exclude_min=True, width=32,
                          allow_nan=False, allow_infinity=False)
 
 

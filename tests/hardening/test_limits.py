@@ -1,0 +1,434 @@
+"""The original's limits, each refused without corrupting anything, and the human plays on.
+
+Spec: "Animation tasks" (the free list of 360), "The task stack" (18 tasks, a queue of
+10, an early fade finish when a stack holds more than 6, the pose stack of 7), "Fades"
+(the clean-up above 12), "Root motion" (the 50 m/s cap, 0x0023f238). The original has
+no checks (it would write past its arrays); refusing is ours (docs/original.md, "The
+stack, the queue and the pool"). Every refusal here is checked against a snapshot of
+the pool, the stores' tables, the deferred list, the stacks, queues, held flags, anim
+ids and task times (support.snapshot), and then the human keeps playing.
+
+tests/anim/test_stack.py covers the pool, stack and queue rules themselves; these tests
+add the "nothing changed" half, the refusals inside a step, and the routes through the
+ECS and the scenario runner.
+"""
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+
+from anim.plan import SamplePlan
+from anim.player import Player, PlayerOptions
+from anim.pose import POSE_STACK_SIZE, PoseStackOverflow
+from anim.rates import CfgAnimSpeeds
+from anim.stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
+from anim.tasks import TaskType
+from game.scenario import ScenarioError, parse_scenario, run_scenario
+from game.world import Game
+
+from .support import A, B, GAIT, IDLE, LONG, SHORT, keeps_playing, snapshot, synthetic_set
+
+SET = synthetic_set()
+
+
+def _player(batched: bool = True, **kw) -> Player:
+    p = Player(PlayerOptions(batched=batched, **kw))
+    p.register(SET)
+    return p
+
+
+def _mid_change(p: Player, name: str = "h") -> CharacterInstance:
+    """A human in the middle of a fade from the idle into A (holding 0x1), a few updates in."""
+    h = CharacterInstance(SET, name)
+    p.change(h, p.loop(h, IDLE))
+    p.update([h])
+    p.change(h, p.chain(h, [A, IDLE], held=0x1), 0.5)
+    for _ in range(3):
+        p.update([h])
+    assert [t.type for t in h.stack] == [TaskType.CLIP, TaskType.LOOP, TaskType.FADE]
+    return h
+
+
+# ---------------------------------------------------------------- the pool of 360
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_the_pool_of_360_refuses_every_constructor_and_changes_nothing(batched):
+    assert POOL_SIZE == 360
+    p = _player(batched)
+    h = _mid_change(p)
+    spares = [p.loop(h, IDLE) for _ in range(p.pool.free)]
+    assert p.pool.in_use == 360 and p.pool.free == 0
+    before = snapshot(p, [h])
+    refusals = [
+        lambda: p.loop(h, IDLE), lambda: p.clip(h, A), lambda: p.hold(h, A), lambda: p.fade(h, 0.2),
+        lambda: p.chain(h, [A, B, IDLE]), lambda: p.gait(h, GAIT, target=1.0), lambda: p.mix(h, A, B),
+        lambda: p.pick(h, [A, B, IDLE, LONG], 1.0), lambda: p.scene(h, A, 1.0),
+        lambda: p.paired(h, h, A), lambda: p.paired_hold(h, h, A),
+    ]
+    for make in refusals:
+        with pytest.raises(TaskPoolExhausted, match="task pool exhausted"):
+            make()
+        assert snapshot(p, [h]) == before
+    for t in spares:
+        p.discard(t)
+    keeps_playing(p, h)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_change_without_a_task_for_its_fade_gives_the_new_task_back(batched):
+    p = _player(batched)
+    h = _mid_change(p)
+    spares = [p.loop(h, IDLE) for _ in range(p.pool.free - 2)]
+    before = snapshot(p, [h])
+    new = p.chain(h, [B, IDLE])                   # the last two tasks: none left for the fade
+    assert p.pool.free == 0
+    with pytest.raises(TaskPoolExhausted):
+        p.change(h, new, 0.2)
+    assert snapshot(p, [h]) == before             # the chain went back, nothing moved
+    for t in spares:
+        p.discard(t)
+    keeps_playing(p, h)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_queued_start_refused_by_the_pool_is_listed_and_the_step_goes_on(batched):
+    """The queue runs inside the step: a start that cannot take its fade goes back to the
+    pool, the other humans still step, and Player.refused names it (nothing leaks)."""
+    p = _player(batched)
+    h, other = CharacterInstance(SET, "h"), CharacterInstance(SET, "other")
+    for x in (h, other):
+        p.change(x, p.loop(x, IDLE))
+    p.update([h, other])
+    p.enqueue(h, p.loop(h, A))
+    spares = [p.loop(h, IDLE) for _ in range(p.pool.free)]
+    stack_before = [id(t) for t in h.stack]
+    t_other = other.stack[0].cursor.time
+    p.update([h, other])
+    assert len(p.refused) == 1 and p.refused[0][0] is h
+    assert isinstance(p.refused[0][1], TaskPoolExhausted)
+    assert [id(t) for t in h.stack] == stack_before and h.queue == []
+    assert other.stack[0].cursor.time > t_other                 # the step went on
+    assert p.pool.in_use == p.tasks_out([h, other]) + len(spares)
+    p.update([h, other])
+    assert p.refused == []                                      # emptied at each step
+    for t in spares:
+        p.discard(t)
+    keeps_playing(p, h, [other])
+
+
+def test_the_fight_rules_running_out_of_tasks_end_the_scenario_with_one_error():
+    """A grab that connects needs six tasks: with a pool of 5 the fight rules' own change
+    runs out inside the update; the run stops with a ScenarioError, not a traceback."""
+    text = """updates = 40
+[options]
+pool_size = 5
+[sets.demo]
+library = "demo"
+[[humans]]
+name = "a"
+set = "demo"
+[[humans]]
+name = "b"
+set = "demo"
+position = [0, 1.0, 0]
+heading = 180
+[[commands]]
+update = 0
+human = "a"
+loop = 358
+[[commands]]
+update = 2
+human = "a"
+action = "grab"
+"""
+    sc = parse_scenario(text, "pool.toml")
+    out = io.StringIO()
+    with pytest.raises(ScenarioError) as ei:
+        run_scenario(sc, out)
+    e = ei.value
+    assert e.field == "run" and e.line is None and "task pool exhausted" in e.problem
+    assert e.problem.startswith("update ")
+    n = int(e.problem.split()[1].rstrip(":"))
+    assert len(out.getvalue().splitlines()) == 2 * n            # the updates before it
+
+
+# ---------------------------------------------------------------- the stack of 18
+
+def _step(p: Player, hs) -> None:
+    """An update without the sample: a stack of more than 7 loops cannot be sampled (the
+    pose stack of 7), so the stack limits are driven through the step and the flush."""
+    p.step(hs)
+    p.flush()
+
+
+def _full_stack(p: Player) -> CharacterInstance:
+    h = CharacterInstance(SET, "h")
+    for i in range(STACK_SIZE):
+        p.push(h, p.loop(h, (IDLE, A, B)[i % 3], held=0x10 << (i % 3)))
+    _step(p, [h])
+    return h
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_the_stack_of_18_refuses_push_insert_and_change_and_changes_nothing(batched):
+    assert STACK_SIZE == 18
+    p = _player(batched)
+    h = _full_stack(p)
+    extra = p.loop(h, B, held=0x1000)
+    before = snapshot(p, [h])
+    with pytest.raises(StackFull, match="18 tasks"):
+        p.push(h, extra)
+    with pytest.raises(StackFull):
+        p.insert_bottom(h, extra)
+    assert snapshot(p, [h]) == before and h.record.flags & 0x1000 == 0   # its held bits were not set
+    with pytest.raises(StackFull):
+        p.change(h, extra, 0.2)
+    after = snapshot(p, [h])
+    assert not p.pool.holds(extra)                                # the change gave it back
+    assert after["humans"] == before["humans"] and after["pool"][0] == before["pool"][0] - 1
+    p.cut(h)
+    p.flush()
+    assert p.pool.in_use == 0 and h.record.flags == 0
+    keeps_playing(p, h)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_queued_starts_refused_by_a_full_stack_leak_nothing(batched):
+    """Two queued tasks on a full stack: both refused inside the step (both given back),
+    the other human steps, nothing is lost (before the fix the second one leaked and the
+    step stopped half-way)."""
+    p = _player(batched)
+    h = _full_stack(p)
+    other = CharacterInstance(SET, "other")
+    p.change(other, p.loop(other, IDLE))
+    _step(p, [h, other])
+    p.enqueue(h, p.loop(h, A))
+    p.enqueue(h, p.loop(h, B))
+    t_other = other.stack[0].cursor.time
+    stack_before = [id(t) for t in h.stack]
+    _step(p, [h, other])
+    assert [type(e) for _, e in p.refused] == [StackFull, StackFull]
+    assert [id(t) for t in h.stack] == stack_before and h.queue == []
+    assert other.stack[0].cursor.time > t_other
+    assert p.pool.in_use == p.tasks_out([h, other]) == STACK_SIZE + 1
+    p.cut(h)
+    p.flush()
+    keeps_playing(p, h, [other])
+
+
+# ---------------------------------------------------------------- the queue of 10
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_the_queue_of_10_refuses_an_eleventh_and_changes_nothing(batched):
+    assert QUEUE_SIZE == 10
+    p = _player(batched)
+    h = _mid_change(p)
+    for _ in range(QUEUE_SIZE):
+        p.enqueue(h, p.loop(h, IDLE))
+    extra = p.loop(h, B)
+    before = snapshot(p, [h])
+    with pytest.raises(QueueFull, match="10 tasks"):
+        p.enqueue(h, extra)
+    assert snapshot(p, [h]) == before
+    p.discard(extra)
+    p.cut(h)                       # the queued tasks go back without a release
+    p.flush()
+    assert p.pool.in_use == 0 and h.queue == []
+    keeps_playing(p, h)
+
+
+# ---------------------------------------------------------------- the pose stack of 7
+
+def test_the_plan_refuses_an_eighth_pose_and_keeps_its_seven():
+    assert POSE_STACK_SIZE == 7
+    plan = SamplePlan()
+    plan.begin("x")
+    for i in range(7):
+        plan.sample(i, 0.0, 1.0, 0)
+    before = (list(plan.s_clip), plan.depth)
+    with pytest.raises(PoseStackOverflow, match="x: an eighth pose"):
+        plan.sample(7, 0.0, 1.0, 0)
+    assert (list(plan.s_clip), plan.depth) == before
+    for _ in range(6):
+        plan.blend_top(0.5)
+    plan.end()
+    assert plan.finals == [-6]
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_an_eighth_pose_through_a_player_is_refused_then_the_human_plays_on(batched):
+    """One chain of a long clip and six 2-frame clips (each always inside its blend window
+    into the next) then a loop: while the long clip is inside its own window the stack
+    needs 8 poses at once. That update's sample is refused naming the human and changes
+    nothing; the next update (the long clip handed over: 7 poses) samples again."""
+    p = _player(batched)
+    h, other = CharacterInstance(SET, "h"), CharacterInstance(SET, "other")
+    p.change(other, p.loop(other, IDLE))
+    p.change(h, p.chain(h, [LONG, *SHORT[:6], IDLE], blend=1.0))
+    refused, sampled = [], []
+    for u in range(30):
+        p.step([h, other])
+        before = snapshot(p, [h, other])
+        try:
+            poses = p.sample([h, other])
+        except PoseStackOverflow as exc:
+            assert str(exc).startswith("h: an eighth pose")
+            assert snapshot(p, [h, other]) == before
+            refused.append(u)
+        else:
+            assert poses.is_finite()
+            sampled.append(u)
+        p.flush()
+    assert len(refused) >= 1 and sampled[-1] > refused[-1]
+    assert h.record.anim_id != LONG
+    assert p.pool.in_use == p.tasks_out([h, other])
+    p.cut(h)
+    p.flush()
+    keeps_playing(p, h, [other])
+
+
+def test_an_eighth_pose_in_a_scenario_is_one_error_naming_the_command():
+    from anim.clip import encode_clip
+
+    text = "updates = 40\n"
+    for anim_id in (LONG, *SHORT[:6], IDLE):
+        d, k = encode_clip(SET.clip(anim_id))
+        text += f'[[sets.s.clips]]\nid = {anim_id}\ndescriptor = "{d.hex()}"\nkeyframes = "{k.hex()}"\n'
+        text += "range = { flags = 0x1000 }\n"
+    text += '[[humans]]\nname = "a"\nset = "s"\n'
+    text += '[[commands]]\nupdate = 0\nhuman = "a"\nloop = 388\n'
+    text += f'[[commands]]\nupdate = 1\nhuman = "a"\nplay = {[LONG, *SHORT[:6], IDLE]}\nblend = 1.0\n'
+    sc = parse_scenario(text, "pose.toml")
+    out = io.StringIO()
+    with pytest.raises(ScenarioError) as ei:
+        run_scenario(sc, out)
+    e = ei.value
+    line = text.splitlines().index("update = 1") + 1 - 1       # the [[commands]] header above it
+    assert (e.field, e.line) == ("commands[1]", line)
+    assert "a: an eighth pose" in e.problem and "a limit of the original" in e.problem
+    n = int(e.problem.split()[1].rstrip(":"))
+    assert len(out.getvalue().splitlines()) == n and n > 25        # the updates before it
+
+
+# ---------------------------------------------------------------- the early finish above 6
+
+def _loops(p: Player, h: CharacterInstance, n: int) -> None:
+    for _ in range(n):
+        p.push(h, p.loop(h, IDLE))
+
+
+@pytest.mark.parametrize("size, finished", [(6, False), (7, True)])
+def test_the_newest_fade_finishes_early_when_a_stack_holds_more_than_6(size, finished):
+    """A fade with a long time sits on top of ``size`` tasks; a push finishes it early
+    (advanced by its remaining time: it and the tasks it covers go) only above 6."""
+    p = _player()
+    h = CharacterInstance(SET, "h")
+    _loops(p, h, size - 2)
+    new = p.loop(h, A, held=0x1)
+    p.insert_bottom(h, new)
+    f = p.fade(h, 5.0, held=0x20)
+    f.incoming = new
+    p.push(h, f)
+    assert len(h.stack) == size and h.record.flags == 0x21
+    p.push(h, p.loop(h, B))
+    if finished:
+        assert f.released and f.elapsed == f.fade_time
+        assert [t.anim_id() for t in h.stack] == [A, B]
+        p.flush()
+        assert h.record.flags == 0x1                             # the fade's release cleared its 0x20
+        assert p.pool.in_use == p.tasks_out([h]) == 2
+    else:
+        assert not f.released and len(h.stack) == size + 1 and f.elapsed == 0.0
+
+
+@pytest.mark.parametrize("above, size, finished", [(6, 7, True), (7, 7, False), (7, 8, True)])
+def test_the_early_finish_threshold_is_an_option(above, size, finished):
+    p = _player(early_finish_above=above)
+    h = CharacterInstance(SET, "h")
+    _loops(p, h, size - 2)
+    new = p.loop(h, A)
+    p.insert_bottom(h, new)
+    f = p.fade(h, 5.0)
+    f.incoming = new
+    p.push(h, f)
+    p.push(h, p.loop(h, B))
+    assert f.released is finished
+
+
+# ---------------------------------------------------------------- the clean-up above 12
+
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("loops, cleaned", [(10, False), (11, True)])
+def test_a_fade_on_a_stack_of_more_than_12_gives_back_everything_above_its_new_task(batched, loops, cleaned):
+    """``loops`` pushed loops (no fade, so no early finish), then a change with a 1 s
+    fade: 12 tasks keep the fade running; 13 make its first advance give back itself and
+    every task between the new one and itself, long before its time is up. (Such stacks
+    need more than 7 poses, so the updates run without the sample until the fade is gone.)"""
+    p = _player(batched)
+    h = CharacterInstance(SET, "h")
+    _loops(p, h, loops)
+    new = p.loop(h, A)
+    f = p.change(h, new, 1.0)
+    assert len(h.stack) == loops + 2
+    _step(p, [h])
+    if cleaned:
+        assert h.stack == [new] and f.released and f.elapsed < 1.0
+        assert h.record.anim_id == A and h.released.count(IDLE) == loops
+    else:
+        assert len(h.stack) == loops + 2 and not f.released
+    assert p.pool.in_use == p.tasks_out([h])
+    for _ in range(31):
+        _step(p, [h])
+    assert h.stack == [new] and f.released                       # the 1 s fade is over by now
+    for _ in range(10):
+        assert p.update([h]).is_finite()
+
+
+def test_the_cleanup_threshold_is_an_option():
+    p = _player(cleanup_above=20)
+    h = CharacterInstance(SET, "h")
+    _loops(p, h, 11)
+    f = p.change(h, p.loop(h, A), 1.0)
+    _step(p, [h])
+    assert not f.released and len(h.stack) == 13
+
+
+# ---------------------------------------------------------------- the 50 m/s cap
+
+def _racer(g: Game, name: str, key_speed: float, heading: float, x: float) -> None:
+    from anim.animset import AnimSet
+    from anim.clip import author_clip
+    from anim.rangelist import author_range
+
+    c = author_clip(name, 40, velocity=[(0, (0.0, key_speed, 0.0))])
+    s = AnimSet.build({1: c}, {1: author_range(flags=0x1000)}, name=name)
+    g.add_human(name, s, position=(x, 0.0, 0.0), heading=heading)
+    g.change(name, g.player.loop(g.instance(name), 1))
+
+
+def test_the_root_velocity_is_capped_at_50_per_human_through_the_ecs():
+    """Three humans in one batch at rate 2.0 (CfgAnimSpeeds f1000): keys of 24, 25.5 and
+    30 m/s give 48 (kept), 51 and 60 (capped to exactly 50, direction kept) m/s; the
+    bodies move by that velocity x dt every update."""
+    g = Game(PlayerOptions(speeds=CfgAnimSpeeds(0.75, 0.8, 2.0, 0.9)))
+    try:
+        for name, key, heading, x in (("slow", 24.0, 0.0, 0.0), ("edge", 25.5, 90.0, 10.0),
+                                      ("fast", 30.0, -135.0, 20.0)):
+            _racer(g, name, key, heading, x)
+        pos0 = {n: g.body(n).position.copy() for n in ("slow", "edge", "fast")}
+        for _ in range(5):
+            g.step()
+        speeds = {n: float(np.linalg.norm(g.body(n).velocity)) for n in ("slow", "edge", "fast")}
+        assert speeds["slow"] == pytest.approx(48.0, rel=1e-3)
+        assert speeds["edge"] == pytest.approx(50.0, abs=1e-9) and speeds["fast"] == pytest.approx(50.0, abs=1e-9)
+        h = math.radians(-135.0)
+        np.testing.assert_allclose(g.body("fast").velocity[:2] / 50.0, [-math.sin(h), math.cos(h)], atol=1e-6)
+        moved = float(np.linalg.norm(g.body("fast").position - pos0["fast"]))
+        assert moved == pytest.approx(5 * 50.0 / 30.0, rel=1e-6)      # changed before update 0: 5 steps
+        for n in speeds:
+            assert np.all(np.isfinite(g.body(n).position))
+    finally:
+        g.close()
