@@ -3,6 +3,7 @@
     python -m demo                       # the window (p1 on the keyboard, p2 the AI)
     python -m demo --attract             # the window, AI against AI
     python -m demo --headless --seconds 20 --out out/demo [--seed 1]
+    python -m demo view SOURCE [--id N]  # the clip viewer (demo/view.py)
 
 With no display (no DISPLAY / WAYLAND_DISPLAY on Linux, SDL_VIDEODRIVER=dummy, or a
 display that fails to open) it runs headless by itself, with the same defaults.
@@ -68,6 +69,11 @@ def headless(a: argparse.Namespace, why: str | None = None) -> int:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["view"]:                # python -m demo view SOURCE ...: the clip viewer
+        from demo.view import main as view_main
+
+        return view_main(argv[1:])
     a = parse_args(argv)
     if a.headless:
         return headless(a)

@@ -207,6 +207,10 @@ COMMANDS: tuple[Command, ...] = (
     Command("bench", "time the crowd update (N humans, U updates)", _lazy("game.bench", "bench_arguments"),
             _lazy("game.bench", "cmd_bench")),
     Command("lint", "list clips that never end (an end step's overshoot exactly 0.0)", _lazy("game.lint", "add_arguments"), _lazy("game.lint", "run")),
+    Command("diff", "compare two traces; the first update where they part (exit 1 when they differ)",
+            _lazy("game.diff", "add_arguments"), _lazy("game.diff", "run")),
+    Command("survey", "count and check every clip of resource files and descriptor/keyframes pairs",
+            _lazy("game.survey", "add_arguments"), _lazy("game.survey", "run")),
 )
 
 

@@ -1,0 +1,35 @@
+"""Fixtures for the tools' tests: the worked example's trace, esper clean-up.
+
+Helpers (subprocess runners, the worked example's clips and scenario) are in toolhelp.py;
+this file never imports pygame.
+"""
+from __future__ import annotations
+
+import esper
+import pytest
+
+from toolhelp import run_module, walk_scenario
+
+
+@pytest.fixture(scope="session")
+def walk_trace(tmp_path_factory) -> Path:
+    """The worked example's trace, written by ``python -m game run``."""
+    d = tmp_path_factory.mktemp("walk")
+    sc = walk_scenario(d / "walk.toml")
+    r = run_module("game", "run", sc, "--trace", d / "walk.jsonl")
+    assert r.returncode == 0, r.stderr
+    return d / "walk.jsonl"
+
+
+@pytest.fixture(autouse=True)
+def esper_clean():
+    """Restore esper's current world and delete every world a test created."""
+    before = set(esper.list_worlds())
+    current = esper.current_world
+    yield
+    if current not in esper.list_worlds():
+        current = "default"
+    esper.switch_world(current)
+    for w in set(esper.list_worlds()) - before:
+        if w != current:
+            esper.delete_world(w)

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Convert a CSV of per-update values read from an emulator into the pinned trace format.
+
+    python tools/csv_to_trace.py IN.csv OUT.jsonl [--human NAME] [--update-offset K]
+
+The CSV has a header row. Required columns:
+
+    update   the update number (an integer; --update-offset K is added to it)
+    anim     the playing anim id, the human's record +0x20 (an integer; -1: none)
+    time     the time in seconds of the cursor of the task that id comes from
+             (WarAnimInstance +0x18 of TaskStack_Top's task, 0x00175210)
+
+Optional columns: ``human`` (the human's name; else --human, default "p1"), ``held``
+(record +0x08; decimal or 0x hex), ``frame`` (the cursor's frame, +0x1c), ``heading``
+(degrees), ``pos_x``, ``pos_y``, ``pos_z`` (metres; all three or none). Other columns
+are ignored. Blank lines are skipped.
+
+Each row becomes one trace record (docs/scenarios.md, "The trace"): ``update``,
+``human``, ``anim``, then ``held``, ``pos``, ``heading`` when given, and ``tasks``, a
+one-entry stack ``[{"id": anim, "time": time}]`` (plus ``frame``) holding the task the
+anim id comes from, or ``[]`` when anim is -1 (an empty stack: the time is ignored). The time is a float32 in the original, so it is written as the
+shortest decimal that reads back to the same float32, as our own trace writes it: two
+traces of the same cursor then compare equal with no tolerance. Compare with
+
+    python -m game diff ours.jsonl converted.jsonl --fields anim,tasks[top].time
+
+(``tasks[top]`` is TaskStack_Top's pick in our trace: the top task, or the bottom one
+when the top is a fade). Errors are one line on stderr naming IN.csv:LINE and the column
+(status 2); no output file is written then.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REQUIRED = ("update", "anim", "time")
+NO_ANIM = -1              # record +0x20 with an empty task stack
+POS = ("pos_x", "pos_y", "pos_z")
+
+
+class ConvertError(ValueError):
+    """A CSV the converter cannot read (the message names FILE:LINE and the column)."""
+
+
+def f32_shortest(v: float) -> float:
+    """A value as a float32, written as the shortest decimal that reads back to it."""
+    return float(str(np.float32(v)))
+
+
+def _int(text: str, where: str, column: str) -> int:
+    s = text.strip()
+    try:
+        return int(s, 16) if s.lower().startswith(("0x", "-0x")) else int(s)
+    except ValueError:
+        raise ConvertError(f"{where}: {column}: expected an integer, got {text!r}") from None
+
+
+def _num(text: str, where: str, column: str) -> float:
+    try:
+        v = float(text.strip())
+    except ValueError:
+        raise ConvertError(f"{where}: {column}: expected a number, got {text!r}") from None
+    if not math.isfinite(v):
+        raise ConvertError(f"{where}: {column}: {text!r} is not finite")
+    return v
+
+
+def convert(rows_text: str, source: str, human: str = "p1", offset: int = 0) -> list[dict]:
+    """CSV text -> trace records (see the module docstring).
+
+    Rejected (ConvertError, naming source:line and the column): no header, a required
+    column missing, a value that is not an integer / a finite number, an empty human
+    name, only some of pos_x / pos_y / pos_z, two rows for the same update and human.
+    """
+    reader = csv.reader(rows_text.splitlines())
+    header = None
+    records: list[dict] = []
+    seen: dict[tuple[int, str], int] = {}
+    for line_no, row in enumerate(reader, 1):
+        if not any(cell.strip() for cell in row):
+            continue
+        if header is None:
+            header = [c.strip().lower() for c in row]
+            missing = [c for c in REQUIRED if c not in header]
+            if missing:
+                raise ConvertError(f"{source}:{line_no}: header: no column {', '.join(missing)} "
+                                   f"(required: {', '.join(REQUIRED)})")
+            given = [c for c in POS if c in header]
+            if given and len(given) != 3:
+                raise ConvertError(f"{source}:{line_no}: header: pos_x, pos_y and pos_z go together "
+                                   f"(found {', '.join(given)})")
+            continue
+        where = f"{source}:{line_no}"
+        if len(row) < len(header):
+            raise ConvertError(f"{where}: {header[len(row)]}: missing ({len(row)} of {len(header)} columns)")
+        cell = dict(zip(header, row))
+        upd = _int(cell["update"], where, "update") + offset
+        anim = _int(cell["anim"], where, "anim")
+        t = _num(cell["time"], where, "time")
+        who = cell.get("human", "").strip() or human
+        if not who:
+            raise ConvertError(f"{where}: human: empty")
+        key = (upd, who)
+        if key in seen:
+            raise ConvertError(f"{where}: a second row for update {upd}, human {who!r} (the first is line {seen[key]})")
+        seen[key] = line_no
+        rec: dict = {"update": upd, "human": who, "anim": anim}
+        if "held" in cell and cell["held"].strip():
+            rec["held"] = _int(cell["held"], where, "held")
+        if "pos_x" in cell:
+            rec["pos"] = [_num(cell[c], where, c) for c in POS]
+        if "heading" in cell and cell["heading"].strip():
+            rec["heading"] = _num(cell["heading"], where, "heading")
+        task = {"id": anim, "time": f32_shortest(t)}
+        if "frame" in cell and cell["frame"].strip():
+            task["frame"] = _int(cell["frame"], where, "frame")
+        rec["tasks"] = [task] if anim != NO_ANIM else []
+        records.append(rec)
+    if header is None:
+        raise ConvertError(f"{source}:1: header: the file is empty (required columns: {', '.join(REQUIRED)})")
+    return records
+
+
+def main(argv=None) -> int:
+    """Convert; 0 on success, 2 with one line on stderr on an error."""
+    p = argparse.ArgumentParser(prog="csv_to_trace.py",
+                                description="Convert a CSV of per-update values (update, anim, time) to a trace.")
+    p.add_argument("csv", metavar="IN.csv")
+    p.add_argument("out", metavar="OUT.jsonl", help="the trace to write ('-' for stdout)")
+    p.add_argument("--human", default="p1", help="the human's name when the CSV has no human column (default p1)")
+    p.add_argument("--update-offset", type=int, default=0, metavar="K", help="add K to every update number")
+    a = p.parse_args(argv)
+    try:
+        try:
+            text = Path(a.csv).read_text(encoding="utf-8-sig")
+        except OSError as exc:
+            raise ConvertError(f"cannot read {a.csv!r}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ConvertError(f"{a.csv}: not UTF-8 text (byte {exc.start})") from None
+        records = convert(text, a.csv, a.human, a.update_offset)
+        out = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+        if a.out == "-":
+            sys.stdout.write(out)
+        else:
+            try:
+                Path(a.out).write_text(out, encoding="utf-8")
+            except OSError as exc:
+                raise ConvertError(f"cannot write {a.out!r}: {exc.strerror or exc}") from None
+    except ConvertError as exc:
+        print(f"csv_to_trace: error: {exc}", file=sys.stderr)
+        return 2
+    if a.out != "-":
+        print(f"csv_to_trace: {len(records)} records to {a.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
