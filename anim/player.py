@@ -48,7 +48,8 @@ class UnknownClip(ValueError):
 
 
 def _check_number(what: str, value, low: float = 0.0) -> float:
-    """A constructor's number: finite and >= ``low``, else ValueError naming it.
+    """A constructor's number: finite as the float32 it is kept in, and >= ``low``, else
+    ValueError naming it.
 
     Checked before any cursor or table row is taken, so a refused task leaves nothing
     behind (the pool, the stores and the stack are as they were).
@@ -57,8 +58,8 @@ def _check_number(what: str, value, low: float = 0.0) -> float:
         v = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{what} {value!r} must be a number") from None
-    if not (math.isfinite(v) and v >= low):
-        raise ValueError(f"{what} {value!r} must be finite and >= {low:g}")
+    if not (math.isfinite(F.f32(v)) and v >= low):
+        raise ValueError(f"{what} {value!r} must be finite (a float32) and >= {low:g}")
     return v
 
 

@@ -172,6 +172,15 @@ def _check_int(name: str, value: object, lo: int, hi: int) -> int:
     return v
 
 
+def _thousandths(name: str, v: float) -> int:
+    """A finite value in s16 thousandths (the direction, the far range); out of range
+    (including values whose thousandths overflow a float) raises RangeAuthoringError."""
+    scaled = v * RAW_PER_UNIT
+    if not math.isfinite(scaled):
+        raise RangeAuthoringError(f"{name}: {v} outside {S16_MIN}..{S16_MAX} thousandths")
+    return _check_int(name, round(scaled), S16_MIN, S16_MAX)
+
+
 def _check_reach(value: object) -> float:
     try:
         v = float(value)
@@ -291,7 +300,7 @@ def author_range(direction: tuple[float, float] = (0.0, 1.0), reach: float = 0.0
     for name, v in (("direction x", dx), ("direction y", dy)):
         if not math.isfinite(v):
             raise RangeAuthoringError(f"{name}: {v} is not finite")
-        raw.append(_check_int(name, round(v * RAW_PER_UNIT), S16_MIN, S16_MAX))
+        raw.append(_thousandths(name, v))
     r = _check_reach(reach)
     if r < 0.0:
         raise RangeAuthoringError(f"reach: {r} is negative")
@@ -300,7 +309,7 @@ def author_range(direction: tuple[float, float] = (0.0, 1.0), reach: float = 0.0
         fv = float(far)
         if not math.isfinite(fv):
             raise RangeAuthoringError(f"far: {fv} is not finite")
-        far_raw = _check_int("far (thousandths)", round(fv * RAW_PER_UNIT), S16_MIN, S16_MAX)
+        far_raw = _thousandths("far (thousandths)", fv)
         if far_raw == 0:
             raise RangeAuthoringError(f"far: {fv} rounds to 0, which means reach x 1.25; pass None for that")
     return RangeRecord(raw[0], raw[1], r, far_raw,

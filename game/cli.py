@@ -2,9 +2,12 @@
 
 Each subcommand is one function ``cmd_NAME(args) -> int`` plus one function that adds
 its arguments; both are registered in ``COMMANDS`` (the one place to add another).
-Errors a user can cause (a missing file, a malformed chunk) print one line,
-``scuffle: error: ...``, to stderr and exit with status 2; no traceback. A reader
-that closes the output early (``| head``) ends the command quietly with status 1.
+Errors a user can cause (a missing file, a malformed chunk, bad flags) print one line,
+``scuffle: error: ...`` (``scuffle CMD: error: ...`` for a usage error), to stderr and
+exit with status 2; no traceback. Any ValueError (every format and validation error of
+the runtime is one), OSError or limit of the original reaching ``main`` is such an
+error. A reader that closes the output early (``| head``) ends the command quietly
+with status 1.
 
 Spec: "Data" (Descriptor, Keyframes, Events). Layouts: docs/formats.md.
 """
@@ -21,6 +24,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from anim.clip import Clip, ClipFormatError, decode_positions, decode_rotations, key_frames, parse_clip
+from anim.pose import PoseStackOverflow
+from anim.stack import AnimLimitError
 
 __all__ = ["COMMANDS", "Command", "CliError", "main", "build_parser", "clip_summary"]
 
@@ -214,9 +219,16 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error on one line: ``PROG [CMD]: error: MESSAGE (see --help)``."""
+
+    def error(self, message: str):
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The argparse parser with one subparser per entry of COMMANDS."""
-    parser = argparse.ArgumentParser(prog=PROG, description="scuffle: the character animation runtime's tools")
+    """The argparse parser with one subparser per entry of COMMANDS (usage errors on one line)."""
+    parser = _Parser(prog=PROG, description="scuffle: the character animation runtime's tools")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.help, description=command.help)
@@ -236,10 +248,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = args.run(args)
         sys.stdout.flush()
         return status
-    except (CliError, ClipFormatError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
     except BrokenPipeError:            # the reader went away (``| head``): stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except (CliError, ValueError, OSError, AnimLimitError, PoseStackOverflow) as exc:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"{PROG}: error: {text}", file=sys.stderr)
+        return EXIT_ERROR

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+from anim import f32 as F
 from anim.animset import AnimSet
 from anim.clip import ClipFormatError, parse_clip
 from anim.player import PlayerOptions, UnknownClip
@@ -135,6 +136,11 @@ def _is_num(v) -> bool:
     return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
 
 
+def _is_f32(v) -> bool:
+    """A number the float32 fields it goes into (rates, fade and blend times) can hold."""
+    return _is_num(v) and math.isfinite(F.f32(float(v)))
+
+
 # ---------------------------------------------------------------- parsing
 
 _TOP_KEYS = {"updates", "speeds", "sets", "humans", "commands", "options"}
@@ -161,8 +167,9 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
     """Validate scenario TOML text into a Scenario; files are relative to ``base``.
 
     Rejected (ScenarioError naming line and field): bad TOML, unknown keys, missing or
-    mistyped values, an unknown set, human, library, action or anim id, unreadable or
-    malformed clip and resource files.
+    mistyped values (names that are not strings included), rates, fade and blend times
+    a float32 cannot hold, an unknown set, human, library, action or anim id,
+    unreadable or malformed clip and resource files.
     """
     base = base or Path(".")
     lines = _Lines(text)
@@ -189,7 +196,7 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
     speeds = CfgAnimSpeeds()
     if "speeds" in doc:
         sp = doc["speeds"]
-        if not (isinstance(sp, list) and len(sp) == 4 and all(_is_num(v) and v >= 0 for v in sp)):
+        if not (isinstance(sp, list) and len(sp) == 4 and all(_is_f32(v) and v >= 0 for v in sp)):
             err(lines.key(None, "speeds"), "speeds", f"expected [default, f800, f1000, f2000] rates, got {sp!r}")
         speeds = CfgAnimSpeeds(*[float(v) for v in sp])
 
@@ -230,7 +237,7 @@ def _parse_sets(raw, lines: _Lines, err, base: Path, source: str) -> dict[str, A
         aset = AnimSet.build({}, name=name)
         if "library" in spec:
             lib = spec["library"]
-            if lib not in LIBRARIES:
+            if not isinstance(lib, str) or lib not in LIBRARIES:
                 known = ", ".join(sorted(LIBRARIES)) or "none"
                 err(lines.key(hline, "library"), f"{fld}.library", f"unknown library {lib!r} (known: {known})")
             aset = LIBRARIES[lib]()
@@ -353,7 +360,7 @@ def _parse_humans(raw, lines: _Lines, err, sets) -> list[HumanSpec]:
             err(lines.key(hl, "name"), f"{fld}.name", f"human {name!r} declared twice")
         seen.add(name)
         sname = h.get("set")
-        if sname not in sets:
+        if not isinstance(sname, str) or sname not in sets:
             err(lines.key(hl, "set"), f"{fld}.set", f"unknown set {sname!r} (declared: {', '.join(sets) or 'none'})")
         pos = h.get("position", [0.0, 0.0, 0.0])
         if not (isinstance(pos, list) and len(pos) == 3 and all(_is_num(v) for v in pos)):
@@ -387,7 +394,7 @@ def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, upda
         if u >= updates:
             err(lines.key(cl, "update"), f"{fld}.update", f"{u} is past the last update ({updates - 1})")
         name = c.get("human")
-        if name not in by_name:
+        if not isinstance(name, str) or name not in by_name:
             err(lines.key(cl, "human"), f"{fld}.human", f"unknown human {name!r}")
         kinds = [k for k in ("loop", "play", "gait", "action") if k in c]
         if not kinds and "target" in c:
@@ -398,7 +405,7 @@ def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, upda
         cmd = Command(update=u, human=name, kind=kind, line=cl, index=i)
         paired = c.get("paired")
         if paired is not None:
-            if paired not in by_name:
+            if not isinstance(paired, str) or paired not in by_name:
                 err(lines.key(cl, "paired"), f"{fld}.paired", f"unknown human {paired!r}")
             if kind not in ("loop", "play"):
                 err(lines.key(cl, "paired"), f"{fld}.paired", "only with loop or play")
@@ -406,8 +413,8 @@ def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, upda
         src = sets[by_name[paired or name].set]
         for k in ("fade", "blend"):
             if k in c:
-                if not _is_num(c[k]) or c[k] < 0:
-                    err(lines.key(cl, k), f"{fld}.{k}", f"expected seconds >= 0, got {c[k]!r}")
+                if not _is_f32(c[k]) or c[k] < 0:
+                    err(lines.key(cl, k), f"{fld}.{k}", f"expected seconds >= 0 (a float32), got {c[k]!r}")
                 setattr(cmd, k, float(c[k]))
         for k in ("flags", "held"):
             if k in c:
@@ -499,7 +506,7 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     names none (the world's task pool), the field ``run`` with no line.
     """
     from game.trace import trace_records, write_records
-    from game.world import Game
+    from game.world import Game, UnknownHuman
 
     from game.combat import fight_of
 
@@ -517,8 +524,9 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                 last[cmd.human] = cmd
                 try:
                     apply_command(game, cmd)
-                except (AnimLimitError, UnknownClip) as exc:
-                    # A limit of the original (pool, stack, queue) hit at run time: one
+                except (AnimLimitError, UnknownClip, UnknownHuman, ValueError) as exc:
+                    # A limit of the original (pool, stack, queue) hit at run time, or an
+                    # action given what it cannot act on (a name that is no human): one
                     # error naming the command, like a parse error.
                     raise ScenarioError(sc.source, cmd.line, f"commands[{cmd.index}]",
                                         f"update {cmd.update}: {exc}") from None

@@ -155,6 +155,42 @@ action = "grab"
     assert len(out.getvalue().splitlines()) == 2 * n            # the updates before it
 
 
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_refused_constructor_or_change_leaves_no_row_and_no_task(batched):
+    """Bad arguments are refused (ValueError naming them, UnknownClip) before any cursor,
+    fade or gait row is taken from the world's tables; a change refused for its fade time
+    gives its new task back. (Before, a bad blend time, a mix or pick with an unknown
+    second id, a gait with a NaN target, and a change with a NaN fade each leaked rows or
+    a task.)"""
+    from anim.player import UnknownClip
+
+    p = _player(batched)
+    h = _mid_change(p)
+    nxt = p.loop(h, IDLE)                         # a next task the caller holds
+    before = snapshot(p, [h])
+    bad = [
+        (ValueError, "blend time", lambda: p.clip(h, A, nxt, blend=float("nan"))),
+        (ValueError, "blend time", lambda: p.paired(h, h, A, nxt, blend=-1.0)),
+        (ValueError, "blend time", lambda: p.chain(h, [A, B, IDLE], blend=-1.0)),
+        (ValueError, "rate", lambda: p.loop(h, A, rate=float("inf"))),
+        (ValueError, "rate", lambda: p.scene(h, A, -0.5)),
+        (UnknownClip, "77", lambda: p.mix(h, A, 77)),
+        (UnknownClip, "77", lambda: p.pick(h, [A, B, 77, IDLE], 1.0)),
+        (ValueError, "4 clips", lambda: p.pick(h, [A, B, IDLE], 1.0)),
+        (ValueError, "gait target", lambda: p.gait(h, GAIT, target=float("nan"))),
+        (ValueError, "gait value", lambda: p.gait(h, GAIT, target=1.0, value=float("inf"))),
+        (ValueError, "5 anim ids", lambda: p.gait(h, GAIT[:4])),
+        (ValueError, "fade time", lambda: p.change(h, p.loop(h, B), float("nan"))),
+        (ValueError, "fade time", lambda: p.change(h, p.chain(h, [B, IDLE]), 1e39)),
+    ]
+    for exc, text, make in bad:
+        with pytest.raises(exc, match=text):
+            make()
+        assert snapshot(p, [h]) == before, text
+    p.discard(nxt)
+    keeps_playing(p, h)
+
+
 # ---------------------------------------------------------------- the stack of 18
 
 def _step(p: Player, hs) -> None:
