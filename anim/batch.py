@@ -255,7 +255,7 @@ class BatchEngine:
             inst.events.clear()
             inst.released.clear()
         self._noisy = []
-        for s in list(self.dirty):
+        for s in sorted(self.dirty):
             self._compile(s)
         fast = self.valid[slots]
         flag = np.zeros(self.cap, bool)

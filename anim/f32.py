@@ -28,6 +28,7 @@ _I = struct.Struct("<I")
 FLT_MAX = 3.4028234663852886e38
 
 FRAMES_PER_SECOND = 30.0
+_INT_MAX = 2147483647.0      # the largest frame a float -> int conversion gives
 
 
 def f32(x: float) -> float:
@@ -117,7 +118,7 @@ def frame_of(t: float) -> int:
     Original: 0x001044a0 AnimCursor_Advance (the frame test).
     """
     v = add(mul(t, FRAMES_PER_SECOND), 0.5)
-    return int(v) if v > 0.0 else 0
+    return int(min(v, _INT_MAX)) if v > 0.0 else 0      # saturates like the EE's cvt.w.s
 
 
 def end_frame(duration: float) -> int:
@@ -194,4 +195,4 @@ def div_v(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def frame_of_v(t: np.ndarray) -> np.ndarray:
     """Elementwise cursor frame uint(t x 30 + 0.5) in the FPU's arithmetic (int64)."""
     v = add_v(mul_v(t, np.float32(FRAMES_PER_SECOND)), np.float32(0.5))
-    return np.where(v > 0, v, 0).astype(np.int64)
+    return np.where(v > 0, np.minimum(v, _INT_MAX), 0).astype(np.int64)

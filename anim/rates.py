@@ -6,6 +6,7 @@ the first. Blends (types 9, 10, 12, 13) use the human's speed multiplier instead
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import IntFlag
 
@@ -42,8 +43,8 @@ class CfgAnimSpeeds:
     def __post_init__(self):
         for name in ("default", "f800", "f1000", "f2000"):
             v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not (v >= 0.0 and v < float("inf")):
-                raise ValueError(f"CfgAnimSpeeds.{name}: {v!r} must be a finite rate >= 0")
+            if not isinstance(v, (int, float)) or not (v >= 0.0 and math.isfinite(F.f32(float(v)))):
+                raise ValueError(f"CfgAnimSpeeds.{name}: {v!r} must be a finite float32 rate >= 0")
             object.__setattr__(self, name, F.f32(float(v)))
 
     def rate_for(self, range_flags: int) -> float:

@@ -216,6 +216,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.humans < 1 or args.updates < 1:
         raise CliError("--humans and --updates must be at least 1")
+    if args.scalar_updates is not None and args.scalar_updates < 1:
+        raise CliError("--scalar-updates must be at least 1")
     r = run_bench(args.humans, args.updates, args.scalar_updates)
     print(f"{r['humans']} humans, {r['updates']} updates: {r['ms_per_update']} ms per update median "
           f"(p90 {r['p90_ms']}; CPU {r['cpu_ms_per_update']}), {r['us_per_human']} us per human, "

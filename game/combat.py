@@ -613,7 +613,7 @@ ACTIONS.update({
     "strike": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).strike(cmd.human, cmd.extra.get("move"))),
     "throw": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).throw(cmd.human, cmd.extra.get("move"))),
     "let_go": ActionSpec({}, lambda game, cmd: fight_of(game).let_go(cmd.human)),
-    "move": ActionSpec({"direction": _vec2, "speed": lambda v: _is_num(v) and v >= 0},
+    "move": ActionSpec({"direction": _vec2, "speed": lambda v: _is_num(v) and 0 <= v <= 50.0},
                        lambda game, cmd: fight_of(game).move(cmd.human, cmd.extra.get("direction", [0.0, 1.0]),
                                                              cmd.extra.get("speed", GAIT_SPEEDS[0]))),
     "face": ActionSpec({"heading": _is_num, "toward": lambda v: isinstance(v, str)},

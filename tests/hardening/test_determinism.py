@@ -155,9 +155,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("game/survey.py", "wall-clock", "time.perf_counter"):
         "python -m game survey prints the seconds it has taken in its progress lines on stderr; it "
         "samples clips, it runs no world",
-    ("anim/batch.py", "set-iteration", "self.dirty"):
-        "a set of small ints (program slots): an int hashes to itself, so its order does not depend "
-        "on PYTHONHASHSEED, and each slot's program compiles on its own whatever the order",
 }
 
 
