@@ -649,8 +649,9 @@ def _fighter_block(surface, rect: pygame.Rect, f: FighterView, fonts: Fonts) -> 
         y += lh
 
 
-def draw_help(surface: pygame.Surface, fonts: Fonts) -> None:
-    """The key help overlay, centred on the window."""
+def draw_help(surface: pygame.Surface, fonts: Fonts, lines=HELP_LINES, title: str = "Controls") -> None:
+    """A key help overlay of (key, what) ``lines``, centred on the window."""
+    HELP_LINES = lines
     w, h = surface.get_size()
     lh = fonts.mono.get_linesize() + 2
     key_w = max(fonts.mono_bold.size(k)[0] for k, _ in HELP_LINES) + 24
@@ -661,7 +662,7 @@ def draw_help(surface: pygame.Surface, fonts: Fonts) -> None:
     shade.fill((0, 0, 0, 120))
     surface.blit(shade, (0, 0))
     _panel(surface, box, None, fonts, alpha=240)
-    _text(surface, fonts.big, "Controls", (box.x + 20, box.y + 14), ACCENT)
+    _text(surface, fonts.big, title, (box.x + 20, box.y + 14), ACCENT)
     y = box.y + 52
     for key, what in HELP_LINES:
         _text(surface, fonts.mono_bold, key, (box.x + 24, y), TEXT)

@@ -843,29 +843,9 @@ def draw_view(surface, state: ViewerState, fonts) -> TimelineLayout:
     hint = "Space play  <- -> step  drag timeline  L loop  R root motion  [ ] clip  H help  Esc quit"
     _text(surface, fonts.small, hint, (12, h - 8), render.DIM, "bottomleft")
     if state.show_help:
-        _draw_help(surface, fonts)
+        from demo import render
+        render.draw_help(surface, fonts, HELP_LINES, "Clip viewer")
     return lay
-
-
-def _draw_help(surface, fonts) -> None:
-    import pygame
-    from demo import render
-    w, h = surface.get_size()
-    lh = fonts.mono.get_linesize() + 2
-    key_w = max(fonts.mono_bold.size(k)[0] for k, _ in HELP_LINES) + 24
-    text_w = max(fonts.mono.size(t)[0] for _, t in HELP_LINES)
-    box = pygame.Rect(0, 0, min(w - 20, 48 + key_w + text_w), 70 + lh * len(HELP_LINES))
-    box.center = (w // 2, h // 2)
-    shade = pygame.Surface((w, h), pygame.SRCALPHA)
-    shade.fill((0, 0, 0, 120))
-    surface.blit(shade, (0, 0))
-    _panel(surface, box, None, fonts, alpha=240)
-    _text(surface, fonts.big, "Clip viewer", (box.x + 20, box.y + 14), render.ACCENT)
-    y = box.y + 52
-    for key, what in HELP_LINES:
-        _text(surface, fonts.mono_bold, key, (box.x + 24, y), render.TEXT)
-        _text(surface, fonts.mono, what, (box.x + 24 + key_w, y), render.DIM)
-        y += lh
 
 
 class Fonts:

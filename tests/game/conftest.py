@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import esper
 import pytest
 
 from anim.animset import AnimSet
@@ -89,18 +88,6 @@ def clip_length(records: list[dict], anim_id: int, next_id: int) -> int:
     return next(r["update"] for r in records if r["anim"] == next_id and r["update"] > first) - first
 
 
-@pytest.fixture(autouse=True)
-def esper_clean():
-    """Restore esper's current world and delete every world a test created (every test)."""
-    before = set(esper.list_worlds())
-    current = esper.current_world
-    yield
-    if current not in esper.list_worlds():
-        current = "default"
-    esper.switch_world(current)
-    for w in set(esper.list_worlds()) - before:
-        if w != current:
-            esper.delete_world(w)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ this file never imports pygame.
 """
 from __future__ import annotations
 
-import esper
 import pytest
 
 from toolhelp import run_module, walk_scenario
@@ -21,15 +20,3 @@ def walk_trace(tmp_path_factory) -> Path:
     return d / "walk.jsonl"
 
 
-@pytest.fixture(autouse=True)
-def esper_clean():
-    """Restore esper's current world and delete every world a test created."""
-    before = set(esper.list_worlds())
-    current = esper.current_world
-    yield
-    if current not in esper.list_worlds():
-        current = "default"
-    esper.switch_world(current)
-    for w in set(esper.list_worlds()) - before:
-        if w != current:
-            esper.delete_world(w)

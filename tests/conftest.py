@@ -1,7 +1,4 @@
-"""Fixtures of the hardening tests: esper worlds are cleaned up after every test.
-
-The fuzz budgets, the hang guard and the synthetic set are in ``support.py``.
-"""
+"""Fixtures for every test: esper's worlds are cleaned up after each one."""
 from __future__ import annotations
 
 import esper
