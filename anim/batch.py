@@ -33,7 +33,6 @@ import numpy as np
 from . import f32 as F
 from .plan import SamplePlan
 from .pose import DTYPE, POSE_STACK_SIZE, PoseBatch, blend
-from .sampler import CursorFlags
 from .tasks import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, TaskType)
 
 __all__ = ["BatchEngine", "A_MAX", "F_MAX", "S_MAX", "B_MAX"]

@@ -16,7 +16,7 @@ import numpy as np
 
 from .pose import DTYPE, POSE_STACK_SIZE, PoseBatch, PoseStackOverflow, blend
 from .sampler import ClipBank
-from .skeleton import NUM_BONES, subtree_mask
+from .skeleton import subtree_mask
 
 __all__ = ["SamplePlan"]
 

@@ -23,7 +23,7 @@ import numpy as np
 from . import f32 as F
 from . import quat
 from .clip import Clip, decode_positions, decode_rotations, key_frames
-from .pose import DTYPE, NUM_TAGS, PoseBatch, TAG_BONE
+from .pose import DTYPE, NUM_TAGS, PoseBatch
 from .skeleton import HUMANOID, NUM_BONES, REFERENCE_ROTATIONS, Skeleton
 
 __all__ = ["CursorFlags", "ClipBank", "SLOT_VELOCITY", "SLOT_ROOT", "SLOT_BONE", "NUM_SLOTS",

@@ -59,7 +59,6 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
     surface = pygame.Surface(size)
     sim = DemoSim(seed=seed, attract=True)
     frames: list[tuple[str, float]] = []
-    prev = None
     t0 = time.perf_counter()
     try:
         for _ in range(updates):

@@ -18,14 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import sys
 import time
 from statistics import median
 
 import numpy as np
 
 from anim.player import PlayerOptions
-from anim.tasks import TaskType
 from game.moves import GAIT_IDS, Move
 
 __all__ = ["bench_arguments", "cmd_bench", "run_bench", "BUDGET_MS"]
@@ -102,7 +100,8 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5):
         with game.active():
             import esper
             procs = list(esper._processors)
-        timers = [_Timed(p, stages, type(p).__name__) for p in procs]
+        for p in procs:
+            _Timed(p, stages, type(p).__name__)       # wraps p.process in place
         # split the animation step into the task step, the sample and the bone transforms
         orig_step, orig_sample, skel = player.step, player.sample, player.skeleton
         orig_model = skel.model_space

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from anim.clip import Clip, ClipFormatError, decode_positions, decode_rotations, key_frames, parse_clip
+from anim.clip import Clip, decode_positions, decode_rotations, key_frames, parse_clip
 from anim.pose import PoseStackOverflow
 from anim.stack import AnimLimitError
 

@@ -419,7 +419,7 @@ class Fight:
         v = ca.partner
         if v < 0:
             return
-        ab, vb = self.body(a), self.body(v)
+        ab = self.body(a)
         self._detach(v)
         fwd = _local_to_world(ab, 0.0, 1.0)
         cv = self.combat(v)

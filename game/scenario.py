@@ -23,7 +23,7 @@ from anim.rangelist import RangeAuthoringError, RangeRecord, author_range
 from anim.rates import CfgAnimSpeeds
 from anim.resource import ResourceFormatError, load_resource
 from anim.stack import AnimLimitError
-from anim.tasks import LOCOMOTION_FLAGS, GaitTask, TaskType
+from anim.tasks import LOCOMOTION_FLAGS, TaskType
 
 __all__ = ["ScenarioError", "Scenario", "Command", "HumanSpec", "load_scenario", "parse_scenario",
            "run_scenario", "LIBRARIES", "ACTIONS", "ActionSpec"]

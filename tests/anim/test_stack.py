@@ -12,7 +12,6 @@ import random
 import numpy as np
 import pytest
 
-from anim import f32 as F
 from anim.animset import AnimSet
 from anim.clip import author_clip, make_event
 from anim.plan import SamplePlan
@@ -21,7 +20,7 @@ from anim.pose import POSE_STACK_SIZE, PoseStackOverflow
 from anim.rangelist import author_range
 from anim.stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull,
                         TaskPool, TaskPoolExhausted)
-from anim.tasks import FadeTask, TaskType
+from anim.tasks import TaskType
 
 A, B, IDLE = 19, 20, 388
 GAIT = (404, 405, 406, 407, 407)

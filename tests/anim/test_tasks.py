@@ -19,9 +19,8 @@ from anim.player import Player, PlayerOptions
 from anim.pose import DTYPE, PoseBatch, blend
 from anim.rangelist import author_range
 from anim.sampler import CursorFlags
-from anim.stack import CharacterInstance, HumanRecord
-from anim.tasks import (ClipTask, DirectionTask, FadeTask, HeldFlags, HoldTask, LoopTask, MixTask,
-                        PICK_THRESHOLDS, PairedClipTask, PairedHoldTask, PickTask, SceneTask, TaskFlags,
+from anim.stack import CharacterInstance
+from anim.tasks import (FadeTask, HeldFlags, HoldTask, PICK_THRESHOLDS, PairedClipTask, PairedHoldTask, SceneTask, TaskFlags,
                         TaskType, fade_weight)
 
 A, B, IDLE = 19, 20, 388

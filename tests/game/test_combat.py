@@ -7,15 +7,13 @@ Anim Range List" (damage +0x0a, hit code +0x0c, the grab's far range x 1.25).
 """
 from __future__ import annotations
 
-import json
-import math
 
 import numpy as np
 import pytest
 
 from anim.clip import EventType
 from anim.tasks import PairedClipTask, TaskType
-from components import Body, Combat, NO_ATTACHMENT
+from components import Combat, NO_ATTACHMENT
 from game.combat import Fight, FightFlags, FightState, GRAB_SEARCH_FACTOR, reaction_for
 from game.moves import GRAB_STRIKES, THROWS, Move
 from game.moveset import demo_set

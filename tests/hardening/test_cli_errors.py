@@ -15,9 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from anim.animset import AnimSet
-from anim.clip import author_clip, encode_clip
-from anim.rangelist import author_range
+from anim.clip import encode_clip
 from anim.resource import save_resource
 from game import cli
 

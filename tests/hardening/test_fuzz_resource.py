@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import struct
 
-import numpy as np
 import pytest
 from hypothesis import event
 from hypothesis import strategies as st

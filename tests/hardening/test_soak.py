@@ -21,7 +21,6 @@ import gc
 import random
 import time
 
-import pytest
 
 from anim.player import Player, PlayerOptions
 from anim.stack import STACK_SIZE, CharacterInstance
