@@ -78,9 +78,11 @@ class PoseBatch:
         self.tag[:, index] = src.tag
 
     def copy(self) -> "PoseBatch":
+        """An independent copy of the batch."""
         return PoseBatch(self.vel.copy(), self.root.copy(), self.rot.copy(), self.tag.copy())
 
     def is_finite(self) -> bool:
+        """Whether every translation and rotation value is finite."""
         return bool(np.isfinite(self.vel).all() and np.isfinite(self.root).all() and np.isfinite(self.rot).all())
 
 

@@ -59,6 +59,7 @@ class CfgAnimSpeeds:
         return self.default
 
     def as_list(self) -> list[float]:
+        """[default, f800, f1000, f2000]."""
         return [self.default, self.f800, self.f1000, self.f2000]
 
 

@@ -98,10 +98,12 @@ class TaskPool:
 
     @property
     def in_use(self) -> int:
+        """Tasks taken and not given back."""
         return len(self._out)
 
     @property
     def free(self) -> int:
+        """Tasks that can still be taken."""
         return self.capacity - len(self._out)
 
     def require(self, n: int) -> None:
@@ -111,15 +113,18 @@ class TaskPool:
                 f"task pool exhausted: {n} needed, {self.free} of {self.capacity} free")
 
     def take(self, task):
+        """Count ``task`` out of the pool; TaskPoolExhausted when none is left."""
         self.require(1)
         self._out.add(id(task))
         return task
 
     def give_back(self, task) -> None:
+        """Count ``task`` back in; ValueError for a task not out (a double release)."""
         key = id(task)
         if key not in self._out:
             raise ValueError(f"task {task!r} given back twice or never taken")
         self._out.remove(key)
 
     def holds(self, task) -> bool:
+        """Whether ``task`` is out of the pool."""
         return id(task) in self._out

@@ -75,6 +75,7 @@ class Table:
         return row
 
     def free(self, row: int) -> None:
+        """Give a row back; ValueError when it is not in use."""
         if not self.live[row]:
             raise ValueError(f"row {row} freed twice or never taken")
         self.live[row] = False
@@ -82,6 +83,7 @@ class Table:
 
     @property
     def in_use(self) -> int:
+        """Rows taken and not given back (a leak check compares it)."""
         return int(self.live.sum())
 
     def detach(self, row: int) -> tuple["Table", int]:

@@ -129,11 +129,13 @@ class Task:
 
     # +0xcc
     def set_flags(self, flags: int) -> None:
+        """+0xcc: set the task flags; the cursor bits (0x1, 0x2, 0x10) go to its cursors. Original: 0x001058f0."""
         self.flags = TaskFlags(flags)
         for c in self.cursors():
             c.flags = CursorFlags(int(self.flags & _CURSOR_BITS))
 
     def cursor_flags(self) -> int:
+        """The cursor flags the task flags give (0x1 no velocity, 0x2 no turn, 0x10 muted)."""
         return int(self.flags & _CURSOR_BITS)
 
     # +0x54
@@ -142,26 +144,33 @@ class Task:
         player.change(inst, self, fade=0.0)
 
     def advance(self, player: "Player", inst: "CharacterInstance", dt: float, sink: list | None) -> None:
+        """+0x64: advance by dt (times the task's rate); fired events go to ``sink`` (None: muted)."""
         raise TypeError(f"{type(self).__name__} does not advance")
 
     def emit(self, plan: "SamplePlan") -> None:
+        """+0x5c: push the task's pose (or blend the poses under it) on the plan's pose stack."""
         raise TypeError(f"{type(self).__name__} does not sample")
 
     def anim_id(self) -> int:
+        """+0x104: the anim id the task reports (-1 for none). Original: 0x001752c8 (its reader)."""
         return -1
 
     def cursors(self) -> list[Cursor]:
+        """The task's cursors (WarAnimInstance), lower / first first."""
         return []
 
     def leading_cursor(self) -> Cursor | None:
+        """The cursor whose time and frame the task reports (its leading clip)."""
         cs = self.cursors()
         return cs[0] if cs else None
 
     def current_time(self) -> float:
+        """+0x6c: the current time (s) of the leading cursor."""
         c = self.leading_cursor()
         return c.time if c else 0.0
 
     def duration(self) -> float:
+        """+0xd4: the duration (s) of the leading clip."""
         c = self.leading_cursor()
         return c.duration if c else 0.0
 
@@ -180,6 +189,7 @@ class Task:
             c.dispose()
 
     def trace(self) -> dict:
+        """The task's entry in the trace: type, id, the leading cursor's time and frame."""
         c = self.leading_cursor()
         return {"type": int(self.type), "id": self.anim_id(),
                 "time": c.time if c else 0.0, "frame": c.frame if c else 0}

@@ -32,6 +32,7 @@ NO_ATTACHMENT = -1
 
 @dataclass(slots=True)
 class Name:
+    """The human's name (scenario and trace)."""
     value: str
 
 

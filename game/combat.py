@@ -48,6 +48,7 @@ BUSY = FightFlags.WINDUP | FightFlags.HIT_WINDOW | FightFlags.PAIRED | FightFlag
 
 
 class FightState(StrEnum):
+    """What a fighter is doing (Combat.state)."""
     FREE = "free"
     ATTACKING = "attacking"
     GRABBING = "grabbing"

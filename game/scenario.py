@@ -56,6 +56,7 @@ ACTIONS: dict[str, ActionSpec] = {}
 
 @dataclass
 class HumanSpec:
+    """One [[humans]] entry, validated."""
     name: str
     set: str
     position: tuple[float, float, float] = (0.0, 0.0, 0.0)

@@ -103,23 +103,28 @@ class Game:
         return ent
 
     def entity(self, name: str) -> int:
+        """The entity of a human by name; UnknownHuman when there is none."""
         try:
             return self.names[name]
         except KeyError:
             raise UnknownHuman(name) from None
 
     def component(self, name_or_entity, ctype):
+        """One component of a human (by name or entity)."""
         ent = self.entity(name_or_entity) if isinstance(name_or_entity, str) else name_or_entity
         with self.active():
             return esper.component_for_entity(ent, ctype)
 
     def instance(self, name: str) -> CharacterInstance:
+        """The human's CharacterInstance (stack, queue, record)."""
         return self.component(name, Animator).instance
 
     def body(self, name: str) -> Body:
+        """The human's Body component."""
         return self.component(name, Body)
 
     def record(self, name: str) -> HumanRecord:
+        """The human's record (+0x08 held flags, +0x20 playing anim id)."""
         return self.component(name, HumanRecord)
 
     def humans(self) -> list[tuple[str, int]]:
@@ -140,4 +145,5 @@ class Game:
         self.update += 1
 
     def pose_row(self, name: str) -> int:
+        """The human's row in ctx.poses / ctx.bone_pos (-1 before its first sample)."""
         return self.component(name, PoseRef).row

@@ -20,6 +20,7 @@ class Actions(esper.Processor):
         self.ctx = ctx
 
     def process(self) -> None:
+        """Run every action callable once, in order."""
         for act in list(self.ctx.actions):
             act(self.ctx)
         for p in self.ctx.probe:

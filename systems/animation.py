@@ -25,6 +25,7 @@ class AnimationStep(esper.Processor):
         self.ctx = ctx
 
     def process(self) -> None:
+        """Step every human's animation, sample the crowd, build the bone transforms."""
         ctx = self.ctx
         rows = sorted_components(ctx, Animator, PoseRef, FiredEvents)
         instances = [a.instance for _, (a, _, _) in rows]

@@ -23,6 +23,7 @@ class EventDispatch(esper.Processor):
         self.ctx = ctx
 
     def process(self) -> None:
+        """Dispatch this update's fired events to their handlers."""
         ctx = self.ctx
         for ent, fired in sorted_components(ctx, FiredEvents):
             for fe in fired.events:

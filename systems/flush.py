@@ -22,6 +22,7 @@ class DeferredFlush(esper.Processor):
         self.ctx = ctx
 
     def process(self) -> None:
+        """Release the tasks on the deferred list and refresh the playing anim ids."""
         self.ctx.player.flush()
         for p in self.ctx.probe:
             p(self.ctx, "flush")

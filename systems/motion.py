@@ -52,6 +52,7 @@ class StateUpdate(esper.Processor):
         self.ctx = ctx
 
     def process(self) -> None:
+        """Apply root motion to every body, then move it."""
         ctx = self.ctx
         poses = ctx.poses
         if poses is not None and len(poses):

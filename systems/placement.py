@@ -50,6 +50,7 @@ class PairedPlacement(esper.Processor):
         self.ctx = ctx
 
     def process(self) -> None:
+        """Slide sliding bodies one step and place attached ones."""
         for ent, body in sorted_components(self.ctx, Body):
             if body.slide_left > 0 and body.slide_to is not None:
                 slide_step(body)
