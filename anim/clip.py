@@ -129,6 +129,56 @@ class Event:
         except ValueError:
             return f"type_0x{self.type:02x}"
 
+    def typed(self) -> dict:
+        """The fields the spec names for this event's type ("Data: Events", "Event types
+        documented elsewhere", "Paired tasks"), by name; unknown types give {}.
+
+        8 partner place (position in the attacker's frame, rotation); 9, 10 effects
+        (position, rotation); 0x21 named effect (``effect`` sub_ + code, ``bone`` +0x06);
+        11 ``sound`` (the word at +8, an id when +0xa-+0xb are 0) and 12 ``value``; 0x20
+        camera shake ``level`` (the u32 at +4); 0x2e / 0x2f slow motion ``on``; 0x39 power
+        camera begin ``mode`` (s16 +6: 1 one shot, else 2 alternating); 0x3a cut ``fov``
+        (f32 at +8, -1.0 meaning 50 degrees); 0x3b add a shot ``slot`` (s16 +6, 0-7),
+        ``check`` (s16 +4, 0 on the disc), position and rotation; 0x3d end; 0x40 start a
+        move; 0x2c / 0x2d / 0x48 the held-flag changes (``clear`` / ``set`` bits).
+        Original: 0x00101dd8 Anim_FireFrameEvents and the handlers it cites.
+        """
+        t = self.type
+        s16 = lambda u: u - 0x10000 if u >= 0x8000 else u          # noqa: E731
+        if t == EventType.PARTNER_PLACE:
+            return {"kind": "partner_place", "place": self.position, "rotation": self.rotation}
+        if t in (EventType.EFFECT_9, EventType.EFFECT_10, EventType.EFFECT_22):
+            return {"kind": "effect", "position": self.position, "rotation": self.rotation}
+        if t == EventType.NAMED_EFFECT:
+            return {"kind": "named_effect", "effect": self.name, "bone": self.args[1],
+                    "position": self.position, "rotation": self.rotation}
+        if t == EventType.SOUND:
+            return {"kind": "sound", "sound": self.word, "plain_id": (self.word or 0) >> 16 == 0}
+        if t == EventType.MESSAGE_12:
+            return {"kind": "message", "value": self.word}
+        if t == EventType.CAMERA_SHAKE:
+            return {"kind": "camera_shake", "level": self.args[0] | self.args[1] << 16}
+        if t in (EventType.SLOWMO_ON, EventType.SLOWMO_OFF):
+            return {"kind": "slow_motion", "on": t == EventType.SLOWMO_ON}
+        if t == EventType.POWER_CAMERA_BEGIN:
+            return {"kind": "power_camera_begin", "mode": 1 if s16(self.args[1]) == 1 else 2}
+        if t == EventType.POWER_CAMERA_CUT:
+            return {"kind": "power_camera_cut", "fov": self.fov, "fov_degrees": 50.0 if self.fov == -1.0 else None}
+        if t == EventType.POWER_CAMERA_SHOT:
+            return {"kind": "power_camera_shot", "check": s16(self.args[0]), "slot": s16(self.args[1]),
+                    "position": self.position, "rotation": self.rotation}
+        if t == EventType.POWER_CAMERA_END:
+            return {"kind": "power_camera_end"}
+        if t == EventType.START_MOVE:
+            return {"kind": "start_move", "args": self.args}
+        if t == EventType.HELD_OPEN:
+            return {"kind": "held", "clear": 0x1, "set": 0x2}
+        if t == EventType.HELD_CLOSE:
+            return {"kind": "held", "clear": 0x7, "set": 0x4}
+        if t == EventType.HELD_REPLACE:
+            return {"kind": "held", "replace_with": 0x40000}
+        return {}
+
     def to_json(self) -> dict:
         """A JSON-ready dict (the CLI's and the trace's event form)."""
         d = {"frame": self.frame, "type": self.type, "args": list(self.args),

@@ -869,3 +869,40 @@ def test_flipped_or_truncated_clips_parse_or_raise_clip_format_error(dk, data):
     note_outcome("parsed")
     _assert_all_finite(clip)
     assert encode_clip(clip) == (bytes(d), bytes(k))    # anything accepted re-encodes exactly
+
+
+# ---------------------------------------------------------------- typed events (issue 3)
+
+
+def _one(**kw):
+    c = author_clip("E", 10, events=[make_event(**kw)])
+    d, k = encode_clip(c)
+    return parse_clip(d, k).decoded_events()[0]
+
+
+def test_typed_events_name_the_fields_the_spec_documents():
+    ev = _one(frame=0, type=0x08, position=(0.380, 1.012, 0.0))
+    assert ev.typed()["kind"] == "partner_place" and ev.typed()["place"][:2] == pytest.approx((0.380, 1.012), abs=1e-3)
+    ev = _one(frame=2, type=0x21, args=(0, 19), code="bld", position=(0.1, 0.2, 0.3))
+    assert ev.typed() == {"kind": "named_effect", "effect": "sub_bld", "bone": 19,
+                          "position": ev.position, "rotation": ev.rotation}
+    ev = _one(frame=3, type=11, word=1234)
+    assert ev.typed() == {"kind": "sound", "sound": 1234, "plain_id": True}
+    assert _one(frame=3, type=11, word=0x10004).typed()["plain_id"] is False
+    assert _one(frame=3, type=12, word=77).typed() == {"kind": "message", "value": 77}
+    assert _one(frame=1, type=0x20, args=(5, 1)).typed() == {"kind": "camera_shake", "level": 5 + 65536}
+    assert _one(frame=1, type=0x2E).typed() == {"kind": "slow_motion", "on": True}
+    assert _one(frame=1, type=0x2F).typed() == {"kind": "slow_motion", "on": False}
+    assert _one(frame=1, type=0x39, args=(0, 1)).typed()["mode"] == 1
+    assert _one(frame=1, type=0x39, args=(0, 7)).typed()["mode"] == 2
+    cut = _one(frame=1, type=0x3A, fov=-1.0).typed()
+    assert cut["fov"] == -1.0 and cut["fov_degrees"] == 50.0
+    shot = _one(frame=1, type=0x3B, args=(0, 6), position=(1.0, 2.0, 0.5)).typed()
+    assert shot["slot"] == 6 and shot["check"] == 0 and shot["position"][:2] == pytest.approx((1.0, 2.0), abs=1e-3)
+    assert _one(frame=1, type=0x3D).typed() == {"kind": "power_camera_end"}
+    assert _one(frame=1, type=0x40, args=(3, 4)).typed() == {"kind": "start_move", "args": (3, 4)}
+    assert _one(frame=1, type=0x2C).typed() == {"kind": "held", "clear": 0x1, "set": 0x2}
+    assert _one(frame=1, type=0x2D).typed() == {"kind": "held", "clear": 0x7, "set": 0x4}
+    assert _one(frame=1, type=0x48).typed() == {"kind": "held", "replace_with": 0x40000}
+    assert _one(frame=1, type=0x77).typed() == {}         # unknown types keep their raw fields only
+    assert _one(frame=1, type=0x77, args=(1, 2)).args == (1, 2)
