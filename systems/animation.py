@@ -23,20 +23,28 @@ class AnimationStep(esper.Processor):
 
     def __init__(self, ctx: SimContext):
         self.ctx = ctx
+        self._rows: list | None = None             # the sorted rows the lists below were built from
+        self._instances: list = []
+        self._fired: list = []
 
     def process(self) -> None:
         """Step every human's animation, sample the crowd, build the bone transforms."""
         ctx = self.ctx
         rows = sorted_components(ctx, Animator, PoseRef, FiredEvents)
-        instances = [a.instance for _, (a, _, _) in rows]
+        if rows is not self._rows:                 # the crowd changed: new lists, new pose rows
+            self._rows = rows
+            self._instances = [a.instance for _, (a, _, _) in rows]
+            self._fired = [f for _, (_, _, f) in rows]
+            for row, (_, (_, pref, _)) in enumerate(rows):
+                pref.row = row
+            ctx.entities = [e for e, _ in rows]
+        instances = self._instances
         ctx.player.step(instances, ctx.dt)
         poses = ctx.player.sample(instances, reference=ctx.reference)
         ctx.poses = poses
         ctx.bone_pos, ctx.bone_rot = ctx.player.skeleton.model_space(poses.rot, poses.root)
-        ctx.entities = [e for e, _ in rows]
-        for row, (_, (anim, pref, fired)) in enumerate(rows):
-            pref.row = row
-            ev = anim.instance.events
+        for inst, fired in zip(instances, self._fired):
+            ev = inst.events
             if ev or fired.events:
                 fired.events = list(ev)
         for p in ctx.probe:
