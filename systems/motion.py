@@ -50,6 +50,9 @@ class StateUpdate(esper.Processor):
 
     def __init__(self, ctx: SimContext):
         self.ctx = ctx
+        self._rows: list | None = None
+        self._bodies: list = []
+        self._idx = np.zeros(0, np.int64)
 
     def process(self) -> None:
         """Apply root motion to every body, then move it."""
@@ -57,8 +60,11 @@ class StateUpdate(esper.Processor):
         poses = ctx.poses
         if poses is not None and len(poses):
             rows = sorted_components(ctx, Body, PoseRef)
-            bodies = [b for _, (b, _) in rows]
-            idx = np.array([p.row for _, (_, p) in rows], dtype=np.int64)
+            if rows is not self._rows:             # the crowd changed (so did the pose rows)
+                self._rows = rows
+                self._bodies = [b for _, (b, _) in rows]
+                self._idx = np.array([p.row for _, (_, p) in rows], dtype=np.int64)
+            bodies, idx = self._bodies, self._idx
             ok = idx >= 0
             idx = np.where(ok, idx, 0)
             headings = np.array([b.heading for b in bodies])
