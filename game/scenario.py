@@ -222,6 +222,15 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
     return Scenario(source, updates, speeds, options, sets, humans, commands)
 
 
+def _check_table(obj, allowed, line, fld: str, lines: "_Lines", err) -> None:
+    """A [[...]] entry must be a table holding only ``allowed`` keys (else err names it)."""
+    if not isinstance(obj, dict):
+        err(line, fld, "expected a table")
+    for k in obj:
+        if k not in allowed:
+            err(lines.key(line, k), f"{fld}.{k}", f"unknown key (expected {', '.join(sorted(allowed))})")
+
+
 def _parse_sets(raw, lines: _Lines, err, base: Path, source: str) -> dict[str, AnimSet]:
     if not isinstance(raw, dict):
         err(lines.key(None, "sets"), "sets", "expected tables [sets.NAME]")
@@ -230,11 +239,7 @@ def _parse_sets(raw, lines: _Lines, err, base: Path, source: str) -> dict[str, A
         hline = lines.header(r"\[\s*sets\." + re.escape(name) + r"\s*\]") or \
             lines.header(r"\[\[\s*sets\." + re.escape(name) + r"\.clips\s*\]\]")
         fld = f"sets.{name}"
-        if not isinstance(spec, dict):
-            err(hline, fld, "expected a table")
-        for k in spec:
-            if k not in _SET_KEYS:
-                err(lines.key(hline, k), f"{fld}.{k}", f"unknown key (expected {', '.join(sorted(_SET_KEYS))})")
+        _check_table(spec, _SET_KEYS, hline, fld, lines, err)
         aset = AnimSet.build({}, name=name)
         if "library" in spec:
             lib = spec["library"]
@@ -262,11 +267,7 @@ def _parse_sets(raw, lines: _Lines, err, base: Path, source: str) -> dict[str, A
         for i, c in enumerate(clips):
             cline = lines.header(r"\[\[\s*sets\." + re.escape(name) + r"\.clips\s*\]\]", i)
             cf = f"{fld}.clips[{i}]"
-            if not isinstance(c, dict):
-                err(cline, cf, "expected a table")
-            for k in c:
-                if k not in _CLIP_KEYS:
-                    err(lines.key(cline, k), f"{cf}.{k}", f"unknown key (expected {', '.join(sorted(_CLIP_KEYS))})")
+            _check_table(c, _CLIP_KEYS, cline, cf, lines, err)
             anim_id = c.get("id")
             if not _is_int(anim_id) or not 0 <= anim_id < aset.num_ids:
                 err(lines.key(cline, "id"), f"{cf}.id", f"expected an anim id 0-{aset.num_ids - 1}, got {anim_id!r}")
@@ -349,11 +350,7 @@ def _parse_humans(raw, lines: _Lines, err, sets) -> list[HumanSpec]:
     for i, h in enumerate(raw):
         hl = lines.header(r"\[\[\s*humans\s*\]\]", i)
         fld = f"humans[{i}]"
-        if not isinstance(h, dict):
-            err(hl, fld, "expected a table")
-        for k in h:
-            if k not in _HUMAN_KEYS:
-                err(lines.key(hl, k), f"{fld}.{k}", f"unknown key (expected {', '.join(sorted(_HUMAN_KEYS))})")
+        _check_table(h, _HUMAN_KEYS, hl, fld, lines, err)
         name = h.get("name")
         if not isinstance(name, str) or not name:
             err(lines.key(hl, "name"), f"{fld}.name", "required: a non-empty string")
@@ -381,14 +378,9 @@ def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, upda
     for i, c in enumerate(raw):
         cl = lines.header(r"\[\[\s*commands\s*\]\]", i)
         fld = f"commands[{i}]"
-        if not isinstance(c, dict):
-            err(cl, fld, "expected a table")
-        action = c.get("action")
+        action = c.get("action") if isinstance(c, dict) else None
         spec = ACTIONS.get(action) if isinstance(action, str) else None
-        allowed = _CMD_KEYS | (set(spec.keys) if spec else set())
-        for k in c:
-            if k not in allowed:
-                err(lines.key(cl, k), f"{fld}.{k}", f"unknown key (expected {', '.join(sorted(allowed))})")
+        _check_table(c, _CMD_KEYS | (set(spec.keys) if spec else set()), cl, fld, lines, err)
         u = c.get("update")
         if not _is_int(u) or not 0 <= u:
             err(lines.key(cl, "update"), f"{fld}.update", f"required: an update number >= 0, got {u!r}")

@@ -5,7 +5,6 @@ demo package is the only one that does).
 """
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -23,6 +22,7 @@ from demo.headless import image_stats, run_headless, save_picture  # noqa: E402
 from game.combat import FightState  # noqa: E402
 from game.moves import Move  # noqa: E402
 from game.moveset import demo_set  # noqa: E402
+from test_purity import imported_roots    # tests/test_purity.py: the one import scanner
 
 REPO = Path(__file__).resolve().parents[2]
 PINNED = ("updates", "grabs", "strikes", "throws", "damage")
@@ -250,23 +250,6 @@ def test_without_a_display_python_m_demo_runs_headless(tmp_path, monkeypatch, ca
     assert "running headless" in capsys.readouterr().err
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    roots = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots.update(a.name.split(".")[0] for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            roots.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str):
-            fn = node.func
-            name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
-            if name in ("__import__", "import_module"):
-                roots.add(node.args[0].value.split(".")[0])
-    return roots
-
-
 def test_nothing_outside_demo_imports_pygame():
     top_skip = {"demo", "build", "dist", "out"}          # demo/ itself and build output
 
@@ -277,9 +260,9 @@ def test_nothing_outside_demo_imports_pygame():
     files = [p for p in REPO.rglob("*.py")
              if p.relative_to(REPO).parts[0] not in top_skip and not hidden(p.relative_to(REPO).parts)]
     assert any(p.match("game/*.py") for p in files) and any(p.match("tests/demo/*.py") for p in files)
-    bad = sorted(str(p.relative_to(REPO)) for p in files if "pygame" in _imports(p))
+    bad = sorted(str(p.relative_to(REPO)) for p in files if "pygame" in imported_roots(p))
     assert bad == []
-    assert any("pygame" in _imports(p) for p in (REPO / "demo").glob("*.py"))
+    assert any("pygame" in imported_roots(p) for p in (REPO / "demo").glob("*.py"))
 
 
 def test_the_window_keys(tmp_path):
