@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from anim.animset import AnimSet
-from anim.rangelist import RangeList
-from anim.stack import CharacterInstance, HumanRecord
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.rangelist import RangeList
+from scuffle.anim.stack import CharacterInstance, HumanRecord
 
 __all__ = ["Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body",
            "Combat", "FiredEvents", "NO_ATTACHMENT"]

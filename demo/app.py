@@ -19,13 +19,13 @@ from collections import deque
 import numpy as np
 import pygame
 
-from components import FiredEvents
-from game.ai import FighterAI
-from game.combat import Fight, FightState, GAIT_SPEEDS
-from game.moves import Move, THROWS
-from game.world import Game
+from scuffle.components import FiredEvents
+from scuffle.game.fighters.ai import FighterAI
+from scuffle.game.fighters.combat import Fight, FightState, GAIT_SPEEDS
+from scuffle.game.fighters.moves import Move, THROWS
+from scuffle.game.runtime.world import Game
 
-from demo import render
+from scuffle.demo import render
 
 __all__ = ["DemoSim", "KeyboardControl", "App", "DT", "AI_SETTINGS", "P1_SEED_OFFSET"]
 
@@ -138,7 +138,7 @@ class DemoSim:
     def __init__(self, seed: int = 1, attract: bool = False, health: float = 100.0,
                  ai_settings: dict | None = None, anim_set=None):
         if anim_set is None:
-            from game.moveset import demo_set
+            from scuffle.game.fighters.moveset import demo_set
             anim_set = demo_set()
         self.seed = int(seed)
         self.anim_set = anim_set

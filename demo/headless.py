@@ -48,8 +48,8 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
     Returns the summary (also written to ``out/summary.json``).
     """
     pygame = _pygame()
-    from demo import render
-    from demo.app import DemoSim
+    from scuffle.demo import render
+    from scuffle.demo.app import DemoSim
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -105,7 +105,7 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
 def contact_sheet(frames, path, fonts=None, thumb=THUMB, columns: int = SHEET_COLUMNS) -> None:
     """Tile the saved frames (path, game seconds) into one PNG, each labelled with its time."""
     pygame = _pygame()
-    from demo import render
+    from scuffle.demo import render
 
     fonts = fonts or render.Fonts()
     frames = list(frames)
@@ -132,7 +132,7 @@ def save_picture(sim, path, size: tuple[int, int] = (1280, 720), show_help: bool
                  paused: bool = False, slow: bool = False) -> None:
     """Render one picture of a DemoSim (HUD, inset, optionally the help overlay) to a PNG."""
     pygame = _pygame()
-    from demo import render
+    from scuffle.demo import render
 
     scene = render.snapshot(sim)
     scene.show_help, scene.inset, scene.paused, scene.slow = show_help, inset, paused, slow

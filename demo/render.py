@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pygame
 
-from anim.skeleton import HUMANOID, PARENTS, Bone
-from anim.tasks import HeldFlags, TaskType
-from components import Body, Combat, HumanRecord, PoseRef
-from game.combat import FightFlags, FightState
-from game.moves import Move
+from scuffle.anim.skeleton import HUMANOID, PARENTS, Bone
+from scuffle.anim.tasks import HeldFlags, TaskType
+from scuffle.components import Body, Combat, HumanRecord, PoseRef
+from scuffle.game.fighters.combat import FightFlags, FightState
+from scuffle.game.fighters.moves import Move
 
 __all__ = ["FighterView", "Scene", "Camera", "Fonts", "snapshot", "lerp_scene", "draw_scene",
            "draw_arena", "draw_inset", "draw_hud", "draw_help", "draw_log", "draw_status", "draw_counts", "fit_camera", "flag_names",

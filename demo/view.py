@@ -51,12 +51,13 @@ from pathlib import Path
 
 import numpy as np
 
-from anim import f32 as F
-from anim import quat
-from anim.clip import DESCRIPTOR_SIZE, Clip, ClipFormatError, key_frames, parse_clip
-from anim.lint import end_step
-from anim.rates import RUNTIME_SPEEDS, CfgAnimSpeeds
-from anim.skeleton import HUMANOID, NUM_BONES, PARENTS, Bone, Skeleton
+from scuffle.anim import f32 as F
+from scuffle.anim import quat
+from scuffle.anim.clip import DESCRIPTOR_SIZE, Clip, ClipFormatError, key_frames, parse_clip
+from scuffle.anim.lint import end_step
+from scuffle.anim.rates import RUNTIME_SPEEDS, CfgAnimSpeeds
+from scuffle.anim.skeleton import HUMANOID, NUM_BONES, PARENTS, Bone, Skeleton
+from scuffle.game.cli.errors import OneLineParser
 
 __all__ = ["ViewError", "ClipEntry", "Playback", "ViewerState", "load_source", "draw_view",
            "write_contact_sheet", "write_channels", "write_view_picture", "run_headless", "main",
@@ -180,11 +181,11 @@ def load_source(source: list[str], anim_id: int | None = None, rate: float | Non
         r = F.f32(rate) if rate is not None else 1.0
         return [ClipEntry(clip, None, r, 0, source[0], "--rate" if rate is not None else "no id: 1.0")], 0
     if source[0] == "demo" and not Path("demo").is_file():
-        from game.moveset import demo_set
+        from scuffle.game.fighters.moveset import demo_set
         aset, label = demo_set(), "demo move set"
     else:
-        from anim.animset import AnimSet
-        from anim.resource import ResourceFormatError, load_resource
+        from scuffle.anim.animset import AnimSet
+        from scuffle.anim.resource import ResourceFormatError, load_resource
 
         data = _read(source[0], "resource file")
         try:
@@ -243,9 +244,9 @@ class Playback:
     """
 
     def __init__(self, entry: ClipEntry, skeleton: Skeleton = HUMANOID):
-        from anim.sampler import ClipBank
-        from systems.context import MAX_ROOT_SPEED
-        from systems.motion import root_motion
+        from scuffle.anim.sampler import ClipBank
+        from scuffle.systems.context import MAX_ROOT_SPEED
+        from scuffle.systems.motion import root_motion
 
         self.entry = entry
         self.clip = clip = entry.clip
@@ -517,12 +518,12 @@ def _fit(rect, lo: tuple[float, float], hi: tuple[float, float], margin: float =
 
 
 def _panel(surface, rect, title: str | None, fonts, alpha: int = 230) -> None:
-    from demo import render
+    from scuffle.demo import render
     render._panel(surface, rect, title, fonts, alpha)
 
 
 def _text(surface, font, s: str, pos, colour=None, anchor: str = "topleft"):
-    from demo import render
+    from scuffle.demo import render
     return render._text(surface, font, s, pos, colour or render.TEXT, anchor)
 
 
@@ -531,7 +532,7 @@ def draw_side(surface, rect, pb: Playback, u: int, root_motion: bool, fonts, poi
     """The side view: forward (model or world y) to the right, up (z) up, a ground line with
     half-metre ticks; the camera fits every update of the clip (it does not follow)."""
     import pygame
-    from demo import render
+    from scuffle.demo import render
     _panel(surface, rect, "side view (from the right)" if title else None, fonts)
     inner = rect.inflate(-16, -(30 if title else 12))
     inner.y = rect.y + (24 if title else 6)
@@ -562,7 +563,7 @@ def draw_top(surface, rect, pb: Playback, u: int, root_motion: bool, fonts, poin
     """The top view: x right, y up the screen (the clip's forward), a metre grid, the facing
     marker; with root motion the path so far."""
     import pygame
-    from demo import render
+    from scuffle.demo import render
     _panel(surface, rect, "top view" if title else None, fonts)
     inner = rect.inflate(-16, -(30 if title else 12))
     inner.y = rect.y + (24 if title else 6)
@@ -640,7 +641,7 @@ def draw_timeline(surface, rect, pb: Playback, u: int, fonts) -> TimelineLayout:
     """The frame ruler, a row of key ticks per channel, the event markers (type labels),
     the end frame F and the playing position."""
     import pygame
-    from demo import render
+    from scuffle.demo import render
     _panel(surface, rect, None, fonts, alpha=255)
     clip = pb.clip
     rows = timeline_rows(clip)
@@ -722,7 +723,7 @@ def draw_info(surface, rect, state: ViewerState, fonts) -> None:
     """The overlay: the clip's numbers, the rate and where it comes from, the playing
     position, the switches, and the bone mask (animated bones lit, the others grey)."""
     import pygame
-    from demo import render
+    from scuffle.demo import render
     pb = state.playback
     e = state.entry
     clip = pb.clip
@@ -825,7 +826,7 @@ def _wrapped(surface, font, s: str, x: int, y: int, width: int, colour) -> int:
 def draw_view(surface, state: ViewerState, fonts) -> TimelineLayout:
     """The whole window: side view, top view, overlay, timeline, key hints (and help)."""
     import pygame
-    from demo import render
+    from scuffle.demo import render
     w, h = surface.get_size()
     surface.fill(render.BG)
     pb = state.playback
@@ -843,7 +844,7 @@ def draw_view(surface, state: ViewerState, fonts) -> TimelineLayout:
     hint = "Space play  <- -> step  drag timeline  L loop  R root motion  [ ] clip  H help  Esc quit"
     _text(surface, fonts.small, hint, (12, h - 8), render.DIM, "bottomleft")
     if state.show_help:
-        from demo import render
+        from scuffle.demo import render
         render.draw_help(surface, fonts, HELP_LINES, "Clip viewer")
     return lay
 
@@ -852,7 +853,7 @@ class Fonts:
     """render.Fonts plus a tiny one for tick labels."""
 
     def __init__(self, size: int = 15):
-        from demo import render
+        from scuffle.demo import render
         base = render.Fonts(size)
         self.__dict__.update(base.__dict__)
         pygame = _pygame()
@@ -887,7 +888,7 @@ def write_contact_sheet(entry: ClipEntry, path, cells: int = SHEET_CELLS, root_m
     """A PNG of the clip at evenly spaced frames: per frame a side view and a top view,
     labelled with the frame, its time and the update it plays on at the clip's rate."""
     pygame = _pygame()
-    from demo import render
+    from scuffle.demo import render
     pb = pb or Playback(entry)
     fonts = Fonts(14)
     frames = sheet_frames(pb.frames, cells)
@@ -966,7 +967,7 @@ def _plot(surface, rect, fonts, title: str, x: np.ndarray, series: list[tuple[st
     """One small plot: title, axes with ticks, grid, the series (lines or steps), key ticks
     along the bottom, event markers."""
     import pygame
-    from demo import render
+    from scuffle.demo import render
     _panel(surface, rect, None, fonts, alpha=255)
     tr = _text(surface, fonts.mono_bold, title, (rect.x + 8, rect.y + 5), render.TEXT)
     top = 28
@@ -1042,7 +1043,7 @@ def write_channels(entry: ClipEntry, path, pb: Playback | None = None) -> Path:
     total, and per animated bone its rotation's x, y, z, w (small multiples), with the
     keys ticked along the bottom and the events marked."""
     pygame = _pygame()
-    from demo import render
+    from scuffle.demo import render
     pb = pb or Playback(entry)
     clip = entry.clip
     fonts = Fonts(14)
@@ -1280,8 +1281,8 @@ class ViewerApp:
 
 def parse_args(argv) -> argparse.Namespace:
     """The view command's arguments; usage errors exit through argparse (status 2)."""
-    p = argparse.ArgumentParser(
-        prog="python -m demo view",
+    p = OneLineParser(
+        prog="scuffle view",
         description="Play one clip on the skeleton (side and top views, timeline, bone mask). SOURCE is a "
                     "resource file, 'demo' (the demo move set) or DESCRIPTOR KEYFRAMES.")
     p.add_argument("source", nargs="+", metavar="SOURCE", help="RESOURCE, demo, or DESCRIPTOR KEYFRAMES")
@@ -1311,7 +1312,7 @@ def parse_args(argv) -> argparse.Namespace:
 
 
 def main(argv=None) -> int:
-    """``python -m demo view``: 0 on success, 2 with one line on stderr for a bad source."""
+    """``scuffle view``: 0 on success, 2 with one line on stderr for a bad source."""
     try:
         a = parse_args(argv)
     except SystemExit as exc:
@@ -1320,7 +1321,7 @@ def main(argv=None) -> int:
         entries, start = load_source(a.source, a.anim_id, a.rate)
         why = None
         if not a.headless:
-            from demo.__main__ import no_display
+            from scuffle.demo.cli import no_display
             why = no_display()
         if a.headless or why:
             if why:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import esper
 
-from components import Animator, FiredEvents, PoseRef
-from systems.context import SimContext, sorted_components
+from scuffle.components import Animator, FiredEvents, PoseRef
+from scuffle.systems.context import SimContext, sorted_components
 
 __all__ = ["AnimationStep"]
 

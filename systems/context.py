@@ -11,9 +11,9 @@ from typing import Callable
 
 import numpy as np
 
-from anim import f32 as F
-from anim.player import Player
-from anim.pose import PoseBatch
+from scuffle.anim import f32 as F
+from scuffle.anim.player import Player
+from scuffle.anim.pose import PoseBatch
 
 __all__ = ["SimContext", "MAX_ROOT_SPEED", "sorted_components"]
 

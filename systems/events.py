@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import esper
 
-from components import FiredEvents
-from systems.context import SimContext, sorted_components
+from scuffle.components import FiredEvents
+from scuffle.systems.context import SimContext, sorted_components
 
 __all__ = ["EventDispatch"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import esper
 
-from systems.context import SimContext
+from scuffle.systems.context import SimContext
 
 __all__ = ["DeferredFlush"]
 

@@ -19,10 +19,10 @@ import math
 import esper
 import numpy as np
 
-from anim import quat
-from anim.pose import TAG_BONE, TAG_VELOCITY
-from components import Body, NO_ATTACHMENT, PoseRef
-from systems.context import SimContext, sorted_components
+from scuffle.anim import quat
+from scuffle.anim.pose import TAG_BONE, TAG_VELOCITY
+from scuffle.components import Body, NO_ATTACHMENT, PoseRef
+from scuffle.systems.context import SimContext, sorted_components
 
 __all__ = ["StateUpdate", "root_motion"]
 

@@ -15,8 +15,8 @@ import math
 import esper
 import numpy as np
 
-from components import Body, NO_ATTACHMENT
-from systems.context import SimContext, sorted_components
+from scuffle.components import Body, NO_ATTACHMENT
+from scuffle.systems.context import SimContext, sorted_components
 
 __all__ = ["PairedPlacement", "place_attached", "slide_step"]
 

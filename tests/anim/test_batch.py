@@ -13,12 +13,12 @@ import random
 import numpy as np
 import pytest
 
-from anim.animset import AnimSet
-from anim.clip import author_clip, make_event
-from anim.player import Player, PlayerOptions
-from anim.rangelist import author_range
-from anim.stack import CharacterInstance, TaskPoolExhausted, StackFull
-from anim.tasks import TaskType
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip, make_event
+from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.stack import CharacterInstance, TaskPoolExhausted, StackFull
+from scuffle.anim.tasks import TaskType
 
 GAIT = [40, 41, 42, 43, 43]
 

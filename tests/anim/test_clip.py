@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import event as note_outcome
 from hypothesis import strategies as st
 
-from anim.clip import (
+from scuffle.anim.clip import (
     DESCRIPTOR_SIZE, EVENT_DTYPE, EVENT_SIZE, KEY_DTYPE, KEY_SIZE, POS_SCALE, ROT_SCALE,
     VTABLE_PLACEHOLDER, Clip, ClipAuthoringError, ClipFormatError, EventType,
     author_clip, decode_positions, decode_rotations, encode_clip, key_frames, make_event,

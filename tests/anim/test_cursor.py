@@ -16,15 +16,15 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from anim import f32 as F
-from anim.animset import AnimSet
-from anim.clip import author_clip, make_event
-from anim.cursor import Cursor
-from anim.player import Player, PlayerOptions
-from anim.rangelist import author_range
-from anim.rates import CfgAnimSpeeds
-from anim.sampler import CursorFlags
-from anim.stack import CharacterInstance
+from scuffle.anim import f32 as F
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip, make_event
+from scuffle.anim.cursor import Cursor
+from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.rates import CfgAnimSpeeds
+from scuffle.anim.sampler import CursorFlags
+from scuffle.anim.stack import CharacterInstance
 
 X = 19          # the clip under test
 NEXT = 388      # the idle it hands over to

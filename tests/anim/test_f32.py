@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from anim import f32 as F
+from scuffle.anim import f32 as F
 
 FLT_MAX = float(np.finfo(np.float32).max)
 

@@ -13,14 +13,14 @@ import math
 import numpy as np
 import pytest
 
-from anim import f32 as F
-from anim.animset import AnimSet
-from anim.clip import author_clip, make_event
-from anim.player import Player
-from anim.pose import DTYPE, blend
-from anim.sampler import CursorFlags
-from anim.stack import CharacterInstance
-from anim.tasks import GAIT_STEPS, GaitTask, LOCOMOTION_FLAGS, TaskType
+from scuffle.anim import f32 as F
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip, make_event
+from scuffle.anim.player import Player
+from scuffle.anim.pose import DTYPE, blend
+from scuffle.anim.sampler import CursorFlags
+from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.tasks import GAIT_STEPS, GaitTask, LOCOMOTION_FLAGS, TaskType
 
 IDS = (10, 11, 12, 13, 14)
 FRAMES = {10: 35, 11: 28, 12: 22, 13: 18, 14: 16}

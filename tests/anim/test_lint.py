@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from anim import f32 as F
-from anim.animset import AnimSet
-from anim.clip import author_clip
-from anim.cursor import Cursor
-from anim.lint import Finding, end_step, lint_clip, lint_set, never_ending
-from anim.rangelist import author_range
-from anim.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
+from scuffle.anim import f32 as F
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip
+from scuffle.anim.cursor import Cursor
+from scuffle.anim.lint import Finding, end_step, lint_clip, lint_set, never_ending
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
 
 
 def cursor_never_ends(clip, rate: float) -> bool:

@@ -12,10 +12,10 @@ import math
 import numpy as np
 import pytest
 
-from anim import quat
-from anim.pose import (DTYPE, NUM_TAGS, POSE_STACK_SIZE, TAG_BONE, TAG_ROOT, TAG_VELOCITY,
+from scuffle.anim import quat
+from scuffle.anim.pose import (DTYPE, NUM_TAGS, POSE_STACK_SIZE, TAG_BONE, TAG_ROOT, TAG_VELOCITY,
                        PoseBatch, blend)
-from anim.skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
+from scuffle.anim.skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
 
 
 def random_pose(rng, n=1, tag=False) -> PoseBatch:

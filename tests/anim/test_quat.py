@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from anim import quat
+from scuffle.anim import quat
 
 SETTINGS = settings(max_examples=200, deadline=None)
 

@@ -12,13 +12,13 @@ import math
 
 import pytest
 
-from anim import f32 as F
-from anim.animset import AnimSet
-from anim.clip import author_clip
-from anim.player import Player, PlayerOptions
-from anim.rangelist import RateClass, author_range, rate_class
-from anim.rates import DATA_SPEEDS, RATE_MASK, RUNTIME_SPEEDS, CfgAnimSpeeds, RateFlags
-from anim.stack import CharacterInstance
+from scuffle.anim import f32 as F
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip
+from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.rangelist import RateClass, author_range, rate_class
+from scuffle.anim.rates import DATA_SPEEDS, RATE_MASK, RUNTIME_SPEEDS, CfgAnimSpeeds, RateFlags
+from scuffle.anim.stack import CharacterInstance
 
 
 def test_runtime_values():

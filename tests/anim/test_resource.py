@@ -16,14 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anim.animset import AnimId, AnimSet, AnimSetError
-from anim.clip import Clip, ClipFormatError, author_clip, encode_clip, make_event
-from anim.rangelist import (
+from scuffle.anim.animset import AnimId, AnimSet, AnimSetError
+from scuffle.anim.clip import Clip, ClipFormatError, author_clip, encode_clip, make_event
+from scuffle.anim.rangelist import (
     DEFAULT_HIT, FIELD_OFFSETS, RANGE_DTYPE, ZERO_RECORD,
     RangeAuthoringError, RangeFlags, RangeList, RangeListFormatError, RangeRecord, RateClass,
     UnknownAnimId, author_range, parse_range_list, rate_class,
 )
-from anim.resource import (
+from scuffle.anim.resource import (
     NUM_ANIM_IDS, Chunk, ChunkType, Resource, ResourceFormatError, load_resource, save_resource,
 )
 

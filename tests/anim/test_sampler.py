@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from anim import f32 as F
-from anim import quat
-from anim.clip import author_clip, decode_positions, decode_rotations
-from anim.pose import DTYPE, TAG_BONE, TAG_ROOT, TAG_VELOCITY, PoseBatch
-from anim.sampler import (NUM_SLOTS, ClipBank, CursorFlags, TURN_EPSILON, key_frame)
-from anim.skeleton import HUMANOID, REFERENCE_ROTATIONS, Skeleton
+from scuffle.anim import f32 as F
+from scuffle.anim import quat
+from scuffle.anim.clip import author_clip, decode_positions, decode_rotations
+from scuffle.anim.pose import DTYPE, TAG_BONE, TAG_ROOT, TAG_VELOCITY, PoseBatch
+from scuffle.anim.sampler import (NUM_SLOTS, ClipBank, CursorFlags, TURN_EPSILON, key_frame)
+from scuffle.anim.skeleton import HUMANOID, REFERENCE_ROTATIONS, Skeleton
 
 R075 = F.f32(0.75)
 R08 = F.f32(0.8)

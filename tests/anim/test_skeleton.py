@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anim import quat
-from anim.skeleton import (HUMANOID, MIRROR_PAIRS, NUM_BONES, PARENTS, REFERENCE_ROTATIONS, Bone,
+from scuffle.anim import quat
+from scuffle.anim.skeleton import (HUMANOID, MIRROR_PAIRS, NUM_BONES, PARENTS, REFERENCE_ROTATIONS, Bone,
                            Skeleton, depth_levels, subtree_mask)
 
 SPEC = Path("/work/shared/spec/animation.txt")

@@ -12,15 +12,15 @@ import random
 import numpy as np
 import pytest
 
-from anim.animset import AnimSet
-from anim.clip import author_clip, make_event
-from anim.plan import SamplePlan
-from anim.player import Player, PlayerOptions, UnknownClip
-from anim.pose import POSE_STACK_SIZE, PoseStackOverflow
-from anim.rangelist import author_range
-from anim.stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull,
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip, make_event
+from scuffle.anim.plan import SamplePlan
+from scuffle.anim.player import Player, PlayerOptions, UnknownClip
+from scuffle.anim.pose import POSE_STACK_SIZE, PoseStackOverflow
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull,
                         TaskPool, TaskPoolExhausted)
-from anim.tasks import TaskType
+from scuffle.anim.tasks import TaskType
 
 A, B, IDLE = 19, 20, 388
 GAIT = (404, 405, 406, 407, 407)

@@ -12,15 +12,15 @@ import math
 import numpy as np
 import pytest
 
-from anim import f32 as F
-from anim.animset import AnimSet
-from anim.clip import author_clip, make_event
-from anim.player import Player, PlayerOptions
-from anim.pose import DTYPE, PoseBatch, blend
-from anim.rangelist import author_range
-from anim.sampler import CursorFlags
-from anim.stack import CharacterInstance
-from anim.tasks import (FadeTask, HeldFlags, HoldTask, PICK_THRESHOLDS, PairedClipTask, PairedHoldTask, SceneTask, TaskFlags,
+from scuffle.anim import f32 as F
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip, make_event
+from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.pose import DTYPE, PoseBatch, blend
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.sampler import CursorFlags
+from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.tasks import (FadeTask, HeldFlags, HoldTask, PICK_THRESHOLDS, PairedClipTask, PairedHoldTask, SceneTask, TaskFlags,
                         TaskType, fade_weight)
 
 A, B, IDLE = 19, 20, 388
@@ -695,7 +695,7 @@ def test_queued_task_starts_as_a_change_without_fade():
 
 
 def test_task_base_calls_are_refused():
-    from anim.tasks import Task
+    from scuffle.anim.tasks import Task
     t = Task(1.0)
     with pytest.raises(TypeError):
         t.advance(None, None, F.DT, None)

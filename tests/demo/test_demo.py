@@ -17,11 +17,11 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
-from demo.app import DemoSim  # noqa: E402
-from demo.headless import image_stats, run_headless, save_picture  # noqa: E402
-from game.combat import FightState  # noqa: E402
-from game.moves import Move  # noqa: E402
-from game.moveset import demo_set  # noqa: E402
+from scuffle.demo.app import DemoSim  # noqa: E402
+from scuffle.demo.headless import image_stats, run_headless, save_picture  # noqa: E402
+from scuffle.game.fighters.combat import FightState  # noqa: E402
+from scuffle.game.fighters.moves import Move  # noqa: E402
+from scuffle.game.fighters.moveset import demo_set  # noqa: E402
 from test_purity import imported_roots    # tests/test_purity.py: the one import scanner
 
 REPO = Path(__file__).resolve().parents[2]
@@ -220,11 +220,10 @@ def test_the_keyboard_grabs_and_throws(tmp_path):
         sim.close()
 
 
-def test_python_m_demo_headless_as_a_subprocess(tmp_path):
+def test_scuffle_demo_headless_as_a_subprocess(tmp_path):
     out = tmp_path / "tmp"
-    env = dict(os.environ, SDL_VIDEODRIVER="dummy", SDL_AUDIODRIVER="dummy",
-               PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "demo", "--headless", "--seconds", "2", "--out", str(out)],
+    env = dict(os.environ, SDL_VIDEODRIVER="dummy", SDL_AUDIODRIVER="dummy")
+    proc = subprocess.run([sys.executable, "-m", "scuffle", "demo", "--headless", "--seconds", "2", "--out", str(out)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert str(out) in proc.stdout
@@ -234,8 +233,8 @@ def test_python_m_demo_headless_as_a_subprocess(tmp_path):
     assert (out / "contact_sheet.png").exists() and (out / summary["frames"][0]).exists()
 
 
-def test_without_a_display_python_m_demo_runs_headless(tmp_path, monkeypatch, capsys):
-    from demo.__main__ import main, no_display
+def test_without_a_display_scuffle_demo_runs_headless(tmp_path, monkeypatch, capsys):
+    from scuffle.demo.cli import main, no_display
 
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
@@ -266,7 +265,7 @@ def test_nothing_outside_demo_imports_pygame():
 
 
 def test_the_window_keys(tmp_path):
-    from demo.app import App
+    from scuffle.demo.app import App
 
     app = App(seed=1)
     try:
@@ -295,7 +294,7 @@ def test_the_window_keys(tmp_path):
 
 
 def test_the_window_loop_runs_and_saves_a_screenshot(tmp_path):
-    from demo.app import App
+    from scuffle.demo.app import App
 
     shot = tmp_path / "window.png"
     App(seed=1, attract=True, size=(960, 540), screenshot=shot, screenshot_at=15).run()

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from anim.animset import AnimSet
-from anim.clip import author_clip, encode_clip
-from anim.rangelist import author_range
-from game.world import Game
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip, encode_clip
+from scuffle.anim.rangelist import author_range
+from scuffle.game.runtime.world import Game
 
 REPO = Path(__file__).resolve().parents[2]
 IDLE = 388
@@ -68,9 +68,9 @@ def command_toml(update: int, human: str, **keys) -> str:
 
 
 def run_cli(*args, cwd=None, timeout: float = 60) -> subprocess.CompletedProcess:
-    """``python -m game ARGS`` in a subprocess (sys.executable), text output captured."""
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "game", *map(str, args)], cwd=cwd or REPO, env=env,
+    """``scuffle ARGS`` in a subprocess (sys.executable), text output captured."""
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-m", "scuffle", *map(str, args)], cwd=cwd or REPO, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -1,4 +1,4 @@
-"""python -m game bench: the pinned report (no timing assertions: speed is measured by the
+"""scuffle bench: the pinned report (no timing assertions: speed is measured by the
 benchmark, never by the test suite)."""
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import json
 import subprocess
 import sys
 
-from anim.skeleton import HUMANOID
-from game.bench import run_bench
+from scuffle.anim.skeleton import HUMANOID
+from scuffle.game.tools.bench import run_bench
 
 
 def test_bench_json_report_has_the_pinned_keys():
-    p = subprocess.run([sys.executable, "-m", "game", "bench", "--humans", "12", "--updates", "4",
+    p = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--humans", "12", "--updates", "4",
                         "--scalar-updates", "2", "--json"], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     report = json.loads(p.stdout.strip().splitlines()[-1])
@@ -37,6 +37,6 @@ def test_bench_runs_the_representative_stack_and_restores_the_skeleton():
 
 
 def test_bench_rejects_bad_counts():
-    p = subprocess.run([sys.executable, "-m", "game", "bench", "--humans", "0"], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--humans", "0"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr

@@ -1,4 +1,4 @@
-"""Tests of ``python -m game clip DESCRIPTOR_FILE KEYFRAMES_FILE [--json]`` (game/cli.py)."""
+"""Tests of ``scuffle clip DESCRIPTOR_FILE KEYFRAMES_FILE [--json]`` (game/cli.py)."""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anim.clip import ROT_SCALE, author_clip, encode_clip, make_event
-from game import cli
+from scuffle.anim.clip import ROT_SCALE, author_clip, encode_clip, make_event
+from scuffle.game.cli import commands as cli
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,8 +40,8 @@ def clip_files(tmp_path):
 
 
 def run_cli(*args):
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "game", *args], cwd=REPO, env=env,
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-m", "scuffle", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -164,15 +164,16 @@ def test_main_help_and_usage(capsys):
 
 def test_commands_registry():
     names = [c.name for c in cli.COMMANDS]
-    assert names[0] == "clip" and {"clip", "run"} <= set(names) and len(set(names)) == len(names)
+    assert {"demo", "view", "run", "clip", "lint", "diff", "survey", "bench", "csv2trace"} == set(names)
+    assert len(set(names)) == len(names)
     parser = cli.build_parser()
     args = parser.parse_args(["clip", "a", "b", "--json"])
     assert args.run is cli.cmd_clip and args.json and args.descriptor == "a" and args.keyframes == "b"
 
 
 def test_subprocess_closed_stdout_is_quiet(clip_files):
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.Popen([sys.executable, "-m", "game", "clip", *clip_files, "--json"], cwd=REPO,
+    env = dict(os.environ)
+    p = subprocess.Popen([sys.executable, "-m", "scuffle", "clip", *clip_files, "--json"], cwd=REPO,
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.stdout.close()                                    # the reader goes away at once
     err = p.stderr.read().decode()
@@ -185,9 +186,9 @@ def test_subprocess_closed_stdout_is_quiet(clip_files):
 
 
 def _resource(tmp_path):
-    from anim.animset import AnimSet
-    from anim.clip import author_clip
-    from anim.resource import save_resource
+    from scuffle.anim.animset import AnimSet
+    from scuffle.anim.clip import author_clip
+    from scuffle.anim.resource import save_resource
 
     a = author_clip("A", 12, rotations={3: [(0, (0, 0, 0, 1)), (12, (0.1, 0, 0, 0.995))]})
     b = author_clip("B", 20, velocity=[(0, (0, 1.048, 0))])

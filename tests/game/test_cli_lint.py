@@ -1,4 +1,4 @@
-"""Tests of ``python -m game lint RESOURCE_OR_CLIPS... [--json] [--data-speeds]`` (game/lint.py).
+"""Tests of ``scuffle lint RESOURCE_OR_CLIPS... [--json] [--data-speeds]`` (game/lint.py).
 
 A set with a 2-frame clip at no rate flag (0.75) is flagged; the same clip at flag
 0x1000 (rate 1.0) is not (Spec: "When a clip ends", the overshoot of 0.0).
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from anim.animset import AnimSet
-from anim.clip import author_clip, encode_clip
-from anim.rangelist import author_range
-from anim.resource import save_resource
-from game import cli
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip, encode_clip
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.resource import save_resource
+from scuffle.game.cli import commands as cli
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,8 +32,8 @@ def write_set(path: Path, flags: int) -> str:
 
 
 def run_cli(*args):
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "game", *args], cwd=REPO, env=env,
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-m", "scuffle", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)
 
 

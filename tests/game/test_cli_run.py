@@ -1,4 +1,4 @@
-"""``python -m game run SCENARIO.toml --trace OUT.jsonl`` (game/runcmd.py) end to end.
+"""``scuffle run SCENARIO.toml --trace OUT.jsonl`` (game/runcmd.py) end to end.
 
 Spec: "When a clip ends" (the table of chain clips: a clip lasts ceil((F - 0.5) / r)
 updates, one more on an exact tie at 0.75). Issue 4: the clip-end table through the CLI;
@@ -11,7 +11,7 @@ import json
 import esper
 import pytest
 
-from game import cli
+from scuffle.game.cli import commands as cli
 
 from conftest import (IDLE, by_human, clip, clip_length, clip_toml, command_toml, human_toml, read_trace,
                       run_cli, still)

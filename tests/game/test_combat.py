@@ -11,14 +11,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anim.clip import EventType
-from anim.tasks import PairedClipTask, TaskType
-from components import Combat, NO_ATTACHMENT
-from game.combat import Fight, FightFlags, FightState, GRAB_SEARCH_FACTOR, reaction_for
-from game.moves import GRAB_STRIKES, THROWS, Move
-from game.moveset import demo_set
-from game.scenario import parse_scenario, run_scenario
-from game.world import Game
+from scuffle.anim.clip import EventType
+from scuffle.anim.tasks import PairedClipTask, TaskType
+from scuffle.components import Combat, NO_ATTACHMENT
+from scuffle.game.fighters.combat import Fight, FightFlags, FightState, GRAB_SEARCH_FACTOR, reaction_for
+from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS, Move
+from scuffle.game.fighters.moveset import demo_set
+from scuffle import parse_scenario, run_scenario
+from scuffle.game.runtime.world import Game
 
 FIGHT = """
 updates = {updates}
@@ -278,7 +278,7 @@ def test_move_walks_with_start_clip_then_gait_state_velocity():
 
 
 def test_scenario_actions_validate_their_keys():
-    from game.scenario import ScenarioError
+    from scuffle.game.runtime.scenario import ScenarioError
     bad = FIGHT.format(updates=200, gap=1.0, throw=149).replace('move = 51', 'move = "knee"')
     with pytest.raises(ScenarioError, match=r"commands\[3\]\.move"):
         parse_scenario(bad, "x.toml")

@@ -12,18 +12,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anim import f32 as F
-from anim.animset import AnimSet
-from anim.clip import EventType, decode_positions, decode_rotations
-from anim.rangelist import RangeFlags
-from anim.rates import RUNTIME_SPEEDS
-from anim.resource import load_resource
-from anim.sampler import ClipBank
-from anim.skeleton import HUMANOID, REFERENCE_ROTATIONS
-from game.moves import GAIT_IDS, GRAB_STRIKES, PAIRED_MOVES, THROWS, Move
-from game.moveset import (GAIT_SPEEDS, HOLD_PLACE, MOVE_TABLE, NO_BONE2, REFERENCE_BONE2,
+from scuffle.anim import f32 as F
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import EventType, decode_positions, decode_rotations
+from scuffle.anim.rangelist import RangeFlags
+from scuffle.anim.rates import RUNTIME_SPEEDS
+from scuffle.anim.resource import load_resource
+from scuffle.anim.sampler import ClipBank
+from scuffle.anim.skeleton import HUMANOID, REFERENCE_ROTATIONS
+from scuffle.game.fighters.moves import GAIT_IDS, GRAB_STRIKES, PAIRED_MOVES, THROWS, Move
+from scuffle.game.fighters.moveset import (GAIT_SPEEDS, HOLD_PLACE, MOVE_TABLE, NO_BONE2, REFERENCE_BONE2,
                           demo_resource_bytes, demo_set)
-from game.world import Game
+from scuffle.game.runtime.world import Game
 
 REPO = Path(__file__).resolve().parents[2]
 GRAB_CLIPS = (69, 71, 72, 73, 74, 75, 82, 83, 84, 85)
@@ -81,9 +81,11 @@ def test_every_move_has_a_clip_and_the_table_lists_it(s):
         assert bone2 == (2 in s.clip(anim_id).rotations)
 
 
-def test_library_is_registered():
-    import game.scenario as sc
-    assert sc.LIBRARIES["demo"] is demo_set
+def test_library_is_registered_explicitly():
+    from scuffle.game.fighters import registry
+    from scuffle.game.runtime.registry import Registry
+    assert registry().libraries["demo"] is demo_set
+    assert "demo" not in Registry().libraries          # nothing registers on import
 
 
 def test_docs_list_every_move():
@@ -373,14 +375,14 @@ def test_every_clip_is_finite_at_every_frame(s, bank):
 
 
 def test_no_clip_never_ends(s, tmp_path):
-    from anim.lint import lint_set
-    from game.cli import main
-    from game.moveset import demo_resource_bytes
+    from scuffle.anim.lint import lint_set
+    from scuffle.game.cli.commands import main
+    from scuffle.game.fighters.moveset import demo_resource_bytes
 
     assert lint_set(s, RUNTIME_SPEEDS) == []
     res = tmp_path / "demo.res"
     res.write_bytes(demo_resource_bytes())
-    assert main(["lint", str(res)]) == 0          # python -m game lint finds none
+    assert main(["lint", str(res)]) == 0          # scuffle lint finds none
     for anim_id in s.ids():      # and directly: the end step's overshoot is never exactly 0.0
         clip = s.clip(anim_id)
         rate = rate_of(s, anim_id)

@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from anim.player import PlayerOptions
-from anim.rates import CfgAnimSpeeds
-from components import NO_ATTACHMENT
+from scuffle.anim.player import PlayerOptions
+from scuffle.anim.rates import CfgAnimSpeeds
+from scuffle.components import NO_ATTACHMENT
 
 from conftest import IDLE, clip, make_set, still, turn_quat
 

@@ -10,13 +10,13 @@ import json
 
 import pytest
 
-from anim import f32 as F
-from anim.animset import AnimSet
-from anim.clip import encode_clip
-from anim.rangelist import author_range
-from anim.resource import save_resource
-from game.scenario import ScenarioError, load_scenario, parse_scenario, run_scenario
-from game.trace import f32_json
+from scuffle.anim import f32 as F
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import encode_clip
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.resource import save_resource
+from scuffle import ScenarioError, load_scenario, parse_scenario, run_scenario
+from scuffle.game.runtime.trace import f32_json
 
 from conftest import IDLE, clip, clip_toml, command_toml, human_toml, still
 

@@ -12,17 +12,17 @@ import esper
 import numpy as np
 import pytest
 
-from anim.clip import make_event
-from anim.player import Player
-from game import schedule
-from game.schedule import SCHEDULE, install, priority_of
-from systems.actions import Actions
-from systems.animation import AnimationStep
-from systems.context import SimContext
-from systems.events import EventDispatch
-from systems.flush import DeferredFlush
-from systems.motion import StateUpdate
-from systems.placement import PairedPlacement
+from scuffle.anim.clip import make_event
+from scuffle.anim.player import Player
+from scuffle.game.runtime import schedule
+from scuffle.game.runtime.schedule import SCHEDULE, install, priority_of
+from scuffle.systems.actions import Actions
+from scuffle.systems.animation import AnimationStep
+from scuffle.systems.context import SimContext
+from scuffle.systems.events import EventDispatch
+from scuffle.systems.flush import DeferredFlush
+from scuffle.systems.motion import StateUpdate
+from scuffle.systems.placement import PairedPlacement
 
 from conftest import IDLE, clip, make_set, still
 

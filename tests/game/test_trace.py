@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from anim.clip import make_event
+from scuffle.anim.clip import make_event
 
 from conftest import (IDLE, REPO, by_human, clip, clip_toml, command_toml, human_toml, run_cli, still,
                       turn_quat)
@@ -170,7 +170,7 @@ def test_the_worked_example_in_the_docs_is_real():
     import io
     import re
 
-    from game.scenario import parse_scenario, run_scenario
+    from scuffle import parse_scenario, run_scenario
 
     doc = (REPO / "docs" / "scenarios.md").read_text(encoding="utf-8")
     toml = re.search(r"```toml\n(.*?)```", doc, re.S).group(1)

@@ -13,15 +13,15 @@ import esper
 import numpy as np
 import pytest
 
-from anim import f32 as F
-from anim.player import Player
-from anim.stack import CharacterInstance, HumanRecord
-from anim.tasks import TaskType
-from components import (Animator, AnimSetRef, Body, Combat, FiredEvents, Name, PoseRef,
+from scuffle.anim import f32 as F
+from scuffle.anim.player import Player
+from scuffle.anim.stack import CharacterInstance, HumanRecord
+from scuffle.anim.tasks import TaskType
+from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, Name, PoseRef,
                         RangeRecords)
-from game.schedule import install
-from game.world import Game, UnknownHuman
-from systems.context import SimContext
+from scuffle.game.runtime.schedule import install
+from scuffle.game.runtime.world import Game, UnknownHuman
+from scuffle.systems.context import SimContext
 
 from conftest import IDLE, REPO, clip, make_set, still
 
@@ -140,9 +140,9 @@ def test_human_names_are_checked(new_game):
 def test_game_steps_without_pygame():
     code = """
 import sys
-from anim.animset import AnimSet
-from anim.clip import author_clip
-from game.world import Game
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip
+from scuffle.game.runtime.world import Game
 s = AnimSet.build({388: author_clip("idle", 60)})
 g = Game()
 g.add_human("a", s)

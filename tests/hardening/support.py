@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from anim.animset import AnimSet
-from anim.clip import author_clip, make_event
-from anim.player import Player
-from anim.rangelist import author_range
-from anim.stack import CharacterInstance
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip, make_event
+from scuffle.anim.player import Player
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.stack import CharacterInstance
 
 __all__ = ["REPO", "run_game", "Hang", "no_hang", "QUICK_EXAMPLES", "LONG_EXAMPLES", "fuzz_pair",
            "IDLE", "A", "B", "LONG", "SHORT", "GAIT", "synthetic_set", "snapshot", "keeps_playing"]
@@ -31,10 +31,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run_game(*args, cwd=None, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """``python -m game ARGS`` in a subprocess (text output captured); ``env`` adds variables."""
-    e = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    """``scuffle ARGS`` in a subprocess (text output captured); ``env`` adds variables."""
+    e = dict(os.environ)
     e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "game", *map(str, args)], cwd=cwd or REPO, env=e,
+    return subprocess.run([sys.executable, "-m", "scuffle", *map(str, args)], cwd=cwd or REPO, env=e,
                           capture_output=True, text=True, timeout=timeout)
 
 

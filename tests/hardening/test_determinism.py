@@ -4,7 +4,7 @@ simulation.
 
 Issue 7, "Determinism". The two-minute fight (fight_2min.toml: 3600 updates, two humans
 on the demo move set, 17 grabs, 12 throws, hits, walks and let-goes) runs through
-``python -m game run`` in two separate processes with different PYTHONHASHSEEDs, and
+``scuffle run`` in two separate processes with different PYTHONHASHSEEDs, and
 the traces' sha256 must match; likewise the demo's AI fight (game.ai.FighterAI through
 game.combat.Fight) for a seed, while another seed must differ. The source scan reads
 anim/, game/, systems/ and components/ (ast) for wall-clock reads, unseeded random
@@ -35,12 +35,12 @@ SEEDS = ("1", "4242")                      # PYTHONHASHSEED of the two processes
 # FighterAI each. argv: trace path, seed, updates. Prints nothing; the trace is the output.
 AI_FIGHT = textwrap.dedent("""
     import sys
-    from game.ai import FighterAI
-    from game.combat import Fight
-    from game.moves import Move
-    from game.moveset import demo_set
-    from game.trace import trace_records, write_records
-    from game.world import Game
+    from scuffle.game.fighters.ai import FighterAI
+    from scuffle.game.fighters.combat import Fight
+    from scuffle.game.fighters.moves import Move
+    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.runtime.trace import trace_records, write_records
+    from scuffle.game.runtime.world import Game
 
     path, seed, updates = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     s = demo_set()
@@ -63,8 +63,7 @@ OTHER_UPDATES = 300       # another seed parts from it within 10 s
 
 
 def _env(hashseed: str) -> dict:
-    env = dict(os.environ, PYTHONHASHSEED=hashseed,
-               PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONHASHSEED=hashseed)
     return env
 
 
@@ -81,7 +80,7 @@ def runs(tmp_path_factory) -> dict:
     for k, hs in enumerate(SEEDS):
         out = tmp / f"fight{k}.jsonl"
         jobs[f"fight{k}"] = (out, subprocess.Popen(
-            [sys.executable, "-m", "game", "run", str(FIGHT), "--trace", str(out)], cwd=tmp, env=_env(hs),
+            [sys.executable, "-m", "scuffle", "run", str(FIGHT), "--trace", str(out)], cwd=tmp, env=_env(hs),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     for name, seed, hs, n in (("ai0", 1, SEEDS[0], AI_UPDATES), ("ai1", 1, SEEDS[1], AI_UPDATES),
                               ("ai_other", 2, SEEDS[0], OTHER_UPDATES)):
@@ -147,13 +146,13 @@ SET_METHODS = frozenset({"union", "intersection", "difference", "symmetric_diffe
 
 # (path, rule, expression) -> why it cannot leak into the simulation. Each entry must match
 # a finding while its file exists (a stale one fails the scan).
-_BENCH = ("python -m game bench times the update with it; the times go to its report, never into "
+_BENCH = ("scuffle bench times the update with it; the times go to its report, never into "
           "the world (the simulation it times runs the same without it)")
 ALLOWED: dict[tuple[str, str, str], str] = {
-    ("game/bench.py", "wall-clock", "time.perf_counter"): _BENCH,
-    ("game/bench.py", "wall-clock", "time.process_time"): _BENCH,
-    ("game/survey.py", "wall-clock", "time.perf_counter"):
-        "python -m game survey prints the seconds it has taken in its progress lines on stderr; it "
+    ("game/tools/bench.py", "wall-clock", "time.perf_counter"): _BENCH,
+    ("game/tools/bench.py", "wall-clock", "time.process_time"): _BENCH,
+    ("game/tools/survey.py", "wall-clock", "time.perf_counter"):
+        "scuffle survey prints the seconds it has taken in its progress lines on stderr; it "
         "samples clips, it runs no world",
 }
 

@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 from hypothesis import event
 
-from anim.animset import AnimSet
-from anim.clip import (DESCRIPTOR_SIZE, MAX_FRAMES, ClipFormatError, author_clip, encode_clip, parse_clip)
-from anim.player import Player
-from anim.rangelist import author_range
-from anim.sampler import ClipBank
-from anim.stack import CharacterInstance
-from game.world import Game
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import (DESCRIPTOR_SIZE, MAX_FRAMES, ClipFormatError, author_clip, encode_clip, parse_clip)
+from scuffle.anim.player import Player
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.sampler import ClipBank
+from scuffle.anim.stack import CharacterInstance
+from scuffle.game.runtime.world import Game
 
 from .fuzz_chunks import OFF, mutated_clip, valid_clip
 from .support import fuzz_pair, no_hang

@@ -24,9 +24,9 @@ import pytest
 from hypothesis import event
 from hypothesis import strategies as st
 
-from anim.clip import encode_clip
-from anim.resource import save_resource
-from game.scenario import ScenarioError, parse_scenario, run_scenario
+from scuffle.anim.clip import encode_clip
+from scuffle.anim.resource import save_resource
+from scuffle import ScenarioError, parse_scenario, run_scenario
 
 from .support import A, B, GAIT, IDLE, LONG, fuzz_pair, no_hang, synthetic_set
 

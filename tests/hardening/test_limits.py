@@ -20,14 +20,14 @@ import math
 import numpy as np
 import pytest
 
-from anim.plan import SamplePlan
-from anim.player import Player, PlayerOptions
-from anim.pose import POSE_STACK_SIZE, PoseStackOverflow
-from anim.rates import CfgAnimSpeeds
-from anim.stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
-from anim.tasks import TaskType
-from game.scenario import ScenarioError, parse_scenario, run_scenario
-from game.world import Game
+from scuffle.anim.plan import SamplePlan
+from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.pose import POSE_STACK_SIZE, PoseStackOverflow
+from scuffle.anim.rates import CfgAnimSpeeds
+from scuffle.anim.stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
+from scuffle.anim.tasks import TaskType
+from scuffle import ScenarioError, parse_scenario, run_scenario
+from scuffle.game.runtime.world import Game
 
 from .support import A, B, GAIT, IDLE, LONG, SHORT, keeps_playing, snapshot, synthetic_set
 
@@ -162,7 +162,7 @@ def test_a_refused_constructor_or_change_leaves_no_row_and_no_task(batched):
     gives its new task back. (Before, a bad blend time, a mix or pick with an unknown
     second id, a gait with a NaN target, and a change with a NaN fade each leaked rows or
     a task.)"""
-    from anim.player import UnknownClip
+    from scuffle.anim.player import UnknownClip
 
     p = _player(batched)
     h = _mid_change(p)
@@ -327,7 +327,7 @@ def test_an_eighth_pose_through_a_player_is_refused_then_the_human_plays_on(batc
 
 
 def test_an_eighth_pose_in_a_scenario_is_one_error_naming_the_command():
-    from anim.clip import encode_clip
+    from scuffle.anim.clip import encode_clip
 
     text = "updates = 40\n"
     for anim_id in (LONG, *SHORT[:6], IDLE):
@@ -435,9 +435,9 @@ def test_the_cleanup_threshold_is_an_option():
 # ---------------------------------------------------------------- the 50 m/s cap
 
 def _racer(g: Game, name: str, key_speed: float, heading: float, x: float) -> None:
-    from anim.animset import AnimSet
-    from anim.clip import author_clip
-    from anim.rangelist import author_range
+    from scuffle.anim.animset import AnimSet
+    from scuffle.anim.clip import author_clip
+    from scuffle.anim.rangelist import author_range
 
     c = author_clip(name, 40, velocity=[(0, (0.0, key_speed, 0.0))])
     s = AnimSet.build({1: c}, {1: author_range(flags=0x1000)}, name=name)

@@ -22,11 +22,11 @@ import random
 import time
 
 
-from anim.player import Player, PlayerOptions
-from anim.stack import STACK_SIZE, CharacterInstance
-from anim.tasks import TaskType
-from game.moves import ATTACK_CHAIN, GAIT_IDS, PAIRED_MOVES, Move
-from game.moveset import demo_set
+from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.stack import STACK_SIZE, CharacterInstance
+from scuffle.anim.tasks import TaskType
+from scuffle.game.fighters.moves import ATTACK_CHAIN, GAIT_IDS, PAIRED_MOVES, Move
+from scuffle.game.fighters.moveset import demo_set
 
 HUMANS = 200
 UPDATES = 10_000

@@ -12,10 +12,10 @@ from toolhelp import run_module, walk_scenario
 
 @pytest.fixture(scope="session")
 def walk_trace(tmp_path_factory) -> Path:
-    """The worked example's trace, written by ``python -m game run``."""
+    """The worked example's trace, written by ``scuffle run``."""
     d = tmp_path_factory.mktemp("walk")
     sc = walk_scenario(d / "walk.toml")
-    r = run_module("game", "run", sc, "--trace", d / "walk.jsonl")
+    r = run_module("scuffle", "run", sc, "--trace", d / "walk.jsonl")
     assert r.returncode == 0, r.stderr
     return d / "walk.jsonl"
 

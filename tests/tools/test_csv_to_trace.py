@@ -1,14 +1,14 @@
-"""tools/csv_to_trace.py: a CSV of per-update values (update, anim id, time) into the
-pinned trace format, compared with our own trace by ``python -m game diff``."""
+"""scuffle csv2trace: a CSV of per-update values (update, anim id, time) into the
+pinned trace format, compared with our own trace by ``scuffle diff``."""
 from __future__ import annotations
 
 import json
 
 import numpy as np
 
-from toolhelp import REPO, read_jsonl, run_module, run_script
+from toolhelp import read_jsonl, run_module
 
-CONVERTER = REPO / "tools" / "csv_to_trace.py"
+
 
 
 def emulator_csv(records, path, *, time_digits: int = 15, bump: tuple[int, float] | None = None) -> None:
@@ -28,26 +28,26 @@ def emulator_csv(records, path, *, time_digits: int = 15, bump: tuple[int, float
 def test_a_converted_emulator_trace_agrees_with_ours(walk_trace, tmp_path):
     ours = read_jsonl(walk_trace)
     emulator_csv(ours, tmp_path / "emu.csv")
-    r = run_script(CONVERTER, tmp_path / "emu.csv", tmp_path / "emu.jsonl", "--human", "hero")
+    r = run_module("scuffle", "csv2trace", tmp_path / "emu.csv", tmp_path / "emu.jsonl", "--human", "hero")
     assert r.returncode == 0, r.stderr
     conv = read_jsonl(tmp_path / "emu.jsonl")
     assert len(conv) == len(ours)
     assert conv[5] == {"update": 5, "human": "hero", "anim": 412, "held": 1,
                        "tasks": [{"id": 412, "time": 0.099999994}]}
     # Update 1 has the clip under a fade: [top] picks the clip (TaskStack_Top), as the CSV does.
-    r = run_module("game", "diff", walk_trace, tmp_path / "emu.jsonl", "--fields", "anim,held,tasks[top].time")
+    r = run_module("scuffle", "diff", walk_trace, tmp_path / "emu.jsonl", "--fields", "anim,held,tasks[top].time")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "agree: 16 updates, 1 human" in r.stdout
 
 
 def test_a_time_that_parts_is_reported_at_its_update(walk_trace, tmp_path):
     emulator_csv(read_jsonl(walk_trace), tmp_path / "emu.csv", bump=(8, 0.001))
-    assert run_script(CONVERTER, tmp_path / "emu.csv", tmp_path / "emu.jsonl", "--human", "hero").returncode == 0
-    r = run_module("game", "diff", walk_trace, tmp_path / "emu.jsonl", "--fields", "anim,tasks[top].time", "--json")
+    assert run_module("scuffle", "csv2trace", tmp_path / "emu.csv", tmp_path / "emu.jsonl", "--human", "hero").returncode == 0
+    r = run_module("scuffle", "diff", walk_trace, tmp_path / "emu.jsonl", "--fields", "anim,tasks[top].time", "--json")
     assert r.returncode == 1
     rep = json.loads(r.stdout)
     assert rep["first_update"] == 8 and [d["path"] for d in rep["differences"]] == ["tasks[top].time"]
-    ok = run_module("game", "diff", walk_trace, tmp_path / "emu.jsonl", "--fields", "anim,tasks[top].time",
+    ok = run_module("scuffle", "diff", walk_trace, tmp_path / "emu.jsonl", "--fields", "anim,tasks[top].time",
                     "--tolerance", "0.002")
     assert ok.returncode == 0
 
@@ -55,7 +55,7 @@ def test_a_time_that_parts_is_reported_at_its_update(walk_trace, tmp_path):
 def test_optional_columns_offset_and_stdout(tmp_path):
     (tmp_path / "in.csv").write_text("update,anim,time,human,frame,heading,pos_x,pos_y,pos_z\n"
                                      "0,388,0.1,a,3,90,1,2,0\n\n1,388,0.125,a,4,90.5,1,2.5,0\n", encoding="utf-8")
-    r = run_script(CONVERTER, tmp_path / "in.csv", "-", "--update-offset", "10")
+    r = run_module("scuffle", "csv2trace", tmp_path / "in.csv", "-", "--update-offset", "10")
     assert r.returncode == 0, r.stderr
     recs = [json.loads(line) for line in r.stdout.splitlines()]
     assert recs[0] == {"update": 10, "human": "a", "anim": 388, "pos": [1.0, 2.0, 0.0], "heading": 90.0,
@@ -75,9 +75,9 @@ def test_bad_csv_is_one_line_naming_the_line_and_column(tmp_path):
     }
     for text, message in cases.items():
         (tmp_path / "in.csv").write_text(text, encoding="utf-8")
-        r = run_script(CONVERTER, "in.csv", "out.jsonl", cwd=tmp_path)
+        r = run_module("scuffle", "csv2trace", "in.csv", "out.jsonl", cwd=tmp_path)
         assert r.returncode == 2, text
         assert r.stderr.count("\n") == 1 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
         assert not (tmp_path / "out.jsonl").exists()
-    r = run_script(CONVERTER, tmp_path / "missing.csv", tmp_path / "out.jsonl")
+    r = run_module("scuffle", "csv2trace", tmp_path / "missing.csv", tmp_path / "out.jsonl")
     assert r.returncode == 2 and "cannot read" in r.stderr

@@ -1,4 +1,4 @@
-"""``python -m game survey``: a generated corpus with planted bad files (a truncated chunk,
+"""``scuffle survey``: a generated corpus with planted bad files (a truncated chunk,
 a channel count that disagrees with the mask, a NaN duration, never-ending 2-frame clips,
 duplicates), whose counts are asserted exactly."""
 from __future__ import annotations
@@ -11,11 +11,11 @@ import struct
 import numpy as np
 import pytest
 
-from anim.animset import AnimSet
-from anim.clip import author_clip, encode_clip
-from anim.rangelist import author_range
-from anim.resource import save_resource
-from game.survey import DISC, Item, Survey, collect, raw_mask_mismatch, survey_paths
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip, encode_clip
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.resource import save_resource
+from scuffle.game.tools.survey import DISC, Item, Survey, collect, raw_mask_mismatch, survey_paths
 from toolhelp import run_module
 
 
@@ -82,7 +82,7 @@ EXPECTED = {
 
 
 def test_the_counts_of_a_corpus_with_planted_bad_files(corpus):
-    r = run_module("game", "survey", corpus, "--json")
+    r = run_module("scuffle", "survey", corpus, "--json")
     assert r.returncode == 1, r.stderr
     out = json.loads(r.stdout)
     counts = out["counts"]
@@ -116,7 +116,7 @@ def rows(text: str) -> dict[str, tuple[str, str]]:
 
 
 def test_the_text_report_puts_ours_beside_the_disc(corpus):
-    r = run_module("game", "survey", corpus)
+    r = run_module("scuffle", "survey", corpus)
     assert r.returncode == 1
     t = rows(r.stdout)
     assert t["resources"] == ("2", "5,127")
@@ -137,7 +137,7 @@ def test_the_text_report_puts_ours_beside_the_disc(corpus):
 
 
 def test_files_named_twice_count_once_and_progress_goes_to_stderr(corpus):
-    r = run_module("game", "survey", corpus / "a.res", corpus / "dup.keys", corpus, "--json", "--progress", "3")
+    r = run_module("scuffle", "survey", corpus / "a.res", corpus / "dup.keys", corpus, "--json", "--progress", "3")
     counts = json.loads(r.stdout)["counts"]
     assert (counts["files"], counts["occurrences"], counts["distinct"]) == (9, 11, 9)
     lines = r.stderr.strip().splitlines()
@@ -146,9 +146,9 @@ def test_files_named_twice_count_once_and_progress_goes_to_stderr(corpus):
 
 
 def test_a_clean_corpus_exits_0(tmp_path):
-    from game.moveset import demo_resource_bytes
+    from scuffle.game.fighters.moveset import demo_resource_bytes
     (tmp_path / "demo.res").write_bytes(demo_resource_bytes())
-    r = run_module("game", "survey", tmp_path, "--json")
+    r = run_module("scuffle", "survey", tmp_path, "--json")
     assert r.returncode == 0, r.stdout
     c = json.loads(r.stdout)["counts"]
     assert (c["resources"], c["occurrences"], c["distinct"], c["failing"], c["never_ending"]) == (1, 48, 48, 0, 0)
@@ -156,16 +156,16 @@ def test_a_clean_corpus_exits_0(tmp_path):
 
 
 def test_a_missing_path_is_a_one_line_error(tmp_path):
-    r = run_module("game", "survey", tmp_path / "nope")
+    r = run_module("scuffle", "survey", tmp_path / "nope")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nope: no such file or directory" in r.stderr
 
 
 def test_a_non_finite_pose_is_counted(corpus, monkeypatch):
     """The parser guarantees finite decodes, so a non-finite pose is planted in the sampler
     to see that the survey would catch one."""
-    import anim.sampler
+    import scuffle.anim.sampler
 
-    real = anim.sampler.ClipBank.sample
+    real = scuffle.anim.sampler.ClipBank.sample
     target = {}
 
     def sample(self, clip, time, rate, flags, out=None, start=0):
@@ -175,7 +175,7 @@ def test_a_non_finite_pose_is_counted(corpus, monkeypatch):
         p.rot[:, 5, bad] = np.nan
         return p
 
-    monkeypatch.setattr(anim.sampler.ClipBank, "sample", sample)
+    monkeypatch.setattr(scuffle.anim.sampler.ClipBank, "sample", sample)
     target["name"] = "idle"
     s = survey_paths([str(corpus)])
     assert s.counts()["nonfinite"] == 1

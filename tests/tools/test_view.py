@@ -1,4 +1,4 @@
-"""``python -m demo view``: the clip viewer headless on the demo move set (the PNGs exist,
+"""``scuffle view``: the clip viewer headless on the demo move set (the PNGs exist,
 have the right size and are not blank), its playback against the runtime, its keys and
 mouse, and the one-line errors. Runs under SDL_VIDEODRIVER=dummy; this file never imports
 pygame."""
@@ -13,14 +13,14 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
-from anim import f32 as F  # noqa: E402
-from anim.clip import author_clip, encode_clip  # noqa: E402
-from anim.cursor import Cursor  # noqa: E402
-from anim.resource import save_resource  # noqa: E402
-from demo.headless import image_stats  # noqa: E402
-from demo.view import (DEFAULT_SIZE, Fonts, Playback, ViewerApp, ViewerState, ViewError,  # noqa: E402
+from scuffle.anim import f32 as F  # noqa: E402
+from scuffle.anim.clip import author_clip, encode_clip  # noqa: E402
+from scuffle.anim.cursor import Cursor  # noqa: E402
+from scuffle.anim.resource import save_resource  # noqa: E402
+from scuffle.demo.headless import image_stats  # noqa: E402
+from scuffle.demo.view import (DEFAULT_SIZE, Fonts, Playback, ViewerApp, ViewerState, ViewError,  # noqa: E402
                        channels_size, load_source, sheet_frames, sheet_size)
-from game.moveset import demo_set  # noqa: E402
+from scuffle.game.fighters.moveset import demo_set  # noqa: E402
 from toolhelp import run_module  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def not_blank(path) -> dict:
 
 def test_headless_on_the_demo_move_set_writes_three_pictures(tmp_path):
     out = tmp_path / "view"
-    r = run_module("demo", "view", "demo", "--id", "149", "--headless", "--out", out)
+    r = run_module("scuffle", "view", "demo", "--id", "149", "--headless", "--out", out)
     assert r.returncode == 0, r.stderr
     names = sorted(p.name for p in out.iterdir())
     assert names == ["id149_THROW_SIDE_channels.png", "id149_THROW_SIDE_sheet.png", "id149_THROW_SIDE_view.png"]
@@ -56,7 +56,7 @@ def test_headless_all_clips_of_a_resource(tmp_path):
     small = type(aset).build({358: aset.clip(358), 412: aset.clip(412)}, {412: aset.range(412)})
     res = tmp_path / "two.res"
     res.write_bytes(save_resource(small.to_resource()))
-    r = run_module("demo", "view", res, "--headless", "--all", "--root-motion", "--out", tmp_path / "o",
+    r = run_module("scuffle", "view", res, "--headless", "--all", "--root-motion", "--out", tmp_path / "o",
                    "--size", "1000x640")
     assert r.returncode == 0, r.stderr
     pngs = sorted(p.name for p in (tmp_path / "o").iterdir())
@@ -65,7 +65,7 @@ def test_headless_all_clips_of_a_resource(tmp_path):
 
 
 def test_without_a_display_view_writes_the_pictures(tmp_path, monkeypatch, capsys):
-    from demo.__main__ import main
+    from scuffle.game.cli import main
 
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
     assert main(["view", "demo", "--id", "11", "--out", str(tmp_path)]) == 0
@@ -73,10 +73,10 @@ def test_without_a_display_view_writes_the_pictures(tmp_path, monkeypatch, capsy
     assert (tmp_path / "id11_JAB_sheet.png").exists()
 
 
-def test_python_m_demo_still_takes_its_own_options():
-    r = run_module("demo", "--help")
+def test_scuffle_demo_and_view_take_their_own_options():
+    r = run_module("scuffle", "demo", "--help")
     assert r.returncode == 0 and "--seconds" in r.stdout
-    r = run_module("demo", "view", "--help")
+    r = run_module("scuffle", "view", "--help")
     assert r.returncode == 0 and "SOURCE" in r.stdout and "--root-motion" in r.stdout
 
 
@@ -94,7 +94,7 @@ def test_the_playback_steps_the_cursors_time():
 
 
 def test_root_motion_matches_the_runtime():
-    from game.world import Game
+    from scuffle.game.runtime.world import Game
 
     for anim_id, next_id in ((412, 388), (151, 196)):
         entries, i = entry(anim_id)
@@ -225,7 +225,7 @@ def test_bad_sources_are_one_line_exit_2(tmp_path):
         (("demo", "--rate", "0"), "--rate: 0.0 must be a finite number > 0"),
     ]
     for args, text in cases:
-        r = run_module("demo", "view", *args, "--headless", "--out", tmp_path / "o", cwd=tmp_path)
+        r = run_module("scuffle", "view", *args, "--headless", "--out", tmp_path / "o", cwd=tmp_path)
         assert r.returncode == 2, (args, r.stdout)
         assert r.stderr.count("\n") == 1 and text in r.stderr and "Traceback" not in r.stderr, r.stderr
     with pytest.raises(ViewError):

@@ -12,15 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from anim.clip import author_clip, encode_clip
+from scuffle.anim.clip import author_clip, encode_clip
 
 REPO = Path(__file__).resolve().parents[2]
 WALK_START, IDLE = 412, 388
 
 
 def _env() -> dict:
-    return dict(os.environ, SDL_VIDEODRIVER="dummy", SDL_AUDIODRIVER="dummy", PYGAME_HIDE_SUPPORT_PROMPT="1",
-                PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return dict(os.environ, SDL_VIDEODRIVER="dummy", SDL_AUDIODRIVER="dummy", PYGAME_HIDE_SUPPORT_PROMPT="1")
 
 
 def run_module(module: str, *args, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:

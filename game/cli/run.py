@@ -1,4 +1,4 @@
-"""``python -m game run SCENARIO.toml --trace OUT.jsonl [--pose]``: run a scenario.
+"""``scuffle run SCENARIO.toml --trace OUT.jsonl [--pose]``: run a scenario.
 
 Validates the whole file first (no update runs on a bad file), then runs it and
 writes the trace. Errors are one line on stderr (scuffle: error: FILE:LINE: FIELD: ...),
@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from game.scenario import ScenarioError, load_scenario, run_scenario
+from scuffle.game.fighters import registry
+from scuffle.game.runtime.scenario import ScenarioError, load_scenario, run_scenario
 
 __all__ = ["run_arguments", "cmd_run"]
 
@@ -22,10 +23,10 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from game.cli import CliError  # the CLI's one-line error type
+    from scuffle.game.cli.errors import CliError  # the CLI's one-line error type
 
     try:
-        sc = load_scenario(args.scenario)
+        sc = load_scenario(args.scenario, registry())
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
     try:

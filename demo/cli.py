@@ -1,9 +1,9 @@
-"""``python -m demo``: the window, or the headless run when there is no display.
+"""``scuffle demo``: the window, or the headless run when there is no display.
 
-    python -m demo                       # the window (p1 on the keyboard, p2 the AI)
-    python -m demo --attract             # the window, AI against AI
-    python -m demo --headless --seconds 20 --out out/demo [--seed 1]
-    python -m demo view SOURCE [--id N]  # the clip viewer (demo/view.py)
+    scuffle demo                         # the window (p1 on the keyboard, p2 the AI)
+    scuffle demo --attract               # the window, AI against AI
+    scuffle demo --headless --seconds 20 --out out/demo [--seed 1]
+    scuffle view SOURCE [--id N]         # the clip viewer (scuffle.demo.view)
 
 With no display (no DISPLAY / WAYLAND_DISPLAY on Linux, SDL_VIDEODRIVER=dummy, or a
 display that fails to open) it runs headless by itself, with the same defaults.
@@ -14,11 +14,12 @@ import argparse
 import os
 import sys
 
-from demo.headless import DEFAULT_FRAME_EVERY, DEFAULT_OUT, DEFAULT_SECONDS
+from scuffle.demo.headless import DEFAULT_FRAME_EVERY, DEFAULT_OUT, DEFAULT_SECONDS
+from scuffle.game.cli.errors import OneLineParser
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m demo",
+    p = OneLineParser(prog="scuffle demo",
                                 description="The two-fighter demo: a window, or a headless run when there is no display.")
     p.add_argument("--headless", action="store_true", help="run attract mode without a display")
     p.add_argument("--seconds", type=float, default=DEFAULT_SECONDS,
@@ -57,7 +58,7 @@ def no_display() -> str | None:
 
 
 def headless(a: argparse.Namespace, why: str | None = None) -> int:
-    from demo.headless import run_headless
+    from scuffle.demo.headless import run_headless
 
     if why:
         print(f"demo: no display ({why}); running headless", file=sys.stderr)
@@ -70,11 +71,10 @@ def headless(a: argparse.Namespace, why: str | None = None) -> int:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["view"]:                # python -m demo view SOURCE ...: the clip viewer
-        from demo.view import main as view_main
-
-        return view_main(argv[1:])
-    a = parse_args(argv)
+    try:
+        a = parse_args(argv)
+    except SystemExit as exc:              # usage errors (already printed) and --help
+        return exc.code if isinstance(exc.code, int) else 2
     if a.headless:
         return headless(a)
     why = no_display()
@@ -89,12 +89,9 @@ def main(argv=None) -> int:
     except pygame.error as e:
         pygame.display.quit()
         return headless(a, f"pygame.display: {e}")
-    from demo.app import App
+    from scuffle.demo.app import App
 
     App(seed=a.seed, attract=a.attract, size=a.size, screen=screen, screenshot=a.screenshot,
         screenshot_at=a.at).run()
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

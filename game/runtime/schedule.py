@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import esper
 
-from systems.actions import Actions
-from systems.animation import AnimationStep
-from systems.context import SimContext
-from systems.events import EventDispatch
-from systems.flush import DeferredFlush
-from systems.motion import StateUpdate
-from systems.placement import PairedPlacement
+from scuffle.systems.actions import Actions
+from scuffle.systems.animation import AnimationStep
+from scuffle.systems.context import SimContext
+from scuffle.systems.events import EventDispatch
+from scuffle.systems.flush import DeferredFlush
+from scuffle.systems.motion import StateUpdate
+from scuffle.systems.placement import PairedPlacement
 
 __all__ = ["SCHEDULE", "install", "priority_of"]
 

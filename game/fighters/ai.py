@@ -10,8 +10,8 @@ import random
 
 import numpy as np
 
-from game.combat import Fight, FightState, GAIT_SPEEDS
-from game.moves import GRAB_STRIKES, THROWS
+from scuffle.game.fighters.combat import Fight, FightState, GAIT_SPEEDS
+from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS
 
 __all__ = ["FighterAI"]
 

@@ -49,13 +49,13 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from anim.clip import DESCRIPTOR_SIZE, NUM_BONES, Clip, ClipFormatError, parse_clip
-from anim.lint import end_step
-from anim.rangelist import NUM_ANIM_IDS, RangeListFormatError, parse_range_list
-from anim.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
-from anim.resource import (CHUNK_HEADER_SIZE, NO_CLIP, AnimTableFormatError, ChunkType, ResourceFormatError,
+from scuffle.anim.clip import DESCRIPTOR_SIZE, NUM_BONES, Clip, ClipFormatError, parse_clip
+from scuffle.anim.lint import end_step
+from scuffle.anim.rangelist import NUM_ANIM_IDS, RangeListFormatError, parse_range_list
+from scuffle.anim.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
+from scuffle.anim.resource import (CHUNK_HEADER_SIZE, NO_CLIP, AnimTableFormatError, ChunkType, ResourceFormatError,
                            parse_anim_table)
-from game.cli import CliError
+from scuffle.game.cli.errors import CliError
 
 __all__ = ["add_arguments", "run", "Survey", "collect", "DISC", "PAIR_SUFFIXES", "RESOURCE_SUFFIX",
            "raw_mask_mismatch", "walk_resource", "SurveyError"]
@@ -405,7 +405,7 @@ class Survey:
     def _sample_pending(self) -> None:
         """Sample every pending clip at each frame 0..F (time f / 30, rate 1, no flags) and
         mark the clips whose pose has a non-finite value."""
-        from anim.sampler import ClipBank
+        from scuffle.anim.sampler import ClipBank
 
         pending, self._pending, self._pending_samples = self._pending, [], 0
         if not pending:
@@ -554,7 +554,7 @@ def _count(n: int, word: str) -> str:
 
 
 def _event_name(t: int) -> str:
-    from anim.clip import EventType
+    from scuffle.anim.clip import EventType
     try:
         return EventType(t).name
     except ValueError:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from game.cli import CliError
+from scuffle.game.cli.errors import CliError
 
 __all__ = ["add_arguments", "run", "TraceFile", "read_trace", "parse_path", "select", "compare",
            "diff_traces", "DiffReport", "Difference", "MISSING", "FADE_TYPE"]

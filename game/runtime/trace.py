@@ -19,7 +19,7 @@ from typing import Iterable, TextIO
 
 import numpy as np
 
-from components import Animator, Body, HumanRecord, PoseRef
+from scuffle.components import Animator, Body, HumanRecord, PoseRef
 
 __all__ = ["trace_records", "write_records", "f32_json"]
 

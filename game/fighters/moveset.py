@@ -1,7 +1,7 @@
 """The demo move set: every clip of game.moves authored in code, encoded in the clip
 format and loaded back through the resource loader like any user's data.
 
-    from game.moveset import demo_set
+    from scuffle.game.fighters.moveset import demo_set
     s = demo_set()                  # AnimSet "demo", shared and read-only (cached)
     s.clip(Move.HOLD), s.range(Move.HOLD)
 
@@ -106,12 +106,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from anim.animset import AnimSet
-from anim.clip import Clip, EventType, author_clip, make_event
-from anim.rangelist import RangeFlags, RangeRecord, author_range
-from anim.resource import load_resource, save_resource
-from anim.skeleton import HUMANOID, PARENTS, REFERENCE_ROTATIONS
-from game.moves import PAIRED_MOVES, THROWS, Move
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import Clip, EventType, author_clip, make_event
+from scuffle.anim.rangelist import RangeFlags, RangeRecord, author_range
+from scuffle.anim.resource import load_resource, save_resource
+from scuffle.anim.skeleton import HUMANOID, PARENTS, REFERENCE_ROTATIONS
+from scuffle.game.fighters.moves import PAIRED_MOVES, THROWS, Move
 
 __all__ = ["demo_set", "demo_resource_bytes", "build_clips", "build_ranges", "MOVE_TABLE",
            "MoveInfo", "moves", "Pose", "solve", "points", "Pairing", "FRONT", "BACK",
@@ -1223,9 +1223,3 @@ def _table() -> list[tuple]:
 
 # Rows (id, name, frames, rate flag, bone 2 channel?, turn degrees, events summary), for docs.
 MOVE_TABLE: list[tuple] = _table()
-
-
-# Register the library (game.scenario imports this module at its end).
-from game.scenario import LIBRARIES  # noqa: E402
-
-LIBRARIES["demo"] = demo_set

@@ -20,13 +20,13 @@ import argparse
 import json
 from pathlib import Path
 
-from anim.animset import AnimSet
-from anim.clip import DESCRIPTOR_SIZE, ClipFormatError, parse_clip
-from anim.lint import Finding, lint_clip, lint_set
-from anim.rangelist import RangeListFormatError
-from anim.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
-from anim.resource import ResourceFormatError, load_resource
-from game.cli import CliError
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import DESCRIPTOR_SIZE, ClipFormatError, parse_clip
+from scuffle.anim.lint import Finding, lint_clip, lint_set
+from scuffle.anim.rangelist import RangeListFormatError
+from scuffle.anim.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
+from scuffle.anim.resource import ResourceFormatError, load_resource
+from scuffle.game.cli.errors import CliError
 
 __all__ = ["add_arguments", "run", "lint_paths"]
 

@@ -14,19 +14,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from anim import f32 as F
-from anim.animset import AnimSet
-from anim.clip import ClipFormatError, parse_clip
-from anim.player import PlayerOptions, UnknownClip
-from anim.pose import PoseStackOverflow
-from anim.rangelist import RangeAuthoringError, RangeRecord, author_range
-from anim.rates import CfgAnimSpeeds
-from anim.resource import ResourceFormatError, load_resource
-from anim.stack import AnimLimitError
-from anim.tasks import LOCOMOTION_FLAGS, TaskType
+from scuffle.anim import f32 as F
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import ClipFormatError, parse_clip
+from scuffle.anim.player import PlayerOptions, UnknownClip
+from scuffle.anim.pose import PoseStackOverflow
+from scuffle.anim.rangelist import RangeAuthoringError, RangeRecord, author_range
+from scuffle.anim.rates import CfgAnimSpeeds
+from scuffle.anim.resource import ResourceFormatError, load_resource
+from scuffle.anim.stack import AnimLimitError
+from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
+
+from scuffle.game.runtime.registry import Registry, is_f32 as _is_f32, is_int as _is_int, is_num as _is_num
 
 __all__ = ["ScenarioError", "Scenario", "Command", "HumanSpec", "load_scenario", "parse_scenario",
-           "run_scenario", "LIBRARIES", "ACTIONS", "ActionSpec"]
+           "run_scenario"]
 
 
 class ScenarioError(ValueError):
@@ -36,22 +38,6 @@ class ScenarioError(ValueError):
         self.source, self.line, self.field, self.problem = source, line, field_name, problem
         where = f"{source}:{line}" if line else source
         super().__init__(f"{where}: {field_name}: {problem}")
-
-
-# Built-in anim set libraries: name -> function returning an AnimSet (game.moveset adds "demo").
-LIBRARIES: dict[str, Callable[[], AnimSet]] = {}
-
-
-@dataclass(frozen=True)
-class ActionSpec:
-    """A scenario action: its extra keys (name -> type check) and its runner(game, cmd)."""
-
-    keys: dict[str, Callable[[Any], bool]]
-    run: Callable
-
-
-# Fight actions by name (game.combat registers grab, strike, throw, let_go, move, face).
-ACTIONS: dict[str, ActionSpec] = {}
 
 
 @dataclass
@@ -95,6 +81,7 @@ class Scenario:
     sets: dict[str, AnimSet]
     humans: list[HumanSpec]
     commands: list[Command]
+    registry: Registry = field(default_factory=Registry)
 
 
 # ---------------------------------------------------------------- line finding
@@ -129,19 +116,6 @@ class _Lines:
         return start
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v) -> bool:
-    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
-
-
-def _is_f32(v) -> bool:
-    """A number the float32 fields it goes into (rates, fade and blend times) can hold."""
-    return _is_num(v) and math.isfinite(F.f32(float(v)))
-
-
 # ---------------------------------------------------------------- parsing
 
 _TOP_KEYS = {"updates", "speeds", "sets", "humans", "commands", "options"}
@@ -154,18 +128,22 @@ _CMD_KEYS = {"update", "human", "loop", "play", "gait", "target", "action", "fad
 _OPTION_KEYS = {"end_zero_overshoot", "pool_size"}
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file. Rejected: ScenarioError (unreadable file too)."""
+def load_scenario(path: str | Path, registry: Registry | None = None) -> Scenario:
+    """Read and validate a scenario file against ``registry`` (its libraries and actions;
+    None: an empty one; ``scuffle.load_scenario`` passes the demo fighters').
+    Rejected: ScenarioError (unreadable file too)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(str(path), None, "file", f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    return parse_scenario(text, str(path), base=path.parent)
+    return parse_scenario(text, str(path), base=path.parent, registry=registry)
 
 
-def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = None) -> Scenario:
-    """Validate scenario TOML text into a Scenario; files are relative to ``base``.
+def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = None,
+                   registry: Registry | None = None) -> Scenario:
+    """Validate scenario TOML text into a Scenario; files are relative to ``base``; the
+    libraries and actions it may name are ``registry``'s (None: an empty one).
 
     Rejected (ScenarioError naming line and field): bad TOML, unknown keys, missing or
     mistyped values (names that are not strings included), rates, fade and blend times
@@ -173,6 +151,7 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
     unreadable or malformed clip and resource files.
     """
     base = base or Path(".")
+    registry = registry if registry is not None else Registry()
     lines = _Lines(text)
     try:
         doc = tomllib.loads(text)
@@ -216,10 +195,10 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
         err(lines.key(oline, "pool_size"), "options.pool_size", "expected a whole number >= 1")
     options = PlayerOptions(end_zero_overshoot=ezo, pool_size=pool, speeds=speeds)
 
-    sets = _parse_sets(doc.get("sets", {}), lines, err, base, source)
+    sets = _parse_sets(doc.get("sets", {}), lines, err, base, source, registry.libraries)
     humans = _parse_humans(doc.get("humans", []), lines, err, sets)
-    commands = _parse_commands(doc.get("commands", []), lines, err, humans, sets, updates)
-    return Scenario(source, updates, speeds, options, sets, humans, commands)
+    commands = _parse_commands(doc.get("commands", []), lines, err, humans, sets, updates, registry.actions)
+    return Scenario(source, updates, speeds, options, sets, humans, commands, registry)
 
 
 def _check_table(obj, allowed, line, fld: str, lines: "_Lines", err) -> None:
@@ -231,7 +210,8 @@ def _check_table(obj, allowed, line, fld: str, lines: "_Lines", err) -> None:
             err(lines.key(line, k), f"{fld}.{k}", f"unknown key (expected {', '.join(sorted(allowed))})")
 
 
-def _parse_sets(raw, lines: _Lines, err, base: Path, source: str) -> dict[str, AnimSet]:
+def _parse_sets(raw, lines: _Lines, err, base: Path, source: str,
+                LIBRARIES: dict[str, Callable[[], AnimSet]]) -> dict[str, AnimSet]:
     if not isinstance(raw, dict):
         err(lines.key(None, "sets"), "sets", "expected tables [sets.NAME]")
     sets: dict[str, AnimSet] = {}
@@ -370,7 +350,8 @@ def _parse_humans(raw, lines: _Lines, err, sets) -> list[HumanSpec]:
     return out
 
 
-def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, updates: int) -> list[Command]:
+def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, updates: int,
+                    ACTIONS: dict) -> list[Command]:
     if not isinstance(raw, list):
         err(lines.key(None, "commands"), "commands", "expected [[commands]] tables")
     by_name = {h.name: h for h in humans}
@@ -459,8 +440,9 @@ def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, upda
 # ---------------------------------------------------------------- running
 
 
-def apply_command(game, cmd: Command) -> None:
-    """Apply one command in the actions phase (the change of animation, or an action)."""
+def apply_command(game, cmd: Command, actions: dict | None = None) -> None:
+    """Apply one command in the actions phase (the change of animation, or an action
+    looked up in ``actions``, the scenario registry's)."""
     player = game.player
     inst = game.instance(cmd.human)
     if cmd.kind == "target":
@@ -469,7 +451,7 @@ def apply_command(game, cmd: Command) -> None:
             gaits[0].set_target(cmd.target)
         return
     if cmd.kind == "action":
-        ACTIONS[cmd.action].run(game, cmd)
+        (actions or {})[cmd.action].run(game, cmd)
         return
     flags = cmd.flags if cmd.flags is not None else 0
     if cmd.kind == "loop":
@@ -498,16 +480,15 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     too: naming the last command applied to the human the error names, or, when it
     names none (the world's task pool), the field ``run`` with no line.
     """
-    from game.trace import trace_records, write_records
-    from game.world import Game, UnknownHuman
-
-    from game.combat import fight_of
+    from scuffle.game.runtime.trace import trace_records, write_records
+    from scuffle.game.runtime.world import Game, UnknownHuman
 
     game = Game(sc.options)
     try:
         for h in sc.humans:
             game.add_human(h.name, sc.sets[h.set], h.position, h.heading)
-        fight_of(game)
+        for setup in sc.registry.setup:
+            setup(game)
         pending = list(sc.commands)
         last: dict[str, Command] = {}          # the last command applied to each human
 
@@ -516,7 +497,7 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                 cmd = pending.pop(0)
                 last[cmd.human] = cmd
                 try:
-                    apply_command(game, cmd)
+                    apply_command(game, cmd, sc.registry.actions)
                 except (AnimLimitError, UnknownClip, UnknownHuman, ValueError) as exc:
                     # A limit of the original (pool, stack, queue) hit at run time, or an
                     # action given what it cannot act on (a name that is no human): one
@@ -557,6 +538,3 @@ def _run_error(sc: Scenario, update: int, exc: Exception, last: dict, human: str
         return ScenarioError(sc.source, None, "run", problem)
     return ScenarioError(sc.source, cmd.line, f"commands[{cmd.index}]", f"{problem} (a limit of the original)")
 
-
-import game.combat  # noqa: E402,F401  (registers the fight actions)
-import game.moveset  # noqa: E402,F401  (registers the "demo" library)

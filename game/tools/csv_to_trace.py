@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Convert a CSV of per-update values read from an emulator into the pinned trace format.
 
-    python tools/csv_to_trace.py IN.csv OUT.jsonl [--human NAME] [--update-offset K]
+    scuffle csv2trace IN.csv OUT.jsonl [--human NAME] [--update-offset K]
 
 The CSV has a header row. Required columns:
 
@@ -22,7 +21,7 @@ anim id comes from, or ``[]`` when anim is -1 (an empty stack: the time is ignor
 shortest decimal that reads back to the same float32, as our own trace writes it: two
 traces of the same cursor then compare equal with no tolerance. Compare with
 
-    python -m game diff ours.jsonl converted.jsonl --fields anim,tasks[top].time
+    scuffle diff ours.jsonl converted.jsonl --fields anim,tasks[top].time
 
 (``tasks[top]`` is TaskStack_Top's pick in our trace: the top task, or the bottom one
 when the top is a fade). Errors are one line on stderr naming IN.csv:LINE and the column
@@ -127,38 +126,30 @@ def convert(rows_text: str, source: str, human: str = "p1", offset: int = 0) -> 
     return records
 
 
-def main(argv=None) -> int:
-    """Convert; 0 on success, 2 with one line on stderr on an error."""
-    p = argparse.ArgumentParser(prog="csv_to_trace.py",
-                                description="Convert a CSV of per-update values (update, anim, time) to a trace.")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``scuffle csv2trace`` arguments."""
     p.add_argument("csv", metavar="IN.csv")
     p.add_argument("out", metavar="OUT.jsonl", help="the trace to write ('-' for stdout)")
     p.add_argument("--human", default="p1", help="the human's name when the CSV has no human column (default p1)")
     p.add_argument("--update-offset", type=int, default=0, metavar="K", help="add K to every update number")
-    a = p.parse_args(argv)
+
+
+def run(a: argparse.Namespace) -> int:
+    """Convert; 0 on success. Errors raise ConvertError (one line, status 2 through the CLI)."""
     try:
+        text = Path(a.csv).read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConvertError(f"cannot read {a.csv!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConvertError(f"{a.csv}: not UTF-8 text (byte {exc.start})") from None
+    records = convert(text, a.csv, a.human, a.update_offset)
+    out = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+    if a.out == "-":
+        sys.stdout.write(out)
+    else:
         try:
-            text = Path(a.csv).read_text(encoding="utf-8-sig")
+            Path(a.out).write_text(out, encoding="utf-8")
         except OSError as exc:
-            raise ConvertError(f"cannot read {a.csv!r}: {exc.strerror or exc}") from None
-        except UnicodeDecodeError as exc:
-            raise ConvertError(f"{a.csv}: not UTF-8 text (byte {exc.start})") from None
-        records = convert(text, a.csv, a.human, a.update_offset)
-        out = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
-        if a.out == "-":
-            sys.stdout.write(out)
-        else:
-            try:
-                Path(a.out).write_text(out, encoding="utf-8")
-            except OSError as exc:
-                raise ConvertError(f"cannot write {a.out!r}: {exc.strerror or exc}") from None
-    except ConvertError as exc:
-        print(f"csv_to_trace: error: {exc}", file=sys.stderr)
-        return 2
-    if a.out != "-":
-        print(f"csv_to_trace: {len(records)} records to {a.out}", file=sys.stderr)
+            raise ConvertError(f"cannot write {a.out!r}: {exc.strerror or exc}") from None
+        print(f"scuffle csv2trace: {len(records)} records to {a.out}", file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -22,14 +22,14 @@ from enum import IntFlag, StrEnum
 
 import numpy as np
 
-from anim.clip import EventType
-from anim.tasks import HeldFlags, LOCOMOTION_FLAGS, Task, TaskFlags, TaskType
-from components import Body, Combat, HumanRecord, NO_ATTACHMENT
-from game.moves import ATTACK_CHAIN, GAIT_IDS, GRAB_STRIKES, THROWS, Move
-from game.scenario import ACTIONS, ActionSpec, _is_int, _is_num
-from systems.placement import place_attached
+from scuffle.anim.clip import EventType
+from scuffle.anim.tasks import HeldFlags, LOCOMOTION_FLAGS, Task, TaskFlags, TaskType
+from scuffle.components import Body, Combat, HumanRecord, NO_ATTACHMENT
+from scuffle.game.fighters.moves import ATTACK_CHAIN, GAIT_IDS, GRAB_STRIKES, THROWS, Move
+from scuffle.game.runtime.registry import ActionSpec, Registry, is_int as _is_int, is_num as _is_num, is_vec2 as _vec2
+from scuffle.systems.placement import place_attached
 
-__all__ = ["Fight", "FightFlags", "FightState", "FightStats", "fight_of", "GAIT_SPEEDS",
+__all__ = ["Fight", "FightFlags", "FightState", "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAIT_SPEEDS",
            "GRAB_SEARCH_FACTOR", "reaction_for"]
 
 
@@ -605,11 +605,15 @@ def fight_of(game) -> Fight:
     return f if f is not None else Fight(game)
 
 
-def _vec2(v) -> bool:
-    return isinstance(v, list) and len(v) == 2 and all(_is_num(x) for x in v)
+def register_actions(registry: Registry) -> None:
+    """Register the fight actions (grab, strike, throw, let_go, move, face) and the set-up
+    that attaches the fight rules to a scenario's Game (docs/scenarios.md, "Actions")."""
+    registry.add_setup(fight_of)
+    for name, spec in FIGHT_ACTIONS.items():
+        registry.add_action(name, spec)
 
 
-ACTIONS.update({
+FIGHT_ACTIONS: dict[str, ActionSpec] = {
     "grab": ActionSpec({}, lambda game, cmd: fight_of(game).grab(cmd.human)),
     "strike": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).strike(cmd.human, cmd.extra.get("move"))),
     "throw": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).throw(cmd.human, cmd.extra.get("move"))),
@@ -620,4 +624,4 @@ ACTIONS.update({
     "face": ActionSpec({"heading": _is_num, "toward": lambda v: isinstance(v, str)},
                        lambda game, cmd: fight_of(game).face(cmd.human, cmd.extra.get("heading"),
                                                              cmd.extra.get("toward"))),
-})
+}

@@ -1,4 +1,4 @@
-"""The command line: ``python -m game SUBCOMMAND ...``.
+"""The command line: ``scuffle SUBCOMMAND ...`` (or ``python -m scuffle SUBCOMMAND ...``).
 
 Each subcommand is one function ``cmd_NAME(args) -> int`` plus one function that adds
 its arguments; both are registered in ``COMMANDS`` (the one place to add another).
@@ -23,18 +23,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from anim.clip import Clip, decode_positions, decode_rotations, key_frames, parse_clip
-from anim.pose import PoseStackOverflow
-from anim.stack import AnimLimitError
+from scuffle.anim.clip import Clip, decode_positions, decode_rotations, key_frames, parse_clip
+from scuffle.anim.pose import PoseStackOverflow
+from scuffle.anim.stack import AnimLimitError
+from scuffle.game.cli.errors import EXIT_ERROR, CliError, OneLineParser
 
 __all__ = ["COMMANDS", "Command", "CliError", "main", "build_parser", "clip_summary"]
 
 PROG = "scuffle"
-EXIT_ERROR = 2
-
-
-class CliError(Exception):
-    """A user error a subcommand reports as one line (no traceback)."""
 
 
 @dataclass(frozen=True)
@@ -167,8 +163,8 @@ def cmd_clip(args: argparse.Namespace) -> int:
 
 
 def _clip_resource(args: argparse.Namespace) -> int:
-    from anim.animset import AnimSet
-    from anim.resource import ResourceFormatError, load_resource
+    from scuffle.anim.animset import AnimSet
+    from scuffle.anim.resource import ResourceFormatError, load_resource
 
     data = _read(args.descriptor, "resource file")
     try:
@@ -205,33 +201,55 @@ def _lazy(module: str, name: str) -> Callable:
     return call
 
 
+def _passthrough(p: argparse.ArgumentParser) -> None:
+    """A subcommand with its own parser (demo, view): everything after its name is its."""
+    p.add_argument("argv", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+
+def _needs_pygame(module: str, name: str) -> Callable[[argparse.Namespace], int]:
+    """A pygame subcommand's runner: one line and status 2 when pygame is not installed."""
+    def run(args: argparse.Namespace) -> int:
+        import importlib.util
+        if importlib.util.find_spec("pygame") is None:
+            raise CliError(f"'scuffle {args.command}' needs pygame: pip install 'scuffle[demo]'")
+        return _lazy(module, name)(args.argv)
+    return run
+
+
 COMMANDS: tuple[Command, ...] = (
+    Command("demo", "the two-fighter pygame demo (a window, or headless without a display)",
+            _passthrough, _needs_pygame("scuffle.demo.cli", "main")),
+    Command("view", "the clip viewer: one clip on the skeleton, its timeline and events",
+            _passthrough, _needs_pygame("scuffle.demo.view", "main")),
     Command("clip", "decode a clip (descriptor + keyframes chunks)", _clip_arguments, cmd_clip),
-    Command("run", "run a scenario TOML and write its trace", _lazy("game.runcmd", "run_arguments"),
-            _lazy("game.runcmd", "cmd_run")),
-    Command("bench", "time the crowd update (N humans, U updates)", _lazy("game.bench", "bench_arguments"),
-            _lazy("game.bench", "cmd_bench")),
-    Command("lint", "list clips that never end (an end step's overshoot exactly 0.0)", _lazy("game.lint", "add_arguments"), _lazy("game.lint", "run")),
+    Command("run", "run a scenario TOML and write its trace", _lazy("scuffle.game.cli.run", "run_arguments"),
+            _lazy("scuffle.game.cli.run", "cmd_run")),
+    Command("bench", "time the crowd update (N humans, U updates)", _lazy("scuffle.game.tools.bench", "bench_arguments"),
+            _lazy("scuffle.game.tools.bench", "cmd_bench")),
+    Command("lint", "list clips that never end (an end step's overshoot exactly 0.0)", _lazy("scuffle.game.tools.lint", "add_arguments"), _lazy("scuffle.game.tools.lint", "run")),
     Command("diff", "compare two traces; the first update where they part (exit 1 when they differ)",
-            _lazy("game.diff", "add_arguments"), _lazy("game.diff", "run")),
+            _lazy("scuffle.game.tools.diff", "add_arguments"), _lazy("scuffle.game.tools.diff", "run")),
     Command("survey", "count and check every clip of resource files and descriptor/keyframes pairs",
-            _lazy("game.survey", "add_arguments"), _lazy("game.survey", "run")),
+            _lazy("scuffle.game.tools.survey", "add_arguments"), _lazy("scuffle.game.tools.survey", "run")),
+    Command("csv2trace", "convert an emulator CSV (update, anim id, time) into a trace",
+            _lazy("scuffle.game.tools.csv_to_trace", "add_arguments"), _lazy("scuffle.game.tools.csv_to_trace", "run")),
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with a usage error on one line: ``PROG [CMD]: error: MESSAGE (see --help)``."""
-
-    def error(self, message: str):
-        self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see --help)\n")
+def _version() -> str:
+    """The installed distribution's version (the package's own when not installed)."""
+    from scuffle import __version__
+    return __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with one subparser per entry of COMMANDS (usage errors on one line)."""
-    parser = _Parser(prog=PROG, description="scuffle: the character animation runtime's tools")
+    parser = OneLineParser(prog=PROG, description="scuffle: the character animation runtime's tools")
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
-        p = sub.add_parser(command.name, help=command.help, description=command.help)
+        own = command.add_arguments is _passthrough        # demo / view parse their own --help
+        p = sub.add_parser(command.name, help=command.help, description=command.help, add_help=not own)
         command.add_arguments(p)
         p.set_defaults(run=command.run)
     return parser
@@ -239,11 +257,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; returns the exit status (0, or 2 on any user error)."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:          # usage errors (already printed) and --help
-        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    argv = list(sys.argv[1:] if argv is None else argv)
+    own = next((c for c in COMMANDS if argv[:1] == [c.name] and c.add_arguments is _passthrough), None)
+    if own is not None:                # demo / view: their own parser reads the rest, --help included
+        args = argparse.Namespace(command=own.name, argv=argv[1:], run=own.run)
+    else:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:      # usage errors (already printed) and --help
+            return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:
         status = args.run(args)
         sys.stdout.flush()

@@ -23,8 +23,8 @@ from statistics import median
 
 import numpy as np
 
-from anim.player import PlayerOptions
-from game.moves import GAIT_IDS, Move
+from scuffle.anim.player import PlayerOptions
+from scuffle.game.fighters.moves import GAIT_IDS, Move
 
 __all__ = ["bench_arguments", "cmd_bench", "run_bench", "BUDGET_MS"]
 
@@ -49,8 +49,8 @@ class _Timed:
 
 
 def _build(n: int, batched: bool):
-    from game.moveset import demo_set
-    from game.world import Game
+    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.runtime.world import Game
 
     game = Game(PlayerOptions(batched=batched, pool_size=max(360, 12 * n)), reference=not batched)
     s = demo_set()
@@ -144,10 +144,10 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5):
 def _pose_pipeline(n: int, repeats: int = 20) -> float:
     """µs per human for the pose pipeline alone: two clips sampled and blended, then
     local-to-model over 34 bones (the issue's reference measurement)."""
-    from anim.pose import PoseBatch, blend
-    from anim.sampler import ClipBank
-    from anim.skeleton import HUMANOID
-    from game.moveset import demo_set
+    from scuffle.anim.pose import PoseBatch, blend
+    from scuffle.anim.sampler import ClipBank
+    from scuffle.anim.skeleton import HUMANOID
+    from scuffle.game.fighters.moveset import demo_set
 
     s = demo_set()
     bank = ClipBank(list(s.clips_by_index))
@@ -211,7 +211,7 @@ def bench_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from game.cli import CliError
+    from scuffle.game.cli.errors import CliError
 
     if args.humans < 1 or args.updates < 1:
         raise CliError("--humans and --updates must be at least 1")

@@ -18,14 +18,14 @@ from typing import Iterator
 import esper
 import numpy as np
 
-from anim.animset import AnimSet
-from anim.player import Player, PlayerOptions
-from anim.stack import CharacterInstance, HumanRecord
-from anim.tasks import Task
-from components import (Animator, AnimSetRef, Body, Combat, FiredEvents, Name, PoseRef,
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.stack import CharacterInstance, HumanRecord
+from scuffle.anim.tasks import Task
+from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, Name, PoseRef,
                         RangeRecords)
-from game import schedule
-from systems.context import SimContext
+from scuffle.game.runtime import schedule
+from scuffle.systems.context import SimContext
 
 __all__ = ["Game", "UnknownHuman"]
 

@@ -1,0 +1,81 @@
+"""What a scenario can name: its anim set libraries and its actions, registered explicitly.
+
+A ``Registry`` is handed to ``scuffle.game.runtime.scenario.parse_scenario`` (and kept on
+the Scenario for ``run_scenario``). The runtime knows no library and no action of its
+own; the demo fighters fill one with ``scuffle.game.fighters.registry()``, and a host can
+build its own or extend that one:
+
+    reg = scuffle.game.fighters.registry()
+    reg.add_action("taunt", ActionSpec({"move": is_int}, lambda game, cmd: ...))
+
+The value checks (``is_int``, ``is_num``, ``is_f32``, ``is_vec2``) are the ones the
+scenario format uses, shared so that an action's keys are checked the same way.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from scuffle.anim import f32 as F
+from scuffle.anim.animset import AnimSet
+
+__all__ = ["ActionSpec", "Registry", "is_int", "is_num", "is_f32", "is_vec2"]
+
+
+def is_int(v: Any) -> bool:
+    """A TOML integer (not a bool)."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_num(v: Any) -> bool:
+    """A finite TOML number (int or float, not a bool)."""
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+
+
+def is_f32(v: Any) -> bool:
+    """A number the float32 fields it goes into (rates, fade and blend times) can hold."""
+    return is_num(v) and math.isfinite(F.f32(float(v)))
+
+
+def is_vec2(v: Any) -> bool:
+    """A list of two finite numbers."""
+    return isinstance(v, list) and len(v) == 2 and all(is_num(x) for x in v)
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """A scenario action: its extra keys (name -> value check) and its runner(game, cmd)."""
+
+    keys: dict[str, Callable[[Any], bool]]
+    run: Callable[[Any, Any], None]
+
+
+@dataclass
+class Registry:
+    """Libraries (name -> function returning an AnimSet), actions (name -> ActionSpec) and
+    the set-up calls run on a scenario's Game before its first update (``setup``).
+
+    Rejected: a name registered twice (ValueError), so two providers never silently
+    replace each other.
+    """
+
+    libraries: dict[str, Callable[[], AnimSet]] = field(default_factory=dict)
+    actions: dict[str, ActionSpec] = field(default_factory=dict)
+    setup: list[Callable[[Any], None]] = field(default_factory=list)
+
+    def add_library(self, name: str, make: Callable[[], AnimSet]) -> None:
+        """Register an anim set library under ``name``."""
+        if name in self.libraries:
+            raise ValueError(f"library {name!r} is already registered")
+        self.libraries[name] = make
+
+    def add_action(self, name: str, spec: ActionSpec) -> None:
+        """Register a scenario action under ``name``."""
+        if name in self.actions:
+            raise ValueError(f"action {name!r} is already registered")
+        self.actions[name] = spec
+
+    def add_setup(self, fn: Callable[[Any], None]) -> None:
+        """Run ``fn(game)`` on every scenario's Game before its first update."""
+        self.setup.append(fn)

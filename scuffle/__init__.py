@@ -1,0 +1,127 @@
+"""scuffle: a faithful, fast, embeddable runtime of the character animation system of
+SLUS_212.15 (the spec: shared/spec/animation.txt).
+
+The public face. Everything here imports without pygame (only ``scuffle.demo`` draws):
+
+    from scuffle import Game, demo_set
+    with Game() as g:
+        g.add_human("a", demo_set())
+        g.change("a", g.player.loop(g.instance("a"), 358))
+        g.step()
+
+- the runtime: ``Game`` (its own esper world, or ``Game.attach`` to a host's),
+  ``install`` and ``SCHEDULE`` (the systems in the original's order), ``SimContext``;
+- the scenario runner: ``load_scenario``, ``parse_scenario``, ``run_scenario`` (with the
+  demo fighters' libraries and actions unless another ``Registry`` is given),
+  ``ScenarioError``, ``Registry``, ``ActionSpec``;
+- the animation core: ``Player``, ``PlayerOptions``, ``CharacterInstance``, ``AnimSet``,
+  ``Clip``, ``parse_clip``, ``encode_clip``, ``author_clip``, ``load_resource``,
+  ``ClipFormatError``, ``ResourceFormatError``;
+- the demo fighters: ``demo_set``, ``Fight``;
+- the esper components: ``Name``, ``Animator``, ``HumanRecord``, ``PoseRef``,
+  ``RangeRecords``, ``AnimSetRef``, ``Body``, ``Combat``, ``FiredEvents``.
+
+Sub-packages: ``scuffle.anim`` (the pure core, numpy only), ``scuffle.components``,
+``scuffle.systems``, ``scuffle.game`` (runtime, fighters, cli, tools), ``scuffle.demo``.
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, TextIO
+
+if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core stays light
+    from scuffle.anim.animset import AnimSet
+    from scuffle.anim.clip import Clip, ClipFormatError, author_clip, encode_clip, parse_clip
+    from scuffle.anim.player import Player, PlayerOptions
+    from scuffle.anim.resource import ResourceFormatError, load_resource
+    from scuffle.anim.stack import CharacterInstance
+    from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, HumanRecord, Name,
+                                    PoseRef, RangeRecords)
+    from scuffle.game.fighters import registry as fighters_registry
+    from scuffle.game.fighters.combat import Fight
+    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.runtime.registry import ActionSpec, Registry
+    from scuffle.game.runtime.scenario import Scenario, ScenarioError
+    from scuffle.game.runtime.schedule import SCHEDULE, install
+    from scuffle.game.runtime.world import Game, UnknownHuman
+    from scuffle.systems.context import SimContext
+
+__version__ = "0.2.0"
+
+# name -> the module it comes from; ``import scuffle`` imports none of them (so
+# ``import scuffle.anim.clip`` needs neither esper nor pygame).
+_EXPORTS: dict[str, str] = {
+    "AnimSet": "scuffle.anim.animset",
+    "Clip": "scuffle.anim.clip", "ClipFormatError": "scuffle.anim.clip", "author_clip": "scuffle.anim.clip",
+    "encode_clip": "scuffle.anim.clip", "parse_clip": "scuffle.anim.clip",
+    "Player": "scuffle.anim.player", "PlayerOptions": "scuffle.anim.player",
+    "ResourceFormatError": "scuffle.anim.resource", "load_resource": "scuffle.anim.resource",
+    "CharacterInstance": "scuffle.anim.stack",
+    **{n: "scuffle.components" for n in ("Animator", "AnimSetRef", "Body", "Combat", "FiredEvents",
+                                         "HumanRecord", "Name", "PoseRef", "RangeRecords")},
+    "Fight": "scuffle.game.fighters.combat",
+    "demo_set": "scuffle.game.fighters.moveset",
+    "ActionSpec": "scuffle.game.runtime.registry", "Registry": "scuffle.game.runtime.registry",
+    "Scenario": "scuffle.game.runtime.scenario", "ScenarioError": "scuffle.game.runtime.scenario",
+    "SCHEDULE": "scuffle.game.runtime.schedule", "install": "scuffle.game.runtime.schedule",
+    "Game": "scuffle.game.runtime.world", "UnknownHuman": "scuffle.game.runtime.world",
+    "SimContext": "scuffle.systems.context",
+}
+
+__all__ = [
+    "__version__",
+    "Game", "UnknownHuman", "install", "SCHEDULE", "SimContext",
+    "load_scenario", "parse_scenario", "run_scenario", "Scenario", "ScenarioError", "Registry", "ActionSpec",
+    "fighters_registry",
+    "Player", "PlayerOptions", "CharacterInstance", "AnimSet", "Clip", "parse_clip", "encode_clip",
+    "author_clip", "load_resource", "ClipFormatError", "ResourceFormatError",
+    "demo_set", "Fight",
+    "Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body", "Combat",
+    "FiredEvents",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load an exported name from its module on first use (PEP 562)."""
+    if name == "fighters_registry":
+        from scuffle.game.fighters import registry
+        globals()[name] = registry
+        return registry
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scuffle' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def load_scenario(path: str | Path, registry: Registry | None = None) -> Scenario:
+    """Read and validate a scenario file (docs/scenarios.md). ``registry`` gives the
+    libraries and actions it may name; None: the demo fighters' (``fighters_registry()``).
+    Rejected: ScenarioError naming the file, line and field."""
+    from scuffle.game.fighters import registry as default
+    from scuffle.game.runtime import scenario
+    return scenario.load_scenario(path, registry if registry is not None else default())
+
+
+def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = None,
+                   registry: Registry | None = None) -> Scenario:
+    """Validate scenario TOML text (files relative to ``base``); the registry as for
+    ``load_scenario``. Rejected: ScenarioError."""
+    from scuffle.game.fighters import registry as default
+    from scuffle.game.runtime import scenario
+    return scenario.parse_scenario(text, source, base, registry if registry is not None else default())
+
+
+def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
+                 on_update: Callable[[Game], None] | None = None) -> Game:
+    """Run a validated scenario, writing its JSONL trace to ``trace`` if given and calling
+    ``on_update(game)`` after each update; returns the Game (close it when done).
+    Rejected: ScenarioError for a limit hit at run time."""
+    from scuffle.game.runtime import scenario
+    return scenario.run_scenario(sc, trace, pose, on_update)
