@@ -23,9 +23,9 @@ from .cursor import Cursor
 from .sampler import CursorFlags
 from .store import Table, column, fade_table, gait_table
 
+from .interfaces import PoseProgram, TaskHost
+
 if TYPE_CHECKING:  # pragma: no cover
-    from .plan import SamplePlan
-    from .player import Player
     from .stack import CharacterInstance
 
 __all__ = ["TaskType", "TaskFlags", "HeldFlags", "Task", "LoopTask", "ClipTask", "HoldTask",
@@ -139,15 +139,15 @@ class Task:
         return int(self.flags & _CURSOR_BITS)
 
     # +0x54
-    def start(self, player: "Player", inst: "CharacterInstance") -> None:
+    def start(self, player: "TaskHost", inst: "CharacterInstance") -> None:
         """Run once from the instance's queue: ours is a change to this task (no fade)."""
         player.change(inst, self, fade=0.0)
 
-    def advance(self, player: "Player", inst: "CharacterInstance", dt: float, sink: list | None) -> None:
+    def advance(self, player: "TaskHost", inst: "CharacterInstance", dt: float, sink: list | None) -> None:
         """+0x64: advance by dt (times the task's rate); fired events go to ``sink`` (None: muted)."""
         raise TypeError(f"{type(self).__name__} does not advance")
 
-    def emit(self, plan: "SamplePlan") -> None:
+    def emit(self, plan: "PoseProgram") -> None:
         """+0x5c: push the task's pose (or blend the poses under it) on the plan's pose stack."""
         raise TypeError(f"{type(self).__name__} does not sample")
 
@@ -215,7 +215,7 @@ class _ClipBase(Task):
     def leading_cursor(self) -> Cursor:
         return self.cursor
 
-    def emit(self, plan: "SamplePlan") -> None:
+    def emit(self, plan: "PoseProgram") -> None:
         c = self.cursor
         plan.sample(c.bank_index, c.time, self.rate, c.flags)
 
@@ -291,7 +291,7 @@ class ClipTask(_ClipBase):
             if self.window() > 0.0:
                 nxt.advance(player, inst, dt, sink)
 
-    def emit(self, plan: "SamplePlan") -> None:
+    def emit(self, plan: "PoseProgram") -> None:
         c = self.cursor
         plan.sample(c.bank_index, c.time, self.rate, c.flags)
         b = self.window()
@@ -414,7 +414,7 @@ class FadeTask(Task):
             self.elapsed = self.fade_time
         player.complete_fade(inst, self)
 
-    def emit(self, plan: "SamplePlan") -> None:
+    def emit(self, plan: "PoseProgram") -> None:
         plan.blend_top(self.weight())
 
     def trace(self) -> dict:
@@ -589,7 +589,7 @@ class GaitTask(Task):
                 self.on_wrap(inst)
         _follow(lead, follow)
 
-    def emit(self, plan: "SamplePlan") -> None:
+    def emit(self, plan: "PoseProgram") -> None:
         frac = self.fraction()
         lo, up = self.lower_cursor, self.upper_cursor
         if frac < GAIT_ALONE_LOW:
@@ -662,7 +662,7 @@ class MixTask(Task):
         _advance_looping(player, lead, lead.step_size(dt, self.rate), sink, self)
         _follow(lead, other)
 
-    def emit(self, plan: "SamplePlan") -> None:
+    def emit(self, plan: "PoseProgram") -> None:
         plan.sample(self.a.bank_index, self.a.time, self.rate, self.a.flags)
         plan.sample(self.b.bank_index, self.b.time, self.rate, self.b.flags)
         plan.blend_top(self.value)
@@ -719,7 +719,7 @@ class PickTask(Task):
         for c in self.clips:
             _advance_looping(player, c, c.step_size(dt, self.rate), sink, self)
 
-    def emit(self, plan: "SamplePlan") -> None:
+    def emit(self, plan: "PoseProgram") -> None:
         c = self.leading_cursor()
         plan.sample(c.bank_index, c.time, self.rate, c.flags)
 
@@ -798,7 +798,7 @@ class DirectionTask(Task):
             if cur is not lead:
                 _follow(lead, cur)
 
-    def emit(self, plan: "SamplePlan") -> None:
+    def emit(self, plan: "PoseProgram") -> None:
         lead = self.leading_cursor()
         side, w = self.side_weight()
         plan.sample(lead.bank_index, lead.time, self.rate, lead.flags)

@@ -6,6 +6,8 @@ callback run, the anim id naming the next clip), so a new command may start.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import esper
 
 from scuffle.systems.context import SimContext
@@ -19,7 +21,7 @@ class Actions(esper.Processor):
     def __init__(self, ctx: SimContext):
         self.ctx = ctx
 
-    def process(self) -> None:
+    def process(self, *args: Any, **kwargs: Any) -> None:
         """Run every action callable once, in order."""
         for act in list(self.ctx.actions):
             act(self.ctx)

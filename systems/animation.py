@@ -10,6 +10,8 @@ Original: Humans_Update's animation pass (0x00175610, the tasks' +0x64 and +0x5c
 """
 from __future__ import annotations
 
+from typing import Any
+
 import esper
 
 from scuffle.components import Animator, FiredEvents, PoseRef
@@ -27,9 +29,17 @@ class AnimationStep(esper.Processor):
         self._instances: list = []
         self._fired: list = []
 
-    def process(self) -> None:
-        """Step every human's animation, sample the crowd, build the bone transforms."""
+    def process(self, *args: Any, **kwargs: Any) -> None:
+        """Open the update (``ctx.update`` = the number of updates run before it), then
+        step every human's animation, sample the crowd, build the bone transforms.
+
+        ``esper.process(dt)`` passes ``dt`` here; it is ignored: one process is one
+        update of the original's fixed 1/30 s (``ctx.dt``, 0x005102cc). A host with a
+        variable frame time calls ``esper.process()`` once per 1/30 s it accumulates.
+        """
         ctx = self.ctx
+        ctx.update = ctx.updates_run
+        ctx.updates_run += 1
         rows = sorted_components(ctx, Animator, PoseRef, FiredEvents)
         if rows is not self._rows:                 # the crowd changed: new lists, new pose rows
             self._rows = rows

@@ -44,7 +44,9 @@ class SimContext:
     """Shared, per-world state of the systems.
 
     ``player`` the animation player; ``dt`` the update's time (1/30 s); ``update`` the
-    number of the update being run (0 first); ``entities`` the humans in the order the
+    number of the update being run (0 first), set by the first system (AnimationStep)
+    from ``updates_run``, the number of updates begun, which it then counts on: the
+    counter advances with every ``esper.process()``, whoever drives the loop; ``entities`` the humans in the order the
     animation step visited them (entity ids ascending); ``poses`` their sampled poses
     and ``bone_pos`` / ``bone_rot`` the model-space bone transforms (row = PoseRef.row);
     ``handlers`` event type -> callables(ctx, entity, fired_event); ``actions`` the
@@ -56,6 +58,7 @@ class SimContext:
     player: Player
     dt: float = F.DT
     update: int = 0
+    updates_run: int = 0
     entities: list[int] = field(default_factory=list)
     poses: PoseBatch | None = None
     bone_pos: np.ndarray | None = None

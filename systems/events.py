@@ -8,6 +8,8 @@ Original: 0x00101dd8 Anim_FireFrameEvents (which handles each type in place).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import esper
 
 from scuffle.components import FiredEvents
@@ -22,7 +24,7 @@ class EventDispatch(esper.Processor):
     def __init__(self, ctx: SimContext):
         self.ctx = ctx
 
-    def process(self) -> None:
+    def process(self, *args: Any, **kwargs: Any) -> None:
         """Dispatch this update's fired events to their handlers."""
         ctx = self.ctx
         for ent, fired in sorted_components(ctx, FiredEvents):

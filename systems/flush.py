@@ -8,6 +8,8 @@ Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (release).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import esper
 
 from scuffle.systems.context import SimContext
@@ -21,7 +23,7 @@ class DeferredFlush(esper.Processor):
     def __init__(self, ctx: SimContext):
         self.ctx = ctx
 
-    def process(self) -> None:
+    def process(self, *args: Any, **kwargs: Any) -> None:
         """Release the tasks on the deferred list and refresh the playing anim ids."""
         self.ctx.player.flush()
         for p in self.ctx.probe:

@@ -14,6 +14,8 @@ Original: 0x0023fea8 (the state update), 0x0023f238 Human_ApplyRootMotion.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 import esper
@@ -54,7 +56,7 @@ class StateUpdate(esper.Processor):
         self._bodies: list = []
         self._idx = np.zeros(0, np.int64)
 
-    def process(self) -> None:
+    def process(self, *args: Any, **kwargs: Any) -> None:
         """Apply root motion to every body, then move it."""
         ctx = self.ctx
         poses = ctx.poses

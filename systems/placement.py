@@ -10,6 +10,8 @@ Spec: "Paired tasks" (the bodies are placed by the combat code, not by the task)
 """
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 import esper
@@ -49,7 +51,7 @@ class PairedPlacement(esper.Processor):
     def __init__(self, ctx: SimContext):
         self.ctx = ctx
 
-    def process(self) -> None:
+    def process(self, *args: Any, **kwargs: Any) -> None:
         """Slide sliding bodies one step and place attached ones."""
         for ent, body in sorted_components(self.ctx, Body):
             if body.slide_left > 0 and body.slide_to is not None:

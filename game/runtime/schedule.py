@@ -31,7 +31,7 @@ from scuffle.systems.flush import DeferredFlush
 from scuffle.systems.motion import StateUpdate
 from scuffle.systems.placement import PairedPlacement
 
-__all__ = ["SCHEDULE", "install", "priority_of"]
+__all__ = ["SCHEDULE", "PRIORITY_STEP", "install", "priority_of"]
 
 SCHEDULE: tuple[type[esper.Processor], ...] = (
     AnimationStep,
@@ -43,9 +43,16 @@ SCHEDULE: tuple[type[esper.Processor], ...] = (
 )
 
 
+# Priorities are multiples of PRIORITY_STEP, so a host can run its own system between two
+# of ours (esper runs the highest priority first): priority_of(StateUpdate) - 5 runs just
+# after the state update, before the actions.
+PRIORITY_STEP = 10
+
+
 def priority_of(system: type[esper.Processor]) -> int:
-    """The explicit esper priority of a system: the first in SCHEDULE runs first."""
-    return len(SCHEDULE) - SCHEDULE.index(system)
+    """The explicit esper priority of a system: the first in SCHEDULE runs first, the
+    last has PRIORITY_STEP, each earlier one PRIORITY_STEP more."""
+    return PRIORITY_STEP * (len(SCHEDULE) - SCHEDULE.index(system))
 
 
 def install(ctx: SimContext) -> list[esper.Processor]:

@@ -53,7 +53,6 @@ class Game:
         self.player = Player(options)
         self.ctx = SimContext(self.player, reference=reference)
         self.names: dict[str, int] = {}
-        self.update = 0
         self.fight = None          # the fight rules, when attached (game.combat.Fight)
         with self.active():
             schedule.install(self.ctx)
@@ -139,10 +138,14 @@ class Game:
     # ---------------------------------------------------------------- running
     def step(self) -> None:
         """Run one 30 Hz update: every system once, in SCHEDULE order."""
-        self.ctx.update = self.update
         with self.active():
             esper.process()
-        self.update += 1
+
+    @property
+    def update(self) -> int:
+        """The number of updates run (the next update's number); it advances with every
+        ``esper.process()`` of this world, whoever calls it."""
+        return self.ctx.updates_run
 
     def pose_row(self, name: str) -> int:
         """The human's row in ctx.poses / ctx.bone_pos (-1 before its first sample)."""
