@@ -1,33 +1,44 @@
-"""The embeddable runtime: one esper world, its animation player and its systems.
+"""The embeddable runtime: an esper world, its animation player and its systems.
 
-    g = Game()                                  # its own esper world; no pygame
-    e = g.add_human("a", anim_set, position=(0, 0, 0), heading=0)
-    g.change("a", g.player.loop(g.instance("a"), 388))
-    g.step()                                    # one 30 Hz update, the SCHEDULE order
+    with Game() as g:                           # its own esper world; no pygame
+        g.add_human("a", anim_set, position=(0, 0, 0), heading=0)
+        g.change("a", g.player.loop(g.instance("a"), 388))
+        g.step()                                # one 30 Hz update, the SCHEDULE order
 
 Several Games live side by side (each switches to its own esper world while it
-steps). A host that keeps its own esper world can instead call
-``game.schedule.install(SimContext(Player()))`` there.
+steps). A host that keeps its own esper world and drives it with ``esper.process()``
+attaches a Game to it instead:
+
+    esper.switch_world("level")                 # the host's world, its own systems in it
+    g = Game.attach()                           # scuffle's systems into the current world
+    g.add_human("a", anim_set)
+    esper.process(1 / 30)                       # the host's loop; g.update counts it
+
+The Game then owns its systems and humans but not the world: ``close()`` removes them
+and leaves the world to the host.
 """
 from __future__ import annotations
 
 import itertools
+import math
 from contextlib import contextmanager
+from types import TracebackType
 from typing import Iterator
 
 import esper
 import numpy as np
 
+from scuffle.anim import quat
 from scuffle.anim.animset import AnimSet
 from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.stack import CharacterInstance, HumanRecord
 from scuffle.anim.tasks import Task
 from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, Name, PoseRef,
-                        RangeRecords)
+                                RangeRecords)
 from scuffle.game.runtime import schedule
 from scuffle.systems.context import SimContext
 
-__all__ = ["Game", "UnknownHuman"]
+__all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse"]
 
 _ids = itertools.count(1)
 
@@ -39,23 +50,60 @@ class UnknownHuman(KeyError):
         return f"no human named {self.args[0]!r}"
 
 
+class GameClosed(RuntimeError):
+    """A closed Game was asked to step or to add a human."""
+
+
+class WorldInUse(ValueError):
+    """An esper world that already runs scuffle's systems (another Game's)."""
+
+
 class Game:
     """One simulated world (see the module docstring).
 
     In: PlayerOptions (rates, the original-bug switches, the pool size), ``reference``
-    to sample through the scalar path. ``step()`` runs one update; ``update`` counts
-    the updates run. ``close()`` deletes the esper world.
+    to sample through the scalar path, ``world`` the esper world's name (None: a new
+    one of its own). ``step()`` runs one update; ``update`` counts the updates run,
+    whoever drives them. A context manager: ``with Game() as g:`` closes it.
+    ``close()`` deletes a world the Game created and, in a world it did not create,
+    removes its systems and humans; a closed Game refuses ``step()`` (GameClosed).
+    Rejected: a world that already runs scuffle's systems (WorldInUse).
     """
 
     def __init__(self, options: PlayerOptions | None = None, *, reference: bool = False,
                  world: str | None = None):
-        self.world = world or f"scuffle-{next(_ids)}"
+        name = world or f"scuffle-{next(_ids)}"
+        self.world = name
+        self.owns_world = name not in esper.list_worlds()
         self.player = Player(options)
         self.ctx = SimContext(self.player, reference=reference)
         self.names: dict[str, int] = {}
-        self.fight = None          # the fight rules, when attached (game.combat.Fight)
+        self.fight = None          # the fight rules, when attached (scuffle.game.fighters.combat.Fight)
+        self.closed = False
         with self.active():
-            schedule.install(self.ctx)
+            taken = [s.__name__ for s in schedule.SCHEDULE if esper.get_processor(s) is not None]
+            if taken:
+                if self.owns_world:
+                    esper.switch_world("default")
+                    esper.delete_world(name)
+                raise WorldInUse(f"esper world {name!r} already runs scuffle's systems "
+                                 f"({', '.join(taken)}): one Game per world")
+            self.processors = schedule.install(self.ctx)
+
+    @classmethod
+    def attach(cls, world: str | None = None, options: PlayerOptions | None = None, *,
+               reference: bool = False) -> "Game":
+        """A Game in a host's esper world (None: the current one): scuffle's systems are
+        added there with their SCHEDULE priorities, and the host's ``esper.process()``
+        runs them. Rejected: a world that already runs them (WorldInUse)."""
+        return cls(options, reference=reference, world=world or esper.current_world)
+
+    def __enter__(self) -> "Game":
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
     @contextmanager
     def active(self) -> Iterator[None]:
@@ -69,11 +117,28 @@ class Game:
                 esper.switch_world(prev)
 
     def close(self) -> None:
-        """Delete this game's esper world."""
-        if self.world in esper.list_worlds():
+        """Delete the esper world this Game created; in a host's world, remove only its
+        systems and its humans. Closing twice does nothing."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.world not in esper.list_worlds():
+            return
+        if self.owns_world and self.world != "default":
             if esper.current_world == self.world:
                 esper.switch_world("default")
             esper.delete_world(self.world)
+            return
+        with self.active():
+            for system in schedule.SCHEDULE:
+                esper.remove_processor(system)
+            for ent in self.names.values():
+                if esper.entity_exists(ent):
+                    esper.delete_entity(ent, immediate=True)
+
+    def _open(self) -> None:
+        if self.closed:
+            raise GameClosed(f"Game {self.world!r} is closed")
 
     # ---------------------------------------------------------------- humans
     def add_human(self, name: str, anim_set: AnimSet, position=(0.0, 0.0, 0.0), heading: float = 0.0,
@@ -82,6 +147,7 @@ class Game:
 
         Rejected: a name already used (ValueError).
         """
+        self._open()
         if name in self.names:
             raise ValueError(f"human {name!r} already exists")
         self.player.register(anim_set)
@@ -137,7 +203,9 @@ class Game:
 
     # ---------------------------------------------------------------- running
     def step(self) -> None:
-        """Run one 30 Hz update: every system once, in SCHEDULE order."""
+        """Run one 30 Hz update: every system once, in SCHEDULE order.
+        Rejected: a closed Game (GameClosed)."""
+        self._open()
         with self.active():
             esper.process()
 
@@ -148,5 +216,41 @@ class Game:
         return self.ctx.updates_run
 
     def pose_row(self, name: str) -> int:
-        """The human's row in ctx.poses / ctx.bone_pos (-1 before its first sample)."""
+        """The human's column in the crowd's batch arrays (-1 before its first sample).
+
+        The batch layout, components first and humans last: ``ctx.bone_pos`` is
+        (3, 34, N) and ``ctx.bone_rot`` (4, 34, N) (x, y, z, w), ``ctx.poses.rot``
+        (4, 34, N); one human is ``ctx.bone_pos[:, :, row]``. ``bones_model`` and
+        ``bones_world`` give one human's bones in the usual shapes instead.
+        """
         return self.component(name, PoseRef).row
+
+    def bones_model(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """One human's bones in model space (x right, y forward, z up from the feet):
+        positions (34, 3) in metres and rotations (34, 4) as (x, y, z, w), float64 copies.
+
+        Entry 0 is motion, not a bone (zero / identity); entry 1 is the pelvis; before
+        the human's first update, the reference pose. Original: 0x00104630
+        Instance_BuildBoneMatrices (Bone transforms).
+        """
+        row = self.pose_row(name)
+        if self.ctx.bone_pos is None or row < 0:
+            pos, rot = self.player.skeleton.reference_model_space()
+            return np.array(pos, dtype=np.float64), np.array(rot, dtype=np.float64)
+        pos = np.array(self.ctx.bone_pos[:, :, row].T, dtype=np.float64)
+        rot = np.array(self.ctx.bone_rot[:, :, row].T, dtype=np.float64)
+        return pos, rot
+
+    def bones_world(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """One human's bones in world space: the model-space bones turned by the body's
+        heading about z and placed at its position. Positions (34, 3), rotations (34, 4)
+        (x, y, z, w). Entry 0 is the body itself: its position and heading."""
+        pos, rot = self.bones_model(name)
+        body = self.body(name)
+        h = math.radians(float(body.heading))
+        c, s = math.cos(h), math.sin(h)
+        rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        wpos = pos @ rz.T + np.asarray(body.position, dtype=np.float64)[None, :]
+        hq = np.array([0.0, 0.0, math.sin(h / 2), math.cos(h / 2)])      # the heading about z
+        wrot = quat.mul(hq[:, None], rot.T).T
+        return wpos, wrot

@@ -17,6 +17,8 @@ flushed, the pool and the stores' tables are back to empty and no held bit is le
 """
 from __future__ import annotations
 
+import pytest
+
 import gc
 import random
 import time
@@ -113,6 +115,7 @@ def _sizes(p: Player) -> tuple:
     return (st.cursors.capacity, st.fades.capacity, st.gaits.capacity, p.batch.cap, len(p.deferred))
 
 
+@pytest.mark.slow
 def test_200_humans_for_10000_updates_leak_nothing():
     crowd = Crowd()
     p, hs = crowd.player, crowd.humans
