@@ -21,28 +21,23 @@ from scuffle.game.runtime.world import Game
 REPO = Path(__file__).resolve().parents[2]
 IDLE = 388
 
-
 def turn_quat(deg: float) -> tuple[float, float, float, float]:
     """A quaternion turning ``deg`` degrees about z (x, y, z, w)."""
     h = math.radians(deg) / 2
     return (0.0, 0.0, math.sin(h), math.cos(h))
 
-
 def clip(frames: int, name: str = "c", **kw):
     """An authored clip of ``frames`` frames (author_clip's keywords)."""
     return author_clip(name, frames, **kw)
-
 
 def still(frames: int = 60, name: str = "idle"):
     """A clip with no channels (no root motion)."""
     return author_clip(name, frames)
 
-
 def make_set(clips: dict, flags: dict | None = None, name: str = "s") -> AnimSet:
     """An AnimSet from {id: clip} and {id: range flags}."""
     flags = flags or {}
     return AnimSet.build(clips, {i: author_range(flags=f) for i, f in flags.items()}, name=name)
-
 
 def clip_toml(set_name: str, anim_id: int, c, flags: int | None = None) -> str:
     """One ``[[sets.NAME.clips]]`` table with the clip's chunks as hex."""
@@ -52,13 +47,11 @@ def clip_toml(set_name: str, anim_id: int, c, flags: int | None = None) -> str:
         out += f"range = {{ flags = 0x{flags:x} }}\n"
     return out
 
-
 def human_toml(name: str, set_name: str = "s", **extra) -> str:
     out = f'[[humans]]\nname = "{name}"\nset = "{set_name}"\n'
     for k, v in extra.items():
         out += f"{k} = {json.dumps(v)}\n"
     return out
-
 
 def command_toml(update: int, human: str, **keys) -> str:
     out = f'[[commands]]\nupdate = {update}\nhuman = "{human}"\n'
@@ -66,29 +59,21 @@ def command_toml(update: int, human: str, **keys) -> str:
         out += f"{k} = {json.dumps(v)}\n"
     return out
 
-
 def run_cli(*args, cwd=None, timeout: float = 60) -> subprocess.CompletedProcess:
-    """``scuffle ARGS`` in a subprocess (sys.executable), text output captured."""
-    env = dict(os.environ)
-    return subprocess.run([sys.executable, "-m", "scuffle", *map(str, args)], cwd=cwd or REPO, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
+    """``scuffle ARGS`` in this process (tests/scuffle_cli.py), text output captured."""
+    from scuffle_cli import run_scuffle
+    return run_scuffle(*args, cwd=cwd or REPO)
 
 def read_trace(path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
 
-
 def by_human(records: list[dict], name: str) -> list[dict]:
     return [r for r in records if r["human"] == name]
-
 
 def clip_length(records: list[dict], anim_id: int, next_id: int) -> int:
     """Updates from the first record showing ``anim_id`` to the first showing ``next_id``."""
     first = next(r["update"] for r in records if r["anim"] == anim_id)
     return next(r["update"] for r in records if r["anim"] == next_id and r["update"] > first) - first
-
-
-
 
 @pytest.fixture
 def new_game(esper_clean):

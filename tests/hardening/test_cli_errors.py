@@ -10,7 +10,6 @@ takes files, a missing one. tests/game/test_cli_*.py hold each command's own beh
 from __future__ import annotations
 
 import struct
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,9 @@ from scuffle.anim.clip import encode_clip
 from scuffle.anim.resource import save_resource
 from scuffle.game.cli import commands as cli
 
-from .support import A, B, IDLE, LONG, SHORT, run_game, synthetic_set
+from scuffle_cli import run_scuffle
+
+from .support import A, B, IDLE, LONG, SHORT, synthetic_set
 from .test_fuzz_scenario import demo_text, synthetic_text
 
 
@@ -155,9 +156,7 @@ ALL_CASES = {**CASES, **_registry_cases()}
 def results(tmp_path_factory) -> dict:
     d = tmp_path_factory.mktemp("cli_errors")
     _files(d)
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {name: pool.submit(run_game, *argv, cwd=d, timeout=300) for name, (argv, _) in ALL_CASES.items()}
-        return {name: (f.result(), d) for name, f in futures.items()}
+    return {name: (run_scuffle(*argv, cwd=d), d) for name, (argv, _) in ALL_CASES.items()}
 
 
 @pytest.mark.parametrize("name", list(ALL_CASES))

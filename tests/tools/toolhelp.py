@@ -23,7 +23,11 @@ def _env() -> dict:
 
 
 def run_module(module: str, *args, cwd=None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """``python -m MODULE ARGS`` in a subprocess, text output captured."""
+    """``python -m MODULE ARGS``, text output captured: in this process for scuffle's own
+    command (tests/scuffle_cli.py), else in a subprocess."""
+    if module == "scuffle":
+        from scuffle_cli import run_scuffle
+        return run_scuffle(*args, cwd=cwd or REPO, env=_env())
     return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=cwd or REPO, env=_env(),
                           capture_output=True, text=True, timeout=timeout)
 
