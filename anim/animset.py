@@ -55,6 +55,10 @@ class AnimSet:
     """
 
     __slots__ = ("_name", "_clips", "_index", "_ranges")
+    _name: str
+    _clips: tuple[Clip, ...]
+    _index: np.ndarray
+    _ranges: RangeList
 
     def __init__(self, clips_by_index: Sequence[Clip], clip_indices: np.ndarray | Sequence[int],
                  range_list: RangeList, name: str = ""):

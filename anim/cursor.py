@@ -142,7 +142,7 @@ class Cursor:
         muted = sink is None or (int(st.flags[r]) & CursorFlags.MUTED)
         evs = self._events
         while i < n and frames[i] <= frame:
-            if not muted:
+            if not muted and sink is not None:
                 sink.append(FiredEvent(evs[i], self.anim_id, task))
             i += 1
         self._next_event = i

@@ -148,7 +148,7 @@ def _truncate_v(r: np.ndarray, err: np.ndarray | None) -> np.ndarray:
     return f
 
 
-def add_v(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def add_v(a: np.ndarray | np.floating, b: np.ndarray | np.floating) -> np.ndarray:
     """Elementwise float32 a + b rounded toward zero; returns a new float32 array."""
     a64 = np.asarray(a, dtype=np.float32).astype(np.float64)
     b64 = np.asarray(b, dtype=np.float32).astype(np.float64)
@@ -163,7 +163,7 @@ def sub_v(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return add_v(a, -np.asarray(b, dtype=np.float32))
 
 
-def mul_v(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def mul_v(a: np.ndarray | np.floating, b: np.ndarray | np.floating) -> np.ndarray:
     """Elementwise float32 a x b rounded toward zero."""
     a64 = np.asarray(a, dtype=np.float32).astype(np.float64)
     b64 = np.asarray(b, dtype=np.float32).astype(np.float64)

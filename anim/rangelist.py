@@ -25,7 +25,7 @@ import math
 import struct
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
-from typing import Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -56,7 +56,7 @@ RANGE_DTYPE = np.dtype([
 assert RANGE_DTYPE.itemsize == RECORD_SIZE
 
 # Byte offsets of the fields inside a record (the docs' table is checked against these).
-FIELD_OFFSETS = {name: RANGE_DTYPE.fields[name][1] for name in RANGE_DTYPE.names}
+FIELD_OFFSETS: dict[str, int] = {name: RANGE_DTYPE.fields[name][1] for name in RANGE_DTYPE.names or ()}  # type: ignore[index]
 _REACH_OFFSET = FIELD_OFFSETS["reach"]
 
 DIRECTION_SCALE = _f32.f32(0.001)     # s16 x 0.001 at 0x00254418
@@ -183,7 +183,7 @@ def _thousandths(name: str, v: float) -> int:
 
 def _check_reach(value: object) -> float:
     try:
-        v = float(value)
+        v = float(value)  # type: ignore[arg-type]  # anything float() takes; the rest is refused below
     except (TypeError, ValueError):
         raise RangeAuthoringError(f"reach: {value!r} is not a number") from None
     r = _f32.f32(v)
@@ -329,6 +329,7 @@ class RangeList:
     """
 
     __slots__ = ("_records",)
+    _records: np.ndarray
 
     def __init__(self, records: np.ndarray):
         arr = np.asarray(records)
@@ -358,7 +359,7 @@ class RangeList:
         """
         arr = np.zeros(count, dtype=RANGE_DTYPE)
         if isinstance(records, Mapping):
-            items = records.items()
+            items: Iterable[tuple[int, RangeRecord]] = records.items()
         else:
             seq = list(records)
             if len(seq) != count:

@@ -132,9 +132,9 @@ class ClipBank:
         tables = []
         nrow = 0
         for ci, clip in enumerate(self.clips):
-            chans = {SLOT_VELOCITY: clip.velocity, SLOT_ROOT: clip.translation}
-            for bone, keys in clip.rotations.items():
-                chans[SLOT_BONE + bone] = keys
+            chans: dict[int, np.ndarray | None] = {SLOT_VELOCITY: clip.velocity, SLOT_ROOT: clip.translation}
+            for bone, rot_keys in clip.rotations.items():
+                chans[SLOT_BONE + bone] = rot_keys
             self.has_velocity[ci] = clip.velocity is not None and len(clip.velocity) > 0
             self.has_translation[ci] = clip.translation is not None and len(clip.translation) > 0
             length = clip.frames + 1

@@ -144,6 +144,8 @@ class Skeleton:
     tips: np.ndarray
     parents: tuple[int, ...] = PARENTS
     levels: list = field(default_factory=list)
+    _level_offsets: list = field(default_factory=list, init=False, repr=False, compare=False)
+    _widest: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         if len(self.parents) != NUM_BONES or any(

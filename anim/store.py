@@ -9,6 +9,7 @@ Never keep a reference to a column across an ``alloc`` (it may have been replace
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 __all__ = ["Table", "cursor_table", "fade_table", "gait_table", "NO_EVENT", "Stores", "column"]
 
@@ -42,7 +43,7 @@ class Table:
     back. Rejected: freeing a row that is not in use (ValueError).
     """
 
-    def __init__(self, columns: dict[str, object], capacity: int = 64):
+    def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64):
         self._columns = dict(columns)
         self.capacity = 0
         self.live = np.zeros(0, bool)
@@ -50,6 +51,13 @@ class Table:
             setattr(self, name, np.zeros(0, dtype=dt))
         self._free: list[int] = []
         self._grow(max(1, capacity))
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        """A column (set as an attribute by ``_grow``); AttributeError for any other name.
+
+        Only reached when normal lookup fails, so it declares the columns' type to a type
+        checker without slowing the column reads down."""
+        raise AttributeError(f"{type(self).__name__} has no column {name!r}")
 
     def _grow(self, cap: int) -> None:
         old = self.capacity

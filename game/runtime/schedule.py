@@ -21,6 +21,8 @@ processor's ``priority``; ``install`` therefore passes each priority explicitly.
 """
 from __future__ import annotations
 
+from typing import Callable, cast
+
 import esper
 
 from scuffle.systems.actions import Actions
@@ -59,7 +61,8 @@ def install(ctx: SimContext) -> list[esper.Processor]:
     """Add every system, with its priority, to the *current* esper world; returns them."""
     procs = []
     for system in SCHEDULE:
-        proc = system(ctx)
+        make = cast(Callable[[SimContext], esper.Processor], system)    # each takes the context
+        proc = make(ctx)
         esper.add_processor(proc, priority=priority_of(system))
         procs.append(proc)
     return procs

@@ -234,7 +234,7 @@ class Game:
         Instance_BuildBoneMatrices (Bone transforms).
         """
         row = self.pose_row(name)
-        if self.ctx.bone_pos is None or row < 0:
+        if self.ctx.bone_pos is None or self.ctx.bone_rot is None or row < 0:
             pos, rot = self.player.skeleton.reference_model_space()
             return np.array(pos, dtype=np.float64), np.array(rot, dtype=np.float64)
         pos = np.array(self.ctx.bone_pos[:, :, row].T, dtype=np.float64)
