@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import event as note_outcome
 from hypothesis import strategies as st
+from budget import examples
 
 from scuffle.anim.clip import (
     DESCRIPTOR_SIZE, EVENT_DTYPE, EVENT_SIZE, KEY_DTYPE, KEY_SIZE, POS_SCALE, ROT_SCALE,
@@ -24,7 +25,7 @@ from scuffle.anim.clip import (
 )
 
 FLT_MAX = 3.4028234663852886e38
-SETTINGS = settings(max_examples=200, deadline=None,
+SETTINGS = settings(max_examples=examples(200), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

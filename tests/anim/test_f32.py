@@ -12,6 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings, strategies as st
+from budget import examples
 
 from scuffle.anim import f32 as F
 
@@ -67,7 +68,7 @@ def mixed_pairs(draw):
     return a, b
 
 
-SETTINGS = settings(max_examples=200, deadline=None)
+SETTINGS = settings(max_examples=examples(200), deadline=None)
 
 
 # ---------------------------------------------------------------- scalar add / mul

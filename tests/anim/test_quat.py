@@ -11,10 +11,11 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from budget import examples
 
 from scuffle.anim import quat
 
-SETTINGS = settings(max_examples=200, deadline=None)
+SETTINGS = settings(max_examples=examples(200), deadline=None)
 
 
 # ---------------------------------------------------------------- references

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from budget import examples
 
 from scuffle.anim.animset import AnimId, AnimSet, AnimSetError
 from scuffle.anim.clip import Clip, ClipFormatError, author_clip, encode_clip, make_event
@@ -30,8 +31,8 @@ from scuffle.anim.resource import (
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs" / "formats-resource.md"
 UNKNOWN_TYPE = 0x4E
 KNOWN_TYPES = {int(t) for t in ChunkType}
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-ROUND_TRIP = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+ROUND_TRIP = settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # ---------------------------------------------------------------- helpers

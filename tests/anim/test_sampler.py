@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from budget import examples
 
 from scuffle.anim import f32 as F
 from scuffle.anim import quat
@@ -412,7 +413,7 @@ requests = st.lists(
     min_size=1, max_size=60)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(requests)
 def test_batched_sampling_equals_one_at_a_time(reqs):
     clip = np.array([r[0] for r in reqs])

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from budget import examples
 
 from scuffle.anim.animset import AnimSet
 from scuffle.anim.clip import author_clip, make_event
@@ -62,7 +63,7 @@ def no_hang(seconds: float):
 
 # ---------------------------------------------------------------- fuzz budgets
 
-QUICK_EXAMPLES = 50          # per property in the default run (CI)
+QUICK_EXAMPLES = examples(50)  # per property: 50 in the full suite (CI), 20 in the default run
 LONG_EXAMPLES = 2000         # per property under ``pytest -m fuzz``
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                      HealthCheck.filter_too_much])
