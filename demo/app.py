@@ -2,9 +2,17 @@
 
 ``DemoSim`` is the simulation the window and the headless runner share: a Game with two
 fighters ("p1", "p2") on the demo move set, facing each other 3 m apart, with the fight
-rules attached. p2 is driven by a FighterAI; p1 by the keyboard, or by its own
+rules attached (bodies kept apart, rounds: a K.O. ends the round, the next starts
+``KO_UPDATES`` later). p2 is driven by a FighterAI; p1 by the keyboard, or by its own
 FighterAI (another seed) in attract mode. Everything is seeded: the same seed gives
 the same fight.
+
+Record and replay: the controllers (keyboard, AI) act through ``CommandFight``, which
+turns every fight call into a scenario ``Command`` applied with the scenario runner's
+own ``apply_command``, first in the actions phase, exactly where ``scuffle run`` applies
+a scenario's commands. ``DemoSim.scenario_text()`` writes them (with the fighters, their
+set and the fight options) as a scenario, and ``scuffle run`` of it gives the demo's
+trace byte for byte (docs/scenarios.md, "Recording the demo").
 
 ``App`` is the window: a fixed-timestep loop (the simulation at a steady 30 Hz, the
 picture at the display's rate, interpolated between the last two updates), with pause,
@@ -20,14 +28,17 @@ import numpy as np
 import pygame
 
 from scuffle.components import FiredEvents
+from scuffle.game.fighters import registry as fighters_registry
 from scuffle.game.fighters.ai import FighterAI
 from scuffle.game.fighters.combat import Fight, FightState, GAIT_SPEEDS
 from scuffle.game.fighters.moves import Move, THROWS
+from scuffle.game.runtime.scenario import Command, apply_command
+from scuffle.game.runtime.trace import trace_records, write_records
 from scuffle.game.runtime.world import Game
 
 from scuffle.demo import render
 
-__all__ = ["DemoSim", "KeyboardControl", "App", "DT", "AI_SETTINGS", "P1_SEED_OFFSET"]
+__all__ = ["DemoSim", "CommandFight", "KeyboardControl", "App", "DT", "AI_SETTINGS", "P1_SEED_OFFSET", "KO_UPDATES"]
 
 DT = 1.0 / 30.0                  # one simulation update
 SLOW_FACTOR = 0.25               # slow motion: the simulation at 1/4 speed
@@ -38,7 +49,8 @@ P1_SEED_OFFSET = 1000            # p1's AI (attract mode) is seeded with seed + 
 AI_SETTINGS = {"aggression": 0.6, "think_every": 3}
 RECENT_EVENTS = 8                # events kept per fighter for the HUD
 BUFFER_UPDATES = 8               # a key press waits this long for the move in progress
-KO_UPDATES = 120                 # the window starts a new round 4 s after a K.O.
+KO_UPDATES = 120                 # a new round starts 4 s after a K.O. (the fight's round_pause)
+SET_NAME = "demo"                # the scenario library the fighters' set comes from
 
 
 class KeyboardControl:
@@ -126,30 +138,84 @@ class KeyboardControl:
             fight.move(self.me, (0.0, 0.0), 0.0)
 
 
+class CommandFight:
+    """The fight as the demo's controllers see it: lookups pass through to the Fight;
+    each command (grab, strike, throw, let_go, move, face) becomes a scenario Command of
+    this update, applied with ``apply_command`` and recorded (``DemoSim.command``).
+    Returns what the rules return (False: refused)."""
+
+    def __init__(self, sim: "DemoSim"):
+        self._sim = sim
+
+    def __getattr__(self, name):
+        return getattr(self._sim.fight, name)
+
+    def grab(self, who) -> bool:
+        return self._sim.command(who, "grab")
+
+    def strike(self, who, move: int | None = None) -> bool:
+        return self._sim.command(who, "strike", move=None if move is None else int(move))
+
+    def throw(self, who, move: int | None = None) -> bool:
+        return self._sim.command(who, "throw", move=None if move is None else int(move))
+
+    def let_go(self, who) -> bool:
+        return self._sim.command(who, "let_go")
+
+    def move(self, who, direction=(0.0, 1.0), speed: float = GAIT_SPEEDS[0]) -> bool:
+        return self._sim.command(who, "move", direction=[float(direction[0]), float(direction[1])],
+                                 speed=float(speed))
+
+    def face(self, who, heading: float | None = None, toward=None) -> bool:
+        return self._sim.command(who, "face", heading=None if heading is None else float(heading), toward=toward)
+
+
+def _toml_value(v) -> str:
+    """One TOML value (bool, int, float as its exact repr, string, list of these)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ValueError(f"cannot record a non-finite number {v!r}")
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot record {v!r}")
+
+
 class DemoSim:
     """Two fighters, the fight rules, the AI and the keyboard (see the module docstring).
 
-    ``step()`` runs one 30 Hz update and collects each fighter's fired events for the
-    HUD. ``attract`` (settable) hands p1 to its own FighterAI.
+    ``step()`` runs one 30 Hz update, collects each fighter's fired events for the HUD
+    and, with ``trace`` (a path), writes the update's trace records (the pinned JSONL,
+    as ``scuffle run --trace`` writes them). ``attract`` (settable) hands p1 to its own
+    FighterAI. ``commands`` are every command applied so far (``scenario_text()``).
     """
 
     names = ("p1", "p2")
 
     def __init__(self, seed: int = 1, attract: bool = False, health: float = 100.0,
-                 ai_settings: dict | None = None, anim_set=None):
+                 ai_settings: dict | None = None, anim_set=None, trace=None, round_pause: int = KO_UPDATES):
+        self.registry = fighters_registry()
         if anim_set is None:
-            from scuffle.game.fighters.moveset import demo_set
-            anim_set = demo_set()
+            anim_set = self.registry.libraries[SET_NAME]()
         self.seed = int(seed)
         self.anim_set = anim_set
+        self.health0 = float(health)
         self.game = game = Game()
         half = START_DISTANCE / 2
-        game.add_human("p1", anim_set, position=(0.0, -half, 0.0), heading=0.0, health=health)
-        game.add_human("p2", anim_set, position=(0.0, half, 0.0), heading=180.0, health=health)
+        self.starts = {"p1": ((0.0, -half, 0.0), 0.0), "p2": ((0.0, half, 0.0), 180.0)}
         for name in self.names:
-            inst = game.instance(name)
-            game.change(name, game.player.loop(inst, Move.FIGHT_IDLE))
-        self.fight = Fight(game, separate=True)
+            pos, heading = self.starts[name]
+            game.add_human(name, anim_set, position=pos, heading=heading, health=health)
+        self.fight_options = {"separate": True, "rounds": True, "round_pause": int(round_pause)}
+        self.fight = Fight(game, **self.fight_options)
+        self.control = CommandFight(self)
+        self.commands: list[Command] = []
         settings = dict(AI_SETTINGS, **(ai_settings or {}))
         self.ai_seeds = {"p1": self.seed + P1_SEED_OFFSET, "p2": self.seed}
         self.ai = {
@@ -158,26 +224,54 @@ class DemoSim:
         }
         self.keyboard = KeyboardControl("p1", "p2")
         self.attract = bool(attract)
-        # One slot per fighter, in a fixed order, so toggling attract mode keeps the order.
-        self.fight.controllers.append(self._control_p1)
-        self.fight.controllers.append(self.ai["p2"])
+        self._stop_p1 = False
+        # First in the actions phase, where the scenario runner applies its commands.
+        game.ctx.actions.insert(0, self._control)
         self.recent_events: dict[str, deque] = {n: deque(maxlen=RECENT_EVENTS) for n in self.names}
         self.paused = False
         self.slow = False
+        self.trace_path = trace
+        self._trace = open(trace, "w", encoding="utf-8", newline="\n") if trace is not None else None
 
     # ------------------------------------------------------------ control
-    def _control_p1(self, fight: Fight) -> None:
+    def command(self, who: str, action: str | None = None, loop: int | None = None, **extra):
+        """Apply one command now (this update's actions phase) through the scenario
+        runner's ``apply_command`` and record it: a fight ``action`` with its extra keys
+        (None values left out), or a ``loop`` of an anim id. Returns the action's result."""
+        upd = self.game.ctx.update
+        if loop is not None:
+            cmd = Command(update=upd, human=who, kind="loop", ids=[int(loop)], index=len(self.commands))
+        else:
+            cmd = Command(update=upd, human=who, kind="action", action=action,
+                          extra={k: v for k, v in extra.items() if v is not None}, index=len(self.commands))
+        self.commands.append(cmd)
+        return apply_command(self.game, cmd, self.registry.actions)
+
+    def _control(self, ctx) -> None:
+        """The actions phase's first action: on update 0 both fighters start the fight
+        idle (358); then p1's controller, then p2's AI."""
+        if ctx.update == 0:
+            for name in self.names:
+                self.command(name, loop=int(Move.FIGHT_IDLE))
+        self._control_p1(self.control)
+        self.ai["p2"](self.control)
+
+    def _control_p1(self, fight) -> None:
+        if self._stop_p1:
+            self._stop_p1 = False
+            if fight.combat("p1").move_speed > 0.0 and fight.free("p1"):
+                fight.move("p1", (0.0, 0.0), 0.0)
         if self.attract:
             self.ai["p1"](fight)
         else:
             self.keyboard(fight)
 
     def set_attract(self, on: bool) -> None:
+        """Hand p1 to its AI (True) or the keyboard; handing it to the AI drops the
+        keyboard's input and stops p1's walk in the next update's actions phase."""
         if on and not self.attract:
             self.keyboard.clear()
-            c = self.fight.combat("p1")
-            if c.move_speed > 0.0 and self.fight.free("p1"):
-                self.fight.move("p1", (0.0, 0.0), 0.0)
+            self._stop_p1 = True
         self.attract = bool(on)
 
     def controller_of(self, name: str) -> str:
@@ -190,6 +284,10 @@ class DemoSim:
     def update(self) -> int:
         return self.game.update
 
+    @property
+    def round(self) -> int:
+        return self.fight.stats.round
+
     def step(self) -> None:
         """One 30 Hz update of the whole world."""
         game = self.game
@@ -199,11 +297,49 @@ class DemoSim:
             for fe in game.component(name, FiredEvents).events:
                 ev = fe.event
                 self.recent_events[name].append((upd, f"{fe.anim_id:4d} f{ev.frame:<3d} 0x{ev.type:02x} {ev.name}"))
+        if self._trace is not None:
+            write_records(self._trace, trace_records(game))
 
     def health(self) -> dict[str, float]:
         return {n: float(self.fight.combat(n).health) for n in self.names}
 
+    def rounds(self) -> list[dict]:
+        """The finished rounds: ``round``, ``winner`` (None: a double K.O.), ``loser``, ``ko_update``."""
+        return [dict(r) for r in self.fight.stats.rounds]
+
+    def scenario_text(self) -> str:
+        """The session so far as a scenario (the pinned TOML; docs/scenarios.md): the
+        fight options, the set, both fighters and every command at its update.
+        ``scuffle run`` of it reproduces this run's trace byte for byte."""
+        mode = "attract mode" if self.attract else "keyboard / AI"
+        out = [f"# Recorded by scuffle demo (seed {self.seed}, {mode}).",
+               "# Replay: scuffle run THIS.toml --trace T.jsonl (the demo's --trace, byte for byte).",
+               f"updates = {self.game.update}", "", "[fight]"]
+        out += [f"{k} = {_toml_value(v)}" for k, v in self.fight_options.items()]
+        out += ["", f"[sets.{SET_NAME}]", f"library = {_toml_value(SET_NAME)}"]
+        for name in self.names:
+            pos, heading = self.starts[name]
+            out += ["", "[[humans]]", f"name = {_toml_value(name)}", f"set = {_toml_value(SET_NAME)}",
+                    f"position = {_toml_value([float(v) for v in pos])}", f"heading = {_toml_value(float(heading))}",
+                    f"health = {_toml_value(self.health0)}"]
+        for cmd in self.commands:
+            out += ["", "[[commands]]", f"update = {cmd.update}", f"human = {_toml_value(cmd.human)}"]
+            if cmd.kind == "loop":
+                out.append(f"loop = {cmd.ids[0]}")
+            else:
+                out.append(f"action = {_toml_value(cmd.action)}")
+                out += [f"{k} = {_toml_value(v)}" for k, v in cmd.extra.items()]
+        return "\n".join(out) + "\n"
+
+    def save_scenario(self, path) -> None:
+        """Write ``scenario_text()`` to ``path`` (UTF-8)."""
+        with open(path, "w", encoding="utf-8", newline="\n") as fp:
+            fp.write(self.scenario_text())
+
     def close(self) -> None:
+        if self._trace is not None:
+            self._trace.close()
+            self._trace = None
         self.game.close()
 
 
