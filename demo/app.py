@@ -16,7 +16,8 @@ trace byte for byte (docs/scenarios.md, "Recording the demo").
 
 ``App`` is the window: a fixed-timestep loop (the simulation at a steady 30 Hz, the
 picture at the display's rate, interpolated between the last two updates), with pause,
-single step and slow motion (the simulation at 1/4 speed).
+single step and slow motion (the simulation at 1/4 speed). ``App.run(max_frames=,
+frame_dt=)`` runs a bounded number of frames on a fixed clock (scripts and tests).
 """
 from __future__ import annotations
 
@@ -347,11 +348,14 @@ class App:
     """The pygame window (see the module docstring)."""
 
     def __init__(self, seed: int = 1, attract: bool = False, size=(1280, 720), fps: int = 60,
-                 screen: pygame.Surface | None = None, screenshot=None, screenshot_at: int | None = None):
+                 screen: pygame.Surface | None = None, screenshot=None, screenshot_at: int | None = None,
+                 record=None, trace=None, health: float = 100.0):
         self.seed = int(seed)
-        self.round = 1
-        self.ko_at: int | None = None
-        self.sim = DemoSim(seed=seed, attract=attract)
+        self.sim = DemoSim(seed=seed, attract=attract, trace=trace, health=health)
+        self.record = record                      # write the session as a scenario here on exit
+        self.held: set[int] = set()               # keys held down (from KEYDOWN / KEYUP events)
+        self._loop: dict | None = None            # the loop's state between bounded run() calls
+        self._closed = False
         self.screenshot = screenshot              # save the window here at update screenshot_at, then quit
         self.screenshot_at = screenshot_at
         self.size = size
@@ -372,8 +376,14 @@ class App:
         sim = self.sim
         if event.type == pygame.QUIT:
             self.running = False
+        elif event.type == pygame.KEYUP:
+            self.held.discard(event.key)
+        elif event.type in (getattr(pygame, "WINDOWFOCUSLOST", -1), getattr(pygame, "ACTIVEEVENT", -1)):
+            if event.type != getattr(pygame, "ACTIVEEVENT", -1) or not getattr(event, "gain", 1):
+                self.held.clear()
         elif event.type == pygame.KEYDOWN:
             k = event.key
+            self.held.add(k)
             if k == pygame.K_ESCAPE:
                 self.running = False
             elif k in (pygame.K_h, pygame.K_F1):
@@ -403,62 +413,67 @@ class App:
         self.handle(pygame.event.Event(pygame.KEYDOWN, key=code, mod=0))
 
     def read_movement(self) -> None:
-        keys = pygame.key.get_pressed()
-        dx = (keys[pygame.K_RIGHT] or keys[pygame.K_d]) - (keys[pygame.K_LEFT] or keys[pygame.K_a])
-        dy = (keys[pygame.K_UP] or keys[pygame.K_w]) - (keys[pygame.K_DOWN] or keys[pygame.K_s])
+        """The movement keys held (the key events seen, or the keyboard state) set p1's
+        direction; shift jogs."""
+        state = pygame.key.get_pressed()
+
+        def down(*codes) -> bool:
+            return any(c in self.held or state[c] for c in codes)
+
+        dx = down(pygame.K_RIGHT, pygame.K_d) - down(pygame.K_LEFT, pygame.K_a)
+        dy = down(pygame.K_UP, pygame.K_w) - down(pygame.K_DOWN, pygame.K_s)
         mods = pygame.key.get_mods()
         self.sim.keyboard.direction = (float(dx), float(dy))
-        self.sim.keyboard.jog = bool(mods & pygame.KMOD_SHIFT)
+        self.sim.keyboard.jog = bool(mods & pygame.KMOD_SHIFT) or down(pygame.K_LSHIFT, pygame.K_RSHIFT)
 
     # ------------------------------------------------------------ loop
     def _step(self) -> None:
+        """One update (the rounds are the fight rules': a K.O. ends the round, and the
+        next starts KO_UPDATES later, in the simulation itself)."""
         self.sim.step()
         self.prev_scene, self.scene = self.scene, render.snapshot(self.sim)
-        if self.ko_at is None and any(v <= 0.0 for v in self.sim.health().values()):
-            self.ko_at = self.sim.update
-        elif self.ko_at is not None and self.sim.update - self.ko_at >= KO_UPDATES:
-            self.next_round()
 
-    def next_round(self) -> None:
-        """After a K.O.: a fresh fight (the next seed), the controls as they were."""
-        attract, paused, slow = self.sim.attract, self.sim.paused, self.sim.slow
-        self.sim.close()
-        self.round += 1
-        self.sim = DemoSim(seed=self.seed + self.round - 1, attract=attract)
-        self.sim.paused, self.sim.slow = paused, slow
-        self.ko_at = None
-        self.prev_scene, self.scene = None, render.snapshot(self.sim)
+    @property
+    def round(self) -> int:
+        return self.sim.round
 
     def frame_scene(self, alpha: float) -> render.Scene:
         s = render.lerp_scene(self.prev_scene, self.scene, alpha)
         s.show_help = self.show_help
         s.inset = self.inset
         s.paused, s.slow = self.sim.paused, self.sim.slow
-        s.mode = "ATTRACT" if self.sim.attract else "PLAYER"
-        if self.round > 1:
-            s.mode += f"  round {self.round}"
+        s.mode = render.mode_of(self.sim)
         return s
 
-    def run(self) -> None:
-        pygame.display.init()
-        pygame.font.init()
-        if self.screen is None:
-            self.screen = pygame.display.set_mode(self.size, pygame.RESIZABLE)
-        pygame.display.set_caption("scuffle: two fighters (H for help)")
-        fonts = render.Fonts()
-        clock = pygame.time.Clock()
-        acc = 0.0
-        last = time.perf_counter()
-        shown_fps = 0.0
+    def run(self, max_frames: int | None = None, frame_dt: float | None = None) -> None:
+        """The window's loop until Escape / close (or ``max_frames`` frames). Each frame
+        handles the queued events, then runs the updates the elapsed time owes
+        (``frame_dt``: a fixed time per frame instead of the clock; DT runs exactly one
+        update per frame). When the window is quit (or on an error) it writes the
+        recording (``record``) and closes (``close``); after ``max_frames`` frames it
+        returns with everything open, and another ``run`` call goes on from there."""
+        if self._loop is None:
+            pygame.display.init()
+            pygame.font.init()
+            if self.screen is None:
+                self.screen = pygame.display.set_mode(self.size, pygame.RESIZABLE)
+            pygame.display.set_caption("scuffle: two fighters (H for help)")
+            self._loop = {"fonts": render.Fonts(), "clock": pygame.time.Clock(), "acc": 0.0,
+                          "last": time.perf_counter(), "fps": 0.0}
+        lp = self._loop
+        fonts, clock, acc, last, shown_fps = lp["fonts"], lp["clock"], lp["acc"], lp["last"], lp["fps"]
+        frames = 0
+        completed = False
         try:
-            while self.running:
+            while self.running and (max_frames is None or frames < max_frames):
+                frames += 1
                 for event in pygame.event.get():
                     if event.type == pygame.VIDEORESIZE:
                         self.screen = pygame.display.set_mode(event.size, pygame.RESIZABLE)
                     self.handle(event)
                 self.read_movement()
                 now = time.perf_counter()
-                real = min(now - last, 0.25)
+                real = min(now - last, 0.25) if frame_dt is None else float(frame_dt)
                 last = now
                 if not self.sim.paused:
                     acc += real * (SLOW_FACTOR if self.sim.slow else 1.0)
@@ -482,8 +497,25 @@ class App:
                     pygame.image.save(self.screen, str(self.screenshot))
                     print(f"demo: saved {self.screenshot} at update {self.sim.update}")
                     self.running = False
-                clock.tick(self.fps)
+                if frame_dt is None:
+                    clock.tick(self.fps)
+            completed = True
+        finally:
+            lp.update(acc=acc, last=last, fps=shown_fps)
+            if not completed or not self.running:    # quit, or an error: a bounded run stays open
+                self.close()
+
+    def close(self) -> None:
+        """Write the recording (``record``), close the trace and the world, close the display."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.record is not None:
+                self.sim.save_scenario(self.record)
+                print(f"demo: recorded {self.sim.update} updates, {len(self.sim.commands)} commands to {self.record}")
         finally:
             self.sim.close()
-            pygame.display.quit()
+            if self._loop is not None:
+                pygame.display.quit()
 
