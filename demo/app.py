@@ -407,10 +407,20 @@ class App:
 
     def press(self, key: str) -> None:
         """Handle a key press by its pygame constant's name ("p", "escape", "f1"...): for scripts and tests."""
+        self.handle(pygame.event.Event(pygame.KEYDOWN, key=self.key_code(key), mod=0))
+
+    @staticmethod
+    def key_code(key: str) -> int:
+        """A pygame key constant by its name ("p", "escape", "f1", "LSHIFT"...)."""
         code = getattr(pygame, "K_" + key, None)
-        if code is None:
-            code = getattr(pygame, "K_" + key.upper())
-        self.handle(pygame.event.Event(pygame.KEYDOWN, key=code, mod=0))
+        return code if code is not None else getattr(pygame, "K_" + key.upper())
+
+    def post_key(self, key: str, down: bool = True) -> None:
+        """Put a key event (KEYDOWN, or KEYUP) on pygame's event queue, as the keyboard
+        would: the loop handles it on its next frame (scripts and tests; the display
+        must be open, i.e. after a first ``run`` call)."""
+        kind = pygame.KEYDOWN if down else pygame.KEYUP
+        pygame.event.post(pygame.event.Event(kind, key=self.key_code(key), mod=0))
 
     def read_movement(self) -> None:
         """The movement keys held (the key events seen, or the keyboard state) set p1's
