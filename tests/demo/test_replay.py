@@ -313,3 +313,15 @@ def test_gif_without_pillow_is_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("scuffle: error: --gif needs Pillow")
     assert not (tmp_path / "demo.gif").exists()
+
+
+def test_the_recording_example_in_the_docs_parses():
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    part = doc[doc.index("## Recording the demo"):]
+    toml = re.search(r"```toml\n(.*?)```", part, re.S).group(1)
+    sc = parse_scenario(toml, "fight.toml", registry=registry())
+    assert sc.updates == 600 and [h.name for h in sc.humans] == ["p1", "p2"]
+    assert sc.tables["fight"] == {"separate": True, "rounds": True, "round_pause": KO_UPDATES}
+    assert [(c.update, c.human, c.action) for c in sc.commands if c.kind == "action"][-1] == (101, "p1", "grab")
