@@ -324,6 +324,8 @@ class DemoSim:
                     f"position = {_toml_value([float(v) for v in pos])}", f"heading = {_toml_value(float(heading))}",
                     f"health = {_toml_value(self.health0)}"]
         for cmd in self.commands:
+            if cmd.update >= self.game.update:          # an update that did not finish (an error)
+                continue
             out += ["", "[[commands]]", f"update = {cmd.update}", f"human = {_toml_value(cmd.human)}"]
             if cmd.kind == "loop":
                 out.append(f"loop = {cmd.ids[0]}")
