@@ -14,11 +14,13 @@ thrower's turn. A grab searches within id 70's far range x 1.25 (0x00284920).
 Strikes deal their range record's damage (+0x0a) and the hit code (+0x0c) picks the
 reaction. Rules and numbers not in the spec are ours (docs/scenarios.md, "Actions").
 
-K.O. and rounds (ours): a fighter whose health reaches 0 is knocked out: it falls (the
-knockdown 285) and lies grounded (196) without getting up, and no hit lands on it. When
-at most one fighter is left standing the round is over (``stats.rounds`` records the
-winner and the K.O. update) and no hit lands at all; with ``rounds=True`` the next round
-starts ``round_pause`` updates later, everyone back at their start with full health.
+K.O. and rounds (ours; options, off by default so that scenarios run as before): with
+``ko=True`` a fighter whose health reaches 0 is knocked out: it falls (the knockdown
+285) and lies grounded (196) without getting up, and no hit lands on it. When at most
+one fighter is left standing the round is over (``stats.rounds`` records the winner and
+the K.O. update) and no hit lands at all; with ``rounds=True`` (which implies ``ko``)
+the next round starts ``round_pause`` updates later, everyone back at their start with
+full health.
 """
 from __future__ import annotations
 
@@ -134,16 +136,19 @@ class Fight:
 
     ``separate`` pushes free bodies apart below MIN_SEPARATION (ours: the spec has no
     collision between humans, so scenarios run without it; the demo turns it on).
-    ``rounds`` starts a new round ``round_pause`` updates after a K.O. (ours; off by
-    default: the fight then stays over). Rejected: ``round_pause`` < 1 (ValueError).
+    ``ko`` knocks out a fighter at 0 health and ends the round (ours; off by default:
+    blows then go on landing at 0, as before). ``rounds`` (implies ``ko``) starts a new
+    round ``round_pause`` updates after a K.O. Rejected: ``round_pause`` < 1 (ValueError).
     """
 
-    def __init__(self, game, *, separate: bool = False, rounds: bool = False, round_pause: int = ROUND_PAUSE):
+    def __init__(self, game, *, separate: bool = False, ko: bool = False, rounds: bool = False,
+                 round_pause: int = ROUND_PAUSE):
         if int(round_pause) < 1:
             raise ValueError(f"round_pause: expected updates >= 1, got {round_pause!r}")
         self.game = game
         self.separate = separate          # keep free bodies apart (ours; the demo turns it on)
         self.rounds = bool(rounds)        # start a new round after a K.O. (ours)
+        self.ko_rule = bool(ko) or self.rounds    # knock out at 0 health, end the round (ours)
         self.round_pause = int(round_pause)
         self.ko: dict[int, int] = {}      # knocked-out entity -> the update of its K.O. (this round)
         self.ko_at: int | None = None     # the update the round ended (at most one left standing)
@@ -511,7 +516,7 @@ class Fight:
         self.stats.strikes += 1
         self.stats.damage += taken
         self._log(a, "hit", self._name(v), taken)
-        if cv.health <= 0.0 and v not in self.ko:
+        if self.ko_rule and cv.health <= 0.0 and v not in self.ko:
             self._knock_out(a, v)
 
     # ---------------------------------------------------------------- K.O. and rounds
@@ -709,7 +714,8 @@ def _fight_table(game, values: dict) -> None:
 
 
 # The ``[fight]`` table's keys: Fight's keyword options (docs/scenarios.md, "[fight]").
-FIGHT_TABLE = TableSpec({"separate": lambda v: isinstance(v, bool), "rounds": lambda v: isinstance(v, bool),
+FIGHT_TABLE = TableSpec({"separate": lambda v: isinstance(v, bool), "ko": lambda v: isinstance(v, bool),
+                         "rounds": lambda v: isinstance(v, bool),
                          "round_pause": lambda v: _is_int(v) and v >= 1}, _fight_table)
 
 

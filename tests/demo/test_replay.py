@@ -147,6 +147,18 @@ def test_fight_table_and_human_health_are_checked():
         parse_scenario(base + '[fight]\nseparate = "yes"\n', registry=reg)
     with pytest.raises(ScenarioError, match=r":7: humans\[0\].health: expected a number > 0"):
         parse_scenario(base + "health = 0\n", registry=reg)
+    # K.O. without rounds: the fight stays over; without either, blows land at 0 as before.
+    ko = parse_scenario(base + "[fight]\nko = true\n", registry=reg)
+    game = run_scenario(ko)
+    try:
+        assert game.fight.ko_rule and not game.fight.rounds
+    finally:
+        game.close()
+    game = run_scenario(parse_scenario(base, registry=reg))
+    try:
+        assert not game.fight.ko_rule and not game.fight.rounds
+    finally:
+        game.close()
     # Without the fighters' registry there is no [fight] table.
     with pytest.raises(ScenarioError, match=r"fight: unknown key"):
         parse_scenario("updates = 1\n[fight]\nseparate = true\n")
