@@ -533,10 +533,11 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
 
         game.ctx.actions.insert(0, scripted)
         for _ in range(sc.updates):
+            now = game.update                  # the counter advances even when an update fails
             try:
                 game.step()
             except (AnimLimitError, PoseStackOverflow, UnknownClip) as exc:
-                raise _run_error(sc, game.update, exc, last) from None
+                raise _run_error(sc, now, exc, last) from None
             refused = game.player.refused
             if refused:
                 inst, exc = refused[0]
