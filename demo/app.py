@@ -2,13 +2,22 @@
 
 ``DemoSim`` is the simulation the window and the headless runner share: a Game with two
 fighters ("p1", "p2") on the demo move set, facing each other 3 m apart, with the fight
-rules attached. p2 is driven by a FighterAI; p1 by the keyboard, or by its own
+rules attached (bodies kept apart, rounds: a K.O. ends the round, the next starts
+``KO_UPDATES`` later). p2 is driven by a FighterAI; p1 by the keyboard, or by its own
 FighterAI (another seed) in attract mode. Everything is seeded: the same seed gives
 the same fight.
 
+Record and replay: the controllers (keyboard, AI) act through ``CommandFight``, which
+turns every fight call into a scenario ``Command`` applied with the scenario runner's
+own ``apply_command``, first in the actions phase, exactly where ``scuffle run`` applies
+a scenario's commands. ``DemoSim.scenario_text()`` writes them (with the fighters, their
+set and the fight options) as a scenario, and ``scuffle run`` of it gives the demo's
+trace byte for byte (docs/scenarios.md, "Recording the demo").
+
 ``App`` is the window: a fixed-timestep loop (the simulation at a steady 30 Hz, the
 picture at the display's rate, interpolated between the last two updates), with pause,
-single step and slow motion (the simulation at 1/4 speed).
+single step and slow motion (the simulation at 1/4 speed). ``App.run(max_frames=,
+frame_dt=)`` runs a bounded number of frames on a fixed clock (scripts and tests).
 """
 from __future__ import annotations
 
@@ -20,14 +29,17 @@ import numpy as np
 import pygame
 
 from scuffle.components import FiredEvents
+from scuffle.game.fighters import registry as fighters_registry
 from scuffle.game.fighters.ai import FighterAI
 from scuffle.game.fighters.combat import Fight, FightState, GAIT_SPEEDS
 from scuffle.game.fighters.moves import Move, THROWS
+from scuffle.game.runtime.scenario import Command, apply_command
+from scuffle.game.runtime.trace import trace_records, write_records
 from scuffle.game.runtime.world import Game
 
 from scuffle.demo import render
 
-__all__ = ["DemoSim", "KeyboardControl", "App", "DT", "AI_SETTINGS", "P1_SEED_OFFSET"]
+__all__ = ["DemoSim", "CommandFight", "KeyboardControl", "App", "DT", "AI_SETTINGS", "P1_SEED_OFFSET", "KO_UPDATES"]
 
 DT = 1.0 / 30.0                  # one simulation update
 SLOW_FACTOR = 0.25               # slow motion: the simulation at 1/4 speed
@@ -38,7 +50,8 @@ P1_SEED_OFFSET = 1000            # p1's AI (attract mode) is seeded with seed + 
 AI_SETTINGS = {"aggression": 0.6, "think_every": 3}
 RECENT_EVENTS = 8                # events kept per fighter for the HUD
 BUFFER_UPDATES = 8               # a key press waits this long for the move in progress
-KO_UPDATES = 120                 # the window starts a new round 4 s after a K.O.
+KO_UPDATES = 120                 # a new round starts 4 s after a K.O. (the fight's round_pause)
+SET_NAME = "demo"                # the scenario library the fighters' set comes from
 
 
 class KeyboardControl:
@@ -126,30 +139,84 @@ class KeyboardControl:
             fight.move(self.me, (0.0, 0.0), 0.0)
 
 
+class CommandFight:
+    """The fight as the demo's controllers see it: lookups pass through to the Fight;
+    each command (grab, strike, throw, let_go, move, face) becomes a scenario Command of
+    this update, applied with ``apply_command`` and recorded (``DemoSim.command``).
+    Returns what the rules return (False: refused)."""
+
+    def __init__(self, sim: "DemoSim"):
+        self._sim = sim
+
+    def __getattr__(self, name):
+        return getattr(self._sim.fight, name)
+
+    def grab(self, who) -> bool:
+        return self._sim.command(who, "grab")
+
+    def strike(self, who, move: int | None = None) -> bool:
+        return self._sim.command(who, "strike", move=None if move is None else int(move))
+
+    def throw(self, who, move: int | None = None) -> bool:
+        return self._sim.command(who, "throw", move=None if move is None else int(move))
+
+    def let_go(self, who) -> bool:
+        return self._sim.command(who, "let_go")
+
+    def move(self, who, direction=(0.0, 1.0), speed: float = GAIT_SPEEDS[0]) -> bool:
+        return self._sim.command(who, "move", direction=[float(direction[0]), float(direction[1])],
+                                 speed=float(speed))
+
+    def face(self, who, heading: float | None = None, toward=None) -> bool:
+        return self._sim.command(who, "face", heading=None if heading is None else float(heading), toward=toward)
+
+
+def _toml_value(v) -> str:
+    """One TOML value (bool, int, float as its exact repr, string, list of these)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ValueError(f"cannot record a non-finite number {v!r}")
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot record {v!r}")
+
+
 class DemoSim:
     """Two fighters, the fight rules, the AI and the keyboard (see the module docstring).
 
-    ``step()`` runs one 30 Hz update and collects each fighter's fired events for the
-    HUD. ``attract`` (settable) hands p1 to its own FighterAI.
+    ``step()`` runs one 30 Hz update, collects each fighter's fired events for the HUD
+    and, with ``trace`` (a path), writes the update's trace records (the pinned JSONL,
+    as ``scuffle run --trace`` writes them). ``attract`` (settable) hands p1 to its own
+    FighterAI. ``commands`` are every command applied so far (``scenario_text()``).
     """
 
     names = ("p1", "p2")
 
     def __init__(self, seed: int = 1, attract: bool = False, health: float = 100.0,
-                 ai_settings: dict | None = None, anim_set=None):
+                 ai_settings: dict | None = None, anim_set=None, trace=None, round_pause: int = KO_UPDATES):
+        self.registry = fighters_registry()
         if anim_set is None:
-            from scuffle.game.fighters.moveset import demo_set
-            anim_set = demo_set()
+            anim_set = self.registry.libraries[SET_NAME]()
         self.seed = int(seed)
         self.anim_set = anim_set
+        self.health0 = float(health)
         self.game = game = Game()
         half = START_DISTANCE / 2
-        game.add_human("p1", anim_set, position=(0.0, -half, 0.0), heading=0.0, health=health)
-        game.add_human("p2", anim_set, position=(0.0, half, 0.0), heading=180.0, health=health)
+        self.starts = {"p1": ((0.0, -half, 0.0), 0.0), "p2": ((0.0, half, 0.0), 180.0)}
         for name in self.names:
-            inst = game.instance(name)
-            game.change(name, game.player.loop(inst, Move.FIGHT_IDLE))
-        self.fight = Fight(game, separate=True)
+            pos, heading = self.starts[name]
+            game.add_human(name, anim_set, position=pos, heading=heading, health=health)
+        self.fight_options = {"separate": True, "rounds": True, "round_pause": int(round_pause)}
+        self.fight = Fight(game, **self.fight_options)
+        self.control = CommandFight(self)
+        self.commands: list[Command] = []
         settings = dict(AI_SETTINGS, **(ai_settings or {}))
         self.ai_seeds = {"p1": self.seed + P1_SEED_OFFSET, "p2": self.seed}
         self.ai = {
@@ -158,26 +225,54 @@ class DemoSim:
         }
         self.keyboard = KeyboardControl("p1", "p2")
         self.attract = bool(attract)
-        # One slot per fighter, in a fixed order, so toggling attract mode keeps the order.
-        self.fight.controllers.append(self._control_p1)
-        self.fight.controllers.append(self.ai["p2"])
+        self._stop_p1 = False
+        # First in the actions phase, where the scenario runner applies its commands.
+        game.ctx.actions.insert(0, self._control)
         self.recent_events: dict[str, deque] = {n: deque(maxlen=RECENT_EVENTS) for n in self.names}
         self.paused = False
         self.slow = False
+        self.trace_path = trace
+        self._trace = open(trace, "w", encoding="utf-8", newline="\n") if trace is not None else None
 
     # ------------------------------------------------------------ control
-    def _control_p1(self, fight: Fight) -> None:
+    def command(self, who: str, action: str | None = None, loop: int | None = None, **extra):
+        """Apply one command now (this update's actions phase) through the scenario
+        runner's ``apply_command`` and record it: a fight ``action`` with its extra keys
+        (None values left out), or a ``loop`` of an anim id. Returns the action's result."""
+        upd = self.game.ctx.update
+        if loop is not None:
+            cmd = Command(update=upd, human=who, kind="loop", ids=[int(loop)], index=len(self.commands))
+        else:
+            cmd = Command(update=upd, human=who, kind="action", action=action,
+                          extra={k: v for k, v in extra.items() if v is not None}, index=len(self.commands))
+        self.commands.append(cmd)
+        return apply_command(self.game, cmd, self.registry.actions)
+
+    def _control(self, ctx) -> None:
+        """The actions phase's first action: on update 0 both fighters start the fight
+        idle (358); then p1's controller, then p2's AI."""
+        if ctx.update == 0:
+            for name in self.names:
+                self.command(name, loop=int(Move.FIGHT_IDLE))
+        self._control_p1(self.control)
+        self.ai["p2"](self.control)
+
+    def _control_p1(self, fight) -> None:
+        if self._stop_p1:
+            self._stop_p1 = False
+            if fight.combat("p1").move_speed > 0.0 and fight.free("p1"):
+                fight.move("p1", (0.0, 0.0), 0.0)
         if self.attract:
             self.ai["p1"](fight)
         else:
             self.keyboard(fight)
 
     def set_attract(self, on: bool) -> None:
+        """Hand p1 to its AI (True) or the keyboard; handing it to the AI drops the
+        keyboard's input and stops p1's walk in the next update's actions phase."""
         if on and not self.attract:
             self.keyboard.clear()
-            c = self.fight.combat("p1")
-            if c.move_speed > 0.0 and self.fight.free("p1"):
-                self.fight.move("p1", (0.0, 0.0), 0.0)
+            self._stop_p1 = True
         self.attract = bool(on)
 
     def controller_of(self, name: str) -> str:
@@ -190,6 +285,10 @@ class DemoSim:
     def update(self) -> int:
         return self.game.update
 
+    @property
+    def round(self) -> int:
+        return self.fight.stats.round
+
     def step(self) -> None:
         """One 30 Hz update of the whole world."""
         game = self.game
@@ -199,11 +298,51 @@ class DemoSim:
             for fe in game.component(name, FiredEvents).events:
                 ev = fe.event
                 self.recent_events[name].append((upd, f"{fe.anim_id:4d} f{ev.frame:<3d} 0x{ev.type:02x} {ev.name}"))
+        if self._trace is not None:
+            write_records(self._trace, trace_records(game))
 
     def health(self) -> dict[str, float]:
         return {n: float(self.fight.combat(n).health) for n in self.names}
 
+    def rounds(self) -> list[dict]:
+        """The finished rounds: ``round``, ``winner`` (None: a double K.O.), ``loser``, ``ko_update``."""
+        return [dict(r) for r in self.fight.stats.rounds]
+
+    def scenario_text(self) -> str:
+        """The session so far as a scenario (the pinned TOML; docs/scenarios.md): the
+        fight options, the set, both fighters and every command at its update.
+        ``scuffle run`` of it reproduces this run's trace byte for byte."""
+        mode = "attract mode" if self.attract else "keyboard / AI"
+        out = [f"# Recorded by scuffle demo (seed {self.seed}, {mode}).",
+               "# Replay: scuffle run THIS.toml --trace T.jsonl (the demo's --trace, byte for byte).",
+               f"updates = {self.game.update}", "", "[fight]"]
+        out += [f"{k} = {_toml_value(v)}" for k, v in self.fight_options.items()]
+        out += ["", f"[sets.{SET_NAME}]", f"library = {_toml_value(SET_NAME)}"]
+        for name in self.names:
+            pos, heading = self.starts[name]
+            out += ["", "[[humans]]", f"name = {_toml_value(name)}", f"set = {_toml_value(SET_NAME)}",
+                    f"position = {_toml_value([float(v) for v in pos])}", f"heading = {_toml_value(float(heading))}",
+                    f"health = {_toml_value(self.health0)}"]
+        for cmd in self.commands:
+            if cmd.update >= self.game.update:          # an update that did not finish (an error)
+                continue
+            out += ["", "[[commands]]", f"update = {cmd.update}", f"human = {_toml_value(cmd.human)}"]
+            if cmd.kind == "loop":
+                out.append(f"loop = {cmd.ids[0]}")
+            else:
+                out.append(f"action = {_toml_value(cmd.action)}")
+                out += [f"{k} = {_toml_value(v)}" for k, v in cmd.extra.items()]
+        return "\n".join(out) + "\n"
+
+    def save_scenario(self, path) -> None:
+        """Write ``scenario_text()`` to ``path`` (UTF-8)."""
+        with open(path, "w", encoding="utf-8", newline="\n") as fp:
+            fp.write(self.scenario_text())
+
     def close(self) -> None:
+        if self._trace is not None:
+            self._trace.close()
+            self._trace = None
         self.game.close()
 
 
@@ -211,11 +350,14 @@ class App:
     """The pygame window (see the module docstring)."""
 
     def __init__(self, seed: int = 1, attract: bool = False, size=(1280, 720), fps: int = 60,
-                 screen: pygame.Surface | None = None, screenshot=None, screenshot_at: int | None = None):
+                 screen: pygame.Surface | None = None, screenshot=None, screenshot_at: int | None = None,
+                 record=None, trace=None, health: float = 100.0):
         self.seed = int(seed)
-        self.round = 1
-        self.ko_at: int | None = None
-        self.sim = DemoSim(seed=seed, attract=attract)
+        self.sim = DemoSim(seed=seed, attract=attract, trace=trace, health=health)
+        self.record = record                      # write the session as a scenario here on exit
+        self.held: set[int] = set()               # keys held down (from KEYDOWN / KEYUP events)
+        self._loop: dict | None = None            # the loop's state between bounded run() calls
+        self._closed = False
         self.screenshot = screenshot              # save the window here at update screenshot_at, then quit
         self.screenshot_at = screenshot_at
         self.size = size
@@ -236,8 +378,14 @@ class App:
         sim = self.sim
         if event.type == pygame.QUIT:
             self.running = False
+        elif event.type == pygame.KEYUP:
+            self.held.discard(event.key)
+        elif event.type in (getattr(pygame, "WINDOWFOCUSLOST", -1), getattr(pygame, "ACTIVEEVENT", -1)):
+            if event.type != getattr(pygame, "ACTIVEEVENT", -1) or not getattr(event, "gain", 1):
+                self.held.clear()
         elif event.type == pygame.KEYDOWN:
             k = event.key
+            self.held.add(k)
             if k == pygame.K_ESCAPE:
                 self.running = False
             elif k in (pygame.K_h, pygame.K_F1):
@@ -261,68 +409,83 @@ class App:
 
     def press(self, key: str) -> None:
         """Handle a key press by its pygame constant's name ("p", "escape", "f1"...): for scripts and tests."""
+        self.handle(pygame.event.Event(pygame.KEYDOWN, key=self.key_code(key), mod=0))
+
+    @staticmethod
+    def key_code(key: str) -> int:
+        """A pygame key constant by its name ("p", "escape", "f1", "LSHIFT"...)."""
         code = getattr(pygame, "K_" + key, None)
-        if code is None:
-            code = getattr(pygame, "K_" + key.upper())
-        self.handle(pygame.event.Event(pygame.KEYDOWN, key=code, mod=0))
+        return code if code is not None else getattr(pygame, "K_" + key.upper())
+
+    def post_key(self, key: str, down: bool = True) -> None:
+        """Put a key event (KEYDOWN, or KEYUP) on pygame's event queue, as the keyboard
+        would: the loop handles it on its next frame (scripts and tests; the display
+        must be open, i.e. after a first ``run`` call)."""
+        kind = pygame.KEYDOWN if down else pygame.KEYUP
+        pygame.event.post(pygame.event.Event(kind, key=self.key_code(key), mod=0))
 
     def read_movement(self) -> None:
-        keys = pygame.key.get_pressed()
-        dx = (keys[pygame.K_RIGHT] or keys[pygame.K_d]) - (keys[pygame.K_LEFT] or keys[pygame.K_a])
-        dy = (keys[pygame.K_UP] or keys[pygame.K_w]) - (keys[pygame.K_DOWN] or keys[pygame.K_s])
+        """The movement keys held (the key events seen, or the keyboard state) set p1's
+        direction; shift jogs."""
+        state = pygame.key.get_pressed()
+
+        def down(*codes) -> bool:
+            return any(c in self.held or state[c] for c in codes)
+
+        dx = down(pygame.K_RIGHT, pygame.K_d) - down(pygame.K_LEFT, pygame.K_a)
+        dy = down(pygame.K_UP, pygame.K_w) - down(pygame.K_DOWN, pygame.K_s)
         mods = pygame.key.get_mods()
         self.sim.keyboard.direction = (float(dx), float(dy))
-        self.sim.keyboard.jog = bool(mods & pygame.KMOD_SHIFT)
+        self.sim.keyboard.jog = bool(mods & pygame.KMOD_SHIFT) or down(pygame.K_LSHIFT, pygame.K_RSHIFT)
 
     # ------------------------------------------------------------ loop
     def _step(self) -> None:
+        """One update (the rounds are the fight rules': a K.O. ends the round, and the
+        next starts KO_UPDATES later, in the simulation itself)."""
         self.sim.step()
         self.prev_scene, self.scene = self.scene, render.snapshot(self.sim)
-        if self.ko_at is None and any(v <= 0.0 for v in self.sim.health().values()):
-            self.ko_at = self.sim.update
-        elif self.ko_at is not None and self.sim.update - self.ko_at >= KO_UPDATES:
-            self.next_round()
 
-    def next_round(self) -> None:
-        """After a K.O.: a fresh fight (the next seed), the controls as they were."""
-        attract, paused, slow = self.sim.attract, self.sim.paused, self.sim.slow
-        self.sim.close()
-        self.round += 1
-        self.sim = DemoSim(seed=self.seed + self.round - 1, attract=attract)
-        self.sim.paused, self.sim.slow = paused, slow
-        self.ko_at = None
-        self.prev_scene, self.scene = None, render.snapshot(self.sim)
+    @property
+    def round(self) -> int:
+        return self.sim.round
 
     def frame_scene(self, alpha: float) -> render.Scene:
         s = render.lerp_scene(self.prev_scene, self.scene, alpha)
         s.show_help = self.show_help
         s.inset = self.inset
         s.paused, s.slow = self.sim.paused, self.sim.slow
-        s.mode = "ATTRACT" if self.sim.attract else "PLAYER"
-        if self.round > 1:
-            s.mode += f"  round {self.round}"
+        s.mode = render.mode_of(self.sim)
         return s
 
-    def run(self) -> None:
-        pygame.display.init()
-        pygame.font.init()
-        if self.screen is None:
-            self.screen = pygame.display.set_mode(self.size, pygame.RESIZABLE)
-        pygame.display.set_caption("scuffle: two fighters (H for help)")
-        fonts = render.Fonts()
-        clock = pygame.time.Clock()
-        acc = 0.0
-        last = time.perf_counter()
-        shown_fps = 0.0
+    def run(self, max_frames: int | None = None, frame_dt: float | None = None) -> None:
+        """The window's loop until Escape / close (or ``max_frames`` frames). Each frame
+        handles the queued events, then runs the updates the elapsed time owes
+        (``frame_dt``: a fixed time per frame instead of the clock; DT runs exactly one
+        update per frame). When the window is quit (or on an error) it writes the
+        recording (``record``) and closes (``close``); after ``max_frames`` frames it
+        returns with everything open, and another ``run`` call goes on from there."""
+        if self._loop is None:
+            pygame.display.init()
+            pygame.font.init()
+            if self.screen is None:
+                self.screen = pygame.display.set_mode(self.size, pygame.RESIZABLE)
+            pygame.display.set_caption("scuffle: two fighters (H for help)")
+            self._loop = {"fonts": render.Fonts(), "clock": pygame.time.Clock(), "acc": 0.0,
+                          "last": time.perf_counter(), "fps": 0.0}
+        lp = self._loop
+        fonts, clock, acc, last, shown_fps = lp["fonts"], lp["clock"], lp["acc"], lp["last"], lp["fps"]
+        frames = 0
+        completed = False
         try:
-            while self.running:
+            while self.running and (max_frames is None or frames < max_frames):
+                frames += 1
                 for event in pygame.event.get():
                     if event.type == pygame.VIDEORESIZE:
                         self.screen = pygame.display.set_mode(event.size, pygame.RESIZABLE)
                     self.handle(event)
                 self.read_movement()
                 now = time.perf_counter()
-                real = min(now - last, 0.25)
+                real = min(now - last, 0.25) if frame_dt is None else float(frame_dt)
                 last = now
                 if not self.sim.paused:
                     acc += real * (SLOW_FACTOR if self.sim.slow else 1.0)
@@ -346,8 +509,25 @@ class App:
                     pygame.image.save(self.screen, str(self.screenshot))
                     print(f"demo: saved {self.screenshot} at update {self.sim.update}")
                     self.running = False
-                clock.tick(self.fps)
+                if frame_dt is None:
+                    clock.tick(self.fps)
+            completed = True
+        finally:
+            lp.update(acc=acc, last=last, fps=shown_fps)
+            if not completed or not self.running:    # quit, or an error: a bounded run stays open
+                self.close()
+
+    def close(self) -> None:
+        """Write the recording (``record``), close the trace and the world, close the display."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.record is not None:
+                self.sim.save_scenario(self.record)
+                print(f"demo: recorded {self.sim.update} updates, {len(self.sim.commands)} commands to {self.record}")
         finally:
             self.sim.close()
-            pygame.display.quit()
+            if self._loop is not None:
+                pygame.display.quit()
 

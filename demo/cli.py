@@ -3,6 +3,8 @@
     scuffle demo                         # the window (p1 on the keyboard, p2 the AI)
     scuffle demo --attract               # the window, AI against AI
     scuffle demo --headless --seconds 20 --out out/demo [--seed 1]
+    scuffle demo --record S.toml --trace T.jsonl   # keep the session: scuffle run S.toml replays it
+    scuffle demo --headless --gif [PATH]           # an animated GIF of the arena (Pillow)
     scuffle view SOURCE [--id N]         # the clip viewer (scuffle.demo.view)
 
 With no display (no DISPLAY / WAYLAND_DISPLAY on Linux, SDL_VIDEODRIVER=dummy, or a
@@ -32,6 +34,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--size", default="1280x720", help="window / frame size WxH (default 1280x720)")
     p.add_argument("--screenshot", metavar="PNG", help="window: save the window at update --at, then quit")
     p.add_argument("--at", type=int, default=300, help="window: the update of --screenshot (default 300)")
+    p.add_argument("--record", metavar="S.toml",
+                   help="write the session (both fighters, every command at its update) as a scenario")
+    p.add_argument("--trace", metavar="T.jsonl", help="write the demo's trace (scuffle run S.toml --trace gives the same bytes)")
+    p.add_argument("--gif", nargs="?", const="", default=None, metavar="PATH",
+                   help="headless: an animated GIF of the arena (default PATH: OUT/demo.gif; needs Pillow)")
+    p.add_argument("--gif-from", type=float, default=0.0, metavar="S",
+                   help="headless: the GIF starts at S seconds of game time (default 0)")
+    p.add_argument("--health", type=float, default=100.0, help="each fighter's health, every round (default 100)")
     a = p.parse_args(argv)
     try:
         w, h = (int(v) for v in a.size.lower().split("x"))
@@ -44,6 +54,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--seconds must be >= 0")
     if a.frame_every <= 0:
         p.error("--frame-every must be > 0")
+    if not (a.health > 0 and a.health < float("inf")):
+        p.error("--health must be a number > 0")
+    if a.gif_from < 0:
+        p.error("--gif-from must be >= 0")
+    if a.gif == "":
+        a.gif = os.path.join(a.out, "demo.gif")
     return a
 
 
@@ -58,14 +74,27 @@ def no_display() -> str | None:
 
 
 def headless(a: argparse.Namespace, why: str | None = None) -> int:
-    from scuffle.demo.headless import run_headless
+    from scuffle.demo.headless import PillowMissing, run_headless
 
     if why:
         print(f"demo: no display ({why}); running headless", file=sys.stderr)
-    s = run_headless(seconds=a.seconds, out=a.out, seed=a.seed, frame_every=a.frame_every, size=a.size)
+    try:
+        s = run_headless(seconds=a.seconds, out=a.out, seed=a.seed, frame_every=a.frame_every, size=a.size,
+                         record=a.record, trace=a.trace, gif=a.gif, gif_from=a.gif_from, health=a.health)
+    except PillowMissing as exc:
+        print(f"scuffle: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"scuffle: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     print(f"demo: {s['updates']} updates ({s['seconds']:g} s, seed {s['seed']}) in {s['wall_seconds']:.1f} s: "
           f"grabs {s['grabs']}, strikes {s['strikes']}, throws {s['throws']}, damage {s['damage']:g}")
+    for r in s["rounds"]:
+        print(f"demo: round {r['round']}: {r['winner'] or 'nobody'} won, {r['loser']} K.O. at update {r['ko_update']}")
     print(f"demo: wrote {len(s['frames'])} frames, {s['contact_sheet']} and summary.json to {os.path.abspath(a.out)}")
+    for what in ("gif", "record", "trace"):
+        if s[what]:
+            print(f"demo: wrote {what} {s[what]}")
     return 0
 
 
@@ -75,7 +104,7 @@ def main(argv=None) -> int:
         a = parse_args(argv)
     except SystemExit as exc:              # usage errors (already printed) and --help
         return exc.code if isinstance(exc.code, int) else 2
-    if a.headless:
+    if a.headless or a.gif is not None:
         return headless(a)
     why = no_display()
     if why:
@@ -92,6 +121,6 @@ def main(argv=None) -> int:
     from scuffle.demo.app import App
 
     App(seed=a.seed, attract=a.attract, size=a.size, screen=screen, screenshot=a.screenshot,
-        screenshot_at=a.at).run()
+        screenshot_at=a.at, record=a.record, trace=a.trace, health=a.health).run()
     return 0
 

@@ -3,13 +3,18 @@
     run_headless(seconds=60, out="out/demo", seed=1) -> summary dict
 
 writes ``frame_0002.0s.png``... (one picture every ``frame_every`` seconds of game time,
-and the last update's), ``contact_sheet.png`` (the frames tiled, with their times) and
+and the last update's), ``contact_sheet.png`` (one tile per frame: the arena cropped
+around the fighters, captioned with the time, the round and both fighters' states) and
 ``summary.json``. Only the saved frames are rendered, onto an offscreen Surface, so a
-minute of game time (1800 updates) takes a few seconds.
+minute of game time (1800 updates) takes a few seconds. Optionally: ``record`` (the run
+as a scenario, ``DemoSim.save_scenario``), ``trace`` (the pinned JSONL trace) and
+``gif`` (an animated GIF of the arena, 15 pictures per second of game time; Pillow).
 
 summary.json (pinned names): ``updates``, ``grabs``, ``strikes``, ``throws``, ``damage``;
 also ``seed``, ``seconds``, ``health`` {name: value}, ``hits`` {name: hits taken},
-``refused``, ``frames`` (file names), ``contact_sheet``, ``wall_seconds``.
+``refused``, ``round`` (the round being fought at the end), ``rounds`` (the finished
+ones: ``round``, ``winner``, ``loser``, ``ko_update``), ``frames`` (file names),
+``contact_sheet``, ``gif``, ``record``, ``trace``, ``wall_seconds``.
 """
 from __future__ import annotations
 
@@ -19,14 +24,23 @@ import time
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["run_headless", "contact_sheet", "save_picture", "image_stats", "DEFAULT_SECONDS", "DEFAULT_OUT", "DEFAULT_FRAME_EVERY"]
+__all__ = ["run_headless", "contact_sheet", "save_picture", "image_stats", "GifWriter", "PillowMissing",
+           "DEFAULT_SECONDS", "DEFAULT_OUT", "DEFAULT_FRAME_EVERY", "GIF_SIZE", "GIF_EVERY"]
 
 DEFAULT_SECONDS = 20.0
 DEFAULT_OUT = "out/demo"
 DEFAULT_FRAME_EVERY = 2.0
 UPDATES_PER_SECOND = 30
-THUMB = (384, 216)
-SHEET_COLUMNS = 5
+TILE = (420, 300)                # a contact sheet tile: the cropped arena and its caption
+SHEET_COLUMNS = 4
+GIF_SIZE = (480, 300)            # the GIF's pictures (the arena only)
+GIF_EVERY = 2                    # a GIF picture every 2 updates: 15 per second
+GIF_DURATIONS = (70, 60, 70)     # ms, repeated: 200 ms per 3 pictures = 15 per second (GIF counts 10 ms)
+GIF_COLOURS = 64
+
+
+class PillowMissing(RuntimeError):
+    """--gif without Pillow installed (the optional ``gif`` extra)."""
 
 
 def _pygame():
@@ -39,13 +53,71 @@ def _pygame():
     return pygame
 
 
+class GifWriter:
+    """Collects arena pictures of a DemoSim and saves them as one looping animated GIF.
+
+    In: the path, the picture size. ``add(sim)`` renders the arena (no HUD) through an
+    eased camera and quantizes it to a palette shared by all pictures (the first
+    picture's); ``save()`` writes the file at 15 pictures per second of game time.
+    Rejected: Pillow missing (PillowMissing, one line naming the ``gif`` extra).
+    """
+
+    def __init__(self, path, size: tuple[int, int] = GIF_SIZE):
+        try:
+            from PIL import Image
+        except ImportError:
+            raise PillowMissing("--gif needs Pillow: pip install 'scuffle[gif]' (or pip install pillow)") from None
+        self.Image = Image
+        self.path = Path(path)
+        self.pygame = _pygame()
+        from scuffle.demo import render
+        self.render = render
+        self.surface = self.pygame.Surface(size)
+        self.fonts = render.Fonts(14)
+        self.camera = None
+        self.palette = None
+        self.frames: list = []
+
+    def add(self, sim) -> None:
+        """Render the arena of the update just run and keep it."""
+        render, pg = self.render, self.pygame
+        scene = render.snapshot(sim)
+        rect = self.surface.get_rect()
+        want = render.close_camera(scene, rect, margin=1.0, max_scale=140.0)
+        if self.camera is not None:              # eased toward the fighters, as the window's camera
+            want = render.Camera(centre=self.camera.centre + (want.centre - self.camera.centre) * 0.2,
+                                 scale=self.camera.scale + (want.scale - self.camera.scale) * 0.2)
+        self.camera = want
+        render.draw_arena_only(self.surface, scene, self.fonts, self.camera)
+        img = self.Image.frombytes("RGB", self.surface.get_size(), pg.image.tobytes(self.surface, "RGB"))
+        if self.palette is None:
+            self.palette = img.quantize(colors=GIF_COLOURS, method=self.Image.Quantize.MEDIANCUT)
+        self.frames.append(img.quantize(palette=self.palette, dither=self.Image.Dither.NONE))
+
+    def save(self) -> int:
+        """Write the GIF (looping); returns the number of pictures. Nothing to save: no file."""
+        if not self.frames:
+            return 0
+        n = len(self.frames)
+        durations = [GIF_DURATIONS[i % len(GIF_DURATIONS)] for i in range(n)]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.frames[0].save(self.path, save_all=True, append_images=self.frames[1:], duration=durations,
+                            loop=0, optimize=False, disposal=1)
+        return n
+
+
 def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFAULT_OUT, seed: int = 1,
                  frame_every: float = DEFAULT_FRAME_EVERY, size: tuple[int, int] = (1280, 720),
-                 on_update: Callable | None = None, sheet: bool = True) -> dict:
+                 on_update: Callable | None = None, sheet: bool = True, record=None, trace=None, gif=None,
+                 gif_from: float = 0.0, gif_size: tuple[int, int] = GIF_SIZE, health: float = 100.0) -> dict:
     """Run attract mode for ``seconds`` of game time; write the frames, the sheet and the summary.
 
     ``on_update(sim)`` is called after every update (tests watch the world through it).
-    Returns the summary (also written to ``out/summary.json``).
+    ``record``: write the run as a scenario there; ``trace``: the JSONL trace there;
+    ``gif``: an animated GIF of the arena there, from ``gif_from`` seconds of game time
+    on; ``health``: each fighter's health (per round). Returns the summary (also
+    written to ``out/summary.json``). Rejected: --gif without Pillow (PillowMissing,
+    before anything runs).
     """
     pygame = _pygame()
     from scuffle.demo import render
@@ -53,29 +125,40 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    gif_writer = GifWriter(gif, gif_size) if gif is not None else None
     updates = max(0, int(round(float(seconds) * UPDATES_PER_SECOND)))
     every = max(1, int(round(float(frame_every) * UPDATES_PER_SECOND)))
+    gif_first = int(round(float(gif_from) * UPDATES_PER_SECOND))
     fonts = render.Fonts()
+    tile_fonts = render.Fonts(17)
     surface = pygame.Surface(size)
-    sim = DemoSim(seed=seed, attract=True)
+    sim = DemoSim(seed=seed, attract=True, trace=trace, health=health)
     frames: list[tuple[str, float]] = []
+    tiles: list = []
     t0 = time.perf_counter()
+
+    def picture(name: str) -> None:
+        scene = render.snapshot(sim)
+        render.draw_scene(surface, scene, fonts)
+        pygame.image.save(surface, str(out / name))
+        frames.append((name, sim.update / UPDATES_PER_SECOND))
+        tile = pygame.Surface(TILE)
+        render.draw_tile(tile, scene, tile_fonts, sim.round, sim.fight.round_over)
+        tiles.append(tile)
+
     try:
         for _ in range(updates):
             sim.step()
             if on_update is not None:
                 on_update(sim)
+            if gif_writer is not None and sim.update > gif_first and (sim.update - gif_first) % GIF_EVERY == 0:
+                gif_writer.add(sim)
             if sim.update % every == 0 or sim.update == updates:
-                scene = render.snapshot(sim)
-                render.draw_scene(surface, scene, fonts)
-                name = f"frame_{sim.update / UPDATES_PER_SECOND:06.1f}s.png"
-                pygame.image.save(surface, str(out / name))
-                frames.append((name, sim.update / UPDATES_PER_SECOND))
+                picture(f"frame_{sim.update / UPDATES_PER_SECOND:06.1f}s.png")
         if not frames:                           # zero seconds: still one picture
-            render.draw_scene(surface, render.snapshot(sim), fonts)
-            pygame.image.save(surface, str(out / "frame_0000.0s.png"))
-            frames.append(("frame_0000.0s.png", 0.0))
-        wall = time.perf_counter() - t0
+            picture("frame_0000.0s.png")
+        if record is not None:
+            sim.save_scenario(record)
         st = sim.fight.stats
         summary = {
             "updates": sim.game.update,
@@ -88,43 +171,41 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
             "health": sim.health(),
             "hits": {n: sim.fight.combat(n).hits for n in sim.names},
             "refused": st.refused,
+            "round": sim.round,
+            "rounds": sim.rounds(),
             "frames": [f for f, _ in frames],
             "contact_sheet": None,
-            "wall_seconds": round(wall, 3),
+            "gif": None,
+            "record": None if record is None else str(record),
+            "trace": None if trace is None else str(trace),
+            "wall_seconds": 0.0,
         }
     finally:
         sim.close()
+    if gif_writer is not None and gif_writer.save():
+        summary["gif"] = str(gif)
     if sheet:
         summary["contact_sheet"] = "contact_sheet.png"
-        contact_sheet([(out / f, t) for f, t in frames], out / "contact_sheet.png", fonts)
+        contact_sheet(tiles, out / "contact_sheet.png")
     summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
 
 
-def contact_sheet(frames, path, fonts=None, thumb=THUMB, columns: int = SHEET_COLUMNS) -> None:
-    """Tile the saved frames (path, game seconds) into one PNG, each labelled with its time."""
+def contact_sheet(tiles, path, columns: int = SHEET_COLUMNS) -> None:
+    """Tile the pictures (pygame Surfaces of one size: ``render.draw_tile``'s) into one PNG."""
     pygame = _pygame()
     from scuffle.demo import render
 
-    fonts = fonts or render.Fonts()
-    frames = list(frames)
-    cols = max(1, min(columns, len(frames)))
-    rows = max(1, -(-len(frames) // cols))
+    tiles = list(tiles)
+    tw, th = tiles[0].get_size() if tiles else (1, 1)
+    cols = max(1, min(columns, len(tiles)))
+    rows = max(1, -(-len(tiles) // cols))
     pad = 6
-    sheet = pygame.Surface((cols * (thumb[0] + pad) + pad, rows * (thumb[1] + pad) + pad))
+    sheet = pygame.Surface((cols * (tw + pad) + pad, rows * (th + pad) + pad))
     sheet.fill(render.BG)
-    for i, (p, t) in enumerate(frames):
-        img = pygame.image.load(str(p))
-        img = pygame.transform.smoothscale(img, thumb)
-        x = pad + (i % cols) * (thumb[0] + pad)
-        y = pad + (i // cols) * (thumb[1] + pad)
-        sheet.blit(img, (x, y))
-        label = fonts.mono_bold.render(f"{t:.1f}s", True, render.ACCENT)
-        bg = pygame.Surface((label.get_width() + 8, label.get_height() + 4))
-        bg.fill((0, 0, 0))
-        sheet.blit(bg, (x + 4, y + thumb[1] - bg.get_height() - 4))
-        sheet.blit(label, (x + 8, y + thumb[1] - label.get_height() - 6))
+    for i, tile in enumerate(tiles):
+        sheet.blit(tile, (pad + (i % cols) * (tw + pad), pad + (i // cols) * (th + pad)))
     pygame.image.save(sheet, str(path))
 
 

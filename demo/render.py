@@ -27,7 +27,7 @@ from scuffle.game.fighters.moves import Move
 
 __all__ = ["FighterView", "Scene", "Camera", "Fonts", "snapshot", "lerp_scene", "draw_scene",
            "draw_arena", "draw_inset", "draw_hud", "draw_help", "draw_log", "draw_status", "draw_counts", "fit_camera", "flag_names",
-           "HELP_LINES", "ARENA_FRACTION"]
+           "HELP_LINES", "ARENA_FRACTION", "close_camera", "mode_of", "draw_arena_only", "caption_lines", "draw_tile"]
 
 # ---------------------------------------------------------------- look
 
@@ -192,8 +192,15 @@ def snapshot(sim) -> Scene:
              "refused": st.refused}
     log = [_log_line(item) for item in st.log[-6:]]
     return Scene(update=game.update, fighters=views, stats=stats, log=log,
-                 mode="ATTRACT" if sim.attract else "PLAYER", paused=getattr(sim, "paused", False),
+                 mode=mode_of(sim), paused=getattr(sim, "paused", False),
                  slow=getattr(sim, "slow", False), seed=sim.seed)
+
+
+def mode_of(sim) -> str:
+    """The status line's mode: who drives p1, the round, and K.O. while a round is over."""
+    fight = sim.fight
+    mode = "ATTRACT" if sim.attract else "PLAYER"
+    return mode + f"  round {fight.stats.round}" + ("  K.O." if getattr(fight, "round_over", False) else "")
 
 
 def _log_line(item) -> str:
@@ -317,8 +324,10 @@ def draw_scene(surface: pygame.Surface, scene: Scene, fonts: Fonts, camera: Came
     return camera
 
 
-def draw_arena(surface: pygame.Surface, rect: pygame.Rect, scene: Scene, fonts: Fonts, camera: Camera) -> None:
-    """The floor grid, the shadows, the skeletons from above, facing markers, names and health."""
+def draw_arena(surface: pygame.Surface, rect: pygame.Rect, scene: Scene, fonts: Fonts, camera: Camera,
+               bars: bool = True) -> None:
+    """The floor grid, the shadows, the skeletons from above, facing markers, names and
+    health (and, with ``bars``, the health bars along the top edge)."""
     prev_clip = surface.get_clip()
     surface.set_clip(rect)
     surface.fill(FLOOR, rect)
@@ -354,8 +363,57 @@ def draw_arena(surface: pygame.Surface, rect: pygame.Rect, scene: Scene, fonts: 
         _head(surface, rect, camera, f)
     for f in fighters:
         _label(surface, rect, camera, f, fonts)
-    _health_bars(surface, rect, scene, fonts)
+    if bars:
+        _health_bars(surface, rect, scene, fonts)
     surface.set_clip(prev_clip)
+
+
+def close_camera(scene: Scene, rect: pygame.Rect, margin: float = 1.0, max_scale: float = 150.0) -> Camera:
+    """A camera cropped to the fighters: their midpoint, zoomed so that both, with
+    ``margin`` metres around, fill ``rect`` (no closer than ``max_scale`` px/m)."""
+    if not scene.fighters:
+        return Camera()
+    xy = np.array([f.position[:2] for f in scene.fighters])
+    lo, hi = xy.min(axis=0) - margin, xy.max(axis=0) + margin
+    centre = (lo + hi) / 2.0
+    scale = min(rect.w / max(float(hi[0] - lo[0]), 0.1), rect.h / max(float(hi[1] - lo[1]), 0.1), max_scale)
+    return Camera(centre=centre, scale=scale)
+
+
+def draw_arena_only(surface: pygame.Surface, scene: Scene, fonts: Fonts, camera: Camera | None = None) -> Camera:
+    """The arena alone filling the surface, no HUD and no health bars (the GIF's frames);
+    returns the camera used."""
+    rect = surface.get_rect()
+    camera = camera or fit_camera(scene, rect)
+    draw_arena(surface, rect, scene, fonts, camera, bars=False)
+    return camera
+
+
+def caption_lines(scene: Scene, round_no: int = 1, ko: bool = False) -> list[tuple[str, tuple[int, int, int]]]:
+    """A picture's caption: the time and round, then one line per fighter (name, state,
+    the playing move, health), each with its colour."""
+    head = f"{scene.seconds:5.1f}s  round {round_no}" + ("  K.O." if ko else "")
+    out = [(head, ACCENT)]
+    for f in scene.fighters:
+        move = anim_name(f.anim_id) or str(f.anim_id)
+        out.append((f"{f.name} {f.state:<9} {move:<12} {f.health:3.0f}", f.colour))
+    return out
+
+
+def draw_tile(surface: pygame.Surface, scene: Scene, fonts: Fonts, round_no: int = 1, ko: bool = False) -> None:
+    """A contact sheet tile: the arena cropped around the fighters, with the caption
+    (``caption_lines``) on a dark band below it."""
+    w, h = surface.get_size()
+    line = fonts.mono_bold.get_linesize()
+    lines = caption_lines(scene, round_no, ko)
+    band = line * len(lines) + 8
+    arena = pygame.Rect(0, 0, w, h - band)
+    surface.fill(BG)
+    draw_arena(surface, arena, scene, fonts, close_camera(scene, arena), bars=False)
+    y = arena.bottom + 4
+    for text, colour in lines:
+        _text(surface, fonts.mono_bold, text, (6, y), colour)
+        y += line
 
 
 def _grid(surface, rect, camera: Camera) -> None:

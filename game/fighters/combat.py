@@ -13,6 +13,14 @@ type-8 point and the victim is attached; a throw releases the victim along the
 thrower's turn. A grab searches within id 70's far range x 1.25 (0x00284920).
 Strikes deal their range record's damage (+0x0a) and the hit code (+0x0c) picks the
 reaction. Rules and numbers not in the spec are ours (docs/scenarios.md, "Actions").
+
+K.O. and rounds (ours; options, off by default so that scenarios run as before): with
+``ko=True`` a fighter whose health reaches 0 is knocked out: it falls (the knockdown
+285) and lies grounded (196) without getting up, and no hit lands on it. When at most
+one fighter is left standing the round is over (``stats.rounds`` records the winner and
+the K.O. update) and no hit lands at all; with ``rounds=True`` (which implies ``ko``)
+the next round starts ``round_pause`` updates later, everyone back at their start with
+full health.
 """
 from __future__ import annotations
 
@@ -26,11 +34,11 @@ from scuffle.anim.clip import EventType
 from scuffle.anim.tasks import HeldFlags, LOCOMOTION_FLAGS, Task, TaskFlags, TaskType
 from scuffle.components import Body, Combat, HumanRecord, NO_ATTACHMENT
 from scuffle.game.fighters.moves import ATTACK_CHAIN, GAIT_IDS, GRAB_STRIKES, THROWS, Move
-from scuffle.game.runtime.registry import ActionSpec, Registry, is_int as _is_int, is_num as _is_num, is_vec2 as _vec2
+from scuffle.game.runtime.registry import ActionSpec, Registry, TableSpec, is_int as _is_int, is_num as _is_num, is_vec2 as _vec2
 from scuffle.systems.placement import place_attached
 
 __all__ = ["Fight", "FightFlags", "FightState", "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAIT_SPEEDS",
-           "GRAB_SEARCH_FACTOR", "reaction_for"]
+           "GRAB_SEARCH_FACTOR", "reaction_for", "ROUND_PAUSE"]
 
 
 class FightFlags(IntFlag):
@@ -73,6 +81,7 @@ DOWN_UPDATES = 40                  # ours: updates on the ground before the get-
 MIN_SEPARATION = 0.6               # ours: free bodies are pushed apart below this (m)
 THROW_SPEED = 2.5                  # ours: the thrown victim's slide speed (m/s), decaying
 IMPULSE_DECAY = 0.85
+ROUND_PAUSE = 120                  # ours: updates from a K.O. to the next round (4 s)
 
 
 @dataclass
@@ -85,6 +94,8 @@ class FightStats:
     damage: float = 0.0
     refused: int = 0
     log: list = field(default_factory=list)
+    round: int = 1                 # the round being fought (or over, waiting for the next)
+    rounds: list = field(default_factory=list)   # finished rounds: {round, winner, loser, ko_update}
 
 
 def reaction_for(hit_code: int, from_behind: bool) -> tuple[int, bool]:
@@ -125,11 +136,23 @@ class Fight:
 
     ``separate`` pushes free bodies apart below MIN_SEPARATION (ours: the spec has no
     collision between humans, so scenarios run without it; the demo turns it on).
+    ``ko`` knocks out a fighter at 0 health and ends the round (ours; off by default:
+    blows then go on landing at 0, as before). ``rounds`` (implies ``ko``) starts a new
+    round ``round_pause`` updates after a K.O. Rejected: ``round_pause`` < 1 (ValueError).
     """
 
-    def __init__(self, game, *, separate: bool = False):
+    def __init__(self, game, *, separate: bool = False, ko: bool = False, rounds: bool = False,
+                 round_pause: int = ROUND_PAUSE):
+        if int(round_pause) < 1:
+            raise ValueError(f"round_pause: expected updates >= 1, got {round_pause!r}")
         self.game = game
         self.separate = separate          # keep free bodies apart (ours; the demo turns it on)
+        self.rounds = bool(rounds)        # start a new round after a K.O. (ours)
+        self.ko_rule = bool(ko) or self.rounds    # knock out at 0 health, end the round (ours)
+        self.round_pause = int(round_pause)
+        self.ko: dict[int, int] = {}      # knocked-out entity -> the update of its K.O. (this round)
+        self.ko_at: int | None = None     # the update the round ended (at most one left standing)
+        self.starts: dict[int, tuple] = {}    # entity -> (position, heading, health) a round starts with
         self.player = game.player
         self.stats = FightStats()
         self.pending: list[tuple] = []
@@ -137,6 +160,7 @@ class Fight:
         game.fight = self
         game.ctx.actions.append(self._update)
         game.ctx.on(EventType.HELD_OPEN, self._on_window)
+        self._note_starts()
 
     # ---------------------------------------------------------------- lookups
     def _ent(self, name_or_ent) -> int:
@@ -444,9 +468,11 @@ class Fight:
         ca = self.combat(a)
         aset = self.inst(a).anim_set
         rec = aset.range(anim_id)
+        if self.ko_at is not None or a in self.ko:
+            return                                   # the round is over: no hit lands
         if ca.state == FightState.HOLDING:
             v = ca.partner
-            if v >= 0 and not ca.struck:
+            if v >= 0 and not ca.struck and v not in self.ko:
                 ca.struck = True
                 self._damage(a, v, rec.damage)
             return
@@ -469,14 +495,14 @@ class Fight:
         want = math.degrees(math.atan2(-dx, dy)) if (dx or dy) else 0.0
         reach = rec.far if rec.reach > 0 else 0.0
         for name, e in self.game.humans():
-            if e == a or self.combat(e).state == FightState.DOWN:
+            if e == a or self.combat(e).state == FightState.DOWN or e in self.ko:
                 continue
             d = float(np.hypot(*(self.body(e).position - self.body(a).position)[:2]))
             if d <= reach and abs(_wrap(_bearing(self.body(a), self.body(e).position) - want)) <= HIT_CONE_DEG:
                 ca.struck = True
                 self._damage(a, e, rec.damage)
                 behind = abs(_bearing(self.body(e), self.body(a).position)) > 90.0
-                if self.combat(e).state not in (FightState.HELD,):
+                if e not in self.ko and self.combat(e).state not in (FightState.HELD,):
                     self._react(e, rec.hit, behind)
                 break
 
@@ -490,6 +516,79 @@ class Fight:
         self.stats.strikes += 1
         self.stats.damage += taken
         self._log(a, "hit", self._name(v), taken)
+        if self.ko_rule and cv.health <= 0.0 and v not in self.ko:
+            self._knock_out(a, v)
+
+    # ---------------------------------------------------------------- K.O. and rounds
+    def _knock_out(self, a: int, v: int) -> None:
+        """Health 0: ``v`` leaves any pair, falls (285) and lies grounded (196) for good;
+        when at most one fighter is left standing the round ends (ours)."""
+        now = self.game.ctx.update
+        self.ko[v] = now
+        cv = self.combat(v)
+        p = cv.partner
+        if p >= 0:                                   # break the pair: both detached and apart
+            self._detach(v)
+            self._detach(p)
+            cp = self.combat(p)
+            cp.partner, cp.role = -1, ""
+            if p not in self.ko:
+                cp.state = FightState.FREE
+                self._begin(p)
+                self.player.pool.require(2)
+                self._change(p, self._loop(p, Move.FIGHT_IDLE))
+            cv.partner, cv.role = -1, ""
+        self._stop_moving(v)
+        cv.impulse = np.zeros(3)
+        vb = self.body(v)
+        vb.slide_to, vb.slide_left = None, 0
+        self._begin(v)
+        self.player.pool.require(4)
+        fall = self._clip(v, Move.KNOCKDOWN, self._loop(v, Move.GROUNDED, held=FightFlags.DOWN), held=FightFlags.DOWN)
+        self._change(v, fall, 0.05)
+        cv.state = FightState.DOWN
+        cv.down_left = 0
+        self._log(v, "ko", self._name(a))
+        standing = [n for n, e in self.game.humans() if e not in self.ko]
+        if len(standing) <= 1 and self.ko_at is None:
+            self.ko_at = now
+            self.stats.rounds.append({"round": self.stats.round, "winner": standing[0] if standing else None,
+                                      "loser": self._name(v), "ko_update": now})
+
+    def _note_starts(self) -> None:
+        """Keep where each human starts (position, heading, health): a new round starts there."""
+        for _, e in self.game.humans():
+            if e not in self.starts:
+                b, c = self.body(e), self.combat(e)
+                self.starts[e] = (np.array(b.position, dtype=np.float64), float(b.heading), float(c.max_health))
+
+    def _new_round(self) -> None:
+        """The next round: pending windows and ends dropped, every human back at its start,
+        at full health, free, in the fight idle (358), with no fade."""
+        self.pending = []
+        self._note_starts()
+        self.player.pool.require(2 * len(self.starts) + 2)
+        for _, e in self.game.humans():
+            pos, heading, health = self.starts[e]
+            b, c = self.body(e), self.combat(e)
+            b.position, b.heading = pos.copy(), heading
+            b.velocity, b.state_velocity = np.zeros(3), np.zeros(3)
+            b.attachment, b.attach_offset = NO_ATTACHMENT, np.zeros(3)
+            b.slide_to, b.slide_left = None, 0
+            c.health = health
+            c.state, c.partner, c.role, c.partner_place = FightState.FREE, -1, "", None
+            c.move_id, c.struck = -1, False
+            c.move_dir, c.move_speed, c.impulse, c.down_left = np.zeros(3), 0.0, np.zeros(3), 0
+            self._begin(e)
+            self._change(e, self._loop(e, Move.FIGHT_IDLE), 0.0)
+        self.ko, self.ko_at = {}, None
+        self.stats.round += 1
+        self.stats.log.append((self.game.ctx.update, "", "round", self.stats.round))
+
+    @property
+    def round_over(self) -> bool:
+        """At most one fighter is left standing (the pause before the next round, if any)."""
+        return self.ko_at is not None
 
     def _react(self, v: int, hit_code: int, behind: bool) -> None:
         clip, down = reaction_for(hit_code, behind)
@@ -544,7 +643,10 @@ class Fight:
     # ---------------------------------------------------------------- per update
     def _update(self, ctx) -> None:
         """The actions phase: resolve this update's windows and ends, run the controllers,
-        then set the locomotion's state velocities."""
+        then set the locomotion's state velocities. With ``rounds``, the update
+        ``round_pause`` after a K.O. first starts the next round."""
+        if self.rounds and self.ko_at is not None and ctx.update - self.ko_at >= self.round_pause:
+            self._new_round()
         pending, self.pending = self.pending, []
         for item in pending:
             if item[0] == "window":
@@ -555,7 +657,8 @@ class Fight:
             ctl(self)
         for name, e in self.game.humans():
             c, b = self.combat(e), self.body(e)
-            if c.state == FightState.DOWN and c.down_left > 0 and not (self.flags(e) & FightFlags.PAIRED):
+            if c.state == FightState.DOWN and c.down_left > 0 and e not in self.ko and \
+                    not (self.flags(e) & FightFlags.PAIRED):
                 c.down_left -= 1
                 if c.down_left == 0:
                     self.player.pool.require(3)
@@ -605,9 +708,22 @@ def fight_of(game) -> Fight:
     return f if f is not None else Fight(game)
 
 
+def _fight_table(game, values: dict) -> None:
+    """A scenario's ``[fight]`` table: the fight rules attached with its options."""
+    Fight(game, **values)
+
+
+# The ``[fight]`` table's keys: Fight's keyword options (docs/scenarios.md, "[fight]").
+FIGHT_TABLE = TableSpec({"separate": lambda v: isinstance(v, bool), "ko": lambda v: isinstance(v, bool),
+                         "rounds": lambda v: isinstance(v, bool),
+                         "round_pause": lambda v: _is_int(v) and v >= 1}, _fight_table)
+
+
 def register_actions(registry: Registry) -> None:
-    """Register the fight actions (grab, strike, throw, let_go, move, face) and the set-up
-    that attaches the fight rules to a scenario's Game (docs/scenarios.md, "Actions")."""
+    """Register the fight actions (grab, strike, throw, let_go, move, face), the ``[fight]``
+    table (the rules' options) and the set-up that attaches the fight rules to a
+    scenario's Game (docs/scenarios.md, "Actions")."""
+    registry.add_table("fight", FIGHT_TABLE)
     registry.add_setup(fight_of)
     for name, spec in FIGHT_ACTIONS.items():
         registry.add_action(name, spec)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from scuffle.anim import f32 as F
 from scuffle.anim.animset import AnimSet
 
-__all__ = ["ActionSpec", "Registry", "is_int", "is_num", "is_f32", "is_vec2"]
+__all__ = ["ActionSpec", "TableSpec", "Registry", "is_int", "is_num", "is_f32", "is_vec2"]
 
 
 def is_int(v: Any) -> bool:
@@ -51,10 +51,21 @@ class ActionSpec:
     run: Callable[[Any, Any], None]
 
 
+@dataclass(frozen=True)
+class TableSpec:
+    """A top-level scenario table of a provider's own (``[fight]``): its keys (name -> value
+    check) and its set-up ``setup(game, values)``, run before the first update when the
+    table is given (before the plain set-up calls)."""
+
+    keys: dict[str, Callable[[Any], bool]]
+    setup: Callable[[Any, dict], None]
+
+
 @dataclass
 class Registry:
-    """Libraries (name -> function returning an AnimSet), actions (name -> ActionSpec) and
-    the set-up calls run on a scenario's Game before its first update (``setup``).
+    """Libraries (name -> function returning an AnimSet), actions (name -> ActionSpec),
+    the set-up calls run on a scenario's Game before its first update (``setup``) and
+    top-level tables of a provider's own (name -> TableSpec, ``tables``).
 
     Rejected: a name registered twice (ValueError), so two providers never silently
     replace each other.
@@ -63,6 +74,7 @@ class Registry:
     libraries: dict[str, Callable[[], AnimSet]] = field(default_factory=dict)
     actions: dict[str, ActionSpec] = field(default_factory=dict)
     setup: list[Callable[[Any], None]] = field(default_factory=list)
+    tables: dict[str, TableSpec] = field(default_factory=dict)
 
     def add_library(self, name: str, make: Callable[[], AnimSet]) -> None:
         """Register an anim set library under ``name``."""
@@ -75,6 +87,15 @@ class Registry:
         if name in self.actions:
             raise ValueError(f"action {name!r} is already registered")
         self.actions[name] = spec
+
+    def add_table(self, name: str, spec: TableSpec) -> None:
+        """Register a top-level scenario table ``[name]`` (rejected: a name the format
+        already uses, or one registered twice: ValueError)."""
+        if name in ("updates", "speeds", "sets", "humans", "commands", "options"):
+            raise ValueError(f"table {name!r} is a key of the scenario format itself")
+        if name in self.tables:
+            raise ValueError(f"table {name!r} is already registered")
+        self.tables[name] = spec
 
     def add_setup(self, fn: Callable[[Any], None]) -> None:
         """Run ``fn(game)`` on every scenario's Game before its first update."""

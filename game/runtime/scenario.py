@@ -48,6 +48,7 @@ class HumanSpec:
     position: tuple[float, float, float] = (0.0, 0.0, 0.0)
     heading: float = 0.0
     line: int | None = None
+    health: float | None = None          # None: the world's default (100)
 
 
 @dataclass
@@ -82,6 +83,7 @@ class Scenario:
     humans: list[HumanSpec]
     commands: list[Command]
     registry: Registry = field(default_factory=Registry)
+    tables: dict[str, dict] = field(default_factory=dict)     # the registry's tables given ([fight])
 
 
 # ---------------------------------------------------------------- line finding
@@ -122,7 +124,7 @@ _TOP_KEYS = {"updates", "speeds", "sets", "humans", "commands", "options"}
 _SET_KEYS = {"library", "resource", "clips"}
 _CLIP_KEYS = {"id", "descriptor", "keyframes", "descriptor_file", "keyframes_file", "range"}
 _RANGE_KEYS = {"dir", "reach", "far", "damage", "hit", "flags"}
-_HUMAN_KEYS = {"name", "set", "position", "heading"}
+_HUMAN_KEYS = {"name", "set", "position", "heading", "health"}
 _CMD_KEYS = {"update", "human", "loop", "play", "gait", "target", "action", "fade", "blend", "flags",
              "held", "paired"}
 _OPTION_KEYS = {"end_zero_overshoot", "pool_size"}
@@ -164,9 +166,10 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
     def err(line, fld, problem):
         raise ScenarioError(source, line, fld, problem)
 
+    top = _TOP_KEYS | set(registry.tables)
     for k in doc:
-        if k not in _TOP_KEYS:
-            err(lines.key(None, k), k, f"unknown key (expected one of {', '.join(sorted(_TOP_KEYS))})")
+        if k not in top:
+            err(lines.key(None, k), k, f"unknown key (expected one of {', '.join(sorted(top))})")
     if "updates" not in doc:
         err(1, "updates", "required at the top level (the number of updates to run)")
     updates = doc["updates"]
@@ -195,10 +198,24 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
         err(lines.key(oline, "pool_size"), "options.pool_size", "expected a whole number >= 1")
     options = PlayerOptions(end_zero_overshoot=ezo, pool_size=pool, speeds=speeds)
 
+    tables: dict[str, dict] = {}
+    for name, tspec in registry.tables.items():
+        if name not in doc:
+            continue
+        tline = lines.header(r"\[\s*" + re.escape(name) + r"\s*\]")
+        if not isinstance(doc[name], dict):
+            err(lines.key(None, name), name, "expected a table")
+        for k, v in doc[name].items():
+            if k not in tspec.keys:
+                err(lines.key(tline, k), f"{name}.{k}", f"unknown key (known: {', '.join(sorted(tspec.keys))})")
+            if not tspec.keys[k](v):
+                err(lines.key(tline, k), f"{name}.{k}", f"bad value {v!r}")
+        tables[name] = dict(doc[name])
+
     sets = _parse_sets(doc.get("sets", {}), lines, err, base, source, registry.libraries)
     humans = _parse_humans(doc.get("humans", []), lines, err, sets)
     commands = _parse_commands(doc.get("commands", []), lines, err, humans, sets, updates, registry.actions)
-    return Scenario(source, updates, speeds, options, sets, humans, commands, registry)
+    return Scenario(source, updates, speeds, options, sets, humans, commands, registry, tables)
 
 
 def _check_table(obj, allowed, line, fld: str, lines: "_Lines", err) -> None:
@@ -346,7 +363,11 @@ def _parse_humans(raw, lines: _Lines, err, sets) -> list[HumanSpec]:
         heading = h.get("heading", 0.0)
         if not _is_num(heading):
             err(lines.key(hl, "heading"), f"{fld}.heading", f"expected degrees, got {heading!r}")
-        out.append(HumanSpec(name, sname, tuple(float(v) for v in pos), float(heading), hl))
+        health = h.get("health")
+        if health is not None and not (_is_num(health) and health > 0):
+            err(lines.key(hl, "health"), f"{fld}.health", f"expected a number > 0, got {health!r}")
+        out.append(HumanSpec(name, sname, tuple(float(v) for v in pos), float(heading), hl,
+                             None if health is None else float(health)))
     return out
 
 
@@ -440,9 +461,10 @@ def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, upda
 # ---------------------------------------------------------------- running
 
 
-def apply_command(game, cmd: Command, actions: dict | None = None) -> None:
+def apply_command(game, cmd: Command, actions: dict | None = None):
     """Apply one command in the actions phase (the change of animation, or an action
-    looked up in ``actions``, the scenario registry's)."""
+    looked up in ``actions``, the scenario registry's). Returns what the action's
+    runner returns (the fight rules: True, or False when refused); None otherwise."""
     player = game.player
     inst = game.instance(cmd.human)
     if cmd.kind == "target":
@@ -451,8 +473,7 @@ def apply_command(game, cmd: Command, actions: dict | None = None) -> None:
             gaits[0].set_target(cmd.target)
         return
     if cmd.kind == "action":
-        (actions or {})[cmd.action].run(game, cmd)
-        return
+        return (actions or {})[cmd.action].run(game, cmd)
     flags = cmd.flags if cmd.flags is not None else 0
     if cmd.kind == "loop":
         if cmd.paired:
@@ -486,7 +507,12 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     game = Game(sc.options)
     try:
         for h in sc.humans:
-            game.add_human(h.name, sc.sets[h.set], h.position, h.heading)
+            if h.health is None:
+                game.add_human(h.name, sc.sets[h.set], h.position, h.heading)
+            else:
+                game.add_human(h.name, sc.sets[h.set], h.position, h.heading, health=h.health)
+        for name, values in sc.tables.items():
+            sc.registry.tables[name].setup(game, values)
         for setup in sc.registry.setup:
             setup(game)
         pending = list(sc.commands)
@@ -507,10 +533,11 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
 
         game.ctx.actions.insert(0, scripted)
         for _ in range(sc.updates):
+            now = game.update                  # the counter advances even when an update fails
             try:
                 game.step()
             except (AnimLimitError, PoseStackOverflow, UnknownClip) as exc:
-                raise _run_error(sc, game.ctx.update, exc, last) from None
+                raise _run_error(sc, now, exc, last) from None
             refused = game.player.refused
             if refused:
                 inst, exc = refused[0]

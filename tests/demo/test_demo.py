@@ -17,8 +17,8 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
-from scuffle.demo.app import DemoSim  # noqa: E402
-from scuffle.demo.headless import image_stats, run_headless, save_picture  # noqa: E402
+from scuffle.demo.app import DemoSim, KO_UPDATES  # noqa: E402
+from scuffle.demo.headless import TILE, image_stats, run_headless, save_picture  # noqa: E402
 from scuffle.game.fighters.combat import FightState  # noqa: E402
 from scuffle.game.fighters.moves import Move  # noqa: E402
 from scuffle.game.fighters.moveset import demo_set  # noqa: E402
@@ -101,7 +101,10 @@ def test_health_only_goes_down_by_the_range_records_damage(minute):
     _, summary, watch = minute
     damages = strike_damages()
     assert damages, "the set has no move with damage"
-    assert watch.rises == []
+    # Health only rises when a round starts (the fight rules' round_pause after a K.O.):
+    # back to full, on the update after the pause.
+    starts = {r["ko_update"] + KO_UPDATES + 1 for r in summary["rounds"]}
+    assert all(upd in starts and health == 100.0 for upd, _, _, health in watch.rises), (watch.rises, starts)
     assert watch.decreases, "nobody was hurt in a minute"
     for update, name, drop, health in watch.decreases:
         # A blow is its record's damage, or what was left of the health (down to 0).
@@ -120,7 +123,12 @@ def test_summary_json_has_the_pinned_names(minute):
     assert on_disk["updates"] == SECONDS * 30
     assert on_disk["seed"] == 1 and on_disk["seconds"] == SECONDS
     assert set(on_disk["health"]) == {"p1", "p2"}
-    assert on_disk["damage"] == pytest.approx(sum(100.0 - v for v in on_disk["health"].values()))
+    if not on_disk["rounds"]:
+        assert on_disk["damage"] == pytest.approx(sum(100.0 - v for v in on_disk["health"].values()))
+    for r in on_disk["rounds"]:
+        assert r["winner"] in ("p1", "p2") and r["loser"] in ("p1", "p2") and r["winner"] != r["loser"]
+        assert 0 < r["ko_update"] < on_disk["updates"]
+    assert on_disk["round"] == len(on_disk["rounds"]) + 1 or on_disk["round"] == len(on_disk["rounds"])
 
 
 def test_the_pictures_exist_and_are_not_blank(minute):
@@ -137,6 +145,9 @@ def test_the_pictures_exist_and_are_not_blank(minute):
     assert sheet.exists() and sheet.stat().st_size > 50_000
     st = image_stats(sheet)
     assert st["width"] > 1280 and st["colours"] > 40
+    # One tile per frame, the tiles' size: four columns.
+    assert st["width"] == 4 * (TILE[0] + 6) + 6
+    assert st["height"] == -(-len(frames) // 4) * (TILE[1] + 6) + 6
 
 
 def test_the_same_seed_gives_the_same_fight():
