@@ -23,7 +23,7 @@ from .clip import Clip, EventType
 from .cursor import Cursor, FiredEvent
 from .plan import SamplePlan
 from .pose import PoseBatch
-from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
+from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds, gait_speed
 from .sampler import ClipBank
 from .skeleton import HUMANOID, Skeleton
 from .batch import BatchEngine
@@ -101,6 +101,7 @@ class Player:
         self._clips: list[Clip] = []
         self._clip_index: dict[int, int] = {}
         self._flags: dict[int, tuple] = {}         # id(anim set) -> (set, its range flags column)
+        self._gait_speeds: dict[tuple, tuple] = {}  # (id(anim set), ids) -> (set, speeds)
         self._bank: ClipBank | None = None
         self._stepped: dict[int, CharacterInstance] = {}
         # Queued tasks the last step could not start (a limit): (instance, the error).
@@ -156,6 +157,22 @@ class Player:
         if not 0 <= anim_id < len(table):
             return self.options.speeds.rate_for(int(anim_set.range(anim_id).flags))   # its own error
         return self.options.speeds.rate_for(int(table[anim_id]))
+
+    def gait_speeds(self, anim_set, ids: Sequence[int]) -> tuple[float, ...]:
+        """The speeds (m/s) of the looping gait clips ``ids`` (walk, jog, run, sprint) in a
+        set: each clip's displacement length over its duration, divided by the rate its
+        range flags give (anim.rates.gait_speed). Cached per set and ids.
+
+        Rejected: an id with no clip in the set (UnknownClip). Original: 0x00254078 (the
+        human's walking speeds), 0x00101950 Anim_RootDisplacementLength.
+        """
+        key = (id(anim_set), tuple(int(i) for i in ids))
+        hit = self._gait_speeds.get(key)
+        if hit is not None and hit[0] is anim_set:
+            return hit[1]
+        speeds = tuple(gait_speed(self.find(anim_set, i), self.rate_of(anim_set, i)) for i in key[1])
+        self._gait_speeds[key] = (anim_set, speeds)
+        return speeds
 
     def ended(self, cursor: Cursor, overshoot: float) -> bool:
         """Whether an advance ended the clip: a non-zero overshoot (the original), or with

@@ -21,7 +21,7 @@ import pygame
 
 from scuffle.components import FiredEvents
 from scuffle.game.fighters.ai import FighterAI
-from scuffle.game.fighters.combat import Fight, FightState, GAIT_SPEEDS
+from scuffle.game.fighters.combat import Fight, FightState
 from scuffle.game.fighters.moves import Move, THROWS
 from scuffle.game.runtime.world import Game
 
@@ -118,7 +118,7 @@ class KeyboardControl:
         dx, dy = self.direction
         n = math.hypot(dx, dy)
         if n > 0.0:
-            speed = GAIT_SPEEDS[1] if self.jog else GAIT_SPEEDS[0]
+            speed = fight.gait_speeds(self.me)[1 if self.jog else 0]
             d = np.array([dx / n, dy / n])
             if c.move_speed != speed or not np.allclose(c.move_dir[:2], d, atol=1e-6):
                 fight.move(self.me, (float(d[0]), float(d[1])), speed)
