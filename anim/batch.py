@@ -446,7 +446,7 @@ class BatchEngine:
             plan = dynamic_plan or SamplePlan()
             for i in dyn_idx:
                 inst = instances[int(i)]
-                plan.begin(inst.name)
+                plan.begin(inst.name, inst)
                 for task in inst.stack:
                     task.emit(plan)
                 plan.end()

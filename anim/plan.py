@@ -7,14 +7,15 @@ per dependency level, instead of per human and per bone. ``execute_reference`` r
 the same plan one pose at a time (the scalar reference path; issue 6 checks the two
 agree).
 
-Spec: "The task stack" (sampled bottom-up onto the pose stack of seven).
+Spec: "The task stack" (sampled bottom-up onto the pose stack of seven; L257:
+0x00104ce0 refuses an eighth), "The pose" (L100).
 Original: 0x00176d60 CharacterInstance_Sample, 0x00104ce0 (refuses an eighth pose).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .pose import DTYPE, POSE_STACK_SIZE, PoseBatch, PoseStackOverflow, blend
+from .pose import DTYPE, POSE_STACK_SIZE, PoseBatch, blend
 from .sampler import ClipBank
 from .skeleton import subtree_mask
 
@@ -26,11 +27,15 @@ class SamplePlan:
 
     Build: ``begin(name)`` per human, then ``sample``/``blend_top`` as its tasks are
     visited bottom-up, then ``end()``. Handles are ints: samples >= 0, blends < 0.
-    Rejected: an eighth pose on a human's stack (PoseStackOverflow naming the human).
+    An eighth pose on a human's stack is refused, as 0x00104ce0 refuses it: the push is
+    skipped (``sample`` returns None), the refusal is counted for the human
+    (``refusals``: (owner, count) for every human with one), and the build carries on;
+    every later blend takes the two poses then on top, so the human shows the mix of
+    the seven poses that fit.
     """
 
     __slots__ = ("s_clip", "s_time", "s_rate", "s_flags", "b_a", "b_b", "b_w", "b_mask", "b_level",
-                 "finals", "_stack", "_name")
+                 "finals", "refusals", "_stack", "_name", "_owner", "_refused")
 
     def __init__(self):
         self.s_clip: list[int] = []
@@ -43,23 +48,32 @@ class SamplePlan:
         self.b_mask: list[int] = []       # -1 whole body, else the subtree's bone
         self.b_level: list[int] = []
         self.finals: list[int | None] = []
+        self.refusals: list[tuple[object, int]] = []
         self._stack: list[int] = []
         self._name = ""
+        self._owner: object = None
+        self._refused = 0
 
     # ---------------------------------------------------------------- building
-    def begin(self, name: str = "") -> None:
+    def begin(self, name: str = "", owner: object = None) -> None:
+        """Open a human (``owner``: what ``refusals`` names it by, e.g. its instance)."""
         self._stack = []
         self._name = name
+        self._owner = owner if owner is not None else name
+        self._refused = 0
 
     @property
     def depth(self) -> int:
         """Poses on the current human's stack."""
         return len(self._stack)
 
-    def sample(self, bank_index: int, time: float, rate: float, flags: int) -> int:
-        """Push the pose of one cursor; returns its handle."""
+    def sample(self, bank_index: int, time: float, rate: float, flags: int) -> int | None:
+        """Push the pose of one cursor; returns its handle, or None when the human's pose
+        stack already holds seven (the push is skipped and counted).
+        Original: 0x00104ce0 AnimCursor_SamplePose (refuses an eighth pose)."""
         if len(self._stack) >= POSE_STACK_SIZE:
-            raise PoseStackOverflow(f"{self._name or 'human'}: an eighth pose on the stack of {POSE_STACK_SIZE}")
+            self._refused += 1
+            return None
         h = len(self.s_clip)
         self.s_clip.append(bank_index)
         self.s_time.append(time)
@@ -91,6 +105,8 @@ class SamplePlan:
     def end(self) -> None:
         """Close the current human: its pose is the top of its stack (None: the default pose)."""
         self.finals.append(self._stack[-1] if self._stack else None)
+        if self._refused:
+            self.refusals.append((self._owner, self._refused))
         self._stack = []
 
     def _level(self, h: int) -> int:

@@ -34,7 +34,7 @@ from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HeldFlags, Hold
                     MixTask, PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType,
                     LOCOMOTION_FLAGS)
 
-__all__ = ["Player", "PlayerOptions", "UnknownClip"]
+__all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip"]
 
 # Fired-event types that change the held bits: (bits that must be held, clear, set).
 HELD_EVENTS = {
@@ -85,6 +85,19 @@ class PlayerOptions:
     batched: bool = True
 
 
+@dataclass
+class PlayerStats:
+    """Counts a user can read (``Player.stats``), summed since the player was made.
+
+    ``poses_refused``: poses the pose stack of seven refused (an eighth, 0x00104ce0);
+    each human's count for the last sample is ``CharacterInstance.poses_refused``.
+    ``samples``: the sample calls.
+    """
+
+    poses_refused: int = 0
+    samples: int = 0
+
+
 class Player:
     """The animation system of one world (see the module docstring).
 
@@ -106,6 +119,8 @@ class Player:
         self._stepped: dict[int, CharacterInstance] = {}
         # Queued tasks the last step could not start (a limit): (instance, the error).
         self.refused: list[tuple[CharacterInstance, AnimLimitError]] = []
+        self.stats = PlayerStats()
+        self._pose_refused: list[CharacterInstance] = []   # humans whose poses_refused is set
 
     # ---------------------------------------------------------------- clips
     @property
@@ -555,19 +570,38 @@ class Player:
     def sample(self, instances: Sequence[CharacterInstance], reference: bool = False) -> PoseBatch:
         """Every character's pose, one per instance: the stacks sampled bottom-up in one plan.
 
-        ``reference`` runs the plan one pose at a time (the scalar path) instead.
-        Original: 0x00176d60 CharacterInstance_Sample.
+        ``reference`` runs the plan one pose at a time (the scalar path) instead. A pose
+        the stack of seven refuses is skipped (0x00104ce0) and counted: the human's
+        ``poses_refused`` for this sample and ``stats.poses_refused`` in total; the
+        update carries on. Original: 0x00176d60 CharacterInstance_Sample.
         """
         if reference:
-            return self.plan(instances).execute_reference(self.bank)
-        if self.options.batched:
-            return self.batch.sample(instances)
-        return self.plan(instances).execute(self.bank)
+            plan = self.plan(instances)
+            out = plan.execute_reference(self.bank)
+        elif self.options.batched:
+            plan = SamplePlan()
+            out = self.batch.sample(instances, plan)
+        else:
+            plan = self.plan(instances)
+            out = plan.execute(self.bank)
+        self._count_refusals(plan)
+        return out
+
+    def _count_refusals(self, plan: SamplePlan) -> None:
+        """Each human's refused poses of this sample (0 again for those of the last one)."""
+        self.stats.samples += 1
+        for inst in self._pose_refused:
+            inst.poses_refused = 0
+        self._pose_refused = []
+        for inst, n in plan.refusals:
+            inst.poses_refused = n
+            self.stats.poses_refused += n
+            self._pose_refused.append(inst)
 
     def plan(self, instances: Sequence[CharacterInstance]) -> SamplePlan:
         plan = SamplePlan()
         for inst in instances:
-            plan.begin(inst.name)
+            plan.begin(inst.name, inst)
             for task in inst.stack:
                 task.emit(plan)
             plan.end()

@@ -510,7 +510,7 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
             try:
                 game.step()
             except (AnimLimitError, PoseStackOverflow, UnknownClip) as exc:
-                raise _run_error(sc, game.update, exc, last) from None
+                raise _run_error(sc, game.update - 1, exc, last) from None
             refused = game.player.refused
             if refused:
                 inst, exc = refused[0]
