@@ -102,6 +102,17 @@ class SamplePlan:
         self._stack.append(h)
         return h
 
+    def keep(self, pushed: list, handle: int | None) -> None:
+        """Pop the poses just pushed (``pushed``: their handles, None where a push was
+        refused) and push ``handle`` (one of them) back: of several sampled poses only one
+        stays on the stack (type 11 sampling all four clips). A refused ``handle`` pushes
+        nothing."""
+        n = sum(1 for h in pushed if h is not None)
+        if n:
+            del self._stack[-n:]
+        if handle is not None:
+            self._stack.append(handle)
+
     def end(self) -> None:
         """Close the current human: its pose is the top of its stack (None: the default pose)."""
         self.finals.append(self._stack[-1] if self._stack else None)

@@ -30,9 +30,9 @@ from .batch import BatchEngine
 from .store import Stores
 from .stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, CharacterInstance, QueueFull, StackFull,
                     TaskPool)
-from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HeldFlags, HoldTask, LoopTask,
-                    MixTask, PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType,
-                    LOCOMOTION_FLAGS)
+from .tasks import (BlendWindow, ClipTask, DirectionTask, EventRule, FadeTask, GaitTask, HeldFlags, HoldTask,
+                    LoopTask, MixTask, PairedClipTask, PairedHoldTask, PickSampling, PickTask, SceneTask, Task,
+                    TaskType, LOCOMOTION_FLAGS)
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip"]
 
@@ -74,6 +74,20 @@ class PlayerOptions:
     early, and a fade gives back the tasks below it. ``batched``: step and sample the
     crowd with the vectorised engine (anim.batch); off, every character takes the
     scalar reference step (the same results, slower).
+
+    Readings of passages the spec leaves open (docs/original.md cites the lines for
+    each and argues the default):
+    ``events`` (EventRule): "cursor", every task's cursors fire unless muted by flag
+    0x10 (the confirmed code, the default), or "newest", only the newest task's
+    (Coney's reading). ``blend_window`` (BlendWindow): "advanced", a type 3's next task
+    is advanced too during the blend window (the runtime figure, the default), or
+    "kept", kept to the time into the window. ``pick`` (PickSampling): "chosen", type 11
+    samples the clip its value picks (the default), or "all", all four are sampled and
+    the picked one's pose kept. ``queued_default``: None (the default pose is always
+    the reference pose), or the human test 0x00223440 as a callable(instance) -> bool:
+    when it passes for a human with queued tasks, those tasks are sampled first and
+    their pose is the default pose of that sample (0x00176d60, "The pose" L102).
+    Rejected: an unknown reading (ValueError naming the field).
     """
 
     end_zero_overshoot: bool = False
@@ -83,6 +97,26 @@ class PlayerOptions:
     speeds: CfgAnimSpeeds = field(default_factory=lambda: RUNTIME_SPEEDS)
     dt: float = F.DT
     batched: bool = True
+    events: str = EventRule.CURSOR
+    blend_window: str = BlendWindow.ADVANCED
+    pick: str = PickSampling.CHOSEN
+    queued_default: Callable | None = None
+
+    def __post_init__(self):
+        for name, kind in (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling)):
+            v = getattr(self, name)
+            try:
+                object.__setattr__(self, name, kind(v))
+            except ValueError:
+                raise ValueError(f"PlayerOptions.{name}: {v!r} is not one of "
+                                 f"{', '.join(repr(k.value) for k in kind)}") from None
+        if self.queued_default is not None and not callable(self.queued_default):
+            raise ValueError(f"PlayerOptions.queued_default: {self.queued_default!r} is not callable")
+
+    def is_default_reading(self) -> bool:
+        """Whether every reading option has its default (the batched step covers these)."""
+        return (self.events == EventRule.CURSOR and self.blend_window == BlendWindow.ADVANCED
+                and self.pick == PickSampling.CHOSEN and self.queued_default is None)
 
 
 @dataclass
@@ -220,7 +254,7 @@ class Player:
         _check_number("blend time", blend)
         r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
         c = self.cursor(s, anim_id)
-        return self._take(ClipTask(c, r, next, blend, flags, held, on_end))
+        return self._take(ClipTask(c, r, next, blend, flags, held, on_end, self.options.blend_window))
 
     def hold(self, inst: CharacterInstance, anim_id: int, *, flags: int = 0, held: int = 0,
              on_end: Callable | None = None) -> HoldTask:
@@ -247,7 +281,7 @@ class Player:
         _check_number("blend time", blend)
         c = self.cursor(s, anim_id)
         return self._take(PairedClipTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
-                                         next, blend, flags, held, on_end))
+                                         next, blend, flags, held, on_end, self.options.blend_window))
 
     def paired_hold(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: int, *,
                     flags: int = 0, held: int = 0, on_end: Callable | None = None) -> PairedHoldTask:
@@ -301,7 +335,8 @@ class Player:
             self.find(s, i)
         _check_number("rate", rate)
         _check_number("pick value", value, -math.inf)
-        return self._take(PickTask([self.cursor(s, i) for i in ids], rate, value, flags))
+        return self._take(PickTask([self.cursor(s, i) for i in ids], rate, value, flags,
+                                   sampling=self.options.pick))
 
     def direction(self, inst: CharacterInstance, base: int, *, direction: float = 0.0,
                   flags: int = 0) -> DirectionTask:
@@ -450,7 +485,17 @@ class Player:
         self.batch.mark(inst)
 
     def replace(self, inst: CharacterInstance, old: Task, new: Task) -> None:
-        """A hand-over: ``new`` takes ``old``'s place; ``old`` goes on the deferred list."""
+        """A hand-over: ``new`` takes ``old``'s place; ``old`` goes on the deferred list.
+
+        ``old`` is on the stack, or a next task advanced inside its owner's blend window
+        (BlendWindow.ADVANCED) that ended there: ``new`` then becomes the owner's next task.
+        """
+        if not any(t is old for t in inst.stack):
+            owner = self._owner_of(inst, old)
+            owner.next = new
+            self.batch.mark(inst)
+            self.defer(inst, old)
+            return
         i = inst.stack.index(old)
         inst.stack[i] = new
         self.batch.mark(inst)
@@ -458,6 +503,17 @@ class Player:
             if t.type == TaskType.FADE and t.incoming is old:
                 t.incoming = new
         self.defer(inst, old)
+
+    @staticmethod
+    def _owner_of(inst: CharacterInstance, task: Task) -> ClipTask:
+        """The clip task (on the stack or following one) whose next task is ``task``."""
+        todo = list(inst.stack)
+        while todo:
+            t = todo.pop()
+            if isinstance(t, ClipTask) and t.next is task and not t.handed_over:
+                return t
+            todo.extend(t.following())
+        raise LookupError(f"{inst.name or 'human'}: {task!r} is neither on the stack nor a next task")
 
     def complete_fade(self, inst: CharacterInstance, fade: FadeTask) -> None:
         """The fade gives back itself and every task between the new one and itself."""
@@ -499,8 +555,9 @@ class Player:
     # ---------------------------------------------------------------- per update
     def step(self, instances: Iterable[CharacterInstance], dt: float | None = None) -> None:
         """The animation step of every character: run its queue once, then advance its
-        stack bottom-up; clips hand over, fades finish, events fire (the newest task's
-        only) and the held-flag events act. Original: 0x00175610, the +0x64 calls.
+        stack bottom-up; clips hand over, fades finish, events fire (every cursor not
+        muted by flag 0x10, or the newest task's only: ``options.events``) and the
+        held-flag events act. Original: 0x00175610, the +0x64 calls.
 
         A queued task whose start hits a limit (the pool, the stack of 18) is refused:
         it goes back to the pool, the step goes on for every character, and the refusal
@@ -530,11 +587,11 @@ class Player:
                     t.start(self, inst)
                 except AnimLimitError as exc:       # the change gave the task back
                     self.refused.append((inst, exc))
-        newest = self.top(inst)
+        newest = self.top(inst) if self.options.events == EventRule.NEWEST else None
         for task in inst.stack[:]:
             if task.released:
                 continue
-            sink = inst.events if task is newest else None
+            sink = inst.events if newest is None or task is newest else None
             n0 = len(inst.events)
             task.advance(self, inst, dt, sink)
             if len(inst.events) > n0:
