@@ -35,13 +35,14 @@ class SamplePlan:
     """
 
     __slots__ = ("s_clip", "s_time", "s_rate", "s_flags", "b_a", "b_b", "b_w", "b_mask", "b_level",
-                 "finals", "refusals", "_stack", "_name", "_owner", "_refused")
+                 "finals", "refusals", "s_human", "_stack", "_name", "_owner", "_refused")
 
     def __init__(self):
         self.s_clip: list[int] = []
         self.s_time: list[float] = []
         self.s_rate: list[float] = []
         self.s_flags: list[int] = []
+        self.s_human: list[int] = []      # the human (its begin index) of each sample
         self.b_a: list[int] = []
         self.b_b: list[int] = []
         self.b_w: list[float] = []
@@ -79,6 +80,7 @@ class SamplePlan:
         self.s_time.append(time)
         self.s_rate.append(rate)
         self.s_flags.append(int(flags))
+        self.s_human.append(len(self.finals))
         self._stack.append(h)
         return h
 
@@ -124,15 +126,33 @@ class SamplePlan:
         return 0 if h >= 0 else self.b_level[-h - 1]
 
     # ---------------------------------------------------------------- running
-    def execute(self, bank: ClipBank) -> PoseBatch:
-        """Run the plan batched; returns one pose per human, in ``begin`` order."""
+    def execute(self, bank: ClipBank, defaults: dict[int, PoseBatch] | None = None) -> PoseBatch:
+        """Run the plan batched; returns one pose per human, in ``begin`` order.
+
+        ``defaults``: {human index: a pose} used as that human's default pose instead of
+        the reference pose: the rotations of bones 1-33 its samples took from the
+        default (tagged) are that pose's, tags kept, and an empty stack shows it (bone 0
+        without a channel stays the identity, the root translation and velocity the
+        instance's). Original: 0x00176d60 (the queued tasks' pose as the default).
+        """
         ns, nb = len(self.s_clip), len(self.b_a)
-        poses = PoseBatch.empty(ns + nb + 1)
+        poses = PoseBatch.empty(ns + nb + 1 + len(defaults or ()))
         if ns:
             bank.sample(np.asarray(self.s_clip, np.int64), np.asarray(self.s_time, DTYPE),
                         np.asarray(self.s_rate, DTYPE), np.asarray(self.s_flags, np.int64), poses, 0)
         default = ns + nb
         poses.put(slice(default, default + 1), PoseBatch.reference(1, bank.skeleton.bind_height))
+        own_default: dict[int, int] = {}
+        if defaults:
+            humans = np.asarray(self.s_human, np.int64)
+            for k, (hi, dpose) in enumerate(sorted(defaults.items())):
+                row = default + 1 + k
+                poses.put(slice(row, row + 1), dpose)
+                own_default[hi] = row
+                for s in np.flatnonzero(humans == hi):
+                    tagged = poses.tag[2 + 1:, s]                   # bones 1-33
+                    rot = poses.rot[:, 1:, s]
+                    rot[:, tagged] = dpose.rot[:, 1:, 0][:, tagged]
         where = np.empty(nb, dtype=np.int64)          # blend j -> its row in ``poses``
         if nb:
             b_a = np.asarray(self.b_a, np.int64)
@@ -152,8 +172,8 @@ class SamplePlan:
                     poses.put(out, res)
                     where[js] = np.arange(nxt, nxt + len(js))
                     nxt += len(js)
-        rows = np.array([default if h is None else (h if h >= 0 else where[-h - 1]) for h in self.finals],
-                        dtype=np.int64)
+        rows = np.array([own_default.get(i, default) if h is None else (h if h >= 0 else where[-h - 1])
+                         for i, h in enumerate(self.finals)], dtype=np.int64)
         return poses.take(rows)
 
     @staticmethod

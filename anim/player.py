@@ -642,7 +642,30 @@ class Player:
             plan = self.plan(instances)
             out = plan.execute(self.bank)
         self._count_refusals(plan)
+        test = self.options.queued_default
+        if test is not None:
+            for i, inst in enumerate(instances):
+                if inst.queue and test(inst):
+                    out.put(slice(i, i + 1), self._sample_over_queued(inst))
         return out
+
+    def _sample_over_queued(self, inst: CharacterInstance) -> PoseBatch:
+        """One human's pose with its queued tasks' pose as the default pose: the queued
+        tasks are sampled first (in queue order, onto their own pose stack) and the
+        top of that stack replaces the reference pose for this sample.
+        Original: 0x00176d60 (the second buffer 0x005fd040; "The pose", L102)."""
+        q = SamplePlan()
+        q.begin(inst.name)
+        for task in inst.queue:
+            task.emit(q)
+        q.end()
+        default = q.execute(self.bank)
+        plan = SamplePlan()
+        plan.begin(inst.name, inst)
+        for task in inst.stack:
+            task.emit(plan)
+        plan.end()
+        return plan.execute(self.bank, defaults={0: default})
 
     def _count_refusals(self, plan: SamplePlan) -> None:
         """Each human's refused poses of this sample (0 again for those of the last one)."""
