@@ -154,3 +154,16 @@ def test_move_rejects_an_unknown_gait():
 def test_the_move_action_takes_a_gait():
     recs = _trace(WALK_START.replace("speed = 1.63", 'pace = "jog"'))
     assert recs[-1]["vel"][1] == pytest.approx(3.5, abs=1e-5)
+
+
+def test_the_scenario_options_take_the_readings():
+    from scuffle.game.runtime.scenario import ScenarioError
+
+    base = WALK_START.replace("updates = 40\n", "updates = 3\n[options]\nevents = \"newest\"\n"
+                              "blend_window = \"kept\"\npick = \"all\"\n")
+    sc = parse_scenario(base, "o.toml")
+    assert (sc.options.events, sc.options.blend_window, sc.options.pick) == ("newest", "kept", "all")
+    default = parse_scenario(WALK_START, "d.toml").options
+    assert (default.events, default.blend_window, default.pick) == ("cursor", "advanced", "chosen")
+    with pytest.raises(ScenarioError, match=r"options\.events: expected one of 'cursor', 'newest'"):
+        parse_scenario(base.replace('events = "newest"', 'events = "all"'), "o.toml")
