@@ -232,14 +232,13 @@ class Fight:
         walk-jog-run-sprint scale of the set's own speeds. Rejected: an unknown gait
         (ValueError naming it).
         """
-        speeds = self.gait_speeds(who)
         if gait is not None:
             k = GAITS.index(gait) if gait in GAITS else gait
-            if not (isinstance(k, int) and 0 <= k < len(GAITS)):
+            if isinstance(k, bool) or not (isinstance(k, int) and 0 <= k < len(GAITS)):
                 raise ValueError(f"move: gait {gait!r} must be one of {', '.join(GAITS)} or 0-{len(GAITS) - 1}")
-            speed = speeds[k]
+            speed = self.gait_speeds(who)[k]
         elif speed is None:
-            speed = speeds[0]
+            speed = self.gait_speeds(who)[0]
         if not self.free(who):
             return self._refuse(who, "move")
         c, b = self.combat(who), self.body(who)
@@ -250,6 +249,7 @@ class Fight:
             d /= n
             c.move_dir = d
             b.heading = _wrap(math.degrees(math.atan2(-d[0], d[1])))
+            speeds = self.gait_speeds(who)
             value = float(np.interp(speed, speeds, range(len(speeds))))
             gait = self._gait(who)
             if gait is not None:

@@ -147,6 +147,10 @@ def test_move_rejects_an_unknown_gait():
     fight = Fight(game)
     with pytest.raises(ValueError, match="gait 'amble'"):
         fight.move("a", (0.0, 1.0), gait="amble")
+    for bad in (True, 4, -1, 1.0):
+        with pytest.raises(ValueError, match="move: gait"):
+            fight.move("a", (0.0, 1.0), gait=bad)
+    assert fight.move("a", (0.0, 1.0), gait=2) and fight.combat("a").move_speed == pytest.approx(5.5, abs=1e-5)
     assert GAITS == ("walk", "jog", "run", "sprint")
     game.close()
 
