@@ -113,11 +113,6 @@ class PlayerOptions:
         if self.queued_default is not None and not callable(self.queued_default):
             raise ValueError(f"PlayerOptions.queued_default: {self.queued_default!r} is not callable")
 
-    def is_default_reading(self) -> bool:
-        """Whether every reading option has its default (the batched step covers these)."""
-        return (self.events == EventRule.CURSOR and self.blend_window == BlendWindow.ADVANCED
-                and self.pick == PickSampling.CHOSEN and self.queued_default is None)
-
 
 @dataclass
 class PlayerStats:
