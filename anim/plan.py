@@ -13,6 +13,8 @@ Original: 0x00176d60 CharacterInstance_Sample, 0x00104ce0 (refuses an eighth pos
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .pose import DTYPE, POSE_STACK_SIZE, PoseBatch, blend
@@ -49,14 +51,14 @@ class SamplePlan:
         self.b_mask: list[int] = []       # -1 whole body, else the subtree's bone
         self.b_level: list[int] = []
         self.finals: list[int | None] = []
-        self.refusals: list[tuple[object, int]] = []
+        self.refusals: list[tuple[Any, int]] = []
         self._stack: list[int] = []
         self._name = ""
-        self._owner: object = None
+        self._owner: Any = None
         self._refused = 0
 
     # ---------------------------------------------------------------- building
-    def begin(self, name: str = "", owner: object = None) -> None:
+    def begin(self, name: str = "", owner: Any = None) -> None:
         """Open a human (``owner``: what ``refusals`` names it by, e.g. its instance)."""
         self._stack = []
         self._name = name
