@@ -171,6 +171,17 @@ class AnimSet:
         ranges = self._ranges if range is None else self._ranges.with_record(i, range)
         return AnimSet(clips, index, ranges, self._name)
 
+    def with_class_overrides(self, klass: str, rows: Mapping[int, RangeRecord]) -> "AnimSet":
+        """A new set whose range list carries class ``klass``'s override records ``rows``
+        (RangeList.with_overrides; "The Anim Range List", L178)."""
+        return AnimSet(self._clips, self._index, self._ranges.with_overrides(klass, rows), self._name)
+
+    def for_class(self, klass: str) -> "AnimSet":
+        """The set a human of class ``klass`` plays: the same clips, the range list with the
+        class's overrides applied (RangeList.for_class; RangeAuthoringError for a class the
+        table does not name). Original: 0x00217a98 Human_AttachInstance."""
+        return AnimSet(self._clips, self._index, self._ranges.for_class(klass), f"{self._name}/{klass}")
+
     def with_range(self, anim_id: int, record: RangeRecord) -> "AnimSet":
         """A new set with ``anim_id``'s range record replaced (UnknownAnimId, RangeAuthoringError)."""
         i = check_anim_id(anim_id, self.num_ids)

@@ -33,7 +33,7 @@ import numpy as np
 from . import f32 as F
 from .plan import SamplePlan
 from .pose import DTYPE, POSE_STACK_SIZE, PoseBatch, blend
-from .tasks import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, TaskType)
+from .tasks import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, EventRule, TaskType)
 
 __all__ = ["BatchEngine", "A_MAX", "F_MAX", "S_MAX", "B_MAX"]
 
@@ -353,8 +353,10 @@ class BatchEngine:
             skip = fh[(ff >= cur.evf[fol]) | back]
         else:
             skip = ()
-        # Events the committed cursors passed, in stack order per character.
+        # Events the committed cursors passed, in stack order per character (all tasks
+        # fire, their muted cursors excepted, unless only the newest task's do).
         evm = nf[ok] >= cur.evf[crow]
+        newest_only = player.options.events == EventRule.NEWEST
         if evm.any():
             eo, ek, er = owner[ok][evm], order[ok][evm], crow[evm]
             for j in np.lexsort((ek, eo)):
@@ -365,7 +367,7 @@ class BatchEngine:
                 n0 = len(inst.events)
                 if not n0:
                     self._noisy.append(inst)
-                c._fire(inst.events if self.adv_newest[s, k] else None, task)
+                c._fire(inst.events if self.adv_newest[s, k] or not newest_only else None, task)
                 if len(inst.events) > n0:
                     player._held_events(inst, inst.events, n0)
         for s in skip:
@@ -446,7 +448,7 @@ class BatchEngine:
             plan = dynamic_plan or SamplePlan()
             for i in dyn_idx:
                 inst = instances[int(i)]
-                plan.begin(inst.name)
+                plan.begin(inst.name, inst)
                 for task in inst.stack:
                     task.emit(plan)
                 plan.end()

@@ -46,3 +46,7 @@ class PoseProgram(Protocol):
     def blend_top(self, weight: float, bone: int = -1) -> int | None:
         """Blend the top two poses by ``weight`` (the upper one's share), optionally a subtree."""
         ...
+
+    def keep(self, pushed: list, handle: int | None) -> None:
+        """Pop the poses ``pushed`` (handles, None for a refused push) and push ``handle`` back."""
+        ...

@@ -7,14 +7,17 @@ per dependency level, instead of per human and per bone. ``execute_reference`` r
 the same plan one pose at a time (the scalar reference path; issue 6 checks the two
 agree).
 
-Spec: "The task stack" (sampled bottom-up onto the pose stack of seven).
+Spec: "The task stack" (sampled bottom-up onto the pose stack of seven; L257:
+0x00104ce0 refuses an eighth), "The pose" (L100).
 Original: 0x00176d60 CharacterInstance_Sample, 0x00104ce0 (refuses an eighth pose).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from .pose import DTYPE, POSE_STACK_SIZE, PoseBatch, PoseStackOverflow, blend
+from .pose import DTYPE, POSE_STACK_SIZE, PoseBatch, blend
 from .sampler import ClipBank
 from .skeleton import subtree_mask
 
@@ -26,45 +29,60 @@ class SamplePlan:
 
     Build: ``begin(name)`` per human, then ``sample``/``blend_top`` as its tasks are
     visited bottom-up, then ``end()``. Handles are ints: samples >= 0, blends < 0.
-    Rejected: an eighth pose on a human's stack (PoseStackOverflow naming the human).
+    An eighth pose on a human's stack is refused, as 0x00104ce0 refuses it: the push is
+    skipped (``sample`` returns None), the refusal is counted for the human
+    (``refusals``: (owner, count) for every human with one), and the build carries on;
+    every later blend takes the two poses then on top, so the human shows the mix of
+    the seven poses that fit.
     """
 
     __slots__ = ("s_clip", "s_time", "s_rate", "s_flags", "b_a", "b_b", "b_w", "b_mask", "b_level",
-                 "finals", "_stack", "_name")
+                 "finals", "refusals", "s_human", "_stack", "_name", "_owner", "_refused")
 
     def __init__(self):
         self.s_clip: list[int] = []
         self.s_time: list[float] = []
         self.s_rate: list[float] = []
         self.s_flags: list[int] = []
+        self.s_human: list[int] = []      # the human (its begin index) of each sample
         self.b_a: list[int] = []
         self.b_b: list[int] = []
         self.b_w: list[float] = []
         self.b_mask: list[int] = []       # -1 whole body, else the subtree's bone
         self.b_level: list[int] = []
         self.finals: list[int | None] = []
+        self.refusals: list[tuple[Any, int]] = []
         self._stack: list[int] = []
         self._name = ""
+        self._owner: Any = None
+        self._refused = 0
 
     # ---------------------------------------------------------------- building
-    def begin(self, name: str = "") -> None:
+    def begin(self, name: str = "", owner: Any = None) -> None:
+        """Open a human (``owner``: what ``refusals`` names it by, e.g. its instance)."""
         self._stack = []
         self._name = name
+        self._owner = owner if owner is not None else name
+        self._refused = 0
 
     @property
     def depth(self) -> int:
         """Poses on the current human's stack."""
         return len(self._stack)
 
-    def sample(self, bank_index: int, time: float, rate: float, flags: int) -> int:
-        """Push the pose of one cursor; returns its handle."""
+    def sample(self, bank_index: int, time: float, rate: float, flags: int) -> int | None:
+        """Push the pose of one cursor; returns its handle, or None when the human's pose
+        stack already holds seven (the push is skipped and counted).
+        Original: 0x00104ce0 AnimCursor_SamplePose (refuses an eighth pose)."""
         if len(self._stack) >= POSE_STACK_SIZE:
-            raise PoseStackOverflow(f"{self._name or 'human'}: an eighth pose on the stack of {POSE_STACK_SIZE}")
+            self._refused += 1
+            return None
         h = len(self.s_clip)
         self.s_clip.append(bank_index)
         self.s_time.append(time)
         self.s_rate.append(rate)
         self.s_flags.append(int(flags))
+        self.s_human.append(len(self.finals))
         self._stack.append(h)
         return h
 
@@ -88,24 +106,55 @@ class SamplePlan:
         self._stack.append(h)
         return h
 
+    def keep(self, pushed: list, handle: int | None) -> None:
+        """Pop the poses just pushed (``pushed``: their handles, None where a push was
+        refused) and push ``handle`` (one of them) back: of several sampled poses only one
+        stays on the stack (type 11 sampling all four clips). A refused ``handle`` pushes
+        nothing."""
+        n = sum(1 for h in pushed if h is not None)
+        if n:
+            del self._stack[-n:]
+        if handle is not None:
+            self._stack.append(handle)
+
     def end(self) -> None:
         """Close the current human: its pose is the top of its stack (None: the default pose)."""
         self.finals.append(self._stack[-1] if self._stack else None)
+        if self._refused:
+            self.refusals.append((self._owner, self._refused))
         self._stack = []
 
     def _level(self, h: int) -> int:
         return 0 if h >= 0 else self.b_level[-h - 1]
 
     # ---------------------------------------------------------------- running
-    def execute(self, bank: ClipBank) -> PoseBatch:
-        """Run the plan batched; returns one pose per human, in ``begin`` order."""
+    def execute(self, bank: ClipBank, defaults: dict[int, PoseBatch] | None = None) -> PoseBatch:
+        """Run the plan batched; returns one pose per human, in ``begin`` order.
+
+        ``defaults``: {human index: a pose} used as that human's default pose instead of
+        the reference pose: the rotations of bones 1-33 its samples took from the
+        default (tagged) are that pose's, tags kept, and an empty stack shows it (bone 0
+        without a channel stays the identity, the root translation and velocity the
+        instance's). Original: 0x00176d60 (the queued tasks' pose as the default).
+        """
         ns, nb = len(self.s_clip), len(self.b_a)
-        poses = PoseBatch.empty(ns + nb + 1)
+        poses = PoseBatch.empty(ns + nb + 1 + len(defaults or ()))
         if ns:
             bank.sample(np.asarray(self.s_clip, np.int64), np.asarray(self.s_time, DTYPE),
                         np.asarray(self.s_rate, DTYPE), np.asarray(self.s_flags, np.int64), poses, 0)
         default = ns + nb
         poses.put(slice(default, default + 1), PoseBatch.reference(1, bank.skeleton.bind_height))
+        own_default: dict[int, int] = {}
+        if defaults:
+            humans = np.asarray(self.s_human, np.int64)
+            for k, (hi, dpose) in enumerate(sorted(defaults.items())):
+                row = default + 1 + k
+                poses.put(slice(row, row + 1), dpose)
+                own_default[hi] = row
+                for s in np.flatnonzero(humans == hi):
+                    tagged = poses.tag[2 + 1:, s]                   # bones 1-33
+                    rot = poses.rot[:, 1:, s]
+                    rot[:, tagged] = dpose.rot[:, 1:, 0][:, tagged]
         where = np.empty(nb, dtype=np.int64)          # blend j -> its row in ``poses``
         if nb:
             b_a = np.asarray(self.b_a, np.int64)
@@ -125,8 +174,8 @@ class SamplePlan:
                     poses.put(out, res)
                     where[js] = np.arange(nxt, nxt + len(js))
                     nxt += len(js)
-        rows = np.array([default if h is None else (h if h >= 0 else where[-h - 1]) for h in self.finals],
-                        dtype=np.int64)
+        rows = np.array([own_default.get(i, default) if h is None else (h if h >= 0 else where[-h - 1])
+                         for i, h in enumerate(self.finals)], dtype=np.int64)
         return poses.take(rows)
 
     @staticmethod

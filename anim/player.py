@@ -23,18 +23,18 @@ from .clip import Clip, EventType
 from .cursor import Cursor, FiredEvent
 from .plan import SamplePlan
 from .pose import PoseBatch
-from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
+from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds, gait_speed
 from .sampler import ClipBank
 from .skeleton import HUMANOID, Skeleton
 from .batch import BatchEngine
 from .store import Stores
 from .stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, CharacterInstance, QueueFull, StackFull,
                     TaskPool)
-from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HeldFlags, HoldTask, LoopTask,
-                    MixTask, PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType,
-                    LOCOMOTION_FLAGS)
+from .tasks import (BlendWindow, ClipTask, DirectionTask, EventRule, FadeTask, GaitTask, HeldFlags, HoldTask,
+                    LoopTask, MixTask, PairedClipTask, PairedHoldTask, PickSampling, PickTask, SceneTask, Task,
+                    TaskType, LOCOMOTION_FLAGS)
 
-__all__ = ["Player", "PlayerOptions", "UnknownClip"]
+__all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip"]
 
 # Fired-event types that change the held bits: (bits that must be held, clear, set).
 HELD_EVENTS = {
@@ -74,6 +74,20 @@ class PlayerOptions:
     early, and a fade gives back the tasks below it. ``batched``: step and sample the
     crowd with the vectorised engine (anim.batch); off, every character takes the
     scalar reference step (the same results, slower).
+
+    Readings of passages the spec leaves open (docs/original.md cites the lines for
+    each and argues the default):
+    ``events`` (EventRule): "cursor", every task's cursors fire unless muted by flag
+    0x10 (the confirmed code, the default), or "newest", only the newest task's
+    (Coney's reading). ``blend_window`` (BlendWindow): "advanced", a type 3's next task
+    is advanced too during the blend window (the runtime figure, the default), or
+    "kept", kept to the time into the window. ``pick`` (PickSampling): "chosen", type 11
+    samples the clip its value picks (the default), or "all", all four are sampled and
+    the picked one's pose kept. ``queued_default``: None (the default pose is always
+    the reference pose), or the human test 0x00223440 as a callable(instance) -> bool:
+    when it passes for a human with queued tasks, those tasks are sampled first and
+    their pose is the default pose of that sample (0x00176d60, "The pose" L102).
+    Rejected: an unknown reading (ValueError naming the field).
     """
 
     end_zero_overshoot: bool = False
@@ -83,6 +97,34 @@ class PlayerOptions:
     speeds: CfgAnimSpeeds = field(default_factory=lambda: RUNTIME_SPEEDS)
     dt: float = F.DT
     batched: bool = True
+    events: str = EventRule.CURSOR
+    blend_window: str = BlendWindow.ADVANCED
+    pick: str = PickSampling.CHOSEN
+    queued_default: Callable | None = None
+
+    def __post_init__(self):
+        for name, kind in (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling)):
+            v = getattr(self, name)
+            try:
+                object.__setattr__(self, name, kind(v))
+            except ValueError:
+                raise ValueError(f"PlayerOptions.{name}: {v!r} is not one of "
+                                 f"{', '.join(repr(k.value) for k in kind)}") from None
+        if self.queued_default is not None and not callable(self.queued_default):
+            raise ValueError(f"PlayerOptions.queued_default: {self.queued_default!r} is not callable")
+
+
+@dataclass
+class PlayerStats:
+    """Counts a user can read (``Player.stats``), summed since the player was made.
+
+    ``poses_refused``: poses the pose stack of seven refused (an eighth, 0x00104ce0);
+    each human's count for the last sample is ``CharacterInstance.poses_refused``.
+    ``samples``: the sample calls.
+    """
+
+    poses_refused: int = 0
+    samples: int = 0
 
 
 class Player:
@@ -101,10 +143,13 @@ class Player:
         self._clips: list[Clip] = []
         self._clip_index: dict[int, int] = {}
         self._flags: dict[int, tuple] = {}         # id(anim set) -> (set, its range flags column)
+        self._gait_speeds: dict[tuple, tuple] = {}  # (id(anim set), ids) -> (set, speeds)
         self._bank: ClipBank | None = None
         self._stepped: dict[int, CharacterInstance] = {}
         # Queued tasks the last step could not start (a limit): (instance, the error).
         self.refused: list[tuple[CharacterInstance, AnimLimitError]] = []
+        self.stats = PlayerStats()
+        self._pose_refused: list[CharacterInstance] = []   # humans whose poses_refused is set
 
     # ---------------------------------------------------------------- clips
     @property
@@ -157,6 +202,22 @@ class Player:
             return self.options.speeds.rate_for(int(anim_set.range(anim_id).flags))   # its own error
         return self.options.speeds.rate_for(int(table[anim_id]))
 
+    def gait_speeds(self, anim_set, ids: Sequence[int]) -> tuple[float, ...]:
+        """The speeds (m/s) of the looping gait clips ``ids`` (walk, jog, run, sprint) in a
+        set: each clip's displacement length over its duration, divided by the rate its
+        range flags give (anim.rates.gait_speed). Cached per set and ids.
+
+        Rejected: an id with no clip in the set (UnknownClip). Original: 0x00254078 (the
+        human's walking speeds), 0x00101950 Anim_RootDisplacementLength.
+        """
+        key = (id(anim_set), tuple(int(i) for i in ids))
+        hit = self._gait_speeds.get(key)
+        if hit is not None and hit[0] is anim_set:
+            return hit[1]
+        speeds = tuple(gait_speed(self.find(anim_set, i), self.rate_of(anim_set, i)) for i in key[1])
+        self._gait_speeds[key] = (anim_set, speeds)
+        return speeds
+
     def ended(self, cursor: Cursor, overshoot: float) -> bool:
         """Whether an advance ended the clip: a non-zero overshoot (the original), or with
         ``end_zero_overshoot`` also an end step whose overshoot is exactly 0.0."""
@@ -188,7 +249,7 @@ class Player:
         _check_number("blend time", blend)
         r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
         c = self.cursor(s, anim_id)
-        return self._take(ClipTask(c, r, next, blend, flags, held, on_end))
+        return self._take(ClipTask(c, r, next, blend, flags, held, on_end, self.options.blend_window))
 
     def hold(self, inst: CharacterInstance, anim_id: int, *, flags: int = 0, held: int = 0,
              on_end: Callable | None = None) -> HoldTask:
@@ -215,7 +276,7 @@ class Player:
         _check_number("blend time", blend)
         c = self.cursor(s, anim_id)
         return self._take(PairedClipTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
-                                         next, blend, flags, held, on_end))
+                                         next, blend, flags, held, on_end, self.options.blend_window))
 
     def paired_hold(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: int, *,
                     flags: int = 0, held: int = 0, on_end: Callable | None = None) -> PairedHoldTask:
@@ -269,7 +330,8 @@ class Player:
             self.find(s, i)
         _check_number("rate", rate)
         _check_number("pick value", value, -math.inf)
-        return self._take(PickTask([self.cursor(s, i) for i in ids], rate, value, flags))
+        return self._take(PickTask([self.cursor(s, i) for i in ids], rate, value, flags,
+                                   sampling=self.options.pick))
 
     def direction(self, inst: CharacterInstance, base: int, *, direction: float = 0.0,
                   flags: int = 0) -> DirectionTask:
@@ -418,7 +480,17 @@ class Player:
         self.batch.mark(inst)
 
     def replace(self, inst: CharacterInstance, old: Task, new: Task) -> None:
-        """A hand-over: ``new`` takes ``old``'s place; ``old`` goes on the deferred list."""
+        """A hand-over: ``new`` takes ``old``'s place; ``old`` goes on the deferred list.
+
+        ``old`` is on the stack, or a next task advanced inside its owner's blend window
+        (BlendWindow.ADVANCED) that ended there: ``new`` then becomes the owner's next task.
+        """
+        if not any(t is old for t in inst.stack):
+            owner = self._owner_of(inst, old)
+            owner.next = new
+            self.batch.mark(inst)
+            self.defer(inst, old)
+            return
         i = inst.stack.index(old)
         inst.stack[i] = new
         self.batch.mark(inst)
@@ -426,6 +498,17 @@ class Player:
             if t.type == TaskType.FADE and t.incoming is old:
                 t.incoming = new
         self.defer(inst, old)
+
+    @staticmethod
+    def _owner_of(inst: CharacterInstance, task: Task) -> ClipTask:
+        """The clip task (on the stack or following one) whose next task is ``task``."""
+        todo = list(inst.stack)
+        while todo:
+            t = todo.pop()
+            if isinstance(t, ClipTask) and t.next is task and not t.handed_over:
+                return t
+            todo.extend(t.following())
+        raise LookupError(f"{inst.name or 'human'}: {task!r} is neither on the stack nor a next task")
 
     def complete_fade(self, inst: CharacterInstance, fade: FadeTask) -> None:
         """The fade gives back itself and every task between the new one and itself."""
@@ -467,8 +550,9 @@ class Player:
     # ---------------------------------------------------------------- per update
     def step(self, instances: Iterable[CharacterInstance], dt: float | None = None) -> None:
         """The animation step of every character: run its queue once, then advance its
-        stack bottom-up; clips hand over, fades finish, events fire (the newest task's
-        only) and the held-flag events act. Original: 0x00175610, the +0x64 calls.
+        stack bottom-up; clips hand over, fades finish, events fire (every cursor not
+        muted by flag 0x10, or the newest task's only: ``options.events``) and the
+        held-flag events act. Original: 0x00175610, the +0x64 calls.
 
         A queued task whose start hits a limit (the pool, the stack of 18) is refused:
         it goes back to the pool, the step goes on for every character, and the refusal
@@ -498,11 +582,11 @@ class Player:
                     t.start(self, inst)
                 except AnimLimitError as exc:       # the change gave the task back
                     self.refused.append((inst, exc))
-        newest = self.top(inst)
+        newest = self.top(inst) if self.options.events == EventRule.NEWEST else None
         for task in inst.stack[:]:
             if task.released:
                 continue
-            sink = inst.events if task is newest else None
+            sink = inst.events if newest is None or task is newest else None
             n0 = len(inst.events)
             task.advance(self, inst, dt, sink)
             if len(inst.events) > n0:
@@ -538,19 +622,61 @@ class Player:
     def sample(self, instances: Sequence[CharacterInstance], reference: bool = False) -> PoseBatch:
         """Every character's pose, one per instance: the stacks sampled bottom-up in one plan.
 
-        ``reference`` runs the plan one pose at a time (the scalar path) instead.
-        Original: 0x00176d60 CharacterInstance_Sample.
+        ``reference`` runs the plan one pose at a time (the scalar path) instead. A pose
+        the stack of seven refuses is skipped (0x00104ce0) and counted: the human's
+        ``poses_refused`` for this sample and ``stats.poses_refused`` in total; the
+        update carries on. Original: 0x00176d60 CharacterInstance_Sample.
         """
         if reference:
-            return self.plan(instances).execute_reference(self.bank)
-        if self.options.batched:
-            return self.batch.sample(instances)
-        return self.plan(instances).execute(self.bank)
+            plan = self.plan(instances)
+            out = plan.execute_reference(self.bank)
+        elif self.options.batched:
+            plan = SamplePlan()
+            out = self.batch.sample(instances, plan)
+        else:
+            plan = self.plan(instances)
+            out = plan.execute(self.bank)
+        self._count_refusals(plan)
+        test = self.options.queued_default
+        if test is not None:
+            for i, inst in enumerate(instances):
+                if inst.queue and test(inst):
+                    out.put(slice(i, i + 1), self._sample_over_queued(inst))
+        return out
+
+    def _sample_over_queued(self, inst: CharacterInstance) -> PoseBatch:
+        """One human's pose with its queued tasks' pose as the default pose: the queued
+        tasks are sampled first (in queue order, onto their own pose stack) and the
+        top of that stack replaces the reference pose for this sample.
+        Original: 0x00176d60 (the second buffer 0x005fd040; "The pose", L102)."""
+        q = SamplePlan()
+        q.begin(inst.name)
+        for task in inst.queue:
+            task.emit(q)
+        q.end()
+        default = q.execute(self.bank)
+        plan = SamplePlan()
+        plan.begin(inst.name, inst)
+        for task in inst.stack:
+            task.emit(plan)
+        plan.end()
+        return plan.execute(self.bank, defaults={0: default})
+
+    def _count_refusals(self, plan: SamplePlan) -> None:
+        """Each human's refused poses of this sample (0 again for those of the last one)."""
+        self.stats.samples += 1
+        for inst in self._pose_refused:
+            inst.poses_refused = 0
+        self._pose_refused = []
+        for inst, n in plan.refusals:
+            inst.poses_refused = n
+            self.stats.poses_refused += n
+            self._pose_refused.append(inst)
 
     def plan(self, instances: Sequence[CharacterInstance]) -> SamplePlan:
         plan = SamplePlan()
         for inst in instances:
-            plan.begin(inst.name)
+            plan.begin(inst.name, inst)
             for task in inst.stack:
                 task.emit(plan)
             plan.end()

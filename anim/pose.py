@@ -32,7 +32,9 @@ POSE_STACK_SIZE = 7
 
 
 class PoseStackOverflow(RuntimeError):
-    """An eighth pose pushed on a player's stack of seven (the original refuses it)."""
+    """An eighth pose on a player's stack of seven. Kept for callers that catch it: the
+    sample plan no longer raises it, it refuses the push and counts it, as 0x00104ce0
+    does (anim.plan.SamplePlan.sample, ``Player.stats.poses_refused``)."""
 
 
 class PoseBatch:

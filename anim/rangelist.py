@@ -25,6 +25,7 @@ import math
 import struct
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
+from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -326,19 +327,45 @@ class RangeList:
     (``RANGE_DTYPE``); ``direction``, ``reach``, ``far``, ``damage``, ``hit``, ``flags``
     are per-id columns for vectorised code. Rejected on construction with
     RangeListFormatError: an array of another dtype or shape, a non-finite reach.
+
+    ``overrides``: the per-character (class) override table, {class name: {id: record}}:
+    the class record (CfgChar) "overrides the range data for some ids" as the human is
+    attached (Human_AttachInstance 0x00217a98, through the jump tables 0x0055d640 and
+    0x0055d6f0; "The Anim Range List", L178). ``for_class`` gives the list a human of
+    that class reads. The disc's override values are not known (the spec does not
+    decode the tables), so no set carries any unless its author gives them; the table
+    is not part of the chunk (``to_bytes`` writes the records only). Rejected
+    (RangeAuthoringError, UnknownAnimId): an empty or non-string class, an id outside
+    the list, a value that is not a RangeRecord.
     """
 
-    __slots__ = ("_records",)
+    __slots__ = ("_records", "_overrides")
     _records: np.ndarray
+    _overrides: "MappingProxyType[int, np.void]"
 
-    def __init__(self, records: np.ndarray):
+    def __init__(self, records: np.ndarray, overrides: Mapping[str, Mapping[int, RangeRecord]] | None = None):
         arr = np.asarray(records)
         if arr.dtype != RANGE_DTYPE or arr.ndim != 1:
             raise RangeListFormatError(0, "records", f"need a 1-d {RANGE_DTYPE} array, got {arr.dtype} {arr.shape}")
         arr = arr.copy()
         _check_reaches(arr)
         arr.flags.writeable = False
+        table: dict[str, Mapping[int, RangeRecord]] = {}
+        for klass, rows in (overrides or {}).items():
+            if not isinstance(klass, str) or not klass:
+                raise RangeAuthoringError(f"override class {klass!r}: need a non-empty name")
+            if not isinstance(rows, Mapping):
+                raise RangeAuthoringError(f"override class {klass!r}: need {{id: RangeRecord}}")
+            checked = {}
+            for anim_id, rec in rows.items():
+                i = check_anim_id(anim_id, len(arr))
+                if not isinstance(rec, RangeRecord):
+                    raise RangeAuthoringError(f"override class {klass!r}, id {i}: {type(rec).__name__} "
+                                              "is not a RangeRecord")
+                checked[i] = rec
+            table[klass] = MappingProxyType(checked)
         object.__setattr__(self, "_records", arr)
+        object.__setattr__(self, "_overrides", MappingProxyType(table))
 
     def __setattr__(self, name, value):
         raise AttributeError("RangeList is immutable; use with_record")
@@ -379,6 +406,30 @@ class RangeList:
             raise RangeAuthoringError(f"id {i}: {type(record).__name__} is not a RangeRecord")
         arr = self._records.copy()
         arr[i] = _row(record)
+        return RangeList(arr, self._overrides)
+
+    @property
+    def overrides(self) -> Mapping[str, Mapping[int, RangeRecord]]:
+        """The per-class override table (read-only), {class: {id: record}}."""
+        return self._overrides
+
+    def with_overrides(self, klass: str, rows: Mapping[int, RangeRecord]) -> "RangeList":
+        """A new list whose override table gives class ``klass`` the records ``rows``
+        (replacing that class's earlier table). Rejected as in the constructor."""
+        return RangeList(self._records, {**self._overrides, klass: rows})
+
+    def for_class(self, klass: str) -> "RangeList":
+        """The list a human of class ``klass`` reads: these records with the class's
+        overrides applied (no override table of its own). Rejected: a class the table does
+        not name (RangeAuthoringError naming it and the known ones).
+        Original: 0x00217a98 Human_AttachInstance (the class record's overrides)."""
+        rows = self._overrides.get(klass)
+        if rows is None:
+            known = ", ".join(sorted(self._overrides)) or "none"
+            raise RangeAuthoringError(f"override class {klass!r}: not in the table (known: {known})")
+        arr = self._records.copy()
+        for i, rec in rows.items():
+            arr[i] = _row(rec)
         return RangeList(arr)
 
     # ---- access
@@ -402,7 +453,7 @@ class RangeList:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RangeList):
             return NotImplemented
-        return self.to_bytes() == other.to_bytes()
+        return self.to_bytes() == other.to_bytes() and dict(self._overrides) == dict(other._overrides)
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -12,7 +12,8 @@ from enum import IntFlag
 
 from . import f32 as F
 
-__all__ = ["RateFlags", "CfgAnimSpeeds", "RUNTIME_SPEEDS", "DATA_SPEEDS", "RATE_MASK"]
+__all__ = ["RateFlags", "CfgAnimSpeeds", "RUNTIME_SPEEDS", "DATA_SPEEDS", "RATE_MASK",
+           "root_displacement_length", "gait_speed"]
 
 
 class RateFlags(IntFlag):
@@ -66,3 +67,27 @@ class CfgAnimSpeeds:
 # What the game sets at runtime (PCSX2 2.9.94, level99), and what .data holds before.
 RUNTIME_SPEEDS = CfgAnimSpeeds(0.75, 0.8, 1.0, 0.9)
 DATA_SPEEDS = CfgAnimSpeeds(1.0, 0.85, 1.0, 1.0)
+
+
+def root_displacement_length(clip) -> float:
+    """The length of a clip's root displacement: hypot(x, y) of descriptor +0x04 / +0x08 (m).
+
+    In: a Clip. Out: metres (>= 0). Original: 0x00101950 Anim_RootDisplacementLength.
+    """
+    dx, dy = clip.displacement
+    return math.hypot(float(dx), float(dy))
+
+
+def gait_speed(clip, rate: float) -> float:
+    """A looping gait's speed (m/s): its displacement length over its duration, divided by
+    the rate its range flags give ("Playback rate", L297: the walking speeds "divide by the
+    same rate"; L413, "Notes for implementers").
+
+    In: a Clip and its single-clip rate (CfgAnimSpeeds by the id's range flags). Rejected:
+    a rate of 0 (ValueError naming it). The gait loops carry flag 0x1000 (rate 1.0 at
+    runtime), so for the original's sets the division changes nothing.
+    Original: 0x00254078 (the human's walking speeds), 0x00101950.
+    """
+    if not rate > 0.0:
+        raise ValueError(f"gait speed of {clip.name!r}: rate {rate!r} must be > 0")
+    return root_displacement_length(clip) / float(clip.duration) / float(rate)

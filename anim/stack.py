@@ -55,11 +55,13 @@ class CharacterInstance:
     ``stack`` bottom to top, ``queue`` waiting tasks, ``record`` the human record,
     ``anim_set`` where its clips are found, ``speed`` the speed multiplier (+0x3a4, the
     blends' rate), ``events`` the events fired this update, ``released`` the ids the
-    last flush released, ``on_report`` called when a released task held 0x400000.
+    last flush released, ``on_report`` called when a released task held 0x400000,
+    ``poses_refused`` the poses its last sample could not push (the pose stack of seven
+    refuses an eighth, 0x00104ce0).
     """
 
     __slots__ = ("name", "stack", "queue", "record", "anim_set", "speed", "events", "released",
-                 "on_report", "handle", "slot", "__weakref__")
+                 "on_report", "handle", "slot", "poses_refused", "__weakref__")
 
     def __init__(self, anim_set, name: str = "", record: HumanRecord | None = None, speed: float = 1.0,
                  handle=None):
@@ -74,6 +76,7 @@ class CharacterInstance:
         self.on_report: Callable | None = None
         self.handle = handle
         self.slot = -1                     # its row in the batched engine's programs
+        self.poses_refused = 0             # poses its last sample's stack of 7 refused
 
     def __repr__(self) -> str:
         return f"CharacterInstance({self.name!r}, stack={[type(t).__name__ for t in self.stack]})"

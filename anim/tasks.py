@@ -15,7 +15,7 @@ Spec: "Animation tasks", "Paired tasks", "Fades", "Gait blend", "When a clip end
 from __future__ import annotations
 
 import math
-from enum import IntEnum, IntFlag
+from enum import IntEnum, IntFlag, StrEnum
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import f32 as F
@@ -28,7 +28,7 @@ from .interfaces import PoseProgram, TaskHost
 if TYPE_CHECKING:  # pragma: no cover
     from .stack import CharacterInstance
 
-__all__ = ["TaskType", "TaskFlags", "HeldFlags", "Task", "LoopTask", "ClipTask", "HoldTask",
+__all__ = ["TaskType", "TaskFlags", "HeldFlags", "EventRule", "BlendWindow", "PickSampling", "Task", "LoopTask", "ClipTask", "HoldTask",
            "SceneTask", "PairedClipTask", "PairedHoldTask", "FadeTask", "MixTask", "PickTask",
            "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "PAIRED_IDLE_FLAGS",
            "GAIT_STEPS", "PICK_THRESHOLDS", "fade_weight"]
@@ -85,6 +85,40 @@ class HeldFlags(IntFlag):
     REPORT = 0x400000          # release sets 0x80000000 on the reported object
     START_CLIP_2 = 0x10000000
     ANIM_STATE = 0x4000000000
+
+
+class EventRule(StrEnum):
+    """Whose events fire in a step (``PlayerOptions.events``; docs/original.md, "Events").
+
+    CURSOR: every task's cursors fire unless muted by flag 0x10 (the confirmed code:
+    "Animation tasks" L231, "Gait blend" L285). NEWEST: only the newest task's
+    (``Player.top``) fire, Coney's reading ("Coney's implementation", L402).
+    """
+
+    CURSOR = "cursor"
+    NEWEST = "newest"
+
+
+class BlendWindow(StrEnum):
+    """Type 3's next task inside the blend window (``PlayerOptions.blend_window``).
+
+    ADVANCED: "the next task is advanced too" during the clip's last b seconds
+    ("Animation tasks" L215; the runtime figure L430: the idle showed 0.15 s on its
+    first update after 389 blended into it with b = 0.15). KEPT: its time "kept to the
+    time into the blend window" by the sampler ("When a clip ends" L313).
+    """
+
+    ADVANCED = "advanced"
+    KEPT = "kept"
+
+
+class PickSampling(StrEnum):
+    """What type 11 samples (``PlayerOptions.pick``): CHOSEN, only the clip its value picks
+    (the one audible clip is the one seen); ALL, the four clips pushed on the pose stack
+    and the chosen one's pose kept ("one audible" read as events only)."""
+
+    CHOSEN = "chosen"
+    ALL = "all"
 
 
 # The gait blend's pair steps (floor with 0.995, 1.995, 2.995) and thresholds. Like every
@@ -253,24 +287,27 @@ class ClipTask(_ClipBase):
     """Type 3: one clip, then a next task, with an optional blend time b into it.
 
     During the clip's last b seconds (b at most the next task's duration) the next task
-    is kept at the time into the window and blended over the clip by the share of b.
-    On the update whose step would reach frame F, the next task takes this one's place
-    in the stack (advanced by dt when b > 0, else showing time 0) and this one goes on
-    the deferred list. With no next task the clip holds its last frame (ours).
+    is advanced too, by dt at its own rate, on every update whose step leaves the clip
+    inside the window (``window_rule`` ADVANCED, the default), or kept at the time into
+    the window by the sampler (KEPT); its pose is blended over the clip's by the share
+    of b elapsed. On the update whose step would reach frame F, the next task takes this
+    one's place in the stack (advanced by dt when b > 0, else showing time 0) and this
+    one goes on the deferred list. With no next task the clip holds its last frame (ours).
     Original: 0x00105990 (ctor), 0x00105af0 (advance, hand over), 0x00105ba0 (sample),
     0x00105f78 (release).
     """
 
-    __slots__ = ("next", "blend")
+    __slots__ = ("next", "blend", "window_rule")
     type = TaskType.CLIP
 
     def __init__(self, cursor: Cursor, rate: float, next: Task | None = None, blend: float = 0.0,
-                 flags: int = 0, held: int = 0, on_end=None):
+                 flags: int = 0, held: int = 0, on_end=None, window_rule: str = BlendWindow.ADVANCED):
         super().__init__(cursor, rate, flags, held, on_end)
         if not (blend >= 0.0 and math.isfinite(blend)):
             raise ValueError(f"blend time {blend!r} must be finite and >= 0")
         self.next = next
         self.blend = F.f32(float(blend))
+        self.window_rule = BlendWindow(window_rule)
 
     def following(self) -> list[Task]:
         return [self.next] if self.next is not None and not self.handed_over else []
@@ -281,6 +318,14 @@ class ClipTask(_ClipBase):
             return 0.0
         return min(self.blend, self.next.duration())
 
+    def into_window(self) -> float:
+        """The time into the blend window, t - (D - b) (> 0 inside it; 0 without one)."""
+        b = self.window()
+        if b <= 0.0:
+            return 0.0
+        c = self.cursor
+        return F.sub(c.time, F.sub(c.duration, b))
+
     def advance(self, player, inst, dt, sink) -> None:
         c = self.cursor
         over = c.advance(c.step_size(dt, self.rate), sink, self)
@@ -290,15 +335,19 @@ class ClipTask(_ClipBase):
             player.replace(inst, self, nxt)
             if self.window() > 0.0:
                 nxt.advance(player, inst, dt, sink)
+        elif self.window_rule == BlendWindow.ADVANCED and self.into_window() > 0.0:
+            # "the next task is advanced too" (L215): its own advance, at its rate.
+            self.next.advance(player, inst, dt, sink)
 
     def emit(self, plan: "PoseProgram") -> None:
         c = self.cursor
         plan.sample(c.bank_index, c.time, self.rate, c.flags)
         b = self.window()
         if b > 0.0:
-            into = F.sub(c.time, F.sub(c.duration, b))
+            into = self.into_window()
             if into > 0.0:
-                self.next.set_window_time(into)
+                if self.window_rule == BlendWindow.KEPT:
+                    self.next.set_window_time(into)
                 self.next.emit(plan)
                 plan.blend_top(min(into / b, 1.0))
 
@@ -342,8 +391,8 @@ class PairedClipTask(ClipTask):
     type = TaskType.PAIRED_CLIP
 
     def __init__(self, cursor: Cursor, rate: float, partner, next: Task | None = None, blend: float = 0.0,
-                 flags: int = 0, held: int = 0, on_end=None):
-        super().__init__(cursor, rate, next, blend, flags, held, on_end)
+                 flags: int = 0, held: int = 0, on_end=None, window_rule: str = BlendWindow.ADVANCED):
+        super().__init__(cursor, rate, next, blend, flags, held, on_end, window_rule)
         self.partner = partner
 
 
@@ -669,19 +718,22 @@ class MixTask(Task):
 
 
 class PickTask(Task):
-    """Type 11 (details ours): four looping clips; a value 0-3 picks the one that plays and
-    is heard, by the thresholds 0.51 / 1.51 / 2.51. All four advance in step.
+    """Type 11 (details ours): four looping clips; a value 0-3 picks the one that is heard
+    (the others carry flag 0x10), by the thresholds 0.51 / 1.51 / 2.51. All four advance
+    in step. ``sampling`` CHOSEN (the default) samples the picked clip only; ALL pushes
+    all four on the pose stack and keeps the picked one's pose (PickSampling).
     Original: 0x00106f50 (ctor), 0x00107f60 (sample, its +0x0c rate).
     """
 
-    __slots__ = ("clips", "value")
+    __slots__ = ("clips", "value", "sampling")
     type = TaskType.PICK
 
     def __init__(self, cursors: Sequence[Cursor], rate: float, value: float = 0.0, flags: int = 0,
-                 held: int = 0, on_end=None):
+                 held: int = 0, on_end=None, sampling: str = PickSampling.CHOSEN):
         super().__init__(rate, flags, held, on_end)
         if len(cursors) != 4:
             raise ValueError(f"type 11: 4 clips, got {len(cursors)}")
+        self.sampling = PickSampling(sampling)
         self.clips = list(cursors)
         self.value = F.f32(min(max(float(value), 0.0), 3.0))
         self._apply()
@@ -720,6 +772,11 @@ class PickTask(Task):
             _advance_looping(player, c, c.step_size(dt, self.rate), sink, self)
 
     def emit(self, plan: "PoseProgram") -> None:
+        if self.sampling == PickSampling.ALL:
+            k = self.chosen()
+            handles = [plan.sample(c.bank_index, c.time, self.rate, c.flags) for c in self.clips]
+            plan.keep(handles, handles[k])
+            return
         c = self.leading_cursor()
         plan.sample(c.bank_index, c.time, self.rate, c.flags)
 

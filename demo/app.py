@@ -31,7 +31,7 @@ import pygame
 from scuffle.components import FiredEvents
 from scuffle.game.fighters import registry as fighters_registry
 from scuffle.game.fighters.ai import FighterAI
-from scuffle.game.fighters.combat import Fight, FightState, GAIT_SPEEDS
+from scuffle.game.fighters.combat import GAITS, Fight, FightState
 from scuffle.game.fighters.moves import Move, THROWS
 from scuffle.game.runtime.scenario import Command, apply_command
 from scuffle.game.runtime.trace import trace_records, write_records
@@ -131,7 +131,7 @@ class KeyboardControl:
         dx, dy = self.direction
         n = math.hypot(dx, dy)
         if n > 0.0:
-            speed = GAIT_SPEEDS[1] if self.jog else GAIT_SPEEDS[0]
+            speed = fight.gait_speeds(self.me)[1 if self.jog else 0]
             d = np.array([dx / n, dy / n])
             if c.move_speed != speed or not np.allclose(c.move_dir[:2], d, atol=1e-6):
                 fight.move(self.me, (float(d[0]), float(d[1])), speed)
@@ -163,9 +163,13 @@ class CommandFight:
     def let_go(self, who) -> bool:
         return self._sim.command(who, "let_go")
 
-    def move(self, who, direction=(0.0, 1.0), speed: float = GAIT_SPEEDS[0]) -> bool:
-        return self._sim.command(who, "move", direction=[float(direction[0]), float(direction[1])],
-                                 speed=float(speed))
+    def move(self, who, direction=(0.0, 1.0), speed: float | None = None, *, gait: str | int | None = None) -> bool:
+        keys = {"direction": [float(direction[0]), float(direction[1])]}
+        if gait is not None:                     # a gait by name: the "pace" key of the move action
+            keys["pace"] = gait if isinstance(gait, str) else GAITS[int(gait)]
+        elif speed is not None:
+            keys["speed"] = float(speed)
+        return self._sim.command(who, "move", **keys)
 
     def face(self, who, heading: float | None = None, toward=None) -> bool:
         return self._sim.command(who, "face", heading=None if heading is None else float(heading), toward=toward)

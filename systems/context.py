@@ -50,7 +50,9 @@ class SimContext:
     animation step visited them (entity ids ascending); ``poses`` their sampled poses
     and ``bone_pos`` / ``bone_rot`` the model-space bone transforms (row = PoseRef.row);
     ``handlers`` event type -> callables(ctx, entity, fired_event); ``actions`` the
-    callables(ctx) the actions phase runs, in order; ``reference`` samples through the
+    callables(ctx) the actions phase runs, in order; ``state_functions`` the callables(ctx)
+    the state update runs first, in order, to set each body's ``state_velocity`` from its
+    intent (the state function of 0x0023fea8, before root motion); ``reference`` samples through the
     scalar reference path; ``probe`` (for tests) callables(ctx, system_name) run after
     each system.
     """
@@ -66,6 +68,7 @@ class SimContext:
     handlers: dict[int, list[Callable]] = field(default_factory=dict)
     default_handlers: list[Callable] = field(default_factory=list)
     actions: list[Callable] = field(default_factory=list)
+    state_functions: list[Callable] = field(default_factory=list)
     reference: bool = False
     probe: list[Callable] = field(default_factory=list)
     max_root_speed: float = MAX_ROOT_SPEED

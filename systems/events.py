@@ -1,9 +1,12 @@
-"""System 3: dispatch the events the animation fired to the game's handlers.
+"""System 2: dispatch the events the animation fired to the game's handlers.
 
 Handlers are registered per event type on the SimContext (sound, effects, camera,
 slow motion, partner place...); ``default_handlers`` see every event. Events fire
-during the animation step and are dispatched here, after the flush and before the
-state update, in entity order and then firing order.
+during the animation step and are dispatched here, after every human has stepped and
+before the flush, in entity order and then firing order: a handler sees every human
+stepped and nothing released (held flags still set on a clip's end update, record
++0x20 still the old clip's), as the original's handlers, run in place during the step,
+see the humans they run among.
 Original: 0x00101dd8 Anim_FireFrameEvents (which handles each type in place).
 """
 from __future__ import annotations

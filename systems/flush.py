@@ -1,4 +1,4 @@
-"""System 2: the deferred flush, once every human's animation has stepped.
+"""System 3: the deferred flush, once every human's animation has stepped.
 
 Releases the tasks that ended, handed over, were cut off or faded out: their held
 flags clear (not those another task holds), their end callbacks run, and the playing

@@ -1,6 +1,11 @@
-"""System 4: the state update, with root motion applied before the move.
+"""System 4: the state update: the state function's velocity, root motion, then the move.
 
-For each human the pose's root velocity (already times the rate) is turned by the
+First the state functions (``SimContext.state_functions``, callables(ctx), e.g. the
+fight rules' locomotion) set each body's ``state_velocity`` from its intent (the wanted
+direction and gait the commands and the AI set), so the velocity arrives in the same
+update ("Root motion", L347-349: the state update sets the velocity, then
+Human_ApplyRootMotion adds the root velocity, then the human moves). Then for each
+human the pose's root velocity (already times the rate) is turned by the
 human's heading into world axes, capped at 50 m/s and added to the velocity the state
 set; the turn a = 2 acos(w), signed by the quaternion's z, turns the heading by
 a x 30 x dt; then the human moves by velocity x dt. A value tagged as a default ("none":
@@ -57,8 +62,10 @@ class StateUpdate(esper.Processor):
         self._idx = np.zeros(0, np.int64)
 
     def process(self, *args: Any, **kwargs: Any) -> None:
-        """Apply root motion to every body, then move it."""
+        """Run the state functions, apply root motion to every body, then move it."""
         ctx = self.ctx
+        for fn in list(ctx.state_functions):
+            fn(ctx)
         poses = ctx.poses
         if poses is not None and len(poses):
             rows = sorted_components(ctx, Body, PoseRef)

@@ -10,7 +10,7 @@ import random
 
 import numpy as np
 
-from scuffle.game.fighters.combat import Fight, FightState, GAIT_SPEEDS
+from scuffle.game.fighters.combat import Fight, FightState
 from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS
 
 __all__ = ["FighterAI"]
@@ -57,8 +57,7 @@ class FighterAI:
         dist = float(np.hypot(d[0], d[1]))
         opc = fight.combat(self.opponent)
         if dist > ENGAGE_RANGE:
-            speed = GAIT_SPEEDS[1] if dist > RUN_RANGE else GAIT_SPEEDS[0]
-            fight.move(self.me, (d[0], d[1]), speed)
+            fight.move(self.me, (d[0], d[1]), gait="jog" if dist > RUN_RANGE else "walk")
             return
         if c.move_speed > 0.0:
             fight.move(self.me, (d[0], d[1]), 0.0)

@@ -37,7 +37,7 @@ from scuffle.game.fighters.moves import ATTACK_CHAIN, GAIT_IDS, GRAB_STRIKES, TH
 from scuffle.game.runtime.registry import ActionSpec, Registry, TableSpec, is_int as _is_int, is_num as _is_num, is_vec2 as _vec2
 from scuffle.systems.placement import place_attached
 
-__all__ = ["Fight", "FightFlags", "FightState", "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAIT_SPEEDS",
+__all__ = ["Fight", "FightFlags", "FightState", "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
            "GRAB_SEARCH_FACTOR", "reaction_for", "ROUND_PAUSE"]
 
 
@@ -70,8 +70,9 @@ class FightState(StrEnum):
     DOWN = "down"
 
 
-# Gait speeds (m/s) of the walk, jog, run and sprint slots: the gait value is their index.
-GAIT_SPEEDS = (1.63, 3.5, 5.5, 7.8)
+# The gait slots by name: the gait value is their index. Their speeds come from the
+# human's anim set (Fight.gait_speeds: the looping gait clips' displacement over duration).
+GAITS = ("walk", "jog", "run", "sprint")
 GRAB_SEARCH_FACTOR = 1.25          # the grab searches within id 70's far range x 1.25
 GRAB_CONE_DEG = 70.0               # ours: the victim must be within this of the facing
 HIT_CONE_DEG = 60.0                # ours: a strike's cone around its range direction
@@ -159,6 +160,7 @@ class Fight:
         self.controllers: list = []       # AI / input callables(fight) run each actions phase
         game.fight = self
         game.ctx.actions.append(self._update)
+        game.ctx.state_functions.append(self._state_velocities)
         game.ctx.on(EventType.HELD_OPEN, self._on_window)
         self._note_starts()
 
@@ -235,13 +237,32 @@ class Fight:
             b.heading = _wrap(float(heading))
         return True
 
-    def move(self, who, direction=(0.0, 1.0), speed: float = GAIT_SPEEDS[0]) -> bool:
-        """Walk / run along a world direction at ``speed`` m/s (0 stops). Refused while busy.
+    def gait_speeds(self, who) -> tuple[float, ...]:
+        """The human's walk, jog, run and sprint speeds (m/s), from its set's looping gait
+        clips (GAIT_IDS): displacement length over duration, divided by the clip's rate.
+        Original: 0x00254078, 0x00101950 Anim_RootDisplacementLength ("Playback rate")."""
+        return self.player.gait_speeds(self.inst(who).anim_set, GAIT_IDS[:len(GAITS)])
 
-        From a standstill the walk start clip moves the body by its root velocity, then
-        the gait blend (flags 0x2c1: its own root motion off) moves it by the state
-        velocity; ``speed`` picks the gait value on the walk-jog-run-sprint scale.
+    def move(self, who, direction=(0.0, 1.0), speed: float | None = None, *, gait: str | int | None = None) -> bool:
+        """Set the locomotion intent: walk / run along a world direction (speed 0 stops).
+        Refused while busy.
+
+        ``speed`` in m/s, or ``gait`` (a name of GAITS or its index) for that gait's
+        speed in the human's set; neither: the set's walk speed. The intent (direction,
+        speed) is turned into the state velocity by the state update of every later
+        update (``_state_velocities``). From a standstill the walk start clip moves the
+        body by its root velocity, then the gait blend (flags 0x2c1: its own root motion
+        off) moves it by the state velocity; the speed picks the gait value on the
+        walk-jog-run-sprint scale of the set's own speeds. Rejected: an unknown gait
+        (ValueError naming it).
         """
+        if gait is not None:
+            k = GAITS.index(gait) if gait in GAITS else gait
+            if isinstance(k, bool) or not (isinstance(k, int) and 0 <= k < len(GAITS)):
+                raise ValueError(f"move: gait {gait!r} must be one of {', '.join(GAITS)} or 0-{len(GAITS) - 1}")
+            speed = self.gait_speeds(who)[k]
+        elif speed is None:
+            speed = self.gait_speeds(who)[0]
         if not self.free(who):
             return self._refuse(who, "move")
         c, b = self.combat(who), self.body(who)
@@ -252,7 +273,8 @@ class Fight:
             d /= n
             c.move_dir = d
             b.heading = _wrap(math.degrees(math.atan2(-d[0], d[1])))
-            value = float(np.interp(speed, GAIT_SPEEDS, range(len(GAIT_SPEEDS))))
+            speeds = self.gait_speeds(who)
+            value = float(np.interp(speed, speeds, range(len(speeds))))
             gait = self._gait(who)
             if gait is not None:
                 gait.set_target(value)
@@ -642,9 +664,9 @@ class Fight:
 
     # ---------------------------------------------------------------- per update
     def _update(self, ctx) -> None:
-        """The actions phase: resolve this update's windows and ends, run the controllers,
-        then set the locomotion's state velocities. With ``rounds``, the update
-        ``round_pause`` after a K.O. first starts the next round."""
+        """The actions phase: resolve this update's windows and ends, run the controllers
+        (they set intents; the state update turns them into velocities). With ``rounds``,
+        the update ``round_pause`` after a K.O. first starts the next round."""
         if self.rounds and self.ko_at is not None and ctx.update - self.ko_at >= self.round_pause:
             self._new_round()
         pending, self.pending = self.pending, []
@@ -656,7 +678,7 @@ class Fight:
         for ctl in list(self.controllers):
             ctl(self)
         for name, e in self.game.humans():
-            c, b = self.combat(e), self.body(e)
+            c = self.combat(e)
             if c.state == FightState.DOWN and c.down_left > 0 and e not in self.ko and \
                     not (self.flags(e) & FightFlags.PAIRED):
                 c.down_left -= 1
@@ -667,6 +689,17 @@ class Fight:
                                                on_end=self._ended(e, "get_up")), 0.1)
             if c.state == FightState.DOWN and not (self.flags(e) & FightFlags.DOWN) and c.down_left == 0:
                 c.state = FightState.FREE
+        if self.separate:
+            self._separate()
+
+    def _state_velocities(self, ctx) -> None:
+        """The state function (run first in the state update, before root motion): each
+        human's intent into its state velocity. The locomotion sets none while a start or
+        stop clip plays (the clip's root velocity moves the body then; "Root motion",
+        0x00241a88), the intent's direction x speed once the gait blend is the newest
+        task; a throw's decaying push is added. Original: 0x0023fea8 (the state update)."""
+        for name, e in self.game.humans():
+            c, b = self.combat(e), self.body(e)
             vel = np.zeros(3)
             if c.move_speed > 0.0 and self._gait_leads(e):
                 vel = c.move_dir * c.move_speed
@@ -676,8 +709,6 @@ class Fight:
             else:
                 c.impulse = np.zeros(3)
             b.state_velocity = vel
-        if self.separate:
-            self._separate()
 
     def _separate(self) -> None:
         """Keep free bodies at least MIN_SEPARATION apart (ours: the spec has no collision)."""
@@ -734,9 +765,10 @@ FIGHT_ACTIONS: dict[str, ActionSpec] = {
     "strike": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).strike(cmd.human, cmd.extra.get("move"))),
     "throw": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).throw(cmd.human, cmd.extra.get("move"))),
     "let_go": ActionSpec({}, lambda game, cmd: fight_of(game).let_go(cmd.human)),
-    "move": ActionSpec({"direction": _vec2, "speed": lambda v: _is_num(v) and 0 <= v <= 50.0},
+    "move": ActionSpec({"direction": _vec2, "speed": lambda v: _is_num(v) and 0 <= v <= 50.0,
+                        "pace": lambda v: v in GAITS},
                        lambda game, cmd: fight_of(game).move(cmd.human, cmd.extra.get("direction", [0.0, 1.0]),
-                                                             cmd.extra.get("speed", GAIT_SPEEDS[0]))),
+                                                             cmd.extra.get("speed"), gait=cmd.extra.get("pace"))),
     "face": ActionSpec({"heading": _is_num, "toward": lambda v: isinstance(v, str)},
                        lambda game, cmd: fight_of(game).face(cmd.human, cmd.extra.get("heading"),
                                                              cmd.extra.get("toward"))),

@@ -23,7 +23,7 @@ from scuffle.anim.rangelist import RangeAuthoringError, RangeRecord, author_rang
 from scuffle.anim.rates import CfgAnimSpeeds
 from scuffle.anim.resource import ResourceFormatError, load_resource
 from scuffle.anim.stack import AnimLimitError
-from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
+from scuffle.anim.tasks import LOCOMOTION_FLAGS, BlendWindow, EventRule, PickSampling, TaskType
 
 from scuffle.game.runtime.registry import Registry, is_f32 as _is_f32, is_int as _is_int, is_num as _is_num
 
@@ -127,7 +127,7 @@ _RANGE_KEYS = {"dir", "reach", "far", "damage", "hit", "flags"}
 _HUMAN_KEYS = {"name", "set", "position", "heading", "health"}
 _CMD_KEYS = {"update", "human", "loop", "play", "gait", "target", "action", "fade", "blend", "flags",
              "held", "paired"}
-_OPTION_KEYS = {"end_zero_overshoot", "pool_size"}
+_OPTION_KEYS = {"end_zero_overshoot", "pool_size", "events", "blend_window", "pick"}
 
 
 def load_scenario(path: str | Path, registry: Registry | None = None) -> Scenario:
@@ -196,7 +196,14 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
     pool = opt.get("pool_size", 360)
     if not _is_int(pool) or pool < 1:
         err(lines.key(oline, "pool_size"), "options.pool_size", "expected a whole number >= 1")
-    options = PlayerOptions(end_zero_overshoot=ezo, pool_size=pool, speeds=speeds)
+    readings = {}
+    for key, kind in (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling)):
+        if key in opt:
+            if opt[key] not in {k.value for k in kind}:
+                err(lines.key(oline, key), f"options.{key}",
+                    f"expected one of {', '.join(repr(k.value) for k in kind)}, got {opt[key]!r}")
+            readings[key] = kind(opt[key])
+    options = PlayerOptions(end_zero_overshoot=ezo, pool_size=pool, speeds=speeds, **readings)
 
     tables: dict[str, dict] = {}
     for name, tspec in registry.tables.items():

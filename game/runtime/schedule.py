@@ -2,17 +2,25 @@
 
 1. AnimationStep: the animation step of *every* human (advance, hand over, fire
    events, sample). The original steps every character's animation before anything
-   else in Humans_Update, so the flush below sees every ended task ("When a clip
-   ends": AnimTask_FlushDeferred runs "once every human's animation has stepped").
-2. DeferredFlush: releases what ended, clears held flags, runs end callbacks and
+   else in Humans_Update, so the flush sees every ended task ("When a clip ends":
+   AnimTask_FlushDeferred runs "once every human's animation has stepped").
+2. EventDispatch: the fired events reach the game's handlers, in human (entity) order
+   and then firing order. The original handles each type in place during the step
+   (Anim_FireFrameEvents "handles each type in place", "Data", L86), so a handler sees
+   the humans stepped and nothing released: another human's held flags still set on
+   its clip's end update, its playing id still the old clip's. Dispatching after the
+   step rather than inside it is ours (a handler then sees *every* human stepped, not
+   only those before it); docs/original.md, "Per-update order".
+3. DeferredFlush: releases what ended, clears held flags, runs end callbacks and
    refreshes record +0x20, "before the state updates and the actions of the same
    update" ("When a clip ends").
-3. EventDispatch: the fired events reach the game's handlers (sound, effects, camera,
-   the partner place) after the flush, before the state update that may use them.
-4. StateUpdate: root motion "before the move" (Human_ApplyRootMotion is called by the
-   state update 0x0023fea8; "Root motion").
+4. StateUpdate: the state function's velocity (the locomotion intent turned into
+   ``state_velocity``), then root motion, then the move (the state update 0x0023fea8
+   sets the velocity, then Human_ApplyRootMotion adds the root velocity, "before the
+   move"; "Root motion", L347-349).
 5. Actions: input, AI, scripted commands and combat, which "already see the move as
-   over" on a clip's end update ("When a clip ends").
+   over" on a clip's end update ("When a clip ends"). They set intents; the velocity
+   an intent gives arrives in the next update's state update.
 6. PairedPlacement: the combat code puts paired bodies in place ("Paired tasks"), after
    the actions that grabbed, so the next update's animation starts from there.
 
@@ -37,8 +45,8 @@ __all__ = ["SCHEDULE", "PRIORITY_STEP", "install", "priority_of"]
 
 SCHEDULE: tuple[type[esper.Processor], ...] = (
     AnimationStep,
-    DeferredFlush,
     EventDispatch,
+    DeferredFlush,
     StateUpdate,
     Actions,
     PairedPlacement,

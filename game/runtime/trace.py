@@ -6,8 +6,9 @@ Fields: ``update``, ``human``, ``anim`` (record +0x20, -1 none), ``held`` (recor
 leading cursor, plus a fade's ``elapsed`` / ``duration`` / ``weight`` and a gait's
 ``ids`` / ``value`` / ``target`` / ``lower`` / ``upper`` / ``leader``), ``events``
 (fired this update: ``id``, ``frame``, ``type``, ``args``, ``position``,
-``rotation``, and ``word`` / ``code`` where the type has them) and ``released`` (the
-ids this update's flush released). With ``pose``: ``pose`` = ``velocity``, ``root``,
+``rotation``, and ``word`` / ``code`` where the type has them), ``released`` (the
+ids this update's flush released) and, only on an update whose sample refused a pose
+(the pose stack of seven, 0x00104ce0), ``poses_refused`` (how many). With ``pose``: ``pose`` = ``velocity``, ``root``,
 ``rotations`` (34 x [x, y, z, w]) and ``defaults`` (36 tags: velocity, root, bones
 0-33). Cursor times are float32 and written as the shortest decimal that reads back
 to the same float32. The same scenario always gives byte-identical traces.
@@ -58,6 +59,8 @@ def trace_records(game, pose: bool = False) -> list[dict]:
             "events": [{"id": fe.anim_id, **fe.event.to_json()} for fe in inst.events],
             "released": list(inst.released),
         }
+        if inst.poses_refused:
+            d["poses_refused"] = inst.poses_refused
         if pose:
             row = game.component(ent, PoseRef).row
             p = game.ctx.poses

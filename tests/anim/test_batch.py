@@ -79,8 +79,10 @@ def _command(p: Player, h: CharacterInstance, others, rng: random.Random) -> Non
         elif r < 0.85:
             p.enqueue(h, p.loop(h, rng.choice(ids)))
             return
-        elif r < 0.9:
+        elif r < 0.88:
             task = p.mix(h, rng.choice(ids), rng.choice(ids), weight=rng.random())
+        elif r < 0.9:
+            task = p.pick(h, [rng.choice(ids) for _ in range(4)], 0.75, value=rng.uniform(0, 3))
         else:
             task = p.hold(h, rng.choice(ids))
         p.change(h, task, fade)
@@ -95,14 +97,15 @@ def _state(h: CharacterInstance) -> tuple:
         tasks.append(tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in d.items())))
         tasks.append(tuple((c.anim_id, c.time, c.frame, int(c.flags)) for c in t.cursors()))
     events = [(e.anim_id, e.event.frame, e.event.type) for e in h.events]
-    return (h.record.anim_id, h.record.flags, tuple(tasks), tuple(events), tuple(h.released), len(h.queue))
+    return (h.record.anim_id, h.record.flags, tuple(tasks), tuple(events), tuple(h.released), len(h.queue),
+            h.poses_refused)
 
 
-def _run_pair(seed: int, humans: int, updates: int, rate_of_commands: float):
+def _run_pair(seed: int, humans: int, updates: int, rate_of_commands: float, **options):
     aset = _set(seed)
     results = []
     for batched in (True, False):
-        p = Player(PlayerOptions(batched=batched, pool_size=4000))
+        p = Player(PlayerOptions(batched=batched, pool_size=4000, **options))
         hs = [CharacterInstance(aset, f"h{i}", speed=1.0) for i in range(humans)]
         rng = random.Random(seed * 7 + 1)
         states, poses = [], []
@@ -124,7 +127,19 @@ def _run_pair(seed: int, humans: int, updates: int, rate_of_commands: float):
                                                (5, 400, 0.01), (6, 400, 0.015)])
 def test_batched_equals_reference(seed, updates, rate):
     """Busy crowds (many changes) and calm ones (long gaits and loops that wrap)."""
-    (sa, pa, pla, ha), (sb, pb, plb, hb) = _run_pair(seed, humans=12, updates=updates, rate_of_commands=rate)
+    _check_pair(_run_pair(seed, humans=12, updates=updates, rate_of_commands=rate))
+
+
+@pytest.mark.parametrize("options", [{"events": "newest"}, {"blend_window": "kept"}, {"pick": "all"},
+                                     {"events": "newest", "blend_window": "kept", "pick": "all"}],
+                         ids=["newest", "kept", "pick-all", "all-three"])
+def test_batched_equals_reference_with_the_other_readings(options):
+    """The readings' options (issue 12, item 5) keep the two paths identical."""
+    _check_pair(_run_pair(7, humans=10, updates=150, rate_of_commands=0.08, **options))
+
+
+def _check_pair(pair):
+    (sa, pa, pla, ha), (sb, pb, plb, hb) = pair
     for u, (xa, xb) in enumerate(zip(sa, sb)):
         for i, (a, b) in enumerate(zip(xa, xb)):
             assert a == b, f"update {u}, human {i}"

@@ -16,7 +16,7 @@ from scuffle.anim.animset import AnimSet
 from scuffle.anim.clip import author_clip, make_event
 from scuffle.anim.plan import SamplePlan
 from scuffle.anim.player import Player, PlayerOptions, UnknownClip
-from scuffle.anim.pose import POSE_STACK_SIZE, PoseStackOverflow
+from scuffle.anim.pose import POSE_STACK_SIZE
 from scuffle.anim.rangelist import author_range
 from scuffle.anim.stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull,
                         TaskPool, TaskPoolExhausted)
@@ -345,23 +345,28 @@ def test_plan_of_an_empty_stack_is_the_default_pose():
 
 # ---------------------------------------------------------------- the pose stack
 
-def test_an_eighth_pose_overflows():
+@pytest.mark.parametrize("batched", [True, False])
+def test_an_eighth_pose_is_refused_and_counted(batched):
+    """"The task stack" (L257): 0x00104ce0 refuses an eighth pose; the sample goes on."""
     assert POSE_STACK_SIZE == 7
-    p = Player()
+    p = Player(PlayerOptions(batched=batched))
     h = CharacterInstance(world_set(), "h")
     for _ in range(7):
         p.push(h, p.loop(h, IDLE))
-    assert len(p.sample([h])) == 1
+    assert len(p.sample([h])) == 1 and h.poses_refused == 0
     p.push(h, p.loop(h, IDLE))
-    with pytest.raises(PoseStackOverflow, match="h"):
-        p.sample([h])
+    p.push(h, p.loop(h, IDLE))
+    poses = p.sample([h])
+    assert len(poses) == 1 and poses.is_finite()
+    assert h.poses_refused == 2 and p.stats.poses_refused == 2
+    p.sample([h])
+    assert h.poses_refused == 2 and p.stats.poses_refused == 4 and p.stats.samples == 3
     plan = SamplePlan()
     plan.begin("x")
     for i in range(7):
         plan.sample(0, 0.0, 1.0, 0)
     assert plan.depth == 7
-    with pytest.raises(PoseStackOverflow):
-        plan.sample(0, 0.0, 1.0, 0)
+    assert plan.sample(0, 0.0, 1.0, 0) is None and plan.depth == 7
 
 
 def test_change_refused_when_the_early_finish_frees_too_little():

@@ -15,6 +15,7 @@ import pytest
 from scuffle.anim import f32 as F
 from scuffle.anim.animset import AnimSet
 from scuffle.anim.clip import author_clip, make_event
+from scuffle.anim.plan import SamplePlan
 from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.pose import DTYPE, PoseBatch, blend
 from scuffle.anim.rangelist import author_range
@@ -184,14 +185,16 @@ def test_end_update_sees_the_move_as_over():
 
 # ---------------------------------------------------------------- the hand-over and its blend
 
-def blend_set():
+def blend_set(options=None):
     return make({A: turning("A", 21, 1.0, [ev(f, 11, word=100 + f) for f in range(21)]),
                  IDLE: turning("idle", 30, -0.8, [ev(f, 11, word=200 + f) for f in range(30)], bone=5)},
-                {A: 0x800})
+                {A: 0x800}, options=options)
 
 
-def test_type3_blend_window():
-    p, h = blend_set()
+def test_type3_blend_window_kept():
+    """BlendWindow.KEPT ("When a clip ends" L313): the next task's time is kept to the
+    time into the window by the sampler; it is advanced only on the end update."""
+    p, h = blend_set(PlayerOptions(blend_window="kept"))
     b = 0.2
     head = start(p, h, p.chain(h, [A, IDLE], blend=b))
     nxt = head.next
@@ -224,6 +227,60 @@ def test_type3_blend_window():
     assert close(pose, pose1(p, ci, nxt.cursor.time, r_i))
     assert all(fe.anim_id == IDLE for fe in h.events)         # the next task's events fire now
     assert {fe.event.frame for fe in h.events} == {nxt.cursor.frame}
+
+
+def test_type3_blend_window_advanced():
+    """BlendWindow.ADVANCED, the default ("Animation tasks" L215): on every update whose
+    step leaves the clip inside its last b seconds the next task is advanced too, by dt at
+    its own rate (its events fire), and its pose is blended in by the share of b."""
+    p, h = blend_set()
+    assert p.options.blend_window == "advanced"
+    b = 0.2
+    head = start(p, h, p.chain(h, [A, IDLE], blend=b))
+    nxt = head.next
+    ca, ci = p.find(h.anim_set, A), p.find(h.anim_set, IDLE)
+    r_a, r_i = F.f32(0.8), F.f32(0.75)
+    window_start = F.sub(ca.duration, F.f32(b))
+    expect = 0.0
+    seen_window = 0
+    fired_next: set = set()
+    for k in range(1, 26):
+        pose = p.update([h])
+        t = head.cursor.time
+        into = F.sub(t, window_start)
+        if into > 0.0:
+            seen_window += 1
+            expect = F.add(expect, F.mul(F.DT, r_i))
+            assert nxt.cursor.time == expect                 # advanced, not kept to ``into``
+            share = min(into / F.f32(b), 1.0)
+            manual = blend(pose1(p, ca, t, r_a), pose1(p, ci, expect, r_i), np.array([share], DTYPE))
+            assert close(pose, manual, 1e-6)
+            fired_next |= {fe.event.word for fe in h.events if fe.anim_id == IDLE}
+        else:
+            assert nxt.cursor.time == 0.0
+            assert all(fe.anim_id == A for fe in h.events)
+    assert seen_window >= 5
+    assert fired_next and min(fired_next) == 200             # advanced: its events fire
+    p.update([h])                                            # the end update
+    assert h.record.anim_id == IDLE and h.stack[0] is nxt
+    assert nxt.cursor.time == F.add(expect, F.mul(F.DT, r_i))
+
+
+@pytest.mark.parametrize("rule, shown", [("advanced", 0.15), ("kept", 0.1417)])
+def test_389_blended_into_388_shows_the_runtime_figure(rule, shown):
+    """"Open questions" (L430): after 389 blended into 388 with b = 0.15 the idle showed
+    0.15 s on its first update. 389 is 19 frames at 0.75 (25 updates), 388 the idle at
+    0.75: "advanced too" gives 6 x 0.025 = 0.15; "kept" gives 0.1417."""
+    opts = PlayerOptions(blend_window=rule)
+    p, h = make({389: turning("end", 19, 0.5), IDLE: turning("idle", 60, -0.5)}, options=opts)
+    head = start(p, h, p.clip(h, 389, p.loop(h, IDLE), blend=0.15))
+    for k in range(1, 40):
+        p.update([h])
+        if h.record.anim_id == IDLE:
+            break
+    assert k == 25
+    assert h.stack[0].cursor.time == pytest.approx(shown, abs=1e-4)
+    assert head.released
 
 
 def test_type3_no_blend_next_shows_time_0_on_the_end_update():
@@ -448,9 +505,12 @@ def test_fade_release_clears_its_held_flags():
 
 # ---------------------------------------------------------------- events of the newest task
 
-def test_only_the_newest_task_fires_during_a_fade():
+def test_only_the_newest_task_fires_during_a_fade_when_asked():
+    """EventRule.NEWEST (Coney's reading, "Coney's implementation" L402): during a fade
+    the outgoing task advances but stays silent."""
     p, h = make({A: turning("A", 60, 1.0, [ev(f, 11, word=1) for f in range(60)]),
-                 IDLE: turning("idle", 60, 1.0, [ev(f, 11, word=2) for f in range(60)])})
+                 IDLE: turning("idle", 60, 1.0, [ev(f, 11, word=2) for f in range(60)])},
+                options=PlayerOptions(events="newest"))
     old = start(p, h, p.loop(h, IDLE))
     p.update([h])
     assert {fe.event.word for fe in h.events} == {2}
@@ -463,6 +523,32 @@ def test_only_the_newest_task_fires_during_a_fade():
         assert all(fe.task is new for fe in h.events)
     assert words == {1}
     assert old.cursor.frame > 10                               # the old one did advance
+
+
+def test_every_unmuted_cursor_fires_during_a_fade_by_default():
+    """EventRule.CURSOR, the default (the confirmed code: flag 0x10 mutes a cursor, L231,
+    L285): the outgoing loop under the fade fires its events too, in stack order (the new
+    task at the bottom first); a muted one (task flag 0x10) does not."""
+    p, h = make({A: turning("A", 60, 1.0, [ev(f, 11, word=1) for f in range(60)]),
+                 IDLE: turning("idle", 60, 1.0, [ev(f, 11, word=2) for f in range(60)]),
+                 B: turning("B", 60, 1.0, [ev(f, 11, word=3) for f in range(60)])})
+    assert p.options.events == "cursor"
+    old = start(p, h, p.loop(h, IDLE))
+    p.update([h])
+    new = p.loop(h, A)
+    p.change(h, new, 1.0)
+    heard = []
+    for _ in range(5):
+        p.update([h])
+        words = [fe.event.word for fe in h.events]
+        assert words == sorted(words)                          # the new task (bottom) first
+        assert all(fe.task is (new if fe.event.word == 1 else old) for fe in h.events)
+        heard += words
+    assert set(heard) == {1, 2}
+    muted = p.loop(h, B, flags=TaskFlags.MUTED)
+    p.change(h, muted, 1.0)
+    p.update([h])
+    assert 3 not in {fe.event.word for fe in h.events}
 
 
 # ---------------------------------------------------------------- task flags
@@ -510,9 +596,9 @@ def test_type10_mix():
 
 # ---------------------------------------------------------------- type 11
 
-def four_clips():
+def four_clips(options=None):
     return make({i: turning(f"p{i}", 20 + 5 * i, 0.3 * (i + 1), [ev(f, 11, word=i) for f in range(20)])
-                 for i in range(4)})
+                 for i in range(4)}, options=options)
 
 
 def test_type11_thresholds():
@@ -527,8 +613,9 @@ def test_type11_thresholds():
             assert bool(c.flags & CursorFlags.MUTED) == (i != k)
 
 
-def test_type11_one_audible_all_advance():
-    p, h = four_clips()
+@pytest.mark.parametrize("sampling", ["chosen", "all"])
+def test_type11_one_audible_all_advance(sampling):
+    p, h = four_clips(PlayerOptions(pick=sampling))
     h.speed = 0.5
     t = start(p, h, p.pick(h, [0, 1, 2, 3], 0.75, value=1.6))
     assert t.rate == F.f32(0.75)                                # its own rate, not the speed
@@ -542,6 +629,38 @@ def test_type11_one_audible_all_advance():
         assert close(pose, pose1(p, c.clip, c.time, t.rate))
     assert words == {2}
     assert h.record.anim_id == 2
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_type11_sampling_all_uses_four_poses_of_the_stack(batched):
+    """PickSampling.ALL pushes the four clips on the pose stack (then keeps the chosen
+    one's pose): under three loops that is 7 poses, and under four an eighth is refused;
+    CHOSEN pushes one. The pose is the chosen clip's either way."""
+    got = {}
+    for sampling in ("chosen", "all"):
+        p, h = four_clips(PlayerOptions(pick=sampling, batched=batched))
+        for _ in range(4):
+            p.insert_bottom(h, p.loop(h, 0))
+        p.push(h, p.pick(h, [0, 1, 2, 3], 0.75, value=2.0))
+        pose = p.update([h])
+        got[sampling] = (h.poses_refused, pose)
+    assert got["chosen"][0] == 0 and got["all"][0] == 1
+    assert close(got["chosen"][1], got["all"][1])
+    plan_chosen = SamplePlan()
+    plan_chosen.begin("x")
+    p, h = four_clips(PlayerOptions(pick="all"))
+    t = p.pick(h, [0, 1, 2, 3], 0.75, value=3.0)
+    t.emit(plan_chosen)
+    plan_chosen.end()
+    assert len(plan_chosen.s_clip) == 4 and plan_chosen.finals == [3]
+
+
+def test_player_options_reject_an_unknown_reading():
+    for field, bad in (("events", "oldest"), ("blend_window", "late"), ("pick", "some")):
+        with pytest.raises(ValueError, match=f"PlayerOptions.{field}"):
+            PlayerOptions(**{field: bad})
+    with pytest.raises(ValueError, match="queued_default"):
+        PlayerOptions(queued_default=3)
 
 
 # ---------------------------------------------------------------- type 13

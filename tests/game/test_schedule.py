@@ -1,8 +1,10 @@
 """The systems' per-update order (game/schedule.py) and what it makes observable.
 
 Spec: "When a clip ends" (Humans_Update: every animation step, the deferred flush, then
-the state updates and the actions), "Root motion" (applied by the state update before
-the move), "Paired tasks" (the bodies placed by the combat code). Issue 4, item 2.
+the state updates and the actions), "Data" (L86: Anim_FireFrameEvents handles each
+event in place during the step, so before the flush), "Root motion" (applied by the
+state update before the move), "Paired tasks" (the bodies placed by the combat code).
+Issue 4, item 2; issue 12, item 3.
 """
 from __future__ import annotations
 
@@ -26,11 +28,11 @@ from scuffle.systems.placement import PairedPlacement
 
 from conftest import IDLE, clip, make_set, still
 
-NAMES = ["animation", "flush", "events", "state", "actions", "placement"]
+NAMES = ["animation", "events", "flush", "state", "actions", "placement"]
 
 
 def test_schedule_is_the_originals_order():
-    assert SCHEDULE == (AnimationStep, DeferredFlush, EventDispatch, StateUpdate, Actions, PairedPlacement)
+    assert SCHEDULE == (AnimationStep, EventDispatch, DeferredFlush, StateUpdate, Actions, PairedPlacement)
 
 
 def test_install_gives_explicit_decreasing_priorities(esper_clean):
@@ -198,3 +200,44 @@ def test_schedule_module_names_its_reasons():
     doc = schedule.__doc__
     for phrase in ("When a clip ends", "Root motion", "Paired tasks", "add_processor"):
         assert phrase in doc
+
+
+def test_a_handler_sees_another_humans_held_flags_on_its_end_update(new_game):
+    """Issue 12, item 3: a handler of a's event on the update b's clip ends sees b
+    stepped and not yet released: b's held flags still set and record +0x20 still naming
+    the ending clip; the actions of the same update see both cleared."""
+    g = new_game()
+    every = clip(30, events=[make_event(f, 11, word=f) for f in range(1, 30)])
+    g.add_human("a", make_set({5: every}, {5: 0x1000}, name="sa"))
+    g.add_human("b", make_set({1: clip(12), IDLE: still()}, name="sb"))
+    g.change("a", g.player.loop(g.instance("a"), 5))
+    g.change("b", g.player.chain(g.instance("b"), [1, IDLE], held=0x3))
+    rec_b = g.record("b")
+    ib = g.instance("b")
+    seen, acted, stepped_to_idle = {}, {}, []
+    g.ctx.on(11, lambda ctx, ent, fe: seen.setdefault(ctx.update, (rec_b.flags, rec_b.anim_id)))
+    g.ctx.actions.append(lambda ctx: acted.__setitem__(ctx.update, (rec_b.flags, rec_b.anim_id)))
+    g.ctx.probe.append(lambda ctx, name: name == "animation" and not stepped_to_idle and any(
+        t.anim_id() == IDLE for t in ib.stack) and stepped_to_idle.append(ctx.update))
+    for _ in range(25):
+        g.step()
+    end = stepped_to_idle[0]
+    assert end > 2
+    assert seen[end] == (0x3, 1)                  # the handler: b stepped, nothing released
+    assert acted[end] == (0, IDLE)                # the actions: after the flush
+    assert seen[end - 1] == (0x3, 1) and seen[end + 1] == (0, IDLE)
+
+
+def test_handlers_run_in_human_order_then_firing_order(new_game):
+    g = new_game()
+    two = clip(30, events=[make_event(2, 11, word=1), make_event(2, 11, word=2)])
+    s = make_set({5: two}, {5: 0x1000})
+    for name in ("a", "b"):
+        g.add_human(name, s)
+        g.change(name, g.player.loop(g.instance(name), 5))
+    log = []
+    g.ctx.on(11, lambda ctx, ent, fe: log.append((ent, fe.event.word)))
+    for _ in range(4):
+        g.step()
+    ea, eb = g.entity("a"), g.entity("b")
+    assert log == [(ea, 1), (ea, 2), (eb, 1), (eb, 2)]

@@ -67,13 +67,6 @@ def _files(d: Path) -> None:
             '[[commands]]\nupdate = 0\nhuman = "a"\nloop = 358\n'
             '[[commands]]\nupdate = 2\nhuman = "a"\naction = "grab"\n')
     (d / "pool.toml").write_text(pool)
-    text = "updates = 40\n"
-    for anim_id in (LONG, *SHORT[:6], IDLE):
-        dd, kk = encode_clip(s.clip(anim_id))
-        text += f'[[sets.s.clips]]\nid = {anim_id}\ndescriptor = "{dd.hex()}"\nkeyframes = "{kk.hex()}"\n'
-    text += '[[humans]]\nname = "a"\nset = "s"\n'
-    text += f'[[commands]]\nupdate = 1\nhuman = "a"\nplay = {[LONG, *SHORT[:6], IDLE]}\nblend = 1.0\n'
-    (d / "eighth.toml").write_text(text)
     (d / "a_dir").mkdir()
 
 
@@ -113,8 +106,6 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "run: face toward nobody": (["run", "toward.toml", "--trace", "t.jsonl"], ["commands[1]", "nobody"]),
     "run: the pool runs out in the fight rules": (["run", "pool.toml", "--trace", "p.jsonl"],
                                                   ["pool.toml: run: update", "task pool exhausted"]),
-    "run: an eighth pose": (["run", "eighth.toml", "--trace", "e.jsonl"],
-                            ["eighth.toml:", "commands[0]", "a: an eighth pose"]),
     "lint: no arguments": (["lint"], ["scuffle lint: error:", "RESOURCE_OR_CLIPS"]),
     "lint: unknown flag": (["lint", "set.res", "--strict"], ["unrecognized arguments: --strict"]),
     "lint: missing file": (["lint", "nope.res"], ["cannot read", "nope.res"]),

@@ -22,7 +22,7 @@ import pytest
 
 from scuffle.anim.plan import SamplePlan
 from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.pose import POSE_STACK_SIZE, PoseStackOverflow
+from scuffle.anim.pose import POSE_STACK_SIZE
 from scuffle.anim.rates import CfgAnimSpeeds
 from scuffle.anim.stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
 from scuffle.anim.tasks import TaskType
@@ -279,46 +279,55 @@ def test_the_queue_of_10_refuses_an_eleventh_and_changes_nothing(batched):
 # ---------------------------------------------------------------- the pose stack of 7
 
 def test_the_plan_refuses_an_eighth_pose_and_keeps_its_seven():
+    """0x00104ce0 refuses an eighth pose ("The task stack", L257): the push is skipped and
+    counted, the build carries on, and the blends after it take the poses then on top."""
     assert POSE_STACK_SIZE == 7
     plan = SamplePlan()
     plan.begin("x")
     for i in range(7):
-        plan.sample(i, 0.0, 1.0, 0)
+        assert plan.sample(i, 0.0, 1.0, 0) == i
     before = (list(plan.s_clip), plan.depth)
-    with pytest.raises(PoseStackOverflow, match="x: an eighth pose"):
-        plan.sample(7, 0.0, 1.0, 0)
+    assert plan.sample(7, 0.0, 1.0, 0) is None
+    assert plan.sample(8, 0.0, 1.0, 0) is None
     assert (list(plan.s_clip), plan.depth) == before
     for _ in range(6):
         plan.blend_top(0.5)
     plan.end()
-    assert plan.finals == [-6]
+    plan.begin("y")
+    plan.sample(0, 0.0, 1.0, 0)
+    plan.end()
+    assert plan.finals == [-6, 7]
+    assert plan.refusals == [("x", 2)]
 
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_an_eighth_pose_through_a_player_is_refused_then_the_human_plays_on(batched):
-    """One chain of a long clip and six 2-frame clips (each always inside its blend window
-    into the next) then a loop: while the long clip is inside its own window the stack
-    needs 8 poses at once. That update's sample is refused naming the human and changes
-    nothing; the next update (the long clip handed over: 7 poses) samples again."""
-    p = _player(batched)
+def _eighth(p: Player):
     h, other = CharacterInstance(SET, "h"), CharacterInstance(SET, "other")
     p.change(other, p.loop(other, IDLE))
     p.change(h, p.chain(h, [LONG, *SHORT[:6], IDLE], blend=1.0))
-    refused, sampled = [], []
+    return h, other
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_an_eighth_pose_through_a_player_is_refused_counted_and_the_update_goes_on(batched):
+    """One chain of a long clip and six 2-frame clips (each always inside its blend window
+    into the next) then a loop: while the long clip is inside its own window the stack
+    needs 8 poses at once. That update's sample skips the eighth (the loop's), counts it
+    on the human and in the player's statistics, and returns every pose; later updates
+    (the long clip handed over: 7 poses) refuse nothing."""
+    p = _player(batched)
+    h, other = _eighth(p)
+    refused = []
     for u in range(30):
         p.step([h, other])
-        before = snapshot(p, [h, other])
-        try:
-            poses = p.sample([h, other])
-        except PoseStackOverflow as exc:
-            assert str(exc).startswith("h: an eighth pose")
-            assert snapshot(p, [h, other]) == before
-            refused.append(u)
-        else:
-            assert poses.is_finite()
-            sampled.append(u)
+        poses = p.sample([h, other])
+        assert poses.is_finite() and len(poses) == 2
+        assert other.poses_refused == 0
+        if h.poses_refused:
+            refused.append((u, h.poses_refused))
         p.flush()
-    assert len(refused) >= 1 and sampled[-1] > refused[-1]
+    assert refused and all(n == 1 for _, n in refused)
+    assert p.stats.poses_refused == len(refused) and p.stats.samples == 30
+    assert h.poses_refused == 0 and refused[-1][0] < 29
     assert h.record.anim_id != LONG
     assert p.pool.in_use == p.tasks_out([h, other])
     p.cut(h)
@@ -326,8 +335,28 @@ def test_an_eighth_pose_through_a_player_is_refused_then_the_human_plays_on(batc
     keeps_playing(p, h, [other])
 
 
-def test_an_eighth_pose_in_a_scenario_is_one_error_naming_the_command():
+def test_the_refused_pose_is_the_same_in_both_paths():
+    """The batched path, the scalar path and the reference plan refuse the same pose on
+    the same updates and show the same pose then."""
+    players = [_player(True), _player(False), _player(False)]
+    humans = [_eighth(p) for p in players]
+    for u in range(30):
+        got = []
+        for k, (p, (h, other)) in enumerate(zip(players, humans)):
+            p.step([h, other])
+            poses = p.sample([h, other], reference=(k == 2))
+            got.append((h.poses_refused, poses))
+            p.flush()
+        assert got[0][0] == got[1][0] == got[2][0]
+        for _, poses in got[1:]:
+            np.testing.assert_allclose(poses.rot, got[0][1].rot, atol=1e-5)
+            np.testing.assert_array_equal(poses.tag, got[0][1].tag)
+    assert players[0].stats.poses_refused == players[1].stats.poses_refused > 0
+
+
+def test_an_eighth_pose_in_a_scenario_is_counted_in_the_trace():
     from scuffle.anim.clip import encode_clip
+    import json
 
     text = "updates = 40\n"
     for anim_id in (LONG, *SHORT[:6], IDLE):
@@ -337,16 +366,13 @@ def test_an_eighth_pose_in_a_scenario_is_one_error_naming_the_command():
     text += '[[humans]]\nname = "a"\nset = "s"\n'
     text += '[[commands]]\nupdate = 0\nhuman = "a"\nloop = 388\n'
     text += f'[[commands]]\nupdate = 1\nhuman = "a"\nplay = {[LONG, *SHORT[:6], IDLE]}\nblend = 1.0\n'
-    sc = parse_scenario(text, "pose.toml")
     out = io.StringIO()
-    with pytest.raises(ScenarioError) as ei:
-        run_scenario(sc, out)
-    e = ei.value
-    line = text.splitlines().index("update = 1") + 1 - 1       # the [[commands]] header above it
-    assert (e.field, e.line) == ("commands[1]", line)
-    assert "a: an eighth pose" in e.problem and "a limit of the original" in e.problem
-    n = int(e.problem.split()[1].rstrip(":"))
-    assert len(out.getvalue().splitlines()) == n and n > 25        # the updates before it
+    run_scenario(parse_scenario(text, "pose.toml"), out)
+    recs = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(recs) == 40                                     # the run went on
+    counted = [r["update"] for r in recs if "poses_refused" in r]
+    assert counted and all(r["poses_refused"] == 1 for r in recs if "poses_refused" in r)
+    assert recs[-1]["anim"] == IDLE and "poses_refused" not in recs[0]
 
 
 # ---------------------------------------------------------------- the early finish above 6
