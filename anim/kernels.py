@@ -272,7 +272,10 @@ def step_programs(slots, dt, zero_overshoot,
 @njit(cache=True)
 def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, ktag,
             sent_vel, sent_bone, animated, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag):
-    """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor)."""
+    """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
+
+    The bank's tables come key-major here: ``ftab`` (rows, 36), ``kval`` / ``kslope`` (K, 4).
+    """
     x = np.float32(mul(np.float64(time), 30.0))
     f = math.ceil(np.float64(x) - 0.5)
     if f < 0.0:
@@ -282,10 +285,10 @@ def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, 
     if fi > last:
         fi = last
     row = row0[clip] + fi
-    nslot = ftab.shape[0]
+    nslot = ftab.shape[1]
     rate32 = np.float32(rate)
     for slot in range(nslot):
-        k = ftab[slot, row]
+        k = ftab[row, slot]
         if slot == 0 and (flags & 0x1) != 0:
             k = sent_vel
         elif slot == 2 and (flags & 0x2) != 0:
@@ -294,21 +297,21 @@ def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, 
         dx = x - kstart[k]
         if slot < 2:
             for c in range(3):
-                v = kslope[c, k] * dx
-                v = v + kval[c, k]
+                v = kslope[k, c] * dx
+                v = v + kval[k, c]
                 if slot == 0:
                     s_vel[p, c] = v * rate32
                 else:
                     s_root[p, c] = v
         elif slot == 2:
-            qx = kslope[0, k] * dx
-            qx = qx + kval[0, k]
-            qy = kslope[1, k] * dx
-            qy = qy + kval[1, k]
-            qz = kslope[2, k] * dx
-            qz = qz + kval[2, k]
-            qw = kslope[3, k] * dx
-            qw = qw + kval[3, k]
+            qx = kslope[k, 0] * dx
+            qx = qx + kval[k, 0]
+            qy = kslope[k, 1] * dx
+            qy = qy + kval[k, 1]
+            qz = kslope[k, 2] * dx
+            qz = qz + kval[k, 2]
+            qw = kslope[k, 3] * dx
+            qw = qw + kval[k, 3]
             # bone 0: the turn scaled by the rate (a slerp from the identity)
             if rate32 == np.float32(1.0) or abs(np.float32(1.0) - qw) <= np.float32(5e-7):
                 s_rot[p, 0, 0] = qx
@@ -332,14 +335,14 @@ def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, 
                 for c in range(4):
                     s_rot[p, b, c] = ref_rot[b, c]
                 continue
-            q0 = kslope[0, k] * dx
-            q0 = q0 + kval[0, k]
-            q1 = kslope[1, k] * dx
-            q1 = q1 + kval[1, k]
-            q2 = kslope[2, k] * dx
-            q2 = q2 + kval[2, k]
-            q3 = kslope[3, k] * dx
-            q3 = q3 + kval[3, k]
+            q0 = kslope[k, 0] * dx
+            q0 = q0 + kval[k, 0]
+            q1 = kslope[k, 1] * dx
+            q1 = q1 + kval[k, 1]
+            q2 = kslope[k, 2] * dx
+            q2 = q2 + kval[k, 2]
+            q3 = kslope[k, 3] * dx
+            q3 = q3 + kval[k, 3]
             n2 = q0 * q0
             n2 = n2 + q1 * q1
             n2 = n2 + q2 * q2

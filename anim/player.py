@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 from . import f32 as F
 from .clip import Clip, EventType
 from .cursor import Cursor, FiredEvent
-from .plan import SamplePlan
+from .plan import Bones, SamplePlan
 from .pose import PoseBatch
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from .sampler import ClipBank
@@ -72,7 +72,7 @@ class PlayerOptions:
     ``pool_size``: tasks in the world's pool (360). ``early_finish_above`` (6) and
     ``cleanup_above`` (12): the stack sizes past which a change finishes the newest fade
     early, and a fade gives back the tasks below it. ``batched``: step and sample the
-    crowd with the vectorised engine (anim.batch); off, every character takes the
+    crowd with the compiled engine (anim.batch over anim.kernels); off, every character takes the
     scalar reference step (the same results, slower).
     """
 
@@ -536,7 +536,8 @@ class Player:
         inst.record.flags &= ~(bits & ~others)
 
     def sample(self, instances: Sequence[CharacterInstance], reference: bool = False) -> PoseBatch:
-        """Every character's pose, one per instance: the stacks sampled bottom-up in one plan.
+        """Every character's pose, one per instance, in new arrays: the stacks sampled
+        bottom-up (the compiled engine, or their plan run compiled).
 
         ``reference`` runs the plan one pose at a time (the scalar path) instead.
         Original: 0x00176d60 CharacterInstance_Sample.
@@ -546,6 +547,22 @@ class Player:
         if self.options.batched:
             return self.batch.sample(instances)
         return self.plan(instances).execute(self.bank)
+
+    def pose(self, instances: Sequence[CharacterInstance], reference: bool = False) -> Bones:
+        """Every character's pose and model-space bone transforms (``Bones``).
+
+        The compiled path writes them in one call into buffers the engine reuses (the next
+        call overwrites them); ``reference`` (or ``batched`` off) samples one pose at a
+        time and composes the bones with numpy, in new arrays.
+        Original: 0x00176d60 CharacterInstance_Sample, 0x00104630 Instance_BuildBoneMatrices.
+        """
+        if self.options.batched and not reference:
+            return self.batch.pose(instances)
+        out = Bones(0)
+        out.n = len(instances)
+        out.poses = self.sample(instances, reference=reference)
+        out.pos, out.rot = self.skeleton.model_space(out.poses.rot, out.poses.root)
+        return out
 
     def plan(self, instances: Sequence[CharacterInstance]) -> SamplePlan:
         plan = SamplePlan()

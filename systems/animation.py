@@ -1,8 +1,9 @@
-"""System 1: the animation step of every human, then the batched sample and bone transforms.
+"""System 1: the animation step of every human, then the compiled sample and bone transforms.
 
 Every human's queue is run and its stack advanced (hand-overs, fades, events, the
-held-flag events), then all stacks are sampled in one plan and the poses turned into
-model-space transforms. Nothing is released here: released tasks wait on the deferred
+held-flag events), then all stacks are sampled, blended and turned into model-space
+transforms in one compiled call (anim.kernels; the reference path samples one pose at a
+time). Nothing is released here: released tasks wait on the deferred
 list for the flush.
 
 Original: Humans_Update's animation pass (0x00175610, the tasks' +0x64 and +0x5c calls,
@@ -50,9 +51,9 @@ class AnimationStep(esper.Processor):
             ctx.entities = [e for e, _ in rows]
         instances = self._instances
         ctx.player.step(instances, ctx.dt)
-        poses = ctx.player.sample(instances, reference=ctx.reference)
-        ctx.poses = poses
-        ctx.bone_pos, ctx.bone_rot = ctx.player.skeleton.model_space(poses.rot, poses.root)
+        bones = ctx.player.pose(instances, reference=ctx.reference)
+        ctx.poses = bones.poses                    # the fast path reuses these buffers each update
+        ctx.bone_pos, ctx.bone_rot = bones.pos, bones.rot
         for inst, fired in zip(instances, self._fired):
             ev = inst.events
             if ev or fired.events:
