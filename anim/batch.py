@@ -51,6 +51,35 @@ _GAIT_STEPS = np.array(GAIT_STEPS, dtype=np.float64)
 _INF = np.float32(np.inf)
 
 
+_ANNOUNCED: list[bool] = []
+
+
+def kernels_cached() -> bool:
+    """Whether numba's on-disk cache holds the engine's kernels (False: the first step will
+    compile them, ~15-30 s on a busy 2-core machine)."""
+    import glob
+    import os
+
+    path = getattr(getattr(K.step_programs, "_cache", None), "_cache_path", None)
+    if not path:
+        return False
+    return all(glob.glob(os.path.join(path, f"kernels.{name}-*.nbi"))
+               for name in ("step_programs", "pose_programs", "pose_plan"))
+
+
+def _announce_compile() -> None:
+    """Once per process: if the kernels are not cached yet, compile them now, with a
+    progress line on stderr (a fresh clone's first run, instead of a silent pause)."""
+    if _ANNOUNCED:
+        return
+    _ANNOUNCED.append(True)
+    if not kernels_cached():
+        import sys
+
+        secs = compile_kernels(lambda msg: print(msg, file=sys.stderr, flush=True))
+        print(f"scuffle: kernels compiled in {secs:.1f} s (cached for the next runs)", file=sys.stderr, flush=True)
+
+
 class _Dynamic(Exception):
     """The character cannot be compiled this update (a blend window, an unusual stack)."""
 
@@ -75,6 +104,7 @@ class BatchEngine:
         self._scratch = scratch_poses(S_MAX + B_MAX + 1)
         self._bones: Bones | None = None
         self._grow(64)
+        _announce_compile()
 
     # ---------------------------------------------------------------- programs
     def _grow(self, cap: int) -> None:
@@ -388,3 +418,40 @@ def _signature(inst) -> tuple:
         else:
             sig.append(id(t))
     return (tuple(sig), len(inst.queue))
+
+
+def compile_kernels(progress=None) -> float:
+    """Compile (or load from numba's on-disk cache) every kernel the compiled engine calls,
+    by running a tiny crowd through it: a loop, a gait under a fade, a clip in its blend
+    window (a plan). Returns the seconds it took; ``progress(msg)`` is told first.
+
+    The first run on a machine compiles (cache=True keeps the machine code next to
+    anim/kernels.py, in __pycache__); later processes only load it.
+    """
+    import time
+
+    from .animset import AnimSet
+    from .clip import author_clip, make_event
+    from .rangelist import author_range
+    from .stack import CharacterInstance
+    from .player import Player
+
+    t0 = time.perf_counter()
+    if progress is not None:
+        progress("scuffle: compiling the animation kernels (once per machine)...")
+    rot = {1: [(0, (0.0, 0.0, 0.0, 1.0)), (8, (0.1, 0.0, 0.0, 0.995))]}
+    clips = {i: author_clip(f"k{i}", 8 + 2 * i, rotations=rot, events=[make_event(2, 11, word=1)])
+             for i in range(5)}
+    aset = AnimSet.build(clips, {i: author_range() for i in range(5)}, name="kernels")
+    p = Player()
+    hs = [CharacterInstance(aset, f"k{i}") for i in range(3)]
+    p.change(hs[0], p.loop(hs[0], 0), 0.0)
+    p.change(hs[1], p.gait(hs[1], [0, 1, 2, 3, 3], target=1.5, value=1.0), 0.2)
+    p.change(hs[2], p.clip(hs[2], 1, p.loop(hs[2], 2), blend=0.3), 0.0)
+    p.flush()
+    for _ in range(12):
+        p.step(hs)
+        p.pose(hs)
+        p.flush()
+    p.sample(hs)
+    return time.perf_counter() - t0

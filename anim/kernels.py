@@ -319,12 +319,12 @@ def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, 
                 s_rot[p, 0, 2] = qz
                 s_rot[p, 0, 3] = qw
             else:
-                r = min(max(rate32, np.float32(0.0)), np.float32(1.0))
-                half = math.acos(min(max(qw, np.float32(-1.0)), np.float32(1.0)))
+                r = np.float64(min(max(rate32, np.float32(0.0)), np.float32(1.0)))
+                half = math.acos(np.float64(min(max(qw, np.float32(-1.0)), np.float32(1.0))))
                 sh = math.sin(half)
-                if sh == 0:
-                    sh = np.float32(1.0)
-                kk = np.float32(math.sin(r * half)) / np.float32(sh)
+                if sh == 0.0:
+                    sh = 1.0
+                kk = np.float32(math.sin(r * half) / sh)
                 s_rot[p, 0, 0] = qx * kk
                 s_rot[p, 0, 1] = qy * kk
                 s_rot[p, 0, 2] = qz * kk
@@ -375,10 +375,12 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
         wa = np.float32(1.0) - t
         wb = t
     else:
-        theta = np.float32(math.acos(d))
-        inv = np.float32(1.0) / np.float32(math.sin(theta))
-        wa = np.float32(math.sin((np.float32(1.0) - t) * theta)) * inv
-        wb = np.float32(math.sin(t * theta)) * inv
+        # float64 transcendentals (numba's float32 ones are several times slower); the
+        # weights are rounded to float32 as numpy's float32 slerp rounds them
+        theta = math.acos(np.float64(d))
+        inv = 1.0 / math.sin(theta)
+        wa = np.float32(math.sin((1.0 - np.float64(t)) * theta) * inv)
+        wb = np.float32(math.sin(np.float64(t) * theta) * inv)
     if dot < 0:
         wb = -wb
     ox = ax * wa + bx * wb
