@@ -64,7 +64,7 @@ def kernels_cached() -> bool:
     if not path:
         return False
     return all(glob.glob(os.path.join(path, f"kernels.{name}-*.nbi"))
-               for name in ("step_programs", "pose_programs", "pose_plan"))
+               for name in ("step_programs", "pose_programs", "pose_plan", "root_motion_step"))
 
 
 def _announce_compile() -> None:
@@ -423,7 +423,7 @@ def _signature(inst) -> tuple:
 def compile_kernels(progress=None) -> float:
     """Compile (or load from numba's on-disk cache) every kernel the compiled engine calls,
     by running a tiny crowd through it: a loop, a gait under a fade, a clip in its blend
-    window (a plan). Returns the seconds it took; ``progress(msg)`` is told first.
+    window (a plan), then root motion. Returns the seconds it took; ``progress(msg)`` is told first.
 
     The first run on a machine compiles (cache=True keeps the machine code next to
     anim/kernels.py, in __pycache__); later processes only load it.
@@ -451,7 +451,11 @@ def compile_kernels(progress=None) -> float:
     p.flush()
     for _ in range(12):
         p.step(hs)
-        p.pose(hs)
+        b = p.pose(hs)
         p.flush()
     p.sample(hs)
+    n = len(hs)
+    K.root_motion_step(np.arange(n, dtype=np.int64), b.poses.vel, b.poses.tag, b.poses.rot, np.zeros(n),
+                       np.zeros(n, np.bool_), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n), 1.0 / 30.0, 50.0,
+                       np.empty((n, 3)))
     return time.perf_counter() - t0

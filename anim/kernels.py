@@ -625,3 +625,79 @@ def pose_plan(cols, first_s, first_b, s_clip, s_time, s_rate, s_flags, b_a, b_b,
         _emit(p, cols[i], parents, offsets, s_vel, s_root, s_rot, s_tag, o_vel, o_root, o_rot, o_tag,
               o_pos, o_mrot)
 
+
+
+# ---------------------------------------------------------------- root motion
+
+
+@njit(cache=True)
+def _wrap_deg(deg):
+    """Degrees into (-180, 180] (systems.motion._wrap)."""
+    d = np.fmod(deg, 360.0)
+    if d <= -180.0:
+        d += 360.0
+    if d > 180.0:
+        d -= 360.0
+    return d
+
+
+@njit(cache=True)
+def _turn_deg(qz, qw):
+    """The turn 2 acos(w) signed by z, in degrees (quat.angle_about_z, np.degrees)."""
+    a = 2.0 * math.acos(min(max(qw, -1.0), 1.0))
+    if qz < 0:
+        a = -a
+    return a * (180.0 / math.pi)
+
+
+@njit(cache=True)
+def root_motion_step(idx, p_vel, p_tag, p_rot, heading, attached, state_vel, position, attach_heading, dt, cap,
+                     out_vel):
+    """Human_ApplyRootMotion then the move, for every body (systems.motion.StateUpdate).
+
+    Body k reads pose column ``idx[k]`` (-1: no pose, nothing added): the root velocity
+    turned by the heading into world axes, capped at ``cap`` m/s (none when tagged),
+    added to ``state_vel``; the bone-0 turn a x 30 x dt turns the heading. An attached
+    body keeps velocity 0, its position and heading, and turns ``attach_heading`` by the
+    raw turn. Writes ``out_vel`` (k, 3), ``position``, ``heading`` and ``attach_heading``
+    in place. Original: 0x0023fea8, 0x0023f238 Human_ApplyRootMotion.
+    """
+    for k in range(idx.shape[0]):
+        i = idx[k]
+        ok = i >= 0
+        if not ok:
+            i = 0
+        vel_none = p_tag[0, i] or not ok
+        turn_none = p_tag[2, i] or not ok
+        qz = np.float64(p_rot[2, 0, i])
+        qw = np.float64(p_rot[3, 0, i])
+        if attached[k]:
+            for c in range(3):
+                out_vel[k, c] = 0.0
+            raw = 0.0 if turn_none else _turn_deg(qz, qw)
+            attach_heading[k] = _wrap_deg(attach_heading[k] + raw)
+            continue
+        h = math.radians(heading[k])
+        c_, s_ = math.cos(h), math.sin(h)
+        vx = np.float64(p_vel[0, i])
+        vy = np.float64(p_vel[1, i])
+        vz = np.float64(p_vel[2, i])
+        wx = vx * c_ - vy * s_
+        wy = vx * s_ + vy * c_
+        wz = vz
+        if vel_none:
+            wx = wy = wz = 0.0
+        else:
+            speed = math.sqrt(wx * wx + wy * wy + wz * wz)
+            if speed > cap:
+                sc = cap / speed
+                wx *= sc
+                wy *= sc
+                wz *= sc
+        dturn = 0.0 if turn_none else _turn_deg(qz, qw) * 30.0 * dt
+        out_vel[k, 0] = state_vel[k, 0] + wx
+        out_vel[k, 1] = state_vel[k, 1] + wy
+        out_vel[k, 2] = state_vel[k, 2] + wz
+        for c in range(3):
+            position[k, c] = position[k, c] + out_vel[k, c] * dt
+        heading[k] = _wrap_deg(heading[k] + dturn)

@@ -95,3 +95,43 @@ def test_vectorised_helpers_agree_with_the_kernels():
     for i in range(500):
         assert bits(float(va[i])) == bits(K.add(float(a[i]), float(b[i])))
         assert bits(float(vm[i])) == bits(K.mul(float(a[i]), float(b[i])))
+
+
+def test_root_motion_kernel_matches_the_numpy_root_motion():
+    """StateUpdate's compiled move against systems.motion.root_motion (Human_ApplyRootMotion):
+    the cap, tagged velocities and turns, attachments, headings wrapping past 180."""
+    from scuffle.systems.motion import _wrap, _wrap_v, root_motion
+
+    rng = np.random.default_rng(7)
+    n = 300
+    vel = (rng.standard_normal((3, n)) * rng.choice([0.5, 5.0, 80.0], n)).astype(np.float32)
+    q = rng.standard_normal((4, n))
+    q[3] = np.abs(q[3]) + 1.5
+    q /= np.linalg.norm(q, axis=0)
+    rot = np.zeros((4, 34, n), np.float32)
+    rot[:, 0] = q
+    tag = rng.random((36, n)) < 0.2
+    idx = np.where(rng.random(n) < 0.1, -1, rng.integers(0, n, n)).astype(np.int64)
+    heading = rng.uniform(-180, 180, n)
+    attached = rng.random(n) < 0.15
+    sv = rng.standard_normal((n, 3))
+    pos = rng.standard_normal((n, 3))
+    ah = rng.uniform(-180, 180, n)
+    dt, cap = 1.0 / 30.0, 50.0
+    ok = idx >= 0
+    j = np.where(ok, idx, 0)
+    world, dturn = root_motion(vel[:, j], tag[0, j] | ~ok, rot[:, 0, j], tag[2, j] | ~ok, heading, dt, cap)
+    want_vel = sv + world.T
+    want_vel[attached] = 0.0
+    want_pos = np.where(attached[:, None], pos, pos + want_vel * dt)
+    want_heading = np.where(attached, heading, _wrap_v(heading + dturn))
+    raw = np.degrees(np.where(rot[2, 0, j] < 0, -1, 1) * 2 * np.arccos(np.clip(rot[3, 0, j].astype(np.float64), -1, 1)))
+    raw = np.where(tag[2, j] | ~ok, 0.0, raw)
+    want_ah = np.array([_wrap(a + r) if at else a for a, r, at in zip(ah, raw, attached)])
+    out = np.empty((n, 3))
+    h2, p2, a2 = heading.copy(), pos.copy(), ah.copy()
+    K.root_motion_step(idx, vel, tag, rot, h2, attached, sv, p2, a2, dt, cap, out)
+    np.testing.assert_allclose(out, want_vel, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(p2, want_pos, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(h2, want_heading, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a2, want_ah, rtol=0, atol=1e-9)
