@@ -377,10 +377,15 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
     else:
         # float64 transcendentals (numba's float32 ones are several times slower); the
         # weights are rounded to float32 as numpy's float32 slerp rounds them
-        theta = math.acos(np.float64(d))
-        inv = 1.0 / math.sin(theta)
-        wa = np.float32(math.sin((1.0 - np.float64(t)) * theta) * inv)
-        wb = np.float32(math.sin(np.float64(t) * theta) * inv)
+        # sin((1 - t) theta) = sin(theta) cos(t theta) - cos(theta) sin(t theta), with
+        # cos(theta) = d and sin(theta) = sqrt(1 - d^2): one acos, one sin, one cos
+        dd = np.float64(d)
+        td = np.float64(t)
+        theta = math.acos(dd)
+        inv = 1.0 / math.sqrt(1.0 - dd * dd)
+        st = math.sin(td * theta) * inv
+        wa = np.float32(math.cos(td * theta) - dd * st)
+        wb = np.float32(st)
     if dot < 0:
         wb = -wb
     ox = ax * wa + bx * wb
