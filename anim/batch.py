@@ -76,8 +76,8 @@ def _announce_compile() -> None:
     if not kernels_cached():
         import sys
 
-        secs = compile_kernels(lambda msg: print(msg, file=sys.stderr, flush=True))
-        print(f"scuffle: kernels compiled in {secs:.1f} s (cached for the next runs)", file=sys.stderr, flush=True)
+        compile_kernels(lambda msg: print(msg, file=sys.stderr, flush=True))
+        print("scuffle: kernels compiled (cached for the next runs)", file=sys.stderr, flush=True)
 
 
 class _Dynamic(Exception):
@@ -420,23 +420,21 @@ def _signature(inst) -> tuple:
     return (tuple(sig), len(inst.queue))
 
 
-def compile_kernels(progress=None) -> float:
+def compile_kernels(progress=None) -> None:
     """Compile (or load from numba's on-disk cache) every kernel the compiled engine calls,
     by running a tiny crowd through it: a loop, a gait under a fade, a clip in its blend
-    window (a plan), then root motion. Returns the seconds it took; ``progress(msg)`` is told first.
+    window (a plan), then root motion. ``progress(msg)`` is told first (callers time it:
+    the simulation reads no clock).
 
     The first run on a machine compiles (cache=True keeps the machine code next to
     anim/kernels.py, in __pycache__); later processes only load it.
     """
-    import time
-
     from .animset import AnimSet
     from .clip import author_clip, make_event
     from .rangelist import author_range
     from .stack import CharacterInstance
     from .player import Player
 
-    t0 = time.perf_counter()
     if progress is not None:
         progress("scuffle: compiling the animation kernels (once per machine)...")
     rot = {1: [(0, (0.0, 0.0, 0.0, 1.0)), (8, (0.1, 0.0, 0.0, 0.995))]}
@@ -458,4 +456,3 @@ def compile_kernels(progress=None) -> float:
     K.root_motion_step(np.arange(n, dtype=np.int64), b.poses.vel, b.poses.tag, b.poses.rot, np.zeros(n),
                        np.zeros(n, np.bool_), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n), 1.0 / 30.0, 50.0,
                        np.empty((n, 3)))
-    return time.perf_counter() - t0
