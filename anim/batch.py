@@ -1,26 +1,32 @@
-"""The batched animation step and sample: a whole crowd in a few vectorised calls.
+"""The compiled engine's driver: a whole crowd stepped and posed by numba kernels.
 
 Most updates of most characters are uneventful: each clip cursor steps, a fade's time
 grows, a gait value eases toward its target. ``BatchEngine`` compiles each character's
-stack once (when it changes) into a small fixed-width program, then each update:
+stack once (when it changes) into a small fixed-width program (rows of arrays: the
+cursors it advances, its fades, its gait blend, its samples and blends), then each
+update:
 
-1. computes every fast character's step at once over the world's tables (anim.store):
-   the cursors' new times and frames, the fades' new elapsed times, the gait values,
-   pairs and leaders, all in the FPU's toward-zero float32 (anim.f32);
-2. marks a character "eventful" when anything beyond that happens this update: a clip
-   reaches its end (a hand-over, a wrap, the zero-overshoot case), a fade finishes, a
-   gait changes pair, leader or sampling regime, a clip enters its blend window;
-3. commits the step of every uneventful character (and fires the events its cursors
-   passed, with the held-flag rules), and runs every eventful one, plus those with
-   queued tasks or task types outside the fast set (10, 11, 13), through the scalar
-   per-character step (anim.player.Player.step_one), from the state before the update.
+1. one kernel call (anim.kernels.step_programs) steps every programmed character over
+   the world's tables (anim.store): the cursors' new times and frames, the fades'
+   elapsed times, the gait values, pairs and leaders, all in the FPU's toward-zero
+   float32; it commits the uneventful ones and lists their events, wraps and follower
+   jumps in preallocated buffers;
+2. a character is "eventful" when anything beyond that happens this update: a clip
+   reaches its end (a hand-over, a wrap with a callback, the zero-overshoot case), a
+   fade finishes, a gait changes pair, leader or sampling regime, a clip enters its
+   blend window; those, plus characters with queued tasks or task types outside the
+   programs (10, 11, 13), take the scalar per-character step
+   (anim.player.Player.step_one), from the state before the update;
+3. Python turns the listed events into FiredEvent objects (the held-flag rules), counts
+   the loops' wraps and lets gait followers re-find their next event.
 
-The scalar step stays the reference: the batched one gives the same times, frames,
+The scalar step stays the reference: the compiled one gives the same times, frames,
 events, ids and flags (tests/anim/test_batch.py checks it over random scenarios).
 
-Sampling likewise: an uneventful character's compiled program names its samples by
-cursor row and its blends by weight source (a fade's elapsed time, a gait's value), so
-the plan for the crowd is a handful of gathers; the others are emitted by their tasks.
+Posing likewise: one kernel call (anim.kernels.pose_programs) samples, blends and builds
+the bone transforms of every programmed character from its program (samples by cursor
+row, blends by weight source: a fade's elapsed time, a gait's value); the others emit a
+plan (anim.plan.SamplePlan) that a second call runs.
 
 Spec: "When a clip ends", "Fades", "Gait blend", "The task stack".
 """

@@ -3,10 +3,11 @@
 Every function here is ``@njit(cache=True)`` with fastmath off, takes arrays and scalars
 only and writes into buffers its caller preallocated: nothing is allocated per update.
 The machine code is cached on disk next to this file (``__pycache__/kernels.*.nbi`` /
-``.nbc``), so the first run on a machine compiles (``warm_up`` does it ahead, with its
-time) and every later process loads it.
+``.nbc``; numba moves it to its user cache dir, or ``NUMBA_CACHE_DIR``, when that is not
+writable), so the first run on a machine compiles (``anim.batch.compile_kernels`` does it
+ahead, with a progress line) and every later process loads it.
 
-Three groups:
+Four groups:
 
 - the float32 toward-zero add, sub, multiply and divide and the frame test, bit for bit
   those of ``anim.f32`` (tests/anim/test_kernels.py pins them on the 0.75 and 0.9 ties,
@@ -18,7 +19,8 @@ Three groups:
   step;
 - ``pose_programs`` / ``pose_plan``: sample (the key in force, bone 0 held and
   rate-scaled, the tags), blend (Pose_BlendPartial's tag rules, subtree masks) and
-  local-to-model over the parent table, for the whole crowd in one call.
+  local-to-model over the parent table, for the whole crowd in one call;
+- ``root_motion_step``: StateUpdate's root motion and move (Human_ApplyRootMotion).
 
 Spec: "The cursor", "When a clip ends", "Fades", "Gait blend", "The key in force",
 "The pose", "Blending". Original: 0x001044a0 AnimCursor_Advance, 0x00104ce0
