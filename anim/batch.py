@@ -69,8 +69,16 @@ def kernels_cached() -> bool:
     path = getattr(getattr(K.step_programs, "_cache", None), "_cache_path", None)
     if not path:
         return False
-    return all(glob.glob(os.path.join(path, f"kernels.{name}-*.nbi"))
-               for name in ("step_programs", "pose_programs", "pose_plan", "root_motion_step"))
+    try:
+        source = os.path.getmtime(K.__file__)
+    except OSError:
+        return False
+    for name in ("step_programs", "pose_programs", "pose_plan", "root_motion_step"):
+        index = glob.glob(os.path.join(path, f"kernels.{name}-*.nbi"))
+        # an index older than the source is stale: numba recompiles (and rewrites it)
+        if not index or max(os.path.getmtime(f) for f in index) < source:
+            return False
+    return True
 
 
 def _announce_compile() -> None:
