@@ -171,6 +171,11 @@ class BatchEngine:
         self._last, self._last_slots = list(instances), slots
         return slots
 
+    def touched(self) -> list:
+        """The characters whose events or released lists were filled since the last step
+        began (every one with events this update is here)."""
+        return self._noisy
+
     def released_by_flush(self, inst) -> None:
         """The flush filled ``inst.released``: clear it at the next step."""
         self._noisy.append(inst)

@@ -508,6 +508,14 @@ class Player:
             if len(inst.events) > n0:
                 self._held_events(inst, inst.events, n0)
 
+    def may_have_events(self, instances: Sequence[CharacterInstance]) -> Sequence[CharacterInstance]:
+        """After ``step``: the instances whose ``events`` may be non-empty (a superset; may
+        hold repeats). The compiled path knows them (those that fired or took the scalar
+        step), so a caller need not look at every human; the scalar path gives them all."""
+        if self.options.batched:
+            return self.batch.touched()
+        return instances
+
     def _held_events(self, inst: CharacterInstance, events: list[FiredEvent], start: int) -> None:
         """Events 0x2c, 0x2d, 0x48 act on the task that fired them if it holds the bits."""
         for fe in events[start:]:

@@ -29,6 +29,8 @@ class AnimationStep(esper.Processor):
         self._rows: list | None = None             # the sorted rows the lists below were built from
         self._instances: list = []
         self._fired: list = []
+        self._index: dict[int, int] = {}
+        self._shown: set[int] = set()
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Open the update (``ctx.update`` = the number of updates run before it), then
@@ -49,14 +51,29 @@ class AnimationStep(esper.Processor):
             for row, (_, (_, pref, _)) in enumerate(rows):
                 pref.row = row
             ctx.entities = [e for e, _ in rows]
+            self._index = {id(inst): k for k, inst in enumerate(self._instances)}
+            self._shown = set(range(len(rows)))     # whose FiredEvents may be non-empty
         instances = self._instances
         ctx.player.step(instances, ctx.dt)
         bones = ctx.player.pose(instances, reference=ctx.reference)
         ctx.poses = bones.poses                    # the fast path reuses these buffers each update
         ctx.bone_pos, ctx.bone_rot = bones.pos, bones.rot
-        for inst, fired in zip(instances, self._fired):
-            ev = inst.events
+        # Only the humans that may have fired (the engine knows them) or showed events last
+        # update are looked at: no per-human loop on a quiet update.
+        index = self._index
+        cand = set(self._shown)
+        for inst in ctx.player.may_have_events(instances):
+            k = index.get(id(inst))
+            if k is not None:
+                cand.add(k)
+        shown = set()
+        for k in sorted(cand):
+            ev = instances[k].events
+            fired = self._fired[k]
             if ev or fired.events:
                 fired.events = list(ev)
+            if ev:
+                shown.add(k)
+        self._shown = shown
         for p in ctx.probe:
             p(ctx, "animation")

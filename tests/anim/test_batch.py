@@ -248,3 +248,29 @@ def test_gait_followers_after_wraps_and_leader_swaps():
         assert xa == xb, u
     fired = sum(len(x[3]) for st in a for x in st)
     assert fired > 100          # the events really fired
+
+
+def test_fired_events_components_match_on_both_paths():
+    """AnimationStep copies only the humans that may have fired into their FiredEvents
+    (the compiled engine knows them); every human's FiredEvents still equals the scalar
+    path's, update by update, and empties again after an update with no event."""
+    from scuffle.components import FiredEvents
+    from scuffle.game.tools.bench import _build
+
+    logs = []
+    for batched in (True, False):
+        game = _build(24, batched)
+        try:
+            log = []
+            for _ in range(70):
+                game.step()
+                log.append([tuple((fe.anim_id, fe.event.frame, int(fe.event.type))
+                                  for fe in game.component(name, FiredEvents).events)
+                            for name, _ in game.humans()])
+            logs.append(log)
+        finally:
+            game.close()
+    assert logs[0] == logs[1]
+    assert sum(len(x) for u in logs[0] for x in u) > 20          # events really fired
+    per_human = list(zip(*logs[0]))
+    assert any(a and not b for seq in per_human for a, b in zip(seq, seq[1:]))   # and emptied again
