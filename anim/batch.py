@@ -1,38 +1,43 @@
-"""The batched animation step and sample: a whole crowd in a few vectorised calls.
+"""The compiled engine's driver: a whole crowd stepped and posed by numba kernels.
 
 Most updates of most characters are uneventful: each clip cursor steps, a fade's time
 grows, a gait value eases toward its target. ``BatchEngine`` compiles each character's
-stack once (when it changes) into a small fixed-width program, then each update:
+stack once (when it changes) into a small fixed-width program (rows of arrays: the
+cursors it advances, its fades, its gait blend, its samples and blends), then each
+update:
 
-1. computes every fast character's step at once over the world's tables (anim.store):
-   the cursors' new times and frames, the fades' new elapsed times, the gait values,
-   pairs and leaders, all in the FPU's toward-zero float32 (anim.f32);
-2. marks a character "eventful" when anything beyond that happens this update: a clip
-   reaches its end (a hand-over, a wrap, the zero-overshoot case), a fade finishes, a
-   gait changes pair, leader or sampling regime, a clip enters its blend window;
-3. commits the step of every uneventful character (and fires the events its cursors
-   passed, with the held-flag rules), and runs every eventful one, plus those with
-   queued tasks or task types outside the fast set (10, 11, 13), through the scalar
-   per-character step (anim.player.Player.step_one), from the state before the update.
+1. one kernel call (anim.kernels.step_programs) steps every programmed character over
+   the world's tables (anim.store): the cursors' new times and frames, the fades'
+   elapsed times, the gait values, pairs and leaders, all in the FPU's toward-zero
+   float32; it commits the uneventful ones and lists their events, wraps and follower
+   jumps in preallocated buffers;
+2. a character is "eventful" when anything beyond that happens this update: a clip
+   reaches its end (a hand-over, a wrap with a callback, the zero-overshoot case), a
+   fade finishes, a gait changes pair, leader or sampling regime, a clip enters its
+   blend window; those, plus characters with queued tasks or task types outside the
+   programs (10, 11, 13), take the scalar per-character step
+   (anim.player.Player.step_one), from the state before the update;
+3. Python turns the listed events into FiredEvent objects (the held-flag rules), counts
+   the loops' wraps and lets gait followers re-find their next event.
 
-The scalar step stays the reference: the batched one gives the same times, frames,
+The scalar step stays the reference: the compiled one gives the same times, frames,
 events, ids and flags (tests/anim/test_batch.py checks it over random scenarios).
 
-Sampling likewise: an uneventful character's compiled program names its samples by
-cursor row and its blends by weight source (a fade's elapsed time, a gait's value), so
-the plan for the crowd is a handful of gathers; the others are emitted by their tasks.
+Posing likewise: one kernel call (anim.kernels.pose_programs) samples, blends and builds
+the bone transforms of every programmed character from its program (samples by cursor
+row, blends by weight source: a fade's elapsed time, a gait's value); the others emit a
+plan (anim.plan.SamplePlan) that a second call runs.
 
 Spec: "When a clip ends", "Fades", "Gait blend", "The task stack".
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from . import f32 as F
-from .plan import SamplePlan
-from .pose import DTYPE, POSE_STACK_SIZE, PoseBatch, blend
+from . import kernels as K
+from .plan import Bones, SamplePlan, pose_tables, scratch_poses
+from .pose import POSE_STACK_SIZE, PoseBatch
 from .tasks import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, EventRule, TaskType)
 
 __all__ = ["BatchEngine", "A_MAX", "F_MAX", "S_MAX", "B_MAX"]
@@ -46,8 +51,8 @@ STACK_MAX = 6      # longer stacks take the scalar step (the early finish acts a
 _CLIP_TYPES = (TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_CLIP, TaskType.HOLD, TaskType.SCENE,
                TaskType.PAIRED_HOLD)
 _WINDOW_TYPES = (TaskType.CLIP, TaskType.PAIRED_CLIP)
-_KIND_FADE = 1
-_KIND_GAIT = 2
+_KIND_FADE = K.KIND_FADE
+_KIND_GAIT = K.KIND_GAIT
 _GAIT_STEPS = np.array(GAIT_STEPS, dtype=np.float64)
 _INF = np.float32(np.inf)
 
@@ -68,6 +73,13 @@ class BatchEngine:
         self._last: list = []                   # the instance list of the last step
         self._last_slots = np.zeros(0, np.int64)
         self._noisy: list = []                  # characters whose events / released to clear
+        self._nbuf = 0
+        self._counts = np.zeros(3, np.int64)
+        self._work_f = np.zeros((2, max(A_MAX, F_MAX)), np.float64)
+        self._work_i = np.zeros(A_MAX, np.int64)
+        self._work_b = np.zeros(A_MAX, np.bool_)
+        self._scratch = scratch_poses(S_MAX + B_MAX + 1)
+        self._bones: Bones | None = None
         self._grow(64)
 
     # ---------------------------------------------------------------- programs
@@ -120,6 +132,11 @@ class BatchEngine:
         slots = np.array([self._slot(inst) for inst in instances], dtype=np.int64)
         self._last, self._last_slots = list(instances), slots
         return slots
+
+    def touched(self) -> list:
+        """The characters whose events or released lists were filled since the last step
+        began (every one with events this update is here)."""
+        return self._noisy
 
     def released_by_flush(self, inst) -> None:
         """The flush filled ``inst.released``: clear it at the next step."""
@@ -243,6 +260,17 @@ class BatchEngine:
         return adv, fades, gait, samples, blends, final
 
     # ---------------------------------------------------------------- the step
+    def _buffers(self, n: int) -> None:
+        """The step kernel's outputs for up to n compiled humans (grown, never per update)."""
+        if self._nbuf >= max(n, 1):
+            return
+        m = max(n, 2 * self._nbuf, 64)
+        self._eventful = np.zeros(m, np.int8)
+        self._ev_out = np.zeros((m * A_MAX, 3), np.int64)
+        self._wrap_out = np.zeros((m * A_MAX, 2), np.int64)
+        self._skip_out = np.zeros(m, np.int64)
+        self._nbuf = m
+
     def step(self, instances, dt: float) -> list:
         """Advance every character one update; returns those that took the scalar step."""
         player = self.player
@@ -257,126 +285,50 @@ class BatchEngine:
         for s in sorted(self.dirty):
             self._compile(s)
         fast = self.valid[slots]
-        flag = np.zeros(self.cap, bool)
         H = slots[fast]
-        dt32 = np.float32(dt)
-
-        # Gait blends: ease the value, find the pair, the leader and the sampling regime.
-        gh = H[self.gait_row[H] >= 0]
-        if len(gh):
-            gr = self.gait_row[gh]
-            val, tgt = gai.value[gr], gai.target[gr]
-            lower, leader = gai.lower[gr], gai.leader[gr]
-            limit = F.mul_v(F.mul_v(self.gait_rate[gh], dt32), self.gait_speed[gh])
-            up = np.minimum(F.add_v(val, limit), tgt)
-            down = np.maximum(F.sub_v(val, limit), tgt)
-            nv = np.where(tgt > val, up, np.where(tgt < val, down, val)).astype(np.float32)
-            nlower = np.searchsorted(_GAIT_STEPS, nv.astype(np.float64), side="right")
-            frac = nv.astype(np.float64) - lower
-            old_frac = val.astype(np.float64) - lower
-            nlead = np.where(frac < GAIT_ALONE_LOW, 0,
-                             np.where(frac >= GAIT_ALONE_HIGH, 1,
-                                      np.where((nv > tgt) | (old_frac > GAIT_FALL_FRACTION), 1, 0)))
-            regime = np.where(frac < GAIT_ALONE_LOW, 0, np.where(frac > GAIT_ALONE_HIGH, 2, 1))
-            gflag = (nlower != lower) | (nlead != leader) | (regime != self.gait_regime[gh])
-            flag[gh[gflag]] = True
-
-        # Clip cursors (and the gait leaders): the step, the end test, the blend window.
-        A = self.adv_row[H]
-        am = A >= 0
-        rows = A[am]
-        owner = np.broadcast_to(H[:, None], A.shape)[am]
-        order = np.broadcast_to(np.arange(A_MAX), A.shape)[am]
-        step = F.mul_v(dt32, self.adv_rate[H][am])
-        nt = F.add_v(cur.t[rows], step)
-        nf = F.frame_of_v(nt)
-        ended = nf >= cur.end[rows]
-        # A loop (or a gait's leading clip) with no wrap callback wraps here: restart and
-        # advance by the overshoot (t + s) - (D - 1/60); an overshoot of exactly 0.0, a
-        # negative one or one past the end again takes the scalar step.
-        wrapped = ended & self.adv_wrap[H][am]
-        if wrapped.any():
-            wi = np.flatnonzero(wrapped)
-            over = F.sub_v(nt[wi], cur.limit[rows[wi]])
-            f2 = F.frame_of_v(over)
-            good = (over > 0) & (f2 < cur.end[rows[wi]])
-            if self.player.options.end_zero_overshoot:
-                good &= over != 0
-            wi = wi[good]
-            nt[wi] = over[good]
-            nf[wi] = f2[good]
-            ended[wi] = False
-            wrapped[:] = False
-            wrapped[wi] = True
-        ws = self.adv_ws[H][am]
-        windowed = np.isfinite(ws)
-        if windowed.any():
-            into = F.sub_v(nt[windowed], ws[windowed])
-            ended[np.flatnonzero(windowed)[into > 0]] = True
-        flag[owner[ended]] = True
-
-        # Fades: the elapsed time, the finish.
-        Fr = self.fade_row[H]
-        fm = Fr >= 0
-        frows = Fr[fm]
-        fowner = np.broadcast_to(H[:, None], Fr.shape)[fm]
-        nel = F.add_v(fad.el[frows], F.mul_v(dt32, self.fade_rate[H][fm]))
-        flag[fowner[nel >= fad.dur[frows]]] = True
-
-        # Commit the uneventful ones.
-        ok = ~flag[owner]
-        crow = rows[ok]
-        cur.t[crow] = nt[ok]
-        cur.frame[crow] = nf[ok]
-        cur.at_end[crow] = False
-        wok = wrapped & ok
-        if wok.any():
-            wrows = rows[wok]
-            cur.ev[wrows] = 0
-            cur.evf[wrows] = cur.evf0[wrows]
-            for s, k in zip(owner[wok].tolist(), order[wok].tolist()):
+        nh = len(H)
+        self._buffers(nh)
+        counts = self._counts
+        K.step_programs(H, float(np.float32(dt)), bool(player.options.end_zero_overshoot),
+                        self.adv_row, self.adv_rate, self.adv_ws, self.adv_wrap, self.fade_row, self.fade_rate,
+                        self.gait_row, self.gait_rate, self.gait_speed, self.gait_regime, self.fol_row,
+                        self.fol_lead, cur.t, cur.frame, cur.end, cur.limit, cur.dur, cur.ev, cur.evf, cur.evf0,
+                        cur.at_end, fad.el, fad.dur, gai.value, gai.target, gai.lower, gai.leader,
+                        _GAIT_STEPS, GAIT_ALONE_LOW, GAIT_ALONE_HIGH, GAIT_FALL_FRACTION,
+                        self._eventful, self._ev_out, self._wrap_out, self._skip_out, counts,
+                        self._work_f, self._work_i, self._work_b)
+        n_ev, n_wrap, n_skip = int(counts[0]), int(counts[1]), int(counts[2])
+        # What stays in Python: the loops' wrap counts, the events' objects (the human's
+        # list, the held-flag events), a gait follower's next event after a jump.
+        if n_wrap:
+            for s, k in self._wrap_out[:n_wrap].tolist():
                 task = self._adv_tasks[s][k]
                 if task.type == TaskType.LOOP:
                     task.wraps += 1
-        fok = ~flag[fowner]
-        fad.el[frows[fok]] = nel[fok]
-        if len(gh):
-            gok = ~flag[gh]
-            gai.value[gr[gok]] = nv[gok]
-            fh = gh[gok]
-            fol, lead = self.fol_row[fh], self.fol_lead[fh]
-            tf = F.mul_v(F.div_v(cur.t[lead], cur.dur[lead]), cur.dur[fol])
-            ff = np.minimum(F.frame_of_v(tf), np.maximum(cur.end[fol] - 1, 0))
-            back = (ff < cur.frame[fol]) & (cur.ev[fol] > 0)     # the leader wrapped
-            cur.t[fol] = tf
-            cur.frame[fol] = ff
-            skip = fh[(ff >= cur.evf[fol]) | back]
-        else:
-            skip = ()
         # Events the committed cursors passed, in stack order per character (all tasks
         # fire, their muted cursors excepted, unless only the newest task's do).
-        evm = nf[ok] >= cur.evf[crow]
         newest_only = player.options.events == EventRule.NEWEST
-        if evm.any():
-            eo, ek, er = owner[ok][evm], order[ok][evm], crow[evm]
-            for j in np.lexsort((ek, eo)):
-                s, k = int(eo[j]), int(ek[j])
+        if n_ev:
+            for s, k, r in self._ev_out[:n_ev].tolist():
                 inst = self._instances[s]
                 task = self._adv_tasks[s][k]
-                c = _cursor_at(task, int(er[j]))
+                c = _cursor_at(task, r)
                 n0 = len(inst.events)
                 if not n0:
                     self._noisy.append(inst)
                 c._fire(inst.events if self.adv_newest[s, k] or not newest_only else None, task)
                 if len(inst.events) > n0:
                     player._held_events(inst, inst.events, n0)
-        for s in skip:
-            self._follower[int(s)]._skip()
+        if n_skip:
+            for s in self._skip_out[:n_skip].tolist():
+                self._follower[s]._skip()
 
-        # The eventful ones, and those the batch does not cover, take the scalar step.
-        slow_mask = ~fast | flag[slots]
-        for i in np.flatnonzero(slow_mask):
-            inst = instances[int(i)]
+        # The eventful ones, and those the kernel does not cover, take the scalar step.
+        slow_mask = ~fast
+        if nh:
+            slow_mask[np.flatnonzero(fast)[self._eventful[:nh] != 0]] = True
+        for i in np.flatnonzero(slow_mask).tolist():
+            inst = instances[i]
             player.step_one(inst, dt)
             self._noisy.append(inst)
             s = inst.slot
@@ -387,88 +339,44 @@ class BatchEngine:
 
     # ---------------------------------------------------------------- the sample
     def sample(self, instances, dynamic_plan: SamplePlan | None = None) -> PoseBatch:
-        """Every character's pose (instances order): compiled programs, plus task emission
-        for those without a valid one."""
+        """Every character's pose (instances order), in new arrays."""
+        out = Bones(len(instances))
+        self.pose(instances, out, dynamic_plan)
+        return out.poses
+
+    def pose(self, instances, out: Bones | None = None, dynamic_plan: SamplePlan | None = None) -> Bones:
+        """Every character's pose and bone transforms (instances order) in one compiled call
+        for the compiled programs, one more for the others (their tasks emit a plan).
+
+        ``out`` (Bones for len(instances)) is written; without it the engine's own buffers
+        are reused (overwritten by the next call).
+        """
         player = self.player
         bank = player.bank
         cur, fad, gai = player.stores.cursors, player.stores.fades, player.stores.gaits
         n = len(instances)
+        if out is None:
+            if self._bones is None or self._bones.n != n:
+                self._bones = Bones(n)
+            out = self._bones
         slots = self._slots_of(instances)
         static = self.valid[slots]
+        tables = pose_tables(bank)
+        K.pose_programs(slots[static], np.flatnonzero(static), self.s_row, self.s_rate, self.b_a, self.b_b,
+                        self.b_kind, self.b_src, self.final, self.fade_row, self.gait_row,
+                        cur.t, cur.flags, cur.bank, fad.el, fad.dur, gai.value, gai.lower,
+                        *tables.args, *self._scratch, *out.outs())
         dyn_idx = np.flatnonzero(~static)
-        out = PoseBatch.empty(n)
-
-        Hs = slots[static]
-        if len(Hs):
-            SR = self.s_row[Hs]
-            sm = SR >= 0
-            rows = SR[sm]
-            ns = len(rows)
-            pos = np.full(SR.shape, -1, np.int64)
-            pos[sm] = np.arange(ns)
-            nb_total = int((self.b_a[Hs] >= 0).sum())
-            poses = PoseBatch.empty(ns + nb_total + 1)
-            bank.sample(cur.bank[rows], cur.t[rows], self.s_rate[Hs][sm], cur.flags[rows], poses, 0)
-            default = ns + nb_total
-            poses.put(slice(default, default + 1), PoseBatch.reference(1, bank.skeleton.bind_height))
-            BA, BB = self.b_a[Hs], self.b_b[Hs]
-            bm = BA >= 0
-            bpos = np.full(BA.shape, -1, np.int64)
-            nxt = ns
-            if bm.any():
-                kinds, srcs, levels = self.b_kind[Hs], self.b_src[Hs], self.b_level[Hs]
-                weights = np.zeros(BA.shape, DTYPE)
-                fk = bm & (kinds == _KIND_FADE)
-                if fk.any():
-                    fr = self.fade_row[Hs][np.nonzero(fk)[0], srcs[fk]]
-                    weights[fk] = _fade_weight_v(fad.el[fr], fad.dur[fr])
-                gk = bm & (kinds == _KIND_GAIT)
-                if gk.any():
-                    gr = self.gait_row[Hs][np.nonzero(gk)[0]]
-                    weights[gk] = gai.value[gr].astype(np.float64) - gai.lower[gr]
-                for level in range(1, int(levels[bm].max()) + 1):
-                    lm = bm & (levels == level)
-                    hi, ki = np.nonzero(lm)
-                    if not len(hi):
-                        continue
-                    ra = _resolve(BA[hi, ki], hi, pos, bpos)
-                    rb = _resolve(BB[hi, ki], hi, pos, bpos)
-                    blend(poses.take(ra), poses.take(rb), weights[hi, ki],
-                          out=poses.take(slice(nxt, nxt + len(hi))))
-                    bpos[hi, ki] = np.arange(nxt, nxt + len(hi))
-                    nxt += len(hi)
-            fin = self.final[Hs]
-            frow = np.where(fin < 0, default,
-                            np.where(fin < S_MAX, pos[np.arange(len(Hs)), np.clip(fin, 0, S_MAX - 1)],
-                                     bpos[np.arange(len(Hs)), np.clip(fin - S_MAX, 0, B_MAX - 1)]))
-            if not len(dyn_idx):
-                return poses.take(frow)
-            out.put(np.flatnonzero(static), poses.take(frow))
         if len(dyn_idx):
             plan = dynamic_plan or SamplePlan()
-            for i in dyn_idx:
-                inst = instances[int(i)]
+            for i in dyn_idx.tolist():
+                inst = instances[i]
                 plan.begin(inst.name, inst)
                 for task in inst.stack:
                     task.emit(plan)
                 plan.end()
-            out.put(dyn_idx, plan.execute(bank))
+            plan.run(bank, dyn_idx, out)
         return out
-
-
-def _resolve(handles: np.ndarray, hi: np.ndarray, pos: np.ndarray, bpos: np.ndarray) -> np.ndarray:
-    """Compiled handles (samples < S_MAX, blends S_MAX + j) -> rows of the pose buffer."""
-    is_s = handles < S_MAX
-    return np.where(is_s, pos[hi, np.clip(handles, 0, S_MAX - 1)],
-                    bpos[hi, np.clip(handles - S_MAX, 0, B_MAX - 1)])
-
-
-def _fade_weight_v(elapsed: np.ndarray, duration: np.ndarray) -> np.ndarray:
-    """Vectorised anim.tasks.fade_weight: (1 + cos(pi t / d)) / 2, d = 0 gives 0."""
-    e = elapsed.astype(np.float64)
-    d = duration.astype(np.float64)
-    x = np.clip(e / np.where(d > 0, d, 1.0), 0.0, 1.0)
-    return np.where(d > 0, (1.0 + np.cos(math.pi * x)) / 2.0, 0.0)
 
 
 def _cursor_at(task, row: int):

@@ -1,11 +1,11 @@
-"""The sample plan: every human's task stack as pose-stack operations, run batched.
+"""The sample plan: every human's task stack as pose-stack operations, run compiled.
 
 Sampling a stack bottom-up is a small stack machine: a clip pushes its pose, a fade or
 a blend pops two and pushes their mix. ``SamplePlan`` records those operations for
-many humans at once, then runs them as one batched sampler call and one batched blend
-per dependency level, instead of per human and per bone. ``execute_reference`` runs
-the same plan one pose at a time (the scalar reference path; issue 6 checks the two
-agree).
+many humans at once, then ``run`` hands them to one compiled call (anim.kernels.pose_plan)
+that samples, blends and builds the bone transforms human by human. ``execute_reference``
+runs the same plan one pose at a time through the numpy sampler and blend (the scalar
+reference path; tests/anim/test_batch.py checks the two agree within 1e-5).
 
 Spec: "The task stack" (sampled bottom-up onto the pose stack of seven; L257:
 0x00104ce0 refuses an eighth), "The pose" (L100).
@@ -17,11 +17,73 @@ from typing import Any
 
 import numpy as np
 
-from .pose import DTYPE, POSE_STACK_SIZE, PoseBatch, blend
+from . import kernels as K
+from .pose import DTYPE, NUM_TAGS, POSE_STACK_SIZE, PoseBatch, PoseStackOverflow, blend
 from .sampler import ClipBank
-from .skeleton import subtree_mask
+from .skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
 
-__all__ = ["SamplePlan"]
+__all__ = ["SamplePlan", "PoseTables", "pose_tables", "Bones"]
+
+
+class PoseTables:
+    """A ClipBank's and its skeleton's tables in the layout the pose kernels read.
+
+    Built once per bank (``pose_tables`` keeps the last one): the frame -> key table
+    and the key values key-major, the sentinels, the animated slots, the reference
+    rotations, the parent table, the bone offsets (float32) and every bone's subtree
+    mask (34, 34). ``args`` is the tuple the kernels take after their own arguments.
+    """
+
+    __slots__ = ("bank", "args")
+
+    def __init__(self, bank: ClipBank):
+        sk = bank.skeleton
+        ref = np.ascontiguousarray(REFERENCE_ROTATIONS, dtype=DTYPE)
+        submask = np.stack([subtree_mask(b, sk.parents) for b in range(NUM_BONES)])
+        self.bank = bank
+        self.args = (np.ascontiguousarray(bank.row0, np.int64), np.ascontiguousarray(bank.rows, np.int64),
+                     np.ascontiguousarray(bank.ftab.T, np.int64), np.ascontiguousarray(bank.kval.T, DTYPE),
+                     np.ascontiguousarray(bank.kslope.T, DTYPE), np.ascontiguousarray(bank.kstart, DTYPE),
+                     np.ascontiguousarray(bank.ktag, np.bool_), np.int64(bank._sent_vel),
+                     np.int64(bank._sent_bone), np.ascontiguousarray(bank.animated, np.bool_), ref, ref,
+                     np.float32(sk.bind_height), np.asarray(sk.parents, np.int64),
+                     np.ascontiguousarray(sk.offsets, DTYPE), submask)
+
+
+_LAST: list[PoseTables] = []
+
+
+def pose_tables(bank: ClipBank) -> PoseTables:
+    """The PoseTables of ``bank`` (rebuilt when the bank is a new one)."""
+    if not _LAST or _LAST[0].bank is not bank:
+        _LAST[:] = [PoseTables(bank)]
+    return _LAST[0]
+
+
+class Bones:
+    """Output buffers for n humans: their poses and model-space bone transforms.
+
+    ``poses`` a PoseBatch, ``pos`` (3, 34, n) and ``rot`` (4, 34, n), float32; reused by
+    whoever owns it, so a caller that keeps them across updates copies them.
+    """
+
+    __slots__ = ("n", "poses", "pos", "rot")
+
+    def __init__(self, n: int):
+        self.n = n
+        self.poses = PoseBatch.empty(n)
+        self.pos = np.empty((3, NUM_BONES, n), DTYPE)
+        self.rot = np.empty((4, NUM_BONES, n), DTYPE)
+
+    def outs(self) -> tuple:
+        p = self.poses
+        return (p.vel, p.root, p.rot, p.tag, self.pos, self.rot)
+
+
+def scratch_poses(n: int) -> tuple:
+    """Human-major scratch for ``n`` poses (the kernels' pose stack)."""
+    return (np.empty((n, 3), DTYPE), np.empty((n, 3), DTYPE), np.empty((n, NUM_BONES, 4), DTYPE),
+            np.empty((n, NUM_TAGS), np.bool_))
 
 
 class SamplePlan:
@@ -37,7 +99,7 @@ class SamplePlan:
     """
 
     __slots__ = ("s_clip", "s_time", "s_rate", "s_flags", "b_a", "b_b", "b_w", "b_mask", "b_level",
-                 "finals", "refusals", "s_human", "_stack", "_name", "_owner", "_refused")
+                 "finals", "refusals", "s_human", "first_s", "first_b", "_stack", "_name", "_owner", "_refused")
 
     def __init__(self):
         self.s_clip: list[int] = []
@@ -52,6 +114,8 @@ class SamplePlan:
         self.b_level: list[int] = []
         self.finals: list[int | None] = []
         self.refusals: list[tuple[Any, int]] = []
+        self.first_s: list[int] = []      # each human's first sample and blend
+        self.first_b: list[int] = []
         self._stack: list[int] = []
         self._name = ""
         self._owner: Any = None
@@ -64,6 +128,8 @@ class SamplePlan:
         self._name = name
         self._owner = owner if owner is not None else name
         self._refused = 0
+        self.first_s.append(len(self.s_clip))
+        self.first_b.append(len(self.b_a))
 
     @property
     def depth(self) -> int:
@@ -129,7 +195,42 @@ class SamplePlan:
 
     # ---------------------------------------------------------------- running
     def execute(self, bank: ClipBank, defaults: dict[int, PoseBatch] | None = None) -> PoseBatch:
-        """Run the plan batched; returns one pose per human, in ``begin`` order.
+        """Run the plan compiled; returns one pose per human, in ``begin`` order.
+
+        ``defaults``: {human index: a pose} used as that human's default pose instead of
+        the reference pose (the queued tasks' pose, an option): such a plan runs through
+        ``execute_reference``, the scalar path, which applies them.
+        """
+        if defaults:
+            return self.execute_reference(bank, defaults)
+        out = Bones(len(self.finals))
+        self.run(bank, np.arange(len(self.finals), dtype=np.int64), out)
+        return out.poses
+
+    def run(self, bank: ClipBank, cols: np.ndarray, out: Bones) -> None:
+        """Run the plan in one compiled call: human i's pose and bone transforms go to
+        column ``cols[i]`` of ``out``. Rejected: a human not closed with ``end``
+        (ValueError), clip indices outside the bank (IndexError)."""
+        n = len(self.finals)
+        if len(self.first_s) != n or len(cols) != n:
+            raise ValueError(f"plan: {len(self.first_s)} humans begun, {n} ended, {len(cols)} columns")
+        if not n:
+            return
+        first_s = np.asarray(self.first_s + [len(self.s_clip)], np.int64)
+        first_b = np.asarray(self.first_b + [len(self.b_a)], np.int64)
+        s_clip = np.asarray(self.s_clip, np.int64)
+        if len(s_clip) and (s_clip.min() < 0 or s_clip.max() >= len(bank)):
+            raise IndexError(f"clip index out of range 0-{len(bank) - 1}")
+        need = int((np.diff(first_s) + np.diff(first_b)).max()) + 1
+        finals = np.asarray([K.NO_POSE if h is None else h for h in self.finals], np.int64)
+        K.pose_plan(np.asarray(cols, np.int64), first_s, first_b, s_clip, np.asarray(self.s_time, DTYPE),
+                    np.asarray(self.s_rate, DTYPE), np.asarray(self.s_flags, np.int64),
+                    np.asarray(self.b_a, np.int64), np.asarray(self.b_b, np.int64), np.asarray(self.b_w, DTYPE),
+                    np.asarray(self.b_mask, np.int64), finals, *pose_tables(bank).args,
+                    *scratch_poses(need), *out.outs())
+
+    def execute_reference(self, bank: ClipBank, defaults: dict[int, PoseBatch] | None = None) -> PoseBatch:
+        """Run the plan one pose at a time (the scalar reference path).
 
         ``defaults``: {human index: a pose} used as that human's default pose instead of
         the reference pose: the rotations of bones 1-33 its samples took from the
@@ -137,58 +238,16 @@ class SamplePlan:
         without a channel stays the identity, the root translation and velocity the
         instance's). Original: 0x00176d60 (the queued tasks' pose as the default).
         """
-        ns, nb = len(self.s_clip), len(self.b_a)
-        poses = PoseBatch.empty(ns + nb + 1 + len(defaults or ()))
-        if ns:
-            bank.sample(np.asarray(self.s_clip, np.int64), np.asarray(self.s_time, DTYPE),
-                        np.asarray(self.s_rate, DTYPE), np.asarray(self.s_flags, np.int64), poses, 0)
-        default = ns + nb
-        poses.put(slice(default, default + 1), PoseBatch.reference(1, bank.skeleton.bind_height))
-        own_default: dict[int, int] = {}
-        if defaults:
-            humans = np.asarray(self.s_human, np.int64)
-            for k, (hi, dpose) in enumerate(sorted(defaults.items())):
-                row = default + 1 + k
-                poses.put(slice(row, row + 1), dpose)
-                own_default[hi] = row
-                for s in np.flatnonzero(humans == hi):
-                    tagged = poses.tag[2 + 1:, s]                   # bones 1-33
-                    rot = poses.rot[:, 1:, s]
-                    rot[:, tagged] = dpose.rot[:, 1:, 0][:, tagged]
-        where = np.empty(nb, dtype=np.int64)          # blend j -> its row in ``poses``
-        if nb:
-            b_a = np.asarray(self.b_a, np.int64)
-            b_b = np.asarray(self.b_b, np.int64)
-            b_w = np.asarray(self.b_w, DTYPE)
-            b_mask = np.asarray(self.b_mask, np.int64)
-            levels = np.asarray(self.b_level, np.int64)
-            nxt = ns
-            for level in range(1, int(levels.max()) + 1):
-                for bone in np.unique(b_mask[levels == level]):
-                    js = np.flatnonzero((levels == level) & (b_mask == bone))
-                    rows_a = self._rows(b_a[js], where)
-                    rows_b = self._rows(b_b[js], where)
-                    out = slice(nxt, nxt + len(js))
-                    res = blend(poses.take(rows_a), poses.take(rows_b), b_w[js],
-                                mask=None if bone < 0 else subtree_mask(int(bone)))
-                    poses.put(out, res)
-                    where[js] = np.arange(nxt, nxt + len(js))
-                    nxt += len(js)
-        rows = np.array([own_default.get(i, default) if h is None else (h if h >= 0 else where[-h - 1])
-                         for i, h in enumerate(self.finals)], dtype=np.int64)
-        return poses.take(rows)
-
-    @staticmethod
-    def _rows(handles: np.ndarray, where: np.ndarray) -> np.ndarray:
-        return np.where(handles >= 0, handles, where[np.maximum(-handles - 1, 0)])
-
-    def execute_reference(self, bank: ClipBank) -> PoseBatch:
-        """Run the plan one pose at a time (the scalar reference path)."""
+        defaults = defaults or {}
         ns, nb = len(self.s_clip), len(self.b_a)
         single: dict[int, PoseBatch] = {}
         for i in range(ns):
             single[i] = bank.sample(np.array([self.s_clip[i]]), np.array([self.s_time[i]], DTYPE),
                                     np.array([self.s_rate[i]], DTYPE), np.array([self.s_flags[i]]))
+            dpose = defaults.get(self.s_human[i])
+            if dpose is not None:
+                tagged = single[i].tag[2 + 1:, 0]                 # bones 1-33
+                single[i].rot[:, 1:, 0][:, tagged] = dpose.rot[:, 1:, 0][:, tagged]
         for j in range(nb):
             bone = self.b_mask[j]
             single[-(j + 1)] = blend(single[self.b_a[j]], single[self.b_b[j]], np.array([self.b_w[j]], DTYPE),
@@ -196,5 +255,5 @@ class SamplePlan:
         out = PoseBatch.empty(len(self.finals))
         ref = PoseBatch.reference(1, bank.skeleton.bind_height)
         for i, h in enumerate(self.finals):
-            out.put(slice(i, i + 1), ref if h is None else single[h])
+            out.put(slice(i, i + 1), defaults.get(i, ref) if h is None else single[h])
         return out

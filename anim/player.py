@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Sequence
 from . import f32 as F
 from .clip import Clip, EventType
 from .cursor import Cursor, FiredEvent
-from .plan import SamplePlan
+from .plan import Bones, SamplePlan
 from .pose import PoseBatch
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds, gait_speed
 from .sampler import ClipBank
@@ -72,7 +72,7 @@ class PlayerOptions:
     ``pool_size``: tasks in the world's pool (360). ``early_finish_above`` (6) and
     ``cleanup_above`` (12): the stack sizes past which a change finishes the newest fade
     early, and a fade gives back the tasks below it. ``batched``: step and sample the
-    crowd with the vectorised engine (anim.batch); off, every character takes the
+    crowd with the compiled engine (anim.batch over anim.kernels); off, every character takes the
     scalar reference step (the same results, slower).
 
     Readings of passages the spec leaves open (docs/original.md cites the lines for
@@ -592,6 +592,14 @@ class Player:
             if len(inst.events) > n0:
                 self._held_events(inst, inst.events, n0)
 
+    def may_have_events(self, instances: Sequence[CharacterInstance]) -> Sequence[CharacterInstance]:
+        """After ``step``: the instances whose ``events`` may be non-empty (a superset; may
+        hold repeats). The compiled path knows them (those that fired or took the scalar
+        step), so a caller need not look at every human; the scalar path gives them all."""
+        if self.options.batched:
+            return self.batch.touched()
+        return instances
+
     def _held_events(self, inst: CharacterInstance, events: list[FiredEvent], start: int) -> None:
         """Events 0x2c, 0x2d, 0x48 act on the task that fired them if it holds the bits."""
         for fe in events[start:]:
@@ -620,7 +628,8 @@ class Player:
         inst.record.flags &= ~(bits & ~others)
 
     def sample(self, instances: Sequence[CharacterInstance], reference: bool = False) -> PoseBatch:
-        """Every character's pose, one per instance: the stacks sampled bottom-up in one plan.
+        """Every character's pose, one per instance, in new arrays: the stacks sampled
+        bottom-up (the compiled engine, or their plan run compiled).
 
         ``reference`` runs the plan one pose at a time (the scalar path) instead. A pose
         the stack of seven refuses is skipped (0x00104ce0) and counted: the human's
@@ -672,6 +681,27 @@ class Player:
             inst.poses_refused = n
             self.stats.poses_refused += n
             self._pose_refused.append(inst)
+
+    def pose(self, instances: Sequence[CharacterInstance], reference: bool = False) -> Bones:
+        """Every character's pose and model-space bone transforms (``Bones``).
+
+        The compiled path writes them in one call into buffers the engine reuses (the next
+        call overwrites them); ``reference`` (or ``batched`` off) samples one pose at a
+        time and composes the bones with numpy, in new arrays. With ``queued_default``
+        the poses come from ``sample`` (which applies it), the bones from numpy. Refused
+        poses are counted on every path.
+        Original: 0x00176d60 CharacterInstance_Sample, 0x00104630 Instance_BuildBoneMatrices.
+        """
+        if self.options.batched and not reference and self.options.queued_default is None:
+            plan = SamplePlan()                  # the stacks the kernels do not cover emit here
+            bones = self.batch.pose(instances, dynamic_plan=plan)
+            self._count_refusals(plan)
+            return bones
+        out = Bones(0)
+        out.n = len(instances)
+        out.poses = self.sample(instances, reference=reference)
+        out.pos, out.rot = self.skeleton.model_space(out.poses.rot, out.poses.root)
+        return out
 
     def plan(self, instances: Sequence[CharacterInstance]) -> SamplePlan:
         plan = SamplePlan()

@@ -97,14 +97,18 @@ class Table:
     def detach(self, row: int) -> tuple["Table", int]:
         """Copy a row into a new private one-row table and free it here; returns (table, 0).
 
-        A task that is gone keeps reading its last numbers while its row is reused.
+        A task that is gone keeps reading its last numbers while its row is reused. The
+        copy is one slice per column (no zeroed table grown and then written).
         """
-        priv = Table(self._columns, 1)
-        r = priv.alloc()
+        priv = Table.__new__(Table)
+        priv._columns = self._columns
+        priv.capacity = 1
+        priv.live = np.ones(1, bool)
+        priv._free = []
         for name in self._columns:
-            getattr(priv, name)[r] = getattr(self, name)[row]
+            setattr(priv, name, getattr(self, name)[row:row + 1].copy())
         self.free(row)
-        return priv, r
+        return priv, 0
 
 
 def cursor_table(capacity: int = 64) -> Table:

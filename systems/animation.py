@@ -1,8 +1,9 @@
-"""System 1: the animation step of every human, then the batched sample and bone transforms.
+"""System 1: the animation step of every human, then the compiled sample and bone transforms.
 
 Every human's queue is run and its stack advanced (hand-overs, fades, events, the
-held-flag events), then all stacks are sampled in one plan and the poses turned into
-model-space transforms. Nothing is released here: released tasks wait on the deferred
+held-flag events), then all stacks are sampled, blended and turned into model-space
+transforms in one compiled call (anim.kernels; the reference path samples one pose at a
+time). Nothing is released here: released tasks wait on the deferred
 list for the flush.
 
 Original: Humans_Update's animation pass (0x00175610, the tasks' +0x64 and +0x5c calls,
@@ -28,6 +29,8 @@ class AnimationStep(esper.Processor):
         self._rows: list | None = None             # the sorted rows the lists below were built from
         self._instances: list = []
         self._fired: list = []
+        self._index: dict[int, int] = {}
+        self._shown: set[int] = set()
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Open the update (``ctx.update`` = the number of updates run before it), then
@@ -48,14 +51,29 @@ class AnimationStep(esper.Processor):
             for row, (_, (_, pref, _)) in enumerate(rows):
                 pref.row = row
             ctx.entities = [e for e, _ in rows]
+            self._index = {id(inst): k for k, inst in enumerate(self._instances)}
+            self._shown = set(range(len(rows)))     # whose FiredEvents may be non-empty
         instances = self._instances
         ctx.player.step(instances, ctx.dt)
-        poses = ctx.player.sample(instances, reference=ctx.reference)
-        ctx.poses = poses
-        ctx.bone_pos, ctx.bone_rot = ctx.player.skeleton.model_space(poses.rot, poses.root)
-        for inst, fired in zip(instances, self._fired):
-            ev = inst.events
+        bones = ctx.player.pose(instances, reference=ctx.reference)
+        ctx.poses = bones.poses                    # the fast path reuses these buffers each update
+        ctx.bone_pos, ctx.bone_rot = bones.pos, bones.rot
+        # Only the humans that may have fired (the engine knows them) or showed events last
+        # update are looked at: no per-human loop on a quiet update.
+        index = self._index
+        cand = set(self._shown)
+        for inst in ctx.player.may_have_events(instances):
+            k = index.get(id(inst))
+            if k is not None:
+                cand.add(k)
+        shown = set()
+        for k in sorted(cand):
+            ev = instances[k].events
+            fired = self._fired[k]
             if ev or fired.events:
                 fired.events = list(ev)
+            if ev:
+                shown.add(k)
+        self._shown = shown
         for p in ctx.probe:
             p(ctx, "animation")

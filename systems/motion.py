@@ -27,6 +27,7 @@ import esper
 import numpy as np
 
 from scuffle.anim import quat
+from scuffle.anim.kernels import root_motion_step
 from scuffle.anim.pose import TAG_BONE, TAG_VELOCITY
 from scuffle.components import Body, NO_ATTACHMENT, PoseRef
 from scuffle.systems.context import SimContext, sorted_components
@@ -53,7 +54,9 @@ def root_motion(vel: np.ndarray, vel_none: np.ndarray, turn: np.ndarray, turn_no
 
 
 class StateUpdate(esper.Processor):
-    """Apply root motion, then move (see the module docstring)."""
+    """Apply root motion, then move (see the module docstring): the bodies' numbers are
+    gathered into arrays, moved by one compiled call (anim.kernels.root_motion_step, the
+    same arithmetic as ``root_motion``), and written back."""
 
     def __init__(self, ctx: SimContext):
         self.ctx = ctx
@@ -74,27 +77,22 @@ class StateUpdate(esper.Processor):
                 self._bodies = [b for _, (b, _) in rows]
                 self._idx = np.array([p.row for _, (_, p) in rows], dtype=np.int64)
             bodies, idx = self._bodies, self._idx
-            ok = idx >= 0
-            idx = np.where(ok, idx, 0)
-            headings = np.array([b.heading for b in bodies])
-            attached = np.array([b.attachment != NO_ATTACHMENT for b in bodies])
-            world, dturn = root_motion(poses.vel[:, idx], poses.tag[TAG_VELOCITY, idx] | ~ok,
-                                       poses.rot[:, 0, idx], poses.tag[TAG_BONE, idx] | ~ok,
-                                       headings, ctx.dt, ctx.max_root_speed)
-            vel = np.array([b.state_velocity for b in bodies], dtype=np.float64) + world.T
-            vel[attached] = 0.0
-            pos = np.array([b.position for b in bodies], dtype=np.float64) + vel * ctx.dt
-            new_heading = _wrap_v(headings + dturn).tolist()
-            if attached.any():
-                raw_turn = np.degrees(quat.angle_about_z(poses.rot[:, 0, idx].astype(np.float64)))
-                raw_turn = np.where(poses.tag[TAG_BONE, idx] | ~ok, 0.0, raw_turn)
+            n = len(bodies)
+            heading = np.array([b.heading for b in bodies], dtype=np.float64)
+            attached = np.array([b.attachment != NO_ATTACHMENT for b in bodies], dtype=np.bool_)
+            state_vel = np.array([b.state_velocity for b in bodies], dtype=np.float64).reshape(n, 3)
+            position = np.array([b.position for b in bodies], dtype=np.float64).reshape(n, 3)
+            attach_heading = np.array([b.attach_heading for b in bodies], dtype=np.float64)
+            vel = np.empty((n, 3), np.float64)
+            root_motion_step(idx, poses.vel, poses.tag, poses.rot, heading, attached, state_vel, position,
+                             attach_heading, float(ctx.dt), float(ctx.max_root_speed), vel)
             for k, body in enumerate(bodies):
                 body.velocity = vel[k]
                 if attached[k]:
-                    body.attach_heading = _wrap(body.attach_heading + float(raw_turn[k]))
+                    body.attach_heading = float(attach_heading[k])
                     continue
-                body.heading = new_heading[k]
-                body.position = pos[k]
+                body.heading = float(heading[k])
+                body.position = position[k]
         for p in ctx.probe:
             p(ctx, "state")
 

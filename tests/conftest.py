@@ -1,4 +1,5 @@
-"""Fixtures for every test: esper's worlds are cleaned up after each one."""
+"""Fixtures for every test: the compiled kernels are loaded (or compiled) once per test
+process before any test runs, and esper's worlds are cleaned up after each test."""
 from __future__ import annotations
 
 import esper
@@ -17,3 +18,11 @@ def esper_clean():
     for w in set(esper.list_worlds()) - before:
         if w != current:
             esper.delete_world(w)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels():
+    """Compile (or load from numba's cache) the engine's kernels once, up front: no test
+    then pays for it, and none sees the command line's first-run progress line."""
+    from scuffle.anim.warmup import compile_kernels
+    compile_kernels()

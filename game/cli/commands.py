@@ -236,6 +236,10 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
+# The subcommands that step humans through the compiled engine.
+_STEPPING = frozenset({"demo", "view", "run", "bench"})
+
+
 def _version() -> str:
     """The installed distribution's version (the package's own when not installed)."""
     from scuffle import __version__
@@ -268,6 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:      # usage errors (already printed) and --help
             return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:
+        if args.command in _STEPPING:
+            from scuffle.anim.warmup import announce_compile
+            announce_compile()          # a cold numba cache: compile ahead, with a progress line
         status = args.run(args)
         sys.stdout.flush()
         return status

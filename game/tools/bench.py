@@ -1,4 +1,4 @@
-"""``python -m game bench --humans N --updates U [--json]``: the crowd benchmark (issue 6).
+"""``python -m scuffle bench --humans N [N ...] | --sweep [--updates U] [--json]``: the crowd benchmark.
 
 Builds N humans in one Game on the demo move set, each running the representative
 stack: a gait blend of two clips under a fade into a clip that hands over (with its
@@ -7,11 +7,18 @@ the attacker's set). The humans cycle through those changes with staggered phase
 every update has hand-overs, fades finishing and events somewhere in the crowd.
 
 It runs U updates through the whole ECS schedule and reports the median milliseconds
-per update (wall clock; the CPU time too, which other processes disturb less), each stage's share (the task step, the sample, the bone transforms, the
-flush, events, root motion, actions, placement), the peak memory, and the same work
-through the scalar reference path (fewer updates). ``--json`` ends with one object:
-``humans``, ``updates``, ``ms_per_update``, ``scalar_ms_per_update``, ``speedup``,
-``peak_mb`` and more. Speed is measured here, never in the test suite.
+per update, wall clock and CPU (which other processes disturb less), per human too;
+each stage's share and ms (every system, timed by wrapping its ``process`` as it is
+installed, plus the task step and the compiled pose: sample, blend, bones); the peak
+memory; the same work through the scalar reference path (fewer updates) and the
+speed-up; the pose pipeline alone (µs per human); the time to load the kernels and
+(unless ``--no-compile-time``) their first-run compile time in a fresh process.
+Several ``--humans`` (or ``--sweep``: 2, 100, 1,000, 10,000) run one process each and
+add the fixed cost and per-human slope (a least-squares line). ``--json`` prints only
+the JSON object on stdout (the table goes to stderr): one size gives ``humans``,
+``updates``, ``ms_per_update``, ``cpu_ms_per_update``, ``scalar_ms_per_update``,
+``speedup``, ``peak_mb`` and more; a sweep gives ``sweep`` (those objects) and the fit.
+Speed is measured here, never in the test suite.
 """
 from __future__ import annotations
 
@@ -29,6 +36,8 @@ from scuffle.game.fighters.moves import GAIT_IDS, Move
 __all__ = ["bench_arguments", "cmd_bench", "run_bench", "BUDGET_MS"]
 
 BUDGET_MS = 1000.0 / 30.0            # the 30 Hz update
+POSE_STAGE = "pose (sample, blend, bones)"
+SWEEP = (2, 100, 1000, 10000)
 CYCLE = 60                           # updates between a human's changes
 FADE = 0.6                           # s: the change's fade (the gait under it)
 PAIR_EVERY = 10                      # one paired pair per ten humans
@@ -93,18 +102,22 @@ def _build(n: int, batched: bool):
 
 
 def _run(n: int, updates: int, batched: bool, warmup: int = 5):
+    from scuffle.game.runtime.schedule import SCHEDULE
+
     game = _build(n, batched)
     player = game.player
     try:
         stages: dict[str, float] = {}
         with game.active():
             import esper
-            procs = list(esper._processors)
+            procs = [esper.get_processor(system) for system in SCHEDULE]     # public API only
+        names = []
         for p in procs:
-            _Timed(p, stages, type(p).__name__)       # wraps p.process in place
-        # split the animation step into the task step, the sample and the bone transforms
-        orig_step, orig_sample, skel = player.step, player.sample, player.skeleton
-        orig_model = skel.model_space
+            if p is not None:
+                _Timed(p, stages, type(p).__name__)   # wraps p.process in place
+                names.append(type(p).__name__)
+        # split the animation step into the task step and the pose (sample, blend, bones)
+        orig_step, orig_pose = player.step, player.pose
 
         def timed(fn, key):
             def call(*a, **k):
@@ -115,8 +128,7 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5):
             return call
 
         player.step = timed(orig_step, "task step")
-        player.sample = timed(orig_sample, "sample + blend")
-        object.__setattr__(skel, "model_space", timed(orig_model, "bone transforms"))
+        player.pose = timed(orig_pose, POSE_STAGE)
         for _ in range(warmup):
             game.step()
         stages.clear()
@@ -131,102 +143,191 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5):
         for name, _ in game.humans()[: min(n, 200)]:
             key = tuple(int(t.type) for t in game.instance(name).stack)
             shapes[key] = shapes.get(key, 0) + 1
-        total = sum(stages.get(type(p).__name__, 0.0) for p in procs)
+        total = sum(stages.get(nm, 0.0) for nm in names)
         insts = [game.instance(nm) for nm, _ in game.humans()]
         leak = player.pool.in_use - player.tasks_out(insts)
         return times, cpu, stages, total, shapes, leak
     finally:
-        if "model_space" in vars(player.skeleton):
-            object.__delattr__(player.skeleton, "model_space")
         game.close()
 
 
-def _pose_pipeline(n: int, repeats: int = 20) -> float:
-    """µs per human for the pose pipeline alone: two clips sampled and blended, then
-    local-to-model over 34 bones (the issue's reference measurement)."""
-    from scuffle.anim.pose import PoseBatch, blend
+def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
+    """µs per human (wall, CPU medians) for the pose pipeline alone, compiled: two clips sampled and blended,
+    then local-to-model over 34 bones, in one kernel call (the issue's reference
+    measurement; the plan is built before the clock starts)."""
+    from scuffle.anim import kernels as K
+    from scuffle.anim.plan import Bones, pose_tables, scratch_poses
     from scuffle.anim.sampler import ClipBank
-    from scuffle.anim.skeleton import HUMANOID
     from scuffle.game.fighters.moveset import demo_set
 
     s = demo_set()
     bank = ClipBank(list(s.clips_by_index))
     rng = np.random.default_rng(0)
-    clip = rng.integers(0, len(bank), 2 * n)
+    clip = rng.integers(0, len(bank), 2 * n).astype(np.int64)
     t = (rng.random(2 * n) * bank.durations[clip] * 0.9).astype(np.float32)
     rate = np.full(2 * n, 0.75, np.float32)
     flags = np.zeros(2 * n, np.int64)
-    out, res = PoseBatch.empty(2 * n), PoseBatch.empty(n)
+    first_s = np.arange(0, 2 * n + 1, 2, dtype=np.int64)
+    first_b = np.arange(0, n + 1, dtype=np.int64)
+    b_a, b_b = first_s[:-1].copy(), first_s[:-1] + 1
     w = rng.random(n).astype(np.float32)
-    lo, hi = out.take(slice(0, n)), out.take(slice(n, 2 * n))
-
-    def once():
-        bank.sample(clip, t, rate, flags, out)
-        blend(lo, hi, w, out=res)
-        HUMANOID.model_space(res.rot, res.root)
-
-    once()
-    ts = []
+    mask = np.full(n, -1, np.int64)
+    finals = -(np.arange(n, dtype=np.int64) + 1)
+    cols = np.arange(n, dtype=np.int64)
+    out = Bones(n)
+    args = (cols, first_s, first_b, clip, t, rate, flags, b_a, b_b, w, mask, finals, *pose_tables(bank).args,
+            *scratch_poses(4), *out.outs())
+    K.pose_plan(*args)
+    ts, cs = [], []
     for _ in range(repeats):
+        c0 = time.process_time()
         t0 = time.perf_counter()
-        once()
+        K.pose_plan(*args)
         ts.append(time.perf_counter() - t0)
-    return median(ts) / n * 1e6
+        cs.append(time.process_time() - c0)
+    return median(ts) / n * 1e6, median(cs) / n * 1e6
+
+
+def _compile_seconds() -> float:
+    """The kernels' first-run compile time: a fresh process compiling into an empty cache."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, NUMBA_CACHE_DIR=d)
+        code = ("import time; t0 = time.perf_counter(); from scuffle.anim.warmup import compile_kernels; "
+                "compile_kernels(); print(time.perf_counter() - t0)")
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+        if p.returncode:
+            raise RuntimeError(f"compiling the kernels failed: {p.stderr.strip()[-500:]}")
+        return float(p.stdout.strip().splitlines()[-1])
 
 
 def run_bench(humans: int, updates: int, scalar_updates: int | None = None) -> dict:
-    """Run the benchmark; returns the report dict (see the module docstring)."""
+    """Run the benchmark for one crowd size; returns the report dict (module docstring)."""
+    from scuffle.anim.warmup import compile_kernels
+
+    t0 = time.perf_counter()
+    compile_kernels()                 # loads the cached kernels (compiles on a first run)
+    load_s = time.perf_counter() - t0
+    pose_us, pose_cpu_us = _pose_pipeline(max(humans, 1000))
     times, cpu, stages, total, shapes, leak = _run(humans, updates, True)
     scalar_updates = scalar_updates if scalar_updates is not None else max(3, min(updates, 2000 // max(1, humans) + 3))
-    stimes, _, _, _, _, _ = _run(humans, scalar_updates, False, warmup=2)
+    stimes, scpu, _, _, _, _ = _run(humans, scalar_updates, False, warmup=2)
     ms = median(times)
+    cpu_ms = median(cpu)
     sms = median(stimes)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     share = {k: round(v / max(total, 1e-12), 4) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])}
+    stage_ms = {k: round(v * 1000.0 / updates, 4) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])}
     return {
         "humans": humans,
         "updates": updates,
-        "ms_per_update": round(ms, 3),
-        "p90_ms": round(float(np.percentile(times, 90)), 3),
-        "cpu_ms_per_update": round(median(cpu), 3),
+        "ms_per_update": round(ms, 4),
+        "p90_ms": round(float(np.percentile(times, 90)), 4),
+        "cpu_ms_per_update": round(cpu_ms, 4),
         "us_per_human": round(ms * 1000.0 / humans, 3),
+        "cpu_us_per_human": round(cpu_ms * 1000.0 / humans, 3),
         "budget_ms": round(BUDGET_MS, 3),
         "budget_share": round(ms / BUDGET_MS, 4),
         "scalar_ms_per_update": round(sms, 3),
+        "scalar_cpu_ms_per_update": round(median(scpu), 3),
         "scalar_updates": scalar_updates,
         "speedup": round(sms / ms, 2) if ms else None,
         "peak_mb": round(peak_mb, 1),
-        "pose_pipeline_us_per_human": round(_pose_pipeline(humans), 3),
+        "pose_pipeline_us_per_human": round(pose_us, 3),
+        "pose_pipeline_cpu_us_per_human": round(pose_cpu_us, 3),
+        "kernel_load_s": round(load_s, 3),
         "stage_share": share,
+        "stage_ms": stage_ms,
         "stack_shapes": {"-".join(map(str, k)) or "empty": v for k, v in sorted(shapes.items())},
         "pool_leak": leak,
     }
 
 
+def fit_line(reports: list[dict], key: str = "cpu_ms_per_update") -> tuple[float, float]:
+    """Least-squares fixed cost (ms) and per-human slope (µs) of ``key`` over the crowd sizes."""
+    n = np.array([r["humans"] for r in reports], dtype=np.float64)
+    y = np.array([r[key] for r in reports], dtype=np.float64)
+    if len(n) < 2:
+        return float(y[0]), 0.0
+    slope, fixed = np.polyfit(n, y, 1)
+    return float(fixed), float(slope * 1000.0)
+
+
+def _sweep(sizes: list[int], updates: int, scalar_updates: int | None) -> list[dict]:
+    """One fresh process per crowd size (so each peak memory is its own)."""
+    import subprocess
+    import sys
+
+    out = []
+    for n in sizes:
+        cmd = [sys.executable, "-m", "scuffle", "bench", "--humans", str(n), "--updates", str(updates),
+               "--json", "--no-compile-time"]
+        if scalar_updates is not None:
+            cmd += ["--scalar-updates", str(scalar_updates)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode:
+            raise RuntimeError(f"bench --humans {n} failed: {p.stderr.strip()[-800:]}")
+        out.append(json.loads(p.stdout))
+    return out
+
+
 def bench_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--humans", type=int, default=1000, help="humans in the world (default 1000)")
+    p.add_argument("--humans", type=int, nargs="+", default=None,
+                   help="humans in the world (default 1000); several sizes run one process each")
+    p.add_argument("--sweep", action="store_true", help=f"run the sizes {', '.join(map(str, SWEEP))}")
     p.add_argument("--updates", type=int, default=60, help="updates to time (default 60)")
     p.add_argument("--scalar-updates", type=int, default=None, help="updates for the scalar reference path")
-    p.add_argument("--json", action="store_true", help="end with one JSON object")
+    p.add_argument("--json", action="store_true", help="print only the JSON report on stdout (the table to stderr)")
+    p.add_argument("--no-compile-time", action="store_true",
+                   help="skip measuring the kernels' first-run compile time (a fresh process, ~15-30 s)")
+
+
+def _print_one(r: dict, out) -> None:
+    print(f"{r['humans']} humans, {r['updates']} updates: {r['ms_per_update']} ms per update median "
+          f"(p90 {r['p90_ms']}; CPU {r['cpu_ms_per_update']}), {r['us_per_human']} us per human, "
+          f"{100 * r['budget_share']:.1f}% of the 30 Hz budget", file=out)
+    print(f"scalar reference path: {r['scalar_ms_per_update']} ms per update "
+          f"({r['scalar_updates']} updates); speedup {r['speedup']}x", file=out)
+    print(f"pose pipeline alone (compiled, N >= 1000): {r['pose_pipeline_us_per_human']} us per human "
+          f"(CPU {r['pose_pipeline_cpu_us_per_human']}); "
+          f"peak memory {r['peak_mb']} MB", file=out)
+    print("where the time goes:", file=out)
+    for k, v in r["stage_share"].items():
+        print(f"  {k:<28} {100 * v:5.1f}%  {r['stage_ms'][k]:8.3f} ms", file=out)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    import sys
+
     from scuffle.game.cli.errors import CliError
 
-    if args.humans < 1 or args.updates < 1:
+    sizes = list(SWEEP) if args.sweep else (args.humans or [1000])
+    if min(sizes) < 1 or args.updates < 1:
         raise CliError("--humans and --updates must be at least 1")
     if args.scalar_updates is not None and args.scalar_updates < 1:
         raise CliError("--scalar-updates must be at least 1")
-    r = run_bench(args.humans, args.updates, args.scalar_updates)
-    print(f"{r['humans']} humans, {r['updates']} updates: {r['ms_per_update']} ms per update median "
-          f"(p90 {r['p90_ms']}; CPU {r['cpu_ms_per_update']}), {r['us_per_human']} us per human, "
-          f"{100 * r['budget_share']:.1f}% of the 30 Hz budget")
-    print(f"scalar reference path: {r['scalar_ms_per_update']} ms per update "
-          f"({r['scalar_updates']} updates); speedup {r['speedup']}x")
-    print(f"pose pipeline alone: {r['pose_pipeline_us_per_human']} us per human; peak memory {r['peak_mb']} MB")
-    print("where the time goes:")
-    for k, v in r["stage_share"].items():
-        print(f"  {k:<18} {100 * v:5.1f}%")
+    text = sys.stderr if args.json else sys.stdout
+    if len(sizes) == 1:
+        r = run_bench(sizes[0], args.updates, args.scalar_updates)
+        _print_one(r, text)
+    else:
+        runs = _sweep(sizes, args.updates, args.scalar_updates)
+        for one in runs:
+            _print_one(one, text)
+        fixed, slope = fit_line(runs)
+        wfixed, wslope = fit_line(runs, "ms_per_update")
+        r = {"sweep": runs, "fixed_cpu_ms": round(fixed, 4), "cpu_us_per_human_slope": round(slope, 4),
+             "fixed_wall_ms": round(wfixed, 4), "wall_us_per_human_slope": round(wslope, 4)}
+        print(f"fit over {sizes}: {fixed:.3f} ms fixed + {slope:.3f} us per human (CPU); "
+              f"{wfixed:.3f} ms + {wslope:.3f} us (wall)", file=text)
+    if not args.no_compile_time:
+        r["kernel_compile_s"] = round(_compile_seconds(), 2)
+        print(f"kernels' first-run compile: {r['kernel_compile_s']} s (numba, cache=True: once per machine)",
+              file=text)
     if args.json:
         print(json.dumps(r))
     return 0

@@ -1,9 +1,10 @@
-"""The batched engine against the scalar reference, over random scenarios.
+"""The compiled engine against the scalar reference, over random scenarios.
 
 Two Players get the same characters and the same random command streams; one steps and
-samples the crowd with anim.batch, the other takes the scalar step and the one-pose-
-at-a-time reference sampler. Times, frames, events, ids, held flags, released ids,
-fades and gaits must agree exactly, poses within 1e-5 (issue 6).
+samples the crowd with the compiled engine (anim.batch over anim.kernels), the other
+takes the scalar step and the one-pose-at-a-time reference sampler. Times, frames,
+events, ids, held flags, released ids, fades and gaits must agree exactly, poses and
+bone transforms within 1e-5 (issues 6 and 14).
 """
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ def _state(h: CharacterInstance) -> tuple:
             h.poses_refused)
 
 
-def _run_pair(seed: int, humans: int, updates: int, rate_of_commands: float, **options):
+def _run_pair(seed: int, humans: int, updates: int, rate_of_commands: float, bones: bool = False, **options):
     aset = _set(seed)
     results = []
     for batched in (True, False):
@@ -111,10 +112,14 @@ def _run_pair(seed: int, humans: int, updates: int, rate_of_commands: float, **o
         states, poses = [], []
         for u in range(updates):
             p.step(hs)
-            pose = p.sample(hs, reference=not batched)
+            if bones:
+                b = p.pose(hs, reference=not batched)
+                pose = (b.poses.copy(), b.pos.copy(), b.rot.copy())
+            else:
+                pose = p.sample(hs, reference=not batched).copy()
             p.flush()
             states.append([_state(h) for h in hs])
-            poses.append(pose.copy())
+            poses.append(pose)
             for h in hs:
                 if rng.random() < rate_of_commands:
                     _command(p, h, hs, rng)
@@ -143,15 +148,74 @@ def _check_pair(pair):
     for u, (xa, xb) in enumerate(zip(sa, sb)):
         for i, (a, b) in enumerate(zip(xa, xb)):
             assert a == b, f"update {u}, human {i}"
+    _same_poses(pa, pb)
+    # Nothing leaks: every task out of the pool is on a stack, a queue, or a next task.
+    assert pla.pool.in_use == pla.tasks_out(ha)
+    assert plb.pool.in_use == plb.tasks_out(hb)
+
+
+def _same_poses(pa, pb) -> None:
     for u, (a, b) in enumerate(zip(pa, pb)):
         assert np.array_equal(a.tag, b.tag), u
         assert np.allclose(a.vel, b.vel, atol=1e-5), u
         assert np.allclose(a.root, b.root, atol=1e-5), u
         dots = np.abs(np.einsum("ibn,ibn->bn", a.rot, b.rot))
         assert np.all(dots > 1 - 1e-5), u
-    # Nothing leaks: every task out of the pool is on a stack, a queue, or a next task.
+
+
+def _same_runs(runs) -> None:
+    (sa, pa, pla, ha), (sb, pb, plb, hb) = runs
+    for u, (xa, xb) in enumerate(zip(sa, sb)):
+        for i, (a, b) in enumerate(zip(xa, xb)):
+            assert a == b, f"update {u}, human {i}"
+    _same_poses([x[0] for x in pa], [x[0] for x in pb])
+    for u, ((_, pos_a, rot_a), (_, pos_b, rot_b)) in enumerate(zip(pa, pb)):
+        assert np.allclose(pos_a, pos_b, atol=1e-5), u
+        assert np.allclose(rot_a, rot_b, atol=1e-5), u
     assert pla.pool.in_use == pla.tasks_out(ha)
     assert plb.pool.in_use == plb.tasks_out(hb)
+
+
+@pytest.mark.parametrize("seed,zero", [(11, False), (12, True)])
+def test_compiled_bones_and_the_zero_overshoot_option_equal_reference(seed, zero):
+    """The bone transforms of the compiled pose kernel against numpy's model_space of the
+    reference poses, with and without ``end_zero_overshoot`` (When a clip ends)."""
+    _same_runs(_run_pair(seed, humans=8, updates=90, rate_of_commands=0.06, bones=True,
+                         end_zero_overshoot=zero))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(20, 32))
+def test_compiled_equals_reference_many_seeds(seed):
+    """A longer sweep over random crowds (CI runs it)."""
+    _same_runs(_run_pair(seed, humans=16, updates=240, rate_of_commands=0.03 + 0.01 * (seed % 5), bones=True,
+                         end_zero_overshoot=bool(seed % 2)))
+
+
+def test_plan_with_subtree_masks_and_default_poses_matches_reference():
+    """The compiled plan kernel (pose_plan) against the one-pose-at-a-time reference:
+    partial blends (Pose_BlendPartial's subtree masks), stacks of several blends, empty
+    stacks (the default pose), flags 0x1 / 0x2 (tagged defaults), several rates."""
+    from scuffle.anim.plan import SamplePlan
+
+    aset = _set(3)
+    p = Player()
+    for i in range(12):
+        p.bank_index(aset.clip(i))
+    bank = p.bank
+    rng = random.Random(4)
+    plan = SamplePlan()
+    for h in range(40):
+        plan.begin(f"h{h}")
+        for _ in range(rng.randint(0, 5)):
+            ci = rng.randrange(len(bank))
+            plan.sample(ci, float(np.float32(rng.uniform(0, float(bank.durations[ci])))),
+                        rng.choice([1.0, 0.75, 0.9, 1.3, 0.4]), rng.choice([0, 0, 1, 2, 3, 0x10]))
+            if rng.random() < 0.7:
+                plan.blend_top(rng.random(), rng.choice([-1, -1, 0, 1, 3, 5, 17, 28]))
+        plan.end()
+    fast, ref = plan.execute(bank), plan.execute_reference(bank)
+    _same_poses([fast], [ref])
 
 
 def test_batched_mostly_takes_the_fast_path():
@@ -199,3 +263,29 @@ def test_gait_followers_after_wraps_and_leader_swaps():
         assert xa == xb, u
     fired = sum(len(x[3]) for st in a for x in st)
     assert fired > 100          # the events really fired
+
+
+def test_fired_events_components_match_on_both_paths():
+    """AnimationStep copies only the humans that may have fired into their FiredEvents
+    (the compiled engine knows them); every human's FiredEvents still equals the scalar
+    path's, update by update, and empties again after an update with no event."""
+    from scuffle.components import FiredEvents
+    from scuffle.game.tools.bench import _build
+
+    logs = []
+    for batched in (True, False):
+        game = _build(24, batched)
+        try:
+            log = []
+            for _ in range(70):
+                game.step()
+                log.append([tuple((fe.anim_id, fe.event.frame, int(fe.event.type))
+                                  for fe in game.component(name, FiredEvents).events)
+                            for name, _ in game.humans()])
+            logs.append(log)
+        finally:
+            game.close()
+    assert logs[0] == logs[1]
+    assert sum(len(x) for u in logs[0] for x in u) > 20          # events really fired
+    per_human = list(zip(*logs[0]))
+    assert any(a and not b for seq in per_human for a, b in zip(seq, seq[1:]))   # and emptied again

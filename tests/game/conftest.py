@@ -1,79 +1,11 @@
-"""Shared helpers for the runtime tests: synthetic clips, scenario TOML, the CLI, esper clean-up.
-
-In: nothing from the disc; every clip is authored (anim.clip.author_clip).
-"""
+"""Fixtures of the game tests; the helpers they share are in gamehelp.py (a module name
+of its own: ``from conftest import`` would find whichever conftest was imported first)."""
 from __future__ import annotations
-
-import json
-import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip, encode_clip
-from scuffle.anim.rangelist import author_range
 from scuffle.game.runtime.world import Game
 
-REPO = Path(__file__).resolve().parents[2]
-IDLE = 388
-
-def turn_quat(deg: float) -> tuple[float, float, float, float]:
-    """A quaternion turning ``deg`` degrees about z (x, y, z, w)."""
-    h = math.radians(deg) / 2
-    return (0.0, 0.0, math.sin(h), math.cos(h))
-
-def clip(frames: int, name: str = "c", **kw):
-    """An authored clip of ``frames`` frames (author_clip's keywords)."""
-    return author_clip(name, frames, **kw)
-
-def still(frames: int = 60, name: str = "idle"):
-    """A clip with no channels (no root motion)."""
-    return author_clip(name, frames)
-
-def make_set(clips: dict, flags: dict | None = None, name: str = "s") -> AnimSet:
-    """An AnimSet from {id: clip} and {id: range flags}."""
-    flags = flags or {}
-    return AnimSet.build(clips, {i: author_range(flags=f) for i, f in flags.items()}, name=name)
-
-def clip_toml(set_name: str, anim_id: int, c, flags: int | None = None) -> str:
-    """One ``[[sets.NAME.clips]]`` table with the clip's chunks as hex."""
-    d, k = encode_clip(c)
-    out = f'[[sets.{set_name}.clips]]\nid = {anim_id}\ndescriptor = "{d.hex()}"\nkeyframes = "{k.hex()}"\n'
-    if flags is not None:
-        out += f"range = {{ flags = 0x{flags:x} }}\n"
-    return out
-
-def human_toml(name: str, set_name: str = "s", **extra) -> str:
-    out = f'[[humans]]\nname = "{name}"\nset = "{set_name}"\n'
-    for k, v in extra.items():
-        out += f"{k} = {json.dumps(v)}\n"
-    return out
-
-def command_toml(update: int, human: str, **keys) -> str:
-    out = f'[[commands]]\nupdate = {update}\nhuman = "{human}"\n'
-    for k, v in keys.items():
-        out += f"{k} = {json.dumps(v)}\n"
-    return out
-
-def run_cli(*args, cwd=None, timeout: float = 60) -> subprocess.CompletedProcess:
-    """``scuffle ARGS`` in this process (tests/scuffle_cli.py), text output captured."""
-    from scuffle_cli import run_scuffle
-    return run_scuffle(*args, cwd=cwd or REPO)
-
-def read_trace(path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
-
-def by_human(records: list[dict], name: str) -> list[dict]:
-    return [r for r in records if r["human"] == name]
-
-def clip_length(records: list[dict], anim_id: int, next_id: int) -> int:
-    """Updates from the first record showing ``anim_id`` to the first showing ``next_id``."""
-    first = next(r["update"] for r in records if r["anim"] == anim_id)
-    return next(r["update"] for r in records if r["anim"] == next_id and r["update"] > first) - first
 
 @pytest.fixture
 def new_game(esper_clean):

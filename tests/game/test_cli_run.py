@@ -13,7 +13,7 @@ import pytest
 
 from scuffle.game.cli import commands as cli
 
-from conftest import (IDLE, by_human, clip, clip_length, clip_toml, command_toml, human_toml, read_trace,
+from gamehelp import (IDLE, by_human, clip, clip_length, clip_toml, command_toml, human_toml, read_trace,
                       run_cli, still)
 from test_scenario import _errors, base_text
 

@@ -17,7 +17,7 @@ from scuffle.anim.player import PlayerOptions
 from scuffle.anim.rates import CfgAnimSpeeds
 from scuffle.components import NO_ATTACHMENT
 
-from conftest import IDLE, clip, make_set, still, turn_quat
+from gamehelp import IDLE, clip, make_set, still, turn_quat
 
 DT = 1.0 / 30.0
 

@@ -18,7 +18,7 @@ from scuffle.anim.resource import save_resource
 from scuffle import ScenarioError, load_scenario, parse_scenario, run_scenario
 from scuffle.game.runtime.trace import f32_json
 
-from conftest import IDLE, clip, clip_toml, command_toml, human_toml, still
+from gamehelp import IDLE, clip, clip_toml, command_toml, human_toml, still
 
 GAIT = [408, 409, 410, 411, 411]
 

@@ -26,7 +26,7 @@ from scuffle.systems.flush import DeferredFlush
 from scuffle.systems.motion import StateUpdate
 from scuffle.systems.placement import PairedPlacement
 
-from conftest import IDLE, clip, make_set, still
+from gamehelp import IDLE, clip, make_set, still
 
 NAMES = ["animation", "events", "flush", "state", "actions", "placement"]
 

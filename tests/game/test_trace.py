@@ -12,7 +12,7 @@ import pytest
 
 from scuffle.anim.clip import make_event
 
-from conftest import (IDLE, REPO, by_human, clip, clip_toml, command_toml, human_toml, run_cli, still,
+from gamehelp import (IDLE, REPO, by_human, clip, clip_toml, command_toml, human_toml, run_cli, still,
                       turn_quat)
 
 GAIT = [408, 409, 410, 411, 411]

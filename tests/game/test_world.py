@@ -23,7 +23,7 @@ from scuffle.game.runtime.schedule import install
 from scuffle.game.runtime.world import Game, UnknownHuman
 from scuffle.systems.context import SimContext
 
-from conftest import IDLE, REPO, clip, make_set, still
+from gamehelp import IDLE, REPO, clip, make_set, still
 
 X = 73                        # the reaction id both sets hold, with different clips
 

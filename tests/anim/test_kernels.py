@@ -1,0 +1,137 @@
+"""The compiled kernels' float32 toward-zero arithmetic against anim.f32, bit for bit.
+
+The cursor's time sums (When a clip ends) must give the same bits on both paths: the
+0.75 and 0.9 ties (k x r = F - 0.5), subnormals and the largest floats are pinned here,
+plus random float32 pairs.
+"""
+from __future__ import annotations
+
+import math
+import random
+import struct
+
+import numpy as np
+import pytest
+
+from scuffle.anim import f32 as F
+from scuffle.anim import kernels as K
+
+
+def bits(x: float) -> int:
+    if math.isnan(x):
+        return -1
+    return struct.unpack("<I", struct.pack("<f", x))[0] if abs(x) <= F.FLT_MAX else \
+        (0x7F800000 | (0x80000000 if x < 0 else 0))
+
+
+SUB = 1.401298464324817e-45          # the smallest subnormal
+MIN_NORMAL = 1.1754943508222875e-38
+SPECIAL = [0.0, -0.0, SUB, -SUB, 3 * SUB, MIN_NORMAL, -MIN_NORMAL, MIN_NORMAL - SUB, 1e-40, -1e-40,
+           F.FLT_MAX, -F.FLT_MAX, F.f32(F.FLT_MAX / 2), F.f32(1.0), F.f32(0.5), F.DT, F.HALF_FRAME,
+           F.f32(0.75), F.f32(0.9), F.f32(3.0), F.f32(-2.5), F.f32(1e30), F.f32(-7e37), F.f32(16777216.0)]
+
+
+@pytest.mark.parametrize("op,ref", [(K.add, F.add), (K.sub, F.sub), (K.mul, F.mul)])
+def test_special_pairs_match_bit_for_bit(op, ref):
+    for a in SPECIAL:
+        for b in SPECIAL:
+            assert bits(op(a, b)) == bits(ref(a, b)), (a, b)
+
+
+def test_division_matches_bit_for_bit():
+    vals = [v for v in SPECIAL if v != 0.0]
+    for a in SPECIAL:
+        for b in vals:
+            assert bits(K.div(a, b)) == bits(F.div(a, b)), (a, b)
+
+
+def test_largest_floats_saturate_toward_zero():
+    assert K.add(F.FLT_MAX, F.FLT_MAX) == F.FLT_MAX
+    assert K.mul(F.FLT_MAX, 2.0) == F.FLT_MAX
+    assert K.mul(-F.FLT_MAX, 2.0) == -F.FLT_MAX
+    assert K.mul(SUB, 0.5) == 0.0 and K.mul(SUB, 0.5) == F.mul(SUB, 0.5)
+
+
+@pytest.mark.parametrize("rate", [0.75, 0.9])
+def test_the_tie_rates_sum_as_the_fpu(rate):
+    """The cursor time summed update by update at the tie rates, and its frames."""
+    step = F.mul(F.DT, F.f32(rate))
+    assert K.mul(F.DT, F.f32(rate)) == step
+    t = k = 0.0
+    for _ in range(400):
+        t, k = F.add(t, step), K.add(k, K.mul(F.DT, F.f32(rate)))
+        assert bits(t) == bits(k)
+        assert F.frame_of(t) == K.frame_of(k)
+    # the tie: the end of a 10-frame clip at 0.75 comes one update late in both
+    for frames in (10, 13, 19, 28):
+        tt = kk = 0.0
+        for u in range(200):
+            tt, kk = F.add(tt, step), K.add(kk, step)
+            if F.frame_of(tt) >= frames:
+                break
+        assert F.frame_of(kk) == F.frame_of(tt)
+
+
+def test_random_float32_pairs_match_bit_for_bit():
+    rng = random.Random(14)
+    for _ in range(4000):
+        a = F.f32(rng.uniform(-1, 1) * 10 ** rng.randint(-40, 38))
+        b = F.f32(rng.uniform(-1, 1) * 10 ** rng.randint(-40, 38))
+        if rng.random() < 0.3:
+            b = F.f32(a * rng.choice([1, -1, 0.5, 1 + 2 ** -23]))
+        assert bits(K.add(a, b)) == bits(F.add(a, b)), (a, b)
+        assert bits(K.mul(a, b)) == bits(F.mul(a, b)), (a, b)
+        if b != 0.0:
+            assert bits(K.div(a, b)) == bits(F.div(a, b)), (a, b)
+        t = F.f32(abs(a) % 1e6)
+        assert K.frame_of(t) == F.frame_of(t), t
+
+
+def test_vectorised_helpers_agree_with_the_kernels():
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal(500) * 10.0 ** rng.integers(-40, 38, 500)).astype(np.float32)
+    b = (rng.standard_normal(500) * 10.0 ** rng.integers(-40, 38, 500)).astype(np.float32)
+    va, vm = F.add_v(a, b), F.mul_v(a, b)
+    for i in range(500):
+        assert bits(float(va[i])) == bits(K.add(float(a[i]), float(b[i])))
+        assert bits(float(vm[i])) == bits(K.mul(float(a[i]), float(b[i])))
+
+
+def test_root_motion_kernel_matches_the_numpy_root_motion():
+    """StateUpdate's compiled move against systems.motion.root_motion (Human_ApplyRootMotion):
+    the cap, tagged velocities and turns, attachments, headings wrapping past 180."""
+    from scuffle.systems.motion import _wrap, _wrap_v, root_motion
+
+    rng = np.random.default_rng(7)
+    n = 300
+    vel = (rng.standard_normal((3, n)) * rng.choice([0.5, 5.0, 80.0], n)).astype(np.float32)
+    q = rng.standard_normal((4, n))
+    q[3] = np.abs(q[3]) + 1.5
+    q /= np.linalg.norm(q, axis=0)
+    rot = np.zeros((4, 34, n), np.float32)
+    rot[:, 0] = q
+    tag = rng.random((36, n)) < 0.2
+    idx = np.where(rng.random(n) < 0.1, -1, rng.integers(0, n, n)).astype(np.int64)
+    heading = rng.uniform(-180, 180, n)
+    attached = rng.random(n) < 0.15
+    sv = rng.standard_normal((n, 3))
+    pos = rng.standard_normal((n, 3))
+    ah = rng.uniform(-180, 180, n)
+    dt, cap = 1.0 / 30.0, 50.0
+    ok = idx >= 0
+    j = np.where(ok, idx, 0)
+    world, dturn = root_motion(vel[:, j], tag[0, j] | ~ok, rot[:, 0, j], tag[2, j] | ~ok, heading, dt, cap)
+    want_vel = sv + world.T
+    want_vel[attached] = 0.0
+    want_pos = np.where(attached[:, None], pos, pos + want_vel * dt)
+    want_heading = np.where(attached, heading, _wrap_v(heading + dturn))
+    raw = np.degrees(np.where(rot[2, 0, j] < 0, -1, 1) * 2 * np.arccos(np.clip(rot[3, 0, j].astype(np.float64), -1, 1)))
+    raw = np.where(tag[2, j] | ~ok, 0.0, raw)
+    want_ah = np.array([_wrap(a + r) if at else a for a, r, at in zip(ah, raw, attached)])
+    out = np.empty((n, 3))
+    h2, p2, a2 = heading.copy(), pos.copy(), ah.copy()
+    K.root_motion_step(idx, vel, tag, rot, h2, attached, sv, p2, a2, dt, cap, out)
+    np.testing.assert_allclose(out, want_vel, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(p2, want_pos, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(h2, want_heading, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a2, want_ah, rtol=0, atol=1e-9)
