@@ -58,6 +58,7 @@ from scuffle.anim.lint import end_step
 from scuffle.anim.rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from scuffle.anim.skeleton import HUMANOID, NUM_BONES, PARENTS, Bone, Skeleton
 from scuffle.game.cli.errors import OneLineParser
+from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
 
 __all__ = ["ViewError", "ClipEntry", "Playback", "ViewerState", "load_source", "draw_view",
            "write_contact_sheet", "write_channels", "write_view_picture", "run_headless", "main",
@@ -132,9 +133,9 @@ class ClipEntry:
 def _read(path: str, what: str) -> bytes:
     """A file's bytes; ViewError naming the file when it cannot be read."""
     try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise ViewError(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
+        return read_limited(path, MAX_BINARY_BYTES)
+    except FileLimitError as exc:
+        raise ViewError(f"cannot read {what} {path!r}: {exc.problem}") from None
 
 
 def _set_entries(aset, source: str, speeds: CfgAnimSpeeds, rate: float | None) -> list[ClipEntry]:
