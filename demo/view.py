@@ -656,7 +656,9 @@ def draw_timeline(surface, rect, pb: Playback, u: int, fonts) -> TimelineLayout:
     lay = TimelineLayout(track, 0.0, max(last, 1.0))
     # Ruler.
     px_per_frame = track.w / max(lay.last - lay.first, 1.0)
-    major = next(s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000) if s * px_per_frame >= 42)
+    # A step of 42 px or more; past 10000 frames a step a power of ten (never runs out).
+    major = next((s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000) if s * px_per_frame >= 42),
+                 10 ** math.ceil(math.log10(42.0 / px_per_frame)))
     minor = next((s for s in (1, 2, 5, 10, 50, 100) if s * px_per_frame >= 6 and major % s == 0), major)
     f = 0
     while f <= lay.last:
@@ -1300,13 +1302,11 @@ def parse_args(argv) -> argparse.Namespace:
                    help="window / picture size WxH (default %(default)s)")
     p.add_argument("--screenshot", metavar="PNG", help="window: save the first frame there, then quit")
     a = p.parse_args(argv)
-    try:
-        w, h = (int(v) for v in a.size.lower().split("x"))
-        if w < 900 or h < 560:
-            raise ValueError
-    except ValueError:
-        p.error(f"--size {a.size!r}: WxH, at least 900x560")
-    a.size = (w, h)
+    from scuffle.demo.cli import MAX_SIZE, parse_size
+    size = parse_size(a.size, (900, 560))
+    if size is None:
+        p.error(f"--size {a.size!r}: WxH, from 900x560 to {MAX_SIZE[0]}x{MAX_SIZE[1]}")
+    a.size = size
     if len(a.source) > 2:
         p.error("SOURCE: one resource file, 'demo', or DESCRIPTOR KEYFRAMES (two paths)")
     return a

@@ -451,7 +451,7 @@ def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, upda
         for k in ("fade", "blend"):
             if k in c:
                 if not _is_f32(c[k]) or not 0 <= c[k] <= MAX_FADE:
-                    err(lines.key(cl, k), f"{fld}.{k}", f"expected seconds 0-{MAX_FADE:g}, got {c[k]!r}")
+                    err(lines.key(cl, k), f"{fld}.{k}", f"expected seconds 0-{MAX_FADE:g} (a float32), got {c[k]!r}")
                 setattr(cmd, k, float(c[k]))
         for k in ("flags", "held"):
             if k in c:

@@ -32,6 +32,8 @@ BUDGET_MS = 1000.0 / 30.0            # the 30 Hz update
 CYCLE = 60                           # updates between a human's changes
 FADE = 0.6                           # s: the change's fade (the gait under it)
 PAIR_EVERY = 10                      # one paired pair per ten humans
+MAX_HUMANS = 20_000                  # the largest crowd bench builds (docs/tools.md, "Limits")
+MAX_UPDATES = 100_000                # the most updates it times
 
 
 class _Timed:
@@ -215,6 +217,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     if args.humans < 1 or args.updates < 1:
         raise CliError("--humans and --updates must be at least 1")
+    if args.humans > MAX_HUMANS or args.updates > MAX_UPDATES:
+        raise CliError(f"--humans {args.humans}, --updates {args.updates}: at most {MAX_HUMANS} humans "
+                       f"and {MAX_UPDATES} updates")
+    if args.scalar_updates is not None and args.scalar_updates > MAX_UPDATES:
+        raise CliError(f"--scalar-updates {args.scalar_updates}: at most {MAX_UPDATES}")
     if args.scalar_updates is not None and args.scalar_updates < 1:
         raise CliError("--scalar-updates must be at least 1")
     r = run_bench(args.humans, args.updates, args.scalar_updates)
