@@ -22,7 +22,7 @@ from . import f32 as F
 from .clip import Clip, EventType
 from .cursor import Cursor, FiredEvent
 from .plan import SamplePlan
-from .pose import PoseBatch
+from .pose import POSE_STACK_SIZE, PoseBatch, PoseStackOverflow
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from .sampler import ClipBank
 from .skeleton import HUMANOID, Skeleton
@@ -34,7 +34,7 @@ from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HeldFlags, Hold
                     MixTask, PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType,
                     LOCOMOTION_FLAGS)
 
-__all__ = ["Player", "PlayerOptions", "UnknownClip"]
+__all__ = ["Player", "PlayerOptions", "UnknownClip", "chain_blend_depth"]
 
 # Fired-event types that change the held bits: (bits that must be held, clear, set).
 HELD_EVENTS = {
@@ -61,6 +61,36 @@ def _check_number(what: str, value, low: float = 0.0) -> float:
     if not (math.isfinite(F.f32(v)) and v >= low):
         raise ValueError(f"{what} {value!r} must be finite (a float32) and >= {low:g}")
     return v
+
+
+def chain_blend_depth(durations: Sequence[float], blend: float) -> int:
+    """The most clips of a chain sampled at once under its hand-over blends (1 without).
+
+    A type 3 task in its blend window samples its clip, then its next task kept at the
+    time into the window, and so on while that time is past the next one's own window
+    start (ClipTask.emit): from clip i, the next gets at most w_i = min(b, D_(i+1)); a
+    clip j given time T nests on iff w_j > 0 and T > D_j - w_j, passing T - (D_j - w_j).
+    The last id loops (no window). In: the clips' durations in chain order and the
+    blend time b. Out: the deepest nesting over every start, an upper bound of the poses
+    the chain pushes at once (its peak is approached just before each hand-over).
+    Original: 0x00104ce0 (the pose stack of seven it must fit), "When a clip ends".
+    """
+    n = len(durations)
+    if n < 2 or not blend > 0.0:
+        return 1
+    window = [min(blend, durations[i + 1]) for i in range(n - 1)] + [0.0]
+    best = 1
+    for i in range(n - 1):
+        depth, t, j = 1, window[i], i + 1
+        if t <= 0.0:
+            continue
+        depth += 1                                 # the next task, sampled in i's window
+        while window[j] > 0.0 and t > durations[j] - window[j]:
+            t -= durations[j] - window[j]
+            j += 1
+            depth += 1
+        best = max(best, depth)
+    return best
 
 
 @dataclass(frozen=True)
@@ -287,15 +317,23 @@ class Player:
         """``play = [A, ..., Z]``: A ... Y hand over in order (type 3, or 6 when paired), Z loops.
 
         ``held`` goes to the first task only. All tasks are taken from the pool at once or
-        none (TaskPoolExhausted leaves everything unchanged).
+        none (TaskPoolExhausted leaves everything unchanged). A chain whose blend windows
+        would nest more clips' poses than the pose stack holds (chain_blend_depth > 7, e.g.
+        eight clips under blend=100.0) is refused here with PoseStackOverflow, before any
+        task is built, rather than failing inside a later update.
         """
         if not ids:
             raise ValueError("chain: at least one anim id")
         _check_number("blend time", blend)
         self.pool.require(len(ids))
         src = paired_with.anim_set if paired_with is not None else inst.anim_set
-        for i in ids:
-            self.find(src, i)
+        clips = [self.find(src, i) for i in ids]
+        depth = chain_blend_depth([c.duration for c in clips], F.f32(float(blend)))
+        if depth > POSE_STACK_SIZE:
+            raise PoseStackOverflow(
+                f"{inst.name}: an eighth pose: chain {list(ids)} with blend time {blend:g} s nests {depth} "
+                f"clips' poses at once; the pose stack holds {POSE_STACK_SIZE}, a limit of the original "
+                f"(refused, nothing changed)")
         task: Task = self.loop(inst, ids[-1], flags=flags, anim_set=src)
         for k, anim_id in enumerate(reversed(ids[:-1])):
             first = k == len(ids) - 2

@@ -16,6 +16,7 @@ reaction. Rules and numbers not in the spec are ours (docs/scenarios.md, "Action
 """
 from __future__ import annotations
 
+import collections
 import math
 from dataclasses import dataclass, field
 from enum import IntFlag, StrEnum
@@ -23,6 +24,7 @@ from enum import IntFlag, StrEnum
 import numpy as np
 
 from scuffle.anim.clip import EventType
+from scuffle.anim.stack import AnimLimitError
 from scuffle.anim.tasks import HeldFlags, LOCOMOTION_FLAGS, Task, TaskFlags, TaskType
 from scuffle.components import Body, Combat, HumanRecord, NO_ATTACHMENT
 from scuffle.game.fighters.moves import ATTACK_CHAIN, GAIT_IDS, GRAB_STRIKES, THROWS, Move
@@ -75,16 +77,32 @@ THROW_SPEED = 2.5                  # ours: the thrown victim's slide speed (m/s)
 IMPULSE_DECAY = 0.85
 
 
+LOG_SIZE = 1000                    # ours: the recent fight entries FightStats keeps
+
+
 @dataclass
 class FightStats:
-    """Counts for the demo's summary (pinned names: grabs, strikes, throws, damage)."""
+    """Counts for the demo's summary (pinned names: grabs, strikes, throws, damage).
+
+    ``log`` is a ring of the LOG_SIZE most recent entries (update, human, what, ...),
+    oldest first; ``kinds`` counts every entry ever logged by its ``what`` and
+    ``logged`` all of them, so a long run's memory stays flat.
+    """
 
     grabs: int = 0
     strikes: int = 0
     throws: int = 0
     damage: float = 0.0
     refused: int = 0
-    log: list = field(default_factory=list)
+    log: collections.deque = field(default_factory=lambda: collections.deque(maxlen=LOG_SIZE))
+    kinds: collections.Counter = field(default_factory=collections.Counter)
+    logged: int = 0
+
+    def record(self, entry: tuple) -> None:
+        """Log one entry (update, human, what, ...): into the ring and the counts."""
+        self.log.append(entry)
+        self.kinds[entry[2]] += 1
+        self.logged += 1
 
 
 def reaction_for(hit_code: int, from_behind: bool) -> tuple[int, bool]:
@@ -171,11 +189,11 @@ class Fight:
 
     def _refuse(self, who, what: str) -> bool:
         self.stats.refused += 1
-        self.stats.log.append((self.game.ctx.update, self._name(self._ent(who)), "refused", what))
+        self.stats.record((self.game.ctx.update, self._name(self._ent(who)), "refused", what))
         return False
 
     def _log(self, who, what: str, *extra) -> None:
-        self.stats.log.append((self.game.ctx.update, self._name(self._ent(who)), what, *extra))
+        self.stats.record((self.game.ctx.update, self._name(self._ent(who)), what, *extra))
 
     # ---------------------------------------------------------------- task helpers
     def _loop(self, who, anim_id: int, held: int = 0, attacker=None) -> Task:
@@ -346,7 +364,9 @@ class Fight:
 
     # ---------------------------------------------------------------- the pair
     def _connect(self, a: int, v: int) -> None:
-        """Turn and slide the pair together, then both play their connecting clips."""
+        """Turn and slide the pair together, then both play their connecting clips.
+        The six tasks are required before anything changes (TaskPoolExhausted: nothing did)."""
+        self._require(4)
         aset = self.inst(a).anim_set
         rec = aset.range(Move.GRAB_CONNECT)
         dx, dy = rec.direction
@@ -473,6 +493,8 @@ class Fight:
                 continue
             d = float(np.hypot(*(self.body(e).position - self.body(a).position)[:2]))
             if d <= reach and abs(_wrap(_bearing(self.body(a), self.body(e).position) - want)) <= HIT_CONE_DEG:
+                if self.combat(e).state != FightState.HELD:
+                    self.player.pool.require(4)     # the reaction's tasks, before any damage (all or nothing)
                 ca.struck = True
                 self._damage(a, e, rec.damage)
                 behind = abs(_bearing(self.body(e), self.body(a).position)) > 90.0
@@ -547,10 +569,7 @@ class Fight:
         then set the locomotion's state velocities."""
         pending, self.pending = self.pending, []
         for item in pending:
-            if item[0] == "window":
-                self._hit(item[1], item[2])
-            else:
-                self._on_end(item[1], item[2], item[3])
+            self._guarded(item[1], self._hit if item[0] == "window" else self._on_end, *item[1:])
         for ctl in list(self.controllers):
             ctl(self)
         for name, e in self.game.humans():
@@ -558,10 +577,7 @@ class Fight:
             if c.state == FightState.DOWN and c.down_left > 0 and not (self.flags(e) & FightFlags.PAIRED):
                 c.down_left -= 1
                 if c.down_left == 0:
-                    self.player.pool.require(3)
-                    self._begin(e)
-                    self._change(e, self._clip(e, Move.GET_UP, self._loop(e, Move.FIGHT_IDLE), held=FightFlags.DOWN,
-                                               on_end=self._ended(e, "get_up")), 0.1)
+                    self._guarded(e, self._get_up, e)
             if c.state == FightState.DOWN and not (self.flags(e) & FightFlags.DOWN) and c.down_left == 0:
                 c.state = FightState.FREE
             vel = np.zeros(3)
@@ -575,6 +591,25 @@ class Fight:
             b.state_velocity = vel
         if self.separate:
             self._separate()
+
+    def _get_up(self, e: int) -> None:
+        self.player.pool.require(3)
+        self._begin(e)
+        self._change(e, self._clip(e, Move.GET_UP, self._loop(e, Move.FIGHT_IDLE), held=FightFlags.DOWN,
+                                   on_end=self._ended(e, "get_up")), 0.1)
+
+    def _guarded(self, ent: int, rule, *args) -> None:
+        """Run one fight rule; a limit of the original it hits (the task pool, the stack)
+        refuses that rule alone: every rule checks its tasks before it changes anything,
+        so the world is as before it, the update goes on for every other human, and the
+        refusal is counted, logged and listed in ``player.refused`` (as the player lists
+        a refused queued start), which run_scenario turns into one error."""
+        try:
+            rule(*args)
+        except AnimLimitError as exc:
+            self.stats.refused += 1
+            self.stats.record((self.game.ctx.update, self._name(ent), "refused", f"limit: {exc}"))
+            self.player.refused.append((self.inst(ent), exc))
 
     def _separate(self) -> None:
         """Keep free bodies at least MIN_SEPARATION apart (ours: the spec has no collision)."""

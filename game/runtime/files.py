@@ -58,9 +58,9 @@ def read_limited(path: str | os.PathLike, limit: int = MAX_BINARY_BYTES) -> byte
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise FileLimitError(p, f"{_kind(st.st_mode)}, not a regular file")
+            raise FileLimitError(p, f"cannot read: {_kind(st.st_mode)}, not a regular file")
         if st.st_size > limit:
-            raise FileLimitError(p, f"{st.st_size} bytes, over the limit of {limit} bytes")
+            raise FileLimitError(p, f"cannot read: {st.st_size} bytes, over the limit of {limit} bytes")
         chunks, total = [], 0
         while True:
             block = os.read(fd, min(1 << 20, limit + 1 - total))

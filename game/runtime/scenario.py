@@ -561,7 +561,7 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                 last[cmd.human] = cmd
                 try:
                     apply_command(game, cmd, sc.registry.actions)
-                except (AnimLimitError, UnknownClip, UnknownHuman, ValueError) as exc:
+                except (AnimLimitError, PoseStackOverflow, UnknownClip, UnknownHuman, ValueError) as exc:
                     # A limit of the original (pool, stack, queue) hit at run time, or an
                     # action given what it cannot act on (a name that is no human): one
                     # error naming the command, like a parse error.
