@@ -274,3 +274,73 @@ def test_scenario_paths_resolve_relative_to_the_scenario_file(tmp_path):
     assert r.returncode == 0, r.stderr
     sc = load_scenario(sub / "ok.toml")
     assert set(sc.sets) == {"s", "r"}
+
+
+# ---------------------------------------------------------------- 5. an update is all or nothing
+
+
+def test_chain_blend_depth_counts_the_clips_nested_in_blend_windows():
+    from scuffle.anim.player import chain_blend_depth
+    assert chain_blend_depth([1.0, 1.0, 1.0], 0.0) == 1                  # no blend: one clip at a time
+    assert chain_blend_depth([1.0, 1.0, 1.0], 0.2) == 2                  # one hand-over at a time
+    assert chain_blend_depth([1.0, 0.1, 0.1, 1.0], 0.5) == 4             # short clips nest in the window
+    assert chain_blend_depth([1.0] * 8, 100.0) == 8                       # blend=100.0: every clip at once
+
+
+def test_a_chain_that_could_never_fit_the_pose_stack_is_refused_when_given():
+    from scuffle.anim.pose import PoseStackOverflow
+    from scuffle.game.fighters.moves import Move
+    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.runtime.world import Game
+
+    g = Game()
+    try:
+        s = demo_set()
+        g.add_human("a", s)
+        g.add_human("by", s, (3.0, 0.0, 0.0))
+        for n in ("a", "by"):
+            g.change(n, g.player.loop(g.instance(n), Move.IDLE))
+        ids = [Move.JAB, Move.CROSS, Move.HOOK, Move.FINISHER, Move.JAB, Move.CROSS, Move.HOOK, Move.IDLE]
+        for _ in range(10):
+            g.step()
+        in_use, stack = g.player.pool.in_use, list(g.instance("a").stack)
+        with pytest.raises(PoseStackOverflow, match="a: an eighth pose"):
+            g.player.chain(g.instance("a"), ids, blend=100.0)
+        assert g.player.pool.in_use == in_use and g.instance("a").stack == stack
+        for _ in range(20):                                  # every later step runs, the counter moves on
+            g.step()
+        assert g.update == 30 and not g.player.refused
+    finally:
+        g.close()
+
+
+def test_a_reaction_the_pool_cannot_serve_refuses_the_hit_whole_and_the_update_goes_on():
+    from scuffle.anim.player import PlayerOptions
+    from scuffle.components import Combat
+    from scuffle.game.fighters.combat import Fight
+    from scuffle.game.fighters.moves import Move
+    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.runtime.world import Game
+
+    g = Game(PlayerOptions(pool_size=7))                 # pool_size=6 with two humans, plus a bystander
+    try:
+        s = demo_set()
+        g.add_human("a", s, (0, 0, 0), 0.0)
+        g.add_human("b", s, (0, 0.9, 0), 180.0)
+        g.add_human("by", s, (5.0, 0, 0), 0.0)
+        fight = Fight(g)
+        for n in ("a", "b", "by"):
+            g.change(n, g.player.loop(g.instance(n), Move.FIGHT_IDLE))
+        g.step()
+        assert fight.strike("a", Move.JAB)
+        refused = []
+        for _ in range(40):
+            g.step()
+            refused += [(inst.name, str(exc)) for inst, exc in g.player.refused]
+        assert refused and refused[0][0] == "a" and "task pool exhausted" in refused[0][1]
+        assert g.component("b", Combat).health == 100.0          # no damage without its reaction
+        assert fight.stats.strikes == 0 and fight.stats.kinds["refused"] >= 1
+        assert g.update == 41                                     # every update ran to its end
+        assert g.player.pool.in_use == g.player.tasks_out([g.instance(n) for n in ("a", "b", "by")])
+    finally:
+        g.close()
