@@ -166,6 +166,79 @@ class Fight:
                 return n
         raise KeyError(ent)
 
+    def _alive(self, ent: int) -> bool:
+        return ent >= 0 and self.game._alive(ent)
+
+    # ---------------------------------------------------------------- a human leaves
+    def human_leaving(self, ent: int) -> None:
+        """The fight rules' side of Game.remove_human (called before the entity goes).
+
+        Every partner of the leaving human (its ``partner``, or whoever holds it or is
+        attached to it) is detached and freed, and plays what the rules choose: a victim
+        whose thrower leaves mid-throw falls (KNOCKDOWN, then the ground and the get-up,
+        as a knockdown reaction); any other partner plays its let-go (the attacker's
+        LET_GO, the victim's LET_GO_VICTIM on its own set) and is free at its end. The
+        leaving human's pending windows and ends are dropped.
+        """
+        self.pending = [item for item in self.pending if item[1] != ent]
+        c = self.combat(ent)
+        partners = [c.partner] if c.partner >= 0 and c.partner != ent else []
+        for _, e in self.game.humans():
+            if e != ent and e not in partners and (self.combat(e).partner == ent or self.body(e).attachment == ent
+                                                   or self.body(ent).attachment == e):
+                partners.append(e)
+        for p in partners:
+            if self._alive(p):
+                self._partner_left(p, thrown=c.state == FightState.THROWING and self.combat(p).role == "victim")
+        c.partner, c.role = -1, ""
+
+    def _partner_left(self, p: int, thrown: bool) -> None:
+        """Free ``p`` whose partner left: detached, its paired tasks cut off (released at
+        the next flush as a cut-off release), then its let-go or its fall."""
+        cp, bp = self.combat(p), self.body(p)
+        was_victim = cp.role == "victim"
+        self._detach(p)
+        bp.slide_to, bp.slide_left = None, 0
+        self._stop_moving(p)
+        cp.partner, cp.role = -1, ""
+        self._begin(p)
+        inst = self.inst(p)
+        self.player.cut(inst)
+        if thrown:
+            self._log(p, "partner_left", "fall")
+            self._guarded(p, self._fall, p)
+        else:
+            self._log(p, "partner_left", "let_go")
+            self._guarded(p, self._let_go_alone, p, was_victim)
+
+    def _fall(self, p: int) -> None:
+        self.player.pool.require(3)
+        c = self.combat(p)
+        c.state = FightState.DOWN
+        c.down_left = DOWN_UPDATES
+        self._change(p, self._clip(p, Move.KNOCKDOWN, self._loop(p, Move.GROUNDED, held=FightFlags.DOWN),
+                                   held=FightFlags.DOWN), 0.0)
+
+    def _let_go_alone(self, p: int, was_victim: bool) -> None:
+        self.player.pool.require(3)
+        c = self.combat(p)
+        c.state = FightState.LETTING_GO
+        clip, rest = (Move.LET_GO_VICTIM, Move.IDLE) if was_victim else (Move.LET_GO, Move.FIGHT_IDLE)
+        if self.inst(p).anim_set.clip(clip) is None:           # a set without the let-go: free at once
+            c.state = FightState.FREE
+            self._change(p, self._loop(p, rest), 0.0)
+            return
+        self._change(p, self._clip(p, clip, self._loop(p, rest), on_end=self._ended(p, "let_go")), 0.0)
+
+    def _partners_gone(self) -> None:
+        """Humans whose partner (or holder) is no longer in the world (deleted directly
+        with esper.delete_entity) are freed as human_leaving would free them."""
+        for _, e in self.game.humans():
+            c, b = self.combat(e), self.body(e)
+            if (c.partner >= 0 and not self._alive(c.partner)) or \
+                    (b.attachment != NO_ATTACHMENT and not self._alive(b.attachment)):
+                self._partner_left(e, thrown=False)
+
     def combat(self, who) -> Combat:
         return self.game.component(self._ent(who), Combat)
 
@@ -567,8 +640,11 @@ class Fight:
     def _update(self, ctx) -> None:
         """The actions phase: resolve this update's windows and ends, run the controllers,
         then set the locomotion's state velocities."""
+        self._partners_gone()
         pending, self.pending = self.pending, []
         for item in pending:
+            if not self._alive(item[1]):             # its human left the world
+                continue
             self._guarded(item[1], self._hit if item[0] == "window" else self._on_end, *item[1:])
         for ctl in list(self.controllers):
             ctl(self)
