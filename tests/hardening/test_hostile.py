@@ -344,3 +344,19 @@ def test_a_reaction_the_pool_cannot_serve_refuses_the_hit_whole_and_the_update_g
         assert g.player.pool.in_use == g.player.tasks_out([g.instance(n) for n in ("a", "b", "by")])
     finally:
         g.close()
+
+
+# ---------------------------------------------------------------- 7. scenario validation is linear
+
+
+@pytest.mark.slow
+def test_10000_humans_and_10000_commands_load_without_the_quadratic_scan():
+    text = 'updates = 10\n[sets.demo]\nlibrary = "demo"\n'
+    text += "".join(f'[[humans]]\nname = "h{i}"\nset = "demo"\nposition = [{i % 100}, {i // 100}, 0]\n'
+                    for i in range(10_000))
+    text += "".join(f'[[commands]]\nupdate = {i % 10}\nhuman = "h{i}"\nloop = 388\n' for i in range(10_000))
+    with no_hang(60):                                       # 141 s before (each header found from the top)
+        sc = parse_scenario(text, "big.toml")
+    assert len(sc.humans) == 10_000 and len(sc.commands) == 10_000
+    assert sc.humans[-1].line == text.splitlines().index('name = "h9999"')
+    assert sc.commands[-1].line is not None
