@@ -34,7 +34,7 @@ from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HeldFlags, Hold
                     MixTask, PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType,
                     LOCOMOTION_FLAGS)
 
-__all__ = ["Player", "PlayerOptions", "UnknownClip", "chain_blend_depth"]
+__all__ = ["Player", "PlayerOptions", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
 # Fired-event types that change the held bits: (bits that must be held, clear, set).
 HELD_EVENTS = {
@@ -63,6 +63,19 @@ def _check_number(what: str, value, low: float = 0.0) -> float:
     return v
 
 
+def task_pose_depth(task: Task) -> int:
+    """The most clips a type 3 / 6 task and the next tasks it owns sample at once
+    (chain_blend_depth over the task's own chain, each with its own blend window)."""
+    seq = [task]
+    while isinstance(seq[-1], ClipTask) and seq[-1].next is not None and len(seq) <= POSE_STACK_SIZE + 1:
+        seq.append(seq[-1].next)
+    if len(seq) < 2:
+        return 1
+    durations = [t.duration() for t in seq]
+    window = [t.window() if isinstance(t, ClipTask) else 0.0 for t in seq[:-1]] + [0.0]
+    return _nest_depth(durations, window)
+
+
 def chain_blend_depth(durations: Sequence[float], blend: float) -> int:
     """The most clips of a chain sampled at once under its hand-over blends (1 without).
 
@@ -78,7 +91,12 @@ def chain_blend_depth(durations: Sequence[float], blend: float) -> int:
     n = len(durations)
     if n < 2 or not blend > 0.0:
         return 1
-    window = [min(blend, durations[i + 1]) for i in range(n - 1)] + [0.0]
+    return _nest_depth(durations, [min(blend, durations[i + 1]) for i in range(n - 1)] + [0.0])
+
+
+def _nest_depth(durations: Sequence[float], window: Sequence[float]) -> int:
+    """chain_blend_depth's count for explicit windows (0 where a task has none)."""
+    n = len(durations)
     best = 1
     for i in range(n - 1):
         depth, t, j = 1, window[i], i + 1
@@ -374,11 +392,23 @@ class Player:
         if task.held:
             inst.record.flags |= task.held
 
+    def _check_fits_poses(self, inst: CharacterInstance, task: Task) -> None:
+        """PoseStackOverflow when ``task``'s own blend windows would nest more clips than
+        the pose stack of seven holds (task_pose_depth), before anything changes."""
+        depth = task_pose_depth(task)
+        if depth > POSE_STACK_SIZE:
+            raise PoseStackOverflow(
+                f"{inst.name or 'human'}: an eighth pose: the task's blend windows nest {depth} clips' poses "
+                f"at once; the pose stack holds {POSE_STACK_SIZE}, a limit of the original (refused, nothing changed)")
+
     def insert_bottom(self, inst: CharacterInstance, task: Task) -> None:
         """Put a task under the stack (index 0); sets its held bits on the human.
 
-        Rejected: a full stack (StackFull; nothing changed). Original: 0x001754e8.
+        Rejected: a full stack (StackFull; nothing changed), a task whose own blend
+        windows could never fit the pose stack (PoseStackOverflow; nothing changed).
+        Original: 0x001754e8.
         """
+        self._check_fits_poses(inst, task)
         self._early_finish(inst)
         if len(inst.stack) >= STACK_SIZE:
             raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
@@ -390,8 +420,11 @@ class Player:
     def push(self, inst: CharacterInstance, task: Task) -> None:
         """Put a task on top of the stack; sets its held bits on the human.
 
-        Rejected: a full stack (StackFull; nothing changed). Original: 0x001753d8.
+        Rejected: a full stack (StackFull; nothing changed), a task whose own blend
+        windows could never fit the pose stack (PoseStackOverflow; nothing changed).
+        Original: 0x001753d8.
         """
+        self._check_fits_poses(inst, task)
         self._early_finish(inst)
         if len(inst.stack) >= STACK_SIZE:
             raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
@@ -412,6 +445,7 @@ class Player:
         order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
         try:
+            self._check_fits_poses(inst, task)
             self.pool.require(1)
             _check_number("fade time", fade)
             if not self._change_fits(inst, task):

@@ -360,3 +360,33 @@ def test_10000_humans_and_10000_commands_load_without_the_quadratic_scan():
     assert len(sc.humans) == 10_000 and len(sc.commands) == 10_000
     assert sc.humans[-1].line == text.splitlines().index('name = "h9999"')
     assert sc.commands[-1].line is not None
+
+
+@pytest.mark.parametrize("how", ["push", "change"])
+def test_a_hand_built_clip_chain_that_could_never_fit_is_refused_by_push_and_change(how):
+    from scuffle.anim.player import Player, task_pose_depth
+    from scuffle.anim.pose import PoseStackOverflow
+    from scuffle.anim.stack import CharacterInstance
+    from .support import IDLE, SHORT
+
+    s = synthetic_set()
+    p = Player()
+    p.register(s)
+    h = CharacterInstance(s, "h")
+    p.change(h, p.loop(h, IDLE))
+    p.update([h])
+    task = p.loop(h, IDLE)
+    for anim_id in reversed(SHORT[:7]):                      # seven clips, each inside the last's window
+        task = p.clip(h, anim_id, task, blend=100.0)
+    assert task_pose_depth(task) == 8
+    before, in_use = list(h.stack), p.pool.in_use
+    with pytest.raises(PoseStackOverflow, match="h: an eighth pose"):
+        p.push(h, task) if how == "push" else p.change(h, task, 0.2)
+    assert h.stack == before
+    if how == "change":                                      # change gives the refused task back
+        assert p.pool.in_use == in_use - 8
+    else:                                                    # push leaves it with the caller
+        assert p.pool.in_use == in_use
+        p.discard(task)
+    assert p.pool.in_use == p.tasks_out([h])
+    assert p.update([h]).is_finite()
