@@ -241,7 +241,8 @@ def collect(paths: Iterable[str]) -> tuple[list[Item], int]:
     A directory that cannot be listed (no permission) is an item of kind "bad" naming
     it; files are read later through read_limited (regular files only, at most
     MAX_BINARY_BYTES), so a FIFO or a device among them is a "bad" entry too.
-    Rejected (CliError): a path that does not exist.
+    Rejected (CliError): a path that does not exist, a path named on the command line
+    that is not a regular file or a directory (a FIFO, /dev/zero: one line).
     """
     items: list[Item] = []
     seen: set[str] = set()
@@ -287,6 +288,11 @@ def collect(paths: Iterable[str]) -> tuple[list[Item], int]:
                 for name in sorted(files):
                     add_file(Path(root) / name, False)
         elif p.exists():
+            if not p.is_file():                        # a FIFO or a device named on the command line
+                try:
+                    read_limited(p, 0)
+                except FileLimitError as exc:
+                    raise CliError(str(exc)) from None
             add_file(p, True)
         else:
             raise CliError(f"{raw}: no such file or directory")

@@ -229,6 +229,8 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "diff: /dev/zero": (["diff", "ok.jsonl", "/dev/zero"], ["/dev/zero", "character device"]),
     "clip: /dev/urandom": (["clip", "/dev/urandom", "a.keys"], ["/dev/urandom", "character device"]),
     "clip: a FIFO": (["clip", "fifo"], ["fifo", "a FIFO"]),
+    "survey: a FIFO": (["survey", "fifo"], ["fifo", "a FIFO, not a regular file"]),
+    "survey: /dev/zero": (["survey", "/dev/zero"], ["/dev/zero", "character device"]),
     "run: resource a FIFO": (["run", "fifo.toml"], ["sets.r.resource", "'fifo'", "a FIFO"]),
     "run: keyframes_file /dev/zero": (["run", "zero.toml"], ["keyframes_file", "/dev/zero", "character device"]),
     "run: a resource that is not one": (["run", "notres.toml"], ["sets.r.resource", "junk.res"]),
@@ -263,6 +265,16 @@ def test_hostile_cli_input_is_one_line_and_status_2(results, name):
     for needle in CASES[name][1]:
         assert needle in lines[0], (needle, lines[0])
     assert "SECRET" not in lines[0]                         # a path is named, never a file's first bytes
+
+
+def test_the_viewer_draws_a_clip_of_2000_far_keys(tmp_path):
+    d, k = _far_keys_clip(2_000)                             # a StopIteration in the ruler before
+    (tmp_path / "far.desc").write_bytes(d)
+    (tmp_path / "far.keys").write_bytes(k)
+    r = run_game("view", "far.desc", "far.keys", "--headless", "--out", "out", cwd=tmp_path,
+                 env={"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"})
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert (tmp_path / "out" / "far_channels.png").is_file()
 
 
 def test_scenario_paths_resolve_relative_to_the_scenario_file(tmp_path):
