@@ -28,7 +28,7 @@ __all__ = [
     "ClipFormatError", "ClipAuthoringError", "Clip", "Event", "EventType",
     "KEY_DTYPE", "EVENT_DTYPE", "DESCRIPTOR_SIZE", "KEY_SIZE", "EVENT_SIZE",
     "NUM_BONES", "VTABLE_PLACEHOLDER", "POS_SCALE", "ROT_SCALE", "MAX_FRAMES",
-    "parse_clip", "encode_clip", "author_clip", "decode_positions", "decode_rotations",
+    "parse_clip", "encode_clip", "reachable_count", "key_frames", "author_clip", "decode_positions", "decode_rotations",
     "quantise_positions", "quantise_rotations", "mask_bones",
 ]
 
@@ -238,6 +238,9 @@ class Clip:
     keyframe_pointer: int = 0
     refcount: int = 0
     trailing: bytes = b"\0" * 8
+    # The raw bytes of each channel's keys that no cursor can reach (see reachable_count),
+    # by channel label ("A", "B" or the bone number); written back as they were.
+    unreachable: dict = field(default_factory=dict, repr=False)
     _sorted_events: tuple | None = field(default=None, repr=False)
     _timing: tuple | None = field(default=None, repr=False)
 
@@ -324,6 +327,30 @@ def key_frames(keys: np.ndarray) -> np.ndarray:
     return np.cumsum(keys["delta"].astype(np.int32), dtype=np.int32)
 
 
+def reachable_count(keys: np.ndarray, frames: int) -> int:
+    """How many of a channel's keys a cursor can ever read in a clip of ``frames`` frames.
+
+    The last frame a clip shows is F - 1 (When a clip ends); the sampler reads the key in
+    force and the next one it carries toward (Playing a clip: Sample). So the keys whose
+    start frame is at most F - 1 are read, and the first key starting at F or later as the
+    target of the last lerp; every key after that is never read. Each key after the
+    first has a delta of at least 1, so the answer is at most F + 1 and only the first
+    F + 1 deltas are summed (no 32-bit frame counter; constant work in the channel's length).
+
+    In: a KEY_DTYPE array (delta 0 first, then deltas of 1-255) and F. Out: a count >= 1
+    (>= 0 for an empty array). Rejects nothing.
+
+    Original: 0x00104110 AnimCursor_Step, 0x001044a0 AnimCursor_Advance (the step that
+    would reach F is not taken), 0x00104ce0 AnimCursor_SamplePose (the next key's lerp).
+    """
+    n = len(keys)
+    if n == 0:
+        return 0
+    head = np.cumsum(keys["delta"][:frames + 1].astype(np.int64))
+    past = int(np.searchsorted(head, frames, side="left"))   # first key starting at F or later
+    return min(n, past + 1)
+
+
 # ---------------------------------------------------------------- parsing
 
 _D = "descriptor"
@@ -406,12 +433,15 @@ def parse_clip(descriptor: bytes, keyframes: bytes) -> Clip:
         if keys["delta"][0] != 0:
             raise ClipFormatError(_K, start, f"section {label} first key delta",
                                   f"{keys['delta'][0]}, a channel's first key must have delta 0")
-        chans = _split_channels(keys)
-        if single and len(chans) > 1:
-            off = start + KEY_SIZE * len(chans[0])
+        starts = np.flatnonzero(keys["delta"] == 0)
+        if single and len(starts) > 1:
+            off = start + KEY_SIZE * int(starts[1])
             raise ClipFormatError(_K, off, f"section {label}",
                                   "a second channel starts here (delta 0); the section holds one channel")
-        return [c.copy() for c in chans]
+        if not single and len(starts) != nchan:      # counted before any channel is built
+            raise ClipFormatError(_K, size_a + size_b, "section C",
+                                  f"holds {len(starts)} channels, the descriptor says {nchan}")
+        return _split_channels(keys)
 
     sec_a = section(0, size_a, "A", True)
     sec_b = section(size_a, size_b, "B", True)
@@ -419,6 +449,19 @@ def parse_clip(descriptor: bytes, keyframes: bytes) -> Clip:
     if len(sec_c) != nchan:
         raise ClipFormatError(_K, size_a + size_b, "section C",
                               f"holds {len(sec_c)} channels, the descriptor says {nchan}")
+    nframes = _f32.end_frame(duration)
+    unreachable: dict = {}
+
+    def reachable(keys: np.ndarray, label) -> np.ndarray:
+        """The keys a cursor can read, copied; the rest kept as raw bytes for the re-encode."""
+        keep = reachable_count(keys, nframes)
+        if keep < len(keys):
+            unreachable[label] = keys[keep:].tobytes()
+        return keys[:keep].copy()
+
+    sec_a = [reachable(c, "A") for c in sec_a]
+    sec_b = [reachable(c, "B") for c in sec_b]
+    sec_c = [reachable(c, bone) for c, bone in zip(sec_c, bones)]
     events = np.frombuffer(keyframes, dtype=EVENT_DTYPE, count=nevents, offset=total).copy()
     for i, rec in enumerate(events):
         if int(rec["type"]) == EventType.POWER_CAMERA_CUT:
@@ -430,7 +473,7 @@ def parse_clip(descriptor: bytes, keyframes: bytes) -> Clip:
         name_raw=name_raw, duration=duration, displacement=(dx, dy), flags=flags,
         velocity=sec_a[0] if sec_a else None, translation=sec_b[0] if sec_b else None,
         rotations=dict(zip(bones, sec_c)), events=events, vtable=vtable,
-        keyframe_pointer=keyptr, refcount=refcount, trailing=trailing,
+        keyframe_pointer=keyptr, refcount=refcount, trailing=trailing, unreachable=unreachable,
     )
 
 
@@ -446,21 +489,21 @@ def encode_clip(clip: Clip) -> tuple[bytes, bytes]:
 
     Original: 0x001041f8 AnimCursor_Init (the layout it reads back).
     """
-    def chan(keys: np.ndarray | None, label: str) -> bytes:
+    def chan(keys: np.ndarray | None, label: str, key) -> bytes:
         if keys is None or len(keys) == 0:
             return b""
         keys = np.asarray(keys, dtype=KEY_DTYPE)
         if keys["delta"][0] != 0 or np.any(keys["delta"][1:] == 0):
             raise ClipFormatError(_K, 0, f"channel {label}", "must start with delta 0 and have no other delta-0 key")
-        return keys.tobytes()
+        return keys.tobytes() + clip.unreachable.get(key, b"")
 
-    a = chan(clip.velocity, "A")
-    b = chan(clip.translation, "B")
+    a = chan(clip.velocity, "A", "A")
+    b = chan(clip.translation, "B", "B")
     c_parts = []
     for bone in sorted(clip.rotations):
         if not 0 <= bone < NUM_BONES:
             raise ClipFormatError(_D, 0x20, "bone mask", f"bone {bone} outside 0-{NUM_BONES - 1}")
-        c_parts.append(chan(clip.rotations[bone], f"bone {bone}"))
+        c_parts.append(chan(clip.rotations[bone], f"bone {bone}", bone))
     c = b"".join(c_parts)
     for label, data, limit, off in (("section A size", a, 0xFFFF, 0x10), ("section B size", b, 0xFFFF, 0x12),
                                     ("section C size", c, 0xFFFFFFFF, 0x14)):
@@ -704,9 +747,22 @@ def author_clip(name: str, frames: int, *,
         if vel is not None:
             displacement = _integrate_velocity(vel, frames)
     dx, dy = (_f32.f32(float(v)) for v in displacement)
+    # Keys past the first one at or after F are never read: kept as raw bytes, as parse_clip does.
+    unreachable: dict = {}
+
+    def reachable(keys, label):
+        if keys is None:
+            return None
+        keep = reachable_count(keys, _f32.end_frame(duration))
+        if keep < len(keys):
+            unreachable[label] = keys[keep:].tobytes()
+        return keys[:keep].copy()
+
+    vel, tr = reachable(vel, "A"), reachable(tr, "B")
+    rot = {b: reachable(k, b) for b, k in sorted(rot.items())}
     return Clip(name_raw=raw_name.ljust(NAME_SIZE, b"\0"), duration=duration, displacement=(dx, dy),
-                flags=int(flags), velocity=vel, translation=tr, rotations=dict(sorted(rot.items())),
-                events=ev_arr)
+                flags=int(flags), velocity=vel, translation=tr, rotations=rot,
+                events=ev_arr, unreachable=unreachable)
 
 
 def _integrate_velocity(keys: np.ndarray, frames: int) -> tuple[float, float]:

@@ -14,6 +14,7 @@ Original: 0x001044a0 AnimCursor_Advance; 0x00105af0, 0x00108bd0, 0x00105770 (the
 from __future__ import annotations
 
 import math
+import struct
 from dataclasses import dataclass
 
 from . import f32 as F
@@ -30,7 +31,8 @@ def end_step(clip: Clip, rate: float, dt: float = F.DT) -> tuple[int, float] | N
     In: a clip, a playback rate (a float32 value is used as is), the update's dt. The
     time is summed as the cursor sums it (float32, rounded toward zero). Steps inside
     one binade all add the same truncated increment, so runs of them are taken at once
-    (``_steady``): a few hundred iterations at most, whatever the rate. A step of 0, a
+    (``_steady``), up to the first time at frame F found by bisection: at most
+    _MAX_ITERATIONS (4096) iterations, a few hundred in practice, whatever the rate. A step of 0, a
     non-finite or negative rate, or a time that stops growing gives None.
     Original: 0x001044a0 AnimCursor_Advance.
     """
@@ -42,25 +44,53 @@ def end_step(clip: Clip, rate: float, dt: float = F.DT) -> tuple[int, float] | N
         return None
     end = F.end_frame(clip.duration)
     limit = F.sub(clip.duration, F.HALF_FRAME)
+    t_end = _first_time_at(end)
     t, k = 0.0, 0
-    while True:
+    for _ in range(_MAX_ITERATIONS):
         nt = F.add(t, step)
         k += 1
         if F.frame_of(nt) >= end:
             return k, F.sub(nt, limit)
         if nt == t:
             return None
-        n, d = _steady(nt, step, end)
+        n, d = _steady(nt, step, t_end)
         t, k = nt + n * d, k + n
+    raise AssertionError(f"end_step: no end after {_MAX_ITERATIONS} iterations (rate {r})")
 
 
-def _steady(t: float, step: float, end: int) -> tuple[int, float]:
+# Each binade of the time takes at most a few iterations (a run, then single steps up to
+# the next binade or the end), and float32 has under 280 binades: a bound with room.
+_MAX_ITERATIONS = 4096
+
+
+def _first_time_at(end: int) -> float:
+    """The smallest positive float32 time whose frame (frame_of) is ``end`` or more.
+
+    frame_of never decreases as the time grows, and positive float32 values are ordered
+    as their bit patterns, so 31 bisection steps over the patterns find it. Returns inf
+    when no finite time reaches ``end``.
+    """
+    lo, hi = 0, 0x7F800000                       # +0 .. +inf as bit patterns
+    bits = lambda b: struct.unpack("<f", struct.pack("<I", b))[0]   # noqa: E731
+    if F.frame_of(bits(hi - 1)) < end:
+        return math.inf
+    while hi - lo > 1:                           # frame_of(bits(lo)) < end <= frame_of(bits(hi))
+        mid = (lo + hi) // 2
+        if F.frame_of(bits(mid)) >= end:
+            hi = mid
+        else:
+            lo = mid
+    return bits(hi)
+
+
+def _steady(t: float, step: float, t_end: float) -> tuple[int, float]:
     """How many further steps from ``t`` can be taken at once, and their increment.
 
     Within t's binade [2^(e-1), 2^e) every sum is truncated to the same grid (ulp
     2^(e-24)), so each step adds d = floor(step / ulp) x ulp while the exact sum stays
-    below 2^e. Returns (n, d) with n steps that stay in the binade and short of the
-    frame ``end`` by a margin (n = 0 when none can be skipped safely).
+    below 2^e. Returns (n, d) with n steps that stay in the binade and whose sums stay
+    below ``t_end``, the first time at the end frame (n = 0 when none can be skipped
+    safely); the step after the run is taken singly and tested as the cursor tests it.
     """
     if t < 2.0 ** -126:
         return 0, 0.0
@@ -71,8 +101,8 @@ def _steady(t: float, step: float, end: int) -> tuple[int, float]:
         return 0, 0.0
     top = 2.0 ** e
     in_binade = math.floor((top - step - t) / d)              # sums t + j d + step < 2^e
-    below_end = math.floor(((end - 1.0) / F.FRAMES_PER_SECOND - t) / d)   # frames short of F - 1/2
-    n = min(in_binade, below_end) - 2
+    below_end = math.ceil((t_end - t) / d) - 1 if math.isfinite(t_end) else in_binade
+    n = min(in_binade, below_end) - 1                          # sums t + j d < t_end
     return (n, d) if n > 0 else (0, 0.0)
 
 

@@ -22,7 +22,7 @@ from . import f32 as F
 from .clip import Clip, EventType
 from .cursor import Cursor, FiredEvent
 from .plan import Bones, SamplePlan
-from .pose import PoseBatch
+from .pose import POSE_STACK_SIZE, PoseBatch, PoseStackOverflow
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds, gait_speed
 from .sampler import ClipBank
 from .skeleton import HUMANOID, Skeleton
@@ -34,7 +34,7 @@ from .tasks import (BlendWindow, ClipTask, DirectionTask, EventRule, FadeTask, G
                     LoopTask, MixTask, PairedClipTask, PairedHoldTask, PickSampling, PickTask, SceneTask, Task,
                     TaskType, LOCOMOTION_FLAGS)
 
-__all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip"]
+__all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
 # Fired-event types that change the held bits: (bits that must be held, clear, set).
 HELD_EVENTS = {
@@ -63,6 +63,54 @@ def _check_number(what: str, value, low: float = 0.0) -> float:
     return v
 
 
+def task_pose_depth(task: Task) -> int:
+    """The most clips a type 3 / 6 task and the next tasks it owns sample at once
+    (chain_blend_depth over the task's own chain, each with its own blend window)."""
+    seq = [task]
+    while isinstance(seq[-1], ClipTask) and seq[-1].next is not None and len(seq) <= POSE_STACK_SIZE + 1:
+        seq.append(seq[-1].next)
+    if len(seq) < 2:
+        return 1
+    durations = [t.duration() for t in seq]
+    window = [t.window() if isinstance(t, ClipTask) else 0.0 for t in seq[:-1]] + [0.0]
+    return _nest_depth(durations, window)
+
+
+def chain_blend_depth(durations: Sequence[float], blend: float) -> int:
+    """The most clips of a chain sampled at once under its hand-over blends (1 without).
+
+    A type 3 task in its blend window samples its clip, then its next task kept at the
+    time into the window, and so on while that time is past the next one's own window
+    start (ClipTask.emit): from clip i, the next gets at most w_i = min(b, D_(i+1)); a
+    clip j given time T nests on iff w_j > 0 and T > D_j - w_j, passing T - (D_j - w_j).
+    The last id loops (no window). In: the clips' durations in chain order and the
+    blend time b. Out: the deepest nesting over every start, an upper bound of the poses
+    the chain pushes at once (its peak is approached just before each hand-over).
+    Original: 0x00104ce0 (the pose stack of seven it must fit), "When a clip ends".
+    """
+    n = len(durations)
+    if n < 2 or not blend > 0.0:
+        return 1
+    return _nest_depth(durations, [min(blend, durations[i + 1]) for i in range(n - 1)] + [0.0])
+
+
+def _nest_depth(durations: Sequence[float], window: Sequence[float]) -> int:
+    """chain_blend_depth's count for explicit windows (0 where a task has none)."""
+    n = len(durations)
+    best = 1
+    for i in range(n - 1):
+        depth, t, j = 1, window[i], i + 1
+        if t <= 0.0:
+            continue
+        depth += 1                                 # the next task, sampled in i's window
+        while window[j] > 0.0 and t > durations[j] - window[j]:
+            t -= durations[j] - window[j]
+            j += 1
+            depth += 1
+        best = max(best, depth)
+    return best
+
+
 @dataclass(frozen=True)
 class PlayerOptions:
     """Switches of the player. Defaults are the original's behaviour.
@@ -87,6 +135,9 @@ class PlayerOptions:
     the reference pose), or the human test 0x00223440 as a callable(instance) -> bool:
     when it passes for a human with queued tasks, those tasks are sampled first and
     their pose is the default pose of that sample (0x00176d60, "The pose" L102).
+    ``refuse_deep_chains``: False (the original: a chain whose blend windows nest more
+    than seven clips' poses plays, its eighth pose skipped when sampled), or True: such
+    a chain or task is refused when given (PoseStackOverflow, nothing changed).
     Rejected: an unknown reading (ValueError naming the field).
     """
 
@@ -101,6 +152,7 @@ class PlayerOptions:
     blend_window: str = BlendWindow.ADVANCED
     pick: str = PickSampling.CHOSEN
     queued_default: Callable | None = None
+    refuse_deep_chains: bool = False
 
     def __post_init__(self):
         for name, kind in (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling)):
@@ -349,15 +401,24 @@ class Player:
         """``play = [A, ..., Z]``: A ... Y hand over in order (type 3, or 6 when paired), Z loops.
 
         ``held`` goes to the first task only. All tasks are taken from the pool at once or
-        none (TaskPoolExhausted leaves everything unchanged).
+        none (TaskPoolExhausted leaves everything unchanged). A chain whose blend windows
+        would nest more clips' poses than the pose stack holds (chain_blend_depth > 7, e.g.
+        eight clips under blend=100.0) plays as the original plays it, the eighth pose
+        skipped and counted when sampled (0x00104ce0); with ``refuse_deep_chains`` it is
+        refused here with PoseStackOverflow instead, before any task is built.
         """
         if not ids:
             raise ValueError("chain: at least one anim id")
         _check_number("blend time", blend)
         self.pool.require(len(ids))
         src = paired_with.anim_set if paired_with is not None else inst.anim_set
-        for i in ids:
-            self.find(src, i)
+        clips = [self.find(src, i) for i in ids]
+        depth = chain_blend_depth([c.duration for c in clips], F.f32(float(blend)))
+        if self.options.refuse_deep_chains and depth > POSE_STACK_SIZE:
+            raise PoseStackOverflow(
+                f"{inst.name}: an eighth pose: chain {list(ids)} with blend time {blend:g} s nests {depth} "
+                f"clips' poses at once; the pose stack holds {POSE_STACK_SIZE}, a limit of the original "
+                f"(refused, nothing changed)")
         task: Task = self.loop(inst, ids[-1], flags=flags, anim_set=src)
         for k, anim_id in enumerate(reversed(ids[:-1])):
             first = k == len(ids) - 2
@@ -398,11 +459,27 @@ class Player:
         if task.held:
             inst.record.flags |= task.held
 
+    def _check_fits_poses(self, inst: CharacterInstance, task: Task) -> None:
+        """With ``refuse_deep_chains``: PoseStackOverflow when ``task``'s own blend windows
+        would nest more clips than the pose stack of seven holds (task_pose_depth), before
+        anything changes. Without it (the original) such a task plays, its eighth pose
+        skipped when sampled."""
+        if not self.options.refuse_deep_chains:
+            return
+        depth = task_pose_depth(task)
+        if depth > POSE_STACK_SIZE:
+            raise PoseStackOverflow(
+                f"{inst.name or 'human'}: an eighth pose: the task's blend windows nest {depth} clips' poses "
+                f"at once; the pose stack holds {POSE_STACK_SIZE}, a limit of the original (refused, nothing changed)")
+
     def insert_bottom(self, inst: CharacterInstance, task: Task) -> None:
         """Put a task under the stack (index 0); sets its held bits on the human.
 
-        Rejected: a full stack (StackFull; nothing changed). Original: 0x001754e8.
+        Rejected: a full stack (StackFull; nothing changed), a task whose own blend
+        windows could never fit the pose stack (PoseStackOverflow; nothing changed).
+        Original: 0x001754e8.
         """
+        self._check_fits_poses(inst, task)
         self._early_finish(inst)
         if len(inst.stack) >= STACK_SIZE:
             raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
@@ -414,8 +491,11 @@ class Player:
     def push(self, inst: CharacterInstance, task: Task) -> None:
         """Put a task on top of the stack; sets its held bits on the human.
 
-        Rejected: a full stack (StackFull; nothing changed). Original: 0x001753d8.
+        Rejected: a full stack (StackFull; nothing changed), a task whose own blend
+        windows could never fit the pose stack (PoseStackOverflow; nothing changed).
+        Original: 0x001753d8.
         """
+        self._check_fits_poses(inst, task)
         self._early_finish(inst)
         if len(inst.stack) >= STACK_SIZE:
             raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
@@ -436,6 +516,7 @@ class Player:
         order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
         try:
+            self._check_fits_poses(inst, task)
             self.pool.require(1)
             _check_number("fade time", fade)
             if not self._change_fits(inst, task):

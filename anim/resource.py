@@ -29,7 +29,7 @@ from .rangelist import (
 )
 
 __all__ = [
-    "NUM_ANIM_IDS", "NO_CLIP", "CHUNK_HEADER_SIZE", "ChunkType", "Chunk", "Resource",
+    "NUM_ANIM_IDS", "NO_CLIP", "CHUNK_HEADER_SIZE", "MAX_CHUNKS", "MAX_RESOURCE_BYTES", "ChunkType", "Chunk", "Resource",
     "ResourceFormatError", "load_resource", "save_resource", "slot_to_clip_index",
     "clip_index_to_slot", "parse_anim_table", "encode_anim_table", "AnimTableFormatError", "UnknownAnimId",
 ]
@@ -38,6 +38,12 @@ CHUNK_HEADER_SIZE = 8
 TYPE_FIELD_SIZE = 4           # the header's u32 type, then at +4 ...
 SIZE_FIELD_OFFSET = 4         # ... the u32 payload size
 NO_CLIP = -1                  # a table slot for an id without a clip
+# The most chunks a file may hold: two per clip pair, the range list, the table and extra
+# chunks. A file of many empty chunks is refused on the first chunk past this, so reading
+# one stays linear in the file and bounded in memory (docs/formats-resource.md).
+MAX_CHUNKS = 1 << 16
+# The largest resource file the CLI and the scenarios read (bytes); see read_limited.
+MAX_RESOURCE_BYTES = 256 << 20
 TABLE_COUNT_SIZE = 4
 SLOT_SIZE = 4
 
@@ -280,6 +286,9 @@ def _split_chunks(data: bytes) -> list[Chunk]:
     chunks: list[Chunk] = []
     pos, n = 0, len(data)
     while pos < n:
+        if len(chunks) >= MAX_CHUNKS:
+            raise ResourceFormatError(len(chunks), None, pos,
+                                      f"more than {MAX_CHUNKS} chunks; a resource holds at most {MAX_CHUNKS}")
         left = n - pos
         if left < CHUNK_HEADER_SIZE:
             ctype = _U32.unpack_from(data, pos)[0] if left >= TYPE_FIELD_SIZE else None
@@ -309,11 +318,12 @@ def load_resource(data: bytes, *, num_ids: int | None = NUM_ANIM_IDS) -> Resourc
     (payload under 4 bytes, count x 16 not the payload, a non-finite reach); a table
     payload under 4 bytes or whose count x 4 is not the payload; a table count other
     than the range list's, or either other than ``num_ids``; a slot below -1 or not
-    below the number of clips.
+    below the number of clips; more than MAX_CHUNKS chunks (refused on the first one past
+    it); anything but bytes (as ResourceFormatError, not TypeError).
     Original: 0x00175080 CharacterInstance_GetAnim (the LIFO slots).
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"load_resource needs bytes, got {type(data).__name__}")
+        raise ResourceFormatError(0, None, 0, f"load_resource needs bytes, got {type(data).__name__}")
     data = bytes(data)
     chunks = _split_chunks(data)
 

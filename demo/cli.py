@@ -13,11 +13,28 @@ display that fails to open) it runs headless by itself, with the same defaults.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
 from scuffle.demo.headless import DEFAULT_FRAME_EVERY, DEFAULT_OUT, DEFAULT_SECONDS
 from scuffle.game.cli.errors import OneLineParser
+
+# Caps on what one command line may ask for (docs/tools.md, "Limits").
+MAX_SECONDS = 3600.0          # an hour of game time, 108,000 updates
+MAX_PICTURES = 1000           # headless: --seconds / --frame-every frames saved at most
+MAX_SIZE = (7680, 4320)       # the largest window or picture, WxH
+
+
+def parse_size(text: str, least: tuple[int, int]) -> tuple[int, int] | None:
+    """``WxH`` -> (w, h) within ``least`` .. MAX_SIZE, or None when it is not."""
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        return None
+    if not (least[0] <= w <= MAX_SIZE[0] and least[1] <= h <= MAX_SIZE[1]):
+        return None
+    return w, h
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -43,21 +60,21 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="headless: the GIF starts at S seconds of game time (default 0)")
     p.add_argument("--health", type=float, default=100.0, help="each fighter's health, every round (default 100)")
     a = p.parse_args(argv)
-    try:
-        w, h = (int(v) for v in a.size.lower().split("x"))
-        if w < 320 or h < 240:
-            raise ValueError
-    except ValueError:
-        p.error(f"--size {a.size!r}: WxH, at least 320x240")
-    a.size = (w, h)
-    if a.seconds < 0:
-        p.error("--seconds must be >= 0")
-    if a.frame_every <= 0:
-        p.error("--frame-every must be > 0")
-    if not (a.health > 0 and a.health < float("inf")):
+    size = parse_size(a.size, (320, 240))
+    if size is None:
+        p.error(f"--size {a.size!r}: WxH, from 320x240 to {MAX_SIZE[0]}x{MAX_SIZE[1]}")
+    a.size = size
+    if not (math.isfinite(a.seconds) and 0 <= a.seconds <= MAX_SECONDS):
+        p.error(f"--seconds {a.seconds!r}: a number of seconds from 0 to {MAX_SECONDS:g}")
+    if not (math.isfinite(a.frame_every) and a.frame_every > 0):
+        p.error(f"--frame-every {a.frame_every!r}: a number of seconds > 0")
+    if a.headless and a.seconds / a.frame_every > MAX_PICTURES:
+        p.error(f"--seconds {a.seconds:g} / --frame-every {a.frame_every:g} would save "
+                f"{int(a.seconds / a.frame_every)} pictures; at most {MAX_PICTURES}")
+    if not (math.isfinite(a.health) and a.health > 0):
         p.error("--health must be a number > 0")
-    if a.gif_from < 0:
-        p.error("--gif-from must be >= 0")
+    if not (math.isfinite(a.gif_from) and a.gif_from >= 0):
+        p.error("--gif-from must be a number >= 0")
     if a.gif == "":
         a.gif = os.path.join(a.out, "demo.gif")
     return a

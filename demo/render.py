@@ -190,7 +190,7 @@ def snapshot(sim) -> Scene:
     st = fight.stats
     stats = {"grabs": st.grabs, "strikes": st.strikes, "throws": st.throws, "damage": st.damage,
              "refused": st.refused}
-    log = [_log_line(item) for item in st.log[-6:]]
+    log = [_log_line(item) for item in list(st.log)[-6:]]
     return Scene(update=game.update, fighters=views, stats=stats, log=log,
                  mode=mode_of(sim), paused=getattr(sim, "paused", False),
                  slow=getattr(sim, "slow", False), seed=sim.seed)

@@ -58,6 +58,7 @@ from scuffle.anim.lint import end_step
 from scuffle.anim.rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from scuffle.anim.skeleton import HUMANOID, NUM_BONES, PARENTS, Bone, Skeleton
 from scuffle.game.cli.errors import OneLineParser
+from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
 
 __all__ = ["ViewError", "ClipEntry", "Playback", "ViewerState", "load_source", "draw_view",
            "write_contact_sheet", "write_channels", "write_view_picture", "run_headless", "main",
@@ -132,9 +133,9 @@ class ClipEntry:
 def _read(path: str, what: str) -> bytes:
     """A file's bytes; ViewError naming the file when it cannot be read."""
     try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise ViewError(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
+        return read_limited(path, MAX_BINARY_BYTES)
+    except FileLimitError as exc:
+        raise ViewError(f"cannot read {what} {path!r}: {exc.problem}") from None
 
 
 def _set_entries(aset, source: str, speeds: CfgAnimSpeeds, rate: float | None) -> list[ClipEntry]:
@@ -655,7 +656,9 @@ def draw_timeline(surface, rect, pb: Playback, u: int, fonts) -> TimelineLayout:
     lay = TimelineLayout(track, 0.0, max(last, 1.0))
     # Ruler.
     px_per_frame = track.w / max(lay.last - lay.first, 1.0)
-    major = next(s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000) if s * px_per_frame >= 42)
+    # A step of 42 px or more; past 10000 frames a step a power of ten (never runs out).
+    major = next((s for s in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10000) if s * px_per_frame >= 42),
+                 10 ** math.ceil(math.log10(42.0 / px_per_frame)))
     minor = next((s for s in (1, 2, 5, 10, 50, 100) if s * px_per_frame >= 6 and major % s == 0), major)
     f = 0
     while f <= lay.last:
@@ -1299,13 +1302,11 @@ def parse_args(argv) -> argparse.Namespace:
                    help="window / picture size WxH (default %(default)s)")
     p.add_argument("--screenshot", metavar="PNG", help="window: save the first frame there, then quit")
     a = p.parse_args(argv)
-    try:
-        w, h = (int(v) for v in a.size.lower().split("x"))
-        if w < 900 or h < 560:
-            raise ValueError
-    except ValueError:
-        p.error(f"--size {a.size!r}: WxH, at least 900x560")
-    a.size = (w, h)
+    from scuffle.demo.cli import MAX_SIZE, parse_size
+    size = parse_size(a.size, (900, 560))
+    if size is None:
+        p.error(f"--size {a.size!r}: WxH, from 900x560 to {MAX_SIZE[0]}x{MAX_SIZE[1]}")
+    a.size = size
     if len(a.source) > 2:
         p.error("SOURCE: one resource file, 'demo', or DESCRIPTOR KEYFRAMES (two paths)")
     return a

@@ -27,6 +27,7 @@ from scuffle.anim.clip import Clip, decode_positions, decode_rotations, key_fram
 from scuffle.anim.pose import PoseStackOverflow
 from scuffle.anim.stack import AnimLimitError
 from scuffle.game.cli.errors import EXIT_ERROR, CliError, OneLineParser
+from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
 
 __all__ = ["COMMANDS", "Command", "CliError", "main", "build_parser", "clip_summary"]
 
@@ -49,9 +50,9 @@ class Command:
 def _read(path: str, what: str) -> bytes:
     """A file's bytes; an unreadable file raises CliError naming it."""
     try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise CliError(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
+        return read_limited(path, MAX_BINARY_BYTES)
+    except FileLimitError as exc:
+        raise CliError(f"cannot read {what} {path!r}: {exc.problem}") from None
 
 
 def _num(v) -> float:
@@ -285,4 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CliError, ValueError, OSError, AnimLimitError, PoseStackOverflow) as exc:
         text = " ".join(str(exc).split()) or type(exc).__name__
         print(f"{PROG}: error: {text}", file=sys.stderr)
+        return EXIT_ERROR
+    except RecursionError:             # a last guard: the readers refuse deep nesting first
+        print(f"{PROG}: error: input nested too deeply", file=sys.stderr)
         return EXIT_ERROR

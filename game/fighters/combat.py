@@ -24,6 +24,7 @@ full health.
 """
 from __future__ import annotations
 
+import collections
 import math
 from dataclasses import dataclass, field
 from enum import IntFlag, StrEnum
@@ -31,6 +32,7 @@ from enum import IntFlag, StrEnum
 import numpy as np
 
 from scuffle.anim.clip import EventType
+from scuffle.anim.stack import AnimLimitError
 from scuffle.anim.tasks import HeldFlags, LOCOMOTION_FLAGS, Task, TaskFlags, TaskType
 from scuffle.components import Body, Combat, HumanRecord, NO_ATTACHMENT
 from scuffle.game.fighters.moves import ATTACK_CHAIN, GAIT_IDS, GRAB_STRIKES, THROWS, Move
@@ -85,18 +87,34 @@ IMPULSE_DECAY = 0.85
 ROUND_PAUSE = 120                  # ours: updates from a K.O. to the next round (4 s)
 
 
+LOG_SIZE = 1000                    # ours: the recent fight entries FightStats keeps
+
+
 @dataclass
 class FightStats:
-    """Counts for the demo's summary (pinned names: grabs, strikes, throws, damage)."""
+    """Counts for the demo's summary (pinned names: grabs, strikes, throws, damage).
+
+    ``log`` is a ring of the LOG_SIZE most recent entries (update, human, what, ...),
+    oldest first; ``kinds`` counts every entry ever logged by its ``what`` and
+    ``logged`` all of them, so a long run's memory stays flat.
+    """
 
     grabs: int = 0
     strikes: int = 0
     throws: int = 0
     damage: float = 0.0
     refused: int = 0
-    log: list = field(default_factory=list)
+    log: collections.deque = field(default_factory=lambda: collections.deque(maxlen=LOG_SIZE))
+    kinds: collections.Counter = field(default_factory=collections.Counter)
+    logged: int = 0
     round: int = 1                 # the round being fought (or over, waiting for the next)
     rounds: list = field(default_factory=list)   # finished rounds: {round, winner, loser, ko_update}
+
+    def record(self, entry: tuple) -> None:
+        """Log one entry (update, human, what, ...): into the ring and the counts."""
+        self.log.append(entry)
+        self.kinds[entry[2]] += 1
+        self.logged += 1
 
 
 def reaction_for(hit_code: int, from_behind: bool) -> tuple[int, bool]:
@@ -174,6 +192,79 @@ class Fight:
                 return n
         raise KeyError(ent)
 
+    def _alive(self, ent: int) -> bool:
+        return ent >= 0 and self.game._alive(ent)
+
+    # ---------------------------------------------------------------- a human leaves
+    def human_leaving(self, ent: int) -> None:
+        """The fight rules' side of Game.remove_human (called before the entity goes).
+
+        Every partner of the leaving human (its ``partner``, or whoever holds it or is
+        attached to it) is detached and freed, and plays what the rules choose: a victim
+        whose thrower leaves mid-throw falls (KNOCKDOWN, then the ground and the get-up,
+        as a knockdown reaction); any other partner plays its let-go (the attacker's
+        LET_GO, the victim's LET_GO_VICTIM on its own set) and is free at its end. The
+        leaving human's pending windows and ends are dropped.
+        """
+        self.pending = [item for item in self.pending if item[1] != ent]
+        c = self.combat(ent)
+        partners = [c.partner] if c.partner >= 0 and c.partner != ent else []
+        for _, e in self.game.humans():
+            if e != ent and e not in partners and (self.combat(e).partner == ent or self.body(e).attachment == ent
+                                                   or self.body(ent).attachment == e):
+                partners.append(e)
+        for p in partners:
+            if self._alive(p):
+                self._partner_left(p, thrown=c.state == FightState.THROWING and self.combat(p).role == "victim")
+        c.partner, c.role = -1, ""
+
+    def _partner_left(self, p: int, thrown: bool) -> None:
+        """Free ``p`` whose partner left: detached, its paired tasks cut off (released at
+        the next flush as a cut-off release), then its let-go or its fall."""
+        cp, bp = self.combat(p), self.body(p)
+        was_victim = cp.role == "victim"
+        self._detach(p)
+        bp.slide_to, bp.slide_left = None, 0
+        self._stop_moving(p)
+        cp.partner, cp.role = -1, ""
+        self._begin(p)
+        inst = self.inst(p)
+        self.player.cut(inst)
+        if thrown:
+            self._log(p, "partner_left", "fall")
+            self._guarded(p, self._fall, p)
+        else:
+            self._log(p, "partner_left", "let_go")
+            self._guarded(p, self._let_go_alone, p, was_victim)
+
+    def _fall(self, p: int) -> None:
+        self.player.pool.require(3)
+        c = self.combat(p)
+        c.state = FightState.DOWN
+        c.down_left = DOWN_UPDATES
+        self._change(p, self._clip(p, Move.KNOCKDOWN, self._loop(p, Move.GROUNDED, held=FightFlags.DOWN),
+                                   held=FightFlags.DOWN), 0.0)
+
+    def _let_go_alone(self, p: int, was_victim: bool) -> None:
+        self.player.pool.require(3)
+        c = self.combat(p)
+        c.state = FightState.LETTING_GO
+        clip, rest = (Move.LET_GO_VICTIM, Move.IDLE) if was_victim else (Move.LET_GO, Move.FIGHT_IDLE)
+        if self.inst(p).anim_set.clip(clip) is None:           # a set without the let-go: free at once
+            c.state = FightState.FREE
+            self._change(p, self._loop(p, rest), 0.0)
+            return
+        self._change(p, self._clip(p, clip, self._loop(p, rest), on_end=self._ended(p, "let_go")), 0.0)
+
+    def _partners_gone(self) -> None:
+        """Humans whose partner (or holder) is no longer in the world (deleted directly
+        with esper.delete_entity) are freed as human_leaving would free them."""
+        for _, e in self.game.humans():
+            c, b = self.combat(e), self.body(e)
+            if (c.partner >= 0 and not self._alive(c.partner)) or \
+                    (b.attachment != NO_ATTACHMENT and not self._alive(b.attachment)):
+                self._partner_left(e, thrown=False)
+
     def combat(self, who) -> Combat:
         return self.game.component(self._ent(who), Combat)
 
@@ -197,11 +288,11 @@ class Fight:
 
     def _refuse(self, who, what: str) -> bool:
         self.stats.refused += 1
-        self.stats.log.append((self.game.ctx.update, self._name(self._ent(who)), "refused", what))
+        self.stats.record((self.game.ctx.update, self._name(self._ent(who)), "refused", what))
         return False
 
     def _log(self, who, what: str, *extra) -> None:
-        self.stats.log.append((self.game.ctx.update, self._name(self._ent(who)), what, *extra))
+        self.stats.record((self.game.ctx.update, self._name(self._ent(who)), what, *extra))
 
     # ---------------------------------------------------------------- task helpers
     def _loop(self, who, anim_id: int, held: int = 0, attacker=None) -> Task:
@@ -392,7 +483,9 @@ class Fight:
 
     # ---------------------------------------------------------------- the pair
     def _connect(self, a: int, v: int) -> None:
-        """Turn and slide the pair together, then both play their connecting clips."""
+        """Turn and slide the pair together, then both play their connecting clips.
+        The six tasks are required before anything changes (TaskPoolExhausted: nothing did)."""
+        self._require(4)
         aset = self.inst(a).anim_set
         rec = aset.range(Move.GRAB_CONNECT)
         dx, dy = rec.direction
@@ -521,6 +614,8 @@ class Fight:
                 continue
             d = float(np.hypot(*(self.body(e).position - self.body(a).position)[:2]))
             if d <= reach and abs(_wrap(_bearing(self.body(a), self.body(e).position) - want)) <= HIT_CONE_DEG:
+                if self.combat(e).state != FightState.HELD:
+                    self.player.pool.require(4)     # the reaction's tasks, before any damage (all or nothing)
                 ca.struck = True
                 self._damage(a, e, rec.damage)
                 behind = abs(_bearing(self.body(e), self.body(a).position)) > 90.0
@@ -605,7 +700,7 @@ class Fight:
             self._change(e, self._loop(e, Move.FIGHT_IDLE), 0.0)
         self.ko, self.ko_at = {}, None
         self.stats.round += 1
-        self.stats.log.append((self.game.ctx.update, "", "round", self.stats.round))
+        self.stats.record((self.game.ctx.update, "", "round", self.stats.round))
 
     @property
     def round_over(self) -> bool:
@@ -669,12 +764,12 @@ class Fight:
         the update ``round_pause`` after a K.O. first starts the next round."""
         if self.rounds and self.ko_at is not None and ctx.update - self.ko_at >= self.round_pause:
             self._new_round()
+        self._partners_gone()
         pending, self.pending = self.pending, []
         for item in pending:
-            if item[0] == "window":
-                self._hit(item[1], item[2])
-            else:
-                self._on_end(item[1], item[2], item[3])
+            if not self._alive(item[1]):             # its human left the world
+                continue
+            self._guarded(item[1], self._hit if item[0] == "window" else self._on_end, *item[1:])
         for ctl in list(self.controllers):
             ctl(self)
         for name, e in self.game.humans():
@@ -683,10 +778,7 @@ class Fight:
                     not (self.flags(e) & FightFlags.PAIRED):
                 c.down_left -= 1
                 if c.down_left == 0:
-                    self.player.pool.require(3)
-                    self._begin(e)
-                    self._change(e, self._clip(e, Move.GET_UP, self._loop(e, Move.FIGHT_IDLE), held=FightFlags.DOWN,
-                                               on_end=self._ended(e, "get_up")), 0.1)
+                    self._guarded(e, self._get_up, e)
             if c.state == FightState.DOWN and not (self.flags(e) & FightFlags.DOWN) and c.down_left == 0:
                 c.state = FightState.FREE
         if self.separate:
@@ -709,6 +801,25 @@ class Fight:
             else:
                 c.impulse = np.zeros(3)
             b.state_velocity = vel
+
+    def _get_up(self, e: int) -> None:
+        self.player.pool.require(3)
+        self._begin(e)
+        self._change(e, self._clip(e, Move.GET_UP, self._loop(e, Move.FIGHT_IDLE), held=FightFlags.DOWN,
+                                   on_end=self._ended(e, "get_up")), 0.1)
+
+    def _guarded(self, ent: int, rule, *args) -> None:
+        """Run one fight rule; a limit of the original it hits (the task pool, the stack)
+        refuses that rule alone: every rule checks its tasks before it changes anything,
+        so the world is as before it, the update goes on for every other human, and the
+        refusal is counted, logged and listed in ``player.refused`` (as the player lists
+        a refused queued start), which run_scenario turns into one error."""
+        try:
+            rule(*args)
+        except AnimLimitError as exc:
+            self.stats.refused += 1
+            self.stats.record((self.game.ctx.update, self._name(ent), "refused", f"limit: {exc}"))
+            self.player.refused.append((self.inst(ent), exc))
 
     def _separate(self) -> None:
         """Keep free bodies at least MIN_SEPARATION apart (ours: the spec has no collision)."""

@@ -7,6 +7,7 @@ update, written after the whole update (``game.trace``).
 """
 from __future__ import annotations
 
+import collections
 import math
 import re
 import tomllib
@@ -25,10 +26,23 @@ from scuffle.anim.resource import ResourceFormatError, load_resource
 from scuffle.anim.stack import AnimLimitError
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, BlendWindow, EventRule, PickSampling, TaskType
 
+from scuffle.game.runtime.files import MAX_BINARY_BYTES, MAX_TEXT_BYTES, FileLimitError, read_limited
 from scuffle.game.runtime.registry import Registry, is_f32 as _is_f32, is_int as _is_int, is_num as _is_num
 
 __all__ = ["ScenarioError", "Scenario", "Command", "HumanSpec", "load_scenario", "parse_scenario",
-           "run_scenario"]
+           "run_scenario", "MAX_UPDATES", "MAX_RATE", "MAX_FADE", "MAX_TARGET", "MAX_POSITION",
+           "MAX_HEADING", "MAX_TOML_DEPTH"]
+
+# The documented ranges a scenario's numbers must fall in (docs/scenarios.md, "Limits").
+# Values a float32 holds can still break the math (3e38 x 30 overflows; inf x 0 is NaN):
+# these bounds keep every product of the update finite.
+MAX_UPDATES = 1_000_000          # 9 h 15 min at 30 updates a second
+MAX_RATE = 16.0                  # speeds: the disc's rates are 0.75-1.0
+MAX_FADE = 60.0                  # fade and blend times, seconds
+MAX_TARGET = 4.0                 # a gait target: 0-4 (Gait blend)
+MAX_POSITION = 10_000.0          # |x|, |y|, |z| of a starting position, metres
+MAX_HEADING = 36_000.0           # |heading|, degrees (a hundred turns)
+MAX_TOML_DEPTH = 64              # nested arrays and tables, refused before tomllib reads them
 
 
 class ScenarioError(ValueError):
@@ -94,16 +108,17 @@ class _Lines:
 
     def __init__(self, text: str):
         self.lines = text.splitlines()
+        self._headers: dict[str, list[int]] = {}
 
     def header(self, pattern: str, nth: int = 0) -> int | None:
-        rx = re.compile(r"^\s*" + pattern + r"\s*(#.*)?$")
-        k = 0
-        for i, line in enumerate(self.lines):
-            if rx.match(line):
-                if k == nth:
-                    return i + 1
-                k += 1
-        return None
+        """The line of the nth header matching ``pattern``; each pattern's lines are found
+        once (one pass over the text), so n headers cost O(n + lines), not O(n x lines)."""
+        found = self._headers.get(pattern)
+        if found is None:
+            rx = re.compile(r"^\s*" + pattern + r"\s*(#.*)?$")
+            found = [i + 1 for i, line in enumerate(self.lines) if "[" in line and rx.match(line)]
+            self._headers[pattern] = found
+        return found[nth] if 0 <= nth < len(found) else None
 
     def key(self, start: int | None, key: str) -> int | None:
         """The line of ``key =`` in the table starting at line ``start`` (None: top level)."""
@@ -136,9 +151,11 @@ def load_scenario(path: str | Path, registry: Registry | None = None) -> Scenari
     Rejected: ScenarioError (unreadable file too)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(str(path), None, "file", f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+        text = read_limited(path, MAX_TEXT_BYTES).decode("utf-8")
+    except FileLimitError as exc:
+        raise ScenarioError(str(path), None, "file", exc.problem) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(str(path), None, "file", f"not UTF-8 text (byte {exc.start})") from None
     return parse_scenario(text, str(path), base=path.parent, registry=registry)
 
 
@@ -155,8 +172,13 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
     base = base or Path(".")
     registry = registry if registry is not None else Registry()
     lines = _Lines(text)
+    deep = _too_deep(text, MAX_TOML_DEPTH)
+    if deep is not None:
+        raise ScenarioError(source, deep, "toml", f"nested more than {MAX_TOML_DEPTH} levels deep")
     try:
         doc = tomllib.loads(text)
+    except RecursionError:
+        raise ScenarioError(source, None, "toml", "nested too deeply") from None
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
         # "at end of document" carries no line: the error is on the last one.
@@ -173,14 +195,15 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
     if "updates" not in doc:
         err(1, "updates", "required at the top level (the number of updates to run)")
     updates = doc["updates"]
-    if not _is_int(updates) or updates < 0:
-        err(lines.key(None, "updates"), "updates", f"expected a whole number >= 0, got {updates!r}")
+    if not _is_int(updates) or not 0 <= updates <= MAX_UPDATES:
+        err(lines.key(None, "updates"), "updates", f"expected a whole number 0-{MAX_UPDATES}, got {updates!r}")
 
     speeds = CfgAnimSpeeds()
     if "speeds" in doc:
         sp = doc["speeds"]
-        if not (isinstance(sp, list) and len(sp) == 4 and all(_is_f32(v) and v >= 0 for v in sp)):
-            err(lines.key(None, "speeds"), "speeds", f"expected [default, f800, f1000, f2000] rates, got {sp!r}")
+        if not (isinstance(sp, list) and len(sp) == 4 and all(_is_f32(v) and 0 <= v <= MAX_RATE for v in sp)):
+            err(lines.key(None, "speeds"), "speeds",
+                f"expected [default, f800, f1000, f2000] rates 0-{MAX_RATE:g}, got {sp!r}")
         speeds = CfgAnimSpeeds(*[float(v) for v in sp])
 
     opt = doc.get("options", {})
@@ -225,6 +248,45 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
     return Scenario(source, updates, speeds, options, sets, humans, commands, registry, tables)
 
 
+def _too_deep(text: str, limit: int) -> int | None:
+    """The line where brackets and braces outside strings nest deeper than ``limit``, or None.
+
+    A linear scan that skips comments and quoted strings (basic, literal and multi-line);
+    it runs before tomllib, whose recursive reader would raise RecursionError on a deep
+    document. Its count is an upper bound of the document's depth, never below it.
+    """
+    depth, line, i, n = 0, 1, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line += 1
+        elif ch == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        elif ch in "\"'":
+            q3 = text[i:i + 3]
+            if q3 in ('"""', "'''"):
+                j = text.find(q3, i + 3)
+                end = n if j < 0 else j + 3
+            else:
+                j = i + 1
+                while j < n and text[j] != ch and text[j] != "\n":
+                    j += 2 if (ch == '"' and text[j] == "\\") else 1
+                end = j + 1
+            line += text.count("\n", i, min(end, n))
+            i = end
+            continue
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return line
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        i += 1
+    return None
+
+
 def _check_table(obj, allowed, line, fld: str, lines: "_Lines", err) -> None:
     """A [[...]] entry must be a table holding only ``allowed`` keys (else err names it)."""
     if not isinstance(obj, dict):
@@ -257,9 +319,9 @@ def _parse_sets(raw, lines: _Lines, err, base: Path, source: str,
             if not isinstance(rpath, str):
                 err(rline, f"{fld}.resource", "expected a file name")
             try:
-                data = (base / rpath).read_bytes()
-            except OSError as exc:
-                err(rline, f"{fld}.resource", f"cannot read {rpath!r}: {exc.strerror or exc}")
+                data = read_limited(base / rpath, MAX_BINARY_BYTES)
+            except FileLimitError as exc:
+                err(rline, f"{fld}.resource", f"{rpath!r}: {exc.problem}")
             try:
                 res_set = AnimSet.from_resource(load_resource(data), name=name)
             except (ResourceFormatError, ValueError) as exc:
@@ -317,9 +379,9 @@ def _chunk(c: dict, what: str, cline, cf: str, lines: _Lines, err, base: Path) -
         if not isinstance(v, str):
             err(line, f"{cf}.{what}_file", "expected a file name")
         try:
-            return (base / v).read_bytes()
-        except OSError as exc:
-            err(line, f"{cf}.{what}_file", f"cannot read {v!r}: {exc.strerror or exc}")
+            return read_limited(base / v, MAX_BINARY_BYTES)
+        except FileLimitError as exc:
+            err(line, f"{cf}.{what}_file", f"{v!r}: {exc.problem}")
     err(cline, cf, f"needs {what} (hex) or {what}_file")
 
 
@@ -365,11 +427,12 @@ def _parse_humans(raw, lines: _Lines, err, sets) -> list[HumanSpec]:
         if not isinstance(sname, str) or sname not in sets:
             err(lines.key(hl, "set"), f"{fld}.set", f"unknown set {sname!r} (declared: {', '.join(sets) or 'none'})")
         pos = h.get("position", [0.0, 0.0, 0.0])
-        if not (isinstance(pos, list) and len(pos) == 3 and all(_is_num(v) for v in pos)):
-            err(lines.key(hl, "position"), f"{fld}.position", f"expected [x, y, z], got {pos!r}")
+        if not (isinstance(pos, list) and len(pos) == 3 and all(_is_num(v) and abs(v) <= MAX_POSITION for v in pos)):
+            err(lines.key(hl, "position"), f"{fld}.position",
+                f"expected [x, y, z] metres within +-{MAX_POSITION:g}, got {pos!r}")
         heading = h.get("heading", 0.0)
-        if not _is_num(heading):
-            err(lines.key(hl, "heading"), f"{fld}.heading", f"expected degrees, got {heading!r}")
+        if not _is_num(heading) or abs(heading) > MAX_HEADING:
+            err(lines.key(hl, "heading"), f"{fld}.heading", f"expected degrees within +-{MAX_HEADING:g}, got {heading!r}")
         health = h.get("health")
         if health is not None and not (_is_num(health) and health > 0):
             err(lines.key(hl, "health"), f"{fld}.health", f"expected a number > 0, got {health!r}")
@@ -415,8 +478,8 @@ def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, upda
         src = sets[by_name[paired or name].set]
         for k in ("fade", "blend"):
             if k in c:
-                if not _is_f32(c[k]) or c[k] < 0:
-                    err(lines.key(cl, k), f"{fld}.{k}", f"expected seconds >= 0 (a float32), got {c[k]!r}")
+                if not _is_f32(c[k]) or not 0 <= c[k] <= MAX_FADE:
+                    err(lines.key(cl, k), f"{fld}.{k}", f"expected seconds 0-{MAX_FADE:g} (a float32), got {c[k]!r}")
                 setattr(cmd, k, float(c[k]))
         for k in ("flags", "held"):
             if k in c:
@@ -455,8 +518,8 @@ def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, upda
                     cmd.extra[k] = c[k]
         if "target" in c:
             t = c["target"]
-            if not _is_num(t):
-                err(lines.key(cl, "target"), f"{fld}.target", f"expected a number 0-4, got {t!r}")
+            if not _is_num(t) or not 0 <= t <= MAX_TARGET:
+                err(lines.key(cl, "target"), f"{fld}.target", f"expected a number 0-{MAX_TARGET:g}, got {t!r}")
             cmd.target = float(t)
         elif kind == "gait":
             err(cl, f"{fld}.target", "a gait command needs target = v")
@@ -522,16 +585,16 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
             sc.registry.tables[name].setup(game, values)
         for setup in sc.registry.setup:
             setup(game)
-        pending = list(sc.commands)
+        pending = collections.deque(sc.commands)
         last: dict[str, Command] = {}          # the last command applied to each human
 
         def scripted(ctx):
             while pending and pending[0].update == ctx.update:
-                cmd = pending.pop(0)
+                cmd = pending.popleft()
                 last[cmd.human] = cmd
                 try:
                     apply_command(game, cmd, sc.registry.actions)
-                except (AnimLimitError, UnknownClip, UnknownHuman, ValueError) as exc:
+                except (AnimLimitError, PoseStackOverflow, UnknownClip, UnknownHuman, ValueError) as exc:
                     # A limit of the original (pool, stack, queue) hit at run time, or an
                     # action given what it cannot act on (a name that is no human): one
                     # error naming the command, like a parse error.

@@ -22,7 +22,11 @@ import numpy as np
 
 from scuffle.components import Animator, Body, HumanRecord, PoseRef
 
-__all__ = ["trace_records", "write_records", "f32_json"]
+__all__ = ["trace_records", "write_records", "f32_json", "TraceValueError"]
+
+
+class TraceValueError(ValueError):
+    """A trace record holding NaN or an infinity (not JSON); names the update, human and field."""
 
 
 def f32_json(v: float) -> float:
@@ -74,8 +78,33 @@ def trace_records(game, pose: bool = False) -> list[dict]:
     return out
 
 
+def _nonfinite_field(value, path: str = "") -> str | None:
+    """The path of the first NaN or infinity in a record (``pos[0]``), or None."""
+    todo = [(value, path)]
+    while todo:
+        v, p = todo.pop()
+        if isinstance(v, float) and not np.isfinite(v):
+            return p or "value"
+        if isinstance(v, dict):
+            todo.extend((x, f"{p}.{k}" if p else str(k)) for k, x in reversed(list(v.items())))
+        elif isinstance(v, (list, tuple)):
+            todo.extend((x, f"{p}[{i}]") for i, x in reversed(list(enumerate(v))))
+    return None
+
+
 def write_records(fp: TextIO, records: Iterable[dict]) -> None:
-    """Write trace objects as JSON lines (compact, keys in a fixed order)."""
+    """Write trace objects as JSON lines (compact, keys in a fixed order).
+
+    Rejected: TraceValueError when a record holds NaN or an infinity (strict JSON,
+    ``allow_nan=False``), naming the update, the human and the field; the record is
+    not written (the lines before it are).
+    """
     for r in records:
-        fp.write(json.dumps(r, separators=(",", ":")))
+        try:
+            line = json.dumps(r, separators=(",", ":"), allow_nan=False)
+        except ValueError:
+            where = _nonfinite_field(r)
+            raise TraceValueError(f"trace: update {r.get('update')}, human {r.get('human')!r}: "
+                                  f"{where} is not a finite number (NaN and infinities are not JSON)") from None
+        fp.write(line)
         fp.write("\n")

@@ -148,7 +148,7 @@ class Game:
         Rejected: a name already used (ValueError).
         """
         self._open()
-        if name in self.names:
+        if name in self.names and self._alive(self.names[name]):
             raise ValueError(f"human {name!r} already exists")
         self.player.register(anim_set)
         record = HumanRecord()
@@ -167,12 +167,39 @@ class Game:
         self.names[name] = ent
         return ent
 
+    def remove_human(self, name: str) -> None:
+        """Take a human out of the world between two updates, leaving nothing behind.
+
+        The fight rules (when attached) act first: any partner is detached and freed and
+        plays the let-go or the fall they choose (``Fight.human_leaving``). Then every
+        task of the human is cut off its stack and queue onto the deferred list: the next
+        update's flush releases them as a cut-off release (held flags cleared, end
+        callbacks run) and gives them back to the pool. The entity is deleted and the
+        name freed at once. Rejected: an unknown name (UnknownHuman; nothing changed).
+        Removing a human by ``esper.delete_entity`` instead leaves its tasks out of the
+        pool (the systems and the fight rules go on without a KeyError: a partner is
+        freed, ``humans()`` forgets the name), so remove_human is the way.
+        """
+        ent = self.entity(name)
+        inst = self.instance(name)
+        if self.fight is not None:
+            self.fight.human_leaving(ent)
+        self.player.cut(inst)
+        with self.active():
+            esper.delete_entity(ent, immediate=True)
+        del self.names[name]
+
+    def _alive(self, ent: int) -> bool:
+        with self.active():
+            return esper.entity_exists(ent)
+
     def entity(self, name: str) -> int:
-        """The entity of a human by name; UnknownHuman when there is none."""
-        try:
-            return self.names[name]
-        except KeyError:
-            raise UnknownHuman(name) from None
+        """The entity of a human by name; UnknownHuman when there is none (or when its
+        entity was deleted behind the Game's back)."""
+        ent = self.names.get(name)
+        if ent is None or not self._alive(ent):
+            raise UnknownHuman(name)
+        return ent
 
     def component(self, name_or_entity, ctype):
         """One component of a human (by name or entity)."""
@@ -193,7 +220,12 @@ class Game:
         return self.component(name, HumanRecord)
 
     def humans(self) -> list[tuple[str, int]]:
-        """(name, entity) in entity order."""
+        """(name, entity) in entity order; a human whose entity was deleted directly
+        (esper.delete_entity) is forgotten here."""
+        with self.active():
+            gone = [n for n, e in self.names.items() if not esper.entity_exists(e)]
+        for n in gone:
+            del self.names[n]
         return sorted(self.names.items(), key=lambda kv: kv[1])
 
     # ---------------------------------------------------------------- commands

@@ -41,6 +41,8 @@ SWEEP = (2, 100, 1000, 10000)
 CYCLE = 60                           # updates between a human's changes
 FADE = 0.6                           # s: the change's fade (the gait under it)
 PAIR_EVERY = 10                      # one paired pair per ten humans
+MAX_HUMANS = 20_000                  # the largest crowd bench builds (docs/tools.md, "Limits")
+MAX_UPDATES = 100_000                # the most updates it times
 
 
 class _Timed:
@@ -308,6 +310,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     sizes = list(SWEEP) if args.sweep else (args.humans or [1000])
     if min(sizes) < 1 or args.updates < 1:
         raise CliError("--humans and --updates must be at least 1")
+    if max(sizes) > MAX_HUMANS or args.updates > MAX_UPDATES:
+        raise CliError(f"--humans {max(sizes)}, --updates {args.updates}: at most {MAX_HUMANS} humans "
+                       f"and {MAX_UPDATES} updates")
+    if args.scalar_updates is not None and args.scalar_updates > MAX_UPDATES:
+        raise CliError(f"--scalar-updates {args.scalar_updates}: at most {MAX_UPDATES}")
     if args.scalar_updates is not None and args.scalar_updates < 1:
         raise CliError("--scalar-updates must be at least 1")
     text = sys.stderr if args.json else sys.stdout

@@ -38,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
+from scuffle.game.runtime.files import MAX_TRACE_BYTES, FileLimitError, read_limited
+
 REQUIRED = ("update", "anim", "time")
 NO_ANIM = -1              # record +0x20 with an empty task stack
 POS = ("pos_x", "pos_y", "pos_z")
@@ -137,9 +139,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(a: argparse.Namespace) -> int:
     """Convert; 0 on success. Errors raise ConvertError (one line, status 2 through the CLI)."""
     try:
-        text = Path(a.csv).read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise ConvertError(f"cannot read {a.csv!r}: {exc.strerror or exc}") from None
+        text = read_limited(a.csv, MAX_TRACE_BYTES).decode("utf-8-sig")
+    except FileLimitError as exc:
+        raise ConvertError(f"cannot read {a.csv!r}: {exc.problem}") from None
     except UnicodeDecodeError as exc:
         raise ConvertError(f"{a.csv}: not UTF-8 text (byte {exc.start})") from None
     records = convert(text, a.csv, a.human, a.update_offset)

@@ -43,6 +43,26 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from scuffle.game.cli.errors import CliError
+from scuffle.game.runtime.files import MAX_TRACE_BYTES, FileLimitError, read_limited
+
+# The deepest record diff compares (a trace record is 4 levels deep: tasks[i].events[j].x).
+MAX_JSON_DEPTH = 64
+
+
+def _depth(value) -> int:
+    """How deeply lists and objects nest in a JSON value (0 for a scalar); iterative."""
+    best, todo = 0, [(value, 0)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        if isinstance(v, list):
+            d += 1
+            best = max(best, d)
+            if d > MAX_JSON_DEPTH:
+                return d
+            todo.extend((x, d) for x in v)
+    return best
 
 __all__ = ["add_arguments", "run", "TraceFile", "read_trace", "parse_path", "select", "compare",
            "diff_traces", "DiffReport", "Difference", "MISSING", "FADE_TYPE"]
@@ -94,9 +114,9 @@ def read_trace(path: str) -> TraceFile:
     not a string (or either is missing), a second record for the same update and human.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"cannot read trace {path!r}: {exc.strerror or exc}") from None
+        text = read_limited(path, MAX_TRACE_BYTES).decode("utf-8")
+    except FileLimitError as exc:
+        raise CliError(f"cannot read trace {path!r}: {exc.problem}") from None
     except UnicodeDecodeError as exc:
         raise CliError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     tf = TraceFile(path)
@@ -107,6 +127,10 @@ def read_trace(path: str) -> TraceFile:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
             raise CliError(f"{path}:{n}: not JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise CliError(f"{path}:{n}: JSON nested too deeply") from None
+        if _depth(rec) > MAX_JSON_DEPTH:
+            raise CliError(f"{path}:{n}: JSON nested more than {MAX_JSON_DEPTH} levels deep")
         if not isinstance(rec, dict):
             raise CliError(f"{path}:{n}: a trace record is a JSON object, got {type(rec).__name__}")
         upd, who = rec.get("update", MISSING), rec.get("human", MISSING)

@@ -27,6 +27,7 @@ from scuffle.anim.rangelist import RangeListFormatError
 from scuffle.anim.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
 from scuffle.anim.resource import ResourceFormatError, load_resource
 from scuffle.game.cli.errors import CliError
+from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
 
 __all__ = ["add_arguments", "run", "lint_paths"]
 
@@ -42,9 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _read(path: str) -> bytes:
     try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise CliError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+        return read_limited(path, MAX_BINARY_BYTES)
+    except FileLimitError as exc:
+        raise CliError(f"cannot read {path!r}: {exc.problem}") from None
 
 
 def lint_paths(paths: list[str], speeds: CfgAnimSpeeds) -> tuple[list[Finding], int]:

@@ -56,6 +56,7 @@ from scuffle.anim.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
 from scuffle.anim.resource import (CHUNK_HEADER_SIZE, NO_CLIP, AnimTableFormatError, ChunkType, ResourceFormatError,
                            parse_anim_table)
 from scuffle.game.cli.errors import CliError
+from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
 
 __all__ = ["add_arguments", "run", "Survey", "collect", "DISC", "PAIR_SUFFIXES", "RESOURCE_SUFFIX",
            "raw_mask_mismatch", "walk_resource", "SurveyError"]
@@ -237,7 +238,11 @@ def collect(paths: Iterable[str]) -> tuple[list[Item], int]:
     """The items to survey, in argument order (a directory's files sorted, recursively),
     and the number of files skipped in directories.
 
-    Rejected (CliError): a path that does not exist.
+    A directory that cannot be listed (no permission) is an item of kind "bad" naming
+    it; files are read later through read_limited (regular files only, at most
+    MAX_BINARY_BYTES), so a FIFO or a device among them is a "bad" entry too.
+    Rejected (CliError): a path that does not exist, a path named on the command line
+    that is not a regular file or a directory (a FIFO, /dev/zero: one line).
     """
     items: list[Item] = []
     seen: set[str] = set()
@@ -274,11 +279,20 @@ def collect(paths: Iterable[str]) -> tuple[list[Item], int]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            for root, dirs, files in os.walk(p):
+            def unreadable(exc: OSError) -> None:      # reported as an entry, never skipped silently
+                where = exc.filename or str(p)
+                items.append(Item("bad", str(where), error=f"cannot read directory: {exc.strerror or exc}"))
+
+            for root, dirs, files in os.walk(p, onerror=unreadable):
                 dirs.sort()
                 for name in sorted(files):
                     add_file(Path(root) / name, False)
         elif p.exists():
+            if not p.is_file():                        # a FIFO or a device named on the command line
+                try:
+                    read_limited(p, 0)
+                except FileLimitError as exc:
+                    raise CliError(str(exc)) from None
             add_file(p, True)
         else:
             raise CliError(f"{raw}: no such file or directory")
@@ -345,9 +359,9 @@ class Survey:
 
     def _read(self, path: str) -> bytes:
         try:
-            return Path(path).read_bytes()
-        except OSError as exc:
-            raise SurveyError(f"cannot read: {exc.strerror or exc}") from None
+            return read_limited(path, MAX_BINARY_BYTES)
+        except FileLimitError as exc:
+            raise SurveyError(exc.problem) from None
 
     def _resource(self, path: str) -> None:
         """Survey a resource file (SurveyError when its structure is broken)."""
@@ -371,9 +385,9 @@ class Survey:
         """Survey a descriptor/keyframes pair (SurveyError when a file cannot be read)."""
         desc = self._read(desc_path)
         try:
-            keys = Path(keys_path).read_bytes()
-        except OSError as exc:
-            raise SurveyError(f"cannot read its keyframes file {keys_path}: {exc.strerror or exc}") from None
+            keys = read_limited(keys_path, MAX_BINARY_BYTES)
+        except FileLimitError as exc:
+            raise SurveyError(f"its keyframes file {keys_path}: {exc.problem}") from None
         self.pairs += 1
         self.files.append({"path": desc_path, "keys": keys_path, "kind": "pair", "clips": 1})
         self._clip(desc, keys, f"{desc_path} + {Path(keys_path).name}", [(desc_path, None, self.speeds.default, 0)])

@@ -228,7 +228,7 @@ def test_channel_rule_start_frames_and_section_order():
 
 def test_channel_rule_many_channels_with_long_deltas():
     rot = {0: key(0, 1) + key(255, 2) + key(255, 3), 2: key(0, 4), 33: key(0, 5) + key(1, 6)}
-    clip = parse_clip(*chunks(rotations=rot))
+    clip = parse_clip(*chunks(rotations=rot, duration=17.0))          # F = 510: every key reachable
     assert clip.bones == [0, 2, 33]
     assert key_frames(clip.rotations[0]).tolist() == [0, 255, 510]
     assert clip.rotations[0]["x"].tolist() == [1, 2, 3]
@@ -575,12 +575,18 @@ def test_authored_clips_round_trip(vel, tr, rot, frames, events):
     back = parse_clip(d, k)
     assert encode_clip(back) == (d, k)
     assert back.frames == frames and back.bones == sorted(rot)
-    for authored, keys, quantise in ([(vel, back.velocity, quantise_positions),
-                                      (tr, back.translation, quantise_positions)]
-                                     + [(rot[b], back.rotations[b], quantise_rotations) for b in rot]):
+    for authored, keys, label, quantise in ([(vel, back.velocity, "A", quantise_positions),
+                                             (tr, back.translation, "B", quantise_positions)]
+                                            + [(rot[b], back.rotations[b], b, quantise_rotations) for b in rot]):
         if authored is None:
             assert keys is None
             continue
+        # The kept keys run to the first one at or past F; the rest stay raw (never read).
+        starts = key_frames(keys).tolist()
+        assert all(f < frames for f in starts[:-1])
+        if label in back.unreachable:
+            assert starts[-1] >= frames
+        keys = np.frombuffer(keys.tobytes() + back.unreachable.get(label, b""), dtype=KEY_DTYPE)
         assert np.all(keys["delta"][1:] >= 1) and np.all(keys["delta"] <= 255)
         starts = key_frames(keys).tolist()
         raw = np.stack([keys["x"], keys["y"], keys["z"]], axis=-1)

@@ -98,7 +98,7 @@ def test_the_recording_holds_both_fighters_and_every_command_at_its_update(tmp_p
     # The replay runs the same fight: the same log, not only the same trace.
     game = run_scenario(sc, trace=(buf := io.StringIO()))
     try:
-        assert game.fight.stats.log == log
+        assert list(game.fight.stats.log) == log
         assert buf.getvalue().encode("utf-8") == (tmp_path / "t.jsonl").read_bytes()
     finally:
         game.close()
@@ -229,7 +229,7 @@ def test_no_hit_lands_on_a_fighter_at_zero():
         seen = 0
         for _ in range(450):
             sim.step()
-            log = sim.fight.stats.log
+            log = list(sim.fight.stats.log)
             for upd, who, what, *extra in log[seen:]:
                 if what == "hit":
                     hits += 1

@@ -105,7 +105,7 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "run: a trace that is a directory": (["run", "ok.toml", "--trace", "a_dir"], ["cannot write trace"]),
     "run: face toward nobody": (["run", "toward.toml", "--trace", "t.jsonl"], ["commands[1]", "nobody"]),
     "run: the pool runs out in the fight rules": (["run", "pool.toml", "--trace", "p.jsonl"],
-                                                  ["pool.toml: run: update", "task pool exhausted"]),
+                                                  ["pool.toml:", "commands[1]: update", "task pool exhausted"]),
     "lint: no arguments": (["lint"], ["scuffle lint: error:", "RESOURCE_OR_CLIPS"]),
     "lint: unknown flag": (["lint", "set.res", "--strict"], ["unrecognized arguments: --strict"]),
     "lint: missing file": (["lint", "nope.res"], ["cannot read", "nope.res"]),

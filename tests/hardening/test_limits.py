@@ -22,7 +22,7 @@ import pytest
 
 from scuffle.anim.plan import SamplePlan
 from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.pose import POSE_STACK_SIZE
+from scuffle.anim.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.rates import CfgAnimSpeeds
 from scuffle.anim.stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
 from scuffle.anim.tasks import TaskType
@@ -149,8 +149,10 @@ action = "grab"
     with pytest.raises(ScenarioError) as ei:
         run_scenario(sc, out)
     e = ei.value
-    assert e.field == "run" and e.line is None and "task pool exhausted" in e.problem
-    assert e.problem.startswith("update ")
+    # Issue 13: the rule that runs out is refused whole (no slide, no state change), the
+    # update finishes for everyone, and the error names the grab command that led to it.
+    assert e.field == "commands[1]" and e.line == text.splitlines().index('action = "grab"') - 2
+    assert "task pool exhausted" in e.problem and e.problem.startswith("update ")
     n = int(e.problem.split()[1].rstrip(":"))
     assert len(out.getvalue().splitlines()) == 2 * n            # the updates before it
 
@@ -329,9 +331,31 @@ def test_an_eighth_pose_through_a_player_is_refused_counted_and_the_update_goes_
     assert p.stats.poses_refused == len(refused) and p.stats.samples == 30
     assert h.poses_refused == 0 and refused[-1][0] < 29
     assert h.record.anim_id != LONG
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_with_refuse_deep_chains_an_eighth_pose_chain_is_refused_when_given(batched):
+    """One chain of a long clip and six 2-frame clips (each always inside its blend window
+    into the next) then a loop: inside the long clip's window it would need 8 poses at
+    once. With the option the chain is refused when it is given, naming the human,
+    before any task is built; the human plays on."""
+    p = _player(batched, refuse_deep_chains=True)
+    h, other = CharacterInstance(SET, "h"), CharacterInstance(SET, "other")
+    p.change(other, p.loop(other, IDLE))
+    p.change(h, p.loop(h, IDLE))
+    p.step([h, other])
+    before = snapshot(p, [h, other])
+    in_use = p.pool.in_use
+    with pytest.raises(PoseStackOverflow) as ei:
+        p.chain(h, [LONG, *SHORT[:6], IDLE], blend=1.0)
+    assert str(ei.value).startswith("h: an eighth pose")
+    assert snapshot(p, [h, other]) == before and p.pool.in_use == in_use
+    p.change(h, p.chain(h, [LONG, *SHORT[:5], IDLE], blend=1.0))   # seven fit
+    for _ in range(30):
+        p.step([h, other])
+        assert p.sample([h, other]).is_finite()
+        p.flush()
     assert p.pool.in_use == p.tasks_out([h, other])
-    p.cut(h)
-    p.flush()
     keeps_playing(p, h, [other])
 
 

@@ -23,6 +23,8 @@ import gc
 import random
 import time
 
+import pytest
+
 
 from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.stack import STACK_SIZE, CharacterInstance
@@ -150,3 +152,53 @@ def test_200_humans_for_10000_updates_leak_nothing():
     print(f"soak: {HUMANS} humans x {UPDATES} updates in {seconds:.1f} s "
           f"({1000 * seconds / UPDATES:.2f} ms per update), max stack {depth}, commands {crowd.counts}, "
           f"rss {rss0} -> {rss1}, objects {objs0} -> {objs1}, tables {sizes0} -> {sizes1}")
+
+
+# ---------------------------------------------------------------- the fight rules (issue 13)
+
+FIGHTERS = 20
+FIGHT_UPDATES = 6_000
+FIGHT_FIRST, FIGHT_LAST = 2_000, FIGHT_UPDATES
+
+
+@pytest.mark.slow
+def test_the_fight_rules_for_6000_updates_keep_the_log_and_memory_flat():
+    """Ten AI duels under the fight rules (strikes, grabs, throws, reactions, get-ups):
+    the log stays a ring of LOG_SIZE with running counts, every task is accounted for,
+    and between updates 2,000 and 6,000 the resident memory and the live objects do
+    not grow."""
+    from scuffle.anim.player import PlayerOptions
+    from scuffle.game.fighters.ai import FighterAI
+    from scuffle.game.fighters.combat import LOG_SIZE, Fight
+    from scuffle.game.runtime.world import Game
+
+    g = Game(PlayerOptions(pool_size=12 * FIGHTERS))
+    try:
+        s = demo_set()
+        for i in range(FIGHTERS):
+            pair, side = divmod(i, 2)
+            g.add_human(f"f{i}", s, (4.0 * pair, 0.9 * side, 0.0), 180.0 * side)
+        fight = Fight(g, separate=True)
+        for i in range(FIGHTERS):
+            g.change(f"f{i}", g.player.loop(g.instance(f"f{i}"), Move.FIGHT_IDLE))
+            fight.controllers.append(FighterAI(f"f{i}", f"f{i ^ 1}", seed=i))
+        marks = {}
+        for u in range(1, FIGHT_UPDATES + 1):
+            g.step()
+            assert not g.player.refused, g.player.refused
+            if u % 1000 == 0:
+                insts = [g.instance(f"f{i}") for i in range(FIGHTERS)]
+                assert g.player.pool.in_use == g.player.tasks_out(insts), u
+            if u in (FIGHT_FIRST, FIGHT_LAST):
+                gc.collect()
+                marks[u] = (_rss(), len(gc.get_objects()), fight.stats.logged)
+        st = fight.stats
+        assert len(st.log) == LOG_SIZE < st.logged == sum(st.kinds.values())
+        assert st.strikes > 50 and st.kinds["strike"] > 50, st.kinds
+        (rss0, objs0, n0), (rss1, objs1, n1) = marks[FIGHT_FIRST], marks[FIGHT_LAST]
+        assert n1 > n0 + LOG_SIZE                                    # the log kept on filling
+        if rss0 is not None:
+            assert rss1 - rss0 <= RSS_TOLERANCE, (rss0, rss1)
+        assert objs1 - objs0 <= OBJECT_TOLERANCE, (objs0, objs1)
+    finally:
+        g.close()
