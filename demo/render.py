@@ -6,7 +6,7 @@ data; ``lerp_scene(a, b, t)`` blends two snapshots for rendering between two 30 
 updates; ``draw_scene(surface, scene, fonts, camera)`` paints the top-down arena, the
 side-view inset and the HUD. Nothing here changes the simulation.
 
-Model space (game.ctx.bone_pos, one row per human: PoseRef.row) is x right, y forward,
+Model space (game.ctx.bone_pos, (3, 34, N): one column per human, PoseRef.row) is x right, y forward,
 z up; world = body position + Rz(heading) . model, heading in degrees counter-clockwise
 seen from above, 0 facing +y. The arena is seen from above: world x to the right,
 world y up the screen.
