@@ -64,6 +64,30 @@ class _Dynamic(Exception):
 class BatchEngine:
     """The batched step and sample of one Player (see the module docstring)."""
 
+    # The program arrays, one row per slot, made (and grown) by _grow from its spec.
+    valid: np.ndarray
+    adv_row: np.ndarray
+    adv_rate: np.ndarray
+    adv_ws: np.ndarray
+    adv_newest: np.ndarray
+    adv_wrap: np.ndarray
+    fol_row: np.ndarray
+    fol_lead: np.ndarray
+    fade_row: np.ndarray
+    fade_rate: np.ndarray
+    gait_row: np.ndarray
+    gait_rate: np.ndarray
+    gait_speed: np.ndarray
+    gait_regime: np.ndarray
+    s_row: np.ndarray
+    s_rate: np.ndarray
+    b_a: np.ndarray
+    b_b: np.ndarray
+    b_kind: np.ndarray
+    b_src: np.ndarray
+    b_level: np.ndarray
+    final: np.ndarray
+
     def __init__(self, player):
         self.player = player
         self.cap = 0
@@ -389,7 +413,7 @@ def _cursor_at(task, row: int):
 def _signature(inst) -> tuple:
     """What a compiled program depends on: the stack's tasks in order, a gait's pair
     cursors, leader and sampling regime, whether a clip is in its blend window."""
-    sig = []
+    sig: list = []
     for t in inst.stack:
         tt = t.type
         if tt == TaskType.GAIT:

@@ -18,7 +18,7 @@ import math
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -208,8 +208,10 @@ def _event_from_record(rec: np.void) -> Event:
         code = tail.split(b"\0", 1)[0].decode("latin-1")
     position = tuple(float(v) for v in (np.array(pos, np.float32) * POS_SCALE))
     rotation = tuple(float(np.float32(v) * np.float32(ROT_SCALE)) for v in rot)
+    # Three of each: EVENT_DTYPE's "pos" and "rot" fields are (3,) wide.
     return Event(int(rec["frame"]), etype, (int(rec["arg0"]), int(rec["arg1"])),
-                 position, rotation, pos, rot, tail, word, code, fov)
+                 cast("tuple[float, float, float]", position), cast("tuple[float, float, float]", rotation),
+                 cast("tuple[int, int, int]", pos), cast("tuple[int, int, int]", rot), tail, word, code, fov)
 
 
 def mask_bones(mask: int) -> list[int]:
@@ -615,7 +617,7 @@ def _lerp_raw(a, b, t):
     return np.rint(np.asarray(a, float) + (np.asarray(b, float) - np.asarray(a, float)) * t).astype(np.int16)
 
 
-def _author_positions(keys: Iterable, label: str) -> np.ndarray | None:
+def _author_positions(keys: Iterable | None, label: str) -> np.ndarray | None:
     keys = list(keys) if keys is not None else []
     if not keys:
         return None
@@ -645,7 +647,7 @@ def _author_rotations(keys: Iterable, label: str) -> np.ndarray:
 
 def make_event(frame: int, type: int, args: tuple[int, int] = (0, 0),
                position: Sequence[float] = (0.0, 0.0, 0.0), rotation: Sequence[float] = (0.0, 0.0, 0.0),
-               word: int | None = None, code: str | None = None, fov: float | None = None) -> np.void:
+               word: int | None = None, code: str | None = None, fov: float | None = None) -> np.ndarray:
     """One raw event record from decoded fields (position in metres, rotation x, y, z).
 
     ``word`` (types 11/12, a u32) or ``fov`` (0x3a, a finite f32) overwrites the bytes

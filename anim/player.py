@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence, TypeVar
 
 from . import f32 as F
 from .clip import Clip, EventType
@@ -37,10 +37,12 @@ from .tasks import (BlendWindow, ClipTask, DirectionTask, EventRule, FadeTask, G
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
 # Fired-event types that change the held bits: (bits that must be held, clear, set).
-HELD_EVENTS = {
+HELD_EVENTS: dict[int, tuple[int, int, int]] = {
     EventType.HELD_OPEN: (0x3, 0x1, 0x2),
     EventType.HELD_CLOSE: (0x7, 0x7, 0x4),
 }
+
+_T = TypeVar("_T", bound=Task)
 
 
 class UnknownClip(ValueError):
@@ -278,7 +280,7 @@ class Player:
         return self.options.end_zero_overshoot and cursor.at_end
 
     # ---------------------------------------------------------------- constructors
-    def _take(self, task: Task) -> Task:
+    def _take(self, task: _T) -> _T:
         return self.pool.take(task)
 
     def loop(self, inst: CharacterInstance, anim_id: int, *, flags: int = 0, held: int = 0,

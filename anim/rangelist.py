@@ -341,7 +341,7 @@ class RangeList:
 
     __slots__ = ("_records", "_overrides")
     _records: np.ndarray
-    _overrides: "MappingProxyType[int, np.void]"
+    _overrides: "MappingProxyType[str, Mapping[int, RangeRecord]]"
 
     def __init__(self, records: np.ndarray, overrides: Mapping[str, Mapping[int, RangeRecord]] | None = None):
         arr = np.asarray(records)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, cast
 
 import numpy as np
 
@@ -151,7 +151,7 @@ def parse_anim_table(payload: bytes) -> np.ndarray:
     return slots
 
 
-def encode_anim_table(slots: np.ndarray) -> bytes:
+def encode_anim_table(slots: Sequence[int] | np.ndarray) -> bytes:
     """Write slots as a chunk 0x1001 payload; the inverse of parse_anim_table."""
     arr = np.asarray(slots, dtype="<i4")
     return _U32.pack(len(arr)) + arr.tobytes()
@@ -216,7 +216,8 @@ class Resource:
             if extra.type in _KNOWN_TYPES:
                 raise ResourceFormatError(len(chunks), extra.type, -1, "an extra chunk must be of an unknown type")
             chunks.append(Chunk(int(extra.type), bytes(extra.payload)))
-        return cls(clips, range_list, anim_table, tuple(chunks))
+        # __post_init__ makes the table the read-only int32 array the field holds.
+        return cls(clips, range_list, cast(np.ndarray, anim_table), tuple(chunks))
 
     @property
     def num_ids(self) -> int:
@@ -362,6 +363,7 @@ def load_resource(data: bytes, *, num_ids: int | None = NUM_ANIM_IDS) -> Resourc
         raise ResourceFormatError(end, ChunkType.ANIM_RANGE_LIST, len(data), "no anim range list chunk")
     if table is None:
         raise ResourceFormatError(end, ChunkType.ANIM_TABLE, len(data), "no anim table chunk")
+    assert range_at is not None and table_at is not None  # set with range_list and table
     range_off = chunks[range_at].payload_offset
     table_off = chunks[table_at].payload_offset
     if num_ids is not None and len(range_list) != num_ids:
@@ -407,6 +409,7 @@ def save_resource(res: Resource) -> bytes:
             out.append(Chunk(ch.type, keys).to_bytes())
             pending_desc = desc
         elif ch.type == ChunkType.DESCRIPTOR:
+            assert pending_desc is not None  # a Resource's descriptor follows its keyframes
             out.append(Chunk(ch.type, pending_desc).to_bytes())
             pending_desc = None
         elif ch.type == ChunkType.ANIM_RANGE_LIST:

@@ -337,6 +337,7 @@ class ClipTask(_ClipBase):
                 nxt.advance(player, inst, dt, sink)
         elif self.window_rule == BlendWindow.ADVANCED and self.into_window() > 0.0:
             # "the next task is advanced too" (L215): its own advance, at its rate.
+            assert self.next is not None  # into_window() > 0 needs a window, so a next task
             self.next.advance(player, inst, dt, sink)
 
     def emit(self, plan: "PoseProgram") -> None:
@@ -344,6 +345,7 @@ class ClipTask(_ClipBase):
         plan.sample(c.bank_index, c.time, self.rate, c.flags)
         b = self.window()
         if b > 0.0:
+            assert self.next is not None  # window() > 0 needs a next task
             into = self.into_window()
             if into > 0.0:
                 if self.window_rule == BlendWindow.KEPT:

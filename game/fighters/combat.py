@@ -366,9 +366,9 @@ class Fight:
             b.heading = _wrap(math.degrees(math.atan2(-d[0], d[1])))
             speeds = self.gait_speeds(who)
             value = float(np.interp(speed, speeds, range(len(speeds))))
-            gait = self._gait(who)
-            if gait is not None:
-                gait.set_target(value)
+            running = self._gait(who)
+            if running is not None:
+                running.set_target(value)
             else:
                 self._require(2)
                 g = self.player.gait(self.inst(who), GAIT_IDS, target=value, value=0.0,
@@ -623,7 +623,7 @@ class Fight:
                     self._react(e, rec.hit, behind)
                 break
 
-    def _damage(self, a: int, v: int, amount: int) -> None:
+    def _damage(self, a: int, v: int, amount: float) -> None:
         cv = self.combat(v)
         amount = float(max(0, amount))
         taken = min(amount, cv.health)

@@ -48,7 +48,7 @@ class ActionSpec:
     """A scenario action: its extra keys (name -> value check) and its runner(game, cmd)."""
 
     keys: dict[str, Callable[[Any], bool]]
-    run: Callable[[Any, Any], None]
+    run: Callable[[Any, Any], object]
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Registry:
 
     libraries: dict[str, Callable[[], AnimSet]] = field(default_factory=dict)
     actions: dict[str, ActionSpec] = field(default_factory=dict)
-    setup: list[Callable[[Any], None]] = field(default_factory=list)
+    setup: list[Callable[[Any], object]] = field(default_factory=list)
     tables: dict[str, TableSpec] = field(default_factory=dict)
 
     def add_library(self, name: str, make: Callable[[], AnimSet]) -> None:
@@ -97,6 +97,6 @@ class Registry:
             raise ValueError(f"table {name!r} is already registered")
         self.tables[name] = spec
 
-    def add_setup(self, fn: Callable[[Any], None]) -> None:
+    def add_setup(self, fn: Callable[[Any], object]) -> None:
         """Run ``fn(game)`` on every scenario's Game before its first update."""
         self.setup.append(fn)

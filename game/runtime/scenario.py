@@ -13,7 +13,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, NoReturn, TextIO, cast
 
 from scuffle.anim import f32 as F
 from scuffle.anim.animset import AnimSet
@@ -43,6 +43,9 @@ MAX_TARGET = 4.0                 # a gait target: 0-4 (Gait blend)
 MAX_POSITION = 10_000.0          # |x|, |y|, |z| of a starting position, metres
 MAX_HEADING = 36_000.0           # |heading|, degrees (a hundred turns)
 MAX_TOML_DEPTH = 64              # nested arrays and tables, refused before tomllib reads them
+
+# The parsers' error callback err(line, field, problem): raises ScenarioError.
+_Err = Callable[..., NoReturn]
 
 
 class ScenarioError(ValueError):
@@ -185,7 +188,7 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
         line = int(m.group(1)) if m else max(len(lines.lines), 1)
         raise ScenarioError(source, line, "toml", str(exc)) from None
 
-    def err(line, fld, problem):
+    def err(line, fld, problem) -> NoReturn:
         raise ScenarioError(source, line, fld, problem)
 
     top = _TOP_KEYS | set(registry.tables)
@@ -219,7 +222,7 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
     pool = opt.get("pool_size", 360)
     if not _is_int(pool) or pool < 1:
         err(lines.key(oline, "pool_size"), "options.pool_size", "expected a whole number >= 1")
-    readings = {}
+    readings: dict[str, Any] = {}
     for key, kind in (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling)):
         if key in opt:
             if opt[key] not in {k.value for k in kind}:
@@ -287,7 +290,7 @@ def _too_deep(text: str, limit: int) -> int | None:
     return None
 
 
-def _check_table(obj, allowed, line, fld: str, lines: "_Lines", err) -> None:
+def _check_table(obj, allowed, line, fld: str, lines: "_Lines", err: _Err) -> None:
     """A [[...]] entry must be a table holding only ``allowed`` keys (else err names it)."""
     if not isinstance(obj, dict):
         err(line, fld, "expected a table")
@@ -296,7 +299,7 @@ def _check_table(obj, allowed, line, fld: str, lines: "_Lines", err) -> None:
             err(lines.key(line, k), f"{fld}.{k}", f"unknown key (expected {', '.join(sorted(allowed))})")
 
 
-def _parse_sets(raw, lines: _Lines, err, base: Path, source: str,
+def _parse_sets(raw, lines: _Lines, err: _Err, base: Path, source: str,
                 LIBRARIES: dict[str, Callable[[], AnimSet]]) -> dict[str, AnimSet]:
     if not isinstance(raw, dict):
         err(lines.key(None, "sets"), "sets", "expected tables [sets.NAME]")
@@ -362,7 +365,7 @@ def _merge(a: AnimSet, b: AnimSet) -> AnimSet:
     return out
 
 
-def _chunk(c: dict, what: str, cline, cf: str, lines: _Lines, err, base: Path) -> bytes:
+def _chunk(c: dict, what: str, cline, cf: str, lines: _Lines, err: _Err, base: Path) -> bytes:
     if what in c and f"{what}_file" in c:
         err(lines.key(cline, what), f"{cf}.{what}", f"give {what} or {what}_file, not both")
     if what in c:
@@ -385,7 +388,7 @@ def _chunk(c: dict, what: str, cline, cf: str, lines: _Lines, err, base: Path) -
     err(cline, cf, f"needs {what} (hex) or {what}_file")
 
 
-def _parse_range(r, line, fld: str, err) -> RangeRecord:
+def _parse_range(r, line, fld: str, err: _Err) -> RangeRecord:
     if not isinstance(r, dict):
         err(line, fld, "expected { dir = [x, y], reach, far, damage, hit, flags }")
     for k in r:
@@ -409,7 +412,7 @@ def _parse_range(r, line, fld: str, err) -> RangeRecord:
         err(line, fld, str(exc))
 
 
-def _parse_humans(raw, lines: _Lines, err, sets) -> list[HumanSpec]:
+def _parse_humans(raw, lines: _Lines, err: _Err, sets) -> list[HumanSpec]:
     if not isinstance(raw, list):
         err(lines.key(None, "humans"), "humans", "expected [[humans]] tables")
     out, seen = [], set()
@@ -436,12 +439,13 @@ def _parse_humans(raw, lines: _Lines, err, sets) -> list[HumanSpec]:
         health = h.get("health")
         if health is not None and not (_is_num(health) and health > 0):
             err(lines.key(hl, "health"), f"{fld}.health", f"expected a number > 0, got {health!r}")
-        out.append(HumanSpec(name, sname, tuple(float(v) for v in pos), float(heading), hl,
+        xyz = cast("tuple[float, float, float]", tuple(float(v) for v in pos))   # checked: three numbers
+        out.append(HumanSpec(name, sname, xyz, float(heading), hl,
                              None if health is None else float(health)))
     return out
 
 
-def _parse_commands(raw, lines: _Lines, err, humans: list[HumanSpec], sets, updates: int,
+def _parse_commands(raw, lines: _Lines, err: _Err, humans: list[HumanSpec], sets, updates: int,
                     ACTIONS: dict) -> list[Command]:
     if not isinstance(raw, list):
         err(lines.key(None, "commands"), "commands", "expected [[commands]] tables")
@@ -610,8 +614,8 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                 raise _run_error(sc, now, exc, last) from None
             refused = game.player.refused
             if refused:
-                inst, exc = refused[0]
-                raise _run_error(sc, game.update - 1, exc, last, inst.name)
+                inst, refusal = refused[0]
+                raise _run_error(sc, game.update - 1, refusal, last, inst.name)
             if trace is not None:
                 write_records(trace, trace_records(game, pose=pose))
             if on_update is not None:
