@@ -75,6 +75,7 @@ def host_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_scuffle_works_from_a_directory_holding_a_hosts_packages(host_dir):
     code = textwrap.dedent("""\
         import esper

@@ -6,9 +6,6 @@ A set with a 2-frame clip at no rate flag (0.75) is flagged; the same clip at fl
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,7 @@ from scuffle.anim.clip import author_clip, encode_clip
 from scuffle.anim.rangelist import author_range
 from scuffle.anim.resource import save_resource
 from scuffle.game.cli import commands as cli
+from scuffle_cli import run_scuffle
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,9 +30,8 @@ def write_set(path: Path, flags: int) -> str:
 
 
 def run_cli(*args):
-    env = dict(os.environ)
-    return subprocess.run([sys.executable, "-m", "scuffle", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)
+    """``scuffle ARGS`` in this process (tests/scuffle_cli.py)."""
+    return run_scuffle(*args, cwd=REPO)
 
 
 def test_flagged_at_no_flag(tmp_path):
