@@ -33,6 +33,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .sampler import CursorFlags
+
 __all__ = ["add", "sub", "mul", "div", "frame_of", "step_programs", "pose_programs", "pose_plan",
            "KIND_FADE", "KIND_GAIT", "FLAG_EVENTFUL"]
 
@@ -42,6 +44,9 @@ _F32_ZERO = np.float32(0.0)
 KIND_FADE = 1
 KIND_GAIT = 2
 FLAG_EVENTFUL = 1
+# Cursor flags the sampler tests, as plain ints (numba freezes globals as constants).
+_NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
+_NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
 NO_POSE = -(1 << 40)          # a plan's final handle for "no pose": the default pose
 
 
@@ -272,6 +277,14 @@ def step_programs(slots, dt, zero_overshoot,
 
 
 @njit(cache=True)
+def _key4(kslope, kval, k, dx):
+    """A rotation key carried toward the next: value + slope x (frame - key), per
+    component, in the table's float32 (the multiply, then the add, as the sampler does)."""
+    return (kslope[k, 0] * dx + kval[k, 0], kslope[k, 1] * dx + kval[k, 1],
+            kslope[k, 2] * dx + kval[k, 2], kslope[k, 3] * dx + kval[k, 3])
+
+
+@njit(cache=True)
 def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, ktag,
             sent_vel, sent_bone, animated, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
@@ -291,9 +304,9 @@ def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, 
     rate32 = np.float32(rate)
     for slot in range(nslot):
         k = ftab[row, slot]
-        if slot == 0 and (flags & 0x1) != 0:
+        if slot == 0 and (flags & _NO_VELOCITY) != 0:
             k = sent_vel
-        elif slot == 2 and (flags & 0x2) != 0:
+        elif slot == 2 and (flags & _NO_TURN) != 0:
             k = sent_bone
         s_tag[p, slot] = ktag[k]
         dx = x - kstart[k]
@@ -306,14 +319,7 @@ def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, 
                 else:
                     s_root[p, c] = v
         elif slot == 2:
-            qx = kslope[k, 0] * dx
-            qx = qx + kval[k, 0]
-            qy = kslope[k, 1] * dx
-            qy = qy + kval[k, 1]
-            qz = kslope[k, 2] * dx
-            qz = qz + kval[k, 2]
-            qw = kslope[k, 3] * dx
-            qw = qw + kval[k, 3]
+            qx, qy, qz, qw = _key4(kslope, kval, k, dx)
             # bone 0: the turn scaled by the rate (a slerp from the identity)
             if rate32 == np.float32(1.0) or abs(np.float32(1.0) - qw) <= np.float32(5e-7):
                 s_rot[p, 0, 0] = qx
@@ -337,14 +343,7 @@ def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, 
                 for c in range(4):
                     s_rot[p, b, c] = ref_rot[b, c]
                 continue
-            q0 = kslope[k, 0] * dx
-            q0 = q0 + kval[k, 0]
-            q1 = kslope[k, 1] * dx
-            q1 = q1 + kval[k, 1]
-            q2 = kslope[k, 2] * dx
-            q2 = q2 + kval[k, 2]
-            q3 = kslope[k, 3] * dx
-            q3 = q3 + kval[k, 3]
+            q0, q1, q2, q3 = _key4(kslope, kval, k, dx)
             n2 = q0 * q0
             n2 = n2 + q1 * q1
             n2 = n2 + q2 * q2

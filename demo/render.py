@@ -24,6 +24,7 @@ from scuffle.anim.tasks import HeldFlags, TaskType
 from scuffle.components import Body, Combat, HumanRecord, PoseRef
 from scuffle.game.fighters.combat import FightFlags, FightState
 from scuffle.game.fighters.moves import Move
+from scuffle.systems.motion import to_world
 
 __all__ = ["FighterView", "Scene", "Camera", "Fonts", "snapshot", "lerp_scene", "draw_scene",
            "draw_arena", "draw_inset", "draw_hud", "draw_help", "draw_log", "draw_status", "draw_counts", "fit_camera", "flag_names",
@@ -139,17 +140,6 @@ class Scene:
     @property
     def seconds(self) -> float:
         return self.update / 30.0
-
-
-def _rz(heading: float) -> np.ndarray:
-    h = math.radians(heading)
-    c, s = math.cos(h), math.sin(h)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
-def to_world(model: np.ndarray, position: np.ndarray, heading: float) -> np.ndarray:
-    """(n, 3) model-space points -> world: position + Rz(heading) . model."""
-    return model @ _rz(heading).T + position[None, :]
 
 
 def snapshot(sim) -> Scene:

@@ -59,6 +59,7 @@ from scuffle.anim.rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from scuffle.anim.skeleton import HUMANOID, NUM_BONES, PARENTS, Bone, Skeleton
 from scuffle.game.cli.errors import OneLineParser
 from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
+from scuffle.systems.motion import heading_matrix
 
 __all__ = ["ViewError", "ClipEntry", "Playback", "ViewerState", "load_source", "draw_view",
            "write_contact_sheet", "write_channels", "write_view_picture", "run_headless", "main",
@@ -303,7 +304,7 @@ class Playback:
         p, t = self.points[u], self.tips[u]
         if not root_motion:
             return p, t
-        rz = _rz(self.headings[u])
+        rz = heading_matrix(self.headings[u])
         return p @ rz.T + self.path[u], t @ rz.T + self.path[u]
 
     def _bounds(self, moving: bool) -> np.ndarray:
@@ -337,12 +338,6 @@ class Playback:
         p = self.sample_frames(frames, self.entry.rate)
         pts, tips = _model(self.skeleton, p.rot, p.root)
         return pts, tips, p.tag.copy()
-
-
-def _rz(heading_deg: float) -> np.ndarray:
-    h = math.radians(heading_deg)
-    c, s = math.cos(h), math.sin(h)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 # ---------------------------------------------------------------- the state
@@ -920,7 +915,7 @@ def write_contact_sheet(entry: ClipEntry, path, cells: int = SHEET_CELLS, root_m
         u = pb.update_of_frame(f)
         p, t = pts[i], tips[i]
         if root_motion:
-            rz = _rz(pb.headings[u])
+            rz = heading_matrix(pb.headings[u])
             p, t = p @ rz.T + pb.path[u], t @ rz.T + pb.path[u]
         draw_side(sheet, side, pb, u, root_motion, fonts, p, t, tags[:, i], title=False)
         draw_top(sheet, top, pb, u, root_motion, fonts, p, t, tags[:, i], title=False)

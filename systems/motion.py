@@ -28,11 +28,23 @@ import numpy as np
 
 from scuffle.anim import quat
 from scuffle.anim.kernels import root_motion_step
-from scuffle.anim.pose import TAG_BONE, TAG_VELOCITY
 from scuffle.components import Body, NO_ATTACHMENT, PoseRef
 from scuffle.systems.context import SimContext, sorted_components
 
-__all__ = ["StateUpdate", "root_motion"]
+__all__ = ["StateUpdate", "root_motion", "heading_matrix", "to_world"]
+
+
+def heading_matrix(heading_deg: float) -> np.ndarray:
+    """Rz(heading): the (3, 3) rotation about z that takes the human's frame (x right, y
+    forward) into world axes, heading in degrees counter-clockwise seen from above."""
+    h = math.radians(heading_deg)
+    c, s = math.cos(h), math.sin(h)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def to_world(model: np.ndarray, position: np.ndarray, heading_deg: float) -> np.ndarray:
+    """(n, 3) points in the human's model space -> world: position + Rz(heading) . model."""
+    return model @ heading_matrix(heading_deg).T + np.asarray(position, dtype=np.float64)[None, :]
 
 
 def root_motion(vel: np.ndarray, vel_none: np.ndarray, turn: np.ndarray, turn_none: np.ndarray,

@@ -37,6 +37,7 @@ from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents,
                                 RangeRecords)
 from scuffle.game.runtime import schedule
 from scuffle.systems.context import SimContext
+from scuffle.systems.motion import to_world
 
 __all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse"]
 
@@ -280,9 +281,7 @@ class Game:
         pos, rot = self.bones_model(name)
         body = self.body(name)
         h = math.radians(float(body.heading))
-        c, s = math.cos(h), math.sin(h)
-        rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-        wpos = pos @ rz.T + np.asarray(body.position, dtype=np.float64)[None, :]
+        wpos = to_world(pos, body.position, float(body.heading))
         hq = np.array([0.0, 0.0, math.sin(h / 2), math.cos(h / 2)])      # the heading about z
         wrot = quat.mul(hq[:, None], rot.T).T
         return wpos, wrot
