@@ -53,6 +53,7 @@ class Cursor:
         self.store = st = store if store is not None else cursor_table(1)
         self.row = r = st.alloc(zero=False)
         st.end[r], st.limit[r], st.dur[r], st.bank[r] = self.end, self._limit, self.duration, bank_index
+        st.anim[r] = anim_id
         st.flags[r] = int(flags)
         st.evf0[r] = st.evf[r] = self._frames[0] if self._frames else NO_EVENT
         st.t[r] = st.frame[r] = st.ev[r] = 0                  # restarted: time 0, no event passed

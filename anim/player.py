@@ -292,7 +292,7 @@ class Player:
         self.pool.require(1)
         r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
         c = self.cursor(s, anim_id)
-        return self._take(LoopTask(c, r, flags, held, on_end, on_wrap))
+        return self._take(LoopTask(c, r, flags, held, on_end, on_wrap, tstore=self.stores.tasks))
 
     def clip(self, inst: CharacterInstance, anim_id: int, next: Task | None = None, *, blend: float = 0.0,
              flags: int = 0, held: int = 0, rate: float | None = None, on_end: Callable | None = None,
@@ -303,14 +303,14 @@ class Player:
         _check_number("blend time", blend)
         r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
         c = self.cursor(s, anim_id)
-        return self._take(ClipTask(c, r, next, blend, flags, held, on_end, self.options.blend_window))
+        return self._take(ClipTask(c, r, next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
 
     def hold(self, inst: CharacterInstance, anim_id: int, *, flags: int = 0, held: int = 0,
              on_end: Callable | None = None) -> HoldTask:
         """A type 5 task (ours: plays once, holds the last frame). Original: 0x00106140."""
         self.pool.require(1)
         c = self.cursor(inst.anim_set, anim_id)
-        return self._take(HoldTask(c, self.rate_of(inst.anim_set, anim_id), flags, held, on_end))
+        return self._take(HoldTask(c, self.rate_of(inst.anim_set, anim_id), flags, held, on_end, tstore=self.stores.tasks))
 
     def scene(self, inst: CharacterInstance, anim_id: int, rate: float, *, flags: int = 0,
               anim_set=None) -> SceneTask:
@@ -318,7 +318,7 @@ class Player:
         self.pool.require(1)
         _check_number("rate", rate)
         c = self.cursor(anim_set or inst.anim_set, anim_id)
-        return self._take(SceneTask(c, rate, flags))
+        return self._take(SceneTask(c, rate, flags, tstore=self.stores.tasks))
 
     def paired(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: int,
                next: Task | None = None, *, blend: float = 0.0, flags: int = 0, held: int = 0,
@@ -330,7 +330,7 @@ class Player:
         _check_number("blend time", blend)
         c = self.cursor(s, anim_id)
         return self._take(PairedClipTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
-                                         next, blend, flags, held, on_end, self.options.blend_window))
+                                         next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
 
     def paired_hold(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: int, *,
                     flags: int = 0, held: int = 0, on_end: Callable | None = None) -> PairedHoldTask:
@@ -339,12 +339,12 @@ class Player:
         self.pool.require(1)
         c = self.cursor(s, anim_id)
         return self._take(PairedHoldTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
-                                         flags, held, on_end))
+                                         flags, held, on_end, tstore=self.stores.tasks))
 
     def fade(self, inst: CharacterInstance, duration: float, *, held: int = 0) -> FadeTask:
         """A type 9 fade over ``duration`` s at the human's speed multiplier. Original: 0x00106c80."""
         self.pool.require(1)
-        return self._take(FadeTask(duration, inst.speed, held, store=self.stores.fades))
+        return self._take(FadeTask(duration, inst.speed, held, store=self.stores.fades, tstore=self.stores.tasks))
 
     def gait(self, inst: CharacterInstance, ids: Sequence[int], *, target: float = 0.0,
              value: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
@@ -361,7 +361,7 @@ class Player:
         s = inst.anim_set
         task = GaitTask(ids, lambda i: self.cursor(s, i), inst.speed,
                         value=target if value is None else value, target=target, flags=flags,
-                        on_wrap=on_wrap, held=held, store=self.stores.gaits)
+                        on_wrap=on_wrap, held=held, store=self.stores.gaits, tstore=self.stores.tasks)
         return self._take(task)
 
     def mix(self, inst: CharacterInstance, a: int, b: int, *, weight: float = 0.0, flags: int = 0) -> MixTask:
@@ -371,7 +371,7 @@ class Player:
         self.find(s, a)
         self.find(s, b)
         _check_number("mix weight", weight, -math.inf)
-        return self._take(MixTask(self.cursor(s, a), self.cursor(s, b), inst.speed, weight, flags))
+        return self._take(MixTask(self.cursor(s, a), self.cursor(s, b), inst.speed, weight, flags, tstore=self.stores.tasks))
 
     def pick(self, inst: CharacterInstance, ids: Sequence[int], rate: float, *, value: float = 0.0,
              flags: int = 0) -> PickTask:
@@ -385,7 +385,7 @@ class Player:
         _check_number("rate", rate)
         _check_number("pick value", value, -math.inf)
         return self._take(PickTask([self.cursor(s, i) for i in ids], rate, value, flags,
-                                   sampling=self.options.pick))
+                                   sampling=self.options.pick, tstore=self.stores.tasks))
 
     def direction(self, inst: CharacterInstance, base: int, *, direction: float = 0.0,
                   flags: int = 0) -> DirectionTask:
@@ -395,7 +395,7 @@ class Player:
         for d in range(8):
             self.find(s, base + d)
         _check_number("direction", direction, -math.inf)
-        return self._take(DirectionTask(base, lambda i: self.cursor(s, i), inst.speed, direction, flags))
+        return self._take(DirectionTask(base, lambda i: self.cursor(s, i), inst.speed, direction, flags, tstore=self.stores.tasks))
 
     def chain(self, inst: CharacterInstance, ids: Sequence[int], *, blend: float = 0.0, flags: int = 0,
               held: int = 0, paired_with: CharacterInstance | None = None,

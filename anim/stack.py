@@ -10,8 +10,9 @@ CharacterInstance +0x2bc / +0x2ac (stack), +0x304 / +0x2ae (queue).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
+
+from .store import HumanTable
 
 __all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
            "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool"]
@@ -37,16 +38,57 @@ class QueueFull(AnimLimitError):
     """A character's task queue already holds 10 tasks."""
 
 
-@dataclass(slots=True)
 class HumanRecord:
     """The parts of the human's 0x180 record the animation reads and writes.
 
-    ``flags`` is the held/state word (+0x08, 64 bits); ``anim_id`` the playing anim id
-    (+0x20), refreshed from the top task, -1 with none.
+    ``flags`` is the held/state word (+0x08, 64 bits; kept as int64, so bit 63 is
+    refused with ValueError); ``anim_id`` the playing anim id (+0x20), refreshed from the
+    top task, -1 with none. ``flags`` lives in row ``row`` of a human table
+    (anim.store.HumanTable): a private one until the compiled engine first steps the
+    human, then the world's (``attach``), where the compiled step reads and writes it.
     """
 
-    flags: int = 0
-    anim_id: int = -1
+    __slots__ = ("table", "row", "anim_id")
+
+    def __init__(self, flags: int = 0, anim_id: int = -1):
+        self.table = HumanTable(1)
+        self.row = self.table.alloc()
+        self.flags = flags
+        self.anim_id = int(anim_id)
+
+    @property
+    def flags(self) -> int:
+        return int(self.table.flags[self.row])
+
+    @flags.setter
+    def flags(self, value: int) -> None:
+        v = int(value)
+        if not 0 <= v < 1 << 63:
+            raise ValueError(f"HumanRecord.flags: 0x{v:x} is outside 0 .. 2**63 - 1")
+        self.table.flags[self.row] = v
+
+    def attach(self, table: HumanTable, row: int) -> None:
+        """Move the flags into row ``row`` of ``table`` (the world's human table)."""
+        table.flags[row] = self.table.flags[self.row]
+        self.table, self.row = table, row
+
+    def detach(self) -> None:
+        """Move the flags back into a private table (the human left the world's)."""
+        if self.table.capacity > 1:
+            v = self.flags
+            self.table = HumanTable(1)
+            self.row = self.table.alloc()
+            self.flags = v
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HumanRecord):
+            return NotImplemented
+        return self.flags == other.flags and self.anim_id == other.anim_id
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"HumanRecord(flags=0x{self.flags:x}, anim_id={self.anim_id})"
 
 
 class CharacterInstance:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import DTypeLike
 
-__all__ = ["Table", "cursor_table", "fade_table", "gait_table", "NO_EVENT", "Stores", "column"]
+__all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
+           "Stores", "column", "task_column"]
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
+# A row link to nothing (no next task, no incoming task, no cursor).
+NO_ROW = -1
 
 
 class column:
@@ -34,6 +37,19 @@ class column:
 
     def __set__(self, obj, value) -> None:
         getattr(obj.store, self.name)[obj.row] = value
+
+
+class task_column(column):
+    """A ``column`` of the task table: the owner keeps it in ``tstore`` / ``trow`` (a fade
+    or a gait blend also owns a row of its own table in ``store`` / ``row``)."""
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return self.cast(getattr(obj.tstore, self.name)[obj.trow])
+
+    def __set__(self, obj, value) -> None:
+        getattr(obj.tstore, self.name)[obj.trow] = value
 
 
 class Table:
@@ -114,10 +130,10 @@ class Table:
 def cursor_table(capacity: int = 64) -> Table:
     """The cursors' columns: time (f32), frame, the end test's F and D - 1/60, the
     duration, flags, the bank index, the next event's index and frame, the first event's
-    frame (``evf0``, where a restart puts the next event), ``at_end``."""
+    frame (``evf0``, where a restart puts the next event), ``at_end``, the anim id."""
     return Table({"t": np.float32, "frame": np.int32, "end": np.int32, "limit": np.float32,
                   "dur": np.float32, "flags": np.int32, "bank": np.int32, "ev": np.int32,
-                  "evf": np.int32, "evf0": np.int32, "at_end": bool}, capacity)
+                  "evf": np.int32, "evf0": np.int32, "at_end": bool, "anim": np.int32}, capacity)
 
 
 def fade_table(capacity: int = 64) -> Table:
@@ -130,12 +146,80 @@ def gait_table(capacity: int = 64) -> Table:
     return Table({"value": np.float32, "target": np.float32, "lower": np.int32, "leader": np.int8}, capacity)
 
 
-class Stores:
-    """The three tables of one world."""
+def task_table(capacity: int = 64) -> Table:
+    """The tasks' columns (one row per task, the task object a view onto it): the type,
+    rate (f32), flags, held bits, the cursor rows ``c0`` / ``c1`` (a clip's; a gait's lower
+    and upper), ``aux`` (a fade's or gait's own row), ``nxt`` (a type 3 / 6's next task's
+    row), ``blend`` (f32) and ``window`` (0 advanced, 1 kept), a fade's ``incoming`` task
+    row, ``released``, ``handed_over``, a loop's ``wraps``, ``speed`` (a gait's, f32),
+    ``callback`` (a wrap callback: the compiled step leaves the human to the scalar one)."""
+    return Table({"type": np.int8, "rate": np.float32, "flags": np.int32, "held": np.int64,
+                  "c0": np.int64, "c1": np.int64, "aux": np.int64, "nxt": np.int64, "blend": np.float32,
+                  "window": np.int8, "incoming": np.int64, "released": bool, "handed_over": bool,
+                  "wraps": np.int64, "speed": np.float32, "callback": bool}, capacity)
 
-    __slots__ = ("cursors", "fades", "gaits")
+
+class HumanTable:
+    """The humans' rows (one per character instance the compiled engine has seen).
+
+    Columns: ``flags`` (the record's held/state word +0x08, int64), ``depth`` (tasks on
+    the stack), ``stack`` (rows of the task table, bottom first, ``STACK_ROWS`` wide),
+    ``queued`` (tasks waiting in the queue), ``fast`` (the compiled step may take it: set
+    by the engine from its tasks' types). Grown by doubling; rows reused through a free
+    list. A record keeps its row and this table, never a column (they are replaced on growth).
+    """
+
+    STACK_ROWS = 18
+
+    def __init__(self, capacity: int = 64):
+        self.capacity = 0
+        self.flags = np.zeros(0, np.int64)
+        self.depth = np.zeros(0, np.int64)
+        self.queued = np.zeros(0, np.int64)
+        self.fast = np.zeros(0, bool)
+        self.live = np.zeros(0, bool)
+        self.stack = np.zeros((0, self.STACK_ROWS), np.int64)
+        self._free: list[int] = []
+        self._grow(max(1, capacity))
+
+    def _grow(self, cap: int) -> None:
+        old = self.capacity
+        for name in ("flags", "depth", "queued", "fast", "live", "stack"):
+            a = getattr(self, name)
+            b = np.zeros((cap,) + a.shape[1:], a.dtype)
+            b[:old] = a
+            setattr(self, name, b)
+        self._free.extend(range(cap - 1, old - 1, -1))
+        self.capacity = cap
+
+    def alloc(self) -> int:
+        """A free row, zeroed."""
+        if not self._free:
+            self._grow(self.capacity * 2)
+        row = self._free.pop()
+        self.live[row] = True
+        self.flags[row] = self.depth[row] = self.queued[row] = 0
+        self.fast[row] = False
+        self.stack[row] = NO_ROW
+        return row
+
+    def free(self, row: int) -> None:
+        """Give a row back; ValueError when it is not in use."""
+        if not (0 <= row < self.capacity and self.live[row]):
+            raise ValueError(f"human row {row} freed twice or never taken")
+        self.live[row] = False
+        self.fast[row] = False
+        self._free.append(row)
+
+
+class Stores:
+    """The tables of one world: cursors, fades, gait blends, tasks and humans."""
+
+    __slots__ = ("cursors", "fades", "gaits", "tasks", "humans")
 
     def __init__(self, capacity: int = 64):
         self.cursors = cursor_table(capacity)
         self.fades = fade_table(capacity)
         self.gaits = gait_table(capacity)
+        self.tasks = task_table(capacity)
+        self.humans = HumanTable(capacity)

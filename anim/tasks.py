@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from . import f32 as F
 from .cursor import Cursor
 from .sampler import CursorFlags
-from .store import Table, column, fade_table, gait_table
+from .store import NO_ROW, Table, column, fade_table, gait_table, task_column, task_table
 
 from .interfaces import PoseProgram, TaskHost
 
@@ -121,6 +121,9 @@ class PickSampling(StrEnum):
     ALL = "all"
 
 
+# The blend window rules in the task table's ``window`` column (0 advanced, 1 kept).
+WINDOW_RULES = (BlendWindow.ADVANCED, BlendWindow.KEPT)
+
 # The gait blend's pair steps (floor with 0.995, 1.995, 2.995) and thresholds. Like every
 # constant the FPU compares with, they are float32 (f32(2.995) is 2.99499988...).
 GAIT_STEPS = tuple(F.f32(x) for x in (0.995, 1.995, 2.995))
@@ -147,19 +150,40 @@ class Task:
     """Fields every task has: rate (+0x0c), flags (+0x10), held bits (+0x24), the end
     callback (+0x2c) and the instance it plays on (+0x04).
 
-    ``on_end(instance)`` runs at the release, whatever ended the task.
+    ``on_end(instance)`` runs at the release, whatever ended the task. The numbers live
+    in row ``trow`` of a task table (anim.store.task_table), the world's when the Player
+    makes the task (``tstore``), a private one otherwise: the object is a view onto its
+    row, which the compiled step reads and writes.
     """
 
-    __slots__ = ("rate", "flags", "held", "on_end", "released", "handed_over", "__weakref__")
+    __slots__ = ("tstore", "trow", "on_end", "__weakref__")
     type: TaskType = TaskType.LOOP
 
-    def __init__(self, rate: float, flags: int = 0, held: int = 0, on_end: Callable | None = None):
-        self.rate = F.f32(float(rate))
-        self.flags = TaskFlags(flags)
-        self.held = int(held)
+    def __init__(self, rate: float, flags: int = 0, held: int = 0, on_end: Callable | None = None,
+                 tstore: Table | None = None):
+        ts = self.tstore = tstore if tstore is not None else task_table(1)
+        r = self.trow = ts.alloc(zero=False)
+        ts.type[r] = int(self.type)
+        ts.rate[r] = F.f32(float(rate))
+        ts.flags[r] = int(flags)
+        ts.held[r] = int(held)
+        ts.c0[r] = ts.c1[r] = ts.aux[r] = ts.nxt[r] = ts.incoming[r] = NO_ROW
+        ts.blend[r] = ts.speed[r] = 0.0
+        ts.window[r] = 0
+        ts.released[r] = ts.handed_over[r] = ts.callback[r] = False
+        ts.wraps[r] = 0
         self.on_end = on_end
-        self.released = False
-        self.handed_over = False
+
+    rate = task_column("rate", float, "The rate (+0x0c), float32.")
+    flags = task_column("flags", lambda v: TaskFlags(int(v)), "Task flags (+0x10).")
+    held = task_column("held", int, "The held bits (+0x24) the task sets on the human.")
+    released = task_column("released", bool, "On the deferred list (or released).")
+    handed_over = task_column("handed_over", bool, "A type 3 / 6 that gave its place to its next task.")
+
+    def dispose_row(self) -> None:
+        """Give the task's row back to the world's table (a private copy keeps its numbers)."""
+        if self.tstore.capacity > 1:
+            self.tstore, self.trow = self.tstore.detach(self.trow)
 
     # +0xcc
     def set_flags(self, flags: int) -> None:
@@ -221,6 +245,7 @@ class Task:
         """Give the task's table rows back (it went back to the pool)."""
         for c in self.cursors():
             c.dispose()
+        self.dispose_row()
 
     def trace(self) -> dict:
         """The task's entry in the trace: type, id, the leading cursor's time and frame."""
@@ -235,9 +260,11 @@ class Task:
 class _ClipBase(Task):
     __slots__ = ("cursor",)
 
-    def __init__(self, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None):
-        super().__init__(rate, flags, held, on_end)
+    def __init__(self, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None,
+                 tstore: Table | None = None):
+        super().__init__(rate, flags, held, on_end, tstore)
         self.cursor = cursor
+        self.tstore.c0[self.trow] = cursor.row if cursor.store.capacity > 1 else NO_ROW
         cursor.flags = CursorFlags(self.cursor_flags())
 
     def anim_id(self) -> int:
@@ -263,14 +290,25 @@ class LoopTask(_ClipBase):
     Original: 0x00105678 (ctor), 0x00105770 (advance).
     """
 
-    __slots__ = ("on_wrap", "wraps")
+    __slots__ = ("_on_wrap",)
     type = TaskType.LOOP
 
     def __init__(self, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None,
-                 on_wrap: Callable | None = None):
-        super().__init__(cursor, rate, flags, held, on_end)
+                 on_wrap: Callable | None = None, tstore: Table | None = None):
+        super().__init__(cursor, rate, flags, held, on_end, tstore)
         self.on_wrap = on_wrap
-        self.wraps = 0
+
+    wraps = task_column("wraps", int, "The wraps so far.")
+
+    @property
+    def on_wrap(self) -> Callable | None:
+        """The wrap callback (+0x28), called with the human at each wrap."""
+        return self._on_wrap
+
+    @on_wrap.setter
+    def on_wrap(self, fn: Callable | None) -> None:
+        self._on_wrap = fn
+        self.tstore.callback[self.trow] = fn is not None
 
     def advance(self, player, inst, dt, sink) -> None:
         c = self.cursor
@@ -297,17 +335,40 @@ class ClipTask(_ClipBase):
     0x00105f78 (release).
     """
 
-    __slots__ = ("next", "blend", "window_rule")
+    __slots__ = ("_next",)
     type = TaskType.CLIP
 
     def __init__(self, cursor: Cursor, rate: float, next: Task | None = None, blend: float = 0.0,
-                 flags: int = 0, held: int = 0, on_end=None, window_rule: str = BlendWindow.ADVANCED):
-        super().__init__(cursor, rate, flags, held, on_end)
+                 flags: int = 0, held: int = 0, on_end=None, window_rule: str = BlendWindow.ADVANCED,
+                 tstore: Table | None = None):
         if not (blend >= 0.0 and math.isfinite(blend)):
             raise ValueError(f"blend time {blend!r} must be finite and >= 0")
+        rule = BlendWindow(window_rule)
+        super().__init__(cursor, rate, flags, held, on_end, tstore)
         self.next = next
         self.blend = F.f32(float(blend))
-        self.window_rule = BlendWindow(window_rule)
+        self.window_rule = rule
+
+    blend = task_column("blend", float, "The blend time b into the next task (s, float32).")
+
+    @property
+    def window_rule(self) -> BlendWindow:
+        """The blend window rule (BlendWindow; column ``window``: its index in WINDOW_RULES)."""
+        return WINDOW_RULES[int(self.tstore.window[self.trow])]
+
+    @window_rule.setter
+    def window_rule(self, rule: str) -> None:
+        self.tstore.window[self.trow] = WINDOW_RULES.index(BlendWindow(rule))
+
+    @property
+    def next(self) -> Task | None:
+        """The task that takes this one's place when its clip ends (None: hold the last frame)."""
+        return self._next
+
+    @next.setter
+    def next(self, task: Task | None) -> None:
+        self._next = task
+        self.tstore.nxt[self.trow] = task.trow if task is not None and task.tstore is self.tstore else NO_ROW
 
     def following(self) -> list[Task]:
         return [self.next] if self.next is not None and not self.handed_over else []
@@ -393,8 +454,9 @@ class PairedClipTask(ClipTask):
     type = TaskType.PAIRED_CLIP
 
     def __init__(self, cursor: Cursor, rate: float, partner, next: Task | None = None, blend: float = 0.0,
-                 flags: int = 0, held: int = 0, on_end=None, window_rule: str = BlendWindow.ADVANCED):
-        super().__init__(cursor, rate, next, blend, flags, held, on_end, window_rule)
+                 flags: int = 0, held: int = 0, on_end=None, window_rule: str = BlendWindow.ADVANCED,
+                 tstore: Table | None = None):
+        super().__init__(cursor, rate, next, blend, flags, held, on_end, window_rule, tstore)
         self.partner = partner
 
 
@@ -407,8 +469,9 @@ class PairedHoldTask(HoldTask):
     __slots__ = ("partner",)
     type = TaskType.PAIRED_HOLD
 
-    def __init__(self, cursor: Cursor, rate: float, partner, flags: int = 0, held: int = 0, on_end=None):
-        super().__init__(cursor, rate, flags, held, on_end)
+    def __init__(self, cursor: Cursor, rate: float, partner, flags: int = 0, held: int = 0, on_end=None,
+                 tstore: Table | None = None):
+        super().__init__(cursor, rate, flags, held, on_end, tstore)
         self.partner = partner
 
 
@@ -425,22 +488,35 @@ class FadeTask(Task):
     0x00106ee8 (release).
     """
 
-    __slots__ = ("fade_time", "incoming", "store", "row")
+    __slots__ = ("fade_time", "_incoming", "store", "row")
     type = TaskType.FADE
 
-    def __init__(self, duration: float, rate: float = 1.0, held: int = 0, on_end=None, store: Table | None = None):
-        super().__init__(rate, 0, held, on_end)
+    def __init__(self, duration: float, rate: float = 1.0, held: int = 0, on_end=None, store: Table | None = None,
+                 tstore: Table | None = None):
         if not (duration >= 0.0 and math.isfinite(duration)):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
+        super().__init__(rate, 0, held, on_end, tstore)
         self.fade_time = F.f32(float(duration))
         self.store = store if store is not None else fade_table(1)
         self.row = self.store.alloc()
         self.store.dur[self.row] = self.fade_time
-        self.incoming: Task | None = None
+        self.tstore.aux[self.trow] = self.row if self.store.capacity > 1 else NO_ROW
+        self._incoming: Task | None = None
 
     elapsed = column("el", float, "Time into the fade (+0x1c), float32 summed toward zero.")
 
+    @property
+    def incoming(self) -> Task | None:
+        """The new task the fade brings in (the tasks above it, up to the fade, go at its end)."""
+        return self._incoming
+
+    @incoming.setter
+    def incoming(self, task: Task | None) -> None:
+        self._incoming = task
+        self.tstore.incoming[self.trow] = task.trow if task is not None and task.tstore is self.tstore else NO_ROW
+
     def dispose(self) -> None:
+        self.dispose_row()
         if self.store.capacity > 1:
             self.store, self.row = self.store.detach(self.row)
 
@@ -505,18 +581,20 @@ class GaitTask(Task):
     0x0010a500 (set target), 0x0010a558 (set value).
     """
 
-    __slots__ = ("ids", "speed", "lower_cursor", "upper_cursor", "on_wrap", "_make_cursor", "store", "row")
+    __slots__ = ("ids", "_lower_cursor", "_upper_cursor", "_on_wrap", "_make_cursor", "store", "row")
     type = TaskType.GAIT
 
     def __init__(self, ids: Sequence[int], make_cursor: Callable[[int], Cursor], rate: float = 1.0,
                  value: float = 0.0, target: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
                  speed: float = GAIT_SPEED, on_wrap: Callable | None = None, held: int = 0, on_end=None,
-                 store: Table | None = None):
-        super().__init__(rate, flags, held, on_end)
+                 store: Table | None = None, tstore: Table | None = None):
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
+        self._clamp(value)
+        super().__init__(rate, flags, held, on_end, tstore)
         self.store = store if store is not None else gait_table(1)
         self.row = self.store.alloc()
+        self.tstore.aux[self.trow] = self.row if self.store.capacity > 1 else NO_ROW
         self.ids = tuple(int(i) for i in ids)
         self._make_cursor = make_cursor
         self.speed = F.f32(float(speed))
@@ -532,7 +610,39 @@ class GaitTask(Task):
         if target is not None:
             self.set_target(target)
 
-    # ---- the numbers, in the table
+    # ---- the numbers, in the tables
+    speed = task_column("speed", float, "The value's speed (units per second at rate 1), float32.")
+
+    @property
+    def lower_cursor(self) -> Cursor:
+        """The pair's lower clip's cursor (task column ``c0``)."""
+        return self._lower_cursor
+
+    @lower_cursor.setter
+    def lower_cursor(self, c: Cursor) -> None:
+        self._lower_cursor = c
+        self.tstore.c0[self.trow] = c.row if c.store.capacity > 1 else NO_ROW
+
+    @property
+    def upper_cursor(self) -> Cursor:
+        """The pair's upper clip's cursor (task column ``c1``)."""
+        return self._upper_cursor
+
+    @upper_cursor.setter
+    def upper_cursor(self, c: Cursor) -> None:
+        self._upper_cursor = c
+        self.tstore.c1[self.trow] = c.row if c.store.capacity > 1 else NO_ROW
+
+    @property
+    def on_wrap(self) -> Callable | None:
+        """The wrap callback, called with the human at each wrap of the leading clip."""
+        return self._on_wrap
+
+    @on_wrap.setter
+    def on_wrap(self, fn: Callable | None) -> None:
+        self._on_wrap = fn
+        self.tstore.callback[self.trow] = fn is not None
+
     value = column("value", float, "The blend value v (+0x38), 0-4.")
     target = column("target", float, "The target value (+0x34).")
     lower = column("lower", int, "The pair's lower index, floor(v) with the 0.995 steps.")
@@ -672,8 +782,8 @@ class MixTask(Task):
     type = TaskType.MIX
 
     def __init__(self, a: Cursor, b: Cursor, rate: float = 1.0, weight: float = 0.0, flags: int = 0,
-                 speed: float = GAIT_SPEED, held: int = 0, on_end=None):
-        super().__init__(rate, flags, held, on_end)
+                 speed: float = GAIT_SPEED, held: int = 0, on_end=None, tstore: Table | None = None):
+        super().__init__(rate, flags, held, on_end, tstore)
         self.a, self.b = a, b
         self.value = self.target = min(max(float(weight), 0.0), 1.0)
         self.speed = F.f32(float(speed))
@@ -731,8 +841,8 @@ class PickTask(Task):
     type = TaskType.PICK
 
     def __init__(self, cursors: Sequence[Cursor], rate: float, value: float = 0.0, flags: int = 0,
-                 held: int = 0, on_end=None, sampling: str = PickSampling.CHOSEN):
-        super().__init__(rate, flags, held, on_end)
+                 held: int = 0, on_end=None, sampling: str = PickSampling.CHOSEN, tstore: Table | None = None):
+        super().__init__(rate, flags, held, on_end, tstore)
         if len(cursors) != 4:
             raise ValueError(f"type 11: 4 clips, got {len(cursors)}")
         self.sampling = PickSampling(sampling)
@@ -797,8 +907,8 @@ class DirectionTask(Task):
     type = TaskType.DIRECTION
 
     def __init__(self, base: int, make_cursor: Callable[[int], Cursor], rate: float = 1.0,
-                 direction: float = 0.0, flags: int = 0, held: int = 0, on_end=None):
-        super().__init__(rate, flags, held, on_end)
+                 direction: float = 0.0, flags: int = 0, held: int = 0, on_end=None, tstore: Table | None = None):
+        super().__init__(rate, flags, held, on_end, tstore)
         self.base = int(base)
         self._make_cursor = make_cursor
         self.value = float(direction) % 8.0
