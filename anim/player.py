@@ -281,7 +281,9 @@ class Player:
 
     # ---------------------------------------------------------------- constructors
     def _take(self, task: _T) -> _T:
-        return self.pool.take(task)
+        self.pool.take(task)
+        self.batch.register(task)
+        return task
 
     def loop(self, inst: CharacterInstance, anim_id: int, *, flags: int = 0, held: int = 0,
              rate: float | None = None, on_wrap: Callable | None = None, on_end: Callable | None = None,
@@ -645,7 +647,7 @@ class Player:
         dt = self.options.dt if dt is None else dt
         self.refused = []
         if self.options.batched:
-            # Only the characters that took the scalar step can have a new top task.
+            # Only the characters whose stack or gait leader changed can have a new top task.
             for inst in self.batch.step(instances if isinstance(instances, list) else list(instances), dt):
                 self._stepped[id(inst)] = inst
             return
@@ -859,6 +861,11 @@ class Player:
         poses = self.sample(instances)
         self.flush()
         return poses
+
+    def forget(self, inst: CharacterInstance) -> None:
+        """The human leaves the world: its row in the human table goes back (its record
+        keeps its flags in a private row). Cut its tasks first (``cut``, then ``flush``)."""
+        self.batch.forget(inst)
 
     def tasks_out(self, instances: Iterable[CharacterInstance]) -> int:
         """Tasks the instances hold (stacks, queues and the next tasks they own) plus the

@@ -186,6 +186,7 @@ class Game:
         if self.fight is not None:
             self.fight.human_leaving(ent)
         self.player.cut(inst)
+        self.player.forget(inst)
         with self.active():
             esper.delete_entity(ent, immediate=True)
         del self.names[name]
