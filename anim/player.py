@@ -630,6 +630,7 @@ class Player:
             self.discard(t)
         if self.pool.holds(task):
             self.pool.give_back(task)
+            self.batch.unregister(task)
             task.dispose()
 
     # ---------------------------------------------------------------- per update

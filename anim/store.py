@@ -8,6 +8,9 @@ Never keep a reference to a column across an ``alloc`` (it may have been replace
 """
 from __future__ import annotations
 
+import weakref
+from collections import deque
+
 import numpy as np
 from numpy.typing import DTypeLike
 
@@ -65,7 +68,8 @@ class Table:
         self.live = np.zeros(0, bool)
         for name, dt in self._columns.items():
             setattr(self, name, np.zeros(0, dtype=dt))
-        self._free: list[int] = []
+        self._free: deque[int] = deque()
+        self._ghosts: dict[int, tuple] = {}
         self._grow(max(1, capacity))
 
     def __getattr__(self, name: str) -> np.ndarray:
@@ -92,6 +96,10 @@ class Table:
         if not self._free:
             self._grow(self.capacity * 2)
         row = self._free.pop()
+        if self._ghosts:
+            ghost = self._ghosts.pop(row, None)
+            if ghost is not None:
+                self._evict(row, *ghost)
         self.live[row] = True
         if zero:
             for name in self._columns:
@@ -105,6 +113,25 @@ class Table:
         self.live[row] = False
         self._free.append(row)
 
+    def release(self, row: int, owner, store_attr: str = "store", row_attr: str = "row") -> None:
+        """Give ``owner``'s row back, the owner keeping its last numbers: it reads the row
+        (through ``owner.<store_attr>`` / ``owner.<row_attr>``) until the row is taken
+        again, when they are copied into a private one-row table, if the owner is still
+        alive (``detach`` done lazily: most owners are gone by then, so nothing is copied).
+        A row already given back is left alone (no error: a second dispose)."""
+        if not self.live[row]:
+            return
+        self.live[row] = False
+        self._free.appendleft(row)            # taken again last: its owner is likely gone by then
+        self._ghosts[row] = (weakref.ref(owner), store_attr, row_attr)
+
+    def _evict(self, row: int, ref, store_attr: str, row_attr: str) -> None:
+        """A released row is taken again: its former owner, if alive and still on it, gets a copy."""
+        owner = ref()
+        if owner is not None and getattr(owner, store_attr) is self and getattr(owner, row_attr) == row:
+            setattr(owner, store_attr, self._copy(row))
+            setattr(owner, row_attr, 0)
+
     @property
     def in_use(self) -> int:
         """Rows taken and not given back (a leak check compares it)."""
@@ -116,15 +143,21 @@ class Table:
         A task that is gone keeps reading its last numbers while its row is reused. The
         copy is one slice per column (no zeroed table grown and then written).
         """
+        priv = self._copy(row)
+        self.free(row)
+        return priv, 0
+
+    def _copy(self, row: int) -> "Table":
+        """A private one-row table holding a copy of ``row``."""
         priv = Table.__new__(Table)
         priv._columns = self._columns
         priv.capacity = 1
         priv.live = np.ones(1, bool)
-        priv._free = []
+        priv._free = deque()
+        priv._ghosts = {}
         for name in self._columns:
             setattr(priv, name, getattr(self, name)[row:row + 1].copy())
-        self.free(row)
-        return priv, 0
+        return priv
 
 
 def cursor_table(capacity: int = 64) -> Table:

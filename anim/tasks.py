@@ -183,7 +183,7 @@ class Task:
     def dispose_row(self) -> None:
         """Give the task's row back to the world's table (a private copy keeps its numbers)."""
         if self.tstore.capacity > 1:
-            self.tstore, self.trow = self.tstore.detach(self.trow)
+            self.tstore.release(self.trow, self, "tstore", "trow")
 
     # +0xcc
     def set_flags(self, flags: int) -> None:
@@ -518,7 +518,7 @@ class FadeTask(Task):
     def dispose(self) -> None:
         self.dispose_row()
         if self.store.capacity > 1:
-            self.store, self.row = self.store.detach(self.row)
+            self.store.release(self.row, self)
 
     def weight(self) -> float:
         return fade_weight(self.elapsed, self.fade_time)
@@ -651,7 +651,7 @@ class GaitTask(Task):
     def dispose(self) -> None:
         super().dispose()
         if self.store.capacity > 1:
-            self.store, self.row = self.store.detach(self.row)
+            self.store.release(self.row, self)
 
     @staticmethod
     def _clamp(v: float) -> float:

@@ -114,7 +114,8 @@ class Crowd:
 
 def _sizes(p: Player) -> tuple:
     st = p.stores
-    return (st.cursors.capacity, st.fades.capacity, st.gaits.capacity, p.batch.cap, len(p.deferred))
+    return (st.cursors.capacity, st.fades.capacity, st.gaits.capacity, st.tasks.capacity, st.humans.capacity,
+            len(p.deferred))
 
 
 @pytest.mark.slow
