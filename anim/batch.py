@@ -308,7 +308,9 @@ class BatchEngine:
         if n_def:
             deferred, by_row = player.deferred, self._instances
             for hr, tr in self._def_out[:n_def].tolist():
-                deferred.append((tasks[tr], by_row[hr]))
+                task = tasks[tr]
+                self._relink(task)          # a link the kernel changed before it left the stack
+                deferred.append((task, by_row[hr]))
         # the scalar step: humans the kernel does not run, and those it left this update
         if n < len(rows):
             fast = h.fast[rows]
@@ -326,23 +328,26 @@ class BatchEngine:
         """The stack list and the next / incoming links from the rows the kernel changed."""
         s = inst.slot
         h, tasks = self.humans, self._tasks
-        tab = self.player.stores.tasks
         d = int(h.depth[s])
         inst.stack[:] = [tasks[r] for r in h.stack[s, :d].tolist()]
         todo = list(inst.stack)
         while todo:
             t = todo.pop()
-            tt = t.type
-            if tt in _CHAINS:
-                r = int(tab.nxt[t.trow])
-                if r >= 0 and t._next is not tasks[r]:
-                    t._next = tasks[r]
-                if t._next is not None and not t.handed_over:
-                    todo.append(t._next)
-            elif tt == TaskType.FADE:
-                r = int(tab.incoming[t.trow])
-                if r >= 0:
-                    t._incoming = tasks[r]
+            self._relink(t)
+            if t.type in _CHAINS and t._next is not None and not t.handed_over:
+                todo.append(t._next)
+
+    def _relink(self, t) -> None:
+        """A task's next / incoming object from its row (the kernel's hand-overs change them)."""
+        tt = t.type
+        if tt in _CHAINS:
+            r = int(t.tstore.nxt[t.trow])
+            if r >= 0:
+                t._next = self._tasks[r]
+        elif tt == TaskType.FADE:
+            r = int(t.tstore.incoming[t.trow])
+            if r >= 0:
+                t._incoming = self._tasks[r]
 
     # ---------------------------------------------------------------- the pose
     def sample(self, instances, dynamic_plan: SamplePlan | None = None) -> PoseBatch:

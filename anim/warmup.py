@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels as K
+from . import stack_kernels as SK
 from .animset import AnimSet
 from .clip import author_clip, make_event
 from .player import Player
@@ -29,18 +30,20 @@ def kernels_cached() -> bool:
     import glob
     import os
 
-    path = getattr(getattr(K.step_programs, "_cache", None), "_cache_path", None)
-    if not path:
-        return False
-    try:
-        source = os.path.getmtime(K.__file__)
-    except OSError:
-        return False
-    for name in ("step_programs", "pose_programs", "pose_plan", "root_motion_step"):
-        index = glob.glob(os.path.join(path, f"kernels.{name}-*.nbi"))
-        # an index older than the source is stale: numba recompiles (and rewrites it)
-        if not index or max(os.path.getmtime(f) for f in index) < source:
+    for module, names in ((K, ("pose_plan", "root_motion_step")), (SK, ("step_stacks", "pose_stacks"))):
+        path = getattr(getattr(getattr(module, names[0]), "_cache", None), "_cache_path", None)
+        if not path:
             return False
+        try:
+            source = max(os.path.getmtime(K.__file__), os.path.getmtime(module.__file__))
+        except OSError:
+            return False
+        stem = module.__name__.rsplit(".", 1)[-1]
+        for name in names:
+            index = glob.glob(os.path.join(path, f"{stem}.{name}-*.nbi"))
+            # an index older than the source is stale: numba recompiles (and rewrites it)
+            if not index or max(os.path.getmtime(f) for f in index) < source:
+                return False
     return True
 
 
@@ -62,7 +65,7 @@ def announce_compile() -> None:
 def compile_kernels(progress=None) -> None:
     """Compile (or load from numba's on-disk cache) every kernel the compiled engine calls,
     by running a tiny crowd through it: a loop, a gait under a fade, a clip in its blend
-    window (a plan), then root motion. ``progress(msg)`` is told first (callers time it:
+    window, a type 10 mix (a plan), then root motion. ``progress(msg)`` is told first (callers time it:
     the simulation reads no clock).
 
     The first run on a machine compiles (cache=True keeps the machine code next to
@@ -75,10 +78,11 @@ def compile_kernels(progress=None) -> None:
              for i in range(5)}
     aset = AnimSet.build(clips, {i: author_range() for i in range(5)}, name="kernels")
     p = Player()
-    hs = [CharacterInstance(aset, f"k{i}") for i in range(3)]
+    hs = [CharacterInstance(aset, f"k{i}") for i in range(4)]
     p.change(hs[0], p.loop(hs[0], 0), 0.0)
     p.change(hs[1], p.gait(hs[1], [0, 1, 2, 3, 3], target=1.5, value=1.0), 0.2)
     p.change(hs[2], p.clip(hs[2], 1, p.loop(hs[2], 2), blend=0.3), 0.0)
+    p.change(hs[3], p.mix(hs[3], 3, 4, weight=0.5), 0.0)           # a type 10: the plan kernel
     p.flush()
     for _ in range(12):
         p.step(hs)

@@ -102,10 +102,11 @@ def _state(h: CharacterInstance) -> tuple:
             h.poses_refused)
 
 
-def _run_pair(seed: int, humans: int, updates: int, rate_of_commands: float, bones: bool = False, **options):
+def _run_pair(seed: int, humans: int, updates: int, rate_of_commands: float, bones: bool = False,
+              batched_only: bool = False, **options):
     aset = _set(seed)
     results = []
-    for batched in (True, False):
+    for batched in ((True,) if batched_only else (True, False)):
         p = Player(PlayerOptions(batched=batched, pool_size=4000, **options))
         hs = [CharacterInstance(aset, f"h{i}", speed=1.0) for i in range(humans)]
         rng = random.Random(seed * 7 + 1)
@@ -125,7 +126,7 @@ def _run_pair(seed: int, humans: int, updates: int, rate_of_commands: float, bon
                     _command(p, h, hs, rng)
             p.flush()
         results.append((states, poses, p, hs))
-    return results
+    return results if not batched_only else results + [None]
 
 
 @pytest.mark.parametrize("seed,updates,rate", [(1, 150, 0.08), (2, 150, 0.08), (3, 150, 0.08), (4, 150, 0.08),
@@ -290,3 +291,13 @@ def test_fired_events_components_match_on_both_paths():
     assert sum(len(x) for u in logs[0] for x in u) > 20          # events really fired
     per_human = list(zip(*logs[0]))
     assert any(a and not b for seq in per_human for a, b in zip(seq, seq[1:]))   # and emptied again
+
+
+def test_a_next_task_relinked_by_the_kernel_before_its_owner_leaves_the_stack_goes_back():
+    """Seed 31: a clip in its blend window advances its next task, which hands over to its
+    own next (the owner's next is relinked in the rows), and a fade's end takes the owner
+    off the stack in the same update: the owner's release must give back the new next
+    task, not the old one (the pool would leak one task)."""
+    (_, _, pla, ha), _ = _run_pair(31, humans=16, updates=240, rate_of_commands=0.04, end_zero_overshoot=True,
+                                   batched_only=True)
+    assert pla.pool.in_use == pla.tasks_out(ha)
