@@ -48,6 +48,7 @@ _CLIP_TYPES = frozenset({TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_HOLD, Tas
                          TaskType.SCENE})
 _CHAINS = (TaskType.CLIP, TaskType.PAIRED_CLIP)
 _WALK = 64
+_MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrupt table, not a crowd)
 _DEFAULT_POSE = 8            # pose scratch: the seven of the pose stack and the default
 
 
@@ -77,7 +78,11 @@ class BatchEngine:
         self._status = np.zeros(0, np.int64)
         self._ev_out = np.zeros((256, 4), np.int64)
         self._def_out = np.zeros((256, 2), np.int64)
-        self._counts = np.zeros(3, np.int64)
+        self._pair_out = np.zeros((256, 3), np.int64)
+        self._gait_out = np.zeros((256, 2), np.int64)
+        self._status2 = np.zeros(0, np.int64)
+        self._pair4 = np.zeros(4, np.int64)
+        self._counts = np.zeros(5, np.int64)
         self._snap = np.zeros(HumanTable.STACK_ROWS, np.int64)
         self._walk = np.zeros(_WALK, np.int64)
         self._weights = np.zeros(_WALK, np.float32)
@@ -86,6 +91,7 @@ class BatchEngine:
         self._bones: Bones | None = None
         self.kernel_humans = 0                  # the humans the last step ran compiled
         self.scalar_humans = 0                  # and those that took the scalar step
+        self.pair_changes = 0                   # gait pair changes the kernel made, in all
 
     # ---------------------------------------------------------------- rows
     def register(self, task) -> None:
@@ -256,33 +262,37 @@ class BatchEngine:
             self._status = np.zeros(max(n, 2 * len(self._status)), np.int64)
         status, counts = self._status, self._counts
         counts[:] = 0
-        dt32 = float(np.float32(dt))
-        opts = player.options
-        start = 0
-        while True:
-            SK.step_stacks(fast_rows, start, dt32, bool(opts.end_zero_overshoot),
-                           opts.events == EventRule.NEWEST, int(opts.cleanup_above),
-                           h.depth, h.stack, h.flags,
-                           tsk.type, tsk.rate, tsk.flags, tsk.held, tsk.c0, tsk.c1, tsk.aux, tsk.nxt, tsk.blend,
-                           tsk.window, tsk.incoming, tsk.released, tsk.handed_over, tsk.wraps, tsk.speed,
-                           cur.t, cur.frame, cur.end, cur.limit, cur.dur, cur.flags, cur.bank, cur.ev, cur.evf,
-                           cur.at_end, fad.el, fad.dur, gai.value, gai.target, gai.lower, gai.leader,
-                           self.e_first, self.e_count, self.e_frame, self.e_type,
-                           status, self._ev_out, self._def_out, counts, self._snap, self._walk)
-            stopped = int(counts[SK.COUNT_STOPPED])
-            if stopped >= n:
-                break
-            # a human's events or deferred tasks might not fit: grow, go on from it
-            self._ev_out = _grown(self._ev_out)
-            self._def_out = _grown(self._def_out)
-            start = stopped
+        self._run_step(fast_rows, status, dt)
+        # gaits changing their clip pair without spare cursors: make them, step those again
+        runs = [(fast_rows, fast_cols, status, n)]
+        n_pair = int(counts[SK.COUNT_PAIRS])
+        if n_pair:
+            tasks = self._tasks
+            for _, tr, nl in self._pair_out[:n_pair].tolist():
+                tasks[tr].prepare_pair(nl)
+            self._clip_events()             # a spare may be the first cursor on its clip
+            again = np.flatnonzero(status[:n] & SK.STATUS_PAIR)
+            if len(self._status2) < len(again):
+                self._status2 = np.zeros(max(len(again), 64), np.int64)
+            status[again] = 0
+            counts[SK.COUNT_PAIRS] = 0
+            self._run_step(fast_rows[again], self._status2, dt)
+            runs.append((fast_rows[again], fast_cols[again], self._status2, len(again)))
+        n_gait = int(counts[SK.COUNT_GAITS])
+        self.pair_changes += n_gait
+        if n_gait:
+            tasks = self._tasks
+            for _, tr in self._gait_out[:n_gait].tolist():
+                tasks[tr].rebind()
         changed: list = []
         slow: list = []
         tasks = self._tasks
-        if n:
-            for k in np.flatnonzero(status[:n]).tolist():
-                s = int(status[k])
-                inst = instances[fast_cols[k]]
+        for run_rows, run_cols, run_status, m in runs:
+            if not m:
+                continue
+            for k in np.flatnonzero(run_status[:m]).tolist():
+                s = int(run_status[k])
+                inst = instances[run_cols[k]]
                 if s & SK.STATUS_SLOW:
                     slow.append(inst)
                     continue
@@ -323,6 +333,40 @@ class BatchEngine:
         self.scalar_humans = len(slow)
         self.kernel_humans = len(rows) - len(slow)
         return changed
+
+    def _run_step(self, rows: np.ndarray, status: np.ndarray, dt: float) -> None:
+        """step_stacks over ``rows``, growing the output buffers until everything fits."""
+        player = self.player
+        st = player.stores
+        cur, fad, gai, tsk, h = st.cursors, st.fades, st.gaits, st.tasks, self.humans
+        opts = player.options
+        counts = self._counts
+        dt32 = float(np.float32(dt))
+        start = 0
+        while True:
+            SK.step_stacks(rows, start, dt32, bool(opts.end_zero_overshoot),
+                           opts.events == EventRule.NEWEST, int(opts.cleanup_above),
+                           h.depth, h.stack, h.flags,
+                           tsk.type, tsk.rate, tsk.flags, tsk.held, tsk.c0, tsk.c1, tsk.aux, tsk.nxt, tsk.blend,
+                           tsk.window, tsk.incoming, tsk.released, tsk.handed_over, tsk.wraps, tsk.speed,
+                           cur.t, cur.frame, cur.end, cur.limit, cur.dur, cur.flags, cur.bank, cur.ev, cur.evf,
+                           cur.at_end, cur.anim, fad.el, fad.dur, gai.value, gai.target, gai.lower, gai.leader,
+                           gai.id0, gai.id1, gai.id2, gai.id3, gai.id4, gai.s0, gai.s1,
+                           self.e_first, self.e_count, self.e_frame, self.e_type,
+                           status, self._ev_out, self._def_out, self._pair_out, self._gait_out, counts, self._snap,
+                           self._walk, self._pair4)
+            stopped = int(counts[SK.COUNT_STOPPED])
+            if stopped >= len(rows):
+                return
+            if len(self._ev_out) > _MAX_ROWS:
+                raise RuntimeError(f"the step's event buffer passed {_MAX_ROWS} rows at human row {rows[stopped]}")
+            # a human's events or deferred tasks might not fit: grow (keeping what is
+            # written), go on from it
+            self._ev_out = _grown(self._ev_out)
+            self._def_out = _grown(self._def_out)
+            self._pair_out = _grown(self._pair_out)
+            self._gait_out = _grown(self._gait_out)
+            start = stopped
 
     def _pull(self, inst: CharacterInstance) -> None:
         """The stack list and the next / incoming links from the rows the kernel changed."""
@@ -404,5 +448,7 @@ class BatchEngine:
 
 
 def _grown(buf: np.ndarray) -> np.ndarray:
-    """A buffer twice as long (the step's event and deferred rows)."""
-    return np.zeros((2 * buf.shape[0],) + buf.shape[1:], buf.dtype)
+    """A buffer twice as long, its rows kept (the step's event and deferred rows)."""
+    out = np.zeros((2 * buf.shape[0],) + buf.shape[1:], buf.dtype)
+    out[:buf.shape[0]] = buf
+    return out

@@ -39,7 +39,8 @@ from .tasks import GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STE
 from .clip import EventType
 
 __all__ = ["step_stacks", "pose_stacks", "STATUS_SLOW", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP",
-           "STATUS_DEFERRED", "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED"]
+           "STATUS_DEFERRED", "STATUS_PAIR", "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_PAIRS",
+           "COUNT_GAITS"]
 
 # Numba freezes module globals as constants: the enums as plain ints.
 _LOOP = int(TaskType.LOOP)
@@ -74,10 +75,13 @@ STATUS_STACK = 2                # its stack rows (or a next / incoming link) cha
 STATUS_EVENTS = 4               # it fired events (rows in ev_out)
 STATUS_TOP = 8                  # the playing anim id may have changed (refresh at the flush)
 STATUS_DEFERRED = 16            # it put tasks on the deferred list
+STATUS_PAIR = 32                # (with SLOW) a gait's pair change needs spare cursors made first
 # counts (step_stacks' ``counts``)
 COUNT_EVENTS = 0
 COUNT_DEFERRED = 1
 COUNT_STOPPED = 2               # the index it stopped at (== len(rows) when done)
+COUNT_PAIRS = 3                 # spare cursor requests (pair_out rows)
+COUNT_GAITS = 4                 # gaits whose pair changed (gait_out rows)
 
 
 # ---------------------------------------------------------------- cursors
@@ -216,10 +220,67 @@ def _find(hi, r, h_depth, h_stack):
 
 
 @njit(cache=True)
-def _pair_changes(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_aux, t_nxt, t_handed, g_value,
-                  g_target, g_lower, walk):
-    """Whether a gait on the stack or among the next tasks would change its clip pair this
-    update (a cursor must then be made: the scalar step takes the human)."""
+def _gait_id(g, idx, g_id0, g_id1, g_id2, g_id3, g_id4):
+    if idx == 0:
+        return g_id0[g]
+    if idx == 1:
+        return g_id1[g]
+    if idx == 2:
+        return g_id2[g]
+    if idx == 3:
+        return g_id3[g]
+    return g_id4[g]
+
+
+@njit(cache=True)
+def _new_pair(r, nl, t_c0, t_c1, t_aux, g_lower, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1, c_anim, take,
+              out):
+    """GaitTask.advance's change of pair to ``nl``: each of the two cursors is kept once, by
+    id (a pair of one id twice keeps the upper); a clip that comes in takes a spare cursor
+    of its id (``g_s0`` / ``g_s1``). Writes the new (lower, upper) rows into ``out[0:2]``
+    and, for a clip that comes in, 1 into ``out[2 + j]``; returns False when a spare is
+    missing. ``take``: consume the spares (else only check)."""
+    g = t_aux[r]
+    lower = g_lower[g]
+    k_id0 = _gait_id(g, lower, g_id0, g_id1, g_id2, g_id3, g_id4)
+    k_id1 = _gait_id(g, lower + 1, g_id0, g_id1, g_id2, g_id3, g_id4)
+    k_alive0 = k_id0 != k_id1                # one id twice: the dict keeps the upper
+    k_alive1 = True
+    sp0 = g_s0[g]
+    sp1 = g_s1[g]
+    for j in range(2):
+        cid = _gait_id(g, nl + j, g_id0, g_id1, g_id2, g_id3, g_id4)
+        out[2 + j] = 0
+        if k_alive0 and k_id0 == cid:
+            out[j] = t_c0[r]
+            k_alive0 = False
+        elif k_alive1 and k_id1 == cid:
+            out[j] = t_c1[r]
+            k_alive1 = False
+        elif sp0 >= 0 and c_anim[sp0] == cid:
+            out[j] = sp0
+            out[2 + j] = 1
+            sp0 = -1
+        elif sp1 >= 0 and c_anim[sp1] == cid:
+            out[j] = sp1
+            out[2 + j] = 1
+            sp1 = -1
+        else:
+            return False
+    if take:
+        g_s0[g] = sp0
+        g_s1[g] = sp1
+    return True
+
+
+@njit(cache=True)
+def _pair_ready(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_c0, t_c1, t_aux, t_nxt, t_handed, g_value,
+                g_target, g_lower, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1, c_anim, walk, pair4,
+                pair_out, n_pair):
+    """Every gait on the stack or among the next tasks that changes its clip pair this
+    update has the spare cursors it needs; for those without, (human, task, new lower)
+    rows go to ``pair_out``. Returns (ready, n_pair)."""
+    ready = True
     n = 0
     for i in range(h_depth[hi]):
         walk[n] = h_stack[hi, i]
@@ -230,12 +291,18 @@ def _pair_changes(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_aux, t_nx
         tt = t_type[r]
         if tt == _GAIT:
             v = _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target)
-            if _pair_index(v) != g_lower[t_aux[r]]:
-                return True
+            nl = _pair_index(v)
+            if nl != g_lower[t_aux[r]] and not _new_pair(r, nl, t_c0, t_c1, t_aux, g_lower, g_id0, g_id1, g_id2,
+                                                          g_id3, g_id4, g_s0, g_s1, c_anim, False, pair4):
+                ready = False
+                pair_out[n_pair, 0] = hi
+                pair_out[n_pair, 1] = r
+                pair_out[n_pair, 2] = nl
+                n_pair += 1
         elif (tt == _CLIP or tt == _PAIRED_CLIP) and t_nxt[r] >= 0 and not t_handed[r] and n < walk.shape[0]:
             walk[n] = t_nxt[r]
             n += 1
-    return False
+    return ready, n_pair
 
 
 @njit(cache=True)
@@ -288,10 +355,10 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
                 h_depth, h_stack, h_flags,
                 t_type, t_rate, t_flags, t_held, t_c0, t_c1, t_aux, t_nxt, t_blend, t_window, t_incoming,
                 t_released, t_handed, t_wraps, t_speed,
-                c_t, c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end,
-                f_el, f_dur, g_value, g_target, g_lower, g_leader,
+                c_t, c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, c_anim,
+                f_el, f_dur, g_value, g_target, g_lower, g_leader, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1,
                 e_first, e_count, e_frame, e_type,
-                status, ev_out, def_out, counts, snap, walk):
+                status, ev_out, def_out, pair_out, gait_out, counts, snap, walk, pair4):
     """One animation step of the humans ``rows[start:]`` (rows of the human table), as
     Player.step_one does it (see the module docstring).
 
@@ -300,13 +367,20 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
     ``def_out[:counts[1]]`` the deferred tasks (human row, task row), in order;
     ``counts[2]`` the index it stopped at: a human whose events or deferred tasks might
     not fit the buffers is not begun (the caller grows them and calls again from there).
-    ``counts[0:2]`` are read as the fill so far (the caller zeroes them first).
-    ``snap`` (>= 18) and ``walk`` (>= 64) are scratch. Nothing is allocated.
+    A human with a gait changing its clip pair without the spare cursors it needs is not
+    stepped (STATUS_SLOW | STATUS_PAIR): ``pair_out[:counts[3]]`` (human, gait task row,
+    new lower) ask the caller to make them (GaitTask.prepare_pair) and call again for it;
+    ``gait_out[:counts[4]]`` (human, gait task row) the gaits whose pair changed (their
+    cursor objects follow the rows: GaitTask.rebind). ``counts`` are read as the fill
+    so far (the caller zeroes them first). ``snap`` (>= 18), ``walk`` (>= 64) and
+    ``pair4`` (4) are scratch. Nothing is allocated.
     """
     n_ev = counts[COUNT_EVENTS]
     n_def = counts[COUNT_DEFERRED]
+    n_pair = counts[COUNT_PAIRS]
+    n_gait = counts[COUNT_GAITS]
     cap_ev = ev_out.shape[0]
-    cap_def = def_out.shape[0]
+    cap_def = min(def_out.shape[0], pair_out.shape[0], gait_out.shape[0])
     for k in range(start, rows.shape[0]):
         hi = rows[k]
         depth = h_depth[hi]
@@ -326,17 +400,25 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
                 need_ev += 2 * e_count[c_bank[t_c0[r]]]
             if t_c1[r] >= 0:
                 need_ev += 2 * e_count[c_bank[t_c1[r]]]
+            if t_type[r] == _GAIT:
+                for sp in (g_s0[t_aux[r]], g_s1[t_aux[r]]):
+                    if sp >= 0:
+                        need_ev += 2 * e_count[c_bank[sp]]
             if (t_type[r] == _CLIP or t_type[r] == _PAIRED_CLIP) and t_nxt[r] >= 0 and n < walk.shape[0]:
                 walk[n] = t_nxt[r]
                 n += 1
-        if n_ev + need_ev > cap_ev or n_def + need_def > cap_def:
+        if n_ev + need_ev > cap_ev or max(n_def, n_pair, n_gait) + need_def > cap_def:
             counts[COUNT_EVENTS] = n_ev
             counts[COUNT_DEFERRED] = n_def
+            counts[COUNT_PAIRS] = n_pair
+            counts[COUNT_GAITS] = n_gait
             counts[COUNT_STOPPED] = k
             return
-        if _pair_changes(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_aux, t_nxt, t_handed, g_value,
-                         g_target, g_lower, walk):
-            status[k] = STATUS_SLOW
+        ready, n_pair = _pair_ready(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_c0, t_c1, t_aux, t_nxt,
+                                    t_handed, g_value, g_target, g_lower, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0,
+                                    g_s1, c_anim, walk, pair4, pair_out, n_pair)
+        if not ready:
+            status[k] = STATUS_SLOW | STATUS_PAIR
             continue
         st = 0
         ev0 = n_ev
@@ -451,8 +533,29 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
                     old = np.float64(g_value[a])
                     lower = g_lower[a]
                     old_frac = old - lower
+                    old_lead = _lead(r, t_c0, t_c1, t_aux, g_leader)
                     v = _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target)
                     g_value[a] = v
+                    nl = _pair_index(v)
+                    if nl != lower:
+                        # the clips that come in join at the old leader's normalised time
+                        _new_pair(r, nl, t_c0, t_c1, t_aux, g_lower, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1,
+                                  c_anim, True, pair4)
+                        for j in range(2):
+                            if pair4[2 + j] == 1:
+                                cn = pair4[j]
+                                tn = mul(div(np.float64(c_t[old_lead]), np.float64(c_dur[old_lead])),
+                                         np.float64(c_dur[cn]))
+                                _set_time(cn, tn, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count,
+                                          e_frame)
+                        t_c0[r] = pair4[0]
+                        t_c1[r] = pair4[1]
+                        g_lower[a] = nl
+                        lower = nl
+                        gait_out[n_gait, 0] = hi
+                        gait_out[n_gait, 1] = r
+                        n_gait += 1
+                        st |= STATUS_TOP
                     tgt = np.float64(g_target[a])
                     frac = v - lower
                     if frac < _ALONE_LOW:
@@ -537,6 +640,8 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
         status[k] = st
     counts[COUNT_EVENTS] = n_ev
     counts[COUNT_DEFERRED] = n_def
+    counts[COUNT_PAIRS] = n_pair
+    counts[COUNT_GAITS] = n_gait
     counts[COUNT_STOPPED] = rows.shape[0]
 
 

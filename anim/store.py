@@ -175,8 +175,12 @@ def fade_table(capacity: int = 64) -> Table:
 
 
 def gait_table(capacity: int = 64) -> Table:
-    """The gait blends' columns: value and target (f32), the lower pair index, the leader."""
-    return Table({"value": np.float32, "target": np.float32, "lower": np.int32, "leader": np.int8}, capacity)
+    """The gait blends' columns: value and target (f32), the lower pair index, the leader,
+    the five anim ids (``id0``-``id4``) and two spare cursor rows (``s0``, ``s1``: fresh
+    cursors made ahead for the clips a pair change brings in, -1 none)."""
+    return Table({"value": np.float32, "target": np.float32, "lower": np.int32, "leader": np.int8,
+                  "id0": np.int32, "id1": np.int32, "id2": np.int32, "id3": np.int32, "id4": np.int32,
+                  "s0": np.int64, "s1": np.int64}, capacity)
 
 
 def task_table(capacity: int = 64) -> Table:

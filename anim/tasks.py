@@ -581,7 +581,7 @@ class GaitTask(Task):
     0x0010a500 (set target), 0x0010a558 (set value).
     """
 
-    __slots__ = ("ids", "_lower_cursor", "_upper_cursor", "_on_wrap", "_make_cursor", "store", "row")
+    __slots__ = ("ids", "_lower_cursor", "_upper_cursor", "_on_wrap", "_make_cursor", "store", "row", "_spares")
     type = TaskType.GAIT
 
     def __init__(self, ids: Sequence[int], make_cursor: Callable[[int], Cursor], rate: float = 1.0,
@@ -596,6 +596,10 @@ class GaitTask(Task):
         self.row = self.store.alloc()
         self.tstore.aux[self.trow] = self.row if self.store.capacity > 1 else NO_ROW
         self.ids = tuple(int(i) for i in ids)
+        st, r = self.store, self.row
+        st.id0[r], st.id1[r], st.id2[r], st.id3[r], st.id4[r] = self.ids
+        st.s0[r] = st.s1[r] = NO_ROW
+        self._spares: list[Cursor] = []
         self._make_cursor = make_cursor
         self.speed = F.f32(float(speed))
         self.on_wrap = on_wrap
@@ -650,8 +654,57 @@ class GaitTask(Task):
 
     def dispose(self) -> None:
         super().dispose()
+        for c in self._spares:
+            c.dispose()
+        self._spares = []
         if self.store.capacity > 1:
+            self.store.s0[self.row] = self.store.s1[self.row] = NO_ROW
             self.store.release(self.row, self)
+
+    def _incoming_ids(self, lower: int) -> list[int]:
+        """The anim ids a change of pair to ``lower`` brings in (those the current pair
+        does not keep: each of its two cursors is kept once, by id)."""
+        kept = {self.ids[self.lower]: 1, self.ids[self.lower + 1]: 1}
+        out = []
+        for idx in (lower, lower + 1):
+            cid = self.ids[idx]
+            if kept.pop(cid, None) is None:
+                out.append(cid)
+        return out
+
+    def prepare_pair(self, lower: int) -> None:
+        """Make, ahead of the compiled step, the fresh cursors a change of pair to ``lower``
+        will need (spares in columns ``s0`` / ``s1``); the kernel then changes the pair
+        itself. Spares not used stay for a later change, or go with the task."""
+        old = list(self._spares)
+        spares = []
+        for cid in self._incoming_ids(lower):
+            hit = next((c for c in old if c.anim_id == cid), None)
+            if hit is not None:
+                old.remove(hit)
+            spares.append(hit if hit is not None else self._make_cursor(cid))
+        for c in old:
+            if len(spares) < 2:
+                spares.append(c)
+            else:
+                c.dispose()
+        self._spares = spares
+        rows = [c.row if c.store.capacity > 1 else NO_ROW for c in self._spares] + [NO_ROW, NO_ROW]
+        self.store.s0[self.row], self.store.s1[self.row] = rows[0], rows[1]
+
+    def rebind(self) -> None:
+        """After the compiled step changed the pair: the cursor objects from the rows (the
+        lower and upper of ``c0`` / ``c1``, the spares left); the cursors it dropped go."""
+        cands = [self._lower_cursor, self._upper_cursor, *self._spares]
+        by_row = {c.row: c for c in cands}
+        ts, r = self.tstore, self.trow
+        lo, up = by_row[int(ts.c0[r])], by_row[int(ts.c1[r])]
+        left = {int(self.store.s0[self.row]), int(self.store.s1[self.row])} - {NO_ROW}
+        self._spares = [c for c in self._spares if c.row in left and c is not lo and c is not up]
+        for c in cands:
+            if c is not lo and c is not up and not any(c is x for x in self._spares):
+                c.dispose()
+        self._lower_cursor, self._upper_cursor = lo, up
 
     @staticmethod
     def _clamp(v: float) -> float:
