@@ -72,7 +72,8 @@ class StateUpdate(esper.Processor):
     anim.kernels.root_motion_step (the same arithmetic as ``root_motion``) over its
     columns in place: body row r reads pose column ``idx[r]``; a row no human of this
     world moves (free, or a body without a PoseRef) is passed as held, so the kernel
-    leaves its position and heading alone and zeroes its velocity. The index is rebuilt
+    leaves its position and heading alone (a body without a PoseRef gets its velocity and
+    held heading put back, as the oracle leaves them). The index is rebuilt
     only when the crowd changes (the esper cache does; so do the pose columns, which
     AnimationStep hands out then), and then the table is made to hold exactly the
     world's bodies (BodyTable.rehome). ``ctx.reference`` runs the readable oracle
@@ -87,6 +88,7 @@ class StateUpdate(esper.Processor):
         self._idx = np.zeros(0, np.int64)       # body row -> pose column (-1: none)
         self._idle = np.zeros(0, np.bool_)      # rows no human of this world moves
         self._held = np.zeros(0, np.bool_)      # each update: attached or idle
+        self._stray = np.zeros(0, np.int64)     # rows of bodies in the world without a PoseRef
 
     def _reindex(self, rows: list, bodies: list) -> None:
         """Move the world's bodies into ``ctx.bodies`` and give back the rows of bodies
@@ -99,6 +101,7 @@ class StateUpdate(esper.Processor):
         for _, (body, pref) in rows:
             idx[body.row] = pref.row
             idle[body.row] = False
+        self._stray = np.array([b.row for _, b in bodies if idle[b.row]], dtype=np.int64)
         self._rows, self._bodies = rows, bodies
         self._idx, self._idle, self._held = idx, idle, np.empty(cap, np.bool_)
 
@@ -117,12 +120,16 @@ class StateUpdate(esper.Processor):
             if ctx.reference:
                 self._reference(rows, poses)
             else:
-                held = self._held
+                held, stray = self._held, self._stray
                 np.not_equal(table.attachment, NO_ATTACHMENT, out=held)
                 np.logical_or(held, self._idle, out=held)
+                if stray.size:
+                    keep = table.velocity[stray], table.attach_heading[stray]
                 root_motion_step(self._idx, poses.vel, poses.tag, poses.rot, table.heading, held,
                                  table.state_velocity, table.position, table.attach_heading,
                                  float(ctx.dt), float(ctx.max_root_speed), table.velocity)
+                if stray.size:
+                    table.velocity[stray], table.attach_heading[stray] = keep
         for p in ctx.probe:
             p(ctx, "state")
 

@@ -87,6 +87,23 @@ def test_a_body_made_outside_the_game_is_moved_into_its_table(new_game):
     assert b.velocity[1] == 3.0 and b.position[1] == pytest.approx(3.0 / 30.0, rel=1e-6)
 
 
+def test_a_body_without_a_pose_is_left_alone(new_game):
+    g = new_game()
+    g.add_human("a", _set())
+    g.change("a", g.player.loop(g.instance("a"), 2))
+    with g.active():
+        ent = esper.create_entity()
+        esper.add_component(ent, Body(position=(1.0, 1.0, 0.0), velocity=(0.0, 2.0, 0.0),
+                                      state_velocity=(0.0, 2.0, 0.0), attach_heading=400.0,
+                                      table=g.ctx.bodies))
+        stray = esper.component_for_entity(ent, Body)
+    for _ in range(3):
+        g.step()
+    assert g.body("a").position[1] > 0.0
+    assert list(stray.position) == [1.0, 1.0, 0.0] and list(stray.velocity) == [0.0, 2.0, 0.0]
+    assert stray.attach_heading == 400.0 and stray.table is g.ctx.bodies
+
+
 def _crowd(new_game, n):
     """n humans on the three moving clips, headings near +-180, some with a state velocity,
     one in eight held by its neighbour, a few removed (free rows inside the table); clip 1
