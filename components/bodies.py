@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Iterable
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from scuffle.anim.store import Table
 
@@ -26,10 +27,10 @@ __all__ = ["Body", "BodyTable", "BodyFieldError", "NO_ATTACHMENT", "BODY_COLUMNS
 # The attachment of a body held by no one (+0x280 empty).
 NO_ATTACHMENT = -1
 
-_VEC3 = (np.float64, (3,))
+_VEC3: DTypeLike = (np.float64, (3,))
 
 # column -> dtype; a (float64, (3,)) column is an (N, 3) array.
-BODY_COLUMNS = {
+BODY_COLUMNS: dict[str, DTypeLike] = {
     "position": _VEC3,
     "heading": np.float64,
     "velocity": _VEC3,
