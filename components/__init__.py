@@ -1,4 +1,5 @@
-"""esper components: slotted dataclasses holding data only (no logic, no pygame objects).
+"""esper components: slotted dataclasses and the Body view, holding data only (no game
+logic, no pygame objects).
 
 One human is one entity with these components:
 
@@ -8,7 +9,8 @@ One human is one entity with these components:
     PoseRef      its row in the world's batched pose (the pose itself lives in SoA arrays)
     RangeRecords the human's Anim Range List records (+0x160 in the original's record)
     AnimSetRef   the anim set its clips come from (shared, read-only)
-    Body         position, heading, velocities and the attachment (+0x280)
+    Body         position, heading, velocities and the attachment (+0x280): a view onto
+                 its row of the world's BodyTable (components.bodies; SoA columns)
     Combat       health and the fight state (rules in game/combat)
     FiredEvents  the events its animation fired this update, for dispatch and the trace
 
@@ -23,11 +25,10 @@ import numpy as np
 from scuffle.anim.animset import AnimSet
 from scuffle.anim.rangelist import RangeList
 from scuffle.anim.stack import CharacterInstance, HumanRecord
+from scuffle.components.bodies import NO_ATTACHMENT, Body, BodyFieldError, BodyTable
 
 __all__ = ["Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body",
-           "Combat", "FiredEvents", "NO_ATTACHMENT"]
-
-NO_ATTACHMENT = -1
+           "BodyTable", "BodyFieldError", "Combat", "FiredEvents", "NO_ATTACHMENT"]
 
 
 @dataclass(slots=True)
@@ -62,30 +63,6 @@ class AnimSetRef:
     """The anim set (shared between humans, never written)."""
 
     anim_set: AnimSet
-
-
-@dataclass(slots=True)
-class Body:
-    """The human's place in the world (metres, z up; heading in degrees, counter-clockwise
-    seen from above, 0 facing +y; the human's own frame is x right, y forward).
-
-    ``state_velocity`` is what the state function sets (locomotion, knock-backs);
-    ``velocity`` is that plus the root velocity, as applied this update.
-    ``attachment`` is the entity it is attached to (+0x280; -1 none), held at
-    ``attach_offset`` (x right, y forward in the holder's frame) and ``attach_heading``
-    degrees relative to the holder.
-    """
-
-    position: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    heading: float = 0.0
-    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    state_velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    attachment: int = NO_ATTACHMENT
-    attach_offset: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    attach_heading: float = 0.0
-    slide_to: np.ndarray | None = None      # a slide in progress: target position,
-    slide_heading: float = 0.0              # target heading,
-    slide_left: int = 0                     # updates left (system 6 moves it)
 
 
 @dataclass(slots=True)

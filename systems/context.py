@@ -14,6 +14,7 @@ import numpy as np
 from scuffle.anim import f32 as F
 from scuffle.anim.player import Player
 from scuffle.anim.pose import PoseBatch
+from scuffle.components import BodyTable
 
 __all__ = ["SimContext", "MAX_ROOT_SPEED", "sorted_components"]
 
@@ -54,7 +55,8 @@ class SimContext:
     the state update runs first, in order, to set each body's ``state_velocity`` from its
     intent (the state function of 0x0023fea8, before root motion); ``reference`` samples through the
     scalar reference path; ``probe`` (for tests) callables(ctx, system_name) run after
-    each system.
+    each system; ``bodies`` the world's body table (every Body component is a view onto
+    one of its rows; the state update moves a Body made elsewhere into it).
     """
 
     player: Player
@@ -73,6 +75,7 @@ class SimContext:
     probe: list[Callable] = field(default_factory=list)
     max_root_speed: float = MAX_ROOT_SPEED
     sorted_cache: dict = field(default_factory=dict)
+    bodies: BodyTable = field(default_factory=BodyTable)
 
     def on(self, event_type: int, handler: Callable) -> None:
         """Register a handler for one event type."""

@@ -66,47 +66,97 @@ def root_motion(vel: np.ndarray, vel_none: np.ndarray, turn: np.ndarray, turn_no
 
 
 class StateUpdate(esper.Processor):
-    """Apply root motion, then move (see the module docstring): the bodies' numbers are
-    gathered into arrays, moved by one compiled call (anim.kernels.root_motion_step, the
-    same arithmetic as ``root_motion``), and written back."""
+    """Apply root motion, then move (see the module docstring).
+
+    The compiled path moves the whole body table (``ctx.bodies``) in one call of
+    anim.kernels.root_motion_step (the same arithmetic as ``root_motion``) over its
+    columns in place: body row r reads pose column ``idx[r]``; a row no human of this
+    world moves (free, or a body without a PoseRef) is passed as held, so the kernel
+    leaves its position and heading alone (a body without a PoseRef gets its velocity and
+    held heading put back, as the oracle leaves them). The index is rebuilt
+    only when the crowd changes (the esper cache does; so do the pose columns, which
+    AnimationStep hands out then), and then the table is made to hold exactly the
+    world's bodies (BodyTable.rehome). ``ctx.reference`` runs the readable oracle
+    instead: ``root_motion`` (numpy) over the crowd, written through the views.
+    Original: 0x0023fea8, 0x0023f238 Human_ApplyRootMotion.
+    """
 
     def __init__(self, ctx: SimContext):
         self.ctx = ctx
         self._rows: list | None = None
-        self._bodies: list = []
-        self._idx = np.zeros(0, np.int64)
+        self._bodies: list | None = None
+        self._idx = np.zeros(0, np.int64)       # body row -> pose column (-1: none)
+        self._idle = np.zeros(0, np.bool_)      # rows no human of this world moves
+        self._held = np.zeros(0, np.bool_)      # each update: attached or idle
+        self._stray = np.zeros(0, np.int64)     # rows of bodies in the world without a PoseRef
+
+    def _reindex(self, rows: list, bodies: list) -> None:
+        """Move the world's bodies into ``ctx.bodies`` and give back the rows of bodies
+        gone from it; then index the table's rows: their pose columns and the idle ones."""
+        table = self.ctx.bodies
+        table.rehome(b for _, b in bodies)
+        cap = table.capacity
+        idx = np.full(cap, -1, np.int64)
+        idle = np.ones(cap, np.bool_)
+        for _, (body, pref) in rows:
+            idx[body.row] = pref.row
+            idle[body.row] = False
+        self._stray = np.array([b.row for _, b in bodies if idle[b.row]], dtype=np.int64)
+        self._rows, self._bodies = rows, bodies
+        self._idx, self._idle, self._held = idx, idle, np.empty(cap, np.bool_)
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Run the state functions, apply root motion to every body, then move it."""
         ctx = self.ctx
         for fn in list(ctx.state_functions):
             fn(ctx)
+        rows = sorted_components(ctx, Body, PoseRef)
+        bodies = sorted_components(ctx, Body)
+        table = ctx.bodies
+        if rows is not self._rows or bodies is not self._bodies or table.capacity != self._idx.shape[0]:
+            self._reindex(rows, bodies)
         poses = ctx.poses
         if poses is not None and len(poses):
-            rows = sorted_components(ctx, Body, PoseRef)
-            if rows is not self._rows:             # the crowd changed (so did the pose rows)
-                self._rows = rows
-                self._bodies = [b for _, (b, _) in rows]
-                self._idx = np.array([p.row for _, (_, p) in rows], dtype=np.int64)
-            bodies, idx = self._bodies, self._idx
-            n = len(bodies)
-            heading = np.array([b.heading for b in bodies], dtype=np.float64)
-            attached = np.array([b.attachment != NO_ATTACHMENT for b in bodies], dtype=np.bool_)
-            state_vel = np.array([b.state_velocity for b in bodies], dtype=np.float64).reshape(n, 3)
-            position = np.array([b.position for b in bodies], dtype=np.float64).reshape(n, 3)
-            attach_heading = np.array([b.attach_heading for b in bodies], dtype=np.float64)
-            vel = np.empty((n, 3), np.float64)
-            root_motion_step(idx, poses.vel, poses.tag, poses.rot, heading, attached, state_vel, position,
-                             attach_heading, float(ctx.dt), float(ctx.max_root_speed), vel)
-            for k, body in enumerate(bodies):
-                body.velocity = vel[k]
-                if attached[k]:
-                    body.attach_heading = float(attach_heading[k])
-                    continue
-                body.heading = float(heading[k])
-                body.position = position[k]
+            if ctx.reference:
+                self._reference(rows, poses)
+            else:
+                held, stray = self._held, self._stray
+                np.not_equal(table.attachment, NO_ATTACHMENT, out=held)
+                np.logical_or(held, self._idle, out=held)
+                if stray.size:
+                    keep = table.velocity[stray], table.attach_heading[stray]
+                root_motion_step(self._idx, poses.vel, poses.tag, poses.rot, table.heading, held,
+                                 table.state_velocity, table.position, table.attach_heading,
+                                 float(ctx.dt), float(ctx.max_root_speed), table.velocity)
+                if stray.size:
+                    table.velocity[stray], table.attach_heading[stray] = keep
         for p in ctx.probe:
             p(ctx, "state")
+
+    def _reference(self, rows: list, poses: Any) -> None:
+        """The scalar oracle of the compiled move: ``root_motion`` over the crowd's
+        gathered numbers, then each body moved through its view."""
+        ctx = self.ctx
+        dt = float(ctx.dt)
+        bodies = [b for _, (b, _) in rows]
+        col = np.array([p.row for _, (_, p) in rows], dtype=np.int64)
+        ok = col >= 0
+        j = np.where(ok, col, 0)
+        vel_none = poses.tag[0, j] | ~ok
+        turn_none = poses.tag[2, j] | ~ok
+        turn = poses.rot[:, 0, j]
+        heading = np.array([b.heading for b in bodies], dtype=np.float64)
+        world, dturn = root_motion(poses.vel[:, j], vel_none, turn, turn_none, heading, dt,
+                                   float(ctx.max_root_speed))
+        raw = np.where(turn_none, 0.0, np.degrees(quat.angle_about_z(turn.astype(np.float64))))
+        for k, body in enumerate(bodies):
+            if body.attachment != NO_ATTACHMENT:       # held: only the held heading turns
+                body.velocity = np.zeros(3)
+                body.attach_heading = _wrap(body.attach_heading + float(raw[k]))
+                continue
+            body.velocity = body.state_velocity + world[:, k]
+            body.position = body.position + body.velocity * dt
+            body.heading = _wrap(body.heading + float(dturn[k]))
 
 
 def _wrap_v(deg: np.ndarray) -> np.ndarray:

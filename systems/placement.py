@@ -46,22 +46,52 @@ def slide_step(body: Body) -> None:
 
 
 class PairedPlacement(esper.Processor):
-    """Place every attached human relative to its holder."""
+    """Place every attached human relative to its holder.
+
+    The sliding and attached bodies are picked from the body table's columns
+    (``ctx.bodies``) with a few array operations; only they are visited, in entity order,
+    through their Body views. The entity-ordered row index is rebuilt when the crowd
+    changes (and the table made to hold exactly the world's bodies, BodyTable.rehome).
+    """
 
     def __init__(self, ctx: SimContext):
         self.ctx = ctx
+        self._bodies: list | None = None
+        self._order = np.zeros(0, np.int64)     # the bodies' rows, in entity order
+        self._busy = np.zeros(0, np.bool_)      # each update: attached or sliding, per row
+        self._sliding = np.zeros(0, np.bool_)
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Slide sliding bodies one step and place attached ones."""
-        for ent, body in sorted_components(self.ctx, Body):
-            if body.slide_left > 0 and body.slide_to is not None:
-                slide_step(body)
-            if body.attachment == NO_ATTACHMENT:
-                continue
-            holder = esper.try_component(body.attachment, Body)
-            if holder is None:
-                body.attachment = NO_ATTACHMENT
-                continue
-            place_attached(holder, body)
-        for p in self.ctx.probe:
-            p(self.ctx, "placement")
+        ctx = self.ctx
+        bodies = sorted_components(ctx, Body)
+        table = ctx.bodies
+        if bodies is not self._bodies or table.capacity != self._busy.shape[0]:
+            table.rehome(b for _, b in bodies)
+            self._bodies = bodies
+            self._order = np.array([b.row for _, b in bodies], dtype=np.int64)
+            self._busy = np.empty(table.capacity, np.bool_)
+            self._sliding = np.empty(table.capacity, np.bool_)
+        busy, sliding = self._busy, self._sliding
+        np.not_equal(table.attachment, NO_ATTACHMENT, out=busy)
+        np.greater(table.slide_left, 0, out=sliding)
+        np.logical_and(sliding, table.sliding, out=sliding)
+        np.logical_or(busy, sliding, out=busy)
+        if busy.any():
+            for k in np.flatnonzero(busy[self._order]).tolist():
+                self._place(bodies[k][1])
+        for p in ctx.probe:
+            p(ctx, "placement")
+
+    @staticmethod
+    def _place(body: Body) -> None:
+        """One body: its slide step, then its place at its holder (a holder gone: let go)."""
+        if body.slide_left > 0 and body.slide_to is not None:
+            slide_step(body)
+        if body.attachment == NO_ATTACHMENT:
+            return
+        holder = esper.try_component(body.attachment, Body)
+        if holder is None:
+            body.attachment = NO_ATTACHMENT
+            return
+        place_attached(holder, body)

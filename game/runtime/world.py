@@ -162,7 +162,8 @@ class Game:
             esper.add_component(ent, PoseRef())
             esper.add_component(ent, RangeRecords(anim_set.range_list))
             esper.add_component(ent, AnimSetRef(anim_set))
-            esper.add_component(ent, Body(position=np.array(position, dtype=np.float64), heading=float(heading)))
+            esper.add_component(ent, Body(position=np.array(position, dtype=np.float64), heading=float(heading),
+                                          table=self.ctx.bodies))
             esper.add_component(ent, Combat(health=health, max_health=health))
             esper.add_component(ent, FiredEvents())
         self.names[name] = ent
@@ -175,11 +176,12 @@ class Game:
         plays the let-go or the fall they choose (``Fight.human_leaving``). Then every
         task of the human is cut off its stack and queue onto the deferred list: the next
         update's flush releases them as a cut-off release (held flags cleared, end
-        callbacks run) and gives them back to the pool. The entity is deleted and the
-        name freed at once. Rejected: an unknown name (UnknownHuman; nothing changed).
+        callbacks run) and gives them back to the pool. The entity is deleted, its body's
+        row given back to the body table and the name freed at once. Rejected: an unknown name (UnknownHuman; nothing changed).
         Removing a human by ``esper.delete_entity`` instead leaves its tasks out of the
         pool (the systems and the fight rules go on without a KeyError: a partner is
-        freed, ``humans()`` forgets the name), so remove_human is the way.
+        freed, ``humans()`` forgets the name; the next state update gives the body's row
+        back), so remove_human is the way.
         """
         ent = self.entity(name)
         inst = self.instance(name)
@@ -188,7 +190,10 @@ class Game:
         self.player.cut(inst)
         self.player.forget(inst)
         with self.active():
+            body = esper.try_component(ent, Body)
             esper.delete_entity(ent, immediate=True)
+        if body is not None and body.table is self.ctx.bodies:
+            body.detach()                      # its row back to the table, its numbers kept
         del self.names[name]
 
     def _alive(self, ent: int) -> bool:

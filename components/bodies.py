@@ -1,0 +1,228 @@
+"""The bodies' table: every human's place in the world in structure-of-arrays columns.
+
+One ``BodyTable`` per world (``SimContext.bodies``) holds, one row per human, the
+position (N, 3), heading, velocity (N, 3), state velocity (N, 3), the attachment
+(+0x280; -1 none) with its offset (N, 3) and heading, and the slide (target (N, 3),
+a "sliding" flag, target heading, updates left). The esper component ``Body`` is a
+view: a row handle whose attributes read and write that row, so the state update moves
+the whole crowd in one compiled call over the columns (systems.motion.StateUpdate).
+
+The table is an ``anim.store.Table`` (doubling growth, a free list), plus the view that
+owns each row, so a row given back can hand its view a private copy of its last numbers.
+A column array is replaced when the table grows: a view never keeps one, it fetches the
+row from the table's current column at each access.
+Spec: "Root motion", "Paired tasks".
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+from scuffle.anim.store import Table
+
+__all__ = ["Body", "BodyTable", "BodyFieldError", "NO_ATTACHMENT", "BODY_COLUMNS"]
+
+# The attachment of a body held by no one (+0x280 empty).
+NO_ATTACHMENT = -1
+
+_VEC3: DTypeLike = (np.float64, (3,))
+
+# column -> dtype; a (float64, (3,)) column is an (N, 3) array.
+BODY_COLUMNS: dict[str, DTypeLike] = {
+    "position": _VEC3,
+    "heading": np.float64,
+    "velocity": _VEC3,
+    "state_velocity": _VEC3,
+    "attachment": np.int64,
+    "attach_offset": _VEC3,
+    "attach_heading": np.float64,
+    "slide_target": _VEC3,
+    "sliding": np.bool_,
+    "slide_heading": np.float64,
+    "slide_left": np.int64,
+}
+
+
+class BodyFieldError(ValueError):
+    """A value a Body field cannot hold (the message names the field)."""
+
+
+class BodyTable(Table):
+    """The bodies of one world (see the module docstring).
+
+    In: the starting capacity (rows; it doubles when full). ``take(body)`` gives a
+    body a fresh row (zeroed, no attachment), ``release(row)`` takes it back,
+    ``owners`` maps each row in use to its view. Rejected: releasing a row not in use
+    (ValueError, from Table.free).
+    """
+
+    def __init__(self, capacity: int = 64):
+        super().__init__(BODY_COLUMNS, capacity)
+        self.owners: dict[int, Body] = {}
+
+    def take(self, body: "Body") -> int:
+        """A zeroed row for ``body`` with no attachment; returns the row."""
+        row = self.alloc()
+        self.attachment[row] = NO_ATTACHMENT
+        self.owners[row] = body
+        return row
+
+    def release(self, row: int) -> None:
+        """Give a row back (its view must have moved elsewhere first)."""
+        self.free(row)
+        self.owners.pop(row, None)
+
+    def rehome(self, bodies: Iterable["Body"]) -> None:
+        """Make this table hold exactly ``bodies`` (a world's Body components).
+
+        A body on another table (a standalone ``Body()``, or one moved in from another
+        world) is copied into a row here; a row here whose view is not among ``bodies``
+        (its entity was deleted) is given back and its view keeps a private copy.
+        """
+        keep = set()
+        for body in bodies:
+            if body._table is not self:
+                body.move_to(self)
+            keep.add(body._row)
+        for row in [r for r in self.owners if r not in keep]:
+            self.owners[row].detach()
+
+
+class _Vec3:
+    """A (3,) float64 field of the Body view: reads give the row's live, writable view of
+    the table's current column; assignment copies 3 numbers into it."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, obj: "Body | None", owner: type | None = None):
+        if obj is None:
+            return self
+        return getattr(obj._table, self.name)[obj._row]
+
+    def __set__(self, obj: "Body", value) -> None:
+        try:
+            getattr(obj._table, self.name)[obj._row] = value
+        except (ValueError, TypeError) as e:
+            raise BodyFieldError(f"Body.{self.name}: expected 3 numbers, got {value!r}") from e
+
+
+class _Scalar:
+    """A number field of the Body view (``cast`` makes the Python value: float or int)."""
+
+    __slots__ = ("name", "cast")
+
+    def __init__(self, name: str, cast: type):
+        self.name, self.cast = name, cast
+
+    def __get__(self, obj: "Body | None", owner: type | None = None):
+        if obj is None:
+            return self
+        return self.cast(getattr(obj._table, self.name)[obj._row])
+
+    def __set__(self, obj: "Body", value) -> None:
+        try:
+            getattr(obj._table, self.name)[obj._row] = self.cast(value)
+        except (ValueError, TypeError, OverflowError) as e:
+            raise BodyFieldError(f"Body.{self.name}: expected a number, got {value!r}") from e
+
+
+class Body:
+    """The human's place in the world (metres, z up; heading in degrees, counter-clockwise
+    seen from above, 0 facing +y; the human's own frame is x right, y forward): a view
+    onto one row of a ``BodyTable``.
+
+    ``state_velocity`` is what the state function sets (locomotion, knock-backs);
+    ``velocity`` is that plus the root velocity, as applied this update.
+    ``attachment`` is the entity it is attached to (+0x280; -1 none), held at
+    ``attach_offset`` (x right, y forward in the holder's frame) and ``attach_heading``
+    degrees relative to the holder. ``slide_to`` (None or the target position),
+    ``slide_heading`` and ``slide_left`` (updates left) are a slide in progress
+    (system 6 moves it).
+
+    In: the fields (as keywords or in that order) and ``table``, the world's table to
+    take a row in (None: a private one-row table; the world's state update moves the
+    body into its table). The vector fields read as live (3,) views of the row and
+    assignment copies into it. Rejected: a value a field cannot hold (BodyFieldError).
+    """
+
+    __slots__ = ("_table", "_row")
+
+    position = _Vec3("position")
+    heading = _Scalar("heading", float)
+    velocity = _Vec3("velocity")
+    state_velocity = _Vec3("state_velocity")
+    attachment = _Scalar("attachment", int)
+    attach_offset = _Vec3("attach_offset")
+    attach_heading = _Scalar("attach_heading", float)
+    slide_heading = _Scalar("slide_heading", float)
+    slide_left = _Scalar("slide_left", int)
+
+    def __init__(self, position=None, heading: float = 0.0, velocity=None, state_velocity=None,
+                 attachment: int = NO_ATTACHMENT, attach_offset=None, attach_heading: float = 0.0,
+                 slide_to=None, slide_heading: float = 0.0, slide_left: int = 0, *,
+                 table: BodyTable | None = None):
+        self._table: BodyTable = table if table is not None else BodyTable(1)
+        self._row: int = self._table.take(self)
+        for name, value in (("position", position), ("velocity", velocity),
+                            ("state_velocity", state_velocity), ("attach_offset", attach_offset)):
+            if value is not None:
+                setattr(self, name, value)
+        self.heading = heading
+        self.attachment = attachment
+        self.attach_heading = attach_heading
+        self.slide_to = slide_to
+        self.slide_heading = slide_heading
+        self.slide_left = slide_left
+
+    @property
+    def slide_to(self) -> np.ndarray | None:
+        """The slide's target position (a live (3,) view), None when not sliding."""
+        t = self._table
+        return t.slide_target[self._row] if t.sliding[self._row] else None
+
+    @slide_to.setter
+    def slide_to(self, value) -> None:
+        t = self._table
+        if value is None:
+            t.sliding[self._row] = False
+            return
+        try:
+            t.slide_target[self._row] = value
+        except (ValueError, TypeError) as e:
+            raise BodyFieldError(f"Body.slide_to: expected None or 3 numbers, got {value!r}") from e
+        t.sliding[self._row] = True
+
+    @property
+    def table(self) -> BodyTable:
+        """The table this body's numbers live in."""
+        return self._table
+
+    @property
+    def row(self) -> int:
+        """The body's row in ``table``."""
+        return self._row
+
+    def move_to(self, table: BodyTable) -> None:
+        """Copy this body's row into a new row of ``table`` and give the old row back."""
+        old, row = self._table, self._row
+        if table is old:
+            return
+        new = table.take(self)
+        for name in BODY_COLUMNS:
+            getattr(table, name)[new] = getattr(old, name)[row]
+        old.release(row)
+        self._table, self._row = table, new
+
+    def detach(self) -> None:
+        """Give the row back to the world's table, keeping the last numbers on a private
+        one-row table (a body whose human left the world)."""
+        self.move_to(BodyTable(1))
+
+    def __repr__(self) -> str:
+        return (f"Body(position={self.position.tolist()}, heading={self.heading}, "
+                f"velocity={self.velocity.tolist()}, attachment={self.attachment})")
