@@ -19,7 +19,8 @@ Four groups:
   step;
 - ``pose_programs`` / ``pose_plan``: sample (the key in force, bone 0 held and
   rate-scaled, the tags), blend (Pose_BlendPartial's tag rules, subtree masks) and
-  local-to-model over the parent table, for the whole crowd in one call;
+  local-to-model over the parent table, for the whole crowd in one call (the slerp and
+  the turn on polynomial angles, within 3e-7 of numpy's);
 - ``root_motion_step``: StateUpdate's root motion and move (Human_ApplyRootMotion).
 
 Spec: "The cursor", "When a clip ends", "Fades", "Gait blend", "The key in force",
@@ -274,6 +275,68 @@ def step_programs(slots, dt, zero_overshoot,
 # ---------------------------------------------------------------- poses
 #
 # Scratch poses are human-major: vel (P, 3), root (P, 3), rot (P, 34, 4), tag (P, 36).
+#
+# The slerps' angles come from polynomials, not libm: acos by Abramowitz & Stegun 4.4.46
+# (|error| <= 2e-8 on [0, 1]) and sin / cos on [-pi/2, pi/2] by their Taylor series to
+# the 13th / 14th power (|error| < 1e-9), all in float64; the slerp weights are within
+# 5e-8 of libm's. Measured on random pairs (tests/anim/test_kernels.py): the slerp within
+# 2.4e-7 of quat.slerp (numpy float32), the turn within 8e-8 of quat.scale_turn's
+# formula in float64 (quat.scale_turn itself, float32, drifts up to 2e-6 near w = -1);
+# about three times faster than libm's acos + sin + cos.
+#
+# _sample, _blend, _emit and _reference are compiled with ``_nrt=False`` (numba's
+# switch for its reference-counting runtime; they allocate nothing): with it on,
+# _sample increfed and decrefed nine of its array arguments (atomic NRT calls) on every
+# call and _blend some more, about a tenth of the pipeline. _slerp_into is
+# ``inline='always'`` (into _blend). Inlining all of them was no faster and doubled the
+# first-run compile time.
+
+_HALF_PI = math.pi / 2.0
+
+
+@njit(cache=True)
+def _acos(x):
+    """acos(x) for x in [-1, 1], float64, |error| <= 2e-8 (Abramowitz & Stegun 4.4.46)."""
+    a = abs(x)
+    p = -0.0012624911
+    p = p * a + 0.0066700901
+    p = p * a - 0.0170881256
+    p = p * a + 0.0308918810
+    p = p * a - 0.0501743046
+    p = p * a + 0.0889789874
+    p = p * a - 0.2145988016
+    p = p * a + 1.5707963050
+    r = math.sqrt(1.0 - a) * p
+    if x < 0.0:
+        r = math.pi - r
+    return r
+
+
+@njit(cache=True)
+def _sin_hp(y):
+    """sin(y) for |y| <= pi/2, float64 (Taylor to y^13, |error| < 7e-10)."""
+    y2 = y * y
+    p = 1.0 / 6227020800.0
+    p = p * y2 - 1.0 / 39916800.0
+    p = p * y2 + 1.0 / 362880.0
+    p = p * y2 - 1.0 / 5040.0
+    p = p * y2 + 1.0 / 120.0
+    p = p * y2 - 1.0 / 6.0
+    return y + y * y2 * p
+
+
+@njit(cache=True)
+def _cos_hp(y):
+    """cos(y) for |y| <= pi/2, float64 (Taylor to y^14, |error| < 1e-10)."""
+    y2 = y * y
+    p = -1.0 / 87178291200.0
+    p = p * y2 + 1.0 / 479001600.0
+    p = p * y2 - 1.0 / 3628800.0
+    p = p * y2 + 1.0 / 40320.0
+    p = p * y2 - 1.0 / 720.0
+    p = p * y2 + 1.0 / 24.0
+    p = p * y2 - 0.5
+    return 1.0 + y2 * p
 
 
 @njit(cache=True)
@@ -285,11 +348,39 @@ def _key4(kslope, kval, k, dx):
 
 
 @njit(cache=True)
+def _scale_turn(qx, qy, qz, qw, rate32):
+    """Bone 0's turn q scaled by the rate (quat.scale_turn for one float32 quaternion).
+
+    In: q's four float32 components and the float32 rate; out: the scaled quaternion.
+    Skipped at rate 1 or w within 5e-7 of 1; else q's half angle h = acos(w) scaled by
+    the rate r clamped to [0, 1]: (q.xyz x sin(r h) / sin h, cos(r h)), the factors
+    rounded to float32. sin(h) is sqrt(1 - w^2); sin and cos of r h in [0, pi] are
+    cos and -sin of r h - pi/2 (the polynomials above); max error 8e-8 against the
+    formula in float64 (was libm's acos, sin and cos).
+    """
+    if rate32 == np.float32(1.0) or abs(np.float32(1.0) - qw) <= np.float32(5e-7):
+        return qx, qy, qz, qw
+    r = np.float64(min(max(rate32, np.float32(0.0)), np.float32(1.0)))
+    w = np.float64(min(max(qw, np.float32(-1.0)), np.float32(1.0)))
+    half = _acos(w)
+    sh = math.sqrt(1.0 - w * w)
+    if sh == 0.0:
+        sh = 1.0
+    z = r * half - _HALF_PI
+    kk = np.float32(_cos_hp(z) / sh)
+    return qx * kk, qy * kk, qz * kk, np.float32(-_sin_hp(z))
+
+
+@njit(cache=True, _nrt=False)
 def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, ktag,
             sent_vel, sent_bone, animated, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
 
     The bank's tables come key-major here: ``ftab`` (rows, 36), ``kval`` / ``kslope`` (K, 4).
+    Slots 0-2 (velocity, root, bone 0) are taken before the bone loop; key indices are
+    read as unsigned (no negative-index wrap on the table reads); a bone's key is
+    normalised by multiplying by the float32 reciprocal of its norm (within 1 ulp of
+    dividing).
     """
     x = np.float32(mul(np.float64(time), 30.0))
     f = math.ceil(np.float64(x) - 0.5)
@@ -302,65 +393,68 @@ def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, 
     row = row0[clip] + fi
     nslot = ftab.shape[1]
     rate32 = np.float32(rate)
-    for slot in range(nslot):
-        k = ftab[row, slot]
-        if slot == 0 and (flags & _NO_VELOCITY) != 0:
-            k = sent_vel
-        elif slot == 2 and (flags & _NO_TURN) != 0:
-            k = sent_bone
-        s_tag[p, slot] = ktag[k]
-        dx = x - kstart[k]
-        if slot < 2:
-            for c in range(3):
-                v = kslope[k, c] * dx
-                v = v + kval[k, c]
-                if slot == 0:
-                    s_vel[p, c] = v * rate32
-                else:
-                    s_root[p, c] = v
-        elif slot == 2:
-            qx, qy, qz, qw = _key4(kslope, kval, k, dx)
-            # bone 0: the turn scaled by the rate (a slerp from the identity)
-            if rate32 == np.float32(1.0) or abs(np.float32(1.0) - qw) <= np.float32(5e-7):
-                s_rot[p, 0, 0] = qx
-                s_rot[p, 0, 1] = qy
-                s_rot[p, 0, 2] = qz
-                s_rot[p, 0, 3] = qw
-            else:
-                r = np.float64(min(max(rate32, np.float32(0.0)), np.float32(1.0)))
-                half = math.acos(np.float64(min(max(qw, np.float32(-1.0)), np.float32(1.0))))
-                sh = math.sin(half)
-                if sh == 0.0:
-                    sh = 1.0
-                kk = np.float32(math.sin(r * half) / sh)
-                s_rot[p, 0, 0] = qx * kk
-                s_rot[p, 0, 1] = qy * kk
-                s_rot[p, 0, 2] = qz * kk
-                s_rot[p, 0, 3] = np.float32(math.cos(r * half))
-        else:
-            b = slot - 2
-            if not animated[slot]:
-                for c in range(4):
-                    s_rot[p, b, c] = ref_rot[b, c]
-                continue
-            q0, q1, q2, q3 = _key4(kslope, kval, k, dx)
-            n2 = q0 * q0
-            n2 = n2 + q1 * q1
-            n2 = n2 + q2 * q2
-            n2 = n2 + q3 * q3
-            n = np.float32(math.sqrt(n2))
-            if n == 0:
-                n = np.float32(1.0)
-            s_rot[p, b, 0] = q0 / n
-            s_rot[p, b, 1] = q1 / n
-            s_rot[p, b, 2] = q2 / n
-            s_rot[p, b, 3] = q3 / n
+    # slot 0: the root velocity, scaled by the rate
+    k = np.uint64(sent_vel if (flags & _NO_VELOCITY) != 0 else ftab[row, 0])
+    s_tag[p, 0] = ktag[k]
+    dx = x - kstart[k]
+    for c in range(3):
+        v = kslope[k, c] * dx
+        v = v + kval[k, c]
+        s_vel[p, c] = v * rate32
+    # slot 1: the root translation (plus the bind height)
+    k = np.uint64(ftab[row, 1])
+    s_tag[p, 1] = ktag[k]
+    dx = x - kstart[k]
+    for c in range(3):
+        v = kslope[k, c] * dx
+        v = v + kval[k, c]
+        s_root[p, c] = v
     s_root[p, 2] = s_root[p, 2] + bind_height
+    # slot 2: bone 0, the turn scaled by the rate (a slerp from the identity)
+    k = np.uint64(sent_bone if (flags & _NO_TURN) != 0 else ftab[row, 2])
+    s_tag[p, 2] = ktag[k]
+    qx, qy, qz, qw = _key4(kslope, kval, k, x - kstart[k])
+    qx, qy, qz, qw = _scale_turn(qx, qy, qz, qw, rate32)
+    s_rot[p, 0, 0] = qx
+    s_rot[p, 0, 1] = qy
+    s_rot[p, 0, 2] = qz
+    s_rot[p, 0, 3] = qw
+    # bones 1-33: the key in force, normalised; an unanimated bone keeps its reference
+    for slot in range(3, nslot):
+        k = np.uint64(ftab[row, slot])
+        s_tag[p, slot] = ktag[k]
+        b = slot - 2
+        if not animated[slot]:
+            s_rot[p, b, 0] = ref_rot[b, 0]
+            s_rot[p, b, 1] = ref_rot[b, 1]
+            s_rot[p, b, 2] = ref_rot[b, 2]
+            s_rot[p, b, 3] = ref_rot[b, 3]
+            continue
+        q0, q1, q2, q3 = _key4(kslope, kval, k, x - kstart[k])
+        n2 = q0 * q0
+        n2 = n2 + q1 * q1
+        n2 = n2 + q2 * q2
+        n2 = n2 + q3 * q3
+        n = np.float32(math.sqrt(n2))
+        if n == 0:
+            n = np.float32(1.0)
+        inv = np.float32(1.0) / n
+        s_rot[p, b, 0] = q0 * inv
+        s_rot[p, b, 1] = q1 * inv
+        s_rot[p, b, 2] = q2 * inv
+        s_rot[p, b, 3] = q3 * inv
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _slerp_into(s_rot, pa, pb, b, t, po):
-    """Quat_Slerp of bone b, poses pa -> pb by t (clamped), into pose po (quat.slerp)."""
+    """Quat_Slerp of bone b, poses pa -> pb by t (clamped), into pose po (quat.slerp).
+
+    Shortest path (b negated when the dot is negative), a normalised lerp above |dot|
+    0.9995; else the weights sin((1 - t) theta) / sin(theta) and sin(t theta) / sin(theta)
+    in float64 from the polynomial acos and sin (theta <= pi/2), 1 / sin(theta) as
+    1 / sqrt(1 - dot^2), rounded to float32 as numpy's float32 slerp rounds them. Max
+    error vs quat.slerp under 3e-7 (weights under 5e-8; was libm acos, sin and cos).
+    """
     t = min(max(t, np.float32(0.0)), np.float32(1.0))
     ax = s_rot[pa, b, 0]
     ay = s_rot[pa, b, 1]
@@ -373,27 +467,12 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
     dot = ax * bx + ay * by + az * bz + aw * bw
     d = min(abs(dot), np.float32(1.0))
     if d > np.float32(0.9995):
+        wb = t if dot >= 0 else -t
         wa = np.float32(1.0) - t
-        wb = t
-    else:
-        # float64 transcendentals (numba's float32 ones are several times slower); the
-        # weights are rounded to float32 as numpy's float32 slerp rounds them
-        # sin((1 - t) theta) = sin(theta) cos(t theta) - cos(theta) sin(t theta), with
-        # cos(theta) = d and sin(theta) = sqrt(1 - d^2): one acos, one sin, one cos
-        dd = np.float64(d)
-        td = np.float64(t)
-        theta = math.acos(dd)
-        inv = 1.0 / math.sqrt(1.0 - dd * dd)
-        st = math.sin(td * theta) * inv
-        wa = np.float32(math.cos(td * theta) - dd * st)
-        wb = np.float32(st)
-    if dot < 0:
-        wb = -wb
-    ox = ax * wa + bx * wb
-    oy = ay * wa + by * wb
-    oz = az * wa + bz * wb
-    ow = aw * wa + bw * wb
-    if d > np.float32(0.9995):
+        ox = ax * wa + bx * wb
+        oy = ay * wa + by * wb
+        oz = az * wa + bz * wb
+        ow = aw * wa + bw * wb
         n = np.float32(math.sqrt(ox * ox + oy * oy + oz * oz + ow * ow))
         if n == 0:
             ox = np.float32(0.0)
@@ -405,13 +484,26 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
             oy = oy / n
             oz = oz / n
             ow = ow / n
+    else:
+        dd = np.float64(d)
+        td = np.float64(t)
+        theta = _acos(dd)
+        inv = 1.0 / math.sqrt(1.0 - dd * dd)
+        wa = np.float32(_sin_hp((1.0 - td) * theta) * inv)
+        wb = np.float32(_sin_hp(td * theta) * inv)
+        if dot < 0:
+            wb = -wb
+        ox = ax * wa + bx * wb
+        oy = ay * wa + by * wb
+        oz = az * wa + bz * wb
+        ow = aw * wa + bw * wb
     s_rot[po, b, 0] = ox
     s_rot[po, b, 1] = oy
     s_rot[po, b, 2] = oz
     s_rot[po, b, 3] = ow
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _blend(pa, pb, po, w, mbone, submask, s_vel, s_root, s_rot, s_tag):
     """Pose_BlendPartial of scratch poses pa (lower) and pb (upper) by w into po (pose.blend).
 
@@ -475,54 +567,76 @@ def _blend(pa, pb, po, w, mbone, submask, s_vel, s_root, s_rot, s_tag):
             s_tag[po, 2 + b] = s_tag[pa, 2 + b] if not full and not submask[mbone, b] else both
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _emit(p, i, parents, offsets, s_vel, s_root, s_rot, s_tag, o_vel, o_root, o_rot, o_tag, o_pos, o_mrot):
-    """Scratch pose p to output column i: the pose, then local-to-model (skeleton.model_space)."""
+    """Scratch pose p to output column i: the pose, then local-to-model (skeleton.model_space).
+
+    One pass over the bones: each local rotation is read once, copied out and composed
+    with its parent's model rotation (read back from the column just written; the
+    parent index as unsigned).
+    """
     nb = s_rot.shape[1]
-    for c in range(3):
-        o_vel[c, i] = s_vel[p, c]
-        o_root[c, i] = s_root[p, c]
+    rx = s_root[p, 0]
+    ry = s_root[p, 1]
+    rz = s_root[p, 2]
+    o_vel[0, i] = s_vel[p, 0]
+    o_vel[1, i] = s_vel[p, 1]
+    o_vel[2, i] = s_vel[p, 2]
+    o_root[0, i] = rx
+    o_root[1, i] = ry
+    o_root[2, i] = rz
     for t in range(s_tag.shape[1]):
         o_tag[t, i] = s_tag[p, t]
-    for b in range(nb):
-        for c in range(4):
-            o_rot[c, b, i] = s_rot[p, b, c]
     # bone 0 is motion (identity here), bone 1 absolute, the rest down the parent table
-    for c in range(3):
-        o_pos[c, 0, i] = 0.0
-        o_pos[c, 1, i] = s_root[p, c]
+    for c in range(4):
+        o_rot[c, 0, i] = s_rot[p, 0, c]
+    o_pos[0, 0, i] = 0.0
+    o_pos[1, 0, i] = 0.0
+    o_pos[2, 0, i] = 0.0
     o_mrot[0, 0, i] = 0.0
     o_mrot[1, 0, i] = 0.0
     o_mrot[2, 0, i] = 0.0
     o_mrot[3, 0, i] = 1.0
+    o_pos[0, 1, i] = rx
+    o_pos[1, 1, i] = ry
+    o_pos[2, 1, i] = rz
     for c in range(4):
-        o_mrot[c, 1, i] = s_rot[p, 1, c]
+        v = s_rot[p, 1, c]
+        o_rot[c, 1, i] = v
+        o_mrot[c, 1, i] = v
     for b in range(2, nb):
-        par = parents[b]
-        ax = o_mrot[0, par, i]
-        ay = o_mrot[1, par, i]
-        az = o_mrot[2, par, i]
-        aw = o_mrot[3, par, i]
         bx = s_rot[p, b, 0]
         by = s_rot[p, b, 1]
         bz = s_rot[p, b, 2]
         bw = s_rot[p, b, 3]
+        vx = offsets[b, 0]
+        vy = offsets[b, 1]
+        vz = offsets[b, 2]
+        par = np.uint64(parents[b])
+        ax = o_mrot[0, par, i]
+        ay = o_mrot[1, par, i]
+        az = o_mrot[2, par, i]
+        aw = o_mrot[3, par, i]
+        px = o_pos[0, par, i]
+        py = o_pos[1, par, i]
+        pz = o_pos[2, par, i]
+        o_rot[0, b, i] = bx
+        o_rot[1, b, i] = by
+        o_rot[2, b, i] = bz
+        o_rot[3, b, i] = bw
         o_mrot[0, b, i] = aw * bx + ax * bw + ay * bz - az * by
         o_mrot[1, b, i] = aw * by - ax * bz + ay * bw + az * bx
         o_mrot[2, b, i] = aw * bz + ax * by - ay * bx + az * bw
         o_mrot[3, b, i] = aw * bw - ax * bx - ay * by - az * bz
-        vx = offsets[b, 0]
-        vy = offsets[b, 1]
-        vz = offsets[b, 2]
         cx = ay * vz - az * vy + aw * vx
         cy = az * vx - ax * vz + aw * vy
         cz = ax * vy - ay * vx + aw * vz
-        o_pos[0, b, i] = (ay * cz - az * cy) * np.float32(2.0) + vx + o_pos[0, par, i]
-        o_pos[1, b, i] = (az * cx - ax * cz) * np.float32(2.0) + vy + o_pos[1, par, i]
-        o_pos[2, b, i] = (ax * cy - ay * cx) * np.float32(2.0) + vz + o_pos[2, par, i]
+        o_pos[0, b, i] = (ay * cz - az * cy) * np.float32(2.0) + vx + px
+        o_pos[1, b, i] = (az * cx - ax * cz) * np.float32(2.0) + vy + py
+        o_pos[2, b, i] = (ax * cy - ay * cx) * np.float32(2.0) + vz + pz
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _reference(p, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag):
     """The default pose into scratch pose p (PoseBatch.reference)."""
     for c in range(3):

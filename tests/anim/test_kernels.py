@@ -2,7 +2,8 @@
 
 The cursor's time sums (When a clip ends) must give the same bits on both paths: the
 0.75 and 0.9 ties (k x r = F - 0.5), subnormals and the largest floats are pinned here,
-plus random float32 pairs.
+plus random float32 pairs. The pose kernels' polynomial slerp and rate-scaled turn are held within
+3e-7 of anim.quat's numpy (libm) slerp and scale_turn on random pairs.
 """
 from __future__ import annotations
 
@@ -135,3 +136,84 @@ def test_root_motion_kernel_matches_the_numpy_root_motion():
     np.testing.assert_allclose(p2, want_pos, rtol=0, atol=1e-12)
     np.testing.assert_allclose(h2, want_heading, rtol=0, atol=1e-9)
     np.testing.assert_allclose(a2, want_ah, rtol=0, atol=1e-9)
+
+
+def _random_pairs(rng, n):
+    """Unit float32 quaternion pairs covering every slerp case: random, near each other
+    on both sides of the 0.9995 lerp switch, opposite hemispheres, equal and antipodal."""
+    a = rng.standard_normal((4, n))
+    a /= np.linalg.norm(a, axis=0)
+    b = rng.standard_normal((4, n))
+    kind = rng.integers(0, 5, n)
+    near = a + rng.standard_normal((4, n)) * 10.0 ** rng.uniform(-5, -0.5, n)
+    b = np.where(kind == 1, near, b)
+    b = np.where(kind == 2, -near, b)
+    b = np.where(kind == 3, a, b)
+    b = np.where(kind == 4, -a, b)
+    b /= np.linalg.norm(b, axis=0)
+    return a.astype(np.float32), b.astype(np.float32)
+
+
+def test_slerp_kernel_is_within_3e7_of_quat_slerp():
+    """Quat_Slerp compiled (polynomial acos and sin) against quat.slerp (numpy, libm):
+    shortest path, the lerp above 0.9995, t clamped; a drift far under 1e-5 is caught."""
+    from numba import njit
+
+    from scuffle.anim import quat
+
+    @njit
+    def run(s_rot, t):
+        for b in range(s_rot.shape[1]):
+            K._slerp_into(s_rot, 0, 1, b, t[b], 2)
+
+    rng = np.random.default_rng(11)
+    n = 200_000
+    a, b = _random_pairs(rng, n)
+    t = rng.uniform(-0.2, 1.2, n).astype(np.float32)
+    t[:1000] = np.float32(0.0)
+    t[1000:2000] = np.float32(1.0)
+    s_rot = np.zeros((3, n, 4), np.float32)
+    s_rot[0] = a.T
+    s_rot[1] = b.T
+    run(s_rot, t)
+    want = quat.slerp(a, b, t)
+    dot = np.abs((a.astype(np.float64) * b).sum(axis=0))
+    assert (dot > quat.SLERP_LINEAR_DOT).sum() > 1000 and (dot < 0.99).sum() > 1000
+    err = np.abs(s_rot[2].T - want).max()
+    assert err < 3e-7, err
+
+
+def test_scaled_turn_kernel_is_within_3e7_of_the_exact_turn():
+    """Bone 0's rate-scaled turn compiled against quat.scale_turn's formula in float64, and
+    within 1e-5 of quat.scale_turn itself (numpy float32, whose arccos drifts by up to 2e-6
+    near w = -1): rates below 0, above 1 and exactly 1, w near 1, w of either sign."""
+    from numba import njit
+
+    from scuffle.anim import quat
+
+    @njit
+    def run(q, rate, out):
+        for i in range(q.shape[1]):
+            out[0, i], out[1, i], out[2, i], out[3, i] = K._scale_turn(q[0, i], q[1, i], q[2, i], q[3, i],
+                                                                        rate[i])
+
+    rng = np.random.default_rng(12)
+    n = 200_000
+    q, near = _random_pairs(rng, n)
+    q[:, :20_000] = np.array([0, 0, 0, 1], np.float32)[:, None] + near[:, :20_000] * np.float32(1e-3)
+    q /= np.linalg.norm(q, axis=0)
+    rate = rng.uniform(-0.3, 1.3, n).astype(np.float32)
+    rate[::7] = np.float32(1.0)
+    out = np.empty_like(q)
+    run(q, rate, out)
+    r = np.clip(rate.astype(np.float64), 0, 1)
+    half = np.arccos(np.clip(q[3].astype(np.float64), -1, 1))
+    sin_half = np.sin(half)
+    k = np.sin(r * half) / np.where(sin_half == 0, 1, sin_half)
+    exact = np.stack([q[0] * k, q[1] * k, q[2] * k, np.cos(r * half)])
+    skip = (rate == 1) | (np.abs(1 - q[3]) <= np.float32(5e-7))
+    assert 1000 < skip.sum() < n - 1000
+    exact[:, skip] = q[:, skip]
+    err = np.abs(out - exact).max()
+    assert err < 3e-7, err
+    assert np.abs(out - quat.scale_turn(q, rate)).max() < 1e-5
