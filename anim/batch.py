@@ -4,7 +4,7 @@ The state lives in the world's tables (anim.store): each task is a row of the ta
 table (the Task object is a view onto it), each human a row of the human table (its
 record's flags, its stack as task rows, the depth); cursors, fades and gait blends have
 their own. ``BatchEngine`` keeps those rows and the Python objects in step and runs the
-two kernels of anim.stack_kernels over the whole crowd:
+two kernels of anim.kernels over the whole crowd:
 
 1. ``step``: the rows of the humans whose stack Python changed since the last call
    (commands, the scalar step) are rewritten (``mark``), with the "fast" flag: every
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import stack_kernels as SK
+from . import kernels as K
 from .cursor import FiredEvent
 from .plan import Bones, SamplePlan, pose_tables, scratch_poses
 from .pose import PoseBatch
@@ -265,20 +265,20 @@ class BatchEngine:
         self._run_step(fast_rows, status, dt)
         # gaits changing their clip pair without spare cursors: make them, step those again
         runs = [(fast_rows, fast_cols, status, n)]
-        n_pair = int(counts[SK.COUNT_PAIRS])
+        n_pair = int(counts[K.COUNT_PAIRS])
         if n_pair:
             tasks = self._tasks
             for _, tr, nl in self._pair_out[:n_pair].tolist():
                 tasks[tr].prepare_pair(nl)
             self._clip_events()             # a spare may be the first cursor on its clip
-            again = np.flatnonzero(status[:n] & SK.STATUS_PAIR)
+            again = np.flatnonzero(status[:n] & K.STATUS_PAIR)
             if len(self._status2) < len(again):
                 self._status2 = np.zeros(max(len(again), 64), np.int64)
             status[again] = 0
-            counts[SK.COUNT_PAIRS] = 0
+            counts[K.COUNT_PAIRS] = 0
             self._run_step(fast_rows[again], self._status2, dt)
             runs.append((fast_rows[again], fast_cols[again], self._status2, len(again)))
-        n_gait = int(counts[SK.COUNT_GAITS])
+        n_gait = int(counts[K.COUNT_GAITS])
         self.pair_changes += n_gait
         if n_gait:
             tasks = self._tasks
@@ -293,14 +293,14 @@ class BatchEngine:
             for k in np.flatnonzero(run_status[:m]).tolist():
                 s = int(run_status[k])
                 inst = instances[run_cols[k]]
-                if s & SK.STATUS_SLOW:
+                if s & K.STATUS_SLOW:
                     slow.append(inst)
                     continue
-                if s & SK.STATUS_STACK:
+                if s & K.STATUS_STACK:
                     self._pull(inst)
-                if s & (SK.STATUS_TOP | SK.STATUS_STACK):
+                if s & (K.STATUS_TOP | K.STATUS_STACK):
                     changed.append(inst)
-        n_ev = int(counts[SK.COUNT_EVENTS])
+        n_ev = int(counts[K.COUNT_EVENTS])
         if n_ev:
             events, by_row = self._events, self._instances
             anim = cur.anim
@@ -314,7 +314,7 @@ class BatchEngine:
                         self._noisy.append(inst)
                     last = hr
                 sink.append(FiredEvent(events[g], int(anim[cr]), tasks[tr]))
-        n_def = int(counts[SK.COUNT_DEFERRED])
+        n_def = int(counts[K.COUNT_DEFERRED])
         if n_def:
             deferred, by_row = player.deferred, self._instances
             for hr, tr in self._def_out[:n_def].tolist():
@@ -344,7 +344,7 @@ class BatchEngine:
         dt32 = float(np.float32(dt))
         start = 0
         while True:
-            SK.step_stacks(rows, start, dt32, bool(opts.end_zero_overshoot),
+            K.step_stacks(rows, start, dt32, bool(opts.end_zero_overshoot),
                            opts.events == EventRule.NEWEST, int(opts.cleanup_above),
                            h.depth, h.stack, h.flags,
                            tsk.type, tsk.rate, tsk.flags, tsk.held, tsk.c0, tsk.c1, tsk.aux, tsk.nxt, tsk.blend,
@@ -355,7 +355,7 @@ class BatchEngine:
                            self.e_first, self.e_count, self.e_frame, self.e_type,
                            status, self._ev_out, self._def_out, self._pair_out, self._gait_out, counts, self._snap,
                            self._walk, self._pair4)
-            stopped = int(counts[SK.COUNT_STOPPED])
+            stopped = int(counts[K.COUNT_STOPPED])
             if stopped >= len(rows):
                 return
             if len(self._ev_out) > _MAX_ROWS:
@@ -425,7 +425,7 @@ class BatchEngine:
             self._refused = np.zeros(max(nf, 2 * len(self._refused)), np.int64)
         refused = self._refused
         tables = pose_tables(bank)
-        SK.pose_stacks(fast_rows, fast_cols, tsk.type, tsk.rate, tsk.c0, tsk.c1, tsk.aux, tsk.nxt, tsk.blend,
+        K.pose_stacks(fast_rows, fast_cols, tsk.type, tsk.rate, tsk.c0, tsk.c1, tsk.aux, tsk.nxt, tsk.blend,
                        tsk.window, h.depth, h.stack, cur.t, cur.frame, cur.end, cur.dur, cur.flags, cur.bank,
                        cur.ev, cur.evf, fad.el, fad.dur, gai.value, gai.lower, gai.leader,
                        self.e_first, self.e_count, self.e_frame, *tables.args, *self._scratch, *out.outs(),

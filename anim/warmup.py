@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels as K
-from . import stack_kernels as SK
 from .animset import AnimSet
 from .clip import author_clip, make_event
 from .player import Player
@@ -30,20 +29,18 @@ def kernels_cached() -> bool:
     import glob
     import os
 
-    for module, names in ((K, ("pose_plan", "root_motion_step")), (SK, ("step_stacks", "pose_stacks"))):
-        path = getattr(getattr(getattr(module, names[0]), "_cache", None), "_cache_path", None)
-        if not path:
+    path = getattr(getattr(K.step_stacks, "_cache", None), "_cache_path", None)
+    if not path:
+        return False
+    try:
+        source = os.path.getmtime(K.__file__)
+    except OSError:
+        return False
+    for name in ("step_stacks", "pose_stacks", "pose_plan", "root_motion_step"):
+        index = glob.glob(os.path.join(path, f"kernels.{name}-*.nbi"))
+        # an index older than the source is stale: numba recompiles (and rewrites it)
+        if not index or max(os.path.getmtime(f) for f in index) < source:
             return False
-        try:
-            source = max(os.path.getmtime(K.__file__), os.path.getmtime(module.__file__))
-        except OSError:
-            return False
-        stem = module.__name__.rsplit(".", 1)[-1]
-        for name in names:
-            index = glob.glob(os.path.join(path, f"{stem}.{name}-*.nbi"))
-            # an index older than the source is stale: numba recompiles (and rewrites it)
-            if not index or max(os.path.getmtime(f) for f in index) < source:
-                return False
     return True
 
 
