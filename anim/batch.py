@@ -81,6 +81,7 @@ class BatchEngine:
         self._pair_out = np.zeros((256, 3), np.int64)
         self._gait_out = np.zeros((256, 2), np.int64)
         self._status2 = np.zeros(0, np.int64)
+        self._ev_lo = self._ev_hi = self._ev_lo2 = self._ev_hi2 = np.zeros(0, np.int64)
         self._pair4 = np.zeros(4, np.int64)
         self._counts = np.zeros(5, np.int64)
         self._snap = np.zeros(HumanTable.STACK_ROWS, np.int64)
@@ -251,7 +252,7 @@ class BatchEngine:
         cur, fad, gai, tsk, h = st.cursors, st.fades, st.gaits, st.tasks, self.humans
         rows = self._rows_of(instances)
         for inst in self._noisy:
-            inst.events.clear()
+            inst.clear_events()
             inst.released.clear()
         self._noisy = []
         self._sync()
@@ -259,12 +260,13 @@ class BatchEngine:
         fast_rows, fast_cols = self._fast(rows)
         n = len(fast_rows)
         if len(self._status) < n:
-            self._status = np.zeros(max(n, 2 * len(self._status)), np.int64)
+            m = max(n, 2 * len(self._status))
+            self._status, self._ev_lo, self._ev_hi = (np.zeros(m, np.int64) for _ in range(3))
         status, counts = self._status, self._counts
         counts[:] = 0
-        self._run_step(fast_rows, status, dt)
+        self._run_step(fast_rows, status, self._ev_lo, self._ev_hi, dt)
         # gaits changing their clip pair without spare cursors: make them, step those again
-        runs = [(fast_rows, fast_cols, status, n)]
+        runs = [(fast_rows, fast_cols, status, self._ev_lo, self._ev_hi, n)]
         n_pair = int(counts[K.COUNT_PAIRS])
         if n_pair:
             tasks = self._tasks
@@ -273,11 +275,12 @@ class BatchEngine:
             self._clip_events()             # a spare may be the first cursor on its clip
             again = np.flatnonzero(status[:n] & K.STATUS_PAIR)
             if len(self._status2) < len(again):
-                self._status2 = np.zeros(max(len(again), 64), np.int64)
+                m = max(len(again), 64)
+                self._status2, self._ev_lo2, self._ev_hi2 = (np.zeros(m, np.int64) for _ in range(3))
             status[again] = 0
             counts[K.COUNT_PAIRS] = 0
-            self._run_step(fast_rows[again], self._status2, dt)
-            runs.append((fast_rows[again], fast_cols[again], self._status2, len(again)))
+            self._run_step(fast_rows[again], self._status2, self._ev_lo2, self._ev_hi2, dt)
+            runs.append((fast_rows[again], fast_cols[again], self._status2, self._ev_lo2, self._ev_hi2, len(again)))
         n_gait = int(counts[K.COUNT_GAITS])
         self.pair_changes += n_gait
         if n_gait:
@@ -287,33 +290,25 @@ class BatchEngine:
         changed: list = []
         slow: list = []
         tasks = self._tasks
-        for run_rows, run_cols, run_status, m in runs:
+        noisy = self._noisy
+        for run_rows, run_cols, run_status, run_lo, run_hi, m in runs:
             if not m:
                 continue
-            for k in np.flatnonzero(run_status[:m]).tolist():
-                s = int(run_status[k])
-                inst = instances[run_cols[k]]
+            ks = np.flatnonzero(run_status[:m])
+            for k, s, c, elo, ehi in zip(ks.tolist(), run_status[ks].tolist(), run_cols[ks].tolist(),
+                                         run_lo[ks].tolist(), run_hi[ks].tolist()):
+                inst = instances[c]
                 if s & K.STATUS_SLOW:
                     slow.append(inst)
                     continue
+                if s & K.STATUS_EVENTS:
+                    # the events stay rows of the buffer until someone reads inst.events
+                    inst._event_rows = (self, elo, ehi)
+                    noisy.append(inst)
                 if s & K.STATUS_STACK:
                     self._pull(inst)
                 if s & (K.STATUS_TOP | K.STATUS_STACK):
                     changed.append(inst)
-        n_ev = int(counts[K.COUNT_EVENTS])
-        if n_ev:
-            events, by_row = self._events, self._instances
-            anim = cur.anim
-            last = -1
-            sink: list = []
-            for hr, tr, cr, g in self._ev_out[:n_ev].tolist():
-                if hr != last:
-                    inst = by_row[hr]
-                    sink = inst.events
-                    if not sink:
-                        self._noisy.append(inst)
-                    last = hr
-                sink.append(FiredEvent(events[g], int(anim[cr]), tasks[tr]))
         n_def = int(counts[K.COUNT_DEFERRED])
         if n_def:
             deferred, by_row = player.deferred, self._instances
@@ -334,8 +329,20 @@ class BatchEngine:
         self.kernel_humans = len(rows) - len(slow)
         return changed
 
-    def _run_step(self, rows: np.ndarray, status: np.ndarray, dt: float) -> None:
-        """step_stacks over ``rows``, growing the output buffers until everything fits."""
+    def fired(self, out: list, lo: int, hi: int) -> None:
+        """The events of rows ``lo``-``hi`` of this update's event buffer, as FiredEvent
+        objects appended to ``out`` (made when someone reads CharacterInstance.events)."""
+        events, tasks, anim = self._events, self._tasks, self.player.stores.cursors.anim
+        for _, tr, cr, g in self._ev_out[lo:hi].tolist():
+            out.append(FiredEvent(events[g], int(anim[cr]), tasks[tr]))
+
+    def fired_types(self, lo: int, hi: int) -> np.ndarray:
+        """The event types of rows ``lo``-``hi`` of this update's event buffer (no objects)."""
+        return self.e_type[self._ev_out[lo:hi, 3]]
+
+    def _run_step(self, rows: np.ndarray, status: np.ndarray, lo: np.ndarray, hi: np.ndarray, dt: float) -> None:
+        """step_stacks over ``rows`` (out: ``status``, each one's event rows ``lo``-``hi``),
+        growing the output buffers until everything fits."""
         player = self.player
         st = player.stores
         cur, fad, gai, tsk, h = st.cursors, st.fades, st.gaits, st.tasks, self.humans
@@ -353,8 +360,8 @@ class BatchEngine:
                            cur.at_end, cur.anim, fad.el, fad.dur, gai.value, gai.target, gai.lower, gai.leader,
                            gai.id0, gai.id1, gai.id2, gai.id3, gai.id4, gai.s0, gai.s1,
                            self.e_first, self.e_count, self.e_frame, self.e_type,
-                           status, self._ev_out, self._def_out, self._pair_out, self._gait_out, counts, self._snap,
-                           self._walk, self._pair4)
+                           status, lo, hi, self._ev_out, self._def_out, self._pair_out, self._gait_out, counts,
+                           self._snap, self._walk, self._pair4)
             stopped = int(counts[K.COUNT_STOPPED])
             if stopped >= len(rows):
                 return

@@ -954,12 +954,13 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
                 c_t, c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, c_anim,
                 f_el, f_dur, g_value, g_target, g_lower, g_leader, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1,
                 e_first, e_count, e_frame, e_type,
-                status, ev_out, def_out, pair_out, gait_out, counts, snap, walk, pair4):
+                status, ev_lo, ev_hi, ev_out, def_out, pair_out, gait_out, counts, snap, walk, pair4):
     """One animation step of the humans ``rows[start:]`` (rows of the human table), as
     Player.step_one does it (see the module docstring).
 
     Out: ``status[k]`` (STATUS_* bits) for rows[k]; ``ev_out[:counts[0]]`` the fired
-    events (human row, task row, cursor row, event index into e_*), in firing order;
+    events (human row, task row, cursor row, event index into e_*), in firing order,
+    rows[k]'s from ``ev_lo[k]`` to ``ev_hi[k]``;
     ``def_out[:counts[1]]`` the deferred tasks (human row, task row), in order;
     ``counts[2]`` the index it stopped at: a human whose events or deferred tasks might
     not fit the buffers is not begun (the caller grows them and calls again from there).
@@ -1234,6 +1235,8 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
         if n_def > def0:
             st |= STATUS_DEFERRED
         status[k] = st
+        ev_lo[k] = ev0
+        ev_hi[k] = n_ev
     counts[COUNT_EVENTS] = n_ev
     counts[COUNT_DEFERRED] = n_def
     counts[COUNT_PAIRS] = n_pair

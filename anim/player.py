@@ -658,7 +658,7 @@ class Player:
 
     def step_one(self, inst: CharacterInstance, dt: float) -> None:
         """One character's animation step (see ``step``)."""
-        inst.events.clear()
+        inst.clear_events()
         inst.released.clear()
         if inst.queue:
             queued = inst.queue[:]

@@ -96,13 +96,15 @@ class CharacterInstance:
 
     ``stack`` bottom to top, ``queue`` waiting tasks, ``record`` the human record,
     ``anim_set`` where its clips are found, ``speed`` the speed multiplier (+0x3a4, the
-    blends' rate), ``events`` the events fired this update, ``released`` the ids the
+    blends' rate), ``events`` the events fired this update (FiredEvent objects; the
+    compiled step leaves them as rows of its event buffer, ``_event_rows``, until
+    ``events`` is read: a crowd nobody listens to makes none), ``released`` the ids the
     last flush released, ``on_report`` called when a released task held 0x400000,
     ``poses_refused`` the poses its last sample could not push (the pose stack of seven
     refuses an eighth, 0x00104ce0).
     """
 
-    __slots__ = ("name", "stack", "queue", "record", "anim_set", "speed", "events", "released",
+    __slots__ = ("name", "stack", "queue", "record", "anim_set", "speed", "_events", "_event_rows", "released",
                  "on_report", "handle", "slot", "poses_refused", "__weakref__")
 
     def __init__(self, anim_set, name: str = "", record: HumanRecord | None = None, speed: float = 1.0,
@@ -113,12 +115,32 @@ class CharacterInstance:
         self.record = record if record is not None else HumanRecord()
         self.anim_set = anim_set
         self.speed = float(speed)
-        self.events: list = []
+        self._events: list = []
+        self._event_rows: tuple | None = None     # (source, first, end): this update's event rows
         self.released: list[int] = []
         self.on_report: Callable | None = None
         self.handle = handle
-        self.slot = -1                     # its row in the batched engine's programs
+        self.slot = -1                     # its row in the compiled engine's human table
         self.poses_refused = 0             # poses its last sample's stack of 7 refused
+
+    @property
+    def events(self) -> list:
+        """The events fired this update (a list of FiredEvent, in firing order)."""
+        rows = self._event_rows
+        if rows is not None:
+            self._event_rows = None
+            rows[0].fired(self._events, rows[1], rows[2])
+        return self._events
+
+    @events.setter
+    def events(self, value: list) -> None:
+        self._event_rows = None
+        self._events = value
+
+    def clear_events(self) -> None:
+        """Forget this update's events (the next step's start), made or not."""
+        self._event_rows = None
+        self._events.clear()
 
     def __repr__(self) -> str:
         return f"CharacterInstance({self.name!r}, stack={[type(t).__name__ for t in self.stack]})"

@@ -86,8 +86,36 @@ class Combat:
     serial: int = 0                   # counts the moves started (end callbacks check it)
 
 
-@dataclass(slots=True)
 class FiredEvents:
-    """The events this human's animation fired this update (anim.cursor.FiredEvent)."""
+    """The events this human's animation fired this update (anim.cursor.FiredEvent).
 
-    events: list = field(default_factory=list)
+    A view: once the animation step links it to the human's CharacterInstance
+    (``source``), ``events`` is that instance's events of this update (made from the
+    compiled step's event rows when first read). Assigning ``events`` unlinks it and
+    holds the list given. ``FiredEvents(events)`` holds a list of its own.
+    """
+
+    __slots__ = ("source", "_own")
+
+    def __init__(self, events: list | None = None, source: CharacterInstance | None = None):
+        self._own: list = list(events) if events is not None else []
+        self.source = source
+
+    @property
+    def events(self) -> list:
+        return self.source.events if self.source is not None else self._own
+
+    @events.setter
+    def events(self, value: list) -> None:
+        self.source = None
+        self._own = value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FiredEvents):
+            return NotImplemented
+        return self.events == other.events
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"FiredEvents({self.events!r})"

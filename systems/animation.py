@@ -30,7 +30,6 @@ class AnimationStep(esper.Processor):
         self._instances: list = []
         self._fired: list = []
         self._index: dict[int, int] = {}
-        self._shown: set[int] = set()
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Open the update (``ctx.update`` = the number of updates run before it), then
@@ -48,32 +47,33 @@ class AnimationStep(esper.Processor):
             self._rows = rows
             self._instances = [a.instance for _, (a, _, _) in rows]
             self._fired = [f for _, (_, _, f) in rows]
-            for row, (_, (_, pref, _)) in enumerate(rows):
+            for row, (_, (a, pref, fired)) in enumerate(rows):
                 pref.row = row
+                fired.source = a.instance           # a view onto the instance's events
             ctx.entities = [e for e, _ in rows]
             self._index = {id(inst): k for k, inst in enumerate(self._instances)}
-            self._shown = set(range(len(rows)))     # whose FiredEvents may be non-empty
         instances = self._instances
         ctx.player.step(instances, ctx.dt)
         bones = ctx.player.pose(instances, reference=ctx.reference)
         ctx.poses = bones.poses                    # the fast path reuses these buffers each update
         ctx.bone_pos, ctx.bone_rot = bones.pos, bones.rot
-        # Only the humans that may have fired (the engine knows them) or showed events last
-        # update are looked at: no per-human loop on a quiet update.
+        # Only the humans that may have fired (the engine knows them) are looked at, and
+        # their events are not made into objects here: no per-human loop on a quiet update.
         index = self._index
-        cand = set(self._shown)
+        cand = set()
         for inst in ctx.player.may_have_events(instances):
             k = index.get(id(inst))
             if k is not None:
                 cand.add(k)
-        shown = set()
+        entities = ctx.entities
+        fired_now = []
         for k in sorted(cand):
-            ev = instances[k].events
+            inst = instances[k]
             fired = self._fired[k]
-            if ev or fired.events:
-                fired.events = list(ev)
-            if ev:
-                shown.add(k)
-        self._shown = shown
+            if fired.source is not inst:            # unlinked by someone: link again
+                fired.source = inst
+            if inst._event_rows is not None or inst._events:
+                fired_now.append((entities[k], fired, inst))
+        ctx.fired = fired_now
         for p in ctx.probe:
             p(ctx, "animation")

@@ -55,7 +55,9 @@ class SimContext:
     the state update runs first, in order, to set each body's ``state_velocity`` from its
     intent (the state function of 0x0023fea8, before root motion); ``reference`` samples through the
     scalar reference path; ``probe`` (for tests) callables(ctx, system_name) run after
-    each system; ``bodies`` the world's body table (every Body component is a view onto
+    each system; ``fired`` (entity, FiredEvents, instance) of the humans that fired events
+    this update, in entity order (set by the animation step; None before it runs: the
+    dispatch then looks at every FiredEvents); ``bodies`` the world's body table (every Body component is a view onto
     one of its rows; the state update moves a Body made elsewhere into it).
     """
 
@@ -74,6 +76,7 @@ class SimContext:
     reference: bool = False
     probe: list[Callable] = field(default_factory=list)
     max_root_speed: float = MAX_ROOT_SPEED
+    fired: list | None = None
     sorted_cache: dict = field(default_factory=dict)
     bodies: BodyTable = field(default_factory=BodyTable)
 

@@ -30,11 +30,22 @@ class EventDispatch(esper.Processor):
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Dispatch this update's fired events to their handlers."""
         ctx = self.ctx
-        for ent, fired in sorted_components(ctx, FiredEvents):
-            for fe in fired.events:
-                for h in ctx.handlers.get(fe.event.type, ()):
-                    h(ctx, ent, fe)
-                for h in ctx.default_handlers:
-                    h(ctx, ent, fe)
+        handlers, default = ctx.handlers, ctx.default_handlers
+        if ctx.fired is None:                       # no animation step ran: every component
+            todo = [(ent, fired, None) for ent, fired in sorted_components(ctx, FiredEvents)]
+        else:
+            todo = ctx.fired
+        if handlers or default:
+            for ent, fired, inst in todo:
+                rows = inst._event_rows if inst is not None and fired.source is inst else None
+                if rows is not None and not default:
+                    # still rows: made into objects only when one of their types has a handler
+                    if not any(int(t) in handlers for t in rows[0].fired_types(rows[1], rows[2])):
+                        continue
+                for fe in fired.events:
+                    for h in handlers.get(fe.event.type, ()):
+                        h(ctx, ent, fe)
+                    for h in default:
+                        h(ctx, ent, fe)
         for p in ctx.probe:
             p(ctx, "events")

@@ -1,0 +1,82 @@
+"""Events as rows (issue 14, part 3): the compiled step writes the fired events into a
+buffer; FiredEvent objects are made only for a human whose events someone reads (its
+``CharacterInstance.events``, its ``FiredEvents`` view, a handler of one of its types).
+"""
+from __future__ import annotations
+
+from scuffle.anim.clip import EventType, make_event
+from scuffle.components import FiredEvents
+from scuffle.game.runtime.world import Game
+
+from tests.game.gamehelp import clip, make_set
+
+
+def _game(n: int = 6) -> Game:
+    events = [make_event(2, EventType.SOUND, word=7), make_event(5, EventType.EFFECT_9)]
+    s = make_set({1: clip(12, "a", events=events), 2: clip(9, "b", events=[make_event(1, EventType.CAMERA_SHAKE)])})
+    g = Game()
+    for i in range(n):
+        g.add_human(f"h{i}", s, (2.0 * i, 0.0, 0.0))
+        inst = g.instance(f"h{i}")
+        g.player.change(inst, g.player.loop(inst, 1 if i % 2 else 2), 0.0)
+    return g
+
+
+def test_a_crowd_nobody_listens_to_makes_no_event_objects():
+    with _game() as g:
+        fired_rows = listed = 0
+        for _ in range(20):
+            g.step()
+            insts = [g.instance(f"h{i}") for i in range(6)]
+            fired_rows += sum(inst._event_rows is not None for inst in insts)
+            assert all(not inst._events for inst in insts)          # no FiredEvent made
+            listed += len(g.ctx.fired)
+            assert all(isinstance(f, FiredEvents) and i._event_rows is not None for _, f, i in g.ctx.fired)
+        assert fired_rows > 10 and listed == fired_rows
+
+
+def test_reading_the_events_makes_them_and_the_component_is_a_view():
+    with _game() as g:
+        seen = []
+        for _ in range(20):
+            g.step()
+            for ent, fired, inst in g.ctx.fired:
+                assert fired.source is inst and g.component(ent, FiredEvents) is fired
+                evs = fired.events                          # made now, from the rows
+                assert evs and evs is inst.events and inst._event_rows is None
+                seen.extend((fe.anim_id, fe.event.frame, int(fe.event.type)) for fe in evs)
+        assert (1, 2, EventType.SOUND) in seen and (2, 1, EventType.CAMERA_SHAKE) in seen
+
+
+def test_a_handler_makes_only_the_events_of_the_humans_with_its_type():
+    with _game() as g:
+        got, kept, made = [], 0, 0
+        g.ctx.on(EventType.CAMERA_SHAKE, lambda ctx, ent, fe: got.append(int(fe.event.type)))
+        for _ in range(20):
+            g.step()                                        # the dispatch has run
+            for ent, fired, inst in g.ctx.fired:
+                if inst.anim_set.clip(2) is not None and inst.stack[0].anim_id() == 2:
+                    assert inst._event_rows is None         # clip 2 shakes the camera: made
+                    made += 1
+                else:
+                    assert inst._event_rows is not None     # clip 1's events: still rows
+                    kept += 1
+        assert made and kept and got == [EventType.CAMERA_SHAKE] * made
+
+
+def test_a_fired_events_component_given_a_list_holds_it():
+    f = FiredEvents([1, 2])
+    assert f.events == [1, 2] and f.source is None
+    with _game(1) as g:
+        g.step()
+        ent = g.entity("h0")
+        comp = g.component(ent, FiredEvents)
+        assert comp.source is g.instance("h0")
+        comp.events = []                                    # unlinked: holds what it was given
+        assert comp.source is None and comp.events == []
+        for _ in range(30):
+            g.step()
+            if g.instance("h0")._event_rows is not None:
+                break
+        assert comp.source is g.instance("h0")              # it fired: the animation step links it again
+        assert comp.events and comp.events is g.instance("h0").events
