@@ -11,7 +11,9 @@ per update, wall clock and CPU (which other processes disturb less), per human t
 each stage's share and ms (every system, timed by wrapping its ``process`` as it is
 installed, plus the task step and the compiled pose: sample, blend, bones); the peak
 memory; the same work through the scalar reference path (fewer updates) and the
-speed-up; the pose pipeline alone (µs per human); the time to load the kernels and
+speed-up; the pose pipeline alone (µs per human); the share of humans the compiled step
+ran (``kernel_step_share``; the rest took the scalar step) and the time Python's cyclic
+garbage collector took (``gc_ms_per_update``); the time to load the kernels and
 (unless ``--no-compile-time``) their first-run compile time in a fresh process.
 Several ``--humans`` (or ``--sweep``: 2, 100, 1,000, 10,000) run one process each and
 add the fixed cost and per-human slope (a least-squares line). ``--json`` prints only
@@ -136,19 +138,38 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5):
         stages.clear()
         times, cpu = [], []
         shapes = {}
-        for _ in range(updates):
-            c0 = time.process_time()
-            t0 = time.perf_counter()
-            game.step()
-            times.append((time.perf_counter() - t0) * 1000.0)
-            cpu.append((time.process_time() - c0) * 1000.0)
+        engine = player.batch
+        kernel = scalar = 0
+        gc_s = [0.0, 0.0]
+
+        def gc_clock(phase, info):
+            if phase == "start":
+                gc_s[1] = time.perf_counter()
+            else:
+                gc_s[0] += time.perf_counter() - gc_s[1]
+
+        import gc
+        gc.callbacks.append(gc_clock)
+        try:
+            for _ in range(updates):
+                c0 = time.process_time()
+                t0 = time.perf_counter()
+                game.step()
+                times.append((time.perf_counter() - t0) * 1000.0)
+                cpu.append((time.process_time() - c0) * 1000.0)
+                kernel += engine.kernel_humans
+                scalar += engine.scalar_humans
+        finally:
+            gc.callbacks.remove(gc_clock)
+        extra = {"kernel_step_share": round(kernel / max(1, kernel + scalar), 4) if batched else 0.0,
+                 "gc_ms_per_update": round(gc_s[0] * 1000.0 / updates, 4)}
         for name, _ in game.humans()[: min(n, 200)]:
             key = tuple(int(t.type) for t in game.instance(name).stack)
             shapes[key] = shapes.get(key, 0) + 1
         total = sum(stages.get(nm, 0.0) for nm in names)
         insts = [game.instance(nm) for nm, _ in game.humans()]
         leak = player.pool.in_use - player.tasks_out(insts)
-        return times, cpu, stages, total, shapes, leak
+        return times, cpu, stages, total, shapes, leak, extra
     finally:
         game.close()
 
@@ -215,9 +236,9 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None) -> d
     compile_kernels()                 # loads the cached kernels (compiles on a first run)
     load_s = time.perf_counter() - t0
     pose_us, pose_cpu_us = _pose_pipeline(max(humans, 1000))
-    times, cpu, stages, total, shapes, leak = _run(humans, updates, True)
+    times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, True)
     scalar_updates = scalar_updates if scalar_updates is not None else max(3, min(updates, 2000 // max(1, humans) + 3))
-    stimes, scpu, _, _, _, _ = _run(humans, scalar_updates, False, warmup=2)
+    stimes, scpu, _, _, _, _, _ = _run(humans, scalar_updates, False, warmup=2)
     ms = median(times)
     cpu_ms = median(cpu)
     sms = median(stimes)
@@ -246,6 +267,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None) -> d
         "stage_ms": stage_ms,
         "stack_shapes": {"-".join(map(str, k)) or "empty": v for k, v in sorted(shapes.items())},
         "pool_leak": leak,
+        **extra,
     }
 
 
@@ -297,6 +319,8 @@ def _print_one(r: dict, out) -> None:
     print(f"pose pipeline alone (compiled, N >= 1000): {r['pose_pipeline_us_per_human']} us per human "
           f"(CPU {r['pose_pipeline_cpu_us_per_human']}); "
           f"peak memory {r['peak_mb']} MB", file=out)
+    print(f"humans stepped by the kernel: {100 * r['kernel_step_share']:.2f}% (the rest by the scalar step); "
+          f"Python's cyclic GC: {r['gc_ms_per_update']} ms per update", file=out)
     print("where the time goes:", file=out)
     for k, v in r["stage_share"].items():
         print(f"  {k:<28} {100 * v:5.1f}%  {r['stage_ms'][k]:8.3f} ms", file=out)
