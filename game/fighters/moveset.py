@@ -102,6 +102,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -1166,11 +1167,32 @@ def build_ranges() -> dict[int, RangeRecord]:
     return {int(m.move): m.record for m in _moves()}
 
 
-@functools.lru_cache(maxsize=1)
-def demo_resource_bytes() -> bytes:
-    """The demo set as a character data resource file (clip pairs, range list, table)."""
+# The demo set's resource file as authored by this module, kept beside it so that a start
+# reads it instead of solving every pose again (1.5 s); tests/game/test_moveset.py checks
+# it is what authoring gives, and ``write_demo_resource`` writes it again after a change.
+DEMO_RESOURCE = Path(__file__).with_name("demo.res")
+
+
+def author_demo_resource_bytes() -> bytes:
+    """The demo set authored now: every move's clip solved and encoded, the range list,
+    the anim table, as a character data resource file."""
     aset = AnimSet.build(build_clips(), build_ranges(), name="demo")
     return save_resource(aset.to_resource())
+
+
+def write_demo_resource(path: Path = DEMO_RESOURCE) -> None:
+    """Write the authored demo set to ``path`` (after a change to the moves)."""
+    path.write_bytes(author_demo_resource_bytes())
+
+
+@functools.lru_cache(maxsize=1)
+def demo_resource_bytes() -> bytes:
+    """The demo set as a character data resource file (clip pairs, range list, table):
+    the file kept beside this module, or authored now when it is missing."""
+    try:
+        return DEMO_RESOURCE.read_bytes()
+    except OSError:
+        return author_demo_resource_bytes()
 
 
 @functools.lru_cache(maxsize=1)

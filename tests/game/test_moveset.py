@@ -63,6 +63,17 @@ def events(s, anim_id, etype=None):
 # ---------------------------------------------------------------- loading
 
 
+def test_the_kept_demo_resource_is_what_authoring_gives():
+    """game/fighters/demo.res (read at start instead of solving every pose) matches the
+    moves as authored now; after a change to the moves, write it again with
+    scuffle.game.fighters.moveset.write_demo_resource()."""
+    from scuffle.game.fighters.moveset import DEMO_RESOURCE, author_demo_resource_bytes
+
+    assert DEMO_RESOURCE.read_bytes() == author_demo_resource_bytes(), \
+        "demo.res is stale: run scuffle.game.fighters.moveset.write_demo_resource()"
+    assert demo_resource_bytes() == DEMO_RESOURCE.read_bytes()
+
+
 def test_set_loads_through_the_resource_loader(s):
     data = demo_resource_bytes()
     res = load_resource(data)
