@@ -153,14 +153,16 @@ class TaskPool:
 
     def require(self, n: int) -> None:
         """Raise TaskPoolExhausted unless ``n`` tasks can be taken."""
-        if self.free < n:
+        if self.capacity - len(self._out) < n:
             raise TaskPoolExhausted(
                 f"task pool exhausted: {n} needed, {self.free} of {self.capacity} free")
 
     def take(self, task):
         """Count ``task`` out of the pool; TaskPoolExhausted when none is left."""
-        self.require(1)
-        self._out.add(id(task))
+        out = self._out
+        if len(out) >= self.capacity:
+            self.require(1)                 # raises
+        out.add(id(task))
         return task
 
     def give_back(self, task) -> None:

@@ -98,7 +98,7 @@ class Table:
         row = self._free.pop()
         if self._ghosts:
             ghost = self._ghosts.pop(row, None)
-            if ghost is not None:
+            if ghost is not None and ghost[0]() is not None:     # its former owner is alive
                 self._evict(row, *ghost)
         self.live[row] = True
         if zero:
