@@ -735,8 +735,7 @@ class Player:
         """Give a task (and the next tasks it owns) back without its release."""
         for t in task.following():
             self.discard(t)
-        if self.pool.holds(task):
-            self.pool.give_back(task)
+        if self.pool._take_back(task):
             self.batch.unregister(task)
             task.dispose()
 
@@ -922,25 +921,29 @@ class Player:
         """
         touched: list[CharacterInstance] = []
         seen: set[int] = set()
-        stepped, self._stepped = list(self._stepped.values()), {}
+        stepped, self._stepped = self._stepped, {}        # id -> instance: no repeats
         failed: BaseException | None = None
+        release = self._release
         while self.deferred:
             batch = self.deferred
             self.deferred = []
             for task, inst in batch:
-                if id(inst) not in seen:
-                    seen.add(id(inst))
+                key = id(inst)
+                if key not in seen:
+                    seen.add(key)
                     touched.append(inst)
                 try:
-                    self._release(inst, task)
+                    release(inst, task)
                 except Exception as exc:     # a callback's; the task itself is back
                     if failed is None:
                         failed = exc
-        refreshed: set[int] = set()
-        for inst in touched + stepped:
-            if id(inst) not in refreshed:
-                refreshed.add(id(inst))
-                self.refresh_anim_id(inst)
+        # touched (no repeats), then the stepped ones not among them: each refreshed once
+        refresh = self.refresh_anim_id
+        for inst in touched:
+            refresh(inst)
+        for key, inst in stepped.items():
+            if key not in seen:
+                refresh(inst)
         if failed is not None:
             raise failed
         return touched

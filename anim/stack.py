@@ -172,6 +172,15 @@ class TaskPool:
             raise ValueError(f"task {task!r} given back twice or never taken")
         self._out.remove(key)
 
+    def _take_back(self, task) -> bool:
+        """``give_back`` if ``task`` is out (True), else nothing (False): holds + give_back."""
+        key = id(task)
+        out = self._out
+        if key in out:
+            out.remove(key)
+            return True
+        return False
+
     def holds(self, task) -> bool:
         """Whether ``task`` is out of the pool."""
         return id(task) in self._out

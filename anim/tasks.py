@@ -282,6 +282,10 @@ class _ClipBase(Task):
     def cursors(self) -> list[Cursor]:
         return [self.cursor]
 
+    def dispose(self) -> None:
+        self.cursor.dispose()                    # cursors() is [cursor]
+        self.dispose_row()
+
     def leading_cursor(self) -> Cursor:
         return self.cursor
 
@@ -381,7 +385,10 @@ class ClipTask(_ClipBase):
         self.tstore.nxt[self.trow] = task.trow if task is not None and task.tstore is self.tstore else NO_ROW
 
     def following(self) -> list[Task]:
-        return [self.next] if self.next is not None and not self.handed_over else []
+        nxt = self._next
+        if nxt is None or self.tstore.handed_over[self.trow]:      # self.handed_over
+            return []
+        return [nxt]
 
     def window(self) -> float:
         """The effective blend time: b, at most the next task's duration."""
@@ -673,7 +680,9 @@ class GaitTask(Task):
     leader = column("leader", int, "0: the lower clip leads, 1: the upper.")
 
     def dispose(self) -> None:
-        super().dispose()
+        self._lower_cursor.dispose()             # Task.dispose: cursors(), then the row
+        self._upper_cursor.dispose()
+        self.dispose_row()
         for c in self._spares:
             c.dispose()
         self._spares = []
