@@ -292,9 +292,10 @@ class Player:
                 self.find(anim_set, i)
 
     def find(self, anim_set, anim_id: int) -> Clip:
-        """The clip an id names in a set; UnknownClip when it has none.
-
-        Original: 0x00175080 CharacterInstance_GetAnim.
+        """The clip an id names in a set; UnknownClip when it has none (UnknownAnimId for
+        an id outside the set's ids). Kept per set and id after the first look-up (an
+        AnimSet is immutable); an id that is not an int (nor an IntEnum) is looked up and
+        checked every time. Original: 0x00175080 CharacterInstance_GetAnim.
         """
         return self._entry(anim_set, anim_id)[0]
 
@@ -313,7 +314,8 @@ class Player:
     def rate_of(self, anim_set, anim_id: int) -> float:
         """A single clip's rate: CfgAnimSpeeds by its id's range flags (0x00104a38).
 
-        The flags are read from the set's range list records (+0x0e), once per set.
+        The flags are read from the set's range list records (+0x0e), once per set; the
+        rate of an id already found (``find``) is kept with it.
         """
         hit = self._known(anim_set, anim_id)
         if hit is None:
