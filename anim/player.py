@@ -44,6 +44,11 @@ HELD_EVENTS: dict[int, tuple[int, int, int]] = {
 
 _T = TypeVar("_T", bound=Task)
 
+# The hot paths compare plain ints; the values come from the enums.
+_ANIM_STATE = int(HeldFlags.ANIM_STATE)
+_REPORT = int(HeldFlags.REPORT)
+_FADE = int(TaskType.FADE)
+
 
 class UnknownClip(ValueError):
     """An anim id with no clip in the set it was looked up in."""
@@ -56,6 +61,8 @@ def _check_number(what: str, value, low: float = 0.0) -> float:
     Checked before any cursor or table row is taken, so a refused task leaves nothing
     behind (the pool, the stores and the stack are as they were).
     """
+    if value.__class__ is float and -F.FLT_MAX <= value <= F.FLT_MAX and value >= low:
+        return value                               # the common case: a finite float32-range float
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -197,6 +204,10 @@ class Player:
         self._clips: list[Clip] = []
         self._clip_index: dict[int, int] = {}
         self._flags: dict[int, tuple] = {}         # id(anim set) -> (set, its range flags column)
+        # id(anim set) -> (set, the speeds, {anim id: [clip, rate, bank index or -1]}): the ids
+        # found there before (a set is immutable, so its clips and range flags never change)
+        self._known_ids: dict[int, tuple] = {}
+        self._id_types: set[type] = {int}          # the id types the cache may be asked with
         self._gait_speeds: dict[tuple, tuple] = {}  # (id(anim set), ids) -> (set, speeds)
         self._bank: ClipBank | None = None
         self._stepped: dict[int, CharacterInstance] = {}
@@ -228,11 +239,69 @@ class Player:
             self.bank_index(anim_set.clip(anim_id))
         _ = self.bank
 
-    def find(self, anim_set, anim_id: int) -> Clip:
-        """The clip an id names in a set; UnknownClip when it has none.
+    def _known(self, anim_set, anim_id) -> list | None:
+        """The cached [clip, rate or None, bank index or -1] of an id found in ``anim_set`` before,
+        or None (not found yet, or an id of a type the cache is not asked with: those take
+        the checked path, which raises the errors)."""
+        if anim_id.__class__ not in self._id_types:
+            return None
+        per = self._known_ids.get(id(anim_set))
+        if per is None or per[0] is not anim_set or per[1] is not self.options.speeds:
+            return None
+        return per[2].get(anim_id)
 
-        Original: 0x00175080 CharacterInstance_GetAnim.
+    def _learn(self, anim_set, anim_id, clip: Clip) -> list:
+        """Cache a found id: its clip (its rate on the first ``rate_of``, its bank index on
+        its first cursor: caching adds no clip to the bank)."""
+        per = self._known_ids.get(id(anim_set))
+        speeds = self.options.speeds
+        if per is None or per[0] is not anim_set or per[1] is not speeds:
+            per = self._known_ids[id(anim_set)] = (anim_set, speeds, {})
+        entry = [clip, None, -1]
+        kind = anim_id.__class__
+        if issubclass(kind, int) and kind is not bool:
+            self._id_types.add(kind)
+            per[2][anim_id] = entry
+        return entry
+
+    def _cursor_of(self, entry: list, anim_id: int, flags: int = 0) -> Cursor:
+        """A new cursor from a cache entry (``_known`` / ``_learn``)."""
+        bank = entry[2]
+        if bank < 0:
+            bank = entry[2] = self.bank_index(entry[0])
+        return Cursor(entry[0], bank, anim_id, flags, self.stores.cursors)
+
+    def _entry(self, anim_set, anim_id) -> list:
+        """The cache entry of ``anim_id`` (found and cached on a miss: UnknownAnimId,
+        UnknownClip as ``find`` raises them)."""
+        hit = self._known(anim_set, anim_id)
+        if hit is None:
+            hit = self._learn(anim_set, anim_id, self._find_checked(anim_set, anim_id))
+        return hit
+
+    def _check_ids(self, anim_set, ids: Sequence[int]) -> None:
+        """``find`` each id in order (the same errors), the ids found before by the cache."""
+        per = self._known_ids.get(id(anim_set))
+        if per is None or per[0] is not anim_set or per[1] is not self.options.speeds:
+            for i in ids:
+                self.find(anim_set, i)
+            return
+        known, types = per[2], self._id_types
+        for i in ids:
+            if i.__class__ not in types or i not in known:
+                self.find(anim_set, i)
+
+    def find(self, anim_set, anim_id: int) -> Clip:
+        """The clip an id names in a set; UnknownClip when it has none (UnknownAnimId for
+        an id outside the set's ids). Kept per set and id after the first look-up (an
+        AnimSet is immutable); an id that is not an int (nor an IntEnum) is looked up and
+        checked every time. Original: 0x00175080 CharacterInstance_GetAnim.
         """
+        return self._entry(anim_set, anim_id)[0]
+
+    @staticmethod
+    def _find_checked(anim_set, anim_id: int) -> Clip:
+        """``find`` through the set itself (no cache)."""
         clip = anim_set.clip(anim_id)
         if clip is None:
             raise UnknownClip(f"anim id {anim_id}: no clip in set {getattr(anim_set, 'name', '?')!r}")
@@ -240,14 +309,24 @@ class Player:
 
     def cursor(self, anim_set, anim_id: int, flags: int = 0) -> Cursor:
         """A new cursor on the clip ``anim_id`` names in ``anim_set``."""
-        clip = self.find(anim_set, anim_id)
-        return Cursor(clip, self.bank_index(clip), anim_id, flags, self.stores.cursors)
+        return self._cursor_of(self._entry(anim_set, anim_id), anim_id, flags)
 
     def rate_of(self, anim_set, anim_id: int) -> float:
         """A single clip's rate: CfgAnimSpeeds by its id's range flags (0x00104a38).
 
-        The flags are read from the set's range list records (+0x0e), once per set.
+        The flags are read from the set's range list records (+0x0e), once per set; the
+        rate of an id already found (``find``) is kept with it.
         """
+        hit = self._known(anim_set, anim_id)
+        if hit is None:
+            return self._rate_checked(anim_set, anim_id)
+        r = hit[1]
+        if r is None:
+            r = hit[1] = self._rate_checked(anim_set, anim_id)
+        return r
+
+    def _rate_checked(self, anim_set, anim_id: int) -> float:
+        """``rate_of`` through the range list (no cache)."""
         flags = self._flags.get(id(anim_set))
         if flags is None or flags[0] is not anim_set:
             flags = self._flags[id(anim_set)] = (anim_set, anim_set.range_list.records["flags"])
@@ -292,8 +371,13 @@ class Player:
         Original: 0x00105678."""
         s = anim_set or inst.anim_set
         self.pool.require(1)
-        r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
-        c = self.cursor(s, anim_id)
+        hit = self._known(s, anim_id)
+        if hit is None:
+            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
+            c = self.cursor(s, anim_id)
+        else:
+            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
+            c = self._cursor_of(hit, anim_id)
         return self._take(LoopTask(c, r, flags, held, on_end, on_wrap, tstore=self.stores.tasks))
 
     def clip(self, inst: CharacterInstance, anim_id: int, next: Task | None = None, *, blend: float = 0.0,
@@ -303,8 +387,13 @@ class Player:
         s = anim_set or inst.anim_set
         self.pool.require(1)
         _check_number("blend time", blend)
-        r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
-        c = self.cursor(s, anim_id)
+        hit = self._known(s, anim_id)
+        if hit is None:
+            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
+            c = self.cursor(s, anim_id)
+        else:
+            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
+            c = self._cursor_of(hit, anim_id)
         return self._take(ClipTask(c, r, next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
 
     def hold(self, inst: CharacterInstance, anim_id: int, *, flags: int = 0, held: int = 0,
@@ -355,12 +444,11 @@ class Player:
         self.pool.require(1)
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
-        for i in ids:
-            self.find(inst.anim_set, i)
+        s = inst.anim_set
+        self._check_ids(s, ids)
         _check_number("gait target", target, -math.inf)
         if value is not None:
             _check_number("gait value", value, -math.inf)
-        s = inst.anim_set
         task = GaitTask(ids, lambda i: self.cursor(s, i), inst.speed,
                         value=target if value is None else value, target=target, flags=flags,
                         on_wrap=on_wrap, held=held, store=self.stores.gaits, tstore=self.stores.tasks)
@@ -448,8 +536,14 @@ class Player:
 
     def refresh_anim_id(self, inst: CharacterInstance) -> None:
         """The top task's id into record +0x20 (-1 with no task). Original: 0x001752c8."""
-        t = self.top(inst)
-        inst.record.anim_id = t.anim_id() if t is not None else -1
+        stack = inst.stack
+        if not stack:
+            inst.record.anim_id = -1
+            return
+        t = stack[-1]
+        if t.type == _FADE:
+            t = stack[0]
+        inst.record.anim_id = t.anim_id()
 
     def _early_finish(self, inst: CharacterInstance) -> None:
         """With more than 6 tasks, finish the newest fade by its remaining time (0x00177eb8)."""
@@ -460,8 +554,9 @@ class Player:
                     break
 
     def _hold(self, inst: CharacterInstance, task: Task) -> None:
-        if task.held:
-            inst.record.flags |= task.held
+        held = task.held
+        if held:
+            inst.record.flags |= held
 
     def _check_fits_poses(self, inst: CharacterInstance, task: Task) -> None:
         """With ``refuse_deep_chains``: PoseStackOverflow when ``task``'s own blend windows
@@ -483,6 +578,11 @@ class Player:
         windows could never fit the pose stack (PoseStackOverflow; nothing changed).
         Original: 0x001754e8.
         """
+        self._insert_bottom(inst, task)
+        self.refresh_anim_id(inst)
+
+    def _insert_bottom(self, inst: CharacterInstance, task: Task) -> None:
+        """``insert_bottom`` without the anim id's refresh (``change`` refreshes once)."""
         self._check_fits_poses(inst, task)
         self._early_finish(inst)
         if len(inst.stack) >= STACK_SIZE:
@@ -490,7 +590,6 @@ class Player:
         inst.stack.insert(0, task)
         self.batch.mark(inst)
         self._hold(inst, task)
-        self.refresh_anim_id(inst)
 
     def push(self, inst: CharacterInstance, task: Task) -> None:
         """Put a task on top of the stack; sets its held bits on the human.
@@ -499,6 +598,11 @@ class Player:
         windows could never fit the pose stack (PoseStackOverflow; nothing changed).
         Original: 0x001753d8.
         """
+        self._push(inst, task)
+        self.refresh_anim_id(inst)
+
+    def _push(self, inst: CharacterInstance, task: Task) -> None:
+        """``push`` without the anim id's refresh (``change`` refreshes once)."""
         self._check_fits_poses(inst, task)
         self._early_finish(inst)
         if len(inst.stack) >= STACK_SIZE:
@@ -506,7 +610,6 @@ class Player:
         inst.stack.append(task)
         self.batch.mark(inst)
         self._hold(inst, task)
-        self.refresh_anim_id(inst)
 
     def change(self, inst: CharacterInstance, task: Task, fade: float = 0.0) -> FadeTask:
         """A change of animation, the three moves: make a fade, insert the new task at the
@@ -531,13 +634,19 @@ class Player:
             self.discard(task)
             raise
         f.incoming = task
-        self.insert_bottom(inst, task)
-        self.push(inst, f)
+        # insert_bottom, then push: nothing between them reads the anim id, so it is
+        # refreshed once, after both (the value the second refresh gave).
+        self._insert_bottom(inst, task)
+        self._push(inst, f)
+        self.refresh_anim_id(inst)
         return f
 
     def _change_fits(self, inst: CharacterInstance, task: Task) -> bool:
         """Whether insert_bottom then push fit, each after its own early finish (a dry run
         on a copy of the stack: the finish can free as little as the fade itself)."""
+        n = len(inst.stack)
+        if n + 1 <= self.options.early_finish_above:
+            return n + 1 < STACK_SIZE         # neither early finish acts: no copy needed
         stack = list(inst.stack)
 
         def finish_newest() -> None:
@@ -628,8 +737,7 @@ class Player:
         """Give a task (and the next tasks it owns) back without its release."""
         for t in task.following():
             self.discard(t)
-        if self.pool.holds(task):
-            self.pool.give_back(task)
+        if self.pool._take_back(task):
             self.batch.unregister(task)
             task.dispose()
 
@@ -815,41 +923,49 @@ class Player:
         """
         touched: list[CharacterInstance] = []
         seen: set[int] = set()
-        stepped, self._stepped = list(self._stepped.values()), {}
+        stepped, self._stepped = self._stepped, {}        # id -> instance: no repeats
         failed: BaseException | None = None
+        release = self._release
         while self.deferred:
             batch = self.deferred
             self.deferred = []
             for task, inst in batch:
-                if id(inst) not in seen:
-                    seen.add(id(inst))
+                key = id(inst)
+                if key not in seen:
+                    seen.add(key)
                     touched.append(inst)
                 try:
-                    self._release(inst, task)
+                    release(inst, task)
                 except Exception as exc:     # a callback's; the task itself is back
                     if failed is None:
                         failed = exc
-        refreshed: set[int] = set()
-        for inst in touched + stepped:
-            if id(inst) not in refreshed:
-                refreshed.add(id(inst))
-                self.refresh_anim_id(inst)
+        # touched (no repeats), then the stepped ones not among them: each refreshed once
+        refresh = self.refresh_anim_id
+        for inst in touched:
+            refresh(inst)
+        for key, inst in stepped.items():
+            if key not in seen:
+                refresh(inst)
         if failed is not None:
             raise failed
         return touched
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:
         if isinstance(task, ClipTask):      # 0x00105f78 / 0x00108f10; not the fade's 0x00106ee8
-            inst.record.flags &= ~int(HeldFlags.ANIM_STATE)
-        held = task.held
+            rec = inst.record
+            flags = rec.flags
+            if flags & _ANIM_STATE or flags < 0:     # else clearing it writes the same value
+                rec.flags = flags & ~_ANIM_STATE
+        ts, tr = task.tstore, task.trow
+        held = int(ts.held[tr])                      # task.held
         if held:
             self._clear_flags(inst, held, task)
-            task.held = 0
+            ts.held[tr] = 0
         if not inst.released:
             self.batch.released_by_flush(inst)
         inst.released.append(task.anim_id())
         try:
-            if held & HeldFlags.REPORT and inst.on_report is not None:
+            if held & _REPORT and inst.on_report is not None:
                 inst.on_report(inst)
             if task.on_end is not None:
                 task.on_end(inst)

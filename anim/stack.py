@@ -175,14 +175,16 @@ class TaskPool:
 
     def require(self, n: int) -> None:
         """Raise TaskPoolExhausted unless ``n`` tasks can be taken."""
-        if self.free < n:
+        if self.capacity - len(self._out) < n:
             raise TaskPoolExhausted(
                 f"task pool exhausted: {n} needed, {self.free} of {self.capacity} free")
 
     def take(self, task):
         """Count ``task`` out of the pool; TaskPoolExhausted when none is left."""
-        self.require(1)
-        self._out.add(id(task))
+        out = self._out
+        if len(out) >= self.capacity:
+            self.require(1)                 # raises
+        out.add(id(task))
         return task
 
     def give_back(self, task) -> None:
@@ -191,6 +193,15 @@ class TaskPool:
         if key not in self._out:
             raise ValueError(f"task {task!r} given back twice or never taken")
         self._out.remove(key)
+
+    def _take_back(self, task) -> bool:
+        """``give_back`` if ``task`` is out (True), else nothing (False): holds + give_back."""
+        key = id(task)
+        out = self._out
+        if key in out:
+            out.remove(key)
+            return True
+        return False
 
     def holds(self, task) -> bool:
         """Whether ``task`` is out of the pool."""

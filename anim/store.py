@@ -21,6 +21,7 @@ __all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "H
 NO_EVENT = np.iinfo(np.int32).max
 # A row link to nothing (no next task, no incoming task, no cursor).
 NO_ROW = -1
+_weakref = weakref.ref
 
 
 class column:
@@ -98,7 +99,7 @@ class Table:
         row = self._free.pop()
         if self._ghosts:
             ghost = self._ghosts.pop(row, None)
-            if ghost is not None:
+            if ghost is not None and ghost[0]() is not None:     # its former owner is alive
                 self._evict(row, *ghost)
         self.live[row] = True
         if zero:
@@ -119,11 +120,12 @@ class Table:
         again, when they are copied into a private one-row table, if the owner is still
         alive (``detach`` done lazily: most owners are gone by then, so nothing is copied).
         A row already given back is left alone (no error: a second dispose)."""
-        if not self.live[row]:
+        live = self.live
+        if not live[row]:
             return
-        self.live[row] = False
+        live[row] = False
         self._free.appendleft(row)            # taken again last: its owner is likely gone by then
-        self._ghosts[row] = (weakref.ref(owner), store_attr, row_attr)
+        self._ghosts[row] = (_weakref(owner), store_attr, row_attr)
 
     def _evict(self, row: int, ref, store_attr: str, row_attr: str) -> None:
         """A released row is taken again: its former owner, if alive and still on it, gets a copy."""

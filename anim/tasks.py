@@ -65,6 +65,13 @@ class TaskFlags(IntFlag):
 LOCOMOTION_FLAGS = TaskFlags(0x2C1)   # the gait blend's
 PAIRED_IDLE_FLAGS = TaskFlags(0xC1)   # the paired idle blends'
 _CURSOR_BITS = TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED
+# The constructors' fast paths write the columns with plain ints taken from the enums.
+_CURSOR_INT = int(_CURSOR_BITS)
+_MUTED_INT = int(CursorFlags.MUTED)
+_CONTINUOUS_INT = int(TaskFlags.CONTINUOUS)
+# A float in this range is written into a float32 column as F.f32 rounds it (to nearest),
+# so the fast paths write it as it is; anything else goes through F.f32.
+_F32_MAX = F.FLT_MAX
 
 
 class HeldFlags(IntFlag):
@@ -164,7 +171,7 @@ class Task:
         ts = self.tstore = tstore if tstore is not None else task_table(1)
         r = self.trow = ts.alloc(zero=False)
         ts.type[r] = int(self.type)
-        ts.rate[r] = F.f32(float(rate))
+        ts.rate[r] = rate if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX else F.f32(float(rate))
         ts.flags[r] = int(flags)
         ts.held[r] = int(held)
         ts.c0[r] = ts.c1[r] = ts.aux[r] = ts.nxt[r] = ts.incoming[r] = NO_ROW
@@ -264,14 +271,20 @@ class _ClipBase(Task):
                  tstore: Table | None = None):
         super().__init__(rate, flags, held, on_end, tstore)
         self.cursor = cursor
-        self.tstore.c0[self.trow] = cursor.row if cursor.store.capacity > 1 else NO_ROW
-        cursor.flags = CursorFlags(self.cursor_flags())
+        ts, r = self.tstore, self.trow
+        cs = cursor.store
+        ts.c0[r] = cursor.row if cs.capacity > 1 else NO_ROW
+        cs.flags[cursor.row] = int(ts.flags[r]) & _CURSOR_INT        # cursor_flags()
 
     def anim_id(self) -> int:
         return self.cursor.anim_id
 
     def cursors(self) -> list[Cursor]:
         return [self.cursor]
+
+    def dispose(self) -> None:
+        self.cursor.dispose()                    # cursors() is [cursor]
+        self.dispose_row()
 
     def leading_cursor(self) -> Cursor:
         return self.cursor
@@ -343,11 +356,12 @@ class ClipTask(_ClipBase):
                  tstore: Table | None = None):
         if not (blend >= 0.0 and math.isfinite(blend)):
             raise ValueError(f"blend time {blend!r} must be finite and >= 0")
-        rule = BlendWindow(window_rule)
+        rule = window_rule if window_rule.__class__ is BlendWindow else BlendWindow(window_rule)
         super().__init__(cursor, rate, flags, held, on_end, tstore)
         self.next = next
-        self.blend = F.f32(float(blend))
-        self.window_rule = rule
+        ts, r = self.tstore, self.trow
+        ts.blend[r] = blend if blend.__class__ is float and -_F32_MAX <= blend <= _F32_MAX else F.f32(float(blend))
+        ts.window[r] = WINDOW_RULES.index(rule)
 
     blend = task_column("blend", float, "The blend time b into the next task (s, float32).")
 
@@ -371,7 +385,10 @@ class ClipTask(_ClipBase):
         self.tstore.nxt[self.trow] = task.trow if task is not None and task.tstore is self.tstore else NO_ROW
 
     def following(self) -> list[Task]:
-        return [self.next] if self.next is not None and not self.handed_over else []
+        nxt = self._next
+        if nxt is None or self.tstore.handed_over[self.trow]:      # self.handed_over
+            return []
+        return [nxt]
 
     def window(self) -> float:
         """The effective blend time: b, at most the next task's duration."""
@@ -497,9 +514,10 @@ class FadeTask(Task):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         super().__init__(rate, 0, held, on_end, tstore)
         self.fade_time = F.f32(float(duration))
-        self.store = store if store is not None else fade_table(1)
-        self.row = self.store.alloc()
-        self.store.dur[self.row] = self.fade_time
+        st = self.store = store if store is not None else fade_table(1)
+        r = self.row = st.alloc(zero=False)
+        st.el[r] = 0.0
+        st.dur[r] = self.fade_time
         self.tstore.aux[self.trow] = self.row if self.store.capacity > 1 else NO_ROW
         self._incoming: Task | None = None
 
@@ -590,29 +608,38 @@ class GaitTask(Task):
                  store: Table | None = None, tstore: Table | None = None):
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
-        self._clamp(value)
+        v = self._clamp(value)
         super().__init__(rate, flags, held, on_end, tstore)
-        self.store = store if store is not None else gait_table(1)
-        self.row = self.store.alloc()
-        self.tstore.aux[self.trow] = self.row if self.store.capacity > 1 else NO_ROW
-        self.ids = tuple(int(i) for i in ids)
-        st, r = self.store, self.row
+        # Every column written here directly (the properties' values, without their casts).
+        ts, tr = self.tstore, self.trow
+        st = self.store = store if store is not None else gait_table(1)
+        r = self.row = st.alloc(zero=False)
+        ts.aux[tr] = r if st.capacity > 1 else NO_ROW
+        self.ids = tuple(map(int, ids))
         st.id0[r], st.id1[r], st.id2[r], st.id3[r], st.id4[r] = self.ids
         st.s0[r] = st.s1[r] = NO_ROW
         self._spares: list[Cursor] = []
         self._make_cursor = make_cursor
-        self.speed = F.f32(float(speed))
-        self.on_wrap = on_wrap
-        self.value = self._clamp(value)
-        self.target = self.value
-        self.lower = self.pair_index(self.value)
-        self.lower_cursor = make_cursor(self.ids[self.lower])
-        self.upper_cursor = make_cursor(self.ids[self.lower + 1])
-        frac = self.value - self.lower
-        self.leader = 1 if frac >= GAIT_ALONE_HIGH else 0
-        self._apply_flags()
-        if target is not None:
-            self.set_target(target)
+        ts.speed[tr] = speed if speed.__class__ is float and -_F32_MAX <= speed <= _F32_MAX else F.f32(float(speed))
+        self._on_wrap = on_wrap
+        ts.callback[tr] = on_wrap is not None
+        st.value[r] = st.target[r] = v               # v is a float32 value: read back unchanged
+        lower = self.pair_index(v)
+        st.lower[r] = lower
+        lo = self.lower_cursor = make_cursor(self.ids[lower])
+        up = self.upper_cursor = make_cursor(self.ids[lower + 1])
+        leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
+        st.leader[r] = leader
+        fl = int(ts.flags[tr])
+        base = fl & _CURSOR_INT                      # _apply_flags()
+        lead, follow = (lo, up) if leader == 0 else (up, lo)
+        lead.store.flags[lead.row] = base
+        follow.store.flags[follow.row] = base | _MUTED_INT
+        if target is not None:                       # set_target()
+            t = self._clamp(target)
+            if not fl & _CONTINUOUS_INT:
+                t = float(math.floor(t + 0.5))
+            st.target[r] = t
 
     # ---- the numbers, in the tables
     speed = task_column("speed", float, "The value's speed (units per second at rate 1), float32.")
@@ -653,7 +680,9 @@ class GaitTask(Task):
     leader = column("leader", int, "0: the lower clip leads, 1: the upper.")
 
     def dispose(self) -> None:
-        super().dispose()
+        self._lower_cursor.dispose()             # Task.dispose: cursors(), then the row
+        self._upper_cursor.dispose()
+        self.dispose_row()
         for c in self._spares:
             c.dispose()
         self._spares = []
@@ -750,10 +779,10 @@ class GaitTask(Task):
         return [self.lower_cursor, self.upper_cursor]
 
     def leading_cursor(self) -> Cursor:
-        return self._lead_follow()[0]
+        return self._lower_cursor if self.store.leader[self.row] == 0 else self._upper_cursor
 
     def anim_id(self) -> int:
-        return self.leading_cursor().anim_id
+        return (self._lower_cursor if self.store.leader[self.row] == 0 else self._upper_cursor).anim_id
 
     def fraction(self) -> float:
         return self.value - self.lower

@@ -90,15 +90,22 @@ def _build(n: int, batched: bool):
             player.change(inst, gait(name, 0.5 + (i % 5) * 0.6), 0.0)
     player.flush()
 
+    # The humans that change at each phase of the cycle ((u + 7 i) % CYCLE == 0), in name
+    # order, with their instances: the drive is O(changes), not O(humans), per update.
+    by_phase: list[list[tuple[int, object]]] = [[] for _ in range(CYCLE)]
+    for i, name in enumerate(names):
+        if name not in paired:
+            by_phase[(-7 * i) % CYCLE].append((i, game.instance(name)))
+    attacks = (Move.JAB, Move.KICK, Move.CROSS)
+
     def drive(ctx):
         u = ctx.update
-        for i, name in enumerate(names):
-            if name in paired or (u + i * 7) % CYCLE:
-                continue
-            inst = game.instance(name)
+        turn = u // CYCLE
+        for i, inst in by_phase[u % CYCLE]:
             # the gait under a fade into a clip that hands over (back into a gait)
-            nxt = gait(name, 0.5 + ((u // CYCLE + i) % 5) * 0.6)
-            attack = player.clip(inst, (Move.JAB, Move.KICK, Move.CROSS)[(u + i) % 3], nxt, blend=0.1)
+            target = 0.5 + ((turn + i) % 5) * 0.6
+            nxt = player.gait(inst, GAIT_IDS, target=target, value=target)
+            attack = player.clip(inst, attacks[(u + i) % 3], nxt, blend=0.1)
             player.change(inst, attack, FADE)
 
     game.ctx.actions.append(drive)

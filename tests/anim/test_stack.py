@@ -400,3 +400,66 @@ def test_change_that_fits_after_the_early_finish():
     new = p.loop(h, A)
     g = p.change(h, new, 0.1)
     assert f.released and h.stack[0] is new and h.stack[-1] is g and len(h.stack) == 3
+
+
+# ---------------------------------------------------------------- the look-ups' cache
+
+def test_cached_lookups_keep_the_checks_and_the_errors():
+    """The player caches what it found per set and id (a set is immutable): an id of
+    another type that equals a cached one (19.0, True) is still refused as before, a
+    numpy integer still finds the clip, and another set with the same id its own clip."""
+    from scuffle.anim.rangelist import UnknownAnimId
+    p = Player()
+    s = world_set()
+    h = CharacterInstance(s, "h")
+    first = p.find(s, A)
+    assert p.find(s, A) is first and p.find(s, np.int64(A)) is first
+    assert p.rate_of(s, A) == p.options.speeds.f800
+    with pytest.raises(UnknownAnimId):
+        p.find(s, float(A))
+    with pytest.raises(UnknownAnimId):
+        p.clip(h, float(A), rate=1.0)
+    with pytest.raises(UnknownAnimId):
+        p.gait(h, (GAIT[0], GAIT[1], float(GAIT[2]), GAIT[3], GAIT[4]))
+    one = s.with_clip(1, s.clip(A))
+    assert p.find(one, 1) is first
+    with pytest.raises(UnknownAnimId):
+        p.find(one, True)
+    with pytest.raises(UnknownClip):
+        p.clip(h, 1)
+    other = s.with_clip(A, s.clip(B), author_range())
+    assert p.find(other, A) is s.clip(B) and p.find(s, A) is first
+    assert p.rate_of(other, A) == p.options.speeds.default and p.rate_of(s, A) == p.options.speeds.f800
+    assert p.pool.in_use == 0
+
+
+def test_finding_an_id_adds_no_clip_to_the_bank():
+    """Only a cursor puts a clip in the bank (in first-use order), cached or not."""
+    p = Player()
+    s = world_set()
+    h = CharacterInstance(s, "h")
+    p.find(s, B)
+    p.rate_of(s, B)
+    assert len(p.bank) == 0
+    p.discard(p.loop(h, A))
+    p.discard(p.loop(h, B))
+    assert [p.bank_index(s.clip(i)) for i in (A, B)] == [0, 1] and len(p.bank) == 2
+
+
+@pytest.mark.parametrize("above", [6, 16, 100])
+@pytest.mark.parametrize("size", [15, 16, 17])
+def test_change_room_with_and_without_the_early_finish(above, size):
+    """A stack of loops (no fade to finish): a change fits iff the new task and the fade
+    fit, whatever the early finish threshold (the dry run and its shortcut agree)."""
+    p = Player(PlayerOptions(early_finish_above=above))
+    h = CharacterInstance(world_set(), "h")
+    for _ in range(size):
+        p.push(h, p.loop(h, IDLE))
+    new = p.loop(h, A)
+    if size + 2 <= STACK_SIZE:
+        f = p.change(h, new, 0.2)
+        assert h.stack[0] is new and h.stack[-1] is f and h.record.anim_id == A
+    else:
+        with pytest.raises(StackFull):
+            p.change(h, new, 0.2)
+        assert len(h.stack) == size and not p.pool.holds(new)
