@@ -432,11 +432,12 @@ class BatchEngine:
             self._refused = np.zeros(max(nf, 2 * len(self._refused)), np.int64)
         refused = self._refused
         tables = pose_tables(bank)
-        K.pose_stacks(fast_rows, fast_cols, tsk.type, tsk.rate, tsk.c0, tsk.c1, tsk.aux, tsk.nxt, tsk.blend,
-                       tsk.window, h.depth, h.stack, cur.t, cur.frame, cur.end, cur.dur, cur.flags, cur.bank,
-                       cur.ev, cur.evf, fad.el, fad.dur, gai.value, gai.lower, gai.leader,
-                       self.e_first, self.e_count, self.e_frame, *tables.args, *self._scratch, *out.outs(),
-                       refused, self._weights)
+        args = (fast_rows, fast_cols, tsk.type, tsk.rate, tsk.c0, tsk.c1, tsk.aux, tsk.nxt, tsk.blend,
+                tsk.window, h.depth, h.stack, cur.t, cur.frame, cur.end, cur.dur, cur.flags, cur.bank,
+                cur.ev, cur.evf, fad.el, fad.dur, gai.value, gai.lower, gai.leader,
+                self.e_first, self.e_count, self.e_frame, *tables.args, *self._scratch, *out.outs(),
+                refused, self._weights)
+        K.pose_stacks(*args)
         plan = dynamic_plan if dynamic_plan is not None else SamplePlan()
         if nf:
             for k in np.flatnonzero(refused[:nf]).tolist():

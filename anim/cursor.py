@@ -63,7 +63,7 @@ class Cursor:
         """Give the cursor's row back to the world's table (the task that owned it is gone);
         the cursor keeps its last numbers in a private copy."""
         if self.store.capacity > 1:
-            self.store.release(self.row, self)
+            self.store.give_back(self.row, self)
 
     # ---- the numbers, in the table
     time = column("t", float, "Time in seconds (+0x18), float32 summed toward zero.")

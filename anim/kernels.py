@@ -226,7 +226,7 @@ def _scale_turn(qx, qy, qz, qw, rate32):
     return qx * kk, qy * kk, qz * kk, np.float32(-_sin_hp(z))
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, ktag,
             sent_vel, sent_bone, animated, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
@@ -358,7 +358,7 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
     s_rot[po, b, 3] = ow
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _blend(pa, pb, po, w, mbone, submask, s_vel, s_root, s_rot, s_tag):
     """Pose_BlendPartial of scratch poses pa (lower) and pb (upper) by w into po (pose.blend).
 
@@ -422,7 +422,7 @@ def _blend(pa, pb, po, w, mbone, submask, s_vel, s_root, s_rot, s_tag):
             s_tag[po, 2 + b] = s_tag[pa, 2 + b] if not full and not submask[mbone, b] else both
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _emit(p, i, parents, offsets, s_vel, s_root, s_rot, s_tag, o_vel, o_root, o_rot, o_tag, o_pos, o_mrot):
     """Scratch pose p to output column i: the pose, then local-to-model (skeleton.model_space).
 
@@ -491,7 +491,7 @@ def _emit(p, i, parents, offsets, s_vel, s_root, s_rot, s_tag, o_vel, o_root, o_
         o_pos[2, b, i] = (ax * cy - ay * cx) * np.float32(2.0) + vz + pz
 
 
-@njit(cache=True, _nrt=False)
+@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _reference(p, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag):
     """The default pose into scratch pose p (PoseBatch.reference)."""
     for c in range(3):

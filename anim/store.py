@@ -114,7 +114,7 @@ class Table:
         self.live[row] = False
         self._free.append(row)
 
-    def release(self, row: int, owner, store_attr: str = "store", row_attr: str = "row") -> None:
+    def give_back(self, row: int, owner, store_attr: str = "store", row_attr: str = "row") -> None:
         """Give ``owner``'s row back, the owner keeping its last numbers: it reads the row
         (through ``owner.<store_attr>`` / ``owner.<row_attr>``) until the row is taken
         again, when they are copied into a private one-row table, if the owner is still

@@ -190,7 +190,7 @@ class Task:
     def dispose_row(self) -> None:
         """Give the task's row back to the world's table (a private copy keeps its numbers)."""
         if self.tstore.capacity > 1:
-            self.tstore.release(self.trow, self, "tstore", "trow")
+            self.tstore.give_back(self.trow, self, "tstore", "trow")
 
     # +0xcc
     def set_flags(self, flags: int) -> None:
@@ -536,7 +536,7 @@ class FadeTask(Task):
     def dispose(self) -> None:
         self.dispose_row()
         if self.store.capacity > 1:
-            self.store.release(self.row, self)
+            self.store.give_back(self.row, self)
 
     def weight(self) -> float:
         return fade_weight(self.elapsed, self.fade_time)
@@ -688,7 +688,7 @@ class GaitTask(Task):
         self._spares = []
         if self.store.capacity > 1:
             self.store.s0[self.row] = self.store.s1[self.row] = NO_ROW
-            self.store.release(self.row, self)
+            self.store.give_back(self.row, self)
 
     def _incoming_ids(self, lower: int) -> list[int]:
         """The anim ids a change of pair to ``lower`` brings in (those the current pair

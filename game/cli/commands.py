@@ -213,6 +213,8 @@ def _needs_pygame(module: str, name: str) -> Callable[[argparse.Namespace], int]
         import importlib.util
         if importlib.util.find_spec("pygame") is None:
             raise CliError(f"'scuffle {args.command}' needs pygame: pip install 'scuffle[demo]'")
+        from scuffle.anim.warmup import announce_compile
+        announce_compile()              # a cold numba cache: compile ahead, with a progress line
         return _lazy(module, name)(args.argv)
     return run
 
@@ -235,10 +237,6 @@ COMMANDS: tuple[Command, ...] = (
     Command("csv2trace", "convert an emulator CSV (update, anim id, time) into a trace",
             _lazy("scuffle.game.tools.csv_to_trace", "add_arguments"), _lazy("scuffle.game.tools.csv_to_trace", "run")),
 )
-
-
-# The subcommands that step humans through the compiled engine.
-_STEPPING = frozenset({"demo", "view", "run", "bench"})
 
 
 def _version() -> str:
@@ -273,9 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:      # usage errors (already printed) and --help
             return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:
-        if args.command in _STEPPING:
-            from scuffle.anim.warmup import announce_compile
-            announce_compile()          # a cold numba cache: compile ahead, with a progress line
+        # the commands that step humans (demo, view, run, bench) compile a cold numba cache
+        # ahead with a progress line (anim.warmup.announce_compile) once their input is checked
         status = args.run(args)
         sys.stdout.flush()
         return status

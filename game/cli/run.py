@@ -29,6 +29,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         sc = load_scenario(args.scenario, registry())
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
+    from scuffle.anim.warmup import announce_compile
+    announce_compile()                  # a cold numba cache: compile ahead, with a progress line
     try:
         if args.trace in (None, ""):
             game = run_scenario(sc)

@@ -348,6 +348,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise CliError(f"--scalar-updates {args.scalar_updates}: at most {MAX_UPDATES}")
     if args.scalar_updates is not None and args.scalar_updates < 1:
         raise CliError("--scalar-updates must be at least 1")
+    from scuffle.anim.warmup import announce_compile
+    announce_compile()                  # a cold numba cache: compile ahead, with a progress line
     text = sys.stderr if args.json else sys.stdout
     if len(sizes) == 1:
         r = run_bench(sizes[0], args.updates, args.scalar_updates)
