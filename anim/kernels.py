@@ -749,6 +749,41 @@ def _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e
     _set_next_event(c, 0, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
 
 
+@njit(cache=True)
+def _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end,
+             e_first, e_count, e_frame, ev_out, n_ev):
+    """Cursor.advance: by ``step``; the events reached go to ``ev_out`` as task ``r``'s
+    (muted: none). Returns (the overshoot or 0.0, the events' new count).
+    Original: 0x001044a0 AnimCursor_Advance."""
+    t = add(np.float64(c_t[c]), step)
+    f = frame_of(t)
+    if f >= c_end[c]:
+        c_at_end[c] = True
+        return sub(t, np.float64(c_limit[c])), n_ev
+    c_at_end[c] = False
+    c_t[c] = t
+    c_frame[c] = f
+    if f >= c_evf[c]:
+        n_ev = _fire(hi, c, r, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf, e_first, e_count, e_frame, ev_out,
+                     n_ev)
+    return 0.0, n_ev
+
+
+@njit(cache=True)
+def _advance_looping(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev,
+                     c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
+    """tasks._advance_looping: advance; when the clip ended, restart and advance by the
+    overshoot (period D - 1/60). Returns (wrapped, the events' new count)."""
+    over, n_ev = _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf,
+                          c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+    if over != 0.0 or (zero_overshoot and c_at_end[c]):
+        _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+        _, n_ev = _advance(hi, c, r, over, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf,
+                           c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+        return True, n_ev
+    return False, n_ev
+
+
 # ---------------------------------------------------------------- task helpers
 
 
@@ -1041,37 +1076,16 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
                 if tt == _LOOP or tt == _HOLD or tt == _SCENE or tt == _PAIRED_HOLD or tt == _CLIP \
                         or tt == _PAIRED_CLIP:
                     c = t_c0[r]
-                    # AnimCursor_Advance
-                    t = add(np.float64(c_t[c]), step)
-                    f = frame_of(t)
-                    over = 0.0
-                    if f >= c_end[c]:
-                        c_at_end[c] = True
-                        over = sub(t, np.float64(c_limit[c]))
-                    else:
-                        c_at_end[c] = False
-                        c_t[c] = t
-                        c_frame[c] = f
-                        if f >= c_evf[c]:
-                            n_ev = _fire(hi, c, r, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf, e_first,
-                                         e_count, e_frame, ev_out, n_ev)
-                    ended = over != 0.0 or (zero_overshoot and c_at_end[c])
                     if tt == _LOOP:
-                        if ended:
-                            _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
-                            t = add(0.0, over)
-                            f = frame_of(t)
-                            if f >= c_end[c]:
-                                c_at_end[c] = True
-                            else:
-                                c_at_end[c] = False
-                                c_t[c] = t
-                                c_frame[c] = f
-                                if f >= c_evf[c]:
-                                    n_ev = _fire(hi, c, r, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf,
-                                                 e_first, e_count, e_frame, ev_out, n_ev)
+                        wrapped, n_ev = _advance_looping(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end,
+                                                         c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first,
+                                                         e_count, e_frame, ev_out, n_ev)
+                        if wrapped:
                             t_wraps[r] += 1
                         break
+                    over, n_ev = _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev,
+                                          c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+                    ended = over != 0.0 or (zero_overshoot and c_at_end[c])
                     if tt != _CLIP and tt != _PAIRED_CLIP:
                         break
                     nx = t_nxt[r]
@@ -1176,32 +1190,9 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
                     c_flags[lc] = base
                     c_flags[fc] = base | _MUTED
                     # the leader advances, looping
-                    t = add(np.float64(c_t[lc]), step)
-                    f = frame_of(t)
-                    over = 0.0
-                    if f >= c_end[lc]:
-                        c_at_end[lc] = True
-                        over = sub(t, np.float64(c_limit[lc]))
-                    else:
-                        c_at_end[lc] = False
-                        c_t[lc] = t
-                        c_frame[lc] = f
-                        if f >= c_evf[lc]:
-                            n_ev = _fire(hi, lc, r, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf, e_first,
-                                         e_count, e_frame, ev_out, n_ev)
-                    if over != 0.0 or (zero_overshoot and c_at_end[lc]):
-                        _restart(lc, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
-                        t = add(0.0, over)
-                        f = frame_of(t)
-                        if f >= c_end[lc]:
-                            c_at_end[lc] = True
-                        else:
-                            c_at_end[lc] = False
-                            c_t[lc] = t
-                            c_frame[lc] = f
-                            if f >= c_evf[lc]:
-                                n_ev = _fire(hi, lc, r, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf,
-                                             e_first, e_count, e_frame, ev_out, n_ev)
+                    _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
+                                               c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
+                                               ev_out, n_ev)
                     # the follower at the leader's normalised time
                     tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
                     _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
