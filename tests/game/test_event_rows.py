@@ -8,7 +8,7 @@ from scuffle.anim.clip import EventType, make_event
 from scuffle.components import FiredEvents
 from scuffle.game.runtime.world import Game
 
-from tests.game.gamehelp import clip, make_set
+from gamehelp import clip, make_set
 
 
 def _game(n: int = 6) -> Game:
