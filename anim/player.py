@@ -753,7 +753,8 @@ class Player:
         is listed in ``refused`` (emptied at each ``step``) as (instance, error). The
         original has no such check (it would write past the stack).
         """
-        dt = self.options.dt if dt is None else dt
+        # one float32 dt for both paths (the compiled step reads it as a float32)
+        dt = F.f32(float(self.options.dt if dt is None else dt))
         self.refused = []
         if self.options.batched:
             # Only the characters whose stack or gait leader changed can have a new top task.

@@ -376,3 +376,76 @@ def test_game_code_between_updates(seed):
                         raise
 
     _same(_both(setup, updates=150, humans=8, seed=seed, between=between))
+
+
+def test_event_buffer_grows_mid_step_with_pair_changes():
+    """Covers a risky path (passes): 200 humans on clips with many events (the step's
+    buffers start at 256 rows: the kernel stops and goes on from counts[COUNT_STOPPED]),
+    half of them gaits changing pairs (the second kernel run for the spares)."""
+    clips, ranges = {}, {}
+    for i in range(12):
+        frames = 20 + i
+        clips[i] = author_clip(f"c{i}", frames, rotations={3: [(0, (0, 0, 0, 1)), (frames, (0.1, 0, 0, 0.995))]},
+                               events=[make_event(f, 11, word=f) for f in range(0, frames + 1)]
+                               + [make_event(3, 0x2C), make_event(9, 0x2D), make_event(15, 0x48)])
+        ranges[i] = author_range(flags=0x1000)
+    for k, i in enumerate(GAIT[:4]):
+        frames = (35, 24, 21, 18)[k]
+        clips[i] = author_clip(f"g{k}", frames, rotations={3: [(0, (0, 0, 0, 1)), (frames, (0.1, 0, 0, 0.995))]},
+                               events=[make_event(f, 11, word=100 + f) for f in range(0, frames + 1)])
+        ranges[i] = author_range(flags=0x1000)
+    aset = AnimSet.build(clips, ranges)
+    runs = []
+    for batched in (True, False):
+        p = Player(PlayerOptions(batched=batched, pool_size=4000))
+        hs = [CharacterInstance(aset, f"h{i}") for i in range(200)]
+        for i, h in enumerate(hs):
+            if i % 2:
+                p.change(h, p.gait(h, GAIT, target=(i % 5) * 0.95, value=((i + 2) % 5) * 0.95, flags=0x2C1), 0.0)
+            else:
+                p.change(h, p.chain(h, [i % 12, (i + 1) % 12, (i + 5) % 12], blend=0.1, held=0x3), 0.2)
+        p.flush()
+        states = []
+        for u in range(50):
+            p.step(hs, dt=0.1)               # several frames an update: many events each
+            p.flush()
+            states.append([_state(h) for h in hs])
+            if u % 9 == 4:
+                for i, h in enumerate(hs[1::2]):
+                    h.stack[0].set_target(((u + i) * 1.3) % 4.0)
+        runs.append((states, p, hs))
+    for u, (a, b) in enumerate(zip(runs[0][0], runs[1][0])):
+        assert a == b, u
+    pa = runs[0][1]
+    assert len(pa.batch._ev_out) > 256 and pa.batch.pair_changes > 10
+    assert pa.pool.in_use == pa.tasks_out(runs[0][2])
+
+
+@pytest.mark.parametrize("how", ["argument", "option"])
+def test_a_dt_that_is_not_a_float32(how):
+    """FAILED before the fix: a dt that is not a float32 value (0.1, 1/30 unrounded) was
+    rounded to float32 by the compiled step (``dt32`` in BatchEngine._run_step) but used
+    as a double by the scalar one (F.mul(dt, rate)), and by the compiled path's own slow
+    humans: times differed in the last bit. Player.step now rounds dt once for both."""
+    def setup(p, hs):
+        p.change(hs[0], p.chain(hs[0], [1, 2, 3], blend=0.1), 0.2)
+        p.change(hs[1], p.gait(hs[1], GAIT, target=3.0, value=0.5, flags=0x2C1), 0.0)
+        p.change(hs[2], p.mix(hs[2], 4, 5, weight=0.3), 0.0)        # a slow human
+        return None
+
+    aset = _set(3)
+    runs = []
+    for batched in (True, False):
+        opts = dict(dt=0.1) if how == "option" else {}
+        p = Player(PlayerOptions(batched=batched, pool_size=4000, **opts))
+        hs = [CharacterInstance(aset, f"h{i}") for i in range(3)]
+        setup(p, hs)
+        p.flush()
+        states = []
+        for u in range(40):
+            p.step(hs, dt=(1.0 / 30.0 if how == "argument" else None))
+            p.flush()
+            states.append([_state(h) for h in hs])
+        runs.append(states)
+    for u, (a, b) in enumerate(zip(*runs)):
+        assert a == b, u
