@@ -449,3 +449,32 @@ def test_a_dt_that_is_not_a_float32(how):
         runs.append(states)
     for u, (a, b) in enumerate(zip(*runs)):
         assert a == b, u
+
+
+def test_more_than_64_nested_blend_windows_pose():
+    """FAILED before the fix: a chain of 70 clips of non-decreasing durations under blend=100 s nests 70 blend windows at once. The
+    reference blends innermost first (only the innermost 6 weights act on the 7 poses the
+    stack holds); pose_stacks keeps only the first 64 window weights (``weights`` scratch,
+    ``nw < weights.shape[0]``), so it blends with the weights of windows 58-63 instead:
+    the pose differed. (Refused poses agree.) Fix: the weights kept as a ring (the
+    innermost 64)."""
+    from test_batch import _same_poses
+    aset = _set(3)
+    runs = []
+    for batched in (True, False):
+        p = Player(PlayerOptions(batched=batched, pool_size=4000))
+        h = CharacterInstance(aset, "h0")
+        p.change(h, p.chain(h, [(7, 9, 10)[k % 3] for k in range(60)] + [0, 8, 4, 6, 11, 3, 2, 5, 5, 5],
+                            blend=100.0), 0.0)
+        p.flush()
+        poses, refused = [], []
+        for u in range(2):
+            p.step([h])
+            poses.append(p.sample([h], reference=not batched).copy())
+            refused.append(h.poses_refused)
+            p.flush()
+        runs.append((poses, refused, [_state(h)]))
+    (pa, ra, sa), (pb, rb, sb) = runs
+    assert sa == sb
+    assert ra == rb and ra[0] > 60
+    _same_poses(pa, pb)
