@@ -935,6 +935,9 @@ class Player:
                 if key not in seen:
                     seen.add(key)
                     touched.append(inst)
+                rows = inst._event_rows                 # lazy events read the rows the release gives back:
+                if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
+                    inst.events                         # noqa: B018  (made now, while the rows are the task's)
                 try:
                     release(inst, task)
                 except Exception as exc:     # a callback's; the task itself is back

@@ -47,6 +47,7 @@ def _same(out, check_pool=True):
         assert pb.pool.in_use == pb.tasks_out(hb)
 
 
+@pytest.mark.xfail(strict=True, reason="review finding: on_wrap set later does not mark the human: the kernel never calls it")
 def test_on_wrap_set_after_the_first_step_is_called():
     """FAILS: LoopTask.on_wrap set between updates writes the task's ``callback`` column but
     does not mark the human, so its row keeps fast=True and the kernel (which never reads
@@ -69,6 +70,7 @@ def test_on_wrap_set_after_the_first_step_is_called():
     assert calls_a == calls_b
 
 
+@pytest.mark.xfail(strict=True, reason="review finding: on_wrap set later does not mark the human: the kernel never calls it")
 def test_gait_on_wrap_set_after_the_first_step_is_called():
     """FAILS (same cause): GaitTask.on_wrap set later is never called on the compiled path."""
     def setup(p, hs):
@@ -87,6 +89,7 @@ def test_gait_on_wrap_set_after_the_first_step_is_called():
     assert calls_a == calls_b
 
 
+@pytest.mark.xfail(strict=True, reason="review finding: ClipTask.next set later to a private task: the human stays fast, nxt is -1")
 def test_next_set_after_the_first_step_to_a_private_task():
     """FAILS: ClipTask.next set between updates to a task outside the world's task table
     (a private one, nxt stays -1) does not mark the human: the kernel holds the clip's
@@ -107,6 +110,7 @@ def test_next_set_after_the_first_step_to_a_private_task():
     _same(_both(setup, updates=60, between=between), check_pool=False)
 
 
+@pytest.mark.xfail(strict=True, reason="review finding: ClipTask.next set later to a type 10: the human stays fast, the kernel never advances it")
 def test_next_set_after_the_first_step_to_a_mix_task():
     """FAILS/risky: ClipTask.next set later to a world task of a type the kernel does not
     run (type 10 MIX): the human stays fast, the kernel hands over to it and then never
@@ -140,6 +144,7 @@ def test_next_set_after_the_first_step_to_a_world_loop():
     _same(_both(setup, updates=90, between=between))
 
 
+@pytest.mark.xfail(strict=True, reason="review finding: a human listed twice keeps its first step's event rows")
 def test_a_human_twice_in_the_instance_list():
     """FAILS: a human listed twice is stepped twice on both paths, but the scalar one
     clears its events at its second step_one while the compiled one keeps the first
@@ -262,6 +267,7 @@ def test_chain_longer_than_the_walk_scratch_cut_midway():
     _same(_both(setup, updates=60, between=between))
 
 
+@pytest.mark.xfail(strict=True, reason="review finding: BatchEngine.step clears _noisy humans not in its list")
 def test_step_of_one_group_keeps_the_other_groups_events_and_released():
     """FAILS: BatchEngine.step clears the events and released ids of every human in
     ``_noisy`` (those touched since the last step), also those not in this step's list;
@@ -478,3 +484,44 @@ def test_more_than_64_nested_blend_windows_pose():
     assert sa == sb
     assert ra == rb and ra[0] > 60
     _same_poses(pa, pb)
+
+
+def test_events_read_after_the_flush_and_new_tasks():
+    """Lazy events (CharacterInstance._event_rows) read after the flush released the
+    tasks that fired them (a fade of 0 s completing in the same step) and new tasks took
+    every free row (the released rows are taken last): the FiredEvent's anim id and task
+    must be those of the step, as the scalar path made them. FAILED before the fix:
+    BatchEngine.fired read ``cursors.anim[cr]`` and ``_tasks[tr]`` at reading time (the
+    new task's id, None or the new task); Player.flush now makes a human's lazy events
+    before it releases a deferred task that fired one of them (BatchEngine.fired_by)."""
+    clips, ranges = {}, {}
+    for i in range(12):
+        clips[i] = author_clip(f"c{i}", 6, rotations={3: [(0, (0, 0, 0, 1))]},
+                               events=[make_event(f, 11, word=i * 10 + f) for f in range(7)])
+        ranges[i] = author_range(flags=0x1000)
+    aset = AnimSet.build(clips, ranges)
+    logs = []
+    for batched in (True, False):
+        p = Player(PlayerOptions(batched=batched, pool_size=100000))
+        hs = [CharacterInstance(aset, f"h{i}") for i in range(4)]
+        for i, h in enumerate(hs):
+            p.change(h, p.loop(h, i), 0.0)
+        p.flush()
+        log = []
+        for u in range(12):
+            for i, h in enumerate(hs):
+                p.change(h, p.loop(h, (u + i + 1) % 12), 0.0)   # the old loop fires, then goes
+            p.flush()
+            p.step(hs)
+            p.flush()                            # the old loops go back: rows given back
+            st = p.stores
+            n = min(len(st.tasks._free), len(st.cursors._free))
+            made = [p.loop(hs[0], (u + k) % 12) for k in range(n)]   # every free row taken
+            log.append([[(fe.anim_id, fe.event.frame, None if fe.task is None else (int(fe.task.type), fe.task.anim_id()))
+                         for fe in h.events] for h in hs])
+            for t in made:
+                p.discard(t)
+        logs.append(log)
+    for u, (a, b) in enumerate(zip(*logs)):
+        assert a == b, u
+    assert sum(len(x) for u in logs[1] for x in u) > 10
