@@ -336,6 +336,10 @@ class BatchEngine:
         for _, tr, cr, g in self._ev_out[lo:hi].tolist():
             out.append(FiredEvent(events[g], int(anim[cr]), tasks[tr]))
 
+    def fired_by(self, task, lo: int, hi: int) -> bool:
+        """Whether ``task`` fired one of rows ``lo``-``hi`` of this update's event buffer."""
+        return task.tstore is self.player.stores.tasks and bool((self._ev_out[lo:hi, 1] == task.trow).any())
+
     def fired_types(self, lo: int, hi: int) -> np.ndarray:
         """The event types of rows ``lo``-``hi`` of this update's event buffer (no objects)."""
         return self.e_type[self._ev_out[lo:hi, 3]]

@@ -1326,15 +1326,17 @@ def pose_stacks(rows, cols, t_type, t_rate, t_c0, t_c1, t_aux, t_nxt, t_blend, t
                             continue
                         tt2 = into if cc == lead else mul(div(into, d), np.float64(c_dur[cc]))
                         _set_time(cc, tt2, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
-                if nw < weights.shape[0]:
-                    weights[nw] = np.float32(min(into / b, 1.0))
-                    nw += 1
+                # a ring: the innermost windows' weights are kept (only they can act, innermost
+                # first, on the seven poses the stack holds)
+                weights[nw % weights.shape[0]] = np.float32(min(into / b, 1.0))
+                nw += 1
                 r = nx
             # the windows' blends, innermost first
             while nw > 0:
                 nw -= 1
                 if sp >= 2:
-                    _blend(sp - 2, sp - 1, sp - 2, weights[nw], -1, submask, s_vel, s_root, s_rot, s_tag)
+                    _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], -1, submask, s_vel, s_root,
+                           s_rot, s_tag)
                     sp -= 1
         refused[k] = nref
         if sp == 0:

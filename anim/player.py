@@ -753,7 +753,8 @@ class Player:
         is listed in ``refused`` (emptied at each ``step``) as (instance, error). The
         original has no such check (it would write past the stack).
         """
-        dt = self.options.dt if dt is None else dt
+        # one float32 dt for both paths (the compiled step reads it as a float32)
+        dt = F.f32(float(self.options.dt if dt is None else dt))
         self.refused = []
         if self.options.batched:
             # Only the characters whose stack or gait leader changed can have a new top task.
@@ -934,6 +935,9 @@ class Player:
                 if key not in seen:
                     seen.add(key)
                     touched.append(inst)
+                rows = inst._event_rows                 # lazy events read the rows the release gives back:
+                if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
+                    inst.events                         # noqa: B018  (made now, while the rows are the task's)
                 try:
                     release(inst, task)
                 except Exception as exc:     # a callback's; the task itself is back

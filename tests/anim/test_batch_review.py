@@ -1,0 +1,527 @@
+"""Review of the compiled engine (issue 14): scenarios the random crowds of
+test_batch.py do not reach, each run on both paths and compared update by update."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scuffle.anim.clip import author_clip, make_event
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.tasks import ClipTask, LoopTask, TaskType
+
+from test_batch import GAIT, _set, _state
+
+
+def _both(setup, updates=60, humans=2, seed=3, between=None, **options):
+    """Run ``setup(p, hs)`` then ``updates`` updates on both paths; ``between(p, hs, u)``
+    after each flush. Returns [(states, p, hs, extra)] for batched, scalar."""
+    aset = _set(seed)
+    out = []
+    for batched in (True, False):
+        p = Player(PlayerOptions(batched=batched, pool_size=4000, **options))
+        hs = [CharacterInstance(aset, f"h{i}") for i in range(humans)]
+        extra = setup(p, hs)
+        p.flush()
+        states = []
+        for u in range(updates):
+            p.step(hs)
+            p.sample(hs, reference=not batched)
+            p.flush()
+            states.append([_state(h) for h in hs])
+            if between is not None:
+                between(p, hs, u, extra)
+                p.flush()
+        out.append((states, p, hs, extra))
+    return out
+
+
+def _same(out, check_pool=True):
+    (sa, pa, ha, _), (sb, pb, hb, _) = out
+    for u, (xa, xb) in enumerate(zip(sa, sb)):
+        assert xa == xb, f"update {u}"
+    if check_pool:
+        assert pa.pool.in_use == pa.tasks_out(ha)
+        assert pb.pool.in_use == pb.tasks_out(hb)
+
+
+@pytest.mark.xfail(strict=True, reason="review finding: on_wrap set later does not mark the human: the kernel never calls it")
+def test_on_wrap_set_after_the_first_step_is_called():
+    """FAILS: LoopTask.on_wrap set between updates writes the task's ``callback`` column but
+    does not mark the human, so its row keeps fast=True and the kernel (which never reads
+    ``callback``) wraps the loop without calling it."""
+    def setup(p, hs):
+        calls = []
+        for h in hs:
+            p.change(h, p.loop(h, 2), 0.0)        # clip 2: a short clip, wraps often
+        return calls
+
+    def between(p, hs, u, calls):
+        if u == 2:
+            for h in hs:
+                h.stack[0].on_wrap = lambda inst, calls=calls: calls.append(inst.name)
+
+    out = _both(setup, updates=80, between=between)
+    _same(out)
+    (_, _, _, calls_a), (_, _, _, calls_b) = out
+    assert calls_b, "the scenario must wrap"
+    assert calls_a == calls_b
+
+
+@pytest.mark.xfail(strict=True, reason="review finding: on_wrap set later does not mark the human: the kernel never calls it")
+def test_gait_on_wrap_set_after_the_first_step_is_called():
+    """FAILS (same cause): GaitTask.on_wrap set later is never called on the compiled path."""
+    def setup(p, hs):
+        for h in hs:
+            p.change(h, p.gait(h, GAIT, target=2.0, value=2.0), 0.0)
+        return []
+
+    def between(p, hs, u, calls):
+        if u == 2:
+            for h in hs:
+                h.stack[0].on_wrap = lambda inst, calls=calls: calls.append(inst.name)
+
+    out = _both(setup, updates=120, between=between)
+    (_, _, _, calls_a), (_, _, _, calls_b) = out
+    assert calls_b
+    assert calls_a == calls_b
+
+
+@pytest.mark.xfail(strict=True, reason="review finding: ClipTask.next set later to a private task: the human stays fast, nxt is -1")
+def test_next_set_after_the_first_step_to_a_private_task():
+    """FAILS: ClipTask.next set between updates to a task outside the world's task table
+    (a private one, nxt stays -1) does not mark the human: the kernel holds the clip's
+    last frame, the scalar path hands over to the next task."""
+    def setup(p, hs):
+        for h in hs:
+            p.change(h, p.clip(h, 2), 0.0)          # no next yet
+        return None
+
+    def between(p, hs, u, extra):
+        if u == 1:
+            for h in hs:
+                c = p.cursor(h.anim_set, 4)
+                nxt = LoopTask(c, 1.0)               # a private task table
+                p.pool.take(nxt)
+                h.stack[0].next = nxt
+
+    _same(_both(setup, updates=60, between=between), check_pool=False)
+
+
+@pytest.mark.xfail(strict=True, reason="review finding: ClipTask.next set later to a type 10: the human stays fast, the kernel never advances it")
+def test_next_set_after_the_first_step_to_a_mix_task():
+    """FAILS/risky: ClipTask.next set later to a world task of a type the kernel does not
+    run (type 10 MIX): the human stays fast, the kernel hands over to it and then never
+    advances it (``else: break``)."""
+    def setup(p, hs):
+        for h in hs:
+            p.change(h, p.clip(h, 2), 0.0)
+        return None
+
+    def between(p, hs, u, extra):
+        if u == 1:
+            for h in hs:
+                h.stack[0].next = p.mix(h, 4, 5, weight=0.3)
+
+    _same(_both(setup, updates=90, between=between))
+
+
+def test_next_set_after_the_first_step_to_a_world_loop():
+    """Passes (covers a risky path): next set later to a world task; the row link is
+    written by the setter, the kernel sees it without a mark."""
+    def setup(p, hs):
+        for h in hs:
+            p.change(h, p.clip(h, 2, blend=0.05), 0.0)
+        return None
+
+    def between(p, hs, u, extra):
+        if u == 1:
+            for h in hs:
+                h.stack[0].next = p.loop(h, 4)
+
+    _same(_both(setup, updates=90, between=between))
+
+
+@pytest.mark.xfail(strict=True, reason="review finding: a human listed twice keeps its first step's event rows")
+def test_a_human_twice_in_the_instance_list():
+    """FAILS: a human listed twice is stepped twice on both paths, but the scalar one
+    clears its events at its second step_one while the compiled one keeps the first
+    step's event rows when the second step fires none (``_event_rows`` set per status
+    row, never reset)."""
+    aset = _set(4)
+    runs = []
+    for batched in (True, False):
+        p = Player(PlayerOptions(batched=batched, pool_size=4000))
+        hs = [CharacterInstance(aset, f"h{i}") for i in range(3)]
+        p.change(hs[0], p.chain(hs[0], [1, 2, 3], blend=0.1, held=0x3), 0.2)
+        p.change(hs[1], p.gait(hs[1], GAIT, target=3.5, value=0.2, flags=0x2C1), 0.0)
+        p.change(hs[2], p.loop(hs[2], 5), 0.0)
+        p.flush()
+        lst = [hs[0], hs[1], hs[0], hs[2], hs[1]]
+        states = []
+        for u in range(120):
+            p.step(lst)
+            p.sample(lst, reference=not batched)
+            p.flush()
+            states.append([_state(h) for h in hs])
+        runs.append((states, p, hs))
+    for u, (a, b) in enumerate(zip(runs[0][0], runs[1][0])):
+        assert a == b, u
+    assert runs[0][1].pool.in_use == runs[0][1].tasks_out(runs[0][2])
+
+
+def test_forget_and_re_add_a_human():
+    """Humans cut, flushed, forgotten and stepped again (new rows) and others taking
+    their rows: both paths agree and nothing leaks."""
+    aset = _set(5)
+    runs = []
+    for batched in (True, False):
+        p = Player(PlayerOptions(batched=batched, pool_size=4000))
+        hs = [CharacterInstance(aset, f"h{i}") for i in range(4)]
+        for i, h in enumerate(hs):
+            p.change(h, p.chain(h, [i, i + 1, i + 2], blend=0.1, held=0x1), 0.0)
+        p.flush()
+        states = []
+        for u in range(150):
+            live = [h for k, h in enumerate(hs) if not (40 <= u < 70 and k % 2)]
+            p.step(live)
+            p.sample(live, reference=not batched)
+            p.flush()
+            if u == 39:
+                for h in hs[1::2]:
+                    h.record.flags |= 0x800
+                    p.cut(h)
+                p.flush()
+                for h in hs[1::2]:
+                    p.forget(h)
+                    h.released.clear()           # (the group rule: test_step_of_one_group_...)
+                    h.events = []
+                extra = CharacterInstance(aset, "x")    # takes a freed row
+                p.change(extra, p.loop(extra, 3), 0.0)
+                p.step(hs[::2] + [extra])
+                p.sample(hs[::2] + [extra], reference=not batched)
+                p.flush()
+                p.cut(extra)
+                p.flush()
+                p.forget(extra)
+            if u == 69:
+                for h in hs[1::2]:
+                    p.change(h, p.gait(h, GAIT, target=1.0, value=3.0), 0.3)
+                p.flush()
+            states.append([_state(h) for h in hs])
+        runs.append((states, p, hs))
+    for u, (a, b) in enumerate(zip(runs[0][0], runs[1][0])):
+        assert a == b, u
+    assert runs[0][1].pool.in_use == runs[0][1].tasks_out(runs[0][2])
+
+
+def test_one_task_on_two_stacks():
+    """A loop task put on two humans' stacks (game code re-using a task): advanced twice
+    an update on both paths."""
+    def setup(p, hs):
+        t = p.loop(hs[0], 3)
+        p.change(hs[0], t, 0.0)
+        p.insert_bottom(hs[1], t)
+        return None
+
+    _same(_both(setup, updates=60), check_pool=False)
+
+
+def test_a_clip_shared_by_two_stacks_hands_over():
+    """A clip task with a next task on two humans' stacks hands over on the first one
+    that steps it to its end."""
+    def setup(p, hs):
+        t = p.chain(hs[0], [2, 4], blend=0.1)
+        p.change(hs[0], t, 0.0)
+        p.insert_bottom(hs[1], t)
+        return None
+
+    _same(_both(setup, updates=90), check_pool=False)
+
+
+def test_chain_longer_than_the_walk_scratch():
+    """A chain of 80 short clips (the kernel's walk scratch holds 64) with blend windows:
+    hand-overs, pool accounting and events agree."""
+    def setup(p, hs):
+        for h in hs:
+            p.change(h, p.chain(h, [k % 12 for k in range(80)], blend=0.02, held=0x3), 0.1)
+        return None
+
+    _same(_both(setup, updates=400))
+
+
+def test_chain_longer_than_the_walk_scratch_cut_midway():
+    """The same chain cut after a few hand-overs: all 60-odd next tasks go back."""
+    def setup(p, hs):
+        for h in hs:
+            p.change(h, p.chain(h, [(k * 5) % 12 for k in range(80)], blend=0.0), 0.0)
+        return None
+
+    def between(p, hs, u, extra):
+        if u == 30:
+            for h in hs:
+                p.cut(h)
+
+    _same(_both(setup, updates=60, between=between))
+
+
+@pytest.mark.xfail(strict=True, reason="review finding: BatchEngine.step clears _noisy humans not in its list")
+def test_step_of_one_group_keeps_the_other_groups_events_and_released():
+    """FAILS: BatchEngine.step clears the events and released ids of every human in
+    ``_noisy`` (those touched since the last step), also those not in this step's list;
+    the scalar path clears only the humans it steps (step_one). A game stepping its crowd
+    in two groups (or a spawned human on its own) loses the other group's released ids
+    / events between the flush and their reading."""
+    aset = _set(6)
+    runs = []
+    for batched in (True, False):
+        p = Player(PlayerOptions(batched=batched, pool_size=4000))
+        a = [CharacterInstance(aset, f"a{i}") for i in range(3)]
+        b = [CharacterInstance(aset, f"b{i}") for i in range(3)]
+        for h in a + b:
+            p.change(h, p.chain(h, [2, 3], blend=0.0), 0.1)
+        p.flush()
+        states = []
+        for u in range(60):
+            p.step(a)
+            p.flush()
+            p.step(b)                    # must not touch group a's events / released
+            p.flush()
+            states.append([_state(h) for h in a + b])
+        runs.append(states)
+    for u, (x, y) in enumerate(zip(*runs)):
+        assert x == y, u
+
+
+def test_gait_spares_go_back_with_the_task():
+    """Gaits that had spare cursors made (pair changes in the kernel, set_value far from
+    the pair, retargets back before the spares were used), then cut: no cursor, gait or
+    task row stays in use on either path (covers a risky path)."""
+    def setup(p, hs):
+        for i, h in enumerate(hs):
+            p.change(h, p.gait(h, GAIT, target=(i % 5) * 0.9, value=((i + 2) % 5) * 0.9, flags=0x2C1), 0.0)
+        return None
+
+    def between(p, hs, u, extra):
+        for i, h in enumerate(hs):
+            g = [t for t in h.stack if t.type == TaskType.GAIT]
+            if not g:
+                continue
+            if u % 7 == 3:
+                g[0].set_target(((u + i) * 1.7) % 4.0)
+            if u % 11 == 5 and i % 2:
+                g[0].set_value(4.0 if g[0].value < 2 else 0.0)
+        if u == 70:
+            for h in hs:
+                p.cut(h)
+
+    out = _both(setup, updates=80, humans=10, between=between)
+    _same(out)
+    (_, pa, ha, _), (_, pb, hb, _) = out
+    assert pa.batch.pair_changes > 5
+    for name in ("cursors", "gaits", "tasks", "fades"):
+        assert getattr(pa.stores, name).in_use == getattr(pb.stores, name).in_use == 0, name
+
+
+@pytest.mark.parametrize("options", [dict(cleanup_above=3, early_finish_above=2),
+                                     dict(cleanup_above=4, early_finish_above=1, events="newest",
+                                          end_zero_overshoot=True),
+                                     dict(blend_window="kept", cleanup_above=5, end_zero_overshoot=True)],
+                         ids=["small-limits", "small-newest-zero", "kept-zero"])
+def test_small_stack_limits_and_options(options):
+    """Covers risky paths (passes): the clean-up and early-finish limits small, so fades
+    are completed by depth in the kernel, with the other readings."""
+    from test_batch import _check_pair, _run_pair
+    _check_pair(_run_pair(8, humans=10, updates=150, rate_of_commands=0.15, **options))
+
+
+def _game_command(p, h, rng):
+    """What game code does between updates besides changes: held bits, flags, enqueue,
+    insert_bottom, cut."""
+    r = rng.random()
+    ids = list(range(12))
+    if r < 0.2 and h.stack:
+        t = rng.choice(h.stack)
+        t.held = rng.choice([0, 0x1, 0x3, 0x7, 0x100])
+    elif r < 0.35 and h.stack:
+        t = rng.choice(h.stack)
+        t.set_flags(rng.choice([0, 0x1, 0x10, 0x2C1, 0x81]))
+    elif r < 0.5:
+        p.enqueue(h, p.chain(h, [rng.choice(ids), rng.choice(ids)], blend=0.1))
+    elif r < 0.65:
+        try:
+            p.insert_bottom(h, p.loop(h, rng.choice(ids), held=rng.choice([0, 1])))
+        except Exception:
+            pass
+    elif r < 0.7:
+        p.cut(h)
+    else:
+        p.change(h, p.chain(h, [rng.choice(ids) for _ in range(3)], blend=rng.choice([0.0, 0.2]),
+                            held=rng.choice([0, 0x3])), rng.choice([0.0, 0.2]))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_game_code_between_updates(seed):
+    """Covers risky paths (passes): held bits and flags changed by game code, enqueue,
+    insert_bottom and cut between updates (rows dirty when the next step runs)."""
+    import random
+    def setup(p, hs):
+        for h in hs:
+            p.change(h, p.chain(h, [1, 2, 3], blend=0.1, held=0x3), 0.1)
+        return random.Random(seed)
+
+    def between(p, hs, u, rng):
+        for h in hs:
+            if rng.random() < 0.2:
+                try:
+                    _game_command(p, h, rng)
+                except Exception as exc:          # limits: both paths raise alike
+                    if "full" not in str(exc) and "exhausted" not in str(exc):
+                        raise
+
+    _same(_both(setup, updates=150, humans=8, seed=seed, between=between))
+
+
+def test_event_buffer_grows_mid_step_with_pair_changes():
+    """Covers a risky path (passes): 200 humans on clips with many events (the step's
+    buffers start at 256 rows: the kernel stops and goes on from counts[COUNT_STOPPED]),
+    half of them gaits changing pairs (the second kernel run for the spares)."""
+    clips, ranges = {}, {}
+    for i in range(12):
+        frames = 20 + i
+        clips[i] = author_clip(f"c{i}", frames, rotations={3: [(0, (0, 0, 0, 1)), (frames, (0.1, 0, 0, 0.995))]},
+                               events=[make_event(f, 11, word=f) for f in range(0, frames + 1)]
+                               + [make_event(3, 0x2C), make_event(9, 0x2D), make_event(15, 0x48)])
+        ranges[i] = author_range(flags=0x1000)
+    for k, i in enumerate(GAIT[:4]):
+        frames = (35, 24, 21, 18)[k]
+        clips[i] = author_clip(f"g{k}", frames, rotations={3: [(0, (0, 0, 0, 1)), (frames, (0.1, 0, 0, 0.995))]},
+                               events=[make_event(f, 11, word=100 + f) for f in range(0, frames + 1)])
+        ranges[i] = author_range(flags=0x1000)
+    aset = AnimSet.build(clips, ranges)
+    runs = []
+    for batched in (True, False):
+        p = Player(PlayerOptions(batched=batched, pool_size=4000))
+        hs = [CharacterInstance(aset, f"h{i}") for i in range(200)]
+        for i, h in enumerate(hs):
+            if i % 2:
+                p.change(h, p.gait(h, GAIT, target=(i % 5) * 0.95, value=((i + 2) % 5) * 0.95, flags=0x2C1), 0.0)
+            else:
+                p.change(h, p.chain(h, [i % 12, (i + 1) % 12, (i + 5) % 12], blend=0.1, held=0x3), 0.2)
+        p.flush()
+        states = []
+        for u in range(50):
+            p.step(hs, dt=0.1)               # several frames an update: many events each
+            p.flush()
+            states.append([_state(h) for h in hs])
+            if u % 9 == 4:
+                for i, h in enumerate(hs[1::2]):
+                    h.stack[0].set_target(((u + i) * 1.3) % 4.0)
+        runs.append((states, p, hs))
+    for u, (a, b) in enumerate(zip(runs[0][0], runs[1][0])):
+        assert a == b, u
+    pa = runs[0][1]
+    assert len(pa.batch._ev_out) > 256 and pa.batch.pair_changes > 10
+    assert pa.pool.in_use == pa.tasks_out(runs[0][2])
+
+
+@pytest.mark.parametrize("how", ["argument", "option"])
+def test_a_dt_that_is_not_a_float32(how):
+    """FAILED before the fix: a dt that is not a float32 value (0.1, 1/30 unrounded) was
+    rounded to float32 by the compiled step (``dt32`` in BatchEngine._run_step) but used
+    as a double by the scalar one (F.mul(dt, rate)), and by the compiled path's own slow
+    humans: times differed in the last bit. Player.step now rounds dt once for both."""
+    def setup(p, hs):
+        p.change(hs[0], p.chain(hs[0], [1, 2, 3], blend=0.1), 0.2)
+        p.change(hs[1], p.gait(hs[1], GAIT, target=3.0, value=0.5, flags=0x2C1), 0.0)
+        p.change(hs[2], p.mix(hs[2], 4, 5, weight=0.3), 0.0)        # a slow human
+        return None
+
+    aset = _set(3)
+    runs = []
+    for batched in (True, False):
+        opts = dict(dt=0.1) if how == "option" else {}
+        p = Player(PlayerOptions(batched=batched, pool_size=4000, **opts))
+        hs = [CharacterInstance(aset, f"h{i}") for i in range(3)]
+        setup(p, hs)
+        p.flush()
+        states = []
+        for u in range(40):
+            p.step(hs, dt=(1.0 / 30.0 if how == "argument" else None))
+            p.flush()
+            states.append([_state(h) for h in hs])
+        runs.append(states)
+    for u, (a, b) in enumerate(zip(*runs)):
+        assert a == b, u
+
+
+def test_more_than_64_nested_blend_windows_pose():
+    """FAILED before the fix: a chain of 70 clips of non-decreasing durations under blend=100 s nests 70 blend windows at once. The
+    reference blends innermost first (only the innermost 6 weights act on the 7 poses the
+    stack holds); pose_stacks keeps only the first 64 window weights (``weights`` scratch,
+    ``nw < weights.shape[0]``), so it blends with the weights of windows 58-63 instead:
+    the pose differed. (Refused poses agree.) Fix: the weights kept as a ring (the
+    innermost 64)."""
+    from test_batch import _same_poses
+    aset = _set(3)
+    runs = []
+    for batched in (True, False):
+        p = Player(PlayerOptions(batched=batched, pool_size=4000))
+        h = CharacterInstance(aset, "h0")
+        p.change(h, p.chain(h, [(7, 9, 10)[k % 3] for k in range(60)] + [0, 8, 4, 6, 11, 3, 2, 5, 5, 5],
+                            blend=100.0), 0.0)
+        p.flush()
+        poses, refused = [], []
+        for u in range(2):
+            p.step([h])
+            poses.append(p.sample([h], reference=not batched).copy())
+            refused.append(h.poses_refused)
+            p.flush()
+        runs.append((poses, refused, [_state(h)]))
+    (pa, ra, sa), (pb, rb, sb) = runs
+    assert sa == sb
+    assert ra == rb and ra[0] > 60
+    _same_poses(pa, pb)
+
+
+def test_events_read_after_the_flush_and_new_tasks():
+    """Lazy events (CharacterInstance._event_rows) read after the flush released the
+    tasks that fired them (a fade of 0 s completing in the same step) and new tasks took
+    every free row (the released rows are taken last): the FiredEvent's anim id and task
+    must be those of the step, as the scalar path made them. FAILED before the fix:
+    BatchEngine.fired read ``cursors.anim[cr]`` and ``_tasks[tr]`` at reading time (the
+    new task's id, None or the new task); Player.flush now makes a human's lazy events
+    before it releases a deferred task that fired one of them (BatchEngine.fired_by)."""
+    clips, ranges = {}, {}
+    for i in range(12):
+        clips[i] = author_clip(f"c{i}", 6, rotations={3: [(0, (0, 0, 0, 1))]},
+                               events=[make_event(f, 11, word=i * 10 + f) for f in range(7)])
+        ranges[i] = author_range(flags=0x1000)
+    aset = AnimSet.build(clips, ranges)
+    logs = []
+    for batched in (True, False):
+        p = Player(PlayerOptions(batched=batched, pool_size=100000))
+        hs = [CharacterInstance(aset, f"h{i}") for i in range(4)]
+        for i, h in enumerate(hs):
+            p.change(h, p.loop(h, i), 0.0)
+        p.flush()
+        log = []
+        for u in range(12):
+            for i, h in enumerate(hs):
+                p.change(h, p.loop(h, (u + i + 1) % 12), 0.0)   # the old loop fires, then goes
+            p.flush()
+            p.step(hs)
+            p.flush()                            # the old loops go back: rows given back
+            st = p.stores
+            n = min(len(st.tasks._free), len(st.cursors._free))
+            made = [p.loop(hs[0], (u + k) % 12) for k in range(n)]   # every free row taken
+            log.append([[(fe.anim_id, fe.event.frame, None if fe.task is None else (int(fe.task.type), fe.task.anim_id()))
+                         for fe in h.events] for h in hs])
+            for t in made:
+                p.discard(t)
+        logs.append(log)
+    for u, (a, b) in enumerate(zip(*logs)):
+        assert a == b, u
+    assert sum(len(x) for u in logs[1] for x in u) > 10
