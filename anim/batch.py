@@ -81,6 +81,8 @@ class BatchEngine:
         self._pair_out = np.zeros((256, 3), np.int64)
         self._gait_out = np.zeros((256, 2), np.int64)
         self._status2 = np.zeros(0, np.int64)
+        self._in_call = np.zeros(0, np.bool_)
+        self._twice = False                     # a human listed more than once
         self._ev_lo = self._ev_hi = self._ev_lo2 = self._ev_hi2 = np.zeros(0, np.int64)
         self._pair4 = np.zeros(4, np.int64)
         self._counts = np.zeros(5, np.int64)
@@ -142,6 +144,7 @@ class BatchEngine:
             return self._last_rows
         self._last = list(instances)
         self._last_rows = np.array([self._row(inst) for inst in instances], dtype=np.int64)
+        self._twice = len(set(self._last_rows.tolist())) < len(self._last_rows)
         self._fast_valid = False
         return self._last_rows
 
@@ -251,10 +254,7 @@ class BatchEngine:
         st = player.stores
         cur, fad, gai, tsk, h = st.cursors, st.fades, st.gaits, st.tasks, self.humans
         rows = self._rows_of(instances)
-        for inst in self._noisy:
-            inst.clear_events()
-            inst.released.clear()
-        self._noisy = []
+        self._clear_noisy(rows)
         self._sync()
         self._clip_events()
         fast_rows, fast_cols = self._fast(rows)
@@ -309,6 +309,8 @@ class BatchEngine:
                     self._pull(inst)
                 if s & (K.STATUS_TOP | K.STATUS_STACK):
                     changed.append(inst)
+        if self._twice:
+            self._last_of_twice(fast_rows, n)
         n_def = int(counts[K.COUNT_DEFERRED])
         if n_def:
             deferred, by_row = player.deferred, self._instances
@@ -344,6 +346,49 @@ class BatchEngine:
         """The event types of rows ``lo``-``hi`` of this update's event buffer (no objects)."""
         return self.e_type[self._ev_out[lo:hi, 3]]
 
+    def _clear_noisy(self, rows: np.ndarray) -> None:
+        """Clear last update's events and released ids of the humans stepped now (as
+        step_one does); the others keep theirs (their events made now: the buffer is
+        about to be overwritten) until they are stepped."""
+        noisy = self._noisy
+        if not noisy:
+            return
+        if len(self._in_call) < self.humans.capacity:
+            self._in_call = np.zeros(self.humans.capacity, np.bool_)
+        in_call = self._in_call
+        in_call[rows] = True
+        keep = []
+        by_row = self._instances
+        for inst in noisy:
+            s = inst.slot
+            if 0 <= s < len(in_call) and in_call[s] and by_row[s] is inst:
+                inst.clear_events()
+                inst.released.clear()
+            else:
+                inst.events                         # made from the rows before they are reused
+                keep.append(inst)
+        in_call[rows] = False
+        self._noisy = keep
+
+    def _last_of_twice(self, fast_rows: np.ndarray, n: int) -> None:
+        """A human listed twice (or more) shows the events of its last step only, as
+        step_one clears them at each step."""
+        last: dict[int, int] = {}
+        seen: set[int] = set()
+        twice: set[int] = set()
+        for k, hr in enumerate(fast_rows[:n].tolist()):
+            if hr in seen:
+                twice.add(hr)
+            seen.add(hr)
+            last[hr] = k
+        for hr in sorted(twice):
+            k = last[hr]
+            inst = self._instances[hr]
+            if self._status[k] & K.STATUS_SLOW:
+                continue                            # the scalar step clears them itself
+            lo, hi = int(self._ev_lo[k]), int(self._ev_hi[k])
+            inst._event_rows = (self, lo, hi) if hi > lo else None
+
     def _run_step(self, rows: np.ndarray, status: np.ndarray, lo: np.ndarray, hi: np.ndarray, dt: float) -> None:
         """step_stacks over ``rows`` (out: ``status``, each one's event rows ``lo``-``hi``),
         growing the output buffers until everything fits."""
@@ -360,7 +405,7 @@ class BatchEngine:
                            h.depth, h.stack, h.flags,
                            tsk.type, tsk.rate, tsk.flags, tsk.held, tsk.c0, tsk.c1, tsk.aux, tsk.nxt, tsk.blend,
                            tsk.window, tsk.incoming, tsk.released, tsk.handed_over, tsk.wraps, tsk.speed,
-                           cur.t, cur.frame, cur.end, cur.limit, cur.dur, cur.flags, cur.bank, cur.ev, cur.evf,
+                           tsk.callback, tsk.foreign, cur.t, cur.frame, cur.end, cur.limit, cur.dur, cur.flags, cur.bank, cur.ev, cur.evf,
                            cur.at_end, cur.anim, fad.el, fad.dur, gai.value, gai.target, gai.lower, gai.leader,
                            gai.id0, gai.id1, gai.id2, gai.id3, gai.id4, gai.s0, gai.s1,
                            self.e_first, self.e_count, self.e_frame, self.e_type,

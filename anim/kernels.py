@@ -843,6 +843,22 @@ def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
 
 
 @njit(cache=True)
+def _runnable(r, t_type, t_c0, t_c1, t_aux, t_callback, t_foreign):
+    """Whether the kernel runs task ``r``: a type it knows (1, 3-7, 9, 12) with its rows in
+    the world's tables, no wrap callback, no next or incoming task in another table."""
+    tt = t_type[r]
+    if t_callback[r] or t_foreign[r]:
+        return False
+    if tt == _FADE:
+        return t_aux[r] >= 0
+    if tt == _GAIT:
+        return t_aux[r] >= 0 and t_c0[r] >= 0 and t_c1[r] >= 0
+    if tt == _LOOP or tt == _CLIP or tt == _PAIRED_HOLD or tt == _HOLD or tt == _PAIRED_CLIP or tt == _SCENE:
+        return t_c0[r] >= 0
+    return False
+
+
+@njit(cache=True)
 def _find(hi, r, h_depth, h_stack):
     for i in range(h_depth[hi]):
         if h_stack[hi, i] == r:
@@ -985,7 +1001,7 @@ def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
 def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
                 h_depth, h_stack, h_flags,
                 t_type, t_rate, t_flags, t_held, t_c0, t_c1, t_aux, t_nxt, t_blend, t_window, t_incoming,
-                t_released, t_handed, t_wraps, t_speed,
+                t_released, t_handed, t_wraps, t_speed, t_callback, t_foreign,
                 c_t, c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, c_anim,
                 f_el, f_dur, g_value, g_target, g_lower, g_leader, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1,
                 e_first, e_count, e_frame, e_type,
@@ -1020,6 +1036,7 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
         # is deferred at most once
         need_ev = 0
         need_def = 0
+        runnable = True
         n = 0
         for i in range(depth):
             walk[n] = h_stack[hi, i]
@@ -1028,6 +1045,10 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
             n -= 1
             r = walk[n]
             need_def += 1
+            # what Python changed since the rows were checked (a wrap callback, a next
+            # task of another type or table set later): the scalar step takes the human
+            if not _runnable(r, t_type, t_c0, t_c1, t_aux, t_callback, t_foreign):
+                runnable = False
             if t_c0[r] >= 0:
                 need_ev += 2 * e_count[c_bank[t_c0[r]]]
             if t_c1[r] >= 0:
@@ -1037,8 +1058,14 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
                     if sp >= 0:
                         need_ev += 2 * e_count[c_bank[sp]]
             if (t_type[r] == _CLIP or t_type[r] == _PAIRED_CLIP) and t_nxt[r] >= 0 and n < walk.shape[0]:
+                if t_type[t_nxt[r]] == _FADE:
+                    runnable = False
                 walk[n] = t_nxt[r]
                 n += 1
+        if not runnable:
+            status[k] = STATUS_SLOW
+            ev_lo[k] = ev_hi[k] = n_ev
+            continue
         if n_ev + need_ev > cap_ev or max(n_def, n_pair, n_gait) + need_def > cap_def:
             counts[COUNT_EVENTS] = n_ev
             counts[COUNT_DEFERRED] = n_def

@@ -191,11 +191,12 @@ def task_table(capacity: int = 64) -> Table:
     and upper), ``aux`` (a fade's or gait's own row), ``nxt`` (a type 3 / 6's next task's
     row), ``blend`` (f32) and ``window`` (0 advanced, 1 kept), a fade's ``incoming`` task
     row, ``released``, ``handed_over``, a loop's ``wraps``, ``speed`` (a gait's, f32),
-    ``callback`` (a wrap callback: the compiled step leaves the human to the scalar one)."""
+    ``callback`` (a wrap callback) and ``foreign`` (a next or incoming task in another
+    table): with either the compiled step leaves the human to the scalar one."""
     return Table({"type": np.int8, "rate": np.float32, "flags": np.int32, "held": np.int64,
                   "c0": np.int64, "c1": np.int64, "aux": np.int64, "nxt": np.int64, "blend": np.float32,
                   "window": np.int8, "incoming": np.int64, "released": bool, "handed_over": bool,
-                  "wraps": np.int64, "speed": np.float32, "callback": bool}, capacity)
+                  "wraps": np.int64, "speed": np.float32, "callback": bool, "foreign": bool}, capacity)
 
 
 class HumanTable:

@@ -177,7 +177,7 @@ class Task:
         ts.c0[r] = ts.c1[r] = ts.aux[r] = ts.nxt[r] = ts.incoming[r] = NO_ROW
         ts.blend[r] = ts.speed[r] = 0.0
         ts.window[r] = 0
-        ts.released[r] = ts.handed_over[r] = ts.callback[r] = False
+        ts.released[r] = ts.handed_over[r] = ts.callback[r] = ts.foreign[r] = False
         ts.wraps[r] = 0
         self.on_end = on_end
 
@@ -382,7 +382,9 @@ class ClipTask(_ClipBase):
     @next.setter
     def next(self, task: Task | None) -> None:
         self._next = task
-        self.tstore.nxt[self.trow] = task.trow if task is not None and task.tstore is self.tstore else NO_ROW
+        linked = task is not None and task.tstore is self.tstore
+        self.tstore.nxt[self.trow] = task.trow if linked else NO_ROW
+        self.tstore.foreign[self.trow] = task is not None and not linked
 
     def following(self) -> list[Task]:
         nxt = self._next
@@ -531,7 +533,9 @@ class FadeTask(Task):
     @incoming.setter
     def incoming(self, task: Task | None) -> None:
         self._incoming = task
-        self.tstore.incoming[self.trow] = task.trow if task is not None and task.tstore is self.tstore else NO_ROW
+        linked = task is not None and task.tstore is self.tstore
+        self.tstore.incoming[self.trow] = task.trow if linked else NO_ROW
+        self.tstore.foreign[self.trow] = task is not None and not linked
 
     def dispose(self) -> None:
         self.dispose_row()

@@ -47,9 +47,8 @@ def _same(out, check_pool=True):
         assert pb.pool.in_use == pb.tasks_out(hb)
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: on_wrap set later does not mark the human: the kernel never calls it")
 def test_on_wrap_set_after_the_first_step_is_called():
-    """FAILS: LoopTask.on_wrap set between updates writes the task's ``callback`` column but
+    """FAILED before the fix: LoopTask.on_wrap set between updates writes the task's ``callback`` column but
     does not mark the human, so its row keeps fast=True and the kernel (which never reads
     ``callback``) wraps the loop without calling it."""
     def setup(p, hs):
@@ -70,9 +69,8 @@ def test_on_wrap_set_after_the_first_step_is_called():
     assert calls_a == calls_b
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: on_wrap set later does not mark the human: the kernel never calls it")
 def test_gait_on_wrap_set_after_the_first_step_is_called():
-    """FAILS (same cause): GaitTask.on_wrap set later is never called on the compiled path."""
+    """FAILED before the fix (same cause): GaitTask.on_wrap set later is never called on the compiled path."""
     def setup(p, hs):
         for h in hs:
             p.change(h, p.gait(h, GAIT, target=2.0, value=2.0), 0.0)
@@ -89,9 +87,8 @@ def test_gait_on_wrap_set_after_the_first_step_is_called():
     assert calls_a == calls_b
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: ClipTask.next set later to a private task: the human stays fast, nxt is -1")
 def test_next_set_after_the_first_step_to_a_private_task():
-    """FAILS: ClipTask.next set between updates to a task outside the world's task table
+    """FAILED before the fix: ClipTask.next set between updates to a task outside the world's task table
     (a private one, nxt stays -1) does not mark the human: the kernel holds the clip's
     last frame, the scalar path hands over to the next task."""
     def setup(p, hs):
@@ -110,9 +107,8 @@ def test_next_set_after_the_first_step_to_a_private_task():
     _same(_both(setup, updates=60, between=between), check_pool=False)
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: ClipTask.next set later to a type 10: the human stays fast, the kernel never advances it")
 def test_next_set_after_the_first_step_to_a_mix_task():
-    """FAILS/risky: ClipTask.next set later to a world task of a type the kernel does not
+    """FAILED before the fix: ClipTask.next set later to a world task of a type the kernel does not
     run (type 10 MIX): the human stays fast, the kernel hands over to it and then never
     advances it (``else: break``)."""
     def setup(p, hs):
@@ -144,9 +140,8 @@ def test_next_set_after_the_first_step_to_a_world_loop():
     _same(_both(setup, updates=90, between=between))
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: a human listed twice keeps its first step's event rows")
 def test_a_human_twice_in_the_instance_list():
-    """FAILS: a human listed twice is stepped twice on both paths, but the scalar one
+    """FAILED before the fix: a human listed twice is stepped twice on both paths, but the scalar one
     clears its events at its second step_one while the compiled one keeps the first
     step's event rows when the second step fires none (``_event_rows`` set per status
     row, never reset)."""
@@ -267,9 +262,8 @@ def test_chain_longer_than_the_walk_scratch_cut_midway():
     _same(_both(setup, updates=60, between=between))
 
 
-@pytest.mark.xfail(strict=True, reason="review finding: BatchEngine.step clears _noisy humans not in its list")
 def test_step_of_one_group_keeps_the_other_groups_events_and_released():
-    """FAILS: BatchEngine.step clears the events and released ids of every human in
+    """FAILED before the fix: BatchEngine.step clears the events and released ids of every human in
     ``_noisy`` (those touched since the last step), also those not in this step's list;
     the scalar path clears only the humans it steps (step_one). A game stepping its crowd
     in two groups (or a spawned human on its own) loses the other group's released ids
