@@ -383,7 +383,7 @@ class ClipTask(_ClipBase):
     def next(self, task: Task | None) -> None:
         self._next = task
         linked = task is not None and task.tstore is self.tstore
-        self.tstore.nxt[self.trow] = task.trow if linked else NO_ROW
+        self.tstore.nxt[self.trow] = task.trow if task is not None and linked else NO_ROW
         self.tstore.foreign[self.trow] = task is not None and not linked
 
     def following(self) -> list[Task]:
@@ -534,7 +534,7 @@ class FadeTask(Task):
     def incoming(self, task: Task | None) -> None:
         self._incoming = task
         linked = task is not None and task.tstore is self.tstore
-        self.tstore.incoming[self.trow] = task.trow if linked else NO_ROW
+        self.tstore.incoming[self.trow] = task.trow if task is not None and linked else NO_ROW
         self.tstore.foreign[self.trow] = task is not None and not linked
 
     def dispose(self) -> None:
