@@ -14,10 +14,12 @@ two kernels of anim.kernels over the whole crowd:
    fades' ends and clean-up, the gait rules, held-flag events; it writes the fired
    events and the deferred tasks as rows of preallocated buffers. Python then only
    visits the humans the kernel reports: their stack list is rebuilt from the rows,
-   their events become ``FiredEvent`` objects (``CharacterInstance.events``), their
-   deferred tasks join the Player's deferred list. The others (a rare type 10, 11, 13,
-   a queue, a wrap callback, a gait changing its clip pair: a cursor must be made) take
-   the scalar step (anim.player.Player.step_one).
+   their events stay rows until ``CharacterInstance.events`` is read, their deferred
+   tasks join the Player's deferred list. A gait whose pair change needs a cursor it
+   does not have gets it made (GaitTask.prepare_pair) and its human is stepped again.
+   The others (a rare type 10, 11, 13, a queue, a wrap callback, a next task of another
+   table or type set behind the rows' back, which the kernel also checks) take the
+   scalar step (anim.player.Player.step_one).
 2. ``pose``: one kernel call samples, blends and builds the bone transforms of every
    fast human; the others emit a plan (anim.plan.SamplePlan) that a second call runs.
 

@@ -1019,7 +1019,9 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
     stepped (STATUS_SLOW | STATUS_PAIR): ``pair_out[:counts[3]]`` (human, gait task row,
     new lower) ask the caller to make them (GaitTask.prepare_pair) and call again for it;
     ``gait_out[:counts[4]]`` (human, gait task row) the gaits whose pair changed (their
-    cursor objects follow the rows: GaitTask.rebind). ``counts`` are read as the fill
+    cursor objects follow the rows: GaitTask.rebind). A human with a task the kernel does
+    not run (``_runnable``: a callback, a link into another table, a type 10, 11, 13, a
+    fade as a next task) is not stepped either (STATUS_SLOW). ``counts`` are read as the fill
     so far (the caller zeroes them first). ``snap`` (>= 18), ``walk`` (>= 64) and
     ``pair4`` (4) are scratch. Nothing is allocated.
     """
