@@ -253,8 +253,7 @@ class BatchEngine:
     def step(self, instances: list, dt: float) -> list:
         """Advance every human one update; returns those whose top task may have changed."""
         player = self.player
-        st = player.stores
-        cur, fad, gai, tsk, h = st.cursors, st.fades, st.gaits, st.tasks, self.humans
+        h = self.humans
         rows = self._rows_of(instances)
         self._clear_noisy(rows)
         self._sync()

@@ -53,7 +53,9 @@ from numba import njit
 from .clip import EventType
 from .sampler import CursorFlags
 from .store import NO_EVENT, NO_ROW
-from .tasks import GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, HeldFlags, TaskType
+from .pose import POSE_STACK_SIZE
+from .tasks import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, HELD_EVENTS, WINDOW_RULES,
+                    BlendWindow, HeldFlags, TaskType)
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_SLOW", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
@@ -661,8 +663,10 @@ _STEP2 = float(GAIT_STEPS[2])
 _ALONE_LOW = float(GAIT_ALONE_LOW)
 _ALONE_HIGH = float(GAIT_ALONE_HIGH)
 _FALL = float(GAIT_FALL_FRACTION)
-_KEPT = 1                       # the task table's window column: 0 advanced, 1 kept
-_POSES = 7                      # the pose stack (0x00104ce0 refuses an eighth)
+_KEPT = WINDOW_RULES.index(BlendWindow.KEPT)     # the task table's window column
+_POSES = POSE_STACK_SIZE        # the pose stack (0x00104ce0 refuses an eighth)
+_OPEN_NEED, _OPEN_CLEAR, _OPEN_SET = HELD_EVENTS[EventType.HELD_OPEN]
+_CLOSE_NEED, _CLOSE_CLEAR, _CLOSE_SET = HELD_EVENTS[EventType.HELD_CLOSE]
 _WALK = 64                      # scratch rows for walks over a stack and its next tasks
 
 # status bits per human (step_stacks' ``status``)
@@ -742,7 +746,7 @@ def _set_time(c, t, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, 
 
 @njit(cache=True)
 def _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
-    """Cursor.restart: time 0, frame 0, no event passed."""
+    """Cursor.restart: time 0, frame 0, no event passed. Original: AnimCursor_Restart."""
     c_t[c] = 0.0
     c_frame[c] = 0
     c_at_end[c] = False
@@ -859,6 +863,16 @@ def _runnable(r, t_type, t_c0, t_c1, t_aux, t_callback, t_foreign):
 
 
 @njit(cache=True)
+def _seed_walk(hi, h_depth, h_stack, walk):
+    """Put the human's stack rows on the walk's scratch (a walk then pops them and pushes
+    next tasks); returns how many are on it."""
+    n = h_depth[hi]
+    for i in range(n):
+        walk[i] = h_stack[hi, i]
+    return n
+
+
+@njit(cache=True)
 def _find(hi, r, h_depth, h_stack):
     for i in range(h_depth[hi]):
         if h_stack[hi, i] == r:
@@ -928,10 +942,7 @@ def _pair_ready(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_c0, t_c1, t
     update has the spare cursors it needs; for those without, (human, task, new lower)
     rows go to ``pair_out``. Returns (ready, n_pair)."""
     ready = True
-    n = 0
-    for i in range(h_depth[hi]):
-        walk[n] = h_stack[hi, i]
-        n += 1
+    n = _seed_walk(hi, h_depth, h_stack, walk)
     while n > 0:
         n -= 1
         r = walk[n]
@@ -954,7 +965,7 @@ def _pair_ready(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_c0, t_c1, t
 
 @njit(cache=True)
 def _defer(hi, r, t_released, def_out, n_def):
-    """Player.defer: on the deferred list once."""
+    """Player.defer: on the deferred list once. Original: 0x00105640 AnimTask_DeferGive."""
     if not t_released[r]:
         t_released[r] = True
         def_out[n_def, 0] = hi
@@ -966,10 +977,7 @@ def _defer(hi, r, t_released, def_out, n_def):
 @njit(cache=True)
 def _owner_of(hi, task, h_depth, h_stack, t_type, t_nxt, t_handed, walk):
     """Player._owner_of: the clip task (on the stack or following one) whose next is ``task``."""
-    n = 0
-    for i in range(h_depth[hi]):
-        walk[n] = h_stack[hi, i]
-        n += 1
+    n = _seed_walk(hi, h_depth, h_stack, walk)
     while n > 0:
         n -= 1
         t = walk[n]
@@ -1039,10 +1047,7 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
         need_ev = 0
         need_def = 0
         runnable = True
-        n = 0
-        for i in range(depth):
-            walk[n] = h_stack[hi, i]
-            n += 1
+        n = _seed_walk(hi, h_depth, h_stack, walk)
         while n > 0:
             n -= 1
             r = walk[n]
@@ -1234,13 +1239,9 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
                 tr = ev_out[j, 1]
                 if et == _HELD_OPEN or et == _HELD_CLOSE:
                     if et == _HELD_OPEN:
-                        need = 0x3
-                        clear = 0x1
-                        setb = 0x2
+                        need, clear, setb = _OPEN_NEED, _OPEN_CLEAR, _OPEN_SET
                     else:
-                        need = 0x7
-                        clear = 0x7
-                        setb = 0x4
+                        need, clear, setb = _CLOSE_NEED, _CLOSE_CLEAR, _CLOSE_SET
                     if t_held[tr] & need:
                         t_held[tr] = (t_held[tr] & ~clear) | setb
                         _clear_flags(hi, np.int64(clear), tr, h_depth, h_stack, h_flags, t_held, t_released)

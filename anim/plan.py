@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import kernels as K
-from .pose import DTYPE, NUM_TAGS, POSE_STACK_SIZE, PoseBatch, PoseStackOverflow, blend
+from .pose import DTYPE, NUM_TAGS, POSE_STACK_SIZE, PoseBatch, blend
 from .sampler import ClipBank
 from .skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
 

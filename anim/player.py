@@ -30,17 +30,11 @@ from .batch import BatchEngine
 from .store import Stores
 from .stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, CharacterInstance, QueueFull, StackFull,
                     TaskPool)
-from .tasks import (BlendWindow, ClipTask, DirectionTask, EventRule, FadeTask, GaitTask, HeldFlags, HoldTask,
+from .tasks import (HELD_EVENTS, BlendWindow, ClipTask, DirectionTask, EventRule, FadeTask, GaitTask, HeldFlags, HoldTask,
                     LoopTask, MixTask, PairedClipTask, PairedHoldTask, PickSampling, PickTask, SceneTask, Task,
                     TaskType, LOCOMOTION_FLAGS)
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
-
-# Fired-event types that change the held bits: (bits that must be held, clear, set).
-HELD_EVENTS: dict[int, tuple[int, int, int]] = {
-    EventType.HELD_OPEN: (0x3, 0x1, 0x2),
-    EventType.HELD_CLOSE: (0x7, 0x7, 0x4),
-}
 
 _T = TypeVar("_T", bound=Task)
 
@@ -583,11 +577,19 @@ class Player:
 
     def _insert_bottom(self, inst: CharacterInstance, task: Task) -> None:
         """``insert_bottom`` without the anim id's refresh (``change`` refreshes once)."""
+        self._put(inst, task, 0)
+
+    def _put(self, inst: CharacterInstance, task: Task, at: int | None) -> None:
+        """Put ``task`` at index ``at`` of the stack (None: on top), after the early finish
+        and the checks insert_bottom and push share; no anim id refresh."""
         self._check_fits_poses(inst, task)
         self._early_finish(inst)
         if len(inst.stack) >= STACK_SIZE:
             raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
-        inst.stack.insert(0, task)
+        if at is None:
+            inst.stack.append(task)
+        else:
+            inst.stack.insert(at, task)
         self.batch.mark(inst)
         self._hold(inst, task)
 
@@ -603,13 +605,7 @@ class Player:
 
     def _push(self, inst: CharacterInstance, task: Task) -> None:
         """``push`` without the anim id's refresh (``change`` refreshes once)."""
-        self._check_fits_poses(inst, task)
-        self._early_finish(inst)
-        if len(inst.stack) >= STACK_SIZE:
-            raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
-        inst.stack.append(task)
-        self.batch.mark(inst)
-        self._hold(inst, task)
+        self._put(inst, task, None)
 
     def change(self, inst: CharacterInstance, task: Task, fade: float = 0.0) -> FadeTask:
         """A change of animation, the three moves: make a fade, insert the new task at the

@@ -19,6 +19,7 @@ from enum import IntEnum, IntFlag, StrEnum
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import f32 as F
+from .clip import EventType
 from .cursor import Cursor
 from .sampler import CursorFlags
 from .store import NO_ROW, Table, column, fade_table, gait_table, task_column, task_table
@@ -28,7 +29,7 @@ from .interfaces import PoseProgram, TaskHost
 if TYPE_CHECKING:  # pragma: no cover
     from .stack import CharacterInstance
 
-__all__ = ["TaskType", "TaskFlags", "HeldFlags", "EventRule", "BlendWindow", "PickSampling", "Task", "LoopTask", "ClipTask", "HoldTask",
+__all__ = ["TaskType", "TaskFlags", "HeldFlags", "HELD_EVENTS", "EventRule", "BlendWindow", "PickSampling", "Task", "LoopTask", "ClipTask", "HoldTask",
            "SceneTask", "PairedClipTask", "PairedHoldTask", "FadeTask", "MixTask", "PickTask",
            "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "PAIRED_IDLE_FLAGS",
            "GAIT_STEPS", "PICK_THRESHOLDS", "fade_weight"]
@@ -92,6 +93,15 @@ class HeldFlags(IntFlag):
     REPORT = 0x400000          # release sets 0x80000000 on the reported object
     START_CLIP_2 = 0x10000000
     ANIM_STATE = 0x4000000000
+
+
+# Fired-event types that change the held bits of the task that fired them: (bits that
+# must be held, bits cleared, bits set). Original: 0x00101dd8 (types 0x2c, 0x2d).
+HELD_EVENTS: dict[int, tuple[int, int, int]] = {
+    EventType.HELD_OPEN: (int(HeldFlags.WINDUP | HeldFlags.HIT_WINDOW), int(HeldFlags.WINDUP),
+                          int(HeldFlags.HIT_WINDOW)),
+    EventType.HELD_CLOSE: (int(HeldFlags.PHASES), int(HeldFlags.PHASES), int(HeldFlags.RECOVERY)),
+}
 
 
 class EventRule(StrEnum):
@@ -186,6 +196,13 @@ class Task:
     held = task_column("held", int, "The held bits (+0x24) the task sets on the human.")
     released = task_column("released", bool, "On the deferred list (or released).")
     handed_over = task_column("handed_over", bool, "A type 3 / 6 that gave its place to its next task.")
+
+    def _link(self, column: str, task: "Task | None") -> None:
+        """Write ``task``'s row into this task's link column (``nxt``, ``incoming``); a task
+        in another table has no row here: ``foreign`` tells the compiled step so."""
+        linked = task is not None and task.tstore is self.tstore
+        getattr(self.tstore, column)[self.trow] = task.trow if task is not None and linked else NO_ROW
+        self.tstore.foreign[self.trow] = task is not None and not linked
 
     def dispose_row(self) -> None:
         """Give the task's row back to the world's table (a private copy keeps its numbers)."""
@@ -382,9 +399,7 @@ class ClipTask(_ClipBase):
     @next.setter
     def next(self, task: Task | None) -> None:
         self._next = task
-        linked = task is not None and task.tstore is self.tstore
-        self.tstore.nxt[self.trow] = task.trow if task is not None and linked else NO_ROW
-        self.tstore.foreign[self.trow] = task is not None and not linked
+        self._link("nxt", task)
 
     def following(self) -> list[Task]:
         nxt = self._next
@@ -533,9 +548,7 @@ class FadeTask(Task):
     @incoming.setter
     def incoming(self, task: Task | None) -> None:
         self._incoming = task
-        linked = task is not None and task.tstore is self.tstore
-        self.tstore.incoming[self.trow] = task.trow if task is not None and linked else NO_ROW
-        self.tstore.foreign[self.trow] = task is not None and not linked
+        self._link("incoming", task)
 
     def dispose(self) -> None:
         self.dispose_row()
