@@ -163,6 +163,39 @@ def fade_weight(elapsed: float, duration: float) -> float:
     return (1.0 + math.cos(math.pi * x)) / 2.0
 
 
+def _row_in(c) -> int:
+    """A cursor's (or fade's, gait's) row for a link column: NO_ROW when it lives in a
+    private one-row table (not the world's, which the compiled step reads)."""
+    return c.row if c.store.capacity > 1 else NO_ROW
+
+
+class _WrapCallback:
+    """A task's wrap callback (+0x28), called with the human at each wrap; setting it
+    marks the task's ``callback`` column (the compiled step then leaves the human to the
+    scalar one, which calls it)."""
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else obj._on_wrap
+
+    def __set__(self, obj, fn: Callable | None) -> None:
+        obj._on_wrap = fn
+        obj.tstore.callback[obj.trow] = fn is not None
+
+
+class _CursorLink:
+    """A gait's pair cursor (``attr``), its row kept in task column ``column``."""
+
+    def __init__(self, attr: str, column: str, doc: str):
+        self.attr, self.column, self.__doc__ = attr, column, doc
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else getattr(obj, self.attr)
+
+    def __set__(self, obj, c: Cursor) -> None:
+        setattr(obj, self.attr, c)
+        getattr(obj.tstore, self.column)[obj.trow] = _row_in(c)
+
+
 class Task:
     """Fields every task has: rate (+0x0c), flags (+0x10), held bits (+0x24), the end
     callback (+0x2c) and the instance it plays on (+0x04).
@@ -290,7 +323,7 @@ class _ClipBase(Task):
         self.cursor = cursor
         ts, r = self.tstore, self.trow
         cs = cursor.store
-        ts.c0[r] = cursor.row if cs.capacity > 1 else NO_ROW
+        ts.c0[r] = _row_in(cursor)
         cs.flags[cursor.row] = int(ts.flags[r]) & _CURSOR_INT        # cursor_flags()
 
     def anim_id(self) -> int:
@@ -329,16 +362,7 @@ class LoopTask(_ClipBase):
         self.on_wrap = on_wrap
 
     wraps = task_column("wraps", int, "The wraps so far.")
-
-    @property
-    def on_wrap(self) -> Callable | None:
-        """The wrap callback (+0x28), called with the human at each wrap."""
-        return self._on_wrap
-
-    @on_wrap.setter
-    def on_wrap(self, fn: Callable | None) -> None:
-        self._on_wrap = fn
-        self.tstore.callback[self.trow] = fn is not None
+    on_wrap = _WrapCallback()
 
     def advance(self, player, inst, dt, sink) -> None:
         c = self.cursor
@@ -535,7 +559,7 @@ class FadeTask(Task):
         r = self.row = st.alloc(zero=False)
         st.el[r] = 0.0
         st.dur[r] = self.fade_time
-        self.tstore.aux[self.trow] = self.row if self.store.capacity > 1 else NO_ROW
+        self.tstore.aux[self.trow] = _row_in(self)
         self._incoming: Task | None = None
 
     elapsed = column("el", float, "Time into the fade (+0x1c), float32 summed toward zero.")
@@ -618,6 +642,8 @@ class GaitTask(Task):
 
     __slots__ = ("ids", "_lower_cursor", "_upper_cursor", "_on_wrap", "_make_cursor", "store", "row", "_spares")
     type = TaskType.GAIT
+    _lower_cursor: Cursor
+    _upper_cursor: Cursor
 
     def __init__(self, ids: Sequence[int], make_cursor: Callable[[int], Cursor], rate: float = 1.0,
                  value: float = 0.0, target: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
@@ -661,35 +687,9 @@ class GaitTask(Task):
     # ---- the numbers, in the tables
     speed = task_column("speed", float, "The value's speed (units per second at rate 1), float32.")
 
-    @property
-    def lower_cursor(self) -> Cursor:
-        """The pair's lower clip's cursor (task column ``c0``)."""
-        return self._lower_cursor
-
-    @lower_cursor.setter
-    def lower_cursor(self, c: Cursor) -> None:
-        self._lower_cursor = c
-        self.tstore.c0[self.trow] = c.row if c.store.capacity > 1 else NO_ROW
-
-    @property
-    def upper_cursor(self) -> Cursor:
-        """The pair's upper clip's cursor (task column ``c1``)."""
-        return self._upper_cursor
-
-    @upper_cursor.setter
-    def upper_cursor(self, c: Cursor) -> None:
-        self._upper_cursor = c
-        self.tstore.c1[self.trow] = c.row if c.store.capacity > 1 else NO_ROW
-
-    @property
-    def on_wrap(self) -> Callable | None:
-        """The wrap callback, called with the human at each wrap of the leading clip."""
-        return self._on_wrap
-
-    @on_wrap.setter
-    def on_wrap(self, fn: Callable | None) -> None:
-        self._on_wrap = fn
-        self.tstore.callback[self.trow] = fn is not None
+    lower_cursor = _CursorLink("_lower_cursor", "c0", "The pair's lower clip's cursor (task column ``c0``).")
+    upper_cursor = _CursorLink("_upper_cursor", "c1", "The pair's upper clip's cursor (task column ``c1``).")
+    on_wrap = _WrapCallback()
 
     value = column("value", float, "The blend value v (+0x38), 0-4.")
     target = column("target", float, "The target value (+0x34).")
@@ -735,7 +735,7 @@ class GaitTask(Task):
             else:
                 c.dispose()
         self._spares = spares
-        rows = [c.row if c.store.capacity > 1 else NO_ROW for c in self._spares] + [NO_ROW, NO_ROW]
+        rows = [_row_in(c) for c in self._spares] + [NO_ROW, NO_ROW]
         self.store.s0[self.row], self.store.s1[self.row] = rows[0], rows[1]
 
     def rebind(self) -> None:
