@@ -51,6 +51,7 @@ import numpy as np
 from numba import njit
 
 from .clip import EventType
+from .detmath import RAD, acos_s, cos_pi_s, sin_cos_deg_s, sin_cos_s
 from .sampler import CursorFlags
 from .store import NO_EVENT, NO_ROW
 from .pose import POSE_STACK_SIZE
@@ -68,6 +69,9 @@ _F32_ZERO = np.float32(0.0)
 _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
 NO_POSE = -(1 << 40)          # a plan's final handle for "no pose": the default pose
+# anim.detmath's source, whose scalar forms compile into these kernels: numba's cache is
+# keyed on this file only, so an edit there must change this line (tests/anim/test_detmath.py).
+DETMATH_SHA256 = "86b371477a23c5e10ec558312d5123bb75cb249e218ad1b659c453bdaa759c37"
 
 
 # ---------------------------------------------------------------- FPU arithmetic
@@ -133,13 +137,11 @@ def frame_of(t):
 #
 # Scratch poses are human-major: vel (P, 3), root (P, 3), rot (P, 34, 4), tag (P, 36).
 #
-# The slerps' angles come from polynomials, not libm: acos by Abramowitz & Stegun 4.4.46
-# (|error| <= 2e-8 on [0, 1]) and sin / cos on [-pi/2, pi/2] by their Taylor series to
-# the 13th / 14th power (|error| < 1e-9), all in float64; the slerp weights are within
-# 5e-8 of libm's. Measured on random pairs (tests/anim/test_kernels.py): the slerp within
-# 2.4e-7 of quat.slerp (numpy float32), the turn within 8e-8 of quat.scale_turn's
-# formula in float64 (quat.scale_turn itself, float32, drifts up to 2e-6 near w = -1);
-# about three times faster than libm's acos + sin + cos.
+# The slerps' and the turns' angles, the fade's cosine and the heading's sine and cosine
+# come from anim.detmath (+ - * / and sqrt only, within a few ulp of libm in float64),
+# never from libm or numpy's SIMD ufuncs, so they have the same bits on every CPU; quat.slerp,
+# quat.scale_turn and systems.motion's numpy root motion run the same operations in the
+# same order, so the two paths agree bit for bit (tests/anim/test_detmath.py).
 #
 # _sample, _blend, _emit and _reference are compiled with ``_nrt=False`` (numba's
 # switch for its reference-counting runtime; they allocate nothing): with it on,
@@ -148,52 +150,6 @@ def frame_of(t):
 # ``inline='always'`` (into _blend). Inlining all of them was no faster and doubled the
 # first-run compile time.
 
-_HALF_PI = math.pi / 2.0
-
-
-@njit(cache=True)
-def _acos(x):
-    """acos(x) for x in [-1, 1], float64, |error| <= 2e-8 (Abramowitz & Stegun 4.4.46)."""
-    a = abs(x)
-    p = -0.0012624911
-    p = p * a + 0.0066700901
-    p = p * a - 0.0170881256
-    p = p * a + 0.0308918810
-    p = p * a - 0.0501743046
-    p = p * a + 0.0889789874
-    p = p * a - 0.2145988016
-    p = p * a + 1.5707963050
-    r = math.sqrt(1.0 - a) * p
-    if x < 0.0:
-        r = math.pi - r
-    return r
-
-
-@njit(cache=True)
-def _sin_hp(y):
-    """sin(y) for |y| <= pi/2, float64 (Taylor to y^13, |error| < 7e-10)."""
-    y2 = y * y
-    p = 1.0 / 6227020800.0
-    p = p * y2 - 1.0 / 39916800.0
-    p = p * y2 + 1.0 / 362880.0
-    p = p * y2 - 1.0 / 5040.0
-    p = p * y2 + 1.0 / 120.0
-    p = p * y2 - 1.0 / 6.0
-    return y + y * y2 * p
-
-
-@njit(cache=True)
-def _cos_hp(y):
-    """cos(y) for |y| <= pi/2, float64 (Taylor to y^14, |error| < 1e-10)."""
-    y2 = y * y
-    p = -1.0 / 87178291200.0
-    p = p * y2 + 1.0 / 479001600.0
-    p = p * y2 - 1.0 / 3628800.0
-    p = p * y2 + 1.0 / 40320.0
-    p = p * y2 - 1.0 / 720.0
-    p = p * y2 + 1.0 / 24.0
-    p = p * y2 - 0.5
-    return 1.0 + y2 * p
 
 
 @njit(cache=True)
@@ -219,13 +175,13 @@ def _scale_turn(qx, qy, qz, qw, rate32):
         return qx, qy, qz, qw
     r = np.float64(min(max(rate32, np.float32(0.0)), np.float32(1.0)))
     w = np.float64(min(max(qw, np.float32(-1.0)), np.float32(1.0)))
-    half = _acos(w)
+    half = acos_s(w)
     sh = math.sqrt(1.0 - w * w)
     if sh == 0.0:
         sh = 1.0
-    z = r * half - _HALF_PI
-    kk = np.float32(_cos_hp(z) / sh)
-    return qx * kk, qy * kk, qz * kk, np.float32(-_sin_hp(z))
+    s_rh, c_rh = sin_cos_s(r * half)
+    kk = np.float32(s_rh / sh)
+    return qx * kk, qy * kk, qz * kk, np.float32(c_rh)
 
 
 @njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
@@ -344,10 +300,10 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
     else:
         dd = np.float64(d)
         td = np.float64(t)
-        theta = _acos(dd)
+        theta = acos_s(dd)
         inv = 1.0 / math.sqrt(1.0 - dd * dd)
-        wa = np.float32(_sin_hp((1.0 - td) * theta) * inv)
-        wb = np.float32(_sin_hp(td * theta) * inv)
+        wa = np.float32(sin_cos_s((1.0 - td) * theta)[0] * inv)
+        wb = np.float32(sin_cos_s(td * theta)[0] * inv)
         if dot < 0:
             wb = -wb
         ox = ax * wa + bx * wb
@@ -513,7 +469,7 @@ def _fade_weight(el, dur):
     if dur <= 0.0:
         return 0.0
     x = min(max(el / dur, 0.0), 1.0)
-    return (1.0 + math.cos(math.pi * x)) / 2.0
+    return (1.0 + cos_pi_s(x)) / 2.0
 
 
 @njit(cache=True)
@@ -576,10 +532,10 @@ def _wrap_deg(deg):
 @njit(cache=True)
 def _turn_deg(qz, qw):
     """The turn 2 acos(w) signed by z, in degrees (quat.angle_about_z, np.degrees)."""
-    a = 2.0 * math.acos(min(max(qw, -1.0), 1.0))
+    a = 2.0 * acos_s(qw)
     if qz < 0:
         a = -a
-    return a * (180.0 / math.pi)
+    return a * RAD
 
 
 @njit(cache=True)
@@ -609,8 +565,7 @@ def root_motion_step(idx, p_vel, p_tag, p_rot, heading, attached, state_vel, pos
             raw = 0.0 if turn_none else _turn_deg(qz, qw)
             attach_heading[k] = _wrap_deg(attach_heading[k] + raw)
             continue
-        h = math.radians(heading[k])
-        c_, s_ = math.cos(h), math.sin(h)
+        s_, c_ = sin_cos_deg_s(heading[k])
         vx = np.float64(p_vel[0, i])
         vy = np.float64(p_vel[1, i])
         vz = np.float64(p_vel[2, i])

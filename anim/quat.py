@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import detmath
+
 __all__ = ["mul", "rotate", "nlerp", "slerp", "normalise", "conjugate", "identity",
            "scale_turn", "angle_about_z", "SLERP_LINEAR_DOT"]
 
@@ -104,24 +106,35 @@ def nlerp(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
 def slerp(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
     """Spherical lerp from a (t = 0) to b (t = 1) along the shorter arc; t clamped to [0, 1].
 
-    Near-parallel pairs (|dot| > SLERP_LINEAR_DOT) use a normalised lerp.
-    Original: 0x00336a00 Quat_Slerp.
+    Near-parallel pairs (|dot| > SLERP_LINEAR_DOT) use a normalised lerp. The weights
+    sin((1 - t) theta) / sin(theta) and sin(t theta) / sin(theta) are computed in float64
+    from anim.detmath (1 / sin(theta) as 1 / sqrt(1 - dot^2)) and rounded to a's dtype:
+    for float32 the same operations in the same order as the pose kernel's slerp, so the
+    two agree bit for bit on every CPU. Original: 0x00336a00 Quat_Slerp.
     """
     dtype = a.dtype
+    one = dtype.type(1)
     t = np.clip(np.asarray(t, dtype=dtype), 0, 1)
     dot = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
-    d = np.minimum(np.abs(dot), 1)
-    linear = d > SLERP_LINEAR_DOT
-    theta = np.arccos(d)
-    sin_t = np.sin(theta)
-    inv = 1 / np.where(linear, 1, sin_t)
-    wa = np.where(linear, 1 - t, np.sin((1 - t) * theta) * inv)
-    wb = np.where(linear, t, np.sin(t * theta) * inv)
-    wb = np.where(dot < 0, -wb, wb)
-    out = a * wa
-    out += b * wb
+    d = np.minimum(np.abs(dot), one)
+    linear = d > dtype.type(SLERP_LINEAR_DOT)
+    dd = d.astype(np.float64)
+    td = t.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        theta = detmath.acos(dd)
+        inv = 1.0 / np.sqrt(1.0 - dd * dd)
+        wa = (detmath.sin_cos((1.0 - td) * theta)[0] * inv).astype(dtype)
+        wb = (detmath.sin_cos(td * theta)[0] * inv).astype(dtype)
+    wa = np.where(linear, one - t, wa)
+    wb = np.where(linear, np.where(dot >= 0, t, -t), np.where(dot < 0, -wb, wb))
+    out = a * wa + b * wb
     if np.any(linear):
-        out = np.where(linear, normalise(out), out)
+        n = np.sqrt(out[0] * out[0] + out[1] * out[1] + out[2] * out[2] + out[3] * out[3])
+        zero = n == 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lerped = out / np.where(zero, one, n)
+        lerped = np.where(zero, identity(zero.shape, dtype), lerped)
+        out = np.where(linear, lerped, out)
     return out.astype(dtype, copy=False)
 
 
@@ -129,19 +142,24 @@ def scale_turn(q: np.ndarray, rate, eps: float = 5e-7) -> np.ndarray:
     """Scale a turn by the rate: Quat_Slerp(rate, identity, q), the factor clamped to [0, 1].
 
     Skipped (q returned as is) where the rate is exactly 1 or w is within ``eps`` of 1.
-    The result is q's axis turned by q's angle x rate (w >= 0 for a decoded key).
+    The result is q's axis turned by q's angle x rate (w >= 0 for a decoded key): with the
+    half angle h = acos(w) and r the rate, (q.xyz x sin(r h) / sin h, cos(r h)), sin h as
+    sqrt(1 - w^2), in float64 from anim.detmath and the factors rounded to q's dtype (the
+    pose kernel's operations in its order: the same bits).
     Original: 0x00104ce0 AnimCursor_SamplePose (bone 0), 0x00336a00 Quat_Slerp.
     """
     rate = np.asarray(rate, dtype=q.dtype)
-    skip = (rate == 1) | (np.abs(1 - q[3]) <= eps)
+    skip = (rate == 1) | (np.abs(1 - q[3]) <= q.dtype.type(eps))
     if np.all(skip):
         return q
-    r = np.clip(rate, 0, 1)
-    half = np.arccos(np.clip(q[3], -1, 1))          # the key's half angle
-    sin_half = np.sin(half)
-    safe = np.where(sin_half == 0, 1, sin_half)
-    k = np.sin(r * half) / safe
-    scaled = np.stack([q[0] * k, q[1] * k, q[2] * k, np.cos(r * half)]).astype(q.dtype)
+    r = np.clip(rate, 0, 1).astype(np.float64)
+    w = np.clip(q[3], -1, 1).astype(np.float64)
+    half = detmath.acos(w)                          # the key's half angle
+    sh = np.sqrt(1.0 - w * w)
+    sh = np.where(sh == 0.0, 1.0, sh)
+    s_rh, c_rh = detmath.sin_cos(r * half)
+    k = (s_rh / sh).astype(q.dtype)
+    scaled = np.stack(np.broadcast_arrays(q[0] * k, q[1] * k, q[2] * k, c_rh.astype(q.dtype))).astype(q.dtype)
     return np.where(skip, q, scaled)
 
 
@@ -150,5 +168,5 @@ def angle_about_z(q: np.ndarray) -> np.ndarray:
 
     Original: 0x0023f238 Human_ApplyRootMotion (the turn).
     """
-    a = 2 * np.arccos(np.clip(q[3], -1, 1))
+    a = 2.0 * detmath.acos(q[3])
     return np.where(q[2] < 0, -a, a)

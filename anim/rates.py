@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from enum import IntFlag
 
-from . import f32 as F
+from . import detmath, f32 as F
 
 __all__ = ["RateFlags", "CfgAnimSpeeds", "RUNTIME_SPEEDS", "DATA_SPEEDS", "RATE_MASK",
            "root_displacement_length", "gait_speed"]
@@ -70,12 +70,12 @@ DATA_SPEEDS = CfgAnimSpeeds(1.0, 0.85, 1.0, 1.0)
 
 
 def root_displacement_length(clip) -> float:
-    """The length of a clip's root displacement: hypot(x, y) of descriptor +0x04 / +0x08 (m).
+    """The length of a clip's root displacement: sqrt(x^2 + y^2) of descriptor +0x04 / +0x08 (m).
 
     In: a Clip. Out: metres (>= 0). Original: 0x00101950 Anim_RootDisplacementLength.
     """
     dx, dy = clip.displacement
-    return math.hypot(float(dx), float(dy))
+    return detmath.hypot_s(float(dx), float(dy))
 
 
 def gait_speed(clip, rate: float) -> float:

@@ -18,7 +18,7 @@ import math
 from enum import IntEnum, IntFlag, StrEnum
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from . import f32 as F
+from . import detmath, f32 as F
 from .clip import EventType
 from .cursor import Cursor
 from .sampler import CursorFlags
@@ -155,12 +155,13 @@ PICK_THRESHOLDS = tuple(F.f32(x) for x in (0.51, 1.51, 2.51))
 def fade_weight(elapsed: float, duration: float) -> float:
     """The outgoing pose's weight w_old = (1 + cos(pi t / d)) / 2; d = 0 gives 0 at once.
 
+    The cosine is anim.detmath's (the same bits on every CPU, and the fade kernel's).
     Original: 0x00106e50 (1 - (sin(pi t/d - pi/2) + 1) / 2, the same curve).
     """
     if duration <= 0.0:
         return 0.0
     x = min(max(elapsed / duration, 0.0), 1.0)
-    return (1.0 + math.cos(math.pi * x)) / 2.0
+    return (1.0 + detmath.cos_pi_s(x)) / 2.0
 
 
 def _row_in(c) -> int:

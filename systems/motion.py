@@ -26,7 +26,7 @@ import math
 import esper
 import numpy as np
 
-from scuffle.anim import quat
+from scuffle.anim import detmath, quat
 from scuffle.anim.kernels import root_motion_step
 from scuffle.components import Body, NO_ATTACHMENT, PoseRef
 from scuffle.systems.context import SimContext, sorted_components
@@ -37,8 +37,7 @@ __all__ = ["StateUpdate", "root_motion", "heading_matrix", "to_world"]
 def heading_matrix(heading_deg: float) -> np.ndarray:
     """Rz(heading): the (3, 3) rotation about z that takes the human's frame (x right, y
     forward) into world axes, heading in degrees counter-clockwise seen from above."""
-    h = math.radians(heading_deg)
-    c, s = math.cos(h), math.sin(h)
+    s, c = detmath.sin_cos_deg_s(float(heading_deg))
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
@@ -54,14 +53,13 @@ def root_motion(vel: np.ndarray, vel_none: np.ndarray, turn: np.ndarray, turn_no
     In: pose velocities (3, N) and bone-0 quaternions (4, N) with their "none" tags,
     headings in degrees. Original: 0x0023f238.
     """
-    h = np.radians(heading_deg)
-    c, s = np.cos(h), np.sin(h)
+    s, c = detmath.sin_cos_deg(heading_deg)
     world = np.stack([vel[0] * c - vel[1] * s, vel[0] * s + vel[1] * c, vel[2]]).astype(np.float64)
     speed = np.sqrt((world * world).sum(axis=0))
     scale = np.where(speed > cap, cap / np.where(speed == 0, 1, speed), 1.0)
     world = np.where(vel_none, 0.0, world * scale)
     a = quat.angle_about_z(turn.astype(np.float64))
-    dturn = np.where(turn_none, 0.0, np.degrees(a) * 30.0 * dt)
+    dturn = np.where(turn_none, 0.0, a * detmath.RAD * 30.0 * dt)
     return world, dturn
 
 
@@ -148,7 +146,7 @@ class StateUpdate(esper.Processor):
         heading = np.array([b.heading for b in bodies], dtype=np.float64)
         world, dturn = root_motion(poses.vel[:, j], vel_none, turn, turn_none, heading, dt,
                                    float(ctx.max_root_speed))
-        raw = np.where(turn_none, 0.0, np.degrees(quat.angle_about_z(turn.astype(np.float64))))
+        raw = np.where(turn_none, 0.0, quat.angle_about_z(turn.astype(np.float64)) * detmath.RAD)
         for k, body in enumerate(bodies):
             if body.attachment != NO_ATTACHMENT:       # held: only the held heading turns
                 body.velocity = np.zeros(3)

@@ -17,6 +17,7 @@ import math
 import esper
 import numpy as np
 
+from scuffle.anim import detmath
 from scuffle.components import Body, NO_ATTACHMENT
 from scuffle.systems.context import SimContext, sorted_components
 
@@ -25,8 +26,7 @@ __all__ = ["PairedPlacement", "place_attached", "slide_step"]
 
 def place_attached(holder: Body, body: Body) -> None:
     """Put ``body`` at its offset in ``holder``'s frame and turn it with the holder."""
-    h = math.radians(holder.heading)
-    c, s = math.cos(h), math.sin(h)
+    s, c = detmath.sin_cos_deg_s(float(holder.heading))
     ox, oy, oz = body.attach_offset
     body.position = holder.position + np.array([ox * c - oy * s, ox * s + oy * c, oz])
     d = math.fmod(holder.heading + body.attach_heading, 360.0)

@@ -72,3 +72,43 @@ def test_importing_anim_loads_neither_esper_nor_pygame():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+# Transcendental functions whose last bit depends on the CPU (numpy's SIMD kernels) or the
+# libm build: none of them may feed a trace, a pose or a bit-for-bit comparison; anim.detmath
+# has the deterministic forms. Authoring (the demo set's keys, quantised to 16 bits and kept
+# in game/fighters/demo.res) and the tools and demo (drawing, reports) may use them.
+_TRANSCENDENTAL = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "asin", "acos", "atan",
+                   "atan2", "sinh", "cosh", "tanh", "exp", "expm1", "exp2", "log", "log1p", "log2", "log10",
+                   "hypot", "degrees", "radians", "deg2rad", "rad2deg", "power", "pow", "cbrt"}
+_BIT_DEFINED = ["anim", "components", "systems", "game/runtime", "game/fighters"]
+_AUTHORING = {"game/fighters/moveset.py"}
+
+
+def transcendental_calls(path: Path, root: Path = ROOT) -> list[str]:
+    """``np.sin(...)``, ``numpy.arccos``, ``math.atan2(...)``... referenced in a module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in _TRANSCENDENTAL \
+                and isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy", "math"):
+            hits.append(f"{path.relative_to(root)}:{node.lineno} {node.value.id}.{node.attr}")
+    return hits
+
+
+def test_the_transcendental_checker_sees_them(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("import math\nimport numpy as np\nx = np.arccos(1)\ny = math.atan2(1, 2)\nf = np.sin\n"
+                 "z = np.sqrt(2) + math.floor(2.5)\n")
+    hits = sorted(h.split(" ")[1] for h in transcendental_calls(f, tmp_path))
+    assert hits == ["math.atan2", "np.arccos", "np.sin"]
+
+
+def test_no_cpu_dependent_transcendental_in_a_bit_defined_path():
+    """Same bits on every machine: the simulation's angles come from anim.detmath."""
+    bad = []
+    for folder in _BIT_DEFINED:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if str(path.relative_to(ROOT)) not in _AUTHORING:
+                bad += transcendental_calls(path)
+    assert bad == []

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
-
+from scuffle.anim import detmath
 from scuffle.game.fighters.combat import Fight, FightState
 from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS
 
@@ -54,7 +53,7 @@ class FighterAI:
         if not fight.free(self.me):
             return
         d = op.position - me.position
-        dist = float(np.hypot(d[0], d[1]))
+        dist = detmath.hypot_s(float(d[0]), float(d[1]))
         opc = fight.combat(self.opponent)
         if dist > ENGAGE_RANGE:
             fight.move(self.me, (d[0], d[1]), gait="jog" if dist > RUN_RANGE else "walk")

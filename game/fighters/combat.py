@@ -31,6 +31,7 @@ from enum import IntFlag, StrEnum
 
 import numpy as np
 
+from scuffle.anim import detmath
 from scuffle.anim.clip import EventType
 from scuffle.anim.stack import AnimLimitError
 from scuffle.anim.tasks import HeldFlags, LOCOMOTION_FLAGS, Task, TaskFlags, TaskType
@@ -133,21 +134,25 @@ def _wrap(d: float) -> float:
 
 
 def _local_to_world(body: Body, x: float, y: float) -> np.ndarray:
-    h = math.radians(body.heading)
-    c, s = math.cos(h), math.sin(h)
+    s, c = detmath.sin_cos_deg_s(float(body.heading))
     return np.array([x * c - y * s, x * s + y * c, 0.0])
 
 
 def _bearing(body: Body, target: np.ndarray) -> float:
     """Degrees from the body's facing to ``target`` (positive: to its left)."""
     d = target - body.position
-    ang = math.degrees(math.atan2(-d[0], d[1]))          # heading that would face the target
+    ang = detmath.atan2_deg_s(float(-d[0]), float(d[1]))          # heading that would face the target
     return _wrap(ang - body.heading)
+
+
+def _distance(a: np.ndarray, b: np.ndarray) -> float:
+    """The ground distance from a to b (x, y; metres)."""
+    return detmath.hypot_s(float(b[0] - a[0]), float(b[1] - a[1]))
 
 
 def _heading_to(src: np.ndarray, dst: np.ndarray) -> float:
     d = dst - src
-    return math.degrees(math.atan2(-d[0], d[1]))
+    return detmath.atan2_deg_s(float(-d[0]), float(d[1]))
 
 
 class Fight:
@@ -358,12 +363,12 @@ class Fight:
             return self._refuse(who, "move")
         c, b = self.combat(who), self.body(who)
         d = np.array([float(direction[0]), float(direction[1]), 0.0])
-        n = float(np.hypot(d[0], d[1]))
+        n = detmath.hypot_s(float(d[0]), float(d[1]))
         speed = max(0.0, float(speed))
         if speed > 0.0 and n > 0.0:
             d /= n
             c.move_dir = d
-            b.heading = _wrap(math.degrees(math.atan2(-d[0], d[1])))
+            b.heading = _wrap(detmath.atan2_deg_s(float(-d[0]), float(d[1])))
             speeds = self.gait_speeds(who)
             value = float(np.interp(speed, speeds, range(len(speeds))))
             running = self._gait(who)
@@ -598,7 +603,7 @@ class Fight:
                 if e == a or self.combat(e).state in (FightState.HELD, FightState.DOWN) or \
                         self.body(e).attachment != NO_ATTACHMENT or self.combat(e).partner >= 0:
                     continue
-                d = float(np.hypot(*(self.body(e).position - self.body(a).position)[:2]))
+                d = _distance(self.body(a).position, self.body(e).position)
                 if d <= far and abs(_bearing(self.body(a), self.body(e).position)) <= GRAB_CONE_DEG:
                     cands.append((d, e))
             if cands:
@@ -607,12 +612,12 @@ class Fight:
         if ca.state != FightState.ATTACKING or ca.struck:
             return
         dx, dy = rec.direction
-        want = math.degrees(math.atan2(-dx, dy)) if (dx or dy) else 0.0
+        want = detmath.atan2_deg_s(float(-dx), float(dy)) if (dx or dy) else 0.0
         reach = rec.far if rec.reach > 0 else 0.0
         for name, e in self.game.humans():
             if e == a or self.combat(e).state == FightState.DOWN or e in self.ko:
                 continue
-            d = float(np.hypot(*(self.body(e).position - self.body(a).position)[:2]))
+            d = _distance(self.body(a).position, self.body(e).position)
             if d <= reach and abs(_wrap(_bearing(self.body(a), self.body(e).position) - want)) <= HIT_CONE_DEG:
                 if self.combat(e).state != FightState.HELD:
                     self.player.pool.require(4)     # the reaction's tasks, before any damage (all or nothing)
@@ -795,7 +800,7 @@ class Fight:
             vel = np.zeros(3)
             if c.move_speed > 0.0 and self._gait_leads(e):
                 vel = c.move_dir * c.move_speed
-            if float(np.hypot(*c.impulse[:2])) > 0.05:
+            if detmath.hypot_s(float(c.impulse[0]), float(c.impulse[1])) > 0.05:
                 vel = vel + c.impulse
                 c.impulse = c.impulse * IMPULSE_DECAY
             else:
@@ -830,7 +835,7 @@ class Fight:
                         bb.attachment != NO_ATTACHMENT or ba.slide_left or bb.slide_left:
                     continue
                 d = bb.position[:2] - ba.position[:2]
-                dist = float(np.hypot(d[0], d[1]))
+                dist = detmath.hypot_s(float(d[0]), float(d[1]))
                 if dist >= MIN_SEPARATION:
                     continue
                 n = d / dist if dist > 1e-9 else np.array([1.0, 0.0])

@@ -20,7 +20,6 @@ and leaves the world to the host.
 from __future__ import annotations
 
 import itertools
-import math
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Iterator
@@ -28,7 +27,7 @@ from typing import Iterator
 import esper
 import numpy as np
 
-from scuffle.anim import quat
+from scuffle.anim import detmath, quat
 from scuffle.anim.animset import AnimSet
 from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.stack import CharacterInstance, HumanRecord
@@ -286,8 +285,8 @@ class Game:
         (x, y, z, w). Entry 0 is the body itself: its position and heading."""
         pos, rot = self.bones_model(name)
         body = self.body(name)
-        h = math.radians(float(body.heading))
+        s, c = detmath.sin_cos_deg_s(float(body.heading) / 2.0)
         wpos = to_world(pos, body.position, float(body.heading))
-        hq = np.array([0.0, 0.0, math.sin(h / 2), math.cos(h / 2)])      # the heading about z
+        hq = np.array([0.0, 0.0, s, c])      # the heading about z
         wrot = quat.mul(hq[:, None], rot.T).T
         return wpos, wrot

@@ -2,8 +2,9 @@
 
 The cursor's time sums (When a clip ends) must give the same bits on both paths: the
 0.75 and 0.9 ties (k x r = F - 0.5), subnormals and the largest floats are pinned here,
-plus random float32 pairs. The pose kernels' polynomial slerp and rate-scaled turn are held within
-3e-7 of anim.quat's numpy (libm) slerp and scale_turn on random pairs.
+plus random float32 pairs. The pose kernels' slerp and rate-scaled turn equal anim.quat's numpy
+slerp and scale_turn bit for bit (both on anim.detmath), and stay within 3e-7 of the exact
+formulas; the compiled root motion equals systems.motion's numpy one bit for bit.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import struct
 import numpy as np
 import pytest
 
+from scuffle.anim import detmath, quat
 from scuffle.anim import f32 as F
 from scuffle.anim import kernels as K
 
@@ -126,16 +128,20 @@ def test_root_motion_kernel_matches_the_numpy_root_motion():
     want_vel[attached] = 0.0
     want_pos = np.where(attached[:, None], pos, pos + want_vel * dt)
     want_heading = np.where(attached, heading, _wrap_v(heading + dturn))
-    raw = np.degrees(np.where(rot[2, 0, j] < 0, -1, 1) * 2 * np.arccos(np.clip(rot[3, 0, j].astype(np.float64), -1, 1)))
+    raw = quat.angle_about_z(rot[:, 0, j].astype(np.float64)) * detmath.RAD
     raw = np.where(tag[2, j] | ~ok, 0.0, raw)
     want_ah = np.array([_wrap(a + r) if at else a for a, r, at in zip(ah, raw, attached)])
     out = np.empty((n, 3))
     h2, p2, a2 = heading.copy(), pos.copy(), ah.copy()
     K.root_motion_step(idx, vel, tag, rot, h2, attached, sv, p2, a2, dt, cap, out)
-    np.testing.assert_allclose(out, want_vel, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(p2, want_pos, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(h2, want_heading, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(a2, want_ah, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(out, want_vel)
+    np.testing.assert_array_equal(p2, want_pos)
+    np.testing.assert_array_equal(h2, want_heading)
+    np.testing.assert_array_equal(a2, want_ah)
+    # The turn itself is within 1e-9 degrees of libm's 2 acos(w) (the yardstick only).
+    libm = np.degrees(np.where(rot[2, 0, j] < 0, -1, 1) * 2 * np.arccos(np.clip(rot[3, 0, j].astype(np.float64), -1, 1)))
+    libm = np.where(tag[2, j] | ~ok, 0.0, libm)
+    assert np.abs(raw - libm).max() < 1e-9
 
 
 def _random_pairs(rng, n):
@@ -154,12 +160,11 @@ def _random_pairs(rng, n):
     return a.astype(np.float32), b.astype(np.float32)
 
 
-def test_slerp_kernel_is_within_3e7_of_quat_slerp():
-    """Quat_Slerp compiled (polynomial acos and sin) against quat.slerp (numpy, libm):
-    shortest path, the lerp above 0.9995, t clamped; a drift far under 1e-5 is caught."""
+def test_slerp_kernel_equals_quat_slerp_bit_for_bit():
+    """Quat_Slerp compiled against quat.slerp (numpy), both on anim.detmath: the same bits
+    (shortest path, the lerp above 0.9995, t clamped), and within 3e-7 of the exact slerp
+    in float64 with libm's angles (the yardstick only)."""
     from numba import njit
-
-    from scuffle.anim import quat
 
     @njit
     def run(s_rot, t):
@@ -179,17 +184,23 @@ def test_slerp_kernel_is_within_3e7_of_quat_slerp():
     want = quat.slerp(a, b, t)
     dot = np.abs((a.astype(np.float64) * b).sum(axis=0))
     assert (dot > quat.SLERP_LINEAR_DOT).sum() > 1000 and (dot < 0.99).sum() > 1000
-    err = np.abs(s_rot[2].T - want).max()
-    assert err < 3e-7, err
+    np.testing.assert_array_equal(s_rot[2].T, want)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    sd = (a64 * b64).sum(axis=0)
+    b64 = np.where(sd < 0, -b64, b64)
+    tc = np.clip(t.astype(np.float64), 0, 1)
+    theta = np.arccos(np.minimum(np.abs(sd), 1))
+    slow = (np.abs(sd) <= quat.SLERP_LINEAR_DOT)
+    st = np.where(slow, np.sin(theta), 1.0)
+    exact = (a64 * np.sin((1 - tc) * theta) + b64 * np.sin(tc * theta)) / st
+    assert np.abs(want[:, slow] - exact[:, slow]).max() < 3e-7
 
 
-def test_scaled_turn_kernel_is_within_3e7_of_the_exact_turn():
-    """Bone 0's rate-scaled turn compiled against quat.scale_turn's formula in float64, and
-    within 1e-5 of quat.scale_turn itself (numpy float32, whose arccos drifts by up to 2e-6
-    near w = -1): rates below 0, above 1 and exactly 1, w near 1, w of either sign."""
+def test_scaled_turn_kernel_equals_quat_scale_turn_and_the_exact_turn():
+    """Bone 0's rate-scaled turn compiled equals quat.scale_turn (numpy) bit for bit, and is
+    within 3e-7 of its formula in float64 with libm's angles (the yardstick): rates below 0,
+    above 1 and exactly 1, w near 1, w of either sign."""
     from numba import njit
-
-    from scuffle.anim import quat
 
     @njit
     def run(q, rate, out):
@@ -216,4 +227,4 @@ def test_scaled_turn_kernel_is_within_3e7_of_the_exact_turn():
     exact[:, skip] = q[:, skip]
     err = np.abs(out - exact).max()
     assert err < 3e-7, err
-    assert np.abs(out - quat.scale_turn(q, rate)).max() < 1e-5
+    np.testing.assert_array_equal(out, quat.scale_turn(q, rate))
