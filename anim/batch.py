@@ -30,6 +30,8 @@ Spec: "The task stack", "When a clip ends", "Fades", "Gait blend", "Events".
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from . import kernels as K
@@ -37,7 +39,7 @@ from .cursor import FiredEvent
 from .plan import Bones, SamplePlan, pose_tables, scratch_poses
 from .pose import PoseBatch
 from .stack import CharacterInstance
-from .store import HumanTable
+from .store import HumanTable, check_rows
 from .tasks import EventRule, TaskType
 
 __all__ = ["BatchEngine", "KERNEL_TYPES"]
@@ -94,6 +96,9 @@ class BatchEngine:
         self._refused = np.zeros(0, np.int64)
         self._scratch = scratch_poses(_DEFAULT_POSE)
         self._bones: Bones | None = None
+        # check_rows after any table grew (or a new clip's events), before every call in debug mode
+        self.debug = os.environ.get("SCUFFLE_DEBUG", "") not in ("", "0")
+        self._validated: tuple = ()
         self.kernel_humans = 0                  # the humans the last step ran compiled
         self.scalar_humans = 0                  # and those that took the scalar step
         self.pair_changes = 0                   # gait pair changes the kernel made, in all
@@ -240,6 +245,25 @@ class BatchEngine:
         self.e_type = np.array(types + [0], np.int64)
         self._n_clips = len(clips)
 
+    # ---------------------------------------------------------------- checks
+    def _capacities(self) -> tuple:
+        st = self.player.stores
+        return (st.cursors.capacity, st.fades.capacity, st.gaits.capacity, st.tasks.capacity, st.humans.capacity,
+                len(self.e_first))
+
+    def validate(self) -> None:
+        """Every row index, shape and dtype the kernels read is in bounds (store.check_rows);
+        TableCorrupt names the first fault. Run by the engine before a kernel call whenever a
+        table grew since the last check, and before every call with SCUFFLE_DEBUG=1."""
+        check_rows(self.player.stores, self.e_first, self.e_count, self.e_frame,
+                   (int(TaskType.FADE), int(TaskType.GAIT), int(max(TaskType))))
+        self._validated = self._capacities()
+
+    def _guard(self) -> None:
+        """validate() if a table grew since the last check (always in debug mode)."""
+        if self.debug or self._capacities() != self._validated:
+            self.validate()
+
     # ---------------------------------------------------------------- the step
     def touched(self) -> list:
         """The instances whose events or released lists were filled since the last step
@@ -258,6 +282,7 @@ class BatchEngine:
         self._clear_noisy(rows)
         self._sync()
         self._clip_events()
+        self._guard()
         fast_rows, fast_cols = self._fast(rows)
         n = len(fast_rows)
         if len(self._status) < n:
@@ -274,6 +299,7 @@ class BatchEngine:
             for _, tr, nl in self._pair_out[:n_pair].tolist():
                 tasks[tr].prepare_pair(nl)
             self._clip_events()             # a spare may be the first cursor on its clip
+            self._guard()
             again = np.flatnonzero(status[:n] & K.STATUS_PAIR)
             if len(self._status2) < len(again):
                 m = max(len(again), 64)
@@ -476,6 +502,7 @@ class BatchEngine:
         rows = self._rows_of(instances)
         self._sync()
         self._clip_events()
+        self._guard()
         fast_rows, fast_cols = self._fast(rows)
         nf = len(fast_rows)
         if len(self._refused) < nf:
