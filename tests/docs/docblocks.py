@@ -45,7 +45,7 @@ def documents() -> list[Path]:
 
 def python_blocks(path: Path) -> list[Block]:
     """Every ```python block of one Markdown file, in order. Rejected: a fence left open
-    (AssertionError naming the line)."""
+    (ValueError naming the line)."""
     out: list[Block] = []
     lang, start, body = None, 0, []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -55,13 +55,21 @@ def python_blocks(path: Path) -> list[Block]:
                 lang, start, body = m.group(1), n + 1, []
         elif line.strip() == "```":
             if lang == "python":
-                out.append(Block(str(path.relative_to(ROOT)), start, "\n".join(body) + "\n"))
+                out.append(Block(_rel(path), start, "\n".join(body) + "\n"))
             lang = None
         else:
             body.append(line)
-    assert lang is None, f"{path}: a code fence opened on line {start - 1} is never closed"
+    if lang is not None:
+        raise ValueError(f"{path}: the code fence opened on line {start - 1} is never closed")
     return out
 
 
 def all_blocks() -> list[Block]:
     return [b for doc in documents() for b in python_blocks(doc)]
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)

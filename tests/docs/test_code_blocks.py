@@ -1,0 +1,43 @@
+"""Every ```python block of the README and docs/*.md runs (issue 22, item 7), so the
+snippets cannot rot. A block whose first line is ``# not run: REASON`` is skipped (and
+must give a reason); a block that defines a pytest test runs under pytest
+(tests/docs/test_plugin.py); every other block runs as a program, in this process, from
+an empty folder, and must finish without an error."""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+
+import pytest
+
+from docblocks import NOT_RUN, all_blocks, python_blocks, ROOT
+
+BLOCKS = all_blocks()
+PROGRAMS = [b for b in BLOCKS if b.not_run is None and not b.is_pytest]
+
+
+def test_the_documents_have_blocks_and_every_skip_gives_a_reason():
+    assert {b.path for b in PROGRAMS} >= {"README.md", "docs/embedding.md"}
+    assert len([b for b in BLOCKS if b.path == "docs/embedding.md"]) >= 7
+    for b in BLOCKS:
+        if b.not_run is not None:
+            assert len(b.not_run) >= 10, f"{b.id}: '{NOT_RUN}' needs a reason"
+
+
+def test_a_fence_left_open_is_reported(tmp_path):
+    doc = tmp_path / "x.md"
+    doc.write_text("text\n```python\nprint(1)\n", encoding="utf-8")
+    with pytest.raises(ValueError):
+        python_blocks(doc)
+
+
+@pytest.mark.parametrize("block", PROGRAMS, ids=[b.id for b in PROGRAMS])
+def test_the_block_runs(block, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    code = compile(block.code, str(ROOT / block.path) + f" (block at line {block.line})", "exec")
+    with contextlib.redirect_stdout(out):
+        exec(code, {"__name__": "__main__"})
+    if "print(" in block.code:
+        assert out.getvalue().strip(), f"{block.id} printed nothing"
