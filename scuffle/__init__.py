@@ -142,4 +142,5 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     ``on_update(game)`` after each update; returns the Game (close it when done).
     Rejected: ScenarioError for a limit hit at run time."""
     from scuffle.game.runtime import scenario
-    return scenario.run_scenario(sc, trace, pose, on_update)
+    game: Game = scenario.run_scenario(sc, trace, pose, on_update)
+    return game

@@ -43,6 +43,19 @@ def test_the_public_face_type_checks_with_mypy(tmp_path):
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
 
 
+@pytest.mark.slow
+def test_the_typed_api_modules_pass_strict(tmp_path):
+    """The face, Game (game/runtime/world.py) and the pytest plugin pass mypy --strict
+    (the modules they import are read, not reported: --follow-imports=silent)."""
+    pytest.importorskip("mypy")
+    _installed_layout(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir",
+                        str(tmp_path / ".mypy"), "--no-error-summary", "scuffle/__init__.py",
+                        "scuffle/testing.py", "scuffle/game/runtime/world.py"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
 # ---------------------------------------------------------------- a host's mypy --strict (issue 22)
 
 GOOD_HOST = '''\
@@ -131,3 +144,14 @@ def test_a_wrong_argument_type_is_an_error_under_strict(tmp_path):
     assert re.search(r'bad\.py:5: error: Argument "heading" to "add_human" of "Game" has incompatible type "str"', out), out
     assert re.search(r'bad\.py:6: error: Incompatible types in assignment \(expression has type "Body"', out), out
     assert len(re.findall(r": error:", out)) == 3, out
+
+
+@pytest.mark.slow
+def test_the_examples_pass_strict(tmp_path):
+    """docs/examples are host programs too: they pass mypy --strict against the installed scuffle."""
+    pytest.importorskip("mypy")
+    examples = sorted(str(p) for p in (ROOT / "docs" / "examples").glob("*.py"))
+    assert len(examples) >= 6
+    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / ".mypy"),
+                        "--no-error-summary", *examples], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]

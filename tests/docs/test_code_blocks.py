@@ -1,13 +1,14 @@
 """Every ```python block of the README and docs/*.md runs (issue 22, item 7), so the
 snippets cannot rot. A block whose first line is ``# not run: REASON`` is skipped (and
 must give a reason); a block that defines a pytest test runs under pytest
-(tests/docs/test_plugin.py); every other block runs as a program, in this process, from
+(here in this process with the fixtures it names; tests/docs/test_plugin.py, slow, runs
+them with pytest as a user would); every other block runs as a program, in this process, from
 an empty folder, and must finish without an error."""
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
-import os
 
 import pytest
 
@@ -15,6 +16,9 @@ from docblocks import NOT_RUN, all_blocks, python_blocks, ROOT
 
 BLOCKS = all_blocks()
 PROGRAMS = [b for b in BLOCKS if b.not_run is None and not b.is_pytest]
+# (block, test function name) of every pytest block (run as a user would: tests/docs/test_plugin.py)
+TESTS = [(b, node.name) for b in BLOCKS if b.not_run is None and b.is_pytest
+         for node in ast.parse(b.code).body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
 
 
 def test_the_documents_have_blocks_and_every_skip_gives_a_reason():
@@ -41,3 +45,12 @@ def test_the_block_runs(block, tmp_path, monkeypatch):
         exec(code, {"__name__": "__main__"})
     if "print(" in block.code:
         assert out.getvalue().strip(), f"{block.id} printed nothing"
+
+
+@pytest.mark.parametrize("block,name", TESTS, ids=[f"{b.id}::{n}" for b, n in TESTS])
+def test_the_test_block_passes(block, name, request):
+    space: dict = {"__name__": "doc_test"}
+    exec(compile(block.code, str(ROOT / block.path) + f" (block at line {block.line})", "exec"), space)
+    fn = space[name]
+    args = [request.getfixturevalue(a) for a in fn.__code__.co_varnames[:fn.__code__.co_argcount]]
+    fn(*args)

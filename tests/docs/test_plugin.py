@@ -108,6 +108,7 @@ def test_the_fight_fixture_and_the_event_record(scuffle_fight):
     assert log.events(ev.update, human="p1") and not log.events(human="p2", type=EventType.HELD_OPEN)
 
 
+@pytest.mark.slow
 def test_the_testing_doc_runs_under_pytest(tmp_path):
     blocks = [b for b in python_blocks(ROOT / "docs" / "testing.md") if b.is_pytest]
     assert len(blocks) == 2
