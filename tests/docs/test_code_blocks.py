@@ -3,12 +3,15 @@ snippets cannot rot. A block whose first line is ``# not run: REASON`` is skippe
 must give a reason); a block that defines a pytest test runs under pytest
 (here in this process with the fixtures it names; tests/docs/test_plugin.py, slow, runs
 them with pytest as a user would); every other block runs as a program, in this process, from
-an empty folder, and must finish without an error."""
+an empty folder, and must finish without an error; a line ``print(...)  # -> TEXT``
+must print TEXT (the outputs so marked appear in the output in their order; a note in
+parentheses after the text is not compared)."""
 from __future__ import annotations
 
 import ast
 import contextlib
 import io
+import re
 
 import pytest
 
@@ -45,6 +48,26 @@ def test_the_block_runs(block, tmp_path, monkeypatch):
         exec(code, {"__name__": "__main__"})
     if "print(" in block.code:
         assert out.getvalue().strip(), f"{block.id} printed nothing"
+    lines = out.getvalue().splitlines()
+    at = 0
+    for want in expected_outputs(block.code):
+        while at < len(lines) and lines[at].strip() != want:
+            at += 1
+        assert at < len(lines), f"{block.id}: expected the line {want!r} (in order) in:\n{out.getvalue()}"
+        at += 1
+
+
+_EXPECT = re.compile(r"^\s*print\(.*#\s*->\s*(.*?)\s*(\(.*\))?\s*$")
+
+
+def expected_outputs(code: str) -> list[str]:
+    """The TEXT of every ``print(...)  # -> TEXT (note)`` line, in order."""
+    return [m.group(1) for line in code.splitlines() if (m := _EXPECT.match(line))]
+
+
+def test_the_expected_outputs_are_read():
+    code = 'print(1, 2)   # -> 1 2\nx = 1  # -> not a print\nprint(True)  # -> True (accepted)\n'
+    assert expected_outputs(code) == ["1 2", "True"]
 
 
 @pytest.mark.parametrize("block,name", TESTS, ids=[f"{b.id}::{n}" for b, n in TESTS])
