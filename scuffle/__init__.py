@@ -11,6 +11,8 @@ The public face. Everything here imports without pygame (only ``scuffle.demo`` d
 
 - the runtime: ``Game`` (its own esper world, or ``Game.attach`` to a host's),
   ``install`` and ``SCHEDULE`` (the systems in the original's order), ``SimContext``;
+  the API's types: ``Vec3`` (a point: three numbers or a numpy array), ``BoneArray``
+  (one human's bone positions or rotations), ``NameOrEntity``;
 - the scenario runner: ``load_scenario``, ``parse_scenario``, ``run_scenario`` (with the
   demo fighters' libraries and actions unless another ``Registry`` is given),
   ``ScenarioError``, ``Registry``, ``ActionSpec``;
@@ -44,10 +46,26 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.game.runtime.registry import ActionSpec, Registry
     from scuffle.game.runtime.scenario import Scenario, ScenarioError
     from scuffle.game.runtime.schedule import SCHEDULE, install
-    from scuffle.game.runtime.world import Game, UnknownHuman
+    from scuffle.game.runtime.world import BoneArray, Game, NameOrEntity, UnknownHuman, Vec3
     from scuffle.systems.context import SimContext
 
 __version__ = "0.2.0"
+
+
+def _repository_folders() -> None:
+    """Imported from the repository's own face folder (``python ...`` run in the
+    repository's root puts it first on sys.path, ahead of any install): the card's
+    folders (anim/, game/...) sit beside it there, not inside it, so the sub-packages
+    are looked up in the repository's root too. An installed scuffle (wheel, or the
+    editable install's link tree) holds them inside and is left as it is."""
+    here = Path(__file__).parent
+    root = here.parent
+    if not (here / "anim").is_dir() and (root / "anim" / "__init__.py").is_file() \
+            and (root / "pyproject.toml").is_file():
+        __path__.append(str(root))
+
+
+_repository_folders()
 
 # name -> the module it comes from; ``import scuffle`` imports none of them (so
 # ``import scuffle.anim.clip`` needs neither esper nor pygame).
@@ -65,13 +83,13 @@ _EXPORTS: dict[str, str] = {
     "ActionSpec": "scuffle.game.runtime.registry", "Registry": "scuffle.game.runtime.registry",
     "Scenario": "scuffle.game.runtime.scenario", "ScenarioError": "scuffle.game.runtime.scenario",
     "SCHEDULE": "scuffle.game.runtime.schedule", "install": "scuffle.game.runtime.schedule",
-    "Game": "scuffle.game.runtime.world", "UnknownHuman": "scuffle.game.runtime.world",
+    **{n: "scuffle.game.runtime.world" for n in ("Game", "UnknownHuman", "Vec3", "BoneArray", "NameOrEntity")},
     "SimContext": "scuffle.systems.context",
 }
 
 __all__ = [
     "__version__",
-    "Game", "UnknownHuman", "install", "SCHEDULE", "SimContext",
+    "Game", "UnknownHuman", "install", "SCHEDULE", "SimContext", "Vec3", "BoneArray", "NameOrEntity",
     "load_scenario", "parse_scenario", "run_scenario", "Scenario", "ScenarioError", "Registry", "ActionSpec",
     "fighters_registry",
     "Player", "PlayerOptions", "CharacterInstance", "AnimSet", "Clip", "parse_clip", "encode_clip",
@@ -124,4 +142,5 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     ``on_update(game)`` after each update; returns the Game (close it when done).
     Rejected: ScenarioError for a limit hit at run time."""
     from scuffle.game.runtime import scenario
-    return scenario.run_scenario(sc, trace, pose, on_update)
+    game: Game = scenario.run_scenario(sc, trace, pose, on_update)
+    return game

@@ -1,23 +1,19 @@
 """Fixtures for every test: the compiled kernels are loaded (or compiled) once per test
-process before any test runs, and esper's worlds are cleaned up after each test."""
+process before any test runs, and esper's worlds are cleaned up after each test.
+
+The shared fixtures live in scuffle's own pytest plugin (``scuffle.testing``, loaded
+through its ``pytest11`` entry point): ``scuffle_worlds`` (used here by ``esper_clean``),
+``scuffle_new_game``, ``scuffle_game``, ``scuffle_fight`` and ``record_updates``."""
 from __future__ import annotations
 
-import esper
 import pytest
 
 
 @pytest.fixture(autouse=True)
-def esper_clean():
-    """Restore esper's current world and delete every world a test created."""
-    before = set(esper.list_worlds())
-    current = esper.current_world
+def esper_clean(scuffle_worlds):
+    """Restore esper's current world and delete every world a test created
+    (``scuffle.testing``'s ``scuffle_worlds``, for every test)."""
     yield
-    if current not in esper.list_worlds():
-        current = "default"
-    esper.switch_world(current)
-    for w in set(esper.list_worlds()) - before:
-        if w != current:
-            esper.delete_world(w)
 
 
 @pytest.fixture(scope="session", autouse=True)

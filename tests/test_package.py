@@ -111,6 +111,19 @@ def test_version_and_python_m_scuffle(tmp_path):
     assert r.returncode == 0 and "--humans" in r.stdout
 
 
+def test_python_m_scuffle_from_the_repository_root(tmp_path):
+    """Run in the repository's root, Python finds the face folder scuffle/ first (the
+    current directory leads sys.path); the card's folders beside it still load."""
+    from scuffle import __version__
+    r = _run([sys.executable, "-m", "scuffle", "--version"], ROOT)
+    assert r.returncode == 0 and r.stdout.strip() == f"scuffle {__version__}", r.stderr
+    code = "import scuffle, scuffle.game.runtime.world as w; print(scuffle.__file__, w.__name__)"
+    r = _run([sys.executable, "-c", code], ROOT)
+    assert r.returncode == 0, r.stderr
+    face, name = r.stdout.split()
+    assert Path(face) == ROOT / "scuffle" / "__init__.py" and name == "scuffle.game.runtime.world"
+
+
 def test_nothing_but_the_demo_imports_pygame(tmp_path):
     mods = _every_module_but_the_demo()
     assert "scuffle.game.runtime.world" in mods and "scuffle.game.tools.survey" in mods
@@ -149,4 +162,7 @@ def test_the_wheel_holds_one_package_scuffle(tmp_path):
         assert needed in names
     assert not any(n.startswith("scuffle/tests") for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "scuffle = scuffle.game.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    entries = zipfile.ZipFile(wheel).read(entry).decode()
+    assert "scuffle = scuffle.game.cli:main" in entries
+    assert "[pytest11]\nscuffle = scuffle.testing" in entries and "scuffle/testing.py" in names
+    assert not any("_scuffle_build" in n for n in names)        # the build backend stays out

@@ -22,10 +22,11 @@ from __future__ import annotations
 import itertools
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Iterator
+from typing import Any, Iterator, Sequence, TypeAlias, TypeVar
 
 import esper
 import numpy as np
+import numpy.typing as npt
 
 from scuffle.anim import detmath, quat
 from scuffle.anim.animset import AnimSet
@@ -38,7 +39,17 @@ from scuffle.game.runtime import schedule
 from scuffle.systems.context import SimContext
 from scuffle.systems.motion import to_world
 
-__all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse"]
+__all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse", "Vec3", "BoneArray", "NameOrEntity"]
+
+# The public API's argument and result types (issue 22): a host's mypy --strict checks
+# its calls against them.
+Vec3: TypeAlias = Sequence[float] | npt.NDArray[np.floating[Any]]
+"""A point or direction in metres: (x, y, z), a list of three numbers or a numpy array."""
+BoneArray: TypeAlias = npt.NDArray[np.float64]
+"""One human's bones: positions (34, 3) or rotations (34, 4) as (x, y, z, w)."""
+NameOrEntity: TypeAlias = str | int
+"""A human by its name or by its esper entity id."""
+C = TypeVar("C")
 
 _ids = itertools.count(1)
 
@@ -78,7 +89,9 @@ class Game:
         self.player = Player(options)
         self.ctx = SimContext(self.player, reference=reference)
         self.names: dict[str, int] = {}
-        self.fight = None          # the fight rules, when attached (scuffle.game.fighters.combat.Fight)
+        # The fight rules when attached (scuffle.game.fighters.combat.Fight, which sets it);
+        # Any: the runtime layer never imports the fighters (tests/test_layers.py).
+        self.fight: Any = None
         self.closed = False
         with self.active():
             taken = [s.__name__ for s in schedule.SCHEDULE if esper.get_processor(s) is not None]
@@ -88,7 +101,7 @@ class Game:
                     esper.delete_world(name)
                 raise WorldInUse(f"esper world {name!r} already runs scuffle's systems "
                                  f"({', '.join(taken)}): one Game per world")
-            self.processors = schedule.install(self.ctx)
+            self.processors: list[esper.Processor] = schedule.install(self.ctx)
 
     @classmethod
     def attach(cls, world: str | None = None, options: PlayerOptions | None = None, *,
@@ -141,7 +154,7 @@ class Game:
             raise GameClosed(f"Game {self.world!r} is closed")
 
     # ---------------------------------------------------------------- humans
-    def add_human(self, name: str, anim_set: AnimSet, position=(0.0, 0.0, 0.0), heading: float = 0.0,
+    def add_human(self, name: str, anim_set: AnimSet, position: Vec3 = (0.0, 0.0, 0.0), heading: float = 0.0,
                   health: float = 100.0) -> int:
         """Create a human entity with every component; returns the entity id.
 
@@ -207,8 +220,8 @@ class Game:
             raise UnknownHuman(name)
         return ent
 
-    def component(self, name_or_entity, ctype):
-        """One component of a human (by name or entity)."""
+    def component(self, name_or_entity: NameOrEntity, ctype: type[C]) -> C:
+        """One component of a human (by name or entity), of the type asked for."""
         ent = self.entity(name_or_entity) if isinstance(name_or_entity, str) else name_or_entity
         with self.active():
             return esper.component_for_entity(ent, ctype)
@@ -263,7 +276,7 @@ class Game:
         """
         return self.component(name, PoseRef).row
 
-    def bones_model(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+    def bones_model(self, name: str) -> tuple[BoneArray, BoneArray]:
         """One human's bones in model space (x right, y forward, z up from the feet):
         positions (34, 3) in metres and rotations (34, 4) as (x, y, z, w), float64 copies.
 
@@ -279,7 +292,7 @@ class Game:
         rot = np.array(self.ctx.bone_rot[:, :, row].T, dtype=np.float64)
         return pos, rot
 
-    def bones_world(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+    def bones_world(self, name: str) -> tuple[BoneArray, BoneArray]:
         """One human's bones in world space: the model-space bones turned by the body's
         heading about z and placed at its position. Positions (34, 3), rotations (34, 4)
         (x, y, z, w). Entry 0 is the body itself: its position and heading."""

@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from scuffle.game.runtime.world import Game
-
 
 @pytest.fixture
-def new_game(esper_clean):
-    """A factory of Games, all closed after the test."""
-    games = []
-
-    def make(*args, **kw) -> Game:
-        g = Game(*args, **kw)
-        games.append(g)
-        return g
-
-    yield make
-    for g in games:
-        g.close()
+def new_game(esper_clean, scuffle_new_game):
+    """A factory of Games, all closed after the test (``scuffle.testing``'s
+    ``scuffle_new_game``)."""
+    return scuffle_new_game
