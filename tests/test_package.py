@@ -165,4 +165,5 @@ def test_the_wheel_holds_one_package_scuffle(tmp_path):
     entries = zipfile.ZipFile(wheel).read(entry).decode()
     assert "scuffle = scuffle.game.cli:main" in entries
     assert "[pytest11]\nscuffle = scuffle.testing" in entries and "scuffle/testing.py" in names
-    assert not any("_scuffle_build" in n for n in names)        # the build backend stays out
+    # the build backend ships only inside the package, never as a top-level module
+    assert "scuffle/_build_backend.py" in names and not any(n.startswith("_build_backend") for n in names)

@@ -106,7 +106,7 @@ def _editable_pth() -> list[str] | None:
 def test_the_editable_install_is_a_path_mypy_can_follow():
     """The README's ``pip install -e`` puts a plain folder on sys.path (mypy reads .pth
     path lines but never runs their ``import`` hooks): a link tree whose scuffle/ holds
-    the card's folders (_scuffle_build.py)."""
+    the card's folders (scuffle/_build_backend.py)."""
     lines = _editable_pth()
     if lines is None:
         pytest.skip("scuffle is not installed editable here")

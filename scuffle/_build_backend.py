@@ -14,7 +14,10 @@ repository's folder, so a module added later is found without reinstalling (only
 file directly in the face folder needs ``pip install -e .`` again). Where directories
 cannot be linked, setuptools' tree is kept as it made it.
 
-Wheels and sdists are setuptools' own, untouched.
+Wheels and sdists are setuptools' own, untouched. The file sits in the face folder
+(pyproject's ``backend-path = ["scuffle"]``) so the repository's top level holds only the
+card's folders, pyproject.toml and README.md, and the sdist carries it with the package;
+the wheel ships it too, inert (``scuffle._build_backend`` is imported by nothing at run time).
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from typing import Any
 from setuptools import build_meta as _setuptools
 from setuptools.build_meta import *  # noqa: F401,F403 - every other PEP 517 / 660 hook as is
 
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parent.parent       # the repository (this file is in scuffle/)
 PACKAGE = "scuffle"
 
 
