@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, TextIO, cast
 
 from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet
+from scuffle.anim.animset import AnimSet, UnknownAnimName
 from scuffle.anim.clip import ClipFormatError, parse_clip
 from scuffle.anim.player import PlayerOptions, UnknownClip
 from scuffle.anim.pose import PoseStackOverflow
@@ -492,8 +492,13 @@ def _parse_commands(raw, lines: _Lines, err: _Err, humans: list[HumanSpec], sets
                 setattr(cmd, k, int(c[k]))
 
         def check_id(v, key):
+            if isinstance(v, str):              # a clip's name in the set ("FIGHT_IDLE")
+                try:
+                    v = src.id_of(v)
+                except UnknownAnimName as exc:
+                    err(lines.key(cl, key), f"{fld}.{key}", str(exc))
             if not _is_int(v) or not 0 <= v < src.num_ids:
-                err(lines.key(cl, key), f"{fld}.{key}", f"expected an anim id, got {v!r}")
+                err(lines.key(cl, key), f"{fld}.{key}", f"expected an anim id or a clip name, got {v!r}")
             if not src.has(v):
                 err(lines.key(cl, key), f"{fld}.{key}", f"anim id {v} has no clip in set {src.name!r}")
             return int(v)
@@ -503,12 +508,12 @@ def _parse_commands(raw, lines: _Lines, err: _Err, humans: list[HumanSpec], sets
         elif kind == "play":
             ids = c["play"]
             if not isinstance(ids, list) or not ids:
-                err(lines.key(cl, "play"), f"{fld}.play", "expected a non-empty list of anim ids")
+                err(lines.key(cl, "play"), f"{fld}.play", "expected a non-empty list of anim ids or clip names")
             cmd.ids = [check_id(v, "play") for v in ids]
         elif kind == "gait":
             ids = c["gait"]
             if not isinstance(ids, list) or len(ids) != 5:
-                err(lines.key(cl, "gait"), f"{fld}.gait", f"expected 5 anim ids, got {ids!r}")
+                err(lines.key(cl, "gait"), f"{fld}.gait", f"expected 5 anim ids or clip names, got {ids!r}")
             cmd.ids = [check_id(v, "gait") for v in ids]
         elif kind == "action":
             if spec is None:
@@ -517,6 +522,11 @@ def _parse_commands(raw, lines: _Lines, err: _Err, humans: list[HumanSpec], sets
             cmd.action = action
             for k, check in spec.keys.items():
                 if k in c:
+                    if k in spec.anim_keys and isinstance(c[k], str):
+                        try:
+                            c[k] = sets[by_name[name].set].id_of(c[k])
+                        except UnknownAnimName as exc:
+                            err(lines.key(cl, k), f"{fld}.{k}", str(exc))
                     if not check(c[k]):
                         err(lines.key(cl, k), f"{fld}.{k}", f"bad value {c[k]!r} for action {action!r}")
                     cmd.extra[k] = c[k]
