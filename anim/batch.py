@@ -40,6 +40,16 @@ from .stack import CharacterInstance
 from .store import HumanTable
 from .tasks import EventRule, TaskType
 
+
+_COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.warmup)
+
+
+def _note_cold() -> None:
+    """The first kernel call of the process: announce a cold compile (anim.warmup)."""
+    _COLD[0] = True
+    from .warmup import note_cold_compile
+    note_cold_compile()
+
 __all__ = ["BatchEngine", "KERNEL_TYPES"]
 
 # The task types the kernels run; a stack holding another (10, 11, 13) takes the scalar step.
@@ -400,6 +410,8 @@ class BatchEngine:
         counts = self._counts
         dt32 = float(np.float32(dt))
         start = 0
+        if not _COLD[0]:
+            _note_cold()
         while True:
             K.step_stacks(rows, start, dt32, bool(opts.end_zero_overshoot),
                            opts.events == EventRule.NEWEST, int(opts.cleanup_above),
@@ -487,6 +499,8 @@ class BatchEngine:
                 cur.ev, cur.evf, fad.el, fad.dur, gai.value, gai.lower, gai.leader,
                 self.e_first, self.e_count, self.e_frame, *tables.args, *self._scratch, *out.outs(),
                 refused, self._weights)
+        if not _COLD[0]:
+            _note_cold()
         K.pose_stacks(*args)
         plan = dynamic_plan if dynamic_plan is not None else SamplePlan()
         if nf:

@@ -548,7 +548,8 @@ def _parse_commands(raw, lines: _Lines, err: _Err, humans: list[HumanSpec], sets
 def apply_command(game, cmd: Command, actions: dict | None = None):
     """Apply one command in the actions phase (the change of animation, or an action
     looked up in ``actions``, the scenario registry's). Returns what the action's
-    runner returns (the fight rules: True, or False when refused); None otherwise."""
+    runner returns (the fight rules: an ActionResult, truthy when accepted, falsy with
+    its reason when refused); None otherwise."""
     player = game.player
     inst = game.instance(cmd.human)
     if cmd.kind == "target":
@@ -575,8 +576,12 @@ def apply_command(game, cmd: Command, actions: dict | None = None):
 
 
 def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
-                 on_update: Callable | None = None):
+                 on_update: Callable | None = None, on_command: Callable[[Command, Any], None] | None = None):
     """Run a validated scenario; writes the trace (JSONL) if given; returns the Game.
+
+    ``on_update(game)`` is called after each update; ``on_command(cmd, result)`` after
+    each command is applied, with what it answered (an action of the fight rules: an
+    ActionResult, falsy when refused, with the reason; a change of animation: None).
 
     Rejected: a command that hits one of the original's limits (task pool, stack,
     queue) raises ScenarioError naming the command's line; the trace then holds the
@@ -607,13 +612,15 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                 cmd = pending.popleft()
                 last[cmd.human] = cmd
                 try:
-                    apply_command(game, cmd, sc.registry.actions)
+                    result = apply_command(game, cmd, sc.registry.actions)
                 except (AnimLimitError, PoseStackOverflow, UnknownClip, UnknownHuman, ValueError) as exc:
                     # A limit of the original (pool, stack, queue) hit at run time, or an
                     # action given what it cannot act on (a name that is no human): one
                     # error naming the command, like a parse error.
                     raise ScenarioError(sc.source, cmd.line, f"commands[{cmd.index}]",
                                         f"update {cmd.update}: {exc}") from None
+                if on_command is not None:
+                    on_command(cmd, result)
 
         game.ctx.actions.insert(0, scripted)
         for _ in range(sc.updates):

@@ -310,11 +310,11 @@ def _sweep(sizes: list[int], updates: int, scalar_updates: int | None) -> list[d
 
 
 def bench_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--humans", type=int, nargs="+", default=None,
+    p.add_argument("--humans", type=int, nargs="+", default=None, metavar="N",
                    help="humans in the world (default 1000); several sizes run one process each")
     p.add_argument("--sweep", action="store_true", help=f"run the sizes {', '.join(map(str, SWEEP))}")
-    p.add_argument("--updates", type=int, default=60, help="updates to time (default 60)")
-    p.add_argument("--scalar-updates", type=int, default=None, help="updates for the scalar reference path")
+    p.add_argument("--updates", type=int, default=60, metavar="U", help="updates to time (default 60)")
+    p.add_argument("--scalar-updates", type=int, default=None, metavar="U", help="updates for the scalar reference path")
     p.add_argument("--json", action="store_true", help="print only the JSON report on stdout (the table to stderr)")
     p.add_argument("--no-compile-time", action="store_true",
                    help="skip measuring the kernels' first-run compile time (a fresh process, ~15-30 s)")
@@ -370,7 +370,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               f"{wfixed:.3f} ms + {wslope:.3f} us (wall)", file=text)
     if not args.no_compile_time:
         r["kernel_compile_s"] = round(_compile_seconds(), 2)
-        print(f"kernels' first-run compile: {r['kernel_compile_s']} s (numba, cache=True: once per machine)",
+        print(f"kernels' first-run compile: {r['kernel_compile_s']} s (numba, cache=True: once per install)",
               file=text)
     if args.json:
         print(json.dumps(r))
