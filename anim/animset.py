@@ -247,27 +247,27 @@ class AnimSet:
 
         Original: 0x00175080 CharacterInstance_GetAnim.
         """
-        if anim_id.__class__ is str:
+        if isinstance(anim_id, str):
             anim_id = self.id_of(anim_id)
         k = int(self._index[check_anim_id(anim_id, self.num_ids)])
         return None if k == NO_CLIP else self._clips[k]
 
     def clip_index(self, anim_id: AnimRef) -> int | None:
         """The stable index of ``anim_id``'s clip, or None. UnknownAnimId outside the ids."""
-        if anim_id.__class__ is str:
+        if isinstance(anim_id, str):
             anim_id = self.id_of(anim_id)
         k = int(self._index[check_anim_id(anim_id, self.num_ids)])
         return None if k == NO_CLIP else k
 
     def range(self, anim_id: AnimRef) -> RangeRecord:
         """The range record of ``anim_id`` (ZERO_RECORD where none was given). UnknownAnimId outside the ids."""
-        if anim_id.__class__ is str:
+        if isinstance(anim_id, str):
             anim_id = self.id_of(anim_id)
         return self._ranges[check_anim_id(anim_id, self.num_ids)]
 
     def has(self, anim_id: AnimRef) -> bool:
         """True when ``anim_id`` has a clip. UnknownAnimId outside the ids."""
-        if anim_id.__class__ is str:
+        if isinstance(anim_id, str):
             return anim_id in self.names_view()
         return int(self._index[check_anim_id(anim_id, self.num_ids)]) != NO_CLIP
 

@@ -38,16 +38,16 @@ from .tasks import (HELD_EVENTS, BlendWindow, ClipTask, DirectionTask, EventRule
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
 
-def _ref(anim_set, anim_id):
+def _ref(anim_set, anim_id: AnimRef) -> int:
     """An anim id, or a clip name resolved through ``anim_set`` (AnimSet.id_of: did you mean)."""
-    return anim_set.id_of(anim_id) if anim_id.__class__ is str else anim_id
+    return anim_set.id_of(anim_id) if isinstance(anim_id, str) else anim_id
 
 
-def _refs(anim_set, ids):
+def _refs(anim_set, ids: Sequence[AnimRef]) -> Sequence[int]:
     """``_ref`` of each of ``ids`` (the same sequence when none is a name)."""
-    if any(i.__class__ is str for i in ids):
+    if any(isinstance(i, str) for i in ids):
         return [_ref(anim_set, i) for i in ids]
-    return ids
+    return ids  # type: ignore[return-value]  # no name among them: ints
 
 _T = TypeVar("_T", bound=Task)
 
@@ -283,8 +283,8 @@ class Player:
         UnknownClip as ``find`` raises them)."""
         hit = self._known(anim_set, anim_id)
         if hit is None:
-            if anim_id.__class__ is str:
-                anim_id = anim_set.id_of(anim_id)
+            if isinstance(anim_id, str):
+                anim_id = _ref(anim_set, anim_id)
                 hit = self._known(anim_set, anim_id)
                 if hit is not None:
                     return hit
@@ -321,8 +321,8 @@ class Player:
 
     def cursor(self, anim_set, anim_id: AnimRef, flags: int = 0) -> Cursor:
         """A new cursor on the clip ``anim_id`` (an id or a clip name) names in ``anim_set``."""
-        if anim_id.__class__ is str:
-            anim_id = anim_set.id_of(anim_id)
+        if isinstance(anim_id, str):
+            anim_id = _ref(anim_set, anim_id)
         return self._cursor_of(self._entry(anim_set, anim_id), anim_id, flags)
 
     def rate_of(self, anim_set, anim_id: AnimRef) -> float:
@@ -331,8 +331,8 @@ class Player:
         The flags are read from the set's range list records (+0x0e), once per set; the
         rate of an id already found (``find``) is kept with it.
         """
-        if anim_id.__class__ is str:
-            anim_id = anim_set.id_of(anim_id)
+        if isinstance(anim_id, str):
+            anim_id = _ref(anim_set, anim_id)
         hit = self._known(anim_set, anim_id)
         if hit is None:
             return self._rate_checked(anim_set, anim_id)
@@ -386,8 +386,8 @@ class Player:
         """A type 1 task on ``anim_id`` (rate from its range flags unless given).
         Original: 0x00105678."""
         s = anim_set or inst.anim_set
-        if anim_id.__class__ is str:
-            anim_id = s.id_of(anim_id)
+        if isinstance(anim_id, str):
+            anim_id = _ref(s, anim_id)
         self.pool.require(1)
         hit = self._known(s, anim_id)
         if hit is None:
@@ -403,8 +403,8 @@ class Player:
              anim_set=None) -> ClipTask:
         """A type 3 task: ``anim_id``, then ``next`` (blend time ``blend``). Original: 0x00105990."""
         s = anim_set or inst.anim_set
-        if anim_id.__class__ is str:
-            anim_id = s.id_of(anim_id)
+        if isinstance(anim_id, str):
+            anim_id = _ref(s, anim_id)
         self.pool.require(1)
         _check_number("blend time", blend)
         hit = self._known(s, anim_id)

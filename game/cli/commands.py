@@ -176,12 +176,12 @@ def _clip_resource(args: argparse.Namespace) -> int:
         raise CliError(f"{args.descriptor}: {exc}") from None
     ids_of: dict[int, list[int]] = {}
     for anim_id in aset.ids():
-        ids_of.setdefault(aset.clip_index(anim_id), []).append(anim_id)
+        ids_of.setdefault(int(aset.clip_index(anim_id) or 0), []).append(anim_id)   # ids() have a clip
     if args.anim_id is not None:
         args.anim_id = resolve_anim(aset, args.anim_id, f"{args.descriptor}: --id")
         if not 0 <= args.anim_id < aset.num_ids or not aset.has(args.anim_id):
             raise CliError(f"{args.descriptor}: anim id {args.anim_id} has no clip")
-        chosen = [aset.clip_index(args.anim_id)]
+        chosen = [int(aset.clip_index(args.anim_id) or 0)]                        # has() checked
     else:
         chosen = sorted(ids_of, key=lambda i: ids_of[i][0])
     if args.json:

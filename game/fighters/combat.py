@@ -29,17 +29,20 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from enum import IntFlag, StrEnum
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 import numpy as np
 
 from scuffle.anim.clip import EventType
-from scuffle.anim.stack import AnimLimitError
+from scuffle.anim.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.tasks import HeldFlags, LOCOMOTION_FLAGS, Task, TaskFlags, TaskType
 from scuffle.components import Body, Combat, HumanRecord, NO_ATTACHMENT
 from scuffle.game.fighters.moves import ATTACK_CHAIN, GAIT_IDS, GRAB_STRIKES, THROWS, Move
 from scuffle.game.runtime.registry import ActionSpec, Registry, TableSpec, is_int as _is_int, is_num as _is_num, is_vec2 as _vec2
 from scuffle.systems.placement import place_attached
+
+if TYPE_CHECKING:
+    from scuffle.game.runtime.world import Game
 
 __all__ = ["Fight", "FightFlags", "FightState", "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
            "PACES", "GRAB_SEARCH_FACTOR", "reaction_for", "ROUND_PAUSE", "Refusal", "ActionResult", "FightEvent",
@@ -257,8 +260,8 @@ class Fight:
     round ``round_pause`` updates after a K.O. Rejected: ``round_pause`` < 1 (ValueError).
     """
 
-    def __init__(self, game, *, separate: bool = False, ko: bool = False, rounds: bool = False,
-                 round_pause: int = ROUND_PAUSE):
+    def __init__(self, game: Game, *, separate: bool = False, ko: bool = False, rounds: bool = False,
+                 round_pause: int = ROUND_PAUSE) -> None:
         if int(round_pause) < 1:
             raise ValueError(f"round_pause: expected updates >= 1, got {round_pause!r}")
         self.game = game
@@ -349,7 +352,7 @@ class Fight:
             c.state = FightState(c.state)
 
     # ---------------------------------------------------------------- lookups
-    def _ent(self, name_or_ent) -> int:
+    def _ent(self, name_or_ent: Who) -> int:
         return self.game.entity(name_or_ent) if isinstance(name_or_ent, str) else name_or_ent
 
     def _name(self, ent: int) -> str:
@@ -431,23 +434,26 @@ class Fight:
                     (b.attachment != NO_ATTACHMENT and not self._alive(b.attachment)):
                 self._partner_left(e, thrown=False)
 
-    def combat(self, who) -> Combat:
+    def combat(self, who: Who) -> Combat:
         return self.game.component(self._ent(who), Combat)
 
-    def body(self, who) -> Body:
+    def body(self, who: Who) -> Body:
         return self.game.component(self._ent(who), Body)
 
-    def flags(self, who) -> int:
+    def held(self, who: Who) -> int:
+        """The human's held flags (record +0x08, the trace's ``held``)."""
         return self.game.component(self._ent(who), HumanRecord).flags
 
-    def inst(self, who):
+    flags = held                          # the older name
+
+    def inst(self, who: Who) -> CharacterInstance:
         return self.game.instance(self._name(self._ent(who)))
 
-    def free(self, who) -> bool:
+    def free(self, who: Who) -> bool:
         """No move in progress: none of the fight's held bits are set."""
         return not (self.flags(who) & (BUSY | FightFlags.RECOVERY))
 
-    def can_chain(self, who) -> bool:
+    def can_chain(self, who: Who) -> bool:
         """In an attack's recovery (0x4 held, nothing busy): a chained strike may follow."""
         f = self.flags(who)
         return bool(f & FightFlags.RECOVERY) and not (f & BUSY)
@@ -519,7 +525,7 @@ class Fight:
             b.heading = _wrap(float(heading))
         return self._accept(who, "face")
 
-    def gait_speeds(self, who) -> tuple[float, ...]:
+    def gait_speeds(self, who: Who) -> tuple[float, ...]:
         """The human's walk, jog, run and sprint speeds (m/s), from its set's looping gait
         clips (GAIT_IDS): displacement length over duration, divided by the clip's rate.
         Original: 0x00254078, 0x00101950 Anim_RootDisplacementLength ("Playback rate")."""

@@ -23,7 +23,7 @@ import itertools
 import math
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Iterator, Protocol
+from typing import TYPE_CHECKING, Iterator, Protocol
 
 import esper
 import numpy as np
@@ -41,6 +41,9 @@ from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents,
 from scuffle.game.runtime import schedule
 from scuffle.systems.context import SimContext
 from scuffle.systems.motion import to_world
+
+if TYPE_CHECKING:
+    from scuffle.game.fighters.combat import Fight
 
 __all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse", "EventHandler", "Bone"]
 
@@ -89,7 +92,7 @@ class Game:
         self.player = Player(options)
         self.ctx = SimContext(self.player, reference=reference)
         self.names: dict[str, int] = {}
-        self.fight = None          # the fight rules, when attached (scuffle.game.fighters.combat.Fight)
+        self.fight: Fight | None = None   # the fight rules, when attached (scuffle.game.fighters.combat.Fight)
         self.closed = False
         with self.active():
             taken = [s.__name__ for s in schedule.SCHEDULE if esper.get_processor(s) is not None]
