@@ -287,7 +287,7 @@ class Game:
         the FiredEvent (``.event`` the clip's Event with ``.type``, ``.frame``,
         ``.args``, ``.fields()``; ``.anim_id`` the clip's id). Handlers run in the event
         dispatch, after every human stepped and before the flush releases anything, in
-        entity order then firing order. Returns the handler (usable as a decorator).
+        entity order then firing order. Returns the handler.
         Rejected: a type outside 0-255 or a handler that is not callable (ValueError).
         Original: 0x00101dd8 Anim_FireFrameEvents."""
         if isinstance(event_type, bool) or not isinstance(event_type, int) or not 0 <= int(event_type) <= 0xFF:
