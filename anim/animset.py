@@ -266,12 +266,18 @@ class AnimSet:
         return self._ranges[check_anim_id(anim_id, self.num_ids)]
 
     def has(self, anim_id: AnimRef) -> bool:
-        """True when ``anim_id`` has a clip. UnknownAnimId outside the ids."""
+        """True when ``anim_id`` has a clip. UnknownAnimId outside the ids (UnknownAnimName
+        for a name no clip carries: a named clip is always there)."""
         if isinstance(anim_id, str):
-            return anim_id in self.names_view()
+            anim_id = self.id_of(anim_id)
         return int(self._index[check_anim_id(anim_id, self.num_ids)]) != NO_CLIP
 
-    __contains__ = has
+    def __contains__(self, anim_id: object) -> bool:
+        """``x in aset``: ``has(x)``, False (not an error) for an unknown name or id."""
+        try:
+            return self.has(anim_id)  # type: ignore[arg-type]
+        except UnknownAnimId:
+            return False
 
     def names_view(self) -> Mapping[str, int]:
         """``names()`` without the copy (read it, do not change it)."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels as K
+from .coldstart import note_cold_compile
 from .cursor import FiredEvent
 from .plan import Bones, SamplePlan, pose_tables, scratch_poses
 from .pose import PoseBatch
@@ -41,13 +42,12 @@ from .store import HumanTable
 from .tasks import EventRule, TaskType
 
 
-_COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.warmup)
+_COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.coldstart)
 
 
 def _note_cold() -> None:
-    """The first kernel call of the process: announce a cold compile (anim.warmup)."""
+    """The first kernel call of the process: announce a cold compile (anim.coldstart)."""
     _COLD[0] = True
-    from .warmup import note_cold_compile
     note_cold_compile()
 
 __all__ = ["BatchEngine", "KERNEL_TYPES"]

@@ -13,11 +13,11 @@ wants silence: ``logging.getLogger("scuffle").setLevel(logging.ERROR)``.
 """
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
 from . import kernels as K
+from .coldstart import ANNOUNCED as _ANNOUNCED
+from .coldstart import COMPILE_MESSAGE, COMPILED_MESSAGE, LOGGER, kernels_cached, note_cold_compile
 from .animset import AnimSet
 from .clip import author_clip, make_event
 from .player import Player
@@ -26,47 +26,6 @@ from .stack import CharacterInstance
 
 __all__ = ["compile_kernels", "kernels_cached", "announce_compile", "note_cold_compile", "COMPILE_MESSAGE",
            "LOGGER"]
-
-LOGGER = logging.getLogger("scuffle")
-COMPILE_MESSAGE = ("compiling the animation kernels (once per install: numba caches them for later runs; "
-                   "about 15-30 s)...")
-COMPILED_MESSAGE = "kernels compiled (cached for the next runs)"
-
-_ANNOUNCED: list[bool] = []
-
-
-def kernels_cached() -> bool:
-    """Whether numba's on-disk cache holds the engine's kernels (False: the first step will
-    compile them, ~15-30 s on a busy 2-core machine)."""
-    import glob
-    import os
-
-    path = getattr(getattr(K.step_stacks, "_cache", None), "_cache_path", None)
-    if not path:
-        return False
-    try:
-        source = os.path.getmtime(K.__file__)
-    except OSError:
-        return False
-    for name in ("step_stacks", "pose_stacks", "pose_plan", "root_motion_step"):
-        index = glob.glob(os.path.join(path, f"kernels.{name}-*.nbi"))
-        # an index older than the source is stale: numba recompiles (and rewrites it)
-        if not index or max(os.path.getmtime(f) for f in index) < source:
-            return False
-    return True
-
-
-def note_cold_compile() -> bool:
-    """Once per process (the library's first step or sample calls it): when the kernels
-    are not cached yet, log COMPILE_MESSAGE on the ``scuffle`` logger (WARNING) before
-    they compile. Returns whether it logged."""
-    if _ANNOUNCED:
-        return False
-    _ANNOUNCED.append(True)
-    if kernels_cached():
-        return False
-    LOGGER.warning(COMPILE_MESSAGE)
-    return True
 
 
 def announce_compile() -> None:

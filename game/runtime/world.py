@@ -23,7 +23,7 @@ import itertools
 import math
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Iterator, Protocol
+from typing import Iterator, Protocol
 
 import esper
 import numpy as np
@@ -42,9 +42,6 @@ from scuffle.game.runtime import schedule
 from scuffle.systems.context import SimContext
 from scuffle.systems.motion import to_world
 
-if TYPE_CHECKING:
-    from scuffle.game.fighters.combat import Fight
-
 __all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse", "EventHandler", "Bone"]
 
 _ids = itertools.count(1)
@@ -55,6 +52,15 @@ class EventHandler(Protocol):
     with the SimContext, the human's entity and the FiredEvent."""
 
     def __call__(self, ctx: SimContext, entity: int, fired: FiredEvent) -> None: ...
+
+
+class FightRules(Protocol):
+    """What the Game asks of the fight rules attached to it (``Game.fight``; the demo's are
+    scuffle.game.fighters.combat.Fight): told when a human joins and before one leaves."""
+
+    def human_joined(self, ent: int) -> None: ...
+
+    def human_leaving(self, ent: int) -> None: ...
 
 
 class UnknownHuman(KeyError):
@@ -92,7 +98,7 @@ class Game:
         self.player = Player(options)
         self.ctx = SimContext(self.player, reference=reference)
         self.names: dict[str, int] = {}
-        self.fight: Fight | None = None   # the fight rules, when attached (scuffle.game.fighters.combat.Fight)
+        self.fight: FightRules | None = None   # the fight rules, when attached (scuffle.game.fighters.combat.Fight)
         self.closed = False
         with self.active():
             taken = [s.__name__ for s in schedule.SCHEDULE if esper.get_processor(s) is not None]

@@ -48,9 +48,9 @@ def test_the_headless_demo_captions_its_throw(tmp_path):
 
 
 def test_the_caption_is_drawn_on_the_picture():
-    import pygame
-
     from scuffle.demo.app import DemoSim
+
+    pygame = render.pygame                    # the demo's own pygame: this file imports none
 
     sim = DemoSim(seed=1, attract=True)
     try:

@@ -34,7 +34,9 @@ def test_a_name_matches_exactly_else_ignoring_case():
     s = demo_set()
     assert s.id_of("jab") == 11 and s.id_of("Throw_Back") == 151
     assert s.id_of(151) == 151                    # an id stays an id
-    assert s.has("JAB") and not s.has("NOPE") and "KICK" in s
+    assert s.has("JAB") and "KICK" in s and "NOPE" not in s and 9999 not in s
+    with pytest.raises(UnknownAnimName, match="'NOPE'"):
+        s.has("NOPE")
 
 
 def test_a_typo_says_did_you_mean():
