@@ -40,6 +40,9 @@ __all__ = ["bench_arguments", "cmd_bench", "run_bench", "BUDGET_MS"]
 
 BUDGET_MS = 1000.0 / 30.0            # the 30 Hz update
 POSE_STAGE = "pose (sample, blend, bones)"
+# The stages timed inside a system (parts of its share, printed indented under it).
+NESTED_IN = "AnimationStep"
+NESTED_STAGES = ("task step", POSE_STAGE)
 SWEEP = (2, 100, 1000, 10000)
 CYCLE = 60                           # updates between a human's changes
 FADE = 0.6                           # s: the change's fade (the gait under it)
@@ -332,9 +335,16 @@ def _print_one(r: dict, out) -> None:
           file=out)
     print(f"humans stepped by the kernel: {100 * r['kernel_step_share']:.2f}% (the rest by the scalar step); "
           f"Python's cyclic GC: {r['gc_ms_per_update']} ms per update", file=out)
-    print("where the time goes:", file=out)
-    for k, v in r["stage_share"].items():
-        print(f"  {k:<28} {100 * v:5.1f}%  {r['stage_ms'][k]:8.3f} ms", file=out)
+    print("where the time goes (the parts of a system indented under it):", file=out)
+    shares = r["stage_share"]
+    parts = [k for k in NESTED_STAGES if k in shares]
+    for k, v in shares.items():
+        if k in parts:
+            continue
+        print(f"  {k:<30} {100 * v:5.1f}%  {r['stage_ms'][k]:8.3f} ms", file=out)
+        if k == NESTED_IN:
+            for p in parts:
+                print(f"    {p:<28} {100 * shares[p]:5.1f}%  {r['stage_ms'][p]:8.3f} ms", file=out)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

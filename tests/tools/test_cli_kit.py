@@ -136,3 +136,15 @@ def test_the_cli_shows_the_librarys_notice(tmp_path):
     assert lines[0].startswith("scuffle: compiling the animation kernels (once per install")
     assert "scuffle: kernels compiled (cached for the next runs)" in lines
     assert r.stderr.count("compiling the animation kernels") == 1
+
+
+def test_the_benchs_parts_of_the_animation_step_print_indented_under_it():
+    r = run_scuffle("bench", "--humans", "2", "--updates", "2", "--scalar-updates", "1", "--no-compile-time")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("  AnimationStep "))
+    assert lines[at + 1].startswith("    task step ") and lines[at + 2].startswith("    pose (sample, blend, bones) ")
+    systems = [ln for ln in lines[lines.index(next(ln for ln in lines if ln.startswith("where the time goes"))) + 1:]
+               if ln.startswith("  ") and not ln.startswith("    ")]
+    assert {ln.split()[0] for ln in systems} == {"AnimationStep", "EventDispatch", "DeferredFlush", "StateUpdate",
+                                                  "Actions", "PairedPlacement"}
