@@ -176,7 +176,7 @@ def snapshot(sim) -> Scene:
             tips=to_world(mt, position, body.heading), model_points=mp, model_tips=mt,
             health=float(com.health), max_health=float(com.max_health), state=str(com.state),
             partner=names.get(com.partner, ""), role=com.role, anim_id=int(rec.anim_id),
-            flags=int(rec.flags), tasks=tasks, gait=gait, events=list(sim.recent_events.get(name, ())),
+            flags=int(rec.held), tasks=tasks, gait=gait, events=list(sim.recent_events.get(name, ())),
             controller=sim.controller_of(name), speed=float(np.hypot(*body.velocity[:2])),
             grab_radius=radius))
     st = fight.stats

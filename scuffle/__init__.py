@@ -17,7 +17,9 @@ The public face. Everything here imports without pygame (only ``scuffle.demo`` d
 - the animation core: ``Player``, ``PlayerOptions``, ``CharacterInstance``, ``AnimSet``,
   ``Clip``, ``parse_clip``, ``encode_clip``, ``author_clip``, ``load_resource``,
   ``ClipFormatError``, ``ResourceFormatError``;
-- the demo fighters: ``demo_set``, ``Fight``;
+- the demo fighters: ``demo_set``, ``Fight`` and its answers and events (``ActionResult``,
+  ``Refusal``, ``FightEvent``, ``FightEventKind``);
+- names: ``Bone`` (the 34 bones, ``Game.bone``), ``EventType`` (``Game.on``);
 - the esper components: ``Name``, ``Animator``, ``HumanRecord``, ``PoseRef``,
   ``RangeRecords``, ``AnimSetRef``, ``Body``, ``Combat``, ``FiredEvents``.
 
@@ -39,7 +41,9 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, HumanRecord, Name,
                                     PoseRef, RangeRecords)
     from scuffle.game.fighters import registry as fighters_registry
-    from scuffle.game.fighters.combat import Fight
+    from scuffle.anim.clip import EventType
+    from scuffle.anim.skeleton import Bone
+    from scuffle.game.fighters.combat import ActionResult, Fight, FightEvent, FightEventKind, Refusal
     from scuffle.game.fighters.moveset import demo_set
     from scuffle.game.runtime.registry import ActionSpec, Registry
     from scuffle.game.runtime.scenario import Scenario, ScenarioError
@@ -60,7 +64,10 @@ _EXPORTS: dict[str, str] = {
     "CharacterInstance": "scuffle.anim.stack",
     **{n: "scuffle.components" for n in ("Animator", "AnimSetRef", "Body", "Combat", "FiredEvents",
                                          "HumanRecord", "Name", "PoseRef", "RangeRecords")},
-    "Fight": "scuffle.game.fighters.combat",
+    "Fight": "scuffle.game.fighters.combat", "ActionResult": "scuffle.game.fighters.combat",
+    "Refusal": "scuffle.game.fighters.combat", "FightEvent": "scuffle.game.fighters.combat",
+    "FightEventKind": "scuffle.game.fighters.combat",
+    "Bone": "scuffle.anim.skeleton", "EventType": "scuffle.anim.clip",
     "demo_set": "scuffle.game.fighters.moveset",
     "ActionSpec": "scuffle.game.runtime.registry", "Registry": "scuffle.game.runtime.registry",
     "Scenario": "scuffle.game.runtime.scenario", "ScenarioError": "scuffle.game.runtime.scenario",
@@ -76,7 +83,7 @@ __all__ = [
     "fighters_registry",
     "Player", "PlayerOptions", "CharacterInstance", "AnimSet", "Clip", "parse_clip", "encode_clip",
     "author_clip", "load_resource", "ClipFormatError", "ResourceFormatError",
-    "demo_set", "Fight",
+    "demo_set", "Fight", "ActionResult", "Refusal", "FightEvent", "FightEventKind", "Bone", "EventType",
     "Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body", "Combat",
     "FiredEvents",
 ]
