@@ -29,7 +29,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from enum import IntFlag, StrEnum
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -170,11 +170,9 @@ class FightEvent:
     winner: str = ""
 
 
-class FightHandler(Protocol):
-    """A fight event handler: ``handler(event: FightEvent) -> None``, called in the
-    actions phase of the update the event happens in."""
-
-    def __call__(self, event: FightEvent) -> None: ...
+# A fight event handler: ``handler(event) -> None`` with the FightEvent, called in the
+# actions phase of the update the event happens in (Fight.on).
+FightHandler = Callable[[FightEvent], None]
 GRAB_SEARCH_FACTOR = 1.25          # the grab searches within id 70's far range x 1.25
 GRAB_CONE_DEG = 70.0               # ours: the victim must be within this of the facing
 HIT_CONE_DEG = 60.0                # ours: a strike's cone around its range direction

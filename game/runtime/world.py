@@ -23,7 +23,7 @@ import itertools
 import math
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Iterator, Protocol
+from typing import Callable, Iterator, Protocol
 
 import esper
 import numpy as np
@@ -47,11 +47,9 @@ __all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse", "EventHandler", "
 _ids = itertools.count(1)
 
 
-class EventHandler(Protocol):
-    """An animation event handler (``Game.on``): ``handler(ctx, entity, fired) -> None``
-    with the SimContext, the human's entity and the FiredEvent."""
-
-    def __call__(self, ctx: SimContext, entity: int, fired: FiredEvent) -> None: ...
+# An animation event handler (Game.on): ``handler(ctx, entity, fired) -> None`` with the
+# SimContext (``ctx.update`` the update being run), the human's entity and the FiredEvent.
+EventHandler = Callable[[SimContext, int, FiredEvent], None]
 
 
 class FightRules(Protocol):
