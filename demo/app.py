@@ -32,7 +32,7 @@ import pygame
 from scuffle.components import FiredEvents
 from scuffle.game.fighters import registry as fighters_registry
 from scuffle.game.fighters.ai import FighterAI
-from scuffle.game.fighters.combat import GAITS, PACES, Fight, FightState
+from scuffle.game.fighters.combat import PACES, Fight, FightState
 from scuffle.game.fighters.moves import Move, THROWS
 from scuffle.game.runtime.scenario import Command, apply_command
 from scuffle.game.runtime.trace import trace_records, write_records
