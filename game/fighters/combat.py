@@ -14,6 +14,13 @@ thrower's turn. A grab searches within id 70's far range x 1.25 (0x00284920).
 Strikes deal their range record's damage (+0x0a) and the hit code (+0x0c) picks the
 reaction. Rules and numbers not in the spec are ours (docs/scenarios.md, "Actions").
 
+Answers and events (ours): every command returns an ``ActionResult``, truthy when
+accepted, falsy with its ``Refusal`` and a sentence when refused; what happens later
+(a hit or a miss when a window opens, a grab connecting, a throw and its victim's fall,
+a K.O., a round's end and the next round's start) reaches the host's handlers as a
+``FightEvent`` (``Fight.on``, ``on_hit``, ``on_ko``, ``on_round``). A human added with
+``Game.add_human`` while the rules are attached starts in the fight idle (358).
+
 K.O. and rounds (ours; options, off by default so that scenarios run as before): with
 ``ko=True`` a fighter whose health reaches 0 is knocked out: it falls (the knockdown
 285) and lies grounded (196) without getting up, and no hit lands on it. When at most
@@ -29,7 +36,7 @@ import math
 import warnings
 from dataclasses import dataclass, field
 from enum import IntFlag, StrEnum
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence, cast
 
 import numpy as np
 
@@ -193,7 +200,9 @@ class FightStats:
     """Counts for the demo's summary (pinned names: grabs, strikes, throws, damage).
 
     ``log`` is a ring of the LOG_SIZE most recent entries (update, human, what, ...),
-    oldest first; ``kinds`` counts every entry ever logged by its ``what`` and
+    oldest first (e.g. ``(u, "p2", "throw", 149, "p1")``, ``(u, "p1", "hit", "p2", 5.0)``,
+    ``(u, "p1", "miss", 11)``, ``(u, "p1", "refused", "grab", "busy")``; ``update`` is
+    the trace's number); ``kinds`` counts every entry ever logged by its ``what`` and
     ``logged`` all of them, so a long run's memory stays flat.
     """
 
@@ -1081,10 +1090,10 @@ class Fight:
         return top is not None and top.type == TaskType.GAIT
 
 
-def fight_of(game) -> Fight:
+def fight_of(game: Game) -> Fight:
     """The game's fight rules, attached on first use."""
     f = getattr(game, "fight", None)
-    return f if f is not None else Fight(game)
+    return cast(Fight, f) if f is not None else Fight(game)
 
 
 def _fight_table(game, values: dict) -> None:
