@@ -12,6 +12,7 @@ Original: 0x00175080 CharacterInstance_GetAnim (id -> clip), 0x00254568 (the ran
 """
 from __future__ import annotations
 
+import difflib
 from enum import IntEnum
 from typing import Mapping, Sequence
 
@@ -23,7 +24,7 @@ from .rangelist import (
 )
 from .resource import NO_CLIP, Chunk, Resource
 
-__all__ = ["AnimId", "AnimSet", "AnimSetError", "UnknownAnimId"]
+__all__ = ["AnimId", "AnimRef", "AnimSet", "AnimSetError", "UnknownAnimId", "UnknownAnimName"]
 
 
 class AnimId(IntEnum):
@@ -44,6 +45,29 @@ class AnimSetError(ValueError):
     """An anim set built from values that are not clips or records, or tables that disagree."""
 
 
+# An anim id, or the name of its clip in the set (``"FIGHT_IDLE"``): what every call that
+# takes an anim id accepts (AnimSet.id_of resolves it).
+AnimRef = int | str
+
+
+class UnknownAnimName(UnknownAnimId):
+    """A clip name no clip of the set carries; names the set and the closest names
+    ("did you mean ..."). An UnknownAnimId (a ValueError), so callers that catch a bad
+    id catch a bad name too."""
+
+    def __init__(self, name: str, set_name: str, known: Sequence[str]):
+        ValueError.__init__(self)
+        self.anim_id, self.count = name, NUM_ANIM_IDS
+        self.name, self.set_name = name, set_name
+        self.suggestions = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6) or \
+            difflib.get_close_matches(name.upper(), [k.upper() for k in known], n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(x) for x in self.suggestions)}?" if self.suggestions else ""
+        self.args = (f"no clip named {name!r} in set {set_name!r}{hint}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class AnimSet:
     """The anim ids of one character set: clip per id (or none) and range record per id.
 
@@ -54,8 +78,9 @@ class AnimSet:
     (0..721) raise UnknownAnimId.
     """
 
-    __slots__ = ("_name", "_clips", "_index", "_ranges")
+    __slots__ = ("_name", "_clips", "_index", "_ranges", "_names")
     _name: str
+    _names: dict[str, int] | None
     _clips: tuple[Clip, ...]
     _index: np.ndarray
     _ranges: RangeList
@@ -86,6 +111,7 @@ class AnimSet:
         object.__setattr__(self, "_clips", clips)
         object.__setattr__(self, "_index", index)
         object.__setattr__(self, "_ranges", range_list)
+        object.__setattr__(self, "_names", None)
 
     def __setattr__(self, name, value):
         raise AttributeError("AnimSet is immutable; use with_clip / with_range")
@@ -215,28 +241,92 @@ class AnimSet:
         """Per id, the index of its clip in ``clips_by_index`` or -1 (read-only int32)."""
         return self._index
 
-    def clip(self, anim_id: int) -> Clip | None:
-        """The clip of ``anim_id``, or None. UnknownAnimId outside the ids.
+    def clip(self, anim_id: AnimRef) -> Clip | None:
+        """The clip of ``anim_id`` (an id, or a clip name: ``id_of``), or None.
+        UnknownAnimId outside the ids (UnknownAnimName for an unknown name).
 
         Original: 0x00175080 CharacterInstance_GetAnim.
         """
+        if isinstance(anim_id, str):
+            anim_id = self.id_of(anim_id)
         k = int(self._index[check_anim_id(anim_id, self.num_ids)])
         return None if k == NO_CLIP else self._clips[k]
 
-    def clip_index(self, anim_id: int) -> int | None:
+    def clip_index(self, anim_id: AnimRef) -> int | None:
         """The stable index of ``anim_id``'s clip, or None. UnknownAnimId outside the ids."""
+        if isinstance(anim_id, str):
+            anim_id = self.id_of(anim_id)
         k = int(self._index[check_anim_id(anim_id, self.num_ids)])
         return None if k == NO_CLIP else k
 
-    def range(self, anim_id: int) -> RangeRecord:
+    def range(self, anim_id: AnimRef) -> RangeRecord:
         """The range record of ``anim_id`` (ZERO_RECORD where none was given). UnknownAnimId outside the ids."""
+        if isinstance(anim_id, str):
+            anim_id = self.id_of(anim_id)
         return self._ranges[check_anim_id(anim_id, self.num_ids)]
 
-    def has(self, anim_id: int) -> bool:
-        """True when ``anim_id`` has a clip. UnknownAnimId outside the ids."""
+    def has(self, anim_id: AnimRef) -> bool:
+        """True when ``anim_id`` has a clip. UnknownAnimId outside the ids (UnknownAnimName
+        for a name no clip carries: a named clip is always there)."""
+        if isinstance(anim_id, str):
+            anim_id = self.id_of(anim_id)
         return int(self._index[check_anim_id(anim_id, self.num_ids)]) != NO_CLIP
 
-    __contains__ = has
+    def __contains__(self, anim_id: object) -> bool:
+        """``x in aset``: ``has(x)``, False (not an error) for an unknown name or id."""
+        try:
+            return self.has(anim_id)  # type: ignore[arg-type]
+        except UnknownAnimId:
+            return False
+
+    def names_view(self) -> Mapping[str, int]:
+        """``names()`` without the copy (read it, do not change it)."""
+        if self._names is None:
+            self.names()
+        assert self._names is not None
+        return self._names
+
+    # ---------------------------------------------------------------- names
+    def names(self) -> dict[str, int]:
+        """Clip name -> anim id, for every id with a named clip (the descriptor's name,
+        +0x20 "Data: Descriptor"); a name several ids play maps to the lowest of them.
+        The demo set names its clips after its moves (``"FIGHT_IDLE"`` -> 358)."""
+        if self._names is None:
+            out: dict[str, int] = {}
+            for anim_id in self.ids():
+                clip = self._clips[int(self._index[anim_id])]
+                nm = clip.name
+                if nm and nm not in out:
+                    out[nm] = anim_id
+            object.__setattr__(self, "_names", out)
+        assert self._names is not None
+        return dict(self._names)
+
+    def id_of(self, anim: "AnimRef") -> int:
+        """The anim id ``anim`` stands for: an id as an int, or a clip's name in this set
+        (exact, else the one name equal to it ignoring case). Rejected: UnknownAnimId for
+        an id outside the ids or a value that is neither; UnknownAnimName (with "did you
+        mean ...") for a name no clip carries. Ids without a clip are returned as they
+        are (``has`` tells)."""
+        if isinstance(anim, str):
+            if self._names is None:
+                self.names()
+            table = self._names
+            assert table is not None
+            hit = table.get(anim)
+            if hit is None:
+                folded = [k for k in table if k.casefold() == anim.casefold()]
+                if len(folded) == 1:
+                    return table[folded[0]]
+                raise UnknownAnimName(anim, self._name, list(table))
+            return hit
+        return check_anim_id(anim, self.num_ids)
+
+    def name_of(self, anim_id: int) -> str:
+        """The name of ``anim_id``'s clip ('' for an id without a clip or an unnamed one).
+        UnknownAnimId outside the ids."""
+        clip = self.clip(anim_id)
+        return clip.name if clip is not None else ""
 
     def ids(self) -> list[int]:
         """The ids that have a clip, ascending."""

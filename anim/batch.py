@@ -35,12 +35,22 @@ import os
 import numpy as np
 
 from . import kernels as K
+from .coldstart import note_cold_compile
 from .cursor import FiredEvent
 from .plan import Bones, SamplePlan, pose_tables, scratch_poses
 from .pose import PoseBatch
 from .stack import CharacterInstance
 from .store import HumanTable, check_rows
 from .tasks import EventRule, TaskType
+
+
+_COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.coldstart)
+
+
+def _note_cold() -> None:
+    """The first kernel call of the process: announce a cold compile (anim.coldstart)."""
+    _COLD[0] = True
+    note_cold_compile()
 
 __all__ = ["BatchEngine", "KERNEL_TYPES"]
 
@@ -426,6 +436,8 @@ class BatchEngine:
         counts = self._counts
         dt32 = float(np.float32(dt))
         start = 0
+        if not _COLD[0]:
+            _note_cold()
         while True:
             K.step_stacks(rows, start, dt32, bool(opts.end_zero_overshoot),
                            opts.events == EventRule.NEWEST, int(opts.cleanup_above),
@@ -514,6 +526,8 @@ class BatchEngine:
                 cur.ev, cur.evf, fad.el, fad.dur, gai.value, gai.lower, gai.leader,
                 self.e_first, self.e_count, self.e_frame, *tables.args, *self._scratch, *out.outs(),
                 refused, self._weights)
+        if not _COLD[0]:
+            _note_cold()
         K.pose_stacks(*args)
         plan = dynamic_plan if dynamic_plan is not None else SamplePlan()
         if nf:

@@ -26,6 +26,7 @@ from .pose import POSE_STACK_SIZE, PoseBatch, PoseStackOverflow
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds, gait_speed
 from .sampler import ClipBank
 from .skeleton import HUMANOID, Skeleton
+from .animset import AnimRef
 from .batch import BatchEngine
 from .store import Stores
 from .stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, CharacterInstance, QueueFull, StackFull,
@@ -35,6 +36,18 @@ from .tasks import (HELD_EVENTS, BlendWindow, ClipTask, DirectionTask, EventRule
                     TaskType, LOCOMOTION_FLAGS)
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
+
+
+def _ref(anim_set, anim_id: AnimRef) -> int:
+    """An anim id, or a clip name resolved through ``anim_set`` (AnimSet.id_of: did you mean)."""
+    return anim_set.id_of(anim_id) if isinstance(anim_id, str) else anim_id
+
+
+def _refs(anim_set, ids: Sequence[AnimRef]) -> Sequence[int]:
+    """``_ref`` of each of ``ids`` (the same sequence when none is a name)."""
+    if any(isinstance(i, str) for i in ids):
+        return [_ref(anim_set, i) for i in ids]
+    return ids  # type: ignore[return-value]  # no name among them: ints
 
 _T = TypeVar("_T", bound=Task)
 
@@ -270,6 +283,11 @@ class Player:
         UnknownClip as ``find`` raises them)."""
         hit = self._known(anim_set, anim_id)
         if hit is None:
+            if isinstance(anim_id, str):
+                anim_id = _ref(anim_set, anim_id)
+                hit = self._known(anim_set, anim_id)
+                if hit is not None:
+                    return hit
             hit = self._learn(anim_set, anim_id, self._find_checked(anim_set, anim_id))
         return hit
 
@@ -285,7 +303,7 @@ class Player:
             if i.__class__ not in types or i not in known:
                 self.find(anim_set, i)
 
-    def find(self, anim_set, anim_id: int) -> Clip:
+    def find(self, anim_set, anim_id: AnimRef) -> Clip:
         """The clip an id names in a set; UnknownClip when it has none (UnknownAnimId for
         an id outside the set's ids). Kept per set and id after the first look-up (an
         AnimSet is immutable); an id that is not an int (nor an IntEnum) is looked up and
@@ -301,16 +319,20 @@ class Player:
             raise UnknownClip(f"anim id {anim_id}: no clip in set {getattr(anim_set, 'name', '?')!r}")
         return clip
 
-    def cursor(self, anim_set, anim_id: int, flags: int = 0) -> Cursor:
-        """A new cursor on the clip ``anim_id`` names in ``anim_set``."""
+    def cursor(self, anim_set, anim_id: AnimRef, flags: int = 0) -> Cursor:
+        """A new cursor on the clip ``anim_id`` (an id or a clip name) names in ``anim_set``."""
+        if isinstance(anim_id, str):
+            anim_id = _ref(anim_set, anim_id)
         return self._cursor_of(self._entry(anim_set, anim_id), anim_id, flags)
 
-    def rate_of(self, anim_set, anim_id: int) -> float:
+    def rate_of(self, anim_set, anim_id: AnimRef) -> float:
         """A single clip's rate: CfgAnimSpeeds by its id's range flags (0x00104a38).
 
         The flags are read from the set's range list records (+0x0e), once per set; the
         rate of an id already found (``find``) is kept with it.
         """
+        if isinstance(anim_id, str):
+            anim_id = _ref(anim_set, anim_id)
         hit = self._known(anim_set, anim_id)
         if hit is None:
             return self._rate_checked(anim_set, anim_id)
@@ -358,12 +380,14 @@ class Player:
         self.batch.register(task)
         return task
 
-    def loop(self, inst: CharacterInstance, anim_id: int, *, flags: int = 0, held: int = 0,
+    def loop(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,
              rate: float | None = None, on_wrap: Callable | None = None, on_end: Callable | None = None,
              anim_set=None) -> LoopTask:
         """A type 1 task on ``anim_id`` (rate from its range flags unless given).
         Original: 0x00105678."""
         s = anim_set or inst.anim_set
+        if isinstance(anim_id, str):
+            anim_id = _ref(s, anim_id)
         self.pool.require(1)
         hit = self._known(s, anim_id)
         if hit is None:
@@ -374,11 +398,13 @@ class Player:
             c = self._cursor_of(hit, anim_id)
         return self._take(LoopTask(c, r, flags, held, on_end, on_wrap, tstore=self.stores.tasks))
 
-    def clip(self, inst: CharacterInstance, anim_id: int, next: Task | None = None, *, blend: float = 0.0,
+    def clip(self, inst: CharacterInstance, anim_id: AnimRef, next: Task | None = None, *, blend: float = 0.0,
              flags: int = 0, held: int = 0, rate: float | None = None, on_end: Callable | None = None,
              anim_set=None) -> ClipTask:
         """A type 3 task: ``anim_id``, then ``next`` (blend time ``blend``). Original: 0x00105990."""
         s = anim_set or inst.anim_set
+        if isinstance(anim_id, str):
+            anim_id = _ref(s, anim_id)
         self.pool.require(1)
         _check_number("blend time", blend)
         hit = self._known(s, anim_id)
@@ -390,37 +416,41 @@ class Player:
             c = self._cursor_of(hit, anim_id)
         return self._take(ClipTask(c, r, next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
 
-    def hold(self, inst: CharacterInstance, anim_id: int, *, flags: int = 0, held: int = 0,
+    def hold(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,
              on_end: Callable | None = None) -> HoldTask:
         """A type 5 task (ours: plays once, holds the last frame). Original: 0x00106140."""
+        anim_id = _ref(inst.anim_set, anim_id)
         self.pool.require(1)
         c = self.cursor(inst.anim_set, anim_id)
         return self._take(HoldTask(c, self.rate_of(inst.anim_set, anim_id), flags, held, on_end, tstore=self.stores.tasks))
 
-    def scene(self, inst: CharacterInstance, anim_id: int, rate: float, *, flags: int = 0,
+    def scene(self, inst: CharacterInstance, anim_id: AnimRef, rate: float, *, flags: int = 0,
               anim_set=None) -> SceneTask:
         """A type 7 scene clip at the scene's rate. Original: 0x001069c0."""
+        anim_id = _ref(anim_set or inst.anim_set, anim_id)
         self.pool.require(1)
         _check_number("rate", rate)
         c = self.cursor(anim_set or inst.anim_set, anim_id)
         return self._take(SceneTask(c, rate, flags, tstore=self.stores.tasks))
 
-    def paired(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: int,
+    def paired(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: AnimRef,
                next: Task | None = None, *, blend: float = 0.0, flags: int = 0, held: int = 0,
                on_end: Callable | None = None) -> PairedClipTask:
         """A type 6 task: ``anim_id`` looked up in the attacker's set, at the attacker's rate
         (its range flags there); the cursor plays on ``inst``. Original: 0x00108a78."""
         s = attacker.anim_set
+        anim_id = _ref(s, anim_id)
         self.pool.require(1)
         _check_number("blend time", blend)
         c = self.cursor(s, anim_id)
         return self._take(PairedClipTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
                                          next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
 
-    def paired_hold(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: int, *,
+    def paired_hold(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: AnimRef, *,
                     flags: int = 0, held: int = 0, on_end: Callable | None = None) -> PairedHoldTask:
         """A type 4 task: a paired type 5. Original: 0x00108450."""
         s = attacker.anim_set
+        anim_id = _ref(s, anim_id)
         self.pool.require(1)
         c = self.cursor(s, anim_id)
         return self._take(PairedHoldTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
@@ -431,7 +461,7 @@ class Player:
         self.pool.require(1)
         return self._take(FadeTask(duration, inst.speed, held, store=self.stores.fades, tstore=self.stores.tasks))
 
-    def gait(self, inst: CharacterInstance, ids: Sequence[int], *, target: float = 0.0,
+    def gait(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, target: float = 0.0,
              value: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
              on_wrap: Callable | None = None, held: int = 0) -> GaitTask:
         """A type 12 gait blend over five ids, at the human's speed multiplier. Original: 0x0010a310."""
@@ -439,6 +469,7 @@ class Player:
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
         s = inst.anim_set
+        ids = _refs(s, ids)
         self._check_ids(s, ids)
         _check_number("gait target", target, -math.inf)
         if value is not None:
@@ -448,20 +479,23 @@ class Player:
                         on_wrap=on_wrap, held=held, store=self.stores.gaits, tstore=self.stores.tasks)
         return self._take(task)
 
-    def mix(self, inst: CharacterInstance, a: int, b: int, *, weight: float = 0.0, flags: int = 0) -> MixTask:
+    def mix(self, inst: CharacterInstance, a: AnimRef, b: AnimRef, *, weight: float = 0.0,
+            flags: int = 0) -> MixTask:
         """A type 10 two-clip mix at the human's speed multiplier. Original: 0x0010b090."""
         self.pool.require(1)
         s = inst.anim_set
+        a, b = _ref(s, a), _ref(s, b)
         self.find(s, a)
         self.find(s, b)
         _check_number("mix weight", weight, -math.inf)
         return self._take(MixTask(self.cursor(s, a), self.cursor(s, b), inst.speed, weight, flags, tstore=self.stores.tasks))
 
-    def pick(self, inst: CharacterInstance, ids: Sequence[int], rate: float, *, value: float = 0.0,
+    def pick(self, inst: CharacterInstance, ids: Sequence[AnimRef], rate: float, *, value: float = 0.0,
              flags: int = 0) -> PickTask:
         """A type 11 four-clip task at a given rate. Original: 0x00106f50."""
         self.pool.require(1)
         s = inst.anim_set
+        ids = _refs(s, ids)
         if len(ids) != 4:
             raise ValueError(f"type 11: 4 clips, got {len(ids)}")
         for i in ids:
@@ -471,17 +505,18 @@ class Player:
         return self._take(PickTask([self.cursor(s, i) for i in ids], rate, value, flags,
                                    sampling=self.options.pick, tstore=self.stores.tasks))
 
-    def direction(self, inst: CharacterInstance, base: int, *, direction: float = 0.0,
+    def direction(self, inst: CharacterInstance, base: AnimRef, *, direction: float = 0.0,
                   flags: int = 0) -> DirectionTask:
         """A type 13 eight-direction blend over ids base..base+7. Original: 0x00109210."""
         self.pool.require(1)
         s = inst.anim_set
+        base = _ref(s, base)
         for d in range(8):
             self.find(s, base + d)
         _check_number("direction", direction, -math.inf)
         return self._take(DirectionTask(base, lambda i: self.cursor(s, i), inst.speed, direction, flags, tstore=self.stores.tasks))
 
-    def chain(self, inst: CharacterInstance, ids: Sequence[int], *, blend: float = 0.0, flags: int = 0,
+    def chain(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, blend: float = 0.0, flags: int = 0,
               held: int = 0, paired_with: CharacterInstance | None = None,
               on_end: Callable | None = None) -> Task:
         """``play = [A, ..., Z]``: A ... Y hand over in order (type 3, or 6 when paired), Z loops.
@@ -498,6 +533,7 @@ class Player:
         _check_number("blend time", blend)
         self.pool.require(len(ids))
         src = paired_with.anim_set if paired_with is not None else inst.anim_set
+        ids = _refs(src, ids)
         clips = [self.find(src, i) for i in ids]
         depth = chain_blend_depth([c.duration for c in clips], F.f32(float(blend)))
         if self.options.refuse_deep_chains and depth > POSE_STACK_SIZE:

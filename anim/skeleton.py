@@ -32,29 +32,65 @@ PARENTS: tuple[int, ...] = (-1, 0, 1, 1, 3, 4, 5, 6, 6, 8, 6, 10, 6, 12, 6, 6, 5
 
 
 class Bone(IntEnum):
-    """Pose bone numbers (names are ours, from the table's shape)."""
+    """The 34 pose bones by name (0-33; the row of ``Game.bones_model`` / ``bones_world``).
 
-    ROOT = 0            # motion: the turn per 1/30 s, never drawn
-    PELVIS = 1
+    The spec names bone 0 (the root: motion, the turn per 1/30 s, never drawn) and bone 1
+    (the pelvis) ("Parent table", L108-112); the other names are ours, read from the parent
+    table's shape (bone -> parent) and our offsets: the spine 3-5 up from the pelvis, the
+    head 6 with its face bones 7-15, the arms from the chest (16-21 left, 22-27 right,
+    each hand with a finger and a thumb bone), the legs from the hips (28-30, 31-33).
+    """
+
+    ROOT = 0            # motion: the turn per 1/30 s, never drawn (spec)
+    PELVIS = 1          # absolute: the root translation (spec)
     HIPS = 2            # parent of both legs
     SPINE = 3
     SPINE1 = 4
-    CHEST = 5
-    HEAD = 6
+    CHEST = 5           # parent of the head and both clavicles
+    HEAD = 6            # parent of the face bones 7-15
+    JAW = 7
+    NOSE = 8
+    NOSE_TIP = 9
+    L_EYE = 10
+    L_EYELID = 11
+    R_EYE = 12
+    R_EYELID = 13
+    MOUTH = 14
+    HEAD_TOP = 15
     L_CLAVICLE = 16
     L_UPPERARM = 17
     L_FOREARM = 18
     L_HAND = 19
+    L_FINGERS = 20
+    L_THUMB = 21
     R_CLAVICLE = 22
     R_UPPERARM = 23
     R_FOREARM = 24
     R_HAND = 25
+    R_FINGERS = 26
+    R_THUMB = 27
     L_THIGH = 28
     L_CALF = 29
     L_FOOT = 30
     R_THIGH = 31
     R_CALF = 32
     R_FOOT = 33
+
+    @classmethod
+    def of(cls, bone: "Bone | int | str") -> "Bone":
+        """A bone from a Bone, its number (0-33) or its name (any case: "head", "L_HAND").
+        Rejected: anything else (ValueError, with "did you mean ..." for a near name)."""
+        if isinstance(bone, str):
+            key = bone.strip().upper()
+            if key in cls.__members__:
+                return cls[key]
+            import difflib
+            near = difflib.get_close_matches(key, list(cls.__members__), n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(near)}?" if near else ""
+            raise ValueError(f"no bone named {bone!r}{hint}")
+        if isinstance(bone, bool) or not isinstance(bone, (int, np.integer)) or not 0 <= int(bone) < NUM_BONES:
+            raise ValueError(f"bone {bone!r}: expected a Bone, a name or a number 0-{NUM_BONES - 1}")
+        return cls(int(bone))
 
 
 # Original: 0x00100200 Pose_InitReference (constants of the code, rounded to 4 places

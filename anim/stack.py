@@ -41,8 +41,9 @@ class QueueFull(AnimLimitError):
 class HumanRecord:
     """The parts of the human's 0x180 record the animation reads and writes.
 
-    ``flags`` is the held/state word (+0x08, 64 bits; kept as int64, so bit 63 is
-    refused with ValueError); ``anim_id`` the playing anim id (+0x20), refreshed from the
+    ``held`` is the held flags word (+0x08, 64 bits; kept as int64, so bit 63 is
+    refused with ValueError): the trace's ``held`` and the HUD's "held"; ``flags`` is its
+    older name, the same word. ``anim_id`` the playing anim id (+0x20), refreshed from the
     top task, -1 with none. ``flags`` lives in row ``row`` of a human table
     (anim.store.HumanTable): a private one until the compiled engine first steps the
     human, then the world's (``attach``), where the compiled step reads and writes it.
@@ -66,6 +67,15 @@ class HumanRecord:
         if not 0 <= v < 1 << 63:
             raise ValueError(f"HumanRecord.flags: 0x{v:x} is outside 0 .. 2**63 - 1")
         self.table.flags[self.row] = v
+
+    @property
+    def held(self) -> int:
+        """The held flags (+0x08): the word the trace writes as ``held`` (``flags``, its older name)."""
+        return int(self.table.flags[self.row])
+
+    @held.setter
+    def held(self, value: int) -> None:
+        self.flags = value
 
     def attach(self, table: HumanTable, row: int) -> None:
         """Move the flags into row ``row`` of ``table`` (the world's human table)."""

@@ -1,62 +1,44 @@
 """Loading the compiled engine's kernels: from numba's on-disk cache, or compiling them
-on a machine's first run (about 15-30 s on a busy 2-core machine; ``cache=True`` keeps the
-machine code next to anim/kernels.py, in __pycache__, or in NUMBA_CACHE_DIR).
+on an install's first run (about 15-30 s on a busy 2-core machine; ``cache=True`` keeps the
+machine code next to anim/kernels.py, in __pycache__, or in NUMBA_CACHE_DIR: once per
+install, not once per machine).
 
-``compile_kernels`` runs a tiny crowd through every kernel; ``announce_compile`` does it
-once per process with a progress line when the cache is cold (the command line calls it
-before the commands that step humans; the library itself prints nothing).
+The library announces a cold compile itself, once per process, through ``logging``
+(the logger ``scuffle``, level WARNING, so an unconfigured host sees it on stderr): the
+first step or sample that finds the cache cold logs ``COMPILE_MESSAGE`` before the
+kernels compile (``note_cold_compile``). ``compile_kernels`` runs a tiny crowd through
+every kernel; ``announce_compile`` (the command line, before the commands that step
+humans) compiles them ahead when the cache is cold, through the same logger. A host that
+wants silence: ``logging.getLogger("scuffle").setLevel(logging.ERROR)``.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import kernels as K
+from .coldstart import ANNOUNCED as _ANNOUNCED
+from .coldstart import COMPILE_MESSAGE, COMPILED_MESSAGE, LOGGER, kernels_cached, note_cold_compile
 from .animset import AnimSet
 from .clip import author_clip, make_event
 from .player import Player
 from .rangelist import author_range
 from .stack import CharacterInstance
 
-__all__ = ["compile_kernels", "kernels_cached", "announce_compile"]
-
-
-_ANNOUNCED: list[bool] = []
-
-
-def kernels_cached() -> bool:
-    """Whether numba's on-disk cache holds the engine's kernels (False: the first step will
-    compile them, ~15-30 s on a busy 2-core machine)."""
-    import glob
-    import os
-
-    path = getattr(getattr(K.step_stacks, "_cache", None), "_cache_path", None)
-    if not path:
-        return False
-    try:
-        source = os.path.getmtime(K.__file__)
-    except OSError:
-        return False
-    for name in ("step_stacks", "pose_stacks", "pose_plan", "root_motion_step"):
-        index = glob.glob(os.path.join(path, f"kernels.{name}-*.nbi"))
-        # an index older than the source is stale: numba recompiles (and rewrites it)
-        if not index or max(os.path.getmtime(f) for f in index) < source:
-            return False
-    return True
+__all__ = ["compile_kernels", "kernels_cached", "announce_compile", "note_cold_compile", "COMPILE_MESSAGE",
+           "LOGGER"]
 
 
 def announce_compile() -> None:
-    """Once per process: if the kernels are not cached yet, compile them now, with a
-    progress line on stderr (a fresh clone's first run, instead of a silent pause). The
-    command line calls it before the commands that step humans; the library itself
-    prints nothing (a first use then compiles silently)."""
+    """Once per process: if the kernels are not cached yet, compile them now, announced
+    on the ``scuffle`` logger (COMPILE_MESSAGE, then COMPILED_MESSAGE); the command line
+    calls it before the commands that step humans, and shows the logger on stderr."""
     if _ANNOUNCED:
         return
     _ANNOUNCED.append(True)
     if not kernels_cached():
-        import sys
-
-        compile_kernels(lambda msg: print(msg, file=sys.stderr, flush=True))
-        print("scuffle: kernels compiled (cached for the next runs)", file=sys.stderr, flush=True)
+        LOGGER.warning(COMPILE_MESSAGE)
+        compile_kernels()
+        LOGGER.warning(COMPILED_MESSAGE)
 
 
 def compile_kernels(progress=None) -> None:
@@ -65,11 +47,11 @@ def compile_kernels(progress=None) -> None:
     window, a type 10 mix (a plan), then root motion. ``progress(msg)`` is told first (callers time it:
     the simulation reads no clock).
 
-    The first run on a machine compiles (cache=True keeps the machine code next to
+    The first run of an install compiles (cache=True keeps the machine code next to
     anim/kernels.py, in __pycache__); later processes only load it.
     """
     if progress is not None:
-        progress("scuffle: compiling the animation kernels (once per machine)...")
+        progress("scuffle: " + COMPILE_MESSAGE)
     rot = {1: [(0, (0.0, 0.0, 0.0, 1.0)), (8, (0.1, 0.0, 0.0, 0.995))]}
     clips = {i: author_clip(f"k{i}", 8 + 2 * i, rotations=rot, events=[make_event(2, 11, word=1)])
              for i in range(5)}

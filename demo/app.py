@@ -22,6 +22,7 @@ frame_dt=)`` runs a bounded number of frames on a fixed clock (scripts and tests
 from __future__ import annotations
 
 import math
+import warnings
 import time
 from collections import deque
 
@@ -31,7 +32,7 @@ import pygame
 from scuffle.components import FiredEvents
 from scuffle.game.fighters import registry as fighters_registry
 from scuffle.game.fighters.ai import FighterAI
-from scuffle.game.fighters.combat import GAITS, Fight, FightState
+from scuffle.game.fighters.combat import PACES, Fight, FightState
 from scuffle.game.fighters.moves import Move, THROWS
 from scuffle.game.runtime.scenario import Command, apply_command
 from scuffle.game.runtime.trace import trace_records, write_records
@@ -163,10 +164,14 @@ class CommandFight:
     def let_go(self, who) -> bool:
         return self._sim.command(who, "let_go")
 
-    def move(self, who, direction=(0.0, 1.0), speed: float | None = None, *, gait: str | int | None = None) -> bool:
+    def move(self, who, direction=(0.0, 1.0), speed: float | None = None, *, pace: str | int | None = None,
+             gait: str | int | None = None):
         keys = {"direction": [float(direction[0]), float(direction[1])]}
-        if gait is not None:                     # a gait by name: the "pace" key of the move action
-            keys["pace"] = gait if isinstance(gait, str) else GAITS[int(gait)]
+        if gait is not None:                     # the older keyword
+            warnings.warn("move(gait=...) is now move(pace=...)", DeprecationWarning, stacklevel=2)
+            pace = gait if pace is None else pace
+        if pace is not None:                     # a pace by name: the "pace" key of the move action
+            keys["pace"] = pace if isinstance(pace, str) else PACES[int(pace)]
         elif speed is not None:
             keys["speed"] = float(speed)
         return self._sim.command(who, "move", **keys)

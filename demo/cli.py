@@ -18,7 +18,7 @@ import os
 import sys
 
 from scuffle.demo.headless import DEFAULT_FRAME_EVERY, DEFAULT_OUT, DEFAULT_SECONDS
-from scuffle.game.cli.errors import OneLineParser
+from scuffle.game.cli.errors import OneLineParser, examples
 
 # Caps on what one command line may ask for (docs/tools.md, "Limits").
 MAX_SECONDS = 3600.0          # an hour of game time, 108,000 updates
@@ -39,26 +39,33 @@ def parse_size(text: str, least: tuple[int, int]) -> tuple[int, int] | None:
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = OneLineParser(prog="scuffle demo",
-                                description="The two-fighter demo: a window, or a headless run when there is no display.")
+                      description="The two-fighter demo: a window, or a headless run when there is no display.",
+                      **examples("scuffle demo                                  # the window: p1 on the keyboard",
+                                 "scuffle demo --attract --seed 7              # AI against AI",
+                                 "scuffle demo --headless --seconds 60 --out out/demo",
+                                 "scuffle demo --headless --record fight.toml  # the scenario only, no PNGs",
+                                 "scuffle demo --headless --seconds 8 --gif demo.gif --gif-from 4.3"))
     p.add_argument("--headless", action="store_true", help="run attract mode without a display")
-    p.add_argument("--seconds", type=float, default=DEFAULT_SECONDS,
+    p.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, metavar="S",
                    help=f"headless: game time to run (default {DEFAULT_SECONDS:g})")
-    p.add_argument("--out", default=DEFAULT_OUT, help=f"headless: output directory (default {DEFAULT_OUT})")
-    p.add_argument("--seed", type=int, default=1, help="the AI seed: the same seed gives the same fight (default 1)")
-    p.add_argument("--frame-every", type=float, default=DEFAULT_FRAME_EVERY,
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help=f"headless: write the frames, contact sheet and summary.json to DIR (default {DEFAULT_OUT}; "
+                        f"with --record, --trace or --gif only when --out is given)")
+    p.add_argument("--seed", type=int, default=1, metavar="N", help="the AI seed: the same seed gives the same fight (default 1)")
+    p.add_argument("--frame-every", type=float, default=DEFAULT_FRAME_EVERY, metavar="S",
                    help=f"headless: seconds of game time between saved frames (default {DEFAULT_FRAME_EVERY:g})")
     p.add_argument("--attract", action="store_true", help="window: start in attract mode (AI against AI)")
-    p.add_argument("--size", default="1280x720", help="window / frame size WxH (default 1280x720)")
+    p.add_argument("--size", default="1280x720", metavar="WxH", help="window / frame size WxH (default 1280x720)")
     p.add_argument("--screenshot", metavar="PNG", help="window: save the window at update --at, then quit")
-    p.add_argument("--at", type=int, default=300, help="window: the update of --screenshot (default 300)")
-    p.add_argument("--record", metavar="S.toml",
+    p.add_argument("--at", type=int, default=300, metavar="UPDATE", help="window: the update of --screenshot (default 300)")
+    p.add_argument("--record", metavar="SCENARIO.toml",
                    help="write the session (both fighters, every command at its update) as a scenario")
-    p.add_argument("--trace", metavar="T.jsonl", help="write the demo's trace (scuffle run S.toml --trace gives the same bytes)")
+    p.add_argument("--trace", metavar="TRACE.jsonl", help="write the demo's trace (scuffle run S.toml --trace gives the same bytes)")
     p.add_argument("--gif", nargs="?", const="", default=None, metavar="PATH",
                    help="headless: an animated GIF of the arena (default PATH: OUT/demo.gif; needs Pillow)")
-    p.add_argument("--gif-from", type=float, default=0.0, metavar="S",
+    p.add_argument("--gif-from", type=float, default=0.0, metavar="SECONDS",
                    help="headless: the GIF starts at S seconds of game time (default 0)")
-    p.add_argument("--health", type=float, default=100.0, help="each fighter's health, every round (default 100)")
+    p.add_argument("--health", type=float, default=100.0, metavar="H", help="each fighter's health, every round (default 100)")
     a = p.parse_args(argv)
     size = parse_size(a.size, (320, 240))
     if size is None:
@@ -75,6 +82,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--health must be a number > 0")
     if not (math.isfinite(a.gif_from) and a.gif_from >= 0):
         p.error("--gif-from must be a number >= 0")
+    # Outputs only where asked: with --record, --trace or --gif the frames, the sheet and
+    # summary.json are written only when --out names their directory.
+    a.pictures = a.out is not None or not (a.record or a.trace or a.gif is not None)
+    if a.out is None:
+        a.out = DEFAULT_OUT
     if a.gif == "":
         a.gif = os.path.join(a.out, "demo.gif")
     return a
@@ -97,18 +109,20 @@ def headless(a: argparse.Namespace, why: str | None = None) -> int:
         print(f"demo: no display ({why}); running headless", file=sys.stderr)
     try:
         s = run_headless(seconds=a.seconds, out=a.out, seed=a.seed, frame_every=a.frame_every, size=a.size,
-                         record=a.record, trace=a.trace, gif=a.gif, gif_from=a.gif_from, health=a.health)
+                         record=a.record, trace=a.trace, gif=a.gif, gif_from=a.gif_from, health=a.health,
+                         pictures=a.pictures)
     except PillowMissing as exc:
-        print(f"scuffle: error: {exc}", file=sys.stderr)
+        print(f"scuffle demo: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"scuffle: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"scuffle demo: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     print(f"demo: {s['updates']} updates ({s['seconds']:g} s, seed {s['seed']}) in {s['wall_seconds']:.1f} s: "
           f"grabs {s['grabs']}, strikes {s['strikes']}, throws {s['throws']}, damage {s['damage']:g}")
     for r in s["rounds"]:
         print(f"demo: round {r['round']}: {r['winner'] or 'nobody'} won, {r['loser']} K.O. at update {r['ko_update']}")
-    print(f"demo: wrote {len(s['frames'])} frames, {s['contact_sheet']} and summary.json to {os.path.abspath(a.out)}")
+    if a.pictures:
+        print(f"demo: wrote {len(s['frames'])} frames, {s['contact_sheet']} and summary.json to {os.path.abspath(a.out)}")
     for what in ("gif", "record", "trace"):
         if s[what]:
             print(f"demo: wrote {what} {s[what]}")

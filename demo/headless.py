@@ -109,8 +109,12 @@ class GifWriter:
 def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFAULT_OUT, seed: int = 1,
                  frame_every: float = DEFAULT_FRAME_EVERY, size: tuple[int, int] = (1280, 720),
                  on_update: Callable | None = None, sheet: bool = True, record=None, trace=None, gif=None,
-                 gif_from: float = 0.0, gif_size: tuple[int, int] = GIF_SIZE, health: float = 100.0) -> dict:
+                 gif_from: float = 0.0, gif_size: tuple[int, int] = GIF_SIZE, health: float = 100.0,
+                 pictures: bool = True) -> dict:
     """Run attract mode for ``seconds`` of game time; write the frames, the sheet and the summary.
+
+    ``pictures=False``: only the outputs asked for by name (``record``, ``trace``,
+    ``gif``); no frames, no contact sheet, no summary.json (the summary is returned).
 
     ``on_update(sim)`` is called after every update (tests watch the world through it).
     ``record``: write the run as a scenario there; ``trace``: the JSONL trace there;
@@ -124,7 +128,10 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
     from scuffle.demo.app import DemoSim
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if pictures:
+        out.mkdir(parents=True, exist_ok=True)
+    else:
+        sheet = False
     gif_writer = GifWriter(gif, gif_size) if gif is not None else None
     updates = max(0, int(round(float(seconds) * UPDATES_PER_SECOND)))
     every = max(1, int(round(float(frame_every) * UPDATES_PER_SECOND)))
@@ -153,9 +160,9 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
                 on_update(sim)
             if gif_writer is not None and sim.update > gif_first and (sim.update - gif_first) % GIF_EVERY == 0:
                 gif_writer.add(sim)
-            if sim.update % every == 0 or sim.update == updates:
+            if pictures and (sim.update % every == 0 or sim.update == updates):
                 picture(f"frame_{sim.update / UPDATES_PER_SECOND:06.1f}s.png")
-        if not frames:                           # zero seconds: still one picture
+        if pictures and not frames:              # zero seconds: still one picture
             picture("frame_0000.0s.png")
         if record is not None:
             sim.save_scenario(record)
@@ -188,7 +195,8 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
         summary["contact_sheet"] = "contact_sheet.png"
         contact_sheet(tiles, out / "contact_sheet.png")
     summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if pictures:
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
 
 

@@ -28,7 +28,8 @@ from scuffle.systems.motion import to_world
 
 __all__ = ["FighterView", "Scene", "Camera", "Fonts", "snapshot", "lerp_scene", "draw_scene",
            "draw_arena", "draw_inset", "draw_hud", "draw_help", "draw_log", "draw_status", "draw_counts", "fit_camera", "flag_names",
-           "HELP_LINES", "ARENA_FRACTION", "close_camera", "mode_of", "draw_arena_only", "caption_lines", "draw_tile"]
+           "HELP_LINES", "ARENA_FRACTION", "close_camera", "mode_of", "draw_arena_only", "caption_lines", "draw_tile",
+           "action_caption", "CAPTION_UPDATES"]
 
 # ---------------------------------------------------------------- look
 
@@ -136,6 +137,7 @@ class Scene:
     inset: int = 0                                   # which fighter the side view shows
     seed: int = 0
     fps: float = 0.0
+    action: str = ""                                 # the latest grab, strike, throw or fall (action_caption)
 
     @property
     def seconds(self) -> float:
@@ -174,16 +176,55 @@ def snapshot(sim) -> Scene:
             tips=to_world(mt, position, body.heading), model_points=mp, model_tips=mt,
             health=float(com.health), max_health=float(com.max_health), state=str(com.state),
             partner=names.get(com.partner, ""), role=com.role, anim_id=int(rec.anim_id),
-            flags=int(rec.flags), tasks=tasks, gait=gait, events=list(sim.recent_events.get(name, ())),
+            flags=int(rec.held), tasks=tasks, gait=gait, events=list(sim.recent_events.get(name, ())),
             controller=sim.controller_of(name), speed=float(np.hypot(*body.velocity[:2])),
             grab_radius=radius))
     st = fight.stats
     stats = {"grabs": st.grabs, "strikes": st.strikes, "throws": st.throws, "damage": st.damage,
              "refused": st.refused}
-    log = [_log_line(item) for item in list(st.log)[-6:]]
+    recent = list(st.log)[-12:]
+    log = [_log_line(item) for item in recent[-6:]]
     return Scene(update=game.update, fighters=views, stats=stats, log=log,
                  mode=mode_of(sim), paused=getattr(sim, "paused", False),
-                 slow=getattr(sim, "slow", False), seed=sim.seed)
+                 slow=getattr(sim, "slow", False), seed=sim.seed,
+                 action=action_caption(recent, game.update - 1))
+
+
+CAPTION_UPDATES = 45               # a caption stays 1.5 s after its action
+
+
+def _move(anim_id) -> str:
+    name = anim_name(int(anim_id))
+    return f"{int(anim_id)} {name}" if name else str(int(anim_id))
+
+
+def action_caption(log, update: int) -> str:
+    """The caption of the latest grab, strike, throw, fall or K.O. of a fight log
+    (FightStats.log entries: update, human, what, ...) within CAPTION_UPDATES of
+    ``update``: "p2 throws p1 (149 THROW_SIDE)", "p1 grabs p2", "p1 strikes p2 (11
+    JAB, -5)", "p1 falls", "p2 knocks out p1"; '' when nothing happened lately."""
+    for entry in reversed(list(log)):
+        u, who, what, *extra = entry
+        if update - u > CAPTION_UPDATES:
+            break
+        if what == "throw":
+            victim = f" {extra[1]}" if len(extra) > 1 else ""
+            return f"{who} throws{victim} ({_move(extra[0])})"
+        if what == "throw_release":
+            return f"{extra[0]} falls (thrown by {who})"
+        if what == "ko":
+            return f"{extra[0]} knocks out {who}"
+        if what == "grab_connect":
+            return f"{who} grabs {extra[0]}"
+        if what == "hit":
+            return f"{who} strikes {extra[0]} (-{float(extra[1]):g})"
+        if what in ("strike", "grab_strike"):
+            return f"{who} strikes ({_move(extra[0])})"
+        if what == "grab":
+            return f"{who} reaches for a grab"
+        if what == "partner_left" and extra and extra[0] == "fall":
+            return f"{who} falls"
+    return ""
 
 
 def mode_of(sim) -> str:
@@ -355,7 +396,20 @@ def draw_arena(surface: pygame.Surface, rect: pygame.Rect, scene: Scene, fonts: 
         _label(surface, rect, camera, f, fonts)
     if bars:
         _health_bars(surface, rect, scene, fonts)
+    if scene.action:
+        _action_banner(surface, rect, scene.action, fonts, rect.y + (44 if bars else 6))
     surface.set_clip(prev_clip)
+
+
+def _action_banner(surface, rect: pygame.Rect, text: str, fonts: Fonts, top: int) -> None:
+    """The action caption, centred on a dark band at ``top``."""
+    img = fonts.mono_bold.render(text, True, ACCENT)
+    band = pygame.Rect(0, 0, img.get_width() + 16, img.get_height() + 6)
+    band.midtop = (rect.centerx, top)
+    shade = pygame.Surface(band.size, pygame.SRCALPHA)
+    shade.fill((0, 0, 0, 170))
+    surface.blit(shade, band.topleft)
+    surface.blit(img, (band.x + 8, band.y + 3))
 
 
 def close_camera(scene: Scene, rect: pygame.Rect, margin: float = 1.0, max_scale: float = 150.0) -> Camera:

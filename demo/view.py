@@ -57,7 +57,7 @@ from scuffle.anim.clip import DESCRIPTOR_SIZE, Clip, ClipFormatError, key_frames
 from scuffle.anim.lint import end_step
 from scuffle.anim.rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from scuffle.anim.skeleton import HUMANOID, NUM_BONES, PARENTS, Bone, Skeleton
-from scuffle.game.cli.errors import OneLineParser
+from scuffle.game.cli.errors import OneLineParser, anim_ref, examples
 from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
 from scuffle.systems.motion import heading_matrix
 
@@ -152,7 +152,7 @@ def _set_entries(aset, source: str, speeds: CfgAnimSpeeds, rate: float | None) -
     return out
 
 
-def load_source(source: list[str], anim_id: int | None = None, rate: float | None = None,
+def load_source(source: list[str], anim_id: int | str | None = None, rate: float | None = None,
                 speeds: CfgAnimSpeeds = RUNTIME_SPEEDS) -> tuple[list[ClipEntry], int]:
     """The clips a SOURCE names and the index of the one to show first.
 
@@ -199,6 +199,12 @@ def load_source(source: list[str], anim_id: int | None = None, rate: float | Non
     if not entries:
         raise ViewError(f"{source[0]}: no anim id has a clip")
     start = 0
+    if isinstance(anim_id, str):                 # a clip's name in the set
+        from scuffle.anim.animset import UnknownAnimName
+        try:
+            anim_id = aset.id_of(anim_id)
+        except UnknownAnimName as exc:
+            raise ViewError(f"{source[0]}: --id: {exc}") from None
     if anim_id is not None:
         ids = [e.anim_id for e in entries]
         if anim_id not in ids:
@@ -1282,18 +1288,22 @@ def parse_args(argv) -> argparse.Namespace:
     p = OneLineParser(
         prog="scuffle view",
         description="Play one clip on the skeleton (side and top views, timeline, bone mask). SOURCE is a "
-                    "resource file, 'demo' (the demo move set) or DESCRIPTOR KEYFRAMES.")
+                    "resource file, 'demo' (the demo move set) or DESCRIPTOR KEYFRAMES.",
+        **examples("scuffle view demo --id 151", "scuffle view demo --id THROW_BACK --root-motion",
+                   "scuffle view chars.res --id 408", "scuffle view walk.desc walk.keys --rate 0.75",
+                   "scuffle view chars.res --id 151 --headless --out out/view"))
     p.add_argument("source", nargs="+", metavar="SOURCE", help="RESOURCE, demo, or DESCRIPTOR KEYFRAMES")
-    p.add_argument("--id", type=int, dest="anim_id", metavar="N", help="the anim id to show first (a set)")
+    p.add_argument("--id", type=anim_ref, dest="anim_id", metavar="ID",
+                   help="the anim id to show first (a set): a number, or a clip's name")
     p.add_argument("--rate", type=float, metavar="R",
                    help="play at R instead of the clip's rate (its id's range flags through CfgAnimSpeeds; "
                         "1.0 for a pair)")
     p.add_argument("--root-motion", action="store_true", help="start with root motion on (default: in place)")
     p.add_argument("--headless", action="store_true",
                    help="write the pictures to --out instead of opening a window")
-    p.add_argument("--out", default=DEFAULT_OUT, help=f"headless: output directory (default {DEFAULT_OUT})")
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR", help=f"headless: output directory (default {DEFAULT_OUT})")
     p.add_argument("--all", action="store_true", help="headless: the pictures of every clip of the set")
-    p.add_argument("--size", default=f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}",
+    p.add_argument("--size", default=f"{DEFAULT_SIZE[0]}x{DEFAULT_SIZE[1]}", metavar="WxH",
                    help="window / picture size WxH (default %(default)s)")
     p.add_argument("--screenshot", metavar="PNG", help="window: save the first frame there, then quit")
     a = p.parse_args(argv)
@@ -1327,7 +1337,7 @@ def main(argv=None) -> int:
                 print(f"view: wrote {p}")
             return 0
     except ViewError as exc:
-        print(f"view: error: {exc}", file=sys.stderr)
+        print(f"scuffle view: error: {exc}", file=sys.stderr)
         return 2
     pygame = _pygame()
     try:
@@ -1339,7 +1349,7 @@ def main(argv=None) -> int:
         try:
             paths = run_headless(entries, start, a.out, all_clips=a.all, root_motion=a.root_motion, size=a.size)
         except ViewError as exc:
-            print(f"view: error: {exc}", file=sys.stderr)
+            print(f"scuffle view: error: {exc}", file=sys.stderr)
             return 2
         for p in paths:
             print(f"view: wrote {p}")

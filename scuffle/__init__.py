@@ -19,7 +19,9 @@ The public face. Everything here imports without pygame (only ``scuffle.demo`` d
 - the animation core: ``Player``, ``PlayerOptions``, ``CharacterInstance``, ``AnimSet``,
   ``Clip``, ``parse_clip``, ``encode_clip``, ``author_clip``, ``load_resource``,
   ``ClipFormatError``, ``ResourceFormatError``;
-- the demo fighters: ``demo_set``, ``Fight``;
+- the demo fighters: ``demo_set``, ``Fight`` and its answers and events (``ActionResult``,
+  ``Refusal``, ``FightEvent``, ``FightEventKind``);
+- names: ``Bone`` (the 34 bones, ``Game.bone``), ``EventType`` (``Game.on``);
 - the esper components: ``Name``, ``Animator``, ``HumanRecord``, ``PoseRef``,
   ``RangeRecords``, ``AnimSetRef``, ``Body``, ``Combat``, ``FiredEvents``.
 
@@ -41,7 +43,9 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, HumanRecord, Name,
                                     PoseRef, RangeRecords)
     from scuffle.game.fighters import registry as fighters_registry
-    from scuffle.game.fighters.combat import Fight
+    from scuffle.anim.clip import EventType
+    from scuffle.anim.skeleton import Bone
+    from scuffle.game.fighters.combat import ActionResult, Fight, FightEvent, FightEventKind, Refusal
     from scuffle.game.fighters.moveset import demo_set
     from scuffle.game.runtime.registry import ActionSpec, Registry
     from scuffle.game.runtime.scenario import Scenario, ScenarioError
@@ -78,7 +82,10 @@ _EXPORTS: dict[str, str] = {
     "CharacterInstance": "scuffle.anim.stack",
     **{n: "scuffle.components" for n in ("Animator", "AnimSetRef", "Body", "Combat", "FiredEvents",
                                          "HumanRecord", "Name", "PoseRef", "RangeRecords")},
-    "Fight": "scuffle.game.fighters.combat",
+    "Fight": "scuffle.game.fighters.combat", "ActionResult": "scuffle.game.fighters.combat",
+    "Refusal": "scuffle.game.fighters.combat", "FightEvent": "scuffle.game.fighters.combat",
+    "FightEventKind": "scuffle.game.fighters.combat",
+    "Bone": "scuffle.anim.skeleton", "EventType": "scuffle.anim.clip",
     "demo_set": "scuffle.game.fighters.moveset",
     "ActionSpec": "scuffle.game.runtime.registry", "Registry": "scuffle.game.runtime.registry",
     "Scenario": "scuffle.game.runtime.scenario", "ScenarioError": "scuffle.game.runtime.scenario",
@@ -94,7 +101,7 @@ __all__ = [
     "fighters_registry",
     "Player", "PlayerOptions", "CharacterInstance", "AnimSet", "Clip", "parse_clip", "encode_clip",
     "author_clip", "load_resource", "ClipFormatError", "ResourceFormatError",
-    "demo_set", "Fight",
+    "demo_set", "Fight", "ActionResult", "Refusal", "FightEvent", "FightEventKind", "Bone", "EventType",
     "Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body", "Combat",
     "FiredEvents",
 ]
@@ -137,10 +144,12 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
 
 
 def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
-                 on_update: Callable[[Game], None] | None = None) -> Game:
+                 on_update: Callable[[Game], None] | None = None,
+                 on_command: Callable[[Any, Any], None] | None = None) -> Game:
     """Run a validated scenario, writing its JSONL trace to ``trace`` if given and calling
-    ``on_update(game)`` after each update; returns the Game (close it when done).
-    Rejected: ScenarioError for a limit hit at run time."""
+    ``on_update(game)`` after each update and ``on_command(command, result)`` after each
+    command (the fight rules' ActionResult: falsy with its reason when refused); returns
+    the Game (close it when done). Rejected: ScenarioError for a limit hit at run time."""
     from scuffle.game.runtime import scenario
-    game: Game = scenario.run_scenario(sc, trace, pose, on_update)
+    game: Game = scenario.run_scenario(sc, trace, pose, on_update, on_command)
     return game

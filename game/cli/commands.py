@@ -3,8 +3,8 @@
 Each subcommand is one function ``cmd_NAME(args) -> int`` plus one function that adds
 its arguments; both are registered in ``COMMANDS`` (the one place to add another).
 Errors a user can cause (a missing file, a malformed chunk, bad flags) print one line,
-``scuffle: error: ...`` (``scuffle CMD: error: ...`` for a usage error), to stderr and
-exit with status 2; no traceback. Any ValueError (every format and validation error of
+``scuffle CMD: error: ...`` (``scuffle: error: ...`` only when no subcommand is named), to
+stderr and exit with status 2; no traceback. Any ValueError (every format and validation error of
 the runtime is one), OSError or limit of the original reaching ``main`` is such an
 error. A reader that closes the output early (``| head``) ends the command quietly
 with status 1.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ import numpy as np
 from scuffle.anim.clip import Clip, decode_positions, decode_rotations, key_frames, parse_clip
 from scuffle.anim.pose import PoseStackOverflow
 from scuffle.anim.stack import AnimLimitError
-from scuffle.game.cli.errors import EXIT_ERROR, CliError, OneLineParser
+from scuffle.game.cli.errors import EXIT_ERROR, CliError, OneLineParser, anim_ref, examples, resolve_anim
 from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
 
 __all__ = ["COMMANDS", "Command", "CliError", "main", "build_parser", "clip_summary"]
@@ -42,6 +43,7 @@ class Command:
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+    examples: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------- helpers
@@ -138,8 +140,8 @@ def _clip_arguments(p: argparse.ArgumentParser) -> None:
                    help="the clip's descriptor (chunk 0x02, 80 bytes), or a resource file")
     p.add_argument("keyframes", metavar="KEYFRAMES_FILE", nargs="?",
                    help="the clip's keyframes (chunk 0x00); omit it to read a resource file")
-    p.add_argument("--id", type=int, dest="anim_id", metavar="N",
-                   help="with a resource file: only the clip anim id N names")
+    p.add_argument("--id", type=anim_ref, dest="anim_id", metavar="ID",
+                   help="with a resource file: only the clip anim id ID names (a number, or a clip's name)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
 
 
@@ -174,11 +176,12 @@ def _clip_resource(args: argparse.Namespace) -> int:
         raise CliError(f"{args.descriptor}: {exc}") from None
     ids_of: dict[int, list[int]] = {}
     for anim_id in aset.ids():
-        ids_of.setdefault(aset.clip_index(anim_id), []).append(anim_id)
+        ids_of.setdefault(int(aset.clip_index(anim_id) or 0), []).append(anim_id)   # ids() have a clip
     if args.anim_id is not None:
+        args.anim_id = resolve_anim(aset, args.anim_id, f"{args.descriptor}: --id")
         if not 0 <= args.anim_id < aset.num_ids or not aset.has(args.anim_id):
             raise CliError(f"{args.descriptor}: anim id {args.anim_id} has no clip")
-        chosen = [aset.clip_index(args.anim_id)]
+        chosen = [int(aset.clip_index(args.anim_id) or 0)]                        # has() checked
     else:
         chosen = sorted(ids_of, key=lambda i: ids_of[i][0])
     if args.json:
@@ -224,18 +227,27 @@ COMMANDS: tuple[Command, ...] = (
             _passthrough, _needs_pygame("scuffle.demo.cli", "main")),
     Command("view", "the clip viewer: one clip on the skeleton, its timeline and events",
             _passthrough, _needs_pygame("scuffle.demo.view", "main")),
-    Command("clip", "decode a clip (descriptor + keyframes chunks)", _clip_arguments, cmd_clip),
+    Command("clip", "decode a clip (descriptor + keyframes chunks)", _clip_arguments, cmd_clip,
+            ("scuffle clip walk.desc walk.keys", "scuffle clip chars.res --id 151 --json",
+             "scuffle clip chars.res --id THROW_BACK")),
     Command("run", "run a scenario TOML and write its trace", _lazy("scuffle.game.cli.run", "run_arguments"),
-            _lazy("scuffle.game.cli.run", "cmd_run")),
+            _lazy("scuffle.game.cli.run", "cmd_run"),
+            ("scuffle run fight.toml --trace out.jsonl", "scuffle run fight.toml --trace - --pose | head -1",
+             "scuffle run fight.toml --strict -v      # every command answered; exit 1 on a refusal")),
     Command("bench", "time the crowd update (N humans, U updates)", _lazy("scuffle.game.tools.bench", "bench_arguments"),
-            _lazy("scuffle.game.tools.bench", "cmd_bench")),
-    Command("lint", "list clips that never end (an end step's overshoot exactly 0.0)", _lazy("scuffle.game.tools.lint", "add_arguments"), _lazy("scuffle.game.tools.lint", "run")),
+            _lazy("scuffle.game.tools.bench", "cmd_bench"),
+            ("scuffle bench --humans 2 100 --updates 40", "scuffle bench --sweep --json > bench.json")),
+    Command("lint", "list clips that never end (an end step's overshoot exactly 0.0)", _lazy("scuffle.game.tools.lint", "add_arguments"), _lazy("scuffle.game.tools.lint", "run"),
+            ("scuffle lint chars.res", "scuffle lint walk.desc walk.keys --json")),
     Command("diff", "compare two traces; the first update where they part (exit 1 when they differ)",
-            _lazy("scuffle.game.tools.diff", "add_arguments"), _lazy("scuffle.game.tools.diff", "run")),
+            _lazy("scuffle.game.tools.diff", "add_arguments"), _lazy("scuffle.game.tools.diff", "run"),
+            ("scuffle diff ours.jsonl emu.jsonl", "scuffle diff a.jsonl b.jsonl --fields anim,held,tasks[top].time --context 5")),
     Command("survey", "count and check every clip of resource files and descriptor/keyframes pairs",
-            _lazy("scuffle.game.tools.survey", "add_arguments"), _lazy("scuffle.game.tools.survey", "run")),
+            _lazy("scuffle.game.tools.survey", "add_arguments"), _lazy("scuffle.game.tools.survey", "run"),
+            ("scuffle survey corpus", "scuffle survey chars.res extracted/ --json > survey.json")),
     Command("csv2trace", "convert an emulator CSV (update, anim id, time) into a trace",
-            _lazy("scuffle.game.tools.csv_to_trace", "add_arguments"), _lazy("scuffle.game.tools.csv_to_trace", "run")),
+            _lazy("scuffle.game.tools.csv_to_trace", "add_arguments"), _lazy("scuffle.game.tools.csv_to_trace", "run"),
+            ("scuffle csv2trace emu.csv emu.jsonl --human hero --update-offset -1000",)),
 )
 
 
@@ -247,20 +259,41 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with one subparser per entry of COMMANDS (usage errors on one line)."""
-    parser = OneLineParser(prog=PROG, description="scuffle: the character animation runtime's tools")
+    parser = OneLineParser(prog=PROG, description="scuffle: the character animation runtime's tools",
+                           **examples("scuffle demo --attract --seed 7", "scuffle run fight.toml --trace out.jsonl",
+                                      "scuffle view demo --id THROW_BACK", "scuffle COMMAND --help"))
     parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         own = command.add_arguments is _passthrough        # demo / view parse their own --help
-        p = sub.add_parser(command.name, help=command.help, description=command.help, add_help=not own)
+        p = sub.add_parser(command.name, help=command.help, description=command.help, add_help=not own,
+                           **(examples(*command.examples) if command.examples else {}))
         command.add_arguments(p)
         p.set_defaults(run=command.run)
     return parser
 
 
+class _StderrLog(logging.Handler):
+    """The library's ``scuffle`` logger on the command's stderr (as ``scuffle: MESSAGE``)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"{PROG}: {record.getMessage()}", file=sys.stderr, flush=True)
+
+
+def show_library_log() -> None:
+    """Show the library's ``scuffle`` logger (the cold compile's notice) on stderr, once."""
+    log = logging.getLogger("scuffle")
+    if not any(isinstance(h, _StderrLog) for h in log.handlers):
+        log.addHandler(_StderrLog(logging.INFO))
+        log.propagate = False
+        if log.level == logging.NOTSET or log.level > logging.INFO:
+            log.setLevel(logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; returns the exit status (0, or 2 on any user error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    show_library_log()
     own = next((c for c in COMMANDS if argv[:1] == [c.name] and c.add_arguments is _passthrough), None)
     if own is not None:                # demo / view: their own parser reads the rest, --help included
         args = argparse.Namespace(command=own.name, argv=argv[1:], run=own.run)
@@ -282,8 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except (CliError, ValueError, OSError, AnimLimitError, PoseStackOverflow) as exc:
         text = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"{PROG}: error: {text}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {text}", file=sys.stderr)
         return EXIT_ERROR
     except RecursionError:             # a last guard: the readers refuse deep nesting first
-        print(f"{PROG}: error: input nested too deeply", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: input nested too deeply", file=sys.stderr)
         return EXIT_ERROR

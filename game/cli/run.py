@@ -1,9 +1,14 @@
-"""``scuffle run SCENARIO.toml --trace OUT.jsonl [--pose]``: run a scenario.
+"""``scuffle run SCENARIO.toml [--trace OUT.jsonl] [--pose] [--strict] [-v]``: run a scenario.
 
 Validates the whole file first (no update runs on a bad file), then runs it and
-writes the trace. Errors are one line on stderr (scuffle: error: FILE:LINE: FIELD: ...),
-status 2: a bad file, or a command that hits the task pool, stack or queue limit at
-run time (the trace then holds the updates before it).
+writes the trace. Errors are one line on stderr (``scuffle run: error: FILE:LINE:
+FIELD: ...``), status 2: a bad file, or a command that hits the task pool, stack or
+queue limit at run time (the trace then holds the updates before it).
+
+The fight rules answer every action command (an ActionResult): each refused one is one
+line on stderr (``FILE:LINE: update U: p1 throw: refused (not_holding: ...)``), and
+``-v`` adds a line for each accepted one; a summary line counts them. ``--strict``
+exits 1 when any command was refused.
 """
 from __future__ import annotations
 
@@ -13,13 +18,19 @@ import sys
 from scuffle.game.fighters import registry
 from scuffle.game.runtime.scenario import ScenarioError, load_scenario, run_scenario
 
-__all__ = ["run_arguments", "cmd_run"]
+__all__ = ["run_arguments", "cmd_run", "EXIT_REFUSED"]
+
+EXIT_REFUSED = 1                 # --strict: a command was refused
 
 
 def run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scenario", help="the scenario TOML file")
+    p.add_argument("scenario", metavar="SCENARIO.toml", help="the scenario file (docs/scenarios.md)")
     p.add_argument("--trace", metavar="OUT.jsonl", help="write the trace here ('-' for stdout)")
     p.add_argument("--pose", action="store_true", help="add each human's sampled pose to the trace")
+    p.add_argument("--strict", action="store_true",
+                   help=f"exit {EXIT_REFUSED} when the fight rules refused any command")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="print every action command's answer, accepted ones too (stderr)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -31,20 +42,35 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     from scuffle.anim.warmup import announce_compile
     announce_compile()                  # a cold numba cache: compile ahead, with a progress line
+    counts = {"accepted": 0, "refused": 0}
+
+    def answered(cmd, result) -> None:
+        if cmd.kind != "action" or result is None:
+            return
+        ok = bool(result)
+        counts["accepted" if ok else "refused"] += 1
+        if not ok or args.verbose:
+            where = f"{sc.source}:{cmd.line}" if cmd.line else sc.source
+            print(f"{where}: {result}", file=sys.stderr)
+
     try:
         if args.trace in (None, ""):
-            game = run_scenario(sc)
+            game = run_scenario(sc, on_command=answered)
         elif args.trace == "-":
-            game = run_scenario(sc, sys.stdout, pose=args.pose)
+            game = run_scenario(sc, sys.stdout, pose=args.pose, on_command=answered)
         else:
             try:
                 fp = open(args.trace, "w", encoding="utf-8", newline="\n")
             except OSError as exc:
                 raise CliError(f"cannot write trace {args.trace!r}: {exc.strerror or exc}") from None
             with fp:
-                game = run_scenario(sc, fp, pose=args.pose)
+                game = run_scenario(sc, fp, pose=args.pose, on_command=answered)
     except ScenarioError as exc:          # a command hit a limit at run time
         raise CliError(str(exc)) from None
-    print(f"{sc.source}: {sc.updates} updates, {len(sc.humans)} humans", file=sys.stderr)
+    total = counts["accepted"] + counts["refused"]
+    print(f"{sc.source}: {sc.updates} updates, {len(sc.humans)} humans; {total} action commands: "
+          f"{counts['accepted']} accepted, {counts['refused']} refused", file=sys.stderr)
     game.close()
+    if args.strict and counts["refused"]:
+        return EXIT_REFUSED
     return 0

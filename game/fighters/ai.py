@@ -56,7 +56,7 @@ class FighterAI:
         dist = detmath.hypot_s(float(d[0]), float(d[1]))
         opc = fight.combat(self.opponent)
         if dist > ENGAGE_RANGE:
-            fight.move(self.me, (d[0], d[1]), gait="jog" if dist > RUN_RANGE else "walk")
+            fight.move(self.me, (d[0], d[1]), pace="jog" if dist > RUN_RANGE else "walk")
             return
         if c.move_speed > 0.0:
             fight.move(self.me, (d[0], d[1]), 0.0)

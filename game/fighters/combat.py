@@ -14,6 +14,13 @@ thrower's turn. A grab searches within id 70's far range x 1.25 (0x00284920).
 Strikes deal their range record's damage (+0x0a) and the hit code (+0x0c) picks the
 reaction. Rules and numbers not in the spec are ours (docs/scenarios.md, "Actions").
 
+Answers and events (ours): every command returns an ``ActionResult``, truthy when
+accepted, falsy with its ``Refusal`` and a sentence when refused; what happens later
+(a hit or a miss when a window opens, a grab connecting, a throw and its victim's fall,
+a K.O., a round's end and the next round's start) reaches the host's handlers as a
+``FightEvent`` (``Fight.on``, ``on_hit``, ``on_ko``, ``on_round``). A human added with
+``Game.add_human`` while the rules are attached starts in the fight idle (358).
+
 K.O. and rounds (ours; options, off by default so that scenarios run as before): with
 ``ko=True`` a fighter whose health reaches 0 is knocked out: it falls (the knockdown
 285) and lies grounded (196) without getting up, and no hit lands on it. When at most
@@ -26,22 +33,28 @@ from __future__ import annotations
 
 import collections
 import math
+import warnings
 from dataclasses import dataclass, field
 from enum import IntFlag, StrEnum
+from typing import TYPE_CHECKING, Callable, Sequence, cast
 
 import numpy as np
 
 from scuffle.anim import detmath
 from scuffle.anim.clip import EventType
-from scuffle.anim.stack import AnimLimitError
+from scuffle.anim.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.tasks import HeldFlags, LOCOMOTION_FLAGS, Task, TaskFlags, TaskType
 from scuffle.components import Body, Combat, HumanRecord, NO_ATTACHMENT
 from scuffle.game.fighters.moves import ATTACK_CHAIN, GAIT_IDS, GRAB_STRIKES, THROWS, Move
 from scuffle.game.runtime.registry import ActionSpec, Registry, TableSpec, is_int as _is_int, is_num as _is_num, is_vec2 as _vec2
 from scuffle.systems.placement import place_attached
 
+if TYPE_CHECKING:
+    from scuffle.game.runtime.world import Game
+
 __all__ = ["Fight", "FightFlags", "FightState", "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
-           "GRAB_SEARCH_FACTOR", "reaction_for", "ROUND_PAUSE"]
+           "PACES", "GRAB_SEARCH_FACTOR", "reaction_for", "ROUND_PAUSE", "Refusal", "ActionResult", "FightEvent",
+           "FightEventKind", "FightHandler", "Who"]
 
 
 class FightFlags(IntFlag):
@@ -73,9 +86,101 @@ class FightState(StrEnum):
     DOWN = "down"
 
 
-# The gait slots by name: the gait value is their index. Their speeds come from the
-# human's anim set (Fight.gait_speeds: the looping gait clips' displacement over duration).
-GAITS = ("walk", "jog", "run", "sprint")
+# The paces by name (walk, jog, run, sprint): the gait blend's value is their index.
+# Their speeds come from the human's anim set (Fight.gait_speeds: the looping gait clips'
+# displacement over duration). One word everywhere: ``pace`` (the scenario's move key,
+# ``Fight.move(pace=...)``); "gait" is the gait blend task (type 12) that plays them.
+PACES = ("walk", "jog", "run", "sprint")
+GAITS = PACES                      # the older name, kept
+
+# Who a fight command names: a human's name or its entity id.
+Who = str | int
+
+
+class Refusal(StrEnum):
+    """Why the fight rules refused a command (``ActionResult.refusal``)."""
+
+    BUSY = "busy"                       # a move in progress holds flags that forbid it
+    DOWN = "down"                       # knocked down, grounded or getting up
+    KNOCKED_OUT = "knocked_out"         # out of the round (K.O.)
+    NOT_HOLDING = "not_holding"         # a throw, let-go or grab strike needs a hold of an attached victim
+    IN_WINDOW = "in_window"             # the hold's own strike is before or in its hit window
+    NOT_A_STRIKE = "not_a_strike"       # a free strike's move is not one of the attack chain's
+    NOT_A_GRAB_STRIKE = "not_a_grab_strike"   # a grab strike's move is not 51, 53 or 55
+    NOT_A_THROW = "not_a_throw"         # a throw's move is not one of the throws (149, 151, 153)
+
+
+@dataclass(frozen=True, slots=True)
+class ActionResult:
+    """What the fight rules answer to a command: truthy when accepted, else falsy with the
+    reason (``refusal``, a Refusal) and a sentence (``detail``).
+
+    ``action`` the command (grab, strike, throw, let_go, move, face), ``who`` the human's
+    name, ``update`` the update it was given in (``ctx.update``, as the trace and the
+    fight log number it), ``move`` the anim id it plays (-1: none). Accepted means the
+    move starts; whether a strike or a grab then lands is told by the fight's events
+    (``Fight.on_hit``, FightEventKind.MISS).
+    """
+
+    action: str
+    who: str
+    update: int
+    refusal: Refusal | None = None
+    detail: str = ""
+    move: int = -1
+
+    @property
+    def accepted(self) -> bool:
+        """True when the command was accepted."""
+        return self.refusal is None
+
+    def __bool__(self) -> bool:
+        return self.refusal is None
+
+    def __str__(self) -> str:
+        what = f"{self.action} {self.move}" if self.move >= 0 else self.action
+        if self.refusal is None:
+            return f"update {self.update}: {self.who} {what}: accepted"
+        return f"update {self.update}: {self.who} {what}: refused ({self.refusal.value}: {self.detail})"
+
+
+class FightEventKind(StrEnum):
+    """What a fight event tells the host (``Fight.on``)."""
+
+    HIT = "hit"                 # a blow landed: attacker, victim, move, damage, victim's health after
+    MISS = "miss"               # a strike's or grab's window opened on no one in reach
+    GRAB = "grab"               # a grab connected: attacker, victim
+    THROW = "throw"             # a throw started: attacker (thrower), victim, move
+    FALL = "fall"               # the victim of a throw is released and goes down
+    KO = "ko"                   # the victim's health reached 0 (ko rules): victim, attacker
+    ROUND_END = "round_end"     # at most one fighter left standing: round, winner ('' none), victim
+    ROUND_START = "round_start" # the next round starts (rounds=True): round
+
+
+@dataclass(frozen=True, slots=True)
+class FightEvent:
+    """One fight event as handlers get it (data only: names, ids, numbers).
+
+    ``update`` is the update it happened in (``ctx.update``: the trace's and the fight
+    log's number); ``attacker`` / ``victim`` human names ('' when none); ``move`` the
+    anim id (-1 none); ``damage`` the health taken; ``health`` the victim's health after;
+    ``round`` the round's number; ``winner`` the round's winner ('' none).
+    """
+
+    kind: FightEventKind
+    update: int
+    attacker: str = ""
+    victim: str = ""
+    move: int = -1
+    damage: float = 0.0
+    health: float = 0.0
+    round: int = 1
+    winner: str = ""
+
+
+# A fight event handler: ``handler(event) -> None`` with the FightEvent, called in the
+# actions phase of the update the event happens in (Fight.on).
+FightHandler = Callable[[FightEvent], None]
 GRAB_SEARCH_FACTOR = 1.25          # the grab searches within id 70's far range x 1.25
 GRAB_CONE_DEG = 70.0               # ours: the victim must be within this of the facing
 HIT_CONE_DEG = 60.0                # ours: a strike's cone around its range direction
@@ -96,7 +201,9 @@ class FightStats:
     """Counts for the demo's summary (pinned names: grabs, strikes, throws, damage).
 
     ``log`` is a ring of the LOG_SIZE most recent entries (update, human, what, ...),
-    oldest first; ``kinds`` counts every entry ever logged by its ``what`` and
+    oldest first (e.g. ``(u, "p2", "throw", 149, "p1")``, ``(u, "p1", "hit", "p2", 5.0)``,
+    ``(u, "p1", "miss", 11)``, ``(u, "p1", "refused", "grab", "busy")``; ``update`` is
+    the trace's number); ``kinds`` counts every entry ever logged by its ``what`` and
     ``logged`` all of them, so a long run's memory stays flat.
     """
 
@@ -165,8 +272,8 @@ class Fight:
     round ``round_pause`` updates after a K.O. Rejected: ``round_pause`` < 1 (ValueError).
     """
 
-    def __init__(self, game, *, separate: bool = False, ko: bool = False, rounds: bool = False,
-                 round_pause: int = ROUND_PAUSE):
+    def __init__(self, game: Game, *, separate: bool = False, ko: bool = False, rounds: bool = False,
+                 round_pause: int = ROUND_PAUSE) -> None:
         if int(round_pause) < 1:
             raise ValueError(f"round_pause: expected updates >= 1, got {round_pause!r}")
         self.game = game
@@ -181,14 +288,83 @@ class Fight:
         self.stats = FightStats()
         self.pending: list[tuple] = []
         self.controllers: list = []       # AI / input callables(fight) run each actions phase
+        # The host's handlers by kind (Fight.on): registrations, called in order.
+        self.listeners: dict[FightEventKind, list[FightHandler]] = {}
         game.fight = self
         game.ctx.actions.append(self._update)
         game.ctx.state_functions.append(self._state_velocities)
         game.ctx.on(EventType.HELD_OPEN, self._on_window)
         self._note_starts()
+        for _, e in game.humans():
+            self._normalise_state(e)
+
+    # ---------------------------------------------------------------- the host's handlers
+    def on(self, kind: FightEventKind | str, handler: FightHandler) -> FightHandler:
+        """Call ``handler(event: FightEvent)`` on every fight event of ``kind`` (a
+        FightEventKind or its value: "hit", "miss", "grab", "throw", "fall", "ko",
+        "round_end", "round_start"), in the actions phase of the update it happens in.
+        Returns the handler (usable as a decorator). Rejected: an unknown kind or a
+        handler that is not callable (ValueError)."""
+        try:
+            k = FightEventKind(kind)
+        except ValueError:
+            raise ValueError(f"Fight.on: unknown event kind {kind!r} (known: "
+                             f"{', '.join(k.value for k in FightEventKind)})") from None
+        if not callable(handler):
+            raise ValueError(f"Fight.on: handler {handler!r} is not callable")
+        self.listeners.setdefault(k, []).append(handler)
+        return handler
+
+    def on_hit(self, handler: FightHandler) -> FightHandler:
+        """``on(FightEventKind.HIT, handler)``: every blow that lands (attacker, victim,
+        move, damage, the victim's health after)."""
+        return self.on(FightEventKind.HIT, handler)
+
+    def on_ko(self, handler: FightHandler) -> FightHandler:
+        """``on(FightEventKind.KO, handler)``: a fighter knocked out (``ko`` rules)."""
+        return self.on(FightEventKind.KO, handler)
+
+    def on_round(self, handler: FightHandler) -> FightHandler:
+        """The handler for both round events: ROUND_END (the winner) and ROUND_START."""
+        self.on(FightEventKind.ROUND_END, handler)
+        return self.on(FightEventKind.ROUND_START, handler)
+
+    def _emit(self, kind: FightEventKind, **fields) -> None:
+        handlers = self.listeners.get(kind)
+        if handlers:
+            ev = FightEvent(kind, self.game.ctx.update, round=self.stats.round, **fields)
+            for h in list(handlers):
+                h(ev)
+
+    # ---------------------------------------------------------------- a human joins
+    def human_joined(self, ent: int) -> None:
+        """A human added to the Game while the rules are attached (Game.add_human calls
+        it): its start is noted (a new round puts it back there) and, with nothing on
+        its stack, it starts the fight idle (358; the idle 388 in a set without it), no
+        fade."""
+        self._normalise_state(ent)
+        self._note_starts()
+        inst = self.inst(ent)
+        if inst.stack or inst.queue:
+            return
+        aset = inst.anim_set
+        for idle in (Move.FIGHT_IDLE, Move.IDLE):
+            if aset.has(idle):
+                self._guarded(ent, self._start_idle, ent, idle)
+                return
+
+    def _start_idle(self, ent: int, idle: int) -> None:
+        self._require(1)
+        self._change(ent, self._loop(ent, idle), 0.0)
+
+    def _normalise_state(self, ent: int) -> None:
+        """Combat.state as a FightState (the component's default is the plain 'free')."""
+        c = self.combat(ent)
+        if not isinstance(c.state, FightState):
+            c.state = FightState(c.state)
 
     # ---------------------------------------------------------------- lookups
-    def _ent(self, name_or_ent) -> int:
+    def _ent(self, name_or_ent: Who) -> int:
         return self.game.entity(name_or_ent) if isinstance(name_or_ent, str) else name_or_ent
 
     def _name(self, ent: int) -> str:
@@ -270,31 +446,58 @@ class Fight:
                     (b.attachment != NO_ATTACHMENT and not self._alive(b.attachment)):
                 self._partner_left(e, thrown=False)
 
-    def combat(self, who) -> Combat:
+    def combat(self, who: Who) -> Combat:
         return self.game.component(self._ent(who), Combat)
 
-    def body(self, who) -> Body:
+    def body(self, who: Who) -> Body:
         return self.game.component(self._ent(who), Body)
 
-    def flags(self, who) -> int:
+    def held(self, who: Who) -> int:
+        """The human's held flags (record +0x08, the trace's ``held``)."""
         return self.game.component(self._ent(who), HumanRecord).flags
 
-    def inst(self, who):
+    flags = held                          # the older name
+
+    def inst(self, who: Who) -> CharacterInstance:
         return self.game.instance(self._name(self._ent(who)))
 
-    def free(self, who) -> bool:
+    def free(self, who: Who) -> bool:
         """No move in progress: none of the fight's held bits are set."""
         return not (self.flags(who) & (BUSY | FightFlags.RECOVERY))
 
-    def can_chain(self, who) -> bool:
+    def can_chain(self, who: Who) -> bool:
         """In an attack's recovery (0x4 held, nothing busy): a chained strike may follow."""
         f = self.flags(who)
         return bool(f & FightFlags.RECOVERY) and not (f & BUSY)
 
-    def _refuse(self, who, what: str) -> bool:
+    def _refuse(self, who: Who, action: str, reason: Refusal, detail: str, move: int = -1) -> ActionResult:
+        """A refused command: counted, logged (update, human, "refused", what, reason) and
+        answered with its reason."""
+        name = self._name(self._ent(who))
+        what = f"{action} {move}" if move >= 0 else action
         self.stats.refused += 1
-        self.stats.record((self.game.ctx.update, self._name(self._ent(who)), "refused", what))
-        return False
+        self.stats.record((self.game.ctx.update, name, "refused", what, reason.value))
+        return ActionResult(action, name, self.game.ctx.update, reason, detail, move)
+
+    def _accept(self, who: Who, action: str, move: int = -1) -> ActionResult:
+        return ActionResult(action, self._name(self._ent(who)), self.game.ctx.update, None, "", move)
+
+    def _why_busy(self, who: Who, action: str, move: int = -1) -> ActionResult:
+        """The refusal of a command given while a move is in progress (the held flags)."""
+        ent = self._ent(who)
+        f = self.flags(ent)
+        if ent in self.ko:
+            return self._refuse(ent, action, Refusal.KNOCKED_OUT, "knocked out for this round", move)
+        if f & FightFlags.DOWN:
+            return self._refuse(ent, action, Refusal.DOWN, "down (knocked down, grounded or getting up)", move)
+        names = ", ".join(fl.name or "" for fl in FightFlags if f & fl)
+        return self._refuse(ent, action, Refusal.BUSY, f"a move in progress holds {names or hex(f)}", move)
+
+    def _anim(self, who: Who, move: int | str | None) -> int | None:
+        """A move given as an anim id or a clip name (resolved through the human's set)."""
+        if move is None or move.__class__ is not str:
+            return None if move is None else int(move)
+        return self.inst(who).anim_set.id_of(move)
 
     def _log(self, who, what: str, *extra) -> None:
         self.stats.record((self.game.ctx.update, self._name(self._ent(who)), what, *extra))
@@ -322,29 +525,32 @@ class Fight:
         self.player.pool.require(n + 2)
 
     # ---------------------------------------------------------------- actions
-    def face(self, who, heading: float | None = None, toward=None) -> bool:
-        """Turn to a heading (degrees) or toward another human. Refused while busy."""
+    def face(self, who: Who, heading: float | None = None, toward: Who | None = None) -> ActionResult:
+        """Turn to a heading (degrees) or toward another human. Refused while busy
+        (the result says why; it is truthy when accepted)."""
         if not self.free(who):
-            return self._refuse(who, "face")
+            return self._why_busy(who, "face")
         b = self.body(who)
         if toward is not None:
             b.heading = _wrap(_heading_to(b.position, self.body(toward).position))
         elif heading is not None:
             b.heading = _wrap(float(heading))
-        return True
+        return self._accept(who, "face")
 
-    def gait_speeds(self, who) -> tuple[float, ...]:
+    def gait_speeds(self, who: Who) -> tuple[float, ...]:
         """The human's walk, jog, run and sprint speeds (m/s), from its set's looping gait
         clips (GAIT_IDS): displacement length over duration, divided by the clip's rate.
         Original: 0x00254078, 0x00101950 Anim_RootDisplacementLength ("Playback rate")."""
         return self.player.gait_speeds(self.inst(who).anim_set, GAIT_IDS[:len(GAITS)])
 
-    def move(self, who, direction=(0.0, 1.0), speed: float | None = None, *, gait: str | int | None = None) -> bool:
+    def move(self, who: Who, direction: Sequence[float] = (0.0, 1.0), speed: float | None = None, *,
+             pace: str | int | None = None, gait: str | int | None = None) -> ActionResult:
         """Set the locomotion intent: walk / run along a world direction (speed 0 stops).
-        Refused while busy.
+        Refused while busy (the result says why; it is truthy when accepted).
 
-        ``speed`` in m/s, or ``gait`` (a name of GAITS or its index) for that gait's
-        speed in the human's set; neither: the set's walk speed. The intent (direction,
+        ``speed`` in m/s, or ``pace`` (a name of PACES or its index) for that pace's
+        speed in the human's set; neither: the set's walk speed. ``gait=`` is the older
+        spelling of ``pace=`` (DeprecationWarning). The intent (direction,
         speed) is turned into the state velocity by the state update of every later
         update (``_state_velocities``). From a standstill the walk start clip moves the
         body by its root velocity, then the gait blend (flags 0x2c1: its own root motion
@@ -353,14 +559,18 @@ class Fight:
         (ValueError naming it).
         """
         if gait is not None:
-            k = GAITS.index(gait) if gait in GAITS else gait
-            if isinstance(k, bool) or not (isinstance(k, int) and 0 <= k < len(GAITS)):
-                raise ValueError(f"move: gait {gait!r} must be one of {', '.join(GAITS)} or 0-{len(GAITS) - 1}")
+            warnings.warn("Fight.move(gait=...) is now Fight.move(pace=...)", DeprecationWarning, stacklevel=2)
+            if pace is None:
+                pace = gait
+        if pace is not None:
+            k = PACES.index(pace) if pace in PACES else pace
+            if isinstance(k, bool) or not (isinstance(k, int) and 0 <= k < len(PACES)):
+                raise ValueError(f"move: pace {pace!r} must be one of {', '.join(PACES)} or 0-{len(PACES) - 1}")
             speed = self.gait_speeds(who)[k]
         elif speed is None:
             speed = self.gait_speeds(who)[0]
         if not self.free(who):
-            return self._refuse(who, "move")
+            return self._why_busy(who, "move")
         c, b = self.combat(who), self.body(who)
         d = np.array([float(direction[0]), float(direction[1]), 0.0])
         n = detmath.hypot_s(float(d[0]), float(d[1]))
@@ -386,7 +596,7 @@ class Fight:
                 self._require(2)
                 self._change(who, self._clip(who, Move.WALK_STOP, self._loop(who, Move.IDLE)))
             c.move_speed = 0.0
-        return True
+        return self._accept(who, "move")
 
     def _gait(self, who):
         """The gait task on the stack, or waiting as a start clip's next task."""
@@ -396,14 +606,18 @@ class Fight:
                     return c
         return None
 
-    def strike(self, who, move: int | None = None) -> bool:
-        """A strike: a grab strike when holding, else a free attack (chained in recovery)."""
+    def strike(self, who: Who, move: int | str | None = None) -> ActionResult:
+        """A strike: a grab strike when holding, else a free attack (chained in recovery).
+        ``move`` an anim id or a clip name (None: the jab, or the chain's next). The
+        result is truthy when the strike starts; whether it lands is told at its window
+        (FightEventKind.HIT or MISS)."""
         c = self.combat(who)
+        move = self._anim(who, move)
         if c.state == FightState.HOLDING:
             return self._grab_strike(who, move)
         chained = self.can_chain(who)
         if not (self.free(who) or chained):
-            return self._refuse(who, "strike")
+            return self._why_busy(who, "strike", -1 if move is None else move)
         if move is None:
             move = Move.JAB
             if chained:
@@ -411,7 +625,9 @@ class Fight:
                 if cur in ATTACK_CHAIN:
                     move = ATTACK_CHAIN[(ATTACK_CHAIN.index(cur) + 1) % len(ATTACK_CHAIN)]
         if int(move) not in ATTACK_CHAIN:
-            return self._refuse(who, f"strike {move}")
+            return self._refuse(who, "strike", Refusal.NOT_A_STRIKE,
+                                f"{move} is not a free strike ({', '.join(str(int(m)) for m in ATTACK_CHAIN)})",
+                                int(move))
         self._require(2)
         self._stop_moving(who)
         self._begin(who)
@@ -422,12 +638,13 @@ class Fight:
         c.move_id = int(move)
         c.struck = False
         self._log(who, "strike", int(move))
-        return True
+        return self._accept(who, "strike", int(move))
 
-    def grab(self, who) -> bool:
-        """The grab attempt (70); it connects when its window opens on someone in reach."""
+    def grab(self, who: Who) -> ActionResult:
+        """The grab attempt (70); it connects when its window opens on someone in reach
+        (FightEventKind.GRAB, else MISS). Refused while busy (the result says why)."""
         if not self.free(who):
-            return self._refuse(who, "grab")
+            return self._why_busy(who, "grab")
         self._require(2)
         self._stop_moving(who)
         self._begin(who)
@@ -438,17 +655,25 @@ class Fight:
         c.state = FightState.GRABBING
         c.move_id = int(Move.GRAB_ATTEMPT)
         self._log(who, "grab")
-        return True
+        return self._accept(who, "grab", int(Move.GRAB_ATTEMPT))
 
-    def throw(self, who, move: int | None = None) -> bool:
-        """A throw from the hold: the thrower turns, the victim is released along the turn."""
+    def throw(self, who: Who, move: int | str | None = None) -> ActionResult:
+        """A throw from the hold: the thrower turns, the victim is released along the turn.
+        ``move`` an anim id or a clip name (None: the side throw 149). Refused without a
+        hold of an attached victim, in the hold's strike window, or for a move that is
+        not a throw (a victim's clip included); the result says which."""
         c = self.combat(who)
-        if c.state != FightState.HOLDING or self.body(c.partner).attachment != self._ent(who) or \
-                self.flags(who) & (FightFlags.WINDUP | FightFlags.HIT_WINDOW):
-            return self._refuse(who, "throw")
+        move = self._anim(who, move)
+        mv = -1 if move is None else int(move)
+        if c.state != FightState.HOLDING or self.body(c.partner).attachment != self._ent(who):
+            return self._refuse(who, "throw", Refusal.NOT_HOLDING, "holds no one (grab first)", mv)
+        if self.flags(who) & (FightFlags.WINDUP | FightFlags.HIT_WINDOW):
+            return self._refuse(who, "throw", Refusal.IN_WINDOW, "a grab strike is before or in its hit window", mv)
         move = int(move) if move is not None else int(Move.THROW_SIDE)
         if move not in THROWS:
-            return self._refuse(who, f"throw {move}")
+            victim = " (a victim's clip)" if move in {int(v) for v, _ in THROWS.values()} else ""
+            return self._refuse(who, "throw", Refusal.NOT_A_THROW,
+                                f"{move}{victim} is not a throw ({', '.join(str(int(m)) for m in THROWS)})", move)
         v = c.partner
         victim_clip = THROWS[Move(move)][0]
         self._require(4)
@@ -464,14 +689,18 @@ class Fight:
         c.state = FightState.THROWING
         c.move_id = move
         self.combat(v).state = FightState.HELD
-        self._log(who, "throw", move)
-        return True
+        self._log(who, "throw", move, self._name(v))
+        self._emit(FightEventKind.THROW, attacker=self._name(self._ent(who)), victim=self._name(v), move=move)
+        return self._accept(who, "throw", move)
 
-    def let_go(self, who) -> bool:
-        """Let the held victim go: both play their let-go clips; the victim is detached."""
+    def let_go(self, who: Who) -> ActionResult:
+        """Let the held victim go: both play their let-go clips; the victim is detached.
+        Refused without a hold or in the hold's strike window (the result says which)."""
         c = self.combat(who)
-        if c.state != FightState.HOLDING or self.flags(who) & (FightFlags.WINDUP | FightFlags.HIT_WINDOW):
-            return self._refuse(who, "let_go")
+        if c.state != FightState.HOLDING:
+            return self._refuse(who, "let_go", Refusal.NOT_HOLDING, "holds no one")
+        if self.flags(who) & (FightFlags.WINDUP | FightFlags.HIT_WINDOW):
+            return self._refuse(who, "let_go", Refusal.IN_WINDOW, "a grab strike is before or in its hit window")
         v = c.partner
         self._require(4)
         self._begin(who)
@@ -484,7 +713,7 @@ class Fight:
         c.state = FightState.LETTING_GO
         self.combat(v).state = FightState.LETTING_GO
         self._log(who, "let_go")
-        return True
+        return self._accept(who, "let_go", int(Move.LET_GO))
 
     # ---------------------------------------------------------------- the pair
     def _connect(self, a: int, v: int) -> None:
@@ -514,6 +743,7 @@ class Fight:
         ca.state, cv.state = FightState.CONNECTING, FightState.HELD
         self.stats.grabs += 1
         self._log(a, "grab_connect", self._name(v))
+        self._emit(FightEventKind.GRAB, attacker=self._name(a), victim=self._name(v), move=int(Move.GRAB_CONNECT))
 
     def _attach(self, a: int) -> None:
         """Snap the victim to the hold's type-8 point, then attach it to the attacker."""
@@ -533,14 +763,18 @@ class Fight:
         ca.partner_place = off
         ca.state = FightState.HOLDING
 
-    def _grab_strike(self, who, move) -> bool:
+    def _grab_strike(self, who: Who, move: int | None) -> ActionResult:
         a = self._ent(who)
         c = self.combat(a)
-        if self.body(c.partner).attachment != a or (self.flags(a) & (FightFlags.WINDUP | FightFlags.HIT_WINDOW)):
-            return self._refuse(who, "grab strike")
+        mv = -1 if move is None else int(move)
+        if self.body(c.partner).attachment != a:
+            return self._refuse(who, "strike", Refusal.NOT_HOLDING, "the victim is not attached yet", mv)
+        if self.flags(a) & (FightFlags.WINDUP | FightFlags.HIT_WINDOW):
+            return self._refuse(who, "strike", Refusal.IN_WINDOW, "a grab strike is before or in its hit window", mv)
         move = int(move) if move is not None else int(Move.GRAB_KNEE)
         if move not in GRAB_STRIKES:
-            return self._refuse(who, f"grab strike {move}")
+            return self._refuse(who, "strike", Refusal.NOT_A_GRAB_STRIKE,
+                                f"{move} is not a grab strike ({', '.join(str(int(m)) for m in GRAB_STRIKES)})", move)
         v = c.partner
         self._require(4)
         hold_a = self._loop(a, Move.HOLD, held=FightFlags.PAIRED)
@@ -550,7 +784,7 @@ class Fight:
         c.move_id = move
         c.struck = False
         self._log(a, "grab_strike", move)
-        return True
+        return self._accept(a, "strike", move)
 
     def _detach(self, v: int) -> None:
         vb = self.body(v)
@@ -576,6 +810,7 @@ class Fight:
         ca.state = FightState.FREE
         self.stats.throws += 1
         self._log(a, "throw_release", self._name(v))
+        self._emit(FightEventKind.FALL, attacker=self._name(a), victim=self._name(v), move=ca.move_id)
 
     # ---------------------------------------------------------------- hits
     def _on_window(self, ctx, ent: int, fe) -> None:
@@ -608,6 +843,9 @@ class Fight:
                     cands.append((d, e))
             if cands:
                 self._connect(a, min(cands)[1])
+            else:
+                self._log(a, "miss", int(Move.GRAB_ATTEMPT))
+                self._emit(FightEventKind.MISS, attacker=self._name(a), move=int(Move.GRAB_ATTEMPT))
             return
         if ca.state != FightState.ATTACKING or ca.struck:
             return
@@ -627,6 +865,9 @@ class Fight:
                 if e not in self.ko and self.combat(e).state not in (FightState.HELD,):
                     self._react(e, rec.hit, behind)
                 break
+        else:
+            self._log(a, "miss", int(anim_id))
+            self._emit(FightEventKind.MISS, attacker=self._name(a), move=int(anim_id))
 
     def _damage(self, a: int, v: int, amount: float) -> None:
         cv = self.combat(v)
@@ -638,6 +879,8 @@ class Fight:
         self.stats.strikes += 1
         self.stats.damage += taken
         self._log(a, "hit", self._name(v), taken)
+        self._emit(FightEventKind.HIT, attacker=self._name(a), victim=self._name(v), move=self.combat(a).move_id,
+                   damage=taken, health=float(cv.health))
         if self.ko_rule and cv.health <= 0.0 and v not in self.ko:
             self._knock_out(a, v)
 
@@ -671,11 +914,13 @@ class Fight:
         cv.state = FightState.DOWN
         cv.down_left = 0
         self._log(v, "ko", self._name(a))
+        self._emit(FightEventKind.KO, attacker=self._name(a), victim=self._name(v), move=self.combat(a).move_id)
         standing = [n for n, e in self.game.humans() if e not in self.ko]
         if len(standing) <= 1 and self.ko_at is None:
             self.ko_at = now
             self.stats.rounds.append({"round": self.stats.round, "winner": standing[0] if standing else None,
                                       "loser": self._name(v), "ko_update": now})
+            self._emit(FightEventKind.ROUND_END, victim=self._name(v), winner=standing[0] if standing else "")
 
     def _note_starts(self) -> None:
         """Keep where each human starts (position, heading, health): a new round starts there."""
@@ -706,6 +951,7 @@ class Fight:
         self.ko, self.ko_at = {}, None
         self.stats.round += 1
         self.stats.record((self.game.ctx.update, "", "round", self.stats.round))
+        self._emit(FightEventKind.ROUND_START)
 
     @property
     def round_over(self) -> bool:
@@ -849,10 +1095,10 @@ class Fight:
         return top is not None and top.type == TaskType.GAIT
 
 
-def fight_of(game) -> Fight:
+def fight_of(game: Game) -> Fight:
     """The game's fight rules, attached on first use."""
     f = getattr(game, "fight", None)
-    return f if f is not None else Fight(game)
+    return cast(Fight, f) if f is not None else Fight(game)
 
 
 def _fight_table(game, values: dict) -> None:
@@ -878,13 +1124,15 @@ def register_actions(registry: Registry) -> None:
 
 FIGHT_ACTIONS: dict[str, ActionSpec] = {
     "grab": ActionSpec({}, lambda game, cmd: fight_of(game).grab(cmd.human)),
-    "strike": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).strike(cmd.human, cmd.extra.get("move"))),
-    "throw": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).throw(cmd.human, cmd.extra.get("move"))),
+    "strike": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).strike(cmd.human, cmd.extra.get("move")),
+                         frozenset({"move"})),
+    "throw": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).throw(cmd.human, cmd.extra.get("move")),
+                        frozenset({"move"})),
     "let_go": ActionSpec({}, lambda game, cmd: fight_of(game).let_go(cmd.human)),
     "move": ActionSpec({"direction": _vec2, "speed": lambda v: _is_num(v) and 0 <= v <= 50.0,
-                        "pace": lambda v: v in GAITS},
+                        "pace": lambda v: v in PACES},
                        lambda game, cmd: fight_of(game).move(cmd.human, cmd.extra.get("direction", [0.0, 1.0]),
-                                                             cmd.extra.get("speed"), gait=cmd.extra.get("pace"))),
+                                                             cmd.extra.get("speed"), pace=cmd.extra.get("pace"))),
     "face": ActionSpec({"heading": _is_num, "toward": lambda v: isinstance(v, str)},
                        lambda game, cmd: fight_of(game).face(cmd.human, cmd.extra.get("heading"),
                                                              cmd.extra.get("toward"))),

@@ -45,10 +45,16 @@ def is_vec2(v: Any) -> bool:
 
 @dataclass(frozen=True)
 class ActionSpec:
-    """A scenario action: its extra keys (name -> value check) and its runner(game, cmd)."""
+    """A scenario action: its extra keys (name -> value check) and its runner(game, cmd).
+
+    ``anim_keys``: the keys that hold an anim id; the scenario also accepts a clip's name
+    there (``move = "THROW_BACK"``), resolved through the human's set when the file is
+    read (an unknown name is an error with "did you mean"), so the runner gets the id.
+    """
 
     keys: dict[str, Callable[[Any], bool]]
     run: Callable[[Any, Any], object]
+    anim_keys: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

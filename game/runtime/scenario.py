@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, TextIO, cast
 
 from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet
+from scuffle.anim.animset import AnimSet, UnknownAnimName
 from scuffle.anim.clip import ClipFormatError, parse_clip
 from scuffle.anim.player import PlayerOptions, UnknownClip
 from scuffle.anim.pose import PoseStackOverflow
@@ -492,8 +492,13 @@ def _parse_commands(raw, lines: _Lines, err: _Err, humans: list[HumanSpec], sets
                 setattr(cmd, k, int(c[k]))
 
         def check_id(v, key):
+            if isinstance(v, str):              # a clip's name in the set ("FIGHT_IDLE")
+                try:
+                    v = src.id_of(v)
+                except UnknownAnimName as exc:
+                    err(lines.key(cl, key), f"{fld}.{key}", str(exc))
             if not _is_int(v) or not 0 <= v < src.num_ids:
-                err(lines.key(cl, key), f"{fld}.{key}", f"expected an anim id, got {v!r}")
+                err(lines.key(cl, key), f"{fld}.{key}", f"expected an anim id or a clip name, got {v!r}")
             if not src.has(v):
                 err(lines.key(cl, key), f"{fld}.{key}", f"anim id {v} has no clip in set {src.name!r}")
             return int(v)
@@ -503,12 +508,12 @@ def _parse_commands(raw, lines: _Lines, err: _Err, humans: list[HumanSpec], sets
         elif kind == "play":
             ids = c["play"]
             if not isinstance(ids, list) or not ids:
-                err(lines.key(cl, "play"), f"{fld}.play", "expected a non-empty list of anim ids")
+                err(lines.key(cl, "play"), f"{fld}.play", "expected a non-empty list of anim ids or clip names")
             cmd.ids = [check_id(v, "play") for v in ids]
         elif kind == "gait":
             ids = c["gait"]
             if not isinstance(ids, list) or len(ids) != 5:
-                err(lines.key(cl, "gait"), f"{fld}.gait", f"expected 5 anim ids, got {ids!r}")
+                err(lines.key(cl, "gait"), f"{fld}.gait", f"expected 5 anim ids or clip names, got {ids!r}")
             cmd.ids = [check_id(v, "gait") for v in ids]
         elif kind == "action":
             if spec is None:
@@ -517,6 +522,11 @@ def _parse_commands(raw, lines: _Lines, err: _Err, humans: list[HumanSpec], sets
             cmd.action = action
             for k, check in spec.keys.items():
                 if k in c:
+                    if k in spec.anim_keys and isinstance(c[k], str):
+                        try:
+                            c[k] = sets[by_name[name].set].id_of(c[k])
+                        except UnknownAnimName as exc:
+                            err(lines.key(cl, k), f"{fld}.{k}", str(exc))
                     if not check(c[k]):
                         err(lines.key(cl, k), f"{fld}.{k}", f"bad value {c[k]!r} for action {action!r}")
                     cmd.extra[k] = c[k]
@@ -538,7 +548,8 @@ def _parse_commands(raw, lines: _Lines, err: _Err, humans: list[HumanSpec], sets
 def apply_command(game, cmd: Command, actions: dict | None = None):
     """Apply one command in the actions phase (the change of animation, or an action
     looked up in ``actions``, the scenario registry's). Returns what the action's
-    runner returns (the fight rules: True, or False when refused); None otherwise."""
+    runner returns (the fight rules: an ActionResult, truthy when accepted, falsy with
+    its reason when refused); None otherwise."""
     player = game.player
     inst = game.instance(cmd.human)
     if cmd.kind == "target":
@@ -565,8 +576,12 @@ def apply_command(game, cmd: Command, actions: dict | None = None):
 
 
 def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
-                 on_update: Callable | None = None):
+                 on_update: Callable | None = None, on_command: Callable[[Command, Any], None] | None = None):
     """Run a validated scenario; writes the trace (JSONL) if given; returns the Game.
+
+    ``on_update(game)`` is called after each update; ``on_command(cmd, result)`` after
+    each command is applied, with what it answered (an action of the fight rules: an
+    ActionResult, falsy when refused, with the reason; a change of animation: None).
 
     Rejected: a command that hits one of the original's limits (task pool, stack,
     queue) raises ScenarioError naming the command's line; the trace then holds the
@@ -597,13 +612,15 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                 cmd = pending.popleft()
                 last[cmd.human] = cmd
                 try:
-                    apply_command(game, cmd, sc.registry.actions)
+                    result = apply_command(game, cmd, sc.registry.actions)
                 except (AnimLimitError, PoseStackOverflow, UnknownClip, UnknownHuman, ValueError) as exc:
                     # A limit of the original (pool, stack, queue) hit at run time, or an
                     # action given what it cannot act on (a name that is no human): one
                     # error naming the command, like a parse error.
                     raise ScenarioError(sc.source, cmd.line, f"commands[{cmd.index}]",
                                         f"update {cmd.update}: {exc}") from None
+                if on_command is not None:
+                    on_command(cmd, result)
 
         game.ctx.actions.insert(0, scripted)
         for _ in range(sc.updates):

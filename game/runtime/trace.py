@@ -55,7 +55,7 @@ def trace_records(game, pose: bool = False) -> list[dict]:
             "update": update,
             "human": name,
             "anim": rec.anim_id,
-            "held": rec.flags,
+            "held": rec.held,
             "pos": [float(v) for v in body.position],
             "heading": float(body.heading),
             "vel": [float(v) for v in body.velocity],

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Iterator, Sequence, TypeAlias, TypeVar
+from typing import Any, Callable, Iterator, Protocol, Sequence, TypeAlias, TypeVar
 
 import esper
 import numpy as np
@@ -30,6 +30,9 @@ import numpy.typing as npt
 
 from scuffle.anim import detmath, quat
 from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import EventType
+from scuffle.anim.cursor import FiredEvent
+from scuffle.anim.skeleton import Bone
 from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.stack import CharacterInstance, HumanRecord
 from scuffle.anim.tasks import Task
@@ -39,7 +42,8 @@ from scuffle.game.runtime import schedule
 from scuffle.systems.context import SimContext
 from scuffle.systems.motion import to_world
 
-__all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse", "Vec3", "BoneArray", "NameOrEntity"]
+__all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse", "Vec3", "BoneArray", "NameOrEntity", "EventHandler",
+           "Bone"]
 
 # The public API's argument and result types (issue 22): a host's mypy --strict checks
 # its calls against them.
@@ -52,6 +56,20 @@ NameOrEntity: TypeAlias = str | int
 C = TypeVar("C")
 
 _ids = itertools.count(1)
+
+
+# An animation event handler (Game.on): ``handler(ctx, entity, fired) -> None`` with the
+# SimContext (``ctx.update`` the update being run), the human's entity and the FiredEvent.
+EventHandler = Callable[[SimContext, int, FiredEvent], None]
+
+
+class FightRules(Protocol):
+    """What the Game asks of the fight rules attached to it (``Game.fight``; the demo's are
+    scuffle.game.fighters.combat.Fight): told when a human joins and before one leaves."""
+
+    def human_joined(self, ent: int) -> None: ...
+
+    def human_leaving(self, ent: int) -> None: ...
 
 
 class UnknownHuman(KeyError):
@@ -89,9 +107,9 @@ class Game:
         self.player = Player(options)
         self.ctx = SimContext(self.player, reference=reference)
         self.names: dict[str, int] = {}
-        # The fight rules when attached (scuffle.game.fighters.combat.Fight, which sets it);
-        # Any: the runtime layer never imports the fighters (tests/test_layers.py).
-        self.fight: Any = None
+        # The fight rules when attached (scuffle.game.fighters.combat.Fight sets it), typed by
+        # the FightRules protocol: the runtime layer never imports the fighters (tests/test_layers.py).
+        self.fight: FightRules | None = None
         self.closed = False
         with self.active():
             taken = [s.__name__ for s in schedule.SCHEDULE if esper.get_processor(s) is not None]
@@ -179,6 +197,8 @@ class Game:
             esper.add_component(ent, Combat(health=health, max_health=health))
             esper.add_component(ent, FiredEvents())
         self.names[name] = ent
+        if self.fight is not None:             # the fight rules attached: it starts in the fight idle
+            self.fight.human_joined(ent)
         return ent
 
     def remove_human(self, name: str) -> None:
@@ -263,8 +283,57 @@ class Game:
     @property
     def update(self) -> int:
         """The number of updates run (the next update's number); it advances with every
-        ``esper.process()`` of this world, whoever calls it."""
+        ``esper.process()`` of this world, whoever calls it. Inside an update (event
+        handlers, actions, fight events) the update being run is ``ctx.update``, the
+        number the trace and the fight log write; after ``step()`` that number is
+        ``last_update`` (``update - 1``)."""
         return self.ctx.updates_run
+
+    @property
+    def last_update(self) -> int:
+        """The number of the update just run (-1 before the first): the ``update`` the
+        trace and the fight log give it (``update - 1``)."""
+        return self.ctx.updates_run - 1
+
+    # ---------------------------------------------------------------- events and bones
+    def on(self, event_type: EventType | int, handler: EventHandler) -> EventHandler:
+        """Call ``handler(ctx, entity, fired)`` for every animation event of
+        ``event_type`` (an EventType, e.g. ``EventType.SOUND``, or its number) that a
+        human's clip fires: ``ctx`` the SimContext (``ctx.update`` the update being
+        run), ``entity`` the human's entity (``Game.name_of`` gives its name), ``fired``
+        the FiredEvent (``.event`` the clip's Event with ``.type``, ``.frame``,
+        ``.args``, ``.fields()``; ``.anim_id`` the clip's id). Handlers run in the event
+        dispatch, after every human stepped and before the flush releases anything, in
+        entity order then firing order. Returns the handler.
+        Rejected: a type outside 0-255 or a handler that is not callable (ValueError).
+        Original: 0x00101dd8 Anim_FireFrameEvents."""
+        if isinstance(event_type, bool) or not isinstance(event_type, int) or not 0 <= int(event_type) <= 0xFF:
+            raise ValueError(f"Game.on: event type {event_type!r}: expected an EventType or 0-255")
+        if not callable(handler):
+            raise ValueError(f"Game.on: handler {handler!r} is not callable")
+        self.ctx.on(int(event_type), handler)
+        return handler
+
+    def name_of(self, entity: int) -> str:
+        """The name of a human's entity (UnknownHuman when no human has it)."""
+        for n, e in self.names.items():
+            if e == entity:
+                return n
+        raise UnknownHuman(entity)
+
+    def bone(self, name: str, bone: Bone | int | str, *, space: str = "world") -> tuple[np.ndarray, np.ndarray]:
+        """One bone of a human by name or number (``Bone.HEAD``, ``"l_hand"``, 6): its
+        position (3,) in metres and rotation (4,) (x, y, z, w), in ``space`` "world"
+        (``bones_world``) or "model" (``bones_model``). Rejected: an unknown bone (ValueError,
+        with "did you mean"), another space (ValueError), an unknown human (UnknownHuman)."""
+        b = Bone.of(bone)
+        if space == "world":
+            pos, rot = self.bones_world(name)
+        elif space == "model":
+            pos, rot = self.bones_model(name)
+        else:
+            raise ValueError(f"Game.bone: space {space!r}: expected 'world' or 'model'")
+        return pos[b].copy(), rot[b].copy()
 
     def pose_row(self, name: str) -> int:
         """The human's column in the crowd's batch arrays (-1 before its first sample).

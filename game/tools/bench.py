@@ -40,6 +40,9 @@ __all__ = ["bench_arguments", "cmd_bench", "run_bench", "BUDGET_MS"]
 
 BUDGET_MS = 1000.0 / 30.0            # the 30 Hz update
 POSE_STAGE = "pose (sample, blend, bones)"
+# The stages timed inside a system (parts of its share, printed indented under it).
+NESTED_IN = "AnimationStep"
+NESTED_STAGES = ("task step", POSE_STAGE)
 SWEEP = (2, 100, 1000, 10000)
 CYCLE = 60                           # updates between a human's changes
 FADE = 0.6                           # s: the change's fade (the gait under it)
@@ -310,11 +313,11 @@ def _sweep(sizes: list[int], updates: int, scalar_updates: int | None) -> list[d
 
 
 def bench_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--humans", type=int, nargs="+", default=None,
+    p.add_argument("--humans", type=int, nargs="+", default=None, metavar="N",
                    help="humans in the world (default 1000); several sizes run one process each")
     p.add_argument("--sweep", action="store_true", help=f"run the sizes {', '.join(map(str, SWEEP))}")
-    p.add_argument("--updates", type=int, default=60, help="updates to time (default 60)")
-    p.add_argument("--scalar-updates", type=int, default=None, help="updates for the scalar reference path")
+    p.add_argument("--updates", type=int, default=60, metavar="U", help="updates to time (default 60)")
+    p.add_argument("--scalar-updates", type=int, default=None, metavar="U", help="updates for the scalar reference path")
     p.add_argument("--json", action="store_true", help="print only the JSON report on stdout (the table to stderr)")
     p.add_argument("--no-compile-time", action="store_true",
                    help="skip measuring the kernels' first-run compile time (a fresh process, ~15-30 s)")
@@ -332,9 +335,16 @@ def _print_one(r: dict, out) -> None:
           file=out)
     print(f"humans stepped by the kernel: {100 * r['kernel_step_share']:.2f}% (the rest by the scalar step); "
           f"Python's cyclic GC: {r['gc_ms_per_update']} ms per update", file=out)
-    print("where the time goes:", file=out)
-    for k, v in r["stage_share"].items():
-        print(f"  {k:<28} {100 * v:5.1f}%  {r['stage_ms'][k]:8.3f} ms", file=out)
+    print("where the time goes (the parts of a system indented under it):", file=out)
+    shares = r["stage_share"]
+    parts = [k for k in NESTED_STAGES if k in shares]
+    for k, v in shares.items():
+        if k in parts:
+            continue
+        print(f"  {k:<30} {100 * v:5.1f}%  {r['stage_ms'][k]:8.3f} ms", file=out)
+        if k == NESTED_IN:
+            for p in parts:
+                print(f"    {p:<28} {100 * shares[p]:5.1f}%  {r['stage_ms'][p]:8.3f} ms", file=out)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -370,7 +380,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               f"{wfixed:.3f} ms + {wslope:.3f} us (wall)", file=text)
     if not args.no_compile_time:
         r["kernel_compile_s"] = round(_compile_seconds(), 2)
-        print(f"kernels' first-run compile: {r['kernel_compile_s']} s (numba, cache=True: once per machine)",
+        print(f"kernels' first-run compile: {r['kernel_compile_s']} s (numba, cache=True: once per install)",
               file=text)
     if args.json:
         print(json.dumps(r))

@@ -130,9 +130,9 @@ def convert(rows_text: str, source: str, human: str = "p1", offset: int = 0) -> 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``scuffle csv2trace`` arguments."""
-    p.add_argument("csv", metavar="IN.csv")
+    p.add_argument("csv", metavar="IN.csv", help="the emulator's CSV: update, anim id, time (and human)")
     p.add_argument("out", metavar="OUT.jsonl", help="the trace to write ('-' for stdout)")
-    p.add_argument("--human", default="p1", help="the human's name when the CSV has no human column (default p1)")
+    p.add_argument("--human", default="p1", metavar="NAME", help="the human's name when the CSV has no human column (default p1)")
     p.add_argument("--update-offset", type=int, default=0, metavar="K", help="add K to every update number")
 
 

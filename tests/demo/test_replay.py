@@ -323,7 +323,7 @@ def test_gif_without_pillow_is_one_line(tmp_path, monkeypatch, capsys):
         run_headless(seconds=1, out=tmp_path, gif=tmp_path / "x.gif")
     assert main(["--headless", "--seconds", "1", "--out", str(tmp_path), "--gif"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("scuffle: error: --gif needs Pillow")
+    assert len(err) == 1 and err[0].startswith("scuffle demo: error: --gif needs Pillow")
     assert not (tmp_path / "demo.gif").exists()
 
 

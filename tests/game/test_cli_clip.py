@@ -96,7 +96,7 @@ def test_subprocess_missing_file_is_one_line_exit_2(tmp_path, clip_files):
     r = run_cli("clip", str(tmp_path / "nope.desc"), clip_files[1])
     assert r.returncode == 2
     assert r.stdout == ""
-    assert r.stderr.startswith("scuffle: error: ")
+    assert r.stderr.startswith("scuffle clip: error: ")
     assert "nope.desc" in r.stderr
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 
@@ -107,7 +107,7 @@ def test_subprocess_bad_clip_is_one_line_exit_2(tmp_path, clip_files):
     r = run_cli("clip", str(bad), clip_files[1], "--json")
     assert r.returncode == 2
     assert r.stdout == ""
-    assert r.stderr.startswith("scuffle: error: descriptor chunk, size at byte 79")
+    assert r.stderr.startswith("scuffle clip: error: descriptor chunk, size at byte 79")
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 
 
@@ -145,13 +145,13 @@ def test_main_format_error(tmp_path, clip_files, capsys):
     assert cli.main(["clip", clip_files[0], str(tmp_path / "k")]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith("scuffle: error: keyframes chunk, chunk size at byte")
+    assert captured.err.startswith("scuffle clip: error: keyframes chunk, chunk size at byte")
 
 
 def test_main_unreadable_path_is_an_error(tmp_path, clip_files, capsys):
     assert cli.main(["clip", str(tmp_path), clip_files[1]]) == 2       # a directory
     err = capsys.readouterr().err
-    assert err.startswith("scuffle: error: cannot read descriptor file") and err.count("\n") == 1
+    assert err.startswith("scuffle clip: error: cannot read descriptor file") and err.count("\n") == 1
 
 
 def test_main_help_and_usage(capsys):

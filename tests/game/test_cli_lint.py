@@ -92,7 +92,7 @@ def test_clip_pair(tmp_path, capsys):
 def test_errors_are_one_line_exit_2(tmp_path):
     missing = run_cli("lint", str(tmp_path / "nope.res"))
     assert missing.returncode == 2 and missing.stdout == ""
-    assert missing.stderr.count("\n") == 1 and missing.stderr.startswith("scuffle: error: ")
+    assert missing.stderr.count("\n") == 1 and missing.stderr.startswith("scuffle lint: error: ")
     junk = tmp_path / "junk.res"
     junk.write_bytes(b"\x01\x02\x03")
     r = run_cli("lint", str(junk))

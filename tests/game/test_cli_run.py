@@ -55,7 +55,7 @@ def test_errors_are_one_line_and_nothing_runs(tmp_path, capsys, text, needle, fl
     assert cap.out == ""
     lines = cap.err.splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith(f"scuffle: error: {path}:")
+    assert lines[0].startswith(f"scuffle run: error: {path}:")
     assert f": {fld}: " in lines[0]
     assert not out.exists()                              # no update ran, no trace
 
@@ -66,7 +66,7 @@ def test_errors_through_a_subprocess(tmp_path, extra):
     r = run_cli("run", "bad.toml", "--trace", "out.jsonl", cwd=tmp_path)
     assert r.returncode == 2
     assert r.stdout == ""
-    assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("scuffle: error: bad.toml:")
+    assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("scuffle run: error: bad.toml:")
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "out.jsonl").exists()
 
@@ -82,7 +82,7 @@ def test_a_limit_hit_at_run_time_is_one_line_too(tmp_path, capsys):
     assert esper.list_worlds() == worlds                 # the game's world was closed
     err = capsys.readouterr().err.splitlines()
     assert status == 2 and len(err) == 1
-    assert err[0].startswith(f"scuffle: error: {path}:{text.splitlines().index('[[commands]]') + 1}: commands[0]: ")
+    assert err[0].startswith(f"scuffle run: error: {path}:{text.splitlines().index('[[commands]]') + 1}: commands[0]: ")
     assert "task pool exhausted" in err[0]
     assert [json.loads(x)["update"] for x in out.read_text().splitlines()] == [0, 1, 2]
 

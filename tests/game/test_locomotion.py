@@ -20,7 +20,7 @@ from scuffle import parse_scenario, run_scenario
 from scuffle.anim.player import Player
 from scuffle.anim.rates import RUNTIME_SPEEDS, gait_speed, root_displacement_length
 from scuffle.anim.rangelist import author_range
-from scuffle.game.fighters.combat import GAITS, Fight
+from scuffle.game.fighters.combat import GAITS, PACES, Fight
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 from scuffle.game.fighters.moveset import GAIT_SPEEDS as AUTHORED, demo_set
 from scuffle.game.runtime.world import Game
@@ -125,7 +125,7 @@ def test_a_set_with_other_gait_clips_moves_at_its_own_speeds():
         game.step()
     assert game.body("a").velocity[1] == pytest.approx(1.63, abs=1e-5)
     assert game.body("b").velocity[1] == pytest.approx(1.63 * 1.5, abs=1e-5)
-    assert fight.move("b", (0.0, 1.0), gait="jog")
+    assert fight.move("b", (0.0, 1.0), pace="jog")
     for _ in range(5):
         game.step()
     assert game.body("b").velocity[1] == pytest.approx(3.5 * 1.5, abs=1e-5)
@@ -141,17 +141,27 @@ def test_a_gait_clip_at_another_rate_divides_its_speed():
     game.close()
 
 
-def test_move_rejects_an_unknown_gait():
+def test_move_rejects_an_unknown_pace():
     game = Game()
     game.add_human("a", demo_set())
     fight = Fight(game)
-    with pytest.raises(ValueError, match="gait 'amble'"):
-        fight.move("a", (0.0, 1.0), gait="amble")
+    with pytest.raises(ValueError, match="pace 'amble'"):
+        fight.move("a", (0.0, 1.0), pace="amble")
     for bad in (True, 4, -1, 1.0):
-        with pytest.raises(ValueError, match="move: gait"):
-            fight.move("a", (0.0, 1.0), gait=bad)
-    assert fight.move("a", (0.0, 1.0), gait=2) and fight.combat("a").move_speed == pytest.approx(5.5, abs=1e-5)
-    assert GAITS == ("walk", "jog", "run", "sprint")
+        with pytest.raises(ValueError, match="move: pace"):
+            fight.move("a", (0.0, 1.0), pace=bad)
+    assert fight.move("a", (0.0, 1.0), pace=2) and fight.combat("a").move_speed == pytest.approx(5.5, abs=1e-5)
+    assert GAITS == PACES == ("walk", "jog", "run", "sprint")
+    game.close()
+
+
+def test_the_older_gait_keyword_still_moves_with_a_deprecation_warning():
+    game = Game()
+    game.add_human("a", demo_set())
+    fight = Fight(game)
+    with pytest.warns(DeprecationWarning, match="pace="):
+        assert fight.move("a", (0.0, 1.0), gait="run")
+    assert fight.combat("a").move_speed == pytest.approx(5.5, abs=1e-5)
     game.close()
 
 

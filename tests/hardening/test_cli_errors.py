@@ -74,7 +74,7 @@ def _files(d: Path) -> None:
 CASES: dict[str, tuple[list[str], list[str]]] = {
     "clip: no arguments": (["clip"], ["scuffle clip: error:", "DESCRIPTOR_FILE"]),
     "clip: unknown flag": (["clip", "a.desc", "a.keys", "--bogus"], ["unrecognized arguments: --bogus"]),
-    "clip: --id not a number": (["clip", "set.res", "--id", "x"], ["--id", "invalid int value"]),
+    "clip: --id names no clip": (["clip", "set.res", "--id", "x"], ["--id", "no clip named 'x'"]),
     "clip: missing descriptor": (["clip", "nope.desc", "a.keys"], ["cannot read descriptor file", "nope.desc"]),
     "clip: missing keyframes": (["clip", "a.desc", "nope.keys"], ["cannot read keyframes file", "nope.keys"]),
     "clip: a directory": (["clip", "a_dir", "a.keys"], ["cannot read descriptor file", "a_dir"]),
@@ -88,7 +88,7 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "clip: unknown id": (["clip", "set.res", "--id", "77"], ["anim id 77 has no clip"]),
     "clip: id past 721": (["clip", "set.res", "--id", "9999"], ["anim id 9999 has no clip"]),
     "clip: --id with a pair": (["clip", "a.desc", "a.keys", "--id", "3"], ["--id goes with a resource file"]),
-    "run: no arguments": (["run"], ["scuffle run: error:", "scenario"]),
+    "run: no arguments": (["run"], ["scuffle run: error:", "SCENARIO.toml"]),
     "run: unknown flag": (["run", "ok.toml", "--fast"], ["unrecognized arguments: --fast"]),
     "run: missing file": (["run", "nope.toml"], ["nope.toml: file: cannot read"]),
     "run: a directory": (["run", "a_dir"], ["a_dir: file: cannot read"]),
