@@ -26,7 +26,7 @@ with Game(PlayerOptions(pool_size=TASKS_PER_HUMAN * SIDE * SIDE)) as g:
     for i, name in enumerate(names):
         inst = g.instance(name)
         if i % 3 == 0:                                        # walking north (the gait blend)
-            fight.move(name, direction=(0.0, 1.0), gait="walk")
+            fight.move(name, direction=(0.0, 1.0), pace="walk")
         elif i % 3 == 1:                                      # the idle
             g.change(name, g.player.loop(inst, Move.IDLE))
         else:                                                 # a jab, then the fight idle

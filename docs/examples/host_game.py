@@ -58,7 +58,7 @@ hero = g.add_human("hero", demo_set(), position=(0, 0, 0), heading=0)
 esper.add_component(hero, Stamina())             # a host component on scuffle's entity
 esper.create_entity(Torch(follows="hero"))       # and an entity of the host's own
 
-fight.move("hero", direction=(0.0, 1.0), gait="walk")
+fight.move("hero", direction=(0.0, 1.0), pace="walk")
 for update in range(90):                         # the host's loop: 3 s at 30 Hz
     esper.process(1 / 30)                        # one update of scuffle (whatever dt says)
     if update == 60:

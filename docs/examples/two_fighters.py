@@ -32,7 +32,7 @@ with Game() as g:
         gap = math.dist(p1[:2], p2[:2])
         walking = fight.combat("p1").move_speed > 0
         if gap > REACH and not walking and fight.free("p1"):
-            fight.move("p1", direction=(p2[0] - p1[0], p2[1] - p1[1]), gait="walk")
+            fight.move("p1", direction=(p2[0] - p1[0], p2[1] - p1[1]), pace="walk")
         elif gap <= REACH and walking:
             fight.move("p1", speed=0.0)            # stop in reach
         elif gap <= REACH and fight.free("p1") and fight.strike("p1", Move.JAB):

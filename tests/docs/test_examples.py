@@ -49,6 +49,7 @@ def check_events(out: str) -> None:
     (ko,) = _floats(r"update (\d+): K\.O\.! p2 is down, p1 wins", out)
     assert ko == float(hits[-1])
     assert "'HELD_OPEN': 2" in out and "p2 health 0, state down" in out
+    assert "throw: False (not_holding)" in out                  # a refused command says why
 
 
 def check_scenario(out: str) -> None:
