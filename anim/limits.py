@@ -14,12 +14,14 @@ import math
 from typing import Any, Sequence
 
 __all__ = ["RangeError", "BudgetError", "check_float", "check_int", "check_vec", "is_finite_number",
-           "MAX_COORD", "INT32_MAX", "UINT32_MAX", "MAX_DIGITS"]
+           "MAX_COORD", "INT32_MAX", "UINT32_MAX", "MAX_DIGITS", "MAX_HEALTH", "MAX_DT"]
 
 INT32_MAX = (1 << 31) - 1
 UINT32_MAX = (1 << 32) - 1
 MAX_COORD = 1e9                # |x| of any body coordinate or heading the API takes (metres, degrees)
 MAX_DIGITS = 30                # digits of an integer token a text reader converts (CSV, trace)
+MAX_HEALTH = 1_000_000.0       # a human's health (the API, a scenario, the demo's --health)
+MAX_DT = 1.0                   # Game.ctx.dt, seconds (the original's update is 1/30 s)
 
 
 class RangeError(ValueError):

@@ -57,7 +57,9 @@ from scuffle.anim.clip import DESCRIPTOR_SIZE, Clip, ClipFormatError, key_frames
 from scuffle.anim.lint import end_step
 from scuffle.anim.rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from scuffle.anim.skeleton import HUMANOID, NUM_BONES, PARENTS, Bone, Skeleton
-from scuffle.game.cli.errors import OneLineParser
+from scuffle.anim.limits import INT32_MAX
+from scuffle.game.cli.errors import OneLineParser, whole
+from scuffle.game.runtime.scenario import MAX_RATE
 from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
 from scuffle.systems.motion import heading_matrix
 
@@ -161,11 +163,11 @@ def load_source(source: list[str], anim_id: int | None = None, rate: float | Non
     with a clip (ascending ids), or the pair's one clip. Rejected (ViewError): a missing
     or unreadable file, a resource or clip that does not parse (the error names the
     chunk, field and offset), a descriptor that is not 80 bytes, an id with no clip, --id
-    with a pair, a rate that is not a finite number > 0.
+    with a pair, a rate that is not a finite number > 0 and <= 16 (MAX_RATE).
     Original: 0x00175080 CharacterInstance_GetAnim, 0x00104a38 Anim_RateMultiplier.
     """
-    if rate is not None and not (math.isfinite(rate) and rate > 0):
-        raise ViewError(f"--rate: {rate} must be a finite number > 0")
+    if rate is not None and not (math.isfinite(rate) and 0 < rate <= MAX_RATE):
+        raise ViewError(f"--rate: {rate} must be a finite number > 0 (at most {MAX_RATE:g})")
     if not source or len(source) > 2:
         raise ViewError("SOURCE: a resource file, 'demo', or a descriptor file and its keyframes file")
     if len(source) == 2:
@@ -1284,7 +1286,7 @@ def parse_args(argv) -> argparse.Namespace:
         description="Play one clip on the skeleton (side and top views, timeline, bone mask). SOURCE is a "
                     "resource file, 'demo' (the demo move set) or DESCRIPTOR KEYFRAMES.")
     p.add_argument("source", nargs="+", metavar="SOURCE", help="RESOURCE, demo, or DESCRIPTOR KEYFRAMES")
-    p.add_argument("--id", type=int, dest="anim_id", metavar="N", help="the anim id to show first (a set)")
+    p.add_argument("--id", type=whole(0, INT32_MAX), dest="anim_id", metavar="N", help="the anim id to show first (a set)")
     p.add_argument("--rate", type=float, metavar="R",
                    help="play at R instead of the clip's rate (its id's range flags through CfgAnimSpeeds; "
                         "1.0 for a pair)")

@@ -17,7 +17,7 @@ from typing import Any, Callable, NoReturn, TextIO, cast
 
 from scuffle.anim import f32 as F
 from scuffle.anim.animset import AnimSet
-from scuffle.anim.limits import INT32_MAX
+from scuffle.anim.limits import INT32_MAX, MAX_HEALTH
 from scuffle.anim.sampler import MAX_BANK_BYTES, bank_bytes
 from scuffle.anim.clip import ClipFormatError, parse_clip
 from scuffle.anim.player import PlayerOptions, UnknownClip
@@ -53,7 +53,6 @@ MAX_TOML_DEPTH = 64              # nested arrays and tables, refused before toml
 MAX_HUMANS = 20_000              # about 10 KB each once stepped
 MAX_COMMANDS = 250_000           # two an update for 35 minutes
 MAX_POOL = 1_000_000             # options.pool_size
-MAX_HEALTH = 1_000_000.0         # a human's health
 MAX_WORD = INT32_MAX             # flags and held: the task's 32-bit words, 0 to 2^31 - 1
 
 # The parsers' error callback err(line, field, problem): raises ScenarioError.
