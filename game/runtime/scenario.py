@@ -400,13 +400,13 @@ def _check_bank(sets: dict[str, AnimSet], humans: list[HumanSpec], lines: _Lines
             err(line, f"sets.{name}", f"its clip bank needs {need:,} bytes (from its clips' frames and keys), "
                 f"over the limit of {MAX_BANK_BYTES:,} bytes")
     used: list[str] = []
-    for h in humans:
+    for i, h in enumerate(humans):
         if h.set in used:
             continue
         used.append(h.set)
         need = bank_bytes(distinct(used))
         if need > MAX_BANK_BYTES:
-            err(h.line, "humans.set", f"the sets {', '.join(used)} together need a clip bank of {need:,} bytes, "
+            err(lines.key(h.line, "set"), f"humans[{i}].set", f"the sets {', '.join(used)} together need a clip bank of {need:,} bytes, "
                 f"over the limit of {MAX_BANK_BYTES:,} bytes")
 
 
