@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-__all__ = ["RangeError", "BudgetError", "check_float", "check_int", "check_vec", "is_finite_number",
+__all__ = ["RangeError", "BudgetError", "check_float", "check_int", "check_vec",
            "MAX_COORD", "INT32_MAX", "UINT32_MAX", "MAX_DIGITS", "MAX_HEALTH", "MAX_DT"]
 
 INT32_MAX = (1 << 31) - 1
@@ -39,16 +39,6 @@ class BudgetError(ValueError):
     def __init__(self, field: str, need: int, limit: int, unit: str = "bytes"):
         self.field, self.need, self.limit = field, need, limit
         super().__init__(f"{field}: needs {need:,} {unit}, over the limit of {limit:,} {unit}")
-
-
-def is_finite_number(v: Any) -> bool:
-    """A finite int or float (numpy scalars included), not a bool."""
-    if isinstance(v, bool):
-        return False
-    try:
-        return math.isfinite(v)
-    except (TypeError, OverflowError, ValueError):
-        return isinstance(v, int)  # an int too wide for a float: finite, but checked by range
 
 
 def check_float(name: str, value: Any, lo: float | None = None, hi: float | None = None,

@@ -63,6 +63,8 @@ class ScenarioError(ValueError):
     """A scenario file that cannot run: names the file, the line and the field."""
 
     def __init__(self, source: str, line: int | None, field_name: str, problem: str):
+        # a value of hundreds of digits is shown by its head and its length
+        problem = re.sub(r"\d{40,}", lambda m: f"{m.group()[:20]}...({len(m.group())} digits)", problem)
         self.source, self.line, self.field, self.problem = source, line, field_name, problem
         where = f"{source}:{line}" if line else source
         super().__init__(f"{where}: {field_name}: {problem}")

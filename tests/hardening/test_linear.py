@@ -128,3 +128,48 @@ def test_the_separation_looks_at_a_spread_crowd_in_linear_work(monkeypatch):
     monkeypatch.undo()
     assert 0 < count["n"] <= 8 * 900
     game.close()
+
+
+# ---------------------------------------------------------------- the trace diff
+
+
+def _trace(path, pairs) -> None:
+    with open(path, "w") as f:
+        for u, h in pairs:
+            f.write(json.dumps({"update": u, "human": h, "anim": 3, "pos": [1.0, 2.0, 0.0]}) + "\n")
+
+
+def test_the_diff_looks_up_each_record_once_not_every_human_at_every_update(tmp_path, monkeypatch):
+    """4,000 updates with a different human each: a look-up of every human at every update
+    is 16 million look-ups; the diff makes one per record and trace."""
+    from scuffle.game.tools import diff
+
+    pairs = [(u, f"h{u}") for u in range(4000)]
+    _trace(tmp_path / "a.jsonl", pairs)
+    _trace(tmp_path / "b.jsonl", pairs)
+    a, b = diff.read_trace(str(tmp_path / "a.jsonl")), diff.read_trace(str(tmp_path / "b.jsonl"))
+    count = {"n": 0}
+    real_get = diff._RecordView.get
+
+    def counting_get(self, key, default=None):
+        count["n"] += 1
+        return real_get(self, key, default)
+
+    monkeypatch.setattr(diff._RecordView, "get", counting_get)
+    report = diff.diff_traces(a, b)
+    assert report.agree and len(report.updates) == 4000
+    assert count["n"] <= 2 * len(pairs)
+
+
+@pytest.mark.slow
+def test_the_diff_of_100000_humans_finishes(tmp_path):
+    """100,000 humans at one update in both traces: list look-ups (10^10 comparisons)
+    would not finish within the timeout; the dicts take seconds."""
+    pairs = [(0, f"human{i}") for i in range(100_000)]
+    _trace(tmp_path / "a.jsonl", pairs)
+    pairs[-1] = (0, "someone else")
+    _trace(tmp_path / "b.jsonl", pairs)
+    r = subprocess.run([sys.executable, "-m", "scuffle", "diff", "a.jsonl", "b.jsonl"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1, r.stderr
+    assert "first difference: update 0" in r.stdout and "human99999  record" in r.stdout
