@@ -34,7 +34,7 @@ from scuffle.game.runtime.registry import Registry, is_f32 as _is_f32, is_int as
 __all__ = ["ScenarioError", "Scenario", "Command", "HumanSpec", "load_scenario", "parse_scenario",
            "run_scenario", "MAX_UPDATES", "MAX_RATE", "MAX_FADE", "MAX_TARGET", "MAX_POSITION",
            "MAX_HEADING", "MAX_TOML_DEPTH", "MAX_HUMANS", "MAX_COMMANDS", "MAX_POOL", "MAX_HEALTH",
-           "MAX_WORD"]
+           "MAX_WORD", "MAX_WORLD_BYTES", "HUMAN_BYTES", "COMMAND_BYTES"]
 
 # The documented ranges a scenario's numbers must fall in (docs/scenarios.md, "Limits").
 # Values a float32 holds can still break the math (3e38 x 30 overflows; inf x 0 is NaN):
@@ -51,8 +51,13 @@ MAX_TOML_DEPTH = 64              # nested arrays and tables, refused before toml
 # and the clip bank of the sets the humans use (scuffle.anim.sampler.MAX_BANK_BYTES)
 # from the clips' declared frames and keys, before any table is allocated.
 MAX_HUMANS = 20_000              # about 10 KB each once stepped
-MAX_COMMANDS = 250_000           # two an update for 35 minutes
+MAX_COMMANDS = 150_000           # about 1.5 KB each while the file loads
 MAX_POOL = 1_000_000             # options.pool_size
+# The world a scenario builds: its clip bank, about 12 KiB a human once stepped (poses,
+# bone transforms, a trace record) and 1 KiB a command, within one budget.
+HUMAN_BYTES = 12 << 10
+COMMAND_BYTES = 1 << 10
+MAX_WORLD_BYTES = 320 << 20
 MAX_WORD = INT32_MAX             # flags and held: the task's 32-bit words, 0 to 2^31 - 1
 
 # The parsers' error callback err(line, field, problem): raises ScenarioError.
@@ -81,7 +86,7 @@ class HumanSpec:
     health: float | None = None          # None: the world's default (100)
 
 
-@dataclass
+@dataclass(slots=True)
 class Command:
     """One [[commands]] entry, validated. ``kind`` is loop / play / gait / target / action."""
 
@@ -269,7 +274,14 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
                 f"{len(got):,} entries, over the limit of {most:,}")
     sets = _parse_sets(doc.get("sets", {}), lines, err, base, source, registry.libraries)
     humans = _parse_humans(doc.get("humans", []), lines, err, sets)
-    _check_bank(sets, humans, lines, err)
+    bank = _check_bank(sets, humans, lines, err)
+    ncmd = len(doc["commands"]) if isinstance(doc.get("commands"), list) else 0
+    need = bank + HUMAN_BYTES * len(humans) + COMMAND_BYTES * ncmd
+    if need > MAX_WORLD_BYTES:
+        err(lines.key(None, "humans") or lines.header(r"\[\[\s*humans\s*\]\]"), "humans",
+            f"{len(humans):,} humans ({HUMAN_BYTES:,} bytes each), {ncmd:,} commands ({COMMAND_BYTES:,} each) "
+            f"and a clip bank of {bank:,} bytes need {need:,} bytes, over the world's budget of "
+            f"{MAX_WORLD_BYTES:,} bytes")
     commands = _parse_commands(doc.get("commands", []), lines, err, humans, sets, updates, registry.actions)
     return Scenario(source, updates, speeds, options, sets, humans, commands, registry, tables)
 
@@ -381,10 +393,11 @@ def _parse_sets(raw, lines: _Lines, err: _Err, base: Path, source: str,
     return sets
 
 
-def _check_bank(sets: dict[str, AnimSet], humans: list[HumanSpec], lines: _Lines, err: _Err) -> None:
+def _check_bank(sets: dict[str, AnimSet], humans: list[HumanSpec], lines: _Lines, err: _Err) -> int:
     """Refuse sets whose clip bank would pass MAX_BANK_BYTES (the world's player keeps
     one bank of every clip of the sets its humans use): each set alone, then the sets the
-    humans use together, from the clips' declared frames and keys (nothing allocated)."""
+    humans use together, from the clips' declared frames and keys (nothing allocated).
+    Returns the bytes of the bank of the sets the humans use."""
     def distinct(names) -> list:
         seen: dict[int, object] = {}
         for n in names:
@@ -402,6 +415,7 @@ def _check_bank(sets: dict[str, AnimSet], humans: list[HumanSpec], lines: _Lines
             err(line, f"sets.{name}", f"its clip bank needs {need:,} bytes (from its clips' frames and keys), "
                 f"over the limit of {MAX_BANK_BYTES:,} bytes")
     used: list[str] = []
+    need = 0
     for i, h in enumerate(humans):
         if h.set in used:
             continue
@@ -410,6 +424,7 @@ def _check_bank(sets: dict[str, AnimSet], humans: list[HumanSpec], lines: _Lines
         if need > MAX_BANK_BYTES:
             err(lines.key(h.line, "set"), f"humans[{i}].set", f"the sets {', '.join(used)} together need a clip bank of {need:,} bytes, "
                 f"over the limit of {MAX_BANK_BYTES:,} bytes")
+    return need
 
 
 def _merge(a: AnimSet, b: AnimSet) -> AnimSet:
@@ -629,7 +644,7 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     too: naming the last command applied to the human the error names, or, when it
     names none (the world's task pool), the field ``run`` with no line.
     """
-    from scuffle.game.runtime.trace import trace_records, write_records
+    from scuffle.game.runtime.trace import iter_trace_records, write_records
     from scuffle.game.runtime.world import Game, UnknownHuman
 
     game = Game(sc.options)
@@ -671,7 +686,7 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                 inst, refusal = refused[0]
                 raise _run_error(sc, game.update - 1, refusal, last, inst.name)
             if trace is not None:
-                write_records(trace, trace_records(game, pose=pose))
+                write_records(trace, iter_trace_records(game, pose=pose))
             if on_update is not None:
                 on_update(game)
     except BaseException:

@@ -19,6 +19,7 @@ from scuffle.anim.animset import AnimSet
 from scuffle.anim.clip import author_clip, encode_clip
 from scuffle.anim.resource import save_resource
 from scuffle.anim.sampler import MAX_BANK_BYTES, BankBudgetError, ClipBank, bank_bytes, clip_rows
+from scuffle.game.fighters import registry
 from scuffle.game.runtime.scenario import MAX_HUMANS, ScenarioError, parse_scenario
 from scuffle.game.runtime.world import Game
 from scuffle.game.tools import diff
@@ -128,6 +129,21 @@ def _many_humans(n: int) -> str:
 def test_more_humans_than_the_limit_are_refused_before_any_is_built():
     with pytest.raises(ScenarioError, match=f"humans: {MAX_HUMANS + 1:,} entries, over the limit of {MAX_HUMANS:,}"):
         parse_scenario(_many_humans(MAX_HUMANS + 1))
+
+
+def test_a_crowd_and_a_large_bank_together_are_refused_on_the_worlds_budget(tmp_path):
+    """20,000 humans (234 MiB once stepped) fit, 3 long clips (113 MB of tables) fit, not
+    both: refused before the world is built."""
+    from scuffle.game.runtime.scenario import MAX_WORLD_BYTES
+    s = AnimSet.build({100 + i: author_clip(f"c{i}", HUGE_F) for i in range(3)}, name="s")
+    (tmp_path / "s.res").write_bytes(save_resource(s.to_resource()))
+    text = 'updates = 1\n[sets.s]\nresource = "s.res"\n' + \
+        "".join(f'[[humans]]\nname = "h{i}"\nset = "s"\n' for i in range(MAX_HUMANS))
+    with pytest.raises(ScenarioError, match=f"s.toml:4: humans: 20,000 humans .* over the world's budget of "
+                                            f"{MAX_WORLD_BYTES:,} bytes"):
+        parse_scenario(text, "s.toml", base=tmp_path)
+    parse_scenario(text.replace('"s.res"', '"s.res"\n[sets.d]\nlibrary = "demo"', 1).replace('set = "s"', 'set = "d"'),
+                   "s.toml", base=tmp_path, registry=registry())
 
 
 @pytest.mark.slow
