@@ -24,6 +24,7 @@ from .cursor import Cursor, FiredEvent
 from .plan import Bones, SamplePlan
 from .pose import POSE_STACK_SIZE, PoseBatch, PoseStackOverflow
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds, gait_speed
+from .limits import INT32_MAX, MAX_DT, check_float, check_int
 from .sampler import BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, NUM_SLOTS, BankBudgetError, ClipBank, \
     clip_keys, clip_rows
 from .skeleton import HUMANOID, Skeleton
@@ -142,7 +143,9 @@ class PlayerOptions:
     ``refuse_deep_chains``: False (the original: a chain whose blend windows nest more
     than seven clips' poses plays, its eighth pose skipped when sampled), or True: such
     a chain or task is refused when given (PoseStackOverflow, nothing changed).
-    Rejected: an unknown reading (ValueError naming the field).
+    Rejected: an unknown reading (ValueError naming the field); a ``dt`` that is not a
+    finite number 0 to 1 s, a ``pool_size`` outside 1 to 2^31 - 1, an ``early_finish_above``
+    or ``cleanup_above`` outside 0 to 2^31 - 1 (RangeError, a ValueError naming it).
     """
 
     end_zero_overshoot: bool = False
@@ -159,6 +162,10 @@ class PlayerOptions:
     refuse_deep_chains: bool = False
 
     def __post_init__(self):
+        object.__setattr__(self, "dt", check_float("PlayerOptions.dt", self.dt, 0.0, MAX_DT))
+        check_int("PlayerOptions.pool_size", self.pool_size, 1, INT32_MAX)
+        for name in ("early_finish_above", "cleanup_above"):
+            check_int(f"PlayerOptions.{name}", getattr(self, name), 0, INT32_MAX)
         for name, kind in (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling)):
             v = getattr(self, name)
             try:
@@ -773,11 +780,13 @@ class Player:
 
         A queued task whose start hits a limit (the pool, the stack of 18) is refused:
         it goes back to the pool, the step goes on for every character, and the refusal
-        is listed in ``refused`` (emptied at each ``step``) as (instance, error). The
+        original has no such check (it would write past the stack). Rejected: a ``dt`` that
+        is not a finite number 0 to 1 s (RangeError naming it, before anything changes).
+        """
         original has no such check (it would write past the stack).
         """
         # one float32 dt for both paths (the compiled step reads it as a float32)
-        dt = F.f32(float(self.options.dt if dt is None else dt))
+        dt = F.f32(self.options.dt if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
         self.refused = []
         if self.options.batched:
             # Only the characters whose stack or gait leader changed can have a new top task.

@@ -350,3 +350,22 @@ def test_after_the_checks_no_nan_reaches_a_separated_crowd(game):
         game.step()
     pos = np.array([fight.body(e).position for _, e in game.humans()])
     assert np.isfinite(pos).all() and math.isfinite(sum(fight.body(e).heading for _, e in game.humans()))
+
+
+@pytest.mark.parametrize("kw, name", [({"dt": NAN}, "PlayerOptions.dt"), ({"dt": INF}, "PlayerOptions.dt"),
+                                      ({"dt": -0.1}, "PlayerOptions.dt"), ({"pool_size": 0}, "pool_size"),
+                                      ({"pool_size": 2 ** 40}, "pool_size"), ({"pool_size": 1.5}, "pool_size"),
+                                      ({"early_finish_above": -1}, "early_finish_above"),
+                                      ({"cleanup_above": HUGE_INT}, "cleanup_above")])
+def test_player_options_refuse_bad_numbers_naming_them(kw, name):
+    from scuffle.anim.player import PlayerOptions
+    with pytest.raises(ValueError, match=name):
+        PlayerOptions(**kw)
+
+
+@pytest.mark.parametrize("dt", [NAN, INF, -1.0, 5.0])
+def test_a_player_step_refuses_a_bad_dt_before_stepping(game, dt):
+    before = game.record("p1").anim_id, game.update
+    with pytest.raises(ValueError, match="step: dt"):
+        game.player.step([game.instance("p1")], dt)
+    assert (game.record("p1").anim_id, game.update) == before
