@@ -780,10 +780,9 @@ class Player:
 
         A queued task whose start hits a limit (the pool, the stack of 18) is refused:
         it goes back to the pool, the step goes on for every character, and the refusal
+        is listed in ``refused`` (emptied at each ``step``) as (instance, error). The
         original has no such check (it would write past the stack). Rejected: a ``dt`` that
         is not a finite number 0 to 1 s (RangeError naming it, before anything changes).
-        """
-        original has no such check (it would write past the stack).
         """
         # one float32 dt for both paths (the compiled step reads it as a float32)
         dt = F.f32(self.options.dt if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
