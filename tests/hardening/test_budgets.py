@@ -156,7 +156,6 @@ def test_400000_humans_under_the_size_cap_are_refused_in_bounded_memory(tmp_path
     assert peak < 500, peak
 
 
-@pytest.mark.slow
 def test_too_many_commands_are_refused():
     from scuffle.game.runtime.scenario import MAX_COMMANDS
     text = 'updates = 1\ncommands = [' + ", ".join(['{update = 0, human = "x"}'] * (MAX_COMMANDS + 1)) + ']\n'
