@@ -22,7 +22,7 @@ from .pose import DTYPE, NUM_TAGS, POSE_STACK_SIZE, PoseBatch, blend
 from .sampler import ClipBank
 from .skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
 
-__all__ = ["SamplePlan", "PoseTables", "pose_tables", "Bones"]
+__all__ = ["SamplePlan", "PoseTables", "pose_tables", "forget_tables", "Bones"]
 
 
 class PoseTables:
@@ -51,6 +51,11 @@ class PoseTables:
 
 
 _LAST: list[PoseTables] = []
+
+
+def forget_tables() -> None:
+    """Drop the kept PoseTables (before a new bank is built: never two banks' copies at once)."""
+    _LAST.clear()
 
 
 def pose_tables(bank: ClipBank) -> PoseTables:

@@ -24,7 +24,9 @@ from .cursor import Cursor, FiredEvent
 from .plan import Bones, SamplePlan
 from .pose import POSE_STACK_SIZE, PoseBatch, PoseStackOverflow
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds, gait_speed
-from .sampler import ClipBank
+from .limits import INT32_MAX, MAX_DT, check_float, check_int
+from .sampler import BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, NUM_SLOTS, BankBudgetError, ClipBank, \
+    clip_keys, clip_rows
 from .skeleton import HUMANOID, Skeleton
 from .animset import AnimRef
 from .batch import BatchEngine
@@ -154,7 +156,9 @@ class PlayerOptions:
     ``refuse_deep_chains``: False (the original: a chain whose blend windows nest more
     than seven clips' poses plays, its eighth pose skipped when sampled), or True: such
     a chain or task is refused when given (PoseStackOverflow, nothing changed).
-    Rejected: an unknown reading (ValueError naming the field).
+    Rejected: an unknown reading (ValueError naming the field); a ``dt`` that is not a
+    finite number 0 to 1 s, a ``pool_size`` outside 1 to 2^31 - 1, an ``early_finish_above``
+    or ``cleanup_above`` outside 0 to 2^31 - 1 (RangeError, a ValueError naming it).
     """
 
     end_zero_overshoot: bool = False
@@ -171,6 +175,10 @@ class PlayerOptions:
     refuse_deep_chains: bool = False
 
     def __post_init__(self):
+        object.__setattr__(self, "dt", check_float("PlayerOptions.dt", self.dt, 0.0, MAX_DT))
+        check_int("PlayerOptions.pool_size", self.pool_size, 1, INT32_MAX)
+        for name in ("early_finish_above", "cleanup_above"):
+            check_int(f"PlayerOptions.{name}", getattr(self, name), 0, INT32_MAX)
         for name, kind in (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling)):
             v = getattr(self, name)
             try:
@@ -217,6 +225,7 @@ class Player:
         self._id_types: set[type] = {int}          # the id types the cache may be asked with
         self._gait_speeds: dict[tuple, tuple] = {}  # (id(anim set), ids) -> (set, speeds)
         self._bank: ClipBank | None = None
+        self._bank_cost = BANK_KEY_BYTES * NUM_SLOTS     # bank_bytes of _clips (the sentinels' keys)
         self._stepped: dict[int, CharacterInstance] = {}
         # Queued tasks the last step could not start (a limit): (instance, the error).
         self.refused: list[tuple[CharacterInstance, AnimLimitError]] = []
@@ -228,20 +237,45 @@ class Player:
     def bank(self) -> ClipBank:
         """The ClipBank of every clip this player has seen (rebuilt after new clips)."""
         if self._bank is None or len(self._bank) != len(self._clips):
+            self._bank = None                       # the old bank goes before the new one is built
+            from .plan import forget_tables
+            forget_tables()
             self._bank = ClipBank(self._clips, self.skeleton)
         return self._bank
 
+    @staticmethod
+    def _cost(clip: Clip) -> int:
+        return BANK_ROW_BYTES * clip_rows(clip) + BANK_KEY_BYTES * clip_keys(clip)
+
     def bank_index(self, clip: Clip) -> int:
+        """The bank index of ``clip``, adding it to the bank's clips when new. Rejected: a
+        clip that would take the bank past MAX_BANK_BYTES (BankBudgetError; nothing added)."""
         key = id(clip)
         i = self._clip_index.get(key)
         if i is None:
+            cost = self._cost(clip)
+            if self._bank_cost + cost > MAX_BANK_BYTES:
+                raise BankBudgetError(f"clip {clip.name!r}: clip bank", self._bank_cost + cost, MAX_BANK_BYTES)
             i = len(self._clips)
             self._clips.append(clip)
             self._clip_index[key] = i
+            self._bank_cost += cost
         return i
 
+    def check_budget(self, anim_set, what: str = "anim_set") -> None:
+        """Refuse an anim set whose new clips would take the bank past MAX_BANK_BYTES
+        (BankBudgetError naming ``what``), computed from the clips' declared sizes before
+        anything is added or allocated."""
+        new = {id(c): c for c in (anim_set.clip(a) for a in anim_set.ids()) if id(c) not in self._clip_index}
+        need = self._bank_cost + sum(self._cost(c) for c in new.values())
+        if need > MAX_BANK_BYTES:
+            raise BankBudgetError(f"{what}: clip bank", need, MAX_BANK_BYTES)
+
     def register(self, anim_set) -> None:
-        """Put every clip of an anim set in the bank up front (optional; lookups add them)."""
+        """Put every clip of an anim set in the bank up front (optional; lookups add them).
+        Rejected: a set that would take the bank past MAX_BANK_BYTES (BankBudgetError;
+        nothing added)."""
+        self.check_budget(anim_set)
         for anim_id in anim_set.ids():
             self.bank_index(anim_set.clip(anim_id))
         _ = self.bank
@@ -783,10 +817,11 @@ class Player:
         A queued task whose start hits a limit (the pool, the stack of 18) is refused:
         it goes back to the pool, the step goes on for every character, and the refusal
         is listed in ``refused`` (emptied at each ``step``) as (instance, error). The
-        original has no such check (it would write past the stack).
+        original has no such check (it would write past the stack). Rejected: a ``dt`` that
+        is not a finite number 0 to 1 s (RangeError naming it, before anything changes).
         """
         # one float32 dt for both paths (the compiled step reads it as a float32)
-        dt = F.f32(float(self.options.dt if dt is None else dt))
+        dt = F.f32(self.options.dt if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
         self.refused = []
         if self.options.batched:
             # Only the characters whose stack or gait leader changed can have a new top task.

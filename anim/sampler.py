@@ -23,11 +23,12 @@ import numpy as np
 from . import f32 as F
 from . import quat
 from .clip import Clip, decode_positions, decode_rotations, key_frames
+from .limits import BudgetError
 from .pose import DTYPE, NUM_TAGS, PoseBatch
 from .skeleton import HUMANOID, NUM_BONES, REFERENCE_ROTATIONS, Skeleton
 
 __all__ = ["CursorFlags", "ClipBank", "SLOT_VELOCITY", "SLOT_ROOT", "SLOT_BONE", "NUM_SLOTS",
-           "key_frame"]
+           "key_frame", "BankBudgetError", "MAX_BANK_BYTES", "clip_rows", "clip_keys", "bank_bytes"]
 
 SLOT_VELOCITY = 0
 SLOT_ROOT = 1
@@ -58,6 +59,49 @@ def key_frame(x: np.ndarray) -> np.ndarray:
     return np.maximum(np.ceil(np.asarray(x, dtype=np.float64) - 0.5), 0).astype(np.int64)
 
 
+# The memory budget of one clip bank (docs/tools.md, "Limits"). A clip's frame table has
+# one row of 36 key indices per frame, F + 1 rows (more when a channel's keys run past F),
+# whatever its channels: a clip of F = 65,535 with no channel costs 65,536 rows. Each row
+# is 8 bytes a slot in the bank and again in the pose kernels' key-major copy; each key
+# costs its value, slope, start and tag here and in the kernels' copy, plus its 8 bytes in
+# the clip. The budget is checked on these declared sizes before anything is allocated.
+BANK_ROW_BYTES = 2 * NUM_SLOTS * 8
+BANK_KEY_BYTES = 80
+MAX_BANK_BYTES = 256 << 20
+
+
+class BankBudgetError(BudgetError):
+    """A set of clips whose clip bank would need more than MAX_BANK_BYTES (a ValueError)."""
+
+
+def _channels(clip: Clip):
+    yield clip.velocity
+    yield clip.translation
+    yield from clip.rotations.values()
+
+
+def clip_rows(clip: Clip) -> int:
+    """The rows a clip takes in a bank's frame table: F + 1, or one past its last key's frame
+    when a channel runs longer (computed from the declared deltas, in int64)."""
+    length = clip.frames + 1
+    for keys in _channels(clip):
+        if keys is not None and len(keys):
+            length = max(length, int(keys["delta"].sum(dtype=np.int64)) + 1)
+    return length
+
+
+def clip_keys(clip: Clip) -> int:
+    """The keys a clip adds to a bank (every non-empty channel's)."""
+    return sum(len(k) for k in _channels(clip) if k is not None)
+
+
+def bank_bytes(clips: Sequence[Clip], rows: Sequence[int] | None = None) -> int:
+    """The bytes a bank of ``clips`` needs (frame tables and keys, both layouts): what
+    MAX_BANK_BYTES is checked against. ``rows``: the clips' clip_rows when known."""
+    rows = [clip_rows(c) for c in clips] if rows is None else rows
+    return BANK_ROW_BYTES * sum(rows) + BANK_KEY_BYTES * (2 + NUM_BONES + sum(clip_keys(c) for c in clips))
+
+
 class _Scratch:
     """Preallocated work arrays for up to ``cap`` samples (page faults doubled the time
     when buffers were freed and taken again, issue 6)."""
@@ -84,7 +128,9 @@ class ClipBank:
     slots, the key in force at frame f (``ftab``, shape (36, rows)).
 
     In: a sequence of Clips and the skeleton whose bind height section B's z is added to.
-    ``index_of(clip)`` gives a clip's index (by identity). Rejected: a non-Clip (TypeError).
+    ``index_of(clip)`` gives a clip's index (by identity). Rejected: a non-Clip (TypeError);
+    clips whose tables would need more than MAX_BANK_BYTES (``bank_bytes``), before any
+    table is allocated (BankBudgetError, a ValueError).
     """
 
     __slots__ = ("clips", "skeleton", "frames", "durations", "row0", "rows", "ftab",
@@ -101,14 +147,26 @@ class ClipBank:
                 raise TypeError(f"ClipBank: expected Clip, got {type(c).__name__}")
         self._scratch: _Scratch | None = None
 
-        vals, slopes, starts, tags = [], [], [], []
+        lengths = [clip_rows(c) for c in self.clips]
+        need = bank_bytes(self.clips, lengths)
+        if need > MAX_BANK_BYTES:       # refused before any table is allocated
+            raise BankBudgetError("clip bank", need, MAX_BANK_BYTES)
+        # Every array is allocated once at its final size and filled clip by clip (no
+        # lists of per-clip tables joined afterwards: the peak is the bank itself).
+        nkeys = 2 + NUM_BONES + sum(clip_keys(c) for c in self.clips)
+        self.kval = np.zeros((4, nkeys), DTYPE)
+        self.kslope = np.zeros((4, nkeys), DTYPE)
+        self.kstart = np.zeros(nkeys, DTYPE)
+        self.ktag = np.zeros(nkeys, bool)
         nk = 0
 
         def add_keys(val, slope, start, tag):
             nonlocal nk
-            vals.append(val); slopes.append(slope); starts.append(start); tags.append(tag)
-            first = nk
-            nk += len(start)
+            first, nk = nk, nk + len(start)
+            self.kval[:, first:nk] = val.T
+            self.kslope[:, first:nk] = slope.T
+            self.kstart[first:nk] = start
+            self.ktag[first:nk] = tag
             return first
 
         # Sentinels: the defaults a slot without a channel takes (tagged).
@@ -120,7 +178,7 @@ class ClipBank:
         self._sent_bone = add_keys(ref, np.zeros_like(ref), np.zeros(NUM_BONES, DTYPE),
                                    np.ones(NUM_BONES, bool))
         sentinel = np.array([self._sent_vel, self._sent_root] + [self._sent_bone + b for b in range(NUM_BONES)],
-                            dtype=np.int32)
+                            dtype=np.intp)
 
         n = len(self.clips)
         self.frames = np.array([c.frames for c in self.clips], dtype=np.int64)
@@ -129,7 +187,7 @@ class ClipBank:
         self.rows = np.ones(n, dtype=np.int64)
         self.has_velocity = np.zeros(n, bool)
         self.has_translation = np.zeros(n, bool)
-        tables = []
+        self.ftab = np.empty((NUM_SLOTS, sum(lengths)), np.intp)
         nrow = 0
         for ci, clip in enumerate(self.clips):
             chans: dict[int, np.ndarray | None] = {SLOT_VELOCITY: clip.velocity, SLOT_ROOT: clip.translation}
@@ -137,11 +195,9 @@ class ClipBank:
                 chans[SLOT_BONE + bone] = rot_keys
             self.has_velocity[ci] = clip.velocity is not None and len(clip.velocity) > 0
             self.has_translation[ci] = clip.translation is not None and len(clip.translation) > 0
-            length = clip.frames + 1
-            for keys in chans.values():
-                if keys is not None and len(keys):
-                    length = max(length, int(key_frames(keys)[-1]) + 1)
-            table = np.repeat(sentinel[:, None], length, axis=1)
+            length = lengths[ci]
+            table = self.ftab[:, nrow:nrow + length]
+            table[:] = sentinel[:, None]
             for slot, keys in chans.items():
                 if keys is None or len(keys) == 0:
                     continue
@@ -162,14 +218,11 @@ class ClipBank:
                     inv[:] = 0
                 slope = ((nxt - v) * inv[:, None]).astype(DTYPE)
                 first = add_keys(v, slope, start.astype(DTYPE), np.zeros(len(keys), bool))
-                table[slot] = (np.searchsorted(start, np.arange(length), side="right") - 1).astype(np.int32) + first
+                table[slot] = np.searchsorted(start, np.arange(length), side="right") - 1 + first
             self.row0[ci] = nrow
             self.rows[ci] = length
-            tables.append(table)
             nrow += length
 
-        self.ftab = np.ascontiguousarray(np.concatenate(tables, axis=1), dtype=np.intp) if tables else \
-            np.zeros((NUM_SLOTS, 0), np.intp)
         # Slots no clip of the bank animates always hold their default: the sampler fills
         # them without gathers.
         self.animated = np.zeros(NUM_SLOTS, bool)
@@ -181,10 +234,6 @@ class ClipBank:
         self._live_bones = np.flatnonzero(self.animated[SLOT_BONE + 1:]) + 1      # bones 1-33
         self._dead_bones = np.flatnonzero(~self.animated[SLOT_BONE + 1:]) + 1
         self._ref_rot = REFERENCE_ROTATIONS.astype(DTYPE)
-        self.kval = np.ascontiguousarray(np.concatenate(vals).T)       # (4, K)
-        self.kslope = np.ascontiguousarray(np.concatenate(slopes).T)   # (4, K)
-        self.kstart = np.concatenate(starts).astype(DTYPE)
-        self.ktag = np.concatenate(tags)
         for a in (self.row0, self.rows, self.ftab, self.kval, self.kslope, self.kstart, self.ktag,
                   self.frames, self.durations):
             a.setflags(write=False)

@@ -20,6 +20,7 @@ from typing import Iterable
 import numpy as np
 from numpy.typing import DTypeLike
 
+from scuffle.anim.limits import MAX_COORD
 from scuffle.anim.store import Table
 
 __all__ = ["Body", "BodyTable", "BodyFieldError", "NO_ATTACHMENT", "BODY_COLUMNS"]
@@ -105,10 +106,18 @@ class _Vec3:
         return getattr(obj._table, self.name)[obj._row]
 
     def __set__(self, obj: "Body", value) -> None:
+        row = getattr(obj._table, self.name)[obj._row]
+        old = row.tolist()
         try:
-            getattr(obj._table, self.name)[obj._row] = value
-        except (ValueError, TypeError) as e:
+            row[:] = value
+        except (ValueError, TypeError, OverflowError) as e:
+            row[:] = old
             raise BodyFieldError(f"Body.{self.name}: expected 3 numbers, got {value!r}") from e
+        x, y, z = row.tolist()
+        if not (abs(x) <= MAX_COORD and abs(y) <= MAX_COORD and abs(z) <= MAX_COORD):   # NaN fails too
+            row[:] = old
+            raise BodyFieldError(f"Body.{self.name}: expected 3 finite numbers within +-{MAX_COORD:g}, "
+                                 f"got {[x, y, z]!r}")
 
 
 class _Scalar:
@@ -126,9 +135,13 @@ class _Scalar:
 
     def __set__(self, obj: "Body", value) -> None:
         try:
-            getattr(obj._table, self.name)[obj._row] = self.cast(value)
+            v = self.cast(value)
+            if self.cast is float and not abs(v) <= MAX_COORD:                      # NaN fails too
+                raise ValueError("not finite or too large")
+            getattr(obj._table, self.name)[obj._row] = v
         except (ValueError, TypeError, OverflowError) as e:
-            raise BodyFieldError(f"Body.{self.name}: expected a number, got {value!r}") from e
+            within = f" finite within +-{MAX_COORD:g}" if self.cast is float else ""
+            raise BodyFieldError(f"Body.{self.name}: expected a{within} number, got {value!r}") from e
 
 
 class Body:
@@ -192,9 +205,13 @@ class Body:
             t.sliding[self._row] = False
             return
         try:
-            t.slide_target[self._row] = value
-        except (ValueError, TypeError) as e:
-            raise BodyFieldError(f"Body.slide_to: expected None or 3 numbers, got {value!r}") from e
+            target = np.asarray(value, dtype=np.float64)
+            if target.shape not in ((), (3,)) or not (np.abs(target) <= MAX_COORD).all():
+                raise ValueError("not three finite numbers")
+            t.slide_target[self._row] = target
+        except (ValueError, TypeError, OverflowError) as e:
+            raise BodyFieldError(f"Body.slide_to: expected None or 3 finite numbers within +-{MAX_COORD:g}, "
+                                 f"got {value!r}") from e
         t.sliding[self._row] = True
 
     @property

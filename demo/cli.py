@@ -18,7 +18,8 @@ import os
 import sys
 
 from scuffle.demo.headless import DEFAULT_FRAME_EVERY, DEFAULT_OUT, DEFAULT_SECONDS
-from scuffle.game.cli.errors import OneLineParser, examples
+from scuffle.game.cli.errors import OneLineParser, examples, number, whole
+from scuffle.game.runtime.scenario import MAX_HEALTH, MAX_UPDATES as MAX_AT
 
 # Caps on what one command line may ask for (docs/tools.md, "Limits").
 MAX_SECONDS = 3600.0          # an hour of game time, 108,000 updates
@@ -51,21 +52,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--out", default=None, metavar="DIR",
                    help=f"headless: write the frames, contact sheet and summary.json to DIR (default {DEFAULT_OUT}; "
                         f"with --record, --trace or --gif only when --out is given)")
-    p.add_argument("--seed", type=int, default=1, metavar="N", help="the AI seed: the same seed gives the same fight (default 1)")
+    p.add_argument("--seed", type=whole(-(1 << 63), (1 << 63) - 1), default=1, metavar="N",
+                   help="the AI seed: the same seed gives the same fight (default 1)")
     p.add_argument("--frame-every", type=float, default=DEFAULT_FRAME_EVERY, metavar="S",
                    help=f"headless: seconds of game time between saved frames (default {DEFAULT_FRAME_EVERY:g})")
     p.add_argument("--attract", action="store_true", help="window: start in attract mode (AI against AI)")
     p.add_argument("--size", default="1280x720", metavar="WxH", help="window / frame size WxH (default 1280x720)")
     p.add_argument("--screenshot", metavar="PNG", help="window: save the window at update --at, then quit")
-    p.add_argument("--at", type=int, default=300, metavar="UPDATE", help="window: the update of --screenshot (default 300)")
+    p.add_argument("--at", type=whole(0, MAX_AT), default=300, metavar="UPDATE",
+                   help="window: the update of --screenshot (default 300)")
     p.add_argument("--record", metavar="SCENARIO.toml",
                    help="write the session (both fighters, every command at its update) as a scenario")
     p.add_argument("--trace", metavar="TRACE.jsonl", help="write the demo's trace (scuffle run S.toml --trace gives the same bytes)")
     p.add_argument("--gif", nargs="?", const="", default=None, metavar="PATH",
                    help="headless: an animated GIF of the arena (default PATH: OUT/demo.gif; needs Pillow)")
-    p.add_argument("--gif-from", type=float, default=0.0, metavar="SECONDS",
-                   help="headless: the GIF starts at S seconds of game time (default 0)")
-    p.add_argument("--health", type=float, default=100.0, metavar="H", help="each fighter's health, every round (default 100)")
+    p.add_argument("--gif-from", type=number(0, MAX_SECONDS), default=0.0, metavar="SECONDS",
+                   help="headless: the GIF starts at SECONDS of game time (default 0)")
+    p.add_argument("--health", type=number(0, MAX_HEALTH, lo_open=True), default=100.0, metavar="H",
+                   help="each fighter's health, every round (default 100)")
     a = p.parse_args(argv)
     size = parse_size(a.size, (320, 240))
     if size is None:

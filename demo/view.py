@@ -58,6 +58,7 @@ from scuffle.anim.lint import end_step
 from scuffle.anim.rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from scuffle.anim.skeleton import HUMANOID, NUM_BONES, PARENTS, Bone, Skeleton
 from scuffle.game.cli.errors import OneLineParser, anim_ref, examples
+from scuffle.game.runtime.scenario import MAX_RATE
 from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
 from scuffle.systems.motion import heading_matrix
 
@@ -161,11 +162,11 @@ def load_source(source: list[str], anim_id: int | str | None = None, rate: float
     with a clip (ascending ids), or the pair's one clip. Rejected (ViewError): a missing
     or unreadable file, a resource or clip that does not parse (the error names the
     chunk, field and offset), a descriptor that is not 80 bytes, an id with no clip, --id
-    with a pair, a rate that is not a finite number > 0.
+    with a pair, a rate that is not a finite number > 0 and <= 16 (MAX_RATE).
     Original: 0x00175080 CharacterInstance_GetAnim, 0x00104a38 Anim_RateMultiplier.
     """
-    if rate is not None and not (math.isfinite(rate) and rate > 0):
-        raise ViewError(f"--rate: {rate} must be a finite number > 0")
+    if rate is not None and not (math.isfinite(rate) and 0 < rate <= MAX_RATE):
+        raise ViewError(f"--rate: {rate} must be a finite number > 0 (at most {MAX_RATE:g})")
     if not source or len(source) > 2:
         raise ViewError("SOURCE: a resource file, 'demo', or a descriptor file and its keyframes file")
     if len(source) == 2:
@@ -1294,7 +1295,7 @@ def parse_args(argv) -> argparse.Namespace:
                    "scuffle view chars.res --id 151 --headless --out out/view"))
     p.add_argument("source", nargs="+", metavar="SOURCE", help="RESOURCE, demo, or DESCRIPTOR KEYFRAMES")
     p.add_argument("--id", type=anim_ref, dest="anim_id", metavar="ID",
-                   help="the anim id to show first (a set): a number, or a clip's name")
+                   help="the anim id to show first (a set): a number 0 to 2^31 - 1, or a clip's name")
     p.add_argument("--rate", type=float, metavar="R",
                    help="play at R instead of the clip's rate (its id's range flags through CfgAnimSpeeds; "
                         "1.0 for a pair)")

@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 
 from scuffle.anim import f32 as F
+from scuffle.anim.limits import MAX_DT, RangeError, check_float
 from scuffle.anim.player import Player
 from scuffle.anim.pose import PoseBatch
 from scuffle.components import BodyTable
@@ -79,6 +80,15 @@ class SimContext:
     fired: list | None = None
     sorted_cache: dict = field(default_factory=dict)
     bodies: BodyTable = field(default_factory=BodyTable)
+
+    def __setattr__(self, name: str, value) -> None:
+        """Set a field; ``dt`` must be a finite number of seconds 0 to MAX_DT (1 s) and
+        ``max_root_speed`` a finite number >= 0 (RangeError naming it, nothing changed)."""
+        if name == "dt":
+            value = check_float("ctx.dt", value, 0.0, MAX_DT)
+        elif name == "max_root_speed":
+            value = check_float("ctx.max_root_speed", value, 0.0, None)
+        object.__setattr__(self, name, value)
 
     def on(self, event_type: int, handler: Callable) -> None:
         """Register a handler for one event type."""

@@ -1,10 +1,13 @@
-"""The CLI's one-line error type, shared by the subcommands (scuffle.game.cli.commands prints it)."""
+"""The CLI's one-line error type, shared by the subcommands (scuffle.game.cli.commands prints it),
+and the range-checked number types of their flags (``number``, ``whole``)."""
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import Callable, NoReturn
 
-__all__ = ["CliError", "OneLineParser", "EXIT_ERROR", "anim_ref", "resolve_anim", "examples"]
+from scuffle.anim.limits import INT32_MAX, RangeError, check_float, check_int
+
+__all__ = ["CliError", "OneLineParser", "EXIT_ERROR", "anim_ref", "resolve_anim", "examples", "number", "whole"]
 
 EXIT_ERROR = 2
 
@@ -21,11 +24,11 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def anim_ref(text: str) -> int | str:
-    """An ``--id`` value: a whole number (the anim id) or a clip name (resolved later
-    through the set: ``resolve_anim``)."""
+    """An ``--id`` value: a whole number (the anim id, 0 to 2^31 - 1) or a clip name
+    (resolved later through the set: ``resolve_anim``)."""
     t = text.strip()
-    if t.lstrip("-").isdigit():
-        return int(t)
+    if t.lstrip("+-").isdigit():
+        return whole(0, INT32_MAX)(t)
     if not t:
         raise argparse.ArgumentTypeError("expected an anim id or a clip name")
     return t
@@ -47,3 +50,33 @@ def examples(*lines: str) -> dict:
     """The keyword arguments that put ``examples:`` and the lines after a parser's help."""
     return {"epilog": "examples:\n" + "\n".join("  " + line for line in lines) + "\n",
             "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+def number(lo: float | None, hi: float | None, *, lo_open: bool = False) -> Callable[[str], float]:
+    """An argparse ``type``: a finite decimal number within [lo, hi] (``lo_open``: > lo).
+    NaN, infinities and values out of range are a usage error on one line."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number") from None
+        try:
+            return check_float("value", value, lo, hi, lo_open=lo_open)
+        except RangeError as exc:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r}: {exc.problem}") from None
+    parse.__name__ = "number"
+    return parse
+
+
+def whole(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number within [lo, hi] (at most 30 digits read)."""
+    def parse(text: str) -> int:
+        digits = text.strip().lstrip("+-")
+        if len(digits) > 30 or not digits.isdigit():
+            raise argparse.ArgumentTypeError(f"{text[:40]!r}: expected a whole number {lo}-{hi}")
+        try:
+            return check_int("value", int(text), lo, hi)
+        except RangeError as exc:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r}: {exc.problem}") from None
+    parse.__name__ = "whole number"
+    return parse

@@ -32,6 +32,7 @@ full health.
 from __future__ import annotations
 
 import collections
+import heapq
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ import numpy as np
 
 from scuffle.anim import detmath
 from scuffle.anim.clip import EventType
+from scuffle.anim.limits import INT32_MAX, MAX_COORD, check_float, check_int, check_vec
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.tasks import HeldFlags, LOCOMOTION_FLAGS, Task, TaskFlags, TaskType
 from scuffle.components import Body, Combat, HumanRecord, NO_ATTACHMENT
@@ -188,6 +190,11 @@ SLIDE_UPDATES = 4                  # ours: updates to slide two bodies together
 CHANGE_FADE = 0.1                  # ours: the fade time of the fight's changes (s)
 DOWN_UPDATES = 40                  # ours: updates on the ground before the get-up
 MIN_SEPARATION = 0.6               # ours: free bodies are pushed apart below this (m)
+# The separation's grid: cells a little wider than MIN_SEPARATION, so two bodies closer
+# than it always sit in the same or neighbouring cells whatever the division rounds.
+_CELL = MIN_SEPARATION * 1.0625
+MAX_ROUND_PAUSE = 1_000_000        # updates (the scenario's MAX_UPDATES)
+MAX_MOVE_SPEED = 50.0              # m/s a move command may ask (the root velocity's cap)
 THROW_SPEED = 2.5                  # ours: the thrown victim's slide speed (m/s), decaying
 IMPULSE_DECAY = 0.85
 ROUND_PAUSE = 120                  # ours: updates from a K.O. to the next round (4 s)
@@ -274,8 +281,7 @@ class Fight:
 
     def __init__(self, game: Game, *, separate: bool = False, ko: bool = False, rounds: bool = False,
                  round_pause: int = ROUND_PAUSE) -> None:
-        if int(round_pause) < 1:
-            raise ValueError(f"round_pause: expected updates >= 1, got {round_pause!r}")
+        check_int("round_pause", round_pause, 1, MAX_ROUND_PAUSE)
         self.game = game
         self.separate = separate          # keep free bodies apart (ours; the demo turns it on)
         self.rounds = bool(rounds)        # start a new round after a K.O. (ours)
@@ -527,7 +533,10 @@ class Fight:
     # ---------------------------------------------------------------- actions
     def face(self, who: Who, heading: float | None = None, toward: Who | None = None) -> ActionResult:
         """Turn to a heading (degrees) or toward another human. Refused while busy
-        (the result says why; it is truthy when accepted)."""
+        (the result says why; it is truthy when accepted).
+        Rejected: a heading that is not a finite number within +-1e9 (RangeError, a ValueError)."""
+        if heading is not None:
+            heading = check_float("face: heading", heading, -MAX_COORD, MAX_COORD)
         if not self.free(who):
             return self._why_busy(who, "face")
         b = self.body(who)
@@ -556,8 +565,12 @@ class Fight:
         body by its root velocity, then the gait blend (flags 0x2c1: its own root motion
         off) moves it by the state velocity; the speed picks the gait value on the
         walk-jog-run-sprint scale of the set's own speeds. Rejected: an unknown gait
-        (ValueError naming it).
+        (ValueError naming it); a direction that is not two finite numbers within +-1e9, a
+        speed that is not a finite number <= 50 m/s (RangeError, a ValueError, naming it).
         """
+        direction = check_vec("move: direction", direction, 2)
+        if speed is not None:
+            speed = check_float("move: speed", speed, None, MAX_MOVE_SPEED)
         if gait is not None:
             warnings.warn("Fight.move(gait=...) is now Fight.move(pace=...)", DeprecationWarning, stacklevel=2)
             if pace is None:
@@ -610,7 +623,10 @@ class Fight:
         """A strike: a grab strike when holding, else a free attack (chained in recovery).
         ``move`` an anim id or a clip name (None: the jab, or the chain's next). The
         result is truthy when the strike starts; whether it lands is told at its window
-        (FightEventKind.HIT or MISS)."""
+        (FightEventKind.HIT or MISS).
+        Rejected: an id that is not a whole number 0-2^31-1 (RangeError, a ValueError)."""
+        if move is not None and not isinstance(move, str):
+            move = check_int("strike: move", move, 0, INT32_MAX)
         c = self.combat(who)
         move = self._anim(who, move)
         if c.state == FightState.HOLDING:
@@ -661,7 +677,10 @@ class Fight:
         """A throw from the hold: the thrower turns, the victim is released along the turn.
         ``move`` an anim id or a clip name (None: the side throw 149). Refused without a
         hold of an attached victim, in the hold's strike window, or for a move that is
-        not a throw (a victim's clip included); the result says which."""
+        not a throw (a victim's clip included); the result says which.
+        Rejected: an id that is not a whole number 0-2^31-1 (RangeError, a ValueError)."""
+        if move is not None and not isinstance(move, str):
+            move = check_int("throw: move", move, 0, INT32_MAX)
         c = self.combat(who)
         move = self._anim(who, move)
         mv = -1 if move is None else int(move)
@@ -1073,12 +1092,56 @@ class Fight:
             self.player.refused.append((self.inst(ent), exc))
 
     def _separate(self) -> None:
-        """Keep free bodies at least MIN_SEPARATION apart (ours: the spec has no collision)."""
-        hs = [(e, self.body(e)) for _, e in self.game.humans()]
-        for i, (ea, ba) in enumerate(hs):
-            for eb, bb in hs[i + 1:]:
-                if self.combat(ea).partner == eb or ba.attachment != NO_ATTACHMENT or \
-                        bb.attachment != NO_ATTACHMENT or ba.slide_left or bb.slide_left:
+        """Keep free bodies at least MIN_SEPARATION apart (ours: the spec has no collision).
+
+        The pairs (a, b) of free bodies, a before b in the humans' order, are pushed apart
+        in that order, each seeing the pushes before it: what the pairwise loop over every
+        pair did, bit for bit, but only the pairs a grid of cells (_CELL wide, kept up to
+        date as bodies move) puts side by side are looked at, so the work is linear in the
+        humans for a spread crowd. A body whose position is not finite is left out (it
+        never spreads NaN to the others).
+        """
+        free = []
+        for _, e in self.game.humans():
+            b = self.body(e)
+            if b.attachment == NO_ATTACHMENT and not b.slide_left:
+                x, y = float(b.position[0]), float(b.position[1])
+                if math.isfinite(x) and math.isfinite(y):
+                    free.append((e, b))
+        if len(free) < 2:
+            return
+        cell_of: list[tuple[int, int]] = []
+        grid: dict[tuple[int, int], set[int]] = collections.defaultdict(set)
+        for i, (_, b) in enumerate(free):
+            c = _cell(b.position)
+            cell_of.append(c)
+            grid[c].add(i)
+
+        def near(i: int, after: int, found: set[int], heap: list[int]) -> None:
+            cx, cy = cell_of[i]
+            for gx in (cx - 1, cx, cx + 1):
+                for gy in (cy - 1, cy, cy + 1):
+                    for j in grid.get((gx, gy), ()):
+                        if j > after and j not in found:
+                            found.add(j)
+                            heapq.heappush(heap, j)
+
+        def moved(i: int, body) -> None:
+            c = _cell(body.position)
+            if c != cell_of[i]:
+                grid[cell_of[i]].discard(i)
+                grid[c].add(i)
+                cell_of[i] = c
+
+        for i, (ea, ba) in enumerate(free):
+            partner = self.combat(ea).partner
+            found: set[int] = set()
+            heap: list[int] = []
+            near(i, i, found, heap)
+            while heap:
+                j = heapq.heappop(heap)
+                eb, bb = free[j]
+                if partner == eb:
                     continue
                 d = bb.position[:2] - ba.position[:2]
                 dist = detmath.hypot_s(float(d[0]), float(d[1]))
@@ -1088,11 +1151,20 @@ class Fight:
                 push = (MIN_SEPARATION - dist) / 2.0
                 ba.position = ba.position - np.array([n[0], n[1], 0.0]) * push
                 bb.position = bb.position + np.array([n[0], n[1], 0.0]) * push
+                moved(j, bb)
+                if _cell(ba.position) != cell_of[i]:
+                    moved(i, ba)
+                    near(i, j, found, heap)     # a's new neighbours after b, not yet looked at
 
     def _gait_leads(self, ent: int) -> bool:
         """The gait blend is the newest task (no start or stop clip playing)."""
         top = self.player.top(self.inst(ent))
         return top is not None and top.type == TaskType.GAIT
+
+
+def _cell(position) -> tuple[int, int]:
+    """The separation grid's cell of a position (x, y in metres)."""
+    return math.floor(float(position[0]) / _CELL), math.floor(float(position[1]) / _CELL)
 
 
 def fight_of(game: Game) -> Fight:
@@ -1109,7 +1181,7 @@ def _fight_table(game, values: dict) -> None:
 # The ``[fight]`` table's keys: Fight's keyword options (docs/scenarios.md, "[fight]").
 FIGHT_TABLE = TableSpec({"separate": lambda v: isinstance(v, bool), "ko": lambda v: isinstance(v, bool),
                          "rounds": lambda v: isinstance(v, bool),
-                         "round_pause": lambda v: _is_int(v) and v >= 1}, _fight_table)
+                         "round_pause": lambda v: _is_int(v) and 1 <= v <= MAX_ROUND_PAUSE}, _fight_table)
 
 
 def register_actions(registry: Registry) -> None:
@@ -1122,18 +1194,24 @@ def register_actions(registry: Registry) -> None:
         registry.add_action(name, spec)
 
 
+def _is_move(v) -> bool:
+    """A move id a scenario may name: a whole number 0 to 2^31 - 1."""
+    return _is_int(v) and 0 <= v <= INT32_MAX
+
+
 FIGHT_ACTIONS: dict[str, ActionSpec] = {
     "grab": ActionSpec({}, lambda game, cmd: fight_of(game).grab(cmd.human)),
-    "strike": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).strike(cmd.human, cmd.extra.get("move")),
+    "strike": ActionSpec({"move": _is_move}, lambda game, cmd: fight_of(game).strike(cmd.human, cmd.extra.get("move")),
                          frozenset({"move"})),
-    "throw": ActionSpec({"move": _is_int}, lambda game, cmd: fight_of(game).throw(cmd.human, cmd.extra.get("move")),
+    "throw": ActionSpec({"move": _is_move}, lambda game, cmd: fight_of(game).throw(cmd.human, cmd.extra.get("move")),
                         frozenset({"move"})),
     "let_go": ActionSpec({}, lambda game, cmd: fight_of(game).let_go(cmd.human)),
-    "move": ActionSpec({"direction": _vec2, "speed": lambda v: _is_num(v) and 0 <= v <= 50.0,
+    "move": ActionSpec({"direction": lambda v: _vec2(v) and all(abs(x) <= MAX_COORD for x in v),
+                        "speed": lambda v: _is_num(v) and 0 <= v <= MAX_MOVE_SPEED,
                         "pace": lambda v: v in PACES},
                        lambda game, cmd: fight_of(game).move(cmd.human, cmd.extra.get("direction", [0.0, 1.0]),
                                                              cmd.extra.get("speed"), pace=cmd.extra.get("pace"))),
-    "face": ActionSpec({"heading": _is_num, "toward": lambda v: isinstance(v, str)},
+    "face": ActionSpec({"heading": lambda v: _is_num(v) and abs(v) <= MAX_COORD, "toward": lambda v: isinstance(v, str)},
                        lambda game, cmd: fight_of(game).face(cmd.human, cmd.extra.get("heading"),
                                                              cmd.extra.get("toward"))),
 }

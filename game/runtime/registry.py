@@ -29,8 +29,14 @@ def is_int(v: Any) -> bool:
 
 
 def is_num(v: Any) -> bool:
-    """A finite TOML number (int or float, not a bool)."""
-    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+    """A finite TOML number (int or float, not a bool) a float can hold (an int of
+    hundreds of digits is not one)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 def is_f32(v: Any) -> bool:

@@ -17,6 +17,8 @@ from typing import Any, Callable, NoReturn, TextIO, cast
 
 from scuffle.anim import f32 as F
 from scuffle.anim.animset import AnimSet, UnknownAnimName
+from scuffle.anim.limits import INT32_MAX, MAX_HEALTH
+from scuffle.anim.sampler import MAX_BANK_BYTES, bank_bytes
 from scuffle.anim.clip import ClipFormatError, parse_clip
 from scuffle.anim.player import PlayerOptions, UnknownClip
 from scuffle.anim.pose import PoseStackOverflow
@@ -31,7 +33,8 @@ from scuffle.game.runtime.registry import Registry, is_f32 as _is_f32, is_int as
 
 __all__ = ["ScenarioError", "Scenario", "Command", "HumanSpec", "load_scenario", "parse_scenario",
            "run_scenario", "MAX_UPDATES", "MAX_RATE", "MAX_FADE", "MAX_TARGET", "MAX_POSITION",
-           "MAX_HEADING", "MAX_TOML_DEPTH"]
+           "MAX_HEADING", "MAX_TOML_DEPTH", "MAX_HUMANS", "MAX_COMMANDS", "MAX_POOL", "MAX_HEALTH",
+           "MAX_WORD", "MAX_WORLD_BYTES", "HUMAN_BYTES", "COMMAND_BYTES"]
 
 # The documented ranges a scenario's numbers must fall in (docs/scenarios.md, "Limits").
 # Values a float32 holds can still break the math (3e38 x 30 overflows; inf x 0 is NaN):
@@ -43,6 +46,19 @@ MAX_TARGET = 4.0                 # a gait target: 0-4 (Gait blend)
 MAX_POSITION = 10_000.0          # |x|, |y|, |z| of a starting position, metres
 MAX_HEADING = 36_000.0           # |heading|, degrees (a hundred turns)
 MAX_TOML_DEPTH = 64              # nested arrays and tables, refused before tomllib reads them
+# The budgets (docs/scenarios.md, "Limits"): a scenario under the 16 MiB cap stays under
+# 500 MB. Counts are checked on the parsed document before anything is built for them,
+# and the clip bank of the sets the humans use (scuffle.anim.sampler.MAX_BANK_BYTES)
+# from the clips' declared frames and keys, before any table is allocated.
+MAX_HUMANS = 20_000              # about 10 KB each once stepped
+MAX_COMMANDS = 150_000           # about 1.5 KB each while the file loads
+MAX_POOL = 1_000_000             # options.pool_size
+# The world a scenario builds: its clip bank, about 12 KiB a human once stepped (poses,
+# bone transforms, a trace record) and 1 KiB a command, within one budget.
+HUMAN_BYTES = 12 << 10
+COMMAND_BYTES = 1 << 10
+MAX_WORLD_BYTES = 320 << 20
+MAX_WORD = INT32_MAX             # flags and held: the task's 32-bit words, 0 to 2^31 - 1
 
 # The parsers' error callback err(line, field, problem): raises ScenarioError.
 _Err = Callable[..., NoReturn]
@@ -52,6 +68,8 @@ class ScenarioError(ValueError):
     """A scenario file that cannot run: names the file, the line and the field."""
 
     def __init__(self, source: str, line: int | None, field_name: str, problem: str):
+        # a value of hundreds of digits is shown by its head and its length
+        problem = re.sub(r"\d{40,}", lambda m: f"{m.group()[:20]}...({len(m.group())} digits)", problem)
         self.source, self.line, self.field, self.problem = source, line, field_name, problem
         where = f"{source}:{line}" if line else source
         super().__init__(f"{where}: {field_name}: {problem}")
@@ -68,7 +86,7 @@ class HumanSpec:
     health: float | None = None          # None: the world's default (100)
 
 
-@dataclass
+@dataclass(slots=True)
 class Command:
     """One [[commands]] entry, validated. ``kind`` is loop / play / gait / target / action."""
 
@@ -187,6 +205,10 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
         # "at end of document" carries no line: the error is on the last one.
         line = int(m.group(1)) if m else max(len(lines.lines), 1)
         raise ScenarioError(source, line, "toml", str(exc)) from None
+    except ValueError:                 # an integer past Python's conversion limit (4,300 digits)
+        m = re.search(r"\d{1000,}", text)
+        line = text.count("\n", 0, m.start()) + 1 if m else None
+        raise ScenarioError(source, line, "toml", "an integer of more than 4,300 digits") from None
 
     def err(line, fld, problem) -> NoReturn:
         raise ScenarioError(source, line, fld, problem)
@@ -220,8 +242,8 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
     if not isinstance(ezo, bool):
         err(lines.key(oline, "end_zero_overshoot"), "options.end_zero_overshoot", "expected true or false")
     pool = opt.get("pool_size", 360)
-    if not _is_int(pool) or pool < 1:
-        err(lines.key(oline, "pool_size"), "options.pool_size", "expected a whole number >= 1")
+    if not _is_int(pool) or not 1 <= pool <= MAX_POOL:
+        err(lines.key(oline, "pool_size"), "options.pool_size", f"expected a whole number 1-{MAX_POOL:,}")
     readings: dict[str, Any] = {}
     for key, kind in (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling)):
         if key in opt:
@@ -245,8 +267,21 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
                 err(lines.key(tline, k), f"{name}.{k}", f"bad value {v!r}")
         tables[name] = dict(doc[name])
 
+    for key, most in (("humans", MAX_HUMANS), ("commands", MAX_COMMANDS)):
+        got = doc.get(key)
+        if isinstance(got, list) and len(got) > most:
+            err(lines.key(None, key) or lines.header(r"\[\[\s*" + key + r"\s*\]\]", most), key,
+                f"{len(got):,} entries, over the limit of {most:,}")
     sets = _parse_sets(doc.get("sets", {}), lines, err, base, source, registry.libraries)
     humans = _parse_humans(doc.get("humans", []), lines, err, sets)
+    bank = _check_bank(sets, humans, lines, err)
+    ncmd = len(doc["commands"]) if isinstance(doc.get("commands"), list) else 0
+    need = bank + HUMAN_BYTES * len(humans) + COMMAND_BYTES * ncmd
+    if need > MAX_WORLD_BYTES:
+        err(lines.key(None, "humans") or lines.header(r"\[\[\s*humans\s*\]\]"), "humans",
+            f"{len(humans):,} humans ({HUMAN_BYTES:,} bytes each), {ncmd:,} commands ({COMMAND_BYTES:,} each) "
+            f"and a clip bank of {bank:,} bytes need {need:,} bytes, over the world's budget of "
+            f"{MAX_WORLD_BYTES:,} bytes")
     commands = _parse_commands(doc.get("commands", []), lines, err, humans, sets, updates, registry.actions)
     return Scenario(source, updates, speeds, options, sets, humans, commands, registry, tables)
 
@@ -358,6 +393,40 @@ def _parse_sets(raw, lines: _Lines, err: _Err, base: Path, source: str,
     return sets
 
 
+def _check_bank(sets: dict[str, AnimSet], humans: list[HumanSpec], lines: _Lines, err: _Err) -> int:
+    """Refuse sets whose clip bank would pass MAX_BANK_BYTES (the world's player keeps
+    one bank of every clip of the sets its humans use): each set alone, then the sets the
+    humans use together, from the clips' declared frames and keys (nothing allocated).
+    Returns the bytes of the bank of the sets the humans use."""
+    def distinct(names) -> list:
+        seen: dict[int, object] = {}
+        for n in names:
+            s = sets[n]
+            for a in s.ids():
+                c = s.clip(a)
+                seen.setdefault(id(c), c)
+        return list(seen.values())
+
+    for name in sets:
+        need = bank_bytes(distinct([name]))
+        if need > MAX_BANK_BYTES:
+            line = lines.header(r"\[\s*sets\." + re.escape(name) + r"\s*\]") or \
+                lines.header(r"\[\[\s*sets\." + re.escape(name) + r"\.clips\s*\]\]")
+            err(line, f"sets.{name}", f"its clip bank needs {need:,} bytes (from its clips' frames and keys), "
+                f"over the limit of {MAX_BANK_BYTES:,} bytes")
+    used: list[str] = []
+    need = 0
+    for i, h in enumerate(humans):
+        if h.set in used:
+            continue
+        used.append(h.set)
+        need = bank_bytes(distinct(used))
+        if need > MAX_BANK_BYTES:
+            err(lines.key(h.line, "set"), f"humans[{i}].set", f"the sets {', '.join(used)} together need a clip bank of {need:,} bytes, "
+                f"over the limit of {MAX_BANK_BYTES:,} bytes")
+    return need
+
+
 def _merge(a: AnimSet, b: AnimSet) -> AnimSet:
     out = a
     for anim_id in b.ids():
@@ -437,8 +506,8 @@ def _parse_humans(raw, lines: _Lines, err: _Err, sets) -> list[HumanSpec]:
         if not _is_num(heading) or abs(heading) > MAX_HEADING:
             err(lines.key(hl, "heading"), f"{fld}.heading", f"expected degrees within +-{MAX_HEADING:g}, got {heading!r}")
         health = h.get("health")
-        if health is not None and not (_is_num(health) and health > 0):
-            err(lines.key(hl, "health"), f"{fld}.health", f"expected a number > 0, got {health!r}")
+        if health is not None and not (_is_num(health) and 0 < health <= MAX_HEALTH):
+            err(lines.key(hl, "health"), f"{fld}.health", f"expected a number > 0 and <= {MAX_HEALTH:g}, got {health!r}")
         xyz = cast("tuple[float, float, float]", tuple(float(v) for v in pos))   # checked: three numbers
         out.append(HumanSpec(name, sname, xyz, float(heading), hl,
                              None if health is None else float(health)))
@@ -487,8 +556,8 @@ def _parse_commands(raw, lines: _Lines, err: _Err, humans: list[HumanSpec], sets
                 setattr(cmd, k, float(c[k]))
         for k in ("flags", "held"):
             if k in c:
-                if not _is_int(c[k]) or c[k] < 0:
-                    err(lines.key(cl, k), f"{fld}.{k}", f"expected a whole number >= 0, got {c[k]!r}")
+                if not _is_int(c[k]) or not 0 <= c[k] <= MAX_WORD:
+                    err(lines.key(cl, k), f"{fld}.{k}", f"expected a whole number 0-{MAX_WORD} (0x7fffffff), got {c[k]!r}")
                 setattr(cmd, k, int(c[k]))
 
         def check_id(v, key):
@@ -590,7 +659,7 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     too: naming the last command applied to the human the error names, or, when it
     names none (the world's task pool), the field ``run`` with no line.
     """
-    from scuffle.game.runtime.trace import trace_records, write_records
+    from scuffle.game.runtime.trace import iter_trace_records, write_records
     from scuffle.game.runtime.world import Game, UnknownHuman
 
     game = Game(sc.options)
@@ -634,7 +703,7 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                 inst, refusal = refused[0]
                 raise _run_error(sc, game.update - 1, refusal, last, inst.name)
             if trace is not None:
-                write_records(trace, trace_records(game, pose=pose))
+                write_records(trace, iter_trace_records(game, pose=pose))
             if on_update is not None:
                 on_update(game)
     except BaseException:

@@ -16,13 +16,13 @@ to the same float32. The same scenario always gives byte-identical traces.
 from __future__ import annotations
 
 import json
-from typing import Iterable, TextIO
+from typing import Iterable, Iterator, TextIO
 
 import numpy as np
 
 from scuffle.components import Animator, Body, HumanRecord, PoseRef
 
-__all__ = ["trace_records", "write_records", "f32_json", "TraceValueError"]
+__all__ = ["trace_records", "iter_trace_records", "write_records", "f32_json", "TraceValueError"]
 
 
 class TraceValueError(ValueError):
@@ -45,7 +45,11 @@ def _task(t) -> dict:
 
 def trace_records(game, pose: bool = False) -> list[dict]:
     """The trace objects of every human for the update just run (entity order)."""
-    out = []
+    return list(iter_trace_records(game, pose))
+
+
+def iter_trace_records(game, pose: bool = False) -> Iterator[dict]:
+    """trace_records one human at a time (a writer holds one record, not the crowd's)."""
     update = game.update - 1
     for name, ent in game.humans():
         inst = game.component(ent, Animator).instance
@@ -74,8 +78,7 @@ def trace_records(game, pose: bool = False) -> list[dict]:
                 "rotations": [[f32_json(v) for v in p.rot[:, b, row]] for b in range(p.rot.shape[1])],
                 "defaults": [bool(v) for v in p.tag[:, row]],
             }
-        out.append(d)
-    return out
+        yield d
 
 
 def _nonfinite_field(value, path: str = "") -> str | None:

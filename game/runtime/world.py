@@ -33,6 +33,7 @@ from scuffle.anim.animset import AnimSet
 from scuffle.anim.clip import EventType
 from scuffle.anim.cursor import FiredEvent
 from scuffle.anim.skeleton import Bone
+from scuffle.anim.limits import MAX_COORD, MAX_HEALTH, check_float, check_vec
 from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.stack import CharacterInstance, HumanRecord
 from scuffle.anim.tasks import Task
@@ -176,8 +177,15 @@ class Game:
                   health: float = 100.0) -> int:
         """Create a human entity with every component; returns the entity id.
 
-        Rejected: a name already used (ValueError).
+        Rejected (nothing changed): a name already used (ValueError); a position that is
+        not three finite numbers within +-1e9 m, a heading that is not a finite number
+        within +-1e9 degrees, a health that is not a finite number > 0 and <= 1e6
+        (RangeError, a ValueError naming the argument); a set whose clips would take the
+        world's clip bank past its memory budget (BankBudgetError, a ValueError).
         """
+        position = check_vec("add_human: position", position, 3)
+        heading = check_float("add_human: heading", heading, -MAX_COORD, MAX_COORD)
+        health = check_float("add_human: health", health, 0.0, MAX_HEALTH, lo_open=True)
         self._open()
         if name in self.names and self._alive(self.names[name]):
             raise ValueError(f"human {name!r} already exists")

@@ -38,11 +38,20 @@ from pathlib import Path
 
 import numpy as np
 
+from scuffle.anim import f32 as F
+from scuffle.anim.limits import INT32_MAX, MAX_DIGITS, UINT32_MAX, RangeError, check_float, check_int
+from scuffle.game.cli.errors import whole
 from scuffle.game.runtime.files import MAX_TRACE_BYTES, FileLimitError, read_limited
 
 REQUIRED = ("update", "anim", "time")
 NO_ANIM = -1              # record +0x20 with an empty task stack
 POS = ("pos_x", "pos_y", "pos_z")
+# The ranges of the columns (docs/tools.md, "Limits"): what the original's fields hold.
+INT64 = (-(1 << 63), (1 << 63) - 1)
+RANGES = {"update": INT64, "anim": (NO_ANIM, INT32_MAX), "held": (0, UINT32_MAX), "frame": (0, INT32_MAX)}
+MAX_COORD = 1e9                 # |pos_x|, |pos_y|, |pos_z| (metres) and |heading| (degrees)
+MAX_FIELD = 1024                # characters of one CSV field
+MAX_UPDATE_OFFSET = 1_000_000_000
 
 
 class ConvertError(ValueError):
@@ -54,22 +63,57 @@ def f32_shortest(v: float) -> float:
     return float(str(np.float32(v)))
 
 
+def _brief(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
+
+
 def _int(text: str, where: str, column: str) -> int:
+    """A column's integer (decimal or 0x hex) within RANGES[column]; at most MAX_DIGITS digits."""
     s = text.strip()
+    lo, hi = RANGES[column]
+    if len(s.lstrip("+-")) > MAX_DIGITS + 2:
+        raise ConvertError(f"{where}: {column}: an integer of more than {MAX_DIGITS} digits "
+                           f"(expected {lo}-{hi}), got {_brief(text)}")
     try:
-        return int(s, 16) if s.lower().startswith(("0x", "-0x")) else int(s)
+        v = int(s, 16) if s.lower().startswith(("0x", "-0x")) else int(s)
     except ValueError:
-        raise ConvertError(f"{where}: {column}: expected an integer, got {text!r}") from None
+        raise ConvertError(f"{where}: {column}: expected an integer, got {_brief(text)}") from None
+    try:
+        return check_int(column, v, lo, hi)
+    except RangeError as exc:
+        raise ConvertError(f"{where}: {exc}") from None
 
 
-def _num(text: str, where: str, column: str) -> float:
+def _num(text: str, where: str, column: str, bound: float = MAX_COORD) -> float:
+    """A column's finite number within +-``bound``."""
     try:
         v = float(text.strip())
     except ValueError:
-        raise ConvertError(f"{where}: {column}: expected a number, got {text!r}") from None
+        raise ConvertError(f"{where}: {column}: expected a number, got {_brief(text)}") from None
     if not math.isfinite(v):
-        raise ConvertError(f"{where}: {column}: {text!r} is not finite")
-    return v
+        raise ConvertError(f"{where}: {column}: {_brief(text)} is not finite")
+    try:
+        return check_float(column, v, -bound, bound)
+    except RangeError as exc:
+        raise ConvertError(f"{where}: {exc}") from None
+
+
+def _rows(lines: list[str], source: str):
+    """(line number, cells) of each CSV row; a field over MAX_FIELD characters, or a row
+    the csv module cannot read, is a ConvertError naming the line."""
+    reader = csv.reader(lines)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise ConvertError(f"{source}:{reader.line_num}: not CSV: {exc}") from None
+        for k, cell in enumerate(row):
+            if len(cell) > MAX_FIELD:
+                raise ConvertError(f"{source}:{reader.line_num}: column {k + 1}: a field of {len(cell):,} "
+                                   f"characters, over the limit of {MAX_FIELD}")
+        yield reader.line_num, row
 
 
 def convert(rows_text: str, source: str, human: str = "p1", offset: int = 0) -> list[dict]:
@@ -79,11 +123,11 @@ def convert(rows_text: str, source: str, human: str = "p1", offset: int = 0) -> 
     column missing, a value that is not an integer / a finite number, an empty human
     name, only some of pos_x / pos_y / pos_z, two rows for the same update and human.
     """
-    reader = csv.reader(rows_text.splitlines())
+    lines = rows_text.splitlines()
     header = None
     records: list[dict] = []
     seen: dict[tuple[int, str], int] = {}
-    for line_no, row in enumerate(reader, 1):
+    for line_no, row in _rows(lines, source):
         if not any(cell.strip() for cell in row):
             continue
         if header is None:
@@ -102,8 +146,10 @@ def convert(rows_text: str, source: str, human: str = "p1", offset: int = 0) -> 
             raise ConvertError(f"{where}: {header[len(row)]}: missing ({len(row)} of {len(header)} columns)")
         cell = dict(zip(header, row))
         upd = _int(cell["update"], where, "update") + offset
+        if not INT64[0] <= upd <= INT64[1]:
+            raise ConvertError(f"{where}: update: {upd} with --update-offset is outside {INT64[0]}-{INT64[1]}")
         anim = _int(cell["anim"], where, "anim")
-        t = _num(cell["time"], where, "time")
+        t = _num(cell["time"], where, "time", F.FLT_MAX)          # a float32: never written as Infinity
         who = cell.get("human", "").strip() or human
         if not who:
             raise ConvertError(f"{where}: human: empty")
@@ -133,7 +179,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("csv", metavar="IN.csv", help="the emulator's CSV: update, anim id, time (and human)")
     p.add_argument("out", metavar="OUT.jsonl", help="the trace to write ('-' for stdout)")
     p.add_argument("--human", default="p1", metavar="NAME", help="the human's name when the CSV has no human column (default p1)")
-    p.add_argument("--update-offset", type=int, default=0, metavar="K", help="add K to every update number")
+    p.add_argument("--update-offset", type=whole(-MAX_UPDATE_OFFSET, MAX_UPDATE_OFFSET), default=0, metavar="K",
+                   help="add K to every update number")
 
 
 def run(a: argparse.Namespace) -> int:
@@ -145,7 +192,7 @@ def run(a: argparse.Namespace) -> int:
     except UnicodeDecodeError as exc:
         raise ConvertError(f"{a.csv}: not UTF-8 text (byte {exc.start})") from None
     records = convert(text, a.csv, a.human, a.update_offset)
-    out = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+    out = "".join(json.dumps(r, separators=(",", ":"), allow_nan=False) + "\n" for r in records)
     if a.out == "-":
         sys.stdout.write(out)
     else:

@@ -37,16 +37,26 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
+import stat
+from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator
 
-from scuffle.game.cli.errors import CliError
+from scuffle.game.cli.errors import CliError, number, whole
 from scuffle.game.runtime.files import MAX_TRACE_BYTES, FileLimitError, read_limited
 
 # The deepest record diff compares (a trace record is 4 levels deep: tasks[i].events[j].x).
 MAX_JSON_DEPTH = 64
+# The diff's memory budget (docs/tools.md, "Limits"): both traces' bytes, kept whole, plus
+# RECORD_COST bytes of index per line, checked from the files' sizes and line counts
+# before the records are indexed; a record is parsed only while it is compared.
+MAX_DIFF_BYTES = 320 << 20
+RECORD_COST = 512
+MAX_RECORD_BYTES = 1 << 20          # one line of a trace (a record with its pose is ~5 KB)
+MAX_UPDATE = (1 << 63) - 1
 
 
 def _depth(value) -> int:
@@ -70,6 +80,7 @@ __all__ = ["add_arguments", "run", "TraceFile", "read_trace", "parse_path", "sel
 FADE_TYPE = 9                 # a fade task (type 9): TaskStack_Top skips it for the bottom task
 KEY_FIELDS = ("update", "human")
 DEFAULT_CONTEXT = 3
+MAX_CONTEXT = 1_000_000       # --context: updates shown before the first difference
 SHOWN_DIFFERENCES = 20        # differences listed at the first update (the rest are counted)
 SHOWN_CONTEXT_PATHS = 6       # differing paths the context shows
 VALUE_WIDTH = 100             # characters of a value shown in the text report
@@ -88,16 +99,59 @@ MISSING: Any = _Missing()
 # ---------------------------------------------------------------- reading
 
 
+class _Index:
+    """Where each record sits in a trace's bytes: its (start, end) and line, by number."""
+
+    __slots__ = ("data", "starts", "ends", "lines")
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self.starts, self.ends, self.lines = array("q"), array("q"), array("q")
+
+    def text(self, i: int) -> str:
+        return self.data[self.starts[i]:self.ends[i]].decode("utf-8")
+
+
+class _RecordView(Mapping):
+    """(update, human) -> the record, parsed from the trace's bytes on each look-up (the
+    records are never all held parsed: a trace's memory is its bytes and this index)."""
+
+    def __init__(self, keys: dict, index: _Index):
+        self._keys, self._index = keys, index
+
+    def __getitem__(self, key) -> dict:
+        return json.loads(self._index.text(self._keys[key]))
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys
+
+
+class _LineView(_RecordView):
+    """(update, human) -> the record's line number (1-based)."""
+
+    def __getitem__(self, key) -> int:
+        return self._index.lines[self._keys[key]]
+
+
 @dataclass
 class TraceFile:
-    """One trace read into memory: records by (update, human), the humans in file order,
-    the top-level keys used, and the line of each record (for messages)."""
+    """One trace read into memory: records by (update, human) (a read-only mapping, each
+    record parsed when looked up), the humans in file order, the top-level keys used, and
+    the line of each record (for messages)."""
 
     path: str
-    records: dict[tuple[int, str], dict] = field(default_factory=dict)
-    lines: dict[tuple[int, str], int] = field(default_factory=dict)
+    records: Mapping[tuple[int, str], dict] = field(default_factory=dict)
+    lines: Mapping[tuple[int, str], int] = field(default_factory=dict)
     humans: list[str] = field(default_factory=list)
     keys: set[str] = field(default_factory=set)
+    size: int = 0                   # bytes of the file
+    line_count: int = 0             # its lines (what the diff's budget counts)
 
     @property
     def updates(self) -> list[int]:
@@ -105,30 +159,91 @@ class TraceFile:
         return sorted({u for u, _ in self.records})
 
 
-def read_trace(path: str) -> TraceFile:
-    """Read a JSONL trace.
-
-    In: a file path. Out: a TraceFile. Blank lines are skipped. Rejected (CliError, one
-    line naming FILE:LINE): an unreadable file, a line that is not JSON, a line that is
-    not a JSON object, a record whose ``update`` is not an integer or whose ``human`` is
-    not a string (or either is missing), a second record for the same update and human.
-    """
+def _read_bytes(path: str, other: int) -> bytearray:
+    """A trace's bytes, read into one buffer of its size (no second copy), after the diff's
+    budget is checked on its declared size plus ``other`` (the other trace's). Rejected
+    (CliError naming the file): what read_limited refuses, and a file past the budget."""
     try:
-        text = read_limited(path, MAX_TRACE_BYTES).decode("utf-8")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise CliError(f"cannot read trace {path!r}: cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            read_limited(path, MAX_TRACE_BYTES)          # names the kind (a FIFO, a directory...)
+        size = st.st_size
+        if size > MAX_TRACE_BYTES:
+            raise CliError(f"cannot read trace {path!r}: cannot read: {size} bytes, "
+                           f"over the limit of {MAX_TRACE_BYTES} bytes")
+        if size + other > MAX_DIFF_BYTES:
+            raise CliError(f"{path}: size: the two traces hold {size + other:,} bytes, over the diff's "
+                           f"budget of {MAX_DIFF_BYTES:,} bytes")
+        buf = bytearray(size)
+        view, got = memoryview(buf), 0
+        with open(fd, "rb", buffering=0, closefd=False) as fp:
+            while got < size:
+                n = fp.readinto(view[got:])
+                if not n:
+                    break
+                got += n
+            if fp.read(1):
+                raise CliError(f"cannot read trace {path!r}: it grew while it was read")
+        view.release()
+        del buf[got:]
+        return buf                                   # a bytearray: bytes' methods, no copy
     except FileLimitError as exc:
         raise CliError(f"cannot read trace {path!r}: {exc.problem}") from None
-    except UnicodeDecodeError as exc:
-        raise CliError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    tf = TraceFile(path)
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+    except OSError as exc:
+        raise CliError(f"cannot read trace {path!r}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def read_trace(path: str, other_bytes: int = 0, other_records: int = 0) -> TraceFile:
+    """Read a JSONL trace.
+
+    In: a file path; ``other_bytes`` / ``other_records`` the sizes of the trace it will be
+    compared with (the diff's budget covers both). Out: a TraceFile. Blank lines are
+    skipped. Time and memory are linear in the file: each record is parsed once here to
+    be checked, then kept as its bytes. Rejected (CliError, one line naming FILE and,
+    for a record, LINE): an unreadable file; the two traces past MAX_DIFF_BYTES (their
+    bytes plus RECORD_COST per line, checked from the sizes before the records are
+    indexed); a line over MAX_RECORD_BYTES; a line that is not UTF-8, not JSON, not a JSON
+    object, nested more than 64 deep, or holding an integer of more than 4,300 digits; a
+    record whose ``update`` is not an integer 0 to 2^63 - 1 or whose ``human`` is not a
+    string (or either is missing); a second record for the same update and human.
+    """
+    data = _read_bytes(path, other_bytes)
+    nlines = data.count(b"\n") + 1
+    need = len(data) + other_bytes + RECORD_COST * (nlines + other_records)
+    if need > MAX_DIFF_BYTES:
+        raise CliError(f"{path}: records: {nlines:,} lines with the other trace's need {need:,} bytes, "
+                       f"over the diff's budget of {MAX_DIFF_BYTES:,} bytes")
+    index = _Index(data)
+    keys: dict[tuple[int, str], int] = {}
+    tf = TraceFile(path, _RecordView(keys, index), _LineView(keys, index), size=len(data), line_count=nlines)
+    humans: dict[str, str] = {}
+    pos, n, size = 0, 0, len(data)
+    while pos <= size:
+        n += 1
+        end = data.find(b"\n", pos)
+        end = size if end < 0 else end
+        start, pos = pos, end + 1
+        if end - start > MAX_RECORD_BYTES:
+            raise CliError(f"{path}:{n}: a record of {end - start:,} bytes, over the limit of {MAX_RECORD_BYTES:,}")
+        raw = data[start:end]
+        if not raw.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise CliError(f"{path}: not UTF-8 text (byte {start + exc.start})") from None
         except json.JSONDecodeError as exc:
             raise CliError(f"{path}:{n}: not JSON: {exc.msg} (column {exc.colno})") from None
         except RecursionError:
             raise CliError(f"{path}:{n}: JSON nested too deeply") from None
+        except ValueError:             # an integer past Python's conversion limit
+            raise CliError(f"{path}:{n}: an integer of more than 4,300 digits") from None
         if _depth(rec) > MAX_JSON_DEPTH:
             raise CliError(f"{path}:{n}: JSON nested more than {MAX_JSON_DEPTH} levels deep")
         if not isinstance(rec, dict):
@@ -138,19 +253,28 @@ def read_trace(path: str) -> TraceFile:
             missing = "update" if upd is MISSING else "human"
             raise CliError(f"{path}:{n}: {missing}: missing (every record has update and human)")
         if isinstance(upd, bool) or not isinstance(upd, int):
-            raise CliError(f"{path}:{n}: update: expected an integer, got {json.dumps(upd)}")
+            raise CliError(f"{path}:{n}: update: expected an integer, got {_brief(json.dumps(upd))}")
+        if not 0 <= upd <= MAX_UPDATE:
+            raise CliError(f"{path}:{n}: update: expected an integer 0-{MAX_UPDATE}, got {_brief(str(upd))}")
         if not isinstance(who, str):
-            raise CliError(f"{path}:{n}: human: expected a string, got {json.dumps(who)}")
+            raise CliError(f"{path}:{n}: human: expected a string, got {_brief(json.dumps(who))}")
+        who = humans.setdefault(who, who)
         key = (upd, who)
-        if key in tf.records:
-            raise CliError(f"{path}:{n}: a second record for update {upd}, human {who!r} "
+        if key in keys:
+            raise CliError(f"{path}:{n}: a second record for update {upd}, human {_brief(repr(who))} "
                            f"(the first is line {tf.lines[key]})")
-        tf.records[key] = rec
-        tf.lines[key] = n
-        if who not in tf.humans:
-            tf.humans.append(who)
+        keys[key] = len(index.starts)
+        index.starts.append(start)
+        index.ends.append(end)
+        index.lines.append(n)
         tf.keys.update(rec)
+    tf.humans.extend(humans)
     return tf
+
+
+def _brief(text: str) -> str:
+    """A value for a message, at most 60 characters."""
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # ---------------------------------------------------------------- paths
@@ -383,15 +507,21 @@ def diff_traces(a: TraceFile, b: TraceFile, fields: list[str] | None = None, tol
                 raise CliError(f"--fields: {steps[0]!r} is in neither trace")
             parsed.append((path_text(steps), steps))
         not_compared = {"a": [], "b": []}
-    updates = sorted({u for u, _ in a.records} | {u for u, _ in b.records})
-    humans = list(a.humans) + [h for h in b.humans if h not in a.humans]
+    # Linear in the records (and a sort): each update's humans are grouped once, in the
+    # order of the humans list (A's, then those only B has), instead of a look-up of every
+    # human at every update.
+    rank = {h: i for i, h in enumerate(dict.fromkeys(list(a.humans) + list(b.humans)))}
+    at: dict[int, set[str]] = {}
+    for u, h in a.records:
+        at.setdefault(u, set()).add(h)
+    for u, h in b.records:
+        at.setdefault(u, set()).add(h)
+    updates = sorted(at)
     report = DiffReport(a, b, [n for n, _ in parsed], not_compared, tolerance, context, updates)
     for u in updates:
         diffs: list[Difference] = []
-        for h in humans:
+        for h in sorted(at[u], key=rank.__getitem__):
             ra, rb = a.records.get((u, h)), b.records.get((u, h))
-            if ra is None and rb is None:
-                continue
             diffs += _record_diffs(ra, rb, parsed, u, h, tolerance)
         if diffs:
             report.differing_updates += 1
@@ -520,9 +650,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fields", metavar="F1,F2,...",
                    help="field paths to compare: NAME, NAME.KEY, NAME[I], NAME[top] "
                         "(default: every top-level key both traces use)")
-    p.add_argument("--tolerance", type=float, default=0.0, metavar="T",
+    p.add_argument("--tolerance", type=number(0, None), default=0.0, metavar="T",
                    help="numbers (floats) agree within T (default 0: exact); two integers must be equal")
-    p.add_argument("--context", type=int, default=DEFAULT_CONTEXT, metavar="K",
+    p.add_argument("--context", type=whole(0, MAX_CONTEXT), default=DEFAULT_CONTEXT, metavar="K",
                    help=f"updates shown before the first difference (default {DEFAULT_CONTEXT})")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text report")
 
@@ -534,8 +664,12 @@ def run(args: argparse.Namespace) -> int:
         fields = [f for f in (s.strip() for s in args.fields.split(",")) if f]
         if not fields:
             raise CliError("--fields: no field named")
-    a = read_trace(args.a)
-    b = read_trace(args.b)
+    try:
+        b_size = os.stat(args.b).st_size
+    except OSError:
+        b_size = 0                      # read_trace(b) names the problem
+    a = read_trace(args.a, other_bytes=b_size)
+    b = read_trace(args.b, other_bytes=a.size, other_records=a.line_count)
     report = diff_traces(a, b, fields, args.tolerance, args.context)
     if args.json:
         print(json.dumps(report_json(report), separators=(",", ":"), allow_nan=False))
