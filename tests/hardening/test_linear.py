@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from scuffle.components import NO_ATTACHMENT
+from scuffle.anim import detmath
 from scuffle.game.fighters import combat
 from scuffle.game.fighters.combat import MIN_SEPARATION, Fight
 from scuffle.game.fighters.moveset import demo_set
@@ -34,7 +35,7 @@ def _reference_separate(fight: Fight) -> None:
                     bb.attachment != NO_ATTACHMENT or ba.slide_left or bb.slide_left:
                 continue
             d = bb.position[:2] - ba.position[:2]
-            dist = float(np.hypot(d[0], d[1]))
+            dist = detmath.hypot_s(float(d[0]), float(d[1]))
             if dist >= MIN_SEPARATION:
                 continue
             n = d / dist if dist > 1e-9 else np.array([1.0, 0.0])
@@ -115,7 +116,7 @@ def test_the_separation_looks_at_a_spread_crowd_in_linear_work(monkeypatch):
     """A grid of 900 bodies 1 m apart: a pairwise loop measures 404,550 distances, the grid
     at most 8 per body (its neighbours' cells)."""
     count = {"n": 0}
-    real = np.hypot
+    real = detmath.hypot_s
 
     def counting(a, b):
         count["n"] += 1
@@ -123,7 +124,7 @@ def test_the_separation_looks_at_a_spread_crowd_in_linear_work(monkeypatch):
 
     layout = [(float(i % 30), float(i // 30)) for i in range(900)]
     game, fight = _world(layout, random.Random(1))
-    monkeypatch.setattr(combat.np, "hypot", counting)
+    monkeypatch.setattr(combat.detmath, "hypot_s", counting)
     fight._separate()
     monkeypatch.undo()
     assert 0 < count["n"] <= 8 * 900

@@ -139,7 +139,7 @@ CLI_CASES = [
     (["bench", "--humans", "9" * 5000], "--humans"),
     (["bench", "--updates", "1" + "0" * 20], "--updates"),
     (["survey", "x", "--progress", "-1"], "--progress"),
-    (["clip", "a.res", "--id", "1" + "0" * 20], "anim id"),
+    (["clip", "a.res", "--id", "1" + "0" * 20], "--id"),
 ]
 
 
