@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.game.runtime.scenario import Scenario, ScenarioError
     from scuffle.game.runtime.schedule import SCHEDULE, install
     from scuffle.game.runtime.world import Game, UnknownHuman
-    from scuffle.systems.context import SimContext
+    from scuffle.systems.context import HandlerError, SimContext
 
 __version__ = "0.2.0"
 
@@ -66,12 +66,12 @@ _EXPORTS: dict[str, str] = {
     "Scenario": "scuffle.game.runtime.scenario", "ScenarioError": "scuffle.game.runtime.scenario",
     "SCHEDULE": "scuffle.game.runtime.schedule", "install": "scuffle.game.runtime.schedule",
     "Game": "scuffle.game.runtime.world", "UnknownHuman": "scuffle.game.runtime.world",
-    "SimContext": "scuffle.systems.context",
+    "SimContext": "scuffle.systems.context", "HandlerError": "scuffle.systems.context",
 }
 
 __all__ = [
     "__version__",
-    "Game", "UnknownHuman", "install", "SCHEDULE", "SimContext",
+    "Game", "UnknownHuman", "HandlerError", "install", "SCHEDULE", "SimContext",
     "load_scenario", "parse_scenario", "run_scenario", "Scenario", "ScenarioError", "Registry", "ActionSpec",
     "fighters_registry",
     "Player", "PlayerOptions", "CharacterInstance", "AnimSet", "Clip", "parse_clip", "encode_clip",
