@@ -1330,9 +1330,13 @@ def main(argv=None) -> int:
         print(f"view: error: {exc}", file=sys.stderr)
         return 2
     pygame = _pygame()
+    from scuffle.demo.cli import offscreen_driver
     try:
         pygame.display.init()
         screen = pygame.display.set_mode(a.size, pygame.RESIZABLE)
+        got = offscreen_driver(pygame)     # SDL's fallback when DISPLAY cannot be reached
+        if got:
+            raise pygame.error(f"SDL gave the {got!r} video driver")
     except pygame.error as e:
         pygame.display.quit()
         print(f"view: no display (pygame.display: {e}); writing pictures instead", file=sys.stderr)

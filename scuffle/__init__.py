@@ -100,22 +100,24 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-def load_scenario(path: str | Path, registry: Registry | None = None) -> Scenario:
+def load_scenario(path: str | Path, registry: Registry | None = None, data=None) -> Scenario:
     """Read and validate a scenario file (docs/scenarios.md). ``registry`` gives the
     libraries and actions it may name; None: the demo fighters' (``fighters_registry()``).
-    Rejected: ScenarioError naming the file, line and field."""
+    The files it names are read from below its folder or a folder of ``data`` (or of
+    SCUFFLE_DATA). Rejected: ScenarioError naming the file, line and field."""
     from scuffle.game.fighters import registry as default
     from scuffle.game.runtime import scenario
-    return scenario.load_scenario(path, registry if registry is not None else default())
+    return scenario.load_scenario(path, registry if registry is not None else default(), data=data)
 
 
 def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = None,
-                   registry: Registry | None = None) -> Scenario:
-    """Validate scenario TOML text (files relative to ``base``); the registry as for
-    ``load_scenario``. Rejected: ScenarioError."""
+                   registry: Registry | None = None, data=None) -> Scenario:
+    """Validate scenario TOML text (files relative to ``base``, read from below it or a
+    folder of ``data``); the registry as for ``load_scenario``. Rejected: ScenarioError."""
     from scuffle.game.fighters import registry as default
     from scuffle.game.runtime import scenario
-    return scenario.parse_scenario(text, source, base, registry if registry is not None else default())
+    return scenario.parse_scenario(text, source, base, registry if registry is not None else default(),
+                                   data=data)
 
 
 def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,

@@ -26,7 +26,8 @@ from scuffle.anim.resource import ResourceFormatError, load_resource
 from scuffle.anim.stack import AnimLimitError
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, BlendWindow, EventRule, PickSampling, TaskType
 
-from scuffle.game.runtime.files import MAX_BINARY_BYTES, MAX_TEXT_BYTES, FileLimitError, read_limited
+from scuffle.game.runtime.files import (MAX_BINARY_BYTES, MAX_TEXT_BYTES, FileLimitError, OutsideError,
+                                        check_inside, data_dirs, read_limited)
 from scuffle.game.runtime.registry import Registry, is_f32 as _is_f32, is_int as _is_int, is_num as _is_num
 
 __all__ = ["ScenarioError", "Scenario", "Command", "HumanSpec", "load_scenario", "parse_scenario",
@@ -101,6 +102,7 @@ class Scenario:
     commands: list[Command]
     registry: Registry = field(default_factory=Registry)
     tables: dict[str, dict] = field(default_factory=dict)     # the registry's tables given ([fight])
+    files: list[str] = field(default_factory=list)            # the files it read (resources, chunks)
 
 
 # ---------------------------------------------------------------- line finding
@@ -148,10 +150,11 @@ _CMD_KEYS = {"update", "human", "loop", "play", "gait", "target", "action", "fad
 _OPTION_KEYS = {"end_zero_overshoot", "pool_size", "events", "blend_window", "pick"}
 
 
-def load_scenario(path: str | Path, registry: Registry | None = None) -> Scenario:
+def load_scenario(path: str | Path, registry: Registry | None = None, data=None) -> Scenario:
     """Read and validate a scenario file against ``registry`` (its libraries and actions;
-    None: an empty one; ``scuffle.load_scenario`` passes the demo fighters').
-    Rejected: ScenarioError (unreadable file too)."""
+    None: an empty one; ``scuffle.load_scenario`` passes the demo fighters'). The files it
+    names are read from below its own folder, or below one of ``data`` (folders) or of
+    SCUFFLE_DATA's. Rejected: ScenarioError (unreadable file too)."""
     path = Path(path)
     try:
         text = read_limited(path, MAX_TEXT_BYTES).decode("utf-8")
@@ -159,20 +162,27 @@ def load_scenario(path: str | Path, registry: Registry | None = None) -> Scenari
         raise ScenarioError(str(path), None, "file", exc.problem) from None
     except UnicodeDecodeError as exc:
         raise ScenarioError(str(path), None, "file", f"not UTF-8 text (byte {exc.start})") from None
-    return parse_scenario(text, str(path), base=path.parent, registry=registry)
+    return parse_scenario(text, str(path), base=path.parent, registry=registry, data=data)
 
 
 def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = None,
-                   registry: Registry | None = None) -> Scenario:
+                   registry: Registry | None = None, data=None) -> Scenario:
     """Validate scenario TOML text into a Scenario; files are relative to ``base``; the
     libraries and actions it may name are ``registry``'s (None: an empty one).
+
+    The files it names (resource, descriptor_file, keyframes_file) must lie below
+    ``base`` (None: the current folder) or below a folder of ``data`` (an iterable of
+    folders, the ``--data`` options) or of the SCUFFLE_DATA environment variable (os.pathsep
+    separated); symbolic links are resolved first. A file outside is refused before it is
+    opened, and no error quotes a file's bytes.
 
     Rejected (ScenarioError naming line and field): bad TOML, unknown keys, missing or
     mistyped values (names that are not strings included), rates, fade and blend times
     a float32 cannot hold, an unknown set, human, library, action or anim id,
-    unreadable or malformed clip and resource files.
+    unreadable or malformed clip and resource files, files outside the allowed folders.
     """
     base = base or Path(".")
+    reader = _Reader(base, data_dirs(data))
     registry = registry if registry is not None else Registry()
     lines = _Lines(text)
     deep = _too_deep(text, MAX_TOML_DEPTH)
@@ -245,10 +255,26 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
                 err(lines.key(tline, k), f"{name}.{k}", f"bad value {v!r}")
         tables[name] = dict(doc[name])
 
-    sets = _parse_sets(doc.get("sets", {}), lines, err, base, source, registry.libraries)
+    sets = _parse_sets(doc.get("sets", {}), lines, err, reader, source, registry.libraries)
     humans = _parse_humans(doc.get("humans", []), lines, err, sets)
     commands = _parse_commands(doc.get("commands", []), lines, err, humans, sets, updates, registry.actions)
-    return Scenario(source, updates, speeds, options, sets, humans, commands, registry, tables)
+    return Scenario(source, updates, speeds, options, sets, humans, commands, registry, tables, reader.files)
+
+
+class _Reader:
+    """Reads the files a scenario names, confined to its folder and the allowed ones,
+    and keeps their paths (``files``: the run's inputs, which no output may overwrite)."""
+
+    def __init__(self, base: Path, allowed: list[str]):
+        self.base, self.allowed, self.files = base, allowed, []
+
+    def read(self, name: str) -> bytes:
+        """The bytes of ``name`` (relative to the scenario's folder); FileLimitError or
+        OutsideError (naming the file, never quoting it)."""
+        real = check_inside(name, self.base, self.allowed)
+        data = read_limited(real, MAX_BINARY_BYTES)
+        self.files.append(str(self.base / name))
+        return data
 
 
 def _too_deep(text: str, limit: int) -> int | None:
@@ -299,7 +325,7 @@ def _check_table(obj, allowed, line, fld: str, lines: "_Lines", err: _Err) -> No
             err(lines.key(line, k), f"{fld}.{k}", f"unknown key (expected {', '.join(sorted(allowed))})")
 
 
-def _parse_sets(raw, lines: _Lines, err: _Err, base: Path, source: str,
+def _parse_sets(raw, lines: _Lines, err: _Err, reader: _Reader, source: str,
                 LIBRARIES: dict[str, Callable[[], AnimSet]]) -> dict[str, AnimSet]:
     if not isinstance(raw, dict):
         err(lines.key(None, "sets"), "sets", "expected tables [sets.NAME]")
@@ -322,8 +348,8 @@ def _parse_sets(raw, lines: _Lines, err: _Err, base: Path, source: str,
             if not isinstance(rpath, str):
                 err(rline, f"{fld}.resource", "expected a file name")
             try:
-                data = read_limited(base / rpath, MAX_BINARY_BYTES)
-            except FileLimitError as exc:
+                data = reader.read(rpath)
+            except (FileLimitError, OutsideError) as exc:
                 err(rline, f"{fld}.resource", f"{rpath!r}: {exc.problem}")
             try:
                 res_set = AnimSet.from_resource(load_resource(data), name=name)
@@ -340,8 +366,8 @@ def _parse_sets(raw, lines: _Lines, err: _Err, base: Path, source: str,
             anim_id = c.get("id")
             if not _is_int(anim_id) or not 0 <= anim_id < aset.num_ids:
                 err(lines.key(cline, "id"), f"{cf}.id", f"expected an anim id 0-{aset.num_ids - 1}, got {anim_id!r}")
-            desc = _chunk(c, "descriptor", cline, cf, lines, err, base)
-            keys = _chunk(c, "keyframes", cline, cf, lines, err, base)
+            desc = _chunk(c, "descriptor", cline, cf, lines, err, reader)
+            keys = _chunk(c, "keyframes", cline, cf, lines, err, reader)
             try:
                 clip = parse_clip(desc, keys)
             except ClipFormatError as exc:
@@ -365,7 +391,7 @@ def _merge(a: AnimSet, b: AnimSet) -> AnimSet:
     return out
 
 
-def _chunk(c: dict, what: str, cline, cf: str, lines: _Lines, err: _Err, base: Path) -> bytes:
+def _chunk(c: dict, what: str, cline, cf: str, lines: _Lines, err: _Err, reader: _Reader) -> bytes:
     if what in c and f"{what}_file" in c:
         err(lines.key(cline, what), f"{cf}.{what}", f"give {what} or {what}_file, not both")
     if what in c:
@@ -382,8 +408,8 @@ def _chunk(c: dict, what: str, cline, cf: str, lines: _Lines, err: _Err, base: P
         if not isinstance(v, str):
             err(line, f"{cf}.{what}_file", "expected a file name")
         try:
-            return read_limited(base / v, MAX_BINARY_BYTES)
-        except FileLimitError as exc:
+            return reader.read(v)
+        except (FileLimitError, OutsideError) as exc:
             err(line, f"{cf}.{what}_file", f"{v!r}: {exc.problem}")
     err(cline, cf, f"needs {what} (hex) or {what}_file")
 
