@@ -4,7 +4,10 @@ machine code next to anim/kernels.py, in __pycache__, or in NUMBA_CACHE_DIR).
 
 ``compile_kernels`` runs a tiny crowd through every kernel; ``announce_compile`` does it
 once per process with a progress line when the cache is cold (the command line calls it
-before the commands that step humans; the library itself prints nothing).
+before the commands that step humans; the library itself prints nothing), says once that
+the kernels compile for the run only when numba has no writable cache folder, and says
+nothing under NUMBA_DISABLE_JIT=1 (nothing compiles). A corrupt cache is set aside when
+anim/kernels.py is imported (anim/jitcache.py).
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ def kernels_cached() -> bool:
     import glob
     import os
 
+    if not K.CACHE:
+        return False
     path = getattr(getattr(K.step_stacks, "_cache", None), "_cache_path", None)
     if not path:
         return False
@@ -52,9 +57,20 @@ def announce_compile() -> None:
     if _ANNOUNCED:
         return
     _ANNOUNCED.append(True)
-    if not kernels_cached():
-        import sys
+    from numba.core import config
 
+    if config.DISABLE_JIT:               # NUMBA_DISABLE_JIT=1: plain Python, nothing to compile
+        return
+    import sys
+
+    if not K.CACHE:                      # no writable cache folder: say so once, compile for this run
+        from .jitcache import NO_CACHE
+        why = NO_CACHE[0] if NO_CACHE else "numba's cache is off"
+        print(f"scuffle: {why}; compiling the animation kernels for this run only "
+              "(set NUMBA_CACHE_DIR to a writable folder to keep them)...", file=sys.stderr, flush=True)
+        compile_kernels()
+        return
+    if not kernels_cached():
         compile_kernels(lambda msg: print(msg, file=sys.stderr, flush=True))
         print("scuffle: kernels compiled (cached for the next runs)", file=sys.stderr, flush=True)
 
