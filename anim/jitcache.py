@@ -43,7 +43,7 @@ def cache_setting(module_file: str) -> bool:
     from numba import njit
     from numba.core import config
 
-    if config.DISABLE_JIT:
+    if getattr(config, "DISABLE_JIT", False):
         return False
     try:
         probe = njit(cache=True)(_probe)

@@ -59,7 +59,7 @@ def announce_compile() -> None:
     _ANNOUNCED.append(True)
     from numba.core import config
 
-    if config.DISABLE_JIT:               # NUMBA_DISABLE_JIT=1: plain Python, nothing to compile
+    if getattr(config, "DISABLE_JIT", False):    # NUMBA_DISABLE_JIT=1: plain Python, nothing to compile
         return
     import sys
 

@@ -266,7 +266,8 @@ class _Reader:
     and keeps their paths (``files``: the run's inputs, which no output may overwrite)."""
 
     def __init__(self, base: Path, allowed: list[str]):
-        self.base, self.allowed, self.files = base, allowed, []
+        self.base, self.allowed = base, allowed
+        self.files: list[str] = []
 
     def read(self, name: str) -> bytes:
         """The bytes of ``name`` (relative to the scenario's folder); FileLimitError or
