@@ -148,6 +148,22 @@ def test_a_failed_run_leaves_the_old_trace_whole(place):
     assert sorted(p.name for p in game.iterdir()) == ["bad.toml", "old.jsonl", "s.toml", "set.res"]
 
 
+def test_csv2trace_never_writes_over_its_csv_and_writes_whole(place):
+    """csv2trace OUT naming its own IN.csv (by another path too): refused, the CSV whole;
+    /dev/full: one line naming it."""
+    game = place / "game"
+    (game / "e.csv").write_text("update,anim,time\n0,358,0.0\n1,358,0.033333335\n")
+    before = _files(place)
+    for out in ("e.csv", "./sub/../e.csv", str(game / "e.csv")):
+        (game / "sub").mkdir(exist_ok=True)
+        _refused(run_scuffle("csv2trace", "e.csv", out, cwd=game), "cannot write trace", "this run reads")
+    assert {k: v for k, v in _files(place).items()} == before
+    if os.path.exists("/dev/full"):
+        _refused(run_scuffle("csv2trace", "e.csv", "/dev/full", cwd=game), "'/dev/full'")
+    assert run_scuffle("csv2trace", "e.csv", "e.jsonl", cwd=game).returncode == 0
+    assert len((game / "e.jsonl").read_text().splitlines()) == 2
+
+
 def test_a_full_device_is_one_line_naming_the_file(place):
     """--trace /dev/full (run, demo) and --record /dev/full (demo): one line naming it."""
     game = place / "game"
