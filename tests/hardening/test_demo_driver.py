@@ -62,21 +62,3 @@ def test_the_viewer_writes_pictures_on_an_unreachable_display(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "offscreen" in r.stderr and "writing pictures instead" in r.stderr
     assert any(p.suffix == ".png" for p in (tmp_path / "view").iterdir())
-
-
-def test_the_driver_check_reads_the_driver_sdl_opened():
-    """offscreen_driver names the dummy driver SDL opened here (the test session's
-    SDL_VIDEODRIVER=dummy)."""
-    if os.environ.get("SDL_VIDEODRIVER", "dummy") != "dummy":
-        pytest.skip("the session runs with another video driver")
-    os.environ["SDL_VIDEODRIVER"] = "dummy"
-    import pygame
-
-    from scuffle.demo.cli import OFFSCREEN_DRIVERS, offscreen_driver
-
-    pygame.display.init()
-    try:
-        assert pygame.display.get_driver() == "dummy"
-        assert offscreen_driver(pygame) == "dummy" and "offscreen" in OFFSCREEN_DRIVERS
-    finally:
-        pygame.display.quit()
