@@ -21,6 +21,7 @@ folder that points out of it is refused too. Errors never quote a refused file's
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -217,6 +218,18 @@ def _discard(tmp: str) -> None:
         pass
 
 
+def _open_stream(path: str):
+    """A device or FIFO opened for writing in place; a FIFO with no reader is refused
+    (ENXIO) instead of blocking, then the descriptor blocks again for the writes."""
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        os.set_blocking(fd, True)
+        return open(fd, "w", encoding="utf-8", newline="\n")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 class OutputFile:
     """A text output written whole or not at all.
 
@@ -235,16 +248,17 @@ class OutputFile:
         self._tmp: str | None = None
         try:
             if _streamed(self.path):
-                target = self.path
+                fp = _open_stream(self.path)
             else:
-                self._tmp = target = _temp_beside(self.path)
-            fp = open(target, "w", encoding="utf-8", newline="\n")
+                self._tmp = _temp_beside(self.path)
+                fp = open(self._tmp, "w", encoding="utf-8", newline="\n")
         except OutputError as exc:
             raise OutputError(self.path, what, exc.problem) from None
         except OSError as exc:
             if self._tmp is not None:
                 _discard(self._tmp)
-            raise OutputError(self.path, what, exc.strerror or str(exc)) from None
+            problem = "a FIFO with no reader" if exc.errno == errno.ENXIO else exc.strerror or str(exc)
+            raise OutputError(self.path, what, problem) from None
         self._raw = fp
         self.fp: TextIO = cast(TextIO, _Writer(fp, self.path, what))
         self.closed = False

@@ -19,7 +19,7 @@ from scuffle.game.runtime.scenario import ScenarioError, load_scenario, run_scen
 
 from scuffle_cli import run_scuffle
 
-from .support import IDLE, synthetic_set
+from .support import IDLE, no_hang, synthetic_set
 
 DEMO = os.environ | {"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"}
 
@@ -176,6 +176,9 @@ def test_a_full_device_is_one_line_naming_the_file(place):
         _refused(r, "'/dev/full'", "No space left")
     r = run_scuffle("run", "s.toml", "--trace", "/dev/null", cwd=game)     # a device is written in place
     assert r.returncode == 0, r.stderr
+    os.mkfifo(game / "pipe")
+    with no_hang(30):                                   # a FIFO nobody reads: refused, never blocks
+        _refused(run_scuffle("run", "s.toml", "--trace", "pipe", cwd=game), "'pipe'", "a FIFO with no reader")
 
 
 @pytest.mark.parametrize("name", ["/etc/passwd", "/proc/self/environ", "../other/secret.txt",
