@@ -92,10 +92,11 @@ def check_cache_folder(path: str, stem: str) -> list[str]:
         files = [prefix + ".nbi"] + [os.path.basename(f) for f in
                                      glob.glob(os.path.join(glob.escape(path), glob.escape(prefix) + ".*.nbc"))]
         for name in files:
-            src = os.path.join(path, name)
-            if os.path.exists(src):
-                os.replace(src, os.path.join(aside, f"{name}.{tag}"))
-                moved.append(name)
+            try:
+                os.replace(os.path.join(path, name), os.path.join(aside, f"{name}.{tag}"))
+            except FileNotFoundError:       # another process set it aside first
+                continue
+            moved.append(name)
     return moved
 
 
