@@ -142,18 +142,18 @@ def check_outputs(outputs: Mapping[str, str | os.PathLike | None],
     In: ``outputs`` what -> path (e.g. {"trace": "t.jsonl", "record": "s.toml"}; None and
     "-" (stdout) are skipped), ``inputs`` what -> path of the files the run reads.
     Rejected (OutputError naming the output): an output that is an input of the run or
-    another output (by any path), a symbolic link (it would be replaced, not followed),
-    an existing directory.
+    another output (by any path), a symbolic link (it would be replaced, not followed;
+    one to a device such as /dev/stdout is written through), an existing directory.
     """
     outs = [(w, str(p)) for w, p in outputs.items() if p is not None and str(p) not in ("", "-")]
     ins = [(w, str(p)) for w, p in (inputs or {}).items() if p is not None and str(p) not in ("", "-")]
     for i, (what, path) in enumerate(outs):
+        if _streamed(path):                 # a device or FIFO (/dev/null, /dev/stdout's link): in place
+            continue
         if os.path.islink(path):
             raise OutputError(path, what, "a symbolic link; name the file itself (an output never follows a link)")
         if os.path.isdir(path):
             raise OutputError(path, what, "a directory")
-        if _streamed(path):
-            continue
         for iw, ip in ins:
             if same_file(path, ip):
                 raise OutputError(path, what, f"it is the {iw} {ip!r} this run reads; an output never overwrites an input")
