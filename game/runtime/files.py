@@ -116,7 +116,11 @@ class OutputError(ValueError):
 
 
 def _streamed(path: str) -> bool:
-    """A device or FIFO: written in place (nothing to rename over)."""
+    """A device or FIFO, or any path in /dev or /proc (/dev/stdout, /dev/fd/N: links to the
+    process's streams): written in place, never renamed over."""
+    ab = os.path.abspath(path)
+    if ab.startswith(("/dev/", "/proc/")):
+        return True
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -221,7 +225,8 @@ def _discard(tmp: str) -> None:
 def _open_stream(path: str):
     """A device or FIFO opened for writing in place; a FIFO with no reader is refused
     (ENXIO) instead of blocking, then the descriptor blocks again for the writes."""
-    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o666)      # O_TRUNC: a file behind /dev/stdout, as open("w") would
     try:
         os.set_blocking(fd, True)
         return open(fd, "w", encoding="utf-8", newline="\n")
