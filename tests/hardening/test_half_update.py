@@ -196,21 +196,41 @@ def test_end_callbacks_that_raise_leave_the_flush_and_the_update_whole():
     assert {p for e in raised for p, _ in e.errors} == {"flush"}
 
 
-def test_the_fight_rules_chained_end_callbacks_survive_a_raising_report():
-    """A human's report callback (0x400000 released) raising does not keep the fight's
-    own end callback of the same release from running: the fight goes on alike."""
-    def make():
-        return _fight_world(seed=11)[0]
+def test_a_raising_report_callback_keeps_the_end_callback_of_the_same_release():
+    """A task holding 0x400000 (report) whose human's on_report raises: its own end
+    callback, run right after in the same release, still runs, and the update goes on."""
+    from scuffle.anim.tasks import HeldFlags
+
+    ends = {"a": [], "b": []}
+    reports = {"a": 0, "b": 0}
+
+    def start(g, key, report):
+        for n in ("a", "b", "c"):
+            g.instance(n).on_report = report
+
+        def act(ctx):
+            if ctx.update % 30 == 0:
+                for n in ("a", "b", "c"):
+                    inst = g.instance(n)
+                    nxt = g.player.loop(inst, int(Move.FIGHT_IDLE))
+                    g.change(n, g.player.clip(inst, int(Move.JAB), nxt, held=int(HeldFlags.REPORT),
+                                              on_end=lambda i: ends[key].append((g.update, i.name))))
+        g.ctx.actions.append(act)
 
     def rig(g):
-        for n in ("p1", "p2"):
-            g.instance(n).on_report = lambda inst: (_ for _ in ()).throw(Boom("report"))
+        def boom(inst):
+            reports["a"] += 1
+            raise Boom("report")
+        start(g, "a", boom)
 
     def calm(g):
-        for n in ("p1", "p2"):
-            g.instance(n).on_report = lambda inst: None
+        def quiet(inst):
+            reports["b"] += 1
+        start(g, "b", quiet)
 
-    _run_pair(make, rig, calm, updates=200)
+    raised = _run_pair(_loop_world, rig, calm, updates=120)
+    assert reports["a"] == reports["b"] >= 6 and ends["a"] == ends["b"] and len(ends["a"]) >= 6
+    assert {p for e in raised for p, _ in e.errors} == {"flush"}
 
 
 def test_a_host_driven_world_gets_the_error_after_every_scuffle_system():
