@@ -22,12 +22,13 @@ __all__ = ["SimContext", "MAX_ROOT_SPEED", "sorted_components", "HandlerError"]
 class HandlerError(RuntimeError):
     """A game's callback raised during an update; the update still completed for everyone.
 
-    An event handler, an end, wrap or report callback of a task that raises does not stop
-    the update: the other handlers, the flush, the state update, root motion, the actions
+    An event handler, an end, wrap or report callback of a task, or an action that raises
+    does not stop the update: the other handlers, the flush, the state update, root motion, the actions
     and the placement all run for every human, and then ``Game.step()`` raises this, once,
     carrying every exception of the update. ``errors``: (phase, exception) in the order
     they were raised, phase one of "animation" (wrap callbacks), "events" (handlers),
-    "flush" (end and report callbacks); ``update`` the update's number. The first
+    "flush" (end and report callbacks), "actions" (the actions phase's callables);
+    ``update`` the update's number. The first
     original is also the ``__cause__``. The world is then exactly as after an update
     whose callbacks did not raise, less what the raising ones would have done.
     """

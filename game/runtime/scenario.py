@@ -603,7 +603,7 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     names none (the world's task pool), the field ``run`` with no line.
     """
     from scuffle.game.runtime.trace import trace_records, write_records
-    from scuffle.game.runtime.world import Game, UnknownHuman
+    from scuffle.game.runtime.world import Game, HandlerError, UnknownHuman
 
     game = Game(sc.options)
     try:
@@ -637,6 +637,8 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
             now = game.update                  # the counter advances even when an update fails
             try:
                 game.step()
+            except HandlerError as exc:        # the update completed; a command or rule failed in it
+                raise _handler_error(sc, now, exc, last) from None
             except (AnimLimitError, PoseStackOverflow, UnknownClip) as exc:
                 raise _run_error(sc, now, exc, last) from None
             refused = game.player.refused
@@ -651,6 +653,19 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
         game.close()
         raise
     return game
+
+
+def _handler_error(sc: Scenario, update: int, exc, last: dict) -> BaseException:
+    """A HandlerError of an update as the scenario's error: its first ScenarioError (a
+    command that failed), else its first limit of the original (as ``_run_error``), else
+    the HandlerError itself (a game callback's own exception)."""
+    for _, e in exc.errors:
+        if isinstance(e, ScenarioError):
+            return e
+    for _, e in exc.errors:
+        if isinstance(e, (AnimLimitError, PoseStackOverflow, UnknownClip)):
+            return _run_error(sc, update, e, last)
+    return exc
 
 
 def _run_error(sc: Scenario, update: int, exc: Exception, last: dict, human: str | None = None) -> ScenarioError:

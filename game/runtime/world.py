@@ -245,8 +245,8 @@ class Game:
     def step(self) -> None:
         """Run one 30 Hz update: every system once, in SCHEDULE order.
 
-        A game's event handler or task callback (end, wrap, report) that raises does not
-        stop the update: it completes for every human (flush, state update, root motion,
+        A game's event handler, task callback (end, wrap, report) or action that raises
+        does not stop the update: it completes for every human (flush, state update, root motion,
         actions, placement), then one HandlerError carrying every such exception is
         raised (``errors``; the first is its ``__cause__``). The world is then as after
         the same update with handlers that did not raise, less what they would have done;

@@ -1,7 +1,7 @@
 """An update is never half done (issue 21, item 5).
 
-A game's event handler, or a task's end / wrap / report callback, that raises does not
-stop the update: the other handlers, the flush, the state update, root motion, the
+A game's event handler, a task's end / wrap / report callback, or an action that
+raises does not stop the update: the other handlers, the flush, the state update, root motion, the
 actions and the placement run for every human, then ``Game.step()`` raises one
 ``HandlerError`` carrying the originals. Each probe runs two worlds side by side, the
 same in everything but the callback (one raises, one returns), and compares their
@@ -231,6 +231,26 @@ def test_a_raising_report_callback_keeps_the_end_callback_of_the_same_release():
     raised = _run_pair(_loop_world, rig, calm, updates=120)
     assert reports["a"] == reports["b"] >= 6 and ends["a"] == ends["b"] and len(ends["a"]) >= 6
     assert {p for e in raised for p, _ in e.errors} == {"flush"}
+
+
+def test_an_action_that_raises_does_not_skip_the_actions_after_it():
+    """A host's action, first in the actions phase, raising every 7th update: the fight
+    rules and their AI (after it), and the placement, run alike in both worlds."""
+    def make():
+        return _fight_world(seed=13)[0]
+
+    def rig(g):
+        def boom(ctx):
+            if ctx.update % 7 == 3:
+                raise Boom(f"action at {ctx.update}")
+        g.ctx.actions.insert(0, boom)
+
+    def calm(g):
+        g.ctx.actions.insert(0, lambda ctx: None)
+
+    raised = _run_pair(make, rig, calm, updates=120)
+    assert [e.update for e in raised] == [u for u in range(120) if u % 7 == 3]
+    assert all(p == "actions" for e in raised for p, _ in e.errors)
 
 
 def test_a_host_driven_world_gets_the_error_after_every_scuffle_system():
