@@ -27,7 +27,8 @@ class HandlerError(RuntimeError):
     and the placement all run for every human, and then ``Game.step()`` raises this, once,
     carrying every exception of the update. ``errors``: (phase, exception) in the order
     they were raised, phase one of "animation" (wrap callbacks), "events" (handlers),
-    "flush" (end and report callbacks), "actions" (the actions phase's callables);
+    "flush" (end and report callbacks), "state" (the state functions), "actions" (the
+    actions phase's callables);
     ``update`` the update's number. The first
     original is also the ``__cause__``. The world is then exactly as after an update
     whose callbacks did not raise, less what the raising ones would have done.

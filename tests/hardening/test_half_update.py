@@ -253,6 +253,25 @@ def test_an_action_that_raises_does_not_skip_the_actions_after_it():
     assert all(p == "actions" for e in raised for p, _ in e.errors)
 
 
+def test_a_state_function_that_raises_does_not_skip_root_motion():
+    """A host's state function, first in the state update, raising every 5th update: the
+    fight rules' locomotion after it, root motion and the move run alike."""
+    def make():
+        return _fight_world(seed=17)[0]
+
+    def rig(g):
+        def boom(ctx):
+            if ctx.update % 5 == 1:
+                raise Boom("state")
+        g.ctx.state_functions.insert(0, boom)
+
+    def calm(g):
+        g.ctx.state_functions.insert(0, lambda ctx: None)
+
+    raised = _run_pair(make, rig, calm, updates=90)
+    assert len(raised) == 18 and all(p == "state" for e in raised for p, _ in e.errors)
+
+
 def test_a_host_driven_world_gets_the_error_after_every_scuffle_system():
     """esper.process() of a host's world (Game.attach): the HandlerError reaches the host
     once scuffle's last system ran; the next process goes on."""
