@@ -1,6 +1,6 @@
 """The compiled engine's numba kernels: FPU time arithmetic, the task stacks' step and pose, root motion.
 
-Every function here is ``@njit(cache=True)`` with fastmath off, takes arrays and scalars
+Every function here is ``@njit(cache=CACHE)`` with fastmath off, takes arrays and scalars
 only and writes into buffers its caller preallocated: nothing is allocated per update.
 The machine code is cached on disk next to this file (``__pycache__/kernels.*.nbi`` /
 ``.nbc``; numba moves it to its user cache dir, or ``NUMBA_CACHE_DIR``, when that is not
@@ -57,6 +57,11 @@ from .store import NO_EVENT, NO_ROW
 from .pose import POSE_STACK_SIZE
 from .tasks import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, HELD_EVENTS, WINDOW_RULES,
                     BlendWindow, HeldFlags, TaskType)
+from .jitcache import cache_setting
+
+# numba's on-disk cache: True, or False with no writable cache folder (the kernels then
+# compile for the process only); a corrupt cache is set aside first (anim/jitcache.py).
+CACHE = cache_setting(__file__)
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_SLOW", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
@@ -77,7 +82,7 @@ DETMATH_SHA256 = "86b371477a23c5e10ec558312d5123bb75cb249e218ad1b659c453bdaa759c
 # ---------------------------------------------------------------- FPU arithmetic
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _truncate(r, err):
     """The exact value r + err (r a double, err its tail) truncated to float32 (as float64)."""
     if r != r or r == math.inf or r == -math.inf:
@@ -93,7 +98,7 @@ def _truncate(r, err):
     return np.float64(f)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def add(a, b):
     """float32 a + b rounded toward zero (float64 in and out, holding float32 values)."""
     r = a + b
@@ -102,19 +107,19 @@ def add(a, b):
     return _truncate(r, err)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def sub(a, b):
     """float32 a - b rounded toward zero."""
     return add(a, -b)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def mul(a, b):
     """float32 a x b rounded toward zero (the double product of two float32s is exact)."""
     return _truncate(a * b, 0.0)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def div(a, b):
     """float32 a / b rounded toward zero (b != 0)."""
     q = a / b
@@ -124,7 +129,7 @@ def div(a, b):
     return _truncate(q, (a - r) / b)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def frame_of(t):
     """The cursor frame uint(t x 30 + 0.5) in the FPU's arithmetic, saturating."""
     v = add(mul(t, 30.0), 0.5)
@@ -152,7 +157,7 @@ def frame_of(t):
 
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _key4(kslope, kval, k, dx):
     """A rotation key carried toward the next: value + slope x (frame - key), per
     component, in the table's float32 (the multiply, then the add, as the sampler does)."""
@@ -160,7 +165,7 @@ def _key4(kslope, kval, k, dx):
             kslope[k, 2] * dx + kval[k, 2], kslope[k, 3] * dx + kval[k, 3])
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _scale_turn(qx, qy, qz, qw, rate32):
     """Bone 0's turn q scaled by the rate (quat.scale_turn for one float32 quaternion).
 
@@ -184,7 +189,7 @@ def _scale_turn(qx, qy, qz, qw, rate32):
     return qx * kk, qy * kk, qz * kk, np.float32(c_rh)
 
 
-@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, ktag,
             sent_vel, sent_bone, animated, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
@@ -258,7 +263,7 @@ def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, 
         s_rot[p, b, 3] = q3 * inv
 
 
-@njit(cache=True, inline='always')
+@njit(cache=CACHE, inline='always')
 def _slerp_into(s_rot, pa, pb, b, t, po):
     """Quat_Slerp of bone b, poses pa -> pb by t (clamped), into pose po (quat.slerp).
 
@@ -316,7 +321,7 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
     s_rot[po, b, 3] = ow
 
 
-@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _blend(pa, pb, po, w, mbone, submask, s_vel, s_root, s_rot, s_tag):
     """Pose_BlendPartial of scratch poses pa (lower) and pb (upper) by w into po (pose.blend).
 
@@ -380,7 +385,7 @@ def _blend(pa, pb, po, w, mbone, submask, s_vel, s_root, s_rot, s_tag):
             s_tag[po, 2 + b] = s_tag[pa, 2 + b] if not full and not submask[mbone, b] else both
 
 
-@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _emit(p, i, parents, offsets, s_vel, s_root, s_rot, s_tag, o_vel, o_root, o_rot, o_tag, o_pos, o_mrot):
     """Scratch pose p to output column i: the pose, then local-to-model (skeleton.model_space).
 
@@ -449,7 +454,7 @@ def _emit(p, i, parents, offsets, s_vel, s_root, s_rot, s_tag, o_vel, o_root, o_
         o_pos[2, b, i] = (ax * cy - ay * cx) * np.float32(2.0) + vz + pz
 
 
-@njit(cache=True, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _reference(p, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag):
     """The default pose into scratch pose p (PoseBatch.reference)."""
     for c in range(3):
@@ -463,7 +468,7 @@ def _reference(p, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag):
         s_tag[p, t] = True
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _fade_weight(el, dur):
     """anim.tasks.fade_weight: (1 + cos(pi t / d)) / 2, d <= 0 gives 0."""
     if dur <= 0.0:
@@ -472,7 +477,7 @@ def _fade_weight(el, dur):
     return (1.0 + cos_pi_s(x)) / 2.0
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def pose_plan(cols, first_s, first_b, s_clip, s_time, s_rate, s_flags, b_a, b_b, b_w, b_mask, finals,
               row0, rows, ftab, kval, kslope, kstart, ktag, sent_vel, sent_bone, animated,
               ref_rot, ref_bone_rot, bind_height, parents, offsets, submask,
@@ -518,7 +523,7 @@ def pose_plan(cols, first_s, first_b, s_clip, s_time, s_rate, s_flags, b_a, b_b,
 # ---------------------------------------------------------------- root motion
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _wrap_deg(deg):
     """Degrees into (-180, 180] (systems.motion._wrap)."""
     d = np.fmod(deg, 360.0)
@@ -529,7 +534,7 @@ def _wrap_deg(deg):
     return d
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _turn_deg(qz, qw):
     """The turn 2 acos(w) signed by z, in degrees (quat.angle_about_z, np.degrees)."""
     a = 2.0 * acos_s(qw)
@@ -538,7 +543,7 @@ def _turn_deg(qz, qw):
     return a * RAD
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def root_motion_step(idx, p_vel, p_tag, p_rot, heading, attached, state_vel, position, attach_heading, dt, cap,
                      out_vel):
     """Human_ApplyRootMotion then the move, for every body (systems.motion.StateUpdate).
@@ -642,7 +647,7 @@ COUNT_GAITS = 4                 # gaits whose pair changed (gait_out rows)
 # ---------------------------------------------------------------- cursors
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     c_ev[c] = i
     b = c_bank[c]
@@ -652,7 +657,7 @@ def _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
         c_evf[c] = _NO_EVENT
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _fire(hi, c, tr, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf, e_first, e_count, e_frame, ev_out, n_ev):
     """Cursor._fire: the events up to the cursor's frame, as rows (none when muted)."""
     b = c_bank[c]
@@ -673,7 +678,7 @@ def _fire(hi, c, tr, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf, e_first, e_
     return n_ev
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     """Cursor._skip: every event up to the frame counts as passed."""
     b = c_bank[c]
@@ -686,7 +691,7 @@ def _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _set_time(c, t, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     """Cursor.set_time: the time without a step, the frame capped at F - 1."""
     c_t[c] = t
@@ -699,7 +704,7 @@ def _set_time(c, t, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, 
         _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     """Cursor.restart: time 0, frame 0, no event passed. Original: AnimCursor_Restart."""
     c_t[c] = 0.0
@@ -708,7 +713,7 @@ def _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e
     _set_next_event(c, 0, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end,
              e_first, e_count, e_frame, ev_out, n_ev):
     """Cursor.advance: by ``step``; the events reached go to ``ev_out`` as task ``r``'s
@@ -728,7 +733,7 @@ def _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_b
     return 0.0, n_ev
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _advance_looping(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev,
                      c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
     """tasks._advance_looping: advance; when the clip ended, restart and advance by the
@@ -746,7 +751,7 @@ def _advance_looping(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_en
 # ---------------------------------------------------------------- task helpers
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _lead(r, t_c0, t_c1, t_aux, g_leader):
     """A gait's leading cursor row (the lower when leader is 0)."""
     if g_leader[t_aux[r]] == 0:
@@ -754,7 +759,7 @@ def _lead(r, t_c0, t_c1, t_aux, g_leader):
     return t_c1[r]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _duration(r, t_type, t_c0, t_c1, t_aux, c_dur, f_dur, g_leader):
     """Task.duration (+0xd4): the leading clip's, a fade's time."""
     tt = t_type[r]
@@ -765,7 +770,7 @@ def _duration(r, t_type, t_c0, t_c1, t_aux, c_dur, f_dur, g_leader):
     return np.float64(c_dur[t_c0[r]])
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _window(r, t_type, t_c0, t_c1, t_aux, t_nxt, t_blend, c_dur, f_dur, g_leader):
     """ClipTask.window: b, at most the next task's duration (0 without a next task)."""
     nx = t_nxt[r]
@@ -776,7 +781,7 @@ def _window(r, t_type, t_c0, t_c1, t_aux, t_nxt, t_blend, c_dur, f_dur, g_leader
     return min(b, d)
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _pair_index(v):
     if v < _STEP0:
         return 0
@@ -787,7 +792,7 @@ def _pair_index(v):
     return 3
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
     """The gait's value after this update's move toward the target (GaitTask.advance)."""
     g = t_aux[r]
@@ -801,7 +806,7 @@ def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
     return old
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _runnable(r, t_type, t_c0, t_c1, t_aux, t_callback, t_foreign):
     """Whether the kernel runs task ``r``: a type it knows (1, 3-7, 9, 12) with its rows in
     the world's tables, no wrap callback, no next or incoming task in another table."""
@@ -817,7 +822,7 @@ def _runnable(r, t_type, t_c0, t_c1, t_aux, t_callback, t_foreign):
     return False
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _seed_walk(hi, h_depth, h_stack, walk):
     """Put the human's stack rows on the walk's scratch (a walk then pops them and pushes
     next tasks); returns how many are on it."""
@@ -827,7 +832,7 @@ def _seed_walk(hi, h_depth, h_stack, walk):
     return n
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _find(hi, r, h_depth, h_stack):
     for i in range(h_depth[hi]):
         if h_stack[hi, i] == r:
@@ -835,7 +840,7 @@ def _find(hi, r, h_depth, h_stack):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _gait_id(g, idx, g_id0, g_id1, g_id2, g_id3, g_id4):
     if idx == 0:
         return g_id0[g]
@@ -848,7 +853,7 @@ def _gait_id(g, idx, g_id0, g_id1, g_id2, g_id3, g_id4):
     return g_id4[g]
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _new_pair(r, nl, t_c0, t_c1, t_aux, g_lower, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1, c_anim, take,
               out):
     """GaitTask.advance's change of pair to ``nl``: each of the two cursors is kept once, by
@@ -889,7 +894,7 @@ def _new_pair(r, nl, t_c0, t_c1, t_aux, g_lower, g_id0, g_id1, g_id2, g_id3, g_i
     return True
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _pair_ready(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_c0, t_c1, t_aux, t_nxt, t_handed, g_value,
                 g_target, g_lower, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1, c_anim, walk, pair4,
                 pair_out, n_pair):
@@ -918,7 +923,7 @@ def _pair_ready(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_c0, t_c1, t
     return ready, n_pair
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _defer(hi, r, t_released, def_out, n_def):
     """Player.defer: on the deferred list once. Original: 0x00105640 AnimTask_DeferGive."""
     if not t_released[r]:
@@ -929,7 +934,7 @@ def _defer(hi, r, t_released, def_out, n_def):
     return n_def
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _owner_of(hi, task, h_depth, h_stack, t_type, t_nxt, t_handed, walk):
     """Player._owner_of: the clip task (on the stack or following one) whose next is ``task``."""
     n = _seed_walk(hi, h_depth, h_stack, walk)
@@ -946,7 +951,7 @@ def _owner_of(hi, task, h_depth, h_stack, t_type, t_nxt, t_handed, walk):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
     """Player._clear_flags: clear ``bits`` from the human but those another task holds."""
     others = np.int64(0)
@@ -960,7 +965,7 @@ def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
 # ---------------------------------------------------------------- the step
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
                 h_depth, h_stack, h_flags,
                 t_type, t_rate, t_flags, t_held, t_c0, t_c1, t_aux, t_nxt, t_blend, t_window, t_incoming,
@@ -1223,7 +1228,7 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
 # ---------------------------------------------------------------- the pose
 
 
-@njit(cache=True)
+@njit(cache=CACHE)
 def pose_stacks(rows, cols, t_type, t_rate, t_c0, t_c1, t_aux, t_nxt, t_blend, t_window,
                 h_depth, h_stack, c_t, c_frame, c_end, c_dur, c_flags, c_bank, c_ev, c_evf,
                 f_el, f_dur, g_value, g_lower, g_leader, e_first, e_count, e_frame,

@@ -229,6 +229,11 @@ class Player:
         self._stepped: dict[int, CharacterInstance] = {}
         # Queued tasks the last step could not start (a limit): (instance, the error).
         self.refused: list[tuple[CharacterInstance, AnimLimitError]] = []
+        # A callback's exception (wrap, end, report): handed to on_callback_error(phase, exc)
+        # when set (the Game's: raised after the whole update), else raised by step / flush
+        # once they are done for every character.
+        self.on_callback_error: Callable[[str, BaseException], None] | None = None
+        self._failed: list[BaseException] = []
         self.stats = PlayerStats()
         self._pose_refused: list[CharacterInstance] = []   # humans whose poses_refused is set
 
@@ -827,10 +832,28 @@ class Player:
             # Only the characters whose stack or gait leader changed can have a new top task.
             for inst in self.batch.step(instances if isinstance(instances, list) else list(instances), dt):
                 self._stepped[id(inst)] = inst
-            return
-        for inst in instances:
-            self.step_one(inst, dt)
-            self._stepped[id(inst)] = inst
+        else:
+            for inst in instances:
+                self.step_one(inst, dt)
+                self._stepped[id(inst)] = inst
+        self._raise_failed()
+
+    def run_callback(self, fn: Callable, inst: CharacterInstance, phase: str) -> None:
+        """Call a task's callback ``fn(inst)``; its exception does not stop the step or the
+        flush: it goes to ``on_callback_error(phase, exc)`` when set, else it is raised
+        once the step or flush is done for every character (the first one)."""
+        try:
+            fn(inst)
+        except Exception as exc:
+            if self.on_callback_error is not None:
+                self.on_callback_error(phase, exc)
+            else:
+                self._failed.append(exc)
+
+    def _raise_failed(self) -> None:
+        if self._failed:
+            failed, self._failed = self._failed, []
+            raise failed[0]
 
     def step_one(self, inst: CharacterInstance, dt: float) -> None:
         """One character's animation step (see ``step``)."""
@@ -985,14 +1008,14 @@ class Player:
         changes the id without any release). Out: the instances with a released task.
         An exception from a callback (``on_end``, ``on_report``) does not stop the flush:
         every deferred task is still released and given back, the ids are refreshed, and
-        then the first such exception is raised.
+        then the first such exception is raised (with ``on_callback_error`` set, every
+        one goes there instead and nothing is raised).
         Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release),
         0x00108f10 (type 6's), 0x00106ee8 (the fade's).
         """
         touched: list[CharacterInstance] = []
         seen: set[int] = set()
         stepped, self._stepped = self._stepped, {}        # id -> instance: no repeats
-        failed: BaseException | None = None
         release = self._release
         while self.deferred:
             batch = self.deferred
@@ -1005,11 +1028,7 @@ class Player:
                 rows = inst._event_rows                 # lazy events read the rows the release gives back:
                 if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
                     inst.events                         # noqa: B018  (made now, while the rows are the task's)
-                try:
-                    release(inst, task)
-                except Exception as exc:     # a callback's; the task itself is back
-                    if failed is None:
-                        failed = exc
+                release(inst, task)          # a callback's exception is kept (run_callback)
         # touched (no repeats), then the stepped ones not among them: each refreshed once
         refresh = self.refresh_anim_id
         for inst in touched:
@@ -1017,8 +1036,7 @@ class Player:
         for key, inst in stepped.items():
             if key not in seen:
                 refresh(inst)
-        if failed is not None:
-            raise failed
+        self._raise_failed()
         return touched
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:
@@ -1037,9 +1055,9 @@ class Player:
         inst.released.append(task.anim_id())
         try:
             if held & _REPORT and inst.on_report is not None:
-                inst.on_report(inst)
+                self.run_callback(inst.on_report, inst, "flush")
             if task.on_end is not None:
-                task.on_end(inst)
+                self.run_callback(task.on_end, inst, "flush")
         finally:                            # back to the pool even when a callback raises
             self.discard(task)
 

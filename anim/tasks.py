@@ -373,7 +373,7 @@ class LoopTask(_ClipBase):
             c.advance(over, sink, self)
             self.wraps += 1
             if self.on_wrap is not None:
-                self.on_wrap(inst)
+                player.run_callback(self.on_wrap, inst, "animation")
 
 
 class ClipTask(_ClipBase):
@@ -847,7 +847,7 @@ class GaitTask(Task):
         lead, follow = self._lead_follow()
         if _advance_looping(player, lead, lead.step_size(dt, self.rate), sink, self):
             if self.on_wrap is not None:
-                self.on_wrap(inst)
+                player.run_callback(self.on_wrap, inst, "animation")
         _follow(lead, follow)
 
     def emit(self, plan: "PoseProgram") -> None:

@@ -9,7 +9,10 @@ first step or sample that finds the cache cold logs ``COMPILE_MESSAGE`` before t
 kernels compile (``note_cold_compile``). ``compile_kernels`` runs a tiny crowd through
 every kernel; ``announce_compile`` (the command line, before the commands that step
 humans) compiles them ahead when the cache is cold, through the same logger. A host that
-wants silence: ``logging.getLogger("scuffle").setLevel(logging.ERROR)``.
+wants silence: ``logging.getLogger("scuffle").setLevel(logging.ERROR)``. With no folder
+numba can write, the notice says the kernels compile for the run only
+(``NO_CACHE_MESSAGE``); under NUMBA_DISABLE_JIT=1 nothing compiles and nothing is said.
+A corrupt cache is set aside when anim/kernels.py is imported (anim/jitcache.py).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import numpy as np
 
 from . import kernels as K
 from .coldstart import ANNOUNCED as _ANNOUNCED
-from .coldstart import COMPILE_MESSAGE, COMPILED_MESSAGE, LOGGER, kernels_cached, note_cold_compile
+from .coldstart import COMPILE_MESSAGE, COMPILED_MESSAGE, LOGGER, cold_notice, kernels_cached, note_cold_compile
 from .animset import AnimSet
 from .clip import author_clip, make_event
 from .player import Player
@@ -30,15 +33,16 @@ __all__ = ["compile_kernels", "kernels_cached", "announce_compile", "note_cold_c
 
 def announce_compile() -> None:
     """Once per process: if the kernels are not cached yet, compile them now, announced
-    on the ``scuffle`` logger (COMPILE_MESSAGE, then COMPILED_MESSAGE); the command line
-    calls it before the commands that step humans, and shows the logger on stderr."""
+    on the ``scuffle`` logger (COMPILE_MESSAGE, then COMPILED_MESSAGE; without a cache
+    folder NO_CACHE_MESSAGE; nothing under NUMBA_DISABLE_JIT=1); the command line calls
+    it before the commands that step humans, and shows the logger on stderr."""
     if _ANNOUNCED:
         return
     _ANNOUNCED.append(True)
-    if not kernels_cached():
-        LOGGER.warning(COMPILE_MESSAGE)
+    if cold_notice():
         compile_kernels()
-        LOGGER.warning(COMPILED_MESSAGE)
+        if K.CACHE:
+            LOGGER.warning(COMPILED_MESSAGE)
 
 
 def compile_kernels(progress=None) -> None:

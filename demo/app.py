@@ -34,6 +34,7 @@ from scuffle.game.fighters import registry as fighters_registry
 from scuffle.game.fighters.ai import FighterAI
 from scuffle.game.fighters.combat import PACES, Fight, FightState
 from scuffle.game.fighters.moves import Move, THROWS
+from scuffle.game.runtime.files import OutputFile, output_path
 from scuffle.game.runtime.scenario import Command, apply_command
 from scuffle.game.runtime.trace import trace_records, write_records
 from scuffle.game.runtime.world import Game
@@ -241,7 +242,8 @@ class DemoSim:
         self.paused = False
         self.slow = False
         self.trace_path = trace
-        self._trace = open(trace, "w", encoding="utf-8", newline="\n") if trace is not None else None
+        # written beside the file and renamed at close(): a run that fails leaves an old trace whole
+        self._trace = OutputFile(trace, "trace") if trace is not None else None
 
     # ------------------------------------------------------------ control
     def command(self, who: str, action: str | None = None, loop: int | None = None, **extra):
@@ -308,7 +310,7 @@ class DemoSim:
                 ev = fe.event
                 self.recent_events[name].append((upd, f"{fe.anim_id:4d} f{ev.frame:<3d} 0x{ev.type:02x} {ev.name}"))
         if self._trace is not None:
-            write_records(self._trace, trace_records(game))
+            write_records(self._trace.fp, trace_records(game))
 
     def health(self) -> dict[str, float]:
         return {n: float(self.fight.combat(n).health) for n in self.names}
@@ -344,15 +346,20 @@ class DemoSim:
         return "\n".join(out) + "\n"
 
     def save_scenario(self, path) -> None:
-        """Write ``scenario_text()`` to ``path`` (UTF-8)."""
-        with open(path, "w", encoding="utf-8", newline="\n") as fp:
-            fp.write(self.scenario_text())
+        """Write ``scenario_text()`` to ``path`` (UTF-8; whole or not at all: OutputFile).
+        Rejected: OutputError naming the file (a full disk, a folder not writable)."""
+        with OutputFile(path, "record") as out:
+            out.write(self.scenario_text())
 
-    def close(self) -> None:
-        if self._trace is not None:
-            self._trace.close()
-            self._trace = None
-        self.game.close()
+    def close(self, keep: bool = True) -> None:
+        """Close the world and the trace: the trace file is published (``keep``), or
+        dropped and an old file of that name left whole (``keep=False``: a failed run)."""
+        try:
+            if self._trace is not None:
+                trace, self._trace = self._trace, None
+                trace.close(keep=keep)
+        finally:
+            self.game.close()
 
 
 class App:
@@ -411,7 +418,8 @@ class App:
                 self.inset = (self.inset + 1) % len(sim.names)
             elif k == pygame.K_F12:
                 path = f"scuffle-{sim.seed}-{sim.update:06d}.png"
-                pygame.image.save(self.screen, path)
+                with output_path(path, "screenshot") as tmp:
+                    pygame.image.save(self.screen, tmp)
                 print(f"demo: saved {path}")
             elif k in self._ACTIONS and not sim.attract:
                 sim.keyboard.press(self._ACTIONS[k], sim.update)
@@ -515,7 +523,8 @@ class App:
                 render.draw_scene(self.screen, scene, fonts, self.camera)
                 pygame.display.flip()
                 if self.screenshot is not None and self.sim.update >= (self.screenshot_at or 0):
-                    pygame.image.save(self.screen, str(self.screenshot))
+                    with output_path(self.screenshot, "screenshot") as tmp:
+                        pygame.image.save(self.screen, tmp)
                     print(f"demo: saved {self.screenshot} at update {self.sim.update}")
                     self.running = False
                 if frame_dt is None:

@@ -7,8 +7,10 @@
     scuffle demo --headless --gif [PATH]           # an animated GIF of the arena (Pillow)
     scuffle view SOURCE [--id N]         # the clip viewer (scuffle.demo.view)
 
-With no display (no DISPLAY / WAYLAND_DISPLAY on Linux, SDL_VIDEODRIVER=dummy, or a
-display that fails to open) it runs headless by itself, with the same defaults.
+With no display (no DISPLAY / WAYLAND_DISPLAY on Linux, SDL_VIDEODRIVER=dummy or
+offscreen, a display that fails to open, or SDL falling back to its offscreen or dummy
+driver when DISPLAY names a display it cannot reach) it runs headless by itself, with
+the same defaults.
 """
 from __future__ import annotations
 
@@ -106,9 +108,32 @@ def no_display() -> str | None:
     return None
 
 
+def check_files(a: argparse.Namespace, headless: bool) -> str | None:
+    """The one-line error when two outputs name one file (--record, --trace, --gif, the
+    screenshot, headless: OUT/summary.json and OUT/contact_sheet.png), or one is a
+    symbolic link or a directory; None when they are fine (files.check_outputs)."""
+    from scuffle.game.runtime.files import OutputError, check_outputs
+
+    outs = {"--record": a.record, "--trace": a.trace}
+    if headless:
+        outs.update({"--gif": a.gif, "summary": os.path.join(a.out, "summary.json"),
+                     "contact sheet": os.path.join(a.out, "contact_sheet.png")})
+    else:
+        outs["--screenshot"] = a.screenshot
+    try:
+        check_outputs(outs)
+    except OutputError as exc:
+        return f"scuffle demo: error: {exc}"
+    return None
+
+
 def headless(a: argparse.Namespace, why: str | None = None) -> int:
     from scuffle.demo.headless import PillowMissing, run_headless
 
+    bad = check_files(a, headless=True)
+    if bad:
+        print(bad, file=sys.stderr)
+        return 2
     if why:
         print(f"demo: no display ({why}); running headless", file=sys.stderr)
     try:
@@ -118,8 +143,11 @@ def headless(a: argparse.Namespace, why: str | None = None) -> int:
     except PillowMissing as exc:
         print(f"scuffle demo: error: {exc}", file=sys.stderr)
         return 2
+    except ValueError as exc:                 # OutputError: a file that cannot be written, named
+        print(f"scuffle demo: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     except OSError as exc:
-        print(f"scuffle demo: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"scuffle demo: error: {exc.filename or a.out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     print(f"demo: {s['updates']} updates ({s['seconds']:g} s, seed {s['seed']}) in {s['wall_seconds']:.1f} s: "
           f"grabs {s['grabs']}, strikes {s['strikes']}, throws {s['throws']}, damage {s['damage']:g}")
@@ -153,9 +181,38 @@ def main(argv=None) -> int:
     except pygame.error as e:
         pygame.display.quit()
         return headless(a, f"pygame.display: {e}")
+    got = offscreen_driver(pygame)
+    if got:                                # SDL fell back to a driver that shows nothing
+        pygame.display.quit()
+        return headless(a, f"SDL gave the {got!r} video driver")
+    bad = check_files(a, headless=False)
+    if bad:
+        pygame.display.quit()
+        print(bad, file=sys.stderr)
+        return 2
     from scuffle.demo.app import App
 
-    App(seed=a.seed, attract=a.attract, size=a.size, screen=screen, screenshot=a.screenshot,
-        screenshot_at=a.at, record=a.record, trace=a.trace, health=a.health).run()
+    try:
+        App(seed=a.seed, attract=a.attract, size=a.size, screen=screen, screenshot=a.screenshot,
+            screenshot_at=a.at, record=a.record, trace=a.trace, health=a.health).run()
+    except ValueError as exc:              # OutputError: a file that cannot be written, named
+        pygame.display.quit()
+        print(f"scuffle demo: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     return 0
+
+
+# SDL's video drivers that open no visible window: the demo runs headless on them.
+OFFSCREEN_DRIVERS = ("offscreen", "dummy")
+
+
+def offscreen_driver(pygame) -> str | None:
+    """The video driver SDL actually opened when it shows nothing (``offscreen``,
+    ``dummy``: SDL falls back to them when DISPLAY names a display it cannot reach),
+    else None."""
+    try:
+        driver = (pygame.display.get_driver() or "").lower()
+    except pygame.error:
+        return None
+    return driver if driver in OFFSCREEN_DRIVERS else None
 

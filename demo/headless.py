@@ -101,8 +101,10 @@ class GifWriter:
         n = len(self.frames)
         durations = [GIF_DURATIONS[i % len(GIF_DURATIONS)] for i in range(n)]
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.frames[0].save(self.path, save_all=True, append_images=self.frames[1:], duration=durations,
-                            loop=0, optimize=False, disposal=1)
+        from scuffle.game.runtime.files import output_path
+        with output_path(self.path, "gif") as tmp:
+            self.frames[0].save(tmp, format="GIF", save_all=True, append_images=self.frames[1:],
+                                duration=durations, loop=0, optimize=False, disposal=1)
         return n
 
 
@@ -126,6 +128,7 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
     pygame = _pygame()
     from scuffle.demo import render
     from scuffle.demo.app import DemoSim
+    from scuffle.game.runtime.files import OutputFile, output_path
 
     out = Path(out)
     if pictures:
@@ -147,12 +150,14 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
     def picture(name: str) -> None:
         scene = render.snapshot(sim)
         render.draw_scene(surface, scene, fonts)
-        pygame.image.save(surface, str(out / name))
+        with output_path(out / name, "frame") as tmp:
+            pygame.image.save(surface, tmp)
         frames.append((name, sim.update / UPDATES_PER_SECOND))
         tile = pygame.Surface(TILE)
         render.draw_tile(tile, scene, tile_fonts, sim.round, sim.fight.round_over)
         tiles.append(tile)
 
+    ok = False
     try:
         for _ in range(updates):
             sim.step()
@@ -187,8 +192,9 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
             "trace": None if trace is None else str(trace),
             "wall_seconds": 0.0,
         }
+        ok = True
     finally:
-        sim.close()
+        sim.close(keep=ok)                       # a failed run leaves an old trace whole
     if gif_writer is not None and gif_writer.save():
         summary["gif"] = str(gif)
     if sheet:
@@ -196,7 +202,8 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
         contact_sheet(tiles, out / "contact_sheet.png")
     summary["wall_seconds"] = round(time.perf_counter() - t0, 3)
     if pictures:
-        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        with OutputFile(out / "summary.json", "summary") as fp:
+            fp.write(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
@@ -214,7 +221,9 @@ def contact_sheet(tiles, path, columns: int = SHEET_COLUMNS) -> None:
     sheet.fill(render.BG)
     for i, tile in enumerate(tiles):
         sheet.blit(tile, (pad + (i % cols) * (tw + pad), pad + (i // cols) * (th + pad)))
-    pygame.image.save(sheet, str(path))
+    from scuffle.game.runtime.files import output_path
+    with output_path(path, "contact sheet") as tmp:
+        pygame.image.save(sheet, tmp)
 
 
 def save_picture(sim, path, size: tuple[int, int] = (1280, 720), show_help: bool = False, inset: int = 0,
@@ -227,7 +236,9 @@ def save_picture(sim, path, size: tuple[int, int] = (1280, 720), show_help: bool
     scene.show_help, scene.inset, scene.paused, scene.slow = show_help, inset, paused, slow
     surface = pygame.Surface(size)
     render.draw_scene(surface, scene, render.Fonts())
-    pygame.image.save(surface, str(path))
+    from scuffle.game.runtime.files import output_path
+    with output_path(path, "picture") as tmp:
+        pygame.image.save(surface, tmp)
 
 
 def image_stats(path) -> dict:

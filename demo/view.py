@@ -59,7 +59,7 @@ from scuffle.anim.rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from scuffle.anim.skeleton import HUMANOID, NUM_BONES, PARENTS, Bone, Skeleton
 from scuffle.game.cli.errors import OneLineParser, anim_ref, examples
 from scuffle.game.runtime.scenario import MAX_RATE
-from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
+from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, OutputError, output_path, read_limited
 from scuffle.systems.motion import heading_matrix
 
 __all__ = ["ViewError", "ClipEntry", "Playback", "ViewerState", "load_source", "draw_view",
@@ -930,7 +930,8 @@ def write_contact_sheet(entry: ClipEntry, path, cells: int = SHEET_CELLS, root_m
         _text(sheet, fonts.small, f"t {f / 30:.3f} s   update {u}", (cell.right - 4, cell.bottom - 18), render.DIM,
               "topright")
     path = Path(path)
-    pygame.image.save(sheet, str(path))
+    with output_path(path, "picture") as tmp:          # whole or not at all
+        pygame.image.save(sheet, tmp)
     return path
 
 
@@ -1107,7 +1108,8 @@ def write_channels(entry: ClipEntry, path, pb: Playback | None = None) -> Path:
         _text(surf, fonts.mono, "no rotation channel (bones 1-33 all from the reference pose)", (PLOT_PAD, y + 20),
               render.DIM)
     path = Path(path)
-    pygame.image.save(surf, str(path))
+    with output_path(path, "picture") as tmp:          # whole or not at all
+        pygame.image.save(surf, tmp)
     return path
 
 
@@ -1129,7 +1131,8 @@ def write_view_picture(state: ViewerState, path, size: tuple[int, int] = DEFAULT
     surf = pygame.Surface(size)
     draw_view(surf, state, Fonts())
     path = Path(path)
-    pygame.image.save(surf, str(path))
+    with output_path(path, "picture") as tmp:          # whole or not at all
+        pygame.image.save(surf, tmp)
     return path
 
 
@@ -1213,7 +1216,8 @@ class ViewerApp:
                 st.next_clip(-1)
             elif k == pygame.K_F12 and self.screen is not None:
                 path = f"view-{st.entry.file_stem}-{st.update:05d}.png"
-                pygame.image.save(self.screen, path)
+                with output_path(path, "screenshot") as tmp:
+                    pygame.image.save(self.screen, tmp)
                 print(f"view: saved {path}")
         elif event.type == pygame.MOUSEBUTTONDOWN and event.button == 1 and self.layout is not None:
             track = self.layout.track
@@ -1273,7 +1277,8 @@ class ViewerApp:
                 self.render(fonts)
                 pygame.display.flip()
                 if self.screenshot is not None:
-                    pygame.image.save(self.screen, str(self.screenshot))
+                    with output_path(self.screenshot, "screenshot") as tmp:
+                        pygame.image.save(self.screen, tmp)
                     print(f"view: saved {self.screenshot}")
                     self.running = False
                 clock.tick(fps)
@@ -1337,19 +1342,23 @@ def main(argv=None) -> int:
             for p in paths:
                 print(f"view: wrote {p}")
             return 0
-    except ViewError as exc:
+    except (ViewError, OutputError) as exc:
         print(f"scuffle view: error: {exc}", file=sys.stderr)
         return 2
     pygame = _pygame()
+    from scuffle.demo.cli import offscreen_driver
     try:
         pygame.display.init()
         screen = pygame.display.set_mode(a.size, pygame.RESIZABLE)
+        got = offscreen_driver(pygame)     # SDL's fallback when DISPLAY cannot be reached
+        if got:
+            raise pygame.error(f"SDL gave the {got!r} video driver")
     except pygame.error as e:
         pygame.display.quit()
         print(f"view: no display (pygame.display: {e}); writing pictures instead", file=sys.stderr)
         try:
             paths = run_headless(entries, start, a.out, all_clips=a.all, root_motion=a.root_motion, size=a.size)
-        except ViewError as exc:
+        except (ViewError, OutputError) as exc:
             print(f"scuffle view: error: {exc}", file=sys.stderr)
             return 2
         for p in paths:

@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.game.runtime.scenario import Scenario, ScenarioError
     from scuffle.game.runtime.schedule import SCHEDULE, install
     from scuffle.game.runtime.world import BoneArray, Game, NameOrEntity, UnknownHuman, Vec3
-    from scuffle.systems.context import SimContext
+    from scuffle.systems.context import HandlerError, SimContext
 
 __version__ = "0.2.0"
 
@@ -91,12 +91,12 @@ _EXPORTS: dict[str, str] = {
     "Scenario": "scuffle.game.runtime.scenario", "ScenarioError": "scuffle.game.runtime.scenario",
     "SCHEDULE": "scuffle.game.runtime.schedule", "install": "scuffle.game.runtime.schedule",
     **{n: "scuffle.game.runtime.world" for n in ("Game", "UnknownHuman", "Vec3", "BoneArray", "NameOrEntity")},
-    "SimContext": "scuffle.systems.context",
+    "SimContext": "scuffle.systems.context", "HandlerError": "scuffle.systems.context",
 }
 
 __all__ = [
     "__version__",
-    "Game", "UnknownHuman", "install", "SCHEDULE", "SimContext", "Vec3", "BoneArray", "NameOrEntity",
+    "Game", "UnknownHuman", "HandlerError", "install", "SCHEDULE", "SimContext", "Vec3", "BoneArray", "NameOrEntity",
     "load_scenario", "parse_scenario", "run_scenario", "Scenario", "ScenarioError", "Registry", "ActionSpec",
     "fighters_registry",
     "Player", "PlayerOptions", "CharacterInstance", "AnimSet", "Clip", "parse_clip", "encode_clip",
@@ -125,22 +125,24 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-def load_scenario(path: str | Path, registry: Registry | None = None) -> Scenario:
+def load_scenario(path: str | Path, registry: Registry | None = None, data=None) -> Scenario:
     """Read and validate a scenario file (docs/scenarios.md). ``registry`` gives the
     libraries and actions it may name; None: the demo fighters' (``fighters_registry()``).
-    Rejected: ScenarioError naming the file, line and field."""
+    The files it names are read from below its folder or a folder of ``data`` (or of
+    SCUFFLE_DATA). Rejected: ScenarioError naming the file, line and field."""
     from scuffle.game.fighters import registry as default
     from scuffle.game.runtime import scenario
-    return scenario.load_scenario(path, registry if registry is not None else default())
+    return scenario.load_scenario(path, registry if registry is not None else default(), data=data)
 
 
 def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = None,
-                   registry: Registry | None = None) -> Scenario:
-    """Validate scenario TOML text (files relative to ``base``); the registry as for
-    ``load_scenario``. Rejected: ScenarioError."""
+                   registry: Registry | None = None, data=None) -> Scenario:
+    """Validate scenario TOML text (files relative to ``base``, read from below it or a
+    folder of ``data``); the registry as for ``load_scenario``. Rejected: ScenarioError."""
     from scuffle.game.fighters import registry as default
     from scuffle.game.runtime import scenario
-    return scenario.parse_scenario(text, source, base, registry if registry is not None else default())
+    return scenario.parse_scenario(text, source, base, registry if registry is not None else default(),
+                                   data=data)
 
 
 def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,

@@ -31,6 +31,21 @@ class AnimationStep(esper.Processor):
         self._fired: list = []
         self._index: dict[int, int] = {}
 
+    def _let_go(self, before: list) -> None:
+        """The humans gone from the world since the last update (their entity deleted,
+        by ``Game.remove_human`` or directly with ``esper.delete_entity``): every task of
+        theirs is cut off onto the deferred list, so this update's flush releases them
+        and gives them back to the pool, and their row of the human table goes back, as
+        ``remove_human`` does (for which this is a no-op: already cut and forgotten)."""
+        if not before:
+            return
+        now = {id(inst) for inst in self._instances}
+        player = self.ctx.player
+        for inst in before:
+            if id(inst) not in now and not (inst.handle is not None and esper.entity_exists(inst.handle)):
+                player.cut(inst)
+                player.forget(inst)
+
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Open the update (``ctx.update`` = the number of updates run before it), then
         step every human's animation, sample the crowd, build the bone transforms.
@@ -42,10 +57,12 @@ class AnimationStep(esper.Processor):
         ctx = self.ctx
         ctx.update = ctx.updates_run
         ctx.updates_run += 1
+        ctx.failures.clear()                       # those of an update another error cut short
         rows = sorted_components(ctx, Animator, PoseRef, FiredEvents)
         if rows is not self._rows:                 # the crowd changed: new lists, new pose rows
             self._rows = rows
-            self._instances = [a.instance for _, (a, _, _) in rows]
+            before, self._instances = self._instances, [a.instance for _, (a, _, _) in rows]
+            self._let_go(before)
             self._fired = [f for _, (_, _, f) in rows]
             for row, (_, (a, pref, fired)) in enumerate(rows):
                 pref.row = row

@@ -17,7 +17,30 @@ from scuffle.anim.player import Player
 from scuffle.anim.pose import PoseBatch
 from scuffle.components import BodyTable
 
-__all__ = ["SimContext", "MAX_ROOT_SPEED", "sorted_components"]
+__all__ = ["SimContext", "MAX_ROOT_SPEED", "sorted_components", "HandlerError"]
+
+
+class HandlerError(RuntimeError):
+    """A game's callback raised during an update; the update still completed for everyone.
+
+    An event handler, an end, wrap or report callback of a task, or an action that raises
+    does not stop the update: the other handlers, the flush, the state update, root motion, the actions
+    and the placement all run for every human, and then ``Game.step()`` raises this, once,
+    carrying every exception of the update. ``errors``: (phase, exception) in the order
+    they were raised, phase one of "animation" (wrap callbacks), "events" (handlers),
+    "flush" (end and report callbacks), "state" (the state functions), "actions" (the
+    actions phase's callables);
+    ``update`` the update's number. The first
+    original is also the ``__cause__``. The world is then exactly as after an update
+    whose callbacks did not raise, less what the raising ones would have done.
+    """
+
+    def __init__(self, update: int, errors: list[tuple[str, BaseException]]):
+        self.update, self.errors = update, list(errors)
+        first = errors[0][1] if errors else None
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        super().__init__(f"update {update}: a callback raised in the {errors[0][0] if errors else '?'} phase: "
+                         f"{type(first).__name__}: {first}{more}; the update completed for every human")
 
 def sorted_components(ctx: "SimContext", *types) -> list:
     """esper.get_components(*types) in entity order, sorted once per esper cache.
@@ -59,7 +82,9 @@ class SimContext:
     each system; ``fired`` (entity, FiredEvents, instance) of the humans that fired events
     this update, in entity order (set by the animation step; None before it runs: the
     dispatch then looks at every FiredEvents); ``bodies`` the world's body table (every Body component is a view onto
-    one of its rows; the state update moves a Body made elsewhere into it).
+    one of its rows; the state update moves a Body made elsewhere into it); ``failures``
+    the (phase, exception) of the game's callbacks that raised in the update being run
+    (``fail``; ``Game.step`` raises them as one HandlerError once the update is complete).
     """
 
     player: Player
@@ -80,6 +105,18 @@ class SimContext:
     fired: list | None = None
     sorted_cache: dict = field(default_factory=dict)
     bodies: BodyTable = field(default_factory=BodyTable)
+    failures: list = field(default_factory=list)
+
+    def fail(self, phase: str, exc: BaseException) -> None:
+        """Keep a game callback's exception for the end of the update (HandlerError)."""
+        self.failures.append((phase, exc))
+
+    def report_failures(self) -> None:
+        """At the end of the update (the last system): raise the callbacks' exceptions kept
+        by ``fail`` as one HandlerError (its cause the first), and forget them."""
+        if self.failures:
+            failed, self.failures = self.failures, []
+            raise HandlerError(self.update, failed) from failed[0][1]
 
     def __setattr__(self, name: str, value) -> None:
         """Set a field; ``dt`` must be a finite number of seconds 0 to MAX_DT (1 s) and

@@ -6,7 +6,9 @@ during the animation step and are dispatched here, after every human has stepped
 before the flush, in entity order and then firing order: a handler sees every human
 stepped and nothing released (held flags still set on a clip's end update, record
 +0x20 still the old clip's), as the original's handlers, run in place during the step,
-see the humans they run among.
+see the humans they run among. A handler that raises does not stop the update: the
+other handlers, the flush, the state update, the actions and the placement run for
+every human, then the update ends with one HandlerError (systems/context.py).
 Original: 0x00101dd8 Anim_FireFrameEvents (which handles each type in place).
 """
 from __future__ import annotations
@@ -44,8 +46,16 @@ class EventDispatch(esper.Processor):
                         continue
                 for fe in fired.events:
                     for h in handlers.get(fe.event.type, ()):
-                        h(ctx, ent, fe)
+                        self._call(h, ent, fe)
                     for h in default:
-                        h(ctx, ent, fe)
+                        self._call(h, ent, fe)
         for p in ctx.probe:
             p(ctx, "events")
+
+    def _call(self, handler, ent: int, fe) -> None:
+        """One handler; its exception is kept (ctx.fail) and the update goes on for every
+        human: raised as a HandlerError once the update is complete."""
+        try:
+            handler(self.ctx, ent, fe)
+        except Exception as exc:
+            self.ctx.fail("events", exc)

@@ -107,7 +107,10 @@ class StateUpdate(esper.Processor):
         """Run the state functions, apply root motion to every body, then move it."""
         ctx = self.ctx
         for fn in list(ctx.state_functions):
-            fn(ctx)
+            try:                                 # one that raises: kept, the update goes on
+                fn(ctx)
+            except Exception as exc:
+                ctx.fail("state", exc)
         rows = sorted_components(ctx, Body, PoseRef)
         bodies = sorted_components(ctx, Body)
         table = ctx.bodies

@@ -5,7 +5,8 @@ together before a paired clip) moves one equal step toward its target. An attach
 human (Body.attachment, +0x280) stands at its ``attach_offset`` in the
 holder's frame (x right, y forward) and faces the holder's heading plus its
 ``attach_heading``. Runs last, after the actions, so a grab attached this update is in
-place before the next animation step.
+place before the next animation step; then, the update complete for every human, it
+raises the game callbacks' exceptions of the update as one HandlerError (context.py).
 Spec: "Paired tasks" (the bodies are placed by the combat code, not by the task).
 """
 from __future__ import annotations
@@ -82,6 +83,7 @@ class PairedPlacement(esper.Processor):
                 self._place(bodies[k][1])
         for p in ctx.probe:
             p(ctx, "placement")
+        ctx.report_failures()               # the update is complete: a callback's exception now
 
     @staticmethod
     def _place(body: Body) -> None:

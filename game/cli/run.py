@@ -9,6 +9,13 @@ The fight rules answer every action command (an ActionResult): each refused one 
 line on stderr (``FILE:LINE: update U: p1 throw: refused (not_holding: ...)``), and
 ``-v`` adds a line for each accepted one; a summary line counts them. ``--strict``
 exits 1 when any command was refused.
+
+Files: the trace is written to a temporary file beside it and renamed when the run
+ends (a run stopped by a limit of the original keeps the updates before it, as above);
+any other failure leaves an existing trace whole. The trace may not be the scenario or
+a file it reads (refused before anything runs), nor a symbolic link. The scenario reads
+files below its own folder only, and below ``--data DIR`` (repeatable) or the folders
+of SCUFFLE_DATA.
 """
 from __future__ import annotations
 
@@ -31,14 +38,23 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"exit {EXIT_REFUSED} when the fight rules refused any command")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="print every action command's answer, accepted ones too (stderr)")
+    p.add_argument("--data", metavar="DIR", action="append", default=[],
+                   help="a folder the scenario may read files from besides its own (repeatable; "
+                        "also SCUFFLE_DATA, folders separated by ':')")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from scuffle.game.cli.errors import CliError  # the CLI's one-line error type
+    from scuffle.game.runtime.files import OutputError, OutputFile, check_outputs
 
     try:
-        sc = load_scenario(args.scenario, registry())
+        sc = load_scenario(args.scenario, registry(), data=args.data)
     except ScenarioError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        check_outputs({"trace": args.trace},
+                      {"scenario": args.scenario, **{f"file {f!r} of the scenario": f for f in sc.files}})
+    except OutputError as exc:
         raise CliError(str(exc)) from None
     from scuffle.anim.warmup import announce_compile
     announce_compile()                  # a cold numba cache: compile ahead, with a progress line
@@ -59,12 +75,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         elif args.trace == "-":
             game = run_scenario(sc, sys.stdout, pose=args.pose, on_command=answered)
         else:
+            out = OutputFile(args.trace, "trace")       # OutputError: one line naming the file
             try:
-                fp = open(args.trace, "w", encoding="utf-8", newline="\n")
-            except OSError as exc:
-                raise CliError(f"cannot write trace {args.trace!r}: {exc.strerror or exc}") from None
-            with fp:
-                game = run_scenario(sc, fp, pose=args.pose, on_command=answered)
+                game = run_scenario(sc, out.fp, pose=args.pose, on_command=answered)
+            except ScenarioError:
+                out.close(keep=True)        # a limit of the original: the updates before it
+                raise
+            except BaseException:
+                out.close(keep=False)       # anything else: an existing trace stays whole
+                raise
+            try:
+                out.close()
+            except BaseException:
+                game.close()
+                raise
     except ScenarioError as exc:          # a command hit a limit at run time
         raise CliError(str(exc)) from None
     total = counts["accepted"] + counts["refused"]

@@ -28,7 +28,8 @@ from scuffle.anim.resource import ResourceFormatError, load_resource
 from scuffle.anim.stack import AnimLimitError
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, BlendWindow, EventRule, PickSampling, TaskType
 
-from scuffle.game.runtime.files import MAX_BINARY_BYTES, MAX_TEXT_BYTES, FileLimitError, read_limited
+from scuffle.game.runtime.files import (MAX_BINARY_BYTES, MAX_TEXT_BYTES, FileLimitError, OutsideError,
+                                        check_inside, data_dirs, read_limited)
 from scuffle.game.runtime.registry import Registry, is_f32 as _is_f32, is_int as _is_int, is_num as _is_num
 
 __all__ = ["ScenarioError", "Scenario", "Command", "HumanSpec", "load_scenario", "parse_scenario",
@@ -119,6 +120,7 @@ class Scenario:
     commands: list[Command]
     registry: Registry = field(default_factory=Registry)
     tables: dict[str, dict] = field(default_factory=dict)     # the registry's tables given ([fight])
+    files: list[str] = field(default_factory=list)            # the files it read (resources, chunks)
 
 
 # ---------------------------------------------------------------- line finding
@@ -166,10 +168,11 @@ _CMD_KEYS = {"update", "human", "loop", "play", "gait", "target", "action", "fad
 _OPTION_KEYS = {"end_zero_overshoot", "pool_size", "events", "blend_window", "pick"}
 
 
-def load_scenario(path: str | Path, registry: Registry | None = None) -> Scenario:
+def load_scenario(path: str | Path, registry: Registry | None = None, data=None) -> Scenario:
     """Read and validate a scenario file against ``registry`` (its libraries and actions;
-    None: an empty one; ``scuffle.load_scenario`` passes the demo fighters').
-    Rejected: ScenarioError (unreadable file too)."""
+    None: an empty one; ``scuffle.load_scenario`` passes the demo fighters'). The files it
+    names are read from below its own folder, or below one of ``data`` (folders) or of
+    SCUFFLE_DATA's. Rejected: ScenarioError (unreadable file too)."""
     path = Path(path)
     try:
         text = read_limited(path, MAX_TEXT_BYTES).decode("utf-8")
@@ -177,20 +180,27 @@ def load_scenario(path: str | Path, registry: Registry | None = None) -> Scenari
         raise ScenarioError(str(path), None, "file", exc.problem) from None
     except UnicodeDecodeError as exc:
         raise ScenarioError(str(path), None, "file", f"not UTF-8 text (byte {exc.start})") from None
-    return parse_scenario(text, str(path), base=path.parent, registry=registry)
+    return parse_scenario(text, str(path), base=path.parent, registry=registry, data=data)
 
 
 def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = None,
-                   registry: Registry | None = None) -> Scenario:
+                   registry: Registry | None = None, data=None) -> Scenario:
     """Validate scenario TOML text into a Scenario; files are relative to ``base``; the
     libraries and actions it may name are ``registry``'s (None: an empty one).
+
+    The files it names (resource, descriptor_file, keyframes_file) must lie below
+    ``base`` (None: the current folder) or below a folder of ``data`` (an iterable of
+    folders, the ``--data`` options) or of the SCUFFLE_DATA environment variable (os.pathsep
+    separated); symbolic links are resolved first. A file outside is refused before it is
+    opened, and no error quotes a file's bytes.
 
     Rejected (ScenarioError naming line and field): bad TOML, unknown keys, missing or
     mistyped values (names that are not strings included), rates, fade and blend times
     a float32 cannot hold, an unknown set, human, library, action or anim id,
-    unreadable or malformed clip and resource files.
+    unreadable or malformed clip and resource files, files outside the allowed folders.
     """
     base = base or Path(".")
+    reader = _Reader(base, data_dirs(data))
     registry = registry if registry is not None else Registry()
     lines = _Lines(text)
     deep = _too_deep(text, MAX_TOML_DEPTH)
@@ -272,7 +282,7 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
         if isinstance(got, list) and len(got) > most:
             err(lines.key(None, key) or lines.header(r"\[\[\s*" + key + r"\s*\]\]", most), key,
                 f"{len(got):,} entries, over the limit of {most:,}")
-    sets = _parse_sets(doc.get("sets", {}), lines, err, base, source, registry.libraries)
+    sets = _parse_sets(doc.get("sets", {}), lines, err, reader, source, registry.libraries)
     humans = _parse_humans(doc.get("humans", []), lines, err, sets)
     bank = _check_bank(sets, humans, lines, err)
     ncmd = len(doc["commands"]) if isinstance(doc.get("commands"), list) else 0
@@ -283,7 +293,24 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
             f"and a clip bank of {bank:,} bytes need {need:,} bytes, over the world's budget of "
             f"{MAX_WORLD_BYTES:,} bytes")
     commands = _parse_commands(doc.get("commands", []), lines, err, humans, sets, updates, registry.actions)
-    return Scenario(source, updates, speeds, options, sets, humans, commands, registry, tables)
+    return Scenario(source, updates, speeds, options, sets, humans, commands, registry, tables, reader.files)
+
+
+class _Reader:
+    """Reads the files a scenario names, confined to its folder and the allowed ones,
+    and keeps their paths (``files``: the run's inputs, which no output may overwrite)."""
+
+    def __init__(self, base: Path, allowed: list[str]):
+        self.base, self.allowed = base, allowed
+        self.files: list[str] = []
+
+    def read(self, name: str) -> bytes:
+        """The bytes of ``name`` (relative to the scenario's folder); FileLimitError or
+        OutsideError (naming the file, never quoting it)."""
+        real = check_inside(name, self.base, self.allowed)
+        data = read_limited(real, MAX_BINARY_BYTES)
+        self.files.append(str(self.base / name))
+        return data
 
 
 def _too_deep(text: str, limit: int) -> int | None:
@@ -334,7 +361,7 @@ def _check_table(obj, allowed, line, fld: str, lines: "_Lines", err: _Err) -> No
             err(lines.key(line, k), f"{fld}.{k}", f"unknown key (expected {', '.join(sorted(allowed))})")
 
 
-def _parse_sets(raw, lines: _Lines, err: _Err, base: Path, source: str,
+def _parse_sets(raw, lines: _Lines, err: _Err, reader: _Reader, source: str,
                 LIBRARIES: dict[str, Callable[[], AnimSet]]) -> dict[str, AnimSet]:
     if not isinstance(raw, dict):
         err(lines.key(None, "sets"), "sets", "expected tables [sets.NAME]")
@@ -357,8 +384,8 @@ def _parse_sets(raw, lines: _Lines, err: _Err, base: Path, source: str,
             if not isinstance(rpath, str):
                 err(rline, f"{fld}.resource", "expected a file name")
             try:
-                data = read_limited(base / rpath, MAX_BINARY_BYTES)
-            except FileLimitError as exc:
+                data = reader.read(rpath)
+            except (FileLimitError, OutsideError) as exc:
                 err(rline, f"{fld}.resource", f"{rpath!r}: {exc.problem}")
             try:
                 res_set = AnimSet.from_resource(load_resource(data), name=name)
@@ -375,8 +402,8 @@ def _parse_sets(raw, lines: _Lines, err: _Err, base: Path, source: str,
             anim_id = c.get("id")
             if not _is_int(anim_id) or not 0 <= anim_id < aset.num_ids:
                 err(lines.key(cline, "id"), f"{cf}.id", f"expected an anim id 0-{aset.num_ids - 1}, got {anim_id!r}")
-            desc = _chunk(c, "descriptor", cline, cf, lines, err, base)
-            keys = _chunk(c, "keyframes", cline, cf, lines, err, base)
+            desc = _chunk(c, "descriptor", cline, cf, lines, err, reader)
+            keys = _chunk(c, "keyframes", cline, cf, lines, err, reader)
             try:
                 clip = parse_clip(desc, keys)
             except ClipFormatError as exc:
@@ -434,7 +461,7 @@ def _merge(a: AnimSet, b: AnimSet) -> AnimSet:
     return out
 
 
-def _chunk(c: dict, what: str, cline, cf: str, lines: _Lines, err: _Err, base: Path) -> bytes:
+def _chunk(c: dict, what: str, cline, cf: str, lines: _Lines, err: _Err, reader: _Reader) -> bytes:
     if what in c and f"{what}_file" in c:
         err(lines.key(cline, what), f"{cf}.{what}", f"give {what} or {what}_file, not both")
     if what in c:
@@ -451,8 +478,8 @@ def _chunk(c: dict, what: str, cline, cf: str, lines: _Lines, err: _Err, base: P
         if not isinstance(v, str):
             err(line, f"{cf}.{what}_file", "expected a file name")
         try:
-            return read_limited(base / v, MAX_BINARY_BYTES)
-        except FileLimitError as exc:
+            return reader.read(v)
+        except (FileLimitError, OutsideError) as exc:
             err(line, f"{cf}.{what}_file", f"{v!r}: {exc.problem}")
     err(cline, cf, f"needs {what} (hex) or {what}_file")
 
@@ -660,7 +687,7 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     names none (the world's task pool), the field ``run`` with no line.
     """
     from scuffle.game.runtime.trace import iter_trace_records, write_records
-    from scuffle.game.runtime.world import Game, UnknownHuman
+    from scuffle.game.runtime.world import Game, HandlerError, UnknownHuman
 
     game = Game(sc.options)
     try:
@@ -696,6 +723,8 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
             now = game.update                  # the counter advances even when an update fails
             try:
                 game.step()
+            except HandlerError as exc:        # the update completed; a command or rule failed in it
+                raise _handler_error(sc, now, exc, last) from None
             except (AnimLimitError, PoseStackOverflow, UnknownClip) as exc:
                 raise _run_error(sc, now, exc, last) from None
             refused = game.player.refused
@@ -710,6 +739,19 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
         game.close()
         raise
     return game
+
+
+def _handler_error(sc: Scenario, update: int, exc, last: dict) -> BaseException:
+    """A HandlerError of an update as the scenario's error: its first ScenarioError (a
+    command that failed), else its first limit of the original (as ``_run_error``), else
+    the HandlerError itself (a game callback's own exception)."""
+    for _, e in exc.errors:
+        if isinstance(e, ScenarioError):
+            return e
+    for _, e in exc.errors:
+        if isinstance(e, (AnimLimitError, PoseStackOverflow, UnknownClip)):
+            return _run_error(sc, update, e, last)
+    return exc
 
 
 def _run_error(sc: Scenario, update: int, exc: Exception, last: dict, human: str | None = None) -> ScenarioError:

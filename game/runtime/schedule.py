@@ -66,7 +66,10 @@ def priority_of(system: type[esper.Processor]) -> int:
 
 
 def install(ctx: SimContext) -> list[esper.Processor]:
-    """Add every system, with its priority, to the *current* esper world; returns them."""
+    """Add every system, with its priority, to the *current* esper world; returns them.
+    A task callback's exception is kept on the context (``ctx.fail``) and raised once the
+    update is complete (HandlerError), like an event handler's."""
+    ctx.player.on_callback_error = ctx.fail
     procs = []
     for system in SCHEDULE:
         make = cast(Callable[[SimContext], esper.Processor], system)    # each takes the context

@@ -40,11 +40,11 @@ from scuffle.anim.tasks import Task
 from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, Name, PoseRef,
                                 RangeRecords)
 from scuffle.game.runtime import schedule
-from scuffle.systems.context import SimContext
+from scuffle.systems.context import HandlerError, SimContext
 from scuffle.systems.motion import to_world
 
 __all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse", "Vec3", "BoneArray", "NameOrEntity", "EventHandler",
-           "Bone"]
+           "Bone", "HandlerError"]
 
 # The public API's argument and result types (issue 22): a host's mypy --strict checks
 # its calls against them.
@@ -218,10 +218,11 @@ class Game:
         update's flush releases them as a cut-off release (held flags cleared, end
         callbacks run) and gives them back to the pool. The entity is deleted, its body's
         row given back to the body table and the name freed at once. Rejected: an unknown name (UnknownHuman; nothing changed).
-        Removing a human by ``esper.delete_entity`` instead leaves its tasks out of the
-        pool (the systems and the fight rules go on without a KeyError: a partner is
-        freed, ``humans()`` forgets the name; the next state update gives the body's row
-        back), so remove_human is the way.
+        Removing a human by ``esper.delete_entity`` instead works too, one update later:
+        the next update's animation step cuts its tasks off (its flush gives them back to
+        the pool, end callbacks run), the fight rules free a partner, ``humans()`` forgets
+        the name and the state update gives the body's row back; remove_human does it at
+        once and lets the fight rules choose the partner's let-go.
         """
         ent = self.entity(name)
         inst = self.instance(name)
@@ -283,7 +284,14 @@ class Game:
     # ---------------------------------------------------------------- running
     def step(self) -> None:
         """Run one 30 Hz update: every system once, in SCHEDULE order.
-        Rejected: a closed Game (GameClosed)."""
+
+        A game's event handler, task callback (end, wrap, report) or action that raises
+        does not stop the update: it completes for every human (flush, state update, root motion,
+        actions, placement), then one HandlerError carrying every such exception is
+        raised (``errors``; the first is its ``__cause__``). The world is then as after
+        the same update with handlers that did not raise, less what they would have done;
+        the next ``step()`` goes on from there. Rejected: a closed Game (GameClosed).
+        """
         self._open()
         with self.active():
             esper.process()

@@ -34,7 +34,6 @@ import csv
 import json
 import math
 import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -196,9 +195,12 @@ def run(a: argparse.Namespace) -> int:
     if a.out == "-":
         sys.stdout.write(out)
     else:
-        try:
-            Path(a.out).write_text(out, encoding="utf-8")
-        except OSError as exc:
-            raise ConvertError(f"cannot write {a.out!r}: {exc.strerror or exc}") from None
+        from scuffle.game.runtime.files import OutputError, OutputFile, check_outputs
+        try:                    # never over the CSV itself; written whole or not at all
+            check_outputs({"trace": a.out}, {"CSV": a.csv})
+            with OutputFile(a.out, "trace") as fp:
+                fp.write(out)
+        except OutputError as exc:
+            raise ConvertError(str(exc)) from None
         print(f"scuffle csv2trace: {len(records)} records to {a.out}", file=sys.stderr)
     return 0

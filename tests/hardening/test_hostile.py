@@ -234,7 +234,7 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "survey: a FIFO": (["survey", "fifo"], ["fifo", "a FIFO, not a regular file"]),
     "survey: /dev/zero": (["survey", "/dev/zero"], ["/dev/zero", "character device"]),
     "run: resource a FIFO": (["run", "fifo.toml"], ["sets.r.resource", "'fifo'", "a FIFO"]),
-    "run: keyframes_file /dev/zero": (["run", "zero.toml"], ["keyframes_file", "/dev/zero", "character device"]),
+    "run: keyframes_file /dev/zero": (["run", "zero.toml", "--data", "/dev"], ["keyframes_file", "/dev/zero", "character device"]),
     "run: a resource that is not one": (["run", "notres.toml"], ["sets.r.resource", "junk.res"]),
     "demo: --seconds nan": (["demo", "--headless", "--seconds", "nan"], ["--seconds nan"]),
     "demo: --seconds inf": (["demo", "--headless", "--seconds", "inf"], ["--seconds inf"]),
