@@ -78,7 +78,9 @@ def seeded(tmp_path_factory, live_cache) -> Path:
     root = tmp_path_factory.mktemp("numba_template")
     r = subprocess.run([sys.executable, "-c", "from scuffle.anim import kernels as K; "
                         "print(K.step_stacks._cache._cache_path)"], env=_env(NUMBA_CACHE_DIR=root),
-                       capture_output=True, text=True, timeout=LIMIT)
+                       capture_output=True, text=True, timeout=LIMIT, cwd=root)
+    # cwd: imported as the runs below import it (numba names the cache's sub-folder after the
+    # source's path; run from the repository's root, scuffle would come from its folders)
     assert r.returncode == 0, r.stderr
     sub = Path(r.stdout.strip())
     sub.mkdir(parents=True, exist_ok=True)
