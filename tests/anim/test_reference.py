@@ -1,0 +1,435 @@
+"""The reference (scuffle.anim.reference) against the spec's numbers and against the engine.
+
+(a) Hand-written cases from the spec's own numbers, run on the reference alone and on
+the engine (``Player``): the clip-end table ("When a clip ends" L324-331), the idle loop
+388 (L333), the fade curve (L265), the gait leader rule (L283-286).
+(b) Random command sequences on the demo set and on small randomly authored sets, the
+same commands given to both; the two worlds' dumps (anim.reference.dump) equal bit for
+bit after every update, pool accounting included, and the poses and bone transforms
+equal bit for bit.
+"""
+from __future__ import annotations
+
+import math
+import random
+import struct
+
+import numpy as np
+import pytest
+
+from scuffle.anim import f32 as F
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip, make_event
+from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.reference import (Reference, RefInstance, engine_state, fade_weight, reference_state)
+from scuffle.anim.reference.pose import acos_poly, cos_poly, sin_poly
+from scuffle.anim.stack import AnimLimitError, CharacterInstance
+from scuffle.anim.tasks import TaskType
+from scuffle.game.fighters.moveset import demo_set
+
+from budget import examples
+
+GAIT = [40, 41, 42, 43, 43]
+DEMO_GAIT = [408, 409, 410, 411, 411]
+
+
+# ---------------------------------------------------------------- sets
+
+
+def _clip(rng: random.Random, frames: int, name: str):
+    def q():
+        v = [rng.gauss(0, 0.15) for _ in range(3)] + [1.0]
+        n = math.sqrt(sum(x * x for x in v))
+        return tuple(x / n for x in v)
+
+    # Bones 1 and 17 in every clip; the others vary from clip to clip, among the bones whose
+    # reference rotation normalises to itself (see test_default_bone_depends_on_the_bank).
+    bones = [1, 17] + rng.sample([2, 3, 5, 6, 28, 29, 31], rng.randint(0, 5))
+    rots = {b: [(0, q()), (max(1, frames // 2), q()), (frames, q())] for b in bones}
+    if rng.random() < 0.5:
+        ang = math.radians(rng.uniform(-4, 4))
+        rots[0] = [(0, (0, 0, math.sin(ang / 2), math.cos(ang / 2))), (max(1, frames // 3), q())]
+    events = []
+    for _ in range(rng.randint(0, 4)):
+        etype = rng.choice([11, 11, 0x21, 0x2C, 0x2D, 0x48, 9])
+        kw = {"word": rng.randint(1, 99)} if etype == 11 else ({"code": "bld"} if etype == 0x21 else {})
+        events.append(make_event(rng.randint(0, frames + 1), etype, **kw))
+    vel = [(0, (0, 0, 0)), (1, (0, rng.uniform(0.5, 2), 0)), (frames, (0, 1, 0))] if rng.random() < 0.8 else None
+    tr = [(0, (0, 0, rng.uniform(-0.1, 0.1))), (frames, (0.01, 0, 0))] if rng.random() < 0.7 else None
+    return author_clip(name, frames, velocity=vel, translation=tr, rotations=rots, events=events)
+
+
+def random_set(seed: int) -> AnimSet:
+    """A small randomly authored set: ids 0-11 (2-45 frames, the four rates), a gait 40-43,
+    a direction set 50-57."""
+    rng = random.Random(seed)
+    clips, ranges = {}, {}
+    for i in list(range(12)) + list(range(50, 58)):
+        clips[i] = _clip(rng, rng.choice([2, 3, 4, 5, 8, 11, 16, 21, 26, 30, 45]), f"c{i}")
+        ranges[i] = author_range(flags=rng.choice([0, 0x800, 0x1000, 0x2000]))
+    for k, i in enumerate(GAIT[:4]):
+        clips[i] = _clip(rng, [35, 24, 21, 18][k], f"g{k}")
+        ranges[i] = author_range(flags=0x1000)
+    return AnimSet.build(clips, ranges, name=f"r{seed}")
+
+
+# ---------------------------------------------------------------- one command list, two worlds
+
+
+class Log:
+    """A callback as data: (kind, tag) appended with the human's name to the world's log."""
+
+    def __init__(self, out: list, kind: str, tag: int):
+        self.out, self.kind, self.tag = out, kind, tag
+
+    def __call__(self, inst) -> None:
+        self.out.append((self.kind, self.tag, inst.name))
+
+
+def _gen_commands(rng: random.Random, ids: list[int], gait: list[int], humans: int, updates: int,
+                  rate: float, long_chains: bool = False, directions: int | None = None) -> list:
+    """A command list: per update, per human, maybe one command (a plain tuple)."""
+    cmds = []
+    for u in range(updates):
+        for hi in range(humans):
+            if rng.random() >= rate:
+                continue
+            r = rng.random()
+            fade = rng.choice([0.0, 0.0, 0.1, 0.3, 0.5])
+            if r < 0.22:
+                n = rng.randint(70, 80) if long_chains and rng.random() < 0.3 else rng.randint(1, 4)
+                c = ("chain", [rng.choice(ids) for _ in range(n)], rng.choice([0.0, 0.0, 0.1, 0.4, 2.0]),
+                     rng.choice([0, 0x1, 0x3, 0x400000, 0x4000000000]), rng.random() < 0.3)
+            elif r < 0.32:
+                c = ("loop", rng.choice(ids), rng.choice([0, 0x1, 0x10]), rng.random() < 0.4)
+            elif r < 0.42:
+                c = ("gait", rng.uniform(-0.5, 4.5), rng.uniform(0, 4), rng.choice([0x2C1, 0xC1, 0x81, 0x0]))
+            elif r < 0.5:
+                c = ("paired", (hi + 1) % humans, [rng.choice(ids) for _ in range(rng.randint(1, 3))],
+                     rng.choice([0.0, 0.2]))
+            elif r < 0.62:
+                c = ("target", rng.uniform(0, 4), rng.random() < 0.8)
+            elif r < 0.67:
+                c = ("enqueue", rng.choice(ids))
+            elif r < 0.71:
+                c = ("mix", rng.choice(ids), rng.choice(ids), rng.random())
+            elif r < 0.74:
+                c = ("pick", [rng.choice(ids) for _ in range(4)], rng.uniform(0, 3))
+            elif r < 0.77 and directions is not None:
+                c = ("direction", directions, rng.uniform(0, 8))
+            elif r < 0.8:
+                c = ("hold", rng.choice(ids), rng.random() < 0.5)
+            elif r < 0.83:
+                c = ("scene", rng.choice(ids), rng.choice([0.5, 1.0, 1.25]))
+            elif r < 0.85:
+                c = ("cut",)
+            elif r < 0.88:
+                c = ("push", rng.choice(ids))
+            elif r < 0.9:
+                c = ("insert_bottom", rng.choice(ids))
+            else:
+                c = ("clip_into", rng.choice(ids), rng.choice(ids), rng.choice([0.0, 0.15, 0.6]))
+            cmds.append((u, hi, fade, c))
+    return cmds
+
+
+def _apply(w, hs, log: list, hi: int, fade: float, c: tuple, gait: list[int]) -> str:
+    """Give command ``c`` to human ``hi`` of world ``w`` (a Player or a Reference); returns
+    what happened ("ok" or the error's class name)."""
+    h = hs[hi]
+    kind = c[0]
+    try:
+        if kind == "chain":
+            _, ids, blend, held, cb = c
+            task = w.chain(h, ids, blend=blend, held=held, on_end=Log(log, "end", len(ids)) if cb else None)
+        elif kind == "loop":
+            _, i, flags, cb = c
+            task = w.loop(h, i, flags=flags, on_wrap=Log(log, "wrap", i) if cb else None)
+        elif kind == "gait":
+            _, target, value, flags = c
+            task = w.gait(h, gait, target=target, value=value, flags=flags)
+        elif kind == "paired":
+            _, other, ids, blend = c
+            task = w.chain(h, ids, paired_with=hs[other], blend=blend)
+        elif kind == "target":
+            _, v, target = c
+            tops = [t for t in h.stack if t.type in (TaskType.GAIT, TaskType.MIX, TaskType.PICK,
+                                                        TaskType.DIRECTION)]
+            if not tops:
+                return "none"
+            t = tops[-1]
+            if t.type == TaskType.MIX:
+                v = v / 4.0
+            elif t.type == TaskType.DIRECTION:
+                v = v * 2.0
+            (t.set_target if target else t.set_value)(v)
+            return "ok"
+        elif kind == "enqueue":
+            w.enqueue(h, w.loop(h, c[1]))
+            return "ok"
+        elif kind == "mix":
+            task = w.mix(h, c[1], c[2], weight=c[3])
+        elif kind == "pick":
+            task = w.pick(h, c[1], 0.75, value=c[2])
+        elif kind == "direction":
+            task = w.direction(h, c[1], direction=c[2])
+        elif kind == "hold":
+            task = w.hold(h, c[1], held=0x1 if c[2] else 0)
+        elif kind == "scene":
+            task = w.scene(h, c[1], c[2])
+        elif kind == "cut":
+            w.cut(h)
+            return "ok"
+        elif kind == "push":
+            w.push(h, w.loop(h, c[1]))
+            return "ok"
+        elif kind == "insert_bottom":
+            w.insert_bottom(h, w.hold(h, c[1]))
+            return "ok"
+        elif kind == "clip_into":
+            _, a, b, blend = c
+            task = w.clip(h, a, w.loop(h, b), blend=blend)
+        else:                                   # pragma: no cover
+            raise AssertionError(kind)
+        w.change(h, task, fade)
+        return "ok"
+    except (AnimLimitError, ValueError) as exc:
+        return type(exc).__name__
+
+
+def _state_of(w, hs):
+    return engine_state(w, hs) if isinstance(w, Player) else reference_state(w, hs)
+
+
+def _poses_of(w, hs, bones: bool):
+    """Each human's (vel, root, rot (34, 4), tag) and, with ``bones``, its model-space
+    positions and rotations, as uint32 bit arrays (tags as bools)."""
+    out = []
+    if isinstance(w, Player):
+        if bones:
+            b = w.pose(hs)
+            pb, pos, rot = b.poses, b.pos, b.rot
+        else:
+            pb, pos, rot = w.sample(hs), None, None
+        for i in range(len(hs)):
+            item = [pb.vel[:, i].copy(), pb.root[:, i].copy(), pb.rot[:, :, i].T.copy(), pb.tag[:, i].copy()]
+            if bones:
+                item += [pos[:, :, i].T.copy(), rot[:, :, i].T.copy()]
+            out.append(item)
+    else:
+        res = w.pose(hs) if bones else [(p,) for p in w.sample(hs)]
+        for r in res:
+            item = list(r[0].arrays())
+            if bones:
+                item += [r[1], r[2]]
+            out.append(item)
+    return [[a.view(np.uint32) if a.dtype == np.float32 else a for a in item] for item in out]
+
+
+def run_world(w, aset, cmds: list, updates: int, humans: int, gait: list[int], poses: bool = True,
+              bones: bool = False, speeds=None):
+    """Drive world ``w`` (a Player or a Reference) through the command list; returns the
+    per-update dumps, poses, command outcomes and callback log."""
+    cls = CharacterInstance if isinstance(w, Player) else RefInstance
+    hs = [cls(aset, f"h{i}", speed=(speeds[i] if speeds else 1.0)) for i in range(humans)]
+    log: list = []
+    for h in hs:
+        h.on_report = Log(log, "report", 0)
+    states, pose_list, outcomes = [], [], []
+    by_update: dict[int, list] = {}
+    for cmd in cmds:
+        by_update.setdefault(cmd[0], []).append(cmd)
+    for u in range(updates):
+        w.step(hs)
+        pose_list.append(_poses_of(w, hs, bones) if poses else None)
+        w.flush()
+        states.append((_state_of(w, hs), len(w.refused), len(log)))
+        for (_, hi, fade, c) in by_update.get(u, []):
+            outcomes.append((u, hi, c[0], _apply(w, hs, log, hi, fade, c, gait)))
+        w.flush()
+        states.append((_state_of(w, hs), len(log)))
+    return states, pose_list, outcomes, log
+
+
+def compare(aset, cmds, updates, humans, gait, options=None, poses=True, bones=False, speeds=None):
+    """Run the engine and the reference on the same commands; assert they agree bit for bit."""
+    options = options or {}
+    eng = run_world(Player(PlayerOptions(**options)), aset, cmds, updates, humans, gait, poses, bones, speeds)
+    ref = run_world(Reference(PlayerOptions(**options)), aset, cmds, updates, humans, gait, poses, bones, speeds)
+    for k, (a, b) in enumerate(zip(eng[0], ref[0])):
+        assert a == b, f"state {k} (update {k // 2}): engine and reference differ\n{_diff(a, b)}"
+    assert eng[2] == ref[2], "command outcomes differ"
+    assert eng[3] == ref[3], "callback logs differ"
+    if poses:
+        for u, (pa, pb) in enumerate(zip(eng[1], ref[1])):
+            for i, (xa, xb) in enumerate(zip(pa, pb)):
+                for j, (a, b) in enumerate(zip(xa, xb)):
+                    assert np.array_equal(a, b), f"update {u}, human {i}, pose part {j}: {_bitdiff(a, b)}"
+    return eng, ref
+
+
+def _bitdiff(a, b) -> str:
+    if a.dtype == np.uint32:
+        fa, fb = a.view(np.float32), b.view(np.float32)
+        return f"max |diff| {np.max(np.abs(fa.astype(np.float64) - fb)):.3g} at {np.argwhere(a != b)[:4].tolist()}"
+    return f"tags differ at {np.argwhere(a != b)[:4].tolist()}"
+
+
+def _diff(a, b, path="") -> str:
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _diff(x, y, f"{path}[{i}]")
+    return f"at {path}: engine {a!r}\n      reference {b!r}"
+
+
+# ---------------------------------------------------------------- (a) the spec's numbers
+
+
+def _worlds():
+    aset = demo_set()
+    return [(Player(PlayerOptions()), CharacterInstance), (Reference(PlayerOptions()), RefInstance)], aset
+
+
+@pytest.mark.parametrize("anim_id,updates", [(19, 26), (20, 32), (17, 34), (11, 30), (15, 20), (389, 25)])
+def test_clip_end_table(anim_id, updates):
+    """"When a clip ends" L324-331: 19 (21 x 0.8) lasts 26 updates, 20 32, 17 34, 11 30,
+    15 20, 389 (19 x 0.75) 25, counted from the first update showing the id to the first
+    showing the next one; the last time below D, the last frame F - 1."""
+    worlds, aset = _worlds()
+    for w, cls in worlds:
+        h = cls(aset, "h")
+        w.change(h, w.chain(h, [anim_id, 388]), 0.0)
+        w.flush()
+        shown, last = [h.record.anim_id], None        # the update the change is made shows time 0
+        for _ in range(updates + 3):
+            w.step([h])
+            w.flush()
+            shown.append(h.record.anim_id)
+            c = h.stack[0].cursors()[0]
+            if h.record.anim_id == anim_id:
+                last = (c.time, c.frame)
+        assert shown.count(anim_id) == updates, (type(w).__name__, shown)
+        assert shown[updates] == 388
+        clip = aset.clip(anim_id)
+        assert last[0] < clip.duration and last[1] == clip.frames - 1
+
+
+def test_idle_loop_388_wraps_every_79_updates():
+    """L333: the idle 388 (60 frames, 2.0 s, at 0.75) wrapped every 79 updates, its time
+    after each wrap 0.0249, 0.0166, 0.0083 s (each pass D - 1/60 of clip time). From time
+    0 the wraps fall at 80, 159, 239, 318, 397: each pass starts 1/120 s of clip time
+    earlier in its update, and the runtime's three consecutive wraps are the 3rd-5th."""
+    worlds, aset = _worlds()
+    runs = []
+    for w, cls in worlds:
+        h = cls(aset, "h")
+        w.change(h, w.loop(h, 388), 0.0)
+        w.flush()
+        wraps, prev = [], 0.0
+        for u in range(1, 400):
+            w.step([h])
+            w.flush()
+            t = h.stack[0].cursors()[0].time
+            if t < prev:
+                wraps.append((u, t))
+            prev = t
+        runs.append(wraps)
+        assert [u for u, _ in wraps] == [80, 159, 239, 318, 397], wraps
+        assert [math.floor(t * 1e4) / 1e4 for _, t in wraps[2:]] == [0.0249, 0.0166, 0.0083], wraps
+        # each pass is D - 1/60 of clip time: 79 updates of 0.025 s plus the drop in the offset
+        for (u0, t0), (u1, t1) in zip(wraps[2:], wraps[3:]):
+            assert (u1 - u0) * 0.025 + (t0 - t1) == pytest.approx(2.0 - 1 / 60, abs=1e-5)
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("fade", [0.15, 0.3, 0.5])
+def test_fade_curve(fade):
+    """"Fades" L265: w_old = (1 + cos(pi t / d)) / 2, 1 at the start, 0 at the end; a fade
+    of 0.15 s ran 0, 0.033, 0.100 s and was gone at the next sample (L266)."""
+    worlds, aset = _worlds()
+    seen = []
+    for w, cls in worlds:
+        h = cls(aset, "h")
+        w.change(h, w.loop(h, 388), 0.0)
+        w.flush()
+        w.step([h])
+        w.flush()
+        f = w.change(h, w.loop(h, 358), fade)
+        w.flush()
+        got = []
+        while any(t is f for t in h.stack):
+            got.append((f.elapsed, f.weight()))
+            w.step([h])
+            w.flush()
+        for t, wt in got:
+            assert wt == pytest.approx((1 + math.cos(math.pi * t / F.f32(fade))) / 2, abs=1e-12)
+        assert got[0] == (0.0, 1.0)
+        seen.append(got)
+    assert seen[0] == seen[1]
+    if fade == 0.15:
+        assert [round(t, 3) for t, _ in seen[0]] == [0.0, 0.033, 0.067, 0.1, 0.133]
+    assert fade_weight(0.0, 0.0) == 0.0 and fade_weight(1.0, 2.0) == pytest.approx(0.5)
+
+
+def test_gait_leader_rule():
+    """"Gait blend" L283-286: v eases by rate x dt x 10 (a third of a unit per update);
+    below a fraction of 0.01 the lower clip leads, from 0.995 the upper; otherwise the
+    upper when v is still above the target after the move, or when the fraction before
+    the move was over 0.875; else the lower. On the update the pair changes downward
+    (2.0 -> 1.91) the new lower clip leads. The leader's id is the one reported (+0x20)."""
+    worlds, aset = _worlds()
+    # (set_value first or None, target, expected value, lower, leader)
+    steps = [(None, 1.0, 1.6666666, 1, 1),          # falling, still above the target: the upper
+             (None, 1.0, 1.3333333, 1, 1),
+             (None, 1.0, 1.0, 1, 0),                # fraction 0 (< 0.01): the lower alone
+             (None, 3.0, 1.3333333, 1, 0),          # rising, old fraction 0: the lower
+             (None, 3.0, 1.6666665, 1, 0),
+             (None, 3.0, 1.9999998, 2, 0),          # 1.9999998 >= 1.995: pair 2, fraction < 0.01
+             (2.0, 1.91, 1.91, 1, 0),               # the spec's 2.0 -> 1.91: the new lower leads
+             (1.9, 1.95, 1.95, 1, 1),               # old fraction 0.9 > 0.875: the upper
+             (1.5, 1.6, 1.6, 1, 0),                 # old fraction 0.5, at the target: the lower
+             (1.99, 1.999, 1.999, 2, 0),            # past the step 1.995: fraction 0.004 < 0.01
+             (2.99, 2.994, 2.994, 2, 1)]            # fraction 0.994 < 0.995, old 0.99 > 0.875
+    runs = []
+    for w, cls in worlds:
+        h = cls(aset, "h")
+        g = w.gait(h, DEMO_GAIT, target=2.0, value=2.0, flags=0x2C1)   # 0x200: continuous targets
+        w.change(h, g, 0.0)
+        w.flush()
+        trace = []
+        for value, target, v, lower, leader in steps:
+            if value is not None:
+                g.set_value(value)
+            g.set_target(target)
+            w.step([h])
+            w.flush()
+            assert (g.value, g.lower, g.leader) == (pytest.approx(v, abs=1e-6), lower, leader), (value, target)
+            assert h.record.anim_id == DEMO_GAIT[lower + leader]
+            trace.append((g.value, g.lower, g.leader, h.record.anim_id, g.cursors()[0].time, g.cursors()[1].time))
+        runs.append(trace)
+    assert runs[0] == runs[1]
+
+
+# ---------------------------------------------------------------- (b) random commands, both worlds
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_sets_bit_for_bit(seed):
+    """Random commands on randomly authored sets: states, events, pool and poses equal."""
+    aset = random_set(seed)
+    rng = random.Random(seed)
+    ids = list(range(12))
+    cmds = _gen_commands(rng, ids, GAIT, humans=4, updates=90, rate=0.08, directions=50)
+    compare(aset, cmds, 90, 4, GAIT)
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_demo_set_bit_for_bit(seed):
+    """Random commands on the demo move set, with bone transforms."""
+    aset = demo_set()
+    rng = random.Random(seed)
+    ids = [i for i in aset.ids() if i not in DEMO_GAIT]
+    cmds = _gen_commands(rng, ids, DEMO_GAIT, humans=3, updates=90, rate=0.08)
+    compare(aset, cmds, 90, 3, DEMO_GAIT, bones=True)
