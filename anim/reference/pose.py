@@ -252,7 +252,7 @@ def sample_cursor(world, cursor, rate: float) -> RefPose:
         v = ch.carried(ch.key(fr), x)
         root = [v[0], v[1], v[2] + bind]
         tag[1] = False
-    rot = []
+    rot: list[tuple] = []
     ch = None if cursor.flags & NO_TURN else dec.bones.get(0)
     if ch is None:
         rot.append((_ZERO, _ZERO, _ZERO, _ONE))

@@ -106,6 +106,12 @@ class RefTask:
         for c in self.cursors():
             c.set_time(t if c is lead else F.mul(F.div(t, self.duration()), c.duration))
 
+    def trace(self) -> dict:
+        """The task's entry in a scenario trace (game/runtime/trace.py): the engine's keys."""
+        c = self.leading_cursor()
+        return {"type": int(self.type), "id": self.anim_id(),
+                "time": c.time if c else 0.0, "frame": c.frame if c else 0}
+
     def advance(self, world, inst, dt: float, sink) -> None:
         raise TypeError(f"{type(self).__name__} does not advance")
 
@@ -204,6 +210,13 @@ class RefClip(_RefSingle):
         elif self.window_rule == BlendWindow.ADVANCED and self.into_window() > 0.0:
             self.next.advance(world, inst, dt, sink)       # L215: "the next task is advanced too"
 
+    def trace(self) -> dict:
+        d = super().trace()
+        if self.next is not None:
+            d["next"] = self.next.anim_id()
+            d["blend"] = self.blend
+        return d
+
     def emit(self, world, stack) -> None:
         c = self.cursor
         stack.sample(c, self.rate)
@@ -293,6 +306,10 @@ class RefFade(RefTask):
         if self.elapsed < self.fade_time:
             self.elapsed = self.fade_time
         world.complete_fade(inst, self)
+
+    def trace(self) -> dict:
+        return {"type": int(self.type), "id": -1, "time": self.elapsed, "frame": 0,
+                "elapsed": self.elapsed, "duration": self.fade_time, "weight": round(self.weight(), 6)}
 
     def emit(self, world, stack) -> None:
         stack.blend_top(self.weight())
@@ -413,6 +430,12 @@ class RefGait(RefTask):
             if self.on_wrap is not None:
                 self.on_wrap(inst)                                                # +0x40 / +0x44
         follow(lead, other)
+
+    def trace(self) -> dict:
+        d = super().trace()
+        d.update(ids=list(self.ids), value=self.value, target=self.target, lower=self.ids[self.lower],
+                 upper=self.ids[self.lower + 1], leader=self.leading_cursor().anim_id)
+        return d
 
     def emit(self, world, stack) -> None:
         """L286: below 0.01 the lower alone, above 0.995 the upper alone, else both

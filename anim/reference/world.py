@@ -15,17 +15,20 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
+import numpy as np
+
 from .. import f32 as F
 from ..clip import EventType
 from ..player import PlayerOptions, UnknownClip
 from ..pose import POSE_STACK_SIZE, PoseStackOverflow
+from ..skeleton import NUM_BONES
 from ..stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, QueueFull, StackFull, TaskPoolExhausted
 from ..tasks import EventRule, HeldFlags, TaskType
 from .cursor import RefCursor
 from .tasks import (RefClip, RefDirection, RefFade, RefGait, RefHold, RefLoop, RefMix, RefPairedClip,
                     RefPairedHold, RefPick, RefScene, RefTask)
 
-__all__ = ["Reference", "RefInstance", "RefRecord", "RefPool"]
+__all__ = ["Reference", "RefInstance", "RefRecord", "RefPool", "RefBones"]
 
 # "Tasks" held-flag events (L403): (bits that must be held, bits cleared, bits set).
 _HELD_EVENTS = {
@@ -47,11 +50,15 @@ class RefInstance:
     queue of up to 10, its record, its anim set, its speed multiplier (+0x3a4, the
     blends' rate), the events fired this update and the ids the last flush released."""
 
-    def __init__(self, anim_set, name: str = "", speed: float = 1.0, flags: int = 0, handle=None):
+    # The game's systems test these two of the engine's instance (its events kept as rows
+    # until read); the reference keeps its events as a plain list.
+    _event_rows = None
+
+    def __init__(self, anim_set, name: str = "", speed: float = 1.0, flags: int = 0, handle=None, record=None):
         self.name = name
         self.anim_set = anim_set
         self.speed = float(speed)
-        self.record = RefRecord(flags)
+        self.record = record if record is not None else RefRecord(flags)
         self.handle = handle
         self.stack: list[RefTask] = []
         self.queue: list[RefTask] = []
@@ -59,6 +66,16 @@ class RefInstance:
         self.released: list[int] = []
         self.on_report: Callable | None = None
         self.poses_refused = 0
+
+    @property
+    def _events(self) -> list:
+        return self.events
+
+    def clear_events(self) -> None:
+        self.events = []
+
+    def __repr__(self) -> str:
+        return f"RefInstance({self.name!r}, stack={[type(t).__name__ for t in self.stack]})"
 
 
 class RefPool:
@@ -568,7 +585,44 @@ class Reference:
         from .pose import sample_instance
         return [sample_instance(self, inst) for inst in instances]
 
-    def pose(self, instances):
-        """Every instance's pose and model-space bone transforms: [(RefPose, pos, mrot)]."""
+    def pose(self, instances, reference: bool = False) -> "RefBones":
+        """Every instance's pose and model-space bone transforms (RefBones: ``each`` the
+        (RefPose, positions (34, 3), rotations (34, 4)) per instance, and the engine's
+        layout in new arrays: ``poses`` a PoseBatch, ``pos`` (3, 34, N), ``rot`` (4, 34, N)).
+        ``reference`` is accepted for the Player's signature (there is one path)."""
         from .pose import bones_of
-        return [(p, *bones_of(self.skeleton, p)) for p in self.sample(instances)]
+        return RefBones([(p, *bones_of(self.skeleton, p)) for p in self.sample(instances)])
+
+    # ---------------------------------------------------------------- what the game's systems ask
+    def register(self, anim_set) -> None:
+        """Nothing to do: clips are decoded when first sampled."""
+
+    def forget(self, inst) -> None:
+        """Nothing to do: the reference keeps no per-human rows."""
+
+    def may_have_events(self, instances):
+        """Every instance (the reference does not keep a list of those that fired)."""
+        return instances
+
+    def gait_speeds(self, anim_set, ids) -> tuple[float, ...]:
+        """The looping gaits' speeds (m/s): displacement length / duration / rate ("Playback
+        rate" L297, anim.rates.gait_speed)."""
+        from ..rates import gait_speed
+        return tuple(gait_speed(self.find(anim_set, i), self.rate_of(anim_set, i)) for i in ids)
+
+
+class RefBones:
+    """The reference's poses and bone transforms of one update (see ``Reference.pose``)."""
+
+    def __init__(self, each: list):
+        from ..pose import PoseBatch
+        self.each = each
+        n = self.n = len(each)
+        self.poses = PoseBatch.empty(n)
+        self.pos = np.zeros((3, NUM_BONES, n), np.float32)
+        self.rot = np.zeros((4, NUM_BONES, n), np.float32)
+        for i, (p, pos, mrot) in enumerate(each):
+            vel, root, rot, tag = p.arrays()
+            self.poses.vel[:, i], self.poses.root[:, i] = vel, root
+            self.poses.rot[:, :, i], self.poses.tag[:, i] = rot.T, tag
+            self.pos[:, :, i], self.rot[:, :, i] = pos.T, mrot.T

@@ -1,4 +1,4 @@
-"""``scuffle run SCENARIO.toml --trace OUT.jsonl [--pose]``: run a scenario.
+"""``scuffle run SCENARIO.toml --trace OUT.jsonl [--pose] [--engine reference]``: run a scenario.
 
 Validates the whole file first (no update runs on a bad file), then runs it and
 writes the trace. Errors are one line on stderr (scuffle: error: FILE:LINE: FIELD: ...),
@@ -20,6 +20,9 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", help="the scenario TOML file")
     p.add_argument("--trace", metavar="OUT.jsonl", help="write the trace here ('-' for stdout)")
     p.add_argument("--pose", action="store_true", help="add each human's sampled pose to the trace")
+    p.add_argument("--engine", choices=("compiled", "reference"), default="compiled",
+                   help="the animation engine: the compiled one (default), or the reference, the "
+                        "plain-Python model of the spec (slow; to debug a scenario)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -33,16 +36,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     announce_compile()                  # a cold numba cache: compile ahead, with a progress line
     try:
         if args.trace in (None, ""):
-            game = run_scenario(sc)
+            game = run_scenario(sc, engine=args.engine)
         elif args.trace == "-":
-            game = run_scenario(sc, sys.stdout, pose=args.pose)
+            game = run_scenario(sc, sys.stdout, pose=args.pose, engine=args.engine)
         else:
             try:
                 fp = open(args.trace, "w", encoding="utf-8", newline="\n")
             except OSError as exc:
                 raise CliError(f"cannot write trace {args.trace!r}: {exc.strerror or exc}") from None
             with fp:
-                game = run_scenario(sc, fp, pose=args.pose)
+                game = run_scenario(sc, fp, pose=args.pose, engine=args.engine)
     except ScenarioError as exc:          # a command hit a limit at run time
         raise CliError(str(exc)) from None
     print(f"{sc.source}: {sc.updates} updates, {len(sc.humans)} humans", file=sys.stderr)

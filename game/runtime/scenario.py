@@ -565,8 +565,10 @@ def apply_command(game, cmd: Command, actions: dict | None = None):
 
 
 def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
-                 on_update: Callable | None = None):
+                 on_update: Callable | None = None, engine: str = "compiled"):
     """Run a validated scenario; writes the trace (JSONL) if given; returns the Game.
+
+    ``engine``: the Game's engine, "compiled" or "reference" (Game, ENGINES).
 
     Rejected: a command that hits one of the original's limits (task pool, stack,
     queue) raises ScenarioError naming the command's line; the trace then holds the
@@ -578,7 +580,7 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     from scuffle.game.runtime.trace import trace_records, write_records
     from scuffle.game.runtime.world import Game, UnknownHuman
 
-    game = Game(sc.options)
+    game = Game(sc.options, engine=engine)
     try:
         for h in sc.humans:
             if h.health is None:

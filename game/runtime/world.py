@@ -39,9 +39,12 @@ from scuffle.game.runtime import schedule
 from scuffle.systems.context import SimContext
 from scuffle.systems.motion import to_world
 
-__all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse"]
+__all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse", "ENGINES"]
 
 _ids = itertools.count(1)
+# The engines a Game can run on: the compiled engine (Player) and the reference
+# (scuffle.anim.reference, the plain-Python model of the spec).
+ENGINES = ("compiled", "reference")
 
 
 class UnknownHuman(KeyError):
@@ -62,9 +65,12 @@ class WorldInUse(ValueError):
 class Game:
     """One simulated world (see the module docstring).
 
-    In: PlayerOptions (rates, the original-bug switches, the pool size), ``reference``
-    to sample through the scalar path, ``world`` the esper world's name (None: a new
-    one of its own). ``step()`` runs one update; ``update`` counts the updates run,
+    In: PlayerOptions (rates, the original-bug switches, the pool size), ``engine``
+    "compiled" (the default: ``Player``), or "reference" (``scuffle.anim.reference``:
+    the plain-Python model of the spec, slow, to debug a scenario; it also takes the
+    readable root-motion path), ``reference`` to sample through the engine's scalar
+    path (kept for old callers), ``world`` the esper world's name (None: a new one of
+    its own). Rejected: another engine name (ValueError naming the field). ``step()`` runs one update; ``update`` counts the updates run,
     whoever drives them. A context manager: ``with Game() as g:`` closes it.
     ``close()`` deletes a world the Game created and, in a world it did not create,
     removes its systems and humans; a closed Game refuses ``step()`` (GameClosed).
@@ -72,12 +78,19 @@ class Game:
     """
 
     def __init__(self, options: PlayerOptions | None = None, *, reference: bool = False,
-                 world: str | None = None):
+                 world: str | None = None, engine: str = "compiled"):
+        if engine not in ENGINES:
+            raise ValueError(f"Game engine: {engine!r} is not one of {', '.join(map(repr, ENGINES))}")
         name = world or f"scuffle-{next(_ids)}"
         self.world = name
         self.owns_world = name not in esper.list_worlds()
-        self.player = Player(options)
-        self.ctx = SimContext(self.player, reference=reference)
+        self.engine = engine
+        if engine == "reference":
+            from scuffle.anim.reference import Reference
+            self.player = Reference(options)
+        else:
+            self.player = Player(options)
+        self.ctx = SimContext(self.player, reference=reference or engine == "reference")
         self.names: dict[str, int] = {}
         self.fight = None          # the fight rules, when attached (scuffle.game.fighters.combat.Fight)
         self.closed = False
@@ -93,11 +106,11 @@ class Game:
 
     @classmethod
     def attach(cls, world: str | None = None, options: PlayerOptions | None = None, *,
-               reference: bool = False) -> "Game":
+               reference: bool = False, engine: str = "compiled") -> "Game":
         """A Game in a host's esper world (None: the current one): scuffle's systems are
         added there with their SCHEDULE priorities, and the host's ``esper.process()``
         runs them. Rejected: a world that already runs them (WorldInUse)."""
-        return cls(options, reference=reference, world=world or esper.current_world)
+        return cls(options, reference=reference, world=world or esper.current_world, engine=engine)
 
     def __enter__(self) -> "Game":
         return self
@@ -155,7 +168,11 @@ class Game:
         record = HumanRecord()
         with self.active():
             ent = esper.create_entity()
-            inst = CharacterInstance(anim_set, name, record, handle=ent)
+            if self.engine == "reference":
+                from scuffle.anim.reference import RefInstance
+                inst = RefInstance(anim_set, name, handle=ent, record=record)
+            else:
+                inst = CharacterInstance(anim_set, name, record, handle=ent)
             esper.add_component(ent, Name(name))
             esper.add_component(ent, Animator(inst))
             esper.add_component(ent, record)

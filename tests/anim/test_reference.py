@@ -224,7 +224,7 @@ def _poses_of(w, hs, bones: bool):
                 item += [pos[:, :, i].T.copy(), rot[:, :, i].T.copy()]
             out.append(item)
     else:
-        res = w.pose(hs) if bones else [(p,) for p in w.sample(hs)]
+        res = w.pose(hs).each if bones else [(p,) for p in w.sample(hs)]
         for r in res:
             item = list(r[0].arrays())
             if bones:
