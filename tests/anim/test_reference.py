@@ -550,6 +550,19 @@ def test_nested_windows_cut_off_in_a_hand_over_update_compiled():
     _nested(14, [9, 5, 8, 2, 5, 5], 0.2, 9, 0.0, 1, {})
 
 
+@pytest.mark.xfail(strict=True, reason="engine bug: see test_nested_windows_cut_off_in_a_hand_over_update_compiled")
+def test_long_chain_cut_off_in_a_hand_over_update_compiled():
+    """ENGINE BUG, the same with a long tail: chain [9, 5, 8, 2, 5, 5] + 70 x [1] at blend
+    0.2, cut off on update 9: the compiled path keeps 72 of its tasks counted out of the
+    pool for ever (in_use 73, the human holds 1; the reference: 1), and with a pool of 90
+    a chain of 20 given on update 12 is refused (TaskPoolExhausted) on the compiled path
+    alone. The differential fuzz meets it in long random runs (test_fuzz_bit_for_bit)."""
+    ids = [9, 5, 8, 2, 5, 5] + [1] * 70
+    cmds = [(0, 0, 0.0, ("chain", ids, 0.2, 0x1, True)), (9, 0, 0.0, ("loop", 1, 0, False)),
+            (12, 0, 0.1, ("chain", [1] * 20, 0.0, 0, False))]
+    compare(random_set(14), cmds, 20, 1, GAIT, {"pool_size": 90}, poses=False)
+
+
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="engine bug: see test_nested_windows_cut_off_in_a_hand_over_update_compiled")
 def test_nested_windows_cut_off_sweep_compiled():
