@@ -583,3 +583,42 @@ def test_flush_calls_back_in_step_order():
     cmds = [(0, 0, 0.0, ("chain", [15, 388], 0.0, 0, True)), (0, 1, 0.0, ("chain", [15, 388], 0.0, 0, True)),
             (1, 0, 0.0, ("push_mix", 388, 358, 0.3))]
     compare(aset, cmds, 30, 2, DEMO_GAIT, callback_order=True)
+
+
+# ---------------------------------------------------------------- the reference stands apart
+
+
+def test_the_reference_imports_only_stateless_pieces():
+    """anim/reference imports no table, row view, cursor, task class, batch or kernel of the
+    engine: only clip decoding, f32, the skeleton's constants, rates, the enums, the limits
+    and their errors, PlayerOptions and the pose stack's size (issue 19, item 3)."""
+    import ast
+    from pathlib import Path
+
+    allowed = {
+        "clip": {"Clip", "Event", "EventType", "decode_positions", "decode_rotations", "key_frames"},
+        "player": {"PlayerOptions", "UnknownClip"},
+        "pose": {"POSE_STACK_SIZE", "PoseStackOverflow", "PoseBatch"},
+        "stack": {"POOL_SIZE", "QUEUE_SIZE", "STACK_SIZE", "AnimLimitError", "QueueFull", "StackFull",
+                  "TaskPoolExhausted"},
+        "tasks": {"TaskType", "EventRule", "HeldFlags", "BlendWindow", "PickSampling"},
+        "skeleton": {"NUM_BONES", "REFERENCE_ROTATIONS", "HUMANOID"},
+        "rates": {"gait_speed"},
+    }
+    folder = Path(__file__).resolve().parents[2] / "anim" / "reference"
+    seen = set()
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 2:
+                if node.module is None:
+                    names = {a.name for a in node.names}
+                    assert names <= {"f32"}, (path.name, names)
+                    continue
+                names = {a.name for a in node.names}
+                assert node.module in allowed and names <= allowed[node.module], (path.name, node.module, names)
+                seen.add(node.module)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and not (isinstance(node, ast.ImportFrom)
+                                                                          and node.level == 1):
+                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                assert all(m in ("math", "struct", "numpy", "__future__", "typing") for m in mods), (path.name, mods)
+    assert {"clip", "player", "tasks"} <= seen
