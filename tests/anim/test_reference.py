@@ -24,6 +24,7 @@ from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.pose import PoseStackOverflow
 from scuffle.anim.rangelist import author_range
 from scuffle.anim.rates import DATA_SPEEDS
+from scuffle.anim.skeleton import REFERENCE_ROTATIONS
 from scuffle.anim.reference import (Reference, RefInstance, engine_state, fade_weight, reference_state)
 from scuffle.anim.reference.pose import acos_poly, cos_poly, sin_poly
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
@@ -488,11 +489,18 @@ def test_demo_set_bit_for_bit(seed):
     compare(aset, cmds, 90, 3, DEMO_GAIT, bones=True)
 
 
+# Seeds of the fuzz below that meet the compiled path's pool leak
+# (test_long_chain_cut_off_in_a_hand_over_update_compiled): seed 16 cuts off a 73-clip
+# chain at blend 0.4 on the update a nested task hands over, and 69 tasks stay out.
+_LEAKING_SEEDS = {16}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(examples(48)))
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason="engine pool leak"))
+                                  if s in _LEAKING_SEEDS else s for s in range(examples(48))])
 def test_fuzz_bit_for_bit(seed):
     """A longer differential fuzz: random and demo sets, every option set, 70+ clip chains,
-    poses and bone transforms (SCUFFLE_FULL_TESTS=1 runs 48 seeds)."""
+    poses and bone transforms (SCUFFLE_FULL_TESTS=1 runs 48 seeds; all equal but seed 16)."""
     rng = random.Random(1000 + seed)
     opts = OPTIONS[seed % len(OPTIONS)]
     if seed % 3 == 0:
@@ -622,3 +630,42 @@ def test_the_reference_imports_only_stateless_pieces():
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
                 assert all(m in ("math", "struct", "numpy", "__future__", "typing") for m in mods), (path.name, mods)
     assert {"clip", "player", "tasks"} <= seen
+
+
+def _bone19_set() -> AnimSet:
+    q = (0.1, 0.2, 0.0, math.sqrt(1 - 0.05))
+    clips = {0: author_clip("no19", 8, rotations={1: [(0, q), (8, (0, 0, 0, 1))]}),
+             1: author_clip("with19", 8, rotations={1: [(0, q)], 19: [(0, q)]})}
+    return AnimSet.build(clips, {0: author_range(), 1: author_range()}, name="b19")
+
+
+def _pose_bits(w, aset, register: bool):
+    cls = CharacterInstance if isinstance(w, Player) else RefInstance
+    h = cls(aset, "h")
+    if register:
+        w.register(aset)
+    w.change(h, w.loop(h, 0), 0.0)
+    w.flush()
+    w.step([h])
+    return _poses_of(w, [h], bones=False)[0][2][19]
+
+
+def test_a_bone_left_out_takes_the_reference_rotation():
+    """"The pose" L98: a bone the clip has no channel for is copied from the default pose
+    (the reference rotation of 0x00100200) and tagged; the engine whose bank holds only
+    this clip gives the same bits as the reference."""
+    aset = _bone19_set()
+    ref = _pose_bits(Reference(), aset, False)
+    assert np.array_equal(ref, np.array(REFERENCE_ROTATIONS[19], np.float32).view(np.uint32))
+    assert np.array_equal(_pose_bits(Player(), aset, False), ref)
+
+
+@pytest.mark.xfail(strict=True, reason="engine: a left-out bone's reference rotation is renormalised when "
+                                       "another clip of the bank animates that bone")
+def test_a_bone_left_out_does_not_depend_on_the_bank():
+    """ENGINE DIFFERENCE: once the player's bank holds a clip that animates bone 19 (here
+    through ``register``), a clip without bone 19 samples the reference rotation through
+    the key path, renormalised: 1 ulp off for bones 1, 14, 16-19 and 22-25. So a human's
+    pose depends on which clips the player has seen before."""
+    aset = _bone19_set()
+    assert np.array_equal(_pose_bits(Player(), aset, True), _pose_bits(Reference(), aset, True))
