@@ -1,6 +1,6 @@
 """The reference cursor (WarAnimInstance) and the events it fires: plain attributes.
 
-Spec: "The cursor" (L124-134), "Playing a clip" (L176-183), "When a clip ends" (L299-313).
+Spec: "The cursor" (L147-158), "Playing a clip" (L182-189), "When a clip ends" (L299-320).
 Original: 0x0010bb60 WarAnimInstance, 0x001041f8 AnimCursor_Init, 0x001044a0
 AnimCursor_Advance, 0x00104110 AnimCursor_Step.
 """
@@ -56,7 +56,7 @@ class RefCursor:
         self.at_end = False
 
     def restart(self) -> None:
-        """Back to time 0, frame 0, no event passed (AnimCursor_Restart, L315)."""
+        """Back to time 0, frame 0, no event passed (AnimCursor_Restart, L318)."""
         self.time = 0.0
         self.frame = 0
         self.at_end = False
@@ -67,7 +67,7 @@ class RefCursor:
 
         "When a clip ends" L303-307: frame = uint((t + s) x 30 + 0.5); frame < F: add s to
         t, fire the events passed, return 0; otherwise change nothing and return
-        (t + s) - (D - 1/60). Events fire "as their frame is passed" (L183) unless the
+        (t + s) - (D - 1/60). Events fire "as their frame is passed" (L187) unless the
         cursor is muted (flag 0x10, L231) or there is no sink (a muted task).
         Original: 0x001044a0 AnimCursor_Advance, 0x00104110 AnimCursor_Step.
         """

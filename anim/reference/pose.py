@@ -6,8 +6,8 @@ in the order the engine's pose kernel performs them (anim/kernels.py ``_sample``
 bit. The angle functions are the kernel's polynomials (acos by Abramowitz & Stegun
 4.4.46, sin / cos by their Taylor series), not libm's and never numpy's SIMD ufuncs.
 
-Spec: "The pose" (L96-104), "Playing a clip" (L176-183), "Blending" (L185-187),
-"Root motion" (L341-346), "Bone transforms" (L112-119), "The key in force" (L404).
+Spec: "The pose" (L98-104), "Playing a clip" (L182-189), "Blending" (L191-193),
+"Root motion" (L338-345), "Bone transforms" (L112-119), "The key in force" (L396).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ f32 = np.float32
 _ONE = f32(1.0)
 _ZERO = f32(0.0)
 _HALF_PI = math.pi / 2.0
-_TURN_EPSILON = f32(5e-7)        # L343: w within 5e-7 of 1 is no turn
+_TURN_EPSILON = f32(5e-7)        # L341: w within 5e-7 of 1 is no turn
 _LINEAR_DOT = f32(0.9995)        # Quat_Slerp's near-parallel case: a normalised lerp
 
 
@@ -82,7 +82,7 @@ def _sqrt32(v) -> np.float32:
 
 
 def scale_turn(q: tuple, rate32: np.float32) -> tuple:
-    """"Root motion" L343: bone 0's key slerped from the identity by the rate (clamped to
+    """"Root motion" L341: bone 0's key slerped from the identity by the rate (clamped to
     [0, 1]); skipped at rate 1.0 or w within 5e-7 of 1. Original: 0x00336a00 Quat_Slerp."""
     qx, qy, qz, qw = q
     if rate32 == _ONE or abs(_ONE - qw) <= _TURN_EPSILON:
@@ -99,7 +99,7 @@ def scale_turn(q: tuple, rate32: np.float32) -> tuple:
 
 
 def slerp(a: tuple, b: tuple, t) -> tuple:
-    """Quat_Slerp (0x00336a00, L187) from a (t = 0) to b (t = 1), t clamped, the shorter arc;
+    """Quat_Slerp (0x00336a00, L193) from a (t = 0) to b (t = 1), t clamped, the shorter arc;
     a normalised lerp above |dot| 0.9995."""
     t = min(max(f32(t), _ZERO), _ONE)
     ax, ay, az, aw = a
@@ -132,8 +132,8 @@ def slerp(a: tuple, b: tuple, t) -> tuple:
 
 
 class RefPose:
-    """A sampled pose (0x240 bytes, L96): the root velocity, the root translation, 34
-    rotations, and 36 default tags (velocity, translation, bones 0-33; L98)."""
+    """A sampled pose (0x240 bytes, L100): the root velocity, the root translation, 34
+    rotations, and 36 default tags (velocity, translation, bones 0-33; L102)."""
 
     __slots__ = ("vel", "root", "rot", "tag")
 
@@ -147,7 +147,7 @@ class RefPose:
 
 
 def reference_pose(bind_height: float) -> RefPose:
-    """The default pose (L98): no velocity, the pelvis at its bind height, the reference
+    """The default pose (L102): no velocity, the pelvis at its bind height, the reference
     rotations (Pose_InitReference 0x00100200), every value tagged."""
     rot = [tuple(f32(v) for v in REFERENCE_ROTATIONS[b]) for b in range(NUM_BONES)]
     return RefPose([_ZERO] * 3, [_ZERO, _ZERO, f32(bind_height)], rot, [True] * (2 + NUM_BONES))
@@ -156,7 +156,7 @@ def reference_pose(bind_height: float) -> RefPose:
 class _Channel:
     """One channel decoded at load ("Notes for implementers" L406): each key's start frame,
     value, and step toward the next key per frame (the sign flip done for rotations;
-    0 for a channel's last key and for bone 0, which is never interpolated, L404)."""
+    0 for a channel's last key and for bone 0, which is never interpolated, L340)."""
 
     __slots__ = ("start", "value", "slope")
 
@@ -226,10 +226,10 @@ def sample_cursor(world, cursor, rate: float) -> RefPose:
     """AnimCursor_SamplePose (0x00104ce0): the pose of ``cursor`` at its time.
 
     Each channel takes its key in force at the nearest whole frame (a tie to the lower,
-    L404) carried toward the next key; rotations are normalised; the velocity times the
-    rate (L341); bone 0 the key in force scaled by the rate (L342-344); section B's z
-    plus the bind height (L61); a slot the clip leaves out (or flags 0x1 / 0x2 switch
-    off) takes the default, tagged (L98).
+    L396) carried toward the next key; rotations are normalised; the velocity times the
+    rate (L338); bone 0 the key in force scaled by the rate (L340-341); section B's z
+    plus the bind height (L70); a slot the clip leaves out (or flags 0x1 / 0x2 switch
+    off) takes the default, tagged (L102).
     """
     dec = decoded(world, cursor.clip)
     x = f32(F.mul(cursor.time, 30.0))
@@ -279,7 +279,7 @@ def sample_cursor(world, cursor, rate: float) -> RefPose:
 
 
 def blend(lo: RefPose, up: RefPose, w) -> RefPose:
-    """Pose_BlendPartial (0x00105158, L100) over the whole body, ``w`` the upper's share:
+    """Pose_BlendPartial (0x00105158, L104) over the whole body, ``w`` the upper's share:
     the motion channels (velocity, bone 0) take the untagged side when one is tagged,
     else lerp / slerp; the root translation and bones 1-33 keep the lower's when both are
     tagged, else lerp / slerp (untagged)."""
@@ -305,7 +305,7 @@ def blend(lo: RefPose, up: RefPose, w) -> RefPose:
 
 
 class RefPoseStack:
-    """The pose stack (L96, L254): at most seven poses; an eighth push is refused and
+    """The pose stack (L100, L257): at most seven poses; an eighth push is refused and
     counted (0x00104ce0); a blend with fewer than two poses does nothing."""
 
     def __init__(self, world):
@@ -338,7 +338,7 @@ class RefPoseStack:
 
 
 def sample_instance(world, inst) -> RefPose:
-    """CharacterInstance_Sample (0x00176d60): the stack sampled bottom-up (L254); the top
+    """CharacterInstance_Sample (0x00176d60): the stack sampled bottom-up (L257); the top
     of the pose stack, or the default pose for an empty one."""
     stack = RefPoseStack(world)
     for task in inst.stack:

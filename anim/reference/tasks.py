@@ -1,6 +1,6 @@
 """The reference tasks: one plain class per task type, each rule next to its spec lines.
 
-A task answers the calls of "Animation tasks" (L199-212): ``advance`` (+0x64),
+A task answers the calls of "Animation tasks" (L201-209): ``advance`` (+0x64),
 ``emit`` (+0x5c, push its pose on the pose stack), ``duration`` (+0xd4), ``anim_id``
 (+0x104), ``set_target`` / ``set_value`` (+0xac / +0xbc). Stack changes (a hand-over,
 a fade's clean-up) go through the world (``world.py``), which owns the pool and the
@@ -28,7 +28,7 @@ GAIT_STEPS = tuple(F.f32(x) for x in (0.995, 1.995, 2.995))
 GAIT_ALONE_LOW = F.f32(0.01)
 GAIT_ALONE_HIGH = F.f32(0.995)
 GAIT_FALL_FRACTION = 0.875
-# "Animation tasks" L219: type 11's thresholds 0.51, 1.51, 2.51.
+# "Animation tasks" L218: type 11's thresholds 0.51, 1.51, 2.51.
 PICK_THRESHOLDS = tuple(F.f32(x) for x in (0.51, 1.51, 2.51))
 
 
@@ -42,13 +42,13 @@ def fade_weight(elapsed: float, duration: float) -> float:
 
 
 def _ended(world, cursor: RefCursor, overshoot: float) -> bool:
-    """L325: an overshoot of exactly 0.0 is "not ended" (PlayerOptions.end_zero_overshoot
+    """L320: an overshoot of exactly 0.0 is "not ended" (PlayerOptions.end_zero_overshoot
     ends it anyway)."""
     return overshoot != 0.0 or (world.options.end_zero_overshoot and cursor.at_end)
 
 
 def _advance_looping(world, cursor: RefCursor, step: float, sink, task) -> bool:
-    """A looping cursor: wrap on the overshoot, restart, advance by it (L315). True on a wrap."""
+    """A looping cursor: wrap on the overshoot, restart, advance by it (L318). True on a wrap."""
     over = cursor.advance(step, sink, task)
     if _ended(world, cursor, over):
         cursor.restart()
@@ -58,7 +58,7 @@ def _advance_looping(world, cursor: RefCursor, step: float, sink, task) -> bool:
 
 
 class RefTask:
-    """Fields every task has (L193-197, L232): rate +0x0c (float32), flags +0x10, type
+    """Fields every task has (L201-207, L237): rate +0x0c (float32), flags +0x10, type
     +0x14, the held bits +0x24, the end callback +0x2c; ``released`` once deferred."""
 
     type: TaskType = TaskType.LOOP
@@ -71,7 +71,7 @@ class RefTask:
         self.released = False
 
     def cursor_flags(self) -> int:
-        """Task flags 0x1, 0x2, 0x10 become cursor flags (L226-228)."""
+        """Task flags 0x1, 0x2, 0x10 become cursor flags (L226-231)."""
         return self.flags & CURSOR_BITS
 
     def cursors(self) -> list[RefCursor]:
@@ -136,7 +136,7 @@ class _RefSingle(RefTask):
 
 
 class RefLoop(_RefSingle):
-    """Type 1 (L213, L315): one clip looping with a period of D - 1/60; on a wrap the cursor
+    """Type 1 (L214, L318): one clip looping with a period of D - 1/60; on a wrap the cursor
     restarts, advances by the overshoot and the wrap callback (+0x28) runs with the human.
     Original: 0x00105678, 0x00105770."""
 
@@ -159,7 +159,7 @@ class RefLoop(_RefSingle):
 
 
 class RefClip(_RefSingle):
-    """Type 3 (L214, L309-313): one clip, then a next task, with a blend time b into it.
+    """Type 3 (L215, L313-314): one clip, then a next task, with a blend time b into it.
 
     In the clip's last b seconds (b at most the next task's duration) the next task is
     advanced too (BlendWindow.ADVANCED) or kept at the time into the window (KEPT) and
@@ -204,9 +204,9 @@ class RefClip(_RefSingle):
         if self.next is not None and _ended(world, c, over):
             nxt = self.next
             self.handed_over = True
-            world.replace(inst, self, nxt)                 # L309-310: in its own place
+            world.replace(inst, self, nxt)                 # L313: in its own place
             if self.window() > 0.0:
-                nxt.advance(world, inst, dt, sink)         # L310: advanced by dt with a blend time
+                nxt.advance(world, inst, dt, sink)         # L313: advanced by dt with a blend time
         elif self.window_rule == BlendWindow.ADVANCED and self.into_window() > 0.0:
             self.next.advance(world, inst, dt, sink)       # L215: "the next task is advanced too"
 
@@ -240,14 +240,14 @@ class RefHold(_RefSingle):
 
 
 class RefScene(RefHold):
-    """Type 7 (L220): a scene's clip at the scene code's rate; held at its end (ours).
+    """Type 7 (L221): a scene's clip at the scene code's rate; held at its end (ours).
     Original: 0x001069c0."""
 
     type = TaskType.SCENE
 
 
 class RefPairedClip(RefClip):
-    """Type 6 (L221, L240-247): a type 3 whose clip and rate come from another human's
+    """Type 6 (L222, L241-245): a type 3 whose clip and rate come from another human's
     set. Original: 0x00108a78."""
 
     type = TaskType.PAIRED_CLIP
@@ -259,7 +259,7 @@ class RefPairedClip(RefClip):
 
 
 class RefPairedHold(RefHold):
-    """Type 4 (L222): a paired type 5. Original: 0x00108450."""
+    """Type 4 (L223): a paired type 5. Original: 0x00108450."""
 
     type = TaskType.PAIRED_HOLD
 
@@ -301,7 +301,7 @@ class RefFade(RefTask):
             world.complete_fade(inst, self)
 
     def finish_early(self, world, inst) -> None:
-        """"The task stack" L252: advanced by its remaining time (0x00177eb8)."""
+        """"The task stack" L255: advanced by its remaining time (0x00177eb8)."""
         self.elapsed = F.add(self.elapsed, F.sub(self.fade_time, self.elapsed))
         if self.elapsed < self.fade_time:
             self.elapsed = self.fade_time
@@ -319,9 +319,9 @@ class RefFade(RefTask):
 
 
 class RefGait(RefTask):
-    """Type 12 ("Gait blend" L268-290): five clips on a value v in 0-4.
+    """Type 12 ("Gait blend" L269-288): five clips on a value v in 0-4.
 
-    Each advance: v moves toward the target by at most rate x dt x speed (L280); the pair
+    Each advance: v moves toward the target by at most rate x dt x speed (L283); the pair
     is floor(v), floor(v) + 1 with the steps 0.995 / 1.995 / 2.995, a clip that comes in
     joins at the normalised time of the one it joins (L284); one cursor leads and
     advances, the other follows at its normalised time, muted (L285). Leader: fraction
@@ -366,7 +366,7 @@ class RefGait(RefTask):
         return 3
 
     def set_target(self, target: float) -> None:
-        """+0xac (0x0010a500): clamped to 0-4, rounded unless flag 0x200 (L230, L277)."""
+        """+0xac (0x0010a500): clamped to 0-4, rounded unless flag 0x200 (L232, L276)."""
         t = self._clamp(target)
         if not self.flags & 0x200:
             t = float(math.floor(t + 0.5))
@@ -452,7 +452,7 @@ class RefGait(RefTask):
 
 
 class RefMix(RefTask):
-    """Type 10 (L216; details ours, as docs/original.md reads them): two looping clips
+    """Type 10 (L217; details ours, as docs/original.md reads them): two looping clips
     mixed by a weight (the second's share) that eases toward its target at ``speed``
     units/s; the heavier clip leads, the other follows at its normalised time, muted.
     The weight is a double, as the engine keeps it. Original: 0x0010b090, 0x0010b448."""
@@ -503,7 +503,7 @@ class RefMix(RefTask):
 
 
 class RefPick(RefTask):
-    """Type 11 (L217; details ours): four looping clips advancing in step; a value 0-3
+    """Type 11 (L218; details ours): four looping clips advancing in step; a value 0-3
     picks the audible one by 0.51 / 1.51 / 2.51 (the others muted). PickSampling CHOSEN
     samples the picked clip; ALL pushes all four and keeps the picked one's pose.
     Original: 0x00106f50, 0x00107f60."""
@@ -551,7 +551,7 @@ class RefPick(RefTask):
 
 
 class RefDirection(RefTask):
-    """Type 13 (L219; weights ours): three neighbouring clips of eight, ids
+    """Type 13 (L220; weights ours): three neighbouring clips of eight, ids
     base + (d - 1) & 7, base + d, base + (d + 1) & 7 around the nearest direction d; the
     centre leads and fires, the neighbours follow at its normalised time; the pose mixes
     the centre with the neighbour on the value's side by the distance to it.

@@ -5,7 +5,7 @@ scene, paired, paired_hold, fade, gait, mix, pick, direction, chain, change, enq
 replace, insert_bottom, push, cut, step, flush, sample, pose) on its own instances
 (``RefInstance``, ``RefRecord``), so that a test can drive both with one command list.
 
-Per update, in the original's order (Humans_Update, "When a clip ends" L311):
+Per update, in the original's order (Humans_Update, "When a clip ends" L314):
     ref.step(instances)     run the queues, advance the stacks, hand over, fire events
     ref.sample(instances)   every pose (anim.reference.pose)
     ref.flush()             release what ended, refresh the playing anim ids
@@ -30,7 +30,7 @@ from .tasks import (RefClip, RefDirection, RefFade, RefGait, RefHold, RefLoop, R
 
 __all__ = ["Reference", "RefInstance", "RefRecord", "RefPool", "RefBones"]
 
-# "Tasks" held-flag events (L403): (bits that must be held, bits cleared, bits set).
+# "Tasks" held-flag events (L402): (bits that must be held, bits cleared, bits set).
 _HELD_EVENTS = {
     int(EventType.HELD_OPEN): (0x1 | 0x2, 0x1, 0x2),      # 0x2c: clear 0x1, set 0x2
     int(EventType.HELD_CLOSE): (0x7, 0x7, 0x4),           # 0x2d: clear 0x7, set 0x4
@@ -46,7 +46,7 @@ class RefRecord:
 
 
 class RefInstance:
-    """One character (CharacterInstance, L250): a stack of up to 18 tasks (bottom first), a
+    """One character (CharacterInstance, L253): a stack of up to 18 tasks (bottom first), a
     queue of up to 10, its record, its anim set, its speed multiplier (+0x3a4, the
     blends' rate), the events fired this update and the ids the last flush released."""
 
@@ -79,7 +79,7 @@ class RefInstance:
 
 
 class RefPool:
-    """The free list of 360 tasks (L193, 0x001048a0 / 0x001054c8 / 0x00105510): a count."""
+    """The free list of 360 tasks (L197, 0x001048a0 / 0x001054c8 / 0x00105510): a count."""
 
     def __init__(self, capacity: int = POOL_SIZE):
         if capacity < 1:
@@ -121,7 +121,7 @@ def _number(what: str, value, low: float = 0.0) -> float:
 
 
 def _nest_depth(durations: Sequence[float], window: Sequence[float]) -> int:
-    """The most clips a chain's blend windows sample at once (the pose stack of seven, L254)."""
+    """The most clips a chain's blend windows sample at once (the pose stack of seven, L257)."""
     best = 1
     for i in range(len(durations) - 1):
         depth, t, j = 1, window[i], i + 1
@@ -161,7 +161,7 @@ class Reference:
         return clip
 
     def rate_of(self, anim_set, anim_id: int) -> float:
-        """"Playback rate" L292: CfgAnimSpeeds by the id's range flags (0x00104a38)."""
+        """"Playback rate" L294: CfgAnimSpeeds by the id's range flags (0x00104a38)."""
         return self.options.speeds.rate_for(int(anim_set.range(anim_id).flags))
 
     def cursor(self, anim_set, anim_id: int, flags: int = 0) -> RefCursor:
@@ -214,7 +214,7 @@ class Reference:
                                             flags, held, on_end))
 
     def fade(self, inst, duration, *, held=0):
-        """Type 9 (0x00106c80) at the human's speed multiplier (L296)."""
+        """Type 9 (0x00106c80) at the human's speed multiplier (L295)."""
         self.pool.require(1)
         return self.pool.take(RefFade(duration, inst.speed, held))
 
@@ -294,7 +294,7 @@ class Reference:
             task.on_end = on_end
         return task
 
-    # ---------------------------------------------------------------- the stack (L250-258)
+    # ---------------------------------------------------------------- the stack (L251-259)
     @staticmethod
     def top(inst) -> RefTask | None:
         """0x00175210: the top task, or the bottom one when the top is a fade."""
@@ -323,7 +323,7 @@ class Reference:
                                     f"more than {POSE_STACK_SIZE} clips' poses (refused, nothing changed)")
 
     def _early_finish(self, inst) -> None:
-        """L252: with more than 6 tasks, the newest fade is finished by its remaining time."""
+        """L255: with more than 6 tasks, the newest fade is finished by its remaining time."""
         if len(inst.stack) > self.options.early_finish_above:
             for t in reversed(inst.stack):
                 if t.type == TaskType.FADE and not t.released:
@@ -340,7 +340,7 @@ class Reference:
         else:
             inst.stack.insert(at, task)
         if task.held:
-            inst.record.flags |= task.held          # L232: the caller sets them as it pushes
+            inst.record.flags |= task.held          # L237: the caller sets them as it pushes
 
     def insert_bottom(self, inst, task) -> None:
         """0x001754e8: under the stack, then the anim id refresh."""
@@ -374,7 +374,7 @@ class Reference:
         return len(stack) < STACK_SIZE
 
     def change(self, inst, task, fade: float = 0.0) -> RefFade:
-        """L258: make a fade, insert the new task at the bottom, push the fade on top
+        """L259: make a fade, insert the new task at the bottom, push the fade on top
         (the stack is then new, old..., fade). Refused before any change (the task given
         back): no task for the fade, no room, a bad fade time."""
         try:
@@ -410,7 +410,7 @@ class Reference:
         raise LookupError(f"{inst.name or 'human'}: {task!r} is neither on the stack nor a next task")
 
     def replace(self, inst, old, new) -> None:
-        """A hand-over (L309): ``new`` takes ``old``'s place (on the stack, or as its owner's
+        """A hand-over (L313): ``new`` takes ``old``'s place (on the stack, or as its owner's
         next task when ``old`` ended inside a blend window); ``old`` is deferred."""
         if not any(t is old for t in inst.stack):
             self._owner_of(inst, old).next = new
@@ -424,7 +424,7 @@ class Reference:
         self.defer(inst, old)
 
     def complete_fade(self, inst, fade) -> None:
-        """L265: the fade gives back itself and every task between the new one and itself."""
+        """L267: the fade gives back itself and every task between the new one and itself."""
         if fade.released or fade not in inst.stack:
             return
         hi = inst.stack.index(fade)
@@ -445,13 +445,13 @@ class Reference:
         inst.queue.clear()
 
     def defer(self, inst, task) -> None:
-        """AnimTask_DeferGive (0x00105640, L311)."""
+        """AnimTask_DeferGive (0x00105640, L314)."""
         if not task.released:
             task.released = True
             self.deferred.append((task, inst))
 
     def discard(self, task) -> None:
-        """Back to the pool without a release, with the next tasks it owns (L313)."""
+        """Back to the pool without a release, with the next tasks it owns (L316)."""
         for t in task.following():
             self.discard(t)
         self.pool.give_back(task)
@@ -489,7 +489,7 @@ class Reference:
                 self._held_event(inst, fe)
 
     def _held_event(self, inst, fe) -> None:
-        """L403: events 0x2c, 0x2d and 0x48 act only on a task that holds the bits they change."""
+        """L402: events 0x2c, 0x2d and 0x48 act only on a task that holds the bits they change."""
         et, task = fe.event.type, fe.task
         if et in _HELD_EVENTS:
             need, clear, setb = _HELD_EVENTS[et]
@@ -504,7 +504,7 @@ class Reference:
             inst.record.flags |= task.held
 
     def _clear_flags(self, inst, bits: int, task) -> None:
-        """L403: clear ``bits`` but not those another task on the stack holds."""
+        """L402: clear ``bits`` but not those another task on the stack holds."""
         others = 0
         for t in inst.stack:
             if t is not task and not t.released:
@@ -512,7 +512,7 @@ class Reference:
         inst.record.flags &= ~(bits & ~others)
 
     def flush(self) -> list:
-        """AnimTask_FlushDeferred (0x00105570, L311-312): release every deferred task, then
+        """AnimTask_FlushDeferred (0x00105570, L314): release every deferred task, then
         refresh the playing anim ids of the humans with a release and of those stepped.
         A callback's exception is raised after the whole flush."""
         touched: list = []
@@ -534,7 +534,7 @@ class Reference:
         return touched
 
     def _release(self, inst, task) -> None:
-        """L311: types 3 and 6 clear state flag 0x4000000000; every release clears the held
+        """L314: types 3 and 6 clear state flag 0x4000000000; every release clears the held
         flags the task still holds, reports 0x400000, runs the end callback (also when
         cut off) and gives back the next task of one cut off.
         Original: 0x00105f78, 0x00108f10, 0x00106ee8."""

@@ -2,7 +2,7 @@
 
 (a) Hand-written cases from the spec's own numbers, run on the reference alone and on
 the engine (``Player``): the clip-end table ("When a clip ends" L324-331), the idle loop
-388 (L333), the fade curve (L265), the gait leader rule (L283-286).
+388 (L332), the fade curve (L265), the gait leader rule (L283-286).
 (b) Random command sequences on the demo set and on small randomly authored sets, the
 same commands given to both; the two worlds' dumps (anim.reference.dump) equal bit for
 bit after every update, pool accounting included, and the poses and bone transforms
@@ -337,7 +337,7 @@ def test_clip_end_table(anim_id, updates):
 
 
 def test_idle_loop_388_wraps_every_79_updates():
-    """L333: the idle 388 (60 frames, 2.0 s, at 0.75) wrapped every 79 updates, its time
+    """L332: the idle 388 (60 frames, 2.0 s, at 0.75) wrapped every 79 updates, its time
     after each wrap 0.0249, 0.0166, 0.0083 s (each pass D - 1/60 of clip time). From time
     0 the wraps fall at 80, 159, 239, 318, 397: each pass starts 1/120 s of clip time
     earlier in its update, and the runtime's three consecutive wraps are the 3rd-5th."""
@@ -367,7 +367,7 @@ def test_idle_loop_388_wraps_every_79_updates():
 @pytest.mark.parametrize("fade", [0.15, 0.3, 0.5])
 def test_fade_curve(fade):
     """"Fades" L265: w_old = (1 + cos(pi t / d)) / 2, 1 at the start, 0 at the end; a fade
-    of 0.15 s ran 0, 0.033, 0.100 s and was gone at the next sample (L266)."""
+    of 0.15 s ran 0, 0.033, 0.100 s and was gone at the next sample (L267)."""
     worlds, aset = _worlds()
     seen = []
     for w, cls in worlds:
@@ -582,7 +582,7 @@ def test_nested_windows_cut_off_sweep_compiled():
 @pytest.mark.xfail(strict=True, reason="engine: kernel humans' deferred tasks are released before the scalar step's")
 def test_flush_calls_back_in_step_order():
     """ENGINE DIFFERENCE: the deferred list fills as the humans step, in order ("When a
-    clip ends" L311: AnimTask_DeferGive as each task ends; the flush "once every human's
+    clip ends" L314: AnimTask_DeferGive as each task ends; the flush "once every human's
     animation has stepped"), so two clips ending in one update call their end callbacks in
     human order. The compiled path puts the deferred tasks of the humans its kernel ran
     first, then those of the humans that took the scalar step (a stack holding type 10,
@@ -651,7 +651,7 @@ def _pose_bits(w, aset, register: bool):
 
 
 def test_a_bone_left_out_takes_the_reference_rotation():
-    """"The pose" L98: a bone the clip has no channel for is copied from the default pose
+    """"The pose" L102: a bone the clip has no channel for is copied from the default pose
     (the reference rotation of 0x00100200) and tagged; the engine whose bank holds only
     this clip gives the same bits as the reference."""
     aset = _bone19_set()
