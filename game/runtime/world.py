@@ -67,9 +67,10 @@ class Game:
 
     In: PlayerOptions (rates, the original-bug switches, the pool size), ``engine``
     "compiled" (the default: ``Player``), or "reference" (``scuffle.anim.reference``:
-    the plain-Python model of the spec, slow, to debug a scenario; it also takes the
-    readable root-motion path), ``reference`` to sample through the engine's scalar
-    path (kept for old callers), ``world`` the esper world's name (None: a new one of
+    the plain-Python model of the spec, slow, to debug a scenario; the bodies still move
+    by the compiled root-motion step, whose bits do not depend on the CPU),
+    ``reference`` to sample through the engine's scalar path and move the bodies by the
+    readable root-motion oracle (kept for old callers), ``world`` the esper world's name (None: a new one of
     its own). Rejected: another engine name (ValueError naming the field). ``step()`` runs one update; ``update`` counts the updates run,
     whoever drives them. A context manager: ``with Game() as g:`` closes it.
     ``close()`` deletes a world the Game created and, in a world it did not create,
@@ -90,7 +91,7 @@ class Game:
             self.player = Reference(options)
         else:
             self.player = Player(options)
-        self.ctx = SimContext(self.player, reference=reference or engine == "reference")
+        self.ctx = SimContext(self.player, reference=reference)
         self.names: dict[str, int] = {}
         self.fight = None          # the fight rules, when attached (scuffle.game.fighters.combat.Fight)
         self.closed = False
