@@ -48,7 +48,10 @@ class RefCursor:
         self.duration = F.f32(float(clip.duration))
         self.end = F.end_frame(self.duration)                       # F (L303)
         self.limit = F.sub(self.duration, F.HALF_FRAME)             # D - 1/60 (L306)
-        self.events, self.event_frames = clip.events_by_frame()
+        # the clip's events sorted by frame, file order within a frame (decoded here: the
+        # clip's own cache is left alone)
+        self.events = tuple(sorted(clip.decoded_events(), key=lambda e: e.frame))
+        self.event_frames = tuple(e.frame for e in self.events)
         self.time = 0.0
         self.frame = 0
         self.flags = int(flags)

@@ -215,7 +215,7 @@ class _Decoded:
 def decoded(world, clip) -> _Decoded:
     """The clip decoded into channels, once per clip for this world (the spec's "decode a
     clip into channels of keys at load")."""
-    d = world.__dict__.setdefault("_decoded", {})
+    d = world.decoded_clips
     hit = d.get(id(clip))
     if hit is None or hit[0] is not clip:
         hit = d[id(clip)] = (clip, _Decoded(clip))

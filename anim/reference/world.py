@@ -151,6 +151,9 @@ class Reference:
         self.deferred: list[tuple[RefTask, RefInstance]] = []
         self.refused: list[tuple[RefInstance, AnimLimitError]] = []
         self._stepped: list[RefInstance] = []
+        # id(clip) -> (clip, its channels): each clip decoded once, when first sampled
+        # ("Notes for implementers" L406: decode a clip into channels of keys at load)
+        self.decoded_clips: dict = {}
 
     # ---------------------------------------------------------------- clips and rates
     def find(self, anim_set, anim_id: int):
