@@ -460,9 +460,10 @@ def test_random_sets_bit_for_bit(seed):
     compare(aset, cmds, 100, 5, GAIT)
 
 
-@pytest.mark.parametrize("options", OPTIONS, ids=OPTION_IDS)
+@pytest.mark.parametrize("options", OPTIONS + [{"batched": False}], ids=OPTION_IDS + ["scalar-path"])
 def test_player_options_bit_for_bit(options):
-    """Every switch of PlayerOptions (the readings, the limits, the speeds, dt) on both."""
+    """Every switch of PlayerOptions (the readings, the limits, the speeds, dt, and the
+    engine's own scalar path, ``batched`` off) on both."""
     aset, cmds = _random_case(100 + len(str(options)), humans=4, updates=70, rate=0.15)
     compare(aset, cmds, 70, 4, GAIT, options, bones=True, speeds=[1.0, 0.5, 1.25, 2.0])
 
