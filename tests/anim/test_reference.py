@@ -122,7 +122,8 @@ def _gen_commands(rng: random.Random, ids: list[int], gait: list[int], humans: i
             elif r < 0.77 and directions is not None:
                 c = ("direction", directions, rng.uniform(0, 8))
             elif r < 0.8:
-                c = ("hold", rng.choice(ids), rng.random() < 0.5)
+                i, flag = rng.choice(ids), rng.random() < 0.5
+                c = ("hold", i, flag) if r < 0.785 else ("paired_hold", (hi + 1) % humans, i)
             elif r < 0.83:
                 c = ("scene", rng.choice(ids), rng.choice([0.5, 1.0, 1.25]))
             elif r < 0.85:
@@ -180,6 +181,8 @@ def _apply(w, hs, log: list, hi: int, fade: float, c: tuple, gait: list[int]) ->
             task = w.direction(h, c[1], direction=c[2])
         elif kind == "hold":
             task = w.hold(h, c[1], held=0x1 if c[2] else 0)
+        elif kind == "paired_hold":
+            task = w.paired_hold(h, hs[c[1]], c[2], held=0x1)
         elif kind == "scene":
             task = w.scene(h, c[1], c[2])
         elif kind == "cut":
