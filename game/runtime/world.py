@@ -23,7 +23,7 @@ import itertools
 import math
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Iterator
+from typing import Any, Iterator
 
 import esper
 import numpy as np
@@ -86,6 +86,8 @@ class Game:
         self.world = name
         self.owns_world = name not in esper.list_worlds()
         self.engine = engine
+        # the engine: a Player, or a Reference (the same command surface, duck-typed)
+        self.player: Any
         if engine == "reference":
             from scuffle.anim.reference import Reference
             self.player = Reference(options)
@@ -169,6 +171,7 @@ class Game:
         record = HumanRecord()
         with self.active():
             ent = esper.create_entity()
+            inst: Any                       # a CharacterInstance, or the reference's RefInstance
             if self.engine == "reference":
                 from scuffle.anim.reference import RefInstance
                 inst = RefInstance(anim_set, name, handle=ent, record=record)
