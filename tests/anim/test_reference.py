@@ -676,3 +676,34 @@ def test_a_bone_left_out_does_not_depend_on_the_bank():
     pose depends on which clips the player has seen before."""
     aset = _bone19_set()
     assert np.array_equal(_pose_bits(Player(), aset, True), _pose_bits(Reference(), aset, True))
+
+
+@pytest.mark.parametrize("bad", [
+    lambda w, h: w.loop(h, 700),                        # no clip for the id
+    lambda w, h: w.loop(h, 5000),                       # outside the set's ids
+    lambda w, h: w.gait(h, [408, 409, 410, 411]),       # four ids
+    lambda w, h: w.chain(h, []),
+    lambda w, h: w.clip(h, 19, blend=-1.0),
+    lambda w, h: w.clip(h, 19, blend=math.inf),
+    lambda w, h: w.scene(h, 19, math.nan),
+    lambda w, h: w.fade(h, -0.5),
+    lambda w, h: w.change(h, w.loop(h, 388), math.inf),
+    lambda w, h: w.pick(h, [11, 12, 14], 0.75),
+    lambda w, h: w.chain(h, [19] * 40),                 # more than the pool of 30 holds
+    lambda w, h: [w.enqueue(h, w.loop(h, 388)) for _ in range(11)],
+], ids=["no-clip", "outside-ids", "gait-4", "chain-empty", "blend-negative", "blend-inf", "rate-nan",
+        "fade-negative", "fade-inf", "pick-3", "pool", "queue"])
+def test_bad_commands_are_refused_alike(bad):
+    """A refused command raises the same error class on both, and both pools end equal."""
+    aset = demo_set()
+    got = []
+    for w, cls in ((Player(PlayerOptions(pool_size=30)), CharacterInstance),
+                   (Reference(PlayerOptions(pool_size=30)), RefInstance)):
+        h = cls(aset, "h")
+        w.change(h, w.loop(h, 358), 0.0)
+        w.flush()
+        with pytest.raises(Exception) as exc:
+            bad(w, h)
+        assert isinstance(exc.value, (ValueError, AnimLimitError)), exc.value
+        got.append((type(exc.value), w.pool.in_use))
+    assert got[0] == got[1]
