@@ -147,11 +147,11 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
 
 def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                  on_update: Callable[[Game], None] | None = None,
-                 on_command: Callable[[Any, Any], None] | None = None) -> Game:
+                 on_command: Callable[[Any, Any], None] | None = None, engine: str = "compiled") -> Game:
     """Run a validated scenario, writing its JSONL trace to ``trace`` if given and calling
     ``on_update(game)`` after each update and ``on_command(command, result)`` after each
     command (the fight rules' ActionResult: falsy with its reason when refused); returns
     the Game (close it when done). Rejected: ScenarioError for a limit hit at run time."""
     from scuffle.game.runtime import scenario
-    game: Game = scenario.run_scenario(sc, trace, pose, on_update, on_command)
+    game: Game = scenario.run_scenario(sc, trace, pose, on_update, on_command, engine)
     return game

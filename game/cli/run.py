@@ -1,4 +1,4 @@
-"""``scuffle run SCENARIO.toml [--trace OUT.jsonl] [--pose] [--strict] [-v]``: run a scenario.
+"""``scuffle run SCENARIO.toml [--trace OUT.jsonl] [--pose] [--strict] [-v] [--data DIR] [--engine reference]``: run a scenario.
 
 Validates the whole file first (no update runs on a bad file), then runs it and
 writes the trace. Errors are one line on stderr (``scuffle run: error: FILE:LINE:
@@ -41,6 +41,9 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", metavar="DIR", action="append", default=[],
                    help="a folder the scenario may read files from besides its own (repeatable; "
                         "also SCUFFLE_DATA, folders separated by ':')")
+    p.add_argument("--engine", choices=("compiled", "reference"), default="compiled",
+                   help="the animation engine: the compiled one (default), or the reference, the "
+                        "plain-Python model of the spec (slow; to debug a scenario)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -71,13 +74,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         if args.trace in (None, ""):
-            game = run_scenario(sc, on_command=answered)
+            game = run_scenario(sc, on_command=answered, engine=args.engine)
         elif args.trace == "-":
-            game = run_scenario(sc, sys.stdout, pose=args.pose, on_command=answered)
+            game = run_scenario(sc, sys.stdout, pose=args.pose, on_command=answered, engine=args.engine)
         else:
             out = OutputFile(args.trace, "trace")       # OutputError: one line naming the file
             try:
-                game = run_scenario(sc, out.fp, pose=args.pose, on_command=answered)
+                game = run_scenario(sc, out.fp, pose=args.pose, on_command=answered, engine=args.engine)
             except ScenarioError:
                 out.close(keep=True)        # a limit of the original: the updates before it
                 raise

@@ -672,9 +672,11 @@ def apply_command(game, cmd: Command, actions: dict | None = None):
 
 
 def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
-                 on_update: Callable | None = None, on_command: Callable[[Command, Any], None] | None = None):
+                 on_update: Callable | None = None, on_command: Callable[[Command, Any], None] | None = None,
+                 engine: str = "compiled"):
     """Run a validated scenario; writes the trace (JSONL) if given; returns the Game.
 
+    ``engine``: the Game's engine, "compiled" or "reference" (Game, ENGINES).
     ``on_update(game)`` is called after each update; ``on_command(cmd, result)`` after
     each command is applied, with what it answered (an action of the fight rules: an
     ActionResult, falsy when refused, with the reason; a change of animation: None).
@@ -689,7 +691,7 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     from scuffle.game.runtime.trace import iter_trace_records, write_records
     from scuffle.game.runtime.world import Game, HandlerError, UnknownHuman
 
-    game = Game(sc.options)
+    game = Game(sc.options, engine=engine)
     try:
         for h in sc.humans:
             if h.health is None:

@@ -44,7 +44,7 @@ from scuffle.systems.context import HandlerError, SimContext
 from scuffle.systems.motion import to_world
 
 __all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse", "Vec3", "BoneArray", "NameOrEntity", "EventHandler",
-           "Bone", "HandlerError"]
+           "Bone", "HandlerError", "ENGINES"]
 
 # The public API's argument and result types (issue 22): a host's mypy --strict checks
 # its calls against them.
@@ -57,6 +57,9 @@ NameOrEntity: TypeAlias = str | int
 C = TypeVar("C")
 
 _ids = itertools.count(1)
+# The engines a Game can run on: the compiled engine (Player) and the reference
+# (scuffle.anim.reference, the plain-Python model of the spec).
+ENGINES = ("compiled", "reference")
 
 
 # An animation event handler (Game.on): ``handler(ctx, entity, fired) -> None`` with the
@@ -91,9 +94,13 @@ class WorldInUse(ValueError):
 class Game:
     """One simulated world (see the module docstring).
 
-    In: PlayerOptions (rates, the original-bug switches, the pool size), ``reference``
-    to sample through the scalar path, ``world`` the esper world's name (None: a new
-    one of its own). ``step()`` runs one update; ``update`` counts the updates run,
+    In: PlayerOptions (rates, the original-bug switches, the pool size), ``engine``
+    "compiled" (the default: ``Player``), or "reference" (``scuffle.anim.reference``:
+    the plain-Python model of the spec, slow, to debug a scenario; the bodies still move
+    by the compiled root-motion step, whose bits do not depend on the CPU),
+    ``reference`` to sample through the engine's scalar path and move the bodies by the
+    readable root-motion oracle (kept for old callers), ``world`` the esper world's name (None: a new one of
+    its own). Rejected: another engine name (ValueError naming the field). ``step()`` runs one update; ``update`` counts the updates run,
     whoever drives them. A context manager: ``with Game() as g:`` closes it.
     ``close()`` deletes a world the Game created and, in a world it did not create,
     removes its systems and humans; a closed Game refuses ``step()`` (GameClosed).
@@ -101,11 +108,20 @@ class Game:
     """
 
     def __init__(self, options: PlayerOptions | None = None, *, reference: bool = False,
-                 world: str | None = None):
+                 world: str | None = None, engine: str = "compiled"):
+        if engine not in ENGINES:
+            raise ValueError(f"Game engine: {engine!r} is not one of {', '.join(map(repr, ENGINES))}")
         name = world or f"scuffle-{next(_ids)}"
         self.world = name
         self.owns_world = name not in esper.list_worlds()
-        self.player = Player(options)
+        self.engine = engine
+        # the engine: a Player, or a Reference (the same command surface, duck-typed)
+        self.player: Any
+        if engine == "reference":
+            from scuffle.anim.reference import Reference
+            self.player = Reference(options)
+        else:
+            self.player = Player(options)
         self.ctx = SimContext(self.player, reference=reference)
         self.names: dict[str, int] = {}
         # The fight rules when attached (scuffle.game.fighters.combat.Fight sets it), typed by
@@ -124,11 +140,11 @@ class Game:
 
     @classmethod
     def attach(cls, world: str | None = None, options: PlayerOptions | None = None, *,
-               reference: bool = False) -> "Game":
+               reference: bool = False, engine: str = "compiled") -> "Game":
         """A Game in a host's esper world (None: the current one): scuffle's systems are
         added there with their SCHEDULE priorities, and the host's ``esper.process()``
         runs them. Rejected: a world that already runs them (WorldInUse)."""
-        return cls(options, reference=reference, world=world or esper.current_world)
+        return cls(options, reference=reference, world=world or esper.current_world, engine=engine)
 
     def __enter__(self) -> "Game":
         return self
@@ -193,7 +209,12 @@ class Game:
         record = HumanRecord()
         with self.active():
             ent = esper.create_entity()
-            inst = CharacterInstance(anim_set, name, record, handle=ent)
+            inst: Any                       # a CharacterInstance, or the reference's RefInstance
+            if self.engine == "reference":
+                from scuffle.anim.reference import RefInstance
+                inst = RefInstance(anim_set, name, handle=ent, record=record)
+            else:
+                inst = CharacterInstance(anim_set, name, record, handle=ent)
             esper.add_component(ent, Name(name))
             esper.add_component(ent, Animator(inst))
             esper.add_component(ent, record)

@@ -1,0 +1,631 @@
+"""The reference world: the pool, the deferred list, the stack rules and the update.
+
+``Reference`` mirrors ``scuffle.anim.player.Player``'s command surface (loop, clip, hold,
+scene, paired, paired_hold, fade, gait, mix, pick, direction, chain, change, enqueue,
+replace, insert_bottom, push, cut, step, flush, sample, pose) on its own instances
+(``RefInstance``, ``RefRecord``), so that a test can drive both with one command list.
+
+Per update, in the original's order (Humans_Update, "When a clip ends" L314):
+    ref.step(instances)     run the queues, advance the stacks, hand over, fire events
+    ref.sample(instances)   every pose (anim.reference.pose)
+    ref.flush()             release what ended, refresh the playing anim ids
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .. import f32 as F
+from ..clip import EventType
+from ..player import PlayerOptions, UnknownClip
+from ..pose import POSE_STACK_SIZE, PoseStackOverflow
+from ..skeleton import NUM_BONES
+from ..stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, QueueFull, StackFull, TaskPoolExhausted
+from ..tasks import EventRule, HeldFlags, TaskType
+from .cursor import RefCursor
+from .tasks import (RefClip, RefDirection, RefFade, RefGait, RefHold, RefLoop, RefMix, RefPairedClip,
+                    RefPairedHold, RefPick, RefScene, RefTask)
+
+__all__ = ["Reference", "RefInstance", "RefRecord", "RefPool", "RefBones"]
+
+# "Tasks" held-flag events (L402): (bits that must be held, bits cleared, bits set).
+_HELD_EVENTS = {
+    int(EventType.HELD_OPEN): (0x1 | 0x2, 0x1, 0x2),      # 0x2c: clear 0x1, set 0x2
+    int(EventType.HELD_CLOSE): (0x7, 0x7, 0x4),           # 0x2d: clear 0x7, set 0x4
+}
+
+
+class RefRecord:
+    """The human's record: flags +0x08 (the held / state word) and the playing anim id +0x20."""
+
+    def __init__(self, flags: int = 0, anim_id: int = -1):
+        self.flags = int(flags)
+        self.anim_id = int(anim_id)
+
+
+class RefInstance:
+    """One character (CharacterInstance, L253): a stack of up to 18 tasks (bottom first), a
+    queue of up to 10, its record, its anim set, its speed multiplier (+0x3a4, the
+    blends' rate), the events fired this update and the ids the last flush released."""
+
+    # The game's systems test these two of the engine's instance (its events kept as rows
+    # until read); the reference keeps its events as a plain list.
+    _event_rows = None
+
+    def __init__(self, anim_set, name: str = "", speed: float = 1.0, flags: int = 0, handle=None, record=None):
+        self.name = name
+        self.anim_set = anim_set
+        self.speed = float(speed)
+        self.record = record if record is not None else RefRecord(flags)
+        self.handle = handle
+        self.stack: list[RefTask] = []
+        self.queue: list[RefTask] = []
+        self.events: list = []
+        self.released: list[int] = []
+        self.on_report: Callable | None = None
+        self.poses_refused = 0
+
+    @property
+    def _events(self) -> list:
+        return self.events
+
+    def clear_events(self) -> None:
+        self.events = []
+
+    def __repr__(self) -> str:
+        return f"RefInstance({self.name!r}, stack={[type(t).__name__ for t in self.stack]})"
+
+
+class RefPool:
+    """The free list of 360 tasks (L197, 0x001048a0 / 0x001054c8 / 0x00105510): a count."""
+
+    def __init__(self, capacity: int = POOL_SIZE):
+        if capacity < 1:
+            raise ValueError(f"task pool capacity {capacity} must be >= 1")
+        self.capacity = int(capacity)
+        self.out: list[RefTask] = []
+
+    @property
+    def in_use(self) -> int:
+        return len(self.out)
+
+    def require(self, n: int) -> None:
+        if self.capacity - len(self.out) < n:
+            raise TaskPoolExhausted(f"task pool exhausted: {n} needed, "
+                                    f"{self.capacity - len(self.out)} of {self.capacity} free")
+
+    def take(self, task: RefTask) -> RefTask:
+        self.require(1)
+        self.out.append(task)
+        return task
+
+    def give_back(self, task: RefTask) -> bool:
+        for i, t in enumerate(self.out):
+            if t is task:
+                del self.out[i]
+                return True
+        return False
+
+
+def _number(what: str, value, low: float = 0.0) -> float:
+    """A constructor's number: finite as a float32 and >= ``low`` (ValueError naming it)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} {value!r} must be a number") from None
+    if not (math.isfinite(F.f32(v)) and v >= low):
+        raise ValueError(f"{what} {value!r} must be finite (a float32) and >= {low:g}")
+    return v
+
+
+def _nest_depth(durations: Sequence[float], window: Sequence[float]) -> int:
+    """The most clips a chain's blend windows sample at once (the pose stack of seven, L257)."""
+    best = 1
+    for i in range(len(durations) - 1):
+        depth, t, j = 1, window[i], i + 1
+        if t <= 0.0:
+            continue
+        depth += 1
+        while window[j] > 0.0 and t > durations[j] - window[j]:
+            t -= durations[j] - window[j]
+            j += 1
+            depth += 1
+        best = max(best, depth)
+    return best
+
+
+class Reference:
+    """The reference animation system of one world (see the module docstring).
+
+    In: PlayerOptions (``batched`` is ignored: there is one path). Shares no state with
+    any Player: its tasks, cursors, pool and deferred list are its own objects.
+    """
+
+    def __init__(self, options: PlayerOptions | None = None, skeleton=None):
+        from ..skeleton import HUMANOID
+        self.options = options or PlayerOptions()
+        self.skeleton = skeleton if skeleton is not None else HUMANOID
+        self.pool = RefPool(self.options.pool_size)
+        self.deferred: list[tuple[RefTask, RefInstance]] = []
+        self.refused: list[tuple[RefInstance, AnimLimitError]] = []
+        self._stepped: list[RefInstance] = []
+        # id(clip) -> (clip, its channels): each clip decoded once, when first sampled
+        # ("Notes for implementers" L406: decode a clip into channels of keys at load)
+        self.decoded_clips: dict = {}
+
+    # ---------------------------------------------------------------- clips and rates
+    def find(self, anim_set, anim_id: int):
+        """The clip an id names (0x00175080 CharacterInstance_GetAnim); UnknownClip for none."""
+        clip = anim_set.clip(anim_id)
+        if clip is None:
+            raise UnknownClip(f"anim id {anim_id}: no clip in set {getattr(anim_set, 'name', '?')!r}")
+        return clip
+
+    def rate_of(self, anim_set, anim_id: int) -> float:
+        """"Playback rate" L294: CfgAnimSpeeds by the id's range flags (0x00104a38)."""
+        return self.options.speeds.rate_for(int(anim_set.range(anim_id).flags))
+
+    def cursor(self, anim_set, anim_id: int, flags: int = 0) -> RefCursor:
+        return RefCursor(self.find(anim_set, anim_id), anim_id, flags)
+
+    # ---------------------------------------------------------------- constructors
+    def loop(self, inst, anim_id, *, flags=0, held=0, rate=None, on_wrap=None, on_end=None, anim_set=None):
+        """Type 1 (0x00105678)."""
+        s = anim_set or inst.anim_set
+        self.pool.require(1)
+        r = self.rate_of(s, anim_id) if rate is None else _number("rate", rate)
+        return self.pool.take(RefLoop(self.cursor(s, anim_id), r, flags, held, on_end, on_wrap))
+
+    def clip(self, inst, anim_id, next=None, *, blend=0.0, flags=0, held=0, rate=None, on_end=None, anim_set=None):
+        """Type 3 (0x00105990)."""
+        s = anim_set or inst.anim_set
+        self.pool.require(1)
+        _number("blend time", blend)
+        r = self.rate_of(s, anim_id) if rate is None else _number("rate", rate)
+        return self.pool.take(RefClip(self.cursor(s, anim_id), r, next, blend, flags, held, on_end,
+                                      self.options.blend_window))
+
+    def hold(self, inst, anim_id, *, flags=0, held=0, on_end=None):
+        """Type 5 (0x00106140, ours)."""
+        self.pool.require(1)
+        c = self.cursor(inst.anim_set, anim_id)
+        return self.pool.take(RefHold(c, self.rate_of(inst.anim_set, anim_id), flags, held, on_end))
+
+    def scene(self, inst, anim_id, rate, *, flags=0, anim_set=None):
+        """Type 7 (0x001069c0) at the scene's rate."""
+        self.pool.require(1)
+        _number("rate", rate)
+        return self.pool.take(RefScene(self.cursor(anim_set or inst.anim_set, anim_id), rate, flags))
+
+    def paired(self, inst, attacker, anim_id, next=None, *, blend=0.0, flags=0, held=0, on_end=None):
+        """Type 6 (0x00108a78, L240-243): the id looked up in the attacker's set, at its rate."""
+        s = attacker.anim_set
+        self.pool.require(1)
+        _number("blend time", blend)
+        c = self.cursor(s, anim_id)
+        return self.pool.take(RefPairedClip(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
+                                            next, blend, flags, held, on_end, self.options.blend_window))
+
+    def paired_hold(self, inst, attacker, anim_id, *, flags=0, held=0, on_end=None):
+        """Type 4 (0x00108450)."""
+        s = attacker.anim_set
+        self.pool.require(1)
+        c = self.cursor(s, anim_id)
+        return self.pool.take(RefPairedHold(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
+                                            flags, held, on_end))
+
+    def fade(self, inst, duration, *, held=0):
+        """Type 9 (0x00106c80) at the human's speed multiplier (L295)."""
+        self.pool.require(1)
+        return self.pool.take(RefFade(duration, inst.speed, held))
+
+    def gait(self, inst, ids, *, target=0.0, value=None, flags=0x2C1, on_wrap=None, held=0):
+        """Type 12 (0x0010a310) at the human's speed multiplier."""
+        self.pool.require(1)
+        if len(ids) != 5:
+            raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
+        s = inst.anim_set
+        for i in ids:
+            self.find(s, i)
+        _number("gait target", target, -math.inf)
+        if value is not None:
+            _number("gait value", value, -math.inf)
+        return self.pool.take(RefGait(ids, lambda i: self.cursor(s, i), inst.speed,
+                                      value=target if value is None else value, target=target, flags=flags,
+                                      on_wrap=on_wrap, held=held))
+
+    def mix(self, inst, a, b, *, weight=0.0, flags=0):
+        """Type 10 (0x0010b090) at the human's speed multiplier."""
+        self.pool.require(1)
+        s = inst.anim_set
+        self.find(s, a)
+        self.find(s, b)
+        _number("mix weight", weight, -math.inf)
+        return self.pool.take(RefMix(self.cursor(s, a), self.cursor(s, b), inst.speed, weight, flags))
+
+    def pick(self, inst, ids, rate, *, value=0.0, flags=0):
+        """Type 11 (0x00106f50) at a given rate."""
+        self.pool.require(1)
+        s = inst.anim_set
+        if len(ids) != 4:
+            raise ValueError(f"type 11: 4 clips, got {len(ids)}")
+        for i in ids:
+            self.find(s, i)
+        _number("rate", rate)
+        _number("pick value", value, -math.inf)
+        return self.pool.take(RefPick([self.cursor(s, i) for i in ids], rate, value, flags,
+                                      sampling=self.options.pick))
+
+    def direction(self, inst, base, *, direction=0.0, flags=0):
+        """Type 13 (0x00109210) over ids base..base+7."""
+        self.pool.require(1)
+        s = inst.anim_set
+        for d in range(8):
+            self.find(s, base + d)
+        _number("direction", direction, -math.inf)
+        return self.pool.take(RefDirection(base, lambda i: self.cursor(s, i), inst.speed, direction, flags))
+
+    def chain(self, inst, ids, *, blend=0.0, flags=0, held=0, paired_with=None, on_end=None):
+        """``play = [A, ..., Z]``: A ... Y hand over in order (type 3, or 6 paired), Z loops;
+        all tasks taken at once or none. ``held`` and ``on_end`` go to the first task."""
+        if not ids:
+            raise ValueError("chain: at least one anim id")
+        _number("blend time", blend)
+        self.pool.require(len(ids))
+        src = paired_with.anim_set if paired_with is not None else inst.anim_set
+        clips = [self.find(src, i) for i in ids]
+        b = F.f32(float(blend))
+        if self.options.refuse_deep_chains and len(ids) > 1 and b > 0.0:
+            ds = [c.duration for c in clips]
+            depth = _nest_depth(ds, [min(b, ds[i + 1]) for i in range(len(ds) - 1)] + [0.0])
+            if depth > POSE_STACK_SIZE:
+                raise PoseStackOverflow(f"{inst.name}: an eighth pose: chain {list(ids)} nests {depth} clips' "
+                                        f"poses; the pose stack holds {POSE_STACK_SIZE} (refused, nothing changed)")
+        task = self.loop(inst, ids[-1], flags=flags, anim_set=src)
+        for k, anim_id in enumerate(reversed(ids[:-1])):
+            first = k == len(ids) - 2
+            if paired_with is not None:
+                task = self.paired(inst, paired_with, anim_id, task, blend=blend, flags=flags,
+                                   held=held if first else 0, on_end=on_end if first else None)
+            else:
+                task = self.clip(inst, anim_id, task, blend=blend, flags=flags,
+                                 held=held if first else 0, on_end=on_end if first else None)
+        if len(ids) == 1:
+            task.held = int(held)
+            task.on_end = on_end
+        return task
+
+    # ---------------------------------------------------------------- the stack (L251-259)
+    @staticmethod
+    def top(inst) -> RefTask | None:
+        """0x00175210: the top task, or the bottom one when the top is a fade."""
+        if not inst.stack:
+            return None
+        t = inst.stack[-1]
+        return inst.stack[0] if t.type == TaskType.FADE else t
+
+    def refresh_anim_id(self, inst) -> None:
+        """0x001752c8: the top task's id into record +0x20 (-1 with none)."""
+        t = self.top(inst)
+        inst.record.anim_id = -1 if t is None else t.anim_id()
+
+    def _pose_depth(self, task) -> int:
+        seq = [task]
+        while isinstance(seq[-1], RefClip) and seq[-1].next is not None and len(seq) <= POSE_STACK_SIZE + 1:
+            seq.append(seq[-1].next)
+        if len(seq) < 2:
+            return 1
+        return _nest_depth([t.duration() for t in seq],
+                           [t.window() if isinstance(t, RefClip) else 0.0 for t in seq[:-1]] + [0.0])
+
+    def _check_fits_poses(self, inst, task) -> None:
+        if self.options.refuse_deep_chains and self._pose_depth(task) > POSE_STACK_SIZE:
+            raise PoseStackOverflow(f"{inst.name or 'human'}: an eighth pose: the task's blend windows nest "
+                                    f"more than {POSE_STACK_SIZE} clips' poses (refused, nothing changed)")
+
+    def _early_finish(self, inst) -> None:
+        """L255: with more than 6 tasks, the newest fade is finished by its remaining time."""
+        if len(inst.stack) > self.options.early_finish_above:
+            for t in reversed(inst.stack):
+                if t.type == TaskType.FADE and not t.released:
+                    t.finish_early(self, inst)
+                    break
+
+    def _put(self, inst, task, at: int | None) -> None:
+        self._check_fits_poses(inst, task)
+        self._early_finish(inst)
+        if len(inst.stack) >= STACK_SIZE:
+            raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
+        if at is None:
+            inst.stack.append(task)
+        else:
+            inst.stack.insert(at, task)
+        if task.held:
+            inst.record.flags |= task.held          # L237: the caller sets them as it pushes
+
+    def insert_bottom(self, inst, task) -> None:
+        """0x001754e8: under the stack, then the anim id refresh."""
+        self._put(inst, task, 0)
+        self.refresh_anim_id(inst)
+
+    def push(self, inst, task) -> None:
+        """0x001753d8: on top of the stack, then the anim id refresh."""
+        self._put(inst, task, None)
+        self.refresh_anim_id(inst)
+
+    def _change_fits(self, inst, task) -> bool:
+        """Whether insert_bottom then push fit after their early finishes (a dry run)."""
+        stack = list(inst.stack)
+
+        def finish_newest() -> None:
+            if len(stack) <= self.options.early_finish_above:
+                return
+            fade = next((t for t in reversed(stack) if t.type == TaskType.FADE and not t.released), None)
+            if fade is None:
+                return
+            hi = stack.index(fade)
+            lo = stack.index(fade.incoming) + 1 if fade.incoming in stack else 0
+            del stack[lo:hi + 1]
+
+        finish_newest()
+        if len(stack) >= STACK_SIZE:
+            return False
+        stack.insert(0, task)
+        finish_newest()
+        return len(stack) < STACK_SIZE
+
+    def change(self, inst, task, fade: float = 0.0) -> RefFade:
+        """L259: make a fade, insert the new task at the bottom, push the fade on top
+        (the stack is then new, old..., fade). Refused before any change (the task given
+        back): no task for the fade, no room, a bad fade time."""
+        try:
+            self._check_fits_poses(inst, task)
+            self.pool.require(1)
+            _number("fade time", fade)
+            if not self._change_fits(inst, task):
+                raise StackFull(f"{inst.name or 'human'}: no room for a change "
+                                f"({len(inst.stack)} of {STACK_SIZE} tasks)")
+            f = self.fade(inst, fade)
+        except Exception:
+            self.discard(task)
+            raise
+        f.incoming = task
+        self._put(inst, task, 0)
+        self._put(inst, f, None)
+        self.refresh_anim_id(inst)
+        return f
+
+    def enqueue(self, inst, task) -> None:
+        """Queue a task to start at the next step (+0x304, at most 10)."""
+        if len(inst.queue) >= QUEUE_SIZE:
+            raise QueueFull(f"{inst.name or 'human'}: the task queue already holds {QUEUE_SIZE} tasks")
+        inst.queue.append(task)
+
+    def _owner_of(self, inst, task) -> RefClip:
+        todo = list(inst.stack)
+        while todo:
+            t = todo.pop()
+            if isinstance(t, RefClip) and t.next is task and not t.handed_over:
+                return t
+            todo.extend(t.following())
+        raise LookupError(f"{inst.name or 'human'}: {task!r} is neither on the stack nor a next task")
+
+    def replace(self, inst, old, new) -> None:
+        """A hand-over (L313): ``new`` takes ``old``'s place (on the stack, or as its owner's
+        next task when ``old`` ended inside a blend window); ``old`` is deferred."""
+        if not any(t is old for t in inst.stack):
+            self._owner_of(inst, old).next = new
+            self.defer(inst, old)
+            return
+        i = next(k for k, t in enumerate(inst.stack) if t is old)
+        inst.stack[i] = new
+        for t in inst.stack:
+            if t.type == TaskType.FADE and t.incoming is old:
+                t.incoming = new
+        self.defer(inst, old)
+
+    def complete_fade(self, inst, fade) -> None:
+        """L267: the fade gives back itself and every task between the new one and itself."""
+        if fade.released or fade not in inst.stack:
+            return
+        hi = inst.stack.index(fade)
+        lo = inst.stack.index(fade.incoming) + 1 if fade.incoming in inst.stack else 0
+        gone = inst.stack[lo:hi + 1]
+        del inst.stack[lo:hi + 1]
+        for t in gone:
+            self.defer(inst, t)
+
+    def cut(self, inst) -> None:
+        """Every task off the stack onto the deferred list; the queue given back."""
+        gone = inst.stack[:]
+        inst.stack.clear()
+        for t in gone:
+            self.defer(inst, t)
+        for t in inst.queue:
+            self.discard(t)
+        inst.queue.clear()
+
+    def defer(self, inst, task) -> None:
+        """AnimTask_DeferGive (0x00105640, L314)."""
+        if not task.released:
+            task.released = True
+            self.deferred.append((task, inst))
+
+    def discard(self, task) -> None:
+        """Back to the pool without a release, with the next tasks it owns (L316)."""
+        for t in task.following():
+            self.discard(t)
+        self.pool.give_back(task)
+
+    # ---------------------------------------------------------------- per update
+    def step(self, instances, dt: float | None = None) -> None:
+        """Every character's animation step: its queue once (0x00175610), then its stack
+        advanced bottom-up (the +0x64 calls); hand-overs, fades, events, held flags."""
+        dt = F.f32(float(self.options.dt if dt is None else dt))
+        self.refused = []
+        for inst in instances:
+            self.step_one(inst, dt)
+            if not any(x is inst for x in self._stepped):
+                self._stepped.append(inst)
+
+    def step_one(self, inst, dt: float) -> None:
+        inst.events = []
+        inst.released = []
+        if inst.queue:
+            queued = inst.queue[:]
+            inst.queue.clear()
+            for t in queued:
+                try:
+                    t.start(self, inst)
+                except AnimLimitError as exc:
+                    self.refused.append((inst, exc))
+        newest = self.top(inst) if self.options.events == EventRule.NEWEST else None
+        for task in inst.stack[:]:
+            if task.released:
+                continue
+            sink = inst.events if newest is None or task is newest else None
+            n0 = len(inst.events)
+            task.advance(self, inst, dt, sink)
+            for fe in inst.events[n0:]:
+                self._held_event(inst, fe)
+
+    def _held_event(self, inst, fe) -> None:
+        """L402: events 0x2c, 0x2d and 0x48 act only on a task that holds the bits they change."""
+        et, task = fe.event.type, fe.task
+        if et in _HELD_EVENTS:
+            need, clear, setb = _HELD_EVENTS[et]
+            if task.held & need:
+                task.held = (task.held & ~clear) | setb
+                self._clear_flags(inst, clear, task)
+                inst.record.flags |= setb
+        elif et == EventType.HELD_REPLACE and task.held:
+            old = task.held
+            task.held = int(HeldFlags.REPLACED)
+            self._clear_flags(inst, old, task)
+            inst.record.flags |= task.held
+
+    def _clear_flags(self, inst, bits: int, task) -> None:
+        """L402: clear ``bits`` but not those another task on the stack holds."""
+        others = 0
+        for t in inst.stack:
+            if t is not task and not t.released:
+                others |= t.held
+        inst.record.flags &= ~(bits & ~others)
+
+    def flush(self) -> list:
+        """AnimTask_FlushDeferred (0x00105570, L314): release every deferred task, then
+        refresh the playing anim ids of the humans with a release and of those stepped.
+        A callback's exception is raised after the whole flush."""
+        touched: list = []
+        failed = None
+        while self.deferred:
+            batch, self.deferred = self.deferred, []
+            for task, inst in batch:
+                if not any(x is inst for x in touched):
+                    touched.append(inst)
+                try:
+                    self._release(inst, task)
+                except Exception as exc:
+                    failed = failed or exc
+        for inst in touched + [i for i in self._stepped if not any(x is i for x in touched)]:
+            self.refresh_anim_id(inst)
+        self._stepped = []
+        if failed is not None:
+            raise failed
+        return touched
+
+    def _release(self, inst, task) -> None:
+        """L314: types 3 and 6 clear state flag 0x4000000000; every release clears the held
+        flags the task still holds, reports 0x400000, runs the end callback (also when
+        cut off) and gives back the next task of one cut off.
+        Original: 0x00105f78, 0x00108f10, 0x00106ee8."""
+        if isinstance(task, RefClip):
+            inst.record.flags &= ~int(HeldFlags.ANIM_STATE)
+        held = task.held
+        if held:
+            self._clear_flags(inst, held, task)
+            task.held = 0
+        inst.released.append(task.anim_id())
+        try:
+            if held & HeldFlags.REPORT and inst.on_report is not None:
+                inst.on_report(inst)
+            if task.on_end is not None:
+                task.on_end(inst)
+        finally:
+            self.discard(task)
+
+    def update(self, instances, dt: float | None = None):
+        """step, sample and flush; returns the poses."""
+        self.step(instances, dt)
+        poses = self.sample(instances)
+        self.flush()
+        return poses
+
+    def tasks_out(self, instances) -> int:
+        """Tasks held by the instances (stacks, queues, next tasks) and the deferred list."""
+        seen: list = []
+
+        def walk(t):
+            if any(x is t for x in seen):
+                return
+            seen.append(t)
+            for n in t.following():
+                walk(n)
+
+        for inst in instances:
+            for t in inst.stack + inst.queue:
+                walk(t)
+        for t, _ in self.deferred:
+            walk(t)
+        return len(seen)
+
+    # ---------------------------------------------------------------- poses
+    def sample(self, instances):
+        """Every instance's pose (a list of RefPose): the stack sampled bottom-up onto a
+        pose stack of seven (anim.reference.pose)."""
+        from .pose import sample_instance
+        return [sample_instance(self, inst) for inst in instances]
+
+    def pose(self, instances, reference: bool = False) -> "RefBones":
+        """Every instance's pose and model-space bone transforms (RefBones: ``each`` the
+        (RefPose, positions (34, 3), rotations (34, 4)) per instance, and the engine's
+        layout in new arrays: ``poses`` a PoseBatch, ``pos`` (3, 34, N), ``rot`` (4, 34, N)).
+        ``reference`` is accepted for the Player's signature (there is one path)."""
+        from .pose import bones_of
+        return RefBones([(p, *bones_of(self.skeleton, p)) for p in self.sample(instances)])
+
+    # ---------------------------------------------------------------- what the game's systems ask
+    def register(self, anim_set) -> None:
+        """Nothing to do: clips are decoded when first sampled."""
+
+    def forget(self, inst) -> None:
+        """Nothing to do: the reference keeps no per-human rows."""
+
+    def may_have_events(self, instances):
+        """Every instance (the reference does not keep a list of those that fired)."""
+        return instances
+
+    def gait_speeds(self, anim_set, ids) -> tuple[float, ...]:
+        """The looping gaits' speeds (m/s): displacement length / duration / rate ("Playback
+        rate" L297, anim.rates.gait_speed)."""
+        from ..rates import gait_speed
+        return tuple(gait_speed(self.find(anim_set, i), self.rate_of(anim_set, i)) for i in ids)
+
+
+class RefBones:
+    """The reference's poses and bone transforms of one update (see ``Reference.pose``)."""
+
+    def __init__(self, each: list):
+        from ..pose import PoseBatch
+        self.each = each
+        n = self.n = len(each)
+        self.poses = PoseBatch.empty(n)
+        self.pos = np.zeros((3, NUM_BONES, n), np.float32)
+        self.rot = np.zeros((4, NUM_BONES, n), np.float32)
+        for i, (p, pos, mrot) in enumerate(each):
+            vel, root, rot, tag = p.arrays()
+            self.poses.vel[:, i], self.poses.root[:, i] = vel, root
+            self.poses.rot[:, :, i], self.poses.tag[:, i] = rot.T, tag
+            self.pos[:, :, i], self.rot[:, :, i] = pos.T, mrot.T
