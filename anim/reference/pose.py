@@ -16,65 +16,27 @@ import math
 import numpy as np
 
 from .. import f32 as F
+from ..detmath import acos_s, sin_cos_s
 from ..clip import decode_positions, decode_rotations, key_frames
 from ..pose import POSE_STACK_SIZE
 from ..skeleton import NUM_BONES, REFERENCE_ROTATIONS
 from .cursor import NO_TURN, NO_VELOCITY
 
 __all__ = ["RefPose", "RefPoseStack", "sample_cursor", "blend", "reference_pose", "sample_instance",
-           "bones_of", "acos_poly", "sin_poly", "cos_poly", "scale_turn", "slerp"]
+           "bones_of", "scale_turn", "slerp"]
 
 f32 = np.float32
 _ONE = f32(1.0)
 _ZERO = f32(0.0)
-_HALF_PI = math.pi / 2.0
 _TURN_EPSILON = f32(5e-7)        # L341: w within 5e-7 of 1 is no turn
 _LINEAR_DOT = f32(0.9995)        # Quat_Slerp's near-parallel case: a normalised lerp
 
 
 # ---------------------------------------------------------------- the angle functions
-
-
-def acos_poly(x: float) -> float:
-    """acos(x) on [-1, 1] in float64, Abramowitz & Stegun 4.4.46 (|error| <= 2e-8)."""
-    a = abs(x)
-    p = -0.0012624911
-    p = p * a + 0.0066700901
-    p = p * a - 0.0170881256
-    p = p * a + 0.0308918810
-    p = p * a - 0.0501743046
-    p = p * a + 0.0889789874
-    p = p * a - 0.2145988016
-    p = p * a + 1.5707963050
-    r = math.sqrt(1.0 - a) * p
-    if x < 0.0:
-        r = math.pi - r
-    return r
-
-
-def sin_poly(y: float) -> float:
-    """sin(y) for |y| <= pi/2 in float64 (Taylor to y^13)."""
-    y2 = y * y
-    p = 1.0 / 6227020800.0
-    p = p * y2 - 1.0 / 39916800.0
-    p = p * y2 + 1.0 / 362880.0
-    p = p * y2 - 1.0 / 5040.0
-    p = p * y2 + 1.0 / 120.0
-    p = p * y2 - 1.0 / 6.0
-    return y + y * y2 * p
-
-
-def cos_poly(y: float) -> float:
-    """cos(y) for |y| <= pi/2 in float64 (Taylor to y^14)."""
-    y2 = y * y
-    p = -1.0 / 87178291200.0
-    p = p * y2 + 1.0 / 479001600.0
-    p = p * y2 - 1.0 / 3628800.0
-    p = p * y2 + 1.0 / 40320.0
-    p = p * y2 - 1.0 / 720.0
-    p = p * y2 + 1.0 / 24.0
-    p = p * y2 - 0.5
-    return 1.0 + y2 * p
+#
+# acos, sin and cos come from anim.detmath (stateless: + - * / and sqrt only, the same
+# bits on every CPU), the functions the kernels compile: Quat_Slerp's and the turn's
+# angles are theirs, not libm's (docs/original.md, "Float policy").
 
 
 def _sqrt32(v) -> np.float32:
@@ -89,13 +51,13 @@ def scale_turn(q: tuple, rate32: np.float32) -> tuple:
         return q
     r = float(min(max(rate32, _ZERO), _ONE))
     w = float(min(max(qw, f32(-1.0)), _ONE))
-    half = acos_poly(w)
+    half = acos_s(w)
     sh = math.sqrt(1.0 - w * w)
     if sh == 0.0:
         sh = 1.0
-    z = r * half - _HALF_PI
-    kk = f32(cos_poly(z) / sh)
-    return qx * kk, qy * kk, qz * kk, f32(-sin_poly(z))
+    s_rh, c_rh = sin_cos_s(r * half)
+    kk = f32(s_rh / sh)
+    return qx * kk, qy * kk, qz * kk, f32(c_rh)
 
 
 def slerp(a: tuple, b: tuple, t) -> tuple:
@@ -119,10 +81,10 @@ def slerp(a: tuple, b: tuple, t) -> tuple:
         return ox / n, oy / n, oz / n, ow / n
     dd = float(d)
     td = float(t)
-    theta = acos_poly(dd)
+    theta = acos_s(dd)
     inv = 1.0 / math.sqrt(1.0 - dd * dd)
-    wa = f32(sin_poly((1.0 - td) * theta) * inv)
-    wb = f32(sin_poly(td * theta) * inv)
+    wa = f32(sin_cos_s((1.0 - td) * theta)[0] * inv)
+    wb = f32(sin_cos_s(td * theta)[0] * inv)
     if dot < 0:
         wb = -wb
     return ax * wa + bx * wb, ay * wa + by * wb, az * wa + bz * wb, aw * wa + bw * wb

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 from .. import f32 as F
+from ..detmath import cos_pi_s
 from ..tasks import BlendWindow, PickSampling, TaskType
 from .cursor import CURSOR_BITS, MUTED, RefCursor, follow
 
@@ -38,7 +39,7 @@ def fade_weight(elapsed: float, duration: float) -> float:
     if duration <= 0.0:
         return 0.0
     x = min(max(elapsed / duration, 0.0), 1.0)
-    return (1.0 + math.cos(math.pi * x)) / 2.0
+    return (1.0 + cos_pi_s(x)) / 2.0        # anim.detmath: the same bits on every CPU
 
 
 def _ended(world, cursor: RefCursor, overshoot: float) -> bool:

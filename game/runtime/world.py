@@ -96,8 +96,8 @@ class Game:
 
     In: PlayerOptions (rates, the original-bug switches, the pool size), ``engine``
     "compiled" (the default: ``Player``), or "reference" (``scuffle.anim.reference``:
-    the plain-Python model of the spec, slow, to debug a scenario; the bodies still move
-    by the compiled root-motion step, whose bits do not depend on the CPU),
+    the plain-Python model of the spec, slow, to debug a scenario; the bodies move by
+    the readable root motion, systems.motion.root_motion, bit for bit the kernel's),
     ``reference`` to sample through the engine's scalar path and move the bodies by the
     readable root-motion oracle (kept for old callers), ``world`` the esper world's name (None: a new one of
     its own). Rejected: another engine name (ValueError naming the field). ``step()`` runs one update; ``update`` counts the updates run,
@@ -122,7 +122,9 @@ class Game:
             self.player = Reference(options)
         else:
             self.player = Player(options)
-        self.ctx = SimContext(self.player, reference=reference)
+        # the reference engine moves the bodies by the readable root motion (systems.motion:
+        # numpy on anim.detmath, the kernel's bits on every CPU), as reference=True does
+        self.ctx = SimContext(self.player, reference=reference or engine == "reference")
         self.names: dict[str, int] = {}
         # The fight rules when attached (scuffle.game.fighters.combat.Fight sets it), typed by
         # the FightRules protocol: the runtime layer never imports the fighters (tests/test_layers.py).
