@@ -69,12 +69,15 @@ _KNOWN_TYPES = frozenset(int(t) for t in ChunkType)
 
 
 def _type_name(ctype: int | None) -> str:
+    """A chunk type for an error: a type the reader knows by number and name; any other
+    word as "an unknown type", never its value (an error quotes no bytes of a file that
+    may be anything: /etc/passwd's first chunk "type" is the text ``root``)."""
     if ctype is None:
         return "type unknown"
     try:
         return f"type 0x{ctype:02x} {ChunkType(ctype).name}"
     except ValueError:
-        return f"type 0x{ctype:02x}"
+        return "an unknown type"
 
 
 class ResourceFormatError(ValueError):
@@ -298,7 +301,7 @@ def _split_chunks(data: bytes) -> list[Chunk]:
         ctype, size = _HEADER.unpack_from(data, pos)
         if size > left - CHUNK_HEADER_SIZE:
             raise ResourceFormatError(len(chunks), ctype, pos + SIZE_FIELD_OFFSET,
-                                      f"payload size {size} overruns the file ({left - CHUNK_HEADER_SIZE} bytes left)")
+                                      f"its payload size overruns the file ({left - CHUNK_HEADER_SIZE} bytes left)")
         start = pos + CHUNK_HEADER_SIZE
         chunks.append(Chunk(ctype, data[start:start + size], pos))
         pos = start + size

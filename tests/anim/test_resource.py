@@ -89,8 +89,10 @@ def rejects(chunks_or_bytes, index: int, ctype: int | None, offset: int, **kw) -
     msg = str(e)
     assert (e.chunk_index, e.chunk_type, e.offset) == (index, ctype, offset), msg
     assert f"chunk {index} " in msg and f"at byte {offset} " in msg, msg
-    if ctype is not None:
+    if ctype in {int(t) for t in ChunkType}:
         assert f"type 0x{ctype:02x}" in msg, msg
+    elif ctype is not None:                     # an unknown word is not quoted (the file's bytes)
+        assert f"{ctype:x}" not in msg and "an unknown type" in msg, msg
     return e
 
 

@@ -247,3 +247,17 @@ def test_the_helpers_refuse_and_publish_whole(tmp_path):
             Path(tmp).write_bytes(b"half")
             raise KeyError("the writer failed")
     assert os.listdir(tmp_path) == ["a.txt"]
+
+
+@pytest.mark.parametrize("command", [["clip", "secret"], ["clip", "secret", "--json"], ["view", "secret", "--headless"]])
+def test_an_error_on_a_file_that_is_not_a_resource_quotes_none_of_it(tmp_path, command):
+    """Naming any file (here a password-file look-alike) gets a one-line error that quotes
+    none of its bytes: not as text, nor as the chunk type or size words they would be read
+    as (issue 21: 'no error ever prints a file's contents')."""
+    data = b"root:x:0:0:root:/root:/bin/bash\nsvc:x:1:1::/:/sbin/nologin\n"
+    (tmp_path / "secret").write_bytes(data)
+    r = run_scuffle(*command, cwd=tmp_path, env={"SDL_VIDEODRIVER": "dummy"})
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    words = [int.from_bytes(data[i:i + 4], "little") for i in range(0, 16, 4)]
+    quoted = [data[:4].decode(), data[4:8].decode()] + [str(w) for w in words] + [f"{w:x}" for w in words]
+    assert not any(q in r.stderr for q in quoted), r.stderr
