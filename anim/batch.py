@@ -288,6 +288,7 @@ class BatchEngine:
         """Advance every human one update; returns those whose top task may have changed."""
         player = self.player
         h = self.humans
+        first_deferred = len(player.deferred)
         rows = self._rows_of(instances)
         self._clear_noisy(rows)
         self._sync()
@@ -366,7 +367,22 @@ class BatchEngine:
             changed.append(inst)
         self.scalar_humans = len(slow)
         self.kernel_humans = len(rows) - len(slow)
+        if len(player.deferred) - first_deferred > 1:
+            self._in_step_order(instances, first_deferred)
         return changed
+
+    def _in_step_order(self, instances: list, first: int) -> None:
+        """The deferred tasks this step added, in the order the humans step (a stable sort
+        by the human's place in ``instances``): the kernel's humans, those stepped again
+        after a pair change and those the scalar step took each fill the list in a run of
+        their own, where the original's list fills as each human steps, so the flush (and
+        the end callbacks) go human by human ("When a clip ends", L314). Original:
+        0x00105640 AnimTask_DeferGive, 0x00105570 AnimTask_FlushDeferred."""
+        deferred = self.player.deferred
+        place = {id(inst): i for i, inst in enumerate(instances)}
+        tail = deferred[first:]
+        tail.sort(key=lambda entry: place.get(id(entry[1]), -1))
+        deferred[first:] = tail
 
     def fired(self, out: list, lo: int, hi: int) -> None:
         """The events of rows ``lo``-``hi`` of this update's event buffer, as FiredEvent
