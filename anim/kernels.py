@@ -237,12 +237,15 @@ def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, 
     s_rot[p, 0, 1] = qy
     s_rot[p, 0, 2] = qz
     s_rot[p, 0, 3] = qw
-    # bones 1-33: the key in force, normalised; an unanimated bone keeps its reference
+    # bones 1-33: the key in force, normalised; a bone the clip leaves out (its key a
+    # default, tagged) or no clip of the bank animates keeps its reference rotation as it
+    # is ("The pose" L102: copied from the default pose, not through the key path, whose
+    # normalisation would move it by an ulp)
     for slot in range(3, nslot):
         k = np.uint64(ftab[row, slot])
         s_tag[p, slot] = ktag[k]
         b = slot - 2
-        if not animated[slot]:
+        if not animated[slot] or ktag[k]:
             s_rot[p, b, 0] = ref_rot[b, 0]
             s_rot[p, b, 1] = ref_rot[b, 1]
             s_rot[p, b, 2] = ref_rot[b, 2]
