@@ -354,7 +354,9 @@ class BatchEngine:
             deferred, by_row = player.deferred, self._instances
             for hr, tr in self._def_out[:n_def].tolist():
                 task = tasks[tr]
-                self._relink(task)          # a link the kernel changed before it left the stack
+                # the links the kernel changed before it left the stack, down its chain (the
+                # flush gives its next tasks back by them; found by the reference's fuzz)
+                self._relink_chains((task,))
                 deferred.append((task, by_row[hr]))
         # the scalar step: humans the kernel does not run, and those it left this update
         if n < len(rows):
@@ -485,7 +487,13 @@ class BatchEngine:
         h, tasks = self.humans, self._tasks
         d = int(h.depth[s])
         inst.stack[:] = [tasks[r] for r in h.stack[s, :d].tolist()]
-        todo = list(inst.stack)
+        self._relink_chains(inst.stack)
+
+    def _relink_chains(self, tasks) -> None:
+        """``_relink`` each task and every next task it still owns, down its chain: the
+        kernel's hand-overs change links at any depth (a task handing over inside its
+        owner's blend window relinks the owner's next, not the stack's task)."""
+        todo = list(tasks)
         while todo:
             t = todo.pop()
             self._relink(t)
