@@ -484,7 +484,7 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5, crowd: str = "lig
             stages[COMMAND_STAGE] = spent
             extra.update({
                 "commands_per_update": round(made / updates, 3),
-                "command_us": round(spent * 1e6 / max(1, made), 3),
+                "command_us": round(spent * 1e6 / made, 3) if made else None,
                 "command_us_by_kind": {k: round(v[1] * 1e6 / max(1, v[0]), 3) for k, v in real.by_kind.items()},
                 "commands_refused": real.refused,
                 "events_handled": {f"0x{t:02x}": c for t, c in sorted(real.listener.counts.items())},
@@ -577,6 +577,12 @@ def fresh_first_step(launched: float) -> dict:
             if stack:
                 stack[-1][2] += dur
     top = sorted(own.items(), key=lambda kv: -kv[1])
+    count: dict[str, int] = {}
+    for _, e in rec.buffer:
+        if e.is_start:
+            d = e.data.get("dispatcher") if isinstance(e.data, dict) else None
+            nm = getattr(getattr(d, "py_func", None), "__qualname__", None) or str(d)
+            count[nm] = count.get(nm, 0) + 1
     return {"first_step_s": round(first - launched, 3),
             "python_start_s": round(t_import - launched, 3),
             "import_s": round(imported - t_import, 3),
@@ -586,7 +592,8 @@ def fresh_first_step(launched: float) -> dict:
             "compile_total_s": round(sum(incl.get(k, 0.0) for k in KERNELS), 3),
             "compile_by_kernel_s": {k: round(incl.get(k, 0.0), 3) for k in KERNELS},
             "compile_own_s": {k: round(v, 3) for k, v in top[:12]},
-            "compiled_functions": len(own)}
+            "compiled_functions": len(own),
+            "compiled_more_than_once": {k: v for k, v in sorted(count.items()) if v > 1}}
 
 
 def _first_step() -> dict:
