@@ -1,27 +1,43 @@
-"""``python -m scuffle bench --humans N [N ...] | --sweep [--updates U] [--json]``: the crowd benchmark.
+"""``python -m scuffle bench --humans N [N ...] | --sweep [--updates U] [--crowd light|realistic] [--json]``:
+the crowd benchmark.
 
-Builds N humans in one Game on the demo move set, each running the representative
-stack: a gait blend of two clips under a fade into a clip that hands over (with its
-events), and a paired pair every tenth human (the victim plays the attacker's hold from
-the attacker's set). The humans cycle through those changes with staggered phases, so
-every update has hand-overs, fades finishing and events somewhere in the crowd.
+Builds N humans in one Game and times whole updates through the ECS schedule. Two crowds
+(``--crowd``):
 
-It runs U updates through the whole ECS schedule and reports the median milliseconds
-per update, wall clock and CPU (which other processes disturb less), per human too;
-each stage's share and ms (every system, timed by wrapping its ``process`` as it is
-installed, plus the task step and the compiled pose: sample, blend, bones); the same
-work through the scalar reference path (fewer updates) and the speed-up; the peak
-memory after the compiled run (``compiled_peak_mb``) and after the scalar one too
-(``peak_mb``); the pose pipeline alone (µs per human); the share of humans the compiled step
-ran (``kernel_step_share``; the rest took the scalar step) and the time Python's cyclic
-garbage collector took (``gc_ms_per_update``); the time to load the kernels and
-(unless ``--no-compile-time``) their first-run compile time in a fresh process.
-Several ``--humans`` (or ``--sweep``: 2, 100, 1,000, 10,000) run one process each and
-add the fixed cost and per-human slope (a least-squares line). ``--json`` prints only
-the JSON object on stdout (the table goes to stderr): one size gives ``humans``,
-``updates``, ``ms_per_update``, ``cpu_ms_per_update``, ``scalar_ms_per_update``,
-``speedup``, ``peak_mb`` and more; a sweep gives ``sweep`` (those objects) and the fit.
-Speed is measured here, never in the test suite.
+- ``light`` (the default, issue 14's representative stack): every human runs a gait
+  blend of two clips under a fade into a clip that hands over (with its events), a paired
+  pair every tenth human; the humans cycle through those changes with staggered phases;
+  gait values never move and nobody listens to events.
+- ``realistic`` (issue 19; README, "Performance"): on the demo set plus eight direction
+  ids (``crowd_set``), one pair of fighters per FIGHT_EVERY humans under the fight rules
+  (``Fight`` on a view of the pair, two seeded ``FighterAI``; 2 humans: the two fighters
+  alone), the others extras that ``RealisticCrowd`` commands in turn, about 3% of them
+  per update (each every REAL_CYCLE updates): gait targets moved (the value follows, the
+  pair changes), walk starts and stops, attacks and chains that hand over, hit
+  reactions, types 10, 11 and 13, queued tasks, every change under a fade. A handler
+  reads the sound, effect and 0x2d events. Seeded (``--seed``): the same seed and size
+  give the same commands and state (``state_checksum``).
+
+It reports the median milliseconds per update, wall clock and CPU (and the means), per
+human too; each stage's share and ms (every system, timed by wrapping its ``process``
+as it is installed, plus the task step and the compiled pose, and for the realistic
+crowd the fight rules and the commands, which run inside the update); the kernels
+alone (``kernel_ms``; ``pose_stacks_us_per_human``); the same work through the scalar
+reference path (fewer updates) and the speed-up; the peak memory after the compiled run
+(``compiled_peak_mb``) and after the scalar one too (``peak_mb``); the pose pipeline
+alone (µs per human); the share of humans the compiled step ran
+(``kernel_step_share``); Python's cyclic garbage collector (``gc_ms_per_update``,
+``gc_max_ms``, ``gc_share``); the mean cost of one command (``command_us``); the
+time to load the kernels and (unless ``--no-compile-time``) the first step on a fresh
+install: a fresh process with an empty NUMBA_CACHE_DIR, with numba's compile time per
+kernel and function (``first_step``; ``kernel_compile_s`` is numba's compile of the
+four kernels there). Then issue 19's goals beside their figures (``goals``,
+``goals_table``). Several ``--humans`` (or ``--sweep``: 2, 100, 1,000, 10,000) run one
+process each and add the fixed cost and per-human slope (a least-squares line).
+``--json`` prints only the JSON object on stdout (the tables go to stderr): one size
+gives ``humans``, ``updates``, ``ms_per_update``, ``cpu_ms_per_update``,
+``scalar_ms_per_update``, ``speedup``, ``peak_mb`` and more; a sweep gives ``sweep``
+(those objects) and the fit. Speed is measured here, never in the test suite.
 """
 from __future__ import annotations
 
@@ -30,6 +46,7 @@ import json
 import resource
 import time
 from statistics import median
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +54,8 @@ from scuffle.anim.player import PlayerOptions
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, HeldFlags, TaskFlags, TaskType
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 
-__all__ = ["bench_arguments", "cmd_bench", "run_bench", "BUDGET_MS"]
+__all__ = ["bench_arguments", "cmd_bench", "run_bench", "BUDGET_MS", "CROWDS", "build_crowd", "crowd_set",
+           "crowd_checksum", "RealisticCrowd", "goals_table", "GOALS", "fresh_first_step"]
 
 BUDGET_MS = 1000.0 / 30.0            # the 30 Hz update
 POSE_STAGE = "pose (sample, blend, bones)"
@@ -79,7 +97,7 @@ def _build(n: int, batched: bool):
         inst = game.instance(name)
         return player.gait(inst, GAIT_IDS, target=target, value=target)
 
-    paired = set()
+    paired: set[str] = set()
     for i, name in enumerate(names):
         inst = game.instance(name)
         if i % PAIR_EVERY == 1 and i + 1 < n:
@@ -122,7 +140,7 @@ DIRECTION_BASE = 600                 # ids 600-607: the type 13 task's eight dir
 REAL_FADE = (0.2, 0.3, 0.45)         # s: every change of the crowd is under one of these fades
 COMMAND_KINDS = ("gait_target", "walk_start", "walk_stop", "attack", "combo", "hit", "mix", "pick",
                  "direction", "queued")
-COMMAND_WEIGHTS = (25, 12, 8, 15, 5, 10, 7, 6, 6, 6)
+COMMAND_WEIGHTS = (30, 14, 10, 18, 6, 13, 1, 1, 1, 6)   # types 10, 11, 13: 1% of commands each (rare, as in the game)
 ATTACKS = (Move.JAB, Move.KICK, Move.CROSS, Move.HOOK)
 REACTIONS = (Move.HIT_FRONT, Move.HIT_BACK, Move.HIT_HEAVY)
 
@@ -166,7 +184,7 @@ class _FightRouter:
     pair its human fights in (one Fight per pair would otherwise see every human's 0x2c)."""
 
     def __init__(self):
-        self.by_entity: dict[int, object] = {}
+        self.by_entity: dict[int, Any] = {}
 
     def __call__(self, ctx, ent, fe) -> None:
         fight = self.by_entity.get(ent)
@@ -302,8 +320,10 @@ def _build_realistic(n: int, batched: bool, seed: int = 1):
     player = game.player
     extras = [(i, game.instance(nm)) for i, nm in enumerate(names) if i not in fighters]
     crowd = RealisticCrowd(game, extras, seed)
-    for i, inst in extras:                                # a start of every kind of stack
-        kind = ("walk_start", "attack", "mix", "pick", "direction", "walk_stop")[i % 6]
+    starts = ("walk_start", "attack", "walk_stop", "walk_start", "combo", "walk_stop", "walk_start", "attack",
+              "walk_stop", "walk_start", "attack") + ("mix", "pick", "direction")
+    for k, (i, inst) in enumerate(extras):                # a start of every kind of stack (10, 11, 13 rare)
+        kind = starts[k % len(starts)] if k % 33 < 3 or k % len(starts) < 11 else "walk_start"
         crowd._do(kind, inst, (i % 9) * 0.45, i, 0.0)
     for i, inst in extras:                                # and a fade over it
         crowd._do("gait_target" if i % 2 else "hit", inst, (i % 7) * 0.5, i, 0.0)
@@ -439,7 +459,7 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5, crowd: str = "lig
         kernel_calls.clear()
         c0_commands = (real.commands, real.command_s) if real is not None else (0, 0.0)
         times, cpu = [], []
-        shapes = {}
+        shapes: dict[tuple, int] = {}
         engine = player.batch
         kernel = scalar = 0
         gc_s = [0.0, 0.0]
