@@ -10,7 +10,7 @@ import pytest
 
 from scuffle.anim.tasks import TaskType
 from scuffle.game.fighters.combat import Fight
-from scuffle.game.tools.bench import (COMMAND_KINDS, GOAL_NOTES, GOALS, POSE_STAGE, REAL_CYCLE, build_crowd,
+from scuffle.game.tools.bench import (COMMAND_KINDS, FIGHT_EVERY, GOAL_NOTES, GOALS, POSE_STAGE, REAL_CYCLE, build_crowd,
                                       crowd_checksum, fit_line, goals_table, run_bench)
 
 
@@ -75,7 +75,7 @@ def _run_crowd(n, updates, seed=1):
 
 
 def test_the_realistic_crowd_runs_and_holds_every_ingredient():
-    n, updates = 40, 2 * REAL_CYCLE
+    n, updates = 3 * REAL_CYCLE + 4, 2 * REAL_CYCLE
     game, types, queued, _ = _run_crowd(n, updates)
     crowd = game.crowd
     # types 10, 11, 13 stood on some stack, besides the gait (12), clips (3), loops (1), fades (9)
@@ -90,12 +90,13 @@ def test_the_realistic_crowd_runs_and_holds_every_ingredient():
     assert crowd.refused == 0
     # events read by a handler
     assert sum(crowd.listener.counts.values()) > 0
-    # the fight rules on a pair of fighters, their 0x2c routed to them
-    assert len(crowd.fights) == 1 and isinstance(crowd.fights[0], Fight)
-    assert set(crowd.fights[0].game.names) == {"h0", "h1"}
-    assert crowd.fights[0]._update in game.ctx.actions
-    assert crowd.router in game.ctx.handlers[0x2C] and set(crowd.router.by_entity) == {
-        game.names["h0"], game.names["h1"]}
+    # the fight rules on pairs of fighters (one per FIGHT_EVERY humans), their 0x2c routed to them
+    assert len(crowd.fights) == 2 and all(isinstance(f, Fight) for f in crowd.fights)
+    assert [set(f.game.names) for f in crowd.fights] == [{"h0", "h1"}, {f"h{FIGHT_EVERY}", f"h{FIGHT_EVERY + 1}"}]
+    assert all(f._update in game.ctx.actions for f in crowd.fights)
+    assert crowd.router in game.ctx.handlers[0x2C]
+    assert all(f._on_window not in game.ctx.handlers[0x2C] for f in crowd.fights)
+    assert set(crowd.router.by_entity) == {game.names[f"h{i}"] for i in (0, 1, FIGHT_EVERY, FIGHT_EVERY + 1)}
 
 
 def test_two_humans_are_two_fighters_under_the_fight_rules():
@@ -120,11 +121,11 @@ def test_the_realistic_crowd_is_deterministic():
 
 
 def test_the_goals_table_has_every_goal():
-    reports = [{"humans": 2, "crowd": "realistic", "cpu_ms_mean": 0.04, "pose_stacks_us_per_human": 1.5,
-                "gc_share": 0.0},
-               {"humans": 10000, "crowd": "realistic", "cpu_ms_mean": 30.0, "command_us": 20.0,
-                "stage_ms": {"DeferredFlush": 0.5}, "gc_ms_per_update": 2.0, "compiled_peak_mb": 310.0,
-                "pose_stacks_us_per_human": 1.7, "gc_share": 0.05}]
+    reports = [{"humans": 2, "crowd": "realistic", "cpu_ms_mean": 0.04, "pose_stacks_cpu_us_per_human": 1.5,
+                "gc_cpu_share": 0.0},
+               {"humans": 10000, "crowd": "realistic", "cpu_ms_mean": 30.0, "command_cpu_us": 20.0,
+                "stage_cpu_ms": {"DeferredFlush": 0.5}, "gc_cpu_ms_per_update": 2.0, "compiled_peak_mb": 310.0,
+                "pose_stacks_cpu_us_per_human": 1.7, "gc_cpu_share": 0.05}]
     rows = goals_table(reports, {"first_step_s": 9.5})
     by_key = {r["key"]: r for r in rows if r["limit"] is not None}
     assert set(by_key) == {k for k, *_ in GOALS}
@@ -146,7 +147,8 @@ def test_bench_json_has_the_goals_for_the_realistic_crowd():
     r = json.loads(p.stdout)
     assert r["crowd"] == "realistic" and r["pool_leak"] == 0
     assert {g["key"] for g in r["goals"]} >= {k for k, *_ in GOALS}
-    for key in ("command_us", "pose_stacks_us_per_human", "gc_share", "kernel_ms", "state_checksum",
+    for key in ("command_us", "command_cpu_us", "pose_stacks_us_per_human", "pose_stacks_cpu_us_per_human",
+                "gc_share", "gc_cpu_share", "kernel_ms", "kernel_cpu_ms", "stage_cpu_ms", "state_checksum",
                 "events_handled", "fight_pairs"):
         assert key in r, key
     assert "goal" in p.stderr and "met?" in p.stderr
