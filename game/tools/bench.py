@@ -480,6 +480,7 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5, crowd: str = "lig
         shapes: dict[tuple, int] = {}
         engine = player.batch
         kernel = scalar = 0
+        pairs0 = engine.pair_changes
         gc_s = [0.0, 0.0, 0.0, 0.0]          # wall total, wall start, CPU total, CPU start
 
         def gc_clock(phase, info):
@@ -522,6 +523,7 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5, crowd: str = "lig
             extra["kernel_calls"] = {k: kernel_calls.get(k, 0) for k in KERNELS}
             extra["pose_stacks_us_per_human"] = round(kernels.get("pose_stacks", 0.0) * 1e6 / (updates * n), 4)
             extra["step_stacks_us_per_human"] = round(kernels.get("step_stacks", 0.0) * 1e6 / (updates * n), 4)
+            extra["gait_pair_changes_per_update"] = round((engine.pair_changes - pairs0) / updates, 3)
             extra["kernel_cpu_ms"] = {k: round(kernels_cpu.get(k, 0.0) * 1000.0 / updates, 4) for k in KERNELS}
             extra["pose_stacks_cpu_us_per_human"] = round(kernels_cpu.get("pose_stacks", 0.0) * 1e6 / (updates * n), 4)
         if real is not None:

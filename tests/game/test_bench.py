@@ -82,6 +82,7 @@ def test_the_realistic_crowd_runs_and_holds_every_ingredient():
     assert {int(TaskType.MIX), int(TaskType.PICK), int(TaskType.DIRECTION)} <= types, types
     assert {1, 3, 9, 12} <= types, types
     assert queued > 0                                  # a queued task waited for its start
+    assert game.player.batch.pair_changes > 0          # gait values moved across a pair
     assert crowd.by_kind["queued"][0] > 0
     # about 3% of the extras commanded per update, every kind issued
     extras = n - 2 * len(crowd.fights)
