@@ -214,9 +214,10 @@ class RealisticCrowd:
     by their FighterAIs through the fight rules. Seeded (``random.Random(seed)``): the
     same seed and size give the same commands and the same state.
 
-    ``commands`` counts the commands issued, ``command_s`` their time (each timed around
-    the player calls alone), ``by_kind`` (count, seconds) per kind of COMMAND_KINDS,
-    ``refused`` the commands a limit of the original refused (AnimLimitError).
+    ``commands`` counts the commands issued, ``command_s`` / ``command_cpu_s`` their wall
+    and CPU time (each timed around the player calls alone), ``by_kind`` [count, wall s,
+    CPU s] per kind of COMMAND_KINDS, ``refused`` the commands a limit of the original
+    refused (AnimLimitError; counted, the update goes on).
     """
 
     def __init__(self, game, extras: list[tuple[int, object]], seed: int):
