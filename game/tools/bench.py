@@ -324,7 +324,10 @@ def _build_realistic(n: int, batched: bool, seed: int = 1):
     pairs = [(i, i + 1) for i in range(0, n - 1, FIGHT_EVERY)]
     fighters = {j for pair in pairs for j in pair}
     for i, name in enumerate(names):
-        heading = -90.0 if i in fighters and (i, i + 1) in pairs else (90.0 if i in fighters else (i * 37) % 360 - 180.0)
+        if i in fighters:                                 # the two of a pair face each other
+            heading = -90.0 if (i, i + 1) in pairs else 90.0
+        else:
+            heading = (i * 37) % 360 - 180.0
         game.add_human(name, s, ((i % side) * 2.0, (i // side) * 2.0, 0.0), heading)
     player = game.player
     extras = [(i, game.instance(nm)) for i, nm in enumerate(names) if i not in fighters]
@@ -596,21 +599,24 @@ def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
 def fresh_first_step(launched: float) -> dict:
     """In a fresh process with an empty NUMBA_CACHE_DIR (``_first_step``): the first step of
     2 fighters under the fight rules, timed from the process's launch (``launched``,
-    time.time() in the parent), numba's compile events per function, then every other
-    kernel (``compile_kernels``). Prints nothing; returns the figures."""
+    time.perf_counter() in the parent: CLOCK_MONOTONIC, one clock for every process on
+    Linux), numba's compile events per function (their own time.time() stamps, used only
+    as differences), then every other kernel (``compile_kernels``). ``python_start_s`` is
+    the interpreter's start with numpy, numba and the core imported (this module's
+    imports). Prints nothing; returns the figures."""
     from numba.core import event as ev
 
-    t_import = time.time()
+    t_import = time.perf_counter()
     with ev.install_recorder("numba:compile") as rec:
         from scuffle.game.runtime.world import Game      # noqa: F401  (the imports, timed apart)
-        imported = time.time()
+        imported = time.perf_counter()
         game = build_crowd(2, "realistic", True, 1)
-        built = time.time()
+        built = time.perf_counter()
         game.step()
-        first = time.time()
+        first = time.perf_counter()
         from scuffle.anim.warmup import compile_kernels
         compile_kernels()
-        done = time.time()
+        done = time.perf_counter()
         game.close()
     # inclusive and own (minus the functions compiled inside it) time per compiled function
     incl: dict[str, float] = {}
@@ -659,7 +665,7 @@ def _first_step() -> dict:
         env = dict(os.environ, NUMBA_CACHE_DIR=d)
         code = ("import json, sys; from scuffle.game.tools.bench import fresh_first_step; "
                 "print(json.dumps(fresh_first_step(float(sys.argv[1]))))")
-        p = subprocess.run([sys.executable, "-c", code, repr(time.time())], capture_output=True, text=True,
+        p = subprocess.run([sys.executable, "-c", code, repr(time.perf_counter())], capture_output=True, text=True,
                            env=env, timeout=900)
         if p.returncode:
             raise RuntimeError(f"compiling the kernels failed: {p.stderr.strip()[-500:]}")
@@ -921,8 +927,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         r["first_step"] = first
         r["kernel_compile_s"] = first["compile_total_s"]
         print(f"first step on a fresh install (a fresh process, an empty NUMBA_CACHE_DIR): "
-              f"{first['first_step_s']} s wall (Python start {first['python_start_s']}, imports "
-              f"{first['import_s']}, 2 fighters built {first['build_s']}, the step {first['first_step_only_s']}); "
+              f"{first['first_step_s']} s wall (Python's start with numpy, numba and the core "
+              f"{first['python_start_s']}, the Game's imports {first['import_s']}, 2 fighters built {first['build_s']}, the step {first['first_step_only_s']}); "
               f"the other kernels {first['rest_of_kernels_s']} s more", file=text)
         print(f"numba's compile per kernel (s, with what it compiles inside): {first['compile_by_kernel_s']}; "
               f"own time, the largest: {first['compile_own_s']}", file=text)
