@@ -928,7 +928,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         r["kernel_compile_s"] = first["compile_total_s"]
         print(f"first step on a fresh install (a fresh process, an empty NUMBA_CACHE_DIR): "
               f"{first['first_step_s']} s wall (Python's start with numpy, numba and the core "
-              f"{first['python_start_s']}, the Game's imports {first['import_s']}, 2 fighters built {first['build_s']}, the step {first['first_step_only_s']}); "
+              f"{first['python_start_s']}, the Game's imports {first['import_s']}, 2 fighters built "
+              f"{first['build_s']}, the step {first['first_step_only_s']}); "
               f"the other kernels {first['rest_of_kernels_s']} s more", file=text)
         print(f"numba's compile per kernel (s, with what it compiles inside): {first['compile_by_kernel_s']}; "
               f"own time, the largest: {first['compile_own_s']}", file=text)
