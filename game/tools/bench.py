@@ -1,27 +1,43 @@
-"""``python -m scuffle bench --humans N [N ...] | --sweep [--updates U] [--json]``: the crowd benchmark.
+"""``python -m scuffle bench --humans N [N ...] | --sweep [--updates U] [--crowd light|realistic] [--json]``:
+the crowd benchmark.
 
-Builds N humans in one Game on the demo move set, each running the representative
-stack: a gait blend of two clips under a fade into a clip that hands over (with its
-events), and a paired pair every tenth human (the victim plays the attacker's hold from
-the attacker's set). The humans cycle through those changes with staggered phases, so
-every update has hand-overs, fades finishing and events somewhere in the crowd.
+Builds N humans in one Game and times whole updates through the ECS schedule. Two crowds
+(``--crowd``):
 
-It runs U updates through the whole ECS schedule and reports the median milliseconds
-per update, wall clock and CPU (which other processes disturb less), per human too;
-each stage's share and ms (every system, timed by wrapping its ``process`` as it is
-installed, plus the task step and the compiled pose: sample, blend, bones); the same
-work through the scalar reference path (fewer updates) and the speed-up; the peak
-memory after the compiled run (``compiled_peak_mb``) and after the scalar one too
-(``peak_mb``); the pose pipeline alone (µs per human); the share of humans the compiled step
-ran (``kernel_step_share``; the rest took the scalar step) and the time Python's cyclic
-garbage collector took (``gc_ms_per_update``); the time to load the kernels and
-(unless ``--no-compile-time``) their first-run compile time in a fresh process.
-Several ``--humans`` (or ``--sweep``: 2, 100, 1,000, 10,000) run one process each and
-add the fixed cost and per-human slope (a least-squares line). ``--json`` prints only
-the JSON object on stdout (the table goes to stderr): one size gives ``humans``,
-``updates``, ``ms_per_update``, ``cpu_ms_per_update``, ``scalar_ms_per_update``,
-``speedup``, ``peak_mb`` and more; a sweep gives ``sweep`` (those objects) and the fit.
-Speed is measured here, never in the test suite.
+- ``light`` (the default, issue 14's representative stack): every human runs a gait
+  blend of two clips under a fade into a clip that hands over (with its events), a paired
+  pair every tenth human; the humans cycle through those changes with staggered phases;
+  gait values never move and nobody listens to events.
+- ``realistic`` (issue 19; README, "Performance"): on the demo set plus eight direction
+  ids (``crowd_set``), one pair of fighters per FIGHT_EVERY humans under the fight rules
+  (``Fight`` on a view of the pair, two seeded ``FighterAI``; 2 humans: the two fighters
+  alone), the others extras that ``RealisticCrowd`` commands in turn, about 3% of them
+  per update (each every REAL_CYCLE updates): gait targets moved (the value follows, the
+  pair changes), walk starts and stops, attacks and chains that hand over, hit
+  reactions, types 10, 11 and 13, queued tasks, every change under a fade. A handler
+  reads the sound, effect and 0x2d events. Seeded (``--seed``): the same seed and size
+  give the same commands and state (``state_checksum``).
+
+It reports the median milliseconds per update, wall clock and CPU (and the means), per
+human too; each stage's share and ms (every system, timed by wrapping its ``process``
+as it is installed, plus the task step and the compiled pose, and for the realistic
+crowd the fight rules and the commands, which run inside the update); the kernels
+alone (``kernel_ms``; ``pose_stacks_us_per_human``); the same work through the scalar
+reference path (fewer updates) and the speed-up; the peak memory after the compiled run
+(``compiled_peak_mb``) and after the scalar one too (``peak_mb``); the pose pipeline
+alone (µs per human); the share of humans the compiled step ran
+(``kernel_step_share``); Python's cyclic garbage collector (``gc_ms_per_update``,
+``gc_max_ms``, ``gc_share``); the mean cost of one command (``command_us``); the
+time to load the kernels and (unless ``--no-compile-time``) the first step on a fresh
+install: a fresh process with an empty NUMBA_CACHE_DIR, with numba's compile time per
+kernel and function (``first_step``; ``kernel_compile_s`` is numba's compile of the
+four kernels there). Then issue 19's goals beside their figures (``goals``,
+``goals_table``). Several ``--humans`` (or ``--sweep``: 2, 100, 1,000, 10,000) run one
+process each and add the fixed cost and per-human slope (a least-squares line).
+``--json`` prints only the JSON object on stdout (the tables go to stderr): one size
+gives ``humans``, ``updates``, ``ms_per_update``, ``cpu_ms_per_update``,
+``scalar_ms_per_update``, ``speedup``, ``peak_mb`` and more; a sweep gives ``sweep``
+(those objects) and the fit. Speed is measured here, never in the test suite.
 """
 from __future__ import annotations
 
@@ -30,13 +46,16 @@ import json
 import resource
 import time
 from statistics import median
+from typing import Any
 
 import numpy as np
 
 from scuffle.anim.player import PlayerOptions
+from scuffle.anim.tasks import LOCOMOTION_FLAGS, HeldFlags, TaskFlags, TaskType
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 
-__all__ = ["bench_arguments", "cmd_bench", "run_bench", "BUDGET_MS"]
+__all__ = ["bench_arguments", "cmd_bench", "run_bench", "BUDGET_MS", "CROWDS", "build_crowd", "crowd_set",
+           "crowd_checksum", "RealisticCrowd", "goals_table", "GOALS", "fresh_first_step"]
 
 BUDGET_MS = 1000.0 / 30.0            # the 30 Hz update
 POSE_STAGE = "pose (sample, blend, bones)"
@@ -54,15 +73,18 @@ MAX_UPDATES = 100_000                # the most updates it times
 class _Timed:
     """Wraps a processor's ``process`` to time it (the stage shares)."""
 
-    def __init__(self, proc, sink: dict, name: str):
-        self.proc, self.sink, self.name = proc, sink, name
+    def __init__(self, proc, sink: dict, name: str, cpu: dict | None = None):
+        self.proc, self.sink, self.name, self.cpu = proc, sink, name, cpu
         self._orig = proc.process
         proc.process = self
 
     def __call__(self, *a, **k):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         self._orig(*a, **k)
         self.sink[self.name] = self.sink.get(self.name, 0.0) + time.perf_counter() - t0
+        if self.cpu is not None:
+            self.cpu[self.name] = self.cpu.get(self.name, 0.0) + time.process_time() - c0
 
 
 def _build(n: int, batched: bool):
@@ -81,7 +103,7 @@ def _build(n: int, batched: bool):
         inst = game.instance(name)
         return player.gait(inst, GAIT_IDS, target=target, value=target)
 
-    paired = set()
+    paired: set[str] = set()
     for i, name in enumerate(names):
         inst = game.instance(name)
         if i % PAIR_EVERY == 1 and i + 1 < n:
@@ -116,64 +138,418 @@ def _build(n: int, batched: bool):
     return game
 
 
-def _run(n: int, updates: int, batched: bool, warmup: int = 5):
+# ---------------------------------------------------------------- the realistic crowd
+CROWDS = ("light", "realistic")
+REAL_CYCLE = 33                      # updates between two commands to one extra: ~3% of humans per update
+FIGHT_EVERY = 100                    # one pair of fighters (the fight rules, two FighterAIs) per 100 humans
+DIRECTION_BASE = 600                 # ids 600-607: the type 13 task's eight directions (the gait clips)
+REAL_FADE = (0.2, 0.3, 0.45)         # s: every change of the crowd is under one of these fades
+COMMAND_KINDS = ("gait_target", "walk_start", "walk_stop", "attack", "combo", "hit", "mix", "pick",
+                 "direction", "queued")
+COMMAND_WEIGHTS = (30, 14, 10, 18, 6, 13, 1, 1, 1, 6)   # types 10, 11, 13: 1% of commands each (rare, as in the game)
+ATTACKS = (Move.JAB, Move.KICK, Move.CROSS, Move.HOOK)
+REACTIONS = (Move.HIT_FRONT, Move.HIT_BACK, Move.HIT_HEAVY)
+
+
+def crowd_set():
+    """The demo move set plus ids DIRECTION_BASE..+7 (the gait clips, with their range
+    records) for the type 13 eight-direction task; one set shared by the whole crowd."""
+    from scuffle.game.fighters.moveset import demo_set
+
+    s = demo_set()
+    gaits = (Move.WALK, Move.JOG, Move.RUN, Move.SPRINT)
+    for d in range(8):
+        src = gaits[d % 4]
+        s = s.with_clip(DIRECTION_BASE + d, s.clip(src), s.range(src))
+    return s
+
+
+class _PairView:
+    """A Game seen by the fight rules of one pair: ``humans()`` and ``names`` list the two
+    fighters only (so the rules' per-update loops and hit searches stay within the pair);
+    everything else is the Game's own (its player, context, components)."""
+
+    def __init__(self, game, names: tuple[str, str]):
+        self._game = game
+        self._pair = names
+        self.fight = None
+
+    @property
+    def names(self) -> dict[str, int]:
+        return {n: self._game.names[n] for n in self._pair}
+
+    def humans(self) -> list[tuple[str, int]]:
+        return sorted(self.names.items(), key=lambda kv: kv[1])
+
+    def __getattr__(self, name):
+        return getattr(self._game, name)
+
+
+class _FightRouter:
+    """One handler of event 0x2c for every pair: hands the event to the fight rules of the
+    pair its human fights in (one Fight per pair would otherwise see every human's 0x2c)."""
+
+    def __init__(self):
+        self.by_entity: dict[int, Any] = {}
+
+    def __call__(self, ctx, ent, fe) -> None:
+        fight = self.by_entity.get(ent)
+        if fight is not None:
+            fight._on_window(ctx, ent, fe)
+
+
+class _Listener:
+    """The crowd's event handler (a game's sound and effect code): counts the events it is
+    handed, by type."""
+
+    def __init__(self):
+        self.counts: dict[int, int] = {}
+
+    def __call__(self, ctx, ent, fe) -> None:
+        t = int(fe.event.type)
+        self.counts[t] = self.counts.get(t, 0) + 1
+
+
+class RealisticCrowd:
+    """The realistic crowd's driver (README, "Performance"): an action run in the actions
+    phase that commands the extras in turn, about 3% of them per update (each one every
+    REAL_CYCLE updates, staggered), every change under a fade; the fight pairs are driven
+    by their FighterAIs through the fight rules. Seeded (``random.Random(seed)``): the
+    same seed and size give the same commands and the same state.
+
+    ``commands`` counts the commands issued, ``command_s`` / ``command_cpu_s`` their wall
+    and CPU time (each timed around the player calls alone), ``by_kind`` [count, wall s,
+    CPU s] per kind of COMMAND_KINDS, ``refused`` the commands a limit of the original
+    refused (AnimLimitError; counted, the update goes on).
+    """
+
+    def __init__(self, game, extras: list[tuple[int, object]], seed: int):
+        import random
+
+        self.game, self.player = game, game.player
+        self.rng = random.Random(seed)
+        self.by_phase: list[list[tuple[int, object]]] = [[] for _ in range(REAL_CYCLE)]
+        for i, inst in extras:
+            self.by_phase[(-7 * i) % REAL_CYCLE].append((i, inst))
+        self.commands = 0
+        self.command_s = 0.0
+        self.command_cpu_s = 0.0
+        self.by_kind: dict[str, list] = {k: [0, 0.0, 0.0] for k in COMMAND_KINDS}
+        self.refused = 0
+        self.fights: list = []
+        self.listener = _Listener()
+        self.router = _FightRouter()
+
+    # -- one command of each kind (the player's own calls: what a game's code does)
+    def _running(self, inst, ttype):
+        for t in inst.stack:
+            if t.type == ttype and not t.released:
+                return t
+        return None
+
+    def _walk_start(self, inst, x, fade):
+        p = self.player
+        g = p.gait(inst, GAIT_IDS, target=x, value=0.0, flags=int(LOCOMOTION_FLAGS | TaskFlags.CONTINUOUS))
+        p.change(inst, p.clip(inst, Move.WALK_START, g), fade)
+
+    def _do(self, kind, inst, x, k, fade):
+        p = self.player
+        if kind == "gait_target":
+            g = self._running(inst, TaskType.GAIT)
+            if g is None:
+                self._walk_start(inst, x, fade)
+            else:
+                g.set_target(x)                           # the value moves; the pair changes on the way
+        elif kind == "walk_start":
+            self._walk_start(inst, x, fade)
+        elif kind == "walk_stop":
+            p.change(inst, p.clip(inst, Move.WALK_STOP, p.loop(inst, Move.IDLE)), fade)
+        elif kind == "attack":
+            p.change(inst, p.clip(inst, ATTACKS[k % 4], p.loop(inst, Move.FIGHT_IDLE), blend=0.1,
+                                  held=int(HeldFlags.WINDUP)), fade)
+        elif kind == "combo":
+            p.change(inst, p.chain(inst, [Move.JAB, Move.CROSS, Move.FIGHT_IDLE], blend=0.1,
+                                   held=int(HeldFlags.WINDUP)), fade)
+        elif kind == "hit":
+            p.change(inst, p.clip(inst, REACTIONS[k % 3], p.loop(inst, Move.FIGHT_IDLE)), fade)
+        elif kind == "mix":
+            m = self._running(inst, TaskType.MIX)
+            if m is None:
+                p.change(inst, p.mix(inst, Move.WALK, Move.JOG, weight=x / 4.0), fade)
+            else:
+                m.set_target(x / 4.0)
+        elif kind == "pick":
+            p.change(inst, p.pick(inst, [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT], 1.0, value=x * 0.75), fade)
+        elif kind == "direction":
+            p.change(inst, p.direction(inst, DIRECTION_BASE, direction=x * 2.0), fade)
+        else:                                             # queued: starts at the next step
+            p.enqueue(inst, p.clip(inst, ATTACKS[k % 4], p.loop(inst, Move.FIGHT_IDLE), blend=0.1))
+
+    def __call__(self, ctx) -> None:
+        from scuffle.anim.stack import AnimLimitError
+
+        rng, by_kind, clock, cpu_clock = self.rng, self.by_kind, time.perf_counter, time.process_time
+        for i, inst in self.by_phase[ctx.update % REAL_CYCLE]:
+            kind = rng.choices(COMMAND_KINDS, COMMAND_WEIGHTS)[0]
+            x, k, fade = rng.uniform(0.0, 4.0), rng.randrange(12), REAL_FADE[rng.randrange(3)]
+            if kind == "queued" and inst.queue:
+                kind = "hit"
+            c0 = cpu_clock()
+            t0 = clock()
+            try:
+                self._do(kind, inst, x, k, fade)
+            except AnimLimitError:
+                self.refused += 1
+            dt = clock() - t0
+            dc = cpu_clock() - c0
+            self.commands += 1
+            self.command_s += dt
+            self.command_cpu_s += dc
+            one = by_kind[kind]
+            one[0] += 1
+            one[1] += dt
+            one[2] += dc
+
+
+def _build_realistic(n: int, batched: bool, seed: int = 1):
+    """The realistic crowd in one Game (README, "Performance"): pairs of fighters under the
+    fight rules (one per FIGHT_EVERY humans; 2 humans: the two fighters alone), the rest
+    extras commanded by RealisticCrowd; events read by a handler."""
+    from scuffle.anim.clip import EventType
+    from scuffle.game.fighters.ai import FighterAI
+    from scuffle.game.fighters.combat import Fight
+    from scuffle.game.runtime.world import Game
+
+    game = Game(PlayerOptions(batched=batched, pool_size=max(360, 16 * n)), reference=not batched)
+    s = crowd_set()
+    side = max(2, int(np.ceil(np.sqrt(n))))
+    names = [f"h{i}" for i in range(n)]
+    pairs = [(i, i + 1) for i in range(0, n - 1, FIGHT_EVERY)]
+    fighters = {j for pair in pairs for j in pair}
+    for i, name in enumerate(names):
+        if i in fighters:                                 # the two of a pair face each other
+            heading = -90.0 if (i, i + 1) in pairs else 90.0
+        else:
+            heading = (i * 37) % 360 - 180.0
+        game.add_human(name, s, ((i % side) * 2.0, (i // side) * 2.0, 0.0), heading)
+    player = game.player
+    extras = [(i, game.instance(nm)) for i, nm in enumerate(names) if i not in fighters]
+    crowd = RealisticCrowd(game, extras, seed)
+    starts = ("walk_start", "attack", "walk_stop", "walk_start", "combo", "walk_stop", "walk_start", "attack",
+              "walk_stop", "walk_start", "attack")
+    rare = ("mix", "pick", "direction")
+    for k, (i, inst) in enumerate(extras):                # a start of every kind of stack (10, 11, 13: 3%)
+        kind = rare[(k // REAL_CYCLE) % 3] if k % REAL_CYCLE == 0 else starts[k % len(starts)]
+        crowd._do(kind, inst, (i % 9) * 0.45, i, 0.0)
+        if k % REAL_CYCLE:                                # and a second change over it
+            crowd._do("gait_target" if i % 2 else "hit", inst, (i % 7) * 0.5, i, 0.0)
+    player.flush()
+    for k, (a, b) in enumerate(pairs):
+        pair = (names[a], names[b])
+        fight = Fight(game if len(pairs) == 1 and n == 2 else _PairView(game, pair))
+        fight.controllers.append(FighterAI(pair[0], pair[1], seed=seed * 7919 + 2 * k))
+        fight.controllers.append(FighterAI(pair[1], pair[0], seed=seed * 7919 + 2 * k + 1))
+        crowd.fights.append(fight)
+    if crowd.fights and n > 2:                            # one 0x2c handler routes to the pairs
+        held_open = game.ctx.handlers[int(EventType.HELD_OPEN)]
+        for fight in crowd.fights:
+            held_open.remove(fight._on_window)
+            for nm in fight.game.names:
+                crowd.router.by_entity[game.names[nm]] = fight
+        game.ctx.on(EventType.HELD_OPEN, crowd.router)
+    for t in (EventType.SOUND, EventType.NAMED_EFFECT, EventType.HELD_CLOSE):
+        game.ctx.on(t, crowd.listener)
+    game.ctx.actions.append(crowd)
+    game.crowd = crowd
+    return game
+
+
+def build_crowd(n: int, crowd: str = "light", batched: bool = True, seed: int = 1):
+    """A Game with ``n`` humans running the bench's ``crowd`` (CROWDS): the light crowd
+    (the issue-14 representative stack) or the realistic one. Rejected: an unknown crowd
+    (ValueError naming it)."""
+    if crowd not in CROWDS:
+        raise ValueError(f"crowd: {crowd!r} is not one of {', '.join(CROWDS)}")
+    return _build(n, batched) if crowd == "light" else _build_realistic(n, batched, seed)
+
+
+def crowd_checksum(game) -> str:
+    """A digest of the crowd's state after a run (per human: held flags, playing id, the
+    stack's task types and anim ids, the queue, the body; the commands, events and fight
+    counts): two runs of the same crowd, size and seed give the same digest."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name, _ in game.humans():
+        inst = game.instance(name)
+        b = game.body(name)
+        h.update(repr((name, inst.record.flags, inst.record.anim_id,
+                       [(int(t.type), t.anim_id()) for t in inst.stack], len(inst.queue),
+                       b.position.tolist(), float(b.heading))).encode())
+    crowd = getattr(game, "crowd", None)
+    if crowd is not None:
+        h.update(repr((crowd.commands, crowd.refused, sorted(crowd.listener.counts.items()),
+                       [(f.stats.grabs, f.stats.strikes, f.stats.throws, f.stats.damage) for f in crowd.fights]
+                       )).encode())
+    return h.hexdigest()
+
+
+KERNELS = ("step_stacks", "pose_stacks", "pose_plan", "root_motion_step")
+FIGHT_STAGE = "fight rules (pairs, AI)"
+COMMAND_STAGE = "commands"
+
+
+def _timed_call(fn, sink: dict, key: str, calls: dict | None = None, cpu: dict | None = None):
+    """``fn`` wrapped to add its wall time to ``sink[key]`` (its CPU time to ``cpu[key]``,
+    and count its calls)."""
+    clock, cpu_clock = time.perf_counter, time.process_time
+
+    def call(*a, **k):
+        c0 = cpu_clock() if cpu is not None else 0.0
+        t0 = clock()
+        r = fn(*a, **k)
+        sink[key] = sink.get(key, 0.0) + clock() - t0
+        if cpu is not None:
+            cpu[key] = cpu.get(key, 0.0) + cpu_clock() - c0
+        if calls is not None:
+            calls[key] = calls.get(key, 0) + 1
+        return r
+    return call
+
+
+def _patch_kernels(sink: dict, calls: dict, cpu: dict) -> list:
+    """Time the compiled kernels alone: the module attributes the engine calls them by
+    (anim.kernels for the step, pose and plan; systems.motion for root motion) are
+    wrapped for the run; returns what ``_unpatch`` puts back."""
+    from scuffle.anim import kernels as K
+    from scuffle.systems import motion
+
+    saved = []
+    for mod, name in [(K, n) for n in KERNELS[:3]] + [(motion, "root_motion_step")]:
+        fn = getattr(mod, name)
+        saved.append((mod, name, fn))
+        setattr(mod, name, _timed_call(fn, sink, name, calls, cpu))
+    return saved
+
+
+def _unpatch(saved: list) -> None:
+    for mod, name, fn in saved:
+        setattr(mod, name, fn)
+
+
+def _run(n: int, updates: int, batched: bool, warmup: int = 5, crowd: str = "light", seed: int = 1):
     from scuffle.game.runtime.schedule import SCHEDULE
 
-    game = _build(n, batched)
+    game = build_crowd(n, crowd, batched, seed)
     player = game.player
+    saved: list = []
     try:
         stages: dict[str, float] = {}
+        stages_cpu: dict[str, float] = {}
         with game.active():
             import esper
             procs = [esper.get_processor(system) for system in SCHEDULE]     # public API only
         names = []
         for p in procs:
             if p is not None:
-                _Timed(p, stages, type(p).__name__)   # wraps p.process in place
+                _Timed(p, stages, type(p).__name__, stages_cpu)   # wraps p.process in place
                 names.append(type(p).__name__)
         # split the animation step into the task step and the pose (sample, blend, bones)
-        orig_step, orig_pose = player.step, player.pose
-
-        def timed(fn, key):
-            def call(*a, **k):
-                t0 = time.perf_counter()
-                r = fn(*a, **k)
-                stages[key] = stages.get(key, 0.0) + time.perf_counter() - t0
-                return r
-            return call
-
-        player.step = timed(orig_step, "task step")
-        player.pose = timed(orig_pose, POSE_STAGE)
+        player.step = _timed_call(player.step, stages, "task step", cpu=stages_cpu)
+        player.pose = _timed_call(player.pose, stages, POSE_STAGE, cpu=stages_cpu)
+        kernels: dict[str, float] = {}
+        kernels_cpu: dict[str, float] = {}
+        kernel_calls: dict[str, int] = {}
+        if batched:
+            saved = _patch_kernels(kernels, kernel_calls, kernels_cpu)
+        real = getattr(game, "crowd", None)
+        if real is not None:                  # the fight rules' own time (in the actions and state update)
+            ctx = game.ctx
+            for fight in real.fights:
+                for lst in (ctx.actions, ctx.state_functions):
+                    for k, fn in enumerate(lst):
+                        if getattr(fn, "__self__", None) is fight:
+                            lst[k] = _timed_call(fn, stages, FIGHT_STAGE, cpu=stages_cpu)
+            for t, hs in ctx.handlers.items():
+                ctx.handlers[t] = [_timed_call(h, stages, FIGHT_STAGE, cpu=stages_cpu)
+                                   if h is real.router or getattr(h, "__self__", None) in real.fights else h
+                                   for h in hs]
         for _ in range(warmup):
             game.step()
-        stages.clear()
+        for d in (stages, stages_cpu, kernels, kernels_cpu, kernel_calls):
+            d.clear()
+        if real is not None:
+            real.commands = 0
+            real.command_s = real.command_cpu_s = 0.0
+            for v in real.by_kind.values():
+                v[:] = [0, 0.0, 0.0]
         times, cpu = [], []
-        shapes = {}
+        shapes: dict[tuple, int] = {}
         engine = player.batch
         kernel = scalar = 0
-        gc_s = [0.0, 0.0]
+        pairs0 = engine.pair_changes
+        gc_s = [0.0, 0.0, 0.0, 0.0]          # wall total, wall start, CPU total, CPU start
 
         def gc_clock(phase, info):
             if phase == "start":
                 gc_s[1] = time.perf_counter()
+                gc_s[3] = time.process_time()
             else:
                 gc_s[0] += time.perf_counter() - gc_s[1]
+                gc_s[2] += time.process_time() - gc_s[3]
 
         import gc
+        gc_per: list[float] = []
         gc.callbacks.append(gc_clock)
         try:
             for _ in range(updates):
+                g0 = gc_s[0]
                 c0 = time.process_time()
                 t0 = time.perf_counter()
                 game.step()
                 times.append((time.perf_counter() - t0) * 1000.0)
                 cpu.append((time.process_time() - c0) * 1000.0)
+                gc_per.append((gc_s[0] - g0) * 1000.0)
                 kernel += engine.kernel_humans
                 scalar += engine.scalar_humans
         finally:
             gc.callbacks.remove(gc_clock)
-        extra = {"kernel_step_share": round(kernel / max(1, kernel + scalar), 4) if batched else 0.0,
-                 "gc_ms_per_update": round(gc_s[0] * 1000.0 / updates, 4)}
+            _unpatch(saved)
+            saved = []
+        extra: dict[str, Any] = {"kernel_step_share": round(kernel / max(1, kernel + scalar), 4) if batched else 0.0,
+                                 "gc_ms_per_update": round(gc_s[0] * 1000.0 / updates, 4),
+                                 "gc_max_ms": round(max(gc_per), 4),
+                                 "gc_share": round(gc_s[0] * 1000.0 / max(sum(times), 1e-12), 4),
+                                 "gc_cpu_ms_per_update": round(gc_s[2] * 1000.0 / updates, 4),
+                                 "gc_cpu_share": round(gc_s[2] * 1000.0 / max(sum(cpu), 1e-12), 4),
+                                 "stage_cpu_ms": {k: round(v * 1000.0 / updates, 4)
+                                                  for k, v in sorted(stages_cpu.items(), key=lambda kv: -kv[1])},
+                                 "crowd": crowd}
+        if batched:
+            extra["kernel_ms"] = {k: round(kernels.get(k, 0.0) * 1000.0 / updates, 4) for k in KERNELS}
+            extra["kernel_calls"] = {k: kernel_calls.get(k, 0) for k in KERNELS}
+            extra["pose_stacks_us_per_human"] = round(kernels.get("pose_stacks", 0.0) * 1e6 / (updates * n), 4)
+            extra["step_stacks_us_per_human"] = round(kernels.get("step_stacks", 0.0) * 1e6 / (updates * n), 4)
+            extra["gait_pair_changes_per_update"] = round((engine.pair_changes - pairs0) / updates, 3)
+            extra["kernel_cpu_ms"] = {k: round(kernels_cpu.get(k, 0.0) * 1000.0 / updates, 4) for k in KERNELS}
+            extra["pose_stacks_cpu_us_per_human"] = round(kernels_cpu.get("pose_stacks", 0.0) * 1e6 / (updates * n), 4)
+        if real is not None:
+            made, spent = real.commands, real.command_s
+            stages[COMMAND_STAGE] = spent
+            extra["stage_cpu_ms"][COMMAND_STAGE] = round(real.command_cpu_s * 1000.0 / updates, 4)
+            extra.update({
+                "commands_per_update": round(made / updates, 3),
+                "command_us": round(spent * 1e6 / made, 3) if made else None,
+                "command_cpu_us": round(real.command_cpu_s * 1e6 / made, 3) if made else None,
+                "command_us_by_kind": {k: round(v[1] * 1e6 / max(1, v[0]), 3) for k, v in real.by_kind.items()},
+                "command_cpu_us_by_kind": {k: round(v[2] * 1e6 / max(1, v[0]), 3) for k, v in real.by_kind.items()},
+                "commands_by_kind": {k: v[0] for k, v in real.by_kind.items()},
+                "commands_refused": real.refused,
+                "events_handled": {f"0x{t:02x}": c for t, c in sorted(real.listener.counts.items())},
+                "fight_pairs": len(real.fights),
+                "fight_counts": {k: sum(getattr(f.stats, k) for f in real.fights)
+                                 for k in ("strikes", "grabs", "throws", "damage")},
+                "state_checksum": crowd_checksum(game)})
         for name, _ in game.humans()[: min(n, 200)]:
             key = tuple(int(t.type) for t in game.instance(name).stack)
             shapes[key] = shapes.get(key, 0) + 1
@@ -182,6 +558,7 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5):
         leak = player.pool.in_use - player.tasks_out(insts)
         return times, cpu, stages, total, shapes, leak, extra
     finally:
+        _unpatch(saved)
         game.close()
 
 
@@ -222,8 +599,66 @@ def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
     return median(ts) / n * 1e6, median(cs) / n * 1e6
 
 
-def _compile_seconds() -> float:
-    """The kernels' first-run compile time: a fresh process compiling into an empty cache."""
+def fresh_first_step(launched: float) -> dict:
+    """In a fresh process with an empty NUMBA_CACHE_DIR (``_first_step``): the first step of
+    2 fighters under the fight rules, timed from the process's launch (``launched``,
+    time.perf_counter() in the parent: CLOCK_MONOTONIC, one clock for every process on
+    Linux), numba's compile events per function (their own time.time() stamps, used only
+    as differences), then every other kernel (``compile_kernels``). ``python_start_s`` is
+    the interpreter's start with numpy, numba and the core imported (this module's
+    imports). Prints nothing; returns the figures."""
+    from numba.core import event as ev
+
+    t_import = time.perf_counter()
+    with ev.install_recorder("numba:compile") as rec:
+        from scuffle.game.runtime.world import Game      # noqa: F401  (the imports, timed apart)
+        imported = time.perf_counter()
+        game = build_crowd(2, "realistic", True, 1)
+        built = time.perf_counter()
+        game.step()
+        first = time.perf_counter()
+        from scuffle.anim.warmup import compile_kernels
+        compile_kernels()
+        done = time.perf_counter()
+        game.close()
+    # inclusive and own (minus the functions compiled inside it) time per compiled function
+    incl: dict[str, float] = {}
+    own: dict[str, float] = {}
+    stack: list[list] = []
+    for ts, e in rec.buffer:
+        d = e.data.get("dispatcher") if isinstance(e.data, dict) else None
+        name = getattr(getattr(d, "py_func", None), "__qualname__", None) or str(d)
+        if e.is_start:
+            stack.append([name, ts, 0.0])
+        elif stack:
+            nm, t0, inner = stack.pop()
+            dur = ts - t0
+            incl[nm] = incl.get(nm, 0.0) + dur
+            own[nm] = own.get(nm, 0.0) + dur - inner
+            if stack:
+                stack[-1][2] += dur
+    top = sorted(own.items(), key=lambda kv: -kv[1])
+    count: dict[str, int] = {}
+    for _, e in rec.buffer:
+        if e.is_start:
+            d = e.data.get("dispatcher") if isinstance(e.data, dict) else None
+            nm = getattr(getattr(d, "py_func", None), "__qualname__", None) or str(d)
+            count[nm] = count.get(nm, 0) + 1
+    return {"first_step_s": round(first - launched, 3),
+            "python_start_s": round(t_import - launched, 3),
+            "import_s": round(imported - t_import, 3),
+            "build_s": round(built - imported, 3),
+            "first_step_only_s": round(first - built, 3),
+            "rest_of_kernels_s": round(done - first, 3),
+            "compile_total_s": round(sum(incl.get(k, 0.0) for k in KERNELS), 3),
+            "compile_by_kernel_s": {k: round(incl.get(k, 0.0), 3) for k in KERNELS},
+            "compile_own_s": {k: round(v, 3) for k, v in top[:12]},
+            "compiled_functions": len(own),
+            "compiled_more_than_once": {k: v for k, v in sorted(count.items()) if v > 1}}
+
+
+def _first_step() -> dict:
+    """The first step on a fresh install: a fresh process compiling into an empty cache."""
     import os
     import subprocess
     import sys
@@ -231,26 +666,31 @@ def _compile_seconds() -> float:
 
     with tempfile.TemporaryDirectory() as d:
         env = dict(os.environ, NUMBA_CACHE_DIR=d)
-        code = ("import time; t0 = time.perf_counter(); from scuffle.anim.warmup import compile_kernels; "
-                "compile_kernels(); print(time.perf_counter() - t0)")
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
+        code = ("import json, sys; from scuffle.game.tools.bench import fresh_first_step; "
+                "print(json.dumps(fresh_first_step(float(sys.argv[1]))))")
+        p = subprocess.run([sys.executable, "-c", code, repr(time.perf_counter())], capture_output=True, text=True,
+                           env=env, timeout=900)
         if p.returncode:
             raise RuntimeError(f"compiling the kernels failed: {p.stderr.strip()[-500:]}")
-        return float(p.stdout.strip().splitlines()[-1])
+        return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def run_bench(humans: int, updates: int, scalar_updates: int | None = None) -> dict:
-    """Run the benchmark for one crowd size; returns the report dict (module docstring)."""
+def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crowd: str = "light",
+              seed: int = 1) -> dict:
+    """Run the benchmark for one crowd size; returns the report dict (module docstring).
+    Rejected: an unknown crowd (ValueError naming it)."""
     from scuffle.anim.warmup import compile_kernels
 
+    if crowd not in CROWDS:
+        raise ValueError(f"crowd: {crowd!r} is not one of {', '.join(CROWDS)}")
     t0 = time.perf_counter()
     compile_kernels()                 # loads the cached kernels (compiles on a first run)
     load_s = time.perf_counter() - t0
     pose_us, pose_cpu_us = _pose_pipeline(max(humans, 1000))
-    times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, True)
+    times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, True, crowd=crowd, seed=seed)
     compiled_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     scalar_updates = scalar_updates if scalar_updates is not None else max(3, min(updates, 2000 // max(1, humans) + 3))
-    stimes, scpu, _, _, _, _, _ = _run(humans, scalar_updates, False, warmup=2)
+    stimes, scpu, _, _, _, _, _ = _run(humans, scalar_updates, False, warmup=2, crowd=crowd, seed=seed)
     ms = median(times)
     cpu_ms = median(cpu)
     sms = median(stimes)
@@ -263,6 +703,8 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None) -> d
         "ms_per_update": round(ms, 4),
         "p90_ms": round(float(np.percentile(times, 90)), 4),
         "cpu_ms_per_update": round(cpu_ms, 4),
+        "cpu_ms_mean": round(float(np.mean(cpu)), 4),
+        "ms_mean": round(float(np.mean(times)), 4),
         "us_per_human": round(ms * 1000.0 / humans, 3),
         "cpu_us_per_human": round(cpu_ms * 1000.0 / humans, 3),
         "budget_ms": round(BUDGET_MS, 3),
@@ -284,6 +726,88 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None) -> d
     }
 
 
+# ---------------------------------------------------------------- the goals (issue 19, item 7)
+# (key, the goal as the table prints it, limit, unit, the crowd size it is measured at (None: any))
+GOALS = (
+    ("fighters_cpu_ms", "2 fighters with the fight rules: CPU per update", 0.05, "ms", 2),
+    ("humans_1000_cpu_ms", "1,000 humans: CPU per update", 2.5, "ms", 1000),
+    ("humans_10000_cpu_ms", "10,000 humans: CPU per update", 25.0, "ms", 10000),
+    ("command_us", "one command (mean, CPU)", 3.0, "us", None),
+    ("flush_ms", "the flush per update at 10,000 (CPU)", 1.0, "ms", 10000),
+    ("gc_ms", "the garbage collector per update at 10,000 (CPU)", 1.0, "ms", 10000),
+    ("memory_mb", "memory at 10,000 (peak, compiled run)", 300.0, "MB", 10000),
+    ("first_step_s", "first step on a fresh install (wall, cold numba cache)", 10.0, "s", None),
+)
+# figures shown beside the goals (no limit of their own)
+GOAL_NOTES = (
+    ("pose_stacks_cpu_us_per_human", "pose_stacks (the pose kernel alone, CPU) per human", "us"),
+    ("gc_cpu_share", "the garbage collector's share of the update (CPU)", "%"),
+)
+
+
+def _figure(key: str, r: dict):
+    """One goal's figure in one size's report (None: that report does not measure it)."""
+    if key in ("fighters_cpu_ms", "humans_1000_cpu_ms", "humans_10000_cpu_ms"):
+        return r.get("cpu_ms_mean")
+    if key == "flush_ms":
+        return r.get("stage_cpu_ms", {}).get("DeferredFlush")
+    if key == "gc_ms":
+        return r.get("gc_cpu_ms_per_update")
+    if key == "command_us":
+        return r.get("command_cpu_us")
+    if key == "memory_mb":
+        return r.get("compiled_peak_mb")
+    if key == "first_step_s":
+        return (r.get("first_step") or {}).get("first_step_s")
+    return r.get(key)
+
+
+def goals_table(reports: list[dict], first_step: dict | None = None) -> list[dict]:
+    """Every goal of issue 19 (GOALS, then GOAL_NOTES) beside its figure from the report
+    of the size it is set at (a goal for any size takes the largest one's): ``goal``,
+    ``limit``, ``unit``, ``figure`` (None: not measured by these sizes), ``met`` (None
+    when not measured or a note), ``at`` (the humans the figure comes from) and
+    ``crowd`` (the goals are set for the realistic crowd)."""
+    by_size = {r["humans"]: r for r in reports}
+    largest = max(reports, key=lambda r: r["humans"]) if reports else {}
+    rows = []
+    for key, text, limit, unit, size in GOALS:
+        r = by_size.get(size) if size is not None else largest
+        fig = None
+        if key == "first_step_s":
+            fig = (first_step or {}).get("first_step_s")
+            r = None
+        elif r is not None:
+            fig = _figure(key, r)
+        met = None if fig is None else (fig < limit if unit == "MB" else fig <= limit)
+        rows.append({"goal": text, "key": key, "limit": limit, "unit": unit,
+                     "figure": fig, "met": met, "at": r["humans"] if r is not None else None,
+                     "crowd": r.get("crowd") if r is not None else None})
+    for key, text, unit in GOAL_NOTES:
+        for r in sorted(reports, key=lambda r: r["humans"]):
+            fig = r.get(key)
+            if fig is not None and unit == "%":
+                fig = round(100.0 * fig, 2)
+            rows.append({"goal": f"{text} ({r['humans']:,} humans)", "key": key, "limit": None, "unit": unit,
+                         "figure": fig, "met": None, "at": r["humans"], "crowd": r.get("crowd")})
+    return rows
+
+
+def _print_goals(rows: list[dict], out) -> None:
+    """The goals table: goal | figure | met?"""
+    print(f"{'goal':<66} | {'figure':>12} | met?", file=out)
+    print(f"{'-' * 66}-|-{'-' * 12}-|-----", file=out)
+    for g in rows:
+        lim = "" if g["limit"] is None else f" ({'<' if g['unit'] == 'MB' else '<='} {g['limit']:g} {g['unit']})"
+        fig = "not measured" if g["figure"] is None else f"{g['figure']:g} {g['unit']}"
+        met = "-" if g["met"] is None else ("yes" if g["met"] else "NO")
+        if g["met"] is None and g["limit"] is not None:
+            met = "n/a"
+        if g["crowd"] == "light" and g["limit"] is not None:
+            met += " (light crowd)"
+        print(f"{(g['goal'] + lim)[:66]:<66} | {fig:>12} | {met}", file=out)
+
+
 def fit_line(reports: list[dict], key: str = "cpu_ms_per_update") -> tuple[float, float]:
     """Least-squares fixed cost (ms) and per-human slope (µs) of ``key`` over the crowd sizes."""
     n = np.array([r["humans"] for r in reports], dtype=np.float64)
@@ -294,7 +818,8 @@ def fit_line(reports: list[dict], key: str = "cpu_ms_per_update") -> tuple[float
     return float(fixed), float(slope * 1000.0)
 
 
-def _sweep(sizes: list[int], updates: int, scalar_updates: int | None) -> list[dict]:
+def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: str = "light",
+           seed: int = 1) -> list[dict]:
     """One fresh process per crowd size (so each peak memory is its own)."""
     import subprocess
     import sys
@@ -302,7 +827,7 @@ def _sweep(sizes: list[int], updates: int, scalar_updates: int | None) -> list[d
     out = []
     for n in sizes:
         cmd = [sys.executable, "-m", "scuffle", "bench", "--humans", str(n), "--updates", str(updates),
-               "--json", "--no-compile-time"]
+               "--json", "--no-compile-time", "--crowd", crowd, "--seed", str(seed)]
         if scalar_updates is not None:
             cmd += ["--scalar-updates", str(scalar_updates)]
         p = subprocess.run(cmd, capture_output=True, text=True)
@@ -320,13 +845,21 @@ def bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scalar-updates", type=int, default=None, metavar="U", help="updates for the scalar reference path")
     p.add_argument("--json", action="store_true", help="print only the JSON report on stdout (the table to stderr)")
     p.add_argument("--no-compile-time", action="store_true",
-                   help="skip measuring the kernels' first-run compile time (a fresh process, ~15-30 s)")
+                   help="skip measuring the first step on a fresh install (a fresh process compiling "
+                        "the kernels into an empty cache, ~15-30 s)")
+    p.add_argument("--crowd", choices=CROWDS, default="light",
+                   help="light: the issue-14 representative stack (default); realistic: moving gaits, "
+                        "walk starts, attacks, hit reactions, types 10/11/13, queued tasks, fight pairs, "
+                        "event handlers, ~3%% of humans commanded per update (README, Performance)")
+    p.add_argument("--seed", type=int, default=1, help="the realistic crowd's seed (default 1)")
 
 
 def _print_one(r: dict, out) -> None:
-    print(f"{r['humans']} humans, {r['updates']} updates: {r['ms_per_update']} ms per update median "
-          f"(p90 {r['p90_ms']}; CPU {r['cpu_ms_per_update']}), {r['us_per_human']} us per human, "
-          f"{100 * r['budget_share']:.1f}% of the 30 Hz budget", file=out)
+    print(f"{r['humans']} humans ({r.get('crowd', 'light')} crowd), {r['updates']} updates: "
+          f"{r['ms_per_update']} ms per update median "
+          f"(p90 {r['p90_ms']}; CPU {r['cpu_ms_per_update']}, mean {r.get('cpu_ms_mean')}), "
+          f"{r['us_per_human']} us per human, "
+          f"{100 * r['budget_share']:.1f}% of the 30 Hz budget; load {r.get('load')}", file=out)
     print(f"scalar reference path: {r['scalar_ms_per_update']} ms per update "
           f"({r['scalar_updates']} updates); speedup {r['speedup']}x", file=out)
     print(f"pose pipeline alone (compiled, N >= 1000): {r['pose_pipeline_us_per_human']} us per human "
@@ -334,20 +867,37 @@ def _print_one(r: dict, out) -> None:
           f"peak memory {r['compiled_peak_mb']} MB (the compiled run), {r['peak_mb']} MB (with the scalar run)",
           file=out)
     print(f"humans stepped by the kernel: {100 * r['kernel_step_share']:.2f}% (the rest by the scalar step); "
-          f"Python's cyclic GC: {r['gc_ms_per_update']} ms per update", file=out)
-    print("where the time goes (the parts of a system indented under it):", file=out)
+          f"Python's cyclic GC: {r['gc_ms_per_update']} ms per update (max {r.get('gc_max_ms')}, "
+          f"{100 * r.get('gc_share', 0.0):.1f}% of the update)", file=out)
+    if "kernel_ms" in r:
+        ks = ", ".join(f"{k} {v}" for k, v in r["kernel_ms"].items())
+        kc = ", ".join(f"{k} {v}" for k, v in r.get("kernel_cpu_ms", {}).items())
+        print(f"kernels alone (ms per update, wall): {ks}; CPU: {kc}; pose_stacks "
+              f"{r['pose_stacks_us_per_human']} us per human (CPU {r.get('pose_stacks_cpu_us_per_human')})",
+              file=out)
+    if "command_us" in r:
+        print(f"commands: {r['commands_per_update']} per update, {r['command_us']} us each (mean; CPU "
+              f"{r.get('command_cpu_us')}), "
+              f"{r['commands_refused']} refused; events handled {r['events_handled']}; "
+              f"{r['fight_pairs']} fight pairs {r['fight_counts']}", file=out)
+    print("where the time goes (wall share, wall ms, CPU ms per update; the parts of a system indented "
+          "under it):", file=out)
     shares = r["stage_share"]
+    cpu = r.get("stage_cpu_ms", {})
     parts = [k for k in NESTED_STAGES if k in shares]
     for k, v in shares.items():
         if k in parts:
             continue
-        print(f"  {k:<30} {100 * v:5.1f}%  {r['stage_ms'][k]:8.3f} ms", file=out)
+        print(f"  {k:<30} {100 * v:5.1f}%  {r['stage_ms'][k]:8.3f} ms  {cpu.get(k, float('nan')):8.3f} ms CPU",
+              file=out)
         if k == NESTED_IN:
             for p in parts:
-                print(f"    {p:<28} {100 * shares[p]:5.1f}%  {r['stage_ms'][p]:8.3f} ms", file=out)
+                print(f"    {p:<28} {100 * shares[p]:5.1f}%  {r['stage_ms'][p]:8.3f} ms  "
+                      f"{cpu.get(p, float('nan')):8.3f} ms CPU", file=out)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    import os
     import sys
 
     from scuffle.game.cli.errors import CliError
@@ -365,11 +915,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from scuffle.anim.warmup import announce_compile
     announce_compile()                  # a cold numba cache: compile ahead, with a progress line
     text = sys.stderr if args.json else sys.stdout
+    crowd = getattr(args, "crowd", "light")
+    seed = getattr(args, "seed", 1)
     if len(sizes) == 1:
-        r = run_bench(sizes[0], args.updates, args.scalar_updates)
+        load0 = os.getloadavg()[0]
+        r = run_bench(sizes[0], args.updates, args.scalar_updates, crowd=crowd, seed=seed)
+        r["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
         _print_one(r, text)
+        runs = [r]
     else:
-        runs = _sweep(sizes, args.updates, args.scalar_updates)
+        runs = _sweep(sizes, args.updates, args.scalar_updates, crowd, seed)
         for one in runs:
             _print_one(one, text)
         fixed, slope = fit_line(runs)
@@ -378,10 +933,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
              "fixed_wall_ms": round(wfixed, 4), "wall_us_per_human_slope": round(wslope, 4)}
         print(f"fit over {sizes}: {fixed:.3f} ms fixed + {slope:.3f} us per human (CPU); "
               f"{wfixed:.3f} ms + {wslope:.3f} us (wall)", file=text)
+    first = None
     if not args.no_compile_time:
-        r["kernel_compile_s"] = round(_compile_seconds(), 2)
-        print(f"kernels' first-run compile: {r['kernel_compile_s']} s (numba, cache=True: once per install)",
-              file=text)
+        first = _first_step()
+        r["first_step"] = first
+        r["kernel_compile_s"] = first["compile_total_s"]
+        print(f"first step on a fresh install (a fresh process, an empty NUMBA_CACHE_DIR): "
+              f"{first['first_step_s']} s wall (Python's start with numpy, numba and the core "
+              f"{first['python_start_s']}, the Game's imports {first['import_s']}, 2 fighters built "
+              f"{first['build_s']}, the step {first['first_step_only_s']}); "
+              f"the other kernels {first['rest_of_kernels_s']} s more", file=text)
+        print(f"numba's compile per kernel (s, with what it compiles inside): {first['compile_by_kernel_s']}; "
+              f"own time, the largest: {first['compile_own_s']}", file=text)
+    r["goals"] = goals_table(runs, first)
+    print(f"the goals (issue 19; set for the realistic crowd, CPU per update as the mean):", file=text)
+    _print_goals(r["goals"], text)
     if args.json:
         print(json.dumps(r))
     return 0

@@ -6,7 +6,12 @@ import json
 import subprocess
 import sys
 
-from scuffle.game.tools.bench import POSE_STAGE, fit_line, run_bench
+import pytest
+
+from scuffle.anim.tasks import TaskType
+from scuffle.game.fighters.combat import Fight
+from scuffle.game.tools.bench import (COMMAND_KINDS, FIGHT_EVERY, GOAL_NOTES, GOALS, POSE_STAGE, REAL_CYCLE,
+                                      build_crowd, crowd_checksum, fit_line, goals_table, run_bench)
 
 
 def test_bench_json_report_has_the_pinned_keys():
@@ -47,3 +52,110 @@ def test_bench_rejects_bad_counts():
     p = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--humans", "0"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+
+
+# ---------------------------------------------------------------- the realistic crowd (issue 19)
+
+
+def _run_crowd(n, updates, seed=1):
+    """Step the realistic crowd; collect the task types on every stack and whether a
+    queue held a task between two updates."""
+    game = build_crowd(n, "realistic", True, seed)
+    types, queued = set(), 0
+    try:
+        for _ in range(updates):
+            game.step()
+            for name, _ in game.humans():
+                inst = game.instance(name)
+                types.update(int(t.type) for t in inst.stack)
+                queued += len(inst.queue)
+        return game, types, queued, crowd_checksum(game)
+    finally:
+        game.close()
+
+
+def test_the_realistic_crowd_runs_and_holds_every_ingredient():
+    n, updates = 3 * REAL_CYCLE + 4, 2 * REAL_CYCLE
+    game, types, queued, _ = _run_crowd(n, updates)
+    crowd = game.crowd
+    # types 10, 11, 13 stood on some stack, besides the gait (12), clips (3), loops (1), fades (9)
+    assert {int(TaskType.MIX), int(TaskType.PICK), int(TaskType.DIRECTION)} <= types, types
+    assert {1, 3, 9, 12} <= types, types
+    assert queued > 0                                  # a queued task waited for its start
+    assert game.player.batch.pair_changes > 0          # gait values moved across a pair
+    assert crowd.by_kind["queued"][0] > 0
+    # about 3% of the extras commanded per update, every kind issued
+    extras = n - 2 * len(crowd.fights)
+    assert crowd.commands == pytest.approx(updates * extras / REAL_CYCLE, rel=0.2)
+    assert all(crowd.by_kind[k][0] > 0 for k in COMMAND_KINDS), crowd.by_kind
+    assert crowd.refused == 0
+    # events read by a handler
+    assert sum(crowd.listener.counts.values()) > 0
+    # the fight rules on pairs of fighters (one per FIGHT_EVERY humans), their 0x2c routed to them
+    assert len(crowd.fights) == 2 and all(isinstance(f, Fight) for f in crowd.fights)
+    assert [set(f.game.names) for f in crowd.fights] == [{"h0", "h1"}, {f"h{FIGHT_EVERY}", f"h{FIGHT_EVERY + 1}"}]
+    assert all(f._update in game.ctx.actions for f in crowd.fights)
+    assert crowd.router in game.ctx.handlers[0x2C]
+    assert all(f._on_window not in game.ctx.handlers[0x2C] for f in crowd.fights)
+    assert set(crowd.router.by_entity) == {game.names[f"h{i}"] for i in (0, 1, FIGHT_EVERY, FIGHT_EVERY + 1)}
+
+
+def test_two_humans_are_two_fighters_under_the_fight_rules():
+    game = build_crowd(2, "realistic", True, 1)
+    try:
+        for _ in range(90):
+            game.step()
+        assert game.fight is game.crowd.fights[0] and game.crowd.commands == 0
+        stats = game.fight.stats
+        assert stats.strikes + stats.grabs > 0         # the two AIs fought
+    finally:
+        game.close()
+
+
+def test_the_realistic_crowd_is_deterministic():
+    a = _run_crowd(24, 40, seed=3)
+    b = _run_crowd(24, 40, seed=3)
+    c = _run_crowd(24, 40, seed=4)
+    assert a[0].crowd.commands == b[0].crowd.commands
+    assert a[3] == b[3]                                # the same state, bit for bit
+    assert a[3] != c[3]                                # and the seed matters
+
+
+def test_the_goals_table_has_every_goal():
+    reports = [{"humans": 2, "crowd": "realistic", "cpu_ms_mean": 0.04, "pose_stacks_cpu_us_per_human": 1.5,
+                "gc_cpu_share": 0.0},
+               {"humans": 10000, "crowd": "realistic", "cpu_ms_mean": 30.0, "command_cpu_us": 20.0,
+                "stage_cpu_ms": {"DeferredFlush": 0.5}, "gc_cpu_ms_per_update": 2.0, "compiled_peak_mb": 310.0,
+                "pose_stacks_cpu_us_per_human": 1.7, "gc_cpu_share": 0.05}]
+    rows = goals_table(reports, {"first_step_s": 9.5})
+    by_key = {r["key"]: r for r in rows if r["limit"] is not None}
+    assert set(by_key) == {k for k, *_ in GOALS}
+    assert by_key["fighters_cpu_ms"]["met"] is True and by_key["fighters_cpu_ms"]["figure"] == 0.04
+    assert by_key["humans_1000_cpu_ms"]["figure"] is None and by_key["humans_1000_cpu_ms"]["met"] is None
+    assert by_key["humans_10000_cpu_ms"]["met"] is False
+    assert by_key["command_us"]["figure"] == 20.0 and by_key["command_us"]["at"] == 10000
+    assert by_key["flush_ms"]["met"] is True and by_key["gc_ms"]["met"] is False
+    assert by_key["memory_mb"]["met"] is False and by_key["first_step_s"]["met"] is True
+    notes = [r for r in rows if r["limit"] is None]
+    assert {r["key"] for r in notes} == {k for k, *_ in GOAL_NOTES} and len(notes) == 2 * len(GOAL_NOTES)
+
+
+def test_bench_json_has_the_goals_for_the_realistic_crowd():
+    p = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--humans", "20", "--updates", "6",
+                        "--scalar-updates", "1", "--crowd", "realistic", "--json", "--no-compile-time"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["crowd"] == "realistic" and r["pool_leak"] == 0
+    assert {g["key"] for g in r["goals"]} >= {k for k, *_ in GOALS}
+    for key in ("command_us", "command_cpu_us", "pose_stacks_us_per_human", "pose_stacks_cpu_us_per_human",
+                "gc_share", "gc_cpu_share", "kernel_ms", "kernel_cpu_ms", "stage_cpu_ms", "state_checksum",
+                "events_handled", "fight_pairs"):
+        assert key in r, key
+    assert "goal" in p.stderr and "met?" in p.stderr
+
+
+def test_bench_rejects_an_unknown_crowd():
+    p = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--crowd", "heavy"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2 and "heavy" in p.stderr and "Traceback" not in p.stderr
