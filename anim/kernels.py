@@ -148,6 +148,12 @@ def frame_of(t):
 # quat.scale_turn and systems.motion's numpy root motion run the same operations in the
 # same order, so the two paths agree bit for bit (tests/anim/test_detmath.py).
 #
+# The helpers are called with one type per argument (np.int64(...) around literals and
+# int32 columns, np.bool_ around flags): numba compiles a function once per argument
+# types, and a literal 0, -1 or True is a type of its own; each extra version cost the
+# first step a second or so (the bench's compile breakdown; tests/anim/test_kernels.py,
+# test_each_kernel_compiles_once, keeps it so).
+#
 # _sample, _blend, _emit and _reference are compiled with ``_nrt=False`` (numba's
 # switch for its reference-counting runtime; they allocate nothing): with it on,
 # _sample increfed and decrefed nine of its array arguments (atomic NRT calls) on every
@@ -713,7 +719,7 @@ def _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e
     c_t[c] = 0.0
     c_frame[c] = 0
     c_at_end[c] = False
-    _set_next_event(c, 0, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+    _set_next_event(c, np.int64(0), c_bank, c_ev, c_evf, e_first, e_count, e_frame)
 
 
 @njit(cache=CACHE)
@@ -865,7 +871,7 @@ def _new_pair(r, nl, t_c0, t_c1, t_aux, g_lower, g_id0, g_id1, g_id2, g_id3, g_i
     and, for a clip that comes in, 1 into ``out[2 + j]``; returns False when a spare is
     missing. ``take``: consume the spares (else only check)."""
     g = t_aux[r]
-    lower = g_lower[g]
+    lower = np.int64(g_lower[g])
     k_id0 = _gait_id(g, lower, g_id0, g_id1, g_id2, g_id3, g_id4)
     k_id1 = _gait_id(g, lower + 1, g_id0, g_id1, g_id2, g_id3, g_id4)
     k_alive0 = k_id0 != k_id1                # one id twice: the dict keeps the upper
@@ -914,7 +920,7 @@ def _pair_ready(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_c0, t_c1, t
             v = _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target)
             nl = _pair_index(v)
             if nl != g_lower[t_aux[r]] and not _new_pair(r, nl, t_c0, t_c1, t_aux, g_lower, g_id0, g_id1, g_id2,
-                                                          g_id3, g_id4, g_s0, g_s1, c_anim, False, pair4):
+                                                          g_id3, g_id4, g_s0, g_s1, c_anim, np.bool_(False), pair4):
                 ready = False
                 pair_out[n_pair, 0] = hi
                 pair_out[n_pair, 1] = r
@@ -1148,7 +1154,7 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
                     if nl != lower:
                         # the clips that come in join at the old leader's normalised time
                         _new_pair(r, nl, t_c0, t_c1, t_aux, g_lower, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1,
-                                  c_anim, True, pair4)
+                                  c_anim, np.bool_(True), pair4)
                         for j in range(2):
                             if pair4[2 + j] == 1:
                                 cn = pair4[j]
@@ -1260,7 +1266,7 @@ def pose_stacks(rows, cols, t_type, t_rate, t_c0, t_c1, t_aux, t_nxt, t_blend, t
                     a = t_aux[r]
                     w = np.float32(_fade_weight(np.float64(f_el[a]), np.float64(f_dur[a])))
                     if sp >= 2:
-                        _blend(sp - 2, sp - 1, sp - 2, w, -1, submask, s_vel, s_root, s_rot, s_tag)
+                        _blend(sp - 2, sp - 1, sp - 2, w, np.int64(-1), submask, s_vel, s_root, s_rot, s_tag)
                         sp -= 1
                     break
                 if tt == _GAIT:
@@ -1272,7 +1278,7 @@ def pose_stacks(rows, cols, t_type, t_rate, t_c0, t_c1, t_aux, t_nxt, t_blend, t
                         if sp >= _POSES:
                             nref += 1
                         else:
-                            _sample(sp, c_bank[c], c_t[c], rate, c_flags[c], row0, rows_, ftab, kval, kslope,
+                            _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), row0, rows_, ftab, kval, kslope,
                                     kstart, ktag, sent_vel, sent_bone, animated, ref_bone_rot, bind_height,
                                     s_vel, s_root, s_rot, s_tag)
                             sp += 1
@@ -1281,12 +1287,12 @@ def pose_stacks(rows, cols, t_type, t_rate, t_c0, t_c1, t_aux, t_nxt, t_blend, t
                             if sp >= _POSES:
                                 nref += 1
                             else:
-                                _sample(sp, c_bank[c], c_t[c], rate, c_flags[c], row0, rows_, ftab, kval,
+                                _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), row0, rows_, ftab, kval,
                                         kslope, kstart, ktag, sent_vel, sent_bone, animated, ref_bone_rot,
                                         bind_height, s_vel, s_root, s_rot, s_tag)
                                 sp += 1
                         if sp >= 2:
-                            _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), -1, submask, s_vel, s_root, s_rot,
+                            _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), submask, s_vel, s_root, s_rot,
                                    s_tag)
                             sp -= 1
                     break
@@ -1295,7 +1301,7 @@ def pose_stacks(rows, cols, t_type, t_rate, t_c0, t_c1, t_aux, t_nxt, t_blend, t
                 if sp >= _POSES:
                     nref += 1
                 else:
-                    _sample(sp, c_bank[c], c_t[c], t_rate[r], c_flags[c], row0, rows_, ftab, kval, kslope,
+                    _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], t_rate[r], np.int64(c_flags[c]), row0, rows_, ftab, kval, kslope,
                             kstart, ktag, sent_vel, sent_bone, animated, ref_bone_rot, bind_height,
                             s_vel, s_root, s_rot, s_tag)
                     sp += 1
@@ -1328,12 +1334,12 @@ def pose_stacks(rows, cols, t_type, t_rate, t_c0, t_c1, t_aux, t_nxt, t_blend, t
             while nw > 0:
                 nw -= 1
                 if sp >= 2:
-                    _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], -1, submask, s_vel, s_root,
+                    _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], np.int64(-1), submask, s_vel, s_root,
                            s_rot, s_tag)
                     sp -= 1
         refused[k] = nref
         if sp == 0:
-            _reference(_POSES, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag)
+            _reference(np.int64(_POSES), ref_rot, bind_height, s_vel, s_root, s_rot, s_tag)
             top = _POSES
         else:
             top = sp - 1

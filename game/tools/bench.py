@@ -946,7 +946,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"numba's compile per kernel (s, with what it compiles inside): {first['compile_by_kernel_s']}; "
               f"own time, the largest: {first['compile_own_s']}", file=text)
     r["goals"] = goals_table(runs, first)
-    print(f"the goals (issue 19; set for the realistic crowd, CPU per update as the mean):", file=text)
+    print("the goals (issue 19; set for the realistic crowd, CPU per update as the mean):", file=text)
     _print_goals(r["goals"], text)
     if args.json:
         print(json.dumps(r))

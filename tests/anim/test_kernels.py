@@ -228,3 +228,24 @@ def test_scaled_turn_kernel_equals_quat_scale_turn_and_the_exact_turn():
     err = np.abs(out - exact).max()
     assert err < 3e-7, err
     np.testing.assert_array_equal(out, quat.scale_turn(q, rate))
+
+
+@pytest.mark.slow
+def test_each_kernel_compiles_once(tmp_path):
+    """A cold compile (a fresh process and cache) makes one version of every kernel and
+    helper: a literal or an int32 where another call passes an int64 would make numba
+    compile it again (issue 19: the first step's compile time)."""
+    import subprocess
+    import sys
+
+    code = ("from scuffle.anim.warmup import compile_kernels\n"
+            "from scuffle.anim import kernels as K\n"
+            "compile_kernels()\n"
+            "many = {n: len(getattr(K, n).signatures) for n in dir(K)\n"
+            "        if len(getattr(getattr(K, n), 'signatures', ())) > 1}\n"
+            "print(many)\n")
+    env = dict(__import__("os").environ, NUMBA_CACHE_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1] == "{}", r.stdout
