@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 
 if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core stays light
     from scuffle.anim.animset import AnimSet
@@ -125,7 +125,8 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-def load_scenario(path: str | Path, registry: Registry | None = None, data=None) -> Scenario:
+def load_scenario(path: str | Path, registry: Registry | None = None,
+                  data: Sequence[str | Path] | None = None) -> Scenario:
     """Read and validate a scenario file (docs/scenarios.md). ``registry`` gives the
     libraries and actions it may name; None: the demo fighters' (``fighters_registry()``).
     The files it names are read from below its folder or a folder of ``data`` (or of
@@ -136,7 +137,7 @@ def load_scenario(path: str | Path, registry: Registry | None = None, data=None)
 
 
 def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = None,
-                   registry: Registry | None = None, data=None) -> Scenario:
+                   registry: Registry | None = None, data: Sequence[str | Path] | None = None) -> Scenario:
     """Validate scenario TOML text (files relative to ``base``, read from below it or a
     folder of ``data``); the registry as for ``load_scenario``. Rejected: ScenarioError."""
     from scuffle.game.fighters import registry as default

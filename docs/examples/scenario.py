@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import json
 
-from scuffle import Game, ScenarioError, parse_scenario, run_scenario
+from scuffle import Fight, Game, ScenarioError, parse_scenario, run_scenario
 
 
 def command(update: int, human: str, **keys: object) -> str:
@@ -36,11 +36,11 @@ set = "demo"
 position = [0.0, 0.6, 0.0]
 heading = 180.0
 """ + "".join([
-    command(0, "p1", loop=358),                     # 358: the fight idle
-    command(0, "p2", loop=358),
+    command(0, "p1", loop="FIGHT_IDLE"),            # a clip by its name in the set (358)
+    command(0, "p2", loop="FIGHT_IDLE"),
     command(2, "p1", action="move", direction=[0.0, 1.0], pace="walk"),
     command(20, "p1", action="move", speed=0.0),
-    command(40, "p1", action="strike", move=11),    # 11: the jab
+    command(40, "p1", action="strike", move="JAB"),     # a clip's name in the set (id 11)
 ])
 
 hits: list[int] = []
@@ -48,7 +48,8 @@ hits: list[int] = []
 
 def after_each_update(game: Game) -> None:
     """run_scenario's on_update: called after every update with the Game."""
-    if game.fight is not None and game.fight.stats.strikes > len(hits):
+    fight = game.fight                             # the fight rules, attached by the actions
+    if isinstance(fight, Fight) and fight.stats.strikes > len(hits):
         hits.append(game.update - 1)
 
 
@@ -61,7 +62,8 @@ try:
     print(f"{len(records)} trace records over {sc.updates} updates")
     print(f"p1 ends at y = {last['p1']['pos'][1]:.2f} m playing {last['p1']['anim']}; "
           f"hits landed at updates {hits}")
-    print(f"fight log: {[e[2] for e in game.fight.stats.log] if game.fight else []}")
+    log = game.fight.stats.log if isinstance(game.fight, Fight) else []
+    print(f"fight log: {[e[2] for e in log]}")
 finally:
     game.close()
 

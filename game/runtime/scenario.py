@@ -13,7 +13,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, NoReturn, TextIO, cast
+from typing import Any, Callable, NoReturn, Sequence, TextIO, cast
 
 from scuffle.anim import f32 as F
 from scuffle.anim.animset import AnimSet, UnknownAnimName
@@ -168,7 +168,8 @@ _CMD_KEYS = {"update", "human", "loop", "play", "gait", "target", "action", "fad
 _OPTION_KEYS = {"end_zero_overshoot", "pool_size", "events", "blend_window", "pick"}
 
 
-def load_scenario(path: str | Path, registry: Registry | None = None, data=None) -> Scenario:
+def load_scenario(path: str | Path, registry: Registry | None = None,
+                  data: Sequence[str | Path] | None = None) -> Scenario:
     """Read and validate a scenario file against ``registry`` (its libraries and actions;
     None: an empty one; ``scuffle.load_scenario`` passes the demo fighters'). The files it
     names are read from below its own folder, or below one of ``data`` (folders) or of
@@ -184,7 +185,7 @@ def load_scenario(path: str | Path, registry: Registry | None = None, data=None)
 
 
 def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = None,
-                   registry: Registry | None = None, data=None) -> Scenario:
+                   registry: Registry | None = None, data: Sequence[str | Path] | None = None) -> Scenario:
     """Validate scenario TOML text into a Scenario; files are relative to ``base``; the
     libraries and actions it may name are ``registry``'s (None: an empty one).
 
@@ -217,8 +218,8 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
         raise ScenarioError(source, line, "toml", str(exc)) from None
     except ValueError:                 # an integer past Python's conversion limit (4,300 digits)
         m = re.search(r"\d{1000,}", text)
-        line = text.count("\n", 0, m.start()) + 1 if m else None
-        raise ScenarioError(source, line, "toml", "an integer of more than 4,300 digits") from None
+        at = text.count("\n", 0, m.start()) + 1 if m else None
+        raise ScenarioError(source, at, "toml", "an integer of more than 4,300 digits") from None
 
     def err(line, fld, problem) -> NoReturn:
         raise ScenarioError(source, line, fld, problem)

@@ -173,7 +173,9 @@ def test_two_traces_past_the_diffs_byte_budget_are_refused_unread(tmp_path):
             f.truncate(200 << 20)
     r, peak = _peak("diff", "a.jsonl", "b.jsonl", cwd=tmp_path)
     _one_line(r, "a.jsonl: size: the two traces hold", f"budget of {diff.MAX_DIFF_BYTES:,} bytes")
-    assert peak < 150, peak
+    # the process alone peaks at 130-170 MB (numpy, the CLI); reading one of the files
+    # would add 200 MB: under 250 MB, neither was read
+    assert peak < 250, peak
 
 
 def test_two_traces_of_too_many_records_are_refused_before_they_are_indexed(tmp_path):

@@ -1,0 +1,288 @@
+"""The player's task construction: one constructor per task type.
+
+``TaskBuilder`` is the part of ``scuffle.anim.player.Player`` that makes tasks, each
+checked before anything is taken (a refused task leaves the pool, the tables and the
+stack as they were), taken from the pool of 360 and registered with the engine: the
+loop (type 1), the clip that hands over (3) and its chains, the hold (5), the scene
+clip (7), the paired clip and hold (6, 4: the attacker's clip and rate), the fade (9),
+the mix (10), the pick (11), the gait blend (12) and the eight-direction blend (13). A
+mixin: it finds clips through ``ClipLookup`` and reads ``options``, ``pool``,
+``stores`` and ``batch`` from ``Player``.
+
+Spec: "Animation tasks", "Paired tasks", "Gait blend", "Fades", "Playback rate".
+Original: 0x00105678, 0x00105990, 0x00106140, 0x001069c0, 0x00108a78, 0x00108450,
+0x00106c80, 0x0010b090, 0x00106f50, 0x0010a310, 0x00109210 (the constructors),
+0x001054c8 (take a task from the free list).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence, TypeVar
+
+from . import f32 as F
+from .animset import AnimRef
+from .batch import BatchEngine
+from .lookup import ClipLookup, _ref, _refs
+from .pose import POSE_STACK_SIZE, PoseStackOverflow
+from .stack import CharacterInstance, TaskPool
+from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
+                    PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS)
+
+__all__ = ["TaskBuilder", "chain_blend_depth", "task_pose_depth"]
+
+
+_T = TypeVar("_T", bound=Task)
+
+
+def task_pose_depth(task: Task) -> int:
+    """The most clips a type 3 / 6 task and the next tasks it owns sample at once
+    (chain_blend_depth over the task's own chain, each with its own blend window)."""
+    seq = [task]
+    while isinstance(seq[-1], ClipTask) and seq[-1].next is not None and len(seq) <= POSE_STACK_SIZE + 1:
+        seq.append(seq[-1].next)
+    if len(seq) < 2:
+        return 1
+    durations = [t.duration() for t in seq]
+    window = [t.window() if isinstance(t, ClipTask) else 0.0 for t in seq[:-1]] + [0.0]
+    return _nest_depth(durations, window)
+
+
+def chain_blend_depth(durations: Sequence[float], blend: float) -> int:
+    """The most clips of a chain sampled at once under its hand-over blends (1 without).
+
+    A type 3 task in its blend window samples its clip, then its next task kept at the
+    time into the window, and so on while that time is past the next one's own window
+    start (ClipTask.emit): from clip i, the next gets at most w_i = min(b, D_(i+1)); a
+    clip j given time T nests on iff w_j > 0 and T > D_j - w_j, passing T - (D_j - w_j).
+    The last id loops (no window). In: the clips' durations in chain order and the
+    blend time b. Out: the deepest nesting over every start, an upper bound of the poses
+    the chain pushes at once (its peak is approached just before each hand-over).
+    Original: 0x00104ce0 (the pose stack of seven it must fit), "When a clip ends".
+    """
+    n = len(durations)
+    if n < 2 or not blend > 0.0:
+        return 1
+    return _nest_depth(durations, [min(blend, durations[i + 1]) for i in range(n - 1)] + [0.0])
+
+
+def _nest_depth(durations: Sequence[float], window: Sequence[float]) -> int:
+    """chain_blend_depth's count for explicit windows (0 where a task has none)."""
+    n = len(durations)
+    best = 1
+    for i in range(n - 1):
+        depth, t, j = 1, window[i], i + 1
+        if t <= 0.0:
+            continue
+        depth += 1                                 # the next task, sampled in i's window
+        while window[j] > 0.0 and t > durations[j] - window[j]:
+            t -= durations[j] - window[j]
+            j += 1
+            depth += 1
+        best = max(best, depth)
+    return best
+
+
+def _check_number(what: str, value, low: float = 0.0) -> float:
+    """A constructor's number: finite as the float32 it is kept in, and >= ``low``, else
+    ValueError naming it.
+
+    Checked before any cursor or table row is taken, so a refused task leaves nothing
+    behind (the pool, the stores and the stack are as they were).
+    """
+    if value.__class__ is float and -F.FLT_MAX <= value <= F.FLT_MAX and value >= low:
+        return value                               # the common case: a finite float32-range float
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} {value!r} must be a number") from None
+    if not (math.isfinite(F.f32(v)) and v >= low):
+        raise ValueError(f"{what} {value!r} must be finite (a float32) and >= {low:g}")
+    return v
+
+
+class TaskBuilder(ClipLookup):
+    """The task constructors (see the module docstring), on the clip look-up."""
+
+    pool: TaskPool
+    batch: BatchEngine
+
+    def _take(self, task: _T) -> _T:
+        self.pool.take(task)
+        self.batch.register(task)
+        return task
+
+    def loop(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,
+             rate: float | None = None, on_wrap: Callable | None = None, on_end: Callable | None = None,
+             anim_set=None) -> LoopTask:
+        """A type 1 task on ``anim_id`` (rate from its range flags unless given).
+        Original: 0x00105678."""
+        s = anim_set or inst.anim_set
+        if isinstance(anim_id, str):
+            anim_id = _ref(s, anim_id)
+        self.pool.require(1)
+        hit = self._known(s, anim_id)
+        if hit is None:
+            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
+            c = self.cursor(s, anim_id)
+        else:
+            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
+            c = self._cursor_of(hit, anim_id)
+        return self._take(LoopTask(c, r, flags, held, on_end, on_wrap, tstore=self.stores.tasks))
+
+    def clip(self, inst: CharacterInstance, anim_id: AnimRef, next: Task | None = None, *, blend: float = 0.0,
+             flags: int = 0, held: int = 0, rate: float | None = None, on_end: Callable | None = None,
+             anim_set=None) -> ClipTask:
+        """A type 3 task: ``anim_id``, then ``next`` (blend time ``blend``). Original: 0x00105990."""
+        s = anim_set or inst.anim_set
+        if isinstance(anim_id, str):
+            anim_id = _ref(s, anim_id)
+        self.pool.require(1)
+        _check_number("blend time", blend)
+        hit = self._known(s, anim_id)
+        if hit is None:
+            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
+            c = self.cursor(s, anim_id)
+        else:
+            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
+            c = self._cursor_of(hit, anim_id)
+        return self._take(ClipTask(c, r, next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
+
+    def hold(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,
+             on_end: Callable | None = None) -> HoldTask:
+        """A type 5 task (ours: plays once, holds the last frame). Original: 0x00106140."""
+        anim_id = _ref(inst.anim_set, anim_id)
+        self.pool.require(1)
+        c = self.cursor(inst.anim_set, anim_id)
+        return self._take(HoldTask(c, self.rate_of(inst.anim_set, anim_id), flags, held, on_end, tstore=self.stores.tasks))
+
+    def scene(self, inst: CharacterInstance, anim_id: AnimRef, rate: float, *, flags: int = 0,
+              anim_set=None) -> SceneTask:
+        """A type 7 scene clip at the scene's rate. Original: 0x001069c0."""
+        anim_id = _ref(anim_set or inst.anim_set, anim_id)
+        self.pool.require(1)
+        _check_number("rate", rate)
+        c = self.cursor(anim_set or inst.anim_set, anim_id)
+        return self._take(SceneTask(c, rate, flags, tstore=self.stores.tasks))
+
+    def paired(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: AnimRef,
+               next: Task | None = None, *, blend: float = 0.0, flags: int = 0, held: int = 0,
+               on_end: Callable | None = None) -> PairedClipTask:
+        """A type 6 task: ``anim_id`` looked up in the attacker's set, at the attacker's rate
+        (its range flags there); the cursor plays on ``inst``. Original: 0x00108a78."""
+        s = attacker.anim_set
+        anim_id = _ref(s, anim_id)
+        self.pool.require(1)
+        _check_number("blend time", blend)
+        c = self.cursor(s, anim_id)
+        return self._take(PairedClipTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
+                                         next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
+
+    def paired_hold(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: AnimRef, *,
+                    flags: int = 0, held: int = 0, on_end: Callable | None = None) -> PairedHoldTask:
+        """A type 4 task: a paired type 5. Original: 0x00108450."""
+        s = attacker.anim_set
+        anim_id = _ref(s, anim_id)
+        self.pool.require(1)
+        c = self.cursor(s, anim_id)
+        return self._take(PairedHoldTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
+                                         flags, held, on_end, tstore=self.stores.tasks))
+
+    def fade(self, inst: CharacterInstance, duration: float, *, held: int = 0) -> FadeTask:
+        """A type 9 fade over ``duration`` s at the human's speed multiplier. Original: 0x00106c80."""
+        self.pool.require(1)
+        return self._take(FadeTask(duration, inst.speed, held, store=self.stores.fades, tstore=self.stores.tasks))
+
+    def gait(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, target: float = 0.0,
+             value: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
+             on_wrap: Callable | None = None, held: int = 0) -> GaitTask:
+        """A type 12 gait blend over five ids, at the human's speed multiplier. Original: 0x0010a310."""
+        self.pool.require(1)
+        if len(ids) != 5:
+            raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
+        s = inst.anim_set
+        ids = _refs(s, ids)
+        self._check_ids(s, ids)
+        _check_number("gait target", target, -math.inf)
+        if value is not None:
+            _check_number("gait value", value, -math.inf)
+        task = GaitTask(ids, lambda i: self.cursor(s, i), inst.speed,
+                        value=target if value is None else value, target=target, flags=flags,
+                        on_wrap=on_wrap, held=held, store=self.stores.gaits, tstore=self.stores.tasks)
+        return self._take(task)
+
+    def mix(self, inst: CharacterInstance, a: AnimRef, b: AnimRef, *, weight: float = 0.0,
+            flags: int = 0) -> MixTask:
+        """A type 10 two-clip mix at the human's speed multiplier. Original: 0x0010b090."""
+        self.pool.require(1)
+        s = inst.anim_set
+        a, b = _ref(s, a), _ref(s, b)
+        self.find(s, a)
+        self.find(s, b)
+        _check_number("mix weight", weight, -math.inf)
+        return self._take(MixTask(self.cursor(s, a), self.cursor(s, b), inst.speed, weight, flags, tstore=self.stores.tasks))
+
+    def pick(self, inst: CharacterInstance, ids: Sequence[AnimRef], rate: float, *, value: float = 0.0,
+             flags: int = 0) -> PickTask:
+        """A type 11 four-clip task at a given rate. Original: 0x00106f50."""
+        self.pool.require(1)
+        s = inst.anim_set
+        ids = _refs(s, ids)
+        if len(ids) != 4:
+            raise ValueError(f"type 11: 4 clips, got {len(ids)}")
+        for i in ids:
+            self.find(s, i)
+        _check_number("rate", rate)
+        _check_number("pick value", value, -math.inf)
+        return self._take(PickTask([self.cursor(s, i) for i in ids], rate, value, flags,
+                                   sampling=self.options.pick, tstore=self.stores.tasks))
+
+    def direction(self, inst: CharacterInstance, base: AnimRef, *, direction: float = 0.0,
+                  flags: int = 0) -> DirectionTask:
+        """A type 13 eight-direction blend over ids base..base+7. Original: 0x00109210."""
+        self.pool.require(1)
+        s = inst.anim_set
+        base = _ref(s, base)
+        for d in range(8):
+            self.find(s, base + d)
+        _check_number("direction", direction, -math.inf)
+        return self._take(DirectionTask(base, lambda i: self.cursor(s, i), inst.speed, direction, flags, tstore=self.stores.tasks))
+
+    def chain(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, blend: float = 0.0, flags: int = 0,
+              held: int = 0, paired_with: CharacterInstance | None = None,
+              on_end: Callable | None = None) -> Task:
+        """``play = [A, ..., Z]``: A ... Y hand over in order (type 3, or 6 when paired), Z loops.
+
+        ``held`` goes to the first task only. All tasks are taken from the pool at once or
+        none (TaskPoolExhausted leaves everything unchanged). A chain whose blend windows
+        would nest more clips' poses than the pose stack holds (chain_blend_depth > 7, e.g.
+        eight clips under blend=100.0) plays as the original plays it, the eighth pose
+        skipped and counted when sampled (0x00104ce0); with ``refuse_deep_chains`` it is
+        refused here with PoseStackOverflow instead, before any task is built.
+        """
+        if not ids:
+            raise ValueError("chain: at least one anim id")
+        _check_number("blend time", blend)
+        self.pool.require(len(ids))
+        src = paired_with.anim_set if paired_with is not None else inst.anim_set
+        ids = _refs(src, ids)
+        clips = [self.find(src, i) for i in ids]
+        depth = chain_blend_depth([c.duration for c in clips], F.f32(float(blend)))
+        if self.options.refuse_deep_chains and depth > POSE_STACK_SIZE:
+            raise PoseStackOverflow(
+                f"{inst.name}: an eighth pose: chain {list(ids)} with blend time {blend:g} s nests {depth} "
+                f"clips' poses at once; the pose stack holds {POSE_STACK_SIZE}, a limit of the original "
+                f"(refused, nothing changed)")
+        task: Task = self.loop(inst, ids[-1], flags=flags, anim_set=src)
+        for k, anim_id in enumerate(reversed(ids[:-1])):
+            first = k == len(ids) - 2
+            if paired_with is not None:
+                task = self.paired(inst, paired_with, anim_id, task, blend=blend, flags=flags,
+                                   held=held if first else 0, on_end=on_end if first else None)
+            else:
+                task = self.clip(inst, anim_id, task, blend=blend, flags=flags,
+                                 held=held if first else 0, on_end=on_end if first else None)
+        if len(ids) == 1:
+            task.held = int(held)
+            task.on_end = on_end
+        return task
+

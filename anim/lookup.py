@@ -1,0 +1,236 @@
+"""The player's clip look-up: anim ids (or clip names) to clips, cursors and rates.
+
+``ClipLookup`` is the part of ``scuffle.anim.player.Player`` that finds clips: the bank
+of every clip the player has seen (``bank``, ``bank_index``, ``register``, its memory
+budget), ``find`` and ``cursor`` by anim id or clip name, the playback ``rate_of`` an id
+(CfgAnimSpeeds by its Anim Range List flags), the gait speeds, and the cache that keeps
+what was found per set (an AnimSet is immutable). A mixin: ``Player`` owns the state
+it reads (``options``, ``skeleton``, ``stores`` and the caches set in ``Player.__init__``).
+
+Spec: "Where clips are found", "Playback rate", "The Anim Range List".
+Original: 0x00175080 CharacterInstance_GetAnim, 0x00104a38 Anim_RateMultiplier.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .animset import AnimRef
+from .clip import Clip
+from .cursor import Cursor
+from .rates import gait_speed
+from .sampler import (BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, BankBudgetError, ClipBank, clip_keys,
+                      clip_rows)
+from .skeleton import Skeleton
+from .options import PlayerOptions
+from .store import Stores
+
+
+__all__ = ["ClipLookup", "UnknownClip"]
+
+
+class UnknownClip(ValueError):
+    """An anim id with no clip in the set it was looked up in."""
+
+
+def _ref(anim_set, anim_id: AnimRef) -> int:
+    """An anim id, or a clip name resolved through ``anim_set`` (AnimSet.id_of: did you mean)."""
+    return anim_set.id_of(anim_id) if isinstance(anim_id, str) else anim_id
+
+
+def _refs(anim_set, ids: Sequence[AnimRef]) -> Sequence[int]:
+    """``_ref`` of each of ``ids`` (the same sequence when none is a name)."""
+    if any(isinstance(i, str) for i in ids):
+        return [_ref(anim_set, i) for i in ids]
+    return ids  # type: ignore[return-value]  # no name among them: ints
+
+
+class ClipLookup:
+    """Clips, cursors and rates by anim id (see the module docstring); a mixin of Player."""
+
+    options: PlayerOptions
+    skeleton: Skeleton
+    stores: Stores
+    _clips: list[Clip]
+    _clip_index: dict[int, int]
+    _flags: dict[int, tuple]
+    _known_ids: dict[int, tuple]
+    _id_types: set[type]
+    _gait_speeds: dict[tuple, tuple]
+    _bank: ClipBank | None
+    _bank_cost: int
+
+    @property
+    def bank(self) -> ClipBank:
+        """The ClipBank of every clip this player has seen (rebuilt after new clips)."""
+        if self._bank is None or len(self._bank) != len(self._clips):
+            self._bank = None                       # the old bank goes before the new one is built
+            from .plan import forget_tables
+            forget_tables()
+            self._bank = ClipBank(self._clips, self.skeleton)
+        return self._bank
+
+    @staticmethod
+    def _cost(clip: Clip) -> int:
+        return BANK_ROW_BYTES * clip_rows(clip) + BANK_KEY_BYTES * clip_keys(clip)
+
+    def bank_index(self, clip: Clip) -> int:
+        """The bank index of ``clip``, adding it to the bank's clips when new. Rejected: a
+        clip that would take the bank past MAX_BANK_BYTES (BankBudgetError; nothing added)."""
+        key = id(clip)
+        i = self._clip_index.get(key)
+        if i is None:
+            cost = self._cost(clip)
+            if self._bank_cost + cost > MAX_BANK_BYTES:
+                raise BankBudgetError(f"clip {clip.name!r}: clip bank", self._bank_cost + cost, MAX_BANK_BYTES)
+            i = len(self._clips)
+            self._clips.append(clip)
+            self._clip_index[key] = i
+            self._bank_cost += cost
+        return i
+
+    def check_budget(self, anim_set, what: str = "anim_set") -> None:
+        """Refuse an anim set whose new clips would take the bank past MAX_BANK_BYTES
+        (BankBudgetError naming ``what``), computed from the clips' declared sizes before
+        anything is added or allocated."""
+        new = {id(c): c for c in (anim_set.clip(a) for a in anim_set.ids()) if id(c) not in self._clip_index}
+        need = self._bank_cost + sum(self._cost(c) for c in new.values())
+        if need > MAX_BANK_BYTES:
+            raise BankBudgetError(f"{what}: clip bank", need, MAX_BANK_BYTES)
+
+    def register(self, anim_set) -> None:
+        """Put every clip of an anim set in the bank up front (optional; lookups add them).
+        Rejected: a set that would take the bank past MAX_BANK_BYTES (BankBudgetError;
+        nothing added)."""
+        self.check_budget(anim_set)
+        for anim_id in anim_set.ids():
+            self.bank_index(anim_set.clip(anim_id))
+        _ = self.bank
+
+    def _known(self, anim_set, anim_id) -> list | None:
+        """The cached [clip, rate or None, bank index or -1] of an id found in ``anim_set`` before,
+        or None (not found yet, or an id of a type the cache is not asked with: those take
+        the checked path, which raises the errors)."""
+        if anim_id.__class__ not in self._id_types:
+            return None
+        per = self._known_ids.get(id(anim_set))
+        if per is None or per[0] is not anim_set or per[1] is not self.options.speeds:
+            return None
+        return per[2].get(anim_id)
+
+    def _learn(self, anim_set, anim_id, clip: Clip) -> list:
+        """Cache a found id: its clip (its rate on the first ``rate_of``, its bank index on
+        its first cursor: caching adds no clip to the bank)."""
+        per = self._known_ids.get(id(anim_set))
+        speeds = self.options.speeds
+        if per is None or per[0] is not anim_set or per[1] is not speeds:
+            per = self._known_ids[id(anim_set)] = (anim_set, speeds, {})
+        entry = [clip, None, -1]
+        kind = anim_id.__class__
+        if issubclass(kind, int) and kind is not bool:
+            self._id_types.add(kind)
+            per[2][anim_id] = entry
+        return entry
+
+    def _cursor_of(self, entry: list, anim_id: int, flags: int = 0) -> Cursor:
+        """A new cursor from a cache entry (``_known`` / ``_learn``)."""
+        bank = entry[2]
+        if bank < 0:
+            bank = entry[2] = self.bank_index(entry[0])
+        return Cursor(entry[0], bank, anim_id, flags, self.stores.cursors)
+
+    def _entry(self, anim_set, anim_id) -> list:
+        """The cache entry of ``anim_id`` (found and cached on a miss: UnknownAnimId,
+        UnknownClip as ``find`` raises them)."""
+        hit = self._known(anim_set, anim_id)
+        if hit is None:
+            if isinstance(anim_id, str):
+                anim_id = _ref(anim_set, anim_id)
+                hit = self._known(anim_set, anim_id)
+                if hit is not None:
+                    return hit
+            hit = self._learn(anim_set, anim_id, self._find_checked(anim_set, anim_id))
+        return hit
+
+    def _check_ids(self, anim_set, ids: Sequence[int]) -> None:
+        """``find`` each id in order (the same errors), the ids found before by the cache."""
+        per = self._known_ids.get(id(anim_set))
+        if per is None or per[0] is not anim_set or per[1] is not self.options.speeds:
+            for i in ids:
+                self.find(anim_set, i)
+            return
+        known, types = per[2], self._id_types
+        for i in ids:
+            if i.__class__ not in types or i not in known:
+                self.find(anim_set, i)
+
+    def find(self, anim_set, anim_id: AnimRef) -> Clip:
+        """The clip an id names in a set; UnknownClip when it has none (UnknownAnimId for
+        an id outside the set's ids). Kept per set and id after the first look-up (an
+        AnimSet is immutable); an id that is not an int (nor an IntEnum) is looked up and
+        checked every time. Original: 0x00175080 CharacterInstance_GetAnim.
+        """
+        return self._entry(anim_set, anim_id)[0]
+
+    @staticmethod
+    def _find_checked(anim_set, anim_id: int) -> Clip:
+        """``find`` through the set itself (no cache)."""
+        clip = anim_set.clip(anim_id)
+        if clip is None:
+            raise UnknownClip(f"anim id {anim_id}: no clip in set {getattr(anim_set, 'name', '?')!r}")
+        return clip
+
+    def cursor(self, anim_set, anim_id: AnimRef, flags: int = 0) -> Cursor:
+        """A new cursor on the clip ``anim_id`` (an id or a clip name) names in ``anim_set``."""
+        if isinstance(anim_id, str):
+            anim_id = _ref(anim_set, anim_id)
+        return self._cursor_of(self._entry(anim_set, anim_id), anim_id, flags)
+
+    def rate_of(self, anim_set, anim_id: AnimRef) -> float:
+        """A single clip's rate: CfgAnimSpeeds by its id's range flags (0x00104a38).
+
+        The flags are read from the set's range list records (+0x0e), once per set; the
+        rate of an id already found (``find``) is kept with it.
+        """
+        if isinstance(anim_id, str):
+            anim_id = _ref(anim_set, anim_id)
+        hit = self._known(anim_set, anim_id)
+        if hit is None:
+            return self._rate_checked(anim_set, anim_id)
+        r = hit[1]
+        if r is None:
+            r = hit[1] = self._rate_checked(anim_set, anim_id)
+        return r
+
+    def _rate_checked(self, anim_set, anim_id: int) -> float:
+        """``rate_of`` through the range list (no cache)."""
+        flags = self._flags.get(id(anim_set))
+        if flags is None or flags[0] is not anim_set:
+            flags = self._flags[id(anim_set)] = (anim_set, anim_set.range_list.records["flags"])
+        table = flags[1]
+        if not 0 <= anim_id < len(table):
+            return self.options.speeds.rate_for(int(anim_set.range(anim_id).flags))   # its own error
+        return self.options.speeds.rate_for(int(table[anim_id]))
+
+    def gait_speeds(self, anim_set, ids: Sequence[int]) -> tuple[float, ...]:
+        """The speeds (m/s) of the looping gait clips ``ids`` (walk, jog, run, sprint) in a
+        set: each clip's displacement length over its duration, divided by the rate its
+        range flags give (anim.rates.gait_speed). Cached per set and ids.
+
+        Rejected: an id with no clip in the set (UnknownClip). Original: 0x00254078 (the
+        human's walking speeds), 0x00101950 Anim_RootDisplacementLength.
+        """
+        key = (id(anim_set), tuple(int(i) for i in ids))
+        hit = self._gait_speeds.get(key)
+        if hit is not None and hit[0] is anim_set:
+            return hit[1]
+        speeds = tuple(gait_speed(self.find(anim_set, i), self.rate_of(anim_set, i)) for i in key[1])
+        self._gait_speeds[key] = (anim_set, speeds)
+        return speeds
+
+    def ended(self, cursor: Cursor, overshoot: float) -> bool:
+        """Whether an advance ended the clip: a non-zero overshoot (the original), or with
+        ``end_zero_overshoot`` also an end step whose overshoot is exactly 0.0."""
+        if overshoot != 0.0:
+            return True
+        return self.options.end_zero_overshoot and cursor.at_end
+

@@ -1,0 +1,95 @@
+"""The player's options and counts: the switches a world is made with, and what it counted.
+
+``PlayerOptions`` (frozen) holds the switches of ``scuffle.anim.player.Player``: the
+CfgAnimSpeeds rates, the pool size, dt, and the readings and original-bug switches
+(docs/original.md, docs/original-bugs.md); its defaults are the original's behaviour.
+``PlayerStats`` holds the counts a user can read (``Player.stats``). A module of its own
+so that the parts of the player (anim.lookup, anim.construct, anim.stackrules) can name
+them without importing the player.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import f32 as F
+from .limits import INT32_MAX, MAX_DT, check_float, check_int
+from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
+from .stack import POOL_SIZE
+from .tasks import BlendWindow, EventRule, PickSampling
+
+__all__ = ["PlayerOptions", "PlayerStats"]
+
+
+@dataclass(frozen=True)
+class PlayerOptions:
+    """Switches of the player. Defaults are the original's behaviour.
+
+    ``end_zero_overshoot``: end a clip whose end step's overshoot is exactly 0.0 (the
+    original takes 0.0 as "not ended", so such a clip never ends; docs/original-bugs.md).
+    ``pool_size``: tasks in the world's pool (360). ``early_finish_above`` (6) and
+    ``cleanup_above`` (12): the stack sizes past which a change finishes the newest fade
+    early, and a fade gives back the tasks below it. ``batched``: step and sample the
+    crowd with the compiled engine (anim.batch over anim.kernels); off, every character takes the
+    scalar reference step (the same results, slower).
+
+    Readings of passages the spec leaves open (docs/original.md cites the lines for
+    each and argues the default):
+    ``events`` (EventRule): "cursor", every task's cursors fire unless muted by flag
+    0x10 (the confirmed code, the default), or "newest", only the newest task's
+    (Coney's reading). ``blend_window`` (BlendWindow): "advanced", a type 3's next task
+    is advanced too during the blend window (the runtime figure, the default), or
+    "kept", kept to the time into the window. ``pick`` (PickSampling): "chosen", type 11
+    samples the clip its value picks (the default), or "all", all four are sampled and
+    the picked one's pose kept. ``queued_default``: None (the default pose is always
+    the reference pose), or the human test 0x00223440 as a callable(instance) -> bool:
+    when it passes for a human with queued tasks, those tasks are sampled first and
+    their pose is the default pose of that sample (0x00176d60, "The pose" L102).
+    ``refuse_deep_chains``: False (the original: a chain whose blend windows nest more
+    than seven clips' poses plays, its eighth pose skipped when sampled), or True: such
+    a chain or task is refused when given (PoseStackOverflow, nothing changed).
+    Rejected: an unknown reading (ValueError naming the field); a ``dt`` that is not a
+    finite number 0 to 1 s, a ``pool_size`` outside 1 to 2^31 - 1, an ``early_finish_above``
+    or ``cleanup_above`` outside 0 to 2^31 - 1 (RangeError, a ValueError naming it).
+    """
+
+    end_zero_overshoot: bool = False
+    pool_size: int = POOL_SIZE
+    early_finish_above: int = 6
+    cleanup_above: int = 12
+    speeds: CfgAnimSpeeds = field(default_factory=lambda: RUNTIME_SPEEDS)
+    dt: float = F.DT
+    batched: bool = True
+    events: str = EventRule.CURSOR
+    blend_window: str = BlendWindow.ADVANCED
+    pick: str = PickSampling.CHOSEN
+    queued_default: Callable | None = None
+    refuse_deep_chains: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "dt", check_float("PlayerOptions.dt", self.dt, 0.0, MAX_DT))
+        check_int("PlayerOptions.pool_size", self.pool_size, 1, INT32_MAX)
+        for name in ("early_finish_above", "cleanup_above"):
+            check_int(f"PlayerOptions.{name}", getattr(self, name), 0, INT32_MAX)
+        for name, kind in (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling)):
+            v = getattr(self, name)
+            try:
+                object.__setattr__(self, name, kind(v))
+            except ValueError:
+                raise ValueError(f"PlayerOptions.{name}: {v!r} is not one of "
+                                 f"{', '.join(repr(k.value) for k in kind)}") from None
+        if self.queued_default is not None and not callable(self.queued_default):
+            raise ValueError(f"PlayerOptions.queued_default: {self.queued_default!r} is not callable")
+
+
+@dataclass
+class PlayerStats:
+    """Counts a user can read (``Player.stats``), summed since the player was made.
+
+    ``poses_refused``: poses the pose stack of seven refused (an eighth, 0x00104ce0);
+    each human's count for the last sample is ``CharacterInstance.poses_refused``.
+    ``samples``: the sample calls.
+    """
+
+    poses_refused: int = 0
+    samples: int = 0

@@ -1,0 +1,253 @@
+"""The player's stack rules: how tasks go on and off a character's task stack.
+
+``StackRules`` is the part of ``scuffle.anim.player.Player`` that keeps the stack of 18
+and the queue of 10: insert at the bottom and push on top (first finishing the newest
+fade early above 6 tasks), a change of animation (fade, new task under it), the queue,
+``replace``, completing a fade (giving back everything below the new task), cutting a
+stack, the deferred list and giving tasks back; the top task and the playing anim id
+(record +0x20); and whether a task fits the pose stack of seven. A mixin: it reads
+``options``, ``pool``, ``batch`` and ``deferred`` from ``Player``.
+
+Spec: "The task stack", "Fades", "When a clip ends".
+Original: 0x001754e8 TaskStack_InsertBottom, 0x001753d8 TaskStack_Push, 0x00175210
+TaskStack_Top, 0x001752c8 / 0x00105570 (the playing anim id), 0x00177eb8 (the newest
+fade), 0x00106cc8 (the fade's clean-up), 0x00105640 AnimTask_DeferGive.
+"""
+from __future__ import annotations
+
+from .construct import TaskBuilder, _check_number, task_pose_depth
+from .pose import POSE_STACK_SIZE, PoseStackOverflow
+from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
+from .tasks import ClipTask, FadeTask, Task, TaskType
+
+
+__all__ = ["StackRules"]
+
+
+# The hot paths compare plain ints; the values come from the enums.
+_FADE = int(TaskType.FADE)
+
+
+class StackRules(TaskBuilder):
+    """The stack rules (see the module docstring): on the constructors (a change makes its
+    fade); Player is made on them."""
+
+    deferred: list[tuple[Task, CharacterInstance]]
+
+    @staticmethod
+    def top(inst: CharacterInstance) -> Task | None:
+        """The top task, or the bottom one when the top is a fade. Original: 0x00175210."""
+        if not inst.stack:
+            return None
+        t = inst.stack[-1]
+        return inst.stack[0] if t.type == TaskType.FADE else t
+
+    def refresh_anim_id(self, inst: CharacterInstance) -> None:
+        """The top task's id into record +0x20 (-1 with no task). Original: 0x001752c8."""
+        stack = inst.stack
+        if not stack:
+            inst.record.anim_id = -1
+            return
+        t = stack[-1]
+        if t.type == _FADE:
+            t = stack[0]
+        inst.record.anim_id = t.anim_id()
+
+    def _early_finish(self, inst: CharacterInstance) -> None:
+        """With more than 6 tasks, finish the newest fade by its remaining time (0x00177eb8)."""
+        if len(inst.stack) > self.options.early_finish_above:
+            for t in reversed(inst.stack):
+                if t.type == TaskType.FADE and not t.released:
+                    t.finish_early(self, inst)
+                    break
+
+    def _hold(self, inst: CharacterInstance, task: Task) -> None:
+        held = task.held
+        if held:
+            inst.record.flags |= held
+
+    def _check_fits_poses(self, inst: CharacterInstance, task: Task) -> None:
+        """With ``refuse_deep_chains``: PoseStackOverflow when ``task``'s own blend windows
+        would nest more clips than the pose stack of seven holds (task_pose_depth), before
+        anything changes. Without it (the original) such a task plays, its eighth pose
+        skipped when sampled."""
+        if not self.options.refuse_deep_chains:
+            return
+        depth = task_pose_depth(task)
+        if depth > POSE_STACK_SIZE:
+            raise PoseStackOverflow(
+                f"{inst.name or 'human'}: an eighth pose: the task's blend windows nest {depth} clips' poses "
+                f"at once; the pose stack holds {POSE_STACK_SIZE}, a limit of the original (refused, nothing changed)")
+
+    def insert_bottom(self, inst: CharacterInstance, task: Task) -> None:
+        """Put a task under the stack (index 0); sets its held bits on the human.
+
+        Rejected: a full stack (StackFull; nothing changed), a task whose own blend
+        windows could never fit the pose stack (PoseStackOverflow; nothing changed).
+        Original: 0x001754e8.
+        """
+        self._insert_bottom(inst, task)
+        self.refresh_anim_id(inst)
+
+    def _insert_bottom(self, inst: CharacterInstance, task: Task) -> None:
+        """``insert_bottom`` without the anim id's refresh (``change`` refreshes once)."""
+        self._put(inst, task, 0)
+
+    def _put(self, inst: CharacterInstance, task: Task, at: int | None) -> None:
+        """Put ``task`` at index ``at`` of the stack (None: on top), after the early finish
+        and the checks insert_bottom and push share; no anim id refresh."""
+        self._check_fits_poses(inst, task)
+        self._early_finish(inst)
+        if len(inst.stack) >= STACK_SIZE:
+            raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
+        if at is None:
+            inst.stack.append(task)
+        else:
+            inst.stack.insert(at, task)
+        self.batch.mark(inst)
+        self._hold(inst, task)
+
+    def push(self, inst: CharacterInstance, task: Task) -> None:
+        """Put a task on top of the stack; sets its held bits on the human.
+
+        Rejected: a full stack (StackFull; nothing changed), a task whose own blend
+        windows could never fit the pose stack (PoseStackOverflow; nothing changed).
+        Original: 0x001753d8.
+        """
+        self._push(inst, task)
+        self.refresh_anim_id(inst)
+
+    def _push(self, inst: CharacterInstance, task: Task) -> None:
+        """``push`` without the anim id's refresh (``change`` refreshes once)."""
+        self._put(inst, task, None)
+
+    def change(self, inst: CharacterInstance, task: Task, fade: float = 0.0) -> FadeTask:
+        """A change of animation, the three moves: make a fade, insert the new task at the
+        bottom, push the fade on top (the stack is then new, old..., fade).
+
+        The new task must already be taken from the pool. Rejected before any change:
+        no free task for the fade (TaskPoolExhausted), no room for the insert and the
+        push after the early finishes they would make (StackFull, from a dry run), a
+        fade time that is not finite and >= 0 (ValueError); ``task`` is then given back.
+        Original: 0x001754e8 TaskStack_InsertBottom, 0x001753d8 TaskStack_Push, in the
+        order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
+        """
+        try:
+            self._check_fits_poses(inst, task)
+            self.pool.require(1)
+            _check_number("fade time", fade)
+            if not self._change_fits(inst, task):
+                raise StackFull(f"{inst.name or 'human'}: no room for a change "
+                                f"({len(inst.stack)} of {STACK_SIZE} tasks)")
+            f = self.fade(inst, fade)
+        except Exception:
+            self.discard(task)
+            raise
+        f.incoming = task
+        # insert_bottom, then push: nothing between them reads the anim id, so it is
+        # refreshed once, after both (the value the second refresh gave).
+        self._insert_bottom(inst, task)
+        self._push(inst, f)
+        self.refresh_anim_id(inst)
+        return f
+
+    def _change_fits(self, inst: CharacterInstance, task: Task) -> bool:
+        """Whether insert_bottom then push fit, each after its own early finish (a dry run
+        on a copy of the stack: the finish can free as little as the fade itself)."""
+        n = len(inst.stack)
+        if n + 1 <= self.options.early_finish_above:
+            return n + 1 < STACK_SIZE         # neither early finish acts: no copy needed
+        stack = list(inst.stack)
+
+        def finish_newest() -> None:
+            if len(stack) <= self.options.early_finish_above:
+                return
+            fade = next((t for t in reversed(stack) if t.type == TaskType.FADE and not t.released), None)
+            if fade is None:
+                return
+            hi = stack.index(fade)
+            lo = stack.index(fade.incoming) + 1 if fade.incoming in stack else 0
+            del stack[lo:hi + 1]
+
+        finish_newest()
+        if len(stack) >= STACK_SIZE:
+            return False
+        stack.insert(0, task)
+        finish_newest()
+        return len(stack) < STACK_SIZE
+
+    def enqueue(self, inst: CharacterInstance, task: Task) -> None:
+        """Queue a task to start at the next step. Rejected: a full queue (QueueFull)."""
+        if len(inst.queue) >= QUEUE_SIZE:
+            raise QueueFull(f"{inst.name or 'human'}: the task queue already holds {QUEUE_SIZE} tasks")
+        inst.queue.append(task)
+        self.batch.mark(inst)
+
+    def replace(self, inst: CharacterInstance, old: Task, new: Task) -> None:
+        """A hand-over: ``new`` takes ``old``'s place; ``old`` goes on the deferred list.
+
+        ``old`` is on the stack, or a next task advanced inside its owner's blend window
+        (BlendWindow.ADVANCED) that ended there: ``new`` then becomes the owner's next task.
+        """
+        if not any(t is old for t in inst.stack):
+            owner = self._owner_of(inst, old)
+            owner.next = new
+            self.batch.mark(inst)
+            self.defer(inst, old)
+            return
+        i = inst.stack.index(old)
+        inst.stack[i] = new
+        self.batch.mark(inst)
+        for t in inst.stack:
+            if t.type == TaskType.FADE and t.incoming is old:
+                t.incoming = new
+        self.defer(inst, old)
+
+    @staticmethod
+    def _owner_of(inst: CharacterInstance, task: Task) -> ClipTask:
+        """The clip task (on the stack or following one) whose next task is ``task``."""
+        todo = list(inst.stack)
+        while todo:
+            t = todo.pop()
+            if isinstance(t, ClipTask) and t.next is task and not t.handed_over:
+                return t
+            todo.extend(t.following())
+        raise LookupError(f"{inst.name or 'human'}: {task!r} is neither on the stack nor a next task")
+
+    def complete_fade(self, inst: CharacterInstance, fade: FadeTask) -> None:
+        """The fade gives back itself and every task between the new one and itself."""
+        if fade.released or fade not in inst.stack:
+            return
+        hi = inst.stack.index(fade)
+        lo = inst.stack.index(fade.incoming) + 1 if fade.incoming in inst.stack else 0
+        gone = inst.stack[lo:hi + 1]
+        del inst.stack[lo:hi + 1]
+        self.batch.mark(inst)
+        for t in gone:
+            self.defer(inst, t)
+
+    def cut(self, inst: CharacterInstance) -> None:
+        """Cut every task off the stack (and the queue): all go on the deferred list."""
+        gone = inst.stack[:]
+        inst.stack.clear()
+        self.batch.mark(inst)
+        for t in gone:
+            self.defer(inst, t)
+        for t in inst.queue:
+            self.discard(t)
+        inst.queue.clear()
+
+    def defer(self, inst: CharacterInstance, task: Task) -> None:
+        """Put a task on the deferred list (AnimTask_DeferGive, 0x00105640)."""
+        if not task.released:
+            task.released = True
+            self.deferred.append((task, inst))
+
+    def discard(self, task: Task) -> None:
+        """Give a task (and the next tasks it owns) back without its release."""
+        for t in task.following():
+            self.discard(t)
+        if self.pool._take_back(task):
+            self.batch.unregister(task)
+            task.dispose()
+
