@@ -22,6 +22,7 @@ from typing import Callable, Sequence, TypeVar
 from . import f32 as F
 from .animset import AnimRef
 from .batch import BatchEngine
+from .cursor import Cursor
 from .lookup import ClipLookup, _ref, _refs
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import CharacterInstance, TaskPool
@@ -106,6 +107,13 @@ class TaskBuilder(ClipLookup):
     pool: TaskPool
     batch: BatchEngine
 
+    def _cursor_and_rate(self, s, anim_id: int, rate: float | None) -> tuple[Cursor, float]:
+        """A single clip's new cursor and its rate: ``rate``, checked, or the id's own
+        (CfgAnimSpeeds by its range flags), the id found once (the look-up's cache)."""
+        hit = self._known(s, anim_id)
+        r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
+        return (self.cursor(s, anim_id) if hit is None else self._cursor_of(hit, anim_id)), r
+
     def _take(self, task: _T) -> _T:
         self.pool.take(task)
         self.batch.register(task)
@@ -120,13 +128,7 @@ class TaskBuilder(ClipLookup):
         if isinstance(anim_id, str):
             anim_id = _ref(s, anim_id)
         self.pool.require(1)
-        hit = self._known(s, anim_id)
-        if hit is None:
-            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
-            c = self.cursor(s, anim_id)
-        else:
-            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
-            c = self._cursor_of(hit, anim_id)
+        c, r = self._cursor_and_rate(s, anim_id, rate)
         return self._take(LoopTask(c, r, flags, held, on_end, on_wrap, tstore=self.stores.tasks))
 
     def clip(self, inst: CharacterInstance, anim_id: AnimRef, next: Task | None = None, *, blend: float = 0.0,
@@ -138,13 +140,7 @@ class TaskBuilder(ClipLookup):
             anim_id = _ref(s, anim_id)
         self.pool.require(1)
         _check_number("blend time", blend)
-        hit = self._known(s, anim_id)
-        if hit is None:
-            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
-            c = self.cursor(s, anim_id)
-        else:
-            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
-            c = self._cursor_of(hit, anim_id)
+        c, r = self._cursor_and_rate(s, anim_id, rate)
         return self._take(ClipTask(c, r, next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
 
     def hold(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,

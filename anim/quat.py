@@ -108,7 +108,7 @@ def slerp(a: np.ndarray, b: np.ndarray, t) -> np.ndarray:
 
     Near-parallel pairs (|dot| > SLERP_LINEAR_DOT) use a normalised lerp. The weights
     sin((1 - t) theta) / sin(theta) and sin(t theta) / sin(theta) are computed in float64
-    from anim.detmath (1 / sin(theta) as 1 / sqrt(1 - dot^2)) and rounded to a's dtype:
+    from scuffle.anim.detmath (1 / sin(theta) as 1 / sqrt(1 - dot^2)) and rounded to a's dtype:
     for float32 the same operations in the same order as the pose kernel's slerp, so the
     two agree bit for bit on every CPU. Original: 0x00336a00 Quat_Slerp.
     """
