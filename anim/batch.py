@@ -109,6 +109,8 @@ class BatchEngine:
         # check_rows after any table grew (or a new clip's events), before every call in debug mode
         self.debug = os.environ.get("SCUFFLE_DEBUG", "") not in ("", "0")
         self._validated: tuple = ()
+        self._table_key: tuple = ()             # the arrays the kernels' named tuples hold (_tables)
+        self._cols: tuple = ()
         self.kernel_humans = 0                  # the humans the last step ran compiled
         self.scalar_humans = 0                  # and those that took the scalar step
         self.pair_changes = 0                   # gait pair changes the kernel made, in all
@@ -268,6 +270,24 @@ class BatchEngine:
         check_rows(self.player.stores, self.e_first, self.e_count, self.e_frame,
                    (int(TaskType.FADE), int(TaskType.GAIT), int(max(TaskType))))
         self._validated = self._capacities()
+
+    def _tables(self) -> tuple:
+        """The tables as the kernels take them (K.HumanCols, TaskCols, CursorCols, FadeCols,
+        GaitCols, EventIndex: named tuples of their columns), made again only when a table's
+        arrays were replaced (it grew; new clips' events), not every update."""
+        st = self.player.stores
+        h = self.humans
+        key = (id(h.stack), id(st.tasks.type), id(st.cursors.t), id(st.fades.el), id(st.gaits.value),
+               id(self.e_first), id(self.e_frame))
+        if key != self._table_key:
+            self._table_key = key
+            self._cols = (K.HumanCols(h.flags, h.depth, h.stack),
+                          K.TaskCols(*(getattr(st.tasks, f) for f in K.TaskCols._fields)),
+                          K.CursorCols(*(getattr(st.cursors, f) for f in K.CursorCols._fields)),
+                          K.FadeCols(*(getattr(st.fades, f) for f in K.FadeCols._fields)),
+                          K.GaitCols(*(getattr(st.gaits, f) for f in K.GaitCols._fields)),
+                          K.EventIndex(self.e_first, self.e_count, self.e_frame, self.e_type))
+        return self._cols
 
     def _guard(self) -> None:
         """validate() if a table grew since the last check (always in debug mode)."""
@@ -447,27 +467,18 @@ class BatchEngine:
     def _run_step(self, rows: np.ndarray, status: np.ndarray, lo: np.ndarray, hi: np.ndarray, dt: float) -> None:
         """step_stacks over ``rows`` (out: ``status``, each one's event rows ``lo``-``hi``),
         growing the output buffers until everything fits."""
-        player = self.player
-        st = player.stores
-        cur, fad, gai, tsk, h = st.cursors, st.fades, st.gaits, st.tasks, self.humans
-        opts = player.options
+        opts = self.player.options
         counts = self._counts
         dt32 = float(np.float32(dt))
+        rules = K.StepRules(bool(opts.end_zero_overshoot), opts.events == EventRule.NEWEST, int(opts.cleanup_above))
+        H, T, C, F, G, E = self._tables()
         start = 0
         if not _COLD[0]:
             _note_cold()
         while True:
-            K.step_stacks(rows, start, dt32, bool(opts.end_zero_overshoot),
-                           opts.events == EventRule.NEWEST, int(opts.cleanup_above),
-                           h.depth, h.stack, h.flags,
-                           tsk.type, tsk.rate, tsk.flags, tsk.held, tsk.c0, tsk.c1, tsk.aux, tsk.nxt, tsk.blend,
-                           tsk.window, tsk.incoming, tsk.released, tsk.handed_over, tsk.wraps, tsk.speed,
-                           tsk.callback, tsk.foreign, cur.t, cur.frame, cur.end, cur.limit, cur.dur, cur.flags, cur.bank, cur.ev, cur.evf,
-                           cur.at_end, cur.anim, fad.el, fad.dur, gai.value, gai.target, gai.lower, gai.leader,
-                           gai.id0, gai.id1, gai.id2, gai.id3, gai.id4, gai.s0, gai.s1,
-                           self.e_first, self.e_count, self.e_frame, self.e_type,
-                           status, lo, hi, self._ev_out, self._def_out, self._pair_out, self._gait_out, counts,
-                           self._snap, self._walk, self._pair4)
+            out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, self._pair_out, self._gait_out, counts,
+                                self._snap, self._walk, self._pair4)
+            K.step_stacks(rows, start, dt32, rules, H, T, C, F, G, E, out)
             stopped = int(counts[K.COUNT_STOPPED])
             if stopped >= len(rows):
                 return
@@ -527,8 +538,7 @@ class BatchEngine:
         """
         player = self.player
         bank = player.bank
-        st = player.stores
-        cur, fad, gai, tsk, h = st.cursors, st.fades, st.gaits, st.tasks, self.humans
+        h = self.humans
         instances = instances if isinstance(instances, list) else list(instances)
         n = len(instances)
         if out is None:
@@ -544,15 +554,11 @@ class BatchEngine:
         if len(self._refused) < nf:
             self._refused = np.zeros(max(nf, 2 * len(self._refused)), np.int64)
         refused = self._refused
-        tables = pose_tables(bank)
-        args = (fast_rows, fast_cols, tsk.type, tsk.rate, tsk.c0, tsk.c1, tsk.aux, tsk.nxt, tsk.blend,
-                tsk.window, h.depth, h.stack, cur.t, cur.frame, cur.end, cur.dur, cur.flags, cur.bank,
-                cur.ev, cur.evf, fad.el, fad.dur, gai.value, gai.lower, gai.leader,
-                self.e_first, self.e_count, self.e_frame, *tables.args, *self._scratch, *out.outs(),
-                refused, self._weights)
+        H, T, C, F, G, E = self._tables()
         if not _COLD[0]:
             _note_cold()
-        K.pose_stacks(*args)
+        K.pose_stacks(fast_rows, fast_cols, H, T, C, F, G, E, pose_tables(bank).tables, self._scratch, out.outs(),
+                      refused, self._weights)
         plan = dynamic_plan if dynamic_plan is not None else SamplePlan()
         if nf:
             for k in np.flatnonzero(refused[:nf]).tolist():

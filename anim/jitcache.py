@@ -113,6 +113,8 @@ def _index_names(index: str, version: str) -> list[str] | None:
             return []
         _stamp, overloads = pickle.loads(rest)
         return [str(n) for n in dict(overloads).values()]
+    except (ImportError, AttributeError):   # whole, but naming a class not importable here
+        return []                           # (numba checks it as it loads): not corrupt
     except Exception:                       # empty, cut, or not numba's: corrupt
         return None
 

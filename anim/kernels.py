@@ -52,6 +52,8 @@ from numba import njit
 
 from .clip import EventType
 from .detmath import RAD, acos_s, cos_pi_s, sin_cos_deg_s, sin_cos_s
+from .kernel_types import (BankTables, CursorCols, EventIndex, FadeCols, GaitCols, HumanCols, PlanArrays, PoseOut,
+                           Scratch, StepBuffers, StepRules, TaskCols)
 from .sampler import CursorFlags
 from .store import NO_EVENT, NO_ROW
 from .pose import POSE_STACK_SIZE
@@ -65,7 +67,10 @@ CACHE = cache_setting(__file__)
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_SLOW", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
-           "STATUS_PAIR", "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_PAIRS", "COUNT_GAITS"]
+           "STATUS_PAIR", "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_PAIRS", "COUNT_GAITS",
+           # the interfaces (anim.kernel_types), for the callers
+           "HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
+           "BankTables", "Scratch", "PoseOut", "PlanArrays"]
 
 _FLT_MAX = 3.4028234663852886e38
 _INT_MAX = 2147483647.0
@@ -77,6 +82,8 @@ NO_POSE = -(1 << 40)          # a plan's final handle for "no pose": the default
 # anim.detmath's source, whose scalar forms compile into these kernels: numba's cache is
 # keyed on this file only, so an edit there must change this line (tests/anim/test_detmath.py).
 DETMATH_SHA256 = "86b371477a23c5e10ec558312d5123bb75cb249e218ad1b659c453bdaa759c37"
+
+
 
 
 # ---------------------------------------------------------------- FPU arithmetic
@@ -487,18 +494,25 @@ def _fade_weight(el, dur):
 
 
 @njit(cache=CACHE)
-def pose_plan(cols, first_s, first_b, s_clip, s_time, s_rate, s_flags, b_a, b_b, b_w, b_mask, finals,
-              row0, rows, ftab, kval, kslope, kstart, ktag, sent_vel, sent_bone, animated,
-              ref_rot, ref_bone_rot, bind_height, parents, offsets, submask,
-              s_vel, s_root, s_rot, s_tag,
-              o_vel, o_root, o_rot, o_tag, o_pos, o_mrot):
+def pose_plan(cols, plan, bank, scratch, out):
     """A recorded pose-stack plan (anim.plan.SamplePlan), human by human, into columns ``cols``.
 
     Human i owns samples first_s[i]:first_s[i + 1] and blends first_b[i]:first_b[i + 1];
     a handle h >= 0 is sample h, h < 0 blend -h - 1 (both plan-wide); ``finals[i]`` the
     top of its stack, or ``NO_POSE`` (the default pose). The scratch holds one human's
-    poses: its samples, then its blends, then the default.
+    poses: its samples, then its blends, then the default. In: ``plan`` a PlanArrays,
+    ``bank`` the BankTables, ``scratch`` a Scratch, ``out`` the PoseOut.
     """
+    first_s, first_b, s_clip, s_time, s_rate, s_flags = (plan.first_s, plan.first_b, plan.s_clip, plan.s_time,
+                                                         plan.s_rate, plan.s_flags)
+    b_a, b_b, b_w, b_mask, finals = plan.b_a, plan.b_b, plan.b_w, plan.b_mask, plan.finals
+    row0, rows, ftab, kval, kslope, kstart, ktag = (bank.row0, bank.rows, bank.ftab, bank.kval, bank.kslope,
+                                                    bank.kstart, bank.ktag)
+    sent_vel, sent_bone, animated, ref_rot, ref_bone_rot = (bank.sent_vel, bank.sent_bone, bank.animated,
+                                                            bank.ref_rot, bank.ref_bone_rot)
+    bind_height, parents, offsets, submask = bank.bind_height, bank.parents, bank.offsets, bank.submask
+    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
+    o_vel, o_root, o_rot, o_tag, o_pos, o_mrot = out.vel, out.root, out.rot, out.tag, out.pos, out.mrot
     for i in range(cols.shape[0]):
         s0 = first_s[i]
         s1 = first_s[i + 1]
@@ -975,14 +989,7 @@ def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
 
 
 @njit(cache=CACHE)
-def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
-                h_depth, h_stack, h_flags,
-                t_type, t_rate, t_flags, t_held, t_c0, t_c1, t_aux, t_nxt, t_blend, t_window, t_incoming,
-                t_released, t_handed, t_wraps, t_speed, t_callback, t_foreign,
-                c_t, c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, c_anim,
-                f_el, f_dur, g_value, g_target, g_lower, g_leader, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1,
-                e_first, e_count, e_frame, e_type,
-                status, ev_lo, ev_hi, ev_out, def_out, pair_out, gait_out, counts, snap, walk, pair4):
+def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, events, out):
     """One animation step of the humans ``rows[start:]`` (rows of the human table), as
     Player.step_one does it (see the module docstring).
 
@@ -1000,8 +1007,28 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
     not run (``_runnable``: a callback, a link into another table, a type 10, 11, 13, a
     fade as a next task) is not stepped either (STATUS_SLOW). ``counts`` are read as the fill
     so far (the caller zeroes them first). ``snap`` (>= 18), ``walk`` (>= 64) and
-    ``pair4`` (4) are scratch. Nothing is allocated.
+    ``pair4`` (4) are scratch. Nothing is allocated. In: ``rules`` the StepRules, the
+    tables as HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, and
+    ``out`` the StepBuffers (status, ev_lo, ev_hi and the buffers above).
     """
+    zero_overshoot, newest_only, cleanup_above = rules.zero_overshoot, rules.newest_only, rules.cleanup_above
+    h_depth, h_stack, h_flags = humans.depth, humans.stack, humans.flags
+    t_type, t_rate, t_flags, t_held, t_c0, t_c1 = (tasks.type, tasks.rate, tasks.flags, tasks.held, tasks.c0,
+                                                   tasks.c1)
+    t_aux, t_nxt, t_blend, t_window, t_incoming = tasks.aux, tasks.nxt, tasks.blend, tasks.window, tasks.incoming
+    t_released, t_handed, t_wraps, t_speed = tasks.released, tasks.handed_over, tasks.wraps, tasks.speed
+    t_callback, t_foreign = tasks.callback, tasks.foreign
+    c_t, c_frame, c_end, c_limit, c_dur, c_flags = (cursors.t, cursors.frame, cursors.end, cursors.limit,
+                                                    cursors.dur, cursors.flags)
+    c_bank, c_ev, c_evf, c_at_end, c_anim = cursors.bank, cursors.ev, cursors.evf, cursors.at_end, cursors.anim
+    f_el, f_dur = fades.el, fades.dur
+    g_value, g_target, g_lower, g_leader = gaits.value, gaits.target, gaits.lower, gaits.leader
+    g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1 = (gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4,
+                                                     gaits.s0, gaits.s1)
+    e_first, e_count, e_frame, e_type = events.first, events.count, events.frame, events.type
+    status, ev_lo, ev_hi, ev_out, def_out = out.status, out.ev_lo, out.ev_hi, out.ev_out, out.def_out
+    pair_out, gait_out, counts, snap, walk, pair4 = (out.pair_out, out.gait_out, out.counts, out.snap, out.walk,
+                                                     out.pair4)
     n_ev = counts[COUNT_EVENTS]
     n_def = counts[COUNT_DEFERRED]
     n_pair = counts[COUNT_PAIRS]
@@ -1238,12 +1265,7 @@ def step_stacks(rows, start, dt, zero_overshoot, newest_only, cleanup_above,
 
 
 @njit(cache=CACHE)
-def pose_stacks(rows, cols, t_type, t_rate, t_c0, t_c1, t_aux, t_nxt, t_blend, t_window,
-                h_depth, h_stack, c_t, c_frame, c_end, c_dur, c_flags, c_bank, c_ev, c_evf,
-                f_el, f_dur, g_value, g_lower, g_leader, e_first, e_count, e_frame,
-                row0, rows_, ftab, kval, kslope, kstart, ktag, sent_vel, sent_bone, animated,
-                ref_rot, ref_bone_rot, bind_height, parents, offsets, submask,
-                s_vel, s_root, s_rot, s_tag, o_vel, o_root, o_rot, o_tag, o_pos, o_mrot, refused, weights):
+def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, refused, weights):
     """Every human's pose (rows of the human table) into output column ``cols[k]``, its
     stack sampled bottom-up onto a pose stack of seven (Task.emit, SamplePlan): a clip
     pushes its pose; type 3 / 6 in its blend window then its next task (kept at the time
@@ -1251,8 +1273,25 @@ def pose_stacks(rows, cols, t_type, t_rate, t_c0, t_c1, t_aux, t_nxt, t_blend, t
     of b elapsed; a fade blends the top two by its outgoing weight; a gait its pair by the
     fraction (one clip alone near the steps). An eighth pose is skipped and counted in
     ``refused[k]``; a blend with fewer than two poses does nothing. The scratch holds 8
-    poses (slot 7: the default). ``weights`` (>= 64) is scratch.
+    poses (slot 7: the default). ``weights`` (>= 64) is scratch. In: the tables as
+    HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables,
+    a Scratch and the PoseOut.
     """
+    h_depth, h_stack = humans.depth, humans.stack
+    t_type, t_rate, t_c0, t_c1, t_aux = tasks.type, tasks.rate, tasks.c0, tasks.c1, tasks.aux
+    t_nxt, t_blend, t_window = tasks.nxt, tasks.blend, tasks.window
+    c_t, c_frame, c_end, c_dur, c_flags = cursors.t, cursors.frame, cursors.end, cursors.dur, cursors.flags
+    c_bank, c_ev, c_evf = cursors.bank, cursors.ev, cursors.evf
+    f_el, f_dur = fades.el, fades.dur
+    g_value, g_lower, g_leader = gaits.value, gaits.lower, gaits.leader
+    e_first, e_count, e_frame = events.first, events.count, events.frame
+    row0, rows_, ftab, kval, kslope, kstart, ktag = (bank.row0, bank.rows, bank.ftab, bank.kval, bank.kslope,
+                                                    bank.kstart, bank.ktag)
+    sent_vel, sent_bone, animated, ref_rot, ref_bone_rot = (bank.sent_vel, bank.sent_bone, bank.animated,
+                                                            bank.ref_rot, bank.ref_bone_rot)
+    bind_height, parents, offsets, submask = bank.bind_height, bank.parents, bank.offsets, bank.submask
+    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
+    o_vel, o_root, o_rot, o_tag, o_pos, o_mrot = out.vel, out.root, out.rot, out.tag, out.pos, out.mrot
     for k in range(rows.shape[0]):
         hi = rows[k]
         sp = 0

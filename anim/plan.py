@@ -31,17 +31,17 @@ class PoseTables:
     Built once per bank (``pose_tables`` keeps the last one): the frame -> key table
     and the key values key-major, the sentinels, the animated slots, the reference
     rotations, the parent table, the bone offsets (float32) and every bone's subtree
-    mask (34, 34). ``args`` is the tuple the kernels take after their own arguments.
+    mask (34, 34). ``tables`` is the kernels' BankTables.
     """
 
-    __slots__ = ("bank", "args")
+    __slots__ = ("bank", "tables")
 
     def __init__(self, bank: ClipBank):
         sk = bank.skeleton
         ref = np.ascontiguousarray(REFERENCE_ROTATIONS, dtype=DTYPE)
         submask = np.stack([subtree_mask(b, sk.parents) for b in range(NUM_BONES)])
         self.bank = bank
-        self.args = (np.ascontiguousarray(bank.row0, np.int64), np.ascontiguousarray(bank.rows, np.int64),
+        self.tables = K.BankTables(np.ascontiguousarray(bank.row0, np.int64), np.ascontiguousarray(bank.rows, np.int64),
                      np.ascontiguousarray(bank.ftab.T, np.int64), np.ascontiguousarray(bank.kval.T, DTYPE),
                      np.ascontiguousarray(bank.kslope.T, DTYPE), np.ascontiguousarray(bank.kstart, DTYPE),
                      np.ascontiguousarray(bank.ktag, np.bool_), np.int64(bank._sent_vel),
@@ -80,15 +80,16 @@ class Bones:
         self.pos = np.empty((3, NUM_BONES, n), DTYPE)
         self.rot = np.empty((4, NUM_BONES, n), DTYPE)
 
-    def outs(self) -> tuple:
+    def outs(self) -> K.PoseOut:
+        """The buffers as the pose kernels write them."""
         p = self.poses
-        return (p.vel, p.root, p.rot, p.tag, self.pos, self.rot)
+        return K.PoseOut(p.vel, p.root, p.rot, p.tag, self.pos, self.rot)
 
 
-def scratch_poses(n: int) -> tuple:
+def scratch_poses(n: int) -> K.Scratch:
     """Human-major scratch for ``n`` poses (the kernels' pose stack)."""
-    return (np.empty((n, 3), DTYPE), np.empty((n, 3), DTYPE), np.empty((n, NUM_BONES, 4), DTYPE),
-            np.empty((n, NUM_TAGS), np.bool_))
+    return K.Scratch(np.empty((n, 3), DTYPE), np.empty((n, 3), DTYPE), np.empty((n, NUM_BONES, 4), DTYPE),
+                     np.empty((n, NUM_TAGS), np.bool_))
 
 
 class SamplePlan:
@@ -228,11 +229,11 @@ class SamplePlan:
             raise IndexError(f"clip index out of range 0-{len(bank) - 1}")
         need = int((np.diff(first_s) + np.diff(first_b)).max()) + 1
         finals = np.asarray([K.NO_POSE if h is None else h for h in self.finals], np.int64)
-        K.pose_plan(np.asarray(cols, np.int64), first_s, first_b, s_clip, np.asarray(self.s_time, DTYPE),
-                    np.asarray(self.s_rate, DTYPE), np.asarray(self.s_flags, np.int64),
-                    np.asarray(self.b_a, np.int64), np.asarray(self.b_b, np.int64), np.asarray(self.b_w, DTYPE),
-                    np.asarray(self.b_mask, np.int64), finals, *pose_tables(bank).args,
-                    *scratch_poses(need), *out.outs())
+        plan = K.PlanArrays(first_s, first_b, s_clip, np.asarray(self.s_time, DTYPE), np.asarray(self.s_rate, DTYPE),
+                            np.asarray(self.s_flags, np.int64), np.asarray(self.b_a, np.int64),
+                            np.asarray(self.b_b, np.int64), np.asarray(self.b_w, DTYPE),
+                            np.asarray(self.b_mask, np.int64), finals)
+        K.pose_plan(np.asarray(cols, np.int64), plan, pose_tables(bank).tables, scratch_poses(need), out.outs())
 
     def execute_reference(self, bank: ClipBank, defaults: dict[int, PoseBatch] | None = None) -> PoseBatch:
         """Run the plan one pose at a time (the scalar reference path).

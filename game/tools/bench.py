@@ -586,8 +586,8 @@ def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
     finals = -(np.arange(n, dtype=np.int64) + 1)
     cols = np.arange(n, dtype=np.int64)
     out = Bones(n)
-    args = (cols, first_s, first_b, clip, t, rate, flags, b_a, b_b, w, mask, finals, *pose_tables(bank).args,
-            *scratch_poses(4), *out.outs())
+    args = (cols, K.PlanArrays(first_s, first_b, clip, t, rate, flags, b_a, b_b, w, mask, finals),
+            pose_tables(bank).tables, scratch_poses(4), out.outs())
     K.pose_plan(*args)
     ts, cs = [], []
     for _ in range(repeats):

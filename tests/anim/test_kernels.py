@@ -249,3 +249,18 @@ def test_each_kernel_compiles_once(tmp_path):
                        cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().splitlines()[-1] == "{}", r.stdout
+
+
+def test_the_kernels_table_tuples_are_the_tables_columns():
+    """The named tuples the kernels take (issue 19, item 5: no kernel takes dozens of
+    positional arguments) hold the tables' own columns, in the tables' order, so a column
+    added to a table is a field added here (and the other way round)."""
+    from scuffle.anim.store import HumanTable, cursor_table, fade_table, gait_table, task_table
+
+    for cols, table in ((K.TaskCols, task_table()), (K.CursorCols, cursor_table()), (K.FadeCols, fade_table()),
+                        (K.GaitCols, gait_table())):
+        assert list(cols._fields) == list(table._columns), cols.__name__
+    h = HumanTable()
+    assert all(getattr(h, f).shape[0] == h.capacity for f in K.HumanCols._fields)
+    for kernel, most in ((K.step_stacks, 11), (K.pose_stacks, 13), (K.pose_plan, 5), (K.root_motion_step, 12)):
+        assert kernel.py_func.__code__.co_argcount <= most, kernel.__name__

@@ -198,3 +198,16 @@ def test_numba_disable_jit_runs_without_the_announcement(tmp_path):
     assert "compil" not in r.stderr and r.stderr.strip().startswith("ok.toml: 3 updates, 1 humans"), r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr            # the run's summary line only
     assert list(root.iterdir()) == []
+
+
+def test_a_warm_cache_is_never_set_aside_on_import(live_cache):
+    """A fresh process importing the kernels over this session's whole cache sets nothing
+    aside: the check reads the index (whose signatures name the kernels' interface
+    classes) while anim.kernels is still importing, and must not take a class it cannot
+    import yet for a cut file (once, every warm start rebuilt the kernels)."""
+    r = subprocess.run([sys.executable, "-c", "from scuffle.anim import jitcache, kernels\n"
+                        "print(jitcache.SET_ASIDE, kernels.CACHE)"],
+                       capture_output=True, text=True, timeout=LIMIT, cwd=live_cache)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["[]", "True"], (r.stdout, r.stderr)
+    assert "set aside" not in r.stderr

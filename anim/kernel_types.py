@@ -1,0 +1,176 @@
+"""The compiled kernels' interfaces: the tables and buffers as named tuples of arrays.
+
+The entry points of anim.kernels take the tables as named tuples of their columns (numba
+passes a named tuple of arrays as one argument; the kernels unpack it in their first
+lines, so the bodies read the columns by their old names). The fields of the table
+tuples are the tables' own columns, in the tables' order (anim.store;
+tests/anim/test_kernels.py checks it); anim.batch builds them once per growth of a
+table, not per update.
+
+A module of its own, imported by anim.kernels before numba's cache is checked
+(anim.jitcache): the cache's index names these classes in its kernels' signatures, and
+reading it must be able to import them.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
+           "BankTables", "Scratch", "PoseOut", "PlanArrays"]
+
+
+class HumanCols(NamedTuple):
+    """The human table's columns (anim.store.HumanTable) the step and the pose read."""
+    flags: np.ndarray
+    depth: np.ndarray
+    stack: np.ndarray
+
+
+class TaskCols(NamedTuple):
+    """The task table's columns (anim.store.task_table)."""
+    type: np.ndarray
+    rate: np.ndarray
+    flags: np.ndarray
+    held: np.ndarray
+    c0: np.ndarray
+    c1: np.ndarray
+    aux: np.ndarray
+    nxt: np.ndarray
+    blend: np.ndarray
+    window: np.ndarray
+    incoming: np.ndarray
+    released: np.ndarray
+    handed_over: np.ndarray
+    wraps: np.ndarray
+    speed: np.ndarray
+    callback: np.ndarray
+    foreign: np.ndarray
+
+
+class CursorCols(NamedTuple):
+    """The cursor table's columns (anim.store.cursor_table)."""
+    t: np.ndarray
+    frame: np.ndarray
+    end: np.ndarray
+    limit: np.ndarray
+    dur: np.ndarray
+    flags: np.ndarray
+    bank: np.ndarray
+    ev: np.ndarray
+    evf: np.ndarray
+    evf0: np.ndarray
+    at_end: np.ndarray
+    anim: np.ndarray
+
+
+class FadeCols(NamedTuple):
+    """The fade table's columns (anim.store.fade_table)."""
+    el: np.ndarray
+    dur: np.ndarray
+
+
+class GaitCols(NamedTuple):
+    """The gait table's columns (anim.store.gait_table)."""
+    value: np.ndarray
+    target: np.ndarray
+    lower: np.ndarray
+    leader: np.ndarray
+    id0: np.ndarray
+    id1: np.ndarray
+    id2: np.ndarray
+    id3: np.ndarray
+    id4: np.ndarray
+    s0: np.ndarray
+    s1: np.ndarray
+
+
+class EventIndex(NamedTuple):
+    """The clips' events by bank index: the first event's index and the count per clip,
+    then each event's frame and type (anim.batch, _clip_events)."""
+    first: np.ndarray
+    count: np.ndarray
+    frame: np.ndarray
+    type: np.ndarray
+
+
+class StepRules(NamedTuple):
+    """The step's switches (PlayerOptions): end a zero-overshoot clip, only the newest
+    task's events (EventRule.NEWEST), the fade clean-up's stack size."""
+    zero_overshoot: bool
+    newest_only: bool
+    cleanup_above: int
+
+
+class StepBuffers(NamedTuple):
+    """The step's outputs and scratch (see step_stacks)."""
+    status: np.ndarray
+    ev_lo: np.ndarray
+    ev_hi: np.ndarray
+    ev_out: np.ndarray
+    def_out: np.ndarray
+    pair_out: np.ndarray
+    gait_out: np.ndarray
+    counts: np.ndarray
+    snap: np.ndarray
+    walk: np.ndarray
+    pair4: np.ndarray
+
+
+class BankTables(NamedTuple):
+    """A ClipBank and its skeleton in the pose kernels' layout (anim.plan.PoseTables):
+    the frame -> key table and the keys key-major, the sentinels, the animated slots, the
+    reference rotations, the bind height, the parent table, the bone offsets and every
+    bone's subtree mask."""
+    row0: np.ndarray
+    rows: np.ndarray
+    ftab: np.ndarray
+    kval: np.ndarray
+    kslope: np.ndarray
+    kstart: np.ndarray
+    ktag: np.ndarray
+    sent_vel: np.int64
+    sent_bone: np.int64
+    animated: np.ndarray
+    ref_rot: np.ndarray
+    ref_bone_rot: np.ndarray
+    bind_height: np.float32
+    parents: np.ndarray
+    offsets: np.ndarray
+    submask: np.ndarray
+
+
+class Scratch(NamedTuple):
+    """Human-major scratch poses: vel (P, 3), root (P, 3), rot (P, 34, 4), tag (P, 36)."""
+    vel: np.ndarray
+    root: np.ndarray
+    rot: np.ndarray
+    tag: np.ndarray
+
+
+class PoseOut(NamedTuple):
+    """The poses and bone transforms out, component first, human last (anim.plan.Bones)."""
+    vel: np.ndarray
+    root: np.ndarray
+    rot: np.ndarray
+    tag: np.ndarray
+    pos: np.ndarray
+    mrot: np.ndarray
+
+
+class PlanArrays(NamedTuple):
+    """A SamplePlan's arrays (anim.plan): per human its first sample and blend, the
+    samples (clip, time, rate, flags), the blends (poses a and b, weight, bone mask) and
+    each human's final handle."""
+    first_s: np.ndarray
+    first_b: np.ndarray
+    s_clip: np.ndarray
+    s_time: np.ndarray
+    s_rate: np.ndarray
+    s_flags: np.ndarray
+    b_a: np.ndarray
+    b_b: np.ndarray
+    b_w: np.ndarray
+    b_mask: np.ndarray
+    finals: np.ndarray
