@@ -87,10 +87,10 @@ class GaitCols(NamedTuple):
 
 
 class EventIndex(NamedTuple):
-    """The clips' events by bank index: the first event's index and the count per clip,
+    """The clips' events by bank index: the first event's index and the number (``n``) per clip,
     then each event's frame and type (anim.batch, _clip_events)."""
     first: np.ndarray
-    count: np.ndarray
+    n: np.ndarray
     frame: np.ndarray
     type: np.ndarray
 

@@ -1025,7 +1025,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     g_value, g_target, g_lower, g_leader = gaits.value, gaits.target, gaits.lower, gaits.leader
     g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1 = (gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4,
                                                      gaits.s0, gaits.s1)
-    e_first, e_count, e_frame, e_type = events.first, events.count, events.frame, events.type
+    e_first, e_count, e_frame, e_type = events.first, events.n, events.frame, events.type
     status, ev_lo, ev_hi, ev_out, def_out = out.status, out.ev_lo, out.ev_hi, out.ev_out, out.def_out
     pair_out, gait_out, counts, snap, walk, pair4 = (out.pair_out, out.gait_out, out.counts, out.snap, out.walk,
                                                      out.pair4)
@@ -1284,7 +1284,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     c_bank, c_ev, c_evf = cursors.bank, cursors.ev, cursors.evf
     f_el, f_dur = fades.el, fades.dur
     g_value, g_lower, g_leader = gaits.value, gaits.lower, gaits.leader
-    e_first, e_count, e_frame = events.first, events.count, events.frame
+    e_first, e_count, e_frame = events.first, events.n, events.frame
     row0, rows_, ftab, kval, kslope, kstart, ktag = (bank.row0, bank.rows, bank.ftab, bank.kval, bank.kslope,
                                                     bank.kstart, bank.ktag)
     sent_vel, sent_bone, animated, ref_rot, ref_bone_rot = (bank.sent_vel, bank.sent_bone, bank.animated,
