@@ -18,12 +18,10 @@ import pytest
 
 from scuffle.components import NO_ATTACHMENT
 from scuffle.anim import detmath
-from scuffle.game.fighters import combat
 from scuffle.game.fighters.combat import MIN_SEPARATION, Fight
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game
 
-from .support import REPO
 
 
 def _reference_separate(fight: Fight) -> None:
@@ -124,7 +122,7 @@ def test_the_separation_looks_at_a_spread_crowd_in_linear_work(monkeypatch):
 
     layout = [(float(i % 30), float(i // 30)) for i in range(900)]
     game, fight = _world(layout, random.Random(1))
-    monkeypatch.setattr(combat.detmath, "hypot_s", counting)
+    monkeypatch.setattr(detmath, "hypot_s", counting)
     fight._separate()
     monkeypatch.undo()
     assert 0 < count["n"] <= 8 * 900

@@ -1,0 +1,208 @@
+"""The fight rules' common ground: the host's handlers, look-ups, answers and tasks.
+
+``FightCore`` is the base of ``scuffle.game.fighters.combat.Fight``: the host's event
+handlers (``on``, ``on_hit``, ``on_ko``, ``on_round``), the look-ups by name or entity
+(``combat``, ``body``, ``held``, ``inst``, ``free``, ``can_chain``), the answers
+(``ActionResult``: accepted, refused and why), the fight log, the task helpers every
+move uses (a loop, a clip into the fight idle, a change under the fight's fade, the
+pool's room) and the end callbacks as data (``_begin`` / ``_ended``). The state it reads
+is set by ``Fight.__init__``. Ours: the spec has no fight rules, only the tasks and
+held flags they gate on ("Animation tasks", "Paired tasks").
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scuffle.anim.stack import AnimLimitError, CharacterInstance
+from scuffle.anim.tasks import Task
+from scuffle.components import Body, Combat, HumanRecord
+from scuffle.game.fighters.fightdata import (FightFlags, BUSY, FightState, Who, Refusal, ActionResult,
+                                             FightEventKind, FightEvent, FightHandler, CHANGE_FADE,
+                                             FightStats)
+
+if TYPE_CHECKING:
+    from scuffle.game.runtime.world import Game
+
+
+__all__ = ["FightCore"]
+
+
+class FightCore:
+    """The fight rules' common ground (see the module docstring)."""
+
+    game: Game
+    separate: bool                    # keep free bodies apart (ours)
+    rounds: bool                      # start a new round after a K.O. (ours)
+    ko_rule: bool                     # knock out at 0 health, end the round (ours)
+    round_pause: int
+    ko: dict[int, int]                # knocked-out entity -> the update of its K.O. (this round)
+    ko_at: int | None                 # the update the round ended
+    starts: dict[int, tuple]          # entity -> (position, heading, health) a round starts with
+    player: Any
+    stats: FightStats
+    pending: list[tuple]
+    controllers: list                 # AI / input callables(fight) run each actions phase
+    listeners: dict[FightEventKind, list[FightHandler]]
+
+    def on(self, kind: FightEventKind | str, handler: FightHandler) -> FightHandler:
+        """Call ``handler(event: FightEvent)`` on every fight event of ``kind`` (a
+        FightEventKind or its value: "hit", "miss", "grab", "throw", "fall", "ko",
+        "round_end", "round_start"), in the actions phase of the update it happens in.
+        Returns the handler (usable as a decorator). Rejected: an unknown kind or a
+        handler that is not callable (ValueError)."""
+        try:
+            k = FightEventKind(kind)
+        except ValueError:
+            raise ValueError(f"Fight.on: unknown event kind {kind!r} (known: "
+                             f"{', '.join(k.value for k in FightEventKind)})") from None
+        if not callable(handler):
+            raise ValueError(f"Fight.on: handler {handler!r} is not callable")
+        self.listeners.setdefault(k, []).append(handler)
+        return handler
+
+    def on_hit(self, handler: FightHandler) -> FightHandler:
+        """``on(FightEventKind.HIT, handler)``: every blow that lands (attacker, victim,
+        move, damage, the victim's health after)."""
+        return self.on(FightEventKind.HIT, handler)
+
+    def on_ko(self, handler: FightHandler) -> FightHandler:
+        """``on(FightEventKind.KO, handler)``: a fighter knocked out (``ko`` rules)."""
+        return self.on(FightEventKind.KO, handler)
+
+    def on_round(self, handler: FightHandler) -> FightHandler:
+        """The handler for both round events: ROUND_END (the winner) and ROUND_START."""
+        self.on(FightEventKind.ROUND_END, handler)
+        return self.on(FightEventKind.ROUND_START, handler)
+
+    def _emit(self, kind: FightEventKind, **fields) -> None:
+        handlers = self.listeners.get(kind)
+        if handlers:
+            ev = FightEvent(kind, self.game.ctx.update, round=self.stats.round, **fields)
+            for h in list(handlers):
+                h(ev)
+
+    def _start_idle(self, ent: int, idle: int) -> None:
+        self._require(1)
+        self._change(ent, self._loop(ent, idle), 0.0)
+
+    def _normalise_state(self, ent: int) -> None:
+        """Combat.state as a FightState (the component's default is the plain 'free')."""
+        c = self.combat(ent)
+        if not isinstance(c.state, FightState):
+            c.state = FightState(c.state)
+
+    def _ent(self, name_or_ent: Who) -> int:
+        return self.game.entity(name_or_ent) if isinstance(name_or_ent, str) else name_or_ent
+
+    def _name(self, ent: int) -> str:
+        for n, e in self.game.names.items():
+            if e == ent:
+                return n
+        raise KeyError(ent)
+
+    def _alive(self, ent: int) -> bool:
+        return ent >= 0 and self.game._alive(ent)
+
+    def combat(self, who: Who) -> Combat:
+        return self.game.component(self._ent(who), Combat)
+
+    def body(self, who: Who) -> Body:
+        return self.game.component(self._ent(who), Body)
+
+    def held(self, who: Who) -> int:
+        """The human's held flags (record +0x08, the trace's ``held``)."""
+        return self.game.component(self._ent(who), HumanRecord).flags
+
+    flags = held                          # the older name
+
+    def inst(self, who: Who) -> CharacterInstance:
+        return self.game.instance(self._name(self._ent(who)))
+
+    def free(self, who: Who) -> bool:
+        """No move in progress: none of the fight's held bits are set."""
+        return not (self.flags(who) & (BUSY | FightFlags.RECOVERY))
+
+    def can_chain(self, who: Who) -> bool:
+        """In an attack's recovery (0x4 held, nothing busy): a chained strike may follow."""
+        f = self.flags(who)
+        return bool(f & FightFlags.RECOVERY) and not (f & BUSY)
+
+    def _refuse(self, who: Who, action: str, reason: Refusal, detail: str, move: int = -1) -> ActionResult:
+        """A refused command: counted, logged (update, human, "refused", what, reason) and
+        answered with its reason."""
+        name = self._name(self._ent(who))
+        what = f"{action} {move}" if move >= 0 else action
+        self.stats.refused += 1
+        self.stats.record((self.game.ctx.update, name, "refused", what, reason.value))
+        return ActionResult(action, name, self.game.ctx.update, reason, detail, move)
+
+    def _accept(self, who: Who, action: str, move: int = -1) -> ActionResult:
+        return ActionResult(action, self._name(self._ent(who)), self.game.ctx.update, None, "", move)
+
+    def _why_busy(self, who: Who, action: str, move: int = -1) -> ActionResult:
+        """The refusal of a command given while a move is in progress (the held flags)."""
+        ent = self._ent(who)
+        f = self.flags(ent)
+        if ent in self.ko:
+            return self._refuse(ent, action, Refusal.KNOCKED_OUT, "knocked out for this round", move)
+        if f & FightFlags.DOWN:
+            return self._refuse(ent, action, Refusal.DOWN, "down (knocked down, grounded or getting up)", move)
+        names = ", ".join(fl.name or "" for fl in FightFlags if f & fl)
+        return self._refuse(ent, action, Refusal.BUSY, f"a move in progress holds {names or hex(f)}", move)
+
+    def _anim(self, who: Who, move: int | str | None) -> int | None:
+        """A move given as an anim id or a clip name (resolved through the human's set)."""
+        if move is None or move.__class__ is not str:
+            return None if move is None else int(move)
+        return self.inst(who).anim_set.id_of(move)
+
+    def _log(self, who, what: str, *extra) -> None:
+        self.stats.record((self.game.ctx.update, self._name(self._ent(who)), what, *extra))
+
+    def _loop(self, who, anim_id: int, held: int = 0, attacker=None) -> Task:
+        inst = self.inst(who)
+        if attacker is not None:
+            a = self.inst(attacker)
+            return self.player.loop(inst, anim_id, held=held, anim_set=a.anim_set)
+        return self.player.loop(inst, anim_id, held=held)
+
+    def _clip(self, who, anim_id: int, next_task: Task, held: int = 0, on_end=None, attacker=None,
+              flags: int = 0) -> Task:
+        inst = self.inst(who)
+        if attacker is not None:
+            return self.player.paired(inst, self.inst(attacker), anim_id, next_task, held=held, on_end=on_end,
+                                      flags=flags)
+        return self.player.clip(inst, anim_id, next_task, held=held, on_end=on_end, flags=flags)
+
+    def _change(self, who, task: Task, fade: float = CHANGE_FADE) -> None:
+        self.player.change(self.inst(who), task, fade)
+
+    def _require(self, n: int) -> None:
+        self.player.pool.require(n + 2)
+
+    def _begin(self, who) -> None:
+        """A new move starts: end callbacks of earlier moves no longer change the state."""
+        self.combat(who).serial += 1
+
+    def _ended(self, who, what: str):
+        """An end callback for the current move (it acts only if no move started since)."""
+        ent = self._ent(who)
+        serial = self.combat(ent).serial
+
+        def on_end(inst) -> None:
+            self.pending.append(("end", ent, what, serial))
+        return on_end
+
+    def _guarded(self, ent: int, rule, *args) -> None:
+        """Run one fight rule; a limit of the original it hits (the task pool, the stack)
+        refuses that rule alone: every rule checks its tasks before it changes anything,
+        so the world is as before it, the update goes on for every other human, and the
+        refusal is counted, logged and listed in ``player.refused`` (as the player lists
+        a refused queued start), which run_scenario turns into one error."""
+        try:
+            rule(*args)
+        except AnimLimitError as exc:
+            self.stats.refused += 1
+            self.stats.record((self.game.ctx.update, self._name(ent), "refused", f"limit: {exc}"))
+            self.player.refused.append((self.inst(ent), exc))
+

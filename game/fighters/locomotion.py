@@ -1,0 +1,214 @@
+"""The fight rules' locomotion: facing, walking at a pace, stopping, bodies kept apart.
+
+``Locomotion`` (on ``FightCore``) turns ``move`` / ``face`` commands into the gait blend
+and its target (the locomotion's flags 0x2c1, "Gait blend"), the walk start and stop,
+the state function that sets each body's velocity from its intent before root motion
+(0x0023fea8's state update, "Root motion"), and the separation of free bodies (ours: a
+grid, linear in the humans).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+import collections
+import heapq
+import math
+import warnings
+
+import numpy as np
+
+from scuffle.anim import detmath
+from scuffle.anim.limits import MAX_COORD, check_float, check_vec
+from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
+from scuffle.components import NO_ATTACHMENT
+from scuffle.game.fighters.fightcore import FightCore
+from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MIN_SEPARATION, MAX_MOVE_SPEED,
+                                             IMPULSE_DECAY, _wrap, _heading_to, _cell)
+from scuffle.game.fighters.moves import GAIT_IDS, Move
+
+__all__ = ["Locomotion"]
+
+
+class Locomotion(FightCore):
+    """Facing, moving, stopping and keeping bodies apart (see the module docstring)."""
+
+    def face(self, who: Who, heading: float | None = None, toward: Who | None = None) -> ActionResult:
+        """Turn to a heading (degrees) or toward another human. Refused while busy
+        (the result says why; it is truthy when accepted).
+        Rejected: a heading that is not a finite number within +-1e9 (RangeError, a ValueError)."""
+        if heading is not None:
+            heading = check_float("face: heading", heading, -MAX_COORD, MAX_COORD)
+        if not self.free(who):
+            return self._why_busy(who, "face")
+        b = self.body(who)
+        if toward is not None:
+            b.heading = _wrap(_heading_to(b.position, self.body(toward).position))
+        elif heading is not None:
+            b.heading = _wrap(float(heading))
+        return self._accept(who, "face")
+
+    def gait_speeds(self, who: Who) -> tuple[float, ...]:
+        """The human's walk, jog, run and sprint speeds (m/s), from its set's looping gait
+        clips (GAIT_IDS): displacement length over duration, divided by the clip's rate.
+        Original: 0x00254078, 0x00101950 Anim_RootDisplacementLength ("Playback rate")."""
+        return self.player.gait_speeds(self.inst(who).anim_set, GAIT_IDS[:len(GAITS)])
+
+    def move(self, who: Who, direction: Sequence[float] = (0.0, 1.0), speed: float | None = None, *,
+             pace: str | int | None = None, gait: str | int | None = None) -> ActionResult:
+        """Set the locomotion intent: walk / run along a world direction (speed 0 stops).
+        Refused while busy (the result says why; it is truthy when accepted).
+
+        ``speed`` in m/s, or ``pace`` (a name of PACES or its index) for that pace's
+        speed in the human's set; neither: the set's walk speed. ``gait=`` is the older
+        spelling of ``pace=`` (DeprecationWarning). The intent (direction,
+        speed) is turned into the state velocity by the state update of every later
+        update (``_state_velocities``). From a standstill the walk start clip moves the
+        body by its root velocity, then the gait blend (flags 0x2c1: its own root motion
+        off) moves it by the state velocity; the speed picks the gait value on the
+        walk-jog-run-sprint scale of the set's own speeds. Rejected: an unknown gait
+        (ValueError naming it); a direction that is not two finite numbers within +-1e9, a
+        speed that is not a finite number <= 50 m/s (RangeError, a ValueError, naming it).
+        """
+        direction = check_vec("move: direction", direction, 2)
+        if speed is not None:
+            speed = check_float("move: speed", speed, None, MAX_MOVE_SPEED)
+        if gait is not None:
+            warnings.warn("Fight.move(gait=...) is now Fight.move(pace=...)", DeprecationWarning, stacklevel=2)
+            if pace is None:
+                pace = gait
+        if pace is not None:
+            k = PACES.index(pace) if pace in PACES else pace
+            if isinstance(k, bool) or not (isinstance(k, int) and 0 <= k < len(PACES)):
+                raise ValueError(f"move: pace {pace!r} must be one of {', '.join(PACES)} or 0-{len(PACES) - 1}")
+            speed = self.gait_speeds(who)[k]
+        elif speed is None:
+            speed = self.gait_speeds(who)[0]
+        if not self.free(who):
+            return self._why_busy(who, "move")
+        c, b = self.combat(who), self.body(who)
+        d = np.array([float(direction[0]), float(direction[1]), 0.0])
+        n = detmath.hypot_s(float(d[0]), float(d[1]))
+        speed = max(0.0, float(speed))
+        if speed > 0.0 and n > 0.0:
+            d /= n
+            c.move_dir = d
+            b.heading = _wrap(detmath.atan2_deg_s(float(-d[0]), float(d[1])))
+            speeds = self.gait_speeds(who)
+            value = float(np.interp(speed, speeds, range(len(speeds))))
+            running = self._gait(who)
+            if running is not None:
+                running.set_target(value)
+            else:
+                self._require(2)
+                g = self.player.gait(self.inst(who), GAIT_IDS, target=value, value=0.0,
+                                     flags=int(LOCOMOTION_FLAGS))
+                start = self._clip(who, Move.WALK_START, g)
+                self._change(who, start)
+            c.move_speed = speed
+        else:
+            if c.move_speed > 0.0:
+                self._require(2)
+                self._change(who, self._clip(who, Move.WALK_STOP, self._loop(who, Move.IDLE)))
+            c.move_speed = 0.0
+        return self._accept(who, "move")
+
+    def _gait(self, who):
+        """The gait task on the stack, or waiting as a start clip's next task."""
+        for t in self.inst(who).stack:
+            for c in (t, *t.following()):
+                if c.type == TaskType.GAIT and not c.released:
+                    return c
+        return None
+
+    def _stop_moving(self, who) -> None:
+        c = self.combat(who)
+        c.move_speed = 0.0
+        self.body(who).state_velocity = np.zeros(3)
+
+    def _state_velocities(self, ctx) -> None:
+        """The state function (run first in the state update, before root motion): each
+        human's intent into its state velocity. The locomotion sets none while a start or
+        stop clip plays (the clip's root velocity moves the body then; "Root motion",
+        0x00241a88), the intent's direction x speed once the gait blend is the newest
+        task; a throw's decaying push is added. Original: 0x0023fea8 (the state update)."""
+        for name, e in self.game.humans():
+            c, b = self.combat(e), self.body(e)
+            vel = np.zeros(3)
+            if c.move_speed > 0.0 and self._gait_leads(e):
+                vel = c.move_dir * c.move_speed
+            if detmath.hypot_s(float(c.impulse[0]), float(c.impulse[1])) > 0.05:
+                vel = vel + c.impulse
+                c.impulse = c.impulse * IMPULSE_DECAY
+            else:
+                c.impulse = np.zeros(3)
+            b.state_velocity = vel
+
+    def _separate(self) -> None:
+        """Keep free bodies at least MIN_SEPARATION apart (ours: the spec has no collision).
+
+        The pairs (a, b) of free bodies, a before b in the humans' order, are pushed apart
+        in that order, each seeing the pushes before it: what the pairwise loop over every
+        pair did, bit for bit, but only the pairs a grid of cells (_CELL wide, kept up to
+        date as bodies move) puts side by side are looked at, so the work is linear in the
+        humans for a spread crowd. A body whose position is not finite is left out (it
+        never spreads NaN to the others).
+        """
+        free = []
+        for _, e in self.game.humans():
+            b = self.body(e)
+            if b.attachment == NO_ATTACHMENT and not b.slide_left:
+                x, y = float(b.position[0]), float(b.position[1])
+                if math.isfinite(x) and math.isfinite(y):
+                    free.append((e, b))
+        if len(free) < 2:
+            return
+        cell_of: list[tuple[int, int]] = []
+        grid: dict[tuple[int, int], set[int]] = collections.defaultdict(set)
+        for i, (_, b) in enumerate(free):
+            c = _cell(b.position)
+            cell_of.append(c)
+            grid[c].add(i)
+
+        def near(i: int, after: int, found: set[int], heap: list[int]) -> None:
+            cx, cy = cell_of[i]
+            for gx in (cx - 1, cx, cx + 1):
+                for gy in (cy - 1, cy, cy + 1):
+                    for j in grid.get((gx, gy), ()):
+                        if j > after and j not in found:
+                            found.add(j)
+                            heapq.heappush(heap, j)
+
+        def moved(i: int, body) -> None:
+            c = _cell(body.position)
+            if c != cell_of[i]:
+                grid[cell_of[i]].discard(i)
+                grid[c].add(i)
+                cell_of[i] = c
+
+        for i, (ea, ba) in enumerate(free):
+            partner = self.combat(ea).partner
+            found: set[int] = set()
+            heap: list[int] = []
+            near(i, i, found, heap)
+            while heap:
+                j = heapq.heappop(heap)
+                eb, bb = free[j]
+                if partner == eb:
+                    continue
+                d = bb.position[:2] - ba.position[:2]
+                dist = detmath.hypot_s(float(d[0]), float(d[1]))
+                if dist >= MIN_SEPARATION:
+                    continue
+                n = d / dist if dist > 1e-9 else np.array([1.0, 0.0])
+                push = (MIN_SEPARATION - dist) / 2.0
+                ba.position = ba.position - np.array([n[0], n[1], 0.0]) * push
+                bb.position = bb.position + np.array([n[0], n[1], 0.0]) * push
+                moved(j, bb)
+                if _cell(ba.position) != cell_of[i]:
+                    moved(i, ba)
+                    near(i, j, found, heap)     # a's new neighbours after b, not yet looked at
+
+    def _gait_leads(self, ent: int) -> bool:
+        """The gait blend is the newest task (no start or stop clip playing)."""
+        top = self.player.top(self.inst(ent))
+        return top is not None and top.type == TaskType.GAIT
+
