@@ -203,8 +203,7 @@ def _scale_turn(qx, qy, qz, qw, rate32):
 
 
 @njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
-def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, ktag,
-            sent_vel, sent_bone, animated, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag):
+def _sample(p, clip, time, rate, flags, bank, scratch):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
 
     The bank's tables come key-major here: ``ftab`` (rows, 36), ``kval`` / ``kslope`` (K, 4).
@@ -213,6 +212,11 @@ def _sample(p, clip, time, rate, flags, row0, rows, ftab, kval, kslope, kstart, 
     normalised by multiplying by the float32 reciprocal of its norm (within 1 ulp of
     dividing).
     """
+    row0, rows, ftab, kval, kslope, kstart, ktag = (bank.row0, bank.rows, bank.ftab, bank.kval, bank.kslope,
+                                                    bank.kstart, bank.ktag)
+    sent_vel, sent_bone, animated = bank.sent_vel, bank.sent_bone, bank.animated
+    ref_rot, bind_height = bank.ref_bone_rot, bank.bind_height
+    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
     x = np.float32(mul(np.float64(time), 30.0))
     f = math.ceil(np.float64(x) - 0.5)
     if f < 0.0:
@@ -338,11 +342,12 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
 
 
 @njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
-def _blend(pa, pb, po, w, mbone, submask, s_vel, s_root, s_rot, s_tag):
+def _blend(pa, pb, po, w, mbone, submask, scratch):
     """Pose_BlendPartial of scratch poses pa (lower) and pb (upper) by w into po (pose.blend).
 
     ``mbone`` >= 0 limits the blend to that bone's subtree (``submask[mbone]``).
     """
+    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
     nb = s_rot.shape[1]
     full = mbone < 0
     # motion channels: a tagged side gives way
@@ -402,13 +407,16 @@ def _blend(pa, pb, po, w, mbone, submask, s_vel, s_root, s_rot, s_tag):
 
 
 @njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
-def _emit(p, i, parents, offsets, s_vel, s_root, s_rot, s_tag, o_vel, o_root, o_rot, o_tag, o_pos, o_mrot):
+def _emit(p, i, bank, scratch, out):
     """Scratch pose p to output column i: the pose, then local-to-model (skeleton.model_space).
 
     One pass over the bones: each local rotation is read once, copied out and composed
     with its parent's model rotation (read back from the column just written; the
     parent index as unsigned).
     """
+    parents, offsets = bank.parents, bank.offsets
+    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
+    o_vel, o_root, o_rot, o_tag, o_pos, o_mrot = out.vel, out.root, out.rot, out.tag, out.pos, out.mrot
     nb = s_rot.shape[1]
     rx = s_root[p, 0]
     ry = s_root[p, 1]
@@ -471,8 +479,10 @@ def _emit(p, i, parents, offsets, s_vel, s_root, s_rot, s_tag, o_vel, o_root, o_
 
 
 @njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
-def _reference(p, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag):
+def _reference(p, bank, scratch):
     """The default pose into scratch pose p (PoseBatch.reference)."""
+    ref_rot, bind_height = bank.ref_rot, bank.bind_height
+    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
     for c in range(3):
         s_vel[p, c] = 0.0
         s_root[p, c] = 0.0
@@ -506,13 +516,7 @@ def pose_plan(cols, plan, bank, scratch, out):
     first_s, first_b, s_clip, s_time, s_rate, s_flags = (plan.first_s, plan.first_b, plan.s_clip, plan.s_time,
                                                          plan.s_rate, plan.s_flags)
     b_a, b_b, b_w, b_mask, finals = plan.b_a, plan.b_b, plan.b_w, plan.b_mask, plan.finals
-    row0, rows, ftab, kval, kslope, kstart, ktag = (bank.row0, bank.rows, bank.ftab, bank.kval, bank.kslope,
-                                                    bank.kstart, bank.ktag)
-    sent_vel, sent_bone, animated, ref_rot, ref_bone_rot = (bank.sent_vel, bank.sent_bone, bank.animated,
-                                                            bank.ref_rot, bank.ref_bone_rot)
-    bind_height, parents, offsets, submask = bank.bind_height, bank.parents, bank.offsets, bank.submask
-    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
-    o_vel, o_root, o_rot, o_tag, o_pos, o_mrot = out.vel, out.root, out.rot, out.tag, out.pos, out.mrot
+    submask = bank.submask
     for i in range(cols.shape[0]):
         s0 = first_s[i]
         s1 = first_s[i + 1]
@@ -520,26 +524,23 @@ def pose_plan(cols, plan, bank, scratch, out):
         bb1 = first_b[i + 1]
         nsm = s1 - s0
         for j in range(s0, s1):
-            _sample(j - s0, s_clip[j], s_time[j], s_rate[j], s_flags[j], row0, rows, ftab, kval, kslope,
-                    kstart, ktag, sent_vel, sent_bone, animated, ref_bone_rot, bind_height,
-                    s_vel, s_root, s_rot, s_tag)
+            _sample(j - s0, s_clip[j], s_time[j], s_rate[j], s_flags[j], bank, scratch)
         for j in range(bb0, bb1):
             ha = b_a[j]
             hb = b_b[j]
             pa = ha - s0 if ha >= 0 else nsm + (-ha - 1) - bb0
             pb = hb - s0 if hb >= 0 else nsm + (-hb - 1) - bb0
-            _blend(pa, pb, nsm + j - bb0, b_w[j], b_mask[j], submask, s_vel, s_root, s_rot, s_tag)
+            _blend(pa, pb, nsm + j - bb0, b_w[j], b_mask[j], submask, scratch)
         h = finals[i]
         dflt = nsm + bb1 - bb0
         if h == NO_POSE:
-            _reference(dflt, ref_rot, bind_height, s_vel, s_root, s_rot, s_tag)
+            _reference(dflt, bank, scratch)
             p = dflt
         elif h >= 0:
             p = h - s0
         else:
             p = nsm + (-h - 1) - bb0
-        _emit(p, cols[i], parents, offsets, s_vel, s_root, s_rot, s_tag, o_vel, o_root, o_rot, o_tag,
-              o_pos, o_mrot)
+        _emit(p, cols[i], bank, scratch, out)
 
 
 
@@ -1285,13 +1286,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     f_el, f_dur = fades.el, fades.dur
     g_value, g_lower, g_leader = gaits.value, gaits.lower, gaits.leader
     e_first, e_count, e_frame = events.first, events.n, events.frame
-    row0, rows_, ftab, kval, kslope, kstart, ktag = (bank.row0, bank.rows, bank.ftab, bank.kval, bank.kslope,
-                                                    bank.kstart, bank.ktag)
-    sent_vel, sent_bone, animated, ref_rot, ref_bone_rot = (bank.sent_vel, bank.sent_bone, bank.animated,
-                                                            bank.ref_rot, bank.ref_bone_rot)
-    bind_height, parents, offsets, submask = bank.bind_height, bank.parents, bank.offsets, bank.submask
-    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
-    o_vel, o_root, o_rot, o_tag, o_pos, o_mrot = out.vel, out.root, out.rot, out.tag, out.pos, out.mrot
+    submask = bank.submask
     for k in range(rows.shape[0]):
         hi = rows[k]
         sp = 0
@@ -1305,7 +1300,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                     a = t_aux[r]
                     w = np.float32(_fade_weight(np.float64(f_el[a]), np.float64(f_dur[a])))
                     if sp >= 2:
-                        _blend(sp - 2, sp - 1, sp - 2, w, np.int64(-1), submask, s_vel, s_root, s_rot, s_tag)
+                        _blend(sp - 2, sp - 1, sp - 2, w, np.int64(-1), submask, scratch)
                         sp -= 1
                     break
                 if tt == _GAIT:
@@ -1317,22 +1312,17 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                         if sp >= _POSES:
                             nref += 1
                         else:
-                            _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), row0, rows_, ftab, kval, kslope,
-                                    kstart, ktag, sent_vel, sent_bone, animated, ref_bone_rot, bind_height,
-                                    s_vel, s_root, s_rot, s_tag)
+                            _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank, scratch)
                             sp += 1
                     else:
                         for c in (t_c0[r], t_c1[r]):
                             if sp >= _POSES:
                                 nref += 1
                             else:
-                                _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), row0, rows_, ftab, kval,
-                                        kslope, kstart, ktag, sent_vel, sent_bone, animated, ref_bone_rot,
-                                        bind_height, s_vel, s_root, s_rot, s_tag)
+                                _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank, scratch)
                                 sp += 1
                         if sp >= 2:
-                            _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), submask, s_vel, s_root, s_rot,
-                                   s_tag)
+                            _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), submask, scratch)
                             sp -= 1
                     break
                 # a clip
@@ -1340,9 +1330,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                 if sp >= _POSES:
                     nref += 1
                 else:
-                    _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], t_rate[r], np.int64(c_flags[c]), row0, rows_, ftab, kval, kslope,
-                            kstart, ktag, sent_vel, sent_bone, animated, ref_bone_rot, bind_height,
-                            s_vel, s_root, s_rot, s_tag)
+                    _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], t_rate[r], np.int64(c_flags[c]), bank, scratch)
                     sp += 1
                 if tt != _CLIP and tt != _PAIRED_CLIP:
                     break
@@ -1373,14 +1361,12 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
             while nw > 0:
                 nw -= 1
                 if sp >= 2:
-                    _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], np.int64(-1), submask, s_vel, s_root,
-                           s_rot, s_tag)
+                    _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], np.int64(-1), submask, scratch)
                     sp -= 1
         refused[k] = nref
         if sp == 0:
-            _reference(np.int64(_POSES), ref_rot, bind_height, s_vel, s_root, s_rot, s_tag)
+            _reference(np.int64(_POSES), bank, scratch)
             top = _POSES
         else:
             top = sp - 1
-        _emit(top, cols[k], parents, offsets, s_vel, s_root, s_rot, s_tag, o_vel, o_root, o_rot, o_tag, o_pos,
-              o_mrot)
+        _emit(top, cols[k], bank, scratch, out)
