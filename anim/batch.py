@@ -390,20 +390,21 @@ class BatchEngine:
         self.scalar_humans = len(slow)
         self.kernel_humans = len(rows) - len(slow)
         if len(player.deferred) - first_deferred > 1:
-            self._in_step_order(instances, first_deferred)
+            self._in_step_order(rows, first_deferred)
         return changed
 
-    def _in_step_order(self, instances: list, first: int) -> None:
+    def _in_step_order(self, rows: np.ndarray, first: int) -> None:
         """The deferred tasks this step added, in the order the humans step (a stable sort
-        by the human's place in ``instances``): the kernel's humans, those stepped again
-        after a pair change and those the scalar step took each fill the list in a run of
-        their own, where the original's list fills as each human steps, so the flush (and
-        the end callbacks) go human by human ("When a clip ends", L314). Original:
+        by each human's place in ``rows``, the step's human rows): the kernel's humans, those
+        stepped again after a pair change and those the scalar step took each fill the list
+        in a run of their own, where the original's list fills as each human steps, so the
+        flush (and the end callbacks) go human by human ("When a clip ends", L314). Original:
         0x00105640 AnimTask_DeferGive, 0x00105570 AnimTask_FlushDeferred."""
-        deferred = self.player.deferred
-        place = {id(inst): i for i, inst in enumerate(instances)}
+        deferred = self.player.deferred                  # places by row: numpy, no dict of the crowd
+        place = np.full(self.humans.capacity, -1, np.int64)
+        place[rows] = np.arange(len(rows))              # a human listed twice: its last place
         tail = deferred[first:]
-        tail.sort(key=lambda entry: place.get(id(entry[1]), -1))
+        tail.sort(key=lambda entry: int(place[entry[1].slot]))
         deferred[first:] = tail
 
     def fired(self, out: list, lo: int, hi: int) -> None:
