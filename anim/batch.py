@@ -94,12 +94,13 @@ class BatchEngine:
         self._def_out = np.zeros((256, 2), np.int64)
         self._pair_out = np.zeros((256, 3), np.int64)
         self._gait_out = np.zeros((256, 2), np.int64)
+        self._wrap_out = np.zeros((256, 2), np.int64)
         self._status2 = np.zeros(0, np.int64)
         self._in_call = np.zeros(0, np.bool_)
         self._twice = False                     # a human listed more than once
         self._ev_lo = self._ev_hi = self._ev_lo2 = self._ev_hi2 = np.zeros(0, np.int64)
         self._pair4 = np.zeros(4, np.int64)
-        self._counts = np.zeros(5, np.int64)
+        self._counts = np.zeros(6, np.int64)
         self._snap = np.zeros(HumanTable.STACK_ROWS, np.int64)
         self._walk = np.zeros(_WALK, np.int64)
         self._weights = np.zeros(_WALK, np.float32)
@@ -196,37 +197,39 @@ class BatchEngine:
                 self._fast_valid = False
         self.dirty.clear()
 
+    def _start_queues(self, instances: list, rows: np.ndarray) -> None:
+        """Each stepped human's queue runs once, before any stack advances, in step order
+        (Player.start_queue): a start reads and changes only its own human's stack, record
+        and the pool, which no advance takes from, and the deferred tasks it gives go into
+        step order with the rest (``_in_step_order``), so this is the original's "its queue,
+        then its stack" human by human. Original: 0x00175610 (the queue's +0x54 calls)."""
+        queued = self.humans.queued
+        cols = np.flatnonzero(queued[rows])
+        if not len(cols):
+            return
+        player = self.player
+        for c in cols.tolist():
+            inst = instances[c]
+            if inst.queue:
+                player.start_queue(inst)
+                self.mark(inst)
+        self._sync()
+
     def _kernel_runs(self, inst: CharacterInstance) -> bool:
-        """Whether the kernels can run the human: nothing queued; every task of its stack
-        and their next tasks a kernel type in the world's tables, without a wrap callback."""
-        if inst.queue:
-            return False
-        stores = self.player.stores
-        tasks, cursors = stores.tasks, stores.cursors
+        """Whether the kernels can run the human: every task of its stack and their next
+        tasks a type they run (every task is the world's own: anim.tasks.ForeignTask)."""
         seen: set[int] = set()
         todo = [(t, False) for t in inst.stack]
         while todo:
             t, is_next = todo.pop()
-            if id(t) in seen or t.tstore is not tasks or tasks.callback[t.trow]:
+            if id(t) in seen:
                 return False
             seen.add(id(t))
             tt = t.type
             if tt not in (_NEXT_TYPES if is_next else KERNEL_TYPES):
                 return False
-            if tt in _CLIP_TYPES:
-                if t.cursor.store is not cursors:
-                    return False
-                if tt in _CHAINS and t.next is not None and not t.handed_over:
-                    if tasks.nxt[t.trow] < 0:
-                        return False
-                    todo.append((t.next, True))
-            elif tt == TaskType.FADE:
-                if t.store is not stores.fades or (t.incoming is not None and tasks.incoming[t.trow] < 0):
-                    return False
-            else:                                   # the gait blend
-                if t.store is not stores.gaits or t.lower_cursor.store is not cursors \
-                        or t.upper_cursor.store is not cursors:
-                    return False
+            if tt in _CHAINS and t.next is not None and not t.handed_over:
+                todo.append((t.next, True))
         return True
 
     def _fast(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -312,6 +315,7 @@ class BatchEngine:
         rows = self._rows_of(instances)
         self._clear_noisy(rows)
         self._sync()
+        self._start_queues(instances, rows)
         self._clip_events()
         self._guard()
         fast_rows, fast_cols = self._fast(rows)
@@ -378,6 +382,13 @@ class BatchEngine:
                 # flush gives its next tasks back by them; found by the reference's fuzz)
                 self._relink_chains((task,))
                 deferred.append((task, by_row[hr]))
+        n_wrap = int(counts[K.COUNT_WRAPS])
+        if n_wrap:
+            by_row = self._instances
+            note = player.note_wrap
+            for hr, tr in self._wrap_out[:n_wrap].tolist():
+                note(by_row[hr], tasks[tr])
+        first_wrap = len(player._wraps)
         # the scalar step: humans the kernel does not run, and those it left this update
         if n < len(rows):
             fast = h.fast[rows]
@@ -391,7 +402,16 @@ class BatchEngine:
         self.kernel_humans = len(rows) - len(slow)
         if len(player.deferred) - first_deferred > 1:
             self._in_step_order(rows, first_deferred)
+        if slow and first_wrap and len(player._wraps) > first_wrap:
+            self._wraps_in_step_order(rows)
         return changed
+
+    def _wraps_in_step_order(self, rows: np.ndarray) -> None:
+        """The wrap callbacks of this step in the order the humans step (the kernel's come
+        first, then the scalar step's: a stable sort by each human's place in ``rows``)."""
+        place = np.full(self.humans.capacity, -1, np.int64)
+        place[rows] = np.arange(len(rows))
+        self.player._wraps.sort(key=lambda entry: int(place[entry[0].slot]))
 
     def _in_step_order(self, rows: np.ndarray, first: int) -> None:
         """The deferred tasks this step added, in the order the humans step (a stable sort
@@ -478,7 +498,7 @@ class BatchEngine:
             _note_cold()
         while True:
             out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, self._pair_out, self._gait_out, counts,
-                                self._snap, self._walk, self._pair4)
+                                self._wrap_out, self._snap, self._walk, self._pair4)
             K.step_stacks(rows, start, dt32, rules, H, T, C, F, G, E, out)
             stopped = int(counts[K.COUNT_STOPPED])
             if stopped >= len(rows):
@@ -491,6 +511,7 @@ class BatchEngine:
             self._def_out = _grown(self._def_out)
             self._pair_out = _grown(self._pair_out)
             self._gait_out = _grown(self._gait_out)
+            self._wrap_out = _grown(self._wrap_out)
             start = stopped
 
     def _pull(self, inst: CharacterInstance) -> None:

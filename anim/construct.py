@@ -22,6 +22,7 @@ from typing import Callable, Sequence, TypeVar
 from . import f32 as F
 from .animset import AnimRef
 from .batch import BatchEngine
+from .callbacks import check_callback
 from .cursor import Cursor
 from .lookup import ClipLookup, _ref, _refs
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
@@ -127,6 +128,8 @@ class TaskBuilder(ClipLookup):
         s = anim_set or inst.anim_set
         if isinstance(anim_id, str):
             anim_id = _ref(s, anim_id)
+        on_end = check_callback(on_end, "on_end")
+        on_wrap = check_callback(on_wrap, "on_wrap")
         self.pool.require(1)
         c, r = self._cursor_and_rate(s, anim_id, rate)
         return self._take(LoopTask(c, r, flags, held, on_end, on_wrap, tstore=self.stores.tasks))
@@ -138,6 +141,7 @@ class TaskBuilder(ClipLookup):
         s = anim_set or inst.anim_set
         if isinstance(anim_id, str):
             anim_id = _ref(s, anim_id)
+        on_end = check_callback(on_end, "on_end")
         self.pool.require(1)
         _check_number("blend time", blend)
         c, r = self._cursor_and_rate(s, anim_id, rate)
@@ -147,6 +151,7 @@ class TaskBuilder(ClipLookup):
              on_end: Callable | None = None) -> HoldTask:
         """A type 5 task (ours: plays once, holds the last frame). Original: 0x00106140."""
         anim_id = _ref(inst.anim_set, anim_id)
+        on_end = check_callback(on_end, "on_end")
         self.pool.require(1)
         c = self.cursor(inst.anim_set, anim_id)
         return self._take(HoldTask(c, self.rate_of(inst.anim_set, anim_id), flags, held, on_end, tstore=self.stores.tasks))
@@ -167,6 +172,7 @@ class TaskBuilder(ClipLookup):
         (its range flags there); the cursor plays on ``inst``. Original: 0x00108a78."""
         s = attacker.anim_set
         anim_id = _ref(s, anim_id)
+        on_end = check_callback(on_end, "on_end")
         self.pool.require(1)
         _check_number("blend time", blend)
         c = self.cursor(s, anim_id)
@@ -178,6 +184,7 @@ class TaskBuilder(ClipLookup):
         """A type 4 task: a paired type 5. Original: 0x00108450."""
         s = attacker.anim_set
         anim_id = _ref(s, anim_id)
+        on_end = check_callback(on_end, "on_end")
         self.pool.require(1)
         c = self.cursor(s, anim_id)
         return self._take(PairedHoldTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
@@ -192,6 +199,7 @@ class TaskBuilder(ClipLookup):
              value: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
              on_wrap: Callable | None = None, held: int = 0) -> GaitTask:
         """A type 12 gait blend over five ids, at the human's speed multiplier. Original: 0x0010a310."""
+        on_wrap = check_callback(on_wrap, "on_wrap")
         self.pool.require(1)
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
@@ -258,6 +266,7 @@ class TaskBuilder(ClipLookup):
         if not ids:
             raise ValueError("chain: at least one anim id")
         _check_number("blend time", blend)
+        on_end = check_callback(on_end, "on_end")
         self.pool.require(len(ids))
         src = paired_with.anim_set if paired_with is not None else inst.anim_set
         ids = _refs(src, ids)

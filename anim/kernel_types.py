@@ -46,7 +46,6 @@ class TaskCols(NamedTuple):
     wraps: np.ndarray
     speed: np.ndarray
     callback: np.ndarray
-    foreign: np.ndarray
 
 
 class CursorCols(NamedTuple):
@@ -113,6 +112,7 @@ class StepBuffers(NamedTuple):
     pair_out: np.ndarray
     gait_out: np.ndarray
     counts: np.ndarray
+    wrap_out: np.ndarray
     snap: np.ndarray
     walk: np.ndarray
     pair4: np.ndarray

@@ -67,7 +67,7 @@ CACHE = cache_setting(__file__)
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_SLOW", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
-           "STATUS_PAIR", "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_PAIRS", "COUNT_GAITS",
+           "STATUS_PAIR", "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_PAIRS", "COUNT_GAITS", "COUNT_WRAPS",
            # the interfaces (anim.kernel_types), for the callers
            "HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
            "BankTables", "Scratch", "PoseOut", "PlanArrays"]
@@ -666,6 +666,7 @@ COUNT_DEFERRED = 1
 COUNT_STOPPED = 2               # the index it stopped at (== len(rows) when done)
 COUNT_PAIRS = 3                 # spare cursor requests (pair_out rows)
 COUNT_GAITS = 4                 # gaits whose pair changed (gait_out rows)
+COUNT_WRAPS = 5                 # wraps of tasks with a wrap callback (wrap_out rows)
 
 
 # ---------------------------------------------------------------- cursors
@@ -831,12 +832,9 @@ def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
 
 
 @njit(cache=CACHE)
-def _runnable(r, t_type, t_c0, t_c1, t_aux, t_callback, t_foreign):
-    """Whether the kernel runs task ``r``: a type it knows (1, 3-7, 9, 12) with its rows in
-    the world's tables, no wrap callback, no next or incoming task in another table."""
+def _runnable(r, t_type, t_c0, t_c1, t_aux):
+    """Whether the kernel runs task ``r``: a type it knows (1, 3-7, 9, 12) with its rows."""
     tt = t_type[r]
-    if t_callback[r] or t_foreign[r]:
-        return False
     if tt == _FADE:
         return t_aux[r] >= 0
     if tt == _GAIT:
@@ -1004,9 +1002,11 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     stepped (STATUS_SLOW | STATUS_PAIR): ``pair_out[:counts[3]]`` (human, gait task row,
     new lower) ask the caller to make them (GaitTask.prepare_pair) and call again for it;
     ``gait_out[:counts[4]]`` (human, gait task row) the gaits whose pair changed (their
-    cursor objects follow the rows: GaitTask.rebind). A human with a task the kernel does
-    not run (``_runnable``: a callback, a link into another table, a type 10, 11, 13, a
-    fade as a next task) is not stepped either (STATUS_SLOW). ``counts`` are read as the fill
+    cursor objects follow the rows: GaitTask.rebind). ``wrap_out[:counts[5]]`` (human,
+    task row) the wraps of tasks with a wrap callback (the ``callback`` column), in step
+    order: the caller runs the callbacks after the step. A human with a task the kernel
+    does not run (``_runnable``: a link into another table, a type 10, 11, 13, a fade as
+    a next task) is not stepped (STATUS_SLOW). ``counts`` are read as the fill
     so far (the caller zeroes them first). ``snap`` (>= 18), ``walk`` (>= 64) and
     ``pair4`` (4) are scratch. Nothing is allocated. In: ``rules`` the StepRules, the
     tables as HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, and
@@ -1018,7 +1018,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                                                    tasks.c1)
     t_aux, t_nxt, t_blend, t_window, t_incoming = tasks.aux, tasks.nxt, tasks.blend, tasks.window, tasks.incoming
     t_released, t_handed, t_wraps, t_speed = tasks.released, tasks.handed_over, tasks.wraps, tasks.speed
-    t_callback, t_foreign = tasks.callback, tasks.foreign
+    t_callback = tasks.callback
     c_t, c_frame, c_end, c_limit, c_dur, c_flags = (cursors.t, cursors.frame, cursors.end, cursors.limit,
                                                     cursors.dur, cursors.flags)
     c_bank, c_ev, c_evf, c_at_end, c_anim = cursors.bank, cursors.ev, cursors.evf, cursors.at_end, cursors.anim
@@ -1030,12 +1030,14 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     status, ev_lo, ev_hi, ev_out, def_out = out.status, out.ev_lo, out.ev_hi, out.ev_out, out.def_out
     pair_out, gait_out, counts, snap, walk, pair4 = (out.pair_out, out.gait_out, out.counts, out.snap, out.walk,
                                                      out.pair4)
+    wrap_out = out.wrap_out
     n_ev = counts[COUNT_EVENTS]
     n_def = counts[COUNT_DEFERRED]
     n_pair = counts[COUNT_PAIRS]
     n_gait = counts[COUNT_GAITS]
+    n_wrap = counts[COUNT_WRAPS]
     cap_ev = ev_out.shape[0]
-    cap_def = min(def_out.shape[0], pair_out.shape[0], gait_out.shape[0])
+    cap_def = min(def_out.shape[0], pair_out.shape[0], gait_out.shape[0], wrap_out.shape[0])
     for k in range(start, rows.shape[0]):
         hi = rows[k]
         depth = h_depth[hi]
@@ -1049,9 +1051,9 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
             n -= 1
             r = walk[n]
             need_def += 1
-            # what Python changed since the rows were checked (a wrap callback, a next
-            # task of another type or table set later): the scalar step takes the human
-            if not _runnable(r, t_type, t_c0, t_c1, t_aux, t_callback, t_foreign):
+            # what Python changed since the rows were checked (a next task of another
+            # type or table set later): the scalar step takes the human
+            if not _runnable(r, t_type, t_c0, t_c1, t_aux):
                 runnable = False
             if t_c0[r] >= 0:
                 need_ev += 2 * e_count[c_bank[t_c0[r]]]
@@ -1070,11 +1072,12 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
             status[k] = STATUS_SLOW
             ev_lo[k] = ev_hi[k] = n_ev
             continue
-        if n_ev + need_ev > cap_ev or max(n_def, n_pair, n_gait) + need_def > cap_def:
+        if n_ev + need_ev > cap_ev or max(n_def, n_pair, n_gait, n_wrap) + need_def > cap_def:
             counts[COUNT_EVENTS] = n_ev
             counts[COUNT_DEFERRED] = n_def
             counts[COUNT_PAIRS] = n_pair
             counts[COUNT_GAITS] = n_gait
+            counts[COUNT_WRAPS] = n_wrap
             counts[COUNT_STOPPED] = k
             return
         ready, n_pair = _pair_ready(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_c0, t_c1, t_aux, t_nxt,
@@ -1113,6 +1116,10 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                                                          e_count, e_frame, ev_out, n_ev)
                         if wrapped:
                             t_wraps[r] += 1
+                            if t_callback[r]:
+                                wrap_out[n_wrap, 0] = hi
+                                wrap_out[n_wrap, 1] = r
+                                n_wrap += 1
                         break
                     over, n_ev = _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev,
                                           c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
@@ -1221,9 +1228,13 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                     c_flags[lc] = base
                     c_flags[fc] = base | _MUTED
                     # the leader advances, looping
-                    _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
+                    wrapped, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
                                                c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
                                                ev_out, n_ev)
+                    if wrapped and t_callback[r]:
+                        wrap_out[n_wrap, 0] = hi
+                        wrap_out[n_wrap, 1] = r
+                        n_wrap += 1
                     # the follower at the leader's normalised time
                     tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
                     _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
@@ -1259,6 +1270,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     counts[COUNT_DEFERRED] = n_def
     counts[COUNT_PAIRS] = n_pair
     counts[COUNT_GAITS] = n_gait
+    counts[COUNT_WRAPS] = n_wrap
     counts[COUNT_STOPPED] = rows.shape[0]
 
 

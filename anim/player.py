@@ -31,6 +31,7 @@ from typing import Callable, Iterable, Sequence
 
 from . import f32 as F
 from .batch import BatchEngine
+from .callbacks import Callbacks
 from .clip import Clip, EventType
 from .construct import chain_blend_depth, task_pose_depth
 from .cursor import FiredEvent
@@ -84,6 +85,9 @@ class Player(StackRules):
         # when set (the Game's: raised after the whole update), else raised by step / flush
         # once they are done for every character.
         self.on_callback_error: Callable[[str, BaseException], None] | None = None
+        # the handlers the callbacks (data: anim.callbacks.Callback) name
+        self.callbacks = Callbacks()
+        self._wraps: list[tuple[CharacterInstance, Task]] = []   # this step's wraps with a callback
         self._failed: list[BaseException] = []
         self.stats = PlayerStats()
         self._pose_refused: list[CharacterInstance] = []   # humans whose poses_refused is set
@@ -105,6 +109,7 @@ class Player(StackRules):
         # one float32 dt for both paths (the compiled step reads it as a float32)
         dt = F.f32(self.options.dt if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
         self.refused = []
+        self._wraps = []
         if self.options.batched:
             # Only the characters whose stack or gait leader changed can have a new top task.
             for inst in self.batch.step(instances if isinstance(instances, list) else list(instances), dt):
@@ -113,14 +118,31 @@ class Player(StackRules):
             for inst in instances:
                 self.step_one(inst, dt)
                 self._stepped[id(inst)] = inst
+        self._run_wraps()
         self._raise_failed()
 
-    def run_callback(self, fn: Callable, inst: CharacterInstance, phase: str) -> None:
-        """Call a task's callback ``fn(inst)``; its exception does not stop the step or the
-        flush: it goes to ``on_callback_error(phase, exc)`` when set, else it is raised
+    def note_wrap(self, inst: CharacterInstance, task: Task) -> None:
+        """A task with a wrap callback wrapped in this step: called once every human stepped."""
+        self._wraps.append((inst, task))
+
+    def _run_wraps(self) -> None:
+        """The wrap callbacks of this step, after every human's step, in step order (each
+        human's in its stack's order): the compiled step reports them as rows, so none runs
+        in the middle of another human's step (docs/original.md, "The per-update order").
+        Original: 0x00105770 (type 1 calls +0x28 at the wrap), 0x0010a5b8 (the gait's)."""
+        wraps, self._wraps = self._wraps, []
+        for inst, task in wraps:
+            fn = task.on_wrap
+            if fn is not None:
+                self.run_callback(fn, inst, "animation")
+
+    def run_callback(self, fn, inst: CharacterInstance, phase: str) -> None:
+        """Call a callback for ``inst`` (a Callback through ``callbacks``, or ``fn(inst)``);
+        its exception (UnknownCallback for a kind with no handler) does not stop the step or
+        the flush: it goes to ``on_callback_error(phase, exc)`` when set, else it is raised
         once the step or flush is done for every character (the first one)."""
         try:
-            fn(inst)
+            self.callbacks.call(fn, inst)
         except Exception as exc:
             if self.on_callback_error is not None:
                 self.on_callback_error(phase, exc)
@@ -137,13 +159,7 @@ class Player(StackRules):
         inst.clear_events()
         inst.released.clear()
         if inst.queue:
-            queued = inst.queue[:]
-            inst.queue.clear()
-            for t in queued:
-                try:
-                    t.start(self, inst)
-                except AnimLimitError as exc:       # the change gave the task back
-                    self.refused.append((inst, exc))
+            self.start_queue(inst)
         newest = self.top(inst) if self.options.events == EventRule.NEWEST else None
         for task in inst.stack[:]:
             if task.released:
@@ -153,6 +169,18 @@ class Player(StackRules):
             task.advance(self, inst, dt, sink)
             if len(inst.events) > n0:
                 self._held_events(inst, inst.events, n0)
+
+    def start_queue(self, inst: CharacterInstance) -> None:
+        """Run the human's queue once (each task's start, +0x54: a change to it, no fade),
+        emptying it; a start a limit refuses goes back to the pool and is listed in
+        ``refused``. Original: 0x00175610."""
+        queued = inst.queue[:]
+        inst.queue.clear()
+        for t in queued:
+            try:
+                t.start(self, inst)
+            except AnimLimitError as exc:       # the change gave the task back
+                self.refused.append((inst, exc))
 
     def may_have_events(self, instances: Sequence[CharacterInstance]) -> Sequence[CharacterInstance]:
         """After ``step``: the instances whose ``events`` may be non-empty (a superset; may

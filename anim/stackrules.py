@@ -18,7 +18,7 @@ from __future__ import annotations
 from .construct import TaskBuilder, _check_number, task_pose_depth
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
-from .tasks import ClipTask, FadeTask, Task, TaskType
+from .tasks import ClipTask, FadeTask, ForeignTask, Task, TaskType
 
 
 __all__ = ["StackRules"]
@@ -26,6 +26,7 @@ __all__ = ["StackRules"]
 
 # The hot paths compare plain ints; the values come from the enums.
 _FADE = int(TaskType.FADE)
+_GAIT = int(TaskType.GAIT)
 
 
 class StackRules(TaskBuilder):
@@ -93,9 +94,32 @@ class StackRules(TaskBuilder):
         """``insert_bottom`` without the anim id's refresh (``change`` refreshes once)."""
         self._put(inst, task, 0)
 
+    def _check_own(self, task: Task) -> None:
+        """ForeignTask unless ``task``, the next tasks it owns and their cursors, fade and
+        gait rows all live in this world's tables (made by this Player)."""
+        st = self.stores
+        todo = [task]
+        while todo:
+            t = todo.pop()
+            own = t.tstore is st.tasks
+            if own:
+                for c in t.cursors():
+                    if c.store is not st.cursors:
+                        own = False
+                        break
+            if own and t.type == _FADE:
+                own = t.store is st.fades
+            elif own and t.type == _GAIT:
+                own = t.store is st.gaits
+            if not own:
+                raise ForeignTask(f"{type(t).__name__} was not made by this world's Player (its rows are in "
+                                  "another table): make it with the Player's constructors; nothing was changed")
+            todo.extend(t.following())
+
     def _put(self, inst: CharacterInstance, task: Task, at: int | None) -> None:
         """Put ``task`` at index ``at`` of the stack (None: on top), after the early finish
         and the checks insert_bottom and push share; no anim id refresh."""
+        self._check_own(task)
         self._check_fits_poses(inst, task)
         self._early_finish(inst)
         if len(inst.stack) >= STACK_SIZE:
@@ -132,6 +156,7 @@ class StackRules(TaskBuilder):
         Original: 0x001754e8 TaskStack_InsertBottom, 0x001753d8 TaskStack_Push, in the
         order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
+        self._check_own(task)            # not ours: not given back to our pool either
         try:
             self._check_fits_poses(inst, task)
             self.pool.require(1)
@@ -177,7 +202,9 @@ class StackRules(TaskBuilder):
         return len(stack) < STACK_SIZE
 
     def enqueue(self, inst: CharacterInstance, task: Task) -> None:
-        """Queue a task to start at the next step. Rejected: a full queue (QueueFull)."""
+        """Queue a task to start at the next step. Rejected: a full queue (QueueFull), a task
+        made outside this Player (ForeignTask)."""
+        self._check_own(task)
         if len(inst.queue) >= QUEUE_SIZE:
             raise QueueFull(f"{inst.name or 'human'}: the task queue already holds {QUEUE_SIZE} tasks")
         inst.queue.append(task)
@@ -188,7 +215,9 @@ class StackRules(TaskBuilder):
 
         ``old`` is on the stack, or a next task advanced inside its owner's blend window
         (BlendWindow.ADVANCED) that ended there: ``new`` then becomes the owner's next task.
+        Rejected: a ``new`` made outside this Player (ForeignTask).
         """
+        self._check_own(new)
         if not any(t is old for t in inst.stack):
             owner = self._owner_of(inst, old)
             owner.next = new

@@ -63,8 +63,13 @@ class Table:
     back. Rejected: freeing a row that is not in use (ValueError).
     """
 
-    def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64):
+    def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = ()):
         self._columns = dict(columns)
+        # row-keyed values that are not numbers (the tasks' callbacks, as data): one dict per
+        # name, an entry per row that has one; gone when the row is freed or taken again
+        self._keyed = tuple(keyed)
+        for name in self._keyed:
+            setattr(self, name, {})
         self.capacity = 0
         self.live = np.zeros(0, bool)
         for name, dt in self._columns.items():
@@ -102,6 +107,8 @@ class Table:
             if ghost is not None and ghost[0]() is not None:     # its former owner is alive
                 self._evict(row, *ghost)
         self.live[row] = True
+        for name in self._keyed:
+            getattr(self, name).pop(row, None)
         if zero:
             for name in self._columns:
                 getattr(self, name)[row] = 0
@@ -112,6 +119,8 @@ class Table:
         if not self.live[row]:
             raise ValueError(f"row {row} freed twice or never taken")
         self.live[row] = False
+        for name in self._keyed:
+            getattr(self, name).pop(row, None)
         self._free.append(row)
 
     def give_back(self, row: int, owner, store_attr: str = "store", row_attr: str = "row") -> None:
@@ -157,6 +166,10 @@ class Table:
         priv.live = np.ones(1, bool)
         priv._free = deque()
         priv._ghosts = {}
+        priv._keyed = self._keyed
+        for name in self._keyed:
+            d = getattr(self, name)
+            setattr(priv, name, {0: d[row]} if row in d else {})
         for name in self._columns:
             setattr(priv, name, getattr(self, name)[row:row + 1].copy())
         return priv
@@ -191,12 +204,14 @@ def task_table(capacity: int = 64) -> Table:
     and upper), ``aux`` (a fade's or gait's own row), ``nxt`` (a type 3 / 6's next task's
     row), ``blend`` (f32) and ``window`` (0 advanced, 1 kept), a fade's ``incoming`` task
     row, ``released``, ``handed_over``, a loop's ``wraps``, ``speed`` (a gait's, f32),
-    ``callback`` (a wrap callback) and ``foreign`` (a next or incoming task in another
-    table): with either the compiled step leaves the human to the scalar one."""
+    ``callback`` (a wrap callback is set: the compiled step reports its wraps). A
+    world's task links only to tasks of its own table (anim.tasks.ForeignTask). The callbacks themselves (anim.callbacks: data, or a
+    callable) are keyed by row: ``on_end`` and ``on_wrap``."""
     return Table({"type": np.int8, "rate": np.float32, "flags": np.int32, "held": np.int64,
                   "c0": np.int64, "c1": np.int64, "aux": np.int64, "nxt": np.int64, "blend": np.float32,
                   "window": np.int8, "incoming": np.int64, "released": bool, "handed_over": bool,
-                  "wraps": np.int64, "speed": np.float32, "callback": bool, "foreign": bool}, capacity)
+                  "wraps": np.int64, "speed": np.float32, "callback": bool}, capacity,
+                 keyed=("on_end", "on_wrap"))
 
 
 class HumanTable:

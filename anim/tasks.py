@@ -19,6 +19,7 @@ from enum import IntEnum, IntFlag, StrEnum
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import detmath, f32 as F
+from .callbacks import check_callback
 from .clip import EventType
 from .cursor import Cursor
 from .sampler import CursorFlags
@@ -29,7 +30,7 @@ from .interfaces import PoseProgram, TaskHost
 if TYPE_CHECKING:  # pragma: no cover
     from .stack import CharacterInstance
 
-__all__ = ["TaskType", "TaskFlags", "HeldFlags", "HELD_EVENTS", "EventRule", "BlendWindow", "PickSampling", "Task", "LoopTask", "ClipTask", "HoldTask",
+__all__ = ["ForeignTask", "TaskType", "TaskFlags", "HeldFlags", "HELD_EVENTS", "EventRule", "BlendWindow", "PickSampling", "Task", "LoopTask", "ClipTask", "HoldTask",
            "SceneTask", "PairedClipTask", "PairedHoldTask", "FadeTask", "MixTask", "PickTask",
            "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "PAIRED_IDLE_FLAGS",
            "GAIT_STEPS", "PICK_THRESHOLDS", "fade_weight"]
@@ -138,6 +139,16 @@ class PickSampling(StrEnum):
     ALL = "all"
 
 
+# The attribute a link column is set through (for the errors).
+_LINK_NAMES = {"nxt": "next", "incoming": "incoming"}
+
+
+class ForeignTask(ValueError):
+    """A task (or its cursor) made outside a world's Player given to it: on its stack, its
+    queue, or as a next / incoming task of one of its tasks. Its rows live in another
+    table, which the world's engine does not step; nothing was changed."""
+
+
 # The blend window rules in the task table's ``window`` column (0 advanced, 1 kept).
 WINDOW_RULES = (BlendWindow.ADVANCED, BlendWindow.KEPT)
 
@@ -171,16 +182,37 @@ def _row_in(c) -> int:
 
 
 class _WrapCallback:
-    """A task's wrap callback (+0x28), called with the human at each wrap; setting it
-    marks the task's ``callback`` column (the compiled step then leaves the human to the
-    scalar one, which calls it)."""
+    """A task's wrap callback (+0x28): data (anim.callbacks.Callback) or a callable, kept in
+    the task table's ``on_wrap`` (keyed by row); setting it marks the ``callback`` column
+    (the compiled step then reports the task's wraps, and the Player calls it with the
+    human after the step: docs/original.md, "The per-update order")."""
 
     def __get__(self, obj, owner=None):
-        return self if obj is None else obj._on_wrap
+        return self if obj is None else obj.tstore.on_wrap.get(obj.trow)
 
-    def __set__(self, obj, fn: Callable | None) -> None:
-        obj._on_wrap = fn
-        obj.tstore.callback[obj.trow] = fn is not None
+    def __set__(self, obj, fn) -> None:
+        fn = check_callback(fn, "on_wrap")
+        ts, r = obj.tstore, obj.trow
+        if fn is None:
+            ts.on_wrap.pop(r, None)
+        else:
+            ts.on_wrap[r] = fn
+        ts.callback[r] = fn is not None
+
+
+class _EndCallback:
+    """A task's end callback (+0x2c): data (anim.callbacks.Callback) or a callable, kept in
+    the task table's ``on_end`` (keyed by row); the release calls it with the human."""
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else obj.tstore.on_end.get(obj.trow)
+
+    def __set__(self, obj, fn) -> None:
+        fn = check_callback(fn, "on_end")
+        if fn is None:
+            obj.tstore.on_end.pop(obj.trow, None)
+        else:
+            obj.tstore.on_end[obj.trow] = fn
 
 
 class _CursorLink:
@@ -207,11 +239,12 @@ class Task:
     row, which the compiled step reads and writes.
     """
 
-    __slots__ = ("tstore", "trow", "on_end", "__weakref__")
+    __slots__ = ("tstore", "trow", "__weakref__")
     type: TaskType = TaskType.LOOP
 
     def __init__(self, rate: float, flags: int = 0, held: int = 0, on_end: Callable | None = None,
                  tstore: Table | None = None):
+        on_end = check_callback(on_end, "on_end")       # before a row is taken
         ts = self.tstore = tstore if tstore is not None else task_table(1)
         r = self.trow = ts.alloc(zero=False)
         ts.type[r] = int(self.type)
@@ -221,9 +254,11 @@ class Task:
         ts.c0[r] = ts.c1[r] = ts.aux[r] = ts.nxt[r] = ts.incoming[r] = NO_ROW
         ts.blend[r] = ts.speed[r] = 0.0
         ts.window[r] = 0
-        ts.released[r] = ts.handed_over[r] = ts.callback[r] = ts.foreign[r] = False
+        ts.released[r] = ts.handed_over[r] = ts.callback[r] = False
         ts.wraps[r] = 0
         self.on_end = on_end
+
+    on_end = _EndCallback()
 
     rate = task_column("rate", float, "The rate (+0x0c), float32.")
     flags = task_column("flags", lambda v: TaskFlags(int(v)), "Task flags (+0x10).")
@@ -232,11 +267,18 @@ class Task:
     handed_over = task_column("handed_over", bool, "A type 3 / 6 that gave its place to its next task.")
 
     def _link(self, column: str, task: "Task | None") -> None:
-        """Write ``task``'s row into this task's link column (``nxt``, ``incoming``); a task
-        in another table has no row here: ``foreign`` tells the compiled step so."""
-        linked = task is not None and task.tstore is self.tstore
-        getattr(self.tstore, column)[self.trow] = task.trow if task is not None and linked else NO_ROW
-        self.tstore.foreign[self.trow] = task is not None and not linked
+        """Write ``task``'s row into this task's link column (``nxt``, ``incoming``).
+        Rejected (ForeignTask): a task of a world's table linked to one made outside it (its
+        rows live in another table, which the world's engine cannot follow); two tasks made
+        alone (private tables) link with no row (NO_ROW)."""
+        ts = self.tstore
+        if task is not None and task.tstore is not ts:
+            if ts.capacity > 1:
+                raise ForeignTask(f"{type(self).__name__}.{_LINK_NAMES[column]}: {type(task).__name__} was not made "
+                                  "by this world's Player (its row is in another task table)")
+            getattr(ts, column)[self.trow] = NO_ROW
+            return
+        getattr(ts, column)[self.trow] = task.trow if task is not None else NO_ROW
 
     def dispose_row(self) -> None:
         """Give the task's row back to the world's table (a private copy keeps its numbers)."""
@@ -354,11 +396,12 @@ class LoopTask(_ClipBase):
     Original: 0x00105678 (ctor), 0x00105770 (advance).
     """
 
-    __slots__ = ("_on_wrap",)
+    __slots__ = ()
     type = TaskType.LOOP
 
     def __init__(self, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None,
                  on_wrap: Callable | None = None, tstore: Table | None = None):
+        on_wrap = check_callback(on_wrap, "on_wrap")     # before a row is taken
         super().__init__(cursor, rate, flags, held, on_end, tstore)
         self.on_wrap = on_wrap
 
@@ -372,8 +415,8 @@ class LoopTask(_ClipBase):
             c.restart()
             c.advance(over, sink, self)
             self.wraps += 1
-            if self.on_wrap is not None:
-                player.run_callback(self.on_wrap, inst, "animation")
+            if self.tstore.callback[self.trow]:
+                player.note_wrap(inst, self)
 
 
 class ClipTask(_ClipBase):
@@ -423,8 +466,8 @@ class ClipTask(_ClipBase):
 
     @next.setter
     def next(self, task: Task | None) -> None:
+        self._link("nxt", task)          # ForeignTask before anything changes
         self._next = task
-        self._link("nxt", task)
 
     def following(self) -> list[Task]:
         nxt = self._next
@@ -572,8 +615,8 @@ class FadeTask(Task):
 
     @incoming.setter
     def incoming(self, task: Task | None) -> None:
+        self._link("incoming", task)     # ForeignTask before anything changes
         self._incoming = task
-        self._link("incoming", task)
 
     def dispose(self) -> None:
         self.dispose_row()
@@ -641,7 +684,7 @@ class GaitTask(Task):
     0x0010a500 (set target), 0x0010a558 (set value).
     """
 
-    __slots__ = ("ids", "_lower_cursor", "_upper_cursor", "_on_wrap", "_make_cursor", "store", "row", "_spares")
+    __slots__ = ("ids", "_lower_cursor", "_upper_cursor", "_make_cursor", "store", "row", "_spares")
     type = TaskType.GAIT
     _lower_cursor: Cursor
     _upper_cursor: Cursor
@@ -653,6 +696,7 @@ class GaitTask(Task):
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
         v = self._clamp(value)
+        on_wrap = check_callback(on_wrap, "on_wrap")     # before a row is taken
         super().__init__(rate, flags, held, on_end, tstore)
         # Every column written here directly (the properties' values, without their casts).
         ts, tr = self.tstore, self.trow
@@ -665,8 +709,7 @@ class GaitTask(Task):
         self._spares: list[Cursor] = []
         self._make_cursor = make_cursor
         ts.speed[tr] = speed if speed.__class__ is float and -_F32_MAX <= speed <= _F32_MAX else F.f32(float(speed))
-        self._on_wrap = on_wrap
-        ts.callback[tr] = on_wrap is not None
+        self.on_wrap = on_wrap
         st.value[r] = st.target[r] = v               # v is a float32 value: read back unchanged
         lower = self.pair_index(v)
         st.lower[r] = lower
@@ -846,8 +889,8 @@ class GaitTask(Task):
         self._apply_flags()
         lead, follow = self._lead_follow()
         if _advance_looping(player, lead, lead.step_size(dt, self.rate), sink, self):
-            if self.on_wrap is not None:
-                player.run_callback(self.on_wrap, inst, "animation")
+            if self.tstore.callback[self.trow]:
+                player.note_wrap(inst, self)
         _follow(lead, follow)
 
     def emit(self, plan: "PoseProgram") -> None:

@@ -80,6 +80,7 @@ _EXPORTS: dict[str, str] = {
     "Player": "scuffle.anim.player", "PlayerOptions": "scuffle.anim.player",
     "ResourceFormatError": "scuffle.anim.resource", "load_resource": "scuffle.anim.resource",
     "CharacterInstance": "scuffle.anim.stack",
+    "Callback": "scuffle.anim.callbacks", "CallbackError": "scuffle.anim.callbacks",
     **{n: "scuffle.components" for n in ("Animator", "AnimSetRef", "Body", "Combat", "FiredEvents",
                                          "HumanRecord", "Name", "PoseRef", "RangeRecords")},
     "Fight": "scuffle.game.fighters.combat", "ActionResult": "scuffle.game.fighters.combat",
@@ -103,7 +104,7 @@ __all__ = [
     "author_clip", "load_resource", "ClipFormatError", "ResourceFormatError",
     "demo_set", "Fight", "ActionResult", "Refusal", "FightEvent", "FightEventKind", "Bone", "EventType",
     "Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body", "Combat",
-    "FiredEvents",
+    "FiredEvents", "Callback", "CallbackError",
 ]
 
 

@@ -138,7 +138,8 @@ class _RefSingle(RefTask):
 
 class RefLoop(_RefSingle):
     """Type 1 (L214, L318): one clip looping with a period of D - 1/60; on a wrap the cursor
-    restarts, advances by the overshoot and the wrap callback (+0x28) runs with the human.
+    restarts, advances by the overshoot and the wrap callback (+0x28) is noted: it runs with
+    the human once every human stepped (docs/original.md, "The per-update order").
     Original: 0x00105678, 0x00105770."""
 
     type = TaskType.LOOP
@@ -156,7 +157,7 @@ class RefLoop(_RefSingle):
             c.advance(over, sink, self)
             self.wraps += 1
             if self.on_wrap is not None:
-                self.on_wrap(inst)
+                world.wrapped(inst, self)
 
 
 class RefClip(_RefSingle):
@@ -429,7 +430,7 @@ class RefGait(RefTask):
         lead, other = self._lead_follow()
         if _advance_looping(world, lead, F.mul(dt, self.rate), sink, self):
             if self.on_wrap is not None:
-                self.on_wrap(inst)                                                # +0x40 / +0x44
+                world.wrapped(inst, self)                                         # +0x40 / +0x44
         follow(lead, other)
 
     def trace(self) -> dict:

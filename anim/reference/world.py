@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import f32 as F
+from ..callbacks import Callbacks
 from ..clip import EventType
 from ..player import PlayerOptions, UnknownClip
 from ..pose import POSE_STACK_SIZE, PoseStackOverflow
@@ -151,6 +152,9 @@ class Reference:
         self.deferred: list[tuple[RefTask, RefInstance]] = []
         self.refused: list[tuple[RefInstance, AnimLimitError]] = []
         self._stepped: list[RefInstance] = []
+        self._wraps: list = []                     # this step's wraps with a callback
+        # the handlers the callbacks (data: anim.callbacks.Callback) name
+        self.callbacks = Callbacks()
         # id(clip) -> (clip, its channels): each clip decoded once, when first sampled
         # ("Notes for implementers" L406: decode a clip into channels of keys at load)
         self.decoded_clips: dict = {}
@@ -465,10 +469,26 @@ class Reference:
         advanced bottom-up (the +0x64 calls); hand-overs, fades, events, held flags."""
         dt = F.f32(float(self.options.dt if dt is None else dt))
         self.refused = []
+        self._wraps = []
         for inst in instances:
             self.step_one(inst, dt)
             if not any(x is inst for x in self._stepped):
                 self._stepped.append(inst)
+        # the wrap callbacks, after every human stepped, in step order; the first
+        # exception is raised once they all ran
+        wraps, self._wraps = self._wraps, []
+        failed = None
+        for inst, task in wraps:
+            try:
+                self.callbacks.call(task.on_wrap, inst)
+            except Exception as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise failed
+
+    def wrapped(self, inst, task) -> None:
+        """A task with a wrap callback wrapped: noted, called at the end of the step."""
+        self._wraps.append((inst, task))
 
     def step_one(self, inst, dt: float) -> None:
         inst.events = []
@@ -550,9 +570,9 @@ class Reference:
         inst.released.append(task.anim_id())
         try:
             if held & HeldFlags.REPORT and inst.on_report is not None:
-                inst.on_report(inst)
+                self.callbacks.call(inst.on_report, inst)
             if task.on_end is not None:
-                task.on_end(inst)
+                self.callbacks.call(task.on_end, inst)
         finally:
             self.discard(task)
 

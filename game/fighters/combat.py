@@ -87,6 +87,11 @@ class Fight(Hits):
         self.player = game.player
         self.stats = FightStats()
         self.pending: list[tuple] = []
+        # the end callbacks are data (anim.callbacks): this Fight's kind, its handler registered
+        # with the world's callbacks (several Fights on one world each get their own kind)
+        taken = sum(1 for k in self.player.callbacks.kinds() if k.startswith("scuffle.fight."))
+        self.end_kind = f"scuffle.fight.{taken}.end"
+        self.player.callbacks.register(self.end_kind, self._end_noted)
         self.controllers: list = []       # AI / input callables(fight) run each actions phase
         # The host's handlers by kind (Fight.on): registrations, called in order.
         self.listeners: dict[FightEventKind, list[FightHandler]] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from scuffle.anim.callbacks import Callback
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.tasks import Task
 from scuffle.components import Body, Combat, HumanRecord
@@ -41,6 +42,7 @@ class FightCore:
     player: Any
     stats: FightStats
     pending: list[tuple]
+    end_kind: str
     controllers: list                 # AI / input callables(fight) run each actions phase
     listeners: dict[FightEventKind, list[FightHandler]]
 
@@ -184,14 +186,16 @@ class FightCore:
         """A new move starts: end callbacks of earlier moves no longer change the state."""
         self.combat(who).serial += 1
 
-    def _ended(self, who, what: str):
-        """An end callback for the current move (it acts only if no move started since)."""
+    def _ended(self, who, what: str) -> Callback:
+        """An end callback for the current move, as data (it acts only if no move started
+        since): the task's release notes ``("end", entity, what, serial)`` for this
+        Fight's next actions phase."""
         ent = self._ent(who)
-        serial = self.combat(ent).serial
+        return Callback(self.end_kind, (ent, what, self.combat(ent).serial))
 
-        def on_end(inst) -> None:
-            self.pending.append(("end", ent, what, serial))
-        return on_end
+    def _end_noted(self, inst, ent: int, what: str, serial: int) -> None:
+        """The handler of this Fight's end callbacks (``end_kind``)."""
+        self.pending.append(("end", ent, what, serial))
 
     def _guarded(self, ent: int, rule, *args) -> None:
         """Run one fight rule; a limit of the original it hits (the task pool, the stack)

@@ -335,6 +335,14 @@ class Game:
         return self.ctx.updates_run - 1
 
     # ---------------------------------------------------------------- events and bones
+    def callback(self, kind: str, handler: Callable[..., None]) -> Callable[..., None]:
+        """Register ``handler(instance, *args)`` for the callbacks of ``kind``: an end or
+        wrap callback given as data, ``Callback(kind, args)`` (scuffle.anim.callbacks),
+        calls it when its task is released or wraps, so the world's state holds no code.
+        Returns the handler. Rejected (CallbackError, a ValueError): a kind that is not a
+        non-empty str, a handler that is not callable, a kind another handler has."""
+        return self.player.callbacks.register(kind, handler)
+
     def on(self, event_type: EventType | int, handler: EventHandler) -> EventHandler:
         """Call ``handler(ctx, entity, fired)`` for every animation event of
         ``event_type`` (an EventType, e.g. ``EventType.SOUND``, or its number) that a

@@ -11,6 +11,7 @@ from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.rangelist import author_range
 from scuffle.anim.stack import CharacterInstance
 from scuffle.anim.tasks import ClipTask, LoopTask, TaskType
+from scuffle.game.fighters.moveset import demo_set
 
 from test_batch import GAIT, _set, _state
 
@@ -87,24 +88,39 @@ def test_gait_on_wrap_set_after_the_first_step_is_called():
     assert calls_a == calls_b
 
 
-def test_next_set_after_the_first_step_to_a_private_task():
-    """FAILED before the fix: ClipTask.next set between updates to a task outside the world's task table
-    (a private one, nxt stays -1) does not mark the human: the kernel holds the clip's
-    last frame, the scalar path hands over to the next task."""
-    def setup(p, hs):
-        for h in hs:
-            p.change(h, p.clip(h, 2), 0.0)          # no next yet
-        return None
+def test_a_task_made_outside_the_world_is_refused_not_stepped_by_the_scalar_path():
+    """Once a ClipTask.next set between updates to a task outside the world's task table (a
+    private one, nxt -1) sent its human to the scalar step. Now a world's task never links
+    to or stacks a task whose rows are elsewhere (ForeignTask, a ValueError, nothing
+    changed): a private task, another Player's task, a world task on a private cursor."""
+    from scuffle.anim.tasks import ForeignTask
+    from scuffle.anim.store import cursor_table
 
-    def between(p, hs, u, extra):
-        if u == 1:
-            for h in hs:
-                c = p.cursor(h.anim_set, 4)
-                nxt = LoopTask(c, 1.0)               # a private task table
-                p.pool.take(nxt)
-                h.stack[0].next = nxt
-
-    _same(_both(setup, updates=60, between=between), check_pool=False)
+    aset = demo_set()
+    p, other = Player(), Player()
+    h = CharacterInstance(aset, "h")
+    p.change(h, p.clip(h, 15), 0.0)
+    p.flush()
+    clip = h.stack[0]
+    private = LoopTask(p.cursor(h.anim_set, 388), 1.0)                    # a private task table
+    theirs = other.loop(CharacterInstance(aset, "x"), 388)
+    private_cursor = p.cursor(h.anim_set, 388)
+    private_cursor.store, private_cursor.row = cursor_table(1), 0
+    own_on_private = LoopTask(private_cursor, 1.0, tstore=p.stores.tasks)
+    before = (list(h.stack), clip.next, p.pool.in_use, int(p.stores.tasks.nxt[clip.trow]))
+    for bad in (private, theirs):
+        with pytest.raises(ForeignTask, match="ClipTask.next: LoopTask was not made by this world's Player"):
+            clip.next = bad
+    for bad in (private, theirs, own_on_private):
+        for act in (lambda t: p.push(h, t), lambda t: p.insert_bottom(h, t), lambda t: p.enqueue(h, t),
+                    lambda t: p.change(h, t, 0.2)):
+            with pytest.raises(ForeignTask, match="was not made by this world's Player"):
+                act(bad)
+    assert issubclass(ForeignTask, ValueError)
+    assert (list(h.stack), clip.next, p.pool.in_use, int(p.stores.tasks.nxt[clip.trow])) == before
+    assert h.queue == []
+    p.step([h])
+    assert p.batch.scalar_humans == 0
 
 
 def test_next_set_after_the_first_step_to_a_mix_task():

@@ -18,6 +18,7 @@ import pytest
 
 from scuffle.anim import f32 as F
 from scuffle.anim.animset import AnimSet
+from scuffle.anim.callbacks import Callback
 from scuffle.anim.clip import author_clip, make_event
 from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.pose import PoseStackOverflow
@@ -79,7 +80,8 @@ def random_set(seed: int) -> AnimSet:
 
 
 class Log:
-    """A callback as data: (kind, tag) appended with the human's name to the world's log."""
+    """A callback as a callable (the older form; the commands give most as data, Callback("log",
+    (kind, tag))): (kind, tag) appended with the human's name to the world's log."""
 
     def __init__(self, out: list, kind: str, tag: int):
         self.out, self.kind, self.tag = out, kind, tag
@@ -145,10 +147,11 @@ def _apply(w, hs, log: list, hi: int, fade: float, c: tuple, gait: list[int]) ->
     try:
         if kind == "chain":
             _, ids, blend, held, cb = c
-            task = w.chain(h, ids, blend=blend, held=held, on_end=Log(log, "end", len(ids)) if cb else None)
+            task = w.chain(h, ids, blend=blend, held=held, on_end=Callback("log", ("end", len(ids))) if cb else None)
         elif kind == "loop":
             _, i, flags, cb = c
-            task = w.loop(h, i, flags=flags, on_wrap=Log(log, "wrap", i) if cb else None)
+            task = w.loop(h, i, flags=flags, on_wrap=(Callback("log", ("wrap", i)) if i % 2 else Log(log, "wrap", i))
+                          if cb else None)
         elif kind == "gait":
             _, target, value, flags = c
             task = w.gait(h, gait, target=target, value=value, flags=flags)
@@ -242,6 +245,8 @@ def run_world(w, aset, cmds: list, updates: int, humans: int, gait: list[int], p
     cls = CharacterInstance if isinstance(w, Player) else RefInstance
     hs = [cls(aset, f"h{i}", speed=(speeds[i] if speeds else 1.0)) for i in range(humans)]
     log: list = []
+    # end and wrap callbacks as data (Callback("log", (kind, tag))), some wraps as callables
+    w.callbacks.register("log", lambda inst, kind, tag: log.append((kind, tag, inst.name)))
     for h in hs:
         h.on_report = Log(log, "report", 0)
     states, pose_list, outcomes = [], [], []
@@ -599,7 +604,7 @@ def test_flush_calls_back_in_step_order():
 def test_the_reference_imports_only_stateless_pieces():
     """anim/reference imports no table, row view, cursor, task class, batch or kernel of the
     engine: only clip decoding, f32, detmath's angles, the skeleton's constants, rates, the enums, the limits
-    and their errors, PlayerOptions and the pose stack's size (issue 19, item 3)."""
+    and their errors, PlayerOptions, the pose stack's size and the callbacks' registry (issue 19, item 3)."""
     import ast
     from pathlib import Path
 
@@ -613,6 +618,7 @@ def test_the_reference_imports_only_stateless_pieces():
         "skeleton": {"NUM_BONES", "REFERENCE_ROTATIONS", "HUMANOID"},
         "rates": {"gait_speed"},
         "detmath": {"acos_s", "sin_cos_s", "cos_pi_s"},       # + - * / sqrt: the same bits anywhere
+        "callbacks": {"Callbacks"},           # the kind -> handler map: code, no state of the engine's
     }
     folder = Path(__file__).resolve().parents[2] / "anim" / "reference"
     seen = set()

@@ -1,0 +1,138 @@
+"""Callbacks as data: an end, wrap or report callback is a kind and its plain arguments.
+
+A task's end callback (+0x2c), a loop's or gait's wrap callback (+0x28) and a human's
+report (0x400000 at the release) are kept as ``Callback(kind, args)``: a name the world's
+``Callbacks`` registry maps to a handler, and arguments that are plain data (None, bool,
+int, float, str, bytes and tuples of them). So the whole state of a world is data that
+can be copied, compared and saved, with no closure in it; the handlers are code, given
+to the world once (``Callbacks.register``, ``Game.callback``), like its systems.
+
+A plain callable is still taken where a callback is (the older form); such a world works
+as before, but its state holds code (``Callbacks.is_data`` tells).
+
+Spec: "Animation tasks" (the end callback +0x2c, the wrap callback +0x28), "When a clip
+ends" (the release, L314). Original: 0x00105570 AnimTask_FlushDeferred (calls +0x2c).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+__all__ = ["Callback", "Callbacks", "CallbackError", "UnknownCallback", "callback", "check_callback"]
+
+_PLAIN = (type(None), bool, int, float, str, bytes)
+_MAX_DEPTH = 8
+
+
+class CallbackError(ValueError):
+    """A callback that is neither a Callback with plain-data arguments nor a callable,
+    or a handler that is not callable (the message names the field)."""
+
+
+class UnknownCallback(CallbackError):
+    """A Callback whose kind no handler is registered for."""
+
+
+class Callback(NamedTuple):
+    """A callback as data: ``kind`` names a handler registered with the world's
+    ``Callbacks``; the handler is called as ``handler(instance, *args)``."""
+
+    kind: str
+    args: tuple = ()
+
+
+def _check_plain(value: Any, where: str, depth: int = 0) -> None:
+    """``value`` is plain data (None, bool, int, float (finite), str, bytes, tuples of them)."""
+    if depth > _MAX_DEPTH:
+        raise CallbackError(f"{where}: tuples nested more than {_MAX_DEPTH} deep")
+    if isinstance(value, tuple):
+        for i, v in enumerate(value):
+            _check_plain(v, f"{where}[{i}]", depth + 1)
+        return
+    if not isinstance(value, _PLAIN):
+        raise CallbackError(f"{where}: {type(value).__name__} is not plain data "
+                            "(None, bool, int, float, str, bytes or a tuple of them)")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CallbackError(f"{where}: {value!r} is not a finite number")
+
+
+def callback(kind: str, *args: Any) -> Callback:
+    """A Callback of ``kind`` with ``args``. Rejected (CallbackError): a kind that is not
+    a non-empty str, an argument that is not plain data."""
+    return check_callback(Callback(kind, tuple(args)), "callback")
+
+
+def check_callback(cb: Any, field: str = "callback") -> Any:
+    """``cb`` as given if it is None, a callable, or a Callback with a str kind and
+    plain-data args (a plain tuple ``(kind, args)`` becomes a Callback). Rejected
+    (CallbackError naming ``field``): anything else."""
+    if cb is None:
+        return None
+    if isinstance(cb, tuple) and not isinstance(cb, Callback):
+        if len(cb) != 2 or not isinstance(cb[1], tuple):
+            raise CallbackError(f"{field}: {cb!r}: expected Callback(kind, args) or a callable")
+        cb = Callback(*cb)
+    if isinstance(cb, Callback):
+        if not isinstance(cb.kind, str) or not cb.kind:
+            raise CallbackError(f"{field}.kind: {cb.kind!r}: expected a non-empty str")
+        if not isinstance(cb.args, tuple):
+            raise CallbackError(f"{field}.args: {type(cb.args).__name__}: expected a tuple")
+        _check_plain(cb.args, f"{field}.args")
+        return cb
+    if callable(cb):
+        return cb
+    raise CallbackError(f"{field}: {cb!r}: expected Callback(kind, args) or a callable")
+
+
+class Callbacks:
+    """The handlers a world's Callbacks name (kind -> handler(instance, *args)).
+
+    ``register`` adds one (CallbackError for a handler that is not callable, a kind
+    that is not a str, or a kind already taken by another handler); ``call`` runs a
+    callback (a Callback through its handler, UnknownCallback when none is registered;
+    a plain callable as ``fn(instance)``).
+    """
+
+    __slots__ = ("_handlers",)
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, Callable] = {}
+
+    def register(self, kind: str, handler: Callable) -> Callable:
+        """Name ``handler`` ``kind``; returns it. Registering the same handler again is a no-op."""
+        if not isinstance(kind, str) or not kind:
+            raise CallbackError(f"Callbacks.register: kind {kind!r}: expected a non-empty str")
+        if not callable(handler):
+            raise CallbackError(f"Callbacks.register: handler for {kind!r} is not callable")
+        old = self._handlers.get(kind)
+        if old is not None and old != handler:
+            raise CallbackError(f"Callbacks.register: {kind!r} already names {old!r}")
+        self._handlers[kind] = handler
+        return handler
+
+    def unregister(self, kind: str) -> None:
+        """Forget ``kind`` (nothing if it is not registered)."""
+        self._handlers.pop(kind, None)
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._handlers
+
+    def kinds(self) -> list[str]:
+        """The registered kinds, sorted."""
+        return sorted(self._handlers)
+
+    def call(self, cb: Any, inst: Any) -> None:
+        """Run ``cb`` for ``inst``: ``handler(inst, *cb.args)`` or ``cb(inst)``."""
+        if isinstance(cb, Callback):
+            handler = self._handlers.get(cb.kind)
+            if handler is None:
+                raise UnknownCallback(f"callback kind {cb.kind!r}: no handler registered "
+                                      f"(known: {', '.join(self.kinds()) or 'none'})")
+            handler(inst, *cb.args)
+        else:
+            cb(inst)
+
+    @staticmethod
+    def is_data(cb: Any) -> bool:
+        """Whether ``cb`` is None or a Callback (data), not code."""
+        return cb is None or isinstance(cb, Callback)
