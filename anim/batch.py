@@ -73,8 +73,7 @@ class BatchEngine:
         self.player = player
         self.humans: HumanTable = player.stores.humans
         self._instances: list = []              # human row -> CharacterInstance (None: free)
-        self._tasks: list = []                  # task row -> Task (the world's task table)
-        self.dirty: set[int] = set()            # human rows whose stack rows must be rewritten
+        self._tasks: list = player.stores.tasks.views   # task row -> its Task (the handle)
         self._last: list | None = None          # the instance list of the last call
         self._last_rows = np.zeros(0, np.int64)
         self._fast_rows = np.zeros(0, np.int64)  # the fast ones of _last_rows
@@ -131,29 +130,33 @@ class BatchEngine:
             self._tasks[r] = None
 
     def _row(self, inst: CharacterInstance) -> int:
-        """The human's row (a new one on first sight: its record moves into the table)."""
+        """The human's row (a new one on first sight: its record moves into the table).
+        Rejected (ValueError): a human another world's engine has."""
         s = inst.slot
-        if 0 <= s < len(self._instances) and self._instances[s] is inst:
+        if inst.engine is self:
             return s
+        if inst.engine is not None:
+            raise ValueError(f"{inst.name or 'human'}: already in another world's Player (forget it there first)")
         s = self.humans.alloc()
         if s >= len(self._instances):
             self._instances.extend([None] * (s + 1 - len(self._instances)))
         self._instances[s] = inst
         inst.slot = s
+        inst.engine = self
         inst.record.attach(self.humans, s)
-        self.dirty.add(s)
         self._fast_valid = False
         return s
 
     def forget(self, inst: CharacterInstance) -> None:
-        """The human leaves the world: its row goes back, its record keeps its flags."""
+        """The human leaves the world: its row goes back, its record keeps its flags (its
+        stack and queue must be empty: cut and flushed)."""
         s = inst.slot
-        if 0 <= s < len(self._instances) and self._instances[s] is inst:
+        if inst.engine is self:
             self._instances[s] = None
             self.humans.free(s)
-            self.dirty.discard(s)
             inst.record.detach()
             inst.slot = -1
+            inst.engine = None
             self._last = None
             self._fast_valid = False
 
@@ -168,34 +171,43 @@ class BatchEngine:
         self._fast_valid = False
         return self._last_rows
 
-    def mark(self, inst: CharacterInstance) -> None:
-        """The human's stack or queue changed in Python: rewrite its rows before the next kernel."""
+    # ---------------------------------------------------------------- stacks and queues: rows only
+    def stack_of(self, inst: CharacterInstance) -> list:
+        """The human's stack, bottom first, as the task objects of its row's task rows."""
         s = inst.slot
-        if 0 <= s < len(self._instances) and self._instances[s] is inst:
-            self.dirty.add(s)
+        tasks = self._tasks
+        return [tasks[r] for r in self.humans.stack[s, :self.humans.depth[s]].tolist()]
 
-    def _sync(self) -> None:
-        """Rewrite the rows of the humans Python changed (stack, depth, queue, fast flag)."""
-        if not self.dirty:
-            return
+    def queue_of(self, inst: CharacterInstance) -> list:
+        """The human's queue, first first, as the task objects of its row's task rows."""
+        s = inst.slot
+        tasks = self._tasks
+        return [tasks[r] for r in self.humans.queue[s, :self.humans.queued[s]].tolist()]
+
+    def write_stack(self, inst: CharacterInstance, stack: list) -> None:
+        """Make ``stack`` (task objects of this world, at most 18) the human's stack rows,
+        and whether the kernels run it (the ``fast`` flag)."""
+        s = self._row(inst)
         h = self.humans
-        for s in sorted(self.dirty):
-            inst = self._instances[s]
-            if inst is None:
-                continue
-            stack = inst.stack
-            n = len(stack)
-            h.depth[s] = n
-            h.queued[s] = len(inst.queue)
-            row = h.stack[s]
-            row[:] = -1
-            if n:
-                row[:n] = [t.trow for t in stack]
-            fast = self._kernel_runs(inst)
-            if fast != h.fast[s]:
-                h.fast[s] = fast
-                self._fast_valid = False
-        self.dirty.clear()
+        n = len(stack)
+        row = h.stack[s]
+        row[:n] = [t.trow for t in stack]
+        row[n:] = -1
+        h.depth[s] = n
+        fast = self._kernel_runs(stack)
+        if fast != h.fast[s]:
+            h.fast[s] = fast
+            self._fast_valid = False
+
+    def write_queue(self, inst: CharacterInstance, queue: list) -> None:
+        """Make ``queue`` (task objects of this world, at most 10) the human's queue rows."""
+        s = self._row(inst)
+        h = self.humans
+        n = len(queue)
+        row = h.queue[s]
+        row[:n] = [t.trow for t in queue]
+        row[n:] = -1
+        h.queued[s] = n
 
     def _start_queues(self, instances: list, rows: np.ndarray) -> None:
         """Each stepped human's queue runs once, before any stack advances, in step order
@@ -210,16 +222,15 @@ class BatchEngine:
         player = self.player
         for c in cols.tolist():
             inst = instances[c]
-            if inst.queue:
+            if self.humans.queued[inst.slot]:
                 player.start_queue(inst)
-                self.mark(inst)
-        self._sync()
 
-    def _kernel_runs(self, inst: CharacterInstance) -> bool:
-        """Whether the kernels can run the human: every task of its stack and their next
-        tasks a type they run (every task is the world's own: anim.tasks.ForeignTask)."""
+    @staticmethod
+    def _kernel_runs(stack: list) -> bool:
+        """Whether the kernels can run a human with ``stack``: every task of it and their
+        next tasks a type they run (every task is the world's own: anim.tasks.ForeignTask)."""
         seen: set[int] = set()
-        todo = [(t, False) for t in inst.stack]
+        todo = [(t, False) for t in stack]
         while todo:
             t, is_next = todo.pop()
             if id(t) in seen:
@@ -314,7 +325,6 @@ class BatchEngine:
         first_deferred = len(player.deferred)
         rows = self._rows_of(instances)
         self._clear_noisy(rows)
-        self._sync()
         self._start_queues(instances, rows)
         self._clip_events()
         self._guard()
@@ -367,8 +377,6 @@ class BatchEngine:
                     # the events stay rows of the buffer until someone reads inst.events
                     inst._event_rows = (self, elo, ehi)
                     noisy.append(inst)
-                if s & K.STATUS_STACK:
-                    self._pull(inst)
                 if s & (K.STATUS_TOP | K.STATUS_STACK):
                     changed.append(inst)
         if self._twice:
@@ -377,11 +385,7 @@ class BatchEngine:
         if n_def:
             deferred, by_row = player.deferred, self._instances
             for hr, tr in self._def_out[:n_def].tolist():
-                task = tasks[tr]
-                # the links the kernel changed before it left the stack, down its chain (the
-                # flush gives its next tasks back by them; found by the reference's fuzz)
-                self._relink_chains((task,))
-                deferred.append((task, by_row[hr]))
+                deferred.append((tasks[tr], by_row[hr]))
         n_wrap = int(counts[K.COUNT_WRAPS])
         if n_wrap:
             by_row = self._instances
@@ -396,7 +400,6 @@ class BatchEngine:
         for inst in slow:
             player.step_one(inst, dt)
             self._noisy.append(inst)
-            self.mark(inst)
             changed.append(inst)
         self.scalar_humans = len(slow)
         self.kernel_humans = len(rows) - len(slow)
@@ -514,37 +517,6 @@ class BatchEngine:
             self._wrap_out = _grown(self._wrap_out)
             start = stopped
 
-    def _pull(self, inst: CharacterInstance) -> None:
-        """The stack list and the next / incoming links from the rows the kernel changed."""
-        s = inst.slot
-        h, tasks = self.humans, self._tasks
-        d = int(h.depth[s])
-        inst.stack[:] = [tasks[r] for r in h.stack[s, :d].tolist()]
-        self._relink_chains(inst.stack)
-
-    def _relink_chains(self, tasks) -> None:
-        """``_relink`` each task and every next task it still owns, down its chain: the
-        kernel's hand-overs change links at any depth (a task handing over inside its
-        owner's blend window relinks the owner's next, not the stack's task)."""
-        todo = list(tasks)
-        while todo:
-            t = todo.pop()
-            self._relink(t)
-            if t.type in _CHAINS and t._next is not None and not t.handed_over:
-                todo.append(t._next)
-
-    def _relink(self, t) -> None:
-        """A task's next / incoming object from its row (the kernel's hand-overs change them)."""
-        tt = t.type
-        if tt in _CHAINS:
-            r = int(t.tstore.nxt[t.trow])
-            if r >= 0:
-                t._next = self._tasks[r]
-        elif tt == TaskType.FADE:
-            r = int(t.tstore.incoming[t.trow])
-            if r >= 0:
-                t._incoming = self._tasks[r]
-
     # ---------------------------------------------------------------- the pose
     def sample(self, instances, dynamic_plan: SamplePlan | None = None) -> PoseBatch:
         """Every human's pose (instances order), in new arrays."""
@@ -568,7 +540,6 @@ class BatchEngine:
                 self._bones = Bones(n)
             out = self._bones
         rows = self._rows_of(instances)
-        self._sync()
         self._clip_events()
         self._guard()
         fast_rows, fast_cols = self._fast(rows)

@@ -46,6 +46,7 @@ class TaskCols(NamedTuple):
     wraps: np.ndarray
     speed: np.ndarray
     callback: np.ndarray
+    placed: np.ndarray
 
 
 class CursorCols(NamedTuple):

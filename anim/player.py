@@ -161,7 +161,7 @@ class Player(StackRules):
         if inst.queue:
             self.start_queue(inst)
         newest = self.top(inst) if self.options.events == EventRule.NEWEST else None
-        for task in inst.stack[:]:
+        for task in inst.stack:
             if task.released:
                 continue
             sink = inst.events if newest is None or task is newest else None
@@ -174,8 +174,10 @@ class Player(StackRules):
         """Run the human's queue once (each task's start, +0x54: a change to it, no fade),
         emptying it; a start a limit refuses goes back to the pool and is listed in
         ``refused``. Original: 0x00175610."""
-        queued = inst.queue[:]
-        inst.queue.clear()
+        queued = inst.queue
+        self.batch.write_queue(inst, [])
+        for t in queued:
+            t.tstore.placed[t.trow] = False          # from the queue to the stack (the change puts it)
         for t in queued:
             try:
                 t.start(self, inst)

@@ -104,7 +104,8 @@ class HumanRecord:
 class CharacterInstance:
     """One character's animation state (CharacterInstance): data only.
 
-    ``stack`` bottom to top, ``queue`` waiting tasks, ``record`` the human record,
+    ``stack`` bottom to top and ``queue`` waiting tasks (read from the engine's rows),
+    ``record`` the human record,
     ``anim_set`` where its clips are found, ``speed`` the speed multiplier (+0x3a4, the
     blends' rate), ``events`` the events fired this update (FiredEvent objects; the
     compiled step leaves them as rows of its event buffer, ``_event_rows``, until
@@ -114,14 +115,12 @@ class CharacterInstance:
     refuses an eighth, 0x00104ce0).
     """
 
-    __slots__ = ("name", "stack", "queue", "record", "anim_set", "speed", "_events", "_event_rows", "released",
-                 "on_report", "handle", "slot", "poses_refused", "__weakref__")
+    __slots__ = ("name", "record", "anim_set", "speed", "_events", "_event_rows", "released",
+                 "on_report", "handle", "slot", "engine", "poses_refused", "__weakref__")
 
     def __init__(self, anim_set, name: str = "", record: HumanRecord | None = None, speed: float = 1.0,
                  handle=None):
         self.name = name
-        self.stack: list = []
-        self.queue: list = []
         self.record = record if record is not None else HumanRecord()
         self.anim_set = anim_set
         self.speed = float(speed)
@@ -131,7 +130,22 @@ class CharacterInstance:
         self.on_report: Callable | None = None
         self.handle = handle
         self.slot = -1                     # its row in the compiled engine's human table
+        self.engine = None                 # that engine (anim.batch.BatchEngine), once it has a row
         self.poses_refused = 0             # poses its last sample's stack of 7 refused
+
+    @property
+    def stack(self) -> list:
+        """The task stack, bottom to top: a new list of the tasks whose rows the human's row
+        of the engine's human table holds (changing the list changes nothing: the Player's
+        stack rules write the rows)."""
+        eng = self.engine
+        return eng.stack_of(self) if eng is not None else []
+
+    @property
+    def queue(self) -> list:
+        """The queued tasks, first first: a new list read from the human's row (see ``stack``)."""
+        eng = self.engine
+        return eng.queue_of(self) if eng is not None else []
 
     @property
     def events(self) -> list:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from .construct import TaskBuilder, _check_number, task_pose_depth
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
-from .tasks import ClipTask, FadeTask, ForeignTask, Task, TaskType
+from .tasks import ClipTask, FadeTask, ForeignTask, Task, TaskType, take_place
 
 
 __all__ = ["StackRules"]
@@ -38,10 +38,11 @@ class StackRules(TaskBuilder):
     @staticmethod
     def top(inst: CharacterInstance) -> Task | None:
         """The top task, or the bottom one when the top is a fade. Original: 0x00175210."""
-        if not inst.stack:
+        stack = inst.stack
+        if not stack:
             return None
-        t = inst.stack[-1]
-        return inst.stack[0] if t.type == TaskType.FADE else t
+        t = stack[-1]
+        return stack[0] if t.type == TaskType.FADE else t
 
     def refresh_anim_id(self, inst: CharacterInstance) -> None:
         """The top task's id into record +0x20 (-1 with no task). Original: 0x001752c8."""
@@ -120,15 +121,19 @@ class StackRules(TaskBuilder):
         """Put ``task`` at index ``at`` of the stack (None: on top), after the early finish
         and the checks insert_bottom and push share; no anim id refresh."""
         self._check_own(task)
+        if task.tstore.placed[task.trow]:
+            take_place(task, "stack")                # raises TaskInUse
         self._check_fits_poses(inst, task)
         self._early_finish(inst)
-        if len(inst.stack) >= STACK_SIZE:
+        stack = inst.stack
+        if len(stack) >= STACK_SIZE:
             raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
         if at is None:
-            inst.stack.append(task)
+            stack.append(task)
         else:
-            inst.stack.insert(at, task)
-        self.batch.mark(inst)
+            stack.insert(at, task)
+        self.batch.write_stack(inst, stack)
+        take_place(task, "stack")
         self._hold(inst, task)
 
     def push(self, inst: CharacterInstance, task: Task) -> None:
@@ -157,6 +162,8 @@ class StackRules(TaskBuilder):
         order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
         self._check_own(task)            # not ours: not given back to our pool either
+        if task.tstore.placed[task.trow]:
+            take_place(task, "change")               # raises TaskInUse (the task is not given back)
         try:
             self._check_fits_poses(inst, task)
             self.pool.require(1)
@@ -205,10 +212,12 @@ class StackRules(TaskBuilder):
         """Queue a task to start at the next step. Rejected: a full queue (QueueFull), a task
         made outside this Player (ForeignTask)."""
         self._check_own(task)
-        if len(inst.queue) >= QUEUE_SIZE:
+        queue = inst.queue
+        if len(queue) >= QUEUE_SIZE:
             raise QueueFull(f"{inst.name or 'human'}: the task queue already holds {QUEUE_SIZE} tasks")
-        inst.queue.append(task)
-        self.batch.mark(inst)
+        take_place(task, "queue")
+        queue.append(task)
+        self.batch.write_queue(inst, queue)
 
     def replace(self, inst: CharacterInstance, old: Task, new: Task) -> None:
         """A hand-over: ``new`` takes ``old``'s place; ``old`` goes on the deferred list.
@@ -218,16 +227,16 @@ class StackRules(TaskBuilder):
         Rejected: a ``new`` made outside this Player (ForeignTask).
         """
         self._check_own(new)
-        if not any(t is old for t in inst.stack):
+        stack = inst.stack
+        if not any(t is old for t in stack):
             owner = self._owner_of(inst, old)
+            new.tstore.placed[new.trow] = False      # moves from old's next to owner's next
             owner.next = new
-            self.batch.mark(inst)
             self.defer(inst, old)
             return
-        i = inst.stack.index(old)
-        inst.stack[i] = new
-        self.batch.mark(inst)
-        for t in inst.stack:
+        stack[stack.index(old)] = new
+        self.batch.write_stack(inst, stack)
+        for t in stack:
             if t.type == TaskType.FADE and t.incoming is old:
                 t.incoming = new
         self.defer(inst, old)
@@ -245,26 +254,28 @@ class StackRules(TaskBuilder):
 
     def complete_fade(self, inst: CharacterInstance, fade: FadeTask) -> None:
         """The fade gives back itself and every task between the new one and itself."""
-        if fade.released or fade not in inst.stack:
+        stack = inst.stack
+        if fade.released or fade not in stack:
             return
-        hi = inst.stack.index(fade)
-        lo = inst.stack.index(fade.incoming) + 1 if fade.incoming in inst.stack else 0
-        gone = inst.stack[lo:hi + 1]
-        del inst.stack[lo:hi + 1]
-        self.batch.mark(inst)
+        hi = stack.index(fade)
+        incoming = fade.incoming
+        lo = stack.index(incoming) + 1 if incoming in stack else 0
+        gone = stack[lo:hi + 1]
+        del stack[lo:hi + 1]
+        self.batch.write_stack(inst, stack)
         for t in gone:
             self.defer(inst, t)
 
     def cut(self, inst: CharacterInstance) -> None:
         """Cut every task off the stack (and the queue): all go on the deferred list."""
-        gone = inst.stack[:]
-        inst.stack.clear()
-        self.batch.mark(inst)
+        gone = inst.stack
+        queued = inst.queue
+        self.batch.write_stack(inst, [])
+        self.batch.write_queue(inst, [])
         for t in gone:
             self.defer(inst, t)
-        for t in inst.queue:
+        for t in queued:
             self.discard(t)
-        inst.queue.clear()
 
     def defer(self, inst: CharacterInstance, task: Task) -> None:
         """Put a task on the deferred list (AnimTask_DeferGive, 0x00105640)."""

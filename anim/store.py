@@ -60,8 +60,11 @@ class Table:
     """Named numpy columns with a row free list.
 
     In: {column: dtype}. ``alloc()`` returns a free row (zeroed), ``free(row)`` gives it
-    back. Rejected: freeing a row that is not in use (ValueError).
+    back. Rejected: freeing a row that is not in use (ValueError). ``views`` (the world's
+    task table only): row -> the task object that is its handle (links are read through it).
     """
+
+    views: list | None = None
 
     def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = ()):
         self._columns = dict(columns)
@@ -204,13 +207,14 @@ def task_table(capacity: int = 64) -> Table:
     and upper), ``aux`` (a fade's or gait's own row), ``nxt`` (a type 3 / 6's next task's
     row), ``blend`` (f32) and ``window`` (0 advanced, 1 kept), a fade's ``incoming`` task
     row, ``released``, ``handed_over``, a loop's ``wraps``, ``speed`` (a gait's, f32),
-    ``callback`` (a wrap callback is set: the compiled step reports its wraps). A
+    ``callback`` (a wrap callback is set: the compiled step reports its wraps),
+    ``placed`` (on a stack, in a queue or a next task: one place each, TaskInUse). A
     world's task links only to tasks of its own table (anim.tasks.ForeignTask). The callbacks themselves (anim.callbacks: data, or a
     callable) are keyed by row: ``on_end`` and ``on_wrap``."""
     return Table({"type": np.int8, "rate": np.float32, "flags": np.int32, "held": np.int64,
                   "c0": np.int64, "c1": np.int64, "aux": np.int64, "nxt": np.int64, "blend": np.float32,
                   "window": np.int8, "incoming": np.int64, "released": bool, "handed_over": bool,
-                  "wraps": np.int64, "speed": np.float32, "callback": bool}, capacity,
+                  "wraps": np.int64, "speed": np.float32, "callback": bool, "placed": bool}, capacity,
                  keyed=("on_end", "on_wrap"))
 
 
@@ -219,12 +223,14 @@ class HumanTable:
 
     Columns: ``flags`` (the record's held/state word +0x08, int64), ``depth`` (tasks on
     the stack), ``stack`` (rows of the task table, bottom first, ``STACK_ROWS`` wide),
-    ``queued`` (tasks waiting in the queue), ``fast`` (the compiled step may take it: set
+    ``queued`` (tasks waiting in the queue), ``queue`` (their rows, first first,
+    ``QUEUE_ROWS`` wide), ``fast`` (the compiled step may take it: set
     by the engine from its tasks' types). Grown by doubling; rows reused through a free
     list. A record keeps its row and this table, never a column (they are replaced on growth).
     """
 
     STACK_ROWS = 18
+    QUEUE_ROWS = 10
 
     def __init__(self, capacity: int = 64):
         self.capacity = 0
@@ -234,12 +240,13 @@ class HumanTable:
         self.fast = np.zeros(0, bool)
         self.live = np.zeros(0, bool)
         self.stack = np.zeros((0, self.STACK_ROWS), np.int64)
+        self.queue = np.zeros((0, self.QUEUE_ROWS), np.int64)
         self._free: list[int] = []
         self._grow(max(1, capacity))
 
     def _grow(self, cap: int) -> None:
         old = self.capacity
-        for name in ("flags", "depth", "queued", "fast", "live", "stack"):
+        for name in ("flags", "depth", "queued", "fast", "live", "stack", "queue"):
             a = getattr(self, name)
             b = np.zeros((cap,) + a.shape[1:], a.dtype)
             b[:old] = a
@@ -256,6 +263,7 @@ class HumanTable:
         self.flags[row] = self.depth[row] = self.queued[row] = 0
         self.fast[row] = False
         self.stack[row] = NO_ROW
+        self.queue[row] = NO_ROW
         return row
 
     def free(self, row: int) -> None:
@@ -277,6 +285,7 @@ class Stores:
         self.fades = fade_table(capacity)
         self.gaits = gait_table(capacity)
         self.tasks = task_table(capacity)
+        self.tasks.views = []                  # row -> its task object (BatchEngine.register)
         self.humans = HumanTable(capacity)
 
 

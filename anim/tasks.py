@@ -30,7 +30,7 @@ from .interfaces import PoseProgram, TaskHost
 if TYPE_CHECKING:  # pragma: no cover
     from .stack import CharacterInstance
 
-__all__ = ["ForeignTask", "TaskType", "TaskFlags", "HeldFlags", "HELD_EVENTS", "EventRule", "BlendWindow", "PickSampling", "Task", "LoopTask", "ClipTask", "HoldTask",
+__all__ = ["ForeignTask", "TaskInUse", "take_place", "TaskType", "TaskFlags", "HeldFlags", "HELD_EVENTS", "EventRule", "BlendWindow", "PickSampling", "Task", "LoopTask", "ClipTask", "HoldTask",
            "SceneTask", "PairedClipTask", "PairedHoldTask", "FadeTask", "MixTask", "PickTask",
            "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "PAIRED_IDLE_FLAGS",
            "GAIT_STEPS", "PICK_THRESHOLDS", "fade_weight"]
@@ -141,6 +141,21 @@ class PickSampling(StrEnum):
 
 # The attribute a link column is set through (for the errors).
 _LINK_NAMES = {"nxt": "next", "incoming": "incoming"}
+
+
+class TaskInUse(ValueError):
+    """A task given a second place: it already is on a stack, in a queue or another task's
+    next task (one task has one place: when it ends it goes back to the pool, and a second
+    place would then hold a task that is gone); nothing was changed."""
+
+
+def take_place(task: "Task", where: str) -> None:
+    """Mark ``task`` placed (on a stack, in a queue, a next task); TaskInUse if it already is."""
+    ts, r = task.tstore, task.trow
+    if ts.placed[r]:
+        raise TaskInUse(f"{where}: {type(task).__name__} (anim id {task.anim_id()}) already has a place (a stack, a "
+                        "queue or a next task); make a new task for each place")
+    ts.placed[r] = True
 
 
 class ForeignTask(ValueError):
@@ -254,7 +269,7 @@ class Task:
         ts.c0[r] = ts.c1[r] = ts.aux[r] = ts.nxt[r] = ts.incoming[r] = NO_ROW
         ts.blend[r] = ts.speed[r] = 0.0
         ts.window[r] = 0
-        ts.released[r] = ts.handed_over[r] = ts.callback[r] = False
+        ts.released[r] = ts.handed_over[r] = ts.callback[r] = ts.placed[r] = False
         ts.wraps[r] = 0
         self.on_end = on_end
 
@@ -266,7 +281,7 @@ class Task:
     released = task_column("released", bool, "On the deferred list (or released).")
     handed_over = task_column("handed_over", bool, "A type 3 / 6 that gave its place to its next task.")
 
-    def _link(self, column: str, task: "Task | None") -> None:
+    def _link(self, column: str, task: "Task | None", check: bool = False) -> None:
         """Write ``task``'s row into this task's link column (``nxt``, ``incoming``).
         Rejected (ForeignTask): a task of a world's table linked to one made outside it (its
         rows live in another table, which the world's engine cannot follow); two tasks made
@@ -276,7 +291,14 @@ class Task:
             if ts.capacity > 1:
                 raise ForeignTask(f"{type(self).__name__}.{_LINK_NAMES[column]}: {type(task).__name__} was not made "
                                   "by this world's Player (its row is in another task table)")
-            getattr(ts, column)[self.trow] = NO_ROW
+            if not check:
+                getattr(ts, column)[self.trow] = NO_ROW
+            return
+        if check:
+            if task is not None and task is not self.next and ts.placed[task.trow]:
+                raise TaskInUse(f"{type(self).__name__}.{_LINK_NAMES[column]}: {type(task).__name__} (anim id "
+                                f"{task.anim_id()}) already has a place (a stack, a queue or a next task); make a "
+                                "new task for each place")
             return
         getattr(ts, column)[self.trow] = task.trow if task is not None else NO_ROW
 
@@ -461,16 +483,28 @@ class ClipTask(_ClipBase):
 
     @property
     def next(self) -> Task | None:
-        """The task that takes this one's place when its clip ends (None: hold the last frame)."""
-        return self._next
+        """The task that takes this one's place when its clip ends (None: hold the last
+        frame): read from the row's ``nxt`` link (a task made alone keeps it itself)."""
+        views = self.tstore.views
+        if views is None:
+            return getattr(self, "_next", None)        # made alone (or a released task's copy)
+        r = self.tstore.nxt[self.trow]
+        return views[r] if r >= 0 else None
 
     @next.setter
     def next(self, task: Task | None) -> None:
-        self._link("nxt", task)          # ForeignTask before anything changes
-        self._next = task
+        self._link("nxt", task, check=True)   # ForeignTask, TaskInUse before anything changes
+        old = self.next
+        if old is not None and old is not task:
+            old.tstore.placed[old.trow] = False      # no longer this task's: free for a place
+        if task is not None:
+            task.tstore.placed[task.trow] = True
+        self._link("nxt", task)
+        if self.tstore.views is None:
+            self._next = task
 
     def following(self) -> list[Task]:
-        nxt = self._next
+        nxt = self.next
         if nxt is None or self.tstore.handed_over[self.trow]:      # self.handed_over
             return []
         return [nxt]
@@ -610,13 +644,19 @@ class FadeTask(Task):
 
     @property
     def incoming(self) -> Task | None:
-        """The new task the fade brings in (the tasks above it, up to the fade, go at its end)."""
-        return self._incoming
+        """The new task the fade brings in (the tasks above it, up to the fade, go at its
+        end): read from the row's ``incoming`` link (a fade made alone keeps it itself)."""
+        views = self.tstore.views
+        if views is None:
+            return getattr(self, "_incoming", None)    # made alone (or a released fade's copy)
+        r = self.tstore.incoming[self.trow]
+        return views[r] if r >= 0 else None
 
     @incoming.setter
     def incoming(self, task: Task | None) -> None:
         self._link("incoming", task)     # ForeignTask before anything changes
-        self._incoming = task
+        if self.tstore.views is None:
+            self._incoming = task
 
     def dispose(self) -> None:
         self.dispose_row()

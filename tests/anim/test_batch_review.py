@@ -228,28 +228,42 @@ def test_forget_and_re_add_a_human():
     assert runs[0][1].pool.in_use == runs[0][1].tasks_out(runs[0][2])
 
 
-def test_one_task_on_two_stacks():
-    """A loop task put on two humans' stacks (game code re-using a task): advanced twice
-    an update on both paths."""
-    def setup(p, hs):
-        t = p.loop(hs[0], 3)
-        p.change(hs[0], t, 0.0)
-        p.insert_bottom(hs[1], t)
-        return None
+def test_one_task_has_one_place():
+    """A task put on two stacks (game code re-using a task) was once advanced twice an
+    update and, once it ended, left on the second stack after it went back to the pool
+    (the original's free list would hand it out again: a use after free). A task now has
+    one place, a stack, a queue or another task's next (TaskInUse, a ValueError, nothing
+    changed), and gets it back when it leaves that place without ending (a queued start,
+    a next task replaced)."""
+    from scuffle.anim.tasks import TaskInUse
 
-    _same(_both(setup, updates=60), check_pool=False)
-
-
-def test_a_clip_shared_by_two_stacks_hands_over():
-    """A clip task with a next task on two humans' stacks hands over on the first one
-    that steps it to its end."""
-    def setup(p, hs):
-        t = p.chain(hs[0], [2, 4], blend=0.1)
-        p.change(hs[0], t, 0.0)
-        p.insert_bottom(hs[1], t)
-        return None
-
-    _same(_both(setup, updates=90), check_pool=False)
+    aset = demo_set()
+    p = Player()
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(2)]
+    t = p.loop(hs[0], 388)
+    p.change(hs[0], t, 0.0)
+    chain = p.chain(hs[0], [15, 388], blend=0.1)
+    nxt = chain.next
+    state = lambda: ([list(h.stack) for h in hs], [list(h.queue) for h in hs], p.pool.in_use)   # noqa: E731
+    before = state()
+    for act in (lambda: p.insert_bottom(hs[1], t), lambda: p.push(hs[1], t), lambda: p.enqueue(hs[1], t),
+                lambda: p.change(hs[1], t, 0.2), lambda: p.push(hs[1], nxt),
+                lambda: setattr(p.clip(hs[1], 15), "next", t)):
+        with pytest.raises(TaskInUse, match="already has a place"):
+            act()
+    assert issubclass(TaskInUse, ValueError)
+    assert state()[:2] == before[:2] and state()[2] == before[2] + 1     # + the clip made by the last act
+    # a next task replaced is free again; a queued task's place moves to the stack
+    spare = p.loop(hs[1], 388)
+    chain.next = spare
+    p.push(hs[1], nxt)
+    q = p.loop(hs[1], 389)
+    p.enqueue(hs[1], q)
+    p.step(hs)
+    p.flush()
+    assert q in hs[1].stack and hs[1].queue == []
+    with pytest.raises(TaskInUse):
+        p.push(hs[0], q)
 
 
 def test_chain_longer_than_the_walk_scratch():
