@@ -86,20 +86,20 @@ class BatchEngine:
         self.e_count = np.zeros(0, np.int64)
         self.e_frame = np.zeros(0, np.int64)
         self.e_type = np.zeros(0, np.int64)
+        self.k_end = np.zeros(0, np.int32)
+        self.k_limit = np.zeros(0, np.float32)
+        self.k_dur = np.zeros(0, np.float32)
         self._events: list = []
         # the step's buffers (grown, never per update)
         self._status = np.zeros(0, np.int64)
         self._ev_out = np.zeros((256, 4), np.int64)
         self._def_out = np.zeros((256, 2), np.int64)
-        self._pair_out = np.zeros((256, 3), np.int64)
-        self._gait_out = np.zeros((256, 2), np.int64)
         self._wrap_out = np.zeros((256, 2), np.int64)
-        self._status2 = np.zeros(0, np.int64)
         self._in_call = np.zeros(0, np.bool_)
         self._twice = False                     # a human listed more than once
-        self._ev_lo = self._ev_hi = self._ev_lo2 = self._ev_hi2 = np.zeros(0, np.int64)
+        self._ev_lo = self._ev_hi = np.zeros(0, np.int64)
         self._pair4 = np.zeros(4, np.int64)
-        self._counts = np.zeros(6, np.int64)
+        self._counts = np.zeros(5, np.int64)
         self._snap = np.zeros(HumanTable.STACK_ROWS, np.int64)
         self._walk = np.zeros(_WALK, np.int64)
         self._weights = np.zeros(_WALK, np.float32)
@@ -252,12 +252,15 @@ class BatchEngine:
         return self._fast_rows, self._fast_cols
 
     def _clip_events(self) -> None:
-        """The events of the clips the Player has seen (new clips appended)."""
+        """The events and timing of the clips the Player has seen (new clips appended):
+        each clip's events (first, count, frames, types) and the end test (F, D - 1/60)
+        and duration a new cursor on it gets (Cursor.__init__, in the cursor table's dtypes)."""
         clips = self.player._clips
         if len(clips) == self._n_clips:
             return
         first, count = self.e_first.tolist(), self.e_count.tolist()
         frames, types = self.e_frame.tolist()[:len(self._events)], self.e_type.tolist()[:len(self._events)]
+        ends, limits, durs = self.k_end.tolist(), self.k_limit.tolist(), self.k_dur.tolist()
         for clip in clips[self._n_clips:]:
             evs, frs = clip.events_by_frame()
             first.append(len(frames))
@@ -265,10 +268,18 @@ class BatchEngine:
             frames.extend(frs)
             types.extend(int(e.type) for e in evs)
             self._events.extend(evs)
+            end, limit = clip.timing()
+            ends.append(end)
+            limits.append(limit)
+            durs.append(clip.duration)
+        cur = self.player.stores.cursors
         self.e_first = np.array(first, np.int64)
         self.e_count = np.array(count, np.int64)
         self.e_frame = np.array(frames + [0], np.int64)
         self.e_type = np.array(types + [0], np.int64)
+        self.k_end = np.array(ends, cur.end.dtype)
+        self.k_limit = np.array(limits, cur.limit.dtype)
+        self.k_dur = np.array(durs, cur.dur.dtype)
         self._n_clips = len(clips)
 
     # ---------------------------------------------------------------- checks
@@ -300,7 +311,8 @@ class BatchEngine:
                           K.CursorCols(*(getattr(st.cursors, f) for f in K.CursorCols._fields)),
                           K.FadeCols(*(getattr(st.fades, f) for f in K.FadeCols._fields)),
                           K.GaitCols(*(getattr(st.gaits, f) for f in K.GaitCols._fields)),
-                          K.EventIndex(self.e_first, self.e_count, self.e_frame, self.e_type))
+                          K.EventIndex(self.e_first, self.e_count, self.e_frame, self.e_type, self.k_end,
+                                       self.k_limit, self.k_dur))
         return self._cols
 
     def _guard(self) -> None:
@@ -327,6 +339,8 @@ class BatchEngine:
         self._clear_noisy(rows)
         self._start_queues(instances, rows)
         self._clip_events()
+        # a gait's change of pair takes at most two cursors from the free list in the kernel
+        self.player.stores.cursors.reserve(2 * self.player.stores.gaits.in_use)
         self._guard()
         fast_rows, fast_cols = self._fast(rows)
         n = len(fast_rows)
@@ -336,29 +350,8 @@ class BatchEngine:
         status, counts = self._status, self._counts
         counts[:] = 0
         self._run_step(fast_rows, status, self._ev_lo, self._ev_hi, dt)
-        # gaits changing their clip pair without spare cursors: make them, step those again
+        self.pair_changes += int(counts[K.COUNT_GAITS])
         runs = [(fast_rows, fast_cols, status, self._ev_lo, self._ev_hi, n)]
-        n_pair = int(counts[K.COUNT_PAIRS])
-        if n_pair:
-            tasks = self._tasks
-            for _, tr, nl in self._pair_out[:n_pair].tolist():
-                tasks[tr].prepare_pair(nl)
-            self._clip_events()             # a spare may be the first cursor on its clip
-            self._guard()
-            again = np.flatnonzero(status[:n] & K.STATUS_PAIR)
-            if len(self._status2) < len(again):
-                m = max(len(again), 64)
-                self._status2, self._ev_lo2, self._ev_hi2 = (np.zeros(m, np.int64) for _ in range(3))
-            status[again] = 0
-            counts[K.COUNT_PAIRS] = 0
-            self._run_step(fast_rows[again], self._status2, self._ev_lo2, self._ev_hi2, dt)
-            runs.append((fast_rows[again], fast_cols[again], self._status2, self._ev_lo2, self._ev_hi2, len(again)))
-        n_gait = int(counts[K.COUNT_GAITS])
-        self.pair_changes += n_gait
-        if n_gait:
-            tasks = self._tasks
-            for _, tr in self._gait_out[:n_gait].tolist():
-                tasks[tr].rebind()
         changed: list = []
         slow: list = []
         tasks = self._tasks
@@ -500,8 +493,8 @@ class BatchEngine:
         if not _COLD[0]:
             _note_cold()
         while True:
-            out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, self._pair_out, self._gait_out, counts,
-                                self._wrap_out, self._snap, self._walk, self._pair4)
+            out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, counts, self._wrap_out, self._snap,
+                                self._walk, self._pair4)
             K.step_stacks(rows, start, dt32, rules, H, T, C, F, G, E, out)
             stopped = int(counts[K.COUNT_STOPPED])
             if stopped >= len(rows):
@@ -512,8 +505,6 @@ class BatchEngine:
             # written), go on from it
             self._ev_out = _grown(self._ev_out)
             self._def_out = _grown(self._def_out)
-            self._pair_out = _grown(self._pair_out)
-            self._gait_out = _grown(self._gait_out)
             self._wrap_out = _grown(self._wrap_out)
             start = stopped
 

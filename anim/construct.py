@@ -209,9 +209,10 @@ class TaskBuilder(ClipLookup):
         _check_number("gait target", target, -math.inf)
         if value is not None:
             _check_number("gait value", value, -math.inf)
+        banks = [self._bank_of(self._entry(s, i)) for i in ids]
         task = GaitTask(ids, lambda i: self.cursor(s, i), inst.speed,
                         value=target if value is None else value, target=target, flags=flags,
-                        on_wrap=on_wrap, held=held, store=self.stores.gaits, tstore=self.stores.tasks)
+                        on_wrap=on_wrap, held=held, store=self.stores.gaits, tstore=self.stores.tasks, banks=banks)
         return self._take(task)
 
     def mix(self, inst: CharacterInstance, a: AnimRef, b: AnimRef, *, weight: float = 0.0,

@@ -41,7 +41,7 @@ class Cursor:
     """
 
     __slots__ = ("clip", "bank_index", "anim_id", "end", "duration", "_limit", "_events", "_frames",
-                 "store", "row", "__weakref__")
+                 "store", "row", "gen", "__weakref__")
 
     def __init__(self, clip: Clip, bank_index: int, anim_id: int = -1, flags: int = 0, store: Table | None = None):
         self.clip = clip
@@ -52,6 +52,7 @@ class Cursor:
         self._events, self._frames = clip.events_by_frame()
         self.store = st = store if store is not None else cursor_table(1)
         self.row = r = st.alloc(zero=False)
+        self.gen = int(st.gen[r])
         st.end[r], st.limit[r], st.dur[r], st.bank[r] = self.end, self._limit, self.duration, bank_index
         st.anim[r] = anim_id
         st.flags[r] = int(flags)
@@ -59,11 +60,30 @@ class Cursor:
         st.t[r] = st.frame[r] = st.ev[r] = 0                  # restarted: time 0, no event passed
         st.at_end[r] = False
 
+    @classmethod
+    def view(cls, store: Table, row: int) -> "Cursor":
+        """A handle onto a live row of a world's cursor table (its clip from the table's
+        ``clips`` by the row's bank index): for cursors the engine made (a gait's pair)."""
+        c = cls.__new__(cls)
+        clip = store.clips[int(store.bank[row])]
+        c.clip = clip
+        c.bank_index = int(store.bank[row])
+        c.anim_id = int(store.anim[row])
+        c.duration = clip.duration
+        c.end, c._limit = clip.timing()
+        c._events, c._frames = clip.events_by_frame()
+        c.store, c.row, c.gen = store, row, int(store.gen[row])
+        return c
+
+    def alive(self) -> bool:
+        """Whether the cursor's row is still its own (not given back)."""
+        return bool(self.store.gen[self.row] == self.gen and self.store.live[self.row])
+
     def dispose(self) -> None:
-        """Give the cursor's row back to the world's table (the task that owned it is gone);
-        the cursor keeps its last numbers in a private copy."""
-        if self.store.capacity > 1:
-            self.store.give_back(self.row, self)
+        """Give the cursor's row back to its table (the task that owned it is gone); reading
+        it afterwards raises StaleHandle. A second dispose does nothing."""
+        if self.store.gen[self.row] == self.gen:
+            self.store.give_back(self.row)
 
     # ---- the numbers, in the table
     time = column("t", float, "Time in seconds (+0x18), float32 summed toward zero.")

@@ -50,7 +50,9 @@ class TaskCols(NamedTuple):
 
 
 class CursorCols(NamedTuple):
-    """The cursor table's columns (anim.store.cursor_table)."""
+    """The cursor table's columns (anim.store.cursor_table), then its row state and free
+    list (``live``, ``gen``, ``free_rows[:n_free[0]]``): the step takes and gives the
+    cursors a gait's change of pair brings in and drops."""
     t: np.ndarray
     frame: np.ndarray
     end: np.ndarray
@@ -63,6 +65,10 @@ class CursorCols(NamedTuple):
     evf0: np.ndarray
     at_end: np.ndarray
     anim: np.ndarray
+    live: np.ndarray
+    gen: np.ndarray
+    free_rows: np.ndarray
+    n_free: np.ndarray
 
 
 class FadeCols(NamedTuple):
@@ -82,17 +88,24 @@ class GaitCols(NamedTuple):
     id2: np.ndarray
     id3: np.ndarray
     id4: np.ndarray
-    s0: np.ndarray
-    s1: np.ndarray
+    b0: np.ndarray
+    b1: np.ndarray
+    b2: np.ndarray
+    b3: np.ndarray
+    b4: np.ndarray
 
 
 class EventIndex(NamedTuple):
-    """The clips' events by bank index: the first event's index and the number (``n``) per clip,
-    then each event's frame and type (anim.batch, _clip_events)."""
+    """The clips by bank index: the first event's index and the number (``n``) per clip,
+    each event's frame and type, and each clip's end test (``end`` F, ``limit`` D - 1/60)
+    and duration, as a new cursor gets them (anim.batch, _clip_events)."""
     first: np.ndarray
     n: np.ndarray
     frame: np.ndarray
     type: np.ndarray
+    end: np.ndarray
+    limit: np.ndarray
+    dur: np.ndarray
 
 
 class StepRules(NamedTuple):
@@ -110,8 +123,6 @@ class StepBuffers(NamedTuple):
     ev_hi: np.ndarray
     ev_out: np.ndarray
     def_out: np.ndarray
-    pair_out: np.ndarray
-    gait_out: np.ndarray
     counts: np.ndarray
     wrap_out: np.ndarray
     snap: np.ndarray

@@ -67,7 +67,7 @@ CACHE = cache_setting(__file__)
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_SLOW", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
-           "STATUS_PAIR", "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_PAIRS", "COUNT_GAITS", "COUNT_WRAPS",
+           "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_GAITS", "COUNT_WRAPS",
            # the interfaces (anim.kernel_types), for the callers
            "HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
            "BankTables", "Scratch", "PoseOut", "PlanArrays"]
@@ -659,14 +659,12 @@ STATUS_STACK = 2                # its stack rows (or a next / incoming link) cha
 STATUS_EVENTS = 4               # it fired events (rows in ev_out)
 STATUS_TOP = 8                  # the playing anim id may have changed (refresh at the flush)
 STATUS_DEFERRED = 16            # it put tasks on the deferred list
-STATUS_PAIR = 32                # (with SLOW) a gait's pair change needs spare cursors made first
 # counts (step_stacks' ``counts``)
 COUNT_EVENTS = 0
 COUNT_DEFERRED = 1
 COUNT_STOPPED = 2               # the index it stopped at (== len(rows) when done)
-COUNT_PAIRS = 3                 # spare cursor requests (pair_out rows)
-COUNT_GAITS = 4                 # gaits whose pair changed (gait_out rows)
-COUNT_WRAPS = 5                 # wraps of tasks with a wrap callback (wrap_out rows)
+COUNT_GAITS = 3                 # gaits whose pair changed
+COUNT_WRAPS = 4                 # wraps of tasks with a wrap callback (wrap_out rows)
 
 
 # ---------------------------------------------------------------- cursors
@@ -876,73 +874,93 @@ def _gait_id(g, idx, g_id0, g_id1, g_id2, g_id3, g_id4):
 
 
 @njit(cache=CACHE)
-def _new_pair(r, nl, t_c0, t_c1, t_aux, g_lower, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1, c_anim, take,
-              out):
-    """GaitTask.advance's change of pair to ``nl``: each of the two cursors is kept once, by
-    id (a pair of one id twice keeps the upper); a clip that comes in takes a spare cursor
-    of its id (``g_s0`` / ``g_s1``). Writes the new (lower, upper) rows into ``out[0:2]``
-    and, for a clip that comes in, 1 into ``out[2 + j]``; returns False when a spare is
-    missing. ``take``: consume the spares (else only check)."""
-    g = t_aux[r]
-    lower = np.int64(g_lower[g])
-    k_id0 = _gait_id(g, lower, g_id0, g_id1, g_id2, g_id3, g_id4)
-    k_id1 = _gait_id(g, lower + 1, g_id0, g_id1, g_id2, g_id3, g_id4)
-    k_alive0 = k_id0 != k_id1                # one id twice: the dict keeps the upper
-    k_alive1 = True
-    sp0 = g_s0[g]
-    sp1 = g_s1[g]
-    for j in range(2):
-        cid = _gait_id(g, nl + j, g_id0, g_id1, g_id2, g_id3, g_id4)
-        out[2 + j] = 0
-        if k_alive0 and k_id0 == cid:
-            out[j] = t_c0[r]
-            k_alive0 = False
-        elif k_alive1 and k_id1 == cid:
-            out[j] = t_c1[r]
-            k_alive1 = False
-        elif sp0 >= 0 and c_anim[sp0] == cid:
-            out[j] = sp0
-            out[2 + j] = 1
-            sp0 = -1
-        elif sp1 >= 0 and c_anim[sp1] == cid:
-            out[j] = sp1
-            out[2 + j] = 1
-            sp1 = -1
-        else:
-            return False
-    if take:
-        g_s0[g] = sp0
-        g_s1[g] = sp1
-    return True
+def _gait_bank(g, idx, g_b0, g_b1, g_b2, g_b3, g_b4):
+    """The bank index of a gait's clip ``idx`` (0-4)."""
+    if idx == 0:
+        return g_b0[g]
+    if idx == 1:
+        return g_b1[g]
+    if idx == 2:
+        return g_b2[g]
+    if idx == 3:
+        return g_b3[g]
+    return g_b4[g]
 
 
 @njit(cache=CACHE)
-def _pair_ready(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_c0, t_c1, t_aux, t_nxt, t_handed, g_value,
-                g_target, g_lower, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1, c_anim, walk, pair4,
-                pair_out, n_pair):
-    """Every gait on the stack or among the next tasks that changes its clip pair this
-    update has the spare cursors it needs; for those without, (human, task, new lower)
-    rows go to ``pair_out``. Returns (ready, n_pair)."""
-    ready = True
-    n = _seed_walk(hi, h_depth, h_stack, walk)
-    while n > 0:
-        n -= 1
-        r = walk[n]
-        tt = t_type[r]
-        if tt == _GAIT:
-            v = _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target)
-            nl = _pair_index(v)
-            if nl != g_lower[t_aux[r]] and not _new_pair(r, nl, t_c0, t_c1, t_aux, g_lower, g_id0, g_id1, g_id2,
-                                                          g_id3, g_id4, g_s0, g_s1, c_anim, np.bool_(False), pair4):
-                ready = False
-                pair_out[n_pair, 0] = hi
-                pair_out[n_pair, 1] = r
-                pair_out[n_pair, 2] = nl
-                n_pair += 1
-        elif (tt == _CLIP or tt == _PAIRED_CLIP) and t_nxt[r] >= 0 and not t_handed[r] and n < walk.shape[0]:
-            walk[n] = t_nxt[r]
-            n += 1
-    return ready, n_pair
+def _take_cursor(bank, anim, cursors, events):
+    """Cursor.__init__ in the kernel: a row from the cursor table's free list (the caller
+    reserved enough), restarted on clip ``bank`` (its end test, duration and first event)
+    for ``anim``, flags 0. Returns the row. Original: 0x001041f8 AnimCursor_Init."""
+    n = cursors.n_free[0] - 1
+    c = cursors.free_rows[n]
+    cursors.n_free[0] = n
+    cursors.live[c] = True
+    cursors.t[c] = 0.0
+    cursors.frame[c] = 0
+    cursors.end[c] = events.end[bank]
+    cursors.limit[c] = events.limit[bank]
+    cursors.dur[c] = events.dur[bank]
+    cursors.flags[c] = 0
+    cursors.bank[c] = bank
+    cursors.ev[c] = 0
+    if events.n[bank] > 0:
+        f0 = events.frame[events.first[bank]]
+    else:
+        f0 = _NO_EVENT
+    cursors.evf[c] = f0
+    cursors.evf0[c] = f0
+    cursors.at_end[c] = False
+    cursors.anim[c] = anim
+    return c
+
+
+@njit(cache=CACHE)
+def _give_cursor(c, cursors):
+    """Cursor.dispose in the kernel: the row back on the free list, its generation up."""
+    cursors.live[c] = False
+    cursors.gen[c] += 1
+    n = cursors.n_free[0]
+    cursors.free_rows[n] = c
+    cursors.n_free[0] = n + 1
+
+
+@njit(cache=CACHE)
+def _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, out):
+    """GaitTask.advance's change of pair to ``nl``: each of the two cursors is kept once, by
+    id (a pair of one id twice keeps the upper); a clip that comes in gets a new cursor
+    (``_take_cursor``); the cursors not kept go back (``_give_cursor``), after. Writes the
+    new (lower, upper) rows into ``out[0:2]`` and, for a clip that comes in, 1 into
+    ``out[2 + j]``."""
+    g = t_aux[r]
+    lower = np.int64(gaits.lower[g])
+    k_id0 = _gait_id(g, lower, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
+    k_id1 = _gait_id(g, lower + 1, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
+    k_alive0 = k_id0 != k_id1                # one id twice: the dict keeps the upper
+    k_alive1 = True
+    old0 = t_c0[r]
+    old1 = t_c1[r]
+    for j in range(2):
+        cid = _gait_id(g, nl + j, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
+        out[2 + j] = 0
+        if k_alive0 and k_id0 == cid:
+            out[j] = old0
+            k_alive0 = False
+        elif k_alive1 and k_id1 == cid:
+            out[j] = old1
+            k_alive1 = False
+        else:
+            bank = _gait_bank(g, nl + j, gaits.b0, gaits.b1, gaits.b2, gaits.b3, gaits.b4)
+            out[j] = _take_cursor(bank, cid, cursors, events)
+            out[2 + j] = 1
+    # the cursors not kept go back, then the lower of a pair of one id twice (the order of
+    # GaitTask.advance: the dict's values left, then the dropped one)
+    if k_alive0:
+        _give_cursor(old0, cursors)
+    if k_alive1:
+        _give_cursor(old1, cursors)
+    if k_id0 == k_id1:
+        _give_cursor(old0, cursors)
 
 
 @njit(cache=CACHE)
@@ -998,17 +1016,16 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     ``def_out[:counts[1]]`` the deferred tasks (human row, task row), in order;
     ``counts[2]`` the index it stopped at: a human whose events or deferred tasks might
     not fit the buffers is not begun (the caller grows them and calls again from there).
-    A human with a gait changing its clip pair without the spare cursors it needs is not
-    stepped (STATUS_SLOW | STATUS_PAIR): ``pair_out[:counts[3]]`` (human, gait task row,
-    new lower) ask the caller to make them (GaitTask.prepare_pair) and call again for it;
-    ``gait_out[:counts[4]]`` (human, gait task row) the gaits whose pair changed (their
-    cursor objects follow the rows: GaitTask.rebind). ``wrap_out[:counts[5]]`` (human,
+    A gait changing its clip pair takes the cursors the clips that come in need from the
+    cursor table's free list and gives back those it drops (the caller reserves two free
+    rows per gait first); ``counts[3]`` counts the changes. ``wrap_out[:counts[4]]`` (human,
     task row) the wraps of tasks with a wrap callback (the ``callback`` column), in step
     order: the caller runs the callbacks after the step. A human with a task the kernel
     does not run (``_runnable``: a link into another table, a type 10, 11, 13, a fade as
     a next task) is not stepped (STATUS_SLOW). ``counts`` are read as the fill
     so far (the caller zeroes them first). ``snap`` (>= 18), ``walk`` (>= 64) and
-    ``pair4`` (4) are scratch. Nothing is allocated. In: ``rules`` the StepRules, the
+    ``pair4`` (4) are scratch. Nothing is allocated (no numpy array: table rows are
+    taken from free lists). In: ``rules`` the StepRules, the
     tables as HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, and
     ``out`` the StepBuffers (status, ev_lo, ev_hi and the buffers above).
     """
@@ -1024,20 +1041,16 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     c_bank, c_ev, c_evf, c_at_end, c_anim = cursors.bank, cursors.ev, cursors.evf, cursors.at_end, cursors.anim
     f_el, f_dur = fades.el, fades.dur
     g_value, g_target, g_lower, g_leader = gaits.value, gaits.target, gaits.lower, gaits.leader
-    g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1 = (gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4,
-                                                     gaits.s0, gaits.s1)
+    g_b0, g_b1, g_b2, g_b3, g_b4 = gaits.b0, gaits.b1, gaits.b2, gaits.b3, gaits.b4
     e_first, e_count, e_frame, e_type = events.first, events.n, events.frame, events.type
     status, ev_lo, ev_hi, ev_out, def_out = out.status, out.ev_lo, out.ev_hi, out.ev_out, out.def_out
-    pair_out, gait_out, counts, snap, walk, pair4 = (out.pair_out, out.gait_out, out.counts, out.snap, out.walk,
-                                                     out.pair4)
-    wrap_out = out.wrap_out
+    counts, snap, walk, pair4, wrap_out = out.counts, out.snap, out.walk, out.pair4, out.wrap_out
     n_ev = counts[COUNT_EVENTS]
     n_def = counts[COUNT_DEFERRED]
-    n_pair = counts[COUNT_PAIRS]
     n_gait = counts[COUNT_GAITS]
     n_wrap = counts[COUNT_WRAPS]
     cap_ev = ev_out.shape[0]
-    cap_def = min(def_out.shape[0], pair_out.shape[0], gait_out.shape[0], wrap_out.shape[0])
+    cap_def = min(def_out.shape[0], wrap_out.shape[0])
     for k in range(start, rows.shape[0]):
         hi = rows[k]
         depth = h_depth[hi]
@@ -1059,10 +1072,11 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                 need_ev += 2 * e_count[c_bank[t_c0[r]]]
             if t_c1[r] >= 0:
                 need_ev += 2 * e_count[c_bank[t_c1[r]]]
-            if t_type[r] == _GAIT:
-                for sp in (g_s0[t_aux[r]], g_s1[t_aux[r]]):
-                    if sp >= 0:
-                        need_ev += 2 * e_count[c_bank[sp]]
+            if t_type[r] == _GAIT:          # a clip a change of pair brings in may lead
+                g = t_aux[r]
+                most = max(e_count[g_b0[g]], e_count[g_b1[g]], e_count[g_b2[g]], e_count[g_b3[g]],
+                           e_count[g_b4[g]])
+                need_ev += 2 * most
             if (t_type[r] == _CLIP or t_type[r] == _PAIRED_CLIP) and t_nxt[r] >= 0 and n < walk.shape[0]:
                 if t_type[t_nxt[r]] == _FADE:
                     runnable = False
@@ -1072,20 +1086,13 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
             status[k] = STATUS_SLOW
             ev_lo[k] = ev_hi[k] = n_ev
             continue
-        if n_ev + need_ev > cap_ev or max(n_def, n_pair, n_gait, n_wrap) + need_def > cap_def:
+        if n_ev + need_ev > cap_ev or max(n_def, n_wrap) + need_def > cap_def:
             counts[COUNT_EVENTS] = n_ev
             counts[COUNT_DEFERRED] = n_def
-            counts[COUNT_PAIRS] = n_pair
             counts[COUNT_GAITS] = n_gait
             counts[COUNT_WRAPS] = n_wrap
             counts[COUNT_STOPPED] = k
             return
-        ready, n_pair = _pair_ready(hi, dt, h_depth, h_stack, t_type, t_rate, t_speed, t_c0, t_c1, t_aux, t_nxt,
-                                    t_handed, g_value, g_target, g_lower, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0,
-                                    g_s1, c_anim, walk, pair4, pair_out, n_pair)
-        if not ready:
-            status[k] = STATUS_SLOW | STATUS_PAIR
-            continue
         st = 0
         ev0 = n_ev
         def0 = n_def
@@ -1188,8 +1195,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                     nl = _pair_index(v)
                     if nl != lower:
                         # the clips that come in join at the old leader's normalised time
-                        _new_pair(r, nl, t_c0, t_c1, t_aux, g_lower, g_id0, g_id1, g_id2, g_id3, g_id4, g_s0, g_s1,
-                                  c_anim, np.bool_(True), pair4)
+                        _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, pair4)
                         for j in range(2):
                             if pair4[2 + j] == 1:
                                 cn = pair4[j]
@@ -1201,8 +1207,6 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                         t_c1[r] = pair4[1]
                         g_lower[a] = nl
                         lower = nl
-                        gait_out[n_gait, 0] = hi
-                        gait_out[n_gait, 1] = r
                         n_gait += 1
                         st |= STATUS_TOP
                     tgt = np.float64(g_target[a])
@@ -1268,7 +1272,6 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
         ev_hi[k] = n_ev
     counts[COUNT_EVENTS] = n_ev
     counts[COUNT_DEFERRED] = n_def
-    counts[COUNT_PAIRS] = n_pair
     counts[COUNT_GAITS] = n_gait
     counts[COUNT_WRAPS] = n_wrap
     counts[COUNT_STOPPED] = rows.shape[0]

@@ -131,12 +131,16 @@ class ClipLookup:
             per[2][anim_id] = entry
         return entry
 
-    def _cursor_of(self, entry: list, anim_id: int, flags: int = 0) -> Cursor:
-        """A new cursor from a cache entry (``_known`` / ``_learn``)."""
+    def _bank_of(self, entry: list) -> int:
+        """The bank index of a cache entry's clip (added to the bank on first use)."""
         bank = entry[2]
         if bank < 0:
             bank = entry[2] = self.bank_index(entry[0])
-        return Cursor(entry[0], bank, anim_id, flags, self.stores.cursors)
+        return bank
+
+    def _cursor_of(self, entry: list, anim_id: int, flags: int = 0) -> Cursor:
+        """A new cursor from a cache entry (``_known`` / ``_learn``)."""
+        return Cursor(entry[0], self._bank_of(entry), anim_id, flags, self.stores.cursors)
 
     def _entry(self, anim_set, anim_id) -> list:
         """The cache entry of ``anim_id`` (found and cached on a miss: UnknownAnimId,

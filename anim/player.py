@@ -69,6 +69,7 @@ class Player(StackRules):
         self.batch = BatchEngine(self)
         self.deferred: list[tuple[Task, CharacterInstance]] = []
         self._clips: list[Clip] = []
+        self.stores.cursors.clips = self._clips      # bank index -> clip, for cursors the kernel made
         self._clip_index: dict[int, int] = {}
         self._flags: dict[int, tuple] = {}         # id(anim set) -> (set, its range flags column)
         # id(anim set) -> (set, the speeds, {anim id: [clip, rate, bank index or -1]}): the ids

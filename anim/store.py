@@ -8,27 +8,31 @@ Never keep a reference to a column across an ``alloc`` (it may have been replace
 """
 from __future__ import annotations
 
-import weakref
-from collections import deque
-
 import numpy as np
 from numpy.typing import DTypeLike
 
 __all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
-           "Stores", "column", "task_column", "TableCorrupt", "check_rows"]
+           "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle"]
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
 # A row link to nothing (no next task, no incoming task, no cursor).
 NO_ROW = -1
-_weakref = weakref.ref
+
+
+def _stale(obj, store, row) -> None:
+    """Raise StaleHandle for ``obj`` (whose row ``row`` of ``store`` went back)."""
+    raise StaleHandle(f"{type(obj).__name__}: its row {row} went back to its table (the task it belonged to "
+                      "ended); keep the task from the stack, not an old handle")
 
 
 class column:
     """A property that reads and writes one column of the owner's table row.
 
-    The owner has ``store`` (a Table) and ``row``; ``cast`` turns the numpy scalar into
-    a Python value (float, int, bool, or an IntFlag).
+    The owner (a handle) has ``store`` (a Table), ``row`` and ``gen`` (the row's
+    generation when it was taken): reading or writing a row that went back since raises
+    StaleHandle. ``cast`` turns the numpy scalar into a Python value (float, int, bool,
+    or an IntFlag).
     """
 
     def __init__(self, name: str, cast=float, doc: str = ""):
@@ -37,34 +41,57 @@ class column:
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        return self.cast(getattr(obj.store, self.name)[obj.row])
+        st, r = obj.store, obj.row
+        if st.gen[r] != obj.gen:
+            _stale(obj, st, r)
+        return self.cast(getattr(st, self.name)[r])
 
     def __set__(self, obj, value) -> None:
-        getattr(obj.store, self.name)[obj.row] = value
+        st, r = obj.store, obj.row
+        if st.gen[r] != obj.gen:
+            _stale(obj, st, r)
+        getattr(st, self.name)[r] = value
 
 
 class task_column(column):
-    """A ``column`` of the task table: the owner keeps it in ``tstore`` / ``trow`` (a fade
-    or a gait blend also owns a row of its own table in ``store`` / ``row``)."""
+    """A ``column`` of the task table: the owner keeps it in ``tstore`` / ``trow`` /
+    ``tgen`` (a fade or a gait blend also owns a row of its own table in ``store`` /
+    ``row`` / ``gen``)."""
 
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        return self.cast(getattr(obj.tstore, self.name)[obj.trow])
+        st, r = obj.tstore, obj.trow
+        if st.gen[r] != obj.tgen:
+            _stale(obj, st, r)
+        return self.cast(getattr(st, self.name)[r])
 
     def __set__(self, obj, value) -> None:
-        getattr(obj.tstore, self.name)[obj.trow] = value
+        st, r = obj.tstore, obj.trow
+        if st.gen[r] != obj.tgen:
+            _stale(obj, st, r)
+        getattr(st, self.name)[r] = value
+
+
+class StaleHandle(ValueError):
+    """A handle (a task, a cursor) read or written after its row went back to its table
+    (its task ended and went back to the pool): the row may already be another's."""
 
 
 class Table:
-    """Named numpy columns with a row free list.
+    """Named numpy columns with a row free list, each row with a generation.
 
-    In: {column: dtype}. ``alloc()`` returns a free row (zeroed), ``free(row)`` gives it
-    back. Rejected: freeing a row that is not in use (ValueError). ``views`` (the world's
-    task table only): row -> the task object that is its handle (links are read through it).
+    In: {column: dtype}. ``alloc()`` returns a free row (zeroed unless told not to),
+    ``free(row)`` gives it back and counts its generation up, so a handle (an object that
+    keeps a row and the generation it got) knows when its row is gone (``check``).
+    The free list is a numpy stack (``free_rows[:n_free[0]]``, the next row on top) so
+    that a kernel can take and give rows too. Rejected: freeing a row that is not in use
+    (ValueError). ``views`` (the world's task table only): row -> the task object that
+    is its handle; ``clips`` (the world's cursor table only): bank index -> its Clip.
     """
 
     views: list | None = None
+    clips: list | None = None
 
     def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = ()):
         self._columns = dict(columns)
@@ -75,10 +102,11 @@ class Table:
             setattr(self, name, {})
         self.capacity = 0
         self.live = np.zeros(0, bool)
+        self.gen = np.zeros(0, np.int64)
+        self.free_rows = np.zeros(0, np.int64)
+        self.n_free = np.zeros(1, np.int64)
         for name, dt in self._columns.items():
             setattr(self, name, np.zeros(0, dtype=dt))
-        self._free: deque[int] = deque()
-        self._ghosts: dict[int, tuple] = {}
         self._grow(max(1, capacity))
 
     def __getattr__(self, name: str) -> np.ndarray:
@@ -94,21 +122,40 @@ class Table:
             arr = np.zeros(cap, dtype=dt)
             arr[:old] = getattr(self, name)
             setattr(self, name, arr)
-        live = np.zeros(cap, bool)
-        live[:old] = self.live
-        self.live = live
-        self._free.extend(range(cap - 1, old - 1, -1))
+        for name in ("live", "gen"):
+            a = getattr(self, name)
+            b = np.zeros(cap, a.dtype)
+            b[:old] = a
+            setattr(self, name, b)
+        # the new rows go under the free ones, lowest on top of them: taken after those
+        n = int(self.n_free[0])
+        free = np.zeros(cap, np.int64)
+        k = cap - old
+        free[:k] = np.arange(cap - 1, old - 1, -1)
+        free[k:k + n] = self.free_rows[:n]
+        self.free_rows = free
+        self.n_free[0] = n + k
         self.capacity = cap
+
+    def reserve(self, n: int) -> bool:
+        """At least ``n`` free rows (grown by doubling if not); True when the table grew."""
+        if int(self.n_free[0]) >= n:
+            return False
+        cap = self.capacity
+        while cap - self.in_use < n:
+            cap *= 2
+        self._grow(cap)
+        return True
 
     def alloc(self, zero: bool = True) -> int:
         """A free row, zeroed unless the caller writes every column itself (``zero=False``)."""
-        if not self._free:
+        n = int(self.n_free[0])
+        if not n:
             self._grow(self.capacity * 2)
-        row = self._free.pop()
-        if self._ghosts:
-            ghost = self._ghosts.pop(row, None)
-            if ghost is not None and ghost[0]() is not None:     # its former owner is alive
-                self._evict(row, *ghost)
+            n = int(self.n_free[0])
+        n -= 1
+        row = int(self.free_rows[n])
+        self.n_free[0] = n
         self.live[row] = True
         for name in self._keyed:
             getattr(self, name).pop(row, None)
@@ -118,64 +165,32 @@ class Table:
         return row
 
     def free(self, row: int) -> None:
-        """Give a row back; ValueError when it is not in use."""
+        """Give a row back (its generation counts up); ValueError when it is not in use."""
         if not self.live[row]:
             raise ValueError(f"row {row} freed twice or never taken")
         self.live[row] = False
+        self.gen[row] += 1
         for name in self._keyed:
             getattr(self, name).pop(row, None)
-        self._free.append(row)
+        n = int(self.n_free[0])
+        self.free_rows[n] = row
+        self.n_free[0] = n + 1
 
-    def give_back(self, row: int, owner, store_attr: str = "store", row_attr: str = "row") -> None:
-        """Give ``owner``'s row back, the owner keeping its last numbers: it reads the row
-        (through ``owner.<store_attr>`` / ``owner.<row_attr>``) until the row is taken
-        again, when they are copied into a private one-row table, if the owner is still
-        alive (``detach`` done lazily: most owners are gone by then, so nothing is copied).
-        A row already given back is left alone (no error: a second dispose)."""
-        live = self.live
-        if not live[row]:
-            return
-        live[row] = False
-        self._free.appendleft(row)            # taken again last: its owner is likely gone by then
-        self._ghosts[row] = (_weakref(owner), store_attr, row_attr)
+    def give_back(self, row: int) -> None:
+        """``free`` unless the row is already free (a second dispose: no error)."""
+        if self.live[row]:
+            self.free(row)
 
-    def _evict(self, row: int, ref, store_attr: str, row_attr: str) -> None:
-        """A released row is taken again: its former owner, if alive and still on it, gets a copy."""
-        owner = ref()
-        if owner is not None and getattr(owner, store_attr) is self and getattr(owner, row_attr) == row:
-            setattr(owner, store_attr, self._copy(row))
-            setattr(owner, row_attr, 0)
+    def check(self, row: int, gen: int, what: str = "handle") -> None:
+        """StaleHandle unless ``row`` is live at generation ``gen``."""
+        if self.gen[row] != gen or not self.live[row]:
+            raise StaleHandle(f"{what}: its row {row} went back to its table (the task it belonged to ended); "
+                              "keep the task from the stack, not an old handle")
 
     @property
     def in_use(self) -> int:
         """Rows taken and not given back (a leak check compares it)."""
         return int(self.live.sum())
-
-    def detach(self, row: int) -> tuple["Table", int]:
-        """Copy a row into a new private one-row table and free it here; returns (table, 0).
-
-        A task that is gone keeps reading its last numbers while its row is reused. The
-        copy is one slice per column (no zeroed table grown and then written).
-        """
-        priv = self._copy(row)
-        self.free(row)
-        return priv, 0
-
-    def _copy(self, row: int) -> "Table":
-        """A private one-row table holding a copy of ``row``."""
-        priv = Table.__new__(Table)
-        priv._columns = self._columns
-        priv.capacity = 1
-        priv.live = np.ones(1, bool)
-        priv._free = deque()
-        priv._ghosts = {}
-        priv._keyed = self._keyed
-        for name in self._keyed:
-            d = getattr(self, name)
-            setattr(priv, name, {0: d[row]} if row in d else {})
-        for name in self._columns:
-            setattr(priv, name, getattr(self, name)[row:row + 1].copy())
-        return priv
 
 
 def cursor_table(capacity: int = 64) -> Table:
@@ -194,11 +209,11 @@ def fade_table(capacity: int = 64) -> Table:
 
 def gait_table(capacity: int = 64) -> Table:
     """The gait blends' columns: value and target (f32), the lower pair index, the leader,
-    the five anim ids (``id0``-``id4``) and two spare cursor rows (``s0``, ``s1``: fresh
-    cursors made ahead for the clips a pair change brings in, -1 none)."""
+    the five anim ids (``id0``-``id4``) and their clips' bank indices (``b0``-``b4``: the
+    compiled step makes the cursor of a clip a change of pair brings in)."""
     return Table({"value": np.float32, "target": np.float32, "lower": np.int32, "leader": np.int8,
                   "id0": np.int32, "id1": np.int32, "id2": np.int32, "id3": np.int32, "id4": np.int32,
-                  "s0": np.int64, "s1": np.int64}, capacity)
+                  "b0": np.int32, "b1": np.int32, "b2": np.int32, "b3": np.int32, "b4": np.int32}, capacity)
 
 
 def task_table(capacity: int = 64) -> Table:
@@ -326,7 +341,8 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     row stays readable, so a stack may hold one); each live task's
     type, cursor rows (c0, c1), fade / gait row (aux), next and incoming task rows; each
     live cursor's bank index (a clip the event index knows) and next-event index (within
-    that clip's events); each live gait's spare cursor rows; the event index within
+    that clip's events); each live gait's clips' bank indices; the cursors' free list (each row not in use, once);
+    the event index within
     ``e_frame``. Raises TableCorrupt naming the first fault. Vectorised: a few ms at 10,000
     humans, so the engine runs it after any table grew (and before every kernel call with
     SCUFFLE_DEBUG=1).
@@ -376,5 +392,16 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
         i = int(np.flatnonzero(bad)[0])
         raise TableCorrupt(f"cursors.ev[{int(crows[i])}] = {int(ev[i])}: past its clip's {int(e_count[bank[i]])} events")
     grows = np.flatnonzero(gai.live)
-    for col in ("s0", "s1"):
-        _check_links("gaits", col, getattr(gai, col)[grows], grows, cur.capacity, "cursor")
+    for col in ("b0", "b1", "b2", "b3", "b4"):
+        b = getattr(gai, col)[grows].astype(np.int64)
+        if ((b < 0) | (b >= nb)).any():
+            i = int(np.flatnonzero((b < 0) | (b >= nb))[0])
+            raise TableCorrupt(f"gaits.{col}[{int(grows[i])}] = {int(b[i])}: not a clip of the bank ({nb} known)")
+    nf = int(cur.n_free[0])
+    if cur.free_rows.shape != (cur.capacity,) or not 0 <= nf <= cur.capacity:
+        raise TableCorrupt(f"cursors.n_free = {nf}: not 0-{cur.capacity} (free_rows {cur.free_rows.shape})")
+    free = cur.free_rows[:nf]
+    if ((free < 0) | (free >= cur.capacity)).any() or cur.live[free].any() or len(np.unique(free)) != nf \
+            or nf + len(crows) != cur.capacity:
+        raise TableCorrupt(f"cursors.free_rows: {nf} free rows that are not the {cur.capacity - len(crows)} "
+                           "rows not in use, each once")

@@ -23,7 +23,7 @@ from .callbacks import check_callback
 from .clip import EventType
 from .cursor import Cursor
 from .sampler import CursorFlags
-from .store import NO_ROW, Table, column, fade_table, gait_table, task_column, task_table
+from .store import NO_ROW, Table, _stale, column, fade_table, gait_table, task_column, task_table
 
 from .interfaces import PoseProgram, TaskHost
 
@@ -231,13 +231,29 @@ class _EndCallback:
 
 
 class _CursorLink:
-    """A gait's pair cursor (``attr``), its row kept in task column ``column``."""
+    """A gait's pair cursor, read from task column ``column`` (the row is the truth: the
+    compiled step changes it); the Cursor object in ``attr`` is a cache, made again
+    (Cursor.view) when the row or its generation moved on. A gait made alone (private
+    tables, no row link) keeps its cursor in the cache only."""
 
     def __init__(self, attr: str, column: str, doc: str):
         self.attr, self.column, self.__doc__ = attr, column, doc
 
     def __get__(self, obj, owner=None):
-        return self if obj is None else getattr(obj, self.attr)
+        if obj is None:
+            return self
+        c = getattr(obj, self.attr)
+        r = getattr(obj.tstore, self.column)[obj.trow]
+        cs = obj.cstore
+        if r < 0 or (c.row == r and c.store is cs and c.gen == cs.gen[r]):
+            return c
+        # a change of pair in the kernel: both links from the rows, a cursor kept keeping its object
+        old = (obj._lower_cursor, obj._upper_cursor)
+        ts, tr = obj.tstore, obj.trow
+        for attr, row in (("_lower_cursor", int(ts.c0[tr])), ("_upper_cursor", int(ts.c1[tr]))):
+            hit = next((x for x in old if x.row == row and x.store is cs and x.gen == cs.gen[row]), None)
+            setattr(obj, attr, hit if hit is not None else Cursor.view(cs, row))
+        return getattr(obj, self.attr)
 
     def __set__(self, obj, c: Cursor) -> None:
         setattr(obj, self.attr, c)
@@ -254,7 +270,7 @@ class Task:
     row, which the compiled step reads and writes.
     """
 
-    __slots__ = ("tstore", "trow", "__weakref__")
+    __slots__ = ("tstore", "trow", "tgen", "__weakref__")
     type: TaskType = TaskType.LOOP
 
     def __init__(self, rate: float, flags: int = 0, held: int = 0, on_end: Callable | None = None,
@@ -262,6 +278,7 @@ class Task:
         on_end = check_callback(on_end, "on_end")       # before a row is taken
         ts = self.tstore = tstore if tstore is not None else task_table(1)
         r = self.trow = ts.alloc(zero=False)
+        self.tgen = int(ts.gen[r])
         ts.type[r] = int(self.type)
         ts.rate[r] = rate if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX else F.f32(float(rate))
         ts.flags[r] = int(flags)
@@ -278,7 +295,21 @@ class Task:
     rate = task_column("rate", float, "The rate (+0x0c), float32.")
     flags = task_column("flags", lambda v: TaskFlags(int(v)), "Task flags (+0x10).")
     held = task_column("held", int, "The held bits (+0x24) the task sets on the human.")
-    released = task_column("released", bool, "On the deferred list (or released).")
+    @property
+    def released(self) -> bool:
+        """On the deferred list, released, or gone back to the pool (its row is another's
+        now: the one question a stale task answers)."""
+        ts, r = self.tstore, self.trow
+        if ts.gen[r] != self.tgen:
+            return True
+        return bool(ts.released[r])
+
+    @released.setter
+    def released(self, value: bool) -> None:
+        ts, r = self.tstore, self.trow
+        if ts.gen[r] != self.tgen:
+            _stale(self, ts, r)
+        ts.released[r] = value
     handed_over = task_column("handed_over", bool, "A type 3 / 6 that gave its place to its next task.")
 
     def _link(self, column: str, task: "Task | None", check: bool = False) -> None:
@@ -303,9 +334,14 @@ class Task:
         getattr(ts, column)[self.trow] = task.trow if task is not None else NO_ROW
 
     def dispose_row(self) -> None:
-        """Give the task's row back to the world's table (a private copy keeps its numbers)."""
-        if self.tstore.capacity > 1:
-            self.tstore.give_back(self.trow, self, "tstore", "trow")
+        """Give the task's row back to its table: the task is gone (reading it raises
+        StaleHandle). A second dispose does nothing."""
+        if self.tstore.gen[self.trow] == self.tgen:
+            self.tstore.give_back(self.trow)
+
+    def alive(self) -> bool:
+        """Whether the task's row is still its own (it has not gone back to the pool)."""
+        return bool(self.tstore.gen[self.trow] == self.tgen and self.tstore.live[self.trow])
 
     # +0xcc
     def set_flags(self, flags: int) -> None:
@@ -624,7 +660,7 @@ class FadeTask(Task):
     0x00106ee8 (release).
     """
 
-    __slots__ = ("fade_time", "_incoming", "store", "row")
+    __slots__ = ("fade_time", "_incoming", "store", "row", "gen")
     type = TaskType.FADE
 
     def __init__(self, duration: float, rate: float = 1.0, held: int = 0, on_end=None, store: Table | None = None,
@@ -635,6 +671,7 @@ class FadeTask(Task):
         self.fade_time = F.f32(float(duration))
         st = self.store = store if store is not None else fade_table(1)
         r = self.row = st.alloc(zero=False)
+        self.gen = int(st.gen[r])
         st.el[r] = 0.0
         st.dur[r] = self.fade_time
         self.tstore.aux[self.trow] = _row_in(self)
@@ -660,8 +697,8 @@ class FadeTask(Task):
 
     def dispose(self) -> None:
         self.dispose_row()
-        if self.store.capacity > 1:
-            self.store.give_back(self.row, self)
+        if self.store.gen[self.row] == self.gen:
+            self.store.give_back(self.row)
 
     def weight(self) -> float:
         return fade_weight(self.elapsed, self.fade_time)
@@ -724,7 +761,7 @@ class GaitTask(Task):
     0x0010a500 (set target), 0x0010a558 (set value).
     """
 
-    __slots__ = ("ids", "_lower_cursor", "_upper_cursor", "_make_cursor", "store", "row", "_spares")
+    __slots__ = ("ids", "_lower_cursor", "_upper_cursor", "_make_cursor", "store", "row", "gen", "cstore")
     type = TaskType.GAIT
     _lower_cursor: Cursor
     _upper_cursor: Cursor
@@ -732,7 +769,7 @@ class GaitTask(Task):
     def __init__(self, ids: Sequence[int], make_cursor: Callable[[int], Cursor], rate: float = 1.0,
                  value: float = 0.0, target: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
                  speed: float = GAIT_SPEED, on_wrap: Callable | None = None, held: int = 0, on_end=None,
-                 store: Table | None = None, tstore: Table | None = None):
+                 store: Table | None = None, tstore: Table | None = None, banks: Sequence[int] | None = None):
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
         v = self._clamp(value)
@@ -742,19 +779,23 @@ class GaitTask(Task):
         ts, tr = self.tstore, self.trow
         st = self.store = store if store is not None else gait_table(1)
         r = self.row = st.alloc(zero=False)
+        self.gen = int(st.gen[r])
         ts.aux[tr] = r if st.capacity > 1 else NO_ROW
         self.ids = tuple(map(int, ids))
         st.id0[r], st.id1[r], st.id2[r], st.id3[r], st.id4[r] = self.ids
-        st.s0[r] = st.s1[r] = NO_ROW
-        self._spares: list[Cursor] = []
-        self._make_cursor = make_cursor
+        # the clips' bank indices (the compiled step makes the cursors a change of pair
+        # brings in from them); a gait made alone makes them with ``make_cursor``
+        st.b0[r], st.b1[r], st.b2[r], st.b3[r], st.b4[r] = tuple(banks) if banks is not None else (0,) * 5
+        self._make_cursor = None if banks is not None else make_cursor
         ts.speed[tr] = speed if speed.__class__ is float and -_F32_MAX <= speed <= _F32_MAX else F.f32(float(speed))
         self.on_wrap = on_wrap
         st.value[r] = st.target[r] = v               # v is a float32 value: read back unchanged
         lower = self.pair_index(v)
         st.lower[r] = lower
-        lo = self.lower_cursor = make_cursor(self.ids[lower])
-        up = self.upper_cursor = make_cursor(self.ids[lower + 1])
+        lo = make_cursor(self.ids[lower])
+        up = make_cursor(self.ids[lower + 1])
+        self.cstore = lo.store
+        self.lower_cursor, self.upper_cursor = lo, up
         leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
         st.leader[r] = leader
         fl = int(ts.flags[tr])
@@ -781,60 +822,22 @@ class GaitTask(Task):
     leader = column("leader", int, "0: the lower clip leads, 1: the upper.")
 
     def dispose(self) -> None:
-        self._lower_cursor.dispose()             # Task.dispose: cursors(), then the row
-        self._upper_cursor.dispose()
+        lo, up = self.lower_cursor, self.upper_cursor
+        lo.dispose()                             # Task.dispose: cursors(), then the row
+        up.dispose()
         self.dispose_row()
-        for c in self._spares:
-            c.dispose()
-        self._spares = []
-        if self.store.capacity > 1:
-            self.store.s0[self.row] = self.store.s1[self.row] = NO_ROW
-            self.store.give_back(self.row, self)
+        if self.store.gen[self.row] == self.gen:
+            self.store.give_back(self.row)
 
-    def _incoming_ids(self, lower: int) -> list[int]:
-        """The anim ids a change of pair to ``lower`` brings in (those the current pair
-        does not keep: each of its two cursors is kept once, by id)."""
-        kept = {self.ids[self.lower]: 1, self.ids[self.lower + 1]: 1}
-        out = []
-        for idx in (lower, lower + 1):
-            cid = self.ids[idx]
-            if kept.pop(cid, None) is None:
-                out.append(cid)
-        return out
-
-    def prepare_pair(self, lower: int) -> None:
-        """Make, ahead of the compiled step, the fresh cursors a change of pair to ``lower``
-        will need (spares in columns ``s0`` / ``s1``); the kernel then changes the pair
-        itself. Spares not used stay for a later change, or go with the task."""
-        old = list(self._spares)
-        spares = []
-        for cid in self._incoming_ids(lower):
-            hit = next((c for c in old if c.anim_id == cid), None)
-            if hit is not None:
-                old.remove(hit)
-            spares.append(hit if hit is not None else self._make_cursor(cid))
-        for c in old:
-            if len(spares) < 2:
-                spares.append(c)
-            else:
-                c.dispose()
-        self._spares = spares
-        rows = [_row_in(c) for c in self._spares] + [NO_ROW, NO_ROW]
-        self.store.s0[self.row], self.store.s1[self.row] = rows[0], rows[1]
-
-    def rebind(self) -> None:
-        """After the compiled step changed the pair: the cursor objects from the rows (the
-        lower and upper of ``c0`` / ``c1``, the spares left); the cursors it dropped go."""
-        cands = [self._lower_cursor, self._upper_cursor, *self._spares]
-        by_row = {c.row: c for c in cands}
-        ts, r = self.tstore, self.trow
-        lo, up = by_row[int(ts.c0[r])], by_row[int(ts.c1[r])]
-        left = {int(self.store.s0[self.row]), int(self.store.s1[self.row])} - {NO_ROW}
-        self._spares = [c for c in self._spares if c.row in left and c is not lo and c is not up]
-        for c in cands:
-            if c is not lo and c is not up and not any(c is x for x in self._spares):
-                c.dispose()
-        self._lower_cursor, self._upper_cursor = lo, up
+    def _new_cursor(self, idx: int) -> Cursor:
+        """A new cursor on clip ``idx`` (0-4) of the five: from the bank index in the gait's
+        row (the kernel's _take_cursor does the same), or ``make_cursor`` for a gait made alone."""
+        if self._make_cursor is not None:
+            return self._make_cursor(self.ids[idx])
+        st, r = self.store, self.row
+        bank = int((st.b0, st.b1, st.b2, st.b3, st.b4)[idx][r])
+        cs = self.cstore
+        return Cursor(cs.clips[bank], bank, self.ids[idx], 0, cs)
 
     @staticmethod
     def _clamp(v: float) -> float:
@@ -880,10 +883,10 @@ class GaitTask(Task):
         return [self.lower_cursor, self.upper_cursor]
 
     def leading_cursor(self) -> Cursor:
-        return self._lower_cursor if self.store.leader[self.row] == 0 else self._upper_cursor
+        return self.lower_cursor if self.store.leader[self.row] == 0 else self.upper_cursor
 
     def anim_id(self) -> int:
-        return (self._lower_cursor if self.store.leader[self.row] == 0 else self._upper_cursor).anim_id
+        return (self.lower_cursor if self.store.leader[self.row] == 0 else self.upper_cursor).anim_id
 
     def fraction(self) -> float:
         return self.value - self.lower
@@ -910,7 +913,7 @@ class GaitTask(Task):
                 if cid in kept:
                     new.append(kept.pop(cid))
                 else:
-                    c = self._make_cursor(cid)
+                    c = self._new_cursor(idx)
                     _follow(old_lead, c)
                     new.append(c)
             for c in (*kept.values(), *dropped):

@@ -539,7 +539,7 @@ def test_events_read_after_the_flush_and_new_tasks():
             p.step(hs)
             p.flush()                            # the old loops go back: rows given back
             st = p.stores
-            n = min(len(st.tasks._free), len(st.cursors._free))
+            n = min(int(st.tasks.n_free[0]), int(st.cursors.n_free[0]))
             made = [p.loop(hs[0], (u + k) % 12) for k in range(n)]   # every free row taken
             log.append([[(fe.anim_id, fe.event.frame, None if fe.task is None else (int(fe.task.type), fe.task.anim_id()))
                          for fe in h.events] for h in hs])

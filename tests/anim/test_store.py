@@ -1,11 +1,9 @@
 """The tables the state lives in (anim.store): rows, growth, released rows, the views onto them.
 
-Issue 14, "The state lives in arrays": tasks and records are views onto table rows; a
-task or cursor that is gone keeps its last numbers while its row is reused.
+Issue 14, "The state lives in arrays": tasks and records are views onto table rows.
+Issue 19: they are handles (a row and a generation): one whose row went back is stale.
 """
 from __future__ import annotations
-
-import gc
 
 import numpy as np
 import pytest
@@ -13,7 +11,7 @@ import pytest
 from scuffle.anim.clip import author_clip
 from scuffle.anim.cursor import Cursor
 from scuffle.anim.stack import HumanRecord
-from scuffle.anim.store import HumanTable, cursor_table, task_table
+from scuffle.anim.store import HumanTable, StaleHandle, cursor_table, task_table
 from scuffle.anim.tasks import BlendWindow, ClipTask, FadeTask, LoopTask, TaskFlags, TaskType
 
 
@@ -21,36 +19,49 @@ def _cursor(table, frames: int = 10) -> Cursor:
     return Cursor(author_clip("c", frames), 0, 7, 0, table)
 
 
-def test_a_released_row_is_read_by_its_owner_until_taken_again_then_copied():
+def test_a_released_row_makes_its_handle_stale():
+    """Issue 19, item 1: a cursor is a handle (a row and the generation it got); once its
+    row goes back, reading or writing it raises StaleHandle (a ValueError), before and
+    after the row is taken again, and the new owner's numbers are never touched."""
     table = cursor_table(2)
     c = _cursor(table)
     c.set_time(0.2)
-    row = c.row
+    row, gen = c.row, c.gen
     c.dispose()
-    assert not table.live[row] and c.store is table          # given back, not copied yet
-    assert c.time == pytest.approx(0.2, abs=1e-6)
-    first = _cursor(table)                                    # a released row is taken last
-    assert first.row != row and c.store is table
-    other = _cursor(table)
-    assert other.row == row and table.live[row]
-    assert c.store is not table and c.store.capacity == 1 and c.row == 0
-    assert c.time == pytest.approx(0.2, abs=1e-6) and other.time == 0.0
-    other.set_time(0.1)
-    assert c.time == pytest.approx(0.2, abs=1e-6)             # no longer shares the row
+    assert not table.live[row] and table.gen[row] == gen + 1 and not c.alive()
+    with pytest.raises(StaleHandle, match="Cursor: its row 0 went back"):
+        c.time
+    other = _cursor(table)                                    # the free list is a stack: the row again
+    assert other.row == row and table.live[row] and other.gen == gen + 1
+    with pytest.raises(StaleHandle):
+        c.time = 0.5
+    assert other.time == 0.0
+    assert issubclass(StaleHandle, ValueError)
 
 
-def test_a_dead_owner_is_not_copied_and_a_second_dispose_is_harmless():
+def test_a_second_dispose_is_harmless_and_frees_no_one_else():
     table = cursor_table(2)
     c = _cursor(table)
     row = c.row
     c.dispose()
     c.dispose()                                               # no double free
     assert table.in_use == 0
-    del c
-    gc.collect()
-    _cursor(table)
     again = _cursor(table)
-    assert again.row == row and table.in_use == 2 and not table._ghosts
+    c.dispose()                                               # the row is another's now: left alone
+    assert again.row == row and table.in_use == 1 and again.alive()
+
+
+def test_the_free_list_is_a_stack_of_rows_and_growth_keeps_it():
+    table = cursor_table(2)
+    a, b = _cursor(table), _cursor(table)
+    assert (a.row, b.row) == (0, 1) and int(table.n_free[0]) == 0
+    c = _cursor(table)                                        # grown to 4
+    assert table.capacity == 4 and c.row == 2 and int(table.n_free[0]) == 1
+    a.dispose()
+    assert table.free_rows[:int(table.n_free[0])].tolist() == [3, 0]    # the row given back on top
+    assert _cursor(table).row == 0
+    assert table.reserve(3) and table.capacity == 8 and int(table.n_free[0]) >= 3
+    assert not table.reserve(3)
 
 
 def test_tasks_are_views_onto_the_task_table():
