@@ -192,11 +192,19 @@ def task_table(capacity: int = 64) -> Table:
     row), ``blend`` (f32) and ``window`` (0 advanced, 1 kept), a fade's ``incoming`` task
     row, ``released``, ``handed_over``, a loop's ``wraps``, ``speed`` (a gait's, f32),
     ``callback`` (a wrap callback) and ``foreign`` (a next or incoming task in another
-    table): with either the compiled step leaves the human to the scalar one."""
+    table): with either the compiled step leaves the human to the scalar one. Types 10,
+    11 and 13 keep their numbers here too: the cursor rows ``c2`` / ``c3`` (a pick's
+    third and fourth clips; a direction's c0 / c1 / c2 are its lower neighbour, centre
+    and upper neighbour), ``value`` (float64: a mix's weight and a direction's value are
+    doubles, a pick's value a float32 held exactly), ``target`` (a mix's, float64),
+    ``base`` (a direction's first anim id), ``centre`` (its nearest direction, 0-7) and
+    ``sampling`` (a pick's PickSampling: 0 chosen, 1 all)."""
     return Table({"type": np.int8, "rate": np.float32, "flags": np.int32, "held": np.int64,
                   "c0": np.int64, "c1": np.int64, "aux": np.int64, "nxt": np.int64, "blend": np.float32,
                   "window": np.int8, "incoming": np.int64, "released": bool, "handed_over": bool,
-                  "wraps": np.int64, "speed": np.float32, "callback": bool, "foreign": bool}, capacity)
+                  "wraps": np.int64, "speed": np.float32, "callback": bool, "foreign": bool,
+                  "c2": np.int64, "c3": np.int64, "value": np.float64, "target": np.float64, "base": np.int64,
+                  "centre": np.int8, "sampling": np.int8}, capacity)
 
 
 class HumanTable:
@@ -300,7 +308,7 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     ``e_frame`` the frames); ``task_types`` = (fade type, gait type, largest type). Checked:
     the human table's depth (0-18) and its stacks' task rows (in the task table: a released
     row stays readable, so a stack may hold one); each live task's
-    type, cursor rows (c0, c1), fade / gait row (aux), next and incoming task rows; each
+    type, cursor rows (c0-c3), fade / gait row (aux), next and incoming task rows; each
     live cursor's bank index (a clip the event index knows) and next-event index (within
     that clip's events); each live gait's spare cursor rows; the event index within
     ``e_frame``. Raises TableCorrupt naming the first fault. Vectorised: a few ms at 10,000
@@ -334,7 +342,7 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     if ((ty < 1) | (ty > top_t)).any():
         i = int(np.flatnonzero((ty < 1) | (ty > top_t))[0])
         raise TableCorrupt(f"tasks.type[{int(trows[i])}] = {int(ty[i])}: not a task type")
-    for col in ("c0", "c1"):
+    for col in ("c0", "c1", "c2", "c3"):
         _check_links("tasks", col, getattr(tsk, col)[trows], trows, cur.capacity, "cursor")
     for col in ("nxt", "incoming"):
         _check_links("tasks", col, getattr(tsk, col)[trows], trows, tsk.capacity, "task")
