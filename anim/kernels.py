@@ -28,10 +28,11 @@ Four groups:
   bottom-up: the toward-zero cursor, the end test and the zero-overshoot reading, the
   loop's wrap, type 3 / 6's hand-over and blend window (its next task advanced too, or
   kept), the fade's end and clean-up, the gait blend's value, pair (with cursors made
-  ahead), leader and follower, the held-flag events; fired events and deferred tasks
-  are written as rows of preallocated buffers. ``pose_stacks`` samples every human's
-  stack onto its pose stack of seven (an eighth pose refused and counted,
-  0x00104ce0), blends and builds the bone transforms. The scalar Python step
+  ahead), leader and follower, type 10's weight, leader and follower, type 11's four
+  clips in step, type 13's centre and followers, the held-flag events; fired events
+  and deferred tasks are written as rows of preallocated buffers. ``pose_stacks``
+  samples every human's stack onto its pose stack of seven (an eighth pose refused and
+  counted, 0x00104ce0), blends and builds the bone transforms. The scalar Python step
   (anim.player.Player.step_one and the task classes) is the reference;
   tests/anim/test_batch.py ties the two over random crowds;
 - ``root_motion_step``: StateUpdate's root motion and move (Human_ApplyRootMotion).
@@ -41,7 +42,8 @@ Spec: "The cursor", "When a clip ends", "Fades", "Gait blend", "The key in force
 AnimCursor_Advance, 0x00104ce0 AnimCursor_SamplePose, 0x00105158 Pose_BlendPartial,
 0x00104630 Instance_BuildBoneMatrices, 0x00175610 (the stack's +0x64 calls), 0x00105770
 (loop), 0x00105af0 (type 3's hand-over), 0x00106cc8 (fade), 0x0010a5b8 (gait),
-0x00176d60 CharacterInstance_Sample.
+0x0010b090 / 0x0010b448 (type 10), 0x00106f50 / 0x00107f60 (type 11), 0x00109210 /
+0x0010a008 (type 13), 0x00176d60 CharacterInstance_Sample.
 """
 from __future__ import annotations
 
@@ -1448,7 +1450,8 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     pushes its pose; type 3 / 6 in its blend window then its next task (kept at the time
     into the window under the kept rule, which moves its cursors) and blends by the share
     of b elapsed; a fade blends the top two by its outgoing weight; a gait its pair by the
-    fraction (one clip alone near the steps). An eighth pose is skipped and counted in
+    fraction (one clip alone near the steps); types 10, 11, 13 as ``_pose_blend_task``
+    says (a mix, the picked clip, a direction and its side). An eighth pose is skipped and counted in
     ``refused[k]``; a blend with fewer than two poses does nothing. The scratch holds 8
     poses (slot 7: the default). ``weights`` (>= 64) is scratch. In: the tables as
     HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables,
