@@ -1506,7 +1506,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                             sp -= 1
                     break
                 if tt == _MIX or tt == _PICK or tt == _DIRECTION:
-                    sp, nref = _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_value,
+                    sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_value,
                                                 t_centre, t_sampling, c_t, c_flags, c_bank, bank, scratch)
                     break
                 # a clip
