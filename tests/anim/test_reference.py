@@ -265,6 +265,9 @@ def _apply(w, hs, log: list, hi: int, fade: float, c: tuple, gait: list[int]) ->
         elif kind == "push":
             w.push(h, w.loop(h, c[1]))
             return "ok"
+        elif kind == "push_wrap":                # a loop with a wrap callback: the scalar step
+            w.push(h, w.loop(h, c[1], on_wrap=Log(log, "wrap", c[1])))
+            return "ok"
         elif kind == "push_mix":
             w.push(h, w.mix(h, c[1], c[2], weight=c[3]))
             return "ok"
@@ -716,13 +719,15 @@ def test_flush_calls_back_in_step_order():
     """The deferred list fills as the humans step, in order ("When a clip ends" L314:
     AnimTask_DeferGive as each task ends; the flush "once every human's animation has
     stepped"), so two clips ending in one update call their end callbacks in human order,
-    also when one human's stack holds a type 10 (the scalar step) and the other's does not
-    (the kernel): the compiled path once put the kernel's humans first (found by the
-    reference's fuzz; BatchEngine._in_step_order)."""
+    also when one human takes the scalar step (its stack holds a loop with a wrap
+    callback; a type 10 did, before the kernels ran it) and the other the kernel: the
+    compiled path once put the kernel's humans first (found by the reference's fuzz;
+    BatchEngine._in_step_order)."""
     aset = demo_set()
-    cmds = [(0, 0, 0.0, ("chain", [15, 388], 0.0, 0, True)), (0, 1, 0.0, ("chain", [15, 388], 0.0, 0, True)),
-            (1, 0, 0.0, ("push_mix", 388, 358, 0.3))]
-    compare(aset, cmds, 30, 2, DEMO_GAIT, callback_order=True)
+    for slow in (("push_wrap", 388), ("push_mix", 388, 358, 0.3)):
+        cmds = [(0, 0, 0.0, ("chain", [15, 388], 0.0, 0, True)), (0, 1, 0.0, ("chain", [15, 388], 0.0, 0, True)),
+                (1, 0, 0.0, slow)]
+        compare(aset, cmds, 30, 2, DEMO_GAIT, callback_order=True)
 
 
 # ---------------------------------------------------------------- the reference stands apart
