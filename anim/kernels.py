@@ -1225,12 +1225,14 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                                     t_incoming[fj] = nx
                         n_def = _defer(hi, r, t_released, def_out, n_def)
                         st |= STATUS_STACK | STATUS_TOP
-                        if _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader) > 0.0:
+                        if _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
+                                   g_leader) > 0.0:
                             r = nx
                             continue
                         break
                     if t_window[r] != _KEPT:
-                        b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader)
+                        b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
+                                    g_leader)
                         if b > 0.0 and sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b)) > 0.0:
                             r = nx          # "the next task is advanced too" (L215)
                             continue
@@ -1451,8 +1453,8 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     into the window under the kept rule, which moves its cursors) and blends by the share
     of b elapsed; a fade blends the top two by its outgoing weight; a gait its pair by the
     fraction (one clip alone near the steps); types 10, 11, 13 as ``_pose_blend_task``
-    says (a mix, the picked clip, a direction and its side). An eighth pose is skipped and counted in
-    ``refused[k]``; a blend with fewer than two poses does nothing. The scratch holds 8
+    says (a mix, the picked clip, a direction and its side). An eighth pose is skipped
+    and counted in ``refused[k]``; a blend with fewer than two poses does nothing. The scratch holds 8
     poses (slot 7: the default). ``weights`` (>= 64) is scratch. In: the tables as
     HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables,
     a Scratch and the PoseOut.
@@ -1506,8 +1508,9 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                             sp -= 1
                     break
                 if tt == _MIX or tt == _PICK or tt == _DIRECTION:
-                    sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_value,
-                                                t_centre, t_sampling, c_t, c_flags, c_bank, bank, scratch)
+                    sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), t_type, t_rate, t_c0, t_c1, t_c2,
+                                                t_c3, t_value, t_centre, t_sampling, c_t, c_flags, c_bank, bank,
+                                                scratch)
                     break
                 # a clip
                 c = t_c0[r]
@@ -1518,7 +1521,8 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                     sp += 1
                 if tt != _CLIP and tt != _PAIRED_CLIP:
                     break
-                b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader)
+                b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
+                            g_leader)
                 if b <= 0.0:
                     break
                 into = sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b))
