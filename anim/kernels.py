@@ -883,6 +883,8 @@ def _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_callback, t_foreign):
     tt = t_type[r]
     if t_callback[r] or t_foreign[r]:
         return False
+    if tt == _LOOP or tt == _CLIP or tt == _PAIRED_HOLD or tt == _HOLD or tt == _PAIRED_CLIP or tt == _SCENE:
+        return t_c0[r] >= 0
     if tt == _FADE:
         return t_aux[r] >= 0
     if tt == _GAIT:
@@ -893,8 +895,6 @@ def _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_callback, t_foreign):
         return t_c0[r] >= 0 and t_c1[r] >= 0 and t_c2[r] >= 0 and t_c3[r] >= 0
     if tt == _DIRECTION:
         return t_c0[r] >= 0 and t_c1[r] >= 0 and t_c2[r] >= 0
-    if tt == _LOOP or tt == _CLIP or tt == _PAIRED_HOLD or tt == _HOLD or tt == _PAIRED_CLIP or tt == _SCENE:
-        return t_c0[r] >= 0
     return False
 
 
@@ -1144,9 +1144,14 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
             # task of another type or table set later): the scalar step takes the human
             if not _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_callback, t_foreign):
                 runnable = False
-            for cr in (t_c0[r], t_c1[r], t_c2[r], t_c3[r]):
-                if cr >= 0:
-                    need_ev += 2 * e_count[c_bank[cr]]
+            if t_c0[r] >= 0:
+                need_ev += 2 * e_count[c_bank[t_c0[r]]]
+            if t_c1[r] >= 0:
+                need_ev += 2 * e_count[c_bank[t_c1[r]]]
+            if t_c2[r] >= 0:                # types 11 and 13
+                need_ev += 2 * e_count[c_bank[t_c2[r]]]
+                if t_c3[r] >= 0:            # type 11
+                    need_ev += 2 * e_count[c_bank[t_c3[r]]]
             if t_type[r] == _GAIT:
                 for sp in (g_s0[t_aux[r]], g_s1[t_aux[r]]):
                     if sp >= 0:
