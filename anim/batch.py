@@ -8,8 +8,8 @@ two kernels of anim.kernels over the whole crowd:
 
 1. ``step``: the rows of the humans whose stack Python changed since the last call
    (commands, the scalar step) are rewritten (``mark``), with the "fast" flag: every
-   task of its stack and their next tasks are types the kernel runs (1, 3, 4, 5, 6, 7,
-   9, 12) in the world's tables, no wrap callback, nothing queued. One kernel call
+   task of its stack and their next tasks are types the kernel runs (every type: 1, 3-7,
+   9-13) in the world's tables, no wrap callback, nothing queued. One kernel call
    steps every fast human: cursors, the end and loop rules, hand-overs, blend windows,
    fades' ends and clean-up, the gait rules, held-flag events; it writes the fired
    events and the deferred tasks as rows of preallocated buffers. Python then only
@@ -17,9 +17,9 @@ two kernels of anim.kernels over the whole crowd:
    their events stay rows until ``CharacterInstance.events`` is read, their deferred
    tasks join the Player's deferred list. A gait whose pair change needs a cursor it
    does not have gets it made (GaitTask.prepare_pair) and its human is stepped again.
-   The others (a rare type 10, 11, 13, a queue, a wrap callback, a next task of another
-   table or type set behind the rows' back, which the kernel also checks) take the
-   scalar step (anim.player.Player.step_one).
+   The others (a queue, a wrap callback, a next task of another table or type set
+   behind the rows' back, which the kernel also checks) take the scalar step
+   (anim.player.Player.step_one).
 2. ``pose``: one kernel call samples, blends and builds the bone transforms of every
    fast human; the others emit a plan (anim.plan.SamplePlan) that a second call runs.
 
@@ -54,13 +54,15 @@ def _note_cold() -> None:
 
 __all__ = ["BatchEngine", "KERNEL_TYPES"]
 
-# The task types the kernels run; a stack holding another (10, 11, 13) takes the scalar step.
+# The task types the kernels run: every type (a fade as a next task excepted).
 KERNEL_TYPES = frozenset({TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_HOLD, TaskType.HOLD, TaskType.PAIRED_CLIP,
-                          TaskType.SCENE, TaskType.FADE, TaskType.GAIT})
+                          TaskType.SCENE, TaskType.FADE, TaskType.MIX, TaskType.PICK, TaskType.GAIT,
+                          TaskType.DIRECTION})
 _NEXT_TYPES = KERNEL_TYPES - {TaskType.FADE}
 _CLIP_TYPES = frozenset({TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_HOLD, TaskType.HOLD, TaskType.PAIRED_CLIP,
                          TaskType.SCENE})
 _CHAINS = (TaskType.CLIP, TaskType.PAIRED_CLIP)
+_BLEND_TYPES = frozenset({TaskType.MIX, TaskType.PICK, TaskType.DIRECTION})     # several cursors, no table of their own
 _WALK = 64
 _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrupt table, not a crowd)
 _DEFAULT_POSE = 8            # pose scratch: the seven of the pose stack and the default
@@ -144,6 +146,7 @@ class BatchEngine:
         inst.slot = s
         inst.engine = self
         inst.record.attach(self.humans, s)
+        self.humans.fast[s] = True              # an empty stack: the kernels run it
         self._fast_valid = False
         return s
 

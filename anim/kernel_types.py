@@ -47,6 +47,13 @@ class TaskCols(NamedTuple):
     speed: np.ndarray
     callback: np.ndarray
     placed: np.ndarray
+    c2: np.ndarray
+    c3: np.ndarray
+    value: np.ndarray
+    target: np.ndarray
+    base: np.ndarray
+    centre: np.ndarray
+    sampling: np.ndarray
 
 
 class CursorCols(NamedTuple):

@@ -28,10 +28,11 @@ Four groups:
   bottom-up: the toward-zero cursor, the end test and the zero-overshoot reading, the
   loop's wrap, type 3 / 6's hand-over and blend window (its next task advanced too, or
   kept), the fade's end and clean-up, the gait blend's value, pair (with cursors made
-  ahead), leader and follower, the held-flag events; fired events and deferred tasks
-  are written as rows of preallocated buffers. ``pose_stacks`` samples every human's
-  stack onto its pose stack of seven (an eighth pose refused and counted,
-  0x00104ce0), blends and builds the bone transforms. The scalar Python step
+  ahead), leader and follower, type 10's weight, leader and follower, type 11's four
+  clips in step, type 13's centre and followers, the held-flag events; fired events
+  and deferred tasks are written as rows of preallocated buffers. ``pose_stacks``
+  samples every human's stack onto its pose stack of seven (an eighth pose refused and
+  counted, 0x00104ce0), blends and builds the bone transforms. The scalar Python step
   (anim.player.Player.step_one and the task classes) is the reference;
   tests/anim/test_batch.py ties the two over random crowds;
 - ``root_motion_step``: StateUpdate's root motion and move (Human_ApplyRootMotion).
@@ -41,7 +42,8 @@ Spec: "The cursor", "When a clip ends", "Fades", "Gait blend", "The key in force
 AnimCursor_Advance, 0x00104ce0 AnimCursor_SamplePose, 0x00105158 Pose_BlendPartial,
 0x00104630 Instance_BuildBoneMatrices, 0x00175610 (the stack's +0x64 calls), 0x00105770
 (loop), 0x00105af0 (type 3's hand-over), 0x00106cc8 (fade), 0x0010a5b8 (gait),
-0x00176d60 CharacterInstance_Sample.
+0x0010b090 / 0x0010b448 (type 10), 0x00106f50 / 0x00107f60 (type 11), 0x00109210 /
+0x0010a008 (type 13), 0x00176d60 CharacterInstance_Sample.
 """
 from __future__ import annotations
 
@@ -57,8 +59,8 @@ from .kernel_types import (BankTables, CursorCols, EventIndex, FadeCols, GaitCol
 from .sampler import CursorFlags
 from .store import NO_EVENT, NO_ROW
 from .pose import POSE_STACK_SIZE
-from .tasks import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, HELD_EVENTS, WINDOW_RULES,
-                    BlendWindow, HeldFlags, TaskType)
+from .tasks import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, HELD_EVENTS, PICK_SAMPLINGS,
+                    PICK_THRESHOLDS, WINDOW_RULES, BlendWindow, HeldFlags, PickSampling, TaskType)
 from .jitcache import cache_setting
 
 # numba's on-disk cache: True, or False with no writable cache folder (the kernels then
@@ -633,6 +635,9 @@ _PAIRED_CLIP = int(TaskType.PAIRED_CLIP)
 _SCENE = int(TaskType.SCENE)
 _FADE = int(TaskType.FADE)
 _GAIT = int(TaskType.GAIT)
+_MIX = int(TaskType.MIX)
+_PICK = int(TaskType.PICK)
+_DIRECTION = int(TaskType.DIRECTION)
 _MUTED = int(CursorFlags.MUTED)
 _CURSOR_BITS = int(CursorFlags.NO_VELOCITY | CursorFlags.NO_TURN | CursorFlags.MUTED)
 _HELD_OPEN = int(EventType.HELD_OPEN)
@@ -647,6 +652,10 @@ _STEP2 = float(GAIT_STEPS[2])
 _ALONE_LOW = float(GAIT_ALONE_LOW)
 _ALONE_HIGH = float(GAIT_ALONE_HIGH)
 _FALL = float(GAIT_FALL_FRACTION)
+_PICK0 = float(PICK_THRESHOLDS[0])
+_PICK1 = float(PICK_THRESHOLDS[1])
+_PICK2 = float(PICK_THRESHOLDS[2])
+_PICK_ALL = PICK_SAMPLINGS.index(PickSampling.ALL)   # the task table's sampling column
 _KEPT = WINDOW_RULES.index(BlendWindow.KEPT)     # the task table's window column
 _POSES = POSE_STACK_SIZE        # the pose stack (0x00104ce0 refuses an eighth)
 _OPEN_NEED, _OPEN_CLEAR, _OPEN_SET = HELD_EVENTS[EventType.HELD_OPEN]
@@ -783,24 +792,61 @@ def _lead(r, t_c0, t_c1, t_aux, g_leader):
 
 
 @njit(cache=CACHE)
-def _duration(r, t_type, t_c0, t_c1, t_aux, c_dur, f_dur, g_leader):
-    """Task.duration (+0xd4): the leading clip's, a fade's time."""
-    tt = t_type[r]
-    if tt == _FADE:
-        return np.float64(f_dur[t_aux[r]])
-    if tt == _GAIT:
-        return np.float64(c_dur[_lead(r, t_c0, t_c1, t_aux, g_leader)])
-    return np.float64(c_dur[t_c0[r]])
+def _pick_chosen(v):
+    """PickTask.chosen: the audible clip of value ``v``, 0 below 0.51, 1 below 1.51, 2 below 2.51, else 3."""
+    if v < _PICK0:
+        return 0
+    if v < _PICK1:
+        return 1
+    if v < _PICK2:
+        return 2
+    return 3
 
 
 @njit(cache=CACHE)
-def _window(r, t_type, t_c0, t_c1, t_aux, t_nxt, t_blend, c_dur, f_dur, g_leader):
+def _cursor_k(r, k, t_c0, t_c1, t_c2, t_c3):
+    """Task ``r``'s cursor row ``k`` (0-3: columns c0-c3)."""
+    if k == 0:
+        return t_c0[r]
+    if k == 1:
+        return t_c1[r]
+    if k == 2:
+        return t_c2[r]
+    return t_c3[r]
+
+
+@njit(cache=CACHE)
+def _lead_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader):
+    """Task.leading_cursor's row: a gait's leader, a mix's heavier clip (the second from
+    a weight of 0.5), a pick's chosen clip, a direction's centre (c1), a clip's cursor."""
+    tt = t_type[r]
+    if tt == _GAIT:
+        return _lead(r, t_c0, t_c1, t_aux, g_leader)
+    if tt == _MIX:
+        return t_c1[r] if t_value[r] >= 0.5 else t_c0[r]
+    if tt == _PICK:
+        return _cursor_k(r, _pick_chosen(t_value[r]), t_c0, t_c1, t_c2, t_c3)
+    if tt == _DIRECTION:
+        return t_c1[r]
+    return t_c0[r]
+
+
+@njit(cache=CACHE)
+def _duration(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader):
+    """Task.duration (+0xd4): the leading clip's, a fade's time."""
+    if t_type[r] == _FADE:
+        return np.float64(f_dur[t_aux[r]])
+    return np.float64(c_dur[_lead_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)])
+
+
+@njit(cache=CACHE)
+def _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader):
     """ClipTask.window: b, at most the next task's duration (0 without a next task)."""
     nx = t_nxt[r]
     b = np.float64(t_blend[r])
     if nx < 0 or b <= 0.0:
         return 0.0
-    d = _duration(nx, t_type, t_c0, t_c1, t_aux, c_dur, f_dur, g_leader)
+    d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
     return min(b, d)
 
 
@@ -830,15 +876,21 @@ def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
 
 
 @njit(cache=CACHE)
-def _runnable(r, t_type, t_c0, t_c1, t_aux):
-    """Whether the kernel runs task ``r``: a type it knows (1, 3-7, 9, 12) with its rows."""
+def _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
+    """Whether the kernel runs task ``r``: a type it knows (1, 3-7, 9-13) with its rows."""
     tt = t_type[r]
+    if tt == _LOOP or tt == _CLIP or tt == _PAIRED_HOLD or tt == _HOLD or tt == _PAIRED_CLIP or tt == _SCENE:
+        return t_c0[r] >= 0
     if tt == _FADE:
         return t_aux[r] >= 0
     if tt == _GAIT:
         return t_aux[r] >= 0 and t_c0[r] >= 0 and t_c1[r] >= 0
-    if tt == _LOOP or tt == _CLIP or tt == _PAIRED_HOLD or tt == _HOLD or tt == _PAIRED_CLIP or tt == _SCENE:
-        return t_c0[r] >= 0
+    if tt == _MIX:
+        return t_c0[r] >= 0 and t_c1[r] >= 0
+    if tt == _PICK:
+        return t_c0[r] >= 0 and t_c1[r] >= 0 and t_c2[r] >= 0 and t_c3[r] >= 0
+    if tt == _DIRECTION:
+        return t_c0[r] >= 0 and t_c1[r] >= 0 and t_c2[r] >= 0
     return False
 
 
@@ -1002,6 +1054,44 @@ def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
     h_flags[hi] &= ~(bits & ~others)
 
 
+@njit(cache=CACHE)
+def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed, t_c0, t_c1, t_value, t_target,
+              c_t, c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count,
+              e_frame, ev_out, n_ev):
+    """MixTask.advance: the weight (a double) moves toward its target by at most
+    rate x dt x speed; the heavier clip leads (unmuted), advancing and looping, the other
+    follows at its normalised time, muted. Returns the events' new count.
+    Original: 0x0010b090 (type 10; its details ours)."""
+    v = t_value[r]
+    tgt = t_target[r]
+    limit = mul(mul(np.float64(t_rate[r]), dt), np.float64(t_speed[r]))
+    if tgt > v:
+        nv = v + limit
+        if tgt < nv:                        # min(v + limit, target): the first unless the second is less
+            nv = tgt
+    elif tgt < v:
+        nv = v - limit
+        if tgt > nv:                        # max(v - limit, target)
+            nv = tgt
+    else:
+        nv = v
+    t_value[r] = nv
+    if nv >= 0.5:
+        lc = t_c1[r]
+        fc = t_c0[r]
+    else:
+        lc = t_c0[r]
+        fc = t_c1[r]
+    base = t_flags[r] & _CURSOR_BITS
+    c_flags[lc] = base
+    c_flags[fc] = base | _MUTED
+    _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
+                               c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+    tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
+    _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+    return n_ev
+
+
 # ---------------------------------------------------------------- the step
 
 
@@ -1021,8 +1111,8 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     rows per gait first); ``counts[3]`` counts the changes. ``wrap_out[:counts[4]]`` (human,
     task row) the wraps of tasks with a wrap callback (the ``callback`` column), in step
     order: the caller runs the callbacks after the step. A human with a task the kernel
-    does not run (``_runnable``: a link into another table, a type 10, 11, 13, a fade as
-    a next task) is not stepped (STATUS_SLOW). ``counts`` are read as the fill
+    does not run (``_runnable``: a fade as a next task, a task without its rows) is not
+    stepped (STATUS_SLOW). ``counts`` are read as the fill
     so far (the caller zeroes them first). ``snap`` (>= 18), ``walk`` (>= 64) and
     ``pair4`` (4) are scratch. Nothing is allocated (no numpy array: table rows are
     taken from free lists). In: ``rules`` the StepRules, the
@@ -1036,6 +1126,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     t_aux, t_nxt, t_blend, t_window, t_incoming = tasks.aux, tasks.nxt, tasks.blend, tasks.window, tasks.incoming
     t_released, t_handed, t_wraps, t_speed = tasks.released, tasks.handed_over, tasks.wraps, tasks.speed
     t_callback = tasks.callback
+    t_c2, t_c3, t_value, t_target = tasks.c2, tasks.c3, tasks.value, tasks.target
     c_t, c_frame, c_end, c_limit, c_dur, c_flags = (cursors.t, cursors.frame, cursors.end, cursors.limit,
                                                     cursors.dur, cursors.flags)
     c_bank, c_ev, c_evf, c_at_end, c_anim = cursors.bank, cursors.ev, cursors.evf, cursors.at_end, cursors.anim
@@ -1065,13 +1156,17 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
             r = walk[n]
             need_def += 1
             # what Python changed since the rows were checked (a next task of another
-            # type or table set later): the scalar step takes the human
-            if not _runnable(r, t_type, t_c0, t_c1, t_aux):
+            # type set later): the scalar step takes the human
+            if not _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
                 runnable = False
             if t_c0[r] >= 0:
                 need_ev += 2 * e_count[c_bank[t_c0[r]]]
             if t_c1[r] >= 0:
                 need_ev += 2 * e_count[c_bank[t_c1[r]]]
+            if t_c2[r] >= 0:                # types 11 and 13
+                need_ev += 2 * e_count[c_bank[t_c2[r]]]
+                if t_c3[r] >= 0:            # type 11
+                    need_ev += 2 * e_count[c_bank[t_c3[r]]]
             if t_type[r] == _GAIT:          # a clip a change of pair brings in may lead
                 g = t_aux[r]
                 most = max(e_count[g_b0[g]], e_count[g_b1[g]], e_count[g_b2[g]], e_count[g_b3[g]],
@@ -1149,12 +1244,14 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                                     t_incoming[fj] = nx
                         n_def = _defer(hi, r, t_released, def_out, n_def)
                         st |= STATUS_STACK | STATUS_TOP
-                        if _window(r, t_type, t_c0, t_c1, t_aux, t_nxt, t_blend, c_dur, f_dur, g_leader) > 0.0:
+                        if _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
+                                   g_leader) > 0.0:
                             r = nx
                             continue
                         break
                     if t_window[r] != _KEPT:
-                        b = _window(r, t_type, t_c0, t_c1, t_aux, t_nxt, t_blend, c_dur, f_dur, g_leader)
+                        b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
+                                    g_leader)
                         if b > 0.0 and sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b)) > 0.0:
                             r = nx          # "the next task is advanced too" (L215)
                             continue
@@ -1243,6 +1340,34 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                     tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
                     _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
                     break
+                elif tt == _MIX:
+                    # the playing id follows a set_value given since the last step too: refreshed
+                    n_ev = _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed, t_c0,
+                                     t_c1, t_value, t_target, c_t, c_frame, c_end, c_limit, c_dur, c_flags,
+                                     c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+                    st |= STATUS_TOP
+                    break
+                elif tt == _PICK:
+                    # PickTask.advance: all four clips in step, each looping (the muted ones fire nothing);
+                    # the playing id follows a set_value given since the last step: refreshed
+                    st |= STATUS_TOP
+                    for j in range(4):
+                        _, n_ev = _advance_looping(hi, _cursor_k(r, j, t_c0, t_c1, t_c2, t_c3), r, step, sink_on,
+                                                   zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev,
+                                                   c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+                    break
+                elif tt == _DIRECTION:
+                    # DirectionTask.advance: the centre leads, looping; the neighbours follow
+                    # (the playing id refreshed, as for types 10 and 11)
+                    st |= STATUS_TOP
+                    lc = t_c1[r]
+                    _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
+                                               c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
+                                               ev_out, n_ev)
+                    for fc in (t_c0[r], t_c2[r]):
+                        tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
+                        _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+                    break
                 else:
                     break                   # not a type this kernel is given
             # the held-flag events of what this task fired (Player._held_events)
@@ -1281,14 +1406,75 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
 
 
 @njit(cache=CACHE)
+def _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch):
+    """Cursor ``c``'s pose pushed on the pose stack of ``sp`` poses at ``rate``, or refused
+    and counted when it holds seven (0x00104ce0). Returns (sp, nref)."""
+    if sp >= _POSES:
+        return sp, nref + 1
+    _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank, scratch)
+    return sp + 1, nref
+
+
+@njit(cache=CACHE)
+def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_value, t_centre, t_sampling, c_t,
+                     c_flags, c_bank, bank, scratch):
+    """Task.emit of types 10, 11 and 13 on the pose stack of ``sp`` poses; returns (sp, nref).
+
+    10 (MixTask.emit): both clips, blended by the weight. 11 (PickTask.emit): the chosen
+    clip; under PickSampling.ALL the four are pushed and the chosen one's pose kept
+    (SamplePlan.keep): the pushes past seven are refused and counted, and the kept pose is
+    the chosen clip's, sampled straight into its place (the same bits: a sample depends on
+    its cursor only), or nothing when its push was refused. 13 (DirectionTask.emit): the
+    centre, then, when the value is off it, the neighbour on its side blended by the
+    distance. A blend with fewer than two poses does nothing.
+    """
+    submask = bank.submask
+    tt = t_type[r]
+    rate = t_rate[r]
+    if tt == _MIX:
+        sp, nref = _push(t_c0[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+        sp, nref = _push(t_c1[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+        if sp >= 2:
+            _blend(sp - 2, sp - 1, sp - 2, np.float32(t_value[r]), np.int64(-1), submask, scratch)
+            sp -= 1
+        return sp, nref
+    if tt == _PICK:
+        k = _pick_chosen(t_value[r])
+        c = _cursor_k(r, k, t_c0, t_c1, t_c2, t_c3)
+        if t_sampling[r] != _PICK_ALL:
+            return _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+        fit = min(max(_POSES - sp, 0), 4)      # the four pushes that fit; the rest refused
+        nref += 4 - fit
+        if k < fit:
+            sp, nref = _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+        return sp, nref
+    # the direction (DirectionTask.side_weight): the value off the centre, -0.5 .. 0.5
+    off = (t_value[r] - np.float64(t_centre[r]) + 4.0) % 8.0 - 4.0
+    if off >= 0:
+        side = t_c2[r]
+        w = off
+    else:
+        side = t_c0[r]
+        w = -off
+    sp, nref = _push(t_c1[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+    if w > 0.0:
+        sp, nref = _push(side, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+        if sp >= 2:
+            _blend(sp - 2, sp - 1, sp - 2, np.float32(w), np.int64(-1), submask, scratch)
+            sp -= 1
+    return sp, nref
+
+
+@njit(cache=CACHE)
 def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, refused, weights):
     """Every human's pose (rows of the human table) into output column ``cols[k]``, its
     stack sampled bottom-up onto a pose stack of seven (Task.emit, SamplePlan): a clip
     pushes its pose; type 3 / 6 in its blend window then its next task (kept at the time
     into the window under the kept rule, which moves its cursors) and blends by the share
     of b elapsed; a fade blends the top two by its outgoing weight; a gait its pair by the
-    fraction (one clip alone near the steps). An eighth pose is skipped and counted in
-    ``refused[k]``; a blend with fewer than two poses does nothing. The scratch holds 8
+    fraction (one clip alone near the steps); types 10, 11, 13 as ``_pose_blend_task``
+    says (a mix, the picked clip, a direction and its side). An eighth pose is skipped
+    and counted in ``refused[k]``; a blend with fewer than two poses does nothing. The scratch holds 8
     poses (slot 7: the default). ``weights`` (>= 64) is scratch. In: the tables as
     HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables,
     a Scratch and the PoseOut.
@@ -1296,6 +1482,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     h_depth, h_stack = humans.depth, humans.stack
     t_type, t_rate, t_c0, t_c1, t_aux = tasks.type, tasks.rate, tasks.c0, tasks.c1, tasks.aux
     t_nxt, t_blend, t_window = tasks.nxt, tasks.blend, tasks.window
+    t_c2, t_c3, t_value, t_centre, t_sampling = tasks.c2, tasks.c3, tasks.value, tasks.centre, tasks.sampling
     c_t, c_frame, c_end, c_dur, c_flags = cursors.t, cursors.frame, cursors.end, cursors.dur, cursors.flags
     c_bank, c_ev, c_evf = cursors.bank, cursors.ev, cursors.evf
     f_el, f_dur = fades.el, fades.dur
@@ -1340,6 +1527,11 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                             _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), submask, scratch)
                             sp -= 1
                     break
+                if tt == _MIX or tt == _PICK or tt == _DIRECTION:
+                    sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), t_type, t_rate, t_c0, t_c1, t_c2,
+                                                t_c3, t_value, t_centre, t_sampling, c_t, c_flags, c_bank, bank,
+                                                scratch)
+                    break
                 # a clip
                 c = t_c0[r]
                 if sp >= _POSES:
@@ -1349,7 +1541,8 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                     sp += 1
                 if tt != _CLIP and tt != _PAIRED_CLIP:
                     break
-                b = _window(r, t_type, t_c0, t_c1, t_aux, t_nxt, t_blend, c_dur, f_dur, g_leader)
+                b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
+                            g_leader)
                 if b <= 0.0:
                     break
                 into = sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b))
@@ -1358,11 +1551,9 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                 nx = t_nxt[r]
                 if t_window[r] == _KEPT:
                     # Task.set_window_time: the next task kept at the time into the window
-                    d = _duration(nx, t_type, t_c0, t_c1, t_aux, c_dur, f_dur, g_leader)
-                    lead = t_c0[nx]
-                    if t_type[nx] == _GAIT:
-                        lead = _lead(nx, t_c0, t_c1, t_aux, g_leader)
-                    for cc in (t_c0[nx], t_c1[nx]):
+                    d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
+                    lead = _lead_of(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)
+                    for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
                         if cc < 0:
                             continue
                         tt2 = into if cc == lead else mul(div(into, d), np.float64(c_dur[cc]))

@@ -224,13 +224,20 @@ def task_table(capacity: int = 64) -> Table:
     row, ``released``, ``handed_over``, a loop's ``wraps``, ``speed`` (a gait's, f32),
     ``callback`` (a wrap callback is set: the compiled step reports its wraps),
     ``placed`` (on a stack, in a queue or a next task: one place each, TaskInUse). A
-    world's task links only to tasks of its own table (anim.tasks.ForeignTask). The callbacks themselves (anim.callbacks: data, or a
-    callable) are keyed by row: ``on_end`` and ``on_wrap``."""
+    world's task links only to tasks of its own table (anim.tasks.ForeignTask). Types 10,
+    11 and 13 keep their numbers here too: the cursor rows ``c2`` / ``c3`` (a pick's
+    third and fourth clips; a direction's c0 / c1 / c2 are its lower neighbour, centre
+    and upper neighbour), ``value`` (float64: a mix's weight and a direction's value are
+    doubles, a pick's value a float32 held exactly), ``target`` (a mix's, float64),
+    ``base`` (a direction's first anim id), ``centre`` (its nearest direction, 0-7) and
+    ``sampling`` (a pick's PickSampling: 0 chosen, 1 all). The callbacks themselves
+    (anim.callbacks: data, or a callable) are keyed by row: ``on_end`` and ``on_wrap``."""
     return Table({"type": np.int8, "rate": np.float32, "flags": np.int32, "held": np.int64,
                   "c0": np.int64, "c1": np.int64, "aux": np.int64, "nxt": np.int64, "blend": np.float32,
                   "window": np.int8, "incoming": np.int64, "released": bool, "handed_over": bool,
-                  "wraps": np.int64, "speed": np.float32, "callback": bool, "placed": bool}, capacity,
-                 keyed=("on_end", "on_wrap"))
+                  "wraps": np.int64, "speed": np.float32, "callback": bool, "placed": bool,
+                  "c2": np.int64, "c3": np.int64, "value": np.float64, "target": np.float64, "base": np.int64,
+                  "centre": np.int8, "sampling": np.int8}, capacity, keyed=("on_end", "on_wrap"))
 
 
 class HumanTable:
@@ -339,7 +346,7 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     ``e_frame`` the frames); ``task_types`` = (fade type, gait type, largest type). Checked:
     the human table's depth (0-18) and its stacks' task rows (in the task table: a released
     row stays readable, so a stack may hold one); each live task's
-    type, cursor rows (c0, c1), fade / gait row (aux), next and incoming task rows; each
+    type, cursor rows (c0-c3), fade / gait row (aux), next and incoming task rows; each
     live cursor's bank index (a clip the event index knows) and next-event index (within
     that clip's events); each live gait's clips' bank indices; the cursors' free list (each row not in use, once);
     the event index within
@@ -374,7 +381,7 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     if ((ty < 1) | (ty > top_t)).any():
         i = int(np.flatnonzero((ty < 1) | (ty > top_t))[0])
         raise TableCorrupt(f"tasks.type[{int(trows[i])}] = {int(ty[i])}: not a task type")
-    for col in ("c0", "c1"):
+    for col in ("c0", "c1", "c2", "c3"):
         _check_links("tasks", col, getattr(tsk, col)[trows], trows, cur.capacity, "cursor")
     for col in ("nxt", "incoming"):
         _check_links("tasks", col, getattr(tsk, col)[trows], trows, tsk.capacity, "task")

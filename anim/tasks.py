@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["ForeignTask", "TaskInUse", "take_place", "TaskType", "TaskFlags", "HeldFlags", "HELD_EVENTS", "EventRule", "BlendWindow", "PickSampling", "Task", "LoopTask", "ClipTask", "HoldTask",
            "SceneTask", "PairedClipTask", "PairedHoldTask", "FadeTask", "MixTask", "PickTask",
            "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "PAIRED_IDLE_FLAGS",
-           "GAIT_STEPS", "PICK_THRESHOLDS", "fade_weight"]
+           "GAIT_STEPS", "PICK_THRESHOLDS", "PICK_SAMPLINGS", "fade_weight"]
 
 
 class TaskType(IntEnum):
@@ -283,9 +283,9 @@ class Task:
         ts.rate[r] = rate if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX else F.f32(float(rate))
         ts.flags[r] = int(flags)
         ts.held[r] = int(held)
-        ts.c0[r] = ts.c1[r] = ts.aux[r] = ts.nxt[r] = ts.incoming[r] = NO_ROW
-        ts.blend[r] = ts.speed[r] = 0.0
-        ts.window[r] = 0
+        ts.c0[r] = ts.c1[r] = ts.c2[r] = ts.c3[r] = ts.aux[r] = ts.nxt[r] = ts.incoming[r] = NO_ROW
+        ts.blend[r] = ts.speed[r] = ts.value[r] = ts.target[r] = 0.0
+        ts.window[r] = ts.base[r] = ts.centre[r] = ts.sampling[r] = 0
         ts.released[r] = ts.handed_over[r] = ts.callback[r] = ts.placed[r] = False
         ts.wraps[r] = 0
         self.on_end = on_end
@@ -961,19 +961,28 @@ class MixTask(Task):
 
     The weight eases toward its target at ``speed`` units/s like the gait value; the
     heavier clip leads (advances, loops, fires its events) and the other follows at its
-    normalised time, muted. Original: 0x0010b090 (ctor), 0x0010b448 (sample).
+    normalised time, muted. The numbers live in the task's row: the cursors ``c0`` /
+    ``c1`` (``a`` / ``b``), the weight ``value`` and its ``target`` (doubles, as the
+    scalar code always added them), ``speed`` (float32).
+    Original: 0x0010b090 (ctor), 0x0010b448 (sample).
     """
 
-    __slots__ = ("a", "b", "value", "target", "speed")
+    __slots__ = ("a", "b")
     type = TaskType.MIX
 
     def __init__(self, a: Cursor, b: Cursor, rate: float = 1.0, weight: float = 0.0, flags: int = 0,
                  speed: float = GAIT_SPEED, held: int = 0, on_end=None, tstore: Table | None = None):
         super().__init__(rate, flags, held, on_end, tstore)
         self.a, self.b = a, b
-        self.value = self.target = min(max(float(weight), 0.0), 1.0)
+        ts, r = self.tstore, self.trow
+        ts.c0[r], ts.c1[r] = _row_in(a), _row_in(b)
+        ts.value[r] = ts.target[r] = min(max(float(weight), 0.0), 1.0)
         self.speed = F.f32(float(speed))
         self._apply()
+
+    value = task_column("value", float, "The weight (the second clip's share), 0-1, a double.")
+    target = task_column("target", float, "The weight's target, 0-1, a double.")
+    speed = task_column("speed", float, "The weight's speed (units per second at rate 1), float32.")
 
     def _apply(self) -> None:
         base = self.cursor_flags()
@@ -982,9 +991,11 @@ class MixTask(Task):
             c.flags = CursorFlags(base | (0 if c is lead else CursorFlags.MUTED))
 
     def set_target(self, w: float) -> None:
+        """+0xac: the weight's target, clamped to 0-1."""
         self.target = min(max(float(w), 0.0), 1.0)
 
     def set_value(self, w: float) -> None:
+        """+0xbc: the weight (and its target) at once, clamped to 0-1; the leader follows."""
         self.value = self.target = min(max(float(w), 0.0), 1.0)
         self._apply()
 
@@ -999,10 +1010,11 @@ class MixTask(Task):
 
     def advance(self, player, inst, dt, sink) -> None:
         limit = F.mul(F.mul(self.rate, dt), self.speed)
-        if self.target > self.value:
-            self.value = min(self.value + limit, self.target)
-        elif self.target < self.value:
-            self.value = max(self.value - limit, self.target)
+        value, target = self.value, self.target
+        if target > value:
+            self.value = min(value + limit, target)
+        elif target < value:
+            self.value = max(value - limit, target)
         self._apply()
         lead = self.leading_cursor()
         other = self.a if lead is self.b else self.b
@@ -1015,31 +1027,52 @@ class MixTask(Task):
         plan.blend_top(self.value)
 
 
+# The pick's sampling rules in the task table's ``sampling`` column (0 chosen, 1 all).
+PICK_SAMPLINGS = (PickSampling.CHOSEN, PickSampling.ALL)
+
+
 class PickTask(Task):
     """Type 11 (details ours): four looping clips; a value 0-3 picks the one that is heard
     (the others carry flag 0x10), by the thresholds 0.51 / 1.51 / 2.51. All four advance
     in step. ``sampling`` CHOSEN (the default) samples the picked clip only; ALL pushes
-    all four on the pose stack and keeps the picked one's pose (PickSampling).
+    all four on the pose stack and keeps the picked one's pose (PickSampling). The
+    numbers live in the task's row: the cursors ``c0``-``c3``, ``value`` (a float32) and
+    ``sampling`` (its index in PICK_SAMPLINGS).
     Original: 0x00106f50 (ctor), 0x00107f60 (sample, its +0x0c rate).
     """
 
-    __slots__ = ("clips", "value", "sampling")
+    __slots__ = ("clips",)
     type = TaskType.PICK
 
     def __init__(self, cursors: Sequence[Cursor], rate: float, value: float = 0.0, flags: int = 0,
                  held: int = 0, on_end=None, sampling: str = PickSampling.CHOSEN, tstore: Table | None = None):
-        super().__init__(rate, flags, held, on_end, tstore)
         if len(cursors) != 4:
             raise ValueError(f"type 11: 4 clips, got {len(cursors)}")
-        self.sampling = PickSampling(sampling)
+        rule = PickSampling(sampling)
+        super().__init__(rate, flags, held, on_end, tstore)
+        ts, r = self.tstore, self.trow
+        ts.sampling[r] = PICK_SAMPLINGS.index(rule)
         self.clips = list(cursors)
-        self.value = F.f32(min(max(float(value), 0.0), 3.0))
+        ts.c0[r], ts.c1[r], ts.c2[r], ts.c3[r] = (_row_in(c) for c in self.clips)
+        ts.value[r] = F.f32(min(max(float(value), 0.0), 3.0))
         self._apply()
+
+    value = task_column("value", float, "The value 0-3 that picks the audible clip (float32).")
+
+    @property
+    def sampling(self) -> PickSampling:
+        """What the pose samples (PickSampling; column ``sampling``: its index in PICK_SAMPLINGS)."""
+        return PICK_SAMPLINGS[int(self.tstore.sampling[self.trow])]
+
+    @sampling.setter
+    def sampling(self, rule: str) -> None:
+        self.tstore.sampling[self.trow] = PICK_SAMPLINGS.index(PickSampling(rule))
 
     def chosen(self) -> int:
         """The audible clip: 0 below 0.51, 1 below 1.51, 2 below 2.51, else 3."""
+        v = self.value
         for i, th in enumerate(PICK_THRESHOLDS):
-            if self.value < th:
+            if v < th:
                 return i
         return 3
 
@@ -1085,11 +1118,14 @@ class DirectionTask(Task):
     The clips are ids base + (d - 1) & 7, base + d, base + (d + 1) & 7 around the
     nearest direction d to the value (0-8, wrapping). The centre leads and fires its
     events, the neighbours follow at its normalised time; the pose mixes the centre with
-    the neighbour on the value's side by the distance to it (a linear weight).
+    the neighbour on the value's side by the distance to it (a linear weight). The
+    numbers live in the task's row: ``base``, ``value`` (a double), ``centre`` and the
+    three cursors ``c0`` / ``c1`` / ``c2`` (the lower neighbour, the centre, the upper);
+    ``set_value`` (a command) makes the cursors of directions that come in.
     Original: 0x00109210 (ctor), 0x0010a008 (sample).
     """
 
-    __slots__ = ("base", "value", "centre", "cursors_by_dir", "_make_cursor")
+    __slots__ = ("cursors_by_dir", "_make_cursor")
     type = TaskType.DIRECTION
 
     def __init__(self, base: int, make_cursor: Callable[[int], Cursor], rate: float = 1.0,
@@ -1101,6 +1137,10 @@ class DirectionTask(Task):
         self.centre = int(math.floor(self.value + 0.5)) & 7
         self.cursors_by_dir: dict[int, Cursor] = {}
         self._ensure()
+
+    base = task_column("base", int, "The first of the eight anim ids (direction 0).")
+    value = task_column("value", float, "The direction 0-8 (wrapping), a double.")
+    centre = task_column("centre", int, "The nearest direction to the value, 0-7: the leading clip's.")
 
     def _neighbours(self) -> tuple[int, int, int]:
         c = self.centre
@@ -1120,11 +1160,15 @@ class DirectionTask(Task):
             if d not in keep:
                 cur.dispose()
         self.cursors_by_dir = keep
+        ts, r = self.tstore, self.trow
+        ts.c0[r], ts.c1[r], ts.c2[r] = (_row_in(c) for c in keep.values())     # lower, centre, upper
         base = self.cursor_flags()
         for d, cur in keep.items():
             cur.flags = CursorFlags(base | (0 if d == self.centre else CursorFlags.MUTED))
 
     def set_value(self, direction: float) -> None:
+        """+0xbc: the direction (taken modulo 8); the clips of the new neighbours come in
+        at the new centre's normalised time (fresh when the centre was not a neighbour)."""
         self.value = float(direction) % 8.0
         self.centre = int(math.floor(self.value + 0.5)) & 7
         self._ensure()

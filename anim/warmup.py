@@ -45,10 +45,15 @@ def announce_compile() -> None:
             LOGGER.warning(COMPILED_MESSAGE)
 
 
+def _no_op(inst) -> None:
+    """The warm-up loop's wrap callback (a human with one takes the scalar step and a plan)."""
+
+
 def compile_kernels(progress=None) -> None:
     """Compile (or load from numba's on-disk cache) every kernel the compiled engine calls,
     by running a tiny crowd through it: a loop, a gait under a fade, a clip in its blend
-    window, a type 10 mix (a plan), then root motion. ``progress(msg)`` is told first (callers time it:
+    window, types 10, 11 and 13, a loop with a wrap callback (the scalar step: a plan), then
+    root motion. ``progress(msg)`` is told first (callers time it:
     the simulation reads no clock).
 
     The first run of an install compiles (cache=True keeps the machine code next to
@@ -58,14 +63,17 @@ def compile_kernels(progress=None) -> None:
         progress("scuffle: " + COMPILE_MESSAGE)
     rot = {1: [(0, (0.0, 0.0, 0.0, 1.0)), (8, (0.1, 0.0, 0.0, 0.995))]}
     clips = {i: author_clip(f"k{i}", 8 + 2 * i, rotations=rot, events=[make_event(2, 11, word=1)])
-             for i in range(5)}
-    aset = AnimSet.build(clips, {i: author_range() for i in range(5)}, name="kernels")
+             for i in range(8)}
+    aset = AnimSet.build(clips, {i: author_range() for i in range(8)}, name="kernels")
     p = Player()
-    hs = [CharacterInstance(aset, f"k{i}") for i in range(4)]
+    hs = [CharacterInstance(aset, f"k{i}") for i in range(7)]
     p.change(hs[0], p.loop(hs[0], 0), 0.0)
     p.change(hs[1], p.gait(hs[1], [0, 1, 2, 3, 3], target=1.5, value=1.0), 0.2)
     p.change(hs[2], p.clip(hs[2], 1, p.loop(hs[2], 2), blend=0.3), 0.0)
-    p.change(hs[3], p.mix(hs[3], 3, 4, weight=0.5), 0.0)           # a type 10: the plan kernel
+    p.change(hs[3], p.mix(hs[3], 3, 4, weight=0.5), 0.0)           # a type 10
+    p.change(hs[5], p.pick(hs[5], [0, 1, 2, 3], 1.0, value=1.0), 0.0)   # a type 11
+    p.change(hs[6], p.direction(hs[6], 0, direction=2.3), 0.0)      # a type 13 (ids 0-7)
+    p.change(hs[4], p.loop(hs[4], 4, on_wrap=_no_op), 0.0)         # a wrap callback: the plan kernel
     p.flush()
     for _ in range(12):
         p.step(hs)

@@ -235,6 +235,52 @@ def test_batched_mostly_takes_the_fast_path():
     assert p.batch.scalar_humans == 0 and p.batch.kernel_humans == len(hs)
 
 
+def test_types_10_11_13_take_the_fast_path():
+    """Types 10, 11 and 13 run in the kernels (issue 19, item 2): mixes easing toward their
+    targets, picks, eight-direction blends, also as a type 3's next task (its blend window,
+    then the hand-over), their values and targets moved between updates: no human takes
+    the scalar step, and times, events, ids, flags and poses equal the scalar path's."""
+    aset = _set(21)
+    blends = (TaskType.MIX, TaskType.PICK, TaskType.DIRECTION)
+    runs = []
+    for batched in (True, False):
+        p = Player(PlayerOptions(batched=batched, pool_size=2000))
+        hs = [CharacterInstance(aset, f"h{i}") for i in range(12)]
+        for i, h in enumerate(hs):
+            if i % 3 == 0:
+                t = p.mix(h, i % 12, (i + 5) % 12, weight=0.2, flags=0x1 if i % 2 else 0)
+            elif i % 3 == 1:
+                t = p.pick(h, [1, 4, 7, 10], 1.25, value=i % 4)
+            else:
+                t = p.direction(h, 0, direction=i * 0.7)             # ids 0-7
+            if i >= 6:
+                t = p.clip(h, i, t, blend=0.3)
+            p.change(h, t, 0.2)
+        p.flush()
+        scalar, states, poses = 0, [], []
+        for u in range(90):
+            if u % 15 == 7:
+                for i, h in enumerate(hs):
+                    for t in h.stack:
+                        if t.type in blends:
+                            top = {TaskType.MIX: 1.0, TaskType.PICK: 3.0, TaskType.DIRECTION: 8.0}[t.type]
+                            (t.set_target if (u + i) % 2 else t.set_value)((u + i) % 9 / 8.0 * top)
+            p.step(hs)
+            if batched:
+                scalar += p.batch.scalar_humans
+            poses.append(p.sample(hs, reference=not batched).copy())
+            p.flush()
+            states.append([_state(h) for h in hs])
+        runs.append((states, poses, p, hs))
+    (sa, pa, pla, ha), (sb, pb, _, _) = runs
+    assert scalar == 0
+    assert {t.type for h in ha for t in h.stack} >= set(blends)
+    for u, (xa, xb) in enumerate(zip(sa, sb)):
+        assert xa == xb, u
+    _same_poses(pa, pb)
+    assert pla.pool.in_use == pla.tasks_out(ha)
+
+
 def test_gait_pair_changes_hand_overs_and_fades_run_in_the_kernel():
     """The kernel runs what used to take the scalar step (issue 14, part 3): gaits easing
     across their clip pairs (spare cursors made ahead, then the pair changed in the

@@ -124,9 +124,9 @@ def test_a_task_made_outside_the_world_is_refused_not_stepped_by_the_scalar_path
 
 
 def test_next_set_after_the_first_step_to_a_mix_task():
-    """FAILED before the fix: ClipTask.next set later to a world task of a type the kernel does not
-    run (type 10 MIX): the human stays fast, the kernel hands over to it and then never
-    advances it (``else: break``)."""
+    """FAILED before the fix: ClipTask.next set later to a world task of a type the kernel did
+    not run then (type 10 MIX): the human stayed fast, the kernel handed over to it and then
+    never advanced it (``else: break``). The kernel now runs type 10: the same steps."""
     def setup(p, hs):
         for h in hs:
             p.change(h, p.clip(h, 2), 0.0)
@@ -451,6 +451,10 @@ def test_event_buffer_grows_mid_step_with_pair_changes():
     assert pa.pool.in_use == pa.tasks_out(runs[0][2])
 
 
+def _no_wrap(inst) -> None:
+    """A wrap callback that does nothing (its human takes the scalar step)."""
+
+
 @pytest.mark.parametrize("how", ["argument", "option"])
 def test_a_dt_that_is_not_a_float32(how):
     """FAILED before the fix: a dt that is not a float32 value (0.1, 1/30 unrounded) was
@@ -460,7 +464,8 @@ def test_a_dt_that_is_not_a_float32(how):
     def setup(p, hs):
         p.change(hs[0], p.chain(hs[0], [1, 2, 3], blend=0.1), 0.2)
         p.change(hs[1], p.gait(hs[1], GAIT, target=3.0, value=0.5, flags=0x2C1), 0.0)
-        p.change(hs[2], p.mix(hs[2], 4, 5, weight=0.3), 0.0)        # a slow human
+        p.change(hs[2], p.mix(hs[2], 4, 5, weight=0.3), 0.0)        # a type 10 (compiled since issue 19)
+        p.change(hs[3], p.loop(hs[3], 4, on_wrap=_no_wrap), 0.0)    # a slow human (a wrap callback)
         return None
 
     aset = _set(3)
@@ -468,7 +473,7 @@ def test_a_dt_that_is_not_a_float32(how):
     for batched in (True, False):
         opts = dict(dt=0.1) if how == "option" else {}
         p = Player(PlayerOptions(batched=batched, pool_size=4000, **opts))
-        hs = [CharacterInstance(aset, f"h{i}") for i in range(3)]
+        hs = [CharacterInstance(aset, f"h{i}") for i in range(4)]
         setup(p, hs)
         p.flush()
         states = []

@@ -139,6 +139,74 @@ def _gen_commands(rng: random.Random, ids: list[int], gait: list[int], humans: i
     return cmds
 
 
+BLEND_TYPES = (TaskType.MIX, TaskType.PICK, TaskType.DIRECTION)
+
+
+def _blend_spec(rng: random.Random, ids: list[int], directions: int) -> tuple:
+    """A type 10, 11 or 13 to make: (kind, its arguments..., flags, held bits)."""
+    flags = rng.choice([0, 0, 0x1, 0x2, 0x10, 0x3])
+    held = rng.choice([0, 0, 0x1, 0x3, 0x40000])
+    k = rng.random()
+    if k < 0.36:
+        return ("mix", rng.choice(ids), rng.choice(ids), rng.uniform(-0.2, 1.2), flags, held)
+    if k < 0.68:
+        return ("pick", [rng.choice(ids) for _ in range(4)], rng.uniform(-0.5, 3.5), flags, held,
+                rng.choice([0.5, 0.75, 1.0, 1.6]))
+    return ("direction", directions, rng.uniform(-3.0, 11.0), flags, held)
+
+
+def _gen_blend_commands(rng: random.Random, ids: list[int], gait: list[int], humans: int, updates: int,
+                        rate: float, directions: int = 50) -> list:
+    """Commands weighted to types 10, 11 and 13: made and changed to, pushed, as a type 3's
+    next task (blend windows, hand-overs), their values and targets moved (set_value /
+    set_target), with the flags 0x1 / 0x2 / 0x10 and held bits; among chains, gaits,
+    loops and cuts. No queued task and no wrap callback (those still take the scalar step),
+    so the kernels run every human."""
+    cmds = []
+    for u in range(updates):
+        for hi in range(humans):
+            if rng.random() >= rate:
+                continue
+            r = rng.random()
+            fade = rng.choice([0.0, 0.0, 0.1, 0.3])
+            if r < 0.36:
+                c: tuple = _blend_spec(rng, ids, directions)
+            elif r < 0.6:
+                c = ("target", rng.uniform(0, 4), rng.random() < 0.5)
+            elif r < 0.74:
+                c = ("clip_into_blend", rng.choice(ids), _blend_spec(rng, ids, directions),
+                     rng.choice([0.0, 0.15, 0.6, 2.0]))
+            elif r < 0.78:
+                c = ("push_blend", _blend_spec(rng, ids, directions))
+            elif r < 0.86:
+                c = ("chain", [rng.choice(ids) for _ in range(rng.randint(1, 3))], rng.choice([0.0, 0.1, 0.4]),
+                     rng.choice([0, 0x1, 0x400000]), rng.random() < 0.3)
+            elif r < 0.91:
+                c = ("gait", rng.uniform(-0.5, 4.5), rng.uniform(0, 4), rng.choice([0x2C1, 0x0]))
+            elif r < 0.95:
+                c = ("loop", rng.choice(ids), rng.choice([0, 0x10]), False)
+            else:
+                c = ("cut",)
+            cmds.append((u, hi, fade, c))
+    return cmds
+
+
+def _make_blend(w, h, spec: tuple):
+    """A type 10, 11 or 13 from ``_blend_spec``'s tuple, its held bits set before it goes on a stack."""
+    kind = spec[0]
+    if kind == "mix":
+        _, a, b, weight, flags, held = spec
+        task = w.mix(h, a, b, weight=weight, flags=flags)
+    elif kind == "pick":
+        _, ids, value, flags, held, rate = spec
+        task = w.pick(h, ids, rate, value=value, flags=flags)
+    else:
+        _, base, d, flags, held = spec
+        task = w.direction(h, base, direction=d, flags=flags)
+    task.held = held
+    return task
+
+
 def _apply(w, hs, log: list, hi: int, fade: float, c: tuple, gait: list[int]) -> str:
     """Give command ``c`` to human ``hi`` of world ``w`` (a Player or a Reference); returns
     what happened ("ok" or the error's class name)."""
@@ -174,12 +242,20 @@ def _apply(w, hs, log: list, hi: int, fade: float, c: tuple, gait: list[int]) ->
         elif kind == "enqueue":
             w.enqueue(h, w.loop(h, c[1]))
             return "ok"
+        elif kind in ("mix", "pick", "direction") and len(c) > 3 + (kind == "mix"):
+            task = _make_blend(w, h, c)
         elif kind == "mix":
             task = w.mix(h, c[1], c[2], weight=c[3])
         elif kind == "pick":
             task = w.pick(h, c[1], 0.75, value=c[2])
         elif kind == "direction":
             task = w.direction(h, c[1], direction=c[2])
+        elif kind == "clip_into_blend":
+            _, a, spec, blend = c
+            task = w.clip(h, a, _make_blend(w, h, spec), blend=blend)
+        elif kind == "push_blend":
+            w.push(h, _make_blend(w, h, c[1]))
+            return "ok"
         elif kind == "hold":
             task = w.hold(h, c[1], held=0x1 if c[2] else 0)
         elif kind == "paired_hold":
@@ -191,6 +267,9 @@ def _apply(w, hs, log: list, hi: int, fade: float, c: tuple, gait: list[int]) ->
             return "ok"
         elif kind == "push":
             w.push(h, w.loop(h, c[1]))
+            return "ok"
+        elif kind == "push_wrap":                # a loop with a wrap callback: the scalar step
+            w.push(h, w.loop(h, c[1], on_wrap=Log(log, "wrap", c[1])))
             return "ok"
         elif kind == "push_mix":
             w.push(h, w.mix(h, c[1], c[2], weight=c[3]))
@@ -239,9 +318,10 @@ def _poses_of(w, hs, bones: bool):
 
 
 def run_world(w, aset, cmds: list, updates: int, humans: int, gait: list[int], poses: bool = True,
-              bones: bool = False, speeds=None):
+              bones: bool = False, speeds=None, compiled: bool = False):
     """Drive world ``w`` (a Player or a Reference) through the command list; returns the
-    per-update dumps, poses, command outcomes and callback log."""
+    per-update dumps, poses, command outcomes and callback log. ``compiled``: every step
+    of a Player must run every human in the kernels (none takes the scalar step)."""
     cls = CharacterInstance if isinstance(w, Player) else RefInstance
     hs = [cls(aset, f"h{i}", speed=(speeds[i] if speeds else 1.0)) for i in range(humans)]
     log: list = []
@@ -255,6 +335,8 @@ def run_world(w, aset, cmds: list, updates: int, humans: int, gait: list[int], p
         by_update.setdefault(cmd[0], []).append(cmd)
     for u in range(updates):
         w.step(hs)
+        if compiled and isinstance(w, Player):
+            assert (w.batch.scalar_humans, w.batch.kernel_humans) == (0, humans), f"update {u}: a scalar step"
         pose_list.append(_poses_of(w, hs, bones) if poses else None)
         w.flush()
         states.append((_state_of(w, hs), len(w.refused), len(log)))
@@ -273,13 +355,15 @@ def _per_human(log: list) -> dict:
 
 
 def compare(aset, cmds, updates, humans, gait, options=None, poses=True, bones=False, speeds=None,
-            callback_order=False):
+            callback_order=False, compiled=False):
     """Run the engine and the reference on the same commands; assert they agree bit for bit.
 
     The callbacks (end, wrap, report) are compared per human, in order; with
-    ``callback_order`` across humans too (see test_flush_calls_back_in_step_order)."""
+    ``callback_order`` across humans too (see test_flush_calls_back_in_step_order).
+    ``compiled``: the engine's every step runs every human in the kernels."""
     options = options or {}
-    eng = run_world(Player(PlayerOptions(**options)), aset, cmds, updates, humans, gait, poses, bones, speeds)
+    eng = run_world(Player(PlayerOptions(**options)), aset, cmds, updates, humans, gait, poses, bones, speeds,
+                    compiled)
     ref = run_world(Reference(PlayerOptions(**options)), aset, cmds, updates, humans, gait, poses, bones, speeds)
     for k, (a, b) in enumerate(zip(eng[0], ref[0])):
         assert a == b, f"state {k} (update {k // 2}): engine and reference differ\n{_diff(a, b)}"
@@ -499,6 +583,57 @@ def test_demo_set_bit_for_bit(seed):
     compare(aset, cmds, 90, 3, DEMO_GAIT, bones=True)
 
 
+def _types_on_stacks(states) -> set:
+    """The task types (with ("next", type) for a type 3 / 6's next task) the dumps show."""
+    seen: set = set()
+
+    def walk(t, is_next=False):
+        seen.add(("next", t[0]) if is_next else t[0])
+        if t[0] in (TaskType.CLIP, TaskType.PAIRED_CLIP) and t[5][4] is not None:
+            walk(t[5][4], True)
+
+    for st in states:
+        for human in st[0][2]:
+            for t in human[0]:
+                walk(t)
+    return seen
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=OPTION_IDS)
+def test_types_10_11_13_run_compiled_bit_for_bit(options):
+    """Types 10, 11 and 13 (made, under fades, pushed, as a type 3's next task in its blend
+    window and after its hand-over, their values and targets moved, flags 0x1 / 0x2 / 0x10,
+    held bits and the held-flag events) on every switch of PlayerOptions (pick "all"
+    included): the kernels run every human on every update (no scalar step) and the engine
+    equals the reference bit for bit, poses and bone transforms included."""
+    seed = 300 + OPTIONS.index(options)
+    aset = random_set(seed)
+    cmds = _gen_blend_commands(random.Random(seed), list(range(12)), GAIT, 4, 60, 0.2)
+    eng, _ = compare(aset, cmds, 60, 4, GAIT, options, bones=True, speeds=[1.0, 0.5, 1.25, 2.0], compiled=True)
+    seen = _types_on_stacks(eng[0])
+    assert set(BLEND_TYPES) <= seen, seen
+    assert any(("next", t) in seen for t in BLEND_TYPES), seen
+
+
+def test_pick_all_refuses_the_pushes_past_seven_compiled():
+    """PickSampling.ALL pushes four poses and keeps the chosen one (SamplePlan.keep): on a
+    stack already holding six poses, three of the four pushes are refused and counted; with
+    seven, all four and the pick shows nothing of its own. The kernel counts as the
+    reference counts and shows the same pose."""
+    aset = random_set(11)
+    for chosen in (0.0, 2.0):
+        cmds = []
+        for k in range(6):                                # six loops under zero-time fades: six poses
+            cmds.append((0, 0, 0.0, ("push", k)))
+        cmds.append((0, 0, 0.0, ("push_blend", ("pick", [1, 2, 3, 4], chosen, 0, 0, 1.0))))
+        cmds.append((0, 1, 0.0, ("push", 5)))
+        cmds += [(0, 1, 0.0, ("push", k)) for k in range(6)]
+        cmds.append((0, 1, 0.0, ("push_blend", ("pick", [1, 2, 3, 4], chosen, 0, 0, 1.0))))
+        eng, ref = compare(aset, cmds, 4, 2, GAIT, {"pick": "all"}, bones=True, compiled=True)
+        refused = [h[6] for h in eng[0][-1][0][2]]
+        assert refused == [3, 4], refused
+
+
 # Seeds of the fuzz below that meet the compiled path's pool leak
 # (test_long_chain_cut_off_in_a_hand_over_update_compiled): seed 16 cuts off a 73-clip
 # chain at blend 0.4 on the update a nested task hands over, and 69 tasks stay out.
@@ -589,13 +724,15 @@ def test_flush_calls_back_in_step_order():
     """The deferred list fills as the humans step, in order ("When a clip ends" L314:
     AnimTask_DeferGive as each task ends; the flush "once every human's animation has
     stepped"), so two clips ending in one update call their end callbacks in human order,
-    also when one human's stack holds a type 10 (the scalar step) and the other's does not
-    (the kernel): the compiled path once put the kernel's humans first (found by the
-    reference's fuzz; BatchEngine._in_step_order)."""
+    also when one human takes the scalar step (its stack holds a loop with a wrap
+    callback; a type 10 did, before the kernels ran it) and the other the kernel: the
+    compiled path once put the kernel's humans first (found by the reference's fuzz;
+    BatchEngine._in_step_order)."""
     aset = demo_set()
-    cmds = [(0, 0, 0.0, ("chain", [15, 388], 0.0, 0, True)), (0, 1, 0.0, ("chain", [15, 388], 0.0, 0, True)),
-            (1, 0, 0.0, ("push_mix", 388, 358, 0.3))]
-    compare(aset, cmds, 30, 2, DEMO_GAIT, callback_order=True)
+    for slow in (("push_wrap", 388), ("push_mix", 388, 358, 0.3)):
+        cmds = [(0, 0, 0.0, ("chain", [15, 388], 0.0, 0, True)), (0, 1, 0.0, ("chain", [15, 388], 0.0, 0, True)),
+                (1, 0, 0.0, slow)]
+        compare(aset, cmds, 30, 2, DEMO_GAIT, callback_order=True)
 
 
 # ---------------------------------------------------------------- the reference stands apart

@@ -123,6 +123,21 @@ def test_each_rule_names_its_fault(crowd, rule, fix, words):
     _corrupt_and_expect(p, fix, words)
 
 
+@pytest.mark.parametrize("col", ["c2", "c3"])
+def test_a_pick_task_third_and_fourth_cursor_rows_are_checked(crowd, col):
+    """Types 10, 11 and 13 keep their cursors in c0-c3 (a pick's four); the kernels follow
+    c2 and c3 too, so the check names a bad one."""
+    p, hs = crowd
+    h = hs[0]
+    p.change(h, p.pick(h, [0, 1, 2, 3], 1.0, value=2.0), 0.0)
+    p.update(hs)
+    _engine(p).validate()
+    r = _live_task_of(p.stores, TaskType.PICK)
+    getattr(p.stores.tasks, col)[r] = p.stores.cursors.capacity
+    with pytest.raises(TableCorrupt, match=rf"tasks\.{col}\[{r}\] = \d+: not a row of the cursor table"):
+        _engine(p).validate()
+
+
 def test_an_event_index_past_the_frames_is_named(crowd):
     p, _ = crowd
     eng = _engine(p)
