@@ -41,7 +41,7 @@ from .plan import Bones, SamplePlan, pose_tables, scratch_poses
 from .pose import PoseBatch
 from .stack import CharacterInstance
 from .store import HumanTable, check_rows
-from .tasks import EventRule, TaskType
+from .tasks import EventRule, PlaceEvents, TaskType
 
 
 _COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.coldstart)
@@ -244,8 +244,9 @@ class BatchEngine:
             return
         first, count = self.e_first.tolist(), self.e_count.tolist()
         frames, types = self.e_frame.tolist()[:len(self._events)], self.e_type.tolist()[:len(self._events)]
+        every = self.player.options.place_events == PlaceEvents.FIRED       # else type 8 never fires (L249)
         for clip in clips[self._n_clips:]:
-            evs, frs = clip.events_by_frame()
+            evs, frs = clip.events_by_frame() if every else clip.dispatched_by_frame()
             first.append(len(frames))
             count.append(len(frs))
             frames.extend(frs)

@@ -22,6 +22,7 @@ from .sampler import (BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, BankBudget
                       clip_rows)
 from .skeleton import Skeleton
 from .options import PlayerOptions
+from .tasks import PlaceEvents
 from .store import Stores
 
 
@@ -136,7 +137,8 @@ class ClipLookup:
         bank = entry[2]
         if bank < 0:
             bank = entry[2] = self.bank_index(entry[0])
-        return Cursor(entry[0], bank, anim_id, flags, self.stores.cursors)
+        return Cursor(entry[0], bank, anim_id, flags, self.stores.cursors,
+                      self.options.place_events == PlaceEvents.FIRED)
 
     def _entry(self, anim_set, anim_id) -> list:
         """The cache entry of ``anim_id`` (found and cached on a miss: UnknownAnimId,

@@ -44,7 +44,7 @@ from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
 from .stackrules import StackRules
 from .store import Stores
-from .tasks import HELD_EVENTS, ClipTask, EventRule, HeldFlags, Task
+from .tasks import HELD_EVENTS, ClipTask, EventRule, HeldFlags, HeldRelease, Task
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
@@ -87,6 +87,7 @@ class Player(StackRules):
         self._failed: list[BaseException] = []
         self.stats = PlayerStats()
         self._pose_refused: list[CharacterInstance] = []   # humans whose poses_refused is set
+        self._release_all = self.options.held_release == HeldRelease.ORIGINAL
 
 
     # ---------------------------------------------------------------- per update
@@ -277,9 +278,10 @@ class Player(StackRules):
     def flush(self) -> list[CharacterInstance]:
         """Empty the deferred list: release each task, then refresh the playing anim ids.
 
-        The release clears the held bits the task still holds (not those another task on
-        the stack holds), reports 0x400000, runs the end callback (also on a cut-off) and
-        gives back a cut-off task's next task; a clip that hands over (types 3 and 6) also
+        The release clears the held bits the task still holds (every one, the original's,
+        or not those another task on the stack holds: ``options.held_release``), reports
+        0x400000, runs the end callback (also on a cut-off) and gives back a cut-off
+        task's next task; a clip that hands over (types 3 and 6) also
         clears state flag 0x4000000000. The ids are refreshed for every instance with a
         released task and every instance stepped since the last flush (a gait's leader
         changes the id without any release). Out: the instances with a released task.
@@ -325,7 +327,10 @@ class Player(StackRules):
         ts, tr = task.tstore, task.trow
         held = int(ts.held[tr])                      # task.held
         if held:
-            self._clear_flags(inst, held, task)
+            if self._release_all:                    # 0x00105f78: no test of other tasks (L314)
+                inst.record.flags &= ~held
+            else:                                    # Coney's (L402): not what another task holds
+                self._clear_flags(inst, held, task)
             ts.held[tr] = 0
         if not inst.released:
             self.batch.released_by_flush(inst)

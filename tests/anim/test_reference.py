@@ -609,7 +609,8 @@ def test_the_reference_imports_only_stateless_pieces():
         "pose": {"POSE_STACK_SIZE", "PoseStackOverflow", "PoseBatch"},
         "stack": {"POOL_SIZE", "QUEUE_SIZE", "STACK_SIZE", "AnimLimitError", "QueueFull", "StackFull",
                   "TaskPoolExhausted"},
-        "tasks": {"TaskType", "EventRule", "HeldFlags", "BlendWindow", "PickSampling"},
+        "tasks": {"TaskType", "EventRule", "HeldFlags", "BlendWindow", "PickSampling", "PlaceEvents", "HeldRelease",
+                  "MotionEntry", "TagBits"},
         "skeleton": {"NUM_BONES", "REFERENCE_ROTATIONS", "HUMANOID"},
         "rates": {"gait_speed"},
         "detmath": {"acos_s", "sin_cos_s", "cos_pi_s"},       # + - * / sqrt: the same bits anywhere
