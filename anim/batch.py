@@ -41,7 +41,7 @@ from .plan import Bones, SamplePlan, pose_tables, scratch_poses
 from .pose import PoseBatch
 from .stack import CharacterInstance
 from .store import HumanTable, check_rows
-from .tasks import EventRule, PlaceEvents, TaskType
+from .tasks import EventRule, MotionEntry, PlaceEvents, TagBits, TaskType
 
 
 _COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.coldstart)
@@ -104,7 +104,9 @@ class BatchEngine:
         self._walk = np.zeros(_WALK, np.int64)
         self._weights = np.zeros(_WALK, np.float32)
         self._refused = np.zeros(0, np.int64)
-        self._scratch = scratch_poses(_DEFAULT_POSE)
+        opts = player.options
+        self._scratch = scratch_poses(_DEFAULT_POSE, opts.tag_bits == TagBits.Y_BIT,
+                                      opts.motion_entry == MotionEntry.MOTION)
         self._bones: Bones | None = None
         # check_rows after any table grew (or a new clip's events), before every call in debug mode
         self.debug = os.environ.get("SCUFFLE_DEBUG", "") not in ("", "0")

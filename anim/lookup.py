@@ -22,7 +22,7 @@ from .sampler import (BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, BankBudget
                       clip_rows)
 from .skeleton import Skeleton
 from .options import PlayerOptions
-from .tasks import PlaceEvents
+from .tasks import MotionEntry, PlaceEvents, TagBits
 from .store import Stores
 
 
@@ -67,7 +67,9 @@ class ClipLookup:
             self._bank = None                       # the old bank goes before the new one is built
             from .plan import forget_tables
             forget_tables()
-            self._bank = ClipBank(self._clips, self.skeleton)
+            opts = self.options
+            self._bank = ClipBank(self._clips, self.skeleton, opts.tag_bits == TagBits.Y_BIT,
+                                  opts.motion_entry == MotionEntry.MOTION)
         return self._bank
 
     @staticmethod

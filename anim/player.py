@@ -44,7 +44,7 @@ from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
 from .stackrules import StackRules
 from .store import Stores
-from .tasks import HELD_EVENTS, ClipTask, EventRule, HeldFlags, HeldRelease, Task
+from .tasks import HELD_EVENTS, ClipTask, EventRule, HeldFlags, HeldRelease, MotionEntry, Task
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
@@ -263,7 +263,10 @@ class Player(StackRules):
         out = Bones(0)
         out.n = len(instances)
         out.poses = self.sample(instances, reference=reference)
-        out.pos, out.rot = self.skeleton.model_space(out.poses.rot, out.poses.root)
+        motion = self.options.motion_entry == MotionEntry.MOTION         # entry 0 ("Bone transforms" L116)
+        out.pos, out.rot = self.skeleton.model_space(out.poses.rot, out.poses.root,
+                                                     vel=out.poses.vel if motion else None,
+                                                     tag=out.poses.tag if motion else None)
         return out
 
     def plan(self, instances: Sequence[CharacterInstance]) -> SamplePlan:

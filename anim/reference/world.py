@@ -23,7 +23,7 @@ from ..player import PlayerOptions, UnknownClip
 from ..pose import POSE_STACK_SIZE, PoseStackOverflow
 from ..skeleton import NUM_BONES
 from ..stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, QueueFull, StackFull, TaskPoolExhausted
-from ..tasks import EventRule, HeldFlags, HeldRelease, PlaceEvents, TaskType
+from ..tasks import EventRule, HeldFlags, HeldRelease, MotionEntry, PlaceEvents, TaskType
 from .cursor import RefCursor
 from .tasks import (RefClip, RefDirection, RefFade, RefGait, RefHold, RefLoop, RefMix, RefPairedClip,
                     RefPairedHold, RefPick, RefScene, RefTask)
@@ -599,7 +599,8 @@ class Reference:
         layout in new arrays: ``poses`` a PoseBatch, ``pos`` (3, 34, N), ``rot`` (4, 34, N)).
         ``reference`` is accepted for the Player's signature (there is one path)."""
         from .pose import bones_of
-        return RefBones([(p, *bones_of(self.skeleton, p)) for p in self.sample(instances)])
+        motion = self.options.motion_entry == MotionEntry.MOTION
+        return RefBones([(p, *bones_of(self.skeleton, p, motion)) for p in self.sample(instances)])
 
     # ---------------------------------------------------------------- what the game's systems ask
     def register(self, anim_set) -> None:

@@ -24,7 +24,37 @@ if TYPE_CHECKING:
     from scuffle.game.runtime.world import Game
 
 
-__all__ = ["FightCore"]
+__all__ = ["FightCore", "KeepHeld"]
+
+
+class KeepHeld:
+    """The end hook of every task the fight rules make (data: the next callback only).
+
+    The original's release clears every held bit the task still holds, with no test of
+    other tasks ("When a clip ends" L314, ``PlayerOptions.held_release``), and then calls
+    the end callback with the human, "the hook the combat code chains on" ("Animation
+    tasks" L237). The fight rules (ours) read a flag as "a live task of the move holds
+    it": a knockdown clip hands over to the grounded loop, both holding DOWN; a hold
+    loop gives way under a change to a strike that holds PAIRED too. So their hook sets
+    again, on the human, the bits the tasks still live on its stack hold, then calls
+    ``then`` (the move's own end callback, or None). With Coney's release
+    (``held_release="coney"``) it finds them set already.
+    """
+
+    __slots__ = ("then",)
+
+    def __init__(self, then=None):
+        self.then = then
+
+    def __call__(self, inst) -> None:
+        held = 0
+        for t in inst.stack:
+            if not t.released:
+                held |= int(t.held)
+        if held:
+            inst.record.flags |= held
+        if self.then is not None:
+            self.then(inst)
 
 
 class FightCore:
@@ -163,16 +193,17 @@ class FightCore:
         inst = self.inst(who)
         if attacker is not None:
             a = self.inst(attacker)
-            return self.player.loop(inst, anim_id, held=held, anim_set=a.anim_set)
-        return self.player.loop(inst, anim_id, held=held)
+            return self.player.loop(inst, anim_id, held=held, anim_set=a.anim_set, on_end=KeepHeld())
+        return self.player.loop(inst, anim_id, held=held, on_end=KeepHeld())
 
     def _clip(self, who, anim_id: int, next_task: Task, held: int = 0, on_end=None, attacker=None,
               flags: int = 0) -> Task:
         inst = self.inst(who)
+        hook = KeepHeld(on_end)
         if attacker is not None:
-            return self.player.paired(inst, self.inst(attacker), anim_id, next_task, held=held, on_end=on_end,
+            return self.player.paired(inst, self.inst(attacker), anim_id, next_task, held=held, on_end=hook,
                                       flags=flags)
-        return self.player.clip(inst, anim_id, next_task, held=held, on_end=on_end, flags=flags)
+        return self.player.clip(inst, anim_id, next_task, held=held, on_end=hook, flags=flags)
 
     def _change(self, who, task: Task, fade: float = CHANGE_FADE) -> None:
         self.player.change(self.inst(who), task, fade)

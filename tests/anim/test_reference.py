@@ -53,7 +53,7 @@ def _clip(rng: random.Random, frames: int, name: str):
         rots[0] = [(0, (0, 0, math.sin(ang / 2), math.cos(ang / 2))), (max(1, frames // 3), q())]
     events = []
     for _ in range(rng.randint(0, 4)):
-        etype = rng.choice([11, 11, 0x21, 0x2C, 0x2D, 0x48, 9])
+        etype = rng.choice([11, 11, 0x21, 0x2C, 0x2D, 0x48, 9, 8])
         kw = {"word": rng.randint(1, 99)} if etype == 11 else ({"code": "bld"} if etype == 0x21 else {})
         events.append(make_event(rng.randint(0, frames + 1), etype, **kw))
     vel = [(0, (0, 0, 0)), (1, (0, rng.uniform(0.5, 2), 0)), (frames, (0, 1, 0))] if rng.random() < 0.8 else None
@@ -442,9 +442,14 @@ def test_gait_leader_rule():
 OPTIONS = [{}, {"events": "newest"}, {"blend_window": "kept"}, {"pick": "all"}, {"end_zero_overshoot": True},
            {"early_finish_above": 2, "cleanup_above": 4}, {"pool_size": 30}, {"refuse_deep_chains": True},
            {"speeds": DATA_SPEEDS}, {"dt": 1.0 / 60.0},
-           {"events": "newest", "blend_window": "kept", "pick": "all", "end_zero_overshoot": True}]
+           {"place_events": "fired"}, {"held_release": "coney"}, {"motion_entry": "identity"}, {"tag_bits": "mark"},
+           {"events": "newest", "blend_window": "kept", "pick": "all", "end_zero_overshoot": True,
+            "place_events": "fired", "held_release": "coney", "motion_entry": "identity", "tag_bits": "mark"},
+           {"batched": False, "place_events": "fired", "held_release": "coney", "motion_entry": "identity",
+            "tag_bits": "mark"}]
 OPTION_IDS = ["default", "newest", "kept", "pick-all", "zero-overshoot", "small-stack", "small-pool", "refuse-deep",
-              "data-speeds", "dt-60", "all-readings"]
+              "data-speeds", "dt-60", "place-fired", "held-coney", "entry0-identity", "tag-mark", "all-readings",
+              "scalar-path-others"]
 
 
 def _random_case(seed: int, humans: int, updates: int, rate: float, long_chains: bool = False):
