@@ -370,7 +370,8 @@ def test_fade_curve(fade):
     """"Fades" L265: w_old = (1 + cos(pi t / d)) / 2, 1 at the start, falling toward 0; the
     fade advances by dt x its rate each update and goes in the update its time passes d
     (L267: a fade of 0.15 s read 0, 0.033, 0.100 s at runtime and was gone at the next
-    sample; here its elapsed times are 0, 0.033, 0.067, 0.100, 0.133, then it is gone).
+    sample; here its elapsed times at the end of each update are 0, 0.033, 0.067, 0.100,
+    0.133, then it is gone: the spec's readings with two unread, tests/anim/test_fidelity.py).
     The weight the pose blend uses is this one (the bit-for-bit pose tests below)."""
     worlds, aset = _worlds()
     seen = []
