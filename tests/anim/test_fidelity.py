@@ -356,3 +356,28 @@ def test_the_015_s_fade_read_at_the_sample_and_at_the_end_of_the_update(path):
     for _ in range(4):
         t = F.add(t, F.DT)
     assert t < F.f32(0.15) <= F.add(t, F.DT)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "reference"])
+@pytest.mark.parametrize("rule", ["silent", "fired"])
+def test_type_8_reaches_no_handler_and_no_trace_in_a_game(engine, rule):
+    """L249 through the game: the demo's hold 82 carries the partner's place as a type 8 at
+    frame 0 (docs/moveset.md); looping it three times, no default handler and no trace
+    record sees a type 8, unless ``place_events="fired"`` (then both see one per pass)."""
+    from scuffle import Game, demo_set
+    from scuffle.game.fighters.moves import Move
+    from scuffle.game.runtime.trace import trace_records
+
+    aset = demo_set()
+    assert any(e.type == EventType.PARTNER_PLACE for e in aset.clip(Move.HOLD).decoded_events())
+    seen, traced = [], []
+    with Game(PlayerOptions(place_events=rule), engine=engine) as g:
+        g.ctx.default_handlers.append(lambda ctx, ent, fe: seen.append(int(fe.event.type)))
+        g.add_human("a", aset, position=(0, 0, 0), heading=0)
+        g.change("a", g.player.loop(g.instance("a"), Move.HOLD))
+        for _ in range(3 * aset.clip(Move.HOLD).frames):
+            g.step()
+            traced += [int(e["type"]) for r in trace_records(g) for e in r["events"]]
+    place = int(EventType.PARTNER_PLACE)
+    assert seen == traced
+    assert seen.count(place) == (3 if rule == "fired" else 0)
