@@ -381,3 +381,23 @@ def test_type_8_reaches_no_handler_and_no_trace_in_a_game(engine, rule):
     place = int(EventType.PARTNER_PLACE)
     assert seen == traced
     assert seen.count(place) == (3 if rule == "fired" else 0)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_the_015_s_figure_with_two_updates_of_dt_2_30(path):
+    """The other way the figure of L267 comes out of the same clock: read at the end of each
+    update, with the two updates after the first run at dt = 2/30 (an emulator running
+    slow): 0, 0.033, 0.100, then gone (0.167 >= 0.15). docs/original.md, "Fades"."""
+    w, cls = world(path)
+    h = cls(the_set(), "h")
+    w.change(h, w.loop(h, IDLE), 0.0)
+    w.flush()
+    w.update([h])
+    fade = w.change(h, w.loop(h, MOVE), 0.15)
+    w.flush()
+    readings = [round(fade.elapsed, 3)]
+    for dt in (1 / 30, 2 / 30, 2 / 30):
+        w.step([h], dt)
+        w.flush()
+        readings.append(round(fade.elapsed, 3) if any(t is fade for t in h.stack) else None)
+    assert readings == [0.0, 0.033, 0.1, None]
