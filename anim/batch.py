@@ -41,7 +41,7 @@ from .plan import Bones, SamplePlan, pose_tables, scratch_poses
 from .pose import PoseBatch
 from .stack import CharacterInstance
 from .store import HumanTable, check_rows
-from .tasks import EventRule, TaskType
+from .tasks import EventRule, MotionEntry, PlaceEvents, TagBits, TaskType
 
 
 _COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.coldstart)
@@ -106,7 +106,9 @@ class BatchEngine:
         self._walk = np.zeros(_WALK, np.int64)
         self._weights = np.zeros(_WALK, np.float32)
         self._refused = np.zeros(0, np.int64)
-        self._scratch = scratch_poses(_DEFAULT_POSE)
+        opts = player.options
+        self._scratch = scratch_poses(_DEFAULT_POSE, opts.tag_bits == TagBits.Y_BIT,
+                                      opts.motion_entry == MotionEntry.MOTION)
         self._bones: Bones | None = None
         # check_rows after any table grew (or a new clip's events), before every call in debug mode
         self.debug = os.environ.get("SCUFFLE_DEBUG", "") not in ("", "0")
@@ -264,8 +266,9 @@ class BatchEngine:
         first, count = self.e_first.tolist(), self.e_count.tolist()
         frames, types = self.e_frame.tolist()[:len(self._events)], self.e_type.tolist()[:len(self._events)]
         ends, limits, durs = self.k_end.tolist(), self.k_limit.tolist(), self.k_dur.tolist()
+        every = self.player.options.place_events == PlaceEvents.FIRED       # else type 8 never fires (L249)
         for clip in clips[self._n_clips:]:
-            evs, frs = clip.events_by_frame()
+            evs, frs = clip.events_by_frame() if every else clip.dispatched_by_frame()
             first.append(len(frames))
             count.append(len(frs))
             frames.extend(frs)

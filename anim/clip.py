@@ -94,6 +94,10 @@ class EventType(IntEnum):
     HELD_REPLACE = 0x48    # all held bits replaced by 0x40000
 
 
+# Types Anim_FireFrameEvents (0x00101dd8) never dispatches: type 8, the partner's place in
+# a paired clip, is read from the clip's data by 0x00101558 ("Paired tasks" L247, L249).
+UNDISPATCHED = frozenset({int(EventType.PARTNER_PLACE)})
+
 # Types that pass the 32-bit word at +8 instead of a position (lw a1,0x8(s1)).
 _WORD_TYPES = (EventType.SOUND, EventType.MESSAGE_12)
 
@@ -244,6 +248,7 @@ class Clip:
     # by channel label ("A", "B" or the bone number); written back as they were.
     unreachable: dict = field(default_factory=dict, repr=False)
     _sorted_events: tuple | None = field(default=None, repr=False)
+    _dispatched: tuple | None = field(default=None, repr=False, compare=False)
     _timing: tuple | None = field(default=None, repr=False)
 
     # ---- derived
@@ -284,6 +289,14 @@ class Clip:
             evs = tuple(sorted(self.decoded_events(), key=lambda e: e.frame))
             self._sorted_events = (evs, tuple(e.frame for e in evs))
         return self._sorted_events
+
+    def dispatched_by_frame(self) -> tuple[tuple[Event, ...], tuple[int, ...]]:
+        """``events_by_frame`` without the types Anim_FireFrameEvents never dispatches
+        (``UNDISPATCHED``: type 8, the partner's place, "Paired tasks" L249), kept."""
+        if self._dispatched is None:
+            evs = tuple(e for e in self.events_by_frame()[0] if e.type not in UNDISPATCHED)
+            self._dispatched = (evs, tuple(e.frame for e in evs))
+        return self._dispatched
 
     def equals(self, other: "Clip") -> bool:
         """True when both encode to the same bytes."""

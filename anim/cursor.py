@@ -36,20 +36,23 @@ class Cursor:
     sampler), ``anim_id`` the id it was found under. The changing numbers (time, frame,
     flags, the next event) live in row ``row`` of a cursor table (anim.store), the
     world's when the Player makes the cursor, a private one otherwise. Events are kept
-    sorted by frame (file order within a frame) and fired as their frame is passed.
+    sorted by frame (file order within a frame) and fired as their frame is passed;
+    type 8 (the partner's place) is never dispatched ("Paired tasks" L249) unless
+    ``all_events`` (``PlayerOptions.place_events="fired"``).
     Original: 0x0010bb60 WarAnimInstance, 0x001041f8 AnimCursor_Init.
     """
 
     __slots__ = ("clip", "bank_index", "anim_id", "end", "duration", "_limit", "_events", "_frames",
                  "store", "row", "gen", "__weakref__")
 
-    def __init__(self, clip: Clip, bank_index: int, anim_id: int = -1, flags: int = 0, store: Table | None = None):
+    def __init__(self, clip: Clip, bank_index: int, anim_id: int = -1, flags: int = 0, store: Table | None = None,
+                 all_events: bool = False):
         self.clip = clip
         self.bank_index = bank_index
         self.anim_id = anim_id
         self.duration = clip.duration
         self.end, self._limit = clip.timing()                 # F and D - 1/60
-        self._events, self._frames = clip.events_by_frame()
+        self._events, self._frames = clip.events_by_frame() if all_events else clip.dispatched_by_frame()
         self.store = st = store if store is not None else cursor_table(1)
         self.row = r = st.alloc(zero=False)
         self.gen = int(st.gen[r])
@@ -71,7 +74,7 @@ class Cursor:
         c.anim_id = int(store.anim[row])
         c.duration = clip.duration
         c.end, c._limit = clip.timing()
-        c._events, c._frames = clip.events_by_frame()
+        c._events, c._frames = clip.events_by_frame() if store.all_events else clip.dispatched_by_frame()
         c.store, c.row, c.gen = store, row, int(store.gen[row])
         return c
 

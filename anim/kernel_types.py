@@ -161,11 +161,20 @@ class BankTables(NamedTuple):
 
 
 class Scratch(NamedTuple):
-    """Human-major scratch poses: vel (P, 3), root (P, 3), rot (P, 34, 4), tag (P, 36)."""
+    """Human-major scratch poses: vel (P, 3), root (P, 3), rot (P, 34, 4), tag (P, 36);
+    ``vel_i``, ``root_i``, ``rot_i`` the same memory as int32 (the y words' tag bit),
+    ``tag_bits`` whether the tags go into the y words (PlayerOptions.tag_bits) and
+    ``motion_entry`` whether bone-transform entry 0 holds the motion channels
+    (PlayerOptions.motion_entry)."""
     vel: np.ndarray
     root: np.ndarray
     rot: np.ndarray
     tag: np.ndarray
+    vel_i: np.ndarray
+    root_i: np.ndarray
+    rot_i: np.ndarray
+    tag_bits: np.bool_
+    motion_entry: np.bool_
 
 
 class PoseOut(NamedTuple):

@@ -205,6 +205,18 @@ def _scale_turn(qx, qy, qz, qw, rate32):
 
 
 @njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _tag_bits(p, scratch):
+    """Scratch pose p's tags into the lowest bit of each value's y float (pose.set_tag_bits):
+    set on a default, cleared otherwise ("The pose" L102: "| 1 on the second 32-bit float;
+    sampled values have the bit cleared"). Through the int32 views of the same memory."""
+    s_tag, vel_i, root_i, rot_i = scratch.tag, scratch.vel_i, scratch.root_i, scratch.rot_i
+    vel_i[p, 1] = (vel_i[p, 1] & np.int32(-2)) | np.int32(s_tag[p, 0])
+    root_i[p, 1] = (root_i[p, 1] & np.int32(-2)) | np.int32(s_tag[p, 1])
+    for b in range(rot_i.shape[1]):
+        rot_i[p, b, 1] = (rot_i[p, b, 1] & np.int32(-2)) | np.int32(s_tag[p, 2 + b])
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _sample(p, clip, time, rate, flags, bank, scratch):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
 
@@ -283,6 +295,8 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
         s_rot[p, b, 1] = q1 * inv
         s_rot[p, b, 2] = q2 * inv
         s_rot[p, b, 3] = q3 * inv
+    if scratch.tag_bits:
+        _tag_bits(p, scratch)
 
 
 @njit(cache=CACHE, inline='always')
@@ -406,11 +420,14 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
                 for c in range(4):
                     s_rot[po, b, c] = s_rot[pa, b, c]
             s_tag[po, 2 + b] = s_tag[pa, 2 + b] if not full and not submask[mbone, b] else both
+    if scratch.tag_bits:            # a blended value's bit follows its tag too (ours: L104 is silent)
+        _tag_bits(po, scratch)
 
 
 @njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _emit(p, i, bank, scratch, out):
-    """Scratch pose p to output column i: the pose, then local-to-model (skeleton.model_space).
+    """Scratch pose p to output column i: the pose, then local-to-model (skeleton.model_space);
+    entry 0 the motion channels (``scratch.motion_entry``) or zero and the identity.
 
     One pass over the bones: each local rotation is read once, copied out and composed
     with its parent's model rotation (read back from the column just written; the
@@ -431,7 +448,9 @@ def _emit(p, i, bank, scratch, out):
     o_root[2, i] = rz
     for t in range(s_tag.shape[1]):
         o_tag[t, i] = s_tag[p, t]
-    # bone 0 is motion (identity here), bone 1 absolute, the rest down the parent table
+    # entry 0 is motion ("Bone transforms" L116: the root velocity and bone 0's rotation, the
+    # identity where tagged; or always the identity, Coney's), bone 1 absolute, the rest down
+    # the parent table
     for c in range(4):
         o_rot[c, 0, i] = s_rot[p, 0, c]
     o_pos[0, 0, i] = 0.0
@@ -441,6 +460,13 @@ def _emit(p, i, bank, scratch, out):
     o_mrot[1, 0, i] = 0.0
     o_mrot[2, 0, i] = 0.0
     o_mrot[3, 0, i] = 1.0
+    if scratch.motion_entry:
+        if not s_tag[p, 0]:
+            for c in range(3):
+                o_pos[c, 0, i] = s_vel[p, c]
+        if not s_tag[p, 2]:
+            for c in range(4):
+                o_mrot[c, 0, i] = s_rot[p, 0, c]
     o_pos[0, 1, i] = rx
     o_pos[1, 1, i] = ry
     o_pos[2, 1, i] = rz
@@ -494,6 +520,8 @@ def _reference(p, bank, scratch):
             s_rot[p, b, c] = ref_rot[b, c]
     for t in range(s_tag.shape[1]):
         s_tag[p, t] = True
+    if scratch.tag_bits:
+        _tag_bits(p, scratch)
 
 
 @njit(cache=CACHE)

@@ -22,6 +22,7 @@ from .sampler import (BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, BankBudget
                       clip_rows)
 from .skeleton import Skeleton
 from .options import PlayerOptions
+from .tasks import MotionEntry, PlaceEvents, TagBits
 from .store import Stores
 
 
@@ -66,7 +67,9 @@ class ClipLookup:
             self._bank = None                       # the old bank goes before the new one is built
             from .plan import forget_tables
             forget_tables()
-            self._bank = ClipBank(self._clips, self.skeleton)
+            opts = self.options
+            self._bank = ClipBank(self._clips, self.skeleton, opts.tag_bits == TagBits.Y_BIT,
+                                  opts.motion_entry == MotionEntry.MOTION)
         return self._bank
 
     @staticmethod
@@ -140,7 +143,8 @@ class ClipLookup:
 
     def _cursor_of(self, entry: list, anim_id: int, flags: int = 0) -> Cursor:
         """A new cursor from a cache entry (``_known`` / ``_learn``)."""
-        return Cursor(entry[0], self._bank_of(entry), anim_id, flags, self.stores.cursors)
+        return Cursor(entry[0], self._bank_of(entry), anim_id, flags, self.stores.cursors,
+                      self.options.place_events == PlaceEvents.FIRED)
 
     def _entry(self, anim_set, anim_id) -> list:
         """The cache entry of ``anim_id`` (found and cached on a miss: UnknownAnimId,

@@ -16,9 +16,14 @@ from . import f32 as F
 from .limits import INT32_MAX, MAX_DT, check_float, check_int
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from .stack import POOL_SIZE
-from .tasks import BlendWindow, EventRule, PickSampling
+from .tasks import BlendWindow, EventRule, HeldRelease, MotionEntry, PickSampling, PlaceEvents, TagBits
 
-__all__ = ["PlayerOptions", "PlayerStats"]
+__all__ = ["PlayerOptions", "PlayerStats", "READINGS"]
+
+# The options that take one of an enum's values (a scenario's [options] takes them too).
+READINGS = (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling),
+            ("place_events", PlaceEvents), ("held_release", HeldRelease), ("motion_entry", MotionEntry),
+            ("tag_bits", TagBits))
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,15 @@ class PlayerOptions:
     the reference pose), or the human test 0x00223440 as a callable(instance) -> bool:
     when it passes for a human with queued tasks, those tasks are sampled first and
     their pose is the default pose of that sample (0x00176d60, "The pose" L102).
+    ``place_events`` (PlaceEvents): "silent", a clip's type 8 events (the partner's
+    place) are never dispatched (L249, the original's, the default), or "fired" like any
+    other. ``held_release`` (HeldRelease): "original", a release clears every held bit
+    the task still holds (L314, the default), or "coney", not those another live task
+    holds (L402). ``motion_entry`` (MotionEntry): "motion", bone-transform entry 0 holds
+    the root velocity and bone 0's rotation, the identity where tagged (L116, the
+    default), or "identity" always (Coney's, L394). ``tag_bits`` (TagBits): "y_bit",
+    a default value's tag is also the lowest bit of its y float, cleared on sampled
+    values (L102, the default), or "mark", a separate mark only (Coney's, L394).
     ``refuse_deep_chains``: False (the original: a chain whose blend windows nest more
     than seven clips' poses plays, its eighth pose skipped when sampled), or True: such
     a chain or task is refused when given (PoseStackOverflow, nothing changed).
@@ -65,13 +79,17 @@ class PlayerOptions:
     pick: str = PickSampling.CHOSEN
     queued_default: Callable | None = None
     refuse_deep_chains: bool = False
+    place_events: str = PlaceEvents.SILENT
+    held_release: str = HeldRelease.ORIGINAL
+    motion_entry: str = MotionEntry.MOTION
+    tag_bits: str = TagBits.Y_BIT
 
     def __post_init__(self):
         object.__setattr__(self, "dt", check_float("PlayerOptions.dt", self.dt, 0.0, MAX_DT))
         check_int("PlayerOptions.pool_size", self.pool_size, 1, INT32_MAX)
         for name in ("early_finish_above", "cleanup_above"):
             check_int(f"PlayerOptions.{name}", getattr(self, name), 0, INT32_MAX)
-        for name, kind in (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling)):
+        for name, kind in READINGS:
             v = getattr(self, name)
             try:
                 object.__setattr__(self, name, kind(v))

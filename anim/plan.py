@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import kernels as K
-from .pose import DTYPE, NUM_TAGS, POSE_STACK_SIZE, PoseBatch, blend
+from .pose import DTYPE, NUM_TAGS, POSE_STACK_SIZE, PoseBatch, blend, set_tag_bits
 from .sampler import ClipBank
 from .skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
 
@@ -86,10 +86,13 @@ class Bones:
         return K.PoseOut(p.vel, p.root, p.rot, p.tag, self.pos, self.rot)
 
 
-def scratch_poses(n: int) -> K.Scratch:
-    """Human-major scratch for ``n`` poses (the kernels' pose stack)."""
-    return K.Scratch(np.empty((n, 3), DTYPE), np.empty((n, 3), DTYPE), np.empty((n, NUM_BONES, 4), DTYPE),
-                     np.empty((n, NUM_TAGS), np.bool_))
+def scratch_poses(n: int, tag_bits: bool = True, motion_entry: bool = True) -> K.Scratch:
+    """Human-major scratch for ``n`` poses (the kernels' pose stack), with the int32 views
+    of its values and the two pose switches (PlayerOptions.tag_bits is "y_bit",
+    PlayerOptions.motion_entry is "motion": the original's, the defaults)."""
+    vel, root, rot = np.empty((n, 3), DTYPE), np.empty((n, 3), DTYPE), np.empty((n, NUM_BONES, 4), DTYPE)
+    return K.Scratch(vel, root, rot, np.empty((n, NUM_TAGS), np.bool_), vel.view(np.int32), root.view(np.int32),
+                     rot.view(np.int32), np.bool_(tag_bits), np.bool_(motion_entry))
 
 
 class SamplePlan:
@@ -233,7 +236,8 @@ class SamplePlan:
                             np.asarray(self.s_flags, np.int64), np.asarray(self.b_a, np.int64),
                             np.asarray(self.b_b, np.int64), np.asarray(self.b_w, DTYPE),
                             np.asarray(self.b_mask, np.int64), finals)
-        K.pose_plan(np.asarray(cols, np.int64), plan, pose_tables(bank).tables, scratch_poses(need), out.outs())
+        K.pose_plan(np.asarray(cols, np.int64), plan, pose_tables(bank).tables,
+                    scratch_poses(need, bank.tag_bits, bank.motion_entry), out.outs())
 
     def execute_reference(self, bank: ClipBank, defaults: dict[int, PoseBatch] | None = None) -> PoseBatch:
         """Run the plan one pose at a time (the scalar reference path).
@@ -254,12 +258,18 @@ class SamplePlan:
             if dpose is not None:
                 tagged = single[i].tag[2 + 1:, 0]                 # bones 1-33
                 single[i].rot[:, 1:, 0][:, tagged] = dpose.rot[:, 1:, 0][:, tagged]
+                if bank.tag_bits:                   # taken from the default: tagged, | 1 (L102)
+                    set_tag_bits(single[i])
         for j in range(nb):
             bone = self.b_mask[j]
             single[-(j + 1)] = blend(single[self.b_a[j]], single[self.b_b[j]], np.array([self.b_w[j]], DTYPE),
                                      mask=None if bone < 0 else subtree_mask(bone))
+            if bank.tag_bits:                       # a blended value's bit follows its tag (ours)
+                set_tag_bits(single[-(j + 1)])
         out = PoseBatch.empty(len(self.finals))
         ref = PoseBatch.reference(1, bank.skeleton.bind_height)
+        if bank.tag_bits:
+            set_tag_bits(ref)
         for i, h in enumerate(self.finals):
             out.put(slice(i, i + 1), defaults.get(i, ref) if h is None else single[h])
         return out

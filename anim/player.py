@@ -45,7 +45,7 @@ from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
 from .stackrules import StackRules
 from .store import Stores
-from .tasks import HELD_EVENTS, ClipTask, EventRule, HeldFlags, Task
+from .tasks import HELD_EVENTS, ClipTask, EventRule, HeldFlags, HeldRelease, MotionEntry, PlaceEvents, Task
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
@@ -70,6 +70,7 @@ class Player(StackRules):
         self.deferred: list[tuple[Task, CharacterInstance]] = []
         self._clips: list[Clip] = []
         self.stores.cursors.clips = self._clips      # bank index -> clip, for cursors the kernel made
+        self.stores.cursors.all_events = self.options.place_events == PlaceEvents.FIRED
         self._clip_index: dict[int, int] = {}
         self._flags: dict[int, tuple] = {}         # id(anim set) -> (set, its range flags column)
         # id(anim set) -> (set, the speeds, {anim id: [clip, rate, bank index or -1]}): the ids
@@ -92,6 +93,7 @@ class Player(StackRules):
         self._failed: list[BaseException] = []
         self.stats = PlayerStats()
         self._pose_refused: list[CharacterInstance] = []   # humans whose poses_refused is set
+        self._release_all = self.options.held_release == HeldRelease.ORIGINAL
 
 
     # ---------------------------------------------------------------- per update
@@ -293,7 +295,10 @@ class Player(StackRules):
         out = Bones(0)
         out.n = len(instances)
         out.poses = self.sample(instances, reference=reference)
-        out.pos, out.rot = self.skeleton.model_space(out.poses.rot, out.poses.root)
+        motion = self.options.motion_entry == MotionEntry.MOTION         # entry 0 ("Bone transforms" L116)
+        out.pos, out.rot = self.skeleton.model_space(out.poses.rot, out.poses.root,
+                                                     vel=out.poses.vel if motion else None,
+                                                     tag=out.poses.tag if motion else None)
         return out
 
     def plan(self, instances: Sequence[CharacterInstance]) -> SamplePlan:
@@ -308,9 +313,10 @@ class Player(StackRules):
     def flush(self) -> list[CharacterInstance]:
         """Empty the deferred list: release each task, then refresh the playing anim ids.
 
-        The release clears the held bits the task still holds (not those another task on
-        the stack holds), reports 0x400000, runs the end callback (also on a cut-off) and
-        gives back a cut-off task's next task; a clip that hands over (types 3 and 6) also
+        The release clears the held bits the task still holds (every one, the original's,
+        or not those another task on the stack holds: ``options.held_release``), reports
+        0x400000, runs the end callback (also on a cut-off) and gives back a cut-off
+        task's next task; a clip that hands over (types 3 and 6) also
         clears state flag 0x4000000000. The ids are refreshed for every instance with a
         released task and every instance stepped since the last flush (a gait's leader
         changes the id without any release). Out: the instances with a released task.
@@ -356,7 +362,10 @@ class Player(StackRules):
         ts, tr = task.tstore, task.trow
         held = int(ts.held[tr])                      # task.held
         if held:
-            self._clear_flags(inst, held, task)
+            if self._release_all:                    # 0x00105f78: no test of other tasks (L314)
+                inst.record.flags &= ~held
+            else:                                    # Coney's (L402): not what another task holds
+                self._clear_flags(inst, held, task)
             ts.held[tr] = 0
         if not inst.released:
             self.batch.released_by_flush(inst)

@@ -19,7 +19,7 @@ import numpy as np
 from . import quat
 from .skeleton import NUM_BONES, REFERENCE_ROTATIONS
 
-__all__ = ["PoseBatch", "blend", "TAG_VELOCITY", "TAG_ROOT", "TAG_BONE", "NUM_TAGS",
+__all__ = ["PoseBatch", "blend", "set_tag_bits", "tag_bits_of", "TAG_VELOCITY", "TAG_ROOT", "TAG_BONE", "NUM_TAGS",
            "POSE_STACK_SIZE", "PoseStackOverflow", "DTYPE"]
 
 DTYPE = np.float32
@@ -86,6 +86,30 @@ class PoseBatch:
     def is_finite(self) -> bool:
         """Whether every translation and rotation value is finite."""
         return bool(np.isfinite(self.vel).all() and np.isfinite(self.root).all() and np.isfinite(self.rot).all())
+
+
+def set_tag_bits(p: PoseBatch, index=slice(None)) -> None:
+    """Each value's tag into the lowest bit of its y float, in place: set on a default,
+    cleared on any other value, for the poses at ``index`` (a slice or an int array).
+    "The pose" L102: "Each value taken from the default is tagged by setting the lowest
+    bit of its y word (| 1 on the second 32-bit float); sampled values have the bit
+    cleared." Original: 0x00104ce0 AnimCursor_SamplePose."""
+    for vals, tags in ((p.vel[1], p.tag[TAG_VELOCITY]), (p.root[1], p.tag[TAG_ROOT]), (p.rot[1], p.tag[TAG_BONE:])):
+        bits = vals[..., index].view(np.int32)
+        t = tags[..., index]
+        bits &= np.int32(-2)
+        bits |= t.astype(np.int32)
+        vals[..., index] = bits.view(DTYPE)
+
+
+def tag_bits_of(p: PoseBatch) -> np.ndarray:
+    """The tags as the original reads them: the lowest bit of each value's y float,
+    (36, N) bool in the ``tag`` layout (row 0 the velocity, 1 the root, 2 + b bone b)."""
+    out = np.empty(p.tag.shape, bool)
+    out[TAG_VELOCITY] = (p.vel[1].view(np.int32) & 1) != 0
+    out[TAG_ROOT] = (p.root[1].view(np.int32) & 1) != 0
+    out[TAG_BONE:] = (p.rot[1].view(np.int32) & 1) != 0
+    return out
 
 
 def blend(lower: PoseBatch, upper: PoseBatch, weight, out: PoseBatch | None = None,

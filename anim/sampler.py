@@ -24,7 +24,7 @@ from . import f32 as F
 from . import quat
 from .clip import Clip, decode_positions, decode_rotations, key_frames
 from .limits import BudgetError
-from .pose import DTYPE, NUM_TAGS, PoseBatch
+from .pose import DTYPE, NUM_TAGS, PoseBatch, set_tag_bits
 from .skeleton import HUMANOID, NUM_BONES, REFERENCE_ROTATIONS, Skeleton
 
 __all__ = ["CursorFlags", "ClipBank", "SLOT_VELOCITY", "SLOT_ROOT", "SLOT_BONE", "NUM_SLOTS",
@@ -127,7 +127,10 @@ class ClipBank:
     Each clip has a frame-major key table: row ``row0[clip] + f`` holds, for the 36
     slots, the key in force at frame f (``ftab``, shape (36, rows)).
 
-    In: a sequence of Clips and the skeleton whose bind height section B's z is added to.
+    In: a sequence of Clips and the skeleton whose bind height section B's z is added to;
+    ``tag_bits``: the poses carry each value's default tag in the lowest bit of its y
+    float too (L102), ``motion_entry``: bone-transform entry 0 holds the motion channels
+    (L116); both the original's by default (PlayerOptions.tag_bits, .motion_entry).
     ``index_of(clip)`` gives a clip's index (by identity). Rejected: a non-Clip (TypeError);
     clips whose tables would need more than MAX_BANK_BYTES (``bank_bytes``), before any
     table is allocated (BankBudgetError, a ValueError).
@@ -136,11 +139,15 @@ class ClipBank:
     __slots__ = ("clips", "skeleton", "frames", "durations", "row0", "rows", "ftab",
                  "kval", "kslope", "kstart", "ktag", "has_velocity", "has_translation",
                  "animated", "_index", "_sent_vel", "_sent_root", "_sent_bone", "_scratch",
-                 "_live_bones", "_dead_bones", "_ref_rot")
+                 "_live_bones", "_dead_bones", "_ref_rot", "tag_bits", "motion_entry")
 
-    def __init__(self, clips: Sequence[Clip], skeleton: Skeleton = HUMANOID):
+    def __init__(self, clips: Sequence[Clip], skeleton: Skeleton = HUMANOID, tag_bits: bool = True,
+                 motion_entry: bool = True):
         self.clips = list(clips)
         self.skeleton = skeleton
+        # how its poses are written (PlayerOptions.tag_bits, .motion_entry; the original's by default)
+        self.tag_bits = bool(tag_bits)
+        self.motion_entry = bool(motion_entry)
         self._index = {id(c): i for i, c in enumerate(self.clips)}
         for c in self.clips:
             if not isinstance(c, Clip):
@@ -324,4 +331,6 @@ class ClipBank:
             out.rot[:, dead, sl] = self._ref_rot[dead].T[:, :, None]
         out.rot[:, 0, sl] = quat.scale_turn(val[:, 2], rate, TURN_EPSILON)
         np.take(self.ktag, keys, out=out.tag[:, sl], mode="clip")
+        if self.tag_bits:
+            set_tag_bits(out, sl)
         return out

@@ -197,12 +197,16 @@ class Skeleton:
             arr.setflags(write=False)
 
     def model_space(self, rot: np.ndarray, root: np.ndarray,
-                    out_pos: np.ndarray | None = None, out_rot: np.ndarray | None = None):
+                    out_pos: np.ndarray | None = None, out_rot: np.ndarray | None = None,
+                    vel: np.ndarray | None = None, tag: np.ndarray | None = None):
         """Pose rotations (4, 34, N) and root translations (3, N) -> model-space transforms.
 
-        Out: positions (3, 34, N) and rotations (4, 34, N). Entry 0 is motion, not a bone:
-        its position and rotation are left at zero / identity here (the motion channels
-        are read from the pose directly). Entry 1, the pelvis, is absolute: the root
+        Out: positions (3, 34, N) and rotations (4, 34, N). Entry 0 is motion, not a bone
+        (nothing is parented to it): given the pose's root velocities ``vel`` (3, N) and
+        tags ``tag`` (36, N), it holds the root velocity and bone 0's rotation (the turn
+        per 1/30 s), each zero / the identity where its tag is set ("Bone transforms"
+        L116, the original's); without them, zero and the identity (Coney's, L394).
+        Entry 1, the pelvis, is absolute: the root
         translation and bone 1's own rotation. Bones 2-33 are composed down the parent
         table, one depth level at a time: rotation = parent x local, position = parent +
         parent . offset.
@@ -217,6 +221,9 @@ class Skeleton:
         out_pos[:, 0] = 0
         out_rot[:, 0] = 0
         out_rot[3, 0] = 1
+        if vel is not None and tag is not None:
+            out_pos[:, 0] = np.where(tag[0], out_pos[:, 0], vel)
+            out_rot[:, 0] = np.where(tag[2], out_rot[:, 0], rot[:, 0])
         out_pos[:, 1] = root
         out_rot[:, 1] = rot[:, 1]
         parents = np.asarray(self.parents)

@@ -92,6 +92,7 @@ class Table:
 
     views: list | None = None
     clips: list | None = None
+    all_events = False          # the cursor table: type 8 events fire too (PlaceEvents.FIRED)
 
     def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = ()):
         self._columns = dict(columns)

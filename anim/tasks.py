@@ -30,7 +30,9 @@ from .interfaces import PoseProgram, TaskHost
 if TYPE_CHECKING:  # pragma: no cover
     from .stack import CharacterInstance
 
-__all__ = ["ForeignTask", "TaskInUse", "take_place", "TaskType", "TaskFlags", "HeldFlags", "HELD_EVENTS", "EventRule", "BlendWindow", "PickSampling", "Task", "LoopTask", "ClipTask", "HoldTask",
+__all__ = ["ForeignTask", "TaskInUse", "take_place", "TaskType", "TaskFlags", "HeldFlags", "HELD_EVENTS", "EventRule",
+           "BlendWindow", "PickSampling", "PlaceEvents", "HeldRelease", "MotionEntry", "TagBits", "Task", "LoopTask",
+           "ClipTask", "HoldTask",
            "SceneTask", "PairedClipTask", "PairedHoldTask", "FadeTask", "MixTask", "PickTask",
            "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "PAIRED_IDLE_FLAGS",
            "GAIT_STEPS", "PICK_THRESHOLDS", "PICK_SAMPLINGS", "fade_weight"]
@@ -162,6 +164,57 @@ class ForeignTask(ValueError):
     """A task (or its cursor) made outside a world's Player given to it: on its stack, its
     queue, or as a next / incoming task of one of its tasks. Its rows live in another
     table, which the world's engine does not step; nothing was changed."""
+
+
+class PlaceEvents(StrEnum):
+    """What becomes of a clip's type 8 events, the partner's place in a paired clip
+    (``PlayerOptions.place_events``; docs/original.md, "Events").
+
+    SILENT: never dispatched ("Paired tasks" L249: "type 8 is never dispatched there",
+    0x00101dd8; the place is read from the clip's data by 0x00101558, L247): the
+    original's. FIRED: fired like any other event (scuffle before issue 23).
+    """
+
+    SILENT = "silent"
+    FIRED = "fired"
+
+
+class HeldRelease(StrEnum):
+    """Which held bits a task's release clears (``PlayerOptions.held_release``).
+
+    ORIGINAL: every bit the task still holds, with no test of other tasks ("When a clip
+    ends" L314, confirmed (code) at 0x00105f78; "Animation tasks" L237). CONEY: not the
+    bits another live task on the stack holds ("Coney's implementation" L402).
+    """
+
+    ORIGINAL = "original"
+    CONEY = "coney"
+
+
+class MotionEntry(StrEnum):
+    """Bone-transform entry 0 (``PlayerOptions.motion_entry``; "Bone transforms" L116).
+
+    MOTION: the root velocity and bone 0's rotation (the turn per 1/30 s), each the
+    identity (zero, the unit quaternion) when the pose's value is tagged as a default:
+    the original's (0x00104630). IDENTITY: always zero and the unit quaternion (Coney's
+    boneTransforms(), L394; scuffle before issue 23).
+    """
+
+    MOTION = "motion"
+    IDENTITY = "identity"
+
+
+class TagBits(StrEnum):
+    """How a pose value's default tag is stored (``PlayerOptions.tag_bits``; "The pose" L102).
+
+    Y_BIT: as the original, in the lowest bit of the value's y float (set on a default,
+    cleared on a sampled value; 0x00104ce0), besides the separate boolean scuffle
+    decides with; every y component's last bit is its tag. MARK: a separate mark only,
+    the y floats as computed (Coney's "marked as a default", L394; scuffle before issue 23).
+    """
+
+    Y_BIT = "y_bit"
+    MARK = "mark"
 
 
 # The blend window rules in the task table's ``window`` column (0 advanced, 1 kept).
@@ -837,7 +890,7 @@ class GaitTask(Task):
         st, r = self.store, self.row
         bank = int((st.b0, st.b1, st.b2, st.b3, st.b4)[idx][r])
         cs = self.cstore
-        return Cursor(cs.clips[bank], bank, self.ids[idx], 0, cs)
+        return Cursor(cs.clips[bank], bank, self.ids[idx], 0, cs, cs.all_events)
 
     @staticmethod
     def _clamp(v: float) -> float:

@@ -1,7 +1,9 @@
 """System 2: dispatch the events the animation fired to the game's handlers.
 
 Handlers are registered per event type on the SimContext (sound, effects, camera,
-slow motion, partner place...); ``default_handlers`` see every event. Events fire
+slow motion...; never type 8, the partner's place, which the original does not
+dispatch, "Paired tasks" L249, unless PlayerOptions.place_events is "fired");
+``default_handlers`` see every event. Events fire
 during the animation step and are dispatched here, after every human has stepped and
 before the flush, in entity order and then firing order: a handler sees every human
 stepped and nothing released (held flags still set on a clip's end update, record

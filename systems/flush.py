@@ -1,9 +1,10 @@
 """System 3: the deferred flush, once every human's animation has stepped.
 
 Releases the tasks that ended, handed over, were cut off or faded out: their held
-flags clear (not those another task holds), their end callbacks run, and the playing
-anim id (+0x20) is refreshed from the new top task, so the actions of this same update
-already see the move as over.
+flags clear (every bit each still holds, or with ``held_release="coney"`` not those
+another task holds), their end callbacks run, and the playing anim id (+0x20) is
+refreshed from the new top task, so the actions of this same update already see the
+move as over.
 Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (release).
 """
 from __future__ import annotations

@@ -6,10 +6,13 @@ AnimCursor_Advance, 0x00104110 AnimCursor_Step.
 """
 from __future__ import annotations
 
-from ..clip import Clip, Event
+from ..clip import Clip, Event, EventType
 from .. import f32 as F
 
 __all__ = ["RefCursor", "RefEvent", "MUTED", "NO_VELOCITY", "NO_TURN", "CURSOR_BITS"]
+
+# "Paired tasks" L249: Anim_FireFrameEvents (0x00101dd8) never dispatches type 8 (the partner's place).
+PARTNER_PLACE = int(EventType.PARTNER_PLACE)
 
 # Cursor flags +0x1e (L133): 0x1 no root velocity, 0x2 no root turn, 0x10 events muted.
 NO_VELOCITY = 0x1
@@ -40,10 +43,11 @@ class RefCursor:
     """
 
     __slots__ = ("clip", "anim_id", "duration", "end", "limit", "events", "event_frames",
-                 "time", "frame", "flags", "next_event", "at_end")
+                 "time", "frame", "flags", "next_event", "at_end", "fire_place")
 
-    def __init__(self, clip: Clip, anim_id: int, flags: int = 0):
+    def __init__(self, clip: Clip, anim_id: int, flags: int = 0, fire_place: bool = False):
         self.clip = clip
+        self.fire_place = fire_place            # type 8 dispatched too (place_events="fired")
         self.anim_id = int(anim_id)
         self.duration = F.f32(float(clip.duration))
         self.end = F.end_frame(self.duration)                       # F (L303)
@@ -71,7 +75,8 @@ class RefCursor:
         "When a clip ends" L303-307: frame = uint((t + s) x 30 + 0.5); frame < F: add s to
         t, fire the events passed, return 0; otherwise change nothing and return
         (t + s) - (D - 1/60). Events fire "as their frame is passed" (L187) unless the
-        cursor is muted (flag 0x10, L231) or there is no sink (a muted task).
+        cursor is muted (flag 0x10, L231) or there is no sink (a muted task); a type 8
+        is passed without being dispatched (L249) unless ``fire_place``.
         Original: 0x001044a0 AnimCursor_Advance, 0x00104110 AnimCursor_Step.
         """
         t = F.add(self.time, step)
@@ -85,8 +90,9 @@ class RefCursor:
         frames = self.event_frames
         i = self.next_event
         while i < len(frames) and frames[i] <= frame:
-            if sink is not None and not (self.flags & MUTED):
-                sink.append(RefEvent(self.events[i], self.anim_id, task))
+            ev = self.events[i]
+            if sink is not None and not (self.flags & MUTED) and (ev.type != PARTNER_PLACE or self.fire_place):
+                sink.append(RefEvent(ev, self.anim_id, task))
             i += 1
         self.next_event = i
         return 0.0

@@ -12,6 +12,7 @@ Spec: "The pose" (L98-104), "Playing a clip" (L182-189), "Blending" (L191-193),
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 
@@ -20,10 +21,11 @@ from ..detmath import acos_s, sin_cos_s
 from ..clip import decode_positions, decode_rotations, key_frames
 from ..pose import POSE_STACK_SIZE
 from ..skeleton import NUM_BONES, REFERENCE_ROTATIONS
+from ..tasks import MotionEntry, TagBits
 from .cursor import NO_TURN, NO_VELOCITY
 
 __all__ = ["RefPose", "RefPoseStack", "sample_cursor", "blend", "reference_pose", "sample_instance",
-           "bones_of", "scale_turn", "slerp"]
+           "bones_of", "scale_turn", "slerp", "with_tag_bits"]
 
 f32 = np.float32
 _ONE = f32(1.0)
@@ -108,11 +110,31 @@ class RefPose:
                 np.array(self.rot, np.float32).reshape(NUM_BONES, 4), np.array(self.tag, bool))
 
 
-def reference_pose(bind_height: float) -> RefPose:
+def _y_bit(v, on: bool) -> np.float32:
+    """The float32 ``v`` with the lowest bit of its word set (``on``) or cleared."""
+    (word,) = struct.unpack("<I", struct.pack("<f", v))
+    word = (word | 1) if on else (word & 0xFFFFFFFE)
+    return f32(struct.unpack("<f", struct.pack("<I", word))[0])
+
+
+def with_tag_bits(p: RefPose) -> RefPose:
+    """"The pose" L102: "Each value taken from the default is tagged by setting the lowest
+    bit of its y word (| 1 on the second 32-bit float); sampled values have the bit
+    cleared": the y of the velocity, the root translation and each rotation, by its tag
+    (in place; returns ``p``). Original: 0x00104ce0."""
+    p.vel = [p.vel[0], _y_bit(p.vel[1], p.tag[0]), p.vel[2]]
+    p.root = [p.root[0], _y_bit(p.root[1], p.tag[1]), p.root[2]]
+    p.rot = [(q[0], _y_bit(q[1], p.tag[2 + b]), q[2], q[3]) for b, q in enumerate(p.rot)]
+    return p
+
+
+def reference_pose(bind_height: float, bits: bool = False) -> RefPose:
     """The default pose (L102): no velocity, the pelvis at its bind height, the reference
-    rotations (Pose_InitReference 0x00100200), every value tagged."""
+    rotations (Pose_InitReference 0x00100200), every value tagged (with ``bits``, in
+    the y words' lowest bit too)."""
     rot = [tuple(f32(v) for v in REFERENCE_ROTATIONS[b]) for b in range(NUM_BONES)]
-    return RefPose([_ZERO] * 3, [_ZERO, _ZERO, f32(bind_height)], rot, [True] * (2 + NUM_BONES))
+    p = RefPose([_ZERO] * 3, [_ZERO, _ZERO, f32(bind_height)], rot, [True] * (2 + NUM_BONES))
+    return with_tag_bits(p) if bits else p
 
 
 class _Channel:
@@ -191,7 +213,8 @@ def sample_cursor(world, cursor, rate: float) -> RefPose:
     L396) carried toward the next key; rotations are normalised; the velocity times the
     rate (L338); bone 0 the key in force scaled by the rate (L340-341); section B's z
     plus the bind height (L70); a slot the clip leaves out (or flags 0x1 / 0x2 switch
-    off) takes the default, tagged (L102).
+    off) takes the default, tagged (L102), the tag also in the y words' lowest bit
+    unless ``tag_bits`` is "mark".
     """
     dec = decoded(world, cursor.clip)
     x = f32(F.mul(cursor.time, 30.0))
@@ -237,14 +260,16 @@ def sample_cursor(world, cursor, rate: float) -> RefPose:
         inv = _ONE / n
         rot.append((q0 * inv, q1 * inv, q2 * inv, q3 * inv))
         tag[2 + b] = False
-    return RefPose(vel, root, rot, tag)
+    p = RefPose(vel, root, rot, tag)
+    return with_tag_bits(p) if world.options.tag_bits == TagBits.Y_BIT else p
 
 
-def blend(lo: RefPose, up: RefPose, w) -> RefPose:
+def blend(lo: RefPose, up: RefPose, w, bits: bool = False) -> RefPose:
     """Pose_BlendPartial (0x00105158, L104) over the whole body, ``w`` the upper's share:
     the motion channels (velocity, bone 0) take the untagged side when one is tagged,
     else lerp / slerp; the root translation and bones 1-33 keep the lower's when both are
-    tagged, else lerp / slerp (untagged)."""
+    tagged, else lerp / slerp (untagged). With ``bits`` each result's y word carries its
+    tag in its lowest bit (ours: L104 does not say what the blend writes there)."""
     w = f32(w)
     lt, ut = lo.tag[0], up.tag[0]
     vel = [lo.vel[c] if ut else up.vel[c] if lt else lo.vel[c] + (up.vel[c] - lo.vel[c]) * w for c in range(3)]
@@ -263,7 +288,8 @@ def blend(lo: RefPose, up: RefPose, w) -> RefPose:
             tag[2 + b] = True
         else:
             rot.append(slerp(lo.rot[b], up.rot[b], w))
-    return RefPose(vel, root, rot, tag)
+    p = RefPose(vel, root, rot, tag)
+    return with_tag_bits(p) if bits else p
 
 
 class RefPoseStack:
@@ -288,7 +314,7 @@ class RefPoseStack:
             return
         up = self.poses.pop()
         lo = self.poses.pop()
-        self.poses.append(blend(lo, up, w))
+        self.poses.append(blend(lo, up, w, self.world.options.tag_bits == TagBits.Y_BIT))
 
     def keep(self, pushed: list, kept) -> None:
         """Of the poses just pushed, only ``kept`` stays (type 11 sampling all four)."""
@@ -306,17 +332,27 @@ def sample_instance(world, inst) -> RefPose:
     for task in inst.stack:
         task.emit(world, stack)
     inst.poses_refused = stack.refused
-    return stack.poses[-1] if stack.poses else reference_pose(world.skeleton.bind_height)
+    return stack.poses[-1] if stack.poses else reference_pose(world.skeleton.bind_height,
+                                                              world.options.tag_bits == TagBits.Y_BIT)
 
 
-def bones_of(skeleton, pose: RefPose) -> tuple[np.ndarray, np.ndarray]:
+def bones_of(skeleton, pose: RefPose, motion: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Instance_BuildBoneMatrices (0x00104630, L112-119): model-space positions (34, 3) and
-    rotations (34, 4). Entry 0 is motion (zero, identity); the pelvis takes the root
-    translation and bone 1's rotation as is; bones 2-33 compose down the parent table."""
+    rotations (34, 4). Entry 0 is motion, not a bone: with ``motion`` (L116, the
+    original's) "the root velocity and bone 0's rotation (the turn per 1/30 s), or the
+    identity when the pose's value is tagged as a default", each by its own tag; without,
+    zero and the identity (Coney's, L394). The pelvis takes the root translation and bone
+    1's rotation as is; bones 2-33 compose down the parent table."""
     offsets = np.asarray(skeleton.offsets, np.float32)
     parents = skeleton.parents
-    pos = [(_ZERO, _ZERO, _ZERO), tuple(pose.root)]
-    mrot = [(_ZERO, _ZERO, _ZERO, _ONE), tuple(pose.rot[1])]
+    entry_pos = (_ZERO, _ZERO, _ZERO)
+    entry_rot = (_ZERO, _ZERO, _ZERO, _ONE)
+    if motion and not pose.tag[0]:
+        entry_pos = tuple(pose.vel)
+    if motion and not pose.tag[2]:
+        entry_rot = tuple(pose.rot[0])
+    pos = [entry_pos, tuple(pose.root)]
+    mrot = [entry_rot, tuple(pose.rot[1])]
     two = f32(2.0)
     for b in range(2, NUM_BONES):
         bx, by, bz, bw = pose.rot[b]

@@ -24,7 +24,7 @@ from ..player import PlayerOptions, UnknownClip
 from ..pose import POSE_STACK_SIZE, PoseStackOverflow
 from ..skeleton import NUM_BONES
 from ..stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, QueueFull, StackFull, TaskPoolExhausted
-from ..tasks import EventRule, HeldFlags, TaskType
+from ..tasks import EventRule, HeldFlags, HeldRelease, MotionEntry, PlaceEvents, TaskType
 from .cursor import RefCursor
 from .tasks import (RefClip, RefDirection, RefFade, RefGait, RefHold, RefLoop, RefMix, RefPairedClip,
                     RefPairedHold, RefPick, RefScene, RefTask)
@@ -172,7 +172,8 @@ class Reference:
         return self.options.speeds.rate_for(int(anim_set.range(anim_id).flags))
 
     def cursor(self, anim_set, anim_id: int, flags: int = 0) -> RefCursor:
-        return RefCursor(self.find(anim_set, anim_id), anim_id, flags)
+        return RefCursor(self.find(anim_set, anim_id), anim_id, flags,
+                         self.options.place_events == PlaceEvents.FIRED)
 
     # ---------------------------------------------------------------- constructors
     def loop(self, inst, anim_id, *, flags=0, held=0, rate=None, on_wrap=None, on_end=None, anim_set=None):
@@ -558,14 +559,18 @@ class Reference:
 
     def _release(self, inst, task) -> None:
         """L314: types 3 and 6 clear state flag 0x4000000000; every release clears the held
-        flags the task still holds, reports 0x400000, runs the end callback (also when
+        flags the task still holds (every one, L314, or with ``held_release="coney"`` not
+        those another task holds, L402), reports 0x400000, runs the end callback (also when
         cut off) and gives back the next task of one cut off.
         Original: 0x00105f78, 0x00108f10, 0x00106ee8."""
         if isinstance(task, RefClip):
             inst.record.flags &= ~int(HeldFlags.ANIM_STATE)
         held = task.held
         if held:
-            self._clear_flags(inst, held, task)
+            if self.options.held_release == HeldRelease.ORIGINAL:
+                inst.record.flags &= ~held               # L314: no test of other tasks (0x00105f78)
+            else:
+                self._clear_flags(inst, held, task)      # L402: Coney's
             task.held = 0
         inst.released.append(task.anim_id())
         try:
@@ -614,7 +619,8 @@ class Reference:
         layout in new arrays: ``poses`` a PoseBatch, ``pos`` (3, 34, N), ``rot`` (4, 34, N)).
         ``reference`` is accepted for the Player's signature (there is one path)."""
         from .pose import bones_of
-        return RefBones([(p, *bones_of(self.skeleton, p)) for p in self.sample(instances)])
+        motion = self.options.motion_entry == MotionEntry.MOTION
+        return RefBones([(p, *bones_of(self.skeleton, p, motion)) for p in self.sample(instances)])
 
     # ---------------------------------------------------------------- what the game's systems ask
     def register(self, anim_set) -> None:

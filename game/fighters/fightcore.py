@@ -25,7 +25,28 @@ if TYPE_CHECKING:
     from scuffle.game.runtime.world import Game
 
 
-__all__ = ["FightCore"]
+__all__ = ["FightCore", "keep_held"]
+
+
+def keep_held(inst) -> None:
+    """The end hook of every task the fight rules make (the handler of their end callbacks,
+    which are data: ``Callback(fight.end_kind, args)``, see ``FightCore._end_noted``).
+
+    The original's release clears every held bit the task still holds, with no test of
+    other tasks ("When a clip ends" L314, ``PlayerOptions.held_release``), and then calls
+    the end callback with the human, "the hook the combat code chains on" ("Animation
+    tasks" L237). The fight rules (ours) read a flag as "a live task of the move holds
+    it": a knockdown clip hands over to the grounded loop, both holding DOWN; a hold
+    loop gives way under a change to a strike that holds PAIRED too. So their hook sets
+    again, on the human, the bits the tasks still live on its stack hold. With Coney's
+    release (``held_release="coney"``) it finds them set already.
+    """
+    held = 0
+    for t in inst.stack:
+        if not t.released:
+            held |= int(t.held)
+    if held:
+        inst.record.flags |= held
 
 
 class FightCore:
@@ -165,16 +186,17 @@ class FightCore:
         inst = self.inst(who)
         if attacker is not None:
             a = self.inst(attacker)
-            return self.player.loop(inst, anim_id, held=held, anim_set=a.anim_set)
-        return self.player.loop(inst, anim_id, held=held)
+            return self.player.loop(inst, anim_id, held=held, anim_set=a.anim_set, on_end=self._kept())
+        return self.player.loop(inst, anim_id, held=held, on_end=self._kept())
 
     def _clip(self, who, anim_id: int, next_task: Task, held: int = 0, on_end=None, attacker=None,
               flags: int = 0) -> Task:
         inst = self.inst(who)
+        hook = on_end if on_end is not None else self._kept()
         if attacker is not None:
-            return self.player.paired(inst, self.inst(attacker), anim_id, next_task, held=held, on_end=on_end,
+            return self.player.paired(inst, self.inst(attacker), anim_id, next_task, held=held, on_end=hook,
                                       flags=flags)
-        return self.player.clip(inst, anim_id, next_task, held=held, on_end=on_end, flags=flags)
+        return self.player.clip(inst, anim_id, next_task, held=held, on_end=hook, flags=flags)
 
     def _change(self, who, task: Task, fade: float = CHANGE_FADE) -> None:
         self.player.change(self.inst(who), task, fade)
@@ -193,9 +215,17 @@ class FightCore:
         ent = self._ent(who)
         return Callback(self.end_kind, (ent, what, self.combat(ent).serial))
 
-    def _end_noted(self, inst, ent: int, what: str, serial: int) -> None:
-        """The handler of this Fight's end callbacks (``end_kind``)."""
-        self.pending.append(("end", ent, what, serial))
+    def _kept(self) -> Callback:
+        """The end callback of a task with no move's end: the held bits kept (keep_held)."""
+        return Callback(self.end_kind, ())
+
+    def _end_noted(self, inst, *move) -> None:
+        """The handler of this Fight's end callbacks (``end_kind``): the held bits the live
+        tasks hold set again (keep_held), then, for a move's end (``entity, what, serial``),
+        the end noted for the next actions phase."""
+        keep_held(inst)
+        if move:
+            self.pending.append(("end", *move))
 
     def _guarded(self, ent: int, rule, *args) -> None:
         """Run one fight rule; a limit of the original it hits (the task pool, the stack)

@@ -26,7 +26,8 @@ from scuffle.anim.rangelist import RangeAuthoringError, RangeRecord, author_rang
 from scuffle.anim.rates import CfgAnimSpeeds
 from scuffle.anim.resource import ResourceFormatError, load_resource
 from scuffle.anim.stack import AnimLimitError
-from scuffle.anim.tasks import LOCOMOTION_FLAGS, BlendWindow, EventRule, PickSampling, TaskType
+from scuffle.anim.options import READINGS
+from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
 
 from scuffle.game.runtime.files import (MAX_BINARY_BYTES, MAX_TEXT_BYTES, FileLimitError, OutsideError,
                                         check_inside, data_dirs, read_limited)
@@ -165,7 +166,7 @@ _RANGE_KEYS = {"dir", "reach", "far", "damage", "hit", "flags"}
 _HUMAN_KEYS = {"name", "set", "position", "heading", "health"}
 _CMD_KEYS = {"update", "human", "loop", "play", "gait", "target", "action", "fade", "blend", "flags",
              "held", "paired"}
-_OPTION_KEYS = {"end_zero_overshoot", "pool_size", "events", "blend_window", "pick"}
+_OPTION_KEYS = {"end_zero_overshoot", "pool_size"} | {key for key, _ in READINGS}
 
 
 def load_scenario(path: str | Path, registry: Registry | None = None,
@@ -256,7 +257,7 @@ def parse_scenario(text: str, source: str = "<scenario>", base: Path | None = No
     if not _is_int(pool) or not 1 <= pool <= MAX_POOL:
         err(lines.key(oline, "pool_size"), "options.pool_size", f"expected a whole number 1-{MAX_POOL:,}")
     readings: dict[str, Any] = {}
-    for key, kind in (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling)):
+    for key, kind in READINGS:
         if key in opt:
             if opt[key] not in {k.value for k in kind}:
                 err(lines.key(oline, key), f"options.{key}",

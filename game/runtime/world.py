@@ -396,9 +396,11 @@ class Game:
         """One human's bones in model space (x right, y forward, z up from the feet):
         positions (34, 3) in metres and rotations (34, 4) as (x, y, z, w), float64 copies.
 
-        Entry 0 is motion, not a bone (zero / identity); entry 1 is the pelvis; before
-        the human's first update, the reference pose. Original: 0x00104630
-        Instance_BuildBoneMatrices (Bone transforms).
+        Entry 0 is motion, not a bone: the root velocity (m/s) and bone 0's turn per
+        1/30 s, each zero / the identity when tagged as a default (or always, with
+        ``PlayerOptions.motion_entry="identity"``); entry 1 is the pelvis; before the
+        human's first update, the reference pose. Original: 0x00104630
+        Instance_BuildBoneMatrices (Bone transforms, L116).
         """
         row = self.pose_row(name)
         if self.ctx.bone_pos is None or self.ctx.bone_rot is None or row < 0:
@@ -418,4 +420,6 @@ class Game:
         wpos = to_world(pos, body.position, float(body.heading))
         hq = np.array([0.0, 0.0, s, c])      # the heading about z
         wrot = quat.mul(hq[:, None], rot.T).T
+        wpos[0] = np.asarray(body.position, dtype=np.float64)   # entry 0 (motion in model space): the body
+        wrot[0] = hq
         return wpos, wrot

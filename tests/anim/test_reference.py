@@ -54,7 +54,7 @@ def _clip(rng: random.Random, frames: int, name: str):
         rots[0] = [(0, (0, 0, math.sin(ang / 2), math.cos(ang / 2))), (max(1, frames // 3), q())]
     events = []
     for _ in range(rng.randint(0, 4)):
-        etype = rng.choice([11, 11, 0x21, 0x2C, 0x2D, 0x48, 9])
+        etype = rng.choice([11, 11, 0x21, 0x2C, 0x2D, 0x48, 9, 8])
         kw = {"word": rng.randint(1, 99)} if etype == 11 else ({"code": "bld"} if etype == 0x21 else {})
         events.append(make_event(rng.randint(0, frames + 1), etype, **kw))
     vel = [(0, (0, 0, 0)), (1, (0, rng.uniform(0.5, 2), 0)), (frames, (0, 1, 0))] if rng.random() < 0.8 else None
@@ -459,7 +459,8 @@ def test_fade_curve(fade):
     """"Fades" L265: w_old = (1 + cos(pi t / d)) / 2, 1 at the start, falling toward 0; the
     fade advances by dt x its rate each update and goes in the update its time passes d
     (L267: a fade of 0.15 s read 0, 0.033, 0.100 s at runtime and was gone at the next
-    sample; here its elapsed times are 0, 0.033, 0.067, 0.100, 0.133, then it is gone).
+    sample; here its elapsed times at the end of each update are 0, 0.033, 0.067, 0.100,
+    0.133, then it is gone: the spec's readings with two unread, tests/anim/test_fidelity.py).
     The weight the pose blend uses is this one (the bit-for-bit pose tests below)."""
     worlds, aset = _worlds()
     seen = []
@@ -531,9 +532,14 @@ def test_gait_leader_rule():
 OPTIONS = [{}, {"events": "newest"}, {"blend_window": "kept"}, {"pick": "all"}, {"end_zero_overshoot": True},
            {"early_finish_above": 2, "cleanup_above": 4}, {"pool_size": 30}, {"refuse_deep_chains": True},
            {"speeds": DATA_SPEEDS}, {"dt": 1.0 / 60.0},
-           {"events": "newest", "blend_window": "kept", "pick": "all", "end_zero_overshoot": True}]
+           {"place_events": "fired"}, {"held_release": "coney"}, {"motion_entry": "identity"}, {"tag_bits": "mark"},
+           {"events": "newest", "blend_window": "kept", "pick": "all", "end_zero_overshoot": True,
+            "place_events": "fired", "held_release": "coney", "motion_entry": "identity", "tag_bits": "mark"},
+           {"batched": False, "place_events": "fired", "held_release": "coney", "motion_entry": "identity",
+            "tag_bits": "mark"}]
 OPTION_IDS = ["default", "newest", "kept", "pick-all", "zero-overshoot", "small-stack", "small-pool", "refuse-deep",
-              "data-speeds", "dt-60", "all-readings"]
+              "data-speeds", "dt-60", "place-fired", "held-coney", "entry0-identity", "tag-mark", "all-readings",
+              "scalar-path-others"]
 
 
 def _random_case(seed: int, humans: int, updates: int, rate: float, long_chains: bool = False):
@@ -609,7 +615,8 @@ def test_types_10_11_13_run_compiled_bit_for_bit(options):
     seed = 300 + OPTIONS.index(options)
     aset = random_set(seed)
     cmds = _gen_blend_commands(random.Random(seed), list(range(12)), GAIT, 4, 60, 0.2)
-    eng, _ = compare(aset, cmds, 60, 4, GAIT, options, bones=True, speeds=[1.0, 0.5, 1.25, 2.0], compiled=True)
+    eng, _ = compare(aset, cmds, 60, 4, GAIT, options, bones=True, speeds=[1.0, 0.5, 1.25, 2.0],
+                     compiled=options.get("batched", True))
     seen = _types_on_stacks(eng[0])
     assert set(BLEND_TYPES) <= seen, seen
     assert any(("next", t) in seen for t in BLEND_TYPES), seen
@@ -751,7 +758,8 @@ def test_the_reference_imports_only_stateless_pieces():
         "pose": {"POSE_STACK_SIZE", "PoseStackOverflow", "PoseBatch"},
         "stack": {"POOL_SIZE", "QUEUE_SIZE", "STACK_SIZE", "AnimLimitError", "QueueFull", "StackFull",
                   "TaskPoolExhausted"},
-        "tasks": {"TaskType", "EventRule", "HeldFlags", "BlendWindow", "PickSampling"},
+        "tasks": {"TaskType", "EventRule", "HeldFlags", "BlendWindow", "PickSampling", "PlaceEvents", "HeldRelease",
+                  "MotionEntry", "TagBits"},
         "skeleton": {"NUM_BONES", "REFERENCE_ROTATIONS", "HUMANOID"},
         "rates": {"gait_speed"},
         "detmath": {"acos_s", "sin_cos_s", "cos_pi_s"},       # + - * / sqrt: the same bits anywhere

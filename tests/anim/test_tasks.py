@@ -70,8 +70,8 @@ def close(a: PoseBatch, b: PoseBatch, tol: float = 1e-6) -> bool:
 
 # ---------------------------------------------------------------- held flags
 
-def held_set(events):
-    return make({A: turning("A", 21, 0.5, events), IDLE: turning("idle", 60, 0.2)}, {A: 0x800})
+def held_set(events, options=None):
+    return make({A: turning("A", 21, 0.5, events), IDLE: turning("idle", 60, 0.2)}, {A: 0x800}, options)
 
 
 def test_held_bits_set_as_the_task_is_pushed():
@@ -133,8 +133,14 @@ def test_events_leave_a_task_not_holding_the_bits(etype, held):
     assert h.record.flags == before
 
 
-def test_release_clears_state_flag_and_held_bits_but_not_those_another_task_holds():
-    p, h = held_set([])
+@pytest.mark.parametrize("rule,left", [("original", 0x0), ("coney", 0x1)])
+def test_release_clears_state_flag_and_the_held_bits(rule, left):
+    """"When a clip ends" L314: "The release (0x00105f78 for type 3) clears the human's
+    state flag 0x4000000000 and the held flags the task still holds from record +0x08",
+    with no test of other tasks (the original's, the default): the base loop's 0x1 goes
+    too. "Coney's implementation" L402: "clears the bits it still holds, but not those
+    another task on the stack holds" (``held_release="coney"``): 0x1 stays."""
+    p, h = held_set([], PlayerOptions(held_release=rule))
     base = p.loop(h, IDLE, held=0x1)
     start(p, h, base)
     head = p.chain(h, [A, IDLE], held=0x1 | 0x2)
@@ -144,7 +150,8 @@ def test_release_clears_state_flag_and_held_bits_but_not_those_another_task_hold
     _run_until(p, h, 25)
     assert h.record.flags == 0x3 | ANIM_STATE
     p.update([h])                                            # k = 26: A hands over and is released
-    assert h.record.flags == 0x1                             # the base loop still holds 0x1
+    assert h.record.flags == left                            # the base loop holds 0x1 (still, for Coney)
+    assert base.held == 0x1 and not base.released
     assert not h.record.flags & ANIM_STATE
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from scuffle import parse_scenario, run_scenario
-from scuffle.anim.player import Player
+from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.rates import RUNTIME_SPEEDS, gait_speed, root_displacement_length
 from scuffle.anim.rangelist import author_range
 from scuffle.game.fighters.combat import GAITS, PACES, Fight
@@ -181,3 +181,21 @@ def test_the_scenario_options_take_the_readings():
     assert (default.events, default.blend_window, default.pick) == ("cursor", "advanced", "chosen")
     with pytest.raises(ScenarioError, match=r"options\.events: expected one of 'cursor', 'newest'"):
         parse_scenario(base.replace('events = "newest"', 'events = "all"'), "o.toml")
+
+
+def test_the_scenario_options_take_the_round_3_readings():
+    """Issue 23's options reach the scenario's [options] like the other readings: each
+    enum's values, the original's by default, a bad value refused naming the field."""
+    from scuffle.game.runtime.scenario import ScenarioError
+
+    base = WALK_START.replace("updates = 40\n", "updates = 3\n[options]\nplace_events = \"fired\"\n"
+                              "held_release = \"coney\"\nmotion_entry = \"identity\"\ntag_bits = \"mark\"\n")
+    sc = parse_scenario(base, "o.toml").options
+    assert (sc.place_events, sc.held_release, sc.motion_entry, sc.tag_bits) == ("fired", "coney", "identity", "mark")
+    default = parse_scenario(WALK_START, "d.toml").options
+    assert (default.place_events, default.held_release, default.motion_entry, default.tag_bits) == \
+        ("silent", "original", "motion", "y_bit")
+    with pytest.raises(ScenarioError, match=r"options\.held_release: expected one of 'original', 'coney'"):
+        parse_scenario(base.replace('held_release = "coney"', 'held_release = "both"'), "o.toml")
+    with pytest.raises(ValueError, match=r"PlayerOptions\.tag_bits: 'bit' is not one of 'y_bit', 'mark'"):
+        PlayerOptions(tag_bits="bit")
