@@ -1,30 +1,26 @@
 """The compiled engine's driver: every human's task stack stepped and posed as table rows.
 
-The state lives in the world's tables (anim.store): each task is a row of the task
-table (the Task object is a view onto it), each human a row of the human table (its
-record's flags, its stack as task rows, the depth); cursors, fades and gait blends have
-their own. ``BatchEngine`` keeps those rows and the Python objects in step and runs the
-two kernels of anim.kernels over the whole crowd:
+The state lives in the world's tables (anim.store), and only there: each task is a row
+of the task table (the Task object is a handle onto it: a row and a generation), each
+human a row of the human table (its record's flags, its stack and queue as task rows);
+cursors, fades and gait blends have their own. The stack rules (anim.stackrules) write
+the rows; ``CharacterInstance.stack`` and ``.queue``, ``ClipTask.next`` and
+``FadeTask.incoming`` read them. ``BatchEngine`` runs the kernels of anim.kernels over
+the whole crowd:
 
-1. ``step``: the rows of the humans whose stack Python changed since the last call
-   (commands, the scalar step) are rewritten (``mark``), with the "fast" flag: every
-   task of its stack and their next tasks are types the kernel runs (every type: 1, 3-7,
-   9-13) in the world's tables, no wrap callback, nothing queued. One kernel call
-   steps every fast human: cursors, the end and loop rules, hand-overs, blend windows,
-   fades' ends and clean-up, the gait rules, held-flag events; it writes the fired
-   events and the deferred tasks as rows of preallocated buffers. Python then only
-   visits the humans the kernel reports: their stack list is rebuilt from the rows,
-   their events stay rows until ``CharacterInstance.events`` is read, their deferred
-   tasks join the Player's deferred list. A gait whose pair change needs a cursor it
-   does not have gets it made (GaitTask.prepare_pair) and its human is stepped again.
-   The others (a queue, a wrap callback, a next task of another table or type set
-   behind the rows' back, which the kernel also checks) take the scalar step
-   (anim.player.Player.step_one).
-2. ``pose``: one kernel call samples, blends and builds the bone transforms of every
-   fast human; the others emit a plan (anim.plan.SamplePlan) that a second call runs.
+1. ``step``: each stepped human's queue starts (Python: a start is a change), then one
+   kernel call steps every human: cursors, the end and loop rules, hand-overs, blend
+   windows, fades' ends and clean-up, the gait rules (a change of pair takes and gives
+   its cursors from the cursor table's free list), types 10, 11 and 13, held-flag
+   events; it writes the fired events, the deferred tasks and the wraps of tasks with a
+   wrap callback as rows of preallocated buffers. Python then only visits the humans
+   the kernel reports: their events stay rows until ``CharacterInstance.events`` is
+   read, their deferred tasks join the Player's deferred list, the wrap callbacks run
+   after the step (Player._run_wraps).
+2. ``pose``: one kernel call samples, blends and builds the bone transforms of every human.
 
-The scalar step stays the reference: the compiled one gives the same times, frames,
-events, ids, flags and releases (tests/anim/test_batch.py checks it over random crowds).
+No human takes another path: the plain-Python model of the spec is the reference engine
+(anim.reference), which tests/anim/test_reference.py ties to this one bit for bit.
 
 Spec: "The task stack", "When a clip ends", "Fades", "Gait blend", "Events".
 """
@@ -58,11 +54,6 @@ __all__ = ["BatchEngine", "KERNEL_TYPES"]
 KERNEL_TYPES = frozenset({TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_HOLD, TaskType.HOLD, TaskType.PAIRED_CLIP,
                           TaskType.SCENE, TaskType.FADE, TaskType.MIX, TaskType.PICK, TaskType.GAIT,
                           TaskType.DIRECTION})
-_NEXT_TYPES = KERNEL_TYPES - {TaskType.FADE}
-_CLIP_TYPES = frozenset({TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_HOLD, TaskType.HOLD, TaskType.PAIRED_CLIP,
-                         TaskType.SCENE})
-_CHAINS = (TaskType.CLIP, TaskType.PAIRED_CLIP)
-_BLEND_TYPES = frozenset({TaskType.MIX, TaskType.PICK, TaskType.DIRECTION})     # several cursors, no table of their own
 _WALK = 64
 _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrupt table, not a crowd)
 _DEFAULT_POSE = 8            # pose scratch: the seven of the pose stack and the default
@@ -78,9 +69,6 @@ class BatchEngine:
         self._tasks: list = player.stores.tasks.views   # task row -> its Task (the handle)
         self._last: list | None = None          # the instance list of the last call
         self._last_rows = np.zeros(0, np.int64)
-        self._fast_rows = np.zeros(0, np.int64)  # the fast ones of _last_rows
-        self._fast_cols = np.zeros(0, np.int64)  # their columns (positions in the instance list)
-        self._fast_valid = False
         self._noisy: list = []                  # instances whose events / released to clear
         # the clips' events, by bank index: first, count, frames, types (and the Event objects)
         self._n_clips = 0
@@ -106,6 +94,7 @@ class BatchEngine:
         self._walk = np.zeros(_WALK, np.int64)
         self._weights = np.zeros(_WALK, np.float32)
         self._refused = np.zeros(0, np.int64)
+        self._cols_n = np.zeros(0, np.int64)        # 0, 1, 2...: the pose's output columns
         opts = player.options
         self._scratch = scratch_poses(_DEFAULT_POSE, opts.tag_bits == TagBits.Y_BIT,
                                       opts.motion_entry == MotionEntry.MOTION)
@@ -115,8 +104,7 @@ class BatchEngine:
         self._validated: tuple = ()
         self._table_key: tuple = ()             # the arrays the kernels' named tuples hold (_tables)
         self._cols: tuple = ()
-        self.kernel_humans = 0                  # the humans the last step ran compiled
-        self.scalar_humans = 0                  # and those that took the scalar step
+        self.kernel_humans = 0                  # the humans the last step ran (every one)
         self.pair_changes = 0                   # gait pair changes the kernel made, in all
 
     # ---------------------------------------------------------------- rows
@@ -148,8 +136,6 @@ class BatchEngine:
         inst.slot = s
         inst.engine = self
         inst.record.attach(self.humans, s)
-        self.humans.fast[s] = True              # an empty stack: the kernels run it
-        self._fast_valid = False
         return s
 
     def forget(self, inst: CharacterInstance) -> None:
@@ -163,7 +149,6 @@ class BatchEngine:
             inst.slot = -1
             inst.engine = None
             self._last = None
-            self._fast_valid = False
 
     def _rows_of(self, instances: list) -> np.ndarray:
         """The rows of ``instances``, reused while the same humans come in the same order."""
@@ -173,7 +158,6 @@ class BatchEngine:
         self._last = list(instances)
         self._last_rows = np.array([self._row(inst) for inst in instances], dtype=np.int64)
         self._twice = len(set(self._last_rows.tolist())) < len(self._last_rows)
-        self._fast_valid = False
         return self._last_rows
 
     # ---------------------------------------------------------------- stacks and queues: rows only
@@ -190,8 +174,7 @@ class BatchEngine:
         return [tasks[r] for r in self.humans.queue[s, :self.humans.queued[s]].tolist()]
 
     def write_stack(self, inst: CharacterInstance, stack: list) -> None:
-        """Make ``stack`` (task objects of this world, at most 18) the human's stack rows,
-        and whether the kernels run it (the ``fast`` flag)."""
+        """Make ``stack`` (task objects of this world, at most 18) the human's stack rows."""
         s = self._row(inst)
         h = self.humans
         n = len(stack)
@@ -199,10 +182,6 @@ class BatchEngine:
         row[:n] = [t.trow for t in stack]
         row[n:] = -1
         h.depth[s] = n
-        fast = self._kernel_runs(stack)
-        if fast != h.fast[s]:
-            h.fast[s] = fast
-            self._fast_valid = False
 
     def write_queue(self, inst: CharacterInstance, queue: list) -> None:
         """Make ``queue`` (task objects of this world, at most 10) the human's queue rows."""
@@ -229,32 +208,6 @@ class BatchEngine:
             inst = instances[c]
             if self.humans.queued[inst.slot]:
                 player.start_queue(inst)
-
-    @staticmethod
-    def _kernel_runs(stack: list) -> bool:
-        """Whether the kernels can run a human with ``stack``: every task of it and their
-        next tasks a type they run (every task is the world's own: anim.tasks.ForeignTask)."""
-        seen: set[int] = set()
-        todo = [(t, False) for t in stack]
-        while todo:
-            t, is_next = todo.pop()
-            if id(t) in seen:
-                return False
-            seen.add(id(t))
-            tt = t.type
-            if tt not in (_NEXT_TYPES if is_next else KERNEL_TYPES):
-                return False
-            if tt in _CHAINS and t.next is not None and not t.handed_over:
-                todo.append((t.next, True))
-        return True
-
-    def _fast(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The fast humans among ``rows`` and their columns (cached until a flag changes)."""
-        if not self._fast_valid:
-            cols = np.flatnonzero(self.humans.fast[rows])
-            self._fast_rows, self._fast_cols = rows[cols], cols
-            self._fast_valid = True
-        return self._fast_rows, self._fast_cols
 
     def _clip_events(self) -> None:
         """The events and timing of the clips the Player has seen (new clips appended):
@@ -337,9 +290,10 @@ class BatchEngine:
         self._noisy.append(inst)
 
     def step(self, instances: list, dt: float) -> list:
-        """Advance every human one update; returns those whose top task may have changed."""
+        """Advance every human one update, all in one kernel call (anim.kernels.step_stacks);
+        returns those whose top task may have changed. Rejected: a human whose rows the
+        kernel cannot follow (TableCorrupt: a row written behind the engine's back)."""
         player = self.player
-        h = self.humans
         first_deferred = len(player.deferred)
         rows = self._rows_of(instances)
         self._clear_noisy(rows)
@@ -348,38 +302,32 @@ class BatchEngine:
         # a gait's change of pair takes at most two cursors from the free list in the kernel
         self.player.stores.cursors.reserve(2 * self.player.stores.gaits.in_use)
         self._guard()
-        fast_rows, fast_cols = self._fast(rows)
-        n = len(fast_rows)
+        n = len(rows)
         if len(self._status) < n:
             m = max(n, 2 * len(self._status))
             self._status, self._ev_lo, self._ev_hi = (np.zeros(m, np.int64) for _ in range(3))
         status, counts = self._status, self._counts
         counts[:] = 0
-        self._run_step(fast_rows, status, self._ev_lo, self._ev_hi, dt)
+        self._run_step(rows, status, self._ev_lo, self._ev_hi, dt)
         self.pair_changes += int(counts[K.COUNT_GAITS])
-        runs = [(fast_rows, fast_cols, status, self._ev_lo, self._ev_hi, n)]
         changed: list = []
-        slow: list = []
         tasks = self._tasks
         noisy = self._noisy
-        for run_rows, run_cols, run_status, run_lo, run_hi, m in runs:
-            if not m:
-                continue
-            ks = np.flatnonzero(run_status[:m])
-            for k, s, c, elo, ehi in zip(ks.tolist(), run_status[ks].tolist(), run_cols[ks].tolist(),
-                                         run_lo[ks].tolist(), run_hi[ks].tolist()):
-                inst = instances[c]
-                if s & K.STATUS_SLOW:
-                    slow.append(inst)
-                    continue
-                if s & K.STATUS_EVENTS:
-                    # the events stay rows of the buffer until someone reads inst.events
-                    inst._event_rows = (self, elo, ehi)
-                    noisy.append(inst)
-                if s & (K.STATUS_TOP | K.STATUS_STACK):
-                    changed.append(inst)
+        ks = np.flatnonzero(status[:n])
+        for k, st, elo, ehi in zip(ks.tolist(), status[ks].tolist(), self._ev_lo[ks].tolist(),
+                                   self._ev_hi[ks].tolist()):
+            inst = instances[k]
+            if st & K.STATUS_BAD:
+                raise TableCorrupt(f"{inst.name or 'human'} (human row {int(rows[k])}): a task on its stack has "
+                                   "no rows the kernel can follow (a table written behind the engine's back)")
+            if st & K.STATUS_EVENTS:
+                # the events stay rows of the buffer until someone reads inst.events
+                inst._event_rows = (self, elo, ehi)
+                noisy.append(inst)
+            if st & (K.STATUS_TOP | K.STATUS_STACK):
+                changed.append(inst)
         if self._twice:
-            self._last_of_twice(fast_rows, n)
+            self._last_of_twice(rows, n)
         n_def = int(counts[K.COUNT_DEFERRED])
         if n_def:
             deferred, by_row = player.deferred, self._instances
@@ -391,36 +339,18 @@ class BatchEngine:
             note = player.note_wrap
             for hr, tr in self._wrap_out[:n_wrap].tolist():
                 note(by_row[hr], tasks[tr])
-        first_wrap = len(player._wraps)
-        # the scalar step: humans the kernel does not run, and those it left this update
-        if n < len(rows):
-            fast = h.fast[rows]
-            slow.extend(instances[i] for i in np.flatnonzero(~fast).tolist())
-        for inst in slow:
-            player.step_one(inst, dt)
-            self._noisy.append(inst)
-            changed.append(inst)
-        self.scalar_humans = len(slow)
-        self.kernel_humans = len(rows) - len(slow)
+        self.kernel_humans = n
         if len(player.deferred) - first_deferred > 1:
             self._in_step_order(rows, first_deferred)
-        if slow and first_wrap and len(player._wraps) > first_wrap:
-            self._wraps_in_step_order(rows)
         return changed
-
-    def _wraps_in_step_order(self, rows: np.ndarray) -> None:
-        """The wrap callbacks of this step in the order the humans step (the kernel's come
-        first, then the scalar step's: a stable sort by each human's place in ``rows``)."""
-        place = np.full(self.humans.capacity, -1, np.int64)
-        place[rows] = np.arange(len(rows))
-        self.player._wraps.sort(key=lambda entry: int(place[entry[0].slot]))
 
     def _in_step_order(self, rows: np.ndarray, first: int) -> None:
         """The deferred tasks this step added, in the order the humans step (a stable sort
-        by each human's place in ``rows``, the step's human rows): the kernel's humans, those
-        stepped again after a pair change and those the scalar step took each fill the list
-        in a run of their own, where the original's list fills as each human steps, so the
-        flush (and the end callbacks) go human by human ("When a clip ends", L314). Original:
+        by each human's place in ``rows``, the step's human rows): the queued starts (run
+        for every human before the kernel) and the kernel each fill the list in a run of
+        their own, where the original's list fills as each human steps (its queue, then its
+        stack), so the flush (and the end callbacks) go human by human ("When a clip ends",
+        L314). Original:
         0x00105640 AnimTask_DeferGive, 0x00105570 AnimTask_FlushDeferred."""
         deferred = self.player.deferred                  # places by row: numpy, no dict of the crowd
         place = np.full(self.humans.capacity, -1, np.int64)
@@ -445,8 +375,8 @@ class BatchEngine:
         return self.e_type[self._ev_out[lo:hi, 3]]
 
     def _clear_noisy(self, rows: np.ndarray) -> None:
-        """Clear last update's events and released ids of the humans stepped now (as
-        step_one does); the others keep theirs (their events made now: the buffer is
+        """Clear last update's events and released ids of the humans stepped now (each
+        step begins with none); the others keep theirs (their events made now: the buffer is
         about to be overwritten) until they are stepped."""
         noisy = self._noisy
         if not noisy:
@@ -468,13 +398,13 @@ class BatchEngine:
         in_call[rows] = False
         self._noisy = keep
 
-    def _last_of_twice(self, fast_rows: np.ndarray, n: int) -> None:
-        """A human listed twice (or more) shows the events of its last step only, as
-        step_one clears them at each step."""
+    def _last_of_twice(self, rows: np.ndarray, n: int) -> None:
+        """A human listed twice (or more) shows the events of its last step only (each
+        step begins with no events)."""
         last: dict[int, int] = {}
         seen: set[int] = set()
         twice: set[int] = set()
-        for k, hr in enumerate(fast_rows[:n].tolist()):
+        for k, hr in enumerate(rows[:n].tolist()):
             if hr in seen:
                 twice.add(hr)
             seen.add(hr)
@@ -482,8 +412,6 @@ class BatchEngine:
         for hr in sorted(twice):
             k = last[hr]
             inst = self._instances[hr]
-            if self._status[k] & K.STATUS_SLOW:
-                continue                            # the scalar step clears them itself
             lo, hi = int(self._ev_lo[k]), int(self._ev_hi[k])
             inst._event_rows = (self, lo, hi) if hi > lo else None
 
@@ -522,14 +450,12 @@ class BatchEngine:
         return out.poses
 
     def pose(self, instances, out: Bones | None = None, dynamic_plan: SamplePlan | None = None) -> Bones:
-        """Every human's pose and bone transforms (instances order): one compiled call for
-        the fast humans, a plan for the others. A refused eighth pose is counted in
-        ``dynamic_plan.refusals`` (the kernel's too). ``out`` (Bones for len(instances)) is
-        written; without it the engine's own buffers are reused (overwritten next call).
+        """Every human's pose and bone transforms (instances order), in one compiled call
+        (anim.kernels.pose_stacks). A refused eighth pose is counted in
+        ``dynamic_plan.refusals``. ``out`` (Bones for len(instances)) is written; without it
+        the engine's own buffers are reused (overwritten next call).
         """
-        player = self.player
-        bank = player.bank
-        h = self.humans
+        bank = self.player.bank
         instances = instances if isinstance(instances, list) else list(instances)
         n = len(instances)
         if out is None:
@@ -539,30 +465,18 @@ class BatchEngine:
         rows = self._rows_of(instances)
         self._clip_events()
         self._guard()
-        fast_rows, fast_cols = self._fast(rows)
-        nf = len(fast_rows)
-        if len(self._refused) < nf:
-            self._refused = np.zeros(max(nf, 2 * len(self._refused)), np.int64)
+        if len(self._refused) < n:
+            self._refused = np.zeros(max(n, 2 * len(self._refused)), np.int64)
+            self._cols_n = np.arange(len(self._refused), dtype=np.int64)
         refused = self._refused
         H, T, C, F, G, E = self._tables()
         if not _COLD[0]:
             _note_cold()
-        K.pose_stacks(fast_rows, fast_cols, H, T, C, F, G, E, pose_tables(bank).tables, self._scratch, out.outs(),
+        K.pose_stacks(rows, self._cols_n[:n], H, T, C, F, G, E, pose_tables(bank).tables, self._scratch, out.outs(),
                       refused, self._weights)
-        plan = dynamic_plan if dynamic_plan is not None else SamplePlan()
-        if nf:
-            for k in np.flatnonzero(refused[:nf]).tolist():
-                plan.refusals.append((instances[fast_cols[k]], int(refused[k])))
-        if nf < n:
-            fast = h.fast[rows]
-            dyn_idx = np.flatnonzero(~fast)
-            for i in dyn_idx.tolist():
-                inst = instances[i]
-                plan.begin(inst.name, inst)
-                for task in inst.stack:
-                    task.emit(plan)
-                plan.end()
-            plan.run(bank, dyn_idx, out)
+        if dynamic_plan is not None:
+            for k in np.flatnonzero(refused[:n]).tolist():
+                dynamic_plan.refusals.append((instances[k], int(refused[k])))
         return out
 
 

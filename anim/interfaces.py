@@ -1,6 +1,6 @@
 """What a task needs from the player and from the pose program, as Protocols.
 
-Tasks call back into whoever runs them (hand-overs, fades giving tasks back) and push
+Tasks call back into whoever runs them (a queued start, a fade finished early) and push
 their poses onto whatever samples them. Naming those two sides here, instead of
 importing ``anim.player`` and ``anim.plan``, keeps the task module below both: the
 player imports the tasks, never the other way round.
@@ -15,13 +15,10 @@ __all__ = ["TaskHost", "PoseProgram"]
 
 
 class TaskHost(Protocol):
-    """The player as a task sees it: its options, the end test, and the stack changes."""
+    """The player as a task sees it: its options and the stack changes (a queued start,
+    a fade finished early)."""
 
     options: Any
-
-    def ended(self, cursor: Any, overshoot: float) -> bool:
-        """Whether an advance's overshoot ends the clip (When a clip ends)."""
-        ...
 
     def change(self, inst: Any, task: Any, fade: float = 0.0) -> Any:
         """A change of animation: fade over ``fade`` seconds into ``task``."""

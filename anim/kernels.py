@@ -24,17 +24,17 @@ Four groups:
   held bits, cursor rows, the fade's or gait's row, next and incoming links, blend time
   and window rule, released, handed over, wraps; the human table with the record's
   flags and the stack as task rows), driven by anim.batch:
-  ``step_stacks`` runs Player.step_one for every human it is given, task by task
-  bottom-up: the toward-zero cursor, the end test and the zero-overshoot reading, the
-  loop's wrap, type 3 / 6's hand-over and blend window (its next task advanced too, or
-  kept), the fade's end and clean-up, the gait blend's value, pair (with cursors made
-  ahead), leader and follower, type 10's weight, leader and follower, type 11's four
-  clips in step, type 13's centre and followers, the held-flag events; fired events
-  and deferred tasks are written as rows of preallocated buffers. ``pose_stacks``
-  samples every human's stack onto its pose stack of seven (an eighth pose refused and
-  counted, 0x00104ce0), blends and builds the bone transforms. The scalar Python step
-  (anim.player.Player.step_one and the task classes) is the reference;
-  tests/anim/test_batch.py ties the two over random crowds;
+  ``step_stacks`` steps every human it is given, task by task bottom-up: the
+  toward-zero cursor, the end test and the zero-overshoot reading, the loop's wrap,
+  type 3 / 6's hand-over and blend window (its next task advanced too, or kept), the
+  fade's end and clean-up, the gait blend's value, pair (its new cursors taken from the
+  cursor table's free list), leader and follower, type 10's weight, leader and
+  follower, type 11's four clips in step, type 13's centre and followers, the held-flag
+  events; fired events, deferred tasks and wraps are written as rows of preallocated
+  buffers. ``pose_stacks`` samples every human's stack onto its pose stack of seven (an
+  eighth pose refused and counted, 0x00104ce0), blends and builds the bone transforms.
+  The plain-Python model of the spec (anim.reference) is the reference;
+  tests/anim/test_reference.py ties the two bit for bit over random crowds;
 - ``root_motion_step``: StateUpdate's root motion and move (Human_ApplyRootMotion).
 
 Spec: "The cursor", "When a clip ends", "Fades", "Gait blend", "The key in force",
@@ -68,7 +68,7 @@ from .jitcache import cache_setting
 CACHE = cache_setting(__file__)
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
-           "pose_stacks", "STATUS_SLOW", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
+           "pose_stacks", "STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
            "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_GAITS", "COUNT_WRAPS",
            # the interfaces (anim.kernel_types), for the callers
            "HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
@@ -691,7 +691,7 @@ _CLOSE_NEED, _CLOSE_CLEAR, _CLOSE_SET = HELD_EVENTS[EventType.HELD_CLOSE]
 _WALK = 64                      # scratch rows for walks over a stack and its next tasks
 
 # status bits per human (step_stacks' ``status``)
-STATUS_SLOW = 1                 # not stepped: the scalar step takes it
+STATUS_BAD = 1                  # not stepped: a task without the rows the kernel follows
 STATUS_STACK = 2                # its stack rows (or a next / incoming link) changed
 STATUS_EVENTS = 4               # it fired events (rows in ev_out)
 STATUS_TOP = 8                  # the playing anim id may have changed (refresh at the flush)
@@ -1139,8 +1139,9 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     rows per gait first); ``counts[3]`` counts the changes. ``wrap_out[:counts[4]]`` (human,
     task row) the wraps of tasks with a wrap callback (the ``callback`` column), in step
     order: the caller runs the callbacks after the step. A human with a task the kernel
-    does not run (``_runnable``: a fade as a next task, a task without its rows) is not
-    stepped (STATUS_SLOW). ``counts`` are read as the fill
+    cannot follow (``_runnable``: a fade as a next task, a task without its rows: a
+    table written behind the engine's back) is not stepped (STATUS_BAD). ``counts`` are
+    read as the fill
     so far (the caller zeroes them first). ``snap`` (>= 18), ``walk`` (>= 64) and
     ``pair4`` (4) are scratch. Nothing is allocated (no numpy array: table rows are
     taken from free lists). In: ``rules`` the StepRules, the
@@ -1183,8 +1184,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
             n -= 1
             r = walk[n]
             need_def += 1
-            # what Python changed since the rows were checked (a next task of another
-            # type set later): the scalar step takes the human
+            # rows written behind the engine's back: the human is not stepped (STATUS_BAD)
             if not _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
                 runnable = False
             if t_c0[r] >= 0:
@@ -1206,7 +1206,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                 walk[n] = t_nxt[r]
                 n += 1
         if not runnable:
-            status[k] = STATUS_SLOW
+            status[k] = STATUS_BAD
             ev_lo[k] = ev_hi[k] = n_ev
             continue
         if n_ev + need_ev > cap_ev or max(n_def, n_wrap) + need_def > cap_def:

@@ -235,10 +235,3 @@ class ClipLookup:
         self._gait_speeds[key] = (anim_set, speeds)
         return speeds
 
-    def ended(self, cursor: Cursor, overshoot: float) -> bool:
-        """Whether an advance ended the clip: a non-zero overshoot (the original), or with
-        ``end_zero_overshoot`` also an end step whose overshoot is exactly 0.0."""
-        if overshoot != 0.0:
-            return True
-        return self.options.end_zero_overshoot and cursor.at_end
-

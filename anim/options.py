@@ -34,9 +34,9 @@ class PlayerOptions:
     original takes 0.0 as "not ended", so such a clip never ends; docs/original-bugs.md).
     ``pool_size``: tasks in the world's pool (360). ``early_finish_above`` (6) and
     ``cleanup_above`` (12): the stack sizes past which a change finishes the newest fade
-    early, and a fade gives back the tasks below it. ``batched``: step and sample the
-    crowd with the compiled engine (anim.batch over anim.kernels); off, every character takes the
-    scalar reference step (the same results, slower).
+    early, and a fade gives back the tasks below it. (The crowd is always stepped and
+    sampled by the compiled engine; the plain-Python model of the spec is the reference
+    engine, ``scuffle.anim.reference``, ``Game(engine="reference")``.)
 
     Readings of passages the spec leaves open (docs/original.md cites the lines for
     each and argues the default):
@@ -73,7 +73,6 @@ class PlayerOptions:
     cleanup_above: int = 12
     speeds: CfgAnimSpeeds = field(default_factory=lambda: RUNTIME_SPEEDS)
     dt: float = F.DT
-    batched: bool = True
     events: str = EventRule.CURSOR
     blend_window: str = BlendWindow.ADVANCED
     pick: str = PickSampling.CHOSEN

@@ -109,18 +109,13 @@ class Player(StackRules):
         original has no such check (it would write past the stack). Rejected: a ``dt`` that
         is not a finite number 0 to 1 s (RangeError naming it, before anything changes).
         """
-        # one float32 dt for both paths (the compiled step reads it as a float32)
+        # one float32 dt (the compiled step reads it as a float32)
         dt = F.f32(self.options.dt if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
         self.refused = []
         self._wraps = []
-        if self.options.batched:
-            # Only the characters whose stack or gait leader changed can have a new top task.
-            for inst in self.batch.step(instances if isinstance(instances, list) else list(instances), dt):
-                self._stepped[id(inst)] = inst
-        else:
-            for inst in instances:
-                self.step_one(inst, dt)
-                self._stepped[id(inst)] = inst
+        # Only the characters whose stack or gait leader changed can have a new top task.
+        for inst in self.batch.step(instances if isinstance(instances, list) else list(instances), dt):
+            self._stepped[id(inst)] = inst
         self._run_wraps()
         self._raise_failed()
 
@@ -157,22 +152,6 @@ class Player(StackRules):
             failed, self._failed = self._failed, []
             raise failed[0]
 
-    def step_one(self, inst: CharacterInstance, dt: float) -> None:
-        """One character's animation step (see ``step``)."""
-        inst.clear_events()
-        inst.released.clear()
-        if inst.queue:
-            self.start_queue(inst)
-        newest = self.top(inst) if self.options.events == EventRule.NEWEST else None
-        for task in inst.stack:
-            if task.released:
-                continue
-            sink = inst.events if newest is None or task is newest else None
-            n0 = len(inst.events)
-            task.advance(self, inst, dt, sink)
-            if len(inst.events) > n0:
-                self._held_events(inst, inst.events, n0)
-
     def start_queue(self, inst: CharacterInstance) -> None:
         """Run the human's queue once (each task's start, +0x54: a change to it, no fade),
         emptying it; a start a limit refuses goes back to the pool and is listed in
@@ -189,30 +168,9 @@ class Player(StackRules):
 
     def may_have_events(self, instances: Sequence[CharacterInstance]) -> Sequence[CharacterInstance]:
         """After ``step``: the instances whose ``events`` may be non-empty (a superset; may
-        hold repeats). The compiled path knows them (those that fired or took the scalar
-        step), so a caller need not look at every human; the scalar path gives them all."""
-        if self.options.batched:
-            return self.batch.touched()
-        return instances
-
-    def _held_events(self, inst: CharacterInstance, events: list[FiredEvent], start: int) -> None:
-        """Events 0x2c, 0x2d, 0x48 act on the task that fired them if it holds the bits."""
-        for fe in events[start:]:
-            et = fe.event.type
-            task = fe.task
-            if task is None:
-                continue
-            if et in HELD_EVENTS:
-                need, clear, setb = HELD_EVENTS[et]
-                if task.held & need:
-                    task.held = (task.held & ~clear) | setb
-                    self._clear_flags(inst, clear, task)
-                    inst.record.flags |= setb
-            elif et == EventType.HELD_REPLACE and task.held:
-                old = task.held
-                task.held = int(HeldFlags.REPLACED)
-                self._clear_flags(inst, old, task)
-                inst.record.flags |= task.held
+        hold repeats): the engine knows them (those that fired), so a caller need not look
+        at every human."""
+        return self.batch.touched()
 
     def _clear_flags(self, inst: CharacterInstance, bits: int, task: Task) -> None:
         """Clear ``bits`` from the human, except those another task on the stack holds."""
@@ -222,24 +180,18 @@ class Player(StackRules):
                 others |= t.held
         inst.record.flags &= ~(bits & ~others)
 
-    def sample(self, instances: Sequence[CharacterInstance], reference: bool = False) -> PoseBatch:
+    def sample(self, instances: Sequence[CharacterInstance]) -> PoseBatch:
         """Every character's pose, one per instance, in new arrays: the stacks sampled
-        bottom-up (the compiled engine, or their plan run compiled).
+        bottom-up by the compiled engine.
 
-        ``reference`` runs the plan one pose at a time (the scalar path) instead. A pose
-        the stack of seven refuses is skipped (0x00104ce0) and counted: the human's
+        A pose the stack of seven refuses is skipped (0x00104ce0) and counted: the human's
         ``poses_refused`` for this sample and ``stats.poses_refused`` in total; the
-        update carries on. Original: 0x00176d60 CharacterInstance_Sample.
+        update carries on. With ``queued_default``, a human it passes with queued tasks
+        is sampled over their pose (``_sample_over_queued``).
+        Original: 0x00176d60 CharacterInstance_Sample.
         """
-        if reference:
-            plan = self.plan(instances)
-            out = plan.execute_reference(self.bank)
-        elif self.options.batched:
-            plan = SamplePlan()
-            out = self.batch.sample(instances, plan)
-        else:
-            plan = self.plan(instances)
-            out = plan.execute(self.bank)
+        plan = SamplePlan()
+        out = self.batch.sample(instances, plan)
         self._count_refusals(plan)
         test = self.options.queued_default
         if test is not None:
@@ -277,38 +229,28 @@ class Player(StackRules):
             self.stats.poses_refused += n
             self._pose_refused.append(inst)
 
-    def pose(self, instances: Sequence[CharacterInstance], reference: bool = False) -> Bones:
+    def pose(self, instances: Sequence[CharacterInstance]) -> Bones:
         """Every character's pose and model-space bone transforms (``Bones``).
 
-        The compiled path writes them in one call into buffers the engine reuses (the next
-        call overwrites them); ``reference`` (or ``batched`` off) samples one pose at a
-        time and composes the bones with numpy, in new arrays. With ``queued_default``
-        the poses come from ``sample`` (which applies it), the bones from numpy. Refused
-        poses are counted on every path.
+        The compiled engine writes them in one call into buffers it reuses (the next call
+        overwrites them). With ``queued_default`` the poses come from ``sample`` (which
+        applies it) and the bones from the skeleton's numpy composition, in new arrays.
+        Refused poses are counted either way.
         Original: 0x00176d60 CharacterInstance_Sample, 0x00104630 Instance_BuildBoneMatrices.
         """
-        if self.options.batched and not reference and self.options.queued_default is None:
-            plan = SamplePlan()                  # the stacks the kernels do not cover emit here
+        if self.options.queued_default is None:
+            plan = SamplePlan()                  # refusals are counted on it
             bones = self.batch.pose(instances, dynamic_plan=plan)
             self._count_refusals(plan)
             return bones
         out = Bones(0)
         out.n = len(instances)
-        out.poses = self.sample(instances, reference=reference)
+        out.poses = self.sample(instances)
         motion = self.options.motion_entry == MotionEntry.MOTION         # entry 0 ("Bone transforms" L116)
         out.pos, out.rot = self.skeleton.model_space(out.poses.rot, out.poses.root,
                                                      vel=out.poses.vel if motion else None,
                                                      tag=out.poses.tag if motion else None)
         return out
-
-    def plan(self, instances: Sequence[CharacterInstance]) -> SamplePlan:
-        plan = SamplePlan()
-        for inst in instances:
-            plan.begin(inst.name, inst)
-            for task in inst.stack:
-                task.emit(plan)
-            plan.end()
-        return plan
 
     def flush(self) -> list[CharacterInstance]:
         """Empty the deferred list: release each task, then refresh the playing anim ids.

@@ -247,8 +247,7 @@ class HumanTable:
     Columns: ``flags`` (the record's held/state word +0x08, int64), ``depth`` (tasks on
     the stack), ``stack`` (rows of the task table, bottom first, ``STACK_ROWS`` wide),
     ``queued`` (tasks waiting in the queue), ``queue`` (their rows, first first,
-    ``QUEUE_ROWS`` wide), ``fast`` (the compiled step may take it: set
-    by the engine from its tasks' types). Grown by doubling; rows reused through a free
+    ``QUEUE_ROWS`` wide). Grown by doubling; rows reused through a free
     list. A record keeps its row and this table, never a column (they are replaced on growth).
     """
 
@@ -260,7 +259,6 @@ class HumanTable:
         self.flags = np.zeros(0, np.int64)
         self.depth = np.zeros(0, np.int64)
         self.queued = np.zeros(0, np.int64)
-        self.fast = np.zeros(0, bool)
         self.live = np.zeros(0, bool)
         self.stack = np.zeros((0, self.STACK_ROWS), np.int64)
         self.queue = np.zeros((0, self.QUEUE_ROWS), np.int64)
@@ -269,7 +267,7 @@ class HumanTable:
 
     def _grow(self, cap: int) -> None:
         old = self.capacity
-        for name in ("flags", "depth", "queued", "fast", "live", "stack", "queue"):
+        for name in ("flags", "depth", "queued", "live", "stack", "queue"):
             a = getattr(self, name)
             b = np.zeros((cap,) + a.shape[1:], a.dtype)
             b[:old] = a
@@ -284,7 +282,6 @@ class HumanTable:
         row = self._free.pop()
         self.live[row] = True
         self.flags[row] = self.depth[row] = self.queued[row] = 0
-        self.fast[row] = False
         self.stack[row] = NO_ROW
         self.queue[row] = NO_ROW
         return row
@@ -294,7 +291,6 @@ class HumanTable:
         if not (0 <= row < self.capacity and self.live[row]):
             raise ValueError(f"human row {row} freed twice or never taken")
         self.live[row] = False
-        self.fast[row] = False
         self._free.append(row)
 
 
@@ -359,7 +355,7 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     for name, table in (("cursors", cur), ("fades", fad), ("gaits", gai), ("tasks", tsk)):
         _check_columns(name, table, table._columns)
     hcap = hum.capacity
-    for col in ("flags", "depth", "queued", "fast", "live"):
+    for col in ("flags", "depth", "queued", "live"):
         if getattr(hum, col).shape != (hcap,):
             raise TableCorrupt(f"humans.{col}: shape {getattr(hum, col).shape}, expected ({hcap},)")
     if hum.stack.shape != (hcap, HumanTable.STACK_ROWS) or hum.stack.dtype != np.int64:

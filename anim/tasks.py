@@ -2,7 +2,8 @@
 
 A character never plays a clip directly; it plays tasks. Each task owns cursors and
 answers the same calls: ``start`` (+0x54, from the queue), ``emit`` (+0x5c sample:
-push its pose on the pose stack), ``advance`` (+0x64), ``current_time`` / ``duration``
+push its pose on a SamplePlan's pose stack; the compiled engine advances (+0x64) and
+samples the rows itself, anim.kernels), ``current_time`` / ``duration``
 (+0x6c / +0xd4), ``set_target`` / ``value`` / ``set_value`` (+0xac / +0xb4 / +0xbc),
 ``set_flags`` (+0xcc) and ``anim_id`` (+0x104). Stack changes (hand-overs, fades
 giving tasks back) go through the Player, which owns the pool and the deferred list.
@@ -412,10 +413,6 @@ class Task:
         """Run once from the instance's queue: ours is a change to this task (no fade)."""
         player.change(inst, self, fade=0.0)
 
-    def advance(self, player: "TaskHost", inst: "CharacterInstance", dt: float, sink: list | None) -> None:
-        """+0x64: advance by dt (times the task's rate); fired events go to ``sink`` (None: muted)."""
-        raise TypeError(f"{type(self).__name__} does not advance")
-
     def emit(self, plan: "PoseProgram") -> None:
         """+0x5c: push the task's pose (or blend the poses under it) on the plan's pose stack."""
         raise TypeError(f"{type(self).__name__} does not sample")
@@ -519,17 +516,6 @@ class LoopTask(_ClipBase):
     wraps = task_column("wraps", int, "The wraps so far.")
     on_wrap = _WrapCallback()
 
-    def advance(self, player, inst, dt, sink) -> None:
-        c = self.cursor
-        over = c.advance(c.step_size(dt, self.rate), sink, self)
-        if player.ended(c, over):
-            c.restart()
-            c.advance(over, sink, self)
-            self.wraps += 1
-            if self.tstore.callback[self.trow]:
-                player.note_wrap(inst, self)
-
-
 class ClipTask(_ClipBase):
     """Type 3: one clip, then a next task, with an optional blend time b into it.
 
@@ -582,6 +568,9 @@ class ClipTask(_ClipBase):
 
     @next.setter
     def next(self, task: Task | None) -> None:
+        if task is not None and task.type == TaskType.FADE:
+            raise ValueError(f"{type(self).__name__}.next: a fade (type 9) cannot be a next task: it fades "
+                             "between tasks on a stack (Player.change makes it)")
         self._link("nxt", task, check=True)   # ForeignTask, TaskInUse before anything changes
         old = self.next
         if old is not None and old is not task:
@@ -612,20 +601,6 @@ class ClipTask(_ClipBase):
         c = self.cursor
         return F.sub(c.time, F.sub(c.duration, b))
 
-    def advance(self, player, inst, dt, sink) -> None:
-        c = self.cursor
-        over = c.advance(c.step_size(dt, self.rate), sink, self)
-        if self.next is not None and player.ended(c, over):
-            nxt = self.next
-            self.handed_over = True
-            player.replace(inst, self, nxt)
-            if self.window() > 0.0:
-                nxt.advance(player, inst, dt, sink)
-        elif self.window_rule == BlendWindow.ADVANCED and self.into_window() > 0.0:
-            # "the next task is advanced too" (L215): its own advance, at its rate.
-            assert self.next is not None  # into_window() > 0 needs a window, so a next task
-            self.next.advance(player, inst, dt, sink)
-
     def emit(self, plan: "PoseProgram") -> None:
         c = self.cursor
         plan.sample(c.bank_index, c.time, self.rate, c.flags)
@@ -652,11 +627,6 @@ class HoldTask(_ClipBase):
 
     __slots__ = ()
     type = TaskType.HOLD
-
-    def advance(self, player, inst, dt, sink) -> None:
-        c = self.cursor
-        c.advance(c.step_size(dt, self.rate), sink, self)
-
 
 class SceneTask(HoldTask):
     """Type 7: a scene's clip at the rate the scene code gives (+0x0c); held at its end (ours).
@@ -762,11 +732,6 @@ class FadeTask(Task):
     def current_time(self) -> float:
         return self.elapsed
 
-    def advance(self, player, inst, dt, sink) -> None:
-        self.elapsed = F.add(self.elapsed, F.mul(dt, self.rate))
-        if self.elapsed >= self.fade_time or len(inst.stack) > player.options.cleanup_above:
-            player.complete_fade(inst, self)
-
     def finish_early(self, player, inst) -> None:
         """Advance by the remaining time (the change's early finish, 0x00177eb8)."""
         self.elapsed = F.add(self.elapsed, F.sub(self.fade_time, self.elapsed))
@@ -783,16 +748,6 @@ class FadeTask(Task):
 
 
 # ---------------------------------------------------------------- blends of several clips
-
-
-def _advance_looping(player, cursor: Cursor, step: float, sink, task) -> bool:
-    """Advance a looping cursor (wrap on the overshoot, D - 1/60); True when it wrapped."""
-    over = cursor.advance(step, sink, task)
-    if player.ended(cursor, over):
-        cursor.restart()
-        cursor.advance(over, sink, task)
-        return True
-    return False
 
 
 def _follow(leader: Cursor, other: Cursor) -> None:
@@ -882,16 +837,6 @@ class GaitTask(Task):
         if self.store.gen[self.row] == self.gen:
             self.store.give_back(self.row)
 
-    def _new_cursor(self, idx: int) -> Cursor:
-        """A new cursor on clip ``idx`` (0-4) of the five: from the bank index in the gait's
-        row (the kernel's _take_cursor does the same), or ``make_cursor`` for a gait made alone."""
-        if self._make_cursor is not None:
-            return self._make_cursor(self.ids[idx])
-        st, r = self.store, self.row
-        bank = int((st.b0, st.b1, st.b2, st.b3, st.b4)[idx][r])
-        cs = self.cstore
-        return Cursor(cs.clips[bank], bank, self.ids[idx], 0, cs, cs.all_events)
-
     @staticmethod
     def _clamp(v: float) -> float:
         if not math.isfinite(v):
@@ -943,51 +888,6 @@ class GaitTask(Task):
 
     def fraction(self) -> float:
         return self.value - self.lower
-
-    def advance(self, player, inst, dt, sink) -> None:
-        old_value = self.value
-        old_fraction = old_value - self.lower
-        old_lead = self.leading_cursor()
-        # v moves toward the target by at most rate x dt x speed.
-        limit = F.mul(F.mul(self.rate, dt), self.speed)
-        if self.target > old_value:
-            self.value = min(F.add(old_value, limit), self.target)
-        elif self.target < old_value:
-            self.value = max(F.sub(old_value, limit), self.target)
-        lower = self.pair_index(self.value)
-        if lower != self.lower:
-            # The clips that come in join at the normalised time of the one they join.
-            kept = {self.ids[self.lower]: self.lower_cursor, self.ids[self.lower + 1]: self.upper_cursor}
-            # A pair of one id twice (the sprint, slots 3 and 4) keeps one cursor; the other goes.
-            dropped = [self.lower_cursor] if self.ids[self.lower] == self.ids[self.lower + 1] else []
-            new = []
-            for idx in (lower, lower + 1):
-                cid = self.ids[idx]
-                if cid in kept:
-                    new.append(kept.pop(cid))
-                else:
-                    c = self._new_cursor(idx)
-                    _follow(old_lead, c)
-                    new.append(c)
-            for c in (*kept.values(), *dropped):
-                c.dispose()
-            self.lower_cursor, self.upper_cursor = new
-            self.lower = lower
-        frac = self.value - self.lower
-        if frac < GAIT_ALONE_LOW:
-            self.leader = 0
-        elif frac >= GAIT_ALONE_HIGH:
-            self.leader = 1
-        elif self.value > self.target or old_fraction > GAIT_FALL_FRACTION:
-            self.leader = 1
-        else:
-            self.leader = 0
-        self._apply_flags()
-        lead, follow = self._lead_follow()
-        if _advance_looping(player, lead, lead.step_size(dt, self.rate), sink, self):
-            if self.tstore.callback[self.trow]:
-                player.note_wrap(inst, self)
-        _follow(lead, follow)
 
     def emit(self, plan: "PoseProgram") -> None:
         frac = self.fraction()
@@ -1060,19 +960,6 @@ class MixTask(Task):
 
     def anim_id(self) -> int:
         return self.leading_cursor().anim_id
-
-    def advance(self, player, inst, dt, sink) -> None:
-        limit = F.mul(F.mul(self.rate, dt), self.speed)
-        value, target = self.value, self.target
-        if target > value:
-            self.value = min(value + limit, target)
-        elif target < value:
-            self.value = max(value - limit, target)
-        self._apply()
-        lead = self.leading_cursor()
-        other = self.a if lead is self.b else self.b
-        _advance_looping(player, lead, lead.step_size(dt, self.rate), sink, self)
-        _follow(lead, other)
 
     def emit(self, plan: "PoseProgram") -> None:
         plan.sample(self.a.bank_index, self.a.time, self.rate, self.a.flags)
@@ -1150,10 +1037,6 @@ class PickTask(Task):
 
     def anim_id(self) -> int:
         return self.leading_cursor().anim_id
-
-    def advance(self, player, inst, dt, sink) -> None:
-        for c in self.clips:
-            _advance_looping(player, c, c.step_size(dt, self.rate), sink, self)
 
     def emit(self, plan: "PoseProgram") -> None:
         if self.sampling == PickSampling.ALL:
@@ -1242,13 +1125,6 @@ class DirectionTask(Task):
         off = (self.value - self.centre + 4.0) % 8.0 - 4.0     # -0.5 .. 0.5
         lo, c, hi = self._neighbours()
         return (hi, off) if off >= 0 else (lo, -off)
-
-    def advance(self, player, inst, dt, sink) -> None:
-        lead = self.leading_cursor()
-        _advance_looping(player, lead, lead.step_size(dt, self.rate), sink, self)
-        for d, cur in self.cursors_by_dir.items():
-            if cur is not lead:
-                _follow(lead, cur)
 
     def emit(self, plan: "PoseProgram") -> None:
         lead = self.leading_cursor()

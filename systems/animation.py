@@ -2,8 +2,8 @@
 
 Every human's queue is run and its stack advanced (hand-overs, fades, events, the
 held-flag events), then all stacks are sampled, blended and turned into model-space
-transforms in one compiled call (anim.kernels; the reference path samples one pose at a
-time). Nothing is released here: released tasks wait on the deferred
+transforms in one compiled call (anim.kernels; the reference engine, anim.reference,
+poses one human at a time). Nothing is released here: released tasks wait on the deferred
 list for the flush.
 
 Original: Humans_Update's animation pass (0x00175610, the tasks' +0x64 and +0x5c calls,
@@ -71,7 +71,7 @@ class AnimationStep(esper.Processor):
             self._index = {id(inst): k for k, inst in enumerate(self._instances)}
         instances = self._instances
         ctx.player.step(instances, ctx.dt)
-        bones = ctx.player.pose(instances, reference=ctx.reference)
+        bones = ctx.player.pose(instances)
         ctx.poses = bones.poses                    # the fast path reuses these buffers each update
         ctx.bone_pos, ctx.bone_rot = bones.pos, bones.rot
         # Only the humans that may have fired (the engine knows them) are looked at, and

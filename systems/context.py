@@ -77,8 +77,8 @@ class SimContext:
     ``handlers`` event type -> callables(ctx, entity, fired_event); ``actions`` the
     callables(ctx) the actions phase runs, in order; ``state_functions`` the callables(ctx)
     the state update runs first, in order, to set each body's ``state_velocity`` from its
-    intent (the state function of 0x0023fea8, before root motion); ``reference`` samples through the
-    scalar reference path; ``probe`` (for tests) callables(ctx, system_name) run after
+    intent (the state function of 0x0023fea8, before root motion); ``reference`` moves the bodies by
+    the readable root motion (systems.motion.root_motion); ``probe`` (for tests) callables(ctx, system_name) run after
     each system; ``fired`` (entity, FiredEvents, instance) of the humans that fired events
     this update, in entity order (set by the animation step; None before it runs: the
     dispatch then looks at every FiredEvents); ``bodies`` the world's body table (every Body component is a view onto

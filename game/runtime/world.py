@@ -98,8 +98,8 @@ class Game:
     "compiled" (the default: ``Player``), or "reference" (``scuffle.anim.reference``:
     the plain-Python model of the spec, slow, to debug a scenario; the bodies move by
     the readable root motion, systems.motion.root_motion, bit for bit the kernel's),
-    ``reference`` to sample through the engine's scalar path and move the bodies by the
-    readable root-motion oracle (kept for old callers), ``world`` the esper world's name (None: a new one of
+    ``reference`` to move the bodies by the readable root motion (systems.motion.root_motion,
+    the kernel's bits; the poses come from the engine all the same), ``world`` the esper world's name (None: a new one of
     its own). Rejected: another engine name (ValueError naming the field). ``step()`` runs one update; ``update`` counts the updates run,
     whoever drives them. A context manager: ``with Game() as g:`` closes it.
     ``close()`` deletes a world the Game created and, in a world it did not create,
