@@ -22,11 +22,11 @@ It reports the median milliseconds per update, wall clock and CPU (and the means
 human too; each stage's share and ms (every system, timed by wrapping its ``process``
 as it is installed, plus the task step and the compiled pose, and for the realistic
 crowd the fight rules and the commands, which run inside the update); the kernels
-alone (``kernel_ms``; ``pose_stacks_us_per_human``); the same work through the scalar
-reference path (fewer updates) and the speed-up; the peak memory after the compiled run
-(``compiled_peak_mb``) and after the scalar one too (``peak_mb``); the pose pipeline
-alone (µs per human); the share of humans the compiled step ran
-(``kernel_step_share``); Python's cyclic garbage collector (``gc_ms_per_update``,
+alone (``kernel_ms``; ``pose_stacks_us_per_human``); the same work on the reference
+engine (``scalar_ms_per_update``: the plain-Python model of the spec, anim.reference; fewer
+updates) and the speed-up; the peak memory after the compiled run (``compiled_peak_mb``)
+and after the reference one too (``peak_mb``); the pose pipeline alone (µs per human);
+Python's cyclic garbage collector (``gc_ms_per_update``,
 ``gc_max_ms``, ``gc_share``); the mean cost of one command (``command_us``); the
 time to load the kernels and (unless ``--no-compile-time``) the first step on a fresh
 install: a fresh process with an empty NUMBA_CACHE_DIR, with numba's compile time per
@@ -87,11 +87,11 @@ class _Timed:
             self.cpu[self.name] = self.cpu.get(self.name, 0.0) + time.process_time() - c0
 
 
-def _build(n: int, batched: bool):
+def _build(n: int, engine: str = "compiled"):
     from scuffle.game.fighters.moveset import demo_set
     from scuffle.game.runtime.world import Game
 
-    game = Game(PlayerOptions(batched=batched, pool_size=max(360, 12 * n)), reference=not batched)
+    game = Game(PlayerOptions(pool_size=max(360, 12 * n)), engine=engine)
     s = demo_set()
     side = int(np.ceil(np.sqrt(n)))
     for i in range(n):
@@ -311,7 +311,7 @@ class RealisticCrowd:
             one[2] += dc
 
 
-def _build_realistic(n: int, batched: bool, seed: int = 1):
+def _build_realistic(n: int, engine: str = "compiled", seed: int = 1):
     """The realistic crowd in one Game (README, "Performance"): pairs of fighters under the
     fight rules (one per FIGHT_EVERY humans; 2 humans: the two fighters alone), the rest
     extras commanded by RealisticCrowd; events read by a handler."""
@@ -320,7 +320,7 @@ def _build_realistic(n: int, batched: bool, seed: int = 1):
     from scuffle.game.fighters.combat import Fight
     from scuffle.game.runtime.world import Game
 
-    game = Game(PlayerOptions(batched=batched, pool_size=max(360, 16 * n)), reference=not batched)
+    game = Game(PlayerOptions(pool_size=max(360, 16 * n)), engine=engine)
     s = crowd_set()
     side = max(2, int(np.ceil(np.sqrt(n))))
     names = [f"h{i}" for i in range(n)]
@@ -364,13 +364,14 @@ def _build_realistic(n: int, batched: bool, seed: int = 1):
     return game
 
 
-def build_crowd(n: int, crowd: str = "light", batched: bool = True, seed: int = 1):
+def build_crowd(n: int, crowd: str = "light", engine: str = "compiled", seed: int = 1):
     """A Game with ``n`` humans running the bench's ``crowd`` (CROWDS): the light crowd
-    (the issue-14 representative stack) or the realistic one. Rejected: an unknown crowd
-    (ValueError naming it)."""
+    (the issue-14 representative stack) or the realistic one, on ``engine`` ("compiled",
+    or "reference": the plain-Python model). Rejected: an unknown crowd (ValueError
+    naming it)."""
     if crowd not in CROWDS:
         raise ValueError(f"crowd: {crowd!r} is not one of {', '.join(CROWDS)}")
-    return _build(n, batched) if crowd == "light" else _build_realistic(n, batched, seed)
+    return _build(n, engine) if crowd == "light" else _build_realistic(n, engine, seed)
 
 
 def crowd_checksum(game) -> str:
@@ -437,10 +438,11 @@ def _unpatch(saved: list) -> None:
         setattr(mod, name, fn)
 
 
-def _run(n: int, updates: int, batched: bool, warmup: int = 5, crowd: str = "light", seed: int = 1):
+def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd: str = "light", seed: int = 1):
     from scuffle.game.runtime.schedule import SCHEDULE
 
-    game = build_crowd(n, crowd, batched, seed)
+    compiled = engine == "compiled"
+    game = build_crowd(n, crowd, engine, seed)
     player = game.player
     saved: list = []
     try:
@@ -460,7 +462,7 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5, crowd: str = "lig
         kernels: dict[str, float] = {}
         kernels_cpu: dict[str, float] = {}
         kernel_calls: dict[str, int] = {}
-        if batched:
+        if compiled:
             saved = _patch_kernels(kernels, kernel_calls, kernels_cpu)
         real = getattr(game, "crowd", None)
         if real is not None:                  # the fight rules' own time (in the actions and state update)
@@ -485,9 +487,8 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5, crowd: str = "lig
                 v[:] = [0, 0.0, 0.0]
         times, cpu = [], []
         shapes: dict[tuple, int] = {}
-        engine = player.batch
-        kernel = scalar = 0
-        pairs0 = engine.pair_changes
+        batch = player.batch if compiled else None
+        pairs0 = batch.pair_changes if batch is not None else 0
         gc_s = [0.0, 0.0, 0.0, 0.0]          # wall total, wall start, CPU total, CPU start
 
         def gc_clock(phase, info):
@@ -510,14 +511,11 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5, crowd: str = "lig
                 times.append((time.perf_counter() - t0) * 1000.0)
                 cpu.append((time.process_time() - c0) * 1000.0)
                 gc_per.append((gc_s[0] - g0) * 1000.0)
-                kernel += engine.kernel_humans
-                scalar += engine.scalar_humans
         finally:
             gc.callbacks.remove(gc_clock)
             _unpatch(saved)
             saved = []
-        extra: dict[str, Any] = {"kernel_step_share": round(kernel / max(1, kernel + scalar), 4) if batched else 0.0,
-                                 "gc_ms_per_update": round(gc_s[0] * 1000.0 / updates, 4),
+        extra: dict[str, Any] = {"gc_ms_per_update": round(gc_s[0] * 1000.0 / updates, 4),
                                  "gc_max_ms": round(max(gc_per), 4),
                                  "gc_share": round(gc_s[0] * 1000.0 / max(sum(times), 1e-12), 4),
                                  "gc_cpu_ms_per_update": round(gc_s[2] * 1000.0 / updates, 4),
@@ -525,12 +523,12 @@ def _run(n: int, updates: int, batched: bool, warmup: int = 5, crowd: str = "lig
                                  "stage_cpu_ms": {k: round(v * 1000.0 / updates, 4)
                                                   for k, v in sorted(stages_cpu.items(), key=lambda kv: -kv[1])},
                                  "crowd": crowd}
-        if batched:
+        if batch is not None:
             extra["kernel_ms"] = {k: round(kernels.get(k, 0.0) * 1000.0 / updates, 4) for k in KERNELS}
             extra["kernel_calls"] = {k: kernel_calls.get(k, 0) for k in KERNELS}
             extra["pose_stacks_us_per_human"] = round(kernels.get("pose_stacks", 0.0) * 1e6 / (updates * n), 4)
             extra["step_stacks_us_per_human"] = round(kernels.get("step_stacks", 0.0) * 1e6 / (updates * n), 4)
-            extra["gait_pair_changes_per_update"] = round((engine.pair_changes - pairs0) / updates, 3)
+            extra["gait_pair_changes_per_update"] = round((batch.pair_changes - pairs0) / updates, 3)
             extra["kernel_cpu_ms"] = {k: round(kernels_cpu.get(k, 0.0) * 1000.0 / updates, 4) for k in KERNELS}
             extra["pose_stacks_cpu_us_per_human"] = round(kernels_cpu.get("pose_stacks", 0.0) * 1e6 / (updates * n), 4)
         if real is not None:
@@ -613,7 +611,7 @@ def fresh_first_step(launched: float) -> dict:
     with ev.install_recorder("numba:compile") as rec:
         from scuffle.game.runtime.world import Game      # noqa: F401  (the imports, timed apart)
         imported = time.perf_counter()
-        game = build_crowd(2, "realistic", True, 1)
+        game = build_crowd(2, "realistic", "compiled", 1)
         built = time.perf_counter()
         game.step()
         first = time.perf_counter()
@@ -687,10 +685,10 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     compile_kernels()                 # loads the cached kernels (compiles on a first run)
     load_s = time.perf_counter() - t0
     pose_us, pose_cpu_us = _pose_pipeline(max(humans, 1000))
-    times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, True, crowd=crowd, seed=seed)
+    times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, "compiled", crowd=crowd, seed=seed)
     compiled_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     scalar_updates = scalar_updates if scalar_updates is not None else max(3, min(updates, 2000 // max(1, humans) + 3))
-    stimes, scpu, _, _, _, _, _ = _run(humans, scalar_updates, False, warmup=2, crowd=crowd, seed=seed)
+    stimes, scpu, _, _, _, _, _ = _run(humans, scalar_updates, "reference", warmup=2, crowd=crowd, seed=seed)
     ms = median(times)
     cpu_ms = median(cpu)
     sms = median(stimes)
@@ -842,7 +840,7 @@ def bench_arguments(p: argparse.ArgumentParser) -> None:
                    help="humans in the world (default 1000); several sizes run one process each")
     p.add_argument("--sweep", action="store_true", help=f"run the sizes {', '.join(map(str, SWEEP))}")
     p.add_argument("--updates", type=int, default=60, metavar="U", help="updates to time (default 60)")
-    p.add_argument("--scalar-updates", type=int, default=None, metavar="U", help="updates for the scalar reference path")
+    p.add_argument("--scalar-updates", type=int, default=None, metavar="U", help="updates for the reference engine (plain Python)")
     p.add_argument("--json", action="store_true", help="print only the JSON report on stdout (the table to stderr)")
     p.add_argument("--no-compile-time", action="store_true",
                    help="skip measuring the first step on a fresh install (a fresh process compiling "
@@ -860,14 +858,13 @@ def _print_one(r: dict, out) -> None:
           f"(p90 {r['p90_ms']}; CPU {r['cpu_ms_per_update']}, mean {r.get('cpu_ms_mean')}), "
           f"{r['us_per_human']} us per human, "
           f"{100 * r['budget_share']:.1f}% of the 30 Hz budget; load {r.get('load')}", file=out)
-    print(f"scalar reference path: {r['scalar_ms_per_update']} ms per update "
+    print(f"the reference engine (plain Python, anim.reference): {r['scalar_ms_per_update']} ms per update "
           f"({r['scalar_updates']} updates); speedup {r['speedup']}x", file=out)
     print(f"pose pipeline alone (compiled, N >= 1000): {r['pose_pipeline_us_per_human']} us per human "
           f"(CPU {r['pose_pipeline_cpu_us_per_human']}); "
-          f"peak memory {r['compiled_peak_mb']} MB (the compiled run), {r['peak_mb']} MB (with the scalar run)",
+          f"peak memory {r['compiled_peak_mb']} MB (the compiled run), {r['peak_mb']} MB (with the reference run)",
           file=out)
-    print(f"humans stepped by the kernel: {100 * r['kernel_step_share']:.2f}% (the rest by the scalar step); "
-          f"Python's cyclic GC: {r['gc_ms_per_update']} ms per update (max {r.get('gc_max_ms')}, "
+    print(f"Python's cyclic GC: {r['gc_ms_per_update']} ms per update (max {r.get('gc_max_ms')}, "
           f"{100 * r.get('gc_share', 0.0):.1f}% of the update)", file=out)
     if "kernel_ms" in r:
         ks = ", ".join(f"{k} {v}" for k, v in r["kernel_ms"].items())

@@ -60,7 +60,7 @@ def test_bench_rejects_bad_counts():
 def _run_crowd(n, updates, seed=1):
     """Step the realistic crowd; collect the task types on every stack and whether a
     queue held a task between two updates."""
-    game = build_crowd(n, "realistic", True, seed)
+    game = build_crowd(n, "realistic", "compiled", seed)
     types, queued = set(), 0
     try:
         for _ in range(updates):
@@ -101,7 +101,7 @@ def test_the_realistic_crowd_runs_and_holds_every_ingredient():
 
 
 def test_two_humans_are_two_fighters_under_the_fight_rules():
-    game = build_crowd(2, "realistic", True, 1)
+    game = build_crowd(2, "realistic", "compiled", 1)
     try:
         for _ in range(90):
             game.step()
