@@ -135,6 +135,7 @@ class StepBuffers(NamedTuple):
     snap: np.ndarray
     walk: np.ndarray
     pair4: np.ndarray
+    tally: np.ndarray
 
 
 class BankTables(NamedTuple):
