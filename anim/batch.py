@@ -36,7 +36,7 @@ from .cursor import FiredEvent
 from .plan import Bones, SamplePlan, pose_tables, scratch_poses
 from .pose import PoseBatch
 from .stack import CharacterInstance
-from .store import HumanTable, check_rows
+from .store import HumanTable, TableCorrupt, check_rows
 from .tasks import EventRule, MotionEntry, PlaceEvents, TagBits, TaskType
 
 

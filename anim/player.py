@@ -130,7 +130,7 @@ class Player(StackRules):
         Original: 0x00105770 (type 1 calls +0x28 at the wrap), 0x0010a5b8 (the gait's)."""
         wraps, self._wraps = self._wraps, []
         for inst, task in wraps:
-            fn = task.on_wrap
+            fn = getattr(task, "on_wrap", None)         # LoopTask, GaitTask
             if fn is not None:
                 self.run_callback(fn, inst, "animation")
 

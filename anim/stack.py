@@ -10,7 +10,7 @@ CharacterInstance +0x2bc / +0x2ac (stack), +0x304 / +0x2ae (queue).
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from .store import HumanTable
 
@@ -130,7 +130,7 @@ class CharacterInstance:
         self.on_report: Callable | None = None
         self.handle = handle
         self.slot = -1                     # its row in the compiled engine's human table
-        self.engine = None                 # that engine (anim.batch.BatchEngine), once it has a row
+        self.engine: Any = None            # that engine (anim.batch.BatchEngine), once it has a row
         self.poses_refused = 0             # poses its last sample's stack of 7 refused
 
     @property

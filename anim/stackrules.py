@@ -109,9 +109,9 @@ class StackRules(TaskBuilder):
                         own = False
                         break
             if own and t.type == _FADE:
-                own = t.store is st.fades
+                own = getattr(t, "store", None) is st.fades
             elif own and t.type == _GAIT:
-                own = t.store is st.gaits
+                own = getattr(t, "store", None) is st.gaits
             if not own:
                 raise ForeignTask(f"{type(t).__name__} was not made by this world's Player (its rows are in "
                                   "another table): make it with the Player's constructors; nothing was changed")

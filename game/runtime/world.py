@@ -341,7 +341,8 @@ class Game:
         calls it when its task is released or wraps, so the world's state holds no code.
         Returns the handler. Rejected (CallbackError, a ValueError): a kind that is not a
         non-empty str, a handler that is not callable, a kind another handler has."""
-        return self.player.callbacks.register(kind, handler)
+        self.player.callbacks.register(kind, handler)
+        return handler
 
     def on(self, event_type: EventType | int, handler: EventHandler) -> EventHandler:
         """Call ``handler(ctx, entity, fired)`` for every animation event of
