@@ -6,7 +6,9 @@ Spec: "Animation tasks" (the free list of 360), "The task stack" (18 tasks, a qu
 no checks (it would write past its arrays); refusing is ours (docs/original.md, "The
 stack, the queue and the pool"). Every refusal here is checked against a snapshot of
 the pool, the stores' tables, the deferred list, the stacks, queues, held flags, anim
-ids and task times (support.snapshot), and then the human keeps playing.
+ids and task times (support.snapshot), and then the human keeps playing. Most run on the
+engine and on the reference model (anim.reference, the same commands; its dump stands in
+for the snapshot).
 
 tests/anim/test_stack.py covers the pool, stack and queue rules themselves; these tests
 add the "nothing changed" half, the refusals inside a step, and the routes through the
@@ -41,9 +43,59 @@ def _player(**kw) -> Player:
     return p
 
 
-def _mid_change(p: Player, name: str = "h") -> CharacterInstance:
+# Most limits run on the engine and on the reference model (anim.reference), which has the
+# same command surface; the helpers below take either world.
+ENGINES = pytest.mark.parametrize("engine", [True, False], ids=["engine", "reference"])
+
+
+def _new(engine: bool, **kw):
+    """A Player (``engine``) or a Reference with options ``kw``."""
+    return _player(**kw) if engine else Reference(PlayerOptions(**kw))
+
+
+def _human(p, name: str = "h"):
+    return (CharacterInstance if isinstance(p, Player) else RefInstance)(SET, name)
+
+
+def _free(p) -> int:
+    return p.pool.free if isinstance(p, Player) else p.pool.capacity - p.pool.in_use
+
+
+def _holds(p, task) -> bool:
+    return p.pool.holds(task) if isinstance(p, Player) else any(t is task for t in p.pool.out)
+
+
+def _snap(p, hs):
+    """What a refused call must leave as it was: support.snapshot for the engine (its tables
+    too); for the reference its dump (anim.reference.dump: pool, stacks, queues, records,
+    every cursor's time bits), the deferred list and the stacks' and queues' identities."""
+    if isinstance(p, Player):
+        return snapshot(p, hs)
+    return (reference_state(p, hs), [(id(t), id(i)) for t, i in p.deferred],
+            [([id(t) for t in h.stack], [id(t) for t in h.queue]) for h in hs])
+
+
+def _plays_on(p, h, others=()) -> None:
+    """support.keeps_playing on either world: a change to A then the idle runs A to its end
+    and hands over, every pose finite, the pool holding exactly the tasks in play."""
+    if isinstance(p, Player):
+        keeps_playing(p, h, others)
+        return
+    everyone = [h, *others]
+    p.change(h, p.chain(h, [A, IDLE], held=0x1), 0.1)
+    seen = []
+    for _ in range(40):
+        poses = p.update(everyone)
+        assert all(np.isfinite(a).all() for pose in poses for a in pose.arrays()[:3])
+        seen.append(h.record.anim_id)
+        assert p.pool.in_use == p.tasks_out(everyone)
+    assert seen[0] == A and seen[-1] == IDLE, seen
+    assert h.record.flags & 0x7 == 0
+
+
+def _mid_change(p, name: str = "h"):
     """A human in the middle of a fade from the idle into A (holding 0x1), a few updates in."""
-    h = CharacterInstance(SET, name)
+    h = _human(p, name)
     p.change(h, p.loop(h, IDLE))
     p.update([h])
     p.change(h, p.chain(h, [A, IDLE], held=0x1), 0.5)
@@ -55,13 +107,14 @@ def _mid_change(p: Player, name: str = "h") -> CharacterInstance:
 
 # ---------------------------------------------------------------- the pool of 360
 
-def test_the_pool_of_360_refuses_every_constructor_and_changes_nothing():
+@ENGINES
+def test_the_pool_of_360_refuses_every_constructor_and_changes_nothing(engine):
     assert POOL_SIZE == 360
-    p = _player()
+    p = _new(engine)
     h = _mid_change(p)
-    spares = [p.loop(h, IDLE) for _ in range(p.pool.free)]
-    assert p.pool.in_use == 360 and p.pool.free == 0
-    before = snapshot(p, [h])
+    spares = [p.loop(h, IDLE) for _ in range(_free(p))]
+    assert p.pool.in_use == 360 and _free(p) == 0
+    before = _snap(p, [h])
     refusals = [
         lambda: p.loop(h, IDLE), lambda: p.clip(h, A), lambda: p.hold(h, A), lambda: p.fade(h, 0.2),
         lambda: p.chain(h, [A, B, IDLE]), lambda: p.gait(h, GAIT, target=1.0), lambda: p.mix(h, A, B),
@@ -71,37 +124,39 @@ def test_the_pool_of_360_refuses_every_constructor_and_changes_nothing():
     for make in refusals:
         with pytest.raises(TaskPoolExhausted, match="task pool exhausted"):
             make()
-        assert snapshot(p, [h]) == before
+        assert _snap(p, [h]) == before
     for t in spares:
         p.discard(t)
-    keeps_playing(p, h)
+    _plays_on(p, h)
 
 
-def test_a_change_without_a_task_for_its_fade_gives_the_new_task_back():
-    p = _player()
+@ENGINES
+def test_a_change_without_a_task_for_its_fade_gives_the_new_task_back(engine):
+    p = _new(engine)
     h = _mid_change(p)
-    spares = [p.loop(h, IDLE) for _ in range(p.pool.free - 2)]
-    before = snapshot(p, [h])
+    spares = [p.loop(h, IDLE) for _ in range(_free(p) - 2)]
+    before = _snap(p, [h])
     new = p.chain(h, [B, IDLE])                   # the last two tasks: none left for the fade
-    assert p.pool.free == 0
+    assert _free(p) == 0
     with pytest.raises(TaskPoolExhausted):
         p.change(h, new, 0.2)
-    assert snapshot(p, [h]) == before             # the chain went back, nothing moved
+    assert _snap(p, [h]) == before                # the chain went back, nothing moved
     for t in spares:
         p.discard(t)
-    keeps_playing(p, h)
+    _plays_on(p, h)
 
 
-def test_a_queued_start_refused_by_the_pool_is_listed_and_the_step_goes_on():
+@ENGINES
+def test_a_queued_start_refused_by_the_pool_is_listed_and_the_step_goes_on(engine):
     """The queue runs inside the step: a start that cannot take its fade goes back to the
     pool, the other humans still step, and Player.refused names it (nothing leaks)."""
-    p = _player()
-    h, other = CharacterInstance(SET, "h"), CharacterInstance(SET, "other")
+    p = _new(engine)
+    h, other = _human(p, "h"), _human(p, "other")
     for x in (h, other):
         p.change(x, p.loop(x, IDLE))
     p.update([h, other])
     p.enqueue(h, p.loop(h, A))
-    spares = [p.loop(h, IDLE) for _ in range(p.pool.free)]
+    spares = [p.loop(h, IDLE) for _ in range(_free(p))]
     stack_before = [id(t) for t in h.stack]
     t_other = other.stack[0].cursor.time
     p.update([h, other])
@@ -114,7 +169,7 @@ def test_a_queued_start_refused_by_the_pool_is_listed_and_the_step_goes_on():
     assert p.refused == []                                      # emptied at each step
     for t in spares:
         p.discard(t)
-    keeps_playing(p, h, [other])
+    _plays_on(p, h, [other])
 
 
 def test_the_fight_rules_running_out_of_tasks_end_the_scenario_with_one_error():
@@ -155,18 +210,19 @@ action = "grab"
     assert len(out.getvalue().splitlines()) == 2 * n            # the updates before it
 
 
-def test_a_refused_constructor_or_change_leaves_no_row_and_no_task():
+@ENGINES
+def test_a_refused_constructor_or_change_leaves_no_row_and_no_task(engine):
     """Bad arguments are refused (ValueError naming them, UnknownClip) before any cursor,
     fade or gait row is taken from the world's tables; a change refused for its fade time
     gives its new task back. (Before, a bad blend time, a mix or pick with an unknown
     second id, a gait with a NaN target, and a change with a NaN fade each leaked rows or
-    a task.)"""
+    a task.) The reference model refuses the same calls alike."""
     from scuffle.anim.player import UnknownClip
 
-    p = _player()
+    p = _new(engine)
     h = _mid_change(p)
     nxt = p.loop(h, IDLE)                         # a next task the caller holds
-    before = snapshot(p, [h])
+    before = _snap(p, [h])
     bad = [
         (ValueError, "blend time", lambda: p.clip(h, A, nxt, blend=float("nan"))),
         (ValueError, "blend time", lambda: p.paired(h, h, A, nxt, blend=-1.0)),
@@ -185,9 +241,9 @@ def test_a_refused_constructor_or_change_leaves_no_row_and_no_task():
     for exc, text, make in bad:
         with pytest.raises(exc, match=text):
             make()
-        assert snapshot(p, [h]) == before, text
+        assert _snap(p, [h]) == before, text
     p.discard(nxt)
-    keeps_playing(p, h)
+    _plays_on(p, h)
 
 
 # ---------------------------------------------------------------- the stack of 18
@@ -199,43 +255,53 @@ def _step(p: Player, hs) -> None:
     p.flush()
 
 
-def _full_stack(p: Player) -> CharacterInstance:
-    h = CharacterInstance(SET, "h")
+def _full_stack(p):
+    h = _human(p, "h")
     for i in range(STACK_SIZE):
         p.push(h, p.loop(h, (IDLE, A, B)[i % 3], held=0x10 << (i % 3)))
     _step(p, [h])
     return h
 
 
-def test_the_stack_of_18_refuses_push_insert_and_change_and_changes_nothing():
+@ENGINES
+def test_the_stack_of_18_refuses_push_insert_and_change_and_changes_nothing(engine):
     assert STACK_SIZE == 18
-    p = _player()
+    p = _new(engine)
     h = _full_stack(p)
     extra = p.loop(h, B, held=0x1000)
-    before = snapshot(p, [h])
+    before = _snap(p, [h])
+    in_use = p.pool.in_use
     with pytest.raises(StackFull, match="18 tasks"):
         p.push(h, extra)
     with pytest.raises(StackFull):
         p.insert_bottom(h, extra)
-    assert snapshot(p, [h]) == before and h.record.flags & 0x1000 == 0   # its held bits were not set
-    with pytest.raises(StackFull):
-        p.change(h, extra, 0.2)
-    after = snapshot(p, [h])
-    assert not p.pool.holds(extra)                                # the change gave it back
-    assert after["humans"] == before["humans"] and after["pool"][0] == before["pool"][0] - 1
+    assert _snap(p, [h]) == before and h.record.flags & 0x1000 == 0   # its held bits were not set
+    if engine:
+        with pytest.raises(StackFull):
+            p.change(h, extra, 0.2)
+        after = snapshot(p, [h])
+        assert after["humans"] == before["humans"]
+    else:
+        stacks = reference_state(p, [h])[2]
+        with pytest.raises(StackFull):
+            p.change(h, extra, 0.2)
+        assert reference_state(p, [h])[2] == stacks
+    assert not _holds(p, extra)                                   # the change gave it back
+    assert p.pool.in_use == in_use - 1
     p.cut(h)
     p.flush()
     assert p.pool.in_use == 0 and h.record.flags == 0
-    keeps_playing(p, h)
+    _plays_on(p, h)
 
 
-def test_queued_starts_refused_by_a_full_stack_leak_nothing():
+@ENGINES
+def test_queued_starts_refused_by_a_full_stack_leak_nothing(engine):
     """Two queued tasks on a full stack: both refused inside the step (both given back),
     the other human steps, nothing is lost (before the fix the second one leaked and the
     step stopped half-way)."""
-    p = _player()
+    p = _new(engine)
     h = _full_stack(p)
-    other = CharacterInstance(SET, "other")
+    other = _human(p, "other")
     p.change(other, p.loop(other, IDLE))
     _step(p, [h, other])
     p.enqueue(h, p.loop(h, A))
@@ -249,27 +315,28 @@ def test_queued_starts_refused_by_a_full_stack_leak_nothing():
     assert p.pool.in_use == p.tasks_out([h, other]) == STACK_SIZE + 1
     p.cut(h)
     p.flush()
-    keeps_playing(p, h, [other])
+    _plays_on(p, h, [other])
 
 
 # ---------------------------------------------------------------- the queue of 10
 
-def test_the_queue_of_10_refuses_an_eleventh_and_changes_nothing():
+@ENGINES
+def test_the_queue_of_10_refuses_an_eleventh_and_changes_nothing(engine):
     assert QUEUE_SIZE == 10
-    p = _player()
+    p = _new(engine)
     h = _mid_change(p)
     for _ in range(QUEUE_SIZE):
         p.enqueue(h, p.loop(h, IDLE))
     extra = p.loop(h, B)
-    before = snapshot(p, [h])
+    before = _snap(p, [h])
     with pytest.raises(QueueFull, match="10 tasks"):
         p.enqueue(h, extra)
-    assert snapshot(p, [h]) == before
+    assert _snap(p, [h]) == before
     p.discard(extra)
     p.cut(h)                       # the queued tasks go back without a release
     p.flush()
     assert p.pool.in_use == 0 and h.queue == []
-    keeps_playing(p, h)
+    _plays_on(p, h)
 
 
 # ---------------------------------------------------------------- the pose stack of 7
@@ -328,29 +395,31 @@ def test_an_eighth_pose_through_a_player_is_refused_counted_and_the_update_goes_
     assert h.record.anim_id != LONG
 
 
-def test_with_refuse_deep_chains_an_eighth_pose_chain_is_refused_when_given():
+@ENGINES
+def test_with_refuse_deep_chains_an_eighth_pose_chain_is_refused_when_given(engine):
     """One chain of a long clip and six 2-frame clips (each always inside its blend window
     into the next) then a loop: inside the long clip's window it would need 8 poses at
     once. With the option the chain is refused when it is given, naming the human,
     before any task is built; the human plays on."""
-    p = _player(refuse_deep_chains=True)
-    h, other = CharacterInstance(SET, "h"), CharacterInstance(SET, "other")
+    p = _new(engine, refuse_deep_chains=True)
+    h, other = _human(p, "h"), _human(p, "other")
     p.change(other, p.loop(other, IDLE))
     p.change(h, p.loop(h, IDLE))
     p.step([h, other])
-    before = snapshot(p, [h, other])
+    before = _snap(p, [h, other])
     in_use = p.pool.in_use
     with pytest.raises(PoseStackOverflow) as ei:
         p.chain(h, [LONG, *SHORT[:6], IDLE], blend=1.0)
     assert str(ei.value).startswith("h: an eighth pose")
-    assert snapshot(p, [h, other]) == before and p.pool.in_use == in_use
+    assert _snap(p, [h, other]) == before and p.pool.in_use == in_use
     p.change(h, p.chain(h, [LONG, *SHORT[:5], IDLE], blend=1.0))   # seven fit
     for _ in range(30):
         p.step([h, other])
-        assert p.sample([h, other]).is_finite()
+        poses = p.sample([h, other])
+        assert h.poses_refused == 0 and (not engine or poses.is_finite())
         p.flush()
     assert p.pool.in_use == p.tasks_out([h, other])
-    keeps_playing(p, h, [other])
+    _plays_on(p, h, [other])
 
 
 def test_the_refused_pose_is_the_same_in_the_engine_and_the_reference():
