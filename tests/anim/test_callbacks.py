@@ -1,6 +1,6 @@
 """Callbacks as data (issue 19, item 1; anim.callbacks) and the wrap callbacks' place in an
-update (issue 19, item 2): the compiled step reports a wrap as a row, no human takes the
-scalar step for a callback, and every wrap callback runs once all humans stepped, in step
+update (issue 19, item 2): the compiled step (the one engine, which steps every human)
+reports a wrap as a row, and every wrap callback runs once all humans stepped, in step
 order, on the engine and the reference alike.
 
 The idle 388 wraps at update 80 from time 0 ("When a clip ends" L332; the runtime's wraps).
@@ -79,7 +79,8 @@ def _two_idles(w, cls, aset, on_wrap_of):
 def test_a_wrap_callback_runs_after_every_human_stepped_on_both_engines():
     """Two idles wrap in the same update (80): human 0's callback sees human 1 already
     stepped past its wrap (its time restarted, 0.0249 s... far below the 1.97 s before),
-    on the engine (the kernel's wrap rows; no scalar step) and the reference alike."""
+    on the engine (the kernel's wrap rows, both humans in the one kernel call) and the
+    reference alike."""
     aset = demo_set()
     seen_by_world = []
     for w, cls in _worlds():
@@ -93,7 +94,7 @@ def test_a_wrap_callback_runs_after_every_human_stepped_on_both_engines():
         for u in range(1, FIRST_WRAP + 1):
             w.step(hs)
             if isinstance(w, Player):
-                assert w.batch.scalar_humans == 0 and w.batch.kernel_humans == 2, u
+                assert w.batch.kernel_humans == 2, u
             w.flush()
             if u < FIRST_WRAP:
                 assert seen == [], u
@@ -177,14 +178,14 @@ def _queue_run(w, cls, aset, start_at: int, updates: int):
     changes with 0.5 s fades at ``start_at`` (7 tasks) and a queued loop whose start, in
     the next step, finishes the newest fade early (0x00177eb8) and so defers three loops
     with end callbacks. Returns the log (with an ("update", u) mark after each flush) and
-    the engine's scalar humans per update (empty for the reference)."""
+    the humans the engine's kernel stepped per update (empty for the reference)."""
     log: list = []
     w.callbacks.register("log", lambda inst, tag: log.append((tag, inst.name)))
     h0, h1 = cls(aset, "h0"), cls(aset, "h1")
     w.change(h0, w.clip(h0, 15, w.loop(h0, IDLE), on_end=Callback("log", ("clip 15",))), 0.0)
     w.change(h1, w.loop(h1, IDLE), 0.0)
     w.flush()
-    scalar = []
+    stepped = []
     for u in range(1, updates + 1):
         if u == start_at:
             for i, aid in enumerate((389, IDLE, 389)):
@@ -192,14 +193,14 @@ def _queue_run(w, cls, aset, start_at: int, updates: int):
             w.enqueue(h1, w.loop(h1, IDLE))
         w.step([h0, h1])
         if isinstance(w, Player):
-            scalar.append(w.batch.scalar_humans)
+            stepped.append(w.batch.kernel_humans)
         w.flush()
         log.append(("update", u))
-    return log, scalar
+    return log, stepped
 
 
 def test_queued_starts_run_in_the_engine_in_step_order():
-    """A queued task no longer sends its human to the scalar step; its start still comes
+    """A queued task's human is stepped by the kernel like any other; its start comes
     first in its human's step, and what it defers is released in step order: clip 15
     (h0, ended by the kernel in update 20) before the loops h1's queued start gave back in
     the same update ("When a clip ends" L314: the list fills as each human steps); on
@@ -208,10 +209,10 @@ def test_queued_starts_run_in_the_engine_in_step_order():
     solo, _ = _queue_run(Player(), CharacterInstance, aset, 10_000, 25)
     end = solo.index(("clip 15", "h0"))
     assert solo[end - 1] == ("update", 19)               # released in update 20's flush
-    eng, scalar = _queue_run(Player(), CharacterInstance, aset, 20, 22)
+    eng, stepped = _queue_run(Player(), CharacterInstance, aset, 20, 22)
     ref, _ = _queue_run(Reference(), RefInstance, aset, 20, 22)
     assert eng == ref
     assert [x for x in eng if x[0] != "update"] == [("clip 15", "h0"), ("loop 1", "h1"), ("loop 0", "h1"),
                                                      ("loop 2", "h1")]
     assert eng.index(("clip 15", "h0")) == eng.index(("update", 20)) - 4
-    assert set(scalar) == {0}
+    assert stepped == [2] * 22                           # both humans, the queued start's too, every update

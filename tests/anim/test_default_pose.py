@@ -16,6 +16,7 @@ from scuffle.anim.animset import AnimSet
 from scuffle.anim.clip import author_clip
 from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.rangelist import RangeAuthoringError, RangeList, UnknownAnimId, author_range
+from scuffle.anim.reference import Reference, RefInstance
 from scuffle.anim.skeleton import REFERENCE_ROTATIONS
 from scuffle.anim.stack import CharacterInstance
 
@@ -34,9 +35,12 @@ def _set() -> AnimSet:
                          name="s")
 
 
-def _sampled(options: PlayerOptions, queue: bool = True):
-    p = Player(options)
-    h = CharacterInstance(_set(), "h")
+def _sampled(options: PlayerOptions, queue: bool = True, reference: bool = False):
+    """One human playing STACK_ID, stepped once, QUEUED_ID queued after the step (with
+    ``queue``), then sampled; on the engine, or with ``reference`` on the reference model
+    (which has no ``queued_default``: its default pose is always the reference pose)."""
+    p = Reference(options) if reference else Player(options)
+    h = (RefInstance if reference else CharacterInstance)(_set(), "h")
     p.change(h, p.loop(h, STACK_ID))
     p.step([h])
     if queue:
@@ -45,10 +49,9 @@ def _sampled(options: PlayerOptions, queue: bool = True):
     return pose, p, h
 
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_the_queued_tasks_pose_is_the_default_when_the_test_passes(batched):
+def test_the_queued_tasks_pose_is_the_default_when_the_test_passes():
     asked = []
-    opts = PlayerOptions(batched=batched, queued_default=lambda inst: asked.append(inst.name) or True)
+    opts = PlayerOptions(queued_default=lambda inst: asked.append(inst.name) or True)
     pose, p, h = _sampled(opts)
     assert asked == ["h"]
     h7 = 1.1 / 2
@@ -67,10 +70,17 @@ def test_the_queued_tasks_pose_is_the_default_when_the_test_passes(batched):
 
 @pytest.mark.parametrize("test, queue", [(None, True), (lambda inst: False, True), (lambda inst: True, False)])
 def test_the_reference_pose_is_the_default_otherwise(test, queue):
-    for batched in (True, False):
-        pose, _, _ = _sampled(PlayerOptions(batched=batched, queued_default=test), queue=queue)
-        np.testing.assert_allclose(pose.rot[:, QUEUED_BONE, 0], REFERENCE_ROTATIONS[QUEUED_BONE], atol=1e-6)
-        assert pose.tag[2 + QUEUED_BONE, 0]
+    """No test, a test that fails, or no queued task: the engine's pose is the one with the
+    reference pose as the default, bit for bit the reference model's (L102)."""
+    pose, _, _ = _sampled(PlayerOptions(queued_default=test), queue=queue)
+    np.testing.assert_allclose(pose.rot[:, QUEUED_BONE, 0], REFERENCE_ROTATIONS[QUEUED_BONE], atol=1e-6)
+    assert pose.tag[2 + QUEUED_BONE, 0]
+    (ref,), _, _ = _sampled(PlayerOptions(), queue=queue, reference=True)
+    vel, root, rot, tag = ref.arrays()
+    assert np.array_equal(pose.rot[:, :, 0].T.view(np.uint32), rot.view(np.uint32))
+    assert np.array_equal(pose.vel[:, 0].view(np.uint32), vel.view(np.uint32))
+    assert np.array_equal(pose.root[:, 0].view(np.uint32), root.view(np.uint32))
+    assert np.array_equal(pose.tag[:, 0], tag)
 
 
 def test_an_empty_stack_shows_the_queued_pose():

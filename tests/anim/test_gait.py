@@ -16,8 +16,10 @@ import pytest
 from scuffle.anim import f32 as F
 from scuffle.anim.animset import AnimSet
 from scuffle.anim.clip import author_clip, make_event
+from scuffle.anim.plan import SamplePlan
 from scuffle.anim.player import Player
 from scuffle.anim.pose import DTYPE, blend
+from scuffle.anim.reference import Reference, RefInstance
 from scuffle.anim.sampler import CursorFlags
 from scuffle.anim.stack import CharacterInstance
 from scuffle.anim.tasks import GAIT_STEPS, GaitTask, LOCOMOTION_FLAGS, TaskType
@@ -57,8 +59,44 @@ def ids_of(g: GaitTask):
 
 
 def plan_clips(p: Player, h: CharacterInstance):
-    plan = p.plan([h])
+    """The clips the human's stack samples, in order: its tasks' sample plan (``Task.emit``,
+    the plan the Player samples queued tasks with)."""
+    plan = SamplePlan()
+    plan.begin(h.name, h)
+    for task in h.stack:
+        task.emit(plan)
+    plan.end()
     return [p.bank.clips[i].name for i in plan.s_clip]
+
+
+def ref_gait(value: float, target: float | None = None, flags: int = CONTINUOUS, updates: int = 1):
+    """``gait`` on the reference model (anim.reference), then ``updates`` updates: the
+    last pose (vel, root, rot (34, 4), tag, float32 as uint32 bits) and the gait."""
+    r = Reference()
+    h = RefInstance(gait_set(), "g")
+    g = r.gait(h, IDS, value=value, target=value, flags=flags)
+    r.insert_bottom(h, g)
+    if target is not None:
+        g.set_target(target)
+    for _ in range(updates):
+        (pose,) = r.update([h])
+    return [a.view(np.uint32) if a.dtype == np.float32 else a for a in pose.arrays()], g
+
+
+def engine_bits(pose) -> list:
+    """The first human of a PoseBatch as ``ref_gait``'s pose: (vel, root, rot, tag) bits."""
+    return [pose.vel[:, 0].view(np.uint32), pose.root[:, 0].view(np.uint32),
+            pose.rot[:, :, 0].T.view(np.uint32), pose.tag[:, 0]]
+
+
+def same_bits(a: list, b: list) -> bool:
+    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def alone(p: Player, cursor):
+    """One cursor's pose, sampled alone by the clip bank (float32, as the gait's leader)."""
+    return p.bank.sample(np.array([p.bank_index(cursor.clip)]), np.array([cursor.time], DTYPE),
+                         np.array([1.0], DTYPE), np.array([cursor.flags]))
 
 
 # ---------------------------------------------------------------- the value
@@ -107,9 +145,12 @@ def test_target_rounded_unless_0x200():
 def test_rounded_target_stops_on_a_whole_clip():
     p, h, g = gait(0.0, 1.4, flags=ROUNDED)
     for _ in range(6):
-        p.update([h])
+        pose = p.update([h])
     assert g.value == 1.0 and ids_of(g) == (11, 12, 11)
     assert plan_clips(p, h) == ["gait11"]
+    assert np.allclose(pose.rot, alone(p, g.lower_cursor).rot, atol=1e-6)     # the engine samples 11 alone
+    ref, rg = ref_gait(0.0, 1.4, flags=ROUNDED, updates=6)
+    assert rg.value == 1.0 and same_bits(engine_bits(pose), ref)
 
 
 # ---------------------------------------------------------------- the pair
@@ -185,14 +226,20 @@ def test_leader_rule(value, target, leader, why):
 
 def test_alone_and_blended_sampling():
     p, h, g = gait(1.005)
-    p.update([h])
+    pose = p.update([h])
     assert plan_clips(p, h) == ["gait11"]                     # the lower plays alone
+    assert np.allclose(pose.rot, alone(p, g.lower_cursor).rot, atol=1e-6)
+    assert not np.allclose(pose.rot, alone(p, g.upper_cursor).rot, atol=1e-3)
+    assert same_bits(engine_bits(pose), ref_gait(1.005)[0])
     p, h, g = gait(4.0)
-    p.update([h])
+    pose = p.update([h])
     assert plan_clips(p, h) == ["gait14"]                     # the upper alone
+    assert np.allclose(pose.rot, alone(p, g.upper_cursor).rot, atol=1e-6)
+    assert same_bits(engine_bits(pose), ref_gait(4.0)[0])
     p, h, g = gait(1.4)
     pose = p.update([h])
     assert plan_clips(p, h) == ["gait11", "gait12"]
+    assert same_bits(engine_bits(pose), ref_gait(1.4)[0])     # the reference's blend, bit for bit
     lo, up = g.lower_cursor, g.upper_cursor
     s = p.bank.sample(np.array([p.bank_index(lo.clip), p.bank_index(up.clip)]),
                       np.array([lo.time, up.time], DTYPE), np.array([1.0, 1.0], DTYPE), np.array([lo.flags, up.flags]))

@@ -1,4 +1,5 @@
-"""The task pool, the stack and the queue, leaks, the pose stack, and the batched plan.
+"""The task pool, the stack and the queue, leaks, the pose stack, and the engine's poses
+against the reference model's (anim.reference), bit for bit.
 
 Spec: "Animation tasks" (the free list of 360), "The task stack" (18 tasks, a queue of
 10 run once, the top task, the anim id refresh, the pose stack of seven), "When a
@@ -18,6 +19,7 @@ from scuffle.anim.plan import SamplePlan
 from scuffle.anim.player import Player, PlayerOptions, UnknownClip
 from scuffle.anim.pose import POSE_STACK_SIZE
 from scuffle.anim.rangelist import author_range
+from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
 from scuffle.anim.stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull,
                         TaskPool, TaskPoolExhausted)
 from scuffle.anim.tasks import TaskType
@@ -271,7 +273,7 @@ def _random_change(p: Player, h: CharacterInstance, rng: random.Random) -> None:
     p.change(h, task, fade)
 
 
-def _scenario(seed: int, updates: int, humans: int = 3, check=None):
+def _scenario(seed: int, updates: int, humans: int = 3):
     rng = random.Random(seed)
     s = world_set()
     p = Player()
@@ -289,10 +291,7 @@ def _scenario(seed: int, updates: int, humans: int = 3, check=None):
             if g is not None and rng.random() < 0.2:
                 g.set_target(rng.uniform(0, 4))
         p.step(hs)
-        if check is not None:
-            check(p, hs)
-        else:
-            p.sample(hs)
+        p.sample(hs)
         p.flush()
         assert p.pool.in_use == p.tasks_out(hs), (seed, u)
         for h in hs:
@@ -312,44 +311,88 @@ def test_no_leaks_in_long_random_scenarios(seed):
     assert all(h.stack == [] and h.queue == [] and h.record.flags == 0 for h in hs)
 
 
-def _same_poses(p, hs):
-    batched = p.sample(hs)
-    ref = p.sample(hs, reference=True)
-    assert np.allclose(batched.rot, ref.rot, atol=1e-5)
-    assert np.allclose(batched.vel, ref.vel, atol=1e-5)
-    assert np.allclose(batched.root, ref.root, atol=1e-5)
-    assert np.array_equal(batched.tag, ref.tag)
-    assert batched.is_finite()
+def _same_poses(pose, refs) -> None:
+    """The engine's PoseBatch equals the reference model's poses (a list of RefPose), bit for
+    bit: velocity, root, the 34 rotations and the tags of every human."""
+    assert pose.is_finite() and len(pose) == len(refs)
+    for i, ref in enumerate(refs):
+        vel, root, rot, tag = ref.arrays()
+        assert np.array_equal(pose.vel[:, i].view(np.uint32), vel.view(np.uint32)), i
+        assert np.array_equal(pose.root[:, i].view(np.uint32), root.view(np.uint32)), i
+        assert np.array_equal(pose.rot[:, :, i].T.view(np.uint32), rot.view(np.uint32)), i
+        assert np.array_equal(pose.tag[:, i], tag), i
+
+
+def _outcome(fn) -> str:
+    try:
+        fn()
+    except (StackFull, TaskPoolExhausted) as exc:
+        return type(exc).__name__
+    return "ok"
 
 
 @pytest.mark.parametrize("seed", [11, 12])
-def test_batched_plan_agrees_with_the_reference_path(seed):
+def test_the_engine_samples_the_reference_models_poses(seed):
+    """``_scenario``'s random changes (chains with blend windows, gaits and their targets,
+    mixes, directions, picks, holds, loops, queued tasks, cuts, fades) given to the engine
+    and to the reference model alike (one generator each, from the same seed: while the
+    worlds agree they draw the same numbers): after every update the poses are equal bit
+    for bit, and so are the worlds' dumps (stacks, cursors, records, events, pool).
+    Spec: "The task stack" (sampled bottom-up, L257), "Fades", "Gait blend"."""
+    s = world_set()
+    worlds = [(Player(), [CharacterInstance(s, f"h{i}") for i in range(4)], random.Random(seed)),
+              (Reference(), [RefInstance(s, f"h{i}") for i in range(4)], random.Random(seed))]
+    for w, hs, _ in worlds:
+        for h in hs:
+            w.change(h, w.loop(h, IDLE))
     depths = []
-
-    def check(p, hs):
-        _same_poses(p, hs)
+    for u in range(150):
+        outcomes = []
+        for w, hs, rng in worlds:
+            did = []
+            for h in hs:
+                if rng.random() < 0.15:
+                    did.append(_outcome(lambda: _random_change(w, h, rng)))
+                g = next((t for t in h.stack if t.type == TaskType.GAIT), None)
+                if g is not None and rng.random() < 0.2:
+                    g.set_target(rng.uniform(0, 4))
+            outcomes.append(did)
+            w.step(hs)
+        assert outcomes[0] == outcomes[1], u
+        (p, hs, _), (r, rhs, _) = worlds
+        _same_poses(p.sample(hs), r.sample(rhs))
+        assert [h.poses_refused for h in hs] == [h.poses_refused for h in rhs], u
+        p.flush()
+        r.flush()
+        assert engine_state(p, hs) == reference_state(r, rhs), u
+        assert p.pool.in_use == p.tasks_out(hs), u
         depths.append(max(len(h.stack) for h in hs))
-
-    _scenario(seed, 150, humans=4, check=check)
-    assert len(depths) == 150 and max(depths) >= 3          # fades and blends were on the stacks
+    assert max(depths) >= 3                                  # fades and blends were on the stacks
 
 
-def test_plan_of_an_empty_stack_is_the_default_pose():
+def test_an_empty_stack_samples_the_default_pose():
+    """No task: the pose is the default pose, every value tagged (L102), the reference
+    model's bit for bit."""
     p = Player()
     h = CharacterInstance(world_set(), "h")
     p.register(h.anim_set)
     pose = p.sample([h])
-    ref = p.sample([h], reference=True)
-    assert pose.tag.all() and np.array_equal(pose.rot, ref.rot)
+    assert pose.tag.all()
+    _same_poses(pose, Reference().sample([RefInstance(h.anim_set, "h")]))
 
 
 # ---------------------------------------------------------------- the pose stack
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_an_eighth_pose_is_refused_and_counted(batched):
-    """"The task stack" (L257): 0x00104ce0 refuses an eighth pose; the sample goes on."""
+def test_an_eighth_pose_is_refused_and_counted():
+    """"The task stack" (L257): 0x00104ce0 refuses an eighth pose; the sample goes on
+    (the reference model refuses the same two and gives the same pose)."""
     assert POSE_STACK_SIZE == 7
-    p = Player(PlayerOptions(batched=batched))
+    r, rh = Reference(), RefInstance(world_set(), "h")
+    for _ in range(9):
+        r.push(rh, r.loop(rh, IDLE))
+    refs = r.sample([rh])
+    assert rh.poses_refused == 2
+    p = Player(PlayerOptions())
     h = CharacterInstance(world_set(), "h")
     for _ in range(7):
         p.push(h, p.loop(h, IDLE))
@@ -359,6 +402,7 @@ def test_an_eighth_pose_is_refused_and_counted(batched):
     poses = p.sample([h])
     assert len(poses) == 1 and poses.is_finite()
     assert h.poses_refused == 2 and p.stats.poses_refused == 2
+    _same_poses(poses, refs)
     p.sample([h])
     assert h.poses_refused == 2 and p.stats.poses_refused == 4 and p.stats.samples == 3
     plan = SamplePlan()

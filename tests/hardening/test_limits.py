@@ -6,7 +6,9 @@ Spec: "Animation tasks" (the free list of 360), "The task stack" (18 tasks, a qu
 no checks (it would write past its arrays); refusing is ours (docs/original.md, "The
 stack, the queue and the pool"). Every refusal here is checked against a snapshot of
 the pool, the stores' tables, the deferred list, the stacks, queues, held flags, anim
-ids and task times (support.snapshot), and then the human keeps playing.
+ids and task times (support.snapshot), and then the human keeps playing. Most run on the
+engine and on the reference model (anim.reference, the same commands; its dump stands in
+for the snapshot).
 
 tests/anim/test_stack.py covers the pool, stack and queue rules themselves; these tests
 add the "nothing changed" half, the refusals inside a step, and the routes through the
@@ -24,6 +26,7 @@ from scuffle.anim.plan import SamplePlan
 from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.rates import CfgAnimSpeeds
+from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
 from scuffle.anim.stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
 from scuffle.anim.tasks import TaskType
 from scuffle import ScenarioError, parse_scenario, run_scenario
@@ -34,15 +37,65 @@ from .support import A, B, GAIT, IDLE, LONG, SHORT, keeps_playing, snapshot, syn
 SET = synthetic_set()
 
 
-def _player(batched: bool = True, **kw) -> Player:
-    p = Player(PlayerOptions(batched=batched, **kw))
+def _player(**kw) -> Player:
+    p = Player(PlayerOptions(**kw))
     p.register(SET)
     return p
 
 
-def _mid_change(p: Player, name: str = "h") -> CharacterInstance:
+# Most limits run on the engine and on the reference model (anim.reference), which has the
+# same command surface; the helpers below take either world.
+ENGINES = pytest.mark.parametrize("engine", [True, False], ids=["engine", "reference"])
+
+
+def _new(engine: bool, **kw):
+    """A Player (``engine``) or a Reference with options ``kw``."""
+    return _player(**kw) if engine else Reference(PlayerOptions(**kw))
+
+
+def _human(p, name: str = "h"):
+    return (CharacterInstance if isinstance(p, Player) else RefInstance)(SET, name)
+
+
+def _free(p) -> int:
+    return p.pool.free if isinstance(p, Player) else p.pool.capacity - p.pool.in_use
+
+
+def _holds(p, task) -> bool:
+    return p.pool.holds(task) if isinstance(p, Player) else any(t is task for t in p.pool.out)
+
+
+def _snap(p, hs):
+    """What a refused call must leave as it was: support.snapshot for the engine (its tables
+    too); for the reference its dump (anim.reference.dump: pool, stacks, queues, records,
+    every cursor's time bits), the deferred list and the stacks' and queues' identities."""
+    if isinstance(p, Player):
+        return snapshot(p, hs)
+    return (reference_state(p, hs), [(id(t), id(i)) for t, i in p.deferred],
+            [([id(t) for t in h.stack], [id(t) for t in h.queue]) for h in hs])
+
+
+def _plays_on(p, h, others=()) -> None:
+    """support.keeps_playing on either world: a change to A then the idle runs A to its end
+    and hands over, every pose finite, the pool holding exactly the tasks in play."""
+    if isinstance(p, Player):
+        keeps_playing(p, h, others)
+        return
+    everyone = [h, *others]
+    p.change(h, p.chain(h, [A, IDLE], held=0x1), 0.1)
+    seen = []
+    for _ in range(40):
+        poses = p.update(everyone)
+        assert all(np.isfinite(a).all() for pose in poses for a in pose.arrays()[:3])
+        seen.append(h.record.anim_id)
+        assert p.pool.in_use == p.tasks_out(everyone)
+    assert seen[0] == A and seen[-1] == IDLE, seen
+    assert h.record.flags & 0x7 == 0
+
+
+def _mid_change(p, name: str = "h"):
     """A human in the middle of a fade from the idle into A (holding 0x1), a few updates in."""
-    h = CharacterInstance(SET, name)
+    h = _human(p, name)
     p.change(h, p.loop(h, IDLE))
     p.update([h])
     p.change(h, p.chain(h, [A, IDLE], held=0x1), 0.5)
@@ -54,14 +107,14 @@ def _mid_change(p: Player, name: str = "h") -> CharacterInstance:
 
 # ---------------------------------------------------------------- the pool of 360
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_the_pool_of_360_refuses_every_constructor_and_changes_nothing(batched):
+@ENGINES
+def test_the_pool_of_360_refuses_every_constructor_and_changes_nothing(engine):
     assert POOL_SIZE == 360
-    p = _player(batched)
+    p = _new(engine)
     h = _mid_change(p)
-    spares = [p.loop(h, IDLE) for _ in range(p.pool.free)]
-    assert p.pool.in_use == 360 and p.pool.free == 0
-    before = snapshot(p, [h])
+    spares = [p.loop(h, IDLE) for _ in range(_free(p))]
+    assert p.pool.in_use == 360 and _free(p) == 0
+    before = _snap(p, [h])
     refusals = [
         lambda: p.loop(h, IDLE), lambda: p.clip(h, A), lambda: p.hold(h, A), lambda: p.fade(h, 0.2),
         lambda: p.chain(h, [A, B, IDLE]), lambda: p.gait(h, GAIT, target=1.0), lambda: p.mix(h, A, B),
@@ -71,39 +124,39 @@ def test_the_pool_of_360_refuses_every_constructor_and_changes_nothing(batched):
     for make in refusals:
         with pytest.raises(TaskPoolExhausted, match="task pool exhausted"):
             make()
-        assert snapshot(p, [h]) == before
+        assert _snap(p, [h]) == before
     for t in spares:
         p.discard(t)
-    keeps_playing(p, h)
+    _plays_on(p, h)
 
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_a_change_without_a_task_for_its_fade_gives_the_new_task_back(batched):
-    p = _player(batched)
+@ENGINES
+def test_a_change_without_a_task_for_its_fade_gives_the_new_task_back(engine):
+    p = _new(engine)
     h = _mid_change(p)
-    spares = [p.loop(h, IDLE) for _ in range(p.pool.free - 2)]
-    before = snapshot(p, [h])
+    spares = [p.loop(h, IDLE) for _ in range(_free(p) - 2)]
+    before = _snap(p, [h])
     new = p.chain(h, [B, IDLE])                   # the last two tasks: none left for the fade
-    assert p.pool.free == 0
+    assert _free(p) == 0
     with pytest.raises(TaskPoolExhausted):
         p.change(h, new, 0.2)
-    assert snapshot(p, [h]) == before             # the chain went back, nothing moved
+    assert _snap(p, [h]) == before                # the chain went back, nothing moved
     for t in spares:
         p.discard(t)
-    keeps_playing(p, h)
+    _plays_on(p, h)
 
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_a_queued_start_refused_by_the_pool_is_listed_and_the_step_goes_on(batched):
+@ENGINES
+def test_a_queued_start_refused_by_the_pool_is_listed_and_the_step_goes_on(engine):
     """The queue runs inside the step: a start that cannot take its fade goes back to the
     pool, the other humans still step, and Player.refused names it (nothing leaks)."""
-    p = _player(batched)
-    h, other = CharacterInstance(SET, "h"), CharacterInstance(SET, "other")
+    p = _new(engine)
+    h, other = _human(p, "h"), _human(p, "other")
     for x in (h, other):
         p.change(x, p.loop(x, IDLE))
     p.update([h, other])
     p.enqueue(h, p.loop(h, A))
-    spares = [p.loop(h, IDLE) for _ in range(p.pool.free)]
+    spares = [p.loop(h, IDLE) for _ in range(_free(p))]
     stack_before = [id(t) for t in h.stack]
     t_other = other.stack[0].cursor.time
     p.update([h, other])
@@ -116,7 +169,7 @@ def test_a_queued_start_refused_by_the_pool_is_listed_and_the_step_goes_on(batch
     assert p.refused == []                                      # emptied at each step
     for t in spares:
         p.discard(t)
-    keeps_playing(p, h, [other])
+    _plays_on(p, h, [other])
 
 
 def test_the_fight_rules_running_out_of_tasks_end_the_scenario_with_one_error():
@@ -157,19 +210,19 @@ action = "grab"
     assert len(out.getvalue().splitlines()) == 2 * n            # the updates before it
 
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_a_refused_constructor_or_change_leaves_no_row_and_no_task(batched):
+@ENGINES
+def test_a_refused_constructor_or_change_leaves_no_row_and_no_task(engine):
     """Bad arguments are refused (ValueError naming them, UnknownClip) before any cursor,
     fade or gait row is taken from the world's tables; a change refused for its fade time
     gives its new task back. (Before, a bad blend time, a mix or pick with an unknown
     second id, a gait with a NaN target, and a change with a NaN fade each leaked rows or
-    a task.)"""
+    a task.) The reference model refuses the same calls alike."""
     from scuffle.anim.player import UnknownClip
 
-    p = _player(batched)
+    p = _new(engine)
     h = _mid_change(p)
     nxt = p.loop(h, IDLE)                         # a next task the caller holds
-    before = snapshot(p, [h])
+    before = _snap(p, [h])
     bad = [
         (ValueError, "blend time", lambda: p.clip(h, A, nxt, blend=float("nan"))),
         (ValueError, "blend time", lambda: p.paired(h, h, A, nxt, blend=-1.0)),
@@ -188,9 +241,9 @@ def test_a_refused_constructor_or_change_leaves_no_row_and_no_task(batched):
     for exc, text, make in bad:
         with pytest.raises(exc, match=text):
             make()
-        assert snapshot(p, [h]) == before, text
+        assert _snap(p, [h]) == before, text
     p.discard(nxt)
-    keeps_playing(p, h)
+    _plays_on(p, h)
 
 
 # ---------------------------------------------------------------- the stack of 18
@@ -202,45 +255,53 @@ def _step(p: Player, hs) -> None:
     p.flush()
 
 
-def _full_stack(p: Player) -> CharacterInstance:
-    h = CharacterInstance(SET, "h")
+def _full_stack(p):
+    h = _human(p, "h")
     for i in range(STACK_SIZE):
         p.push(h, p.loop(h, (IDLE, A, B)[i % 3], held=0x10 << (i % 3)))
     _step(p, [h])
     return h
 
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_the_stack_of_18_refuses_push_insert_and_change_and_changes_nothing(batched):
+@ENGINES
+def test_the_stack_of_18_refuses_push_insert_and_change_and_changes_nothing(engine):
     assert STACK_SIZE == 18
-    p = _player(batched)
+    p = _new(engine)
     h = _full_stack(p)
     extra = p.loop(h, B, held=0x1000)
-    before = snapshot(p, [h])
+    before = _snap(p, [h])
+    in_use = p.pool.in_use
     with pytest.raises(StackFull, match="18 tasks"):
         p.push(h, extra)
     with pytest.raises(StackFull):
         p.insert_bottom(h, extra)
-    assert snapshot(p, [h]) == before and h.record.flags & 0x1000 == 0   # its held bits were not set
-    with pytest.raises(StackFull):
-        p.change(h, extra, 0.2)
-    after = snapshot(p, [h])
-    assert not p.pool.holds(extra)                                # the change gave it back
-    assert after["humans"] == before["humans"] and after["pool"][0] == before["pool"][0] - 1
+    assert _snap(p, [h]) == before and h.record.flags & 0x1000 == 0   # its held bits were not set
+    if engine:
+        with pytest.raises(StackFull):
+            p.change(h, extra, 0.2)
+        after = snapshot(p, [h])
+        assert after["humans"] == before["humans"]
+    else:
+        stacks = reference_state(p, [h])[2]
+        with pytest.raises(StackFull):
+            p.change(h, extra, 0.2)
+        assert reference_state(p, [h])[2] == stacks
+    assert not _holds(p, extra)                                   # the change gave it back
+    assert p.pool.in_use == in_use - 1
     p.cut(h)
     p.flush()
     assert p.pool.in_use == 0 and h.record.flags == 0
-    keeps_playing(p, h)
+    _plays_on(p, h)
 
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_queued_starts_refused_by_a_full_stack_leak_nothing(batched):
+@ENGINES
+def test_queued_starts_refused_by_a_full_stack_leak_nothing(engine):
     """Two queued tasks on a full stack: both refused inside the step (both given back),
     the other human steps, nothing is lost (before the fix the second one leaked and the
     step stopped half-way)."""
-    p = _player(batched)
+    p = _new(engine)
     h = _full_stack(p)
-    other = CharacterInstance(SET, "other")
+    other = _human(p, "other")
     p.change(other, p.loop(other, IDLE))
     _step(p, [h, other])
     p.enqueue(h, p.loop(h, A))
@@ -254,28 +315,28 @@ def test_queued_starts_refused_by_a_full_stack_leak_nothing(batched):
     assert p.pool.in_use == p.tasks_out([h, other]) == STACK_SIZE + 1
     p.cut(h)
     p.flush()
-    keeps_playing(p, h, [other])
+    _plays_on(p, h, [other])
 
 
 # ---------------------------------------------------------------- the queue of 10
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_the_queue_of_10_refuses_an_eleventh_and_changes_nothing(batched):
+@ENGINES
+def test_the_queue_of_10_refuses_an_eleventh_and_changes_nothing(engine):
     assert QUEUE_SIZE == 10
-    p = _player(batched)
+    p = _new(engine)
     h = _mid_change(p)
     for _ in range(QUEUE_SIZE):
         p.enqueue(h, p.loop(h, IDLE))
     extra = p.loop(h, B)
-    before = snapshot(p, [h])
+    before = _snap(p, [h])
     with pytest.raises(QueueFull, match="10 tasks"):
         p.enqueue(h, extra)
-    assert snapshot(p, [h]) == before
+    assert _snap(p, [h]) == before
     p.discard(extra)
     p.cut(h)                       # the queued tasks go back without a release
     p.flush()
     assert p.pool.in_use == 0 and h.queue == []
-    keeps_playing(p, h)
+    _plays_on(p, h)
 
 
 # ---------------------------------------------------------------- the pose stack of 7
@@ -302,21 +363,22 @@ def test_the_plan_refuses_an_eighth_pose_and_keeps_its_seven():
     assert plan.refusals == [("x", 2)]
 
 
-def _eighth(p: Player):
-    h, other = CharacterInstance(SET, "h"), CharacterInstance(SET, "other")
+def _eighth(p):
+    """``p`` a Player or a Reference: h plays the chain that needs an eighth pose, other the idle."""
+    cls = CharacterInstance if isinstance(p, Player) else RefInstance
+    h, other = cls(SET, "h"), cls(SET, "other")
     p.change(other, p.loop(other, IDLE))
     p.change(h, p.chain(h, [LONG, *SHORT[:6], IDLE], blend=1.0))
     return h, other
 
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_an_eighth_pose_through_a_player_is_refused_counted_and_the_update_goes_on(batched):
+def test_an_eighth_pose_through_a_player_is_refused_counted_and_the_update_goes_on():
     """One chain of a long clip and six 2-frame clips (each always inside its blend window
     into the next) then a loop: while the long clip is inside its own window the stack
     needs 8 poses at once. That update's sample skips the eighth (the loop's), counts it
     on the human and in the player's statistics, and returns every pose; later updates
     (the long clip handed over: 7 poses) refuse nothing."""
-    p = _player(batched)
+    p = _player()
     h, other = _eighth(p)
     refused = []
     for u in range(30):
@@ -333,49 +395,55 @@ def test_an_eighth_pose_through_a_player_is_refused_counted_and_the_update_goes_
     assert h.record.anim_id != LONG
 
 
-@pytest.mark.parametrize("batched", [True, False])
-def test_with_refuse_deep_chains_an_eighth_pose_chain_is_refused_when_given(batched):
+@ENGINES
+def test_with_refuse_deep_chains_an_eighth_pose_chain_is_refused_when_given(engine):
     """One chain of a long clip and six 2-frame clips (each always inside its blend window
     into the next) then a loop: inside the long clip's window it would need 8 poses at
     once. With the option the chain is refused when it is given, naming the human,
     before any task is built; the human plays on."""
-    p = _player(batched, refuse_deep_chains=True)
-    h, other = CharacterInstance(SET, "h"), CharacterInstance(SET, "other")
+    p = _new(engine, refuse_deep_chains=True)
+    h, other = _human(p, "h"), _human(p, "other")
     p.change(other, p.loop(other, IDLE))
     p.change(h, p.loop(h, IDLE))
     p.step([h, other])
-    before = snapshot(p, [h, other])
+    before = _snap(p, [h, other])
     in_use = p.pool.in_use
     with pytest.raises(PoseStackOverflow) as ei:
         p.chain(h, [LONG, *SHORT[:6], IDLE], blend=1.0)
     assert str(ei.value).startswith("h: an eighth pose")
-    assert snapshot(p, [h, other]) == before and p.pool.in_use == in_use
+    assert _snap(p, [h, other]) == before and p.pool.in_use == in_use
     p.change(h, p.chain(h, [LONG, *SHORT[:5], IDLE], blend=1.0))   # seven fit
     for _ in range(30):
         p.step([h, other])
-        assert p.sample([h, other]).is_finite()
+        poses = p.sample([h, other])
+        assert h.poses_refused == 0 and (not engine or poses.is_finite())
         p.flush()
     assert p.pool.in_use == p.tasks_out([h, other])
-    keeps_playing(p, h, [other])
+    _plays_on(p, h, [other])
 
 
-def test_the_refused_pose_is_the_same_in_both_paths():
-    """The batched path, the scalar path and the reference plan refuse the same pose on
-    the same updates and show the same pose then."""
-    players = [_player(True), _player(False), _player(False)]
-    humans = [_eighth(p) for p in players]
+def test_the_refused_pose_is_the_same_in_the_engine_and_the_reference():
+    """The engine and the reference model (anim.reference) refuse the same pose on the
+    same updates and show the same poses then, bit for bit (0x00104ce0, L257)."""
+    p, r = _player(), Reference()
+    (h, other), (rh, rother) = _eighth(p), _eighth(r)
+    refused = 0
     for u in range(30):
-        got = []
-        for k, (p, (h, other)) in enumerate(zip(players, humans)):
-            p.step([h, other])
-            poses = p.sample([h, other], reference=(k == 2))
-            got.append((h.poses_refused, poses))
-            p.flush()
-        assert got[0][0] == got[1][0] == got[2][0]
-        for _, poses in got[1:]:
-            np.testing.assert_allclose(poses.rot, got[0][1].rot, atol=1e-5)
-            np.testing.assert_array_equal(poses.tag, got[0][1].tag)
-    assert players[0].stats.poses_refused == players[1].stats.poses_refused > 0
+        p.step([h, other])
+        r.step([rh, rother])
+        poses, refs = p.sample([h, other]), r.sample([rh, rother])
+        assert (h.poses_refused, other.poses_refused) == (rh.poses_refused, rother.poses_refused), u
+        refused += h.poses_refused
+        for i, ref in enumerate(refs):
+            vel, root, rot, tag = ref.arrays()
+            assert np.array_equal(poses.rot[:, :, i].T.view(np.uint32), rot.view(np.uint32)), (u, i)
+            assert np.array_equal(poses.vel[:, i].view(np.uint32), vel.view(np.uint32)), (u, i)
+            assert np.array_equal(poses.root[:, i].view(np.uint32), root.view(np.uint32)), (u, i)
+            assert np.array_equal(poses.tag[:, i], tag), (u, i)
+        p.flush()
+        r.flush()
+        assert engine_state(p, [h, other]) == reference_state(r, [rh, rother]), u
+    assert p.stats.poses_refused == refused > 0
 
 
 def test_an_eighth_pose_in_a_scenario_is_counted_in_the_trace():
@@ -401,17 +469,26 @@ def test_an_eighth_pose_in_a_scenario_is_counted_in_the_trace():
 
 # ---------------------------------------------------------------- the early finish above 6
 
-def _loops(p: Player, h: CharacterInstance, n: int) -> None:
+def _loops(p, h, n: int) -> None:
     for _ in range(n):
         p.push(h, p.loop(h, IDLE))
 
 
+def _world(engine: bool, **kw):
+    """A Player (``engine``) or the reference model (anim.reference) with options ``kw``,
+    and a human of SET for it."""
+    if engine:
+        return _player(**kw), CharacterInstance(SET, "h")
+    return Reference(PlayerOptions(**kw)), RefInstance(SET, "h")
+
+
+@pytest.mark.parametrize("engine", [True, False], ids=["engine", "reference"])
 @pytest.mark.parametrize("size, finished", [(6, False), (7, True)])
-def test_the_newest_fade_finishes_early_when_a_stack_holds_more_than_6(size, finished):
+def test_the_newest_fade_finishes_early_when_a_stack_holds_more_than_6(size, finished, engine):
     """A fade with a long time sits on top of ``size`` tasks; a push finishes it early
-    (advanced by its remaining time: it and the tasks it covers go) only above 6."""
-    p = _player()
-    h = CharacterInstance(SET, "h")
+    (advanced by its remaining time: it and the tasks it covers go) only above 6; the
+    engine and the reference model alike."""
+    p, h = _world(engine)
     _loops(p, h, size - 2)
     new = p.loop(h, A, held=0x1)
     p.insert_bottom(h, new)
@@ -430,10 +507,10 @@ def test_the_newest_fade_finishes_early_when_a_stack_holds_more_than_6(size, fin
         assert not f.released and len(h.stack) == size + 1 and f.elapsed == 0.0
 
 
+@pytest.mark.parametrize("engine", [True, False], ids=["engine", "reference"])
 @pytest.mark.parametrize("above, size, finished", [(6, 7, True), (7, 7, False), (7, 8, True)])
-def test_the_early_finish_threshold_is_an_option(above, size, finished):
-    p = _player(early_finish_above=above)
-    h = CharacterInstance(SET, "h")
+def test_the_early_finish_threshold_is_an_option(above, size, finished, engine):
+    p, h = _world(engine, early_finish_above=above)
     _loops(p, h, size - 2)
     new = p.loop(h, A)
     p.insert_bottom(h, new)
@@ -446,20 +523,26 @@ def test_the_early_finish_threshold_is_an_option(above, size, finished):
 
 # ---------------------------------------------------------------- the clean-up above 12
 
-@pytest.mark.parametrize("batched", [True, False])
 @pytest.mark.parametrize("loops, cleaned", [(10, False), (11, True)])
-def test_a_fade_on_a_stack_of_more_than_12_gives_back_everything_above_its_new_task(batched, loops, cleaned):
+def test_a_fade_on_a_stack_of_more_than_12_gives_back_everything_above_its_new_task(loops, cleaned):
     """``loops`` pushed loops (no fade, so no early finish), then a change with a 1 s
     fade: 12 tasks keep the fade running; 13 make its first advance give back itself and
     every task between the new one and itself, long before its time is up. (Such stacks
-    need more than 7 poses, so the updates run without the sample until the fade is gone.)"""
-    p = _player(batched)
+    need more than 7 poses, so the updates run without the sample until the fade is gone.)
+    The reference model, given the same commands, has the same dump after every update."""
+    p = _player()
     h = CharacterInstance(SET, "h")
     _loops(p, h, loops)
     new = p.loop(h, A)
     f = p.change(h, new, 1.0)
     assert len(h.stack) == loops + 2
+    r, rh = Reference(), RefInstance(SET, "h")
+    _loops(r, rh, loops)
+    r.change(rh, r.loop(rh, A), 1.0)
+    assert engine_state(p, [h]) == reference_state(r, [rh])
     _step(p, [h])
+    _step(r, [rh])
+    assert engine_state(p, [h]) == reference_state(r, [rh])
     if cleaned:
         # gone back to the pool after one update, long before its 1 s (a stale handle now)
         assert h.stack == [new] and f.released and not f.alive()
@@ -467,16 +550,18 @@ def test_a_fade_on_a_stack_of_more_than_12_gives_back_everything_above_its_new_t
     else:
         assert len(h.stack) == loops + 2 and not f.released
     assert p.pool.in_use == p.tasks_out([h])
-    for _ in range(31):
+    for u in range(31):
         _step(p, [h])
+        _step(r, [rh])
+        assert engine_state(p, [h]) == reference_state(r, [rh]), u
     assert h.stack == [new] and f.released                       # the 1 s fade is over by now
     for _ in range(10):
         assert p.update([h]).is_finite()
 
 
-def test_the_cleanup_threshold_is_an_option():
-    p = _player(cleanup_above=20)
-    h = CharacterInstance(SET, "h")
+@pytest.mark.parametrize("engine", [True, False], ids=["engine", "reference"])
+def test_the_cleanup_threshold_is_an_option(engine):
+    p, h = _world(engine, cleanup_above=20)
     _loops(p, h, 11)
     f = p.change(h, p.loop(h, A), 1.0)
     _step(p, [h])

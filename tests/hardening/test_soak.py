@@ -2,7 +2,7 @@
 
 Issue 7, "Limits": afterwards every task is back in the pool, every pose is finite, and
 memory does not grow. The humans play the demo move set through anim.player.Player
-directly (the batched engine, the default; no ECS), each update four of them (chosen
+directly (the compiled engine, the only one; no ECS), each update four of them (chosen
 by a seeded random.Random) get a command: a change to a loop under a fade, a chain of
 clips handing over with a blend time (holding bits, with an end callback), a gait blend
 and its retargets, a paired chain from the partner's set, a queued task, or a cut.
