@@ -10,7 +10,7 @@ import pytest
 
 from scuffle.anim.clip import author_clip, make_event
 from scuffle.anim.animset import AnimSet
-from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.player import Player
 from scuffle.anim.rangelist import author_range
 from scuffle.anim.stack import CharacterInstance
 from scuffle.anim.tasks import LoopTask, TaskType
@@ -565,3 +565,28 @@ def test_events_read_after_the_flush_and_new_tasks():
         assert a == b, u
     assert sum(len(x) for u in logs[1] for x in u) > 10
     assert min(taken) > 0                        # free rows were taken every update
+
+
+def test_set_flags_reaches_the_cursors_alike():
+    """+0xcc (0x001058f0) between updates: the task flags' cursor bits (0x1 no velocity,
+    0x2 no turn, 0x10 muted: "Animation tasks" L226-231) go to every cursor of a clip
+    task, and to a gait's leader, its follower staying muted (L285); the engine and the
+    reference (whose tasks gained set_flags for this) agree, before and after the next
+    step."""
+    aset = _set(3)
+    dumps = []
+    for w, cls in worlds():
+        hs = [cls(aset, "a"), cls(aset, "b")]
+        w.change(hs[0], w.chain(hs[0], [2, 4], blend=0.1), 0.0)
+        w.change(hs[1], w.gait(hs[1], GAIT, target=1.5, value=1.5), 0.0)
+        w.flush()
+        w.update(hs)
+        clip, gait = hs[0].stack[0], hs[1].stack[0]
+        clip.set_flags(0x13)
+        gait.set_flags(0x2C1 | 0x2)
+        got = [[int(c.flags) for c in clip.cursors()], sorted(int(c.flags) for c in gait.cursors())]
+        assert got == [[0x13], [0x3, 0x13]], got
+        before = _state(w, hs)
+        w.update(hs)
+        dumps.append((before, _state(w, hs)))
+    assert dumps[0] == dumps[1]
