@@ -78,6 +78,16 @@ class RefTask:
     def cursors(self) -> list[RefCursor]:
         return []
 
+    def set_flags(self, flags: int) -> None:
+        """+0xcc: set the task flags; the cursor bits (0x1, 0x2, 0x10) go to its cursors
+        (L226-231). Original: 0x001058f0."""
+        self.flags = int(flags)
+        self._apply_flags()
+
+    def _apply_flags(self) -> None:
+        for c in self.cursors():
+            c.flags = self.cursor_flags()
+
     def leading_cursor(self) -> RefCursor | None:
         cs = self.cursors()
         return cs[0] if cs else None

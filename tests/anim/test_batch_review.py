@@ -1,51 +1,61 @@
 """Review of the compiled engine (issue 14): scenarios the random crowds of
-test_batch.py do not reach, each run on both paths and compared update by update."""
+test_batch.py do not reach, each run on the engine and on the reference model of the
+spec (scuffle.anim.reference, the same commands) and compared update by update: the
+dumps (anim.reference.dump: times, frames, events, ids, held bits, released ids, pool)
+and the poses equal bit for bit. The scalar step these once compared with is gone
+(issue 19); each test keeps the scenario that caught its bug."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from scuffle.anim.clip import author_clip, make_event
 from scuffle.anim.animset import AnimSet
-from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.player import Player
 from scuffle.anim.rangelist import author_range
 from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.tasks import ClipTask, LoopTask, TaskType
+from scuffle.anim.tasks import LoopTask, TaskType
 from scuffle.game.fighters.moveset import demo_set
 
-from test_batch import GAIT, _set, _state
+from test_batch import GAIT, _poses, _set, _state, same_poses, same_states, worlds
 
 
 def _both(setup, updates=60, humans=2, seed=3, between=None, **options):
-    """Run ``setup(p, hs)`` then ``updates`` updates on both paths; ``between(p, hs, u)``
-    after each flush. Returns [(states, p, hs, extra)] for batched, scalar."""
+    """Run ``setup(w, hs)`` then ``updates`` updates on the engine and on the reference;
+    ``between(w, hs, u, extra)`` after each flush. Returns [(states, poses, w, hs, extra)],
+    the engine's then the reference's."""
     aset = _set(seed)
     out = []
-    for batched in (True, False):
-        p = Player(PlayerOptions(batched=batched, pool_size=4000, **options))
-        hs = [CharacterInstance(aset, f"h{i}") for i in range(humans)]
-        extra = setup(p, hs)
-        p.flush()
-        states = []
+    for w, cls in worlds(pool_size=4000, **options):
+        hs = [cls(aset, f"h{i}") for i in range(humans)]
+        extra = setup(w, hs)
+        w.flush()
+        states, poses = [], []
         for u in range(updates):
-            p.step(hs)
-            p.sample(hs, reference=not batched)
-            p.flush()
-            states.append([_state(h) for h in hs])
+            w.step(hs)
+            poses.append(_poses(w, hs))
+            w.flush()
+            states.append(_state(w, hs))
             if between is not None:
-                between(p, hs, u, extra)
-                p.flush()
-        out.append((states, p, hs, extra))
+                between(w, hs, u, extra)
+                w.flush()
+        out.append((states, poses, w, hs, extra))
     return out
 
 
 def _same(out, check_pool=True):
-    (sa, pa, ha, _), (sb, pb, hb, _) = out
-    for u, (xa, xb) in enumerate(zip(sa, sb)):
-        assert xa == xb, f"update {u}"
+    (sa, qa, pa, ha, _), (sb, qb, pb, hb, _) = out
+    same_states(sa, sb)
+    same_poses(qa, qb)
     if check_pool:
         assert pa.pool.in_use == pa.tasks_out(ha)
         assert pb.pool.in_use == pb.tasks_out(hb)
+
+
+def _runs_equal(runs) -> None:
+    """Two runs' (states, poses) equal (see test_batch.same_states / same_poses)."""
+    (sa, qa), (sb, qb) = runs
+    same_states(sa, sb)
+    same_poses(qa, qb)
 
 
 def test_on_wrap_set_after_the_first_step_is_called():
@@ -65,7 +75,7 @@ def test_on_wrap_set_after_the_first_step_is_called():
 
     out = _both(setup, updates=80, between=between)
     _same(out)
-    (_, _, _, calls_a), (_, _, _, calls_b) = out
+    (*_, calls_a), (*_, calls_b) = out
     assert calls_b, "the scenario must wrap"
     assert calls_a == calls_b
 
@@ -83,14 +93,15 @@ def test_gait_on_wrap_set_after_the_first_step_is_called():
                 h.stack[0].on_wrap = lambda inst, calls=calls: calls.append(inst.name)
 
     out = _both(setup, updates=120, between=between)
-    (_, _, _, calls_a), (_, _, _, calls_b) = out
+    _same(out)
+    (*_, calls_a), (*_, calls_b) = out
     assert calls_b
     assert calls_a == calls_b
 
 
 def test_a_task_made_outside_the_world_is_refused_not_stepped_by_the_scalar_path():
-    """Once a ClipTask.next set between updates to a task outside the world's task table (a
-    private one, nxt -1) sent its human to the scalar step. Now a world's task never links
+    """Once a ClipTask.next set between updates to a task outside the world's task table
+    (a private one, nxt -1) sent its human to the scalar step (gone since issue 19). Now a world's task never links
     to or stacks a task whose rows are elsewhere (ForeignTask, a ValueError, nothing
     changed): a private task, another Player's task, a world task on a private cursor."""
     from scuffle.anim.tasks import ForeignTask
@@ -119,8 +130,10 @@ def test_a_task_made_outside_the_world_is_refused_not_stepped_by_the_scalar_path
     assert issubclass(ForeignTask, ValueError)
     assert (list(h.stack), clip.next, p.pool.in_use, int(p.stores.tasks.nxt[clip.trow])) == before
     assert h.queue == []
-    p.step([h])
-    assert p.batch.scalar_humans == 0
+    p.step([h])                                # the kernel steps the human as before
+    p.flush()
+    assert p.batch.kernel_humans == 1
+    assert h.stack == [clip] and clip.cursors()[0].time > 0.0
 
 
 def test_next_set_after_the_first_step_to_a_mix_task():
@@ -157,48 +170,48 @@ def test_next_set_after_the_first_step_to_a_world_loop():
 
 
 def test_a_human_twice_in_the_instance_list():
-    """FAILED before the fix: a human listed twice is stepped twice on both paths, but the scalar one
-    clears its events at its second step_one while the compiled one keeps the first
-    step's event rows when the second step fires none (``_event_rows`` set per status
-    row, never reset)."""
+    """FAILED before the fix: a human listed twice is stepped twice, and the scalar step
+    (as the reference's step_one does) cleared its events at its second step while the
+    compiled one kept the first step's event rows when the second step fired none
+    (``_event_rows`` set per status row, never reset)."""
     aset = _set(4)
     runs = []
-    for batched in (True, False):
-        p = Player(PlayerOptions(batched=batched, pool_size=4000))
-        hs = [CharacterInstance(aset, f"h{i}") for i in range(3)]
+    for p, cls in worlds(pool_size=4000):
+        hs = [cls(aset, f"h{i}") for i in range(3)]
         p.change(hs[0], p.chain(hs[0], [1, 2, 3], blend=0.1, held=0x3), 0.2)
         p.change(hs[1], p.gait(hs[1], GAIT, target=3.5, value=0.2, flags=0x2C1), 0.0)
         p.change(hs[2], p.loop(hs[2], 5), 0.0)
         p.flush()
         lst = [hs[0], hs[1], hs[0], hs[2], hs[1]]
-        states = []
+        states, poses = [], []
         for u in range(120):
             p.step(lst)
-            p.sample(lst, reference=not batched)
+            poses.append(_poses(p, lst))
             p.flush()
-            states.append([_state(h) for h in hs])
-        runs.append((states, p, hs))
-    for u, (a, b) in enumerate(zip(runs[0][0], runs[1][0])):
-        assert a == b, u
-    assert runs[0][1].pool.in_use == runs[0][1].tasks_out(runs[0][2])
+            states.append(_state(p, hs))
+        runs.append((states, poses))
+    _runs_equal(runs)
+    sa = runs[0][0]
+    assert all(st[0] == st[1] for st in sa)         # the engine's pool: every task out is held
+    fired = [bool(st[2][0][3]) for st in sa]        # the listed-twice human's events, per update
+    assert any(fired) and not all(fired)
 
 
 def test_forget_and_re_add_a_human():
     """Humans cut, flushed, forgotten and stepped again (new rows) and others taking
-    their rows: both paths agree and nothing leaks."""
+    their rows: the engine equals the reference and nothing leaks."""
     aset = _set(5)
     runs = []
-    for batched in (True, False):
-        p = Player(PlayerOptions(batched=batched, pool_size=4000))
-        hs = [CharacterInstance(aset, f"h{i}") for i in range(4)]
+    for p, cls in worlds(pool_size=4000):
+        hs = [cls(aset, f"h{i}") for i in range(4)]
         for i, h in enumerate(hs):
             p.change(h, p.chain(h, [i, i + 1, i + 2], blend=0.1, held=0x1), 0.0)
         p.flush()
-        states = []
+        states, poses = [], []
         for u in range(150):
             live = [h for k, h in enumerate(hs) if not (40 <= u < 70 and k % 2)]
             p.step(live)
-            p.sample(live, reference=not batched)
+            poses.append(_poses(p, live))
             p.flush()
             if u == 39:
                 for h in hs[1::2]:
@@ -209,10 +222,10 @@ def test_forget_and_re_add_a_human():
                     p.forget(h)
                     h.released.clear()           # (the group rule: test_step_of_one_group_...)
                     h.events = []
-                extra = CharacterInstance(aset, "x")    # takes a freed row
+                extra = cls(aset, "x")                  # takes a freed row
                 p.change(extra, p.loop(extra, 3), 0.0)
                 p.step(hs[::2] + [extra])
-                p.sample(hs[::2] + [extra], reference=not batched)
+                poses.append(_poses(p, hs[::2] + [extra]))
                 p.flush()
                 p.cut(extra)
                 p.flush()
@@ -221,11 +234,10 @@ def test_forget_and_re_add_a_human():
                 for h in hs[1::2]:
                     p.change(h, p.gait(h, GAIT, target=1.0, value=3.0), 0.3)
                 p.flush()
-            states.append([_state(h) for h in hs])
-        runs.append((states, p, hs))
-    for u, (a, b) in enumerate(zip(runs[0][0], runs[1][0])):
-        assert a == b, u
-    assert runs[0][1].pool.in_use == runs[0][1].tasks_out(runs[0][2])
+            states.append(_state(p, hs))
+        runs.append((states, poses))
+    _runs_equal(runs)
+    assert all(st[0] == st[1] for st in runs[0][0])   # the engine's pool: every task held
 
 
 def test_one_task_has_one_place():
@@ -297,13 +309,13 @@ def test_step_of_one_group_keeps_the_other_groups_events_and_released():
     ``_noisy`` (those touched since the last step), also those not in this step's list;
     the scalar path clears only the humans it steps (step_one). A game stepping its crowd
     in two groups (or a spawned human on its own) loses the other group's released ids
-    / events between the flush and their reading."""
+    / events between the flush and their reading. The reference clears, as the scalar
+    step did, only the humans it steps."""
     aset = _set(6)
     runs = []
-    for batched in (True, False):
-        p = Player(PlayerOptions(batched=batched, pool_size=4000))
-        a = [CharacterInstance(aset, f"a{i}") for i in range(3)]
-        b = [CharacterInstance(aset, f"b{i}") for i in range(3)]
+    for p, cls in worlds(pool_size=4000):
+        a = [cls(aset, f"a{i}") for i in range(3)]
+        b = [cls(aset, f"b{i}") for i in range(3)]
         for h in a + b:
             p.change(h, p.chain(h, [2, 3], blend=0.0), 0.1)
         p.flush()
@@ -313,16 +325,16 @@ def test_step_of_one_group_keeps_the_other_groups_events_and_released():
             p.flush()
             p.step(b)                    # must not touch group a's events / released
             p.flush()
-            states.append([_state(h) for h in a + b])
+            states.append(_state(p, a + b))
         runs.append(states)
-    for u, (x, y) in enumerate(zip(*runs)):
-        assert x == y, u
+    same_states(*runs)
+    assert any(h[3] or h[4] for st in runs[0] for h in st[2][:3])   # group a kept events / released ids
 
 
 def test_gait_spares_go_back_with_the_task():
     """Gaits that had spare cursors made (pair changes in the kernel, set_value far from
     the pair, retargets back before the spares were used), then cut: no cursor, gait or
-    task row stays in use on either path (covers a risky path)."""
+    task row stays in use in the engine, the reference's pool empties too (covers a risky path)."""
     def setup(p, hs):
         for i, h in enumerate(hs):
             p.change(h, p.gait(h, GAIT, target=(i % 5) * 0.9, value=((i + 2) % 5) * 0.9, flags=0x2C1), 0.0)
@@ -343,10 +355,11 @@ def test_gait_spares_go_back_with_the_task():
 
     out = _both(setup, updates=80, humans=10, between=between)
     _same(out)
-    (_, pa, ha, _), (_, pb, hb, _) = out
+    (_, _, pa, ha, _), (_, _, pb, hb, _) = out
     assert pa.batch.pair_changes > 5
     for name in ("cursors", "gaits", "tasks", "fades"):
-        assert getattr(pa.stores, name).in_use == getattr(pb.stores, name).in_use == 0, name
+        assert getattr(pa.stores, name).in_use == 0, name
+    assert pa.pool.in_use == pb.pool.in_use == 0
 
 
 @pytest.mark.parametrize("options", [dict(cleanup_above=3, early_finish_above=2),
@@ -426,9 +439,8 @@ def test_event_buffer_grows_mid_step_with_pair_changes():
         ranges[i] = author_range(flags=0x1000)
     aset = AnimSet.build(clips, ranges)
     runs = []
-    for batched in (True, False):
-        p = Player(PlayerOptions(batched=batched, pool_size=4000))
-        hs = [CharacterInstance(aset, f"h{i}") for i in range(200)]
+    for p, cls in worlds(pool_size=4000):
+        hs = [cls(aset, f"h{i}") for i in range(200)]
         for i, h in enumerate(hs):
             if i % 2:
                 p.change(h, p.gait(h, GAIT, target=(i % 5) * 0.95, value=((i + 2) % 5) * 0.95, flags=0x2C1), 0.0)
@@ -439,20 +451,19 @@ def test_event_buffer_grows_mid_step_with_pair_changes():
         for u in range(50):
             p.step(hs, dt=0.1)               # several frames an update: many events each
             p.flush()
-            states.append([_state(h) for h in hs])
+            states.append(_state(p, hs))
             if u % 9 == 4:
                 for i, h in enumerate(hs[1::2]):
                     h.stack[0].set_target(((u + i) * 1.3) % 4.0)
         runs.append((states, p, hs))
-    for u, (a, b) in enumerate(zip(runs[0][0], runs[1][0])):
-        assert a == b, u
+    same_states(runs[0][0], runs[1][0])
     pa = runs[0][1]
     assert len(pa.batch._ev_out) > 256 and pa.batch.pair_changes > 10
     assert pa.pool.in_use == pa.tasks_out(runs[0][2])
 
 
 def _no_wrap(inst) -> None:
-    """A wrap callback that does nothing (its human takes the scalar step)."""
+    """A wrap callback that does nothing (its human once took the scalar step)."""
 
 
 @pytest.mark.parametrize("how", ["argument", "option"])
@@ -460,30 +471,31 @@ def test_a_dt_that_is_not_a_float32(how):
     """FAILED before the fix: a dt that is not a float32 value (0.1, 1/30 unrounded) was
     rounded to float32 by the compiled step (``dt32`` in BatchEngine._run_step) but used
     as a double by the scalar one (F.mul(dt, rate)), and by the compiled path's own slow
-    humans: times differed in the last bit. Player.step now rounds dt once for both."""
+    humans (a loop with a wrap callback, kept here): times differed in the last bit.
+    Player.step rounds dt once, as the reference does (F.f32 of dt, "Playback rate")."""
     def setup(p, hs):
         p.change(hs[0], p.chain(hs[0], [1, 2, 3], blend=0.1), 0.2)
         p.change(hs[1], p.gait(hs[1], GAIT, target=3.0, value=0.5, flags=0x2C1), 0.0)
         p.change(hs[2], p.mix(hs[2], 4, 5, weight=0.3), 0.0)        # a type 10 (compiled since issue 19)
-        p.change(hs[3], p.loop(hs[3], 4, on_wrap=_no_wrap), 0.0)    # a slow human (a wrap callback)
+        p.change(hs[3], p.loop(hs[3], 4, on_wrap=_no_wrap), 0.0)    # once a slow human (a wrap callback)
         return None
 
     aset = _set(3)
     runs = []
-    for batched in (True, False):
-        opts = dict(dt=0.1) if how == "option" else {}
-        p = Player(PlayerOptions(batched=batched, pool_size=4000, **opts))
-        hs = [CharacterInstance(aset, f"h{i}") for i in range(4)]
+    opts = dict(dt=0.1) if how == "option" else {}
+    for p, cls in worlds(pool_size=4000, **opts):
+        hs = [cls(aset, f"h{i}") for i in range(4)]
         setup(p, hs)
         p.flush()
-        states = []
+        states, poses = [], []
         for u in range(40):
             p.step(hs, dt=(1.0 / 30.0 if how == "argument" else None))
+            poses.append(_poses(p, hs))
             p.flush()
-            states.append([_state(h) for h in hs])
-        runs.append(states)
-    for u, (a, b) in enumerate(zip(*runs)):
-        assert a == b, u
+            states.append(_state(p, hs))
+        runs.append((states, poses))
+    _runs_equal(runs)
+    assert any(h[0][0][5][1] > 0 for h in runs[0][0][-1][2][3:])   # the loop wrapped
 
 
 def test_more_than_64_nested_blend_windows_pose():
@@ -492,34 +504,32 @@ def test_more_than_64_nested_blend_windows_pose():
     stack holds); pose_stacks keeps only the first 64 window weights (``weights`` scratch,
     ``nw < weights.shape[0]``), so it blends with the weights of windows 58-63 instead:
     the pose differed. (Refused poses agree.) Fix: the weights kept as a ring (the
-    innermost 64)."""
-    from test_batch import _same_poses
+    innermost 64). The reference model blends as the spec reads (bit for bit)."""
     aset = _set(3)
     runs = []
-    for batched in (True, False):
-        p = Player(PlayerOptions(batched=batched, pool_size=4000))
-        h = CharacterInstance(aset, "h0")
+    for p, cls in worlds(pool_size=4000):
+        h = cls(aset, "h0")
         p.change(h, p.chain(h, [(7, 9, 10)[k % 3] for k in range(60)] + [0, 8, 4, 6, 11, 3, 2, 5, 5, 5],
                             blend=100.0), 0.0)
         p.flush()
         poses, refused = [], []
         for u in range(2):
             p.step([h])
-            poses.append(p.sample([h], reference=not batched).copy())
+            poses.append(_poses(p, [h]))
             refused.append(h.poses_refused)
             p.flush()
-        runs.append((poses, refused, [_state(h)]))
+        runs.append((poses, refused, [_state(p, [h])]))
     (pa, ra, sa), (pb, rb, sb) = runs
-    assert sa == sb
+    same_states(sa, sb)
     assert ra == rb and ra[0] > 60
-    _same_poses(pa, pb)
+    same_poses(pa, pb)
 
 
 def test_events_read_after_the_flush_and_new_tasks():
     """Lazy events (CharacterInstance._event_rows) read after the flush released the
     tasks that fired them (a fade of 0 s completing in the same step) and new tasks took
     every free row (the released rows are taken last): the FiredEvent's anim id and task
-    must be those of the step, as the scalar path made them. FAILED before the fix:
+    must be those of the step, as the reference makes them. FAILED before the fix:
     BatchEngine.fired read ``cursors.anim[cr]`` and ``_tasks[tr]`` at reading time (the
     new task's id, None or the new task); Player.flush now makes a human's lazy events
     before it releases a deferred task that fired one of them (BatchEngine.fired_by)."""
@@ -529,10 +539,9 @@ def test_events_read_after_the_flush_and_new_tasks():
                                events=[make_event(f, 11, word=i * 10 + f) for f in range(7)])
         ranges[i] = author_range(flags=0x1000)
     aset = AnimSet.build(clips, ranges)
-    logs = []
-    for batched in (True, False):
-        p = Player(PlayerOptions(batched=batched, pool_size=100000))
-        hs = [CharacterInstance(aset, f"h{i}") for i in range(4)]
+    logs, taken = [], []
+    for p, cls in worlds(pool_size=100000):
+        hs = [cls(aset, f"h{i}") for i in range(4)]
         for i, h in enumerate(hs):
             p.change(h, p.loop(h, i), 0.0)
         p.flush()
@@ -543,9 +552,10 @@ def test_events_read_after_the_flush_and_new_tasks():
             p.flush()
             p.step(hs)
             p.flush()                            # the old loops go back: rows given back
-            st = p.stores
-            n = min(int(st.tasks.n_free[0]), int(st.cursors.n_free[0]))
-            made = [p.loop(hs[0], (u + k) % 12) for k in range(n)]   # every free row taken
+            if isinstance(p, Player):
+                st = p.stores
+                taken.append(min(int(st.tasks.n_free[0]), int(st.cursors.n_free[0])))
+            made = [p.loop(hs[0], (u + k) % 12) for k in range(taken[u])]   # every free row taken
             log.append([[(fe.anim_id, fe.event.frame, None if fe.task is None else (int(fe.task.type), fe.task.anim_id()))
                          for fe in h.events] for h in hs])
             for t in made:
@@ -554,3 +564,29 @@ def test_events_read_after_the_flush_and_new_tasks():
     for u, (a, b) in enumerate(zip(*logs)):
         assert a == b, u
     assert sum(len(x) for u in logs[1] for x in u) > 10
+    assert min(taken) > 0                        # free rows were taken every update
+
+
+def test_set_flags_reaches_the_cursors_alike():
+    """+0xcc (0x001058f0) between updates: the task flags' cursor bits (0x1 no velocity,
+    0x2 no turn, 0x10 muted: "Animation tasks" L226-231) go to every cursor of a clip
+    task, and to a gait's leader, its follower staying muted (L285); the engine and the
+    reference (whose tasks gained set_flags for this) agree, before and after the next
+    step."""
+    aset = _set(3)
+    dumps = []
+    for w, cls in worlds():
+        hs = [cls(aset, "a"), cls(aset, "b")]
+        w.change(hs[0], w.chain(hs[0], [2, 4], blend=0.1), 0.0)
+        w.change(hs[1], w.gait(hs[1], GAIT, target=1.5, value=1.5), 0.0)
+        w.flush()
+        w.update(hs)
+        clip, gait = hs[0].stack[0], hs[1].stack[0]
+        clip.set_flags(0x13)
+        gait.set_flags(0x2C1 | 0x2)
+        got = [[int(c.flags) for c in clip.cursors()], sorted(int(c.flags) for c in gait.cursors())]
+        assert got == [[0x13], [0x3, 0x13]], got
+        before = _state(w, hs)
+        w.update(hs)
+        dumps.append((before, _state(w, hs)))
+    assert dumps[0] == dumps[1]
