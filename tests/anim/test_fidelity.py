@@ -1,11 +1,10 @@
 """Fidelity, round 3 (issue 23): type 8 events, held bits on release, bone-transform entry 0,
 the tag bit, and the 0.15 s fade's clock figure, from the spec's own words and numbers.
 
-Each point runs on the three paths: the compiled engine (``Player``, batched), the scalar
-step (``Player(batched=False)``: Player.step_one, the task classes, the numpy bones) and
-the plain-Python reference (``anim.reference``). tests/anim/test_reference.py ties the
-three bit for bit over random crowds with each option; here each rule is checked by
-what it must give.
+Each point runs on the two paths: the engine (``Player``: the compiled step, the one engine
+since issue 19) and the plain-Python reference (``anim.reference``: the independent oracle).
+tests/anim/test_reference.py ties the two bit for bit over random crowds with each option;
+here each rule is checked on each by what it must give.
 """
 from __future__ import annotations
 
@@ -25,16 +24,15 @@ from scuffle.anim.reference import RefInstance, Reference
 from scuffle.anim.stack import CharacterInstance
 from scuffle.anim.tasks import HeldFlags
 
-PATHS = ["compiled", "scalar", "reference"]
+PATHS = ["engine", "reference"]
 HOLD, IDLE, MOVE, STILL = 82, 388, 19, 7
 ANIM_STATE = int(HeldFlags.ANIM_STATE)
 
 
 def world(path: str, options: dict | None = None):
-    """(world, instance class) for one path, with the options given."""
+    """(world, instance class) for one path ("engine" or "reference"), with the options given."""
+    assert path in PATHS, path
     opts = dict(options or {})
-    if path == "scalar":
-        opts["batched"] = False
     if path == "reference":
         return Reference(PlayerOptions(**opts)), RefInstance
     return Player(PlayerOptions(**opts)), CharacterInstance

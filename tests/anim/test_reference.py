@@ -160,8 +160,7 @@ def _gen_blend_commands(rng: random.Random, ids: list[int], gait: list[int], hum
     """Commands weighted to types 10, 11 and 13: made and changed to, pushed, as a type 3's
     next task (blend windows, hand-overs), their values and targets moved (set_value /
     set_target), with the flags 0x1 / 0x2 / 0x10 and held bits; among chains, gaits,
-    loops and cuts. No queued task and no wrap callback (those still take the scalar step),
-    so the kernels run every human."""
+    loops and cuts (no queued task and no wrap callback: the blends are what it drives)."""
     cmds = []
     for u in range(updates):
         for hi in range(humans):
@@ -268,7 +267,7 @@ def _apply(w, hs, log: list, hi: int, fade: float, c: tuple, gait: list[int]) ->
         elif kind == "push":
             w.push(h, w.loop(h, c[1]))
             return "ok"
-        elif kind == "push_wrap":                # a loop with a wrap callback: the scalar step
+        elif kind == "push_wrap":                # a loop with a wrap callback as a callable
             w.push(h, w.loop(h, c[1], on_wrap=Log(log, "wrap", c[1])))
             return "ok"
         elif kind == "push_mix":
@@ -318,10 +317,9 @@ def _poses_of(w, hs, bones: bool):
 
 
 def run_world(w, aset, cmds: list, updates: int, humans: int, gait: list[int], poses: bool = True,
-              bones: bool = False, speeds=None, compiled: bool = False):
+              bones: bool = False, speeds=None):
     """Drive world ``w`` (a Player or a Reference) through the command list; returns the
-    per-update dumps, poses, command outcomes and callback log. ``compiled``: every step
-    of a Player must run every human in the kernels (none takes the scalar step)."""
+    per-update dumps, poses, command outcomes and callback log."""
     cls = CharacterInstance if isinstance(w, Player) else RefInstance
     hs = [cls(aset, f"h{i}", speed=(speeds[i] if speeds else 1.0)) for i in range(humans)]
     log: list = []
@@ -335,8 +333,6 @@ def run_world(w, aset, cmds: list, updates: int, humans: int, gait: list[int], p
         by_update.setdefault(cmd[0], []).append(cmd)
     for u in range(updates):
         w.step(hs)
-        if compiled and isinstance(w, Player):
-            assert (w.batch.scalar_humans, w.batch.kernel_humans) == (0, humans), f"update {u}: a scalar step"
         pose_list.append(_poses_of(w, hs, bones) if poses else None)
         w.flush()
         states.append((_state_of(w, hs), len(w.refused), len(log)))
@@ -355,15 +351,13 @@ def _per_human(log: list) -> dict:
 
 
 def compare(aset, cmds, updates, humans, gait, options=None, poses=True, bones=False, speeds=None,
-            callback_order=False, compiled=False):
+            callback_order=False):
     """Run the engine and the reference on the same commands; assert they agree bit for bit.
 
     The callbacks (end, wrap, report) are compared per human, in order; with
-    ``callback_order`` across humans too (see test_flush_calls_back_in_step_order).
-    ``compiled``: the engine's every step runs every human in the kernels."""
+    ``callback_order`` across humans too (see test_flush_calls_back_in_step_order)."""
     options = options or {}
-    eng = run_world(Player(PlayerOptions(**options)), aset, cmds, updates, humans, gait, poses, bones, speeds,
-                    compiled)
+    eng = run_world(Player(PlayerOptions(**options)), aset, cmds, updates, humans, gait, poses, bones, speeds)
     ref = run_world(Reference(PlayerOptions(**options)), aset, cmds, updates, humans, gait, poses, bones, speeds)
     for k, (a, b) in enumerate(zip(eng[0], ref[0])):
         assert a == b, f"state {k} (update {k // 2}): engine and reference differ\n{_diff(a, b)}"
@@ -535,11 +529,14 @@ OPTIONS = [{}, {"events": "newest"}, {"blend_window": "kept"}, {"pick": "all"}, 
            {"place_events": "fired"}, {"held_release": "coney"}, {"motion_entry": "identity"}, {"tag_bits": "mark"},
            {"events": "newest", "blend_window": "kept", "pick": "all", "end_zero_overshoot": True,
             "place_events": "fired", "held_release": "coney", "motion_entry": "identity", "tag_bits": "mark"},
-           {"batched": False, "place_events": "fired", "held_release": "coney", "motion_entry": "identity",
-            "tag_bits": "mark"}]
+           # every switch at once: all the readings above under the limits, the data's speeds and dt 1/60
+           {"events": "newest", "blend_window": "kept", "pick": "all", "end_zero_overshoot": True,
+            "place_events": "fired", "held_release": "coney", "motion_entry": "identity", "tag_bits": "mark",
+            "early_finish_above": 2, "cleanup_above": 4, "pool_size": 30, "refuse_deep_chains": True,
+            "speeds": DATA_SPEEDS, "dt": 1.0 / 60.0}]
 OPTION_IDS = ["default", "newest", "kept", "pick-all", "zero-overshoot", "small-stack", "small-pool", "refuse-deep",
               "data-speeds", "dt-60", "place-fired", "held-coney", "entry0-identity", "tag-mark", "all-readings",
-              "scalar-path-others"]
+              "all-switches"]
 
 
 def _random_case(seed: int, humans: int, updates: int, rate: float, long_chains: bool = False):
@@ -556,10 +553,10 @@ def test_random_sets_bit_for_bit(seed):
     compare(aset, cmds, 100, 5, GAIT)
 
 
-@pytest.mark.parametrize("options", OPTIONS + [{"batched": False}], ids=OPTION_IDS + ["scalar-path"])
+@pytest.mark.parametrize("options", OPTIONS, ids=OPTION_IDS)
 def test_player_options_bit_for_bit(options):
-    """Every switch of PlayerOptions (the readings, the limits, the speeds, dt, and the
-    engine's own scalar path, ``batched`` off) on both."""
+    """Every switch of PlayerOptions (the readings, the limits, the speeds, dt), one at a
+    time, the readings together and all of them at once, on both."""
     aset, cmds = _random_case(100 + len(str(options)), humans=4, updates=70, rate=0.15)
     compare(aset, cmds, 70, 4, GAIT, options, bones=True, speeds=[1.0, 0.5, 1.25, 2.0])
 
@@ -610,13 +607,13 @@ def test_types_10_11_13_run_compiled_bit_for_bit(options):
     """Types 10, 11 and 13 (made, under fades, pushed, as a type 3's next task in its blend
     window and after its hand-over, their values and targets moved, flags 0x1 / 0x2 / 0x10,
     held bits and the held-flag events) on every switch of PlayerOptions (pick "all"
-    included): the kernels run every human on every update (no scalar step) and the engine
-    equals the reference bit for bit, poses and bone transforms included."""
+    included): the engine (its kernels run every human) equals the reference bit for bit,
+    poses and bone transforms included, and the dumps show each type on a stack and as
+    a next task."""
     seed = 300 + OPTIONS.index(options)
     aset = random_set(seed)
     cmds = _gen_blend_commands(random.Random(seed), list(range(12)), GAIT, 4, 60, 0.2)
-    eng, _ = compare(aset, cmds, 60, 4, GAIT, options, bones=True, speeds=[1.0, 0.5, 1.25, 2.0],
-                     compiled=options.get("batched", True))
+    eng, _ = compare(aset, cmds, 60, 4, GAIT, options, bones=True, speeds=[1.0, 0.5, 1.25, 2.0])
     seen = _types_on_stacks(eng[0])
     assert set(BLEND_TYPES) <= seen, seen
     assert any(("next", t) in seen for t in BLEND_TYPES), seen
@@ -636,7 +633,7 @@ def test_pick_all_refuses_the_pushes_past_seven_compiled():
         cmds.append((0, 1, 0.0, ("push", 5)))
         cmds += [(0, 1, 0.0, ("push", k)) for k in range(6)]
         cmds.append((0, 1, 0.0, ("push_blend", ("pick", [1, 2, 3, 4], chosen, 0, 0, 1.0))))
-        eng, ref = compare(aset, cmds, 4, 2, GAIT, {"pick": "all"}, bones=True, compiled=True)
+        eng, ref = compare(aset, cmds, 4, 2, GAIT, {"pick": "all"}, bones=True)
         refused = [h[6] for h in eng[0][-1][0][2]]
         assert refused == [3, 4], refused
 
@@ -691,21 +688,14 @@ def _nested(seed, ids, blend, k, fade, new, options):
     compare(random_set(seed), cmds, k + 25, 1, GAIT, options)
 
 
-@pytest.mark.slow
-def test_nested_windows_cut_off_scalar_path_equals_reference():
-    """Nested hand-over windows cut off mid-hand-over (600 cases): the reference and the
-    engine's scalar path (batched off) agree bit for bit, pool included."""
-    for case in _nested_cases(range(20)):
-        _nested(*case, {"batched": False})
-
-
 def test_nested_windows_cut_off_in_a_hand_over_update_compiled():
     """Chain [9, 5, 8, 2, 5, 5] at blend 0.2 (windows nest), cut off by a change (fade 0)
     on the update in which a nested task hands over: the compiled path once kept the
     chain's last two tasks counted out of the pool for ever (in_use 3, the human holding
     1; the kernel had relinked a next task two levels down the chain, and the flush gave
     the chain back by the old link). Found by the differential fuzz (issue 19: 5 of the
-    600 cases of the slow sweep below); fixed in BatchEngine._relink_chains."""
+    600 cases of the slow sweep below, test_nested_windows_cut_off_sweep_compiled); fixed in
+    BatchEngine._relink_chains."""
     _nested(14, [9, 5, 8, 2, 5, 5], 0.2, 9, 0.0, 1, {})
 
 
@@ -722,7 +712,9 @@ def test_long_chain_cut_off_in_a_hand_over_update_compiled():
 
 @pytest.mark.slow
 def test_nested_windows_cut_off_sweep_compiled():
-    """The same 600 cases on the compiled path: none leaks (the bug above, fixed)."""
+    """Nested hand-over windows cut off mid-hand-over (600 cases: chains of 3-6 clips of
+    2-11 frames, blends 0.1-2.0, cut off after 1-20 updates): the engine and the reference
+    agree bit for bit, pool included, so none leaks (the bug above, fixed)."""
     for case in _nested_cases(range(20)):
         _nested(*case, {})
 
@@ -731,10 +723,9 @@ def test_flush_calls_back_in_step_order():
     """The deferred list fills as the humans step, in order ("When a clip ends" L314:
     AnimTask_DeferGive as each task ends; the flush "once every human's animation has
     stepped"), so two clips ending in one update call their end callbacks in human order,
-    also when one human takes the scalar step (its stack holds a loop with a wrap
-    callback; a type 10 did, before the kernels ran it) and the other the kernel: the
-    compiled path once put the kernel's humans first (found by the reference's fuzz;
-    BatchEngine._in_step_order)."""
+    also when one human's stack holds a loop with a wrap callback or a type 10 (once a
+    scalar step beside the kernel's, which put the kernel's humans first: found by the
+    reference's fuzz; BatchEngine._in_step_order)."""
     aset = demo_set()
     for slow in (("push_wrap", 388), ("push_mix", 388, 358, 0.3)):
         cmds = [(0, 0, 0.0, ("chain", [15, 388], 0.0, 0, True)), (0, 1, 0.0, ("chain", [15, 388], 0.0, 0, True)),
