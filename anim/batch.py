@@ -109,19 +109,6 @@ class BatchEngine:
         self.pair_changes = 0                   # gait pair changes the kernel made, in all
 
     # ---------------------------------------------------------------- rows
-    def register(self, task) -> None:
-        """A task the Player made in the world's task table: its row's object."""
-        r = task.trow
-        if r >= len(self._tasks):
-            self._tasks.extend([None] * (max(r + 1, 2 * len(self._tasks)) - len(self._tasks)))
-        self._tasks[r] = task
-
-    def unregister(self, task) -> None:
-        """A task went back to the pool: its row's object is forgotten."""
-        r = task.trow
-        if r < len(self._tasks) and self._tasks[r] is task:
-            self._tasks[r] = None
-
     def _row(self, inst: CharacterInstance) -> int:
         """The human's row (a new one on first sight: its record moves into the table).
         Rejected (ValueError): a human another world's engine has."""

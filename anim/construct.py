@@ -117,7 +117,6 @@ class TaskBuilder(ClipLookup):
 
     def _take(self, task: _T) -> _T:
         self.pool.take(task)
-        self.batch.register(task)
         return task
 
     def loop(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,

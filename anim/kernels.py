@@ -1123,7 +1123,7 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
 # ---------------------------------------------------------------- the step
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, inline='always')
 def _room(hi, humans, tasks, cursors, gaits, events, walk):
     """The buffer room one human's step may take, and whether the kernel can follow it:
     each cursor passes at most its clip's events twice (a wrap), a gait's incoming clip
@@ -1160,7 +1160,7 @@ def _room(hi, humans, tasks, cursors, gaits, events, walk):
     return need_ev, need_def, runnable
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, inline='always')
 def _note_wrap(hi, r, wrap_out, n_wrap):
     """A wrap of task ``r`` (with a wrap callback) as a row of ``wrap_out``."""
     wrap_out[n_wrap, 0] = hi
@@ -1168,7 +1168,7 @@ def _note_wrap(hi, r, wrap_out, n_wrap):
     return n_wrap + 1
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, inline='always')
 def _step_clip(hi, r, step, sink_on, zero_overshoot, humans, tasks, cursors, fades, gaits, events, out, n):
     """Types 1, 3, 4, 5, 6, 7 (LoopTask, ClipTask, HoldTask, SceneTask and the paired ones)
     advance: the cursor by ``step``; a loop wraps (D - 1/60, "When a clip ends" L318); a
@@ -1221,7 +1221,7 @@ def _step_clip(hi, r, step, sink_on, zero_overshoot, humans, tasks, cursors, fad
     return -1
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, inline='always')
 def _step_fade(hi, r, step, cleanup_above, humans, tasks, fades, out, n):
     """Type 9 (FadeTask) advances its clock; at its end, or with more than
     ``cleanup_above`` tasks on the stack, it goes with every task between its new task and
@@ -1253,7 +1253,7 @@ def _step_fade(hi, r, step, cleanup_above, humans, tasks, fades, out, n):
     n[3] |= STATUS_STACK | STATUS_TOP
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, inline='always')
 def _step_gait(hi, r, dt, step, sink_on, zero_overshoot, tasks, cursors, gaits, events, out, n):
     """Type 12 (GaitTask) advances ("Gait blend" L269-288): the value toward the target;
     a change of pair takes the incoming clips' cursors from the free list and starts them
@@ -1321,7 +1321,7 @@ def _step_gait(hi, r, dt, step, sink_on, zero_overshoot, tasks, cursors, gaits, 
               events.frame)
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, inline='always')
 def _step_blend(hi, r, dt, step, sink_on, zero_overshoot, tasks, cursors, events, out, n):
     """Types 10, 11 and 13 advance (their details ours, docs/original.md): a mix's weight
     and its leader (_step_mix); a pick's four clips in step, each looping; a direction's
@@ -1353,7 +1353,7 @@ def _step_blend(hi, r, dt, step, sink_on, zero_overshoot, tasks, cursors, events
                       events.n, events.frame)
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, inline='always')
 def _held_events(hi, n0, n_ev, humans, tasks, events, ev_out):
     """Events 0x2c, 0x2d and 0x48 among rows ``n0``-``n_ev`` act on the task that fired
     them if it holds the bits (the held flags, "Animation tasks" L231-237).
@@ -1379,7 +1379,7 @@ def _held_events(hi, n0, n_ev, humans, tasks, events, ev_out):
             h_flags[hi] |= _REPLACED
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, inline='always')
 def _step_human(hi, dt, rules, humans, tasks, cursors, fades, gaits, events, out, n):
     """One human's animation step: its stack bottom-up (a snapshot: tasks a hand-over or a
     fade put on the stack wait for the next step; released ones are skipped), each task

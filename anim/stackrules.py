@@ -288,6 +288,5 @@ class StackRules(TaskBuilder):
         for t in task.following():
             self.discard(t)
         if self.pool._take_back(task):
-            self.batch.unregister(task)
             task.dispose()
 

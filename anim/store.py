@@ -92,6 +92,7 @@ class Table:
 
     views: list | None = None
     clips: list | None = None
+    world: "Stores | None" = None   # the world's task table: its Stores (the other tables)
     all_events = False          # the cursor table: type 8 events fire too (PlaceEvents.FIRED)
 
     def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = ()):
@@ -304,7 +305,8 @@ class Stores:
         self.fades = fade_table(capacity)
         self.gaits = gait_table(capacity)
         self.tasks = task_table(capacity)
-        self.tasks.views = []                  # row -> its task object (BatchEngine.register)
+        self.tasks.views = []                  # row -> its task object (Task.__init__)
+        self.tasks.world = self
         self.humans = HumanTable(capacity)
 
 

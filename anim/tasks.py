@@ -24,7 +24,7 @@ from .callbacks import check_callback
 from .clip import EventType
 from .cursor import Cursor
 from .sampler import CursorFlags
-from .store import NO_ROW, Table, _stale, column, fade_table, gait_table, task_column, task_table
+from .store import NO_ROW, Table, _stale, column, task_column
 
 from .interfaces import PoseProgram, TaskHost
 
@@ -244,10 +244,23 @@ def fade_weight(elapsed: float, duration: float) -> float:
     return (1.0 + detmath.cos_pi_s(x)) / 2.0
 
 
-def _row_in(c) -> int:
-    """A cursor's (or fade's, gait's) row for a link column: NO_ROW when it lives in a
-    private one-row table (not the world's, which the compiled step reads)."""
-    return c.row if c.store.capacity > 1 else NO_ROW
+def _world_tasks(tstore: Table | None, what: str) -> Table:
+    """``tstore`` if it is a world's task table (anim.store.Stores: it knows the world's
+    other tables); ValueError otherwise: a task is made by a world's Player (its rows are
+    the world's, the only place its state lives)."""
+    if tstore is None or tstore.world is None:
+        raise ValueError(f"{what}: a task is made by a world's Player (Player.loop, .clip, .gait, ...): its "
+                         "rows live in the world's tables")
+    return tstore
+
+
+def _row_in(c, table: Table) -> int:
+    """A cursor's row for a link column; ForeignTask unless it is a row of ``table`` (the
+    world's cursor table)."""
+    if c.store is not table:
+        raise ForeignTask(f"{type(c).__name__} (anim id {c.anim_id}) was not made by this world's Player "
+                          "(its row is in another cursor table)")
+    return c.row
 
 
 class _WrapCallback:
@@ -310,8 +323,9 @@ class _CursorLink:
         return getattr(obj, self.attr)
 
     def __set__(self, obj, c: Cursor) -> None:
+        row = _row_in(c, obj.cstore)
         setattr(obj, self.attr, c)
-        getattr(obj.tstore, self.column)[obj.trow] = _row_in(c)
+        getattr(obj.tstore, self.column)[obj.trow] = row
 
 
 class Task:
@@ -319,9 +333,11 @@ class Task:
     callback (+0x2c) and the instance it plays on (+0x04).
 
     ``on_end(instance)`` runs at the release, whatever ended the task. The numbers live
-    in row ``trow`` of a task table (anim.store.task_table), the world's when the Player
-    makes the task (``tstore``), a private one otherwise: the object is a view onto its
-    row, which the compiled step reads and writes.
+    in row ``trow`` of the world's task table (``tstore``; the Player's constructors pass
+    it) and only there: the object is a handle onto its row (``tgen``, the row's
+    generation: StaleHandle once the row went back), which the compiled step reads and
+    writes; the table's ``views`` maps the row back to it. Rejected: a ``tstore`` that is
+    not a world's task table (ValueError: tasks are made by a Player).
     """
 
     __slots__ = ("tstore", "trow", "tgen", "__weakref__")
@@ -330,9 +346,13 @@ class Task:
     def __init__(self, rate: float, flags: int = 0, held: int = 0, on_end: Callable | None = None,
                  tstore: Table | None = None):
         on_end = check_callback(on_end, "on_end")       # before a row is taken
-        ts = self.tstore = tstore if tstore is not None else task_table(1)
+        ts = self.tstore = _world_tasks(tstore, type(self).__name__)
         r = self.trow = ts.alloc(zero=False)
         self.tgen = int(ts.gen[r])
+        views = ts.views                                # row -> its handle (links read through it)
+        if r >= len(views):
+            views.extend([None] * (r + 1 - len(views)))
+        views[r] = self
         ts.type[r] = int(self.type)
         ts.rate[r] = rate if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX else F.f32(float(rate))
         ts.flags[r] = int(flags)
@@ -368,17 +388,12 @@ class Task:
 
     def _link(self, column: str, task: "Task | None", check: bool = False) -> None:
         """Write ``task``'s row into this task's link column (``nxt``, ``incoming``).
-        Rejected (ForeignTask): a task of a world's table linked to one made outside it (its
-        rows live in another table, which the world's engine cannot follow); two tasks made
-        alone (private tables) link with no row (NO_ROW)."""
+        Rejected (ForeignTask): a task of another world's table (its rows live in another
+        table, which this world's engine cannot follow)."""
         ts = self.tstore
         if task is not None and task.tstore is not ts:
-            if ts.capacity > 1:
-                raise ForeignTask(f"{type(self).__name__}.{_LINK_NAMES[column]}: {type(task).__name__} was not made "
-                                  "by this world's Player (its row is in another task table)")
-            if not check:
-                getattr(ts, column)[self.trow] = NO_ROW
-            return
+            raise ForeignTask(f"{type(self).__name__}.{_LINK_NAMES[column]}: {type(task).__name__} was not made "
+                              "by this world's Player (its row is in another task table)")
         if check:
             if task is not None and task is not self.next and ts.placed[task.trow]:
                 raise TaskInUse(f"{type(self).__name__}.{_LINK_NAMES[column]}: {type(task).__name__} (anim id "
@@ -390,8 +405,11 @@ class Task:
     def dispose_row(self) -> None:
         """Give the task's row back to its table: the task is gone (reading it raises
         StaleHandle). A second dispose does nothing."""
-        if self.tstore.gen[self.trow] == self.tgen:
-            self.tstore.give_back(self.trow)
+        ts, r = self.tstore, self.trow
+        if ts.gen[r] == self.tgen:
+            if ts.views[r] is self:
+                ts.views[r] = None
+            ts.give_back(r)
 
     def alive(self) -> bool:
         """Whether the task's row is still its own (it has not gone back to the pool)."""
@@ -470,12 +488,12 @@ class _ClipBase(Task):
 
     def __init__(self, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None,
                  tstore: Table | None = None):
+        row = _row_in(cursor, _world_tasks(tstore, type(self).__name__).world.cursors)   # before a row is taken
         super().__init__(rate, flags, held, on_end, tstore)
         self.cursor = cursor
         ts, r = self.tstore, self.trow
-        cs = cursor.store
-        ts.c0[r] = _row_in(cursor)
-        cs.flags[cursor.row] = int(ts.flags[r]) & _CURSOR_INT        # cursor_flags()
+        ts.c0[r] = row
+        cursor.store.flags[row] = int(ts.flags[r]) & _CURSOR_INT        # cursor_flags()
 
     def anim_id(self) -> int:
         return self.cursor.anim_id
@@ -530,7 +548,7 @@ class ClipTask(_ClipBase):
     0x00105f78 (release).
     """
 
-    __slots__ = ("_next",)
+    __slots__ = ()
     type = TaskType.CLIP
 
     def __init__(self, cursor: Cursor, rate: float, next: Task | None = None, blend: float = 0.0,
@@ -560,11 +578,8 @@ class ClipTask(_ClipBase):
     def next(self) -> Task | None:
         """The task that takes this one's place when its clip ends (None: hold the last
         frame): read from the row's ``nxt`` link (a task made alone keeps it itself)."""
-        views = self.tstore.views
-        if views is None:
-            return getattr(self, "_next", None)        # made alone (or a released task's copy)
         r = self.tstore.nxt[self.trow]
-        return views[r] if r >= 0 else None
+        return self.tstore.views[r] if r >= 0 else None
 
     @next.setter
     def next(self, task: Task | None) -> None:
@@ -578,8 +593,6 @@ class ClipTask(_ClipBase):
         if task is not None:
             task.tstore.placed[task.trow] = True
         self._link("nxt", task)
-        if self.tstore.views is None:
-            self._next = task
 
     def following(self) -> list[Task]:
         nxt = self.next
@@ -683,7 +696,7 @@ class FadeTask(Task):
     0x00106ee8 (release).
     """
 
-    __slots__ = ("fade_time", "_incoming", "store", "row", "gen")
+    __slots__ = ("fade_time", "store", "row", "gen")
     type = TaskType.FADE
 
     def __init__(self, duration: float, rate: float = 1.0, held: int = 0, on_end=None, store: Table | None = None,
@@ -692,13 +705,12 @@ class FadeTask(Task):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         super().__init__(rate, 0, held, on_end, tstore)
         self.fade_time = F.f32(float(duration))
-        st = self.store = store if store is not None else fade_table(1)
+        st = self.store = store if store is not None else self.tstore.world.fades
         r = self.row = st.alloc(zero=False)
         self.gen = int(st.gen[r])
         st.el[r] = 0.0
         st.dur[r] = self.fade_time
-        self.tstore.aux[self.trow] = _row_in(self)
-        self._incoming: Task | None = None
+        self.tstore.aux[self.trow] = r
 
     elapsed = column("el", float, "Time into the fade (+0x1c), float32 summed toward zero.")
 
@@ -706,17 +718,12 @@ class FadeTask(Task):
     def incoming(self) -> Task | None:
         """The new task the fade brings in (the tasks above it, up to the fade, go at its
         end): read from the row's ``incoming`` link (a fade made alone keeps it itself)."""
-        views = self.tstore.views
-        if views is None:
-            return getattr(self, "_incoming", None)    # made alone (or a released fade's copy)
         r = self.tstore.incoming[self.trow]
-        return views[r] if r >= 0 else None
+        return self.tstore.views[r] if r >= 0 else None
 
     @incoming.setter
     def incoming(self, task: Task | None) -> None:
         self._link("incoming", task)     # ForeignTask before anything changes
-        if self.tstore.views is None:
-            self._incoming = task
 
     def dispose(self) -> None:
         self.dispose_row()
@@ -785,10 +792,10 @@ class GaitTask(Task):
         super().__init__(rate, flags, held, on_end, tstore)
         # Every column written here directly (the properties' values, without their casts).
         ts, tr = self.tstore, self.trow
-        st = self.store = store if store is not None else gait_table(1)
+        st = self.store = store if store is not None else ts.world.gaits
         r = self.row = st.alloc(zero=False)
         self.gen = int(st.gen[r])
-        ts.aux[tr] = r if st.capacity > 1 else NO_ROW
+        ts.aux[tr] = r
         self.ids = tuple(map(int, ids))
         st.id0[r], st.id1[r], st.id2[r], st.id3[r], st.id4[r] = self.ids
         # the clips' bank indices (the compiled step makes the cursors a change of pair
@@ -802,7 +809,7 @@ class GaitTask(Task):
         st.lower[r] = lower
         lo = make_cursor(self.ids[lower])
         up = make_cursor(self.ids[lower + 1])
-        self.cstore = lo.store
+        self.cstore = ts.world.cursors
         self.lower_cursor, self.upper_cursor = lo, up
         leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
         st.leader[r] = leader
@@ -925,10 +932,12 @@ class MixTask(Task):
 
     def __init__(self, a: Cursor, b: Cursor, rate: float = 1.0, weight: float = 0.0, flags: int = 0,
                  speed: float = GAIT_SPEED, held: int = 0, on_end=None, tstore: Table | None = None):
+        cs = _world_tasks(tstore, type(self).__name__).world.cursors
+        rows = _row_in(a, cs), _row_in(b, cs)              # before a row is taken
         super().__init__(rate, flags, held, on_end, tstore)
         self.a, self.b = a, b
         ts, r = self.tstore, self.trow
-        ts.c0[r], ts.c1[r] = _row_in(a), _row_in(b)
+        ts.c0[r], ts.c1[r] = rows
         ts.value[r] = ts.target[r] = min(max(float(weight), 0.0), 1.0)
         self.speed = F.f32(float(speed))
         self._apply()
@@ -989,11 +998,13 @@ class PickTask(Task):
         if len(cursors) != 4:
             raise ValueError(f"type 11: 4 clips, got {len(cursors)}")
         rule = PickSampling(sampling)
+        cs = _world_tasks(tstore, type(self).__name__).world.cursors
+        rows = tuple(_row_in(c, cs) for c in cursors)       # before a row is taken
         super().__init__(rate, flags, held, on_end, tstore)
         ts, r = self.tstore, self.trow
         ts.sampling[r] = PICK_SAMPLINGS.index(rule)
         self.clips = list(cursors)
-        ts.c0[r], ts.c1[r], ts.c2[r], ts.c3[r] = (_row_in(c) for c in self.clips)
+        ts.c0[r], ts.c1[r], ts.c2[r], ts.c3[r] = rows
         ts.value[r] = F.f32(min(max(float(value), 0.0), 3.0))
         self._apply()
 
@@ -1097,7 +1108,8 @@ class DirectionTask(Task):
                 cur.dispose()
         self.cursors_by_dir = keep
         ts, r = self.tstore, self.trow
-        ts.c0[r], ts.c1[r], ts.c2[r] = (_row_in(c) for c in keep.values())     # lower, centre, upper
+        cs = ts.world.cursors
+        ts.c0[r], ts.c1[r], ts.c2[r] = (_row_in(c, cs) for c in keep.values())     # lower, centre, upper
         base = self.cursor_flags()
         for d, cur in keep.items():
             cur.flags = CursorFlags(base | (0 if d == self.centre else CursorFlags.MUTED))

@@ -101,11 +101,12 @@ def test_gait_on_wrap_set_after_the_first_step_is_called():
 
 def test_a_task_made_outside_the_world_is_refused_not_stepped_by_the_scalar_path():
     """Once a ClipTask.next set between updates to a task outside the world's task table
-    (a private one, nxt -1) sent its human to the scalar step (gone since issue 19). Now a world's task never links
-    to or stacks a task whose rows are elsewhere (ForeignTask, a ValueError, nothing
-    changed): a private task, another Player's task, a world task on a private cursor."""
+    (a private one, nxt -1) sent its human to the scalar step (gone since issue 19). Now
+    a task's rows are a world's or it is not made (ValueError: tasks are made by a
+    Player), and a world's task never links to or stacks another world's task, nor takes
+    another table's cursor (ForeignTask, a ValueError, nothing changed)."""
+    from scuffle.anim.store import task_table
     from scuffle.anim.tasks import ForeignTask
-    from scuffle.anim.store import cursor_table
 
     aset = demo_set()
     p, other = Player(), Player()
@@ -113,20 +114,22 @@ def test_a_task_made_outside_the_world_is_refused_not_stepped_by_the_scalar_path
     p.change(h, p.clip(h, 15), 0.0)
     p.flush()
     clip = h.stack[0]
-    private = LoopTask(p.cursor(h.anim_set, 388), 1.0)                    # a private task table
+    before_rows = (p.stores.tasks.in_use, p.stores.cursors.in_use)
+    for tstore in (None, task_table(4)):                    # no world's table: not made at all
+        with pytest.raises(ValueError, match="LoopTask: a task is made by a world's Player"):
+            LoopTask(p.cursor(h.anim_set, 388), 1.0, tstore=tstore)
     theirs = other.loop(CharacterInstance(aset, "x"), 388)
-    private_cursor = p.cursor(h.anim_set, 388)
-    private_cursor.store, private_cursor.row = cursor_table(1), 0
-    own_on_private = LoopTask(private_cursor, 1.0, tstore=p.stores.tasks)
+    their_cursor = other.cursor(aset, 388)
+    with pytest.raises(ForeignTask, match="Cursor .anim id 388. was not made by this world's Player"):
+        LoopTask(their_cursor, 1.0, tstore=p.stores.tasks)      # another world's cursor
+    assert (p.stores.tasks.in_use, p.stores.cursors.in_use) == (before_rows[0], before_rows[1] + 2)
     before = (list(h.stack), clip.next, p.pool.in_use, int(p.stores.tasks.nxt[clip.trow]))
-    for bad in (private, theirs):
-        with pytest.raises(ForeignTask, match="ClipTask.next: LoopTask was not made by this world's Player"):
-            clip.next = bad
-    for bad in (private, theirs, own_on_private):
-        for act in (lambda t: p.push(h, t), lambda t: p.insert_bottom(h, t), lambda t: p.enqueue(h, t),
-                    lambda t: p.change(h, t, 0.2)):
-            with pytest.raises(ForeignTask, match="was not made by this world's Player"):
-                act(bad)
+    with pytest.raises(ForeignTask, match="ClipTask.next: LoopTask was not made by this world's Player"):
+        clip.next = theirs
+    for act in (lambda t: p.push(h, t), lambda t: p.insert_bottom(h, t), lambda t: p.enqueue(h, t),
+                lambda t: p.change(h, t, 0.2)):
+        with pytest.raises(ForeignTask, match="was not made by this world's Player"):
+            act(theirs)
     assert issubclass(ForeignTask, ValueError)
     assert (list(h.stack), clip.next, p.pool.in_use, int(p.stores.tasks.nxt[clip.trow])) == before
     assert h.queue == []

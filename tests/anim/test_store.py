@@ -11,7 +11,7 @@ import pytest
 from scuffle.anim.clip import author_clip
 from scuffle.anim.cursor import Cursor
 from scuffle.anim.stack import HumanRecord
-from scuffle.anim.store import HumanTable, StaleHandle, cursor_table, task_table
+from scuffle.anim.store import HumanTable, StaleHandle, Stores, cursor_table, task_table
 from scuffle.anim.tasks import BlendWindow, ClipTask, FadeTask, LoopTask, TaskFlags, TaskType
 
 
@@ -65,7 +65,8 @@ def test_the_free_list_is_a_stack_of_rows_and_growth_keeps_it():
 
 
 def test_tasks_are_views_onto_the_task_table():
-    tasks, cursors = task_table(8), cursor_table(8)
+    st = Stores(8)
+    tasks, cursors = st.tasks, st.cursors
     loop = LoopTask(_cursor(cursors), 0.75, flags=TaskFlags.NO_TURN, held=0x3, tstore=tasks)
     clip = ClipTask(_cursor(cursors), 1.0, next=loop, blend=0.2, window_rule=BlendWindow.KEPT, tstore=tasks)
     r, n = clip.trow, loop.trow
@@ -82,14 +83,29 @@ def test_tasks_are_views_onto_the_task_table():
     assert tasks.callback[n]
     fade = FadeTask(0.5, tstore=tasks)
     fade.incoming = clip
-    assert tasks.incoming[fade.trow] == r
+    assert tasks.incoming[fade.trow] == r and fade.incoming is clip and tasks.views[r] is clip
+    assert fade.store is st.fades and tasks.aux[fade.trow] == fade.row
 
 
-def test_a_task_made_alone_has_a_private_row_and_no_links_into_other_tables():
-    loop = LoopTask(_cursor(cursor_table(1)), 1.0)
-    clip = ClipTask(_cursor(cursor_table(1)), 1.0, next=loop)
-    assert loop.tstore.capacity == 1 and loop.tstore.c0[0] == -1      # a private cursor: no row link
-    assert clip.tstore.nxt[0] == -1 and clip.next is loop             # another table: no row link
+def test_a_task_is_made_in_a_worlds_tables_only():
+    """Issue 19: the rows are the only truth, so there are no tasks made alone (private
+    one-row tables, links kept as Python objects): a task needs a world's task table
+    (Stores), and its cursor must be a row of that world's cursor table."""
+    from scuffle.anim.tasks import ForeignTask
+
+    with pytest.raises(ValueError, match="LoopTask: a task is made by a world's Player"):
+        LoopTask(_cursor(cursor_table(1)), 1.0)
+    with pytest.raises(ValueError, match="FadeTask: a task is made by a world's Player"):
+        FadeTask(0.5, tstore=task_table(4))
+    st = Stores(4)
+    with pytest.raises(ForeignTask, match="Cursor .anim id 7. was not made by this world's Player"):
+        LoopTask(_cursor(cursor_table(1)), 1.0, tstore=st.tasks)
+    assert st.tasks.in_use == 0
+    loop = LoopTask(_cursor(st.cursors), 1.0, tstore=st.tasks)
+    clip = ClipTask(_cursor(st.cursors), 1.0, next=loop, tstore=st.tasks)
+    assert clip.next is loop and st.tasks.nxt[clip.trow] == loop.trow
+    loop.dispose()
+    assert st.tasks.views[loop.trow] is None and not loop.alive()
 
 
 def test_records_move_into_the_human_table_and_back():

@@ -831,8 +831,9 @@ def test_queued_task_starts_as_a_change_without_fade():
 
 
 def test_task_base_calls_are_refused():
+    from scuffle.anim.store import Stores
     from scuffle.anim.tasks import Task
-    t = Task(1.0)
+    t = Task(1.0, tstore=Stores().tasks)
     with pytest.raises(TypeError):
         t.emit(None)
     assert t.anim_id() == -1 and t.duration() == 0.0 and t.current_time() == 0.0
