@@ -8,6 +8,8 @@ Never keep a reference to a column across an ``alloc`` (it may have been replace
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numpy.typing import DTypeLike
 
@@ -90,9 +92,9 @@ class Table:
     is its handle; ``clips`` (the world's cursor table only): bank index -> its Clip.
     """
 
-    views: list | None = None
-    clips: list | None = None
-    world: "Stores | None" = None   # the world's task table: its Stores (the other tables)
+    views: Any = None               # the world's task table: row -> its task object (a list)
+    clips: Any = None               # the world's cursor table: bank index -> Clip (a list)
+    world: Any = None               # the world's task table: its Stores (the other tables)
     all_events = False          # the cursor table: type 8 events fire too (PlaceEvents.FIRED)
 
     def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = ()):

@@ -395,7 +395,7 @@ class Task:
             raise ForeignTask(f"{type(self).__name__}.{_LINK_NAMES[column]}: {type(task).__name__} was not made "
                               "by this world's Player (its row is in another task table)")
         if check:
-            if task is not None and task is not self.next and ts.placed[task.trow]:
+            if task is not None and task is not getattr(self, "next", None) and ts.placed[task.trow]:
                 raise TaskInUse(f"{type(self).__name__}.{_LINK_NAMES[column]}: {type(task).__name__} (anim id "
                                 f"{task.anim_id()}) already has a place (a stack, a queue or a next task); make a "
                                 "new task for each place")
