@@ -163,23 +163,22 @@ class BatchEngine:
 
     def write_stack(self, inst: CharacterInstance, stack: list) -> None:
         """Make ``stack`` (task objects of this world, at most 18) the human's stack rows."""
-        s = self._row(inst)
-        h = self.humans
-        n = len(stack)
-        row = h.stack[s]
-        row[:n] = [t.trow for t in stack]
-        row[n:] = -1
-        h.depth[s] = n
+        self._write_rows(inst, stack, "stack", "depth")
 
     def write_queue(self, inst: CharacterInstance, queue: list) -> None:
         """Make ``queue`` (task objects of this world, at most 10) the human's queue rows."""
+        self._write_rows(inst, queue, "queue", "queued")
+
+    def _write_rows(self, inst: CharacterInstance, tasks: list, rows: str, count: str) -> None:
+        """The tasks' rows into the human's row of column ``rows`` (-1 after them), their
+        number into column ``count`` (names: a new human's row may grow the arrays)."""
         s = self._row(inst)
         h = self.humans
-        n = len(queue)
-        row = h.queue[s]
-        row[:n] = [t.trow for t in queue]
+        n = len(tasks)
+        row = getattr(h, rows)[s]
+        row[:n] = [t.trow for t in tasks]
         row[n:] = -1
-        h.queued[s] = n
+        getattr(h, count)[s] = n
 
     def _start_queues(self, instances: list, rows: np.ndarray) -> None:
         """Each stepped human's queue runs once, before any stack advances, in step order
