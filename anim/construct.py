@@ -249,7 +249,9 @@ class TaskBuilder(ClipLookup):
         for d in range(8):
             self.find(s, base + d)
         _check_number("direction", direction, -math.inf)
-        return self._take(DirectionTask(base, lambda i: self.cursor(s, i), inst.speed, direction, flags, tstore=self.stores.tasks))
+        banks = [self._bank_of(self._entry(s, base + d)) for d in range(8)]
+        return self._take(DirectionTask(base, None, inst.speed, direction, flags, tstore=self.stores.tasks,
+                                        banks=banks))
 
     def chain(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, blend: float = 0.0, flags: int = 0,
               held: int = 0, paired_with: CharacterInstance | None = None,

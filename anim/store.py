@@ -235,13 +235,15 @@ def task_table(capacity: int = 64) -> Table:
     doubles, a pick's value a float32 held exactly), ``target`` (a mix's, float64),
     ``base`` (a direction's first anim id), ``centre`` (its nearest direction, 0-7) and
     ``sampling`` (a pick's PickSampling: 0 chosen, 1 all). The callbacks themselves
-    (anim.callbacks: data, or a callable) are keyed by row: ``on_end`` and ``on_wrap``."""
+    (anim.callbacks: data, or a callable) are keyed by row: ``on_end`` and ``on_wrap``;
+    so is a paired task's ``partner`` (a handle: data) and a direction's ``dir_banks``
+    (its eight clips' bank indices)."""
     return Table({"type": np.int8, "rate": np.float32, "flags": np.int32, "held": np.int64,
                   "c0": np.int64, "c1": np.int64, "aux": np.int64, "nxt": np.int64, "blend": np.float32,
                   "window": np.int8, "incoming": np.int64, "released": bool, "handed_over": bool,
                   "wraps": np.int64, "speed": np.float32, "callback": bool, "placed": bool,
                   "c2": np.int64, "c3": np.int64, "value": np.float64, "target": np.float64, "base": np.int64,
-                  "centre": np.int8, "sampling": np.int8}, capacity, keyed=("on_end", "on_wrap"))
+                  "centre": np.int8, "sampling": np.int8}, capacity, keyed=("on_end", "on_wrap", "partner", "dir_banks"))
 
 
 class HumanTable:

@@ -282,6 +282,19 @@ class _WrapCallback:
         ts.callback[r] = fn is not None
 
 
+class _Keyed:
+    """A task's plain-data value kept in the task table's keyed dict ``name`` (by row)."""
+
+    def __init__(self, name: str, doc: str):
+        self.name, self.__doc__ = name, doc
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else getattr(obj.tstore, self.name).get(obj.trow)
+
+    def __set__(self, obj, value) -> None:
+        getattr(obj.tstore, self.name)[obj.trow] = value
+
+
 class _EndCallback:
     """A task's end callback (+0x2c): data (anim.callbacks.Callback) or a callable, kept in
     the task table's ``on_end`` (keyed by row); the release calls it with the human."""
@@ -658,8 +671,9 @@ class PairedClipTask(ClipTask):
     Original: 0x00108a78 PairedTask_Init, 0x00108bd0 / 0x00108c80 / 0x00108ba8.
     """
 
-    __slots__ = ("partner",)
+    __slots__ = ()
     type = TaskType.PAIRED_CLIP
+    partner = _Keyed("partner", "The partner's handle (the human whose set the clip came from): data, keyed by row.")
 
     def __init__(self, cursor: Cursor, rate: float, partner, next: Task | None = None, blend: float = 0.0,
                  flags: int = 0, held: int = 0, on_end=None, window_rule: str = BlendWindow.ADVANCED,
@@ -674,8 +688,9 @@ class PairedHoldTask(HoldTask):
     Original: 0x00108450 PairedTask_Init (type 4).
     """
 
-    __slots__ = ("partner",)
+    __slots__ = ()
     type = TaskType.PAIRED_HOLD
+    partner = _Keyed("partner", "The partner's handle (the human whose set the clip came from): data, keyed by row.")
 
     def __init__(self, cursor: Cursor, rate: float, partner, flags: int = 0, held: int = 0, on_end=None,
                  tstore: Table | None = None):
@@ -696,7 +711,7 @@ class FadeTask(Task):
     0x00106ee8 (release).
     """
 
-    __slots__ = ("fade_time", "store", "row", "gen")
+    __slots__ = ("store", "row", "gen")
     type = TaskType.FADE
 
     def __init__(self, duration: float, rate: float = 1.0, held: int = 0, on_end=None, store: Table | None = None,
@@ -704,15 +719,15 @@ class FadeTask(Task):
         if not (duration >= 0.0 and math.isfinite(duration)):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         super().__init__(rate, 0, held, on_end, tstore)
-        self.fade_time = F.f32(float(duration))
         st = self.store = store if store is not None else self.tstore.world.fades
         r = self.row = st.alloc(zero=False)
         self.gen = int(st.gen[r])
         st.el[r] = 0.0
-        st.dur[r] = self.fade_time
+        st.dur[r] = F.f32(float(duration))
         self.tstore.aux[self.trow] = r
 
     elapsed = column("el", float, "Time into the fade (+0x1c), float32 summed toward zero.")
+    fade_time = column("dur", float, "The fade's duration d (s, float32).")
 
     @property
     def incoming(self) -> Task | None:
@@ -1075,11 +1090,18 @@ class DirectionTask(Task):
     __slots__ = ("cursors_by_dir", "_make_cursor")
     type = TaskType.DIRECTION
 
-    def __init__(self, base: int, make_cursor: Callable[[int], Cursor], rate: float = 1.0,
-                 direction: float = 0.0, flags: int = 0, held: int = 0, on_end=None, tstore: Table | None = None):
+    def __init__(self, base: int, make_cursor: Callable[[int], Cursor] | None = None, rate: float = 1.0,
+                 direction: float = 0.0, flags: int = 0, held: int = 0, on_end=None, tstore: Table | None = None,
+                 banks: Sequence[int] | None = None):
+        if banks is None and make_cursor is None:
+            raise ValueError("DirectionTask: the eight clips' bank indices (banks) or a make_cursor")
         super().__init__(rate, flags, held, on_end, tstore)
         self.base = int(base)
-        self._make_cursor = make_cursor
+        # the eight clips' bank indices, data keyed by row (the cursors of directions that
+        # come in are made from them); make_cursor only without them
+        if banks is not None:
+            self.tstore.dir_banks[self.trow] = tuple(int(b) for b in banks)
+        self._make_cursor = None if banks is not None else make_cursor
         self.value = float(direction) % 8.0
         self.centre = int(math.floor(self.value + 0.5)) & 7
         self.cursors_by_dir: dict[int, Cursor] = {}
@@ -1099,7 +1121,7 @@ class DirectionTask(Task):
         for d in self._neighbours():
             cur = self.cursors_by_dir.get(d)
             if cur is None:
-                cur = self._make_cursor(self.base + d)
+                cur = self._new_cursor(d)
                 if lead is not None:
                     _follow(lead, cur)
             keep[d] = cur
@@ -1113,6 +1135,14 @@ class DirectionTask(Task):
         base = self.cursor_flags()
         for d, cur in keep.items():
             cur.flags = CursorFlags(base | (0 if d == self.centre else CursorFlags.MUTED))
+
+    def _new_cursor(self, d: int) -> Cursor:
+        """A new cursor on direction ``d``'s clip (id base + d), from its bank index."""
+        if self._make_cursor is not None:
+            return self._make_cursor(self.base + d)
+        cs = self.tstore.world.cursors
+        bank = self.tstore.dir_banks[self.trow][d]
+        return Cursor(cs.clips[bank], bank, self.base + d, 0, cs, cs.all_events)
 
     def set_value(self, direction: float) -> None:
         """+0xbc: the direction (taken modulo 8); the clips of the new neighbours come in
