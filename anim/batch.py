@@ -89,7 +89,6 @@ class BatchEngine:
         self._twice = False                     # a human listed more than once
         self._ev_lo = self._ev_hi = np.zeros(0, np.int64)
         self._pair4 = np.zeros(4, np.int64)
-        self._tally = np.zeros(5, np.int64)         # the step's running counts (step_stacks)
         self._counts = np.zeros(5, np.int64)
         self._snap = np.zeros(HumanTable.STACK_ROWS, np.int64)
         self._walk = np.zeros(_WALK, np.int64)
@@ -415,7 +414,7 @@ class BatchEngine:
             _note_cold()
         while True:
             out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, counts, self._wrap_out, self._snap,
-                                self._walk, self._pair4, self._tally)
+                                self._walk, self._pair4)
             K.step_stacks(rows, start, dt32, rules, H, T, C, F, G, E, out)
             stopped = int(counts[K.COUNT_STOPPED])
             if stopped >= len(rows):

@@ -135,7 +135,6 @@ class StepBuffers(NamedTuple):
     snap: np.ndarray
     walk: np.ndarray
     pair4: np.ndarray
-    tally: np.ndarray
 
 
 class BankTables(NamedTuple):

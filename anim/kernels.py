@@ -1123,309 +1123,14 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
 # ---------------------------------------------------------------- the step
 
 
-@njit(cache=CACHE, inline='always')
-def _room(hi, humans, tasks, cursors, gaits, events, walk):
-    """The buffer room one human's step may take, and whether the kernel can follow it:
-    each cursor passes at most its clip's events twice (a wrap), a gait's incoming clip
-    may lead, each task (with the next tasks it owns) is deferred or wraps at most once.
-    Returns (events, tasks, runnable): runnable is False for a task without its rows or a
-    fade as a next task (a table written behind the engine's back)."""
-    t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt = (tasks.type, tasks.c0, tasks.c1, tasks.c2, tasks.c3, tasks.aux,
-                                                    tasks.nxt)
-    c_bank, e_count = cursors.bank, events.n
-    need_ev = 0
-    need_def = 0
-    runnable = True
-    n = _seed_walk(hi, humans.depth, humans.stack, walk)
-    while n > 0:
-        n -= 1
-        r = walk[n]
-        need_def += 1
-        if not _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
-            runnable = False
-            continue
-        for c in (t_c0[r], t_c1[r], t_c2[r], t_c3[r]):
-            if c >= 0:
-                need_ev += 2 * e_count[c_bank[c]]
-        if t_type[r] == _GAIT:
-            g = t_aux[r]
-            most = max(e_count[gaits.b0[g]], e_count[gaits.b1[g]], e_count[gaits.b2[g]], e_count[gaits.b3[g]],
-                       e_count[gaits.b4[g]])
-            need_ev += 2 * most
-        if (t_type[r] == _CLIP or t_type[r] == _PAIRED_CLIP) and t_nxt[r] >= 0 and n < walk.shape[0]:
-            if t_type[t_nxt[r]] == _FADE:
-                runnable = False
-            walk[n] = t_nxt[r]
-            n += 1
-    return need_ev, need_def, runnable
-
-
-@njit(cache=CACHE, inline='always')
-def _note_wrap(hi, r, wrap_out, n_wrap):
-    """A wrap of task ``r`` (with a wrap callback) as a row of ``wrap_out``."""
-    wrap_out[n_wrap, 0] = hi
-    wrap_out[n_wrap, 1] = r
-    return n_wrap + 1
-
-
-@njit(cache=CACHE, inline='always')
-def _step_clip(hi, r, step, sink_on, zero_overshoot, humans, tasks, cursors, fades, gaits, events, out, n):
-    """Types 1, 3, 4, 5, 6, 7 (LoopTask, ClipTask, HoldTask, SceneTask and the paired ones)
-    advance: the cursor by ``step``; a loop wraps (D - 1/60, "When a clip ends" L318); a
-    type 3 / 6 at its end hands over to its next task (the stack's place, or its owner's
-    next), goes on the deferred list, and inside its blend window its next task is
-    advanced too (L215). ``n`` holds the counts (events, deferred, wraps, status bits).
-    Returns the next task to advance in the same step (-1 none).
-    Original: 0x00105770 (loop), 0x00105af0 (type 3's hand-over), 0x00108a78 (type 6)."""
-    h_depth, h_stack = humans.depth, humans.stack
-    t_type, t_c0, t_nxt, t_incoming, t_handed = tasks.type, tasks.c0, tasks.nxt, tasks.incoming, tasks.handed_over
-    c_t, c_dur, c_at_end = cursors.t, cursors.dur, cursors.at_end
-    tt = t_type[r]
-    c = t_c0[r]
-    if tt == _LOOP:
-        wrapped, n[0] = _advance_looping(hi, c, r, step, sink_on, zero_overshoot, c_t, cursors.frame, cursors.end,
-                                         cursors.limit, cursors.flags, cursors.bank, cursors.ev, cursors.evf,
-                                         c_at_end, events.first, events.n, events.frame, out.ev_out, n[0])
-        if wrapped:
-            tasks.wraps[r] += 1
-            if tasks.callback[r]:
-                n[2] = _note_wrap(hi, r, out.wrap_out, n[2])
-        return -1
-    over, n[0] = _advance(hi, c, r, step, sink_on, c_t, cursors.frame, cursors.end, cursors.limit, cursors.flags,
-                          cursors.bank, cursors.ev, cursors.evf, c_at_end, events.first, events.n, events.frame,
-                          out.ev_out, n[0])
-    if tt != _CLIP and tt != _PAIRED_CLIP:
-        return -1
-    ended = over != 0.0 or (zero_overshoot and c_at_end[c])
-    nx = t_nxt[r]
-    window = _window(r, t_type, t_c0, tasks.c1, tasks.c2, tasks.c3, tasks.aux, tasks.value, t_nxt, tasks.blend,
-                     c_dur, fades.dur, gaits.leader)
-    if nx >= 0 and ended:
-        # the hand-over: the next task takes this one's place
-        t_handed[r] = True
-        pos = _find(hi, r, h_depth, h_stack)
-        if pos < 0:
-            owner = _owner_of(hi, r, h_depth, h_stack, t_type, t_nxt, t_handed, out.walk)
-            t_nxt[owner] = nx
-        else:
-            h_stack[hi, pos] = nx
-            for j in range(h_depth[hi]):
-                fj = h_stack[hi, j]
-                if t_type[fj] == _FADE and t_incoming[fj] == r:
-                    t_incoming[fj] = nx
-        n[1] = _defer(hi, r, tasks.released, out.def_out, n[1])
-        n[3] |= STATUS_STACK | STATUS_TOP
-        return nx if window > 0.0 else -1
-    if tasks.window[r] != _KEPT and window > 0.0 and sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), window)) > 0.0:
-        return nx          # "the next task is advanced too" (L215)
-    return -1
-
-
-@njit(cache=CACHE, inline='always')
-def _step_fade(hi, r, step, cleanup_above, humans, tasks, fades, out, n):
-    """Type 9 (FadeTask) advances its clock; at its end, or with more than
-    ``cleanup_above`` tasks on the stack, it goes with every task between its new task and
-    itself (Player.complete_fade, "Fades" L261-267). Original: 0x00106cc8."""
-    h_depth, h_stack, t_released = humans.depth, humans.stack, tasks.released
-    a = tasks.aux[r]
-    el = add(np.float64(fades.el[a]), step)
-    fades.el[a] = el
-    if not (el >= fades.dur[a] or h_depth[hi] > cleanup_above):
-        return
-    hpos = _find(hi, r, h_depth, h_stack)
-    if t_released[r] or hpos < 0:
-        return
-    inc = tasks.incoming[r]
-    lo = 0
-    if inc >= 0:
-        ipos = _find(hi, inc, h_depth, h_stack)
-        if ipos >= 0:
-            lo = ipos + 1
-    d = h_depth[hi]
-    for j in range(lo, hpos + 1):
-        n[1] = _defer(hi, h_stack[hi, j], t_released, out.def_out, n[1])
-    gone = hpos + 1 - lo
-    for j in range(hpos + 1, d):
-        h_stack[hi, j - gone] = h_stack[hi, j]
-    for j in range(d - gone, d):
-        h_stack[hi, j] = _NO_ROW
-    h_depth[hi] = d - gone
-    n[3] |= STATUS_STACK | STATUS_TOP
-
-
-@njit(cache=CACHE, inline='always')
-def _step_gait(hi, r, dt, step, sink_on, zero_overshoot, tasks, cursors, gaits, events, out, n):
-    """Type 12 (GaitTask) advances ("Gait blend" L269-288): the value toward the target;
-    a change of pair takes the incoming clips' cursors from the free list and starts them
-    at the old leader's normalised time; the leader rule; the leader advances, looping
-    (its wraps noted), the follower follows at its normalised time, muted. ``n[4]``
-    counts the changes of pair. Original: 0x0010a5b8."""
-    t_c0, t_c1, t_aux = tasks.c0, tasks.c1, tasks.aux
-    c_t, c_dur, c_flags = cursors.t, cursors.dur, cursors.flags
-    g_lower, g_leader = gaits.lower, gaits.leader
-    pair4 = out.pair4
-    a = t_aux[r]
-    old = np.float64(gaits.value[a])
-    lower = g_lower[a]
-    old_frac = old - lower
-    old_lead = _lead(r, t_c0, t_c1, t_aux, g_leader)
-    v = _gait_value(r, dt, tasks.rate, tasks.speed, t_aux, gaits.value, gaits.target)
-    gaits.value[a] = v
-    nl = _pair_index(v)
-    if nl != lower:
-        # the clips that come in join at the old leader's normalised time
-        _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, pair4)
-        for j in range(2):
-            if pair4[2 + j] == 1:
-                cn = pair4[j]
-                tn = mul(div(np.float64(c_t[old_lead]), np.float64(c_dur[old_lead])), np.float64(c_dur[cn]))
-                _set_time(cn, tn, c_t, cursors.frame, cursors.end, cursors.bank, cursors.ev, cursors.evf,
-                          events.first, events.n, events.frame)
-        t_c0[r] = pair4[0]
-        t_c1[r] = pair4[1]
-        g_lower[a] = nl
-        lower = nl
-        n[4] += 1
-        n[3] |= STATUS_TOP
-    tgt = np.float64(gaits.target[a])
-    frac = v - lower
-    if frac < _ALONE_LOW:
-        lead = 0
-    elif frac >= _ALONE_HIGH:
-        lead = 1
-    elif v > tgt or old_frac > _FALL:
-        lead = 1
-    else:
-        lead = 0
-    if lead != g_leader[a]:
-        n[3] |= STATUS_TOP
-    g_leader[a] = lead
-    base = tasks.flags[r] & _CURSOR_BITS
-    if lead == 0:
-        lc = t_c0[r]
-        fc = t_c1[r]
-    else:
-        lc = t_c1[r]
-        fc = t_c0[r]
-    c_flags[lc] = base
-    c_flags[fc] = base | _MUTED
-    # the leader advances, looping
-    wrapped, n[0] = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, cursors.frame, cursors.end,
-                                     cursors.limit, c_flags, cursors.bank, cursors.ev, cursors.evf, cursors.at_end,
-                                     events.first, events.n, events.frame, out.ev_out, n[0])
-    if wrapped and tasks.callback[r]:
-        n[2] = _note_wrap(hi, r, out.wrap_out, n[2])
-    # the follower at the leader's normalised time
-    tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
-    _set_time(fc, tf, c_t, cursors.frame, cursors.end, cursors.bank, cursors.ev, cursors.evf, events.first, events.n,
-              events.frame)
-
-
-@njit(cache=CACHE, inline='always')
-def _step_blend(hi, r, dt, step, sink_on, zero_overshoot, tasks, cursors, events, out, n):
-    """Types 10, 11 and 13 advance (their details ours, docs/original.md): a mix's weight
-    and its leader (_step_mix); a pick's four clips in step, each looping; a direction's
-    centre leading, looping, its neighbours following at its normalised time. The playing
-    id is refreshed (it follows a set_value given since the last step)."""
-    tt = tasks.type[r]
-    c_t, c_dur = cursors.t, cursors.dur
-    ev_out = out.ev_out
-    n[3] |= STATUS_TOP
-    if tt == _MIX:
-        n[0] = _step_mix(hi, r, dt, step, sink_on, zero_overshoot, tasks.rate, tasks.flags, tasks.speed, tasks.c0,
-                         tasks.c1, tasks.value, tasks.target, c_t, cursors.frame, cursors.end, cursors.limit, c_dur,
-                         cursors.flags, cursors.bank, cursors.ev, cursors.evf, cursors.at_end, events.first,
-                         events.n, events.frame, ev_out, n[0])
-    elif tt == _PICK:
-        for j in range(4):
-            _, n[0] = _advance_looping(hi, _cursor_k(r, j, tasks.c0, tasks.c1, tasks.c2, tasks.c3), r, step, sink_on,
-                                       zero_overshoot, c_t, cursors.frame, cursors.end, cursors.limit, cursors.flags,
-                                       cursors.bank, cursors.ev, cursors.evf, cursors.at_end, events.first, events.n,
-                                       events.frame, ev_out, n[0])
-    else:                                   # _DIRECTION
-        lc = tasks.c1[r]
-        _, n[0] = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, cursors.frame, cursors.end,
-                                   cursors.limit, cursors.flags, cursors.bank, cursors.ev, cursors.evf, cursors.at_end,
-                                   events.first, events.n, events.frame, ev_out, n[0])
-        for fc in (tasks.c0[r], tasks.c2[r]):
-            tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
-            _set_time(fc, tf, c_t, cursors.frame, cursors.end, cursors.bank, cursors.ev, cursors.evf, events.first,
-                      events.n, events.frame)
-
-
-@njit(cache=CACHE, inline='always')
-def _held_events(hi, n0, n_ev, humans, tasks, events, ev_out):
-    """Events 0x2c, 0x2d and 0x48 among rows ``n0``-``n_ev`` act on the task that fired
-    them if it holds the bits (the held flags, "Animation tasks" L231-237).
-    Original: 0x00101dd8 (types 0x2c, 0x2d, 0x48)."""
-    h_depth, h_stack, h_flags, t_held, t_released = humans.depth, humans.stack, humans.flags, tasks.held, \
-        tasks.released
-    for j in range(n0, n_ev):
-        et = events.type[ev_out[j, 3]]
-        tr = ev_out[j, 1]
-        if et == _HELD_OPEN or et == _HELD_CLOSE:
-            if et == _HELD_OPEN:
-                need, clear, setb = _OPEN_NEED, _OPEN_CLEAR, _OPEN_SET
-            else:
-                need, clear, setb = _CLOSE_NEED, _CLOSE_CLEAR, _CLOSE_SET
-            if t_held[tr] & need:
-                t_held[tr] = (t_held[tr] & ~clear) | setb
-                _clear_flags(hi, np.int64(clear), tr, h_depth, h_stack, h_flags, t_held, t_released)
-                h_flags[hi] |= setb
-        elif et == _HELD_REPLACE and t_held[tr] != 0:
-            oldh = t_held[tr]
-            t_held[tr] = _REPLACED
-            _clear_flags(hi, oldh, tr, h_depth, h_stack, h_flags, t_held, t_released)
-            h_flags[hi] |= _REPLACED
-
-
-@njit(cache=CACHE, inline='always')
-def _step_human(hi, dt, rules, humans, tasks, cursors, fades, gaits, events, out, n):
-    """One human's animation step: its stack bottom-up (a snapshot: tasks a hand-over or a
-    fade put on the stack wait for the next step; released ones are skipped), each task
-    then the next tasks it advances too (_step_clip), the events only the newest task's
-    with EventRule.NEWEST, then the held-flag events of what each task fired.
-    Original: 0x00175610 (the stack's +0x64 calls)."""
-    h_depth, h_stack, t_type = humans.depth, humans.stack, tasks.type
-    snap = out.snap
-    depth = h_depth[hi]
-    newest = -1                             # the newest task (Player.top) when only its events fire
-    if rules.newest_only and depth > 0:
-        newest = h_stack[hi, depth - 1]
-        if t_type[newest] == _FADE:
-            newest = h_stack[hi, 0]
-    for i in range(depth):
-        snap[i] = h_stack[hi, i]
-    for si in range(depth):
-        task = snap[si]
-        if tasks.released[task]:
-            continue
-        sink_on = newest < 0 or task == newest
-        n0 = n[0]
-        r = task
-        while r >= 0:                       # a task, then the next tasks it advances too
-            tt = t_type[r]
-            step = mul(dt, np.float64(tasks.rate[r]))
-            if tt == _LOOP or tt == _HOLD or tt == _SCENE or tt == _PAIRED_HOLD or tt == _CLIP \
-                    or tt == _PAIRED_CLIP:
-                r = _step_clip(hi, r, step, sink_on, rules.zero_overshoot, humans, tasks, cursors, fades, gaits,
-                               events, out, n)
-            elif tt == _FADE:
-                _step_fade(hi, r, step, rules.cleanup_above, humans, tasks, fades, out, n)
-                r = -1
-            elif tt == _GAIT:
-                _step_gait(hi, r, dt, step, sink_on, rules.zero_overshoot, tasks, cursors, gaits, events, out, n)
-                r = -1
-            else:                           # 10, 11, 13
-                _step_blend(hi, r, dt, step, sink_on, rules.zero_overshoot, tasks, cursors, events, out, n)
-                r = -1
-        _held_events(hi, n0, n[0], humans, tasks, events, out.ev_out)
-
-
 @njit(cache=CACHE)
 def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, events, out):
     """One animation step of the humans ``rows[start:]`` (rows of the human table), each
-    in turn (_step_human; see the module docstring).
+    in turn (see the module docstring). One function on purpose: split into named steps
+    taking the tables' named tuples (issue 19, item 5), inlined or not, it ran 2.5x slower
+    (10.4 against 4.2 ms at 5,000 humans of the realistic crowd); its sections are marked
+    instead (the room, the stack, types 1 and 3-7, the fade, the gait, 10/11/13, the
+    held-flag events).
 
     Out: ``status[k]`` (STATUS_* bits) for rows[k]; ``ev_out[:counts[0]]`` the fired
     events (human row, task row, cursor row, event index into e_*), in firing order,
@@ -1438,51 +1143,295 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     rows per gait first); ``counts[3]`` counts the changes. ``wrap_out[:counts[4]]`` (human,
     task row) the wraps of tasks with a wrap callback (the ``callback`` column), in step
     order: the caller runs the callbacks after the step. A human with a task the kernel
-    cannot follow (``_room``: a fade as a next task, a task without its rows: a table
-    written behind the engine's back) is not stepped (STATUS_BAD). ``counts`` are read as
-    the fill so far (the caller zeroes them first). ``snap`` (>= 18), ``walk`` (>= 64),
-    ``pair4`` (4) and ``tally`` (5) are scratch. Nothing is allocated (no numpy array:
-    table rows are taken from free lists). In: ``rules`` the StepRules, the tables as
-    HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, and ``out`` the
-    StepBuffers (status, ev_lo, ev_hi and the buffers above).
+    cannot follow (``_runnable``: a fade as a next task, a task without its rows: a
+    table written behind the engine's back) is not stepped (STATUS_BAD). ``counts`` are
+    read as the fill
+    so far (the caller zeroes them first). ``snap`` (>= 18), ``walk`` (>= 64) and
+    ``pair4`` (4) are scratch. Nothing is allocated (no numpy array: table rows are
+    taken from free lists). In: ``rules`` the StepRules, the
+    tables as HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, and
+    ``out`` the StepBuffers (status, ev_lo, ev_hi and the buffers above).
     """
-    counts, status, ev_lo, ev_hi = out.counts, out.status, out.ev_lo, out.ev_hi
-    # the running counts: events, deferred, wraps, this human's status bits, pair changes
-    n = out.tally
-    n[0] = counts[COUNT_EVENTS]
-    n[1] = counts[COUNT_DEFERRED]
-    n[2] = counts[COUNT_WRAPS]
-    n[4] = counts[COUNT_GAITS]
-    cap_ev = out.ev_out.shape[0]
-    cap_def = min(out.def_out.shape[0], out.wrap_out.shape[0])
-    stopped = rows.shape[0]
+    zero_overshoot, newest_only, cleanup_above = rules.zero_overshoot, rules.newest_only, rules.cleanup_above
+    h_depth, h_stack, h_flags = humans.depth, humans.stack, humans.flags
+    t_type, t_rate, t_flags, t_held, t_c0, t_c1 = (tasks.type, tasks.rate, tasks.flags, tasks.held, tasks.c0,
+                                                   tasks.c1)
+    t_aux, t_nxt, t_blend, t_window, t_incoming = tasks.aux, tasks.nxt, tasks.blend, tasks.window, tasks.incoming
+    t_released, t_handed, t_wraps, t_speed = tasks.released, tasks.handed_over, tasks.wraps, tasks.speed
+    t_callback = tasks.callback
+    t_c2, t_c3, t_value, t_target = tasks.c2, tasks.c3, tasks.value, tasks.target
+    c_t, c_frame, c_end, c_limit, c_dur, c_flags = (cursors.t, cursors.frame, cursors.end, cursors.limit,
+                                                    cursors.dur, cursors.flags)
+    c_bank, c_ev, c_evf, c_at_end, c_anim = cursors.bank, cursors.ev, cursors.evf, cursors.at_end, cursors.anim
+    f_el, f_dur = fades.el, fades.dur
+    g_value, g_target, g_lower, g_leader = gaits.value, gaits.target, gaits.lower, gaits.leader
+    g_b0, g_b1, g_b2, g_b3, g_b4 = gaits.b0, gaits.b1, gaits.b2, gaits.b3, gaits.b4
+    e_first, e_count, e_frame, e_type = events.first, events.n, events.frame, events.type
+    status, ev_lo, ev_hi, ev_out, def_out = out.status, out.ev_lo, out.ev_hi, out.ev_out, out.def_out
+    counts, snap, walk, pair4, wrap_out = out.counts, out.snap, out.walk, out.pair4, out.wrap_out
+    n_ev = counts[COUNT_EVENTS]
+    n_def = counts[COUNT_DEFERRED]
+    n_gait = counts[COUNT_GAITS]
+    n_wrap = counts[COUNT_WRAPS]
+    cap_ev = ev_out.shape[0]
+    cap_def = min(def_out.shape[0], wrap_out.shape[0])
     for k in range(start, rows.shape[0]):
         hi = rows[k]
-        need_ev, need_def, runnable = _room(hi, humans, tasks, cursors, gaits, events, out.walk)
+        depth = h_depth[hi]
+        # room: each cursor passes at most its clip's events twice (a wrap), each task
+        # is deferred at most once
+        need_ev = 0
+        need_def = 0
+        runnable = True
+        n = _seed_walk(hi, h_depth, h_stack, walk)
+        while n > 0:
+            n -= 1
+            r = walk[n]
+            need_def += 1
+            # rows written behind the engine's back: the human is not stepped (STATUS_BAD)
+            if not _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
+                runnable = False
+            if t_c0[r] >= 0:
+                need_ev += 2 * e_count[c_bank[t_c0[r]]]
+            if t_c1[r] >= 0:
+                need_ev += 2 * e_count[c_bank[t_c1[r]]]
+            if t_c2[r] >= 0:                # types 11 and 13
+                need_ev += 2 * e_count[c_bank[t_c2[r]]]
+                if t_c3[r] >= 0:            # type 11
+                    need_ev += 2 * e_count[c_bank[t_c3[r]]]
+            if t_type[r] == _GAIT:          # a clip a change of pair brings in may lead
+                g = t_aux[r]
+                most = max(e_count[g_b0[g]], e_count[g_b1[g]], e_count[g_b2[g]], e_count[g_b3[g]],
+                           e_count[g_b4[g]])
+                need_ev += 2 * most
+            if (t_type[r] == _CLIP or t_type[r] == _PAIRED_CLIP) and t_nxt[r] >= 0 and n < walk.shape[0]:
+                if t_type[t_nxt[r]] == _FADE:
+                    runnable = False
+                walk[n] = t_nxt[r]
+                n += 1
         if not runnable:
             status[k] = STATUS_BAD
-            ev_lo[k] = ev_hi[k] = n[0]
+            ev_lo[k] = ev_hi[k] = n_ev
             continue
-        if n[0] + need_ev > cap_ev or max(n[1], n[2]) + need_def > cap_def:
-            stopped = k
-            break
-        ev0 = n[0]
-        def0 = n[1]
-        n[3] = 0
-        _step_human(hi, dt, rules, humans, tasks, cursors, fades, gaits, events, out, n)
-        st = n[3]
-        if n[0] > ev0:
+        if n_ev + need_ev > cap_ev or max(n_def, n_wrap) + need_def > cap_def:
+            counts[COUNT_EVENTS] = n_ev
+            counts[COUNT_DEFERRED] = n_def
+            counts[COUNT_GAITS] = n_gait
+            counts[COUNT_WRAPS] = n_wrap
+            counts[COUNT_STOPPED] = k
+            return
+        st = 0
+        ev0 = n_ev
+        def0 = n_def
+        # the newest task (Player.top) when only its events fire
+        newest = -1
+        if newest_only and depth > 0:
+            newest = h_stack[hi, depth - 1]
+            if t_type[newest] == _FADE:
+                newest = h_stack[hi, 0]
+        for i in range(depth):
+            snap[i] = h_stack[hi, i]
+        for si in range(depth):
+            task = snap[si]
+            if t_released[task]:
+                continue
+            sink_on = newest < 0 or task == newest
+            n0 = n_ev
+            r = task
+            while True:                     # a task, then the next tasks it advances too
+                tt = t_type[r]
+                step = mul(dt, np.float64(t_rate[r]))
+                if tt == _LOOP or tt == _HOLD or tt == _SCENE or tt == _PAIRED_HOLD or tt == _CLIP \
+                        or tt == _PAIRED_CLIP:
+                    c = t_c0[r]
+                    if tt == _LOOP:
+                        wrapped, n_ev = _advance_looping(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end,
+                                                         c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first,
+                                                         e_count, e_frame, ev_out, n_ev)
+                        if wrapped:
+                            t_wraps[r] += 1
+                            if t_callback[r]:
+                                wrap_out[n_wrap, 0] = hi
+                                wrap_out[n_wrap, 1] = r
+                                n_wrap += 1
+                        break
+                    over, n_ev = _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev,
+                                          c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+                    ended = over != 0.0 or (zero_overshoot and c_at_end[c])
+                    if tt != _CLIP and tt != _PAIRED_CLIP:
+                        break
+                    nx = t_nxt[r]
+                    if nx >= 0 and ended:
+                        # the hand-over: the next task takes this one's place
+                        t_handed[r] = True
+                        pos = _find(hi, r, h_depth, h_stack)
+                        if pos < 0:
+                            owner = _owner_of(hi, r, h_depth, h_stack, t_type, t_nxt, t_handed, walk)
+                            t_nxt[owner] = nx
+                        else:
+                            h_stack[hi, pos] = nx
+                            for j in range(h_depth[hi]):
+                                fj = h_stack[hi, j]
+                                if t_type[fj] == _FADE and t_incoming[fj] == r:
+                                    t_incoming[fj] = nx
+                        n_def = _defer(hi, r, t_released, def_out, n_def)
+                        st |= STATUS_STACK | STATUS_TOP
+                        if _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
+                                   g_leader) > 0.0:
+                            r = nx
+                            continue
+                        break
+                    if t_window[r] != _KEPT:
+                        b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
+                                    g_leader)
+                        if b > 0.0 and sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b)) > 0.0:
+                            r = nx          # "the next task is advanced too" (L215)
+                            continue
+                    break
+                elif tt == _FADE:
+                    a = t_aux[r]
+                    el = add(np.float64(f_el[a]), step)
+                    f_el[a] = el
+                    if el >= f_dur[a] or h_depth[hi] > cleanup_above:
+                        # StackRules.complete_fade: itself and every task between the new one and it
+                        hpos = _find(hi, r, h_depth, h_stack)
+                        if not t_released[r] and hpos >= 0:
+                            inc = t_incoming[r]
+                            lo = 0
+                            if inc >= 0:
+                                ipos = _find(hi, inc, h_depth, h_stack)
+                                if ipos >= 0:
+                                    lo = ipos + 1
+                            d = h_depth[hi]
+                            for j in range(lo, hpos + 1):
+                                n_def = _defer(hi, h_stack[hi, j], t_released, def_out, n_def)
+                            gone = hpos + 1 - lo
+                            for j in range(hpos + 1, d):
+                                h_stack[hi, j - gone] = h_stack[hi, j]
+                            for j in range(d - gone, d):
+                                h_stack[hi, j] = _NO_ROW
+                            h_depth[hi] = d - gone
+                            st |= STATUS_STACK | STATUS_TOP
+                    break
+                elif tt == _GAIT:
+                    a = t_aux[r]
+                    old = np.float64(g_value[a])
+                    lower = g_lower[a]
+                    old_frac = old - lower
+                    old_lead = _lead(r, t_c0, t_c1, t_aux, g_leader)
+                    v = _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target)
+                    g_value[a] = v
+                    nl = _pair_index(v)
+                    if nl != lower:
+                        # the clips that come in join at the old leader's normalised time
+                        _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, pair4)
+                        for j in range(2):
+                            if pair4[2 + j] == 1:
+                                cn = pair4[j]
+                                tn = mul(div(np.float64(c_t[old_lead]), np.float64(c_dur[old_lead])),
+                                         np.float64(c_dur[cn]))
+                                _set_time(cn, tn, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count,
+                                          e_frame)
+                        t_c0[r] = pair4[0]
+                        t_c1[r] = pair4[1]
+                        g_lower[a] = nl
+                        lower = nl
+                        n_gait += 1
+                        st |= STATUS_TOP
+                    tgt = np.float64(g_target[a])
+                    frac = v - lower
+                    if frac < _ALONE_LOW:
+                        lead = 0
+                    elif frac >= _ALONE_HIGH:
+                        lead = 1
+                    elif v > tgt or old_frac > _FALL:
+                        lead = 1
+                    else:
+                        lead = 0
+                    if lead != g_leader[a]:
+                        st |= STATUS_TOP
+                    g_leader[a] = lead
+                    base = t_flags[r] & _CURSOR_BITS
+                    if lead == 0:
+                        lc = t_c0[r]
+                        fc = t_c1[r]
+                    else:
+                        lc = t_c1[r]
+                        fc = t_c0[r]
+                    c_flags[lc] = base
+                    c_flags[fc] = base | _MUTED
+                    # the leader advances, looping
+                    wrapped, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
+                                               c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
+                                               ev_out, n_ev)
+                    if wrapped and t_callback[r]:
+                        wrap_out[n_wrap, 0] = hi
+                        wrap_out[n_wrap, 1] = r
+                        n_wrap += 1
+                    # the follower at the leader's normalised time
+                    tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
+                    _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+                    break
+                elif tt == _MIX:
+                    # the playing id follows a set_value given since the last step too: refreshed
+                    n_ev = _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed, t_c0,
+                                     t_c1, t_value, t_target, c_t, c_frame, c_end, c_limit, c_dur, c_flags,
+                                     c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+                    st |= STATUS_TOP
+                    break
+                elif tt == _PICK:
+                    # PickTask.advance: all four clips in step, each looping (the muted ones fire nothing);
+                    # the playing id follows a set_value given since the last step: refreshed
+                    st |= STATUS_TOP
+                    for j in range(4):
+                        _, n_ev = _advance_looping(hi, _cursor_k(r, j, t_c0, t_c1, t_c2, t_c3), r, step, sink_on,
+                                                   zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev,
+                                                   c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+                    break
+                elif tt == _DIRECTION:
+                    # DirectionTask.advance: the centre leads, looping; the neighbours follow
+                    # (the playing id refreshed, as for types 10 and 11)
+                    st |= STATUS_TOP
+                    lc = t_c1[r]
+                    _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
+                                               c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
+                                               ev_out, n_ev)
+                    for fc in (t_c0[r], t_c2[r]):
+                        tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
+                        _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+                    break
+                else:
+                    break                   # not a type this kernel is given
+            # the held-flag events of what this task fired (0x00101dd8: 0x2c, 0x2d, 0x48)
+            for j in range(n0, n_ev):
+                et = e_type[ev_out[j, 3]]
+                tr = ev_out[j, 1]
+                if et == _HELD_OPEN or et == _HELD_CLOSE:
+                    if et == _HELD_OPEN:
+                        need, clear, setb = _OPEN_NEED, _OPEN_CLEAR, _OPEN_SET
+                    else:
+                        need, clear, setb = _CLOSE_NEED, _CLOSE_CLEAR, _CLOSE_SET
+                    if t_held[tr] & need:
+                        t_held[tr] = (t_held[tr] & ~clear) | setb
+                        _clear_flags(hi, np.int64(clear), tr, h_depth, h_stack, h_flags, t_held, t_released)
+                        h_flags[hi] |= setb
+                elif et == _HELD_REPLACE and t_held[tr] != 0:
+                    oldh = t_held[tr]
+                    t_held[tr] = _REPLACED
+                    _clear_flags(hi, oldh, tr, h_depth, h_stack, h_flags, t_held, t_released)
+                    h_flags[hi] |= _REPLACED
+        if n_ev > ev0:
             st |= STATUS_EVENTS
-        if n[1] > def0:
+        if n_def > def0:
             st |= STATUS_DEFERRED
         status[k] = st
         ev_lo[k] = ev0
-        ev_hi[k] = n[0]
-    counts[COUNT_EVENTS] = n[0]
-    counts[COUNT_DEFERRED] = n[1]
-    counts[COUNT_WRAPS] = n[2]
-    counts[COUNT_GAITS] = n[4]
-    counts[COUNT_STOPPED] = stopped
+        ev_hi[k] = n_ev
+    counts[COUNT_EVENTS] = n_ev
+    counts[COUNT_DEFERRED] = n_def
+    counts[COUNT_GAITS] = n_gait
+    counts[COUNT_WRAPS] = n_wrap
+    counts[COUNT_STOPPED] = rows.shape[0]
 
 
 # ---------------------------------------------------------------- the pose
