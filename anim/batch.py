@@ -160,6 +160,10 @@ class BatchEngine:
         tasks = self._tasks
         return [tasks[r] for r in self.humans.queue[s, :self.humans.queued[s]].tolist()]
 
+    def depth_of(self, inst: CharacterInstance) -> int:
+        """The number of tasks on the human's stack (its row's depth; 0 before it has a row)."""
+        return int(self.humans.depth[inst.slot]) if inst.engine is self else 0
+
     def write_stack(self, inst: CharacterInstance, stack: list) -> None:
         """Make ``stack`` (task objects of this world, at most 18) the human's stack rows."""
         self._write_rows(inst, stack, "stack", "depth")

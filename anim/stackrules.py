@@ -57,7 +57,7 @@ class StackRules(TaskBuilder):
 
     def _early_finish(self, inst: CharacterInstance) -> None:
         """With more than 6 tasks, finish the newest fade by its remaining time (0x00177eb8)."""
-        if len(inst.stack) > self.options.early_finish_above:
+        if self.batch.depth_of(inst) > self.options.early_finish_above:
             for t in reversed(inst.stack):
                 if t.type == TaskType.FADE and not t.released:
                     t.finish_early(self, inst)
@@ -186,7 +186,7 @@ class StackRules(TaskBuilder):
     def _change_fits(self, inst: CharacterInstance, task: Task) -> bool:
         """Whether insert_bottom then push fit, each after its own early finish (a dry run
         on a copy of the stack: the finish can free as little as the fade itself)."""
-        n = len(inst.stack)
+        n = self.batch.depth_of(inst)
         if n + 1 <= self.options.early_finish_above:
             return n + 1 < STACK_SIZE         # neither early finish acts: no copy needed
         stack = list(inst.stack)
