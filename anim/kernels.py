@@ -1162,7 +1162,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     t_c2, t_c3, t_value, t_target = tasks.c2, tasks.c3, tasks.value, tasks.target
     c_t, c_frame, c_end, c_limit, c_dur, c_flags = (cursors.t, cursors.frame, cursors.end, cursors.limit,
                                                     cursors.dur, cursors.flags)
-    c_bank, c_ev, c_evf, c_at_end, c_anim = cursors.bank, cursors.ev, cursors.evf, cursors.at_end, cursors.anim
+    c_bank, c_ev, c_evf, c_at_end = cursors.bank, cursors.ev, cursors.evf, cursors.at_end
     f_el, f_dur = fades.el, fades.dur
     g_value, g_target, g_lower, g_leader = gaits.value, gaits.target, gaits.lower, gaits.leader
     g_b0, g_b1, g_b2, g_b3, g_b4 = gaits.b0, gaits.b1, gaits.b2, gaits.b3, gaits.b4

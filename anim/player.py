@@ -32,9 +32,8 @@ from typing import Callable, Iterable, Sequence
 from . import f32 as F
 from .batch import BatchEngine
 from .callbacks import Callbacks
-from .clip import Clip, EventType
+from .clip import Clip
 from .construct import chain_blend_depth, task_pose_depth
-from .cursor import FiredEvent
 from .limits import MAX_DT, check_float
 from .lookup import UnknownClip
 from .options import PlayerOptions, PlayerStats
@@ -45,7 +44,7 @@ from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
 from .stackrules import StackRules
 from .store import Stores
-from .tasks import HELD_EVENTS, ClipTask, EventRule, HeldFlags, HeldRelease, MotionEntry, PlaceEvents, Task
+from .tasks import ClipTask, HeldFlags, HeldRelease, MotionEntry, PlaceEvents, Task
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 

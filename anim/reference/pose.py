@@ -21,7 +21,7 @@ from ..detmath import acos_s, sin_cos_s
 from ..clip import decode_positions, decode_rotations, key_frames
 from ..pose import POSE_STACK_SIZE
 from ..skeleton import NUM_BONES, REFERENCE_ROTATIONS
-from ..tasks import MotionEntry, TagBits
+from ..tasks import TagBits
 from .cursor import NO_TURN, NO_VELOCITY
 
 __all__ = ["RefPose", "RefPoseStack", "sample_cursor", "blend", "reference_pose", "sample_instance",
