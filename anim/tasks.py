@@ -791,7 +791,7 @@ class GaitTask(Task):
     0x0010a500 (set target), 0x0010a558 (set value).
     """
 
-    __slots__ = ("ids", "_lower_cursor", "_upper_cursor", "_make_cursor", "store", "row", "gen", "cstore")
+    __slots__ = ("_lower_cursor", "_upper_cursor", "_make_cursor", "store", "row", "gen", "cstore")
     type = TaskType.GAIT
     _lower_cursor: Cursor
     _upper_cursor: Cursor
@@ -811,8 +811,7 @@ class GaitTask(Task):
         r = self.row = st.alloc(zero=False)
         self.gen = int(st.gen[r])
         ts.aux[tr] = r
-        self.ids = tuple(map(int, ids))
-        st.id0[r], st.id1[r], st.id2[r], st.id3[r], st.id4[r] = self.ids
+        st.id0[r], st.id1[r], st.id2[r], st.id3[r], st.id4[r] = tuple(map(int, ids))
         # the clips' bank indices (the compiled step makes the cursors a change of pair
         # brings in from them); a gait made alone makes them with ``make_cursor``
         st.b0[r], st.b1[r], st.b2[r], st.b3[r], st.b4[r] = tuple(banks) if banks is not None else (0,) * 5
@@ -822,8 +821,9 @@ class GaitTask(Task):
         st.value[r] = st.target[r] = v               # v is a float32 value: read back unchanged
         lower = self.pair_index(v)
         st.lower[r] = lower
-        lo = make_cursor(self.ids[lower])
-        up = make_cursor(self.ids[lower + 1])
+        ids = self.ids
+        lo = make_cursor(ids[lower])
+        up = make_cursor(ids[lower + 1])
         self.cstore = ts.world.cursors
         self.lower_cursor, self.upper_cursor = lo, up
         leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
@@ -841,6 +841,12 @@ class GaitTask(Task):
 
     # ---- the numbers, in the tables
     speed = task_column("speed", float, "The value's speed (units per second at rate 1), float32.")
+
+    @property
+    def ids(self) -> tuple[int, int, int, int, int]:
+        """The five anim ids (walk, jog, run, sprint, sprint), from the gait's row."""
+        st, r = self.store, self.row
+        return int(st.id0[r]), int(st.id1[r]), int(st.id2[r]), int(st.id3[r]), int(st.id4[r])
 
     lower_cursor = _CursorLink("_lower_cursor", "c0", "The pair's lower clip's cursor (task column ``c0``).")
     upper_cursor = _CursorLink("_upper_cursor", "c1", "The pair's upper clip's cursor (task column ``c1``).")
@@ -925,8 +931,9 @@ class GaitTask(Task):
 
     def trace(self) -> dict:
         d = super().trace()
-        d.update(ids=list(self.ids), value=self.value, target=self.target,
-                 lower=self.ids[self.lower], upper=self.ids[self.lower + 1],
+        ids = self.ids
+        d.update(ids=list(ids), value=self.value, target=self.target,
+                 lower=ids[self.lower], upper=ids[self.lower + 1],
                  leader=self.leading_cursor().anim_id)
         return d
 
@@ -1087,7 +1094,7 @@ class DirectionTask(Task):
     Original: 0x00109210 (ctor), 0x0010a008 (sample).
     """
 
-    __slots__ = ("cursors_by_dir", "_make_cursor")
+    __slots__ = ("_dir_cache", "_make_cursor")
     type = TaskType.DIRECTION
 
     def __init__(self, base: int, make_cursor: Callable[[int], Cursor] | None = None, rate: float = 1.0,
@@ -1102,10 +1109,10 @@ class DirectionTask(Task):
         if banks is not None:
             self.tstore.dir_banks[self.trow] = tuple(int(b) for b in banks)
         self._make_cursor = None if banks is not None else make_cursor
+        self._dir_cache: list[Cursor] = []
         self.value = float(direction) % 8.0
         self.centre = int(math.floor(self.value + 0.5)) & 7
-        self.cursors_by_dir: dict[int, Cursor] = {}
-        self._ensure()
+        self._ensure({})
 
     base = task_column("base", int, "The first of the eight anim ids (direction 0).")
     value = task_column("value", float, "The direction 0-8 (wrapping), a double.")
@@ -1115,20 +1122,38 @@ class DirectionTask(Task):
         c = self.centre
         return (c - 1) & 7, c, (c + 1) & 7
 
-    def _ensure(self) -> None:
-        lead = self.cursors_by_dir.get(self.centre)
+    @property
+    def cursors_by_dir(self) -> dict[int, Cursor]:
+        """The three cursors by direction (lower neighbour, centre, upper), read from the
+        rows ``c0`` / ``c1`` / ``c2``: a new dict; the Cursor objects are a cache, made again
+        when a row or its generation moved on."""
+        ts, r = self.tstore, self.trow
+        cs = ts.world.cursors
+        out: dict[int, Cursor] = {}
+        cache = self._dir_cache
+        for d, row in zip(self._neighbours(), (int(ts.c0[r]), int(ts.c1[r]), int(ts.c2[r]))):
+            hit = next((c for c in cache if c.row == row and c.gen == cs.gen[row]), None)
+            out[d] = hit if hit is not None else Cursor.view(cs, row)
+        self._dir_cache = list(out.values())
+        return out
+
+    def _ensure(self, old: dict[int, Cursor]) -> None:
+        """The cursors of the three neighbours of the (new) centre: those ``old`` (by
+        direction, before the change) has are kept, the others made at the old centre's
+        normalised time (when there was one) and the ones left behind given back."""
+        lead = old.get(self.centre)
         keep = {}
         for d in self._neighbours():
-            cur = self.cursors_by_dir.get(d)
+            cur = old.get(d)
             if cur is None:
                 cur = self._new_cursor(d)
                 if lead is not None:
                     _follow(lead, cur)
             keep[d] = cur
-        for d, cur in self.cursors_by_dir.items():
+        for d, cur in old.items():
             if d not in keep:
                 cur.dispose()
-        self.cursors_by_dir = keep
+        self._dir_cache = list(keep.values())
         ts, r = self.tstore, self.trow
         cs = ts.world.cursors
         ts.c0[r], ts.c1[r], ts.c2[r] = (_row_in(c, cs) for c in keep.values())     # lower, centre, upper
@@ -1147,9 +1172,10 @@ class DirectionTask(Task):
     def set_value(self, direction: float) -> None:
         """+0xbc: the direction (taken modulo 8); the clips of the new neighbours come in
         at the new centre's normalised time (fresh when the centre was not a neighbour)."""
+        old = self.cursors_by_dir                     # by direction, around the old centre
         self.value = float(direction) % 8.0
         self.centre = int(math.floor(self.value + 0.5)) & 7
-        self._ensure()
+        self._ensure(old)
 
     set_target = set_value
 
