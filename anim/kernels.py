@@ -1124,13 +1124,70 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
 
 
 @njit(cache=CACHE)
+def _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming, t_released, f_el, f_dur, def_out,
+               n_def):
+    """Type 9 advances ("Fades" L261-267): its clock by ``step``; at its end, or with more
+    than ``cleanup_above`` tasks on the stack, it goes with every task between its new
+    task and itself (StackRules.complete_fade). Returns (the deferred count, whether the
+    stack changed). Original: 0x00106cc8."""
+    a = t_aux[r]
+    el = add(np.float64(f_el[a]), step)
+    f_el[a] = el
+    if not (el >= f_dur[a] or h_depth[hi] > cleanup_above):
+        return n_def, False
+    hpos = _find(hi, r, h_depth, h_stack)
+    if t_released[r] or hpos < 0:
+        return n_def, False
+    inc = t_incoming[r]
+    lo = 0
+    if inc >= 0:
+        ipos = _find(hi, inc, h_depth, h_stack)
+        if ipos >= 0:
+            lo = ipos + 1
+    d = h_depth[hi]
+    for j in range(lo, hpos + 1):
+        n_def = _defer(hi, h_stack[hi, j], t_released, def_out, n_def)
+    gone = hpos + 1 - lo
+    for j in range(hpos + 1, d):
+        h_stack[hi, j - gone] = h_stack[hi, j]
+    for j in range(d - gone, d):
+        h_stack[hi, j] = _NO_ROW
+    h_depth[hi] = d - gone
+    return n_def, True
+
+
+@njit(cache=CACHE)
+def _held_events(hi, n0, n_ev, e_type, ev_out, h_depth, h_stack, h_flags, t_held, t_released):
+    """Events 0x2c, 0x2d and 0x48 among the rows ``n0``-``n_ev`` act on the task that fired
+    them if it holds the bits ("Animation tasks" L231-237). Original: 0x00101dd8."""
+    for j in range(n0, n_ev):
+        et = e_type[ev_out[j, 3]]
+        tr = ev_out[j, 1]
+        if et == _HELD_OPEN or et == _HELD_CLOSE:
+            if et == _HELD_OPEN:
+                need, clear, setb = _OPEN_NEED, _OPEN_CLEAR, _OPEN_SET
+            else:
+                need, clear, setb = _CLOSE_NEED, _CLOSE_CLEAR, _CLOSE_SET
+            if t_held[tr] & need:
+                t_held[tr] = (t_held[tr] & ~clear) | setb
+                _clear_flags(hi, np.int64(clear), tr, h_depth, h_stack, h_flags, t_held, t_released)
+                h_flags[hi] |= setb
+        elif et == _HELD_REPLACE and t_held[tr] != 0:
+            oldh = t_held[tr]
+            t_held[tr] = _REPLACED
+            _clear_flags(hi, oldh, tr, h_depth, h_stack, h_flags, t_held, t_released)
+            h_flags[hi] |= _REPLACED
+
+
+@njit(cache=CACHE)
 def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, events, out):
     """One animation step of the humans ``rows[start:]`` (rows of the human table), each
     in turn (see the module docstring). One function on purpose: split into named steps
     taking the tables' named tuples (issue 19, item 5), inlined or not, it ran 2.5x slower
     (10.4 against 4.2 ms at 5,000 humans of the realistic crowd); its sections are marked
     instead (the room, the stack, types 1 and 3-7, the fade, the gait, 10/11/13, the
-    held-flag events).
+    held-flag events), and named steps that take columns (``_step_fade``,
+    ``_held_events``, ``_step_mix``) cost nothing.
 
     Out: ``status[k]`` (STATUS_* bits) for rows[k]; ``ev_out[:counts[0]]`` the fired
     events (human row, task row, cursor row, event index into e_*), in firing order,
@@ -1289,29 +1346,10 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                             continue
                     break
                 elif tt == _FADE:
-                    a = t_aux[r]
-                    el = add(np.float64(f_el[a]), step)
-                    f_el[a] = el
-                    if el >= f_dur[a] or h_depth[hi] > cleanup_above:
-                        # StackRules.complete_fade: itself and every task between the new one and it
-                        hpos = _find(hi, r, h_depth, h_stack)
-                        if not t_released[r] and hpos >= 0:
-                            inc = t_incoming[r]
-                            lo = 0
-                            if inc >= 0:
-                                ipos = _find(hi, inc, h_depth, h_stack)
-                                if ipos >= 0:
-                                    lo = ipos + 1
-                            d = h_depth[hi]
-                            for j in range(lo, hpos + 1):
-                                n_def = _defer(hi, h_stack[hi, j], t_released, def_out, n_def)
-                            gone = hpos + 1 - lo
-                            for j in range(hpos + 1, d):
-                                h_stack[hi, j - gone] = h_stack[hi, j]
-                            for j in range(d - gone, d):
-                                h_stack[hi, j] = _NO_ROW
-                            h_depth[hi] = d - gone
-                            st |= STATUS_STACK | STATUS_TOP
+                    n_def, done = _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming,
+                                             t_released, f_el, f_dur, def_out, n_def)
+                    if done:
+                        st |= STATUS_STACK | STATUS_TOP
                     break
                 elif tt == _GAIT:
                     a = t_aux[r]
@@ -1403,23 +1441,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                 else:
                     break                   # not a type this kernel is given
             # the held-flag events of what this task fired (0x00101dd8: 0x2c, 0x2d, 0x48)
-            for j in range(n0, n_ev):
-                et = e_type[ev_out[j, 3]]
-                tr = ev_out[j, 1]
-                if et == _HELD_OPEN or et == _HELD_CLOSE:
-                    if et == _HELD_OPEN:
-                        need, clear, setb = _OPEN_NEED, _OPEN_CLEAR, _OPEN_SET
-                    else:
-                        need, clear, setb = _CLOSE_NEED, _CLOSE_CLEAR, _CLOSE_SET
-                    if t_held[tr] & need:
-                        t_held[tr] = (t_held[tr] & ~clear) | setb
-                        _clear_flags(hi, np.int64(clear), tr, h_depth, h_stack, h_flags, t_held, t_released)
-                        h_flags[hi] |= setb
-                elif et == _HELD_REPLACE and t_held[tr] != 0:
-                    oldh = t_held[tr]
-                    t_held[tr] = _REPLACED
-                    _clear_flags(hi, oldh, tr, h_depth, h_stack, h_flags, t_held, t_released)
-                    h_flags[hi] |= _REPLACED
+            _held_events(hi, n0, n_ev, e_type, ev_out, h_depth, h_stack, h_flags, t_held, t_released)
         if n_ev > ev0:
             st |= STATUS_EVENTS
         if n_def > def0:
