@@ -55,6 +55,7 @@ KERNEL_TYPES = frozenset({TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_HOLD, Ta
                           TaskType.SCENE, TaskType.FADE, TaskType.MIX, TaskType.PICK, TaskType.GAIT,
                           TaskType.DIRECTION})
 _WALK = 64
+_PAIR_CURSORS = 2            # the cursors a gait's change of pair can bring in (both clips of the pair)
 _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrupt table, not a crowd)
 _DEFAULT_POSE = 8            # pose scratch: the seven of the pose stack and the default
 
@@ -89,7 +90,7 @@ class BatchEngine:
         self._twice = False                     # a human listed more than once
         self._ev_lo = self._ev_hi = np.zeros(0, np.int64)
         self._pair4 = np.zeros(4, np.int64)
-        self._counts = np.zeros(5, np.int64)
+        self._counts = np.zeros(K.COUNT_WRAPS + 1, np.int64)      # step_stacks' COUNT_* slots
         self._snap = np.zeros(HumanTable.STACK_ROWS, np.int64)
         self._walk = np.zeros(_WALK, np.int64)
         self._weights = np.zeros(_WALK, np.float32)
@@ -190,9 +191,9 @@ class BatchEngine:
         step order with the rest (``_in_step_order``), so this is the original's "its queue,
         then its stack" human by human. Original: 0x00175610 (the queue's +0x54 calls)."""
         queued = self.humans.queued
-        cols = np.flatnonzero(queued[rows])
-        if not len(cols):
+        if not queued.any():                    # no queue anywhere: nothing allocated
             return
+        cols = np.flatnonzero(queued[rows])
         player = self.player
         for c in cols.tolist():
             inst = instances[c]
@@ -290,7 +291,7 @@ class BatchEngine:
         self._start_queues(instances, rows)
         self._clip_events()
         # a gait's change of pair takes at most two cursors from the free list in the kernel
-        self.player.stores.cursors.reserve(2 * self.player.stores.gaits.in_use)
+        self.player.stores.cursors.reserve(_PAIR_CURSORS * self.player.stores.gaits.in_use)
         self._guard()
         n = len(rows)
         if len(self._status) < n:

@@ -185,16 +185,11 @@ class Table:
         if self.live[row]:
             self.free(row)
 
-    def check(self, row: int, gen: int, what: str = "handle") -> None:
-        """StaleHandle unless ``row`` is live at generation ``gen``."""
-        if self.gen[row] != gen or not self.live[row]:
-            raise StaleHandle(f"{what}: its row {row} went back to its table (the task it belonged to ended); "
-                              "keep the task from the stack, not an old handle")
-
     @property
     def in_use(self) -> int:
-        """Rows taken and not given back (a leak check compares it)."""
-        return int(self.live.sum())
+        """Rows taken and not given back (a leak check compares it): every row not on the
+        free list (store.check_rows checks the two agree)."""
+        return self.capacity - int(self.n_free[0])
 
 
 def cursor_table(capacity: int = 64) -> Table:
