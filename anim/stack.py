@@ -208,19 +208,19 @@ class TaskPool:
         out = self._out
         if len(out) >= self.capacity:
             self.require(1)                 # raises
-        out.add(id(task))
+        out.add(task.trow)
         return task
 
     def give_back(self, task) -> None:
         """Count ``task`` back in; ValueError for a task not out (a double release)."""
-        key = id(task)
+        key = task.trow
         if key not in self._out:
             raise ValueError(f"task {task!r} given back twice or never taken")
         self._out.remove(key)
 
     def _take_back(self, task) -> bool:
         """``give_back`` if ``task`` is out (True), else nothing (False): holds + give_back."""
-        key = id(task)
+        key = task.trow
         out = self._out
         if key in out:
             out.remove(key)
@@ -229,4 +229,4 @@ class TaskPool:
 
     def holds(self, task) -> bool:
         """Whether ``task`` is out of the pool."""
-        return id(task) in self._out
+        return task.trow in self._out

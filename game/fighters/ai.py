@@ -36,6 +36,16 @@ class FighterAI:
         self.tick = 0
         self.enabled = True
 
+    def save_state(self) -> tuple:
+        """What the next updates read (Game.snapshot): the random generator's state, the
+        tick, the hold's strikes left, whether it is on."""
+        return (self.rng.getstate(), self.tick, self.hold_actions, self.enabled)
+
+    def load_state(self, state: tuple) -> None:
+        """Put back a ``save_state`` (Game.restore)."""
+        rng, self.tick, self.hold_actions, self.enabled = state
+        self.rng.setstate(rng)
+
     def __call__(self, fight: Fight) -> None:
         if not self.enabled:
             return

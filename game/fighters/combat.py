@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, cast
 
 from scuffle.anim.clip import EventType
 from scuffle.anim.limits import INT32_MAX, MAX_COORD, check_int
+from scuffle.anim.snapshot import copy_value
 from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEventKind, FightFlags,
                                              FightHandler, FightState, FightStats, GAITS, GRAB_SEARCH_FACTOR,
                                              MAX_MOVE_SPEED, MAX_ROUND_PAUSE, PACES, ROUND_PAUSE, Refusal,
@@ -118,6 +119,29 @@ class Fight(Hits):
             if aset.has(idle):
                 self._guarded(ent, self._start_idle, ent, idle)
                 return
+
+    # ---------------------------------------------------------------- snapshots (issue 20)
+    _SAVED = ("ko", "ko_at", "starts", "stats", "pending")
+
+    def save_state(self) -> tuple:
+        """What the next updates read (Game.snapshot): the K.O.s and the round's end, each
+        human's start, the stats and log, the pending hits and windows, and the state of
+        each controller that has one (an AI's random generator). The combat states and
+        health are components, saved by the Game. Original: none (ours)."""
+        ctl = tuple(c.save_state() if hasattr(c, "save_state") else None for c in self.controllers)
+        return tuple(copy_value(getattr(self, n)) for n in self._SAVED) + (ctl,)
+
+    def load_state(self, state: tuple) -> None:
+        """Put back a ``save_state`` (Game.restore). Rejected (ValueError): a state of
+        another number of controllers."""
+        *values, ctl = state
+        if len(ctl) != len(self.controllers):
+            raise ValueError(f"Fight.load_state: {len(ctl)} controllers saved, {len(self.controllers)} here")
+        for n, v in zip(self._SAVED, values):
+            setattr(self, n, copy_value(v))
+        for c, s in zip(self.controllers, ctl):
+            if s is not None:
+                c.load_state(s)
 
     def _on_end(self, ent: int, what: str, serial: int) -> None:
         c = self.combat(ent)

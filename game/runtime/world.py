@@ -40,10 +40,12 @@ from scuffle.anim.tasks import Task
 from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, Name, PoseRef,
                                 RangeRecords)
 from scuffle.game.runtime import schedule
+from scuffle.game.runtime import snapshot as _snap
+from scuffle.game.runtime.snapshot import Snapshot, SnapshotError
 from scuffle.systems.context import HandlerError, SimContext
 from scuffle.systems.motion import to_world
 
-__all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse", "Vec3", "BoneArray", "NameOrEntity", "EventHandler",
+__all__ = ["Game", "Snapshot", "SnapshotError", "UnknownHuman", "GameClosed", "WorldInUse", "Vec3", "BoneArray", "NameOrEntity", "EventHandler",
            "Bone", "HandlerError", "ENGINES"]
 
 # The public API's argument and result types (issue 22): a host's mypy --strict checks
@@ -333,6 +335,26 @@ class Game:
         """The number of the update just run (-1 before the first): the ``update`` the
         trace and the fight log give it (``update - 1``)."""
         return self.ctx.updates_run - 1
+
+    # ---------------------------------------------------------------- snapshots (issue 20)
+    def snapshot(self) -> Snapshot:
+        """Everything the next updates read, copied (between two updates): restore it any
+        number of times (``restore``); ``to_bytes()`` gives its byte form. See
+        scuffle.game.runtime.snapshot. Rejected: a closed Game (GameClosed)."""
+        return _snap.take(self)
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Put the whole Game back as it was when ``snapshot`` was taken: stepping on gives
+        the same trace bytes as never having left. Humans added since are removed.
+        Rejected (SnapshotError, a ValueError; nothing changed): a snapshot of another
+        engine, of humans not all still here under the same entity, with fight rules on a
+        Game without them (or the reverse), or bytes read on a Game set up otherwise."""
+        _snap.restore(self, snapshot)
+
+    def checksum(self) -> str:
+        """A sha256 (hex) of the Game's whole state: two Games (two peers, or a run and its
+        rollback replay) in the same state give the same digest on any machine."""
+        return _snap.checksum(self)
 
     # ---------------------------------------------------------------- events and bones
     def callback(self, kind: str, handler: Callable[..., None]) -> Callable[..., None]:

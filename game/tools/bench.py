@@ -240,6 +240,23 @@ class RealisticCrowd:
         self.listener = _Listener()
         self.router = _FightRouter()
 
+    # -- snapshots (Game.snapshot saves an action's state through these)
+    def save_state(self) -> tuple:
+        """The driver's state: its random generator, the counts, the listener's counts and
+        each pair's fight rules (timings are measurements, not state: not saved)."""
+        return (self.rng.getstate(), self.commands, self.refused, {k: v[0] for k, v in self.by_kind.items()},
+                dict(self.listener.counts), tuple(f.save_state() for f in self.fights))
+
+    def load_state(self, state: tuple) -> None:
+        """Put back a ``save_state``."""
+        rng, self.commands, self.refused, kinds, counts, fights = state
+        self.rng.setstate(rng)
+        for k, n in kinds.items():
+            self.by_kind[k][0] = n
+        self.listener.counts = dict(counts)
+        for f, fs in zip(self.fights, fights):
+            f.load_state(fs)
+
     # -- one command of each kind (the player's own calls: what a game's code does)
     def _running(self, inst, ttype):
         for t in inst.stack:

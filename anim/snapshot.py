@@ -1,0 +1,300 @@
+"""Save and restore one world's animation state: copies of its tables and of the few
+Python values the next update reads.
+
+The tables (anim.store) are the engine's state: a snapshot is a copy of their columns,
+generations and free lists, and of the values keyed by row (the callbacks, as data).
+Beside them the Player keeps a few Python values the next update reads (the pool's
+count, the deferred list, the stats) and each CharacterInstance its own (its speed, its
+events of the last update, the ids the last flush released, the playing anim id).
+``save_engine`` copies all of it, ``load_engine`` writes it back, in place where the
+tables kept their size (so the kernels' named tuples of columns stay valid), else on new
+arrays (the engine is told to rebuild them).
+
+A snapshot shares nothing that a later step changes: every array and container is
+copied on save and copied again on load, so one snapshot restores any number of times.
+Handles (tasks, cursors: a row and a generation) are kept as they are: they hold no
+numbers, only their row. A handle made *after* the snapshot was taken belongs to the
+abandoned future: after a restore its row may be free or another task's (the game drops
+such handles, as a GGPO game drops its predicted state).
+
+The reference engine (anim.reference) is plain Python objects: ``save_reference`` deep-
+copies its state, sharing the anim sets, clips and options, which never change.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections import Counter, deque
+from typing import Any, Iterable
+
+import numpy as np
+
+from .store import HumanTable, Table
+
+__all__ = ["copy_value", "TableState", "save_table", "load_table", "HumanTableState", "save_humans",
+           "load_humans", "EngineState", "save_engine", "load_engine", "save_reference", "load_reference",
+           "INSTANCE_FIELDS"]
+
+
+def copy_value(v: Any) -> Any:
+    """A copy of ``v`` that a later change of the original cannot reach: arrays, lists,
+    dicts, sets, deques, Counters and dataclasses are copied one level down (their items
+    are copied the same way), anything else (numbers, strings, tuples of immutables,
+    handles, anim sets) is shared."""
+    t = type(v)
+    if t is np.ndarray:
+        return v.copy()
+    if t is list:
+        return [copy_value(x) for x in v]
+    if t is dict:
+        return {k: copy_value(x) for k, x in v.items()}
+    if t is tuple:
+        return tuple(copy_value(x) for x in v) if any(type(x) in _DEEP for x in v) else v
+    if t is set:
+        return set(v)
+    if t is deque:
+        return deque((copy_value(x) for x in v), maxlen=v.maxlen)
+    if t is Counter:
+        return Counter(v)
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return dataclasses.replace(v, **{f.name: copy_value(getattr(v, f.name))
+                                         for f in dataclasses.fields(v) if f.init})
+    return v
+
+
+_DEEP = (np.ndarray, list, dict, set, deque, Counter)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TableState:
+    """A Table's state: its capacity, every column and the bookkeeping arrays (``live``,
+    ``gen``, ``free_rows``, ``n_free``) as copies, the row-keyed dicts, and the task
+    table's row-to-handle list (``views``)."""
+
+    capacity: int
+    arrays: dict[str, np.ndarray]
+    keyed: dict[str, dict]
+    views: list | None
+
+
+_BOOK = ("live", "gen", "free_rows", "n_free")
+
+
+def save_table(t: Table) -> TableState:
+    """A copy of table ``t`` (TableState)."""
+    arrays = {name: getattr(t, name).copy() for name in (*t._columns, *_BOOK)}
+    keyed = {name: dict(getattr(t, name)) for name in t._keyed}
+    views = list(t.views) if isinstance(t.views, list) else None
+    return TableState(t.capacity, arrays, keyed, views)
+
+
+def load_table(t: Table, s: TableState) -> bool:
+    """Write state ``s`` back into table ``t``: in place when its capacity is the same,
+    else on new arrays of the saved capacity. Returns True when the arrays were replaced
+    (whoever kept a column must fetch it again). Rejected (ValueError): a state whose
+    columns are not the table's."""
+    if set(s.arrays) != {*t._columns, *_BOOK}:
+        raise ValueError(f"snapshot table: columns {sorted(s.arrays)} are not the table's {sorted(t._columns)}")
+    replaced = t.capacity != s.capacity
+    for name, a in s.arrays.items():
+        if replaced:
+            setattr(t, name, a.copy())
+        else:
+            np.copyto(getattr(t, name), a)
+    t.capacity = s.capacity
+    for name, d in s.keyed.items():
+        mine = getattr(t, name)
+        mine.clear()
+        mine.update(d)
+    if s.views is not None:
+        t.views[:] = s.views
+    return replaced
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HumanTableState:
+    """A HumanTable's state: its capacity, its columns (copies) and its free list."""
+
+    capacity: int
+    arrays: dict[str, np.ndarray]
+    free: list[int]
+
+
+_HUMAN_COLUMNS = ("flags", "depth", "queued", "live", "stack", "queue")
+
+
+def save_humans(h: HumanTable) -> HumanTableState:
+    """A copy of the human table ``h``."""
+    return HumanTableState(h.capacity, {n: getattr(h, n).copy() for n in _HUMAN_COLUMNS}, list(h._free))
+
+
+def load_humans(h: HumanTable, s: HumanTableState) -> bool:
+    """Write ``s`` back into ``h`` (in place at the same capacity); True when replaced."""
+    replaced = h.capacity != s.capacity
+    for name, a in s.arrays.items():
+        if replaced:
+            setattr(h, name, a.copy())
+        else:
+            np.copyto(getattr(h, name), a)
+    h.capacity = s.capacity
+    h._free[:] = s.free
+    return replaced
+
+
+# A CharacterInstance's Python values the next update (or a reader of the last one) sees.
+INSTANCE_FIELDS = ("speed", "released", "on_report", "poses_refused", "slot", "engine")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EngineState:
+    """The compiled engine's state (``save_engine``): the five tables, the Player's and the
+    engine's Python values, and per instance its own values (INSTANCE_FIELDS, its events of
+    the last update, its record's playing anim id)."""
+
+    tables: dict[str, TableState]
+    humans: HumanTableState
+    player: dict[str, Any]
+    batch: dict[str, Any]
+    instances: list[tuple]
+
+
+_PLAYER_FIELDS = ("deferred", "stats", "refused", "_stepped", "_wraps", "_failed", "_pose_refused")
+_BATCH_FIELDS = ("_instances", "_noisy", "kernel_humans", "pair_changes")
+
+
+def save_engine(player: Any, instances: Iterable[Any]) -> EngineState:
+    """The compiled engine's state: ``player`` (anim.player.Player) and the world's
+    ``instances`` (CharacterInstance, stepped or not). An instance's events of the last
+    update are made into FiredEvent objects first (they are rows of a buffer the next
+    step overwrites)."""
+    st = player.stores
+    tables = {name: save_table(getattr(st, name)) for name in ("cursors", "fades", "gaits", "tasks")}
+    p = {name: copy_value(getattr(player, name)) for name in _PLAYER_FIELDS}
+    p["pool_out"] = sorted(player.pool._out)
+    b = {name: copy_value(getattr(player.batch, name)) for name in _BATCH_FIELDS}
+    insts = []
+    for inst in instances:
+        events = list(inst.events)                    # made from the step's rows if need be
+        insts.append((inst, tuple(copy_value(getattr(inst, f)) for f in INSTANCE_FIELDS), events,
+                      int(inst.record.anim_id), inst.record.table, int(inst.record.row)))
+    return EngineState(tables, save_humans(st.humans), p, b, insts)
+
+
+def load_engine(player: Any, s: EngineState) -> None:
+    """Write ``s`` (save_engine's) back into ``player`` and its instances; the engine's
+    cached column tuples and growth check are reset when a table's arrays were replaced."""
+    st = player.stores
+    replaced = False
+    for name, ts in s.tables.items():
+        replaced |= load_table(getattr(st, name), ts)
+    replaced |= load_humans(st.humans, s.humans)
+    for name, v in s.player.items():
+        if name != "pool_out":
+            setattr(player, name, copy_value(v))
+    player.pool._out = set(s.player["pool_out"])
+    for name, v in s.batch.items():
+        setattr(player.batch, name, copy_value(v))
+    batch = player.batch
+    batch._last = None                              # the rows of the step's humans: found again
+    if replaced:
+        batch._table_key = ()
+        batch._validated = ()
+    for inst, values, events, anim_id, rtable, rrow in s.instances:
+        for f, v in zip(INSTANCE_FIELDS, values):
+            setattr(inst, f, copy_value(v))
+        inst.events = list(events)
+        rec = inst.record
+        if rtable is st.humans:
+            rec.table, rec.row = st.humans, rrow
+        elif rec.table is not rtable:
+            rec.table, rec.row = rtable, rrow
+        rec.anim_id = anim_id
+
+
+def _graph_copy(v: Any, memo: dict, own) -> Any:
+    """A copy of ``v`` in which containers, arrays and the objects ``own(obj)`` accepts
+    (the reference engine's tasks, cursors and pool) are copied, each once (``memo``:
+    id -> copy, so shared objects stay shared), and everything else is shared (clips,
+    anim sets, instances, callables)."""
+    t = type(v)
+    if v is None or t in (int, float, bool, str, bytes):
+        return v
+    got = memo.get(id(v))
+    if got is not None:
+        return got
+    if t is list:
+        out: Any = []
+        memo[id(v)] = out
+        out.extend(_graph_copy(x, memo, own) for x in v)
+    elif t is dict:
+        out = {}
+        memo[id(v)] = out
+        for k, x in v.items():
+            out[k] = _graph_copy(x, memo, own)
+    elif t is tuple:
+        out = tuple(_graph_copy(x, memo, own) for x in v)
+        memo[id(v)] = out
+    elif t is set:
+        out = set(v)
+        memo[id(v)] = out
+    elif t is np.ndarray:
+        out = v.copy()
+        memo[id(v)] = out
+    elif own(v):
+        out = object.__new__(t)
+        memo[id(v)] = out
+        for k, x in _fields_of(v):
+            setattr(out, k, _graph_copy(x, memo, own))
+    else:
+        return v
+    return out
+
+
+def _fields_of(obj) -> list[tuple[str, Any]]:
+    """An object's attributes: its ``__dict__`` and every slot of its classes that is set."""
+    out = list(vars(obj).items()) if hasattr(obj, "__dict__") else []
+    for klass in type(obj).__mro__:
+        for name in klass.__dict__.get("__slots__", ()):
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                out.append((name, getattr(obj, name)))
+    return out
+
+
+_REFERENCE_STATE = ("pool", "deferred", "refused", "_stepped", "_wraps")
+_REF_INSTANCE_STATE = ("speed", "stack", "queue", "events", "released", "on_report", "poses_refused")
+
+
+def _ref_owned(insts: list):
+    skip = {id(i) for i in insts}
+
+    def own(obj) -> bool:
+        return type(obj).__module__.startswith("scuffle.anim.reference") and id(obj) not in skip \
+            and not callable(obj)
+    return own
+
+
+def save_reference(reference: Any, instances: Iterable[Any]) -> tuple:
+    """The reference engine's state: its pool, deferred list and step lists, and each
+    instance's stack, queue, events, released ids, speed and record, with the tasks and
+    cursors they reach copied (plain objects) and the clips, anim sets and callables shared."""
+    insts = list(instances)
+    memo: dict = {}
+    own = _ref_owned(insts)
+    ref = {n: _graph_copy(getattr(reference, n), memo, own) for n in _REFERENCE_STATE}
+    per = [({n: _graph_copy(getattr(inst, n), memo, own) for n in _REF_INSTANCE_STATE},
+            (int(inst.record.flags), int(inst.record.anim_id))) for inst in insts]
+    return insts, ref, per
+
+
+def load_reference(reference: Any, saved: tuple) -> None:
+    """Write ``saved`` (save_reference's) back: copied again, so the saved state stays."""
+    insts, ref, per = saved
+    memo: dict = {}
+    own = _ref_owned(insts)
+    for n, v in ref.items():
+        setattr(reference, n, _graph_copy(v, memo, own))
+    for inst, (values, (flags, anim_id)) in zip(insts, per):
+        for n, v in values.items():
+            setattr(inst, n, _graph_copy(v, memo, own))
+        inst.record.flags = flags
+        inst.record.anim_id = anim_id

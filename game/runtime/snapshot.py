@@ -1,0 +1,513 @@
+"""Save, restore and checksum a whole Game: rollback-exact snapshots (issue 20).
+
+``Game.snapshot()`` returns a ``Snapshot``: everything the next updates read. That is
+the engine's tables and Python values (anim.snapshot), the bodies' table, each human's
+components (combat state, pose row, range records, fired events), the update counter,
+the last update's poses and bones, the esper entity counter and names, the fight rules'
+state (``Fight.save_state``: combat states, health, rounds, the log's counts, pending
+hits and windows, its controllers' random generators) and that of every action or state
+function that has ``save_state`` / ``load_state`` (the scenario's script, a bench
+crowd). Callbacks are data (anim.callbacks), so no code is saved.
+
+``Game.restore(snapshot)`` writes it all back; stepping on gives the same trace bytes as
+never having left. A snapshot is independent of later steps: it restores any number of
+times. ``snapshot.to_bytes()`` / ``Snapshot.from_bytes(b)`` give a versioned byte form
+with a digest: a corrupted, truncated or foreign one is refused with one line
+(SnapshotError), before anything changes. ``Game.checksum()`` (``Snapshot.checksum()``)
+is a digest of the whole state, for a rollback sync test or for hosts that compare peers.
+
+What a restore refuses (SnapshotError, nothing changed): a snapshot of another engine,
+one whose humans are not all still in the world under the same entity (a human removed
+after the snapshot cannot come back; one added after it is removed), one taken with the
+fight rules attached on a Game without them, or the reverse.
+
+Not saved (by design): the world's configuration, which a step never changes (the anim
+sets registered, the handlers, the options, the systems). Handles (tasks, cursors) made
+after the snapshot belong to the abandoned future: drop them after a restore.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import io
+import itertools
+import pickle
+import random
+import struct
+from collections import Counter, deque
+from typing import Any
+
+import esper
+import numpy as np
+
+from scuffle.anim import snapshot as S
+from scuffle.anim.cursor import Cursor, FiredEvent
+from scuffle.components import Animator, Body, Combat, FiredEvents, PoseRef, RangeRecords
+
+__all__ = ["Snapshot", "SnapshotError", "SNAPSHOT_VERSION", "take", "restore", "checksum"]
+
+# The byte form's version: a snapshot of another version is refused (SnapshotError).
+SNAPSHOT_VERSION = 1
+_MAGIC = b"SCUFSNAP"
+_HEAD = struct.Struct("<8sIQ32s")              # magic, version, payload length, sha256 of the payload
+
+
+class SnapshotError(ValueError):
+    """A snapshot that cannot be restored here, or bytes that are not a snapshot (one line,
+    naming the field or byte offset); nothing was changed."""
+
+
+@dataclasses.dataclass(slots=True)
+class _State:
+    """The saved values (see the module docstring); plain data and handles."""
+
+    engine: str
+    updates_run: int
+    update: int
+    names: dict[str, int]
+    entity_next: int
+    engine_state: Any
+    ctx: dict[str, Any]
+    bodies: S.TableState
+    body_rows: dict[int, tuple]
+    components: dict[int, tuple]
+    fight: Any
+    extras: list
+
+
+class Snapshot:
+    """A whole Game at the end of an update (``Game.snapshot()``).
+
+    ``update`` is the number of updates run when it was taken (``Game.update``); ``humans``
+    the names saved. ``to_bytes()`` gives its byte form, ``Snapshot.from_bytes(b)`` reads
+    one back (checked: magic, version, length, digest), restorable on a Game set up the
+    same way (the same humans and anim sets). ``checksum()`` is a digest of the state.
+    """
+
+    __slots__ = ("_state", "_payload", "update", "humans", "engine")
+
+    def __init__(self, state: _State | None, payload: bytes | None = None, meta: tuple | None = None):
+        self._state, self._payload = state, payload
+        if state is not None:
+            self.update, self.humans, self.engine = state.updates_run, tuple(state.names), state.engine
+        else:
+            assert meta is not None
+            self.update, self.humans, self.engine = meta
+
+    def __repr__(self) -> str:
+        return f"Snapshot(update={self.update}, humans={list(self.humans)}, engine={self.engine!r})"
+
+    # ---------------------------------------------------------------- digest
+    def checksum(self) -> str:
+        """A sha256 (hex) of every saved value: equal states give equal digests on any
+        machine (floats by their bits, arrays by their bytes; sets and counters sorted)."""
+        if self._state is None:
+            raise SnapshotError("Snapshot.checksum: a snapshot read from bytes is checked by its digest; "
+                                "restore it and ask Game.checksum()")
+        h = hashlib.sha256()
+        _feed(h, [getattr(self._state, f.name) for f in dataclasses.fields(self._state)])
+        return h.hexdigest()
+
+    # ---------------------------------------------------------------- bytes
+    def to_bytes(self) -> bytes:
+        """The byte form: a header (magic ``SCUFSNAP``, version, payload length, sha256 of
+        the payload) and the payload (the state, pickled; the world's own objects, such
+        as the humans, tables and anim sets, by name). Rejected (SnapshotError): a state
+        that holds code (a plain callable as a task's callback: give it as data,
+        anim.callbacks.Callback) or another object that has no byte form."""
+        if self._payload is not None:
+            payload = self._payload
+        else:
+            buf = io.BytesIO()
+            try:
+                _Pickler(buf, _world_keys(self._state)).dump(
+                    (SNAPSHOT_VERSION, (self.update, self.humans, self.engine), self._state))
+            except (pickle.PicklingError, TypeError, AttributeError) as e:
+                raise SnapshotError(f"Snapshot.to_bytes: the state holds something with no byte form ({e}); "
+                                    "callbacks must be data (anim.callbacks.Callback)") from None
+            payload = buf.getvalue()
+        return _HEAD.pack(_MAGIC, SNAPSHOT_VERSION, len(payload), hashlib.sha256(payload).digest()) + payload
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Snapshot":
+        """A snapshot from ``to_bytes``'s form. Rejected (SnapshotError, one line naming the
+        byte offset): not bytes, too short, another magic or version, a payload of
+        another length or digest (truncated or corrupted)."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise SnapshotError(f"Snapshot.from_bytes: expected bytes, got {type(data).__name__}")
+        data = bytes(data)
+        if len(data) < _HEAD.size:
+            raise SnapshotError(f"snapshot: {len(data)} bytes, shorter than its {_HEAD.size}-byte header (offset 0)")
+        magic, version, n, digest = _HEAD.unpack_from(data)
+        if magic != _MAGIC:
+            raise SnapshotError(f"snapshot: magic {magic!r} at offset 0 is not {_MAGIC!r} (not a scuffle snapshot)")
+        if version != SNAPSHOT_VERSION:
+            raise SnapshotError(f"snapshot: version {version} at offset 8; this scuffle reads version "
+                                f"{SNAPSHOT_VERSION}")
+        payload = data[_HEAD.size:]
+        if len(payload) != n:
+            raise SnapshotError(f"snapshot: payload length {len(payload)} at offset {_HEAD.size}, the header "
+                                f"(offset 12) says {n} (truncated or padded)")
+        if hashlib.sha256(payload).digest() != digest:
+            raise SnapshotError(f"snapshot: the payload's sha256 differs from the header's (offset 20): corrupted")
+        try:
+            version2, meta, _ = _Unpickler(io.BytesIO(payload), None).load()
+        except SnapshotError:
+            raise
+        except Exception as e:                        # a payload with a good digest but not ours
+            raise SnapshotError(f"snapshot: payload at offset {_HEAD.size} is not a snapshot state "
+                                f"({type(e).__name__}: {e})") from None
+        if version2 != SNAPSHOT_VERSION or not (isinstance(meta, tuple) and len(meta) == 3):
+            raise SnapshotError(f"snapshot: payload at offset {_HEAD.size} is not a version "
+                                f"{SNAPSHOT_VERSION} state")
+        return cls(None, payload, meta)
+
+    def _resolved(self, game) -> _State:
+        """The state, its world objects found in ``game`` (a snapshot read from bytes)."""
+        if self._state is not None:
+            return self._state
+        try:
+            _, _, state = _Unpickler(io.BytesIO(self._payload), _world_objects(game)).load()
+        except SnapshotError:
+            raise
+        except Exception as e:
+            raise SnapshotError(f"snapshot: payload at offset {_HEAD.size} cannot be read on this Game "
+                                f"({type(e).__name__}: {e})") from None
+        if not isinstance(state, _State):
+            raise SnapshotError(f"snapshot: payload at offset {_HEAD.size} is not a snapshot state")
+        return state
+
+
+# ---------------------------------------------------------------- take and restore
+def _entity_next() -> int:
+    """The id esper's current world gives its next entity (without taking it): esper 3
+    keeps its counter, an itertools.count, as a module global (``count(N)``)."""
+    return int(repr(esper._entity_count)[len("count("):-1])
+
+
+def _instances(game) -> list:
+    return [game.component(e, Animator).instance for _, e in game.humans()]
+
+
+def take(game) -> Snapshot:
+    """The Game's state now (between two updates). Original: none (ours, issue 20)."""
+    game._open()
+    insts = _instances(game)
+    if game.engine == "reference":
+        engine_state = S.save_reference(game.player, insts)
+    else:
+        engine_state = S.save_engine(game.player, insts)
+    ctx = game.ctx
+    poses = ctx.poses
+    c = {
+        "entities": list(ctx.entities),
+        "poses": None if poses is None else (poses.vel.copy(), poses.root.copy(), poses.rot.copy(), poses.tag.copy()),
+        "bone_pos": None if ctx.bone_pos is None else ctx.bone_pos.copy(),
+        "bone_rot": None if ctx.bone_rot is None else ctx.bone_rot.copy(),
+        "fired": None if ctx.fired is None else list(ctx.fired),
+    }
+    comps: dict[int, tuple] = {}
+    body_rows: dict[int, tuple] = {}
+    with game.active():
+        entity_next = _entity_next()
+        for name, ent in game.humans():
+            combat = esper.try_component(ent, Combat)
+            fired = esper.component_for_entity(ent, FiredEvents)
+            comps[ent] = (S.copy_value(combat) if combat is not None else None,
+                          esper.component_for_entity(ent, PoseRef).row,
+                          esper.component_for_entity(ent, RangeRecords).records,
+                          (fired.source, list(fired._own)))
+            body = esper.try_component(ent, Body)
+            if body is not None:
+                body_rows[ent] = (body._table, body._row)
+    bodies = S.save_table(ctx.bodies)
+    fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
+    extras = [fn.save_state() for fn in _extras(game)]
+    state = _State(game.engine, ctx.updates_run, ctx.update, dict(game.names), entity_next, engine_state, c,
+                   bodies, body_rows, comps, fight, extras)
+    return Snapshot(state)
+
+
+def _extras(game) -> list:
+    """The actions and state functions that keep state of their own (save_state /
+    load_state), in their lists' order (the fight rules' own are saved with the fight)."""
+    out = []
+    for fn in (*game.ctx.state_functions, *game.ctx.actions):
+        owner = getattr(fn, "__self__", fn)
+        if owner is game.fight:
+            continue
+        if hasattr(fn, "save_state") and hasattr(fn, "load_state"):
+            out.append(fn)
+    return out
+
+
+def restore(game, snap: Snapshot) -> None:
+    """Write ``snap`` back into ``game`` (see the module docstring for what is refused)."""
+    game._open()
+    if not isinstance(snap, Snapshot):
+        raise SnapshotError(f"Game.restore: expected a Snapshot, got {type(snap).__name__}")
+    if snap.engine != game.engine:
+        raise SnapshotError(f"Game.restore: a snapshot of the {snap.engine!r} engine on a {game.engine!r} Game")
+    st = snap._resolved(game)
+    # -- every check first: nothing changes on a refusal
+    alive = dict(game.humans())
+    for name, ent in st.names.items():
+        if alive.get(name) != ent:
+            raise SnapshotError(f"Game.restore: human {name!r} (entity {ent}) is not in the world as it was at "
+                                f"update {st.updates_run}: a human removed after a snapshot cannot come back")
+    if (st.fight is None) != (game.fight is None or not hasattr(game.fight, "save_state")):
+        raise SnapshotError("Game.restore: the snapshot was taken " + ("without" if st.fight is None else "with")
+                            + " fight rules, this Game has " + ("them" if st.fight is None else "none"))
+    extras = _extras(game)
+    if len(extras) != len(st.extras):
+        raise SnapshotError(f"Game.restore: {len(st.extras)} stateful actions saved, this Game runs {len(extras)}")
+    if st.engine == "compiled":
+        for name, ts in st.engine_state.tables.items():
+            cols = set(getattr(game.player.stores, name)._columns)
+            if set(ts.arrays) - {"live", "gen", "free_rows", "n_free"} != cols:
+                raise SnapshotError(f"Game.restore: the {name} table's columns differ from this engine's")
+    # -- humans added after the snapshot leave
+    for name in [n for n in alive if n not in st.names]:
+        game.remove_human(name)
+    # -- the engine
+    if st.engine == "reference":
+        S.load_reference(game.player, st.engine_state)
+    else:
+        S.load_engine(game.player, st.engine_state)
+    ctx = game.ctx
+    c = st.ctx
+    ctx.updates_run, ctx.update = st.updates_run, st.update
+    ctx.entities = list(c["entities"])
+    if c["poses"] is None:
+        ctx.poses = None
+    else:
+        p = ctx.poses
+        if p is not None and p.rot.shape == c["poses"][2].shape:
+            for dst, src in zip((p.vel, p.root, p.rot, p.tag), c["poses"]):
+                np.copyto(dst, src)
+        else:
+            from scuffle.anim.pose import PoseBatch
+            ctx.poses = PoseBatch(*(a.copy() for a in c["poses"]))
+    for name in ("bone_pos", "bone_rot"):
+        saved, now = c[name], getattr(ctx, name)
+        if saved is None:
+            setattr(ctx, name, None)
+        elif now is not None and now.shape == saved.shape:
+            np.copyto(now, saved)
+        else:
+            setattr(ctx, name, saved.copy())
+    ctx.fired = None if c["fired"] is None else list(c["fired"])
+    ctx.failures = []
+    S.load_table(ctx.bodies, st.bodies)
+    owners = ctx.bodies.owners
+    owners.clear()
+    with game.active():
+        esper._entity_count = itertools.count(st.entity_next)   # the next entity id, as it was
+        for ent, (combat, pose_row, records, fired) in st.components.items():
+            if combat is not None:
+                mine = esper.component_for_entity(ent, Combat)
+                for f in dataclasses.fields(Combat):
+                    setattr(mine, f.name, S.copy_value(getattr(combat, f.name)))
+            esper.component_for_entity(ent, PoseRef).row = pose_row
+            esper.component_for_entity(ent, RangeRecords).records = records
+            fe = esper.component_for_entity(ent, FiredEvents)
+            fe.source, fe._own = fired[0], list(fired[1])
+        for ent, (table, row) in st.body_rows.items():
+            body = esper.component_for_entity(ent, Body)
+            body._table, body._row = table, row
+            if table is ctx.bodies:
+                owners[row] = body
+    game.names.clear()
+    game.names.update(st.names)
+    if st.fight is not None:
+        game.fight.load_state(st.fight)
+    for fn, s in zip(extras, st.extras):
+        fn.load_state(s)
+
+
+def checksum(game) -> str:
+    """A digest of the Game's whole state (Snapshot.checksum of a snapshot taken now)."""
+    return take(game).checksum()
+
+
+# ---------------------------------------------------------------- the digest's encoding
+def _feed(h, v) -> None:
+    """Feed value ``v`` to hash ``h`` canonically: its type and its exact bits."""
+    t = type(v)
+    if v is None or t is bool or t is int or t is str:
+        h.update(f"{t.__name__[0]}{v!r};".encode())
+    elif t is float:
+        h.update(b"f" + struct.pack("<d", v))
+    elif t is np.ndarray:
+        a = np.ascontiguousarray(v)
+        h.update(f"a{a.dtype.str}{a.shape};".encode())
+        h.update(a.tobytes())
+    elif isinstance(v, np.generic):
+        h.update(f"g{v.dtype.str};".encode() + v.tobytes())
+    elif isinstance(v, enum.Enum):
+        h.update(f"e{t.__name__}.{v.value!r};".encode())
+    elif t in (list, tuple, deque) or (isinstance(v, tuple) and not hasattr(v, "_fields")):
+        h.update(f"l{len(v)}[".encode())
+        for x in v:
+            _feed(h, x)
+        h.update(b"]")
+    elif t is dict or t is Counter:
+        items = list(v.items())
+        try:
+            items.sort(key=lambda kv: kv[0])
+        except TypeError:
+            pass
+        h.update(f"d{len(items)}{{".encode())
+        for k, x in items:
+            _feed(h, k)
+            _feed(h, x)
+        h.update(b"}")
+    elif t is set or t is frozenset:
+        h.update(f"s{len(v)}{{".encode())
+        for x in sorted(v, key=repr):
+            _feed(h, x)
+        h.update(b"}")
+    elif isinstance(v, random.Random):
+        _feed(h, v.getstate())
+    elif hasattr(v, "_fields"):                       # a NamedTuple (a Callback: its kind and args)
+        h.update(f"n{t.__name__}(".encode())
+        for x in v:
+            _feed(h, x)
+        h.update(b")")
+    elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+        h.update(f"c{t.__name__}(".encode())
+        for f in dataclasses.fields(v):
+            _feed(h, getattr(v, f.name))
+        h.update(b")")
+    elif isinstance(v, (S.TableState, S.HumanTableState, S.EngineState)):
+        for f in v.__slots__:
+            _feed(h, getattr(v, f))
+    else:
+        _feed_object(h, v)
+
+
+def _feed_object(h, v) -> None:
+    """An object by what identifies it in the world (not its address): a task or cursor
+    handle by its row and generation, a human by its name, a fired event by its content,
+    anything else (tables, anim sets, the engine) by its type."""
+    if hasattr(v, "trow") and hasattr(v, "tgen"):
+        h.update(f"T{type(v).__name__}{v.trow},{v.tgen};".encode())
+    elif isinstance(v, Cursor):
+        h.update(f"C{v.row},{v.gen};".encode())
+    elif isinstance(v, FiredEvent):
+        h.update(f"F{v.anim_id},{v.event.frame},{int(v.event.type)};".encode())
+        _feed(h, v.task)
+    elif hasattr(v, "anim_set") and hasattr(v, "record") and hasattr(v, "name"):
+        h.update(f"H{v.name!r};".encode())
+    elif isinstance(v, Body):
+        h.update(f"B{v._row};".encode())
+    elif type(v).__module__.startswith("scuffle.anim.reference"):
+        h.update(f"R{type(v).__name__}(".encode())       # the reference engine's plain objects
+        for k, x in S._fields_of(v):
+            if k not in ("clip", "anim_set", "make_cursor", "_make_cursor") and not callable(x):
+                h.update(k.encode())
+                _feed(h, x)
+        h.update(b")")
+    else:
+        h.update(f"O{type(v).__module__}.{type(v).__qualname__};".encode())
+
+
+# ---------------------------------------------------------------- the byte form's pickling
+def _world_keys(state: _State) -> dict[int, tuple]:
+    """id(object) -> its name in the world, for the objects a snapshot names instead of
+    copying (the engine, its tables, the humans and their anim sets and records)."""
+    keys: dict[int, tuple] = {}
+    insts = []
+    es = state.engine_state
+    if isinstance(es, S.EngineState):
+        insts = [row[0] for row in es.instances]
+    elif isinstance(es, tuple):
+        insts = list(es[0])
+    for inst in insts:
+        keys[id(inst)] = ("human", inst.name)
+        keys.setdefault(id(inst.anim_set), ("set", inst.name))
+        keys[id(inst.record)] = ("record", inst.name)
+        player = getattr(inst, "engine", None)
+        if player is not None:
+            keys[id(player)] = ("batch",)
+            p = player.player
+            keys[id(p)] = ("player",)
+            for n in ("cursors", "fades", "gaits", "tasks", "humans"):
+                keys[id(getattr(p.stores, n))] = ("table", n)
+            keys[id(p.stores)] = ("stores",)
+            for i, clip in enumerate(p._clips):
+                keys[id(clip)] = ("clip", i)
+            keys[id(p.skeleton)] = ("skeleton",)
+            keys[id(p.callbacks)] = ("callbacks",)
+    for ent, (table, row) in state.body_rows.items():
+        keys[id(table)] = ("bodies",)
+    return keys
+
+
+def _world_objects(game) -> dict[tuple, Any]:
+    """The inverse of _world_keys on ``game``."""
+    objs: dict[tuple, Any] = {("bodies",): game.ctx.bodies}
+    p = game.player
+    objs[("player",)] = p
+    objs[("callbacks",)] = p.callbacks
+    objs[("skeleton",)] = p.skeleton
+    if game.engine == "compiled":
+        objs[("batch",)] = p.batch
+        objs[("stores",)] = p.stores
+        for n in ("cursors", "fades", "gaits", "tasks", "humans"):
+            objs[("table", n)] = getattr(p.stores, n)
+        for i, clip in enumerate(p._clips):
+            objs[("clip", i)] = clip
+    for name, ent in game.humans():
+        inst = game.component(ent, Animator).instance
+        objs[("human", name)] = inst
+        objs[("set", name)] = inst.anim_set
+        objs[("record", name)] = inst.record
+    return objs
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, f, keys: dict[int, tuple]):
+        super().__init__(f, protocol=5)
+        self._keys = keys
+
+    def persistent_id(self, obj):
+        return self._keys.get(id(obj))
+
+
+# What a snapshot's payload may name: scuffle's own classes, numpy's arrays, the few
+# builtins a state holds. Anything else is refused (a payload is data, not code).
+_ALLOWED = {("builtins", n) for n in ("set", "frozenset", "getattr", "slice", "complex", "bytearray")} | {
+    ("collections", "deque"), ("collections", "Counter"), ("collections", "OrderedDict"),
+    ("copyreg", "__newobj__"), ("copyreg", "_reconstructor"), ("copyreg", "__newobj_ex__"),
+    ("random", "Random"), ("numpy", "ndarray"), ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+    ("builtins", "object"),
+}
+_NUMPY = {"ndarray", "dtype", "_reconstruct", "scalar"}
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, f, objects: dict[tuple, Any] | None):
+        super().__init__(f)
+        self._objects = objects
+
+    def persistent_load(self, pid):
+        if self._objects is None:                    # reading the header only: no world yet
+            return None
+        try:
+            return self._objects[tuple(pid)]
+        except (KeyError, TypeError):
+            raise SnapshotError(f"snapshot: names {pid!r}, which this Game does not have (set it up as the "
+                                "snapshot's was: the same humans, the same anim sets)") from None
+
+    def find_class(self, module, name):
+        if (module, name) in _ALLOWED or (module.split(".")[0] == "numpy" and (name in _NUMPY or name.endswith("DType"))):
+            return super().find_class(module, name)
+        if module.startswith("scuffle."):
+            found = super().find_class(module, name)
+            if isinstance(found, type):               # a class of ours (its state by value), never a function
+                return found
+        raise SnapshotError(f"snapshot: payload names {module}.{name}, which a snapshot never holds")
