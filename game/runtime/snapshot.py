@@ -35,6 +35,7 @@ import itertools
 import pickle
 import random
 import struct
+import weakref
 from collections import Counter, deque
 from typing import Any
 
@@ -43,7 +44,7 @@ import numpy as np
 
 from scuffle.anim import snapshot as S
 from scuffle.anim.cursor import Cursor, FiredEvent
-from scuffle.components import Animator, Body, Combat, FiredEvents, PoseRef, RangeRecords
+from scuffle.components import Animator, Body, Combat
 
 __all__ = ["Snapshot", "SnapshotError", "SNAPSHOT_VERSION", "take", "restore", "checksum"]
 
@@ -69,9 +70,8 @@ class _State:
     entity_next: int
     engine_state: Any
     ctx: dict[str, Any]
-    bodies: S.TableState
-    body_rows: dict[int, tuple]
-    components: dict[int, tuple]
+    bodies: tuple
+    combats: tuple
     fight: Any
     extras: list
 
@@ -85,10 +85,12 @@ class Snapshot:
     same way (the same humans and anim sets). ``checksum()`` is a digest of the state.
     """
 
-    __slots__ = ("_state", "_payload", "update", "humans", "engine")
+    __slots__ = ("_state", "_payload", "_game", "update", "humans", "engine")
 
-    def __init__(self, state: _State | None, payload: bytes | None = None, meta: tuple | None = None):
+    def __init__(self, state: _State | None, payload: bytes | None = None, meta: tuple | None = None,
+                 game: Any = None):
         self._state, self._payload = state, payload
+        self._game = weakref.ref(game) if game is not None else None
         if state is not None:
             self.update, self.humans, self.engine = state.updates_run, tuple(state.names), state.engine
         else:
@@ -119,9 +121,13 @@ class Snapshot:
         if self._payload is not None:
             payload = self._payload
         else:
+            game = self._game() if self._game is not None else None
+            if game is None or game.closed:
+                raise SnapshotError("Snapshot.to_bytes: the Game it was taken of is gone (closed): the byte form "
+                                    "names its humans and tables; write it while the Game is open")
             buf = io.BytesIO()
             try:
-                _Pickler(buf, _world_keys(self._state)).dump(
+                _Pickler(buf, _world_keys(game)).dump(
                     (SNAPSHOT_VERSION, (self.update, self.humans, self.engine), self._state))
             except (pickle.PicklingError, TypeError, AttributeError) as e:
                 raise SnapshotError(f"Snapshot.to_bytes: the state holds something with no byte form ({e}); "
@@ -150,7 +156,7 @@ class Snapshot:
             raise SnapshotError(f"snapshot: payload length {len(payload)} at offset {_HEAD.size}, the header "
                                 f"(offset 12) says {n} (truncated or padded)")
         if hashlib.sha256(payload).digest() != digest:
-            raise SnapshotError(f"snapshot: the payload's sha256 differs from the header's (offset 20): corrupted")
+            raise SnapshotError("snapshot: the payload's sha256 differs from the header's (offset 20): corrupted")
         try:
             version2, meta, _ = _Unpickler(io.BytesIO(payload), None).load()
         except SnapshotError:
@@ -207,38 +213,29 @@ def take(game) -> Snapshot:
         "bone_rot": None if ctx.bone_rot is None else ctx.bone_rot.copy(),
         "fired": None if ctx.fired is None else list(ctx.fired),
     }
-    comps: dict[int, tuple] = {}
-    body_rows: dict[int, tuple] = {}
     with game.active():
         entity_next = _entity_next()
-        for name, ent in game.humans():
-            combat = esper.try_component(ent, Combat)
-            fired = esper.component_for_entity(ent, FiredEvents)
-            comps[ent] = (S.copy_value(combat) if combat is not None else None,
-                          esper.component_for_entity(ent, PoseRef).row,
-                          esper.component_for_entity(ent, RangeRecords).records,
-                          (fired.source, list(fired._own)))
-            body = esper.try_component(ent, Body)
-            if body is not None:
-                body_rows[ent] = (body._table, body._row)
-    bodies = S.save_table(ctx.bodies)
+    bodies = (S.save_table(ctx.bodies), dict(ctx.bodies.owners))
+    combats = (S.save_table(ctx.combats), dict(ctx.combats.owners), list(ctx.combats.texts))
     fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
     extras = [fn.save_state() for fn in _extras(game)]
     state = _State(game.engine, ctx.updates_run, ctx.update, dict(game.names), entity_next, engine_state, c,
-                   bodies, body_rows, comps, fight, extras)
-    return Snapshot(state)
+                   bodies, combats, fight, extras)
+    return Snapshot(state, game=game)
 
 
 def _extras(game) -> list:
-    """The actions and state functions that keep state of their own (save_state /
-    load_state), in their lists' order (the fight rules' own are saved with the fight)."""
-    out = []
+    """The objects behind the state functions and actions that keep state of their own
+    (``save_state`` / ``load_state``: the callable itself, or the owner of a bound
+    method), each once, in the lists' order; the Game's fight rules are saved apart."""
+    out, seen = [], {id(game.fight)}
     for fn in (*game.ctx.state_functions, *game.ctx.actions):
         owner = getattr(fn, "__self__", fn)
-        if owner is game.fight:
+        if id(owner) in seen:
             continue
-        if hasattr(fn, "save_state") and hasattr(fn, "load_state"):
-            out.append(fn)
+        seen.add(id(owner))
+        if hasattr(owner, "save_state") and hasattr(owner, "load_state"):
+            out.append(owner)
     return out
 
 
@@ -299,31 +296,39 @@ def restore(game, snap: Snapshot) -> None:
             setattr(ctx, name, saved.copy())
     ctx.fired = None if c["fired"] is None else list(c["fired"])
     ctx.failures = []
-    S.load_table(ctx.bodies, st.bodies)
-    owners = ctx.bodies.owners
-    owners.clear()
+    for table, (ts, owners, *_) in ((ctx.bodies, st.bodies), (ctx.combats, st.combats)):
+        S.load_table(table, ts)
+        if table is ctx.combats:
+            _texts_back(table, st.combats[2])
+        if table.owners != owners:                   # a view moved (added, removed, rehomed)
+            table.owners.clear()
+            table.owners.update(owners)
+            for row, view in owners.items():
+                view._table, view._row = table, row
     with game.active():
         esper._entity_count = itertools.count(st.entity_next)   # the next entity id, as it was
-        for ent, (combat, pose_row, records, fired) in st.components.items():
-            if combat is not None:
-                mine = esper.component_for_entity(ent, Combat)
-                for f in dataclasses.fields(Combat):
-                    setattr(mine, f.name, S.copy_value(getattr(combat, f.name)))
-            esper.component_for_entity(ent, PoseRef).row = pose_row
-            esper.component_for_entity(ent, RangeRecords).records = records
-            fe = esper.component_for_entity(ent, FiredEvents)
-            fe.source, fe._own = fired[0], list(fired[1])
-        for ent, (table, row) in st.body_rows.items():
-            body = esper.component_for_entity(ent, Body)
-            body._table, body._row = table, row
-            if table is ctx.bodies:
-                owners[row] = body
     game.names.clear()
     game.names.update(st.names)
+    ctx.sorted_cache.clear()
+    for proc in game.processors:                     # their lists of the crowd: made again
+        reset = getattr(proc, "reset", None)
+        if reset is not None:
+            reset()
     if st.fight is not None:
         game.fight.load_state(st.fight)
     for fn, s in zip(extras, st.extras):
         fn.load_state(s)
+
+
+def _texts_back(table, texts: list) -> None:
+    """The combat table's text codes after a restore: the saved rows' codes mean the saved
+    ``texts``; where this table numbers a text otherwise (a snapshot read on another
+    Game), the state and role columns are renumbered."""
+    mapping = np.array([table.code(t) for t in texts], dtype=np.int32)
+    if (mapping != np.arange(len(texts), dtype=np.int32)).any():
+        for col in ("state", "role"):
+            a = getattr(table, col)
+            a[:] = mapping[np.clip(a, 0, len(texts) - 1)]
 
 
 def checksum(game) -> str:
@@ -414,40 +419,14 @@ def _feed_object(h, v) -> None:
 
 
 # ---------------------------------------------------------------- the byte form's pickling
-def _world_keys(state: _State) -> dict[int, tuple]:
-    """id(object) -> its name in the world, for the objects a snapshot names instead of
-    copying (the engine, its tables, the humans and their anim sets and records)."""
-    keys: dict[int, tuple] = {}
-    insts = []
-    es = state.engine_state
-    if isinstance(es, S.EngineState):
-        insts = [row[0] for row in es.instances]
-    elif isinstance(es, tuple):
-        insts = list(es[0])
-    for inst in insts:
-        keys[id(inst)] = ("human", inst.name)
-        keys.setdefault(id(inst.anim_set), ("set", inst.name))
-        keys[id(inst.record)] = ("record", inst.name)
-        player = getattr(inst, "engine", None)
-        if player is not None:
-            keys[id(player)] = ("batch",)
-            p = player.player
-            keys[id(p)] = ("player",)
-            for n in ("cursors", "fades", "gaits", "tasks", "humans"):
-                keys[id(getattr(p.stores, n))] = ("table", n)
-            keys[id(p.stores)] = ("stores",)
-            for i, clip in enumerate(p._clips):
-                keys[id(clip)] = ("clip", i)
-            keys[id(p.skeleton)] = ("skeleton",)
-            keys[id(p.callbacks)] = ("callbacks",)
-    for ent, (table, row) in state.body_rows.items():
-        keys[id(table)] = ("bodies",)
-    return keys
+def _world_keys(game) -> dict[int, tuple]:
+    """id(object) -> its name in the world (the inverse of _world_objects)."""
+    return {id(obj): key for key, obj in _world_objects(game).items()}
 
 
 def _world_objects(game) -> dict[tuple, Any]:
     """The inverse of _world_keys on ``game``."""
-    objs: dict[tuple, Any] = {("bodies",): game.ctx.bodies}
+    objs: dict[tuple, Any] = {("bodies",): game.ctx.bodies, ("combats",): game.ctx.combats}
     p = game.player
     objs[("player",)] = p
     objs[("callbacks",)] = p.callbacks
@@ -464,6 +443,8 @@ def _world_objects(game) -> dict[tuple, Any]:
         objs[("human", name)] = inst
         objs[("set", name)] = inst.anim_set
         objs[("record", name)] = inst.record
+        objs[("body", name)] = game.component(ent, Body)
+        objs[("combat", name)] = game.component(ent, Combat)
     return objs
 
 
@@ -486,7 +467,7 @@ _ALLOWED = {("builtins", n) for n in ("set", "frozenset", "getattr", "slice", "c
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
     ("builtins", "object"),
 }
-_NUMPY = {"ndarray", "dtype", "_reconstruct", "scalar"}
+_NUMPY = {"ndarray", "dtype", "_reconstruct", "scalar", "_frombuffer"}
 
 
 class _Unpickler(pickle.Unpickler):
@@ -511,3 +492,129 @@ class _Unpickler(pickle.Unpickler):
             if isinstance(found, type):               # a class of ours (its state by value), never a function
                 return found
         raise SnapshotError(f"snapshot: payload names {module}.{name}, which a snapshot never holds")
+
+
+# ---------------------------------------------------------------- the rollback sync test
+class SyncError(AssertionError):
+    """The rollback sync test found a state that a restore and a replay did not give back:
+    the message names the update, the rollback distance and the parts that differ."""
+
+
+@dataclasses.dataclass(slots=True)
+class SyncReport:
+    """What ``sync_test`` checked: ``updates`` run, ``rollbacks`` made, ``replayed``
+    updates compared (each by its whole state's checksum), and ``checksum``, the state's
+    digest at the end (equal to a run without rollbacks)."""
+
+    updates: int
+    rollbacks: int
+    replayed: int
+    checksum: str
+
+
+def parts(snap: Snapshot) -> dict[str, str]:
+    """The digest of each part of a snapshot (the engine's tables and values one by one,
+    the bodies, the components, the fight, each stateful action): where two states
+    differ, the names of the parts say where."""
+    if snap._state is None:
+        raise SnapshotError("parts: a snapshot read from bytes; restore it and take one")
+    st = snap._state
+    out: dict[str, str] = {}
+
+    def put(name: str, v) -> None:
+        h = hashlib.sha256()
+        _feed(h, v)
+        out[name] = h.hexdigest()
+
+    for f in dataclasses.fields(st):
+        v = getattr(st, f.name)
+        if f.name == "engine_state" and isinstance(v, S.EngineState):
+            for g in ("tables", "player", "batch"):
+                for k, x in getattr(v, g).items():
+                    put(f"engine.{g}.{k}", x)
+            put("engine.humans", v.humans)
+            for row in v.instances:
+                put(f"engine.instance.{row[0].name}", row[1:])
+        elif f.name == "extras":
+            for i, x in enumerate(v):
+                put(f"extras[{i}]", x)
+        else:
+            put(f.name, v)
+    return out
+
+
+def sync_test(build, updates: int, distances=range(1, 9), *, pose: bool = True, straight: bool = True) -> SyncReport:
+    """GGPO's SyncTest on a Game: after every update, roll back ``k`` updates (``k`` taken
+    in turn from ``distances``), replay them, and check the whole state's checksum after
+    each replayed update against the first pass; at the end, check that the run (trace
+    records, poses included, and checksum) ends where a run without rollbacks ends.
+
+    In: ``build()`` -> (game, step): a Game set up the same way at each call and the
+    function that runs one of its updates (``game.step``, or a host's step around it).
+    Raises SyncError naming the update, the distance and the differing parts. Anything a
+    game keeps outside the snapshot (a closure's variable, a Python list, a generator)
+    fails it. Original: none (ours, issue 20).
+    """
+    from scuffle.game.runtime.trace import iter_trace_records, write_records
+
+    ks = [int(k) for k in distances]
+    if not ks or min(ks) < 1:
+        raise ValueError(f"sync_test: distances {ks!r} must be >= 1")
+    game, step = build()
+    try:
+        snaps: dict[int, Snapshot] = {}
+        sums: dict[int, str] = {}
+        traces: dict[int, str] = {}
+
+        def record() -> None:
+            buf = io.StringIO()
+            write_records(buf, iter_trace_records(game, pose=pose))
+            traces[game.update - 1] = buf.getvalue()
+
+        rollbacks = replayed = 0
+        keep = max(ks) + 1
+        snaps[game.update] = game.snapshot()
+        for u in range(updates):
+            step()
+            record()
+            now = game.update
+            snaps[now] = first = game.snapshot()
+            sums[now] = first.checksum()
+            snaps.pop(now - keep, None)
+            k = ks[u % len(ks)]
+            back = now - k
+            if back not in snaps:
+                continue
+            game.restore(snaps[back])
+            rollbacks += 1
+            for j in range(back, now):
+                step()
+                record()
+                replayed += 1
+                again = game.snapshot()
+                if again.checksum() != sums[j + 1]:
+                    a, b = parts(snaps[j + 1]), parts(again)
+                    diff = ", ".join(n for n in a if a[n] != b.get(n)) or "none"
+                    raise SyncError(f"update {j} replayed after a rollback of {k} (from update {now - 1} to "
+                                    f"{back}) gives another state than its first pass; parts that differ: {diff}")
+        final = game.checksum()
+        trace = "".join(traces[u] for u in sorted(traces))
+    finally:
+        game.close()
+    if straight:
+        g2, step2 = build()
+        try:
+            out = io.StringIO()
+            for _ in range(updates):
+                step2()
+                write_records(out, iter_trace_records(g2, pose=pose))
+            if g2.checksum() != final:
+                raise SyncError(f"after {updates} updates the run with rollbacks ends in another state than the "
+                                "run without them")
+            if out.getvalue() != trace:
+                a, b = out.getvalue().splitlines(), trace.splitlines()
+                i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                raise SyncError(f"the trace with rollbacks differs from the trace without them at line {i + 1}")
+        finally:
+            g2.close()
+    return SyncReport(updates, rollbacks, replayed, final)

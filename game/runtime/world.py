@@ -227,7 +227,7 @@ class Game:
             esper.add_component(ent, AnimSetRef(anim_set))
             esper.add_component(ent, Body(position=np.array(position, dtype=np.float64), heading=float(heading),
                                           table=self.ctx.bodies))
-            esper.add_component(ent, Combat(health=health, max_health=health))
+            esper.add_component(ent, Combat(health=health, max_health=health, table=self.ctx.combats))
             esper.add_component(ent, FiredEvents())
         self.names[name] = ent
         if self.fight is not None:             # the fight rules attached: it starts in the fight idle
@@ -257,9 +257,12 @@ class Game:
         self.player.forget(inst)
         with self.active():
             body = esper.try_component(ent, Body)
+            combat = esper.try_component(ent, Combat)
             esper.delete_entity(ent, immediate=True)
         if body is not None and body.table is self.ctx.bodies:
             body.detach()                      # its row back to the table, its numbers kept
+        if combat is not None and combat.table is self.ctx.combats:
+            combat.detach()
         del self.names[name]
 
     def _alive(self, ent: int) -> bool:

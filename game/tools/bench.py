@@ -242,20 +242,19 @@ class RealisticCrowd:
 
     # -- snapshots (Game.snapshot saves an action's state through these)
     def save_state(self) -> tuple:
-        """The driver's state: its random generator, the counts, the listener's counts and
-        each pair's fight rules (timings are measurements, not state: not saved)."""
+        """The driver's state: its random generator, the counts and the listener's counts
+        (timings are measurements, not state: not saved; each pair's fight rules are
+        actions of the Game, saved on their own)."""
         return (self.rng.getstate(), self.commands, self.refused, {k: v[0] for k, v in self.by_kind.items()},
-                dict(self.listener.counts), tuple(f.save_state() for f in self.fights))
+                dict(self.listener.counts))
 
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state``."""
-        rng, self.commands, self.refused, kinds, counts, fights = state
+        rng, self.commands, self.refused, kinds, counts = state
         self.rng.setstate(rng)
         for k, n in kinds.items():
             self.by_kind[k][0] = n
         self.listener.counts = dict(counts)
-        for f, fs in zip(self.fights, fights):
-            f.load_state(fs)
 
     # -- one command of each kind (the player's own calls: what a game's code does)
     def _running(self, inst, ttype):
