@@ -22,7 +22,6 @@ copies its state, sharing the anim sets, clips and options, which never change.
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections import Counter, deque
 from typing import Any, Iterable
@@ -32,8 +31,7 @@ import numpy as np
 from .store import HumanTable, Table
 
 __all__ = ["copy_value", "TableState", "save_table", "load_table", "HumanTableState", "save_humans",
-           "load_humans", "EngineState", "save_engine", "load_engine", "save_reference", "load_reference",
-           "INSTANCE_FIELDS"]
+           "load_humans", "EngineState", "save_engine", "load_engine", "save_reference", "load_reference"]
 
 
 def copy_value(v: Any) -> Any:
@@ -141,74 +139,104 @@ def load_humans(h: HumanTable, s: HumanTableState) -> bool:
     return replaced
 
 
-# A CharacterInstance's Python values the next update (or a reader of the last one) sees.
-INSTANCE_FIELDS = ("speed", "released", "on_report", "poses_refused", "slot", "engine")
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class EngineState:
-    """The compiled engine's state (``save_engine``): the five tables, the Player's and the
-    engine's Python values, and per instance its own values (INSTANCE_FIELDS, its events of
-    the last update, its record's playing anim id)."""
+    """The compiled engine's state (``save_engine``): the five tables, the pool's flags,
+    the Player's and the engine's Python values, each human's own values (``speed``,
+    ``on_report``, the record's playing anim id: ``instances``, by engine row; those
+    without a row in ``loose``) and, with ``outputs``, the last update's events, released
+    ids and refused poses."""
 
     tables: dict[str, TableState]
     humans: HumanTableState
+    pool: tuple
     player: dict[str, Any]
     batch: dict[str, Any]
     instances: list[tuple]
+    loose: list[tuple]
+    outputs: list[tuple] | None
 
 
-_PLAYER_FIELDS = ("deferred", "stats", "refused", "_stepped", "_wraps", "_failed", "_pose_refused")
-_BATCH_FIELDS = ("_instances", "_noisy", "kernel_humans", "pair_changes")
+_PLAYER_FIELDS = ("deferred", "stats", "refused", "_stepped", "_wraps", "_failed")
+_BATCH_FIELDS = ("kernel_humans", "pair_changes")
 
 
-def save_engine(player: Any, instances: Iterable[Any]) -> EngineState:
+def _own_values(inst) -> tuple:
+    return (inst.speed, inst.on_report, inst.record.anim_id)
+
+
+def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False) -> EngineState:
     """The compiled engine's state: ``player`` (anim.player.Player) and the world's
-    ``instances`` (CharacterInstance, stepped or not). An instance's events of the last
-    update are made into FiredEvent objects first (they are rows of a buffer the next
-    step overwrites)."""
+    ``instances`` (CharacterInstance, stepped or not). ``outputs``: also the last
+    update's outputs, which no later update reads (each human's events, made into
+    FiredEvent objects, its released ids and refused poses), for a viewer."""
     st = player.stores
+    batch = player.batch
     tables = {name: save_table(getattr(st, name)) for name in ("cursors", "fades", "gaits", "tasks")}
+    pool = (player.pool.out.copy(), player.pool.n_out)
     p = {name: copy_value(getattr(player, name)) for name in _PLAYER_FIELDS}
-    p["pool_out"] = sorted(player.pool._out)
-    b = {name: copy_value(getattr(player.batch, name)) for name in _BATCH_FIELDS}
-    insts = []
-    for inst in instances:
-        events = list(inst.events)                    # made from the step's rows if need be
-        insts.append((inst, tuple(copy_value(getattr(inst, f)) for f in INSTANCE_FIELDS), events,
-                      int(inst.record.anim_id), inst.record.table, int(inst.record.row)))
-    return EngineState(tables, save_humans(st.humans), p, b, insts)
+    b = {name: getattr(batch, name) for name in _BATCH_FIELDS}
+    rows = list(batch._instances)
+    own = [None if inst is None else _own_values(inst) for inst in rows]
+    loose = [(inst, _own_values(inst)) for inst in instances if inst.engine is not batch]
+    out = None
+    if outputs:
+        out = [(inst, list(inst.events), list(inst.released), inst.poses_refused)
+               for inst in dict.fromkeys([*batch._noisy, *player._pose_refused])]
+    return EngineState(tables, save_humans(st.humans), pool, p, b, list(zip(rows, own)), loose, out)
 
 
 def load_engine(player: Any, s: EngineState) -> None:
     """Write ``s`` (save_engine's) back into ``player`` and its instances; the engine's
-    cached column tuples and growth check are reset when a table's arrays were replaced."""
+    cached column tuples and growth check are reset when a table's arrays were replaced.
+    Without saved outputs, each human's events, released ids and refused poses are left
+    empty (as at the start of an update)."""
     st = player.stores
+    batch = player.batch
     replaced = False
     for name, ts in s.tables.items():
         replaced |= load_table(getattr(st, name), ts)
     replaced |= load_humans(st.humans, s.humans)
+    player.pool.out = s.pool[0].copy()
+    player.pool.n_out = s.pool[1]
     for name, v in s.player.items():
-        if name != "pool_out":
-            setattr(player, name, copy_value(v))
-    player.pool._out = set(s.player["pool_out"])
+        setattr(player, name, copy_value(v))
     for name, v in s.batch.items():
-        setattr(player.batch, name, copy_value(v))
-    batch = player.batch
+        setattr(batch, name, v)
     batch._last = None                              # the rows of the step's humans: found again
     if replaced:
         batch._table_key = ()
         batch._validated = ()
-    for inst, values, events, anim_id, rtable, rrow in s.instances:
-        for f, v in zip(INSTANCE_FIELDS, values):
-            setattr(inst, f, copy_value(v))
-        inst.events = list(events)
-        rec = inst.record
-        if rtable is st.humans:
-            rec.table, rec.row = st.humans, rrow
-        elif rec.table is not rtable:
-            rec.table, rec.row = rtable, rrow
-        rec.anim_id = anim_id
+    # the last update's outputs: those of the abandoned future go
+    for inst in dict.fromkeys([*batch._noisy, *player._pose_refused]):
+        inst.clear_events()
+        inst.released = []
+        inst.poses_refused = 0
+    batch._noisy = []
+    player._pose_refused = []
+    rows = [inst for inst, _ in s.instances]
+    if batch._instances != rows:                    # humans came or went: their rows as saved
+        for r, inst in enumerate(batch._instances):
+            if inst is not None and (r >= len(rows) or rows[r] is not inst):
+                inst.slot, inst.engine = -1, None
+        batch._instances = rows
+        for r, inst in enumerate(rows):
+            if inst is not None:
+                inst.slot, inst.engine = r, batch
+                inst.record.table, inst.record.row = st.humans, r
+    for inst, values in s.instances:
+        if inst is not None:
+            inst.speed, inst.on_report, inst.record.anim_id = values
+    for inst, values in s.loose:
+        inst.speed, inst.on_report, inst.record.anim_id = values
+    if s.outputs is not None:
+        for inst, events, released, refused in s.outputs:
+            inst.events = list(events)
+            inst.released = list(released)
+            inst.poses_refused = refused
+            batch._noisy.append(inst)
+            if refused:
+                player._pose_refused.append(inst)
 
 
 def _graph_copy(v: Any, memo: dict, own) -> Any:

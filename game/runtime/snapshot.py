@@ -196,23 +196,32 @@ def _instances(game) -> list:
     return [game.component(e, Animator).instance for _, e in game.humans()]
 
 
-def take(game) -> Snapshot:
-    """The Game's state now (between two updates). Original: none (ours, issue 20)."""
+def _loose(game) -> list:
+    """The humans the compiled engine has no row for yet (added, never stepped)."""
+    batch = game.player.batch
+    if sum(1 for i in batch._instances if i is not None) == len(game.names):
+        return []
+    return [i for i in _instances(game) if i.engine is not batch]
+
+
+def take(game, outputs: bool = False) -> Snapshot:
+    """The Game's state now (between two updates); with ``outputs``, also the last
+    update's outputs (poses, bones, events, released ids). Original: none (ours, issue 20)."""
     game._open()
-    insts = _instances(game)
     if game.engine == "reference":
-        engine_state = S.save_reference(game.player, insts)
+        engine_state = S.save_reference(game.player, _instances(game))
     else:
-        engine_state = S.save_engine(game.player, insts)
+        engine_state = S.save_engine(game.player, _loose(game), outputs)
     ctx = game.ctx
-    poses = ctx.poses
-    c = {
-        "entities": list(ctx.entities),
-        "poses": None if poses is None else (poses.vel.copy(), poses.root.copy(), poses.rot.copy(), poses.tag.copy()),
-        "bone_pos": None if ctx.bone_pos is None else ctx.bone_pos.copy(),
-        "bone_rot": None if ctx.bone_rot is None else ctx.bone_rot.copy(),
-        "fired": None if ctx.fired is None else list(ctx.fired),
-    }
+    c: dict[str, Any] = {}
+    if outputs:
+        poses = ctx.poses
+        c = {
+            "poses": None if poses is None else (poses.vel.copy(), poses.root.copy(), poses.rot.copy(),
+                                                 poses.tag.copy()),
+            "bone_pos": None if ctx.bone_pos is None else ctx.bone_pos.copy(),
+            "bone_rot": None if ctx.bone_rot is None else ctx.bone_rot.copy(),
+        }
     with game.active():
         entity_next = _entity_next()
     bodies = (S.save_table(ctx.bodies), dict(ctx.bodies.owners))
@@ -248,7 +257,7 @@ def restore(game, snap: Snapshot) -> None:
         raise SnapshotError(f"Game.restore: a snapshot of the {snap.engine!r} engine on a {game.engine!r} Game")
     st = snap._resolved(game)
     # -- every check first: nothing changes on a refusal
-    alive = dict(game.humans())
+    alive = game.names if game.names == st.names else dict(game.humans())
     for name, ent in st.names.items():
         if alive.get(name) != ent:
             raise SnapshotError(f"Game.restore: human {name!r} (entity {ent}) is not in the world as it was at "
@@ -265,7 +274,7 @@ def restore(game, snap: Snapshot) -> None:
             if set(ts.arrays) - {"live", "gen", "free_rows", "n_free"} != cols:
                 raise SnapshotError(f"Game.restore: the {name} table's columns differ from this engine's")
     # -- humans added after the snapshot leave
-    for name in [n for n in alive if n not in st.names]:
+    for name in [n for n in list(alive) if n not in st.names]:
         game.remove_human(name)
     # -- the engine
     if st.engine == "reference":
@@ -275,26 +284,26 @@ def restore(game, snap: Snapshot) -> None:
     ctx = game.ctx
     c = st.ctx
     ctx.updates_run, ctx.update = st.updates_run, st.update
-    ctx.entities = list(c["entities"])
-    if c["poses"] is None:
-        ctx.poses = None
-    else:
-        p = ctx.poses
-        if p is not None and p.rot.shape == c["poses"][2].shape:
-            for dst, src in zip((p.vel, p.root, p.rot, p.tag), c["poses"]):
-                np.copyto(dst, src)
+    if c:                                            # the last update's outputs were saved
+        if c["poses"] is None:
+            ctx.poses = None
         else:
-            from scuffle.anim.pose import PoseBatch
-            ctx.poses = PoseBatch(*(a.copy() for a in c["poses"]))
-    for name in ("bone_pos", "bone_rot"):
-        saved, now = c[name], getattr(ctx, name)
-        if saved is None:
-            setattr(ctx, name, None)
-        elif now is not None and now.shape == saved.shape:
-            np.copyto(now, saved)
-        else:
-            setattr(ctx, name, saved.copy())
-    ctx.fired = None if c["fired"] is None else list(c["fired"])
+            p = ctx.poses
+            if p is not None and p.rot.shape == c["poses"][2].shape:
+                for dst, src in zip((p.vel, p.root, p.rot, p.tag), c["poses"]):
+                    np.copyto(dst, src)
+            else:
+                from scuffle.anim.pose import PoseBatch
+                ctx.poses = PoseBatch(*(a.copy() for a in c["poses"]))
+        for name in ("bone_pos", "bone_rot"):
+            saved, now = c[name], getattr(ctx, name)
+            if saved is None:
+                setattr(ctx, name, None)
+            elif now is not None and now.shape == saved.shape:
+                np.copyto(now, saved)
+            else:
+                setattr(ctx, name, saved.copy())
+    ctx.fired = None
     ctx.failures = []
     for table, (ts, owners, *_) in ((ctx.bodies, st.bodies), (ctx.combats, st.combats)):
         S.load_table(table, ts)
@@ -324,6 +333,11 @@ def _texts_back(table, texts: list) -> None:
     """The combat table's text codes after a restore: the saved rows' codes mean the saved
     ``texts``; where this table numbers a text otherwise (a snapshot read on another
     Game), the state and role columns are renumbered."""
+    cur = table.texts
+    if len(cur) >= len(texts) and all(a == b for a, b in zip(cur, texts)):
+        del cur[len(texts):]                        # the texts the abandoned future added
+        table._codes = {t: i for i, t in enumerate(cur)}
+        return
     mapping = np.array([table.code(t) for t in texts], dtype=np.int32)
     if (mapping != np.arange(len(texts), dtype=np.int32)).any():
         for col in ("state", "role"):
@@ -533,8 +547,10 @@ def parts(snap: Snapshot) -> dict[str, str]:
                 for k, x in getattr(v, g).items():
                     put(f"engine.{g}.{k}", x)
             put("engine.humans", v.humans)
-            for row in v.instances:
-                put(f"engine.instance.{row[0].name}", row[1:])
+            for inst, values in v.instances:
+                if inst is not None:
+                    put(f"engine.instance.{inst.name}", values)
+            put("engine.pool", v.pool)
         elif f.name == "extras":
             for i, x in enumerate(v):
                 put(f"extras[{i}]", x)

@@ -340,11 +340,14 @@ class Game:
         return self.ctx.updates_run - 1
 
     # ---------------------------------------------------------------- snapshots (issue 20)
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, outputs: bool = False) -> Snapshot:
         """Everything the next updates read, copied (between two updates): restore it any
-        number of times (``restore``); ``to_bytes()`` gives its byte form. See
+        number of times (``restore``); ``to_bytes()`` gives its byte form. ``outputs``:
+        also keep the last update's outputs, which no later update reads (poses, bone
+        transforms, events, released ids), so a viewer shows the restored update as it
+        was; without them a restore leaves them empty until the next step. See
         scuffle.game.runtime.snapshot. Rejected: a closed Game (GameClosed)."""
-        return _snap.take(self)
+        return _snap.take(self, outputs)
 
     def restore(self, snapshot: Snapshot) -> None:
         """Put the whole Game back as it was when ``snapshot`` was taken: stepping on gives
