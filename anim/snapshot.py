@@ -28,7 +28,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .store import HumanTable, Table
+from .store import HumanTable, Table, _layout
 
 __all__ = ["copy_value", "TableState", "save_table", "load_table", "HumanTableState", "save_humans",
            "load_humans", "EngineState", "save_engine", "load_engine", "save_reference", "load_reference"]
@@ -65,41 +65,35 @@ _DEEP = (np.ndarray, list, dict, set, deque, Counter)
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class TableState:
-    """A Table's state: its capacity, every column and the bookkeeping arrays (``live``,
-    ``gen``, ``free_rows``, ``n_free``) as copies, the row-keyed dicts, and the task
+    """A Table's state: its capacity, its block of memory (every column, ``live``,
+    ``gen``, ``free_rows`` and ``n_free``: one copy), the row-keyed dicts, and the task
     table's row-to-handle list (``views``)."""
 
     capacity: int
-    arrays: dict[str, np.ndarray]
+    block: np.ndarray
     keyed: dict[str, dict]
     views: list | None
 
 
-_BOOK = ("live", "gen", "free_rows", "n_free")
-
-
 def save_table(t: Table) -> TableState:
-    """A copy of table ``t`` (TableState)."""
-    arrays = {name: getattr(t, name).copy() for name in (*t._columns, *_BOOK)}
+    """A copy of table ``t`` (TableState): one copy of its block."""
     keyed = {name: dict(getattr(t, name)) for name in t._keyed}
     views = list(t.views) if isinstance(t.views, list) else None
-    return TableState(t.capacity, arrays, keyed, views)
+    return TableState(t.capacity, t.block.copy(), keyed, views)
 
 
 def load_table(t: Table, s: TableState) -> bool:
     """Write state ``s`` back into table ``t``: in place when its capacity is the same,
-    else on new arrays of the saved capacity. Returns True when the arrays were replaced
-    (whoever kept a column must fetch it again). Rejected (ValueError): a state whose
-    columns are not the table's."""
-    if set(s.arrays) != {*t._columns, *_BOOK}:
-        raise ValueError(f"snapshot table: columns {sorted(s.arrays)} are not the table's {sorted(t._columns)}")
+    else on a new block of the saved capacity. Returns True when the arrays were replaced
+    (whoever kept a column must fetch it again). Rejected (ValueError): a block of
+    another size than the table's layout gives."""
+    if s.block.nbytes != _layout(t._all, s.capacity)[1]:
+        raise ValueError(f"snapshot table: a block of {s.block.nbytes} bytes is not this table's layout")
     replaced = t.capacity != s.capacity
-    for name, a in s.arrays.items():
-        if replaced:
-            setattr(t, name, a.copy())
-        else:
-            np.copyto(getattr(t, name), a)
-    t.capacity = s.capacity
+    if replaced:
+        t._place(s.block.copy(), s.capacity)
+    else:
+        np.copyto(t.block, s.block)
     for name, d in s.keyed.items():
         mine = getattr(t, name)
         mine.clear()
@@ -111,30 +105,27 @@ def load_table(t: Table, s: TableState) -> bool:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class HumanTableState:
-    """A HumanTable's state: its capacity, its columns (copies) and its free list."""
+    """A HumanTable's state: its capacity, its block (a copy) and its free list."""
 
     capacity: int
-    arrays: dict[str, np.ndarray]
+    block: np.ndarray
     free: list[int]
-
-
-_HUMAN_COLUMNS = ("flags", "depth", "queued", "live", "stack", "queue")
 
 
 def save_humans(h: HumanTable) -> HumanTableState:
     """A copy of the human table ``h``."""
-    return HumanTableState(h.capacity, {n: getattr(h, n).copy() for n in _HUMAN_COLUMNS}, list(h._free))
+    return HumanTableState(h.capacity, h.block.copy(), list(h._free))
 
 
 def load_humans(h: HumanTable, s: HumanTableState) -> bool:
     """Write ``s`` back into ``h`` (in place at the same capacity); True when replaced."""
+    if s.block.nbytes != _layout(h.COLUMNS, s.capacity)[1]:
+        raise ValueError(f"snapshot humans: a block of {s.block.nbytes} bytes is not this table's layout")
     replaced = h.capacity != s.capacity
-    for name, a in s.arrays.items():
-        if replaced:
-            setattr(h, name, a.copy())
-        else:
-            np.copyto(getattr(h, name), a)
-    h.capacity = s.capacity
+    if replaced:
+        h._place(s.block.copy(), s.capacity)
+    else:
+        np.copyto(h.block, s.block)
     h._free[:] = s.free
     return replaced
 

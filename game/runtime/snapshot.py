@@ -268,11 +268,13 @@ def restore(game, snap: Snapshot) -> None:
     extras = _extras(game)
     if len(extras) != len(st.extras):
         raise SnapshotError(f"Game.restore: {len(st.extras)} stateful actions saved, this Game runs {len(extras)}")
+    tables = [(ctx_t, t[0]) for ctx_t, t in ((game.ctx.bodies, st.bodies), (game.ctx.combats, st.combats))]
     if st.engine == "compiled":
-        for name, ts in st.engine_state.tables.items():
-            cols = set(getattr(game.player.stores, name)._columns)
-            if set(ts.arrays) - {"live", "gen", "free_rows", "n_free"} != cols:
-                raise SnapshotError(f"Game.restore: the {name} table's columns differ from this engine's")
+        tables += [(getattr(game.player.stores, n), ts) for n, ts in st.engine_state.tables.items()]
+    for table, ts in tables:
+        if ts.block.nbytes != S._layout(table._all, ts.capacity)[1]:
+            raise SnapshotError(f"Game.restore: a saved {type(table).__name__} of {ts.capacity} rows is "
+                                f"{ts.block.nbytes} bytes, not this engine's layout (another version's columns)")
     # -- humans added after the snapshot leave
     for name in [n for n in list(alive) if n not in st.names]:
         game.remove_human(name)
