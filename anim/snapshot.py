@@ -75,11 +75,34 @@ class TableState:
     views: list | None
 
 
-def save_table(t: Table) -> TableState:
-    """A copy of table ``t`` (TableState): one copy of its block."""
+def _copy_into(a: np.ndarray, into: np.ndarray | None) -> np.ndarray:
+    """A copy of ``a``: into ``into`` when it has the same shape and dtype (no new memory
+    to fault in), else a new array."""
+    if into is not None and into.shape == a.shape and into.dtype == a.dtype:
+        np.copyto(into, a)
+        return into
+    return a.copy()
+
+
+def fits(t: Table | HumanTable, s: "TableState | HumanTableState") -> bool:
+    """Whether saved state ``s`` has the block this table's layout gives for its capacity."""
+    if s.capacity == t.capacity:
+        return s.block.nbytes == t.block.nbytes
+    return s.block.nbytes == _layout(t._all if isinstance(t, Table) else t.COLUMNS, s.capacity)[1]
+
+
+def save_table(t: Table, into: TableState | None = None) -> TableState:
+    """A copy of table ``t`` (TableState): one copy of its block (into ``into``'s block,
+    an older state of the same table that is given up, when it fits)."""
     keyed = {name: dict(getattr(t, name)) for name in t._keyed}
-    views = list(t.views) if isinstance(t.views, list) else None
-    return TableState(t.capacity, t.block.copy(), keyed, views)
+    views = None
+    if isinstance(t.views, list):
+        if into is not None and into.views is not None:
+            views = into.views
+            views[:] = t.views
+        else:
+            views = list(t.views)
+    return TableState(t.capacity, _copy_into(t.block, into.block if into is not None else None), keyed, views)
 
 
 def load_table(t: Table, s: TableState) -> bool:
@@ -87,7 +110,7 @@ def load_table(t: Table, s: TableState) -> bool:
     else on a new block of the saved capacity. Returns True when the arrays were replaced
     (whoever kept a column must fetch it again). Rejected (ValueError): a block of
     another size than the table's layout gives."""
-    if s.block.nbytes != _layout(t._all, s.capacity)[1]:
+    if not fits(t, s):
         raise ValueError(f"snapshot table: a block of {s.block.nbytes} bytes is not this table's layout")
     replaced = t.capacity != s.capacity
     if replaced:
@@ -112,14 +135,14 @@ class HumanTableState:
     free: list[int]
 
 
-def save_humans(h: HumanTable) -> HumanTableState:
-    """A copy of the human table ``h``."""
-    return HumanTableState(h.capacity, h.block.copy(), list(h._free))
+def save_humans(h: HumanTable, into: HumanTableState | None = None) -> HumanTableState:
+    """A copy of the human table ``h`` (into ``into``'s block when it fits)."""
+    return HumanTableState(h.capacity, _copy_into(h.block, into.block if into is not None else None), list(h._free))
 
 
 def load_humans(h: HumanTable, s: HumanTableState) -> bool:
     """Write ``s`` back into ``h`` (in place at the same capacity); True when replaced."""
-    if s.block.nbytes != _layout(h.COLUMNS, s.capacity)[1]:
+    if not fits(h, s):
         raise ValueError(f"snapshot humans: a block of {s.block.nbytes} bytes is not this table's layout")
     replaced = h.capacity != s.capacity
     if replaced:
@@ -156,15 +179,18 @@ def _own_values(inst) -> tuple:
     return (inst.speed, inst.on_report, inst.record.anim_id)
 
 
-def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False) -> EngineState:
+def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
+                into: EngineState | None = None) -> EngineState:
     """The compiled engine's state: ``player`` (anim.player.Player) and the world's
     ``instances`` (CharacterInstance, stepped or not). ``outputs``: also the last
     update's outputs, which no later update reads (each human's events, made into
-    FiredEvent objects, its released ids and refused poses), for a viewer."""
+    FiredEvent objects, its released ids and refused poses), for a viewer. ``into``: an
+    older state of this engine that is given up, whose arrays are reused."""
     st = player.stores
     batch = player.batch
-    tables = {name: save_table(getattr(st, name)) for name in ("cursors", "fades", "gaits", "tasks")}
-    pool = (player.pool.out.copy(), player.pool.n_out)
+    old = into.tables if into is not None else {}
+    tables = {name: save_table(getattr(st, name), old.get(name)) for name in ("cursors", "fades", "gaits", "tasks")}
+    pool = (_copy_into(player.pool.out, into.pool[0] if into is not None else None), player.pool.n_out)
     p = {name: copy_value(getattr(player, name)) for name in _PLAYER_FIELDS}
     b = {name: getattr(batch, name) for name in _BATCH_FIELDS}
     rows = list(batch._instances)
@@ -174,7 +200,8 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False) ->
     if outputs:
         out = [(inst, list(inst.events), list(inst.released), inst.poses_refused)
                for inst in dict.fromkeys([*batch._noisy, *player._pose_refused])]
-    return EngineState(tables, save_humans(st.humans), pool, p, b, list(zip(rows, own)), loose, out)
+    return EngineState(tables, save_humans(st.humans, into.humans if into is not None else None), pool, p, b,
+                       list(zip(rows, own)), loose, out)
 
 
 def load_engine(player: Any, s: EngineState) -> None:

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, cast
 
 from scuffle.anim.clip import EventType
 from scuffle.anim.limits import INT32_MAX, MAX_COORD, check_int
-from scuffle.anim.snapshot import copy_value
 from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEventKind, FightFlags,
                                              FightHandler, FightState, FightStats, GAITS, GRAB_SEARCH_FACTOR,
                                              MAX_MOVE_SPEED, MAX_ROUND_PAUSE, PACES, ROUND_PAUSE, Refusal,
@@ -121,24 +120,32 @@ class Fight(Hits):
                 return
 
     # ---------------------------------------------------------------- snapshots (issue 20)
-    _SAVED = ("ko", "ko_at", "starts", "stats", "pending")
-
     def save_state(self) -> tuple:
         """What the next updates read (Game.snapshot): the K.O.s and the round's end, each
-        human's start, the stats and log, the pending hits and windows, and the state of
-        each controller that has one (an AI's random generator). The combat states and
-        health are components, saved by the Game. Original: none (ours)."""
+        human's start (its arrays are never written in place: shared), the stats and log,
+        the pending hits and windows, and the state of each controller that has one (an
+        AI's random generator). The combat states and health are the combat table's
+        rows, saved by the Game. Original: none (ours)."""
+        st = self.stats
+        stats = (st.grabs, st.strikes, st.throws, st.damage, st.refused, tuple(st.log), dict(st.kinds), st.logged,
+                 st.round, tuple(dict(r) for r in st.rounds))
         ctl = tuple(c.save_state() if hasattr(c, "save_state") else None for c in self.controllers)
-        return tuple(copy_value(getattr(self, n)) for n in self._SAVED) + (ctl,)
+        return (dict(self.ko), self.ko_at, dict(self.starts), stats, tuple(self.pending), ctl)
 
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state`` (Game.restore). Rejected (ValueError): a state of
         another number of controllers."""
-        *values, ctl = state
+        ko, self.ko_at, starts, stats, pending, ctl = state
         if len(ctl) != len(self.controllers):
             raise ValueError(f"Fight.load_state: {len(ctl)} controllers saved, {len(self.controllers)} here")
-        for n, v in zip(self._SAVED, values):
-            setattr(self, n, copy_value(v))
+        self.ko, self.starts, self.pending = dict(ko), dict(starts), list(pending)
+        st = self.stats
+        (st.grabs, st.strikes, st.throws, st.damage, st.refused, log, kinds, st.logged, st.round, rounds) = stats
+        st.log.clear()
+        st.log.extend(log)
+        st.kinds.clear()
+        st.kinds.update(kinds)
+        st.rounds[:] = [dict(r) for r in rounds]
         for c, s in zip(self.controllers, ctl):
             if s is not None:
                 c.load_state(s)

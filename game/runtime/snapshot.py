@@ -204,14 +204,19 @@ def _loose(game) -> list:
     return [i for i in _instances(game) if i.engine is not batch]
 
 
-def take(game, outputs: bool = False) -> Snapshot:
+def take(game, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot:
     """The Game's state now (between two updates); with ``outputs``, also the last
-    update's outputs (poses, bones, events, released ids). Original: none (ours, issue 20)."""
+    update's outputs (poses, bones, events, released ids). ``reuse``: an older snapshot
+    of this Game that is given up (a ring of rollback states), whose arrays are written
+    over instead of new ones (no new memory per snapshot). Original: none (ours, issue 20)."""
     game._open()
+    old = reuse._state if isinstance(reuse, Snapshot) and reuse._state is not None and \
+        reuse._game is not None and reuse._game() is game else None
     if game.engine == "reference":
         engine_state = S.save_reference(game.player, _instances(game))
     else:
-        engine_state = S.save_engine(game.player, _loose(game), outputs)
+        engine_state = S.save_engine(game.player, _loose(game), outputs,
+                                     old.engine_state if old is not None and old.engine == "compiled" else None)
     ctx = game.ctx
     c: dict[str, Any] = {}
     if outputs:
@@ -224,8 +229,9 @@ def take(game, outputs: bool = False) -> Snapshot:
         }
     with game.active():
         entity_next = _entity_next()
-    bodies = (S.save_table(ctx.bodies), dict(ctx.bodies.owners))
-    combats = (S.save_table(ctx.combats), dict(ctx.combats.owners), list(ctx.combats.texts))
+    bodies = (S.save_table(ctx.bodies, old.bodies[0] if old is not None else None), dict(ctx.bodies.owners))
+    combats = (S.save_table(ctx.combats, old.combats[0] if old is not None else None), dict(ctx.combats.owners),
+               list(ctx.combats.texts))
     fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
     extras = [fn.save_state() for fn in _extras(game)]
     state = _State(game.engine, ctx.updates_run, ctx.update, dict(game.names), entity_next, engine_state, c,
@@ -272,11 +278,11 @@ def restore(game, snap: Snapshot) -> None:
     if st.engine == "compiled":
         tables += [(getattr(game.player.stores, n), ts) for n, ts in st.engine_state.tables.items()]
     for table, ts in tables:
-        if ts.block.nbytes != S._layout(table._all, ts.capacity)[1]:
+        if not S.fits(table, ts):
             raise SnapshotError(f"Game.restore: a saved {type(table).__name__} of {ts.capacity} rows is "
                                 f"{ts.block.nbytes} bytes, not this engine's layout (another version's columns)")
     # -- humans added after the snapshot leave
-    for name in [n for n in list(alive) if n not in st.names]:
+    for name in ([n for n in list(alive) if n not in st.names] if alive is not game.names else ()):
         game.remove_human(name)
     # -- the engine
     if st.engine == "reference":
@@ -636,3 +642,40 @@ def sync_test(build, updates: int, distances=range(1, 9), *, pose: bool = True, 
         finally:
             g2.close()
     return SyncReport(updates, rollbacks, replayed, final)
+
+
+class SavedRandom(random.Random):
+    """A ``random.Random`` that a snapshot saves cheaply: ``save_state()`` gives its state
+    and reads the 2.5 kB Mersenne Twister state again only when a number was drawn since
+    the last save (``getstate`` costs ~13 us; an AI that thinks every few updates draws
+    rarely). ``load_state(state)`` puts one back. Same numbers as random.Random."""
+
+    def __init__(self, seed=None):
+        self._saved = None
+        super().__init__(seed)
+
+    def seed(self, *args, **kwargs) -> None:
+        self._saved = None
+        super().seed(*args, **kwargs)
+
+    def random(self) -> float:
+        self._saved = None
+        return super().random()
+
+    def getrandbits(self, k: int) -> int:
+        self._saved = None
+        return super().getrandbits(k)
+
+    def save_state(self) -> tuple:
+        """The generator's state (kept from the last save when nothing was drawn since)."""
+        s = self._saved
+        if s is None:
+            s = self._saved = self.getstate()
+        return s
+
+    def load_state(self, state: tuple) -> None:
+        """Put back a ``save_state`` (nothing to do when it is the state it holds: no
+        number drawn since that save)."""
+        if state is not self._saved:
+            self.setstate(state)
+            self._saved = state

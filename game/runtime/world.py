@@ -340,14 +340,16 @@ class Game:
         return self.ctx.updates_run - 1
 
     # ---------------------------------------------------------------- snapshots (issue 20)
-    def snapshot(self, outputs: bool = False) -> Snapshot:
+    def snapshot(self, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot:
         """Everything the next updates read, copied (between two updates): restore it any
         number of times (``restore``); ``to_bytes()`` gives its byte form. ``outputs``:
         also keep the last update's outputs, which no later update reads (poses, bone
         transforms, events, released ids), so a viewer shows the restored update as it
-        was; without them a restore leaves them empty until the next step. See
+        was; without them a restore leaves them empty until the next step. ``reuse``: an
+        older snapshot of this Game to give up (a rollback ring): its arrays are written
+        over, so no new memory is taken per snapshot (it must not be restored after). See
         scuffle.game.runtime.snapshot. Rejected: a closed Game (GameClosed)."""
-        return _snap.take(self, outputs)
+        return _snap.take(self, outputs, reuse)
 
     def restore(self, snapshot: Snapshot) -> None:
         """Put the whole Game back as it was when ``snapshot`` was taken: stepping on gives
