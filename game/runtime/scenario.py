@@ -7,7 +7,6 @@ update, written after the whole update (``game.trace``).
 """
 from __future__ import annotations
 
-import collections
 import math
 import re
 import tomllib
@@ -718,6 +717,32 @@ class Script:
         self.last.update(last)
 
 
+def setup_scenario(sc: Scenario, on_command: Callable[[Command, Any], None] | None = None,
+                   engine: str = "compiled"):
+    """A Game set up as a scenario says, before its first update: its humans, its tables'
+    setups (the fight rules), and its commands as the first action (``Script``). Each
+    ``game.step()`` then runs one update of the scenario (``run_scenario`` adds the trace
+    and the errors naming a command). Rejected: what ``Game.add_human`` rejects."""
+    from scuffle.game.runtime.world import Game
+
+    game = Game(sc.options, engine=engine)
+    try:
+        for h in sc.humans:
+            if h.health is None:
+                game.add_human(h.name, sc.sets[h.set], h.position, h.heading)
+            else:
+                game.add_human(h.name, sc.sets[h.set], h.position, h.heading, health=h.health)
+        for name, values in sc.tables.items():
+            sc.registry.tables[name].setup(game, values)
+        for setup in sc.registry.setup:
+            setup(game)
+        game.ctx.actions.insert(0, Script(game, sc, on_command))
+    except BaseException:
+        game.close()
+        raise
+    return game
+
+
 def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                  on_update: Callable | None = None, on_command: Callable[[Command, Any], None] | None = None,
                  engine: str = "compiled"):
@@ -736,22 +761,11 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     names none (the world's task pool), the field ``run`` with no line.
     """
     from scuffle.game.runtime.trace import iter_trace_records, write_records
-    from scuffle.game.runtime.world import Game, HandlerError, UnknownHuman
+    from scuffle.game.runtime.world import HandlerError
 
-    game = Game(sc.options, engine=engine)
+    game = setup_scenario(sc, on_command, engine)
     try:
-        for h in sc.humans:
-            if h.health is None:
-                game.add_human(h.name, sc.sets[h.set], h.position, h.heading)
-            else:
-                game.add_human(h.name, sc.sets[h.set], h.position, h.heading, health=h.health)
-        for name, values in sc.tables.items():
-            sc.registry.tables[name].setup(game, values)
-        for setup in sc.registry.setup:
-            setup(game)
-        scripted = Script(game, sc, on_command)
-        last = scripted.last
-        game.ctx.actions.insert(0, scripted)
+        last = next(a for a in game.ctx.actions if isinstance(a, Script)).last
         for _ in range(sc.updates):
             now = game.update                  # the counter advances even when an update fails
             try:

@@ -107,9 +107,7 @@ class Snapshot:
         if self._state is None:
             raise SnapshotError("Snapshot.checksum: a snapshot read from bytes is checked by its digest; "
                                 "restore it and ask Game.checksum()")
-        h = hashlib.sha256()
-        _feed(h, [getattr(self._state, f.name) for f in dataclasses.fields(self._state)])
-        return h.hexdigest()
+        return _digest(self._state)
 
     # ---------------------------------------------------------------- bytes
     def to_bytes(self) -> bytes:
@@ -359,85 +357,84 @@ def checksum(game) -> str:
 
 
 # ---------------------------------------------------------------- the digest's encoding
+_VALUES = frozenset({type(None), bool, int, float, str, bytes, tuple, list, dict, complex})
+
+
+class _HashOut:
+    """A file that feeds what is written to a hash."""
+
+    __slots__ = ("write",)
+
+    def __init__(self, h):
+        self.write = h.update
+
+
+class _Digest(pickle.Pickler):
+    """Pickles a state into a hash canonically: plain values by value (no memo, so equal
+    states give equal bytes whatever objects they share), arrays by their dtype, shape
+    and bytes, sets sorted, random generators by their state, and the world's objects by
+    what identifies them (a task or cursor handle by its row and generation, a human by
+    its name, a view by its row, a fired event by its content, the rest by its type)."""
+
+    def __init__(self, h):
+        super().__init__(_HashOut(h), protocol=5)
+        self.fast = True
+        self._h = h
+
+    def persistent_id(self, v):
+        t = type(v)
+        if t in _VALUES:
+            return None
+        if t is np.ndarray:
+            a = np.ascontiguousarray(v)
+            self._h.update(a.view(np.uint8).reshape(-1) if a.size else b"")
+            return ("A", a.dtype.str, a.shape)
+        if isinstance(v, np.generic):
+            return ("G", v.dtype.str, v.tobytes())
+        if t is set or t is frozenset:
+            return ("S", tuple(sorted(v, key=repr)))
+        if isinstance(v, enum.Enum):
+            return ("N", t.__name__, v.value)
+        if isinstance(v, random.Random):
+            return ("R", v.getstate())
+        if t in (deque, Counter):
+            return ("Q", tuple(v) if t is deque else tuple(sorted(v.items())))
+        if hasattr(v, "_fields") or (dataclasses.is_dataclass(v) and not isinstance(v, type)):
+            return None                               # a NamedTuple (a Callback) or a dataclass: by value
+        if hasattr(v, "trow") and hasattr(v, "tgen"):
+            return ("T", t.__name__, v.trow, v.tgen)
+        if isinstance(v, Cursor):
+            return ("C", v.row, v.gen)
+        if isinstance(v, FiredEvent):
+            return ("E", v.anim_id, v.event.frame, int(v.event.type), self.persistent_id(v.task))
+        if hasattr(v, "anim_set") and hasattr(v, "record") and hasattr(v, "name"):
+            return ("H", v.name)
+        if isinstance(v, (Body, Combat)):
+            return ("V", t.__name__, v._row)
+        if t.__module__.startswith("scuffle.anim.reference") and not callable(v):
+            return ("R", t.__name__, tuple((k, x) for k, x in S._fields_of(v)
+                                           if k not in ("clip", "anim_set") and not callable(x)))
+        return ("O", t.__module__, t.__qualname__)
+
+
+def _digest(state: _State) -> str:
+    """The state's digest, without the last update's outputs (no later update reads them)."""
+    h = hashlib.sha256()
+    values = []
+    for f in dataclasses.fields(state):
+        v = getattr(state, f.name)
+        if f.name == "ctx":
+            continue
+        if f.name == "engine_state" and isinstance(v, S.EngineState) and v.outputs is not None:
+            v = dataclasses.replace(v, outputs=None)
+        values.append(v)
+    _Digest(h).dump(values)
+    return h.hexdigest()
+
+
 def _feed(h, v) -> None:
-    """Feed value ``v`` to hash ``h`` canonically: its type and its exact bits."""
-    t = type(v)
-    if v is None or t is bool or t is int or t is str:
-        h.update(f"{t.__name__[0]}{v!r};".encode())
-    elif t is float:
-        h.update(b"f" + struct.pack("<d", v))
-    elif t is np.ndarray:
-        a = np.ascontiguousarray(v)
-        h.update(f"a{a.dtype.str}{a.shape};".encode())
-        h.update(a.tobytes())
-    elif isinstance(v, np.generic):
-        h.update(f"g{v.dtype.str};".encode() + v.tobytes())
-    elif isinstance(v, enum.Enum):
-        h.update(f"e{t.__name__}.{v.value!r};".encode())
-    elif t in (list, tuple, deque) or (isinstance(v, tuple) and not hasattr(v, "_fields")):
-        h.update(f"l{len(v)}[".encode())
-        for x in v:
-            _feed(h, x)
-        h.update(b"]")
-    elif t is dict or t is Counter:
-        items = list(v.items())
-        try:
-            items.sort(key=lambda kv: kv[0])
-        except TypeError:
-            pass
-        h.update(f"d{len(items)}{{".encode())
-        for k, x in items:
-            _feed(h, k)
-            _feed(h, x)
-        h.update(b"}")
-    elif t is set or t is frozenset:
-        h.update(f"s{len(v)}{{".encode())
-        for x in sorted(v, key=repr):
-            _feed(h, x)
-        h.update(b"}")
-    elif isinstance(v, random.Random):
-        _feed(h, v.getstate())
-    elif hasattr(v, "_fields"):                       # a NamedTuple (a Callback: its kind and args)
-        h.update(f"n{t.__name__}(".encode())
-        for x in v:
-            _feed(h, x)
-        h.update(b")")
-    elif dataclasses.is_dataclass(v) and not isinstance(v, type):
-        h.update(f"c{t.__name__}(".encode())
-        for f in dataclasses.fields(v):
-            _feed(h, getattr(v, f.name))
-        h.update(b")")
-    elif isinstance(v, (S.TableState, S.HumanTableState, S.EngineState)):
-        for f in v.__slots__:
-            _feed(h, getattr(v, f))
-    else:
-        _feed_object(h, v)
-
-
-def _feed_object(h, v) -> None:
-    """An object by what identifies it in the world (not its address): a task or cursor
-    handle by its row and generation, a human by its name, a fired event by its content,
-    anything else (tables, anim sets, the engine) by its type."""
-    if hasattr(v, "trow") and hasattr(v, "tgen"):
-        h.update(f"T{type(v).__name__}{v.trow},{v.tgen};".encode())
-    elif isinstance(v, Cursor):
-        h.update(f"C{v.row},{v.gen};".encode())
-    elif isinstance(v, FiredEvent):
-        h.update(f"F{v.anim_id},{v.event.frame},{int(v.event.type)};".encode())
-        _feed(h, v.task)
-    elif hasattr(v, "anim_set") and hasattr(v, "record") and hasattr(v, "name"):
-        h.update(f"H{v.name!r};".encode())
-    elif isinstance(v, Body):
-        h.update(f"B{v._row};".encode())
-    elif type(v).__module__.startswith("scuffle.anim.reference"):
-        h.update(f"R{type(v).__name__}(".encode())       # the reference engine's plain objects
-        for k, x in S._fields_of(v):
-            if k not in ("clip", "anim_set", "make_cursor", "_make_cursor") and not callable(x):
-                h.update(k.encode())
-                _feed(h, x)
-        h.update(b")")
-    else:
-        h.update(f"O{type(v).__module__}.{type(v).__qualname__};".encode())
+    """Feed value ``v`` to hash ``h`` canonically (see _Digest)."""
+    _Digest(h).dump(v)
 
 
 # ---------------------------------------------------------------- the byte form's pickling
@@ -667,15 +664,18 @@ class SavedRandom(random.Random):
         return super().getrandbits(k)
 
     def save_state(self) -> tuple:
-        """The generator's state (kept from the last save when nothing was drawn since)."""
+        """The generator's state (kept from the last save when nothing was drawn since):
+        (version, the 625 words as bytes, the gauss value)."""
         s = self._saved
         if s is None:
-            s = self._saved = self.getstate()
+            version, words, gauss = self.getstate()
+            s = self._saved = (version, struct.pack(f"<{len(words)}I", *words), gauss)
         return s
 
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state`` (nothing to do when it is the state it holds: no
         number drawn since that save)."""
         if state is not self._saved:
-            self.setstate(state)
+            version, words, gauss = state
+            self.setstate((version, struct.unpack(f"<{len(words) // 4}I", words), gauss))
             self._saved = state
