@@ -121,16 +121,16 @@ class Callbacks:
         """The registered kinds, sorted."""
         return sorted(self._handlers)
 
-    def call(self, cb: Any, inst: Any) -> None:
-        """Run ``cb`` for ``inst``: ``handler(inst, *cb.args)`` or ``cb(inst)``."""
+    def call(self, cb: Any, inst: Any) -> Any:
+        """Run ``cb`` for ``inst``: ``handler(inst, *cb.args)`` or ``cb(inst)``; returns what
+        it returns (a test's answer: PlayerOptions.queued_default)."""
         if isinstance(cb, Callback):
             handler = self._handlers.get(cb.kind)
             if handler is None:
                 raise UnknownCallback(f"callback kind {cb.kind!r}: no handler registered "
                                       f"(known: {', '.join(self.kinds()) or 'none'})")
-            handler(inst, *cb.args)
-        else:
-            cb(inst)
+            return handler(inst, *cb.args)
+        return cb(inst)
 
     @staticmethod
     def is_data(cb: Any) -> bool:
