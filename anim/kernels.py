@@ -1620,9 +1620,10 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
             queue_pass = ps + 1 < passes           # the queue's pass first, then the stack's
             sp = 0
             nref = 0
+            trows = h_queue if queue_pass else h_stack
             n_tasks = h_queued[hi] if queue_pass else h_depth[hi]
             for si in range(n_tasks):
-                r = h_queue[hi, si] if queue_pass else h_stack[hi, si]
+                r = trows[hi, si]
                 nw = 0
                 while True:
                     tt = t_type[r]
