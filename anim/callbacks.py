@@ -1,7 +1,8 @@
 """Callbacks as data: an end, wrap or report callback is a kind and its plain arguments.
 
-A task's end callback (+0x2c), a loop's or gait's wrap callback (+0x28) and a human's
-report (0x400000 at the release) are kept as ``Callback(kind, args)``: a name the world's
+A task's end callback (+0x2c), a loop's or gait's wrap callback (+0x28), a human's
+report (0x400000 at the release) and the human test of ``PlayerOptions.queued_default``
+(0x00223440, whose answer ``Callbacks.call`` returns) are kept as ``Callback(kind, args)``: a name the world's
 ``Callbacks`` registry maps to a handler, and arguments that are plain data (None, bool,
 int, float, str, bytes and tuples of them). So the whole state of a world is data that
 can be copied, compared and saved, with no closure in it; the handlers are code, given
