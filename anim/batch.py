@@ -96,6 +96,7 @@ class BatchEngine:
         self._weights = np.zeros(_WALK, np.float32)
         self._refused = np.zeros(0, np.int64)
         self._queued_default = np.zeros(0, np.bool_)  # per place in the pose's rows: its queued pose the default
+        self._queued_set = False                # _queued_default may hold a True
         self._cols_n = np.zeros(0, np.int64)        # 0, 1, 2...: the pose's output columns
         opts = player.options
         self._scratch = scratch_poses(_SCRATCH_POSES, opts.tag_bits == TagBits.Y_BIT,
@@ -452,9 +453,13 @@ class BatchEngine:
         if len(flags) < n:
             flags = self._queued_default = np.zeros(max(n, 2 * len(flags)), np.bool_)
         test = self.player.options.queued_default
-        if test is None:                        # never set: stays all False
+        if test is None:                        # all False (cleared once if options were swapped)
+            if self._queued_set:
+                flags[:] = False
+                self._queued_set = False
             return flags
         flags[:n] = False
+        self._queued_set = True
         queued = self.humans.queued
         if queued.any():
             call = self.player.callbacks.call
