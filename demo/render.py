@@ -662,8 +662,8 @@ def draw_status(surface: pygame.Surface, rect: pygame.Rect, scene: Scene, fonts:
 
 def status_text(scene: Scene) -> tuple[str, str]:
     """The bottom line's two texts (left, right): time, update, mode, pause, slow motion
-    and, while R is held, the rewind ("<< REWIND -3.2 s"); the frame rate, the rewind
-    ring's depth ("R rewind 6.8 s") and the help hint."""
+    and, while R is held, the rewind ("<< REWIND -3.2 s"); the frame rate, how far R can
+    rewind ("ring 6.8 s"; while rewinding, in the banner) and the help hint."""
     parts = [f"{scene.seconds:6.2f}s", f"#{scene.update}", scene.mode]
     if scene.rewind is not None:
         parts.append(rewind_banner(scene).split("   ")[0])
@@ -671,7 +671,8 @@ def status_text(scene: Scene) -> tuple[str, str]:
         parts.append("PAUSED (N: step)")
     if scene.slow:
         parts.append("SLOW x1/4")
-    right = (f"{scene.fps:3.0f} fps   " if scene.fps > 0 else "") + f"R rewind {scene.ring:4.1f} s   H help"
+    ring = "" if scene.rewind is not None else f"ring {scene.ring:.1f} s   "   # rewinding: in the banner
+    right = (f"{scene.fps:3.0f} fps   " if scene.fps > 0 else "") + ring + "H help"
     return "   ".join(parts), right
 
 
