@@ -22,8 +22,9 @@ play goes on from there, and the recording and the trace hold the final timeline
 ``App`` is the window: a fixed-timestep loop (the simulation at a steady 30 Hz, the
 picture at the display's rate, interpolated between the last two updates), with pause,
 single step, slow motion (the simulation at 1/4 speed) and rewind (R held: the fight
-runs backwards, one update per 1/30 s, up to 10 s; released, it plays on from there). ``App.run(max_frames=,
-frame_dt=)`` runs a bounded number of frames on a fixed clock (scripts and tests).
+runs backwards, one update per 1/30 s, up to 10 s; released, it plays on from there).
+``App.run(max_frames=, frame_dt=)`` runs a bounded number of frames on a fixed clock
+(scripts and tests).
 """
 from __future__ import annotations
 
@@ -227,6 +228,8 @@ class DemoSim:
     def __init__(self, seed: int = 1, attract: bool = False, health: float = 100.0,
                  ai_settings: dict | None = None, anim_set=None, trace=None, round_pause: int = KO_UPDATES,
                  rewind_depth: int = REWIND_UPDATES):
+        if isinstance(rewind_depth, bool) or not isinstance(rewind_depth, int) or rewind_depth < 0:
+            raise ValueError(f"DemoSim: rewind_depth {rewind_depth!r} must be a whole number of updates >= 0")
         self.registry = fighters_registry()
         if anim_set is None:
             anim_set = self.registry.libraries[SET_NAME]()
@@ -260,8 +263,6 @@ class DemoSim:
         self.trace_path = trace
         # written beside the file and renamed at close(): a run that fails leaves an old trace whole
         self._trace = OutputFile(trace, "trace") if trace is not None else None
-        if isinstance(rewind_depth, bool) or not isinstance(rewind_depth, int) or rewind_depth < 0:
-            raise ValueError(f"DemoSim: rewind_depth {rewind_depth!r} must be a whole number of updates >= 0")
         self.rewind_depth = rewind_depth
         self._ring: deque = deque()            # snapshots after updates ring[0].update .. self.update
         self._spare: list = []                 # given-up snapshots whose arrays a new one writes over

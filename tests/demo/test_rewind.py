@@ -329,3 +329,14 @@ def test_rewind_plan_checks_its_pairs():
                       ([(float("inf"), 1)], "rewind at"), ([(2, float("nan"))], "rewind by")):
         with pytest.raises(ValueError, match=what):
             rewind_plan(bad, 4)
+
+
+def test_a_headless_gif_shows_the_final_timeline(tmp_path):
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    s = run_headless(seconds=2.0, out=tmp_path / "out", seed=3, pictures=False, gif=tmp_path / "r.gif",
+                     gif_from=0.5, rewinds=[(1.5, 1.0)])
+    assert s["rewinds"] == [{"at": 45, "by": 30}] and s["gif"] == str(tmp_path / "r.gif")
+    with Image.open(tmp_path / "r.gif") as im:
+        assert im.n_frames == (60 - 15) // 2                   # one picture every 2 updates after 0.5 s, once each
