@@ -64,6 +64,7 @@ BUFFER_UPDATES = 8               # a key press waits this long for the move in p
 KO_UPDATES = 120                 # a new round starts 4 s after a K.O. (the fight's round_pause)
 SET_NAME = "demo"                # the scenario library the fighters' set comes from
 REWIND_UPDATES = 300             # the rewind ring: the last 10 s of updates
+COMMAND_CHUNK = 64               # the recorded commands are saved in shared chunks of this many
 
 
 class KeyboardControl:
@@ -246,6 +247,7 @@ class DemoSim:
         self.fight = Fight(game, **self.fight_options)
         self.control = CommandFight(self)
         self.commands: list[Command] = []
+        self._chunks: list[tuple] = []           # the commands' frozen chunks (save_state)
         settings = dict(AI_SETTINGS, **(ai_settings or {}))
         self.ai_seeds = {"p1": self.seed + P1_SEED_OFFSET, "p2": self.seed}
         self.ai = {
@@ -325,8 +327,22 @@ class DemoSim:
         kb = self.keyboard
         return (tuple(ai.save_state() for ai in self.ai.values()),
                 (kb.direction, kb.jog, tuple(kb.pending), kb.throw_cycle),
-                self.attract, self._stop_p1, tuple(self.commands),
+                self.attract, self._stop_p1, self._frozen_commands(),
                 {n: tuple(d) for n, d in self.recent_events.items()})
+
+    def _frozen_commands(self) -> tuple:
+        """The commands so far as (full chunks, the rest): tuples of ``COMMAND_CHUNK``
+        commands, each made once and shared by every later snapshot, so a ring of 300
+        snapshots of an hour's session holds the commands once, not 300 times."""
+        cmds, chunks, size = self.commands, self._chunks, COMMAND_CHUNK
+        k = len(chunks)
+        if k and (len(cmds) < k * size or chunks[-1][-1] is not cmds[k * size - 1]):
+            chunks.clear()                          # the list was changed by hand: freeze it again
+            k = 0
+        while len(cmds) >= (k + 1) * size:
+            chunks.append(tuple(cmds[k * size:(k + 1) * size]))
+            k += 1
+        return tuple(chunks), tuple(cmds[k * size:])
 
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state`` (Game.restore): the commands recorded after it are
@@ -336,7 +352,9 @@ class DemoSim:
             ai.load_state(s)
         kb = self.keyboard
         kb.direction, kb.jog, kb.pending, kb.throw_cycle = direction, jog, deque(pending), cycle
-        self.commands[:] = commands
+        chunks, rest = commands
+        self.commands[:] = [c for chunk in chunks for c in chunk] + list(rest)
+        self._chunks[:] = chunks
         for n, d in recent.items():
             self.recent_events[n] = deque(d, maxlen=RECENT_EVENTS)
 

@@ -18,7 +18,7 @@ os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
 from scuffle.demo import render  # noqa: E402
-from scuffle.demo.app import DT, REWIND_UPDATES, App, DemoSim  # noqa: E402
+from scuffle.demo.app import COMMAND_CHUNK, DT, REWIND_UPDATES, App, DemoSim  # noqa: E402
 from scuffle.demo.cli import main, parse_args  # noqa: E402
 from scuffle.demo.headless import rewind_plan, run_headless  # noqa: E402
 from scuffle.game.fighters import registry  # noqa: E402
@@ -176,6 +176,27 @@ def test_a_rewound_keyboard_fight_takes_another_course_and_replays_byte_for_byte
     finally:
         sim.close()
     assert replay(tmp_path / "s.toml") == (tmp_path / "t.jsonl").read_bytes()
+
+
+def test_the_ring_shares_the_recorded_commands_and_a_rewind_gives_them_back():
+    sim = DemoSim(seed=1, attract=True, rewind_depth=100)
+    try:
+        for _ in range(400):
+            sim.step()
+        at_400 = list(sim.commands)
+        for _ in range(60):
+            sim.step()
+        assert len(at_400) > COMMAND_CHUNK and len(sim.commands) > len(at_400)
+        a = sim.save_state()[4]
+        sim.step()
+        b = sim.save_state()[4]
+        assert a[0] and all(x is y for x, y in zip(a[0], b[0]))   # the full chunks: one copy for all
+        assert sim.rewind(61) == 61 and sim.update == 400
+        assert sim.commands == at_400
+        del sim.commands[10:]                                       # cut by hand: frozen again
+        assert sim.save_state()[4] == ((), tuple(at_400[:10]))
+    finally:
+        sim.close()
 
 
 # ---------------------------------------------------------------- the window: R held
