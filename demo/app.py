@@ -14,13 +14,21 @@ a scenario's commands. ``DemoSim.scenario_text()`` writes them (with the fighter
 set and the fight options) as a scenario, and ``scuffle run`` of it gives the demo's
 trace byte for byte (docs/scenarios.md, "Recording the demo").
 
+Rewind: after each update ``DemoSim`` keeps a snapshot of the whole simulation
+(``Game.snapshot(outputs=True)``, reused in a ring) for the last ``REWIND_UPDATES`` (10 s);
+``DemoSim.rewind(n)`` restores the one ``n`` updates back and drops the later ones, so
+play goes on from there, and the recording and the trace hold the final timeline only.
+
 ``App`` is the window: a fixed-timestep loop (the simulation at a steady 30 Hz, the
 picture at the display's rate, interpolated between the last two updates), with pause,
-single step and slow motion (the simulation at 1/4 speed). ``App.run(max_frames=,
-frame_dt=)`` runs a bounded number of frames on a fixed clock (scripts and tests).
+single step, slow motion (the simulation at 1/4 speed) and rewind (R held: the fight
+runs backwards, one update per 1/30 s, up to 10 s; released, it plays on from there).
+``App.run(max_frames=, frame_dt=)`` runs a bounded number of frames on a fixed clock
+(scripts and tests).
 """
 from __future__ import annotations
 
+import io
 import math
 import warnings
 import time
@@ -41,7 +49,8 @@ from scuffle.game.runtime.world import Game
 
 from scuffle.demo import render
 
-__all__ = ["DemoSim", "CommandFight", "KeyboardControl", "App", "DT", "AI_SETTINGS", "P1_SEED_OFFSET", "KO_UPDATES"]
+__all__ = ["DemoSim", "CommandFight", "KeyboardControl", "App", "DT", "AI_SETTINGS", "P1_SEED_OFFSET", "KO_UPDATES",
+           "REWIND_UPDATES"]
 
 DT = 1.0 / 30.0                  # one simulation update
 SLOW_FACTOR = 0.25               # slow motion: the simulation at 1/4 speed
@@ -54,6 +63,8 @@ RECENT_EVENTS = 8                # events kept per fighter for the HUD
 BUFFER_UPDATES = 8               # a key press waits this long for the move in progress
 KO_UPDATES = 120                 # a new round starts 4 s after a K.O. (the fight's round_pause)
 SET_NAME = "demo"                # the scenario library the fighters' set comes from
+REWIND_UPDATES = 300             # the rewind ring: the last 10 s of updates
+COMMAND_CHUNK = 64               # the recorded commands are saved in shared chunks of this many
 
 
 class KeyboardControl:
@@ -205,12 +216,21 @@ class DemoSim:
     and, with ``trace`` (a path), writes the update's trace records (the pinned JSONL,
     as ``scuffle run --trace`` writes them). ``attract`` (settable) hands p1 to its own
     FighterAI. ``commands`` are every command applied so far (``scenario_text()``).
+
+    ``rewind_depth`` (default ``REWIND_UPDATES``; 0: no rewind) is how many updates
+    ``rewind()`` can go back: a snapshot of the whole simulation is kept after each
+    update. With a trace and a ring, an update's records reach the file once the update
+    can no longer be rewound (at the latest at ``close()``), so the file holds the final
+    timeline only, streams (a FIFO, /dev/stdout) included.
     """
 
     names = ("p1", "p2")
 
     def __init__(self, seed: int = 1, attract: bool = False, health: float = 100.0,
-                 ai_settings: dict | None = None, anim_set=None, trace=None, round_pause: int = KO_UPDATES):
+                 ai_settings: dict | None = None, anim_set=None, trace=None, round_pause: int = KO_UPDATES,
+                 rewind_depth: int = REWIND_UPDATES):
+        if isinstance(rewind_depth, bool) or not isinstance(rewind_depth, int) or rewind_depth < 0:
+            raise ValueError(f"DemoSim: rewind_depth {rewind_depth!r} must be a whole number of updates >= 0")
         self.registry = fighters_registry()
         if anim_set is None:
             anim_set = self.registry.libraries[SET_NAME]()
@@ -227,6 +247,7 @@ class DemoSim:
         self.fight = Fight(game, **self.fight_options)
         self.control = CommandFight(self)
         self.commands: list[Command] = []
+        self._chunks: list[tuple] = []           # the commands' frozen chunks (save_state)
         settings = dict(AI_SETTINGS, **(ai_settings or {}))
         self.ai_seeds = {"p1": self.seed + P1_SEED_OFFSET, "p2": self.seed}
         self.ai = {
@@ -244,6 +265,12 @@ class DemoSim:
         self.trace_path = trace
         # written beside the file and renamed at close(): a run that fails leaves an old trace whole
         self._trace = OutputFile(trace, "trace") if trace is not None else None
+        self.rewind_depth = rewind_depth
+        self._ring: deque = deque()            # snapshots after updates ring[0].update .. self.update
+        self._spare: list = []                 # given-up snapshots whose arrays a new one writes over
+        self._pending: deque = deque()         # (update, trace text) not yet in the file (rewindable)
+        if rewind_depth:
+            self._ring.append(game.snapshot(outputs=True))
 
     # ------------------------------------------------------------ control
     def command(self, who: str, action: str | None = None, loop: int | None = None, **extra):
@@ -300,8 +327,22 @@ class DemoSim:
         kb = self.keyboard
         return (tuple(ai.save_state() for ai in self.ai.values()),
                 (kb.direction, kb.jog, tuple(kb.pending), kb.throw_cycle),
-                self.attract, self._stop_p1, tuple(self.commands),
+                self.attract, self._stop_p1, self._frozen_commands(),
                 {n: tuple(d) for n, d in self.recent_events.items()})
+
+    def _frozen_commands(self) -> tuple:
+        """The commands so far as (full chunks, the rest): tuples of ``COMMAND_CHUNK``
+        commands, each made once and shared by every later snapshot, so a ring of 300
+        snapshots of an hour's session holds the commands once, not 300 times."""
+        cmds, chunks, size = self.commands, self._chunks, COMMAND_CHUNK
+        k = len(chunks)
+        if k and (len(cmds) < k * size or chunks[-1][-1] is not cmds[k * size - 1]):
+            chunks.clear()                          # the list was changed by hand: freeze it again
+            k = 0
+        while len(cmds) >= (k + 1) * size:
+            chunks.append(tuple(cmds[k * size:(k + 1) * size]))
+            k += 1
+        return tuple(chunks), tuple(cmds[k * size:])
 
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state`` (Game.restore): the commands recorded after it are
@@ -311,7 +352,9 @@ class DemoSim:
             ai.load_state(s)
         kb = self.keyboard
         kb.direction, kb.jog, kb.pending, kb.throw_cycle = direction, jog, deque(pending), cycle
-        self.commands[:] = commands
+        chunks, rest = commands
+        self.commands[:] = [c for chunk in chunks for c in chunk] + list(rest)
+        self._chunks[:] = chunks
         for n, d in recent.items():
             self.recent_events[n] = deque(d, maxlen=RECENT_EVENTS)
 
@@ -325,7 +368,7 @@ class DemoSim:
         return self.fight.stats.round
 
     def step(self) -> None:
-        """One 30 Hz update of the whole world."""
+        """One 30 Hz update of the whole world (then its snapshot joins the rewind ring)."""
         game = self.game
         game.step()
         upd = game.update - 1
@@ -333,8 +376,56 @@ class DemoSim:
             for fe in game.component(name, FiredEvents).events:
                 ev = fe.event
                 self.recent_events[name].append((upd, f"{fe.anim_id:4d} f{ev.frame:<3d} 0x{ev.type:02x} {ev.name}"))
+        if not self.rewind_depth:
+            if self._trace is not None:
+                write_records(self._trace.fp, trace_records(game))
+            return
         if self._trace is not None:
-            write_records(self._trace.fp, trace_records(game))
+            buf = io.StringIO()
+            write_records(buf, trace_records(game))
+            self._pending.append((upd, buf.getvalue()))
+        ring = self._ring
+        reuse = None
+        if len(ring) > self.rewind_depth:
+            reuse = ring.popleft()
+        elif self._spare:
+            reuse = self._spare.pop()
+        ring.append(game.snapshot(outputs=True, reuse=reuse))
+        self._flush_trace(ring[0].update)
+
+    def _flush_trace(self, before: int | None = None) -> None:
+        """Write the held trace records of the updates before ``before`` (None: all)."""
+        pending = self._pending
+        while pending and (before is None or pending[0][0] < before):
+            text = pending.popleft()[1]
+            if self._trace is not None:
+                self._trace.fp.write(text)
+
+    @property
+    def rewind_room(self) -> int:
+        """How many updates ``rewind()`` can go back now (at most ``rewind_depth``)."""
+        return max(0, len(self._ring) - 1)
+
+    def rewind(self, updates: int = 1) -> int:
+        """Go back ``updates`` updates (as far as the ring goes): restore the whole
+        simulation as it was then (its last update's poses too, for the window), drop the
+        later snapshots and their trace records, so play goes on from there and the
+        recording (``scenario_text()``) and the trace hold the fight as it now goes.
+        Returns how many updates it went back (0: nothing to rewind). Rejected
+        (ValueError): ``updates`` not a whole number >= 0."""
+        if isinstance(updates, bool) or not isinstance(updates, int) or updates < 0:
+            raise ValueError(f"DemoSim.rewind: updates {updates!r} must be a whole number >= 0")
+        n = min(int(updates), self.rewind_room)
+        if n == 0:
+            return 0
+        ring = self._ring
+        for _ in range(n):
+            self._spare.append(ring.pop())
+        self.game.restore(ring[-1])
+        back = self.game.update
+        while self._pending and self._pending[-1][0] >= back:
+            self._pending.pop()
+        return n
 
     def health(self) -> dict[str, float]:
         return {n: float(self.fight.combat(n).health) for n in self.names}
@@ -380,9 +471,20 @@ class DemoSim:
         dropped and an old file of that name left whole (``keep=False``: a failed run)."""
         try:
             if self._trace is not None:
-                trace, self._trace = self._trace, None
+                trace = self._trace
+                try:
+                    if keep:
+                        self._flush_trace()
+                except BaseException:
+                    self._trace = None
+                    trace.close(keep=False)
+                    raise
+                self._trace = None
                 trace.close(keep=keep)
         finally:
+            self._ring.clear()
+            self._spare.clear()
+            self._pending.clear()
             self.game.close()
 
 
@@ -409,6 +511,7 @@ class App:
         self.camera = None
         self.prev_scene = None
         self.scene = render.snapshot(self.sim)
+        self.rewind_from: int | None = None       # while R is held: the update the rewind started at
 
     # ------------------------------------------------------------ input
     _ACTIONS = {pygame.K_j: "strike", pygame.K_k: "grab", pygame.K_l: "throw", pygame.K_u: "let_go",
@@ -479,7 +582,18 @@ class App:
         self.sim.keyboard.direction = (float(dx), float(dy))
         self.sim.keyboard.jog = bool(mods & pygame.KMOD_SHIFT) or down(pygame.K_LSHIFT, pygame.K_RSHIFT)
 
+    def rewind_held(self) -> bool:
+        """Whether R is held (the key events seen, or the keyboard state)."""
+        return pygame.K_r in self.held or bool(pygame.key.get_pressed()[pygame.K_r])
+
     # ------------------------------------------------------------ loop
+    def _rewind(self) -> int:
+        """One update back (DemoSim.rewind); the picture follows. Returns 0 at the ring's end."""
+        n = self.sim.rewind(1)
+        if n:
+            self.prev_scene, self.scene = self.scene, render.snapshot(self.sim)
+        return n
+
     def _step(self) -> None:
         """One update (the rounds are the fight rules': a K.O. ends the round, and the
         next starts KO_UPDATES later, in the simulation itself)."""
@@ -496,6 +610,8 @@ class App:
         s.inset = self.inset
         s.paused, s.slow = self.sim.paused, self.sim.slow
         s.mode = render.mode_of(self.sim)
+        s.rewind = None if self.rewind_from is None else (self.sim.update - self.rewind_from) * DT
+        s.ring = self.sim.rewind_room * DT
         return s
 
     def run(self, max_frames: int | None = None, frame_dt: float | None = None) -> None:
@@ -528,7 +644,25 @@ class App:
                 now = time.perf_counter()
                 real = min(now - last, 0.25) if frame_dt is None else float(frame_dt)
                 last = now
-                if not self.sim.paused:
+                rewinding = self.rewind_held()
+                if rewinding != (self.rewind_from is not None):   # R went down or up: start afresh
+                    self.rewind_from = self.sim.update if rewinding else None
+                    acc = 0.0
+                    self.prev_scene = None                   # no blend across the turn
+                if rewinding:
+                    # The fight runs backwards at the simulation's pace (slow motion too),
+                    # paused or not, until the ring's end.
+                    acc += real * (SLOW_FACTOR if self.sim.slow else 1.0)
+                    n = 0
+                    while acc >= DT and n < MAX_CATCH_UP:
+                        acc -= DT
+                        n += 1
+                        if not self._rewind():
+                            acc = 0.0
+                            break
+                    if n == MAX_CATCH_UP:
+                        acc = min(acc, DT)
+                elif not self.sim.paused:
                     acc += real * (SLOW_FACTOR if self.sim.slow else 1.0)
                     n = 0
                     while acc >= DT and n < MAX_CATCH_UP:
@@ -537,7 +671,7 @@ class App:
                         n += 1
                     if n == MAX_CATCH_UP:
                         acc = min(acc, DT)
-                alpha = 1.0 if self.sim.paused else acc / DT
+                alpha = 1.0 if self.sim.paused and not rewinding else acc / DT
                 scene = self.frame_scene(alpha)
                 shown_fps = clock.get_fps() or shown_fps
                 scene.fps = shown_fps

@@ -5,6 +5,7 @@
     scuffle demo --headless --seconds 20 --out out/demo [--seed 1]
     scuffle demo --record S.toml --trace T.jsonl   # keep the session: scuffle run S.toml replays it
     scuffle demo --headless --gif [PATH]           # an animated GIF of the arena (Pillow)
+    scuffle demo --headless --rewind-at 12 --rewind-by 5   # at 12 s go back 5 s, then play on
     scuffle view SOURCE [--id N]         # the clip viewer (scuffle.demo.view)
 
 With no display (no DISPLAY / WAYLAND_DISPLAY on Linux, SDL_VIDEODRIVER=dummy or
@@ -19,7 +20,7 @@ import math
 import os
 import sys
 
-from scuffle.demo.headless import DEFAULT_FRAME_EVERY, DEFAULT_OUT, DEFAULT_SECONDS
+from scuffle.demo.headless import DEFAULT_FRAME_EVERY, DEFAULT_OUT, DEFAULT_SECONDS, MAX_REWIND_SECONDS
 from scuffle.game.cli.errors import OneLineParser, examples, number, whole
 from scuffle.game.runtime.scenario import MAX_HEALTH, MAX_UPDATES as MAX_AT
 
@@ -47,7 +48,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                                  "scuffle demo --attract --seed 7              # AI against AI",
                                  "scuffle demo --headless --seconds 60 --out out/demo",
                                  "scuffle demo --headless --record fight.toml  # the scenario only, no PNGs",
-                                 "scuffle demo --headless --seconds 8 --gif demo.gif --gif-from 4.3"))
+                                 "scuffle demo --headless --seconds 8 --gif demo.gif --gif-from 4.3",
+                                 "scuffle demo --headless --rewind-at 12 --rewind-by 5 --record r.toml"))
     p.add_argument("--headless", action="store_true", help="run attract mode without a display")
     p.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, metavar="S",
                    help=f"headless: game time to run (default {DEFAULT_SECONDS:g})")
@@ -72,6 +74,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="headless: the GIF starts at SECONDS of game time (default 0)")
     p.add_argument("--health", type=number(0, MAX_HEALTH, lo_open=True), default=100.0, metavar="H",
                    help="each fighter's health, every round (default 100)")
+    p.add_argument("--rewind-at", type=number(0, MAX_SECONDS), action="append", default=[], metavar="T",
+                   help="headless: rewind when the fight reaches T seconds of game time (repeatable, "
+                        "each with its --rewind-by), then play on to --seconds")
+    p.add_argument("--rewind-by", type=number(0, MAX_REWIND_SECONDS, lo_open=True), action="append", default=[],
+                   metavar="S", help=f"headless: how far that rewind goes back, in seconds "
+                                     f"(at most {MAX_REWIND_SECONDS:g}, and not before the start)")
     a = p.parse_args(argv)
     size = parse_size(a.size, (320, 240))
     if size is None:
@@ -88,6 +96,18 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--health must be a number > 0")
     if not (math.isfinite(a.gif_from) and a.gif_from >= 0):
         p.error("--gif-from must be a number >= 0")
+    if len(a.rewind_at) != len(a.rewind_by):
+        p.error(f"--rewind-at and --rewind-by go in pairs: got {len(a.rewind_at)} --rewind-at and "
+                f"{len(a.rewind_by)} --rewind-by")
+    for t, b in zip(a.rewind_at, a.rewind_by):
+        at, by = round(t * 30), round(b * 30)
+        if at > round(a.seconds * 30):
+            p.error(f"--rewind-at {t:g}: after the end of the run (--seconds {a.seconds:g})")
+        if by < 1:
+            p.error(f"--rewind-by {b:g}: less than one update (1/30 s)")
+        if by > at:
+            p.error(f"--rewind-by {b:g}: goes back before the start (--rewind-at {t:g})")
+    a.rewinds = list(zip(a.rewind_at, a.rewind_by))
     # Outputs only where asked: with --record, --trace or --gif the frames, the sheet and
     # summary.json are written only when --out names their directory.
     a.pictures = a.out is not None or not (a.record or a.trace or a.gif is not None)
@@ -139,7 +159,7 @@ def headless(a: argparse.Namespace, why: str | None = None) -> int:
     try:
         s = run_headless(seconds=a.seconds, out=a.out, seed=a.seed, frame_every=a.frame_every, size=a.size,
                          record=a.record, trace=a.trace, gif=a.gif, gif_from=a.gif_from, health=a.health,
-                         pictures=a.pictures)
+                         pictures=a.pictures, rewinds=a.rewinds)
     except PillowMissing as exc:
         print(f"scuffle demo: error: {exc}", file=sys.stderr)
         return 2
@@ -151,6 +171,8 @@ def headless(a: argparse.Namespace, why: str | None = None) -> int:
         return 2
     print(f"demo: {s['updates']} updates ({s['seconds']:g} s, seed {s['seed']}) in {s['wall_seconds']:.1f} s: "
           f"grabs {s['grabs']}, strikes {s['strikes']}, throws {s['throws']}, damage {s['damage']:g}")
+    for r in s["rewinds"]:
+        print(f"demo: rewound {r['by']} updates at update {r['at']}")
     for r in s["rounds"]:
         print(f"demo: round {r['round']}: {r['winner'] or 'nobody'} won, {r['loser']} K.O. at update {r['ko_update']}")
     if a.pictures:
@@ -167,7 +189,7 @@ def main(argv=None) -> int:
         a = parse_args(argv)
     except SystemExit as exc:              # usage errors (already printed) and --help
         return exc.code if isinstance(exc.code, int) else 2
-    if a.headless or a.gif is not None:
+    if a.headless or a.gif is not None or a.rewinds:     # --rewind-at is a headless run's
         return headless(a)
     why = no_display()
     if why:

@@ -8,24 +8,32 @@ around the fighters, captioned with the time, the round and both fighters' state
 ``summary.json``. Only the saved frames are rendered, onto an offscreen Surface, so a
 minute of game time (1800 updates) takes a few seconds. Optionally: ``record`` (the run
 as a scenario, ``DemoSim.save_scenario``), ``trace`` (the pinned JSONL trace) and
-``gif`` (an animated GIF of the arena, 15 pictures per second of game time; Pillow).
+``gif`` (an animated GIF of the arena, 15 pictures per second of game time; Pillow),
+and ``rewinds``: ``[(T, S), ...]`` rewinds the fight S seconds (at most 10) when the
+update counter reaches round(T * 30) (each once, in order of T), then plays on to
+``seconds``; the pictures, the GIF, the recording and the trace hold the final
+timeline only (``scuffle run`` of the recording gives the trace byte for byte).
 
 summary.json (pinned names): ``updates``, ``grabs``, ``strikes``, ``throws``, ``damage``;
 also ``seed``, ``seconds``, ``health`` {name: value}, ``hits`` {name: hits taken},
 ``refused``, ``round`` (the round being fought at the end), ``rounds`` (the finished
 ones: ``round``, ``winner``, ``loser``, ``ko_update``), ``frames`` (file names),
-``contact_sheet``, ``gif``, ``record``, ``trace``, ``wall_seconds``.
+``contact_sheet``, ``gif``, ``record``, ``trace``, ``wall_seconds``, ``rewinds`` (the
+rewinds done: ``at``, the update counter when it rewound, and ``by``, the updates it
+went back).
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from pathlib import Path
 from typing import Callable
 
 __all__ = ["run_headless", "contact_sheet", "save_picture", "image_stats", "GifWriter", "PillowMissing",
-           "DEFAULT_SECONDS", "DEFAULT_OUT", "DEFAULT_FRAME_EVERY", "GIF_SIZE", "GIF_EVERY"]
+           "DEFAULT_SECONDS", "DEFAULT_OUT", "DEFAULT_FRAME_EVERY", "GIF_SIZE", "GIF_EVERY", "rewind_plan",
+           "MAX_REWIND_SECONDS"]
 
 DEFAULT_SECONDS = 20.0
 DEFAULT_OUT = "out/demo"
@@ -37,6 +45,31 @@ GIF_SIZE = (480, 300)            # the GIF's pictures (the arena only)
 GIF_EVERY = 2                    # a GIF picture every 2 updates: 15 per second
 GIF_DURATIONS = (70, 60, 70)     # ms, repeated: 200 ms per 3 pictures = 15 per second (GIF counts 10 ms)
 GIF_COLOURS = 64
+
+
+MAX_REWIND_SECONDS = 10.0        # the rewind ring's depth (demo.app.REWIND_UPDATES)
+
+
+def rewind_plan(rewinds, seconds: float) -> list[tuple[int, int]]:
+    """``[(T, S), ...]`` (seconds of game time) -> ``[(at, by), ...]`` in updates, sorted
+    by ``at``: rewind ``by`` = round(S * 30) updates when the counter reaches ``at`` =
+    round(T * 30). Rejected (ValueError naming the value): a T that is not a finite number
+    from 0 to ``seconds``, an S that does not round to 1 .. 300 updates (10 s) or goes
+    back further than T."""
+    plan = []
+    end = int(round(float(seconds) * UPDATES_PER_SECOND))
+    for pair in rewinds:
+        t, b = (float(v) for v in pair)
+        at = int(round(t * UPDATES_PER_SECOND)) if math.isfinite(t) else -1
+        if not (math.isfinite(t) and 0 <= at <= end):
+            raise ValueError(f"rewind at {t!r}: a time in seconds from 0 to the run's {seconds:g}")
+        by = int(round(b * UPDATES_PER_SECOND)) if math.isfinite(b) else -1
+        if not (math.isfinite(b) and 1 <= by <= MAX_REWIND_SECONDS * UPDATES_PER_SECOND):
+            raise ValueError(f"rewind by {b!r}: a number of seconds from 1/30 to {MAX_REWIND_SECONDS:g}")
+        if by > at:
+            raise ValueError(f"rewind by {b:g} s at {t:g} s: goes back before the start")
+        plan.append((at, by))
+    return sorted(plan, key=lambda p: p[0])
 
 
 class PillowMissing(RuntimeError):
@@ -112,7 +145,7 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
                  frame_every: float = DEFAULT_FRAME_EVERY, size: tuple[int, int] = (1280, 720),
                  on_update: Callable | None = None, sheet: bool = True, record=None, trace=None, gif=None,
                  gif_from: float = 0.0, gif_size: tuple[int, int] = GIF_SIZE, health: float = 100.0,
-                 pictures: bool = True) -> dict:
+                 pictures: bool = True, rewinds=()) -> dict:
     """Run attract mode for ``seconds`` of game time; write the frames, the sheet and the summary.
 
     ``pictures=False``: only the outputs asked for by name (``record``, ``trace``,
@@ -121,15 +154,17 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
     ``on_update(sim)`` is called after every update (tests watch the world through it).
     ``record``: write the run as a scenario there; ``trace``: the JSONL trace there;
     ``gif``: an animated GIF of the arena there, from ``gif_from`` seconds of game time
-    on; ``health``: each fighter's health (per round). Returns the summary (also
-    written to ``out/summary.json``). Rejected: --gif without Pillow (PillowMissing,
-    before anything runs).
+    on; ``health``: each fighter's health (per round); ``rewinds``: ``[(T, S), ...]``
+    in seconds (``rewind_plan``). Returns the summary (also written to
+    ``out/summary.json``). Rejected, before anything runs: --gif without Pillow
+    (PillowMissing), a bad rewind (ValueError, ``rewind_plan``).
     """
     pygame = _pygame()
     from scuffle.demo import render
     from scuffle.demo.app import DemoSim
     from scuffle.game.runtime.files import OutputFile, output_path
 
+    plan = rewind_plan(rewinds, seconds)
     out = Path(out)
     if pictures:
         out.mkdir(parents=True, exist_ok=True)
@@ -142,9 +177,13 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
     fonts = render.Fonts()
     tile_fonts = render.Fonts(17)
     surface = pygame.Surface(size)
-    sim = DemoSim(seed=seed, attract=True, trace=trace, health=health)
+    from scuffle.demo.app import REWIND_UPDATES
+    sim = DemoSim(seed=seed, attract=True, trace=trace, health=health, rewind_depth=REWIND_UPDATES if plan else 0)
     frames: list[tuple[str, float]] = []
     tiles: list = []
+    frame_updates: list[int] = []
+    gif_updates: list[int] = []
+    done: list[dict] = []
     t0 = time.perf_counter()
 
     def picture(name: str) -> None:
@@ -153,20 +192,31 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
         with output_path(out / name, "frame") as tmp:
             pygame.image.save(surface, tmp)
         frames.append((name, sim.update / UPDATES_PER_SECOND))
+        frame_updates.append(sim.update)
         tile = pygame.Surface(TILE)
         render.draw_tile(tile, scene, tile_fonts, sim.round, sim.fight.round_over)
         tiles.append(tile)
 
     ok = False
     try:
-        for _ in range(updates):
+        while sim.update < updates:
             sim.step()
             if on_update is not None:
                 on_update(sim)
             if gif_writer is not None and sim.update > gif_first and (sim.update - gif_first) % GIF_EVERY == 0:
                 gif_writer.add(sim)
+                gif_updates.append(sim.update)
             if pictures and (sim.update % every == 0 or sim.update == updates):
                 picture(f"frame_{sim.update / UPDATES_PER_SECOND:06.1f}s.png")
+            if len(done) < len(plan) and sim.update == plan[len(done)][0]:
+                at, by = plan[len(done)]
+                done.append({"at": at, "by": sim.rewind(by)})
+                # The pictures of the updates undone go too: they are drawn again as play goes on.
+                keep = sum(1 for u in frame_updates if u <= sim.update)
+                del frames[keep:], tiles[keep:], frame_updates[keep:]
+                if gif_writer is not None:
+                    keep = sum(1 for u in gif_updates if u <= sim.update)
+                    del gif_writer.frames[keep:], gif_updates[keep:]
         if pictures and not frames:              # zero seconds: still one picture
             picture("frame_0000.0s.png")
         if record is not None:
@@ -191,6 +241,7 @@ def run_headless(seconds: float = DEFAULT_SECONDS, out: str | os.PathLike = DEFA
             "record": None if record is None else str(record),
             "trace": None if trace is None else str(trace),
             "wall_seconds": 0.0,
+            "rewinds": done,
         }
         ok = True
     finally:

@@ -29,7 +29,7 @@ from scuffle.systems.motion import to_world
 __all__ = ["FighterView", "Scene", "Camera", "Fonts", "snapshot", "lerp_scene", "draw_scene",
            "draw_arena", "draw_inset", "draw_hud", "draw_help", "draw_log", "draw_status", "draw_counts", "fit_camera", "flag_names",
            "HELP_LINES", "ARENA_FRACTION", "close_camera", "mode_of", "draw_arena_only", "caption_lines", "draw_tile",
-           "action_caption", "CAPTION_UPDATES"]
+           "action_caption", "CAPTION_UPDATES", "status_text", "rewind_banner"]
 
 # ---------------------------------------------------------------- look
 
@@ -70,6 +70,7 @@ HELP_LINES = (
     ("P", "pause"),
     ("N", "single step while paused"),
     ("M", "slow motion (1/4 speed)"),
+    ("R (hold)", "rewind, up to 10 s; release to play on"),
     ("T", "attract mode: AI against AI"),
     ("Tab", "side-view inset: next fighter"),
     ("F12", "save a screenshot"),
@@ -138,6 +139,8 @@ class Scene:
     seed: int = 0
     fps: float = 0.0
     action: str = ""                                 # the latest grab, strike, throw or fall (action_caption)
+    rewind: float | None = None                      # while R is held: seconds gone back (<= 0), else None
+    ring: float = 0.0                                # seconds the rewind ring can go back now
 
     @property
     def seconds(self) -> float:
@@ -396,7 +399,9 @@ def draw_arena(surface: pygame.Surface, rect: pygame.Rect, scene: Scene, fonts: 
         _label(surface, rect, camera, f, fonts)
     if bars:
         _health_bars(surface, rect, scene, fonts)
-    if scene.action:
+    if scene.rewind is not None:
+        _action_banner(surface, rect, rewind_banner(scene), fonts, rect.y + (44 if bars else 6))
+    elif scene.action:
         _action_banner(surface, rect, scene.action, fonts, rect.y + (44 if bars else 6))
     surface.set_clip(prev_clip)
 
@@ -649,15 +654,35 @@ def draw_status(surface: pygame.Surface, rect: pygame.Rect, scene: Scene, fonts:
     bar = pygame.Surface(rect.size, pygame.SRCALPHA)
     bar.fill((10, 12, 16, 200))
     surface.blit(bar, rect)
+    left, right = status_text(scene)
+    _text(surface, fonts.mono, left, (rect.x + 10, rect.centery),
+          ACCENT if scene.paused or scene.rewind is not None else TEXT, "midleft")
+    _text(surface, fonts.mono, right, (rect.right - 10, rect.centery), DIM, "midright")
+
+
+def status_text(scene: Scene) -> tuple[str, str]:
+    """The bottom line's two texts (left, right): time, update, mode, pause, slow motion
+    and, while R is held, the rewind ("<< REWIND -3.2 s"); the frame rate, how far R can
+    rewind ("ring 6.8 s"; while rewinding, in the banner) and the help hint."""
     parts = [f"{scene.seconds:6.2f}s", f"#{scene.update}", scene.mode]
+    if scene.rewind is not None:
+        parts.append(rewind_banner(scene).split("   ")[0])
     if scene.paused:
         parts.append("PAUSED (N: step)")
     if scene.slow:
         parts.append("SLOW x1/4")
-    _text(surface, fonts.mono, "   ".join(parts), (rect.x + 10, rect.centery), ACCENT if scene.paused else TEXT,
-          "midleft")
-    right = (f"{scene.fps:3.0f} fps   " if scene.fps > 0 else "") + "H help"
-    _text(surface, fonts.mono, right, (rect.right - 10, rect.centery), DIM, "midright")
+    ring = "" if scene.rewind is not None else f"ring {scene.ring:.1f} s   "   # rewinding: in the banner
+    right = (f"{scene.fps:3.0f} fps   " if scene.fps > 0 else "") + ring + "H help"
+    return "   ".join(parts), right
+
+
+def rewind_banner(scene: Scene) -> str:
+    """The rewind's caption: how far back this hold of R went and how far the ring still
+    goes ("<< REWIND -3.2 s   ring 6.8 s"); "" when not rewinding."""
+    if scene.rewind is None:
+        return ""
+    back = min(0.0, scene.rewind)
+    return f"<< REWIND {'-' if back < 0 else ''}{abs(back):.1f} s   ring {scene.ring:.1f} s"
 
 
 def draw_counts(surface: pygame.Surface, rect: pygame.Rect, scene: Scene, fonts: Fonts) -> None:
