@@ -272,6 +272,15 @@ class HumanTable:
     STACK_ROWS = 18
     QUEUE_ROWS = 10
 
+    # the columns (views into ``block``, set by _place), declared for a type checker
+    flags: np.ndarray
+    depth: np.ndarray
+    queued: np.ndarray
+    live: np.ndarray
+    stack: np.ndarray
+    queue: np.ndarray
+    block: np.ndarray
+
     COLUMNS: dict[str, DTypeLike] = {"flags": np.int64, "depth": np.int64, "queued": np.int64, "live": np.bool_,
                                      "stack": (np.int64, (STACK_ROWS,)), "queue": (np.int64, (QUEUE_ROWS,))}
 

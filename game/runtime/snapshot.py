@@ -173,7 +173,7 @@ class Snapshot:
         if self._state is not None:
             return self._state
         try:
-            _, _, state = _Unpickler(io.BytesIO(self._payload), _world_objects(game)).load()
+            _, _, state = _Unpickler(io.BytesIO(self._payload or b""), _world_objects(game)).load()
         except SnapshotError:
             raise
         except Exception as e:
@@ -211,6 +211,7 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot
     game._open()
     old = reuse._state if isinstance(reuse, Snapshot) and reuse._state is not None and \
         reuse._game is not None and reuse._game() is game else None
+    engine_state: Any
     if game.engine == "reference":
         engine_state = S.save_reference(game.player, _instances(game))
     else:
@@ -634,8 +635,8 @@ def sync_test(build, updates: int, distances=range(1, 9), *, pose: bool = True, 
                 raise SyncError(f"after {updates} updates the run with rollbacks ends in another state than the "
                                 "run without them")
             if out.getvalue() != trace:
-                a, b = out.getvalue().splitlines(), trace.splitlines()
-                i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                la, lb = out.getvalue().splitlines(), trace.splitlines()
+                i = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y), min(len(la), len(lb)))
                 raise SyncError(f"the trace with rollbacks differs from the trace without them at line {i + 1}")
         finally:
             g2.close()
