@@ -104,10 +104,7 @@ def test_rollback_sync_test_on_the_reference_engine():
 
 
 def test_rollback_sync_test_on_a_scenario_with_commands():
-    g = _fight(seed=4)
-    script = _commands_scenario(g, 60)
-    g.close()
-    sc = parse_scenario(script, registry=fighters_registry())
+    sc = parse_scenario(_commands_scenario(60), registry=fighters_registry())
 
     def build():
         game = setup_scenario(sc)
@@ -115,14 +112,14 @@ def test_rollback_sync_test_on_a_scenario_with_commands():
     assert sync_test(build, 60, distances=(4, 7)).rollbacks == _rollbacks(60, (4, 7))
 
 
-def _commands_scenario(g: Game, updates: int) -> str:
-    """A scenario of the demo fight's actions at random updates."""
-    rng = random.Random(9)
+def _commands_scenario(updates: int, seed: int = 9) -> str:
+    """A scenario of the demo fight's actions at random updates (seeded)."""
+    rng = random.Random(seed)
     lines = [f"updates = {updates}", "", "[fight]", "rounds = true", "", "[sets.demo]", 'library = "demo"']
     for name, y, h in (("p1", -1.5, 0.0), ("p2", 1.5, 180.0)):
         lines += ["", "[[humans]]", f'name = "{name}"', 'set = "demo"', f"position = [0.0, {y}, 0.0]",
                   f"heading = {h}", "health = 20.0"]
-    for u in sorted(rng.sample(range(1, updates), 12)):
+    for u in sorted(rng.sample(range(1, updates), max(12, updates // 10))):
         who = rng.choice(("p1", "p2"))
         lines += ["", "[[commands]]", f"update = {u}", f'human = "{who}"',
                   f'action = "{rng.choice(("strike", "grab", "throw", "let_go"))}"']
@@ -349,3 +346,32 @@ def test_saved_random_draws_the_numbers_of_random_random_and_saves_cheaply():
     x = [a.randint(0, 99) for _ in range(5)]
     a.load_state(s)
     assert [a.randint(0, 99) for _ in range(5)] == x
+
+
+# ---------------------------------------------------------------- the full suite's long runs
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 5, 7])
+def test_rollback_sync_test_on_long_fights(seed):
+    """Several rounds with K.O.s (health 12, round pause 10), 450 updates each."""
+    report = sync_test(lambda: (g := _fight(seed=seed, health=12.0), g.step), 450)
+    assert report.rollbacks == 450
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [2, 3, 11])
+def test_rollback_sync_test_on_random_crowds(seed):
+    def build():
+        g = build_crowd(20 + 5 * seed, "realistic", seed=seed)
+        return g, g.step
+    assert sync_test(build, 90, distances=(1, 4, 8)).rollbacks == _rollbacks(90, (1, 4, 8))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 4, 9])
+def test_rollback_sync_test_on_random_scenarios(seed):
+    sc = parse_scenario(_commands_scenario(240, seed), registry=fighters_registry())
+
+    def build():
+        game = setup_scenario(sc)
+        return game, game.step
+    assert sync_test(build, 240, distances=(1, 2, 5, 8)).rollbacks == _rollbacks(240, (1, 2, 5, 8))
