@@ -145,10 +145,8 @@ class BatchEngine:
                 self._leaving.append((s, int(self.humans.gen[s])))
             else:
                 self.humans.free(s)
-        elif inst.engine is None:
-            rec = inst.record
-            if rec.alive() and rec.table is not self.humans:
-                rec.table.free(rec.row)
+        elif inst.engine is None and inst.record.table.world is None:
+            inst.record.release()
 
     def release_leaving(self) -> None:
         """Give back the rows of the humans forgotten with tasks on the deferred list (the

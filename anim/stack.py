@@ -128,6 +128,17 @@ class HumanRecord:
         old.free(r)
         self.table, self.row, self.gen = table, row, int(table.gen[row])
 
+    def release(self) -> None:
+        """Give a private row back (a standalone record's, or the one a reference world's
+        human keeps): the record is stale from now on; a second release does nothing.
+        Rejected: a row of a world's human table (ValueError: its Player's ``forget``
+        gives it back)."""
+        if not self.alive():
+            return
+        if self.table.world is not None:
+            raise ValueError(f"HumanRecord.release: row {self.row} is a world's; forget its human there")
+        self.table.free(self.row)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, HumanRecord):
             return NotImplemented

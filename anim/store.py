@@ -268,6 +268,7 @@ class HumanTable:
 
     STACK_ROWS = 18
     QUEUE_ROWS = 10
+    world: Any = None           # a world's table: its Stores (None: a standalone record's private table)
     _COLUMNS = ("flags", "anim", "speed", "depth", "queued", "live", "gen", "stack", "queue")
 
     def __init__(self, capacity: int = 64):
@@ -338,6 +339,7 @@ class Stores:
         self.tasks.views = []                  # row -> its task object (Task.__init__)
         self.tasks.world = self
         self.humans = HumanTable(capacity)
+        self.humans.world = self
 
 
 class TableCorrupt(RuntimeError):
