@@ -142,7 +142,7 @@ class BatchEngine:
             inst.engine = None
             self._last = None
             if any(i is inst for _, i in self.player.deferred):
-                self._leaving.append((s, int(self.humans.gen[s])))
+                self._leaving.append((s, self.humans.gen[s]))
             else:
                 self.humans.free(s)
         elif inst.engine is None and inst.record.table.world is None:

@@ -64,7 +64,7 @@ class HumanRecord:
     def __init__(self, flags: int = 0, anim_id: int = -1):
         table = HumanTable(1)
         row = table.alloc()
-        self.table, self.row, self.gen = table, row, int(table.gen[row])
+        self.table, self.row, self.gen = table, row, table.gen[row]
         self.flags = flags
         self.anim_id = anim_id
 
@@ -79,22 +79,32 @@ class HumanRecord:
         """Whether the row is still this record's (False once its human left the world)."""
         return bool(self.table.gen[self.row] == self.gen)
 
+    # (the properties check the generation inline: they are on the command and flush paths)
     @property
     def flags(self) -> int:
         """The held flags (+0x08), the older name of ``held``."""
-        return int(self.table.flags[self._at("HumanRecord", "flags")])
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "flags", r, "human")
+        return t.flags.item(r)
 
     @flags.setter
     def flags(self, value: int) -> None:
         v = int(value)
         if not 0 <= v < 1 << 63:
             raise ValueError(f"HumanRecord.flags: 0x{v:x} is outside 0 .. 2**63 - 1")
-        self.table.flags[self._at("HumanRecord", "flags")] = v
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "flags", r, "human")
+        t.flags[r] = v
 
     @property
     def held(self) -> int:
         """The held flags (+0x08): the word the trace writes as ``held`` (``flags``, its older name)."""
-        return int(self.table.flags[self._at("HumanRecord", "held")])
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "held", r, "human")
+        return t.flags.item(r)
 
     @held.setter
     def held(self, value: int) -> None:
@@ -103,14 +113,20 @@ class HumanRecord:
     @property
     def anim_id(self) -> int:
         """The playing anim id (+0x20), -1 with none."""
-        return int(self.table.anim[self._at("HumanRecord", "anim_id")])
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "anim_id", r, "human")
+        return t.anim.item(r)
 
     @anim_id.setter
     def anim_id(self, value: int) -> None:
         v = int(value)
         if not -1 <= v < 1 << 63:
             raise ValueError(f"HumanRecord.anim_id: {v} is outside -1 .. 2**63 - 1")
-        self.table.anim[self._at("HumanRecord", "anim_id")] = v
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "anim_id", r, "human")
+        t.anim[r] = v
 
     def attach(self, table: HumanTable, row: int) -> None:
         """Move the record's row (flags, anim id, speed, report callback) into row ``row``
@@ -126,7 +142,7 @@ class HumanRecord:
         if cb is not None:
             table.on_report[row] = cb
         old.free(r)
-        self.table, self.row, self.gen = table, row, int(table.gen[row])
+        self.table, self.row, self.gen = table, row, table.gen[row]
 
     def release(self) -> None:
         """Give a private row back (a standalone record's, or the one a reference world's
@@ -197,7 +213,10 @@ class CharacterInstance:
         """The speed multiplier (+0x3a4): the human row's ``speed``; each fade, gait, mix
         and direction built for the human takes it (as a float32) for its rate."""
         rec = self.record
-        return float(rec.table.speed[rec._at("CharacterInstance", "speed")])
+        t, r = rec.table, rec.row
+        if t.gen[r] != rec.gen:
+            raise left_world("CharacterInstance", "speed", r, "human")
+        return t.speed.item(r)
 
     @speed.setter
     def speed(self, value: float) -> None:

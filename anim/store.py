@@ -259,8 +259,10 @@ class HumanTable:
     +0x3a4, float64 as given: each blend built for the human takes it as its float32
     rate factor), ``depth`` (tasks on the stack), ``stack`` (rows of the task table,
     bottom first, ``STACK_ROWS`` wide), ``queued`` (tasks waiting in the queue),
-    ``queue`` (their rows, first first, ``QUEUE_ROWS`` wide), ``live``, ``gen`` (counted
-    up when the row is freed: a HumanRecord whose row went back raises StaleHandle).
+    ``queue`` (their rows, first first, ``QUEUE_ROWS`` wide), ``live``; ``gen`` (a list:
+    each row's generation, counted up when the row is freed, so that a HumanRecord whose
+    row went back raises StaleHandle; no kernel reads it, and a list is read in a tenth
+    of a numpy element's time on the command path).
     Keyed by row: ``on_report`` (the human's report callback, data: anim.callbacks).
     Grown by doubling; rows reused through a free list. A record keeps its row, its
     generation and this table, never a column (they are replaced on growth).
@@ -269,7 +271,7 @@ class HumanTable:
     STACK_ROWS = 18
     QUEUE_ROWS = 10
     world: Any = None           # a world's table: its Stores (None: a standalone record's private table)
-    _COLUMNS = ("flags", "anim", "speed", "depth", "queued", "live", "gen", "stack", "queue")
+    _COLUMNS = ("flags", "anim", "speed", "depth", "queued", "live", "stack", "queue")
 
     def __init__(self, capacity: int = 64):
         self.capacity = 0
@@ -279,7 +281,7 @@ class HumanTable:
         self.depth = np.zeros(0, np.int64)
         self.queued = np.zeros(0, np.int64)
         self.live = np.zeros(0, bool)
-        self.gen = np.zeros(0, np.int64)
+        self.gen: list[int] = []
         self.stack = np.zeros((0, self.STACK_ROWS), np.int64)
         self.queue = np.zeros((0, self.QUEUE_ROWS), np.int64)
         self.on_report: dict[int, Any] = {}
@@ -293,6 +295,7 @@ class HumanTable:
             b = np.zeros((cap,) + a.shape[1:], a.dtype)
             b[:old] = a
             setattr(self, name, b)
+        self.gen.extend([0] * (cap - old))
         self._free.extend(range(cap - 1, old - 1, -1))
         self.capacity = cap
 
@@ -389,7 +392,7 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     for name, table in (("cursors", cur), ("fades", fad), ("gaits", gai), ("tasks", tsk)):
         _check_columns(name, table, table._columns)
     hcap = hum.capacity
-    for col in ("flags", "anim", "speed", "depth", "queued", "live", "gen"):
+    for col in ("flags", "anim", "speed", "depth", "queued", "live"):
         if getattr(hum, col).shape != (hcap,):
             raise TableCorrupt(f"humans.{col}: shape {getattr(hum, col).shape}, expected ({hcap},)")
     if hum.stack.shape != (hcap, HumanTable.STACK_ROWS) or hum.stack.dtype != np.int64:
