@@ -450,6 +450,10 @@ class RangeList:
     def __iter__(self) -> Iterator[RangeRecord]:
         return (self[i] for i in range(len(self)))
 
+    def __reduce__(self):
+        """Pickled as its records and overrides (a snapshot's byte form, Game.snapshot)."""
+        return (RangeList, (np.array(self._records), {k: dict(v) for k, v in self._overrides.items()}))
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RangeList):
             return NotImplemented

@@ -10,6 +10,8 @@ CharacterInstance +0x2bc / +0x2ac (stack), +0x304 / +0x2ae (queue).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from typing import Any, Callable
 
 from .callbacks import check_callback
@@ -283,58 +285,68 @@ class TaskPool:
 
     ``take`` counts a task out (TaskPoolExhausted when none is left), ``give_back``
     counts it in; ``in_use`` is what a leak check compares. Giving back a task that is
-    not out raises ValueError (a double release).
+    not out raises ValueError (a double release). A task is counted by its row of the
+    task table: ``out`` holds one flag per row (grown with the table), ``n_out`` their
+    count, so a snapshot copies an array (Game.snapshot).
     Original: 0x001048a0 (build), 0x001054c8 (take), 0x00105510 (give back).
     """
 
-    __slots__ = ("capacity", "_out")
+    __slots__ = ("capacity", "out", "n_out")
 
     def __init__(self, capacity: int = POOL_SIZE):
         if capacity < 1:
             raise ValueError(f"task pool capacity {capacity} must be >= 1")
         self.capacity = int(capacity)
-        self._out: set[int] = set()
+        self.out = np.zeros(64, np.bool_)
+        self.n_out = 0
 
     @property
     def in_use(self) -> int:
         """Tasks taken and not given back."""
-        return len(self._out)
+        return self.n_out
 
     @property
     def free(self) -> int:
         """Tasks that can still be taken."""
-        return self.capacity - len(self._out)
+        return self.capacity - self.n_out
 
     def require(self, n: int) -> None:
         """Raise TaskPoolExhausted unless ``n`` tasks can be taken."""
-        if self.capacity - len(self._out) < n:
+        if self.capacity - self.n_out < n:
             raise TaskPoolExhausted(
                 f"task pool exhausted: {n} needed, {self.free} of {self.capacity} free")
 
     def take(self, task):
         """Count ``task`` out of the pool; TaskPoolExhausted when none is left."""
-        out = self._out
-        if len(out) >= self.capacity:
+        if self.n_out >= self.capacity:
             self.require(1)                 # raises
-        out.add(id(task))
+        r = task.trow
+        out = self.out
+        if r >= len(out):
+            grown = np.zeros(max(2 * len(out), r + 1), np.bool_)
+            grown[:len(out)] = out
+            self.out = out = grown
+        if not out[r]:
+            out[r] = True
+            self.n_out += 1
         return task
 
     def give_back(self, task) -> None:
         """Count ``task`` back in; ValueError for a task not out (a double release)."""
-        key = id(task)
-        if key not in self._out:
+        if not self._take_back(task):
             raise ValueError(f"task {task!r} given back twice or never taken")
-        self._out.remove(key)
 
     def _take_back(self, task) -> bool:
         """``give_back`` if ``task`` is out (True), else nothing (False): holds + give_back."""
-        key = id(task)
-        out = self._out
-        if key in out:
-            out.remove(key)
+        r = task.trow
+        out = self.out
+        if r < len(out) and out[r]:
+            out[r] = False
+            self.n_out -= 1
             return True
         return False
 
     def holds(self, task) -> bool:
         """Whether ``task`` is out of the pool."""
-        return id(task) in self._out
+        r = task.trow
+        return r < len(self.out) and bool(self.out[r])

@@ -89,6 +89,24 @@ def left_world(owner: str, field: str, row: int, table: str) -> StaleHandle:
                        "world: removed, or forgotten by its Player); this handle is stale")
 
 
+_ALIGN = 64            # each array of a table's block starts on a 64-byte boundary
+
+
+def _layout(columns: dict[str, DTypeLike], cap: int) -> tuple[dict[str, tuple], int]:
+    """Where each array of a table of ``cap`` rows lies in its block: name -> (byte
+    offset, base dtype, shape), and the block's size. ``n_free`` comes first (one int64),
+    then each column (a (dtype, (k,)) column is (cap, k)), each aligned."""
+    out: dict[str, tuple] = {"n_free": (0, np.dtype(np.int64), (1,))}
+    off = _ALIGN
+    for name, dt in columns.items():
+        d = np.dtype(dt)
+        shape = (cap,) + d.shape
+        out[name] = (off, d.base, shape)
+        size = cap * d.itemsize
+        off += -(-size // _ALIGN) * _ALIGN
+    return out, off
+
+
 class Table:
     """Named numpy columns with a row free list, each row with a generation.
 
@@ -113,13 +131,10 @@ class Table:
         self._keyed = tuple(keyed)
         for name in self._keyed:
             setattr(self, name, {})
-        self.capacity = 0
-        self.live = np.zeros(0, bool)
-        self.gen = np.zeros(0, np.int64)
-        self.free_rows = np.zeros(0, np.int64)
-        self.n_free = np.zeros(1, np.int64)
-        for name, dt in self._columns.items():
-            setattr(self, name, np.zeros(0, dtype=dt))
+        # every array of the table lives in one block of memory (``block``), so a snapshot
+        # of the table is one copy (anim.snapshot)
+        self._all = {**self._columns, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}
+        self._place(np.zeros(_layout(self._all, 0)[1], np.uint8), 0)
         self._grow(max(1, capacity))
 
     def __getattr__(self, name: str) -> np.ndarray:
@@ -131,24 +146,27 @@ class Table:
 
     def _grow(self, cap: int) -> None:
         old = self.capacity
-        for name, dt in self._columns.items():
-            arr = np.zeros(cap, dtype=dt)
-            arr[:old] = getattr(self, name)
-            setattr(self, name, arr)
-        for name in ("live", "gen"):
-            a = getattr(self, name)
-            b = np.zeros(cap, a.dtype)
-            b[:old] = a
-            setattr(self, name, b)
-        # the new rows go under the free ones, lowest on top of them: taken after those
         n = int(self.n_free[0])
-        free = np.zeros(cap, np.int64)
+        prev = {name: getattr(self, name) for name in (*self._columns, "live", "gen")}
+        prev_free = self.free_rows
+        self._place(np.zeros(_layout(self._all, cap)[1], np.uint8), cap)
+        for name, a in prev.items():
+            getattr(self, name)[:old] = a[:old]
+        # the new rows go under the free ones, lowest on top of them: taken after those
+        free = self.free_rows
         k = cap - old
         free[:k] = np.arange(cap - 1, old - 1, -1)
-        free[k:k + n] = self.free_rows[:n]
-        self.free_rows = free
+        free[k:k + n] = prev_free[:n]
         self.n_free[0] = n + k
+
+    def _place(self, block: np.ndarray, cap: int) -> None:
+        """Make ``block`` (bytes laid out by _layout for ``cap`` rows) the table's memory:
+        every column, ``live``, ``gen``, ``free_rows`` and ``n_free`` a view into it."""
+        self.block = block
         self.capacity = cap
+        for name, (off, dt, shape) in _layout(self._all, cap)[0].items():
+            size = int(np.prod(shape)) * dt.itemsize
+            setattr(self, name, block[off:off + size].view(dt).reshape(shape))
 
     def reserve(self, n: int) -> bool:
         """At least ``n`` free rows (grown by doubling if not); True when the table grew."""
@@ -264,6 +282,8 @@ class HumanTable:
     row went back raises StaleHandle; no kernel reads it, and a list is read in a tenth
     of a numpy element's time on the command path).
     Keyed by row: ``on_report`` (the human's report callback, data: anim.callbacks).
+    The columns are views into one block of memory (``block``: one copy saves them,
+    anim.snapshot; the generations, the free list and ``on_report`` are saved beside it).
     Grown by doubling; rows reused through a free list. A record keeps its row, its
     generation and this table, never a column (they are replaced on growth).
     """
@@ -271,33 +291,35 @@ class HumanTable:
     STACK_ROWS = 18
     QUEUE_ROWS = 10
     world: Any = None           # a world's table: its Stores (None: a standalone record's private table)
-    _COLUMNS = ("flags", "anim", "speed", "depth", "queued", "live", "stack", "queue")
+    COLUMNS: dict[str, DTypeLike] = {"flags": np.int64, "anim": np.int64, "speed": np.float64, "depth": np.int64,
+                                     "queued": np.int64, "live": np.bool_,
+                                     "stack": (np.int64, (STACK_ROWS,)), "queue": (np.int64, (QUEUE_ROWS,))}
 
     def __init__(self, capacity: int = 64):
-        self.capacity = 0
-        self.flags = np.zeros(0, np.int64)
-        self.anim = np.zeros(0, np.int64)
-        self.speed = np.zeros(0, np.float64)
-        self.depth = np.zeros(0, np.int64)
-        self.queued = np.zeros(0, np.int64)
-        self.live = np.zeros(0, bool)
         self.gen: list[int] = []
-        self.stack = np.zeros((0, self.STACK_ROWS), np.int64)
-        self.queue = np.zeros((0, self.QUEUE_ROWS), np.int64)
         self.on_report: dict[int, Any] = {}
         self._free: list[int] = []
+        self._place(np.zeros(_layout(self.COLUMNS, 0)[1], np.uint8), 0)
         self._grow(max(1, capacity))
+
+    def _place(self, block: np.ndarray, cap: int) -> None:
+        """Make ``block`` (laid out by _layout for ``cap`` rows) the table's memory: every
+        column a view into it (one copy saves the table: anim.snapshot)."""
+        self.block = block
+        self.capacity = cap
+        for name, (off, dt, shape) in _layout(self.COLUMNS, cap)[0].items():
+            if name != "n_free":
+                size = int(np.prod(shape)) * dt.itemsize
+                setattr(self, name, block[off:off + size].view(dt).reshape(shape))
 
     def _grow(self, cap: int) -> None:
         old = self.capacity
-        for name in self._COLUMNS:
-            a = getattr(self, name)
-            b = np.zeros((cap,) + a.shape[1:], a.dtype)
-            b[:old] = a
-            setattr(self, name, b)
+        prev = {name: getattr(self, name) for name in self.COLUMNS}
+        self._place(np.zeros(_layout(self.COLUMNS, cap)[1], np.uint8), cap)
+        for name, a in prev.items():
+            getattr(self, name)[:old] = a[:old]
         self.gen.extend([0] * (cap - old))
         self._free.extend(range(cap - 1, old - 1, -1))
-        self.capacity = cap
 
     def alloc(self) -> int:
         """A free row: no flags, no anim (-1), speed 1, empty stack and queue, no report."""

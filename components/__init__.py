@@ -11,24 +11,26 @@ One human is one entity with these components:
     AnimSetRef   the anim set its clips come from (shared, read-only)
     Body         position, heading, velocities and the attachment (+0x280): a view onto
                  its row of the world's BodyTable (components.bodies; SoA columns)
-    Combat       health and the fight state (rules in game/combat)
+    Combat       health and the fight state (rules in game/fighters): a view onto its row
+                 of the world's CombatTable (components.combat; SoA columns)
     FiredEvents  the events its animation fired this update, for dispatch and the trace
 
 Spec: "Root motion", "Where clips are found", "The Anim Range List", "Paired tasks".
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import numpy as np
 
 from scuffle.anim.animset import AnimSet
 from scuffle.anim.rangelist import RangeList
 from scuffle.anim.stack import CharacterInstance, HumanRecord
 from scuffle.components.bodies import NO_ATTACHMENT, Body, BodyFieldError, BodyTable
+from scuffle.components.combat import Combat, CombatFieldError, CombatTable
 
 __all__ = ["Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body",
-           "BodyTable", "BodyFieldError", "Combat", "FiredEvents", "NO_ATTACHMENT"]
+           "BodyTable", "BodyFieldError", "Combat", "CombatTable", "CombatFieldError", "FiredEvents",
+           "NO_ATTACHMENT"]
 
 
 @dataclass(slots=True)
@@ -63,27 +65,6 @@ class AnimSetRef:
     """The anim set (shared between humans, never written)."""
 
     anim_set: AnimSet
-
-
-@dataclass(slots=True)
-class Combat:
-    """Health and the fight state of one human (rules: game/combat)."""
-
-    health: float = 100.0
-    max_health: float = 100.0
-    partner: int = -1                 # the other human of a paired move
-    role: str = ""                    # "attacker" / "victim" while paired
-    partner_place: np.ndarray | None = None   # the type-8 point (x right, y forward), metres
-    state: str = "free"
-    damage_taken: float = 0.0
-    hits: int = 0
-    move_id: int = -1                 # the move in progress (anim id)
-    struck: bool = False              # its hit has landed
-    move_dir: np.ndarray = field(default_factory=lambda: np.zeros(3))   # locomotion
-    move_speed: float = 0.0
-    impulse: np.ndarray = field(default_factory=lambda: np.zeros(3))    # a throw's push
-    down_left: int = 0                # updates left on the ground
-    serial: int = 0                   # counts the moves started (end callbacks check it)
 
 
 class FiredEvents:

@@ -291,6 +291,30 @@ class DemoSim:
             return "keyboard"
         return f"AI seed {self.ai_seeds[name]}"
 
+    # ------------------------------------------------------------ snapshots
+    def save_state(self) -> tuple:
+        """The demo's own state, which Game.snapshot saves through the ``_control``
+        action: the AIs' random generators, the keyboard's keys and buffered actions,
+        attract mode, the commands recorded so far (each immutable) and the HUD's recent
+        events."""
+        kb = self.keyboard
+        return (tuple(ai.save_state() for ai in self.ai.values()),
+                (kb.direction, kb.jog, tuple(kb.pending), kb.throw_cycle),
+                self.attract, self._stop_p1, tuple(self.commands),
+                {n: tuple(d) for n, d in self.recent_events.items()})
+
+    def load_state(self, state: tuple) -> None:
+        """Put back a ``save_state`` (Game.restore): the commands recorded after it are
+        gone, so ``scenario_text()`` records the fight as it now goes on."""
+        ais, (direction, jog, pending, cycle), self.attract, self._stop_p1, commands, recent = state
+        for ai, s in zip(self.ai.values(), ais):
+            ai.load_state(s)
+        kb = self.keyboard
+        kb.direction, kb.jog, kb.pending, kb.throw_cycle = direction, jog, deque(pending), cycle
+        self.commands[:] = commands
+        for n, d in recent.items():
+            self.recent_events[n] = deque(d, maxlen=RECENT_EVENTS)
+
     # ------------------------------------------------------------ running
     @property
     def update(self) -> int:

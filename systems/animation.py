@@ -46,6 +46,11 @@ class AnimationStep(esper.Processor):
                 player.cut(inst)
                 player.forget(inst)
 
+    def reset(self) -> None:
+        """Forget the lists cached from the crowd (they are made again at the next update):
+        a restore (Game.restore) changed the world behind them."""
+        self._rows = None
+
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Open the update (``ctx.update`` = the number of updates run before it), then
         step every human's animation, sample the crowd, build the bone transforms.

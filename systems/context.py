@@ -15,7 +15,7 @@ from scuffle.anim import f32 as F
 from scuffle.anim.limits import MAX_DT, RangeError, check_float
 from scuffle.anim.player import Player
 from scuffle.anim.pose import PoseBatch
-from scuffle.components import BodyTable
+from scuffle.components import BodyTable, CombatTable
 
 __all__ = ["SimContext", "MAX_ROOT_SPEED", "sorted_components", "HandlerError"]
 
@@ -82,7 +82,9 @@ class SimContext:
     each system; ``fired`` (entity, FiredEvents, instance) of the humans that fired events
     this update, in entity order (set by the animation step; None before it runs: the
     dispatch then looks at every FiredEvents); ``bodies`` the world's body table (every Body component is a view onto
-    one of its rows; the state update moves a Body made elsewhere into it); ``failures``
+    one of its rows; the state update moves a Body made elsewhere into it); ``combats``
+    the world's combat table (each human's Combat component is a view onto one of its
+    rows; Game.add_human takes it); ``failures``
     the (phase, exception) of the game's callbacks that raised in the update being run
     (``fail``; ``Game.step`` raises them as one HandlerError once the update is complete).
     """
@@ -105,6 +107,7 @@ class SimContext:
     fired: list | None = None
     sorted_cache: dict = field(default_factory=dict)
     bodies: BodyTable = field(default_factory=BodyTable)
+    combats: CombatTable = field(default_factory=CombatTable)
     failures: list = field(default_factory=list)
 
     def fail(self, phase: str, exc: BaseException) -> None:

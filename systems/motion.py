@@ -28,7 +28,7 @@ import numpy as np
 
 from scuffle.anim import detmath, quat
 from scuffle.anim.kernels import root_motion_step
-from scuffle.components import Body, NO_ATTACHMENT, PoseRef
+from scuffle.components import Body, Combat, NO_ATTACHMENT, PoseRef
 from scuffle.systems.context import SimContext, sorted_components
 
 __all__ = ["StateUpdate", "root_motion", "heading_matrix", "to_world"]
@@ -93,6 +93,7 @@ class StateUpdate(esper.Processor):
         gone from it; then index the table's rows: their pose columns and the idle ones."""
         table = self.ctx.bodies
         table.rehome(b for _, b in bodies)
+        self.ctx.combats.rehome(c for _, c in sorted_components(self.ctx, Combat))
         cap = table.capacity
         idx = np.full(cap, -1, np.int64)
         idle = np.ones(cap, np.bool_)
@@ -102,6 +103,11 @@ class StateUpdate(esper.Processor):
         self._stray = np.array([b.row for _, b in bodies if idle[b.row]], dtype=np.int64)
         self._rows, self._bodies = rows, bodies
         self._idx, self._idle, self._held = idx, idle, np.empty(cap, np.bool_)
+
+    def reset(self) -> None:
+        """Forget the lists cached from the crowd (they are made again at the next update):
+        a restore (Game.restore) changed the world behind them."""
+        self._rows = None
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Run the state functions, apply root motion to every body, then move it."""

@@ -62,6 +62,11 @@ class PairedPlacement(esper.Processor):
         self._busy = np.zeros(0, np.bool_)      # each update: attached or sliding, per row
         self._sliding = np.zeros(0, np.bool_)
 
+    def reset(self) -> None:
+        """Forget the lists cached from the crowd (they are made again at the next update):
+        a restore (Game.restore) changed the world behind them."""
+        self._bodies = None
+
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Slide sliding bodies one step and place attached ones."""
         ctx = self.ctx

@@ -6,11 +6,10 @@ input. Add it to a Fight with ``fight.controllers.append(FighterAI(...))``.
 """
 from __future__ import annotations
 
-import random
-
 from scuffle.anim import detmath
 from scuffle.game.fighters.combat import Fight, FightState
 from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS
+from scuffle.game.runtime.snapshot import SavedRandom
 
 __all__ = ["FighterAI"]
 
@@ -29,12 +28,22 @@ class FighterAI:
     def __init__(self, me: str, opponent: str, seed: int = 0, aggression: float = 0.6,
                  think_every: int = 6):
         self.me, self.opponent = me, opponent
-        self.rng = random.Random(seed)
+        self.rng = SavedRandom(seed)
         self.aggression = aggression
         self.think_every = think_every
         self.hold_actions = 0
         self.tick = 0
         self.enabled = True
+
+    def save_state(self) -> tuple:
+        """What the next updates read (Game.snapshot): the random generator's state, the
+        tick, the hold's strikes left, whether it is on."""
+        return (self.rng.save_state(), self.tick, self.hold_actions, self.enabled)
+
+    def load_state(self, state: tuple) -> None:
+        """Put back a ``save_state`` (Game.restore)."""
+        rng, self.tick, self.hold_actions, self.enabled = state
+        self.rng.load_state(rng)
 
     def __call__(self, fight: Fight) -> None:
         if not self.enabled:

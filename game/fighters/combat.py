@@ -119,6 +119,37 @@ class Fight(Hits):
                 self._guarded(ent, self._start_idle, ent, idle)
                 return
 
+    # ---------------------------------------------------------------- snapshots (issue 20)
+    def save_state(self) -> tuple:
+        """What the next updates read (Game.snapshot): the K.O.s and the round's end, each
+        human's start (its arrays are never written in place: shared), the stats and log,
+        the pending hits and windows, and the state of each controller that has one (an
+        AI's random generator). The combat states and health are the combat table's
+        rows, saved by the Game. Original: none (ours)."""
+        st = self.stats
+        stats = (st.grabs, st.strikes, st.throws, st.damage, st.refused, tuple(st.log), dict(st.kinds), st.logged,
+                 st.round, tuple(dict(r) for r in st.rounds))
+        ctl = tuple(c.save_state() if hasattr(c, "save_state") else None for c in self.controllers)
+        return (dict(self.ko), self.ko_at, dict(self.starts), stats, tuple(self.pending), ctl)
+
+    def load_state(self, state: tuple) -> None:
+        """Put back a ``save_state`` (Game.restore). Rejected (ValueError): a state of
+        another number of controllers."""
+        ko, self.ko_at, starts, stats, pending, ctl = state
+        if len(ctl) != len(self.controllers):
+            raise ValueError(f"Fight.load_state: {len(ctl)} controllers saved, {len(self.controllers)} here")
+        self.ko, self.starts, self.pending = dict(ko), dict(starts), list(pending)
+        st = self.stats
+        (st.grabs, st.strikes, st.throws, st.damage, st.refused, log, kinds, st.logged, st.round, rounds) = stats
+        st.log.clear()
+        st.log.extend(log)
+        st.kinds.clear()
+        st.kinds.update(kinds)
+        st.rounds[:] = [dict(r) for r in rounds]
+        for c, s in zip(self.controllers, ctl):
+            if s is not None:
+                c.load_state(s)
+
     def _on_end(self, ent: int, what: str, serial: int) -> None:
         c = self.combat(ent)
         if c.serial != serial:

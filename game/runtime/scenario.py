@@ -7,7 +7,6 @@ update, written after the whole update (``game.trace``).
 """
 from __future__ import annotations
 
-import collections
 import math
 import re
 import tomllib
@@ -673,6 +672,77 @@ def apply_command(game, cmd: Command, actions: dict | None = None):
     player.change(inst, task, cmd.fade)
 
 
+class Script:
+    """The scenario's commands as an action (the first of the actions phase): each update
+    applies the commands of that update, in order. Its state is the index of the next
+    command and the last command applied to each human (for errors), saved by
+    Game.snapshot (``save_state`` / ``load_state``), so a restored run replays the same
+    commands. Rejected at run time (ScenarioError naming the command): a limit of the
+    original hit by a command, or an action given what it cannot act on."""
+
+    def __init__(self, game, sc: "Scenario", on_command: Callable[[Command, Any], None] | None = None):
+        self.game, self.sc, self.on_command = game, sc, on_command
+        self.next = 0                                # sc.commands[next] is the next to apply
+        self.last: dict[str, Command] = {}           # the last command applied to each human
+
+    def __call__(self, ctx) -> None:
+        from scuffle.game.runtime.world import UnknownHuman
+
+        cmds, sc = self.sc.commands, self.sc
+        while self.next < len(cmds) and cmds[self.next].update <= ctx.update:
+            cmd = cmds[self.next]
+            self.next += 1
+            if cmd.update < ctx.update:               # a command of an update restored past
+                continue
+            self.last[cmd.human] = cmd
+            try:
+                result = apply_command(self.game, cmd, sc.registry.actions)
+            except (AnimLimitError, PoseStackOverflow, UnknownClip, UnknownHuman, ValueError) as exc:
+                # A limit of the original (pool, stack, queue) hit at run time, or an
+                # action given what it cannot act on (a name that is no human): one
+                # error naming the command, like a parse error.
+                raise ScenarioError(sc.source, cmd.line, f"commands[{cmd.index}]",
+                                    f"update {cmd.update}: {exc}") from None
+            if self.on_command is not None:
+                self.on_command(cmd, result)
+
+    def save_state(self) -> tuple:
+        """The next command's index and the last command per human (Game.snapshot)."""
+        return (self.next, dict(self.last))
+
+    def load_state(self, state: tuple) -> None:
+        """Put back a ``save_state`` (Game.restore)."""
+        self.next, last = state
+        self.last.clear()
+        self.last.update(last)
+
+
+def setup_scenario(sc: Scenario, on_command: Callable[[Command, Any], None] | None = None,
+                   engine: str = "compiled"):
+    """A Game set up as a scenario says, before its first update: its humans, its tables'
+    setups (the fight rules), and its commands as the first action (``Script``). Each
+    ``game.step()`` then runs one update of the scenario (``run_scenario`` adds the trace
+    and the errors naming a command). Rejected: what ``Game.add_human`` rejects."""
+    from scuffle.game.runtime.world import Game
+
+    game = Game(sc.options, engine=engine)
+    try:
+        for h in sc.humans:
+            if h.health is None:
+                game.add_human(h.name, sc.sets[h.set], h.position, h.heading)
+            else:
+                game.add_human(h.name, sc.sets[h.set], h.position, h.heading, health=h.health)
+        for name, values in sc.tables.items():
+            sc.registry.tables[name].setup(game, values)
+        for setup in sc.registry.setup:
+            setup(game)
+        game.ctx.actions.insert(0, Script(game, sc, on_command))
+    except BaseException:
+        game.close()
+        raise
+    return game
+
+
 def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                  on_update: Callable | None = None, on_command: Callable[[Command, Any], None] | None = None,
                  engine: str = "compiled"):
@@ -691,38 +761,11 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     names none (the world's task pool), the field ``run`` with no line.
     """
     from scuffle.game.runtime.trace import iter_trace_records, write_records
-    from scuffle.game.runtime.world import Game, HandlerError, UnknownHuman
+    from scuffle.game.runtime.world import HandlerError
 
-    game = Game(sc.options, engine=engine)
+    game = setup_scenario(sc, on_command, engine)
     try:
-        for h in sc.humans:
-            if h.health is None:
-                game.add_human(h.name, sc.sets[h.set], h.position, h.heading)
-            else:
-                game.add_human(h.name, sc.sets[h.set], h.position, h.heading, health=h.health)
-        for name, values in sc.tables.items():
-            sc.registry.tables[name].setup(game, values)
-        for setup in sc.registry.setup:
-            setup(game)
-        pending = collections.deque(sc.commands)
-        last: dict[str, Command] = {}          # the last command applied to each human
-
-        def scripted(ctx):
-            while pending and pending[0].update == ctx.update:
-                cmd = pending.popleft()
-                last[cmd.human] = cmd
-                try:
-                    result = apply_command(game, cmd, sc.registry.actions)
-                except (AnimLimitError, PoseStackOverflow, UnknownClip, UnknownHuman, ValueError) as exc:
-                    # A limit of the original (pool, stack, queue) hit at run time, or an
-                    # action given what it cannot act on (a name that is no human): one
-                    # error naming the command, like a parse error.
-                    raise ScenarioError(sc.source, cmd.line, f"commands[{cmd.index}]",
-                                        f"update {cmd.update}: {exc}") from None
-                if on_command is not None:
-                    on_command(cmd, result)
-
-        game.ctx.actions.insert(0, scripted)
+        last = next(a for a in game.ctx.actions if isinstance(a, Script)).last
         for _ in range(sc.updates):
             now = game.update                  # the counter advances even when an update fails
             try:

@@ -40,10 +40,12 @@ from scuffle.anim.tasks import Task
 from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, Name, PoseRef,
                                 RangeRecords)
 from scuffle.game.runtime import schedule
+from scuffle.game.runtime import snapshot as _snap
+from scuffle.game.runtime.snapshot import Snapshot, SnapshotError
 from scuffle.systems.context import HandlerError, SimContext
 from scuffle.systems.motion import to_world
 
-__all__ = ["Game", "UnknownHuman", "GameClosed", "WorldInUse", "Vec3", "BoneArray", "NameOrEntity", "EventHandler",
+__all__ = ["Game", "Snapshot", "SnapshotError", "UnknownHuman", "GameClosed", "WorldInUse", "Vec3", "BoneArray", "NameOrEntity", "EventHandler",
            "Bone", "HandlerError", "ENGINES"]
 
 # The public API's argument and result types (issue 22): a host's mypy --strict checks
@@ -225,7 +227,7 @@ class Game:
             esper.add_component(ent, AnimSetRef(anim_set))
             esper.add_component(ent, Body(position=np.array(position, dtype=np.float64), heading=float(heading),
                                           table=self.ctx.bodies))
-            esper.add_component(ent, Combat(health=health, max_health=health))
+            esper.add_component(ent, Combat(health=health, max_health=health, table=self.ctx.combats))
             esper.add_component(ent, FiredEvents())
         self.names[name] = ent
         if self.fight is not None:             # the fight rules attached: it starts in the fight idle
@@ -260,9 +262,12 @@ class Game:
         self.player.forget(inst)
         with self.active():
             body = esper.try_component(ent, Body)
+            combat = esper.try_component(ent, Combat)
             esper.delete_entity(ent, immediate=True)
         if body is not None and body.table is self.ctx.bodies:
             body.release()                     # its row back to the table: the Body is stale
+        if combat is not None and combat.table is self.ctx.combats:
+            combat.detach()
         del self.names[name]
 
     def _alive(self, ent: int) -> bool:
@@ -338,6 +343,31 @@ class Game:
         """The number of the update just run (-1 before the first): the ``update`` the
         trace and the fight log give it (``update - 1``)."""
         return self.ctx.updates_run - 1
+
+    # ---------------------------------------------------------------- snapshots (issue 20)
+    def snapshot(self, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot:
+        """Everything the next updates read, copied (between two updates): restore it any
+        number of times (``restore``); ``to_bytes()`` gives its byte form. ``outputs``:
+        also keep the last update's outputs, which no later update reads (poses, bone
+        transforms, events, released ids), so a viewer shows the restored update as it
+        was; without them a restore leaves them empty until the next step. ``reuse``: an
+        older snapshot of this Game to give up (a rollback ring): its arrays are written
+        over, so no new memory is taken per snapshot (it must not be restored after). See
+        scuffle.game.runtime.snapshot. Rejected: a closed Game (GameClosed)."""
+        return _snap.take(self, outputs, reuse)
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Put the whole Game back as it was when ``snapshot`` was taken: stepping on gives
+        the same trace bytes as never having left. Humans added since are removed.
+        Rejected (SnapshotError, a ValueError; nothing changed): a snapshot of another
+        engine, of humans not all still here under the same entity, with fight rules on a
+        Game without them (or the reverse), or bytes read on a Game set up otherwise."""
+        _snap.restore(self, snapshot)
+
+    def checksum(self) -> str:
+        """A sha256 (hex) of the Game's whole state: two Games (two peers, or a run and its
+        rollback replay) in the same state give the same digest on any machine."""
+        return _snap.checksum(self)
 
     # ---------------------------------------------------------------- events and bones
     def callback(self, kind: str, handler: Callable[..., None]) -> Callable[..., None]:

@@ -224,10 +224,10 @@ class RealisticCrowd:
     """
 
     def __init__(self, game, extras: list[tuple[int, object]], seed: int):
-        import random
+        from scuffle.game.runtime.snapshot import SavedRandom
 
         self.game, self.player = game, game.player
-        self.rng = random.Random(seed)
+        self.rng = SavedRandom(seed)
         self.by_phase: list[list[tuple[int, object]]] = [[] for _ in range(REAL_CYCLE)]
         for i, inst in extras:
             self.by_phase[(-7 * i) % REAL_CYCLE].append((i, inst))
@@ -239,6 +239,22 @@ class RealisticCrowd:
         self.fights: list = []
         self.listener = _Listener()
         self.router = _FightRouter()
+
+    # -- snapshots (Game.snapshot saves an action's state through these)
+    def save_state(self) -> tuple:
+        """The driver's state: its random generator, the counts and the listener's counts
+        (timings are measurements, not state: not saved; each pair's fight rules are
+        actions of the Game, saved on their own)."""
+        return (self.rng.save_state(), self.commands, self.refused, {k: v[0] for k, v in self.by_kind.items()},
+                dict(self.listener.counts))
+
+    def load_state(self, state: tuple) -> None:
+        """Put back a ``save_state``."""
+        rng, self.commands, self.refused, kinds, counts = state
+        self.rng.load_state(rng)
+        for k, n in kinds.items():
+            self.by_kind[k][0] = n
+        self.listener.counts = dict(counts)
 
     # -- one command of each kind (the player's own calls: what a game's code does)
     def _running(self, inst, ttype):

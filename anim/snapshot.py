@@ -1,0 +1,379 @@
+"""Save and restore one world's animation state: copies of its tables and of the few
+Python values the next update reads.
+
+The tables (anim.store) are the engine's state: a snapshot is a copy of their columns,
+generations and free lists, and of the values keyed by row (the callbacks, as data).
+Beside them the Player keeps a few Python values the next update reads (the pool's
+count, the deferred list, the stats, the humans leaving at the next flush). A human's own
+values (its record's flags and playing anim id, its speed, its report callback) are its
+row of the human table; a human with no row yet keeps them on its record's private row
+(saved beside the tables); its last update's outputs (events, released ids) are Python.
+``save_engine`` copies all of it, ``load_engine`` writes it back, in place where the
+tables kept their size (so the kernels' named tuples of columns stay valid), else on new
+arrays (the engine is told to rebuild them).
+
+A snapshot shares nothing that a later step changes: every array and container is
+copied on save and copied again on load, so one snapshot restores any number of times.
+Handles (tasks, cursors, records, bodies: a row and a generation) are kept as they are:
+they hold no numbers, only their row (a record or body given back since the snapshot is
+alive again once its table's generations are restored). A handle made *after* the snapshot was taken belongs to the
+abandoned future: after a restore its row may be free or another task's (the game drops
+such handles, as a GGPO game drops its predicted state).
+
+The reference engine (anim.reference) is plain Python objects: ``save_reference`` deep-
+copies its state, sharing the anim sets, clips and options, which never change.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter, deque
+from typing import Any, Iterable
+
+import numpy as np
+
+from .store import HumanTable, Table, _layout
+
+__all__ = ["copy_value", "TableState", "save_table", "load_table", "HumanTableState", "save_humans",
+           "load_humans", "EngineState", "save_engine", "load_engine", "save_reference", "load_reference"]
+
+
+def copy_value(v: Any) -> Any:
+    """A copy of ``v`` that a later change of the original cannot reach: arrays, lists,
+    dicts, sets, deques, Counters and dataclasses are copied one level down (their items
+    are copied the same way), anything else (numbers, strings, tuples of immutables,
+    handles, anim sets) is shared."""
+    t = type(v)
+    if t is np.ndarray:
+        return v.copy()
+    if t is list:
+        return [copy_value(x) for x in v]
+    if t is dict:
+        return {k: copy_value(x) for k, x in v.items()}
+    if t is tuple:
+        return tuple(copy_value(x) for x in v) if any(type(x) in _DEEP for x in v) else v
+    if t is set:
+        return set(v)
+    if t is deque:
+        return deque((copy_value(x) for x in v), maxlen=v.maxlen)
+    if t is Counter:
+        return Counter(v)
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return dataclasses.replace(v, **{f.name: copy_value(getattr(v, f.name))
+                                         for f in dataclasses.fields(v) if f.init})
+    return v
+
+
+_DEEP = (np.ndarray, list, dict, set, deque, Counter)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TableState:
+    """A Table's state: its capacity, its block of memory (every column, ``live``,
+    ``gen``, ``free_rows`` and ``n_free``: one copy), the row-keyed dicts, and the task
+    table's row-to-handle list (``views``)."""
+
+    capacity: int
+    block: np.ndarray
+    keyed: dict[str, dict]
+    views: list | None
+
+
+def _copy_into(a: np.ndarray, into: np.ndarray | None) -> np.ndarray:
+    """A copy of ``a``: into ``into`` when it has the same shape and dtype (no new memory
+    to fault in), else a new array."""
+    if into is not None and into.shape == a.shape and into.dtype == a.dtype:
+        np.copyto(into, a)
+        return into
+    return a.copy()
+
+
+def fits(t: Table | HumanTable, s: "TableState | HumanTableState") -> bool:
+    """Whether saved state ``s`` has the block this table's layout gives for its capacity."""
+    if s.capacity == t.capacity:
+        return s.block.nbytes == t.block.nbytes
+    return s.block.nbytes == _layout(t._all if isinstance(t, Table) else t.COLUMNS, s.capacity)[1]
+
+
+def save_table(t: Table, into: TableState | None = None) -> TableState:
+    """A copy of table ``t`` (TableState): one copy of its block (into ``into``'s block,
+    an older state of the same table that is given up, when it fits)."""
+    keyed = {name: dict(getattr(t, name)) for name in t._keyed}
+    views = None
+    if isinstance(t.views, list):
+        if into is not None and into.views is not None:
+            views = into.views
+            views[:] = t.views
+        else:
+            views = list(t.views)
+    return TableState(t.capacity, _copy_into(t.block, into.block if into is not None else None), keyed, views)
+
+
+def load_table(t: Table, s: TableState) -> bool:
+    """Write state ``s`` back into table ``t``: in place when its capacity is the same,
+    else on a new block of the saved capacity. Returns True when the arrays were replaced
+    (whoever kept a column must fetch it again). Rejected (ValueError): a block of
+    another size than the table's layout gives."""
+    if not fits(t, s):
+        raise ValueError(f"snapshot table: a block of {s.block.nbytes} bytes is not this table's layout")
+    replaced = t.capacity != s.capacity
+    if replaced:
+        t._place(s.block.copy(), s.capacity)
+    else:
+        np.copyto(t.block, s.block)
+    for name, d in s.keyed.items():
+        mine = getattr(t, name)
+        mine.clear()
+        mine.update(d)
+    if s.views is not None:
+        t.views[:] = s.views
+    return replaced
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HumanTableState:
+    """A HumanTable's state: its capacity, its block (a copy), its free list, its rows'
+    generations and the report callbacks keyed by row."""
+
+    capacity: int
+    block: np.ndarray
+    free: list[int]
+    gen: list[int]
+    on_report: dict
+
+
+def save_humans(h: HumanTable, into: HumanTableState | None = None) -> HumanTableState:
+    """A copy of the human table ``h`` (into ``into``'s block when it fits)."""
+    return HumanTableState(h.capacity, _copy_into(h.block, into.block if into is not None else None), list(h._free),
+                           list(h.gen), dict(h.on_report))
+
+
+def load_humans(h: HumanTable, s: HumanTableState) -> bool:
+    """Write ``s`` back into ``h`` (in place at the same capacity); True when replaced."""
+    if not fits(h, s):
+        raise ValueError(f"snapshot humans: a block of {s.block.nbytes} bytes is not this table's layout")
+    replaced = h.capacity != s.capacity
+    if replaced:
+        h._place(s.block.copy(), s.capacity)
+    else:
+        np.copyto(h.block, s.block)
+    h._free[:] = s.free
+    h.gen[:] = s.gen
+    h.on_report.clear()
+    h.on_report.update(s.on_report)
+    return replaced
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EngineState:
+    """The compiled engine's state (``save_engine``): the five tables (a human's record,
+    speed and report callback are its row of the human table), the pool's flags, the
+    Player's and the engine's Python values, the instance of each human row
+    (``instances``; their values are in the rows), those without a row yet with the
+    values of their record's private row (``loose``) and, with ``outputs``, the last
+    update's events, released ids and refused poses."""
+
+    tables: dict[str, TableState]
+    humans: HumanTableState
+    pool: tuple
+    player: dict[str, Any]
+    batch: dict[str, Any]
+    instances: list
+    loose: list[tuple]
+    outputs: list[tuple] | None
+
+
+_PLAYER_FIELDS = ("deferred", "stats", "refused", "_stepped", "_wraps", "_failed")
+_BATCH_FIELDS = ("kernel_humans", "pair_changes", "_leaving")
+
+
+def _private_values(rec) -> tuple:
+    """A record on a private row (a human with no engine row yet, or the reference's):
+    its generation and the row's values (flags, anim id, speed, report callback)."""
+    t, r = rec.table, rec.row
+    return (rec.gen, t.flags.item(r), t.anim.item(r), t.speed.item(r), t.on_report.get(r))
+
+
+def _private_back(rec, values: tuple) -> None:
+    """Write ``_private_values`` back onto the record's private row, taking the row again
+    (with its saved generation) when it went back since (its human was removed)."""
+    gen, flags, anim, speed, report = values
+    t = rec.table
+    if t.world is not None or not (0 <= rec.row < t.capacity):
+        t = HumanTable(1)
+    r = rec.row if t is rec.table and t.live[rec.row] else t.alloc()
+    t.gen[r] = gen
+    t.flags[r], t.anim[r], t.speed[r] = flags, anim, speed
+    if report is None:
+        t.on_report.pop(r, None)
+    else:
+        t.on_report[r] = report
+    rec.table, rec.row, rec.gen = t, r, gen
+
+
+def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
+                into: EngineState | None = None) -> EngineState:
+    """The compiled engine's state: ``player`` (anim.player.Player) and the world's
+    ``instances`` (CharacterInstance, stepped or not). ``outputs``: also the last
+    update's outputs, which no later update reads (each human's events, made into
+    FiredEvent objects, its released ids and refused poses), for a viewer. ``into``: an
+    older state of this engine that is given up, whose arrays are reused."""
+    st = player.stores
+    batch = player.batch
+    old = into.tables if into is not None else {}
+    tables = {name: save_table(getattr(st, name), old.get(name)) for name in ("cursors", "fades", "gaits", "tasks")}
+    pool = (_copy_into(player.pool.out, into.pool[0] if into is not None else None), player.pool.n_out)
+    p = {name: copy_value(getattr(player, name)) for name in _PLAYER_FIELDS}
+    b = {name: copy_value(getattr(batch, name)) for name in _BATCH_FIELDS}
+    rows = list(batch._instances)
+    loose = [(inst, _private_values(inst.record)) for inst in instances
+             if inst.engine is not batch and inst.record.table.world is None]
+    out = None
+    if outputs:
+        out = [(inst, list(inst.events), list(inst.released), inst.poses_refused)
+               for inst in dict.fromkeys([*batch._noisy, *player._pose_refused])]
+    return EngineState(tables, save_humans(st.humans, into.humans if into is not None else None), pool, p, b,
+                       rows, loose, out)
+
+
+def load_engine(player: Any, s: EngineState) -> None:
+    """Write ``s`` (save_engine's) back into ``player`` and its instances; the engine's
+    cached column tuples and growth check are reset when a table's arrays were replaced.
+    Without saved outputs, each human's events, released ids and refused poses are left
+    empty (as at the start of an update)."""
+    st = player.stores
+    batch = player.batch
+    replaced = False
+    for name, ts in s.tables.items():
+        replaced |= load_table(getattr(st, name), ts)
+    replaced |= load_humans(st.humans, s.humans)
+    player.pool.out = s.pool[0].copy()
+    player.pool.n_out = s.pool[1]
+    for name, v in s.player.items():
+        setattr(player, name, copy_value(v))
+    for name, v in s.batch.items():
+        setattr(batch, name, copy_value(v))
+    batch._last = None                              # the rows of the step's humans: found again
+    if replaced:
+        batch._table_key = ()
+        batch._validated = ()
+    # the last update's outputs: those of the abandoned future go
+    for inst in dict.fromkeys([*batch._noisy, *player._pose_refused]):
+        inst.clear_events()
+        inst.released = []
+        inst.poses_refused = 0
+    batch._noisy = []
+    player._pose_refused = []
+    rows = s.instances
+    if batch._instances != rows:                    # humans came or went: their rows as saved
+        for r, inst in enumerate(batch._instances):
+            if inst is not None and (r >= len(rows) or rows[r] is not inst):
+                inst.slot, inst.engine = -1, None
+        batch._instances = list(rows)
+        humans = st.humans
+        for r, inst in enumerate(rows):
+            if inst is not None:
+                inst.slot, inst.engine = r, batch
+                rec = inst.record                   # the row's generation as saved: alive again
+                rec.table, rec.row, rec.gen = humans, r, humans.gen[r]
+    for inst, values in s.loose:
+        _private_back(inst.record, values)
+    if s.outputs is not None:
+        for inst, events, released, refused in s.outputs:
+            inst.events = list(events)
+            inst.released = list(released)
+            inst.poses_refused = refused
+            batch._noisy.append(inst)
+            if refused:
+                player._pose_refused.append(inst)
+
+
+def _graph_copy(v: Any, memo: dict, own) -> Any:
+    """A copy of ``v`` in which containers, arrays and the objects ``own(obj)`` accepts
+    (the reference engine's tasks, cursors and pool) are copied, each once (``memo``:
+    id -> copy, so shared objects stay shared), and everything else is shared (clips,
+    anim sets, instances, callables)."""
+    t = type(v)
+    if v is None or t in (int, float, bool, str, bytes):
+        return v
+    got = memo.get(id(v))
+    if got is not None:
+        return got
+    if t is list:
+        out: Any = []
+        memo[id(v)] = out
+        out.extend(_graph_copy(x, memo, own) for x in v)
+    elif t is dict:
+        out = {}
+        memo[id(v)] = out
+        for k, x in v.items():
+            out[k] = _graph_copy(x, memo, own)
+    elif t is tuple:
+        out = tuple(_graph_copy(x, memo, own) for x in v)
+        memo[id(v)] = out
+    elif t is set:
+        out = set(v)
+        memo[id(v)] = out
+    elif t is np.ndarray:
+        out = v.copy()
+        memo[id(v)] = out
+    elif own(v):
+        out = object.__new__(t)
+        memo[id(v)] = out
+        for k, x in _fields_of(v):
+            setattr(out, k, _graph_copy(x, memo, own))
+    else:
+        return v
+    return out
+
+
+def _fields_of(obj) -> list[tuple[str, Any]]:
+    """An object's attributes: its ``__dict__`` and every slot of its classes that is set."""
+    out = list(vars(obj).items()) if hasattr(obj, "__dict__") else []
+    for klass in type(obj).__mro__:
+        for name in klass.__dict__.get("__slots__", ()):
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                out.append((name, getattr(obj, name)))
+    return out
+
+
+_REFERENCE_STATE = ("pool", "deferred", "refused", "_stepped", "_wraps", "_leaving")
+_REF_INSTANCE_STATE = ("speed", "stack", "queue", "events", "released", "on_report", "poses_refused")
+
+
+def _ref_owned(insts: list):
+    skip = {id(i) for i in insts}
+
+    def own(obj) -> bool:
+        return type(obj).__module__.startswith("scuffle.anim.reference") and id(obj) not in skip \
+            and not callable(obj)
+    return own
+
+
+def save_reference(reference: Any, instances: Iterable[Any]) -> tuple:
+    """The reference engine's state: its pool, deferred list and step lists, and each
+    instance's stack, queue, events, released ids, speed and record, with the tasks and
+    cursors they reach copied (plain objects) and the clips, anim sets and callables shared."""
+    insts = list(instances)
+    memo: dict = {}
+    own = _ref_owned(insts)
+    ref = {n: _graph_copy(getattr(reference, n), memo, own) for n in _REFERENCE_STATE}
+    per = [({n: _graph_copy(getattr(inst, n), memo, own) for n in _REF_INSTANCE_STATE},
+            _private_values(inst.record) if hasattr(inst.record, "table")      # a HumanRecord (the Game's)
+            else (int(inst.record.flags), int(inst.record.anim_id))) for inst in insts]
+    return insts, ref, per
+
+
+def load_reference(reference: Any, saved: tuple) -> None:
+    """Write ``saved`` (save_reference's) back: copied again, so the saved state stays."""
+    insts, ref, per = saved
+    memo: dict = {}
+    own = _ref_owned(insts)
+    for n, v in ref.items():
+        setattr(reference, n, _graph_copy(v, memo, own))
+    for inst, (values, record) in zip(insts, per):
+        for n, v in values.items():
+            setattr(inst, n, _graph_copy(v, memo, own))
+        if len(record) == 5:
+            _private_back(inst.record, record)
+        else:
+            inst.record.flags, inst.record.anim_id = record

@@ -1,0 +1,291 @@
+"""The combat table: every human's health and fight state in structure-of-arrays columns.
+
+One ``CombatTable`` per world (``SimContext.combats``) holds, one row per human, what
+the fight rules keep on a fighter: health, the partner of a paired move and its role,
+the partner's place, the state, the damage taken, the hits, the move in progress, the
+locomotion intent and a throw's push, the updates left on the ground and the moves
+started. The esper component ``Combat`` is a view onto one row (as ``Body`` is onto
+the body table), so a snapshot of the world copies the columns, never an object per
+human (Game.snapshot, issue 20).
+
+Text fields (``state``, ``role``) are kept as codes into the table's list of the texts
+it has seen (``texts``, append-only: a code never changes its meaning, so old rows read
+the same after a restore); a view reads back the very object first stored for a text
+(an enum member stays that member). Spec: "Paired tasks".
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import DTypeLike
+
+from scuffle.anim.limits import MAX_COORD
+from scuffle.anim.store import Table
+
+__all__ = ["Combat", "CombatTable", "CombatFieldError", "COMBAT_COLUMNS"]
+
+_VEC3: DTypeLike = (np.float64, (3,))
+
+# column -> dtype; a (float64, (3,)) column is an (N, 3) array.
+COMBAT_COLUMNS: dict[str, DTypeLike] = {
+    "health": np.float64,
+    "max_health": np.float64,
+    "partner": np.int64,
+    "role": np.int32,                 # a code into CombatTable.texts
+    "partner_place": _VEC3,
+    "place_len": np.int8,             # 0: no partner place; else its length (2 or 3)
+    "state": np.int32,                # a code into CombatTable.texts
+    "damage_taken": np.float64,
+    "hits": np.int64,
+    "move_id": np.int64,
+    "struck": np.bool_,
+    "move_dir": _VEC3,
+    "move_speed": np.float64,
+    "impulse": _VEC3,
+    "down_left": np.int64,
+    "serial": np.int64,
+}
+
+
+class CombatFieldError(ValueError):
+    """A value a Combat field cannot hold (the message names the field)."""
+
+
+class CombatTable(Table):
+    """The combat rows of one world (see the module docstring).
+
+    In: the starting capacity (rows; it doubles when full). ``take(view)`` gives a view a
+    fresh row (the defaults: health 100, no partner, state "free"), ``release(row)``
+    takes it back; ``owners`` maps each row in use to its view; ``texts`` / ``code(text)``
+    the texts' codes. Rejected: releasing a row not in use (ValueError, from Table.free).
+    """
+
+    def __init__(self, capacity: int = 64):
+        super().__init__(COMBAT_COLUMNS, capacity)
+        self.owners: dict[int, Combat] = {}
+        self.texts: list[Any] = ["", "free"]
+        self._codes: dict[str, int] = {"": 0, "free": 1}
+
+    def code(self, text: str) -> int:
+        """The code of ``text`` (a new one the first time); an enum member replaces a plain
+        string of the same text, so reads give the member back."""
+        c = self._codes.get(text)
+        if c is None:
+            c = self._codes[text] = len(self.texts)
+            self.texts.append(text)
+        elif type(self.texts[c]) is str and type(text) is not str:
+            self.texts[c] = text
+        return c
+
+    def take(self, view: "Combat") -> int:
+        """A row with the defaults for ``view``; returns the row."""
+        r = self.alloc()
+        self.health[r] = self.max_health[r] = 100.0
+        self.partner[r] = self.move_id[r] = -1
+        self.state[r] = 1
+        self.owners[r] = view
+        return r
+
+    def release(self, row: int) -> None:
+        """Give a row back (its view must have moved elsewhere first)."""
+        self.free(row)
+        self.owners.pop(row, None)
+
+    def rehome(self, views) -> None:
+        """Make this table hold exactly ``views`` (a world's Combat components): a view on
+        another table (a standalone ``Combat()``) is copied into a row here; a row whose
+        view is not among them (its entity was deleted) is given back, the view keeping
+        a private copy."""
+        keep = set()
+        for view in views:
+            if view._table is not self:
+                view.move_to(self)
+            keep.add(view._row)
+        for row in [r for r in self.owners if r not in keep]:
+            self.owners[row].detach()
+
+
+class _Num:
+    """A number field of the view (``cast``: float, int or bool)."""
+
+    __slots__ = ("name", "cast")
+
+    def __init__(self, name: str, cast: type):
+        self.name, self.cast = name, cast
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return self.cast(getattr(obj._table, self.name)[obj._row])
+
+    def __set__(self, obj, value) -> None:
+        try:
+            v = self.cast(value)
+            if self.cast is float and not abs(v) <= MAX_COORD:                      # NaN fails too
+                raise ValueError("not finite or too large")
+            getattr(obj._table, self.name)[obj._row] = v
+        except (ValueError, TypeError, OverflowError) as e:
+            raise CombatFieldError(f"Combat.{self.name}: expected a {self.cast.__name__}, got {value!r}") from e
+
+
+class _Text:
+    """A text field of the view, kept as a code (CombatTable.texts)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        t = obj._table
+        return t.texts[int(getattr(t, self.name)[obj._row])]
+
+    def __set__(self, obj, value) -> None:
+        if not isinstance(value, str):
+            raise CombatFieldError(f"Combat.{self.name}: expected a str, got {value!r}")
+        t = obj._table
+        getattr(t, self.name)[obj._row] = t.code(value)
+
+
+class _Vec:
+    """A (3,) float64 field: reads give the row's live view; assignment copies into it."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return getattr(obj._table, self.name)[obj._row]
+
+    def __set__(self, obj, value) -> None:
+        try:
+            v = np.asarray(value, dtype=np.float64)
+            if v.shape != (3,) or not (np.abs(v) <= MAX_COORD).all():
+                raise ValueError("not 3 finite numbers")
+        except (ValueError, TypeError, OverflowError) as e:
+            raise CombatFieldError(f"Combat.{self.name}: expected 3 finite numbers, got {value!r}") from e
+        getattr(obj._table, self.name)[obj._row] = v
+
+
+class Combat:
+    """Health and the fight state of one human (rules: game/fighters): a view onto one
+    row of a ``CombatTable``.
+
+    Fields: ``health``, ``max_health``; ``partner`` the other human of a paired move (-1
+    none) and ``role`` ("attacker" / "victim" while paired, else ""); ``partner_place``
+    the type-8 point (x right, y forward, metres; None when there is none); ``state``
+    (a FightState); ``damage_taken``, ``hits``; ``move_id`` the move in progress (anim
+    id); ``struck`` its hit has landed; ``move_dir`` (3,) and ``move_speed`` the
+    locomotion; ``impulse`` (3,) a throw's push; ``down_left`` updates left on the
+    ground; ``serial`` the moves started (end callbacks check it).
+
+    In: the fields as keywords (or health, max_health first) and ``table``, the world's
+    table to take a row in (None: a private one-row table; Game.add_human takes the
+    world's). Rejected: a value a field cannot hold (CombatFieldError naming it).
+    """
+
+    __slots__ = ("_table", "_row")
+
+    health = _Num("health", float)
+    max_health = _Num("max_health", float)
+    partner = _Num("partner", int)
+    role = _Text("role")
+    state = _Text("state")
+    damage_taken = _Num("damage_taken", float)
+    hits = _Num("hits", int)
+    move_id = _Num("move_id", int)
+    struck = _Num("struck", bool)
+    move_dir = _Vec("move_dir")
+    move_speed = _Num("move_speed", float)
+    impulse = _Vec("impulse")
+    down_left = _Num("down_left", int)
+    serial = _Num("serial", int)
+
+    def __init__(self, health: float = 100.0, max_health: float = 100.0, *, table: CombatTable | None = None,
+                 **fields: Any):
+        self._table: CombatTable = table if table is not None else CombatTable(1)
+        self._row: int = self._table.take(self)
+        self.health = health
+        self.max_health = max_health
+        for name, value in fields.items():
+            if name not in _FIELDS:
+                self._table.release(self._row)
+                raise CombatFieldError(f"Combat: no field {name!r}")
+            setattr(self, name, value)
+
+    @property
+    def partner_place(self) -> np.ndarray | None:
+        """The partner's place (a live view of its numbers), None when there is none."""
+        t, r = self._table, self._row
+        n = int(t.place_len[r])
+        return t.partner_place[r, :n] if n else None
+
+    @partner_place.setter
+    def partner_place(self, value) -> None:
+        t, r = self._table, self._row
+        if value is None:
+            t.place_len[r] = 0
+            return
+        try:
+            v = np.asarray(value, dtype=np.float64)
+            if v.shape not in ((2,), (3,)) or not (np.abs(v) <= MAX_COORD).all():
+                raise ValueError("not 2 or 3 finite numbers")
+        except (ValueError, TypeError, OverflowError) as e:
+            raise CombatFieldError(f"Combat.partner_place: expected None or 2-3 finite numbers, got {value!r}") from e
+        t.partner_place[r] = 0.0
+        t.partner_place[r, :len(v)] = v
+        t.place_len[r] = len(v)
+
+    @property
+    def table(self) -> CombatTable:
+        """The table this view's numbers live in."""
+        return self._table
+
+    @property
+    def row(self) -> int:
+        """The view's row in ``table``."""
+        return self._row
+
+    def move_to(self, table: CombatTable) -> None:
+        """Copy this row into a new row of ``table`` and give the old row back."""
+        old, row = self._table, self._row
+        if table is old:
+            return
+        values = {name: getattr(self, name) for name in _FIELDS}
+        values["move_dir"], values["impulse"] = self.move_dir.copy(), self.impulse.copy()
+        p = self.partner_place
+        place = None if p is None else p.copy()
+        new = table.take(self)
+        old.release(row)
+        self._table, self._row = table, new
+        for name, v in values.items():
+            setattr(self, name, v)
+        self.partner_place = place
+
+    def detach(self) -> None:
+        """Give the row back to the world's table, keeping the numbers on a private one-row
+        table (a human who left the world)."""
+        self.move_to(CombatTable(1))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Combat):
+            return NotImplemented
+        a, b = self.partner_place, other.partner_place
+        return all(np.array_equal(getattr(self, n), getattr(other, n)) for n in _FIELDS) and (
+            (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b)))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"Combat(health={self.health}, state={str(self.state)!r}, partner={self.partner}, "
+                f"role={self.role!r}, move_id={self.move_id})")
+
+
+_FIELDS = ("health", "max_health", "partner", "role", "state", "damage_taken", "hits", "move_id", "struck",
+           "move_dir", "move_speed", "impulse", "down_left", "serial")

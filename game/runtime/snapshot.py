@@ -1,0 +1,682 @@
+"""Save, restore and checksum a whole Game: rollback-exact snapshots (issue 20).
+
+``Game.snapshot()`` returns a ``Snapshot``: everything the next updates read. That is
+the engine's tables and Python values (anim.snapshot), the bodies' table, each human's
+components (combat state, pose row, range records, fired events), the update counter,
+the last update's poses and bones, the esper entity counter and names, the fight rules'
+state (``Fight.save_state``: combat states, health, rounds, the log's counts, pending
+hits and windows, its controllers' random generators) and that of every action or state
+function that has ``save_state`` / ``load_state`` (the scenario's script, a bench
+crowd). Callbacks are data (anim.callbacks), so no code is saved.
+
+``Game.restore(snapshot)`` writes it all back; stepping on gives the same trace bytes as
+never having left. A snapshot is independent of later steps: it restores any number of
+times. ``snapshot.to_bytes()`` / ``Snapshot.from_bytes(b)`` give a versioned byte form
+with a digest: a corrupted, truncated or foreign one is refused with one line
+(SnapshotError), before anything changes. ``Game.checksum()`` (``Snapshot.checksum()``)
+is a digest of the whole state, for a rollback sync test or for hosts that compare peers.
+
+What a restore refuses (SnapshotError, nothing changed): a snapshot of another engine,
+one whose humans are not all still in the world under the same entity (a human removed
+after the snapshot cannot come back; one added after it is removed), one taken with the
+fight rules attached on a Game without them, or the reverse.
+
+Not saved (by design): the world's configuration, which a step never changes (the anim
+sets registered, the handlers, the options, the systems). Handles (tasks, cursors) made
+after the snapshot belong to the abandoned future: drop them after a restore.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import io
+import itertools
+import pickle
+import random
+import struct
+import weakref
+from collections import Counter, deque
+from typing import Any
+
+import esper
+import numpy as np
+
+from scuffle.anim import snapshot as S
+from scuffle.anim.cursor import Cursor, FiredEvent
+from scuffle.components import Animator, Body, Combat
+
+__all__ = ["Snapshot", "SnapshotError", "SNAPSHOT_VERSION", "take", "restore", "checksum"]
+
+# The byte form's version: a snapshot of another version is refused (SnapshotError).
+SNAPSHOT_VERSION = 1
+_MAGIC = b"SCUFSNAP"
+_HEAD = struct.Struct("<8sIQ32s")              # magic, version, payload length, sha256 of the payload
+
+
+class SnapshotError(ValueError):
+    """A snapshot that cannot be restored here, or bytes that are not a snapshot (one line,
+    naming the field or byte offset); nothing was changed."""
+
+
+@dataclasses.dataclass(slots=True)
+class _State:
+    """The saved values (see the module docstring); plain data and handles."""
+
+    engine: str
+    updates_run: int
+    update: int
+    names: dict[str, int]
+    entity_next: int
+    engine_state: Any
+    ctx: dict[str, Any]
+    bodies: tuple
+    combats: tuple
+    fight: Any
+    extras: list
+
+
+class Snapshot:
+    """A whole Game at the end of an update (``Game.snapshot()``).
+
+    ``update`` is the number of updates run when it was taken (``Game.update``); ``humans``
+    the names saved. ``to_bytes()`` gives its byte form, ``Snapshot.from_bytes(b)`` reads
+    one back (checked: magic, version, length, digest), restorable on a Game set up the
+    same way (the same humans and anim sets). ``checksum()`` is a digest of the state.
+    """
+
+    __slots__ = ("_state", "_payload", "_game", "update", "humans", "engine")
+
+    def __init__(self, state: _State | None, payload: bytes | None = None, meta: tuple | None = None,
+                 game: Any = None):
+        self._state, self._payload = state, payload
+        self._game = weakref.ref(game) if game is not None else None
+        if state is not None:
+            self.update, self.humans, self.engine = state.updates_run, tuple(state.names), state.engine
+        else:
+            assert meta is not None
+            self.update, self.humans, self.engine = meta
+
+    def __repr__(self) -> str:
+        return f"Snapshot(update={self.update}, humans={list(self.humans)}, engine={self.engine!r})"
+
+    # ---------------------------------------------------------------- digest
+    def checksum(self) -> str:
+        """A sha256 (hex) of every saved value: equal states give equal digests on any
+        machine (floats by their bits, arrays by their bytes; sets and counters sorted)."""
+        if self._state is None:
+            raise SnapshotError("Snapshot.checksum: a snapshot read from bytes is checked by its digest; "
+                                "restore it and ask Game.checksum()")
+        return _digest(self._state)
+
+    # ---------------------------------------------------------------- bytes
+    def to_bytes(self) -> bytes:
+        """The byte form: a header (magic ``SCUFSNAP``, version, payload length, sha256 of
+        the payload) and the payload (the state, pickled; the world's own objects, such
+        as the humans, tables and anim sets, by name). Rejected (SnapshotError): a state
+        that holds code (a plain callable as a task's callback: give it as data,
+        anim.callbacks.Callback) or another object that has no byte form."""
+        if self._payload is not None:
+            payload = self._payload
+        else:
+            game = self._game() if self._game is not None else None
+            if game is None or game.closed:
+                raise SnapshotError("Snapshot.to_bytes: the Game it was taken of is gone (closed): the byte form "
+                                    "names its humans and tables; write it while the Game is open")
+            buf = io.BytesIO()
+            try:
+                _Pickler(buf, _world_keys(game)).dump(
+                    (SNAPSHOT_VERSION, (self.update, self.humans, self.engine), self._state))
+            except (pickle.PicklingError, TypeError, AttributeError) as e:
+                raise SnapshotError(f"Snapshot.to_bytes: the state holds something with no byte form ({e}); "
+                                    "callbacks must be data (anim.callbacks.Callback)") from None
+            payload = buf.getvalue()
+        return _HEAD.pack(_MAGIC, SNAPSHOT_VERSION, len(payload), hashlib.sha256(payload).digest()) + payload
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Snapshot":
+        """A snapshot from ``to_bytes``'s form. Rejected (SnapshotError, one line naming the
+        byte offset): not bytes, too short, another magic or version, a payload of
+        another length or digest (truncated or corrupted)."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise SnapshotError(f"Snapshot.from_bytes: expected bytes, got {type(data).__name__}")
+        data = bytes(data)
+        if len(data) < _HEAD.size:
+            raise SnapshotError(f"snapshot: {len(data)} bytes, shorter than its {_HEAD.size}-byte header (offset 0)")
+        magic, version, n, digest = _HEAD.unpack_from(data)
+        if magic != _MAGIC:
+            raise SnapshotError(f"snapshot: magic {magic!r} at offset 0 is not {_MAGIC!r} (not a scuffle snapshot)")
+        if version != SNAPSHOT_VERSION:
+            raise SnapshotError(f"snapshot: version {version} at offset 8; this scuffle reads version "
+                                f"{SNAPSHOT_VERSION}")
+        payload = data[_HEAD.size:]
+        if len(payload) != n:
+            raise SnapshotError(f"snapshot: payload length {len(payload)} at offset {_HEAD.size}, the header "
+                                f"(offset 12) says {n} (truncated or padded)")
+        if hashlib.sha256(payload).digest() != digest:
+            raise SnapshotError("snapshot: the payload's sha256 differs from the header's (offset 20): corrupted")
+        try:
+            version2, meta, _ = _Unpickler(io.BytesIO(payload), None).load()
+        except SnapshotError:
+            raise
+        except Exception as e:                        # a payload with a good digest but not ours
+            raise SnapshotError(f"snapshot: payload at offset {_HEAD.size} is not a snapshot state "
+                                f"({type(e).__name__}: {e})") from None
+        if version2 != SNAPSHOT_VERSION or not (isinstance(meta, tuple) and len(meta) == 3):
+            raise SnapshotError(f"snapshot: payload at offset {_HEAD.size} is not a version "
+                                f"{SNAPSHOT_VERSION} state")
+        return cls(None, payload, meta)
+
+    def _resolved(self, game) -> _State:
+        """The state, its world objects found in ``game`` (a snapshot read from bytes)."""
+        if self._state is not None:
+            return self._state
+        try:
+            _, _, state = _Unpickler(io.BytesIO(self._payload), _world_objects(game)).load()
+        except SnapshotError:
+            raise
+        except Exception as e:
+            raise SnapshotError(f"snapshot: payload at offset {_HEAD.size} cannot be read on this Game "
+                                f"({type(e).__name__}: {e})") from None
+        if not isinstance(state, _State):
+            raise SnapshotError(f"snapshot: payload at offset {_HEAD.size} is not a snapshot state")
+        return state
+
+
+# ---------------------------------------------------------------- take and restore
+def _entity_next() -> int:
+    """The id esper's current world gives its next entity (without taking it): esper 3
+    keeps its counter, an itertools.count, as a module global (``count(N)``)."""
+    return int(repr(esper._entity_count)[len("count("):-1])
+
+
+def _instances(game) -> list:
+    return [game.component(e, Animator).instance for _, e in game.humans()]
+
+
+def _loose(game) -> list:
+    """The humans the compiled engine has no row for yet (added, never stepped)."""
+    batch = game.player.batch
+    if sum(1 for i in batch._instances if i is not None) == len(game.names):
+        return []
+    return [i for i in _instances(game) if i.engine is not batch]
+
+
+def take(game, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot:
+    """The Game's state now (between two updates); with ``outputs``, also the last
+    update's outputs (poses, bones, events, released ids). ``reuse``: an older snapshot
+    of this Game that is given up (a ring of rollback states), whose arrays are written
+    over instead of new ones (no new memory per snapshot). Original: none (ours, issue 20)."""
+    game._open()
+    old = reuse._state if isinstance(reuse, Snapshot) and reuse._state is not None and \
+        reuse._game is not None and reuse._game() is game else None
+    if game.engine == "reference":
+        engine_state = S.save_reference(game.player, _instances(game))
+    else:
+        engine_state = S.save_engine(game.player, _loose(game), outputs,
+                                     old.engine_state if old is not None and old.engine == "compiled" else None)
+    ctx = game.ctx
+    c: dict[str, Any] = {}
+    if outputs:
+        poses = ctx.poses
+        c = {
+            "poses": None if poses is None else (poses.vel.copy(), poses.root.copy(), poses.rot.copy(),
+                                                 poses.tag.copy()),
+            "bone_pos": None if ctx.bone_pos is None else ctx.bone_pos.copy(),
+            "bone_rot": None if ctx.bone_rot is None else ctx.bone_rot.copy(),
+        }
+    with game.active():
+        entity_next = _entity_next()
+    bodies = (S.save_table(ctx.bodies, old.bodies[0] if old is not None else None), dict(ctx.bodies.owners))
+    combats = (S.save_table(ctx.combats, old.combats[0] if old is not None else None), dict(ctx.combats.owners),
+               list(ctx.combats.texts))
+    fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
+    extras = [fn.save_state() for fn in _extras(game)]
+    state = _State(game.engine, ctx.updates_run, ctx.update, dict(game.names), entity_next, engine_state, c,
+                   bodies, combats, fight, extras)
+    return Snapshot(state, game=game)
+
+
+def _extras(game) -> list:
+    """The objects behind the state functions and actions that keep state of their own
+    (``save_state`` / ``load_state``: the callable itself, or the owner of a bound
+    method), each once, in the lists' order; the Game's fight rules are saved apart."""
+    out, seen = [], {id(game.fight)}
+    for fn in (*game.ctx.state_functions, *game.ctx.actions):
+        owner = getattr(fn, "__self__", fn)
+        if id(owner) in seen:
+            continue
+        seen.add(id(owner))
+        if hasattr(owner, "save_state") and hasattr(owner, "load_state"):
+            out.append(owner)
+    return out
+
+
+def restore(game, snap: Snapshot) -> None:
+    """Write ``snap`` back into ``game`` (see the module docstring for what is refused)."""
+    game._open()
+    if not isinstance(snap, Snapshot):
+        raise SnapshotError(f"Game.restore: expected a Snapshot, got {type(snap).__name__}")
+    if snap.engine != game.engine:
+        raise SnapshotError(f"Game.restore: a snapshot of the {snap.engine!r} engine on a {game.engine!r} Game")
+    st = snap._resolved(game)
+    # -- every check first: nothing changes on a refusal
+    alive = game.names if game.names == st.names else dict(game.humans())
+    for name, ent in st.names.items():
+        if alive.get(name) != ent:
+            raise SnapshotError(f"Game.restore: human {name!r} (entity {ent}) is not in the world as it was at "
+                                f"update {st.updates_run}: a human removed after a snapshot cannot come back")
+    if (st.fight is None) != (game.fight is None or not hasattr(game.fight, "save_state")):
+        raise SnapshotError("Game.restore: the snapshot was taken " + ("without" if st.fight is None else "with")
+                            + " fight rules, this Game has " + ("them" if st.fight is None else "none"))
+    extras = _extras(game)
+    if len(extras) != len(st.extras):
+        raise SnapshotError(f"Game.restore: {len(st.extras)} stateful actions saved, this Game runs {len(extras)}")
+    tables = [(ctx_t, t[0]) for ctx_t, t in ((game.ctx.bodies, st.bodies), (game.ctx.combats, st.combats))]
+    if st.engine == "compiled":
+        tables += [(getattr(game.player.stores, n), ts) for n, ts in st.engine_state.tables.items()]
+    for table, ts in tables:
+        if not S.fits(table, ts):
+            raise SnapshotError(f"Game.restore: a saved {type(table).__name__} of {ts.capacity} rows is "
+                                f"{ts.block.nbytes} bytes, not this engine's layout (another version's columns)")
+    # -- humans added after the snapshot leave
+    for name in ([n for n in list(alive) if n not in st.names] if alive is not game.names else ()):
+        game.remove_human(name)
+    # -- the engine
+    if st.engine == "reference":
+        S.load_reference(game.player, st.engine_state)
+    else:
+        S.load_engine(game.player, st.engine_state)
+    ctx = game.ctx
+    c = st.ctx
+    ctx.updates_run, ctx.update = st.updates_run, st.update
+    if c:                                            # the last update's outputs were saved
+        if c["poses"] is None:
+            ctx.poses = None
+        else:
+            p = ctx.poses
+            if p is not None and p.rot.shape == c["poses"][2].shape:
+                for dst, src in zip((p.vel, p.root, p.rot, p.tag), c["poses"]):
+                    np.copyto(dst, src)
+            else:
+                from scuffle.anim.pose import PoseBatch
+                ctx.poses = PoseBatch(*(a.copy() for a in c["poses"]))
+        for name in ("bone_pos", "bone_rot"):
+            saved, now = c[name], getattr(ctx, name)
+            if saved is None:
+                setattr(ctx, name, None)
+            elif now is not None and now.shape == saved.shape:
+                np.copyto(now, saved)
+            else:
+                setattr(ctx, name, saved.copy())
+    ctx.fired = None
+    ctx.failures = []
+    for table, (ts, owners, *_) in ((ctx.bodies, st.bodies), (ctx.combats, st.combats)):
+        S.load_table(table, ts)
+        if table is ctx.combats:
+            _texts_back(table, st.combats[2])
+        if table.owners != owners:                   # a view moved (added, removed, rehomed)
+            table.owners.clear()
+            table.owners.update(owners)
+            for row, view in owners.items():
+                view._table, view._row = table, row
+                if isinstance(view, Body):           # a handle: the row's generation as saved
+                    view._gen = int(table.gen[row])
+    with game.active():
+        esper._entity_count = itertools.count(st.entity_next)   # the next entity id, as it was
+    game.names.clear()
+    game.names.update(st.names)
+    ctx.sorted_cache.clear()
+    for proc in game.processors:                     # their lists of the crowd: made again
+        reset = getattr(proc, "reset", None)
+        if reset is not None:
+            reset()
+    if st.fight is not None:
+        game.fight.load_state(st.fight)
+    for fn, s in zip(extras, st.extras):
+        fn.load_state(s)
+
+
+def _texts_back(table, texts: list) -> None:
+    """The combat table's text codes after a restore: the saved rows' codes mean the saved
+    ``texts``; where this table numbers a text otherwise (a snapshot read on another
+    Game), the state and role columns are renumbered."""
+    cur = table.texts
+    if len(cur) >= len(texts) and all(a == b for a, b in zip(cur, texts)):
+        del cur[len(texts):]                        # the texts the abandoned future added
+        table._codes = {t: i for i, t in enumerate(cur)}
+        return
+    mapping = np.array([table.code(t) for t in texts], dtype=np.int32)
+    if (mapping != np.arange(len(texts), dtype=np.int32)).any():
+        for col in ("state", "role"):
+            a = getattr(table, col)
+            a[:] = mapping[np.clip(a, 0, len(texts) - 1)]
+
+
+def checksum(game) -> str:
+    """A digest of the Game's whole state (Snapshot.checksum of a snapshot taken now)."""
+    return take(game).checksum()
+
+
+# ---------------------------------------------------------------- the digest's encoding
+_VALUES = frozenset({type(None), bool, int, float, str, bytes, tuple, list, dict, complex})
+
+
+class _HashOut:
+    """A file that feeds what is written to a hash."""
+
+    __slots__ = ("write",)
+
+    def __init__(self, h):
+        self.write = h.update
+
+
+class _Digest(pickle.Pickler):
+    """Pickles a state into a hash canonically: plain values by value (no memo, so equal
+    states give equal bytes whatever objects they share), arrays by their dtype, shape
+    and bytes, sets sorted, random generators by their state, and the world's objects by
+    what identifies them (a task or cursor handle by its row and generation, a human by
+    its name, a view by its row, a fired event by its content, the rest by its type)."""
+
+    def __init__(self, h):
+        super().__init__(_HashOut(h), protocol=5)
+        self.fast = True
+        self._h = h
+
+    def persistent_id(self, v):
+        t = type(v)
+        if t in _VALUES:
+            return None
+        if t is np.ndarray:
+            a = np.ascontiguousarray(v)
+            self._h.update(a.view(np.uint8).reshape(-1) if a.size else b"")
+            return ("A", a.dtype.str, a.shape)
+        if isinstance(v, np.generic):
+            return ("G", v.dtype.str, v.tobytes())
+        if t is set or t is frozenset:
+            return ("S", tuple(sorted(v, key=repr)))
+        if isinstance(v, enum.Enum):
+            return ("N", t.__name__, v.value)
+        if isinstance(v, random.Random):
+            return ("R", v.getstate())
+        if t in (deque, Counter):
+            return ("Q", tuple(v) if t is deque else tuple(sorted(v.items())))
+        if hasattr(v, "_fields") or (dataclasses.is_dataclass(v) and not isinstance(v, type)):
+            return None                               # a NamedTuple (a Callback) or a dataclass: by value
+        if hasattr(v, "trow") and hasattr(v, "tgen"):
+            return ("T", t.__name__, v.trow, v.tgen)
+        if isinstance(v, Cursor):
+            return ("C", v.row, v.gen)
+        if isinstance(v, FiredEvent):
+            return ("E", v.anim_id, v.event.frame, int(v.event.type), self.persistent_id(v.task))
+        if hasattr(v, "anim_set") and hasattr(v, "record") and hasattr(v, "name"):
+            return ("H", v.name)
+        if isinstance(v, (Body, Combat)):
+            return ("V", t.__name__, v._row)
+        if t.__module__.startswith("scuffle.anim.reference") and not callable(v):
+            return ("R", t.__name__, tuple((k, x) for k, x in S._fields_of(v)
+                                           if k not in ("clip", "anim_set") and not callable(x)))
+        return ("O", t.__module__, t.__qualname__)
+
+
+def _digest(state: _State) -> str:
+    """The state's digest, without the last update's outputs (no later update reads them)."""
+    h = hashlib.sha256()
+    values = []
+    for f in dataclasses.fields(state):
+        v = getattr(state, f.name)
+        if f.name == "ctx":
+            continue
+        if f.name == "engine_state" and isinstance(v, S.EngineState) and v.outputs is not None:
+            v = dataclasses.replace(v, outputs=None)
+        values.append(v)
+    _Digest(h).dump(values)
+    return h.hexdigest()
+
+
+def _feed(h, v) -> None:
+    """Feed value ``v`` to hash ``h`` canonically (see _Digest)."""
+    _Digest(h).dump(v)
+
+
+# ---------------------------------------------------------------- the byte form's pickling
+def _world_keys(game) -> dict[int, tuple]:
+    """id(object) -> its name in the world (the inverse of _world_objects)."""
+    return {id(obj): key for key, obj in _world_objects(game).items()}
+
+
+def _world_objects(game) -> dict[tuple, Any]:
+    """The inverse of _world_keys on ``game``."""
+    objs: dict[tuple, Any] = {("bodies",): game.ctx.bodies, ("combats",): game.ctx.combats}
+    p = game.player
+    objs[("player",)] = p
+    objs[("callbacks",)] = p.callbacks
+    objs[("skeleton",)] = p.skeleton
+    if game.engine == "compiled":
+        objs[("batch",)] = p.batch
+        objs[("stores",)] = p.stores
+        for n in ("cursors", "fades", "gaits", "tasks", "humans"):
+            objs[("table", n)] = getattr(p.stores, n)
+        for i, clip in enumerate(p._clips):
+            objs[("clip", i)] = clip
+    for name, ent in game.humans():
+        inst = game.component(ent, Animator).instance
+        objs[("human", name)] = inst
+        objs[("set", name)] = inst.anim_set
+        objs[("record", name)] = inst.record
+        objs[("body", name)] = game.component(ent, Body)
+        objs[("combat", name)] = game.component(ent, Combat)
+    return objs
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, f, keys: dict[int, tuple]):
+        super().__init__(f, protocol=5)
+        self._keys = keys
+
+    def persistent_id(self, obj):
+        return self._keys.get(id(obj))
+
+
+# What a snapshot's payload may name: scuffle's own classes, numpy's arrays, the few
+# builtins a state holds. Anything else is refused (a payload is data, not code).
+_ALLOWED = {("builtins", n) for n in ("set", "frozenset", "getattr", "slice", "complex", "bytearray")} | {
+    ("collections", "deque"), ("collections", "Counter"), ("collections", "OrderedDict"),
+    ("copyreg", "__newobj__"), ("copyreg", "_reconstructor"), ("copyreg", "__newobj_ex__"),
+    ("random", "Random"), ("numpy", "ndarray"), ("numpy", "dtype"),
+    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+    ("builtins", "object"),
+}
+_NUMPY = {"ndarray", "dtype", "_reconstruct", "scalar", "_frombuffer"}
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, f, objects: dict[tuple, Any] | None):
+        super().__init__(f)
+        self._objects = objects
+
+    def persistent_load(self, pid):
+        if self._objects is None:                    # reading the header only: no world yet
+            return None
+        try:
+            return self._objects[tuple(pid)]
+        except (KeyError, TypeError):
+            raise SnapshotError(f"snapshot: names {pid!r}, which this Game does not have (set it up as the "
+                                "snapshot's was: the same humans, the same anim sets)") from None
+
+    def find_class(self, module, name):
+        if (module, name) in _ALLOWED or (module.split(".")[0] == "numpy" and (name in _NUMPY or name.endswith("DType"))):
+            return super().find_class(module, name)
+        if module.startswith("scuffle."):
+            found = super().find_class(module, name)
+            if isinstance(found, type):               # a class of ours (its state by value), never a function
+                return found
+        raise SnapshotError(f"snapshot: payload names {module}.{name}, which a snapshot never holds")
+
+
+# ---------------------------------------------------------------- the rollback sync test
+class SyncError(AssertionError):
+    """The rollback sync test found a state that a restore and a replay did not give back:
+    the message names the update, the rollback distance and the parts that differ."""
+
+
+@dataclasses.dataclass(slots=True)
+class SyncReport:
+    """What ``sync_test`` checked: ``updates`` run, ``rollbacks`` made, ``replayed``
+    updates compared (each by its whole state's checksum), and ``checksum``, the state's
+    digest at the end (equal to a run without rollbacks)."""
+
+    updates: int
+    rollbacks: int
+    replayed: int
+    checksum: str
+
+
+def parts(snap: Snapshot) -> dict[str, str]:
+    """The digest of each part of a snapshot (the engine's tables and values one by one,
+    the bodies, the components, the fight, each stateful action): where two states
+    differ, the names of the parts say where."""
+    if snap._state is None:
+        raise SnapshotError("parts: a snapshot read from bytes; restore it and take one")
+    st = snap._state
+    out: dict[str, str] = {}
+
+    def put(name: str, v) -> None:
+        h = hashlib.sha256()
+        _feed(h, v)
+        out[name] = h.hexdigest()
+
+    for f in dataclasses.fields(st):
+        v = getattr(st, f.name)
+        if f.name == "engine_state" and isinstance(v, S.EngineState):
+            for g in ("tables", "player", "batch"):
+                for k, x in getattr(v, g).items():
+                    put(f"engine.{g}.{k}", x)
+            put("engine.humans", v.humans)
+            for inst, values in v.loose:                 # (the others' values are rows of engine.humans)
+                put(f"engine.loose.{inst.name}", values)
+            put("engine.pool", v.pool)
+        elif f.name == "extras":
+            for i, x in enumerate(v):
+                put(f"extras[{i}]", x)
+        else:
+            put(f.name, v)
+    return out
+
+
+def sync_test(build, updates: int, distances=range(1, 9), *, pose: bool = True, straight: bool = True) -> SyncReport:
+    """GGPO's SyncTest on a Game: after every update, roll back ``k`` updates (``k`` taken
+    in turn from ``distances``), replay them, and check the whole state's checksum after
+    each replayed update against the first pass; at the end, check that the run (trace
+    records, poses included, and checksum) ends where a run without rollbacks ends.
+
+    In: ``build()`` -> (game, step): a Game set up the same way at each call and the
+    function that runs one of its updates (``game.step``, or a host's step around it).
+    Raises SyncError naming the update, the distance and the differing parts. Anything a
+    game keeps outside the snapshot (a closure's variable, a Python list, a generator)
+    fails it. Original: none (ours, issue 20).
+    """
+    from scuffle.game.runtime.trace import iter_trace_records, write_records
+
+    ks = [int(k) for k in distances]
+    if not ks or min(ks) < 1:
+        raise ValueError(f"sync_test: distances {ks!r} must be >= 1")
+    game, step = build()
+    try:
+        snaps: dict[int, Snapshot] = {}
+        sums: dict[int, str] = {}
+        traces: dict[int, str] = {}
+
+        def record() -> None:
+            buf = io.StringIO()
+            write_records(buf, iter_trace_records(game, pose=pose))
+            traces[game.update - 1] = buf.getvalue()
+
+        rollbacks = replayed = 0
+        keep = max(ks) + 1
+        snaps[game.update] = game.snapshot()
+        for u in range(updates):
+            step()
+            record()
+            now = game.update
+            snaps[now] = first = game.snapshot()
+            sums[now] = first.checksum()
+            snaps.pop(now - keep, None)
+            k = ks[u % len(ks)]
+            back = now - k
+            if back not in snaps:
+                continue
+            game.restore(snaps[back])
+            rollbacks += 1
+            for j in range(back, now):
+                step()
+                record()
+                replayed += 1
+                again = game.snapshot()
+                if again.checksum() != sums[j + 1]:
+                    a, b = parts(snaps[j + 1]), parts(again)
+                    diff = ", ".join(n for n in a if a[n] != b.get(n)) or "none"
+                    raise SyncError(f"update {j} replayed after a rollback of {k} (from update {now - 1} to "
+                                    f"{back}) gives another state than its first pass; parts that differ: {diff}")
+        final = game.checksum()
+        trace = "".join(traces[u] for u in sorted(traces))
+    finally:
+        game.close()
+    if straight:
+        g2, step2 = build()
+        try:
+            out = io.StringIO()
+            for _ in range(updates):
+                step2()
+                write_records(out, iter_trace_records(g2, pose=pose))
+            if g2.checksum() != final:
+                raise SyncError(f"after {updates} updates the run with rollbacks ends in another state than the "
+                                "run without them")
+            if out.getvalue() != trace:
+                a, b = out.getvalue().splitlines(), trace.splitlines()
+                i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                raise SyncError(f"the trace with rollbacks differs from the trace without them at line {i + 1}")
+        finally:
+            g2.close()
+    return SyncReport(updates, rollbacks, replayed, final)
+
+
+class SavedRandom(random.Random):
+    """A ``random.Random`` that a snapshot saves cheaply: ``save_state()`` gives its state
+    and reads the 2.5 kB Mersenne Twister state again only when a number was drawn since
+    the last save (``getstate`` costs ~13 us; an AI that thinks every few updates draws
+    rarely). ``load_state(state)`` puts one back. Same numbers as random.Random."""
+
+    def __init__(self, seed=None):
+        self._saved = None
+        super().__init__(seed)
+
+    def seed(self, *args, **kwargs) -> None:
+        self._saved = None
+        super().seed(*args, **kwargs)
+
+    def random(self) -> float:
+        self._saved = None
+        return super().random()
+
+    def getrandbits(self, k: int) -> int:
+        self._saved = None
+        return super().getrandbits(k)
+
+    def save_state(self) -> tuple:
+        """The generator's state (kept from the last save when nothing was drawn since):
+        (version, the 625 words as bytes, the gauss value)."""
+        s = self._saved
+        if s is None:
+            version, words, gauss = self.getstate()
+            s = self._saved = (version, struct.pack(f"<{len(words)}I", *words), gauss)
+        return s
+
+    def load_state(self, state: tuple) -> None:
+        """Put back a ``save_state`` (nothing to do when it is the state it holds: no
+        number drawn since that save)."""
+        if state is not self._saved:
+            version, words, gauss = state
+            self.setstate((version, struct.unpack(f"<{len(words) // 4}I", words), gauss))
+            self._saved = state
