@@ -291,6 +291,15 @@ class HumanTable:
     STACK_ROWS = 18
     QUEUE_ROWS = 10
     world: Any = None           # a world's table: its Stores (None: a standalone record's private table)
+    # the columns (views into ``block``, set by ``_place``), declared for a type checker
+    flags: np.ndarray
+    anim: np.ndarray
+    speed: np.ndarray
+    depth: np.ndarray
+    queued: np.ndarray
+    live: np.ndarray
+    stack: np.ndarray
+    queue: np.ndarray
     COLUMNS: dict[str, DTypeLike] = {"flags": np.int64, "anim": np.int64, "speed": np.float64, "depth": np.int64,
                                      "queued": np.int64, "live": np.bool_,
                                      "stack": (np.int64, (STACK_ROWS,)), "queue": (np.int64, (QUEUE_ROWS,))}
