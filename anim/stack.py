@@ -212,8 +212,10 @@ class CharacterInstance:
 
     @property
     def speed(self) -> float:
-        """The speed multiplier (+0x3a4): the human row's ``speed``; each fade, gait, mix
-        and direction built for the human takes it (as a float32) for its rate."""
+        """The speed multiplier (+0x3a4): the human row's ``speed``. The constructors of
+        types 9, 10, 12 and 13 take it (as a float32) into the task's row ("Playback
+        rate", L295: a task's rate is set by its constructor), which is what the kernel
+        steps; a later change reaches the blends built after it."""
         rec = self.record
         t, r = rec.table, rec.row
         if t.gen[r] != rec.gen:
