@@ -33,7 +33,7 @@ import numpy as np
 from . import kernels as K
 from .coldstart import note_cold_compile
 from .cursor import FiredEvent
-from .plan import Bones, SamplePlan, pose_tables, scratch_poses
+from .plan import Bones, pose_tables, scratch_poses
 from .pose import PoseBatch
 from .stack import CharacterInstance
 from .store import HumanTable, TableCorrupt, check_rows
@@ -57,7 +57,7 @@ KERNEL_TYPES = frozenset({TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_HOLD, Ta
 _WALK = 64
 _PAIR_CURSORS = 2            # the cursors a gait's change of pair can bring in (both clips of the pair)
 _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrupt table, not a crowd)
-_DEFAULT_POSE = 8            # pose scratch: the seven of the pose stack and the default
+_SCRATCH_POSES = K.QUEUED_POSE + 1   # pose scratch: the seven of the pose stack, the default, the queued pose
 
 
 class BatchEngine:
@@ -96,9 +96,11 @@ class BatchEngine:
         self._walk = np.zeros(_WALK, np.int64)
         self._weights = np.zeros(_WALK, np.float32)
         self._refused = np.zeros(0, np.int64)
+        self._queued_default = np.zeros(0, np.bool_)  # per place in the pose's rows: its queued pose the default
+        self._queued_set = False                # _queued_default may hold a True
         self._cols_n = np.zeros(0, np.int64)        # 0, 1, 2...: the pose's output columns
         opts = player.options
-        self._scratch = scratch_poses(_DEFAULT_POSE, opts.tag_bits == TagBits.Y_BIT,
+        self._scratch = scratch_poses(_SCRATCH_POSES, opts.tag_bits == TagBits.Y_BIT,
                                       opts.motion_entry == MotionEntry.MOTION)
         self._bones: Bones | None = None
         # check_rows after any table grew (or a new clip's events), before every call in debug mode
@@ -276,7 +278,7 @@ class BatchEngine:
                id(self.e_first), id(self.e_frame))
         if key != self._table_key:
             self._table_key = key
-            self._cols = (K.HumanCols(h.flags, h.depth, h.stack),
+            self._cols = (K.HumanCols(h.flags, h.depth, h.stack, h.queued, h.queue),
                           K.TaskCols(*(getattr(st.tasks, f) for f in K.TaskCols._fields)),
                           K.CursorCols(*(getattr(st.cursors, f) for f in K.CursorCols._fields)),
                           K.FadeCols(*(getattr(st.fades, f) for f in K.FadeCols._fields)),
@@ -455,17 +457,43 @@ class BatchEngine:
             start = stopped
 
     # ---------------------------------------------------------------- the pose
-    def sample(self, instances, dynamic_plan: SamplePlan | None = None) -> PoseBatch:
-        """Every human's pose (instances order), in new arrays."""
+    def sample(self, instances, refusals: list | None = None) -> PoseBatch:
+        """Every human's pose (instances order), in new arrays (``pose``)."""
         out = Bones(len(instances))
-        self.pose(instances, out, dynamic_plan)
+        self.pose(instances, out, refusals)
         return out.poses
 
-    def pose(self, instances, out: Bones | None = None, dynamic_plan: SamplePlan | None = None) -> Bones:
+    def _queued_defaults(self, instances: list, rows: np.ndarray, n: int) -> np.ndarray:
+        """Per place k of the pose's rows: whether the human's queued tasks' pose is its
+        default pose for this sample ("The pose" L102): PlayerOptions.queued_default is
+        set, the human has queued tasks, and the test (a Callback through the Player's
+        callbacks, or a callable) passes for it. The test is asked only for humans with a
+        queue, in instances order; its exception propagates (nothing sampled yet).
+        Original: 0x00176d60 (the count at +0x2ae, the human test 0x00223440)."""
+        flags = self._queued_default
+        if len(flags) < n:
+            flags = self._queued_default = np.zeros(max(n, 2 * len(flags)), np.bool_)
+        test = self.player.options.queued_default
+        if test is None:                        # all False (cleared once if options were swapped)
+            if self._queued_set:
+                flags[:] = False
+                self._queued_set = False
+            return flags
+        flags[:n] = False
+        self._queued_set = True
+        queued = self.humans.queued
+        if queued.any():
+            call = self.player.callbacks.call
+            for k in np.flatnonzero(queued[rows]).tolist():
+                flags[k] = bool(call(test, instances[k]))
+        return flags
+
+    def pose(self, instances, out: Bones | None = None, refusals: list | None = None) -> Bones:
         """Every human's pose and bone transforms (instances order), in one compiled call
-        (anim.kernels.pose_stacks). A refused eighth pose is counted in
-        ``dynamic_plan.refusals``. ``out`` (Bones for len(instances)) is written; without it
-        the engine's own buffers are reused (overwritten next call).
+        (anim.kernels.pose_stacks), PlayerOptions.queued_default applied in it. A refused
+        eighth pose is counted in ``refusals`` as (instance, count). ``out`` (Bones for
+        len(instances)) is written; without it the engine's own buffers are reused
+        (overwritten next call).
         """
         bank = self.player.bank
         instances = instances if isinstance(instances, list) else list(instances)
@@ -481,14 +509,15 @@ class BatchEngine:
             self._refused = np.zeros(max(n, 2 * len(self._refused)), np.int64)
             self._cols_n = np.arange(len(self._refused), dtype=np.int64)
         refused = self._refused
+        queued_default = self._queued_defaults(instances, rows, n)
         H, T, C, F, G, E = self._tables()
         if not _COLD[0]:
             _note_cold()
         K.pose_stacks(rows, self._cols_n[:n], H, T, C, F, G, E, pose_tables(bank).tables, self._scratch, out.outs(),
-                      refused, self._weights)
-        if dynamic_plan is not None:
+                      K.PoseBuffers(refused, self._weights, queued_default))
+        if refusals is not None:
             for k in np.flatnonzero(refused[:n]).tolist():
-                dynamic_plan.refusals.append((instances[k], int(refused[k])))
+                refusals.append((instances[k], int(refused[k])))
         return out
 
 

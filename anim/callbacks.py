@@ -1,7 +1,8 @@
 """Callbacks as data: an end, wrap or report callback is a kind and its plain arguments.
 
-A task's end callback (+0x2c), a loop's or gait's wrap callback (+0x28) and a human's
-report (0x400000 at the release) are kept as ``Callback(kind, args)``: a name the world's
+A task's end callback (+0x2c), a loop's or gait's wrap callback (+0x28), a human's
+report (0x400000 at the release) and the human test of ``PlayerOptions.queued_default``
+(0x00223440, whose answer ``Callbacks.call`` returns) are kept as ``Callback(kind, args)``: a name the world's
 ``Callbacks`` registry maps to a handler, and arguments that are plain data (None, bool,
 int, float, str, bytes and tuples of them). So the whole state of a world is data that
 can be copied, compared and saved, with no closure in it; the handlers are code, given
@@ -121,16 +122,16 @@ class Callbacks:
         """The registered kinds, sorted."""
         return sorted(self._handlers)
 
-    def call(self, cb: Any, inst: Any) -> None:
-        """Run ``cb`` for ``inst``: ``handler(inst, *cb.args)`` or ``cb(inst)``."""
+    def call(self, cb: Any, inst: Any) -> Any:
+        """Run ``cb`` for ``inst``: ``handler(inst, *cb.args)`` or ``cb(inst)``; returns what
+        it returns (a test's answer: PlayerOptions.queued_default)."""
         if isinstance(cb, Callback):
             handler = self._handlers.get(cb.kind)
             if handler is None:
                 raise UnknownCallback(f"callback kind {cb.kind!r}: no handler registered "
                                       f"(known: {', '.join(self.kinds()) or 'none'})")
-            handler(inst, *cb.args)
-        else:
-            cb(inst)
+            return handler(inst, *cb.args)
+        return cb(inst)
 
     @staticmethod
     def is_data(cb: Any) -> bool:

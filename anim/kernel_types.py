@@ -18,14 +18,17 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
-           "BankTables", "Scratch", "PoseOut", "PlanArrays"]
+           "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers"]
 
 
 class HumanCols(NamedTuple):
-    """The human table's columns (anim.store.HumanTable) the step and the pose read."""
+    """The human table's columns (anim.store.HumanTable) the step and the pose read (the
+    queue: the pose's queued_default)."""
     flags: np.ndarray
     depth: np.ndarray
     stack: np.ndarray
+    queued: np.ndarray
+    queue: np.ndarray
 
 
 class TaskCols(NamedTuple):
@@ -165,7 +168,9 @@ class Scratch(NamedTuple):
     ``vel_i``, ``root_i``, ``rot_i`` the same memory as int32 (the y words' tag bit),
     ``tag_bits`` whether the tags go into the y words (PlayerOptions.tag_bits) and
     ``motion_entry`` whether bone-transform entry 0 holds the motion channels
-    (PlayerOptions.motion_entry)."""
+    (PlayerOptions.motion_entry); ``dflt`` (int64, one value) the scratch pose whose
+    rotations a sample's bones 1-33 take from the default pose (-1: the reference pose's;
+    pose_stacks sets it for queued_default)."""
     vel: np.ndarray
     root: np.ndarray
     rot: np.ndarray
@@ -175,6 +180,7 @@ class Scratch(NamedTuple):
     rot_i: np.ndarray
     tag_bits: np.bool_
     motion_entry: np.bool_
+    dflt: np.ndarray
 
 
 class PoseOut(NamedTuple):
@@ -185,6 +191,16 @@ class PoseOut(NamedTuple):
     tag: np.ndarray
     pos: np.ndarray
     mrot: np.ndarray
+
+
+class PoseBuffers(NamedTuple):
+    """pose_stacks' per-human buffers (k: the human's place in the call's rows):
+    ``refused`` (int64, out) the poses its pose stack refused, ``weights`` (float32, >= 64)
+    scratch for the blend windows' weights, ``queued_default`` (bool, in) whether its
+    queued tasks' pose is its default pose for this sample (PlayerOptions.queued_default)."""
+    refused: np.ndarray
+    weights: np.ndarray
+    queued_default: np.ndarray
 
 
 class PlanArrays(NamedTuple):

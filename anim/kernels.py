@@ -32,7 +32,8 @@ Four groups:
   follower, type 11's four clips in step, type 13's centre and followers, the held-flag
   events; fired events, deferred tasks and wraps are written as rows of preallocated
   buffers. ``pose_stacks`` samples every human's stack onto its pose stack of seven (an
-  eighth pose refused and counted, 0x00104ce0), blends and builds the bone transforms.
+  eighth pose refused and counted, 0x00104ce0), blends and builds the bone transforms;
+  with PlayerOptions.queued_default, a human's queued tasks first, their pose its default.
   The plain-Python model of the spec (anim.reference) is the reference;
   tests/anim/test_reference.py ties the two bit for bit over random crowds;
 - ``root_motion_step``: StateUpdate's root motion and move (Human_ApplyRootMotion).
@@ -54,8 +55,8 @@ from numba import njit
 
 from .clip import EventType
 from .detmath import RAD, acos_s, cos_pi_s, sin_cos_deg_s, sin_cos_s
-from .kernel_types import (BankTables, CursorCols, EventIndex, FadeCols, GaitCols, HumanCols, PlanArrays, PoseOut,
-                           Scratch, StepBuffers, StepRules, TaskCols)
+from .kernel_types import (BankTables, CursorCols, EventIndex, FadeCols, GaitCols, HumanCols, PlanArrays,
+                           PoseBuffers, PoseOut, Scratch, StepBuffers, StepRules, TaskCols)
 from .sampler import CursorFlags
 from .store import NO_EVENT, NO_ROW
 from .pose import POSE_STACK_SIZE
@@ -72,7 +73,7 @@ __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_ste
            "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_GAITS", "COUNT_WRAPS",
            # the interfaces (anim.kernel_types), for the callers
            "HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
-           "BankTables", "Scratch", "PoseOut", "PlanArrays"]
+           "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers", "QUEUED_POSE"]
 
 _FLT_MAX = 3.4028234663852886e38
 _INT_MAX = 2147483647.0
@@ -81,6 +82,7 @@ _F32_ZERO = np.float32(0.0)
 _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
 NO_POSE = -(1 << 40)          # a plan's final handle for "no pose": the default pose
+QUEUED_POSE = POSE_STACK_SIZE + 1   # pose_stacks' scratch pose of the queued tasks' pose (queued_default)
 # anim.detmath's source, whose scalar forms compile into these kernels: numba's cache is
 # keyed on this file only, so an edit there must change this line (tests/anim/test_detmath.py).
 DETMATH_SHA256 = "86b371477a23c5e10ec558312d5123bb75cb249e218ad1b659c453bdaa759c37"
@@ -269,9 +271,10 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     s_rot[p, 0, 2] = qz
     s_rot[p, 0, 3] = qw
     # bones 1-33: the key in force, normalised; a bone the clip leaves out (its key a
-    # default, tagged) or no clip of the bank animates keeps its reference rotation as it
-    # is ("The pose" L102: copied from the default pose, not through the key path, whose
-    # normalisation would move it by an ulp)
+    # default, tagged) or no clip of the bank animates takes the default pose's rotation as
+    # it is ("The pose" L102: copied from the default pose, not through the key path, whose
+    # normalisation would move it by an ulp): the reference pose's here, or with
+    # queued_default the queued tasks' pose's (scratch.dflt, after the loop)
     for slot in range(3, nslot):
         k = np.uint64(ftab[row, slot])
         s_tag[p, slot] = ktag[k]
@@ -295,8 +298,27 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
         s_rot[p, b, 1] = q1 * inv
         s_rot[p, b, 2] = q2 * inv
         s_rot[p, b, 3] = q3 * inv
+    d = scratch.dflt[0]
+    if d >= 0:
+        _default_from(p, d, scratch)
     if scratch.tag_bits:
         _tag_bits(p, scratch)
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _default_from(p, d, scratch):
+    """Scratch pose p's bones 1-33 taken from the default (tagged) get scratch pose d's
+    rotations as they are: the default pose is the queued tasks' pose (queued_default,
+    "The pose" L102; bone 0, the velocity and the root translation keep the reference
+    pose's). A bone is tagged exactly when ``_sample`` took it from the default (a slot no
+    clip of the bank animates has the tagged sentinel key)."""
+    s_rot, s_tag = scratch.rot, scratch.tag
+    for b in range(1, s_rot.shape[1]):
+        if s_tag[p, 2 + b]:
+            s_rot[p, b, 0] = s_rot[d, b, 0]
+            s_rot[p, b, 1] = s_rot[d, b, 1]
+            s_rot[p, b, 2] = s_rot[d, b, 2]
+            s_rot[p, b, 3] = s_rot[d, b, 3]
 
 
 @njit(cache=CACHE, inline='always')
@@ -1519,21 +1541,63 @@ def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_valu
     return sp, nref
 
 
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _copy_pose(src, dst, scratch):
+    """Scratch pose ``src`` into scratch pose ``dst``, its values' bits and its tags as they are."""
+    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
+    for c in range(3):
+        s_vel[dst, c] = s_vel[src, c]
+        s_root[dst, c] = s_root[src, c]
+    for b in range(s_rot.shape[1]):
+        for c in range(4):
+            s_rot[dst, b, c] = s_rot[src, b, c]
+    for t in range(s_tag.shape[1]):
+        s_tag[dst, t] = s_tag[src, t]
+
+
 @njit(cache=CACHE)
-def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, refused, weights):
-    """Every human's pose (rows of the human table) into output column ``cols[k]``, its
-    stack sampled bottom-up onto a pose stack of seven (Task.emit, SamplePlan): a clip
-    pushes its pose; type 3 / 6 in its blend window then its next task (kept at the time
-    into the window under the kept rule, which moves its cursors) and blends by the share
-    of b elapsed; a fade blends the top two by its outgoing weight; a gait its pair by the
-    fraction (one clip alone near the steps); types 10, 11, 13 as ``_pose_blend_task``
-    says (a mix, the picked clip, a direction and its side). An eighth pose is skipped
-    and counted in ``refused[k]``; a blend with fewer than two poses does nothing. The scratch holds 8
-    poses (slot 7: the default). ``weights`` (>= 64) is scratch. In: the tables as
-    HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables,
-    a Scratch and the PoseOut.
+def _keep_queued_pose(sp, bank, scratch):
+    """The queued tasks' pose stack of ``sp`` poses done: its top, or the reference pose
+    when it is empty (the buffer 0x005fd040 starts as the reference pose), into scratch
+    pose ``QUEUED_POSE``, the default pose of the stack's pass ("The pose" L102).
+    Original: 0x00176d60."""
+    if sp == 0:
+        _reference(np.int64(QUEUED_POSE), bank, scratch)
+    else:
+        _copy_pose(np.int64(sp - 1), np.int64(QUEUED_POSE), scratch)
+
+
+@njit(cache=CACHE)
+def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, buffers):
+    """Every human's pose (rows of the human table) into output column ``cols[k]``: its
+    stack sampled bottom-up onto a pose stack of seven, the top emitted with its bone
+    transforms (``_emit``), the default pose for an empty stack. Each task as Task.emit
+    says: a clip pushes its pose; type 3 / 6 in its blend window then its next task (kept
+    at the time into the window under the kept rule, which moves its cursors) and blends
+    by the share of b elapsed; a fade blends the top two by its outgoing weight; a gait
+    its pair by the fraction (one clip alone near the steps); types 10, 11, 13 as
+    ``_pose_blend_task`` says (a mix, the picked clip, a direction and its side). An
+    eighth pose is skipped and counted in ``buffers.refused[k]``; a blend with fewer than
+    two poses does nothing.
+
+    The default pose from the queued tasks ("The pose" L102): for a human with
+    ``buffers.queued_default[k]`` set (PlayerOptions.queued_default passed for it, and it
+    has queued tasks), a first pass walks its queue row (first first) the same way onto a
+    pose stack of its own (the reference pose its default; its refusals not counted),
+    whose top (or the reference pose) goes to scratch pose ``QUEUED_POSE`` and is the
+    default of the stack's pass: the rotations of bones 1-33 its samples leave out are
+    that pose's (``Scratch.dflt``, ``_default_from``), and an empty stack shows it.
+
+    The scratch holds 9 poses (0-6 the pose stack, 7 the reference pose, 8 the queued
+    tasks' pose); ``buffers.weights`` (>= 64) is scratch. In: the tables as HumanCols,
+    TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables, a Scratch,
+    the PoseOut and the PoseBuffers (anim.kernel_types). One walk for the queue and the
+    stack, with the columns unpacked once (a helper taking the tuples per human costs a
+    quarter of the kernel's time).
+    Original: 0x00176d60 CharacterInstance_Sample (0x005fd040, the queued tasks' buffer),
+    0x00104ce0, 0x00104630 Instance_BuildBoneMatrices.
     """
-    h_depth, h_stack = humans.depth, humans.stack
+    h_depth, h_stack, h_queued, h_queue = humans.depth, humans.stack, humans.queued, humans.queue
     t_type, t_rate, t_c0, t_c1, t_aux = tasks.type, tasks.rate, tasks.c0, tasks.c1, tasks.aux
     t_nxt, t_blend, t_window = tasks.nxt, tasks.blend, tasks.window
     t_c2, t_c3, t_value, t_centre, t_sampling = tasks.c2, tasks.c3, tasks.value, tasks.centre, tasks.sampling
@@ -1543,90 +1607,110 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     g_value, g_lower, g_leader = gaits.value, gaits.lower, gaits.leader
     e_first, e_count, e_frame = events.first, events.n, events.frame
     submask = bank.submask
+    refused, weights, queued_default = buffers.refused, buffers.weights, buffers.queued_default
+    dflt_slot = scratch.dflt
     for k in range(rows.shape[0]):
         hi = rows[k]
+        dflt_slot[0] = -1
+        over_queue = queued_default[k]
+        passes = 2 if over_queue else 1
         sp = 0
         nref = 0
-        for si in range(h_depth[hi]):
-            r = h_stack[hi, si]
-            nw = 0
-            while True:
-                tt = t_type[r]
-                if tt == _FADE:
-                    a = t_aux[r]
-                    w = np.float32(_fade_weight(np.float64(f_el[a]), np.float64(f_dur[a])))
-                    if sp >= 2:
-                        _blend(sp - 2, sp - 1, sp - 2, w, np.int64(-1), submask, scratch)
-                        sp -= 1
-                    break
-                if tt == _GAIT:
-                    a = t_aux[r]
-                    frac = np.float64(g_value[a]) - g_lower[a]
-                    rate = t_rate[r]
-                    if frac < _ALONE_LOW or frac > _ALONE_HIGH:
-                        c = t_c0[r] if frac < _ALONE_LOW else t_c1[r]
-                        if sp >= _POSES:
-                            nref += 1
-                        else:
-                            _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank, scratch)
-                            sp += 1
-                    else:
-                        for c in (t_c0[r], t_c1[r]):
+        for ps in range(passes):
+            queue_pass = ps + 1 < passes           # the queue's pass first, then the stack's
+            sp = 0
+            nref = 0
+            trows = h_queue if queue_pass else h_stack
+            n_tasks = h_queued[hi] if queue_pass else h_depth[hi]
+            for si in range(n_tasks):
+                r = trows[hi, si]
+                nw = 0
+                while True:
+                    tt = t_type[r]
+                    if tt == _FADE:
+                        a = t_aux[r]
+                        w = np.float32(_fade_weight(np.float64(f_el[a]), np.float64(f_dur[a])))
+                        if sp >= 2:
+                            _blend(sp - 2, sp - 1, sp - 2, w, np.int64(-1), submask, scratch)
+                            sp -= 1
+                        break
+                    if tt == _GAIT:
+                        a = t_aux[r]
+                        frac = np.float64(g_value[a]) - g_lower[a]
+                        rate = t_rate[r]
+                        if frac < _ALONE_LOW or frac > _ALONE_HIGH:
+                            c = t_c0[r] if frac < _ALONE_LOW else t_c1[r]
                             if sp >= _POSES:
                                 nref += 1
                             else:
-                                _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank, scratch)
+                                _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank,
+                                        scratch)
                                 sp += 1
-                        if sp >= 2:
-                            _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), submask, scratch)
-                            sp -= 1
-                    break
-                if tt == _MIX or tt == _PICK or tt == _DIRECTION:
-                    sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), t_type, t_rate, t_c0, t_c1, t_c2,
-                                                t_c3, t_value, t_centre, t_sampling, c_t, c_flags, c_bank, bank,
-                                                scratch)
-                    break
-                # a clip
-                c = t_c0[r]
-                if sp >= _POSES:
-                    nref += 1
-                else:
-                    _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], t_rate[r], np.int64(c_flags[c]), bank, scratch)
-                    sp += 1
-                if tt != _CLIP and tt != _PAIRED_CLIP:
-                    break
-                b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
-                            g_leader)
-                if b <= 0.0:
-                    break
-                into = sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b))
-                if into <= 0.0:
-                    break
-                nx = t_nxt[r]
-                if t_window[r] == _KEPT:
-                    # Task.set_window_time: the next task kept at the time into the window
-                    d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
-                    lead = _lead_of(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)
-                    for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
-                        if cc < 0:
-                            continue
-                        tt2 = into if cc == lead else mul(div(into, d), np.float64(c_dur[cc]))
-                        _set_time(cc, tt2, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
-                # a ring: the innermost windows' weights are kept (only they can act, innermost
-                # first, on the seven poses the stack holds)
-                weights[nw % weights.shape[0]] = np.float32(min(into / b, 1.0))
-                nw += 1
-                r = nx
-            # the windows' blends, innermost first
-            while nw > 0:
-                nw -= 1
-                if sp >= 2:
-                    _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], np.int64(-1), submask, scratch)
-                    sp -= 1
+                        else:
+                            for c in (t_c0[r], t_c1[r]):
+                                if sp >= _POSES:
+                                    nref += 1
+                                else:
+                                    _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank,
+                                            scratch)
+                                    sp += 1
+                            if sp >= 2:
+                                _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), submask, scratch)
+                                sp -= 1
+                        break
+                    if tt == _MIX or tt == _PICK or tt == _DIRECTION:
+                        sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), t_type, t_rate, t_c0, t_c1, t_c2,
+                                                    t_c3, t_value, t_centre, t_sampling, c_t, c_flags, c_bank, bank,
+                                                    scratch)
+                        break
+                    # a clip
+                    c = t_c0[r]
+                    if sp >= _POSES:
+                        nref += 1
+                    else:
+                        _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], t_rate[r], np.int64(c_flags[c]), bank,
+                                scratch)
+                        sp += 1
+                    if tt != _CLIP and tt != _PAIRED_CLIP:
+                        break
+                    b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
+                                g_leader)
+                    if b <= 0.0:
+                        break
+                    into = sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b))
+                    if into <= 0.0:
+                        break
+                    nx = t_nxt[r]
+                    if t_window[r] == _KEPT:
+                        # Task.set_window_time: the next task kept at the time into the window
+                        d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
+                        lead = _lead_of(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)
+                        for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
+                            if cc < 0:
+                                continue
+                            tt2 = into if cc == lead else mul(div(into, d), np.float64(c_dur[cc]))
+                            _set_time(cc, tt2, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+                    # a ring: the innermost windows' weights are kept (only they can act, innermost
+                    # first, on the seven poses the stack holds)
+                    weights[nw % weights.shape[0]] = np.float32(min(into / b, 1.0))
+                    nw += 1
+                    r = nx
+                # the windows' blends, innermost first
+                while nw > 0:
+                    nw -= 1
+                    if sp >= 2:
+                        _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], np.int64(-1), submask, scratch)
+                        sp -= 1
+            if queue_pass:                         # its top is the default pose of the stack's pass
+                _keep_queued_pose(sp, bank, scratch)
+                dflt_slot[0] = QUEUED_POSE
+        dflt_slot[0] = -1
         refused[k] = nref
-        if sp == 0:
+        if sp > 0:
+            top = sp - 1
+        elif over_queue:
+            top = QUEUED_POSE
+        else:
             _reference(np.int64(_POSES), bank, scratch)
             top = _POSES
-        else:
-            top = sp - 1
         _emit(top, cols[k], bank, scratch, out)

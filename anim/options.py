@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import f32 as F
+from .callbacks import Callback, check_callback
 from .limits import INT32_MAX, MAX_DT, check_float, check_int
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from .stack import POOL_SIZE
@@ -47,8 +48,10 @@ class PlayerOptions:
     "kept", kept to the time into the window. ``pick`` (PickSampling): "chosen", type 11
     samples the clip its value picks (the default), or "all", all four are sampled and
     the picked one's pose kept. ``queued_default``: None (the default pose is always
-    the reference pose), or the human test 0x00223440 as a callable(instance) -> bool:
-    when it passes for a human with queued tasks, those tasks are sampled first and
+    the reference pose), or the human test 0x00223440: a Callback (data: its handler,
+    registered with the world's callbacks, is called as handler(instance, *args)) or a
+    callable(instance), whose answer is taken as a bool; asked at each sample for each
+    human with queued tasks, and when it passes, those tasks are sampled first and
     their pose is the default pose of that sample (0x00176d60, "The pose" L102).
     ``place_events`` (PlaceEvents): "silent", a clip's type 8 events (the partner's
     place) are never dispatched (L249, the original's, the default), or "fired" like any
@@ -62,7 +65,8 @@ class PlayerOptions:
     ``refuse_deep_chains``: False (the original: a chain whose blend windows nest more
     than seven clips' poses plays, its eighth pose skipped when sampled), or True: such
     a chain or task is refused when given (PoseStackOverflow, nothing changed).
-    Rejected: an unknown reading (ValueError naming the field); a ``dt`` that is not a
+    Rejected: an unknown reading (ValueError naming the field); a ``queued_default`` that
+    is neither a Callback with plain-data arguments nor a callable (CallbackError); a ``dt`` that is not a
     finite number 0 to 1 s, a ``pool_size`` outside 1 to 2^31 - 1, an ``early_finish_above``
     or ``cleanup_above`` outside 0 to 2^31 - 1 (RangeError, a ValueError naming it).
     """
@@ -76,7 +80,7 @@ class PlayerOptions:
     events: str = EventRule.CURSOR
     blend_window: str = BlendWindow.ADVANCED
     pick: str = PickSampling.CHOSEN
-    queued_default: Callable | None = None
+    queued_default: Callback | Callable | None = None
     refuse_deep_chains: bool = False
     place_events: str = PlaceEvents.SILENT
     held_release: str = HeldRelease.ORIGINAL
@@ -95,8 +99,8 @@ class PlayerOptions:
             except ValueError:
                 raise ValueError(f"PlayerOptions.{name}: {v!r} is not one of "
                                  f"{', '.join(repr(k.value) for k in kind)}") from None
-        if self.queued_default is not None and not callable(self.queued_default):
-            raise ValueError(f"PlayerOptions.queued_default: {self.queued_default!r} is not callable")
+        # a Callback (data, through the world's Callbacks) or a callable; CallbackError names the field
+        object.__setattr__(self, "queued_default", check_callback(self.queued_default, "PlayerOptions.queued_default"))
 
 
 @dataclass

@@ -3,9 +3,9 @@
 Sampling a stack bottom-up is a small stack machine: a clip pushes its pose, a fade or
 a blend pops two and pushes their mix. ``SamplePlan`` records those operations for
 many humans at once, then ``run`` hands them to one compiled call (anim.kernels.pose_plan)
-that samples, blends and builds the bone transforms human by human. ``execute_reference``
-runs the same plan one pose at a time through the numpy sampler and blend (the scalar
-reference path; tests/anim/test_batch.py checks the two agree within 1e-5).
+that samples, blends and builds the bone transforms human by human (the engine's own
+pose kernel, pose_stacks, reads the stacks' rows instead; tests/anim/test_batch.py
+checks this one bit for bit against the reference model's pose, anim.reference.pose).
 
 Spec: "The task stack" (sampled bottom-up onto the pose stack of seven; L257:
 0x00104ce0 refuses an eighth), "The pose" (L100).
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import kernels as K
-from .pose import DTYPE, NUM_TAGS, POSE_STACK_SIZE, PoseBatch, blend, set_tag_bits
+from .pose import DTYPE, NUM_TAGS, POSE_STACK_SIZE, PoseBatch
 from .sampler import ClipBank
 from .skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
 
@@ -92,7 +92,7 @@ def scratch_poses(n: int, tag_bits: bool = True, motion_entry: bool = True) -> K
     PlayerOptions.motion_entry is "motion": the original's, the defaults)."""
     vel, root, rot = np.empty((n, 3), DTYPE), np.empty((n, 3), DTYPE), np.empty((n, NUM_BONES, 4), DTYPE)
     return K.Scratch(vel, root, rot, np.empty((n, NUM_TAGS), np.bool_), vel.view(np.int32), root.view(np.int32),
-                     rot.view(np.int32), np.bool_(tag_bits), np.bool_(motion_entry))
+                     rot.view(np.int32), np.bool_(tag_bits), np.bool_(motion_entry), np.full(1, -1, np.int64))
 
 
 class SamplePlan:
@@ -203,15 +203,8 @@ class SamplePlan:
         return 0 if h >= 0 else self.b_level[-h - 1]
 
     # ---------------------------------------------------------------- running
-    def execute(self, bank: ClipBank, defaults: dict[int, PoseBatch] | None = None) -> PoseBatch:
-        """Run the plan compiled; returns one pose per human, in ``begin`` order.
-
-        ``defaults``: {human index: a pose} used as that human's default pose instead of
-        the reference pose (the queued tasks' pose, an option): such a plan runs through
-        ``execute_reference``, the scalar path, which applies them.
-        """
-        if defaults:
-            return self.execute_reference(bank, defaults)
+    def execute(self, bank: ClipBank) -> PoseBatch:
+        """Run the plan compiled; returns one pose per human, in ``begin`` order."""
         out = Bones(len(self.finals))
         self.run(bank, np.arange(len(self.finals), dtype=np.int64), out)
         return out.poses
@@ -238,38 +231,3 @@ class SamplePlan:
                             np.asarray(self.b_mask, np.int64), finals)
         K.pose_plan(np.asarray(cols, np.int64), plan, pose_tables(bank).tables,
                     scratch_poses(need, bank.tag_bits, bank.motion_entry), out.outs())
-
-    def execute_reference(self, bank: ClipBank, defaults: dict[int, PoseBatch] | None = None) -> PoseBatch:
-        """Run the plan one pose at a time (the scalar reference path).
-
-        ``defaults``: {human index: a pose} used as that human's default pose instead of
-        the reference pose: the rotations of bones 1-33 its samples took from the
-        default (tagged) are that pose's, tags kept, and an empty stack shows it (bone 0
-        without a channel stays the identity, the root translation and velocity the
-        instance's). Original: 0x00176d60 (the queued tasks' pose as the default).
-        """
-        defaults = defaults or {}
-        ns, nb = len(self.s_clip), len(self.b_a)
-        single: dict[int, PoseBatch] = {}
-        for i in range(ns):
-            single[i] = bank.sample(np.array([self.s_clip[i]]), np.array([self.s_time[i]], DTYPE),
-                                    np.array([self.s_rate[i]], DTYPE), np.array([self.s_flags[i]]))
-            dpose = defaults.get(self.s_human[i])
-            if dpose is not None:
-                tagged = single[i].tag[2 + 1:, 0]                 # bones 1-33
-                single[i].rot[:, 1:, 0][:, tagged] = dpose.rot[:, 1:, 0][:, tagged]
-                if bank.tag_bits:                   # taken from the default: tagged, | 1 (L102)
-                    set_tag_bits(single[i])
-        for j in range(nb):
-            bone = self.b_mask[j]
-            single[-(j + 1)] = blend(single[self.b_a[j]], single[self.b_b[j]], np.array([self.b_w[j]], DTYPE),
-                                     mask=None if bone < 0 else subtree_mask(bone))
-            if bank.tag_bits:                       # a blended value's bit follows its tag (ours)
-                set_tag_bits(single[-(j + 1)])
-        out = PoseBatch.empty(len(self.finals))
-        ref = PoseBatch.reference(1, bank.skeleton.bind_height)
-        if bank.tag_bits:
-            set_tag_bits(ref)
-        for i, h in enumerate(self.finals):
-            out.put(slice(i, i + 1), defaults.get(i, ref) if h is None else single[h])
-        return out

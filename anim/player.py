@@ -37,14 +37,14 @@ from .construct import chain_blend_depth, task_pose_depth
 from .limits import MAX_DT, check_float
 from .lookup import UnknownClip
 from .options import PlayerOptions, PlayerStats
-from .plan import Bones, SamplePlan
+from .plan import Bones
 from .pose import PoseBatch
 from .sampler import BANK_KEY_BYTES, NUM_SLOTS, ClipBank
 from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
 from .stackrules import StackRules
 from .store import Stores
-from .tasks import ClipTask, HeldFlags, HeldRelease, MotionEntry, PlaceEvents, Task
+from .tasks import ClipTask, HeldFlags, HeldRelease, PlaceEvents, Task
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
@@ -185,71 +185,39 @@ class Player(StackRules):
 
         A pose the stack of seven refuses is skipped (0x00104ce0) and counted: the human's
         ``poses_refused`` for this sample and ``stats.poses_refused`` in total; the
-        update carries on. With ``queued_default``, a human it passes with queued tasks
-        is sampled over their pose (``_sample_over_queued``).
+        update carries on. With ``options.queued_default``, a human it passes with queued
+        tasks is sampled over their pose (the engine's pose kernel does it, anim.batch).
         Original: 0x00176d60 CharacterInstance_Sample.
         """
-        plan = SamplePlan()
-        out = self.batch.sample(instances, plan)
-        self._count_refusals(plan)
-        test = self.options.queued_default
-        if test is not None:
-            for i, inst in enumerate(instances):
-                if inst.queue and test(inst):
-                    out.put(slice(i, i + 1), self._sample_over_queued(inst))
+        refusals: list = []
+        out = self.batch.sample(instances, refusals)
+        self._count_refusals(refusals)
         return out
 
-    def _sample_over_queued(self, inst: CharacterInstance) -> PoseBatch:
-        """One human's pose with its queued tasks' pose as the default pose: the queued
-        tasks are sampled first (in queue order, onto their own pose stack) and the
-        top of that stack replaces the reference pose for this sample.
-        Original: 0x00176d60 (the second buffer 0x005fd040; "The pose", L102)."""
-        q = SamplePlan()
-        q.begin(inst.name)
-        for task in inst.queue:
-            task.emit(q)
-        q.end()
-        default = q.execute(self.bank)
-        plan = SamplePlan()
-        plan.begin(inst.name, inst)
-        for task in inst.stack:
-            task.emit(plan)
-        plan.end()
-        return plan.execute(self.bank, defaults={0: default})
-
-    def _count_refusals(self, plan: SamplePlan) -> None:
-        """Each human's refused poses of this sample (0 again for those of the last one)."""
+    def _count_refusals(self, refusals: list) -> None:
+        """Each human's refused poses of this sample ((instance, count) pairs; 0 again for
+        those of the last one)."""
         self.stats.samples += 1
         for inst in self._pose_refused:
             inst.poses_refused = 0
         self._pose_refused = []
-        for inst, n in plan.refusals:
+        for inst, n in refusals:
             inst.poses_refused = n
             self.stats.poses_refused += n
             self._pose_refused.append(inst)
 
     def pose(self, instances: Sequence[CharacterInstance]) -> Bones:
-        """Every character's pose and model-space bone transforms (``Bones``).
+        """Every character's pose and model-space bone transforms (``Bones``), the same
+        poses as ``sample`` (``options.queued_default`` applied alike).
 
         The compiled engine writes them in one call into buffers it reuses (the next call
-        overwrites them). With ``queued_default`` the poses come from ``sample`` (which
-        applies it) and the bones from the skeleton's numpy composition, in new arrays.
-        Refused poses are counted either way.
+        overwrites them). Refused poses are counted as by ``sample``.
         Original: 0x00176d60 CharacterInstance_Sample, 0x00104630 Instance_BuildBoneMatrices.
         """
-        if self.options.queued_default is None:
-            plan = SamplePlan()                  # refusals are counted on it
-            bones = self.batch.pose(instances, dynamic_plan=plan)
-            self._count_refusals(plan)
-            return bones
-        out = Bones(0)
-        out.n = len(instances)
-        out.poses = self.sample(instances)
-        motion = self.options.motion_entry == MotionEntry.MOTION         # entry 0 ("Bone transforms" L116)
-        out.pos, out.rot = self.skeleton.model_space(out.poses.rot, out.poses.root,
-                                                     vel=out.poses.vel if motion else None,
-                                                     tag=out.poses.tag if motion else None)
-        return out
+        refusals: list = []
+        bones = self.batch.pose(instances, refusals=refusals)
+        self._count_refusals(refusals)
+        return bones
 
     def flush(self) -> list[CharacterInstance]:
         """Empty the deferred list: release each task, then refresh the playing anim ids.

@@ -182,7 +182,11 @@ class EngineState:
     outputs: list[tuple] | None
 
 
-_PLAYER_FIELDS = ("deferred", "stats", "refused", "_stepped", "_wraps", "_failed")
+# the Player's Python values the next update reads: lists and a dict of handles and
+# instances (empty between two updates but for a cut human's deferred tasks), and the stats
+_PLAYER_LISTS = ("deferred", "refused", "_wraps", "_failed")
+# the engine's: counts, and the rows (with their generations) of humans forgotten with
+# tasks on the deferred list, which the next flush gives back
 _BATCH_FIELDS = ("kernel_humans", "pair_changes", "_leaving")
 
 
@@ -222,7 +226,9 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
     old = into.tables if into is not None else {}
     tables = {name: save_table(getattr(st, name), old.get(name)) for name in ("cursors", "fades", "gaits", "tasks")}
     pool = (_copy_into(player.pool.out, into.pool[0] if into is not None else None), player.pool.n_out)
-    p = {name: copy_value(getattr(player, name)) for name in _PLAYER_FIELDS}
+    p = {name: list(getattr(player, name)) for name in _PLAYER_LISTS}
+    p["_stepped"] = dict(player._stepped)
+    p["stats"] = (player.stats.poses_refused, player.stats.samples)
     b = {name: copy_value(getattr(batch, name)) for name in _BATCH_FIELDS}
     rows = list(batch._instances)
     loose = [(inst, _private_values(inst.record)) for inst in instances
@@ -248,8 +254,10 @@ def load_engine(player: Any, s: EngineState) -> None:
     replaced |= load_humans(st.humans, s.humans)
     player.pool.out = s.pool[0].copy()
     player.pool.n_out = s.pool[1]
-    for name, v in s.player.items():
-        setattr(player, name, copy_value(v))
+    for name in _PLAYER_LISTS:
+        setattr(player, name, list(s.player[name]))
+    player._stepped = dict(s.player["_stepped"])
+    player.stats.poses_refused, player.stats.samples = s.player["stats"]
     for name, v in s.batch.items():
         setattr(batch, name, copy_value(v))
     batch._last = None                              # the rows of the step's humans: found again

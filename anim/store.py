@@ -410,7 +410,8 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     In: the world's tables; the clips' event index (``e_first``, ``e_count`` per bank index,
     ``e_frame`` the frames); ``task_types`` = (fade type, gait type, largest type). Checked:
     the human table's depth (0-18) and its stacks' task rows (in the task table: a released
-    row stays readable, so a stack may hold one); each live task's
+    row stays readable, so a stack may hold one), its queue counts (0-10) and queues' task
+    rows (the pose kernel walks them for queued_default); each live task's
     type, cursor rows (c0-c3), fade / gait row (aux), next and incoming task rows; each
     live cursor's bank index (a clip the event index knows) and next-event index (within
     that clip's events); each live gait's clips' bank indices; the cursors' free list (each row not in use, once);
@@ -429,6 +430,9 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     if hum.stack.shape != (hcap, HumanTable.STACK_ROWS) or hum.stack.dtype != np.int64:
         raise TableCorrupt(f"humans.stack: {hum.stack.dtype} {hum.stack.shape}, expected int64 "
                            f"({hcap}, {HumanTable.STACK_ROWS})")
+    if hum.queue.shape != (hcap, HumanTable.QUEUE_ROWS) or hum.queue.dtype != np.int64:
+        raise TableCorrupt(f"humans.queue: {hum.queue.dtype} {hum.queue.shape}, expected int64 "
+                           f"({hcap}, {HumanTable.QUEUE_ROWS})")
     nb = len(e_first)
     if e_count.shape != (nb,) or (nb and int((e_first + e_count).max()) > len(e_frame)) or (e_first < 0).any():
         raise TableCorrupt(f"events: first/count ({nb} clips) run past the {len(e_frame)} event frames")
@@ -440,6 +444,14 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     on = np.arange(HumanTable.STACK_ROWS)[None, :] < depth[:, None]
     stack = hum.stack[hrows][on]
     _check_links("humans", "stack", stack, np.repeat(hrows, depth), tsk.capacity, "task", allow_none=False)
+    # the queues: the pose kernel walks them for PlayerOptions.queued_default
+    queued = hum.queued[hrows]
+    if ((queued < 0) | (queued > HumanTable.QUEUE_ROWS)).any():
+        i = int(np.flatnonzero((queued < 0) | (queued > HumanTable.QUEUE_ROWS))[0])
+        raise TableCorrupt(f"humans.queued[{int(hrows[i])}] = {int(queued[i])}: not 0-{HumanTable.QUEUE_ROWS}")
+    on = np.arange(HumanTable.QUEUE_ROWS)[None, :] < queued[:, None]
+    _check_links("humans", "queue", hum.queue[hrows][on], np.repeat(hrows, queued), tsk.capacity, "task",
+                 allow_none=False)
     trows = np.flatnonzero(tsk.live)
     fade_t, gait_t, top_t = task_types
     ty = tsk.type[trows].astype(np.int64)

@@ -120,6 +120,8 @@ class _Num:
         return self.cast(getattr(obj._table, self.name)[obj._row])
 
     def __set__(self, obj, value) -> None:
+        if value is None and self.name == "partner":        # no partner: -1
+            value = -1
         try:
             v = self.cast(value)
             if self.cast is float and not abs(v) <= MAX_COORD:                      # NaN fails too
@@ -178,7 +180,7 @@ class Combat:
     row of a ``CombatTable``.
 
     Fields: ``health``, ``max_health``; ``partner`` the other human of a paired move (-1
-    none) and ``role`` ("attacker" / "victim" while paired, else ""); ``partner_place``
+    none; None sets -1) and ``role`` ("attacker" / "victim" while paired, else ""); ``partner_place``
     the type-8 point (x right, y forward, metres; None when there is none); ``state``
     (a FightState); ``damage_taken``, ``hits``; ``move_id`` the move in progress (anim
     id); ``struck`` its hit has landed; ``move_dir`` (3,) and ``move_speed`` the

@@ -22,6 +22,9 @@ The public face. Everything here imports without pygame (only ``scuffle.demo`` d
 - the demo fighters: ``demo_set``, ``Fight`` and its answers and events (``ActionResult``,
   ``Refusal``, ``FightEvent``, ``FightEventKind``);
 - names: ``Bone`` (the 34 bones, ``Game.bone``), ``EventType`` (``Game.on``);
+- snapshots: ``Snapshot`` (``Game.snapshot()`` / ``restore`` / ``checksum``, the byte
+  form), ``SnapshotError``, ``SavedRandom`` (a generator a snapshot saves cheaply),
+  ``sync_test`` and ``SyncError`` (GGPO's rollback SyncTest on any Game);
 - the esper components: ``Name``, ``Animator``, ``HumanRecord``, ``PoseRef``,
   ``RangeRecords``, ``AnimSetRef``, ``Body``, ``Combat``, ``FiredEvents``.
 
@@ -52,6 +55,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.game.runtime.schedule import SCHEDULE, install
     from scuffle.game.runtime.world import BoneArray, Game, NameOrEntity, UnknownHuman, Vec3
     from scuffle.systems.context import HandlerError, SimContext
+    from scuffle.game.runtime.snapshot import SavedRandom, Snapshot, SnapshotError, SyncError, sync_test
 
 __version__ = "0.2.0"
 
@@ -93,6 +97,8 @@ _EXPORTS: dict[str, str] = {
     "SCHEDULE": "scuffle.game.runtime.schedule", "install": "scuffle.game.runtime.schedule",
     **{n: "scuffle.game.runtime.world" for n in ("Game", "UnknownHuman", "Vec3", "BoneArray", "NameOrEntity")},
     "SimContext": "scuffle.systems.context", "HandlerError": "scuffle.systems.context",
+    **{n: "scuffle.game.runtime.snapshot" for n in ("Snapshot", "SnapshotError", "SavedRandom", "sync_test",
+                                                    "SyncError")},
 }
 
 __all__ = [
@@ -105,6 +111,7 @@ __all__ = [
     "demo_set", "Fight", "ActionResult", "Refusal", "FightEvent", "FightEventKind", "Bone", "EventType",
     "Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body", "Combat",
     "FiredEvents", "Callback", "CallbackError",
+    "Snapshot", "SnapshotError", "SavedRandom", "sync_test", "SyncError",
 ]
 
 

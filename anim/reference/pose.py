@@ -24,7 +24,7 @@ from ..skeleton import NUM_BONES, REFERENCE_ROTATIONS
 from ..tasks import TagBits
 from .cursor import NO_TURN, NO_VELOCITY
 
-__all__ = ["RefPose", "RefPoseStack", "sample_cursor", "blend", "reference_pose", "sample_instance",
+__all__ = ["RefPose", "RefPoseStack", "sample_cursor", "blend", "reference_pose", "queued_pose", "sample_instance",
            "bones_of", "scale_turn", "slerp", "with_tag_bits"]
 
 f32 = np.float32
@@ -206,7 +206,7 @@ def decoded(world, clip) -> _Decoded:
     return hit[1]
 
 
-def sample_cursor(world, cursor, rate: float) -> RefPose:
+def sample_cursor(world, cursor, rate: float, default: RefPose | None = None) -> RefPose:
     """AnimCursor_SamplePose (0x00104ce0): the pose of ``cursor`` at its time.
 
     Each channel takes its key in force at the nearest whole frame (a tie to the lower,
@@ -214,7 +214,10 @@ def sample_cursor(world, cursor, rate: float) -> RefPose:
     rate (L338); bone 0 the key in force scaled by the rate (L340-341); section B's z
     plus the bind height (L70); a slot the clip leaves out (or flags 0x1 / 0x2 switch
     off) takes the default, tagged (L102), the tag also in the y words' lowest bit
-    unless ``tag_bits`` is "mark".
+    unless ``tag_bits`` is "mark". The default pose is the instance's (+0x70): the
+    reference pose, or ``default`` (the queued tasks' pose, ``sample_instance``), whose
+    rotations a bone 1-33 the clip leaves out takes as they are (ours: bone 0 stays the
+    identity, the velocity and root translation the reference pose's).
     """
     dec = decoded(world, cursor.clip)
     x = f32(F.mul(cursor.time, 30.0))
@@ -247,7 +250,7 @@ def sample_cursor(world, cursor, rate: float) -> RefPose:
     for b in range(1, NUM_BONES):
         ch = dec.bones.get(b)
         if ch is None:
-            rot.append(tuple(f32(v) for v in REFERENCE_ROTATIONS[b]))
+            rot.append(tuple(f32(v) for v in REFERENCE_ROTATIONS[b]) if default is None else default.rot[b])
             continue
         q0, q1, q2, q3 = ch.carried(ch.key(fr), x)
         n2 = q0 * q0
@@ -294,10 +297,12 @@ def blend(lo: RefPose, up: RefPose, w, bits: bool = False) -> RefPose:
 
 class RefPoseStack:
     """The pose stack (L100, L257): at most seven poses; an eighth push is refused and
-    counted (0x00104ce0); a blend with fewer than two poses does nothing."""
+    counted (0x00104ce0); a blend with fewer than two poses does nothing. Its samples take
+    ``default`` as the default pose (None: the reference pose)."""
 
-    def __init__(self, world):
+    def __init__(self, world, default: RefPose | None = None):
         self.world = world
+        self.default = default
         self.poses: list[RefPose] = []
         self.refused = 0
 
@@ -305,7 +310,7 @@ class RefPoseStack:
         if len(self.poses) >= POSE_STACK_SIZE:
             self.refused += 1
             return None
-        p = sample_cursor(self.world, cursor, rate)
+        p = sample_cursor(self.world, cursor, rate, self.default)
         self.poses.append(p)
         return p
 
@@ -325,15 +330,38 @@ class RefPoseStack:
             self.poses.append(kept)
 
 
+def queued_pose(world, inst) -> RefPose | None:
+    """The default pose from the queued tasks ("The pose" L102), or None (the reference
+    pose is the default): when the instance has queued tasks (the count at +0x2ae) and the
+    human test (0x00223440, ``PlayerOptions.queued_default``, asked only then) passes,
+    the queued tasks are sampled first, in queue order, onto a pose stack of their own
+    (the reference pose their default, as the second buffer 0x005fd040 starts), and the
+    top of that stack is the default pose, or the reference pose when it is empty. That
+    stack's refusals are not counted (ours). Original: 0x00176d60."""
+    test = world.options.queued_default
+    if test is None or not inst.queue or not world.callbacks.call(test, inst):
+        return None
+    stack = RefPoseStack(world)
+    for task in inst.queue:
+        task.emit(world, stack)
+    return stack.poses[-1] if stack.poses else reference_pose(world.skeleton.bind_height,
+                                                              world.options.tag_bits == TagBits.Y_BIT)
+
+
 def sample_instance(world, inst) -> RefPose:
     """CharacterInstance_Sample (0x00176d60): the stack sampled bottom-up (L257); the top
-    of the pose stack, or the default pose for an empty one."""
-    stack = RefPoseStack(world)
+    of the pose stack, or the default pose for an empty one: the reference pose, or the
+    queued tasks' pose when ``queued_pose`` gives one (L102)."""
+    default = queued_pose(world, inst)
+    stack = RefPoseStack(world, default)
     for task in inst.stack:
         task.emit(world, stack)
     inst.poses_refused = stack.refused
-    return stack.poses[-1] if stack.poses else reference_pose(world.skeleton.bind_height,
-                                                              world.options.tag_bits == TagBits.Y_BIT)
+    if stack.poses:
+        return stack.poses[-1]
+    if default is not None:
+        return default
+    return reference_pose(world.skeleton.bind_height, world.options.tag_bits == TagBits.Y_BIT)
 
 
 def bones_of(skeleton, pose: RefPose, motion: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -613,7 +613,8 @@ class Reference:
     # ---------------------------------------------------------------- poses
     def sample(self, instances):
         """Every instance's pose (a list of RefPose): the stack sampled bottom-up onto a
-        pose stack of seven (anim.reference.pose)."""
+        pose stack of seven, over the queued tasks' pose when ``options.queued_default``
+        passes for a human with queued tasks (anim.reference.pose, ``sample_instance``)."""
         from .pose import sample_instance
         return [sample_instance(self, inst) for inst in instances]
 

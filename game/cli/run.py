@@ -1,4 +1,5 @@
-"""``scuffle run SCENARIO.toml [--trace OUT.jsonl] [--pose] [--strict] [-v] [--data DIR] [--engine reference]``: run a scenario.
+"""``scuffle run SCENARIO.toml [--trace OUT.jsonl] [--pose] [--strict] [-v] [--data DIR] [--engine reference]
+[--snapshot-at U --snapshot-out F] [--from-snapshot F]``: run a scenario.
 
 Validates the whole file first (no update runs on a bad file), then runs it and
 writes the trace. Errors are one line on stderr (``scuffle run: error: FILE:LINE:
@@ -16,6 +17,12 @@ any other failure leaves an existing trace whole. The trace may not be the scena
 a file it reads (refused before anything runs), nor a symbolic link. The scenario reads
 files below its own folder only, and below ``--data DIR`` (repeatable) or the folders
 of SCUFFLE_DATA.
+
+Snapshots (issue 20): ``--snapshot-at U --snapshot-out F`` writes the whole state after
+U updates to F (Game.snapshot's byte form); ``--from-snapshot F`` resumes the scenario
+from such a file: the run goes on from its update, and the trace holds the updates from
+there (``scuffle diff`` of two traces names the update to cut at). A snapshot file that
+is not one, or not of this scenario, is one line on stderr, status 2.
 """
 from __future__ import annotations
 
@@ -41,24 +48,78 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", metavar="DIR", action="append", default=[],
                    help="a folder the scenario may read files from besides its own (repeatable; "
                         "also SCUFFLE_DATA, folders separated by ':')")
+    p.add_argument("--snapshot-at", type=_update, metavar="U",
+                   help="with --snapshot-out: save the whole state after U updates (0 to the scenario's updates)")
+    p.add_argument("--snapshot-out", metavar="F", help="the file --snapshot-at writes (a snapshot's bytes)")
+    p.add_argument("--from-snapshot", metavar="F",
+                   help="resume from a snapshot file of this scenario (--snapshot-out): the run and the trace "
+                        "go on from its update")
     p.add_argument("--engine", choices=("compiled", "reference"), default="compiled",
                    help="the animation engine: the compiled one (default), or the reference, the "
                         "plain-Python model of the spec (slow; to debug a scenario)")
 
 
+def _update(text: str) -> int:
+    """An update number (a whole number >= 0), for --snapshot-at."""
+    try:
+        v = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of updates") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{v} is below 0")
+    return v
+
+
+def _snapshot_args(args: argparse.Namespace, sc):
+    """The snapshot flags checked: (the start Snapshot or None, the update to save at or
+    None). Rejected (CliError, one line): --snapshot-at without --snapshot-out (or the
+    reverse), an update past the scenario's, a file that is not a snapshot."""
+    from scuffle.game.cli.errors import CliError
+    from scuffle.game.runtime.snapshot import Snapshot, SnapshotError
+
+    at, out = getattr(args, "snapshot_at", None), getattr(args, "snapshot_out", None)
+    if (at is None) != (out is None):
+        raise CliError("--snapshot-at and --snapshot-out go together")
+    if at is not None and at > sc.updates:
+        raise CliError(f"--snapshot-at {at}: the scenario has {sc.updates} updates")
+    start = None
+    path = getattr(args, "from_snapshot", None)
+    if path is not None:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise CliError(f"--from-snapshot {path}: {exc.strerror or exc}") from None
+        try:
+            start = Snapshot.from_bytes(data)
+        except SnapshotError as exc:
+            raise CliError(f"--from-snapshot {path}: {exc}") from None
+        if start.engine != args.engine:
+            raise CliError(f"--from-snapshot {path}: a snapshot of the {start.engine} engine (--engine {start.engine})")
+        if at is not None and at < start.update:
+            raise CliError(f"--snapshot-at {at}: before the snapshot's update {start.update}")
+    return start, at
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from scuffle.game.cli.errors import CliError  # the CLI's one-line error type
-    from scuffle.game.runtime.files import OutputError, OutputFile, check_outputs
+    from scuffle.game.runtime.files import OutputError, OutputFile, check_outputs, write_bytes
 
     try:
         sc = load_scenario(args.scenario, registry(), data=args.data)
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
     try:
-        check_outputs({"trace": args.trace},
+        check_outputs({"trace": args.trace, "snapshot": getattr(args, "snapshot_out", None)},
                       {"scenario": args.scenario, **{f"file {f!r} of the scenario": f for f in sc.files}})
     except OutputError as exc:
         raise CliError(str(exc)) from None
+    start, at = _snapshot_args(args, sc)
+    saved: list = []
+
+    def keep(snapshot) -> None:
+        saved.append(snapshot.to_bytes())       # while the Game is open
+    snap = {"engine": args.engine, "start": start, "snapshot_at": at, "on_snapshot": keep}
     from scuffle.anim.warmup import announce_compile
     announce_compile()                  # a cold numba cache: compile ahead, with a progress line
     counts = {"accepted": 0, "refused": 0}
@@ -74,13 +135,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         if args.trace in (None, ""):
-            game = run_scenario(sc, on_command=answered, engine=args.engine)
+            game = run_scenario(sc, on_command=answered, **snap)
         elif args.trace == "-":
-            game = run_scenario(sc, sys.stdout, pose=args.pose, on_command=answered, engine=args.engine)
+            game = run_scenario(sc, sys.stdout, pose=args.pose, on_command=answered, **snap)
         else:
             out = OutputFile(args.trace, "trace")       # OutputError: one line naming the file
             try:
-                game = run_scenario(sc, out.fp, pose=args.pose, on_command=answered, engine=args.engine)
+                game = run_scenario(sc, out.fp, pose=args.pose, on_command=answered, **snap)
             except ScenarioError:
                 out.close(keep=True)        # a limit of the original: the updates before it
                 raise
@@ -94,8 +155,16 @@ def cmd_run(args: argparse.Namespace) -> int:
                 raise
     except ScenarioError as exc:          # a command hit a limit at run time
         raise CliError(str(exc)) from None
+    if saved:
+        try:
+            write_bytes(args.snapshot_out, saved[0], "snapshot")
+        except OutputError as exc:
+            game.close()
+            raise CliError(str(exc)) from None
     total = counts["accepted"] + counts["refused"]
-    print(f"{sc.source}: {sc.updates} updates, {len(sc.humans)} humans; {total} action commands: "
+    ran = f"{sc.updates} updates" if start is None else \
+        f"updates {start.update}-{sc.updates - 1} (from the snapshot of update {start.update})"
+    print(f"{sc.source}: {ran}, {len(sc.humans)} humans; {total} action commands: "
           f"{counts['accepted']} accepted, {counts['refused']} refused", file=sys.stderr)
     game.close()
     if args.strict and counts["refused"]:

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, TextIO, cast
 
-__all__ = ["FileLimitError", "read_limited", "MAX_BINARY_BYTES", "MAX_TEXT_BYTES", "MAX_TRACE_BYTES",
+__all__ = ["write_bytes", "FileLimitError", "read_limited", "MAX_BINARY_BYTES", "MAX_TEXT_BYTES", "MAX_TRACE_BYTES",
            "OutputError", "OutputFile", "output_path", "check_outputs", "same_file", "OutsideError",
            "check_inside", "data_dirs", "DATA_ENV"]
 
@@ -233,6 +233,28 @@ def _open_stream(path: str):
     except BaseException:
         os.close(fd)
         raise
+
+
+def write_bytes(path: str | os.PathLike, data: bytes, what: str = "output") -> None:
+    """Write ``data`` to ``path`` whole or not at all (a temporary file beside it,
+    renamed). Rejected: OutputError naming the file (a directory there, a folder not
+    writable, a full disk)."""
+    path = str(path)
+    if os.path.isdir(path):
+        raise OutputError(path, what, "a directory")
+    try:
+        tmp = _temp_beside(path)
+    except OutputError as exc:
+        raise OutputError(path, what, exc.problem) from None
+    except OSError as exc:
+        raise OutputError(path, what, exc.strerror or str(exc)) from None
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+    except OSError as exc:
+        _discard(tmp)
+        raise OutputError(path, what, exc.strerror or str(exc)) from None
+    _publish(tmp, path, what)
 
 
 class OutputFile:

@@ -745,13 +745,20 @@ def setup_scenario(sc: Scenario, on_command: Callable[[Command, Any], None] | No
 
 def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                  on_update: Callable | None = None, on_command: Callable[[Command, Any], None] | None = None,
-                 engine: str = "compiled"):
+                 engine: str = "compiled", start: Any = None, snapshot_at: int | None = None,
+                 on_snapshot: Callable[[Any], None] | None = None):
     """Run a validated scenario; writes the trace (JSONL) if given; returns the Game.
 
     ``engine``: the Game's engine, "compiled" or "reference" (Game, ENGINES).
     ``on_update(game)`` is called after each update; ``on_command(cmd, result)`` after
     each command is applied, with what it answered (an action of the fight rules: an
     ActionResult, falsy when refused, with the reason; a change of animation: None).
+    ``start``: a Snapshot of this scenario (``snapshot_at`` of an earlier run, or
+    Snapshot.from_bytes): the run goes on from its update to the scenario's last, and the
+    trace holds those updates only. ``snapshot_at`` U (0 to ``sc.updates``):
+    ``on_snapshot(snapshot)`` is called with the Game's snapshot when U updates have run.
+    Rejected: a start past the scenario's updates or of another set-up (ScenarioError
+    naming the field ``start``).
 
     Rejected: a command that hits one of the original's limits (task pool, stack,
     queue) raises ScenarioError naming the command's line; the trace then holds the
@@ -763,10 +770,22 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
     from scuffle.game.runtime.trace import iter_trace_records, write_records
     from scuffle.game.runtime.world import HandlerError
 
+    from scuffle.game.runtime.snapshot import SnapshotError
+
     game = setup_scenario(sc, on_command, engine)
     try:
         last = next(a for a in game.ctx.actions if isinstance(a, Script)).last
-        for _ in range(sc.updates):
+        if start is not None:
+            if not 0 <= start.update <= sc.updates:
+                raise ScenarioError(sc.source, None, "start", f"a snapshot of update {start.update}, past the "
+                                    f"scenario's {sc.updates} updates")
+            try:
+                game.restore(start)
+            except SnapshotError as exc:
+                raise ScenarioError(sc.source, None, "start", str(exc)) from None
+        while game.update < sc.updates:
+            if snapshot_at == game.update and on_snapshot is not None:
+                on_snapshot(game.snapshot())
             now = game.update                  # the counter advances even when an update fails
             try:
                 game.step()
@@ -782,6 +801,8 @@ def run_scenario(sc: Scenario, trace: TextIO | None = None, pose: bool = False,
                 write_records(trace, iter_trace_records(game, pose=pose))
             if on_update is not None:
                 on_update(game)
+        if snapshot_at == game.update and on_snapshot is not None:
+            on_snapshot(game.snapshot())
     except BaseException:
         game.close()
         raise

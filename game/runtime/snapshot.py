@@ -46,7 +46,8 @@ from scuffle.anim import snapshot as S
 from scuffle.anim.cursor import Cursor, FiredEvent
 from scuffle.components import Animator, Body, Combat
 
-__all__ = ["Snapshot", "SnapshotError", "SNAPSHOT_VERSION", "take", "restore", "checksum"]
+__all__ = ["Snapshot", "SnapshotError", "SNAPSHOT_VERSION", "take", "restore", "checksum", "parts", "sync_test",
+           "SyncError", "SyncReport", "SavedRandom"]
 
 # The byte form's version: a snapshot of another version is refused (SnapshotError).
 SNAPSHOT_VERSION = 1

@@ -564,6 +564,8 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
                 "fight_counts": {k: sum(getattr(f.stats, k) for f in real.fights)
                                  for k in ("strikes", "grabs", "throws", "damage")},
                 "state_checksum": crowd_checksum(game)})
+        if compiled:
+            extra.update(_snapshot_costs(game))
         for name, _ in game.humans()[: min(n, 200)]:
             key = tuple(int(t.type) for t in game.instance(name).stack)
             shapes[key] = shapes.get(key, 0) + 1
@@ -574,6 +576,36 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
     finally:
         _unpatch(saved)
         game.close()
+
+
+SNAPSHOT_REPEATS = 15
+
+
+def _snapshot_costs(game, repeats: int = SNAPSHOT_REPEATS) -> dict:
+    """The CPU cost of saving and restoring the whole Game (issue 20), medians over
+    ``repeats``: ``snapshot_cpu_us`` a snapshot written over an older one (a rollback
+    ring: Game.snapshot(reuse=)), ``restore_cpu_us`` its restore, their sum
+    ``snapshot_restore_cpu_us`` (the goal's figure), and ``snapshot_new_cpu_us`` a
+    snapshot into new memory. The Game is left in the state it was in."""
+    clock = time.process_time
+    ring = [game.snapshot(), game.snapshot()]
+    take, back, new = [], [], []
+    for i in range(repeats):
+        c0 = clock()
+        s = ring[i % 2] = game.snapshot(reuse=ring[i % 2])
+        c1 = clock()
+        game.restore(s)
+        c2 = clock()
+        fresh = game.snapshot()
+        c3 = clock()
+        del fresh
+        take.append(c1 - c0)
+        back.append(c2 - c1)
+        new.append(c3 - c2)
+    med = lambda xs: sorted(xs)[len(xs) // 2] * 1e6          # noqa: E731
+    return {"snapshot_cpu_us": round(med(take), 2), "restore_cpu_us": round(med(back), 2),
+            "snapshot_restore_cpu_us": round(med([a + b for a, b in zip(take, back)]), 2),
+            "snapshot_new_cpu_us": round(med(new), 2)}
 
 
 def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
@@ -751,6 +783,9 @@ GOALS = (
     ("gc_ms", "the garbage collector per update at 10,000 (CPU)", 1.0, "ms", 10000),
     ("memory_mb", "memory at 10,000 (peak, compiled run)", 300.0, "MB", 10000),
     ("first_step_s", "first step on a fresh install (wall, cold numba cache)", 10.0, "s", None),
+    ("snapshot_2", "snapshot + restore of 2 fighters (CPU; issue 20)", 50.0, "us", 2),
+    ("snapshot_1000", "snapshot + restore of 1,000 humans (CPU; issue 20)", 1.0, "ms", 1000),
+    ("snapshot_10000", "snapshot + restore of 10,000 humans (CPU; issue 20)", 10.0, "ms", 10000),
 )
 # figures shown beside the goals (no limit of their own)
 GOAL_NOTES = (
@@ -773,6 +808,9 @@ def _figure(key: str, r: dict):
         return r.get("compiled_peak_mb")
     if key == "first_step_s":
         return (r.get("first_step") or {}).get("first_step_s")
+    if key.startswith("snapshot_"):
+        us = r.get("snapshot_restore_cpu_us")
+        return None if us is None else (us if key == "snapshot_2" else round(us / 1000.0, 4))
     return r.get(key)
 
 
@@ -888,6 +926,10 @@ def _print_one(r: dict, out) -> None:
         print(f"kernels alone (ms per update, wall): {ks}; CPU: {kc}; pose_stacks "
               f"{r['pose_stacks_us_per_human']} us per human (CPU {r.get('pose_stacks_cpu_us_per_human')})",
               file=out)
+    if "snapshot_restore_cpu_us" in r:
+        print(f"snapshot + restore (issue 20, CPU medians): {r['snapshot_restore_cpu_us']} us "
+              f"(snapshot into a reused one {r['snapshot_cpu_us']} us, restore {r['restore_cpu_us']} us; "
+              f"a snapshot into new memory {r['snapshot_new_cpu_us']} us)", file=out)
     if "command_us" in r:
         print(f"commands: {r['commands_per_update']} per update, {r['command_us']} us each (mean; CPU "
               f"{r.get('command_cpu_us')}), "
@@ -959,7 +1001,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"numba's compile per kernel (s, with what it compiles inside): {first['compile_by_kernel_s']}; "
               f"own time, the largest: {first['compile_own_s']}", file=text)
     r["goals"] = goals_table(runs, first)
-    print("the goals (issue 19; set for the realistic crowd, CPU per update as the mean):", file=text)
+    print("the goals (issues 19 and 20; set for the realistic crowd, CPU per update as the mean):", file=text)
     _print_goals(r["goals"], text)
     if args.json:
         print(json.dumps(r))

@@ -477,7 +477,7 @@ def _leaf_steps(path: str, fields: dict[str, tuple]) -> tuple | None:
 
 
 def diff_traces(a: TraceFile, b: TraceFile, fields: list[str] | None = None, tolerance: float = 0.0,
-                context: int = DEFAULT_CONTEXT) -> DiffReport:
+                context: int = DEFAULT_CONTEXT, start: int = 0) -> DiffReport:
     """Compare two traces.
 
     In: the two TraceFiles, the field paths (None: every top-level key both traces use,
@@ -486,7 +486,8 @@ def diff_traces(a: TraceFile, b: TraceFile, fields: list[str] | None = None, tol
     records differ (every human and field there), ``differing_updates`` how many
     updates differ, ``by_field`` per field path the number of updates it differs on,
     ``context_rows`` the values of the first differing paths over the ``context``
-    updates before and at the first one. Rejected (CliError): a field path that does not
+    updates before and at the first one. ``start``: compare updates from
+    this one on (a trace resumed from a snapshot starts there). Rejected (CliError): a field path that does not
     parse, or whose first name neither trace uses; a negative or non-finite tolerance.
     """
     if not (tolerance >= 0 and math.isfinite(tolerance)):
@@ -516,7 +517,7 @@ def diff_traces(a: TraceFile, b: TraceFile, fields: list[str] | None = None, tol
         at.setdefault(u, set()).add(h)
     for u, h in b.records:
         at.setdefault(u, set()).add(h)
-    updates = sorted(at)
+    updates = [u for u in sorted(at) if u >= start]
     report = DiffReport(a, b, [n for n, _ in parsed], not_compared, tolerance, context, updates)
     for u in updates:
         diffs: list[Difference] = []
@@ -611,6 +612,8 @@ def report_text(r: DiffReport) -> str:
         lines.append(f"  {label}   A {_show(d.a)}   B {_show(d.b)}{extra}")
     if len(r.first) > SHOWN_DIFFERENCES:
         lines.append(f"  ... {len(r.first) - SHOWN_DIFFERENCES} more at update {u0}")
+    lines.append(f"cut: scuffle run SCENARIO.toml --snapshot-at {u0} --snapshot-out AT{u0}.snap saves the state "
+                 f"entering update {u0}; --from-snapshot AT{u0}.snap replays from there")
     if r.context_rows:
         lines.append("")
         lines.append(f"context: the {r.context} update{'s' if r.context != 1 else ''} before, and update {u0}")
@@ -632,6 +635,7 @@ def report_json(r: DiffReport) -> dict:
         "agree": r.agree, "a": r.a.path, "b": r.b.path, "fields": r.fields,
         "not_compared": r.not_compared, "tolerance": r.tolerance, "updates": len(r.updates),
         "first_update": r.first_update,
+        "cut_at": r.first_update,                   # scuffle run --snapshot-at: the state entering it
         "differences": [d.to_json() for d in r.first],
         "context": [{"human": row["human"], "path": row["path"],
                      "values": [{"update": v["update"], "a": _jsonable(v["a"]), "b": _jsonable(v["b"])}
@@ -654,6 +658,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="numbers (floats) agree within T (default 0: exact); two integers must be equal")
     p.add_argument("--context", type=whole(0, MAX_CONTEXT), default=DEFAULT_CONTEXT, metavar="K",
                    help=f"updates shown before the first difference (default {DEFAULT_CONTEXT})")
+    p.add_argument("--from", dest="start", type=whole(0, 2**62), default=0, metavar="U",
+                   help="compare updates U and later only (a trace resumed with scuffle run --from-snapshot "
+                        "starts at its snapshot's update)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text report")
 
 
@@ -670,7 +677,7 @@ def run(args: argparse.Namespace) -> int:
         b_size = 0                      # read_trace(b) names the problem
     a = read_trace(args.a, other_bytes=b_size)
     b = read_trace(args.b, other_bytes=a.size, other_records=a.line_count)
-    report = diff_traces(a, b, fields, args.tolerance, args.context)
+    report = diff_traces(a, b, fields, args.tolerance, args.context, getattr(args, "start", 0))
     if args.json:
         print(json.dumps(report_json(report), separators=(",", ":"), allow_nan=False))
     else:

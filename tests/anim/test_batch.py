@@ -208,11 +208,49 @@ def test_compiled_equals_reference_many_seeds(seed):
                           end_zero_overshoot=bool(seed % 2)))
 
 
+def _plan_reference(world, plan, bank, submasks) -> list:
+    """Each human of ``plan`` (anim.plan.SamplePlan) run on the reference model's pose
+    (anim.reference.pose): its samples, its blends (a subtree blend: the whole-body blend
+    on the bones of the subtree, the lower pose elsewhere, Pose_BlendPartial), its final
+    pose or the reference pose, and the bone transforms; as (vel, root, rot, tag, pos,
+    mrot) bit arrays."""
+    from types import SimpleNamespace
+
+    from scuffle.anim.reference.pose import RefPose, blend, bones_of, reference_pose, sample_cursor
+
+    bits = bank.tag_bits
+    poses: dict = {}
+    for j, ci in enumerate(plan.s_clip):
+        # the time a Python float, as the reference's cursors hold it (a numpy float32 would
+        # multiply in float32 under NEP 50, not as the FPU's toward-zero product)
+        cur = SimpleNamespace(clip=bank.clips[ci], time=float(np.float32(plan.s_time[j])), flags=plan.s_flags[j])
+        poses[j] = sample_cursor(world, cur, plan.s_rate[j])
+    for j, (a, b) in enumerate(zip(plan.b_a, plan.b_b)):
+        lo, up, m = poses[a], poses[b], plan.b_mask[j]
+        whole = blend(lo, up, plan.b_w[j], bits)
+        if m >= 0:
+            inside = submasks[m]
+            whole = RefPose(whole.vel if inside[0] else lo.vel, whole.root if inside[1] else lo.root,
+                            [whole.rot[k] if inside[k] else lo.rot[k] for k in range(len(inside))],
+                            [whole.tag[0] if inside[0] else lo.tag[0], whole.tag[1] if inside[1] else lo.tag[1]]
+                            + [whole.tag[2 + k] if inside[k] else lo.tag[2 + k] for k in range(len(inside))])
+        poses[-(j + 1)] = whole
+    out = []
+    for h in plan.finals:
+        p = reference_pose(bank.skeleton.bind_height, bits) if h is None else poses[h]
+        pos, mrot = bones_of(bank.skeleton, p, bank.motion_entry)
+        vel, root, rot, tag = p.arrays()
+        out.append([x.view(np.uint32) if x.dtype == np.float32 else x for x in (vel, root, rot, tag, pos, mrot)])
+    return out
+
+
 def test_plan_with_subtree_masks_and_default_poses_matches_reference():
-    """The compiled plan kernel (pose_plan) against the one-pose-at-a-time reference:
-    partial blends (Pose_BlendPartial's subtree masks), stacks of several blends, empty
-    stacks (the default pose), flags 0x1 / 0x2 (tagged defaults), several rates."""
-    from scuffle.anim.plan import SamplePlan
+    """The compiled plan kernel (pose_plan) against the reference model's pose, bit for
+    bit (no tolerance): partial blends (Pose_BlendPartial's subtree masks), stacks of
+    several blends, empty stacks (the default pose), flags 0x1 / 0x2 (tagged defaults),
+    several rates; the poses and the bone transforms."""
+    from scuffle.anim.plan import Bones, SamplePlan
+    from scuffle.anim.skeleton import NUM_BONES, subtree_mask
 
     aset = _set(3)
     p = Player()
@@ -230,13 +268,17 @@ def test_plan_with_subtree_masks_and_default_poses_matches_reference():
             if rng.random() < 0.7:
                 plan.blend_top(rng.random(), rng.choice([-1, -1, 0, 1, 3, 5, 17, 28]))
         plan.end()
-    fast, ref = plan.execute(bank), plan.execute_reference(bank)
-    # the numpy sampler renormalises in another order (the 1-ulp differences of a
-    # rotation): within 1e-5 here; the engine's poses equal the reference model's bit
-    # for bit (the tests above)
-    assert np.array_equal(fast.tag, ref.tag)
-    assert np.allclose(fast.vel, ref.vel, atol=1e-5) and np.allclose(fast.root, ref.root, atol=1e-5)
-    assert np.all(np.abs(np.einsum("ibn,ibn->bn", fast.rot, ref.rot)) > 1 - 1e-5)
+    out = Bones(len(plan.finals))
+    plan.run(bank, np.arange(len(plan.finals), dtype=np.int64), out)
+    want = _plan_reference(Reference(PlayerOptions()), plan, bank,
+                           {b: subtree_mask(b, bank.skeleton.parents) for b in range(NUM_BONES)})
+    assert any(m >= 0 for m in plan.b_mask) and any(h is None for h in plan.finals)
+    pb = out.poses
+    for i, w in enumerate(want):
+        got = [pb.vel[:, i], pb.root[:, i], pb.rot[:, :, i].T, pb.tag[:, i], out.pos[:, :, i].T, out.rot[:, :, i].T]
+        for k, (g, x) in enumerate(zip(got, w)):
+            g = g.view(np.uint32) if g.dtype == np.float32 else g
+            assert np.array_equal(g, x), f"human {i}, part {k}: {np.argwhere(g != x)[:4].tolist()}"
 
 
 def test_batched_mostly_takes_the_fast_path():

@@ -117,6 +117,13 @@ def _live_task_of(stores, ttype: TaskType) -> int:
      r"tasks\.rate: dtype float64"),
     ("length", lambda st: setattr(st.cursors, "t", st.cursors.t[:-1].copy()), r"cursors\.t: dtype float32 shape"),
     ("stack shape", lambda st: setattr(st.humans, "stack", st.humans.stack[:, :5].copy()), r"humans\.stack"),
+    # the queues, which the pose kernel walks for PlayerOptions.queued_default
+    ("queued", lambda st: st.humans.queued.__setitem__(_live(st.humans), HumanTable.QUEUE_ROWS + 1),
+     r"humans\.queued\[\d+\] = 11: not 0-10"),
+    ("queue row", lambda st: (st.humans.queued.__setitem__(_live(st.humans), 1),
+                              st.humans.queue.__setitem__((_live(st.humans), 0), st.tasks.capacity)),
+     r"humans\.queue\[\d+\] = \d+: not a row of the task table"),
+    ("queue shape", lambda st: setattr(st.humans, "queue", st.humans.queue[:, :3].copy()), r"humans\.queue: "),
 ])
 def test_each_rule_names_its_fault(crowd, rule, fix, words):
     p, _ = crowd
