@@ -368,12 +368,15 @@ def save_reference(reference: Any, instances: Iterable[Any]) -> tuple:
     per = [({n: _graph_copy(getattr(inst, n), memo, own) for n in _REF_INSTANCE_STATE},
             _private_values(inst.record) if hasattr(inst.record, "table")      # a HumanRecord (the Game's)
             else (int(inst.record.flags), int(inst.record.anim_id))) for inst in insts]
-    return insts, ref, per
+    # the humans removed whose cut tasks the next flush releases: their records, kept till then
+    leaving = [(inst, _private_values(inst.record)) for inst in reference._leaving
+               if hasattr(inst.record, "table") and inst.record.alive()]
+    return insts, ref, per, leaving
 
 
 def load_reference(reference: Any, saved: tuple) -> None:
     """Write ``saved`` (save_reference's) back: copied again, so the saved state stays."""
-    insts, ref, per = saved
+    insts, ref, per, leaving = saved
     memo: dict = {}
     own = _ref_owned(insts)
     for n, v in ref.items():
@@ -385,3 +388,5 @@ def load_reference(reference: Any, saved: tuple) -> None:
             _private_back(inst.record, record)
         else:
             inst.record.flags, inst.record.anim_id = record
+    for inst, record in leaving:
+        _private_back(inst.record, record)

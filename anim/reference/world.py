@@ -637,7 +637,7 @@ class Reference:
         as the engine's does (BatchEngine.forget): at once, or at the end of the flush that
         releases the human's cut tasks."""
         self._stepped = [i for i in self._stepped if i is not inst]
-        if getattr(inst.record, "release", None) is None:
+        if getattr(inst.record, "release", None) is None or any(i is inst for i in self._leaving):
             return
         if any(i is inst for _, i in self.deferred):
             self._leaving.append(inst)
