@@ -1104,7 +1104,19 @@ def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
     h_flags[hi] &= ~(bits & ~others)
 
 
-@njit(cache=CACHE)
+# ---------------------------------------------------------------- the step
+#
+# step_stacks and its named steps, one per rule of the spec's per-update order. The steps
+# take plain columns (arrays and scalars): steps taking the tables' named tuples ran
+# step_stacks 2.5x slower, inlined or not (issue 19, item 5). They allocate nothing and
+# are compiled with ``_nrt=False``: with numba's reference counting every array argument
+# costs an atomic increment and decrement per call (1.4x on the split step); without it
+# LLVM inlines the small ones. Each returns the buffers' fill counts it moved. (Numba's
+# ``inline='always'`` is no way out: CPython 3.11 passes a call of more than 30 arguments
+# as *args, which numba's inliner refuses.)
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed, t_c0, t_c1, t_value, t_target,
               c_t, c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count,
               e_frame, ev_out, n_ev):
@@ -1142,10 +1154,7 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
     return n_ev
 
 
-# ---------------------------------------------------------------- the step
-
-
-@njit(cache=CACHE)
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming, t_released, f_el, f_dur, def_out,
                n_def):
     """Type 9 advances ("Fades" L261-267): its clock by ``step``; at its end, or with more
@@ -1178,7 +1187,7 @@ def _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming, 
     return n_def, True
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
 def _held_events(hi, n0, n_ev, e_type, ev_out, h_depth, h_stack, h_flags, t_held, t_released):
     """Events 0x2c, 0x2d and 0x48 among the rows ``n0``-``n_ev`` act on the task that fired
     them if it holds the bits ("Animation tasks" L231-237). Original: 0x00101dd8."""
@@ -1201,15 +1210,258 @@ def _held_events(hi, n0, n_ev, e_type, ev_out, h_depth, h_stack, h_flags, t_held
             h_flags[hi] |= _REPLACED
 
 
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_bank, e_count, g_b0, g_b1, g_b2,
+          g_b3, g_b4, walk):
+    """The buffer room human ``hi``'s step may need, and whether the kernel can follow its
+    rows: each cursor passes at most its clip's events twice (a wrap), a gait's change of
+    pair may bring in its clip with the most events, each task (a clip's next tasks
+    included) is deferred at most once. Not runnable: a task ``_runnable`` refuses or a
+    fade as a clip's next task (rows written behind the engine's back). Returns (events,
+    deferred, runnable)."""
+    need_ev = 0
+    need_def = 0
+    runnable = True
+    n = _seed_walk(hi, h_depth, h_stack, walk)
+    while n > 0:
+        n -= 1
+        r = walk[n]
+        need_def += 1
+        if not _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
+            runnable = False
+        if t_c0[r] >= 0:
+            need_ev += 2 * e_count[c_bank[t_c0[r]]]
+        if t_c1[r] >= 0:
+            need_ev += 2 * e_count[c_bank[t_c1[r]]]
+        if t_c2[r] >= 0:                # types 11 and 13
+            need_ev += 2 * e_count[c_bank[t_c2[r]]]
+            if t_c3[r] >= 0:            # type 11
+                need_ev += 2 * e_count[c_bank[t_c3[r]]]
+        if t_type[r] == _GAIT:          # a clip a change of pair brings in may lead
+            g = t_aux[r]
+            most = max(e_count[g_b0[g]], e_count[g_b1[g]], e_count[g_b2[g]], e_count[g_b3[g]], e_count[g_b4[g]])
+            need_ev += 2 * most
+        if (t_type[r] == _CLIP or t_type[r] == _PAIRED_CLIP) and t_nxt[r] >= 0 and n < walk.shape[0]:
+            if t_type[t_nxt[r]] == _FADE:
+                runnable = False
+            walk[n] = t_nxt[r]
+            n += 1
+    return need_ev, need_def, runnable
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _save_counts(counts, n_ev, n_def, n_gait, n_wrap, stopped):
+    """The buffers' fill counts and the index the step stopped at, into ``counts``."""
+    counts[COUNT_EVENTS] = n_ev
+    counts[COUNT_DEFERRED] = n_def
+    counts[COUNT_GAITS] = n_gait
+    counts[COUNT_WRAPS] = n_wrap
+    counts[COUNT_STOPPED] = stopped
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _newest(hi, newest_only, h_depth, h_stack, t_type):
+    """The task whose events alone fire under EventRule.NEWEST (Player.top: the top task, or
+    the bottom one when the top is a fade), -1 when every task's fire ("The task stack"
+    L256). Original: 0x00175210."""
+    depth = h_depth[hi]
+    if not newest_only or depth == 0:
+        return -1
+    newest = h_stack[hi, depth - 1]
+    if t_type[newest] == _FADE:
+        newest = h_stack[hi, 0]
+    return newest
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _note_wrap(hi, r, wrap_out, n_wrap):
+    """A wrap of task ``r``, which has a wrap callback, as a row of ``wrap_out`` (the caller
+    runs the callback after the step). Returns the wraps' new count."""
+    wrap_out[n_wrap, 0] = hi
+    wrap_out[n_wrap, 1] = r
+    return n_wrap + 1
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _step_loop(hi, r, step, sink_on, zero_overshoot, t_c0, t_wraps, t_callback, c_t, c_frame, c_end, c_limit,
+               c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev, wrap_out, n_wrap):
+    """Type 1 advances ("When a clip ends" L318): its cursor by ``step``; at the clip's end
+    it restarts and advances by the overshoot (period D - 1/60), the wrap is counted and,
+    with a wrap callback, noted. Returns (the events' count, the wraps' count).
+    Original: 0x00105770."""
+    wrapped, n_ev = _advance_looping(hi, t_c0[r], r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
+                                     c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+    if wrapped:
+        t_wraps[r] += 1
+        if t_callback[r]:
+            n_wrap = _note_wrap(hi, r, wrap_out, n_wrap)
+    return n_ev, n_wrap
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _step_clip(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf,
+               c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
+    """Types 3-7 advance their clip's cursor ``c`` by ``step`` ("When a clip ends"
+    L299-308): whether the clip ended, an overshoot of exactly 0.0 taken as "not ended"
+    (L320) unless ``zero_overshoot``. Returns (ended, the events' count).
+    Original: 0x00105af0 (type 3), 0x00108bd0 (type 6)."""
+    over, n_ev = _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf,
+                          c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+    return over != 0.0 or (zero_overshoot and c_at_end[c]), n_ev
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _hand_over(hi, r, nx, h_depth, h_stack, t_type, t_nxt, t_handed, t_incoming, t_released, walk, def_out, n_def):
+    """A type 3 / 6 at its clip's end ("When a clip ends" L313-314): its next task ``nx``
+    takes its place in the same update (on the stack, a fade's incoming link following
+    it; or as the next task of the clip it follows) and it goes on the deferred list.
+    Returns the deferred count. Original: 0x00105af0, 0x00105640 AnimTask_DeferGive."""
+    t_handed[r] = True
+    pos = _find(hi, r, h_depth, h_stack)
+    if pos < 0:
+        owner = _owner_of(hi, r, h_depth, h_stack, t_type, t_nxt, t_handed, walk)
+        t_nxt[owner] = nx
+    else:
+        h_stack[hi, pos] = nx
+        for j in range(h_depth[hi]):
+            fj = h_stack[hi, j]
+            if t_type[fj] == _FADE and t_incoming[fj] == r:
+                t_incoming[fj] = nx
+    return _defer(hi, r, t_released, def_out, n_def)
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _in_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window, c_t, c_dur, f_dur,
+               g_leader):
+    """Whether a type 3 / 6 that did not hand over advances its next task too: inside its
+    clip's last b seconds (t - (D - b) > 0, b the window) under BlendWindow.ADVANCED
+    ("Animation tasks" L215: "the next task is advanced too"). Original: 0x00105af0."""
+    if t_window[r] == _KEPT:
+        return False
+    b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader)
+    return b > 0.0 and sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b)) > 0.0
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _gait_move(r, dt, t_rate, t_speed, t_c0, t_c1, t_aux, g_value, g_target, g_lower, g_leader):
+    """The gait's value moves toward its target by at most rate x dt x speed ("Gait blend"
+    L283). Returns (the new value, the old value's fraction over the old pair's index, the
+    old leading cursor), for the change of pair and the leader rule.
+    Original: 0x0010a5b8."""
+    a = t_aux[r]
+    old_frac = np.float64(g_value[a]) - g_lower[a]
+    old_lead = _lead(r, t_c0, t_c1, t_aux, g_leader)
+    v = _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target)
+    g_value[a] = v
+    return v, old_frac, old_lead
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _change_pair(r, nl, old_lead, t_c0, t_c1, t_aux, gaits, cursors, events, pair4):
+    """The gait's pair becomes clips ``nl`` and ``nl`` + 1 ("Gait blend" L284): the
+    clips that come in get cursors (``_new_pair``) at the old leader's normalised time.
+    Called on a change of pair only (so it may take the tables' tuples).
+    Original: 0x0010a5b8."""
+    _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, pair4)
+    c_t, c_dur = cursors.t, cursors.dur
+    for j in range(2):
+        if pair4[2 + j] == 1:
+            cn = pair4[j]
+            tn = mul(div(np.float64(c_t[old_lead]), np.float64(c_dur[old_lead])), np.float64(c_dur[cn]))
+            _set_time(cn, tn, c_t, cursors.frame, cursors.end, cursors.bank, cursors.ev, cursors.evf, events.first,
+                      events.n, events.frame)
+    t_c0[r] = pair4[0]
+    t_c1[r] = pair4[1]
+    gaits.lower[t_aux[r]] = nl
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _gait_leader(r, v, old_frac, t_aux, g_target, g_lower, g_leader):
+    """Which cursor leads, 0 the lower, 1 the upper ("Gait blend" L285), into the leader
+    column: the lower below a new fraction of 0.01, the upper from 0.995; else the upper
+    when the value ``v`` is still above the target (falling) or the old fraction was over
+    0.875. Returns whether the leader changed. Original: 0x0010a5b8."""
+    a = t_aux[r]
+    frac = v - g_lower[a]
+    if frac < _ALONE_LOW:
+        lead = 0
+    elif frac >= _ALONE_HIGH:
+        lead = 1
+    elif v > np.float64(g_target[a]) or old_frac > _FALL:
+        lead = 1
+    else:
+        lead = 0
+    changed = lead != g_leader[a]
+    g_leader[a] = lead
+    return changed
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_aux, t_callback, g_leader, c_t,
+                  c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
+                  ev_out, n_ev, wrap_out, n_wrap):
+    """One cursor leads ("Gait blend" L285): the leader, unmuted, advances by ``step``,
+    looping (a wrap noted with a wrap callback); the follower, muted, is set to its
+    normalised time. Returns (the events' count, the wraps' count).
+    Original: 0x0010a5b8."""
+    base = t_flags[r] & _CURSOR_BITS
+    if g_leader[t_aux[r]] == 0:
+        lc = t_c0[r]
+        fc = t_c1[r]
+    else:
+        lc = t_c1[r]
+        fc = t_c0[r]
+    c_flags[lc] = base
+    c_flags[fc] = base | _MUTED
+    wrapped, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
+                                     c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+    if wrapped and t_callback[r]:
+        n_wrap = _note_wrap(hi, r, wrap_out, n_wrap)
+    tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
+    _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+    return n_ev, n_wrap
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _step_pick(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, t_c3, c_t, c_frame, c_end, c_limit, c_flags,
+               c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
+    """Type 11 advances ("Animation tasks" L218; its advance ours, PickTask.advance): its
+    four clips in step by ``step``, each looping (the muted ones fire nothing). Returns
+    the events' count. Original: 0x00106f50 (type 11's constructor)."""
+    for j in range(4):
+        _, n_ev = _advance_looping(hi, _cursor_k(r, j, t_c0, t_c1, t_c2, t_c3), r, step, sink_on, zero_overshoot,
+                                   c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first,
+                                   e_count, e_frame, ev_out, n_ev)
+    return n_ev
+
+
+@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+def _step_direction(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, c_t, c_frame, c_end, c_limit, c_dur,
+                    c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
+    """Type 13 advances ("Animation tasks" L220; its advance ours, DirectionTask.advance):
+    the centre clip (c1) leads by ``step``, looping; its two neighbours (c0, c2) follow at
+    its normalised time. Returns the events' count. Original: 0x00109210 (type 13's
+    constructor)."""
+    lc = t_c1[r]
+    _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
+                               c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+    for fc in (t_c0[r], t_c2[r]):
+        tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
+        _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+    return n_ev
+
+
 @njit(cache=CACHE)
 def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, events, out):
     """One animation step of the humans ``rows[start:]`` (rows of the human table), each
-    in turn (see the module docstring). One function on purpose: split into named steps
-    taking the tables' named tuples (issue 19, item 5), inlined or not, it ran 2.5x slower
-    (10.4 against 4.2 ms at 5,000 humans of the realistic crowd); its sections are marked
-    instead (the room, the stack, types 1 and 3-7, the fade, the gait, 10/11/13, the
-    held-flag events), and named steps that take columns (``_step_fade``,
-    ``_held_events``, ``_step_mix``) cost nothing.
+    in turn (see the module docstring), in the spec's order: the room, then every task of
+    the stack bottom-up, each by its type's named step ("When a clip ends" L299-334,
+    "Fades" L261-267, "Gait blend" L269-288), then the held-flag events of what it fired.
+    The named steps take columns, not the tables' named tuples (taking the tuples, split
+    step_stacks ran 2.5x slower, inlined or not: issue 19, item 5; ``_change_pair``, run
+    on a change of pair only, takes them), and run without numba's reference counting
+    (``_nrt=False``; with it each call's arrays cost an atomic increment and decrement
+    each and the split step ran 1.4x slower); so split it runs as fast as in one piece.
 
     Out: ``status[k]`` (STATUS_* bits) for rows[k]; ``ev_out[:counts[0]]`` the fired
     events (human row, task row, cursor row, event index into e_*), in firing order,
@@ -1224,12 +1476,11 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     order: the caller runs the callbacks after the step. A human with a task the kernel
     cannot follow (``_runnable``: a fade as a next task, a task without its rows: a
     table written behind the engine's back) is not stepped (STATUS_BAD). ``counts`` are
-    read as the fill
-    so far (the caller zeroes them first). ``snap`` (>= 18), ``walk`` (>= 64) and
-    ``pair4`` (4) are scratch. Nothing is allocated (no numpy array: table rows are
-    taken from free lists). In: ``rules`` the StepRules, the
-    tables as HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, and
-    ``out`` the StepBuffers (status, ev_lo, ev_hi and the buffers above).
+    read as the fill so far (the caller zeroes them first). ``snap`` (>= 18), ``walk``
+    (>= 64) and ``pair4`` (4) are scratch. Nothing is allocated (no numpy array: table
+    rows are taken from free lists). In: ``rules`` the StepRules, the tables as
+    HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, and ``out`` the
+    StepBuffers (status, ev_lo, ev_hi and the buffers above).
     """
     zero_overshoot, newest_only, cleanup_above = rules.zero_overshoot, rules.newest_only, rules.cleanup_above
     h_depth, h_stack, h_flags = humans.depth, humans.stack, humans.flags
@@ -1256,61 +1507,23 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     cap_def = min(def_out.shape[0], wrap_out.shape[0])
     for k in range(start, rows.shape[0]):
         hi = rows[k]
-        depth = h_depth[hi]
-        # room: each cursor passes at most its clip's events twice (a wrap), each task
-        # is deferred at most once
-        need_ev = 0
-        need_def = 0
-        runnable = True
-        n = _seed_walk(hi, h_depth, h_stack, walk)
-        while n > 0:
-            n -= 1
-            r = walk[n]
-            need_def += 1
-            # rows written behind the engine's back: the human is not stepped (STATUS_BAD)
-            if not _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
-                runnable = False
-            if t_c0[r] >= 0:
-                need_ev += 2 * e_count[c_bank[t_c0[r]]]
-            if t_c1[r] >= 0:
-                need_ev += 2 * e_count[c_bank[t_c1[r]]]
-            if t_c2[r] >= 0:                # types 11 and 13
-                need_ev += 2 * e_count[c_bank[t_c2[r]]]
-                if t_c3[r] >= 0:            # type 11
-                    need_ev += 2 * e_count[c_bank[t_c3[r]]]
-            if t_type[r] == _GAIT:          # a clip a change of pair brings in may lead
-                g = t_aux[r]
-                most = max(e_count[g_b0[g]], e_count[g_b1[g]], e_count[g_b2[g]], e_count[g_b3[g]],
-                           e_count[g_b4[g]])
-                need_ev += 2 * most
-            if (t_type[r] == _CLIP or t_type[r] == _PAIRED_CLIP) and t_nxt[r] >= 0 and n < walk.shape[0]:
-                if t_type[t_nxt[r]] == _FADE:
-                    runnable = False
-                walk[n] = t_nxt[r]
-                n += 1
+        need_ev, need_def, runnable = _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_bank,
+                                            e_count, g_b0, g_b1, g_b2, g_b3, g_b4, walk)
         if not runnable:
             status[k] = STATUS_BAD
             ev_lo[k] = ev_hi[k] = n_ev
             continue
         if n_ev + need_ev > cap_ev or max(n_def, n_wrap) + need_def > cap_def:
-            counts[COUNT_EVENTS] = n_ev
-            counts[COUNT_DEFERRED] = n_def
-            counts[COUNT_GAITS] = n_gait
-            counts[COUNT_WRAPS] = n_wrap
-            counts[COUNT_STOPPED] = k
+            _save_counts(counts, n_ev, n_def, n_gait, n_wrap, k)
             return
         st = 0
         ev0 = n_ev
         def0 = n_def
-        # the newest task (Player.top) when only its events fire
-        newest = -1
-        if newest_only and depth > 0:
-            newest = h_stack[hi, depth - 1]
-            if t_type[newest] == _FADE:
-                newest = h_stack[hi, 0]
+        newest = _newest(hi, newest_only, h_depth, h_stack, t_type)
+        depth = h_depth[hi]
         for i in range(depth):
             snap[i] = h_stack[hi, i]
-        for si in range(depth):
+        for si in range(depth):             # the stack as it was, bottom-up
             task = snap[si]
             if t_released[task]:
                 continue
@@ -1320,148 +1533,68 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
             while True:                     # a task, then the next tasks it advances too
                 tt = t_type[r]
                 step = mul(dt, np.float64(t_rate[r]))
-                if tt == _LOOP or tt == _HOLD or tt == _SCENE or tt == _PAIRED_HOLD or tt == _CLIP \
-                        or tt == _PAIRED_CLIP:
+                if tt == _LOOP:
+                    n_ev, n_wrap = _step_loop(hi, r, step, sink_on, zero_overshoot, t_c0, t_wraps, t_callback, c_t,
+                                              c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end,
+                                              e_first, e_count, e_frame, ev_out, n_ev, wrap_out, n_wrap)
+                elif tt == _CLIP or tt == _PAIRED_CLIP:
                     c = t_c0[r]
-                    if tt == _LOOP:
-                        wrapped, n_ev = _advance_looping(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end,
-                                                         c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first,
-                                                         e_count, e_frame, ev_out, n_ev)
-                        if wrapped:
-                            t_wraps[r] += 1
-                            if t_callback[r]:
-                                wrap_out[n_wrap, 0] = hi
-                                wrap_out[n_wrap, 1] = r
-                                n_wrap += 1
-                        break
-                    over, n_ev = _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev,
-                                          c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
-                    ended = over != 0.0 or (zero_overshoot and c_at_end[c])
-                    if tt != _CLIP and tt != _PAIRED_CLIP:
-                        break
+                    ended, n_ev = _step_clip(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
+                                             c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
+                                             ev_out, n_ev)
                     nx = t_nxt[r]
                     if nx >= 0 and ended:
-                        # the hand-over: the next task takes this one's place
-                        t_handed[r] = True
-                        pos = _find(hi, r, h_depth, h_stack)
-                        if pos < 0:
-                            owner = _owner_of(hi, r, h_depth, h_stack, t_type, t_nxt, t_handed, walk)
-                            t_nxt[owner] = nx
-                        else:
-                            h_stack[hi, pos] = nx
-                            for j in range(h_depth[hi]):
-                                fj = h_stack[hi, j]
-                                if t_type[fj] == _FADE and t_incoming[fj] == r:
-                                    t_incoming[fj] = nx
-                        n_def = _defer(hi, r, t_released, def_out, n_def)
+                        n_def = _hand_over(hi, r, nx, h_depth, h_stack, t_type, t_nxt, t_handed, t_incoming,
+                                           t_released, walk, def_out, n_def)
                         st |= STATUS_STACK | STATUS_TOP
                         if _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
                                    g_leader) > 0.0:
-                            r = nx
+                            r = nx          # with a blend time the next task is advanced by dt (L313)
                             continue
-                        break
-                    if t_window[r] != _KEPT:
-                        b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
-                                    g_leader)
-                        if b > 0.0 and sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b)) > 0.0:
-                            r = nx          # "the next task is advanced too" (L215)
-                            continue
-                    break
+                    elif _in_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window,
+                                    c_t, c_dur, f_dur, g_leader):
+                        r = nx              # "the next task is advanced too" (L215)
+                        continue
+                elif tt == _HOLD or tt == _SCENE or tt == _PAIRED_HOLD:
+                    _, n_ev = _step_clip(hi, t_c0[r], r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
+                                         c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out,
+                                         n_ev)
                 elif tt == _FADE:
                     n_def, done = _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming,
                                              t_released, f_el, f_dur, def_out, n_def)
                     if done:
                         st |= STATUS_STACK | STATUS_TOP
-                    break
                 elif tt == _GAIT:
-                    a = t_aux[r]
-                    old = np.float64(g_value[a])
-                    lower = g_lower[a]
-                    old_frac = old - lower
-                    old_lead = _lead(r, t_c0, t_c1, t_aux, g_leader)
-                    v = _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target)
-                    g_value[a] = v
+                    v, old_frac, old_lead = _gait_move(r, dt, t_rate, t_speed, t_c0, t_c1, t_aux, g_value, g_target,
+                                                       g_lower, g_leader)
                     nl = _pair_index(v)
-                    if nl != lower:
-                        # the clips that come in join at the old leader's normalised time
-                        _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, pair4)
-                        for j in range(2):
-                            if pair4[2 + j] == 1:
-                                cn = pair4[j]
-                                tn = mul(div(np.float64(c_t[old_lead]), np.float64(c_dur[old_lead])),
-                                         np.float64(c_dur[cn]))
-                                _set_time(cn, tn, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count,
-                                          e_frame)
-                        t_c0[r] = pair4[0]
-                        t_c1[r] = pair4[1]
-                        g_lower[a] = nl
-                        lower = nl
+                    if nl != g_lower[t_aux[r]]:
+                        _change_pair(r, nl, old_lead, t_c0, t_c1, t_aux, gaits, cursors, events, pair4)
                         n_gait += 1
                         st |= STATUS_TOP
-                    tgt = np.float64(g_target[a])
-                    frac = v - lower
-                    if frac < _ALONE_LOW:
-                        lead = 0
-                    elif frac >= _ALONE_HIGH:
-                        lead = 1
-                    elif v > tgt or old_frac > _FALL:
-                        lead = 1
-                    else:
-                        lead = 0
-                    if lead != g_leader[a]:
+                    if _gait_leader(r, v, old_frac, t_aux, g_target, g_lower, g_leader):
                         st |= STATUS_TOP
-                    g_leader[a] = lead
-                    base = t_flags[r] & _CURSOR_BITS
-                    if lead == 0:
-                        lc = t_c0[r]
-                        fc = t_c1[r]
-                    else:
-                        lc = t_c1[r]
-                        fc = t_c0[r]
-                    c_flags[lc] = base
-                    c_flags[fc] = base | _MUTED
-                    # the leader advances, looping
-                    wrapped, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
-                                               c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
-                                               ev_out, n_ev)
-                    if wrapped and t_callback[r]:
-                        wrap_out[n_wrap, 0] = hi
-                        wrap_out[n_wrap, 1] = r
-                        n_wrap += 1
-                    # the follower at the leader's normalised time
-                    tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
-                    _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
-                    break
+                    n_ev, n_wrap = _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_aux,
+                                                 t_callback, g_leader, c_t, c_frame, c_end, c_limit, c_dur, c_flags,
+                                                 c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out,
+                                                 n_ev, wrap_out, n_wrap)
                 elif tt == _MIX:
-                    # the playing id follows a set_value given since the last step too: refreshed
+                    # types 10, 11 and 13: the playing id follows a set_value given since the last step too
                     n_ev = _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed, t_c0,
                                      t_c1, t_value, t_target, c_t, c_frame, c_end, c_limit, c_dur, c_flags,
                                      c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
                     st |= STATUS_TOP
-                    break
                 elif tt == _PICK:
-                    # PickTask.advance: all four clips in step, each looping (the muted ones fire nothing);
-                    # the playing id follows a set_value given since the last step: refreshed
+                    n_ev = _step_pick(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, t_c3, c_t, c_frame,
+                                      c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count,
+                                      e_frame, ev_out, n_ev)
                     st |= STATUS_TOP
-                    for j in range(4):
-                        _, n_ev = _advance_looping(hi, _cursor_k(r, j, t_c0, t_c1, t_c2, t_c3), r, step, sink_on,
-                                                   zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev,
-                                                   c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
-                    break
                 elif tt == _DIRECTION:
-                    # DirectionTask.advance: the centre leads, looping; the neighbours follow
-                    # (the playing id refreshed, as for types 10 and 11)
+                    n_ev = _step_direction(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, c_t, c_frame,
+                                           c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first,
+                                           e_count, e_frame, ev_out, n_ev)
                     st |= STATUS_TOP
-                    lc = t_c1[r]
-                    _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
-                                               c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
-                                               ev_out, n_ev)
-                    for fc in (t_c0[r], t_c2[r]):
-                        tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
-                        _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
-                    break
-                else:
-                    break                   # not a type this kernel is given
+                break
             # the held-flag events of what this task fired (0x00101dd8: 0x2c, 0x2d, 0x48)
             _held_events(hi, n0, n_ev, e_type, ev_out, h_depth, h_stack, h_flags, t_held, t_released)
         if n_ev > ev0:
@@ -1471,11 +1604,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
         status[k] = st
         ev_lo[k] = ev0
         ev_hi[k] = n_ev
-    counts[COUNT_EVENTS] = n_ev
-    counts[COUNT_DEFERRED] = n_def
-    counts[COUNT_GAITS] = n_gait
-    counts[COUNT_WRAPS] = n_wrap
-    counts[COUNT_STOPPED] = rows.shape[0]
+    _save_counts(counts, n_ev, n_def, n_gait, n_wrap, rows.shape[0])
 
 
 # ---------------------------------------------------------------- the pose
