@@ -71,6 +71,7 @@ class BatchEngine:
         self._last: list | None = None          # the instance list of the last call
         self._last_rows = np.zeros(0, np.int64)
         self._noisy: list = []                  # instances whose events / released to clear
+        self._leaving: list = []                # (human row, generation): forgotten, freed at the flush
         # the clips' events, by bank index: first, count, frames, types (and the Event objects)
         self._n_clips = 0
         self.e_first = np.zeros(0, np.int64)
@@ -129,16 +130,35 @@ class BatchEngine:
         return s
 
     def forget(self, inst: CharacterInstance) -> None:
-        """The human leaves the world: its row goes back, its record keeps its flags (its
-        stack and queue must be empty: cut and flushed)."""
+        """The human leaves the world (its stack and queue must be empty: cut): its row of
+        the human table goes back, and with it its record's (the record, the instance's
+        speed and report callback then raise StaleHandle). While tasks of the human wait
+        on the deferred list (cut, not yet flushed), the row stays until the flush has
+        released them (their release clears the record's held flags, may report), and goes
+        back at the flush's end (``release_leaving``). A standalone human (never stepped
+        nor given a task) gives its private row back. Another world's human: nothing."""
         s = inst.slot
         if inst.engine is self:
             self._instances[s] = None
-            self.humans.free(s)
-            inst.record.detach()
             inst.slot = -1
             inst.engine = None
             self._last = None
+            if any(i is inst for _, i in self.player.deferred):
+                self._leaving.append((s, self.humans.gen[s]))
+            else:
+                self.humans.free(s)
+        elif inst.engine is None and inst.record.table.world is None:
+            inst.record.release()
+
+    def release_leaving(self) -> None:
+        """Give back the rows of the humans forgotten with tasks on the deferred list (the
+        flush has released those tasks). A row the record moved out of since (its instance
+        was stepped again: a new row) is already back."""
+        leaving, self._leaving = self._leaving, []
+        h = self.humans
+        for s, gen in leaving:
+            if h.live[s] and h.gen[s] == gen:
+                h.free(s)
 
     def _rows_of(self, instances: list) -> np.ndarray:
         """The rows of ``instances``, reused while the same humans come in the same order."""
@@ -387,7 +407,8 @@ class BatchEngine:
                 inst.released.clear()
             else:
                 inst.events                         # made from the rows before they are reused
-                keep.append(inst)
+                if inst.engine is self:             # a forgotten human is not stepped again here
+                    keep.append(inst)
         in_call[rows] = False
         self._noisy = keep
 

@@ -259,6 +259,8 @@ class Player(StackRules):
         for key, inst in stepped.items():
             if key not in seen:
                 refresh(inst)
+        if self.batch._leaving:                 # humans forgotten with tasks to release: rows back now
+            self.batch.release_leaving()
         self._raise_failed()
         return touched
 
@@ -295,8 +297,12 @@ class Player(StackRules):
         return poses
 
     def forget(self, inst: CharacterInstance) -> None:
-        """The human leaves the world: its row in the human table goes back (its record
-        keeps its flags in a private row). Cut its tasks first (``cut``, then ``flush``)."""
+        """The human leaves the world: its row in the human table goes back, and its record
+        (and the instance's speed and report callback, kept in that row) raise StaleHandle
+        from then on; a human coming back is a new instance with a new record. Cut its
+        tasks first (``cut``); if they are not flushed yet, the row goes back at the end of
+        the flush that releases them (``BatchEngine.forget``)."""
+        self._stepped.pop(id(inst), None)        # no id refresh for it at the flush
         self.batch.forget(inst)
 
     def tasks_out(self, instances: Iterable[CharacterInstance]) -> int:

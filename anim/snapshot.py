@@ -4,16 +4,19 @@ Python values the next update reads.
 The tables (anim.store) are the engine's state: a snapshot is a copy of their columns,
 generations and free lists, and of the values keyed by row (the callbacks, as data).
 Beside them the Player keeps a few Python values the next update reads (the pool's
-count, the deferred list, the stats) and each CharacterInstance its own (its speed, its
-events of the last update, the ids the last flush released, the playing anim id).
+count, the deferred list, the stats, the humans leaving at the next flush). A human's own
+values (its record's flags and playing anim id, its speed, its report callback) are its
+row of the human table; a human with no row yet keeps them on its record's private row
+(saved beside the tables); its last update's outputs (events, released ids) are Python.
 ``save_engine`` copies all of it, ``load_engine`` writes it back, in place where the
 tables kept their size (so the kernels' named tuples of columns stay valid), else on new
 arrays (the engine is told to rebuild them).
 
 A snapshot shares nothing that a later step changes: every array and container is
 copied on save and copied again on load, so one snapshot restores any number of times.
-Handles (tasks, cursors: a row and a generation) are kept as they are: they hold no
-numbers, only their row. A handle made *after* the snapshot was taken belongs to the
+Handles (tasks, cursors, records, bodies: a row and a generation) are kept as they are:
+they hold no numbers, only their row (a record or body given back since the snapshot is
+alive again once its table's generations are restored). A handle made *after* the snapshot was taken belongs to the
 abandoned future: after a restore its row may be free or another task's (the game drops
 such handles, as a GGPO game drops its predicted state).
 
@@ -128,16 +131,20 @@ def load_table(t: Table, s: TableState) -> bool:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class HumanTableState:
-    """A HumanTable's state: its capacity, its block (a copy) and its free list."""
+    """A HumanTable's state: its capacity, its block (a copy), its free list, its rows'
+    generations and the report callbacks keyed by row."""
 
     capacity: int
     block: np.ndarray
     free: list[int]
+    gen: list[int]
+    on_report: dict
 
 
 def save_humans(h: HumanTable, into: HumanTableState | None = None) -> HumanTableState:
     """A copy of the human table ``h`` (into ``into``'s block when it fits)."""
-    return HumanTableState(h.capacity, _copy_into(h.block, into.block if into is not None else None), list(h._free))
+    return HumanTableState(h.capacity, _copy_into(h.block, into.block if into is not None else None), list(h._free),
+                           list(h.gen), dict(h.on_report))
 
 
 def load_humans(h: HumanTable, s: HumanTableState) -> bool:
@@ -150,23 +157,27 @@ def load_humans(h: HumanTable, s: HumanTableState) -> bool:
     else:
         np.copyto(h.block, s.block)
     h._free[:] = s.free
+    h.gen[:] = s.gen
+    h.on_report.clear()
+    h.on_report.update(s.on_report)
     return replaced
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class EngineState:
-    """The compiled engine's state (``save_engine``): the five tables, the pool's flags,
-    the Player's and the engine's Python values, each human's own values (``speed``,
-    ``on_report``, the record's playing anim id: ``instances``, by engine row; those
-    without a row in ``loose``) and, with ``outputs``, the last update's events, released
-    ids and refused poses."""
+    """The compiled engine's state (``save_engine``): the five tables (a human's record,
+    speed and report callback are its row of the human table), the pool's flags, the
+    Player's and the engine's Python values, the instance of each human row
+    (``instances``; their values are in the rows), those without a row yet with the
+    values of their record's private row (``loose``) and, with ``outputs``, the last
+    update's events, released ids and refused poses."""
 
     tables: dict[str, TableState]
     humans: HumanTableState
     pool: tuple
     player: dict[str, Any]
     batch: dict[str, Any]
-    instances: list[tuple]
+    instances: list
     loose: list[tuple]
     outputs: list[tuple] | None
 
@@ -174,11 +185,33 @@ class EngineState:
 # the Player's Python values the next update reads: lists and a dict of handles and
 # instances (empty between two updates but for a cut human's deferred tasks), and the stats
 _PLAYER_LISTS = ("deferred", "refused", "_wraps", "_failed")
-_BATCH_FIELDS = ("kernel_humans", "pair_changes")
+# the engine's: counts, and the rows (with their generations) of humans forgotten with
+# tasks on the deferred list, which the next flush gives back
+_BATCH_FIELDS = ("kernel_humans", "pair_changes", "_leaving")
 
 
-def _own_values(inst) -> tuple:
-    return (inst.speed, inst.on_report, inst.record.anim_id)
+def _private_values(rec) -> tuple:
+    """A record on a private row (a human with no engine row yet, or the reference's):
+    its generation and the row's values (flags, anim id, speed, report callback)."""
+    t, r = rec.table, rec.row
+    return (rec.gen, t.flags.item(r), t.anim.item(r), t.speed.item(r), t.on_report.get(r))
+
+
+def _private_back(rec, values: tuple) -> None:
+    """Write ``_private_values`` back onto the record's private row, taking the row again
+    (with its saved generation) when it went back since (its human was removed)."""
+    gen, flags, anim, speed, report = values
+    t = rec.table
+    if t.world is not None or not (0 <= rec.row < t.capacity):
+        t = HumanTable(1)
+    r = rec.row if t is rec.table and t.live[rec.row] else t.alloc()
+    t.gen[r] = gen
+    t.flags[r], t.anim[r], t.speed[r] = flags, anim, speed
+    if report is None:
+        t.on_report.pop(r, None)
+    else:
+        t.on_report[r] = report
+    rec.table, rec.row, rec.gen = t, r, gen
 
 
 def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
@@ -196,16 +229,16 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
     p: dict[str, Any] = {name: list(getattr(player, name)) for name in _PLAYER_LISTS}
     p["_stepped"] = dict(player._stepped)
     p["stats"] = (player.stats.poses_refused, player.stats.samples)
-    b = {name: getattr(batch, name) for name in _BATCH_FIELDS}
+    b = {name: copy_value(getattr(batch, name)) for name in _BATCH_FIELDS}
     rows = list(batch._instances)
-    own = [None if inst is None else _own_values(inst) for inst in rows]
-    loose = [(inst, _own_values(inst)) for inst in instances if inst.engine is not batch]
+    loose = [(inst, _private_values(inst.record)) for inst in instances
+             if inst.engine is not batch and inst.record.table.world is None]
     out = None
     if outputs:
         out = [(inst, list(inst.events), list(inst.released), inst.poses_refused)
                for inst in dict.fromkeys([*batch._noisy, *player._pose_refused])]
     return EngineState(tables, save_humans(st.humans, into.humans if into is not None else None), pool, p, b,
-                       list(zip(rows, own)), loose, out)
+                       rows, loose, out)
 
 
 def load_engine(player: Any, s: EngineState) -> None:
@@ -226,7 +259,7 @@ def load_engine(player: Any, s: EngineState) -> None:
     player._stepped = dict(s.player["_stepped"])
     player.stats.poses_refused, player.stats.samples = s.player["stats"]
     for name, v in s.batch.items():
-        setattr(batch, name, v)
+        setattr(batch, name, copy_value(v))
     batch._last = None                              # the rows of the step's humans: found again
     if replaced:
         batch._table_key = ()
@@ -238,21 +271,20 @@ def load_engine(player: Any, s: EngineState) -> None:
         inst.poses_refused = 0
     batch._noisy = []
     player._pose_refused = []
-    rows = [inst for inst, _ in s.instances]
+    rows = s.instances
     if batch._instances != rows:                    # humans came or went: their rows as saved
         for r, inst in enumerate(batch._instances):
             if inst is not None and (r >= len(rows) or rows[r] is not inst):
                 inst.slot, inst.engine = -1, None
-        batch._instances = rows
+        batch._instances = list(rows)
+        humans = st.humans
         for r, inst in enumerate(rows):
             if inst is not None:
                 inst.slot, inst.engine = r, batch
-                inst.record.table, inst.record.row = st.humans, r
-    for inst, values in s.instances:
-        if inst is not None:
-            inst.speed, inst.on_report, inst.record.anim_id = values
+                rec = inst.record                   # the row's generation as saved: alive again
+                rec.table, rec.row, rec.gen = humans, r, humans.gen[r]
     for inst, values in s.loose:
-        inst.speed, inst.on_report, inst.record.anim_id = values
+        _private_back(inst.record, values)
     if s.outputs is not None:
         for inst, events, released, refused in s.outputs:
             inst.events = list(events)
@@ -312,7 +344,7 @@ def _fields_of(obj) -> list[tuple[str, Any]]:
     return out
 
 
-_REFERENCE_STATE = ("pool", "deferred", "refused", "_stepped", "_wraps")
+_REFERENCE_STATE = ("pool", "deferred", "refused", "_stepped", "_wraps", "_leaving")
 _REF_INSTANCE_STATE = ("speed", "stack", "queue", "events", "released", "on_report", "poses_refused")
 
 
@@ -334,19 +366,27 @@ def save_reference(reference: Any, instances: Iterable[Any]) -> tuple:
     own = _ref_owned(insts)
     ref = {n: _graph_copy(getattr(reference, n), memo, own) for n in _REFERENCE_STATE}
     per = [({n: _graph_copy(getattr(inst, n), memo, own) for n in _REF_INSTANCE_STATE},
-            (int(inst.record.flags), int(inst.record.anim_id))) for inst in insts]
-    return insts, ref, per
+            _private_values(inst.record) if hasattr(inst.record, "table")      # a HumanRecord (the Game's)
+            else (int(inst.record.flags), int(inst.record.anim_id))) for inst in insts]
+    # the humans removed whose cut tasks the next flush releases: their records, kept till then
+    leaving = [(inst, _private_values(inst.record)) for inst in reference._leaving
+               if hasattr(inst.record, "table") and inst.record.alive()]
+    return insts, ref, per, leaving
 
 
 def load_reference(reference: Any, saved: tuple) -> None:
     """Write ``saved`` (save_reference's) back: copied again, so the saved state stays."""
-    insts, ref, per = saved
+    insts, ref, per, leaving = saved
     memo: dict = {}
     own = _ref_owned(insts)
     for n, v in ref.items():
         setattr(reference, n, _graph_copy(v, memo, own))
-    for inst, (values, (flags, anim_id)) in zip(insts, per):
+    for inst, (values, record) in zip(insts, per):
         for n, v in values.items():
             setattr(inst, n, _graph_copy(v, memo, own))
-        inst.record.flags = flags
-        inst.record.anim_id = anim_id
+        if len(record) == 5:
+            _private_back(inst.record, record)
+        else:
+            inst.record.flags, inst.record.anim_id = record
+    for inst, record in leaving:
+        _private_back(inst.record, record)

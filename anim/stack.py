@@ -14,7 +14,10 @@ import numpy as np
 
 from typing import Any, Callable
 
-from .store import HumanTable
+from .callbacks import check_callback
+from .f32 import FLT_MAX
+from .limits import check_float
+from .store import HumanTable, left_world
 
 __all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
            "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool"]
@@ -41,56 +44,118 @@ class QueueFull(AnimLimitError):
 
 
 class HumanRecord:
-    """The parts of the human's 0x180 record the animation reads and writes.
+    """The parts of the human's 0x180 record the animation reads and writes: a handle
+    onto one row of a human table (anim.store.HumanTable) and that row's generation.
 
     ``held`` is the held flags word (+0x08, 64 bits; kept as int64, so bit 63 is
     refused with ValueError): the trace's ``held`` and the HUD's "held"; ``flags`` is its
     older name, the same word. ``anim_id`` the playing anim id (+0x20), refreshed from the
-    top task, -1 with none. ``flags`` lives in row ``row`` of a human table
-    (anim.store.HumanTable): a private one until the compiled engine first steps the
-    human, then the world's (``attach``), where the compiled step reads and writes it.
+    top task, -1 with none. Both live in row ``row`` of ``table``: a private one-row
+    table for a standalone record (``HumanRecord()``, before its human is stepped or
+    given a task), then the world's (``attach``, by the compiled engine on first sight),
+    where the compiled step reads and writes them. The row is the human's row, so it
+    holds the instance's speed and report callback too (CharacterInstance.speed,
+    .on_report). Once the human leaves the world (``Game.remove_human``,
+    ``Player.forget``), its row goes back and every read or write of the record raises
+    StaleHandle (a ValueError naming the field); a new human taking the row gets a new
+    generation, so an old record never reads it.
     """
 
-    __slots__ = ("table", "row", "anim_id")
+    __slots__ = ("table", "row", "gen")
 
     def __init__(self, flags: int = 0, anim_id: int = -1):
-        self.table = HumanTable(1)
-        self.row = self.table.alloc()
+        table = HumanTable(1)
+        row = table.alloc()
+        self.table, self.row, self.gen = table, row, table.gen[row]
         self.flags = flags
-        self.anim_id = int(anim_id)
+        self.anim_id = anim_id
 
+    def _at(self, owner: str, field: str) -> int:
+        """The row, after checking its generation (StaleHandle naming ``owner.field``)."""
+        r = self.row
+        if self.table.gen[r] != self.gen:
+            raise left_world(owner, field, r, "human")
+        return r
+
+    def alive(self) -> bool:
+        """Whether the row is still this record's (False once its human left the world)."""
+        return bool(self.table.gen[self.row] == self.gen)
+
+    # (the properties check the generation inline: they are on the command and flush paths)
     @property
     def flags(self) -> int:
-        return int(self.table.flags[self.row])
+        """The held flags (+0x08), the older name of ``held``."""
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "flags", r, "human")
+        return t.flags.item(r)
 
     @flags.setter
     def flags(self, value: int) -> None:
         v = int(value)
         if not 0 <= v < 1 << 63:
             raise ValueError(f"HumanRecord.flags: 0x{v:x} is outside 0 .. 2**63 - 1")
-        self.table.flags[self.row] = v
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "flags", r, "human")
+        t.flags[r] = v
 
     @property
     def held(self) -> int:
         """The held flags (+0x08): the word the trace writes as ``held`` (``flags``, its older name)."""
-        return int(self.table.flags[self.row])
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "held", r, "human")
+        return t.flags.item(r)
 
     @held.setter
     def held(self, value: int) -> None:
         self.flags = value
 
-    def attach(self, table: HumanTable, row: int) -> None:
-        """Move the flags into row ``row`` of ``table`` (the world's human table)."""
-        table.flags[row] = self.table.flags[self.row]
-        self.table, self.row = table, row
+    @property
+    def anim_id(self) -> int:
+        """The playing anim id (+0x20), -1 with none."""
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "anim_id", r, "human")
+        return t.anim.item(r)
 
-    def detach(self) -> None:
-        """Move the flags back into a private table (the human left the world's)."""
-        if self.table.capacity > 1:
-            v = self.flags
-            self.table = HumanTable(1)
-            self.row = self.table.alloc()
-            self.flags = v
+    @anim_id.setter
+    def anim_id(self, value: int) -> None:
+        v = int(value)
+        if not -1 <= v < 1 << 63:
+            raise ValueError(f"HumanRecord.anim_id: {v} is outside -1 .. 2**63 - 1")
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "anim_id", r, "human")
+        t.anim[r] = v
+
+    def attach(self, table: HumanTable, row: int) -> None:
+        """Move the record's row (flags, anim id, speed, report callback) into row ``row``
+        of ``table`` (the world's human table: a live row the engine took for the human),
+        giving the old row back. Rejected: a stale record (StaleHandle)."""
+        old, r = self.table, self._at("HumanRecord", "attach")
+        if old is table and r == row:
+            return
+        table.flags[row] = old.flags[r]
+        table.anim[row] = old.anim[r]
+        table.speed[row] = old.speed[r]
+        cb = old.on_report.get(r)
+        if cb is not None:
+            table.on_report[row] = cb
+        old.free(r)
+        self.table, self.row, self.gen = table, row, table.gen[row]
+
+    def release(self) -> None:
+        """Give a private row back (a standalone record's, or the one a reference world's
+        human keeps): the record is stale from now on; a second release does nothing.
+        Rejected: a row of a world's human table (ValueError: its Player's ``forget``
+        gives it back)."""
+        if not self.alive():
+            return
+        if self.table.world is not None:
+            raise ValueError(f"HumanRecord.release: row {self.row} is a world's; forget its human there")
+        self.table.free(self.row)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, HumanRecord):
@@ -100,40 +165,85 @@ class HumanRecord:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
+        if not self.alive():
+            return f"HumanRecord(stale: row {self.row} went back)"
         return f"HumanRecord(flags=0x{self.flags:x}, anim_id={self.anim_id})"
 
 
 class CharacterInstance:
-    """One character's animation state (CharacterInstance): data only.
+    """One character's animation state (CharacterInstance): a handle onto its human's row.
 
     ``stack`` bottom to top and ``queue`` waiting tasks (read from the engine's rows),
-    ``record`` the human record,
+    ``record`` the human record (the handle onto the human's row),
     ``anim_set`` where its clips are found, ``speed`` the speed multiplier (+0x3a4, the
-    blends' rate), ``events`` the events fired this update (FiredEvent objects; the
-    compiled step leaves them as rows of its event buffer, ``_event_rows``, until
-    ``events`` is read: a crowd nobody listens to makes none), ``released`` the ids the
-    last flush released, ``on_report`` called when a released task held 0x400000,
-    ``poses_refused`` the poses its last sample could not push (the pose stack of seven
-    refuses an eighth, 0x00104ce0).
+    blends' rate factor) and ``on_report`` (called when a released task held 0x400000: a
+    Callback as data, or a callable) live in the human's row with the record's flags
+    (HumanTable ``speed`` and keyed ``on_report``): the row is the only copy, and they
+    raise StaleHandle like the record once the human left the world.
+
+    The rest are per-update outputs that no later update reads, so they are kept as
+    Python values and not in the rows: ``events``, the events fired this update
+    (FiredEvent objects; the compiled step leaves them as rows of its event buffer,
+    ``_event_rows``, until ``events`` is read: a crowd nobody listens to makes none),
+    ``released`` the ids the last flush released (for the trace and the host; the
+    human's next step empties it without reading it), ``poses_refused`` the poses its
+    last sample could not push (the pose stack of seven refuses an eighth, 0x00104ce0).
+    Rejected: a speed that is not a finite number a float32 holds (RangeError, a
+    ValueError naming ``CharacterInstance.speed``), an on_report that is neither None, a
+    Callback of plain data nor a callable (CallbackError naming the field).
     """
 
-    __slots__ = ("name", "record", "anim_set", "speed", "_events", "_event_rows", "released",
-                 "on_report", "handle", "slot", "engine", "poses_refused", "__weakref__")
+    __slots__ = ("name", "record", "anim_set", "_events", "_event_rows", "released",
+                 "handle", "slot", "engine", "poses_refused", "__weakref__")
 
     def __init__(self, anim_set, name: str = "", record: HumanRecord | None = None, speed: float = 1.0,
                  handle=None):
         self.name = name
         self.record = record if record is not None else HumanRecord()
         self.anim_set = anim_set
-        self.speed = float(speed)
+        self.speed = speed
         self._events: list = []
         self._event_rows: tuple | None = None     # (source, first, end): this update's event rows
         self.released: list[int] = []
-        self.on_report: Callable | None = None
         self.handle = handle
         self.slot = -1                     # its row in the compiled engine's human table
         self.engine: Any = None            # that engine (anim.batch.BatchEngine), once it has a row
         self.poses_refused = 0             # poses its last sample's stack of 7 refused
+
+    @property
+    def speed(self) -> float:
+        """The speed multiplier (+0x3a4): the human row's ``speed``. The constructors of
+        types 9, 10, 12 and 13 take it (as a float32) into the task's row ("Playback
+        rate", L295: a task's rate is set by its constructor), which is what the kernel
+        steps; a later change reaches the blends built after it."""
+        rec = self.record
+        t, r = rec.table, rec.row
+        if t.gen[r] != rec.gen:
+            raise left_world("CharacterInstance", "speed", r, "human")
+        return t.speed.item(r)
+
+    @speed.setter
+    def speed(self, value: float) -> None:
+        v = check_float("CharacterInstance.speed", value, -FLT_MAX, FLT_MAX)
+        rec = self.record
+        rec.table.speed[rec._at("CharacterInstance", "speed")] = v
+
+    @property
+    def on_report(self) -> Callable | None:
+        """The report callback (a released task held 0x400000; "When a clip ends", L314):
+        keyed by the human's row (HumanTable.on_report), None when there is none."""
+        rec = self.record
+        return rec.table.on_report.get(rec._at("CharacterInstance", "on_report"))
+
+    @on_report.setter
+    def on_report(self, value: Callable | None) -> None:
+        cb = check_callback(value, "CharacterInstance.on_report")
+        rec = self.record
+        r = rec._at("CharacterInstance", "on_report")
+        if cb is None:
+            rec.table.on_report.pop(r, None)
+        else:
+            rec.table.on_report[r] = cb
 
     @property
     def stack(self) -> list:

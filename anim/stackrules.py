@@ -270,6 +270,8 @@ class StackRules(TaskBuilder):
         """Cut every task off the stack (and the queue): all go on the deferred list."""
         gone = inst.stack
         queued = inst.queue
+        if not gone and not queued:             # nothing to cut: no row taken for a human the engine
+            return                              # does not hold (one already forgotten, say)
         self.batch.write_stack(inst, [])
         self.batch.write_queue(inst, [])
         for t in gone:

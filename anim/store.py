@@ -14,7 +14,8 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 __all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
-           "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle"]
+           "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
+           "left_world"]
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
@@ -76,8 +77,16 @@ class task_column(column):
 
 
 class StaleHandle(ValueError):
-    """A handle (a task, a cursor) read or written after its row went back to its table
-    (its task ended and went back to the pool): the row may already be another's."""
+    """A handle (a task, a cursor, a human record, a body) read or written after its row
+    went back to its table (its task ended and went back to the pool; its human left the
+    world): the row may already be another's."""
+
+
+def left_world(owner: str, field: str, row: int, table: str) -> StaleHandle:
+    """The StaleHandle of ``owner.field`` (a HumanRecord's, a CharacterInstance's, a
+    Body's) whose row ``row`` of the ``table`` table went back: its human left the world."""
+    return StaleHandle(f"{owner}.{field}: its row {row} went back to the {table} table (its human left the "
+                       "world: removed, or forgotten by its Player); this handle is stale")
 
 
 _ALIGN = 64            # each array of a table's block starts on a 64-byte boundary
@@ -260,20 +269,32 @@ def task_table(capacity: int = 64) -> Table:
 
 
 class HumanTable:
-    """The humans' rows (one per character instance the compiled engine has seen).
+    """The humans' rows (one per character instance the compiled engine has seen, or one
+    private row of a standalone record), each row with a generation.
 
-    Columns: ``flags`` (the record's held/state word +0x08, int64), ``depth`` (tasks on
-    the stack), ``stack`` (rows of the task table, bottom first, ``STACK_ROWS`` wide),
-    ``queued`` (tasks waiting in the queue), ``queue`` (their rows, first first,
-    ``QUEUE_ROWS`` wide). Grown by doubling; rows reused through a free
-    list. A record keeps its row and this table, never a column (they are replaced on growth).
+    Columns: ``flags`` (the record's held/state word +0x08, int64), ``anim`` (the record's
+    playing anim id +0x20, -1 with none), ``speed`` (the instance's speed multiplier
+    +0x3a4, float64 as given: each blend built for the human takes it as its float32
+    rate factor), ``depth`` (tasks on the stack), ``stack`` (rows of the task table,
+    bottom first, ``STACK_ROWS`` wide), ``queued`` (tasks waiting in the queue),
+    ``queue`` (their rows, first first, ``QUEUE_ROWS`` wide), ``live``; ``gen`` (a list:
+    each row's generation, counted up when the row is freed, so that a HumanRecord whose
+    row went back raises StaleHandle; no kernel reads it, and a list is read in a tenth
+    of a numpy element's time on the command path).
+    Keyed by row: ``on_report`` (the human's report callback, data: anim.callbacks).
+    The columns are views into one block of memory (``block``: one copy saves them,
+    anim.snapshot; the generations, the free list and ``on_report`` are saved beside it).
+    Grown by doubling; rows reused through a free list. A record keeps its row, its
+    generation and this table, never a column (they are replaced on growth).
     """
 
     STACK_ROWS = 18
     QUEUE_ROWS = 10
-
-    # the columns (views into ``block``, set by _place), declared for a type checker
+    world: Any = None           # a world's table: its Stores (None: a standalone record's private table)
+    # the columns (views into ``block``, set by ``_place``), declared for a type checker
     flags: np.ndarray
+    anim: np.ndarray
+    speed: np.ndarray
     depth: np.ndarray
     queued: np.ndarray
     live: np.ndarray
@@ -281,10 +302,13 @@ class HumanTable:
     queue: np.ndarray
     block: np.ndarray
 
-    COLUMNS: dict[str, DTypeLike] = {"flags": np.int64, "depth": np.int64, "queued": np.int64, "live": np.bool_,
+    COLUMNS: dict[str, DTypeLike] = {"flags": np.int64, "anim": np.int64, "speed": np.float64, "depth": np.int64,
+                                     "queued": np.int64, "live": np.bool_,
                                      "stack": (np.int64, (STACK_ROWS,)), "queue": (np.int64, (QUEUE_ROWS,))}
 
     def __init__(self, capacity: int = 64):
+        self.gen: list[int] = []
+        self.on_report: dict[int, Any] = {}
         self._free: list[int] = []
         self._place(np.zeros(_layout(self.COLUMNS, 0)[1], np.uint8), 0)
         self._grow(max(1, capacity))
@@ -305,25 +329,37 @@ class HumanTable:
         self._place(np.zeros(_layout(self.COLUMNS, cap)[1], np.uint8), cap)
         for name, a in prev.items():
             getattr(self, name)[:old] = a[:old]
+        self.gen.extend([0] * (cap - old))
         self._free.extend(range(cap - 1, old - 1, -1))
 
     def alloc(self) -> int:
-        """A free row, zeroed."""
+        """A free row: no flags, no anim (-1), speed 1, empty stack and queue, no report."""
         if not self._free:
             self._grow(self.capacity * 2)
         row = self._free.pop()
         self.live[row] = True
         self.flags[row] = self.depth[row] = self.queued[row] = 0
+        self.anim[row] = -1
+        self.speed[row] = 1.0
         self.stack[row] = NO_ROW
         self.queue[row] = NO_ROW
+        self.on_report.pop(row, None)
         return row
 
     def free(self, row: int) -> None:
-        """Give a row back; ValueError when it is not in use."""
+        """Give a row back (its generation counts up, its report callback goes); ValueError
+        when it is not in use."""
         if not (0 <= row < self.capacity and self.live[row]):
             raise ValueError(f"human row {row} freed twice or never taken")
         self.live[row] = False
+        self.gen[row] += 1
+        self.on_report.pop(row, None)
         self._free.append(row)
+
+    @property
+    def in_use(self) -> int:
+        """Rows taken and not given back."""
+        return self.capacity - len(self._free)
 
 
 class Stores:
@@ -339,6 +375,7 @@ class Stores:
         self.tasks.views = []                  # row -> its task object (Task.__init__)
         self.tasks.world = self
         self.humans = HumanTable(capacity)
+        self.humans.world = self
 
 
 class TableCorrupt(RuntimeError):
@@ -389,7 +426,7 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     for name, table in (("cursors", cur), ("fades", fad), ("gaits", gai), ("tasks", tsk)):
         _check_columns(name, table, table._columns)
     hcap = hum.capacity
-    for col in ("flags", "depth", "queued", "live"):
+    for col in ("flags", "anim", "speed", "depth", "queued", "live"):
         if getattr(hum, col).shape != (hcap,):
             raise TableCorrupt(f"humans.{col}: shape {getattr(hum, col).shape}, expected ({hcap},)")
     if hum.stack.shape != (hcap, HumanTable.STACK_ROWS) or hum.stack.dtype != np.int64:

@@ -7,10 +7,15 @@ a "sliding" flag, target heading, updates left). The esper component ``Body`` is
 view: a row handle whose attributes read and write that row, so the state update moves
 the whole crowd in one compiled call over the columns (systems.motion.StateUpdate).
 
-The table is an ``anim.store.Table`` (doubling growth, a free list), plus the view that
-owns each row, so a row given back can hand its view a private copy of its last numbers.
-A column array is replaced when the table grows: a view never keeps one, it fetches the
-row from the table's current column at each access.
+The table is an ``anim.store.Table`` (doubling growth, a free list, a generation per
+row), plus the view that owns each row. A Body is a handle: its table, its row and the
+row's generation; once its human leaves the world (``Game.remove_human``, or its entity
+deleted: the next crowd change gives the row back, ``BodyTable.rehome``) the row goes
+back and any read or write raises StaleHandle (a ValueError naming the field), so a new
+human that takes the row is never read through the old handle. A column array is
+replaced when the table grows: a view never keeps one, it fetches the row from the
+table's current column at each access (a vector read earlier is a numpy view of the old
+row: it does not follow the handle).
 Spec: "Root motion", "Paired tasks".
 """
 from __future__ import annotations
@@ -21,7 +26,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from scuffle.anim.limits import MAX_COORD
-from scuffle.anim.store import Table
+from scuffle.anim.store import Table, left_world
 
 __all__ = ["Body", "BodyTable", "BodyFieldError", "NO_ATTACHMENT", "BODY_COLUMNS"]
 
@@ -54,9 +59,9 @@ class BodyTable(Table):
     """The bodies of one world (see the module docstring).
 
     In: the starting capacity (rows; it doubles when full). ``take(body)`` gives a
-    body a fresh row (zeroed, no attachment), ``release(row)`` takes it back,
-    ``owners`` maps each row in use to its view. Rejected: releasing a row not in use
-    (ValueError, from Table.free).
+    body a fresh row (zeroed, no attachment), ``release(row)`` takes it back (its
+    generation counts up: the view that had it is stale), ``owners`` maps each row in
+    use to its view. Rejected: releasing a row not in use (ValueError, from Table.free).
     """
 
     def __init__(self, capacity: int = 64):
@@ -71,7 +76,7 @@ class BodyTable(Table):
         return row
 
     def release(self, row: int) -> None:
-        """Give a row back (its view must have moved elsewhere first)."""
+        """Give a row back: the view that had it is stale from now on (StaleHandle)."""
         self.free(row)
         self.owners.pop(row, None)
 
@@ -80,15 +85,16 @@ class BodyTable(Table):
 
         A body on another table (a standalone ``Body()``, or one moved in from another
         world) is copied into a row here; a row here whose view is not among ``bodies``
-        (its entity was deleted) is given back and its view keeps a private copy.
+        (its entity was deleted) is given back, and that view is stale (StaleHandle).
+        Rejected: a stale body among ``bodies`` (StaleHandle).
         """
         keep = set()
         for body in bodies:
             if body._table is not self:
                 body.move_to(self)
-            keep.add(body._row)
+            keep.add(body._at("row"))
         for row in [r for r in self.owners if r not in keep]:
-            self.owners[row].detach()
+            self.release(row)
 
 
 class _Vec3:
@@ -103,10 +109,10 @@ class _Vec3:
     def __get__(self, obj: "Body | None", owner: type | None = None):
         if obj is None:
             return self
-        return getattr(obj._table, self.name)[obj._row]
+        return getattr(obj._table, self.name)[obj._at(self.name)]
 
     def __set__(self, obj: "Body", value) -> None:
-        row = getattr(obj._table, self.name)[obj._row]
+        row = getattr(obj._table, self.name)[obj._at(self.name)]
         old = row.tolist()
         try:
             row[:] = value
@@ -131,14 +137,15 @@ class _Scalar:
     def __get__(self, obj: "Body | None", owner: type | None = None):
         if obj is None:
             return self
-        return self.cast(getattr(obj._table, self.name)[obj._row])
+        return self.cast(getattr(obj._table, self.name)[obj._at(self.name)])
 
     def __set__(self, obj: "Body", value) -> None:
+        r = obj._at(self.name)
         try:
             v = self.cast(value)
             if self.cast is float and not abs(v) <= MAX_COORD:                      # NaN fails too
                 raise ValueError("not finite or too large")
-            getattr(obj._table, self.name)[obj._row] = v
+            getattr(obj._table, self.name)[r] = v
         except (ValueError, TypeError, OverflowError) as e:
             within = f" finite within +-{MAX_COORD:g}" if self.cast is float else ""
             raise BodyFieldError(f"Body.{self.name}: expected a{within} number, got {value!r}") from e
@@ -160,10 +167,12 @@ class Body:
     In: the fields (as keywords or in that order) and ``table``, the world's table to
     take a row in (None: a private one-row table; the world's state update moves the
     body into its table). The vector fields read as live (3,) views of the row and
-    assignment copies into it. Rejected: a value a field cannot hold (BodyFieldError).
+    assignment copies into it. A handle (table, row, generation): once its human left
+    the world its row went back and every field raises StaleHandle (``alive()`` False).
+    Rejected: a value a field cannot hold (BodyFieldError).
     """
 
-    __slots__ = ("_table", "_row")
+    __slots__ = ("_table", "_row", "_gen")
 
     position = _Vec3("position")
     heading = _Scalar("heading", float)
@@ -181,6 +190,7 @@ class Body:
                  table: BodyTable | None = None):
         self._table: BodyTable = table if table is not None else BodyTable(1)
         self._row: int = self._table.take(self)
+        self._gen: int = int(self._table.gen[self._row])
         for name, value in (("position", position), ("velocity", velocity),
                             ("state_velocity", state_velocity), ("attach_offset", attach_offset)):
             if value is not None:
@@ -192,27 +202,38 @@ class Body:
         self.slide_heading = slide_heading
         self.slide_left = slide_left
 
+    def _at(self, field: str) -> int:
+        """The row, after checking its generation (StaleHandle naming ``Body.field``)."""
+        r = self._row
+        if self._table.gen[r] != self._gen:
+            raise left_world("Body", field, r, "body")
+        return r
+
+    def alive(self) -> bool:
+        """Whether the row is still this body's (False once its human left the world)."""
+        return bool(self._table.gen[self._row] == self._gen)
+
     @property
     def slide_to(self) -> np.ndarray | None:
         """The slide's target position (a live (3,) view), None when not sliding."""
-        t = self._table
-        return t.slide_target[self._row] if t.sliding[self._row] else None
+        t, r = self._table, self._at("slide_to")
+        return t.slide_target[r] if t.sliding[r] else None
 
     @slide_to.setter
     def slide_to(self, value) -> None:
-        t = self._table
+        t, r = self._table, self._at("slide_to")
         if value is None:
-            t.sliding[self._row] = False
+            t.sliding[r] = False
             return
         try:
             target = np.asarray(value, dtype=np.float64)
             if target.shape not in ((), (3,)) or not (np.abs(target) <= MAX_COORD).all():
                 raise ValueError("not three finite numbers")
-            t.slide_target[self._row] = target
+            t.slide_target[r] = target
         except (ValueError, TypeError, OverflowError) as e:
             raise BodyFieldError(f"Body.slide_to: expected None or 3 finite numbers within +-{MAX_COORD:g}, "
                                  f"got {value!r}") from e
-        t.sliding[self._row] = True
+        t.sliding[r] = True
 
     @property
     def table(self) -> BodyTable:
@@ -225,21 +246,32 @@ class Body:
         return self._row
 
     def move_to(self, table: BodyTable) -> None:
-        """Copy this body's row into a new row of ``table`` and give the old row back."""
-        old, row = self._table, self._row
+        """Copy this body's row into a new row of ``table`` and give the old row back.
+        Rejected: a stale body (StaleHandle)."""
+        old, row = self._table, self._at("move_to")
         if table is old:
             return
         new = table.take(self)
         for name in BODY_COLUMNS:
             getattr(table, name)[new] = getattr(old, name)[row]
         old.release(row)
-        self._table, self._row = table, new
+        self._table, self._row, self._gen = table, new, int(table.gen[new])
 
     def detach(self) -> None:
-        """Give the row back to the world's table, keeping the last numbers on a private
-        one-row table (a body whose human left the world)."""
+        """Take the body out of its table onto a private one-row table, its numbers kept
+        (a standalone body again, which a world's state update would move back in). The
+        world never does this: a human leaving it gives its body's row back and the body
+        is stale (``release``). Rejected: a stale body (StaleHandle)."""
         self.move_to(BodyTable(1))
 
+    def release(self) -> None:
+        """Give the body's row back to its table: the body is stale from now on (the
+        human left the world). A second release does nothing."""
+        if self.alive():
+            self._table.release(self._row)
+
     def __repr__(self) -> str:
+        if not self.alive():
+            return f"Body(stale: row {self._row} went back)"
         return (f"Body(position={self.position.tolist()}, heading={self.heading}, "
                 f"velocity={self.velocity.tolist()}, attachment={self.attachment})")

@@ -152,6 +152,7 @@ class Reference:
         self.deferred: list[tuple[RefTask, RefInstance]] = []
         self.refused: list[tuple[RefInstance, AnimLimitError]] = []
         self._stepped: list[RefInstance] = []
+        self._leaving: list = []            # forgotten with tasks to release: records given back at the flush
         self._wraps: list = []                     # this step's wraps with a callback
         # the handlers the callbacks (data: anim.callbacks.Callback) name
         self.callbacks = Callbacks()
@@ -553,6 +554,9 @@ class Reference:
         for inst in touched + [i for i in self._stepped if not any(x is i for x in touched)]:
             self.refresh_anim_id(inst)
         self._stepped = []
+        leaving, self._leaving = self._leaving, []
+        for inst in leaving:
+            inst.record.release()
         if failed is not None:
             raise failed
         return touched
@@ -628,7 +632,17 @@ class Reference:
         """Nothing to do: clips are decoded when first sampled."""
 
     def forget(self, inst) -> None:
-        """Nothing to do: the reference keeps no per-human rows."""
+        """The human leaves the world. The reference keeps no rows, but a record that is a
+        handle onto one (the Game's HumanRecord; a RefRecord is plain) gives its row back
+        as the engine's does (BatchEngine.forget): at once, or at the end of the flush that
+        releases the human's cut tasks."""
+        self._stepped = [i for i in self._stepped if i is not inst]
+        if getattr(inst.record, "release", None) is None or any(i is inst for i in self._leaving):
+            return
+        if any(i is inst for _, i in self.deferred):
+            self._leaving.append(inst)
+        else:
+            inst.record.release()
 
     def may_have_events(self, instances):
         """Every instance (the reference does not keep a list of those that fired)."""

@@ -322,6 +322,8 @@ def restore(game, snap: Snapshot) -> None:
             table.owners.update(owners)
             for row, view in owners.items():
                 view._table, view._row = table, row
+                if isinstance(view, Body):           # a handle: the row's generation as saved
+                    view._gen = int(table.gen[row])
     with game.active():
         esper._entity_count = itertools.count(st.entity_next)   # the next entity id, as it was
     game.names.clear()
@@ -554,9 +556,8 @@ def parts(snap: Snapshot) -> dict[str, str]:
                 for k, x in getattr(v, g).items():
                     put(f"engine.{g}.{k}", x)
             put("engine.humans", v.humans)
-            for inst, values in v.instances:
-                if inst is not None:
-                    put(f"engine.instance.{inst.name}", values)
+            for inst, values in v.loose:                 # (the others' values are rows of engine.humans)
+                put(f"engine.loose.{inst.name}", values)
             put("engine.pool", v.pool)
         elif f.name == "extras":
             for i, x in enumerate(v):

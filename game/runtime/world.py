@@ -242,7 +242,12 @@ class Game:
         task of the human is cut off its stack and queue onto the deferred list: the next
         update's flush releases them as a cut-off release (held flags cleared, end
         callbacks run) and gives them back to the pool. The entity is deleted, its body's
-        row given back to the body table and the name freed at once. Rejected: an unknown name (UnknownHuman; nothing changed).
+        row given back to the body table and the name freed at once. The human's Body,
+        HumanRecord and CharacterInstance are handles onto rows: the body's row goes back
+        at once, the record's when its tasks are released (at once when it had none, else
+        at the end of that flush); from then on any read or write of them raises
+        StaleHandle (a ValueError naming the field), and a human added later never shows
+        through them. Rejected: an unknown name (UnknownHuman; nothing changed).
         Removing a human by ``esper.delete_entity`` instead works too, one update later:
         the next update's animation step cuts its tasks off (its flush gives them back to
         the pool, end callbacks run), the fight rules free a partner, ``humans()`` forgets
@@ -260,7 +265,7 @@ class Game:
             combat = esper.try_component(ent, Combat)
             esper.delete_entity(ent, immediate=True)
         if body is not None and body.table is self.ctx.bodies:
-            body.detach()                      # its row back to the table, its numbers kept
+            body.release()                     # its row back to the table: the Body is stale
         if combat is not None and combat.table is self.ctx.combats:
             combat.detach()
         del self.names[name]

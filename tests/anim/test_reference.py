@@ -264,6 +264,9 @@ def _apply(w, hs, log: list, hi: int, fade: float, c: tuple, gait: list[int]) ->
         elif kind == "cut":
             w.cut(h)
             return "ok"
+        elif kind == "speed":                    # the speed multiplier (+0x3a4), set through the property
+            h.speed = c[1]
+            return "ok"
         elif kind == "push":
             w.push(h, w.loop(h, c[1]))
             return "ok"
@@ -617,6 +620,24 @@ def test_types_10_11_13_run_compiled_bit_for_bit(options):
     seen = _types_on_stacks(eng[0])
     assert set(BLEND_TYPES) <= seen, seen
     assert any(("next", t) in seen for t in BLEND_TYPES), seen
+
+
+def test_speed_set_through_the_property_reaches_the_kernel():
+    """The speed multiplier set on the instance between updates (values no float32 holds
+    exactly among them) is what the next fades, gaits, mixes and directions run at: the
+    engine (the human row's speed, taken by each blend's row, stepped by the kernel) equals
+    the reference bit for bit, poses and bones included; and the speeds change the run."""
+    seed = 77
+    aset = random_set(seed)
+    rng = random.Random(seed)
+    cmds = _gen_blend_commands(rng, list(range(12)), GAIT, 4, 60, 0.2)
+    speeds = [(u, hi, 0.0, ("speed", rng.choice([0.7, 1.3, 1 / 3, 2.5, 0.05, 1.0])))
+              for u in range(0, 60, 7) for hi in range(4)]
+    with_speeds = sorted(cmds + speeds, key=lambda c: c[0])      # stable: a speed before that update's commands
+    eng, _ = compare(aset, with_speeds, 60, 4, GAIT, bones=True)
+    plain = run_world(Player(PlayerOptions()), aset, cmds, 60, 4, GAIT, poses=False)
+    assert [o for o in eng[2] if o[2] != "speed"] == plain[2]
+    assert eng[0] != plain[0]                                     # the speeds reached the rates
 
 
 def test_pick_all_refuses_the_pushes_past_seven_compiled():

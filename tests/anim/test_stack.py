@@ -14,14 +14,17 @@ import numpy as np
 import pytest
 
 from scuffle.anim.animset import AnimSet
+from scuffle.anim.callbacks import Callback, CallbackError
 from scuffle.anim.clip import author_clip, make_event
 from scuffle.anim.plan import SamplePlan
 from scuffle.anim.player import Player, PlayerOptions, UnknownClip
 from scuffle.anim.pose import POSE_STACK_SIZE
 from scuffle.anim.rangelist import author_range
 from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
-from scuffle.anim.stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull,
-                        TaskPool, TaskPoolExhausted)
+from scuffle.anim.limits import RangeError
+from scuffle.anim.stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, HumanRecord, QueueFull,
+                                StackFull, TaskPool, TaskPoolExhausted)
+from scuffle.anim.store import StaleHandle
 from scuffle.anim.tasks import TaskType
 
 A, B, IDLE = 19, 20, 388
@@ -507,3 +510,114 @@ def test_change_room_with_and_without_the_early_finish(above, size):
         with pytest.raises(StackFull):
             p.change(h, new, 0.2)
         assert len(h.stack) == size and not p.pool.holds(new)
+
+
+# ---------------------------------------------------------------- the human's row: record and instance as handles
+
+
+def test_a_standalone_record_and_instance_move_into_the_world():
+    """A record and an instance made before any world keep their numbers on a private row;
+    the engine's first sight moves flags, anim id, speed and report callback into the
+    world's human table (the one copy), and the private row goes back."""
+    s = world_set()
+    rec = HumanRecord(flags=0x5, anim_id=7)
+    h = CharacterInstance(s, "a", rec, speed=0.7)
+    h.on_report = Callback("report", (1,))
+    private = rec.table
+    assert private.capacity == 1 and rec.alive()
+    assert (rec.flags, rec.anim_id, h.speed, h.on_report) == (0x5, 7, 0.7, Callback("report", (1,)))
+    h.speed = 0.3                                      # on the private row, before the world
+    p = Player()
+    p.change(h, p.loop(h, IDLE), 0.0)
+    humans = p.stores.humans
+    assert rec.table is humans and rec.row == h.slot and not private.live[0]
+    assert humans.flags[h.slot] == 0x5 and humans.speed[h.slot] == 0.3
+    assert humans.on_report[h.slot] == Callback("report", (1,)) and h.on_report == Callback("report", (1,))
+    assert rec.anim_id == IDLE and humans.anim[h.slot] == IDLE
+    h.speed, h.on_report = 1.25, None                  # the row is what the properties write
+    assert humans.speed[h.slot] == 1.25 and h.slot not in humans.on_report
+
+
+def test_a_forgotten_human_is_stale_and_its_row_not_aliased():
+    """Player.forget gives the human's row back: its record, speed and report callback raise
+    StaleHandle naming the field; a new human taking the row is never read through them."""
+    s = world_set()
+    p = Player()
+    h = CharacterInstance(s, "a", speed=0.5)
+    h.on_report = Callback("report", ())
+    p.change(h, p.loop(h, IDLE, held=0x3), 0.0)
+    p.step([h])
+    p.flush()
+    row, rec = h.slot, h.record
+    p.cut(h)
+    p.flush()
+    p.forget(h)
+    assert not rec.alive() and h.slot == -1 and not p.stores.humans.live[row]
+    for obj, cls, field in ((rec, "HumanRecord", "flags"), (rec, "HumanRecord", "held"),
+                            (rec, "HumanRecord", "anim_id"), (h, "CharacterInstance", "speed"),
+                            (h, "CharacterInstance", "on_report")):
+        with pytest.raises(StaleHandle, match=f"{cls}.{field}: its row {row} went back to the human table"):
+            getattr(obj, field)
+    with pytest.raises(StaleHandle, match="CharacterInstance.speed"):
+        h.speed = 1.0
+    other = CharacterInstance(s, "b", speed=2.0)
+    p.change(other, p.loop(other, A, held=0x10), 0.0)
+    assert other.slot == row and other.record.flags == 0x10 and other.speed == 2.0
+    with pytest.raises(StaleHandle):
+        rec.flags
+    with pytest.raises(StaleHandle):                  # a forgotten human is not stepped back in
+        p.step([h])
+
+
+def test_a_human_forgotten_with_tasks_waiting_keeps_its_row_until_their_flush():
+    """Cut and forgotten before the flush (Game.remove_human's order): the flush still
+    releases its tasks against its record (held flags cleared, 0x400000 reported, the end
+    callback run with the record readable), then the row goes back."""
+    s = world_set()
+    p = Player()
+    seen = []
+    p.callbacks.register("report", lambda inst: seen.append(("report", inst.record.flags)))
+    p.callbacks.register("end", lambda inst: seen.append(("end", inst.record.flags)))
+    h = CharacterInstance(s, "a")
+    h.on_report = Callback("report", ())
+    p.change(h, p.hold(h, A, held=0x400003, on_end=Callback("end", ())), 0.0)
+    h.record.flags |= 0x100
+    p.step([h])
+    p.flush()
+    rec, row = h.record, h.slot
+    p.cut(h)
+    p.forget(h)
+    assert rec.alive() and p.stores.humans.live[row]          # its tasks wait on the deferred list
+    p.flush()
+    assert seen == [("report", 0x100), ("end", 0x100)] and h.released[-1] == A
+    assert not rec.alive() and not p.stores.humans.live[row] and p.pool.in_use == 0
+
+
+def test_a_standalone_human_forgotten_gives_its_private_row_back():
+    h = CharacterInstance(world_set(), "a")
+    rec = h.record
+    Player().forget(h)
+    assert not rec.alive()
+    with pytest.raises(StaleHandle, match="HumanRecord.flags"):
+        rec.flags
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, 1e39, "fast", True])
+def test_a_speed_no_float32_holds_is_refused(value):
+    h = CharacterInstance(world_set(), "a", speed=0.5)
+    with pytest.raises(RangeError, match="CharacterInstance.speed"):
+        h.speed = value
+    assert h.speed == 0.5
+    with pytest.raises(RangeError, match="CharacterInstance.speed"):
+        CharacterInstance(world_set(), "b", speed=value)
+
+
+def test_on_report_is_data_or_a_callable():
+    h = CharacterInstance(world_set(), "a")
+    h.on_report = ("report", (1, "x"))                 # a plain (kind, args) tuple becomes a Callback
+    assert h.on_report == Callback("report", (1, "x"))
+    with pytest.raises(CallbackError, match="CharacterInstance.on_report"):
+        h.on_report = 5
+    with pytest.raises(CallbackError, match="CharacterInstance.on_report.args"):
+        h.on_report = Callback("report", (object(),))
+    assert h.on_report == Callback("report", (1, "x"))

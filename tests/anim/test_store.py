@@ -121,11 +121,20 @@ def test_records_move_into_the_human_table_and_back():
     for _ in range(5):                                        # growth keeps the record's row
         table.alloc()
     assert rec.flags == 0x40004 and table.capacity >= 6
-    rec.detach()
-    table.flags[row] = 0
-    assert rec.flags == 0x40004 and rec == HumanRecord(0x40004)
+    assert rec == HumanRecord(0x40004)
     with pytest.raises(ValueError, match="HumanRecord.flags"):
         rec.flags = 1 << 63
+    table.free(row)                                           # the human left: the record is stale
+    assert not rec.alive() and "stale" in repr(rec)
+    for field in ("flags", "held", "anim_id"):
+        with pytest.raises(StaleHandle, match=f"HumanRecord.{field}: its row {row} went back"):
+            getattr(rec, field)
+    with pytest.raises(StaleHandle, match="HumanRecord.flags"):
+        rec.flags = 0x1
+    assert table.alloc() == row and table.flags[row] == 0      # the row, another human's now ...
+    table.flags[row] = 0x2
+    with pytest.raises(StaleHandle):                          # ... never read through the old handle
+        rec.held
 
 
 def test_human_rows_are_reused_and_a_double_free_is_refused():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from scuffle.components import NO_ATTACHMENT, Body, BodyFieldError, BodyTable
+from scuffle.anim.store import StaleHandle
 from scuffle.components.bodies import BODY_COLUMNS
 
 
@@ -74,6 +75,28 @@ def test_growth_keeps_every_view_valid():
     assert first[1] == 0.0                         # (a view kept from before is stale)
 
 
+def test_a_released_body_is_stale_on_every_field():
+    t = BodyTable(4)
+    a = Body(position=(1.0, 2.0, 3.0), heading=30.0, table=t)
+    row = a.row
+    a.release()
+    a.release()                                     # a second release does nothing
+    assert not a.alive() and not t.live[row] and row not in t.owners and "stale" in repr(a)
+    for field in ("position", "heading", "velocity", "state_velocity", "attachment", "attach_offset",
+                  "attach_heading", "slide_to", "slide_heading", "slide_left"):
+        with pytest.raises(StaleHandle, match=f"Body.{field}: its row {row} went back to the body table"):
+            getattr(a, field)
+        with pytest.raises(StaleHandle, match=f"Body.{field}"):
+            setattr(a, field, None if field == "slide_to" else 0)
+    c = Body(position=(7.0, 7.0, 7.0), heading=5.0, table=t)   # a new body takes the row ...
+    assert c.row == row and c.heading == 5.0
+    with pytest.raises(StaleHandle):                # ... and the old handle never reads it
+        a.heading
+    with pytest.raises(StaleHandle):
+        a.move_to(BodyTable(1))
+    assert isinstance(StaleHandle("x"), ValueError)
+
+
 def test_detach_gives_the_row_back_and_keeps_the_numbers():
     t = BodyTable(4)
     a, b = Body(position=(1.0, 2.0, 3.0), heading=30.0, table=t), Body(table=t)
@@ -96,8 +119,12 @@ def test_rehome_holds_exactly_the_given_bodies():
     stray = Body(position=(1.0, 1.0, 1.0), heading=12.0)      # standalone, on its own table
     t.rehome([kept, stray])
     assert stray.table is t and stray.heading == 12.0 and list(stray.position) == [1.0, 1.0, 1.0]
-    assert gone.table is not t and gone.position[0] == 5.0
+    assert not gone.alive() and gone.row not in t.owners      # its row went back: the handle is stale
+    with pytest.raises(StaleHandle, match="Body.position"):
+        gone.position
     assert sorted(t.owners) == sorted([kept.row, stray.row]) and t.in_use == 2
+    with pytest.raises(StaleHandle, match="Body.row"):          # a stale body is refused, not re-homed
+        t.rehome([kept, stray, gone])
 
 
 def test_a_standalone_body_works_on_a_private_row():

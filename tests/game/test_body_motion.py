@@ -12,6 +12,7 @@ import pytest
 
 from scuffle.anim.player import PlayerOptions
 from scuffle.anim.rates import CfgAnimSpeeds
+from scuffle.anim.store import StaleHandle
 from scuffle.components import NO_ATTACHMENT, Body
 from scuffle.components.bodies import BODY_COLUMNS
 from scuffle.systems.motion import StateUpdate
@@ -51,13 +52,16 @@ def test_remove_human_gives_the_row_back(new_game):
     assert g.ctx.bodies.in_use == 3
     g.remove_human("b")
     assert g.ctx.bodies.in_use == 2 and not g.ctx.bodies.live[row]
-    assert b.table is not g.ctx.bodies
-    np.testing.assert_array_equal(b.position, last)              # the old view keeps its numbers
+    assert not b.alive()                                         # the old handle is stale
+    with pytest.raises(StaleHandle, match="Body.position"):
+        b.position
     g.add_human("d", s, position=(9.0, 9.0, 0.0))
-    assert g.body("d").row == row                                # the row is reused
+    assert g.body("d").row == row                                # the row is reused ...
     g.step()
-    np.testing.assert_array_equal(b.position, last)
-    assert g.ctx.bodies.in_use == 3
+    with pytest.raises(StaleHandle, match="Body.heading"):       # ... never through the old handle
+        b.heading
+    np.testing.assert_array_equal(g.body("d").position[:2], [9.0, 9.0])
+    assert g.ctx.bodies.in_use == 3 and not np.array_equal(last[:2], [9.0, 9.0])
 
 
 def test_a_deleted_entity_gives_its_row_back_at_the_next_update(new_game):
@@ -70,9 +74,10 @@ def test_a_deleted_entity_gives_its_row_back_at_the_next_update(new_game):
     with g.active():
         esper.delete_entity(g.entity("b"), immediate=True)
     g.step()
-    assert g.ctx.bodies.in_use == 1 and b.table is not g.ctx.bodies
+    assert g.ctx.bodies.in_use == 1 and not b.alive()
     assert list(g.ctx.bodies.owners.values()) == [g.body("a")]
-    assert b.position[0] == 2.0
+    with pytest.raises(StaleHandle, match="Body.position"):
+        b.position
 
 
 def test_a_body_made_outside_the_game_is_moved_into_its_table(new_game):

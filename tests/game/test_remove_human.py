@@ -10,6 +10,7 @@ from __future__ import annotations
 import esper
 import pytest
 
+from scuffle.anim.store import StaleHandle
 from scuffle.components import NO_ATTACHMENT
 from scuffle.game.fighters.combat import Fight, FightFlags, FightState
 from scuffle.game.fighters.moves import Move
@@ -82,7 +83,8 @@ def test_removing_every_human_returns_the_pool_to_empty_and_end_callbacks_run():
     try:
         ended = []
         inst = g.instance("c")
-        g.change("c", g.player.chain(inst, [Move.JAB, Move.FIGHT_IDLE], on_end=lambda i: ended.append(i.name)))
+        g.change("c", g.player.chain(inst, [Move.JAB, Move.FIGHT_IDLE],
+                                     on_end=lambda i: ended.append((i.name, i.record.flags & 0x100))))
         g.player.flush()                                         # the old loop and the fade go back
         g.record("c").flags |= 0x100
         g.instance("c").stack[0].held = 0x100
@@ -90,8 +92,8 @@ def test_removing_every_human_returns_the_pool_to_empty_and_end_callbacks_run():
             g.remove_human(n)
         assert ended == [] and g.player.pool.in_use > 0          # deferred: released by the next flush
         g.step()
-        assert ended == ["c"]                                    # a cut-off release runs the end callback
-        assert not inst.record.flags & 0x100                     # and clears the held flags
+        assert ended == [("c", 0)]             # a cut-off release clears the held flags, runs the end callback
+        assert not inst.record.alive()                           # then the record's row goes back
         assert g.player.pool.in_use == 0 and g.humans() == []
     finally:
         g.close()
@@ -118,5 +120,52 @@ def test_esper_delete_entity_mid_grab_leads_to_no_key_error(leaving, staying):
         assert [n for n, _ in g.humans()] == [n for n in "abc" if n != leaving]
         assert f.combat(staying).partner == -1 and g.body(staying).attachment == NO_ATTACHMENT
         assert f.free(staying)
+    finally:
+        g.close()
+
+
+@pytest.mark.parametrize("engine", ["compiled", "reference"])
+@pytest.mark.parametrize("how", ["remove_human", "delete_entity"])
+def test_a_removed_humans_handles_are_stale_and_never_alias_a_newcomer(engine, how):
+    """The leaving human's Body, HumanRecord and CharacterInstance are handles onto rows:
+    once it is gone (its body's row at once; its record's row after the flush that releases
+    its cut tasks) any read or write raises StaleHandle naming the class and the field, and
+    a human added later, taking the rows, never shows through them."""
+    g = Game(engine=engine)
+    try:
+        s = demo_set()
+        g.add_human("a", s, (0, 0, 0), 0.0)
+        g.add_human("b", s, (2.0, 0, 0), 90.0)
+        g.change("b", g.player.loop(g.instance("b"), Move.FIGHT_IDLE))
+        for _ in range(3):
+            g.step()
+        body, rec, inst = g.body("b"), g.record("b"), g.instance("b")
+        if how == "remove_human":
+            g.remove_human("b")
+            with pytest.raises(StaleHandle, match="Body.position: its row"):
+                body.position
+        else:
+            with g.active():
+                esper.delete_entity(g.entity("b"), immediate=True)
+        g.step()                                         # the flush releases b's cut tasks
+        assert not body.alive() and not rec.alive()
+        handles = [(body, "Body", "heading"), (rec, "HumanRecord", "held"), (rec, "HumanRecord", "anim_id")]
+        if engine == "compiled":                         # (the reference's RefInstance is a plain object)
+            handles.append((inst, "CharacterInstance", "speed"))
+        for obj, name, field in handles:
+            with pytest.raises(StaleHandle, match=f"{name}.{field}: its row"):
+                getattr(obj, field)
+        with pytest.raises(StaleHandle, match="HumanRecord.flags"):
+            rec.flags = 0
+        g.add_human("d", s, (5.0, 5.0, 0), 0.0)
+        g.change("d", g.player.loop(g.instance("d"), Move.FIGHT_IDLE))
+        g.record("d").held = 0x40
+        g.step()
+        assert g.body("d").position[0] == 5.0 and g.record("d").held == 0x40
+        with pytest.raises(StaleHandle):
+            body.position
+        with pytest.raises(StaleHandle):
+            rec.held
+        assert g.player.pool.in_use == g.player.tasks_out([g.instance(n) for n in ("a", "d")])
     finally:
         g.close()

@@ -175,6 +175,55 @@ def test_restore_removes_the_humans_added_after_the_snapshot():
         g.close()
 
 
+@pytest.mark.parametrize("engine", ["compiled", "reference"])
+def test_a_human_not_yet_stepped_gets_its_private_record_back(engine):
+    """A snapshot taken before a human's first step holds its record's private row (flags,
+    anim id, speed, report callback); after steps moved the record into the world's human
+    table, a restore puts the private row back, and the replay gives the same bytes."""
+    g = Game(engine=engine)
+    try:
+        g.add_human("a", demo_set(), position=(0.0, 0.0, 0.0))
+        inst, rec = g.instance("a"), g.record("a")
+        rec.held, inst.speed, inst.on_report = 0x40, 0.5, Callback("report", (1,))
+        private = rec.table
+        snap = g.snapshot()
+        g.change("a", g.player.gait(inst, [408, 409, 410, 411, 411], target=2.0, value=0.0), 0.3)
+        expected = _trace(g, 6)
+        assert engine == "reference" or rec.table is g.player.stores.humans
+        g.restore(snap)
+        assert rec.alive() and rec.table.world is None and (engine == "reference" or rec.table is not private)
+        assert rec.held == 0x40 and inst.speed == 0.5 and inst.on_report == Callback("report", (1,))
+        g.change("a", g.player.gait(inst, [408, 409, 410, 411, 411], target=2.0, value=0.0), 0.3)
+        assert _trace(g, 6) == expected
+    finally:
+        g.close()
+
+
+@pytest.mark.parametrize("engine", ["compiled", "reference"])
+def test_a_snapshot_between_remove_human_and_the_flush_gives_the_row_back_on_replay(engine):
+    """Taken after remove_human, before the flush that releases the human's cut tasks (its
+    record's row still held for them): each replay releases them, gives the row back and
+    leaves the record stale, with the same bytes and checksum."""
+    g = _fight(engine=engine)
+    try:
+        g.add_human("c", demo_set(), position=(4.0, 0.0, 0.0))
+        g.change("c", g.player.chain(g.instance("c"), [int(Move.JAB), int(Move.FIGHT_IDLE)], held=0x1))
+        _trace(g, 3)
+        rec = g.record("c")
+        g.remove_human("c")
+        assert rec.alive()                                   # its tasks wait for the flush
+        snap = g.snapshot()
+        expected, checksum = _trace(g, 5), g.checksum()
+        assert not rec.alive()
+        for _ in range(2):
+            g.restore(snap)
+            assert rec.alive()
+            assert _trace(g, 5) == expected and g.checksum() == checksum
+            assert not rec.alive()
+    finally:
+        g.close()
+
+
 def test_restore_refuses_another_engine_and_fight_rules_that_differ(new_game):
     g = _fight()
     plain = new_game()
