@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from scuffle.anim.limits import MAX_COORD
-from scuffle.anim.store import Table
+from scuffle.anim.store import Table, left_world
 
 __all__ = ["Combat", "CombatTable", "CombatFieldError", "COMBAT_COLUMNS"]
 
@@ -88,22 +88,22 @@ class CombatTable(Table):
         return r
 
     def release(self, row: int) -> None:
-        """Give a row back (its view must have moved elsewhere first)."""
+        """Give a row back: the view that had it is stale from now on (StaleHandle)."""
         self.free(row)
         self.owners.pop(row, None)
 
     def rehome(self, views) -> None:
         """Make this table hold exactly ``views`` (a world's Combat components): a view on
         another table (a standalone ``Combat()``) is copied into a row here; a row whose
-        view is not among them (its entity was deleted) is given back, the view keeping
-        a private copy."""
+        view is not among them (its entity was deleted) is given back, and that view is
+        stale (StaleHandle). Rejected: a stale view among ``views`` (StaleHandle)."""
         keep = set()
         for view in views:
             if view._table is not self:
                 view.move_to(self)
-            keep.add(view._row)
+            keep.add(view._at("row"))
         for row in [r for r in self.owners if r not in keep]:
-            self.owners[row].detach()
+            self.release(row)
 
 
 class _Num:
@@ -117,7 +117,7 @@ class _Num:
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        return self.cast(getattr(obj._table, self.name)[obj._row])
+        return self.cast(getattr(obj._table, self.name)[obj._at(self.name)])
 
     def __set__(self, obj, value) -> None:
         if value is None and self.name == "partner":        # no partner: -1
@@ -126,9 +126,9 @@ class _Num:
             v = self.cast(value)
             if self.cast is float and not abs(v) <= MAX_COORD:                      # NaN fails too
                 raise ValueError("not finite or too large")
-            getattr(obj._table, self.name)[obj._row] = v
         except (ValueError, TypeError, OverflowError) as e:
             raise CombatFieldError(f"Combat.{self.name}: expected a {self.cast.__name__}, got {value!r}") from e
+        getattr(obj._table, self.name)[obj._at(self.name)] = v
 
 
 class _Text:
@@ -143,13 +143,13 @@ class _Text:
         if obj is None:
             return self
         t = obj._table
-        return t.texts[int(getattr(t, self.name)[obj._row])]
+        return t.texts[int(getattr(t, self.name)[obj._at(self.name)])]
 
     def __set__(self, obj, value) -> None:
         if not isinstance(value, str):
             raise CombatFieldError(f"Combat.{self.name}: expected a str, got {value!r}")
         t = obj._table
-        getattr(t, self.name)[obj._row] = t.code(value)
+        getattr(t, self.name)[obj._at(self.name)] = t.code(value)
 
 
 class _Vec:
@@ -163,7 +163,7 @@ class _Vec:
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        return getattr(obj._table, self.name)[obj._row]
+        return getattr(obj._table, self.name)[obj._at(self.name)]
 
     def __set__(self, obj, value) -> None:
         try:
@@ -172,7 +172,7 @@ class _Vec:
                 raise ValueError("not 3 finite numbers")
         except (ValueError, TypeError, OverflowError) as e:
             raise CombatFieldError(f"Combat.{self.name}: expected 3 finite numbers, got {value!r}") from e
-        getattr(obj._table, self.name)[obj._row] = v
+        getattr(obj._table, self.name)[obj._at(self.name)] = v
 
 
 class Combat:
@@ -189,10 +189,12 @@ class Combat:
 
     In: the fields as keywords (or health, max_health first) and ``table``, the world's
     table to take a row in (None: a private one-row table; Game.add_human takes the
-    world's). Rejected: a value a field cannot hold (CombatFieldError naming it).
+    world's). A handle: once its human leaves the world the row goes back and every
+    field raises StaleHandle (``alive()`` False). Rejected: a value a field cannot hold
+    (CombatFieldError naming it).
     """
 
-    __slots__ = ("_table", "_row")
+    __slots__ = ("_table", "_row", "_gen")
 
     health = _Num("health", float)
     max_health = _Num("max_health", float)
@@ -213,6 +215,7 @@ class Combat:
                  **fields: Any):
         self._table: CombatTable = table if table is not None else CombatTable(1)
         self._row: int = self._table.take(self)
+        self._gen: int = int(self._table.gen[self._row])
         self.health = health
         self.max_health = max_health
         for name, value in fields.items():
@@ -221,16 +224,33 @@ class Combat:
                 raise CombatFieldError(f"Combat: no field {name!r}")
             setattr(self, name, value)
 
+    def _at(self, field: str) -> int:
+        """The row, after checking its generation (StaleHandle naming ``Combat.field``)."""
+        r = self._row
+        if self._table.gen[r] != self._gen:
+            raise left_world("Combat", field, r, "combat")
+        return r
+
+    def alive(self) -> bool:
+        """Whether the row is still this view's (False once its human left the world)."""
+        return bool(self._table.gen[self._row] == self._gen)
+
+    def release(self) -> None:
+        """Give the row back to its table: the view is stale from now on (the human left
+        the world). A second release does nothing."""
+        if self.alive():
+            self._table.release(self._row)
+
     @property
     def partner_place(self) -> np.ndarray | None:
         """The partner's place (a live view of its numbers), None when there is none."""
-        t, r = self._table, self._row
+        t, r = self._table, self._at("partner_place")
         n = int(t.place_len[r])
         return t.partner_place[r, :n] if n else None
 
     @partner_place.setter
     def partner_place(self, value) -> None:
-        t, r = self._table, self._row
+        t, r = self._table, self._at("partner_place")
         if value is None:
             t.place_len[r] = 0
             return
@@ -255,8 +275,9 @@ class Combat:
         return self._row
 
     def move_to(self, table: CombatTable) -> None:
-        """Copy this row into a new row of ``table`` and give the old row back."""
-        old, row = self._table, self._row
+        """Copy this row into a new row of ``table`` and give the old row back. Rejected:
+        a stale view (StaleHandle)."""
+        old, row = self._table, self._at("move_to")
         if table is old:
             return
         values = {name: getattr(self, name) for name in _FIELDS}
@@ -265,14 +286,15 @@ class Combat:
         place = None if p is None else p.copy()
         new = table.take(self)
         old.release(row)
-        self._table, self._row = table, new
+        self._table, self._row, self._gen = table, new, int(table.gen[new])
         for name, v in values.items():
             setattr(self, name, v)
         self.partner_place = place
 
     def detach(self) -> None:
-        """Give the row back to the world's table, keeping the numbers on a private one-row
-        table (a human who left the world)."""
+        """Take the view out of its table onto a private one-row table, its numbers kept
+        (a standalone Combat again). The world never does this: a human leaving it gives
+        the row back and the view is stale (``release``)."""
         self.move_to(CombatTable(1))
 
     def __eq__(self, other: object) -> bool:
@@ -285,6 +307,8 @@ class Combat:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
+        if not self.alive():
+            return f"Combat(stale: row {self._row} went back)"
         return (f"Combat(health={self.health}, state={str(self.state)!r}, partner={self.partner}, "
                 f"role={self.role!r}, move_id={self.move_id})")
 

@@ -322,7 +322,7 @@ def restore(game, snap: Snapshot) -> None:
             table.owners.update(owners)
             for row, view in owners.items():
                 view._table, view._row = table, row
-                if isinstance(view, Body):           # a handle: the row's generation as saved
+                if hasattr(view, "_gen"):            # a handle: the row's generation as saved
                     view._gen = int(table.gen[row])
     with game.active():
         esper._entity_count = itertools.count(st.entity_next)   # the next entity id, as it was

@@ -267,7 +267,7 @@ class Game:
         if body is not None and body.table is self.ctx.bodies:
             body.release()                     # its row back to the table: the Body is stale
         if combat is not None and combat.table is self.ctx.combats:
-            combat.detach()
+            combat.release()                   # its row back: the Combat is stale
         del self.names[name]
 
     def _alive(self, ent: int) -> bool:

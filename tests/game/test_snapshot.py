@@ -424,3 +424,19 @@ def test_rollback_sync_test_on_random_scenarios(seed):
         game = setup_scenario(sc)
         return game, game.step
     assert sync_test(build, 240, distances=(1, 2, 5, 8)).rollbacks == _rollbacks(240, (1, 2, 5, 8))
+
+
+def test_a_removed_humans_combat_view_is_stale_and_a_newcomer_does_not_alias_it(new_game):
+    from scuffle.anim.store import StaleHandle
+
+    g = new_game()
+    g.add_human("a", demo_set(), health=50.0)
+    old = g.component("a", Combat)
+    g.remove_human("a")
+    assert not old.alive()
+    with pytest.raises(StaleHandle, match="Combat.health"):
+        old.health
+    g.add_human("b", demo_set(), health=70.0)
+    assert g.component("b", Combat).health == 70.0
+    with pytest.raises(StaleHandle):
+        old.state = "free"
