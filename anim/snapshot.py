@@ -66,7 +66,7 @@ def copy_value(v: Any) -> Any:
 _DEEP = (np.ndarray, list, dict, set, deque, Counter)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(slots=True)
 class TableState:
     """A Table's state: its capacity, its block of memory (every column, ``live``,
     ``gen``, ``free_rows`` and ``n_free``: one copy), the row-keyed dicts, and the task
@@ -129,7 +129,7 @@ def load_table(t: Table, s: TableState) -> bool:
     return replaced
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(slots=True)
 class HumanTableState:
     """A HumanTable's state: its capacity, its block (a copy), its free list, its rows'
     generations and the report callbacks keyed by row."""
@@ -163,7 +163,7 @@ def load_humans(h: HumanTable, s: HumanTableState) -> bool:
     return replaced
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(slots=True)
 class EngineState:
     """The compiled engine's state (``save_engine``): the five tables (a human's record,
     speed and report callback are its row of the human table), the pool's flags, the

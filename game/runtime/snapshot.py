@@ -185,10 +185,12 @@ class Snapshot:
 
 
 # ---------------------------------------------------------------- take and restore
-def _entity_next() -> int:
-    """The id esper's current world gives its next entity (without taking it): esper 3
-    keeps its counter, an itertools.count, as a module global (``count(N)``)."""
-    return int(repr(esper._entity_count)[len("count("):-1])
+def _entity_next(world: str) -> int:
+    """The id esper's world ``world`` gives its next entity (without taking it): esper 3
+    keeps the current world's counter, an itertools.count, as a module global
+    (``count(N)``), and the others' in its context map."""
+    count = esper._entity_count if esper.current_world == world else esper._context_map[world][0]
+    return int(repr(count)[len("count("):-1])
 
 
 def _instances(game) -> list:
@@ -227,8 +229,7 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot
             "bone_pos": None if ctx.bone_pos is None else ctx.bone_pos.copy(),
             "bone_rot": None if ctx.bone_rot is None else ctx.bone_rot.copy(),
         }
-    with game.active():
-        entity_next = _entity_next()
+    entity_next = _entity_next(game.world)
     bodies = (S.save_table(ctx.bodies, old.bodies[0] if old is not None else None), dict(ctx.bodies.owners))
     combats = (S.save_table(ctx.combats, old.combats[0] if old is not None else None), dict(ctx.combats.owners),
                list(ctx.combats.texts))
