@@ -5,7 +5,8 @@ A child process runs with every numpy dispatch target from AVX2 up switched off 
 names from numpy itself: tests/simd.py) and this process keeps them; both hash the
 numpy quaternion paths (slerp, the rate-scaled turn, the turn angle), the numpy root
 motion, anim.detmath's array forms, and the trace with poses of a real fight (600
-updates of fight_2min.toml: grabs, throws and their turns, hits, walks): the hashes must
+updates of fight_2min.toml: grabs, throws and their turns, hits, walks), with the whole
+state's checksum (Game.checksum) and the snapshot's bytes at its end: the hashes must
 be equal. .ci/run also runs the default suite once more with the same switch.
 """
 from __future__ import annotations
@@ -59,8 +60,11 @@ HASHES = textwrap.dedent(r"""
     blocks = [b for b in blocks if int(b.split("update = ")[1].split("\n")[0]) < 600]
     text = "\n[[commands]]\n".join([head.replace("updates = 3600", "updates = 600", 1), *blocks])
     trace = io.StringIO()
-    run_scenario(parse_scenario(text, "fight.toml"), trace, pose=True)
+    game = run_scenario(parse_scenario(text, "fight.toml"), trace, pose=True)
     out["fight"] = hashlib.sha256(trace.getvalue().encode()).hexdigest()
+    out["checksum"] = game.checksum()                 # the whole state's digest (Game.checksum)
+    out["snapshot_bytes"] = hashlib.sha256(game.snapshot().to_bytes()).hexdigest()
+    game.close()
     out["enabled"] = enabled_targets()
     print(json.dumps(out))
 """)
