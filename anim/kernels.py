@@ -1831,7 +1831,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                         _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], np.int64(-1), submask, scratch)
                         sp -= 1
             if queue_pass:                         # its top is the default pose of the stack's pass
-                _keep_queued_pose(sp, bank, scratch)
+                _keep_queued_pose(np.int64(sp), bank, scratch)
                 dflt_slot[0] = QUEUED_POSE
         dflt_slot[0] = -1
         refused[k] = nref
