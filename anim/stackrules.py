@@ -18,11 +18,17 @@ from __future__ import annotations
 from .construct import TaskBuilder, _check_number, task_pose_depth
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
-from .tasks import ClipTask, FadeTask, ForeignTask, Task, TaskType, take_place
+from .tasks import (ClipTask, FadeTask, ForeignTask, HoldTask, LoopTask, PairedClipTask, PairedHoldTask, SceneTask,
+                    Task, TaskType, take_place)
 
 
 __all__ = ["StackRules"]
 
+
+# The task classes whose rows and cursor _check_own reads directly (their following() is
+# the row's next task, for the two that have one).
+_CLIP_CLASSES = frozenset({LoopTask, ClipTask, HoldTask, SceneTask, PairedClipTask, PairedHoldTask})
+_NEXT_CLASSES = frozenset({ClipTask, PairedClipTask})
 
 # The hot paths compare plain ints; the values come from the enums.
 _FADE = int(TaskType.FADE)
@@ -38,21 +44,22 @@ class StackRules(TaskBuilder):
     @staticmethod
     def top(inst: CharacterInstance) -> Task | None:
         """The top task, or the bottom one when the top is a fade. Original: 0x00175210."""
-        stack = inst.stack
-        if not stack:
+        eng = inst.engine
+        if eng is None:
             return None
-        t = stack[-1]
-        return stack[0] if t.type == TaskType.FADE else t
+        t = eng.top_task(inst)
+        return eng.bottom_task(inst) if t is not None and t.type == _FADE else t
 
     def refresh_anim_id(self, inst: CharacterInstance) -> None:
-        """The top task's id into record +0x20 (-1 with no task). Original: 0x001752c8."""
-        stack = inst.stack
-        if not stack:
+        """The top task's id into record +0x20 (-1 with no task), read from the human's
+        stack row (no list of the stack). Original: 0x001752c8."""
+        eng = inst.engine
+        t = eng.top_task(inst) if eng is not None else None
+        if t is None:
             inst.record.anim_id = -1
             return
-        t = stack[-1]
         if t.type == _FADE:
-            t = stack[0]
+            t = eng.bottom_task(inst)
         inst.record.anim_id = t.anim_id()
 
     def _early_finish(self, inst: CharacterInstance) -> None:
@@ -99,7 +106,17 @@ class StackRules(TaskBuilder):
         """ForeignTask unless ``task``, the next tasks it owns and their cursors, fade and
         gait rows all live in this world's tables (made by this Player)."""
         st = self.stores
-        todo = [task]
+        tasks, cursors = st.tasks, st.cursors
+        # the common chain (a clip task and the next tasks it owns, made by the constructors:
+        # exact classes) read straight from the rows; anything else takes the general walk
+        t = task
+        while t.__class__ in _CLIP_CLASSES and t.tstore is tasks and t.cursor.store is cursors:
+            r = t.trow
+            nxt = tasks.nxt[r]
+            if nxt < 0 or t.__class__ not in _NEXT_CLASSES or tasks.handed_over[r]:
+                return
+            t = tasks.views[nxt]
+        todo = [t]
         while todo:
             t = todo.pop()
             own = t.tstore is st.tasks
@@ -124,17 +141,20 @@ class StackRules(TaskBuilder):
         if task.tstore.placed[task.trow]:
             take_place(task, "stack")                # raises TaskInUse
         self._check_fits_poses(inst, task)
+        self._put_checked(inst, task, at)
+
+    def _put_checked(self, inst: CharacterInstance, task: Task, at: int | None) -> None:
+        """``_put`` of a task already checked (ours, no place, fits the pose stack): the early
+        finish, the stack's room, then one slot of the human's stack row written."""
         self._early_finish(inst)
-        stack = inst.stack
-        if len(stack) >= STACK_SIZE:
+        batch = self.batch
+        if batch.depth_of(inst) >= STACK_SIZE:
             raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
-        if at is None:
-            stack.append(task)
-        else:
-            stack.insert(at, task)
-        self.batch.write_stack(inst, stack)
-        take_place(task, "stack")
-        self._hold(inst, task)
+        batch.put_row(inst, task.trow, -1 if at is None else at)
+        task.tstore.placed[task.trow] = True         # take_place: it had none (checked)
+        held = task.held
+        if held:
+            inst.record.flags |= held
 
     def push(self, inst: CharacterInstance, task: Task) -> None:
         """Put a task on top of the stack; sets its held bits on the human.
@@ -175,11 +195,12 @@ class StackRules(TaskBuilder):
         except Exception:
             self.discard(task)
             raise
-        f.incoming = task
+        self.stores.tasks.incoming[f.trow] = task.trow     # f.incoming = task (both ours: checked)
         # insert_bottom, then push: nothing between them reads the anim id, so it is
-        # refreshed once, after both (the value the second refresh gave).
-        self._insert_bottom(inst, task)
-        self._push(inst, f)
+        # refreshed once, after both (the value the second refresh gave). Both tasks were
+        # checked above (the fade is new: ours, no place, one pose).
+        self._put_checked(inst, task, 0)
+        self._put_checked(inst, f, None)
         self.refresh_anim_id(inst)
         return f
 

@@ -97,13 +97,19 @@ class Table:
     world: Any = None               # the world's task table: its Stores (the other tables)
     all_events = False          # the cursor table: type 8 events fire too (PlaceEvents.FIRED)
 
-    def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = ()):
+    def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = (),
+                 defaults: dict[str, Any] | None = None):
         self._columns = dict(columns)
         # row-keyed values that are not numbers (the tasks' callbacks, as data): one dict per
-        # name, an entry per row that has one; gone when the row is freed or taken again
+        # name, an entry per row that has one; gone when the row is freed
         self._keyed = tuple(keyed)
         for name in self._keyed:
             setattr(self, name, {})
+        # a free row's value of each column (0 unless named); with ``defaults`` given, rows
+        # freed since the last take are reset to them in bulk before the next alloc (``alloc_default``)
+        self._defaults = {name: (defaults or {}).get(name, 0) for name in self._columns}
+        self._resets = defaults is not None
+        self._dirty: list[int] = []
         self.capacity = 0
         self.live = np.zeros(0, bool)
         self.gen = np.zeros(0, np.int64)
@@ -123,7 +129,8 @@ class Table:
     def _grow(self, cap: int) -> None:
         old = self.capacity
         for name, dt in self._columns.items():
-            arr = np.zeros(cap, dtype=dt)
+            arr = np.full(cap, self._defaults[name], dtype=dt) if getattr(self, "_defaults", None) else \
+                np.zeros(cap, dtype=dt)
             arr[:old] = getattr(self, name)
             setattr(self, name, arr)
         for name in ("live", "gen"):
@@ -153,6 +160,8 @@ class Table:
 
     def alloc(self, zero: bool = True) -> int:
         """A free row, zeroed unless the caller writes every column itself (``zero=False``)."""
+        if self._dirty:
+            self._reset_dirty()
         n = int(self.n_free[0])
         if not n:
             self._grow(self.capacity * 2)
@@ -161,21 +170,47 @@ class Table:
         row = int(self.free_rows[n])
         self.n_free[0] = n
         self.live[row] = True
-        for name in self._keyed:
-            getattr(self, name).pop(row, None)
         if zero:
             for name in self._columns:
                 getattr(self, name)[row] = 0
         return row
 
+    def alloc_default(self) -> int:
+        """A free row with every column at its default (a table made with ``defaults``: the
+        caller writes only the columns it sets). The rows given back since the last take
+        are reset first, all at once (one vectorised write per column)."""
+        if self._dirty:
+            self._reset_dirty()
+        n = int(self.n_free[0])
+        if not n:
+            self._grow(self.capacity * 2)
+            n = int(self.n_free[0])
+        n -= 1
+        row = int(self.free_rows[n])
+        self.n_free[0] = n
+        self.live[row] = True
+        return row
+
+    def _reset_dirty(self) -> None:
+        """The rows freed since the last take back to the defaults (those still free: a
+        kernel may have taken one since, which then wrote its own columns)."""
+        rows = np.array(self._dirty, np.int64)
+        self._dirty = []
+        rows = rows[~self.live[rows]]
+        for name, value in self._defaults.items():
+            getattr(self, name)[rows] = value
+
     def free(self, row: int) -> None:
-        """Give a row back (its generation counts up); ValueError when it is not in use."""
+        """Give a row back (its generation counts up, its keyed values go); ValueError when
+        it is not in use. A table with defaults resets it before it is taken again."""
         if not self.live[row]:
             raise ValueError(f"row {row} freed twice or never taken")
         self.live[row] = False
         self.gen[row] += 1
         for name in self._keyed:
             getattr(self, name).pop(row, None)
+        if self._resets:
+            self._dirty.append(row)
         n = int(self.n_free[0])
         self.free_rows[n] = row
         self.n_free[0] = n + 1
@@ -238,7 +273,14 @@ def task_table(capacity: int = 64) -> Table:
                   "window": np.int8, "incoming": np.int64, "released": bool, "handed_over": bool,
                   "wraps": np.int64, "speed": np.float32, "callback": bool, "placed": bool,
                   "c2": np.int64, "c3": np.int64, "value": np.float64, "target": np.float64, "base": np.int64,
-                  "centre": np.int8, "sampling": np.int8}, capacity, keyed=("on_end", "on_wrap", "partner", "dir_banks"))
+                  "centre": np.int8, "sampling": np.int8}, capacity, keyed=("on_end", "on_wrap", "partner", "dir_banks"),
+                 defaults=TASK_DEFAULTS)
+
+
+# A free task row's links: no cursor, fade / gait row, next or incoming task (every other
+# column 0): Table.alloc_default hands out rows at these, so a constructor writes only what it sets.
+TASK_DEFAULTS = {"c0": NO_ROW, "c1": NO_ROW, "c2": NO_ROW, "c3": NO_ROW, "aux": NO_ROW, "nxt": NO_ROW,
+                 "incoming": NO_ROW}
 
 
 class HumanTable:

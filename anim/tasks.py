@@ -275,6 +275,8 @@ class _WrapCallback:
     def __set__(self, obj, fn) -> None:
         fn = check_callback(fn, "on_wrap")
         ts, r = obj.tstore, obj.trow
+        if ts.gen[r] != obj.tgen:
+            _stale(obj, ts, r)
         if fn is None:
             ts.on_wrap.pop(r, None)
         else:
@@ -292,7 +294,10 @@ class _Keyed:
         return self if obj is None else getattr(obj.tstore, self.name).get(obj.trow)
 
     def __set__(self, obj, value) -> None:
-        getattr(obj.tstore, self.name)[obj.trow] = value
+        ts, r = obj.tstore, obj.trow
+        if ts.gen[r] != obj.tgen:
+            _stale(obj, ts, r)
+        getattr(ts, self.name)[r] = value
 
 
 class _EndCallback:
@@ -304,10 +309,13 @@ class _EndCallback:
 
     def __set__(self, obj, fn) -> None:
         fn = check_callback(fn, "on_end")
+        ts, r = obj.tstore, obj.trow
+        if ts.gen[r] != obj.tgen:
+            _stale(obj, ts, r)
         if fn is None:
-            obj.tstore.on_end.pop(obj.trow, None)
+            ts.on_end.pop(r, None)
         else:
-            obj.tstore.on_end[obj.trow] = fn
+            ts.on_end[r] = fn
 
 
 class _CursorLink:
@@ -355,27 +363,32 @@ class Task:
 
     __slots__ = ("tstore", "trow", "tgen", "__weakref__")
     type: TaskType = TaskType.LOOP
+    _TYPE = int(TaskType.LOOP)              # ``type`` as a plain int (the constructor writes it)
+
+    def __init_subclass__(cls, **kw) -> None:
+        super().__init_subclass__(**kw)
+        cls._TYPE = int(cls.type)
 
     def __init__(self, rate: float, flags: int = 0, held: int = 0, on_end: Callable | None = None,
                  tstore: Table | None = None):
         on_end = check_callback(on_end, "on_end")       # before a row is taken
         ts = self.tstore = _world_tasks(tstore, type(self).__name__)
-        r = self.trow = ts.alloc(zero=False)
+        # a row at the task table's defaults (store.TASK_DEFAULTS: no links, every number 0):
+        # only the columns this task sets are written
+        r = self.trow = ts.alloc_default()
         self.tgen = int(ts.gen[r])
         views = ts.views                                # row -> its handle (links read through it)
         if r >= len(views):
             views.extend([None] * (r + 1 - len(views)))
         views[r] = self
-        ts.type[r] = int(self.type)
+        ts.type[r] = self._TYPE
         ts.rate[r] = rate if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX else F.f32(float(rate))
-        ts.flags[r] = int(flags)
-        ts.held[r] = int(held)
-        ts.c0[r] = ts.c1[r] = ts.c2[r] = ts.c3[r] = ts.aux[r] = ts.nxt[r] = ts.incoming[r] = NO_ROW
-        ts.blend[r] = ts.speed[r] = ts.value[r] = ts.target[r] = 0.0
-        ts.window[r] = ts.base[r] = ts.centre[r] = ts.sampling[r] = 0
-        ts.released[r] = ts.handed_over[r] = ts.callback[r] = ts.placed[r] = False
-        ts.wraps[r] = 0
-        self.on_end = on_end
+        if flags:
+            ts.flags[r] = int(flags)
+        if held:
+            ts.held[r] = int(held)
+        if on_end is not None:
+            ts.on_end[r] = on_end
 
     on_end = _EndCallback()
 
