@@ -28,12 +28,14 @@ from .lookup import ClipLookup, _ref, _refs
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import CharacterInstance, TaskPool
 from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
-                    PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS)
+                    PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, WINDOW_RULES, TaskFlags)
 
 __all__ = ["TaskBuilder", "chain_blend_depth", "task_pose_depth"]
 
 
 _T = TypeVar("_T", bound=Task)
+# The task flags a clip task gives its cursor (0x1 no velocity, 0x2 no turn, 0x10 muted).
+_CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
 
 
 def task_pose_depth(task: Task) -> int:
@@ -108,12 +110,21 @@ class TaskBuilder(ClipLookup):
     pool: TaskPool
     batch: BatchEngine
 
-    def _cursor_and_rate(self, s, anim_id: int, rate: float | None) -> tuple[Cursor, float]:
-        """A single clip's new cursor and its rate: ``rate``, checked, or the id's own
-        (CfgAnimSpeeds by its range flags), the id found once (the look-up's cache)."""
+    def _cursor_and_rate(self, s, anim_id: int, rate: float | None, flags: int = 0) -> tuple[Cursor, float]:
+        """A single clip's new cursor (cursor flags ``flags``) and its rate: ``rate``,
+        checked, or the id's own (CfgAnimSpeeds by its range flags), the id found once (the
+        look-up's cache)."""
         hit = self._known(s, anim_id)
-        r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
-        return (self.cursor(s, anim_id) if hit is None else self._cursor_of(hit, anim_id)), r
+        if hit is None:
+            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
+            return self.cursor(s, anim_id, flags), r
+        if rate is not None:
+            r = _check_number("rate", rate)
+        else:
+            r = hit[1]
+            if r is None:
+                r = hit[1] = self._rate_checked(s, anim_id)
+        return self._cursor_of(hit, anim_id, flags), r
 
     def _take(self, task: _T) -> _T:
         self.pool.take(task)
@@ -130,8 +141,11 @@ class TaskBuilder(ClipLookup):
         on_end = check_callback(on_end, "on_end")
         on_wrap = check_callback(on_wrap, "on_wrap")
         self.pool.require(1)
-        c, r = self._cursor_and_rate(s, anim_id, rate)
-        return self._take(LoopTask(c, r, flags, held, on_end, on_wrap, tstore=self.stores.tasks))
+        c, r = self._cursor_and_rate(s, anim_id, rate, int(flags) & _CURSOR_INT)
+        task = LoopTask._made(self.stores.tasks, c, r, flags, held, on_end)
+        if on_wrap is not None:
+            task.on_wrap = on_wrap
+        return self._take(task)
 
     def clip(self, inst: CharacterInstance, anim_id: AnimRef, next: Task | None = None, *, blend: float = 0.0,
              flags: int = 0, held: int = 0, rate: float | None = None, on_end: Callable | None = None,
@@ -143,8 +157,12 @@ class TaskBuilder(ClipLookup):
         on_end = check_callback(on_end, "on_end")
         self.pool.require(1)
         _check_number("blend time", blend)
-        c, r = self._cursor_and_rate(s, anim_id, rate)
-        return self._take(ClipTask(c, r, next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
+        ts = self.stores.tasks
+        if next is not None:
+            ClipTask.check_next(ts, next)            # before anything is taken
+        c, r = self._cursor_and_rate(s, anim_id, rate, int(flags) & _CURSOR_INT)
+        return self._take(ClipTask._made(ts, c, r, flags, held, on_end, next, blend,
+                                         WINDOW_RULES.index(self.options.blend_window)))
 
     def hold(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,
              on_end: Callable | None = None) -> HoldTask:
@@ -192,7 +210,8 @@ class TaskBuilder(ClipLookup):
     def fade(self, inst: CharacterInstance, duration: float, *, held: int = 0) -> FadeTask:
         """A type 9 fade over ``duration`` s at the human's speed multiplier. Original: 0x00106c80."""
         self.pool.require(1)
-        return self._take(FadeTask(duration, inst.speed, held, store=self.stores.fades, tstore=self.stores.tasks))
+        st = self.stores
+        return self._take(FadeTask._made(st.tasks, st.fades, duration, inst.speed, held))
 
     def gait(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, target: float = 0.0,
              value: float | None = None, flags: int = int(LOCOMOTION_FLAGS),

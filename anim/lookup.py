@@ -16,13 +16,13 @@ from typing import Sequence
 
 from .animset import AnimRef
 from .clip import Clip
-from .cursor import Cursor
+from .cursor import Cursor, cursor_proto
 from .rates import gait_speed
 from .sampler import (BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, BankBudgetError, ClipBank, clip_keys,
                       clip_rows)
 from .skeleton import Skeleton
 from .options import PlayerOptions
-from .tasks import MotionEntry, PlaceEvents, TagBits
+from .tasks import MotionEntry, TagBits
 from .store import Stores
 
 
@@ -110,7 +110,7 @@ class ClipLookup:
         _ = self.bank
 
     def _known(self, anim_set, anim_id) -> list | None:
-        """The cached [clip, rate or None, bank index or -1] of an id found in ``anim_set`` before,
+        """The cached [clip, rate or None, bank index or -1, cursor_proto or None] of an id found in ``anim_set`` before,
         or None (not found yet, or an id of a type the cache is not asked with: those take
         the checked path, which raises the errors)."""
         if anim_id.__class__ not in self._id_types:
@@ -127,7 +127,7 @@ class ClipLookup:
         speeds = self.options.speeds
         if per is None or per[0] is not anim_set or per[1] is not speeds:
             per = self._known_ids[id(anim_set)] = (anim_set, speeds, {})
-        entry = [clip, None, -1]
+        entry = [clip, None, -1, None]
         kind = anim_id.__class__
         if issubclass(kind, int) and kind is not bool:
             self._id_types.add(kind)
@@ -142,9 +142,13 @@ class ClipLookup:
         return bank
 
     def _cursor_of(self, entry: list, anim_id: int, flags: int = 0) -> Cursor:
-        """A new cursor from a cache entry (``_known`` / ``_learn``)."""
-        return Cursor(entry[0], self._bank_of(entry), anim_id, flags, self.stores.cursors,
-                      self.options.place_events == PlaceEvents.FIRED)
+        """A new cursor from a cache entry (``_known`` / ``_learn``): its clip's bank index
+        and cursor_proto kept in the entry after the first."""
+        proto = entry[3]
+        if proto is None:
+            self._bank_of(entry)
+            proto = entry[3] = cursor_proto(entry[0], self.stores.cursors.all_events)
+        return Cursor.made(self.stores.cursors, entry[0], entry[2], anim_id, int(flags), proto)
 
     def _entry(self, anim_set, anim_id) -> list:
         """The cache entry of ``anim_id`` (found and cached on a miss: UnknownAnimId,

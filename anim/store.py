@@ -20,6 +20,8 @@ __all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "H
 NO_EVENT = np.iinfo(np.int32).max
 # A row link to nothing (no next task, no incoming task, no cursor).
 NO_ROW = -1
+# Table._reset_dirty resets up to this many rows one by one, more with one write per column.
+_ROW_BY_ROW = 2
 
 
 def _stale(obj, store, row) -> None:
@@ -194,9 +196,18 @@ class Table:
     def _reset_dirty(self) -> None:
         """The rows freed since the last take back to the defaults (those still free: a
         kernel may have taken one since, which then wrote its own columns)."""
-        rows = np.array(self._dirty, np.int64)
+        dirty = self._dirty
         self._dirty = []
-        rows = rows[~self.live[rows]]
+        live = self.live
+        if len(dirty) <= _ROW_BY_ROW:                  # a few rows: cheaper one by one
+            cols = [(getattr(self, name), value) for name, value in self._defaults.items()]
+            for r in dirty:
+                if not live[r]:
+                    for col, value in cols:
+                        col[r] = value
+            return
+        rows = np.array(dirty, np.int64)
+        rows = rows[~live[rows]]
         for name, value in self._defaults.items():
             getattr(self, name)[rows] = value
 

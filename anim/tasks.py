@@ -372,9 +372,14 @@ class Task:
     def __init__(self, rate: float, flags: int = 0, held: int = 0, on_end: Callable | None = None,
                  tstore: Table | None = None):
         on_end = check_callback(on_end, "on_end")       # before a row is taken
-        ts = self.tstore = _world_tasks(tstore, type(self).__name__)
-        # a row at the task table's defaults (store.TASK_DEFAULTS: no links, every number 0):
-        # only the columns this task sets are written
+        self._row_of(_world_tasks(tstore, type(self).__name__), rate, flags, held, on_end)
+
+    def _row_of(self, ts: Table, rate: float, flags: int, held: int, on_end) -> int:
+        """Take this new handle's row of the world's task table ``ts`` at the table's defaults
+        (store.TASK_DEFAULTS: no links, every number 0) and write only the columns set here:
+        the type, rate (float32), flags, held bits and the end callback (checked); returns
+        the row."""
+        self.tstore = ts
         r = self.trow = ts.alloc_default()
         self.tgen = int(ts.gen[r])
         views = ts.views                                # row -> its handle (links read through it)
@@ -389,6 +394,7 @@ class Task:
             ts.held[r] = int(held)
         if on_end is not None:
             ts.on_end[r] = on_end
+        return r
 
     on_end = _EndCallback()
 
@@ -521,6 +527,18 @@ class _ClipBase(Task):
         ts.c0[r] = row
         cursor.store.flags[row] = int(ts.flags[r]) & _CURSOR_INT        # cursor_flags()
 
+    @classmethod
+    def _made(cls, ts: Table, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None):
+        """``cls(cursor, rate, flags, held, on_end, tstore=ts)`` for the Player's constructors,
+        which checked everything first: ``ts`` the world's task table, ``cursor`` new in its
+        cursor table with the task's cursor bits already (``flags & 0x13``), ``rate`` a
+        checked number, ``on_end`` checked. One function: the row written once."""
+        t = cls.__new__(cls)
+        r = t._row_of(ts, rate, flags, held, on_end)
+        t.cursor = cursor
+        ts.c0[r] = cursor.row
+        return t
+
     def anim_id(self) -> int:
         return self.cursor.anim_id
 
@@ -588,6 +606,40 @@ class ClipTask(_ClipBase):
         ts, r = self.tstore, self.trow
         ts.blend[r] = blend if blend.__class__ is float and -_F32_MAX <= blend <= _F32_MAX else F.f32(float(blend))
         ts.window[r] = WINDOW_RULES.index(rule)
+
+    @classmethod
+    def _made(cls, ts: Table, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None,
+              next: Task | None = None, blend: float = 0.0, window: int = 0):
+        """``cls(cursor, rate, next, blend, ...)`` for the Player's constructors (see
+        _ClipBase._made; ``next`` passed ``check_next`` and ``blend`` is a checked number,
+        ``window`` the rule's index in WINDOW_RULES)."""
+        t = super()._made(ts, cursor, rate, flags, held, on_end)
+        r = t.trow
+        if next is not None:
+            ts.nxt[r] = next.trow
+            ts.placed[next.trow] = True
+        if blend:
+            ts.blend[r] = blend if blend.__class__ is float and -_F32_MAX <= blend <= _F32_MAX \
+                else F.f32(float(blend))
+        if window:
+            ts.window[r] = window
+        return t
+
+    @classmethod
+    def check_next(cls, ts: Table, task: Task) -> None:
+        """The ``next`` setter's checks of a new task's next task, before anything is taken:
+        ValueError for a fade, ForeignTask for a task of another table, TaskInUse for a task
+        that already has a place."""
+        if task.type == TaskType.FADE:
+            raise ValueError(f"{cls.__name__}.next: a fade (type 9) cannot be a next task: it fades "
+                             "between tasks on a stack (Player.change makes it)")
+        if task.tstore is not ts:
+            raise ForeignTask(f"{cls.__name__}.next: {type(task).__name__} was not made "
+                              "by this world's Player (its row is in another task table)")
+        if ts.placed[task.trow]:
+            raise TaskInUse(f"{cls.__name__}.next: {type(task).__name__} (anim id "
+                            f"{task.anim_id()}) already has a place (a stack, a queue or a next task); make a "
+                            "new task for each place")
 
     blend = task_column("blend", float, "The blend time b into the next task (s, float32).")
 
@@ -738,6 +790,22 @@ class FadeTask(Task):
         st.el[r] = 0.0
         st.dur[r] = F.f32(float(duration))
         self.tstore.aux[self.trow] = r
+
+    @classmethod
+    def _made(cls, ts: Table, fades: Table, duration: float, rate: float, held: int = 0) -> "FadeTask":
+        """``FadeTask(duration, rate, held, store=fades, tstore=ts)`` for the Player's
+        constructors (``ts`` / ``fades`` the world's tables): one function, each row written once."""
+        if not (duration >= 0.0 and math.isfinite(duration)):
+            raise ValueError(f"fade time {duration!r} must be finite and >= 0")
+        t = cls.__new__(cls)
+        tr = t._row_of(ts, rate, 0, held, None)
+        t.store = fades
+        r = t.row = fades.alloc(zero=False)
+        t.gen = int(fades.gen[r])
+        fades.el[r] = 0.0
+        fades.dur[r] = duration if duration.__class__ is float and duration <= _F32_MAX else F.f32(float(duration))
+        ts.aux[tr] = r
+        return t
 
     elapsed = column("el", float, "Time into the fade (+0x1c), float32 summed toward zero.")
     fade_time = column("dur", float, "The fade's duration d (s, float32).")
