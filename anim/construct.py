@@ -227,10 +227,15 @@ class TaskBuilder(ClipLookup):
         _check_number("gait target", target, -math.inf)
         if value is not None:
             _check_number("gait value", value, -math.inf)
-        banks = [self._bank_of(self._entry(s, i)) for i in ids]
-        task = GaitTask(ids, lambda i: self.cursor(s, i), inst.speed,
-                        value=target if value is None else value, target=target, flags=flags,
-                        on_wrap=on_wrap, held=held, store=self.stores.gaits, tstore=self.stores.tasks, banks=banks)
+        entries = [self._entry(s, i) for i in ids]
+        banks = [self._bank_of(e) for e in entries]
+        ids = [int(i) for i in ids]
+        cursor_of = self._cursor_of
+        st = self.stores
+        task = GaitTask._made(st.tasks, st.gaits, ids, banks, lambda k, fl: cursor_of(entries[k], ids[k], fl),
+                              inst.speed, target if value is None else value, target, flags, held)
+        if on_wrap is not None:
+            task.on_wrap = on_wrap
         return self._take(task)
 
     def mix(self, inst: CharacterInstance, a: AnimRef, b: AnimRef, *, weight: float = 0.0,

@@ -920,6 +920,44 @@ class GaitTask(Task):
                 t = float(math.floor(t + 0.5))
             st.target[r] = t
 
+    @classmethod
+    def _made(cls, ts: Table, gaits: Table, ids: Sequence[int], banks: Sequence[int], make_cursor: Callable,
+              rate: float, value: float, target: float, flags: int, held: int = 0) -> "GaitTask":
+        """``GaitTask(ids, ..., rate, value, target, flags, held=held, banks=banks)`` for the
+        Player's constructors, which checked everything first (``ts`` / ``gaits`` the world's
+        tables, ``ids`` five found ints, ``banks`` their clips' bank indices, ``value`` and
+        ``target`` checked numbers). ``make_cursor(k, cursor_flags)`` makes the cursor of
+        ``ids[k]`` with its flags. One function: each row written once."""
+        v = cls._clamp(value)
+        t = cls.__new__(cls)
+        tr = t._row_of(ts, rate, flags, held, None)
+        st = t.store = gaits
+        r = t.row = st.alloc(zero=False)
+        t.gen = int(st.gen[r])
+        ts.aux[tr] = r
+        st.id0[r], st.id1[r], st.id2[r], st.id3[r], st.id4[r] = ids
+        st.b0[r], st.b1[r], st.b2[r], st.b3[r], st.b4[r] = banks
+        t._make_cursor = None
+        ts.speed[tr] = GAIT_SPEED
+        lower = cls.pair_index(v)
+        leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
+        fl = int(flags)
+        base = fl & _CURSOR_INT                      # _apply_flags()
+        lo = make_cursor(lower, base if leader == 0 else base | _MUTED_INT)
+        up = make_cursor(lower + 1, base if leader == 1 else base | _MUTED_INT)
+        t.cstore = ts.world.cursors
+        t._lower_cursor, t._upper_cursor = lo, up
+        ts.c0[tr] = lo.row
+        ts.c1[tr] = up.row
+        st.value[r] = v                              # a float32 value: read back unchanged
+        tg = cls._clamp(target)                      # set_target()
+        if not fl & _CONTINUOUS_INT:
+            tg = float(math.floor(tg + 0.5))
+        st.target[r] = tg
+        st.lower[r] = lower
+        st.leader[r] = leader
+        return t
+
     # ---- the numbers, in the tables
     speed = task_column("speed", float, "The value's speed (units per second at rate 1), float32.")
 
