@@ -163,7 +163,7 @@ class BatchEngine:
 
     def depth_of(self, inst: CharacterInstance) -> int:
         """The number of tasks on the human's stack (its row's depth; 0 before it has a row)."""
-        return int(self.humans.depth[inst.slot]) if inst.engine is self else 0
+        return self.humans.m_depth[inst.slot] if inst.engine is self else 0
 
     def put_row(self, inst: CharacterInstance, trow: int, at: int) -> int:
         """Task row ``trow`` into the human's stack at index ``at`` (0: the bottom, -1: on
@@ -171,14 +171,15 @@ class BatchEngine:
         checked that the stack has room (StackRules._put)."""
         s = self._row(inst)
         h = self.humans
-        n = int(h.depth[s])
+        depth = h.m_depth
+        n = depth[s]
         if at < 0 or at >= n:
-            h.stack[s, n] = trow
+            h.m_stack[s * h.stack_width + n] = trow
         else:
             row = h.stack[s]
             row[at + 1:n + 1] = row[at:n].copy()
             row[at] = trow
-        h.depth[s] = n + 1
+        depth[s] = n + 1
         return n + 1
 
     def top_task(self, inst: CharacterInstance):
@@ -187,15 +188,17 @@ class BatchEngine:
         if inst.engine is not self:
             return None
         s = inst.slot
-        n = self.humans.depth[s]
-        return self._tasks[self.humans.stack[s, n - 1]] if n else None
+        h = self.humans
+        n = h.m_depth[s]
+        return self._tasks[h.m_stack[s * h.stack_width + n - 1]] if n else None
 
     def bottom_task(self, inst: CharacterInstance):
         """The task of the human's bottom stack row (None when its stack is empty)."""
         if inst.engine is not self:
             return None
         s = inst.slot
-        return self._tasks[self.humans.stack[s, 0]] if self.humans.depth[s] else None
+        h = self.humans
+        return self._tasks[h.m_stack[s * h.stack_width]] if h.m_depth[s] else None
 
     def write_stack(self, inst: CharacterInstance, stack: list) -> None:
         """Make ``stack`` (task objects of this world, at most 18) the human's stack rows."""

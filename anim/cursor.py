@@ -9,6 +9,8 @@ Spec: "The cursor", "Playing a clip", "When a clip ends".
 """
 from __future__ import annotations
 
+import numpy as np
+
 from . import f32 as F
 from .clip import Clip, Event
 from .sampler import CursorFlags
@@ -32,10 +34,13 @@ class FiredEvent:
 def cursor_proto(clip: Clip, all_events: bool) -> tuple:
     """What every new cursor on ``clip`` starts from: (duration, F, D - 1/60, its events and
     their frames sorted by frame (type 8's too when ``all_events``), the first event's
-    frame or NO_EVENT). The clip keeps the parts (Clip.timing, Clip.dispatched_by_frame)."""
+    frame or NO_EVENT, the duration and D - 1/60 as the float32 columns hold them). The
+    clip keeps the parts (Clip.timing, Clip.dispatched_by_frame)."""
     end, limit = clip.timing()
     evs, frames = clip.events_by_frame() if all_events else clip.dispatched_by_frame()
-    return clip.duration, end, limit, evs, frames, frames[0] if frames else NO_EVENT
+    # and the float32 values the columns hold (rounded by numpy once: a write of these is exact)
+    dur32, limit32 = (float(x) for x in np.array([clip.duration, limit], np.float32))
+    return clip.duration, int(end), limit, evs, frames, int(frames[0]) if frames else NO_EVENT, dur32, limit32
 
 
 class Cursor:
@@ -71,7 +76,7 @@ class Cursor:
     def _fill(self, clip: Clip, bank_index: int, anim_id: int, flags: int, st: Table, proto: tuple) -> None:
         """Take a row of ``st`` and write every column (a row the kernel gave back keeps old
         numbers: nothing is left to a default); ``proto`` is ``cursor_proto(clip, ...)``."""
-        dur, end, limit, evs, frames, evf0 = proto
+        dur, end, limit, evs, frames, evf0, dur32, limit32 = proto
         self.clip = clip
         self.bank_index = bank_index
         self.anim_id = anim_id
@@ -82,19 +87,20 @@ class Cursor:
         self._frames = frames
         self.store = st
         self.row = r = st.alloc(zero=False)
-        self.gen = int(st.gen[r])
-        st.end[r] = end
-        st.limit[r] = limit
-        st.dur[r] = dur
-        st.bank[r] = bank_index
-        st.anim[r] = anim_id
-        st.flags[r] = flags
-        st.evf0[r] = evf0
-        st.evf[r] = evf0
-        st.t[r] = 0.0                                         # restarted: time 0, no event passed
-        st.frame[r] = 0
-        st.ev[r] = 0
-        st.at_end[r] = False
+        self.gen = st.m_gen[r]
+        # the fast views (store._fast_view): the numbers are the clip's (float32 values, ints)
+        st.m_end[r] = end
+        st.m_limit[r] = limit32
+        st.m_dur[r] = dur32
+        st.m_bank[r] = bank_index
+        st.m_anim[r] = anim_id
+        st.m_flags[r] = flags
+        st.m_evf0[r] = evf0
+        st.m_evf[r] = evf0
+        st.m_t[r] = 0.0                                       # restarted: time 0, no event passed
+        st.m_frame[r] = 0
+        st.m_ev[r] = 0
+        st.m_at_end[r] = False
 
     @classmethod
     def view(cls, store: Table, row: int) -> "Cursor":

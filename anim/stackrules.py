@@ -112,8 +112,8 @@ class StackRules(TaskBuilder):
         t = task
         while t.__class__ in _CLIP_CLASSES and t.tstore is tasks and t.cursor.store is cursors:
             r = t.trow
-            nxt = tasks.nxt[r]
-            if nxt < 0 or t.__class__ not in _NEXT_CLASSES or tasks.handed_over[r]:
+            nxt = tasks.m_nxt[r]
+            if nxt < 0 or t.__class__ not in _NEXT_CLASSES or tasks.m_handed_over[r]:
                 return
             t = tasks.views[nxt]
         todo = [t]
@@ -151,7 +151,7 @@ class StackRules(TaskBuilder):
         if batch.depth_of(inst) >= STACK_SIZE:
             raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
         batch.put_row(inst, task.trow, -1 if at is None else at)
-        task.tstore.placed[task.trow] = True         # take_place: it had none (checked)
+        task.tstore.m_placed[task.trow] = True       # take_place: it had none (checked)
         held = task.held
         if held:
             inst.record.flags |= held
@@ -182,7 +182,7 @@ class StackRules(TaskBuilder):
         order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
         self._check_own(task)            # not ours: not given back to our pool either
-        if task.tstore.placed[task.trow]:
+        if task.tstore.m_placed[task.trow]:
             take_place(task, "change")               # raises TaskInUse (the task is not given back)
         try:
             self._check_fits_poses(inst, task)
@@ -195,7 +195,7 @@ class StackRules(TaskBuilder):
         except Exception:
             self.discard(task)
             raise
-        self.stores.tasks.incoming[f.trow] = task.trow     # f.incoming = task (both ours: checked)
+        self.stores.tasks.m_incoming[f.trow] = task.trow   # f.incoming = task (both ours: checked)
         # insert_bottom, then push: nothing between them reads the anim id, so it is
         # refreshed once, after both (the value the second refresh gave). Both tasks were
         # checked above (the fade is new: ours, no place, one pose).

@@ -41,20 +41,21 @@ class column:
 
     def __init__(self, name: str, cast=float, doc: str = ""):
         self.name, self.cast, self.__doc__ = name, cast, doc
+        self.view = "m_" + name                 # the column's fast view (store._fast_view): reads
 
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
         st, r = obj.store, obj.row
-        if st.gen[r] != obj.gen:
+        if st.m_gen[r] != obj.gen:
             _stale(obj, st, r)
-        return self.cast(getattr(st, self.name)[r])
+        return self.cast(getattr(st, self.view)[r])
 
     def __set__(self, obj, value) -> None:
         st, r = obj.store, obj.row
-        if st.gen[r] != obj.gen:
+        if st.m_gen[r] != obj.gen:
             _stale(obj, st, r)
-        getattr(st, self.name)[r] = value
+        getattr(st, self.name)[r] = value       # numpy's conversion (and errors) for a user's value
 
 
 class task_column(column):
@@ -66,13 +67,13 @@ class task_column(column):
         if obj is None:
             return self
         st, r = obj.tstore, obj.trow
-        if st.gen[r] != obj.tgen:
+        if st.m_gen[r] != obj.tgen:
             _stale(obj, st, r)
-        return self.cast(getattr(st, self.name)[r])
+        return self.cast(getattr(st, self.view)[r])
 
     def __set__(self, obj, value) -> None:
         st, r = obj.tstore, obj.trow
-        if st.gen[r] != obj.tgen:
+        if st.m_gen[r] != obj.tgen:
             _stale(obj, st, r)
         getattr(st, self.name)[r] = value
 
@@ -80,6 +81,24 @@ class task_column(column):
 class StaleHandle(ValueError):
     """A handle (a task, a cursor) read or written after its row went back to its table
     (its task ended and went back to the pool): the row may already be another's."""
+
+
+# The arrays of a Table besides its columns that get a fast view (Table.__setattr__).
+_TABLE_ARRAYS = ("live", "gen", "free_rows", "n_free")
+
+
+def _fast_view(arr):
+    """A view of a table's 1-d array for the Python paths' one-row reads and writes: a
+    memoryview of the same memory (a read gives a Python int, float or bool, the same value
+    numpy's scalar converts to, at a third of the cost; a write stores what numpy would for
+    the numbers the engine writes), or the array itself when it is not a plain 1-d
+    contiguous array of numbers (a corrupt table: the checks of check_rows name it).
+    Rejected writes differ from numpy's only in the error's type (the callers write their
+    own numbers, never a user's unchecked one)."""
+    if isinstance(arr, np.ndarray) and arr.ndim == 1 and arr.flags.c_contiguous and arr.dtype.kind in "biuf" \
+            and arr.dtype.isnative:
+        return memoryview(arr)
+    return arr
 
 
 class Table:
@@ -121,6 +140,23 @@ class Table:
             setattr(self, name, np.zeros(0, dtype=dt))
         self._grow(max(1, capacity))
 
+    def __setattr__(self, name: str, value) -> None:
+        """Set an attribute; a column (or ``live``, ``gen``, ``free_rows``, ``n_free``) also
+        gets its fast view ``m_<name>`` (_fast_view), made again whenever the array is replaced."""
+        object.__setattr__(self, name, value)
+        cols = self.__dict__.get("_columns")
+        if cols is not None and (name in cols or name in _TABLE_ARRAYS):
+            object.__setattr__(self, "m_" + name, _fast_view(value))
+
+    def __getstate__(self) -> dict:
+        """The table's state without the fast views (a memoryview is not copied or pickled)."""
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("m_")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        for name in (*state["_columns"], *_TABLE_ARRAYS):
+            object.__setattr__(self, "m_" + name, _fast_view(state[name]))
+
     def __getattr__(self, name: str) -> np.ndarray:
         """A column (set as an attribute by ``_grow``); AttributeError for any other name.
 
@@ -131,8 +167,7 @@ class Table:
     def _grow(self, cap: int) -> None:
         old = self.capacity
         for name, dt in self._columns.items():
-            arr = np.full(cap, self._defaults[name], dtype=dt) if getattr(self, "_defaults", None) else \
-                np.zeros(cap, dtype=dt)
+            arr = np.full(cap, self._defaults[name], dtype=dt)
             arr[:old] = getattr(self, name)
             setattr(self, name, arr)
         for name in ("live", "gen"):
@@ -164,14 +199,15 @@ class Table:
         """A free row, zeroed unless the caller writes every column itself (``zero=False``)."""
         if self._dirty:
             self._reset_dirty()
-        n = int(self.n_free[0])
+        nf = self.m_n_free
+        n = nf[0]
         if not n:
             self._grow(self.capacity * 2)
-            n = int(self.n_free[0])
+            n = nf[0]
         n -= 1
-        row = int(self.free_rows[n])
-        self.n_free[0] = n
-        self.live[row] = True
+        row = self.m_free_rows[n]
+        nf[0] = n
+        self.m_live[row] = True
         if zero:
             for name in self._columns:
                 getattr(self, name)[row] = 0
@@ -183,14 +219,15 @@ class Table:
         are reset first, all at once (one vectorised write per column)."""
         if self._dirty:
             self._reset_dirty()
-        n = int(self.n_free[0])
+        nf = self.m_n_free
+        n = nf[0]
         if not n:
             self._grow(self.capacity * 2)
-            n = int(self.n_free[0])
+            n = nf[0]
         n -= 1
-        row = int(self.free_rows[n])
-        self.n_free[0] = n
-        self.live[row] = True
+        row = self.m_free_rows[n]
+        nf[0] = n
+        self.m_live[row] = True
         return row
 
     def _reset_dirty(self) -> None:
@@ -214,21 +251,24 @@ class Table:
     def free(self, row: int) -> None:
         """Give a row back (its generation counts up, its keyed values go); ValueError when
         it is not in use. A table with defaults resets it before it is taken again."""
-        if not self.live[row]:
+        live = self.m_live
+        if not live[row]:
             raise ValueError(f"row {row} freed twice or never taken")
-        self.live[row] = False
-        self.gen[row] += 1
+        live[row] = False
+        gen = self.m_gen
+        gen[row] += 1
         for name in self._keyed:
             getattr(self, name).pop(row, None)
         if self._resets:
             self._dirty.append(row)
-        n = int(self.n_free[0])
-        self.free_rows[n] = row
-        self.n_free[0] = n + 1
+        nf = self.m_n_free
+        n = nf[0]
+        self.m_free_rows[n] = row
+        nf[0] = n + 1
 
     def give_back(self, row: int) -> None:
         """``free`` unless the row is already free (a second dispose: no error)."""
-        if self.live[row]:
+        if self.m_live[row]:
             self.free(row)
 
     @property
@@ -306,6 +346,26 @@ class HumanTable:
 
     STACK_ROWS = 18
     QUEUE_ROWS = 10
+
+    def __setattr__(self, name: str, value) -> None:
+        """Set an attribute; ``depth`` also gets its fast view ``m_depth`` and ``stack`` a
+        flat one ``m_stack`` (slot ``s * stack_width + i``; store._fast_view), made again
+        whenever the array is replaced."""
+        object.__setattr__(self, name, value)
+        if name == "depth":
+            object.__setattr__(self, "m_depth", _fast_view(value))
+        elif name == "stack":
+            flat = isinstance(value, np.ndarray) and value.ndim == 2 and value.flags.c_contiguous
+            object.__setattr__(self, "m_stack", _fast_view(value.reshape(-1)) if flat else value.reshape(-1))
+            object.__setattr__(self, "stack_width", value.shape[1] if value.ndim == 2 else 1)
+
+    def __getstate__(self) -> dict:
+        """The table's state without the fast views (a memoryview is not copied or pickled)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("m_depth", "m_stack")}
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
 
     def __init__(self, capacity: int = 64):
         self.capacity = 0

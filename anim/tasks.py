@@ -381,13 +381,16 @@ class Task:
         the row."""
         self.tstore = ts
         r = self.trow = ts.alloc_default()
-        self.tgen = int(ts.gen[r])
+        self.tgen = ts.m_gen[r]
         views = ts.views                                # row -> its handle (links read through it)
         if r >= len(views):
             views.extend([None] * (r + 1 - len(views)))
         views[r] = self
-        ts.type[r] = self._TYPE
-        ts.rate[r] = rate if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX else F.f32(float(rate))
+        ts.m_type[r] = self._TYPE
+        if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX:
+            ts.m_rate[r] = rate                         # rounded to float32 as F.f32 rounds
+        else:
+            ts.rate[r] = F.f32(float(rate))
         if flags:
             ts.flags[r] = int(flags)
         if held:
@@ -536,7 +539,7 @@ class _ClipBase(Task):
         t = cls.__new__(cls)
         r = t._row_of(ts, rate, flags, held, on_end)
         t.cursor = cursor
-        ts.c0[r] = cursor.row
+        ts.m_c0[r] = cursor.row
         return t
 
     def anim_id(self) -> int:
@@ -616,13 +619,15 @@ class ClipTask(_ClipBase):
         t = super()._made(ts, cursor, rate, flags, held, on_end)
         r = t.trow
         if next is not None:
-            ts.nxt[r] = next.trow
-            ts.placed[next.trow] = True
+            ts.m_nxt[r] = next.trow
+            ts.m_placed[next.trow] = True
         if blend:
-            ts.blend[r] = blend if blend.__class__ is float and -_F32_MAX <= blend <= _F32_MAX \
-                else F.f32(float(blend))
+            if blend.__class__ is float and -_F32_MAX <= blend <= _F32_MAX:
+                ts.m_blend[r] = blend
+            else:
+                ts.blend[r] = F.f32(float(blend))
         if window:
-            ts.window[r] = window
+            ts.m_window[r] = window
         return t
 
     @classmethod
@@ -636,7 +641,7 @@ class ClipTask(_ClipBase):
         if task.tstore is not ts:
             raise ForeignTask(f"{cls.__name__}.next: {type(task).__name__} was not made "
                               "by this world's Player (its row is in another task table)")
-        if ts.placed[task.trow]:
+        if ts.m_placed[task.trow]:
             raise TaskInUse(f"{cls.__name__}.next: {type(task).__name__} (anim id "
                             f"{task.anim_id()}) already has a place (a stack, a queue or a next task); make a "
                             "new task for each place")
@@ -801,10 +806,13 @@ class FadeTask(Task):
         tr = t._row_of(ts, rate, 0, held, None)
         t.store = fades
         r = t.row = fades.alloc(zero=False)
-        t.gen = int(fades.gen[r])
-        fades.el[r] = 0.0
-        fades.dur[r] = duration if duration.__class__ is float and duration <= _F32_MAX else F.f32(float(duration))
-        ts.aux[tr] = r
+        t.gen = fades.m_gen[r]
+        fades.m_el[r] = 0.0
+        if duration.__class__ is float and duration <= _F32_MAX:
+            fades.m_dur[r] = duration
+        else:
+            fades.dur[r] = F.f32(float(duration))
+        ts.m_aux[tr] = r
         return t
 
     elapsed = column("el", float, "Time into the fade (+0x1c), float32 summed toward zero.")
@@ -933,12 +941,12 @@ class GaitTask(Task):
         tr = t._row_of(ts, rate, flags, held, None)
         st = t.store = gaits
         r = t.row = st.alloc(zero=False)
-        t.gen = int(st.gen[r])
-        ts.aux[tr] = r
-        st.id0[r], st.id1[r], st.id2[r], st.id3[r], st.id4[r] = ids
-        st.b0[r], st.b1[r], st.b2[r], st.b3[r], st.b4[r] = banks
+        t.gen = st.m_gen[r]
+        ts.m_aux[tr] = r
+        st.m_id0[r], st.m_id1[r], st.m_id2[r], st.m_id3[r], st.m_id4[r] = ids
+        st.m_b0[r], st.m_b1[r], st.m_b2[r], st.m_b3[r], st.m_b4[r] = banks
         t._make_cursor = None
-        ts.speed[tr] = GAIT_SPEED
+        ts.m_speed[tr] = GAIT_SPEED
         lower = cls.pair_index(v)
         leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
         fl = int(flags)
@@ -947,15 +955,15 @@ class GaitTask(Task):
         up = make_cursor(lower + 1, base if leader == 1 else base | _MUTED_INT)
         t.cstore = ts.world.cursors
         t._lower_cursor, t._upper_cursor = lo, up
-        ts.c0[tr] = lo.row
-        ts.c1[tr] = up.row
-        st.value[r] = v                              # a float32 value: read back unchanged
-        tg = cls._clamp(target)                      # set_target()
+        ts.m_c0[tr] = lo.row
+        ts.m_c1[tr] = up.row
+        st.m_value[r] = v                            # a float32 value: read back unchanged
+        tg = cls._clamp(target)                      # set_target(): a float32 value too
         if not fl & _CONTINUOUS_INT:
             tg = float(math.floor(tg + 0.5))
-        st.target[r] = tg
-        st.lower[r] = lower
-        st.leader[r] = leader
+        st.m_target[r] = tg
+        st.m_lower[r] = lower
+        st.m_leader[r] = leader
         return t
 
     # ---- the numbers, in the tables
