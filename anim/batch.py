@@ -153,13 +153,17 @@ class BatchEngine:
         """The human's stack, bottom first, as the task objects of its row's task rows."""
         s = inst.slot
         tasks = self._tasks
-        return [tasks[r] for r in self.humans.stack[s, :self.humans.depth[s]].tolist()]
+        h = self.humans
+        b = s * h.stack_width
+        return [tasks[r] for r in h.m_stack[b:b + h.m_depth[s]].tolist()]
 
     def queue_of(self, inst: CharacterInstance) -> list:
         """The human's queue, first first, as the task objects of its row's task rows."""
         s = inst.slot
         tasks = self._tasks
-        return [tasks[r] for r in self.humans.queue[s, :self.humans.queued[s]].tolist()]
+        h = self.humans
+        b = s * h.queue_width
+        return [tasks[r] for r in h.m_queue[b:b + h.m_queued[s]].tolist()]
 
     def depth_of(self, inst: CharacterInstance) -> int:
         """The number of tasks on the human's stack (its row's depth; 0 before it has a row)."""
@@ -173,14 +177,30 @@ class BatchEngine:
         h = self.humans
         depth = h.m_depth
         n = depth[s]
-        if at < 0 or at >= n:
-            h.m_stack[s * h.stack_width + n] = trow
+        ms, b = h.m_stack, s * h.stack_width
+        if 0 <= at < n:
+            for i in range(b + n, b + at, -1):      # a few slots: cheaper one by one than a numpy slice
+                ms[i] = ms[i - 1]
+            ms[b + at] = trow
         else:
-            row = h.stack[s]
-            row[at + 1:n + 1] = row[at:n].copy()
-            row[at] = trow
+            ms[b + n] = trow
         depth[s] = n + 1
         return n + 1
+
+    def change_rows(self, inst: CharacterInstance, trow: int, frow: int) -> None:
+        """A change's two moves at once: task row ``trow`` under the human's stack, fade row
+        ``frow`` on top of it (the caller has checked that both fit and that neither early
+        finish acts: StackRules.change)."""
+        s = self._row(inst)
+        h = self.humans
+        depth = h.m_depth
+        n = depth[s]
+        ms, b = h.m_stack, s * h.stack_width
+        for i in range(b + n, b, -1):
+            ms[i] = ms[i - 1]
+        ms[b] = trow
+        ms[b + n + 1] = frow
+        depth[s] = n + 2
 
     def top_task(self, inst: CharacterInstance):
         """The task of the human's top stack row (None when its stack is empty), read from

@@ -34,6 +34,8 @@ __all__ = ["TaskBuilder", "chain_blend_depth", "task_pose_depth"]
 
 
 _T = TypeVar("_T", bound=Task)
+# A blend window rule's index in WINDOW_RULES (the task table's ``window`` column).
+_WINDOW_INDEX = {rule: i for i, rule in enumerate(WINDOW_RULES)}
 # The task flags a clip task gives its cursor (0x1 no velocity, 0x2 no turn, 0x10 muted).
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
 
@@ -162,7 +164,7 @@ class TaskBuilder(ClipLookup):
             ClipTask.check_next(ts, next)            # before anything is taken
         c, r = self._cursor_and_rate(s, anim_id, rate, int(flags) & _CURSOR_INT)
         return self._take(ClipTask._made(ts, c, r, flags, held, on_end, next, blend,
-                                         WINDOW_RULES.index(self.options.blend_window)))
+                                         _WINDOW_INDEX[self.options.blend_window]))
 
     def hold(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,
              on_end: Callable | None = None) -> HoldTask:
@@ -223,13 +225,13 @@ class TaskBuilder(ClipLookup):
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
         s = inst.anim_set
         ids = _refs(s, ids)
-        self._check_ids(s, ids)
+        known = self._entries_known(s, ids)
+        if known is None:
+            self._check_ids(s, ids)                  # the look-up's errors first, as before
         _check_number("gait target", target, -math.inf)
         if value is not None:
             _check_number("gait value", value, -math.inf)
-        entries = [self._entry(s, i) for i in ids]
-        banks = [self._bank_of(e) for e in entries]
-        ids = [int(i) for i in ids]
+        entries, banks, ids = known if known is not None else self._entries_of(s, ids)
         cursor_of = self._cursor_of
         st = self.stores
         task = GaitTask._made(st.tasks, st.gaits, ids, banks, lambda k, fl: cursor_of(entries[k], ids[k], fl),

@@ -195,7 +195,21 @@ class StackRules(TaskBuilder):
         except Exception:
             self.discard(task)
             raise
-        self.stores.tasks.m_incoming[f.trow] = task.trow   # f.incoming = task (both ours: checked)
+        ts = self.stores.tasks
+        ts.m_incoming[f.trow] = task.trow            # f.incoming = task (both ours: checked)
+        n = self.batch.depth_of(inst)
+        if n + 1 <= self.options.early_finish_above and n + 2 <= STACK_SIZE:
+            # neither early finish acts and both fit: insert_bottom and push write their two
+            # slots at once; the top is then the fade, so the playing id is the new task's
+            self.batch.change_rows(inst, task.trow, f.trow)
+            placed = ts.m_placed
+            placed[task.trow] = True
+            placed[f.trow] = True
+            held = ts.m_held[task.trow] | ts.m_held[f.trow]
+            if held:
+                inst.record.flags |= held
+            inst.record.anim_id = task.anim_id()
+            return f
         # insert_bottom, then push: nothing between them reads the anim id, so it is
         # refreshed once, after both (the value the second refresh gave). Both tasks were
         # checked above (the fade is new: ours, no place, one pose).

@@ -348,20 +348,20 @@ class HumanTable:
     QUEUE_ROWS = 10
 
     def __setattr__(self, name: str, value) -> None:
-        """Set an attribute; ``depth`` also gets its fast view ``m_depth`` and ``stack`` a
-        flat one ``m_stack`` (slot ``s * stack_width + i``; store._fast_view), made again
-        whenever the array is replaced."""
+        """Set an attribute; ``depth`` and ``queued`` also get their fast views (``m_depth``,
+        ``m_queued``), ``stack`` and ``queue`` flat ones (``m_stack``: slot ``s * stack_width
+        + i``; ``m_queue``; store._fast_view), made again whenever the array is replaced."""
         object.__setattr__(self, name, value)
-        if name == "depth":
-            object.__setattr__(self, "m_depth", _fast_view(value))
-        elif name == "stack":
+        if name in ("depth", "queued"):
+            object.__setattr__(self, "m_" + name, _fast_view(value))
+        elif name in ("stack", "queue"):
             flat = isinstance(value, np.ndarray) and value.ndim == 2 and value.flags.c_contiguous
-            object.__setattr__(self, "m_stack", _fast_view(value.reshape(-1)) if flat else value.reshape(-1))
-            object.__setattr__(self, "stack_width", value.shape[1] if value.ndim == 2 else 1)
+            object.__setattr__(self, "m_" + name, _fast_view(value.reshape(-1)) if flat else value.reshape(-1))
+            object.__setattr__(self, name + "_width", value.shape[1] if value.ndim == 2 else 1)
 
     def __getstate__(self) -> dict:
         """The table's state without the fast views (a memoryview is not copied or pickled)."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("m_depth", "m_stack")}
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("m_")}
 
     def __setstate__(self, state: dict) -> None:
         for k, v in state.items():

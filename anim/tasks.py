@@ -409,9 +409,9 @@ class Task:
         """On the deferred list, released, or gone back to the pool (its row is another's
         now: the one question a stale task answers)."""
         ts, r = self.tstore, self.trow
-        if ts.gen[r] != self.tgen:
+        if ts.m_gen[r] != self.tgen:
             return True
-        return bool(ts.released[r])
+        return ts.m_released[r]
 
     @released.setter
     def released(self, value: bool) -> None:
@@ -1009,7 +1009,10 @@ class GaitTask(Task):
     def set_target(self, target: float) -> None:
         """+0xac: clamp to 0-4, rounded to the nearest integer unless flag 0x200 (0x0010a500)."""
         t = self._clamp(target)
-        if not self.flags & TaskFlags.CONTINUOUS:
+        ts, tr = self.tstore, self.trow
+        if ts.m_gen[tr] != self.tgen:
+            _stale(self, ts, tr)
+        if not ts.m_flags[tr] & _CONTINUOUS_INT:       # self.flags & TaskFlags.CONTINUOUS
             t = float(math.floor(t + 0.5))
         self.target = t
 
