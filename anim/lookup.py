@@ -148,7 +148,9 @@ class ClipLookup:
         if proto is None:
             self._bank_of(entry)
             proto = entry[3] = cursor_proto(entry[0], self.stores.cursors.all_events)
-        return Cursor.made(self.stores.cursors, entry[0], entry[2], anim_id, int(flags), proto)
+        c = Cursor.__new__(Cursor)                   # Cursor.made, one call fewer
+        c._fill(entry[0], entry[2], anim_id, int(flags), self.stores.cursors, proto)
+        return c
 
     def _entry(self, anim_set, anim_id) -> list:
         """The cache entry of ``anim_id`` (found and cached on a miss: UnknownAnimId,

@@ -16,6 +16,7 @@ fade), 0x00106cc8 (the fade's clean-up), 0x00105640 AnimTask_DeferGive.
 from __future__ import annotations
 
 from .construct import TaskBuilder, _check_number, task_pose_depth
+from .f32 import FLT_MAX as _F32_MAX
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
 from .tasks import (ClipTask, FadeTask, ForeignTask, HoldTask, LoopTask, PairedClipTask, PairedHoldTask, SceneTask,
@@ -184,11 +185,16 @@ class StackRules(TaskBuilder):
         self._check_own(task)            # not ours: not given back to our pool either
         if task.tstore.m_placed[task.trow]:
             take_place(task, "change")               # raises TaskInUse (the task is not given back)
+        opts = self.options
+        n = self.batch.depth_of(inst)
         try:
-            self._check_fits_poses(inst, task)
+            if opts.refuse_deep_chains:
+                self._check_fits_poses(inst, task)
             self.pool.require(1)
-            _check_number("fade time", fade)
-            if not self._change_fits(inst, task):
+            if not (fade.__class__ is float and 0.0 <= fade <= _F32_MAX):
+                _check_number("fade time", fade)
+            # the dry run of the early finishes, unless neither can act (n + 1 <= the limit)
+            if not (n + 1 < STACK_SIZE if n + 1 <= opts.early_finish_above else self._change_fits(inst, task)):
                 raise StackFull(f"{inst.name or 'human'}: no room for a change "
                                 f"({len(inst.stack)} of {STACK_SIZE} tasks)")
             f = self.fade(inst, fade)
@@ -197,8 +203,7 @@ class StackRules(TaskBuilder):
             raise
         ts = self.stores.tasks
         ts.m_incoming[f.trow] = task.trow            # f.incoming = task (both ours: checked)
-        n = self.batch.depth_of(inst)
-        if n + 1 <= self.options.early_finish_above and n + 2 <= STACK_SIZE:
+        if n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE:
             # neither early finish acts and both fit: insert_bottom and push write their two
             # slots at once; the top is then the fade, so the playing id is the new task's
             self.batch.change_rows(inst, task.trow, f.trow)
