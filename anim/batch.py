@@ -187,6 +187,20 @@ class BatchEngine:
         depth[s] = n + 1
         return n + 1
 
+    def queued_of(self, inst: CharacterInstance) -> int:
+        """The number of tasks in the human's queue (its row's count; 0 before it has a row)."""
+        return self.humans.m_queued[inst.slot] if inst.engine is self else 0
+
+    def queue_row(self, inst: CharacterInstance, trow: int) -> None:
+        """Task row ``trow`` at the end of the human's queue (the caller has checked that
+        the queue has room: StackRules.enqueue)."""
+        s = self._row(inst)
+        h = self.humans
+        queued = h.m_queued
+        n = queued[s]
+        h.m_queue[s * h.queue_width + n] = trow
+        queued[s] = n + 1
+
     def change_rows(self, inst: CharacterInstance, trow: int, frow: int) -> None:
         """A change's two moves at once: task row ``trow`` under the human's stack, fade row
         ``frow`` on top of it (the caller has checked that both fit and that neither early

@@ -28,14 +28,17 @@ from .lookup import ClipLookup, _ref, _refs
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import CharacterInstance, TaskPool
 from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
-                    PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, WINDOW_RULES, TaskFlags)
+                    PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
+                    TaskFlags)
 
 __all__ = ["TaskBuilder", "chain_blend_depth", "task_pose_depth"]
 
 
 _T = TypeVar("_T", bound=Task)
-# A blend window rule's index in WINDOW_RULES (the task table's ``window`` column).
+# A blend window rule's index in WINDOW_RULES (the task table's ``window`` column), a pick's
+# sampling rule's in PICK_SAMPLINGS (its ``sampling`` column).
 _WINDOW_INDEX = {rule: i for i, rule in enumerate(WINDOW_RULES)}
+_PICK_INDEX = {rule: i for i, rule in enumerate(PICK_SAMPLINGS)}
 # The task flags a clip task gives its cursor (0x1 no velocity, 0x2 no turn, 0x10 muted).
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
 
@@ -246,10 +249,12 @@ class TaskBuilder(ClipLookup):
         self.pool.require(1)
         s = inst.anim_set
         a, b = _ref(s, a), _ref(s, b)
-        self.find(s, a)
-        self.find(s, b)
+        ea, eb = self._entry(s, a), self._entry(s, b)         # find: UnknownClip
         _check_number("mix weight", weight, -math.inf)
-        return self._take(MixTask(self.cursor(s, a), self.cursor(s, b), inst.speed, weight, flags, tstore=self.stores.tasks))
+        ab = ((ea, a), (eb, b))
+        cursor_of = self._cursor_of
+        return self._take(MixTask._made(self.stores.tasks, lambda k, fl: cursor_of(ab[k][0], ab[k][1], fl),
+                                        inst.speed, weight, flags))
 
     def pick(self, inst: CharacterInstance, ids: Sequence[AnimRef], rate: float, *, value: float = 0.0,
              flags: int = 0) -> PickTask:
@@ -259,12 +264,12 @@ class TaskBuilder(ClipLookup):
         ids = _refs(s, ids)
         if len(ids) != 4:
             raise ValueError(f"type 11: 4 clips, got {len(ids)}")
-        for i in ids:
-            self.find(s, i)
+        entries = [self._entry(s, i) for i in ids]            # find: UnknownClip
         _check_number("rate", rate)
         _check_number("pick value", value, -math.inf)
-        return self._take(PickTask([self.cursor(s, i) for i in ids], rate, value, flags,
-                                   sampling=self.options.pick, tstore=self.stores.tasks))
+        cursor_of = self._cursor_of
+        return self._take(PickTask._made(self.stores.tasks, lambda k, fl: cursor_of(entries[k], ids[k], fl),
+                                         rate, value, flags, _PICK_INDEX[self.options.pick]))
 
     def direction(self, inst: CharacterInstance, base: AnimRef, *, direction: float = 0.0,
                   flags: int = 0) -> DirectionTask:
@@ -272,12 +277,16 @@ class TaskBuilder(ClipLookup):
         self.pool.require(1)
         s = inst.anim_set
         base = _ref(s, base)
-        for d in range(8):
-            self.find(s, base + d)
+        dir_ids = [base + d for d in range(8)]
+        known = self._entries_known(s, dir_ids)
+        if known is None:
+            self._check_ids(s, dir_ids)              # the look-up's errors first, as before
         _check_number("direction", direction, -math.inf)
-        banks = [self._bank_of(self._entry(s, base + d)) for d in range(8)]
-        return self._take(DirectionTask(base, None, inst.speed, direction, flags, tstore=self.stores.tasks,
-                                        banks=banks))
+        entries, banks, dir_ids = known if known is not None else self._entries_of(s, dir_ids)
+        cursor_of = self._cursor_of
+        return self._take(DirectionTask._made(self.stores.tasks, base, banks,
+                                              lambda d, fl: cursor_of(entries[d], dir_ids[d], fl),
+                                              inst.speed, direction, flags))
 
     def chain(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, blend: float = 0.0, flags: int = 0,
               held: int = 0, paired_with: CharacterInstance | None = None,

@@ -1094,6 +1094,27 @@ class MixTask(Task):
         self.speed = F.f32(float(speed))
         self._apply()
 
+    @classmethod
+    def _made(cls, ts: Table, make_cursor: Callable, rate: float, weight: float, flags: int = 0) -> "MixTask":
+        """``MixTask(a, b, rate, weight, flags, tstore=ts)`` for the Player's constructors,
+        which checked everything first; ``make_cursor(k, cursor_flags)`` makes clip ``k``'s
+        cursor (0: a, 1: b) with its flags (the leader's: the task's cursor bits; the other's
+        muted too). One function: each row written once."""
+        w = min(max(float(weight), 0.0), 1.0)
+        base = int(flags) & _CURSOR_INT              # _apply(): the heavier clip leads
+        lead = 1 if w >= 0.5 else 0
+        t = cls.__new__(cls)
+        r = t._row_of(ts, rate, flags, 0, None)
+        a = make_cursor(0, base if lead == 0 else base | _MUTED_INT)
+        b = make_cursor(1, base if lead == 1 else base | _MUTED_INT)
+        t.a, t.b = a, b
+        ts.m_c0[r] = a.row
+        ts.m_c1[r] = b.row
+        ts.m_value[r] = w
+        ts.m_target[r] = w
+        ts.m_speed[r] = GAIT_SPEED                   # F.f32(GAIT_SPEED): 10.0 exactly
+        return t
+
     value = task_column("value", float, "The weight (the second clip's share), 0-1, a double.")
     target = task_column("target", float, "The weight's target, 0-1, a double.")
     speed = task_column("speed", float, "The weight's speed (units per second at rate 1), float32.")
@@ -1159,6 +1180,29 @@ class PickTask(Task):
         ts.c0[r], ts.c1[r], ts.c2[r], ts.c3[r] = rows
         ts.value[r] = F.f32(min(max(float(value), 0.0), 3.0))
         self._apply()
+
+    @classmethod
+    def _made(cls, ts: Table, make_cursor: Callable, rate: float, value: float, flags: int = 0,
+              sampling: int = 0) -> "PickTask":
+        """``PickTask(cursors, rate, value, flags, sampling=PICK_SAMPLINGS[sampling],
+        tstore=ts)`` for the Player's constructors, which checked everything first;
+        ``make_cursor(k, cursor_flags)`` makes clip ``k``'s cursor (0-3) with its flags (the
+        chosen one's: the task's cursor bits; the others muted too). One function."""
+        v = F.f32(min(max(float(value), 0.0), 3.0))
+        k = 3
+        for i, th in enumerate(PICK_THRESHOLDS):     # chosen()
+            if v < th:
+                k = i
+                break
+        base = int(flags) & _CURSOR_INT
+        t = cls.__new__(cls)
+        r = t._row_of(ts, rate, flags, 0, None)
+        clips = t.clips = [make_cursor(i, base if i == k else base | _MUTED_INT) for i in range(4)]
+        ts.m_c0[r], ts.m_c1[r], ts.m_c2[r], ts.m_c3[r] = (c.row for c in clips)
+        ts.m_value[r] = v
+        if sampling:
+            ts.m_sampling[r] = sampling
+        return t
 
     value = task_column("value", float, "The value 0-3 that picks the audible clip (float32).")
 
@@ -1243,6 +1287,30 @@ class DirectionTask(Task):
         self.value = float(direction) % 8.0
         self.centre = int(math.floor(self.value + 0.5)) & 7
         self._ensure({})
+
+    @classmethod
+    def _made(cls, ts: Table, base: int, banks: Sequence[int], make_cursor: Callable, rate: float,
+              direction: float, flags: int = 0) -> "DirectionTask":
+        """``DirectionTask(base, None, rate, direction, flags, tstore=ts, banks=banks)`` for
+        the Player's constructors, which checked everything first; ``make_cursor(d,
+        cursor_flags)`` makes direction ``d``'s cursor with its flags (the centre's: the
+        task's cursor bits; its neighbours muted too). One function: each row written once."""
+        t = cls.__new__(cls)
+        r = t._row_of(ts, rate, flags, 0, None)
+        ts.m_base[r] = int(base)
+        ts.dir_banks[r] = tuple(int(b) for b in banks)
+        t._make_cursor = None
+        value = float(direction) % 8.0
+        centre = int(math.floor(value + 0.5)) & 7
+        ts.m_value[r] = value
+        ts.m_centre[r] = centre
+        cb = int(flags) & _CURSOR_INT                # _ensure({}): three new cursors
+        lo = make_cursor((centre - 1) & 7, cb | _MUTED_INT)
+        mid = make_cursor(centre, cb)
+        hi = make_cursor((centre + 1) & 7, cb | _MUTED_INT)
+        t._dir_cache = [lo, mid, hi]
+        ts.m_c0[r], ts.m_c1[r], ts.m_c2[r] = lo.row, mid.row, hi.row      # lower, centre, upper
+        return t
 
     base = task_column("base", int, "The first of the eight anim ids (direction 0).")
     value = task_column("value", float, "The direction 0-8 (wrapping), a double.")
