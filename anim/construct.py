@@ -227,10 +227,12 @@ class TaskBuilder(ClipLookup):
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
         s = inst.anim_set
-        ids = _refs(s, ids)
-        known = self._entries_known(s, ids)
+        known = self._entries_known(s, ids)          # ids found before (no name among them)
         if known is None:
-            self._check_ids(s, ids)                  # the look-up's errors first, as before
+            ids = _refs(s, ids)
+            known = self._entries_known(s, ids)
+            if known is None:
+                self._check_ids(s, ids)              # the look-up's errors first, as before
         _check_number("gait target", target, -math.inf)
         if value is not None:
             _check_number("gait value", value, -math.inf)

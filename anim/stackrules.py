@@ -19,8 +19,8 @@ from .construct import TaskBuilder, _check_number, task_pose_depth
 from .f32 import FLT_MAX as _F32_MAX
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
-from .tasks import (ClipTask, FadeTask, ForeignTask, HoldTask, LoopTask, PairedClipTask, PairedHoldTask, SceneTask,
-                    Task, TaskType, take_place)
+from .tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, PairedClipTask,
+                    PairedHoldTask, SceneTask, Task, TaskType, take_place)
 
 
 __all__ = ["StackRules"]
@@ -111,12 +111,23 @@ class StackRules(TaskBuilder):
         # the common chain (a clip task and the next tasks it owns, made by the constructors:
         # exact classes) read straight from the rows; anything else takes the general walk
         t = task
-        while t.__class__ in _CLIP_CLASSES and t.tstore is tasks and t.cursor.store is cursors:
-            r = t.trow
-            nxt = tasks.m_nxt[r]
-            if nxt < 0 or t.__class__ not in _NEXT_CLASSES or tasks.m_handed_over[r]:
+        while t.tstore is tasks:
+            kind = t.__class__
+            if kind in _CLIP_CLASSES:
+                if t.cursor.store is not cursors:
+                    break
+                r = t.trow
+                nxt = tasks.m_nxt[r]
+                if nxt < 0 or kind not in _NEXT_CLASSES or tasks.m_handed_over[r]:
+                    return
+                t = tasks.views[nxt]
+                continue
+            # a gait's and a direction's cursor rows are the world's by construction (their
+            # constructors refuse another table's: ForeignTask); neither owns a next task
+            if (kind is GaitTask and t.store is st.gaits and t.cstore is cursors) or \
+                    (kind is FadeTask and t.store is st.fades) or kind is DirectionTask:
                 return
-            t = tasks.views[nxt]
+            break
         todo = [t]
         while todo:
             t = todo.pop()
