@@ -143,14 +143,18 @@ class TaskBuilder(ClipLookup):
         s = anim_set or inst.anim_set
         if isinstance(anim_id, str):
             anim_id = _ref(s, anim_id)
-        on_end = check_callback(on_end, "on_end")
-        on_wrap = check_callback(on_wrap, "on_wrap")
-        self.pool.require(1)
+        if on_end is not None:
+            on_end = check_callback(on_end, "on_end")
+        if on_wrap is not None:
+            on_wrap = check_callback(on_wrap, "on_wrap")
+        pool = self.pool
+        pool.require(1)
         c, r = self._cursor_and_rate(s, anim_id, rate, int(flags) & _CURSOR_INT)
         task = LoopTask._made(self.stores.tasks, c, r, flags, held, on_end)
         if on_wrap is not None:
             task.on_wrap = on_wrap
-        return self._take(task)
+        pool.take(task)
+        return task
 
     def clip(self, inst: CharacterInstance, anim_id: AnimRef, next: Task | None = None, *, blend: float = 0.0,
              flags: int = 0, held: int = 0, rate: float | None = None, on_end: Callable | None = None,
@@ -159,15 +163,19 @@ class TaskBuilder(ClipLookup):
         s = anim_set or inst.anim_set
         if isinstance(anim_id, str):
             anim_id = _ref(s, anim_id)
-        on_end = check_callback(on_end, "on_end")
-        self.pool.require(1)
-        _check_number("blend time", blend)
+        if on_end is not None:
+            on_end = check_callback(on_end, "on_end")
+        pool = self.pool
+        pool.require(1)
+        if not (blend.__class__ is float and 0.0 <= blend <= F.FLT_MAX):
+            _check_number("blend time", blend)
         ts = self.stores.tasks
         if next is not None:
             ClipTask.check_next(ts, next)            # before anything is taken
         c, r = self._cursor_and_rate(s, anim_id, rate, int(flags) & _CURSOR_INT)
-        return self._take(ClipTask._made(ts, c, r, flags, held, on_end, next, blend,
-                                         _WINDOW_INDEX[self.options.blend_window]))
+        task = ClipTask._made(ts, c, r, flags, held, on_end, next, blend, _WINDOW_INDEX[self.options.blend_window])
+        pool.take(task)
+        return task
 
     def hold(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,
              on_end: Callable | None = None) -> HoldTask:

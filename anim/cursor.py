@@ -124,7 +124,7 @@ class Cursor:
     def dispose(self) -> None:
         """Give the cursor's row back to its table (the task that owned it is gone); reading
         it afterwards raises StaleHandle. A second dispose does nothing."""
-        if self.store.gen[self.row] == self.gen:
+        if self.store.m_gen[self.row] == self.gen:
             self.store.give_back(self.row)
 
     # ---- the numbers, in the table

@@ -441,7 +441,7 @@ class Task:
         """Give the task's row back to its table: the task is gone (reading it raises
         StaleHandle). A second dispose does nothing."""
         ts, r = self.tstore, self.trow
-        if ts.gen[r] == self.tgen:
+        if ts.m_gen[r] == self.tgen:
             if ts.views[r] is self:
                 ts.views[r] = None
             ts.give_back(r)
@@ -831,7 +831,7 @@ class FadeTask(Task):
 
     def dispose(self) -> None:
         self.dispose_row()
-        if self.store.gen[self.row] == self.gen:
+        if self.store.m_gen[self.row] == self.gen:
             self.store.give_back(self.row)
 
     def weight(self) -> float:
@@ -989,7 +989,7 @@ class GaitTask(Task):
         lo.dispose()                             # Task.dispose: cursors(), then the row
         up.dispose()
         self.dispose_row()
-        if self.store.gen[self.row] == self.gen:
+        if self.store.m_gen[self.row] == self.gen:
             self.store.give_back(self.row)
 
     @staticmethod
