@@ -9,8 +9,6 @@ Spec: "The cursor", "Playing a clip", "When a clip ends".
 """
 from __future__ import annotations
 
-import numpy as np
-
 from . import f32 as F
 from .clip import Clip, Event
 from .sampler import CursorFlags
@@ -38,8 +36,9 @@ def cursor_proto(clip: Clip, all_events: bool) -> tuple:
     clip keeps the parts (Clip.timing, Clip.dispatched_by_frame)."""
     end, limit = clip.timing()
     evs, frames = clip.events_by_frame() if all_events else clip.dispatched_by_frame()
-    # and the float32 values the columns hold (rounded by numpy once: a write of these is exact)
-    dur32, limit32 = (float(x) for x in np.array([clip.duration, limit], np.float32))
+    # and the float32 values the columns hold (rounded to nearest once, as numpy's cast
+    # rounds: a write of these is exact)
+    dur32, limit32 = F.f32(float(clip.duration)), F.f32(float(limit))
     return clip.duration, int(end), limit, evs, frames, int(frames[0]) if frames else NO_EVENT, dur32, limit32
 
 
