@@ -29,12 +29,13 @@ from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import CharacterInstance, TaskPool
 from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
                     PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
-                    TaskFlags)
+                    TaskFlags, TaskType)
 
 __all__ = ["TaskBuilder", "chain_blend_depth", "task_pose_depth"]
 
 
 _T = TypeVar("_T", bound=Task)
+_FADE_TYPE = TaskType.FADE
 # A blend window rule's index in WINDOW_RULES (the task table's ``window`` column), a pick's
 # sampling rule's in PICK_SAMPLINGS (its ``sampling`` column).
 _WINDOW_INDEX = {rule: i for i, rule in enumerate(WINDOW_RULES)}
@@ -119,7 +120,11 @@ class TaskBuilder(ClipLookup):
         """A single clip's new cursor (cursor flags ``flags``) and its rate: ``rate``,
         checked, or the id's own (CfgAnimSpeeds by its range flags), the id found once (the
         look-up's cache)."""
-        hit = self._known(s, anim_id)
+        hit = None
+        if anim_id.__class__ in self._id_types:      # _known, inline
+            per = self._known_ids.get(id(s))
+            if per is not None and per[0] is s and per[1] is self.options.speeds:
+                hit = per[2].get(anim_id)
         if hit is None:
             r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
             return self.cursor(s, anim_id, flags), r
@@ -129,7 +134,12 @@ class TaskBuilder(ClipLookup):
             r = hit[1]
             if r is None:
                 r = hit[1] = self._rate_checked(s, anim_id)
-        return self._cursor_of(hit, anim_id, flags), r
+        proto = hit[3]
+        if proto is None:
+            return self._cursor_of(hit, anim_id, flags), r
+        c = Cursor.__new__(Cursor)                   # _cursor_of, inline
+        c._fill(hit[0], hit[2], anim_id, flags, self.stores.cursors, proto)
+        return c, r
 
     def _take(self, task: _T) -> _T:
         self.pool.take(task)
@@ -170,8 +180,8 @@ class TaskBuilder(ClipLookup):
         if not (blend.__class__ is float and 0.0 <= blend <= F.FLT_MAX):
             _check_number("blend time", blend)
         ts = self.stores.tasks
-        if next is not None:
-            ClipTask.check_next(ts, next)            # before anything is taken
+        if next is not None and not (next.tstore is ts and not ts.m_placed[next.trow] and next.type != _FADE_TYPE):
+            ClipTask.check_next(ts, next)            # raises (before anything is taken)
         c, r = self._cursor_and_rate(s, anim_id, rate, int(flags) & _CURSOR_INT)
         task = ClipTask._made(ts, c, r, flags, held, on_end, next, blend, _WINDOW_INDEX[self.options.blend_window])
         pool.take(task)

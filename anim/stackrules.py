@@ -208,7 +208,9 @@ class StackRules(TaskBuilder):
             if not (n + 1 < STACK_SIZE if n + 1 <= opts.early_finish_above else self._change_fits(inst, task)):
                 raise StackFull(f"{inst.name or 'human'}: no room for a change "
                                 f"({len(inst.stack)} of {STACK_SIZE} tasks)")
-            f = self.fade(inst, fade)
+            st = self.stores
+            f = FadeTask._made(st.tasks, st.fades, fade, inst.speed)      # self.fade(inst, fade), inline
+            self.pool.take(f)
         except Exception:
             self.discard(task)
             raise
