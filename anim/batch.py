@@ -175,17 +175,86 @@ class BatchEngine:
         """The human's stack, bottom first, as the task objects of its row's task rows."""
         s = inst.slot
         tasks = self._tasks
-        return [tasks[r] for r in self.humans.stack[s, :self.humans.depth[s]].tolist()]
+        h = self.humans
+        b = s * h.stack_width
+        return [tasks[r] for r in h.m_stack[b:b + h.m_depth[s]].tolist()]
 
     def queue_of(self, inst: CharacterInstance) -> list:
         """The human's queue, first first, as the task objects of its row's task rows."""
         s = inst.slot
         tasks = self._tasks
-        return [tasks[r] for r in self.humans.queue[s, :self.humans.queued[s]].tolist()]
+        h = self.humans
+        b = s * h.queue_width
+        return [tasks[r] for r in h.m_queue[b:b + h.m_queued[s]].tolist()]
 
     def depth_of(self, inst: CharacterInstance) -> int:
         """The number of tasks on the human's stack (its row's depth; 0 before it has a row)."""
-        return int(self.humans.depth[inst.slot]) if inst.engine is self else 0
+        return self.humans.m_depth[inst.slot] if inst.engine is self else 0
+
+    def put_row(self, inst: CharacterInstance, trow: int, at: int) -> int:
+        """Task row ``trow`` into the human's stack at index ``at`` (0: the bottom, -1: on
+        top), the tasks above it moved up one slot; returns the new depth. The caller has
+        checked that the stack has room (StackRules._put)."""
+        s = self._row(inst)
+        h = self.humans
+        depth = h.m_depth
+        n = depth[s]
+        ms, b = h.m_stack, s * h.stack_width
+        if 0 <= at < n:
+            for i in range(b + n, b + at, -1):      # a few slots: cheaper one by one than a numpy slice
+                ms[i] = ms[i - 1]
+            ms[b + at] = trow
+        else:
+            ms[b + n] = trow
+        depth[s] = n + 1
+        return n + 1
+
+    def queued_of(self, inst: CharacterInstance) -> int:
+        """The number of tasks in the human's queue (its row's count; 0 before it has a row)."""
+        return self.humans.m_queued[inst.slot] if inst.engine is self else 0
+
+    def queue_row(self, inst: CharacterInstance, trow: int) -> None:
+        """Task row ``trow`` at the end of the human's queue (the caller has checked that
+        the queue has room: StackRules.enqueue)."""
+        s = self._row(inst)
+        h = self.humans
+        queued = h.m_queued
+        n = queued[s]
+        h.m_queue[s * h.queue_width + n] = trow
+        queued[s] = n + 1
+
+    def change_rows(self, inst: CharacterInstance, trow: int, frow: int) -> None:
+        """A change's two moves at once: task row ``trow`` under the human's stack, fade row
+        ``frow`` on top of it (the caller has checked that both fit and that neither early
+        finish acts: StackRules.change)."""
+        s = self._row(inst)
+        h = self.humans
+        depth = h.m_depth
+        n = depth[s]
+        ms, b = h.m_stack, s * h.stack_width
+        for i in range(b + n, b, -1):
+            ms[i] = ms[i - 1]
+        ms[b] = trow
+        ms[b + n + 1] = frow
+        depth[s] = n + 2
+
+    def top_task(self, inst: CharacterInstance):
+        """The task of the human's top stack row (None when its stack is empty), read from
+        its row without building the stack's list."""
+        if inst.engine is not self:
+            return None
+        s = inst.slot
+        h = self.humans
+        n = h.m_depth[s]
+        return self._tasks[h.m_stack[s * h.stack_width + n - 1]] if n else None
+
+    def bottom_task(self, inst: CharacterInstance):
+        """The task of the human's bottom stack row (None when its stack is empty)."""
+        if inst.engine is not self:
+            return None
+        s = inst.slot
+        h = self.humans
+        return self._tasks[h.m_stack[s * h.stack_width]] if h.m_depth[s] else None
 
     def write_stack(self, inst: CharacterInstance, stack: list) -> None:
         """Make ``stack`` (task objects of this world, at most 18) the human's stack rows."""

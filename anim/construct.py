@@ -28,12 +28,20 @@ from .lookup import ClipLookup, _ref, _refs
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import CharacterInstance, TaskPool
 from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
-                    PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS)
+                    PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
+                    TaskFlags, TaskType)
 
 __all__ = ["TaskBuilder", "chain_blend_depth", "task_pose_depth"]
 
 
 _T = TypeVar("_T", bound=Task)
+_FADE_TYPE = TaskType.FADE
+# A blend window rule's index in WINDOW_RULES (the task table's ``window`` column), a pick's
+# sampling rule's in PICK_SAMPLINGS (its ``sampling`` column).
+_WINDOW_INDEX = {rule: i for i, rule in enumerate(WINDOW_RULES)}
+_PICK_INDEX = {rule: i for i, rule in enumerate(PICK_SAMPLINGS)}
+# The task flags a clip task gives its cursor (0x1 no velocity, 0x2 no turn, 0x10 muted).
+_CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
 
 
 def task_pose_depth(task: Task) -> int:
@@ -108,12 +116,30 @@ class TaskBuilder(ClipLookup):
     pool: TaskPool
     batch: BatchEngine
 
-    def _cursor_and_rate(self, s, anim_id: int, rate: float | None) -> tuple[Cursor, float]:
-        """A single clip's new cursor and its rate: ``rate``, checked, or the id's own
-        (CfgAnimSpeeds by its range flags), the id found once (the look-up's cache)."""
-        hit = self._known(s, anim_id)
-        r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
-        return (self.cursor(s, anim_id) if hit is None else self._cursor_of(hit, anim_id)), r
+    def _cursor_and_rate(self, s, anim_id: int, rate: float | None, flags: int = 0) -> tuple[Cursor, float]:
+        """A single clip's new cursor (cursor flags ``flags``) and its rate: ``rate``,
+        checked, or the id's own (CfgAnimSpeeds by its range flags), the id found once (the
+        look-up's cache)."""
+        hit = None
+        if anim_id.__class__ in self._id_types:      # _known, inline
+            per = self._known_ids.get(id(s))
+            if per is not None and per[0] is s and per[1] is self.options.speeds:
+                hit = per[2].get(anim_id)
+        if hit is None:
+            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
+            return self.cursor(s, anim_id, flags), r
+        if rate is not None:
+            r = _check_number("rate", rate)
+        else:
+            r = hit[1]
+            if r is None:
+                r = hit[1] = self._rate_checked(s, anim_id)
+        proto = hit[3]
+        if proto is None:
+            return self._cursor_of(hit, anim_id, flags), r
+        c = Cursor.__new__(Cursor)                   # _cursor_of, inline
+        c._fill(hit[0], hit[2], anim_id, flags, self.stores.cursors, proto)
+        return c, r
 
     def _take(self, task: _T) -> _T:
         self.pool.take(task)
@@ -127,11 +153,18 @@ class TaskBuilder(ClipLookup):
         s = anim_set or inst.anim_set
         if isinstance(anim_id, str):
             anim_id = _ref(s, anim_id)
-        on_end = check_callback(on_end, "on_end")
-        on_wrap = check_callback(on_wrap, "on_wrap")
-        self.pool.require(1)
-        c, r = self._cursor_and_rate(s, anim_id, rate)
-        return self._take(LoopTask(c, r, flags, held, on_end, on_wrap, tstore=self.stores.tasks))
+        if on_end is not None:
+            on_end = check_callback(on_end, "on_end")
+        if on_wrap is not None:
+            on_wrap = check_callback(on_wrap, "on_wrap")
+        pool = self.pool
+        pool.require(1)
+        c, r = self._cursor_and_rate(s, anim_id, rate, int(flags) & _CURSOR_INT)
+        task = LoopTask._made(self.stores.tasks, c, r, flags, held, on_end)
+        if on_wrap is not None:
+            task.on_wrap = on_wrap
+        pool.take(task)
+        return task
 
     def clip(self, inst: CharacterInstance, anim_id: AnimRef, next: Task | None = None, *, blend: float = 0.0,
              flags: int = 0, held: int = 0, rate: float | None = None, on_end: Callable | None = None,
@@ -140,11 +173,19 @@ class TaskBuilder(ClipLookup):
         s = anim_set or inst.anim_set
         if isinstance(anim_id, str):
             anim_id = _ref(s, anim_id)
-        on_end = check_callback(on_end, "on_end")
-        self.pool.require(1)
-        _check_number("blend time", blend)
-        c, r = self._cursor_and_rate(s, anim_id, rate)
-        return self._take(ClipTask(c, r, next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
+        if on_end is not None:
+            on_end = check_callback(on_end, "on_end")
+        pool = self.pool
+        pool.require(1)
+        if not (blend.__class__ is float and 0.0 <= blend <= F.FLT_MAX):
+            _check_number("blend time", blend)
+        ts = self.stores.tasks
+        if next is not None and not (next.tstore is ts and not ts.m_placed[next.trow] and next.type != _FADE_TYPE):
+            ClipTask.check_next(ts, next)            # raises (before anything is taken)
+        c, r = self._cursor_and_rate(s, anim_id, rate, int(flags) & _CURSOR_INT)
+        task = ClipTask._made(ts, c, r, flags, held, on_end, next, blend, _WINDOW_INDEX[self.options.blend_window])
+        pool.take(task)
+        return task
 
     def hold(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,
              on_end: Callable | None = None) -> HoldTask:
@@ -192,7 +233,8 @@ class TaskBuilder(ClipLookup):
     def fade(self, inst: CharacterInstance, duration: float, *, held: int = 0) -> FadeTask:
         """A type 9 fade over ``duration`` s at the human's speed multiplier. Original: 0x00106c80."""
         self.pool.require(1)
-        return self._take(FadeTask(duration, inst.speed, held, store=self.stores.fades, tstore=self.stores.tasks))
+        st = self.stores
+        return self._take(FadeTask._made(st.tasks, st.fades, duration, inst.speed, held))
 
     def gait(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, target: float = 0.0,
              value: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
@@ -203,15 +245,22 @@ class TaskBuilder(ClipLookup):
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
         s = inst.anim_set
-        ids = _refs(s, ids)
-        self._check_ids(s, ids)
+        known = self._entries_known(s, ids)          # ids found before (no name among them)
+        if known is None:
+            ids = _refs(s, ids)
+            known = self._entries_known(s, ids)
+            if known is None:
+                self._check_ids(s, ids)              # the look-up's errors first, as before
         _check_number("gait target", target, -math.inf)
         if value is not None:
             _check_number("gait value", value, -math.inf)
-        banks = [self._bank_of(self._entry(s, i)) for i in ids]
-        task = GaitTask(ids, lambda i: self.cursor(s, i), inst.speed,
-                        value=target if value is None else value, target=target, flags=flags,
-                        on_wrap=on_wrap, held=held, store=self.stores.gaits, tstore=self.stores.tasks, banks=banks)
+        entries, banks, ids = known if known is not None else self._entries_of(s, ids)
+        cursor_of = self._cursor_of
+        st = self.stores
+        task = GaitTask._made(st.tasks, st.gaits, ids, banks, lambda k, fl: cursor_of(entries[k], ids[k], fl),
+                              inst.speed, target if value is None else value, target, flags, held)
+        if on_wrap is not None:
+            task.on_wrap = on_wrap
         return self._take(task)
 
     def mix(self, inst: CharacterInstance, a: AnimRef, b: AnimRef, *, weight: float = 0.0,
@@ -220,10 +269,12 @@ class TaskBuilder(ClipLookup):
         self.pool.require(1)
         s = inst.anim_set
         a, b = _ref(s, a), _ref(s, b)
-        self.find(s, a)
-        self.find(s, b)
+        ea, eb = self._entry(s, a), self._entry(s, b)         # find: UnknownClip
         _check_number("mix weight", weight, -math.inf)
-        return self._take(MixTask(self.cursor(s, a), self.cursor(s, b), inst.speed, weight, flags, tstore=self.stores.tasks))
+        ab = ((ea, a), (eb, b))
+        cursor_of = self._cursor_of
+        return self._take(MixTask._made(self.stores.tasks, lambda k, fl: cursor_of(ab[k][0], ab[k][1], fl),
+                                        inst.speed, weight, flags))
 
     def pick(self, inst: CharacterInstance, ids: Sequence[AnimRef], rate: float, *, value: float = 0.0,
              flags: int = 0) -> PickTask:
@@ -233,12 +284,12 @@ class TaskBuilder(ClipLookup):
         ids = _refs(s, ids)
         if len(ids) != 4:
             raise ValueError(f"type 11: 4 clips, got {len(ids)}")
-        for i in ids:
-            self.find(s, i)
+        entries = [self._entry(s, i) for i in ids]            # find: UnknownClip
         _check_number("rate", rate)
         _check_number("pick value", value, -math.inf)
-        return self._take(PickTask([self.cursor(s, i) for i in ids], rate, value, flags,
-                                   sampling=self.options.pick, tstore=self.stores.tasks))
+        cursor_of = self._cursor_of
+        return self._take(PickTask._made(self.stores.tasks, lambda k, fl: cursor_of(entries[k], ids[k], fl),
+                                         rate, value, flags, _PICK_INDEX[self.options.pick]))
 
     def direction(self, inst: CharacterInstance, base: AnimRef, *, direction: float = 0.0,
                   flags: int = 0) -> DirectionTask:
@@ -246,12 +297,16 @@ class TaskBuilder(ClipLookup):
         self.pool.require(1)
         s = inst.anim_set
         base = _ref(s, base)
-        for d in range(8):
-            self.find(s, base + d)
+        dir_ids = [base + d for d in range(8)]
+        known = self._entries_known(s, dir_ids)
+        if known is None:
+            self._check_ids(s, dir_ids)              # the look-up's errors first, as before
         _check_number("direction", direction, -math.inf)
-        banks = [self._bank_of(self._entry(s, base + d)) for d in range(8)]
-        return self._take(DirectionTask(base, None, inst.speed, direction, flags, tstore=self.stores.tasks,
-                                        banks=banks))
+        entries, banks, dir_ids = known if known is not None else self._entries_of(s, dir_ids)
+        cursor_of = self._cursor_of
+        return self._take(DirectionTask._made(self.stores.tasks, base, banks,
+                                              lambda d, fl: cursor_of(entries[d], dir_ids[d], fl),
+                                              inst.speed, direction, flags))
 
     def chain(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, blend: float = 0.0, flags: int = 0,
               held: int = 0, paired_with: CharacterInstance | None = None,

@@ -14,7 +14,7 @@ from .clip import Clip, Event
 from .sampler import CursorFlags
 from .store import NO_EVENT, Table, column, cursor_table
 
-__all__ = ["Cursor", "FiredEvent"]
+__all__ = ["Cursor", "FiredEvent", "cursor_proto"]
 
 
 class FiredEvent:
@@ -27,6 +27,19 @@ class FiredEvent:
 
     def __repr__(self) -> str:
         return f"FiredEvent(id={self.anim_id}, frame={self.event.frame}, type=0x{self.event.type:x})"
+
+
+def cursor_proto(clip: Clip, all_events: bool) -> tuple:
+    """What every new cursor on ``clip`` starts from: (duration, F, D - 1/60, its events and
+    their frames sorted by frame (type 8's too when ``all_events``), the first event's
+    frame or NO_EVENT, the duration and D - 1/60 as the float32 columns hold them). The
+    clip keeps the parts (Clip.timing, Clip.dispatched_by_frame)."""
+    end, limit = clip.timing()
+    evs, frames = clip.events_by_frame() if all_events else clip.dispatched_by_frame()
+    # and the float32 values the columns hold (rounded to nearest once, as numpy's cast
+    # rounds: a write of these is exact)
+    dur32, limit32 = F.f32(float(clip.duration)), F.f32(float(limit))
+    return clip.duration, int(end), limit, evs, frames, int(frames[0]) if frames else NO_EVENT, dur32, limit32
 
 
 class Cursor:
@@ -47,21 +60,46 @@ class Cursor:
 
     def __init__(self, clip: Clip, bank_index: int, anim_id: int = -1, flags: int = 0, store: Table | None = None,
                  all_events: bool = False):
+        self._fill(clip, bank_index, anim_id, int(flags), store if store is not None else cursor_table(1),
+                   cursor_proto(clip, all_events))
+
+    @classmethod
+    def made(cls, store: Table, clip: Clip, bank_index: int, anim_id: int, flags: int, proto: tuple) -> "Cursor":
+        """A new cursor on ``clip`` in a row of ``store``: ``Cursor(clip, ...)`` with the
+        clip's ``cursor_proto`` computed once by the caller (the Player's look-up keeps it
+        per clip) and ``flags`` an int."""
+        c = cls.__new__(cls)
+        c._fill(clip, bank_index, anim_id, flags, store, proto)
+        return c
+
+    def _fill(self, clip: Clip, bank_index: int, anim_id: int, flags: int, st: Table, proto: tuple) -> None:
+        """Take a row of ``st`` and write every column (a row the kernel gave back keeps old
+        numbers: nothing is left to a default); ``proto`` is ``cursor_proto(clip, ...)``."""
+        dur, end, limit, evs, frames, evf0, dur32, limit32 = proto
         self.clip = clip
         self.bank_index = bank_index
         self.anim_id = anim_id
-        self.duration = clip.duration
-        self.end, self._limit = clip.timing()                 # F and D - 1/60
-        self._events, self._frames = clip.events_by_frame() if all_events else clip.dispatched_by_frame()
-        self.store = st = store if store is not None else cursor_table(1)
+        self.duration = dur
+        self.end = end                                        # F
+        self._limit = limit                                   # D - 1/60
+        self._events = evs
+        self._frames = frames
+        self.store = st
         self.row = r = st.alloc(zero=False)
-        self.gen = int(st.gen[r])
-        st.end[r], st.limit[r], st.dur[r], st.bank[r] = self.end, self._limit, self.duration, bank_index
-        st.anim[r] = anim_id
-        st.flags[r] = int(flags)
-        st.evf0[r] = st.evf[r] = self._frames[0] if self._frames else NO_EVENT
-        st.t[r] = st.frame[r] = st.ev[r] = 0                  # restarted: time 0, no event passed
-        st.at_end[r] = False
+        self.gen = st.m_gen[r]
+        # the fast views (store._fast_view): the numbers are the clip's (float32 values, ints)
+        st.m_end[r] = end
+        st.m_limit[r] = limit32
+        st.m_dur[r] = dur32
+        st.m_bank[r] = bank_index
+        st.m_anim[r] = anim_id
+        st.m_flags[r] = flags
+        st.m_evf0[r] = evf0
+        st.m_evf[r] = evf0
+        st.m_t[r] = 0.0                                       # restarted: time 0, no event passed
+        st.m_frame[r] = 0
+        st.m_ev[r] = 0
+        st.m_at_end[r] = False
 
     @classmethod
     def view(cls, store: Table, row: int) -> "Cursor":
@@ -85,7 +123,7 @@ class Cursor:
     def dispose(self) -> None:
         """Give the cursor's row back to its table (the task that owned it is gone); reading
         it afterwards raises StaleHandle. A second dispose does nothing."""
-        if self.store.gen[self.row] == self.gen:
+        if self.store.m_gen[self.row] == self.gen:
             self.store.give_back(self.row)
 
     # ---- the numbers, in the table

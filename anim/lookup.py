@@ -16,13 +16,13 @@ from typing import Sequence
 
 from .animset import AnimRef
 from .clip import Clip
-from .cursor import Cursor
+from .cursor import Cursor, cursor_proto
 from .rates import gait_speed
 from .sampler import (BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, BankBudgetError, ClipBank, clip_keys,
                       clip_rows)
 from .skeleton import Skeleton
 from .options import PlayerOptions
-from .tasks import MotionEntry, PlaceEvents, TagBits
+from .tasks import MotionEntry, TagBits
 from .store import Stores
 
 
@@ -110,7 +110,7 @@ class ClipLookup:
         _ = self.bank
 
     def _known(self, anim_set, anim_id) -> list | None:
-        """The cached [clip, rate or None, bank index or -1] of an id found in ``anim_set`` before,
+        """The cached [clip, rate or None, bank index or -1, cursor_proto or None] of an id found in ``anim_set`` before,
         or None (not found yet, or an id of a type the cache is not asked with: those take
         the checked path, which raises the errors)."""
         if anim_id.__class__ not in self._id_types:
@@ -127,7 +127,7 @@ class ClipLookup:
         speeds = self.options.speeds
         if per is None or per[0] is not anim_set or per[1] is not speeds:
             per = self._known_ids[id(anim_set)] = (anim_set, speeds, {})
-        entry = [clip, None, -1]
+        entry = [clip, None, -1, None]
         kind = anim_id.__class__
         if issubclass(kind, int) and kind is not bool:
             self._id_types.add(kind)
@@ -142,9 +142,15 @@ class ClipLookup:
         return bank
 
     def _cursor_of(self, entry: list, anim_id: int, flags: int = 0) -> Cursor:
-        """A new cursor from a cache entry (``_known`` / ``_learn``)."""
-        return Cursor(entry[0], self._bank_of(entry), anim_id, flags, self.stores.cursors,
-                      self.options.place_events == PlaceEvents.FIRED)
+        """A new cursor from a cache entry (``_known`` / ``_learn``): its clip's bank index
+        and cursor_proto kept in the entry after the first."""
+        proto = entry[3]
+        if proto is None:
+            self._bank_of(entry)
+            proto = entry[3] = cursor_proto(entry[0], self.stores.cursors.all_events)
+        c = Cursor.__new__(Cursor)                   # Cursor.made, one call fewer
+        c._fill(entry[0], entry[2], anim_id, int(flags), self.stores.cursors, proto)
+        return c
 
     def _entry(self, anim_set, anim_id) -> list:
         """The cache entry of ``anim_id`` (found and cached on a miss: UnknownAnimId,
@@ -158,6 +164,38 @@ class ClipLookup:
                     return hit
             hit = self._learn(anim_set, anim_id, self._find_checked(anim_set, anim_id))
         return hit
+
+    _gait_clips: dict | None = None     # (id(anim set), ids) -> (set, entries, banks, int ids): _entries_of
+
+    def _entries_of(self, anim_set, ids: Sequence[int]) -> tuple[list, list, list]:
+        """The cache entries (``_entry``) of ``ids`` found in ``anim_set``, their clips' bank
+        indices and the ids as ints, kept per set and ids (a gait's five, a direction's
+        eight): ``_check_ids`` on a miss (its errors), nothing looked up again on a hit."""
+        hit = self._entries_known(anim_set, ids)
+        if hit is not None:
+            return hit
+        self._check_ids(anim_set, ids)
+        entries = [self._entry(anim_set, i) for i in ids]
+        banks = [self._bank_of(e) for e in entries]
+        ints = [int(i) for i in ids]
+        if all(i.__class__ in self._id_types for i in ids):
+            if self._gait_clips is None:
+                self._gait_clips = {}
+            self._gait_clips[(id(anim_set), *ids)] = (anim_set, entries, banks, ints)
+        return entries, banks, ints
+
+    def _entries_known(self, anim_set, ids: Sequence[int]) -> tuple[list, list, list] | None:
+        """``_entries_of`` when kept from before (its ids all found then), else None."""
+        cache = self._gait_clips
+        if cache is None:
+            return None
+        types = self._id_types
+        if not all(i.__class__ in types for i in ids):
+            return None
+        hit = cache.get((id(anim_set), *ids))
+        if hit is None or hit[0] is not anim_set:
+            return None
+        return hit[1], hit[2], hit[3]
 
     def _check_ids(self, anim_set, ids: Sequence[int]) -> None:
         """``find`` each id in order (the same errors), the ids found before by the cache."""

@@ -76,6 +76,7 @@ class TableState:
     block: np.ndarray
     keyed: dict[str, dict]
     views: list | None
+    dirty: list[int]                                 # rows freed since the last take (reset at the next)
 
 
 def _copy_into(a: np.ndarray, into: np.ndarray | None) -> np.ndarray:
@@ -105,7 +106,8 @@ def save_table(t: Table, into: TableState | None = None) -> TableState:
             views[:] = t.views
         else:
             views = list(t.views)
-    return TableState(t.capacity, _copy_into(t.block, into.block if into is not None else None), keyed, views)
+    return TableState(t.capacity, _copy_into(t.block, into.block if into is not None else None), keyed, views,
+                      list(t._dirty))
 
 
 def load_table(t: Table, s: TableState) -> bool:
@@ -126,6 +128,7 @@ def load_table(t: Table, s: TableState) -> bool:
         mine.update(d)
     if s.views is not None:
         t.views[:] = s.views
+    t._dirty[:] = s.dirty
     return replaced
 
 

@@ -16,13 +16,20 @@ fade), 0x00106cc8 (the fade's clean-up), 0x00105640 AnimTask_DeferGive.
 from __future__ import annotations
 
 from .construct import TaskBuilder, _check_number, task_pose_depth
+from .f32 import FLT_MAX as _F32_MAX
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
-from .tasks import ClipTask, FadeTask, ForeignTask, Task, TaskType, take_place
+from .tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, PairedClipTask,
+                    PairedHoldTask, SceneTask, Task, TaskType, take_place)
 
 
 __all__ = ["StackRules"]
 
+
+# The task classes whose rows and cursor _check_own reads directly (their following() is
+# the row's next task, for the two that have one).
+_CLIP_CLASSES = frozenset({LoopTask, ClipTask, HoldTask, SceneTask, PairedClipTask, PairedHoldTask})
+_NEXT_CLASSES = frozenset({ClipTask, PairedClipTask})
 
 # The hot paths compare plain ints; the values come from the enums.
 _FADE = int(TaskType.FADE)
@@ -38,21 +45,22 @@ class StackRules(TaskBuilder):
     @staticmethod
     def top(inst: CharacterInstance) -> Task | None:
         """The top task, or the bottom one when the top is a fade. Original: 0x00175210."""
-        stack = inst.stack
-        if not stack:
+        eng = inst.engine
+        if eng is None:
             return None
-        t = stack[-1]
-        return stack[0] if t.type == TaskType.FADE else t
+        t = eng.top_task(inst)
+        return eng.bottom_task(inst) if t is not None and t.type == _FADE else t
 
     def refresh_anim_id(self, inst: CharacterInstance) -> None:
-        """The top task's id into record +0x20 (-1 with no task). Original: 0x001752c8."""
-        stack = inst.stack
-        if not stack:
+        """The top task's id into record +0x20 (-1 with no task), read from the human's
+        stack row (no list of the stack). Original: 0x001752c8."""
+        eng = inst.engine
+        t = eng.top_task(inst) if eng is not None else None
+        if t is None:
             inst.record.anim_id = -1
             return
-        t = stack[-1]
         if t.type == _FADE:
-            t = stack[0]
+            t = eng.bottom_task(inst)
         inst.record.anim_id = t.anim_id()
 
     def _early_finish(self, inst: CharacterInstance) -> None:
@@ -99,7 +107,28 @@ class StackRules(TaskBuilder):
         """ForeignTask unless ``task``, the next tasks it owns and their cursors, fade and
         gait rows all live in this world's tables (made by this Player)."""
         st = self.stores
-        todo = [task]
+        tasks, cursors = st.tasks, st.cursors
+        # the common chain (a clip task and the next tasks it owns, made by the constructors:
+        # exact classes) read straight from the rows; anything else takes the general walk
+        t = task
+        while t.tstore is tasks:
+            kind = t.__class__
+            if kind in _CLIP_CLASSES:
+                if t.cursor.store is not cursors:
+                    break
+                r = t.trow
+                nxt = tasks.m_nxt[r]
+                if nxt < 0 or kind not in _NEXT_CLASSES or tasks.m_handed_over[r]:
+                    return
+                t = tasks.views[nxt]
+                continue
+            # a gait's and a direction's cursor rows are the world's by construction (their
+            # constructors refuse another table's: ForeignTask); neither owns a next task
+            if (kind is GaitTask and t.store is st.gaits and t.cstore is cursors) or \
+                    (kind is FadeTask and t.store is st.fades) or kind is DirectionTask:
+                return
+            break
+        todo = [t]
         while todo:
             t = todo.pop()
             own = t.tstore is st.tasks
@@ -124,17 +153,20 @@ class StackRules(TaskBuilder):
         if task.tstore.placed[task.trow]:
             take_place(task, "stack")                # raises TaskInUse
         self._check_fits_poses(inst, task)
+        self._put_checked(inst, task, at)
+
+    def _put_checked(self, inst: CharacterInstance, task: Task, at: int | None) -> None:
+        """``_put`` of a task already checked (ours, no place, fits the pose stack): the early
+        finish, the stack's room, then one slot of the human's stack row written."""
         self._early_finish(inst)
-        stack = inst.stack
-        if len(stack) >= STACK_SIZE:
+        batch = self.batch
+        if batch.depth_of(inst) >= STACK_SIZE:
             raise StackFull(f"{inst.name or 'human'}: the task stack already holds {STACK_SIZE} tasks")
-        if at is None:
-            stack.append(task)
-        else:
-            stack.insert(at, task)
-        self.batch.write_stack(inst, stack)
-        take_place(task, "stack")
-        self._hold(inst, task)
+        batch.put_row(inst, task.trow, -1 if at is None else at)
+        task.tstore.m_placed[task.trow] = True       # take_place: it had none (checked)
+        held = task.held
+        if held:
+            inst.record.flags |= held
 
     def push(self, inst: CharacterInstance, task: Task) -> None:
         """Put a task on top of the stack; sets its held bits on the human.
@@ -162,24 +194,45 @@ class StackRules(TaskBuilder):
         order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
         self._check_own(task)            # not ours: not given back to our pool either
-        if task.tstore.placed[task.trow]:
+        if task.tstore.m_placed[task.trow]:
             take_place(task, "change")               # raises TaskInUse (the task is not given back)
+        opts = self.options
+        n = self.batch.depth_of(inst)
         try:
-            self._check_fits_poses(inst, task)
+            if opts.refuse_deep_chains:
+                self._check_fits_poses(inst, task)
             self.pool.require(1)
-            _check_number("fade time", fade)
-            if not self._change_fits(inst, task):
+            if not (fade.__class__ is float and 0.0 <= fade <= _F32_MAX):
+                _check_number("fade time", fade)
+            # the dry run of the early finishes, unless neither can act (n + 1 <= the limit)
+            if not (n + 1 < STACK_SIZE if n + 1 <= opts.early_finish_above else self._change_fits(inst, task)):
                 raise StackFull(f"{inst.name or 'human'}: no room for a change "
                                 f"({len(inst.stack)} of {STACK_SIZE} tasks)")
-            f = self.fade(inst, fade)
+            st = self.stores
+            f = FadeTask._made(st.tasks, st.fades, fade, inst.speed)      # self.fade(inst, fade), inline
+            self.pool.take(f)
         except Exception:
             self.discard(task)
             raise
-        f.incoming = task
+        ts = self.stores.tasks
+        ts.m_incoming[f.trow] = task.trow            # f.incoming = task (both ours: checked)
+        if n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE:
+            # neither early finish acts and both fit: insert_bottom and push write their two
+            # slots at once; the top is then the fade, so the playing id is the new task's
+            self.batch.change_rows(inst, task.trow, f.trow)
+            placed = ts.m_placed
+            placed[task.trow] = True
+            placed[f.trow] = True
+            held = ts.m_held[task.trow] | ts.m_held[f.trow]
+            if held:
+                inst.record.flags |= held
+            inst.record.anim_id = task.anim_id()
+            return f
         # insert_bottom, then push: nothing between them reads the anim id, so it is
-        # refreshed once, after both (the value the second refresh gave).
-        self._insert_bottom(inst, task)
-        self._push(inst, f)
+        # refreshed once, after both (the value the second refresh gave). Both tasks were
+        # checked above (the fade is new: ours, no place, one pose).
+        self._put_checked(inst, task, 0)
+        self._put_checked(inst, f, None)
         self.refresh_anim_id(inst)
         return f
 
@@ -212,12 +265,10 @@ class StackRules(TaskBuilder):
         """Queue a task to start at the next step. Rejected: a full queue (QueueFull), a task
         made outside this Player (ForeignTask)."""
         self._check_own(task)
-        queue = inst.queue
-        if len(queue) >= QUEUE_SIZE:
+        if self.batch.queued_of(inst) >= QUEUE_SIZE:
             raise QueueFull(f"{inst.name or 'human'}: the task queue already holds {QUEUE_SIZE} tasks")
         take_place(task, "queue")
-        queue.append(task)
-        self.batch.write_queue(inst, queue)
+        self.batch.queue_row(inst, task.trow)        # one slot of the human's queue row
 
     def replace(self, inst: CharacterInstance, old: Task, new: Task) -> None:
         """A hand-over: ``new`` takes ``old``'s place; ``old`` goes on the deferred list.

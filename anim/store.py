@@ -21,6 +21,8 @@ __all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "H
 NO_EVENT = np.iinfo(np.int32).max
 # A row link to nothing (no next task, no incoming task, no cursor).
 NO_ROW = -1
+# Table._reset_dirty resets up to this many rows one by one, more with one write per column.
+_ROW_BY_ROW = 2
 
 
 def _stale(obj, store, row) -> None:
@@ -40,20 +42,21 @@ class column:
 
     def __init__(self, name: str, cast=float, doc: str = ""):
         self.name, self.cast, self.__doc__ = name, cast, doc
+        self.view = "m_" + name                 # the column's fast view (store._fast_view): reads
 
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
         st, r = obj.store, obj.row
-        if st.gen[r] != obj.gen:
+        if st.m_gen[r] != obj.gen:
             _stale(obj, st, r)
-        return self.cast(getattr(st, self.name)[r])
+        return self.cast(getattr(st, self.view)[r])
 
     def __set__(self, obj, value) -> None:
         st, r = obj.store, obj.row
-        if st.gen[r] != obj.gen:
+        if st.m_gen[r] != obj.gen:
             _stale(obj, st, r)
-        getattr(st, self.name)[r] = value
+        getattr(st, self.name)[r] = value       # numpy's conversion (and errors) for a user's value
 
 
 class task_column(column):
@@ -65,13 +68,13 @@ class task_column(column):
         if obj is None:
             return self
         st, r = obj.tstore, obj.trow
-        if st.gen[r] != obj.tgen:
+        if st.m_gen[r] != obj.tgen:
             _stale(obj, st, r)
-        return self.cast(getattr(st, self.name)[r])
+        return self.cast(getattr(st, self.view)[r])
 
     def __set__(self, obj, value) -> None:
         st, r = obj.tstore, obj.trow
-        if st.gen[r] != obj.tgen:
+        if st.m_gen[r] != obj.tgen:
             _stale(obj, st, r)
         getattr(st, self.name)[r] = value
 
@@ -107,6 +110,24 @@ def _layout(columns: dict[str, DTypeLike], cap: int) -> tuple[dict[str, tuple], 
     return out, off
 
 
+# The arrays of a Table besides its columns that get a fast view (Table.__setattr__).
+_TABLE_ARRAYS = ("live", "gen", "free_rows", "n_free")
+
+
+def _fast_view(arr):
+    """A view of a table's 1-d array for the Python paths' one-row reads and writes: a
+    memoryview of the same memory (a read gives a Python int, float or bool, the same value
+    numpy's scalar converts to, at a third of the cost; a write stores what numpy would for
+    the numbers the engine writes), or the array itself when it is not a plain 1-d
+    contiguous array of numbers (a corrupt table: the checks of check_rows name it).
+    Rejected writes differ from numpy's only in the error's type (the callers write their
+    own numbers, never a user's unchecked one)."""
+    if isinstance(arr, np.ndarray) and arr.ndim == 1 and arr.flags.c_contiguous and arr.dtype.kind in "biuf" \
+            and arr.dtype.isnative:
+        return memoryview(arr)
+    return arr
+
+
 class Table:
     """Named numpy columns with a row free list, each row with a generation.
 
@@ -124,18 +145,41 @@ class Table:
     world: Any = None               # the world's task table: its Stores (the other tables)
     all_events = False          # the cursor table: type 8 events fire too (PlaceEvents.FIRED)
 
-    def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = ()):
+    def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = (),
+                 defaults: dict[str, Any] | None = None):
         self._columns = dict(columns)
         # row-keyed values that are not numbers (the tasks' callbacks, as data): one dict per
-        # name, an entry per row that has one; gone when the row is freed or taken again
+        # name, an entry per row that has one; gone when the row is freed
         self._keyed = tuple(keyed)
         for name in self._keyed:
             setattr(self, name, {})
+        # a free row's value of each column (0 unless named); with ``defaults`` given, rows
+        # freed since the last take are reset to them in bulk before the next alloc (``alloc_default``)
+        self._defaults = {name: (defaults or {}).get(name, 0) for name in self._columns}
+        self._resets = defaults is not None
+        self._dirty: list[int] = []
         # every array of the table lives in one block of memory (``block``), so a snapshot
         # of the table is one copy (anim.snapshot)
         self._all = {**self._columns, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}
         self._place(np.zeros(_layout(self._all, 0)[1], np.uint8), 0)
         self._grow(max(1, capacity))
+
+    def __setattr__(self, name: str, value) -> None:
+        """Set an attribute; a column (or ``live``, ``gen``, ``free_rows``, ``n_free``) also
+        gets its fast view ``m_<name>`` (_fast_view), made again whenever the array is replaced."""
+        object.__setattr__(self, name, value)
+        cols = self.__dict__.get("_columns")
+        if cols is not None and (name in cols or name in _TABLE_ARRAYS):
+            object.__setattr__(self, "m_" + name, _fast_view(value))
+
+    def __getstate__(self) -> dict:
+        """The table's state without the fast views (a memoryview is not copied or pickled)."""
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("m_")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        for name in (*state["_columns"], *_TABLE_ARRAYS):
+            object.__setattr__(self, "m_" + name, _fast_view(state[name]))
 
     def __getattr__(self, name: str) -> np.ndarray:
         """A column (set as an attribute by ``_grow``); AttributeError for any other name.
@@ -152,6 +196,9 @@ class Table:
         self._place(np.zeros(_layout(self._all, cap)[1], np.uint8), cap)
         for name, a in prev.items():
             getattr(self, name)[:old] = a[:old]
+        for name, value in self._defaults.items():      # the new rows at the defaults
+            if value:
+                getattr(self, name)[old:] = value
         # the new rows go under the free ones, lowest on top of them: taken after those
         free = self.free_rows
         k = cap - old
@@ -180,36 +227,78 @@ class Table:
 
     def alloc(self, zero: bool = True) -> int:
         """A free row, zeroed unless the caller writes every column itself (``zero=False``)."""
-        n = int(self.n_free[0])
+        if self._dirty:
+            self._reset_dirty()
+        nf = self.m_n_free
+        n = nf[0]
         if not n:
             self._grow(self.capacity * 2)
-            n = int(self.n_free[0])
+            n = nf[0]
         n -= 1
-        row = int(self.free_rows[n])
-        self.n_free[0] = n
-        self.live[row] = True
-        for name in self._keyed:
-            getattr(self, name).pop(row, None)
+        row = self.m_free_rows[n]
+        nf[0] = n
+        self.m_live[row] = True
         if zero:
             for name in self._columns:
                 getattr(self, name)[row] = 0
         return row
 
+    def alloc_default(self) -> int:
+        """A free row with every column at its default (a table made with ``defaults``: the
+        caller writes only the columns it sets). The rows given back since the last take
+        are reset first, all at once (one vectorised write per column)."""
+        if self._dirty:
+            self._reset_dirty()
+        nf = self.m_n_free
+        n = nf[0]
+        if not n:
+            self._grow(self.capacity * 2)
+            n = nf[0]
+        n -= 1
+        row = self.m_free_rows[n]
+        nf[0] = n
+        self.m_live[row] = True
+        return row
+
+    def _reset_dirty(self) -> None:
+        """The rows freed since the last take back to the defaults (those still free: a
+        kernel may have taken one since, which then wrote its own columns)."""
+        dirty = self._dirty
+        self._dirty = []
+        live = self.live
+        if len(dirty) <= _ROW_BY_ROW:                  # a few rows: cheaper one by one
+            cols = [(getattr(self, name), value) for name, value in self._defaults.items()]
+            for r in dirty:
+                if not live[r]:
+                    for col, value in cols:
+                        col[r] = value
+            return
+        rows = np.array(dirty, np.int64)
+        rows = rows[~live[rows]]
+        for name, value in self._defaults.items():
+            getattr(self, name)[rows] = value
+
     def free(self, row: int) -> None:
-        """Give a row back (its generation counts up); ValueError when it is not in use."""
-        if not self.live[row]:
+        """Give a row back (its generation counts up, its keyed values go); ValueError when
+        it is not in use. A table with defaults resets it before it is taken again."""
+        live = self.m_live
+        if not live[row]:
             raise ValueError(f"row {row} freed twice or never taken")
-        self.live[row] = False
-        self.gen[row] += 1
+        live[row] = False
+        gen = self.m_gen
+        gen[row] += 1
         for name in self._keyed:
             getattr(self, name).pop(row, None)
-        n = int(self.n_free[0])
-        self.free_rows[n] = row
-        self.n_free[0] = n + 1
+        if self._resets:
+            self._dirty.append(row)
+        nf = self.m_n_free
+        n = nf[0]
+        self.m_free_rows[n] = row
+        nf[0] = n + 1
 
     def give_back(self, row: int) -> None:
         """``free`` unless the row is already free (a second dispose: no error)."""
-        if self.live[row]:
+        if self.m_live[row]:
             self.free(row)
 
     @property
@@ -265,7 +354,14 @@ def task_table(capacity: int = 64) -> Table:
                   "window": np.int8, "incoming": np.int64, "released": bool, "handed_over": bool,
                   "wraps": np.int64, "speed": np.float32, "callback": bool, "placed": bool,
                   "c2": np.int64, "c3": np.int64, "value": np.float64, "target": np.float64, "base": np.int64,
-                  "centre": np.int8, "sampling": np.int8}, capacity, keyed=("on_end", "on_wrap", "partner", "dir_banks"))
+                  "centre": np.int8, "sampling": np.int8}, capacity, keyed=("on_end", "on_wrap", "partner", "dir_banks"),
+                 defaults=TASK_DEFAULTS)
+
+
+# A free task row's links: no cursor, fade / gait row, next or incoming task (every other
+# column 0): Table.alloc_default hands out rows at these, so a constructor writes only what it sets.
+TASK_DEFAULTS = {"c0": NO_ROW, "c1": NO_ROW, "c2": NO_ROW, "c3": NO_ROW, "aux": NO_ROW, "nxt": NO_ROW,
+                 "incoming": NO_ROW}
 
 
 class HumanTable:
@@ -305,6 +401,26 @@ class HumanTable:
     COLUMNS: dict[str, DTypeLike] = {"flags": np.int64, "anim": np.int64, "speed": np.float64, "depth": np.int64,
                                      "queued": np.int64, "live": np.bool_,
                                      "stack": (np.int64, (STACK_ROWS,)), "queue": (np.int64, (QUEUE_ROWS,))}
+
+    def __setattr__(self, name: str, value) -> None:
+        """Set an attribute; ``depth`` and ``queued`` also get their fast views (``m_depth``,
+        ``m_queued``), ``stack`` and ``queue`` flat ones (``m_stack``: slot ``s * stack_width
+        + i``; ``m_queue``; store._fast_view), made again whenever the array is replaced."""
+        object.__setattr__(self, name, value)
+        if name in ("depth", "queued"):
+            object.__setattr__(self, "m_" + name, _fast_view(value))
+        elif name in ("stack", "queue"):
+            flat = isinstance(value, np.ndarray) and value.ndim == 2 and value.flags.c_contiguous
+            object.__setattr__(self, "m_" + name, _fast_view(value.reshape(-1)) if flat else value.reshape(-1))
+            object.__setattr__(self, name + "_width", value.shape[1] if value.ndim == 2 else 1)
+
+    def __getstate__(self) -> dict:
+        """The table's state without the fast views (a memoryview is not copied or pickled)."""
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("m_")}
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
 
     def __init__(self, capacity: int = 64):
         self.gen: list[int] = []

@@ -275,6 +275,8 @@ class _WrapCallback:
     def __set__(self, obj, fn) -> None:
         fn = check_callback(fn, "on_wrap")
         ts, r = obj.tstore, obj.trow
+        if ts.gen[r] != obj.tgen:
+            _stale(obj, ts, r)
         if fn is None:
             ts.on_wrap.pop(r, None)
         else:
@@ -292,7 +294,10 @@ class _Keyed:
         return self if obj is None else getattr(obj.tstore, self.name).get(obj.trow)
 
     def __set__(self, obj, value) -> None:
-        getattr(obj.tstore, self.name)[obj.trow] = value
+        ts, r = obj.tstore, obj.trow
+        if ts.gen[r] != obj.tgen:
+            _stale(obj, ts, r)
+        getattr(ts, self.name)[r] = value
 
 
 class _EndCallback:
@@ -304,10 +309,13 @@ class _EndCallback:
 
     def __set__(self, obj, fn) -> None:
         fn = check_callback(fn, "on_end")
+        ts, r = obj.tstore, obj.trow
+        if ts.gen[r] != obj.tgen:
+            _stale(obj, ts, r)
         if fn is None:
-            obj.tstore.on_end.pop(obj.trow, None)
+            ts.on_end.pop(r, None)
         else:
-            obj.tstore.on_end[obj.trow] = fn
+            ts.on_end[r] = fn
 
 
 class _CursorLink:
@@ -355,27 +363,41 @@ class Task:
 
     __slots__ = ("tstore", "trow", "tgen", "__weakref__")
     type: TaskType = TaskType.LOOP
+    _TYPE = int(TaskType.LOOP)              # ``type`` as a plain int (the constructor writes it)
+
+    def __init_subclass__(cls, **kw) -> None:
+        super().__init_subclass__(**kw)
+        cls._TYPE = int(cls.type)
 
     def __init__(self, rate: float, flags: int = 0, held: int = 0, on_end: Callable | None = None,
                  tstore: Table | None = None):
         on_end = check_callback(on_end, "on_end")       # before a row is taken
-        ts = self.tstore = _world_tasks(tstore, type(self).__name__)
-        r = self.trow = ts.alloc(zero=False)
-        self.tgen = int(ts.gen[r])
+        self._row_of(_world_tasks(tstore, type(self).__name__), rate, flags, held, on_end)
+
+    def _row_of(self, ts: Table, rate: float, flags: int, held: int, on_end) -> int:
+        """Take this new handle's row of the world's task table ``ts`` at the table's defaults
+        (store.TASK_DEFAULTS: no links, every number 0) and write only the columns set here:
+        the type, rate (float32), flags, held bits and the end callback (checked); returns
+        the row."""
+        self.tstore = ts
+        r = self.trow = ts.alloc_default()
+        self.tgen = ts.m_gen[r]
         views = ts.views                                # row -> its handle (links read through it)
         if r >= len(views):
             views.extend([None] * (r + 1 - len(views)))
         views[r] = self
-        ts.type[r] = int(self.type)
-        ts.rate[r] = rate if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX else F.f32(float(rate))
-        ts.flags[r] = int(flags)
-        ts.held[r] = int(held)
-        ts.c0[r] = ts.c1[r] = ts.c2[r] = ts.c3[r] = ts.aux[r] = ts.nxt[r] = ts.incoming[r] = NO_ROW
-        ts.blend[r] = ts.speed[r] = ts.value[r] = ts.target[r] = 0.0
-        ts.window[r] = ts.base[r] = ts.centre[r] = ts.sampling[r] = 0
-        ts.released[r] = ts.handed_over[r] = ts.callback[r] = ts.placed[r] = False
-        ts.wraps[r] = 0
-        self.on_end = on_end
+        ts.m_type[r] = self._TYPE
+        if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX:
+            ts.m_rate[r] = rate                         # rounded to float32 as F.f32 rounds
+        else:
+            ts.rate[r] = F.f32(float(rate))
+        if flags:
+            ts.flags[r] = int(flags)
+        if held:
+            ts.held[r] = int(held)
+        if on_end is not None:
+            ts.on_end[r] = on_end
+        return r
 
     on_end = _EndCallback()
 
@@ -387,9 +409,9 @@ class Task:
         """On the deferred list, released, or gone back to the pool (its row is another's
         now: the one question a stale task answers)."""
         ts, r = self.tstore, self.trow
-        if ts.gen[r] != self.tgen:
+        if ts.m_gen[r] != self.tgen:
             return True
-        return bool(ts.released[r])
+        return ts.m_released[r]
 
     @released.setter
     def released(self, value: bool) -> None:
@@ -419,7 +441,7 @@ class Task:
         """Give the task's row back to its table: the task is gone (reading it raises
         StaleHandle). A second dispose does nothing."""
         ts, r = self.tstore, self.trow
-        if ts.gen[r] == self.tgen:
+        if ts.m_gen[r] == self.tgen:
             if ts.views[r] is self:
                 ts.views[r] = None
             ts.give_back(r)
@@ -508,6 +530,18 @@ class _ClipBase(Task):
         ts.c0[r] = row
         cursor.store.flags[row] = int(ts.flags[r]) & _CURSOR_INT        # cursor_flags()
 
+    @classmethod
+    def _made(cls, ts: Table, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None):
+        """``cls(cursor, rate, flags, held, on_end, tstore=ts)`` for the Player's constructors,
+        which checked everything first: ``ts`` the world's task table, ``cursor`` new in its
+        cursor table with the task's cursor bits already (``flags & 0x13``), ``rate`` a
+        checked number, ``on_end`` checked. One function: the row written once."""
+        t = cls.__new__(cls)
+        r = t._row_of(ts, rate, flags, held, on_end)
+        t.cursor = cursor
+        ts.m_c0[r] = cursor.row
+        return t
+
     def anim_id(self) -> int:
         return self.cursor.anim_id
 
@@ -575,6 +609,42 @@ class ClipTask(_ClipBase):
         ts, r = self.tstore, self.trow
         ts.blend[r] = blend if blend.__class__ is float and -_F32_MAX <= blend <= _F32_MAX else F.f32(float(blend))
         ts.window[r] = WINDOW_RULES.index(rule)
+
+    @classmethod
+    def _made(cls, ts: Table, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None,
+              next: Task | None = None, blend: float = 0.0, window: int = 0):
+        """``cls(cursor, rate, next, blend, ...)`` for the Player's constructors (see
+        _ClipBase._made; ``next`` passed ``check_next`` and ``blend`` is a checked number,
+        ``window`` the rule's index in WINDOW_RULES)."""
+        t = super()._made(ts, cursor, rate, flags, held, on_end)
+        r = t.trow
+        if next is not None:
+            ts.m_nxt[r] = next.trow
+            ts.m_placed[next.trow] = True
+        if blend:
+            if blend.__class__ is float and -_F32_MAX <= blend <= _F32_MAX:
+                ts.m_blend[r] = blend
+            else:
+                ts.blend[r] = F.f32(float(blend))
+        if window:
+            ts.m_window[r] = window
+        return t
+
+    @classmethod
+    def check_next(cls, ts: Table, task: Task) -> None:
+        """The ``next`` setter's checks of a new task's next task, before anything is taken:
+        ValueError for a fade, ForeignTask for a task of another table, TaskInUse for a task
+        that already has a place."""
+        if task.type == TaskType.FADE:
+            raise ValueError(f"{cls.__name__}.next: a fade (type 9) cannot be a next task: it fades "
+                             "between tasks on a stack (Player.change makes it)")
+        if task.tstore is not ts:
+            raise ForeignTask(f"{cls.__name__}.next: {type(task).__name__} was not made "
+                              "by this world's Player (its row is in another task table)")
+        if ts.m_placed[task.trow]:
+            raise TaskInUse(f"{cls.__name__}.next: {type(task).__name__} (anim id "
+                            f"{task.anim_id()}) already has a place (a stack, a queue or a next task); make a "
+                            "new task for each place")
 
     blend = task_column("blend", float, "The blend time b into the next task (s, float32).")
 
@@ -726,6 +796,25 @@ class FadeTask(Task):
         st.dur[r] = F.f32(float(duration))
         self.tstore.aux[self.trow] = r
 
+    @classmethod
+    def _made(cls, ts: Table, fades: Table, duration: float, rate: float, held: int = 0) -> "FadeTask":
+        """``FadeTask(duration, rate, held, store=fades, tstore=ts)`` for the Player's
+        constructors (``ts`` / ``fades`` the world's tables): one function, each row written once."""
+        if not (duration >= 0.0 and math.isfinite(duration)):
+            raise ValueError(f"fade time {duration!r} must be finite and >= 0")
+        t = cls.__new__(cls)
+        tr = t._row_of(ts, rate, 0, held, None)
+        t.store = fades
+        r = t.row = fades.alloc(zero=False)
+        t.gen = fades.m_gen[r]
+        fades.m_el[r] = 0.0
+        if duration.__class__ is float and duration <= _F32_MAX:
+            fades.m_dur[r] = duration
+        else:
+            fades.dur[r] = F.f32(float(duration))
+        ts.m_aux[tr] = r
+        return t
+
     elapsed = column("el", float, "Time into the fade (+0x1c), float32 summed toward zero.")
     fade_time = column("dur", float, "The fade's duration d (s, float32).")
 
@@ -742,7 +831,7 @@ class FadeTask(Task):
 
     def dispose(self) -> None:
         self.dispose_row()
-        if self.store.gen[self.row] == self.gen:
+        if self.store.m_gen[self.row] == self.gen:
             self.store.give_back(self.row)
 
     def weight(self) -> float:
@@ -839,6 +928,44 @@ class GaitTask(Task):
                 t = float(math.floor(t + 0.5))
             st.target[r] = t
 
+    @classmethod
+    def _made(cls, ts: Table, gaits: Table, ids: Sequence[int], banks: Sequence[int], make_cursor: Callable,
+              rate: float, value: float, target: float, flags: int, held: int = 0) -> "GaitTask":
+        """``GaitTask(ids, ..., rate, value, target, flags, held=held, banks=banks)`` for the
+        Player's constructors, which checked everything first (``ts`` / ``gaits`` the world's
+        tables, ``ids`` five found ints, ``banks`` their clips' bank indices, ``value`` and
+        ``target`` checked numbers). ``make_cursor(k, cursor_flags)`` makes the cursor of
+        ``ids[k]`` with its flags. One function: each row written once."""
+        v = cls._clamp(value)
+        t = cls.__new__(cls)
+        tr = t._row_of(ts, rate, flags, held, None)
+        st = t.store = gaits
+        r = t.row = st.alloc(zero=False)
+        t.gen = st.m_gen[r]
+        ts.m_aux[tr] = r
+        st.m_id0[r], st.m_id1[r], st.m_id2[r], st.m_id3[r], st.m_id4[r] = ids
+        st.m_b0[r], st.m_b1[r], st.m_b2[r], st.m_b3[r], st.m_b4[r] = banks
+        t._make_cursor = None
+        ts.m_speed[tr] = GAIT_SPEED
+        lower = cls.pair_index(v)
+        leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
+        fl = int(flags)
+        base = fl & _CURSOR_INT                      # _apply_flags()
+        lo = make_cursor(lower, base if leader == 0 else base | _MUTED_INT)
+        up = make_cursor(lower + 1, base if leader == 1 else base | _MUTED_INT)
+        t.cstore = ts.world.cursors
+        t._lower_cursor, t._upper_cursor = lo, up
+        ts.m_c0[tr] = lo.row
+        ts.m_c1[tr] = up.row
+        st.m_value[r] = v                            # a float32 value: read back unchanged
+        tg = cls._clamp(target)                      # set_target(): a float32 value too
+        if not fl & _CONTINUOUS_INT:
+            tg = float(math.floor(tg + 0.5))
+        st.m_target[r] = tg
+        st.m_lower[r] = lower
+        st.m_leader[r] = leader
+        return t
+
     # ---- the numbers, in the tables
     speed = task_column("speed", float, "The value's speed (units per second at rate 1), float32.")
 
@@ -862,7 +989,7 @@ class GaitTask(Task):
         lo.dispose()                             # Task.dispose: cursors(), then the row
         up.dispose()
         self.dispose_row()
-        if self.store.gen[self.row] == self.gen:
+        if self.store.m_gen[self.row] == self.gen:
             self.store.give_back(self.row)
 
     @staticmethod
@@ -882,7 +1009,10 @@ class GaitTask(Task):
     def set_target(self, target: float) -> None:
         """+0xac: clamp to 0-4, rounded to the nearest integer unless flag 0x200 (0x0010a500)."""
         t = self._clamp(target)
-        if not self.flags & TaskFlags.CONTINUOUS:
+        ts, tr = self.tstore, self.trow
+        if ts.m_gen[tr] != self.tgen:
+            _stale(self, ts, tr)
+        if not ts.m_flags[tr] & _CONTINUOUS_INT:       # self.flags & TaskFlags.CONTINUOUS
             t = float(math.floor(t + 0.5))
         self.target = t
 
@@ -964,6 +1094,27 @@ class MixTask(Task):
         self.speed = F.f32(float(speed))
         self._apply()
 
+    @classmethod
+    def _made(cls, ts: Table, make_cursor: Callable, rate: float, weight: float, flags: int = 0) -> "MixTask":
+        """``MixTask(a, b, rate, weight, flags, tstore=ts)`` for the Player's constructors,
+        which checked everything first; ``make_cursor(k, cursor_flags)`` makes clip ``k``'s
+        cursor (0: a, 1: b) with its flags (the leader's: the task's cursor bits; the other's
+        muted too). One function: each row written once."""
+        w = min(max(float(weight), 0.0), 1.0)
+        base = int(flags) & _CURSOR_INT              # _apply(): the heavier clip leads
+        lead = 1 if w >= 0.5 else 0
+        t = cls.__new__(cls)
+        r = t._row_of(ts, rate, flags, 0, None)
+        a = make_cursor(0, base if lead == 0 else base | _MUTED_INT)
+        b = make_cursor(1, base if lead == 1 else base | _MUTED_INT)
+        t.a, t.b = a, b
+        ts.m_c0[r] = a.row
+        ts.m_c1[r] = b.row
+        ts.m_value[r] = w
+        ts.m_target[r] = w
+        ts.m_speed[r] = GAIT_SPEED                   # F.f32(GAIT_SPEED): 10.0 exactly
+        return t
+
     value = task_column("value", float, "The weight (the second clip's share), 0-1, a double.")
     target = task_column("target", float, "The weight's target, 0-1, a double.")
     speed = task_column("speed", float, "The weight's speed (units per second at rate 1), float32.")
@@ -1029,6 +1180,29 @@ class PickTask(Task):
         ts.c0[r], ts.c1[r], ts.c2[r], ts.c3[r] = rows
         ts.value[r] = F.f32(min(max(float(value), 0.0), 3.0))
         self._apply()
+
+    @classmethod
+    def _made(cls, ts: Table, make_cursor: Callable, rate: float, value: float, flags: int = 0,
+              sampling: int = 0) -> "PickTask":
+        """``PickTask(cursors, rate, value, flags, sampling=PICK_SAMPLINGS[sampling],
+        tstore=ts)`` for the Player's constructors, which checked everything first;
+        ``make_cursor(k, cursor_flags)`` makes clip ``k``'s cursor (0-3) with its flags (the
+        chosen one's: the task's cursor bits; the others muted too). One function."""
+        v = F.f32(min(max(float(value), 0.0), 3.0))
+        k = 3
+        for i, th in enumerate(PICK_THRESHOLDS):     # chosen()
+            if v < th:
+                k = i
+                break
+        base = int(flags) & _CURSOR_INT
+        t = cls.__new__(cls)
+        r = t._row_of(ts, rate, flags, 0, None)
+        clips = t.clips = [make_cursor(i, base if i == k else base | _MUTED_INT) for i in range(4)]
+        ts.m_c0[r], ts.m_c1[r], ts.m_c2[r], ts.m_c3[r] = (c.row for c in clips)
+        ts.m_value[r] = v
+        if sampling:
+            ts.m_sampling[r] = sampling
+        return t
 
     value = task_column("value", float, "The value 0-3 that picks the audible clip (float32).")
 
@@ -1113,6 +1287,30 @@ class DirectionTask(Task):
         self.value = float(direction) % 8.0
         self.centre = int(math.floor(self.value + 0.5)) & 7
         self._ensure({})
+
+    @classmethod
+    def _made(cls, ts: Table, base: int, banks: Sequence[int], make_cursor: Callable, rate: float,
+              direction: float, flags: int = 0) -> "DirectionTask":
+        """``DirectionTask(base, None, rate, direction, flags, tstore=ts, banks=banks)`` for
+        the Player's constructors, which checked everything first; ``make_cursor(d,
+        cursor_flags)`` makes direction ``d``'s cursor with its flags (the centre's: the
+        task's cursor bits; its neighbours muted too). One function: each row written once."""
+        t = cls.__new__(cls)
+        r = t._row_of(ts, rate, flags, 0, None)
+        ts.m_base[r] = int(base)
+        ts.dir_banks[r] = tuple(int(b) for b in banks)
+        t._make_cursor = None
+        value = float(direction) % 8.0
+        centre = int(math.floor(value + 0.5)) & 7
+        ts.m_value[r] = value
+        ts.m_centre[r] = centre
+        cb = int(flags) & _CURSOR_INT                # _ensure({}): three new cursors
+        lo = make_cursor((centre - 1) & 7, cb | _MUTED_INT)
+        mid = make_cursor(centre, cb)
+        hi = make_cursor((centre + 1) & 7, cb | _MUTED_INT)
+        t._dir_cache = [lo, mid, hi]
+        ts.m_c0[r], ts.m_c1[r], ts.m_c2[r] = lo.row, mid.row, hi.row      # lower, centre, upper
+        return t
 
     base = task_column("base", int, "The first of the eight anim ids (direction 0).")
     value = task_column("value", float, "The direction 0-8 (wrapping), a double.")

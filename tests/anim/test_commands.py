@@ -1,0 +1,158 @@
+"""Commands write rows (issue 19, item 1): the task table's defaults, the fast views, the
+stack written one slot at a time, a constructor's checks before anything is taken.
+
+The speed itself is measured by ``scuffle bench --crowd realistic`` (``command_us``),
+never here; these tests pin what the cheaper paths must keep: the same rows, the same
+stacks, the same errors.
+"""
+from __future__ import annotations
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+from scuffle.anim.callbacks import Callback
+from scuffle.anim.clip import author_clip
+from scuffle.anim.cursor import Cursor
+from scuffle.anim.player import Player
+from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.store import NO_ROW, TASK_DEFAULTS, StaleHandle, Stores, task_table
+from scuffle.anim.tasks import ClipTask, LoopTask, TaskInUse, TaskType
+
+
+def _tasks_row(ts, r: int) -> dict:
+    return {name: getattr(ts, name)[r].item() for name in ts._columns}
+
+
+def test_a_row_given_back_is_taken_again_at_the_defaults():
+    """A task row freed with links, numbers and a keyed callback comes back from
+    alloc_default with every column at TASK_DEFAULTS (0 elsewhere) and no keyed value."""
+    st = Stores(4)
+    ts = st.tasks
+    r = ts.alloc_default()
+    ts.c0[r], ts.nxt[r], ts.incoming[r], ts.blend[r], ts.value[r] = 3, 2, 1, 0.25, 1.5
+    ts.released[r] = ts.placed[r] = True
+    ts.on_end[r] = Callback("k", ())
+    ts.free(r)
+    assert ts._dirty == [r]
+    again = ts.alloc_default()
+    assert again == r and ts._dirty == []
+    row = _tasks_row(ts, r)
+    want = {name: TASK_DEFAULTS.get(name, 0) for name in ts._columns}
+    assert row == want and r not in ts.on_end
+
+
+def test_the_bulk_reset_leaves_live_rows_alone():
+    """Many rows freed at once are reset with one write per column; a row taken again in
+    between by alloc (which resets first) keeps what its owner wrote."""
+    ts = task_table(8)
+    rows = [ts.alloc_default() for _ in range(6)]
+    for r in rows:
+        ts.c1[r] = 5
+        ts.rate[r] = 2.0
+    for r in rows[:5]:
+        ts.free(r)
+    kept = rows[5]
+    taken = ts.alloc(zero=False)                      # resets the five first
+    ts.c1[taken] = 9
+    assert ts._dirty == [] and int(ts.c1[taken]) == 9 and int(ts.c1[kept]) == 5
+    for r in rows[:5]:
+        if r != taken:
+            assert int(ts.c1[r]) == NO_ROW and float(ts.rate[r]) == 0.0
+
+
+def test_fast_views_follow_the_arrays_through_growth_and_copies():
+    """m_<column> is a view of the column's memory: a write through it is the array's, a
+    read gives a Python number; growth and a pickle or deep copy make it again."""
+    ts = task_table(2)
+    r = ts.alloc_default()
+    ts.m_c0[r] = 7
+    ts.m_rate[r] = 0.1                                 # rounded to float32 as numpy rounds it
+    assert int(ts.c0[r]) == 7 and ts.rate[r] == np.float32(0.1)
+    assert type(ts.m_c0[r]) is int and ts.m_rate[r] == float(np.float32(0.1))
+    for _ in range(3):
+        ts.alloc_default()                             # grown past 2
+    assert ts.capacity >= 4 and ts.m_c0.obj is ts.c0 and ts.m_c0[r] == 7
+    for other in (pickle.loads(pickle.dumps(ts)), copy.deepcopy(ts)):
+        assert other.m_c0.obj is other.c0 and other.m_c0[r] == 7
+        other.m_c0[r] = 1
+        assert int(other.c0[r]) == 1 and int(ts.c0[r]) == 7
+    hum = copy.deepcopy(Stores(2).humans)
+    hum.m_stack[hum.stack_width + 2] = 11
+    assert int(hum.stack[1, 2]) == 11
+
+
+def test_a_keyed_value_set_through_a_stale_handle_is_refused():
+    """on_end / on_wrap set through a handle whose row went back raise StaleHandle (they
+    would otherwise land on the row's next owner)."""
+    st = Stores(2)
+    cur = st.cursors
+    c = Cursor(author_clip("c", 10), 0, 3, 0, cur)
+    t = LoopTask(c, 1.0, tstore=st.tasks)
+    t.dispose()
+    with pytest.raises(StaleHandle):
+        t.on_end = Callback("k", ())
+    with pytest.raises(StaleHandle):
+        t.on_wrap = Callback("k", ())
+    assert st.tasks.on_end == {} and st.tasks.on_wrap == {}
+
+
+@pytest.fixture
+def demo():
+    from scuffle.game.fighters.moveset import Move, demo_set
+
+    p = Player()
+    return p, CharacterInstance(demo_set(), "h"), Move
+
+
+def test_a_change_writes_the_same_stack_as_insert_bottom_then_push(demo):
+    """The change's two slots written at once: new task at the bottom, the old ones above
+    it in order, the fade on top; the playing id is the new task's; held bits set."""
+    p, h, Move = demo
+    p.change(h, p.loop(h, Move.IDLE), 0.0)
+    p.change(h, p.loop(h, Move.WALK), 0.2)
+    before = h.stack
+    f = p.change(h, p.clip(h, Move.JAB, p.loop(h, Move.FIGHT_IDLE), held=0x1), 0.3)
+    after = h.stack
+    assert [t.type for t in after] == [TaskType.CLIP, *(t.type for t in before), TaskType.FADE]
+    assert after[1:-1] == before and after[-1] is f and f.incoming is after[0]
+    assert h.record.anim_id == int(Move.JAB) and h.record.flags & 0x1
+    assert all(p.stores.tasks.placed[t.trow] for t in after)
+    assert p.batch.top_task(h) is f and p.batch.bottom_task(h) is after[0]
+
+
+def test_a_next_task_in_use_is_refused_before_anything_is_taken(demo):
+    """Player.clip checks its next task (a fade, another table's, one with a place) before
+    a cursor or a task row is taken: the pool and the tables stay as they were."""
+    p, h, Move = demo
+    idle = p.loop(h, Move.FIGHT_IDLE)
+    p.change(h, idle, 0.0)
+    st = p.stores
+    counts = (p.pool.in_use, st.tasks.in_use, st.cursors.in_use)
+    with pytest.raises(TaskInUse, match=r"ClipTask\.next: LoopTask"):
+        p.clip(h, Move.JAB, idle)
+    with pytest.raises(ValueError, match="a fade"):
+        p.clip(h, Move.JAB, h.stack[-1])
+    assert (p.pool.in_use, st.tasks.in_use, st.cursors.in_use) == counts
+
+
+def test_the_constructors_write_what_the_handles_read(demo):
+    """Each fast constructor leaves the rows its handle's properties read: rate, flags,
+    held, the cursor rows and their flags, a clip's next task, blend and window."""
+    p, h, Move = demo
+    nxt = p.loop(h, Move.FIGHT_IDLE)
+    c = p.clip(h, Move.JAB, nxt, blend=0.1, flags=0x13, held=0x4, rate=1.5)
+    assert isinstance(c, ClipTask) and c.next is nxt and c.blend == np.float32(0.1) and c.rate == 1.5
+    assert int(c.flags) == 0x13 and c.held == 0x4 and int(c.cursor.flags) == 0x13
+    assert p.stores.tasks.c0[c.trow] == c.cursor.row and p.stores.tasks.placed[nxt.trow]
+    g = p.gait(h, [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT, Move.SPRINT], target=1.6, value=0.5, flags=0x41)
+    lead, follow = g._lead_follow()                    # 0x200 (continuous) off: the target rounds
+    assert g.value == 0.5 and g.target == 2.0 and g.lower == 0 and int(follow.flags) == 0x11
+    assert int(lead.flags) == 0x1 and g.ids == tuple(int(m) for m in
+                                                          (Move.WALK, Move.JOG, Move.RUN, Move.SPRINT, Move.SPRINT))
+    k = p.pick(h, [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT], 1.0, value=1.7)
+    assert k.chosen() == 2 and [int(c.flags) & 0x10 for c in k.clips] == [0x10, 0x10, 0, 0x10]
+    m = p.mix(h, Move.WALK, Move.JOG, weight=0.7)
+    assert m.leading_cursor() is m.b and int(m.a.flags) & 0x10 and not int(m.b.flags) & 0x10
