@@ -233,6 +233,7 @@ class Table:
         n = nf[0]
         if not n:
             self._grow(self.capacity * 2)
+            nf = self.m_n_free                         # a new block: n_free is a new array
             n = nf[0]
         n -= 1
         row = self.m_free_rows[n]
@@ -253,6 +254,7 @@ class Table:
         n = nf[0]
         if not n:
             self._grow(self.capacity * 2)
+            nf = self.m_n_free                         # a new block: n_free is a new array
             n = nf[0]
         n -= 1
         row = self.m_free_rows[n]

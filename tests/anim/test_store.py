@@ -147,3 +147,15 @@ def test_human_rows_are_reused_and_a_double_free_is_refused():
     table.free(b)
     with pytest.raises(ValueError, match="freed twice"):
         table.free(b)
+
+
+def test_a_take_that_grows_a_table_gives_a_new_row_not_a_live_one():
+    """The block of a grown table is new memory: the free count is read again after the
+    growth (a take that filled the table and grew it once handed back row 0, in use)."""
+    from scuffle.anim.store import task_table
+
+    t = task_table(4)
+    rows = [t.alloc_default() for _ in range(4)]
+    grown = t.alloc_default()
+    assert grown not in rows and t.capacity == 8 and t.in_use == 5
+    assert len({t.alloc(zero=False) for _ in range(3)} | set(rows) | {grown}) == 8
