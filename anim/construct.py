@@ -38,8 +38,8 @@ _T = TypeVar("_T", bound=Task)
 _FADE_TYPE = TaskType.FADE
 # A blend window rule's index in WINDOW_RULES (the task table's ``window`` column), a pick's
 # sampling rule's in PICK_SAMPLINGS (its ``sampling`` column).
-_WINDOW_INDEX = {rule: i for i, rule in enumerate(WINDOW_RULES)}
-_PICK_INDEX = {rule: i for i, rule in enumerate(PICK_SAMPLINGS)}
+_WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
+_PICK_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(PICK_SAMPLINGS)}
 # The task flags a clip task gives its cursor (0x1 no velocity, 0x2 no turn, 0x10 muted).
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
 

@@ -12,7 +12,7 @@ Original: 0x00175080 CharacterInstance_GetAnim, 0x00104a38 Anim_RateMultiplier.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from .animset import AnimRef
 from .clip import Clip
@@ -167,7 +167,7 @@ class ClipLookup:
 
     _gait_clips: dict | None = None     # (id(anim set), ids) -> (set, entries, banks, int ids): _entries_of
 
-    def _entries_of(self, anim_set, ids: Sequence[int]) -> tuple[list, list, list]:
+    def _entries_of(self, anim_set, ids: Sequence[Any]) -> tuple[list, list, list]:
         """The cache entries (``_entry``) of ``ids`` found in ``anim_set``, their clips' bank
         indices and the ids as ints, kept per set and ids (a gait's five, a direction's
         eight): ``_check_ids`` on a miss (its errors), nothing looked up again on a hit."""
@@ -184,7 +184,7 @@ class ClipLookup:
             self._gait_clips[(id(anim_set), *ids)] = (anim_set, entries, banks, ints)
         return entries, banks, ints
 
-    def _entries_known(self, anim_set, ids: Sequence[int]) -> tuple[list, list, list] | None:
+    def _entries_known(self, anim_set, ids: Sequence[Any]) -> tuple[list, list, list] | None:
         """``_entries_of`` when kept from before (its ids all found then), else None."""
         cache = self._gait_clips
         if cache is None:

@@ -15,6 +15,8 @@ fade), 0x00106cc8 (the fade's clean-up), 0x00105640 AnimTask_DeferGive.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .construct import TaskBuilder, _check_number, task_pose_depth
 from .f32 import FLT_MAX as _F32_MAX
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
@@ -110,7 +112,7 @@ class StackRules(TaskBuilder):
         tasks, cursors = st.tasks, st.cursors
         # the common chain (a clip task and the next tasks it owns, made by the constructors:
         # exact classes) read straight from the rows; anything else takes the general walk
-        t = task
+        t: Any = task                                # a handle: its class says which fields it has
         while t.tstore is tasks:
             kind = t.__class__
             if kind in _CLIP_CLASSES:

@@ -389,6 +389,13 @@ class HumanTable:
     STACK_ROWS = 18
     QUEUE_ROWS = 10
     world: Any = None           # a world's table: its Stores (None: a standalone record's private table)
+    # the fast views (set by __setattr__ with each column) and the two rows' widths
+    m_depth: Any
+    m_queued: Any
+    m_stack: Any
+    m_queue: Any
+    stack_width: int
+    queue_width: int
     # the columns (views into ``block``, set by ``_place``), declared for a type checker
     flags: np.ndarray
     anim: np.ndarray
