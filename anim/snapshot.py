@@ -80,12 +80,17 @@ class TableState:
 
 
 def _copy_into(a: np.ndarray, into: np.ndarray | None) -> np.ndarray:
-    """A copy of ``a``: into ``into`` when it has the same shape and dtype (no new memory
-    to fault in), else a new array."""
-    if into is not None and into.shape == a.shape and into.dtype == a.dtype:
+    """A copy of ``a``: into ``into`` when it has the same shape and dtype and is large
+    (no new memory to fault in), else a new array."""
+    if into is not None and a.nbytes >= _REUSE_BYTES and into.shape == a.shape and into.dtype == a.dtype:
         np.copyto(into, a)
         return into
     return a.copy()
+
+
+# Below this size a new copy costs less than writing over an old one (no page faults to
+# save; np.copyto's own overhead is larger).
+_REUSE_BYTES = 1 << 16
 
 
 def fits(t: Table | HumanTable, s: "TableState | HumanTableState") -> bool:
@@ -110,12 +115,13 @@ def save_table(t: Table, into: TableState | None = None) -> TableState:
                       list(t._dirty))
 
 
-def load_table(t: Table, s: TableState) -> bool:
+def load_table(t: Table, s: TableState, check: bool = True) -> bool:
     """Write state ``s`` back into table ``t``: in place when its capacity is the same,
     else on a new block of the saved capacity. Returns True when the arrays were replaced
-    (whoever kept a column must fetch it again). Rejected (ValueError): a block of
-    another size than the table's layout gives."""
-    if not fits(t, s):
+    (whoever kept a column must fetch it again). Rejected (ValueError; unless ``check``
+    is False, the caller having checked): a block of another size than the table's
+    layout gives."""
+    if check and not fits(t, s):
         raise ValueError(f"snapshot table: a block of {s.block.nbytes} bytes is not this table's layout")
     replaced = t.capacity != s.capacity
     if replaced:
@@ -124,11 +130,13 @@ def load_table(t: Table, s: TableState) -> bool:
         np.copyto(t.block, s.block)
     for name, d in s.keyed.items():
         mine = getattr(t, name)
-        mine.clear()
-        mine.update(d)
-    if s.views is not None:
+        if mine != d:
+            mine.clear()
+            mine.update(d)
+    if s.views is not None and t.views != s.views:
         t.views[:] = s.views
-    t._dirty[:] = s.dirty
+    if t._dirty != s.dirty:
+        t._dirty[:] = s.dirty
     return replaced
 
 
@@ -244,7 +252,7 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
                        rows, loose, out)
 
 
-def load_engine(player: Any, s: EngineState) -> None:
+def load_engine(player: Any, s: EngineState, check: bool = True) -> None:
     """Write ``s`` (save_engine's) back into ``player`` and its instances; the engine's
     cached column tuples and growth check are reset when a table's arrays were replaced.
     Without saved outputs, each human's events, released ids and refused poses are left
@@ -253,9 +261,9 @@ def load_engine(player: Any, s: EngineState) -> None:
     batch = player.batch
     replaced = False
     for name, ts in s.tables.items():
-        replaced |= load_table(getattr(st, name), ts)
+        replaced |= load_table(getattr(st, name), ts, check)
     replaced |= load_humans(st.humans, s.humans)
-    player.pool.out = s.pool[0].copy()
+    player.pool.out = _copy_into(s.pool[0], player.pool.out)
     player.pool.n_out = s.pool[1]
     for name in _PLAYER_LISTS:
         setattr(player, name, list(s.player[name]))

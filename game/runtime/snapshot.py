@@ -101,6 +101,23 @@ class Snapshot:
     def __repr__(self) -> str:
         return f"Snapshot(update={self.update}, humans={list(self.humans)}, engine={self.engine!r})"
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the arrays the snapshot holds (its tables' blocks: most of its
+        memory; the size of the byte form when read from bytes)."""
+        if self._state is None:
+            return len(self._payload or b"")
+        total = 0
+        st = self._state
+        parts_ = [st.bodies[0], st.combats[0]]
+        es = st.engine_state
+        if isinstance(es, S.EngineState):
+            parts_ += [*es.tables.values(), es.humans]
+            total += es.pool[0].nbytes
+        for ts in parts_:
+            total += ts.block.nbytes
+        return total
+
     # ---------------------------------------------------------------- digest
     def checksum(self) -> str:
         """A sha256 (hex) of every saved value: equal states give equal digests on any
@@ -191,6 +208,17 @@ def _entity_next(world: str) -> int:
     (``count(N)``), and the others' in its context map."""
     count = esper._entity_count if esper.current_world == world else esper._context_map[world][0]
     return int(repr(count)[len("count("):-1])
+
+
+def _entity_next_back(world: str, n: int) -> None:
+    """Make ``n`` the id esper's world ``world`` gives its next entity (see _entity_next)."""
+    if esper.current_world == world:
+        if _entity_next(world) != n:
+            esper._entity_count = itertools.count(n)
+    else:
+        ctx = esper._context_map[world]
+        if int(repr(ctx[0])[len("count("):-1]) != n:
+            esper._context_map[world] = (itertools.count(n), *ctx[1:])
 
 
 def _instances(game) -> list:
@@ -289,7 +317,7 @@ def restore(game, snap: Snapshot) -> None:
     if st.engine == "reference":
         S.load_reference(game.player, st.engine_state)
     else:
-        S.load_engine(game.player, st.engine_state)
+        S.load_engine(game.player, st.engine_state, check=False)     # the tables' layouts checked above
     ctx = game.ctx
     c = st.ctx
     ctx.updates_run, ctx.update = st.updates_run, st.update
@@ -315,7 +343,7 @@ def restore(game, snap: Snapshot) -> None:
     ctx.fired = None
     ctx.failures = []
     for table, (ts, owners, *_) in ((ctx.bodies, st.bodies), (ctx.combats, st.combats)):
-        S.load_table(table, ts)
+        S.load_table(table, ts, check=False)
         if table is ctx.combats:
             _texts_back(table, st.combats[2])
         if table.owners != owners:                   # a view moved (added, removed, rehomed)
@@ -325,10 +353,10 @@ def restore(game, snap: Snapshot) -> None:
                 view._table, view._row = table, row
                 if hasattr(view, "_gen"):            # a handle: the row's generation as saved
                     view._gen = int(table.gen[row])
-    with game.active():
-        esper._entity_count = itertools.count(st.entity_next)   # the next entity id, as it was
-    game.names.clear()
-    game.names.update(st.names)
+    _entity_next_back(game.world, st.entity_next)
+    if game.names != st.names:
+        game.names.clear()
+        game.names.update(st.names)
     ctx.sorted_cache.clear()
     for proc in game.processors:                     # their lists of the crowd: made again
         reset = getattr(proc, "reset", None)
@@ -345,6 +373,8 @@ def _texts_back(table, texts: list) -> None:
     ``texts``; where this table numbers a text otherwise (a snapshot read on another
     Game), the state and role columns are renumbered."""
     cur = table.texts
+    if cur == texts:                                 # no text came since: nothing to do
+        return
     if len(cur) >= len(texts) and all(a == b for a, b in zip(cur, texts)):
         del cur[len(texts):]                        # the texts the abandoned future added
         table._codes = {t: i for i, t in enumerate(cur)}

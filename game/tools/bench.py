@@ -568,6 +568,8 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
                                  for k in ("strikes", "grabs", "throws", "damage")},
                 "state_checksum": crowd_checksum(game)})
         if compiled:
+            # the run's own peak first: the snapshots measured next hold copies of the tables
+            extra["run_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
             extra.update(_snapshot_costs(game))
         for name, _ in game.humans()[: min(n, 200)]:
             key = tuple(int(t.type) for t in game.instance(name).stack)
@@ -588,8 +590,9 @@ def _snapshot_costs(game, repeats: int = SNAPSHOT_REPEATS) -> dict:
     """The CPU cost of saving and restoring the whole Game (issue 20), medians over
     ``repeats``: ``snapshot_cpu_us`` a snapshot written over an older one (a rollback
     ring: Game.snapshot(reuse=)), ``restore_cpu_us`` its restore, their sum
-    ``snapshot_restore_cpu_us`` (the goal's figure), and ``snapshot_new_cpu_us`` a
-    snapshot into new memory. The Game is left in the state it was in."""
+    ``snapshot_restore_cpu_us`` (the goal's figure), ``snapshot_new_cpu_us`` a
+    snapshot into new memory and ``snapshot_mb`` the arrays one holds. The Game is left
+    in the state it was in."""
     clock = time.process_time
     ring = [game.snapshot(), game.snapshot()]
     take, back, new = [], [], []
@@ -608,7 +611,7 @@ def _snapshot_costs(game, repeats: int = SNAPSHOT_REPEATS) -> dict:
     med = lambda xs: sorted(xs)[len(xs) // 2] * 1e6          # noqa: E731
     return {"snapshot_cpu_us": round(med(take), 2), "restore_cpu_us": round(med(back), 2),
             "snapshot_restore_cpu_us": round(med([a + b for a, b in zip(take, back)]), 2),
-            "snapshot_new_cpu_us": round(med(new), 2)}
+            "snapshot_new_cpu_us": round(med(new), 2), "snapshot_mb": round(ring[0].nbytes / 1e6, 2)}
 
 
 def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
@@ -737,7 +740,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     load_s = time.perf_counter() - t0
     pose_us, pose_cpu_us = _pose_pipeline(max(humans, 1000))
     times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, "compiled", crowd=crowd, seed=seed)
-    compiled_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    compiled_peak_mb = extra.pop("run_peak_mb", None) or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     scalar_updates = scalar_updates if scalar_updates is not None else max(3, min(updates, 2000 // max(1, humans) + 3))
     stimes, scpu, _, _, _, _, _ = _run(humans, scalar_updates, "reference", warmup=2, crowd=crowd, seed=seed)
     ms = median(times)
@@ -932,7 +935,7 @@ def _print_one(r: dict, out) -> None:
     if "snapshot_restore_cpu_us" in r:
         print(f"snapshot + restore (issue 20, CPU medians): {r['snapshot_restore_cpu_us']} us "
               f"(snapshot into a reused one {r['snapshot_cpu_us']} us, restore {r['restore_cpu_us']} us; "
-              f"a snapshot into new memory {r['snapshot_new_cpu_us']} us)", file=out)
+              f"a snapshot into new memory {r['snapshot_new_cpu_us']} us; {r['snapshot_mb']} MB each)", file=out)
     if "command_us" in r:
         print(f"commands: {r['commands_per_update']} per update, {r['command_us']} us each (mean; CPU "
               f"{r.get('command_cpu_us')}), "
