@@ -115,19 +115,26 @@ def save_table(t: Table, into: TableState | None = None) -> TableState:
                       list(t._dirty))
 
 
+def _block_back(t: Table | HumanTable, s: "TableState | HumanTableState", check: bool) -> bool:
+    """Put a saved block back into ``t``: copied in place at the same capacity, else a
+    copy of it placed as the table's new memory (True: the arrays were replaced).
+    Rejected (ValueError, when ``check``): a block of another size than the layout's."""
+    if check and not fits(t, s):
+        raise ValueError(f"snapshot {type(t).__name__}: a block of {s.block.nbytes} bytes is not this table's layout")
+    if t.capacity != s.capacity:
+        t._place(s.block.copy(), s.capacity)
+        return True
+    np.copyto(t.block, s.block)
+    return False
+
+
 def load_table(t: Table, s: TableState, check: bool = True) -> bool:
     """Write state ``s`` back into table ``t``: in place when its capacity is the same,
     else on a new block of the saved capacity. Returns True when the arrays were replaced
     (whoever kept a column must fetch it again). Rejected (ValueError; unless ``check``
     is False, the caller having checked): a block of another size than the table's
     layout gives."""
-    if check and not fits(t, s):
-        raise ValueError(f"snapshot table: a block of {s.block.nbytes} bytes is not this table's layout")
-    replaced = t.capacity != s.capacity
-    if replaced:
-        t._place(s.block.copy(), s.capacity)
-    else:
-        np.copyto(t.block, s.block)
+    replaced = _block_back(t, s, check)
     for name, d in s.keyed.items():
         mine = getattr(t, name)
         if mine != d:
@@ -160,13 +167,7 @@ def save_humans(h: HumanTable, into: HumanTableState | None = None) -> HumanTabl
 
 def load_humans(h: HumanTable, s: HumanTableState) -> bool:
     """Write ``s`` back into ``h`` (in place at the same capacity); True when replaced."""
-    if not fits(h, s):
-        raise ValueError(f"snapshot humans: a block of {s.block.nbytes} bytes is not this table's layout")
-    replaced = h.capacity != s.capacity
-    if replaced:
-        h._place(s.block.copy(), s.capacity)
-    else:
-        np.copyto(h.block, s.block)
+    replaced = _block_back(h, s, True)
     h._free[:] = s.free
     h.gen[:] = s.gen
     h.on_report.clear()

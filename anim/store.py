@@ -227,18 +227,7 @@ class Table:
 
     def alloc(self, zero: bool = True) -> int:
         """A free row, zeroed unless the caller writes every column itself (``zero=False``)."""
-        if self._dirty:
-            self._reset_dirty()
-        nf = self.m_n_free
-        n = nf[0]
-        if not n:
-            self._grow(self.capacity * 2)
-            nf = self.m_n_free                         # a new block: n_free is a new array
-            n = nf[0]
-        n -= 1
-        row = self.m_free_rows[n]
-        nf[0] = n
-        self.m_live[row] = True
+        row = self.alloc_default()
         if zero:
             for name in self._columns:
                 getattr(self, name)[row] = 0
