@@ -188,7 +188,7 @@ class EngineState:
     humans: HumanTableState
     pool: tuple
     player: dict[str, Any]
-    batch: dict[str, Any]
+    batch: tuple
     instances: list
     loose: list[tuple]
     outputs: list[tuple] | None
@@ -199,7 +199,7 @@ class EngineState:
 _PLAYER_LISTS = ("deferred", "refused", "_wraps", "_failed")
 # the engine's: counts, and the rows (with their generations) of humans forgotten with
 # tasks on the deferred list, which the next flush gives back
-_BATCH_FIELDS = ("kernel_humans", "pair_changes", "_leaving")
+# the engine's values saved beside the tables: (kernel_humans, pair_changes, _leaving)
 
 
 def _private_values(rec) -> tuple:
@@ -241,7 +241,7 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
     p: dict[str, Any] = {name: list(getattr(player, name)) for name in _PLAYER_LISTS}
     p["_stepped"] = dict(player._stepped)
     p["stats"] = (player.stats.poses_refused, player.stats.samples)
-    b = {name: copy_value(getattr(batch, name)) for name in _BATCH_FIELDS}
+    b = (batch.kernel_humans, batch.pair_changes, list(batch._leaving))
     rows = list(batch._instances)
     loose = [(inst, _private_values(inst.record)) for inst in instances
              if inst.engine is not batch and inst.record.table.world is None]
@@ -270,19 +270,20 @@ def load_engine(player: Any, s: EngineState, check: bool = True) -> None:
         setattr(player, name, list(s.player[name]))
     player._stepped = dict(s.player["_stepped"])
     player.stats.poses_refused, player.stats.samples = s.player["stats"]
-    for name, v in s.batch.items():
-        setattr(batch, name, copy_value(v))
+    batch.kernel_humans, batch.pair_changes, leaving = s.batch
+    batch._leaving = list(leaving)
     batch._last = None                              # the rows of the step's humans: found again
     if replaced:
         batch._table_key = ()
         batch._validated = ()
     # the last update's outputs: those of the abandoned future go
-    for inst in dict.fromkeys([*batch._noisy, *player._pose_refused]):
-        inst.clear_events()
-        inst.released = []
-        inst.poses_refused = 0
-    batch._noisy = []
-    player._pose_refused = []
+    if batch._noisy or player._pose_refused:
+        for inst in dict.fromkeys([*batch._noisy, *player._pose_refused]):
+            inst.clear_events()
+            inst.released = []
+            inst.poses_refused = 0
+        batch._noisy = []
+        player._pose_refused = []
     rows = s.instances
     if batch._instances != rows:                    # humans came or went: their rows as saved
         for r, inst in enumerate(batch._instances):

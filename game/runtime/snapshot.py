@@ -303,13 +303,14 @@ def restore(game, snap: Snapshot) -> None:
     extras = _extras(game)
     if len(extras) != len(st.extras):
         raise SnapshotError(f"Game.restore: {len(st.extras)} stateful actions saved, this Game runs {len(extras)}")
-    tables = [(ctx_t, t[0]) for ctx_t, t in ((game.ctx.bodies, st.bodies), (game.ctx.combats, st.combats))]
-    if st.engine == "compiled":
-        tables += [(getattr(game.player.stores, n), ts) for n, ts in st.engine_state.tables.items()]
-    for table, ts in tables:
-        if not S.fits(table, ts):
-            raise SnapshotError(f"Game.restore: a saved {type(table).__name__} of {ts.capacity} rows is "
-                                f"{ts.block.nbytes} bytes, not this engine's layout (another version's columns)")
+    if snap._game is None or snap._game() is not game:   # a snapshot of this Game fits its own tables
+        tables = [(ctx_t, t[0]) for ctx_t, t in ((game.ctx.bodies, st.bodies), (game.ctx.combats, st.combats))]
+        if st.engine == "compiled":
+            tables += [(getattr(game.player.stores, n), ts) for n, ts in st.engine_state.tables.items()]
+        for table, ts in tables:
+            if not S.fits(table, ts):
+                raise SnapshotError(f"Game.restore: a saved {type(table).__name__} of {ts.capacity} rows is "
+                                    f"{ts.block.nbytes} bytes, not this engine's layout (another version's columns)")
     # -- humans added after the snapshot leave
     for name in ([n for n in list(alive) if n not in st.names] if alive is not game.names else ()):
         game.remove_human(name)
@@ -583,9 +584,10 @@ def parts(snap: Snapshot) -> dict[str, str]:
     for f in dataclasses.fields(st):
         v = getattr(st, f.name)
         if f.name == "engine_state" and isinstance(v, S.EngineState):
-            for g in ("tables", "player", "batch"):
+            for g in ("tables", "player"):
                 for k, x in getattr(v, g).items():
                     put(f"engine.{g}.{k}", x)
+            put("engine.batch", v.batch)
             put("engine.humans", v.humans)
             for inst, values in v.loose:                 # (the others' values are rows of engine.humans)
                 put(f"engine.loose.{inst.name}", values)
