@@ -132,12 +132,22 @@ class Fight(Hits):
         ctl = tuple(c.save_state() if hasattr(c, "save_state") else None for c in self.controllers)
         return (dict(self.ko), self.ko_at, dict(self.starts), stats, tuple(self.pending), ctl)
 
+    def state_fits(self, state) -> str | None:
+        """Why ``state`` (a ``save_state``) cannot be loaded here, or None when it can
+        (Game.restore asks before it changes anything)."""
+        if not (isinstance(state, tuple) and len(state) == 6 and isinstance(state[5], tuple)):
+            return "not a fight state"
+        if len(state[5]) != len(self.controllers):
+            return f"{len(state[5])} controllers saved, {len(self.controllers)} here"
+        return None
+
     def load_state(self, state: tuple) -> None:
-        """Put back a ``save_state`` (Game.restore). Rejected (ValueError): a state of
-        another number of controllers."""
+        """Put back a ``save_state`` (Game.restore). Rejected (ValueError): a state that
+        does not fit (``state_fits``: another number of controllers)."""
+        why = self.state_fits(state)
+        if why is not None:
+            raise ValueError(f"Fight.load_state: {why}")
         ko, self.ko_at, starts, stats, pending, ctl = state
-        if len(ctl) != len(self.controllers):
-            raise ValueError(f"Fight.load_state: {len(ctl)} controllers saved, {len(self.controllers)} here")
         self.ko, self.starts, self.pending = dict(ko), dict(starts), list(pending)
         st = self.stats
         (st.grabs, st.strikes, st.throws, st.damage, st.refused, log, kinds, st.logged, st.round, rounds) = stats

@@ -300,6 +300,10 @@ def restore(game, snap: Snapshot) -> None:
     if (st.fight is None) != (game.fight is None or not hasattr(game.fight, "save_state")):
         raise SnapshotError("Game.restore: the snapshot was taken " + ("without" if st.fight is None else "with")
                             + " fight rules, this Game has " + ("them" if st.fight is None else "none"))
+    fits = getattr(game.fight, "state_fits", None) if st.fight is not None else None
+    why = fits(st.fight) if fits is not None else None
+    if why is not None:
+        raise SnapshotError(f"Game.restore: the fight rules' state does not fit: {why}")
     extras = _extras(game)
     if len(extras) != len(st.extras):
         raise SnapshotError(f"Game.restore: {len(st.extras)} stateful actions saved, this Game runs {len(extras)}")

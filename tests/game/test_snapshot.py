@@ -440,3 +440,18 @@ def test_a_removed_humans_combat_view_is_stale_and_a_newcomer_does_not_alias_it(
     assert g.component("b", Combat).health == 70.0
     with pytest.raises(StaleHandle):
         old.state = "free"
+
+
+def test_a_fight_state_that_does_not_fit_is_refused_before_anything_changes():
+    g = _fight()
+    try:
+        _trace(g, 4)
+        snap = g.snapshot()
+        _trace(g, 4)
+        g.fight.controllers.pop()                      # one AI less than the snapshot saved
+        before = g.checksum()
+        with pytest.raises(SnapshotError, match="2 controllers saved, 1 here"):
+            g.restore(snap)
+        assert g.checksum() == before and g.update == 8
+    finally:
+        g.close()
