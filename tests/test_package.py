@@ -111,6 +111,7 @@ def test_version_and_python_m_scuffle(tmp_path):
     assert r.returncode == 0 and "--humans" in r.stdout
 
 
+@pytest.mark.slow
 def test_python_m_scuffle_from_the_repository_root(tmp_path):
     """Run in the repository's root, Python finds the face folder scuffle/ first (the
     current directory leads sys.path); the card's folders beside it still load."""
@@ -124,6 +125,7 @@ def test_python_m_scuffle_from_the_repository_root(tmp_path):
     assert Path(face) == ROOT / "scuffle" / "__init__.py" and name == "scuffle.game.runtime.world"
 
 
+@pytest.mark.slow
 def test_nothing_but_the_demo_imports_pygame(tmp_path):
     mods = _every_module_but_the_demo()
     assert "scuffle.game.runtime.world" in mods and "scuffle.game.tools.survey" in mods
@@ -137,6 +139,7 @@ def test_nothing_but_the_demo_imports_pygame(tmp_path):
     assert r.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_scuffle_demo_without_pygame_says_how_to_install_it(tmp_path):
     code = ("import sys\nsys.modules['pygame'] = None\n"     # as if pygame were not installed
             "from scuffle.game.cli import main\nsys.exit(main(sys.argv[1:]))\n")

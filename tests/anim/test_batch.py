@@ -467,6 +467,7 @@ def _crowd_game(n: int, engine: str):
     return game
 
 
+@pytest.mark.slow
 def test_fired_events_components_match_on_both_paths():
     """AnimationStep copies only the humans that may have fired into their FiredEvents
     (the compiled engine knows them); every human's FiredEvents still equals the

@@ -285,6 +285,7 @@ def test_one_task_has_one_place():
         p.push(hs[0], q)
 
 
+@pytest.mark.slow
 def test_chain_longer_than_the_walk_scratch():
     """A chain of 80 short clips (the kernel's walk scratch holds 64) with blend windows:
     hand-overs, pool accounting and events agree."""
@@ -428,6 +429,7 @@ def test_game_code_between_updates(seed):
     _same(_both(setup, updates=150, humans=8, seed=seed, between=between))
 
 
+@pytest.mark.slow
 def test_event_buffer_grows_mid_step_with_pair_changes():
     """Covers a risky path (passes): 200 humans on clips with many events (the step's
     buffers start at 256 rows: the kernel stops and goes on from counts[COUNT_STOPPED]),

@@ -605,7 +605,13 @@ def _types_on_stacks(states) -> set:
     return seen
 
 
-@pytest.mark.parametrize("options", OPTIONS, ids=OPTION_IDS)
+# types 10, 11 and 13 under each switch alone in the full suite; under none, all the
+# readings and every switch at once in the default one
+_TYPES_OPTIONS = [pytest.param(o, id=i, marks=() if i in ("default", "all-readings", "all-switches")
+                               else pytest.mark.slow) for o, i in zip(OPTIONS, OPTION_IDS)]
+
+
+@pytest.mark.parametrize("options", _TYPES_OPTIONS)
 def test_types_10_11_13_run_compiled_bit_for_bit(options):
     """Types 10, 11 and 13 (made, under fades, pushed, as a type 3's next task in its blend
     window and after its hand-over, their values and targets moved, flags 0x1 / 0x2 / 0x10,

@@ -231,6 +231,7 @@ def test_the_keyboard_grabs_and_throws(tmp_path):
         sim.close()
 
 
+@pytest.mark.slow
 def test_scuffle_demo_headless_as_a_subprocess(tmp_path):
     out = tmp_path / "tmp"
     env = dict(os.environ, SDL_VIDEODRIVER="dummy", SDL_AUDIODRIVER="dummy")

@@ -58,6 +58,7 @@ def _sync(updates: int, **kw):
     return sync_test(build, updates), sims
 
 
+@pytest.mark.slow
 def test_the_demo_passes_the_rollback_sync_test_through_a_ko():
     report, sims = _sync(100, rewind_depth=0, **KO)
     assert report.updates == 100 and report.rollbacks > 80 and report.replayed > 300

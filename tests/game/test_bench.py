@@ -140,6 +140,7 @@ def test_the_goals_table_has_every_goal():
     assert {r["key"] for r in notes} == {k for k, *_ in GOAL_NOTES} and len(notes) == 2 * len(GOAL_NOTES)
 
 
+@pytest.mark.slow
 def test_bench_json_has_the_goals_for_the_realistic_crowd():
     p = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--humans", "20", "--updates", "6",
                         "--scalar-updates", "1", "--crowd", "realistic", "--json", "--no-compile-time"],

@@ -45,6 +45,7 @@ def run_cli(*args):
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_subprocess_json(clip_files):
     r = run_cli("clip", *clip_files, "--json")
     assert r.returncode == 0, r.stderr
@@ -92,6 +93,7 @@ def test_subprocess_text(clip_files):
     assert "sub_bld" in text and "word 0x00001234" in text and "fov -1.0" in text
 
 
+@pytest.mark.slow
 def test_subprocess_missing_file_is_one_line_exit_2(tmp_path, clip_files):
     r = run_cli("clip", str(tmp_path / "nope.desc"), clip_files[1])
     assert r.returncode == 2
@@ -101,6 +103,7 @@ def test_subprocess_missing_file_is_one_line_exit_2(tmp_path, clip_files):
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_subprocess_bad_clip_is_one_line_exit_2(tmp_path, clip_files):
     bad = tmp_path / "short.desc"
     bad.write_bytes(Path(clip_files[0]).read_bytes()[:79])
@@ -171,6 +174,7 @@ def test_commands_registry():
     assert args.run is cli.cmd_clip and args.json and args.descriptor == "a" and args.keyframes == "b"
 
 
+@pytest.mark.slow
 def test_subprocess_closed_stdout_is_quiet(clip_files):
     env = dict(os.environ)
     p = subprocess.Popen([sys.executable, "-m", "scuffle", "clip", *clip_files, "--json"], cwd=REPO,

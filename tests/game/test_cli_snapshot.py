@@ -68,7 +68,7 @@ def _lines(path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
-@pytest.mark.parametrize("at", [0, 35, 120])
+@pytest.mark.parametrize("at", [pytest.param(0, marks=pytest.mark.slow), 35, pytest.param(120, marks=pytest.mark.slow)])
 def test_a_run_resumed_from_a_snapshot_writes_the_rest_of_the_trace_byte_for_byte(fight_dir, at):
     r = run_cli("run", "fight.toml", "--trace", "full.jsonl", "--pose", "--snapshot-at", str(at),
                 "--snapshot-out", "s.snap", cwd=fight_dir)

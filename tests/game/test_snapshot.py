@@ -90,6 +90,7 @@ def test_rollback_sync_test_on_a_short_fight_with_kos():
     assert report.replayed == sum(1 + u % 8 for u in range(100))
 
 
+@pytest.mark.slow
 def test_rollback_sync_test_on_a_small_realistic_crowd():
     def build():
         g = build_crowd(24, "realistic", seed=5)
@@ -98,11 +99,13 @@ def test_rollback_sync_test_on_a_small_realistic_crowd():
     assert report.rollbacks == _rollbacks(40, (1, 3, 8))
 
 
+@pytest.mark.slow
 def test_rollback_sync_test_on_the_reference_engine():
     report = sync_test(lambda: (g := _fight(engine="reference"), g.step), 24, distances=(2, 5))
     assert report.rollbacks == _rollbacks(24, (2, 5))
 
 
+@pytest.mark.slow
 def test_rollback_sync_test_on_a_scenario_with_commands():
     sc = parse_scenario(_commands_scenario(60), registry=fighters_registry())
 

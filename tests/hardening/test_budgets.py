@@ -156,6 +156,7 @@ def test_400000_humans_under_the_size_cap_are_refused_in_bounded_memory(tmp_path
     assert peak < 500, peak
 
 
+@pytest.mark.slow
 def test_too_many_commands_are_refused():
     from scuffle.game.runtime.scenario import MAX_COMMANDS
     text = 'updates = 1\ncommands = [' + ", ".join(['{update = 0, human = "x"}'] * (MAX_COMMANDS + 1)) + ']\n'
@@ -178,6 +179,7 @@ def test_two_traces_past_the_diffs_byte_budget_are_refused_unread(tmp_path):
     assert peak < 250, peak
 
 
+@pytest.mark.slow
 def test_two_traces_of_too_many_records_are_refused_before_they_are_indexed(tmp_path):
     """700,000 one-line records in each trace (25 MB): an index of 1.4 M records is past the budget."""
     line = b'{"update":0,"human":"a"}\n'
@@ -188,6 +190,7 @@ def test_two_traces_of_too_many_records_are_refused_before_they_are_indexed(tmp_
     assert peak < 200, peak
 
 
+@pytest.mark.slow
 def test_a_record_longer_than_the_line_limit_is_refused_with_its_line(tmp_path):
     good = json.dumps({"update": 0, "human": "a", "anim": 1}) + "\n"
     big = json.dumps({"update": 1, "human": "a", "anim": [0] * (diff.MAX_RECORD_BYTES // 2)}) + "\n"

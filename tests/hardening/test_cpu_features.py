@@ -17,6 +17,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from simd import avx_targets, disabled_env_value, enabled_targets
 
 from .support import REPO
@@ -90,6 +92,7 @@ def test_the_switch_names_numpys_own_targets():
     assert r.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_bit_defined_paths_equal_with_and_without_avx():
     """The parent with this CPU's targets (AVX-512 on the EPYCs this runs on), the child with
     none from AVX2 up: the same bytes for every bit-defined path and the fight's trace."""

@@ -38,6 +38,7 @@ def _ran_headless(r, out: Path, why: str) -> None:
     assert summary["updates"] == 60 and summary["seconds"] == 2.0
 
 
+@pytest.mark.slow
 def test_an_unreachable_display_runs_the_demo_headless_and_it_ends(tmp_path):
     """DISPLAY=:99 (nothing there), no SDL_VIDEODRIVER: SDL falls back to offscreen; the
     demo says so, runs 2 s of game time headless, writes its summary and exits 0."""

@@ -275,6 +275,7 @@ def test_hostile_cli_input_is_one_line_and_status_2(results, name):
     assert "SECRET" not in lines[0]                         # a path is named, never a file's first bytes
 
 
+@pytest.mark.slow
 def test_the_viewer_draws_a_clip_of_2000_far_keys(tmp_path):
     d, k = _far_keys_clip(2_000)                             # a StopIteration in the ruler before
     (tmp_path / "far.desc").write_bytes(d)
@@ -285,6 +286,7 @@ def test_the_viewer_draws_a_clip_of_2000_far_keys(tmp_path):
     assert (tmp_path / "out" / "far_channels.png").is_file()
 
 
+@pytest.mark.slow
 def test_scenario_paths_resolve_relative_to_the_scenario_file(tmp_path):
     sub = tmp_path / "sub"
     sub.mkdir()

@@ -97,6 +97,7 @@ def _copy(seeded: Path, tmp_path: Path) -> tuple[Path, Path]:
     return root, sub
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["empty nbi", "cut nbi", "empty nbc", "cut nbc", "healthy"])
 def test_the_check_finds_every_broken_file_and_only_those(tmp_path, live_cache, kind):
     """check_cache_folder on a copy of the live cache: the broken kernel's files (and
@@ -154,6 +155,7 @@ def _no_home(site: Path) -> dict:
                 PYTHONDONTWRITEBYTECODE="1")
 
 
+@pytest.mark.slow
 def test_an_install_with_no_writable_cache_folder_imports_and_decodes(tmp_path):
     """Read-only install, HOME unusable, no NUMBA_CACHE_DIR: ``scuffle clip`` runs (no
     crash on import), and the kernels module reports it compiles without a cache."""
