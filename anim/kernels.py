@@ -963,30 +963,18 @@ def _find(hi, r, h_depth, h_stack):
 
 
 @njit(cache=CACHE)
-def _gait_id(g, idx, g_id0, g_id1, g_id2, g_id3, g_id4):
+def _of_five(g, idx, c0, c1, c2, c3, c4):
+    """Row ``g`` of the ``idx``-th (0-4) of a gait's five columns (its ids ``id0``-``id4``
+    or their clips' bank indices ``b0``-``b4``)."""
     if idx == 0:
-        return g_id0[g]
+        return c0[g]
     if idx == 1:
-        return g_id1[g]
+        return c1[g]
     if idx == 2:
-        return g_id2[g]
+        return c2[g]
     if idx == 3:
-        return g_id3[g]
-    return g_id4[g]
-
-
-@njit(cache=CACHE)
-def _gait_bank(g, idx, g_b0, g_b1, g_b2, g_b3, g_b4):
-    """The bank index of a gait's clip ``idx`` (0-4)."""
-    if idx == 0:
-        return g_b0[g]
-    if idx == 1:
-        return g_b1[g]
-    if idx == 2:
-        return g_b2[g]
-    if idx == 3:
-        return g_b3[g]
-    return g_b4[g]
+        return c3[g]
+    return c4[g]
 
 
 @njit(cache=CACHE)
@@ -1036,14 +1024,14 @@ def _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, out):
     ``out[2 + j]``."""
     g = t_aux[r]
     lower = np.int64(gaits.lower[g])
-    k_id0 = _gait_id(g, lower, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
-    k_id1 = _gait_id(g, lower + 1, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
+    k_id0 = _of_five(g, lower, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
+    k_id1 = _of_five(g, lower + 1, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
     k_alive0 = k_id0 != k_id1                # one id twice: the dict keeps the upper
     k_alive1 = True
     old0 = t_c0[r]
     old1 = t_c1[r]
     for j in range(2):
-        cid = _gait_id(g, nl + j, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
+        cid = _of_five(g, nl + j, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
         out[2 + j] = 0
         if k_alive0 and k_id0 == cid:
             out[j] = old0
@@ -1052,7 +1040,7 @@ def _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, out):
             out[j] = old1
             k_alive1 = False
         else:
-            bank = _gait_bank(g, nl + j, gaits.b0, gaits.b1, gaits.b2, gaits.b3, gaits.b4)
+            bank = _of_five(g, nl + j, gaits.b0, gaits.b1, gaits.b2, gaits.b3, gaits.b4)
             out[j] = _take_cursor(bank, cid, cursors, events)
             out[2 + j] = 1
     # the cursors not kept go back, then the lower of a pair of one id twice (the order of
