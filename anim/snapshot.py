@@ -26,44 +26,14 @@ copies its state, sharing the anim sets, clips and options, which never change.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter, deque
 from typing import Any, Iterable
 
 import numpy as np
 
 from .store import HumanTable, Table, _layout
 
-__all__ = ["copy_value", "TableState", "save_table", "load_table", "HumanTableState", "save_humans",
+__all__ = ["TableState", "save_table", "load_table", "HumanTableState", "save_humans",
            "load_humans", "EngineState", "save_engine", "load_engine", "save_reference", "load_reference"]
-
-
-def copy_value(v: Any) -> Any:
-    """A copy of ``v`` that a later change of the original cannot reach: arrays, lists,
-    dicts, sets, deques, Counters and dataclasses are copied one level down (their items
-    are copied the same way), anything else (numbers, strings, tuples of immutables,
-    handles, anim sets) is shared."""
-    t = type(v)
-    if t is np.ndarray:
-        return v.copy()
-    if t is list:
-        return [copy_value(x) for x in v]
-    if t is dict:
-        return {k: copy_value(x) for k, x in v.items()}
-    if t is tuple:
-        return tuple(copy_value(x) for x in v) if any(type(x) in _DEEP for x in v) else v
-    if t is set:
-        return set(v)
-    if t is deque:
-        return deque((copy_value(x) for x in v), maxlen=v.maxlen)
-    if t is Counter:
-        return Counter(v)
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return dataclasses.replace(v, **{f.name: copy_value(getattr(v, f.name))
-                                         for f in dataclasses.fields(v) if f.init})
-    return v
-
-
-_DEEP = (np.ndarray, list, dict, set, deque, Counter)
 
 
 @dataclasses.dataclass(slots=True)

@@ -212,13 +212,12 @@ def _entity_next(world: str) -> int:
 
 def _entity_next_back(world: str, n: int) -> None:
     """Make ``n`` the id esper's world ``world`` gives its next entity (see _entity_next)."""
+    if _entity_next(world) == n:
+        return
     if esper.current_world == world:
-        if _entity_next(world) != n:
-            esper._entity_count = itertools.count(n)
+        esper._entity_count = itertools.count(n)
     else:
-        ctx = esper._context_map[world]
-        if int(repr(ctx[0])[len("count("):-1]) != n:
-            esper._context_map[world] = (itertools.count(n), *ctx[1:])
+        esper._context_map[world] = (itertools.count(n), *esper._context_map[world][1:])
 
 
 def _instances(game) -> list:
@@ -472,11 +471,6 @@ def _digest(state: _State) -> str:
     return h.hexdigest()
 
 
-def _feed(h, v) -> None:
-    """Feed value ``v`` to hash ``h`` canonically (see _Digest)."""
-    _Digest(h).dump(v)
-
-
 # ---------------------------------------------------------------- the byte form's pickling
 def _world_keys(game) -> dict[int, tuple]:
     """id(object) -> its name in the world (the inverse of _world_objects)."""
@@ -582,7 +576,7 @@ def parts(snap: Snapshot) -> dict[str, str]:
 
     def put(name: str, v) -> None:
         h = hashlib.sha256()
-        _feed(h, v)
+        _Digest(h).dump(v)
         out[name] = h.hexdigest()
 
     for f in dataclasses.fields(st):
