@@ -23,7 +23,7 @@ from . import f32 as F
 from .animset import AnimRef
 from .batch import BatchEngine
 from .callbacks import check_callback
-from .cursor import Cursor
+from .cursor import cursor_row
 from .lookup import ClipLookup, _ref, _refs
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import CharacterInstance, TaskPool
@@ -116,10 +116,11 @@ class TaskBuilder(ClipLookup):
     pool: TaskPool
     batch: BatchEngine
 
-    def _cursor_and_rate(self, s, anim_id: int, rate: float | None, flags: int = 0) -> tuple[Cursor, float]:
-        """A single clip's new cursor (cursor flags ``flags``) and its rate: ``rate``,
-        checked, or the id's own (CfgAnimSpeeds by its range flags), the id found once (the
-        look-up's cache)."""
+    def _cursor_and_rate(self, s, anim_id: int, rate: float | None, flags: int = 0) -> tuple[int, float]:
+        """A single clip's new cursor, as its row of the world's cursor table (cursor flags
+        ``flags``; no handle: the task's ``c0`` links it), and its rate: ``rate``, checked,
+        or the id's own (CfgAnimSpeeds by its range flags), the id found once (the look-up's
+        cache)."""
         hit = None
         if anim_id.__class__ in self._id_types:      # _known, inline
             per = self._known_ids.get(id(s))
@@ -127,7 +128,9 @@ class TaskBuilder(ClipLookup):
                 hit = per[2].get(anim_id)
         if hit is None:
             r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
-            return self.cursor(s, anim_id, flags), r
+            if isinstance(anim_id, str):             # as self.cursor takes it
+                anim_id = _ref(s, anim_id)
+            return self._cursor_row_of(self._entry(s, anim_id), anim_id, flags), r
         if rate is not None:
             r = _check_number("rate", rate)
         else:
@@ -136,10 +139,8 @@ class TaskBuilder(ClipLookup):
                 r = hit[1] = self._rate_checked(s, anim_id)
         proto = hit[3]
         if proto is None:
-            return self._cursor_of(hit, anim_id, flags), r
-        c = Cursor.__new__(Cursor)                   # _cursor_of, inline
-        c._fill(hit[0], hit[2], anim_id, flags, self.stores.cursors, proto)
-        return c, r
+            return self._cursor_row_of(hit, anim_id, flags), r
+        return cursor_row(self.stores.cursors, hit[2], anim_id, flags, proto), r
 
     def _take(self, task: _T) -> _T:
         self.pool.take(task)
@@ -255,9 +256,9 @@ class TaskBuilder(ClipLookup):
         if value is not None:
             _check_number("gait value", value, -math.inf)
         entries, banks, ids = known if known is not None else self._entries_of(s, ids)
-        cursor_of = self._cursor_of
+        row_of = self._cursor_row_of
         st = self.stores
-        task = GaitTask._made(st.tasks, st.gaits, ids, banks, lambda k, fl: cursor_of(entries[k], ids[k], fl),
+        task = GaitTask._made(st.tasks, st.gaits, ids, banks, lambda k, fl: row_of(entries[k], ids[k], fl),
                               inst.speed, target if value is None else value, target, flags, held)
         if on_wrap is not None:
             task.on_wrap = on_wrap

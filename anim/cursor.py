@@ -14,7 +14,7 @@ from .clip import Clip, Event
 from .sampler import CursorFlags
 from .store import NO_EVENT, Table, column, cursor_table
 
-__all__ = ["Cursor", "FiredEvent", "cursor_proto"]
+__all__ = ["Cursor", "FiredEvent", "cursor_proto", "cursor_row"]
 
 
 class FiredEvent:
@@ -40,6 +40,30 @@ def cursor_proto(clip: Clip, all_events: bool) -> tuple:
     # rounds: a write of these is exact)
     dur32, limit32 = F.f32(float(clip.duration)), F.f32(float(limit))
     return clip.duration, int(end), limit, evs, frames, int(frames[0]) if frames else NO_EVENT, dur32, limit32
+
+
+def cursor_row(st: Table, bank_index: int, anim_id: int, flags: int, proto: tuple) -> int:
+    """A new cursor as a row alone (no handle object: a task reads it through its link
+    column): take a row of the cursor table ``st`` and write every column (a row the kernel
+    gave back keeps old numbers: nothing is left to a default) from ``proto``
+    (``cursor_proto(clip, ...)``), the clip's bank index, the anim id and the flags (an
+    int); returns the row. Original: 0x001041f8 AnimCursor_Init."""
+    end, evf0, dur32, limit32 = proto[1], proto[5], proto[6], proto[7]
+    r = st.alloc(zero=False)
+    # the fast views (store._fast_view): the numbers are the clip's (float32 values, ints)
+    st.m_end[r] = end
+    st.m_limit[r] = limit32
+    st.m_dur[r] = dur32
+    st.m_bank[r] = bank_index
+    st.m_anim[r] = anim_id
+    st.m_flags[r] = flags
+    st.m_evf0[r] = evf0
+    st.m_evf[r] = evf0
+    st.m_t[r] = 0.0                                       # restarted: time 0, no event passed
+    st.m_frame[r] = 0
+    st.m_ev[r] = 0
+    st.m_at_end[r] = False
+    return r
 
 
 class Cursor:
@@ -73,9 +97,9 @@ class Cursor:
         return c
 
     def _fill(self, clip: Clip, bank_index: int, anim_id: int, flags: int, st: Table, proto: tuple) -> None:
-        """Take a row of ``st`` and write every column (a row the kernel gave back keeps old
-        numbers: nothing is left to a default); ``proto`` is ``cursor_proto(clip, ...)``."""
-        dur, end, limit, evs, frames, evf0, dur32, limit32 = proto
+        """Take a row of ``st`` and write every column (cursor_row), then hold it: this
+        handle's fields from ``proto`` (``cursor_proto(clip, ...)``)."""
+        dur, end, limit, evs, frames = proto[:5]
         self.clip = clip
         self.bank_index = bank_index
         self.anim_id = anim_id
@@ -85,36 +109,32 @@ class Cursor:
         self._events = evs
         self._frames = frames
         self.store = st
-        self.row = r = st.alloc(zero=False)
+        self.row = r = cursor_row(st, bank_index, anim_id, flags, proto)
         self.gen = st.m_gen[r]
-        # the fast views (store._fast_view): the numbers are the clip's (float32 values, ints)
-        st.m_end[r] = end
-        st.m_limit[r] = limit32
-        st.m_dur[r] = dur32
-        st.m_bank[r] = bank_index
-        st.m_anim[r] = anim_id
-        st.m_flags[r] = flags
-        st.m_evf0[r] = evf0
-        st.m_evf[r] = evf0
-        st.m_t[r] = 0.0                                       # restarted: time 0, no event passed
-        st.m_frame[r] = 0
-        st.m_ev[r] = 0
-        st.m_at_end[r] = False
 
     @classmethod
     def view(cls, store: Table, row: int) -> "Cursor":
         """A handle onto a live row of a world's cursor table (its clip from the table's
         ``clips`` by the row's bank index): for cursors the engine made (a gait's pair)."""
         c = cls.__new__(cls)
-        clip = store.clips[int(store.bank[row])]
-        c.clip = clip
-        c.bank_index = int(store.bank[row])
-        c.anim_id = int(store.anim[row])
+        c.bank_index = bank = store.m_bank[row]
+        c.clip = clip = store.clips[bank]
+        c.anim_id = store.m_anim[row]
         c.duration = clip.duration
         c.end, c._limit = clip.timing()
         c._events, c._frames = clip.events_by_frame() if store.all_events else clip.dispatched_by_frame()
-        c.store, c.row, c.gen = store, row, int(store.gen[row])
+        c.store, c.row, c.gen = store, row, store.m_gen[row]
         return c
+
+    def __eq__(self, other: object) -> bool:
+        """Handles are equal when they name the same row of the same table in the same
+        generation (a task makes a new handle onto its cursor's row at each read)."""
+        if other.__class__ is not Cursor:
+            return NotImplemented
+        return self.store is other.store and self.row == other.row and self.gen == other.gen  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:                       # equal handles: the same row and generation
+        return (int(self.row) << 24) ^ int(self.gen)
 
     def alive(self) -> bool:
         """Whether the cursor's row is still its own (not given back)."""

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from .animset import AnimRef
 from .clip import Clip
-from .cursor import Cursor, cursor_proto
+from .cursor import Cursor, cursor_proto, cursor_row
 from .rates import gait_speed
 from .sampler import (BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, BankBudgetError, ClipBank, clip_keys,
                       clip_rows)
@@ -151,6 +151,14 @@ class ClipLookup:
         c = Cursor.__new__(Cursor)                   # Cursor.made, one call fewer
         c._fill(entry[0], entry[2], anim_id, int(flags), self.stores.cursors, proto)
         return c
+
+    def _cursor_row_of(self, entry: list, anim_id: int, flags: int = 0) -> int:
+        """``_cursor_of`` without the handle: the new cursor's row (anim.cursor.cursor_row)."""
+        proto = entry[3]
+        if proto is None:
+            self._bank_of(entry)
+            proto = entry[3] = cursor_proto(entry[0], self.stores.cursors.all_events)
+        return cursor_row(self.stores.cursors, entry[2], anim_id, int(flags), proto)
 
     def _entry(self, anim_set, anim_id) -> list:
         """The cache entry of ``anim_id`` (found and cached on a miss: UnknownAnimId,

@@ -115,9 +115,7 @@ class StackRules(TaskBuilder):
         t: Any = task                                # a handle: its class says which fields it has
         while t.tstore is tasks:
             kind = t.__class__
-            if kind in _CLIP_CLASSES:
-                if t.cursor.store is not cursors:
-                    break
+            if kind in _CLIP_CLASSES:                # its cursor is a row of the world's table (c0)
                 r = t.trow
                 nxt = tasks.m_nxt[r]
                 if nxt < 0 or kind not in _NEXT_CLASSES or tasks.m_handed_over[r]:

@@ -320,28 +320,26 @@ class _EndCallback:
 
 class _CursorLink:
     """A gait's pair cursor, read from task column ``column`` (the row is the truth: the
-    compiled step changes it); the Cursor object in ``attr`` is a cache, made again
-    (Cursor.view) when the row or its generation moved on. A gait made alone (private
-    tables, no row link) keeps its cursor in the cache only."""
+    compiled step changes it): a handle onto that row at each read. The cursor handle
+    given to the class's own constructor is kept in ``attr`` and returned while it is
+    still the row's (the Player's gaits keep none: no object per cursor)."""
 
     def __init__(self, attr: str, column: str, doc: str):
         self.attr, self.column, self.__doc__ = attr, column, doc
+        self.fast = "m_" + column                    # the column's fast view (store._fast_view)
 
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        c = getattr(obj, self.attr)
-        r = getattr(obj.tstore, self.column)[obj.trow]
-        cs = obj.cstore
-        if r < 0 or (c.row == r and c.store is cs and c.gen == cs.gen[r]):
-            return c
-        # a change of pair in the kernel: both links from the rows, a cursor kept keeping its object
-        old = (obj._lower_cursor, obj._upper_cursor)
         ts, tr = obj.tstore, obj.trow
-        for attr, row in (("_lower_cursor", int(ts.c0[tr])), ("_upper_cursor", int(ts.c1[tr]))):
-            hit = next((x for x in old if x.row == row and x.store is cs and x.gen == cs.gen[row]), None)
-            setattr(obj, attr, hit if hit is not None else Cursor.view(cs, row))
-        return getattr(obj, self.attr)
+        if ts.m_gen[tr] != obj.tgen:
+            _stale(obj, ts, tr)
+        r = getattr(ts, self.fast)[tr]
+        cs = obj.cstore
+        c = getattr(obj, self.attr)
+        if c is not None and c.row == r and c.gen == cs.m_gen[r]:
+            return c
+        return Cursor.view(cs, r)
 
     def __set__(self, obj, c: Cursor) -> None:
         row = _row_in(c, obj.cstore)
@@ -496,7 +494,7 @@ class Task:
     def set_window_time(self, t: float) -> None:
         """Keep the task at time ``t`` (a type 3 blend window into it)."""
         for c in self.cursors():
-            c.set_time(F.mul(F.div(t, self.duration()), c.duration) if c is not self.leading_cursor() else t)
+            c.set_time(F.mul(F.div(t, self.duration()), c.duration) if c != self.leading_cursor() else t)
 
     def following(self) -> list["Task"]:
         """Tasks this one owns that are not on the stack (a type 3's next task)."""
@@ -519,37 +517,60 @@ class Task:
 
 
 class _ClipBase(Task):
-    __slots__ = ("cursor",)
+    """A task on one clip: its cursor is the cursor table's row in task column ``c0`` (the
+    only place it is kept: ``cursor`` makes a handle onto that row at each read, and the
+    Player's constructors write the row with no handle at all)."""
+
+    # the anim id (an int: an old handle still names its clip); the cursor handle given to
+    # the class's own constructor (None for the Player's tasks: a handle at each read)
+    __slots__ = ("_aid", "_c")
 
     def __init__(self, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None,
                  tstore: Table | None = None):
         row = _row_in(cursor, _world_tasks(tstore, type(self).__name__).world.cursors)   # before a row is taken
         super().__init__(rate, flags, held, on_end, tstore)
-        self.cursor = cursor
+        self._aid = cursor.anim_id
+        self._c = cursor
         ts, r = self.tstore, self.trow
         ts.c0[r] = row
         cursor.store.flags[row] = int(ts.flags[r]) & _CURSOR_INT        # cursor_flags()
 
     @classmethod
-    def _made(cls, ts: Table, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None):
+    def _made(cls, ts: Table, crow: int, rate: float, flags: int = 0, held: int = 0, on_end=None):
         """``cls(cursor, rate, flags, held, on_end, tstore=ts)`` for the Player's constructors,
-        which checked everything first: ``ts`` the world's task table, ``cursor`` new in its
-        cursor table with the task's cursor bits already (``flags & 0x13``), ``rate`` a
-        checked number, ``on_end`` checked. One function: the row written once."""
+        which checked everything first: ``ts`` the world's task table, ``crow`` a new row of
+        its cursor table (anim.cursor.cursor_row) with the task's cursor bits already
+        (``flags & 0x13``), ``rate`` a checked number, ``on_end`` checked. One function: the
+        row written once."""
         t = cls.__new__(cls)
         r = t._row_of(ts, rate, flags, held, on_end)
-        t.cursor = cursor
-        ts.m_c0[r] = cursor.row
+        ts.m_c0[r] = crow
+        t._aid = ts.world.cursors.m_anim[crow]
+        t._c = None
         return t
 
+    @property
+    def cursor(self) -> Cursor:
+        """The clip's cursor: a handle onto the cursor row in task column ``c0`` (StaleHandle
+        once the task went back to the pool)."""
+        ts, r = self.tstore, self.trow
+        if ts.m_gen[r] != self.tgen:
+            _stale(self, ts, r)
+        c = self._c
+        return c if c is not None else Cursor.view(ts.world.cursors, ts.m_c0[r])
+
     def anim_id(self) -> int:
-        return self.cursor.anim_id
+        return self._aid
 
     def cursors(self) -> list[Cursor]:
         return [self.cursor]
 
     def dispose(self) -> None:
-        self.cursor.dispose()                    # cursors() is [cursor]
+        ts, r = self.tstore, self.trow
+        if ts.m_gen[r] == self.tgen:             # cursors() is [cursor]: its row goes back with the task's
+            c = ts.m_c0[r]
+            if c >= 0:
+                ts.world.cursors.give_back(c)
         self.dispose_row()
 
     def leading_cursor(self) -> Cursor:
@@ -611,12 +632,12 @@ class ClipTask(_ClipBase):
         ts.window[r] = WINDOW_RULES.index(rule)
 
     @classmethod
-    def _made(cls, ts: Table, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None,
+    def _made(cls, ts: Table, crow: int, rate: float, flags: int = 0, held: int = 0, on_end=None,
               next: Task | None = None, blend: float = 0.0, window: int = 0):
         """``cls(cursor, rate, next, blend, ...)`` for the Player's constructors (see
-        _ClipBase._made; ``next`` passed ``check_next`` and ``blend`` is a checked number,
-        ``window`` the rule's index in WINDOW_RULES)."""
-        t = super()._made(ts, cursor, rate, flags, held, on_end)
+        _ClipBase._made: ``crow`` the new cursor's row; ``next`` passed ``check_next`` and
+        ``blend`` is a checked number, ``window`` the rule's index in WINDOW_RULES)."""
+        t = super()._made(ts, crow, rate, flags, held, on_end)
         r = t.trow
         if next is not None:
             ts.m_nxt[r] = next.trow
@@ -935,7 +956,7 @@ class GaitTask(Task):
         Player's constructors, which checked everything first (``ts`` / ``gaits`` the world's
         tables, ``ids`` five found ints, ``banks`` their clips' bank indices, ``value`` and
         ``target`` checked numbers). ``make_cursor(k, cursor_flags)`` makes the cursor of
-        ``ids[k]`` with its flags. One function: each row written once."""
+        ``ids[k]`` with its flags and returns its row. One function: each row written once."""
         v = cls._clamp(value)
         t = cls.__new__(cls)
         tr = t._row_of(ts, rate, flags, held, None)
@@ -951,12 +972,10 @@ class GaitTask(Task):
         leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
         fl = int(flags)
         base = fl & _CURSOR_INT                      # _apply_flags()
-        lo = make_cursor(lower, base if leader == 0 else base | _MUTED_INT)
-        up = make_cursor(lower + 1, base if leader == 1 else base | _MUTED_INT)
         t.cstore = ts.world.cursors
-        t._lower_cursor, t._upper_cursor = lo, up
-        ts.m_c0[tr] = lo.row
-        ts.m_c1[tr] = up.row
+        t._lower_cursor = t._upper_cursor = None     # the rows alone (no handle objects)
+        ts.m_c0[tr] = make_cursor(lower, base if leader == 0 else base | _MUTED_INT)
+        ts.m_c1[tr] = make_cursor(lower + 1, base if leader == 1 else base | _MUTED_INT)
         st.m_value[r] = v                            # a float32 value: read back unchanged
         tg = cls._clamp(target)                      # set_target(): a float32 value too
         if not fl & _CONTINUOUS_INT:
@@ -985,9 +1004,11 @@ class GaitTask(Task):
     leader = column("leader", int, "0: the lower clip leads, 1: the upper.")
 
     def dispose(self) -> None:
-        lo, up = self.lower_cursor, self.upper_cursor
-        lo.dispose()                             # Task.dispose: cursors(), then the row
-        up.dispose()
+        ts, tr = self.tstore, self.trow
+        if ts.m_gen[tr] == self.tgen:            # Task.dispose: the cursors' rows, then the task's
+            cs = self.cstore
+            cs.give_back(ts.m_c0[tr])
+            cs.give_back(ts.m_c1[tr])
         self.dispose_row()
         if self.store.m_gen[self.row] == self.gen:
             self.store.give_back(self.row)
@@ -1042,7 +1063,10 @@ class GaitTask(Task):
         return self.lower_cursor if self.store.leader[self.row] == 0 else self.upper_cursor
 
     def anim_id(self) -> int:
-        return (self.lower_cursor if self.store.leader[self.row] == 0 else self.upper_cursor).anim_id
+        ts, tr = self.tstore, self.trow              # the leader's cursor row's id
+        if ts.m_gen[tr] != self.tgen:
+            _stale(self, ts, tr)
+        return self.cstore.m_anim[ts.m_c0[tr] if self.store.m_leader[self.row] == 0 else ts.m_c1[tr]]
 
     def fraction(self) -> float:
         return self.value - self.lower

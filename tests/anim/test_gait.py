@@ -182,7 +182,7 @@ def test_clip_that_comes_in_joins_at_the_same_normalised_time():
     joined = F.mul(F.div(t_old, old.duration), lead.duration)
     assert lead.time == F.add(joined, F.mul(F.DT, 1.0))
     follow = g.upper_cursor
-    assert follow is old                                      # clip 12 stays, now the follower
+    assert follow == old                                      # clip 12 stays (its row), now the follower
     assert follow.time == F.mul(F.div(lead.time, lead.duration), follow.duration)
     assert follow.flags & CursorFlags.MUTED and not lead.flags & CursorFlags.MUTED
 
@@ -220,7 +220,7 @@ def test_leader_rule(value, target, leader, why):
     assert g.leading_cursor().anim_id == leader, why
     assert h.record.anim_id == leader
     lead = g.leading_cursor()
-    other = g.upper_cursor if lead is g.lower_cursor else g.lower_cursor
+    other = g.upper_cursor if lead == g.lower_cursor else g.lower_cursor
     assert other.time == F.mul(F.div(lead.time, lead.duration), other.duration)
 
 
@@ -300,7 +300,7 @@ def test_cycle_length_is_the_leading_clips():
 
 def test_gait_flags_mute_the_follower_and_strip_the_velocity():
     p, h, g = gait(1.5)
-    lead, follow = g.leading_cursor(), (g.upper_cursor if g.leading_cursor() is g.lower_cursor else g.lower_cursor)
+    lead, follow = g.leading_cursor(), (g.upper_cursor if g.leading_cursor() == g.lower_cursor else g.lower_cursor)
     assert lead.flags == CursorFlags.NO_VELOCITY
     assert follow.flags == CursorFlags.NO_VELOCITY | CursorFlags.MUTED
     g.set_flags(0x200)
