@@ -38,6 +38,7 @@ from .pose import PoseBatch
 from .stack import CharacterInstance
 from .store import HumanTable, TableCorrupt, check_rows
 from .tasks import EventRule, MotionEntry, PlaceEvents, TagBits, TaskType
+from .trusted import TrustedKernel
 
 
 _COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.coldstart)
@@ -105,6 +106,13 @@ class BatchEngine:
         self._bones: Bones | None = None
         # check_rows after any table grew (or a new clip's events), before every call in debug mode
         self.debug = os.environ.get("SCUFFLE_DEBUG", "") not in ("", "0")
+        # the two kernels, called through their entry points while their arguments are the
+        # objects the dispatcher last typed (anim.trusted), and those objects, kept
+        self._step_kernel = TrustedKernel("step_stacks", self.debug)
+        self._pose_kernel = TrustedKernel("pose_stacks", self.debug)
+        self._rules: K.StepRules | None = None
+        self._step_out: K.StepBuffers | None = None
+        self._pose_args: tuple | None = None
         self._validated: tuple = ()
         self._table_key: tuple = ()             # the arrays the kernels' named tuples hold (_tables)
         self._cols: tuple = ()
@@ -505,14 +513,19 @@ class BatchEngine:
         counts = self._counts
         dt32 = float(np.float32(dt))
         rules = K.StepRules(bool(opts.end_zero_overshoot), opts.events == EventRule.NEWEST, int(opts.cleanup_above))
+        if rules != self._rules:                     # the same object while the options hold (a trusted call)
+            self._rules = rules
         H, T, C, F, G, E = self._tables()
         start = 0
         if not _COLD[0]:
             _note_cold()
         while True:
-            out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, counts, self._wrap_out, self._snap,
-                                self._walk, self._pair4)
-            K.step_stacks(rows, start, dt32, rules, H, T, C, F, G, E, out)
+            out = self._step_out
+            if out is None or not (out.status is status and out.ev_lo is lo and out.ev_out is self._ev_out
+                                   and out.def_out is self._def_out and out.wrap_out is self._wrap_out):
+                out = self._step_out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, counts,
+                                                     self._wrap_out, self._snap, self._walk, self._pair4)
+            self._step_kernel(rows, start, dt32, self._rules, H, T, C, F, G, E, out)
             stopped = int(counts[K.COUNT_STOPPED])
             if stopped >= len(rows):
                 return
@@ -582,8 +595,13 @@ class BatchEngine:
         H, T, C, F, G, E = self._tables()
         if not _COLD[0]:
             _note_cold()
-        K.pose_stacks(rows, self._cols_n[:n], H, T, C, F, G, E, pose_tables(bank).tables, self._scratch, out.outs(),
-                      K.PoseBuffers(refused, self._weights, queued_default))
+        # the same objects from one update to the next while nothing grew (a trusted call)
+        last = self._pose_args
+        if last is None or not (last[0] is out and last[1] is refused and last[2] is queued_default
+                                and len(last[3]) == n):
+            last = self._pose_args = (out, refused, queued_default, self._cols_n[:n], out.outs(),
+                                      K.PoseBuffers(refused, self._weights, queued_default))
+        self._pose_kernel(rows, last[3], H, T, C, F, G, E, pose_tables(bank).tables, self._scratch, last[4], last[5])
         if refusals is not None:
             for k in np.flatnonzero(refused[:n]).tolist():
                 refusals.append((instances[k], int(refused[k])))

@@ -437,18 +437,26 @@ def _timed_call(fn, sink: dict, key: str, calls: dict | None = None, cpu: dict |
     return call
 
 
-def _patch_kernels(sink: dict, calls: dict, cpu: dict) -> list:
-    """Time the compiled kernels alone: the module attributes the engine calls them by
-    (anim.kernels for the step, pose and plan; systems.motion for root motion) are
-    wrapped for the run; returns what ``_unpatch`` puts back."""
+def _patch_kernels(sink: dict, calls: dict, cpu: dict, batch=None) -> list:
+    """Time the compiled kernels alone, as the engine calls them: the step and the pose
+    through the engine's trusted calls (``batch._step_kernel`` / ``_pose_kernel``, anim.trusted:
+    the compiled entry point once the dispatcher typed the arguments), the plan and root
+    motion through the module attributes the engine calls them by (anim.kernels,
+    systems.motion); each is wrapped for the run; returns what ``_unpatch`` puts back."""
     from scuffle.anim import kernels as K
     from scuffle.systems import motion
 
     saved = []
-    for mod, name in [(K, n) for n in KERNELS[:3]] + [(motion, "root_motion_step")]:
+    targets = [(K, "pose_plan"), (motion, "root_motion_step")]
+    if batch is not None:
+        targets[:0] = [(batch, "_step_kernel"), (batch, "_pose_kernel")]
+    else:
+        targets[:0] = [(K, "step_stacks"), (K, "pose_stacks")]
+    for mod, name in targets:
         fn = getattr(mod, name)
         saved.append((mod, name, fn))
-        setattr(mod, name, _timed_call(fn, sink, name, calls, cpu))
+        key = {"_step_kernel": "step_stacks", "_pose_kernel": "pose_stacks"}.get(name, name)
+        setattr(mod, name, _timed_call(fn, sink, key, calls, cpu))
     return saved
 
 
@@ -482,7 +490,7 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
         kernels_cpu: dict[str, float] = {}
         kernel_calls: dict[str, int] = {}
         if compiled:
-            saved = _patch_kernels(kernels, kernel_calls, kernels_cpu)
+            saved = _patch_kernels(kernels, kernel_calls, kernels_cpu, player.batch)
         real = getattr(game, "crowd", None)
         if real is not None:                  # the fight rules' own time (in the actions and state update)
             ctx = game.ctx
