@@ -58,9 +58,15 @@ class TrustedKernel:
             return self._entry(*args)
         out = fn(*args)
         overloads = getattr(fn, "overloads", None)
-        if not self.debug and overloads is not None and len(overloads) == 1:
-            self._fn, self._args = fn, args
-            self._entry = next(iter(overloads.values())).entry_point
-        else:
+        entry = None
+        if not self.debug and overloads:
+            if len(overloads) == 1:                  # the one the call used (it would have compiled another)
+                entry = next(iter(overloads.values())).entry_point
+            else:                                    # several (a test process): the arguments' own (slow, rare)
+                cres = overloads.get(tuple(fn.typeof_pyval(a) for a in args))
+                entry = cres.entry_point if cres is not None else None
+        if entry is None:
             self.forget()
+        else:
+            self._fn, self._args, self._entry = fn, args, entry
         return out
