@@ -25,6 +25,8 @@ The public face. Everything here imports without pygame (only ``scuffle.demo`` d
 - snapshots: ``Snapshot`` (``Game.snapshot()`` / ``restore`` / ``checksum``, the byte
   form), ``SnapshotError``, ``SavedRandom`` (a generator a snapshot saves cheaply),
   ``sync_test`` and ``SyncError`` (GGPO's rollback SyncTest on any Game);
+- ``settle``: after loading, the loaded world out of the garbage collector's sight
+  (gc.freeze, the application's call: process-wide);
 - the esper components: ``Name``, ``Animator``, ``HumanRecord``, ``PoseRef``,
   ``RangeRecords``, ``AnimSetRef``, ``Body``, ``Combat``, ``FiredEvents``.
 
@@ -56,6 +58,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.game.runtime.world import BoneArray, Game, NameOrEntity, UnknownHuman, Vec3
     from scuffle.systems.context import HandlerError, SimContext
     from scuffle.game.runtime.snapshot import SavedRandom, Snapshot, SnapshotError, SyncError, sync_test
+    from scuffle.game.runtime.collector import settle
 
 __version__ = "0.2.0"
 
@@ -99,6 +102,7 @@ _EXPORTS: dict[str, str] = {
     "SimContext": "scuffle.systems.context", "HandlerError": "scuffle.systems.context",
     **{n: "scuffle.game.runtime.snapshot" for n in ("Snapshot", "SnapshotError", "SavedRandom", "sync_test",
                                                     "SyncError")},
+    "settle": "scuffle.game.runtime.collector",
 }
 
 __all__ = [
@@ -111,7 +115,7 @@ __all__ = [
     "demo_set", "Fight", "ActionResult", "Refusal", "FightEvent", "FightEventKind", "Bone", "EventType",
     "Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body", "Combat",
     "FiredEvents", "Callback", "CallbackError",
-    "Snapshot", "SnapshotError", "SavedRandom", "sync_test", "SyncError",
+    "Snapshot", "SnapshotError", "SavedRandom", "sync_test", "SyncError", "settle",
 ]
 
 

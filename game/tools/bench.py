@@ -52,6 +52,7 @@ import numpy as np
 
 from scuffle.anim.player import PlayerOptions
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, HeldFlags, TaskFlags, TaskType
+from scuffle.game.runtime.collector import settle as settle_collector
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 
 __all__ = ["bench_arguments", "cmd_bench", "run_bench", "BUDGET_MS", "CROWDS", "build_crowd", "crowd_set",
@@ -465,7 +466,8 @@ def _unpatch(saved: list) -> None:
         setattr(mod, name, fn)
 
 
-def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd: str = "light", seed: int = 1):
+def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd: str = "light", seed: int = 1,
+         settle: bool = True):
     from scuffle.game.runtime.schedule import SCHEDULE
 
     compiled = engine == "compiled"
@@ -505,6 +507,9 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
                                    for h in hs]
         for _ in range(warmup):
             game.step()
+        # the world loaded: out of the collector's sight, as a game does after a level load
+        # (scuffle.settle, gc.freeze; --no-settle times the collector without it)
+        frozen = settle_collector() if settle else None
         for d in (stages, stages_cpu, kernels, kernels_cpu, kernel_calls):
             d.clear()
         if real is not None:
@@ -542,7 +547,10 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
             gc.callbacks.remove(gc_clock)
             _unpatch(saved)
             saved = []
-        extra: dict[str, Any] = {"gc_ms_per_update": round(gc_s[0] * 1000.0 / updates, 4),
+            if frozen is not None:
+                gc.unfreeze()                # the next run's world is another one
+        extra: dict[str, Any] = {"gc_settled": frozen,
+                                 "gc_ms_per_update": round(gc_s[0] * 1000.0 / updates, 4),
                                  "gc_max_ms": round(max(gc_per), 4),
                                  "gc_share": round(gc_s[0] * 1000.0 / max(sum(times), 1e-12), 4),
                                  "gc_cpu_ms_per_update": round(gc_s[2] * 1000.0 / updates, 4),
@@ -736,9 +744,10 @@ def _first_step() -> dict:
 
 
 def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crowd: str = "light",
-              seed: int = 1) -> dict:
-    """Run the benchmark for one crowd size; returns the report dict (module docstring).
-    Rejected: an unknown crowd (ValueError naming it)."""
+              seed: int = 1, settle: bool = True) -> dict:
+    """Run the benchmark for one crowd size; returns the report dict (module docstring);
+    ``settle`` calls scuffle.settle after the build and the warm-up (``gc_settled``: the
+    objects it froze). Rejected: an unknown crowd (ValueError naming it)."""
     from scuffle.anim.warmup import compile_kernels
 
     if crowd not in CROWDS:
@@ -747,10 +756,12 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     compile_kernels()                 # loads the cached kernels (compiles on a first run)
     load_s = time.perf_counter() - t0
     pose_us, pose_cpu_us = _pose_pipeline(max(humans, 1000))
-    times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, "compiled", crowd=crowd, seed=seed)
+    times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, "compiled", crowd=crowd, seed=seed,
+                                                          settle=settle)
     compiled_peak_mb = extra.pop("run_peak_mb", None) or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     scalar_updates = scalar_updates if scalar_updates is not None else max(3, min(updates, 2000 // max(1, humans) + 3))
-    stimes, scpu, _, _, _, _, _ = _run(humans, scalar_updates, "reference", warmup=2, crowd=crowd, seed=seed)
+    stimes, scpu, _, _, _, _, _ = _run(humans, scalar_updates, "reference", warmup=2, crowd=crowd, seed=seed,
+                                       settle=settle)
     ms = median(times)
     cpu_ms = median(cpu)
     sms = median(stimes)
@@ -885,7 +896,7 @@ def fit_line(reports: list[dict], key: str = "cpu_ms_per_update") -> tuple[float
 
 
 def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: str = "light",
-           seed: int = 1) -> list[dict]:
+           seed: int = 1, settle: bool = True) -> list[dict]:
     """One fresh process per crowd size (so each peak memory is its own)."""
     import subprocess
     import sys
@@ -896,6 +907,8 @@ def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: st
                "--json", "--no-compile-time", "--crowd", crowd, "--seed", str(seed)]
         if scalar_updates is not None:
             cmd += ["--scalar-updates", str(scalar_updates)]
+        if not settle:
+            cmd.append("--no-settle")
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode:
             raise RuntimeError(f"bench --humans {n} failed: {p.stderr.strip()[-800:]}")
@@ -918,6 +931,9 @@ def bench_arguments(p: argparse.ArgumentParser) -> None:
                         "walk starts, attacks, hit reactions, types 10/11/13, queued tasks, fight pairs, "
                         "event handlers, ~3%% of humans commanded per update (README, Performance)")
     p.add_argument("--seed", type=int, default=1, help="the realistic crowd's seed (default 1)")
+    p.add_argument("--no-settle", action="store_true",
+                   help="do not call scuffle.settle() after building the crowd (the garbage collector "
+                        "then walks the whole loaded world in its full collections)")
 
 
 def _print_one(r: dict, out) -> None:
@@ -932,8 +948,11 @@ def _print_one(r: dict, out) -> None:
           f"(CPU {r['pose_pipeline_cpu_us_per_human']}); "
           f"peak memory {r['compiled_peak_mb']} MB (the compiled run), {r['peak_mb']} MB (with the reference run)",
           file=out)
+    settled = r.get("gc_settled")
     print(f"Python's cyclic GC: {r['gc_ms_per_update']} ms per update (max {r.get('gc_max_ms')}, "
-          f"{100 * r.get('gc_share', 0.0):.1f}% of the update)", file=out)
+          f"{100 * r.get('gc_share', 0.0):.1f}% of the update; "
+          + (f"after scuffle.settle() froze {settled} objects)" if settled is not None
+             else "not settled: --no-settle)"), file=out)
     if "kernel_ms" in r:
         ks = ", ".join(f"{k} {v}" for k, v in r["kernel_ms"].items())
         kc = ", ".join(f"{k} {v}" for k, v in r.get("kernel_cpu_ms", {}).items())
@@ -988,12 +1007,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     seed = getattr(args, "seed", 1)
     if len(sizes) == 1:
         load0 = os.getloadavg()[0]
-        r = run_bench(sizes[0], args.updates, args.scalar_updates, crowd=crowd, seed=seed)
+        r = run_bench(sizes[0], args.updates, args.scalar_updates, crowd=crowd, seed=seed,
+                      settle=not getattr(args, "no_settle", False))
         r["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
         _print_one(r, text)
         runs = [r]
     else:
-        runs = _sweep(sizes, args.updates, args.scalar_updates, crowd, seed)
+        runs = _sweep(sizes, args.updates, args.scalar_updates, crowd, seed, not getattr(args, "no_settle", False))
         for one in runs:
             _print_one(one, text)
         fixed, slope = fit_line(runs)
