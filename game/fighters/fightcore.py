@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.tasks import Task
-from scuffle.components import Body, Combat, HumanRecord
+from scuffle.components import Animator, Body, Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, BUSY, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, FightEvent, FightHandler, CHANGE_FADE,
                                              FightStats)
@@ -61,6 +61,8 @@ class FightCore:
     ko_at: int | None                 # the update the round ended
     starts: dict[int, tuple]          # entity -> (position, heading, health) a round starts with
     player: Any
+    _lookup: Any                      # Game.component, bound (Fight.__init__)
+    _live: Any                        # Game._alive, bound (Fight.__init__)
     stats: FightStats
     pending: list[tuple]
     end_kind: str
@@ -124,22 +126,33 @@ class FightCore:
         raise KeyError(ent)
 
     def _alive(self, ent: int) -> bool:
-        return ent >= 0 and self.game._alive(ent)
+        return ent >= 0 and self._live(ent)
+
+    def _component(self, ent: int, ctype: type) -> Any:
+        """One component of a human's entity: ``Game.component``, bound once (``_lookup``,
+        set by ``Fight.__init__``: no esper world switch, no look-up of the game's class
+        per call). Rejected: an entity without it (KeyError, as esper)."""
+        return self._lookup(ent, ctype)
 
     def combat(self, who: Who) -> Combat:
-        return self.game.component(self._ent(who), Combat)
+        return self._lookup(who if who.__class__ is int else self._ent(who), Combat)
 
     def body(self, who: Who) -> Body:
-        return self.game.component(self._ent(who), Body)
+        return self._lookup(who if who.__class__ is int else self._ent(who), Body)
 
     def held(self, who: Who) -> int:
         """The human's held flags (record +0x08, the trace's ``held``)."""
-        return self.game.component(self._ent(who), HumanRecord).flags
+        return self._lookup(who if who.__class__ is int else self._ent(who), HumanRecord).flags
 
     flags = held                          # the older name
 
     def inst(self, who: Who) -> CharacterInstance:
-        return self.game.instance(self._name(self._ent(who)))
+        """The human's CharacterInstance. Rejected: a human not in the world (KeyError;
+        UnknownHuman, a KeyError, for a name)."""
+        ent = who if who.__class__ is int else self._ent(who)
+        if not self._live(ent):
+            self.game.entity(self._name(ent))      # raises: UnknownHuman, or KeyError for no human's
+        return self._lookup(ent, Animator).instance
 
     def free(self, who: Who) -> bool:
         """No move in progress: none of the fight's held bits are set."""
