@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, cast
 
 from scuffle.anim.clip import EventType
 from scuffle.anim.limits import INT32_MAX, MAX_COORD, check_int
+from scuffle.components import Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEventKind, FightFlags,
                                              FightHandler, FightState, FightStats, GAITS, GRAB_SEARCH_FACTOR,
                                              MAX_MOVE_SPEED, MAX_ROUND_PAUSE, PACES, ROUND_PAUSE, Refusal,
@@ -191,14 +192,18 @@ class Fight(Hits):
             self._guarded(item[1], self._hit if item[0] == "window" else self._on_end, *item[1:])
         for ctl in list(self.controllers):
             ctl(self)
-        for name, e in self.game.humans():
-            c = self.combat(e)
-            if c.state == FightState.DOWN and c.down_left > 0 and e not in self.ko and \
-                    not (self.flags(e) & FightFlags.PAIRED):
+        lookup, ko, down = self._lookup, self.ko, FightState.DOWN
+        for _, e in self.game.humans():
+            c = lookup(e, Combat)
+            if c.state != down:                       # only a human down has anything to count
+                continue
+            if c.down_left > 0 and e not in ko and not (lookup(e, HumanRecord).flags & FightFlags.PAIRED):
                 c.down_left -= 1
                 if c.down_left == 0:
                     self._guarded(e, self._get_up, e)
-            if c.state == FightState.DOWN and not (self.flags(e) & FightFlags.DOWN) and c.down_left == 0:
+                if c.state != down:
+                    continue
+            if not (lookup(e, HumanRecord).flags & FightFlags.DOWN) and c.down_left == 0:
                 c.state = FightState.FREE
         if self.separate:
             self._separate()

@@ -19,13 +19,16 @@ import numpy as np
 from scuffle.anim import detmath
 from scuffle.anim.limits import MAX_COORD, check_float, check_vec
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
-from scuffle.components import NO_ATTACHMENT
+from scuffle.components import NO_ATTACHMENT, Body, Combat
 from scuffle.game.fighters.fightcore import FightCore
 from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MIN_SEPARATION, MAX_MOVE_SPEED,
                                              IMPULSE_DECAY, _wrap, _heading_to, _cell)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 
 __all__ = ["Locomotion"]
+
+_ZERO3 = np.zeros(3)
+_ZERO3.flags.writeable = False            # the state velocity of a human with no intent (never written)
 
 
 class Locomotion(FightCore):
@@ -130,17 +133,21 @@ class Locomotion(FightCore):
         stop clip plays (the clip's root velocity moves the body then; "Root motion",
         0x00241a88), the intent's direction x speed once the gait blend is the newest
         task; a throw's decaying push is added. Original: 0x0023fea8 (the state update)."""
-        for name, e in self.game.humans():
-            c, b = self.combat(e), self.body(e)
-            vel = np.zeros(3)
-            if c.move_speed > 0.0 and self._gait_leads(e):
-                vel = c.move_dir * c.move_speed
-            if detmath.hypot_s(float(c.impulse[0]), float(c.impulse[1])) > 0.05:
-                vel = vel + c.impulse
-                c.impulse = c.impulse * IMPULSE_DECAY
+        lookup, hypot, gait_leads = self._lookup, detmath.hypot_s, self._gait_leads
+        for _, e in self.game.humans():
+            c, b = lookup(e, Combat), lookup(e, Body)
+            speed = c.move_speed
+            vel = c.move_dir * speed if speed > 0.0 and gait_leads(e) else _ZERO3
+            imp = c.impulse                            # the row's live view
+            if hypot(float(imp[0]), float(imp[1])) > 0.05:
+                vel = vel + imp
+                imp *= IMPULSE_DECAY                   # in the row: c.impulse * IMPULSE_DECAY, the same bits
             else:
-                c.impulse = np.zeros(3)
-            b.state_velocity = vel
+                imp.fill(0.0)
+            if vel is _ZERO3:
+                b.state_velocity.fill(0.0)             # zeros need no check of the setter
+            else:
+                b.state_velocity = vel
 
     def _separate(self) -> None:
         """Keep free bodies at least MIN_SEPARATION apart (ours: the spec has no collision).
