@@ -41,6 +41,7 @@ from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEven
                                              MAX_MOVE_SPEED, MAX_ROUND_PAUSE, PACES, ROUND_PAUSE, Refusal,
                                              Who, reaction_for)
 from scuffle.game.fighters.hits import Hits
+from scuffle.game.fighters.fightcore import _DOWN, _PAIRED
 # the fight rules' other public names, still importable from combat
 from scuffle.game.fighters.fightdata import (BUSY, CHANGE_FADE, DOWN_UPDATES, GRAB_CONE_DEG, HIT_CONE_DEG,
                                              IMPULSE_DECAY, LOG_SIZE, MIN_SEPARATION, SLIDE_UPDATES,
@@ -197,13 +198,13 @@ class Fight(Hits):
             c = lookup(e, Combat)
             if c.state != down:                       # only a human down has anything to count
                 continue
-            if c.down_left > 0 and e not in ko and not (lookup(e, HumanRecord).flags & FightFlags.PAIRED):
+            if c.down_left > 0 and e not in ko and not (lookup(e, HumanRecord).flags & _PAIRED):
                 c.down_left -= 1
                 if c.down_left == 0:
                     self._guarded(e, self._get_up, e)
                 if c.state != down:
                     continue
-            if not (lookup(e, HumanRecord).flags & FightFlags.DOWN) and c.down_left == 0:
+            if not (lookup(e, HumanRecord).flags & _DOWN) and c.down_left == 0:
                 c.state = FightState.FREE
         if self.separate:
             self._separate()

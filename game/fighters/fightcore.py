@@ -27,6 +27,13 @@ if TYPE_CHECKING:
 
 __all__ = ["FightCore", "keep_held"]
 
+# The flag tests of every update as plain ints (an int & IntFlag builds a flag object in Python).
+_NOT_FREE = int(BUSY | FightFlags.RECOVERY)
+_BUSY = int(BUSY)
+_RECOVERY = int(FightFlags.RECOVERY)
+_PAIRED = int(FightFlags.PAIRED)
+_DOWN = int(FightFlags.DOWN)
+
 
 def keep_held(inst) -> None:
     """The end hook of every task the fight rules make (the handler of their end callbacks,
@@ -156,12 +163,12 @@ class FightCore:
 
     def free(self, who: Who) -> bool:
         """No move in progress: none of the fight's held bits are set."""
-        return not (self.flags(who) & (BUSY | FightFlags.RECOVERY))
+        return not (self.flags(who) & _NOT_FREE)
 
     def can_chain(self, who: Who) -> bool:
         """In an attack's recovery (0x4 held, nothing busy): a chained strike may follow."""
         f = self.flags(who)
-        return bool(f & FightFlags.RECOVERY) and not (f & BUSY)
+        return bool(f & _RECOVERY) and not (f & _BUSY)
 
     def _refuse(self, who: Who, action: str, reason: Refusal, detail: str, move: int = -1) -> ActionResult:
         """A refused command: counted, logged (update, human, "refused", what, reason) and
