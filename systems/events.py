@@ -53,13 +53,11 @@ class EventDispatch(esper.Processor):
                     src, lo, hi = rows
                     if span is None or span[0] is not src:
                         span = self._types(todo, src)
-                    base = span[1]
-                    if lo >= base and hi - base <= len(span[2]):
-                        types = span[2][lo - base:hi - base]
-                    else:                           # rows outside the span read (never, but safe)
-                        types = src.fired_types(lo, hi).tolist()
-                    for t in types:
-                        if t in handlers:
+                    base, types = span[1], span[2]
+                    if lo < base or hi - base > len(types):   # rows outside the span read (never, but safe)
+                        types, base = src.fired_types(lo, hi).tolist(), lo
+                    for j in range(lo - base, hi - base):
+                        if types[j] in handlers:
                             break
                     else:
                         continue

@@ -186,7 +186,9 @@ class Fight(Hits):
         if self.rounds and self.ko_at is not None and ctx.update - self.ko_at >= self.round_pause:
             self._new_round()
         self._partners_gone()
-        pending, self.pending = self.pending, []
+        pending = self.pending
+        if pending:                                   # else the empty list stays (no new one per update)
+            self.pending = []
         for item in pending:
             if not self._alive(item[1]):             # its human left the world
                 continue

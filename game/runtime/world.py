@@ -339,11 +339,13 @@ class Game:
     def humans(self) -> list[tuple[str, int]]:
         """(name, entity) in entity order; a human whose entity was deleted directly
         (esper.delete_entity) is forgotten here."""
-        ents, dead = self._entities, self._dead
-        gone = [n for n, e in self.names.items() if e not in ents or e in dead]
-        for n in gone:
-            del self.names[n]
-        return sorted(self.names.items(), key=_by_entity)
+        ents, dead, names = self._entities, self._dead, self.names
+        for e in names.values():
+            if e not in ents or e in dead:            # someone deleted it: forget the names gone
+                for n in [n for n, e in names.items() if e not in ents or e in dead]:
+                    del names[n]
+                break
+        return sorted(names.items(), key=_by_entity)
 
     # ---------------------------------------------------------------- commands
     def change(self, name: str, task: Task, fade: float = 0.0) -> None:
