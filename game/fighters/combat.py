@@ -81,6 +81,7 @@ class Fight(Hits):
         self.game = game
         self._lookup = game.component     # bound once: the look-ups of every rule (FightCore._component)
         self._live = game._alive
+        self._entity = game.entity
         self.separate = separate          # keep free bodies apart (ours; the demo turns it on)
         self.rounds = bool(rounds)        # start a new round after a K.O. (ours)
         self.ko_rule = bool(ko) or self.rounds    # knock out at 0 health, end the round (ours)

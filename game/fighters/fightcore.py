@@ -70,6 +70,7 @@ class FightCore:
     player: Any
     _lookup: Any                      # Game.component, bound (Fight.__init__)
     _live: Any                        # Game._alive, bound (Fight.__init__)
+    _entity: Any                      # Game.entity, bound (Fight.__init__)
     stats: FightStats
     pending: list[tuple]
     end_kind: str
@@ -124,7 +125,7 @@ class FightCore:
             c.state = FightState(c.state)
 
     def _ent(self, name_or_ent: Who) -> int:
-        return self.game.entity(name_or_ent) if isinstance(name_or_ent, str) else name_or_ent
+        return self._entity(name_or_ent) if isinstance(name_or_ent, str) else name_or_ent
 
     def _name(self, ent: int) -> str:
         for n, e in self.game.names.items():
