@@ -249,6 +249,8 @@ class Game:
         self.player.register(anim_set)
         record = HumanRecord()
         with self.active():
+            if esper._entities is not self._entities:     # the world was deleted and made anew
+                self._bind()
             ent = esper.create_entity()
             inst: Any                       # a CharacterInstance, or the reference's RefInstance
             if self.engine == "reference":
@@ -365,6 +367,8 @@ class Game:
         """
         self._open()
         with self.active():
+            if esper._entities is not self._entities:     # the world was deleted and made anew
+                self._bind()
             esper.process()
 
     @property

@@ -209,3 +209,22 @@ def test_dispatch_without_handled_types_makes_no_objects():
             for ent, fired, inst in g.ctx.fired:
                 if inst.stack[0].anim_id() == 1:        # clip 1 fires SOUND and EFFECT_9 only
                     assert inst._event_rows is not None and not inst._events
+
+
+def test_a_world_deleted_behind_the_game_is_read_anew_at_the_next_step(aset):
+    prev = esper.current_world
+    g = Game(world="lookups-gone")
+    try:
+        g.add_human("a", aset)
+        esper.switch_world("default")
+        esper.delete_world("lookups-gone")              # the host deletes the Game's world
+        g.step()                                        # esper makes an empty one of that name
+        assert g.humans() == [] and "lookups-gone" in esper.list_worlds()
+        ent = g.add_human("a", aset)                    # the name is free again, in the new world
+        with g.active():
+            assert esper.component_for_entity(ent, Body) is g.body("a")
+    finally:
+        g.close()
+        esper.switch_world(prev)
+        if "lookups-gone" in esper.list_worlds():
+            esper.delete_world("lookups-gone")
