@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 import collections
+import functools
 import heapq
 import math
 import warnings
@@ -26,6 +27,16 @@ from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MI
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 
 __all__ = ["Locomotion"]
+
+@functools.lru_cache(maxsize=64)
+def _scale(speeds: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The walk-jog-run-sprint scale of a set's gait speeds as np.interp's float64 axes
+    (speeds, 0 1 2 3): made once per set, the values np.interp makes of them each call."""
+    xp = np.array(speeds, dtype=np.float64)
+    fp = np.arange(len(speeds), dtype=np.float64)
+    xp.flags.writeable = fp.flags.writeable = False
+    return xp, fp
+
 
 _ZERO3 = np.zeros(3)
 _ZERO3.flags.writeable = False            # the state velocity of a human with no intent (never written)
@@ -72,6 +83,7 @@ class Locomotion(FightCore):
         speed that is not a finite number <= 50 m/s (RangeError, a ValueError, naming it).
         """
         direction = check_vec("move: direction", direction, 2)
+        speeds: tuple[float, ...] | None = None
         if speed is not None:
             speed = check_float("move: speed", speed, None, MAX_MOVE_SPEED)
         if gait is not None:
@@ -82,9 +94,11 @@ class Locomotion(FightCore):
             k = PACES.index(pace) if pace in PACES else pace
             if isinstance(k, bool) or not (isinstance(k, int) and 0 <= k < len(PACES)):
                 raise ValueError(f"move: pace {pace!r} must be one of {', '.join(PACES)} or 0-{len(PACES) - 1}")
-            speed = self.gait_speeds(who)[k]
+            speeds = self.gait_speeds(who)
+            speed = speeds[k]
         elif speed is None:
-            speed = self.gait_speeds(who)[0]
+            speeds = self.gait_speeds(who)
+            speed = speeds[0]
         if not self.free(who):
             return self._why_busy(who, "move")
         c, b = self.combat(who), self.body(who)
@@ -95,8 +109,9 @@ class Locomotion(FightCore):
             d /= n
             c.move_dir = d
             b.heading = _wrap(detmath.atan2_deg_s(float(-d[0]), float(d[1])))
-            speeds = self.gait_speeds(who)
-            value = float(np.interp(speed, speeds, range(len(speeds))))
+            if speeds is None:
+                speeds = self.gait_speeds(who)
+            value = float(np.interp(speed, *_scale(speeds)))
             running = self._gait(who)
             if running is not None:
                 running.set_target(value)
