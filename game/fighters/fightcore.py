@@ -133,6 +133,12 @@ class FightCore:
                 return n
         raise KeyError(ent)
 
+    def _who(self, who: Who) -> str:
+        """The name of a human given by name or entity (a name is checked, then is its own
+        answer: no scan of the world's names). Rejected: as ``_ent`` and ``_name``."""
+        ent = self._ent(who)
+        return who if isinstance(who, str) else self._name(ent)
+
     def _alive(self, ent: int) -> bool:
         return ent >= 0 and self._live(ent)
 
@@ -174,14 +180,14 @@ class FightCore:
     def _refuse(self, who: Who, action: str, reason: Refusal, detail: str, move: int = -1) -> ActionResult:
         """A refused command: counted, logged (update, human, "refused", what, reason) and
         answered with its reason."""
-        name = self._name(self._ent(who))
+        name = self._who(who)
         what = f"{action} {move}" if move >= 0 else action
         self.stats.refused += 1
         self.stats.record((self.game.ctx.update, name, "refused", what, reason.value))
         return ActionResult(action, name, self.game.ctx.update, reason, detail, move)
 
     def _accept(self, who: Who, action: str, move: int = -1) -> ActionResult:
-        return ActionResult(action, self._name(self._ent(who)), self.game.ctx.update, None, "", move)
+        return ActionResult(action, self._who(who), self.game.ctx.update, None, "", move)
 
     def _why_busy(self, who: Who, action: str, move: int = -1) -> ActionResult:
         """The refusal of a command given while a move is in progress (the held flags)."""
@@ -201,7 +207,7 @@ class FightCore:
         return self.inst(who).anim_set.id_of(move)
 
     def _log(self, who, what: str, *extra) -> None:
-        self.stats.record((self.game.ctx.update, self._name(self._ent(who)), what, *extra))
+        self.stats.record((self.game.ctx.update, self._who(who), what, *extra))
 
     def _loop(self, who, anim_id: int, held: int = 0, attacker=None) -> Task:
         inst = self.inst(who)

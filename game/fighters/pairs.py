@@ -153,7 +153,7 @@ class Pairs(Locomotion):
         c.move_id = move
         self.combat(v).state = FightState.HELD
         self._log(who, "throw", move, self._name(v))
-        self._emit(FightEventKind.THROW, attacker=self._name(self._ent(who)), victim=self._name(v), move=move)
+        self._emit(FightEventKind.THROW, attacker=self._who(who), victim=self._name(v), move=move)
         return self._accept(who, "throw", move)
 
     def let_go(self, who: Who) -> ActionResult:
