@@ -57,8 +57,9 @@ class PairedPlacement(esper.Processor):
 
     The sliding and attached bodies are picked from the body table's columns
     (``ctx.bodies``) with a few array operations (up to _FEW bodies: from their fields);
-    only they are visited, in entity order, through their Body views. The entity-ordered row index is rebuilt when the crowd
-    changes (and the table made to hold exactly the world's bodies, BodyTable.rehome).
+    only they are visited, in entity order, through their Body views. The entity-ordered
+    row index is rebuilt when the crowd changes (and the table made to hold exactly the
+    world's bodies, BodyTable.rehome).
     """
 
     def __init__(self, ctx: SimContext):

@@ -209,7 +209,7 @@ class Game:
         if self.closed:
             return
         self.closed = True
-        entities, self._entities, self._dead = self._entities, {}, set()   # no look-up finds a human now
+        self._entities, self._dead = {}, set()      # no look-up finds a human of this Game now
         if self.world not in esper.list_worlds():
             return
         if self.owns_world and self.world != "default":
@@ -223,7 +223,6 @@ class Game:
             for ent in self.names.values():
                 if esper.entity_exists(ent):
                     esper.delete_entity(ent, immediate=True)
-        del entities
 
     def _open(self) -> None:
         if self.closed:
