@@ -228,3 +228,20 @@ def test_a_world_deleted_behind_the_game_is_read_anew_at_the_next_step(aset):
         esper.switch_world(prev)
         if "lookups-gone" in esper.list_worlds():
             esper.delete_world("lookups-gone")
+
+
+def test_answers_and_the_log_name_the_human_given_by_name_or_entity(aset):
+    g, f = _fighters(aset)
+    try:
+        f.controllers.clear()
+        a = g.entity("a")
+        g.step()
+        by_ent, by_name = f.strike(a), f.strike("b")
+        assert (by_ent.who, by_name.who) == ("a", "b") and by_ent and by_name
+        refused = f.grab(a)                             # a strike holds WINDUP: refused, named
+        assert not refused and refused.who == "a"
+        assert [e[1:3] for e in f.stats.log] == [("a", "strike"), ("b", "strike"), ("a", "refused")]
+        with pytest.raises(UnknownHuman):
+            f.strike("nobody")
+    finally:
+        g.close()
