@@ -24,12 +24,18 @@ from scuffle.systems.context import SimContext, sorted_components
 
 __all__ = ["PairedPlacement", "place_attached", "slide_step"]
 
+# Up to this many bodies the placement reads their fields one by one (cheaper than the
+# column operations, which pay off for a crowd).
+_FEW = 8
+
 
 def place_attached(holder: Body, body: Body) -> None:
     """Put ``body`` at its offset in ``holder``'s frame and turn it with the holder."""
     s, c = detmath.sin_cos_deg_s(float(holder.heading))
-    ox, oy, oz = body.attach_offset
-    body.position = holder.position + np.array([ox * c - oy * s, ox * s + oy * c, oz])
+    ox, oy, oz = body.attach_offset.tolist()
+    hx, hy, hz = holder.position.tolist()
+    # the same float64 operations as holder.position + [ox c - oy s, ox s + oy c, oz], no arrays
+    body.position = (hx + (ox * c - oy * s), hy + (ox * s + oy * c), hz + oz)
     d = math.fmod(holder.heading + body.attach_heading, 360.0)
     body.heading = d - 360.0 if d > 180.0 else (d + 360.0 if d <= -180.0 else d)
 
@@ -50,9 +56,10 @@ class PairedPlacement(esper.Processor):
     """Place every attached human relative to its holder.
 
     The sliding and attached bodies are picked from the body table's columns
-    (``ctx.bodies``) with a few array operations; only they are visited, in entity order,
-    through their Body views. The entity-ordered row index is rebuilt when the crowd
-    changes (and the table made to hold exactly the world's bodies, BodyTable.rehome).
+    (``ctx.bodies``) with a few array operations (up to _FEW bodies: from their fields);
+    only they are visited, in entity order, through their Body views. The entity-ordered
+    row index is rebuilt when the crowd changes (and the table made to hold exactly the
+    world's bodies, BodyTable.rehome).
     """
 
     def __init__(self, ctx: SimContext):
@@ -78,14 +85,19 @@ class PairedPlacement(esper.Processor):
             self._order = np.array([b.row for _, b in bodies], dtype=np.int64)
             self._busy = np.empty(table.capacity, np.bool_)
             self._sliding = np.empty(table.capacity, np.bool_)
-        busy, sliding = self._busy, self._sliding
-        np.not_equal(table.attachment, NO_ATTACHMENT, out=busy)
-        np.greater(table.slide_left, 0, out=sliding)
-        np.logical_and(sliding, table.sliding, out=sliding)
-        np.logical_or(busy, sliding, out=busy)
-        if busy.any():
-            for k in np.flatnonzero(busy[self._order]).tolist():
-                self._place(bodies[k][1])
+        if len(bodies) <= _FEW:                 # a few bodies: their fields read, no array work
+            for _, body in bodies:
+                if body.attachment != NO_ATTACHMENT or (body.slide_left > 0 and body.slide_to is not None):
+                    self._place(body)
+        else:
+            busy, sliding = self._busy, self._sliding
+            np.not_equal(table.attachment, NO_ATTACHMENT, out=busy)
+            np.greater(table.slide_left, 0, out=sliding)
+            np.logical_and(sliding, table.sliding, out=sliding)
+            np.logical_or(busy, sliding, out=busy)
+            if busy.any():
+                for k in np.flatnonzero(busy[self._order]).tolist():
+                    self._place(bodies[k][1])
         for p in ctx.probe:
             p(ctx, "placement")
         ctx.report_failures()               # the update is complete: a callback's exception now

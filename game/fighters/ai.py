@@ -49,6 +49,12 @@ class FighterAI:
         if not self.enabled:
             return
         self.tick += 1
+        if self.tick % self.think_every:
+            # no decision this update (neither free nor holding decides): the two humans
+            # are only looked up, so that one gone raises as the decision's look-ups would
+            fight.body(self.me)
+            fight.body(self.opponent)
+            return
         c = fight.combat(self.me)
         me, op = fight.body(self.me), fight.body(self.opponent)
         if c.state == FightState.HOLDING:

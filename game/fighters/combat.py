@@ -35,11 +35,13 @@ from typing import TYPE_CHECKING, cast
 
 from scuffle.anim.clip import EventType
 from scuffle.anim.limits import INT32_MAX, MAX_COORD, check_int
+from scuffle.components import Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEventKind, FightFlags,
                                              FightHandler, FightState, FightStats, GAITS, GRAB_SEARCH_FACTOR,
                                              MAX_MOVE_SPEED, MAX_ROUND_PAUSE, PACES, ROUND_PAUSE, Refusal,
                                              Who, reaction_for)
 from scuffle.game.fighters.hits import Hits
+from scuffle.game.fighters.fightcore import _DOWN, _PAIRED
 # the fight rules' other public names, still importable from combat
 from scuffle.game.fighters.fightdata import (BUSY, CHANGE_FADE, DOWN_UPDATES, GRAB_CONE_DEG, HIT_CONE_DEG,
                                              IMPULSE_DECAY, LOG_SIZE, MIN_SEPARATION, SLIDE_UPDATES,
@@ -77,6 +79,9 @@ class Fight(Hits):
                  round_pause: int = ROUND_PAUSE) -> None:
         check_int("round_pause", round_pause, 1, MAX_ROUND_PAUSE)
         self.game = game
+        self._lookup = game.component     # bound once: the look-ups of every rule (FightCore._component)
+        self._live = game._alive
+        self._entity = game.entity
         self.separate = separate          # keep free bodies apart (ours; the demo turns it on)
         self.rounds = bool(rounds)        # start a new round after a K.O. (ours)
         self.ko_rule = bool(ko) or self.rounds    # knock out at 0 health, end the round (ours)
@@ -182,21 +187,27 @@ class Fight(Hits):
         if self.rounds and self.ko_at is not None and ctx.update - self.ko_at >= self.round_pause:
             self._new_round()
         self._partners_gone()
-        pending, self.pending = self.pending, []
+        pending = self.pending
+        if pending:                                   # else the empty list stays (no new one per update)
+            self.pending = []
         for item in pending:
             if not self._alive(item[1]):             # its human left the world
                 continue
             self._guarded(item[1], self._hit if item[0] == "window" else self._on_end, *item[1:])
         for ctl in list(self.controllers):
             ctl(self)
-        for name, e in self.game.humans():
-            c = self.combat(e)
-            if c.state == FightState.DOWN and c.down_left > 0 and e not in self.ko and \
-                    not (self.flags(e) & FightFlags.PAIRED):
+        lookup, ko, down = self._lookup, self.ko, FightState.DOWN
+        for _, e in self.game.humans():
+            c = lookup(e, Combat)
+            if c.state != down:                       # only a human down has anything to count
+                continue
+            if c.down_left > 0 and e not in ko and not (lookup(e, HumanRecord).flags & _PAIRED):
                 c.down_left -= 1
                 if c.down_left == 0:
                     self._guarded(e, self._get_up, e)
-            if c.state == FightState.DOWN and not (self.flags(e) & FightFlags.DOWN) and c.down_left == 0:
+                if c.state != down:
+                    continue
+            if not (lookup(e, HumanRecord).flags & _DOWN) and c.down_left == 0:
                 c.state = FightState.FREE
         if self.separate:
             self._separate()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.tasks import Task
-from scuffle.components import Body, Combat, HumanRecord
+from scuffle.components import Animator, Body, Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, BUSY, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, FightEvent, FightHandler, CHANGE_FADE,
                                              FightStats)
@@ -26,6 +26,13 @@ if TYPE_CHECKING:
 
 
 __all__ = ["FightCore", "keep_held"]
+
+# The flag tests of every update as plain ints (an int & IntFlag builds a flag object in Python).
+_NOT_FREE = int(BUSY | FightFlags.RECOVERY)
+_BUSY = int(BUSY)
+_RECOVERY = int(FightFlags.RECOVERY)
+_PAIRED = int(FightFlags.PAIRED)
+_DOWN = int(FightFlags.DOWN)
 
 
 def keep_held(inst) -> None:
@@ -61,6 +68,9 @@ class FightCore:
     ko_at: int | None                 # the update the round ended
     starts: dict[int, tuple]          # entity -> (position, heading, health) a round starts with
     player: Any
+    _lookup: Any                      # Game.component, bound (Fight.__init__)
+    _live: Any                        # Game._alive, bound (Fight.__init__)
+    _entity: Any                      # Game.entity, bound (Fight.__init__)
     stats: FightStats
     pending: list[tuple]
     end_kind: str
@@ -115,7 +125,7 @@ class FightCore:
             c.state = FightState(c.state)
 
     def _ent(self, name_or_ent: Who) -> int:
-        return self.game.entity(name_or_ent) if isinstance(name_or_ent, str) else name_or_ent
+        return self._entity(name_or_ent) if isinstance(name_or_ent, str) else name_or_ent
 
     def _name(self, ent: int) -> str:
         for n, e in self.game.names.items():
@@ -123,44 +133,61 @@ class FightCore:
                 return n
         raise KeyError(ent)
 
+    def _who(self, who: Who) -> str:
+        """The name of a human given by name or entity (a name is checked, then is its own
+        answer: no scan of the world's names). Rejected: as ``_ent`` and ``_name``."""
+        ent = self._ent(who)
+        return who if isinstance(who, str) else self._name(ent)
+
     def _alive(self, ent: int) -> bool:
-        return ent >= 0 and self.game._alive(ent)
+        return ent >= 0 and self._live(ent)
+
+    def _component(self, ent: int, ctype: type) -> Any:
+        """One component of a human's entity: ``Game.component``, bound once (``_lookup``,
+        set by ``Fight.__init__``: no esper world switch, no look-up of the game's class
+        per call). Rejected: an entity without it (KeyError, as esper)."""
+        return self._lookup(ent, ctype)
 
     def combat(self, who: Who) -> Combat:
-        return self.game.component(self._ent(who), Combat)
+        return self._lookup(who if who.__class__ is int else self._ent(who), Combat)
 
     def body(self, who: Who) -> Body:
-        return self.game.component(self._ent(who), Body)
+        return self._lookup(who if who.__class__ is int else self._ent(who), Body)
 
     def held(self, who: Who) -> int:
         """The human's held flags (record +0x08, the trace's ``held``)."""
-        return self.game.component(self._ent(who), HumanRecord).flags
+        return self._lookup(who if who.__class__ is int else self._ent(who), HumanRecord).flags
 
     flags = held                          # the older name
 
     def inst(self, who: Who) -> CharacterInstance:
-        return self.game.instance(self._name(self._ent(who)))
+        """The human's CharacterInstance. Rejected: a human not in the world (KeyError;
+        UnknownHuman, a KeyError, for a name)."""
+        ent = who if who.__class__ is int else self._ent(who)
+        if not self._live(ent):
+            self.game.entity(self._name(ent))      # raises: UnknownHuman, or KeyError for no human's
+        return self._lookup(ent, Animator).instance
 
     def free(self, who: Who) -> bool:
         """No move in progress: none of the fight's held bits are set."""
-        return not (self.flags(who) & (BUSY | FightFlags.RECOVERY))
+        return not (self.flags(who) & _NOT_FREE)
 
     def can_chain(self, who: Who) -> bool:
         """In an attack's recovery (0x4 held, nothing busy): a chained strike may follow."""
         f = self.flags(who)
-        return bool(f & FightFlags.RECOVERY) and not (f & BUSY)
+        return bool(f & _RECOVERY) and not (f & _BUSY)
 
     def _refuse(self, who: Who, action: str, reason: Refusal, detail: str, move: int = -1) -> ActionResult:
         """A refused command: counted, logged (update, human, "refused", what, reason) and
         answered with its reason."""
-        name = self._name(self._ent(who))
+        name = self._who(who)
         what = f"{action} {move}" if move >= 0 else action
         self.stats.refused += 1
         self.stats.record((self.game.ctx.update, name, "refused", what, reason.value))
         return ActionResult(action, name, self.game.ctx.update, reason, detail, move)
 
     def _accept(self, who: Who, action: str, move: int = -1) -> ActionResult:
-        return ActionResult(action, self._name(self._ent(who)), self.game.ctx.update, None, "", move)
+        return ActionResult(action, self._who(who), self.game.ctx.update, None, "", move)
 
     def _why_busy(self, who: Who, action: str, move: int = -1) -> ActionResult:
         """The refusal of a command given while a move is in progress (the held flags)."""
@@ -180,7 +207,7 @@ class FightCore:
         return self.inst(who).anim_set.id_of(move)
 
     def _log(self, who, what: str, *extra) -> None:
-        self.stats.record((self.game.ctx.update, self._name(self._ent(who)), what, *extra))
+        self.stats.record((self.game.ctx.update, self._who(who), what, *extra))
 
     def _loop(self, who, anim_id: int, held: int = 0, attacker=None) -> Task:
         inst = self.inst(who)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from scuffle.anim import detmath
 from scuffle.anim.limits import INT32_MAX, check_int
-from scuffle.components import NO_ATTACHMENT
+from scuffle.components import NO_ATTACHMENT, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, GRAB_SEARCH_FACTOR, GRAB_CONE_DEG, HIT_CONE_DEG,
                                              DOWN_UPDATES, reaction_for, _wrap, _bearing, _distance)
@@ -40,7 +40,7 @@ class Hits(Rounds):
         if move is None:
             move = Move.JAB
             if chained:
-                cur = self.game.record(self._name(self._ent(who))).anim_id
+                cur = self._lookup(self._ent(who), HumanRecord).anim_id
                 if cur in ATTACK_CHAIN:
                     move = ATTACK_CHAIN[(ATTACK_CHAIN.index(cur) + 1) % len(ATTACK_CHAIN)]
         if int(move) not in ATTACK_CHAIN:

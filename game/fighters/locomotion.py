@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 import collections
+import functools
 import heapq
 import math
 import warnings
@@ -19,13 +20,26 @@ import numpy as np
 from scuffle.anim import detmath
 from scuffle.anim.limits import MAX_COORD, check_float, check_vec
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
-from scuffle.components import NO_ATTACHMENT
+from scuffle.components import NO_ATTACHMENT, Body, Combat
 from scuffle.game.fighters.fightcore import FightCore
 from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MIN_SEPARATION, MAX_MOVE_SPEED,
                                              IMPULSE_DECAY, _wrap, _heading_to, _cell)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 
 __all__ = ["Locomotion"]
+
+@functools.lru_cache(maxsize=64)
+def _scale(speeds: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The walk-jog-run-sprint scale of a set's gait speeds as np.interp's float64 axes
+    (speeds, 0 1 2 3): made once per set, the values np.interp makes of them each call."""
+    xp = np.array(speeds, dtype=np.float64)
+    fp = np.arange(len(speeds), dtype=np.float64)
+    xp.flags.writeable = fp.flags.writeable = False
+    return xp, fp
+
+
+_ZERO3 = np.zeros(3)
+_ZERO3.flags.writeable = False            # the state velocity of a human with no intent (never written)
 
 
 class Locomotion(FightCore):
@@ -69,6 +83,7 @@ class Locomotion(FightCore):
         speed that is not a finite number <= 50 m/s (RangeError, a ValueError, naming it).
         """
         direction = check_vec("move: direction", direction, 2)
+        speeds: tuple[float, ...] | None = None
         if speed is not None:
             speed = check_float("move: speed", speed, None, MAX_MOVE_SPEED)
         if gait is not None:
@@ -79,9 +94,11 @@ class Locomotion(FightCore):
             k = PACES.index(pace) if pace in PACES else pace
             if isinstance(k, bool) or not (isinstance(k, int) and 0 <= k < len(PACES)):
                 raise ValueError(f"move: pace {pace!r} must be one of {', '.join(PACES)} or 0-{len(PACES) - 1}")
-            speed = self.gait_speeds(who)[k]
+            speeds = self.gait_speeds(who)
+            speed = speeds[k]
         elif speed is None:
-            speed = self.gait_speeds(who)[0]
+            speeds = self.gait_speeds(who)
+            speed = speeds[0]
         if not self.free(who):
             return self._why_busy(who, "move")
         c, b = self.combat(who), self.body(who)
@@ -92,8 +109,9 @@ class Locomotion(FightCore):
             d /= n
             c.move_dir = d
             b.heading = _wrap(detmath.atan2_deg_s(float(-d[0]), float(d[1])))
-            speeds = self.gait_speeds(who)
-            value = float(np.interp(speed, speeds, range(len(speeds))))
+            if speeds is None:
+                speeds = self.gait_speeds(who)
+            value = float(np.interp(speed, *_scale(speeds)))
             running = self._gait(who)
             if running is not None:
                 running.set_target(value)
@@ -130,17 +148,21 @@ class Locomotion(FightCore):
         stop clip plays (the clip's root velocity moves the body then; "Root motion",
         0x00241a88), the intent's direction x speed once the gait blend is the newest
         task; a throw's decaying push is added. Original: 0x0023fea8 (the state update)."""
-        for name, e in self.game.humans():
-            c, b = self.combat(e), self.body(e)
-            vel = np.zeros(3)
-            if c.move_speed > 0.0 and self._gait_leads(e):
-                vel = c.move_dir * c.move_speed
-            if detmath.hypot_s(float(c.impulse[0]), float(c.impulse[1])) > 0.05:
-                vel = vel + c.impulse
-                c.impulse = c.impulse * IMPULSE_DECAY
+        lookup, hypot, gait_leads = self._lookup, detmath.hypot_s, self._gait_leads
+        for _, e in self.game.humans():
+            c, b = lookup(e, Combat), lookup(e, Body)
+            speed = c.move_speed
+            vel = c.move_dir * speed if speed > 0.0 and gait_leads(e) else _ZERO3
+            imp = c.impulse                            # the row's live view
+            if hypot(float(imp[0]), float(imp[1])) > 0.05:
+                vel = vel + imp
+                imp *= IMPULSE_DECAY                   # in the row: c.impulse * IMPULSE_DECAY, the same bits
             else:
-                c.impulse = np.zeros(3)
-            b.state_velocity = vel
+                imp.fill(0.0)
+            if vel is _ZERO3:
+                b.state_velocity.fill(0.0)             # zeros need no check of the setter
+            else:
+                b.state_velocity = vel
 
     def _separate(self) -> None:
         """Keep free bodies at least MIN_SEPARATION apart (ours: the spec has no collision).

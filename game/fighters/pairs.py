@@ -13,7 +13,7 @@ import numpy as np
 from scuffle.anim.clip import EventType
 from scuffle.anim.limits import INT32_MAX, check_int
 from scuffle.anim.tasks import TaskFlags
-from scuffle.components import NO_ATTACHMENT
+from scuffle.components import NO_ATTACHMENT, Body, Combat
 from scuffle.game.fighters.fightdata import (FightFlags, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, SLIDE_UPDATES, DOWN_UPDATES, THROW_SPEED, _wrap,
                                              _local_to_world)
@@ -90,10 +90,14 @@ class Pairs(Locomotion):
     def _partners_gone(self) -> None:
         """Humans whose partner (or holder) is no longer in the world (deleted directly
         with esper.delete_entity) are freed as human_leaving would free them."""
+        lookup, live = self._lookup, self._live
         for _, e in self.game.humans():
-            c, b = self.combat(e), self.body(e)
-            if (c.partner >= 0 and not self._alive(c.partner)) or \
-                    (b.attachment != NO_ATTACHMENT and not self._alive(b.attachment)):
+            p = lookup(e, Combat).partner
+            if p >= 0 and not live(p):
+                self._partner_left(e, thrown=False)
+                continue
+            a = lookup(e, Body).attachment
+            if a != NO_ATTACHMENT and not (a >= 0 and live(a)):
                 self._partner_left(e, thrown=False)
 
     def grab(self, who: Who) -> ActionResult:
@@ -149,7 +153,7 @@ class Pairs(Locomotion):
         c.move_id = move
         self.combat(v).state = FightState.HELD
         self._log(who, "throw", move, self._name(v))
-        self._emit(FightEventKind.THROW, attacker=self._name(self._ent(who)), victim=self._name(v), move=move)
+        self._emit(FightEventKind.THROW, attacker=self._who(who), victim=self._name(v), move=move)
         return self._accept(who, "throw", move)
 
     def let_go(self, who: Who) -> ActionResult:

@@ -20,9 +20,8 @@ and leaves the world to the host.
 from __future__ import annotations
 
 import itertools
-from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Callable, Iterator, Protocol, Sequence, TypeAlias, TypeVar
+from typing import Any, Callable, Protocol, Sequence, TypeAlias, TypeVar
 
 import esper
 import numpy as np
@@ -93,6 +92,33 @@ class WorldInUse(ValueError):
     """An esper world that already runs scuffle's systems (another Game's)."""
 
 
+def _by_entity(kv: tuple[str, int]) -> int:
+    return kv[1]
+
+
+class _Active:
+    """``Game.active()``: a world made current for a ``with`` block, the one current
+    before made current again after it (when it still exists). Switches nothing when the
+    world is current already."""
+
+    __slots__ = ("world", "prev")
+
+    def __init__(self, world: str):
+        self.world = world
+        self.prev: str | None = None
+
+    def __enter__(self) -> None:
+        prev = self.prev = esper.current_world
+        if prev != self.world:
+            esper.switch_world(self.world)
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        prev = self.prev
+        if prev != self.world and prev in esper.list_worlds():
+            esper.switch_world(prev)
+
+
 class Game:
     """One simulated world (see the module docstring).
 
@@ -132,7 +158,12 @@ class Game:
         # the FightRules protocol: the runtime layer never imports the fighters (tests/test_layers.py).
         self.fight: FightRules | None = None
         self.closed = False
+        # This world's esper tables (entity -> {type: component}, the deleted entities),
+        # held directly (_bind): a look-up needs no switch of esper's current world.
+        self._entities: dict[int, dict[type, Any]] = {}
+        self._dead: set[int] = set()
         with self.active():
+            self._bind()
             taken = [s.__name__ for s in schedule.SCHEDULE if esper.get_processor(s) is not None]
             if taken:
                 if self.owns_world:
@@ -157,16 +188,20 @@ class Game:
                  tb: TracebackType | None) -> None:
         self.close()
 
-    @contextmanager
-    def active(self) -> Iterator[None]:
-        """Make this game's esper world current for the block."""
-        prev = esper.current_world
-        esper.switch_world(self.world)
-        try:
-            yield
-        finally:
-            if prev != self.world and prev in esper.list_worlds():
-                esper.switch_world(prev)
+    def active(self) -> "_Active":
+        """Make this game's esper world current for the block (``with game.active():``);
+        the world current before is current again after it. Nothing is switched when
+        this world is current already (inside ``step()``, or a host's ``esper.process()``)."""
+        return _Active(self.world)
+
+    def _bind(self) -> None:
+        """Hold this world's esper tables (called with the world current): esper 3 keeps
+        the current world's entity dict and deleted set in module globals, and each world
+        keeps the same two objects for its whole life (switch_world swaps them, clearing
+        empties them in place), so ``component`` and ``_alive`` read them with no switch
+        of worlds, whichever world is current."""
+        self._entities = esper._entities
+        self._dead = esper._dead_entities
 
     def close(self) -> None:
         """Delete the esper world this Game created; in a host's world, remove only its
@@ -174,6 +209,7 @@ class Game:
         if self.closed:
             return
         self.closed = True
+        self._entities, self._dead = {}, set()      # no look-up finds a human of this Game now
         if self.world not in esper.list_worlds():
             return
         if self.owns_world and self.world != "default":
@@ -212,6 +248,8 @@ class Game:
         self.player.register(anim_set)
         record = HumanRecord()
         with self.active():
+            if esper._entities is not self._entities:     # the world was deleted and made anew
+                self._bind()
             ent = esper.create_entity()
             inst: Any                       # a CharacterInstance, or the reference's RefInstance
             if self.engine == "reference":
@@ -271,8 +309,8 @@ class Game:
         del self.names[name]
 
     def _alive(self, ent: int) -> bool:
-        with self.active():
-            return esper.entity_exists(ent)
+        """esper.entity_exists in this world (read directly: no switch of worlds)."""
+        return ent in self._entities and ent not in self._dead
 
     def entity(self, name: str) -> int:
         """The entity of a human by name; UnknownHuman when there is none (or when its
@@ -285,8 +323,7 @@ class Game:
     def component(self, name_or_entity: NameOrEntity, ctype: type[C]) -> C:
         """One component of a human (by name or entity), of the type asked for."""
         ent = self.entity(name_or_entity) if isinstance(name_or_entity, str) else name_or_entity
-        with self.active():
-            return esper.component_for_entity(ent, ctype)
+        return self._entities[ent][ctype]          # esper.component_for_entity, in this world
 
     def instance(self, name: str) -> CharacterInstance:
         """The human's CharacterInstance (stack, queue, record)."""
@@ -303,11 +340,13 @@ class Game:
     def humans(self) -> list[tuple[str, int]]:
         """(name, entity) in entity order; a human whose entity was deleted directly
         (esper.delete_entity) is forgotten here."""
-        with self.active():
-            gone = [n for n, e in self.names.items() if not esper.entity_exists(e)]
-        for n in gone:
-            del self.names[n]
-        return sorted(self.names.items(), key=lambda kv: kv[1])
+        ents, dead, names = self._entities, self._dead, self.names
+        for e in names.values():
+            if e not in ents or e in dead:            # someone deleted it: forget the names gone
+                for n in [n for n, e in names.items() if e not in ents or e in dead]:
+                    del names[n]
+                break
+        return sorted(names.items(), key=_by_entity)
 
     # ---------------------------------------------------------------- commands
     def change(self, name: str, task: Task, fade: float = 0.0) -> None:
@@ -327,6 +366,8 @@ class Game:
         """
         self._open()
         with self.active():
+            if esper._entities is not self._entities:     # the world was deleted and made anew
+                self._bind()
             esper.process()
 
     @property
