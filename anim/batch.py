@@ -36,7 +36,7 @@ from .cursor import FiredEvent
 from .plan import Bones, pose_tables, scratch_poses
 from .pose import PoseBatch
 from .stack import CharacterInstance
-from .store import HumanTable, TableCorrupt, check_rows
+from .store import LAYOUT_EPOCH, HumanTable, TableCorrupt, check_rows
 from .tasks import EventRule, MotionEntry, PlaceEvents, TagBits, TaskType
 from .trusted import TrustedKernel
 
@@ -113,8 +113,8 @@ class BatchEngine:
         self._rules: K.StepRules | None = None
         self._step_out: K.StepBuffers | None = None
         self._pose_args: tuple | None = None
-        self._validated: tuple = ()
-        self._table_key: tuple = ()             # the arrays the kernels' named tuples hold (_tables)
+        self._validated: int = -1              # store.LAYOUT_EPOCH when validate() last ran
+        self._table_key: tuple | int = ()       # store.LAYOUT_EPOCH when _tables() made the tuples
         self._cols: tuple = ()
         self.kernel_humans = 0                  # the humans the last step ran (every one)
         self.pair_changes = 0                   # gait pair changes the kernel made, in all
@@ -329,6 +329,7 @@ class BatchEngine:
         self.k_end = np.array(ends, cur.end.dtype)
         self.k_limit = np.array(limits, cur.limit.dtype)
         self.k_dur = np.array(durs, cur.dur.dtype)
+        LAYOUT_EPOCH[0] += 1                         # the kernels' event index moved
         self._n_clips = len(clips)
 
     # ---------------------------------------------------------------- checks
@@ -343,17 +344,16 @@ class BatchEngine:
         table grew since the last check, and before every call with SCUFFLE_DEBUG=1."""
         check_rows(self.player.stores, self.e_first, self.e_count, self.e_frame,
                    (int(TaskType.FADE), int(TaskType.GAIT), int(max(TaskType))))
-        self._validated = self._capacities()
+        self._validated = LAYOUT_EPOCH[0]
 
     def _tables(self) -> tuple:
         """The tables as the kernels take them (K.HumanCols, TaskCols, CursorCols, FadeCols,
         GaitCols, EventIndex: named tuples of their columns), made again only when a table's
-        arrays were replaced (it grew; new clips' events), not every update."""
-        st = self.player.stores
-        h = self.humans
-        key = (id(h.stack), id(st.tasks.type), id(st.cursors.t), id(st.fades.el), id(st.gaits.value),
-               id(self.e_first), id(self.e_frame))
+        arrays were replaced (it grew; new clips' events: store.LAYOUT_EPOCH), not every update."""
+        key = LAYOUT_EPOCH[0]
         if key != self._table_key:
+            st = self.player.stores
+            h = self.humans
             self._table_key = key
             self._cols = (K.HumanCols(h.flags, h.depth, h.stack, h.queued, h.queue),
                           K.TaskCols(*(getattr(st.tasks, f) for f in K.TaskCols._fields)),
@@ -365,8 +365,9 @@ class BatchEngine:
         return self._cols
 
     def _guard(self) -> None:
-        """validate() if a table grew since the last check (always in debug mode)."""
-        if self.debug or self._capacities() != self._validated:
+        """validate() if a table's arrays were replaced since the last check (it grew, new
+        clips' events: store.LAYOUT_EPOCH; always in debug mode)."""
+        if self.debug or self._validated != LAYOUT_EPOCH[0]:
             self.validate()
 
     # ---------------------------------------------------------------- the step

@@ -245,7 +245,7 @@ def load_engine(player: Any, s: EngineState, check: bool = True) -> None:
     batch._last = None                              # the rows of the step's humans: found again
     if replaced:
         batch._table_key = ()
-        batch._validated = ()
+        batch._validated = -1
     # the last update's outputs: those of the abandoned future go
     if batch._noisy or player._pose_refused:
         for inst in dict.fromkeys([*batch._noisy, *player._pose_refused]):

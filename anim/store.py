@@ -113,6 +113,12 @@ def _layout(columns: dict[str, DTypeLike], cap: int) -> tuple[dict[str, tuple], 
 # The arrays of a Table besides its columns that get a fast view (Table.__setattr__).
 _TABLE_ARRAYS = ("live", "gen", "free_rows", "n_free")
 
+# Counted up whenever an array of a table is replaced (a table grew or was given a block, a
+# column was assigned, a table was unpickled; BatchEngine counts its clip index too): what an
+# engine built from the arrays (the kernels' named tuples, the rows' check) is made again
+# when it moved, instead of comparing the arrays at every call.
+LAYOUT_EPOCH = [0]
+
 
 def _fast_view(arr):
     """A view of a table's 1-d array for the Python paths' one-row reads and writes: a
@@ -171,6 +177,7 @@ class Table:
         cols = self.__dict__.get("_columns")
         if cols is not None and (name in cols or name in _TABLE_ARRAYS):
             object.__setattr__(self, "m_" + name, _fast_view(value))
+            LAYOUT_EPOCH[0] += 1
 
     def __getstate__(self) -> dict:
         """The table's state without the fast views (a memoryview is not copied or pickled)."""
@@ -180,6 +187,7 @@ class Table:
         self.__dict__.update(state)
         for name in (*state["_columns"], *_TABLE_ARRAYS):
             object.__setattr__(self, "m_" + name, _fast_view(state[name]))
+        LAYOUT_EPOCH[0] += 1
 
     def __getattr__(self, name: str) -> np.ndarray:
         """A column (set as an attribute by ``_grow``); AttributeError for any other name.
@@ -405,6 +413,8 @@ class HumanTable:
         ``m_queued``), ``stack`` and ``queue`` flat ones (``m_stack``: slot ``s * stack_width
         + i``; ``m_queue``; store._fast_view), made again whenever the array is replaced."""
         object.__setattr__(self, name, value)
+        if isinstance(value, np.ndarray):
+            LAYOUT_EPOCH[0] += 1
         if name in ("depth", "queued"):
             object.__setattr__(self, "m_" + name, _fast_view(value))
         elif name in ("stack", "queue"):

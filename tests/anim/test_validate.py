@@ -58,18 +58,25 @@ def test_a_healthy_crowd_passes(crowd):
 
 
 def test_the_engine_checks_after_a_table_grew(crowd):
-    """New humans grow the tables past their capacity: the next step runs the check, and
-    records the capacities it checked."""
+    """New humans grow the tables past their capacity: their arrays are replaced (the layout
+    epoch moves on), and the next step runs the check and records the epoch it checked."""
+    from scuffle.anim.store import LAYOUT_EPOCH
+
     p, hs = crowd
     eng = _engine(p)
-    caps = eng._capacities()
+    p.update(hs)
+    caps, checked = eng._capacities(), eng._validated
+    assert checked == LAYOUT_EPOCH[0]
     s = hs[0].anim_set
     more = [CharacterInstance(s, f"m{i}") for i in range(200)]
     for h in more:
         p.change(h, p.loop(h, 1), 0.1)
-    assert eng._capacities() != caps
+    assert eng._capacities() != caps and LAYOUT_EPOCH[0] != checked
+    calls = []
+    real = eng.validate
+    eng.validate = lambda: (calls.append(1), real())[1]
     p.update(hs + more)
-    assert eng._validated == eng._capacities()
+    assert calls and eng._validated == LAYOUT_EPOCH[0]
 
 
 def _corrupt_and_expect(p: Player, fix, words: str) -> None:
