@@ -29,11 +29,15 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
+import numpy as np
+
 from . import f32 as F
+from . import kernels as K
 from .batch import BatchEngine
 from .callbacks import Callbacks
 from .clip import Clip
 from .construct import chain_blend_depth, task_pose_depth
+from .kernel_types import FlushBuffers, RowState
 from .limits import MAX_DT, check_float
 from .lookup import UnknownClip
 from .options import PlayerOptions, PlayerStats
@@ -43,7 +47,7 @@ from .sampler import BANK_KEY_BYTES, NUM_SLOTS, ClipBank
 from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
 from .stackrules import StackRules
-from .store import Stores
+from .store import Stores, Table
 from .tasks import ClipTask, HeldFlags, HeldRelease, PlaceEvents, Task
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
@@ -52,6 +56,11 @@ __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend
 # The hot paths compare plain ints; the values come from the enums.
 _ANIM_STATE = int(HeldFlags.ANIM_STATE)
 _REPORT = int(HeldFlags.REPORT)
+
+
+def _row_state(table: Table) -> RowState:
+    """A table's row state and free list as the flush kernel takes them."""
+    return RowState(table.live, table.gen, table.free_rows, table.n_free)
 
 
 class Player(StackRules):
@@ -93,6 +102,9 @@ class Player(StackRules):
         self.stats = PlayerStats()
         self._pose_refused: list[CharacterInstance] = []   # humans whose poses_refused is set
         self._release_all = self.options.held_release == HeldRelease.ORIGINAL
+        # the flush kernel's scratch, sized on the task table: the task rows it gives back,
+        # a task and the next tasks it owns (anim.kernels.flush_release)
+        self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
     # ---------------------------------------------------------------- per update
@@ -232,37 +244,134 @@ class Player(StackRules):
         An exception from a callback (``on_end``, ``on_report``) does not stop the flush:
         every deferred task is still released and given back, the ids are refreshed, and
         then the first such exception is raised (with ``on_callback_error`` set, every
-        one goes there instead and nothing is raised).
+        one goes there instead and nothing is raised). The releases run as rows in the
+        compiled engine (anim.kernels.flush_release) but for the tasks with a callback to
+        run, which Python releases between them, in the list's order; the ids are
+        refreshed in one kernel call (anim.kernels.flush_anim_ids).
         Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release),
         0x00108f10 (type 6's), 0x00106ee8 (the fade's).
         """
-        touched: list[CharacterInstance] = []
-        seen: set[int] = set()
         stepped, self._stepped = self._stepped, {}        # id -> instance: no repeats
-        release = self._release
+        touched: dict[CharacterInstance, None] = {}       # in the order of their first release
         while self.deferred:
             batch = self.deferred
             self.deferred = []
-            for task, inst in batch:
-                key = id(inst)
-                if key not in seen:
-                    seen.add(key)
-                    touched.append(inst)
-                rows = inst._event_rows                 # lazy events read the rows the release gives back:
-                if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
-                    inst.events                         # noqa: B018  (made now, while the rows are the task's)
-                release(inst, task)          # a callback's exception is kept (run_callback)
-        # touched (no repeats), then the stepped ones not among them: each refreshed once
-        refresh = self.refresh_anim_id
-        for inst in touched:
-            refresh(inst)
-        for key, inst in stepped.items():
-            if key not in seen:
-                refresh(inst)
+            touched.update(dict.fromkeys([inst for _, inst in batch]))
+            self._release_batch(batch)
+        self._refresh_ids(touched, stepped)
         if self.batch._leaving:                 # humans forgotten with tasks to release: rows back now
             self.batch.release_leaving()
         self._raise_failed()
-        return touched
+        return list(touched)
+
+    def _release_batch(self, batch: list) -> None:
+        """Release the tasks of ``batch`` (entries of the deferred list), in order: the runs
+        of tasks with no callback to run in one kernel call each (anim.kernels.flush_release:
+        the record's bits, the anim id, the discard, the pool's count and the rows given
+        back, all as rows); each task with an end callback, a report to make (it holds
+        0x400000 and its human has a report callback), or anything the kernel cannot follow
+        (a human this engine no longer holds, a stale handle) by ``_release``, between them,
+        so every callback sees what it saw when each release was Python. The lazy events a
+        task fired are made first (their rows go back with it: BatchEngine.fired_by)."""
+        eng = self.batch
+        tasks = self.stores.tasks
+        on_end = tasks.on_end
+        on_report = self.stores.humans.on_report
+        m_held, m_gen = tasks.m_held, tasks.m_gen
+        trows: list[int] = []
+        hrows: list[int] = []
+        slow: list[int] = []
+        for k, (task, inst) in enumerate(batch):
+            tr = task.trow
+            s = inst.slot
+            trows.append(tr)
+            hrows.append(s)
+            rows = inst._event_rows                 # lazy events read the rows the release gives back:
+            if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
+                inst.events                         # noqa: B018  (made now, while the rows are the task's)
+            if inst.engine is not eng or task.tstore is not tasks or m_gen[tr] != task.tgen \
+                    or (on_end and tr in on_end) or (on_report and s in on_report and m_held[tr] & _REPORT):
+                slow.append(k)
+        n = len(batch)
+        slow.append(n)
+        buf = None
+        i = 0
+        for k in slow:
+            if k > i:
+                if buf is None:
+                    buf = self._flush_buffers(trows, hrows)
+                self._release_rows(batch, buf, i, k)
+            if k < n:
+                task, inst = batch[k]
+                self._release(inst, task)           # a callback's exception is kept (run_callback)
+            i = k + 1
+
+    def _flush_buffers(self, trows: list[int], hrows: list[int]) -> list:
+        """The flush kernel's entries (task and human rows) and its outputs, as arrays:
+        [trows, hrows, ids, counts]; the scratch sized on the task table (``_flush_scratch``)."""
+        n = len(trows)
+        return [np.array(trows, np.int64), np.array(hrows, np.int64), np.zeros(n, np.int64), np.zeros(2, np.int64)]
+
+    def _release_rows(self, batch: list, buf: list, lo: int, hi: int) -> None:
+        """Entries ``lo``-``hi`` of ``batch`` released by the kernel (none of them has a
+        callback to run), then what Python holds: the released ids (in order), the pool's
+        count, the handles and keyed values of the task rows given back, and their reset to
+        the table's defaults before the next take (Table.free's bookkeeping)."""
+        eng = self.batch
+        st = self.stores
+        tasks = st.tasks
+        eng._clip_events()                          # a table grown since the step (new clips): rows checked
+        eng._guard()
+        H, T, C, _, G, _ = eng._tables()
+        cap = tasks.capacity
+        scratch = self._flush_scratch
+        if len(scratch[0]) < cap:
+            scratch = self._flush_scratch = (np.zeros(cap, np.int64), np.zeros(cap, np.int64))
+        freed, chain = scratch
+        trows, hrows, ids, counts = buf
+        counts[:] = 0
+        K.flush_release(lo, hi, self._release_all, H, T, _row_state(tasks), C, G, _row_state(st.gaits),
+                        _row_state(st.fades), FlushBuffers(trows, hrows, ids, freed, counts, chain, self.pool.out))
+        self.pool.n_out -= int(counts[K.FLUSH_IN])
+        nf = int(counts[K.FLUSH_FREED])
+        if nf:
+            rows = freed[:nf].tolist()
+            views = tasks.views
+            for r in rows:
+                views[r] = None
+            if tasks._resets:
+                tasks._dirty.extend(rows)
+            for name in tasks._keyed:
+                keyed = getattr(tasks, name)
+                if keyed:
+                    for r in rows:
+                        keyed.pop(r, None)
+        noisy = eng._noisy
+        for (_, inst), aid in zip(batch[lo:hi], ids[lo:hi].tolist()):
+            rel = inst.released
+            if not rel:
+                noisy.append(inst)                  # BatchEngine.released_by_flush
+            rel.append(aid)
+
+    def _refresh_ids(self, touched: dict, stepped: dict) -> None:
+        """The playing anim ids (record +0x20) of the humans with a released task and of
+        those stepped since the last flush, in one kernel call (anim.kernels.flush_anim_ids:
+        each one's top task, the bottom one under a fade, -1 with none); a human this
+        engine no longer holds by ``refresh_anim_id`` (-1)."""
+        eng = self.batch
+        rows: list[int] = []
+        for group in (touched, stepped.values()):
+            for inst in group:
+                if inst.engine is eng:
+                    rows.append(inst.slot)
+                else:
+                    self.refresh_anim_id(inst)
+        if not rows:
+            return
+        eng._clip_events()
+        eng._guard()
+        H, T, C, _, G, _ = eng._tables()
+        K.flush_anim_ids(np.array(rows, np.int64), H, self.stores.humans.anim, T, C, G)
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:
         if isinstance(task, ClipTask):      # 0x00105f78 / 0x00108f10; not the fade's 0x00106ee8
