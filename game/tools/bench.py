@@ -414,7 +414,9 @@ def crowd_checksum(game) -> str:
     return h.hexdigest()
 
 
-KERNELS = ("step_stacks", "pose_stacks", "pose_plan", "root_motion_step")
+# the compiled kernels: anim.kernels' (the step, the pose, the plan, the flush's releases and
+# anim ids), then systems.motion's root motion (last: _patch_kernels wraps it there)
+KERNELS = ("step_stacks", "pose_stacks", "pose_plan", "flush_release", "flush_anim_ids", "root_motion_step")
 FIGHT_STAGE = "fight rules (pairs, AI)"
 COMMAND_STAGE = "commands"
 
@@ -439,13 +441,13 @@ def _timed_call(fn, sink: dict, key: str, calls: dict | None = None, cpu: dict |
 
 def _patch_kernels(sink: dict, calls: dict, cpu: dict) -> list:
     """Time the compiled kernels alone: the module attributes the engine calls them by
-    (anim.kernels for the step, pose and plan; systems.motion for root motion) are
+    (anim.kernels for the step, pose, plan and flush; systems.motion for root motion) are
     wrapped for the run; returns what ``_unpatch`` puts back."""
     from scuffle.anim import kernels as K
     from scuffle.systems import motion
 
     saved = []
-    for mod, name in [(K, n) for n in KERNELS[:3]] + [(motion, "root_motion_step")]:
+    for mod, name in [(K, n) for n in KERNELS[:-1]] + [(motion, "root_motion_step")]:
         fn = getattr(mod, name)
         saved.append((mod, name, fn))
         setattr(mod, name, _timed_call(fn, sink, name, calls, cpu))
