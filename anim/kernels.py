@@ -1749,18 +1749,22 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
 
 
 @njit(cache=CACHE)
-def flush_anim_ids(rows, humans, h_anim, tasks, cursors, gaits):
+def flush_anim_ids(rows, humans, h_anim, tasks, cursors, gaits, seen):
     """The playing anim id (record +0x20) of each human row in ``rows`` into ``h_anim``:
     its top task's, the bottom task's when the top is a fade, -1 with an empty stack
-    (StackRules.refresh_anim_id, every human at once; a human listed twice gets the same
-    value). In: the HumanCols, the human table's ``anim`` column, the TaskCols, CursorCols,
-    GaitCols. Original: 0x001752c8, 0x00175210 TaskStack_Top."""
+    (StackRules.refresh_anim_id, every human at once; a human listed twice is done once:
+    ``seen``, a flag per human row, all False before and after). In: the HumanCols, the
+    human table's ``anim`` column, the TaskCols, CursorCols, GaitCols.
+    Original: 0x001752c8, 0x00175210 TaskStack_Top."""
     h_depth, h_stack = humans.depth, humans.stack
     t_type, t_c0, t_c1, t_c2, t_c3 = tasks.type, tasks.c0, tasks.c1, tasks.c2, tasks.c3
     t_aux, t_value = tasks.aux, tasks.value
     c_anim, g_leader = cursors.anim, gaits.leader
     for k in range(rows.shape[0]):
         hi = rows[k]
+        if seen[hi]:
+            continue
+        seen[hi] = True
         d = h_depth[hi]
         if d == 0:
             h_anim[hi] = -1
@@ -1769,6 +1773,8 @@ def flush_anim_ids(rows, humans, h_anim, tasks, cursors, gaits):
         if t_type[t] == _FADE:
             t = h_stack[hi, 0]
         h_anim[hi] = _anim_of(t, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader, c_anim)
+    for k in range(rows.shape[0]):
+        seen[rows[k]] = False
 
 
 # ---------------------------------------------------------------- the pose

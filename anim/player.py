@@ -27,6 +27,7 @@ Spec: "The task stack", "Fades", "When a clip ends", "Paired tasks", "Playback r
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -56,6 +57,22 @@ __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend
 # The hot paths compare plain ints; the values come from the enums.
 _ANIM_STATE = int(HeldFlags.ANIM_STATE)
 _REPORT = int(HeldFlags.REPORT)
+
+
+# the flush's per-entry reads, done in C (map) rather than in a Python loop
+_TROW = attrgetter("trow")
+_TSTORE = attrgetter("tstore")
+_SLOT = attrgetter("slot")
+_ENGINE = attrgetter("engine")
+_EVENT_ROWS = attrgetter("_event_rows")
+
+
+def _slow_mask(ks: set[int], n: int) -> np.ndarray:
+    """A mask of ``n`` entries, True at ``ks``."""
+    m = np.zeros(n, np.bool_)
+    if ks:
+        m[list(ks)] = True
+    return m
 
 
 def _row_state(table: Table) -> RowState:
@@ -104,7 +121,8 @@ class Player(StackRules):
         self._release_all = self.options.held_release == HeldRelease.ORIGINAL
         # the flush kernel's scratch, sized on the task table: the task rows it gives back,
         # a task and the next tasks it owns (anim.kernels.flush_release)
-        self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(2, np.int64))
+        self._flush_seen = np.zeros(0, np.bool_)      # flush_anim_ids' scratch: a flag per human row
 
 
     # ---------------------------------------------------------------- per update
@@ -256,67 +274,68 @@ class Player(StackRules):
         while self.deferred:
             batch = self.deferred
             self.deferred = []
-            touched.update(dict.fromkeys([inst for _, inst in batch]))
-            self._release_batch(batch)
+            task_l, inst_l = zip(*batch)
+            touched.update(dict.fromkeys(inst_l))
+            self._release_batch(batch, task_l, inst_l)
         self._refresh_ids(touched, stepped)
         if self.batch._leaving:                 # humans forgotten with tasks to release: rows back now
             self.batch.release_leaving()
         self._raise_failed()
         return list(touched)
 
-    def _release_batch(self, batch: list) -> None:
-        """Release the tasks of ``batch`` (entries of the deferred list), in order: the runs
-        of tasks with no callback to run in one kernel call each (anim.kernels.flush_release:
-        the record's bits, the anim id, the discard, the pool's count and the rows given
-        back, all as rows); each task with an end callback, a report to make (it holds
-        0x400000 and its human has a report callback), or anything the kernel cannot follow
-        (a human this engine no longer holds, a stale handle) by ``_release``, between them,
-        so every callback sees what it saw when each release was Python. The lazy events a
+    def _release_batch(self, batch: list, task_l: tuple, inst_l: tuple) -> None:
+        """Release the tasks of ``batch`` (entries of the deferred list; ``task_l`` and
+        ``inst_l`` its two columns), in order: the runs of tasks with no callback to run in
+        one kernel call each (anim.kernels.flush_release: the record's bits, the anim id,
+        the discard, the pool's count and the rows given back, all as rows); each task with
+        an end callback, a report to make (it holds 0x400000 and its human has a report
+        callback), or anything the kernel cannot follow (a human this engine no longer
+        holds, a task of another table) by ``_release``, between them, so
+        every callback sees what it saw when each release was Python. The lazy events a
         task fired are made first (their rows go back with it: BatchEngine.fired_by)."""
         eng = self.batch
         tasks = self.stores.tasks
-        on_end = tasks.on_end
-        on_report = self.stores.humans.on_report
-        m_held, m_gen = tasks.m_held, tasks.m_gen
-        trows: list[int] = []
-        hrows: list[int] = []
-        slow: list[int] = []
-        for k, (task, inst) in enumerate(batch):
-            tr = task.trow
-            s = inst.slot
-            trows.append(tr)
-            hrows.append(s)
-            rows = inst._event_rows                 # lazy events read the rows the release gives back:
-            if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
-                inst.events                         # noqa: B018  (made now, while the rows are the task's)
-            if inst.engine is not eng or task.tstore is not tasks or m_gen[tr] != task.tgen \
-                    or (on_end and tr in on_end) or (on_report and s in on_report and m_held[tr] & _REPORT):
-                slow.append(k)
         n = len(batch)
-        slow.append(n)
-        buf = None
+        trows = np.fromiter(map(_TROW, task_l), np.int64, n)
+        hrows = np.fromiter(map(_SLOT, inst_l), np.int64, n)
+        # the lazy events a task fired: made now, while the rows are the task's
+        for k in [k for k, rows in enumerate(map(_EVENT_ROWS, inst_l)) if rows is not None]:
+            task, inst = batch[k]
+            rows = inst._event_rows
+            if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
+                inst.events                         # noqa: B018
+        # the entries Python releases (the checks vectorised: most flushes find none but the callbacks)
+        slow: set[int] = set()
+        if set(map(_ENGINE, inst_l)) != {eng} or set(map(_TSTORE, task_l)) != {tasks}:
+            slow.update(k for k, (t, i) in enumerate(batch) if i.engine is not eng or t.tstore is not tasks)
+        on_end = tasks.on_end
+        if on_end:
+            ends = on_end.keys() & set(trows.tolist())
+            if ends:
+                slow.update(k for k, tr in enumerate(trows.tolist()) if tr in ends)
+        on_report = self.stores.humans.on_report
+        if on_report:
+            live = ~_slow_mask(slow, n)
+            for k in np.flatnonzero(live & (tasks.held[np.where(live, trows, 0)] & _REPORT != 0)).tolist():
+                if int(hrows[k]) in on_report:
+                    slow.add(k)
+        ids = np.zeros(n, np.int64)
         i = 0
-        for k in slow:
+        for k in sorted(slow) + [n]:
             if k > i:
-                if buf is None:
-                    buf = self._flush_buffers(trows, hrows)
-                self._release_rows(batch, buf, i, k)
+                self._release_rows(inst_l, trows, hrows, ids, i, k)
             if k < n:
                 task, inst = batch[k]
                 self._release(inst, task)           # a callback's exception is kept (run_callback)
             i = k + 1
 
-    def _flush_buffers(self, trows: list[int], hrows: list[int]) -> list:
-        """The flush kernel's entries (task and human rows) and its outputs, as arrays:
-        [trows, hrows, ids, counts]; the scratch sized on the task table (``_flush_scratch``)."""
-        n = len(trows)
-        return [np.array(trows, np.int64), np.array(hrows, np.int64), np.zeros(n, np.int64), np.zeros(2, np.int64)]
-
-    def _release_rows(self, batch: list, buf: list, lo: int, hi: int) -> None:
-        """Entries ``lo``-``hi`` of ``batch`` released by the kernel (none of them has a
-        callback to run), then what Python holds: the released ids (in order), the pool's
-        count, the handles and keyed values of the task rows given back, and their reset to
-        the table's defaults before the next take (Table.free's bookkeeping)."""
+    def _release_rows(self, inst_l: tuple, trows: np.ndarray, hrows: np.ndarray, ids: np.ndarray, lo: int,
+                      hi: int) -> None:
+        """Entries ``lo``-``hi`` of the deferred batch (task rows ``trows``, human rows
+        ``hrows``, the instances ``inst_l``) released by the kernel (none of them has a
+        callback to run), then what Python holds: the released ids (in order, into ``ids``
+        first), the pool's count, the handles and keyed values of the task rows given back,
+        and their reset to the table's defaults before the next take (Table.free's)."""
         eng = self.batch
         st = self.stores
         tasks = st.tasks
@@ -324,11 +343,10 @@ class Player(StackRules):
         eng._guard()
         H, T, C, _, G, _ = eng._tables()
         cap = tasks.capacity
-        scratch = self._flush_scratch
-        if len(scratch[0]) < cap:
-            scratch = self._flush_scratch = (np.zeros(cap, np.int64), np.zeros(cap, np.int64))
-        freed, chain = scratch
-        trows, hrows, ids, counts = buf
+        freed, chain, counts = self._flush_scratch
+        if len(freed) < cap:
+            freed, chain = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+            self._flush_scratch = (freed, chain, counts)
         counts[:] = 0
         K.flush_release(lo, hi, self._release_all, H, T, _row_state(tasks), C, G, _row_state(st.gaits),
                         _row_state(st.fades), FlushBuffers(trows, hrows, ids, freed, counts, chain, self.pool.out))
@@ -341,13 +359,19 @@ class Player(StackRules):
                 views[r] = None
             if tasks._resets:
                 tasks._dirty.extend(rows)
+            m_live = tasks.m_live
             for name in tasks._keyed:
                 keyed = getattr(tasks, name)
-                if keyed:
+                if not keyed:
+                    continue
+                if len(keyed) < nf:                 # the values of the rows given back (each row had one at most)
+                    for r in [r for r in keyed if not m_live[r]]:
+                        del keyed[r]
+                else:
                     for r in rows:
                         keyed.pop(r, None)
         noisy = eng._noisy
-        for (_, inst), aid in zip(batch[lo:hi], ids[lo:hi].tolist()):
+        for inst, aid in zip(inst_l[lo:hi], ids[lo:hi].tolist()):
             rel = inst.released
             if not rel:
                 noisy.append(inst)                  # BatchEngine.released_by_flush
@@ -356,22 +380,26 @@ class Player(StackRules):
     def _refresh_ids(self, touched: dict, stepped: dict) -> None:
         """The playing anim ids (record +0x20) of the humans with a released task and of
         those stepped since the last flush, in one kernel call (anim.kernels.flush_anim_ids:
-        each one's top task, the bottom one under a fade, -1 with none); a human this
-        engine no longer holds by ``refresh_anim_id`` (-1)."""
+        each one's top task, the bottom one under a fade, -1 with none; each once); a human
+        this engine no longer holds by ``refresh_anim_id`` (-1)."""
         eng = self.batch
-        rows: list[int] = []
-        for group in (touched, stepped.values()):
+        group = list(touched)
+        if group and set(map(_ENGINE, group)) != {eng}:
             for inst in group:
-                if inst.engine is eng:
-                    rows.append(inst.slot)
-                else:
+                if inst.engine is not eng:
                     self.refresh_anim_id(inst)
-        if not rows:
+            group = [inst for inst in group if inst.engine is eng]
+        group += stepped.values()                   # all this engine's (Player.forget takes a human out)
+        if not group:
             return
         eng._clip_events()
         eng._guard()
         H, T, C, _, G, _ = eng._tables()
-        K.flush_anim_ids(np.array(rows, np.int64), H, self.stores.humans.anim, T, C, G)
+        humans = self.stores.humans
+        seen = self._flush_seen
+        if len(seen) < humans.capacity:
+            seen = self._flush_seen = np.zeros(humans.capacity, np.bool_)
+        K.flush_anim_ids(np.fromiter(map(_SLOT, group), np.int64, len(group)), H, humans.anim, T, C, G, seen)
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:
         if isinstance(task, ClipTask):      # 0x00105f78 / 0x00108f10; not the fade's 0x00106ee8
