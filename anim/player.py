@@ -399,7 +399,9 @@ class Player(StackRules):
         seen = self._flush_seen
         if len(seen) < humans.capacity:
             seen = self._flush_seen = np.zeros(humans.capacity, np.bool_)
-        K.flush_anim_ids(np.fromiter(map(_SLOT, group), np.int64, len(group)), H, humans.anim, T, C, G, seen)
+        rows = np.fromiter(map(_SLOT, group), np.int64, len(group))
+        rows.sort()                                 # the human table in order: fewer cache misses
+        K.flush_anim_ids(rows, H, humans.anim, T, C, G, seen)
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:
         if isinstance(task, ClipTask):      # 0x00105f78 / 0x00108f10; not the fade's 0x00106ee8
