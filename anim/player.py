@@ -320,14 +320,31 @@ class Player(StackRules):
                 if int(hrows[k]) in on_report:
                     slow.add(k)
         ids = np.zeros(n, np.int64)
-        i = 0
-        for k in sorted(slow) + [n]:
+        pending = sorted(slow)
+        trows_l = trows.tolist()
+        i = j = 0
+        while True:
+            k = pending[j] if j < len(pending) else n
             if k > i:
                 self._release_rows(inst_l, trows, hrows, ids, i, k)
-            if k < n:
-                task, inst = batch[k]
-                self._release(inst, task)           # a callback's exception is kept (run_callback)
+            if k >= n:
+                return
+            ends = set(on_end)
+            task, inst = batch[k]
+            self._release(inst, task)               # a callback's exception is kept (run_callback)
             i = k + 1
+            j += 1
+            # a callback may have given a later entry a callback to run (an end callback, a
+            # report): that entry is released by Python too, as if every release were Python
+            new_ends = on_end.keys() - ends
+            later = [m for m in range(i, n) if trows_l[m] in new_ends] if new_ends else []
+            if on_report:
+                for m in np.flatnonzero(tasks.held[trows[i:]] & _REPORT).tolist():
+                    if int(hrows[i + m]) in on_report:
+                        later.append(i + m)
+            if later:
+                pending = sorted(set(pending[j:]).union(later))
+                j = 0
 
     def _release_rows(self, inst_l: tuple, trows: np.ndarray, hrows: np.ndarray, ids: np.ndarray, lo: int,
                       hi: int) -> None:

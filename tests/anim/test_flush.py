@@ -297,3 +297,36 @@ def test_the_flush_kernels_run():
     assert [h.released for h in hs] == [[-1]] * 3                     # the fades
     assert [h.record.anim_id for h in hs] == [CLIP] * 3
     assert all(t.type == TaskType.CLIP for h in hs for t in h.stack)
+
+
+def test_a_callback_giving_a_later_task_its_end_callback_mid_flush():
+    """An end callback that gives an end callback (and the report bit) to a task later on
+    the same deferred list: that task's release then calls them, as when every release
+    was Python (the kernel takes only the tasks with nothing to call at their turn)."""
+    aset = demo_set()
+    logs = []
+    for w, cls in _worlds():
+        hs = [cls(aset, f"h{i}") for i in range(4)]
+        log: list = []
+        later: list = []
+
+        def arm(inst, log=log, later=later):
+            log.append(("arm", inst.name))
+            later[0].on_end = Callback("log", ("late",))
+            later[1].held = later[1].held | int(HeldFlags.REPORT)
+
+        w.callbacks.register("arm", arm)
+        w.callbacks.register("log", lambda inst, tag, log=log: log.append((tag, inst.name)))
+        hs[3].on_report = Callback("log", ("report",))
+        for i, h in enumerate(hs):
+            t = w.clip(h, CLIP, w.loop(h, IDLE), on_end=Callback("arm", ()) if i == 0 else None)
+            if i >= 2:
+                later.append(t)
+            w.change(h, t, 0.0)
+        _until_released(w, hs)
+        while not hs[0].released or hs[0].released == [-1]:
+            w.step(hs)
+            w.flush()
+        assert log == [("arm", "h0"), ("late", "h2"), ("report", "h3")]
+        logs.append((log, _state(w, hs)))
+    assert logs[0] == logs[1]
