@@ -71,7 +71,7 @@ def _slow_mask(ks: set[int], n: int) -> np.ndarray:
     """A mask of ``n`` entries, True at ``ks``."""
     m = np.zeros(n, np.bool_)
     if ks:
-        m[list(ks)] = True
+        m[sorted(ks)] = True
     return m
 
 
