@@ -330,3 +330,20 @@ def test_a_callback_giving_a_later_task_its_end_callback_mid_flush():
         assert log == [("arm", "h0"), ("late", "h2"), ("report", "h3")]
         logs.append((log, _state(w, hs)))
     assert logs[0] == logs[1]
+
+
+@pytest.mark.slow
+def test_the_warm_up_compiles_the_flush_kernels():
+    """anim.warmup.compile_kernels runs the flush's kernels too (a fresh process: none
+    compiled or loaded before it), so a world's first flush does not compile."""
+    import subprocess
+    import sys
+
+    code = ("from scuffle.anim import kernels as K\n"
+            "from scuffle.anim.warmup import compile_kernels\n"
+            "before = (len(K.flush_release.signatures), len(K.flush_anim_ids.signatures))\n"
+            "compile_kernels()\n"
+            "print(before, (len(K.flush_release.signatures), len(K.flush_anim_ids.signatures)))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1] == "(0, 0) (1, 1)"
