@@ -418,6 +418,11 @@ class Player(StackRules):
             seen = self._flush_seen = np.zeros(humans.capacity, np.bool_)
         rows = np.fromiter(map(_SLOT, group), np.int64, len(group))
         rows.sort()                                 # the human table in order: fewer cache misses
+        if rows[0] < 0:                             # a human without a row here (never the kernel's to read)
+            for inst in group:
+                if inst.engine is not eng:
+                    self.refresh_anim_id(inst)
+            rows = rows[rows >= 0]
         K.flush_anim_ids(rows, H, humans.anim, T, C, G, seen)
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:
