@@ -39,7 +39,7 @@ def kernels_cached() -> bool:
         source = os.path.getmtime(K.__file__)
     except OSError:
         return False
-    for name in ("step_stacks", "pose_stacks", "pose_plan", "root_motion_step"):
+    for name in ("step_stacks", "pose_stacks", "pose_plan", "flush_release", "flush_anim_ids", "root_motion_step"):
         index = glob.glob(os.path.join(path, f"kernels.{name}-*.nbi"))
         # an index older than the source is stale: numba recompiles (and rewrites it)
         if not index or max(os.path.getmtime(f) for f in index) < source:

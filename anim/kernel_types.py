@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
-           "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers"]
+           "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers", "RowState", "FlushBuffers"]
 
 
 class HumanCols(NamedTuple):
@@ -218,3 +218,31 @@ class PlanArrays(NamedTuple):
     b_w: np.ndarray
     b_mask: np.ndarray
     finals: np.ndarray
+
+
+class RowState(NamedTuple):
+    """A table's row state and free list (anim.store.Table: ``live``, ``gen``,
+    ``free_rows[:n_free[0]]``): the flush's release gives rows back through them, as
+    ``Table.free`` does (the task, fade and gait tables; the cursors' are in CursorCols)."""
+    live: np.ndarray
+    gen: np.ndarray
+    free_rows: np.ndarray
+    n_free: np.ndarray
+
+
+class FlushBuffers(NamedTuple):
+    """flush_release's entries, outputs and scratch (see anim.kernels.flush_release):
+    ``trows`` / ``hrows`` (int64, in) each deferred task's row and its human's row, in the
+    deferred list's order; ``ids`` (int64, out) the anim id each released task reports;
+    ``freed`` (int64, out) the task rows given back, in order (the Python side clears their
+    handles, keyed values and marks them for the reset to defaults); ``counts`` (int64, out:
+    FLUSH_FREED the rows in ``freed``, FLUSH_IN the tasks counted back into the pool);
+    ``chain`` (int64, scratch: a task and the next tasks it owns); ``pool_out`` (bool, the
+    TaskPool's ``out``: one flag per task row, maybe shorter than the task table)."""
+    trows: np.ndarray
+    hrows: np.ndarray
+    ids: np.ndarray
+    freed: np.ndarray
+    counts: np.ndarray
+    chain: np.ndarray
+    pool_out: np.ndarray

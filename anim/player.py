@@ -27,13 +27,18 @@ Spec: "The task stack", "Fades", "When a clip ends", "Paired tasks", "Playback r
 """
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Callable, Iterable, Sequence
 
+import numpy as np
+
 from . import f32 as F
+from . import kernels as K
 from .batch import BatchEngine
 from .callbacks import Callbacks
 from .clip import Clip
 from .construct import chain_blend_depth, task_pose_depth
+from .kernel_types import FlushBuffers, RowState
 from .limits import MAX_DT, check_float
 from .lookup import UnknownClip
 from .options import PlayerOptions, PlayerStats
@@ -43,7 +48,7 @@ from .sampler import BANK_KEY_BYTES, NUM_SLOTS, ClipBank
 from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
 from .stackrules import StackRules
-from .store import Stores
+from .store import Stores, Table
 from .tasks import ClipTask, HeldFlags, HeldRelease, PlaceEvents, Task
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
@@ -52,6 +57,27 @@ __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend
 # The hot paths compare plain ints; the values come from the enums.
 _ANIM_STATE = int(HeldFlags.ANIM_STATE)
 _REPORT = int(HeldFlags.REPORT)
+
+
+# the flush's per-entry reads, done in C (map) rather than in a Python loop
+_TROW = attrgetter("trow")
+_TSTORE = attrgetter("tstore")
+_SLOT = attrgetter("slot")
+_ENGINE = attrgetter("engine")
+_EVENT_ROWS = attrgetter("_event_rows")
+
+
+def _slow_mask(ks: set[int], n: int) -> np.ndarray:
+    """A mask of ``n`` entries, True at ``ks``."""
+    m = np.zeros(n, np.bool_)
+    if ks:
+        m[sorted(ks)] = True
+    return m
+
+
+def _row_state(table: Table) -> RowState:
+    """A table's row state and free list as the flush kernel takes them."""
+    return RowState(table.live, table.gen, table.free_rows, table.n_free)
 
 
 class Player(StackRules):
@@ -93,6 +119,10 @@ class Player(StackRules):
         self.stats = PlayerStats()
         self._pose_refused: list[CharacterInstance] = []   # humans whose poses_refused is set
         self._release_all = self.options.held_release == HeldRelease.ORIGINAL
+        # the flush kernel's scratch, sized on the task table: the task rows it gives back,
+        # a task and the next tasks it owns (anim.kernels.flush_release)
+        self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(2, np.int64))
+        self._flush_seen = np.zeros(0, np.bool_)      # flush_anim_ids' scratch: a flag per human row
 
 
     # ---------------------------------------------------------------- per update
@@ -232,37 +262,168 @@ class Player(StackRules):
         An exception from a callback (``on_end``, ``on_report``) does not stop the flush:
         every deferred task is still released and given back, the ids are refreshed, and
         then the first such exception is raised (with ``on_callback_error`` set, every
-        one goes there instead and nothing is raised).
+        one goes there instead and nothing is raised). The releases run as rows in the
+        compiled engine (anim.kernels.flush_release) but for the tasks with a callback to
+        run, which Python releases between them, in the list's order; the ids are
+        refreshed in one kernel call (anim.kernels.flush_anim_ids).
         Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release),
         0x00108f10 (type 6's), 0x00106ee8 (the fade's).
         """
-        touched: list[CharacterInstance] = []
-        seen: set[int] = set()
         stepped, self._stepped = self._stepped, {}        # id -> instance: no repeats
-        release = self._release
+        touched: dict[CharacterInstance, None] = {}       # in the order of their first release
         while self.deferred:
             batch = self.deferred
             self.deferred = []
-            for task, inst in batch:
-                key = id(inst)
-                if key not in seen:
-                    seen.add(key)
-                    touched.append(inst)
-                rows = inst._event_rows                 # lazy events read the rows the release gives back:
-                if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
-                    inst.events                         # noqa: B018  (made now, while the rows are the task's)
-                release(inst, task)          # a callback's exception is kept (run_callback)
-        # touched (no repeats), then the stepped ones not among them: each refreshed once
-        refresh = self.refresh_anim_id
-        for inst in touched:
-            refresh(inst)
-        for key, inst in stepped.items():
-            if key not in seen:
-                refresh(inst)
+            task_l, inst_l = zip(*batch)
+            touched.update(dict.fromkeys(inst_l))
+            self._release_batch(batch, task_l, inst_l)
+        self._refresh_ids(touched, stepped)
         if self.batch._leaving:                 # humans forgotten with tasks to release: rows back now
             self.batch.release_leaving()
         self._raise_failed()
-        return touched
+        return list(touched)
+
+    def _release_batch(self, batch: list, task_l: tuple, inst_l: tuple) -> None:
+        """Release the tasks of ``batch`` (entries of the deferred list; ``task_l`` and
+        ``inst_l`` its two columns), in order: the runs of tasks with no callback to run in
+        one kernel call each (anim.kernels.flush_release: the record's bits, the anim id,
+        the discard, the pool's count and the rows given back, all as rows); each task with
+        an end callback, a report to make (it holds 0x400000 and its human has a report
+        callback), or anything the kernel cannot follow (a human this engine no longer
+        holds, a task of another table) by ``_release``, between them, so
+        every callback sees what it saw when each release was Python. The lazy events a
+        task fired are made first (their rows go back with it: BatchEngine.fired_by)."""
+        eng = self.batch
+        tasks = self.stores.tasks
+        n = len(batch)
+        trows = np.fromiter(map(_TROW, task_l), np.int64, n)
+        hrows = np.fromiter(map(_SLOT, inst_l), np.int64, n)
+        # the lazy events a task fired: made now, while the rows are the task's
+        for k in [k for k, rows in enumerate(map(_EVENT_ROWS, inst_l)) if rows is not None]:
+            task, inst = batch[k]
+            rows = inst._event_rows
+            if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
+                inst.events                         # noqa: B018
+        # the entries Python releases (the checks vectorised: most flushes find none but the callbacks)
+        slow: set[int] = set()
+        if set(map(_ENGINE, inst_l)) != {eng} or set(map(_TSTORE, task_l)) != {tasks}:
+            slow.update(k for k, (t, i) in enumerate(batch) if i.engine is not eng or t.tstore is not tasks)
+        on_end = tasks.on_end
+        if on_end:
+            ends = on_end.keys() & set(trows.tolist())
+            if ends:
+                slow.update(k for k, tr in enumerate(trows.tolist()) if tr in ends)
+        on_report = self.stores.humans.on_report
+        if on_report:
+            live = ~_slow_mask(slow, n)
+            for k in np.flatnonzero(live & (tasks.held[np.where(live, trows, 0)] & _REPORT != 0)).tolist():
+                if int(hrows[k]) in on_report:
+                    slow.add(k)
+        ids = np.zeros(n, np.int64)
+        pending = sorted(slow)
+        trows_l = trows.tolist()
+        i = j = 0
+        while True:
+            k = pending[j] if j < len(pending) else n
+            if k > i:
+                self._release_rows(inst_l, trows, hrows, ids, i, k)
+            if k >= n:
+                return
+            ends = set(on_end)
+            task, inst = batch[k]
+            self._release(inst, task)               # a callback's exception is kept (run_callback)
+            i = k + 1
+            j += 1
+            # a callback may have given a later entry a callback to run (an end callback, a
+            # report): that entry is released by Python too, as if every release were Python
+            new_ends = on_end.keys() - ends
+            later = [m for m in range(i, n) if trows_l[m] in new_ends] if new_ends else []
+            if on_report:
+                for m in np.flatnonzero(tasks.held[trows[i:]] & _REPORT).tolist():
+                    if int(hrows[i + m]) in on_report:
+                        later.append(i + m)
+            if later:
+                pending = sorted(set(pending[j:]).union(later))
+                j = 0
+
+    def _release_rows(self, inst_l: tuple, trows: np.ndarray, hrows: np.ndarray, ids: np.ndarray, lo: int,
+                      hi: int) -> None:
+        """Entries ``lo``-``hi`` of the deferred batch (task rows ``trows``, human rows
+        ``hrows``, the instances ``inst_l``) released by the kernel (none of them has a
+        callback to run), then what Python holds: the released ids (in order, into ``ids``
+        first), the pool's count, the handles and keyed values of the task rows given back,
+        and their reset to the table's defaults before the next take (Table.free's)."""
+        eng = self.batch
+        st = self.stores
+        tasks = st.tasks
+        eng._clip_events()                          # a table grown since the step (new clips): rows checked
+        eng._guard()
+        H, T, C, _, G, _ = eng._tables()
+        cap = tasks.capacity
+        freed, chain, counts = self._flush_scratch
+        if len(freed) < cap:
+            freed, chain = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+            self._flush_scratch = (freed, chain, counts)
+        counts[:] = 0
+        K.flush_release(lo, hi, self._release_all, H, T, _row_state(tasks), C, G, _row_state(st.gaits),
+                        _row_state(st.fades), FlushBuffers(trows, hrows, ids, freed, counts, chain, self.pool.out))
+        self.pool.n_out -= int(counts[K.FLUSH_IN])
+        nf = int(counts[K.FLUSH_FREED])
+        if nf:
+            rows = freed[:nf].tolist()
+            views = tasks.views
+            for r in rows:
+                views[r] = None
+            if tasks._resets:
+                tasks._dirty.extend(rows)
+            m_live = tasks.m_live
+            for name in tasks._keyed:
+                keyed = getattr(tasks, name)
+                if not keyed:
+                    continue
+                if len(keyed) < nf:                 # the values of the rows given back (each row had one at most)
+                    for r in [r for r in keyed if not m_live[r]]:
+                        del keyed[r]
+                else:
+                    for r in rows:
+                        keyed.pop(r, None)
+        noisy = eng._noisy
+        for inst, aid in zip(inst_l[lo:hi], ids[lo:hi].tolist()):
+            rel = inst.released
+            if not rel:
+                noisy.append(inst)                  # BatchEngine.released_by_flush
+            rel.append(aid)
+
+    def _refresh_ids(self, touched: dict, stepped: dict) -> None:
+        """The playing anim ids (record +0x20) of the humans with a released task and of
+        those stepped since the last flush, in one kernel call (anim.kernels.flush_anim_ids:
+        each one's top task, the bottom one under a fade, -1 with none; each once); a human
+        this engine no longer holds by ``refresh_anim_id`` (-1)."""
+        eng = self.batch
+        group = list(touched)
+        if group and set(map(_ENGINE, group)) != {eng}:
+            for inst in group:
+                if inst.engine is not eng:
+                    self.refresh_anim_id(inst)
+            group = [inst for inst in group if inst.engine is eng]
+        group += stepped.values()                   # all this engine's (Player.forget takes a human out)
+        if not group:
+            return
+        eng._clip_events()
+        eng._guard()
+        H, T, C, _, G, _ = eng._tables()
+        humans = self.stores.humans
+        seen = self._flush_seen
+        if len(seen) < humans.capacity:
+            seen = self._flush_seen = np.zeros(humans.capacity, np.bool_)
+        rows = np.fromiter(map(_SLOT, group), np.int64, len(group))
+        rows.sort()                                 # the human table in order: fewer cache misses
+        if rows[0] < 0:                             # a human without a row here (never the kernel's to read)
+            for inst in group:
+                if inst.engine is not eng:
+                    self.refresh_anim_id(inst)
+            rows = rows[rows >= 0]
+        K.flush_anim_ids(rows, H, humans.anim, T, C, G, seen)
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:
         if isinstance(task, ClipTask):      # 0x00105f78 / 0x00108f10; not the fade's 0x00106ee8

@@ -52,8 +52,8 @@ def _no_op(inst) -> None:
 def compile_kernels(progress=None) -> None:
     """Compile (or load from numba's on-disk cache) every kernel the compiled engine calls,
     by running a tiny crowd through it: a loop, a gait under a fade, a clip in its blend
-    window, types 10, 11 and 13, a loop with a wrap callback (the scalar step: a plan), then
-    root motion. ``progress(msg)`` is told first (callers time it:
+    window, types 10, 11 and 13, a loop with a wrap callback (the scalar step: a plan), the
+    flush of what they release (flush_release, flush_anim_ids), then root motion. ``progress(msg)`` is told first (callers time it:
     the simulation reads no clock).
 
     The first run of an install compiles (cache=True keeps the machine code next to

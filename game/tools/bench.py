@@ -415,7 +415,9 @@ def crowd_checksum(game) -> str:
     return h.hexdigest()
 
 
-KERNELS = ("step_stacks", "pose_stacks", "pose_plan", "root_motion_step")
+# the compiled kernels: anim.kernels' (the step, the pose, the plan, the flush's releases and
+# anim ids), then systems.motion's root motion (last: _patch_kernels wraps it there)
+KERNELS = ("step_stacks", "pose_stacks", "pose_plan", "flush_release", "flush_anim_ids", "root_motion_step")
 FIGHT_STAGE = "fight rules (pairs, AI)"
 COMMAND_STAGE = "commands"
 
@@ -441,14 +443,15 @@ def _timed_call(fn, sink: dict, key: str, calls: dict | None = None, cpu: dict |
 def _patch_kernels(sink: dict, calls: dict, cpu: dict, batch=None) -> list:
     """Time the compiled kernels alone, as the engine calls them: the step and the pose
     through the engine's trusted calls (``batch._step_kernel`` / ``_pose_kernel``, anim.trusted:
-    the compiled entry point once the dispatcher typed the arguments), the plan and root
-    motion through the module attributes the engine calls them by (anim.kernels,
-    systems.motion); each is wrapped for the run; returns what ``_unpatch`` puts back."""
+    the compiled entry point once the dispatcher typed the arguments), the plan and the
+    flush's kernels through anim.kernels and root motion through systems.motion (the module
+    attributes the engine calls them by); each is wrapped for the run; returns what
+    ``_unpatch`` puts back."""
     from scuffle.anim import kernels as K
     from scuffle.systems import motion
 
     saved = []
-    targets = [(K, "pose_plan"), (motion, "root_motion_step")]
+    targets = [(K, n) for n in KERNELS[2:-1]] + [(motion, "root_motion_step")]
     if batch is not None:
         targets[:0] = [(batch, "_step_kernel"), (batch, "_pose_kernel")]
     else:

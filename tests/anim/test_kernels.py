@@ -264,7 +264,8 @@ def test_the_kernels_table_tuples_are_the_tables_columns():
         assert list(cols._fields) == list(table._columns) + extra, cols.__name__
     h = HumanTable()
     assert all(getattr(h, f).shape[0] == h.capacity for f in K.HumanCols._fields)
-    for kernel, most in ((K.step_stacks, 11), (K.pose_stacks, 13), (K.pose_plan, 5), (K.root_motion_step, 12)):
+    for kernel, most in ((K.step_stacks, 11), (K.pose_stacks, 13), (K.pose_plan, 5), (K.root_motion_step, 12),
+                         (K.flush_release, 11), (K.flush_anim_ids, 7)):
         assert kernel.py_func.__code__.co_argcount <= most, kernel.__name__
 
 

@@ -1,0 +1,349 @@
+"""The deferred flush as rows (issue 19: anim.kernels.flush_release and flush_anim_ids).
+
+Player.flush releases the runs of deferred tasks with no callback in one kernel call each
+and the tasks with an end or report callback in Python between them, in the list's
+order ("When a clip ends", L314; docs/original.md, "The per-update order"). Each case
+runs on the engine and on the plain-Python reference (anim.reference), which releases
+every task in Python, and checks the numbers the spec gives (the held bits of both
+HeldRelease readings, state flag 0x4000000000) and what a callback sees mid-flush; the
+pool and every table's rows come back (no leak), a cut-off chain's next tasks are given
+back unreleased, a human forgotten with deferred tasks is released then freed, and a
+snapshot taken between the step and the flush flushes to the same state.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scuffle.anim import kernels as K
+from scuffle.anim.callbacks import Callback
+from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
+from scuffle.anim.snapshot import load_engine, save_engine
+from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.store import StaleHandle
+from scuffle.anim.tasks import HeldFlags, TaskType
+from scuffle.game.fighters.moveset import demo_set
+
+ANIM_STATE = int(HeldFlags.ANIM_STATE)
+CLIP = 15           # a 16-frame clip of the demo set
+IDLE = 388          # the idle loop
+
+
+def _worlds(**options):
+    """The engine and the reference, each with the instance class it plays."""
+    return [(Player(PlayerOptions(**options)), CharacterInstance), (Reference(PlayerOptions(**options)), RefInstance)]
+
+
+def _state(w, hs) -> tuple:
+    return engine_state(w, hs) if isinstance(w, Player) else reference_state(w, hs)
+
+
+def _rows_in_use(p: Player) -> tuple:
+    st = p.stores
+    return st.tasks.in_use, st.cursors.in_use, st.fades.in_use, st.gaits.in_use
+
+
+def _until_released(w, hs, most: int = 60) -> int:
+    """Step and flush until a human has released ids; returns the updates it took."""
+    for u in range(1, most + 1):
+        w.step(hs)
+        w.flush()
+        if any(h.released for h in hs):
+            return u
+    raise AssertionError("no release")
+
+
+@pytest.mark.parametrize("rule, after_hold, after_clip", [
+    # "When a clip ends" L314 (0x00105f78): every bit the released task holds goes
+    ("original", 0x4 | ANIM_STATE, 0x0),
+    # "Coney's implementation" L402: not the bits the clip still on the stack holds
+    ("coney", 0x6 | ANIM_STATE, 0x0),
+])
+def test_held_bits_and_state_flag_of_both_readings(rule, after_hold, after_clip):
+    """A hold holding 0x3 under a clip holding 0x6 (the record 0x7): the hold's release
+    clears 0x3 (ORIGINAL) or 0x1 only (CONEY); the clip's hand-over release (type 3) then
+    clears its bits and state flag 0x4000000000 (the hold, type 5, left it). The same on
+    the kernel's rows and on the reference, with the same released ids and pool."""
+    aset = demo_set()
+    seen = []
+    for w, cls in _worlds(held_release=rule):
+        h = cls(aset, "a")
+        w.change(h, w.hold(h, 11, held=0x3), 0.0)
+        w.step([h])
+        w.flush()                                   # the fade of 0 s ends: the hold alone
+        assert h.record.flags == 0x3
+        h.record.flags = h.record.flags | ANIM_STATE
+        w.change(h, w.clip(h, CLIP, w.loop(h, IDLE), held=0x6), 0.0)
+        assert h.record.flags == 0x7 | ANIM_STATE
+        w.step([h])
+        w.flush()                                   # the hold and the fade released
+        assert h.record.flags == after_hold, rule
+        assert sorted(h.released) == [-1, 11]       # a fade reports -1
+        _until_released(w, [h])                     # the clip hands over to the idle
+        assert h.released == [CLIP]
+        assert h.record.flags == after_clip
+        assert h.record.anim_id == IDLE
+        assert w.pool.in_use == 1 == w.tasks_out([h])
+        seen.append(_state(w, [h]))
+    assert seen[0] == seen[1]
+
+
+def _peek(log: list, others: list, w):
+    """A callback that notes what the flush has done to the other humans so far, then raises."""
+    def fn(inst):
+        log.append(tuple((o.record.flags, list(o.released)) for o in others) + (w.pool.in_use,))
+        raise RuntimeError(f"boom from {inst.name}")
+    return fn
+
+
+@pytest.mark.parametrize("collect", [False, True])
+def test_a_callback_raising_mid_flush_sees_the_releases_before_it(collect):
+    """Three humans' clips hand over in one update; the middle one's end callback raises.
+    It sees the first human's release done (held bits cleared, its id released, its task
+    back in the pool) and the third's not yet, as when every release was Python; the
+    third is still released and given back, the ids refreshed, then the exception is
+    raised (or, with on_callback_error, handed over and nothing raised)."""
+    aset = demo_set()
+    logs = []
+    for w, cls in _worlds():
+        if collect and not isinstance(w, Player):
+            continue
+        hs = [cls(aset, f"h{i}") for i in range(3)]
+        log: list = []
+        w.callbacks.register("peek", _peek(log, [hs[0], hs[2]], w))
+        errors: list = []
+        if collect:
+            w.on_callback_error = lambda phase, exc: errors.append((phase, str(exc)))
+        for i, h in enumerate(hs):
+            w.change(h, w.clip(h, CLIP, w.loop(h, IDLE), held=0x1,
+                               on_end=Callback("peek", ()) if i == 1 else None), 0.0)
+        w.step(hs)
+        w.flush()
+        raised = None
+        for _ in range(60):
+            w.step(hs)
+            try:
+                w.flush()
+            except RuntimeError as exc:
+                raised = str(exc)
+            if hs[0].released:
+                break
+        if collect:
+            assert raised is None and errors == [("flush", "boom from h1")]
+        else:
+            assert raised == "boom from h1"
+        # h0's clip released and back in the pool (6 tasks out, 5 left); h2's not yet: its clip
+        # still holds RECOVERY (0x4), which its events 0x2c / 0x2d left of WINDUP (0x00101dd8)
+        assert log == [((0, [CLIP]), (int(HeldFlags.RECOVERY), []), 5)]
+        assert [h.released for h in hs] == [[CLIP]] * 3
+        assert [h.record.flags for h in hs] == [0, 0, 0]
+        assert [h.record.anim_id for h in hs] == [IDLE] * 3
+        assert w.pool.in_use == 3 == w.tasks_out(hs)
+        logs.append((log, _state(w, hs)))
+    if not collect:
+        assert logs[0] == logs[1]
+
+
+def test_a_cut_off_chain_gives_its_next_tasks_back_unreleased():
+    """A chain cut off before its first clip hands over: the first task is released (its
+    held bits, its id, its end callback), the next tasks it owns go back to the pool
+    without a release (no end callback: "When a clip ends", "gives back a cut-off task's
+    next task"), and every row they held goes back: none leaks, no keyed value stays."""
+    aset = demo_set()
+    states = []
+    for w, cls in _worlds():
+        log: list = []
+        w.callbacks.register("log", lambda inst, tag: log.append((tag, inst.name)))
+        hs = [cls(aset, "a"), cls(aset, "b")]
+        base = _rows_in_use(w) if isinstance(w, Player) else None
+        first = w.chain(hs[0], [CLIP, 12, 14, IDLE], held=0x1)
+        first.next.on_end = Callback("log", ("next",))          # never called: discarded, not released
+        first.next.next.on_end = Callback("log", ("next-next",))
+        w.change(hs[0], first, 0.2)
+        w.change(hs[1], w.chain(hs[1], [12, IDLE], held=0x2, on_end=Callback("log", ("b",))), 0.2)
+        for _ in range(3):
+            w.step(hs)
+            w.flush()
+        assert w.pool.in_use == 4 + 2 + 2                    # the chains, the fades
+        w.cut(hs[0])
+        w.flush()
+        assert hs[0].released == [CLIP, -1]
+        assert hs[0].record.flags == 0 and hs[0].record.anim_id == -1
+        assert hs[1].record.flags == 0x2
+        assert log == []
+        assert w.pool.in_use == 3 == w.tasks_out(hs)
+        if isinstance(w, Player):
+            tasks = w.stores.tasks
+            assert _rows_in_use(w) == (3, 2, 1, 0)
+            assert base == (0, 0, 0, 0)
+            live = set(np.flatnonzero(tasks.live).tolist())
+            assert set(tasks.on_end) <= live and len(tasks.on_end) == 1
+            assert all(v is None for r, v in enumerate(tasks.views) if r not in live)
+            w.batch.validate()
+        for _ in range(40):
+            w.step(hs)
+            w.flush()
+        assert log == [("b", "b")]
+        states.append(_state(w, hs))
+    assert states[0] == states[1]
+
+
+def test_every_task_type_gives_its_rows_back():
+    """A stack of every type (1, 3 with its next, 5, 9, 10, 11, 12, 13) cut and flushed:
+    the kernel gives every cursor, fade, gait and task row back (none leaks), the
+    direction's keyed bank indices go with its row, the pool is empty; the released ids
+    are those of the reference."""
+    from scuffle.game.tools.bench import DIRECTION_BASE, crowd_set
+
+    aset = crowd_set()
+    released = []
+    for w, cls in _worlds():
+        h = cls(aset, "a")
+        w.push(h, w.loop(h, IDLE))
+        w.push(h, w.clip(h, CLIP, w.loop(h, IDLE)))
+        w.push(h, w.hold(h, 12))
+        w.push(h, w.mix(h, 408, 409, weight=0.7))
+        w.push(h, w.pick(h, [408, 409, 410, 411], 1.0, value=2.2))
+        w.push(h, w.gait(h, [408, 409, 410, 411, 411], target=2.5, value=1.0))
+        w.change(h, w.direction(h, DIRECTION_BASE, direction=3.4), 0.3)
+        for _ in range(4):
+            w.step([h])
+            w.flush()
+        w.cut(h)
+        w.flush()
+        assert w.pool.in_use == 0 == w.tasks_out([h])
+        if isinstance(w, Player):
+            assert _rows_in_use(w) == (0, 0, 0, 0)
+            assert not w.stores.tasks.dir_banks and not w.stores.tasks.on_end
+            w.batch.validate()
+        assert h.record.anim_id == -1
+        released.append(sorted(h.released))
+    assert released[0] == released[1]
+    assert len(released[0]) == 8
+
+
+def test_a_human_forgotten_with_deferred_tasks():
+    """A human cut and forgotten before the flush (its row kept until then): the flush
+    releases its tasks on its record (Python: the engine no longer holds it) beside a
+    human the kernel releases, then gives its row back; the pool is balanced and the
+    record is stale afterwards."""
+    aset = demo_set()
+    p = Player()
+    a, b = CharacterInstance(aset, "a"), CharacterInstance(aset, "b")
+    for h in (a, b):
+        p.change(h, p.clip(h, CLIP, p.loop(h, IDLE), held=0x5), 0.0)
+    for _ in range(2):                                 # the fade of 0 s ends, then an update of the clips
+        p.step([a, b])
+        p.flush()
+    rows = p.stores.humans.in_use
+    p.cut(a)
+    p.cut(b)
+    p.forget(a)
+    assert p.stores.humans.in_use == rows              # kept until the flush
+    record = a.record
+    touched = p.flush()
+    assert touched == [a, b]
+    assert a.released == [CLIP] and b.released == [CLIP]
+    assert b.record.flags == 0 and b.record.anim_id == -1
+    assert p.stores.humans.in_use == rows - 1
+    with pytest.raises(StaleHandle):
+        record.flags                                   # noqa: B018
+    assert p.pool.in_use == 0 == p.tasks_out([b])
+    assert _rows_in_use(p) == (0, 0, 0, 0)
+
+
+def test_a_snapshot_between_the_step_and_the_flush():
+    """A snapshot taken after a step that deferred tasks, before their flush: restored,
+    the flush releases them again to the same state, rows, pool and ids, and the updates
+    after it run the same."""
+    aset = demo_set()
+    p = Player()
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(6)]
+    for i, h in enumerate(hs):
+        p.change(h, p.chain(h, [CLIP, 12, IDLE][i % 2:], held=0x1 << i, blend=0.1 * (i % 3)), 0.2)
+    for _ in range(60):
+        p.step(hs)
+        if len(p.deferred) >= 3:
+            break
+        p.flush()
+    assert len(p.deferred) >= 3
+    snap = save_engine(p, hs)
+
+    def run() -> list:
+        p.flush()
+        out = [(engine_state(p, hs), _rows_in_use(p), [list(h.released) for h in hs])]
+        for _ in range(25):
+            p.update(hs)
+            out.append((engine_state(p, hs), _rows_in_use(p), [list(h.released) for h in hs]))
+        return out
+
+    first = run()
+    load_engine(p, snap)
+    assert len(p.deferred) >= 3
+    assert run() == first
+
+
+def test_the_flush_kernels_run():
+    """The flush's releases and ids run in the compiled kernels (one signature each)."""
+    aset = demo_set()
+    p = Player()
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(3)]
+    for h in hs:
+        p.change(h, p.clip(h, CLIP, p.loop(h, IDLE)), 0.1)
+    _until_released(p, hs)
+    assert len(K.flush_release.signatures) == 1
+    assert len(K.flush_anim_ids.signatures) == 1
+    assert [h.released for h in hs] == [[-1]] * 3                     # the fades
+    assert [h.record.anim_id for h in hs] == [CLIP] * 3
+    assert all(t.type == TaskType.CLIP for h in hs for t in h.stack)
+
+
+def test_a_callback_giving_a_later_task_its_end_callback_mid_flush():
+    """An end callback that gives an end callback (and the report bit) to a task later on
+    the same deferred list: that task's release then calls them, as when every release
+    was Python (the kernel takes only the tasks with nothing to call at their turn)."""
+    aset = demo_set()
+    logs = []
+    for w, cls in _worlds():
+        hs = [cls(aset, f"h{i}") for i in range(4)]
+        log: list = []
+        later: list = []
+
+        def arm(inst, log=log, later=later):
+            log.append(("arm", inst.name))
+            later[0].on_end = Callback("log", ("late",))
+            later[1].held = later[1].held | int(HeldFlags.REPORT)
+
+        w.callbacks.register("arm", arm)
+        w.callbacks.register("log", lambda inst, tag, log=log: log.append((tag, inst.name)))
+        hs[3].on_report = Callback("log", ("report",))
+        for i, h in enumerate(hs):
+            t = w.clip(h, CLIP, w.loop(h, IDLE), on_end=Callback("arm", ()) if i == 0 else None)
+            if i >= 2:
+                later.append(t)
+            w.change(h, t, 0.0)
+        _until_released(w, hs)
+        while not hs[0].released or hs[0].released == [-1]:
+            w.step(hs)
+            w.flush()
+        assert log == [("arm", "h0"), ("late", "h2"), ("report", "h3")]
+        logs.append((log, _state(w, hs)))
+    assert logs[0] == logs[1]
+
+
+@pytest.mark.slow
+def test_the_warm_up_compiles_the_flush_kernels():
+    """anim.warmup.compile_kernels runs the flush's kernels too (a fresh process: none
+    compiled or loaded before it), so a world's first flush does not compile."""
+    import subprocess
+    import sys
+
+    code = ("from scuffle.anim import kernels as K\n"
+            "from scuffle.anim.warmup import compile_kernels\n"
+            "before = (len(K.flush_release.signatures), len(K.flush_anim_ids.signatures))\n"
+            "compile_kernels()\n"
+            "print(before, (len(K.flush_release.signatures), len(K.flush_anim_ids.signatures)))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1] == "(0, 0) (1, 1)"
