@@ -110,6 +110,8 @@ class BatchEngine:
         # objects the dispatcher last typed (anim.trusted), and those objects, kept
         self._step_kernel = TrustedKernel("step_stacks", self.debug)
         self._pose_kernel = TrustedKernel("pose_stacks", self.debug)
+        self._flush_release = TrustedKernel("flush_release", self.debug)      # the Player's flush calls these
+        self._flush_anim_ids = TrustedKernel("flush_anim_ids", self.debug)
         self._rules: K.StepRules | None = None
         self._step_out: K.StepBuffers | None = None
         self._pose_args: tuple | None = None

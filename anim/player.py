@@ -365,8 +365,8 @@ class Player(StackRules):
             freed, chain = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
             self._flush_scratch = (freed, chain, counts)
         counts[:] = 0
-        K.flush_release(lo, hi, self._release_all, H, T, _row_state(tasks), C, G, _row_state(st.gaits),
-                        _row_state(st.fades), FlushBuffers(trows, hrows, ids, freed, counts, chain, self.pool.out))
+        eng._flush_release(lo, hi, self._release_all, H, T, _row_state(tasks), C, G, _row_state(st.gaits),
+                            _row_state(st.fades), FlushBuffers(trows, hrows, ids, freed, counts, chain, self.pool.out))
         self.pool.n_out -= int(counts[K.FLUSH_IN])
         nf = int(counts[K.FLUSH_FREED])
         if nf:
@@ -423,7 +423,7 @@ class Player(StackRules):
                 if inst.engine is not eng:
                     self.refresh_anim_id(inst)
             rows = rows[rows >= 0]
-        K.flush_anim_ids(rows, H, humans.anim, T, C, G, seen)
+        eng._flush_anim_ids(rows, H, humans.anim, T, C, G, seen)
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:
         if isinstance(task, ClipTask):      # 0x00105f78 / 0x00108f10; not the fade's 0x00106ee8

@@ -7,7 +7,9 @@ call for ``step_stacks`` and ``pose_stacks``, most of their cost for 2 fighters.
 engine passes the same objects (its tables' column tuples, its buffers) from one update to
 the next, so after one call typed by the dispatcher it may call the chosen machine code
 (the overload's ``entry_point``) directly while every argument is the very object it was
-then, or a plain int or float where it was one. Anything else (a table grown, a buffer
+then, or types as it did (an int for an int, a float for a float, an array of the same
+dtype, dimensions, layout, alignment and writability, a tuple of the same class whose items
+do: ``_same_type``). Anything else (a table grown, a buffer
 replaced, a restore's new arrays, another overload, the kernel replaced by a timer as
 ``scuffle bench`` does, NUMBA_DISABLE_JIT, SCUFFLE_DEBUG=1) goes through the dispatcher
 again, which type-checks it.
@@ -16,11 +18,36 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from . import kernels as K
 
 __all__ = ["TrustedKernel"]
 
-_SCALARS = (int, float)
+_SCALARS = (int, float, bool)
+
+
+def _same_type(a: Any, b: Any) -> bool:
+    """Whether ``a`` types as ``b`` did for numba, judged cheaply: the same object; an int
+    for an int, a float for a float; an array of the same dtype, dimensions, layout,
+    alignment and writability (numba's array type); a tuple of the same class whose items
+    each pass. Anything else: False (the dispatcher decides)."""
+    if a is b:
+        return True
+    cls = a.__class__
+    if cls is not b.__class__:
+        return False
+    if cls in _SCALARS:
+        return True
+    if cls is np.ndarray:
+        if a.dtype != b.dtype or a.ndim != b.ndim:
+            return False
+        fa, fb = a.flags, b.flags
+        return (fa.c_contiguous == fb.c_contiguous and fa.f_contiguous == fb.f_contiguous
+                and fa.writeable == fb.writeable and fa.aligned == fb.aligned)
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same_type(x, y) for x, y in zip(a, b))
+    return False
 
 
 class TrustedKernel:
@@ -48,13 +75,14 @@ class TrustedKernel:
         if len(args) != len(last):
             return False
         for a, b in zip(args, last):
-            if a is not b and not (a.__class__ in _SCALARS and a.__class__ is b.__class__):
+            if a is not b and not _same_type(a, b):
                 return False
         return True
 
     def __call__(self, *args: Any) -> Any:
         fn = getattr(K, self.name)
         if fn is self._fn and self._same(args):
+            self._args = args                        # the latest (the older objects are let go)
             return self._entry(*args)
         out = fn(*args)
         overloads = getattr(fn, "overloads", None)

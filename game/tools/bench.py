@@ -441,25 +441,24 @@ def _timed_call(fn, sink: dict, key: str, calls: dict | None = None, cpu: dict |
 
 
 def _patch_kernels(sink: dict, calls: dict, cpu: dict, batch=None) -> list:
-    """Time the compiled kernels alone, as the engine calls them: the step and the pose
-    through the engine's trusted calls (``batch._step_kernel`` / ``_pose_kernel``, anim.trusted:
-    the compiled entry point once the dispatcher typed the arguments), the plan and the
-    flush's kernels through anim.kernels and root motion through systems.motion (the module
-    attributes the engine calls them by); each is wrapped for the run; returns what
-    ``_unpatch`` puts back."""
+    """Time the compiled kernels alone, as the engine calls them: the step, the pose and
+    the flush's two through the engine's trusted calls (``batch._step_kernel``,
+    ``_pose_kernel``, ``_flush_release``, ``_flush_anim_ids``; anim.trusted: the compiled
+    entry point once the dispatcher typed the arguments), the plan through anim.kernels and
+    root motion through systems.motion (the module attributes they are called by); each is
+    wrapped for the run; returns what ``_unpatch`` puts back."""
     from scuffle.anim import kernels as K
     from scuffle.systems import motion
 
     saved = []
-    targets = [(K, n) for n in KERNELS[2:-1]] + [(motion, "root_motion_step")]
-    if batch is not None:
-        targets[:0] = [(batch, "_step_kernel"), (batch, "_pose_kernel")]
-    else:
-        targets[:0] = [(K, "step_stacks"), (K, "pose_stacks")]
+    trusted = {"step_stacks": "_step_kernel", "pose_stacks": "_pose_kernel", "flush_release": "_flush_release",
+               "flush_anim_ids": "_flush_anim_ids"}
+    targets = [(batch, trusted[n]) if batch is not None and n in trusted else (K, n) for n in KERNELS[:-1]]
+    targets.append((motion, "root_motion_step"))
     for mod, name in targets:
         fn = getattr(mod, name)
         saved.append((mod, name, fn))
-        key = {"_step_kernel": "step_stacks", "_pose_kernel": "pose_stacks"}.get(name, name)
+        key = next((k for k, v in trusted.items() if v == name), name)
         setattr(mod, name, _timed_call(fn, sink, key, calls, cpu))
     return saved
 

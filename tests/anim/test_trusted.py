@@ -21,15 +21,23 @@ def test_an_unknown_kernel_is_refused():
         TrustedKernel("nope")
 
 
-def test_same_accepts_the_same_objects_and_scalars_of_the_same_type_only():
-    a, b = np.zeros(3, np.int64), np.zeros(3, np.int64)
+def test_same_accepts_only_what_numba_would_type_alike():
+    a, b = np.zeros(3, np.int64), np.zeros(5, np.int64)
     k = TrustedKernel("step_stacks")
-    k._args = (a, 0, 0.5)
-    assert k._same((a, 7, 0.25))                   # the same array; an int for an int, a float for a float
-    assert not k._same((b, 0, 0.5))                # an equal array that is another object
-    assert not k._same((a, 0.0, 0.5))              # a float where the dispatcher typed an int
-    assert not k._same((a, 0, 1))                  # an int where it typed a float
-    assert not k._same((a, 0))                     # another number of arguments
+    k._args = (a, 0, 0.5, K.StepRules(True, False, 12))
+    assert k._same((a, 7, 0.25, k._args[3]))       # the same array; an int for an int, a float for a float
+    assert k._same((b, 0, 0.5, K.StepRules(False, True, 3)))   # another array and tuple of the same types
+    assert not k._same((a, 0.0, 0.5, k._args[3]))  # a float where the dispatcher typed an int
+    assert not k._same((a, 0, 1, k._args[3]))      # an int where it typed a float
+    assert not k._same((a, 0, 0.5))                # another number of arguments
+    assert not k._same((np.zeros(3, np.int32), 0, 0.5, k._args[3]))       # another dtype
+    assert not k._same((np.zeros((3, 1), np.int64), 0, 0.5, k._args[3]))  # other dimensions
+    assert not k._same((np.zeros(6, np.int64)[::2], 0, 0.5, k._args[3]))  # not contiguous
+    ro = np.zeros(3, np.int64)
+    ro.flags.writeable = False
+    assert not k._same((ro, 0, 0.5, k._args[3]))   # read-only: numba types it apart
+    assert not k._same((a, 0, 0.5, (True, False, 12)))                    # a plain tuple for the named one
+    assert not k._same((a, 0, 0.5, K.StepRules(1, False, 12)))            # an int where it typed a bool
 
 
 def test_the_engine_calls_its_kernels_through_the_entry_points_after_the_first_update():
@@ -49,7 +57,7 @@ def test_the_engine_calls_its_kernels_through_the_entry_points_after_the_first_u
         assert any(a is batch._tables()[1] for a in tk._args)
 
 
-def test_a_grown_table_or_a_restore_types_the_next_call_again():
+def test_a_grown_table_or_a_restore_hands_the_kernel_the_new_arrays():
     game = build_crowd(2, "realistic")
     batch = game.player.batch
     game.step()
@@ -61,7 +69,7 @@ def test_a_grown_table_or_a_restore_types_the_next_call_again():
     for k in range(40):                              # the human table grows: new column arrays
         game.add_human(f"extra{k}", game.instance("h0").anim_set, (k * 2.0, 9.0, 0.0), 0.0)
     game.step()
-    assert batch._step_kernel._args is not held
+    assert batch._step_kernel._args is not held      # the new tables' tuples, the old ones let go
     assert not any(a is b for a, b in zip(batch._step_kernel._args[4:10], held[4:10]))
     before = batch._step_kernel._args
     game.restore(snap)                               # the tables' arrays of the snapshot's size
