@@ -244,7 +244,8 @@ def test_each_kernel_compiles_once(tmp_path):
             "many = {n: len(getattr(K, n).signatures) for n in dir(K)\n"
             "        if len(getattr(getattr(K, n), 'signatures', ())) > 1}\n"
             "print(many)\n")
-    env = dict(__import__("os").environ, NUMBA_CACHE_DIR=str(tmp_path))
+    # every kernel in this one process (none compiled aside in a child: anim.coldstart)
+    env = dict(__import__("os").environ, NUMBA_CACHE_DIR=str(tmp_path), SCUFFLE_COMPILE_ASIDE="0")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
                        cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
