@@ -67,6 +67,14 @@ from .jitcache import cache_setting
 # numba's on-disk cache: True, or False with no writable cache folder (the kernels then
 # compile for the process only); a corrupt cache is set aside first (anim/jitcache.py).
 CACHE = cache_setting(__file__)
+# The decorator of the named steps and helpers, which only the kernels call: no CPython
+# or C wrapper (numba compiles one per function otherwise, unboxing every argument, for
+# a call from Python that never comes: a quarter of the cold compile; issue 19, item 7),
+# and no reference counting (_nrt=False: the arrays they take are the kernel's). Never
+# call one from Python (it has no entry point there); from an @njit function, as the
+# kernels do.
+_helper = njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
+               no_cfunc_wrapper=True)
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
@@ -93,7 +101,7 @@ DETMATH_SHA256 = "86b371477a23c5e10ec558312d5123bb75cb249e218ad1b659c453bdaa759c
 # ---------------------------------------------------------------- FPU arithmetic
 
 
-@njit(cache=CACHE)
+@_helper
 def _truncate(r, err):
     """The exact value r + err (r a double, err its tail) truncated to float32 (as float64)."""
     if r != r or r == math.inf or r == -math.inf:
@@ -174,7 +182,7 @@ def frame_of(t):
 
 
 
-@njit(cache=CACHE)
+@_helper
 def _key4(kslope, kval, k, dx):
     """A rotation key carried toward the next: value + slope x (frame - key), per
     component, in the table's float32 (the multiply, then the add, as the sampler does)."""
@@ -182,7 +190,7 @@ def _key4(kslope, kval, k, dx):
             kslope[k, 2] * dx + kval[k, 2], kslope[k, 3] * dx + kval[k, 3])
 
 
-@njit(cache=CACHE)
+@_helper
 def _scale_turn(qx, qy, qz, qw, rate32):
     """Bone 0's turn q scaled by the rate (quat.scale_turn for one float32 quaternion).
 
@@ -206,7 +214,7 @@ def _scale_turn(qx, qy, qz, qw, rate32):
     return qx * kk, qy * kk, qz * kk, np.float32(c_rh)
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _tag_bits(p, scratch):
     """Scratch pose p's tags into the lowest bit of each value's y float (pose.set_tag_bits):
     set on a default, cleared otherwise ("The pose" L102: "| 1 on the second 32-bit float;
@@ -218,7 +226,7 @@ def _tag_bits(p, scratch):
         rot_i[p, b, 1] = (rot_i[p, b, 1] & np.int32(-2)) | np.int32(s_tag[p, 2 + b])
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _sample(p, clip, time, rate, flags, bank, scratch):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
 
@@ -305,7 +313,7 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
         _tag_bits(p, scratch)
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _default_from(p, d, scratch):
     """Scratch pose p's bones 1-33 taken from the default (tagged) get scratch pose d's
     rotations as they are: the default pose is the queued tasks' pose (queued_default,
@@ -379,7 +387,7 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
     s_rot[po, b, 3] = ow
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _blend(pa, pb, po, w, mbone, submask, scratch):
     """Pose_BlendPartial of scratch poses pa (lower) and pb (upper) by w into po (pose.blend).
 
@@ -446,7 +454,7 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
         _tag_bits(po, scratch)
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _emit(p, i, bank, scratch, out):
     """Scratch pose p to output column i: the pose, then local-to-model (skeleton.model_space);
     entry 0 the motion channels (``scratch.motion_entry``) or zero and the identity.
@@ -528,7 +536,7 @@ def _emit(p, i, bank, scratch, out):
         o_pos[2, b, i] = (ax * cy - ay * cx) * np.float32(2.0) + vz + pz
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _reference(p, bank, scratch):
     """The default pose into scratch pose p (PoseBatch.reference)."""
     ref_rot, bind_height = bank.ref_rot, bank.bind_height
@@ -546,7 +554,7 @@ def _reference(p, bank, scratch):
         _tag_bits(p, scratch)
 
 
-@njit(cache=CACHE)
+@_helper
 def _fade_weight(el, dur):
     """anim.tasks.fade_weight: (1 + cos(pi t / d)) / 2, d <= 0 gives 0."""
     if dur <= 0.0:
@@ -599,7 +607,7 @@ def pose_plan(cols, plan, bank, scratch, out):
 # ---------------------------------------------------------------- root motion
 
 
-@njit(cache=CACHE)
+@_helper
 def _wrap_deg(deg):
     """Degrees into (-180, 180] (systems.motion._wrap)."""
     d = np.fmod(deg, 360.0)
@@ -610,7 +618,7 @@ def _wrap_deg(deg):
     return d
 
 
-@njit(cache=CACHE)
+@_helper
 def _turn_deg(qz, qw):
     """The turn 2 acos(w) signed by z, in degrees (quat.angle_about_z, np.degrees)."""
     a = 2.0 * acos_s(qw)
@@ -729,7 +737,7 @@ COUNT_WRAPS = 4                 # wraps of tasks with a wrap callback (wrap_out 
 # ---------------------------------------------------------------- cursors
 
 
-@njit(cache=CACHE)
+@_helper
 def _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     c_ev[c] = i
     b = c_bank[c]
@@ -739,7 +747,7 @@ def _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
         c_evf[c] = _NO_EVENT
 
 
-@njit(cache=CACHE)
+@_helper
 def _fire(hi, c, tr, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf, e_first, e_count, e_frame, ev_out, n_ev):
     """Cursor._fire: the events up to the cursor's frame, as rows (none when muted)."""
     b = c_bank[c]
@@ -760,7 +768,7 @@ def _fire(hi, c, tr, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf, e_first, e_
     return n_ev
 
 
-@njit(cache=CACHE)
+@_helper
 def _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     """Cursor._skip: every event up to the frame counts as passed."""
     b = c_bank[c]
@@ -773,7 +781,7 @@ def _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
 
 
-@njit(cache=CACHE)
+@_helper
 def _set_time(c, t, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     """Cursor.set_time: the time without a step, the frame capped at F - 1."""
     c_t[c] = t
@@ -786,7 +794,7 @@ def _set_time(c, t, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, 
         _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
 
 
-@njit(cache=CACHE)
+@_helper
 def _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     """Cursor.restart: time 0, frame 0, no event passed. Original: AnimCursor_Restart."""
     c_t[c] = 0.0
@@ -795,7 +803,7 @@ def _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e
     _set_next_event(c, np.int64(0), c_bank, c_ev, c_evf, e_first, e_count, e_frame)
 
 
-@njit(cache=CACHE)
+@_helper
 def _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end,
              e_first, e_count, e_frame, ev_out, n_ev):
     """Cursor.advance: by ``step``; the events reached go to ``ev_out`` as task ``r``'s
@@ -815,7 +823,7 @@ def _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_b
     return 0.0, n_ev
 
 
-@njit(cache=CACHE)
+@_helper
 def _advance_looping(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev,
                      c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
     """tasks._advance_looping: advance; when the clip ended, restart and advance by the
@@ -833,7 +841,7 @@ def _advance_looping(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_en
 # ---------------------------------------------------------------- task helpers
 
 
-@njit(cache=CACHE)
+@_helper
 def _lead(r, t_c0, t_c1, t_aux, g_leader):
     """A gait's leading cursor row (the lower when leader is 0)."""
     if g_leader[t_aux[r]] == 0:
@@ -841,7 +849,7 @@ def _lead(r, t_c0, t_c1, t_aux, g_leader):
     return t_c1[r]
 
 
-@njit(cache=CACHE)
+@_helper
 def _pick_chosen(v):
     """PickTask.chosen: the audible clip of value ``v``, 0 below 0.51, 1 below 1.51, 2 below 2.51, else 3."""
     if v < _PICK0:
@@ -853,7 +861,7 @@ def _pick_chosen(v):
     return 3
 
 
-@njit(cache=CACHE)
+@_helper
 def _cursor_k(r, k, t_c0, t_c1, t_c2, t_c3):
     """Task ``r``'s cursor row ``k`` (0-3: columns c0-c3)."""
     if k == 0:
@@ -865,7 +873,7 @@ def _cursor_k(r, k, t_c0, t_c1, t_c2, t_c3):
     return t_c3[r]
 
 
-@njit(cache=CACHE)
+@_helper
 def _lead_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader):
     """Task.leading_cursor's row: a gait's leader, a mix's heavier clip (the second from
     a weight of 0.5), a pick's chosen clip, a direction's centre (c1), a clip's cursor."""
@@ -881,7 +889,7 @@ def _lead_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader):
     return t_c0[r]
 
 
-@njit(cache=CACHE)
+@_helper
 def _duration(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader):
     """Task.duration (+0xd4): the leading clip's, a fade's time."""
     if t_type[r] == _FADE:
@@ -889,7 +897,7 @@ def _duration(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g
     return np.float64(c_dur[_lead_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)])
 
 
-@njit(cache=CACHE)
+@_helper
 def _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader):
     """ClipTask.window: b, at most the next task's duration (0 without a next task)."""
     nx = t_nxt[r]
@@ -900,7 +908,7 @@ def _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c
     return min(b, d)
 
 
-@njit(cache=CACHE)
+@_helper
 def _pair_index(v):
     if v < _STEP0:
         return 0
@@ -911,7 +919,7 @@ def _pair_index(v):
     return 3
 
 
-@njit(cache=CACHE)
+@_helper
 def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
     """The gait's value after this update's move toward the target (GaitTask.advance)."""
     g = t_aux[r]
@@ -925,7 +933,7 @@ def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
     return old
 
 
-@njit(cache=CACHE)
+@_helper
 def _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
     """Whether the kernel runs task ``r``: a type it knows (1, 3-7, 9-13) with its rows."""
     tt = t_type[r]
@@ -944,7 +952,7 @@ def _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
     return False
 
 
-@njit(cache=CACHE)
+@_helper
 def _seed_walk(hi, h_depth, h_stack, walk):
     """Put the human's stack rows on the walk's scratch (a walk then pops them and pushes
     next tasks); returns how many are on it."""
@@ -954,7 +962,7 @@ def _seed_walk(hi, h_depth, h_stack, walk):
     return n
 
 
-@njit(cache=CACHE)
+@_helper
 def _find(hi, r, h_depth, h_stack):
     for i in range(h_depth[hi]):
         if h_stack[hi, i] == r:
@@ -962,7 +970,7 @@ def _find(hi, r, h_depth, h_stack):
     return -1
 
 
-@njit(cache=CACHE)
+@_helper
 def _of_five(g, idx, c0, c1, c2, c3, c4):
     """Row ``g`` of the ``idx``-th (0-4) of a gait's five columns (its ids ``id0``-``id4``
     or their clips' bank indices ``b0``-``b4``)."""
@@ -977,7 +985,7 @@ def _of_five(g, idx, c0, c1, c2, c3, c4):
     return c4[g]
 
 
-@njit(cache=CACHE)
+@_helper
 def _take_cursor(bank, anim, cursors, events):
     """Cursor.__init__ in the kernel: a row from the cursor table's free list (the caller
     reserved enough), restarted on clip ``bank`` (its end test, duration and first event)
@@ -1005,7 +1013,7 @@ def _take_cursor(bank, anim, cursors, events):
     return c
 
 
-@njit(cache=CACHE)
+@_helper
 def _give_cursor(c, cursors):
     """Cursor.dispose in the kernel: the row back on the free list, its generation up."""
     cursors.live[c] = False
@@ -1015,7 +1023,7 @@ def _give_cursor(c, cursors):
     cursors.n_free[0] = n + 1
 
 
-@njit(cache=CACHE)
+@_helper
 def _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, out):
     """GaitTask.advance's change of pair to ``nl``: each of the two cursors is kept once, by
     id (a pair of one id twice keeps the upper); a clip that comes in gets a new cursor
@@ -1053,7 +1061,7 @@ def _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, out):
         _give_cursor(old0, cursors)
 
 
-@njit(cache=CACHE)
+@_helper
 def _defer(hi, r, t_released, def_out, n_def):
     """Player.defer: on the deferred list once. Original: 0x00105640 AnimTask_DeferGive."""
     if not t_released[r]:
@@ -1064,7 +1072,7 @@ def _defer(hi, r, t_released, def_out, n_def):
     return n_def
 
 
-@njit(cache=CACHE)
+@_helper
 def _owner_of(hi, task, h_depth, h_stack, t_type, t_nxt, t_handed, walk):
     """Player._owner_of: the clip task (on the stack or following one) whose next is ``task``."""
     n = _seed_walk(hi, h_depth, h_stack, walk)
@@ -1081,7 +1089,7 @@ def _owner_of(hi, task, h_depth, h_stack, t_type, t_nxt, t_handed, walk):
     return -1
 
 
-@njit(cache=CACHE)
+@_helper
 def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
     """Player._clear_flags: clear ``bits`` from the human but those another task holds."""
     others = np.int64(0)
@@ -1104,7 +1112,7 @@ def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
 # as *args, which numba's inliner refuses.)
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed, t_c0, t_c1, t_value, t_target,
               c_t, c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count,
               e_frame, ev_out, n_ev):
@@ -1142,7 +1150,7 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
     return n_ev
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming, t_released, f_el, f_dur, def_out,
                n_def):
     """Type 9 advances ("Fades" L261-267): its clock by ``step``; at its end, or with more
@@ -1175,7 +1183,7 @@ def _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming, 
     return n_def, True
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _held_events(hi, n0, n_ev, e_type, ev_out, h_depth, h_stack, h_flags, t_held, t_released):
     """Events 0x2c, 0x2d and 0x48 among the rows ``n0``-``n_ev`` act on the task that fired
     them if it holds the bits ("Animation tasks" L231-237). Original: 0x00101dd8."""
@@ -1198,7 +1206,7 @@ def _held_events(hi, n0, n_ev, e_type, ev_out, h_depth, h_stack, h_flags, t_held
             h_flags[hi] |= _REPLACED
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_bank, e_count, g_b0, g_b1, g_b2,
           g_b3, g_b4, walk):
     """The buffer room human ``hi``'s step may need, and whether the kernel can follow its
@@ -1237,7 +1245,7 @@ def _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_
     return need_ev, need_def, runnable
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _save_counts(counts, n_ev, n_def, n_gait, n_wrap, stopped):
     """The buffers' fill counts and the index the step stopped at, into ``counts``."""
     counts[COUNT_EVENTS] = n_ev
@@ -1247,7 +1255,7 @@ def _save_counts(counts, n_ev, n_def, n_gait, n_wrap, stopped):
     counts[COUNT_STOPPED] = stopped
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _newest(hi, newest_only, h_depth, h_stack, t_type):
     """The task whose events alone fire under EventRule.NEWEST (Player.top: the top task, or
     the bottom one when the top is a fade), -1 when every task's fire ("The task stack"
@@ -1261,7 +1269,7 @@ def _newest(hi, newest_only, h_depth, h_stack, t_type):
     return newest
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _note_wrap(hi, r, wrap_out, n_wrap):
     """A wrap of task ``r``, which has a wrap callback, as a row of ``wrap_out`` (the caller
     runs the callback after the step). Returns the wraps' new count."""
@@ -1270,7 +1278,7 @@ def _note_wrap(hi, r, wrap_out, n_wrap):
     return n_wrap + 1
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _step_loop(hi, r, step, sink_on, zero_overshoot, t_c0, t_wraps, t_callback, c_t, c_frame, c_end, c_limit,
                c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev, wrap_out, n_wrap):
     """Type 1 advances ("When a clip ends" L318): its cursor by ``step``; at the clip's end
@@ -1286,7 +1294,7 @@ def _step_loop(hi, r, step, sink_on, zero_overshoot, t_c0, t_wraps, t_callback, 
     return n_ev, n_wrap
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _step_clip(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf,
                c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
     """Types 3-7 advance their clip's cursor ``c`` by ``step`` ("When a clip ends"
@@ -1298,7 +1306,7 @@ def _step_clip(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_l
     return over != 0.0 or (zero_overshoot and c_at_end[c]), n_ev
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _hand_over(hi, r, nx, h_depth, h_stack, t_type, t_nxt, t_handed, t_incoming, t_released, walk, def_out, n_def):
     """A type 3 / 6 at its clip's end ("When a clip ends" L313-314): its next task ``nx``
     takes its place in the same update (on the stack, a fade's incoming link following
@@ -1318,7 +1326,7 @@ def _hand_over(hi, r, nx, h_depth, h_stack, t_type, t_nxt, t_handed, t_incoming,
     return _defer(hi, r, t_released, def_out, n_def)
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _in_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window, c_t, c_dur, f_dur,
                g_leader):
     """Whether a type 3 / 6 that did not hand over advances its next task too: inside its
@@ -1330,7 +1338,7 @@ def _in_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_bl
     return b > 0.0 and sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b)) > 0.0
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _gait_move(r, dt, t_rate, t_speed, t_c0, t_c1, t_aux, g_value, g_target, g_lower, g_leader):
     """The gait's value moves toward its target by at most rate x dt x speed ("Gait blend"
     L283). Returns (the new value, the old value's fraction over the old pair's index, the
@@ -1344,7 +1352,7 @@ def _gait_move(r, dt, t_rate, t_speed, t_c0, t_c1, t_aux, g_value, g_target, g_l
     return v, old_frac, old_lead
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _change_pair(r, nl, old_lead, t_c0, t_c1, t_aux, gaits, cursors, events, pair4):
     """The gait's pair becomes clips ``nl`` and ``nl`` + 1 ("Gait blend" L284): the
     clips that come in get cursors (``_new_pair``) at the old leader's normalised time.
@@ -1363,7 +1371,7 @@ def _change_pair(r, nl, old_lead, t_c0, t_c1, t_aux, gaits, cursors, events, pai
     gaits.lower[t_aux[r]] = nl
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _gait_leader(r, v, old_frac, t_aux, g_target, g_lower, g_leader):
     """Which cursor leads, 0 the lower, 1 the upper ("Gait blend" L285), into the leader
     column: the lower below a new fraction of 0.01, the upper from 0.995; else the upper
@@ -1384,7 +1392,7 @@ def _gait_leader(r, v, old_frac, t_aux, g_target, g_lower, g_leader):
     return changed
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_aux, t_callback, g_leader, c_t,
                   c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
                   ev_out, n_ev, wrap_out, n_wrap):
@@ -1410,7 +1418,7 @@ def _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_a
     return n_ev, n_wrap
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _step_pick(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, t_c3, c_t, c_frame, c_end, c_limit, c_flags,
                c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
     """Type 11 advances ("Animation tasks" L218; its advance ours, PickTask.advance): its
@@ -1423,7 +1431,7 @@ def _step_pick(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, t_c3, c_t
     return n_ev
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _step_direction(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, c_t, c_frame, c_end, c_limit, c_dur,
                     c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
     """Type 13 advances ("Animation tasks" L220; its advance ours, DirectionTask.advance):
@@ -1598,7 +1606,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
 # ---------------------------------------------------------------- the pose
 
 
-@njit(cache=CACHE)
+@_helper
 def _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch):
     """Cursor ``c``'s pose pushed on the pose stack of ``sp`` poses at ``rate``, or refused
     and counted when it holds seven (0x00104ce0). Returns (sp, nref)."""
@@ -1608,7 +1616,7 @@ def _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch):
     return sp + 1, nref
 
 
-@njit(cache=CACHE)
+@_helper
 def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_value, t_centre, t_sampling, c_t,
                      c_flags, c_bank, bank, scratch):
     """Task.emit of types 10, 11 and 13 on the pose stack of ``sp`` poses; returns (sp, nref).
@@ -1658,7 +1666,7 @@ def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_valu
     return sp, nref
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _copy_pose(src, dst, scratch):
     """Scratch pose ``src`` into scratch pose ``dst``, its values' bits and its tags as they are."""
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
@@ -1672,7 +1680,7 @@ def _copy_pose(src, dst, scratch):
         s_tag[dst, t] = s_tag[src, t]
 
 
-@njit(cache=CACHE)
+@_helper
 def _keep_queued_pose(sp, bank, scratch):
     """The queued tasks' pose stack of ``sp`` poses done: its top, or the reference pose
     when it is empty (the buffer 0x005fd040 starts as the reference pose), into scratch
