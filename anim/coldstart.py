@@ -28,7 +28,6 @@ import logging
 import os
 import pickle
 import sys
-import time
 
 from . import kernels as K
 
@@ -109,8 +108,8 @@ def note_cold_compile() -> bool:
 
 ASIDE_ENV = "SCUFFLE_COMPILE_ASIDE"     # "0": never compile a kernel in a child process
 ASIDE_TIMEOUT_S = 600.0                 # the longest await_kernel waits for a child (then compiles here)
-ASIDE: dict[str, tuple] = {}            # kernel name -> (child process, its private cache folder, start)
-ASIDE_LOG: list[dict] = []              # per kernel compiled aside: name, ok, seconds waited (the bench)
+ASIDE: dict[str, tuple] = {}            # kernel name -> (child process, its private cache folder)
+ASIDE_LOG: list[dict] = []              # per kernel compiled aside: its name, whether the child made it
 
 _CHILD_CODE = ("import json, sys; cfg = json.loads(sys.argv[1]); sys.path[:0] = cfg['path']; "
                "from scuffle.anim.coldstart import compile_child; sys.exit(compile_child(cfg, sys.stdin.buffer.read()))")
@@ -172,7 +171,7 @@ def compile_aside(name: str, args_of) -> bool:
     if not ASIDE and not ASIDE_LOG:
         import atexit
         atexit.register(_await_all)
-    ASIDE[name] = (child, scratch, time.perf_counter())
+    ASIDE[name] = (child, scratch)
     return True
 
 
@@ -186,8 +185,7 @@ def await_kernel(name: str) -> None:
     entry = ASIDE.pop(name, None)
     if entry is None:
         return
-    child, scratch, started = entry
-    t0 = time.perf_counter()
+    child, scratch = entry
     try:
         code = child.wait(timeout=ASIDE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -202,8 +200,7 @@ def await_kernel(name: str) -> None:
             tail = ""
         LOGGER.debug("compiling %s in a child process failed (exit %s); compiling it here. %s", name, code, tail)
     shutil.rmtree(scratch, ignore_errors=True)
-    ASIDE_LOG.append({"kernel": name, "ok": ok, "waited_s": round(time.perf_counter() - t0, 3),
-                      "child_s": round(time.perf_counter() - started, 3)})
+    ASIDE_LOG.append({"kernel": name, "ok": ok})
 
 
 def _await_all() -> None:
@@ -282,10 +279,13 @@ def install_cached(src: str, dst: str, prefix: str) -> list[str]:
 def _write(path: str, data: bytes) -> None:
     """``data`` into ``path`` whole or not at all: a temporary file in the same folder,
     renamed over it."""
-    tmp = f"{path}.tmp.{os.getpid()}.{time.monotonic_ns()}"
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".tmp.")
     try:
-        with open(tmp, "wb") as f:
+        with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         try:
