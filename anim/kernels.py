@@ -75,6 +75,9 @@ CACHE = cache_setting(__file__)
 # kernels do.
 _helper = njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
                no_cfunc_wrapper=True)
+# The kernels', which Python calls: without reference counting either (the caller holds
+# every array for the call; its unboxing then cleans nothing up) and no C wrapper.
+_kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
@@ -563,7 +566,7 @@ def _fade_weight(el, dur):
     return (1.0 + cos_pi_s(x)) / 2.0
 
 
-@njit(cache=CACHE)
+@_kernel
 def pose_plan(cols, plan, bank, scratch, out):
     """A recorded pose-stack plan (anim.plan.SamplePlan), human by human, into columns ``cols``.
 
@@ -627,7 +630,7 @@ def _turn_deg(qz, qw):
     return a * RAD
 
 
-@njit(cache=CACHE)
+@_kernel
 def root_motion_step(idx, p_vel, p_tag, p_rot, heading, attached, state_vel, position, attach_heading, dt, cap,
                      out_vel):
     """Human_ApplyRootMotion then the move, for every body (systems.motion.StateUpdate).
@@ -1447,7 +1450,7 @@ def _step_direction(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, c_t,
     return n_ev
 
 
-@njit(cache=CACHE)
+@_kernel
 def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, events, out):
     """One animation step of the humans ``rows[start:]`` (rows of the human table), each
     in turn (see the module docstring), in the spec's order: the room, then every task of
@@ -1692,7 +1695,7 @@ def _keep_queued_pose(sp, bank, scratch):
         _copy_pose(np.int64(sp - 1), np.int64(QUEUED_POSE), scratch)
 
 
-@njit(cache=CACHE)
+@_kernel
 def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, buffers):
     """Every human's pose (rows of the human table) into output column ``cols[k]``: its
     stack sampled bottom-up onto a pose stack of seven, the top emitted with its bone
