@@ -78,6 +78,9 @@ _helper = njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True,  # type: ignore
 # The kernels', which Python calls: without reference counting either (the caller holds
 # every array for the call; its unboxing then cleans nothing up) and no C wrapper.
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
+# The pose's named steps: inlined into pose_stacks by numba (each a call that LLVM keeps
+# passes the bank and scratch tuples field by field: pose_stacks ran 1.25x slower).
+_inline = njit(cache=CACHE, inline="always")
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
@@ -1695,6 +1698,95 @@ def _keep_queued_pose(sp, bank, scratch):
         _copy_pose(np.int64(sp - 1), np.int64(QUEUED_POSE), scratch)
 
 
+@_inline
+def _pose_fade(r, sp, t_aux, f_el, f_dur, submask, scratch):
+    """FadeTask.emit on the pose stack of ``sp`` poses: the top two blended by the fade's
+    outgoing weight (elapsed over duration, "Fades" L261-267); fewer than two: nothing.
+    Returns sp. Original: 0x00106cc8."""
+    a = t_aux[r]
+    w = np.float32(_fade_weight(np.float64(f_el[a]), np.float64(f_dur[a])))
+    if sp >= 2:
+        _blend(sp - 2, sp - 1, sp - 2, w, np.int64(-1), submask, scratch)
+        sp -= 1
+    return sp
+
+
+@_inline
+def _pose_gait(r, sp, nref, t_rate, t_c0, t_c1, t_aux, g_value, g_lower, c_t, c_flags, c_bank, bank, scratch):
+    """GaitTask.emit on the pose stack of ``sp`` poses ("Gait blend" L269-288): near a
+    step (the fraction below GAIT_ALONE_LOW or above GAIT_ALONE_HIGH) the nearer clip
+    alone, else both clips of the pair blended by the fraction. Returns (sp, nref).
+    Original: 0x0010a5b8."""
+    a = t_aux[r]
+    frac = np.float64(g_value[a]) - g_lower[a]
+    rate = t_rate[r]
+    if frac < _ALONE_LOW or frac > _ALONE_HIGH:
+        c = t_c0[r] if frac < _ALONE_LOW else t_c1[r]
+        return _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+    sp, nref = _push(t_c0[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+    sp, nref = _push(t_c1[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+    if sp >= 2:
+        _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), bank.submask, scratch)
+        sp -= 1
+    return sp, nref
+
+
+@_inline
+def _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window, c_t, c_frame, c_end,
+                 c_dur, c_bank, c_ev, c_evf, e_first, e_count, e_frame, f_dur, g_leader):
+    """Whether type 3 / 6's task ``r`` (its cursor ``c``) is in its blend window (its time
+    past its duration less the blend time b), and its next task's weight there: the
+    share of b elapsed, at most 1; -1.0 when it is not. Under the kept rule
+    (Task.set_window_time) the next task's cursors are set to the time into the window
+    first (its lead cursor to it, the others in proportion). "When a clip ends" L299-334.
+    Original: 0x00105af0."""
+    b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader)
+    if b <= 0.0:
+        return -1.0
+    into = sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b))
+    if into <= 0.0:
+        return -1.0
+    nx = t_nxt[r]
+    if t_window[r] == _KEPT:
+        d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
+        lead = _lead_of(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)
+        for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
+            if cc < 0:
+                continue
+            tt2 = into if cc == lead else mul(div(into, d), np.float64(c_dur[cc]))
+            _set_time(cc, tt2, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+    return min(into / b, 1.0)
+
+
+@_inline
+def _pose_windows(sp, nw, weights, submask, scratch):
+    """The blends of a task's ``nw`` blend windows on the pose stack of ``sp`` poses,
+    innermost first, each by its weight (``weights``, a ring: the innermost ones kept);
+    one with fewer than two poses does nothing. Returns sp."""
+    while nw > 0:
+        nw -= 1
+        if sp >= 2:
+            _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], np.int64(-1), submask, scratch)
+            sp -= 1
+    return sp
+
+
+@_inline
+def _pose_top(k, sp, over_queue, cols, bank, scratch, out):
+    """Human ``k``'s pose out (column ``cols[k]``, with its bone transforms: ``_emit``): the
+    top of its pose stack of ``sp`` poses; an empty stack shows the queued tasks' pose
+    when it has one (``over_queue``), else the reference pose. Original: 0x00176d60,
+    0x00104630 Instance_BuildBoneMatrices."""
+    if sp > 0:
+        top = sp - 1
+    elif over_queue:
+        top = np.int64(QUEUED_POSE)
+    else:
+        _reference(np.int64(_POSES), bank, scratch)
+        top = np.int64(_POSES)
+    _emit(top, cols[k], bank, scratch, out)
+
+
 @_kernel
 def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, buffers):
     """Every human's pose (rows of the human table) into output column ``cols[k]``: its
@@ -1721,7 +1813,9 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables, a Scratch,
     the PoseOut and the PoseBuffers (anim.kernel_types). One walk for the queue and the
     stack, with the columns unpacked once (a helper taking the tuples per human costs a
-    quarter of the kernel's time).
+    quarter of the kernel's time); each task by its type's named step, which takes
+    columns (issue 19, item 5): ``_pose_fade``, ``_pose_gait``, ``_pose_blend_task``, a
+    clip's ``_push`` and ``_pose_window``, then ``_pose_windows`` and ``_pose_top``.
     Original: 0x00176d60 CharacterInstance_Sample (0x005fd040, the queued tasks' buffer),
     0x00104ce0, 0x00104630 Instance_BuildBoneMatrices.
     """
@@ -1753,46 +1847,21 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
             for si in range(n_tasks):
                 r = trows[hi, si]
                 nw = 0
-                while True:
+                while True:                         # a task, then the next tasks in their blend windows
                     tt = t_type[r]
                     if tt == _FADE:
-                        a = t_aux[r]
-                        w = np.float32(_fade_weight(np.float64(f_el[a]), np.float64(f_dur[a])))
-                        if sp >= 2:
-                            _blend(sp - 2, sp - 1, sp - 2, w, np.int64(-1), submask, scratch)
-                            sp -= 1
+                        sp = _pose_fade(r, np.int64(sp), t_aux, f_el, f_dur, submask, scratch)
                         break
                     if tt == _GAIT:
-                        a = t_aux[r]
-                        frac = np.float64(g_value[a]) - g_lower[a]
-                        rate = t_rate[r]
-                        if frac < _ALONE_LOW or frac > _ALONE_HIGH:
-                            c = t_c0[r] if frac < _ALONE_LOW else t_c1[r]
-                            if sp >= _POSES:
-                                nref += 1
-                            else:
-                                _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank,
-                                        scratch)
-                                sp += 1
-                        else:
-                            for c in (t_c0[r], t_c1[r]):
-                                if sp >= _POSES:
-                                    nref += 1
-                                else:
-                                    _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank,
-                                            scratch)
-                                    sp += 1
-                            if sp >= 2:
-                                _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), submask, scratch)
-                                sp -= 1
+                        sp, nref = _pose_gait(r, np.int64(sp), np.int64(nref), t_rate, t_c0, t_c1, t_aux, g_value,
+                                              g_lower, c_t, c_flags, c_bank, bank, scratch)
                         break
                     if tt == _MIX or tt == _PICK or tt == _DIRECTION:
                         sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), t_type, t_rate, t_c0, t_c1, t_c2,
                                                     t_c3, t_value, t_centre, t_sampling, c_t, c_flags, c_bank, bank,
                                                     scratch)
                         break
-                    # a clip
-                    c = t_c0[r]
+                    c = t_c0[r]                     # a clip
                     if sp >= _POSES:
                         nref += 1
                     else:
@@ -1801,44 +1870,20 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                         sp += 1
                     if tt != _CLIP and tt != _PAIRED_CLIP:
                         break
-                    b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
-                                g_leader)
-                    if b <= 0.0:
+                    w = _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window,
+                                     c_t, c_frame, c_end, c_dur, c_bank, c_ev, c_evf, e_first, e_count, e_frame, f_dur,
+                                     g_leader)
+                    if w < 0.0:
                         break
-                    into = sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b))
-                    if into <= 0.0:
-                        break
-                    nx = t_nxt[r]
-                    if t_window[r] == _KEPT:
-                        # Task.set_window_time: the next task kept at the time into the window
-                        d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
-                        lead = _lead_of(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)
-                        for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
-                            if cc < 0:
-                                continue
-                            tt2 = into if cc == lead else mul(div(into, d), np.float64(c_dur[cc]))
-                            _set_time(cc, tt2, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
                     # a ring: the innermost windows' weights are kept (only they can act, innermost
                     # first, on the seven poses the stack holds)
-                    weights[nw % weights.shape[0]] = np.float32(min(into / b, 1.0))
+                    weights[nw % weights.shape[0]] = np.float32(w)
                     nw += 1
-                    r = nx
-                # the windows' blends, innermost first
-                while nw > 0:
-                    nw -= 1
-                    if sp >= 2:
-                        _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], np.int64(-1), submask, scratch)
-                        sp -= 1
+                    r = t_nxt[r]
+                sp = _pose_windows(np.int64(sp), np.int64(nw), weights, submask, scratch)
             if queue_pass:                         # its top is the default pose of the stack's pass
                 _keep_queued_pose(np.int64(sp), bank, scratch)
                 dflt_slot[0] = QUEUED_POSE
         dflt_slot[0] = -1
         refused[k] = nref
-        if sp > 0:
-            top = sp - 1
-        elif over_queue:
-            top = QUEUED_POSE
-        else:
-            _reference(np.int64(_POSES), bank, scratch)
-            top = _POSES
-        _emit(top, cols[k], bank, scratch, out)
+        _pose_top(k, np.int64(sp), over_queue, cols, bank, scratch, out)
