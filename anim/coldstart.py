@@ -125,13 +125,17 @@ def _cores() -> int:
 
 def aside_allowed() -> bool:
     """Whether a kernel may compile in a child process: numba compiles (not
-    NUMBA_DISABLE_JIT=1) into a writable cache, two cores or more, and ``SCUFFLE_COMPILE_ASIDE``
-    is not ``0``."""
+    NUMBA_DISABLE_JIT=1) into a writable cache, two cores or more, ``SCUFFLE_COMPILE_ASIDE``
+    is not ``0``, and ``sys.executable`` is a Python interpreter (a host that embeds
+    Python may name its own program there)."""
     from numba.core import config
 
     if getattr(config, "DISABLE_JIT", False) or not K.CACHE:
         return False
     if os.environ.get(ASIDE_ENV, "") == "0":
+        return False
+    exe = os.path.basename(sys.executable or "").lower()
+    if not exe.startswith(("python", "pypy")):
         return False
     return _cores() >= 2
 

@@ -127,11 +127,14 @@ def _python(code: str, env: dict, timeout: float = 60, one_core: bool = False) -
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
-def test_no_child_on_one_core_nor_without_a_cache(tmp_path):
+def test_no_child_on_one_core_without_a_cache_or_python(tmp_path):
     code = "from scuffle.anim import coldstart; print(coldstart.aside_allowed())"
     cache = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     assert _python(code, cache, one_core=True).stdout.split() == ["False"]
     assert _python(code, dict(cache, NUMBA_DISABLE_JIT="1")).stdout.split() == ["False"]
+    # a host embedding Python, whose sys.executable is its own program
+    host = "import sys; sys.executable = '/opt/host/bin/game-editor'\n" + code
+    assert _python(host, cache).stdout.split() == ["False"]
     if len(os.sched_getaffinity(0)) >= 2:
         assert _python(code, cache).stdout.split() == ["True"]
 
