@@ -158,7 +158,7 @@ def compile_aside(name: str, args_of) -> bool:
         return False
     sig = tuple(disp.typeof_pyval(a) for a in args_of())
     scratch = tempfile.mkdtemp(prefix="scuffle-kernel-")
-    cfg = {"kernel": name, "target": target, "source": os.path.realpath(K.__file__),
+    cfg = {"kernel": name, "target": target, "source": os.path.realpath(K.__file__), "scratch": scratch,
            "path": [p for p in sys.path if isinstance(p, str)]}
     env = dict(os.environ, NUMBA_CACHE_DIR=scratch)
     try:
@@ -217,9 +217,9 @@ def _await_all() -> None:
 def compile_child(cfg: dict, blob: bytes) -> int:
     """The child process of ``compile_aside``: compile kernel ``cfg["kernel"]`` for the
     pickled argument types ``blob`` into this process's NUMBA_CACHE_DIR, then install
-    its cache files into ``cfg["target"]`` (``install_cached``). Returns the exit code:
-    0 installed, 2 another anim/kernels.py than the parent's, 3 no cache here, 4 nothing
-    to install."""
+    its cache files into ``cfg["target"]`` (``install_cached``) and remove its private
+    cache folder ``cfg["scratch"]``. Returns the exit code: 0 installed, 2 another
+    anim/kernels.py than the parent's, 3 no cache here, 4 nothing to install."""
     if os.path.realpath(K.__file__) != cfg["source"]:
         return 2
     if not K.CACHE:
@@ -229,7 +229,13 @@ def compile_child(cfg: dict, blob: bytes) -> int:
     here = _cache_path(cfg["kernel"])
     if not here:
         return 3
-    return 0 if install_cached(here, cfg["target"], f"kernels.{cfg['kernel']}-") else 4
+    if not install_cached(here, cfg["target"], f"kernels.{cfg['kernel']}-"):
+        return 4
+    # installed: the private folder goes now (the parent removes it too, unless it has died)
+    if os.environ.get("NUMBA_CACHE_DIR") == cfg["scratch"]:
+        import shutil
+        shutil.rmtree(cfg["scratch"], ignore_errors=True)
+    return 0
 
 
 def install_cached(src: str, dst: str, prefix: str) -> list[str]:

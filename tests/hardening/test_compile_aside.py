@@ -179,3 +179,42 @@ def test_a_first_step_on_a_cold_cache_takes_the_pose_kernel_from_the_child(tmp_p
     two = json.loads(again.stdout.strip().splitlines()[-1])
     assert two["aside"] == [] and two["cached"] and "compiling" not in again.stderr
     assert two["poses"] == one["poses"]
+
+
+ORPHAN = """
+import os
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip
+from scuffle.anim.player import Player
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.stack import CharacterInstance
+rot = {1: [(0, (0.0, 0.0, 0.0, 1.0)), (8, (0.1, 0.0, 0.0, 0.995))]}
+aset = AnimSet.build({0: author_clip("k0", 8, rotations=rot)}, {0: author_range()}, name="k")
+p = Player()
+h = CharacterInstance(aset, "a")
+p.change(h, p.loop(h, 0), 0.0)
+p.flush()
+p.step([h])                     # compiles step_stacks here; pose_stacks in the child
+os._exit(0)                     # dies before it poses: no await, no atexit
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="one core: no child")
+def test_a_child_whose_parent_died_still_installs_its_kernel_and_cleans_up(tmp_path):
+    import time
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    cache = tmp_path / "numba"
+    env = {"NUMBA_CACHE_DIR": str(cache), "TMPDIR": str(scratch)}
+    r = _python(ORPHAN, env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    deadline = time.monotonic() + 600
+    while list(scratch.iterdir()) and time.monotonic() < deadline:
+        time.sleep(1.0)
+    assert list(scratch.iterdir()) == []               # the child removed its folder
+    assert list(cache.rglob("kernels.pose_stacks-*.nbi")) and list(cache.rglob("kernels.pose_stacks-*.nbc"))
+    check = "from scuffle.anim import coldstart; print(coldstart.kernel_cached('pose_stacks'))"
+    assert _python(check, env).stdout.split() == ["True"]
