@@ -19,7 +19,9 @@ pair an index entry with the other's data file) and then installs that kernel's 
 into this process's cache folder, each data file then the index, every file written
 under a temporary name and renamed (``install_cached``): a reader never sees a cut file
 or an index naming a missing one. A child that fails or is slow changes nothing but the
-time: numba compiles the kernel here as it always did.
+time: numba compiles the kernel here as it always did. A process that ends before it
+calls the other kernel does not wait: its child finishes on its own, installs the
+kernel for the next run and removes its folder.
 """
 from __future__ import annotations
 
@@ -172,9 +174,6 @@ def compile_aside(name: str, args_of) -> bool:
         import shutil
         shutil.rmtree(scratch, ignore_errors=True)
         return False
-    if not ASIDE and not ASIDE_LOG:
-        import atexit
-        atexit.register(_await_all)
     ASIDE[name] = (child, scratch)
     return True
 
@@ -205,13 +204,6 @@ def await_kernel(name: str) -> None:
         LOGGER.debug("compiling %s in a child process failed (exit %s); compiling it here. %s", name, code, tail)
     shutil.rmtree(scratch, ignore_errors=True)
     ASIDE_LOG.append({"kernel": name, "ok": ok})
-
-
-def _await_all() -> None:
-    """At exit: the children still compiling finish (their kernels reach the cache) and
-    their folders are removed."""
-    for name in list(ASIDE):
-        await_kernel(name)
 
 
 def compile_child(cfg: dict, blob: bytes) -> int:
