@@ -31,7 +31,7 @@ import os
 import numpy as np
 
 from . import kernels as K
-from .coldstart import note_cold_compile
+from .coldstart import ASIDE, await_kernel, compile_aside, note_cold_compile
 from .cursor import FiredEvent
 from .plan import Bones, pose_tables, scratch_poses
 from .pose import PoseBatch
@@ -44,10 +44,13 @@ from .trusted import TrustedKernel
 _COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.coldstart)
 
 
-def _note_cold() -> None:
-    """The first kernel call of the process: announce a cold compile (anim.coldstart)."""
+def _note_cold(engine: "BatchEngine", kernel: str) -> None:
+    """The first kernel call of the process (``kernel``): announce a cold compile, and
+    compile the other big kernel in a child process meanwhile (anim.coldstart)."""
     _COLD[0] = True
     note_cold_compile()
+    other = "pose_stacks" if kernel == "step_stacks" else "step_stacks"
+    compile_aside(other, lambda: engine.kernel_args(other))
 
 __all__ = ["BatchEngine", "KERNEL_TYPES"]
 
@@ -521,7 +524,9 @@ class BatchEngine:
         H, T, C, F, G, E = self._tables()
         start = 0
         if not _COLD[0]:
-            _note_cold()
+            _note_cold(self, "step_stacks")
+        if ASIDE:
+            await_kernel("step_stacks")
         while True:
             out = self._step_out
             if out is None or not (out.status is status and out.ev_lo is lo and out.ev_out is self._ev_out
@@ -540,6 +545,25 @@ class BatchEngine:
             self._def_out = _grown(self._def_out)
             self._wrap_out = _grown(self._wrap_out)
             start = stopped
+
+    def kernel_args(self, name: str) -> tuple:
+        """Arguments of the types kernel ``name`` ("step_stacks" or "pose_stacks") is called
+        with here, on one human and scratch buffers (anim.coldstart.compile_aside compiles
+        it for them in a child process). Rejected: another name (ValueError)."""
+        H, T, C, F, G, E = self._tables()
+        rows = np.zeros(1, np.int64)
+        if name == "step_stacks":
+            opts = self.player.options
+            rules = K.StepRules(bool(opts.end_zero_overshoot), opts.events == EventRule.NEWEST,
+                                int(opts.cleanup_above))
+            one = np.zeros(1, np.int64)
+            out = K.StepBuffers(one, one, one, self._ev_out, self._def_out, self._counts, self._wrap_out, self._snap,
+                                self._walk, self._pair4)
+            return (rows, 0, float(np.float32(1.0 / 30.0)), rules, H, T, C, F, G, E, out)
+        if name == "pose_stacks":
+            return (rows, rows, H, T, C, F, G, E, pose_tables(self.player.bank).tables, self._scratch,
+                    Bones(1).outs(), K.PoseBuffers(rows, self._weights, np.zeros(1, np.bool_)))
+        raise ValueError(f"kernel: {name!r} is not step_stacks or pose_stacks")
 
     # ---------------------------------------------------------------- the pose
     def sample(self, instances, refusals: list | None = None) -> PoseBatch:
@@ -597,7 +621,9 @@ class BatchEngine:
         queued_default = self._queued_defaults(instances, rows, n)
         H, T, C, F, G, E = self._tables()
         if not _COLD[0]:
-            _note_cold()
+            _note_cold(self, "pose_stacks")
+        if ASIDE:
+            await_kernel("pose_stacks")
         # the same objects from one update to the next while nothing grew (a trusted call)
         last = self._pose_args
         if last is None or not (last[0] is out and last[1] is refused and last[2] is queued_default

@@ -4,15 +4,38 @@ them (once per install: ``cache=True`` keeps the machine code next to anim/kerne
 
 A module of its own so that the batch driver (anim/batch.py) can call it on its first
 kernel call without importing the warm-up (anim/warmup.py imports the player).
+
+The two big kernels compile side by side on a cold cache (issue 19, item 7: the first
+step on a fresh install): numba compiles one function at a time, so on its first kernel
+call the batch driver asks ``compile_aside`` to compile the other big kernel in a child
+process (for the very argument types it will be called with) while this process
+compiles the one it calls; before it calls the other one, ``await_kernel`` waits for the
+child, and numba then loads the kernel from its on-disk cache instead of compiling it.
+Only when it can help and cannot harm: a writable cache (not under NUMBA_DISABLE_JIT=1,
+nor with no cache folder), the kernel not cached yet, two cores or more for this
+process, and ``SCUFFLE_COMPILE_ASIDE`` not ``0``. The child compiles into a folder of its
+own (a private NUMBA_CACHE_DIR: two processes writing one function's index at once can
+pair an index entry with the other's data file) and then installs that kernel's files
+into this process's cache folder, each data file then the index, every file written
+under a temporary name and renamed (``install_cached``): a reader never sees a cut file
+or an index naming a missing one. A child that fails or is slow changes nothing but the
+time: numba compiles the kernel here as it always did. A process that ends before it
+calls the other kernel does not wait: its child finishes on its own, installs the
+kernel for the next run and removes its folder.
 """
 from __future__ import annotations
 
+import glob
 import logging
+import os
+import pickle
+import sys
 
 from . import kernels as K
 
 __all__ = ["LOGGER", "COMPILE_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED", "kernels_cached",
-           "cold_notice", "note_cold_compile"]
+           "cold_notice", "note_cold_compile", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
+           "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child"]
 
 LOGGER = logging.getLogger("scuffle")
 COMPILE_MESSAGE = ("compiling the animation kernels (once per install: numba caches them for later runs; "
@@ -22,29 +45,35 @@ NO_CACHE_MESSAGE = ("{why}; compiling the animation kernels for this run only "
                     "(set NUMBA_CACHE_DIR to a writable folder to keep them)...")
 
 ANNOUNCED: list[bool] = []        # the notice's once-per-process flag (shared with anim.warmup)
+# the kernels a Game's step calls (pose_plan, anim.plan's, is not one: a step never compiles it)
+ENGINE_KERNELS = ("step_stacks", "pose_stacks", "flush_release", "flush_anim_ids", "root_motion_step")
 
 
 def kernels_cached() -> bool:
     """Whether numba's on-disk cache holds the engine's kernels (False: the first step will
-    compile them, ~15-30 s on a busy 2-core machine)."""
-    import glob
-    import os
+    compile them, ~10-30 s on a busy 2-core machine)."""
+    return all(kernel_cached(name) for name in ENGINE_KERNELS)
 
+
+def _cache_path(name: str) -> str | None:
+    """The folder numba's on-disk cache keeps kernel ``name`` in (None: no cache)."""
     if not K.CACHE:                       # no writable cache folder (anim/jitcache.py)
-        return False
-    path = getattr(getattr(K.step_stacks, "_cache", None), "_cache_path", None)
+        return None
+    return getattr(getattr(getattr(K, name), "_cache", None), "_cache_path", None) or None
+
+
+def kernel_cached(name: str) -> bool:
+    """Whether numba's on-disk cache holds an index of kernel ``name`` (of anim.kernels)
+    no older than anim/kernels.py (an older one is stale: numba recompiles and rewrites it)."""
+    path = _cache_path(name)
     if not path:
         return False
     try:
         source = os.path.getmtime(K.__file__)
     except OSError:
         return False
-    for name in ("step_stacks", "pose_stacks", "pose_plan", "flush_release", "flush_anim_ids", "root_motion_step"):
-        index = glob.glob(os.path.join(path, f"kernels.{name}-*.nbi"))
-        # an index older than the source is stale: numba recompiles (and rewrites it)
-        if not index or max(os.path.getmtime(f) for f in index) < source:
-            return False
-    return True
+    index = glob.glob(os.path.join(glob.escape(path), f"kernels.{name}-*.nbi"))
+    return bool(index) and max(os.path.getmtime(f) for f in index) >= source
 
 
 def cold_notice() -> bool:
@@ -75,3 +104,194 @@ def note_cold_compile() -> bool:
     return cold_notice()
 
 
+
+
+# ---------------------------------------------------------------- the other kernel, compiled aside
+
+ASIDE_ENV = "SCUFFLE_COMPILE_ASIDE"     # "0": never compile a kernel in a child process
+ASIDE_TIMEOUT_S = 600.0                 # the longest await_kernel waits for a child (then compiles here)
+ASIDE: dict[str, tuple] = {}            # kernel name -> (child process, its private cache folder)
+ASIDE_LOG: list[dict] = []              # per kernel compiled aside: its name, whether the child made it
+
+_CHILD_CODE = ("import json, sys; cfg = json.loads(sys.argv[1]); sys.path[:0] = cfg['path']; "
+               "from scuffle.anim.coldstart import compile_child; sys.exit(compile_child(cfg, sys.stdin.buffer.read()))")
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def aside_allowed() -> bool:
+    """Whether a kernel may compile in a child process: numba compiles (not
+    NUMBA_DISABLE_JIT=1) into a writable cache, two cores or more, ``SCUFFLE_COMPILE_ASIDE``
+    is not ``0``, and ``sys.executable`` is a Python interpreter (a host that embeds
+    Python may name its own program there)."""
+    from numba.core import config
+
+    if getattr(config, "DISABLE_JIT", False) or not K.CACHE:
+        return False
+    if os.environ.get(ASIDE_ENV, "") == "0":
+        return False
+    exe = os.path.basename(sys.executable or "").lower()
+    if not exe.startswith(("python", "pypy")):
+        return False
+    return _cores() >= 2
+
+
+def compile_aside(name: str, args_of) -> bool:
+    """Start compiling kernel ``name`` of anim.kernels in a child process, for the types of
+    the arguments ``args_of()`` returns (called only when the child is started), into
+    numba's on-disk cache: when ``aside_allowed()``, the kernel is not compiled in this
+    process and its cache is cold. Returns whether a child was started (an OSError
+    starting it: False, and numba compiles the kernel here as usual)."""
+    import json
+    import subprocess
+    import tempfile
+
+    if name in ASIDE or not aside_allowed():
+        return False
+    disp = getattr(K, name)
+    target = _cache_path(name)
+    if not target or disp.signatures or kernel_cached(name):
+        return False
+    sig = tuple(disp.typeof_pyval(a) for a in args_of())
+    scratch = tempfile.mkdtemp(prefix="scuffle-kernel-")
+    cfg = {"kernel": name, "target": target, "source": os.path.realpath(K.__file__), "scratch": scratch,
+           "path": [p for p in sys.path if isinstance(p, str)]}
+    env = dict(os.environ, NUMBA_CACHE_DIR=scratch)
+    try:
+        with open(os.path.join(scratch, "child.log"), "wb") as log:
+            child = subprocess.Popen([sys.executable, "-c", _CHILD_CODE, json.dumps(cfg)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, stderr=log, env=env)
+        assert child.stdin is not None
+        child.stdin.write(pickle.dumps(sig, protocol=pickle.HIGHEST_PROTOCOL))
+        child.stdin.close()
+    except OSError:
+        import shutil
+        shutil.rmtree(scratch, ignore_errors=True)
+        return False
+    ASIDE[name] = (child, scratch)
+    return True
+
+
+def await_kernel(name: str) -> None:
+    """Before kernel ``name`` is called: wait for the child compiling it (if one is), at
+    most ASIDE_TIMEOUT_S (then it is stopped); numba then loads the kernel from its cache,
+    or compiles it here if the child failed (its stderr is logged at DEBUG level)."""
+    import shutil
+    import subprocess
+
+    entry = ASIDE.pop(name, None)
+    if entry is None:
+        return
+    child, scratch = entry
+    try:
+        code = child.wait(timeout=ASIDE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        code = child.wait()
+    ok = code == 0
+    if not ok:
+        try:
+            with open(os.path.join(scratch, "child.log"), "rb") as f:
+                tail = f.read()[-2000:].decode("utf-8", "replace")
+        except OSError:
+            tail = ""
+        LOGGER.debug("compiling %s in a child process failed (exit %s); compiling it here. %s", name, code, tail)
+    shutil.rmtree(scratch, ignore_errors=True)
+    ASIDE_LOG.append({"kernel": name, "ok": ok})
+
+
+def compile_child(cfg: dict, blob: bytes) -> int:
+    """The child process of ``compile_aside``: compile kernel ``cfg["kernel"]`` for the
+    pickled argument types ``blob`` into this process's NUMBA_CACHE_DIR, then install
+    its cache files into ``cfg["target"]`` (``install_cached``) and remove its private
+    cache folder ``cfg["scratch"]``. Returns the exit code: 0 installed, 2 another
+    anim/kernels.py than the parent's, 3 no cache here, 4 nothing to install."""
+    if os.path.realpath(K.__file__) != cfg["source"]:
+        return 2
+    if not K.CACHE:
+        return 3
+    disp = getattr(K, cfg["kernel"])
+    disp.compile(pickle.loads(blob))
+    here = _cache_path(cfg["kernel"])
+    if not here:
+        return 3
+    if not install_cached(here, cfg["target"], f"kernels.{cfg['kernel']}-"):
+        return 4
+    # installed: the private folder goes now (the parent removes it too, unless it has died)
+    if os.environ.get("NUMBA_CACHE_DIR") == cfg["scratch"]:
+        import shutil
+        shutil.rmtree(cfg["scratch"], ignore_errors=True)
+    return 0
+
+
+def install_cached(src: str, dst: str, prefix: str) -> list[str]:
+    """Copy numba's cache files of the functions whose file names start with ``prefix``
+    from folder ``src`` into folder ``dst``, merged into ``dst``'s index of the function
+    when that one is of the same numba version and source stamp (its other entries
+    kept), else replacing it: each data file first, then the index, each written under a
+    temporary name and renamed over the old one, so that no reader sees a cut file or an
+    index naming a file not yet there. Returns the names written. numba's layout
+    (numba/core/caching.py, IndexDataCacheFile): an index holds the pickled numba
+    version, then the pickled (source stamp, {key: data file name})."""
+    import itertools
+
+    import numba
+    from numba.core.serialize import dumps
+
+    written: list[str] = []
+    os.makedirs(dst, exist_ok=True)
+    for index in sorted(glob.glob(os.path.join(glob.escape(src), glob.escape(prefix) + "*.nbi"))):
+        base = os.path.basename(index)[:-len(".nbi")]
+        with open(index, "rb") as f:
+            version = pickle.load(f)
+            stamp, overloads = pickle.loads(f.read())
+        if version != numba.__version__:
+            continue
+        merged: dict = {}
+        try:
+            with open(os.path.join(dst, base + ".nbi"), "rb") as f:
+                if pickle.load(f) == version:
+                    old_stamp, old = pickle.loads(f.read())
+                    if old_stamp == stamp:
+                        merged = dict(old)
+        except Exception:                   # none, or not whole: replaced
+            merged = {}
+        for key, name in overloads.items():
+            with open(os.path.join(src, name), "rb") as f:
+                data = f.read()
+            new = merged.get(key)
+            if new is None:
+                used = set(merged.values())
+                new = next(n for n in (f"{base}.{i}.nbc" for i in itertools.count(1)) if n not in used)
+            _write(os.path.join(dst, new), data)
+            merged[key] = new
+            written.append(new)
+        _write(os.path.join(dst, base + ".nbi"),
+               pickle.dumps(version, protocol=-1) + dumps((stamp, merged)))
+        written.append(base + ".nbi")
+    return written
+
+
+def _write(path: str, data: bytes) -> None:
+    """``data`` into ``path`` whole or not at all: a temporary file in the same folder,
+    renamed over it."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".tmp.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -67,6 +67,20 @@ from .jitcache import cache_setting
 # numba's on-disk cache: True, or False with no writable cache folder (the kernels then
 # compile for the process only); a corrupt cache is set aside first (anim/jitcache.py).
 CACHE = cache_setting(__file__)
+# The decorator of the named steps and helpers, which only the kernels call: no CPython
+# or C wrapper (numba compiles one per function otherwise, unboxing every argument, for
+# a call from Python that never comes: a quarter of the cold compile; issue 19, item 7),
+# and no reference counting (_nrt=False: the arrays they take are the kernel's). Never
+# call one from Python (it has no entry point there); from an @njit function, as the
+# kernels do.
+_helper = njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
+               no_cfunc_wrapper=True)
+# The kernels', which Python calls: without reference counting either (the caller holds
+# every array for the call; its unboxing then cleans nothing up) and no C wrapper.
+_kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
+# The pose's named steps: inlined into pose_stacks by numba (each a call that LLVM keeps
+# passes the bank and scratch tuples field by field: pose_stacks ran 1.25x slower).
+_inline = njit(cache=CACHE, inline="always")
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
@@ -93,7 +107,7 @@ DETMATH_SHA256 = "86b371477a23c5e10ec558312d5123bb75cb249e218ad1b659c453bdaa759c
 # ---------------------------------------------------------------- FPU arithmetic
 
 
-@njit(cache=CACHE)
+@_helper
 def _truncate(r, err):
     """The exact value r + err (r a double, err its tail) truncated to float32 (as float64)."""
     if r != r or r == math.inf or r == -math.inf:
@@ -174,7 +188,7 @@ def frame_of(t):
 
 
 
-@njit(cache=CACHE)
+@_helper
 def _key4(kslope, kval, k, dx):
     """A rotation key carried toward the next: value + slope x (frame - key), per
     component, in the table's float32 (the multiply, then the add, as the sampler does)."""
@@ -182,7 +196,7 @@ def _key4(kslope, kval, k, dx):
             kslope[k, 2] * dx + kval[k, 2], kslope[k, 3] * dx + kval[k, 3])
 
 
-@njit(cache=CACHE)
+@_helper
 def _scale_turn(qx, qy, qz, qw, rate32):
     """Bone 0's turn q scaled by the rate (quat.scale_turn for one float32 quaternion).
 
@@ -206,7 +220,7 @@ def _scale_turn(qx, qy, qz, qw, rate32):
     return qx * kk, qy * kk, qz * kk, np.float32(c_rh)
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _tag_bits(p, scratch):
     """Scratch pose p's tags into the lowest bit of each value's y float (pose.set_tag_bits):
     set on a default, cleared otherwise ("The pose" L102: "| 1 on the second 32-bit float;
@@ -218,7 +232,7 @@ def _tag_bits(p, scratch):
         rot_i[p, b, 1] = (rot_i[p, b, 1] & np.int32(-2)) | np.int32(s_tag[p, 2 + b])
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _sample(p, clip, time, rate, flags, bank, scratch):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
 
@@ -305,7 +319,7 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
         _tag_bits(p, scratch)
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _default_from(p, d, scratch):
     """Scratch pose p's bones 1-33 taken from the default (tagged) get scratch pose d's
     rotations as they are: the default pose is the queued tasks' pose (queued_default,
@@ -379,7 +393,7 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
     s_rot[po, b, 3] = ow
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _blend(pa, pb, po, w, mbone, submask, scratch):
     """Pose_BlendPartial of scratch poses pa (lower) and pb (upper) by w into po (pose.blend).
 
@@ -446,7 +460,7 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
         _tag_bits(po, scratch)
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _emit(p, i, bank, scratch, out):
     """Scratch pose p to output column i: the pose, then local-to-model (skeleton.model_space);
     entry 0 the motion channels (``scratch.motion_entry``) or zero and the identity.
@@ -528,7 +542,7 @@ def _emit(p, i, bank, scratch, out):
         o_pos[2, b, i] = (ax * cy - ay * cx) * np.float32(2.0) + vz + pz
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _reference(p, bank, scratch):
     """The default pose into scratch pose p (PoseBatch.reference)."""
     ref_rot, bind_height = bank.ref_rot, bank.bind_height
@@ -546,7 +560,7 @@ def _reference(p, bank, scratch):
         _tag_bits(p, scratch)
 
 
-@njit(cache=CACHE)
+@_helper
 def _fade_weight(el, dur):
     """anim.tasks.fade_weight: (1 + cos(pi t / d)) / 2, d <= 0 gives 0."""
     if dur <= 0.0:
@@ -555,7 +569,7 @@ def _fade_weight(el, dur):
     return (1.0 + cos_pi_s(x)) / 2.0
 
 
-@njit(cache=CACHE)
+@_kernel
 def pose_plan(cols, plan, bank, scratch, out):
     """A recorded pose-stack plan (anim.plan.SamplePlan), human by human, into columns ``cols``.
 
@@ -599,7 +613,7 @@ def pose_plan(cols, plan, bank, scratch, out):
 # ---------------------------------------------------------------- root motion
 
 
-@njit(cache=CACHE)
+@_helper
 def _wrap_deg(deg):
     """Degrees into (-180, 180] (systems.motion._wrap)."""
     d = np.fmod(deg, 360.0)
@@ -610,7 +624,7 @@ def _wrap_deg(deg):
     return d
 
 
-@njit(cache=CACHE)
+@_helper
 def _turn_deg(qz, qw):
     """The turn 2 acos(w) signed by z, in degrees (quat.angle_about_z, np.degrees)."""
     a = 2.0 * acos_s(qw)
@@ -619,7 +633,7 @@ def _turn_deg(qz, qw):
     return a * RAD
 
 
-@njit(cache=CACHE)
+@_kernel
 def root_motion_step(idx, p_vel, p_tag, p_rot, heading, attached, state_vel, position, attach_heading, dt, cap,
                      out_vel):
     """Human_ApplyRootMotion then the move, for every body (systems.motion.StateUpdate).
@@ -729,7 +743,7 @@ COUNT_WRAPS = 4                 # wraps of tasks with a wrap callback (wrap_out 
 # ---------------------------------------------------------------- cursors
 
 
-@njit(cache=CACHE)
+@_helper
 def _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     c_ev[c] = i
     b = c_bank[c]
@@ -739,7 +753,7 @@ def _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
         c_evf[c] = _NO_EVENT
 
 
-@njit(cache=CACHE)
+@_helper
 def _fire(hi, c, tr, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf, e_first, e_count, e_frame, ev_out, n_ev):
     """Cursor._fire: the events up to the cursor's frame, as rows (none when muted)."""
     b = c_bank[c]
@@ -760,7 +774,7 @@ def _fire(hi, c, tr, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf, e_first, e_
     return n_ev
 
 
-@njit(cache=CACHE)
+@_helper
 def _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     """Cursor._skip: every event up to the frame counts as passed."""
     b = c_bank[c]
@@ -773,7 +787,7 @@ def _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
 
 
-@njit(cache=CACHE)
+@_helper
 def _set_time(c, t, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     """Cursor.set_time: the time without a step, the frame capped at F - 1."""
     c_t[c] = t
@@ -786,7 +800,7 @@ def _set_time(c, t, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, 
         _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
 
 
-@njit(cache=CACHE)
+@_helper
 def _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     """Cursor.restart: time 0, frame 0, no event passed. Original: AnimCursor_Restart."""
     c_t[c] = 0.0
@@ -795,7 +809,7 @@ def _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e
     _set_next_event(c, np.int64(0), c_bank, c_ev, c_evf, e_first, e_count, e_frame)
 
 
-@njit(cache=CACHE)
+@_helper
 def _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end,
              e_first, e_count, e_frame, ev_out, n_ev):
     """Cursor.advance: by ``step``; the events reached go to ``ev_out`` as task ``r``'s
@@ -815,7 +829,7 @@ def _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_b
     return 0.0, n_ev
 
 
-@njit(cache=CACHE)
+@_helper
 def _advance_looping(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev,
                      c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
     """tasks._advance_looping: advance; when the clip ended, restart and advance by the
@@ -833,7 +847,7 @@ def _advance_looping(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_en
 # ---------------------------------------------------------------- task helpers
 
 
-@njit(cache=CACHE)
+@_helper
 def _lead(r, t_c0, t_c1, t_aux, g_leader):
     """A gait's leading cursor row (the lower when leader is 0)."""
     if g_leader[t_aux[r]] == 0:
@@ -841,7 +855,7 @@ def _lead(r, t_c0, t_c1, t_aux, g_leader):
     return t_c1[r]
 
 
-@njit(cache=CACHE)
+@_helper
 def _pick_chosen(v):
     """PickTask.chosen: the audible clip of value ``v``, 0 below 0.51, 1 below 1.51, 2 below 2.51, else 3."""
     if v < _PICK0:
@@ -853,7 +867,7 @@ def _pick_chosen(v):
     return 3
 
 
-@njit(cache=CACHE)
+@_helper
 def _cursor_k(r, k, t_c0, t_c1, t_c2, t_c3):
     """Task ``r``'s cursor row ``k`` (0-3: columns c0-c3)."""
     if k == 0:
@@ -865,7 +879,7 @@ def _cursor_k(r, k, t_c0, t_c1, t_c2, t_c3):
     return t_c3[r]
 
 
-@njit(cache=CACHE)
+@_helper
 def _lead_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader):
     """Task.leading_cursor's row: a gait's leader, a mix's heavier clip (the second from
     a weight of 0.5), a pick's chosen clip, a direction's centre (c1), a clip's cursor."""
@@ -881,7 +895,7 @@ def _lead_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader):
     return t_c0[r]
 
 
-@njit(cache=CACHE)
+@_helper
 def _duration(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader):
     """Task.duration (+0xd4): the leading clip's, a fade's time."""
     if t_type[r] == _FADE:
@@ -889,7 +903,7 @@ def _duration(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g
     return np.float64(c_dur[_lead_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)])
 
 
-@njit(cache=CACHE)
+@_helper
 def _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader):
     """ClipTask.window: b, at most the next task's duration (0 without a next task)."""
     nx = t_nxt[r]
@@ -900,7 +914,7 @@ def _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c
     return min(b, d)
 
 
-@njit(cache=CACHE)
+@_helper
 def _pair_index(v):
     if v < _STEP0:
         return 0
@@ -911,7 +925,7 @@ def _pair_index(v):
     return 3
 
 
-@njit(cache=CACHE)
+@_helper
 def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
     """The gait's value after this update's move toward the target (GaitTask.advance)."""
     g = t_aux[r]
@@ -925,7 +939,7 @@ def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
     return old
 
 
-@njit(cache=CACHE)
+@_helper
 def _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
     """Whether the kernel runs task ``r``: a type it knows (1, 3-7, 9-13) with its rows."""
     tt = t_type[r]
@@ -944,7 +958,7 @@ def _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
     return False
 
 
-@njit(cache=CACHE)
+@_helper
 def _seed_walk(hi, h_depth, h_stack, walk):
     """Put the human's stack rows on the walk's scratch (a walk then pops them and pushes
     next tasks); returns how many are on it."""
@@ -954,7 +968,7 @@ def _seed_walk(hi, h_depth, h_stack, walk):
     return n
 
 
-@njit(cache=CACHE)
+@_helper
 def _find(hi, r, h_depth, h_stack):
     for i in range(h_depth[hi]):
         if h_stack[hi, i] == r:
@@ -962,7 +976,7 @@ def _find(hi, r, h_depth, h_stack):
     return -1
 
 
-@njit(cache=CACHE)
+@_helper
 def _of_five(g, idx, c0, c1, c2, c3, c4):
     """Row ``g`` of the ``idx``-th (0-4) of a gait's five columns (its ids ``id0``-``id4``
     or their clips' bank indices ``b0``-``b4``)."""
@@ -977,7 +991,7 @@ def _of_five(g, idx, c0, c1, c2, c3, c4):
     return c4[g]
 
 
-@njit(cache=CACHE)
+@_helper
 def _take_cursor(bank, anim, cursors, events):
     """Cursor.__init__ in the kernel: a row from the cursor table's free list (the caller
     reserved enough), restarted on clip ``bank`` (its end test, duration and first event)
@@ -1005,7 +1019,7 @@ def _take_cursor(bank, anim, cursors, events):
     return c
 
 
-@njit(cache=CACHE)
+@_helper
 def _give_cursor(c, cursors):
     """Cursor.dispose in the kernel: the row back on the free list, its generation up."""
     cursors.live[c] = False
@@ -1015,7 +1029,7 @@ def _give_cursor(c, cursors):
     cursors.n_free[0] = n + 1
 
 
-@njit(cache=CACHE)
+@_helper
 def _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, out):
     """GaitTask.advance's change of pair to ``nl``: each of the two cursors is kept once, by
     id (a pair of one id twice keeps the upper); a clip that comes in gets a new cursor
@@ -1053,7 +1067,7 @@ def _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, out):
         _give_cursor(old0, cursors)
 
 
-@njit(cache=CACHE)
+@_helper
 def _defer(hi, r, t_released, def_out, n_def):
     """Player.defer: on the deferred list once. Original: 0x00105640 AnimTask_DeferGive."""
     if not t_released[r]:
@@ -1064,7 +1078,7 @@ def _defer(hi, r, t_released, def_out, n_def):
     return n_def
 
 
-@njit(cache=CACHE)
+@_helper
 def _owner_of(hi, task, h_depth, h_stack, t_type, t_nxt, t_handed, walk):
     """Player._owner_of: the clip task (on the stack or following one) whose next is ``task``."""
     n = _seed_walk(hi, h_depth, h_stack, walk)
@@ -1081,7 +1095,7 @@ def _owner_of(hi, task, h_depth, h_stack, t_type, t_nxt, t_handed, walk):
     return -1
 
 
-@njit(cache=CACHE)
+@_helper
 def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
     """Player._clear_flags: clear ``bits`` from the human but those another task holds."""
     others = np.int64(0)
@@ -1104,7 +1118,7 @@ def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
 # as *args, which numba's inliner refuses.)
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed, t_c0, t_c1, t_value, t_target,
               c_t, c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count,
               e_frame, ev_out, n_ev):
@@ -1142,7 +1156,7 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
     return n_ev
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming, t_released, f_el, f_dur, def_out,
                n_def):
     """Type 9 advances ("Fades" L261-267): its clock by ``step``; at its end, or with more
@@ -1175,7 +1189,7 @@ def _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming, 
     return n_def, True
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _held_events(hi, n0, n_ev, e_type, ev_out, h_depth, h_stack, h_flags, t_held, t_released):
     """Events 0x2c, 0x2d and 0x48 among the rows ``n0``-``n_ev`` act on the task that fired
     them if it holds the bits ("Animation tasks" L231-237). Original: 0x00101dd8."""
@@ -1198,7 +1212,7 @@ def _held_events(hi, n0, n_ev, e_type, ev_out, h_depth, h_stack, h_flags, t_held
             h_flags[hi] |= _REPLACED
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_bank, e_count, g_b0, g_b1, g_b2,
           g_b3, g_b4, walk):
     """The buffer room human ``hi``'s step may need, and whether the kernel can follow its
@@ -1237,7 +1251,7 @@ def _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_
     return need_ev, need_def, runnable
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _save_counts(counts, n_ev, n_def, n_gait, n_wrap, stopped):
     """The buffers' fill counts and the index the step stopped at, into ``counts``."""
     counts[COUNT_EVENTS] = n_ev
@@ -1247,7 +1261,7 @@ def _save_counts(counts, n_ev, n_def, n_gait, n_wrap, stopped):
     counts[COUNT_STOPPED] = stopped
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _newest(hi, newest_only, h_depth, h_stack, t_type):
     """The task whose events alone fire under EventRule.NEWEST (Player.top: the top task, or
     the bottom one when the top is a fade), -1 when every task's fire ("The task stack"
@@ -1261,7 +1275,7 @@ def _newest(hi, newest_only, h_depth, h_stack, t_type):
     return newest
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _note_wrap(hi, r, wrap_out, n_wrap):
     """A wrap of task ``r``, which has a wrap callback, as a row of ``wrap_out`` (the caller
     runs the callback after the step). Returns the wraps' new count."""
@@ -1270,7 +1284,7 @@ def _note_wrap(hi, r, wrap_out, n_wrap):
     return n_wrap + 1
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _step_loop(hi, r, step, sink_on, zero_overshoot, t_c0, t_wraps, t_callback, c_t, c_frame, c_end, c_limit,
                c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev, wrap_out, n_wrap):
     """Type 1 advances ("When a clip ends" L318): its cursor by ``step``; at the clip's end
@@ -1286,7 +1300,7 @@ def _step_loop(hi, r, step, sink_on, zero_overshoot, t_c0, t_wraps, t_callback, 
     return n_ev, n_wrap
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _step_clip(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf,
                c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
     """Types 3-7 advance their clip's cursor ``c`` by ``step`` ("When a clip ends"
@@ -1298,7 +1312,7 @@ def _step_clip(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_l
     return over != 0.0 or (zero_overshoot and c_at_end[c]), n_ev
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _hand_over(hi, r, nx, h_depth, h_stack, t_type, t_nxt, t_handed, t_incoming, t_released, walk, def_out, n_def):
     """A type 3 / 6 at its clip's end ("When a clip ends" L313-314): its next task ``nx``
     takes its place in the same update (on the stack, a fade's incoming link following
@@ -1318,7 +1332,7 @@ def _hand_over(hi, r, nx, h_depth, h_stack, t_type, t_nxt, t_handed, t_incoming,
     return _defer(hi, r, t_released, def_out, n_def)
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _in_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window, c_t, c_dur, f_dur,
                g_leader):
     """Whether a type 3 / 6 that did not hand over advances its next task too: inside its
@@ -1330,7 +1344,7 @@ def _in_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_bl
     return b > 0.0 and sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b)) > 0.0
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _gait_move(r, dt, t_rate, t_speed, t_c0, t_c1, t_aux, g_value, g_target, g_lower, g_leader):
     """The gait's value moves toward its target by at most rate x dt x speed ("Gait blend"
     L283). Returns (the new value, the old value's fraction over the old pair's index, the
@@ -1344,7 +1358,7 @@ def _gait_move(r, dt, t_rate, t_speed, t_c0, t_c1, t_aux, g_value, g_target, g_l
     return v, old_frac, old_lead
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _change_pair(r, nl, old_lead, t_c0, t_c1, t_aux, gaits, cursors, events, pair4):
     """The gait's pair becomes clips ``nl`` and ``nl`` + 1 ("Gait blend" L284): the
     clips that come in get cursors (``_new_pair``) at the old leader's normalised time.
@@ -1363,7 +1377,7 @@ def _change_pair(r, nl, old_lead, t_c0, t_c1, t_aux, gaits, cursors, events, pai
     gaits.lower[t_aux[r]] = nl
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _gait_leader(r, v, old_frac, t_aux, g_target, g_lower, g_leader):
     """Which cursor leads, 0 the lower, 1 the upper ("Gait blend" L285), into the leader
     column: the lower below a new fraction of 0.01, the upper from 0.995; else the upper
@@ -1384,7 +1398,7 @@ def _gait_leader(r, v, old_frac, t_aux, g_target, g_lower, g_leader):
     return changed
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_aux, t_callback, g_leader, c_t,
                   c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
                   ev_out, n_ev, wrap_out, n_wrap):
@@ -1410,7 +1424,7 @@ def _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_a
     return n_ev, n_wrap
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _step_pick(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, t_c3, c_t, c_frame, c_end, c_limit, c_flags,
                c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
     """Type 11 advances ("Animation tasks" L218; its advance ours, PickTask.advance): its
@@ -1423,7 +1437,7 @@ def _step_pick(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, t_c3, c_t
     return n_ev
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _step_direction(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, c_t, c_frame, c_end, c_limit, c_dur,
                     c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
     """Type 13 advances ("Animation tasks" L220; its advance ours, DirectionTask.advance):
@@ -1439,7 +1453,7 @@ def _step_direction(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, c_t,
     return n_ev
 
 
-@njit(cache=CACHE)
+@_kernel
 def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, events, out):
     """One animation step of the humans ``rows[start:]`` (rows of the human table), each
     in turn (see the module docstring), in the spec's order: the room, then every task of
@@ -1606,7 +1620,7 @@ FLUSH_FREED = 0                 # flush_release's counts: task rows written to `
 FLUSH_IN = 1                    # tasks counted back into the pool
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _give_row(r, live, gen, free_rows, n_free):
     """Table.give_back of row ``r``: a row in use goes back (its generation counts up, the
     row on top of the free list); a free row (or NO_ROW) is left alone. True when given."""
@@ -1620,7 +1634,7 @@ def _give_row(r, live, gen, free_rows, n_free):
     return True
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _anim_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader, c_anim):
     """Task.anim_id (+0x104) of task row ``r``: its leading cursor's anim id, -1 for a fade.
     Original: 0x001752c8 (its reader)."""
@@ -1629,7 +1643,7 @@ def _anim_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader, c_anim
     return np.int64(c_anim[_lead_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)])
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _held_by_others(hi, r, h_depth, h_stack, t_held, t_released):
     """The held bits of the tasks on human ``hi``'s stack but task ``r`` that are not
     released (Player._clear_flags: HeldRelease.CONEY, "Coney's implementation" L402)."""
@@ -1641,7 +1655,7 @@ def _held_by_others(hi, r, h_depth, h_stack, t_held, t_released):
     return others
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _release_flags(hi, r, release_all, h_flags, h_depth, h_stack, t_type, t_held, t_released):
     """The release's record bits: a type 3 / 6 clears state flag 0x4000000000 (0x00105f78,
     0x00108f10; not the fade's 0x00106ee8), then the held bits the task still holds go
@@ -1661,7 +1675,7 @@ def _release_flags(hi, r, release_all, h_flags, h_depth, h_stack, t_type, t_held
     h_flags[hi] = flags
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _owned_chain(r, t_type, t_nxt, t_handed, t_live, chain):
     """Task ``r`` and the next tasks it owns (Task.following, followed: a type 3 / 6's next
     task until it handed over), into ``chain``; returns their number."""
@@ -1681,7 +1695,7 @@ def _owned_chain(r, t_type, t_nxt, t_handed, t_live, chain):
     return n
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _give_cursors(r, tt, t_c0, t_c1, t_c2, t_c3, c_live, c_gen, c_free, c_nfree):
     """The cursor rows of task ``r`` (type ``tt``) back to the cursor table, in the order
     of its ``cursors()``: c0 (one clip), c0-c1 (a gait's lower and upper, a mix's a and
@@ -1697,7 +1711,7 @@ def _give_cursors(r, tt, t_c0, t_c1, t_c2, t_c3, c_live, c_gen, c_free, c_nfree)
                 _give_row(t_c3[r], c_live, c_gen, c_free, c_nfree)
 
 
-@njit(cache=CACHE)
+@_kernel
 def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits, gait_rows, fade_rows, buf):
     """Release the deferred tasks ``buf.trows[lo:hi]`` (of humans ``buf.hrows[lo:hi]``), in
     order, as Player._release does for a task with no callback to run: the record's state
@@ -1748,7 +1762,7 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     counts[FLUSH_IN] = n_in
 
 
-@njit(cache=CACHE)
+@_kernel
 def flush_anim_ids(rows, humans, h_anim, tasks, cursors, gaits, seen):
     """The playing anim id (record +0x20) of each human row in ``rows`` into ``h_anim``:
     its top task's, the bottom task's when the top is a fade, -1 with an empty stack
@@ -1780,7 +1794,7 @@ def flush_anim_ids(rows, humans, h_anim, tasks, cursors, gaits, seen):
 # ---------------------------------------------------------------- the pose
 
 
-@njit(cache=CACHE)
+@_helper
 def _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch):
     """Cursor ``c``'s pose pushed on the pose stack of ``sp`` poses at ``rate``, or refused
     and counted when it holds seven (0x00104ce0). Returns (sp, nref)."""
@@ -1790,7 +1804,7 @@ def _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch):
     return sp + 1, nref
 
 
-@njit(cache=CACHE)
+@_helper
 def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_value, t_centre, t_sampling, c_t,
                      c_flags, c_bank, bank, scratch):
     """Task.emit of types 10, 11 and 13 on the pose stack of ``sp`` poses; returns (sp, nref).
@@ -1840,7 +1854,7 @@ def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_valu
     return sp, nref
 
 
-@njit(cache=CACHE, _nrt=False)  # type: ignore[call-overload]  # _nrt: numba's, not in its stubs
+@_helper
 def _copy_pose(src, dst, scratch):
     """Scratch pose ``src`` into scratch pose ``dst``, its values' bits and its tags as they are."""
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
@@ -1854,7 +1868,7 @@ def _copy_pose(src, dst, scratch):
         s_tag[dst, t] = s_tag[src, t]
 
 
-@njit(cache=CACHE)
+@_helper
 def _keep_queued_pose(sp, bank, scratch):
     """The queued tasks' pose stack of ``sp`` poses done: its top, or the reference pose
     when it is empty (the buffer 0x005fd040 starts as the reference pose), into scratch
@@ -1866,7 +1880,96 @@ def _keep_queued_pose(sp, bank, scratch):
         _copy_pose(np.int64(sp - 1), np.int64(QUEUED_POSE), scratch)
 
 
-@njit(cache=CACHE)
+@_inline
+def _pose_fade(r, sp, t_aux, f_el, f_dur, submask, scratch):
+    """FadeTask.emit on the pose stack of ``sp`` poses: the top two blended by the fade's
+    outgoing weight (elapsed over duration, "Fades" L261-267); fewer than two: nothing.
+    Returns sp. Original: 0x00106cc8."""
+    a = t_aux[r]
+    w = np.float32(_fade_weight(np.float64(f_el[a]), np.float64(f_dur[a])))
+    if sp >= 2:
+        _blend(sp - 2, sp - 1, sp - 2, w, np.int64(-1), submask, scratch)
+        sp -= 1
+    return sp
+
+
+@_inline
+def _pose_gait(r, sp, nref, t_rate, t_c0, t_c1, t_aux, g_value, g_lower, c_t, c_flags, c_bank, bank, scratch):
+    """GaitTask.emit on the pose stack of ``sp`` poses ("Gait blend" L269-288): near a
+    step (the fraction below GAIT_ALONE_LOW or above GAIT_ALONE_HIGH) the nearer clip
+    alone, else both clips of the pair blended by the fraction. Returns (sp, nref).
+    Original: 0x0010a5b8."""
+    a = t_aux[r]
+    frac = np.float64(g_value[a]) - g_lower[a]
+    rate = t_rate[r]
+    if frac < _ALONE_LOW or frac > _ALONE_HIGH:
+        c = t_c0[r] if frac < _ALONE_LOW else t_c1[r]
+        return _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+    sp, nref = _push(t_c0[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+    sp, nref = _push(t_c1[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+    if sp >= 2:
+        _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), bank.submask, scratch)
+        sp -= 1
+    return sp, nref
+
+
+@_inline
+def _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window, c_t, c_frame, c_end,
+                 c_dur, c_bank, c_ev, c_evf, e_first, e_count, e_frame, f_dur, g_leader):
+    """Whether type 3 / 6's task ``r`` (its cursor ``c``) is in its blend window (its time
+    past its duration less the blend time b), and its next task's weight there: the
+    share of b elapsed, at most 1; -1.0 when it is not. Under the kept rule
+    (Task.set_window_time) the next task's cursors are set to the time into the window
+    first (its lead cursor to it, the others in proportion). "When a clip ends" L299-334.
+    Original: 0x00105af0."""
+    b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader)
+    if b <= 0.0:
+        return -1.0
+    into = sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b))
+    if into <= 0.0:
+        return -1.0
+    nx = t_nxt[r]
+    if t_window[r] == _KEPT:
+        d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
+        lead = _lead_of(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)
+        for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
+            if cc < 0:
+                continue
+            tt2 = into if cc == lead else mul(div(into, d), np.float64(c_dur[cc]))
+            _set_time(cc, tt2, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+    return min(into / b, 1.0)
+
+
+@_inline
+def _pose_windows(sp, nw, weights, submask, scratch):
+    """The blends of a task's ``nw`` blend windows on the pose stack of ``sp`` poses,
+    innermost first, each by its weight (``weights``, a ring: the innermost ones kept);
+    one with fewer than two poses does nothing. Returns sp."""
+    while nw > 0:
+        nw -= 1
+        if sp >= 2:
+            _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], np.int64(-1), submask, scratch)
+            sp -= 1
+    return sp
+
+
+@_inline
+def _pose_top(k, sp, over_queue, cols, bank, scratch, out):
+    """Human ``k``'s pose out (column ``cols[k]``, with its bone transforms: ``_emit``): the
+    top of its pose stack of ``sp`` poses; an empty stack shows the queued tasks' pose
+    when it has one (``over_queue``), else the reference pose. Original: 0x00176d60,
+    0x00104630 Instance_BuildBoneMatrices."""
+    if sp > 0:
+        top = sp - 1
+    elif over_queue:
+        top = np.int64(QUEUED_POSE)
+    else:
+        _reference(np.int64(_POSES), bank, scratch)
+        top = np.int64(_POSES)
+    _emit(top, cols[k], bank, scratch, out)
+
+
+@_kernel
 def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, buffers):
     """Every human's pose (rows of the human table) into output column ``cols[k]``: its
     stack sampled bottom-up onto a pose stack of seven, the top emitted with its bone
@@ -1892,7 +1995,9 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables, a Scratch,
     the PoseOut and the PoseBuffers (anim.kernel_types). One walk for the queue and the
     stack, with the columns unpacked once (a helper taking the tuples per human costs a
-    quarter of the kernel's time).
+    quarter of the kernel's time); each task by its type's named step, which takes
+    columns (issue 19, item 5): ``_pose_fade``, ``_pose_gait``, ``_pose_blend_task``, a
+    clip's ``_push`` and ``_pose_window``, then ``_pose_windows`` and ``_pose_top``.
     Original: 0x00176d60 CharacterInstance_Sample (0x005fd040, the queued tasks' buffer),
     0x00104ce0, 0x00104630 Instance_BuildBoneMatrices.
     """
@@ -1924,46 +2029,21 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
             for si in range(n_tasks):
                 r = trows[hi, si]
                 nw = 0
-                while True:
+                while True:                         # a task, then the next tasks in their blend windows
                     tt = t_type[r]
                     if tt == _FADE:
-                        a = t_aux[r]
-                        w = np.float32(_fade_weight(np.float64(f_el[a]), np.float64(f_dur[a])))
-                        if sp >= 2:
-                            _blend(sp - 2, sp - 1, sp - 2, w, np.int64(-1), submask, scratch)
-                            sp -= 1
+                        sp = _pose_fade(r, np.int64(sp), t_aux, f_el, f_dur, submask, scratch)
                         break
                     if tt == _GAIT:
-                        a = t_aux[r]
-                        frac = np.float64(g_value[a]) - g_lower[a]
-                        rate = t_rate[r]
-                        if frac < _ALONE_LOW or frac > _ALONE_HIGH:
-                            c = t_c0[r] if frac < _ALONE_LOW else t_c1[r]
-                            if sp >= _POSES:
-                                nref += 1
-                            else:
-                                _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank,
-                                        scratch)
-                                sp += 1
-                        else:
-                            for c in (t_c0[r], t_c1[r]):
-                                if sp >= _POSES:
-                                    nref += 1
-                                else:
-                                    _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank,
-                                            scratch)
-                                    sp += 1
-                            if sp >= 2:
-                                _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), submask, scratch)
-                                sp -= 1
+                        sp, nref = _pose_gait(r, np.int64(sp), np.int64(nref), t_rate, t_c0, t_c1, t_aux, g_value,
+                                              g_lower, c_t, c_flags, c_bank, bank, scratch)
                         break
                     if tt == _MIX or tt == _PICK or tt == _DIRECTION:
                         sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), t_type, t_rate, t_c0, t_c1, t_c2,
                                                     t_c3, t_value, t_centre, t_sampling, c_t, c_flags, c_bank, bank,
                                                     scratch)
                         break
-                    # a clip
-                    c = t_c0[r]
+                    c = t_c0[r]                     # a clip
                     if sp >= _POSES:
                         nref += 1
                     else:
@@ -1972,44 +2052,20 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                         sp += 1
                     if tt != _CLIP and tt != _PAIRED_CLIP:
                         break
-                    b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
-                                g_leader)
-                    if b <= 0.0:
+                    w = _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window,
+                                     c_t, c_frame, c_end, c_dur, c_bank, c_ev, c_evf, e_first, e_count, e_frame, f_dur,
+                                     g_leader)
+                    if w < 0.0:
                         break
-                    into = sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b))
-                    if into <= 0.0:
-                        break
-                    nx = t_nxt[r]
-                    if t_window[r] == _KEPT:
-                        # Task.set_window_time: the next task kept at the time into the window
-                        d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
-                        lead = _lead_of(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)
-                        for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
-                            if cc < 0:
-                                continue
-                            tt2 = into if cc == lead else mul(div(into, d), np.float64(c_dur[cc]))
-                            _set_time(cc, tt2, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
                     # a ring: the innermost windows' weights are kept (only they can act, innermost
                     # first, on the seven poses the stack holds)
-                    weights[nw % weights.shape[0]] = np.float32(min(into / b, 1.0))
+                    weights[nw % weights.shape[0]] = np.float32(w)
                     nw += 1
-                    r = nx
-                # the windows' blends, innermost first
-                while nw > 0:
-                    nw -= 1
-                    if sp >= 2:
-                        _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], np.int64(-1), submask, scratch)
-                        sp -= 1
+                    r = t_nxt[r]
+                sp = _pose_windows(np.int64(sp), np.int64(nw), weights, submask, scratch)
             if queue_pass:                         # its top is the default pose of the stack's pass
                 _keep_queued_pose(np.int64(sp), bank, scratch)
                 dflt_slot[0] = QUEUED_POSE
         dflt_slot[0] = -1
         refused[k] = nref
-        if sp > 0:
-            top = sp - 1
-        elif over_queue:
-            top = QUEUED_POSE
-        else:
-            _reference(np.int64(_POSES), bank, scratch)
-            top = _POSES
-        _emit(top, cols[k], bank, scratch, out)
+        _pose_top(k, np.int64(sp), over_queue, cols, bank, scratch, out)

@@ -244,7 +244,8 @@ def test_each_kernel_compiles_once(tmp_path):
             "many = {n: len(getattr(K, n).signatures) for n in dir(K)\n"
             "        if len(getattr(getattr(K, n), 'signatures', ())) > 1}\n"
             "print(many)\n")
-    env = dict(__import__("os").environ, NUMBA_CACHE_DIR=str(tmp_path))
+    # every kernel in this one process (none compiled aside in a child: anim.coldstart)
+    env = dict(__import__("os").environ, NUMBA_CACHE_DIR=str(tmp_path), SCUFFLE_COMPILE_ASIDE="0")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
                        cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -302,3 +303,39 @@ def test_step_stacks_reads_as_named_steps():
         step = getattr(K, name)
         assert (step.py_func.__doc__ or "").strip(), name
         assert step.targetoptions.get("_nrt") is False, name
+
+
+# the named steps pose_stacks runs for a task, by type, then for the human (issue 19, item 5)
+POSE_STAGES = ("_pose_fade", "_pose_gait", "_pose_blend_task", "_sample", "_pose_window", "_pose_windows",
+               "_keep_queued_pose", "_pose_top")
+
+
+def test_pose_stacks_reads_as_named_steps():
+    """pose_stacks is the walk of the queue and the stack with each task type's emit a call
+    (issue 19, item 5): its body stays short (117 lines when it was one piece), it calls
+    every named step, each documented, and none takes the tables' named tuples (columns
+    only: the bank, scratch and output tuples the pose writes excepted). The steps the
+    walk calls per task are inlined by numba (``inline="always"``: kept as calls they pass
+    the bank and scratch tuples field by field, and pose_stacks ran 1.25x slower) or run
+    without reference counting (``_nrt=False``)."""
+    import ast
+    import inspect
+    import textwrap
+
+    fn = ast.parse(textwrap.dedent(inspect.getsource(K.pose_stacks.py_func))).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    body = fn.body[1:]                                   # after the docstring
+    assert body[-1].end_lineno - body[0].lineno + 1 <= 70
+    calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    called = {c.func.id for c in calls}
+    assert set(POSE_STAGES) <= called, set(POSE_STAGES) - called
+    tables = {"humans", "tasks", "cursors", "fades", "gaits", "events", "buffers"}
+    for c in calls:
+        passed = {a.id for a in c.args if isinstance(a, ast.Name)} & tables
+        assert not passed, (c.func.id, passed)
+    for name in POSE_STAGES:
+        step = getattr(K, name)
+        assert (step.py_func.__doc__ or "").strip(), name
+        opts = step.targetoptions
+        assert opts.get("inline") == "always" or opts.get("_nrt") is False, name
+        assert len(inspect.signature(step.py_func).parameters) <= 30, name

@@ -1,0 +1,220 @@
+"""The first step on a fresh install (issue 19, item 7): the two big kernels compile side by
+side, the other one in a child process that installs it into numba's cache (anim.coldstart).
+
+Checked here: the argument types the child compiles for are those the engine calls the
+kernels with (else the child's work is lost and the kernel compiles twice); the cache
+files are installed whole, merged into an index that is there, never half-written; no
+child on one core, under SCUFFLE_COMPILE_ASIDE=0, or for a kernel already compiled; and,
+in a fresh process with an empty cache (slow), a Game's first step takes the kernel from
+the child, leaves no scratch folder or temporary file, and the next process finds every
+kernel cached (no notice) and gets the same poses.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+import pytest
+from numba.core.serialize import dumps
+
+from scuffle.anim import coldstart
+from scuffle.anim import kernels as K
+from scuffle.anim.player import Player
+from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.warmup import compile_kernels
+
+from .support import IDLE, synthetic_set
+
+ENV = {"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"}
+
+
+def _engine():
+    """A Player whose engine stepped and posed one human (the kernels compiled or loaded)."""
+    p = Player()
+    h = CharacterInstance(synthetic_set(), "a")
+    p.change(h, p.loop(h, IDLE), 0.0)
+    p.flush()
+    p.step([h])
+    p.pose([h])
+    return p.batch
+
+
+@pytest.mark.parametrize("name", ["step_stacks", "pose_stacks"])
+def test_the_child_compiles_for_the_types_the_engine_calls_the_kernel_with(name):
+    compile_kernels()
+    engine = _engine()
+    disp = getattr(K, name)
+    sig = tuple(disp.typeof_pyval(a) for a in engine.kernel_args(name))
+    assert sig in disp.signatures, (sig, disp.signatures)
+    # the types travel to the child pickled
+    assert pickle.loads(pickle.dumps(sig)) == sig
+
+
+def test_kernel_args_rejects_another_kernel():
+    with pytest.raises(ValueError, match="root_motion_step"):
+        _engine().kernel_args("root_motion_step")
+
+
+def _index(path: Path, stamp, overloads: dict) -> None:
+    """An index in numba's layout (numba/core/caching.py): the version, then (stamp, overloads)."""
+    path.write_bytes(pickle.dumps(numba.__version__, protocol=-1) + dumps((stamp, overloads)))
+
+
+def _read_index(path: Path):
+    with open(path, "rb") as f:
+        version = pickle.load(f)
+        return version, pickle.loads(f.read())
+
+
+def test_install_copies_the_files_into_an_empty_folder(tmp_path):
+    src, dst = tmp_path / "src", tmp_path / "dst" / "deep"
+    src.mkdir()
+    base = "kernels.pose_stacks-1687.py311"
+    (src / f"{base}.1.nbc").write_bytes(b"data one")
+    _index(src / f"{base}.nbi", ("stamp", 7), {("sig", 1): f"{base}.1.nbc"})
+    (src / "kernels._blend-382.py311.nbi").write_bytes(b"another function: not copied")
+    written = coldstart.install_cached(str(src), str(dst), "kernels.pose_stacks-")
+    assert written == [f"{base}.1.nbc", f"{base}.nbi"]
+    assert sorted(p.name for p in dst.iterdir()) == [f"{base}.1.nbc", f"{base}.nbi"]
+    assert (dst / f"{base}.1.nbc").read_bytes() == b"data one"
+    assert _read_index(dst / f"{base}.nbi") == (numba.__version__, (("stamp", 7), {("sig", 1): f"{base}.1.nbc"}))
+
+
+def test_install_merges_into_a_fresh_index_and_replaces_a_stale_one(tmp_path):
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    dst.mkdir()
+    base = "kernels.step_stacks-1442.py311"
+    (src / f"{base}.1.nbc").write_bytes(b"new")
+    _index(src / f"{base}.nbi", "now", {"k-new": f"{base}.1.nbc"})
+    # a fresh index (same stamp) with another signature in data file 1: kept, the new one is 2
+    (dst / f"{base}.1.nbc").write_bytes(b"other")
+    _index(dst / f"{base}.nbi", "now", {"k-other": f"{base}.1.nbc"})
+    assert coldstart.install_cached(str(src), str(dst), "kernels.step_stacks-") == [f"{base}.2.nbc", f"{base}.nbi"]
+    assert _read_index(dst / f"{base}.nbi")[1] == ("now", {"k-other": f"{base}.1.nbc", "k-new": f"{base}.2.nbc"})
+    assert (dst / f"{base}.1.nbc").read_bytes() == b"other" and (dst / f"{base}.2.nbc").read_bytes() == b"new"
+    # the same signature again: its own data file is overwritten, nothing added
+    (src / f"{base}.1.nbc").write_bytes(b"newer")
+    coldstart.install_cached(str(src), str(dst), "kernels.step_stacks-")
+    assert _read_index(dst / f"{base}.nbi")[1] == ("now", {"k-other": f"{base}.1.nbc", "k-new": f"{base}.2.nbc"})
+    assert (dst / f"{base}.2.nbc").read_bytes() == b"newer"
+    # a stale index (an older source) or a cut one: replaced by the new entry alone
+    for old in (lambda p: _index(p, "before", {"k-old": f"{base}.1.nbc"}), lambda p: p.write_bytes(b"\x80\x04")):
+        old(dst / f"{base}.nbi")
+        coldstart.install_cached(str(src), str(dst), "kernels.step_stacks-")
+        assert _read_index(dst / f"{base}.nbi")[1] == ("now", {"k-new": f"{base}.1.nbc"})
+        assert (dst / f"{base}.1.nbc").read_bytes() == b"newer"
+    assert not [p for p in dst.iterdir() if ".tmp." in p.name]
+
+
+def test_no_child_for_a_kernel_compiled_here_or_when_turned_off(monkeypatch):
+    compile_kernels()
+    started = dict(coldstart.ASIDE)
+    assert not coldstart.compile_aside("pose_stacks", lambda: pytest.fail("asked for arguments"))
+    monkeypatch.setenv(coldstart.ASIDE_ENV, "0")
+    assert not coldstart.aside_allowed()
+    assert coldstart.ASIDE == started
+
+
+def _python(code: str, env: dict, timeout: float = 60, one_core: bool = False) -> subprocess.CompletedProcess:
+    pre = (lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})) if one_core else None
+    return subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **ENV, **env), capture_output=True,
+                          text=True, timeout=timeout, preexec_fn=pre)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_no_child_on_one_core_without_a_cache_or_python(tmp_path):
+    code = "from scuffle.anim import coldstart; print(coldstart.aside_allowed())"
+    cache = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    assert _python(code, cache, one_core=True).stdout.split() == ["False"]
+    assert _python(code, dict(cache, NUMBA_DISABLE_JIT="1")).stdout.split() == ["False"]
+    # a host embedding Python, whose sys.executable is its own program
+    host = "import sys; sys.executable = '/opt/host/bin/game-editor'\n" + code
+    assert _python(host, cache).stdout.split() == ["False"]
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert _python(code, cache).stdout.split() == ["True"]
+
+
+FIRST_STEP = """
+import json
+from scuffle import Game, demo_set
+from scuffle.anim import coldstart, kernels as K
+g = Game(); g.add_human('a', demo_set())
+g.change('a', g.player.loop(g.instance('a'), 'FIGHT_IDLE'))
+for _ in range(3):
+    g.step()
+print(json.dumps({"aside": coldstart.ASIDE_LOG, "cached": coldstart.kernels_cached(),
+                  "pose_hits": sum(K.pose_stacks.stats.cache_hits.values()),
+                  "pose_misses": sum(K.pose_stacks.stats.cache_misses.values()),
+                  "poses": g.player.batch.pose([g.instance('a')]).poses.rot.tolist()}))
+g.close()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="one core: no child")
+def test_a_first_step_on_a_cold_cache_takes_the_pose_kernel_from_the_child(tmp_path):
+    import json
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba"), "TMPDIR": str(scratch)}
+    first = _python(FIRST_STEP, env, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    one = json.loads(first.stdout.strip().splitlines()[-1])
+    assert [(a["kernel"], a["ok"]) for a in one["aside"]] == [("pose_stacks", True)]
+    assert (one["pose_hits"], one["pose_misses"]) == (1, 0)       # loaded from the cache, not compiled here
+    assert one["cached"]                                           # every kernel the step calls is cached
+    assert list(scratch.iterdir()) == []                           # the child's folder is gone
+    assert not [p for p in (tmp_path / "numba").rglob("*") if ".tmp." in p.name]
+    assert first.stderr.count("compiling the animation kernels (once per install") == 1
+    # the next process: nothing to compile, nothing said, no child, the same poses from the cache
+    again = _python(FIRST_STEP, env, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    two = json.loads(again.stdout.strip().splitlines()[-1])
+    assert two["aside"] == [] and two["cached"] and "compiling" not in again.stderr
+    assert two["poses"] == one["poses"]
+
+
+ORPHAN = """
+import os
+from scuffle.anim.animset import AnimSet
+from scuffle.anim.clip import author_clip
+from scuffle.anim.player import Player
+from scuffle.anim.rangelist import author_range
+from scuffle.anim.stack import CharacterInstance
+rot = {1: [(0, (0.0, 0.0, 0.0, 1.0)), (8, (0.1, 0.0, 0.0, 0.995))]}
+aset = AnimSet.build({0: author_clip("k0", 8, rotations=rot)}, {0: author_range()}, name="k")
+p = Player()
+h = CharacterInstance(aset, "a")
+p.change(h, p.loop(h, 0), 0.0)
+p.flush()
+p.step([h])                     # compiles step_stacks here; pose_stacks in the child
+os._exit(0)                     # dies before it poses: no await, no atexit
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="one core: no child")
+def test_a_child_whose_parent_died_still_installs_its_kernel_and_cleans_up(tmp_path):
+    import time
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    cache = tmp_path / "numba"
+    env = {"NUMBA_CACHE_DIR": str(cache), "TMPDIR": str(scratch)}
+    r = _python(ORPHAN, env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    deadline = time.monotonic() + 600
+    while list(scratch.iterdir()) and time.monotonic() < deadline:
+        time.sleep(1.0)
+    assert list(scratch.iterdir()) == []               # the child removed its folder
+    assert list(cache.rglob("kernels.pose_stacks-*.nbi")) and list(cache.rglob("kernels.pose_stacks-*.nbc"))
+    check = "from scuffle.anim import coldstart; print(coldstart.kernel_cached('pose_stacks'))"
+    assert _python(check, env).stdout.split() == ["True"]
