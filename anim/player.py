@@ -308,7 +308,7 @@ class Player(StackRules):
         slow: set[int] = set()
         if set(map(_ENGINE, inst_l)) != {eng} or set(map(_TSTORE, task_l)) != {tasks}:
             slow.update(k for k, (t, i) in enumerate(batch) if i.engine is not eng or t.tstore is not tasks)
-        on_end = tasks.on_end
+        on_end: dict = tasks.on_end                 # type: ignore[assignment]  # a keyed column: a dict by row
         if on_end:
             ends = on_end.keys() & set(trows.tolist())
             if ends:

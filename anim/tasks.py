@@ -524,6 +524,8 @@ class _ClipBase(Task):
     # the anim id (an int: an old handle still names its clip); the cursor handle given to
     # the class's own constructor (None for the Player's tasks: a handle at each read)
     __slots__ = ("_aid", "_c")
+    _aid: int
+    _c: "Cursor | None"
 
     def __init__(self, cursor: Cursor, rate: float, flags: int = 0, held: int = 0, on_end=None,
                  tstore: Table | None = None):
@@ -903,8 +905,8 @@ class GaitTask(Task):
 
     __slots__ = ("_lower_cursor", "_upper_cursor", "_make_cursor", "store", "row", "gen", "cstore")
     type = TaskType.GAIT
-    _lower_cursor: Cursor
-    _upper_cursor: Cursor
+    _lower_cursor: Cursor | None
+    _upper_cursor: Cursor | None
 
     def __init__(self, ids: Sequence[int], make_cursor: Callable[[int], Cursor], rate: float = 1.0,
                  value: float = 0.0, target: float | None = None, flags: int = int(LOCOMOTION_FLAGS),

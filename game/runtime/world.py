@@ -323,7 +323,8 @@ class Game:
     def component(self, name_or_entity: NameOrEntity, ctype: type[C]) -> C:
         """One component of a human (by name or entity), of the type asked for."""
         ent = self.entity(name_or_entity) if isinstance(name_or_entity, str) else name_or_entity
-        return self._entities[ent][ctype]          # esper.component_for_entity, in this world
+        comp: C = self._entities[ent][ctype]       # esper.component_for_entity, in this world
+        return comp
 
     def instance(self, name: str) -> CharacterInstance:
         """The human's CharacterInstance (stack, queue, record)."""
