@@ -274,7 +274,8 @@ class Player(StackRules):
         while self.deferred:
             batch = self.deferred
             self.deferred = []
-            task_l, inst_l = zip(*batch)
+            # the two columns (not zip(*batch): an iterator per entry for the collector to count)
+            task_l, inst_l = [e[0] for e in batch], [e[1] for e in batch]
             touched.update(dict.fromkeys(inst_l))
             self._release_batch(batch, task_l, inst_l)
         self._refresh_ids(touched, stepped)
@@ -283,7 +284,7 @@ class Player(StackRules):
         self._raise_failed()
         return list(touched)
 
-    def _release_batch(self, batch: list, task_l: tuple, inst_l: tuple) -> None:
+    def _release_batch(self, batch: list, task_l: list, inst_l: list) -> None:
         """Release the tasks of ``batch`` (entries of the deferred list; ``task_l`` and
         ``inst_l`` its two columns), in order: the runs of tasks with no callback to run in
         one kernel call each (anim.kernels.flush_release: the record's bits, the anim id,
@@ -346,7 +347,7 @@ class Player(StackRules):
                 pending = sorted(set(pending[j:]).union(later))
                 j = 0
 
-    def _release_rows(self, inst_l: tuple, trows: np.ndarray, hrows: np.ndarray, ids: np.ndarray, lo: int,
+    def _release_rows(self, inst_l: list, trows: np.ndarray, hrows: np.ndarray, ids: np.ndarray, lo: int,
                       hi: int) -> None:
         """Entries ``lo``-``hi`` of the deferred batch (task rows ``trows``, human rows
         ``hrows``, the instances ``inst_l``) released by the kernel (none of them has a

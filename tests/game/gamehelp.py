@@ -70,3 +70,19 @@ def clip_length(records: list[dict], anim_id: int, next_id: int) -> int:
     """Updates from the first record showing ``anim_id`` to the first showing ``next_id``."""
     first = next(r["update"] for r in records if r["anim"] == anim_id)
     return next(r["update"] for r in records if r["anim"] == next_id and r["update"] > first) - first
+
+
+def event_game(n: int = 6):
+    """A Game of ``n`` humans looping clips with events: the odd ones clip 1 (a sound at
+    frame 2, an effect 9 at frame 5), the even ones clip 2 (a camera shake at frame 1)."""
+    from scuffle.anim.clip import EventType, make_event
+    from scuffle.game.runtime.world import Game
+
+    events = [make_event(2, EventType.SOUND, word=7), make_event(5, EventType.EFFECT_9)]
+    s = make_set({1: clip(12, "a", events=events), 2: clip(9, "b", events=[make_event(1, EventType.CAMERA_SHAKE)])})
+    g = Game()
+    for i in range(n):
+        g.add_human(f"h{i}", s, (2.0 * i, 0.0, 0.0))
+        inst = g.instance(f"h{i}")
+        g.player.change(inst, g.player.loop(inst, 1 if i % 2 else 2), 0.0)
+    return g

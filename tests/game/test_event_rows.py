@@ -4,26 +4,14 @@ buffer; FiredEvent objects are made only for a human whose events someone reads 
 """
 from __future__ import annotations
 
-from scuffle.anim.clip import EventType, make_event
+from scuffle.anim.clip import EventType
 from scuffle.components import FiredEvents
-from scuffle.game.runtime.world import Game
 
-from gamehelp import clip, make_set
-
-
-def _game(n: int = 6) -> Game:
-    events = [make_event(2, EventType.SOUND, word=7), make_event(5, EventType.EFFECT_9)]
-    s = make_set({1: clip(12, "a", events=events), 2: clip(9, "b", events=[make_event(1, EventType.CAMERA_SHAKE)])})
-    g = Game()
-    for i in range(n):
-        g.add_human(f"h{i}", s, (2.0 * i, 0.0, 0.0))
-        inst = g.instance(f"h{i}")
-        g.player.change(inst, g.player.loop(inst, 1 if i % 2 else 2), 0.0)
-    return g
+from gamehelp import event_game
 
 
 def test_a_crowd_nobody_listens_to_makes_no_event_objects():
-    with _game() as g:
+    with event_game() as g:
         fired_rows = listed = 0
         for _ in range(20):
             g.step()
@@ -36,7 +24,7 @@ def test_a_crowd_nobody_listens_to_makes_no_event_objects():
 
 
 def test_reading_the_events_makes_them_and_the_component_is_a_view():
-    with _game() as g:
+    with event_game() as g:
         seen = []
         for _ in range(20):
             g.step()
@@ -49,7 +37,7 @@ def test_reading_the_events_makes_them_and_the_component_is_a_view():
 
 
 def test_a_handler_makes_only_the_events_of_the_humans_with_its_type():
-    with _game() as g:
+    with event_game() as g:
         got, kept, made = [], 0, 0
         g.ctx.on(EventType.CAMERA_SHAKE, lambda ctx, ent, fe: got.append(int(fe.event.type)))
         for _ in range(20):
@@ -67,7 +55,7 @@ def test_a_handler_makes_only_the_events_of_the_humans_with_its_type():
 def test_a_fired_events_component_given_a_list_holds_it():
     f = FiredEvents([1, 2])
     assert f.events == [1, 2] and f.source is None
-    with _game(1) as g:
+    with event_game(1) as g:
         g.step()
         ent = g.entity("h0")
         comp = g.component(ent, FiredEvents)

@@ -12,7 +12,7 @@ import esper
 import numpy as np
 import pytest
 
-from scuffle.anim.clip import EventType, make_event
+from scuffle.anim.clip import EventType
 from scuffle.anim.store import StaleHandle
 from scuffle.components import Body, Combat, FiredEvents
 from scuffle.game.fighters.ai import FighterAI
@@ -23,7 +23,7 @@ from scuffle.game.runtime.world import Game, UnknownHuman
 from scuffle.systems import placement
 from scuffle.systems.context import HandlerError
 
-from gamehelp import clip, make_set
+from gamehelp import event_game
 
 
 @pytest.fixture(scope="module")
@@ -164,22 +164,11 @@ def test_placement_of_a_few_bodies_equals_the_column_path(aset, monkeypatch):
     assert runs[0][1] > 0 and runs[0][2] > 0          # the run held someone: the placement worked
 
 
-def _event_game(n: int = 6) -> Game:
-    events = [make_event(2, EventType.SOUND, word=7), make_event(5, EventType.EFFECT_9)]
-    s = make_set({1: clip(12, "a", events=events), 2: clip(9, "b", events=[make_event(1, EventType.CAMERA_SHAKE)])})
-    g = Game()
-    for i in range(n):
-        g.add_human(f"h{i}", s, (2.0 * i, 0.0, 0.0))
-        inst = g.instance(f"h{i}")
-        g.player.change(inst, g.player.loop(inst, 1 if i % 2 else 2), 0.0)
-    return g
-
-
 def test_dispatch_reads_the_types_once_and_hands_each_event_as_before():
     """A handler of one type sees exactly the events of that type each human fired, in
     entity order; a human whose rows another handler made into objects mid-dispatch is
     dispatched from its objects; humans without the type are not made into objects."""
-    with _event_game() as g:
+    with event_game() as g:
         got: list = []
         g.on(EventType.SOUND, lambda ctx, ent, fe: got.append((ent, fe.anim_id, fe.event.frame)))
 
@@ -202,7 +191,7 @@ def test_dispatch_reads_the_types_once_and_hands_each_event_as_before():
 
 
 def test_dispatch_without_handled_types_makes_no_objects():
-    with _event_game() as g:
+    with event_game() as g:
         g.on(EventType.CAMERA_SHAKE, lambda ctx, ent, fe: None)
         for _ in range(20):
             g.step()
