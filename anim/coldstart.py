@@ -39,7 +39,7 @@ __all__ = ["LOGGER", "COMPILE_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", 
 
 LOGGER = logging.getLogger("scuffle")
 COMPILE_MESSAGE = ("compiling the animation kernels (once per install: numba caches them for later runs; "
-                   "about 15-30 s)...")
+                   "about 10-30 s)...")
 COMPILED_MESSAGE = "kernels compiled (cached for the next runs)"
 NO_CACHE_MESSAGE = ("{why}; compiling the animation kernels for this run only "
                     "(set NUMBA_CACHE_DIR to a writable folder to keep them)...")

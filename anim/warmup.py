@@ -1,5 +1,5 @@
 """Loading the compiled engine's kernels: from numba's on-disk cache, or compiling them
-on an install's first run (about 15-30 s on a busy 2-core machine; ``cache=True`` keeps the
+on an install's first run (about 10 s on 2 idle cores, up to 30 s on a busy machine; ``cache=True`` keeps the
 machine code next to anim/kernels.py, in __pycache__, or in NUMBA_CACHE_DIR: once per
 install, not once per machine).
 

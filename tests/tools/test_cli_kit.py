@@ -102,7 +102,7 @@ def test_the_library_announces_a_cold_cache_once_through_logging(tmp_path):
     assert r.stdout.split() == ["False", "True", "False"]
     # an unconfigured host sees it on stderr (logging's last resort: WARNING and above), once
     assert r.stderr.splitlines() == [
-        "compiling the animation kernels (once per install: numba caches them for later runs; about 15-30 s)..."]
+        "compiling the animation kernels (once per install: numba caches them for later runs; about 10-30 s)..."]
     assert "machine" not in r.stderr
 
 
