@@ -337,8 +337,8 @@ class _CursorLink:
         r = getattr(ts, self.fast)[tr]
         cs = obj.cstore
         c = getattr(obj, self.attr)
-        if c is not None and c.row == r and c.gen == cs.m_gen[r]:
-            return c
+        if r < 0 or (c is not None and c.row == r and c.gen == cs.m_gen[r]):
+            return c                                 # no row linked: the constructor's own, if any
         return Cursor.view(cs, r)
 
     def __set__(self, obj, c: Cursor) -> None:
