@@ -115,7 +115,6 @@ class BatchEngine:
         self._pose_kernel = TrustedKernel("pose_stacks", self.debug)
         self._flush_release = TrustedKernel("flush_release", self.debug)      # the Player's flush calls these
         self._flush_anim_ids = TrustedKernel("flush_anim_ids", self.debug)
-        self._rules: K.StepRules | None = None
         self._step_out: K.StepBuffers | None = None
         self._pose_args: tuple | None = None
         self._validated: int = -1              # store.LAYOUT_EPOCH when validate() last ran
@@ -338,11 +337,6 @@ class BatchEngine:
         self._n_clips = len(clips)
 
     # ---------------------------------------------------------------- checks
-    def _capacities(self) -> tuple:
-        st = self.player.stores
-        return (st.cursors.capacity, st.fades.capacity, st.gaits.capacity, st.tasks.capacity, st.humans.capacity,
-                len(self.e_first))
-
     def validate(self) -> None:
         """Every row index, shape and dtype the kernels read is in bounds (store.check_rows);
         TableCorrupt names the first fault. Run by the engine before a kernel call whenever a
@@ -519,8 +513,6 @@ class BatchEngine:
         counts = self._counts
         dt32 = float(np.float32(dt))
         rules = K.StepRules(bool(opts.end_zero_overshoot), opts.events == EventRule.NEWEST, int(opts.cleanup_above))
-        if rules != self._rules:                     # the same object while the options hold (a trusted call)
-            self._rules = rules
         H, T, C, F, G, E = self._tables()
         start = 0
         if not _COLD[0]:
@@ -533,7 +525,7 @@ class BatchEngine:
                                    and out.def_out is self._def_out and out.wrap_out is self._wrap_out):
                 out = self._step_out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, counts,
                                                      self._wrap_out, self._snap, self._walk, self._pair4)
-            self._step_kernel(rows, start, dt32, self._rules, H, T, C, F, G, E, out)
+            self._step_kernel(rows, start, dt32, rules, H, T, C, F, G, E, out)
             stopped = int(counts[K.COUNT_STOPPED])
             if stopped >= len(rows):
                 return

@@ -87,15 +87,6 @@ class Cursor:
         self._fill(clip, bank_index, anim_id, int(flags), store if store is not None else cursor_table(1),
                    cursor_proto(clip, all_events))
 
-    @classmethod
-    def made(cls, store: Table, clip: Clip, bank_index: int, anim_id: int, flags: int, proto: tuple) -> "Cursor":
-        """A new cursor on ``clip`` in a row of ``store``: ``Cursor(clip, ...)`` with the
-        clip's ``cursor_proto`` computed once by the caller (the Player's look-up keeps it
-        per clip) and ``flags`` an int."""
-        c = cls.__new__(cls)
-        c._fill(clip, bank_index, anim_id, flags, store, proto)
-        return c
-
     def _fill(self, clip: Clip, bank_index: int, anim_id: int, flags: int, st: Table, proto: tuple) -> None:
         """Take a row of ``st`` and write every column (cursor_row), then hold it: this
         handle's fields from ``proto`` (``cursor_proto(clip, ...)``)."""

@@ -1022,11 +1022,7 @@ def _take_cursor(bank, anim, cursors, events):
 @_helper
 def _give_cursor(c, cursors):
     """Cursor.dispose in the kernel: the row back on the free list, its generation up."""
-    cursors.live[c] = False
-    cursors.gen[c] += 1
-    n = cursors.n_free[0]
-    cursors.free_rows[n] = c
-    cursors.n_free[0] = n + 1
+    _give_row(c, cursors.live, cursors.gen, cursors.free_rows, cursors.n_free)
 
 
 @_helper

@@ -141,23 +141,25 @@ class ClipLookup:
             bank = entry[2] = self.bank_index(entry[0])
         return bank
 
-    def _cursor_of(self, entry: list, anim_id: int, flags: int = 0) -> Cursor:
-        """A new cursor from a cache entry (``_known`` / ``_learn``): its clip's bank index
-        and cursor_proto kept in the entry after the first."""
+    def _proto_of(self, entry: list) -> tuple:
+        """A cache entry's cursor_proto (its clip's bank index and proto kept in the entry
+        after the first call)."""
         proto = entry[3]
         if proto is None:
             self._bank_of(entry)
             proto = entry[3] = cursor_proto(entry[0], self.stores.cursors.all_events)
-        c = Cursor.__new__(Cursor)                   # Cursor.made, one call fewer
+        return proto
+
+    def _cursor_of(self, entry: list, anim_id: int, flags: int = 0) -> Cursor:
+        """A new cursor handle from a cache entry (``_known`` / ``_learn``)."""
+        proto = self._proto_of(entry)
+        c = Cursor.__new__(Cursor)
         c._fill(entry[0], entry[2], anim_id, int(flags), self.stores.cursors, proto)
         return c
 
     def _cursor_row_of(self, entry: list, anim_id: int, flags: int = 0) -> int:
         """``_cursor_of`` without the handle: the new cursor's row (anim.cursor.cursor_row)."""
-        proto = entry[3]
-        if proto is None:
-            self._bank_of(entry)
-            proto = entry[3] = cursor_proto(entry[0], self.stores.cursors.all_events)
+        proto = self._proto_of(entry)
         return cursor_row(self.stores.cursors, entry[2], anim_id, int(flags), proto)
 
     def _entry(self, anim_set, anim_id) -> list:

@@ -57,6 +57,13 @@ def test_a_healthy_crowd_passes(crowd):
     _engine(p).validate()
 
 
+def _capacities(eng) -> tuple:
+    """The engine's tables' sizes and its clip index's (what grows)."""
+    st = eng.player.stores
+    return (st.cursors.capacity, st.fades.capacity, st.gaits.capacity, st.tasks.capacity, st.humans.capacity,
+            len(eng.e_first))
+
+
 def test_the_engine_checks_after_a_table_grew(crowd):
     """New humans grow the tables past their capacity: their arrays are replaced (the layout
     epoch moves on), and the next step runs the check and records the epoch it checked."""
@@ -65,13 +72,13 @@ def test_the_engine_checks_after_a_table_grew(crowd):
     p, hs = crowd
     eng = _engine(p)
     p.update(hs)
-    caps, checked = eng._capacities(), eng._validated
+    caps, checked = _capacities(eng), eng._validated
     assert checked == LAYOUT_EPOCH[0]
     s = hs[0].anim_set
     more = [CharacterInstance(s, f"m{i}") for i in range(200)]
     for h in more:
         p.change(h, p.loop(h, 1), 0.1)
-    assert eng._capacities() != caps and LAYOUT_EPOCH[0] != checked
+    assert _capacities(eng) != caps and LAYOUT_EPOCH[0] != checked
     calls = []
     real = eng.validate
     eng.validate = lambda: (calls.append(1), real())[1]
