@@ -601,20 +601,28 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
         game.close()
 
 
-SNAPSHOT_REPEATS = 15
+SNAPSHOT_REPEATS = 15                # at least this many rounds of snapshot, restore and new snapshot
+SNAPSHOT_BUDGET_S = 0.05             # and more, up to SNAPSHOT_MAX_REPEATS, while they take less CPU than this
+SNAPSHOT_MAX_REPEATS = 400
 
 
-def _snapshot_costs(game, repeats: int = SNAPSHOT_REPEATS) -> dict:
+def _snapshot_costs(game, repeats: int = SNAPSHOT_REPEATS, budget_s: float = SNAPSHOT_BUDGET_S,
+                    most: int = SNAPSHOT_MAX_REPEATS) -> dict:
     """The CPU cost of saving and restoring the whole Game (issue 20), medians over
-    ``repeats``: ``snapshot_cpu_us`` a snapshot written over an older one (a rollback
-    ring: Game.snapshot(reuse=)), ``restore_cpu_us`` its restore, their sum
+    ``repeats`` rounds or more: rounds go on while they have taken less than ``budget_s``
+    CPU s, up to ``most`` (a small Game's round is tens of µs, its first few cold: 15 of
+    them give a median that moves by a fifth between runs; 10,000 humans stop at 15).
+    Out: ``snapshot_cpu_us`` a snapshot written over an older one (a rollback ring:
+    Game.snapshot(reuse=)), ``restore_cpu_us`` its restore, their sum
     ``snapshot_restore_cpu_us`` (the goal's figure), ``snapshot_new_cpu_us`` a
-    snapshot into new memory and ``snapshot_mb`` the arrays one holds. The Game is left
-    in the state it was in."""
+    snapshot into new memory, ``snapshot_mb`` the arrays one holds and
+    ``snapshot_rounds`` the rounds measured. The Game is left in the state it was in."""
     clock = time.process_time
     ring = [game.snapshot(), game.snapshot()]
     take, back, new = [], [], []
-    for i in range(repeats):
+    start = clock()
+    i = 0
+    while i < repeats or (i < most and clock() - start < budget_s):
         c0 = clock()
         s = ring[i % 2] = game.snapshot(reuse=ring[i % 2])
         c1 = clock()
@@ -626,10 +634,12 @@ def _snapshot_costs(game, repeats: int = SNAPSHOT_REPEATS) -> dict:
         take.append(c1 - c0)
         back.append(c2 - c1)
         new.append(c3 - c2)
+        i += 1
     med = lambda xs: sorted(xs)[len(xs) // 2] * 1e6          # noqa: E731
     return {"snapshot_cpu_us": round(med(take), 2), "restore_cpu_us": round(med(back), 2),
             "snapshot_restore_cpu_us": round(med([a + b for a, b in zip(take, back)]), 2),
-            "snapshot_new_cpu_us": round(med(new), 2), "snapshot_mb": round(ring[0].nbytes / 1e6, 2)}
+            "snapshot_new_cpu_us": round(med(new), 2), "snapshot_mb": round(ring[0].nbytes / 1e6, 2),
+            "snapshot_rounds": i}
 
 
 def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:

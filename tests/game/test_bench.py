@@ -160,3 +160,22 @@ def test_bench_rejects_an_unknown_crowd():
     p = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--crowd", "heavy"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 2 and "heavy" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_snapshot_costs_take_their_rounds_and_leave_the_game_as_it_was():
+    """The snapshot figure's rounds: at least ``repeats``, more while under the CPU budget,
+    never more than ``most``; the Game's state is the same after (a restore each round)."""
+    from scuffle.game.tools.bench import _snapshot_costs
+
+    game = build_crowd(2, "realistic")
+    for _ in range(5):
+        game.step()
+    before = game.checksum()
+    fixed = _snapshot_costs(game, repeats=3, budget_s=0.0)
+    assert fixed["snapshot_rounds"] == 3
+    capped = _snapshot_costs(game, repeats=2, budget_s=60.0, most=9)
+    assert capped["snapshot_rounds"] == 9
+    for r in (fixed, capped):
+        assert r["snapshot_restore_cpu_us"] > 0 and r["snapshot_mb"] > 0
+    assert game.checksum() == before
+    game.step()                                   # and it steps on from there
