@@ -109,7 +109,10 @@ class _Vec3:
     def __get__(self, obj: "Body | None", owner: type | None = None):
         if obj is None:
             return self
-        return getattr(obj._table, self.name)[obj._at(self.name)]
+        t, r = obj._table, obj._row
+        if t.m_gen[r] != obj._gen:                  # Body._at, inlined (read on every update)
+            raise left_world("Body", self.name, r, "body")
+        return getattr(t, self.name)[r]
 
     def __set__(self, obj: "Body", value) -> None:
         row = getattr(obj._table, self.name)[obj._at(self.name)]
@@ -129,15 +132,19 @@ class _Vec3:
 class _Scalar:
     """A number field of the Body view (``cast`` makes the Python value: float or int)."""
 
-    __slots__ = ("name", "cast")
+    __slots__ = ("name", "cast", "view")
 
     def __init__(self, name: str, cast: type):
         self.name, self.cast = name, cast
+        self.view = "m_" + name                     # the column's fast view (anim.store._fast_view)
 
     def __get__(self, obj: "Body | None", owner: type | None = None):
         if obj is None:
             return self
-        return self.cast(getattr(obj._table, self.name)[obj._at(self.name)])
+        t, r = obj._table, obj._row
+        if t.m_gen[r] != obj._gen:                  # Body._at, inlined (read on every update)
+            raise left_world("Body", self.name, r, "body")
+        return self.cast(getattr(t, self.view)[r])
 
     def __set__(self, obj: "Body", value) -> None:
         r = obj._at(self.name)
@@ -205,7 +212,7 @@ class Body:
     def _at(self, field: str) -> int:
         """The row, after checking its generation (StaleHandle naming ``Body.field``)."""
         r = self._row
-        if self._table.gen[r] != self._gen:
+        if self._table.m_gen[r] != self._gen:
             raise left_world("Body", field, r, "body")
         return r
 
