@@ -107,6 +107,7 @@ class BatchEngine:
         self._walk = np.zeros(_WALK, np.int64)
         self._weights = np.zeros(_WALK, np.float32)
         self._refused = np.zeros(0, np.int64)
+        self._m_refused = memoryview(self._refused)
         self._queued_default = np.zeros(0, np.bool_)  # per place in the pose's rows: its queued pose the default
         self._queued_set = False                # _queued_default may hold a True
         self._cols_n = np.zeros(0, np.int64)        # 0, 1, 2...: the pose's output columns

@@ -7,6 +7,7 @@ input. Add it to a Fight with ``fight.controllers.append(FighterAI(...))``.
 from __future__ import annotations
 
 from scuffle.anim import detmath
+from scuffle.components import Body
 from scuffle.game.fighters.combat import Fight, FightState
 from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS
 from scuffle.game.runtime.snapshot import SavedRandom
@@ -52,8 +53,9 @@ class FighterAI:
         if self.tick % self.think_every:
             # no decision this update (neither free nor holding decides): the two humans
             # are only looked up, so that one gone raises as the decision's look-ups would
-            fight.body(self.me)
-            fight.body(self.opponent)
+            comps, ent = fight._components(), fight._ent
+            comps[ent(self.me)][Body]                # fight.body(...), without its calls
+            comps[ent(self.opponent)][Body]
             return
         c = fight.combat(self.me)
         me, op = fight.body(self.me), fight.body(self.opponent)

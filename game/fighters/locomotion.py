@@ -148,13 +148,15 @@ class Locomotion(FightCore):
         stop clip plays (the clip's root velocity moves the body then; "Root motion",
         0x00241a88), the intent's direction x speed once the gait blend is the newest
         task; a throw's decaying push is added. Original: 0x0023fea8 (the state update)."""
-        lookup, hypot, gait_leads = self._lookup, detmath.hypot_s, self._gait_leads
+        comps, hypot, gait_leads = self._components(), detmath.hypot_s, self._gait_leads
         for _, e in self.game.humans():
-            c, b = lookup(e, Combat), lookup(e, Body)
+            mine = comps[e]
+            c, b = mine[Combat], mine[Body]
             speed = c.move_speed
             vel = c.move_dir * speed if speed > 0.0 and gait_leads(e) else _ZERO3
             imp = c.impulse                            # the row's live view
-            if hypot(float(imp[0]), float(imp[1])) > 0.05:
+            ix, iy, _ = imp.tolist()                   # the same floats as float(imp[0]), float(imp[1])
+            if hypot(ix, iy) > 0.05:
                 vel = vel + imp
                 imp *= IMPULSE_DECAY                   # in the row: c.impulse * IMPULSE_DECAY, the same bits
             else:

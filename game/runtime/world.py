@@ -154,6 +154,7 @@ class Game:
         # numpy on anim.detmath, the kernel's bits on every CPU), as reference=True does
         self.ctx = SimContext(self.player, reference=reference or engine == "reference")
         self.names: dict[str, int] = {}
+        self._roster: tuple | None = None       # humans()' sorted list and what it was made from (derived only)
         # The fight rules when attached (scuffle.game.fighters.combat.Fight sets it), typed by
         # the FightRules protocol: the runtime layer never imports the fighters (tests/test_layers.py).
         self.fight: FightRules | None = None
@@ -340,14 +341,25 @@ class Game:
 
     def humans(self) -> list[tuple[str, int]]:
         """(name, entity) in entity order; a human whose entity was deleted directly
-        (esper.delete_entity) is forgotten here."""
+        (esper.delete_entity) is forgotten here.
+
+        The sorted list is kept (``_roster``: a copy of ``names``, their entities, the
+        list) and handed out again (a new list each call) while ``names`` equals the copy,
+        nothing waits in esper's deleted set and every one of those entities is still in
+        the world: anything that adds, removes or renames a human, deletes its entity or
+        binds another world fails one of these tests, and the list is made again."""
         ents, dead, names = self._entities, self._dead, self.names
+        kept = self._roster
+        if kept is not None and not dead and names == kept[0] and ents.keys() >= kept[1]:
+            return list(kept[2])
         for e in names.values():
             if e not in ents or e in dead:            # someone deleted it: forget the names gone
                 for n in [n for n, e in names.items() if e not in ents or e in dead]:
                     del names[n]
                 break
-        return sorted(names.items(), key=_by_entity)
+        out = sorted(names.items(), key=_by_entity)
+        self._roster = (dict(names), set(names.values()), out)
+        return list(out)
 
     # ---------------------------------------------------------------- commands
     def change(self, name: str, task: Task, fade: float = 0.0) -> None:
