@@ -403,7 +403,8 @@ class BatchEngine:
         kernel cannot follow (TableCorrupt: a row written behind the engine's back)."""
         player = self.player
         first_deferred = len(player.deferred)
-        rows = self._rows_of(instances)
+        last = self._last
+        rows = self._last_rows if last is not None and instances == last else self._rows_of(instances)
         if self._noisy:
             self._clear_noisy(rows)
         self._start_queues(instances, rows)
@@ -475,11 +476,15 @@ class BatchEngine:
         stack), so the flush (and the end callbacks) go human by human ("When a clip ends",
         L314). Original:
         0x00105640 AnimTask_DeferGive, 0x00105570 AnimTask_FlushDeferred."""
-        deferred = self.player.deferred                  # places by row: numpy, no dict of the crowd
-        place = np.full(self.humans.capacity, -1, np.int64)
-        place[rows] = np.arange(len(rows))              # a human listed twice: its last place
+        deferred = self.player.deferred
         tail = deferred[first:]
-        tail.sort(key=lambda entry: int(place[entry[1].slot]))
+        if len(rows) <= _FEW:                           # a few humans: places by row in a dict
+            by_row = {r: k for k, r in enumerate(self._rows_list)}     # a human listed twice: its last place
+            tail.sort(key=lambda entry: by_row.get(entry[1].slot, -1))
+        else:                                           # places by row: numpy, no dict of the crowd
+            place = np.full(self.humans.capacity, -1, np.int64)
+            place[rows] = np.arange(len(rows))
+            tail.sort(key=lambda entry: int(place[entry[1].slot]))
         deferred[first:] = tail
 
     def fired(self, out: list, lo: int, hi: int) -> None:
@@ -648,7 +653,8 @@ class BatchEngine:
             if self._bones is None or self._bones.n != n:
                 self._bones = Bones(n)
             out = self._bones
-        rows = self._rows_of(instances)
+        last = self._last
+        rows = self._last_rows if last is not None and instances == last else self._rows_of(instances)
         if len(player._clips) != self._n_clips:
             self._clip_events()
         if self.debug or self._validated != LAYOUT_EPOCH[0]:
@@ -658,7 +664,8 @@ class BatchEngine:
             self._m_refused = memoryview(self._refused)
             self._cols_n = np.arange(len(self._refused), dtype=np.int64)
         refused = self._refused
-        queued_default = self._queued_defaults(instances, rows, n)
+        queued_default = self._queued_default if self.player.options.queued_default is None \
+            and not self._queued_set and len(self._queued_default) >= n else self._queued_defaults(instances, rows, n)
         H, T, C, F, G, E = self._cols if self._table_key == LAYOUT_EPOCH[0] else self._tables()
         if not _COLD[0]:
             _note_cold(self, "pose_stacks")

@@ -146,13 +146,20 @@ class Player(StackRules):
             self._dt_f32 = F.f32(raw if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
             self._dt_raw = raw
         dt = self._dt_f32
-        self.refused = []
-        self._wraps = []
+        if self.refused:                        # emptied (a new list: one handed out keeps its items)
+            self.refused = []
+        if self._wraps:
+            self._wraps = []
         # Only the characters whose stack or gait leader changed can have a new top task.
-        for inst in self.batch.step(instances if isinstance(instances, list) else list(instances), dt):
-            self._stepped[id(inst)] = inst
-        self._run_wraps()
-        self._raise_failed()
+        changed = self.batch.step(instances if isinstance(instances, list) else list(instances), dt)
+        if changed:
+            stepped = self._stepped
+            for inst in changed:
+                stepped[id(inst)] = inst
+        if self._wraps:
+            self._run_wraps()
+        if self._failed:
+            self._raise_failed()
 
     def note_wrap(self, inst: CharacterInstance, task: Task) -> None:
         """A task with a wrap callback wrapped in this step: called once every human stepped."""

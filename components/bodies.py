@@ -115,6 +115,12 @@ class _Vec3:
         return getattr(t, self.name)[r]
 
     def __set__(self, obj: "Body", value) -> None:
+        if value.__class__ is tuple and len(value) == 3:         # three floats (the placement's): checked first
+            x, y, z = value
+            if x.__class__ is float and y.__class__ is float and z.__class__ is float \
+                    and abs(x) <= MAX_COORD and abs(y) <= MAX_COORD and abs(z) <= MAX_COORD:
+                getattr(obj._table, self.name)[obj._at(self.name)] = value
+                return
         row = getattr(obj._table, self.name)[obj._at(self.name)]
         old = row.tolist()
         try:
@@ -152,7 +158,7 @@ class _Scalar:
             v = self.cast(value)
             if self.cast is float and not abs(v) <= MAX_COORD:                      # NaN fails too
                 raise ValueError("not finite or too large")
-            getattr(obj._table, self.name)[r] = v
+            getattr(obj._table, self.view)[r] = v       # the fast view (a value it cannot hold: ValueError)
         except (ValueError, TypeError, OverflowError) as e:
             within = f" finite within +-{MAX_COORD:g}" if self.cast is float else ""
             raise BodyFieldError(f"Body.{self.name}: expected a{within} number, got {value!r}") from e

@@ -317,7 +317,7 @@ class Game:
         """The entity of a human by name; UnknownHuman when there is none (or when its
         entity was deleted behind the Game's back)."""
         ent = self.names.get(name)
-        if ent is None or not self._alive(ent):
+        if ent is None or ent not in self._entities or ent in self._dead:     # _alive, inlined
             raise UnknownHuman(name)
         return ent
 
