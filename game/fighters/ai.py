@@ -53,9 +53,10 @@ class FighterAI:
         if self.tick % self.think_every:
             # no decision this update (neither free nor holding decides): the two humans
             # are only looked up, so that one gone raises as the decision's look-ups would
-            comps, ent = fight._components(), fight._ent
-            comps[ent(self.me)][Body]                # fight.body(...), without its calls
-            comps[ent(self.opponent)][Body]
+            comps, me, op = fight._components(), self.me, self.opponent
+            # fight.body(...) without its calls (a name: Game.entity, UnknownHuman when gone)
+            comps[fight._entity(me) if me.__class__ is str else fight._ent(me)][Body]
+            comps[fight._entity(op) if op.__class__ is str else fight._ent(op)][Body]
             return
         c = fight.combat(self.me)
         me, op = fight.body(self.me), fight.body(self.opponent)
