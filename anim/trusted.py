@@ -47,7 +47,10 @@ def _same_type(a: Any, b: Any) -> bool:
         return (fa.c_contiguous == fb.c_contiguous and fa.f_contiguous == fb.f_contiguous
                 and fa.writeable == fb.writeable and fa.aligned == fb.aligned)
     if isinstance(a, tuple):
-        return len(a) == len(b) and all(_same_type(x, y) for x, y in zip(a, b))
+        if len(a) != len(b):
+            return False
+        # a new tuple of the very objects (a named tuple made again per call): identity, in C
+        return all(map(_is, a, b)) or all(_same_type(x, y) for x, y in zip(a, b))
     return False
 
 
