@@ -509,6 +509,21 @@ class BatchEngine:
         noisy = self._noisy
         if not noisy:
             return
+        by_row = self._instances
+        if len(rows) <= _FEW:                   # a few humans: their rows in a set
+            stepped = set(self._rows_list)
+            keep = []
+            for inst in noisy:
+                s = inst.slot
+                if s in stepped and by_row[s] is inst:
+                    inst.clear_events()
+                    inst.released.clear()
+                else:
+                    inst.events                     # made from the rows before they are reused
+                    if inst.engine is self:         # a forgotten human is not stepped again here
+                        keep.append(inst)
+            self._noisy = keep
+            return
         if len(self._in_call) < self.humans.capacity:
             self._in_call = np.zeros(self.humans.capacity, np.bool_)
         in_call = self._in_call

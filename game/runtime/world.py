@@ -377,11 +377,18 @@ class Game:
         the same update with handlers that did not raise, less what they would have done;
         the next ``step()`` goes on from there. Rejected: a closed Game (GameClosed).
         """
-        self._open()
-        with self.active():
+        if self.closed:
+            self._open()                                   # raises GameClosed
+        prev, world = esper.current_world, self.world      # self.active(), without its object
+        if prev != world:
+            esper.switch_world(world)
+        try:
             if esper._entities is not self._entities:     # the world was deleted and made anew
                 self._bind()
             esper.process()
+        finally:
+            if prev != world and prev in esper.list_worlds():
+                esper.switch_world(prev)
 
     @property
     def update(self) -> int:
