@@ -63,6 +63,10 @@ _PAIR_CURSORS = 2            # the cursors a gait's change of pair can bring in 
 # Up to this many humans the Python around the kernels reads their rows one by one (a
 # memoryview or a list: no numpy call, whose fixed cost is most of a 2-fighter update).
 _FEW = 16
+# the kernel's count slots and status bits, read per update (module constants: no attribute look-ups)
+_COUNT_GAITS, _COUNT_DEFERRED, _COUNT_WRAPS, _COUNT_STOPPED = K.COUNT_GAITS, K.COUNT_DEFERRED, K.COUNT_WRAPS, \
+    K.COUNT_STOPPED
+_STATUS_BAD, _STATUS_EVENTS, _STATUS_CHANGED = K.STATUS_BAD, K.STATUS_EVENTS, K.STATUS_TOP | K.STATUS_STACK
 _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrupt table, not a crowd)
 _SCRATCH_POSES = K.QUEUED_POSE + 1   # pose scratch: the seven of the pose stack, the default, the queued pose
 
@@ -407,7 +411,15 @@ class BatchEngine:
         rows = self._last_rows if last is not None and instances == last else self._rows_of(instances)
         if self._noisy:
             self._clear_noisy(rows)
-        self._start_queues(instances, rows)
+        n = len(rows)
+        if n <= _FEW:                           # a few humans: _start_queues only when one has a queue
+            mq = self.humans.m_queued
+            for r in self._rows_list:
+                if mq[r]:
+                    self._start_queues(instances, rows)
+                    break
+        else:
+            self._start_queues(instances, rows)
         if len(player._clips) != self._n_clips:
             self._clip_events()
         # a gait's change of pair takes at most two cursors from the free list in the kernel
@@ -418,16 +430,15 @@ class BatchEngine:
             cursors.reserve(need)
         if self.debug or self._validated != LAYOUT_EPOCH[0]:
             self.validate()
-        n = len(rows)
         if len(self._status) < n:
             m = max(n, 2 * len(self._status))
             self._status, self._ev_lo, self._ev_hi = (np.zeros(m, np.int64) for _ in range(3))
             self._m_status, self._m_lo, self._m_hi = (memoryview(a) for a in (self._status, self._ev_lo, self._ev_hi))
-        status, counts = self._status, self._counts
+        status = self._status
         mc = self._m_counts
         mc[:] = self._no_counts
         self._run_step(rows, status, self._ev_lo, self._ev_hi, dt)
-        self.pair_changes += mc[K.COUNT_GAITS]
+        self.pair_changes += mc[_COUNT_GAITS]
         changed: list = []
         tasks = self._tasks
         noisy = self._noisy
@@ -441,23 +452,23 @@ class BatchEngine:
             found = zip(ks_a.tolist(), status[ks_a].tolist(), self._ev_lo[ks_a].tolist(), self._ev_hi[ks_a].tolist())
         for k, st, elo, ehi in found:
             inst = instances[k]
-            if st & K.STATUS_BAD:
+            if st & _STATUS_BAD:
                 raise TableCorrupt(f"{inst.name or 'human'} (human row {int(rows[k])}): a task on its stack has "
                                    "no rows the kernel can follow (a table written behind the engine's back)")
-            if st & K.STATUS_EVENTS:
+            if st & _STATUS_EVENTS:
                 # the events stay rows of the buffer until someone reads inst.events
                 inst._event_rows = (self, elo, ehi)
                 noisy.append(inst)
-            if st & (K.STATUS_TOP | K.STATUS_STACK):
+            if st & _STATUS_CHANGED:
                 changed.append(inst)
         if self._twice:
             self._last_of_twice(rows, n)
-        n_def = mc[K.COUNT_DEFERRED]
+        n_def = mc[_COUNT_DEFERRED]
         if n_def:
             deferred, by_row = player.deferred, self._instances
             for hr, tr in self._def_out[:n_def].tolist():
                 deferred.append((tasks[tr], by_row[hr]))
-        n_wrap = mc[K.COUNT_WRAPS]
+        n_wrap = mc[_COUNT_WRAPS]
         if n_wrap:
             by_row = self._instances
             note = player.note_wrap
@@ -588,7 +599,7 @@ class BatchEngine:
                 out = self._step_out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, counts,
                                                      self._wrap_out, self._snap, self._walk, self._pair4)
             self._step_kernel(rows, start, dt32, rules, H, T, C, F, G, E, out)
-            stopped = int(counts[K.COUNT_STOPPED])
+            stopped = self._m_counts[_COUNT_STOPPED]
             if stopped >= len(rows):
                 return
             if len(self._ev_out) > _MAX_ROWS:

@@ -621,6 +621,9 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
             extra["step_stacks_us_per_human"] = round(kernels.get("step_stacks", 0.0) * 1e6 / (updates * n), 4)
             extra["kernel_cpu_ms"] = {k: round(kernels_cpu.get(k, 0.0) * 1000.0 / updates, 4) for k in KERNELS}
             extra["pose_stacks_cpu_us_per_human"] = round(kernels_cpu.get("pose_stacks", 0.0) * 1e6 / (updates * n), 4)
+        if frozen is not None:
+            gc.unfreeze()                    # the next run's world is another one (the snapshots: unsettled, as before)
+            frozen = None
         if compiled:
             # the run's own peak first: the snapshots measured next hold copies of the tables
             extra["run_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
