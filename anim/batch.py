@@ -679,8 +679,8 @@ class BatchEngine:
             if self._bones is None or self._bones.n != n:
                 self._bones = Bones(n)
             out = self._bones
-        last = self._last
-        rows = self._last_rows if last is not None and instances == last else self._rows_of(instances)
+        seen = self._last
+        rows = self._last_rows if seen is not None and instances == seen else self._rows_of(instances)
         if len(player._clips) != self._n_clips:
             self._clip_events()
         if self.debug or self._validated != LAYOUT_EPOCH[0]:

@@ -91,7 +91,7 @@ class StateUpdate(esper.Processor):
         self._held = np.zeros(0, np.bool_)      # each update: attached or idle
         self._stray = np.zeros(0, np.int64)     # rows of bodies in the world without a PoseRef
         self._moving: list | None = None        # the rows not idle, when few (else None)
-        self._m_held = memoryview(self._held)
+        self._m_held = self._held.data       # a memoryview of it
 
     def _reindex(self, rows: list, bodies: list) -> None:
         """Move the world's bodies into ``ctx.bodies`` and give back the rows of bodies
@@ -112,7 +112,7 @@ class StateUpdate(esper.Processor):
         # held until the crowd changes); None: the column operations
         moving = np.flatnonzero(~idle).tolist()
         self._moving = moving if len(moving) <= _FEW else None
-        self._m_held = memoryview(self._held)
+        self._m_held = self._held.data       # a memoryview of it
 
     def reset(self) -> None:
         """Forget the lists cached from the crowd (they are made again at the next update):

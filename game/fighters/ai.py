@@ -53,10 +53,10 @@ class FighterAI:
         if self.tick % self.think_every:
             # no decision this update (neither free nor holding decides): the two humans
             # are only looked up, so that one gone raises as the decision's look-ups would
-            comps, me, op = fight._components(), self.me, self.opponent
+            comps, mine, theirs = fight._components(), self.me, self.opponent
             # fight.body(...) without its calls (a name: Game.entity, UnknownHuman when gone)
-            comps[fight._entity(me) if me.__class__ is str else fight._ent(me)][Body]
-            comps[fight._entity(op) if op.__class__ is str else fight._ent(op)][Body]
+            comps[fight._entity(mine) if mine.__class__ is str else fight._ent(mine)][Body]
+            comps[fight._entity(theirs) if theirs.__class__ is str else fight._ent(theirs)][Body]
             return
         c = fight.combat(self.me)
         me, op = fight.body(self.me), fight.body(self.opponent)
