@@ -154,7 +154,8 @@ class Game:
         # numpy on anim.detmath, the kernel's bits on every CPU), as reference=True does
         self.ctx = SimContext(self.player, reference=reference or engine == "reference")
         self.names: dict[str, int] = {}
-        self._roster: tuple | None = None       # humans()' sorted list and what it was made from (derived only)
+        # humans()' sorted list and what it was made from (derived only): names, entities, list
+        self._roster: tuple[dict[str, int], set[int], list[tuple[str, int]]] | None = None
         # The fight rules when attached (scuffle.game.fighters.combat.Fight sets it), typed by
         # the FightRules protocol: the runtime layer never imports the fighters (tests/test_layers.py).
         self.fight: FightRules | None = None
