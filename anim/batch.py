@@ -60,6 +60,13 @@ KERNEL_TYPES = frozenset({TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_HOLD, Ta
                           TaskType.DIRECTION})
 _WALK = 64
 _PAIR_CURSORS = 2            # the cursors a gait's change of pair can bring in (both clips of the pair)
+# Up to this many humans the Python around the kernels reads their rows one by one (a
+# memoryview or a list: no numpy call, whose fixed cost is most of a 2-fighter update).
+_FEW = 16
+# the kernel's count slots and status bits, read per update (module constants: no attribute look-ups)
+_COUNT_GAITS, _COUNT_DEFERRED, _COUNT_WRAPS, _COUNT_STOPPED = K.COUNT_GAITS, K.COUNT_DEFERRED, K.COUNT_WRAPS, \
+    K.COUNT_STOPPED
+_STATUS_BAD, _STATUS_EVENTS, _STATUS_CHANGED = K.STATUS_BAD, K.STATUS_EVENTS, K.STATUS_TOP | K.STATUS_STACK
 _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrupt table, not a crowd)
 _SCRATCH_POSES = K.QUEUED_POSE + 1   # pose scratch: the seven of the pose stack, the default, the queued pose
 
@@ -74,6 +81,7 @@ class BatchEngine:
         self._tasks: list = player.stores.tasks.views   # task row -> its Task (the handle)
         self._last: list | None = None          # the instance list of the last call
         self._last_rows = np.zeros(0, np.int64)
+        self._rows_list: list[int] = []         # the same rows as Python ints (few humans: read one by one)
         self._noisy: list = []                  # instances whose events / released to clear
         self._leaving: list = []                # (human row, generation): forgotten, freed at the flush
         # the clips' events, by bank index: first, count, frames, types (and the Event objects)
@@ -96,10 +104,14 @@ class BatchEngine:
         self._ev_lo = self._ev_hi = np.zeros(0, np.int64)
         self._pair4 = np.zeros(4, np.int64)
         self._counts = np.zeros(K.COUNT_WRAPS + 1, np.int64)      # step_stacks' COUNT_* slots
+        self._m_counts = memoryview(self._counts)                  # the same, read as Python ints
+        self._no_counts = memoryview(np.zeros_like(self._counts))   # copied over it before each step
+        self._m_status, self._m_lo, self._m_hi = (memoryview(a) for a in (self._status, self._ev_lo, self._ev_hi))
         self._snap = np.zeros(HumanTable.STACK_ROWS, np.int64)
         self._walk = np.zeros(_WALK, np.int64)
         self._weights = np.zeros(_WALK, np.float32)
         self._refused = np.zeros(0, np.int64)
+        self._m_refused = memoryview(self._refused)
         self._queued_default = np.zeros(0, np.bool_)  # per place in the pose's rows: its queued pose the default
         self._queued_set = False                # _queued_default may hold a True
         self._cols_n = np.zeros(0, np.int64)        # 0, 1, 2...: the pose's output columns
@@ -120,6 +132,9 @@ class BatchEngine:
         self._validated: int = -1              # store.LAYOUT_EPOCH when validate() last ran
         self._table_key: tuple | int = ()       # store.LAYOUT_EPOCH when _tables() made the tuples
         self._cols: tuple = ()
+        self._rules_of = self._rules = None     # the PlayerOptions the step's StepRules were made from, and those
+        self._dt_of: object = None              # the dt object the step's float32 dt was made from, and that
+        self._dt32 = 0.0
         self.kernel_humans = 0                  # the humans the last step ran (every one)
         self.pair_changes = 0                   # gait pair changes the kernel made, in all
 
@@ -178,8 +193,9 @@ class BatchEngine:
         if last is not None and len(instances) == len(last) and instances == last:
             return self._last_rows
         self._last = list(instances)
-        self._last_rows = np.array([self._row(inst) for inst in instances], dtype=np.int64)
-        self._twice = len(set(self._last_rows.tolist())) < len(self._last_rows)
+        self._rows_list = [self._row(inst) for inst in instances]
+        self._last_rows = np.array(self._rows_list, dtype=np.int64)
+        self._twice = len(set(self._rows_list)) < len(self._rows_list)
         return self._last_rows
 
     # ---------------------------------------------------------------- stacks and queues: rows only
@@ -293,12 +309,18 @@ class BatchEngine:
         and the pool, which no advance takes from, and the deferred tasks it gives go into
         step order with the rest (``_in_step_order``), so this is the original's "its queue,
         then its stack" human by human. Original: 0x00175610 (the queue's +0x54 calls)."""
-        queued = self.humans.queued
-        if not queued.any():                    # no queue anywhere: nothing allocated
-            return
-        cols = np.flatnonzero(queued[rows])
+        if len(rows) <= _FEW:                   # a few humans: their counts read one by one
+            mq = self.humans.m_queued
+            cols = [k for k, r in enumerate(self._rows_list) if mq[r]]
+            if not cols:
+                return
+        else:
+            queued = self.humans.queued
+            if not queued.any():                # no queue anywhere: nothing allocated
+                return
+            cols = np.flatnonzero(queued[rows]).tolist()
         player = self.player
-        for c in cols.tolist():
+        for c in cols:
             inst = instances[c]
             if self.humans.queued[inst.slot]:
                 player.start_queue(inst)
@@ -385,45 +407,68 @@ class BatchEngine:
         kernel cannot follow (TableCorrupt: a row written behind the engine's back)."""
         player = self.player
         first_deferred = len(player.deferred)
-        rows = self._rows_of(instances)
-        self._clear_noisy(rows)
-        self._start_queues(instances, rows)
-        self._clip_events()
-        # a gait's change of pair takes at most two cursors from the free list in the kernel
-        self.player.stores.cursors.reserve(_PAIR_CURSORS * self.player.stores.gaits.in_use)
-        self._guard()
+        last = self._last
+        rows = self._last_rows if last is not None and instances == last else self._rows_of(instances)
+        if self._noisy:
+            self._clear_noisy(rows)
         n = len(rows)
+        if n <= _FEW:                           # a few humans: _start_queues only when one has a queue
+            mq = self.humans.m_queued
+            for r in self._rows_list:
+                if mq[r]:
+                    self._start_queues(instances, rows)
+                    break
+        else:
+            self._start_queues(instances, rows)
+        if len(player._clips) != self._n_clips:
+            self._clip_events()
+        # a gait's change of pair takes at most two cursors from the free list in the kernel
+        stores = player.stores
+        gaits, cursors = stores.gaits, stores.cursors
+        need = _PAIR_CURSORS * (gaits.capacity - gaits.m_n_free[0])
+        if cursors.m_n_free[0] < need:
+            cursors.reserve(need)
+        if self.debug or self._validated != LAYOUT_EPOCH[0]:
+            self.validate()
         if len(self._status) < n:
             m = max(n, 2 * len(self._status))
             self._status, self._ev_lo, self._ev_hi = (np.zeros(m, np.int64) for _ in range(3))
-        status, counts = self._status, self._counts
-        counts[:] = 0
+            self._m_status, self._m_lo, self._m_hi = (memoryview(a) for a in (self._status, self._ev_lo, self._ev_hi))
+        status = self._status
+        mc = self._m_counts
+        mc[:] = self._no_counts
         self._run_step(rows, status, self._ev_lo, self._ev_hi, dt)
-        self.pair_changes += int(counts[K.COUNT_GAITS])
+        self.pair_changes += mc[_COUNT_GAITS]
         changed: list = []
         tasks = self._tasks
         noisy = self._noisy
-        ks = np.flatnonzero(status[:n])
-        for k, st, elo, ehi in zip(ks.tolist(), status[ks].tolist(), self._ev_lo[ks].tolist(),
-                                   self._ev_hi[ks].tolist()):
+        if n <= _FEW:                           # a few humans: their status read one by one
+            ms = self._m_status
+            ks = [k for k in range(n) if ms[k]]
+            mlo, mhi = self._m_lo, self._m_hi
+            found = zip(ks, [ms[k] for k in ks], [mlo[k] for k in ks], [mhi[k] for k in ks]) if ks else ()
+        else:
+            ks_a = np.flatnonzero(status[:n])
+            found = zip(ks_a.tolist(), status[ks_a].tolist(), self._ev_lo[ks_a].tolist(), self._ev_hi[ks_a].tolist())
+        for k, st, elo, ehi in found:
             inst = instances[k]
-            if st & K.STATUS_BAD:
+            if st & _STATUS_BAD:
                 raise TableCorrupt(f"{inst.name or 'human'} (human row {int(rows[k])}): a task on its stack has "
                                    "no rows the kernel can follow (a table written behind the engine's back)")
-            if st & K.STATUS_EVENTS:
+            if st & _STATUS_EVENTS:
                 # the events stay rows of the buffer until someone reads inst.events
                 inst._event_rows = (self, elo, ehi)
                 noisy.append(inst)
-            if st & (K.STATUS_TOP | K.STATUS_STACK):
+            if st & _STATUS_CHANGED:
                 changed.append(inst)
         if self._twice:
             self._last_of_twice(rows, n)
-        n_def = int(counts[K.COUNT_DEFERRED])
+        n_def = mc[_COUNT_DEFERRED]
         if n_def:
             deferred, by_row = player.deferred, self._instances
             for hr, tr in self._def_out[:n_def].tolist():
                 deferred.append((tasks[tr], by_row[hr]))
-        n_wrap = int(counts[K.COUNT_WRAPS])
+        n_wrap = mc[_COUNT_WRAPS]
         if n_wrap:
             by_row = self._instances
             note = player.note_wrap
@@ -442,11 +487,15 @@ class BatchEngine:
         stack), so the flush (and the end callbacks) go human by human ("When a clip ends",
         L314). Original:
         0x00105640 AnimTask_DeferGive, 0x00105570 AnimTask_FlushDeferred."""
-        deferred = self.player.deferred                  # places by row: numpy, no dict of the crowd
-        place = np.full(self.humans.capacity, -1, np.int64)
-        place[rows] = np.arange(len(rows))              # a human listed twice: its last place
+        deferred = self.player.deferred
         tail = deferred[first:]
-        tail.sort(key=lambda entry: int(place[entry[1].slot]))
+        if len(rows) <= _FEW:                           # a few humans: places by row in a dict
+            by_row = {r: k for k, r in enumerate(self._rows_list)}     # a human listed twice: its last place
+            tail.sort(key=lambda entry: by_row.get(entry[1].slot, -1))
+        else:                                           # places by row: numpy, no dict of the crowd
+            place = np.full(self.humans.capacity, -1, np.int64)
+            place[rows] = np.arange(len(rows))
+            tail.sort(key=lambda entry: int(place[entry[1].slot]))
         deferred[first:] = tail
 
     def fired(self, out: list, lo: int, hi: int) -> None:
@@ -470,6 +519,21 @@ class BatchEngine:
         about to be overwritten) until they are stepped."""
         noisy = self._noisy
         if not noisy:
+            return
+        by_row = self._instances
+        if len(rows) <= _FEW:                   # a few humans: their rows in a set
+            stepped = set(self._rows_list)
+            keep = []
+            for inst in noisy:
+                s = inst.slot
+                if s in stepped and by_row[s] is inst:
+                    inst.clear_events()
+                    inst.released.clear()
+                else:
+                    inst.events                     # made from the rows before they are reused
+                    if inst.engine is self:         # a forgotten human is not stepped again here
+                        keep.append(inst)
+            self._noisy = keep
             return
         if len(self._in_call) < self.humans.capacity:
             self._in_call = np.zeros(self.humans.capacity, np.bool_)
@@ -509,11 +573,20 @@ class BatchEngine:
     def _run_step(self, rows: np.ndarray, status: np.ndarray, lo: np.ndarray, hi: np.ndarray, dt: float) -> None:
         """step_stacks over ``rows`` (out: ``status``, each one's event rows ``lo``-``hi``),
         growing the output buffers until everything fits."""
-        opts = self.player.options
         counts = self._counts
-        dt32 = float(np.float32(dt))
-        rules = K.StepRules(bool(opts.end_zero_overshoot), opts.events == EventRule.NEWEST, int(opts.cleanup_above))
-        H, T, C, F, G, E = self._tables()
+        # the rules and the float32 dt: the same objects while the options and dt are (a
+        # trusted call then sees every argument as the object it typed: no re-typing)
+        opts = self.player.options
+        if opts is not self._rules_of:
+            self._rules = K.StepRules(bool(opts.end_zero_overshoot), opts.events == EventRule.NEWEST,
+                                      int(opts.cleanup_above))
+            self._rules_of = opts
+        rules = self._rules
+        if dt is not self._dt_of:
+            self._dt32 = float(np.float32(dt))
+            self._dt_of = dt
+        dt32 = self._dt32
+        H, T, C, F, G, E = self._cols if self._table_key == LAYOUT_EPOCH[0] else self._tables()
         start = 0
         if not _COLD[0]:
             _note_cold(self, "step_stacks")
@@ -526,7 +599,7 @@ class BatchEngine:
                 out = self._step_out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, counts,
                                                      self._wrap_out, self._snap, self._walk, self._pair4)
             self._step_kernel(rows, start, dt32, rules, H, T, C, F, G, E, out)
-            stopped = int(counts[K.COUNT_STOPPED])
+            stopped = self._m_counts[_COUNT_STOPPED]
             if stopped >= len(rows):
                 return
             if len(self._ev_out) > _MAX_ROWS:
@@ -596,22 +669,30 @@ class BatchEngine:
         len(instances)) is written; without it the engine's own buffers are reused
         (overwritten next call).
         """
-        bank = self.player.bank
+        player = self.player
+        bank = player._bank               # the Player's bank while it holds every clip seen (Player.bank)
+        if bank is None or len(bank) != len(player._clips):
+            bank = player.bank
         instances = instances if isinstance(instances, list) else list(instances)
         n = len(instances)
         if out is None:
             if self._bones is None or self._bones.n != n:
                 self._bones = Bones(n)
             out = self._bones
-        rows = self._rows_of(instances)
-        self._clip_events()
-        self._guard()
+        seen = self._last
+        rows = self._last_rows if seen is not None and instances == seen else self._rows_of(instances)
+        if len(player._clips) != self._n_clips:
+            self._clip_events()
+        if self.debug or self._validated != LAYOUT_EPOCH[0]:
+            self.validate()
         if len(self._refused) < n:
             self._refused = np.zeros(max(n, 2 * len(self._refused)), np.int64)
+            self._m_refused = memoryview(self._refused)
             self._cols_n = np.arange(len(self._refused), dtype=np.int64)
         refused = self._refused
-        queued_default = self._queued_defaults(instances, rows, n)
-        H, T, C, F, G, E = self._tables()
+        queued_default = self._queued_default if self.player.options.queued_default is None \
+            and not self._queued_set and len(self._queued_default) >= n else self._queued_defaults(instances, rows, n)
+        H, T, C, F, G, E = self._cols if self._table_key == LAYOUT_EPOCH[0] else self._tables()
         if not _COLD[0]:
             _note_cold(self, "pose_stacks")
         if ASIDE:
@@ -624,8 +705,14 @@ class BatchEngine:
                                       K.PoseBuffers(refused, self._weights, queued_default))
         self._pose_kernel(rows, last[3], H, T, C, F, G, E, pose_tables(bank).tables, self._scratch, last[4], last[5])
         if refusals is not None:
-            for k in np.flatnonzero(refused[:n]).tolist():
-                refusals.append((instances[k], int(refused[k])))
+            if n <= _FEW:                       # a few humans: their counts read one by one
+                mr = self._m_refused
+                for k in range(n):
+                    if mr[k]:
+                        refusals.append((instances[k], mr[k]))
+            else:
+                for k in np.flatnonzero(refused[:n]).tolist():
+                    refusals.append((instances[k], int(refused[k])))
         return out
 
 

@@ -115,6 +115,8 @@ class Player(StackRules):
         # the handlers the callbacks (data: anim.callbacks.Callback) name
         self.callbacks = Callbacks()
         self._wraps: list[tuple[CharacterInstance, Task]] = []   # this step's wraps with a callback
+        self._dt_raw: object = None                # the dt (a float object) the step last rounded, and its f32
+        self._dt_f32 = 0.0
         self._failed: list[BaseException] = []
         self.stats = PlayerStats()
         self._pose_refused: list[CharacterInstance] = []   # humans whose poses_refused is set
@@ -139,14 +141,25 @@ class Player(StackRules):
         is not a finite number 0 to 1 s (RangeError naming it, before anything changes).
         """
         # one float32 dt (the compiled step reads it as a float32)
-        dt = F.f32(self.options.dt if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
-        self.refused = []
-        self._wraps = []
+        raw = self.options.dt if dt is None else dt
+        if raw is not self._dt_raw or raw.__class__ is not float:     # the same float object: the same f32
+            self._dt_f32 = F.f32(raw if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
+            self._dt_raw = raw
+        dt = self._dt_f32
+        if self.refused:                        # emptied (a new list: one handed out keeps its items)
+            self.refused = []
+        if self._wraps:
+            self._wraps = []
         # Only the characters whose stack or gait leader changed can have a new top task.
-        for inst in self.batch.step(instances if isinstance(instances, list) else list(instances), dt):
-            self._stepped[id(inst)] = inst
-        self._run_wraps()
-        self._raise_failed()
+        changed = self.batch.step(instances if isinstance(instances, list) else list(instances), dt)
+        if changed:
+            stepped = self._stepped
+            for inst in changed:
+                stepped[id(inst)] = inst
+        if self._wraps:
+            self._run_wraps()
+        if self._failed:
+            self._raise_failed()
 
     def note_wrap(self, inst: CharacterInstance, task: Task) -> None:
         """A task with a wrap callback wrapped in this step: called once every human stepped."""

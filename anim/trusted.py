@@ -16,6 +16,7 @@ again, which type-checks it.
 """
 from __future__ import annotations
 
+from operator import is_ as _is
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,10 @@ def _same_type(a: Any, b: Any) -> bool:
         return (fa.c_contiguous == fb.c_contiguous and fa.f_contiguous == fb.f_contiguous
                 and fa.writeable == fb.writeable and fa.aligned == fb.aligned)
     if isinstance(a, tuple):
-        return len(a) == len(b) and all(_same_type(x, y) for x, y in zip(a, b))
+        if len(a) != len(b):
+            return False
+        # a new tuple of the very objects (a named tuple made again per call): identity, in C
+        return all(map(_is, a, b)) or all(_same_type(x, y) for x, y in zip(a, b))
     return False
 
 
@@ -81,9 +85,15 @@ class TrustedKernel:
 
     def __call__(self, *args: Any) -> Any:
         fn = getattr(K, self.name)
-        if fn is self._fn and self._same(args):
-            self._args = args                        # the latest (the older objects are let go)
-            return self._entry(*args)
+        if fn is self._fn:
+            last = self._args
+            # every argument the very object typed last (the engine's usual call: its cached
+            # tuples, buffers, rules and dt): one identity test each, in C
+            if len(args) == len(last) and all(map(_is, args, last)):
+                return self._entry(*args)
+            if self._same(args):
+                self._args = args                    # the latest (the older objects are let go)
+                return self._entry(*args)
         out = fn(*args)
         overloads = getattr(fn, "overloads", None)
         entry = None

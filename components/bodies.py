@@ -109,9 +109,18 @@ class _Vec3:
     def __get__(self, obj: "Body | None", owner: type | None = None):
         if obj is None:
             return self
-        return getattr(obj._table, self.name)[obj._at(self.name)]
+        t, r = obj._table, obj._row
+        if t.m_gen[r] != obj._gen:                  # Body._at, inlined (read on every update)
+            raise left_world("Body", self.name, r, "body")
+        return getattr(t, self.name)[r]
 
     def __set__(self, obj: "Body", value) -> None:
+        if value.__class__ is tuple and len(value) == 3:         # three floats (the placement's): checked first
+            x, y, z = value
+            if x.__class__ is float and y.__class__ is float and z.__class__ is float \
+                    and abs(x) <= MAX_COORD and abs(y) <= MAX_COORD and abs(z) <= MAX_COORD:
+                getattr(obj._table, self.name)[obj._at(self.name)] = value
+                return
         row = getattr(obj._table, self.name)[obj._at(self.name)]
         old = row.tolist()
         try:
@@ -129,15 +138,19 @@ class _Vec3:
 class _Scalar:
     """A number field of the Body view (``cast`` makes the Python value: float or int)."""
 
-    __slots__ = ("name", "cast")
+    __slots__ = ("name", "cast", "view")
 
     def __init__(self, name: str, cast: type):
         self.name, self.cast = name, cast
+        self.view = "m_" + name                     # the column's fast view (anim.store._fast_view)
 
     def __get__(self, obj: "Body | None", owner: type | None = None):
         if obj is None:
             return self
-        return self.cast(getattr(obj._table, self.name)[obj._at(self.name)])
+        t, r = obj._table, obj._row
+        if t.m_gen[r] != obj._gen:                  # Body._at, inlined (read on every update)
+            raise left_world("Body", self.name, r, "body")
+        return self.cast(getattr(t, self.view)[r])
 
     def __set__(self, obj: "Body", value) -> None:
         r = obj._at(self.name)
@@ -145,7 +158,7 @@ class _Scalar:
             v = self.cast(value)
             if self.cast is float and not abs(v) <= MAX_COORD:                      # NaN fails too
                 raise ValueError("not finite or too large")
-            getattr(obj._table, self.name)[r] = v
+            getattr(obj._table, self.view)[r] = v       # the fast view (a value it cannot hold: ValueError)
         except (ValueError, TypeError, OverflowError) as e:
             within = f" finite within +-{MAX_COORD:g}" if self.cast is float else ""
             raise BodyFieldError(f"Body.{self.name}: expected a{within} number, got {value!r}") from e
@@ -205,7 +218,7 @@ class Body:
     def _at(self, field: str) -> int:
         """The row, after checking its generation (StaleHandle naming ``Body.field``)."""
         r = self._row
-        if self._table.gen[r] != self._gen:
+        if self._table.m_gen[r] != self._gen:
             raise left_world("Body", field, r, "body")
         return r
 

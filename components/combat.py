@@ -109,15 +109,19 @@ class CombatTable(Table):
 class _Num:
     """A number field of the view (``cast``: float, int or bool)."""
 
-    __slots__ = ("name", "cast")
+    __slots__ = ("name", "cast", "view")
 
     def __init__(self, name: str, cast: type):
         self.name, self.cast = name, cast
+        self.view = "m_" + name                     # the column's fast view (anim.store._fast_view)
 
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        return self.cast(getattr(obj._table, self.name)[obj._at(self.name)])
+        t, r = obj._table, obj._row
+        if t.m_gen[r] != obj._gen:                  # Combat._at, inlined (read on every update)
+            raise left_world("Combat", self.name, r, "combat")
+        return self.cast(getattr(t, self.view)[r])
 
     def __set__(self, obj, value) -> None:
         if value is None and self.name == "partner":        # no partner: -1
@@ -134,16 +138,19 @@ class _Num:
 class _Text:
     """A text field of the view, kept as a code (CombatTable.texts)."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "view")
 
     def __init__(self, name: str):
         self.name = name
+        self.view = "m_" + name
 
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        t = obj._table
-        return t.texts[int(getattr(t, self.name)[obj._at(self.name)])]
+        t, r = obj._table, obj._row
+        if t.m_gen[r] != obj._gen:
+            raise left_world("Combat", self.name, r, "combat")
+        return t.texts[int(getattr(t, self.view)[r])]
 
     def __set__(self, obj, value) -> None:
         if not isinstance(value, str):
@@ -163,7 +170,10 @@ class _Vec:
     def __get__(self, obj, owner=None):
         if obj is None:
             return self
-        return getattr(obj._table, self.name)[obj._at(self.name)]
+        t, r = obj._table, obj._row
+        if t.m_gen[r] != obj._gen:
+            raise left_world("Combat", self.name, r, "combat")
+        return getattr(t, self.name)[r]
 
     def __set__(self, obj, value) -> None:
         try:
@@ -227,7 +237,7 @@ class Combat:
     def _at(self, field: str) -> int:
         """The row, after checking its generation (StaleHandle naming ``Combat.field``)."""
         r = self._row
-        if self._table.gen[r] != self._gen:
+        if self._table.m_gen[r] != self._gen:
             raise left_world("Combat", field, r, "combat")
         return r
 

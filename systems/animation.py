@@ -20,6 +20,8 @@ from scuffle.systems.context import SimContext, sorted_components
 
 __all__ = ["AnimationStep"]
 
+_SET = object.__setattr__
+
 
 class AnimationStep(esper.Processor):
     """Advance and sample every human's animation (see the module docstring)."""
@@ -60,8 +62,9 @@ class AnimationStep(esper.Processor):
         variable frame time calls ``esper.process()`` once per 1/30 s it accumulates.
         """
         ctx = self.ctx
-        ctx.update = ctx.updates_run
-        ctx.updates_run += 1
+        n = ctx.updates_run
+        _SET(ctx, "update", n)                    # fields SimContext.__setattr__ does not check: set directly
+        _SET(ctx, "updates_run", n + 1)
         ctx.failures.clear()                       # those of an update another error cut short
         rows = sorted_components(ctx, Animator, PoseRef, FiredEvents)
         if rows is not self._rows:                 # the crowd changed: new lists, new pose rows
@@ -77,18 +80,25 @@ class AnimationStep(esper.Processor):
         instances = self._instances
         ctx.player.step(instances, ctx.dt)
         bones = ctx.player.pose(instances)
-        ctx.poses = bones.poses                    # the fast path reuses these buffers each update
-        ctx.bone_pos, ctx.bone_rot = bones.pos, bones.rot
+        _SET(ctx, "poses", bones.poses)            # the fast path reuses these buffers each update
+        _SET(ctx, "bone_pos", bones.pos)
+        _SET(ctx, "bone_rot", bones.rot)
         # Only the humans that may have fired (the engine knows them) are looked at, and
         # their events are not made into objects here: no per-human loop on a quiet update.
+        fired_now: list = []
+        may = ctx.player.may_have_events(instances)
+        if not may:
+            _SET(ctx, "fired", fired_now)
+            for p in ctx.probe:
+                p(ctx, "animation")
+            return
         index = self._index
         cand = set()
-        for inst in ctx.player.may_have_events(instances):
+        for inst in may:
             k = index.get(id(inst))
             if k is not None:
                 cand.add(k)
         entities = ctx.entities
-        fired_now = []
         for k in sorted(cand):
             inst = instances[k]
             fired = self._fired[k]
@@ -96,6 +106,6 @@ class AnimationStep(esper.Processor):
                 fired.source = inst
             if inst._event_rows is not None or inst._events:
                 fired_now.append((entities[k], fired, inst))
-        ctx.fired = fired_now
+        _SET(ctx, "fired", fired_now)
         for p in ctx.probe:
             p(ctx, "animation")

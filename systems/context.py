@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+import esper
 import numpy as np
 
 from scuffle.anim import f32 as F
@@ -46,17 +47,15 @@ def sorted_components(ctx: "SimContext", *types) -> list:
     """esper.get_components(*types) in entity order, sorted once per esper cache.
 
     esper returns the same cached list until a component is added or removed, so the
-    sort is redone only then (the systems visit humans in entity order).
+    sort is redone only then (the systems visit humans in entity order). The cache holds
+    esper's list (so its id is never another's) and its length (a list changed in place).
     """
-    import esper
-
     got = esper.get_components(*types) if len(types) > 1 else esper.get_component(types[0])
-    key = (types, id(got), len(got))
     hit = ctx.sorted_cache.get(types)
-    if hit is not None and hit[0] == key and hit[1] is got:
+    if hit is not None and hit[0] is got and hit[1] == len(got):
         return hit[2]
     res = sorted(got)
-    ctx.sorted_cache[types] = (key, got, res)
+    ctx.sorted_cache[types] = (got, len(got), res)
     return res
 
 

@@ -33,6 +33,9 @@ from scuffle.systems.context import SimContext, sorted_components
 
 __all__ = ["StateUpdate", "root_motion", "heading_matrix", "to_world"]
 
+# Up to this many moving bodies their held flags are set one by one (no column operation).
+_FEW = 16
+
 
 def heading_matrix(heading_deg: float) -> np.ndarray:
     """Rz(heading): the (3, 3) rotation about z that takes the human's frame (x right, y
@@ -87,6 +90,8 @@ class StateUpdate(esper.Processor):
         self._idle = np.zeros(0, np.bool_)      # rows no human of this world moves
         self._held = np.zeros(0, np.bool_)      # each update: attached or idle
         self._stray = np.zeros(0, np.int64)     # rows of bodies in the world without a PoseRef
+        self._moving: list | None = None        # the rows not idle, when few (else None)
+        self._m_held = self._held.data       # a memoryview of it
 
     def _reindex(self, rows: list, bodies: list) -> None:
         """Move the world's bodies into ``ctx.bodies`` and give back the rows of bodies
@@ -102,7 +107,12 @@ class StateUpdate(esper.Processor):
             idle[body.row] = False
         self._stray = np.array([b.row for _, b in bodies if idle[b.row]], dtype=np.int64)
         self._rows, self._bodies = rows, bodies
-        self._idx, self._idle, self._held = idx, idle, np.empty(cap, np.bool_)
+        self._idx, self._idle, self._held = idx, idle, idle.copy()
+        # a few moving rows: their held flags set one by one each update (the idle ones stay
+        # held until the crowd changes); None: the column operations
+        moving = np.flatnonzero(~idle).tolist()
+        self._moving = moving if len(moving) <= _FEW else None
+        self._m_held = self._held.data       # a memoryview of it
 
     def reset(self) -> None:
         """Forget the lists cached from the crowd (they are made again at the next update):
@@ -127,9 +137,14 @@ class StateUpdate(esper.Processor):
             if ctx.reference:
                 self._reference(rows, poses)
             else:
-                held, stray = self._held, self._stray
-                np.not_equal(table.attachment, NO_ATTACHMENT, out=held)
-                np.logical_or(held, self._idle, out=held)
+                held, stray, moving = self._held, self._stray, self._moving
+                if moving is not None:
+                    mh, att = self._m_held, table.m_attachment
+                    for r in moving:
+                        mh[r] = att[r] != NO_ATTACHMENT
+                else:
+                    np.not_equal(table.attachment, NO_ATTACHMENT, out=held)
+                    np.logical_or(held, self._idle, out=held)
                 if stray.size:
                     keep = table.velocity[stray], table.attach_heading[stray]
                 root_motion_step(self._idx, poses.vel, poses.tag, poses.rot, table.heading, held,

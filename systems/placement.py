@@ -100,7 +100,8 @@ class PairedPlacement(esper.Processor):
                     self._place(bodies[k][1])
         for p in ctx.probe:
             p(ctx, "placement")
-        ctx.report_failures()               # the update is complete: a callback's exception now
+        if ctx.failures:
+            ctx.report_failures()           # the update is complete: a callback's exception now
 
     @staticmethod
     def _place(body: Body) -> None:

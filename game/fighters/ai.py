@@ -7,6 +7,7 @@ input. Add it to a Fight with ``fight.controllers.append(FighterAI(...))``.
 from __future__ import annotations
 
 from scuffle.anim import detmath
+from scuffle.components import Body
 from scuffle.game.fighters.combat import Fight, FightState
 from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS
 from scuffle.game.runtime.snapshot import SavedRandom
@@ -52,8 +53,10 @@ class FighterAI:
         if self.tick % self.think_every:
             # no decision this update (neither free nor holding decides): the two humans
             # are only looked up, so that one gone raises as the decision's look-ups would
-            fight.body(self.me)
-            fight.body(self.opponent)
+            comps, mine, theirs = fight._components(), self.me, self.opponent
+            # fight.body(...) without its calls (a name: Game.entity, UnknownHuman when gone)
+            comps[fight._entity(mine) if mine.__class__ is str else fight._ent(mine)][Body]
+            comps[fight._entity(theirs) if theirs.__class__ is str else fight._ent(theirs)][Body]
             return
         c = fight.combat(self.me)
         me, op = fight.body(self.me), fight.body(self.opponent)

@@ -196,9 +196,9 @@ class Fight(Hits):
             self._guarded(item[1], self._hit if item[0] == "window" else self._on_end, *item[1:])
         for ctl in list(self.controllers):
             ctl(self)
-        lookup, ko, down = self._lookup, self.ko, FightState.DOWN
+        comps, lookup, ko, down = self._components(), self._lookup, self.ko, FightState.DOWN
         for _, e in self.game.humans():
-            c = lookup(e, Combat)
+            c = comps[e][Combat]
             if c.state != down:                       # only a human down has anything to count
                 continue
             if c.down_left > 0 and e not in ko and not (lookup(e, HumanRecord).flags & _PAIRED):

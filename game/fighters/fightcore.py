@@ -148,6 +148,13 @@ class FightCore:
         per call). Rejected: an entity without it (KeyError, as esper)."""
         return self._lookup(ent, ctype)
 
+    def _components(self) -> dict:
+        """The game's entity -> {component type: component} (``Game._entities``, read at
+        each call: a world made anew is bound again): the per-update loops read a human's
+        components from it with no call per component (a missing one: KeyError, as
+        ``_lookup``)."""
+        return self._lookup.__self__._entities
+
     def combat(self, who: Who) -> Combat:
         return self._lookup(who if who.__class__ is int else self._ent(who), Combat)
 

@@ -20,7 +20,7 @@ import numpy as np
 from scuffle.anim import detmath
 from scuffle.anim.limits import MAX_COORD, check_float, check_vec
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
-from scuffle.components import NO_ATTACHMENT, Body, Combat
+from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat
 from scuffle.game.fighters.fightcore import FightCore
 from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MIN_SEPARATION, MAX_MOVE_SPEED,
                                              IMPULSE_DECAY, _wrap, _heading_to, _cell)
@@ -36,10 +36,6 @@ def _scale(speeds: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
     fp = np.arange(len(speeds), dtype=np.float64)
     xp.flags.writeable = fp.flags.writeable = False
     return xp, fp
-
-
-_ZERO3 = np.zeros(3)
-_ZERO3.flags.writeable = False            # the state velocity of a human with no intent (never written)
 
 
 class Locomotion(FightCore):
@@ -148,21 +144,29 @@ class Locomotion(FightCore):
         stop clip plays (the clip's root velocity moves the body then; "Root motion",
         0x00241a88), the intent's direction x speed once the gait blend is the newest
         task; a throw's decaying push is added. Original: 0x0023fea8 (the state update)."""
-        lookup, hypot, gait_leads = self._lookup, detmath.hypot_s, self._gait_leads
+        comps, hypot, top = self._components(), detmath.hypot_s, self.player.top
         for _, e in self.game.humans():
-            c, b = lookup(e, Combat), lookup(e, Body)
+            mine = comps[e]
+            c, b = mine[Combat], mine[Body]
             speed = c.move_speed
-            vel = c.move_dir * speed if speed > 0.0 and gait_leads(e) else _ZERO3
+            vel = None                                 # no intent: zeros
+            if speed > 0.0:
+                t = top(mine[Animator].instance)       # _gait_leads(e), e alive (from humans())
+                if t is not None and t.type == TaskType.GAIT:
+                    dx, dy, dz = c.move_dir.tolist()   # the direction x speed, as numpy's float64 products
+                    vel = (dx * speed, dy * speed, dz * speed)
             imp = c.impulse                            # the row's live view
-            if hypot(float(imp[0]), float(imp[1])) > 0.05:
-                vel = vel + imp
+            ix, iy, iz = imp.tolist()
+            if hypot(ix, iy) > 0.05:
+                # the push added, as numpy's float64 sums (zeros + the push: 0.0 + x, -0.0 made +0.0)
+                vel = (0.0 + ix, 0.0 + iy, 0.0 + iz) if vel is None else (vel[0] + ix, vel[1] + iy, vel[2] + iz)
                 imp *= IMPULSE_DECAY                   # in the row: c.impulse * IMPULSE_DECAY, the same bits
             else:
                 imp.fill(0.0)
-            if vel is _ZERO3:
+            if vel is None:
                 b.state_velocity.fill(0.0)             # zeros need no check of the setter
             else:
-                b.state_velocity = vel
+                b.state_velocity = vel                 # three floats: the setter's checks, then one copy
 
     def _separate(self) -> None:
         """Keep free bodies at least MIN_SEPARATION apart (ours: the spec has no collision).

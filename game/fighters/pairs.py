@@ -90,13 +90,14 @@ class Pairs(Locomotion):
     def _partners_gone(self) -> None:
         """Humans whose partner (or holder) is no longer in the world (deleted directly
         with esper.delete_entity) are freed as human_leaving would free them."""
-        lookup, live = self._lookup, self._live
+        comps, live = self._components(), self._live
         for _, e in self.game.humans():
-            p = lookup(e, Combat).partner
+            mine = comps[e]
+            p = mine[Combat].partner
             if p >= 0 and not live(p):
                 self._partner_left(e, thrown=False)
                 continue
-            a = lookup(e, Body).attachment
+            a = mine[Body].attachment
             if a != NO_ATTACHMENT and not (a >= 0 and live(a)):
                 self._partner_left(e, thrown=False)
 

@@ -154,6 +154,8 @@ class Game:
         # numpy on anim.detmath, the kernel's bits on every CPU), as reference=True does
         self.ctx = SimContext(self.player, reference=reference or engine == "reference")
         self.names: dict[str, int] = {}
+        # humans()' sorted list and what it was made from (derived only): names, entities, list
+        self._roster: tuple[dict[str, int], set[int], list[tuple[str, int]]] | None = None
         # The fight rules when attached (scuffle.game.fighters.combat.Fight sets it), typed by
         # the FightRules protocol: the runtime layer never imports the fighters (tests/test_layers.py).
         self.fight: FightRules | None = None
@@ -316,7 +318,7 @@ class Game:
         """The entity of a human by name; UnknownHuman when there is none (or when its
         entity was deleted behind the Game's back)."""
         ent = self.names.get(name)
-        if ent is None or not self._alive(ent):
+        if ent is None or ent not in self._entities or ent in self._dead:     # _alive, inlined
             raise UnknownHuman(name)
         return ent
 
@@ -340,14 +342,25 @@ class Game:
 
     def humans(self) -> list[tuple[str, int]]:
         """(name, entity) in entity order; a human whose entity was deleted directly
-        (esper.delete_entity) is forgotten here."""
+        (esper.delete_entity) is forgotten here.
+
+        The sorted list is kept (``_roster``: a copy of ``names``, their entities, the
+        list) and handed out again (a new list each call) while ``names`` equals the copy,
+        nothing waits in esper's deleted set and every one of those entities is still in
+        the world: anything that adds, removes or renames a human, deletes its entity or
+        binds another world fails one of these tests, and the list is made again."""
         ents, dead, names = self._entities, self._dead, self.names
+        kept = self._roster
+        if kept is not None and not dead and names == kept[0] and ents.keys() >= kept[1]:
+            return list(kept[2])
         for e in names.values():
             if e not in ents or e in dead:            # someone deleted it: forget the names gone
                 for n in [n for n, e in names.items() if e not in ents or e in dead]:
                     del names[n]
                 break
-        return sorted(names.items(), key=_by_entity)
+        out = sorted(names.items(), key=_by_entity)
+        self._roster = (dict(names), set(names.values()), out)
+        return list(out)
 
     # ---------------------------------------------------------------- commands
     def change(self, name: str, task: Task, fade: float = 0.0) -> None:
@@ -365,11 +378,18 @@ class Game:
         the same update with handlers that did not raise, less what they would have done;
         the next ``step()`` goes on from there. Rejected: a closed Game (GameClosed).
         """
-        self._open()
-        with self.active():
+        if self.closed:
+            self._open()                                   # raises GameClosed
+        prev, world = esper.current_world, self.world      # self.active(), without its object
+        if prev != world:
+            esper.switch_world(world)
+        try:
             if esper._entities is not self._entities:     # the world was deleted and made anew
                 self._bind()
             esper.process()
+        finally:
+            if prev != world and prev in esper.list_worlds():
+                esper.switch_world(prev)
 
     @property
     def update(self) -> int:

@@ -1,0 +1,235 @@
+"""The caches of an update's fixed cost (issue 19, item 7: 2 fighters <= 0.05 ms CPU per
+update): each is derived data, made again by a change it cannot miss.
+
+- the few-human paths (a human's queue count, status, refusals and held flag read one by
+  one; the deferred list put in step order through a dict) against the column operations
+  they stand for: a crowd that a host grows mid-run past the tables' 64 rows, restores
+  from a snapshot and thins out, run both ways, gives the same state and poses bit for bit;
+- ``Game.humans``' kept list after a human is added, removed, renamed, deleted directly
+  in esper, a snapshot is restored, another esper world is current, and when a caller
+  changes the list it was handed;
+- the step's rules and float32 dt (made once per options object and dt object) after the
+  options are swapped and when dt changes, a dt that is not a float included;
+- a trusted kernel call whose arguments are the very objects typed last (one identity
+  test each) and one whose arguments are new objects (checked, typed).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+
+import esper
+import numpy as np
+import pytest
+
+from scuffle.anim import batch as batch_mod
+from scuffle.anim import kernels as K
+from scuffle.anim.tasks import EventRule
+from scuffle.anim.trusted import TrustedKernel
+from scuffle.game.fighters.moves import Move
+from scuffle.game.runtime.trace import iter_trace_records, write_records
+from scuffle.game.tools.bench import build_crowd
+from scuffle.systems import motion as motion_mod
+
+
+def _steps(game, updates: int, digest) -> None:
+    """Run ``updates`` updates, each one's trace records and poses (bone transforms, root
+    velocities) into ``digest``."""
+    for _ in range(updates):
+        game.step()
+        out = io.StringIO()
+        write_records(out, iter_trace_records(game))
+        digest.update(out.getvalue().encode())
+        ctx = game.ctx
+        for a in (ctx.bone_pos, ctx.bone_rot, ctx.poses.vel, ctx.poses.root):
+            digest.update(a.tobytes())
+
+
+def _command(game, name: str, k: int) -> None:
+    """A change on an extra human: a clip handing over into the idle loop, under a fade."""
+    p, inst = game.player, game.instance(name)
+    move = (Move.JAB, Move.KICK, Move.HIT_FRONT, Move.WALK_STOP)[k % 4]
+    p.change(inst, p.clip(inst, int(move), p.loop(inst, int(Move.IDLE))), 0.2)
+
+
+def _grown_restored_thinned() -> tuple[str, str]:
+    """Two fighters, then 70 extras added mid-run (the human, body and combat tables grow
+    past their 64 rows), a snapshot restored (the continuation replayed), then most extras
+    removed (by remove_human, and one deleted in esper directly); returns the digest of
+    every update's trace records and poses, and the final checksum."""
+    game = build_crowd(2, "realistic", seed=5)
+    digest = hashlib.sha256()
+    _steps(game, 30, digest)
+    aset = game.instance("h0").anim_set
+    for k in range(70):
+        game.add_human(f"x{k}", aset, (k * 2.0, 9.0, 0.0), 0.0)
+        _command(game, f"x{k}", k)
+    _steps(game, 20, digest)
+    for k in range(0, 70, 3):
+        _command(game, f"x{k}", k + 1)
+        if k % 2:                                       # queued: started by the next step
+            inst = game.instance(f"x{k}")
+            game.player.enqueue(inst, game.player.clip(inst, int(Move.CROSS), game.player.loop(inst, int(Move.IDLE))))
+    snap = game.snapshot()
+    ahead = hashlib.sha256()
+    _steps(game, 15, ahead)
+    game.restore(snap)
+    again = hashlib.sha256()
+    _steps(game, 15, again)
+    assert again.hexdigest() == ahead.hexdigest()       # the restore forgot every cached list
+    digest.update(ahead.digest())
+    for k in range(1, 70):
+        if k == 40:
+            with game.active():                         # deleted behind the Game's back
+                esper.delete_entity(game.entity(f"x{k}"))
+        else:
+            game.remove_human(f"x{k}")
+    _steps(game, 25, digest)
+    return digest.hexdigest(), game.checksum()
+
+
+def test_the_few_human_paths_give_the_column_operations_bits_through_growth_restore_and_removal(monkeypatch):
+    few = _grown_restored_thinned()
+    monkeypatch.setattr(batch_mod, "_FEW", -1)          # every human through numpy's column operations
+    monkeypatch.setattr(motion_mod, "_FEW", -1)
+    columns = _grown_restored_thinned()
+    assert few == columns
+
+
+def test_the_moving_bodies_held_flags_follow_a_grab_and_the_crowd():
+    """StateUpdate's few moving rows: their held flag is the attachment's every update; a
+    new crowd (a human added, the body table grown) makes the rows again."""
+    game = build_crowd(2, "realistic", seed=3)
+    state = next(p for p in game.processors if isinstance(p, motion_mod.StateUpdate))
+    table = game.ctx.bodies
+    seen: list = []
+
+    def after_state(ctx, system: str) -> None:          # right after the state update's root motion
+        if system == "state":
+            rows = state._moving
+            assert rows is not None and len(rows) == 2
+            held = [bool(state._held[r]) for r in rows]
+            assert held == [bool(table.attachment[r] != -1) for r in rows]
+            seen.append(any(held))
+
+    game.ctx.probe.append(after_state)
+    for _ in range(400):
+        game.step()
+    game.ctx.probe.remove(after_state)
+    assert len(seen) == 400 and any(seen)               # the AIs held someone at least once
+    before = state._moving
+    for k in range(70):                                 # the body table grows: 72 moving rows
+        game.add_human(f"x{k}", game.instance("h0").anim_set, (k * 2.0, 9.0, 0.0), 0.0)
+    game.step()
+    assert state._moving is None and table.capacity > 64   # past _FEW: the column operations
+    for k in range(70):
+        game.remove_human(f"x{k}")
+    game.step()
+    assert state._moving is not None and state._moving is not before and len(state._moving) == 2
+
+
+def test_humans_list_follows_every_change_of_the_crowd(new_game):
+    game = new_game()
+    aset = build_crowd(2, "realistic").instance("h0").anim_set
+    for name in ("a", "b", "c"):
+        game.add_human(name, aset)
+    first = game.humans()
+    assert [n for n, _ in first] == ["a", "b", "c"]
+    first.clear()                                       # a caller's list is its own
+    assert [n for n, _ in game.humans()] == ["a", "b", "c"]
+    game.add_human("d", aset)
+    assert [n for n, _ in game.humans()] == ["a", "b", "c", "d"]
+    game.remove_human("b")
+    assert [n for n, _ in game.humans()] == ["a", "c", "d"]
+    game.names["z"] = game.names.pop("a")               # renamed in place: another name, the same entity
+    assert [n for n, _ in game.humans()] == ["z", "c", "d"]
+    with game.active():
+        esper.delete_entity(game.names["c"])            # deleted behind the Game's back
+    assert [n for n, _ in game.humans()] == ["z", "d"]
+    assert "c" not in game.names
+    game.step()
+    snap = game.snapshot()
+    game.add_human("e", aset)
+    assert [n for n, _ in game.humans()] == ["z", "d", "e"]
+    game.restore(snap)                                  # the humans added since go
+    assert [n for n, _ in game.humans()] == ["z", "d"]
+
+
+def test_humans_list_of_each_game_in_its_own_world_whichever_world_is_current(new_game):
+    one, two = new_game(), new_game()
+    aset = build_crowd(2, "realistic").instance("h0").anim_set
+    one.add_human("p", aset)
+    two.add_human("q", aset)
+    two.add_human("r", aset)
+    for world in ("default", one.world, two.world):
+        esper.switch_world(world)
+        assert [n for n, _ in one.humans()] == ["p"]
+        assert [n for n, _ in two.humans()] == ["q", "r"]
+        one.step()
+        two.step()
+        with two.active():                              # deleted in the other world only
+            if esper.entity_exists(two.names.get("r", -1)):
+                esper.delete_entity(two.names["r"], immediate=True)
+        assert [n for n, _ in two.humans()] == ["q"]
+        assert [n for n, _ in one.humans()] == ["p"]
+        two.add_human("r", aset)
+    esper.switch_world("default")
+
+
+def test_the_step_rules_follow_swapped_options_and_dt_follows_its_value():
+    game = build_crowd(2, "realistic")
+    player, batch = game.player, game.player.batch
+    game.step()
+    rules = batch._rules
+    game.step()
+    assert batch._rules is rules                        # one StepRules while the options are the same object
+    player.options = dataclasses.replace(player.options, end_zero_overshoot=True, events=EventRule.NEWEST,
+                                         cleanup_above=9)
+    game.step()
+    assert batch._rules == K.StepRules(True, True, 9) and batch._rules is not rules
+    insts = [game.instance(n) for n, _ in game.humans()]
+    player.step(insts, 1.0 / 60.0)
+    assert batch._dt32 == float(np.float32(1.0 / 60.0))
+    dt = np.array(1.0 / 30.0)                           # not a float: never taken as the same dt again
+    player.step(insts, dt)
+    assert batch._dt32 == float(np.float32(1.0 / 30.0))
+    dt[...] = 0.01
+    player.step(insts, dt)
+    assert batch._dt32 == float(np.float32(0.01))
+
+
+def test_a_dt_given_as_a_new_object_each_update_or_as_the_same_one_gives_the_same_bits():
+    games = [build_crowd(2, "realistic", seed=4) for _ in range(2)]
+    dts = (1.0 / 30.0, 1.0 / 60.0, 1.0 / 30.0, 0.05)
+    for u in range(40):
+        for g, fresh in zip(games, (False, True)):
+            d = dts[u % 4]
+            d = float(repr(d)) if fresh else d              # a new float object of the same value, or not
+            g.ctx.dt = d
+            g.step()
+    assert games[0].checksum() == games[1].checksum()
+
+
+def test_a_trusted_call_with_the_very_objects_skips_the_checks(monkeypatch):
+    game = build_crowd(2, "realistic")
+    game.step()
+    game.step()
+    tk = game.player.batch._step_kernel
+    if tk._entry is None:
+        pytest.skip("NUMBA_DISABLE_JIT: no entry points")
+    checked = []
+    real = TrustedKernel._same
+
+    def spy(self, args):
+        checked.append(args)
+        return real(self, args)
+
+    monkeypatch.setattr(TrustedKernel, "_same", spy)
+    game.step()
+    assert not checked                                  # the engine's own objects: identity alone
+    held = tk._args
+    out = held[-1]
+    fresh = out._replace(status=out.status.copy())      # a new array of the same type
+    tk(*held[:-1], fresh)
+    assert len(checked) == 1 and tk._args[-1] is fresh  # typed alike: the entry point, the new objects held
