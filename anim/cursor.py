@@ -49,7 +49,7 @@ def cursor_row(st: Table, bank_index: int, anim_id: int, flags: int, proto: tupl
     (``cursor_proto(clip, ...)``), the clip's bank index, the anim id and the flags (an
     int); returns the row. Original: 0x001041f8 AnimCursor_Init."""
     end, evf0, dur32, limit32 = proto[1], proto[5], proto[6], proto[7]
-    r = st.alloc(zero=False)
+    r = st.alloc_default()                                # alloc(zero=False): every column is written
     # the fast views (store._fast_view): the numbers are the clip's (float32 values, ints)
     st.m_end[r] = end
     st.m_limit[r] = limit32

@@ -53,6 +53,28 @@ class StackRules(TaskBuilder):
         t = eng.top_task(inst)
         return eng.bottom_task(inst) if t is not None and t.type == _FADE else t
 
+    @staticmethod
+    def running(inst: CharacterInstance, ttype: int) -> Task | None:
+        """The newest unreleased task of type ``ttype`` (a TaskType) on the human's stack:
+        the one nearest the bottom (a change inserts its new task there), or None. Read from
+        the human's stack row and the task rows' types and released flags: one handle made,
+        no list of the stack (what ``next(t for t in inst.stack if t.type == ttype and not
+        t.released)`` answers, for a game that steers its running gait or mix)."""
+        eng = inst.engine
+        if eng is None:
+            return None
+        h = eng.humans
+        s = inst.slot
+        ts = eng.player.stores.tasks
+        types, released, ms = ts.m_type, ts.m_released, h.m_stack
+        want = int(ttype)
+        b = s * h.stack_width
+        for i in range(b, b + h.m_depth[s]):
+            r = ms[i]
+            if types[r] == want and not released[r]:
+                return ts.views[r]
+        return None
+
     def refresh_anim_id(self, inst: CharacterInstance) -> None:
         """The top task's id into record +0x20 (-1 with no task), read from the human's
         stack row (no list of the stack). Original: 0x001752c8."""
@@ -194,10 +216,48 @@ class StackRules(TaskBuilder):
         order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
         self._check_own(task)            # not ours: not given back to our pool either
-        if task.tstore.m_placed[task.trow]:
+        ts = task.tstore                             # the world's (checked)
+        tr = task.trow
+        if ts.m_placed[tr]:
             take_place(task, "change")               # raises TaskInUse (the task is not given back)
         opts = self.options
-        n = self.batch.depth_of(inst)
+        batch = self.batch
+        pool = self.pool
+        if inst.engine is batch and pool.n_out < pool.capacity and not opts.refuse_deep_chains \
+                and fade.__class__ is float and 0.0 <= fade <= _F32_MAX:
+            # the common case, straight over the human's row: a fade free, a fade time a
+            # float32 holds, the human's row live, and room for both with neither early
+            # finish acting (n + 1 <= the limit: the insert's own finish cannot act either)
+            h = batch.humans
+            s = inst.slot
+            n = h.m_depth[s]
+            rec = inst.record
+            if n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE and rec.table is h and rec.row == s \
+                    and h.gen[s] == rec.gen:
+                f = FadeTask._made(ts, self.stores.fades, fade, h.m_speed[s])   # self.fade(inst, fade)
+                fr = f.trow
+                pool.take_row(fr)
+                ts.m_incoming[fr] = tr                   # f.incoming = task
+                ms, b = h.m_stack, s * h.stack_width     # insert_bottom and push: the two slots
+                for i in range(b + n, b, -1):
+                    ms[i] = ms[i - 1]
+                ms[b] = tr
+                ms[b + n + 1] = fr
+                h.m_depth[s] = n + 2
+                placed = ts.m_placed
+                placed[tr] = True
+                placed[fr] = True
+                held = ts.m_held[tr]                     # the fade holds none
+                if held:
+                    hf = h.m_flags
+                    hf[s] = hf[s] | held
+                a = task.anim_id()                       # the top is the fade: the new task's id
+                if a.__class__ is int and a >= -1:
+                    h.m_anim[s] = a
+                else:
+                    rec.anim_id = a
+                return f
+        n = batch.depth_of(inst)
         try:
             if opts.refuse_deep_chains:
                 self._check_fits_poses(inst, task)

@@ -389,6 +389,9 @@ class HumanTable:
     # the fast views (set by __setattr__ with each column) and the two rows' widths
     m_depth: Any
     m_queued: Any
+    m_flags: Any
+    m_anim: Any
+    m_speed: Any
     m_stack: Any
     m_queue: Any
     stack_width: int
@@ -409,13 +412,13 @@ class HumanTable:
                                      "stack": (np.int64, (STACK_ROWS,)), "queue": (np.int64, (QUEUE_ROWS,))}
 
     def __setattr__(self, name: str, value) -> None:
-        """Set an attribute; ``depth`` and ``queued`` also get their fast views (``m_depth``,
-        ``m_queued``), ``stack`` and ``queue`` flat ones (``m_stack``: slot ``s * stack_width
+        """Set an attribute; ``depth``, ``queued``, ``flags``, ``anim`` and ``speed`` also get
+        their fast views (``m_depth``, ``m_queued``, ...), ``stack`` and ``queue`` flat ones (``m_stack``: slot ``s * stack_width
         + i``; ``m_queue``; store._fast_view), made again whenever the array is replaced."""
         object.__setattr__(self, name, value)
         if isinstance(value, np.ndarray):
             LAYOUT_EPOCH[0] += 1
-        if name in ("depth", "queued"):
+        if name in ("depth", "queued", "flags", "anim", "speed"):
             object.__setattr__(self, "m_" + name, _fast_view(value))
         elif name in ("stack", "queue"):
             flat = isinstance(value, np.ndarray) and value.ndim == 2 and value.flags.c_contiguous

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from . import detmath, f32 as F
 from .callbacks import check_callback
 from .clip import EventType
-from .cursor import Cursor
+from .cursor import Cursor, cursor_row
 from .sampler import CursorFlags
 from .store import NO_ROW, Table, _stale, column, task_column
 
@@ -74,6 +74,11 @@ _CURSOR_BITS = TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED
 _CURSOR_INT = int(_CURSOR_BITS)
 _MUTED_INT = int(CursorFlags.MUTED)
 _CONTINUOUS_INT = int(TaskFlags.CONTINUOUS)
+_FADE_INT = int(TaskType.FADE)
+_GAIT_INT = int(TaskType.GAIT)
+# The ranges the int32 flags and int64 held columns hold (the fast paths write them as they are).
+_INT32 = 1 << 31
+_INT63 = 1 << 63
 # A float in this range is written into a float32 column as F.f32 rounds it (to nearest),
 # so the fast paths write it as it is; anything else goes through F.f32.
 _F32_MAX = F.FLT_MAX
@@ -226,6 +231,7 @@ WINDOW_RULES = (BlendWindow.ADVANCED, BlendWindow.KEPT)
 GAIT_STEPS = tuple(F.f32(x) for x in (0.995, 1.995, 2.995))
 GAIT_ALONE_LOW = F.f32(0.01)
 GAIT_ALONE_HIGH = F.f32(0.995)
+_STEP0, _STEP1, _STEP2 = GAIT_STEPS
 GAIT_FALL_FRACTION = 0.875
 GAIT_SPEED = 10.0
 # Type 11's thresholds on its value 0-3 (float32).
@@ -261,6 +267,37 @@ def _row_in(c, table: Table) -> int:
         raise ForeignTask(f"{type(c).__name__} (anim id {c.anim_id}) was not made by this world's Player "
                           "(its row is in another cursor table)")
     return c.row
+
+
+def new_task_row(ts: Table, t: "Task", ttype: int, rate: float) -> int:
+    """Take a row of the world's task table ``ts`` for the new handle ``t`` (its ``tstore``,
+    ``trow``, ``tgen`` and the table's ``views`` entry set) at the table's defaults
+    (store.TASK_DEFAULTS: no links, every number 0), with its type ``ttype`` and rate
+    ``rate`` (a float a float32 holds the range of: rounded to nearest as F.f32 rounds)
+    written; returns the row. Table.alloc_default, inline (the constructors' hot path).
+    Original: 0x001054c8 (take a task from the free list)."""
+    if ts._dirty:
+        ts._reset_dirty()
+    nf = ts.m_n_free
+    n = nf[0]
+    if not n:
+        ts._grow(ts.capacity * 2)
+        nf = ts.m_n_free                                # a new block: n_free is a new array
+        n = nf[0]
+    n -= 1
+    r = ts.m_free_rows[n]
+    nf[0] = n
+    ts.m_live[r] = True
+    t.tstore = ts
+    t.trow = r
+    t.tgen = ts.m_gen[r]
+    views = ts.views                                    # row -> its handle (links read through it)
+    if r >= len(views):
+        views.extend([None] * (r + 1 - len(views)))
+    views[r] = t
+    ts.m_type[r] = ttype
+    ts.m_rate[r] = rate
+    return r
 
 
 class _WrapCallback:
@@ -377,17 +414,10 @@ class Task:
         (store.TASK_DEFAULTS: no links, every number 0) and write only the columns set here:
         the type, rate (float32), flags, held bits and the end callback (checked); returns
         the row."""
-        self.tstore = ts
-        r = self.trow = ts.alloc_default()
-        self.tgen = ts.m_gen[r]
-        views = ts.views                                # row -> its handle (links read through it)
-        if r >= len(views):
-            views.extend([None] * (r + 1 - len(views)))
-        views[r] = self
-        ts.m_type[r] = self._TYPE
         if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX:
-            ts.m_rate[r] = rate                         # rounded to float32 as F.f32 rounds
+            r = new_task_row(ts, self, self._TYPE, rate)    # rounded to float32 as F.f32 rounds
         else:
+            r = new_task_row(ts, self, self._TYPE, 0.0)
             ts.rate[r] = F.f32(float(rate))
         if flags:
             ts.flags[r] = int(flags)
@@ -826,9 +856,12 @@ class FadeTask(Task):
         if not (duration >= 0.0 and math.isfinite(duration)):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         t = cls.__new__(cls)
-        tr = t._row_of(ts, rate, 0, held, None)
+        if held or not (rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX):
+            tr = t._row_of(ts, rate, 0, held, None)
+        else:
+            tr = new_task_row(ts, t, _FADE_INT, rate)      # no flags, held bits or callback
         t.store = fades
-        r = t.row = fades.alloc(zero=False)
+        r = t.row = fades.alloc_default()
         t.gen = fades.m_gen[r]
         fades.m_el[r] = 0.0
         if duration.__class__ is float and duration <= _F32_MAX:
@@ -952,34 +985,45 @@ class GaitTask(Task):
             st.target[r] = t
 
     @classmethod
-    def _made(cls, ts: Table, gaits: Table, ids: Sequence[int], banks: Sequence[int], make_cursor: Callable,
+    def _made(cls, ts: Table, gaits: Table, ids: Sequence[int], banks: Sequence[int], protos: Sequence[tuple],
               rate: float, value: float, target: float, flags: int, held: int = 0) -> "GaitTask":
         """``GaitTask(ids, ..., rate, value, target, flags, held=held, banks=banks)`` for the
         Player's constructors, which checked everything first (``ts`` / ``gaits`` the world's
-        tables, ``ids`` five found ints, ``banks`` their clips' bank indices, ``value`` and
-        ``target`` checked numbers). ``make_cursor(k, cursor_flags)`` makes the cursor of
-        ``ids[k]`` with its flags and returns its row. One function: each row written once."""
+        tables, ``ids`` five found ints, ``banks`` their clips' bank indices and ``protos``
+        their cursor_proto, ``value`` and ``target`` checked numbers): the pair's two cursors
+        made as rows of the world's cursor table (anim.cursor.cursor_row, no handles). One
+        function: each row written once."""
         v = cls._clamp(value)
         t = cls.__new__(cls)
-        tr = t._row_of(ts, rate, flags, held, None)
+        fl = int(flags)
+        if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX and 0 <= fl < _INT32 and held.__class__ is int \
+                and 0 <= held < _INT63:
+            tr = new_task_row(ts, t, _GAIT_INT, rate)
+            if fl:
+                ts.m_flags[tr] = fl
+            if held:
+                ts.m_held[tr] = held
+        else:
+            tr = t._row_of(ts, rate, fl, held, None)    # numpy's casts and errors
         st = t.store = gaits
-        r = t.row = st.alloc(zero=False)
+        r = t.row = st.alloc_default()                 # alloc(zero=False): every column written
         t.gen = st.m_gen[r]
         ts.m_aux[tr] = r
         st.m_id0[r], st.m_id1[r], st.m_id2[r], st.m_id3[r], st.m_id4[r] = ids
         st.m_b0[r], st.m_b1[r], st.m_b2[r], st.m_b3[r], st.m_b4[r] = banks
         t._make_cursor = None
         ts.m_speed[tr] = GAIT_SPEED
-        lower = cls.pair_index(v)
+        lower = 0 if v < _STEP0 else 1 if v < _STEP1 else 2 if v < _STEP2 else 3    # pair_index(v)
         leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
-        fl = int(flags)
         base = fl & _CURSOR_INT                      # _apply_flags()
-        t.cstore = ts.world.cursors
+        cs = t.cstore = ts.world.cursors
         t._lower_cursor = t._upper_cursor = None     # the rows alone (no handle objects)
-        ts.m_c0[tr] = make_cursor(lower, base if leader == 0 else base | _MUTED_INT)
-        ts.m_c1[tr] = make_cursor(lower + 1, base if leader == 1 else base | _MUTED_INT)
+        ts.m_c0[tr] = cursor_row(cs, banks[lower], ids[lower], base if leader == 0 else base | _MUTED_INT,
+                                 protos[lower])
+        ts.m_c1[tr] = cursor_row(cs, banks[lower + 1], ids[lower + 1], base if leader == 1 else base | _MUTED_INT,
+                                 protos[lower + 1])
         st.m_value[r] = v                            # a float32 value: read back unchanged
-        tg = cls._clamp(target)                      # set_target(): a float32 value too
+        tg = v if target is value else cls._clamp(target)    # set_target(): a float32 value too
         if not fl & _CONTINUOUS_INT:
             tg = float(math.floor(tg + 0.5))
         st.m_target[r] = tg

@@ -262,10 +262,9 @@ class RealisticCrowd:
 
     # -- one command of each kind (the player's own calls: what a game's code does)
     def _running(self, inst, ttype):
-        for t in inst.stack:
-            if t.type == ttype and not t.released:
-                return t
-        return None
+        """The newest unreleased task of ``ttype`` on the human's stack (Player.running: a
+        scan of its stack row, one handle made)."""
+        return self.player.running(inst, ttype)
 
     def _walk_start(self, inst, x, fade):
         p = self.player

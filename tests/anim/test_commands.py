@@ -156,3 +156,90 @@ def test_the_constructors_write_what_the_handles_read(demo):
     assert k.chosen() == 2 and [int(c.flags) & 0x10 for c in k.clips] == [0x10, 0x10, 0, 0x10]
     m = p.mix(h, Move.WALK, Move.JOG, weight=0.7)
     assert m.leading_cursor() is m.b and int(m.a.flags) & 0x10 and not int(m.b.flags) & 0x10
+
+
+def _rows(p) -> tuple:
+    """Every column of the world's task, cursor, fade and gait tables and the humans' stack
+    rows, as lists (two worlds given the same commands compare equal)."""
+    st = p.stores
+    out = []
+    for t in (st.tasks, st.cursors, st.fades, st.gaits):
+        live = t.live.copy()
+        out.append({name: getattr(t, name)[live].tolist() for name in t._columns})
+    h = st.humans
+    out.append({name: getattr(h, name).tolist() for name in ("flags", "anim", "depth", "stack")})
+    out.append(p.pool.out[:p.pool.out.size].nonzero()[0].tolist())
+    return tuple(out)
+
+
+def test_the_straight_change_writes_what_the_general_change_writes():
+    """A change under a float fade (the straight path over the human's row) and the same
+    change under an int fade (the general path: insert_bottom, then push) leave the same
+    rows in every table, through early finishes and a stack near its limit."""
+    from scuffle.game.fighters.moveset import Move, demo_set
+
+    worlds = []
+    for as_float in (True, False):
+        p = Player()
+        h = CharacterInstance(demo_set(), "h")
+        deepest = 0
+        for k in range(14):
+            fade = float(k % 3) if as_float else k % 3
+            nxt = p.loop(h, Move.FIGHT_IDLE if k % 2 else Move.IDLE)
+            t = p.clip(h, Move.JAB, nxt, blend=0.1, held=0x4 if k % 4 == 0 else 0) if k % 3 else nxt
+            p.change(h, t, fade)
+            deepest = max(deepest, len(h.stack))
+        worlds.append((_rows(p), [(type(t).__name__, t.trow) for t in h.stack], h.record.anim_id,
+                       h.record.flags, deepest))
+    assert worlds[0] == worlds[1]
+    assert worlds[0][-1] > 6                           # the early finishes' rule was reached
+
+
+def test_running_is_the_newest_unreleased_task_of_its_type(demo):
+    """Player.running reads the human's stack row: the task of that type nearest the
+    bottom that is not released, as a walk of ``inst.stack`` finds it; None without one
+    or without a row."""
+    p, h, Move = demo
+    gait_ids = [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT, Move.SPRINT]
+    assert p.running(h, TaskType.GAIT) is None         # no row yet
+    p.change(h, p.loop(h, Move.IDLE), 0.0)
+    assert p.running(h, TaskType.GAIT) is None
+    g1 = p.gait(h, gait_ids, target=1.0)
+    p.change(h, g1, 0.2)
+    g2 = p.gait(h, gait_ids, target=2.0)
+    p.change(h, g2, 0.2)
+    walk = next(t for t in h.stack if t.type == TaskType.GAIT and not t.released)
+    assert p.running(h, TaskType.GAIT) is walk is g2
+    assert p.running(h, TaskType.LOOP).type == TaskType.LOOP
+    p.defer(h, g2)                                     # released: the older gait answers
+    assert p.running(h, TaskType.GAIT) is g1
+    assert p.running(h, TaskType.MIX) is None
+
+
+def test_running_agrees_with_the_reference():
+    """The reference world answers Player.running from its plain stack the same way."""
+    from scuffle.anim.reference.world import Reference
+    from scuffle.anim.reference.world import RefInstance
+    from scuffle.game.fighters.moveset import Move, demo_set
+
+    ref = Reference()
+    h = RefInstance(demo_set(), "h")
+    ids = [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT, Move.SPRINT]
+    assert ref.running(h, TaskType.GAIT) is None
+    ref.change(h, ref.gait(h, ids, target=1.0), 0.0)
+    g = ref.gait(h, ids, target=2.0)
+    ref.change(h, g, 0.2)
+    assert ref.running(h, TaskType.GAIT) is g
+
+
+def test_a_bad_held_is_refused_before_anything_is_taken(demo):
+    """A held word that is not an int is refused by loop and clip before a cursor or a task
+    row is taken."""
+    p, h, Move = demo
+    st = p.stores
+    counts = (p.pool.in_use, st.tasks.in_use, st.cursors.in_use)
+    with pytest.raises(ValueError):
+        p.loop(h, Move.IDLE, held="x")
+    with pytest.raises(ValueError):
+        p.clip(h, Move.JAB, held="x")
+    assert (p.pool.in_use, st.tasks.in_use, st.cursors.in_use) == counts
