@@ -385,9 +385,9 @@ class TaskBuilder(ClipLookup):
         self.pool.require(len(ids))
         src = paired_with.anim_set if paired_with is not None else inst.anim_set
         ids = _refs(src, ids)
-        clips = [self.find(src, i) for i in ids]
-        depth = chain_blend_depth([c.duration for c in clips], F.f32(float(blend)))
-        if self.options.refuse_deep_chains and depth > POSE_STACK_SIZE:
+        clips = [self.find(src, i) for i in ids]             # find: UnknownClip before anything is taken
+        if self.options.refuse_deep_chains and \
+                (depth := chain_blend_depth([c.duration for c in clips], F.f32(float(blend)))) > POSE_STACK_SIZE:
             raise PoseStackOverflow(
                 f"{inst.name}: an eighth pose: chain {list(ids)} with blend time {blend:g} s nests {depth} "
                 f"clips' poses at once; the pose stack holds {POSE_STACK_SIZE}, a limit of the original "

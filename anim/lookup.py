@@ -40,8 +40,9 @@ def _ref(anim_set, anim_id: AnimRef) -> int:
 
 def _refs(anim_set, ids: Sequence[AnimRef]) -> Sequence[int]:
     """``_ref`` of each of ``ids`` (the same sequence when none is a name)."""
-    if any(isinstance(i, str) for i in ids):
-        return [_ref(anim_set, i) for i in ids]
+    for i in ids:
+        if isinstance(i, str):
+            return [_ref(anim_set, i) for i in ids]
     return ids  # type: ignore[return-value]  # no name among them: ints
 
 

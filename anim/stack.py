@@ -326,10 +326,13 @@ class TaskPool:
         if self.n_out >= self.capacity:
             self.require(1)                 # raises
         out = self.m_out
-        if r >= len(out):
+        try:
+            was = out[r]
+        except IndexError:                  # a row past the flags: grown
             self._grow_out(r)
             out = self.m_out
-        if not out[r]:
+            was = False
+        if not was:
             out[r] = True
             self.n_out += 1
 

@@ -278,26 +278,37 @@ def new_task_row(ts: Table, t: "Task", ttype: int, rate: float) -> int:
     Original: 0x001054c8 (take a task from the free list)."""
     if ts._dirty:
         ts._reset_dirty()
-    nf = ts.m_n_free
+    mv = ts.row_views                                   # the fast views, kept together (Table.row_views)
+    if mv is None:
+        mv = ts.row_views = tuple(getattr(ts, name) for name in _ROW_VIEWS)
+    nf = mv[0]
     n = nf[0]
     if not n:
-        ts._grow(ts.capacity * 2)
-        nf = ts.m_n_free                                # a new block: n_free is a new array
+        ts._grow(ts.capacity * 2)                       # a new block: every array is new
+        mv = ts.row_views = tuple(getattr(ts, name) for name in _ROW_VIEWS)
+        nf = mv[0]
         n = nf[0]
+    _, free_rows, live, gen, types, rates = mv
     n -= 1
-    r = ts.m_free_rows[n]
+    r = free_rows[n]
     nf[0] = n
-    ts.m_live[r] = True
+    live[r] = True
     t.tstore = ts
     t.trow = r
-    t.tgen = ts.m_gen[r]
+    t.tgen = gen[r]
     views = ts.views                                    # row -> its handle (links read through it)
-    if r >= len(views):
+    try:
+        views[r] = t
+    except IndexError:                                  # a row past the list: grown
         views.extend([None] * (r + 1 - len(views)))
-    views[r] = t
-    ts.m_type[r] = ttype
-    ts.m_rate[r] = rate
+        views[r] = t
+    types[r] = ttype
+    rates[r] = rate
     return r
+
+
+# The task table's fast views new_task_row keeps in Table.row_views, in its order.
+_ROW_VIEWS = ("m_n_free", "m_free_rows", "m_live", "m_gen", "m_type", "m_rate")
 
 
 class _WrapCallback:

@@ -145,6 +145,7 @@ REAL_CYCLE = 33                      # updates between two commands to one extra
 FIGHT_EVERY = 100                    # one pair of fighters (the fight rules, two FighterAIs) per 100 humans
 DIRECTION_BASE = 600                 # ids 600-607: the type 13 task's eight directions (the gait clips)
 REAL_FADE = (0.2, 0.3, 0.45)         # s: every change of the crowd is under one of these fades
+WALK_FLAGS = int(LOCOMOTION_FLAGS | TaskFlags.CONTINUOUS)    # the walk start's gait: its value moves
 COMMAND_KINDS = ("gait_target", "walk_start", "walk_stop", "attack", "combo", "hit", "mix", "pick",
                  "direction", "queued")
 COMMAND_WEIGHTS = (30, 14, 10, 18, 6, 13, 1, 1, 1, 6)   # types 10, 11, 13: 1% of commands each (rare, as in the game)
@@ -268,7 +269,7 @@ class RealisticCrowd:
 
     def _walk_start(self, inst, x, fade):
         p = self.player
-        g = p.gait(inst, GAIT_IDS, target=x, value=0.0, flags=int(LOCOMOTION_FLAGS | TaskFlags.CONTINUOUS))
+        g = p.gait(inst, GAIT_IDS, target=x, value=0.0, flags=WALK_FLAGS)
         p.change(inst, p.clip(inst, Move.WALK_START, g), fade)
 
     def _do(self, kind, inst, x, k, fade):

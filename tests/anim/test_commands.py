@@ -84,6 +84,27 @@ def test_fast_views_follow_the_arrays_through_growth_and_copies():
     assert int(hum.stack[1, 2]) == 11
 
 
+def test_cursor_rows_written_through_kept_views_survive_growth_and_copies():
+    """cursor_row keeps the cursor table's fast views in one tuple (Table.row_views): rows
+    written after the table grew land in the new arrays, and a pickled or copied table
+    makes its own views (none shared with the original)."""
+    from scuffle.anim.cursor import cursor_proto, cursor_row
+    from scuffle.anim.store import cursor_table
+
+    clip = author_clip("c", 10)
+    proto = cursor_proto(clip, False)
+    cur = cursor_table(2)
+    rows = [cursor_row(cur, 5, 40 + k, 0x10, proto) for k in range(9)]    # grown past 2, 4, 8
+    assert cur.capacity >= 9 and cur.row_views[4].obj is cur.anim
+    assert cur.anim[rows].tolist() == [40 + k for k in range(9)] and set(cur.bank[rows].tolist()) == {5}
+    assert set(cur.flags[rows].tolist()) == {0x10} and set(cur.end[rows].tolist()) == {proto[1]}
+    for other in (pickle.loads(pickle.dumps(cur)), copy.deepcopy(cur)):
+        assert other.row_views is None
+        r = cursor_row(other, 6, 99, 0, proto)
+        assert int(other.anim[r]) == 99 and other.row_views[4].obj is other.anim
+        assert int(cur.anim[r]) != 99 or not cur.live[r]
+
+
 def test_a_keyed_value_set_through_a_stale_handle_is_refused():
     """on_end / on_wrap set through a handle whose row went back raise StaleHandle (they
     would otherwise land on the row's next owner)."""
