@@ -22,7 +22,7 @@ from .f32 import FLT_MAX as _F32_MAX
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
 from .tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, PairedClipTask,
-                    PairedHoldTask, SceneTask, Task, TaskType, take_place)
+                    PairedHoldTask, SceneTask, Task, TaskType, new_task_row, take_place)
 
 
 __all__ = ["StackRules"]
@@ -32,6 +32,9 @@ __all__ = ["StackRules"]
 # the row's next task, for the two that have one).
 _CLIP_CLASSES = frozenset({LoopTask, ClipTask, HoldTask, SceneTask, PairedClipTask, PairedHoldTask})
 _NEXT_CLASSES = frozenset({ClipTask, PairedClipTask})
+
+_FadeTask = FadeTask
+_new_fade = FadeTask.__new__
 
 # The hot paths compare plain ints; the values come from the enums.
 _FADE = int(TaskType.FADE)
@@ -232,10 +235,18 @@ class StackRules(TaskBuilder):
             s = inst.slot
             n = h.m_depth[s]
             rec = inst.record
+            speed = h.m_speed[s]                         # the fade's rate (a float32 holds it: checked when set)
             if n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE and rec.table is h and rec.row == s \
-                    and h.gen[s] == rec.gen:
-                f = FadeTask._made(ts, self.stores.fades, fade, h.m_speed[s])   # self.fade(inst, fade)
-                fr = f.trow
+                    and h.gen[s] == rec.gen and -_F32_MAX <= speed <= _F32_MAX:
+                # self.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
+                f = _new_fade(_FadeTask)
+                fr = new_task_row(ts, f, _FADE, speed)
+                fades = f.store = self.stores.fades
+                r = f.row = fades.alloc_default()
+                f.gen = fades.m_gen[r]
+                fades.m_el[r] = 0.0
+                fades.m_dur[r] = fade
+                ts.m_aux[fr] = r
                 pool.take_row(fr)
                 ts.m_incoming[fr] = tr                   # f.incoming = task
                 ms, b = h.m_stack, s * h.stack_width     # insert_bottom and push: the two slots
@@ -248,9 +259,11 @@ class StackRules(TaskBuilder):
                 placed[tr] = True
                 placed[fr] = True
                 held = ts.m_held[tr]                     # the fade holds none
-                if held:
+                if held > 0:
                     hf = h.m_flags
                     hf[s] = hf[s] | held
+                elif held:
+                    rec.flags |= held                    # the record's own check (a negative word)
                 a = task.anim_id()                       # the top is the fade: the new task's id
                 if a.__class__ is int and a >= -1:
                     h.m_anim[s] = a

@@ -1072,6 +1072,8 @@ class GaitTask(Task):
 
     @staticmethod
     def _clamp(v: float) -> float:
+        if v.__class__ is float and 0.0 <= v <= 4.0:
+            return F.f32(v)                          # within 0-4 already (min and max keep it)
         if not math.isfinite(v):
             raise ValueError(f"gait value {v!r} must be finite")
         return F.f32(min(max(float(v), 0.0), 4.0))
