@@ -338,10 +338,11 @@ class StackRules(TaskBuilder):
         """Queue a task to start at the next step. Rejected: a full queue (QueueFull), a task
         made outside this Player (ForeignTask)."""
         self._check_own(task)
-        if self.batch.queued_of(inst) >= QUEUE_SIZE:
+        batch = self.batch
+        if batch.queued_of(inst) >= QUEUE_SIZE:
             raise QueueFull(f"{inst.name or 'human'}: the task queue already holds {QUEUE_SIZE} tasks")
         take_place(task, "queue")
-        self.batch.queue_row(inst, task.trow)        # one slot of the human's queue row
+        batch.queue_row(inst, task.trow)             # one slot of the human's queue row
 
     def replace(self, inst: CharacterInstance, old: Task, new: Task) -> None:
         """A hand-over: ``new`` takes ``old``'s place; ``old`` goes on the deferred list.

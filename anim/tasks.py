@@ -160,10 +160,10 @@ class TaskInUse(ValueError):
 def take_place(task: "Task", where: str) -> None:
     """Mark ``task`` placed (on a stack, in a queue, a next task); TaskInUse if it already is."""
     ts, r = task.tstore, task.trow
-    if ts.placed[r]:
+    if ts.m_placed[r]:
         raise TaskInUse(f"{where}: {type(task).__name__} (anim id {task.anim_id()}) already has a place (a stack, a "
                         "queue or a next task); make a new task for each place")
-    ts.placed[r] = True
+    ts.m_placed[r] = True
 
 
 class ForeignTask(ValueError):
