@@ -114,6 +114,22 @@ def _check_number(what: str, value, low: float = 0.0) -> float:
     return v
 
 
+def _next_row(ts, r: int, next: Task | None, blend: float, window: int) -> None:
+    """A new type 3 task's row ``r``: its next task (placed: it has its one place now), its
+    blend time (a checked number; float32) and window rule (its index in WINDOW_RULES),
+    each written only when it differs from the task table's defaults (ClipTask._made's)."""
+    if next is not None:
+        ts.m_nxt[r] = next.trow
+        ts.m_placed[next.trow] = True
+    if blend:
+        if blend.__class__ is float:                 # checked: within a float32's range
+            ts.m_blend[r] = blend
+        else:
+            ts.blend[r] = F.f32(float(blend))
+    if window:
+        ts.m_window[r] = window
+
+
 class TaskBuilder(ClipLookup):
     """The task constructors (see the module docstring), on the clip look-up."""
 
@@ -228,17 +244,7 @@ class TaskBuilder(ClipLookup):
             ClipTask.check_next(ts, next)            # raises (before anything is taken)
         window = _WINDOW_INDEX[self.options.blend_window]
         task = self._clip_made(ClipTask, s, anim_id, rate, flags, held, on_end)
-        r = task.trow                                # ClipTask._made's next, blend and window
-        if next is not None:
-            ts.m_nxt[r] = next.trow
-            ts.m_placed[next.trow] = True
-        if blend:
-            if blend.__class__ is float:             # checked above: within a float32's range
-                ts.m_blend[r] = blend
-            else:
-                ts.blend[r] = F.f32(float(blend))
-        if window:
-            ts.m_window[r] = window
+        _next_row(ts, task.trow, next, blend, window)
         return task
 
     def hold(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,
@@ -393,14 +399,23 @@ class TaskBuilder(ClipLookup):
                 f"clips' poses at once; the pose stack holds {POSE_STACK_SIZE}, a limit of the original "
                 f"(refused, nothing changed)")
         task: Task = self.loop(inst, ids[-1], flags=flags, anim_set=src)
-        for k, anim_id in enumerate(reversed(ids[:-1])):
-            first = k == len(ids) - 2
-            if paired_with is not None:
+        if paired_with is None:
+            # each clip straight from _clip_made: its next task is the one just made (ours,
+            # no place, not a fade) and the blend time was checked above (Player.clip's checks)
+            ts = self.stores.tasks
+            window = _WINDOW_INDEX[self.options.blend_window]
+            last = len(ids) - 2
+            for k, anim_id in enumerate(reversed(ids[:-1])):
+                first = k == last
+                t = self._clip_made(ClipTask, src, anim_id, None, flags, held if first else 0,
+                                    on_end if first else None)
+                _next_row(ts, t.trow, task, blend, window)
+                task = t
+        else:
+            for k, anim_id in enumerate(reversed(ids[:-1])):
+                first = k == len(ids) - 2
                 task = self.paired(inst, paired_with, anim_id, task, blend=blend, flags=flags,
                                    held=held if first else 0, on_end=on_end if first else None)
-            else:
-                task = self.clip(inst, anim_id, task, blend=blend, flags=flags,
-                                 held=held if first else 0, on_end=on_end if first else None)
         if len(ids) == 1:
             task.held = int(held)
             task.on_end = on_end

@@ -264,3 +264,29 @@ def test_a_bad_held_is_refused_before_anything_is_taken(demo):
     with pytest.raises(ValueError):
         p.clip(h, Move.JAB, held="x")
     assert (p.pool.in_use, st.tasks.in_use, st.cursors.in_use) == counts
+
+
+def test_a_chain_writes_what_its_loop_and_clips_write():
+    """Player.chain's clips made straight from their rows (no per-clip checks of a next task
+    it just made) leave the rows Player.loop and Player.clip leave for the same chain:
+    the first clip holds the held bits and the end callback, each hands over to the next
+    under the blend time."""
+    from scuffle.game.fighters.moveset import Move, demo_set
+
+    ids = [Move.JAB, Move.CROSS, Move.HOOK, Move.FIGHT_IDLE]
+    cb = Callback("k", (1,))
+    worlds = []
+    for by_chain in (True, False):
+        p = Player()
+        h = CharacterInstance(demo_set(), "h")
+        if by_chain:
+            top = p.chain(h, ids, blend=0.1, flags=0x1, held=0x4, on_end=cb)
+        else:
+            top = p.loop(h, ids[-1], flags=0x1)
+            for k, i in enumerate(reversed(ids[:-1])):
+                first = k == len(ids) - 2
+                top = p.clip(h, i, top, blend=0.1, flags=0x1, held=0x4 if first else 0, on_end=cb if first else None)
+        p.change(h, top, 0.2)
+        worlds.append((_rows(p), dict(p.stores.tasks.on_end), top.trow))
+    assert worlds[0] == worlds[1]
+    assert worlds[0][1] == {worlds[0][2]: cb}
