@@ -1094,7 +1094,10 @@ class GaitTask(Task):
             _stale(self, ts, tr)
         if not ts.m_flags[tr] & _CONTINUOUS_INT:       # self.flags & TaskFlags.CONTINUOUS
             t = float(math.floor(t + 0.5))
-        self.target = t
+        st, r = self.store, self.row                   # self.target = t, through the fast view
+        if st.m_gen[r] != self.gen:
+            _stale(self, st, r)
+        st.m_target[r] = t                             # a float32 value in 0-4: stored exactly
 
     def set_value(self, v: float) -> None:
         """+0xbc: set the value at once (0x0010a558); the pair follows on the next advance."""
