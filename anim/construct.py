@@ -366,10 +366,10 @@ class TaskBuilder(ClipLookup):
         if known is None:
             self._check_ids(s, dir_ids)              # the look-up's errors first, as before
         _check_number("direction", direction, -math.inf)
-        entries, banks, dir_ids, _ = known if known is not None else self._entries_of(s, dir_ids)
-        cursor_of = self._cursor_of
+        entries, banks, dir_ids, protos = known if known is not None else self._entries_of(s, dir_ids)
+        cs = self.stores.cursors
         return self._take(DirectionTask._made(self.stores.tasks, base, banks,
-                                              lambda d, fl: cursor_of(entries[d], dir_ids[d], fl),
+                                              lambda d, fl: cursor_row(cs, banks[d], dir_ids[d], fl, protos[d]),
                                               inst.speed, direction, flags))
 
     def chain(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, blend: float = 0.0, flags: int = 0,

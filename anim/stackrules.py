@@ -21,8 +21,8 @@ from .construct import TaskBuilder, _check_number, task_pose_depth
 from .f32 import FLT_MAX as _F32_MAX
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
-from .tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, PairedClipTask,
-                    PairedHoldTask, SceneTask, Task, TaskType, new_task_row, take_place)
+from .tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
+                    PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, new_task_row, take_place)
 
 
 __all__ = ["StackRules"]
@@ -151,6 +151,11 @@ class StackRules(TaskBuilder):
             # constructors refuse another table's: ForeignTask); neither owns a next task
             if (kind is GaitTask and t.store is st.gaits and t.cstore is cursors) or \
                     (kind is FadeTask and t.store is st.fades) or kind is DirectionTask:
+                return
+            # a mix's and a pick's cursors are handles it keeps: the world's, or the general
+            # walk names the task (neither owns a next task)
+            if (kind is MixTask and t.a.store is cursors and t.b.store is cursors) or \
+                    (kind is PickTask and all(c.store is cursors for c in t.clips)):
                 return
             break
         todo = [t]

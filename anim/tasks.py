@@ -1380,7 +1380,8 @@ class DirectionTask(Task):
         """``DirectionTask(base, None, rate, direction, flags, tstore=ts, banks=banks)`` for
         the Player's constructors, which checked everything first; ``make_cursor(d,
         cursor_flags)`` makes direction ``d``'s cursor with its flags (the centre's: the
-        task's cursor bits; its neighbours muted too). One function: each row written once."""
+        task's cursor bits; its neighbours muted too) and returns its row (no handle: the
+        cursors are read from the rows, cursors_by_dir). One function: each row written once."""
         t = cls.__new__(cls)
         r = t._row_of(ts, rate, flags, 0, None)
         ts.m_base[r] = int(base)
@@ -1391,11 +1392,10 @@ class DirectionTask(Task):
         ts.m_value[r] = value
         ts.m_centre[r] = centre
         cb = int(flags) & _CURSOR_INT                # _ensure({}): three new cursors
-        lo = make_cursor((centre - 1) & 7, cb | _MUTED_INT)
-        mid = make_cursor(centre, cb)
-        hi = make_cursor((centre + 1) & 7, cb | _MUTED_INT)
-        t._dir_cache = [lo, mid, hi]
-        ts.m_c0[r], ts.m_c1[r], ts.m_c2[r] = lo.row, mid.row, hi.row      # lower, centre, upper
+        ts.m_c0[r] = make_cursor((centre - 1) & 7, cb | _MUTED_INT)        # lower, centre, upper
+        ts.m_c1[r] = make_cursor(centre, cb)
+        ts.m_c2[r] = make_cursor((centre + 1) & 7, cb | _MUTED_INT)
+        t._dir_cache = []                                # handles made when read (cursors_by_dir)
         return t
 
     base = task_column("base", int, "The first of the eight anim ids (direction 0).")
@@ -1470,6 +1470,11 @@ class DirectionTask(Task):
         return self.cursors_by_dir[self.centre]
 
     def anim_id(self) -> int:
+        ts, r = self.tstore, self.trow
+        if ts.m_gen[r] == self.tgen:                     # the centre's cursor row (c1): its anim id
+            c = ts.m_c1[r]
+            if c >= 0:
+                return ts.world.cursors.m_anim[c]
         return self.leading_cursor().anim_id
 
     def side_weight(self) -> tuple[int, float]:

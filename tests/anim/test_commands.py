@@ -290,3 +290,45 @@ def test_a_chain_writes_what_its_loop_and_clips_write():
         worlds.append((_rows(p), dict(p.stores.tasks.on_end), top.trow))
     assert worlds[0] == worlds[1]
     assert worlds[0][1] == {worlds[0][2]: cb}
+
+
+def test_a_mix_or_pick_holding_another_tables_cursor_is_refused(demo):
+    """A mix or pick whose cursor handle was swapped for one of another cursor table is
+    not the world's: change refuses it (ForeignTask) before anything changes; the mix and
+    pick the Player made pass."""
+    from scuffle.anim.store import cursor_table
+    from scuffle.anim.tasks import ForeignTask
+
+    p, h, Move = demo
+    m = p.mix(h, Move.WALK, Move.JOG, weight=0.3)
+    k = p.pick(h, [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT], 1.0, value=1.2)
+    other = Cursor(author_clip("o", 10), 0, 7, 0, cursor_table(1))
+    for task, swap in ((m, lambda: setattr(m, "b", other)), (k, lambda: k.clips.__setitem__(3, other))):
+        swap()
+        depth = len(h.stack)
+        with pytest.raises(ForeignTask, match="was not made by this world's Player"):
+            p.change(h, task, 0.2)
+        assert len(h.stack) == depth
+    p.change(h, p.mix(h, Move.WALK, Move.JOG, weight=0.7), 0.2)
+    p.change(h, p.pick(h, [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT], 1.0, value=2.0), 0.2)
+    assert [t.type for t in h.stack] == [TaskType.PICK, TaskType.MIX, TaskType.FADE, TaskType.FADE]
+
+
+def test_a_direction_reads_its_centre_from_the_rows():
+    """A type 13 task the Player made keeps no cursor handles: its anim id is the centre
+    row's (c1), the same as its leading cursor's, before and after set_value moves the
+    centre; its cursors are handles onto the rows c0 / c1 / c2."""
+    from scuffle.game.tools.bench import DIRECTION_BASE, crowd_set
+
+    p = Player()
+    h = CharacterInstance(crowd_set(), "h")
+    t = p.direction(h, DIRECTION_BASE, direction=2.2, flags=0x1)
+    assert t._dir_cache == []
+    assert t.anim_id() == t.leading_cursor().anim_id == DIRECTION_BASE + 2
+    ts = p.stores.tasks
+    assert [c.row for c in t.cursors()] == [int(ts.c0[t.trow]), int(ts.c1[t.trow]), int(ts.c2[t.trow])]
+    assert [int(c.flags) for c in t.cursors()] == [0x11, 0x1, 0x11]
+    t.set_value(5.9)
+    assert t.anim_id() == t.leading_cursor().anim_id == DIRECTION_BASE + 6
+    p.change(h, t, 0.2)
+    assert h.record.anim_id == DIRECTION_BASE + 6
