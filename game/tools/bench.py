@@ -225,7 +225,12 @@ class RealisticCrowd:
     refused (AnimLimitError; counted, the update goes on). A command's mean CPU on
     2026-12-01 (medians of 3 runs, load average 2.4-4.1 on 2 cores): 22.2 µs at 1,000
     humans, 24.7 µs at 10,000 (56.0 and 64.5 before commands wrote rows; README,
-    "Performance", "Commands" has them by kind).
+    "Performance", "Commands" has them by kind). On 2026-12-02, the constructors' one
+    function per clip task, the change's straight path over the stack row and
+    Player.running (medians of 3 runs each, interleaved with the tree before them, load
+    average 1.9-2.6): 20.6 µs at 1,000 humans (30.4 before, in the same minutes) and
+    16.5 µs at 10,000 (26.0 before). Each figure includes about 1.2 µs of the clocks'
+    own reading (an empty command measures that: process_time is a system call).
     """
 
     def __init__(self, game, extras: list[tuple[int, object]], seed: int):
