@@ -17,7 +17,7 @@ from typing import Any, Callable
 from .callbacks import check_callback
 from .f32 import FLT_MAX
 from .limits import check_float
-from .store import HumanTable, left_world
+from .store import HumanTable, _fast_view, left_world
 
 __all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
            "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool"]
@@ -312,7 +312,7 @@ class TaskPool:
     @out.setter
     def out(self, value: np.ndarray) -> None:
         self._out = value
-        self.m_out = memoryview(value) if value.flags.c_contiguous and value.ndim == 1 else value
+        self.m_out = _fast_view(value)
 
     def __getstate__(self) -> tuple:
         """The pool's state without the fast view (a memoryview is not copied or pickled)."""

@@ -263,12 +263,12 @@ class StackRules(TaskBuilder):
                 placed = ts.m_placed
                 placed[tr] = True
                 placed[fr] = True
-                held = ts.m_held[tr]                     # the fade holds none
-                if held > 0:
+                bits = ts.m_held[tr]                     # the fade holds none
+                if bits > 0:
                     hf = h.m_flags
-                    hf[s] = hf[s] | held
-                elif held:
-                    rec.flags |= held                    # the record's own check (a negative word)
+                    hf[s] = hf[s] | bits
+                elif bits:
+                    rec.flags |= bits                    # the record's own check (a negative word)
                 a = task.anim_id()                       # the top is the fade: the new task's id
                 if a.__class__ is int and a >= -1:
                     h.m_anim[s] = a

@@ -408,6 +408,9 @@ class Task:
     """
 
     __slots__ = ("tstore", "trow", "tgen", "__weakref__")
+    tstore: Table
+    trow: int
+    tgen: int
     type: TaskType = TaskType.LOOP
     _TYPE = int(TaskType.LOOP)              # ``type`` as a plain int (the constructor writes it)
 
