@@ -117,7 +117,8 @@ def _check_number(what: str, value, low: float = 0.0) -> float:
 def _next_row(ts, r: int, next: Task | None, blend: float, window: int) -> None:
     """A new type 3 task's row ``r``: its next task (placed: it has its one place now), its
     blend time (a checked number; float32) and window rule (its index in WINDOW_RULES),
-    each written only when it differs from the task table's defaults (ClipTask._made's)."""
+    each written only when it differs from the task table's defaults (what ClipTask's own
+    constructor writes)."""
     if next is not None:
         ts.m_nxt[r] = next.trow
         ts.m_placed[next.trow] = True
@@ -168,7 +169,7 @@ class TaskBuilder(ClipLookup):
         function (the look-up's cache hit read inline, only the columns that differ from
         the task table's defaults written). The caller checked the pool has a task and
         ``on_end``; ``rate`` (None: the id's own), ``flags`` and ``held`` are checked here,
-        before any row is taken. _ClipBase._made's rows, the same bits.
+        before any row is taken. The rows _ClipBase's own constructor writes, the same bits.
         Original: 0x00105678 / 0x00105990 (the constructors), 0x001041f8 AnimCursor_Init."""
         fl = flags if flags.__class__ is int else int(flags)
         hl = held if held.__class__ is int else int(held)

@@ -563,7 +563,7 @@ class Task:
 class _ClipBase(Task):
     """A task on one clip: its cursor is the cursor table's row in task column ``c0`` (the
     only place it is kept: ``cursor`` makes a handle onto that row at each read, and the
-    Player's constructors write the row with no handle at all)."""
+    Player's constructors write the row with no handle at all: TaskBuilder._clip_made)."""
 
     # the anim id (an int: an old handle still names its clip); the cursor handle given to
     # the class's own constructor (None for the Player's tasks: a handle at each read)
@@ -580,20 +580,6 @@ class _ClipBase(Task):
         ts, r = self.tstore, self.trow
         ts.c0[r] = row
         cursor.store.flags[row] = int(ts.flags[r]) & _CURSOR_INT        # cursor_flags()
-
-    @classmethod
-    def _made(cls, ts: Table, crow: int, rate: float, flags: int = 0, held: int = 0, on_end=None):
-        """``cls(cursor, rate, flags, held, on_end, tstore=ts)`` for the Player's constructors,
-        which checked everything first: ``ts`` the world's task table, ``crow`` a new row of
-        its cursor table (anim.cursor.cursor_row) with the task's cursor bits already
-        (``flags & 0x13``), ``rate`` a checked number, ``on_end`` checked. One function: the
-        row written once."""
-        t = cls.__new__(cls)
-        r = t._row_of(ts, rate, flags, held, on_end)
-        ts.m_c0[r] = crow
-        t._aid = ts.world.cursors.m_anim[crow]
-        t._c = None
-        return t
 
     @property
     def cursor(self) -> Cursor:
@@ -676,26 +662,6 @@ class ClipTask(_ClipBase):
         ts, r = self.tstore, self.trow
         ts.blend[r] = blend if blend.__class__ is float and -_F32_MAX <= blend <= _F32_MAX else F.f32(float(blend))
         ts.window[r] = WINDOW_RULES.index(rule)
-
-    @classmethod
-    def _made(cls, ts: Table, crow: int, rate: float, flags: int = 0, held: int = 0, on_end=None,
-              next: Task | None = None, blend: float = 0.0, window: int = 0):
-        """``cls(cursor, rate, next, blend, ...)`` for the Player's constructors (see
-        _ClipBase._made: ``crow`` the new cursor's row; ``next`` passed ``check_next`` and
-        ``blend`` is a checked number, ``window`` the rule's index in WINDOW_RULES)."""
-        t = super()._made(ts, crow, rate, flags, held, on_end)
-        r = t.trow
-        if next is not None:
-            ts.m_nxt[r] = next.trow
-            ts.m_placed[next.trow] = True
-        if blend:
-            if blend.__class__ is float and -_F32_MAX <= blend <= _F32_MAX:
-                ts.m_blend[r] = blend
-            else:
-                ts.blend[r] = F.f32(float(blend))
-        if window:
-            ts.m_window[r] = window
-        return t
 
     @classmethod
     def check_next(cls, ts: Table, task: Task) -> None:
