@@ -29,13 +29,17 @@ from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import CharacterInstance, TaskPool
 from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
                     PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
-                    TaskFlags, TaskType)
+                    TaskFlags, TaskType, new_task_row)
 
 __all__ = ["TaskBuilder", "chain_blend_depth", "task_pose_depth"]
 
 
 _T = TypeVar("_T", bound=Task)
 _FADE_TYPE = TaskType.FADE
+_FADE_INT = int(TaskType.FADE)
+# The ranges the int32 flags and int64 held columns hold (the fast paths write them as they are).
+_INT32 = 1 << 31
+_INT63 = 1 << 63
 # A blend window rule's index in WINDOW_RULES (the task table's ``window`` column), a pick's
 # sampling rule's in PICK_SAMPLINGS (its ``sampling`` column).
 _WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
@@ -110,6 +114,23 @@ def _check_number(what: str, value, low: float = 0.0) -> float:
     return v
 
 
+def _next_row(ts, r: int, next: Task | None, blend: float, window: int) -> None:
+    """A new type 3 task's row ``r``: its next task (placed: it has its one place now), its
+    blend time (a checked number; float32) and window rule (its index in WINDOW_RULES),
+    each written only when it differs from the task table's defaults (what ClipTask's own
+    constructor writes)."""
+    if next is not None:
+        ts.m_nxt[r] = next.trow
+        ts.m_placed[next.trow] = True
+    if blend:
+        if blend.__class__ is float:                 # checked: within a float32's range
+            ts.m_blend[r] = blend
+        else:
+            ts.blend[r] = F.f32(float(blend))
+    if window:
+        ts.m_window[r] = window
+
+
 class TaskBuilder(ClipLookup):
     """The task constructors (see the module docstring), on the clip look-up."""
 
@@ -142,6 +163,45 @@ class TaskBuilder(ClipLookup):
             return self._cursor_row_of(hit, anim_id, flags), r
         return cursor_row(self.stores.cursors, hit[2], anim_id, flags, proto), r
 
+    def _clip_made(self, cls, s, anim_id: int, rate: float | None, flags, held, on_end):
+        """A new single-clip task of class ``cls`` (LoopTask, ClipTask) on ``anim_id`` of set
+        ``s``: its cursor row and task row written and counted out of the pool, in one
+        function (the look-up's cache hit read inline, only the columns that differ from
+        the task table's defaults written). The caller checked the pool has a task and
+        ``on_end``; ``rate`` (None: the id's own), ``flags`` and ``held`` are checked here,
+        before any row is taken. The rows _ClipBase's own constructor writes, the same bits.
+        Original: 0x00105678 / 0x00105990 (the constructors), 0x001041f8 AnimCursor_Init."""
+        fl = flags if flags.__class__ is int else int(flags)
+        hl = held if held.__class__ is int else int(held)
+        hit = None
+        if anim_id.__class__ in self._id_types:      # _known, inline
+            per = self._known_ids.get(id(s))
+            if per is not None and per[0] is s and per[1] is self.options.speeds:
+                hit = per[2].get(anim_id)
+        st = self.stores
+        if hit is not None and rate is None and hit[1] is not None and hit[3] is not None:
+            r = hit[1]                               # the id's own rate and cursor proto, cached
+            crow = cursor_row(st.cursors, hit[2], anim_id, fl & _CURSOR_INT, hit[3])
+        else:
+            crow, r = self._cursor_and_rate(s, anim_id, rate, fl & _CURSOR_INT)
+        ts = st.tasks
+        t = cls.__new__(cls)
+        if r.__class__ is float and -F.FLT_MAX <= r <= F.FLT_MAX and 0 <= fl < _INT32 and 0 <= hl < _INT63:
+            tr = new_task_row(ts, t, cls._TYPE, r)
+            if fl:
+                ts.m_flags[tr] = fl
+            if hl:
+                ts.m_held[tr] = hl
+            if on_end is not None:
+                ts.on_end[tr] = on_end
+        else:
+            tr = t._row_of(ts, r, fl, hl, on_end)    # numpy's casts and errors
+        ts.m_c0[tr] = crow
+        t._aid = st.cursors.m_anim[crow]
+        t._c = None
+        self.pool.take_row(tr)
+        return t
+
     def _take(self, task: _T) -> _T:
         self.pool.take(task)
         return task
@@ -159,12 +219,11 @@ class TaskBuilder(ClipLookup):
         if on_wrap is not None:
             on_wrap = check_callback(on_wrap, "on_wrap")
         pool = self.pool
-        pool.require(1)
-        c, r = self._cursor_and_rate(s, anim_id, rate, int(flags) & _CURSOR_INT)
-        task = LoopTask._made(self.stores.tasks, c, r, flags, held, on_end)
+        if pool.n_out >= pool.capacity:
+            pool.require(1)                          # raises
+        task = self._clip_made(LoopTask, s, anim_id, rate, flags, held, on_end)
         if on_wrap is not None:
             task.on_wrap = on_wrap
-        pool.take(task)
         return task
 
     def clip(self, inst: CharacterInstance, anim_id: AnimRef, next: Task | None = None, *, blend: float = 0.0,
@@ -177,15 +236,16 @@ class TaskBuilder(ClipLookup):
         if on_end is not None:
             on_end = check_callback(on_end, "on_end")
         pool = self.pool
-        pool.require(1)
+        if pool.n_out >= pool.capacity:
+            pool.require(1)                          # raises
         if not (blend.__class__ is float and 0.0 <= blend <= F.FLT_MAX):
             _check_number("blend time", blend)
         ts = self.stores.tasks
-        if next is not None and not (next.tstore is ts and not ts.m_placed[next.trow] and next.type != _FADE_TYPE):
+        if next is not None and not (next.tstore is ts and not ts.m_placed[next.trow] and next._TYPE != _FADE_INT):
             ClipTask.check_next(ts, next)            # raises (before anything is taken)
-        c, r = self._cursor_and_rate(s, anim_id, rate, int(flags) & _CURSOR_INT)
-        task = ClipTask._made(ts, c, r, flags, held, on_end, next, blend, _WINDOW_INDEX[self.options.blend_window])
-        pool.take(task)
+        window = _WINDOW_INDEX[self.options.blend_window]
+        task = self._clip_made(ClipTask, s, anim_id, rate, flags, held, on_end)
+        _next_row(ts, task.trow, next, blend, window)
         return task
 
     def hold(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,
@@ -241,8 +301,11 @@ class TaskBuilder(ClipLookup):
              value: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
              on_wrap: Callable | None = None, held: int = 0) -> GaitTask:
         """A type 12 gait blend over five ids, at the human's speed multiplier. Original: 0x0010a310."""
-        on_wrap = check_callback(on_wrap, "on_wrap")
-        self.pool.require(1)
+        if on_wrap is not None:
+            on_wrap = check_callback(on_wrap, "on_wrap")
+        pool = self.pool
+        if pool.n_out >= pool.capacity:
+            pool.require(1)                          # raises
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
         s = inst.anim_set
@@ -252,17 +315,18 @@ class TaskBuilder(ClipLookup):
             known = self._entries_known(s, ids)
             if known is None:
                 self._check_ids(s, ids)              # the look-up's errors first, as before
-        _check_number("gait target", target, -math.inf)
-        if value is not None:
+        if not (target.__class__ is float and -F.FLT_MAX <= target <= F.FLT_MAX):
+            _check_number("gait target", target, -math.inf)
+        if value is not None and not (value.__class__ is float and -F.FLT_MAX <= value <= F.FLT_MAX):
             _check_number("gait value", value, -math.inf)
-        entries, banks, ids = known if known is not None else self._entries_of(s, ids)
-        row_of = self._cursor_row_of
+        entries, banks, ids, protos = known if known is not None else self._entries_of(s, ids)
         st = self.stores
-        task = GaitTask._made(st.tasks, st.gaits, ids, banks, lambda k, fl: row_of(entries[k], ids[k], fl),
-                              inst.speed, target if value is None else value, target, flags, held)
+        task = GaitTask._made(st.tasks, st.gaits, ids, banks, protos, inst.speed,
+                              target if value is None else value, target, flags, held)
         if on_wrap is not None:
             task.on_wrap = on_wrap
-        return self._take(task)
+        pool.take_row(task.trow)
+        return task
 
     def mix(self, inst: CharacterInstance, a: AnimRef, b: AnimRef, *, weight: float = 0.0,
             flags: int = 0) -> MixTask:
@@ -303,10 +367,10 @@ class TaskBuilder(ClipLookup):
         if known is None:
             self._check_ids(s, dir_ids)              # the look-up's errors first, as before
         _check_number("direction", direction, -math.inf)
-        entries, banks, dir_ids = known if known is not None else self._entries_of(s, dir_ids)
-        cursor_of = self._cursor_of
+        entries, banks, dir_ids, protos = known if known is not None else self._entries_of(s, dir_ids)
+        cs = self.stores.cursors
         return self._take(DirectionTask._made(self.stores.tasks, base, banks,
-                                              lambda d, fl: cursor_of(entries[d], dir_ids[d], fl),
+                                              lambda d, fl: cursor_row(cs, banks[d], dir_ids[d], fl, protos[d]),
                                               inst.speed, direction, flags))
 
     def chain(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, blend: float = 0.0, flags: int = 0,
@@ -328,22 +392,31 @@ class TaskBuilder(ClipLookup):
         self.pool.require(len(ids))
         src = paired_with.anim_set if paired_with is not None else inst.anim_set
         ids = _refs(src, ids)
-        clips = [self.find(src, i) for i in ids]
-        depth = chain_blend_depth([c.duration for c in clips], F.f32(float(blend)))
-        if self.options.refuse_deep_chains and depth > POSE_STACK_SIZE:
+        clips = [self.find(src, i) for i in ids]             # find: UnknownClip before anything is taken
+        if self.options.refuse_deep_chains and \
+                (depth := chain_blend_depth([c.duration for c in clips], F.f32(float(blend)))) > POSE_STACK_SIZE:
             raise PoseStackOverflow(
                 f"{inst.name}: an eighth pose: chain {list(ids)} with blend time {blend:g} s nests {depth} "
                 f"clips' poses at once; the pose stack holds {POSE_STACK_SIZE}, a limit of the original "
                 f"(refused, nothing changed)")
         task: Task = self.loop(inst, ids[-1], flags=flags, anim_set=src)
-        for k, anim_id in enumerate(reversed(ids[:-1])):
-            first = k == len(ids) - 2
-            if paired_with is not None:
+        if paired_with is None:
+            # each clip straight from _clip_made: its next task is the one just made (ours,
+            # no place, not a fade) and the blend time was checked above (Player.clip's checks)
+            ts = self.stores.tasks
+            window = _WINDOW_INDEX[self.options.blend_window]
+            last = len(ids) - 2
+            for k, anim_id in enumerate(reversed(ids[:-1])):
+                first = k == last
+                t = self._clip_made(ClipTask, src, anim_id, None, flags, held if first else 0,
+                                    on_end if first else None)
+                _next_row(ts, t.trow, task, blend, window)
+                task = t
+        else:
+            for k, anim_id in enumerate(reversed(ids[:-1])):
+                first = k == len(ids) - 2
                 task = self.paired(inst, paired_with, anim_id, task, blend=blend, flags=flags,
                                    held=held if first else 0, on_end=on_end if first else None)
-            else:
-                task = self.clip(inst, anim_id, task, blend=blend, flags=flags,
-                                 held=held if first else 0, on_end=on_end if first else None)
         if len(ids) == 1:
             task.held = int(held)
             task.on_end = on_end

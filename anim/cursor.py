@@ -42,27 +42,35 @@ def cursor_proto(clip: Clip, all_events: bool) -> tuple:
     return clip.duration, int(end), limit, evs, frames, int(frames[0]) if frames else NO_EVENT, dur32, limit32
 
 
+# The cursor table's columns cursor_row writes, in the order it writes them (Table.row_views).
+_ROW_COLUMNS = ("end", "limit", "dur", "bank", "anim", "flags", "evf0", "evf", "t", "frame", "ev", "at_end")
+
+
 def cursor_row(st: Table, bank_index: int, anim_id: int, flags: int, proto: tuple) -> int:
     """A new cursor as a row alone (no handle object: a task reads it through its link
     column): take a row of the cursor table ``st`` and write every column (a row the kernel
     gave back keeps old numbers: nothing is left to a default) from ``proto``
     (``cursor_proto(clip, ...)``), the clip's bank index, the anim id and the flags (an
     int); returns the row. Original: 0x001041f8 AnimCursor_Init."""
-    end, evf0, dur32, limit32 = proto[1], proto[5], proto[6], proto[7]
-    r = st.alloc(zero=False)
-    # the fast views (store._fast_view): the numbers are the clip's (float32 values, ints)
-    st.m_end[r] = end
-    st.m_limit[r] = limit32
-    st.m_dur[r] = dur32
-    st.m_bank[r] = bank_index
-    st.m_anim[r] = anim_id
-    st.m_flags[r] = flags
-    st.m_evf0[r] = evf0
-    st.m_evf[r] = evf0
-    st.m_t[r] = 0.0                                       # restarted: time 0, no event passed
-    st.m_frame[r] = 0
-    st.m_ev[r] = 0
-    st.m_at_end[r] = False
+    r = st.alloc_default()                                # alloc(zero=False): every column is written
+    views = st.row_views
+    if views is None:                                     # the fast views (store._fast_view), kept together
+        views = st.row_views = tuple(getattr(st, "m_" + name) for name in _ROW_COLUMNS)
+    m_end, m_limit, m_dur, m_bank, m_anim, m_flags, m_evf0, m_evf, m_t, m_frame, m_ev, m_at_end = views
+    # the numbers are the clip's (float32 values, ints)
+    m_end[r] = proto[1]
+    m_limit[r] = proto[7]
+    m_dur[r] = proto[6]
+    m_bank[r] = bank_index
+    m_anim[r] = anim_id
+    m_flags[r] = flags
+    evf0 = proto[5]
+    m_evf0[r] = evf0
+    m_evf[r] = evf0
+    m_t[r] = 0.0                                          # restarted: time 0, no event passed
+    m_frame[r] = 0
+    m_ev[r] = 0
+    m_at_end[r] = False
     return r
 
 

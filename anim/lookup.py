@@ -40,8 +40,9 @@ def _ref(anim_set, anim_id: AnimRef) -> int:
 
 def _refs(anim_set, ids: Sequence[AnimRef]) -> Sequence[int]:
     """``_ref`` of each of ``ids`` (the same sequence when none is a name)."""
-    if any(isinstance(i, str) for i in ids):
-        return [_ref(anim_set, i) for i in ids]
+    for i in ids:
+        if isinstance(i, str):
+            return [_ref(anim_set, i) for i in ids]
     return ids  # type: ignore[return-value]  # no name among them: ints
 
 
@@ -175,12 +176,13 @@ class ClipLookup:
             hit = self._learn(anim_set, anim_id, self._find_checked(anim_set, anim_id))
         return hit
 
-    _gait_clips: dict | None = None     # (id(anim set), ids) -> (set, entries, banks, int ids): _entries_of
+    _gait_clips: dict | None = None     # (id(anim set), ids) -> (set, entries, banks, int ids, protos): _entries_of
 
-    def _entries_of(self, anim_set, ids: Sequence[Any]) -> tuple[list, list, list]:
+    def _entries_of(self, anim_set, ids: Sequence[Any]) -> tuple[list, list, list, list]:
         """The cache entries (``_entry``) of ``ids`` found in ``anim_set``, their clips' bank
-        indices and the ids as ints, kept per set and ids (a gait's five, a direction's
-        eight): ``_check_ids`` on a miss (its errors), nothing looked up again on a hit."""
+        indices, the ids as ints and their clips' cursor_proto (``_proto_of``), kept per set
+        and ids (a gait's five, a direction's eight): ``_check_ids`` on a miss (its errors),
+        nothing looked up again on a hit."""
         hit = self._entries_known(anim_set, ids)
         if hit is not None:
             return hit
@@ -188,24 +190,26 @@ class ClipLookup:
         entries = [self._entry(anim_set, i) for i in ids]
         banks = [self._bank_of(e) for e in entries]
         ints = [int(i) for i in ids]
+        protos = [self._proto_of(e) for e in entries]
         if all(i.__class__ in self._id_types for i in ids):
             if self._gait_clips is None:
                 self._gait_clips = {}
-            self._gait_clips[(id(anim_set), *ids)] = (anim_set, entries, banks, ints)
-        return entries, banks, ints
+            self._gait_clips[(id(anim_set), *ids)] = (anim_set, entries, banks, ints, protos)
+        return entries, banks, ints, protos
 
-    def _entries_known(self, anim_set, ids: Sequence[Any]) -> tuple[list, list, list] | None:
+    def _entries_known(self, anim_set, ids: Sequence[Any]) -> tuple[list, list, list, list] | None:
         """``_entries_of`` when kept from before (its ids all found then), else None."""
         cache = self._gait_clips
         if cache is None:
             return None
         types = self._id_types
-        if not all(i.__class__ in types for i in ids):
-            return None
+        for i in ids:
+            if i.__class__ not in types:
+                return None
         hit = cache.get((id(anim_set), *ids))
         if hit is None or hit[0] is not anim_set:
             return None
-        return hit[1], hit[2], hit[3]
+        return hit[1], hit[2], hit[3], hit[4]
 
     def _check_ids(self, anim_set, ids: Sequence[int]) -> None:
         """``find`` each id in order (the same errors), the ids found before by the cache."""

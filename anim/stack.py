@@ -17,7 +17,7 @@ from typing import Any, Callable
 from .callbacks import check_callback
 from .f32 import FLT_MAX
 from .limits import check_float
-from .store import HumanTable, left_world
+from .store import HumanTable, _fast_view, left_world
 
 __all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
            "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool"]
@@ -289,11 +289,13 @@ class TaskPool:
     counts it in; ``in_use`` is what a leak check compares. Giving back a task that is
     not out raises ValueError (a double release). A task is counted by its row of the
     task table: ``out`` holds one flag per row (grown with the table), ``n_out`` their
-    count, so a snapshot copies an array (Game.snapshot).
+    count, so a snapshot copies an array (Game.snapshot). ``m_out`` is ``out``'s fast view
+    (a memoryview of the same memory, made again whenever ``out`` is replaced) for the
+    constructors' one-row writes.
     Original: 0x001048a0 (build), 0x001054c8 (take), 0x00105510 (give back).
     """
 
-    __slots__ = ("capacity", "out", "n_out")
+    __slots__ = ("capacity", "_out", "m_out", "n_out")
 
     def __init__(self, capacity: int = POOL_SIZE):
         if capacity < 1:
@@ -301,6 +303,45 @@ class TaskPool:
         self.capacity = int(capacity)
         self.out = np.zeros(64, np.bool_)
         self.n_out = 0
+
+    @property
+    def out(self) -> np.ndarray:
+        """One flag per task row: counted out of the pool."""
+        return self._out
+
+    @out.setter
+    def out(self, value: np.ndarray) -> None:
+        self._out = value
+        self.m_out = _fast_view(value)
+
+    def __getstate__(self) -> tuple:
+        """The pool's state without the fast view (a memoryview is not copied or pickled)."""
+        return self.capacity, self._out, self.n_out
+
+    def __setstate__(self, state: tuple) -> None:
+        self.capacity, self.out, self.n_out = state
+
+    def take_row(self, r: int) -> None:
+        """``take`` by task row (the constructors' new rows; TaskPoolExhausted when none is left)."""
+        if self.n_out >= self.capacity:
+            self.require(1)                 # raises
+        out = self.m_out
+        try:
+            was = out[r]
+        except IndexError:                  # a row past the flags: grown
+            self._grow_out(r)
+            out = self.m_out
+            was = False
+        if not was:
+            out[r] = True
+            self.n_out += 1
+
+    def _grow_out(self, r: int) -> None:
+        """``out`` grown to hold row ``r`` (doubling)."""
+        out = self._out
+        grown = np.zeros(max(2 * len(out), r + 1), np.bool_)
+        grown[:len(out)] = out
+        self.out = grown
 
     @property
     def in_use(self) -> int:
@@ -320,17 +361,7 @@ class TaskPool:
 
     def take(self, task):
         """Count ``task`` out of the pool; TaskPoolExhausted when none is left."""
-        if self.n_out >= self.capacity:
-            self.require(1)                 # raises
-        r = task.trow
-        out = self.out
-        if r >= len(out):
-            grown = np.zeros(max(2 * len(out), r + 1), np.bool_)
-            grown[:len(out)] = out
-            self.out = out = grown
-        if not out[r]:
-            out[r] = True
-            self.n_out += 1
+        self.take_row(task.trow)
         return task
 
     def give_back(self, task) -> None:
@@ -341,7 +372,7 @@ class TaskPool:
     def _take_back(self, task) -> bool:
         """``give_back`` if ``task`` is out (True), else nothing (False): holds + give_back."""
         r = task.trow
-        out = self.out
+        out = self.m_out
         if r < len(out) and out[r]:
             out[r] = False
             self.n_out -= 1

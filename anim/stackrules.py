@@ -21,8 +21,8 @@ from .construct import TaskBuilder, _check_number, task_pose_depth
 from .f32 import FLT_MAX as _F32_MAX
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
-from .tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, PairedClipTask,
-                    PairedHoldTask, SceneTask, Task, TaskType, take_place)
+from .tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
+                    PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, new_task_row, take_place)
 
 
 __all__ = ["StackRules"]
@@ -32,6 +32,9 @@ __all__ = ["StackRules"]
 # the row's next task, for the two that have one).
 _CLIP_CLASSES = frozenset({LoopTask, ClipTask, HoldTask, SceneTask, PairedClipTask, PairedHoldTask})
 _NEXT_CLASSES = frozenset({ClipTask, PairedClipTask})
+
+_FadeTask = FadeTask
+_new_fade = FadeTask.__new__
 
 # The hot paths compare plain ints; the values come from the enums.
 _FADE = int(TaskType.FADE)
@@ -52,6 +55,28 @@ class StackRules(TaskBuilder):
             return None
         t = eng.top_task(inst)
         return eng.bottom_task(inst) if t is not None and t.type == _FADE else t
+
+    @staticmethod
+    def running(inst: CharacterInstance, ttype: int) -> Task | None:
+        """The newest unreleased task of type ``ttype`` (a TaskType) on the human's stack:
+        the one nearest the bottom (a change inserts its new task there), or None. Read from
+        the human's stack row and the task rows' types and released flags: one handle made,
+        no list of the stack (what ``next(t for t in inst.stack if t.type == ttype and not
+        t.released)`` answers, for a game that steers its running gait or mix)."""
+        eng = inst.engine
+        if eng is None:
+            return None
+        h = eng.humans
+        s = inst.slot
+        ts = eng.player.stores.tasks
+        types, released, ms = ts.m_type, ts.m_released, h.m_stack
+        want = int(ttype)
+        b = s * h.stack_width
+        for i in range(b, b + h.m_depth[s]):
+            r = ms[i]
+            if types[r] == want and not released[r]:
+                return ts.views[r]
+        return None
 
     def refresh_anim_id(self, inst: CharacterInstance) -> None:
         """The top task's id into record +0x20 (-1 with no task), read from the human's
@@ -127,6 +152,11 @@ class StackRules(TaskBuilder):
             if (kind is GaitTask and t.store is st.gaits and t.cstore is cursors) or \
                     (kind is FadeTask and t.store is st.fades) or kind is DirectionTask:
                 return
+            # a mix's and a pick's cursors are handles it keeps: the world's, or the general
+            # walk names the task (neither owns a next task)
+            if (kind is MixTask and t.a.store is cursors and t.b.store is cursors) or \
+                    (kind is PickTask and all(c.store is cursors for c in t.clips)):
+                return
             break
         todo = [t]
         while todo:
@@ -194,10 +224,58 @@ class StackRules(TaskBuilder):
         order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
         self._check_own(task)            # not ours: not given back to our pool either
-        if task.tstore.m_placed[task.trow]:
+        ts = task.tstore                             # the world's (checked)
+        tr = task.trow
+        if ts.m_placed[tr]:
             take_place(task, "change")               # raises TaskInUse (the task is not given back)
         opts = self.options
-        n = self.batch.depth_of(inst)
+        batch = self.batch
+        pool = self.pool
+        if inst.engine is batch and pool.n_out < pool.capacity and not opts.refuse_deep_chains \
+                and fade.__class__ is float and 0.0 <= fade <= _F32_MAX:
+            # the common case, straight over the human's row: a fade free, a fade time a
+            # float32 holds, the human's row live, and room for both with neither early
+            # finish acting (n + 1 <= the limit: the insert's own finish cannot act either)
+            h = batch.humans
+            s = inst.slot
+            n = h.m_depth[s]
+            rec = inst.record
+            speed = h.m_speed[s]                         # the fade's rate (a float32 holds it: checked when set)
+            if n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE and rec.table is h and rec.row == s \
+                    and h.gen[s] == rec.gen and -_F32_MAX <= speed <= _F32_MAX:
+                # self.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
+                f = _new_fade(_FadeTask)
+                fr = new_task_row(ts, f, _FADE, speed)
+                fades = f.store = self.stores.fades
+                r = f.row = fades.alloc_default()
+                f.gen = fades.m_gen[r]
+                fades.m_el[r] = 0.0
+                fades.m_dur[r] = fade
+                ts.m_aux[fr] = r
+                pool.take_row(fr)
+                ts.m_incoming[fr] = tr                   # f.incoming = task
+                ms, b = h.m_stack, s * h.stack_width     # insert_bottom and push: the two slots
+                for i in range(b + n, b, -1):
+                    ms[i] = ms[i - 1]
+                ms[b] = tr
+                ms[b + n + 1] = fr
+                h.m_depth[s] = n + 2
+                placed = ts.m_placed
+                placed[tr] = True
+                placed[fr] = True
+                bits = ts.m_held[tr]                     # the fade holds none
+                if bits > 0:
+                    hf = h.m_flags
+                    hf[s] = hf[s] | bits
+                elif bits:
+                    rec.flags |= bits                    # the record's own check (a negative word)
+                a = task.anim_id()                       # the top is the fade: the new task's id
+                if a.__class__ is int and a >= -1:
+                    h.m_anim[s] = a
+                else:
+                    rec.anim_id = a
+                return f
+        n = batch.depth_of(inst)
         try:
             if opts.refuse_deep_chains:
                 self._check_fits_poses(inst, task)
@@ -265,10 +343,11 @@ class StackRules(TaskBuilder):
         """Queue a task to start at the next step. Rejected: a full queue (QueueFull), a task
         made outside this Player (ForeignTask)."""
         self._check_own(task)
-        if self.batch.queued_of(inst) >= QUEUE_SIZE:
+        batch = self.batch
+        if batch.queued_of(inst) >= QUEUE_SIZE:
             raise QueueFull(f"{inst.name or 'human'}: the task queue already holds {QUEUE_SIZE} tasks")
         take_place(task, "queue")
-        self.batch.queue_row(inst, task.trow)        # one slot of the human's queue row
+        batch.queue_row(inst, task.trow)             # one slot of the human's queue row
 
     def replace(self, inst: CharacterInstance, old: Task, new: Task) -> None:
         """A hand-over: ``new`` takes ``old``'s place; ``old`` goes on the deferred list.

@@ -174,14 +174,21 @@ class Table:
         """Set an attribute; a column (or ``live``, ``gen``, ``free_rows``, ``n_free``) also
         gets its fast view ``m_<name>`` (_fast_view), made again whenever the array is replaced."""
         object.__setattr__(self, name, value)
-        cols = self.__dict__.get("_columns")
+        d = self.__dict__
+        cols = d.get("_columns")
         if cols is not None and (name in cols or name in _TABLE_ARRAYS):
             object.__setattr__(self, "m_" + name, _fast_view(value))
+            d.pop("row_views", None)
             LAYOUT_EPOCH[0] += 1
+
+    # A row writer's fast views of several arrays at once (one tuple, one writer per table:
+    # anim.cursor.cursor_row keeps the cursor table's twelve here, anim.tasks.new_task_row
+    # the task table's free list, live, gen, type and rate), dropped whenever an array is replaced.
+    row_views: tuple | None = None
 
     def __getstate__(self) -> dict:
         """The table's state without the fast views (a memoryview is not copied or pickled)."""
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("m_")}
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("m_") and k != "row_views"}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
@@ -389,6 +396,9 @@ class HumanTable:
     # the fast views (set by __setattr__ with each column) and the two rows' widths
     m_depth: Any
     m_queued: Any
+    m_flags: Any
+    m_anim: Any
+    m_speed: Any
     m_stack: Any
     m_queue: Any
     stack_width: int
@@ -409,13 +419,13 @@ class HumanTable:
                                      "stack": (np.int64, (STACK_ROWS,)), "queue": (np.int64, (QUEUE_ROWS,))}
 
     def __setattr__(self, name: str, value) -> None:
-        """Set an attribute; ``depth`` and ``queued`` also get their fast views (``m_depth``,
-        ``m_queued``), ``stack`` and ``queue`` flat ones (``m_stack``: slot ``s * stack_width
+        """Set an attribute; ``depth``, ``queued``, ``flags``, ``anim`` and ``speed`` also get
+        their fast views (``m_depth``, ``m_queued``, ...), ``stack`` and ``queue`` flat ones (``m_stack``: slot ``s * stack_width
         + i``; ``m_queue``; store._fast_view), made again whenever the array is replaced."""
         object.__setattr__(self, name, value)
         if isinstance(value, np.ndarray):
             LAYOUT_EPOCH[0] += 1
-        if name in ("depth", "queued"):
+        if name in ("depth", "queued", "flags", "anim", "speed"):
             object.__setattr__(self, "m_" + name, _fast_view(value))
         elif name in ("stack", "queue"):
             flat = isinstance(value, np.ndarray) and value.ndim == 2 and value.flags.c_contiguous

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from . import detmath, f32 as F
 from .callbacks import check_callback
 from .clip import EventType
-from .cursor import Cursor
+from .cursor import Cursor, cursor_row
 from .sampler import CursorFlags
 from .store import NO_ROW, Table, _stale, column, task_column
 
@@ -74,6 +74,11 @@ _CURSOR_BITS = TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED
 _CURSOR_INT = int(_CURSOR_BITS)
 _MUTED_INT = int(CursorFlags.MUTED)
 _CONTINUOUS_INT = int(TaskFlags.CONTINUOUS)
+_FADE_INT = int(TaskType.FADE)
+_GAIT_INT = int(TaskType.GAIT)
+# The ranges the int32 flags and int64 held columns hold (the fast paths write them as they are).
+_INT32 = 1 << 31
+_INT63 = 1 << 63
 # A float in this range is written into a float32 column as F.f32 rounds it (to nearest),
 # so the fast paths write it as it is; anything else goes through F.f32.
 _F32_MAX = F.FLT_MAX
@@ -155,10 +160,10 @@ class TaskInUse(ValueError):
 def take_place(task: "Task", where: str) -> None:
     """Mark ``task`` placed (on a stack, in a queue, a next task); TaskInUse if it already is."""
     ts, r = task.tstore, task.trow
-    if ts.placed[r]:
+    if ts.m_placed[r]:
         raise TaskInUse(f"{where}: {type(task).__name__} (anim id {task.anim_id()}) already has a place (a stack, a "
                         "queue or a next task); make a new task for each place")
-    ts.placed[r] = True
+    ts.m_placed[r] = True
 
 
 class ForeignTask(ValueError):
@@ -226,6 +231,7 @@ WINDOW_RULES = (BlendWindow.ADVANCED, BlendWindow.KEPT)
 GAIT_STEPS = tuple(F.f32(x) for x in (0.995, 1.995, 2.995))
 GAIT_ALONE_LOW = F.f32(0.01)
 GAIT_ALONE_HIGH = F.f32(0.995)
+_STEP0, _STEP1, _STEP2 = GAIT_STEPS
 GAIT_FALL_FRACTION = 0.875
 GAIT_SPEED = 10.0
 # Type 11's thresholds on its value 0-3 (float32).
@@ -261,6 +267,48 @@ def _row_in(c, table: Table) -> int:
         raise ForeignTask(f"{type(c).__name__} (anim id {c.anim_id}) was not made by this world's Player "
                           "(its row is in another cursor table)")
     return c.row
+
+
+def new_task_row(ts: Table, t: "Task", ttype: int, rate: float) -> int:
+    """Take a row of the world's task table ``ts`` for the new handle ``t`` (its ``tstore``,
+    ``trow``, ``tgen`` and the table's ``views`` entry set) at the table's defaults
+    (store.TASK_DEFAULTS: no links, every number 0), with its type ``ttype`` and rate
+    ``rate`` (a float a float32 holds the range of: rounded to nearest as F.f32 rounds)
+    written; returns the row. Table.alloc_default, inline (the constructors' hot path).
+    Original: 0x001054c8 (take a task from the free list)."""
+    if ts._dirty:
+        ts._reset_dirty()
+    mv = ts.row_views                                   # the fast views, kept together (Table.row_views)
+    if mv is None:
+        mv = ts.row_views = tuple(getattr(ts, name) for name in _ROW_VIEWS)
+    nf = mv[0]
+    n = nf[0]
+    if not n:
+        ts._grow(ts.capacity * 2)                       # a new block: every array is new
+        mv = ts.row_views = tuple(getattr(ts, name) for name in _ROW_VIEWS)
+        nf = mv[0]
+        n = nf[0]
+    _, free_rows, live, gen, types, rates = mv
+    n -= 1
+    r = free_rows[n]
+    nf[0] = n
+    live[r] = True
+    t.tstore = ts
+    t.trow = r
+    t.tgen = gen[r]
+    views = ts.views                                    # row -> its handle (links read through it)
+    try:
+        views[r] = t
+    except IndexError:                                  # a row past the list: grown
+        views.extend([None] * (r + 1 - len(views)))
+        views[r] = t
+    types[r] = ttype
+    rates[r] = rate
+    return r
+
+
+# The task table's fast views new_task_row keeps in Table.row_views, in its order.
+_ROW_VIEWS = ("m_n_free", "m_free_rows", "m_live", "m_gen", "m_type", "m_rate")
 
 
 class _WrapCallback:
@@ -360,6 +408,9 @@ class Task:
     """
 
     __slots__ = ("tstore", "trow", "tgen", "__weakref__")
+    tstore: Table
+    trow: int
+    tgen: int
     type: TaskType = TaskType.LOOP
     _TYPE = int(TaskType.LOOP)              # ``type`` as a plain int (the constructor writes it)
 
@@ -377,17 +428,10 @@ class Task:
         (store.TASK_DEFAULTS: no links, every number 0) and write only the columns set here:
         the type, rate (float32), flags, held bits and the end callback (checked); returns
         the row."""
-        self.tstore = ts
-        r = self.trow = ts.alloc_default()
-        self.tgen = ts.m_gen[r]
-        views = ts.views                                # row -> its handle (links read through it)
-        if r >= len(views):
-            views.extend([None] * (r + 1 - len(views)))
-        views[r] = self
-        ts.m_type[r] = self._TYPE
         if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX:
-            ts.m_rate[r] = rate                         # rounded to float32 as F.f32 rounds
+            r = new_task_row(ts, self, self._TYPE, rate)    # rounded to float32 as F.f32 rounds
         else:
+            r = new_task_row(ts, self, self._TYPE, 0.0)
             ts.rate[r] = F.f32(float(rate))
         if flags:
             ts.flags[r] = int(flags)
@@ -519,7 +563,7 @@ class Task:
 class _ClipBase(Task):
     """A task on one clip: its cursor is the cursor table's row in task column ``c0`` (the
     only place it is kept: ``cursor`` makes a handle onto that row at each read, and the
-    Player's constructors write the row with no handle at all)."""
+    Player's constructors write the row with no handle at all: TaskBuilder._clip_made)."""
 
     # the anim id (an int: an old handle still names its clip); the cursor handle given to
     # the class's own constructor (None for the Player's tasks: a handle at each read)
@@ -536,20 +580,6 @@ class _ClipBase(Task):
         ts, r = self.tstore, self.trow
         ts.c0[r] = row
         cursor.store.flags[row] = int(ts.flags[r]) & _CURSOR_INT        # cursor_flags()
-
-    @classmethod
-    def _made(cls, ts: Table, crow: int, rate: float, flags: int = 0, held: int = 0, on_end=None):
-        """``cls(cursor, rate, flags, held, on_end, tstore=ts)`` for the Player's constructors,
-        which checked everything first: ``ts`` the world's task table, ``crow`` a new row of
-        its cursor table (anim.cursor.cursor_row) with the task's cursor bits already
-        (``flags & 0x13``), ``rate`` a checked number, ``on_end`` checked. One function: the
-        row written once."""
-        t = cls.__new__(cls)
-        r = t._row_of(ts, rate, flags, held, on_end)
-        ts.m_c0[r] = crow
-        t._aid = ts.world.cursors.m_anim[crow]
-        t._c = None
-        return t
 
     @property
     def cursor(self) -> Cursor:
@@ -632,26 +662,6 @@ class ClipTask(_ClipBase):
         ts, r = self.tstore, self.trow
         ts.blend[r] = blend if blend.__class__ is float and -_F32_MAX <= blend <= _F32_MAX else F.f32(float(blend))
         ts.window[r] = WINDOW_RULES.index(rule)
-
-    @classmethod
-    def _made(cls, ts: Table, crow: int, rate: float, flags: int = 0, held: int = 0, on_end=None,
-              next: Task | None = None, blend: float = 0.0, window: int = 0):
-        """``cls(cursor, rate, next, blend, ...)`` for the Player's constructors (see
-        _ClipBase._made: ``crow`` the new cursor's row; ``next`` passed ``check_next`` and
-        ``blend`` is a checked number, ``window`` the rule's index in WINDOW_RULES)."""
-        t = super()._made(ts, crow, rate, flags, held, on_end)
-        r = t.trow
-        if next is not None:
-            ts.m_nxt[r] = next.trow
-            ts.m_placed[next.trow] = True
-        if blend:
-            if blend.__class__ is float and -_F32_MAX <= blend <= _F32_MAX:
-                ts.m_blend[r] = blend
-            else:
-                ts.blend[r] = F.f32(float(blend))
-        if window:
-            ts.m_window[r] = window
-        return t
 
     @classmethod
     def check_next(cls, ts: Table, task: Task) -> None:
@@ -826,9 +836,12 @@ class FadeTask(Task):
         if not (duration >= 0.0 and math.isfinite(duration)):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         t = cls.__new__(cls)
-        tr = t._row_of(ts, rate, 0, held, None)
+        if held or not (rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX):
+            tr = t._row_of(ts, rate, 0, held, None)
+        else:
+            tr = new_task_row(ts, t, _FADE_INT, rate)      # no flags, held bits or callback
         t.store = fades
-        r = t.row = fades.alloc(zero=False)
+        r = t.row = fades.alloc_default()
         t.gen = fades.m_gen[r]
         fades.m_el[r] = 0.0
         if duration.__class__ is float and duration <= _F32_MAX:
@@ -952,34 +965,45 @@ class GaitTask(Task):
             st.target[r] = t
 
     @classmethod
-    def _made(cls, ts: Table, gaits: Table, ids: Sequence[int], banks: Sequence[int], make_cursor: Callable,
+    def _made(cls, ts: Table, gaits: Table, ids: Sequence[int], banks: Sequence[int], protos: Sequence[tuple],
               rate: float, value: float, target: float, flags: int, held: int = 0) -> "GaitTask":
         """``GaitTask(ids, ..., rate, value, target, flags, held=held, banks=banks)`` for the
         Player's constructors, which checked everything first (``ts`` / ``gaits`` the world's
-        tables, ``ids`` five found ints, ``banks`` their clips' bank indices, ``value`` and
-        ``target`` checked numbers). ``make_cursor(k, cursor_flags)`` makes the cursor of
-        ``ids[k]`` with its flags and returns its row. One function: each row written once."""
+        tables, ``ids`` five found ints, ``banks`` their clips' bank indices and ``protos``
+        their cursor_proto, ``value`` and ``target`` checked numbers): the pair's two cursors
+        made as rows of the world's cursor table (anim.cursor.cursor_row, no handles). One
+        function: each row written once."""
         v = cls._clamp(value)
         t = cls.__new__(cls)
-        tr = t._row_of(ts, rate, flags, held, None)
+        fl = int(flags)
+        if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX and 0 <= fl < _INT32 and held.__class__ is int \
+                and 0 <= held < _INT63:
+            tr = new_task_row(ts, t, _GAIT_INT, rate)
+            if fl:
+                ts.m_flags[tr] = fl
+            if held:
+                ts.m_held[tr] = held
+        else:
+            tr = t._row_of(ts, rate, fl, held, None)    # numpy's casts and errors
         st = t.store = gaits
-        r = t.row = st.alloc(zero=False)
+        r = t.row = st.alloc_default()                 # alloc(zero=False): every column written
         t.gen = st.m_gen[r]
         ts.m_aux[tr] = r
         st.m_id0[r], st.m_id1[r], st.m_id2[r], st.m_id3[r], st.m_id4[r] = ids
         st.m_b0[r], st.m_b1[r], st.m_b2[r], st.m_b3[r], st.m_b4[r] = banks
         t._make_cursor = None
         ts.m_speed[tr] = GAIT_SPEED
-        lower = cls.pair_index(v)
+        lower = 0 if v < _STEP0 else 1 if v < _STEP1 else 2 if v < _STEP2 else 3    # pair_index(v)
         leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
-        fl = int(flags)
         base = fl & _CURSOR_INT                      # _apply_flags()
-        t.cstore = ts.world.cursors
+        cs = t.cstore = ts.world.cursors
         t._lower_cursor = t._upper_cursor = None     # the rows alone (no handle objects)
-        ts.m_c0[tr] = make_cursor(lower, base if leader == 0 else base | _MUTED_INT)
-        ts.m_c1[tr] = make_cursor(lower + 1, base if leader == 1 else base | _MUTED_INT)
+        ts.m_c0[tr] = cursor_row(cs, banks[lower], ids[lower], base if leader == 0 else base | _MUTED_INT,
+                                 protos[lower])
+        ts.m_c1[tr] = cursor_row(cs, banks[lower + 1], ids[lower + 1], base if leader == 1 else base | _MUTED_INT,
+                                 protos[lower + 1])
         st.m_value[r] = v                            # a float32 value: read back unchanged
-        tg = cls._clamp(target)                      # set_target(): a float32 value too
+        tg = v if target is value else cls._clamp(target)    # set_target(): a float32 value too
         if not fl & _CONTINUOUS_INT:
             tg = float(math.floor(tg + 0.5))
         st.m_target[r] = tg
@@ -1017,6 +1041,8 @@ class GaitTask(Task):
 
     @staticmethod
     def _clamp(v: float) -> float:
+        if v.__class__ is float and 0.0 <= v <= 4.0:
+            return F.f32(v)                          # within 0-4 already (min and max keep it)
         if not math.isfinite(v):
             raise ValueError(f"gait value {v!r} must be finite")
         return F.f32(min(max(float(v), 0.0), 4.0))
@@ -1037,7 +1063,10 @@ class GaitTask(Task):
             _stale(self, ts, tr)
         if not ts.m_flags[tr] & _CONTINUOUS_INT:       # self.flags & TaskFlags.CONTINUOUS
             t = float(math.floor(t + 0.5))
-        self.target = t
+        st, r = self.store, self.row                   # self.target = t, through the fast view
+        if st.m_gen[r] != self.gen:
+            _stale(self, st, r)
+        st.m_target[r] = t                             # a float32 value in 0-4: stored exactly
 
     def set_value(self, v: float) -> None:
         """+0xbc: set the value at once (0x0010a558); the pair follows on the next advance."""
@@ -1320,7 +1349,8 @@ class DirectionTask(Task):
         """``DirectionTask(base, None, rate, direction, flags, tstore=ts, banks=banks)`` for
         the Player's constructors, which checked everything first; ``make_cursor(d,
         cursor_flags)`` makes direction ``d``'s cursor with its flags (the centre's: the
-        task's cursor bits; its neighbours muted too). One function: each row written once."""
+        task's cursor bits; its neighbours muted too) and returns its row (no handle: the
+        cursors are read from the rows, cursors_by_dir). One function: each row written once."""
         t = cls.__new__(cls)
         r = t._row_of(ts, rate, flags, 0, None)
         ts.m_base[r] = int(base)
@@ -1331,11 +1361,10 @@ class DirectionTask(Task):
         ts.m_value[r] = value
         ts.m_centre[r] = centre
         cb = int(flags) & _CURSOR_INT                # _ensure({}): three new cursors
-        lo = make_cursor((centre - 1) & 7, cb | _MUTED_INT)
-        mid = make_cursor(centre, cb)
-        hi = make_cursor((centre + 1) & 7, cb | _MUTED_INT)
-        t._dir_cache = [lo, mid, hi]
-        ts.m_c0[r], ts.m_c1[r], ts.m_c2[r] = lo.row, mid.row, hi.row      # lower, centre, upper
+        ts.m_c0[r] = make_cursor((centre - 1) & 7, cb | _MUTED_INT)        # lower, centre, upper
+        ts.m_c1[r] = make_cursor(centre, cb)
+        ts.m_c2[r] = make_cursor((centre + 1) & 7, cb | _MUTED_INT)
+        t._dir_cache = []                                # handles made when read (cursors_by_dir)
         return t
 
     base = task_column("base", int, "The first of the eight anim ids (direction 0).")
@@ -1410,6 +1439,11 @@ class DirectionTask(Task):
         return self.cursors_by_dir[self.centre]
 
     def anim_id(self) -> int:
+        ts, r = self.tstore, self.trow
+        if ts.m_gen[r] == self.tgen:                     # the centre's cursor row (c1): its anim id
+            c = ts.m_c1[r]
+            if c >= 0:
+                return ts.world.cursors.m_anim[c]
         return self.leading_cursor().anim_id
 
     def side_weight(self) -> tuple[int, float]:

@@ -312,6 +312,15 @@ class Reference:
         t = inst.stack[-1]
         return inst.stack[0] if t.type == TaskType.FADE else t
 
+    @staticmethod
+    def running(inst, ttype: int) -> RefTask | None:
+        """The newest unreleased task of type ``ttype`` on the stack (nearest the bottom: a
+        change inserts its new task there), or None (Player.running)."""
+        for t in inst.stack:
+            if t.type == ttype and not t.released:
+                return t
+        return None
+
     def refresh_anim_id(self, inst) -> None:
         """0x001752c8: the top task's id into record +0x20 (-1 with none)."""
         t = self.top(inst)

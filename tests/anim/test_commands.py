@@ -84,6 +84,27 @@ def test_fast_views_follow_the_arrays_through_growth_and_copies():
     assert int(hum.stack[1, 2]) == 11
 
 
+def test_cursor_rows_written_through_kept_views_survive_growth_and_copies():
+    """cursor_row keeps the cursor table's fast views in one tuple (Table.row_views): rows
+    written after the table grew land in the new arrays, and a pickled or copied table
+    makes its own views (none shared with the original)."""
+    from scuffle.anim.cursor import cursor_proto, cursor_row
+    from scuffle.anim.store import cursor_table
+
+    clip = author_clip("c", 10)
+    proto = cursor_proto(clip, False)
+    cur = cursor_table(2)
+    rows = [cursor_row(cur, 5, 40 + k, 0x10, proto) for k in range(9)]    # grown past 2, 4, 8
+    assert cur.capacity >= 9 and cur.row_views[4].obj is cur.anim
+    assert cur.anim[rows].tolist() == [40 + k for k in range(9)] and set(cur.bank[rows].tolist()) == {5}
+    assert set(cur.flags[rows].tolist()) == {0x10} and set(cur.end[rows].tolist()) == {proto[1]}
+    for other in (pickle.loads(pickle.dumps(cur)), copy.deepcopy(cur)):
+        assert other.row_views is None
+        r = cursor_row(other, 6, 99, 0, proto)
+        assert int(other.anim[r]) == 99 and other.row_views[4].obj is other.anim
+        assert int(cur.anim[r]) != 99 or not cur.live[r]
+
+
 def test_a_keyed_value_set_through_a_stale_handle_is_refused():
     """on_end / on_wrap set through a handle whose row went back raise StaleHandle (they
     would otherwise land on the row's next owner)."""
@@ -156,3 +177,158 @@ def test_the_constructors_write_what_the_handles_read(demo):
     assert k.chosen() == 2 and [int(c.flags) & 0x10 for c in k.clips] == [0x10, 0x10, 0, 0x10]
     m = p.mix(h, Move.WALK, Move.JOG, weight=0.7)
     assert m.leading_cursor() is m.b and int(m.a.flags) & 0x10 and not int(m.b.flags) & 0x10
+
+
+def _rows(p) -> tuple:
+    """Every column of the world's task, cursor, fade and gait tables and the humans' stack
+    rows, as lists (two worlds given the same commands compare equal)."""
+    st = p.stores
+    out = []
+    for t in (st.tasks, st.cursors, st.fades, st.gaits):
+        live = t.live.copy()
+        out.append({name: getattr(t, name)[live].tolist() for name in t._columns})
+    h = st.humans
+    out.append({name: getattr(h, name).tolist() for name in ("flags", "anim", "depth", "stack")})
+    out.append(p.pool.out[:p.pool.out.size].nonzero()[0].tolist())
+    return tuple(out)
+
+
+def test_the_straight_change_writes_what_the_general_change_writes():
+    """A change under a float fade (the straight path over the human's row) and the same
+    change under an int fade (the general path: insert_bottom, then push) leave the same
+    rows in every table, through early finishes and a stack near its limit."""
+    from scuffle.game.fighters.moveset import Move, demo_set
+
+    worlds = []
+    for as_float in (True, False):
+        p = Player()
+        h = CharacterInstance(demo_set(), "h")
+        deepest = 0
+        for k in range(14):
+            fade = float(k % 3) if as_float else k % 3
+            nxt = p.loop(h, Move.FIGHT_IDLE if k % 2 else Move.IDLE)
+            t = p.clip(h, Move.JAB, nxt, blend=0.1, held=0x4 if k % 4 == 0 else 0) if k % 3 else nxt
+            p.change(h, t, fade)
+            deepest = max(deepest, len(h.stack))
+        worlds.append((_rows(p), [(type(t).__name__, t.trow) for t in h.stack], h.record.anim_id,
+                       h.record.flags, deepest))
+    assert worlds[0] == worlds[1]
+    assert worlds[0][-1] > 6                           # the early finishes' rule was reached
+
+
+def test_running_is_the_newest_unreleased_task_of_its_type(demo):
+    """Player.running reads the human's stack row: the task of that type nearest the
+    bottom that is not released, as a walk of ``inst.stack`` finds it; None without one
+    or without a row."""
+    p, h, Move = demo
+    gait_ids = [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT, Move.SPRINT]
+    assert p.running(h, TaskType.GAIT) is None         # no row yet
+    p.change(h, p.loop(h, Move.IDLE), 0.0)
+    assert p.running(h, TaskType.GAIT) is None
+    g1 = p.gait(h, gait_ids, target=1.0)
+    p.change(h, g1, 0.2)
+    g2 = p.gait(h, gait_ids, target=2.0)
+    p.change(h, g2, 0.2)
+    walk = next(t for t in h.stack if t.type == TaskType.GAIT and not t.released)
+    assert p.running(h, TaskType.GAIT) is walk is g2
+    assert p.running(h, TaskType.LOOP).type == TaskType.LOOP
+    p.defer(h, g2)                                     # released: the older gait answers
+    assert p.running(h, TaskType.GAIT) is g1
+    assert p.running(h, TaskType.MIX) is None
+
+
+def test_running_agrees_with_the_reference():
+    """The reference world answers Player.running from its plain stack the same way."""
+    from scuffle.anim.reference.world import Reference
+    from scuffle.anim.reference.world import RefInstance
+    from scuffle.game.fighters.moveset import Move, demo_set
+
+    ref = Reference()
+    h = RefInstance(demo_set(), "h")
+    ids = [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT, Move.SPRINT]
+    assert ref.running(h, TaskType.GAIT) is None
+    ref.change(h, ref.gait(h, ids, target=1.0), 0.0)
+    g = ref.gait(h, ids, target=2.0)
+    ref.change(h, g, 0.2)
+    assert ref.running(h, TaskType.GAIT) is g
+
+
+def test_a_bad_held_is_refused_before_anything_is_taken(demo):
+    """A held word that is not an int is refused by loop and clip before a cursor or a task
+    row is taken."""
+    p, h, Move = demo
+    st = p.stores
+    counts = (p.pool.in_use, st.tasks.in_use, st.cursors.in_use)
+    with pytest.raises(ValueError):
+        p.loop(h, Move.IDLE, held="x")
+    with pytest.raises(ValueError):
+        p.clip(h, Move.JAB, held="x")
+    assert (p.pool.in_use, st.tasks.in_use, st.cursors.in_use) == counts
+
+
+def test_a_chain_writes_what_its_loop_and_clips_write():
+    """Player.chain's clips made straight from their rows (no per-clip checks of a next task
+    it just made) leave the rows Player.loop and Player.clip leave for the same chain:
+    the first clip holds the held bits and the end callback, each hands over to the next
+    under the blend time."""
+    from scuffle.game.fighters.moveset import Move, demo_set
+
+    ids = [Move.JAB, Move.CROSS, Move.HOOK, Move.FIGHT_IDLE]
+    cb = Callback("k", (1,))
+    worlds = []
+    for by_chain in (True, False):
+        p = Player()
+        h = CharacterInstance(demo_set(), "h")
+        if by_chain:
+            top = p.chain(h, ids, blend=0.1, flags=0x1, held=0x4, on_end=cb)
+        else:
+            top = p.loop(h, ids[-1], flags=0x1)
+            for k, i in enumerate(reversed(ids[:-1])):
+                first = k == len(ids) - 2
+                top = p.clip(h, i, top, blend=0.1, flags=0x1, held=0x4 if first else 0, on_end=cb if first else None)
+        p.change(h, top, 0.2)
+        worlds.append((_rows(p), dict(p.stores.tasks.on_end), top.trow))
+    assert worlds[0] == worlds[1]
+    assert worlds[0][1] == {worlds[0][2]: cb}
+
+
+def test_a_mix_or_pick_holding_another_tables_cursor_is_refused(demo):
+    """A mix or pick whose cursor handle was swapped for one of another cursor table is
+    not the world's: change refuses it (ForeignTask) before anything changes; the mix and
+    pick the Player made pass."""
+    from scuffle.anim.store import cursor_table
+    from scuffle.anim.tasks import ForeignTask
+
+    p, h, Move = demo
+    m = p.mix(h, Move.WALK, Move.JOG, weight=0.3)
+    k = p.pick(h, [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT], 1.0, value=1.2)
+    other = Cursor(author_clip("o", 10), 0, 7, 0, cursor_table(1))
+    for task, swap in ((m, lambda: setattr(m, "b", other)), (k, lambda: k.clips.__setitem__(3, other))):
+        swap()
+        depth = len(h.stack)
+        with pytest.raises(ForeignTask, match="was not made by this world's Player"):
+            p.change(h, task, 0.2)
+        assert len(h.stack) == depth
+    p.change(h, p.mix(h, Move.WALK, Move.JOG, weight=0.7), 0.2)
+    p.change(h, p.pick(h, [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT], 1.0, value=2.0), 0.2)
+    assert [t.type for t in h.stack] == [TaskType.PICK, TaskType.MIX, TaskType.FADE, TaskType.FADE]
+
+
+def test_a_direction_reads_its_centre_from_the_rows():
+    """A type 13 task the Player made keeps no cursor handles: its anim id is the centre
+    row's (c1), the same as its leading cursor's, before and after set_value moves the
+    centre; its cursors are handles onto the rows c0 / c1 / c2."""
+    from scuffle.game.tools.bench import DIRECTION_BASE, crowd_set
+
+    p = Player()
+    h = CharacterInstance(crowd_set(), "h")
+    t = p.direction(h, DIRECTION_BASE, direction=2.2, flags=0x1)
+    assert t._dir_cache == []
+    assert t.anim_id() == t.leading_cursor().anim_id == DIRECTION_BASE + 2
+    ts = p.stores.tasks
+    assert [c.row for c in t.cursors()] == [int(ts.c0[t.trow]), int(ts.c1[t.trow]), int(ts.c2[t.trow])]
+    assert [int(c.flags) for c in t.cursors()] == [0x11, 0x1, 0x11]
+    t.set_value(5.9)
+    assert t.anim_id() == t.leading_cursor().anim_id == DIRECTION_BASE + 6
+    p.change(h, t, 0.2)
+    assert h.record.anim_id == DIRECTION_BASE + 6
