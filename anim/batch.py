@@ -89,7 +89,7 @@ class BatchEngine:
         # the step's buffers (grown, never per update)
         self._status = np.zeros(0, np.int64)
         self._ev_out = np.zeros((256, 4), np.int64)
-        self._def_out = np.zeros((256, 2), np.int64)
+        self._def_out = player.deferred_rows.rows     # the deferred list's rows (anim.deferred): the step appends
         self._wrap_out = np.zeros((256, 2), np.int64)
         self._in_call = np.zeros(0, np.bool_)
         self._twice = False                     # a human listed more than once
@@ -151,11 +151,16 @@ class BatchEngine:
         nor given a task) gives its private row back. Another world's human: nothing."""
         s = inst.slot
         if inst.engine is self:
+            if self.player.released_log:            # its released ids made while its row is its own
+                self.player.make_released()
+            self.player._gone[s] = inst             # a flush under way still releases its entries
             self._instances[s] = None
             inst.slot = -1
             inst.engine = None
             self._last = None
-            if any(i is inst for _, i in self.player.deferred):
+            deferred = self.player.deferred_rows
+            if deferred.holds_human(s, inst):
+                deferred.detach(s, inst, self._tasks)   # released in Python at the flush, as objects
                 self._leaving.append((s, self.humans.gen[s]))
             else:
                 self.humans.free(s)
@@ -384,10 +389,12 @@ class BatchEngine:
         returns those whose top task may have changed. Rejected: a human whose rows the
         kernel cannot follow (TableCorrupt: a row written behind the engine's back)."""
         player = self.player
-        first_deferred = len(player.deferred)
+        deferred = player.deferred_rows
+        first_deferred = deferred.n
         rows = self._rows_of(instances)
         self._clear_noisy(rows)
         self._start_queues(instances, rows)
+        queue_deferred = deferred.n
         self._clip_events()
         # a gait's change of pair takes at most two cursors from the free list in the kernel
         self.player.stores.cursors.reserve(_PAIR_CURSORS * self.player.stores.gaits.in_use)
@@ -398,7 +405,11 @@ class BatchEngine:
             self._status, self._ev_lo, self._ev_hi = (np.zeros(m, np.int64) for _ in range(3))
         status, counts = self._status, self._counts
         counts[:] = 0
+        counts[K.COUNT_DEFERRED] = deferred.n         # the kernel appends its deferred tasks to the list's rows
+        self._def_out = deferred.rows
         self._run_step(rows, status, self._ev_lo, self._ev_hi, dt)
+        deferred.rows = self._def_out                 # grown, maybe
+        deferred.n = int(counts[K.COUNT_DEFERRED])
         self.pair_changes += int(counts[K.COUNT_GAITS])
         changed: list = []
         tasks = self._tasks
@@ -418,11 +429,6 @@ class BatchEngine:
                 changed.append(inst)
         if self._twice:
             self._last_of_twice(rows, n)
-        n_def = int(counts[K.COUNT_DEFERRED])
-        if n_def:
-            deferred, by_row = player.deferred, self._instances
-            for hr, tr in self._def_out[:n_def].tolist():
-                deferred.append((tasks[tr], by_row[hr]))
         n_wrap = int(counts[K.COUNT_WRAPS])
         if n_wrap:
             by_row = self._instances
@@ -430,7 +436,7 @@ class BatchEngine:
             for hr, tr in self._wrap_out[:n_wrap].tolist():
                 note(by_row[hr], tasks[tr])
         self.kernel_humans = n
-        if len(player.deferred) - first_deferred > 1:
+        if (first_deferred < queue_deferred < deferred.n) or (self._twice and deferred.n - first_deferred > 1):
             self._in_step_order(rows, first_deferred)
         return changed
 
@@ -442,12 +448,15 @@ class BatchEngine:
         stack), so the flush (and the end callbacks) go human by human ("When a clip ends",
         L314). Original:
         0x00105640 AnimTask_DeferGive, 0x00105570 AnimTask_FlushDeferred."""
-        deferred = self.player.deferred                  # places by row: numpy, no dict of the crowd
+        deferred = self.player.deferred_rows              # places by row: numpy, no dict of the crowd
         place = np.full(self.humans.capacity, -1, np.int64)
         place[rows] = np.arange(len(rows))              # a human listed twice: its last place
-        tail = deferred[first:]
-        tail.sort(key=lambda entry: int(place[entry[1].slot]))
-        deferred[first:] = tail
+        keys = place[deferred.rows[first:deferred.n, 0]]
+        for k, (_, inst) in deferred.odd.items():       # an entry held as objects: its instance's row
+            if k >= first:
+                keys[k - first] = place[inst.slot]
+        order = np.argsort(keys, kind="stable")
+        deferred.reorder(first, order)
 
     def fired(self, out: list, lo: int, hi: int) -> None:
         """The events of rows ``lo``-``hi`` of this update's event buffer, as FiredEvent
@@ -468,6 +477,8 @@ class BatchEngine:
         """Clear last update's events and released ids of the humans stepped now (each
         step begins with none); the others keep theirs (their events made now: the buffer is
         about to be overwritten) until they are stepped."""
+        if self.player.released_log:
+            self.player.settle_released(rows)
         noisy = self._noisy
         if not noisy:
             return
