@@ -27,7 +27,6 @@ Spec: "The task stack", "Fades", "When a clip ends", "Paired tasks", "Playback r
 """
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -58,10 +57,9 @@ __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend
 # The hot paths compare plain ints; the values come from the enums.
 _ANIM_STATE = int(HeldFlags.ANIM_STATE)
 _REPORT = int(HeldFlags.REPORT)
+_TOP_OR_STACK = K.STATUS_TOP | K.STATUS_STACK     # a step's status bits: the top task may have changed
 
 
-# the ids' refresh reads each stepped human's row in C (map) rather than in a Python loop
-_SLOT = attrgetter("slot")
 
 
 def _row_state(table: Table) -> RowState:
@@ -101,7 +99,9 @@ class Player(StackRules):
         self._gait_speeds: dict[tuple, tuple] = {}  # (id(anim set), ids) -> (set, speeds)
         self._bank: ClipBank | None = None
         self._bank_cost = BANK_KEY_BYTES * NUM_SLOTS     # bank_bytes of _clips (the sentinels' keys)
-        self._stepped: dict[int, CharacterInstance] = {}
+        # the human rows whose top task may have changed in the steps since the last flush
+        # (one array per step; the flush refreshes their playing ids)
+        self._stepped: list[np.ndarray] = []
         # Queued tasks the last step could not start (a limit): (instance, the error).
         self.refused: list[tuple[CharacterInstance, AnimLimitError]] = []
         # A callback's exception (wrap, end, report): handed to on_callback_error(phase, exc)
@@ -162,9 +162,12 @@ class Player(StackRules):
         dt = F.f32(self.options.dt if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
         self.refused = []
         self._wraps = []
-        # Only the characters whose stack or gait leader changed can have a new top task.
-        for inst in self.batch.step(instances if isinstance(instances, list) else list(instances), dt):
-            self._stepped[id(inst)] = inst
+        # Only the characters whose stack or gait leader changed can have a new top task:
+        # their rows (the status the kernel wrote for each row of this step)
+        eng = self.batch
+        if eng.step(instances if isinstance(instances, list) else list(instances), dt):
+            n = eng.kernel_humans
+            self._stepped.append(eng._last_rows[:n][(eng._status[:n] & _TOP_OR_STACK) != 0])
         self._run_wraps()
         self._raise_failed()
 
@@ -293,7 +296,7 @@ class Player(StackRules):
         Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release),
         0x00108f10 (type 6's), 0x00106ee8 (the fade's).
         """
-        stepped, self._stepped = self._stepped, {}        # id -> instance: no repeats
+        stepped, self._stepped = self._stepped, []        # human rows (repeats: refreshed once)
         dl = self.deferred_rows
         done: list[tuple[np.ndarray, dict]] = []          # each round's human rows and odd entries
         while dl.n:
@@ -526,7 +529,7 @@ class Player(StackRules):
         else:
             self.make_released()
 
-    def _refresh_ids(self, done: list, stepped: dict) -> None:
+    def _refresh_ids(self, done: list, stepped: list) -> None:
         """The playing anim ids (record +0x20) of the humans with a released task (``done``:
         each round's human rows and odd entries) and of those stepped since the last flush,
         in one kernel call (anim.kernels.flush_anim_ids: each one's top task, the bottom one
@@ -543,8 +546,7 @@ class Player(StackRules):
                         parts.append(np.array([inst.slot], np.int64))
                 hrows = hrows[hrows >= 0]
             parts.append(hrows)
-        if stepped:                                 # all this engine's (Player.forget takes a human out)
-            parts.append(np.fromiter(map(_SLOT, stepped.values()), np.int64, len(stepped)))
+        parts += stepped                            # all this engine's (Player.forget takes a human out)
         if not parts:
             return
         rows = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
@@ -601,7 +603,9 @@ class Player(StackRules):
         from then on; a human coming back is a new instance with a new record. Cut its
         tasks first (``cut``); if they are not flushed yet, the row goes back at the end of
         the flush that releases them (``BatchEngine.forget``)."""
-        self._stepped.pop(id(inst), None)        # no id refresh for it at the flush
+        if self._stepped and inst.engine is self.batch:     # no id refresh for it at the flush
+            s = inst.slot
+            self._stepped = [rows[rows != s] for rows in self._stepped]
         self.batch.forget(inst)
 
     def tasks_out(self, instances: Iterable[CharacterInstance]) -> int:

@@ -212,7 +212,7 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
     pool = (_copy_into(player.pool.out, into.pool[0] if into is not None else None), player.pool.n_out)
     p: dict[str, Any] = {name: list(getattr(player, name)) for name in _PLAYER_LISTS}
     p["deferred"] = player.deferred_rows.save()
-    p["_stepped"] = dict(player._stepped)
+    p["_stepped"] = [rows.copy() for rows in player._stepped]
     p["stats"] = (player.stats.poses_refused, player.stats.samples)
     b = (batch.kernel_humans, batch.pair_changes, list(batch._leaving))
     rows = list(batch._instances)
@@ -243,7 +243,6 @@ def load_engine(player: Any, s: EngineState, check: bool = True) -> None:
     player.pool.n_out = s.pool[1]
     for name in _PLAYER_LISTS:
         setattr(player, name, list(s.player[name]))
-    player._stepped = dict(s.player["_stepped"])
     player.stats.poses_refused, player.stats.samples = s.player["stats"]
     batch.kernel_humans, batch.pair_changes, leaving = s.batch
     batch._leaving = list(leaving)
@@ -274,6 +273,9 @@ def load_engine(player: Any, s: EngineState, check: bool = True) -> None:
                 rec.table, rec.row, rec.gen = humans, r, humans.gen[r]
     for inst, values in s.loose:
         _private_back(inst.record, values)
+    stepped = s.player["_stepped"]                  # human rows (an older state's: id -> instance)
+    player._stepped = ([np.array([i.slot for i in stepped.values()], np.int64)] if isinstance(stepped, dict)
+                       else [rows.copy() for rows in stepped])
     deferred = s.player["deferred"]
     if isinstance(deferred, tuple):
         player.deferred_rows.load(deferred)
