@@ -465,6 +465,27 @@ class BatchEngine:
         for _, tr, cr, g in self._ev_out[lo:hi].tolist():
             out.append(FiredEvent(events[g], int(anim[cr]), tasks[tr]))
 
+    def event_span(self) -> tuple:
+        """This update's whole event buffer read in one go, for a reader of many humans'
+        events (systems.events.EventDispatch): (the rows' count, their task rows, cursor
+        rows, event indices and event types as lists). Rows of every
+        human's ``_event_rows`` lie within it."""
+        n = int(self._counts[K.COUNT_EVENTS])
+        rows = self._ev_out[:n]
+        return (n, rows[:, 1].tolist(), rows[:, 2].tolist(), rows[:, 3].tolist(), self.e_type[rows[:, 3]].tolist())
+
+    def make_fired(self, inst, span: tuple, lo: int, hi: int) -> list:
+        """``inst.events`` made from rows ``lo``-``hi`` of ``span`` (``event_span``'s) and
+        returned: the same FiredEvent objects ``fired`` makes (the anim id and task read
+        now), without a read of the buffer per human."""
+        inst._event_rows = None
+        out = inst._events
+        events, tasks, anim = self._events, self._tasks, self.player.stores.cursors.m_anim
+        trs, crs, gs = span[1], span[2], span[3]
+        for j in range(lo, hi):
+            out.append(FiredEvent(events[gs[j]], anim[crs[j]], tasks[trs[j]]))
+        return out
+
     def fired_by(self, task, lo: int, hi: int) -> bool:
         """Whether ``task`` fired one of rows ``lo``-``hi`` of this update's event buffer."""
         return task.tstore is self.player.stores.tasks and bool((self._ev_out[lo:hi, 1] == task.trow).any())
