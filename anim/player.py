@@ -117,7 +117,7 @@ class Player(StackRules):
         self._release_all = self.options.held_release == HeldRelease.ORIGINAL
         # the flush kernel's scratch, sized on the task table: the task rows it gives back,
         # a task and the next tasks it owns (anim.kernels.flush_release)
-        self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(K.FLUSH_STOP + 1, np.int64))
+        self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(K.FLUSH_RESUME + 1, np.int64))
         self._flush_ents = np.zeros((256, 2), np.int64)   # the entries a flush takes from the list
         self._flush_ids = np.zeros(256, np.int64)         # the anim id each entry released
         self._flush_args: tuple | None = None             # the kernel's RowStates and FlushBuffers, kept
@@ -379,27 +379,37 @@ class Player(StackRules):
         the record's bits, the anim id, the discard, the pool's count and the rows given
         back, all as rows) stop at each entry with a callback to run (an end callback, a
         report to make: it holds 0x400000 and its human has a report callback; the kernel
-        reads the marks of ``_marks``) or held as objects (a human this engine no longer
-        holds, a task of another table), which ``_release`` releases in Python, so every
-        callback sees what it saw when each release was Python; a callback that gives a
-        later entry a callback to run sends it to Python too. The lazy events a task fired
-        are made first (their rows go back with it: BatchEngine.fired_by)."""
-        views = self.stores.tasks.views
+        reads the marks of ``_marks``), released but for its callbacks, which Python runs
+        (``_run_release_callbacks``) before the next run discards it, and at each entry
+        held as objects (a human this engine no longer holds, a task of another table),
+        which ``_release`` releases in Python; so every callback sees what it saw when
+        each release was Python, and a callback that gives a later entry a callback to
+        run has it run. The lazy events a task fired are made first (their rows go back
+        with it: BatchEngine.fired_by)."""
         self._make_fired_events(ents, n, odd)
         ends: set = set()
         reports: set = set()
         self._mark_new(ends, reports)
         try:
             k = 0
+            resume = False
             while True:
-                stop = self._kernel_release(ents, k, n) if k < n else n
+                stop = self._kernel_release(ents, k, n, resume) if k < n else n
                 if stop >= n:
                     return
                 hr, tr = ents[stop].tolist()
-                task, inst = odd[stop] if hr < 0 else (views[tr], self._inst_at(hr))
-                self._release(inst, task)           # a callback's exception is kept (run_callback)
+                if hr < 0:
+                    task, inst = odd[stop]
+                    self._release(inst, task)       # a callback's exception is kept (run_callback)
+                    k, resume = stop + 1, False
+                else:
+                    try:
+                        self._run_release_callbacks(hr, tr, stop)
+                    except BaseException:           # not an Exception (run_callback keeps those): discarded
+                        self._kernel_release(ents, stop, stop + 1, True)
+                        raise
+                    k, resume = stop, True          # the kernel discards it first
                 self._mark_new(ends, reports)       # the callbacks it ran may have set others
-                k = stop + 1
         finally:
             if ends or reports:
                 em, rm = self._end_mark, self._report_mark
@@ -407,6 +417,19 @@ class Player(StackRules):
                     em[r] = False
                 for r in reports:
                     rm[r] = False
+
+    def _run_release_callbacks(self, hrow: int, trow: int, k: int) -> None:
+        """Entry ``k``'s release after the kernel's part (its bits, its anim id): the id
+        joins the released ids, then the report callback (it held 0x400000 and its human
+        has one) and the end callback run, as in ``_release``; the kernel discards it next."""
+        inst = self._inst_at(hrow)
+        held = int(self._flush_scratch[2][K.FLUSH_HELD])
+        self.released_log.append((np.array([hrow], np.int64), self._flush_ids[k:k + 1].copy()))
+        if held & _REPORT and inst.on_report is not None:
+            self.run_callback(inst.on_report, inst, "flush")
+        fn = self.stores.tasks.on_end.get(trow)
+        if fn is not None:
+            self.run_callback(fn, inst, "flush")
 
     def _make_fired_events(self, ents: np.ndarray, n: int, odd: dict) -> None:
         """The lazy events (CharacterInstance.events) of the humans whose entry's task fired
@@ -435,12 +458,13 @@ class Player(StackRules):
             if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
                 inst.events                         # noqa: B018
 
-    def _kernel_release(self, ents: np.ndarray, lo: int, hi: int) -> int:
-        """Entries ``lo``-``hi`` of ``ents`` released by the kernel up to the first one
-        Python must release (returned: ``hi`` when none), then what Python holds: the
-        released ids appended to each instance's ``released`` (in order), the pool's count,
-        the handles and keyed values of the task rows given back, and their reset to the
-        table's defaults before the next take (Table.free's)."""
+    def _kernel_release(self, ents: np.ndarray, lo: int, hi: int, resume: bool) -> int:
+        """Entries ``lo``-``hi`` of ``ents`` released by the kernel up to the first one with
+        a callback to run (released but for its callbacks and discard) or held as objects
+        (returned: ``hi`` when none; ``resume``: entry ``lo``'s callbacks ran, the kernel
+        discards it first), then what Python holds: the released ids into ``released_log``
+        (in order), the pool's count, the handles and keyed values of the task rows given
+        back, and their reset to the table's defaults before the next take (Table.free's)."""
         eng = self.batch
         st = self.stores
         tasks = st.tasks
@@ -456,7 +480,8 @@ class Player(StackRules):
         if len(ids) < len(ents):
             ids = self._flush_ids = np.zeros(len(ents), np.int64)
         em, rm = self._marks()
-        counts[:] = 0
+        counts[K.FLUSH_FREED] = counts[K.FLUSH_IN] = counts[K.FLUSH_STOP] = 0
+        counts[K.FLUSH_RESUME] = resume
         key = (LAYOUT_EPOCH[0], ents, freed, self.pool.out, em, rm)
         args = self._flush_args
         if args is None or any(a is not b for a, b in zip(key, args[0])):
@@ -486,7 +511,9 @@ class Player(StackRules):
                 else:
                     for r in rows:
                         keyed.pop(r, None)
-        self.released_log.append((ents[lo:stop, 0].copy(), ids[lo:stop].copy()))
+        first = lo + 1 if resume else lo            # a resumed entry's id is in the log already
+        if stop > first:
+            self.released_log.append((ents[first:stop, 0].copy(), ids[first:stop].copy()))
         return stop
 
     def make_released(self) -> None:

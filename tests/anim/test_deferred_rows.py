@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scuffle.anim.callbacks import Callback
 from scuffle.anim.deferred import DeferredRows
 from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
@@ -184,3 +185,74 @@ def test_the_events_made_from_the_read_buffer_are_those_made_alone():
             compared += len(made)
         p.flush()
     assert compared >= 10
+
+
+class _Stop(BaseException):
+    """Not an Exception: the flush does not keep it (run_callback keeps Exceptions)."""
+
+
+def test_a_callback_raising_past_the_flush_leaves_its_task_given_back():
+    """An end callback raising a BaseException (not kept as a callback error) mid-flush:
+    the task it ended is still given back (the kernel's discard runs before it goes on),
+    the releases before it are done, those after it are not, as on the reference (its
+    ``finally``); the pool's count matches the tasks held."""
+    aset = demo_set()
+    out = []
+    for w, cls in _worlds():
+        hs = [cls(aset, f"h{i}") for i in range(3)]
+
+        def stop(inst):
+            raise _Stop(inst.name)
+
+        w.callbacks.register("stop", stop)
+        for i, h in enumerate(hs):
+            w.change(h, w.clip(h, CLIP, w.loop(h, IDLE), held=0x1,
+                               on_end=Callback("stop", ()) if i == 1 else None), 0.0)
+        w.step(hs)
+        w.flush()
+        raised = None
+        for _ in range(60):
+            w.step(hs)
+            try:
+                w.flush()
+            except _Stop as exc:
+                raised = str(exc)
+                break
+        assert raised == "h1"
+        out.append(([h.record.flags for h in hs], w.pool.in_use, [list(h.released) for h in hs]))
+    assert out[0] == out[1]
+    # h2's clip not released: it still holds a held bit (0x4, which its events left of 0x1)
+    assert out[0][0][:2] == [0, 0] and out[0][0][2] != 0 and out[0][2] == [[CLIP], [CLIP], []]
+
+
+def test_an_end_callback_that_gives_its_own_task_back():
+    """An end callback that discards its own task and makes a new one on another human
+    (which may take the row just given back): the flush does not give the new task back,
+    and the pool and rows balance, as on the reference."""
+    aset = demo_set()
+    out = []
+    for w, cls in _worlds():
+        hs = [cls(aset, f"h{i}") for i in range(3)]
+        made: list = []
+        ended: list = []
+
+        def drop(inst, w=w, hs=hs, made=made, ended=ended):
+            w.discard(ended[0])                         # its own task, back to the pool now
+            made.append(w.loop(hs[2], IDLE))            # may take the row just given back
+            w.push(hs[2], made[-1])
+
+        w.callbacks.register("drop", drop)
+        for i, h in enumerate(hs):
+            t = w.clip(h, CLIP, w.loop(h, IDLE), on_end=Callback("drop", ()) if i == 1 else None)
+            if i == 1:
+                ended.append(t)
+            w.change(h, t, 0.0)
+        for _ in range(30):
+            w.step(hs)
+            w.flush()
+        assert made
+        if isinstance(w, Player):
+            assert made[0].alive()
+        out.append((w.pool.in_use, w.tasks_out(hs), [h.record.anim_id for h in hs], [len(h.stack) for h in hs]))
+    assert out[0] == out[1]
+    assert out[0][0] == out[0][1]
