@@ -361,16 +361,18 @@ class Player(StackRules):
         if not new_e and not new_r:
             return False
         em, rm = self._marks()
-        for r in new_e:
-            if r >= len(em):
-                em = self._end_mark = np.concatenate([em, np.zeros(r + 1, np.bool_)])
-            em[r] = True
-        for r in new_r:
-            if r >= len(rm):
-                rm = self._report_mark = np.concatenate([rm, np.zeros(r + 1, np.bool_)])
-            rm[r] = True
-        ends.update(new_e)
-        reports.update(new_r)
+        if new_e:
+            rows = np.fromiter(new_e, np.int64, len(new_e))
+            if rows.max() >= len(em):
+                em = self._end_mark = np.concatenate([em, np.zeros(int(rows.max()) + 1, np.bool_)])
+            em[rows] = True
+            ends.update(new_e)
+        if new_r:
+            rows = np.fromiter(new_r, np.int64, len(new_r))
+            if rows.max() >= len(rm):
+                rm = self._report_mark = np.concatenate([rm, np.zeros(int(rows.max()) + 1, np.bool_)])
+            rm[rows] = True
+            reports.update(new_r)
         return True
 
     def _release_entries(self, ents: np.ndarray, n: int, odd: dict) -> None:
@@ -411,12 +413,10 @@ class Player(StackRules):
                     k, resume = stop, True          # the kernel discards it first
                 self._mark_new(ends, reports)       # the callbacks it ran may have set others
         finally:
-            if ends or reports:
-                em, rm = self._end_mark, self._report_mark
-                for r in ends:
-                    em[r] = False
-                for r in reports:
-                    rm[r] = False
+            if ends:
+                self._end_mark[np.fromiter(ends, np.int64, len(ends))] = False
+            if reports:
+                self._report_mark[np.fromiter(reports, np.int64, len(reports))] = False
 
     def _run_release_callbacks(self, hrow: int, trow: int, k: int) -> None:
         """Entry ``k``'s release after the kernel's part (its bits, its anim id): the id
