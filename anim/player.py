@@ -413,10 +413,10 @@ class Player(StackRules):
                     k, resume = stop, True          # the kernel discards it first
                 self._mark_new(ends, reports)       # the callbacks it ran may have set others
         finally:
-            if ends:
-                self._end_mark[np.fromiter(ends, np.int64, len(ends))] = False
+            if ends:                                # every mark off (one write; the rows' order is no matter)
+                self._end_mark[:] = False
             if reports:
-                self._report_mark[np.fromiter(reports, np.int64, len(reports))] = False
+                self._report_mark[:] = False
 
     def _run_release_callbacks(self, hrow: int, trow: int, k: int) -> None:
         """Entry ``k``'s release after the kernel's part (its bits, its anim id): the id
