@@ -186,7 +186,8 @@ class CharacterInstance:
     (FiredEvent objects; the compiled step leaves them as rows of its event buffer,
     ``_event_rows``, until ``events`` is read: a crowd nobody listens to makes none),
     ``released`` the ids the last flush released (for the trace and the host; the
-    human's next step empties it without reading it), ``poses_refused`` the poses its
+    compiled flush leaves them as rows until one human's are read, Player.make_released;
+    the human's next step empties it without reading it), ``poses_refused`` the poses its
     last sample could not push (the pose stack of seven refuses an eighth, 0x00104ce0).
     Rejected: a speed that is not a finite number a float32 holds (RangeError, a
     ValueError naming ``CharacterInstance.speed``), an on_report that is neither None, a
