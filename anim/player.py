@@ -355,7 +355,8 @@ class Player(StackRules):
         """Mark the task rows of ``tasks.on_end`` not in ``ends`` and the human rows of
         ``humans.on_report`` not in ``reports`` (both sets updated); True when any was new.
         A mark left on a row whose callback went since only sends it to Python's release."""
-        on_end, on_report = self.stores.tasks.on_end, self.stores.humans.on_report
+        on_end: dict = self.stores.tasks.on_end     # type: ignore[assignment]  # a keyed column: a dict by row
+        on_report = self.stores.humans.on_report
         new_e = on_end.keys() - ends if len(on_end) else ()
         new_r = on_report.keys() - reports if len(on_report) else ()
         if not new_e and not new_r:
@@ -427,7 +428,8 @@ class Player(StackRules):
         self.released_log.append((np.array([hrow], np.int64), self._flush_ids[k:k + 1].copy()))
         if held & _REPORT and inst.on_report is not None:
             self.run_callback(inst.on_report, inst, "flush")
-        fn = self.stores.tasks.on_end.get(trow)
+        on_end: dict = self.stores.tasks.on_end     # type: ignore[assignment]  # a keyed column: a dict by row
+        fn = on_end.get(trow)
         if fn is not None:
             self.run_callback(fn, inst, "flush")
 
