@@ -484,7 +484,7 @@ class Player(StackRules):
         em, rm = self._marks()
         counts[K.FLUSH_FREED] = counts[K.FLUSH_IN] = counts[K.FLUSH_STOP] = 0
         counts[K.FLUSH_RESUME] = resume
-        key = (LAYOUT_EPOCH[0], ents, freed, self.pool.out, em, rm)
+        key = (LAYOUT_EPOCH[0], ents, ids, freed, self.pool.out, em, rm)
         args = self._flush_args
         if args is None or any(a is not b for a, b in zip(key, args[0])):
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
