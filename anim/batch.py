@@ -97,7 +97,7 @@ class BatchEngine:
         # the step's buffers (grown, never per update)
         self._status = np.zeros(0, np.int64)
         self._ev_out = np.zeros((256, 4), np.int64)
-        self._def_out = np.zeros((256, 2), np.int64)
+        self._def_out = player.deferred_rows.rows     # the deferred list's rows (anim.deferred): the step appends
         self._wrap_out = np.zeros((256, 2), np.int64)
         self._in_call = np.zeros(0, np.bool_)
         self._twice = False                     # a human listed more than once
@@ -166,11 +166,16 @@ class BatchEngine:
         nor given a task) gives its private row back. Another world's human: nothing."""
         s = inst.slot
         if inst.engine is self:
+            if self.player.released_log:            # its released ids made while its row is its own
+                self.player.make_released()
+            self.player._gone[s] = inst             # a flush under way still releases its entries
             self._instances[s] = None
             inst.slot = -1
             inst.engine = None
             self._last = None
-            if any(i is inst for _, i in self.player.deferred):
+            deferred = self.player.deferred_rows
+            if deferred.holds_human(s, inst):
+                deferred.detach(s, inst, self._tasks)   # released in Python at the flush, as objects
                 self._leaving.append((s, self.humans.gen[s]))
             else:
                 self.humans.free(s)
@@ -406,10 +411,11 @@ class BatchEngine:
         returns those whose top task may have changed. Rejected: a human whose rows the
         kernel cannot follow (TableCorrupt: a row written behind the engine's back)."""
         player = self.player
-        first_deferred = len(player.deferred)
+        deferred = player.deferred_rows
+        first_deferred = deferred.n
         last = self._last
         rows = self._last_rows if last is not None and instances == last else self._rows_of(instances)
-        if self._noisy:
+        if self._noisy or player.released_log:
             self._clear_noisy(rows)
         n = len(rows)
         if n <= _FEW:                           # a few humans: _start_queues only when one has a queue
@@ -420,6 +426,7 @@ class BatchEngine:
                     break
         else:
             self._start_queues(instances, rows)
+        queue_deferred = deferred.n
         if len(player._clips) != self._n_clips:
             self._clip_events()
         # a gait's change of pair takes at most two cursors from the free list in the kernel
@@ -437,7 +444,11 @@ class BatchEngine:
         status = self._status
         mc = self._m_counts
         mc[:] = self._no_counts
+        mc[_COUNT_DEFERRED] = deferred.n              # the kernel appends its deferred tasks to the list's rows
+        self._def_out = deferred.rows
         self._run_step(rows, status, self._ev_lo, self._ev_hi, dt)
+        deferred.rows = self._def_out                 # grown, maybe
+        deferred.n = mc[_COUNT_DEFERRED]
         self.pair_changes += mc[_COUNT_GAITS]
         changed: list = []
         tasks = self._tasks
@@ -463,11 +474,6 @@ class BatchEngine:
                 changed.append(inst)
         if self._twice:
             self._last_of_twice(rows, n)
-        n_def = mc[_COUNT_DEFERRED]
-        if n_def:
-            deferred, by_row = player.deferred, self._instances
-            for hr, tr in self._def_out[:n_def].tolist():
-                deferred.append((tasks[tr], by_row[hr]))
         n_wrap = mc[_COUNT_WRAPS]
         if n_wrap:
             by_row = self._instances
@@ -475,7 +481,7 @@ class BatchEngine:
             for hr, tr in self._wrap_out[:n_wrap].tolist():
                 note(by_row[hr], tasks[tr])
         self.kernel_humans = n
-        if len(player.deferred) - first_deferred > 1:
+        if (first_deferred < queue_deferred < deferred.n) or (self._twice and deferred.n - first_deferred > 1):
             self._in_step_order(rows, first_deferred)
         return changed
 
@@ -487,16 +493,15 @@ class BatchEngine:
         stack), so the flush (and the end callbacks) go human by human ("When a clip ends",
         L314). Original:
         0x00105640 AnimTask_DeferGive, 0x00105570 AnimTask_FlushDeferred."""
-        deferred = self.player.deferred
-        tail = deferred[first:]
-        if len(rows) <= _FEW:                           # a few humans: places by row in a dict
-            by_row = {r: k for k, r in enumerate(self._rows_list)}     # a human listed twice: its last place
-            tail.sort(key=lambda entry: by_row.get(entry[1].slot, -1))
-        else:                                           # places by row: numpy, no dict of the crowd
-            place = np.full(self.humans.capacity, -1, np.int64)
-            place[rows] = np.arange(len(rows))
-            tail.sort(key=lambda entry: int(place[entry[1].slot]))
-        deferred[first:] = tail
+        deferred = self.player.deferred_rows              # places by row: numpy, no dict of the crowd
+        place = np.full(self.humans.capacity, -1, np.int64)
+        place[rows] = np.arange(len(rows))              # a human listed twice: its last place
+        keys = place[deferred.rows[first:deferred.n, 0]]
+        for k, (_, inst) in deferred.odd.items():       # an entry held as objects: its instance's row
+            if k >= first:
+                keys[k - first] = place[inst.slot]
+        order = np.argsort(keys, kind="stable")
+        deferred.reorder(first, order)
 
     def fired(self, out: list, lo: int, hi: int) -> None:
         """The events of rows ``lo``-``hi`` of this update's event buffer, as FiredEvent
@@ -504,6 +509,27 @@ class BatchEngine:
         events, tasks, anim = self._events, self._tasks, self.player.stores.cursors.anim
         for _, tr, cr, g in self._ev_out[lo:hi].tolist():
             out.append(FiredEvent(events[g], int(anim[cr]), tasks[tr]))
+
+    def event_span(self) -> tuple:
+        """This update's whole event buffer read in one go, for a reader of many humans'
+        events (systems.events.EventDispatch): (the rows' count, their task rows, cursor
+        rows, event indices and event types as lists). Rows of every
+        human's ``_event_rows`` lie within it."""
+        n = int(self._counts[K.COUNT_EVENTS])
+        rows = self._ev_out[:n]
+        return (n, rows[:, 1].tolist(), rows[:, 2].tolist(), rows[:, 3].tolist(), self.e_type[rows[:, 3]].tolist())
+
+    def make_fired(self, inst, span: tuple, lo: int, hi: int) -> list:
+        """``inst.events`` made from rows ``lo``-``hi`` of ``span`` (``event_span``'s) and
+        returned: the same FiredEvent objects ``fired`` makes (the anim id and task read
+        now), without a read of the buffer per human."""
+        inst._event_rows = None
+        out = inst._events
+        events, tasks, anim = self._events, self._tasks, self.player.stores.cursors.m_anim
+        trs, crs, gs = span[1], span[2], span[3]
+        for j in range(lo, hi):
+            out.append(FiredEvent(events[gs[j]], anim[crs[j]], tasks[trs[j]]))
+        return out
 
     def fired_by(self, task, lo: int, hi: int) -> bool:
         """Whether ``task`` fired one of rows ``lo``-``hi`` of this update's event buffer."""
@@ -517,6 +543,8 @@ class BatchEngine:
         """Clear last update's events and released ids of the humans stepped now (each
         step begins with none); the others keep theirs (their events made now: the buffer is
         about to be overwritten) until they are stepped."""
+        if self.player.released_log:
+            self.player.settle_released(rows)
         noisy = self._noisy
         if not noisy:
             return

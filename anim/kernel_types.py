@@ -232,17 +232,22 @@ class RowState(NamedTuple):
 
 class FlushBuffers(NamedTuple):
     """flush_release's entries, outputs and scratch (see anim.kernels.flush_release):
-    ``trows`` / ``hrows`` (int64, in) each deferred task's row and its human's row, in the
-    deferred list's order; ``ids`` (int64, out) the anim id each released task reports;
-    ``freed`` (int64, out) the task rows given back, in order (the Python side clears their
-    handles, keyed values and marks them for the reset to defaults); ``counts`` (int64, out:
-    FLUSH_FREED the rows in ``freed``, FLUSH_IN the tasks counted back into the pool);
-    ``chain`` (int64, scratch: a task and the next tasks it owns); ``pool_out`` (bool, the
-    TaskPool's ``out``: one flag per task row, maybe shorter than the task table)."""
-    trows: np.ndarray
-    hrows: np.ndarray
+    ``entries`` (int64 (n, 2), in) the deferred list's entries (human row, task row), in
+    its order (anim.deferred: the step kernel wrote them; -1 for an entry Python holds as
+    objects); ``ids`` (int64, out) the anim id each released task reports; ``freed``
+    (int64, out) the task rows given back, in order (the Python side clears their
+    handles, keyed values and marks them for the reset to defaults); ``counts`` (int64,
+    out: FLUSH_FREED the rows in ``freed``, FLUSH_IN the tasks counted back into the pool,
+    FLUSH_STOP the entry it stopped at); ``chain`` (int64, scratch: a task and the next
+    tasks it owns); ``pool_out`` (bool, the TaskPool's ``out``: one flag per task row,
+    maybe shorter than the task table); ``end_mark`` (bool per task row: it has an end
+    callback, Python releases it) and ``report_mark`` (bool per human row: it has a report
+    callback, so a task of it holding 0x400000 is released by Python)."""
+    entries: np.ndarray
     ids: np.ndarray
     freed: np.ndarray
     counts: np.ndarray
     chain: np.ndarray
     pool_out: np.ndarray
+    end_mark: np.ndarray
+    report_mark: np.ndarray

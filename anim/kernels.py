@@ -1609,11 +1609,17 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
 # Its own section: the release of the deferred tasks and the playing anim ids' refresh,
 # as table rows (anim.player.Player.flush drives them; the callbacks stay in Python).
 
-__all__ += ["flush_release", "flush_anim_ids", "FLUSH_FREED", "FLUSH_IN"]
+__all__ += ["flush_release", "flush_anim_ids", "FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN",
+            "FLUSH_RESUME"]
 
 _ANIM_STATE = int(HeldFlags.ANIM_STATE)
+_REPORT = int(HeldFlags.REPORT)
 FLUSH_FREED = 0                 # flush_release's counts: task rows written to ``freed``
 FLUSH_IN = 1                    # tasks counted back into the pool
+FLUSH_STOP = 2                  # the entry it stopped at (Python runs its callbacks), or ``hi``
+FLUSH_HELD = 3                  # the held bits that entry's task held before its release
+FLUSH_GEN = 4                   # that task row's generation at its release
+FLUSH_RESUME = 5                # in: 1 when entry ``lo`` is released already (its callbacks ran): discard it
 
 
 @_helper
@@ -1709,10 +1715,17 @@ def _give_cursors(r, tt, t_c0, t_c1, t_c2, t_c3, c_live, c_gen, c_free, c_nfree)
 
 @_kernel
 def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits, gait_rows, fade_rows, buf):
-    """Release the deferred tasks ``buf.trows[lo:hi]`` (of humans ``buf.hrows[lo:hi]``), in
-    order, as Player._release does for a task with no callback to run: the record's state
-    flag and held bits (``release_all``: HeldRelease.ORIGINAL), the anim id it reports into
-    ``buf.ids[k]``, then its discard: the task and the next tasks it owns (deepest first),
+    """Release the deferred tasks ``buf.entries[lo:hi]`` (rows of (human row, task row): the
+    deferred list as the step wrote it, anim.deferred), in order, as Player._release does,
+    up to the first entry with a callback to run: a task with an end callback
+    (``buf.end_mark[task row]``) or one holding 0x400000 whose human has a report callback
+    (``buf.report_mark[human row]``), released up to its callbacks (its held bits before
+    into ``counts[FLUSH_HELD]``, its row's generation into ``counts[FLUSH_GEN]``: Python runs
+    the callbacks, then calls again with ``counts[FLUSH_RESUME]`` 1 to discard it first,
+    unless its row went back meanwhile), or an entry held as objects (human row -1, not
+    begun); its index goes to ``counts[FLUSH_STOP]`` (``hi`` when none). Each release: the
+    record's state flag and held bits (``release_all``: HeldRelease.ORIGINAL), the anim id
+    it reports into ``buf.ids[k]``, then its discard: the task and the next tasks it owns (deepest first),
     each counted back into the pool (``buf.pool_out``) when it is out, its rows then given
     back to their tables (its cursors, its task row, its fade or gait row). The task rows
     given back go to ``buf.freed`` (``counts[FLUSH_FREED]`` so far), the tasks counted in
@@ -1729,15 +1742,30 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     t_live, t_gen, t_free, t_nfree = task_rows.live, task_rows.gen, task_rows.free_rows, task_rows.n_free
     c_anim, c_live, c_gen, c_free, c_nfree = cursors.anim, cursors.live, cursors.gen, cursors.free_rows, cursors.n_free
     g_leader = gaits.leader
-    trows, hrows, ids, freed, counts, chain, pool_out = (buf.trows, buf.hrows, buf.ids, buf.freed, buf.counts,
-                                                        buf.chain, buf.pool_out)
+    entries, ids, freed, counts, chain, pool_out = buf.entries, buf.ids, buf.freed, buf.counts, buf.chain, buf.pool_out
+    end_mark, report_mark = buf.end_mark, buf.report_mark
     n_pool = pool_out.shape[0]
     nf = counts[FLUSH_FREED]
     n_in = counts[FLUSH_IN]
+    stop = hi
     for k in range(lo, hi):
-        r = trows[k]
-        _release_flags(hrows[k], r, release_all, h_flags, h_depth, h_stack, t_type, t_held, t_released)
-        ids[k] = _anim_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader, c_anim)
+        h = entries[k, 0]
+        r = entries[k, 1]
+        if k == lo and counts[FLUSH_RESUME]:
+            if t_gen[r] != counts[FLUSH_GEN]:
+                continue                      # a callback gave it back already: its row is another's
+        else:
+            if h < 0:
+                stop = k                      # held as objects: Python releases it
+                break
+            held = t_held[r]
+            _release_flags(h, r, release_all, h_flags, h_depth, h_stack, t_type, t_held, t_released)
+            ids[k] = _anim_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader, c_anim)
+            if end_mark[r] or ((held & _REPORT) != 0 and report_mark[h]):
+                counts[FLUSH_HELD] = held     # Python runs its callbacks, then resumes with its discard
+                counts[FLUSH_GEN] = t_gen[r]
+                stop = k
+                break
         n = _owned_chain(r, t_type, t_nxt, t_handed, t_live, chain)
         for j in range(n - 1, -1, -1):        # StackRules.discard: the next tasks first
             x = chain[j]
@@ -1756,6 +1784,7 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
                 _give_row(t_aux[x], gait_rows.live, gait_rows.gen, gait_rows.free_rows, gait_rows.n_free)
     counts[FLUSH_FREED] = nf
     counts[FLUSH_IN] = n_in
+    counts[FLUSH_STOP] = stop
 
 
 @_kernel

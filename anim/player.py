@@ -27,7 +27,6 @@ Spec: "The task stack", "Fades", "When a clip ends", "Paired tasks", "Playback r
 """
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -38,6 +37,7 @@ from .batch import BatchEngine
 from .callbacks import Callbacks
 from .clip import Clip
 from .construct import chain_blend_depth, task_pose_depth
+from .deferred import DeferredRows
 from .kernel_types import FlushBuffers, RowState
 from .limits import MAX_DT, check_float
 from .lookup import UnknownClip
@@ -48,7 +48,7 @@ from .sampler import BANK_KEY_BYTES, NUM_SLOTS, ClipBank
 from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
 from .stackrules import StackRules
-from .store import Stores, Table
+from .store import LAYOUT_EPOCH, Stores, Table
 from .tasks import ClipTask, HeldFlags, HeldRelease, PlaceEvents, Task
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
@@ -57,22 +57,9 @@ __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend
 # The hot paths compare plain ints; the values come from the enums.
 _ANIM_STATE = int(HeldFlags.ANIM_STATE)
 _REPORT = int(HeldFlags.REPORT)
+_TOP_OR_STACK = K.STATUS_TOP | K.STATUS_STACK     # a step's status bits: the top task may have changed
 
 
-# the flush's per-entry reads, done in C (map) rather than in a Python loop
-_TROW = attrgetter("trow")
-_TSTORE = attrgetter("tstore")
-_SLOT = attrgetter("slot")
-_ENGINE = attrgetter("engine")
-_EVENT_ROWS = attrgetter("_event_rows")
-
-
-def _slow_mask(ks: set[int], n: int) -> np.ndarray:
-    """A mask of ``n`` entries, True at ``ks``."""
-    m = np.zeros(n, np.bool_)
-    if ks:
-        m[sorted(ks)] = True
-    return m
 
 
 def _row_state(table: Table) -> RowState:
@@ -91,8 +78,15 @@ class Player(StackRules):
         self.skeleton = skeleton
         self.pool = TaskPool(self.options.pool_size)
         self.stores = Stores()
+        # the deferred list as rows (human row, task row): the step kernel appends to it, the
+        # flush's kernel releases from it (``deferred`` reads it as (task, instance) pairs)
+        self.deferred_rows = DeferredRows()
+        self._gone: dict[int, CharacterInstance] = {}   # human row -> instance forgotten since the last flush
+        # the released ids of the last flush not yet in the instances' ``released`` lists:
+        # chunks of (human rows, ids), in release order (make_released makes the lists)
+        self.released_log: list[tuple[np.ndarray, np.ndarray]] = []
+        self._settle_mark = np.zeros(0, np.bool_)     # settle_released's scratch: a flag per human row
         self.batch = BatchEngine(self)
-        self.deferred: list[tuple[Task, CharacterInstance]] = []
         self._clips: list[Clip] = []
         self.stores.cursors.clips = self._clips      # bank index -> clip, for cursors the kernel made
         self.stores.cursors.all_events = self.options.place_events == PlaceEvents.FIRED
@@ -105,7 +99,9 @@ class Player(StackRules):
         self._gait_speeds: dict[tuple, tuple] = {}  # (id(anim set), ids) -> (set, speeds)
         self._bank: ClipBank | None = None
         self._bank_cost = BANK_KEY_BYTES * NUM_SLOTS     # bank_bytes of _clips (the sentinels' keys)
-        self._stepped: dict[int, CharacterInstance] = {}
+        # the human rows whose top task may have changed in the steps since the last flush
+        # (one array per step; the flush refreshes their playing ids)
+        self._stepped: list[np.ndarray] = []
         # Queued tasks the last step could not start (a limit): (instance, the error).
         self.refused: list[tuple[CharacterInstance, AnimLimitError]] = []
         # A callback's exception (wrap, end, report): handed to on_callback_error(phase, exc)
@@ -123,9 +119,33 @@ class Player(StackRules):
         self._release_all = self.options.held_release == HeldRelease.ORIGINAL
         # the flush kernel's scratch, sized on the task table: the task rows it gives back,
         # a task and the next tasks it owns (anim.kernels.flush_release)
-        self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(2, np.int64))
+        self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(K.FLUSH_RESUME + 1, np.int64))
+        self._flush_ents = np.zeros((256, 2), np.int64)   # the entries a flush takes from the list
+        self._flush_ids = np.zeros(256, np.int64)         # the anim id each entry released
+        self._flush_args: tuple | None = None             # the kernel's RowStates and FlushBuffers, kept
+        self._end_mark = np.zeros(0, np.bool_)            # per task row: an end callback (Python releases it)
+        self._report_mark = np.zeros(0, np.bool_)         # per human row: a report callback
+        self._fired_mark = np.zeros(0, np.bool_)          # scratch: task rows that fired this update
         self._flush_seen = np.zeros(0, np.bool_)      # flush_anim_ids' scratch: a flag per human row
 
+
+    @property
+    def deferred(self) -> list[tuple[Task, CharacterInstance]]:
+        """The deferred list as (task, instance) pairs, in its order: a new list read from
+        ``deferred_rows`` (changing it changes nothing; ``defer`` adds to the list)."""
+        dl = self.deferred_rows
+        if not dl.n:
+            return []
+        return dl.pairs(self.stores.tasks.views, self.batch._instances)
+
+    @deferred.setter
+    def deferred(self, pairs: list) -> None:
+        """Make ``pairs`` ((task, instance), in order) the deferred list."""
+        dl = self.deferred_rows
+        dl.n = 0
+        dl.odd = {}
+        for task, inst in pairs:
+            self._defer_entry(task, inst)
 
     # ---------------------------------------------------------------- per update
     def step(self, instances: Iterable[CharacterInstance], dt: float | None = None) -> None:
@@ -150,12 +170,12 @@ class Player(StackRules):
             self.refused = []
         if self._wraps:
             self._wraps = []
-        # Only the characters whose stack or gait leader changed can have a new top task.
-        changed = self.batch.step(instances if isinstance(instances, list) else list(instances), dt)
-        if changed:
-            stepped = self._stepped
-            for inst in changed:
-                stepped[id(inst)] = inst
+        # Only the characters whose stack or gait leader changed can have a new top task:
+        # their rows (the status the kernel wrote for each row of this step)
+        eng = self.batch
+        if eng.step(instances if isinstance(instances, list) else list(instances), dt):
+            n = eng.kernel_humans
+            self._stepped.append(eng._last_rows[:n][(eng._status[:n] & _TOP_OR_STACK) != 0])
         if self._wraps:
             self._run_wraps()
         if self._failed:
@@ -262,7 +282,7 @@ class Player(StackRules):
         self._count_refusals(refusals)
         return bones
 
-    def flush(self) -> list[CharacterInstance]:
+    def flush(self, listed: bool = True) -> list[CharacterInstance]:
         """Empty the deferred list: release each task, then refresh the playing anim ids.
 
         The release clears the held bits the task still holds (every one, the original's,
@@ -271,102 +291,192 @@ class Player(StackRules):
         task's next task; a clip that hands over (types 3 and 6) also
         clears state flag 0x4000000000. The ids are refreshed for every instance with a
         released task and every instance stepped since the last flush (a gait's leader
-        changes the id without any release). Out: the instances with a released task.
+        changes the id without any release). Out: the instances with a released task, in
+        the order of their first release (``listed=False``: an empty list, none made; the
+        systems' flush). The ids each human released are its ``released`` (made when read:
+        ``make_released``).
         An exception from a callback (``on_end``, ``on_report``) does not stop the flush:
         every deferred task is still released and given back, the ids are refreshed, and
         then the first such exception is raised (with ``on_callback_error`` set, every
-        one goes there instead and nothing is raised). The releases run as rows in the
-        compiled engine (anim.kernels.flush_release) but for the tasks with a callback to
-        run, which Python releases between them, in the list's order; the ids are
-        refreshed in one kernel call (anim.kernels.flush_anim_ids).
+        one goes there instead and nothing is raised). The deferred list is rows
+        (anim.deferred: the step kernel wrote them); the compiled engine releases them
+        (anim.kernels.flush_release) up to each task with a callback to run, which Python
+        releases in its place (``_release``); the ids are refreshed in one kernel call
+        (anim.kernels.flush_anim_ids).
         Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release),
         0x00108f10 (type 6's), 0x00106ee8 (the fade's).
         """
-        stepped, self._stepped = self._stepped, {}        # id -> instance: no repeats
-        touched: dict[CharacterInstance, None] = {}       # in the order of their first release
-        while self.deferred:
-            batch = self.deferred
-            self.deferred = []
-            # the two columns (not zip(*batch): an iterator per entry for the collector to count)
-            task_l, inst_l = [e[0] for e in batch], [e[1] for e in batch]
-            touched.update(dict.fromkeys(inst_l))
-            self._release_batch(batch, task_l, inst_l)
-        self._refresh_ids(touched, stepped)
+        stepped, self._stepped = self._stepped, []        # human rows (repeats: refreshed once)
+        dl = self.deferred_rows
+        done: list[tuple[np.ndarray, dict]] = []          # each round's human rows and odd entries
+        while dl.n:
+            # a callback's defer starts the next round (on an array of its own: this one's rows are kept)
+            ents, n, odd = dl.take(self._flush_ents if not done else np.zeros((0, 2), np.int64))
+            if not done:
+                self._flush_ents = ents
+            self._release_entries(ents, n, odd)
+            done.append((ents[:n, 0], odd))
+        self._refresh_ids(done, stepped)
         if self.batch._leaving:                 # humans forgotten with tasks to release: rows back now
             self.batch.release_leaving()
+        touched = self._touched(done) if done and listed else []
+        if self._gone:
+            if self.released_log:                   # a human forgotten mid-flush: its ids made now
+                self.make_released()
+            self._gone.clear()
         self._raise_failed()
-        return list(touched)
+        return touched
 
-    def _release_batch(self, batch: list, task_l: list, inst_l: list) -> None:
-        """Release the tasks of ``batch`` (entries of the deferred list; ``task_l`` and
-        ``inst_l`` its two columns), in order: the runs of tasks with no callback to run in
-        one kernel call each (anim.kernels.flush_release: the record's bits, the anim id,
-        the discard, the pool's count and the rows given back, all as rows); each task with
-        an end callback, a report to make (it holds 0x400000 and its human has a report
-        callback), or anything the kernel cannot follow (a human this engine no longer
-        holds, a task of another table) by ``_release``, between them, so
-        every callback sees what it saw when each release was Python. The lazy events a
-        task fired are made first (their rows go back with it: BatchEngine.fired_by)."""
+    def _inst_at(self, hrow: int) -> CharacterInstance:
+        """The instance of human row ``hrow`` (one forgotten in this flush: as it was)."""
+        inst = self.batch._instances[hrow]
+        return inst if inst is not None else self._gone[hrow]
+
+    def _touched(self, done: list) -> list[CharacterInstance]:
+        """The instances of the flush's entries (``done``: each round's human rows and odd
+        entries), each once, in the order of their first entry."""
+        out: dict[CharacterInstance, None] = {}
+        for hrows, odd in done:
+            if len(hrows) == 0:
+                continue
+            _, first = np.unique(hrows, return_index=True)
+            first.sort()
+            if odd:
+                first = np.union1d(first, np.fromiter(odd, np.int64, len(odd)))
+            hl = hrows.tolist()
+            for k in first.tolist():
+                hr = hl[k]
+                out[odd[k][1] if hr < 0 else self._inst_at(hr)] = None
+        return list(out)
+
+    def _marks(self) -> tuple[np.ndarray, np.ndarray]:
+        """The flush kernel's callback marks (a flag per task row with an end callback, per
+        human row with a report callback), sized on the tables; set from the keyed values
+        (``_mark_new``), cleared by ``_unmark``."""
+        tasks, humans = self.stores.tasks, self.stores.humans
+        em, rm = self._end_mark, self._report_mark
+        if len(em) < tasks.capacity:
+            em = self._end_mark = np.zeros(max(tasks.capacity, 2 * len(em)), np.bool_)
+        if len(rm) < humans.capacity:
+            rm = self._report_mark = np.zeros(max(humans.capacity, 2 * len(rm)), np.bool_)
+        return em, rm
+
+    def _mark_new(self, ends: set, reports: set) -> bool:
+        """Mark the task rows of ``tasks.on_end`` not in ``ends`` and the human rows of
+        ``humans.on_report`` not in ``reports`` (both sets updated); True when any was new.
+        A mark left on a row whose callback went since only sends it to Python's release."""
+        on_end: dict = self.stores.tasks.on_end     # type: ignore[assignment]  # a keyed column: a dict by row
+        on_report = self.stores.humans.on_report
+        new_e = on_end.keys() - ends if len(on_end) else ()
+        new_r = on_report.keys() - reports if len(on_report) else ()
+        if not new_e and not new_r:
+            return False
+        em, rm = self._marks()
+        if new_e:
+            rows = np.fromiter(new_e, np.int64, len(new_e))
+            if rows.max() >= len(em):
+                em = self._end_mark = np.concatenate([em, np.zeros(int(rows.max()) + 1, np.bool_)])
+            em[rows] = True
+            ends.update(new_e)
+        if new_r:
+            rows = np.fromiter(new_r, np.int64, len(new_r))
+            if rows.max() >= len(rm):
+                rm = self._report_mark = np.concatenate([rm, np.zeros(int(rows.max()) + 1, np.bool_)])
+            rm[rows] = True
+            reports.update(new_r)
+        return True
+
+    def _release_entries(self, ents: np.ndarray, n: int, odd: dict) -> None:
+        """Release the deferred entries ``ents[:n]`` (human row, task row; ``odd`` those
+        held as objects), in order: the compiled engine's runs (anim.kernels.flush_release:
+        the record's bits, the anim id, the discard, the pool's count and the rows given
+        back, all as rows) stop at each entry with a callback to run (an end callback, a
+        report to make: it holds 0x400000 and its human has a report callback; the kernel
+        reads the marks of ``_marks``), released but for its callbacks, which Python runs
+        (``_run_release_callbacks``) before the next run discards it, and at each entry
+        held as objects (a human this engine no longer holds, a task of another table),
+        which ``_release`` releases in Python; so every callback sees what it saw when
+        each release was Python, and a callback that gives a later entry a callback to
+        run has it run. The lazy events a task fired are made first (their rows go back
+        with it: BatchEngine.fired_by)."""
+        self._make_fired_events(ents, n, odd)
+        ends: set = set()
+        reports: set = set()
+        self._mark_new(ends, reports)
+        try:
+            k = 0
+            resume = False
+            while True:
+                stop = self._kernel_release(ents, k, n, resume) if k < n else n
+                if stop >= n:
+                    return
+                hr, tr = ents[stop].tolist()
+                if hr < 0:
+                    task, inst = odd[stop]
+                    self._release(inst, task)       # a callback's exception is kept (run_callback)
+                    k, resume = stop + 1, False
+                else:
+                    try:
+                        self._run_release_callbacks(hr, tr, stop)
+                    except BaseException:           # not an Exception (run_callback keeps those): discarded
+                        self._kernel_release(ents, stop, stop + 1, True)
+                        raise
+                    k, resume = stop, True          # the kernel discards it first
+                self._mark_new(ends, reports)       # the callbacks it ran may have set others
+        finally:
+            if ends:                                # every mark off (one write; the rows' order is no matter)
+                self._end_mark[:] = False
+            if reports:
+                self._report_mark[:] = False
+
+    def _run_release_callbacks(self, hrow: int, trow: int, k: int) -> None:
+        """Entry ``k``'s release after the kernel's part (its bits, its anim id): the id
+        joins the released ids, then the report callback (it held 0x400000 and its human
+        has one) and the end callback run, as in ``_release``; the kernel discards it next."""
+        inst = self._inst_at(hrow)
+        held = int(self._flush_scratch[2][K.FLUSH_HELD])
+        self.released_log.append((np.array([hrow], np.int64), self._flush_ids[k:k + 1].copy()))
+        if held & _REPORT and inst.on_report is not None:
+            self.run_callback(inst.on_report, inst, "flush")
+        on_end: dict = self.stores.tasks.on_end     # type: ignore[assignment]  # a keyed column: a dict by row
+        fn = on_end.get(trow)
+        if fn is not None:
+            self.run_callback(fn, inst, "flush")
+
+    def _make_fired_events(self, ents: np.ndarray, n: int, odd: dict) -> None:
+        """The lazy events (CharacterInstance.events) of the humans whose entry's task fired
+        one of them this update, made before the task's rows go back: the candidates found
+        in one vector test (the entries' task rows among the step's event rows)."""
         eng = self.batch
-        tasks = self.stores.tasks
-        n = len(batch)
-        trows = np.fromiter(map(_TROW, task_l), np.int64, n)
-        hrows = np.fromiter(map(_SLOT, inst_l), np.int64, n)
-        # the lazy events a task fired: made now, while the rows are the task's
-        for k in [k for k, rows in enumerate(map(_EVENT_ROWS, inst_l)) if rows is not None]:
-            task, inst = batch[k]
+        n_ev = int(eng._counts[K.COUNT_EVENTS])
+        views = self.stores.tasks.views
+        if n_ev and n:
+            ev = eng._ev_out[:n_ev, 1]
+            mark = self._fired_mark
+            cap = self.stores.tasks.capacity
+            if len(mark) < cap:
+                mark = self._fired_mark = np.zeros(max(cap, 2 * len(mark)), np.bool_)
+            mark[ev] = True
+            cand = np.flatnonzero(mark[ents[:n, 1]] & (ents[:n, 0] >= 0))
+            mark[ev] = False
+            for k in cand.tolist():
+                hr, tr = ents[k].tolist()
+                inst = self._inst_at(hr)
+                rows = inst._event_rows
+                if rows is not None and rows[0].fired_by(views[tr], rows[1], rows[2]):
+                    inst.events                     # noqa: B018
+        for task, inst in odd.values():
             rows = inst._event_rows
             if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
                 inst.events                         # noqa: B018
-        # the entries Python releases (the checks vectorised: most flushes find none but the callbacks)
-        slow: set[int] = set()
-        if set(map(_ENGINE, inst_l)) != {eng} or set(map(_TSTORE, task_l)) != {tasks}:
-            slow.update(k for k, (t, i) in enumerate(batch) if i.engine is not eng or t.tstore is not tasks)
-        on_end: dict = tasks.on_end                 # type: ignore[assignment]  # a keyed column: a dict by row
-        if on_end:
-            ends = on_end.keys() & set(trows.tolist())
-            if ends:
-                slow.update(k for k, tr in enumerate(trows.tolist()) if tr in ends)
-        on_report = self.stores.humans.on_report
-        if on_report:
-            live = ~_slow_mask(slow, n)
-            for k in np.flatnonzero(live & (tasks.held[np.where(live, trows, 0)] & _REPORT != 0)).tolist():
-                if int(hrows[k]) in on_report:
-                    slow.add(k)
-        ids = np.zeros(n, np.int64)
-        pending = sorted(slow)
-        trows_l = trows.tolist()
-        i = j = 0
-        while True:
-            k = pending[j] if j < len(pending) else n
-            if k > i:
-                self._release_rows(inst_l, trows, hrows, ids, i, k)
-            if k >= n:
-                return
-            ends = set(on_end)
-            task, inst = batch[k]
-            self._release(inst, task)               # a callback's exception is kept (run_callback)
-            i = k + 1
-            j += 1
-            # a callback may have given a later entry a callback to run (an end callback, a
-            # report): that entry is released by Python too, as if every release were Python
-            new_ends = on_end.keys() - ends
-            later = [m for m in range(i, n) if trows_l[m] in new_ends] if new_ends else []
-            if on_report:
-                for m in np.flatnonzero(tasks.held[trows[i:]] & _REPORT).tolist():
-                    if int(hrows[i + m]) in on_report:
-                        later.append(i + m)
-            if later:
-                pending = sorted(set(pending[j:]).union(later))
-                j = 0
 
-    def _release_rows(self, inst_l: list, trows: np.ndarray, hrows: np.ndarray, ids: np.ndarray, lo: int,
-                      hi: int) -> None:
-        """Entries ``lo``-``hi`` of the deferred batch (task rows ``trows``, human rows
-        ``hrows``, the instances ``inst_l``) released by the kernel (none of them has a
-        callback to run), then what Python holds: the released ids (in order, into ``ids``
-        first), the pool's count, the handles and keyed values of the task rows given back,
-        and their reset to the table's defaults before the next take (Table.free's)."""
+    def _kernel_release(self, ents: np.ndarray, lo: int, hi: int, resume: bool) -> int:
+        """Entries ``lo``-``hi`` of ``ents`` released by the kernel up to the first one with
+        a callback to run (released but for its callbacks and discard) or held as objects
+        (returned: ``hi`` when none; ``resume``: entry ``lo``'s callbacks ran, the kernel
+        discards it first), then what Python holds: the released ids into ``released_log``
+        (in order), the pool's count, the handles and keyed values of the task rows given
+        back, and their reset to the table's defaults before the next take (Table.free's)."""
         eng = self.batch
         st = self.stores
         tasks = st.tasks
@@ -378,9 +488,21 @@ class Player(StackRules):
         if len(freed) < cap:
             freed, chain = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
             self._flush_scratch = (freed, chain, counts)
-        counts[:] = 0
-        eng._flush_release(lo, hi, self._release_all, H, T, _row_state(tasks), C, G, _row_state(st.gaits),
-                            _row_state(st.fades), FlushBuffers(trows, hrows, ids, freed, counts, chain, self.pool.out))
+        ids = self._flush_ids
+        if len(ids) < len(ents):
+            ids = self._flush_ids = np.zeros(len(ents), np.int64)
+        em, rm = self._marks()
+        counts[K.FLUSH_FREED] = counts[K.FLUSH_IN] = counts[K.FLUSH_STOP] = 0
+        counts[K.FLUSH_RESUME] = resume
+        key = (LAYOUT_EPOCH[0], ents, ids, freed, self.pool.out, em, rm)
+        args = self._flush_args
+        if args is None or any(a is not b for a, b in zip(key, args[0])):
+            args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
+                                       FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm))
+        eng._flush_release(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4])
+        stop = int(counts[K.FLUSH_STOP])
+        if stop == lo:
+            return stop
         self.pool.n_out -= int(counts[K.FLUSH_IN])
         nf = int(counts[K.FLUSH_FREED])
         if nf:
@@ -401,27 +523,73 @@ class Player(StackRules):
                 else:
                     for r in rows:
                         keyed.pop(r, None)
-        noisy = eng._noisy
-        for inst, aid in zip(inst_l[lo:hi], ids[lo:hi].tolist()):
-            rel = inst.released
+        first = lo + 1 if resume else lo            # a resumed entry's id is in the log already
+        if stop > first:
+            self.released_log.append((ents[first:stop, 0].copy(), ids[first:stop].copy()))
+        return stop
+
+    def make_released(self) -> None:
+        """Append the released ids of ``released_log`` to each human's ``released`` list
+        (in release order), all at once: CharacterInstance.released calls it when read."""
+        log, self.released_log = self.released_log, []
+        if not log:
+            return
+        h = np.concatenate([c[0] for c in log]) if len(log) > 1 else log[0][0]
+        a = np.concatenate([c[1] for c in log]) if len(log) > 1 else log[0][1]
+        order = np.argsort(h, kind="stable")
+        hs, al = h[order], a[order].tolist()
+        cuts = (np.flatnonzero(hs[1:] != hs[:-1]) + 1).tolist()
+        noisy = self.batch._noisy
+        by_row = self.batch._instances
+        lo = 0
+        for hr, hi in zip(hs[[0] + cuts].tolist(), cuts + [len(al)]):
+            inst = by_row[hr]
+            if inst is None:
+                inst = self._gone[hr]
+            rel = inst._released
             if not rel:
                 noisy.append(inst)                  # BatchEngine.released_by_flush
-            rel.append(aid)
+            rel.extend(al[lo:hi])
+            lo = hi
 
-    def _refresh_ids(self, touched: dict, stepped: dict) -> None:
-        """The playing anim ids (record +0x20) of the humans with a released task and of
-        those stepped since the last flush, in one kernel call (anim.kernels.flush_anim_ids:
-        each one's top task, the bottom one under a fade, -1 with none; each once); a human
-        this engine no longer holds by ``refresh_anim_id`` (-1)."""
+    def settle_released(self, rows: np.ndarray) -> None:
+        """At a step's start (``rows``: the human rows it steps): the released ids still in
+        ``released_log`` go when every one of their humans steps now (each step begins with
+        none), else they are made into the lists (those not stepped keep theirs)."""
+        h = np.concatenate([c[0] for c in self.released_log])
+        mark = self._settle_mark
+        if len(mark) < self.stores.humans.capacity:
+            mark = self._settle_mark = np.zeros(self.stores.humans.capacity, np.bool_)
+        mark[rows] = True
+        every = bool(mark[h].all())
+        mark[rows] = False
+        if every:
+            self.released_log = []
+        else:
+            self.make_released()
+
+    def _refresh_ids(self, done: list, stepped: list) -> None:
+        """The playing anim ids (record +0x20) of the humans with a released task (``done``:
+        each round's human rows and odd entries) and of those stepped since the last flush,
+        in one kernel call (anim.kernels.flush_anim_ids: each one's top task, the bottom one
+        under a fade, -1 with none; each once); a human this engine no longer holds by
+        ``refresh_anim_id`` (-1)."""
         eng = self.batch
-        group = list(touched)
-        if group and set(map(_ENGINE, group)) != {eng}:
-            for inst in group:
-                if inst.engine is not eng:
-                    self.refresh_anim_id(inst)
-            group = [inst for inst in group if inst.engine is eng]
-        group += stepped.values()                   # all this engine's (Player.forget takes a human out)
-        if not group:
+        parts = []
+        for hrows, odd in done:
+            if odd:
+                for _, inst in odd.values():
+                    if inst.engine is not eng:
+                        self.refresh_anim_id(inst)
+                    else:
+                        parts.append(np.array([inst.slot], np.int64))
+                hrows = hrows[hrows >= 0]
+            parts.append(hrows)
+        parts += stepped                            # all this engine's (Player.forget takes a human out)
+        if not parts:
+            return
+        rows = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+        if not len(rows):
             return
         eng._clip_events()
         eng._guard()
@@ -430,13 +598,7 @@ class Player(StackRules):
         seen = self._flush_seen
         if len(seen) < humans.capacity:
             seen = self._flush_seen = np.zeros(humans.capacity, np.bool_)
-        rows = np.fromiter(map(_SLOT, group), np.int64, len(group))
         rows.sort()                                 # the human table in order: fewer cache misses
-        if rows[0] < 0:                             # a human without a row here (never the kernel's to read)
-            for inst in group:
-                if inst.engine is not eng:
-                    self.refresh_anim_id(inst)
-            rows = rows[rows >= 0]
         eng._flush_anim_ids(rows, H, humans.anim, T, C, G, seen)
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:
@@ -453,9 +615,12 @@ class Player(StackRules):
             else:                                    # Coney's (L402): not what another task holds
                 self._clear_flags(inst, held, task)
             ts.held[tr] = 0
-        if not inst.released:
-            self.batch.released_by_flush(inst)
-        inst.released.append(task.anim_id())
+        if inst.engine is self.batch:               # in release order with the kernel's (make_released)
+            self.released_log.append((np.array([inst.slot], np.int64), np.array([task.anim_id()], np.int64)))
+        else:
+            if not inst._released:
+                self.batch.released_by_flush(inst)
+            inst._released.append(task.anim_id())
         try:
             if held & _REPORT and inst.on_report is not None:
                 self.run_callback(inst.on_report, inst, "flush")
@@ -468,7 +633,7 @@ class Player(StackRules):
         """step, sample and flush in the original's order; returns the poses."""
         self.step(instances, dt)
         poses = self.sample(instances)
-        self.flush()
+        self.flush(listed=False)
         return poses
 
     def forget(self, inst: CharacterInstance) -> None:
@@ -477,7 +642,9 @@ class Player(StackRules):
         from then on; a human coming back is a new instance with a new record. Cut its
         tasks first (``cut``); if they are not flushed yet, the row goes back at the end of
         the flush that releases them (``BatchEngine.forget``)."""
-        self._stepped.pop(id(inst), None)        # no id refresh for it at the flush
+        if self._stepped and inst.engine is self.batch:     # no id refresh for it at the flush
+            s = inst.slot
+            self._stepped = [rows[rows != s] for rows in self._stepped]
         self.batch.forget(inst)
 
     def tasks_out(self, instances: Iterable[CharacterInstance]) -> int:

@@ -166,7 +166,9 @@ class EngineState:
 
 # the Player's Python values the next update reads: lists and a dict of handles and
 # instances (empty between two updates but for a cut human's deferred tasks), and the stats
-_PLAYER_LISTS = ("deferred", "refused", "_wraps", "_failed")
+_PLAYER_LISTS = ("refused", "_wraps", "_failed")
+# and the deferred list, as its rows (anim.deferred.DeferredRows.save: the entries' human and
+# task rows, the entries held as objects)
 # the engine's: counts, and the rows (with their generations) of humans forgotten with
 # tasks on the deferred list, which the next flush gives back
 # the engine's values saved beside the tables: (kernel_humans, pair_changes, _leaving)
@@ -209,7 +211,8 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
     tables = {name: save_table(getattr(st, name), old.get(name)) for name in ("cursors", "fades", "gaits", "tasks")}
     pool = (_copy_into(player.pool.out, into.pool[0] if into is not None else None), player.pool.n_out)
     p: dict[str, Any] = {name: list(getattr(player, name)) for name in _PLAYER_LISTS}
-    p["_stepped"] = dict(player._stepped)
+    p["deferred"] = player.deferred_rows.save()
+    p["_stepped"] = [rows.copy() for rows in player._stepped]
     p["stats"] = (player.stats.poses_refused, player.stats.samples)
     b = (batch.kernel_humans, batch.pair_changes, list(batch._leaving))
     rows = list(batch._instances)
@@ -217,6 +220,8 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
              if inst.engine is not batch and inst.record.table.world is None]
     out = None
     if outputs:
+        if player.released_log:
+            player.make_released()
         out = [(inst, list(inst.events), list(inst.released), inst.poses_refused)
                for inst in dict.fromkeys([*batch._noisy, *player._pose_refused])]
     return EngineState(tables, save_humans(st.humans, into.humans if into is not None else None), pool, p, b,
@@ -238,7 +243,6 @@ def load_engine(player: Any, s: EngineState, check: bool = True) -> None:
     player.pool.n_out = s.pool[1]
     for name in _PLAYER_LISTS:
         setattr(player, name, list(s.player[name]))
-    player._stepped = dict(s.player["_stepped"])
     player.stats.poses_refused, player.stats.samples = s.player["stats"]
     batch.kernel_humans, batch.pair_changes, leaving = s.batch
     batch._leaving = list(leaving)
@@ -247,6 +251,7 @@ def load_engine(player: Any, s: EngineState, check: bool = True) -> None:
         batch._table_key = ()
         batch._validated = -1
     # the last update's outputs: those of the abandoned future go
+    player.released_log = []
     if batch._noisy or player._pose_refused:
         for inst in dict.fromkeys([*batch._noisy, *player._pose_refused]):
             inst.clear_events()
@@ -268,6 +273,14 @@ def load_engine(player: Any, s: EngineState, check: bool = True) -> None:
                 rec.table, rec.row, rec.gen = humans, r, humans.gen[r]
     for inst, values in s.loose:
         _private_back(inst.record, values)
+    stepped = s.player["_stepped"]                  # human rows (an older state's: id -> instance)
+    player._stepped = ([np.array([i.slot for i in stepped.values()], np.int64)] if isinstance(stepped, dict)
+                       else [rows.copy() for rows in stepped])
+    deferred = s.player["deferred"]
+    if isinstance(deferred, tuple):
+        player.deferred_rows.load(deferred)
+    else:                                           # an older state's (task, instance) pairs
+        player.deferred = list(deferred)
     if s.outputs is not None:
         for inst, events, released, refused in s.outputs:
             inst.events = list(events)

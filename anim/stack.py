@@ -186,14 +186,15 @@ class CharacterInstance:
     (FiredEvent objects; the compiled step leaves them as rows of its event buffer,
     ``_event_rows``, until ``events`` is read: a crowd nobody listens to makes none),
     ``released`` the ids the last flush released (for the trace and the host; the
-    human's next step empties it without reading it), ``poses_refused`` the poses its
+    compiled flush leaves them as rows until one human's are read, Player.make_released;
+    the human's next step empties it without reading it), ``poses_refused`` the poses its
     last sample could not push (the pose stack of seven refuses an eighth, 0x00104ce0).
     Rejected: a speed that is not a finite number a float32 holds (RangeError, a
     ValueError naming ``CharacterInstance.speed``), an on_report that is neither None, a
     Callback of plain data nor a callable (CallbackError naming the field).
     """
 
-    __slots__ = ("name", "record", "anim_set", "_events", "_event_rows", "released",
+    __slots__ = ("name", "record", "anim_set", "_events", "_event_rows", "_released",
                  "handle", "slot", "engine", "poses_refused", "__weakref__")
 
     def __init__(self, anim_set, name: str = "", record: HumanRecord | None = None, speed: float = 1.0,
@@ -204,7 +205,7 @@ class CharacterInstance:
         self.speed = speed
         self._events: list = []
         self._event_rows: tuple | None = None     # (source, first, end): this update's event rows
-        self.released: list[int] = []
+        self._released: list[int] = []
         self.handle = handle
         self.slot = -1                     # its row in the compiled engine's human table
         self.engine: Any = None            # that engine (anim.batch.BatchEngine), once it has a row
@@ -244,6 +245,19 @@ class CharacterInstance:
             rec.table.on_report.pop(r, None)
         else:
             rec.table.on_report[r] = cb
+
+    @property
+    def released(self) -> list[int]:
+        """The anim ids the last flush released for this human, in its order (the compiled
+        flush leaves them as rows until one human's are read: Player.make_released)."""
+        eng = self.engine
+        if eng is not None and eng.player.released_log:
+            eng.player.make_released()
+        return self._released
+
+    @released.setter
+    def released(self, value: list[int]) -> None:
+        self._released = value
 
     @property
     def stack(self) -> list:

@@ -6,7 +6,7 @@ fade early above 6 tasks), a change of animation (fade, new task under it), the 
 ``replace``, completing a fade (giving back everything below the new task), cutting a
 stack, the deferred list and giving tasks back; the top task and the playing anim id
 (record +0x20); and whether a task fits the pose stack of seven. A mixin: it reads
-``options``, ``pool``, ``batch`` and ``deferred`` from ``Player``.
+``options``, ``pool``, ``batch`` and ``deferred_rows`` from ``Player``.
 
 Spec: "The task stack", "Fades", "When a clip ends".
 Original: 0x001754e8 TaskStack_InsertBottom, 0x001753d8 TaskStack_Push, 0x00175210
@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .construct import TaskBuilder, _check_number, task_pose_depth
+from .deferred import DeferredRows
 from .f32 import FLT_MAX as _F32_MAX
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
@@ -45,7 +46,7 @@ class StackRules(TaskBuilder):
     """The stack rules (see the module docstring): on the constructors (a change makes its
     fade); Player is made on them."""
 
-    deferred: list[tuple[Task, CharacterInstance]]
+    deferred_rows: DeferredRows
 
     @staticmethod
     def top(inst: CharacterInstance) -> Task | None:
@@ -413,7 +414,15 @@ class StackRules(TaskBuilder):
         """Put a task on the deferred list (AnimTask_DeferGive, 0x00105640)."""
         if not task.released:
             task.released = True
-            self.deferred.append((task, inst))
+            self._defer_entry(task, inst)
+
+    def _defer_entry(self, task: Task, inst: CharacterInstance) -> None:
+        """One entry at the end of the deferred list: a row pair when the kernels can follow
+        it (a task of this world's table, a human this engine holds), else as objects."""
+        if inst.engine is self.batch and task.tstore is self.stores.tasks:
+            self.deferred_rows.append_row(inst.slot, task.trow)
+        else:
+            self.deferred_rows.append_odd(task, inst)
 
     def discard(self, task: Task) -> None:
         """Give a task (and the next tasks it owns) back without its release."""

@@ -35,8 +35,9 @@ class EventDispatch(esper.Processor):
         """Dispatch this update's fired events to their handlers.
 
         A human whose events are still the compiled step's rows is looked at by their
-        types alone, read for the whole update in one go (``_types``): its events are
-        made into FiredEvent objects only when one of its types has a handler."""
+        types alone, the buffer read for the whole update in one go (BatchEngine.event_span:
+        its rows as lists): its events are made into FiredEvent objects only when one of
+        its types has a handler, from those lists (BatchEngine.make_fired)."""
         ctx = self.ctx
         handlers, default = ctx.handlers, ctx.default_handlers
         if ctx.fired is None:                       # no animation step ran: every component
@@ -44,29 +45,38 @@ class EventDispatch(esper.Processor):
         else:
             todo = ctx.fired
         if handlers or default:
-            span: tuple | None = None               # (source, first row, types of the rows from it)
+            src_of: Any = None                      # the engine whose buffer ``span`` read
+            span: tuple = ()
             fail = ctx.fail
             for ent, fired, inst in todo:
                 rows = inst._event_rows if inst is not None and fired.source is inst else None
-                if rows is not None and not default:
-                    # still rows: made into objects only when one of their types has a handler
+                if rows is not None:
                     src, lo, hi = rows
-                    if span is None or span[0] is not src:
-                        span = self._types(todo, src)
-                    base, types = span[1], span[2]
-                    if lo < base or hi - base > len(types):   # rows outside the span read (never, but safe)
-                        types, base = src.fired_types(lo, hi).tolist(), lo
-                    for j in range(lo - base, hi - base):
-                        if types[j] in handlers:
-                            break
+                    if src is not src_of:
+                        src_of, span = src, src.event_span()
+                    if hi > span[0]:                # rows past the span (never, but safe): read alone
+                        if not default and not any(t in handlers for t in src.fired_types(lo, hi).tolist()):
+                            continue
+                        events = fired.events
                     else:
-                        continue
-                for fe in fired.events:
-                    for h in handlers.get(fe.event.type, ()):
-                        try:
-                            h(ctx, ent, fe)
-                        except Exception as exc:    # kept: the update goes on (HandlerError)
-                            fail("events", exc)
+                        if not default:
+                            types = span[4]
+                            for j in range(lo, hi):
+                                if types[j] in handlers:
+                                    break
+                            else:
+                                continue            # no type of its events has a handler: left as rows
+                        events = src.make_fired(inst, span, lo, hi)
+                else:
+                    events = fired.events
+                for fe in events:
+                    hs = handlers.get(fe.event.type)
+                    if hs is not None:
+                        for h in hs:
+                            try:
+                                h(ctx, ent, fe)
+                            except Exception as exc:    # kept: the update goes on (HandlerError)
+                                fail("events", exc)
                     for h in default:
                         try:
                             h(ctx, ent, fe)
@@ -74,22 +84,6 @@ class EventDispatch(esper.Processor):
                             fail("events", exc)
         for p in ctx.probe:
             p(ctx, "events")
-
-    @staticmethod
-    def _types(todo: list, src: Any) -> tuple:
-        """The event types (ints) of every event row of ``src`` (the compiled step's event
-        buffer) the humans of ``todo`` still hold, read in one call: (src, first row, types)."""
-        lo = hi = -1
-        for _, fired, inst in todo:
-            rows = inst._event_rows if inst is not None and fired.source is inst else None
-            if rows is not None and rows[0] is src:
-                if lo < 0 or rows[1] < lo:
-                    lo = rows[1]
-                if rows[2] > hi:
-                    hi = rows[2]
-        if lo < 0:
-            return (src, 0, [])
-        return (src, lo, [int(t) for t in src.fired_types(lo, hi).tolist()])
 
     def _call(self, handler, ent: int, fe) -> None:
         """One handler; its exception is kept (ctx.fail) and the update goes on for every

@@ -28,6 +28,6 @@ class DeferredFlush(esper.Processor):
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Release the tasks on the deferred list and refresh the playing anim ids."""
-        self.ctx.player.flush()
+        self.ctx.player.flush(listed=False)
         for p in self.ctx.probe:
             p(self.ctx, "flush")

@@ -545,10 +545,11 @@ class Reference:
                 others |= t.held
         inst.record.flags &= ~(bits & ~others)
 
-    def flush(self) -> list:
+    def flush(self, listed: bool = True) -> list:
         """AnimTask_FlushDeferred (0x00105570, L314): release every deferred task, then
         refresh the playing anim ids of the humans with a release and of those stepped.
-        A callback's exception is raised after the whole flush."""
+        A callback's exception is raised after the whole flush. Out: the humans with a
+        release (Player.flush's; ``listed`` is taken for its signature, the list is made)."""
         touched: list = []
         failed = None
         while self.deferred:
