@@ -548,38 +548,34 @@ class BatchEngine:
         noisy = self._noisy
         if not noisy:
             return
-        by_row = self._instances
         if len(rows) <= _FEW:                   # a few humans: their rows in a set
-            stepped = set(self._rows_list)
-            keep = []
-            for inst in noisy:
-                s = inst.slot
-                if s in stepped and by_row[s] is inst:
-                    inst.clear_events()
-                    inst.released.clear()
-                else:
-                    inst.events                     # made from the rows before they are reused
-                    if inst.engine is self:         # a forgotten human is not stepped again here
-                        keep.append(inst)
-            self._noisy = keep
+            self._noisy = self._cleared(noisy, set(self._rows_list).__contains__)
             return
         if len(self._in_call) < self.humans.capacity:
             self._in_call = np.zeros(self.humans.capacity, np.bool_)
         in_call = self._in_call
         in_call[rows] = True
-        keep = []
+        mark, cap = memoryview(in_call), len(in_call)
+        self._noisy = self._cleared(noisy, lambda s: 0 <= s < cap and mark[s])
+        in_call[rows] = False
+
+    def _cleared(self, noisy: list, stepped) -> list:
+        """_clear_noisy's pass: each human of ``noisy`` whose row ``stepped(row)`` says is
+        stepped now (and still this engine's at that row) loses last update's events and
+        released ids; the others have their events made from the rows before the buffer is
+        reused, and are kept (returned) unless forgotten."""
         by_row = self._instances
+        keep = []
         for inst in noisy:
             s = inst.slot
-            if 0 <= s < len(in_call) and in_call[s] and by_row[s] is inst:
+            if stepped(s) and by_row[s] is inst:
                 inst.clear_events()
                 inst.released.clear()
             else:
                 inst.events                         # made from the rows before they are reused
                 if inst.engine is self:             # a forgotten human is not stepped again here
                     keep.append(inst)
-        in_call[rows] = False
-        self._noisy = keep
+        return keep
 
     def _last_of_twice(self, rows: np.ndarray, n: int) -> None:
         """A human listed twice (or more) shows the events of its last step only (each

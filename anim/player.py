@@ -371,20 +371,23 @@ class Player(StackRules):
         new_r = on_report.keys() - reports if len(on_report) else ()
         if not new_e and not new_r:
             return False
-        em, rm = self._marks()
+        self._marks()                               # both sized on the tables
         if new_e:
-            rows = np.fromiter(new_e, np.int64, len(new_e))
-            if rows.max() >= len(em):
-                em = self._end_mark = np.concatenate([em, np.zeros(int(rows.max()) + 1, np.bool_)])
-            em[rows] = True
-            ends.update(new_e)
+            self._mark_rows("_end_mark", new_e, ends)
         if new_r:
-            rows = np.fromiter(new_r, np.int64, len(new_r))
-            if rows.max() >= len(rm):
-                rm = self._report_mark = np.concatenate([rm, np.zeros(int(rows.max()) + 1, np.bool_)])
-            rm[rows] = True
-            reports.update(new_r)
+            self._mark_rows("_report_mark", new_r, reports)
         return True
+
+    def _mark_rows(self, name: str, rows, seen: set) -> None:
+        """Set the marks of ``rows`` (a set of row numbers) in mark array ``name`` (grown
+        to hold the largest) and add them to ``seen``."""
+        at = np.fromiter(rows, np.int64, len(rows))
+        mark = getattr(self, name)
+        if at.max() >= len(mark):
+            mark = np.concatenate([mark, np.zeros(int(at.max()) + 1, np.bool_)])
+            setattr(self, name, mark)
+        mark[at] = True
+        seen.update(rows)
 
     def _release_entries(self, ents: np.ndarray, n: int, odd: dict) -> None:
         """Release the deferred entries ``ents[:n]`` (human row, task row; ``odd`` those
