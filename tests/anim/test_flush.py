@@ -347,3 +347,31 @@ def test_the_warm_up_compiles_the_flush_kernels():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().splitlines()[-1] == "(0, 0) (1, 1)"
+
+
+
+_FIRST_FLUSH = """
+from scuffle.anim import kernels as K
+from scuffle.game.fighters.moveset import demo_set
+from scuffle.game.runtime.world import Game
+g = Game()
+s = demo_set()
+for i in range(2):
+    g.add_human(f"h{i}", s, (2.0 * i, 0.0, 0.0), 0.0)
+g.step()
+released = sum(len(g.instance(f"h{i}").released) for i in range(2))
+print(released, len(K.flush_release.overloads), len(K.flush_anim_ids.overloads))
+"""
+
+
+def test_the_first_flush_loads_its_kernels_with_nothing_to_release():
+    """A fresh process whose first update releases nothing has both flush kernels loaded
+    after it (Player._load_flush_kernels): their load from numba's cache (15-30 ms) falls
+    on the first update, not on the first update with a task to release (a hitch at a
+    fight's first strike)."""
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", _FIRST_FLUSH], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[-3:] == ["0", "1", "1"], p.stdout
