@@ -36,6 +36,7 @@ from . import kernels as K
 from .batch import BatchEngine
 from .callbacks import Callbacks
 from .clip import Clip
+from .coldstart import kernel_cached
 from .construct import chain_blend_depth, task_pose_depth
 from .deferred import DeferredRows
 from .kernel_types import FlushBuffers, RowState
@@ -331,12 +332,16 @@ class Player(StackRules):
         return touched
 
     def _load_flush_kernels(self) -> None:
-        """The flush's two kernels called once on no entry and no human (nothing changes):
-        numba loads (or, on a cold cache, compiles) a kernel at its first call, 15-30 ms
+        """The flush's two kernels called once on no entry and no human (nothing changes),
+        when numba's cache holds them: numba loads a kernel at its first call, 15-30 ms
         from the cache, which would otherwise fall on the first update whose flush has a
         task to release or a human to refresh (a hitch at a fight's first strike) instead
-        of the first flush, beside the step's own loads."""
+        of the first flush, beside the step's own loads. On a cold cache they are left to
+        compile at their first use, as before (their 2 s of compile would otherwise join
+        the first step's, anim.coldstart)."""
         self._flush_loaded = True
+        if not (kernel_cached("flush_release") and kernel_cached("flush_anim_ids")):
+            return
         self._kernel_release(self._flush_ents, 0, 0, False)
         eng = self.batch
         eng._clip_events()
