@@ -506,9 +506,16 @@ class BatchEngine:
     def fired(self, out: list, lo: int, hi: int) -> None:
         """The events of rows ``lo``-``hi`` of this update's event buffer, as FiredEvent
         objects appended to ``out`` (made when someone reads CharacterInstance.events)."""
-        events, tasks, anim = self._events, self._tasks, self.player.stores.cursors.anim
-        for _, tr, cr, g in self._ev_out[lo:hi].tolist():
-            out.append(FiredEvent(events[g], int(anim[cr]), tasks[tr]))
+        rows = self._ev_out[lo:hi]
+        self._append_fired(out, rows[:, 1].tolist(), rows[:, 2].tolist(), rows[:, 3].tolist(), 0, hi - lo)
+
+    def _append_fired(self, out: list, trs: list, crs: list, gs: list, lo: int, hi: int) -> None:
+        """FiredEvent objects for entries ``lo``-``hi`` of the event rows' task rows, cursor
+        rows and event indices (lists), appended to ``out``: the event, the cursor's anim id
+        and the task, read now."""
+        events, tasks, anim = self._events, self._tasks, self.player.stores.cursors.m_anim
+        for j in range(lo, hi):
+            out.append(FiredEvent(events[gs[j]], anim[crs[j]], tasks[trs[j]]))
 
     def event_span(self) -> tuple:
         """This update's whole event buffer read in one go, for a reader of many humans'
@@ -525,10 +532,7 @@ class BatchEngine:
         now), without a read of the buffer per human."""
         inst._event_rows = None
         out = inst._events
-        events, tasks, anim = self._events, self._tasks, self.player.stores.cursors.m_anim
-        trs, crs, gs = span[1], span[2], span[3]
-        for j in range(lo, hi):
-            out.append(FiredEvent(events[gs[j]], anim[crs[j]], tasks[trs[j]]))
+        self._append_fired(out, span[1], span[2], span[3], lo, hi)
         return out
 
     def fired_by(self, task, lo: int, hi: int) -> bool:

@@ -15,27 +15,19 @@ import numpy as np
 
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.deferred import DeferredRows
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
+from scuffle.anim.player import Player
 from scuffle.anim.snapshot import load_engine, save_engine
 from scuffle.anim.stack import CharacterInstance
 from scuffle.game.fighters.moveset import demo_set
 
-CLIP = 15           # a 16-frame clip of the demo set
-IDLE = 388          # the idle loop
-
-
-def _worlds(**options):
-    return [(Player(PlayerOptions(**options)), CharacterInstance), (Reference(PlayerOptions(**options)), RefInstance)]
+from flushhelp import CLIP, IDLE, flush_until, three_handing_over
+from flushhelp import state as _state
+from flushhelp import worlds as _worlds
 
 
 def _entries(w) -> list:
     """The deferred list as (human, anim id, type) per entry."""
     return [(inst.name, t.anim_id(), int(t.type)) for t, inst in w.deferred]
-
-
-def _state(w, hs) -> tuple:
-    return engine_state(w, hs) if isinstance(w, Player) else reference_state(w, hs)
 
 
 def test_the_rows_read_as_the_references_list_after_each_step():
@@ -199,25 +191,12 @@ def test_a_callback_raising_past_the_flush_leaves_its_task_given_back():
     aset = demo_set()
     out = []
     for w, cls in _worlds():
-        hs = [cls(aset, f"h{i}") for i in range(3)]
-
         def stop(inst):
             raise _Stop(inst.name)
 
         w.callbacks.register("stop", stop)
-        for i, h in enumerate(hs):
-            w.change(h, w.clip(h, CLIP, w.loop(h, IDLE), held=0x1,
-                               on_end=Callback("stop", ()) if i == 1 else None), 0.0)
-        w.step(hs)
-        w.flush()
-        raised = None
-        for _ in range(60):
-            w.step(hs)
-            try:
-                w.flush()
-            except _Stop as exc:
-                raised = str(exc)
-                break
+        hs = three_handing_over(w, cls, aset, "stop")
+        raised = flush_until(w, hs, _Stop, lambda text: text is not None)
         assert raised == "h1"
         out.append(([h.record.flags for h in hs], w.pool.in_use, [list(h.released) for h in hs]))
     assert out[0] == out[1]

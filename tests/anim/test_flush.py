@@ -17,26 +17,19 @@ import pytest
 
 from scuffle.anim import kernels as K
 from scuffle.anim.callbacks import Callback
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
+from scuffle.anim.player import Player
+from scuffle.anim.reference import engine_state
 from scuffle.anim.snapshot import load_engine, save_engine
 from scuffle.anim.stack import CharacterInstance
 from scuffle.anim.store import StaleHandle
 from scuffle.anim.tasks import HeldFlags, TaskType
 from scuffle.game.fighters.moveset import demo_set
 
+from flushhelp import CLIP, IDLE, flush_until, three_handing_over
+from flushhelp import state as _state
+from flushhelp import worlds as _worlds
+
 ANIM_STATE = int(HeldFlags.ANIM_STATE)
-CLIP = 15           # a 16-frame clip of the demo set
-IDLE = 388          # the idle loop
-
-
-def _worlds(**options):
-    """The engine and the reference, each with the instance class it plays."""
-    return [(Player(PlayerOptions(**options)), CharacterInstance), (Reference(PlayerOptions(**options)), RefInstance)]
-
-
-def _state(w, hs) -> tuple:
-    return engine_state(w, hs) if isinstance(w, Player) else reference_state(w, hs)
 
 
 def _rows_in_use(p: Player) -> tuple:
@@ -109,26 +102,15 @@ def test_a_callback_raising_mid_flush_sees_the_releases_before_it(collect):
     for w, cls in _worlds():
         if collect and not isinstance(w, Player):
             continue
-        hs = [cls(aset, f"h{i}") for i in range(3)]
         log: list = []
-        w.callbacks.register("peek", _peek(log, [hs[0], hs[2]], w))
+        seen: list = []                         # the humans, once made (the callback peeks at two)
+        w.callbacks.register("peek", _peek(log, seen, w))
         errors: list = []
         if collect:
             w.on_callback_error = lambda phase, exc: errors.append((phase, str(exc)))
-        for i, h in enumerate(hs):
-            w.change(h, w.clip(h, CLIP, w.loop(h, IDLE), held=0x1,
-                               on_end=Callback("peek", ()) if i == 1 else None), 0.0)
-        w.step(hs)
-        w.flush()
-        raised = None
-        for _ in range(60):
-            w.step(hs)
-            try:
-                w.flush()
-            except RuntimeError as exc:
-                raised = str(exc)
-            if hs[0].released:
-                break
+        hs = three_handing_over(w, cls, aset, "peek")
+        seen += [hs[0], hs[2]]
+        raised = flush_until(w, hs, RuntimeError, lambda _: bool(hs[0].released))
         if collect:
             assert raised is None and errors == [("flush", "boom from h1")]
         else:
