@@ -165,8 +165,8 @@ def _run_pair(seed: int, humans: int, updates: int, rate_of_commands: float, bon
 
 
 @pytest.mark.parametrize("seed,updates,rate", [(1, 150, 0.08), (2, 150, 0.08), (3, 150, 0.08), (4, 150, 0.08),
-                                               pytest.param(5, 400, 0.01, marks=pytest.mark.slow),
-                                               pytest.param(6, 400, 0.015, marks=pytest.mark.slow)])
+                                               pytest.param(5, 400, 0.01, marks=[pytest.mark.slow, pytest.mark.bits]),
+                                               pytest.param(6, 400, 0.015, marks=[pytest.mark.slow, pytest.mark.bits])])
 def test_batched_equals_reference(seed, updates, rate):
     """Busy crowds (many changes) and calm ones (long gaits and loops that wrap)."""
     _check_pair(_run_pair(seed, humans=12, updates=updates, rate_of_commands=rate))

@@ -564,7 +564,7 @@ def test_player_options_bit_for_bit(options):
     compare(aset, cmds, 70, 4, GAIT, options, bones=True, speeds=[1.0, 0.5, 1.25, 2.0])
 
 
-@pytest.mark.parametrize("updates", [100, pytest.param(420, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("updates", [100, pytest.param(420, marks=[pytest.mark.slow, pytest.mark.bits])])
 def test_chains_of_seventy_clips(updates):
     """Chains of 70-76 short clips (2-5 frames; blend 0, 0.1 and 2.0: nested windows far past
     the pose stack of seven, the eighth pose refused and counted) on both, poses included;
@@ -608,7 +608,7 @@ def _types_on_stacks(states) -> set:
 # types 10, 11 and 13 under each switch alone in the full suite; under none, all the
 # readings and every switch at once in the default one
 _TYPES_OPTIONS = [pytest.param(o, id=i, marks=() if i in ("default", "all-readings", "all-switches")
-                               else pytest.mark.slow) for o, i in zip(OPTIONS, OPTION_IDS)]
+                               else [pytest.mark.slow, pytest.mark.bits]) for o, i in zip(OPTIONS, OPTION_IDS)]
 
 
 @pytest.mark.parametrize("options", _TYPES_OPTIONS)

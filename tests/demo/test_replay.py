@@ -46,6 +46,7 @@ def cli(*args, cwd) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
+@pytest.mark.bits
 def test_twenty_seconds_recorded_and_replayed_give_the_same_trace_bytes(tmp_path):
     out = tmp_path / "out"
     proc = cli("demo", "--headless", "--seconds", 20, "--out", out, "--record", "s.toml", "--trace", "t.jsonl",

@@ -402,6 +402,7 @@ def test_saved_random_draws_the_numbers_of_random_random_and_saves_cheaply():
 
 # ---------------------------------------------------------------- the full suite's long runs
 @pytest.mark.slow
+@pytest.mark.bits
 @pytest.mark.parametrize("seed", [1, 2, 5, 7])
 def test_rollback_sync_test_on_long_fights(seed):
     """Several rounds with K.O.s (health 12, round pause 10), 450 updates each."""

@@ -7,7 +7,8 @@ numpy quaternion paths (slerp, the rate-scaled turn, the turn angle), the numpy 
 motion, anim.detmath's array forms, and the trace with poses of a real fight (600
 updates of fight_2min.toml: grabs, throws and their turns, hits, walks), with the whole
 state's checksum (Game.checksum) and the snapshot's bytes at its end: the hashes must
-be equal. .ci/run also runs the default suite once more with the same switch.
+be equal. .ci/run also runs the default suite once more with the same switch (with the slow
+tests marked ``bits``).
 """
 from __future__ import annotations
 

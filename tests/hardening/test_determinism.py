@@ -97,6 +97,7 @@ def runs(tmp_path_factory) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.bits
 def test_the_two_minute_fight_gives_the_same_trace_in_two_processes(runs):
     a, b = runs["fight0"], runs["fight1"]
     assert _sha(a) == _sha(b)
@@ -118,6 +119,7 @@ def test_the_two_minute_fight_gives_the_same_trace_in_two_processes(runs):
 
 
 @pytest.mark.slow
+@pytest.mark.bits
 def test_the_same_ai_seed_gives_the_same_trace_in_two_processes_and_another_seed_does_not(runs):
     assert _sha(runs["ai0"]) == _sha(runs["ai1"])
     lines = runs["ai0"].read_text(encoding="utf-8").splitlines(keepends=True)
