@@ -601,11 +601,16 @@ class BatchEngine:
         reused, and are kept (returned) unless forgotten."""
         by_row = self._instances
         keep = []
+        settled = not self.player.released_log       # (settle_released ran): ``released`` is the list itself
         for inst in noisy:
             s = inst.slot
             if stepped(s) and by_row[s] is inst:
-                inst.clear_events()
-                inst.released.clear()
+                inst._event_rows = None                 # inst.clear_events(), inline
+                inst._events.clear()
+                if settled:
+                    inst._released.clear()
+                else:
+                    inst.released.clear()
             else:
                 inst.events                         # made from the rows before they are reused
                 if inst.engine is self:             # a forgotten human is not stepped again here
