@@ -250,8 +250,12 @@ class FightCore:
         return Callback(self.end_kind, (ent, what, self.combat(ent).serial))
 
     def _kept(self) -> Callback:
-        """The end callback of a task with no move's end: the held bits kept (keep_held)."""
-        return Callback(self.end_kind, ())
+        """The end callback of a task with no move's end: the held bits kept (keep_held);
+        one Callback (data, immutable) while ``end_kind`` is the same."""
+        cb = self.__dict__.get("_kept_cb")
+        if cb is None or cb.kind is not self.end_kind:
+            cb = self._kept_cb = Callback(self.end_kind, ())
+        return cb
 
     def _end_noted(self, inst, *move) -> None:
         """The handler of this Fight's end callbacks (``end_kind``): the held bits the live
