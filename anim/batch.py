@@ -590,21 +590,22 @@ class BatchEngine:
             self._in_call = np.zeros(self.humans.capacity, np.bool_)
         in_call = self._in_call
         in_call[rows] = True
-        mark, cap = memoryview(in_call), len(in_call)
-        self._noisy = self._cleared(noisy, lambda s: 0 <= s < cap and mark[s])
+        self._noisy = self._cleared(noisy, None, memoryview(in_call))
         in_call[rows] = False
 
-    def _cleared(self, noisy: list, stepped) -> list:
+    def _cleared(self, noisy: list, stepped, mark=None) -> list:
         """_clear_noisy's pass: each human of ``noisy`` whose row ``stepped(row)`` says is
-        stepped now (and still this engine's at that row) loses last update's events and
+        stepped now (``mark``, a memoryview of flags by human row, instead when given: no call
+        a human) (and still this engine's at that row) loses last update's events and
         released ids; the others have their events made from the rows before the buffer is
         reused, and are kept (returned) unless forgotten."""
         by_row = self._instances
         keep = []
         settled = not self.player.released_log       # (settle_released ran): ``released`` is the list itself
+        cap = len(mark) if mark is not None else 0
         for inst in noisy:
             s = inst.slot
-            if stepped(s) and by_row[s] is inst:
+            if ((0 <= s < cap and mark[s]) if mark is not None else stepped(s)) and by_row[s] is inst:
                 inst._event_rows = None                 # inst.clear_events(), inline
                 inst._events.clear()
                 if settled:
