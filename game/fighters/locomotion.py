@@ -137,7 +137,7 @@ class Locomotion(FightCore):
     def _stop_moving(self, who) -> None:
         c = self.combat(who)
         c.move_speed = 0.0
-        self.body(who).state_velocity = np.zeros(3)
+        self.body(who).state_velocity.fill(0.0)      # zeros in the row (the setter's np.zeros(3), no checks needed)
 
     def _state_velocities(self, ctx) -> None:
         """The state function (run first in the state update, before root motion): each
