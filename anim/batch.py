@@ -83,6 +83,8 @@ class BatchEngine:
         self._last_rows = np.zeros(0, np.int64)
         self._rows_list: list[int] = []         # the same rows as Python ints (few humans: read one by one)
         self._noisy: list = []                  # instances whose events / released to clear
+        self._fired_of: list | None = None      # the instances list of the last step (fired_places)
+        self._fired_ks: list = []               # the places in it of the humans that fired
         self._leaving: list = []                # (human row, generation): forgotten, freed at the flush
         # the clips' events, by bank index: first, count, frames, types (and the Event objects)
         self._n_clips = 0
@@ -402,6 +404,13 @@ class BatchEngine:
         began (every one with events this update is here)."""
         return self._noisy
 
+    def fired_places(self, instances: list) -> list | None:
+        """After ``step(instances)`` (this very list, no human listed twice): the places k
+        of ``instances`` whose human fired in that step, ascending (each ``instances[k]``
+        has this update's events); None when the last step was not over ``instances``
+        (the caller then looks at ``touched()``, a superset)."""
+        return self._fired_ks if instances is self._fired_of else None
+
     def released_by_flush(self, inst) -> None:
         """The flush filled ``inst.released``: clear it at the next step."""
         self._noisy.append(inst)
@@ -411,6 +420,7 @@ class BatchEngine:
         returns those whose top task may have changed. Rejected: a human whose rows the
         kernel cannot follow (TableCorrupt: a row written behind the engine's back)."""
         player = self.player
+        self._fired_of = None                   # fired_places: known again once this step is through
         deferred = player.deferred_rows
         first_deferred = deferred.n
         last = self._last
@@ -451,6 +461,7 @@ class BatchEngine:
         deferred.n = mc[_COUNT_DEFERRED]
         self.pair_changes += mc[_COUNT_GAITS]
         changed: list = []
+        fired_ks: list = []                     # the places (in ``instances``) of the humans that fired
         tasks = self._tasks
         noisy = self._noisy
         if n <= _FEW:                           # a few humans: their status read one by one
@@ -460,7 +471,20 @@ class BatchEngine:
             found = zip(ks, [ms[k] for k in ks], [mlo[k] for k in ks], [mhi[k] for k in ks]) if ks else ()
         else:
             ks_a = np.flatnonzero(status[:n])
-            found = zip(ks_a.tolist(), status[ks_a].tolist(), self._ev_lo[ks_a].tolist(), self._ev_hi[ks_a].tolist())
+            st_a = status[ks_a]
+            if not (st_a & _STATUS_BAD).any():
+                # a crowd: only the humans that fired are visited one by one (their event
+                # rows noted); those whose top may have changed are listed from the column
+                ev = ks_a[(st_a & _STATUS_EVENTS) != 0]
+                fired_ks = ev.tolist()
+                for k, elo, ehi in zip(fired_ks, self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist()):
+                    inst = instances[k]
+                    inst._event_rows = (self, elo, ehi)
+                    noisy.append(inst)
+                changed = [instances[k] for k in ks_a[(st_a & _STATUS_CHANGED) != 0].tolist()]
+                found = ()
+            else:                                   # a table written behind the engine's back: named below
+                found = zip(ks_a.tolist(), st_a.tolist(), self._ev_lo[ks_a].tolist(), self._ev_hi[ks_a].tolist())
         for k, st, elo, ehi in found:
             inst = instances[k]
             if st & _STATUS_BAD:
@@ -470,10 +494,14 @@ class BatchEngine:
                 # the events stay rows of the buffer until someone reads inst.events
                 inst._event_rows = (self, elo, ehi)
                 noisy.append(inst)
+                fired_ks.append(k)
             if st & _STATUS_CHANGED:
                 changed.append(inst)
         if self._twice:
             self._last_of_twice(rows, n)
+            self._fired_of = None
+        else:
+            self._fired_of, self._fired_ks = instances, fired_ks
         n_wrap = mc[_COUNT_WRAPS]
         if n_wrap:
             by_row = self._instances
@@ -532,7 +560,10 @@ class BatchEngine:
         now), without a read of the buffer per human."""
         inst._event_rows = None
         out = inst._events
-        self._append_fired(out, span[1], span[2], span[3], lo, hi)
+        events, tasks, anim = self._events, self._tasks, self.player.stores.cursors.m_anim
+        trs, crs, gs = span[1], span[2], span[3]          # _append_fired, inline (one call a human)
+        for j in range(lo, hi):
+            out.append(FiredEvent(events[gs[j]], anim[crs[j]], tasks[trs[j]]))
         return out
 
     def fired_by(self, task, lo: int, hi: int) -> bool:
@@ -559,22 +590,28 @@ class BatchEngine:
             self._in_call = np.zeros(self.humans.capacity, np.bool_)
         in_call = self._in_call
         in_call[rows] = True
-        mark, cap = memoryview(in_call), len(in_call)
-        self._noisy = self._cleared(noisy, lambda s: 0 <= s < cap and mark[s])
+        self._noisy = self._cleared(noisy, None, memoryview(in_call))
         in_call[rows] = False
 
-    def _cleared(self, noisy: list, stepped) -> list:
+    def _cleared(self, noisy: list, stepped, mark=None) -> list:
         """_clear_noisy's pass: each human of ``noisy`` whose row ``stepped(row)`` says is
-        stepped now (and still this engine's at that row) loses last update's events and
+        stepped now (``mark``, a memoryview of flags by human row, instead when given: no call
+        a human) (and still this engine's at that row) loses last update's events and
         released ids; the others have their events made from the rows before the buffer is
         reused, and are kept (returned) unless forgotten."""
         by_row = self._instances
         keep = []
+        settled = not self.player.released_log       # (settle_released ran): ``released`` is the list itself
+        cap = len(mark) if mark is not None else 0
         for inst in noisy:
             s = inst.slot
-            if stepped(s) and by_row[s] is inst:
-                inst.clear_events()
-                inst.released.clear()
+            if ((0 <= s < cap and mark[s]) if mark is not None else stepped(s)) and by_row[s] is inst:
+                inst._event_rows = None                 # inst.clear_events(), inline
+                inst._events.clear()
+                if settled:
+                    inst._released.clear()
+                else:
+                    inst.released.clear()
             else:
                 inst.events                         # made from the rows before they are reused
                 if inst.engine is self:             # a forgotten human is not stepped again here

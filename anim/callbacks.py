@@ -22,6 +22,8 @@ from typing import Any, Callable, NamedTuple
 __all__ = ["Callback", "Callbacks", "CallbackError", "UnknownCallback", "callback", "check_callback"]
 
 _PLAIN = (type(None), bool, int, float, str, bytes)
+# the plain types with nothing more to check (a float must be finite, a tuple is walked)
+_SIMPLE = frozenset({type(None), bool, int, str, bytes})
 _MAX_DEPTH = 8
 
 
@@ -69,6 +71,14 @@ def check_callback(cb: Any, field: str = "callback") -> Any:
     (CallbackError naming ``field``): anything else."""
     if cb is None:
         return None
+    if cb.__class__ is Callback:                 # the common one: a str kind, ints and strs as arguments
+        kind, args = cb
+        if kind.__class__ is str and kind and args.__class__ is tuple:
+            for a in args:
+                if a.__class__ not in _SIMPLE:
+                    break
+            else:
+                return cb
     if isinstance(cb, tuple) and not isinstance(cb, Callback):
         if len(cb) != 2 or not isinstance(cb[1], tuple):
             raise CallbackError(f"{field}: {cb!r}: expected Callback(kind, args) or a callable")

@@ -339,7 +339,7 @@ class RangeList:
     the list, a value that is not a RangeRecord.
     """
 
-    __slots__ = ("_records", "_overrides")
+    __slots__ = ("_records", "_overrides", "_made")
     _records: np.ndarray
     _overrides: "MappingProxyType[str, Mapping[int, RangeRecord]]"
 
@@ -366,6 +366,9 @@ class RangeList:
             table[klass] = MappingProxyType(checked)
         object.__setattr__(self, "_records", arr)
         object.__setattr__(self, "_overrides", MappingProxyType(table))
+        # id -> its RangeRecord, made at the first read (the records are read-only and a
+        # RangeRecord is frozen: one object per id serves every read)
+        object.__setattr__(self, "_made", {})
 
     def __setattr__(self, name, value):
         raise AttributeError("RangeList is immutable; use with_record")
@@ -442,10 +445,18 @@ class RangeList:
         return len(self._records)
 
     def __getitem__(self, anim_id: int) -> RangeRecord:
-        """The record of ``anim_id`` (UnknownAnimId outside 0..len-1)."""
-        r = self._records[check_anim_id(anim_id, len(self))]
-        return RangeRecord(int(r["dir_x"]), int(r["dir_y"]), float(r["reach"]), int(r["far"]),
-                           int(r["damage"]), int(r["hit"]), RangeFlags(int(r["flags"])))
+        """The record of ``anim_id`` (UnknownAnimId outside 0..len-1), made once per id."""
+        if anim_id.__class__ is int:
+            rec = self._made.get(anim_id)
+            if rec is not None:
+                return rec
+        i = check_anim_id(anim_id, len(self))
+        rec = self._made.get(i)
+        if rec is None:
+            r = self._records[i]
+            rec = self._made[i] = RangeRecord(int(r["dir_x"]), int(r["dir_y"]), float(r["reach"]), int(r["far"]),
+                                              int(r["damage"]), int(r["hit"]), RangeFlags(int(r["flags"])))
+        return rec
 
     def __iter__(self) -> Iterator[RangeRecord]:
         return (self[i] for i in range(len(self)))

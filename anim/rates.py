@@ -51,11 +51,11 @@ class CfgAnimSpeeds:
     def rate_for(self, range_flags: int) -> float:
         """The rate a single clip plays at, from its id's range flags (first match 0x800,
         0x1000, 0x2000, else the default). Original: 0x00104a38 Anim_RateMultiplier."""
-        if range_flags & RateFlags.F800:
+        if range_flags & _F800:                      # the flags as plain ints (an int & IntFlag runs in Python)
             return self.f800
-        if range_flags & RateFlags.F1000:
+        if range_flags & _F1000:
             return self.f1000
-        if range_flags & RateFlags.F2000:
+        if range_flags & _F2000:
             return self.f2000
         return self.default
 
@@ -63,6 +63,8 @@ class CfgAnimSpeeds:
         """[default, f800, f1000, f2000]."""
         return [self.default, self.f800, self.f1000, self.f2000]
 
+
+_F800, _F1000, _F2000 = int(RateFlags.F800), int(RateFlags.F1000), int(RateFlags.F2000)
 
 # What the game sets at runtime (PCSX2 2.9.94, level99), and what .data holds before.
 RUNTIME_SPEEDS = CfgAnimSpeeds(0.75, 0.8, 1.0, 0.9)

@@ -86,6 +86,20 @@ class AnimationStep(esper.Processor):
         # Only the humans that may have fired (the engine knows them) are looked at, and
         # their events are not made into objects here: no per-human loop on a quiet update.
         fired_now: list = []
+        eng = getattr(ctx.player, "batch", None)
+        places = eng.fired_places(instances) if eng is not None else None
+        if places is not None:                     # the compiled step's own list: who fired, in order
+            entities, fired_of = ctx.entities, self._fired
+            for k in places:
+                inst = instances[k]
+                fired = fired_of[k]
+                if fired.source is not inst:        # unlinked by someone: link again
+                    fired.source = inst
+                fired_now.append((entities[k], fired, inst))
+            _SET(ctx, "fired", fired_now)
+            for p in ctx.probe:
+                p(ctx, "animation")
+            return
         may = ctx.player.may_have_events(instances)
         if not may:
             _SET(ctx, "fired", fired_now)

@@ -47,41 +47,44 @@ class EventDispatch(esper.Processor):
         if handlers or default:
             src_of: Any = None                      # the engine whose buffer ``span`` read
             span: tuple = ()
+            n_span, types, make = 0, [], None       # span's row count and types, src_of.make_fired
             fail = ctx.fail
+            get = handlers.get
             for ent, fired, inst in todo:
                 rows = inst._event_rows if inst is not None and fired.source is inst else None
                 if rows is not None:
                     src, lo, hi = rows
                     if src is not src_of:
                         src_of, span = src, src.event_span()
-                    if hi > span[0]:                # rows past the span (never, but safe): read alone
+                        n_span, types, make = span[0], span[4], src.make_fired
+                    if hi > n_span:                 # rows past the span (never, but safe): read alone
                         if not default and not any(t in handlers for t in src.fired_types(lo, hi).tolist()):
                             continue
                         events = fired.events
                     else:
                         if not default:
-                            types = span[4]
                             for j in range(lo, hi):
                                 if types[j] in handlers:
                                     break
                             else:
                                 continue            # no type of its events has a handler: left as rows
-                        events = src.make_fired(inst, span, lo, hi)
+                        events = make(inst, span, lo, hi)
                 else:
                     events = fired.events
                 for fe in events:
-                    hs = handlers.get(fe.event.type)
+                    hs = get(fe.event.type)
                     if hs is not None:
                         for h in hs:
                             try:
                                 h(ctx, ent, fe)
                             except Exception as exc:    # kept: the update goes on (HandlerError)
                                 fail("events", exc)
-                    for h in default:
-                        try:
-                            h(ctx, ent, fe)
-                        except Exception as exc:
-                            fail("events", exc)
+                    if default:
+                        for h in default:
+                            try:
+                                h(ctx, ent, fe)
+                            except Exception as exc:
+                                fail("events", exc)
         for p in ctx.probe:
             p(ctx, "events")
 

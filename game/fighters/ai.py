@@ -7,7 +7,7 @@ input. Add it to a Fight with ``fight.controllers.append(FighterAI(...))``.
 from __future__ import annotations
 
 from scuffle.anim import detmath
-from scuffle.components import Body
+from scuffle.components import Body, Combat
 from scuffle.game.fighters.combat import Fight, FightState
 from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS
 from scuffle.game.runtime.snapshot import SavedRandom
@@ -50,29 +50,34 @@ class FighterAI:
         if not self.enabled:
             return
         self.tick += 1
+        # the two humans looked up once (a name: Game.entity, UnknownHuman when gone), their
+        # components read from the world's dict (fight.combat / fight.body without their calls)
+        comps, mine, theirs = fight._components(), self.me, self.opponent
+        me_e = fight._entity(mine) if mine.__class__ is str else fight._ent(mine)
+        op_e = fight._entity(theirs) if theirs.__class__ is str else fight._ent(theirs)
+        my_comps, their_comps = comps[me_e], comps[op_e]
         if self.tick % self.think_every:
             # no decision this update (neither free nor holding decides): the two humans
             # are only looked up, so that one gone raises as the decision's look-ups would
-            comps, mine, theirs = fight._components(), self.me, self.opponent
-            # fight.body(...) without its calls (a name: Game.entity, UnknownHuman when gone)
-            comps[fight._entity(mine) if mine.__class__ is str else fight._ent(mine)][Body]
-            comps[fight._entity(theirs) if theirs.__class__ is str else fight._ent(theirs)][Body]
+            my_comps[Body]
+            their_comps[Body]
             return
-        c = fight.combat(self.me)
-        me, op = fight.body(self.me), fight.body(self.opponent)
-        if c.state == FightState.HOLDING:
+        c = my_comps[Combat]
+        me, op = my_comps[Body], their_comps[Body]
+        state = c.state
+        if state == FightState.HOLDING:
             self._hold(fight)
             return
-        if c.state not in (FightState.FREE,) or self.tick % self.think_every:
+        if state != FightState.FREE:
             return
-        if fight.can_chain(self.me) and self.rng.random() < 0.5:
+        if fight.can_chain(me_e) and self.rng.random() < 0.5:
             fight.strike(self.me)
             return
-        if not fight.free(self.me):
+        if not fight.free(me_e):
             return
         d = op.position - me.position
         dist = detmath.hypot_s(float(d[0]), float(d[1]))
-        opc = fight.combat(self.opponent)
+        opc = their_comps[Combat]
         if dist > ENGAGE_RANGE:
             fight.move(self.me, (d[0], d[1]), pace="jog" if dist > RUN_RANGE else "walk")
             return

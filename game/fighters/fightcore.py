@@ -155,15 +155,18 @@ class FightCore:
         ``_lookup``)."""
         return self._lookup.__self__._entities
 
+    # The look-ups below read the world's dict as ``_lookup`` (Game.component) does, without
+    # its call: a name through Game.entity (UnknownHuman when gone), an entity as it is (a
+    # missing component: KeyError, as esper).
     def combat(self, who: Who) -> Combat:
-        return self._lookup(who if who.__class__ is int else self._ent(who), Combat)
+        return self._lookup.__self__._entities[who if who.__class__ is int else self._ent(who)][Combat]
 
     def body(self, who: Who) -> Body:
-        return self._lookup(who if who.__class__ is int else self._ent(who), Body)
+        return self._lookup.__self__._entities[who if who.__class__ is int else self._ent(who)][Body]
 
     def held(self, who: Who) -> int:
         """The human's held flags (record +0x08, the trace's ``held``)."""
-        return self._lookup(who if who.__class__ is int else self._ent(who), HumanRecord).flags
+        return self._lookup.__self__._entities[who if who.__class__ is int else self._ent(who)][HumanRecord].flags
 
     flags = held                          # the older name
 
@@ -171,9 +174,11 @@ class FightCore:
         """The human's CharacterInstance. Rejected: a human not in the world (KeyError;
         UnknownHuman, a KeyError, for a name)."""
         ent = who if who.__class__ is int else self._ent(who)
-        if not self._live(ent):
+        game = self._lookup.__self__
+        ents = game._entities
+        if ent not in ents or ent in game._dead:     # not self._live(ent) (Game._alive), inline
             self.game.entity(self._name(ent))      # raises: UnknownHuman, or KeyError for no human's
-        return self._lookup(ent, Animator).instance
+        return ents[ent][Animator].instance
 
     def free(self, who: Who) -> bool:
         """No move in progress: none of the fight's held bits are set."""
@@ -250,8 +255,12 @@ class FightCore:
         return Callback(self.end_kind, (ent, what, self.combat(ent).serial))
 
     def _kept(self) -> Callback:
-        """The end callback of a task with no move's end: the held bits kept (keep_held)."""
-        return Callback(self.end_kind, ())
+        """The end callback of a task with no move's end: the held bits kept (keep_held);
+        one Callback (data, immutable) while ``end_kind`` is the same."""
+        cb = self.__dict__.get("_kept_cb")
+        if cb is None or cb.kind is not self.end_kind:
+            cb = self._kept_cb = Callback(self.end_kind, ())
+        return cb
 
     def _end_noted(self, inst, *move) -> None:
         """The handler of this Fight's end callbacks (``end_kind``): the held bits the live

@@ -217,21 +217,28 @@ def _local_to_world(body: Body, x: float, y: float) -> np.ndarray:
     return np.array([x * c - y * s, x * s + y * c, 0.0])
 
 
+def _xy(v) -> list:
+    """A position's numbers as Python floats (a float64 array's own values: the float64
+    differences below are numpy's, bit for bit)."""
+    return v.tolist() if v.__class__ is np.ndarray else [float(x) for x in v]
+
+
 def _bearing(body: Body, target: np.ndarray) -> float:
     """Degrees from the body's facing to ``target`` (positive: to its left)."""
-    d = target - body.position
-    ang = detmath.atan2_deg_s(float(-d[0]), float(d[1]))          # heading that would face the target
+    t, p = _xy(target), _xy(body.position)
+    ang = detmath.atan2_deg_s(-(t[0] - p[0]), t[1] - p[1])         # heading that would face the target
     return _wrap(ang - body.heading)
 
 
 def _distance(a: np.ndarray, b: np.ndarray) -> float:
     """The ground distance from a to b (x, y; metres)."""
-    return detmath.hypot_s(float(b[0] - a[0]), float(b[1] - a[1]))
+    pa, pb = _xy(a), _xy(b)
+    return detmath.hypot_s(pb[0] - pa[0], pb[1] - pa[1])
 
 
 def _heading_to(src: np.ndarray, dst: np.ndarray) -> float:
-    d = dst - src
-    return detmath.atan2_deg_s(float(-d[0]), float(d[1]))
+    s, d = _xy(src), _xy(dst)
+    return detmath.atan2_deg_s(-(d[0] - s[0]), d[1] - s[1])
 
 
 def _cell(position) -> tuple[int, int]:

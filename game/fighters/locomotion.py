@@ -13,6 +13,7 @@ import collections
 import functools
 import heapq
 import math
+from math import copysign
 import warnings
 
 import numpy as np
@@ -136,7 +137,7 @@ class Locomotion(FightCore):
     def _stop_moving(self, who) -> None:
         c = self.combat(who)
         c.move_speed = 0.0
-        self.body(who).state_velocity = np.zeros(3)
+        self.body(who).state_velocity.fill(0.0)      # zeros in the row (the setter's np.zeros(3), no checks needed)
 
     def _state_velocities(self, ctx) -> None:
         """The state function (run first in the state update, before root motion): each
@@ -161,8 +162,8 @@ class Locomotion(FightCore):
                 # the push added, as numpy's float64 sums (zeros + the push: 0.0 + x, -0.0 made +0.0)
                 vel = (0.0 + ix, 0.0 + iy, 0.0 + iz) if vel is None else (vel[0] + ix, vel[1] + iy, vel[2] + iz)
                 imp *= IMPULSE_DECAY                   # in the row: c.impulse * IMPULSE_DECAY, the same bits
-            else:
-                imp.fill(0.0)
+            elif ix or iy or iz or copysign(1.0, ix) + copysign(1.0, iy) + copysign(1.0, iz) != 3.0:
+                imp.fill(0.0)                          # (already +0.0 three times: nothing to write)
             if vel is None:
                 b.state_velocity.fill(0.0)             # zeros need no check of the setter
             else:

@@ -21,6 +21,11 @@ from scuffle.game.fighters.locomotion import Locomotion
 from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS, Move
 from scuffle.systems.placement import place_attached
 
+# The flag sets the rules test and give, made once (an IntFlag's | and & run in Python)
+_IN_WINDOW = int(FightFlags.WINDUP | FightFlags.HIT_WINDOW)
+_PAIRED_DOWN = FightFlags.PAIRED | FightFlags.DOWN
+_PAIRED_WINDUP = FightFlags.PAIRED | FightFlags.WINDUP
+
 __all__ = ["Pairs"]
 
 
@@ -131,7 +136,7 @@ class Pairs(Locomotion):
         mv = -1 if move is None else int(move)
         if c.state != FightState.HOLDING or self.body(c.partner).attachment != self._ent(who):
             return self._refuse(who, "throw", Refusal.NOT_HOLDING, "holds no one (grab first)", mv)
-        if self.flags(who) & (FightFlags.WINDUP | FightFlags.HIT_WINDOW):
+        if self.flags(who) & _IN_WINDOW:
             return self._refuse(who, "throw", Refusal.IN_WINDOW, "a grab strike is before or in its hit window", mv)
         move = int(move) if move is not None else int(Move.THROW_SIDE)
         if move not in THROWS:
@@ -148,7 +153,7 @@ class Pairs(Locomotion):
         down = self._loop(v, Move.GROUNDED, held=FightFlags.DOWN)
         # The attached victim is swung by the thrower's turn; its own clip's turn is off
         # (task flag 0x2), so it is not turned twice.
-        self._change(v, self._clip(v, victim_clip, down, held=FightFlags.PAIRED | FightFlags.DOWN, attacker=who,
+        self._change(v, self._clip(v, victim_clip, down, held=_PAIRED_DOWN, attacker=who,
                                    flags=TaskFlags.NO_TURN))
         c.state = FightState.THROWING
         c.move_id = move
@@ -163,7 +168,7 @@ class Pairs(Locomotion):
         c = self.combat(who)
         if c.state != FightState.HOLDING:
             return self._refuse(who, "let_go", Refusal.NOT_HOLDING, "holds no one")
-        if self.flags(who) & (FightFlags.WINDUP | FightFlags.HIT_WINDOW):
+        if self.flags(who) & _IN_WINDOW:
             return self._refuse(who, "let_go", Refusal.IN_WINDOW, "a grab strike is before or in its hit window")
         v = c.partner
         self._require(4)
@@ -232,7 +237,7 @@ class Pairs(Locomotion):
         mv = -1 if move is None else int(move)
         if self.body(c.partner).attachment != a:
             return self._refuse(who, "strike", Refusal.NOT_HOLDING, "the victim is not attached yet", mv)
-        if self.flags(a) & (FightFlags.WINDUP | FightFlags.HIT_WINDOW):
+        if self.flags(a) & _IN_WINDOW:
             return self._refuse(who, "strike", Refusal.IN_WINDOW, "a grab strike is before or in its hit window", mv)
         move = int(move) if move is not None else int(Move.GRAB_KNEE)
         if move not in GRAB_STRIKES:
@@ -242,7 +247,7 @@ class Pairs(Locomotion):
         self._require(4)
         hold_a = self._loop(a, Move.HOLD, held=FightFlags.PAIRED)
         hold_v = self._loop(v, Move.HOLD_VICTIM, held=FightFlags.PAIRED, attacker=a)
-        self._change(a, self._clip(a, move, hold_a, held=FightFlags.PAIRED | FightFlags.WINDUP))
+        self._change(a, self._clip(a, move, hold_a, held=_PAIRED_WINDUP))
         self._change(v, self._clip(v, GRAB_STRIKES[Move(move)], hold_v, held=FightFlags.PAIRED, attacker=a))
         c.move_id = move
         c.struck = False

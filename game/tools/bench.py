@@ -49,6 +49,8 @@ import argparse
 import json
 import resource
 import time
+from bisect import bisect
+from itertools import accumulate
 from statistics import median
 from typing import Any
 
@@ -153,6 +155,10 @@ WALK_FLAGS = int(LOCOMOTION_FLAGS | TaskFlags.CONTINUOUS)    # the walk start's 
 COMMAND_KINDS = ("gait_target", "walk_start", "walk_stop", "attack", "combo", "hit", "mix", "pick",
                  "direction", "queued")
 COMMAND_WEIGHTS = (30, 14, 10, 18, 6, 13, 1, 1, 1, 6)   # types 10, 11, 13: 1% of commands each (rare, as in the game)
+# random.choices' own cumulated weights and total (the same draw: one random() bisected)
+_CUM_WEIGHTS = tuple(accumulate(COMMAND_WEIGHTS))
+_TOTAL_WEIGHT = _CUM_WEIGHTS[-1] + 0.0
+_N_KINDS = len(COMMAND_KINDS)
 ATTACKS = (Move.JAB, Move.KICK, Move.CROSS, Move.HOOK)
 REACTIONS = (Move.HIT_FRONT, Move.HIT_BACK, Move.HIT_HEAVY)
 
@@ -182,10 +188,17 @@ class _PairView:
 
     @property
     def names(self) -> dict[str, int]:
-        return {n: self._game.names[n] for n in self._pair}
+        a, b = self._pair
+        names = self._game.names
+        return {a: names[a], b: names[b]}
 
     def humans(self) -> list[tuple[str, int]]:
-        return sorted(self.names.items(), key=lambda kv: kv[1])
+        """The two fighters as (name, entity) in entity order (Game.humans over the pair:
+        a name gone from the Game raises KeyError, as ``names``), a new list each call."""
+        a, b = self._pair
+        names = self._game.names
+        ea, eb = names[a], names[b]
+        return [(a, ea), (b, eb)] if ea <= eb else [(b, eb), (a, ea)]
 
     def __getattr__(self, name):
         return getattr(self._game, name)
@@ -224,7 +237,8 @@ class RealisticCrowd:
     same seed and size give the same commands and the same state.
 
     ``commands`` counts the commands issued, ``command_s`` / ``command_cpu_s`` their wall
-    and CPU time (each timed around the player calls alone), ``by_kind`` [count, wall s,
+    and CPU time (each timed from the clocks' reading before its player calls to the one
+    after them; an update's draws are made before its first command), ``by_kind`` [count, wall s,
     CPU s] per kind of COMMAND_KINDS, ``refused`` the commands a limit of the original
     refused (AnimLimitError; counted, the update goes on). A command's mean CPU on
     2026-12-01 (medians of 3 runs, load average 2.4-4.1 on 2 cores): 22.2 µs at 1,000
@@ -320,27 +334,44 @@ class RealisticCrowd:
             return
         from scuffle.anim.stack import AnimLimitError
 
-        rng, by_kind, clock, cpu_clock = self.rng, self.by_kind, time.perf_counter, time.process_time
-        for i, inst in phase:
-            kind = rng.choices(COMMAND_KINDS, COMMAND_WEIGHTS)[0]
-            x, k, fade = rng.uniform(0.0, 4.0), rng.randrange(12), REAL_FADE[rng.randrange(3)]
-            if kind == "queued" and inst.queue:
-                kind = "hit"
-            c0 = cpu_clock()
-            t0 = clock()
-            try:
-                self._do(kind, inst, x, k, fade)
-            except AnimLimitError:
-                self.refused += 1
-            dt = clock() - t0
-            dc = cpu_clock() - c0
-            self.commands += 1
-            self.command_s += dt
-            self.command_cpu_s += dc
-            one = by_kind[kind]
-            one[0] += 1
-            one[1] += dt
-            one[2] += dc
+        # the phase's draws first (the commands draw nothing from this generator: the same
+        # numbers in the same order as drawn one command at a time; random.choices' draw,
+        # its cumulated weights kept), then the commands, each timed from the clocks' last
+        # reading to their next: two readings a command, not four
+        rng = self.rng
+        rand, uniform, randrange = rng.random, rng.uniform, rng.randrange
+        draws = []
+        for _ in phase:
+            kind = COMMAND_KINDS[bisect(_CUM_WEIGHTS, rand() * _TOTAL_WEIGHT, 0, _N_KINDS - 1)]
+            draws.append((kind, uniform(0.0, 4.0), randrange(12), REAL_FADE[randrange(3)]))
+        do, clock, cpu_clock = self._do, time.perf_counter, time.process_time
+        kinds, walls, cpus = [], [], []
+        c0 = cpu_clock()
+        t0 = clock()
+        try:
+            for (i, inst), (kind, x, k, fade) in zip(phase, draws):
+                if kind == "queued" and inst.queue:
+                    kind = "hit"
+                try:
+                    do(kind, inst, x, k, fade)
+                except AnimLimitError:
+                    self.refused += 1
+                t1 = clock()
+                c1 = cpu_clock()
+                kinds.append(kind)
+                walls.append(t1 - t0)
+                cpus.append(c1 - c0)
+                t0, c0 = t1, c1
+        finally:                                          # the commands done are counted, whatever raised
+            by_kind = self.by_kind
+            self.commands += len(kinds)
+            for kind, dt, dc in zip(kinds, walls, cpus):
+                self.command_s += dt
+                self.command_cpu_s += dc
+                one = by_kind[kind]
+                one[0] += 1
+                one[1] += dt
+                one[2] += dc
 
 
 def _build_realistic(n: int, engine: str = "compiled", seed: int = 1):

@@ -216,3 +216,19 @@ def test_queued_starts_run_in_the_engine_in_step_order():
                                                      ("loop 2", "h1")]
     assert eng.index(("clip 15", "h0")) == eng.index(("update", 20)) - 4
     assert stepped == [2] * 22                           # both humans, the queued start's too, every update
+
+
+def test_check_callback_passes_plain_callbacks_as_they_are_and_refuses_the_rest():
+    """The common Callback (a str kind, ints, strs, bools, bytes and None as arguments) is
+    returned as it is; a float is checked finite, a tuple walked, a bad kind or args refused
+    (CallbackError naming the field), however the Callback is spelled."""
+    from scuffle.anim.callbacks import Callback, CallbackError, check_callback
+
+    cb = Callback("k", (1, "a", None, True, b"x"))
+    assert check_callback(cb, "on_end") is cb
+    assert check_callback(Callback("k", (1.5, (2, "b"))), "on_end") == Callback("k", (1.5, (2, "b")))
+    for bad, field in ((Callback("", ()), "on_end.kind"), (Callback(3, ()), "on_end.kind"),
+                       (Callback("k", [1]), "on_end.args"), (Callback("k", (float("nan"),)), "on_end.args[0]"),
+                       (Callback("k", (1, (object(),))), "on_end.args[1][0]")):
+        with pytest.raises(CallbackError, match=re.escape(field)):
+            check_callback(bad, "on_end")

@@ -618,3 +618,23 @@ def test_damaged_resources_raise_only_resource_format_error(data):
         assert f"at byte {e.offset} " in str(e) and 0 <= e.offset <= len(data)
         return
     assert save_resource(res) == data                     # what loads, saves back to the same bytes
+
+
+def test_a_range_lists_records_are_made_once_and_a_new_list_has_its_own():
+    """RangeList[i] is made at the first read and the same (frozen) record after, by an
+    int or an IntEnum id alike; with_record's new list reads its own record, the old list
+    keeps its; ids outside the list are refused as before."""
+    from scuffle.anim.rangelist import RangeFlags, RangeList, RangeRecord, UnknownAnimId
+    from scuffle.game.fighters.moves import Move
+
+    rl = RangeList.from_records({5: RangeRecord(1, 2, 0.5, 0, 7, 3, RangeFlags(0)),
+                                 int(Move.JAB): RangeRecord(0, 1000, 1.0, 0, 10, 1, RangeFlags(0))})
+    first = rl[5]
+    assert first == RangeRecord(1, 2, 0.5, 0, 7, 3, RangeFlags(0)) and rl[5] is first
+    assert rl[Move.JAB] is rl[int(Move.JAB)] and rl[Move.JAB].damage == 10
+    other = rl.with_record(5, RangeRecord(0, 0, 2.0, 0, 1, 0, RangeFlags(0)))
+    assert other[5].reach == 2.0 and other[5].damage == 1
+    assert rl[5] is first and rl[5].damage == 7
+    for bad in (-1, len(rl), True, 2.0):
+        with pytest.raises(UnknownAnimId):
+            rl[bad]

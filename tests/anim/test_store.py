@@ -159,3 +159,37 @@ def test_a_take_that_grows_a_table_gives_a_new_row_not_a_live_one():
     grown = t.alloc_default()
     assert grown not in rows and t.capacity == 8 and t.in_use == 5
     assert len({t.alloc(zero=False) for _ in range(3)} | set(rows) | {grown}) == 8
+
+
+def test_freed_rows_come_back_at_the_defaults_few_or_many_and_after_growth():
+    """Table._reset_dirty: rows given back are at the task table's defaults when taken
+    again, whether a few (one by one, through the fast views it keeps) or many (a write
+    per column), and after the table grew (new arrays: the kept views are made again)."""
+    from scuffle.anim.store import LAYOUT_EPOCH, Table
+
+    t = Table({"nxt": np.int64, "rate": np.float32, "on": np.bool_}, capacity=4,
+              defaults={"nxt": -1, "rate": 0.0, "on": False})
+    for count in (1, 3, 6, 7, 20):
+        before = LAYOUT_EPOCH[0]
+        rows = [t.alloc_default() for _ in range(count)]
+        grew = LAYOUT_EPOCH[0] != before
+        for r in rows:
+            t.nxt[r], t.rate[r], t.on[r] = 5, 2.5, True
+        for r in rows:
+            t.free(r)
+        again = [t.alloc_default() for _ in range(count)]
+        assert sorted(again) == sorted(rows), (count, grew)
+        assert (t.nxt[again] == -1).all() and (t.rate[again] == 0.0).all() and not t.on[again].any(), count
+        for r in again:
+            t.free(r)
+    # the few-rows path's kept views follow the arrays: grow, then free and take a few
+    r = t.alloc_default()
+    t.nxt[r] = 9
+    t.free(r)
+    old = t.nxt
+    t._grow(t.capacity * 2)
+    assert t.nxt is not old
+    r2 = t.alloc_default()
+    while r2 != r:                                    # the grown rows come first: take down to r
+        r2 = t.alloc_default()
+    assert t.nxt[r] == -1 and old[r] == 9             # the new array reset, not the old one

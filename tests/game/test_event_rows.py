@@ -68,3 +68,46 @@ def test_a_fired_events_component_given_a_list_holds_it():
                 break
         assert comp.source is g.instance("h0")              # it fired: the animation step links it again
         assert comp.events and comp.events is g.instance("h0").events
+
+
+def _fired_by_scan(g) -> list:
+    """The humans with events this update, found by looking at every one (entity order)."""
+    out = []
+    for name, ent in g.humans():
+        inst = g.instance(name)
+        if inst._event_rows is not None or inst._events:
+            out.append((ent, inst))
+    return out
+
+
+def test_the_fired_list_is_the_steps_own_few_and_crowd():
+    """ctx.fired comes from the compiled step's own list of who fired (BatchEngine.fired_places),
+    for a few humans and for a crowd (its column path): the same humans, in entity order,
+    as a look at every human."""
+    for n in (6, 40):
+        with event_game(n) as g:
+            listed = 0
+            for _ in range(25):
+                g.step()
+                assert [(e, i) for e, _, i in g.ctx.fired] == _fired_by_scan(g)
+                listed += len(g.ctx.fired)
+            assert listed > n                            # the clips' events fired, many times
+
+
+def test_fired_places_is_known_only_for_the_list_just_stepped():
+    """fired_places answers for the very list the last step went over, and not for another
+    list, a step with a human listed twice, or after the next step began."""
+    with event_game(20) as g:
+        p = g.player
+        insts = [g.instance(f"h{i}") for i in range(20)]
+        seen = 0
+        for _ in range(12):
+            p.step(insts)
+            ks = p.batch.fired_places(insts)
+            assert ks == [k for k, inst in enumerate(insts) if inst._event_rows is not None]
+            assert p.batch.fired_places(list(insts)) is None
+            seen += len(ks)
+        assert seen > 0
+        twice = insts + insts[:1]
+        p.step(twice)
+        assert p.batch.fired_places(twice) is None and p.batch.fired_places(insts) is None
