@@ -63,6 +63,7 @@ from .pose import POSE_STACK_SIZE
 from .tasks import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, HELD_EVENTS, PICK_SAMPLINGS,
                     PICK_THRESHOLDS, WINDOW_RULES, BlendWindow, HeldFlags, PickSampling, TaskType)
 from .jitcache import cache_setting
+from .jitpipe import LinkOnlyCompiler
 
 # numba's on-disk cache: True, or False with no writable cache folder (the kernels then
 # compile for the process only); a corrupt cache is set aside first (anim/jitcache.py).
@@ -73,8 +74,8 @@ CACHE = cache_setting(__file__)
 # and no reference counting (_nrt=False: the arrays they take are the kernel's). Never
 # call one from Python (it has no entry point there); from an @njit function, as the
 # kernels do.
-_helper = njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
-               no_cfunc_wrapper=True)
+_helper = njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
+               no_cfunc_wrapper=True, pipeline_class=LinkOnlyCompiler)
 # The kernels', which Python calls: without reference counting either (the caller holds
 # every array for the call; its unboxing then cleans nothing up) and no C wrapper.
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
@@ -159,7 +160,7 @@ def frame_of(t):
     """The cursor frame uint(t x 30 + 0.5) in the FPU's arithmetic, saturating."""
     v = add(mul(t, 30.0), 0.5)
     if v > 0.0:
-        return np.int64(min(v, _INT_MAX))
+        return np.int64(_INT_MAX if _INT_MAX < v else v)     # min(v, _INT_MAX)
     return np.int64(0)
 
 
@@ -209,8 +210,10 @@ def _scale_turn(qx, qy, qz, qw, rate32):
     """
     if rate32 == np.float32(1.0) or abs(np.float32(1.0) - qw) <= np.float32(5e-7):
         return qx, qy, qz, qw
-    r = np.float64(min(max(rate32, np.float32(0.0)), np.float32(1.0)))
-    w = np.float64(min(max(qw, np.float32(-1.0)), np.float32(1.0)))
+    r = rate32 if rate32 > np.float32(0.0) else np.float32(0.0)  # min(max(rate32, 0), 1) and min(max(qw, -1), 1)
+    r = np.float64(np.float32(1.0) if np.float32(1.0) < r else r)
+    w = np.float32(-1.0) if np.float32(-1.0) > qw else qw
+    w = np.float64(np.float32(1.0) if np.float32(1.0) < w else w)
     half = acos_s(w)
     sh = math.sqrt(1.0 - w * w)
     if sh == 0.0:
@@ -345,7 +348,8 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
     1 / sqrt(1 - dot^2), rounded to float32 as numpy's float32 slerp rounds them. Max
     error vs quat.slerp under 3e-7 (weights under 5e-8; was libm acos, sin and cos).
     """
-    t = min(max(t, np.float32(0.0)), np.float32(1.0))
+    t = np.float32(0.0) if np.float32(0.0) > t else t     # min(max(t, 0), 1)
+    t = np.float32(1.0) if np.float32(1.0) < t else t
     ax = s_rot[pa, b, 0]
     ay = s_rot[pa, b, 1]
     az = s_rot[pa, b, 2]
@@ -355,7 +359,8 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
     bz = s_rot[pb, b, 2]
     bw = s_rot[pb, b, 3]
     dot = ax * bx + ay * by + az * bz + aw * bw
-    d = min(abs(dot), np.float32(1.0))
+    d = abs(dot)
+    d = np.float32(1.0) if np.float32(1.0) < d else d     # min(abs(dot), 1)
     if d > np.float32(0.9995):
         wb = t if dot >= 0 else -t
         wa = np.float32(1.0) - t
@@ -565,7 +570,9 @@ def _fade_weight(el, dur):
     """anim.tasks.fade_weight: (1 + cos(pi t / d)) / 2, d <= 0 gives 0."""
     if dur <= 0.0:
         return 0.0
-    x = min(max(el / dur, 0.0), 1.0)
+    q = el / dur
+    x = 0.0 if 0.0 > q else q             # min(max(el / dur, 0), 1)
+    x = 1.0 if 1.0 < x else x
     return (1.0 + cos_pi_s(x)) / 2.0
 
 
@@ -792,7 +799,8 @@ def _set_time(c, t, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, 
     """Cursor.set_time: the time without a step, the frame capped at F - 1."""
     c_t[c] = t
     f = frame_of(t)
-    cap = max(np.int64(c_end[c]) - 1, 0)
+    cap = np.int64(c_end[c]) - 1
+    cap = 0 if 0 > cap else cap          # max(end - 1, 0)
     if f > cap:
         f = cap
     c_frame[c] = f
@@ -911,7 +919,7 @@ def _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c
     if nx < 0 or b <= 0.0:
         return 0.0
     d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
-    return min(b, d)
+    return d if d < b else b              # min(b, d)
 
 
 @_helper
@@ -933,9 +941,11 @@ def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
     tgt = np.float64(g_target[g])
     limit = mul(mul(np.float64(t_rate[r]), dt), np.float64(t_speed[r]))
     if tgt > old:
-        return min(add(old, limit), tgt)
+        v = add(old, limit)
+        return tgt if tgt < v else v      # min(old + limit, tgt)
     if tgt < old:
-        return max(sub(old, limit), tgt)
+        v = sub(old, limit)
+        return tgt if tgt > v else v      # max(old - limit, tgt)
     return old
 
 
@@ -1237,7 +1247,9 @@ def _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_
                 need_ev += 2 * e_count[c_bank[t_c3[r]]]
         if t_type[r] == _GAIT:          # a clip a change of pair brings in may lead
             g = t_aux[r]
-            most = max(e_count[g_b0[g]], e_count[g_b1[g]], e_count[g_b2[g]], e_count[g_b3[g]], e_count[g_b4[g]])
+            most = e_count[g_b0[g]]      # the most of the five pairs' clips' events
+            for b in (g_b1[g], g_b2[g], g_b3[g], g_b4[g]):
+                most = e_count[b] if e_count[b] > most else most
             need_ev += 2 * most
         if (t_type[r] == _CLIP or t_type[r] == _PAIRED_CLIP) and t_nxt[r] >= 0 and n < walk.shape[0]:
             if t_type[t_nxt[r]] == _FADE:
@@ -1502,7 +1514,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     n_gait = counts[COUNT_GAITS]
     n_wrap = counts[COUNT_WRAPS]
     cap_ev = ev_out.shape[0]
-    cap_def = min(def_out.shape[0], wrap_out.shape[0])
+    cap_def = wrap_out.shape[0] if wrap_out.shape[0] < def_out.shape[0] else def_out.shape[0]
     for k in range(start, rows.shape[0]):
         hi = rows[k]
         need_ev, need_def, runnable = _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_bank,
@@ -1511,7 +1523,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
             status[k] = STATUS_BAD
             ev_lo[k] = ev_hi[k] = n_ev
             continue
-        if n_ev + need_ev > cap_ev or max(n_def, n_wrap) + need_def > cap_def:
+        if n_ev + need_ev > cap_ev or (n_wrap if n_wrap > n_def else n_def) + need_def > cap_def:
             _save_counts(counts, n_ev, n_def, n_gait, n_wrap, k)
             return
         st = 0
@@ -1857,7 +1869,9 @@ def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_valu
         c = _cursor_k(r, k, t_c0, t_c1, t_c2, t_c3)
         if t_sampling[r] != _PICK_ALL:
             return _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
-        fit = min(max(_POSES - sp, 0), 4)      # the four pushes that fit; the rest refused
+        fit = _POSES - sp                      # the four pushes that fit (min(max(., 0), 4)); the rest refused
+        fit = 0 if 0 > fit else fit
+        fit = 4 if 4 < fit else fit
         nref += 4 - fit
         if k < fit:
             sp, nref = _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
@@ -1962,7 +1976,8 @@ def _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_
                 continue
             tt2 = into if cc == lead else mul(div(into, d), np.float64(c_dur[cc]))
             _set_time(cc, tt2, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
-    return min(into / b, 1.0)
+    q = into / b
+    return 1.0 if 1.0 < q else q          # min(into / b, 1)
 
 
 @_inline
