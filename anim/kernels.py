@@ -124,8 +124,8 @@ def _truncate(r, err):
     return np.float64(f)
 
 
-@njit(cache=CACHE)
-def add(a, b):
+@_helper
+def _add(a, b):
     """float32 a + b rounded toward zero (float64 in and out, holding float32 values)."""
     r = a + b
     bb = r - a
@@ -133,20 +133,20 @@ def add(a, b):
     return _truncate(r, err)
 
 
-@njit(cache=CACHE)
-def sub(a, b):
+@_helper
+def _sub(a, b):
     """float32 a - b rounded toward zero."""
-    return add(a, -b)
+    return _add(a, -b)
 
 
-@njit(cache=CACHE)
-def mul(a, b):
+@_helper
+def _mul(a, b):
     """float32 a x b rounded toward zero (the double product of two float32s is exact)."""
     return _truncate(a * b, 0.0)
 
 
-@njit(cache=CACHE)
-def div(a, b):
+@_helper
+def _div(a, b):
     """float32 a / b rounded toward zero (b != 0)."""
     q = a / b
     if q != q or q == math.inf or q == -math.inf:
@@ -155,13 +155,27 @@ def div(a, b):
     return _truncate(q, (a - r) / b)
 
 
-@njit(cache=CACHE)
-def frame_of(t):
+@_helper
+def _frame_of(t):
     """The cursor frame uint(t x 30 + 0.5) in the FPU's arithmetic, saturating."""
-    v = add(mul(t, 30.0), 0.5)
+    v = _add(_mul(t, 30.0), 0.5)
     if v > 0.0:
         return np.int64(_INT_MAX if _INT_MAX < v else v)     # min(v, _INT_MAX)
     return np.int64(0)
+
+
+def _python_of(f):
+    """The Python function of an njit dispatcher (itself under NUMBA_DISABLE_JIT=1)."""
+    return getattr(f, "py_func", f)
+
+
+# The same five for Python (tests, anim.f32's twins): compiled with an entry point and
+# cached, when Python calls them; the kernels call the link-only ones above (anim.jitpipe).
+add = njit(cache=CACHE)(_python_of(_add))
+sub = njit(cache=CACHE)(_python_of(_sub))
+mul = njit(cache=CACHE)(_python_of(_mul))
+div = njit(cache=CACHE)(_python_of(_div))
+frame_of = njit(cache=CACHE)(_python_of(_frame_of))
 
 
 # ---------------------------------------------------------------- poses
@@ -250,7 +264,7 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     sent_vel, sent_bone, animated = bank.sent_vel, bank.sent_bone, bank.animated
     ref_rot, bind_height = bank.ref_bone_rot, bank.bind_height
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
-    x = np.float32(mul(np.float64(time), 30.0))
+    x = np.float32(_mul(np.float64(time), 30.0))
     f = math.ceil(np.float64(x) - 0.5)
     if f < 0.0:
         f = 0.0
@@ -798,7 +812,7 @@ def _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
 def _set_time(c, t, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     """Cursor.set_time: the time without a step, the frame capped at F - 1."""
     c_t[c] = t
-    f = frame_of(t)
+    f = _frame_of(t)
     cap = np.int64(c_end[c]) - 1
     cap = 0 if 0 > cap else cap          # max(end - 1, 0)
     if f > cap:
@@ -823,11 +837,11 @@ def _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_b
     """Cursor.advance: by ``step``; the events reached go to ``ev_out`` as task ``r``'s
     (muted: none). Returns (the overshoot or 0.0, the events' new count).
     Original: 0x001044a0 AnimCursor_Advance."""
-    t = add(np.float64(c_t[c]), step)
-    f = frame_of(t)
+    t = _add(np.float64(c_t[c]), step)
+    f = _frame_of(t)
     if f >= c_end[c]:
         c_at_end[c] = True
-        return sub(t, np.float64(c_limit[c])), n_ev
+        return _sub(t, np.float64(c_limit[c])), n_ev
     c_at_end[c] = False
     c_t[c] = t
     c_frame[c] = f
@@ -939,12 +953,12 @@ def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
     g = t_aux[r]
     old = np.float64(g_value[g])
     tgt = np.float64(g_target[g])
-    limit = mul(mul(np.float64(t_rate[r]), dt), np.float64(t_speed[r]))
+    limit = _mul(_mul(np.float64(t_rate[r]), dt), np.float64(t_speed[r]))
     if tgt > old:
-        v = add(old, limit)
+        v = _add(old, limit)
         return tgt if tgt < v else v      # min(old + limit, tgt)
     if tgt < old:
-        v = sub(old, limit)
+        v = _sub(old, limit)
         return tgt if tgt > v else v      # max(old - limit, tgt)
     return old
 
@@ -1134,7 +1148,7 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
     Original: 0x0010b090 (type 10; its details ours)."""
     v = t_value[r]
     tgt = t_target[r]
-    limit = mul(mul(np.float64(t_rate[r]), dt), np.float64(t_speed[r]))
+    limit = _mul(_mul(np.float64(t_rate[r]), dt), np.float64(t_speed[r]))
     if tgt > v:
         nv = v + limit
         if tgt < nv:                        # min(v + limit, target): the first unless the second is less
@@ -1157,7 +1171,7 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
     c_flags[fc] = base | _MUTED
     _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
                                c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
-    tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
+    tf = _mul(_div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
     _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
     return n_ev
 
@@ -1170,7 +1184,7 @@ def _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming, 
     task and itself (StackRules.complete_fade). Returns (the deferred count, whether the
     stack changed). Original: 0x00106cc8."""
     a = t_aux[r]
-    el = add(np.float64(f_el[a]), step)
+    el = _add(np.float64(f_el[a]), step)
     f_el[a] = el
     if not (el >= f_dur[a] or h_depth[hi] > cleanup_above):
         return n_def, False
@@ -1349,7 +1363,7 @@ def _in_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_bl
     if t_window[r] == _KEPT:
         return False
     b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader)
-    return b > 0.0 and sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b)) > 0.0
+    return b > 0.0 and _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b)) > 0.0
 
 
 @_helper
@@ -1377,7 +1391,7 @@ def _change_pair(r, nl, old_lead, t_c0, t_c1, t_aux, gaits, cursors, events, pai
     for j in range(2):
         if pair4[2 + j] == 1:
             cn = pair4[j]
-            tn = mul(div(np.float64(c_t[old_lead]), np.float64(c_dur[old_lead])), np.float64(c_dur[cn]))
+            tn = _mul(_div(np.float64(c_t[old_lead]), np.float64(c_dur[old_lead])), np.float64(c_dur[cn]))
             _set_time(cn, tn, c_t, cursors.frame, cursors.end, cursors.bank, cursors.ev, cursors.evf, events.first,
                       events.n, events.frame)
     t_c0[r] = pair4[0]
@@ -1427,7 +1441,7 @@ def _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_a
                                      c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
     if wrapped and t_callback[r]:
         n_wrap = _note_wrap(hi, r, wrap_out, n_wrap)
-    tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
+    tf = _mul(_div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
     _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
     return n_ev, n_wrap
 
@@ -1456,7 +1470,7 @@ def _step_direction(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, c_t,
     _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
                                c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
     for fc in (t_c0[r], t_c2[r]):
-        tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
+        tf = _mul(_div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
         _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
     return n_ev
 
@@ -1542,7 +1556,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
             r = task
             while True:                     # a task, then the next tasks it advances too
                 tt = t_type[r]
-                step = mul(dt, np.float64(t_rate[r]))
+                step = _mul(dt, np.float64(t_rate[r]))
                 if tt == _LOOP:
                     n_ev, n_wrap = _step_loop(hi, r, step, sink_on, zero_overshoot, t_c0, t_wraps, t_callback, c_t,
                                               c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end,
@@ -1964,7 +1978,7 @@ def _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_
     b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader)
     if b <= 0.0:
         return -1.0
-    into = sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b))
+    into = _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b))
     if into <= 0.0:
         return -1.0
     nx = t_nxt[r]
@@ -1974,7 +1988,7 @@ def _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_
         for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
             if cc < 0:
                 continue
-            tt2 = into if cc == lead else mul(div(into, d), np.float64(c_dur[cc]))
+            tt2 = into if cc == lead else _mul(_div(into, d), np.float64(c_dur[cc]))
             _set_time(cc, tt2, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
     q = into / b
     return 1.0 if 1.0 < q else q          # min(into / b, 1)
