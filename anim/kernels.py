@@ -54,7 +54,8 @@ import numpy as np
 from numba import njit
 
 from .clip import EventType
-from .detmath import RAD, acos_s, cos_pi_s, sin_cos_deg_s, sin_cos_s
+from . import detmath as _detmath
+from .detmath import RAD
 from .kernel_types import (BankTables, CursorCols, EventIndex, FadeCols, GaitCols, HumanCols, PlanArrays,
                            PoseBuffers, PoseOut, Scratch, StepBuffers, StepRules, TaskCols)
 from .sampler import CursorFlags
@@ -168,6 +169,14 @@ def _python_of(f):
     """The Python function of an njit dispatcher (itself under NUMBA_DISABLE_JIT=1)."""
     return getattr(f, "py_func", f)
 
+
+# anim.detmath's scalar forms as the kernels call them: link-only (anim.jitpipe) like the
+# helpers, compiled from detmath's own Python functions (register_jitable: numba compiled
+# each with machine code of its own in every process; what they call inside stays so).
+acos_s = _helper(_detmath.acos_s)
+cos_pi_s = _helper(_detmath.cos_pi_s)
+sin_cos_s = _helper(_detmath.sin_cos_s)
+sin_cos_deg_s = _helper(_detmath.sin_cos_deg_s)
 
 # The same five for Python (tests, anim.f32's twins): compiled with an entry point and
 # cached, when Python calls them; the kernels call the link-only ones above (anim.jitpipe).
