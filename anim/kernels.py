@@ -74,7 +74,8 @@ CACHE = cache_setting(__file__)
 # a call from Python that never comes: a quarter of the cold compile; issue 19, item 7),
 # and no reference counting (_nrt=False: the arrays they take are the kernel's). Never
 # call one from Python (it has no entry point there); from an @njit function, as the
-# kernels do.
+# kernels do. Compiled for linking only (anim/jitpipe.py: no machine code of its own,
+# so not in numba's on-disk cache either: cache=False; the kernels that link it are).
 _helper = njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
                no_cfunc_wrapper=True, pipeline_class=LinkOnlyCompiler)
 # The kernels', which Python calls: without reference counting either (the caller holds
