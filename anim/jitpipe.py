@@ -4,31 +4,38 @@ on-disk cache entry (issue 19, item 7: the first step on a fresh install).
 What goes in: the ``pipeline_class=`` of anim/kernels.py's ``@_helper`` functions (the
 named steps that only the kernels call, never Python: no CPython or C wrapper). What
 comes out: numba's nopython pipeline as always (type inference, lowering, LLVM's
-per-function and module -O3 passes on the helper's own library), except that the
-optimised IR is not handed to the JIT engine: no machine code is emitted for it. The
-kernel that calls a helper links that IR and optimises and emits the whole, as numba
-always did; the kernels are cached on disk whole (``cache=True``), so a later process
-loads them without compiling any helper.
+per-function -O3 passes on the helper's own functions), but no module passes on the
+helper's library and no machine code: its IR is not handed to the JIT engine. The kernel
+that calls a helper links that IR and runs numba's module passes (the cheap pass, then
+the full -O3 pipeline, which inlines and optimises the linked helpers) and emits the
+whole, as numba always did; the kernels are cached on disk whole (``cache=True``), so a
+later process loads them without compiling any helper.
 
-Why: numba emitted machine code for every helper and saved it in its on-disk cache,
-yet no helper's own code ever ran: every call is to the copy linked into a kernel.
-That emission and those cache files were about 1.3 s of the 13-15 s of CPU a cold
-first step compiles (both big kernels in one process, 2 December).
+Why: numba optimised every helper's library at module level (its callees linked in and
+optimised again at each level: a helper called by a helper called by a kernel went
+through LLVM's module -O3 three times before the kernel's own), emitted machine code for
+it and saved that in its on-disk cache, yet no helper's own code ever ran: every call is
+to the copy linked into a kernel. Measured on a cold cache (2 December, a loaded 2-core
+machine): the emission and cache files were about 1.3 s of the 13-15 s of CPU a first
+step compiles with both big kernels in one process, the helpers' module passes about 0.5
+s more on each big kernel's side.
 
-Measured alongside, and not kept: skipping the helpers' LLVM optimisation as well (the
-kernels then optimise raw helper IR: about the same total CPU, and LLVM inlines
-differently), forcing every helper inline (20 s instead of 13), skipping the kernels'
-own per-function passes (no gain). The loop and SLP vectorizers are about 1 % of it.
+Measured alongside, and not kept: skipping the helpers' per-function passes as well (the
+kernels then optimise raw helper IR: no gain in all), forcing every helper inline (20 s
+instead of 13), skipping the kernels' own per-function passes (no gain). The loop and
+SLP vectorizers are about 1 % of it.
 
 What it does not change: numba's global configuration (NUMBA_OPT, the vectorizers, the
 shared codegen): an engine author's own ``@njit`` code in the same process compiles as
 it would without scuffle; the kernels' own libraries (optimised, emitted and cached as
-before). The kernels' code differs from numba's usual only in what LLVM's code
-generator used to rewrite in each helper's IR before the kernel linked it (CodeGenPrepare:
-address arithmetic, a few attributes): the same float operations in the same order (no
-fast-math), the same bits (tests/anim/test_kernels.py). A helper compiled this way
-cannot be called from Python (it has no entry point: ``get_pointer_to_function`` gives
-0, as it did without a CPython wrapper) nor saved in numba's cache (``cache=False``).
+before). The kernels' code differs from numba's usual: LLVM now sees each helper once,
+in the kernel, and inlines a little differently (step_stacks keeps 9 helpers as calls
+instead of 14, pose_stacks 8 instead of 11); the same float operations in the same order
+(no fast-math flags, so no reassociation), the same bits (tests/anim/test_reference.py,
+the bench's state_checksum); the kernels ran no slower (the bench's kernel CPU, old and
+new taking turns, medians of 3). A helper compiled this way cannot be called from Python
+(it has no entry point: ``get_pointer_to_function`` gives 0, as it did without a CPython
+wrapper) nor saved in numba's cache (``cache=False``).
 """
 from __future__ import annotations
 
@@ -41,10 +48,14 @@ __all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler"]
 
 
 class LinkOnlyLibrary(JITCodeLibrary):
-    """numba's JITCodeLibrary (optimised as usual) whose module never goes to the JIT
-    engine: no machine code, only the optimised IR the calling kernels link
-    (``_get_module_for_linking``). Its functions cannot be called from Python, and it
-    cannot be serialised for numba's on-disk cache (RuntimeError: use cache=False)."""
+    """numba's JITCodeLibrary with its per-function passes only (no module passes) and
+    whose module never goes to the JIT engine: no machine code, only the IR the calling
+    kernels link (``_get_module_for_linking``) and optimise. Its functions cannot be
+    called from Python, and it cannot be serialised for numba's on-disk cache
+    (RuntimeError: use cache=False)."""
+
+    def _optimize_final_module(self):
+        pass                              # the kernel's module passes optimise the linked helpers, once
 
     def _finalize_final_module(self):
         # numba's, without adding the module to the JIT engine (no machine code)
