@@ -10,7 +10,9 @@ step on a fresh install): numba compiles one function at a time, so on its first
 call the batch driver asks ``compile_aside`` to compile the other big kernel in a child
 process (for the very argument types it will be called with) while this process
 compiles the one it calls; before it calls the other one, ``await_kernel`` waits for the
-child, and numba then loads the kernel from its on-disk cache instead of compiling it.
+child, and numba then loads the kernel from its on-disk cache instead of compiling it;
+while the child is still at it, this process compiles the small kernels a first step
+calls next (``MEANWHILE``: root_motion_step), which would otherwise follow the wait.
 Only when it can help and cannot harm: a writable cache (not under NUMBA_DISABLE_JIT=1,
 nor with no cache folder), the kernel not cached yet, two cores or more for this
 process, and ``SCUFFLE_COMPILE_ASIDE`` not ``0``. The child compiles into a folder of its
@@ -35,7 +37,8 @@ from . import kernels as K
 
 __all__ = ["LOGGER", "COMPILE_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED", "kernels_cached",
            "cold_notice", "note_cold_compile", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
-           "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child"]
+           "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
+           "meanwhile", "root_motion_args"]
 
 LOGGER = logging.getLogger("scuffle")
 COMPILE_MESSAGE = ("compiling the animation kernels (once per install: numba caches them for later runs; "
@@ -111,7 +114,8 @@ def note_cold_compile() -> bool:
 ASIDE_ENV = "SCUFFLE_COMPILE_ASIDE"     # "0": never compile a kernel in a child process
 ASIDE_TIMEOUT_S = 600.0                 # the longest await_kernel waits for a child (then compiles here)
 ASIDE: dict[str, tuple] = {}            # kernel name -> (child process, its private cache folder)
-ASIDE_LOG: list[dict] = []              # per kernel compiled aside: its name, whether the child made it
+ASIDE_LOG: list[dict] = []              # per kernel compiled aside: its name, whether the child made it,
+                                        # the kernels compiled here meanwhile
 
 _CHILD_CODE = ("import json, sys; cfg = json.loads(sys.argv[1]); sys.path[:0] = cfg['path']; "
                "from scuffle.anim.coldstart import compile_child; sys.exit(compile_child(cfg, sys.stdin.buffer.read()))")
@@ -180,8 +184,9 @@ def compile_aside(name: str, args_of) -> bool:
 
 def await_kernel(name: str) -> None:
     """Before kernel ``name`` is called: wait for the child compiling it (if one is), at
-    most ASIDE_TIMEOUT_S (then it is stopped); numba then loads the kernel from its cache,
-    or compiles it here if the child failed (its stderr is logged at DEBUG level)."""
+    most ASIDE_TIMEOUT_S (then it is stopped), compiling the MEANWHILE kernels here while
+    it runs (``meanwhile``); numba then loads the kernel from its cache, or compiles it
+    here if the child failed (its stderr is logged at DEBUG level)."""
     import shutil
     import subprocess
 
@@ -189,6 +194,7 @@ def await_kernel(name: str) -> None:
     if entry is None:
         return
     child, scratch = entry
+    also = meanwhile(child)
     try:
         code = child.wait(timeout=ASIDE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -203,7 +209,42 @@ def await_kernel(name: str) -> None:
             tail = ""
         LOGGER.debug("compiling %s in a child process failed (exit %s); compiling it here. %s", name, code, tail)
     shutil.rmtree(scratch, ignore_errors=True)
-    ASIDE_LOG.append({"kernel": name, "ok": ok})
+    ASIDE_LOG.append({"kernel": name, "ok": ok, "meanwhile": also})
+
+
+def root_motion_args() -> tuple:
+    """Arguments of the types StateUpdate calls ``root_motion_step`` with (systems/motion.py;
+    anim/warmup.py's call), on one human."""
+    import numpy as np
+
+    from .plan import Bones
+
+    p = Bones(1).poses
+    return (np.arange(1, dtype=np.int64), p.vel, p.tag, p.rot, np.zeros(1), np.zeros(1, np.bool_), np.zeros((1, 3)),
+            np.zeros((1, 3)), np.zeros(1), 1.0 / 30.0, 50.0, np.empty((1, 3)))
+
+
+# the kernels this process compiles while it waits for a child (await_kernel): the ones a
+# first step calls after the two big ones (root_motion_step: StateUpdate, after the pose)
+MEANWHILE: list[tuple] = [("root_motion_step", root_motion_args)]
+
+
+def meanwhile(child) -> list[str]:
+    """While ``child`` still compiles the big kernel this process is about to wait for,
+    compile the MEANWHILE kernels here (each for the argument types its function gives,
+    unless it has a version already): on two cores they then cost the first step no wall
+    time (issue 19, item 7: root_motion_step was 0.4-0.5 s after the wait). Stops as soon
+    as the child has ended. Returns the kernels it compiled."""
+    done: list[str] = []
+    for name, args_of in MEANWHILE:
+        if child.poll() is not None:
+            break
+        disp = getattr(K, name)
+        if disp.signatures:
+            continue
+        disp.compile(tuple(disp.typeof_pyval(a) for a in args_of()))
+        done.append(name)
+    return done
 
 
 def compile_child(cfg: dict, blob: bytes) -> int:

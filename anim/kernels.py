@@ -54,7 +54,8 @@ import numpy as np
 from numba import njit
 
 from .clip import EventType
-from .detmath import RAD, acos_s, cos_pi_s, sin_cos_deg_s, sin_cos_s
+from . import detmath as _detmath
+from .detmath import RAD
 from .kernel_types import (BankTables, CursorCols, EventIndex, FadeCols, GaitCols, HumanCols, PlanArrays,
                            PoseBuffers, PoseOut, Scratch, StepBuffers, StepRules, TaskCols)
 from .sampler import CursorFlags
@@ -63,6 +64,7 @@ from .pose import POSE_STACK_SIZE
 from .tasks import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, HELD_EVENTS, PICK_SAMPLINGS,
                     PICK_THRESHOLDS, WINDOW_RULES, BlendWindow, HeldFlags, PickSampling, TaskType)
 from .jitcache import cache_setting
+from .jitpipe import LinkOnlyCompiler
 
 # numba's on-disk cache: True, or False with no writable cache folder (the kernels then
 # compile for the process only); a corrupt cache is set aside first (anim/jitcache.py).
@@ -72,9 +74,10 @@ CACHE = cache_setting(__file__)
 # a call from Python that never comes: a quarter of the cold compile; issue 19, item 7),
 # and no reference counting (_nrt=False: the arrays they take are the kernel's). Never
 # call one from Python (it has no entry point there); from an @njit function, as the
-# kernels do.
-_helper = njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
-               no_cfunc_wrapper=True)
+# kernels do. Compiled for linking only (anim/jitpipe.py: no machine code of its own,
+# so not in numba's on-disk cache either: cache=False; the kernels that link it are).
+_helper = njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
+               no_cfunc_wrapper=True, pipeline_class=LinkOnlyCompiler)
 # The kernels', which Python calls: without reference counting either (the caller holds
 # every array for the call; its unboxing then cleans nothing up) and no C wrapper.
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
@@ -123,8 +126,8 @@ def _truncate(r, err):
     return np.float64(f)
 
 
-@njit(cache=CACHE)
-def add(a, b):
+@_helper
+def _add(a, b):
     """float32 a + b rounded toward zero (float64 in and out, holding float32 values)."""
     r = a + b
     bb = r - a
@@ -132,20 +135,20 @@ def add(a, b):
     return _truncate(r, err)
 
 
-@njit(cache=CACHE)
-def sub(a, b):
+@_helper
+def _sub(a, b):
     """float32 a - b rounded toward zero."""
-    return add(a, -b)
+    return _add(a, -b)
 
 
-@njit(cache=CACHE)
-def mul(a, b):
+@_helper
+def _mul(a, b):
     """float32 a x b rounded toward zero (the double product of two float32s is exact)."""
     return _truncate(a * b, 0.0)
 
 
-@njit(cache=CACHE)
-def div(a, b):
+@_helper
+def _div(a, b):
     """float32 a / b rounded toward zero (b != 0)."""
     q = a / b
     if q != q or q == math.inf or q == -math.inf:
@@ -154,13 +157,35 @@ def div(a, b):
     return _truncate(q, (a - r) / b)
 
 
-@njit(cache=CACHE)
-def frame_of(t):
+@_helper
+def _frame_of(t):
     """The cursor frame uint(t x 30 + 0.5) in the FPU's arithmetic, saturating."""
-    v = add(mul(t, 30.0), 0.5)
+    v = _add(_mul(t, 30.0), 0.5)
     if v > 0.0:
-        return np.int64(min(v, _INT_MAX))
+        return np.int64(_INT_MAX if _INT_MAX < v else v)     # min(v, _INT_MAX)
     return np.int64(0)
+
+
+def _python_of(f):
+    """The Python function of an njit dispatcher (itself under NUMBA_DISABLE_JIT=1)."""
+    return getattr(f, "py_func", f)
+
+
+# anim.detmath's scalar forms as the kernels call them: link-only (anim.jitpipe) like the
+# helpers, compiled from detmath's own Python functions (register_jitable: numba compiled
+# each with machine code of its own in every process; what they call inside stays so).
+acos_s = _helper(_detmath.acos_s)
+cos_pi_s = _helper(_detmath.cos_pi_s)
+sin_cos_s = _helper(_detmath.sin_cos_s)
+sin_cos_deg_s = _helper(_detmath.sin_cos_deg_s)
+
+# The same five for Python (tests, anim.f32's twins): compiled with an entry point and
+# cached, when Python calls them; the kernels call the link-only ones above (anim.jitpipe).
+add = njit(cache=CACHE)(_python_of(_add))
+sub = njit(cache=CACHE)(_python_of(_sub))
+mul = njit(cache=CACHE)(_python_of(_mul))
+div = njit(cache=CACHE)(_python_of(_div))
+frame_of = njit(cache=CACHE)(_python_of(_frame_of))
 
 
 # ---------------------------------------------------------------- poses
@@ -209,8 +234,10 @@ def _scale_turn(qx, qy, qz, qw, rate32):
     """
     if rate32 == np.float32(1.0) or abs(np.float32(1.0) - qw) <= np.float32(5e-7):
         return qx, qy, qz, qw
-    r = np.float64(min(max(rate32, np.float32(0.0)), np.float32(1.0)))
-    w = np.float64(min(max(qw, np.float32(-1.0)), np.float32(1.0)))
+    r = rate32 if rate32 > np.float32(0.0) else np.float32(0.0)  # min(max(rate32, 0), 1) and min(max(qw, -1), 1)
+    r = np.float64(np.float32(1.0) if np.float32(1.0) < r else r)
+    w = np.float32(-1.0) if np.float32(-1.0) > qw else qw
+    w = np.float64(np.float32(1.0) if np.float32(1.0) < w else w)
     half = acos_s(w)
     sh = math.sqrt(1.0 - w * w)
     if sh == 0.0:
@@ -247,7 +274,7 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     sent_vel, sent_bone, animated = bank.sent_vel, bank.sent_bone, bank.animated
     ref_rot, bind_height = bank.ref_bone_rot, bank.bind_height
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
-    x = np.float32(mul(np.float64(time), 30.0))
+    x = np.float32(_mul(np.float64(time), 30.0))
     f = math.ceil(np.float64(x) - 0.5)
     if f < 0.0:
         f = 0.0
@@ -345,7 +372,8 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
     1 / sqrt(1 - dot^2), rounded to float32 as numpy's float32 slerp rounds them. Max
     error vs quat.slerp under 3e-7 (weights under 5e-8; was libm acos, sin and cos).
     """
-    t = min(max(t, np.float32(0.0)), np.float32(1.0))
+    t = np.float32(0.0) if np.float32(0.0) > t else t     # min(max(t, 0), 1)
+    t = np.float32(1.0) if np.float32(1.0) < t else t
     ax = s_rot[pa, b, 0]
     ay = s_rot[pa, b, 1]
     az = s_rot[pa, b, 2]
@@ -355,7 +383,8 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
     bz = s_rot[pb, b, 2]
     bw = s_rot[pb, b, 3]
     dot = ax * bx + ay * by + az * bz + aw * bw
-    d = min(abs(dot), np.float32(1.0))
+    d = abs(dot)
+    d = np.float32(1.0) if np.float32(1.0) < d else d     # min(abs(dot), 1)
     if d > np.float32(0.9995):
         wb = t if dot >= 0 else -t
         wa = np.float32(1.0) - t
@@ -565,7 +594,9 @@ def _fade_weight(el, dur):
     """anim.tasks.fade_weight: (1 + cos(pi t / d)) / 2, d <= 0 gives 0."""
     if dur <= 0.0:
         return 0.0
-    x = min(max(el / dur, 0.0), 1.0)
+    q = el / dur
+    x = 0.0 if 0.0 > q else q             # min(max(el / dur, 0), 1)
+    x = 1.0 if 1.0 < x else x
     return (1.0 + cos_pi_s(x)) / 2.0
 
 
@@ -791,8 +822,9 @@ def _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
 def _set_time(c, t, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     """Cursor.set_time: the time without a step, the frame capped at F - 1."""
     c_t[c] = t
-    f = frame_of(t)
-    cap = max(np.int64(c_end[c]) - 1, 0)
+    f = _frame_of(t)
+    cap = np.int64(c_end[c]) - 1
+    cap = 0 if 0 > cap else cap          # max(end - 1, 0)
     if f > cap:
         f = cap
     c_frame[c] = f
@@ -815,11 +847,11 @@ def _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_b
     """Cursor.advance: by ``step``; the events reached go to ``ev_out`` as task ``r``'s
     (muted: none). Returns (the overshoot or 0.0, the events' new count).
     Original: 0x001044a0 AnimCursor_Advance."""
-    t = add(np.float64(c_t[c]), step)
-    f = frame_of(t)
+    t = _add(np.float64(c_t[c]), step)
+    f = _frame_of(t)
     if f >= c_end[c]:
         c_at_end[c] = True
-        return sub(t, np.float64(c_limit[c])), n_ev
+        return _sub(t, np.float64(c_limit[c])), n_ev
     c_at_end[c] = False
     c_t[c] = t
     c_frame[c] = f
@@ -911,7 +943,7 @@ def _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c
     if nx < 0 or b <= 0.0:
         return 0.0
     d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
-    return min(b, d)
+    return d if d < b else b              # min(b, d)
 
 
 @_helper
@@ -931,11 +963,13 @@ def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
     g = t_aux[r]
     old = np.float64(g_value[g])
     tgt = np.float64(g_target[g])
-    limit = mul(mul(np.float64(t_rate[r]), dt), np.float64(t_speed[r]))
+    limit = _mul(_mul(np.float64(t_rate[r]), dt), np.float64(t_speed[r]))
     if tgt > old:
-        return min(add(old, limit), tgt)
+        v = _add(old, limit)
+        return tgt if tgt < v else v      # min(old + limit, tgt)
     if tgt < old:
-        return max(sub(old, limit), tgt)
+        v = _sub(old, limit)
+        return tgt if tgt > v else v      # max(old - limit, tgt)
     return old
 
 
@@ -1124,7 +1158,7 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
     Original: 0x0010b090 (type 10; its details ours)."""
     v = t_value[r]
     tgt = t_target[r]
-    limit = mul(mul(np.float64(t_rate[r]), dt), np.float64(t_speed[r]))
+    limit = _mul(_mul(np.float64(t_rate[r]), dt), np.float64(t_speed[r]))
     if tgt > v:
         nv = v + limit
         if tgt < nv:                        # min(v + limit, target): the first unless the second is less
@@ -1147,7 +1181,7 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
     c_flags[fc] = base | _MUTED
     _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
                                c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
-    tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
+    tf = _mul(_div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
     _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
     return n_ev
 
@@ -1160,7 +1194,7 @@ def _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming, 
     task and itself (StackRules.complete_fade). Returns (the deferred count, whether the
     stack changed). Original: 0x00106cc8."""
     a = t_aux[r]
-    el = add(np.float64(f_el[a]), step)
+    el = _add(np.float64(f_el[a]), step)
     f_el[a] = el
     if not (el >= f_dur[a] or h_depth[hi] > cleanup_above):
         return n_def, False
@@ -1237,7 +1271,9 @@ def _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_
                 need_ev += 2 * e_count[c_bank[t_c3[r]]]
         if t_type[r] == _GAIT:          # a clip a change of pair brings in may lead
             g = t_aux[r]
-            most = max(e_count[g_b0[g]], e_count[g_b1[g]], e_count[g_b2[g]], e_count[g_b3[g]], e_count[g_b4[g]])
+            most = e_count[g_b0[g]]      # the most of the five pairs' clips' events
+            for b in (g_b1[g], g_b2[g], g_b3[g], g_b4[g]):
+                most = e_count[b] if e_count[b] > most else most
             need_ev += 2 * most
         if (t_type[r] == _CLIP or t_type[r] == _PAIRED_CLIP) and t_nxt[r] >= 0 and n < walk.shape[0]:
             if t_type[t_nxt[r]] == _FADE:
@@ -1337,7 +1373,7 @@ def _in_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_bl
     if t_window[r] == _KEPT:
         return False
     b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader)
-    return b > 0.0 and sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b)) > 0.0
+    return b > 0.0 and _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b)) > 0.0
 
 
 @_helper
@@ -1365,7 +1401,7 @@ def _change_pair(r, nl, old_lead, t_c0, t_c1, t_aux, gaits, cursors, events, pai
     for j in range(2):
         if pair4[2 + j] == 1:
             cn = pair4[j]
-            tn = mul(div(np.float64(c_t[old_lead]), np.float64(c_dur[old_lead])), np.float64(c_dur[cn]))
+            tn = _mul(_div(np.float64(c_t[old_lead]), np.float64(c_dur[old_lead])), np.float64(c_dur[cn]))
             _set_time(cn, tn, c_t, cursors.frame, cursors.end, cursors.bank, cursors.ev, cursors.evf, events.first,
                       events.n, events.frame)
     t_c0[r] = pair4[0]
@@ -1415,7 +1451,7 @@ def _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_a
                                      c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
     if wrapped and t_callback[r]:
         n_wrap = _note_wrap(hi, r, wrap_out, n_wrap)
-    tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
+    tf = _mul(_div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
     _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
     return n_ev, n_wrap
 
@@ -1444,7 +1480,7 @@ def _step_direction(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, c_t,
     _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
                                c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
     for fc in (t_c0[r], t_c2[r]):
-        tf = mul(div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
+        tf = _mul(_div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
         _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
     return n_ev
 
@@ -1502,7 +1538,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     n_gait = counts[COUNT_GAITS]
     n_wrap = counts[COUNT_WRAPS]
     cap_ev = ev_out.shape[0]
-    cap_def = min(def_out.shape[0], wrap_out.shape[0])
+    cap_def = wrap_out.shape[0] if wrap_out.shape[0] < def_out.shape[0] else def_out.shape[0]
     for k in range(start, rows.shape[0]):
         hi = rows[k]
         need_ev, need_def, runnable = _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_bank,
@@ -1511,7 +1547,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
             status[k] = STATUS_BAD
             ev_lo[k] = ev_hi[k] = n_ev
             continue
-        if n_ev + need_ev > cap_ev or max(n_def, n_wrap) + need_def > cap_def:
+        if n_ev + need_ev > cap_ev or (n_wrap if n_wrap > n_def else n_def) + need_def > cap_def:
             _save_counts(counts, n_ev, n_def, n_gait, n_wrap, k)
             return
         st = 0
@@ -1530,7 +1566,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
             r = task
             while True:                     # a task, then the next tasks it advances too
                 tt = t_type[r]
-                step = mul(dt, np.float64(t_rate[r]))
+                step = _mul(dt, np.float64(t_rate[r]))
                 if tt == _LOOP:
                     n_ev, n_wrap = _step_loop(hi, r, step, sink_on, zero_overshoot, t_c0, t_wraps, t_callback, c_t,
                                               c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end,
@@ -1857,7 +1893,9 @@ def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_valu
         c = _cursor_k(r, k, t_c0, t_c1, t_c2, t_c3)
         if t_sampling[r] != _PICK_ALL:
             return _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
-        fit = min(max(_POSES - sp, 0), 4)      # the four pushes that fit; the rest refused
+        fit = _POSES - sp                      # the four pushes that fit (min(max(., 0), 4)); the rest refused
+        fit = 0 if 0 > fit else fit
+        fit = 4 if 4 < fit else fit
         nref += 4 - fit
         if k < fit:
             sp, nref = _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
@@ -1950,7 +1988,7 @@ def _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_
     b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader)
     if b <= 0.0:
         return -1.0
-    into = sub(np.float64(c_t[c]), sub(np.float64(c_dur[c]), b))
+    into = _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b))
     if into <= 0.0:
         return -1.0
     nx = t_nxt[r]
@@ -1960,9 +1998,10 @@ def _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_
         for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
             if cc < 0:
                 continue
-            tt2 = into if cc == lead else mul(div(into, d), np.float64(c_dur[cc]))
+            tt2 = into if cc == lead else _mul(_div(into, d), np.float64(c_dur[cc]))
             _set_time(cc, tt2, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
-    return min(into / b, 1.0)
+    q = into / b
+    return 1.0 if 1.0 < q else q          # min(into / b, 1)
 
 
 @_inline

@@ -765,8 +765,8 @@ def fresh_first_step(launched: float) -> dict:
     as differences), then every other kernel (``compile_kernels``). ``python_start_s`` is
     the interpreter's start with numpy, numba and the core imported (this module's
     imports). The step compiles the other big kernel in a child process meanwhile where
-    it can (anim.coldstart.compile_aside; ``compiled_aside``: the kernel and whether it
-    came from the child);
+    it can (anim.coldstart.compile_aside; ``compiled_aside``: the kernel, whether it
+    came from the child, and the kernels this process compiled while it waited);
     numba's compile events are this process's (a kernel from the child: its load from
     the cache). ``first_step_cpu_s``: this process's CPU time to the end of the first step
     (its start included), ``aside_cpu_s`` the child's (on a loaded machine, the larger

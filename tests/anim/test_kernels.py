@@ -233,23 +233,41 @@ def test_scaled_turn_kernel_equals_quat_scale_turn_and_the_exact_turn():
 @pytest.mark.slow
 def test_each_kernel_compiles_once(tmp_path):
     """A cold compile (a fresh process and cache) makes one version of every kernel and
-    helper: a literal or an int32 where another call passes an int64 would make numba
-    compile it again (issue 19: the first step's compile time)."""
+    helper, and of every numba function it compiles inside them (min and max were one
+    per type pair); the helpers leave nothing in numba's cache folder (link-only,
+    anim/jitpipe.py) and the kernels are there: a literal or an int32 where another
+    call passes an int64 would make numba compile it again (issue 19: the first step's
+    compile time)."""
     import subprocess
     import sys
 
-    code = ("from scuffle.anim.warmup import compile_kernels\n"
+    code = ("from numba.core import event as ev\n"
+            "from scuffle.anim.warmup import compile_kernels\n"
             "from scuffle.anim import kernels as K\n"
-            "compile_kernels()\n"
+            "with ev.install_recorder('numba:compile') as rec:\n"
+            "    compile_kernels()\n"
             "many = {n: len(getattr(K, n).signatures) for n in dir(K)\n"
             "        if len(getattr(getattr(K, n), 'signatures', ())) > 1}\n"
-            "print(many)\n")
+            "seen = {}\n"
+            "for _, e in rec.buffer:\n"
+            "    if e.is_start:\n"
+            "        q = e.data['dispatcher'].py_func.__qualname__\n"
+            "        seen[q] = seen.get(q, 0) + 1\n"
+            "many.update({q: n for q, n in seen.items() if n > 1})\n"
+            "print(many)\n"
+            "print(sorted(seen))\n")
     # every kernel in this one process (none compiled aside in a child: anim.coldstart)
     env = dict(__import__("os").environ, NUMBA_CACHE_DIR=str(tmp_path), SCUFFLE_COMPILE_ASIDE="0")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
                        cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.strip().splitlines()[-1] == "{}", r.stdout
+    many, seen = r.stdout.strip().splitlines()[-2:]
+    assert many == "{}", r.stdout           # numba's min/max overloads were 13 (one per type pair)
+    # the helpers compiled (link-only: anim.jitpipe) and none of them in the cache folder
+    assert "_blend" in seen and "_room" in seen
+    cached = {p.name.split("-")[0] for p in tmp_path.rglob("*.nbi")}
+    assert {"kernels.step_stacks", "kernels.pose_stacks", "kernels.root_motion_step"} <= cached, cached
+    assert not {"kernels._blend", "kernels._room", "kernels._add", "kernels._sample"} & cached, cached
 
 
 def test_the_kernels_table_tuples_are_the_tables_columns():

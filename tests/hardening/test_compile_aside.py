@@ -4,7 +4,8 @@ side, the other one in a child process that installs it into numba's cache (anim
 Checked here: the argument types the child compiles for are those the engine calls the
 kernels with (else the child's work is lost and the kernel compiles twice); the cache
 files are installed whole, merged into an index that is there, never half-written; no
-child on one core, under SCUFFLE_COMPILE_ASIDE=0, or for a kernel already compiled; and,
+child on one core, under SCUFFLE_COMPILE_ASIDE=0, or for a kernel already compiled; root
+motion compiled while the child runs for StateUpdate's own types; and,
 in a fresh process with an empty cache (slow), a Game's first step takes the kernel from
 the child, leaves no scratch folder or temporary file, and the next process finds every
 kernel cached (no notice) and gets the same poses.
@@ -52,6 +53,32 @@ def test_the_child_compiles_for_the_types_the_engine_calls_the_kernel_with(name)
     assert sig in disp.signatures, (sig, disp.signatures)
     # the types travel to the child pickled
     assert pickle.loads(pickle.dumps(sig)) == sig
+
+
+def test_root_motion_compiled_meanwhile_for_the_types_state_update_calls_it_with():
+    """coldstart.meanwhile compiles root_motion_step while the child runs: for the very
+    types a Game's StateUpdate (systems/motion.py) calls it with, else it compiles twice;
+    it stops once the child has ended and skips a kernel that has a version already."""
+    from scuffle import Game, demo_set
+
+    g = Game()
+    g.add_human("a", demo_set())
+    g.change("a", g.player.loop(g.instance("a"), "FIGHT_IDLE"))
+    g.step()
+    g.close()
+    disp = K.root_motion_step
+    sig = tuple(disp.typeof_pyval(a) for a in coldstart.root_motion_args())
+    assert disp.signatures == [sig], disp.signatures
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    assert coldstart.meanwhile(ended) == []
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert coldstart.meanwhile(running) == []               # compiled already: nothing to do
+    finally:
+        running.kill()
+        running.wait()
+    assert disp.signatures == [sig]
 
 
 def test_kernel_args_rejects_another_kernel():
@@ -150,6 +177,7 @@ for _ in range(3):
 print(json.dumps({"aside": coldstart.ASIDE_LOG, "cached": coldstart.kernels_cached(),
                   "pose_hits": sum(K.pose_stacks.stats.cache_hits.values()),
                   "pose_misses": sum(K.pose_stacks.stats.cache_misses.values()),
+                  "motion": [str(t) for t in K.root_motion_step.signatures],
                   "poses": g.player.batch.pose([g.instance('a')]).poses.rot.tolist()}))
 g.close()
 """
@@ -170,6 +198,8 @@ def test_a_first_step_on_a_cold_cache_takes_the_pose_kernel_from_the_child(tmp_p
     assert [(a["kernel"], a["ok"]) for a in one["aside"]] == [("pose_stacks", True)]
     assert (one["pose_hits"], one["pose_misses"]) == (1, 0)       # loaded from the cache, not compiled here
     assert one["cached"]                                           # every kernel the step calls is cached
+    # root motion compiled once: while the child ran (coldstart.meanwhile) for StateUpdate's very types, or after
+    assert len(one["motion"]) == 1 and one["aside"][0]["meanwhile"] in ([], ["root_motion_step"]), one["aside"]
     assert list(scratch.iterdir()) == []                           # the child's folder is gone
     assert not [p for p in (tmp_path / "numba").rglob("*") if ".tmp." in p.name]
     assert first.stderr.count("compiling the animation kernels (once per install") == 1

@@ -1,0 +1,121 @@
+"""The kernels' helpers compiled for linking only: no machine code of their own and no
+on-disk cache entry (issue 19, item 7: the first step on a fresh install).
+
+What goes in: the ``pipeline_class=`` of anim/kernels.py's ``@_helper`` functions (the
+named steps that only the kernels call, never Python: no CPython or C wrapper). What
+comes out: numba's nopython pipeline as always (type inference, lowering, LLVM's
+per-function -O3 passes on the helper's own functions), but no module passes on the
+helper's library and no machine code: its IR is not handed to the JIT engine. The kernel
+that calls a helper links that IR and runs numba's module passes (the cheap pass, then
+the full -O3 pipeline, which inlines and optimises the linked helpers) and emits the
+whole, as numba always did; the kernels are cached on disk whole (``cache=True``), so a
+later process loads them without compiling any helper.
+
+Why: numba optimised every helper's library at module level (its callees linked in and
+optimised again at each level: a helper called by a helper called by a kernel went
+through LLVM's module -O3 three times before the kernel's own), emitted machine code for
+it and saved that in its on-disk cache, yet no helper's own code ever ran: every call is
+to the copy linked into a kernel. Measured on a cold cache (2 December, a loaded 2-core
+machine): the emission and cache files were about 1.3 s of the 13-15 s of CPU a first
+step compiles with both big kernels in one process, the helpers' module passes about 0.5
+s more on each big kernel's side.
+
+Measured alongside, and not kept: skipping the helpers' per-function passes as well (the
+kernels then optimise raw helper IR: no gain in all), forcing every helper inline (20 s
+instead of 13), skipping the kernels' own per-function passes (no gain). The loop and
+SLP vectorizers are about 1 % of it.
+
+What it does not change: numba's global configuration (NUMBA_OPT, the vectorizers, the
+shared codegen): an engine author's own ``@njit`` code in the same process compiles as
+it would without scuffle; the kernels' own libraries (optimised, emitted and cached as
+before). The kernels' code differs from numba's usual: LLVM now sees each helper once,
+in the kernel, and inlines a little differently (step_stacks keeps 9 helpers as calls
+instead of 14, pose_stacks 8 instead of 11); the same float operations in the same order
+(no fast-math flags, so no reassociation), the same bits (tests/anim/test_reference.py,
+the bench's state_checksum); the kernels ran no slower (the bench's kernel CPU, old and
+new taking turns, medians of 3). A helper compiled this way cannot be called from Python
+(it has no entry point: ``get_pointer_to_function`` gives 0, as it did without a CPython
+wrapper) nor saved in numba's cache (``cache=False``).
+"""
+from __future__ import annotations
+
+from numba.core.codegen import JITCodeLibrary
+from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.compiler_machinery import LoweringPass, register_pass
+from numba.core.typed_passes import NativeLowering
+
+__all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler"]
+
+
+class LinkOnlyLibrary(JITCodeLibrary):
+    """numba's JITCodeLibrary with its per-function passes only (no module passes) and
+    whose module never goes to the JIT engine: no machine code, only the IR the calling
+    kernels link (``_get_module_for_linking``) and optimise. Its functions cannot be
+    called from Python, and it cannot be serialised for numba's on-disk cache
+    (RuntimeError: use cache=False)."""
+
+    def _optimize_final_module(self):
+        pass                              # the kernel's module passes optimise the linked helpers, once
+
+    def _finalize_final_module(self):
+        # numba's, without adding the module to the JIT engine (no machine code)
+        self._finalize_dynamic_globals()
+        self._verify_declare_only_symbols()
+        self._finalized = True
+
+    def get_pointer_to_function(self, name):
+        self._ensure_finalized()
+        return 0                          # nothing callable: the callers link the IR
+
+    @property
+    def codegen(self):
+        # numba sets the function's environment pointer in the JIT engine through it
+        # (BaseContext.get_executable); the module is not in the engine: a no-op
+        return _NoEngineCodegen(self._codegen)
+
+    def serialize_using_object_code(self):
+        raise RuntimeError(f"{self.name}: a link-only library has no machine code to cache (use cache=False)")
+
+
+class _NoEngineCodegen:
+    """The codegen a LinkOnlyLibrary shows numba: the shared one, but ``set_env`` does
+    nothing: the helper's module, where numba's per-function environment variable
+    lives, is in no engine, and only a CPython wrapper (which the helpers have none
+    of) reads that environment; a kernel loaded from the cache never sets it either."""
+
+    def __init__(self, codegen):
+        self._codegen = codegen
+
+    def set_env(self, env_name, env):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._codegen, name)
+
+
+@register_pass(mutates_CFG=False, analysis_only=True)
+class LinkOnlyLibraryPass(LoweringPass):
+    """Gives the function a LinkOnlyLibrary before numba's NativeLowering (which
+    makes a JITCodeLibrary only when the state holds none)."""
+
+    _name = "scuffle_link_only_library"
+
+    def __init__(self):
+        LoweringPass.__init__(self)
+
+    def run_pass(self, state):
+        if state.library is None:
+            state.library = LinkOnlyLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+        return False
+
+
+class LinkOnlyCompiler(CompilerBase):
+    """numba's nopython pipeline with LinkOnlyLibraryPass just before the lowering."""
+
+    def define_pipelines(self):
+        pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
+        at = next(i for i, (p, _) in enumerate(pm.passes) if p is NativeLowering)
+        pm.passes.insert(at, (LinkOnlyLibraryPass, "a link-only library (anim.jitpipe)"))
+        pm.finalize()
+        return [pm]
+

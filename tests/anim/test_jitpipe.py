@@ -1,0 +1,79 @@
+"""The link-only helpers (anim/jitpipe.py; issue 19, item 7, the cold compile): a helper
+compiled with LinkOnlyCompiler gets no machine code and no cache entry, a numba function
+calling it computes what the plain Python does, and numba's own settings and an
+engine author's own ``@njit`` code in the same process are as they were."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+from numba.core import config
+from numba.core.codegen import JITCodeLibrary
+
+from scuffle.anim import kernels as K
+from scuffle.anim.jitpipe import LinkOnlyCompiler, LinkOnlyLibrary
+
+_link_only = njit(cache=False, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True,
+                  pipeline_class=LinkOnlyCompiler)
+
+
+def _scale(a, b):
+    return a * b + 0.1 * b
+
+
+def _mix(xs, w):
+    """Two link-only levels: a helper calling a helper."""
+    s = 0.0
+    for x in xs:
+        s += scale(x, w)
+    return s
+
+
+scale = _link_only(_scale)
+mix = _link_only(_mix)
+
+
+@njit
+def user_kernel(xs, w):              # an engine author's own njit code, calling the helpers
+    return mix(xs, w) - 1.0
+
+
+@njit
+def user_alone(a):                   # and one that does not
+    return a * 3.0
+
+
+def test_a_link_only_helper_has_no_machine_code_and_its_caller_computes_the_same():
+    before = (config.OPT, config.LOOP_VECTORIZE, config.SLP_VECTORIZE)
+    xs = np.linspace(-2.0, 3.0, 11)
+    w = 0.7
+    want = 0.0
+    for x in xs.tolist():                # the plain Python, in the same order (float64)
+        want += _scale(x, w)
+    assert user_kernel(xs, w) == want - 1.0
+    for helper in (scale, mix):
+        lib = helper.overloads[helper.signatures[0]].library
+        assert isinstance(lib, LinkOnlyLibrary)
+        assert lib.get_pointer_to_function(lib.name) == 0
+        with pytest.raises(RuntimeError, match="cache=False"):
+            lib.serialize_using_object_code()
+    # the caller is numba's own kind of library, with machine code; numba's settings unchanged
+    lib = user_kernel.overloads[user_kernel.signatures[0]].library
+    assert type(lib) is JITCodeLibrary and not isinstance(lib, LinkOnlyLibrary)
+    assert user_alone(2.0) == 6.0
+    assert type(user_alone.overloads[user_alone.signatures[0]].library) is JITCodeLibrary
+    assert (config.OPT, config.LOOP_VECTORIZE, config.SLP_VECTORIZE) == before
+
+
+def test_the_kernels_helpers_are_link_only_and_the_python_twins_are_not():
+    """The kernels' helpers and the arithmetic twins they call compile link-only; the
+    FPU arithmetic Python calls (K.add...) is an ordinary cached numba function of the
+    same Python function, bit for bit the link-only one's result inside a kernel."""
+    for helper in (K._blend, K._room, K._add, K._frame_of, K.acos_s, K.sin_cos_s):
+        assert helper._compiler.pipeline_class is LinkOnlyCompiler, helper
+        assert not helper._cache_hits and type(helper._cache).__name__ == "NullCache", helper
+    for name in ("add", "sub", "mul", "div", "frame_of"):
+        public, twin = getattr(K, name), getattr(K, "_" + name)
+        assert public._compiler.pipeline_class is not LinkOnlyCompiler
+        assert public.py_func is twin.py_func
+    assert K.frame_of(np.float64(np.float32(1.0))) == 30
