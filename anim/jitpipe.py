@@ -44,7 +44,29 @@ from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import LoweringPass, register_pass
 from numba.core.typed_passes import NativeLowering
 
-__all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler"]
+__all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler", "TESTED_NUMBA", "link_only_supported"]
+
+# The numba releases this module was checked against (it subclasses numba internals:
+# JITCodeLibrary's module finalisation, the codegen's set_env, the nopython pipeline's
+# NativeLowering); under any other, anim/kernels.py compiles its helpers numba's usual way
+# (slower to compile, the same code): tests/anim/test_jitpipe.py pins the behaviour.
+TESTED_NUMBA = ((0, 68),)
+_INTERNALS = ("_optimize_final_module", "_finalize_final_module", "_finalize_dynamic_globals",
+              "_verify_declare_only_symbols", "get_pointer_to_function", "serialize_using_object_code")
+
+
+def link_only_supported(version: str | None = None) -> bool:
+    """Whether the helpers may compile link-only under numba ``version`` (default: the
+    installed one): a tested release (TESTED_NUMBA, major and minor) whose JITCodeLibrary
+    still has the methods this module replaces or calls."""
+    if version is None:
+        import numba
+        version = numba.__version__
+    try:
+        mm = tuple(int(p) for p in version.split(".")[:2])
+    except ValueError:
+        return False
+    return mm in TESTED_NUMBA and all(hasattr(JITCodeLibrary, n) for n in _INTERNALS)
 
 
 class LinkOnlyLibrary(JITCodeLibrary):

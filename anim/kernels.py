@@ -64,7 +64,7 @@ from .pose import POSE_STACK_SIZE
 from .tasks import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, HELD_EVENTS, PICK_SAMPLINGS,
                     PICK_THRESHOLDS, WINDOW_RULES, BlendWindow, HeldFlags, PickSampling, TaskType)
 from .jitcache import cache_setting
-from .jitpipe import LinkOnlyCompiler
+from .jitpipe import LinkOnlyCompiler, link_only_supported
 
 # numba's on-disk cache: True, or False with no writable cache folder (the kernels then
 # compile for the process only); a corrupt cache is set aside first (anim/jitcache.py).
@@ -76,8 +76,13 @@ CACHE = cache_setting(__file__)
 # call one from Python (it has no entry point there); from an @njit function, as the
 # kernels do. Compiled for linking only (anim/jitpipe.py: no machine code of its own,
 # so not in numba's on-disk cache either: cache=False; the kernels that link it are).
-_helper = njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
-               no_cfunc_wrapper=True, pipeline_class=LinkOnlyCompiler)
+# Under a numba release anim/jitpipe.py was not checked against, numba's usual way
+# (machine code and a cache entry of their own: slower to compile, the same kernels).
+LINK_ONLY = link_only_supported()
+_helper = (njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
+                no_cfunc_wrapper=True, pipeline_class=LinkOnlyCompiler) if LINK_ONLY else
+           njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
+                no_cfunc_wrapper=True))
 # The kernels', which Python calls: without reference counting either (the caller holds
 # every array for the call; its unboxing then cleans nothing up) and no C wrapper.
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]

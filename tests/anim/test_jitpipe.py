@@ -77,3 +77,16 @@ def test_the_kernels_helpers_are_link_only_and_the_python_twins_are_not():
         assert public._compiler.pipeline_class is not LinkOnlyCompiler
         assert public.py_func is twin.py_func
     assert K.frame_of(np.float64(np.float32(1.0))) == 30
+
+
+def test_link_only_only_under_a_tested_numba():
+    """The helpers compile link-only under the numba releases anim/jitpipe.py was checked
+    against, and numba's usual way under any other (its internals may differ there)."""
+    from scuffle.anim.jitpipe import TESTED_NUMBA, link_only_supported
+    tested = ".".join(map(str, TESTED_NUMBA[0]))
+    assert link_only_supported(tested + ".1")
+    assert not link_only_supported("0.59.1")
+    assert not link_only_supported("1.0.0")
+    assert not link_only_supported("dev")
+    import numba
+    assert K.LINK_ONLY == link_only_supported(numba.__version__)

@@ -267,7 +267,8 @@ def test_each_kernel_compiles_once(tmp_path):
     assert "_blend" in seen and "_room" in seen
     cached = {p.name.split("-")[0] for p in tmp_path.rglob("*.nbi")}
     assert {"kernels.step_stacks", "kernels.pose_stacks", "kernels.root_motion_step"} <= cached, cached
-    assert not {"kernels._blend", "kernels._room", "kernels._add", "kernels._sample"} & cached, cached
+    if K.LINK_ONLY:                         # numba's usual way under an untested numba (anim.jitpipe)
+        assert not {"kernels._blend", "kernels._room", "kernels._add", "kernels._sample"} & cached, cached
 
 
 def test_the_kernels_table_tuples_are_the_tables_columns():
