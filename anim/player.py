@@ -125,8 +125,6 @@ class Player(StackRules):
         self._flush_loaded = False                  # the flush's kernels called once (_load_flush_kernels)
         self._flush_ids = np.zeros(256, np.int64)         # the anim id each entry released
         self._flush_args: tuple | None = None             # the kernel's RowStates and FlushBuffers, kept
-        self._end_mark = np.zeros(0, np.bool_)            # per task row: an end callback (Python releases it)
-        self._report_mark = np.zeros(0, np.bool_)         # per human row: a report callback
         self._fired_mark = np.zeros(0, np.bool_)          # scratch: task rows that fired this update
         self._flush_seen = np.zeros(0, np.bool_)      # flush_anim_ids' scratch: a flag per human row
 
@@ -374,53 +372,15 @@ class Player(StackRules):
                 out[odd[k][1] if hr < 0 else self._inst_at(hr)] = None
         return list(out)
 
-    def _marks(self) -> tuple[np.ndarray, np.ndarray]:
-        """The flush kernel's callback marks (a flag per task row with an end callback, per
-        human row with a report callback), sized on the tables; set from the keyed values
-        (``_mark_new``), cleared by ``_unmark``."""
-        tasks, humans = self.stores.tasks, self.stores.humans
-        em, rm = self._end_mark, self._report_mark
-        if len(em) < tasks.capacity:
-            em = self._end_mark = np.zeros(max(tasks.capacity, 2 * len(em)), np.bool_)
-        if len(rm) < humans.capacity:
-            rm = self._report_mark = np.zeros(max(humans.capacity, 2 * len(rm)), np.bool_)
-        return em, rm
-
-    def _mark_new(self, ends: set, reports: set) -> bool:
-        """Mark the task rows of ``tasks.on_end`` not in ``ends`` and the human rows of
-        ``humans.on_report`` not in ``reports`` (both sets updated); True when any was new.
-        A mark left on a row whose callback went since only sends it to Python's release."""
-        on_end: dict = self.stores.tasks.on_end     # type: ignore[assignment]  # a keyed column: a dict by row
-        on_report = self.stores.humans.on_report
-        new_e = on_end.keys() - ends if len(on_end) else ()
-        new_r = on_report.keys() - reports if len(on_report) else ()
-        if not new_e and not new_r:
-            return False
-        self._marks()                               # both sized on the tables
-        if new_e:
-            self._mark_rows("_end_mark", new_e, ends)
-        if new_r:
-            self._mark_rows("_report_mark", new_r, reports)
-        return True
-
-    def _mark_rows(self, name: str, rows, seen: set) -> None:
-        """Set the marks of ``rows`` (a set of row numbers) in mark array ``name`` (grown
-        to hold the largest) and add them to ``seen``."""
-        at = np.fromiter(rows, np.int64, len(rows))
-        mark = getattr(self, name)
-        if at.max() >= len(mark):
-            mark = np.concatenate([mark, np.zeros(int(at.max()) + 1, np.bool_)])
-            setattr(self, name, mark)
-        mark[at] = True
-        seen.update(rows)
-
     def _release_entries(self, ents: np.ndarray, n: int, odd: dict) -> None:
         """Release the deferred entries ``ents[:n]`` (human row, task row; ``odd`` those
         held as objects), in order: the compiled engine's runs (anim.kernels.flush_release:
         the record's bits, the anim id, the discard, the pool's count and the rows given
         back, all as rows) stop at each entry with a callback to run (an end callback, a
         report to make: it holds 0x400000 and its human has a report callback; the kernel
-        reads the marks of ``_marks``), released but for its callbacks, which Python runs
+        reads the marks of the keyed columns, ``tasks.on_end.mark`` and
+        ``humans.on_report.mark``, which every write of a callback keeps: store.KeyedColumn),
+        released but for its callbacks, which Python runs
         (``_run_release_callbacks``) before the next run discards it, and at each entry
         held as objects (a human this engine no longer holds, a task of another table),
         which ``_release`` releases in Python; so every callback sees what it saw when
@@ -428,42 +388,32 @@ class Player(StackRules):
         run has it run. The lazy events a task fired are made first (their rows go back
         with it: BatchEngine.fired_by)."""
         self._make_fired_events(ents, n, odd)
-        ends: set = set()
-        reports: set = set()
-        self._mark_new(ends, reports)
-        try:
-            k = 0
-            resume = False
-            while True:
-                stop = self._kernel_release(ents, k, n, resume) if k < n else n
-                if stop >= n:
-                    return
-                hr, tr = ents[stop].tolist()
-                if hr < 0:
-                    task, inst = odd[stop]
-                    self._release(inst, task)       # a callback's exception is kept (run_callback)
-                    k, resume = stop + 1, False
-                else:
-                    try:
-                        self._run_release_callbacks(hr, tr, stop)
-                    except BaseException:           # not an Exception (run_callback keeps those): discarded
-                        self._kernel_release(ents, stop, stop + 1, True)
-                        raise
-                    k, resume = stop, True          # the kernel discards it first
-                self._mark_new(ends, reports)       # the callbacks it ran may have set others
-        finally:
-            if ends:                                # every mark off (one write; the rows' order is no matter)
-                self._end_mark[:] = False
-            if reports:
-                self._report_mark[:] = False
+        k = 0
+        resume = False
+        while True:
+            stop = self._kernel_release(ents, k, n, resume) if k < n else n
+            if stop >= n:
+                return
+            hr, tr = ents[stop].tolist()
+            if hr < 0:
+                task, inst = odd[stop]
+                self._release(inst, task)       # a callback's exception is kept (run_callback)
+                k, resume = stop + 1, False
+            else:
+                try:
+                    self._run_release_callbacks(hr, tr)
+                except BaseException:           # not an Exception (run_callback keeps those): discarded
+                    self._kernel_release(ents, stop, stop + 1, True)
+                    raise
+                k, resume = stop, True          # the kernel discards it first
 
-    def _run_release_callbacks(self, hrow: int, trow: int, k: int) -> None:
-        """Entry ``k``'s release after the kernel's part (its bits, its anim id): the id
-        joins the released ids, then the report callback (it held 0x400000 and its human
-        has one) and the end callback run, as in ``_release``; the kernel discards it next."""
+    def _run_release_callbacks(self, hrow: int, trow: int) -> None:
+        """An entry's release after the kernel's part (its bits, its anim id, which
+        ``_kernel_release`` put into the released ids): the report callback (it held
+        0x400000 and its human has one) and the end callback run, as in ``_release``; the
+        kernel discards it next."""
         inst = self._inst_at(hrow)
         held = int(self._flush_scratch[2][K.FLUSH_HELD])
-        self.released_log.append((np.array([hrow], np.int64), self._flush_ids[k:k + 1].copy()))
         if held & _REPORT and inst.on_report is not None:
             self.run_callback(inst.on_report, inst, "flush")
         on_end: dict = self.stores.tasks.on_end     # type: ignore[assignment]  # a keyed column: a dict by row
@@ -503,8 +453,10 @@ class Player(StackRules):
         a callback to run (released but for its callbacks and discard) or held as objects
         (returned: ``hi`` when none; ``resume``: entry ``lo``'s callbacks ran, the kernel
         discards it first), then what Python holds: the released ids into ``released_log``
-        (in order), the pool's count, the handles and keyed values of the task rows given
-        back, and their reset to the table's defaults before the next take (Table.free's)."""
+        (in order; an entry stopped at for its callbacks included, so they see it), the
+        pool's count, the handles and keyed values of the task rows given back (found by
+        the keyed columns' marks), and their reset to the table's defaults before the next
+        take (Table.free's)."""
         eng = self.batch
         st = self.stores
         tasks = st.tasks
@@ -519,41 +471,39 @@ class Player(StackRules):
         ids = self._flush_ids
         if len(ids) < len(ents):
             ids = self._flush_ids = np.zeros(len(ents), np.int64)
-        em, rm = self._marks()
+        em = tasks.on_end.marks(cap)                # type: ignore[attr-defined]  # a KeyedColumn
+        rm = st.humans.on_report.marks(st.humans.capacity)
         counts[K.FLUSH_FREED] = counts[K.FLUSH_IN] = counts[K.FLUSH_STOP] = 0
         counts[K.FLUSH_RESUME] = resume
-        key = (LAYOUT_EPOCH[0], ents, ids, freed, self.pool.out, em, rm)
         args = self._flush_args
-        if args is None or any(a is not b for a, b in zip(key, args[0])):
+        k0 = args[0] if args is not None else None
+        if k0 is None or k0[0] != LAYOUT_EPOCH[0] or k0[1] is not ents or k0[2] is not ids or k0[3] is not freed \
+                or k0[4] is not self.pool.out or k0[5] is not em or k0[6] is not rm:
+            key = (LAYOUT_EPOCH[0], ents, ids, freed, self.pool.out, em, rm)
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
                                        FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm))
         eng._flush_release(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4])
         stop = int(counts[K.FLUSH_STOP])
-        if stop == lo:
-            return stop
-        self.pool.n_out -= int(counts[K.FLUSH_IN])
-        nf = int(counts[K.FLUSH_FREED])
-        if nf:
-            rows = freed[:nf].tolist()
-            views = tasks.views
-            for r in rows:
-                views[r] = None
-            if tasks._resets:
-                tasks._dirty.extend(rows)
-            m_live = tasks.m_live
-            for name in tasks._keyed:
-                keyed = getattr(tasks, name)
-                if not keyed:
-                    continue
-                if len(keyed) < nf:                 # the values of the rows given back (each row had one at most)
-                    for r in [r for r in keyed if not m_live[r]]:
-                        del keyed[r]
-                else:
-                    for r in rows:
-                        keyed.pop(r, None)
+        if stop != lo:
+            self.pool.n_out -= int(counts[K.FLUSH_IN])
+            nf = int(counts[K.FLUSH_FREED])
+            if nf:
+                fr = freed[:nf]
+                rows = fr.tolist()
+                views = tasks.views
+                for r in rows:
+                    views[r] = None
+                if tasks._resets:
+                    tasks._dirty.extend(rows)
+                for name in tasks._keyed:
+                    keyed = getattr(tasks, name)
+                    if keyed:                       # the values of the rows given back, by their marks
+                        for r in fr[keyed.marks(cap)[fr]].tolist():
+                            del keyed[r]
         first = lo + 1 if resume else lo            # a resumed entry's id is in the log already
-        if stop > first:
-            self.released_log.append((ents[first:stop, 0].copy(), ids[first:stop].copy()))
+        end = stop + 1 if stop < hi and ents[stop, 0] >= 0 else stop
+        if end > first:
+            self.released_log.append((ents[first:end, 0].copy(), ids[first:end].copy()))
         return stop
 
     def make_released(self) -> None:
