@@ -27,7 +27,9 @@ Spec: "The task stack", "Fades", "When a clip ends", "Paired tasks", "Playback r
 """
 from __future__ import annotations
 
+from sys import getrefcount as _refs
 from typing import Callable, Iterable, Sequence
+from weakref import getweakrefcount as _weakrefs
 
 import numpy as np
 
@@ -50,7 +52,7 @@ from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
 from .stackrules import StackRules
 from .store import LAYOUT_EPOCH, Stores, Table
-from .tasks import ClipTask, HeldFlags, HeldRelease, PlaceEvents, Task
+from .tasks import ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents, Task
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
@@ -61,6 +63,12 @@ _REPORT = int(HeldFlags.REPORT)
 _TOP_OR_STACK = K.STATUS_TOP | K.STATUS_STACK     # a step's status bits: the top task may have changed
 
 
+
+
+# The task classes whose handles the flush keeps for reuse (Table.spare: the Player's
+# constructors take them, anim.tasks.new_handle), at most _SPARE_MAX of each.
+_RECYCLED = (ClipTask, LoopTask, FadeTask, GaitTask)
+_SPARE_MAX = 4096
 
 
 def _row_state(table: Table) -> RowState:
@@ -79,6 +87,8 @@ class Player(StackRules):
         self.skeleton = skeleton
         self.pool = TaskPool(self.options.pool_size)
         self.stores = Stores()
+        for cls in _RECYCLED:                   # the flush keeps these handles for reuse (new_handle)
+            self.stores.tasks.spare[cls] = []
         # the deferred list as rows (human row, task row): the step kernel appends to it, the
         # flush's kernel releases from it (``deferred`` reads it as (task, instance) pairs)
         self.deferred_rows = DeferredRows()
@@ -491,8 +501,13 @@ class Player(StackRules):
                 fr = freed[:nf]
                 rows = fr.tolist()
                 views = tasks.views
-                for r in rows:
+                spare = tasks.spare
+                for r in rows:                      # the handles dropped, or kept for the next
+                    h = views[r]                    # constructor when nothing else holds them
                     views[r] = None
+                    keep = spare.get(h.__class__)
+                    if keep is not None and _refs(h) == 2 and not _weakrefs(h) and len(keep) < _SPARE_MAX:
+                        keep.append(h)
                 if tasks._resets:
                     tasks._dirty.extend(rows)
                 for name in tasks._keyed:
@@ -566,17 +581,19 @@ class Player(StackRules):
         parts += stepped                            # all this engine's (Player.forget takes a human out)
         if not parts:
             return
-        rows = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
-        if not len(rows):
-            return
-        eng._clip_events()
-        eng._guard()
-        H, T, C, _, G, _ = eng._tables()
         humans = self.stores.humans
         seen = self._flush_seen
         if len(seen) < humans.capacity:
             seen = self._flush_seen = np.zeros(humans.capacity, np.bool_)
-        rows.sort()                                 # the human table in order: fewer cache misses
+        for p in parts:                             # each row once, in the human table's order (fewer
+            seen[p] = True                          # cache misses): a flag per row, not a sort
+        rows = np.flatnonzero(seen)
+        if not len(rows):
+            return
+        seen[rows] = False
+        eng._clip_events()
+        eng._guard()
+        H, T, C, _, G, _ = eng._tables()
         eng._flush_anim_ids(rows, H, humans.anim, T, C, G, seen)
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:

@@ -235,6 +235,11 @@ class Table:
     """
 
     views: Any = None               # the world's task table: row -> its task object (a list)
+    # the world's task table: task class -> handles the flush kept when their rows went back
+    # and nothing but ``views`` held them (no one can see them again), which the Player's
+    # constructors take instead of a new object (anim.tasks.new_handle); not state (never
+    # saved, pickled or copied)
+    spare: dict
     clips: Any = None               # the world's cursor table: bank index -> Clip (a list)
     world: Any = None               # the world's task table: its Stores (the other tables)
     all_events = False          # the cursor table: type 8 events fire too (PlaceEvents.FIRED)
@@ -242,6 +247,7 @@ class Table:
     def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = (),
                  defaults: dict[str, Any] | None = None):
         self._columns = dict(columns)
+        self.spare = {}
         # row-keyed values that are not numbers (the tasks' callbacks, as data): one
         # KeyedColumn per name (a dict with a mark per row), an entry per row that has one;
         # gone when the row is freed
@@ -276,11 +282,15 @@ class Table:
     row_views: tuple | None = None
 
     def __getstate__(self) -> dict:
-        """The table's state without the fast views (a memoryview is not copied or pickled)."""
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("m_") and k != "row_views"}
+        """The table's state without the fast views (a memoryview is not copied or pickled)
+        and without the spare handles (Table.spare)."""
+        state = {k: v for k, v in self.__dict__.items() if not k.startswith("m_") and k != "row_views"}
+        state["spare"] = {cls: [] for cls in self.spare}      # which classes are kept, not the handles
+        return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("spare", {})
         for name in (*state["_columns"], *_TABLE_ARRAYS):
             object.__setattr__(self, "m_" + name, _fast_view(state[name]))
         LAYOUT_EPOCH[0] += 1
