@@ -28,6 +28,7 @@ Spec: "The task stack", "Fades", "When a clip ends", "Paired tasks", "Playback r
 from __future__ import annotations
 
 from sys import getrefcount as _refs
+from itertools import repeat as _repeat
 from typing import Callable, Iterable, Sequence
 from weakref import getweakrefcount as _weakrefs
 
@@ -69,6 +70,7 @@ _TOP_OR_STACK = K.STATUS_TOP | K.STATUS_STACK     # a step's status bits: the to
 # constructors take them, anim.tasks.new_handle), at most _SPARE_MAX of each.
 _RECYCLED = (ClipTask, LoopTask, FadeTask, GaitTask)
 _SPARE_MAX = 4096
+_FEW_ROWS = 32          # _kernel_release looks these many rows given back up in the keyed columns one by one
 
 
 def _row_state(table: Table) -> RowState:
@@ -502,17 +504,31 @@ class Player(StackRules):
                 rows = fr.tolist()
                 views = tasks.views
                 spare = tasks.spare
-                for r in rows:                      # the handles dropped, or kept for the next
-                    h = views[r]                    # constructor when nothing else holds them
-                    views[r] = None
-                    keep = spare.get(h.__class__)
-                    if keep is not None and _refs(h) == 2 and not _weakrefs(h) and len(keep) < _SPARE_MAX:
+                # the handles dropped from ``views`` (two loops in C), each kept for the next
+                # constructor of its class (Table.spare) when nothing else holds it (the
+                # list, the loop and getrefcount's own: 3) and no weak reference names it
+                hs = list(map(views.__getitem__, rows))
+                any(map(views.__setitem__, rows, _repeat(None, nf)))
+                get = spare.get
+                for h in hs:
+                    keep = get(h.__class__)
+                    if keep is not None and _refs(h) == 3 and not _weakrefs(h):
                         keep.append(h)
+                hs = None
+                for keep in spare.values():
+                    if len(keep) > _SPARE_MAX:
+                        del keep[_SPARE_MAX:]
                 if tasks._resets:
                     tasks._dirty.extend(rows)
-                for name in tasks._keyed:
+                for name in tasks._keyed:           # the values of the rows given back
                     keyed = getattr(tasks, name)
-                    if keyed:                       # the values of the rows given back, by their marks
+                    if not keyed:
+                        continue
+                    if nf <= _FEW_ROWS:             # a few rows (a callback's stop): looked up
+                        for r in rows:
+                            if r in keyed:
+                                del keyed[r]
+                    else:                           # by their marks (KeyedColumn)
                         for r in fr[keyed.marks(cap)[fr]].tolist():
                             del keyed[r]
         first = lo + 1 if resume else lo            # a resumed entry's id is in the log already
