@@ -133,6 +133,9 @@ class Player(StackRules):
         # the flush kernel's scratch, sized on the task table: the task rows it gives back,
         # a task and the next tasks it owns (anim.kernels.flush_release)
         self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(K.FLUSH_RESUME + 1, np.int64))
+        # its counts read and written through a memoryview (no numpy call: after the step's
+        # kernels, each kind of numpy call's first use in an update costs 10-20 us)
+        self._flush_counts = memoryview(self._flush_scratch[2])
         self._flush_ents = np.zeros((256, 2), np.int64)   # the entries a flush takes from the list
         self._flush_loaded = False                  # the flush's kernels called once (_load_flush_kernels)
         self._flush_ids = np.zeros(256, np.int64)         # the anim id each entry released
@@ -352,7 +355,7 @@ class Player(StackRules):
         self._flush_loaded = True
         if not (kernel_cached("flush_release") and kernel_cached("flush_anim_ids")):
             return
-        self._kernel_release(self._flush_ents, 0, 0, False)
+        self._kernel_release(self._flush_ents, 0, 0, False, {})
         eng = self.batch
         eng._clip_events()
         eng._guard()
@@ -403,7 +406,7 @@ class Player(StackRules):
         k = 0
         resume = False
         while True:
-            stop = self._kernel_release(ents, k, n, resume) if k < n else n
+            stop = self._kernel_release(ents, k, n, resume, odd) if k < n else n
             if stop >= n:
                 return
             hr, tr = ents[stop].tolist()
@@ -415,7 +418,7 @@ class Player(StackRules):
                 try:
                     self._run_release_callbacks(hr, tr)
                 except BaseException:           # not an Exception (run_callback keeps those): discarded
-                    self._kernel_release(ents, stop, stop + 1, True)
+                    self._kernel_release(ents, stop, stop + 1, True, odd)
                     raise
                 k, resume = stop, True          # the kernel discards it first
 
@@ -425,7 +428,7 @@ class Player(StackRules):
         0x400000 and its human has one) and the end callback run, as in ``_release``; the
         kernel discards it next."""
         inst = self._inst_at(hrow)
-        held = int(self._flush_scratch[2][K.FLUSH_HELD])
+        held = self._flush_counts[K.FLUSH_HELD]
         if held & _REPORT and inst.on_report is not None:
             self.run_callback(inst.on_report, inst, "flush")
         on_end: dict = self.stores.tasks.on_end     # type: ignore[assignment]  # a keyed column: a dict by row
@@ -438,7 +441,7 @@ class Player(StackRules):
         one of them this update, made before the task's rows go back: the candidates found
         in one vector test (the entries' task rows among the step's event rows)."""
         eng = self.batch
-        n_ev = int(eng._counts[K.COUNT_EVENTS])
+        n_ev = eng._m_counts[K.COUNT_EVENTS]
         views = self.stores.tasks.views
         if n_ev and n:
             ev = eng._ev_out[:n_ev, 1]
@@ -447,10 +450,12 @@ class Player(StackRules):
             if len(mark) < cap:
                 mark = self._fired_mark = np.zeros(max(cap, 2 * len(mark)), np.bool_)
             mark[ev] = True
-            cand = np.flatnonzero(mark[ents[:n, 1]] & (ents[:n, 0] >= 0))
+            cand = np.flatnonzero(mark[ents[:n, 1]]).tolist()     # an odd entry's -1 may be a candidate
             mark[ev] = False
-            for k in cand.tolist():
+            for k in cand:
                 hr, tr = ents[k].tolist()
+                if hr < 0:
+                    continue                        # held as objects: below
                 inst = self._inst_at(hr)
                 rows = inst._event_rows
                 if rows is not None and rows[0].fired_by(views[tr], rows[1], rows[2]):
@@ -460,11 +465,11 @@ class Player(StackRules):
             if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
                 inst.events                         # noqa: B018
 
-    def _kernel_release(self, ents: np.ndarray, lo: int, hi: int, resume: bool) -> int:
+    def _kernel_release(self, ents: np.ndarray, lo: int, hi: int, resume: bool, odd: dict) -> int:
         """Entries ``lo``-``hi`` of ``ents`` released by the kernel up to the first one with
         a callback to run (released but for its callbacks and discard) or held as objects
         (returned: ``hi`` when none; ``resume``: entry ``lo``'s callbacks ran, the kernel
-        discards it first), then what Python holds: the released ids into ``released_log``
+        discards it first; ``odd`` the entries held as objects), then what Python holds: the released ids into ``released_log``
         (in order; an entry stopped at for its callbacks included, so they see it), the
         pool's count, the handles and keyed values of the task rows given back (found by
         the keyed columns' marks), and their reset to the table's defaults before the next
@@ -477,6 +482,7 @@ class Player(StackRules):
         H, T, C, _, G, _ = eng._tables()
         cap = tasks.capacity
         freed, chain, counts = self._flush_scratch
+        cv = self._flush_counts
         if len(freed) < cap:
             freed, chain = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
             self._flush_scratch = (freed, chain, counts)
@@ -485,8 +491,8 @@ class Player(StackRules):
             ids = self._flush_ids = np.zeros(len(ents), np.int64)
         em = tasks.on_end.marks(cap)                # type: ignore[attr-defined]  # a KeyedColumn
         rm = st.humans.on_report.marks(st.humans.capacity)
-        counts[K.FLUSH_FREED] = counts[K.FLUSH_IN] = counts[K.FLUSH_STOP] = 0
-        counts[K.FLUSH_RESUME] = resume
+        cv[K.FLUSH_FREED] = cv[K.FLUSH_IN] = cv[K.FLUSH_STOP] = 0
+        cv[K.FLUSH_RESUME] = 1 if resume else 0
         args = self._flush_args
         k0 = args[0] if args is not None else None
         if k0 is None or k0[0] != LAYOUT_EPOCH[0] or k0[1] is not ents or k0[2] is not ids or k0[3] is not freed \
@@ -495,10 +501,10 @@ class Player(StackRules):
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
                                        FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm))
         eng._flush_release(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4])
-        stop = int(counts[K.FLUSH_STOP])
+        stop = cv[K.FLUSH_STOP]
         if stop != lo:
-            self.pool.n_out -= int(counts[K.FLUSH_IN])
-            nf = int(counts[K.FLUSH_FREED])
+            self.pool.n_out -= cv[K.FLUSH_IN]
+            nf = cv[K.FLUSH_FREED]
             if nf:
                 fr = freed[:nf]
                 rows = fr.tolist()
@@ -532,7 +538,7 @@ class Player(StackRules):
                         for r in fr[keyed.marks(cap)[fr]].tolist():
                             del keyed[r]
         first = lo + 1 if resume else lo            # a resumed entry's id is in the log already
-        end = stop + 1 if stop < hi and ents[stop, 0] >= 0 else stop
+        end = stop + 1 if stop < hi and stop not in odd else stop
         if end > first:
             self.released_log.append((ents[first:end, 0].copy(), ids[first:end].copy()))
         return stop
