@@ -472,7 +472,8 @@ class Player(StackRules):
         discards it first; ``odd`` the entries held as objects), then what Python holds: the released ids into ``released_log``
         (in order; an entry stopped at for its callbacks included, so they see it), the
         pool's count, the handles and keyed values of the task rows given back (the
-        handles nothing else holds kept for reuse: Table.spare), and their reset to the table's defaults before the next
+        handles nothing else holds kept for reuse: Table.spare; the values found by the
+        keyed columns' marks, or looked up for a callback's few rows), and their reset to the table's defaults before the next
         take (Table.free's)."""
         eng = self.batch
         st = self.stores
@@ -506,9 +507,8 @@ class Player(StackRules):
             self.pool.n_out -= cv[K.FLUSH_IN]
             nf = cv[K.FLUSH_FREED]
             if nf:
-                rows = freed[:nf].tolist()
-                if nf > _FEW_ROWS:
-                    rows.sort()                     # views read in order: a cache miss less a handle
+                fr = freed[:nf]
+                rows = fr.tolist()
                 views = tasks.views
                 spare = tasks.spare
                 # the handles dropped from ``views`` (two loops in C), each kept for the next
@@ -527,18 +527,17 @@ class Player(StackRules):
                         del keep[_SPARE_MAX:]
                 if tasks._resets:
                     tasks._dirty.extend(rows)
-                m_live = tasks.m_live
-                for name in tasks._keyed:           # the values of the rows given back: the fewer
-                    keyed = getattr(tasks, name)    # of the rows and the values looked up
+                for name in tasks._keyed:           # the values of the rows given back
+                    keyed = getattr(tasks, name)
                     if not keyed:
                         continue
-                    if len(keyed) < nf:             # (no numpy call: the first of a kind costs most)
-                        for r in [r for r in keyed if not m_live[r]]:
-                            del keyed[r]
-                    else:
+                    if nf <= _FEW_ROWS:             # a few rows (a callback's stop): looked up
                         for r in rows:
                             if r in keyed:
                                 del keyed[r]
+                    else:                           # by their marks (KeyedColumn)
+                        for r in fr[keyed.marks(cap)[fr]].tolist():
+                            del keyed[r]
         first = lo + 1 if resume else lo            # a resumed entry's id is in the log already
         end = stop + 1 if stop < hi and stop not in odd else stop
         if end > first:
