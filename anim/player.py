@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from sys import getrefcount as _refs
 from itertools import repeat as _repeat
+from operator import itemgetter as _itemgetter
 from typing import Callable, Iterable, Sequence
 from weakref import getweakrefcount as _weakrefs
 
@@ -513,8 +514,9 @@ class Player(StackRules):
                 spare = tasks.spare
                 # the handles dropped from ``views`` (two loops in C), each kept for the next
                 # constructor of its class (Table.spare) when nothing else holds it (the
-                # list, the loop and getrefcount's own: 3) and no weak reference names it
-                hs = list(map(views.__getitem__, rows))
+                # tuple, the loop and getrefcount's own: 3) and no weak reference names it
+                # (itemgetter's loop is short: the cache misses of many handles overlap)
+                hs = _itemgetter(*rows)(views) if nf > 1 else (views[rows[0]],)
                 any(map(views.__setitem__, rows, _repeat(None, nf)))
                 get = spare.get
                 for h in hs:
