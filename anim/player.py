@@ -29,8 +29,9 @@ from __future__ import annotations
 
 from sys import getrefcount as _refs
 from itertools import repeat as _repeat
+from operator import is_not as _is_not
 from operator import itemgetter as _itemgetter
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, cast
 from weakref import getweakrefcount as _weakrefs
 
 import numpy as np
@@ -136,7 +137,7 @@ class Player(StackRules):
         self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(K.FLUSH_RESUME + 1, np.int64))
         # its counts read and written through a memoryview (no numpy call: after the step's
         # kernels, each kind of numpy call's first use in an update costs 10-20 us)
-        self._flush_counts = memoryview(self._flush_scratch[2])
+        self._flush_counts: Any = memoryview(cast(Any, self._flush_scratch[2]))
         self._flush_ents = np.zeros((256, 2), np.int64)   # the entries a flush takes from the list
         self._flush_loaded = False                  # the flush's kernels called once (_load_flush_kernels)
         self._flush_ids = np.zeros(256, np.int64)         # the anim id each entry released
@@ -495,11 +496,9 @@ class Player(StackRules):
         rm = st.humans.on_report.marks(st.humans.capacity)
         cv[K.FLUSH_FREED] = cv[K.FLUSH_IN] = cv[K.FLUSH_STOP] = 0
         cv[K.FLUSH_RESUME] = 1 if resume else 0
+        key = (LAYOUT_EPOCH[0], ents, ids, freed, self.pool.out, em, rm)
         args = self._flush_args
-        k0 = args[0] if args is not None else None
-        if k0 is None or k0[0] != LAYOUT_EPOCH[0] or k0[1] is not ents or k0[2] is not ids or k0[3] is not freed \
-                or k0[4] is not self.pool.out or k0[5] is not em or k0[6] is not rm:
-            key = (LAYOUT_EPOCH[0], ents, ids, freed, self.pool.out, em, rm)
+        if args is None or any(map(_is_not, key, args[0])):     # the very objects: kept, else made again
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
                                        FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm))
         eng._flush_release(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4])

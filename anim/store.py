@@ -213,7 +213,7 @@ class KeyedColumn(dict):
             self[row] = default
         return dict.__getitem__(self, row)
 
-    def __ior__(self, other):
+    def __ior__(self, other: Any) -> KeyedColumn:     # type: ignore[misc,override]  # dict's |= with the marks
         self.update(other)
         return self
 

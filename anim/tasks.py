@@ -307,7 +307,7 @@ def new_task_row(ts: Table, t: "Task", ttype: int, rate: float) -> int:
     return r
 
 
-def new_handle(ts: Table, cls: type) -> Any:
+def new_handle(ts: Table, cls: Any) -> Any:
     """A handle object of task class ``cls`` for a new row of the world's task table ``ts``,
     every slot to be set by its constructor: one the flush kept when its row went back and
     nothing but the table held it (``ts.spare``: no one can see it again, so no stale
