@@ -23,7 +23,7 @@ from .f32 import FLT_MAX as _F32_MAX
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
 from .tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
-                    PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, new_handle, new_task_row, take_place)
+                    PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, new_task_row, take_place)
 
 
 __all__ = ["StackRules"]
@@ -244,7 +244,8 @@ class StackRules(TaskBuilder):
             if n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE and rec.table is h and rec.row == s \
                     and h.gen[s] == rec.gen and -_F32_MAX <= speed <= _F32_MAX:
                 # self.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
-                f = new_handle(ts, _FadeTask)
+                kept = ts.spare.get(_FadeTask)           # new_handle, inline: a handle the flush kept
+                f = kept.pop() if kept else _FadeTask.__new__(_FadeTask)
                 fr = new_task_row(ts, f, _FADE, speed)
                 fades = f.store = self.stores.fades
                 r = f.row = fades.alloc_default()
