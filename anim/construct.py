@@ -185,7 +185,8 @@ class TaskBuilder(ClipLookup):
         else:
             crow, r = self._cursor_and_rate(s, anim_id, rate, fl & _CURSOR_INT)
         ts = st.tasks
-        t = cls.__new__(cls)
+        kept = ts.spare.get(cls)                     # new_handle, inline: a handle the flush kept
+        t = kept.pop() if kept else cls.__new__(cls)
         if r.__class__ is float and -F.FLT_MAX <= r <= F.FLT_MAX and 0 <= fl < _INT32 and 0 <= hl < _INT63:
             tr = new_task_row(ts, t, cls._TYPE, r)
             if fl:

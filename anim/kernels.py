@@ -734,6 +734,7 @@ _HOLD = int(TaskType.HOLD)
 _PAIRED_CLIP = int(TaskType.PAIRED_CLIP)
 _SCENE = int(TaskType.SCENE)
 _FADE = int(TaskType.FADE)
+_AGAIN = -(1 << 62)          # flush_anim_ids: a human listed again (done at its first place)
 _GAIT = int(TaskType.GAIT)
 _MIX = int(TaskType.MIX)
 _PICK = int(TaskType.PICK)
@@ -1833,28 +1834,53 @@ def flush_anim_ids(rows, humans, h_anim, tasks, cursors, gaits, seen):
     """The playing anim id (record +0x20) of each human row in ``rows`` into ``h_anim``:
     its top task's, the bottom task's when the top is a fade, -1 with an empty stack
     (StackRules.refresh_anim_id, every human at once; a human listed twice is done once:
-    ``seen``, a flag per human row, all False before and after). In: the HumanCols, the
-    human table's ``anim`` column, the TaskCols, CursorCols, GaitCols.
+    ``seen``, a flag per human row, all False before and after). In passes over all the
+    humans, each a short loop whose cache misses (task rows, cursor rows) overlap: the top
+    task row, the bottom one under a fade, the leading cursor row, its anim id, each kept
+    in ``h_anim`` meanwhile; ``rows`` is the caller's scratch (overwritten: a human done
+    or listed again is marked there). In: the HumanCols, the human table's ``anim``
+    column, the TaskCols, CursorCols, GaitCols.
     Original: 0x001752c8, 0x00175210 TaskStack_Top."""
     h_depth, h_stack = humans.depth, humans.stack
     t_type, t_c0, t_c1, t_c2, t_c3 = tasks.type, tasks.c0, tasks.c1, tasks.c2, tasks.c3
     t_aux, t_value = tasks.aux, tasks.value
     c_anim, g_leader = cursors.anim, gaits.leader
-    for k in range(rows.shape[0]):
+    n = rows.shape[0]
+    for k in range(n):                    # each human once: its top task row (or -1: done)
         hi = rows[k]
         if seen[hi]:
+            rows[k] = _AGAIN
             continue
         seen[hi] = True
         d = h_depth[hi]
         if d == 0:
             h_anim[hi] = -1
+            rows[k] = ~hi
             continue
-        t = h_stack[hi, d - 1]
-        if t_type[t] == _FADE:
-            t = h_stack[hi, 0]
-        h_anim[hi] = _anim_of(t, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader, c_anim)
-    for k in range(rows.shape[0]):
-        seen[rows[k]] = False
+        h_anim[hi] = h_stack[hi, d - 1]
+    for k in range(n):                    # a fade on top: the bottom task
+        hi = rows[k]
+        if hi >= 0 and t_type[h_anim[hi]] == _FADE:
+            h_anim[hi] = h_stack[hi, 0]
+    for k in range(n):                    # the leading cursor row (a fade: -1, done)
+        hi = rows[k]
+        if hi >= 0:
+            t = h_anim[hi]
+            if t_type[t] == _FADE:
+                h_anim[hi] = -1
+                rows[k] = ~hi
+            else:
+                h_anim[hi] = _lead_of(t, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)
+    for k in range(n):                    # its anim id (Task.anim_id)
+        hi = rows[k]
+        if hi >= 0:
+            h_anim[hi] = np.int64(c_anim[h_anim[hi]])
+    for k in range(n):
+        hi = rows[k]
+        if hi >= 0:
+            seen[hi] = False
+        elif hi != _AGAIN:
+            seen[~hi] = False
 
 
 # ---------------------------------------------------------------- the pose

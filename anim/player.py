@@ -27,7 +27,12 @@ Spec: "The task stack", "Fades", "When a clip ends", "Paired tasks", "Playback r
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from sys import getrefcount as _refs
+from itertools import repeat as _repeat
+from operator import is_not as _is_not
+from operator import itemgetter as _itemgetter
+from typing import Any, Callable, Iterable, Sequence, cast
+from weakref import getweakrefcount as _weakrefs
 
 import numpy as np
 
@@ -50,7 +55,7 @@ from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
 from .stackrules import StackRules
 from .store import LAYOUT_EPOCH, Stores, Table
-from .tasks import ClipTask, HeldFlags, HeldRelease, PlaceEvents, Task
+from .tasks import ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents, Task
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
@@ -61,6 +66,13 @@ _REPORT = int(HeldFlags.REPORT)
 _TOP_OR_STACK = K.STATUS_TOP | K.STATUS_STACK     # a step's status bits: the top task may have changed
 
 
+
+
+# The task classes whose handles the flush keeps for reuse (Table.spare: the Player's
+# constructors take them, anim.tasks.new_handle), at most _SPARE_MAX of each.
+_RECYCLED = (ClipTask, LoopTask, FadeTask, GaitTask)
+_SPARE_MAX = 4096
+_FEW_ROWS = 32          # _kernel_release looks these many rows given back up in the keyed columns one by one
 
 
 def _row_state(table: Table) -> RowState:
@@ -79,6 +91,8 @@ class Player(StackRules):
         self.skeleton = skeleton
         self.pool = TaskPool(self.options.pool_size)
         self.stores = Stores()
+        for cls in _RECYCLED:                   # the flush keeps these handles for reuse (new_handle)
+            self.stores.tasks.spare[cls] = []
         # the deferred list as rows (human row, task row): the step kernel appends to it, the
         # flush's kernel releases from it (``deferred`` reads it as (task, instance) pairs)
         self.deferred_rows = DeferredRows()
@@ -121,12 +135,13 @@ class Player(StackRules):
         # the flush kernel's scratch, sized on the task table: the task rows it gives back,
         # a task and the next tasks it owns (anim.kernels.flush_release)
         self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(K.FLUSH_RESUME + 1, np.int64))
+        # its counts read and written through a memoryview (no numpy call: after the step's
+        # kernels, each kind of numpy call's first use in an update costs 10-20 us)
+        self._flush_counts: Any = memoryview(cast(Any, self._flush_scratch[2]))
         self._flush_ents = np.zeros((256, 2), np.int64)   # the entries a flush takes from the list
         self._flush_loaded = False                  # the flush's kernels called once (_load_flush_kernels)
         self._flush_ids = np.zeros(256, np.int64)         # the anim id each entry released
         self._flush_args: tuple | None = None             # the kernel's RowStates and FlushBuffers, kept
-        self._end_mark = np.zeros(0, np.bool_)            # per task row: an end callback (Python releases it)
-        self._report_mark = np.zeros(0, np.bool_)         # per human row: a report callback
         self._fired_mark = np.zeros(0, np.bool_)          # scratch: task rows that fired this update
         self._flush_seen = np.zeros(0, np.bool_)      # flush_anim_ids' scratch: a flag per human row
 
@@ -342,7 +357,7 @@ class Player(StackRules):
         self._flush_loaded = True
         if not (kernel_cached("flush_release") and kernel_cached("flush_anim_ids")):
             return
-        self._kernel_release(self._flush_ents, 0, 0, False)
+        self._kernel_release(self._flush_ents, 0, 0, False, {})
         eng = self.batch
         eng._clip_events()
         eng._guard()
@@ -374,53 +389,15 @@ class Player(StackRules):
                 out[odd[k][1] if hr < 0 else self._inst_at(hr)] = None
         return list(out)
 
-    def _marks(self) -> tuple[np.ndarray, np.ndarray]:
-        """The flush kernel's callback marks (a flag per task row with an end callback, per
-        human row with a report callback), sized on the tables; set from the keyed values
-        (``_mark_new``), cleared by ``_unmark``."""
-        tasks, humans = self.stores.tasks, self.stores.humans
-        em, rm = self._end_mark, self._report_mark
-        if len(em) < tasks.capacity:
-            em = self._end_mark = np.zeros(max(tasks.capacity, 2 * len(em)), np.bool_)
-        if len(rm) < humans.capacity:
-            rm = self._report_mark = np.zeros(max(humans.capacity, 2 * len(rm)), np.bool_)
-        return em, rm
-
-    def _mark_new(self, ends: set, reports: set) -> bool:
-        """Mark the task rows of ``tasks.on_end`` not in ``ends`` and the human rows of
-        ``humans.on_report`` not in ``reports`` (both sets updated); True when any was new.
-        A mark left on a row whose callback went since only sends it to Python's release."""
-        on_end: dict = self.stores.tasks.on_end     # type: ignore[assignment]  # a keyed column: a dict by row
-        on_report = self.stores.humans.on_report
-        new_e = on_end.keys() - ends if len(on_end) else ()
-        new_r = on_report.keys() - reports if len(on_report) else ()
-        if not new_e and not new_r:
-            return False
-        self._marks()                               # both sized on the tables
-        if new_e:
-            self._mark_rows("_end_mark", new_e, ends)
-        if new_r:
-            self._mark_rows("_report_mark", new_r, reports)
-        return True
-
-    def _mark_rows(self, name: str, rows, seen: set) -> None:
-        """Set the marks of ``rows`` (a set of row numbers) in mark array ``name`` (grown
-        to hold the largest) and add them to ``seen``."""
-        at = np.fromiter(rows, np.int64, len(rows))
-        mark = getattr(self, name)
-        if at.max() >= len(mark):
-            mark = np.concatenate([mark, np.zeros(int(at.max()) + 1, np.bool_)])
-            setattr(self, name, mark)
-        mark[at] = True
-        seen.update(rows)
-
     def _release_entries(self, ents: np.ndarray, n: int, odd: dict) -> None:
         """Release the deferred entries ``ents[:n]`` (human row, task row; ``odd`` those
         held as objects), in order: the compiled engine's runs (anim.kernels.flush_release:
         the record's bits, the anim id, the discard, the pool's count and the rows given
         back, all as rows) stop at each entry with a callback to run (an end callback, a
         report to make: it holds 0x400000 and its human has a report callback; the kernel
-        reads the marks of ``_marks``), released but for its callbacks, which Python runs
+        reads the marks of the keyed columns, ``tasks.on_end.mark`` and
+        ``humans.on_report.mark``, which every write of a callback keeps: store.KeyedColumn),
+        released but for its callbacks, which Python runs
         (``_run_release_callbacks``) before the next run discards it, and at each entry
         held as objects (a human this engine no longer holds, a task of another table),
         which ``_release`` releases in Python; so every callback sees what it saw when
@@ -428,42 +405,32 @@ class Player(StackRules):
         run has it run. The lazy events a task fired are made first (their rows go back
         with it: BatchEngine.fired_by)."""
         self._make_fired_events(ents, n, odd)
-        ends: set = set()
-        reports: set = set()
-        self._mark_new(ends, reports)
-        try:
-            k = 0
-            resume = False
-            while True:
-                stop = self._kernel_release(ents, k, n, resume) if k < n else n
-                if stop >= n:
-                    return
-                hr, tr = ents[stop].tolist()
-                if hr < 0:
-                    task, inst = odd[stop]
-                    self._release(inst, task)       # a callback's exception is kept (run_callback)
-                    k, resume = stop + 1, False
-                else:
-                    try:
-                        self._run_release_callbacks(hr, tr, stop)
-                    except BaseException:           # not an Exception (run_callback keeps those): discarded
-                        self._kernel_release(ents, stop, stop + 1, True)
-                        raise
-                    k, resume = stop, True          # the kernel discards it first
-                self._mark_new(ends, reports)       # the callbacks it ran may have set others
-        finally:
-            if ends:                                # every mark off (one write; the rows' order is no matter)
-                self._end_mark[:] = False
-            if reports:
-                self._report_mark[:] = False
+        k = 0
+        resume = False
+        while True:
+            stop = self._kernel_release(ents, k, n, resume, odd) if k < n else n
+            if stop >= n:
+                return
+            hr, tr = ents[stop].tolist()
+            if hr < 0:
+                task, inst = odd[stop]
+                self._release(inst, task)       # a callback's exception is kept (run_callback)
+                k, resume = stop + 1, False
+            else:
+                try:
+                    self._run_release_callbacks(hr, tr)
+                except BaseException:           # not an Exception (run_callback keeps those): discarded
+                    self._kernel_release(ents, stop, stop + 1, True, odd)
+                    raise
+                k, resume = stop, True          # the kernel discards it first
 
-    def _run_release_callbacks(self, hrow: int, trow: int, k: int) -> None:
-        """Entry ``k``'s release after the kernel's part (its bits, its anim id): the id
-        joins the released ids, then the report callback (it held 0x400000 and its human
-        has one) and the end callback run, as in ``_release``; the kernel discards it next."""
+    def _run_release_callbacks(self, hrow: int, trow: int) -> None:
+        """An entry's release after the kernel's part (its bits, its anim id, which
+        ``_kernel_release`` put into the released ids): the report callback (it held
+        0x400000 and its human has one) and the end callback run, as in ``_release``; the
+        kernel discards it next."""
         inst = self._inst_at(hrow)
-        held = int(self._flush_scratch[2][K.FLUSH_HELD])
-        self.released_log.append((np.array([hrow], np.int64), self._flush_ids[k:k + 1].copy()))
+        held = self._flush_counts[K.FLUSH_HELD]
         if held & _REPORT and inst.on_report is not None:
             self.run_callback(inst.on_report, inst, "flush")
         on_end: dict = self.stores.tasks.on_end     # type: ignore[assignment]  # a keyed column: a dict by row
@@ -476,7 +443,7 @@ class Player(StackRules):
         one of them this update, made before the task's rows go back: the candidates found
         in one vector test (the entries' task rows among the step's event rows)."""
         eng = self.batch
-        n_ev = int(eng._counts[K.COUNT_EVENTS])
+        n_ev = eng._m_counts[K.COUNT_EVENTS]
         views = self.stores.tasks.views
         if n_ev and n:
             ev = eng._ev_out[:n_ev, 1]
@@ -485,10 +452,12 @@ class Player(StackRules):
             if len(mark) < cap:
                 mark = self._fired_mark = np.zeros(max(cap, 2 * len(mark)), np.bool_)
             mark[ev] = True
-            cand = np.flatnonzero(mark[ents[:n, 1]] & (ents[:n, 0] >= 0))
+            cand = np.flatnonzero(mark[ents[:n, 1]]).tolist()     # an odd entry's -1 may be a candidate
             mark[ev] = False
-            for k in cand.tolist():
+            for k in cand:
                 hr, tr = ents[k].tolist()
+                if hr < 0:
+                    continue                        # held as objects: below
                 inst = self._inst_at(hr)
                 rows = inst._event_rows
                 if rows is not None and rows[0].fired_by(views[tr], rows[1], rows[2]):
@@ -498,13 +467,16 @@ class Player(StackRules):
             if rows is not None and rows[0].fired_by(task, rows[1], rows[2]):
                 inst.events                         # noqa: B018
 
-    def _kernel_release(self, ents: np.ndarray, lo: int, hi: int, resume: bool) -> int:
+    def _kernel_release(self, ents: np.ndarray, lo: int, hi: int, resume: bool, odd: dict) -> int:
         """Entries ``lo``-``hi`` of ``ents`` released by the kernel up to the first one with
         a callback to run (released but for its callbacks and discard) or held as objects
         (returned: ``hi`` when none; ``resume``: entry ``lo``'s callbacks ran, the kernel
-        discards it first), then what Python holds: the released ids into ``released_log``
-        (in order), the pool's count, the handles and keyed values of the task rows given
-        back, and their reset to the table's defaults before the next take (Table.free's)."""
+        discards it first; ``odd`` the entries held as objects), then what Python holds: the released ids into ``released_log``
+        (in order; an entry stopped at for its callbacks included, so they see it), the
+        pool's count, the handles and keyed values of the task rows given back (the
+        handles nothing else holds kept for reuse: Table.spare; the values found by the
+        keyed columns' marks, or looked up for a callback's few rows), and their reset to the table's defaults before the next
+        take (Table.free's)."""
         eng = self.batch
         st = self.stores
         tasks = st.tasks
@@ -513,47 +485,64 @@ class Player(StackRules):
         H, T, C, _, G, _ = eng._tables()
         cap = tasks.capacity
         freed, chain, counts = self._flush_scratch
+        cv = self._flush_counts
         if len(freed) < cap:
             freed, chain = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
             self._flush_scratch = (freed, chain, counts)
         ids = self._flush_ids
         if len(ids) < len(ents):
             ids = self._flush_ids = np.zeros(len(ents), np.int64)
-        em, rm = self._marks()
-        counts[K.FLUSH_FREED] = counts[K.FLUSH_IN] = counts[K.FLUSH_STOP] = 0
-        counts[K.FLUSH_RESUME] = resume
+        em = tasks.on_end.marks(cap)                # type: ignore[attr-defined]  # a KeyedColumn
+        rm = st.humans.on_report.marks(st.humans.capacity)
+        cv[K.FLUSH_FREED] = cv[K.FLUSH_IN] = cv[K.FLUSH_STOP] = 0
+        cv[K.FLUSH_RESUME] = 1 if resume else 0
         key = (LAYOUT_EPOCH[0], ents, ids, freed, self.pool.out, em, rm)
         args = self._flush_args
-        if args is None or any(a is not b for a, b in zip(key, args[0])):
+        if args is None or any(map(_is_not, key, args[0])):     # the very objects: kept, else made again
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
                                        FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm))
         eng._flush_release(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4])
-        stop = int(counts[K.FLUSH_STOP])
-        if stop == lo:
-            return stop
-        self.pool.n_out -= int(counts[K.FLUSH_IN])
-        nf = int(counts[K.FLUSH_FREED])
-        if nf:
-            rows = freed[:nf].tolist()
-            views = tasks.views
-            for r in rows:
-                views[r] = None
-            if tasks._resets:
-                tasks._dirty.extend(rows)
-            m_live = tasks.m_live
-            for name in tasks._keyed:
-                keyed = getattr(tasks, name)
-                if not keyed:
-                    continue
-                if len(keyed) < nf:                 # the values of the rows given back (each row had one at most)
-                    for r in [r for r in keyed if not m_live[r]]:
-                        del keyed[r]
-                else:
-                    for r in rows:
-                        keyed.pop(r, None)
+        stop = cv[K.FLUSH_STOP]
+        if stop != lo:
+            self.pool.n_out -= cv[K.FLUSH_IN]
+            nf = cv[K.FLUSH_FREED]
+            if nf:
+                fr = freed[:nf]
+                rows = fr.tolist()
+                views = tasks.views
+                spare = tasks.spare
+                # the handles dropped from ``views`` (two loops in C), each kept for the next
+                # constructor of its class (Table.spare) when nothing else holds it (the
+                # tuple, the loop and getrefcount's own: 3) and no weak reference names it
+                # (itemgetter's loop is short: the cache misses of many handles overlap)
+                hs = _itemgetter(*rows)(views) if nf > 1 else (views[rows[0]],)
+                any(map(views.__setitem__, rows, _repeat(None, nf)))
+                get = spare.get
+                for h in hs:
+                    keep = get(h.__class__)
+                    if keep is not None and _refs(h) == 3 and not _weakrefs(h):
+                        keep.append(h)
+                hs = None
+                for keep in spare.values():
+                    if len(keep) > _SPARE_MAX:
+                        del keep[_SPARE_MAX:]
+                if tasks._resets:
+                    tasks._dirty.extend(rows)
+                for name in tasks._keyed:           # the values of the rows given back
+                    keyed = getattr(tasks, name)
+                    if not keyed:
+                        continue
+                    if nf <= _FEW_ROWS:             # a few rows (a callback's stop): looked up
+                        for r in rows:
+                            if r in keyed:
+                                del keyed[r]
+                    else:                           # by their marks (KeyedColumn)
+                        for r in fr[keyed.marks(cap)[fr]].tolist():
+                            del keyed[r]
         first = lo + 1 if resume else lo            # a resumed entry's id is in the log already
-        if stop > first:
-            self.released_log.append((ents[first:stop, 0].copy(), ids[first:stop].copy()))
+        end = stop + 1 if stop < hi and stop not in odd else stop
+        if end > first:
+            self.released_log.append((ents[first:end, 0].copy(), ids[first:end].copy()))
         return stop
 
     def make_released(self) -> None:
@@ -616,17 +605,19 @@ class Player(StackRules):
         parts += stepped                            # all this engine's (Player.forget takes a human out)
         if not parts:
             return
-        rows = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
-        if not len(rows):
-            return
-        eng._clip_events()
-        eng._guard()
-        H, T, C, _, G, _ = eng._tables()
         humans = self.stores.humans
         seen = self._flush_seen
         if len(seen) < humans.capacity:
             seen = self._flush_seen = np.zeros(humans.capacity, np.bool_)
-        rows.sort()                                 # the human table in order: fewer cache misses
+        for p in parts:                             # each row once, in the human table's order (fewer
+            seen[p] = True                          # cache misses): a flag per row, not a sort
+        rows = np.flatnonzero(seen)
+        if not len(rows):
+            return
+        seen[rows] = False
+        eng._clip_events()
+        eng._guard()
+        H, T, C, _, G, _ = eng._tables()
         eng._flush_anim_ids(rows, H, humans.anim, T, C, G, seen)
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:

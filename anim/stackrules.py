@@ -35,7 +35,6 @@ _CLIP_CLASSES = frozenset({LoopTask, ClipTask, HoldTask, SceneTask, PairedClipTa
 _NEXT_CLASSES = frozenset({ClipTask, PairedClipTask})
 
 _FadeTask = FadeTask
-_new_fade = FadeTask.__new__
 
 # The hot paths compare plain ints; the values come from the enums.
 _FADE = int(TaskType.FADE)
@@ -245,7 +244,8 @@ class StackRules(TaskBuilder):
             if n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE and rec.table is h and rec.row == s \
                     and h.gen[s] == rec.gen and -_F32_MAX <= speed <= _F32_MAX:
                 # self.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
-                f = _new_fade(_FadeTask)
+                kept = ts.spare.get(_FadeTask)           # new_handle, inline: a handle the flush kept
+                f = kept.pop() if kept else _FadeTask.__new__(_FadeTask)
                 fr = new_task_row(ts, f, _FADE, speed)
                 fades = f.store = self.stores.fades
                 r = f.row = fades.alloc_default()

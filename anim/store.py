@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
-__all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
+__all__ = ["Table", "KeyedColumn", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
            "left_world"]
 
@@ -147,6 +147,94 @@ def _fast_view(arr):
     return arr
 
 
+_MISSING = object()
+
+
+class KeyedColumn(dict):
+    """A table's values keyed by row that are not numbers (the callbacks, as data): a dict
+    row -> value, with ``mark``, a numpy flag per row that holds a value, kept true by
+    every write (set, ``update``, ``setdefault``; ``pop``, ``del``, ``popitem``, ``clear``),
+    so a kernel tests a row's mark instead of Python looking its rows up (the flush stops
+    at an entry whose task has an end callback or whose human a report callback:
+    anim.kernels.flush_release; Player._kernel_release drops the values of the rows it
+    gives back by their marks).
+
+    In: the rows' values (as ``dict`` takes them). A row is a non-negative int (a numpy
+    integer too); rejected: a key that is not (ValueError naming it). ``mark`` grows on
+    demand (``marks``: at least the table's capacity, for a kernel); a copy (``dict(c)``)
+    is a plain dict, a pickle or ``copy.deepcopy`` a KeyedColumn with its marks.
+    """
+
+    __slots__ = ("mark",)
+
+    def __init__(self, items=(), **kw):
+        super().__init__()
+        self.mark = np.zeros(64, np.bool_)
+        if items or kw:
+            self.update(items, **kw)
+
+    def __reduce__(self):
+        return (type(self), (dict(self),))
+
+    def marks(self, n: int) -> np.ndarray:
+        """The mark array, grown (a new array) to at least ``n`` rows first."""
+        mark = self.mark
+        if len(mark) < n:
+            mark = np.zeros(max(n, 2 * len(mark)), np.bool_)
+            mark[:len(self.mark)] = self.mark
+            self.mark = mark
+        return mark
+
+    def __setitem__(self, row, value) -> None:
+        mark = self.mark
+        if row.__class__ is int and 0 <= row < len(mark):
+            mark[row] = True                     # the common case: a row within the marks
+        else:
+            if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or row < 0:
+                raise ValueError(f"KeyedColumn: key {row!r} is not a row (an int >= 0)")
+            self.marks(int(row) + 1)[row] = True
+        dict.__setitem__(self, row, value)
+
+    def __delitem__(self, row) -> None:
+        dict.__delitem__(self, row)
+        self.mark[row] = False
+
+    def pop(self, row, default=_MISSING):
+        value = dict.pop(self, row, _MISSING)
+        if value is _MISSING:
+            if default is _MISSING:
+                raise KeyError(row)
+            return default
+        self.mark[row] = False
+        return value
+
+    def popitem(self):
+        row, value = dict.popitem(self)
+        self.mark[row] = False
+        return row, value
+
+    def clear(self) -> None:
+        dict.clear(self)
+        self.mark[:] = False
+
+    def update(self, *args, **kw) -> None:
+        for row, value in dict(*args, **kw).items():
+            self[row] = value
+
+    def setdefault(self, row, default=None):
+        if row not in self:
+            self[row] = default
+        return dict.__getitem__(self, row)
+
+    def __ior__(self, other: Any) -> KeyedColumn:     # type: ignore[misc,override]  # dict's |= with the marks
+        self.update(other)
+        return self
+
+    def copy(self) -> dict:
+        """A plain dict of the same values."""
+        return dict(self)
+
+
 class Table:
     """Named numpy columns with a row free list, each row with a generation.
 
@@ -160,6 +248,11 @@ class Table:
     """
 
     views: Any = None               # the world's task table: row -> its task object (a list)
+    # the world's task table: task class -> handles the flush kept when their rows went back
+    # and nothing but ``views`` held them (no one can see them again), which the Player's
+    # constructors take instead of a new object (anim.tasks.new_handle); not state (never
+    # saved, pickled or copied)
+    spare: dict
     clips: Any = None               # the world's cursor table: bank index -> Clip (a list)
     world: Any = None               # the world's task table: its Stores (the other tables)
     all_events = False          # the cursor table: type 8 events fire too (PlaceEvents.FIRED)
@@ -167,11 +260,13 @@ class Table:
     def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = (),
                  defaults: dict[str, Any] | None = None):
         self._columns = dict(columns)
-        # row-keyed values that are not numbers (the tasks' callbacks, as data): one dict per
-        # name, an entry per row that has one; gone when the row is freed
+        self.spare = {}
+        # row-keyed values that are not numbers (the tasks' callbacks, as data): one
+        # KeyedColumn per name (a dict with a mark per row), an entry per row that has one;
+        # gone when the row is freed
         self._keyed = tuple(keyed)
         for name in self._keyed:
-            setattr(self, name, {})
+            setattr(self, name, KeyedColumn())
         # a free row's value of each column (0 unless named); with ``defaults`` given, rows
         # freed since the last take are reset to them in bulk before the next alloc (``alloc_default``)
         self._defaults = {name: (defaults or {}).get(name, 0) for name in self._columns}
@@ -200,11 +295,15 @@ class Table:
     row_views: tuple | None = None
 
     def __getstate__(self) -> dict:
-        """The table's state without the fast views (a memoryview is not copied or pickled)."""
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("m_") and k != "row_views"}
+        """The table's state without the fast views (a memoryview is not copied or pickled)
+        and without the spare handles (Table.spare)."""
+        state = {k: v for k, v in self.__dict__.items() if not k.startswith("m_") and k != "row_views"}
+        state["spare"] = {cls: [] for cls in self.spare}      # which classes are kept, not the handles
+        return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self.__dict__.setdefault("spare", {})
         for name in (*state["_columns"], *_TABLE_ARRAYS):
             object.__setattr__(self, "m_" + name, _fast_view(state[name]))
         LAYOUT_EPOCH[0] += 1
@@ -314,7 +413,9 @@ class Table:
         gen = self.m_gen
         gen[row] += 1
         for name in self._keyed:
-            getattr(self, name).pop(row, None)
+            keyed = getattr(self, name)
+            if keyed and row in keyed:
+                del keyed[row]
         if self._resets:
             self._dirty.append(row)
         nf = self.m_n_free
@@ -462,7 +563,7 @@ class HumanTable:
 
     def __init__(self, capacity: int = 64):
         self.gen: list[int] = []
-        self.on_report: dict[int, Any] = {}
+        self.on_report: KeyedColumn = KeyedColumn()     # a mark per row too (the flush kernel reads it)
         self._free: list[int] = []
         self._place(np.zeros(_layout(self.COLUMNS, 0)[1], np.uint8), 0)
         self._grow(max(1, capacity))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from enum import IntEnum, IntFlag, StrEnum
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import detmath, f32 as F
 from .callbacks import check_callback
@@ -305,6 +305,16 @@ def new_task_row(ts: Table, t: "Task", ttype: int, rate: float) -> int:
     types[r] = ttype
     rates[r] = rate
     return r
+
+
+def new_handle(ts: Table, cls: Any) -> Any:
+    """A handle object of task class ``cls`` for a new row of the world's task table ``ts``,
+    every slot to be set by its constructor: one the flush kept when its row went back and
+    nothing but the table held it (``ts.spare``: no one can see it again, so no stale
+    handle is ever reused), else a new object. The Player's constructors take theirs here
+    (no allocation on the command path, no deallocation at the flush)."""
+    spare = ts.spare.get(cls)
+    return spare.pop() if spare else cls.__new__(cls)
 
 
 # The task table's fast views new_task_row keeps in Table.row_views, in its order.
@@ -835,7 +845,7 @@ class FadeTask(Task):
         constructors (``ts`` / ``fades`` the world's tables): one function, each row written once."""
         if not (duration >= 0.0 and math.isfinite(duration)):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
-        t = cls.__new__(cls)
+        t = new_handle(ts, cls)
         if held or not (rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX):
             tr = t._row_of(ts, rate, 0, held, None)
         else:
@@ -974,7 +984,7 @@ class GaitTask(Task):
         made as rows of the world's cursor table (anim.cursor.cursor_row, no handles). One
         function: each row written once."""
         v = cls._clamp(value)
-        t = cls.__new__(cls)
+        t = new_handle(ts, cls)
         fl = int(flags)
         if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX and 0 <= fl < _INT32 and held.__class__ is int \
                 and 0 <= held < _INT63:
