@@ -342,6 +342,7 @@ class RangeList:
     __slots__ = ("_records", "_overrides", "_made")
     _records: np.ndarray
     _overrides: "MappingProxyType[str, Mapping[int, RangeRecord]]"
+    _made: dict[int, RangeRecord]                   # each id's record, made once (read-only records)
 
     def __init__(self, records: np.ndarray, overrides: Mapping[str, Mapping[int, RangeRecord]] | None = None):
         arr = np.asarray(records)

@@ -47,7 +47,8 @@ class EventDispatch(esper.Processor):
         if handlers or default:
             src_of: Any = None                      # the engine whose buffer ``span`` read
             span: tuple = ()
-            n_span, types, make = 0, [], None       # span's row count and types, src_of.make_fired
+            n_span, make = 0, None                  # span's row count, src_of.make_fired
+            types: Any = []                         # span's event types
             fail = ctx.fail
             get = handlers.get
             for ent, fired, inst in todo:
