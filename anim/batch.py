@@ -560,10 +560,7 @@ class BatchEngine:
         now), without a read of the buffer per human."""
         inst._event_rows = None
         out = inst._events
-        events, tasks, anim = self._events, self._tasks, self.player.stores.cursors.m_anim
-        trs, crs, gs = span[1], span[2], span[3]          # _append_fired, inline (one call a human)
-        for j in range(lo, hi):
-            out.append(FiredEvent(events[gs[j]], anim[crs[j]], tasks[trs[j]]))
+        self._append_fired(out, span[1], span[2], span[3], lo, hi)
         return out
 
     def fired_by(self, task, lo: int, hi: int) -> bool:

@@ -471,12 +471,13 @@ class Player(StackRules):
         """Entries ``lo``-``hi`` of ``ents`` released by the kernel up to the first one with
         a callback to run (released but for its callbacks and discard) or held as objects
         (returned: ``hi`` when none; ``resume``: entry ``lo``'s callbacks ran, the kernel
-        discards it first; ``odd`` the entries held as objects), then what Python holds: the released ids into ``released_log``
-        (in order; an entry stopped at for its callbacks included, so they see it), the
-        pool's count, the handles and keyed values of the task rows given back (the
-        handles nothing else holds kept for reuse: Table.spare; the values found by the
-        keyed columns' marks, or looked up for a callback's few rows), and their reset to the table's defaults before the next
-        take (Table.free's)."""
+        discards it first; ``odd`` the entries held as objects), then what Python holds:
+        the released ids into ``released_log`` (in order; an entry stopped at for its
+        callbacks included, so they see it), the pool's count, the handles and keyed values
+        of the task rows given back (the handles nothing else holds kept for reuse:
+        Table.spare; the values found by the keyed columns' marks, or looked up for a
+        callback's few rows), and their reset to the table's defaults before the next take
+        (Table.free's)."""
         eng = self.batch
         st = self.stores
         tasks = st.tasks
