@@ -15,15 +15,15 @@ the same after a restore); a view reads back the very object first stored for a 
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 from numpy.typing import DTypeLike
 
 from scuffle.anim.limits import MAX_COORD
-from scuffle.anim.store import Table, left_world
+from scuffle.anim.store import Table, _fast_view, left_world
 
-__all__ = ["Combat", "CombatTable", "CombatFieldError", "COMBAT_COLUMNS"]
+__all__ = ["Combat", "CombatTable", "CombatViews", "CombatFieldError", "COMBAT_COLUMNS"]
 
 _VEC3: DTypeLike = (np.float64, (3,))
 
@@ -46,6 +46,23 @@ COMBAT_COLUMNS: dict[str, DTypeLike] = {
     "down_left": np.int64,
     "serial": np.int64,
 }
+
+
+class CombatViews(NamedTuple):
+    """The combat table's columns as fast views (anim.store._fast_view: a read gives the
+    Python number a Combat field gives) for the fight rules' per-update loops, which read
+    rows without a view's descriptor: ``gen`` the rows' generations, then the columns by
+    row; ``move_dir`` and ``impulse`` flat, row r's (3,) at 3r, 3r + 1, 3r + 2.
+    ``CombatTable.views()`` makes them; they are made again once a column is replaced
+    (growth, a snapshot of another capacity put back: Table.row_views is dropped)."""
+
+    gen: Any
+    partner: Any
+    state: Any
+    move_speed: Any
+    down_left: Any
+    move_dir: Any
+    impulse: Any
 
 
 class CombatFieldError(ValueError):
@@ -77,6 +94,23 @@ class CombatTable(Table):
         elif type(self.texts[c]) is str and type(text) is not str:
             self.texts[c] = text
         return c
+
+    def views(self) -> CombatViews:
+        """The columns' fast views (CombatViews), kept in ``row_views`` until a column is
+        replaced. Rejected: a (N, 3) column that is not one contiguous float64 block (a
+        corrupt table: ValueError naming it; the table's own arrays always are)."""
+        v = self.row_views
+        if v is None:
+            flat = []
+            for name in ("move_dir", "impulse"):
+                a = getattr(self, name)
+                if not (isinstance(a, np.ndarray) and a.ndim == 2 and a.shape[1] == 3 and a.dtype == np.float64
+                        and a.flags.c_contiguous):
+                    raise ValueError(f"CombatTable.{name}: not a contiguous (N, 3) float64 column")
+                flat.append(_fast_view(a.reshape(-1)))
+            v = self.row_views = CombatViews(self.m_gen, self.m_partner, self.m_state, self.m_move_speed,
+                                             self.m_down_left, *flat)
+        return cast(CombatViews, v)
 
     def take(self, view: "Combat") -> int:
         """A row with the defaults for ``view``; returns the row."""

@@ -16,6 +16,10 @@ __all__ = ["FighterAI"]
 
 ENGAGE_RANGE = 1.05        # ours: close enough to strike or grab (m)
 RUN_RANGE = 4.0            # ours: further than this, jog
+# The hold's choices in the order the generator draws from them (sorted ids), made once.
+_HOLD_STRIKES = tuple(sorted(GRAB_STRIKES))
+_THROW_MOVES = tuple(sorted(THROWS))
+_FREE, _HOLDING, _DOWN, _HELD = FightState.FREE, FightState.HOLDING, FightState.DOWN, FightState.HELD
 
 
 class FighterAI:
@@ -47,61 +51,62 @@ class FighterAI:
         self.rng.load_state(rng)
 
     def __call__(self, fight: Fight) -> None:
+        """One update: the tick counted; every ``think_every`` updates a decision (see the
+        class docstring). Rejected: a fighter or opponent gone from the world (UnknownHuman
+        for a name, KeyError for an entity), on every update, decision or not."""
         if not self.enabled:
             return
-        self.tick += 1
+        self.tick = tick = self.tick + 1
         # the two humans looked up once (a name: Game.entity, UnknownHuman when gone), their
         # components read from the world's dict (fight.combat / fight.body without their calls)
         comps, mine, theirs = fight._components(), self.me, self.opponent
         me_e = fight._entity(mine) if mine.__class__ is str else fight._ent(mine)
         op_e = fight._entity(theirs) if theirs.__class__ is str else fight._ent(theirs)
         my_comps, their_comps = comps[me_e], comps[op_e]
-        if self.tick % self.think_every:
-            # no decision this update (neither free nor holding decides): the two humans
-            # are only looked up, so that one gone raises as the decision's look-ups would
-            my_comps[Body]
-            their_comps[Body]
-            return
-        c = my_comps[Combat]
         me, op = my_comps[Body], their_comps[Body]
+        if tick % self.think_every:
+            return                   # no decision this update: the two only looked up (one gone raises)
+        c = my_comps[Combat]
         state = c.state
-        if state == FightState.HOLDING:
+        if state == _HOLDING:
             self._hold(fight)
             return
-        if state != FightState.FREE:
+        if state != _FREE:
             return
         if fight.can_chain(me_e) and self.rng.random() < 0.5:
-            fight.strike(self.me)
+            fight.strike(mine)
             return
         if not fight.free(me_e):
             return
-        d = op.position - me.position
-        dist = detmath.hypot_s(float(d[0]), float(d[1]))
-        opc = their_comps[Combat]
+        # the ground offset to the opponent: the float64 differences numpy's would give
+        ox, oy, _ = op.position.tolist()
+        mx, my, _ = me.position.tolist()
+        dx, dy = ox - mx, oy - my
+        dist = detmath.hypot_s(dx, dy)
         if dist > ENGAGE_RANGE:
-            fight.move(self.me, (d[0], d[1]), pace="jog" if dist > RUN_RANGE else "walk")
+            fight.move(mine, (dx, dy), pace="jog" if dist > RUN_RANGE else "walk")
             return
         if c.move_speed > 0.0:
-            fight.move(self.me, (d[0], d[1]), 0.0)
+            fight.move(mine, (dx, dy), 0.0)
             return
-        fight.face(self.me, toward=self.opponent)
-        if opc.state in (FightState.DOWN, FightState.HELD) or self.rng.random() > self.aggression:
+        fight.face(mine, toward=theirs)
+        if their_comps[Combat].state in (_DOWN, _HELD) or self.rng.random() > self.aggression:
             return
         if self.rng.random() < 0.45:
             self.hold_actions = self.rng.randint(1, 3)
-            fight.grab(self.me)
+            fight.grab(mine)
         else:
-            fight.strike(self.me)
+            fight.strike(mine)
 
     def _hold(self, fight: Fight) -> None:
         """In a hold: a few grab strikes, then a throw (mostly) or a let-go."""
         if self.tick % self.think_every:
             return
         if self.hold_actions > 0:
-            if fight.strike(self.me, self.rng.choice(sorted(GRAB_STRIKES))):
+            if fight.strike(self.me, self.rng.choice(_HOLD_STRIKES)):
                 self.hold_actions -= 1
             return
         if self.rng.random() < 0.8:
-            fight.throw(self.me, self.rng.choice(sorted(THROWS)))
+            fight.throw(self.me, self.rng.choice(_THROW_MOVES))
         else:
             fight.let_go(self.me)

@@ -197,10 +197,17 @@ class Fight(Hits):
         for ctl in list(self.controllers):
             ctl(self)
         comps, lookup, ko, down = self._components(), self._lookup, self.ko, FightState.DOWN
+        ct = cv = texts = None
         for _, e in self.game.humans():
             c = comps[e][Combat]
-            if c.state != down:                       # only a human down has anything to count
+            t, r = c._table, c._row                   # the state read from its column (CombatTable.views)
+            if t is not ct:
+                ct, cv, texts = t, t.views(), t.texts
+            if cv.gen[r] != c._gen:
+                c.state                               # a stale view: raises (StaleHandle)
+            if texts[cv.state[r]] != down:            # only a human down has anything to count
                 continue
+            ct = None                                 # (the rules below may replace the columns)
             if c.down_left > 0 and e not in ko and not (lookup(e, HumanRecord).flags & _PAIRED):
                 c.down_left -= 1
                 if c.down_left == 0:

@@ -94,17 +94,34 @@ class Pairs(Locomotion):
 
     def _partners_gone(self) -> None:
         """Humans whose partner (or holder) is no longer in the world (deleted directly
-        with esper.delete_entity) are freed as human_leaving would free them."""
+        with esper.delete_entity) are freed as human_leaving would free them.
+
+        Each human's partner and attachment are read from the columns' fast views
+        (CombatTable.views, the body table's ``m_attachment``), not through the views'
+        descriptors; a stale view still raises as its field's read (StaleHandle)."""
         comps, live = self._components(), self._live
+        ct = cv = None
         for _, e in self.game.humans():
             mine = comps[e]
-            p = mine[Combat].partner
+            c = mine[Combat]
+            t, r = c._table, c._row
+            if t is not ct:
+                ct, cv = t, t.views()
+            if cv.gen[r] != c._gen:
+                c.partner                            # a stale view: raises (StaleHandle)
+            p = cv.partner[r]
             if p >= 0 and not live(p):
                 self._partner_left(e, thrown=False)
+                ct = None                            # (its tasks may have grown a table)
                 continue
-            a = mine[Body].attachment
+            b = mine[Body]
+            bt, br = b._table, b._row
+            if bt.m_gen[br] != b._gen:
+                b.attachment                         # a stale view: raises (StaleHandle)
+            a = bt.m_attachment[br]
             if a != NO_ATTACHMENT and not (a >= 0 and live(a)):
                 self._partner_left(e, thrown=False)
+                ct = None
 
     def grab(self, who: Who) -> ActionResult:
         """The grab attempt (70); it connects when its window opens on someone in reach
@@ -219,9 +236,7 @@ class Pairs(Locomotion):
         v = ca.partner
         if v < 0 or self.combat(v).partner != a:
             return
-        hold = self.inst(a).anim_set.clip(Move.HOLD)
-        place = next((e for e in hold.decoded_events() if e.type == EventType.PARTNER_PLACE), None)
-        off = np.array(place.position if place is not None else (0.0, 0.8, 0.0), dtype=np.float64)
+        off = self._hold_place(self.inst(a).anim_set.clip(Move.HOLD))
         vb = self.body(v)
         vb.slide_to, vb.slide_left = None, 0
         vb.attachment = a
@@ -230,6 +245,24 @@ class Pairs(Locomotion):
         place_attached(self.body(a), vb)
         ca.partner_place = off
         ca.state = FightState.HOLDING
+
+    def _hold_place(self, hold) -> np.ndarray:
+        """The hold clip's first type-8 point (the partner's place, "Paired tasks"; (0, 0.8,
+        0) when it has none), read-only. Decoded once per clip and kept (``_places``: clip id
+        -> the clip, its events list, the point), found again when the clip or its events
+        list is another object (a set with another hold clip). Rejected: ``hold`` None (a
+        set without the hold: AttributeError, as before)."""
+        places = self.__dict__.get("_places")
+        if places is None:
+            places = self._places = {}
+        kept = places.get(id(hold))
+        if kept is not None and kept[0] is hold and kept[1] is hold.events:
+            return kept[2]
+        place = next((e for e in hold.decoded_events() if e.type == EventType.PARTNER_PLACE), None)
+        off = np.array(place.position if place is not None else (0.0, 0.8, 0.0), dtype=np.float64)
+        off.flags.writeable = False
+        places[id(hold)] = (hold, hold.events, off)
+        return off
 
     def _grab_strike(self, who: Who, move: int | None) -> ActionResult:
         a = self._ent(who)
