@@ -59,9 +59,16 @@ class FighterAI:
         self.tick = tick = self.tick + 1
         # the two humans looked up once (a name: Game.entity, UnknownHuman when gone), their
         # components read from the world's dict (fight.combat / fight.body without their calls)
-        comps, mine, theirs = fight._components(), self.me, self.opponent
-        me_e = fight._entity(mine) if mine.__class__ is str else fight._ent(mine)
-        op_e = fight._entity(theirs) if theirs.__class__ is str else fight._ent(theirs)
+        # (Game.entity's test inline: a name in the game's names whose entity is in the world
+        # and not deleted; else the call itself, which raises)
+        game, mine, theirs = fight._lookup.__self__, self.me, self.opponent
+        comps, names, dead = game._entities, game.names, game._dead
+        me_e = names.get(mine) if mine.__class__ is str else None
+        if me_e is None or me_e not in comps or me_e in dead:
+            me_e = fight._entity(mine) if mine.__class__ is str else fight._ent(mine)
+        op_e = names.get(theirs) if theirs.__class__ is str else None
+        if op_e is None or op_e not in comps or op_e in dead:
+            op_e = fight._entity(theirs) if theirs.__class__ is str else fight._ent(theirs)
         my_comps, their_comps = comps[me_e], comps[op_e]
         me, op = my_comps[Body], their_comps[Body]
         if tick % self.think_every:

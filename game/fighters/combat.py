@@ -202,7 +202,7 @@ class Fight(Hits):
             c = comps[e][Combat]
             t, r = c._table, c._row                   # the state read from its column (CombatTable.views)
             if t is not ct:
-                ct, cv, texts = t, t.views(), t.texts
+                ct, cv, texts = t, t.row_views or t.views(), t.texts
             if cv.gen[r] != c._gen:
                 c.state                               # a stale view: raises (StaleHandle)
             if texts[cv.state[r]] != down:            # only a human down has anything to count

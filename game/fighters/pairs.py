@@ -106,7 +106,7 @@ class Pairs(Locomotion):
             c = mine[Combat]
             t, r = c._table, c._row
             if t is not ct:
-                ct, cv = t, t.views()
+                ct, cv = t, t.row_views or t.views()
             if cv.gen[r] != c._gen:
                 c.partner                            # a stale view: raises (StaleHandle)
             p = cv.partner[r]
