@@ -49,9 +49,21 @@ def keep_held(inst) -> None:
     release (``held_release="coney"``) it finds them set already.
     """
     held = 0
-    for t in inst.stack:
-        if not t.released:
-            held |= int(t.held)
+    eng = inst.engine if inst.__class__ is CharacterInstance else None
+    if eng is not None:
+        # the stack's task rows read as StackRules.running reads them (no list of task handles):
+        # the held bits of every row not released
+        h, ts, s = eng.humans, eng.player.stores.tasks, inst.slot
+        ms, released, bits = h.m_stack, ts.m_released, ts.m_held
+        b = s * h.stack_width
+        for i in range(b, b + h.m_depth[s]):
+            r = ms[i]
+            if not released[r]:
+                held |= bits[r]
+    else:
+        for t in inst.stack:
+            if not t.released:
+                held |= int(t.held)
     if held:
         inst.record.flags |= held
 

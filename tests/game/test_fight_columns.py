@@ -160,3 +160,40 @@ def test_the_hold_point_is_decoded_once_per_clip_and_again_for_another_clip():
         assert f._hold_place(hold) is p                     # the first clip's point still kept
     finally:
         g.close()
+
+
+def test_keep_held_reads_the_stack_rows_as_the_task_handles_read_them():
+    """keep_held (the fight's end hook) ORs in the held bits of the tasks on the stack not
+    released, read from the stack's rows; the handles' answer, update by update, through a
+    grab, a hold and its strikes (released tasks under fades included)."""
+    from scuffle.game.fighters.fightcore import keep_held
+
+    g, f = _fighters(0.9)
+    try:
+        seen = set()
+        assert f.grab("a")
+        for k in range(160):
+            if k == 60:
+                f.strike("a", int(Move.GRAB_KNEE))
+            g.step()
+            for n in "ab":
+                inst = g.instance(n)
+                stack = inst.stack
+                for marked in ([None] + [t for t in stack if t.held and not t.released]):
+                    if marked is not None:
+                        marked.released = True          # as during a release: on the stack, released
+                    want = 0
+                    for t in stack:
+                        if not t.released:
+                            want |= int(t.held)
+                    seen.add((want, marked is not None))
+                    saved = inst.record.flags
+                    inst.record.flags = 0
+                    keep_held(inst)
+                    assert inst.record.flags == want
+                    inst.record.flags = saved
+                    if marked is not None:
+                        marked.released = False
+        assert len({w for w, _ in seen}) >= 3 and any(r for _, r in seen)   # several held sets, released rows met
+    finally:
+        g.close()
