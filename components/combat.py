@@ -184,7 +184,7 @@ class _Text:
         t, r = obj._table, obj._row
         if t.m_gen[r] != obj._gen:
             raise left_world("Combat", self.name, r, "combat")
-        return t.texts[int(getattr(t, self.view)[r])]
+        return t.texts[getattr(t, self.view)[r]]      # (a code: an int, or numpy's, an index too)
 
     def __set__(self, obj, value) -> None:
         if not isinstance(value, str):
