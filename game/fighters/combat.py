@@ -196,7 +196,7 @@ class Fight(Hits):
             self._guarded(item[1], self._hit if item[0] == "window" else self._on_end, *item[1:])
         for ctl in list(self.controllers):
             ctl(self)
-        comps, lookup, ko, down = self._components(), self._lookup, self.ko, FightState.DOWN
+        comps, ko, down = self._components(), self.ko, FightState.DOWN
         ct = cv = texts = None
         for _, e in self.game.humans():
             c = comps[e][Combat]
@@ -207,14 +207,18 @@ class Fight(Hits):
                 c.state                               # a stale view: raises (StaleHandle)
             if texts[cv.state[r]] != down:            # only a human down has anything to count
                 continue
-            ct = None                                 # (the rules below may replace the columns)
-            if c.down_left > 0 and e not in ko and not (lookup(e, HumanRecord).flags & _PAIRED):
-                c.down_left -= 1
-                if c.down_left == 0:
+            rec = comps[e][HumanRecord]
+            left = cv.down_left[r]
+            if left > 0 and e not in ko and not (rec.flags & _PAIRED):
+                left -= 1
+                cv.down_left[r] = left                # c.down_left -= 1, in the row
+                if left == 0:
                     self._guarded(e, self._get_up, e)
-                if c.state != down:
-                    continue
-            if not (lookup(e, HumanRecord).flags & _DOWN) and c.down_left == 0:
+                    ct = None                         # (the rule may have replaced the columns)
+                    if c.state != down:
+                        continue
+                    left = c.down_left
+            if not (rec.flags & _DOWN) and left == 0:
                 c.state = FightState.FREE
         if self.separate:
             self._separate()
