@@ -31,7 +31,7 @@ full health.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from scuffle.anim.clip import EventType
 from scuffle.anim.limits import INT32_MAX, MAX_COORD, check_int
@@ -197,7 +197,9 @@ class Fight(Hits):
         for ctl in list(self.controllers):
             ctl(self)
         comps, ko, down = self._components(), self.ko, FightState.DOWN
-        ct = cv = texts = None
+        ct: Any = None                                # the combat table of the views cv (CombatViews)
+        cv: Any = None
+        texts: Any = None
         for _, e in self.game.humans():
             c = comps[e][Combat]
             t, r = c._table, c._row                   # the state read from its column (CombatTable.views)

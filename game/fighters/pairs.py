@@ -8,6 +8,8 @@ along the thrower's turn, letting go, and what happens to a partner when a human
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from scuffle.anim.clip import EventType
@@ -31,6 +33,8 @@ __all__ = ["Pairs"]
 
 class Pairs(Locomotion):
     """Grabs, holds, throws and letting go (see the module docstring)."""
+
+    _places: dict[int, tuple]         # the hold clips' type-8 points (_hold_place: clip id -> clip, events, point)
 
     def human_leaving(self, ent: int) -> None:
         """The fight rules' side of Game.remove_human (called before the entity goes).
@@ -100,7 +104,8 @@ class Pairs(Locomotion):
         (CombatTable.views, the body table's ``m_attachment``), not through the views'
         descriptors; a stale view still raises as its field's read (StaleHandle)."""
         comps, live = self._components(), self._live
-        ct = cv = None
+        ct: Any = None                               # the combat table of the views cv (CombatViews)
+        cv: Any = None
         for _, e in self.game.humans():
             mine = comps[e]
             c = mine[Combat]
@@ -252,9 +257,10 @@ class Pairs(Locomotion):
         -> the clip, its events list, the point), found again when the clip or its events
         list is another object (a set with another hold clip). Rejected: ``hold`` None (a
         set without the hold: AttributeError, as before)."""
-        places = self.__dict__.get("_places")
+        places: dict[int, tuple] | None = self.__dict__.get("_places")
         if places is None:
-            places = self._places = {}
+            places = {}
+            self._places = places
         kept = places.get(id(hold))
         if kept is not None and kept[0] is hold and kept[1] is hold.events:
             return kept[2]
