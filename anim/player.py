@@ -53,7 +53,7 @@ from .pose import PoseBatch
 from .sampler import BANK_KEY_BYTES, NUM_SLOTS, ClipBank
 from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
-from .recipe import RecipeRules
+from .prepared import RecipeRules
 from .store import LAYOUT_EPOCH, Stores, Table
 from .tasks import ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents, Task, task_at
 

@@ -20,10 +20,12 @@ from scuffle.anim.pose import PoseStackOverflow
 from scuffle.anim.recipe import Arg, Clip, Command, Gait, Loop, Place, Recipe, RecipeError
 from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
 from scuffle.anim.stack import AnimLimitError, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
-from scuffle.anim.tasks import (LOCOMOTION_FLAGS, ClipTask, FadeTask, GaitTask, HeldFlags, LoopTask, TaskFlags,
+from scuffle.anim.tasks import (LOCOMOTION_FLAGS, ClipTask, FadeTask, GaitTask, HeldFlags, TaskFlags,
                                 TaskType)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 from scuffle.game.fighters.moveset import demo_set
+
+from budget import examples
 
 W = int(HeldFlags.WINDUP)
 WALK = int(LOCOMOTION_FLAGS | TaskFlags.CONTINUOUS)
@@ -135,7 +137,7 @@ _command = st.tuples(st.sampled_from(sorted(SHAPES)), st.integers(0, 3), st.floa
                      st.integers(0, 11), st.sampled_from([0.0, 0.2, 0.45, 0]), st.booleans())
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cmds=st.lists(_command, min_size=1, max_size=40), pool=st.sampled_from([12, 30, 360]),
        deep=st.booleans())
 def test_a_recipe_leaves_the_rows_the_handle_calls_leave(cmds, pool, deep):
