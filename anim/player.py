@@ -14,6 +14,8 @@ module a person can read alone:
 - ``anim.stackrules.StackRules``: insert, push, change, the queue, fades completing,
   cutting, deferring and giving back; the top task and the playing anim id (on
   TaskBuilder: a change makes its fade);
+- ``anim.prepared.RecipeRules``: prepared commands (``prepare``, ``run``: a Recipe's rows
+  written directly, anim.recipe), on StackRules;
 - here: the state they share (``__init__``), the step, the sample and pose, the flush
   and its releases (with the engine, anim.batch, and its kernels);
 - ``anim.options``: ``PlayerOptions`` and ``PlayerStats`` (re-exported here).
