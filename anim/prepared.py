@@ -16,9 +16,10 @@ TaskStack_InsertBottom, 0x001753d8 TaskStack_Push.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from . import f32 as F
-from .recipe import _CHANGE, _CLIP, _GAIT, _PUSH, Arg, Command, _value, check_params, expand
+from .recipe import _CHANGE, _CLIP, _GAIT, _PUSH, Arg, Command, Recipe, _value, check_params, expand
 from .sampler import CursorFlags
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance
 from .stackrules import StackRules
@@ -33,7 +34,7 @@ _CONTINUOUS_INT = int(TaskFlags.CONTINUOUS)
 _F32_MAX = F.FLT_MAX
 _STEP0, _STEP1, _STEP2 = GAIT_STEPS
 _FADE_INT = int(TaskType.FADE)
-_WINDOW_INDEX = {rule: i for i, rule in enumerate(WINDOW_RULES)}
+_WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
 
 
 
@@ -91,8 +92,9 @@ class RecipeRules(StackRules):
                     if known is not None:
                         fixed[k] = _gait_template(known[2], known[1], known[3], flags, extra)
                 continue
-            aid = _value(anim, params)
-            if aid.__class__ not in self._id_types:
+            aid: Any = _value(anim, params)
+            kind = aid.__class__
+            if kind not in self._id_types:
                 continue
             hit = self._known(s, aid)
             if hit is None or hit[2] < 0 or hit[3] is None:
@@ -148,7 +150,7 @@ class RecipeRules(StackRules):
         if place is _CHANGE:
             fade = command.fade
             if fade.__class__ is Arg:
-                fade = params[fade.index]
+                fade = params[fade.pos]
                 if not (fade.__class__ is float and 0.0 <= fade <= _F32_MAX):
                     return False
             if not (n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE):
@@ -193,18 +195,18 @@ class RecipeRules(StackRules):
                 if op == _GAIT:
                     target, value = extra
                     if target.__class__ is Arg:
-                        target = params[target.index]
+                        target = params[target.pos]
                         if not (target.__class__ is float and -_F32_MAX <= target <= _F32_MAX):
                             return False
                     if value.__class__ is Arg:
-                        value = params[value.index]
+                        value = params[value.pos]
                         if not (value.__class__ is float and -_F32_MAX <= value <= _F32_MAX):
                             return False
                     if found[k] is None:
                         return False
                     found[k] = (found[k], target, value)
                 elif anim.__class__ is Arg:
-                    tpl = by_id.get(params[anim.index])
+                    tpl = by_id.get(params[anim.pos])
                     if tpl is None:
                         return False
                     found[k] = tpl

@@ -9,8 +9,8 @@ time; ``Player.prepare(recipe)`` checks it once and returns a ``Command``;
 ``Player.run(inst, command, *params)`` then writes the task, cursor, fade and gait rows,
 the pool's accounting and the human's stack or queue row straight from what the
 ``Command`` keeps per anim set (anim.prepared: the engine's part; this module is plain
-data and ``expand``, which the reference engine runs too) (each clip's bank index, cursor proto and rate, found once
-per set: a new set, a clip replaced with ``AnimSet.with_clip`` (a new set) or new
+data and ``expand``, which the reference engine runs too: each clip's bank index, cursor
+proto and rate, found once per set; a new set, a clip replaced with ``AnimSet.with_clip`` (a new set) or new
 options are found again), with no handle object: a row's handle is made on its first
 read (``anim.tasks.task_at``).
 
@@ -59,9 +59,9 @@ class Place(StrEnum):
 
 
 class Arg(NamedTuple):
-    """A value given at run time: ``params[index]`` of ``Player.run(inst, command, *params)``."""
+    """A value given at run time: ``params[pos]`` of ``Player.run(inst, command, *params)``."""
 
-    index: int
+    pos: int
 
 
 class Loop(NamedTuple):
@@ -159,7 +159,7 @@ class Command:
         if not tasks:
             raise RecipeError("Recipe.tasks: at least one task")
         args: list[int] = []
-        steps = []
+        steps: list[tuple[Any, Any, int, int, Any]] = []
         n_cursors = n_gaits = 0
         for k, t in enumerate(tasks):
             where = f"Recipe.tasks[{k}]"
@@ -173,7 +173,7 @@ class Command:
                 if isinstance(blend, Arg):
                     raise RecipeError(f"{where}.blend: a number (an Arg is not taken there)")
                 if isinstance(anim, Arg):
-                    args.append(anim.index)
+                    args.append(anim.pos)
                 steps.append((_CLIP if isinstance(t, Clip) else _LOOP, anim, flags, held, blend))
                 n_cursors += 1
             elif isinstance(t, Gait):
@@ -188,7 +188,7 @@ class Command:
                 value = None if t.value is None else _number_field(f"{where}.value", t.value, None)
                 for v in (target, value):
                     if isinstance(v, Arg):
-                        args.append(v.index)
+                        args.append(v.pos)
                 steps.append((_GAIT, ids, _int_field(f"{where}.flags", t.flags), _int_field(f"{where}.held", t.held),
                               (target, value)))
                 n_cursors += 2
@@ -199,12 +199,12 @@ class Command:
         if place == Place.CHANGE:
             fade = _number_field("Recipe.fade", recipe.fade, 0.0)
             if isinstance(fade, Arg):
-                args.append(fade.index)
+                args.append(fade.pos)
         for i in args:
             if isinstance(i, bool) or not isinstance(i, int) or i < 0:
-                raise RecipeError(f"Arg index {i!r} must be an int >= 0")
+                raise RecipeError(f"Arg({i!r}): its position must be an int >= 0")
         self.recipe = Recipe(str(place), tasks, recipe.fade)
-        self.steps = tuple(reversed(steps))             # the order the tasks are made: the last first
+        self.steps: tuple[tuple[Any, Any, int, int, Any], ...] = tuple(reversed(steps))             # the order the tasks are made: the last first
         self.n_params = max(args) + 1 if args else 0
         self.n_tasks = len(steps) + (1 if place == Place.CHANGE else 0)
         self.n_cursors, self.n_gaits = n_cursors, n_gaits
@@ -222,7 +222,7 @@ class Command:
 
 
 def _value(v, params: tuple):
-    return params[v.index] if v.__class__ is Arg else v
+    return params[v.pos] if v.__class__ is Arg else v
 
 
 def expand(host: Any, inst: Any, command: Command, params: tuple) -> None:
