@@ -222,8 +222,11 @@ class RecipeRules(StackRules):
         if cs._dirty:
             cs._reset_dirty()
         views = ts.views
-        if len(views) < ts.capacity:
-            views.extend([None] * (ts.capacity - len(views)))
+        n_views = len(views)
+        if n_views < ts.capacity:                        # grown to the rows taken (as new_task_row grows it)
+            top = max(t_free[tn - k_tasks:tn]) + 1
+            if top > n_views:
+                views.extend([None] * (top - n_views))
         (c_nf, c_free, c_live, c_end, c_limit, c_dur, c_bank, c_anim, c_flags, c_evf0, c_evf, c_t, c_frame, c_ev,
          c_at_end) = cv
         prev = -1                                        # the task made last (the next of the one made now)
