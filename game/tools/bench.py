@@ -31,7 +31,10 @@ engine (``scalar_ms_per_update``: the plain-Python model of the spec, anim.refer
 updates) and the speed-up; the peak memory after the compiled run (``compiled_peak_mb``)
 and after the reference one too (``peak_mb``); the pose pipeline alone (µs per human);
 Python's cyclic garbage collector (``gc_ms_per_update``,
-``gc_max_ms``, ``gc_share``); the mean cost of one command (``command_us``); the
+``gc_max_ms``, ``gc_share``); the mean cost of one command (``command_us``,
+``command_cpu_us`` and by kind: the crowd's commands as a game issues them, prepared
+recipes where they cover the kind; ``command_cpu_us_handles`` and by kind: every eighth
+command, issued through the handle API instead, the same rows); the
 time to load the kernels and (unless ``--no-compile-time``) the first step on a fresh
 install: a fresh process with an empty NUMBA_CACHE_DIR, with numba's compile time per
 kernel and function (``first_step``; ``kernel_compile_s`` is numba's compile of the
@@ -253,11 +256,23 @@ class RealisticCrowd:
     by their FighterAIs through the fight rules. Seeded (``random.Random(seed)``): the
     same seed and size give the same commands and the same state.
 
-    ``commands`` counts the commands issued, ``command_s`` / ``command_cpu_s`` their wall
-    and CPU time (each timed from the clocks' reading before its player calls to the one
-    after them; an update's draws are made before its first command), ``by_kind`` [count, wall s,
-    CPU s] per kind of COMMAND_KINDS, ``refused`` the commands a limit of the original
-    refused (AnimLimitError; counted, the update goes on). A command's mean CPU on
+    The commands go as a game issues them (``_do``): prepared recipes (REAL_RECIPES,
+    Player.prepare once, Player.run: the rows written directly, anim.prepared) for the walk
+    start (and a gait target with no gait running), walk stop, attack, combo, hit reaction
+    and queued attack; the handle API (``_do_handles``: the constructors and stack rules)
+    for a running gait's new target, mix, pick and direction. Every HANDLE_SAMPLE-th
+    command goes through ``_do_handles`` whatever its kind, timed apart: the same rows
+    either way (tests/anim/test_recipes.py), so the state and its checksum do not depend
+    on the sample.
+
+    ``commands`` counts the commands issued, ``command_s`` / ``command_cpu_s`` the wall
+    and CPU time of those issued as a game would (``command_timed`` of them; each timed
+    from the clocks' reading before its player calls to the one after them; an update's
+    draws are made before its first command), ``by_kind`` [count, wall s, CPU s, timed
+    count] per kind of COMMAND_KINDS (the count: every command of the kind; the times: the
+    timed ones), ``by_kind_handles`` [count, wall s, CPU s] of the handle API's sample,
+    ``refused`` the commands a limit of the original refused (AnimLimitError; counted,
+    the update goes on). A command's mean CPU on
     2026-12-01 (medians of 3 runs, load average 2.4-4.1 on 2 cores): 22.2 µs at 1,000
     humans, 24.7 µs at 10,000 (56.0 and 64.5 before commands wrote rows; README,
     "Performance", "Commands" has them by kind). On 2026-12-02, the constructors' one
