@@ -177,7 +177,8 @@ class BatchEngine:
             self._last = None
             deferred = self.player.deferred_rows
             if deferred.holds_human(s, inst):
-                deferred.detach(s, inst, self._tasks, self.player.stores.tasks)   # released in Python at the flush, as objects
+                # released in Python at the flush, as objects
+                deferred.detach(s, inst, self._tasks, self.player.stores.tasks)
                 self._leaving.append((s, self.humans.gen[s]))
             else:
                 self.humans.free(s)

@@ -51,7 +51,7 @@ class RecipeRules(StackRules):
     def prepare(self, recipe: Recipe) -> Command:
         """A recipe checked once and made ready to run (``run``). In: a Recipe. Out: a
         Command. Rejected (RecipeError naming the field): an unknown place, no task, a task
-        other than a Clip before the last, a flags / held field that is not an int in range,
+        other than a ClipStep before the last, a flags / held field that is not an int in range,
         an anim id that is neither an int nor an Arg, a blend or fade time that is not a
         finite number >= 0, a gait without five ids."""
         return Command(recipe)

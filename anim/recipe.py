@@ -15,8 +15,8 @@ options are found again), with no handle object: a row's handle is made on its f
 read (``anim.tasks.task_at``).
 
 The rows are those the equivalent handle calls leave, bit for bit (the ``tasks`` from the
-last to the first, each ``Clip`` handing over to the task after it, then the place):
-``Recipe("change", (Clip(A, blend=0.1, held=W), Loop(B)), fade=Arg(0))`` run with
+last to the first, each ``ClipStep`` handing over to the task after it, then the place):
+``Recipe("change", (ClipStep(A, blend=0.1, held=W), LoopStep(B)), fade=Arg(0))`` run with
 ``(0.2,)`` leaves what ``player.change(inst, player.clip(inst, A, player.loop(inst, B),
 blend=0.1, held=W), 0.2)`` leaves. Whenever the direct path cannot be sure of that (a
 limit near: the pool, the stack or the queue; a table about to grow; an early finish of a
@@ -41,7 +41,8 @@ from typing import Any, NamedTuple
 from . import f32 as F
 from .tasks import LOCOMOTION_FLAGS
 
-__all__ = ["Arg", "Clip", "Command", "Gait", "Loop", "Place", "Recipe", "RecipeError", "check_params", "expand"]
+__all__ = ["Arg", "ClipStep", "Command", "GaitStep", "LoopStep", "Place", "Recipe", "RecipeError", "check_params",
+           "expand"]
 
 
 class RecipeError(ValueError):
@@ -64,7 +65,7 @@ class Arg(NamedTuple):
     pos: int
 
 
-class Loop(NamedTuple):
+class LoopStep(NamedTuple):
     """A type 1 task (Player.loop): ``anim`` an anim id (int) or an ``Arg``; its own rate."""
 
     anim: Any
@@ -72,7 +73,7 @@ class Loop(NamedTuple):
     held: int = 0
 
 
-class Clip(NamedTuple):
+class ClipStep(NamedTuple):
     """A type 3 task (Player.clip) handing over to the recipe's next task (none when last),
     with blend time ``blend`` (s); ``anim`` an anim id (int) or an ``Arg``; its own rate."""
 
@@ -82,7 +83,7 @@ class Clip(NamedTuple):
     held: int = 0
 
 
-class Gait(NamedTuple):
+class GaitStep(NamedTuple):
     """A type 12 gait blend (Player.gait) over five anim ids; ``target`` and ``value``
     numbers or ``Arg``s (``value`` None: the target)."""
 
@@ -95,7 +96,7 @@ class Gait(NamedTuple):
 
 class Recipe(NamedTuple):
     """A command's shape: ``place`` (a Place), ``tasks`` first first (every one but the
-    last a Clip, which hands over to the one after it), ``fade`` the change's fade time
+    last a ClipStep, which hands over to the one after it), ``fade`` the change's fade time
     (a number or an Arg; ``change`` only)."""
 
     place: str
@@ -137,7 +138,8 @@ def _number_field(what: str, value, low: float | None):
         raise RecipeError(f"{what} {value!r} must be a number or an Arg")
     v = float(value)
     if not math.isfinite(F.f32(v)) or (low is not None and v < low):
-        raise RecipeError(f"{what} {value!r} must be finite (a float32)" + (f" and >= {low:g}" if low is not None else ""))
+        at_least = f" and >= {low:g}" if low is not None else ""
+        raise RecipeError(f"{what} {value!r} must be finite (a float32){at_least}")
     return v
 
 
@@ -163,20 +165,20 @@ class Command:
         n_cursors = n_gaits = 0
         for k, t in enumerate(tasks):
             where = f"Recipe.tasks[{k}]"
-            if k < len(tasks) - 1 and not isinstance(t, Clip):
-                raise RecipeError(f"{where}: {type(t).__name__} before the last task (only a Clip hands over)")
-            if isinstance(t, (Loop, Clip)):
+            if k < len(tasks) - 1 and not isinstance(t, ClipStep):
+                raise RecipeError(f"{where}: {type(t).__name__} before the last task (only a ClipStep hands over)")
+            if isinstance(t, (LoopStep, ClipStep)):
                 anim = _anim_field(f"{where}.anim", t.anim)
                 flags = _int_field(f"{where}.flags", t.flags)
                 held = _int_field(f"{where}.held", t.held)
-                blend = _number_field(f"{where}.blend", t.blend, 0.0) if isinstance(t, Clip) else 0.0
+                blend = _number_field(f"{where}.blend", t.blend, 0.0) if isinstance(t, ClipStep) else 0.0
                 if isinstance(blend, Arg):
                     raise RecipeError(f"{where}.blend: a number (an Arg is not taken there)")
                 if isinstance(anim, Arg):
                     args.append(anim.pos)
-                steps.append((_CLIP if isinstance(t, Clip) else _LOOP, anim, flags, held, blend))
+                steps.append((_CLIP if isinstance(t, ClipStep) else _LOOP, anim, flags, held, blend))
                 n_cursors += 1
-            elif isinstance(t, Gait):
+            elif isinstance(t, GaitStep):
                 ids = tuple(t.ids)
                 if len(ids) != 5:
                     raise RecipeError(f"{where}.ids: 5 anim ids, got {len(ids)}")
@@ -194,7 +196,7 @@ class Command:
                 n_cursors += 2
                 n_gaits += 1
             else:
-                raise RecipeError(f"{where}: a Loop, a Clip or a Gait, got {type(t).__name__}")
+                raise RecipeError(f"{where}: a LoopStep, a ClipStep or a GaitStep, got {type(t).__name__}")
         fade = 0.0
         if place == Place.CHANGE:
             fade = _number_field("Recipe.fade", recipe.fade, 0.0)
@@ -204,7 +206,8 @@ class Command:
             if isinstance(i, bool) or not isinstance(i, int) or i < 0:
                 raise RecipeError(f"Arg({i!r}): its position must be an int >= 0")
         self.recipe = Recipe(str(place), tasks, recipe.fade)
-        self.steps: tuple[tuple[Any, Any, int, int, Any], ...] = tuple(reversed(steps))             # the order the tasks are made: the last first
+        # the order the tasks are made: the last first
+        self.steps: tuple[tuple[Any, Any, int, int, Any], ...] = tuple(reversed(steps))
         self.n_params = max(args) + 1 if args else 0
         self.n_tasks = len(steps) + (1 if place == Place.CHANGE else 0)
         self.n_cursors, self.n_gaits = n_cursors, n_gaits

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from scuffle.anim.player import PlayerOptions
-from scuffle.anim.recipe import Arg, Clip, Gait, Loop, Place, Recipe
+from scuffle.anim.recipe import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, HeldFlags, TaskFlags, TaskType
 from scuffle.game.runtime.collector import settle as settle_collector
 from scuffle.game.fighters.moves import GAIT_IDS, Move
@@ -170,15 +170,16 @@ REACTIONS = (Move.HIT_FRONT, Move.HIT_BACK, Move.HIT_HEAVY)
 # as the handle calls of RealisticCrowd._do_handles; mix, pick, direction and a running
 # gait's new target go through the handle API.
 REAL_RECIPES = {
-    "walk_start": Recipe(Place.CHANGE, (Clip(Move.WALK_START), Gait(GAIT_IDS, target=Arg(1), value=0.0,
-                                                                    flags=WALK_FLAGS)), fade=Arg(0)),
-    "walk_stop": Recipe(Place.CHANGE, (Clip(Move.WALK_STOP), Loop(Move.IDLE)), fade=Arg(0)),
-    "attack": Recipe(Place.CHANGE, (Clip(Arg(1), blend=0.1, held=int(HeldFlags.WINDUP)), Loop(Move.FIGHT_IDLE)),
+    "walk_start": Recipe(Place.CHANGE, (ClipStep(Move.WALK_START),
+                                        GaitStep(GAIT_IDS, target=Arg(1), value=0.0, flags=WALK_FLAGS)), fade=Arg(0)),
+    "walk_stop": Recipe(Place.CHANGE, (ClipStep(Move.WALK_STOP), LoopStep(Move.IDLE)), fade=Arg(0)),
+    "attack": Recipe(Place.CHANGE, (ClipStep(Arg(1), blend=0.1, held=int(HeldFlags.WINDUP)), LoopStep(Move.FIGHT_IDLE)),
                      fade=Arg(0)),
-    "combo": Recipe(Place.CHANGE, (Clip(Move.JAB, blend=0.1, held=int(HeldFlags.WINDUP)), Clip(Move.CROSS, blend=0.1),
-                                   Loop(Move.FIGHT_IDLE)), fade=Arg(0)),
-    "hit": Recipe(Place.CHANGE, (Clip(Arg(1)), Loop(Move.FIGHT_IDLE)), fade=Arg(0)),
-    "queued": Recipe(Place.ENQUEUE, (Clip(Arg(0), blend=0.1), Loop(Move.FIGHT_IDLE))),
+    "combo": Recipe(Place.CHANGE, (ClipStep(Move.JAB, blend=0.1, held=int(HeldFlags.WINDUP)),
+                                   ClipStep(Move.CROSS, blend=0.1),
+                                   LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)),
+    "hit": Recipe(Place.CHANGE, (ClipStep(Arg(1)), LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)),
+    "queued": Recipe(Place.ENQUEUE, (ClipStep(Arg(0), blend=0.1), LoopStep(Move.FIGHT_IDLE))),
 }
 HANDLE_SAMPLE = 8                    # every 8th command through the handle API (command_cpu_us_handles)
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.pose import PoseStackOverflow
-from scuffle.anim.recipe import Arg, Clip, Command, Gait, Loop, Place, Recipe, RecipeError
+from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, LoopStep, Place, Recipe, RecipeError
 from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
 from scuffle.anim.stack import AnimLimitError, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
 from scuffle.anim.tasks import (LOCOMOTION_FLAGS, ClipTask, FadeTask, GaitTask, HeldFlags, TaskFlags,
@@ -33,38 +33,38 @@ ATTACKS = (Move.JAB, Move.KICK, Move.CROSS, Move.HOOK)
 
 # every recipe shape: (recipe, params maker, the equivalent handle calls)
 SHAPES = {
-    "walk_start": (Recipe(Place.CHANGE, (Clip(Move.WALK_START), Gait(GAIT_IDS, target=Arg(1), value=0.0, flags=WALK)),
-                          fade=Arg(0)),
+    "walk_start": (Recipe(Place.CHANGE, (ClipStep(Move.WALK_START),
+                                         GaitStep(GAIT_IDS, target=Arg(1), value=0.0, flags=WALK)), fade=Arg(0)),
                    lambda x, k, fade: (fade, x),
                    lambda p, i, x, k, fade: p.change(i, p.clip(i, Move.WALK_START, p.gait(
                        i, GAIT_IDS, target=x, value=0.0, flags=WALK)), fade)),
-    "gait_value": (Recipe(Place.CHANGE, (Gait(GAIT_IDS, target=Arg(0), value=Arg(1)),), fade=0.3),
+    "gait_value": (Recipe(Place.CHANGE, (GaitStep(GAIT_IDS, target=Arg(0), value=Arg(1)),), fade=0.3),
                    lambda x, k, fade: (x, 4.0 - x),
                    lambda p, i, x, k, fade: p.change(i, p.gait(i, GAIT_IDS, target=x, value=4.0 - x), 0.3)),
-    "gait_alone": (Recipe(Place.PUSH, (Gait(GAIT_IDS, target=Arg(0), flags=0),)),
+    "gait_alone": (Recipe(Place.PUSH, (GaitStep(GAIT_IDS, target=Arg(0), flags=0),)),
                    lambda x, k, fade: (x * 1.1 - 0.2,),
                    lambda p, i, x, k, fade: p.push(i, p.gait(i, GAIT_IDS, target=x * 1.1 - 0.2, flags=0))),
-    "attack": (Recipe(Place.CHANGE, (Clip(Arg(1), blend=0.1, held=W), Loop(Move.FIGHT_IDLE)), fade=Arg(0)),
+    "attack": (Recipe(Place.CHANGE, (ClipStep(Arg(1), blend=0.1, held=W), LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)),
                lambda x, k, fade: (fade, ATTACKS[k % 4]),
                lambda p, i, x, k, fade: p.change(i, p.clip(i, ATTACKS[k % 4], p.loop(i, Move.FIGHT_IDLE), blend=0.1,
                                                             held=W), fade)),
-    "combo": (Recipe(Place.CHANGE, (Clip(Move.JAB, blend=0.1, held=W), Clip(Move.CROSS, blend=0.1),
-                                    Loop(Move.FIGHT_IDLE)), fade=Arg(0)),
+    "combo": (Recipe(Place.CHANGE, (ClipStep(Move.JAB, blend=0.1, held=W), ClipStep(Move.CROSS, blend=0.1),
+                                    LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)),
               lambda x, k, fade: (fade,),
               lambda p, i, x, k, fade: p.change(i, p.chain(i, [Move.JAB, Move.CROSS, Move.FIGHT_IDLE], blend=0.1,
                                                           held=W), fade)),
-    "flags": (Recipe(Place.CHANGE, (Clip(int(Move.HIT_FRONT), flags=0x13, held=0x400000), Loop(Move.IDLE, flags=0x1)),
-                     fade=0.2),
+    "flags": (Recipe(Place.CHANGE, (ClipStep(int(Move.HIT_FRONT), flags=0x13, held=0x400000),
+                                    LoopStep(Move.IDLE, flags=0x1)), fade=0.2),
               lambda x, k, fade: (),
               lambda p, i, x, k, fade: p.change(i, p.clip(i, int(Move.HIT_FRONT), p.loop(i, Move.IDLE, flags=0x1),
                                                           flags=0x13, held=0x400000), 0.2)),
-    "clip_alone": (Recipe(Place.CHANGE, (Clip(Arg(0)),), fade=Arg(1)),
+    "clip_alone": (Recipe(Place.CHANGE, (ClipStep(Arg(0)),), fade=Arg(1)),
                    lambda x, k, fade: (ATTACKS[k % 4], fade),
                    lambda p, i, x, k, fade: p.change(i, p.clip(i, ATTACKS[k % 4]), fade)),
-    "push": (Recipe(Place.PUSH, (Clip(Move.HIT_BACK, held=W), Loop(Move.IDLE))),
+    "push": (Recipe(Place.PUSH, (ClipStep(Move.HIT_BACK, held=W), LoopStep(Move.IDLE))),
              lambda x, k, fade: (),
              lambda p, i, x, k, fade: p.push(i, p.clip(i, Move.HIT_BACK, p.loop(i, Move.IDLE), held=W))),
-    "queued": (Recipe(Place.ENQUEUE, (Clip(Arg(0), blend=0.1), Loop(Move.FIGHT_IDLE))),
+    "queued": (Recipe(Place.ENQUEUE, (ClipStep(Arg(0), blend=0.1), LoopStep(Move.FIGHT_IDLE))),
                lambda x, k, fade: (ATTACKS[k % 4],),
                lambda p, i, x, k, fade: p.enqueue(i, p.clip(i, ATTACKS[k % 4], p.loop(i, Move.FIGHT_IDLE), blend=0.1))),
 }
@@ -222,7 +222,8 @@ def test_a_deep_chain_is_refused_with_refuse_deep_chains():
     the change, nothing left taken (the option on), played as the original without it."""
     p, hs = _world(1, 360, refuse_deep_chains=True)
     p.step(hs)
-    deep = p.prepare(Recipe(Place.CHANGE, tuple(Clip(Move.JAB, blend=100.0) for _ in range(8)) + (Loop(Move.IDLE),)))
+    chain = tuple(ClipStep(Move.JAB, blend=100.0) for _ in range(8)) + (LoopStep(Move.IDLE),)
+    deep = p.prepare(Recipe(Place.CHANGE, chain))
     with pytest.raises(PoseStackOverflow):
         p.run(hs[0], deep)
     assert p.pool.n_out == 0 and hs[0].stack == []
@@ -259,15 +260,15 @@ def test_prepare_refuses_a_bad_recipe_and_run_the_wrong_params():
     """RecipeError names the field; run checks the number of params."""
     p = Player()
     bad = [
-        (Recipe("jump", (Loop(1),)), "place"),
+        (Recipe("jump", (LoopStep(1),)), "place"),
         (Recipe(Place.CHANGE, ()), "at least one"),
-        (Recipe(Place.CHANGE, (Loop(1), Loop(2))), "tasks[0]"),
-        (Recipe(Place.CHANGE, (Clip("JAB"),)), "tasks[0].anim"),
-        (Recipe(Place.CHANGE, (Clip(1, blend=-1.0),)), "blend"),
-        (Recipe(Place.CHANGE, (Clip(1, flags=1 << 31),)), "flags"),
-        (Recipe(Place.CHANGE, (Loop(1),), fade=float("inf")), "fade"),
-        (Recipe(Place.CHANGE, (Gait((1, 2, 3)),)), "5 anim ids"),
-        (Recipe(Place.PUSH, ("loop",)), "a Loop, a Clip or a Gait"),
+        (Recipe(Place.CHANGE, (LoopStep(1), LoopStep(2))), "tasks[0]"),
+        (Recipe(Place.CHANGE, (ClipStep("JAB"),)), "tasks[0].anim"),
+        (Recipe(Place.CHANGE, (ClipStep(1, blend=-1.0),)), "blend"),
+        (Recipe(Place.CHANGE, (ClipStep(1, flags=1 << 31),)), "flags"),
+        (Recipe(Place.CHANGE, (LoopStep(1),), fade=float("inf")), "fade"),
+        (Recipe(Place.CHANGE, (GaitStep((1, 2, 3)),)), "5 anim ids"),
+        (Recipe(Place.PUSH, ("loop",)), "a LoopStep, a ClipStep or a GaitStep"),
     ]
     for recipe, field in bad:
         with pytest.raises(RecipeError, match=field.replace("[", r"\[").replace("]", r"\]")):
