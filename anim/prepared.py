@@ -16,6 +16,7 @@ TaskStack_InsertBottom, 0x001753d8 TaskStack_Push.
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any
 
 from . import f32 as F
@@ -38,9 +39,15 @@ _WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
 
 
 
-def _gait_number(v: float) -> float:
-    """GaitTask._clamp: a float32 value within 0-4."""
-    return F.f32(min(max(v, 0.0), 4.0)) if not 0.0 <= v <= 4.0 else F.f32(v)
+_F32 = struct.Struct("<f")           # anim.f32.f32's rounding (to nearest), without its overflow case
+_PACK, _UNPACK = _F32.pack, _F32.unpack
+
+
+def _f32_04(v: float) -> float:
+    """GaitTask._clamp of a finite float: clamped to 0-4, as a float32 value."""
+    if not 0.0 <= v <= 4.0:
+        v = min(max(v, 0.0), 4.0)
+    return _UNPACK(_PACK(v))[0]
 
 
 class RecipeRules(StackRules):
@@ -189,9 +196,9 @@ class RecipeRules(StackRules):
             return False
         # every step's data found (this set's ids; the run's Arg ids) and its numbers plain
         steps = command.steps
-        if command.by_arg:
-            found = list(fixed)
-            for k, (op, anim, flags, held, extra) in enumerate(steps):
+        if command.arg_steps:
+            found = fixed.copy()
+            for k, op, anim, extra in command.arg_steps:
                 if op == _GAIT:
                     target, value = extra
                     if target.__class__ is Arg:
@@ -205,18 +212,19 @@ class RecipeRules(StackRules):
                     if found[k] is None:
                         return False
                     found[k] = (found[k], target, value)
-                elif anim.__class__ is Arg:
+                else:
                     tpl = by_id.get(params[anim.pos])
                     if tpl is None:
                         return False
                     found[k] = tpl
-                elif found[k] is None:
-                    return False
+            if None in found:
+                return False
         else:
             if None in fixed:
                 return False
             found = fixed
         # ---- nothing can refuse now: the rows, in the order the handle calls write them
+        window = _WINDOW_INDEX[opts.blend_window]
         if ts._dirty:
             ts._reset_dirty()
         if cs._dirty:
@@ -267,12 +275,60 @@ class RecipeRules(StackRules):
                         t_placed[prev] = True
                     if extra:
                         t_blend[tr] = extra
-                    window = _WINDOW_INDEX[opts.blend_window]
                     if window:
                         t_window[tr] = window
-            else:
-                aid, cn = self._gait_rows(tr, tpl, extra, flags, cn, gs, gv, cv, t_type, t_rate, t_aux, t_speed,
-                                          t_c0, t_c1, speed)
+            else:                                        # GaitTask._made: the task row, the gait row, the pair
+                (ids, banks, protos, v, lower, leader, cur), target, value = tpl
+                if v is None:                            # the value is the run's (or the target)
+                    v = _f32_04(target if value is None else value)
+                    lower = 0 if v < _STEP0 else 1 if v < _STEP1 else 2 if v < _STEP2 else 3
+                    leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
+                    base = flags & _CURSOR_INT
+                    cur = [_cursor_template(protos[lower + j], banks[lower + j], ids[lower + j],
+                                            base if leader == j else base | _MUTED_INT) for j in (0, 1)]
+                tg = v if value is None else _f32_04(target)
+                if not flags & _CONTINUOUS_INT:
+                    tg = float(math.floor(tg + 0.5))
+                t_type[tr] = _GAIT
+                t_rate[tr] = speed
+                if gs._dirty:
+                    gs._reset_dirty()
+                (g_nf, g_free, g_live, g_id0, g_id1, g_id2, g_id3, g_id4, g_b0, g_b1, g_b2, g_b3, g_b4, g_value,
+                 g_target, g_lower, g_leader) = gv
+                gn = g_nf[0] - 1
+                gr = g_free[gn]
+                g_nf[0] = gn
+                g_live[gr] = True
+                t_aux[tr] = gr
+                g_id0[gr], g_id1[gr], g_id2[gr], g_id3[gr], g_id4[gr] = ids
+                g_b0[gr], g_b1[gr], g_b2[gr], g_b3[gr], g_b4[gr] = banks
+                t_speed[tr] = GAIT_SPEED
+                for j in (0, 1):                         # the pair's two cursors (cursor_row)
+                    end, limit, dur, bank, aid, cflags, evf0 = cur[j]
+                    cn -= 1
+                    cr = c_free[cn]
+                    c_live[cr] = True
+                    c_end[cr] = end
+                    c_limit[cr] = limit
+                    c_dur[cr] = dur
+                    c_bank[cr] = bank
+                    c_anim[cr] = aid
+                    c_flags[cr] = cflags
+                    c_evf0[cr] = evf0
+                    c_evf[cr] = evf0
+                    c_t[cr] = 0.0
+                    c_frame[cr] = 0
+                    c_ev[cr] = 0
+                    c_at_end[cr] = False
+                    if j:
+                        t_c1[tr] = cr
+                    else:
+                        t_c0[tr] = cr
+                g_value[gr] = v
+                g_target[gr] = tg
+                g_lower[gr] = lower
+                g_leader[gr] = leader
+                aid = ids[lower + leader]
             if not out[tr]:                              # the pool's take_row
                 out[tr] = True
                 n_out += 1
@@ -327,72 +383,6 @@ class RecipeRules(StackRules):
         h_anim[s] = aid                                  # the top is the fade or the task: the task's id
         return True
 
-    @staticmethod
-    def _gait_rows(tr: int, tpl: tuple, extra: tuple, flags: int, cn: int, gs, gv: tuple, cv: tuple, t_type, t_rate,
-                   t_aux, t_speed, t_c0, t_c1, speed: float) -> tuple[int, int]:
-        """A gait's rows (GaitTask._made: its task row ``tr``'s type, rate, gait row, pair
-        of cursors), from its template; returns (its anim id: the leader's, the cursor
-        free count left)."""
-        if tpl.__class__ is tuple and len(tpl) == 3 and tpl[0].__class__ is _GaitTemplate:
-            tpl, target, value = tpl
-        else:
-            target, value = extra
-        ids, banks, protos, v, lower, leader, cur = tpl
-        if v is None or value.__class__ is not float or target is value:
-            v = _gait_number(target if value is None else value)
-            lower = 0 if v < _STEP0 else 1 if v < _STEP1 else 2 if v < _STEP2 else 3
-            leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
-            cur = None
-        tg = v if value is None else _gait_number(target)
-        if not flags & _CONTINUOUS_INT:
-            tg = float(math.floor(tg + 0.5))
-        t_type[tr] = _GAIT
-        t_rate[tr] = speed
-        if gs._dirty:
-            gs._reset_dirty()
-        (g_nf, g_free, g_live, g_id0, g_id1, g_id2, g_id3, g_id4, g_b0, g_b1, g_b2, g_b3, g_b4, g_value,
-         g_target, g_lower, g_leader) = gv
-        gn = g_nf[0] - 1
-        gr = g_free[gn]
-        g_nf[0] = gn
-        g_live[gr] = True
-        t_aux[tr] = gr
-        g_id0[gr], g_id1[gr], g_id2[gr], g_id3[gr], g_id4[gr] = ids
-        g_b0[gr], g_b1[gr], g_b2[gr], g_b3[gr], g_b4[gr] = banks
-        t_speed[tr] = GAIT_SPEED
-        if cur is None:
-            base = flags & _CURSOR_INT
-            cur = [_cursor_template(protos[lower + j], banks[lower + j], ids[lower + j],
-                                    base if leader == j else base | _MUTED_INT) for j in (0, 1)]
-        (_, _, c_live, c_end, c_limit, c_dur, c_bank, c_anim, c_flags, c_evf0, c_evf, c_t, c_frame, c_ev,
-         c_at_end) = cv
-        for j in (0, 1):                                 # the pair's two cursors (cursor_row)
-            end, limit, dur, bank, aid, cflags, evf0 = cur[j]
-            cn -= 1
-            cr = cv[1][cn]
-            c_live[cr] = True
-            c_end[cr] = end
-            c_limit[cr] = limit
-            c_dur[cr] = dur
-            c_bank[cr] = bank
-            c_anim[cr] = aid
-            c_flags[cr] = cflags
-            c_evf0[cr] = evf0
-            c_evf[cr] = evf0
-            c_t[cr] = 0.0
-            c_frame[cr] = 0
-            c_ev[cr] = 0
-            c_at_end[cr] = False
-            if j:
-                t_c1[tr] = cr
-            else:
-                t_c0[tr] = cr
-        g_value[gr] = v
-        g_target[gr] = tg
-        g_lower[gr] = lower
-        g_leader[gr] = leader
-        return ids[lower + leader], cn
-
 
 class _GaitTemplate(tuple):
     """A gait step's template: (ids, banks, protos, value, pair, leader, the two cursor
@@ -412,7 +402,7 @@ def _gait_template(ids, banks, protos, flags: int, extra: tuple) -> _GaitTemplat
     ids = tuple(int(i) for i in ids)
     target, value = extra
     if value is not None and value.__class__ is not Arg:
-        v = _gait_number(value)
+        v = _f32_04(value)
         lower = 0 if v < _STEP0 else 1 if v < _STEP1 else 2 if v < _STEP2 else 3
         leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
         base = flags & _CURSOR_INT

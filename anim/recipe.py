@@ -148,7 +148,8 @@ class Command:
     made, the number of parameters it takes and, per anim set, what its direct path needs
     (not state: a copy or a pickle keeps the recipe alone and finds them again)."""
 
-    __slots__ = ("recipe", "steps", "n_params", "n_tasks", "n_cursors", "n_gaits", "place", "fade", "by_arg", "_sets")
+    __slots__ = ("recipe", "steps", "n_params", "n_tasks", "n_cursors", "n_gaits", "place", "fade", "arg_steps",
+                 "_sets")
 
     def __init__(self, recipe: Recipe):
         if not isinstance(recipe, Recipe):
@@ -213,8 +214,10 @@ class Command:
         self.n_cursors, self.n_gaits = n_cursors, n_gaits
         self.place = place
         self.fade = fade
-        # a step whose id, gait target or value is an Arg (the direct path looks those up per run)
-        self.by_arg = any(st[0] == _GAIT or st[1].__class__ is Arg for st in steps)
+        # the steps whose id, or a gait's target and value, the run gives (in self.steps'
+        # order: (index, op, anim, extra)); the direct path looks those up per run
+        self.arg_steps = tuple((k, st[0], st[1], st[4]) for k, st in enumerate(self.steps)
+                               if st[0] == _GAIT or st[1].__class__ is Arg)
         self._sets: dict[int, tuple] = {}
 
     def __reduce__(self):
