@@ -188,6 +188,15 @@ def test_the_direct_path_runs_and_refusals_take_nothing():
     # a task's handle is made on its first read and kept: the same object every time
     assert hs[1].stack[0] is stack[0] and p.running(hs[1], TaskType.CLIP) is stack[0]
     del p.clip
+    # rows no one read yet get their handles on the deferred list too; the flush gives them back
+    p.run(hs[0], cmd, 0.3, Move.KICK)
+    p.cut(hs[0])
+    pairs = p.deferred
+    assert len(pairs) == 4 and all(t is not None and i is hs[0] for t, i in pairs)
+    assert [type(t) for t, _ in pairs] == [ClipTask, ClipTask, FadeTask, FadeTask]
+    n_out = p.pool.n_out
+    p.flush()
+    assert p.pool.n_out == n_out - 6 and hs[0].stack == []
     # refusals: nothing taken, the tables as they were
     tight, th = _world(1, 4)
     tight.step(th)
