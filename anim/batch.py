@@ -37,7 +37,7 @@ from .plan import Bones, pose_tables, scratch_poses
 from .pose import PoseBatch
 from .stack import CharacterInstance
 from .store import LAYOUT_EPOCH, HumanTable, TableCorrupt, check_rows
-from .tasks import EventRule, MotionEntry, PlaceEvents, TagBits, TaskType
+from .tasks import EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
 from .trusted import TrustedKernel
 
 
@@ -177,7 +177,8 @@ class BatchEngine:
             self._last = None
             deferred = self.player.deferred_rows
             if deferred.holds_human(s, inst):
-                deferred.detach(s, inst, self._tasks)   # released in Python at the flush, as objects
+                # released in Python at the flush, as objects
+                deferred.detach(s, inst, self._tasks, self.player.stores.tasks)
                 self._leaving.append((s, self.humans.gen[s]))
             else:
                 self.humans.free(s)
@@ -212,7 +213,8 @@ class BatchEngine:
         tasks = self._tasks
         h = self.humans
         b = s * h.stack_width
-        return [tasks[r] for r in h.m_stack[b:b + h.m_depth[s]].tolist()]
+        ts = self.player.stores.tasks               # a row a prepared command wrote: its handle made now
+        return [tasks[r] or task_at(ts, r) for r in h.m_stack[b:b + h.m_depth[s]].tolist()]
 
     def queue_of(self, inst: CharacterInstance) -> list:
         """The human's queue, first first, as the task objects of its row's task rows."""
@@ -220,7 +222,8 @@ class BatchEngine:
         tasks = self._tasks
         h = self.humans
         b = s * h.queue_width
-        return [tasks[r] for r in h.m_queue[b:b + h.m_queued[s]].tolist()]
+        ts = self.player.stores.tasks
+        return [tasks[r] or task_at(ts, r) for r in h.m_queue[b:b + h.m_queued[s]].tolist()]
 
     def depth_of(self, inst: CharacterInstance) -> int:
         """The number of tasks on the human's stack (its row's depth; 0 before it has a row)."""
@@ -281,7 +284,10 @@ class BatchEngine:
         s = inst.slot
         h = self.humans
         n = h.m_depth[s]
-        return self._tasks[h.m_stack[s * h.stack_width + n - 1]] if n else None
+        if not n:
+            return None
+        r = h.m_stack[s * h.stack_width + n - 1]
+        return self._tasks[r] or task_at(self.player.stores.tasks, r)
 
     def bottom_task(self, inst: CharacterInstance):
         """The task of the human's bottom stack row (None when its stack is empty)."""
@@ -289,7 +295,10 @@ class BatchEngine:
             return None
         s = inst.slot
         h = self.humans
-        return self._tasks[h.m_stack[s * h.stack_width]] if h.m_depth[s] else None
+        if not h.m_depth[s]:
+            return None
+        r = h.m_stack[s * h.stack_width]
+        return self._tasks[r] or task_at(self.player.stores.tasks, r)
 
     def write_stack(self, inst: CharacterInstance, stack: list) -> None:
         """Make ``stack`` (task objects of this world, at most 18) the human's stack rows."""
@@ -507,7 +516,7 @@ class BatchEngine:
             by_row = self._instances
             note = player.note_wrap
             for hr, tr in self._wrap_out[:n_wrap].tolist():
-                note(by_row[hr], tasks[tr])
+                note(by_row[hr], tasks[tr] or task_at(player.stores.tasks, tr))
         self.kernel_humans = n
         if (first_deferred < queue_deferred < deferred.n) or (self._twice and deferred.n - first_deferred > 1):
             self._in_step_order(rows, first_deferred)
@@ -542,8 +551,9 @@ class BatchEngine:
         rows and event indices (lists), appended to ``out``: the event, the cursor's anim id
         and the task, read now."""
         events, tasks, anim = self._events, self._tasks, self.player.stores.cursors.m_anim
+        ts = self.player.stores.tasks
         for j in range(lo, hi):
-            out.append(FiredEvent(events[gs[j]], anim[crs[j]], tasks[trs[j]]))
+            out.append(FiredEvent(events[gs[j]], anim[crs[j]], tasks[trs[j]] or task_at(ts, trs[j])))
 
     def event_span(self) -> tuple:
         """This update's whole event buffer read in one go, for a reader of many humans'

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .tasks import task_at
+
 __all__ = ["DeferredRows", "HROW", "TROW"]
 
 HROW = 0            # column of the human row (the step kernel's def_out layout)
@@ -82,14 +84,20 @@ class DeferredRows:
             return True
         return any(i is inst for _, i in self.odd.values())
 
-    def detach(self, hrow: int, inst: Any, views: list) -> None:
+    def detach(self, hrow: int, inst: Any, views: Any, tasks: Any = None) -> None:
         """The entries of human row ``hrow`` become entries held as objects (``inst``, the
-        task of each row from ``views``): the human leaves the engine before the flush."""
+        task of each row from ``views``; with the task table ``tasks``, a row a prepared
+        command wrote gets its handle made: anim.tasks.task_at): the human leaves the
+        engine before the flush."""
         if not self.n:
             return
         ks = np.flatnonzero(self.rows[:self.n, HROW] == hrow).tolist()
         for k in ks:
-            self.odd[k] = (views[int(self.rows[k, TROW])], inst)
+            tr = int(self.rows[k, TROW])
+            t = views[tr]
+            if t is None and tasks is not None:
+                t = task_at(tasks, tr)
+            self.odd[k] = (t, inst)
             self.rows[k] = -1
 
     def reorder(self, first: int, order: np.ndarray) -> None:
@@ -107,13 +115,20 @@ class DeferredRows:
                 for k, v in moved.items():
                     self.odd[first + int(new_at[k - first])] = v
 
-    def pairs(self, tasks: list, instances: list) -> list:
-        """The entries as (task, instance) pairs: ``tasks`` maps a task row to its handle,
-        ``instances`` a human row to its instance."""
+    def pairs(self, tasks: Any, instances: list, table: Any = None) -> list:
+        """The entries as (task, instance) pairs: ``tasks`` maps a task row to its handle
+        (with the task table ``table``, a row a prepared command wrote gets its handle
+        made: anim.tasks.task_at), ``instances`` a human row to its instance."""
         odd = self.odd
         out = []
         for k, (hr, tr) in enumerate(self.rows[:self.n].tolist()):
-            out.append(odd[k] if hr < 0 else (tasks[tr], instances[hr]))
+            if hr < 0:
+                out.append(odd[k])
+                continue
+            t = tasks[tr]
+            if t is None and table is not None:
+                t = task_at(table, tr)
+            out.append((t, instances[hr]))
         return out
 
     def save(self) -> tuple:

@@ -14,6 +14,8 @@ module a person can read alone:
 - ``anim.stackrules.StackRules``: insert, push, change, the queue, fades completing,
   cutting, deferring and giving back; the top task and the playing anim id (on
   TaskBuilder: a change makes its fade);
+- ``anim.prepared.RecipeRules``: prepared commands (``prepare``, ``run``: a Recipe's rows
+  written directly, anim.recipe), on StackRules;
 - here: the state they share (``__init__``), the step, the sample and pose, the flush
   and its releases (with the engine, anim.batch, and its kernels);
 - ``anim.options``: ``PlayerOptions`` and ``PlayerStats`` (re-exported here).
@@ -53,9 +55,9 @@ from .pose import PoseBatch
 from .sampler import BANK_KEY_BYTES, NUM_SLOTS, ClipBank
 from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
-from .stackrules import StackRules
+from .prepared import RecipeRules
 from .store import LAYOUT_EPOCH, Stores, Table
-from .tasks import ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents, Task
+from .tasks import ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents, Task, task_at
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
@@ -80,7 +82,7 @@ def _row_state(table: Table) -> RowState:
     return RowState(table.live, table.gen, table.free_rows, table.n_free)
 
 
-class Player(StackRules):
+class Player(RecipeRules):
     """The animation system of one world (see the module docstring).
 
     In: options and the skeleton the sampler works for. Rejected: a pool size below 1.
@@ -153,7 +155,7 @@ class Player(StackRules):
         dl = self.deferred_rows
         if not dl.n:
             return []
-        return dl.pairs(self.stores.tasks.views, self.batch._instances)
+        return dl.pairs(self.stores.tasks.views, self.batch._instances, self.stores.tasks)
 
     @deferred.setter
     def deferred(self, pairs: list) -> None:
@@ -460,7 +462,7 @@ class Player(StackRules):
                     continue                        # held as objects: below
                 inst = self._inst_at(hr)
                 rows = inst._event_rows
-                if rows is not None and rows[0].fired_by(views[tr], rows[1], rows[2]):
+                if rows is not None and rows[0].fired_by(views[tr] or task_at(self.stores.tasks, tr), rows[1], rows[2]):
                     inst.events                     # noqa: B018
         for task, inst in odd.values():
             rows = inst._event_rows

@@ -23,7 +23,8 @@ from .f32 import FLT_MAX as _F32_MAX
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
 from .tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
-                    PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, new_task_row, take_place)
+                    PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, new_task_row, take_place,
+                    task_at)
 
 
 __all__ = ["StackRules"]
@@ -75,7 +76,7 @@ class StackRules(TaskBuilder):
         for i in range(b, b + h.m_depth[s]):
             r = ms[i]
             if types[r] == want and not released[r]:
-                return ts.views[r]
+                return ts.views[r] or task_at(ts, r)
         return None
 
     def refresh_anim_id(self, inst: CharacterInstance) -> None:
@@ -145,7 +146,7 @@ class StackRules(TaskBuilder):
                 nxt = tasks.m_nxt[r]
                 if nxt < 0 or kind not in _NEXT_CLASSES or tasks.m_handed_over[r]:
                     return
-                t = tasks.views[nxt]
+                t = tasks.views[nxt] or task_at(tasks, nxt)
                 continue
             # a gait's and a direction's cursor rows are the world's by construction (their
             # constructors refuse another table's: ForeignTask); neither owns a next task

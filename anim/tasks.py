@@ -36,7 +36,7 @@ __all__ = ["ForeignTask", "TaskInUse", "take_place", "TaskType", "TaskFlags", "H
            "ClipTask", "HoldTask",
            "SceneTask", "PairedClipTask", "PairedHoldTask", "FadeTask", "MixTask", "PickTask",
            "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "PAIRED_IDLE_FLAGS",
-           "GAIT_STEPS", "PICK_THRESHOLDS", "PICK_SAMPLINGS", "fade_weight"]
+           "GAIT_STEPS", "PICK_THRESHOLDS", "PICK_SAMPLINGS", "fade_weight", "task_at"]
 
 
 class TaskType(IntEnum):
@@ -705,7 +705,7 @@ class ClipTask(_ClipBase):
         """The task that takes this one's place when its clip ends (None: hold the last
         frame): read from the row's ``nxt`` link (a task made alone keeps it itself)."""
         r = self.tstore.nxt[self.trow]
-        return self.tstore.views[r] if r >= 0 else None
+        return task_at(self.tstore, r) if r >= 0 else None
 
     @next.setter
     def next(self, task: Task | None) -> None:
@@ -869,7 +869,7 @@ class FadeTask(Task):
         """The new task the fade brings in (the tasks above it, up to the fade, go at its
         end): read from the row's ``incoming`` link (a fade made alone keeps it itself)."""
         r = self.tstore.incoming[self.trow]
-        return self.tstore.views[r] if r >= 0 else None
+        return task_at(self.tstore, r) if r >= 0 else None
 
     @incoming.setter
     def incoming(self, task: Task | None) -> None:
@@ -1470,3 +1470,49 @@ class DirectionTask(Task):
             other = self.cursors_by_dir[side]
             plan.sample(other.bank_index, other.time, self.rate, other.flags)
             plan.blend_top(w)
+
+
+# The task classes whose rows a prepared command writes with no handle (anim.recipe): a
+# handle is made for such a row on its first read (task_at), from the row alone.
+_MADE_ON_READ: dict[int, type] = {int(TaskType.LOOP): LoopTask, int(TaskType.CLIP): ClipTask,
+                                  int(TaskType.FADE): FadeTask, int(TaskType.GAIT): GaitTask}
+
+
+def task_at(ts: Table, r: int) -> Task | None:
+    """The handle of row ``r`` of the world's task table ``ts`` (``ts.views[r]``), made on
+    its first read for a live row a prepared command wrote without one (Player.run: its
+    ``views`` entry None) and kept there, so every later read gets the same object; None
+    for a row that is not live. In: the table, a row. Out: the handle, or None.
+    The handle is what the Player's constructor would have made: a clip task's anim id
+    read from its cursor row, a fade's and a gait's own row from ``aux`` (no cursor
+    handles: the rows alone)."""
+    views = ts.views
+    try:
+        t = views[r]
+    except IndexError:
+        t = None
+    if t is not None or r < 0 or not ts.m_live[r]:
+        return t
+    cls = _MADE_ON_READ.get(ts.m_type[r])
+    if cls is None:
+        return None
+    t = new_handle(ts, cls)
+    t.tstore = ts
+    t.trow = r
+    t.tgen = ts.m_gen[r]
+    world = ts.world
+    if cls is FadeTask or cls is GaitTask:
+        st = t.store = world.fades if cls is FadeTask else world.gaits
+        a = t.row = ts.m_aux[r]
+        t.gen = st.m_gen[a]
+        if cls is GaitTask:
+            t._make_cursor = None
+            t.cstore = world.cursors
+            t._lower_cursor = t._upper_cursor = None
+    else:
+        t._aid = world.cursors.m_anim[ts.m_c0[r]]
+        t._c = None
+    if r >= len(views):
+        views.extend([None] * (r + 1 - len(views)))
+    views[r] = t
+    return t

@@ -412,6 +412,20 @@ class Reference:
         self.refresh_anim_id(inst)
         return f
 
+    # ---------------------------------------------------------------- prepared commands
+    def prepare(self, recipe):
+        """A recipe (anim.recipe.Recipe, plain data) checked: its Command (Player.prepare)."""
+        from ..recipe import Command
+        return Command(recipe)
+
+    def run(self, inst, command, *params) -> None:
+        """A prepared command run as this engine's own handle calls (anim.recipe.expand: the
+        pool checked first, the tasks made last first, then placed; a refusal gives back
+        what was made). Nothing of the Player's is read or written."""
+        from ..recipe import check_params, expand
+        check_params(command, params)
+        expand(self, inst, command, params)
+
     def enqueue(self, inst, task) -> None:
         """Queue a task to start at the next step (+0x304, at most 10)."""
         if len(inst.queue) >= QUEUE_SIZE:

@@ -31,7 +31,10 @@ engine (``scalar_ms_per_update``: the plain-Python model of the spec, anim.refer
 updates) and the speed-up; the peak memory after the compiled run (``compiled_peak_mb``)
 and after the reference one too (``peak_mb``); the pose pipeline alone (µs per human);
 Python's cyclic garbage collector (``gc_ms_per_update``,
-``gc_max_ms``, ``gc_share``); the mean cost of one command (``command_us``); the
+``gc_max_ms``, ``gc_share``); the mean cost of one command (``command_us``,
+``command_cpu_us`` and by kind: the crowd's commands as a game issues them, prepared
+recipes where they cover the kind; ``command_cpu_us_handles`` and by kind: every eighth
+command, issued through the handle API instead, the same rows); the
 time to load the kernels and (unless ``--no-compile-time``) the first step on a fresh
 install: a fresh process with an empty NUMBA_CACHE_DIR, with numba's compile time per
 kernel and function (``first_step``; ``kernel_compile_s`` is numba's compile of the
@@ -57,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from scuffle.anim.player import PlayerOptions
+from scuffle.anim.recipe import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, HeldFlags, TaskFlags, TaskType
 from scuffle.game.runtime.collector import settle as settle_collector
 from scuffle.game.fighters.moves import GAIT_IDS, Move
@@ -161,6 +165,23 @@ _TOTAL_WEIGHT = _CUM_WEIGHTS[-1] + 0.0
 _N_KINDS = len(COMMAND_KINDS)
 ATTACKS = (Move.JAB, Move.KICK, Move.CROSS, Move.HOOK)
 REACTIONS = (Move.HIT_FRONT, Move.HIT_BACK, Move.HIT_HEAVY)
+# The crowd's commands as a game issues them: prepared recipes (anim.recipe; plain data,
+# Player.prepare once, Player.run with the fade and the id or gait target), the same rows
+# as the handle calls of RealisticCrowd._do_handles; mix, pick, direction and a running
+# gait's new target go through the handle API.
+REAL_RECIPES = {
+    "walk_start": Recipe(Place.CHANGE, (ClipStep(Move.WALK_START),
+                                        GaitStep(GAIT_IDS, target=Arg(1), value=0.0, flags=WALK_FLAGS)), fade=Arg(0)),
+    "walk_stop": Recipe(Place.CHANGE, (ClipStep(Move.WALK_STOP), LoopStep(Move.IDLE)), fade=Arg(0)),
+    "attack": Recipe(Place.CHANGE, (ClipStep(Arg(1), blend=0.1, held=int(HeldFlags.WINDUP)), LoopStep(Move.FIGHT_IDLE)),
+                     fade=Arg(0)),
+    "combo": Recipe(Place.CHANGE, (ClipStep(Move.JAB, blend=0.1, held=int(HeldFlags.WINDUP)),
+                                   ClipStep(Move.CROSS, blend=0.1),
+                                   LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)),
+    "hit": Recipe(Place.CHANGE, (ClipStep(Arg(1)), LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)),
+    "queued": Recipe(Place.ENQUEUE, (ClipStep(Arg(0), blend=0.1), LoopStep(Move.FIGHT_IDLE))),
+}
+HANDLE_SAMPLE = 8                    # every 8th command through the handle API (command_cpu_us_handles)
 
 
 def crowd_set():
@@ -236,11 +257,23 @@ class RealisticCrowd:
     by their FighterAIs through the fight rules. Seeded (``random.Random(seed)``): the
     same seed and size give the same commands and the same state.
 
-    ``commands`` counts the commands issued, ``command_s`` / ``command_cpu_s`` their wall
-    and CPU time (each timed from the clocks' reading before its player calls to the one
-    after them; an update's draws are made before its first command), ``by_kind`` [count, wall s,
-    CPU s] per kind of COMMAND_KINDS, ``refused`` the commands a limit of the original
-    refused (AnimLimitError; counted, the update goes on). A command's mean CPU on
+    The commands go as a game issues them (``_do``): prepared recipes (REAL_RECIPES,
+    Player.prepare once, Player.run: the rows written directly, anim.prepared) for the walk
+    start (and a gait target with no gait running), walk stop, attack, combo, hit reaction
+    and queued attack; the handle API (``_do_handles``: the constructors and stack rules)
+    for a running gait's new target, mix, pick and direction. Every HANDLE_SAMPLE-th
+    command goes through ``_do_handles`` whatever its kind, timed apart: the same rows
+    either way (tests/anim/test_recipes.py), so the state and its checksum do not depend
+    on the sample.
+
+    ``commands`` counts the commands issued, ``command_s`` / ``command_cpu_s`` the wall
+    and CPU time of those issued as a game would (``command_timed`` of them; each timed
+    from the clocks' reading before its player calls to the one after them; an update's
+    draws are made before its first command), ``by_kind`` [count, wall s, CPU s, timed
+    count] per kind of COMMAND_KINDS (the count: every command of the kind; the times: the
+    timed ones), ``by_kind_handles`` [count, wall s, CPU s] of the handle API's sample,
+    ``refused`` the commands a limit of the original refused (AnimLimitError; counted,
+    the update goes on). A command's mean CPU on
     2026-12-01 (medians of 3 runs, load average 2.4-4.1 on 2 cores): 22.2 µs at 1,000
     humans, 24.7 µs at 10,000 (56.0 and 64.5 before commands wrote rows; README,
     "Performance", "Commands" has them by kind). On 2026-12-02, the constructors' one
@@ -249,6 +282,13 @@ class RealisticCrowd:
     average 1.9-2.6): 20.6 µs at 1,000 humans (30.4 before, in the same minutes) and
     16.5 µs at 10,000 (26.0 before). Each figure includes about 1.2 µs of the clocks'
     own reading (an empty command measures that: process_time is a system call).
+    With prepared recipes (2026-12-02 04:28-04:53, medians of 3 runs taking turns with
+    the tree before them, load average 3.4-5.5 on 2 cores, the same state checksums):
+    ``command_cpu_us`` 12.5 and 14.2 µs at 1,000 humans (23.0 and 17.1 before, in the
+    same minutes), 13.4 µs at 10,000 (19.4 before); the recipe kinds alone 10-15 µs,
+    the handle API's sample (``command_cpu_us_handles``) 25-30 µs. In a warm loop
+    (no update between commands) a recipe run is 4.6 µs (queued) to 8 µs (walk start,
+    its gait) at that load.
     """
 
     def __init__(self, game, extras: list[tuple[int, object]], seed: int):
@@ -262,7 +302,11 @@ class RealisticCrowd:
         self.commands = 0
         self.command_s = 0.0
         self.command_cpu_s = 0.0
-        self.by_kind: dict[str, list] = {k: [0, 0.0, 0.0] for k in COMMAND_KINDS}
+        self.by_kind: dict[str, list] = {k: [0, 0.0, 0.0, 0] for k in COMMAND_KINDS}
+        self.by_kind_handles: dict[str, list] = {k: [0, 0.0, 0.0] for k in COMMAND_KINDS}
+        self.command_timed = 0
+        self.commands_seen = 0                            # which command is sampled (HANDLE_SAMPLE): not state
+        self.cmds = {k: game.player.prepare(r) for k, r in REAL_RECIPES.items()}
         self.refused = 0
         self.fights: list = []
         self.listener = _Listener()
@@ -296,6 +340,32 @@ class RealisticCrowd:
         p.change(inst, p.clip(inst, Move.WALK_START, g), fade)
 
     def _do(self, kind, inst, x, k, fade):
+        """One command as a game issues it: a prepared recipe (REAL_RECIPES) where one
+        covers it, else the handle API (``_do_handles``, the same rows)."""
+        run, cmds = self.player.run, self.cmds
+        if kind == "gait_target":
+            g = self.player.running(inst, TaskType.GAIT)
+            if g is None:
+                run(inst, cmds["walk_start"], fade, x)
+            else:
+                g.set_target(x)
+        elif kind == "walk_start":
+            run(inst, cmds["walk_start"], fade, x)
+        elif kind == "attack":
+            run(inst, cmds["attack"], fade, ATTACKS[k % 4])
+        elif kind == "hit":
+            run(inst, cmds["hit"], fade, REACTIONS[k % 3])
+        elif kind == "walk_stop":
+            run(inst, cmds["walk_stop"], fade)
+        elif kind == "combo":
+            run(inst, cmds["combo"], fade)
+        elif kind == "queued":
+            run(inst, cmds["queued"], ATTACKS[k % 4])
+        else:
+            self._do_handles(kind, inst, x, k, fade)
+
+    def _do_handles(self, kind, inst, x, k, fade):
+        """One command through the handle API (the player's constructors and stack rules)."""
         p = self.player
         if kind == "gait_target":
             g = self._running(inst, TaskType.GAIT)
@@ -344,16 +414,22 @@ class RealisticCrowd:
         for _ in phase:
             kind = COMMAND_KINDS[bisect(_CUM_WEIGHTS, rand() * _TOTAL_WEIGHT, 0, _N_KINDS - 1)]
             draws.append((kind, uniform(0.0, 4.0), randrange(12), REAL_FADE[randrange(3)]))
-        do, clock, cpu_clock = self._do, time.perf_counter, time.process_time
-        kinds, walls, cpus = [], [], []
+        do, do_handles, clock, cpu_clock = self._do, self._do_handles, time.perf_counter, time.process_time
+        kinds, walls, cpus, sampled = [], [], [], []
+        nth = self.commands_seen
         c0 = cpu_clock()
         t0 = clock()
         try:
             for (i, inst), (kind, x, k, fade) in zip(phase, draws):
                 if kind == "queued" and inst.queue:
                     kind = "hit"
+                nth += 1
+                by_handles = nth % HANDLE_SAMPLE == 0     # the same rows either way: a sample of the handle API
                 try:
-                    do(kind, inst, x, k, fade)
+                    if by_handles:
+                        do_handles(kind, inst, x, k, fade)
+                    else:
+                        do(kind, inst, x, k, fade)
                 except AnimLimitError:
                     self.refused += 1
                 t1 = clock()
@@ -361,17 +437,27 @@ class RealisticCrowd:
                 kinds.append(kind)
                 walls.append(t1 - t0)
                 cpus.append(c1 - c0)
+                sampled.append(by_handles)
                 t0, c0 = t1, c1
         finally:                                          # the commands done are counted, whatever raised
-            by_kind = self.by_kind
+            self.commands_seen = nth
+            by_kind, by_handles_kind = self.by_kind, self.by_kind_handles
             self.commands += len(kinds)
-            for kind, dt, dc in zip(kinds, walls, cpus):
+            for kind, dt, dc, h in zip(kinds, walls, cpus, sampled):
+                by_kind[kind][0] += 1
+                if h:
+                    one = by_handles_kind[kind]
+                    one[0] += 1
+                    one[1] += dt
+                    one[2] += dc
+                    continue
+                self.command_timed += 1
                 self.command_s += dt
                 self.command_cpu_s += dc
                 one = by_kind[kind]
-                one[0] += 1
                 one[1] += dt
                 one[2] += dc
+                one[3] += 1
 
 
 def _build_realistic(n: int, engine: str = "compiled", seed: int = 1):
@@ -568,9 +654,11 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
         frozen = settle_collector() if settle else None
         real = getattr(game, "crowd", None)
         if real is not None:
-            real.commands = 0
+            real.commands = real.command_timed = 0
             real.command_s = real.command_cpu_s = 0.0
             for v in real.by_kind.values():
+                v[:] = [0, 0.0, 0.0, 0]
+            for v in real.by_kind_handles.values():
                 v[:] = [0, 0.0, 0.0]
         times, cpu = [], []
         shapes: dict[tuple, int] = {}
@@ -610,15 +698,22 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
             extra["gait_pair_changes_per_update"] = round((batch.pair_changes - pairs0) / updates, 3)
         command_cpu_ms = command_s = None
         if real is not None:                 # the crowd after the first pass (its state, its commands)
-            made, spent = real.commands, real.command_s
-            command_cpu_ms, command_s = round(real.command_cpu_s * 1000.0 / updates, 4), spent
+            made, timed, spent = real.commands, real.command_timed, real.command_s
+            hk = real.by_kind_handles
+            h_n = sum(v[0] for v in hk.values())
+            # the commands' stage: every command, the handle API's sample included
+            command_cpu_ms = round((real.command_cpu_s + sum(v[2] for v in hk.values())) * 1000.0 / updates, 4)
+            command_s = spent + sum(v[1] for v in hk.values())
             extra.update({
                 "commands_per_update": round(made / updates, 3),
-                "command_us": round(spent * 1e6 / made, 3) if made else None,
-                "command_cpu_us": round(real.command_cpu_s * 1e6 / made, 3) if made else None,
-                "command_us_by_kind": {k: round(v[1] * 1e6 / max(1, v[0]), 3) for k, v in real.by_kind.items()},
-                "command_cpu_us_by_kind": {k: round(v[2] * 1e6 / max(1, v[0]), 3) for k, v in real.by_kind.items()},
+                "command_us": round(spent * 1e6 / timed, 3) if timed else None,
+                "command_cpu_us": round(real.command_cpu_s * 1e6 / timed, 3) if timed else None,
+                "command_us_by_kind": {k: round(v[1] * 1e6 / max(1, v[3]), 3) for k, v in real.by_kind.items()},
+                "command_cpu_us_by_kind": {k: round(v[2] * 1e6 / max(1, v[3]), 3) for k, v in real.by_kind.items()},
                 "commands_by_kind": {k: v[0] for k, v in real.by_kind.items()},
+                "command_cpu_us_handles": round(sum(v[2] for v in hk.values()) * 1e6 / h_n, 3) if h_n else None,
+                "command_cpu_us_handles_by_kind": {k: round(v[2] * 1e6 / max(1, v[0]), 3) for k, v in hk.items()},
+                "commands_by_handles": h_n,
                 "commands_refused": real.refused,
                 "events_handled": {f"0x{t:02x}": c for t, c in sorted(real.listener.counts.items())},
                 "fight_pairs": len(real.fights),

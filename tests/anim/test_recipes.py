@@ -1,0 +1,336 @@
+"""Prepared commands (anim.recipe; issue 19, items 1 and 7: commands write rows, no
+per-task Python object on the hot path): a recipe run writes the very rows, pool
+accounting, stack, queue and held flags the equivalent handle calls leave, refuses what
+they refuse with nothing taken, finds its clips again when a human's set changes, and runs
+on the reference engine as that engine's own handle calls.
+
+The speed is measured by ``scuffle bench --crowd realistic`` (``command_cpu_us`` against
+``command_cpu_us_handles``), never here.
+"""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.pose import PoseStackOverflow
+from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, LoopStep, Place, Recipe, RecipeError
+from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
+from scuffle.anim.stack import AnimLimitError, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
+from scuffle.anim.tasks import (LOCOMOTION_FLAGS, ClipTask, FadeTask, GaitTask, HeldFlags, TaskFlags,
+                                TaskType)
+from scuffle.game.fighters.moves import GAIT_IDS, Move
+from scuffle.game.fighters.moveset import demo_set
+
+from budget import examples
+
+W = int(HeldFlags.WINDUP)
+WALK = int(LOCOMOTION_FLAGS | TaskFlags.CONTINUOUS)
+ATTACKS = (Move.JAB, Move.KICK, Move.CROSS, Move.HOOK)
+
+# every recipe shape: (recipe, params maker, the equivalent handle calls)
+SHAPES = {
+    "walk_start": (Recipe(Place.CHANGE, (ClipStep(Move.WALK_START),
+                                         GaitStep(GAIT_IDS, target=Arg(1), value=0.0, flags=WALK)), fade=Arg(0)),
+                   lambda x, k, fade: (fade, x),
+                   lambda p, i, x, k, fade: p.change(i, p.clip(i, Move.WALK_START, p.gait(
+                       i, GAIT_IDS, target=x, value=0.0, flags=WALK)), fade)),
+    "gait_value": (Recipe(Place.CHANGE, (GaitStep(GAIT_IDS, target=Arg(0), value=Arg(1)),), fade=0.3),
+                   lambda x, k, fade: (x, 4.0 - x),
+                   lambda p, i, x, k, fade: p.change(i, p.gait(i, GAIT_IDS, target=x, value=4.0 - x), 0.3)),
+    "gait_alone": (Recipe(Place.PUSH, (GaitStep(GAIT_IDS, target=Arg(0), flags=0),)),
+                   lambda x, k, fade: (x * 1.1 - 0.2,),
+                   lambda p, i, x, k, fade: p.push(i, p.gait(i, GAIT_IDS, target=x * 1.1 - 0.2, flags=0))),
+    "attack": (Recipe(Place.CHANGE, (ClipStep(Arg(1), blend=0.1, held=W), LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)),
+               lambda x, k, fade: (fade, ATTACKS[k % 4]),
+               lambda p, i, x, k, fade: p.change(i, p.clip(i, ATTACKS[k % 4], p.loop(i, Move.FIGHT_IDLE), blend=0.1,
+                                                            held=W), fade)),
+    "combo": (Recipe(Place.CHANGE, (ClipStep(Move.JAB, blend=0.1, held=W), ClipStep(Move.CROSS, blend=0.1),
+                                    LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)),
+              lambda x, k, fade: (fade,),
+              lambda p, i, x, k, fade: p.change(i, p.chain(i, [Move.JAB, Move.CROSS, Move.FIGHT_IDLE], blend=0.1,
+                                                          held=W), fade)),
+    "flags": (Recipe(Place.CHANGE, (ClipStep(int(Move.HIT_FRONT), flags=0x13, held=0x400000),
+                                    LoopStep(Move.IDLE, flags=0x1)), fade=0.2),
+              lambda x, k, fade: (),
+              lambda p, i, x, k, fade: p.change(i, p.clip(i, int(Move.HIT_FRONT), p.loop(i, Move.IDLE, flags=0x1),
+                                                          flags=0x13, held=0x400000), 0.2)),
+    "clip_alone": (Recipe(Place.CHANGE, (ClipStep(Arg(0)),), fade=Arg(1)),
+                   lambda x, k, fade: (ATTACKS[k % 4], fade),
+                   lambda p, i, x, k, fade: p.change(i, p.clip(i, ATTACKS[k % 4]), fade)),
+    "push": (Recipe(Place.PUSH, (ClipStep(Move.HIT_BACK, held=W), LoopStep(Move.IDLE))),
+             lambda x, k, fade: (),
+             lambda p, i, x, k, fade: p.push(i, p.clip(i, Move.HIT_BACK, p.loop(i, Move.IDLE), held=W))),
+    "queued": (Recipe(Place.ENQUEUE, (ClipStep(Arg(0), blend=0.1), LoopStep(Move.FIGHT_IDLE))),
+               lambda x, k, fade: (ATTACKS[k % 4],),
+               lambda p, i, x, k, fade: p.enqueue(i, p.clip(i, ATTACKS[k % 4], p.loop(i, Move.FIGHT_IDLE), blend=0.1))),
+}
+
+
+def handle_calls(p, inst, kind: str, x: float, k: int, fade) -> None:
+    """The handle calls of a recipe shape, with the recipe's refusal rule: the pool checked
+    for every task first, the tasks made before a refusal given back."""
+    recipe, _, calls = SHAPES[kind]
+    p.pool.require(Command(recipe).n_tasks)
+    made: list = []
+
+    class Recording:
+        def __getattr__(self, name):
+            f = getattr(p, name)
+            if name in ("loop", "clip", "gait", "chain"):
+                def make(*a, **kw):
+                    t = f(*a, **kw)
+                    made.append(t)
+                    return t
+                return make
+            return f
+    try:
+        calls(Recording(), inst, x, k, fade)
+    except BaseException:
+        t = made[-1] if made else None
+        if t is not None and t.alive() and not t.tstore.placed[t.trow]:
+            p.discard(t)
+        raise
+
+
+def tables(p: Player) -> dict:
+    """Every row the commands write, as plain values: the task, cursor, fade and gait tables
+    (every column, live, gen, the free list, the keyed columns, the rows to reset), the
+    human table, the pool's accounting and the deferred list (not ``views``: handles)."""
+    st = p.stores
+    out: dict = {}
+    for name in ("tasks", "cursors", "fades", "gaits"):
+        t = getattr(st, name)
+        for c in (*t._columns, "live", "gen"):
+            a = np.asarray(getattr(t, c))
+            out[f"{name}.{c}"] = a.view(np.uint8).tobytes() if a.dtype.kind == "f" else a.tolist()
+        out[f"{name}.free"] = t.free_rows[:int(t.n_free[0])].tolist()
+        for k in t._keyed:
+            out[f"{name}.{k}"] = dict(getattr(t, k))
+        out[f"{name}.dirty"] = sorted(t._dirty)
+    h = p.batch.humans
+    for c in h.COLUMNS:
+        a = np.asarray(getattr(h, c))
+        out[f"humans.{c}"] = a.view(np.uint8).tobytes() if a.dtype.kind == "f" else a.tolist()
+    out["pool"] = (p.pool.out.tolist(), p.pool.n_out)
+    out["deferred"] = p.deferred_rows.rows[:p.deferred_rows.n].tolist()
+    return out
+
+
+def _world(n: int, pool: int, **opts):
+    p = Player(PlayerOptions(pool_size=pool, **opts))
+    s = demo_set()
+    hs = [CharacterInstance(s, f"h{i}") for i in range(n)]
+    return p, hs
+
+
+def _same(a: Player, b: Player, where: str) -> None:
+    ta, tb = tables(a), tables(b)
+    bad = [k for k in ta if ta[k] != tb[k]]
+    assert not bad, f"{where}: {bad}"
+
+
+_command = st.tuples(st.sampled_from(sorted(SHAPES)), st.integers(0, 3), st.floats(-0.5, 4.5),
+                     st.integers(0, 11), st.sampled_from([0.0, 0.2, 0.45, 0]), st.booleans())
+
+
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cmds=st.lists(_command, min_size=1, max_size=40), pool=st.sampled_from([12, 30, 360]),
+       deep=st.booleans())
+def test_a_recipe_leaves_the_rows_the_handle_calls_leave(cmds, pool, deep):
+    """Random recipes of every shape, params and stack states (a step between some; a small
+    pool, full stacks and queues, refuse_deep_chains): after every command the two worlds'
+    tables are equal, bit for bit, and a refusal is the same error in both."""
+    a, ha = _world(4, pool, refuse_deep_chains=deep)
+    b, hb = _world(4, pool, refuse_deep_chains=deep)
+    prepared = {k: b.prepare(r) for k, (r, _, _) in SHAPES.items()}
+    for j, (kind, i, x, k, fade, step) in enumerate(cmds):
+        ea = eb = None
+        try:
+            handle_calls(a, ha[i], kind, x, k, fade)
+        except (AnimLimitError, ValueError) as e:
+            ea = type(e)
+        try:
+            b.run(hb[i], prepared[kind], *SHAPES[kind][1](x, k, fade))
+        except (AnimLimitError, ValueError) as e:
+            eb = type(e)
+        assert ea == eb, (j, kind)
+        _same(a, b, f"command {j} {kind}")
+        if step:
+            a.step(ha)
+            b.step(hb)
+            a.flush()
+            b.flush()
+            _same(a, b, f"step after {j}")
+    assert engine_state(a, ha) == engine_state(b, hb)
+
+
+def test_the_direct_path_runs_and_refusals_take_nothing():
+    """Once a human is in the engine the direct path writes the rows (the handle calls are
+    not called); a full pool, stack or queue refuses with nothing taken and nothing changed."""
+    p, hs = _world(2, 360)
+    cmd = p.prepare(SHAPES["attack"][0])
+    p.step(hs)
+    p.run(hs[0], cmd, 0.2, Move.JAB)                 # learns the set (the handle calls)
+    calls = []
+    orig = p.clip
+    p.clip = lambda *a, **kw: calls.append(a) or orig(*a, **kw)     # type: ignore[method-assign]
+    p.run(hs[1], cmd, 0.2, Move.JAB)
+    assert calls == []
+    stack = hs[1].stack
+    assert [type(t) for t in stack] == [ClipTask, FadeTask]
+    assert stack[0].anim_id() == Move.JAB and stack[0].next.anim_id() == Move.FIGHT_IDLE
+    assert stack[1].incoming is stack[0] and hs[1].record.anim_id == Move.JAB
+    assert hs[1].record.flags & W
+    # a task's handle is made on its first read and kept: the same object every time
+    assert hs[1].stack[0] is stack[0] and p.running(hs[1], TaskType.CLIP) is stack[0]
+    del p.clip
+    # rows no one read yet get their handles on the deferred list too; the flush gives them back
+    p.run(hs[0], cmd, 0.3, Move.KICK)
+    p.cut(hs[0])
+    pairs = p.deferred
+    assert len(pairs) == 4 and all(t is not None and i is hs[0] for t, i in pairs)
+    assert [type(t) for t, _ in pairs] == [ClipTask, ClipTask, FadeTask, FadeTask]
+    n_out = p.pool.n_out
+    p.flush()
+    assert p.pool.n_out == n_out - 6 and hs[0].stack == []
+    # refusals: nothing taken, the tables as they were
+    tight, th = _world(1, 4)
+    tight.step(th)
+    c = tight.prepare(SHAPES["combo"][0])            # four tasks: the pool has four
+    tight.run(th[0], c, 0.2)
+    before = tables(tight)
+    with pytest.raises(TaskPoolExhausted):
+        tight.run(th[0], c, 0.2)
+    assert tables(tight) == before
+    q, qh = _world(1, 360)
+    q.step(qh)
+    cq = q.prepare(SHAPES["queued"][0])
+    for _ in range(10):
+        q.run(qh[0], cq, Move.JAB)
+    before = tables(q)
+    with pytest.raises(QueueFull):
+        q.run(qh[0], cq, Move.JAB)
+    assert tables(q)["pool"] == before["pool"] and len(qh[0].queue) == 10
+    s, sh = _world(1, 360, early_finish_above=40)
+    s.step(sh)
+    cp = s.prepare(SHAPES["push"][0])
+    for _ in range(18):
+        s.run(sh[0], cp)
+    n_out = s.pool.n_out
+    with pytest.raises(StackFull):
+        s.run(sh[0], cp)
+    assert s.pool.n_out == n_out
+
+
+def test_a_deep_chain_is_refused_with_refuse_deep_chains():
+    """A recipe whose hand-over windows nest more than seven poses: PoseStackOverflow from
+    the change, nothing left taken (the option on), played as the original without it."""
+    p, hs = _world(1, 360, refuse_deep_chains=True)
+    p.step(hs)
+    chain = tuple(ClipStep(Move.JAB, blend=100.0) for _ in range(8)) + (LoopStep(Move.IDLE),)
+    deep = p.prepare(Recipe(Place.CHANGE, chain))
+    with pytest.raises(PoseStackOverflow):
+        p.run(hs[0], deep)
+    assert p.pool.n_out == 0 and hs[0].stack == []
+
+
+def test_a_new_set_or_a_replaced_clip_is_found_again():
+    """The per-set cache: a human given another set (a clip replaced with with_clip) gets
+    that set's clip, rate and cursor, the same rows as the handle calls on it."""
+    s = demo_set()
+    kick = s.clip(Move.KICK)
+    assert kick.duration != s.clip(Move.JAB).duration
+    other = s.with_clip(Move.JAB, kick, s.range(Move.JAB))
+    worlds = []
+    for use in (False, True):
+        p = Player(PlayerOptions())
+        h = CharacterInstance(s, "h")
+        p.step([h])
+        cmd = p.prepare(SHAPES["attack"][0])
+        for aset in (s, other, s, other):
+            h.anim_set = aset
+            if use:
+                p.run(h, cmd, 0.2, Move.JAB)
+            else:
+                handle_calls(p, h, "attack", 0.0, 0, 0.2)
+            p.step([h])
+            p.flush()
+        worlds.append((p, h))
+    _same(worlds[0][0], worlds[1][0], "after the set changes")
+    p, h = worlds[1]
+    assert h.stack[0].cursor.clip is kick and h.stack[0].anim_id() == Move.JAB
+
+
+def test_prepare_refuses_a_bad_recipe_and_run_the_wrong_params():
+    """RecipeError names the field; run checks the number of params."""
+    p = Player()
+    bad = [
+        (Recipe("jump", (LoopStep(1),)), "place"),
+        (Recipe(Place.CHANGE, ()), "at least one"),
+        (Recipe(Place.CHANGE, (LoopStep(1), LoopStep(2))), "tasks[0]"),
+        (Recipe(Place.CHANGE, (ClipStep("JAB"),)), "tasks[0].anim"),
+        (Recipe(Place.CHANGE, (ClipStep(1, blend=-1.0),)), "blend"),
+        (Recipe(Place.CHANGE, (ClipStep(1, flags=1 << 31),)), "flags"),
+        (Recipe(Place.CHANGE, (LoopStep(1),), fade=float("inf")), "fade"),
+        (Recipe(Place.CHANGE, (GaitStep((1, 2, 3)),)), "5 anim ids"),
+        (Recipe(Place.PUSH, ("loop",)), "a LoopStep, a ClipStep or a GaitStep"),
+    ]
+    for recipe, field in bad:
+        with pytest.raises(RecipeError, match=field.replace("[", r"\[").replace("]", r"\]")):
+            p.prepare(recipe)
+    cmd = p.prepare(SHAPES["attack"][0])
+    h = CharacterInstance(demo_set(), "h")
+    with pytest.raises(RecipeError, match="2 params"):
+        p.run(h, cmd, 0.2)
+    with pytest.raises(RecipeError, match="a Command"):
+        p.run(h, SHAPES["attack"][0], 0.2, 1)
+
+
+def test_a_recipe_and_a_command_are_plain_data():
+    """A Recipe pickles as itself; a Command pickles as its recipe (its per-set finds are
+    not state) and runs the same after."""
+    r = SHAPES["walk_start"][0]
+    assert pickle.loads(pickle.dumps(r)) == r
+    p, hs = _world(2, 360)
+    cmd = p.prepare(r)
+    p.step(hs)
+    p.run(hs[0], cmd, 0.3, 2.0)
+    again = pickle.loads(pickle.dumps(cmd))
+    assert again.recipe == cmd.recipe and again._sets == {}
+    p.run(hs[1], again, 0.3, 2.0)
+    g = hs[1].stack[0].next                          # the walk start's next task: its handle made now
+    assert isinstance(g, GaitTask) and g.target == 2.0 and g.value == 0.0 and g.ids == tuple(GAIT_IDS)
+    assert engine_state(p, [hs[0]])[2:] == engine_state(p, [hs[1]])[2:]
+
+
+def test_the_reference_runs_a_recipe_as_its_own_handle_calls():
+    """Reference.run expands a recipe into the reference's constructors and stack rules:
+    the engine running recipes and the reference running them dump the same state, update
+    after update."""
+    s = demo_set()
+    p, ref = Player(), Reference()
+    hp = [CharacterInstance(s, f"h{i}") for i in range(3)]
+    hr = [RefInstance(s, f"h{i}") for i in range(3)]
+    cp = {k: p.prepare(r) for k, (r, _, _) in SHAPES.items()}
+    cr = {k: ref.prepare(r) for k, (r, _, _) in SHAPES.items()}
+    kinds = ["walk_start", "attack", "combo", "queued", "gait_value", "flags", "push", "clip_alone", "gait_alone"]
+    for u in range(24):
+        p.step(hp)
+        ref.step(hr)
+        p.flush()
+        ref.flush()
+        kind = kinds[u % len(kinds)]
+        args = SHAPES[kind][1](u * 0.17, u, 0.2)
+        i = u % 3
+        for w, hs, c in ((p, hp, cp), (ref, hr, cr)):
+            try:
+                w.run(hs[i], c[kind], *args)
+            except AnimLimitError:
+                pass
+        p.flush()
+        ref.flush()
+        assert engine_state(p, hp) == reference_state(ref, hr), (u, kind)
