@@ -39,7 +39,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from . import f32 as F
-from .tasks import LOCOMOTION_FLAGS
+from .tasks import LOCOMOTION_FLAGS, TaskType
 
 __all__ = ["Arg", "ClipStep", "Command", "GaitStep", "LoopStep", "Place", "Recipe", "RecipeError", "check_params",
            "expand"]
@@ -105,7 +105,7 @@ class Recipe(NamedTuple):
 
 
 # op codes of a prepared recipe's steps, in the order the tasks are made (last first)
-_LOOP, _CLIP, _GAIT = 1, 3, 12
+_LOOP, _CLIP, _GAIT = int(TaskType.LOOP), int(TaskType.CLIP), int(TaskType.GAIT)
 _INT32 = 1 << 31
 _INT63 = 1 << 63
 _CHANGE, _PUSH, _ENQUEUE = Place.CHANGE, Place.PUSH, Place.ENQUEUE

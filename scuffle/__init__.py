@@ -19,6 +19,9 @@ The public face. Everything here imports without pygame (only ``scuffle.demo`` d
 - the animation core: ``Player``, ``PlayerOptions``, ``CharacterInstance``, ``AnimSet``,
   ``Clip``, ``parse_clip``, ``encode_clip``, ``author_clip``, ``load_resource``,
   ``ClipFormatError``, ``ResourceFormatError``;
+- prepared commands (``Player.prepare`` / ``Player.run``): ``Recipe``, its steps
+  ``ClipStep``, ``LoopStep``, ``GaitStep``, ``Arg`` (a value given at run time), ``Place``,
+  ``Command`` (a prepared recipe), ``RecipeError``;
 - the demo fighters: ``demo_set``, ``Fight`` and its answers and events (``ActionResult``,
   ``Refusal``, ``FightEvent``, ``FightEventKind``);
 - names: ``Bone`` (the 34 bones, ``Game.bone``), ``EventType`` (``Game.on``);
@@ -43,6 +46,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.anim.animset import AnimSet
     from scuffle.anim.clip import Clip, ClipFormatError, author_clip, encode_clip, parse_clip
     from scuffle.anim.player import Player, PlayerOptions
+    from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, LoopStep, Place, Recipe, RecipeError
     from scuffle.anim.resource import ResourceFormatError, load_resource
     from scuffle.anim.stack import CharacterInstance
     from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, HumanRecord, Name,
@@ -88,6 +92,8 @@ _EXPORTS: dict[str, str] = {
     "ResourceFormatError": "scuffle.anim.resource", "load_resource": "scuffle.anim.resource",
     "CharacterInstance": "scuffle.anim.stack",
     "Callback": "scuffle.anim.callbacks", "CallbackError": "scuffle.anim.callbacks",
+    **{n: "scuffle.anim.recipe" for n in ("Recipe", "ClipStep", "LoopStep", "GaitStep", "Arg", "Place", "Command",
+                                          "RecipeError")},
     **{n: "scuffle.components" for n in ("Animator", "AnimSetRef", "Body", "Combat", "FiredEvents",
                                          "HumanRecord", "Name", "PoseRef", "RangeRecords")},
     "Fight": "scuffle.game.fighters.combat", "ActionResult": "scuffle.game.fighters.combat",
@@ -115,6 +121,7 @@ __all__ = [
     "demo_set", "Fight", "ActionResult", "Refusal", "FightEvent", "FightEventKind", "Bone", "EventType",
     "Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body", "Combat",
     "FiredEvents", "Callback", "CallbackError",
+    "Recipe", "ClipStep", "LoopStep", "GaitStep", "Arg", "Place", "Command", "RecipeError",
     "Snapshot", "SnapshotError", "SavedRandom", "sync_test", "SyncError", "settle",
 ]
 
