@@ -170,7 +170,8 @@ class Scratch(NamedTuple):
     ``motion_entry`` whether bone-transform entry 0 holds the motion channels
     (PlayerOptions.motion_entry); ``dflt`` (int64, one value) the scratch pose whose
     rotations a sample's bones 1-33 take from the default pose (-1: the reference pose's;
-    pose_stacks sets it for queued_default)."""
+    pose_stacks sets it for queued_default); ``lanes`` (float64, (4, 34)) _blend's slerp
+    weights in lanes: the queued bones' |dot|, the two weights, the bone (its sign: the dot's)."""
     vel: np.ndarray
     root: np.ndarray
     rot: np.ndarray
@@ -181,6 +182,7 @@ class Scratch(NamedTuple):
     tag_bits: np.bool_
     motion_entry: np.bool_
     dflt: np.ndarray
+    lanes: np.ndarray
 
 
 class PoseOut(NamedTuple):
