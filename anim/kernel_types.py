@@ -170,8 +170,9 @@ class Scratch(NamedTuple):
     ``motion_entry`` whether bone-transform entry 0 holds the motion channels
     (PlayerOptions.motion_entry); ``dflt`` (int64, one value) the scratch pose whose
     rotations a sample's bones 1-33 take from the default pose (-1: the reference pose's;
-    pose_stacks sets it for queued_default); ``lanes`` (float64, (4, 34)) _blend's slerp
-    weights in lanes: the queued bones' |dot|, the two weights, the bone (its sign: the dot's)."""
+    pose_stacks sets it for queued_default); ``lanes`` (float64, (9, 34)) _blend's slerps
+    in lanes: the queued bones' |dot|, their two weights, the bone (its sign: the dot's); the
+    lerped bones' four components and the bone."""
     vel: np.ndarray
     root: np.ndarray
     rot: np.ndarray

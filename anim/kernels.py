@@ -473,6 +473,25 @@ def _slerp_weights(m, t, dots, wa, wb):
         wb[j] = np.float32(sb * inv)
 
 
+@_lanes
+def _nlerp_norms(k, qx, qy, qz, qw):
+    """The normalised lerps of ``k`` bones at once (``_slerp_into``'s branch above |dot|
+    0.9995), in lanes: in ``qx[:k]`` .. ``qw[:k]`` each bone's lerped float32 quaternion (as
+    float64), out the same divided by its float32 norm, or the identity for a zero norm.
+    The same float32 operations per value as _slerp_into. Issue 19, item 7."""
+    for j in range(k):
+        ox = np.float32(qx[j])
+        oy = np.float32(qy[j])
+        oz = np.float32(qz[j])
+        ow = np.float32(qw[j])
+        n = np.float32(math.sqrt(ox * ox + oy * oy + oz * oz + ow * ow))
+        zero = n == 0
+        qx[j] = np.float32(0.0) if zero else ox / n
+        qy[j] = np.float32(0.0) if zero else oy / n
+        qz[j] = np.float32(0.0) if zero else oz / n
+        qw[j] = np.float32(1.0) if zero else ow / n
+
+
 @_helper
 def _blend(pa, pb, po, w, mbone, submask, scratch):
     """Pose_BlendPartial of scratch poses pa (lower) and pb (upper) by w into po (pose.blend).
@@ -526,13 +545,18 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
         for c in range(3):
             s_root[po, c] = s_root[pa, c]
         s_tag[po, 1] = s_tag[pa, 1] if not full and not submask[mbone, 1] else both
-    # bones 1-33: a slerp whose angle takes the polynomial branch (0 <= |dot| <= 0.9995) is
-    # queued, its weights computed for all queued bones at once in lanes (_slerp_weights),
-    # then applied; the others (the normalised lerp above 0.9995, a NaN) as _slerp_into does
-    # them. Each bone reads and writes its own values only, so the order between bones is free.
+    # bones 1-33, their slerps in lanes: a bone whose angle takes the polynomial branch
+    # (0 <= |dot| <= 0.9995) is queued and its weights computed for all queued bones at once
+    # (_slerp_weights), then applied; above 0.9995 its lerp is queued and normalised with the
+    # others' (_nlerp_norms); a NaN as _slerp_into does it. Each bone reads and writes its own
+    # values only, so the order between bones is free.
     lanes = scratch.lanes
     dots, wts_a, wts_b, queued = lanes[0], lanes[1], lanes[2], lanes[3]
+    lx, ly, lz, lw, lerped = lanes[4], lanes[5], lanes[6], lanes[7], lanes[8]
+    t = np.float32(0.0) if np.float32(0.0) > w else w     # min(max(w, 0), 1), as _slerp_into
+    t = np.float32(1.0) if np.float32(1.0) < t else t
     m = 0
+    k = 0
     for b in range(1, nb):
         both = s_tag[pa, 2 + b] and s_tag[pb, 2 + b]
         if (full or submask[mbone, b]) and not both:
@@ -544,7 +568,16 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
                 dots[m] = np.float64(d)
                 queued[m] = b if dot >= 0 else -b         # the sign of wb (b >= 1)
                 m += 1
-            else:
+            elif d > np.float32(0.9995):                  # the lerp, normalised in lanes below
+                wb = t if dot >= 0 else -t
+                wa = np.float32(1.0) - t
+                lx[k] = s_rot[pa, b, 0] * wa + s_rot[pb, b, 0] * wb
+                ly[k] = s_rot[pa, b, 1] * wa + s_rot[pb, b, 1] * wb
+                lz[k] = s_rot[pa, b, 2] * wa + s_rot[pb, b, 2] * wb
+                lw[k] = s_rot[pa, b, 3] * wa + s_rot[pb, b, 3] * wb
+                lerped[k] = b
+                k += 1
+            else:                                         # a NaN
                 _slerp_into(s_rot, pa, pb, b, w, po)
             s_tag[po, 2 + b] = False
         else:
@@ -552,9 +585,15 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
                 for c in range(4):
                     s_rot[po, b, c] = s_rot[pa, b, c]
             s_tag[po, 2 + b] = s_tag[pa, 2 + b] if not full and not submask[mbone, b] else both
+    if k > 0:
+        _nlerp_norms(np.int64(k), lx, ly, lz, lw)
+        for j in range(k):
+            b = np.int64(lerped[j])
+            s_rot[po, b, 0] = np.float32(lx[j])
+            s_rot[po, b, 1] = np.float32(ly[j])
+            s_rot[po, b, 2] = np.float32(lz[j])
+            s_rot[po, b, 3] = np.float32(lw[j])
     if m > 0:
-        t = np.float32(0.0) if np.float32(0.0) > w else w     # min(max(w, 0), 1), as _slerp_into
-        t = np.float32(1.0) if np.float32(1.0) < t else t
         _slerp_weights(np.int64(m), t, dots, wts_a, wts_b)
         for j in range(m):
             q = queued[j]
