@@ -170,9 +170,7 @@ class Scratch(NamedTuple):
     ``motion_entry`` whether bone-transform entry 0 holds the motion channels
     (PlayerOptions.motion_entry); ``dflt`` (int64, one value) the scratch pose whose
     rotations a sample's bones 1-33 take from the default pose (-1: the reference pose's;
-    pose_stacks sets it for queued_default); ``lanes`` (float64, (9, 34)) _blend's slerps
-    in lanes: the queued bones' |dot|, their two weights, the bone (its sign: the dot's); the
-    lerped bones' four components and the bone."""
+    pose_stacks sets it for queued_default)."""
     vel: np.ndarray
     root: np.ndarray
     rot: np.ndarray
@@ -183,7 +181,6 @@ class Scratch(NamedTuple):
     tag_bits: np.bool_
     motion_entry: np.bool_
     dflt: np.ndarray
-    lanes: np.ndarray
 
 
 class PoseOut(NamedTuple):

@@ -55,7 +55,7 @@ from numba import njit
 
 from .clip import EventType
 from . import detmath as _detmath
-from .detmath import PIO2_HI, PIO2_LO, RAD, TWO_OVER_PI
+from .detmath import RAD
 from .kernel_types import (BankTables, CursorCols, EventIndex, FadeCols, GaitCols, HumanCols, PlanArrays,
                            PoseBuffers, PoseOut, Scratch, StepBuffers, StepRules, TaskCols)
 from .sampler import CursorFlags
@@ -89,13 +89,6 @@ _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[c
 # The pose's named steps: inlined into pose_stacks by numba (each a call that LLVM keeps
 # passes the bank and scratch tuples field by field: pose_stacks ran 1.25x slower).
 _inline = njit(cache=CACHE, inline="always")
-# The slerp weights' lanes (``_slerp_weights``): a helper whose float division gives inf / NaN
-# instead of raising (numba's "numpy" error model), so its loop has no exception branch and
-# LLVM vectorises it (the same IEEE operations per value: no fused multiply-add, fastmath off).
-_lanes = (njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
-               no_cfunc_wrapper=True, error_model="numpy", pipeline_class=LinkOnlyCompiler) if LINK_ONLY else
-          njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
-               no_cfunc_wrapper=True, error_model="numpy"))
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
@@ -434,64 +427,6 @@ def _slerp_into(s_rot, pa, pb, b, t, po):
     s_rot[po, b, 3] = ow
 
 
-# detmath's kernels of acos and sin / cos inlined (numba IR) into the weights' loop: no call
-# in it, so it vectorises; the same operations as acos_s and sin_cos_s, from their source.
-_asin_r_in = njit(inline="always")(_detmath._asin_r)
-_sin_k_in = njit(inline="always")(_detmath._sin_k)
-_cos_k_in = njit(inline="always")(_detmath._cos_k)
-
-
-@_lanes
-def _slerp_weights(m, t, dots, wa, wb):
-    """The polynomial slerp weights of ``m`` bones at once (``_slerp_into``'s angle branch),
-    in lanes: in ``dots[:m]`` each bone's |dot| (float64, 0 <= d <= 0.9995); out ``wa[j]``,
-    ``wb[j]``: sin((1 - t) theta) / sin(theta) and sin(t theta) / sin(theta) rounded to
-    float32 (as float64), theta = acos(d), t the clamped float32 weight; the sign of wb is
-    the caller's. Bit for bit acos_s and sin_cos_s on that range: acos_s's clamp is a no-op
-    and its x < -0.5 range never taken; its two others share ``_asin_r`` (picked, not
-    branched); sin_cos_s's argument is >= 0, so ``_floor``'s ``v - v % 1.0`` is ``floor(v)``
-    exactly, its quadrant 0 or 1 (theta <= pi/2) and ``n % 4.0`` is n. Issue 19, item 7.
-    Original: 0x00105158 Pose_BlendPartial (Quat_Slerp)."""
-    td = np.float64(t)
-    for j in range(m):
-        x = dots[j]
-        big = x > 0.5
-        z = (1.0 - x) * 0.5 if big else x * x
-        r = _asin_r_in(z)
-        s = math.sqrt(z)
-        theta = 2.0 * (s + s * r) if big else PIO2_HI - (x - (PIO2_LO - x * r))
-        inv = 1.0 / math.sqrt(1.0 - x * x)
-        ya = (1.0 - td) * theta
-        na = np.floor(ya * TWO_OVER_PI + 0.5)
-        ra = (ya - na * PIO2_HI) - na * PIO2_LO
-        yb = td * theta
-        nb = np.floor(yb * TWO_OVER_PI + 0.5)
-        rb = (yb - nb * PIO2_HI) - nb * PIO2_LO
-        sa = _sin_k_in(ra) if na == 0.0 else _cos_k_in(ra)
-        sb = _sin_k_in(rb) if nb == 0.0 else _cos_k_in(rb)
-        wa[j] = np.float32(sa * inv)
-        wb[j] = np.float32(sb * inv)
-
-
-@_lanes
-def _nlerp_norms(k, qx, qy, qz, qw):
-    """The normalised lerps of ``k`` bones at once (``_slerp_into``'s branch above |dot|
-    0.9995), in lanes: in ``qx[:k]`` .. ``qw[:k]`` each bone's lerped float32 quaternion (as
-    float64), out the same divided by its float32 norm, or the identity for a zero norm.
-    The same float32 operations per value as _slerp_into. Issue 19, item 7."""
-    for j in range(k):
-        ox = np.float32(qx[j])
-        oy = np.float32(qy[j])
-        oz = np.float32(qz[j])
-        ow = np.float32(qw[j])
-        n = np.float32(math.sqrt(ox * ox + oy * oy + oz * oz + ow * ow))
-        zero = n == 0
-        qx[j] = np.float32(0.0) if zero else ox / n
-        qy[j] = np.float32(0.0) if zero else oy / n
-        qz[j] = np.float32(0.0) if zero else oz / n
-        qw[j] = np.float32(1.0) if zero else ow / n
-
-
 @_helper
 def _blend(pa, pb, po, w, mbone, submask, scratch):
     """Pose_BlendPartial of scratch poses pa (lower) and pb (upper) by w into po (pose.blend).
@@ -545,75 +480,16 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
         for c in range(3):
             s_root[po, c] = s_root[pa, c]
         s_tag[po, 1] = s_tag[pa, 1] if not full and not submask[mbone, 1] else both
-    # bones 1-33, their slerps in lanes: a bone whose angle takes the polynomial branch
-    # (0 <= |dot| <= 0.9995) is queued and its weights computed for all queued bones at once
-    # (_slerp_weights), then applied; above 0.9995 its lerp is queued and normalised with the
-    # others' (_nlerp_norms); a NaN as _slerp_into does it. Each bone reads and writes its own
-    # values only, so the order between bones is free.
-    lanes = scratch.lanes
-    dots, wts_a, wts_b, queued = lanes[0], lanes[1], lanes[2], lanes[3]
-    lx, ly, lz, lw, lerped = lanes[4], lanes[5], lanes[6], lanes[7], lanes[8]
-    t = np.float32(0.0) if np.float32(0.0) > w else w     # min(max(w, 0), 1), as _slerp_into
-    t = np.float32(1.0) if np.float32(1.0) < t else t
-    m = 0
-    k = 0
     for b in range(1, nb):
         both = s_tag[pa, 2 + b] and s_tag[pb, 2 + b]
         if (full or submask[mbone, b]) and not both:
-            dot = (s_rot[pa, b, 0] * s_rot[pb, b, 0] + s_rot[pa, b, 1] * s_rot[pb, b, 1]
-                   + s_rot[pa, b, 2] * s_rot[pb, b, 2] + s_rot[pa, b, 3] * s_rot[pb, b, 3])
-            d = abs(dot)
-            d = np.float32(1.0) if np.float32(1.0) < d else d     # min(abs(dot), 1)
-            if d <= np.float32(0.9995):
-                dots[m] = np.float64(d)
-                queued[m] = b if dot >= 0 else -b         # the sign of wb (b >= 1)
-                m += 1
-            elif d > np.float32(0.9995):                  # the lerp, normalised in lanes below
-                wb = t if dot >= 0 else -t
-                wa = np.float32(1.0) - t
-                lx[k] = s_rot[pa, b, 0] * wa + s_rot[pb, b, 0] * wb
-                ly[k] = s_rot[pa, b, 1] * wa + s_rot[pb, b, 1] * wb
-                lz[k] = s_rot[pa, b, 2] * wa + s_rot[pb, b, 2] * wb
-                lw[k] = s_rot[pa, b, 3] * wa + s_rot[pb, b, 3] * wb
-                lerped[k] = b
-                k += 1
-            else:                                         # a NaN
-                _slerp_into(s_rot, pa, pb, b, w, po)
+            _slerp_into(s_rot, pa, pb, b, w, po)
             s_tag[po, 2 + b] = False
         else:
             if po != pa:
                 for c in range(4):
                     s_rot[po, b, c] = s_rot[pa, b, c]
             s_tag[po, 2 + b] = s_tag[pa, 2 + b] if not full and not submask[mbone, b] else both
-    if k > 0:
-        _nlerp_norms(np.int64(k), lx, ly, lz, lw)
-        for j in range(k):
-            b = np.int64(lerped[j])
-            s_rot[po, b, 0] = np.float32(lx[j])
-            s_rot[po, b, 1] = np.float32(ly[j])
-            s_rot[po, b, 2] = np.float32(lz[j])
-            s_rot[po, b, 3] = np.float32(lw[j])
-    if m > 0:
-        _slerp_weights(np.int64(m), t, dots, wts_a, wts_b)
-        for j in range(m):
-            q = queued[j]
-            b = np.int64(q if q > 0 else -q)
-            wa = np.float32(wts_a[j])
-            wb = np.float32(wts_b[j])
-            if q < 0:
-                wb = -wb
-            ax = s_rot[pa, b, 0]
-            ay = s_rot[pa, b, 1]
-            az = s_rot[pa, b, 2]
-            aw = s_rot[pa, b, 3]
-            bx = s_rot[pb, b, 0]
-            by = s_rot[pb, b, 1]
-            bz = s_rot[pb, b, 2]
-            bw = s_rot[pb, b, 3]
-            s_rot[po, b, 0] = ax * wa + bx * wb
-            s_rot[po, b, 1] = ay * wa + by * wb
-            s_rot[po, b, 2] = az * wa + bz * wb
-            s_rot[po, b, 3] = aw * wa + bw * wb
     if scratch.tag_bits:            # a blended value's bit follows its tag too (ours: L104 is silent)
         _tag_bits(po, scratch)
 

@@ -92,8 +92,7 @@ def scratch_poses(n: int, tag_bits: bool = True, motion_entry: bool = True) -> K
     PlayerOptions.motion_entry is "motion": the original's, the defaults)."""
     vel, root, rot = np.empty((n, 3), DTYPE), np.empty((n, 3), DTYPE), np.empty((n, NUM_BONES, 4), DTYPE)
     return K.Scratch(vel, root, rot, np.empty((n, NUM_TAGS), np.bool_), vel.view(np.int32), root.view(np.int32),
-                     rot.view(np.int32), np.bool_(tag_bits), np.bool_(motion_entry), np.full(1, -1, np.int64),
-                     np.zeros((9, NUM_BONES), np.float64))
+                     rot.view(np.int32), np.bool_(tag_bits), np.bool_(motion_entry), np.full(1, -1, np.int64))
 
 
 class SamplePlan:

@@ -196,60 +196,6 @@ def test_slerp_kernel_equals_quat_slerp_bit_for_bit():
     assert np.abs(want[:, slow] - exact[:, slow]).max() < 3e-7
 
 
-def test_blend_slerps_in_lanes_equal_one_by_one_bit_for_bit():
-    """Pose_BlendPartial's bones 1-33 slerped in lanes (_blend: the polynomial weights of all
-    its bones at once, _slerp_weights; the lerps normalised at once, _nlerp_norms) give the
-    bits of Quat_Slerp bone by bone (_slerp_into) and of quat.slerp (numpy): every slerp
-    case (both sides of the 0.9995 switch, opposite hemispheres, equal, antipodal, a zero
-    quaternion, NaN), the weight below 0, above 1 and at its ends, into another pose and in
-    place (po == pa, as pose_stacks blends)."""
-    from numba import njit
-    from scuffle.anim.plan import scratch_poses
-
-    @njit
-    def run(scratch, submask, a, b, w, in_place, lanes_out, one_out):
-        s_rot, s_tag = scratch.rot, scratch.tag
-        nb = s_rot.shape[1]
-        for p in range(w.shape[0]):
-            for k in range(nb - 1):
-                for c in range(4):
-                    s_rot[0, 1 + k, c] = a[p * (nb - 1) + k, c]
-                    s_rot[1, 1 + k, c] = b[p * (nb - 1) + k, c]
-                    s_rot[3, 1 + k, c] = a[p * (nb - 1) + k, c]
-            for t in range(s_tag.shape[1]):
-                s_tag[0, t] = False
-                s_tag[1, t] = False
-            po = np.int64(0) if in_place else np.int64(2)
-            K._blend(np.int64(0), np.int64(1), po, w[p], np.int64(-1), submask, scratch)
-            for k in range(nb - 1):
-                K._slerp_into(s_rot, 3, 1, 1 + k, w[p], 4)
-                for c in range(4):
-                    lanes_out[p * (nb - 1) + k, c] = s_rot[po, 1 + k, c]
-                    one_out[p * (nb - 1) + k, c] = s_rot[4, 1 + k, c]
-
-    rng = np.random.default_rng(19)
-    poses = 3000
-    n = poses * 33
-    a, b = _random_pairs(rng, n)
-    a, b = a.T.copy(), b.T.copy()
-    b[:33] = 0.0                                  # a zero quaternion (the lerp's identity)
-    a[33:40] = np.nan                             # NaN: one by one in _blend too
-    w = rng.uniform(-0.2, 1.2, poses).astype(np.float32)
-    w[:100] = 0.0
-    w[100:200] = 1.0
-    for in_place in (False, True):
-        scratch = scratch_poses(5, tag_bits=False)
-        lanes_out = np.zeros((n, 4), np.float32)
-        one_out = np.ones((n, 4), np.float32)
-        run(scratch, np.zeros((34, 34), np.bool_), a, b, w, in_place, lanes_out, one_out)
-        np.testing.assert_array_equal(lanes_out.view(np.uint32), one_out.view(np.uint32))
-        ok = np.arange(n) >= 40
-        want = quat.slerp(a[ok].T, b[ok].T, np.repeat(w, 33)[ok]).T
-        np.testing.assert_array_equal(lanes_out[ok], want)
-    dot = np.abs((a[40:].astype(np.float64) * b[40:]).sum(axis=1))
-    assert (dot > quat.SLERP_LINEAR_DOT).sum() > 1000 and (dot < 0.99).sum() > 1000
-
-
 def test_scaled_turn_kernel_equals_quat_scale_turn_and_the_exact_turn():
     """Bone 0's rate-scaled turn compiled equals quat.scale_turn (numpy) bit for bit, and is
     within 3e-7 of its formula in float64 with libm's angles (the yardstick): rates below 0,
