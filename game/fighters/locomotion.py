@@ -20,6 +20,7 @@ import numpy as np
 
 from scuffle.anim import detmath
 from scuffle.anim.limits import MAX_COORD, check_float, check_vec
+from scuffle.anim.store import LAYOUT_EPOCH
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
 from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat
 from scuffle.components.bodies import flat_views
@@ -151,15 +152,19 @@ class Locomotion(FightCore):
         0x00241a88), the intent's direction x speed once the gait blend is the newest
         task; a throw's decaying push is added. Original: 0x0023fea8 (the state update)."""
         comps, hypot, top = self._components(), detmath.hypot_s, self.player.top
-        kept = None                                    # the tables' fast views, fetched once per call
+        # the tables' fast views: kept from call to call while no table's arrays were replaced
+        # (store.LAYOUT_EPOCH) and the humans' rows are in the same two tables (not state)
+        kept = self.__dict__.get("_state_views")
+        if kept is not None and kept[0] != LAYOUT_EPOCH[0]:
+            kept = None
         for _, e in self.game.humans():
             mine = comps[e]
             c, b = mine[Combat], mine[Body]
             ct, cr, bt, br = c._table, c._row, b._table, b._row
-            if kept is None or kept[0] is not ct or kept[1] is not bt:
-                kept = (ct, bt, ct.m_gen, bt.m_gen, ct.m_move_speed, *flat_views(ct, _COMBAT_VECS),
-                        *flat_views(bt, _BODY_VECS))
-            _, _, cgen, bgen, m_speed, m_dir, m_imp, m_sv = kept
+            if kept is None or kept[1] is not ct or kept[2] is not bt:
+                kept = self._state_views = (LAYOUT_EPOCH[0], ct, bt, ct.m_gen, bt.m_gen, ct.m_move_speed,
+                                            *flat_views(ct, _COMBAT_VECS), *flat_views(bt, _BODY_VECS))
+            _, _, _, cgen, bgen, m_speed, m_dir, m_imp, m_sv = kept
             if cgen[cr] != c._gen or bgen[br] != b._gen:   # a stale view: the descriptors' own error
                 self._state_velocity_of(mine, c, b)
                 continue
