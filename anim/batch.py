@@ -563,6 +563,14 @@ class BatchEngine:
         self._append_fired(out, span[1], span[2], span[3], lo, hi)
         return out
 
+    def fired_maker(self) -> tuple:
+        """What ``make_fired`` reads of the engine, for a reader of many humans' events
+        (systems.events.EventDispatch) to make them itself with no call per human: (the
+        clips' events by index, the task handles by row, the cursors' anim ids by row),
+        read now; valid until the engine's tables change (the reader's own handlers may
+        change them: it fetches them again for each human)."""
+        return self._events, self._tasks, self.player.stores.cursors.m_anim
+
     def fired_by(self, task, lo: int, hi: int) -> bool:
         """Whether ``task`` fired one of rows ``lo``-``hi`` of this update's event buffer."""
         return task.tstore is self.player.stores.tasks and bool((self._ev_out[lo:hi, 1] == task.trow).any())
