@@ -608,6 +608,18 @@ class BatchEngine:
         keep = []
         settled = not self.player.released_log       # (settle_released ran): ``released`` is the list itself
         cap = len(mark) if mark is not None else 0
+        if mark is not None and settled:            # a crowd, its ids settled (the usual update): the same, leaner
+            for inst in noisy:
+                s = inst.slot
+                if 0 <= s < cap and mark[s] and by_row[s] is inst:
+                    inst._event_rows = None
+                    inst._events.clear()
+                    inst._released.clear()
+                else:
+                    inst.events                     # made from the rows before they are reused
+                    if inst.engine is self:
+                        keep.append(inst)
+            return keep
         for inst in noisy:
             s = inst.slot
             if ((0 <= s < cap and mark[s]) if mark is not None else stepped(s)) and by_row[s] is inst:
