@@ -323,10 +323,12 @@ class Player(StackRules):
         Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release),
         0x00108f10 (type 6's), 0x00106ee8 (the fade's).
         """
+        dl = self.deferred_rows
+        if not (dl.n or self._stepped or self._gone or self._failed or self.batch._leaving) and self._flush_loaded:
+            return []                                     # nothing deferred, no id to refresh (a quiet update)
         if not self._flush_loaded:
             self._load_flush_kernels()
         stepped, self._stepped = self._stepped, []        # human rows (repeats: refreshed once)
-        dl = self.deferred_rows
         done: list[tuple[np.ndarray, dict]] = []          # each round's human rows and odd entries
         while dl.n:
             # a callback's defer starts the next round (on an array of its own: this one's rows are kept)
