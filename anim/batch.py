@@ -415,9 +415,10 @@ class BatchEngine:
         """The flush filled ``inst.released``: clear it at the next step."""
         self._noisy.append(inst)
 
-    def step(self, instances: list, dt: float) -> list:
+    def step(self, instances: list, dt: float, listed: bool = True) -> list | bool:
         """Advance every human one update, all in one kernel call (anim.kernels.step_stacks);
-        returns those whose top task may have changed. Rejected: a human whose rows the
+        returns those whose top task may have changed (``listed=False``: only whether any
+        may have, a bool, no list made: the Player's step). Rejected: a human whose rows the
         kernel cannot follow (TableCorrupt: a row written behind the engine's back)."""
         player = self.player
         self._fired_of = None                   # fired_places: known again once this step is through
@@ -481,7 +482,10 @@ class BatchEngine:
                     inst = instances[k]
                     inst._event_rows = (self, elo, ehi)
                     noisy.append(inst)
-                changed = [instances[k] for k in ks_a[(st_a & _STATUS_CHANGED) != 0].tolist()]
+                if listed:
+                    changed = [instances[k] for k in ks_a[(st_a & _STATUS_CHANGED) != 0].tolist()]
+                else:
+                    changed = bool((st_a & _STATUS_CHANGED).any())     # type: ignore[assignment]
                 found = ()
             else:                                   # a table written behind the engine's back: named below
                 found = zip(ks_a.tolist(), st_a.tolist(), self._ev_lo[ks_a].tolist(), self._ev_hi[ks_a].tolist())
@@ -511,7 +515,7 @@ class BatchEngine:
         self.kernel_humans = n
         if (first_deferred < queue_deferred < deferred.n) or (self._twice and deferred.n - first_deferred > 1):
             self._in_step_order(rows, first_deferred)
-        return changed
+        return changed if listed else bool(changed)
 
     def _in_step_order(self, rows: np.ndarray, first: int) -> None:
         """The deferred tasks this step added, in the order the humans step (a stable sort

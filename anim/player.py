@@ -190,7 +190,7 @@ class Player(StackRules):
         # Only the characters whose stack or gait leader changed can have a new top task:
         # their rows (the status the kernel wrote for each row of this step)
         eng = self.batch
-        if eng.step(instances if isinstance(instances, list) else list(instances), dt):
+        if eng.step(instances if isinstance(instances, list) else list(instances), dt, listed=False):
             n = eng.kernel_humans
             self._stepped.append(eng._last_rows[:n][(eng._status[:n] & _TOP_OR_STACK) != 0])
         if self._wraps:

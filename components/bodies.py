@@ -58,8 +58,7 @@ def flat_views(table: Table, names: tuple[str, ...]) -> tuple:
     never saved or copied) and made again when any table's arrays were replaced
     (store.LAYOUT_EPOCH: a table grew, a restore). In: the table and the names (a tuple,
     the cache's key). Out: one memoryview per name, in that order."""
-    d = table.__dict__
-    kept = d.get("m_flat")
+    kept: tuple[int, dict[tuple[str, ...], tuple]] | None = table.__dict__.get("m_flat")
     epoch = LAYOUT_EPOCH[0]
     if kept is None or kept[0] != epoch:
         kept = (epoch, {})

@@ -364,3 +364,26 @@ def test_events_made_after_a_handler_grows_the_tables_are_the_rows_own():
             assert grown and LAYOUT_EPOCH[0] != epoch
         assert got == expected
     assert any(len(v) for v in got.values())
+
+
+def test_the_players_step_asks_the_engine_only_whether_a_top_may_have_changed(monkeypatch):
+    """Player.step calls BatchEngine.step(listed=False): a bool, no list of the humans made;
+    it is True exactly when the listed step's list is not empty, and the ids refreshed
+    after (the flush) and the state are the same."""
+    games = [build_crowd(60, "realistic", seed=7) for _ in range(2)]
+    answers: list = [[], []]
+    real = batch_mod.BatchEngine.step
+
+    def spy(self, instances, dt, listed=True):
+        k = 0 if self is games[0].player.batch else 1
+        out = real(self, instances, dt, listed=(k == 0))
+        assert listed is False
+        answers[k].append(bool(out) if k == 0 else out)
+        return out
+
+    monkeypatch.setattr(batch_mod.BatchEngine, "step", spy)
+    for _ in range(40):
+        for g in games:
+            g.step()
+    assert answers[0] == answers[1] and all(type(a) is bool for a in answers[1])
+    assert any(answers[0]) and games[0].checksum() == games[1].checksum()
