@@ -89,7 +89,6 @@ class PairedPlacement(esper.Processor):
         self.ctx = ctx
         self._bodies: list | None = None
         self._order = np.zeros(0, np.int64)     # the bodies' rows, in entity order
-        self._place_of = np.zeros(0, np.int64)  # body row -> its place in that order
         self._busy = np.zeros(0, np.bool_)      # each update: attached or sliding, per row
         self._sliding = np.zeros(0, np.bool_)
 
@@ -107,8 +106,6 @@ class PairedPlacement(esper.Processor):
             table.rehome(b for _, b in bodies)
             self._bodies = bodies
             self._order = np.array([b.row for _, b in bodies], dtype=np.int64)
-            self._place_of = np.full(table.capacity, len(bodies), np.int64)    # row -> its place in ``bodies``
-            self._place_of[self._order] = np.arange(len(bodies), dtype=np.int64)
             self._busy = np.empty(table.capacity, np.bool_)
             self._sliding = np.empty(table.capacity, np.bool_)
         if len(bodies) <= _FEW:                 # a few bodies: their rows read, no array work
@@ -127,13 +124,9 @@ class PairedPlacement(esper.Processor):
             np.logical_and(sliding, table.sliding, out=sliding)
             np.logical_or(busy, sliding, out=busy)
             if busy.any():
-                # the busy rows' places in entity order (a few), then each body from its row
+                # the busy bodies in entity order, each slid and placed from its row's fast views
                 gen, att, left, sliding = table.m_gen, table.m_attachment, table.m_slide_left, table.m_sliding
-                ks = self._place_of[np.flatnonzero(busy)]
-                if ks.max() >= len(bodies):         # a row no world body has (a Body made on the table alone)
-                    ks = ks[ks < len(bodies)]
-                ks.sort()
-                for k in ks.tolist():
+                for k in np.flatnonzero(busy[self._order]).tolist():
                     body = bodies[k][1]
                     r = body._row
                     if body._table is not table or gen[r] != body._gen:     # (never: rehomed) the fields
