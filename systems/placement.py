@@ -52,7 +52,11 @@ def place_attached(holder: Body, body: Body) -> None:
         else:
             body.position = (x, y, z)             # the setter's error (BodyFieldError)
         d = math.fmod(m_heading[hr] + t.m_attach_heading[r], 360.0)
-        m_heading[r] = d - 360.0 if d > 180.0 else (d + 360.0 if d <= -180.0 else d)
+        d = d - 360.0 if d > 180.0 else (d + 360.0 if d <= -180.0 else d)
+        if abs(d) <= 180.0:
+            m_heading[r] = d
+        else:
+            body.heading = d                      # not a number: the setter's error (BodyFieldError)
         return
     s, c = detmath.sin_cos_deg_s(float(holder.heading))
     ox, oy, oz = body.attach_offset.tolist()
