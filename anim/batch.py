@@ -424,9 +424,10 @@ class BatchEngine:
         """The flush filled ``inst.released``: clear it at the next step."""
         self._noisy.append(inst)
 
-    def step(self, instances: list, dt: float) -> list:
+    def step(self, instances: list, dt: float, listed: bool = True) -> list | bool:
         """Advance every human one update, all in one kernel call (anim.kernels.step_stacks);
-        returns those whose top task may have changed. Rejected: a human whose rows the
+        returns those whose top task may have changed (``listed=False``: only whether any
+        may have, a bool, no list made: the Player's step). Rejected: a human whose rows the
         kernel cannot follow (TableCorrupt: a row written behind the engine's back)."""
         player = self.player
         self._fired_of = None                   # fired_places: known again once this step is through
@@ -490,7 +491,10 @@ class BatchEngine:
                     inst = instances[k]
                     inst._event_rows = (self, elo, ehi)
                     noisy.append(inst)
-                changed = [instances[k] for k in ks_a[(st_a & _STATUS_CHANGED) != 0].tolist()]
+                if listed:
+                    changed = [instances[k] for k in ks_a[(st_a & _STATUS_CHANGED) != 0].tolist()]
+                else:
+                    changed = bool((st_a & _STATUS_CHANGED).any())     # type: ignore[assignment]
                 found = ()
             else:                                   # a table written behind the engine's back: named below
                 found = zip(ks_a.tolist(), st_a.tolist(), self._ev_lo[ks_a].tolist(), self._ev_hi[ks_a].tolist())
@@ -520,7 +524,7 @@ class BatchEngine:
         self.kernel_humans = n
         if (first_deferred < queue_deferred < deferred.n) or (self._twice and deferred.n - first_deferred > 1):
             self._in_step_order(rows, first_deferred)
-        return changed
+        return changed if listed else bool(changed)
 
     def _in_step_order(self, rows: np.ndarray, first: int) -> None:
         """The deferred tasks this step added, in the order the humans step (a stable sort
@@ -573,6 +577,14 @@ class BatchEngine:
         self._append_fired(out, span[1], span[2], span[3], lo, hi)
         return out
 
+    def fired_maker(self) -> tuple:
+        """What ``make_fired`` reads of the engine, for a reader of many humans' events
+        (systems.events.EventDispatch) to make them itself with no call per human: (the
+        clips' events by index, the task handles by row, the cursors' anim ids by row),
+        read now; valid until the engine's tables change (the reader's own handlers may
+        change them: it fetches them again for each human)."""
+        return self._events, self._tasks, self.player.stores.cursors.m_anim
+
     def fired_by(self, task, lo: int, hi: int) -> bool:
         """Whether ``task`` fired one of rows ``lo``-``hi`` of this update's event buffer."""
         return task.tstore is self.player.stores.tasks and bool((self._ev_out[lo:hi, 1] == task.trow).any())
@@ -610,6 +622,18 @@ class BatchEngine:
         keep = []
         settled = not self.player.released_log       # (settle_released ran): ``released`` is the list itself
         cap = len(mark) if mark is not None else 0
+        if mark is not None and settled:            # a crowd, its ids settled (the usual update): the same, leaner
+            for inst in noisy:
+                s = inst.slot
+                if 0 <= s < cap and mark[s] and by_row[s] is inst:
+                    inst._event_rows = None
+                    inst._events.clear()
+                    inst._released.clear()
+                else:
+                    inst.events                     # made from the rows before they are reused
+                    if inst.engine is self:
+                        keep.append(inst)
+            return keep
         for inst in noisy:
             s = inst.slot
             if ((0 <= s < cap and mark[s]) if mark is not None else stepped(s)) and by_row[s] is inst:

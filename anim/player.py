@@ -192,7 +192,7 @@ class Player(RecipeRules):
         # Only the characters whose stack or gait leader changed can have a new top task:
         # their rows (the status the kernel wrote for each row of this step)
         eng = self.batch
-        if eng.step(instances if isinstance(instances, list) else list(instances), dt):
+        if eng.step(instances if isinstance(instances, list) else list(instances), dt, listed=False):
             n = eng.kernel_humans
             self._stepped.append(eng._last_rows[:n][(eng._status[:n] & _TOP_OR_STACK) != 0])
         if self._wraps:
@@ -325,10 +325,12 @@ class Player(RecipeRules):
         Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release),
         0x00108f10 (type 6's), 0x00106ee8 (the fade's).
         """
+        dl = self.deferred_rows
+        if not (dl.n or self._stepped or self._gone or self._failed or self.batch._leaving) and self._flush_loaded:
+            return []                                     # nothing deferred, no id to refresh (a quiet update)
         if not self._flush_loaded:
             self._load_flush_kernels()
         stepped, self._stepped = self._stepped, []        # human rows (repeats: refreshed once)
-        dl = self.deferred_rows
         done: list[tuple[np.ndarray, dict]] = []          # each round's human rows and odd entries
         while dl.n:
             # a callback's defer starts the next round (on an array of its own: this one's rows are kept)

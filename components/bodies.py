@@ -26,9 +26,9 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from scuffle.anim.limits import MAX_COORD
-from scuffle.anim.store import Table, left_world
+from scuffle.anim.store import LAYOUT_EPOCH, Table, left_world
 
-__all__ = ["Body", "BodyTable", "BodyFieldError", "NO_ATTACHMENT", "BODY_COLUMNS"]
+__all__ = ["Body", "BodyTable", "BodyFieldError", "NO_ATTACHMENT", "BODY_COLUMNS", "flat_views"]
 
 # The attachment of a body held by no one (+0x280 empty).
 NO_ATTACHMENT = -1
@@ -49,6 +49,24 @@ BODY_COLUMNS: dict[str, DTypeLike] = {
     "slide_heading": np.float64,
     "slide_left": np.int64,
 }
+
+
+def flat_views(table: Table, names: tuple[str, ...]) -> tuple:
+    """Flat memoryviews of a table's (N, 3) float64 columns ``names`` (row r's x y z at
+    3r, 3r+1, 3r+2), for the per-update loops' reads and writes of a few rows without a
+    numpy row view per access: kept on the table (``m_flat``, not state: an "m_" name is
+    never saved or copied) and made again when any table's arrays were replaced
+    (store.LAYOUT_EPOCH: a table grew, a restore). In: the table and the names (a tuple,
+    the cache's key). Out: one memoryview per name, in that order."""
+    kept: tuple[int, dict[tuple[str, ...], tuple]] | None = table.__dict__.get("m_flat")
+    epoch = LAYOUT_EPOCH[0]
+    if kept is None or kept[0] != epoch:
+        kept = (epoch, {})
+        object.__setattr__(table, "m_flat", kept)
+    got = kept[1].get(names)
+    if got is None:
+        got = kept[1][names] = tuple(memoryview(getattr(table, name).reshape(-1)) for name in names)
+    return got
 
 
 class BodyFieldError(ValueError):

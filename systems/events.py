@@ -19,6 +19,8 @@ from typing import Any
 
 import esper
 
+from scuffle.anim.cursor import FiredEvent
+from scuffle.anim.store import LAYOUT_EPOCH
 from scuffle.components import FiredEvents
 from scuffle.systems.context import SimContext, sorted_components
 
@@ -47,8 +49,15 @@ class EventDispatch(esper.Processor):
         if handlers or default:
             src_of: Any = None                      # the engine whose buffer ``span`` read
             span: tuple = ()
-            n_span, make = 0, None                  # span's row count, src_of.make_fired
+            n_span = 0                              # span's row count
+            trs: Any = []                           # span's task rows, cursor rows, event indices
+            crs: Any = []
+            gs: Any = []
             types: Any = []                         # span's event types
+            epoch = -1                              # store.LAYOUT_EPOCH when these were read:
+            evs: Any = None                         # src_of.fired_maker()
+            tasks: Any = None
+            anim: Any = None
             fail = ctx.fail
             get = handlers.get
             for ent, fired, inst in todo:
@@ -57,19 +66,34 @@ class EventDispatch(esper.Processor):
                     src, lo, hi = rows
                     if src is not src_of:
                         src_of, span = src, src.event_span()
-                        n_span, types, make = span[0], span[4], src.make_fired
+                        n_span, trs, crs, gs, types = span
+                        epoch = LAYOUT_EPOCH[0]
+                        evs, tasks, anim = src.fired_maker()
                     if hi > n_span:                 # rows past the span (never, but safe): read alone
                         if not default and not any(t in handlers for t in src.fired_types(lo, hi).tolist()):
                             continue
                         events = fired.events
                     else:
-                        if not default:
+                        if default:
+                            pass
+                        elif hi - lo == 1:          # one event (most humans): its type alone
+                            if types[lo] not in handlers:
+                                continue            # no handler for it: left as rows
+                        else:
                             for j in range(lo, hi):
                                 if types[j] in handlers:
                                     break
                             else:
                                 continue            # no type of its events has a handler: left as rows
-                        events = make(inst, span, lo, hi)
+                        # inst.events made from the span (BatchEngine.make_fired's objects, the
+                        # anim id and task read now), with no call per human
+                        if epoch != LAYOUT_EPOCH[0]:    # (a handler grew a table: read again)
+                            epoch = LAYOUT_EPOCH[0]
+                            evs, tasks, anim = src.fired_maker()
+                        inst._event_rows = None
+                        events = inst._events
+                        for j in range(lo, hi):
+                            events.append(FiredEvent(evs[gs[j]], anim[crs[j]], tasks[trs[j]]))
                 else:
                     events = fired.events
                 for fe in events:

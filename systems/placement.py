@@ -19,7 +19,9 @@ import esper
 import numpy as np
 
 from scuffle.anim import detmath
+from scuffle.anim.limits import MAX_COORD
 from scuffle.components import Body, NO_ATTACHMENT
+from scuffle.components.bodies import flat_views
 from scuffle.systems.context import SimContext, sorted_components
 
 __all__ = ["PairedPlacement", "place_attached", "slide_step"]
@@ -28,9 +30,34 @@ __all__ = ["PairedPlacement", "place_attached", "slide_step"]
 # column operations, which pay off for a crowd).
 _FEW = 8
 
+# the vector columns place_attached reads and writes through flat fast views (flat_views)
+_PLACE_VECS = ("position", "attach_offset")
+
 
 def place_attached(holder: Body, body: Body) -> None:
     """Put ``body`` at its offset in ``holder``'s frame and turn it with the holder."""
+    t, hr, r = body._table, holder._row, body._row
+    if holder._table is t and t.m_gen[hr] == holder._gen and t.m_gen[r] == body._gen:
+        # both live rows of one table: read and written through its fast views, the same numbers
+        m_heading = t.m_heading
+        heading = m_heading[hr]
+        s, c = detmath.sin_cos_deg_s(heading)
+        pos, off = flat_views(t, _PLACE_VECS)
+        i, j = 3 * r, 3 * hr
+        ox, oy, oz = off[i], off[i + 1], off[i + 2]
+        hx, hy, hz = pos[j], pos[j + 1], pos[j + 2]
+        x, y, z = hx + (ox * c - oy * s), hy + (ox * s + oy * c), hz + oz
+        if abs(x) <= MAX_COORD and abs(y) <= MAX_COORD and abs(z) <= MAX_COORD:
+            pos[i], pos[i + 1], pos[i + 2] = x, y, z
+        else:
+            body.position = (x, y, z)             # the setter's error (BodyFieldError)
+        d = math.fmod(m_heading[hr] + t.m_attach_heading[r], 360.0)
+        d = d - 360.0 if d > 180.0 else (d + 360.0 if d <= -180.0 else d)
+        if abs(d) <= 180.0:
+            m_heading[r] = d
+        else:
+            body.heading = d                      # not a number: the setter's error (BodyFieldError)
+        return
     s, c = detmath.sin_cos_deg_s(float(holder.heading))
     ox, oy, oz = body.attach_offset.tolist()
     hx, hy, hz = holder.position.tolist()
@@ -85,9 +112,14 @@ class PairedPlacement(esper.Processor):
             self._order = np.array([b.row for _, b in bodies], dtype=np.int64)
             self._busy = np.empty(table.capacity, np.bool_)
             self._sliding = np.empty(table.capacity, np.bool_)
-        if len(bodies) <= _FEW:                 # a few bodies: their fields read, no array work
+        if len(bodies) <= _FEW:                 # a few bodies: their rows read, no array work
+            gen, att, left, sliding = table.m_gen, table.m_attachment, table.m_slide_left, table.m_sliding
             for _, body in bodies:
-                if body.attachment != NO_ATTACHMENT or (body.slide_left > 0 and body.slide_to is not None):
+                r = body._row
+                if body._table is not table or gen[r] != body._gen:     # (rehomed above: never) the fields
+                    if body.attachment != NO_ATTACHMENT or (body.slide_left > 0 and body.slide_to is not None):
+                        self._place(body)
+                elif att[r] != NO_ATTACHMENT or (left[r] > 0 and sliding[r]):
                     self._place(body)
         else:
             busy, sliding = self._busy, self._sliding
@@ -96,8 +128,23 @@ class PairedPlacement(esper.Processor):
             np.logical_and(sliding, table.sliding, out=sliding)
             np.logical_or(busy, sliding, out=busy)
             if busy.any():
+                # the busy bodies in entity order, each slid and placed from its row's fast views
+                gen, att, left, sliding = table.m_gen, table.m_attachment, table.m_slide_left, table.m_sliding
                 for k in np.flatnonzero(busy[self._order]).tolist():
-                    self._place(bodies[k][1])
+                    body = bodies[k][1]
+                    r = body._row
+                    if body._table is not table or gen[r] != body._gen:     # (never: rehomed) the fields
+                        self._place(body)
+                        continue
+                    if left[r] > 0 and sliding[r]:
+                        slide_step(body)
+                    a = att[r]
+                    if a != NO_ATTACHMENT:
+                        holder = esper.try_component(a, Body)
+                        if holder is None:
+                            body.attachment = NO_ATTACHMENT         # its holder gone: let go
+                        else:
+                            place_attached(holder, body)
         for p in ctx.probe:
             p(ctx, "placement")
         if ctx.failures:

@@ -20,14 +20,20 @@ import numpy as np
 
 from scuffle.anim import detmath
 from scuffle.anim.limits import MAX_COORD, check_float, check_vec
+from scuffle.anim.store import LAYOUT_EPOCH
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
 from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat
+from scuffle.components.bodies import flat_views
 from scuffle.game.fighters.fightcore import FightCore
 from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MIN_SEPARATION, MAX_MOVE_SPEED,
                                              IMPULSE_DECAY, _wrap, _heading_to, _cell)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 
 __all__ = ["Locomotion"]
+
+# the vector columns the state function reads and writes through flat fast views (flat_views)
+_COMBAT_VECS = ("move_dir", "impulse")
+_BODY_VECS = ("state_velocity",)
 
 @functools.lru_cache(maxsize=64)
 def _scale(speeds: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -146,28 +152,69 @@ class Locomotion(FightCore):
         0x00241a88), the intent's direction x speed once the gait blend is the newest
         task; a throw's decaying push is added. Original: 0x0023fea8 (the state update)."""
         comps, hypot, top = self._components(), detmath.hypot_s, self.player.top
+        # the tables' fast views: kept from call to call while no table's arrays were replaced
+        # (store.LAYOUT_EPOCH) and the humans' rows are in the same two tables (not state)
+        kept = self.__dict__.get("_state_views")
+        if kept is not None and kept[0] != LAYOUT_EPOCH[0]:
+            kept = None
         for _, e in self.game.humans():
             mine = comps[e]
             c, b = mine[Combat], mine[Body]
-            speed = c.move_speed
+            ct, cr, bt, br = c._table, c._row, b._table, b._row
+            if kept is None or kept[1] is not ct or kept[2] is not bt:
+                kept = self._state_views = (LAYOUT_EPOCH[0], ct, bt, ct.m_gen, bt.m_gen, ct.m_move_speed,
+                                            *flat_views(ct, _COMBAT_VECS), *flat_views(bt, _BODY_VECS))
+            _, _, _, cgen, bgen, m_speed, m_dir, m_imp, m_sv = kept
+            if cgen[cr] != c._gen or bgen[br] != b._gen:   # a stale view: the descriptors' own error
+                self._state_velocity_of(mine, c, b)
+                continue
+            speed = m_speed[cr]
             vel = None                                 # no intent: zeros
+            j = 3 * cr
             if speed > 0.0:
                 t = top(mine[Animator].instance)       # _gait_leads(e), e alive (from humans())
                 if t is not None and t.type == TaskType.GAIT:
-                    dx, dy, dz = c.move_dir.tolist()   # the direction x speed, as numpy's float64 products
-                    vel = (dx * speed, dy * speed, dz * speed)
-            imp = c.impulse                            # the row's live view
-            ix, iy, iz = imp.tolist()
+                    # the direction x speed, as numpy's float64 products
+                    vel = (m_dir[j] * speed, m_dir[j + 1] * speed, m_dir[j + 2] * speed)
+            ix, iy, iz = m_imp[j], m_imp[j + 1], m_imp[j + 2]      # the row's impulse
             if hypot(ix, iy) > 0.05:
                 # the push added, as numpy's float64 sums (zeros + the push: 0.0 + x, -0.0 made +0.0)
                 vel = (0.0 + ix, 0.0 + iy, 0.0 + iz) if vel is None else (vel[0] + ix, vel[1] + iy, vel[2] + iz)
-                imp *= IMPULSE_DECAY                   # in the row: c.impulse * IMPULSE_DECAY, the same bits
+                # in the row: c.impulse * IMPULSE_DECAY, the same bits
+                m_imp[j], m_imp[j + 1], m_imp[j + 2] = ix * IMPULSE_DECAY, iy * IMPULSE_DECAY, iz * IMPULSE_DECAY
             elif ix or iy or iz or copysign(1.0, ix) + copysign(1.0, iy) + copysign(1.0, iz) != 3.0:
-                imp.fill(0.0)                          # (already +0.0 three times: nothing to write)
+                m_imp[j] = m_imp[j + 1] = m_imp[j + 2] = 0.0   # (already +0.0 three times: nothing to write)
+            k = 3 * br
             if vel is None:
-                b.state_velocity.fill(0.0)             # zeros need no check of the setter
+                m_sv[k] = m_sv[k + 1] = m_sv[k + 2] = 0.0      # zeros need no check of the setter
             else:
-                b.state_velocity = vel                 # three floats: the setter's checks, then one copy
+                x, y, z = vel
+                if abs(x) <= MAX_COORD and abs(y) <= MAX_COORD and abs(z) <= MAX_COORD:
+                    m_sv[k], m_sv[k + 1], m_sv[k + 2] = x, y, z
+                else:
+                    b.state_velocity = vel             # the setter's error (BodyFieldError)
+
+    def _state_velocity_of(self, mine: dict, c: Combat, b: Body) -> None:
+        """``_state_velocities`` for one human through its views' descriptors (a stale view
+        raises its StaleHandle here, as the descriptors do)."""
+        speed = c.move_speed
+        vel = None
+        if speed > 0.0:
+            t = self.player.top(mine[Animator].instance)
+            if t is not None and t.type == TaskType.GAIT:
+                dx, dy, dz = c.move_dir.tolist()
+                vel = (dx * speed, dy * speed, dz * speed)
+        imp = c.impulse
+        ix, iy, iz = imp.tolist()
+        if detmath.hypot_s(ix, iy) > 0.05:
+            vel = (0.0 + ix, 0.0 + iy, 0.0 + iz) if vel is None else (vel[0] + ix, vel[1] + iy, vel[2] + iz)
+            imp *= IMPULSE_DECAY
+        elif ix or iy or iz or copysign(1.0, ix) + copysign(1.0, iy) + copysign(1.0, iz) != 3.0:
+            imp.fill(0.0)
+        if vel is None:
+            b.state_velocity.fill(0.0)
+        else:
+            b.state_velocity = vel
 
     def _separate(self) -> None:
         """Keep free bodies at least MIN_SEPARATION apart (ours: the spec has no collision).

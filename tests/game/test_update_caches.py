@@ -11,7 +11,10 @@ update): each is derived data, made again by a change it cannot miss.
 - the step's rules and float32 dt (made once per options object and dt object) after the
   options are swapped and when dt changes, a dt that is not a float included;
 - a trusted kernel call whose arguments are the very objects typed last (one identity
-  test each) and one whose arguments are new objects (checked, typed).
+  test each) and one whose arguments are new objects (checked, typed);
+- the glue's fast views (the state function's kept views of the body and combat tables,
+  the placement's rows, flat_views' memoryviews, the dispatch's event lists) after the
+  tables grow, a restore, a removal, a stray body on the table, a handler that grows a table.
 """
 from __future__ import annotations
 
@@ -30,7 +33,14 @@ from scuffle.anim.trusted import TrustedKernel
 from scuffle.game.fighters.moves import Move
 from scuffle.game.runtime.trace import iter_trace_records, write_records
 from scuffle.game.tools.bench import build_crowd
+from scuffle.anim import detmath
+from scuffle.anim.store import LAYOUT_EPOCH
+from scuffle.components import Body, BodyTable, Combat
+from scuffle.components.bodies import flat_views
+from scuffle.game.fighters.locomotion import Locomotion
 from scuffle.systems import motion as motion_mod
+from scuffle.systems import placement as placement_mod
+from scuffle.systems.motion import _wrap
 
 
 def _steps(game, updates: int, digest) -> None:
@@ -233,3 +243,147 @@ def test_a_trusted_call_with_the_very_objects_skips_the_checks(monkeypatch):
     fresh = out._replace(status=out.status.copy())      # a new array of the same type
     tk(*held[:-1], fresh)
     assert len(checked) == 1 and tk._args[-1] is fresh  # typed alike: the entry point, the new objects held
+
+
+# ---------------------------------------------------------------- the glue's fast views (issue 19)
+
+def _state_velocities_by_descriptors(self, ctx) -> None:
+    """Locomotion's state function as it read and wrote before its fast views: each
+    human through its Combat and Body descriptors (Locomotion._state_velocity_of)."""
+    comps = self._components()
+    for _, e in self.game.humans():
+        mine = comps[e]
+        self._state_velocity_of(mine, mine[Combat], mine[Body])
+
+
+def _place_attached_by_descriptors(holder, body) -> None:
+    """place_attached as it read and wrote before its fast views (numpy row views)."""
+    s, c = detmath.sin_cos_deg_s(float(holder.heading))
+    ox, oy, oz = body.attach_offset.tolist()
+    hx, hy, hz = holder.position.tolist()
+    body.position = (hx + (ox * c - oy * s), hy + (ox * s + oy * c), hz + oz)
+    body.heading = _wrap(holder.heading + body.attach_heading)
+
+
+def test_the_glues_fast_views_give_the_descriptors_bits_through_growth_restore_and_removal(monkeypatch):
+    """The state function's kept views (made again when store.LAYOUT_EPOCH moves: the body
+    and combat tables grow past 64 rows, a restore) and the placement's rows read through
+    fast views give what the descriptors gave, bit for bit, with the placement's crowd path
+    taken for the two fighters too (_FEW -1) in the reference run."""
+    placed = []
+    real = placement_mod.place_attached
+
+    def counted(holder, body):
+        placed.append(body)
+        real(holder, body)
+
+    monkeypatch.setattr(placement_mod, "place_attached", counted)
+    fast = _grown_restored_thinned()
+    assert placed                                        # the fighters held each other at least once
+    monkeypatch.setattr(Locomotion, "_state_velocities", _state_velocities_by_descriptors)
+    monkeypatch.setattr(placement_mod, "place_attached", _place_attached_by_descriptors)
+    monkeypatch.setattr(placement_mod, "_FEW", -1)
+    assert _grown_restored_thinned() == fast
+
+
+def test_flat_views_follow_the_tables_arrays_and_are_not_state():
+    """components.bodies.flat_views: the flat memoryviews of a table's (N, 3) columns read
+    and write its current arrays after it grows (kept until store.LAYOUT_EPOCH moves), and
+    are left out of the table's saved state (an "m_" name)."""
+    table = BodyTable(2)
+    a = Body(position=(1.0, 2.0, 3.0), table=table)
+    pos, sv = flat_views(table, ("position", "state_velocity"))
+    assert flat_views(table, ("position", "state_velocity"))[0] is pos       # kept
+    assert list(pos[3 * a.row:3 * a.row + 3]) == [1.0, 2.0, 3.0]
+    sv[3 * a.row + 1] = 5.0
+    assert a.state_velocity.tolist() == [0.0, 5.0, 0.0]
+    others = [Body(position=(float(k), 0.0, 0.0), table=table) for k in range(10)]     # grows
+    assert table.capacity > 2
+    pos2, _ = flat_views(table, ("position", "state_velocity"))
+    assert pos2 is not pos and pos2.obj is not None
+    r = others[-1].row
+    pos2[3 * r] = 7.5
+    assert others[-1].position.tolist() == [7.5, 0.0, 0.0] and a.position.tolist() == [1.0, 2.0, 3.0]
+    assert "m_flat" not in table.__getstate__()
+
+
+def test_the_placement_ignores_a_body_on_the_table_no_human_has():
+    """A Body made on the world's table but given to no entity, attached and sliding: the
+    crowd's placement (rows found by the columns) neither visits nor moves it."""
+    game = build_crowd(12, "realistic", seed=2)
+    for _ in range(3):
+        game.step()
+    stray = Body(position=(40.0, 40.0, 0.0), table=game.ctx.bodies)
+    stray.attachment = game.entity("h0")
+    stray.slide_to, stray.slide_left = (0.0, 0.0, 0.0), 4
+    for _ in range(5):
+        game.step()
+    assert stray.position.tolist() == [40.0, 40.0, 0.0] and stray.slide_left == 4
+
+
+def test_events_made_after_a_handler_grows_the_tables_are_the_rows_own():
+    """EventDispatch makes each human's FiredEvents from the update's span through the
+    engine's lists (BatchEngine.fired_maker), read again when a handler replaced a table's
+    arrays: a handler that grows the cursor table mid-dispatch leaves the later humans'
+    events equal to their rows (event, anim id, task) as the step wrote them."""
+    game = build_crowd(40, "realistic", seed=6)
+    for _ in range(5):
+        game.step()
+    eng = game.player.batch
+    expected: dict = {}
+    got: dict = {}
+
+    def rows_now(ctx, system: str) -> None:             # after the step, before the dispatch
+        if system != "animation":
+            return
+        _, trs, crs, gs, _ = eng.event_span()
+        anim = game.player.stores.cursors.anim
+        for ent, _, inst in ctx.fired:
+            _, lo, hi = inst._event_rows
+            expected[ent] = [(eng._events[gs[j]], int(anim[crs[j]]), eng._tasks[trs[j]]) for j in range(lo, hi)]
+
+    grown = []
+
+    def handler(ctx, ent, fe) -> None:
+        if not grown:                                  # the update's first event: grow the cursor table
+            cursors = game.player.stores.cursors
+            assert cursors.reserve(int(cursors.n_free[0]) + 1)
+            grown.append(cursors.capacity)
+        got.setdefault(ent, []).append((fe.event, fe.anim_id, fe.task))
+
+    game.ctx.probe.append(rows_now)
+    for t in range(256):
+        game.ctx.on(t, handler)
+    for _ in range(3):
+        grown.clear()
+        expected.clear()
+        got.clear()
+        epoch = LAYOUT_EPOCH[0]
+        game.step()
+        if expected:
+            assert grown and LAYOUT_EPOCH[0] != epoch
+        assert got == expected
+    assert any(len(v) for v in got.values())
+
+
+def test_the_players_step_asks_the_engine_only_whether_a_top_may_have_changed(monkeypatch):
+    """Player.step calls BatchEngine.step(listed=False): a bool, no list of the humans made;
+    it is True exactly when the listed step's list is not empty, and the ids refreshed
+    after (the flush) and the state are the same."""
+    games = [build_crowd(60, "realistic", seed=7) for _ in range(2)]
+    answers: list = [[], []]
+    real = batch_mod.BatchEngine.step
+
+    def spy(self, instances, dt, listed=True):
+        k = 0 if self is games[0].player.batch else 1
+        out = real(self, instances, dt, listed=(k == 0))
+        assert listed is False
+        answers[k].append(bool(out) if k == 0 else out)
+        return out
+
+    monkeypatch.setattr(batch_mod.BatchEngine, "step", spy)
+    for _ in range(40):
+        for g in games:
+            g.step()
+    assert answers[0] == answers[1] and all(type(a) is bool for a in answers[1])
+    assert any(answers[0]) and games[0].checksum() == games[1].checksum()
