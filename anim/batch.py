@@ -580,10 +580,12 @@ class BatchEngine:
     def fired_maker(self) -> tuple:
         """What ``make_fired`` reads of the engine, for a reader of many humans' events
         (systems.events.EventDispatch) to make them itself with no call per human: (the
-        clips' events by index, the task handles by row, the cursors' anim ids by row),
-        read now; valid until the engine's tables change (the reader's own handlers may
-        change them: it fetches them again for each human)."""
-        return self._events, self._tasks, self.player.stores.cursors.m_anim
+        clips' events by index, the task handles by row, the cursors' anim ids by row, the
+        task table), read now; valid until the engine's tables change (the reader's own
+        handlers may change them: it fetches them again for each human). A row whose handle
+        is None (a prepared command's row no one read yet) gets it from
+        ``anim.tasks.task_at(table, row)``, as make_fired does."""
+        return self._events, self._tasks, self.player.stores.cursors.m_anim, self.player.stores.tasks
 
     def fired_by(self, task, lo: int, hi: int) -> bool:
         """Whether ``task`` fired one of rows ``lo``-``hi`` of this update's event buffer."""

@@ -21,6 +21,7 @@ import esper
 
 from scuffle.anim.cursor import FiredEvent
 from scuffle.anim.store import LAYOUT_EPOCH
+from scuffle.anim.tasks import task_at
 from scuffle.components import FiredEvents
 from scuffle.systems.context import SimContext, sorted_components
 
@@ -58,6 +59,7 @@ class EventDispatch(esper.Processor):
             evs: Any = None                         # src_of.fired_maker()
             tasks: Any = None
             anim: Any = None
+            ts: Any = None
             fail = ctx.fail
             get = handlers.get
             for ent, fired, inst in todo:
@@ -68,7 +70,7 @@ class EventDispatch(esper.Processor):
                         src_of, span = src, src.event_span()
                         n_span, trs, crs, gs, types = span
                         epoch = LAYOUT_EPOCH[0]
-                        evs, tasks, anim = src.fired_maker()
+                        evs, tasks, anim, ts = src.fired_maker()
                     if hi > n_span:                 # rows past the span (never, but safe): read alone
                         if not default and not any(t in handlers for t in src.fired_types(lo, hi).tolist()):
                             continue
@@ -89,11 +91,12 @@ class EventDispatch(esper.Processor):
                         # anim id and task read now), with no call per human
                         if epoch != LAYOUT_EPOCH[0]:    # (a handler grew a table: read again)
                             epoch = LAYOUT_EPOCH[0]
-                            evs, tasks, anim = src.fired_maker()
+                            evs, tasks, anim, ts = src.fired_maker()
                         inst._event_rows = None
                         events = inst._events
                         for j in range(lo, hi):
-                            events.append(FiredEvent(evs[gs[j]], anim[crs[j]], tasks[trs[j]]))
+                            tr = trs[j]
+                            events.append(FiredEvent(evs[gs[j]], anim[crs[j]], tasks[tr] or task_at(ts, tr)))
                 else:
                     events = fired.events
                 for fe in events:

@@ -334,3 +334,39 @@ def test_the_reference_runs_a_recipe_as_its_own_handle_calls():
         p.flush()
         ref.flush()
         assert engine_state(p, hp) == reference_state(ref, hr), (u, kind)
+
+
+@pytest.mark.parametrize("n", [1, 24])
+def test_a_handler_gets_the_task_of_a_recipe_row_no_one_read(n):
+    """EventDispatch makes a recipe's events with the task that played them, even when that
+    row's handle was never made (the direct path makes none): a handler's ``fe.task`` is the
+    row's handle, playing ``fe.anim_id`` (a few humans and a crowd: both dispatch paths)."""
+    from scuffle.anim.clip import EventType
+    from scuffle.game.runtime.world import Game
+
+    seen: list = []
+    with Game() as g:
+        for i in range(n):
+            g.add_human(f"h{i}", demo_set(), position=(2.0 * i, 0.0, 0.0))
+        p = g.player
+        for t in EventType:
+            g.ctx.on(t, lambda ctx, ent, fe: seen.append(fe))
+        cmd = p.prepare(Recipe(Place.CHANGE, (ClipStep(Arg(1)), LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)))
+        insts = [g.instance(f"h{i}") for i in range(n)]
+        for inst in insts:                           # the first runs learn the set's ids (handle calls)
+            p.run(inst, cmd, 0.0, Move.JAB)
+            p.run(inst, cmd, 0.0, Move.KICK)
+        g.step()
+        calls: list = []
+        orig = p.clip
+        p.clip = lambda *a, **kw: calls.append(a) or orig(*a, **kw)     # type: ignore[method-assign]
+        for _ in range(3):
+            for inst in insts:
+                p.run(inst, cmd, 0.0, Move.KICK)
+            seen.clear()
+            for _ in range(30):
+                g.step()
+            assert seen, "the clips fired no event a handler saw"
+            bad = [(fe, fe.task) for fe in seen if fe.task is None or fe.task.anim_id() != fe.anim_id]
+            assert not bad, bad[:3]
+        assert calls == [], "the direct path did not run"
