@@ -464,8 +464,11 @@ def _digest(state: _State) -> str:
         v = getattr(state, f.name)
         if f.name == "ctx":
             continue
-        if f.name == "engine_state" and isinstance(v, S.EngineState) and v.outputs is not None:
-            v = dataclasses.replace(v, outputs=None)
+        if f.name == "engine_state" and isinstance(v, S.EngineState):
+            # the rows, not which of their handles exist: a prepared command makes none until a
+            # row is read (anim.tasks.task_at), and a read changes no row the next update reads
+            v = dataclasses.replace(v, outputs=None, tables={k: t if t.views is None else dataclasses.replace(
+                t, views=None) for k, t in v.tables.items()})
         values.append(v)
     _Digest(h).dump(values)
     return h.hexdigest()

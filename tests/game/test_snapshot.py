@@ -459,3 +459,32 @@ def test_a_fight_state_that_does_not_fit_is_refused_before_anything_changes():
         assert g.checksum() == before and g.update == 8
     finally:
         g.close()
+
+
+def test_the_checksum_does_not_depend_on_which_task_handles_were_read():
+    """Game.checksum digests the rows, not which of their handles exist: a prepared command
+    makes no handle until a row is read (anim.tasks.task_at), and reading the stack (a debug
+    view, one peer's overlay) must not change the digest two peers compare; a snapshot
+    restored into a Game whose handles were read gives the same digest too."""
+    from scuffle.anim.recipe import Arg, ClipStep, LoopStep, Place, Recipe
+
+    def run(read: bool) -> tuple[str, str]:
+        with Game() as g:
+            for i in range(3):
+                g.add_human(f"h{i}", demo_set(), position=(2.0 * i, 0.0, 0.0))
+            p = g.player
+            cmd = p.prepare(Recipe(Place.CHANGE, (ClipStep(Arg(1)), LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)))
+            insts = [g.instance(f"h{i}") for i in range(3)]
+            for inst in insts:                       # learnt: later runs take the direct path
+                p.run(inst, cmd, 0.2, int(Move.JAB))
+            g.step()
+            for inst in insts:
+                p.run(inst, cmd, 0.2, int(Move.JAB))
+            if read:
+                assert all(inst.stack for inst in insts)                # every row's handle made
+            first = g.checksum()
+            for _ in range(12):
+                g.step()
+            return first, g.checksum()
+
+    assert run(False) == run(True)
