@@ -30,17 +30,18 @@ class Hits(Rounds):
         Rejected: an id that is not a whole number 0-2^31-1 (RangeError, a ValueError)."""
         if move is not None and not isinstance(move, str):
             move = check_int("strike: move", move, 0, INT32_MAX)
-        c = self.combat(who)
-        move = self._anim(who, move)
+        ent = who if who.__class__ is int else self._ent(who)    # the name looked up once (its errors)
+        c = self.combat(ent)
+        move = self._anim(ent, move)
         if c.state == FightState.HOLDING:
             return self._grab_strike(who, move)
-        chained = self.can_chain(who)
-        if not (self.free(who) or chained):
+        chained = self.can_chain(ent)
+        if not (chained or self.free(ent)):
             return self._why_busy(who, "strike", -1 if move is None else move)
         if move is None:
             move = Move.JAB
             if chained:
-                cur = self._lookup(self._ent(who), HumanRecord).anim_id
+                cur = self._lookup(ent, HumanRecord).anim_id
                 if cur in ATTACK_CHAIN:
                     move = ATTACK_CHAIN[(ATTACK_CHAIN.index(cur) + 1) % len(ATTACK_CHAIN)]
         if int(move) not in ATTACK_CHAIN:
@@ -48,11 +49,11 @@ class Hits(Rounds):
                                 f"{move} is not a free strike ({', '.join(str(int(m)) for m in ATTACK_CHAIN)})",
                                 int(move))
         self._require(2)
-        self._stop_moving(who)
-        self._begin(who)
-        task = self._clip(who, move, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.WINDUP,
-                          on_end=self._ended(who, "attack"))
-        self._change(who, task)
+        self._stop_moving(ent)
+        self._begin(ent)
+        task = self._clip(ent, move, self._loop(ent, Move.FIGHT_IDLE), held=FightFlags.WINDUP,
+                          on_end=self._ended(ent, "attack"))
+        self._change(ent, task)
         c.state = FightState.ATTACKING
         c.move_id = int(move)
         c.struck = False
