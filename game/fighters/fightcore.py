@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scuffle.anim.callbacks import Callback
+from scuffle.anim.recipe import Arg, ClipStep, LoopStep, Place, Recipe
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.tasks import Task
 from scuffle.components import Animator, Body, Combat, HumanRecord
@@ -251,6 +252,28 @@ class FightCore:
 
     def _change(self, who, task: Task, fade: float = CHANGE_FADE) -> None:
         self.player.change(self.inst(who), task, fade)
+
+    def _clip_loop(self, ent: int, clip: int, loop: int, *, held: int = 0, loop_held: int = 0, on_end=None,
+                   fade: float = CHANGE_FADE) -> None:
+        """A change under ``fade`` to the clip ``clip`` handing over to the loop ``loop``
+        (the human's own set): ``self._change(ent, self._clip(ent, clip, self._loop(ent,
+        loop, held=loop_held), held=held, on_end=on_end), fade)`` as one prepared command
+        (anim.recipe; the rows those calls leave, written directly when nothing can refuse,
+        else through those very calls), its end callbacks as data (the loop's and, with
+        ``on_end`` None, the clip's: ``_kept``). One Command per held bits and fade, kept
+        in this Fight (not state: a Command finds its set's clips again after a copy).
+        Rejected: as those calls (their errors; the pool checked by the caller)."""
+        cmds = self.__dict__.get("_commands")
+        if cmds is None:
+            cmds = self._commands = {}
+        key = (held, loop_held, fade)
+        cmd = cmds.get(key)
+        if cmd is None:
+            cmd = cmds[key] = self.player.prepare(Recipe(Place.CHANGE, (
+                ClipStep(Arg(0), held=int(held), on_end=Arg(2)), LoopStep(Arg(1), held=int(loop_held), on_end=Arg(3))),
+                fade=fade))
+        kept = self._kept()
+        self.player.run(self.inst(ent), cmd, clip, loop, kept if on_end is None else on_end, kept)
 
     def _require(self, n: int) -> None:
         self.player.pool.require(n + 2)

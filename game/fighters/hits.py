@@ -51,9 +51,7 @@ class Hits(Rounds):
         self._require(2)
         self._stop_moving(ent)
         self._begin(ent)
-        task = self._clip(ent, move, self._loop(ent, Move.FIGHT_IDLE), held=FightFlags.WINDUP,
-                          on_end=self._ended(ent, "attack"))
-        self._change(ent, task)
+        self._clip_loop(ent, move, Move.FIGHT_IDLE, held=FightFlags.WINDUP, on_end=self._ended(ent, "attack"))
         c.state = FightState.ATTACKING
         c.move_id = int(move)
         c.struck = False

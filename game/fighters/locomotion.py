@@ -20,14 +20,21 @@ import numpy as np
 
 from scuffle.anim import detmath
 from scuffle.anim.limits import MAX_COORD, check_float, check_vec
+from scuffle.anim.recipe import Arg, ClipStep, GaitStep, Place, Recipe
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
 from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat
 from scuffle.game.fighters.fightcore import FightCore
 from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MIN_SEPARATION, MAX_MOVE_SPEED,
-                                             IMPULSE_DECAY, _wrap, _heading_to, _cell)
+                                             IMPULSE_DECAY, CHANGE_FADE, _wrap, _heading_to, _cell)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 
 __all__ = ["Locomotion"]
+
+# the walk start (a change to the start clip handing over to the gait blend, value 0, the
+# move's target; flags 0x2c1, "Gait blend") as a recipe: Arg(0) the target, Arg(1) the clip's end
+_WALK_START = Recipe(Place.CHANGE, (ClipStep(Move.WALK_START, on_end=Arg(1)),
+                                    GaitStep(GAIT_IDS, target=Arg(0), value=0.0, flags=int(LOCOMOTION_FLAGS))),
+                     fade=CHANGE_FADE)
 
 try:                                   # np.interp's own compiled routine (its Python wrapper's checks
     from numpy._core.multiarray import interp as _interp     # are for arrays and complex fp: ours are neither)
@@ -166,15 +173,17 @@ class Locomotion(FightCore):
                 running.set_target(value)
             else:
                 self._require(2)
-                g = self.player.gait(self.inst(ent), GAIT_IDS, target=value, value=0.0,
-                                     flags=int(LOCOMOTION_FLAGS))
-                start = self._clip(ent, Move.WALK_START, g)
-                self._change(ent, start)
+                # change(clip(WALK_START, gait(GAIT_IDS, target=value, value=0.0, flags=0x2c1)), CHANGE_FADE)
+                # as one prepared command (the rows those calls leave; the clip's end: _kept)
+                cmd = self.__dict__.get("_walk_start")
+                if cmd is None:
+                    cmd = self._walk_start = self.player.prepare(_WALK_START)
+                self.player.run(self.inst(ent), cmd, value, self._kept())
             c.move_speed = speed
         else:
             if c.move_speed > 0.0:
                 self._require(2)
-                self._change(ent, self._clip(ent, Move.WALK_STOP, self._loop(ent, Move.IDLE)))
+                self._clip_loop(ent, Move.WALK_STOP, Move.IDLE)
             c.move_speed = 0.0
         return self._accept(who, "move")
 

@@ -82,8 +82,7 @@ class Pairs(Locomotion):
         c = self.combat(p)
         c.state = FightState.DOWN
         c.down_left = DOWN_UPDATES
-        self._change(p, self._clip(p, Move.KNOCKDOWN, self._loop(p, Move.GROUNDED, held=FightFlags.DOWN),
-                                   held=FightFlags.DOWN), 0.0)
+        self._clip_loop(p, Move.KNOCKDOWN, Move.GROUNDED, held=FightFlags.DOWN, loop_held=FightFlags.DOWN, fade=0.0)
 
     def _let_go_alone(self, p: int, was_victim: bool) -> None:
         self.player.pool.require(3)
@@ -94,7 +93,7 @@ class Pairs(Locomotion):
             c.state = FightState.FREE
             self._change(p, self._loop(p, rest), 0.0)
             return
-        self._change(p, self._clip(p, clip, self._loop(p, rest), on_end=self._ended(p, "let_go")), 0.0)
+        self._clip_loop(p, clip, rest, on_end=self._ended(p, "let_go"), fade=0.0)
 
     def _partners_gone(self) -> None:
         """Humans whose partner (or holder) is no longer in the world (deleted directly
@@ -137,9 +136,8 @@ class Pairs(Locomotion):
         self._require(2)
         self._stop_moving(ent)
         self._begin(ent)
-        task = self._clip(ent, Move.GRAB_ATTEMPT, self._loop(ent, Move.FIGHT_IDLE), held=FightFlags.WINDUP,
-                          on_end=self._ended(ent, "grab_attempt"))
-        self._change(ent, task)
+        self._clip_loop(ent, Move.GRAB_ATTEMPT, Move.FIGHT_IDLE, held=FightFlags.WINDUP,
+                        on_end=self._ended(ent, "grab_attempt"))
         c = self.combat(ent)
         c.state = FightState.GRABBING
         c.move_id = int(Move.GRAB_ATTEMPT)
@@ -172,8 +170,7 @@ class Pairs(Locomotion):
         self._require(4)
         self._begin(ent)
         self._begin(v)
-        self._change(ent, self._clip(ent, move, self._loop(ent, Move.FIGHT_IDLE), held=FightFlags.PAIRED,
-                                     on_end=self._ended(ent, "throw")))
+        self._clip_loop(ent, move, Move.FIGHT_IDLE, held=FightFlags.PAIRED, on_end=self._ended(ent, "throw"))
         down = self._loop(v, Move.GROUNDED, held=FightFlags.DOWN)
         # The attached victim is swung by the thrower's turn; its own clip's turn is off
         # (task flag 0x2), so it is not turned twice.
@@ -199,8 +196,7 @@ class Pairs(Locomotion):
         self._require(4)
         self._begin(ent)
         self._begin(v)
-        self._change(ent, self._clip(ent, Move.LET_GO, self._loop(ent, Move.FIGHT_IDLE), held=FightFlags.PAIRED,
-                                     on_end=self._ended(ent, "let_go")))
+        self._clip_loop(ent, Move.LET_GO, Move.FIGHT_IDLE, held=FightFlags.PAIRED, on_end=self._ended(ent, "let_go"))
         self._change(v, self._clip(v, Move.LET_GO_VICTIM, self._loop(v, Move.IDLE), held=FightFlags.PAIRED,
                                    attacker=ent, on_end=self._ended(v, "let_go")))
         self._detach(v)
