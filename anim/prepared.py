@@ -111,6 +111,37 @@ class RecipeRules(StackRules):
             if end is not None:                      # (None: no entry, as the handle call leaves)
                 on_end[r] = end
 
+    def learn(self, inst: CharacterInstance, command: Command, *params) -> None:
+        """Make ``command`` ready for the direct path on the human's set with these params,
+        without running it: what a run through the handle calls would learn (``_learn_rows``),
+        the clips of its ids (and a gait's) found first. A game calls it at a load (a
+        fighter joining) so that no first command of a kind takes the handle calls.
+        Nothing is written, nothing added to the bank (the set's clips are there from
+        Game.add_human / ``register``; an id whose clip is not is left to the run). In: as
+        ``run``. Rejected: the wrong number of params (RecipeError); an id the set has no
+        clip for (UnknownClip, UnknownAnimId), as a run would raise it."""
+        if command.__class__ is not Command or len(params) != command.n_params:
+            check_params(command, params)
+        s = inst.anim_set
+        banked = self._clip_index
+        for op, anim, _, _, _ in command.steps:
+            if op == _GAIT:
+                if self._entries_known(s, anim) is None:
+                    self._check_ids(s, anim)         # the look-up's errors, as the run's
+                    if all(id(self._entry(s, i)[0]) in banked for i in anim):
+                        self._entries_of(s, anim)    # (each clip's bank index found, none added)
+                continue
+            aid = _value(anim, params)
+            entry = self._entry(s, aid)              # UnknownClip / UnknownAnimId as the run's
+            if entry[2] < 0:
+                i = banked.get(id(entry[0]))
+                if i is None:                        # not in the bank: left to the run
+                    continue
+                entry[2] = i                         # the index _bank_of finds (bank_index: no clip added)
+            self._proto_of(entry)
+            self.rate_of(s, aid)
+        self._learn_rows(inst, command, params)
+
     def _learn_rows(self, inst: CharacterInstance, command: Command, params: tuple) -> None:
         """After a run through the handle calls, keep what the direct path needs for the
         human's set (all found by that run: nothing is added to the bank here): per step, a

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scuffle.anim.callbacks import Callback
-from scuffle.anim.recipe import Arg, ClipStep, LoopStep, Place, Recipe
+from scuffle.anim.recipe import Arg, ClipStep, Command, LoopStep, Place, Recipe
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.tasks import Task
 from scuffle.components import Animator, Body, Combat, HumanRecord
@@ -34,6 +34,28 @@ _BUSY = int(BUSY)
 _RECOVERY = int(FightFlags.RECOVERY)
 _PAIRED = int(FightFlags.PAIRED)
 _DOWN = int(FightFlags.DOWN)
+
+
+# The prepared commands of the fight's changes to a clip handing over to a loop
+# (FightCore._clip_loop): one per (clip held bits, loop held bits, fade), shared by every
+# Fight (a Command is data; what it finds per anim set, Player and options is not state).
+# CLIP_LOOP_KEYS: those the rules use, made ready for a human's set when it joins (_warm).
+CLIP_LOOP_KEYS = ((int(FightFlags.WINDUP), 0, CHANGE_FADE), (int(FightFlags.PAIRED), 0, CHANGE_FADE),
+                  (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.0), (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.05),
+                  (int(FightFlags.DOWN), 0, CHANGE_FADE), (0, 0, 0.0), (0, 0, CHANGE_FADE))
+_CLIP_LOOPS: dict[tuple, Command] = {}
+
+
+def _clip_loop_command(held: int, loop_held: int, fade: float) -> Command:
+    """The shared Command of ``FightCore._clip_loop`` for these held bits and fade: a change
+    (fade ``fade``) to ClipStep(Arg(0), held, on_end=Arg(2)) then LoopStep(Arg(1),
+    loop_held, on_end=Arg(3))."""
+    key = (held, loop_held, fade)
+    cmd = _CLIP_LOOPS.get(key)
+    if cmd is None:
+        cmd = _CLIP_LOOPS[key] = Command(Recipe(Place.CHANGE, (
+            ClipStep(Arg(0), held=held, on_end=Arg(2)), LoopStep(Arg(1), held=loop_held, on_end=Arg(3))), fade=fade))
+    return cmd
 
 
 def keep_held(inst) -> None:
@@ -260,18 +282,9 @@ class FightCore:
         loop, held=loop_held), held=held, on_end=on_end), fade)`` as one prepared command
         (anim.recipe; the rows those calls leave, written directly when nothing can refuse,
         else through those very calls), its end callbacks as data (the loop's and, with
-        ``on_end`` None, the clip's: ``_kept``). One Command per held bits and fade, kept
-        in this Fight (not state: a Command finds its set's clips again after a copy).
-        Rejected: as those calls (their errors; the pool checked by the caller)."""
-        cmds = self.__dict__.get("_commands")
-        if cmds is None:
-            cmds = self._commands = {}
-        key = (held, loop_held, fade)
-        cmd = cmds.get(key)
-        if cmd is None:
-            cmd = cmds[key] = self.player.prepare(Recipe(Place.CHANGE, (
-                ClipStep(Arg(0), held=int(held), on_end=Arg(2)), LoopStep(Arg(1), held=int(loop_held), on_end=Arg(3))),
-                fade=fade))
+        ``on_end`` None, the clip's: ``_kept``). Rejected: as those calls (their errors;
+        the pool checked by the caller)."""
+        cmd = _clip_loop_command(int(held), int(loop_held), fade)
         kept = self._kept()
         self.player.run(self.inst(ent), cmd, clip, loop, kept if on_end is None else on_end, kept)
 

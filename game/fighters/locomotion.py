@@ -20,10 +20,11 @@ import numpy as np
 
 from scuffle.anim import detmath
 from scuffle.anim.limits import MAX_COORD, check_float, check_vec
-from scuffle.anim.recipe import Arg, ClipStep, GaitStep, Place, Recipe
+from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, Place, Recipe
+from scuffle.anim.stack import CharacterInstance
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
 from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat
-from scuffle.game.fighters.fightcore import FightCore
+from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, FightCore, _clip_loop_command
 from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MIN_SEPARATION, MAX_MOVE_SPEED,
                                              IMPULSE_DECAY, CHANGE_FADE, _wrap, _heading_to, _cell)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
@@ -32,9 +33,9 @@ __all__ = ["Locomotion"]
 
 # the walk start (a change to the start clip handing over to the gait blend, value 0, the
 # move's target; flags 0x2c1, "Gait blend") as a recipe: Arg(0) the target, Arg(1) the clip's end
-_WALK_START = Recipe(Place.CHANGE, (ClipStep(Move.WALK_START, on_end=Arg(1)),
-                                    GaitStep(GAIT_IDS, target=Arg(0), value=0.0, flags=int(LOCOMOTION_FLAGS))),
-                     fade=CHANGE_FADE)
+_WALK_START = Command(Recipe(Place.CHANGE, (ClipStep(Move.WALK_START, on_end=Arg(1)),
+                                            GaitStep(GAIT_IDS, target=Arg(0), value=0.0, flags=int(LOCOMOTION_FLAGS))),
+                             fade=CHANGE_FADE))
 
 try:                                   # np.interp's own compiled routine (its Python wrapper's checks
     from numpy._core.multiarray import interp as _interp     # are for arrays and complex fp: ours are neither)
@@ -116,6 +117,20 @@ class Locomotion(FightCore):
                 p.rate_of(s, m)
             if all(g in s for g in GAIT_IDS):
                 p._entries_of(s, GAIT_IDS)
+        inst = self.inst(ent)
+        if hasattr(p, "learn") and inst.__class__ is CharacterInstance:
+            # the prepared commands made ready for the set (no first command through the
+            # handle calls): every Move of the set as the clip and the loop, and the walk start
+            kept = self._kept()
+            learnt = self.__dict__.setdefault("_learnt", set())
+            if (id(s), id(p.options)) not in learnt:
+                learnt.add((id(s), id(p.options)))
+                for key in CLIP_LOOP_KEYS:
+                    cmd = _clip_loop_command(*key)
+                    for m in have:
+                        p.learn(inst, cmd, m, m, kept, kept)
+                if Move.WALK_START in s and all(g in s for g in GAIT_IDS):
+                    p.learn(inst, _WALK_START, 1.0, kept)
         if all(g in s for g in GAIT_IDS[:len(GAITS)]):
             self._pace_scale(s)
 
@@ -175,10 +190,7 @@ class Locomotion(FightCore):
                 self._require(2)
                 # change(clip(WALK_START, gait(GAIT_IDS, target=value, value=0.0, flags=0x2c1)), CHANGE_FADE)
                 # as one prepared command (the rows those calls leave; the clip's end: _kept)
-                cmd = self.__dict__.get("_walk_start")
-                if cmd is None:
-                    cmd = self._walk_start = self.player.prepare(_WALK_START)
-                self.player.run(self.inst(ent), cmd, value, self._kept())
+                self.player.run(self.inst(ent), _WALK_START, value, self._kept())
             c.move_speed = speed
         else:
             if c.move_speed > 0.0:
