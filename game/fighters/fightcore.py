@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.recipe import Arg, ClipStep, Command, LoopStep, Place, Recipe
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
-from scuffle.anim.tasks import Task
+from scuffle.anim.tasks import Task, task_at
 from scuffle.components import Animator, Body, Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, BUSY, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, FightEvent, FightHandler, CHANGE_FADE,
@@ -41,6 +41,7 @@ _DOWN = int(FightFlags.DOWN)
 # Fight (a Command is data; what it finds per anim set, Player and options is not state).
 # CLIP_LOOP_KEYS: those the rules use, made ready for a human's set when it joins (_warm).
 CLIP_LOOP_KEYS = ((int(FightFlags.WINDUP), 0, CHANGE_FADE), (int(FightFlags.PAIRED), 0, CHANGE_FADE),
+                  (int(FightFlags.STAGGER), 0, 0.05),
                   (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.0), (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.05),
                   (int(FightFlags.DOWN), 0, CHANGE_FADE), (0, 0, 0.0), (0, 0, CHANGE_FADE))
 _CLIP_LOOPS: dict[tuple, Command] = {}
@@ -56,6 +57,24 @@ def _clip_loop_command(held: int, loop_held: int, fade: float) -> Command:
         cmd = _CLIP_LOOPS[key] = Command(Recipe(Place.CHANGE, (
             ClipStep(Arg(0), held=held, on_end=Arg(2)), LoopStep(Arg(1), held=loop_held, on_end=Arg(3))), fade=fade))
     return cmd
+
+
+def _change_handles(inst) -> None:
+    """After a prepared change of two tasks (a task handing over to the next, under a
+    fade): their handles and the fade's made now (anim.tasks.task_at), in the order the
+    handle calls make them (the next task, the first, the fade), so the task table's
+    ``views`` (part of a snapshot and its digest) hold what those calls leave, whoever
+    reads the stack later. Nothing for the reference engine (its own objects)."""
+    eng = inst.engine if inst.__class__ is CharacterInstance else None
+    if eng is None:
+        return
+    h, ts = eng.humans, eng.player.stores.tasks
+    s = inst.slot
+    fade = h.m_stack[s * h.stack_width + h.m_depth[s] - 1]     # a change pushes its fade last: the top
+    first = ts.m_incoming[fade]                   # the fade's incoming task: the change's task
+    task_at(ts, ts.m_nxt[first])
+    task_at(ts, first)
+    task_at(ts, fade)
 
 
 def keep_held(inst) -> None:
@@ -286,7 +305,9 @@ class FightCore:
         the pool checked by the caller)."""
         cmd = _clip_loop_command(int(held), int(loop_held), fade)
         kept = self._kept()
-        self.player.run(self.inst(ent), cmd, clip, loop, kept if on_end is None else on_end, kept)
+        inst = self.inst(ent)
+        self.player.run(inst, cmd, clip, loop, kept if on_end is None else on_end, kept)
+        _change_handles(inst)
 
     def _require(self, n: int) -> None:
         self.player.pool.require(n + 2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from scuffle.anim import detmath
 from scuffle.anim.limits import INT32_MAX, check_int
+from scuffle.anim.stack import AnimLimitError
 from scuffle.components import NO_ATTACHMENT, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, GRAB_SEARCH_FACTOR, GRAB_CONE_DEG, HIT_CONE_DEG,
@@ -135,13 +136,26 @@ class Hits(Rounds):
         self._stop_moving(v)
         self._begin(v)
         self.player.pool.require(4)
+        # the reaction: a change (fade 0.05) to the clip handing over to the grounded loop or
+        # the fight idle, one prepared command; the state is set once its tasks are made,
+        # before the change (a change that refuses, an AnimLimitError, leaves it set)
+        try:
+            if down:
+                self._clip_loop(v, clip, Move.GROUNDED, held=FightFlags.DOWN, loop_held=FightFlags.DOWN, fade=0.05)
+            else:
+                self._clip_loop(v, clip, Move.FIGHT_IDLE, held=FightFlags.STAGGER, on_end=self._ended(v, "react"),
+                                fade=0.05)
+        except AnimLimitError:                       # the pool was checked: the change refused
+            self._react_state(c, down)
+            raise
+        self._react_state(c, down)
+
+    @staticmethod
+    def _react_state(c, down: bool) -> None:
+        """A reaction's state: down (DOWN_UPDATES to count) or reacting."""
         if down:
-            task = self._clip(v, clip, self._loop(v, Move.GROUNDED, held=FightFlags.DOWN), held=FightFlags.DOWN)
             c.state = FightState.DOWN
             c.down_left = DOWN_UPDATES
         else:
-            task = self._clip(v, clip, self._loop(v, Move.FIGHT_IDLE), held=FightFlags.STAGGER,
-                              on_end=self._ended(v, "react"))
             c.state = FightState.REACTING
-        self._change(v, task, 0.05)
 

@@ -24,7 +24,7 @@ from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, Place, Recipe
 from scuffle.anim.stack import CharacterInstance
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
 from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat
-from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, FightCore, _clip_loop_command
+from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, FightCore, _change_handles, _clip_loop_command
 from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MIN_SEPARATION, MAX_MOVE_SPEED,
                                              IMPULSE_DECAY, CHANGE_FADE, _wrap, _heading_to, _cell)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
@@ -190,7 +190,9 @@ class Locomotion(FightCore):
                 self._require(2)
                 # change(clip(WALK_START, gait(GAIT_IDS, target=value, value=0.0, flags=0x2c1)), CHANGE_FADE)
                 # as one prepared command (the rows those calls leave; the clip's end: _kept)
-                self.player.run(self.inst(ent), _WALK_START, value, self._kept())
+                inst = self.inst(ent)
+                self.player.run(inst, _WALK_START, value, self._kept())
+                _change_handles(inst)
             c.move_speed = speed
         else:
             if c.move_speed > 0.0:

@@ -15,7 +15,7 @@ from scuffle.anim.limits import RangeError, check_float, check_vec
 from scuffle.anim.rates import CfgAnimSpeeds, gait_speed
 from scuffle.anim.stack import CharacterInstance
 from scuffle.anim.tasks import ClipTask, task_at
-from scuffle.game.fighters.combat import Fight, FightState
+from scuffle.game.fighters.combat import Fight, FightFlags, FightState
 from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, _clip_loop_command
 from scuffle.game.fighters.locomotion import _WALK_START
 from scuffle.game.fighters.moves import GAIT_IDS, Move
@@ -250,3 +250,47 @@ def test_a_reference_game_fights_without_the_compiled_caches():
     game.step()
     assert game.record("a").anim_id == Move.JAB
     game.close()
+
+
+@pytest.mark.parametrize("hit_code, state", [(0x00, FightState.REACTING), (0x20, FightState.DOWN)])
+def test_a_reaction_whose_change_refuses_leaves_the_state_set_as_before(hit_code, state):
+    """A hit reaction as one prepared command keeps the rule's order: its state is set
+    once the tasks are made, before the change; a change that refuses (a full stack,
+    StackFull) leaves that state, the stack as it was and the tasks given back."""
+    from scuffle.anim.player import PlayerOptions
+    from scuffle.anim.stack import StackFull
+
+    game = Game(PlayerOptions(early_finish_above=40))
+    game.add_human("v", demo_set())
+    fight = Fight(game)
+    game.step()
+    p, inst = game.player, game.instance("v")
+    for _ in range(18):
+        p.push(inst, p.loop(inst, Move.IDLE))
+    n_out, depth = p.pool.n_out, len(inst.stack)
+    with pytest.raises(StackFull):
+        fight._react(game.entity("v"), hit_code, False)
+    assert fight.combat("v").state == state and len(inst.stack) == depth and p.pool.n_out == n_out
+    game.close()
+
+
+def test_a_prepared_fight_change_leaves_the_handles_the_handle_calls_leave():
+    """The task table's views (part of a snapshot's digest) after a fight change run as a
+    prepared command hold the handles the handle calls make (the two tasks and the fade),
+    whoever reads the stack later: the digest is that of the handle calls."""
+    digests = []
+    for prepared in (True, False):
+        game = Game()
+        game.add_human("a", demo_set())
+        fight = Fight(game)
+        game.step()
+        e = game.entity("a")
+        if prepared:
+            fight._clip_loop(e, Move.JAB, Move.FIGHT_IDLE, held=int(FightFlags.WINDUP), on_end=fight._ended(e, "x"))
+        else:
+            fight._change(e, fight._clip(e, Move.JAB, fight._loop(e, Move.FIGHT_IDLE), held=FightFlags.WINDUP,
+                                         on_end=fight._ended(e, "x")))
+        ts = game.player.stores.tasks
+        digests.append((game.checksum(), [v is not None for v in ts.views]))
+        game.close()
+    assert digests[0] == digests[1] and sum(digests[0][1]) == 3    # the loop, the clip, the fade
