@@ -122,15 +122,16 @@ class Locomotion(FightCore):
             # the prepared commands made ready for the set (no first command through the
             # handle calls): every Move of the set as the clip and the loop, and the walk start
             kept = self._kept()
-            learnt = self.__dict__.setdefault("_learnt", set())
-            if (id(s), id(p.options)) not in learnt:
-                learnt.add((id(s), id(p.options)))
-                for key in CLIP_LOOP_KEYS:
-                    cmd = _clip_loop_command(*key)
-                    for m in have:
-                        p.learn(inst, cmd, m, m, kept, kept)
-                if Move.WALK_START in s and all(g in s for g in GAIT_IDS):
-                    p.learn(inst, _WALK_START, 1.0, kept)
+            for key in CLIP_LOOP_KEYS:
+                cmd = _clip_loop_command(*key)
+                per = cmd._sets.get(id(s))           # learnt for this set, player and options already
+                if per is not None and per[0] is s and per[1] is p and per[2] is p.options \
+                        and len(per[4]) >= len(have):
+                    continue
+                for m in have:
+                    p.learn(inst, cmd, m, m, kept, kept)
+            if Move.WALK_START in s and all(g in s for g in GAIT_IDS):
+                p.learn(inst, _WALK_START, 1.0, kept)
         if all(g in s for g in GAIT_IDS[:len(GAITS)]):
             self._pace_scale(s)
 
