@@ -37,26 +37,14 @@ _DOWN = int(FightFlags.DOWN)
 
 
 # The prepared commands of the fight's changes to a clip handing over to a loop
-# (FightCore._clip_loop): one per (clip held bits, loop held bits, fade), shared by every
-# Fight (a Command is data; what it finds per anim set, Player and options is not state).
-# CLIP_LOOP_KEYS: those the rules use, made ready for a human's set when it joins (_warm).
+# (FightCore._clip_loop): one per (clip held bits, loop held bits, fade), kept per Fight
+# (a Command keeps what it found per set with the Player: shared across Games it would
+# keep a closed Game's Player alive). CLIP_LOOP_KEYS: those the rules use, made ready for
+# a human's set when it joins (Fight._warm).
 CLIP_LOOP_KEYS = ((int(FightFlags.WINDUP), 0, CHANGE_FADE), (int(FightFlags.PAIRED), 0, CHANGE_FADE),
                   (int(FightFlags.STAGGER), 0, 0.05),
                   (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.0), (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.05),
                   (int(FightFlags.DOWN), 0, CHANGE_FADE), (0, 0, 0.0), (0, 0, CHANGE_FADE))
-_CLIP_LOOPS: dict[tuple, Command] = {}
-
-
-def _clip_loop_command(held: int, loop_held: int, fade: float) -> Command:
-    """The shared Command of ``FightCore._clip_loop`` for these held bits and fade: a change
-    (fade ``fade``) to ClipStep(Arg(0), held, on_end=Arg(2)) then LoopStep(Arg(1),
-    loop_held, on_end=Arg(3))."""
-    key = (held, loop_held, fade)
-    cmd = _CLIP_LOOPS.get(key)
-    if cmd is None:
-        cmd = _CLIP_LOOPS[key] = Command(Recipe(Place.CHANGE, (
-            ClipStep(Arg(0), held=held, on_end=Arg(2)), LoopStep(Arg(1), held=loop_held, on_end=Arg(3))), fade=fade))
-    return cmd
 
 
 def _change_handles(inst) -> None:
@@ -294,6 +282,21 @@ class FightCore:
     def _change(self, who, task: Task, fade: float = CHANGE_FADE) -> None:
         self.player.change(self.inst(who), task, fade)
 
+    def _clip_loop_command(self, held: int, loop_held: int, fade: float) -> Command:
+        """This Fight's Command of ``_clip_loop`` for these held bits and fade: a change
+        (fade ``fade``) to ClipStep(Arg(0), held, on_end=Arg(2)) then LoopStep(Arg(1),
+        loop_held, on_end=Arg(3)); made on first use."""
+        cmds = self.__dict__.get("_commands")
+        if cmds is None:
+            cmds = self._commands = {}
+        key = (held, loop_held, fade)
+        cmd = cmds.get(key)
+        if cmd is None:
+            cmd = cmds[key] = Command(Recipe(Place.CHANGE, (
+                ClipStep(Arg(0), held=held, on_end=Arg(2)), LoopStep(Arg(1), held=loop_held, on_end=Arg(3))),
+                fade=fade))
+        return cmd
+
     def _clip_loop(self, ent: int, clip: int, loop: int, *, held: int = 0, loop_held: int = 0, on_end=None,
                    fade: float = CHANGE_FADE) -> None:
         """A change under ``fade`` to the clip ``clip`` handing over to the loop ``loop``
@@ -303,7 +306,7 @@ class FightCore:
         else through those very calls), its end callbacks as data (the loop's and, with
         ``on_end`` None, the clip's: ``_kept``). Rejected: as those calls (their errors;
         the pool checked by the caller)."""
-        cmd = _clip_loop_command(int(held), int(loop_held), fade)
+        cmd = self._clip_loop_command(int(held), int(loop_held), fade)
         kept = self._kept()
         inst = self.inst(ent)
         self.player.run(inst, cmd, clip, loop, kept if on_end is None else on_end, kept)

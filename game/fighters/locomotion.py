@@ -24,18 +24,18 @@ from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, Place, Recipe
 from scuffle.anim.stack import CharacterInstance
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
 from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat
-from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, FightCore, _change_handles, _clip_loop_command
+from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, FightCore, _change_handles
 from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MIN_SEPARATION, MAX_MOVE_SPEED,
                                              IMPULSE_DECAY, CHANGE_FADE, _wrap, _heading_to, _cell)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 
 __all__ = ["Locomotion"]
 
-# the walk start (a change to the start clip handing over to the gait blend, value 0, the
+# WALK_START: the walk start (a change to the start clip handing over to the gait blend, value 0, the
 # move's target; flags 0x2c1, "Gait blend") as a recipe: Arg(0) the target, Arg(1) the clip's end
-_WALK_START = Command(Recipe(Place.CHANGE, (ClipStep(Move.WALK_START, on_end=Arg(1)),
-                                            GaitStep(GAIT_IDS, target=Arg(0), value=0.0, flags=int(LOCOMOTION_FLAGS))),
-                             fade=CHANGE_FADE))
+WALK_START = Recipe(Place.CHANGE, (ClipStep(Move.WALK_START, on_end=Arg(1)),
+                                   GaitStep(GAIT_IDS, target=Arg(0), value=0.0, flags=int(LOCOMOTION_FLAGS))),
+                    fade=CHANGE_FADE)
 
 try:                                   # np.interp's own compiled routine (its Python wrapper's checks
     from numpy._core.multiarray import interp as _interp     # are for arrays and complex fp: ours are neither)
@@ -95,6 +95,14 @@ class Locomotion(FightCore):
         kept[id(anim_set)] = (anim_set, rates, made)
         return made
 
+    def _walk_start_command(self) -> Command:
+        """This Fight's Command of WALK_START (made on first use; kept per Fight, as
+        FightCore._clip_loop_command's)."""
+        cmd = self.__dict__.get("_walk_start")
+        if cmd is None:
+            cmd = self._walk_start = Command(WALK_START)
+        return cmd
+
     def _warm(self, ent: int) -> None:
         """Fill, before the first command, the look-ups a human's fight commands read: its
         set's clip look-up cache (clip, rate, bank index and cursor_proto of every Move the
@@ -123,7 +131,7 @@ class Locomotion(FightCore):
             # handle calls): every Move of the set as the clip and the loop, and the walk start
             kept = self._kept()
             for key in CLIP_LOOP_KEYS:
-                cmd = _clip_loop_command(*key)
+                cmd = self._clip_loop_command(*key)
                 per = cmd._sets.get(id(s))           # learnt for this set, player and options already
                 if per is not None and per[0] is s and per[1] is p and per[2] is p.options \
                         and len(per[4]) >= len(have):
@@ -131,7 +139,7 @@ class Locomotion(FightCore):
                 for m in have:
                     p.learn(inst, cmd, m, m, kept, kept)
             if Move.WALK_START in s and all(g in s for g in GAIT_IDS):
-                p.learn(inst, _WALK_START, 1.0, kept)
+                p.learn(inst, self._walk_start_command(), 1.0, kept)
         if all(g in s for g in GAIT_IDS[:len(GAITS)]):
             self._pace_scale(s)
 
@@ -192,7 +200,7 @@ class Locomotion(FightCore):
                 # change(clip(WALK_START, gait(GAIT_IDS, target=value, value=0.0, flags=0x2c1)), CHANGE_FADE)
                 # as one prepared command (the rows those calls leave; the clip's end: _kept)
                 inst = self.inst(ent)
-                self.player.run(inst, _WALK_START, value, self._kept())
+                self.player.run(inst, self._walk_start_command(), value, self._kept())
                 _change_handles(inst)
             c.move_speed = speed
         else:

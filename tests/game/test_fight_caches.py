@@ -16,8 +16,7 @@ from scuffle.anim.rates import CfgAnimSpeeds, gait_speed
 from scuffle.anim.stack import CharacterInstance
 from scuffle.anim.tasks import ClipTask, task_at
 from scuffle.game.fighters.combat import Fight, FightFlags, FightState
-from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, _clip_loop_command
-from scuffle.game.fighters.locomotion import _WALK_START
+from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game
@@ -95,9 +94,9 @@ def test_a_joining_human_has_its_set_looked_up_and_its_commands_learnt():
             e = per[2][m]
             assert e[1] is not None and e[2] >= 0 and e[3] is not None, m
     for key in CLIP_LOOP_KEYS:
-        sets = _clip_loop_command(*key)._sets[id(s)]
+        sets = fight._clip_loop_command(*key)._sets[id(s)]
         assert sets[0] is s and sets[1] is p and Move.JAB in sets[4] and Move.FIGHT_IDLE in sets[4]
-    assert _WALK_START._sets[id(s)][3][0] is not None
+    assert fight._walk_start_command()._sets[id(s)][3][0] is not None
     game.step()
     calls = []
     for name in ("clip", "loop", "gait", "change"):
@@ -132,9 +131,8 @@ def test_warming_changes_nothing_a_trace_or_a_checksum_sees():
             p._gait_speeds.clear()
             p._gait_clips = None
             fight.__dict__.pop("_pace_scales", None)
-            for key in CLIP_LOOP_KEYS:
-                _clip_loop_command(*key)._sets.clear()
-            _WALK_START._sets.clear()
+            fight.__dict__.pop("_commands", None)
+            fight.__dict__.pop("_walk_start", None)
         fight.controllers.append(FighterAI("a", "b", seed=5))
         fight.controllers.append(FighterAI("b", "a", seed=6))
         for _ in range(240):
@@ -154,7 +152,7 @@ def test_learn_refuses_as_a_run_and_adds_nothing():
     game.add_human("a", demo_set())
     p = game.player
     inst = game.instance("a")
-    cmd = _clip_loop_command(0, 0, 0.1)
+    cmd = Fight(game)._clip_loop_command(0, 0, 0.1)
     with pytest.raises(RecipeError, match="4 params"):
         p.learn(inst, cmd, Move.JAB)
     missing = next(i for i in range(inst.anim_set.num_ids) if i not in inst.anim_set)
@@ -294,3 +292,23 @@ def test_a_prepared_fight_change_leaves_the_handles_the_handle_calls_leave():
         digests.append((game.checksum(), [v is not None for v in ts.views]))
         game.close()
     assert digests[0] == digests[1] and sum(digests[0][1]) == 3    # the loop, the clip, the fade
+
+
+def test_a_closed_game_is_not_kept_alive_by_the_fights_commands():
+    """The fight's prepared commands are kept per Fight (a Command keeps the Player it
+    learnt a set with): once the Game is closed and dropped, its Player is collected."""
+    import gc
+    import weakref
+
+    game = Game()
+    game.add_human("a", demo_set())
+    game.add_human("b", demo_set(), position=(1.0, 0.0, 0.0))
+    fight = Fight(game)
+    game.step()
+    assert fight.strike("a") and fight.move("b", (1.0, 0.0))
+    game.step()
+    gone = weakref.ref(game.player)
+    game.close()
+    del game, fight
+    gc.collect()
+    assert gone() is None
