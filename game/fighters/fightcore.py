@@ -52,13 +52,18 @@ def _change_handles(inst) -> None:
     fade): their handles and the fade's made now (anim.tasks.task_at), in the order the
     handle calls make them (the next task, the first, the fade), so the task table's
     ``views`` (part of a snapshot and its digest) hold what those calls leave, whoever
-    reads the stack later. Nothing for the reference engine (its own objects)."""
+    reads the stack later. Nothing for the reference engine (its own objects), nor after
+    the handle calls (the top's handle made: the direct path, which runs only when no
+    early finish can act, leaves the fade on top with no handle)."""
     eng = inst.engine if inst.__class__ is CharacterInstance else None
     if eng is None:
         return
     h, ts = eng.humans, eng.player.stores.tasks
     s = inst.slot
     fade = h.m_stack[s * h.stack_width + h.m_depth[s] - 1]     # a change pushes its fade last: the top
+    views = ts.views
+    if fade < len(views) and views[fade] is not None:
+        return                                    # the handle calls ran (no direct path): theirs are made
     first = ts.m_incoming[fade]                   # the fade's incoming task: the change's task
     task_at(ts, ts.m_nxt[first])
     task_at(ts, first)
