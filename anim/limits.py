@@ -48,6 +48,9 @@ def check_float(name: str, value: Any, lo: float | None = None, hi: float | None
     Rejected (RangeError naming ``name``): a bool, a non-number, NaN, +-inf, a value
     outside the range, an int no float holds.
     """
+    if value.__class__ is float and value - value == 0.0 and (hi is None or value <= hi) and (
+            lo is None or (value > lo if lo_open else value >= lo)):
+        return value                   # a finite float in range (x - x is 0.0 for those alone): as below
     if isinstance(value, bool) or not hasattr(value, "__float__"):
         raise RangeError(name, f"expected a number, got {_show(value)}")
     try:
@@ -82,6 +85,12 @@ def check_vec(name: str, value: Any, n: int, bound: float = MAX_COORD) -> tuple[
     Rejected (RangeError naming ``name`` and the index): not a sequence of ``n`` numbers,
     NaN, +-inf, a component past the bound.
     """
+    if value.__class__ is tuple and len(value) == n and bound - bound == 0.0:
+        for v in value:                # plain finite floats within the bound: the tuple as below
+            if v.__class__ is not float or not -bound <= v <= bound:
+                break
+        else:
+            return value
     try:
         items: Sequence = list(value)
     except TypeError:

@@ -274,16 +274,19 @@ class ClipLookup:
     def gait_speeds(self, anim_set, ids: Sequence[int]) -> tuple[float, ...]:
         """The speeds (m/s) of the looping gait clips ``ids`` (walk, jog, run, sprint) in a
         set: each clip's displacement length over its duration, divided by the rate its
-        range flags give (anim.rates.gait_speed). Cached per set and ids.
+        range flags give (anim.rates.gait_speed). Cached per set and ids, while the set
+        and the rate table (``options.speeds``) are the same objects (new options with
+        other rates: found again).
 
         Rejected: an id with no clip in the set (UnknownClip). Original: 0x00254078 (the
         human's walking speeds), 0x00101950 Anim_RootDisplacementLength.
         """
         key = (id(anim_set), tuple(int(i) for i in ids))
         hit = self._gait_speeds.get(key)
-        if hit is not None and hit[0] is anim_set:
+        rates = self.options.speeds
+        if hit is not None and hit[0] is anim_set and hit[2] is rates:
             return hit[1]
         speeds = tuple(gait_speed(self.find(anim_set, i), self.rate_of(anim_set, i)) for i in key[1])
-        self._gait_speeds[key] = (anim_set, speeds)
+        self._gait_speeds[key] = (anim_set, speeds, rates)
         return speeds
 

@@ -113,7 +113,7 @@ class Player(RecipeRules):
         # found there before (a set is immutable, so its clips and range flags never change)
         self._known_ids: dict[int, tuple] = {}
         self._id_types: set[type] = {int}          # the id types the cache may be asked with
-        self._gait_speeds: dict[tuple, tuple] = {}  # (id(anim set), ids) -> (set, speeds)
+        self._gait_speeds: dict[tuple, tuple] = {}  # (id(anim set), ids) -> (set, speeds, options.speeds)
         self._bank: ClipBank | None = None
         self._bank_cost = BANK_KEY_BYTES * NUM_SLOTS     # bank_bytes of _clips (the sentinels' keys)
         # the human rows whose top task may have changed in the steps since the last flush

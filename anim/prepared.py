@@ -20,6 +20,7 @@ import struct
 from typing import Any
 
 from . import f32 as F
+from .callbacks import Callback, check_callback
 from .recipe import _CHANGE, _CLIP, _GAIT, _PUSH, Arg, Command, Recipe, _value, check_params, expand
 from .sampler import CursorFlags
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance
@@ -73,10 +74,73 @@ class RecipeRules(StackRules):
             check_params(command, params)
         s = inst.anim_set
         per = command._sets.get(id(s))
+        ends = command.ends
         if per is None or per[0] is not s or per[1] is not self or per[2] is not self.options \
+                or (ends is not None and not _ends_are_data(ends, params)) \
                 or not self._run_rows(inst, command, params, per[3], per[4]):
             expand(self, inst, command, params)
             self._learn_rows(inst, command, params)
+        elif ends is not None:
+            self._write_ends(inst, command, params)
+
+    def _write_ends(self, inst: CharacterInstance, command: Command, params: tuple) -> None:
+        """After the direct path (``_run_rows``, which writes no end callback): the task
+        table's ``on_end`` of the command's tasks, in the order the handle calls set them
+        (the task made first, i.e. the recipe's last, first). The recipe's first task is
+        the bottom of the stack after a change, its top after a push, the queue's last
+        after an enqueue; each ClipStep's next is its ``nxt``. In: the human, the command,
+        its params (its Arg ends checked by ``_ends_are_data``)."""
+        h, ts = self.batch.humans, self.stores.tasks
+        s = inst.slot
+        place = command.place
+        if place is _CHANGE:
+            r = h.m_stack[s * h.stack_width]
+        elif place is _PUSH:
+            r = h.m_stack[s * h.stack_width + h.m_depth[s] - 1]
+        else:
+            r = h.m_queue[s * h.queue_width + h.m_queued[s] - 1]
+        rows = [r]                                   # the recipe's tasks, first first
+        nxt = ts.m_nxt
+        for _ in range(len(command.steps) - 1):
+            r = nxt[r]
+            rows.append(r)
+        on_end = ts.on_end
+        for r, end in zip(reversed(rows), command.ends):      # steps: the last task first
+            if end.__class__ is Arg:
+                end = params[end.pos]
+            if end is not None:                      # (None: no entry, as the handle call leaves)
+                on_end[r] = end
+
+    def learn(self, inst: CharacterInstance, command: Command, *params) -> None:
+        """Make ``command`` ready for the direct path on the human's set with these params,
+        without running it: what a run through the handle calls would learn (``_learn_rows``),
+        the clips of its ids (and a gait's) found first. A game calls it at a load (a
+        fighter joining) so that no first command of a kind takes the handle calls.
+        Nothing is written, nothing added to the bank (the set's clips are there from
+        Game.add_human / ``register``; an id whose clip is not is left to the run). In: as
+        ``run``. Rejected: the wrong number of params (RecipeError); an id the set has no
+        clip for (UnknownClip, UnknownAnimId), as a run would raise it."""
+        if command.__class__ is not Command or len(params) != command.n_params:
+            check_params(command, params)
+        s = inst.anim_set
+        banked = self._clip_index
+        for op, anim, _, _, _ in command.steps:
+            if op == _GAIT:
+                if self._entries_known(s, anim) is None:
+                    self._check_ids(s, anim)         # the look-up's errors, as the run's
+                    if all(id(self._entry(s, i)[0]) in banked for i in anim):
+                        self._entries_of(s, anim)    # (each clip's bank index found, none added)
+                continue
+            aid = _value(anim, params)
+            entry = self._entry(s, aid)              # UnknownClip / UnknownAnimId as the run's
+            if entry[2] < 0:
+                i = banked.get(id(entry[0]))
+                if i is None:                        # not in the bank: left to the run
+                    continue
+                entry[2] = i                         # the index _bank_of finds (bank_index: no clip added)
+            self._proto_of(entry)
+            self.rate_of(s, aid)
+        self._learn_rows(inst, command, params)
 
     def _learn_rows(self, inst: CharacterInstance, command: Command, params: tuple) -> None:
         """After a run through the handle calls, keep what the direct path needs for the
@@ -382,6 +446,26 @@ class RecipeRules(StackRules):
             h_flags[s] = h_flags[s] | held
         h_anim[s] = aid                                  # the top is the fade or the task: the task's id
         return True
+
+
+def _ends_are_data(ends: tuple, params: tuple) -> bool:
+    """Every Arg end callback of a run is None or a Callback as check_callback keeps it
+    (data, a str kind, plain arguments), so the direct path may write it; anything else
+    (a callable, a tuple to convert, bad data) goes through the handle calls and their
+    checks."""
+    for e in ends:
+        if e.__class__ is Arg:
+            v = params[e.pos]
+            if v is None:
+                continue
+            if v.__class__ is not Callback:
+                return False
+            try:
+                if check_callback(v, "on_end") is not v:
+                    return False
+            except ValueError:                       # CallbackError: the handle call raises it
+                return False
+    return True
 
 
 class _GaitTemplate(tuple):

@@ -39,6 +39,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from . import f32 as F
+from .callbacks import check_callback
 from .tasks import LOCOMOTION_FLAGS, TaskType
 
 __all__ = ["Arg", "ClipStep", "Command", "GaitStep", "LoopStep", "Place", "Recipe", "RecipeError", "check_params",
@@ -66,21 +67,25 @@ class Arg(NamedTuple):
 
 
 class LoopStep(NamedTuple):
-    """A type 1 task (Player.loop): ``anim`` an anim id (int) or an ``Arg``; its own rate."""
+    """A type 1 task (Player.loop): ``anim`` an anim id (int) or an ``Arg``; its own rate;
+    ``on_end`` its end callback as data (anim.callbacks.Callback) or an ``Arg``, or None."""
 
     anim: Any
     flags: int = 0
     held: int = 0
+    on_end: Any = None
 
 
 class ClipStep(NamedTuple):
     """A type 3 task (Player.clip) handing over to the recipe's next task (none when last),
-    with blend time ``blend`` (s); ``anim`` an anim id (int) or an ``Arg``; its own rate."""
+    with blend time ``blend`` (s); ``anim`` an anim id (int) or an ``Arg``; its own rate;
+    ``on_end`` its end callback as data (anim.callbacks.Callback) or an ``Arg``, or None."""
 
     anim: Any
     blend: float = 0.0
     flags: int = 0
     held: int = 0
+    on_end: Any = None
 
 
 class GaitStep(NamedTuple):
@@ -130,6 +135,20 @@ def _anim_field(what: str, value):
     return value
 
 
+def _end_field(what: str, value):
+    """An end callback: None, an Arg, or data (a Callback, or a ``(kind, args)`` tuple made
+    one; anim.callbacks.check_callback), never a callable (a recipe is plain data), else
+    RecipeError."""
+    if value is None or value.__class__ is Arg:
+        return value
+    if callable(value) and not isinstance(value, tuple):
+        raise RecipeError(f"{what}: a callable is not data (a Callback or an Arg)")
+    try:
+        return check_callback(value, what)
+    except ValueError as exc:
+        raise RecipeError(str(exc)) from None
+
+
 def _number_field(what: str, value, low: float | None):
     """A number kept as a float32 (finite, >= ``low`` when given) or an Arg, else RecipeError."""
     if isinstance(value, Arg):
@@ -149,7 +168,7 @@ class Command:
     (not state: a copy or a pickle keeps the recipe alone and finds them again)."""
 
     __slots__ = ("recipe", "steps", "n_params", "n_tasks", "n_cursors", "n_gaits", "place", "fade", "arg_steps",
-                 "_sets")
+                 "ends", "_sets")
 
     def __init__(self, recipe: Recipe):
         if not isinstance(recipe, Recipe):
@@ -163,6 +182,7 @@ class Command:
             raise RecipeError("Recipe.tasks: at least one task")
         args: list[int] = []
         steps: list[tuple[Any, Any, int, int, Any]] = []
+        ends: list[Any] = []
         n_cursors = n_gaits = 0
         for k, t in enumerate(tasks):
             where = f"Recipe.tasks[{k}]"
@@ -177,6 +197,10 @@ class Command:
                     raise RecipeError(f"{where}.blend: a number (an Arg is not taken there)")
                 if isinstance(anim, Arg):
                     args.append(anim.pos)
+                end = _end_field(f"{where}.on_end", t.on_end)
+                if isinstance(end, Arg):
+                    args.append(end.pos)
+                ends.append(end)
                 steps.append((_CLIP if isinstance(t, ClipStep) else _LOOP, anim, flags, held, blend))
                 n_cursors += 1
             elif isinstance(t, GaitStep):
@@ -196,6 +220,7 @@ class Command:
                               (target, value)))
                 n_cursors += 2
                 n_gaits += 1
+                ends.append(None)
             else:
                 raise RecipeError(f"{where}: a LoopStep, a ClipStep or a GaitStep, got {type(t).__name__}")
         fade = 0.0
@@ -216,6 +241,9 @@ class Command:
         self.fade = fade
         # the steps whose id, or a gait's target and value, the run gives (in self.steps'
         # order: (index, op, anim, extra)); the direct path looks those up per run
+        # the end callbacks in self.steps' order (a Callback, an Arg, None), or None when no
+        # task has one (Player.run writes them after the rows: ``_run_rows`` takes none)
+        self.ends: tuple | None = tuple(reversed(ends)) if any(e is not None for e in ends) else None
         self.arg_steps = tuple((k, st[0], st[1], st[4]) for k, st in enumerate(self.steps)
                                if st[0] == _GAIT or st[1].__class__ is Arg)
         self._sets: dict[int, tuple] = {}
@@ -240,12 +268,20 @@ def expand(host: Any, inst: Any, command: Command, params: tuple) -> None:
     host.pool.require(command.n_tasks)
     task = None
     place = command.place
+    ends = command.ends
     try:
-        for op, anim, flags, held, extra in command.steps:
+        for k, (op, anim, flags, held, extra) in enumerate(command.steps):
+            end = None if ends is None or ends[k] is None else _value(ends[k], params)
             if op == _CLIP:
-                task = host.clip(inst, _value(anim, params), task, blend=extra, flags=flags, held=held)
+                if end is None:
+                    task = host.clip(inst, _value(anim, params), task, blend=extra, flags=flags, held=held)
+                else:
+                    task = host.clip(inst, _value(anim, params), task, blend=extra, flags=flags, held=held, on_end=end)
             elif op == _LOOP:
-                task = host.loop(inst, _value(anim, params), flags=flags, held=held)
+                if end is None:
+                    task = host.loop(inst, _value(anim, params), flags=flags, held=held)
+                else:
+                    task = host.loop(inst, _value(anim, params), flags=flags, held=held, on_end=end)
             else:
                 target, value = extra
                 task = host.gait(inst, anim, target=_value(target, params),

@@ -1498,8 +1498,8 @@ def task_at(ts: Table, r: int) -> Task | None:
         return None
     t = new_handle(ts, cls)
     t.tstore = ts
-    t.trow = r
-    t.tgen = ts.m_gen[r]
+    t.trow = r = r if r.__class__ is int else int(r)    # a plain int whoever read the row (a numpy
+    t.tgen = ts.m_gen[r]                                 # int from an array: the state's digest sees the type)
     world = ts.world
     if cls is FadeTask or cls is GaitTask:
         st = t.store = world.fades if cls is FadeTask else world.gaits

@@ -107,6 +107,7 @@ class Fight(Hits):
         self._note_starts()
         for _, e in game.humans():
             self._normalise_state(e)
+            self._warm(e)
 
     def human_joined(self, ent: int) -> None:
         """A human added to the Game while the rules are attached (Game.add_human calls
@@ -115,6 +116,7 @@ class Fight(Hits):
         fade."""
         self._normalise_state(ent)
         self._note_starts()
+        self._warm(ent)
         inst = self.inst(ent)
         if inst.stack or inst.queue:
             return

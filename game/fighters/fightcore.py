@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scuffle.anim.callbacks import Callback
+from scuffle.anim.recipe import Arg, ClipStep, Command, LoopStep, Place, Recipe
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.tasks import Task
 from scuffle.components import Animator, Body, Combat, HumanRecord
@@ -33,6 +34,17 @@ _BUSY = int(BUSY)
 _RECOVERY = int(FightFlags.RECOVERY)
 _PAIRED = int(FightFlags.PAIRED)
 _DOWN = int(FightFlags.DOWN)
+
+
+# The prepared commands of the fight's changes to a clip handing over to a loop
+# (FightCore._clip_loop): one per (clip held bits, loop held bits, fade), kept per Fight
+# (a Command keeps what it found per set with the Player: shared across Games it would
+# keep a closed Game's Player alive). CLIP_LOOP_KEYS: those the rules use, made ready for
+# a human's set when it joins (Fight._warm).
+CLIP_LOOP_KEYS = ((int(FightFlags.WINDUP), 0, CHANGE_FADE), (int(FightFlags.PAIRED), 0, CHANGE_FADE),
+                  (int(FightFlags.STAGGER), 0, 0.05),
+                  (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.0), (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.05),
+                  (int(FightFlags.DOWN), 0, CHANGE_FADE), (0, 0, 0.0), (0, 0, CHANGE_FADE))
 
 
 def keep_held(inst) -> None:
@@ -251,6 +263,34 @@ class FightCore:
 
     def _change(self, who, task: Task, fade: float = CHANGE_FADE) -> None:
         self.player.change(self.inst(who), task, fade)
+
+    def _clip_loop_command(self, held: int, loop_held: int, fade: float) -> Command:
+        """This Fight's Command of ``_clip_loop`` for these held bits and fade: a change
+        (fade ``fade``) to ClipStep(Arg(0), held, on_end=Arg(2)) then LoopStep(Arg(1),
+        loop_held, on_end=Arg(3)); made on first use."""
+        cmds = self.__dict__.get("_commands")
+        if cmds is None:
+            cmds = self._commands = {}
+        key = (held, loop_held, fade)
+        cmd = cmds.get(key)
+        if cmd is None:
+            cmd = cmds[key] = Command(Recipe(Place.CHANGE, (
+                ClipStep(Arg(0), held=held, on_end=Arg(2)), LoopStep(Arg(1), held=loop_held, on_end=Arg(3))),
+                fade=fade))
+        return cmd
+
+    def _clip_loop(self, ent: int, clip: int, loop: int, *, held: int = 0, loop_held: int = 0, on_end=None,
+                   fade: float = CHANGE_FADE) -> None:
+        """A change under ``fade`` to the clip ``clip`` handing over to the loop ``loop``
+        (the human's own set): ``self._change(ent, self._clip(ent, clip, self._loop(ent,
+        loop, held=loop_held), held=held, on_end=on_end), fade)`` as one prepared command
+        (anim.recipe; the rows those calls leave, written directly when nothing can refuse,
+        else through those very calls), its end callbacks as data (the loop's and, with
+        ``on_end`` None, the clip's: ``_kept``). Rejected: as those calls (their errors;
+        the pool checked by the caller)."""
+        cmd = self._clip_loop_command(int(held), int(loop_held), fade)
+        kept = self._kept()
+        self.player.run(self.inst(ent), cmd, clip, loop, kept if on_end is None else on_end, kept)
 
     def _require(self, n: int) -> None:
         self.player.pool.require(n + 2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from scuffle.anim import detmath
 from scuffle.anim.limits import INT32_MAX, check_int
+from scuffle.anim.stack import AnimLimitError
 from scuffle.components import NO_ATTACHMENT, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, GRAB_SEARCH_FACTOR, GRAB_CONE_DEG, HIT_CONE_DEG,
@@ -30,17 +31,18 @@ class Hits(Rounds):
         Rejected: an id that is not a whole number 0-2^31-1 (RangeError, a ValueError)."""
         if move is not None and not isinstance(move, str):
             move = check_int("strike: move", move, 0, INT32_MAX)
-        c = self.combat(who)
-        move = self._anim(who, move)
+        ent = who if who.__class__ is int else self._ent(who)    # the name looked up once (its errors)
+        c = self.combat(ent)
+        move = self._anim(ent, move)
         if c.state == FightState.HOLDING:
             return self._grab_strike(who, move)
-        chained = self.can_chain(who)
-        if not (self.free(who) or chained):
+        chained = self.can_chain(ent)
+        if not (chained or self.free(ent)):
             return self._why_busy(who, "strike", -1 if move is None else move)
         if move is None:
             move = Move.JAB
             if chained:
-                cur = self._lookup(self._ent(who), HumanRecord).anim_id
+                cur = self._lookup(ent, HumanRecord).anim_id
                 if cur in ATTACK_CHAIN:
                     move = ATTACK_CHAIN[(ATTACK_CHAIN.index(cur) + 1) % len(ATTACK_CHAIN)]
         if int(move) not in ATTACK_CHAIN:
@@ -48,11 +50,9 @@ class Hits(Rounds):
                                 f"{move} is not a free strike ({', '.join(str(int(m)) for m in ATTACK_CHAIN)})",
                                 int(move))
         self._require(2)
-        self._stop_moving(who)
-        self._begin(who)
-        task = self._clip(who, move, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.WINDUP,
-                          on_end=self._ended(who, "attack"))
-        self._change(who, task)
+        self._stop_moving(ent)
+        self._begin(ent)
+        self._clip_loop(ent, move, Move.FIGHT_IDLE, held=FightFlags.WINDUP, on_end=self._ended(ent, "attack"))
         c.state = FightState.ATTACKING
         c.move_id = int(move)
         c.struck = False
@@ -136,13 +136,26 @@ class Hits(Rounds):
         self._stop_moving(v)
         self._begin(v)
         self.player.pool.require(4)
+        # the reaction: a change (fade 0.05) to the clip handing over to the grounded loop or
+        # the fight idle, one prepared command; the state is set once its tasks are made,
+        # before the change (a change that refuses, an AnimLimitError, leaves it set)
+        try:
+            if down:
+                self._clip_loop(v, clip, Move.GROUNDED, held=FightFlags.DOWN, loop_held=FightFlags.DOWN, fade=0.05)
+            else:
+                self._clip_loop(v, clip, Move.FIGHT_IDLE, held=FightFlags.STAGGER, on_end=self._ended(v, "react"),
+                                fade=0.05)
+        except AnimLimitError:                       # the pool was checked: the change refused
+            self._react_state(c, down)
+            raise
+        self._react_state(c, down)
+
+    @staticmethod
+    def _react_state(c, down: bool) -> None:
+        """A reaction's state: down (DOWN_UPDATES to count) or reacting."""
         if down:
-            task = self._clip(v, clip, self._loop(v, Move.GROUNDED, held=FightFlags.DOWN), held=FightFlags.DOWN)
             c.state = FightState.DOWN
             c.down_left = DOWN_UPDATES
         else:
-            task = self._clip(v, clip, self._loop(v, Move.FIGHT_IDLE), held=FightFlags.STAGGER,
-                              on_end=self._ended(v, "react"))
             c.state = FightState.REACTING
-        self._change(v, task, 0.05)
 

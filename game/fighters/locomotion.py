@@ -20,13 +20,15 @@ import numpy as np
 
 from scuffle.anim import detmath
 from scuffle.anim.limits import MAX_COORD, check_float, check_vec
+from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, Place, Recipe
+from scuffle.anim.stack import CharacterInstance
 from scuffle.anim.store import LAYOUT_EPOCH
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
 from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat
 from scuffle.components.bodies import flat_views
-from scuffle.game.fighters.fightcore import FightCore
+from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, FightCore
 from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MIN_SEPARATION, MAX_MOVE_SPEED,
-                                             IMPULSE_DECAY, _wrap, _heading_to, _cell)
+                                             IMPULSE_DECAY, CHANGE_FADE, _wrap, _heading_to, _cell)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 
 __all__ = ["Locomotion"]
@@ -34,6 +36,18 @@ __all__ = ["Locomotion"]
 # the vector columns the state function reads and writes through flat fast views (flat_views)
 _COMBAT_VECS = ("move_dir", "impulse")
 _BODY_VECS = ("state_velocity",)
+
+# WALK_START: the walk start (a change to the start clip handing over to the gait blend, value 0, the
+# move's target; flags 0x2c1, "Gait blend") as a recipe: Arg(0) the target, Arg(1) the clip's end
+WALK_START = Recipe(Place.CHANGE, (ClipStep(Move.WALK_START, on_end=Arg(1)),
+                                   GaitStep(GAIT_IDS, target=Arg(0), value=0.0, flags=int(LOCOMOTION_FLAGS))),
+                    fade=CHANGE_FADE)
+
+try:                                   # np.interp's own compiled routine (its Python wrapper's checks
+    from numpy._core.multiarray import interp as _interp     # are for arrays and complex fp: ours are neither)
+except ImportError:                    # numpy 1.x
+    from numpy.core.multiarray import interp as _interp  # type: ignore[no-redef]
+
 
 @functools.lru_cache(maxsize=64)
 def _scale(speeds: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -54,9 +68,10 @@ class Locomotion(FightCore):
         Rejected: a heading that is not a finite number within +-1e9 (RangeError, a ValueError)."""
         if heading is not None:
             heading = check_float("face: heading", heading, -MAX_COORD, MAX_COORD)
-        if not self.free(who):
+        ent = who if who.__class__ is int else self._ent(who)    # the name looked up once (its errors)
+        if not self.free(ent):
             return self._why_busy(who, "face")
-        b = self.body(who)
+        b = self.body(ent)
         if toward is not None:
             b.heading = _wrap(_heading_to(b.position, self.body(toward).position))
         elif heading is not None:
@@ -67,7 +82,73 @@ class Locomotion(FightCore):
         """The human's walk, jog, run and sprint speeds (m/s), from its set's looping gait
         clips (GAIT_IDS): displacement length over duration, divided by the clip's rate.
         Original: 0x00254078, 0x00101950 Anim_RootDisplacementLength ("Playback rate")."""
-        return self.player.gait_speeds(self.inst(who).anim_set, GAIT_IDS[:len(GAITS)])
+        return self._pace_scale(self.inst(who).anim_set)[0]
+
+    def _pace_scale(self, anim_set) -> tuple[tuple[float, ...], tuple[np.ndarray, np.ndarray]]:
+        """A set's gait speeds (``Player.gait_speeds`` of GAIT_IDS' walk..sprint) and their
+        np.interp axes (``_scale``), kept per set in this Fight: found again while the set
+        and the player's rate table (``options.speeds``, which the rates come from) are the
+        same objects (an AnimSet is immutable), looked up anew otherwise. Rejected: as
+        ``Player.gait_speeds`` (UnknownClip for a set without a gait clip; nothing kept)."""
+        kept = self.__dict__.get("_pace_scales")
+        if kept is None:
+            kept = self._pace_scales = {}
+        rates = self.player.options.speeds
+        hit = kept.get(id(anim_set))
+        if hit is not None and hit[0] is anim_set and hit[1] is rates:
+            return hit[2]
+        speeds = self.player.gait_speeds(anim_set, GAIT_IDS[:len(GAITS)])
+        made = (speeds, _scale(speeds))
+        kept[id(anim_set)] = (anim_set, rates, made)
+        return made
+
+    def _walk_start_command(self) -> Command:
+        """This Fight's Command of WALK_START (made on first use; kept per Fight, as
+        FightCore._clip_loop_command's)."""
+        cmd = self.__dict__.get("_walk_start")
+        if cmd is None:
+            cmd = self._walk_start = Command(WALK_START)
+        return cmd
+
+    def _warm(self, ent: int) -> None:
+        """Fill, before the first command, the look-ups a human's fight commands read: its
+        set's clip look-up cache (clip, rate, bank index and cursor_proto of every Move the
+        set has, found by Move and by int), its gait clips' entries and gait speeds
+        (``_pace_scale``). Caches only: the values a command reads are those it would find
+        itself (the set is registered, so no bank index changes); an id the set lacks is
+        left to the command (its own error then). The first command then costs what the
+        later ones do (issue 19, item 7: the bench's first AI move was 10x the others)."""
+        s = self.inst(ent).anim_set
+        p = self.player
+        have = [m for m in Move if m in s]
+        if not have:
+            return
+        if hasattr(p, "_proto_of"):          # the compiled engine's look-up (the reference has none)
+            for m in have:                   # both id types known first (a new type re-learns an entry)
+                p._entry(s, int(m))
+                p._entry(s, m)
+            for m in have:
+                p._proto_of(p._entry(s, m))
+                p.rate_of(s, m)
+            if all(g in s for g in GAIT_IDS):
+                p._entries_of(s, GAIT_IDS)
+        inst = self.inst(ent)
+        if hasattr(p, "learn") and inst.__class__ is CharacterInstance:
+            # the prepared commands made ready for the set (no first command through the
+            # handle calls): every Move of the set as the clip and the loop, and the walk start
+            kept = self._kept()
+            for key in CLIP_LOOP_KEYS:
+                cmd = self._clip_loop_command(*key)
+                per = cmd._sets.get(id(s))           # learnt for this set, player and options already
+                if per is not None and per[0] is s and per[1] is p and per[2] is p.options \
+                        and len(per[4]) >= len(have):
+                    continue
+                for m in have:
+                    p.learn(inst, cmd, m, m, kept, kept)
+            if Move.WALK_START in s and all(g in s for g in GAIT_IDS):
+                p.learn(inst, self._walk_start_command(), 1.0, kept)
+        if all(g in s for g in GAIT_IDS[:len(GAITS)]):
+            self._pace_scale(s)
 
     def move(self, who: Who, direction: Sequence[float] = (0.0, 1.0), speed: float | None = None, *,
              pace: str | int | None = None, gait: str | int | None = None) -> ActionResult:
@@ -86,7 +167,7 @@ class Locomotion(FightCore):
         speed that is not a finite number <= 50 m/s (RangeError, a ValueError, naming it).
         """
         direction = check_vec("move: direction", direction, 2)
-        speeds: tuple[float, ...] | None = None
+        scale = None                          # (speeds, np.interp axes) of the human's set: _pace_scale
         if speed is not None:
             speed = check_float("move: speed", speed, None, MAX_MOVE_SPEED)
         if gait is not None:
@@ -97,14 +178,16 @@ class Locomotion(FightCore):
             k = PACES.index(pace) if pace in PACES else pace
             if isinstance(k, bool) or not (isinstance(k, int) and 0 <= k < len(PACES)):
                 raise ValueError(f"move: pace {pace!r} must be one of {', '.join(PACES)} or 0-{len(PACES) - 1}")
-            speeds = self.gait_speeds(who)
-            speed = speeds[k]
+        ent = who if who.__class__ is int else self._ent(who)    # the name looked up once (its errors)
+        if pace is not None:
+            scale = self._pace_scale(self.inst(ent).anim_set)
+            speed = scale[0][k]
         elif speed is None:
-            speeds = self.gait_speeds(who)
-            speed = speeds[0]
-        if not self.free(who):
+            scale = self._pace_scale(self.inst(ent).anim_set)
+            speed = scale[0][0]
+        if not self.free(ent):
             return self._why_busy(who, "move")
-        c, b = self.combat(who), self.body(who)
+        c, b = self.combat(ent), self.body(ent)
         d = np.array([float(direction[0]), float(direction[1]), 0.0])
         n = detmath.hypot_s(float(d[0]), float(d[1]))
         speed = max(0.0, float(speed))
@@ -112,23 +195,23 @@ class Locomotion(FightCore):
             d /= n
             c.move_dir = d
             b.heading = _wrap(detmath.atan2_deg_s(float(-d[0]), float(d[1])))
-            if speeds is None:
-                speeds = self.gait_speeds(who)
-            value = float(np.interp(speed, *_scale(speeds)))
-            running = self._gait(who)
+            if scale is None:
+                scale = self._pace_scale(self.inst(ent).anim_set)
+            xp, fp = scale[1]
+            value = float(_interp(speed, xp, fp, None, None))   # np.interp(speed, xp, fp): the same call
+            running = self._gait(ent)
             if running is not None:
                 running.set_target(value)
             else:
                 self._require(2)
-                g = self.player.gait(self.inst(who), GAIT_IDS, target=value, value=0.0,
-                                     flags=int(LOCOMOTION_FLAGS))
-                start = self._clip(who, Move.WALK_START, g)
-                self._change(who, start)
+                # change(clip(WALK_START, gait(GAIT_IDS, target=value, value=0.0, flags=0x2c1)), CHANGE_FADE)
+                # as one prepared command (the rows those calls leave; the clip's end: _kept)
+                self.player.run(self.inst(ent), self._walk_start_command(), value, self._kept())
             c.move_speed = speed
         else:
             if c.move_speed > 0.0:
                 self._require(2)
-                self._change(who, self._clip(who, Move.WALK_STOP, self._loop(who, Move.IDLE)))
+                self._clip_loop(ent, Move.WALK_STOP, Move.IDLE)
             c.move_speed = 0.0
         return self._accept(who, "move")
 

@@ -82,8 +82,7 @@ class Pairs(Locomotion):
         c = self.combat(p)
         c.state = FightState.DOWN
         c.down_left = DOWN_UPDATES
-        self._change(p, self._clip(p, Move.KNOCKDOWN, self._loop(p, Move.GROUNDED, held=FightFlags.DOWN),
-                                   held=FightFlags.DOWN), 0.0)
+        self._clip_loop(p, Move.KNOCKDOWN, Move.GROUNDED, held=FightFlags.DOWN, loop_held=FightFlags.DOWN, fade=0.0)
 
     def _let_go_alone(self, p: int, was_victim: bool) -> None:
         self.player.pool.require(3)
@@ -94,7 +93,7 @@ class Pairs(Locomotion):
             c.state = FightState.FREE
             self._change(p, self._loop(p, rest), 0.0)
             return
-        self._change(p, self._clip(p, clip, self._loop(p, rest), on_end=self._ended(p, "let_go")), 0.0)
+        self._clip_loop(p, clip, rest, on_end=self._ended(p, "let_go"), fade=0.0)
 
     def _partners_gone(self) -> None:
         """Humans whose partner (or holder) is no longer in the world (deleted directly
@@ -131,15 +130,15 @@ class Pairs(Locomotion):
     def grab(self, who: Who) -> ActionResult:
         """The grab attempt (70); it connects when its window opens on someone in reach
         (FightEventKind.GRAB, else MISS). Refused while busy (the result says why)."""
-        if not self.free(who):
+        ent = who if who.__class__ is int else self._ent(who)    # the name looked up once (its errors)
+        if not self.free(ent):
             return self._why_busy(who, "grab")
         self._require(2)
-        self._stop_moving(who)
-        self._begin(who)
-        task = self._clip(who, Move.GRAB_ATTEMPT, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.WINDUP,
-                          on_end=self._ended(who, "grab_attempt"))
-        self._change(who, task)
-        c = self.combat(who)
+        self._stop_moving(ent)
+        self._begin(ent)
+        self._clip_loop(ent, Move.GRAB_ATTEMPT, Move.FIGHT_IDLE, held=FightFlags.WINDUP,
+                        on_end=self._ended(ent, "grab_attempt"))
+        c = self.combat(ent)
         c.state = FightState.GRABBING
         c.move_id = int(Move.GRAB_ATTEMPT)
         self._log(who, "grab")
@@ -153,12 +152,13 @@ class Pairs(Locomotion):
         Rejected: an id that is not a whole number 0-2^31-1 (RangeError, a ValueError)."""
         if move is not None and not isinstance(move, str):
             move = check_int("throw: move", move, 0, INT32_MAX)
-        c = self.combat(who)
-        move = self._anim(who, move)
+        ent = who if who.__class__ is int else self._ent(who)    # the name looked up once (its errors)
+        c = self.combat(ent)
+        move = self._anim(ent, move)
         mv = -1 if move is None else int(move)
-        if c.state != FightState.HOLDING or self.body(c.partner).attachment != self._ent(who):
+        if c.state != FightState.HOLDING or self.body(c.partner).attachment != ent:
             return self._refuse(who, "throw", Refusal.NOT_HOLDING, "holds no one (grab first)", mv)
-        if self.flags(who) & _IN_WINDOW:
+        if self.flags(ent) & _IN_WINDOW:
             return self._refuse(who, "throw", Refusal.IN_WINDOW, "a grab strike is before or in its hit window", mv)
         move = int(move) if move is not None else int(Move.THROW_SIDE)
         if move not in THROWS:
@@ -168,14 +168,13 @@ class Pairs(Locomotion):
         v = c.partner
         victim_clip = THROWS[Move(move)][0]
         self._require(4)
-        self._begin(who)
+        self._begin(ent)
         self._begin(v)
-        self._change(who, self._clip(who, move, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.PAIRED,
-                                     on_end=self._ended(who, "throw")))
+        self._clip_loop(ent, move, Move.FIGHT_IDLE, held=FightFlags.PAIRED, on_end=self._ended(ent, "throw"))
         down = self._loop(v, Move.GROUNDED, held=FightFlags.DOWN)
         # The attached victim is swung by the thrower's turn; its own clip's turn is off
         # (task flag 0x2), so it is not turned twice.
-        self._change(v, self._clip(v, victim_clip, down, held=_PAIRED_DOWN, attacker=who,
+        self._change(v, self._clip(v, victim_clip, down, held=_PAIRED_DOWN, attacker=ent,
                                    flags=TaskFlags.NO_TURN))
         c.state = FightState.THROWING
         c.move_id = move
@@ -187,19 +186,19 @@ class Pairs(Locomotion):
     def let_go(self, who: Who) -> ActionResult:
         """Let the held victim go: both play their let-go clips; the victim is detached.
         Refused without a hold or in the hold's strike window (the result says which)."""
-        c = self.combat(who)
+        ent = who if who.__class__ is int else self._ent(who)    # the name looked up once (its errors)
+        c = self.combat(ent)
         if c.state != FightState.HOLDING:
             return self._refuse(who, "let_go", Refusal.NOT_HOLDING, "holds no one")
-        if self.flags(who) & _IN_WINDOW:
+        if self.flags(ent) & _IN_WINDOW:
             return self._refuse(who, "let_go", Refusal.IN_WINDOW, "a grab strike is before or in its hit window")
         v = c.partner
         self._require(4)
-        self._begin(who)
+        self._begin(ent)
         self._begin(v)
-        self._change(who, self._clip(who, Move.LET_GO, self._loop(who, Move.FIGHT_IDLE), held=FightFlags.PAIRED,
-                                     on_end=self._ended(who, "let_go")))
+        self._clip_loop(ent, Move.LET_GO, Move.FIGHT_IDLE, held=FightFlags.PAIRED, on_end=self._ended(ent, "let_go"))
         self._change(v, self._clip(v, Move.LET_GO_VICTIM, self._loop(v, Move.IDLE), held=FightFlags.PAIRED,
-                                   attacker=who, on_end=self._ended(v, "let_go")))
+                                   attacker=ent, on_end=self._ended(v, "let_go")))
         self._detach(v)
         c.state = FightState.LETTING_GO
         self.combat(v).state = FightState.LETTING_GO

@@ -44,8 +44,7 @@ class Rounds(Pairs):
         vb.slide_to, vb.slide_left = None, 0
         self._begin(v)
         self.player.pool.require(4)
-        fall = self._clip(v, Move.KNOCKDOWN, self._loop(v, Move.GROUNDED, held=FightFlags.DOWN), held=FightFlags.DOWN)
-        self._change(v, fall, 0.05)
+        self._clip_loop(v, Move.KNOCKDOWN, Move.GROUNDED, held=FightFlags.DOWN, loop_held=FightFlags.DOWN, fade=0.05)
         cv.state = FightState.DOWN
         cv.down_left = 0
         self._log(v, "ko", self._name(a))
@@ -96,6 +95,5 @@ class Rounds(Pairs):
     def _get_up(self, e: int) -> None:
         self.player.pool.require(3)
         self._begin(e)
-        self._change(e, self._clip(e, Move.GET_UP, self._loop(e, Move.FIGHT_IDLE), held=FightFlags.DOWN,
-                                   on_end=self._ended(e, "get_up")), 0.1)
+        self._clip_loop(e, Move.GET_UP, Move.FIGHT_IDLE, held=FightFlags.DOWN, on_end=self._ended(e, "get_up"), fade=0.1)
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from scuffle.anim.callbacks import Callback
 from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.pose import PoseStackOverflow
 from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, LoopStep, Place, Recipe, RecipeError
@@ -30,6 +31,9 @@ from budget import examples
 W = int(HeldFlags.WINDUP)
 WALK = int(LOCOMOTION_FLAGS | TaskFlags.CONTINUOUS)
 ATTACKS = (Move.JAB, Move.KICK, Move.CROSS, Move.HOOK)
+
+END = "test.recipes.end"            # the end callbacks' kind (registered by _world; its handler notes the call)
+KEPT = Callback(END, ())
 
 # every recipe shape: (recipe, params maker, the equivalent handle calls)
 SHAPES = {
@@ -67,6 +71,25 @@ SHAPES = {
     "queued": (Recipe(Place.ENQUEUE, (ClipStep(Arg(0), blend=0.1), LoopStep(Move.FIGHT_IDLE))),
                lambda x, k, fade: (ATTACKS[k % 4],),
                lambda p, i, x, k, fade: p.enqueue(i, p.clip(i, ATTACKS[k % 4], p.loop(i, Move.FIGHT_IDLE), blend=0.1))),
+    # end callbacks as data: a constant one and one given at run time (the fight rules' shapes)
+    "ends": (Recipe(Place.CHANGE, (ClipStep(Arg(1), held=W, on_end=Arg(2)), LoopStep(Move.FIGHT_IDLE, on_end=KEPT)),
+                    fade=Arg(0)),
+             lambda x, k, fade: (fade, ATTACKS[k % 4], Callback(END, (k, "attack"))),
+             lambda p, i, x, k, fade: p.change(i, p.clip(i, ATTACKS[k % 4], p.loop(i, Move.FIGHT_IDLE, on_end=KEPT),
+                                                         held=W, on_end=Callback(END, (k, "attack"))), fade)),
+    "ends_walk": (Recipe(Place.CHANGE, (ClipStep(Move.WALK_START, on_end=KEPT),
+                                        GaitStep(GAIT_IDS, target=Arg(0), value=0.0, flags=WALK)), fade=0.1),
+                  lambda x, k, fade: (x,),
+                  lambda p, i, x, k, fade: p.change(i, p.clip(i, Move.WALK_START, p.gait(
+                      i, GAIT_IDS, target=x, value=0.0, flags=WALK), on_end=KEPT), 0.1)),
+    "ends_push": (Recipe(Place.PUSH, (ClipStep(Move.HIT_BACK, on_end=KEPT), LoopStep(Move.IDLE, on_end=Arg(0)))),
+                  lambda x, k, fade: (Callback(END, (k,)) if k % 2 else None,),
+                  lambda p, i, x, k, fade: p.push(i, p.clip(i, Move.HIT_BACK, p.loop(
+                      i, Move.IDLE, on_end=Callback(END, (k,)) if k % 2 else None), on_end=KEPT))),
+    "ends_queued": (Recipe(Place.ENQUEUE, (ClipStep(Arg(0), blend=0.1, on_end=KEPT), LoopStep(Move.FIGHT_IDLE))),
+                    lambda x, k, fade: (ATTACKS[k % 4],),
+                    lambda p, i, x, k, fade: p.enqueue(i, p.clip(i, ATTACKS[k % 4], p.loop(i, Move.FIGHT_IDLE),
+                                                                 blend=0.1, on_end=KEPT))),
 }
 
 
@@ -122,6 +145,8 @@ def tables(p: Player) -> dict:
 
 def _world(n: int, pool: int, **opts):
     p = Player(PlayerOptions(pool_size=pool, **opts))
+    p.ended = []                                     # type: ignore[attr-defined]
+    p.callbacks.register(END, lambda inst, *args: p.ended.append((inst.name, args)))   # type: ignore[attr-defined]
     s = demo_set()
     hs = [CharacterInstance(s, f"h{i}") for i in range(n)]
     return p, hs
@@ -166,6 +191,7 @@ def test_a_recipe_leaves_the_rows_the_handle_calls_leave(cmds, pool, deep):
             b.flush()
             _same(a, b, f"step after {j}")
     assert engine_state(a, ha) == engine_state(b, hb)
+    assert a.ended == b.ended                        # the end callbacks ran alike (type: ignore)
 
 
 def test_the_direct_path_runs_and_refusals_take_nothing():
@@ -278,6 +304,9 @@ def test_prepare_refuses_a_bad_recipe_and_run_the_wrong_params():
         (Recipe(Place.CHANGE, (LoopStep(1),), fade=float("inf")), "fade"),
         (Recipe(Place.CHANGE, (GaitStep((1, 2, 3)),)), "5 anim ids"),
         (Recipe(Place.PUSH, ("loop",)), "a LoopStep, a ClipStep or a GaitStep"),
+        (Recipe(Place.CHANGE, (LoopStep(1, on_end=print),)), r"tasks[0].on_end: a callable is not data"),
+        (Recipe(Place.CHANGE, (ClipStep(1, on_end=Callback("", ())),)), "tasks[0].on_end.kind"),
+        (Recipe(Place.CHANGE, (ClipStep(1, on_end=Callback("k", (object(),))),)), "tasks[0].on_end"),
     ]
     for recipe, field in bad:
         with pytest.raises(RecipeError, match=field.replace("[", r"\[").replace("]", r"\]")):
@@ -288,6 +317,30 @@ def test_prepare_refuses_a_bad_recipe_and_run_the_wrong_params():
         p.run(h, cmd, 0.2)
     with pytest.raises(RecipeError, match="a Command"):
         p.run(h, SHAPES["attack"][0], 0.2, 1)
+
+
+def test_a_run_time_end_callback_that_is_not_plain_data_takes_the_handle_calls():
+    """An Arg end callback given at run time: a Callback is written by the direct path; a
+    tuple ``(kind, args)`` (made a Callback) or a callable goes through the handle calls
+    (their checks and conversion); bad data is refused by them (CallbackError, a
+    ValueError) with nothing taken."""
+    p, hs = _world(2, 360)
+    cmd = p.prepare(SHAPES["ends"][0])
+    p.step(hs)
+    p.run(hs[0], cmd, 0.2, Move.JAB, KEPT)           # learns the set
+    calls = []
+    orig = p.clip
+    p.clip = lambda *a, **kw: calls.append(a) or orig(*a, **kw)     # type: ignore[method-assign]
+    p.run(hs[1], cmd, 0.2, Move.JAB, Callback(END, (1, "attack")))
+    assert calls == []                               # the direct path
+    assert hs[1].stack[0].on_end == Callback(END, (1, "attack")) and hs[1].stack[0].next.on_end == KEPT
+    p.run(hs[1], cmd, 0.2, Move.JAB, (END, (2, "attack")))
+    assert len(calls) == 1 and hs[1].stack[0].on_end == Callback(END, (2, "attack"))
+    n_out = p.pool.n_out
+    with pytest.raises(ValueError, match="on_end"):
+        p.run(hs[1], cmd, 0.2, Move.JAB, (END, (object(),)))
+    assert p.pool.n_out == n_out and len(calls) == 2
+    del p.clip
 
 
 def test_a_recipe_and_a_command_are_plain_data():
@@ -317,7 +370,10 @@ def test_the_reference_runs_a_recipe_as_its_own_handle_calls():
     hr = [RefInstance(s, f"h{i}") for i in range(3)]
     cp = {k: p.prepare(r) for k, (r, _, _) in SHAPES.items()}
     cr = {k: ref.prepare(r) for k, (r, _, _) in SHAPES.items()}
-    kinds = ["walk_start", "attack", "combo", "queued", "gait_value", "flags", "push", "clip_alone", "gait_alone"]
+    kinds = ["walk_start", "attack", "combo", "queued", "gait_value", "flags", "push", "clip_alone", "gait_alone",
+             "ends", "ends_walk", "ends_push", "ends_queued"]
+    for w in (p, ref):
+        w.callbacks.register(END, lambda inst, *args: None)
     for u in range(24):
         p.step(hp)
         ref.step(hr)
