@@ -5,8 +5,9 @@ gait rows, their free lists, the pool's flags, the human's stack or queue row, i
 bits and anim id), in the same order, from the command's templates (small arrays made
 when the command learns a set: ``TI_*`` / ``TF_*`` columns) and the tables' memory
 blocks (anim.store: every array of a table is a view into its ``block``), which it
-slices into typed arrays itself from ``lay`` (each array's byte offset and size in its
-block, ``COLUMNS``' order): nine array arguments instead of seventy.
+sees as typed arrays itself (one view per type), each column found at ``lay``'s offset
+(the array's offset in its block in its own items, ``COLUMNS``' order; then the stack's
+and the queue's row widths): ten array arguments instead of seventy.
 It first checks what the Python side leaves to it (the free lists long enough, the
 pool's flags reaching the rows taken) and refuses (-1) with nothing written; the checks
 that raise at the call (a full stack or queue, the pool exhausted) stay in Python.
@@ -35,8 +36,8 @@ __all__ = ["run_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE
 CACHE = cache_setting(__file__)
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
 
-# The arrays the kernel writes: (table, name, dtype), in ``lay``'s order (two entries each:
-# byte offset and size in the table's block). Tables: 0 tasks, 1 cursors, 2 fades, 3 gaits, 4 humans.
+# The arrays the kernel writes: (table, name, dtype), in ``lay``'s order (each array's offset
+# in its table's block, counted in its own items). Tables: 0 tasks, 1 cursors, 2 fades, 3 gaits, 4 humans.
 COLUMNS = (
     (0, "n_free", np.int64), (0, "free_rows", np.int64), (0, "live", np.bool_), (0, "type", np.int8),
     (0, "rate", np.float32), (0, "flags", np.int32), (0, "held", np.int64), (0, "c0", np.int64),
@@ -86,21 +87,9 @@ F_NF, F_FREE, F_LIVE, F_EL, F_DUR = range(31, 36)
 (G_NF, G_FREE, G_LIVE, G_ID0, G_ID1, G_ID2, G_ID3, G_ID4, G_B0, G_B1, G_B2, G_B3, G_B4, G_VALUE, G_TARGET,
  G_LOWER, G_LEADER) = range(36, 53)
 H_DEPTH, H_QUEUED, H_STACK, H_QUEUE, H_FLAGS, H_ANIM, H_SPEED = range(53, 60)
-_WIDTHS = 2 * len(COLUMNS)      # lay[_WIDTHS], lay[_WIDTHS + 1]: the stack's and the queue's row widths
+_WIDTHS = len(COLUMNS)          # lay[_WIDTHS], lay[_WIDTHS + 1]: the stack's and the queue's row widths
 LAY_SIZE = _WIDTHS + 2
 assert len(COLUMNS) == 60 and _IX[(4, "speed")] == H_SPEED and _IX[(3, "leader")] == G_LEADER
-
-
-def _clamp04(v: float) -> float:
-    """GaitTask._clamp of a finite float: clamped to 0-4 (comparisons), as a float32 value."""
-    if v < 0.0:
-        v = 0.0
-    elif v > 4.0:
-        v = 4.0
-    return float(np.float32(v))
-
-
-_clamp04_jit = njit(cache=CACHE, inline="always")(_clamp04)
 
 
 @_kernel
@@ -116,52 +105,59 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
     row taken).
     Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init, 0x001754e8 /
     0x001753d8 (insert, push)."""
-    t_nf = tb[lay[2 * T_NF]:lay[2 * T_NF] + lay[2 * T_NF + 1]].view(np.int64)
-    t_free = tb[lay[2 * T_FREE]:lay[2 * T_FREE] + lay[2 * T_FREE + 1]].view(np.int64)
-    c_nf = cb[lay[2 * C_NF]:lay[2 * C_NF] + lay[2 * C_NF + 1]].view(np.int64)
-    f_nf = fb[lay[2 * F_NF]:lay[2 * F_NF] + lay[2 * F_NF + 1]].view(np.int64)
-    g_nf = gb[lay[2 * G_NF]:lay[2 * G_NF] + lay[2 * G_NF + 1]].view(np.int64)
+    # each block seen as each type its columns have (a table's block is a multiple of 64
+    # bytes, each array in it aligned to 64): a column is its type's array from lay[column]
+    t64, t32, tf32, t8, tbo = tb.view(np.int64), tb.view(np.int32), tb.view(np.float32), tb.view(np.int8), tb.view(np.bool_)
+    c64, c32, cf32, cbo = cb.view(np.int64), cb.view(np.int32), cb.view(np.float32), cb.view(np.bool_)
+    fi64, ff32, fbo = fb.view(np.int64), fb.view(np.float32), fb.view(np.bool_)
+    g64, g32, gf32, g8, gbo = gb.view(np.int64), gb.view(np.int32), gb.view(np.float32), gb.view(np.int8), gb.view(np.bool_)
+    h64 = hb.view(np.int64)
+    o_t_nf = lay[T_NF]
+    o_t_free = lay[T_FREE]
+    o_c_nf = lay[C_NF]
+    o_f_nf = lay[F_NF]
+    o_g_nf = lay[G_NF]
     k_steps = sel.shape[0]
     k_tasks = k_steps + 1 if place == PLACE_CHANGE else k_steps
-    tn = t_nf[0]
-    if tn < k_tasks or c_nf[0] < n_cursors or g_nf[0] < n_gaits:
+    tn = t64[o_t_nf + 0]
+    if tn < k_tasks or c64[o_c_nf + 0] < n_cursors or g64[o_g_nf + 0] < n_gaits:
         return -1
-    if place == PLACE_CHANGE and f_nf[0] < 1:
+    if place == PLACE_CHANGE and fi64[o_f_nf + 0] < 1:
         return -1
     n_pool = out.shape[0]
     for i in range(tn - k_tasks, tn):              # the pool's flags must reach the rows taken
-        if t_free[i] >= n_pool or t_free[i] < 0:
+        if t64[o_t_free + i] >= n_pool or t64[o_t_free + i] < 0:
             return -1
     # ---- nothing can refuse now: the rows, in the order the handle calls write them
-    t_live = tb[lay[2 * T_LIVE]:lay[2 * T_LIVE] + lay[2 * T_LIVE + 1]].view(np.bool_)
-    t_type = tb[lay[2 * T_TYPE]:lay[2 * T_TYPE] + lay[2 * T_TYPE + 1]].view(np.int8)
-    t_rate = tb[lay[2 * T_RATE]:lay[2 * T_RATE] + lay[2 * T_RATE + 1]].view(np.float32)
-    t_flags = tb[lay[2 * T_FLAGS]:lay[2 * T_FLAGS] + lay[2 * T_FLAGS + 1]].view(np.int32)
-    t_held = tb[lay[2 * T_HELD]:lay[2 * T_HELD] + lay[2 * T_HELD + 1]].view(np.int64)
-    t_c0 = tb[lay[2 * T_C0]:lay[2 * T_C0] + lay[2 * T_C0 + 1]].view(np.int64)
-    t_c1 = tb[lay[2 * T_C1]:lay[2 * T_C1] + lay[2 * T_C1 + 1]].view(np.int64)
-    t_aux = tb[lay[2 * T_AUX]:lay[2 * T_AUX] + lay[2 * T_AUX + 1]].view(np.int64)
-    t_nxt = tb[lay[2 * T_NXT]:lay[2 * T_NXT] + lay[2 * T_NXT + 1]].view(np.int64)
-    t_blend = tb[lay[2 * T_BLEND]:lay[2 * T_BLEND] + lay[2 * T_BLEND + 1]].view(np.float32)
-    t_window = tb[lay[2 * T_WINDOW]:lay[2 * T_WINDOW] + lay[2 * T_WINDOW + 1]].view(np.int8)
-    t_placed = tb[lay[2 * T_PLACED]:lay[2 * T_PLACED] + lay[2 * T_PLACED + 1]].view(np.bool_)
-    t_incoming = tb[lay[2 * T_INCOMING]:lay[2 * T_INCOMING] + lay[2 * T_INCOMING + 1]].view(np.int64)
-    t_speed = tb[lay[2 * T_SPEED]:lay[2 * T_SPEED] + lay[2 * T_SPEED + 1]].view(np.float32)
-    c_free = cb[lay[2 * C_FREE]:lay[2 * C_FREE] + lay[2 * C_FREE + 1]].view(np.int64)
-    c_live = cb[lay[2 * C_LIVE]:lay[2 * C_LIVE] + lay[2 * C_LIVE + 1]].view(np.bool_)
-    c_end = cb[lay[2 * C_END]:lay[2 * C_END] + lay[2 * C_END + 1]].view(np.int32)
-    c_limit = cb[lay[2 * C_LIMIT]:lay[2 * C_LIMIT] + lay[2 * C_LIMIT + 1]].view(np.float32)
-    c_dur = cb[lay[2 * C_DUR]:lay[2 * C_DUR] + lay[2 * C_DUR + 1]].view(np.float32)
-    c_bank = cb[lay[2 * C_BANK]:lay[2 * C_BANK] + lay[2 * C_BANK + 1]].view(np.int32)
-    c_anim = cb[lay[2 * C_ANIM]:lay[2 * C_ANIM] + lay[2 * C_ANIM + 1]].view(np.int32)
-    c_flags = cb[lay[2 * C_FLAGS]:lay[2 * C_FLAGS] + lay[2 * C_FLAGS + 1]].view(np.int32)
-    c_evf0 = cb[lay[2 * C_EVF0]:lay[2 * C_EVF0] + lay[2 * C_EVF0 + 1]].view(np.int32)
-    c_evf = cb[lay[2 * C_EVF]:lay[2 * C_EVF] + lay[2 * C_EVF + 1]].view(np.int32)
-    c_t = cb[lay[2 * C_T]:lay[2 * C_T] + lay[2 * C_T + 1]].view(np.float32)
-    c_frame = cb[lay[2 * C_FRAME]:lay[2 * C_FRAME] + lay[2 * C_FRAME + 1]].view(np.int32)
-    c_ev = cb[lay[2 * C_EV]:lay[2 * C_EV] + lay[2 * C_EV + 1]].view(np.int32)
-    c_at_end = cb[lay[2 * C_AT_END]:lay[2 * C_AT_END] + lay[2 * C_AT_END + 1]].view(np.bool_)
-    cn = c_nf[0]
+    o_t_live = lay[T_LIVE]
+    o_t_type = lay[T_TYPE]
+    o_t_rate = lay[T_RATE]
+    o_t_flags = lay[T_FLAGS]
+    o_t_held = lay[T_HELD]
+    o_t_c0 = lay[T_C0]
+    o_t_c1 = lay[T_C1]
+    o_t_aux = lay[T_AUX]
+    o_t_nxt = lay[T_NXT]
+    o_t_blend = lay[T_BLEND]
+    o_t_window = lay[T_WINDOW]
+    o_t_placed = lay[T_PLACED]
+    o_t_incoming = lay[T_INCOMING]
+    o_t_speed = lay[T_SPEED]
+    o_c_free = lay[C_FREE]
+    o_c_live = lay[C_LIVE]
+    o_c_end = lay[C_END]
+    o_c_limit = lay[C_LIMIT]
+    o_c_dur = lay[C_DUR]
+    o_c_bank = lay[C_BANK]
+    o_c_anim = lay[C_ANIM]
+    o_c_flags = lay[C_FLAGS]
+    o_c_evf0 = lay[C_EVF0]
+    o_c_evf = lay[C_EVF]
+    o_c_t = lay[C_T]
+    o_c_frame = lay[C_FRAME]
+    o_c_ev = lay[C_EV]
+    o_c_at_end = lay[C_AT_END]
+    cn = c64[o_c_nf + 0]
     prev = -1                                      # the task made last (the next of the one made now)
     aid = -1
     added = 0
@@ -171,150 +167,160 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
         flags = ti[row, TI_FLAGS]
         held = ti[row, TI_HELD]
         tn -= 1
-        tr = t_free[tn]
-        t_live[tr] = True
+        tr = t64[o_t_free + tn]
+        tbo[o_t_live + tr] = True
         if flags != 0:
-            t_flags[tr] = flags
+            t32[o_t_flags + tr] = flags
         if held != 0:
-            t_held[tr] = held
+            t64[o_t_held + tr] = held
         if op != _GAIT:
             # the cursor (cursor_row: every column), then the task row (new_task_row)
             cn -= 1
-            cr = c_free[cn]
-            c_live[cr] = True
-            c_end[cr] = ti[row, TI_END]
-            c_limit[cr] = tf[row, TF_LIMIT]
-            c_dur[cr] = tf[row, TF_DUR]
-            c_bank[cr] = ti[row, TI_BANK]
+            cr = c64[o_c_free + cn]
+            cbo[o_c_live + cr] = True
+            c32[o_c_end + cr] = ti[row, TI_END]
+            cf32[o_c_limit + cr] = tf[row, TF_LIMIT]
+            cf32[o_c_dur + cr] = tf[row, TF_DUR]
+            c32[o_c_bank + cr] = ti[row, TI_BANK]
             aid = ti[row, TI_AID]
-            c_anim[cr] = aid
-            c_flags[cr] = ti[row, TI_CFLAGS]
-            c_evf0[cr] = ti[row, TI_EVF0]
-            c_evf[cr] = ti[row, TI_EVF0]
-            c_t[cr] = 0.0
-            c_frame[cr] = 0
-            c_ev[cr] = 0
-            c_at_end[cr] = False
-            t_type[tr] = op
-            t_rate[tr] = tf[row, TF_RATE]
-            t_c0[tr] = cr
+            c32[o_c_anim + cr] = aid
+            c32[o_c_flags + cr] = ti[row, TI_CFLAGS]
+            c32[o_c_evf0 + cr] = ti[row, TI_EVF0]
+            c32[o_c_evf + cr] = ti[row, TI_EVF0]
+            cf32[o_c_t + cr] = 0.0
+            c32[o_c_frame + cr] = 0
+            c32[o_c_ev + cr] = 0
+            cbo[o_c_at_end + cr] = False
+            t8[o_t_type + tr] = op
+            tf32[o_t_rate + tr] = tf[row, TF_RATE]
+            t64[o_t_c0 + tr] = cr
             if op == _CLIP:                        # _next_row
                 if prev >= 0:
-                    t_nxt[tr] = prev
-                    t_placed[prev] = True
+                    t64[o_t_nxt + tr] = prev
+                    tbo[o_t_placed + prev] = True
                 if tf[row, TF_BLEND] != 0.0:
-                    t_blend[tr] = tf[row, TF_BLEND]
+                    tf32[o_t_blend + tr] = tf[row, TF_BLEND]
                 if window != 0:
-                    t_window[tr] = window
+                    t8[o_t_window + tr] = window
         else:                                      # GaitTask._made: the task row, the gait row, the pair
-            v = _clamp04_jit(target if vnone else value)
+            v = target if vnone else value         # GaitTask._clamp: to 0-4 (comparisons), a float32 value
+            if v < 0.0:
+                v = 0.0
+            elif v > 4.0:
+                v = 4.0
+            v = float(np.float32(v))
             lower = 0 if v < _STEP0 else 1 if v < _STEP1 else 2 if v < _STEP2 else 3
             leader = 1 if v - lower >= _ALONE_HIGH else 0
-            tg = v if vnone else _clamp04_jit(target)
+            tg = v
+            if not vnone:
+                tg = target
+                if tg < 0.0:
+                    tg = 0.0
+                elif tg > 4.0:
+                    tg = 4.0
+                tg = float(np.float32(tg))
             if not flags & _CONTINUOUS_INT:
                 tg = float(math.floor(tg + 0.5))
-            t_type[tr] = _GAIT
-            t_rate[tr] = speed
-            g_free = gb[lay[2 * G_FREE]:lay[2 * G_FREE] + lay[2 * G_FREE + 1]].view(np.int64)
-            g_live = gb[lay[2 * G_LIVE]:lay[2 * G_LIVE] + lay[2 * G_LIVE + 1]].view(np.bool_)
-            gn = g_nf[0] - 1
-            gr = g_free[gn]
-            g_nf[0] = gn
-            g_live[gr] = True
-            t_aux[tr] = gr
+            t8[o_t_type + tr] = _GAIT
+            tf32[o_t_rate + tr] = speed
+            o_g_free = lay[G_FREE]
+            o_g_live = lay[G_LIVE]
+            gn = g64[o_g_nf + 0] - 1
+            gr = g64[o_g_free + gn]
+            g64[o_g_nf + 0] = gn
+            gbo[o_g_live + gr] = True
+            t64[o_t_aux + tr] = gr
             for j in range(5):                     # id0-id4, then b0-b4
-                g_ids = gb[lay[2 * (G_ID0 + j)]:lay[2 * (G_ID0 + j)] + lay[2 * (G_ID0 + j) + 1]].view(np.int32)
-                g_ids[gr] = ti[row, TI_IDS + j]
+                g32[lay[G_ID0 + j] + gr] = ti[row, TI_IDS + j]
             for j in range(5):
-                g_bs = gb[lay[2 * (G_B0 + j)]:lay[2 * (G_B0 + j)] + lay[2 * (G_B0 + j) + 1]].view(np.int32)
-                g_bs[gr] = ti[row, TI_BANKS + j]
-            t_speed[tr] = _GAIT_SPEED
+                g32[lay[G_B0 + j] + gr] = ti[row, TI_BANKS + j]
+            tf32[o_t_speed + tr] = _GAIT_SPEED
             base = flags & _CURSOR_INT
             for j in range(2):                     # the pair's two cursors (cursor_row)
                 i = lower + j
                 cn -= 1
-                cr = c_free[cn]
-                c_live[cr] = True
-                c_end[cr] = ti[row, TI_ENDS + i]
-                c_limit[cr] = tf[row, TF_LIMITS + i]
-                c_dur[cr] = tf[row, TF_DURS + i]
-                c_bank[cr] = ti[row, TI_BANKS + i]
-                c_anim[cr] = ti[row, TI_IDS + i]
-                c_flags[cr] = base if leader == j else base | _MUTED_INT
-                c_evf0[cr] = ti[row, TI_EVF0S + i]
-                c_evf[cr] = ti[row, TI_EVF0S + i]
-                c_t[cr] = 0.0
-                c_frame[cr] = 0
-                c_ev[cr] = 0
-                c_at_end[cr] = False
+                cr = c64[o_c_free + cn]
+                cbo[o_c_live + cr] = True
+                c32[o_c_end + cr] = ti[row, TI_ENDS + i]
+                cf32[o_c_limit + cr] = tf[row, TF_LIMITS + i]
+                cf32[o_c_dur + cr] = tf[row, TF_DURS + i]
+                c32[o_c_bank + cr] = ti[row, TI_BANKS + i]
+                c32[o_c_anim + cr] = ti[row, TI_IDS + i]
+                c32[o_c_flags + cr] = base if leader == j else base | _MUTED_INT
+                c32[o_c_evf0 + cr] = ti[row, TI_EVF0S + i]
+                c32[o_c_evf + cr] = ti[row, TI_EVF0S + i]
+                cf32[o_c_t + cr] = 0.0
+                c32[o_c_frame + cr] = 0
+                c32[o_c_ev + cr] = 0
+                cbo[o_c_at_end + cr] = False
                 if j:
-                    t_c1[tr] = cr
+                    t64[o_t_c1 + tr] = cr
                 else:
-                    t_c0[tr] = cr
-            g_value = gb[lay[2 * G_VALUE]:lay[2 * G_VALUE] + lay[2 * G_VALUE + 1]].view(np.float32)
-            g_target = gb[lay[2 * G_TARGET]:lay[2 * G_TARGET] + lay[2 * G_TARGET + 1]].view(np.float32)
-            g_lower = gb[lay[2 * G_LOWER]:lay[2 * G_LOWER] + lay[2 * G_LOWER + 1]].view(np.int32)
-            g_leader = gb[lay[2 * G_LEADER]:lay[2 * G_LEADER] + lay[2 * G_LEADER + 1]].view(np.int8)
-            g_value[gr] = v
-            g_target[gr] = tg
-            g_lower[gr] = lower
-            g_leader[gr] = leader
+                    t64[o_t_c0 + tr] = cr
+            o_g_value = lay[G_VALUE]
+            o_g_target = lay[G_TARGET]
+            o_g_lower = lay[G_LOWER]
+            o_g_leader = lay[G_LEADER]
+            gf32[o_g_value + gr] = v
+            gf32[o_g_target + gr] = tg
+            g32[o_g_lower + gr] = lower
+            g8[o_g_leader + gr] = leader
             aid = ti[row, TI_IDS + lower + leader]
         if not out[tr]:                            # the pool's take_row
             out[tr] = True
             added += 1
         prev = tr
-    t_nf[0] = tn
-    c_nf[0] = cn
+    t64[o_t_nf + 0] = tn
+    c64[o_c_nf + 0] = cn
     held = ti[sel[k_steps - 1], TI_HELD]           # the first task's held bits
-    h_depth = hb[lay[2 * H_DEPTH]:lay[2 * H_DEPTH] + lay[2 * H_DEPTH + 1]].view(np.int64)
-    h_stack = hb[lay[2 * H_STACK]:lay[2 * H_STACK] + lay[2 * H_STACK + 1]].view(np.int64)
+    o_h_depth = lay[H_DEPTH]
+    o_h_stack = lay[H_STACK]
     stack_width = lay[_WIDTHS]
     if place == PLACE_CHANGE:                      # change's straight path: the fade, then both slots
         tn -= 1
-        fr = t_free[tn]
-        t_nf[0] = tn
-        t_live[fr] = True
-        t_type[fr] = _FADE
-        t_rate[fr] = speed
-        f_free = fb[lay[2 * F_FREE]:lay[2 * F_FREE] + lay[2 * F_FREE + 1]].view(np.int64)
-        f_live = fb[lay[2 * F_LIVE]:lay[2 * F_LIVE] + lay[2 * F_LIVE + 1]].view(np.bool_)
-        f_el = fb[lay[2 * F_EL]:lay[2 * F_EL] + lay[2 * F_EL + 1]].view(np.float32)
-        f_dur = fb[lay[2 * F_DUR]:lay[2 * F_DUR] + lay[2 * F_DUR + 1]].view(np.float32)
-        fn = f_nf[0] - 1
-        frow = f_free[fn]
-        f_nf[0] = fn
-        f_live[frow] = True
-        f_el[frow] = 0.0
-        f_dur[frow] = fade
-        t_aux[fr] = frow
+        fr = t64[o_t_free + tn]
+        t64[o_t_nf + 0] = tn
+        tbo[o_t_live + fr] = True
+        t8[o_t_type + fr] = _FADE
+        tf32[o_t_rate + fr] = speed
+        o_f_free = lay[F_FREE]
+        o_f_live = lay[F_LIVE]
+        o_f_el = lay[F_EL]
+        o_f_dur = lay[F_DUR]
+        fn = fi64[o_f_nf + 0] - 1
+        frow = fi64[o_f_free + fn]
+        fi64[o_f_nf + 0] = fn
+        fbo[o_f_live + frow] = True
+        ff32[o_f_el + frow] = 0.0
+        ff32[o_f_dur + frow] = fade
+        t64[o_t_aux + fr] = frow
         if not out[fr]:
             out[fr] = True
             added += 1
-        t_incoming[fr] = prev
+        t64[o_t_incoming + fr] = prev
         b = slot * stack_width
         for i in range(b + n, b, -1):
-            h_stack[i] = h_stack[i - 1]
-        h_stack[b] = prev
-        h_stack[b + n + 1] = fr
-        h_depth[slot] = n + 2
-        t_placed[prev] = True
-        t_placed[fr] = True
+            h64[o_h_stack + i] = h64[o_h_stack + i - 1]
+        h64[o_h_stack + b] = prev
+        h64[o_h_stack + b + n + 1] = fr
+        h64[o_h_depth + slot] = n + 2
+        tbo[o_t_placed + prev] = True
+        tbo[o_t_placed + fr] = True
     elif place == PLACE_PUSH:
-        h_stack[slot * stack_width + n] = prev
-        h_depth[slot] = n + 1
-        t_placed[prev] = True
+        h64[o_h_stack + slot * stack_width + n] = prev
+        h64[o_h_depth + slot] = n + 1
+        tbo[o_t_placed + prev] = True
     else:
-        h_queued = hb[lay[2 * H_QUEUED]:lay[2 * H_QUEUED] + lay[2 * H_QUEUED + 1]].view(np.int64)
-        h_queue = hb[lay[2 * H_QUEUE]:lay[2 * H_QUEUE] + lay[2 * H_QUEUE + 1]].view(np.int64)
-        q = h_queued[slot]
-        t_placed[prev] = True
-        h_queue[slot * lay[_WIDTHS + 1] + q] = prev
-        h_queued[slot] = q + 1
+        o_h_queued = lay[H_QUEUED]
+        o_h_queue = lay[H_QUEUE]
+        q = h64[o_h_queued + slot]
+        tbo[o_t_placed + prev] = True
+        h64[o_h_queue + slot * lay[_WIDTHS + 1] + q] = prev
+        h64[o_h_queued + slot] = q + 1
         return added
     if held != 0:
-        h_flags = hb[lay[2 * H_FLAGS]:lay[2 * H_FLAGS] + lay[2 * H_FLAGS + 1]].view(np.int64)
-        h_flags[slot] = h_flags[slot] | held
-    h_anim = hb[lay[2 * H_ANIM]:lay[2 * H_ANIM] + lay[2 * H_ANIM + 1]].view(np.int64)
-    h_anim[slot] = aid                             # the top is the fade or the task: the task's id
+        o_h_flags = lay[H_FLAGS]
+        h64[o_h_flags + slot] = h64[o_h_flags + slot] | held
+    o_h_anim = lay[H_ANIM]
+    h64[o_h_anim + slot] = aid                             # the top is the fade or the task: the task's id
     return added

@@ -1,11 +1,13 @@
 """The Player's prepared commands: a Recipe's rows written directly (anim.recipe).
 
 ``RecipeRules`` is the part of ``scuffle.anim.player.Player`` that runs a prepared
-command (``prepare``, ``run``): when nothing can refuse or grow it writes the task,
-cursor, fade and gait rows, the pool's accounting and the human's stack or queue row
-itself, from templates kept per command and anim set (``_learn_rows``), with no handle
-object (anim.tasks.task_at makes a row's handle on its first read); otherwise it runs the
-command through the handle calls (anim.recipe.expand), whose rows these are, bit for bit.
+command (``prepare``, ``run``): when nothing can refuse or grow, one compiled call
+(anim.cmdkernel.run_rows) writes the task, cursor, fade and gait rows, the pool's flags
+and the human's stack or queue row, from templates kept per command and anim set as small
+arrays (``_Templates``, made by ``_learn_rows``) and the tables' memory blocks, with no
+handle object (anim.tasks.task_at makes a row's handle on its first read); otherwise it
+runs the command through the handle calls (anim.recipe.expand), whose rows these are,
+bit for bit. The checks that raise at the call stay here, before anything is taken.
 A mixin on the stack rules; reads ``options``, ``pool``, ``stores`` and ``batch``.
 
 Spec: "Animation tasks", "The task stack", "Fades", "Gait blend".
@@ -114,7 +116,7 @@ class RecipeRules(StackRules):
     # ---------------------------------------------------------------- the rows, directly
     def _views(self) -> tuple | None:
         """What the direct path reads and passes to anim.cmdkernel.run_rows: the five
-        tables' blocks, ``lay`` (each array's byte offset and size in its block) and the
+        tables' blocks, ``lay`` (each array's offset in its block, in its own items) and the
         fast views the Python checks read; kept while no table's arrays were replaced
         (store.LAYOUT_EPOCH) and the pool's flags are the same array. None when an array
         is not a plain view into its table's block (the handle calls then)."""
@@ -125,8 +127,9 @@ class RecipeRules(StackRules):
         blocks = []
         for t in tables:
             blk = getattr(t, "block", None)
-            if not (isinstance(blk, np.ndarray) and blk.dtype == np.uint8 and blk.ndim == 1
-                    and blk.flags.c_contiguous and blk.flags.writeable and blk.flags.aligned):
+            if not (isinstance(blk, np.ndarray) and blk.dtype == np.uint8 and blk.ndim == 1 and blk.nbytes % 8 == 0
+                    and blk.flags.c_contiguous and blk.flags.writeable and blk.flags.aligned
+                    and blk.__array_interface__["data"][0] % 8 == 0):
                 return None
             blocks.append(blk)
         for i, (ti, name, dt) in enumerate(CK.COLUMNS):
@@ -138,7 +141,7 @@ class RecipeRules(StackRules):
             off = arr.__array_interface__["data"][0] - blk.__array_interface__["data"][0]
             if off < 0 or off + arr.nbytes > blk.nbytes or off % arr.itemsize:
                 return None
-            lay[2 * i], lay[2 * i + 1] = off, arr.nbytes
+            lay[i] = off // arr.itemsize
         if h.stack.ndim != 2 or h.queue.ndim != 2:
             return None
         lay[CK.LAY_SIZE - 2], lay[CK.LAY_SIZE - 1] = h.stack.shape[1], h.queue.shape[1]
