@@ -107,10 +107,12 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
     0x001753d8 (insert, push)."""
     # each block seen as each type its columns have (a table's block is a multiple of 64
     # bytes, each array in it aligned to 64): a column is its type's array from lay[column]
-    t64, t32, tf32, t8, tbo = tb.view(np.int64), tb.view(np.int32), tb.view(np.float32), tb.view(np.int8), tb.view(np.bool_)
+    t64, t32, tf32 = tb.view(np.int64), tb.view(np.int32), tb.view(np.float32)
+    t8, tbo = tb.view(np.int8), tb.view(np.bool_)
     c64, c32, cf32, cbo = cb.view(np.int64), cb.view(np.int32), cb.view(np.float32), cb.view(np.bool_)
     fi64, ff32, fbo = fb.view(np.int64), fb.view(np.float32), fb.view(np.bool_)
-    g64, g32, gf32, g8, gbo = gb.view(np.int64), gb.view(np.int32), gb.view(np.float32), gb.view(np.int8), gb.view(np.bool_)
+    g64, g32, gf32 = gb.view(np.int64), gb.view(np.int32), gb.view(np.float32)
+    g8, gbo = gb.view(np.int8), gb.view(np.bool_)
     h64 = hb.view(np.int64)
     o_t_nf = lay[T_NF]
     o_t_free = lay[T_FREE]
@@ -119,10 +121,10 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
     o_g_nf = lay[G_NF]
     k_steps = sel.shape[0]
     k_tasks = k_steps + 1 if place == PLACE_CHANGE else k_steps
-    tn = t64[o_t_nf + 0]
-    if tn < k_tasks or c64[o_c_nf + 0] < n_cursors or g64[o_g_nf + 0] < n_gaits:
+    tn = t64[o_t_nf]
+    if tn < k_tasks or c64[o_c_nf] < n_cursors or g64[o_g_nf] < n_gaits:
         return -1
-    if place == PLACE_CHANGE and fi64[o_f_nf + 0] < 1:
+    if place == PLACE_CHANGE and fi64[o_f_nf] < 1:
         return -1
     n_pool = out.shape[0]
     for i in range(tn - k_tasks, tn):              # the pool's flags must reach the rows taken
@@ -157,7 +159,7 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
     o_c_frame = lay[C_FRAME]
     o_c_ev = lay[C_EV]
     o_c_at_end = lay[C_AT_END]
-    cn = c64[o_c_nf + 0]
+    cn = c64[o_c_nf]
     prev = -1                                      # the task made last (the next of the one made now)
     aid = -1
     added = 0
@@ -225,9 +227,9 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
             tf32[o_t_rate + tr] = speed
             o_g_free = lay[G_FREE]
             o_g_live = lay[G_LIVE]
-            gn = g64[o_g_nf + 0] - 1
+            gn = g64[o_g_nf] - 1
             gr = g64[o_g_free + gn]
-            g64[o_g_nf + 0] = gn
+            g64[o_g_nf] = gn
             gbo[o_g_live + gr] = True
             t64[o_t_aux + tr] = gr
             for j in range(5):                     # id0-id4, then b0-b4
@@ -270,8 +272,8 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
             out[tr] = True
             added += 1
         prev = tr
-    t64[o_t_nf + 0] = tn
-    c64[o_c_nf + 0] = cn
+    t64[o_t_nf] = tn
+    c64[o_c_nf] = cn
     held = ti[sel[k_steps - 1], TI_HELD]           # the first task's held bits
     o_h_depth = lay[H_DEPTH]
     o_h_stack = lay[H_STACK]
@@ -279,7 +281,7 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
     if place == PLACE_CHANGE:                      # change's straight path: the fade, then both slots
         tn -= 1
         fr = t64[o_t_free + tn]
-        t64[o_t_nf + 0] = tn
+        t64[o_t_nf] = tn
         tbo[o_t_live + fr] = True
         t8[o_t_type + fr] = _FADE
         tf32[o_t_rate + fr] = speed
@@ -287,9 +289,9 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
         o_f_live = lay[F_LIVE]
         o_f_el = lay[F_EL]
         o_f_dur = lay[F_DUR]
-        fn = fi64[o_f_nf + 0] - 1
+        fn = fi64[o_f_nf] - 1
         frow = fi64[o_f_free + fn]
-        fi64[o_f_nf + 0] = fn
+        fi64[o_f_nf] = fn
         fbo[o_f_live + frow] = True
         ff32[o_f_el + frow] = 0.0
         ff32[o_f_dur + frow] = fade
@@ -322,5 +324,5 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
         o_h_flags = lay[H_FLAGS]
         h64[o_h_flags + slot] = h64[o_h_flags + slot] | held
     o_h_anim = lay[H_ANIM]
-    h64[o_h_anim + slot] = aid                             # the top is the fade or the task: the task's id
+    h64[o_h_anim + slot] = aid                     # the top is the fade or the task: the task's id
     return added
