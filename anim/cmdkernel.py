@@ -4,10 +4,12 @@
 gait rows, their free lists, the pool's flags, the human's stack or queue row, its held
 bits and anim id), in the same order, from the command's templates (small arrays made
 when the command learns a set: ``TI_*`` / ``TF_*`` columns) and the tables' memory
-blocks (anim.store: every array of a table is a view into its ``block``), which it
-sees as typed arrays itself (one view per type), each column found at ``lay``'s offset
-(the array's offset in its block in its own items, ``COLUMNS``' order; then the stack's
-and the queue's row widths): ten array arguments instead of seventy.
+blocks (anim.store: every array of a table is a view into its ``block``), each block
+seen as one array per type its columns have (``BLOCK_VIEWS``: a bool column through the
+int8 view; made by the caller once per layout, so that numba compiles no view of its
+own), each column found at ``lay``'s offset (the array's offset in its block in its own
+items, ``COLUMNS``' order; then the stack's and the queue's row widths): 21 array
+arguments instead of seventy one-row writes.
 It first checks what the Python side leaves to it (the free lists long enough, the
 pool's flags reaching the rows taken) and refuses (-1) with nothing written; the checks
 that raise at the call (a full stack or queue, the pool exhausted) stay in Python.
@@ -31,7 +33,8 @@ from .jitcache import cache_setting
 from .sampler import CursorFlags
 from .tasks import GAIT_ALONE_HIGH, GAIT_SPEED, GAIT_STEPS, TaskFlags, TaskType
 
-__all__ = ["run_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH", "PLACE_ENQUEUE", "LAY_SIZE"]
+__all__ = ["run_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH", "PLACE_ENQUEUE", "LAY_SIZE",
+           "BLOCK_VIEWS"]
 
 CACHE = cache_setting(__file__)
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
@@ -59,6 +62,12 @@ COLUMNS = (
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
+
+# run_rows' first arguments: (table, dtype) of each block view, in order (a bool column is
+# read and written through its table's int8 view: numpy's bool is one byte, 0 or 1)
+BLOCK_VIEWS = ((0, np.int64), (0, np.int32), (0, np.float32), (0, np.int8), (1, np.int64), (1, np.int32),
+               (1, np.float32), (1, np.int8), (2, np.int64), (2, np.float32), (2, np.int8), (3, np.int64),
+               (3, np.int32), (3, np.float32), (3, np.int8), (4, np.int64))
 
 # A step's template row: the int64 part (``ti``) and the float64 part (``tf``). A clip's:
 TI_OP, TI_FLAGS, TI_HELD, TI_END, TI_BANK, TI_AID, TI_CFLAGS, TI_EVF0 = range(8)
@@ -93,33 +102,31 @@ assert len(COLUMNS) == 60 and _IX[(4, "speed")] == H_SPEED and _IX[(3, "leader")
 
 
 @_kernel
-def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, speed, fade, target, value,
-             vnone, n_cursors, n_gaits):
+def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, out, lay, ti, tf, sel,
+             slot, n, place, window, speed, fade, target, value, vnone):
     """Write a prepared command's rows (the module docstring). In: the task, cursor, fade,
-    gait and human tables' blocks (uint8), the pool's flags, ``lay``, the command's
+    gait and human tables' blocks as BLOCK_VIEWS, the pool's flags, ``lay``, the command's
     template rows and the row of each step (``sel``, last task first), the human's slot and
     depth, the place (PLACE_*), the blend window's index, the human's speed, the fade's
-    time, a gait's target and value (``vnone``: no value, the target's), the cursors and
-    gaits the command takes. Out: the pool's flags newly set (the pool's count grows by
-    that), or -1 with nothing written (a free list too short, the pool's flags short of a
-    row taken).
+    time, a gait's target and value (``vnone``: no value, the target's). Out: the pool's
+    flags newly set (the pool's count grows by that), or -1 with nothing written (a free
+    list too short, the pool's flags short of a row taken).
     Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init, 0x001754e8 /
     0x001753d8 (insert, push)."""
-    # each block seen as each type its columns have (a table's block is a multiple of 64
-    # bytes, each array in it aligned to 64): a column is its type's array from lay[column]
-    t64, t32, tf32 = tb.view(np.int64), tb.view(np.int32), tb.view(np.float32)
-    t8, tbo = tb.view(np.int8), tb.view(np.bool_)
-    c64, c32, cf32, cbo = cb.view(np.int64), cb.view(np.int32), cb.view(np.float32), cb.view(np.bool_)
-    fi64, ff32, fbo = fb.view(np.int64), fb.view(np.float32), fb.view(np.bool_)
-    g64, g32, gf32 = gb.view(np.int64), gb.view(np.int32), gb.view(np.float32)
-    g8, gbo = gb.view(np.int8), gb.view(np.bool_)
-    h64 = hb.view(np.int64)
     o_t_nf = lay[T_NF]
     o_t_free = lay[T_FREE]
     o_c_nf = lay[C_NF]
     o_f_nf = lay[F_NF]
     o_g_nf = lay[G_NF]
     k_steps = sel.shape[0]
+    n_cursors = 0
+    n_gaits = 0
+    for k in range(k_steps):
+        if ti[sel[k], TI_OP] == _GAIT:
+            n_cursors += 2
+            n_gaits += 1
+        else:
+            n_cursors += 1
     k_tasks = k_steps + 1 if place == PLACE_CHANGE else k_steps
     tn = t64[o_t_nf]
     if tn < k_tasks or c64[o_c_nf] < n_cursors or g64[o_g_nf] < n_gaits:
@@ -170,7 +177,7 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
         held = ti[row, TI_HELD]
         tn -= 1
         tr = t64[o_t_free + tn]
-        tbo[o_t_live + tr] = True
+        t8[o_t_live + tr] = 1
         if flags != 0:
             t32[o_t_flags + tr] = flags
         if held != 0:
@@ -179,7 +186,7 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
             # the cursor (cursor_row: every column), then the task row (new_task_row)
             cn -= 1
             cr = c64[o_c_free + cn]
-            cbo[o_c_live + cr] = True
+            c8[o_c_live + cr] = 1
             c32[o_c_end + cr] = ti[row, TI_END]
             cf32[o_c_limit + cr] = tf[row, TF_LIMIT]
             cf32[o_c_dur + cr] = tf[row, TF_DUR]
@@ -192,14 +199,14 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
             cf32[o_c_t + cr] = 0.0
             c32[o_c_frame + cr] = 0
             c32[o_c_ev + cr] = 0
-            cbo[o_c_at_end + cr] = False
+            c8[o_c_at_end + cr] = 0
             t8[o_t_type + tr] = op
             tf32[o_t_rate + tr] = tf[row, TF_RATE]
             t64[o_t_c0 + tr] = cr
             if op == _CLIP:                        # _next_row
                 if prev >= 0:
                     t64[o_t_nxt + tr] = prev
-                    tbo[o_t_placed + prev] = True
+                    t8[o_t_placed + prev] = 1
                 if tf[row, TF_BLEND] != 0.0:
                     tf32[o_t_blend + tr] = tf[row, TF_BLEND]
                 if window != 0:
@@ -230,7 +237,7 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
             gn = g64[o_g_nf] - 1
             gr = g64[o_g_free + gn]
             g64[o_g_nf] = gn
-            gbo[o_g_live + gr] = True
+            g8[o_g_live + gr] = 1
             t64[o_t_aux + tr] = gr
             for j in range(5):                     # id0-id4, then b0-b4
                 g32[lay[G_ID0 + j] + gr] = ti[row, TI_IDS + j]
@@ -242,7 +249,7 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
                 i = lower + j
                 cn -= 1
                 cr = c64[o_c_free + cn]
-                cbo[o_c_live + cr] = True
+                c8[o_c_live + cr] = 1
                 c32[o_c_end + cr] = ti[row, TI_ENDS + i]
                 cf32[o_c_limit + cr] = tf[row, TF_LIMITS + i]
                 cf32[o_c_dur + cr] = tf[row, TF_DURS + i]
@@ -254,7 +261,7 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
                 cf32[o_c_t + cr] = 0.0
                 c32[o_c_frame + cr] = 0
                 c32[o_c_ev + cr] = 0
-                cbo[o_c_at_end + cr] = False
+                c8[o_c_at_end + cr] = 0
                 if j:
                     t64[o_t_c1 + tr] = cr
                 else:
@@ -282,7 +289,7 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
         tn -= 1
         fr = t64[o_t_free + tn]
         t64[o_t_nf] = tn
-        tbo[o_t_live + fr] = True
+        t8[o_t_live + fr] = 1
         t8[o_t_type + fr] = _FADE
         tf32[o_t_rate + fr] = speed
         o_f_free = lay[F_FREE]
@@ -292,7 +299,7 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
         fn = fi64[o_f_nf] - 1
         frow = fi64[o_f_free + fn]
         fi64[o_f_nf] = fn
-        fbo[o_f_live + frow] = True
+        f8[o_f_live + frow] = 1
         ff32[o_f_el + frow] = 0.0
         ff32[o_f_dur + frow] = fade
         t64[o_t_aux + fr] = frow
@@ -306,17 +313,17 @@ def run_rows(tb, cb, fb, gb, hb, out, lay, ti, tf, sel, slot, n, place, window, 
         h64[o_h_stack + b] = prev
         h64[o_h_stack + b + n + 1] = fr
         h64[o_h_depth + slot] = n + 2
-        tbo[o_t_placed + prev] = True
-        tbo[o_t_placed + fr] = True
+        t8[o_t_placed + prev] = 1
+        t8[o_t_placed + fr] = 1
     elif place == PLACE_PUSH:
         h64[o_h_stack + slot * stack_width + n] = prev
         h64[o_h_depth + slot] = n + 1
-        tbo[o_t_placed + prev] = True
+        t8[o_t_placed + prev] = 1
     else:
         o_h_queued = lay[H_QUEUED]
         o_h_queue = lay[H_QUEUE]
         q = h64[o_h_queued + slot]
-        tbo[o_t_placed + prev] = True
+        t8[o_t_placed + prev] = 1
         h64[o_h_queue + slot * lay[_WIDTHS + 1] + q] = prev
         h64[o_h_queued + slot] = q + 1
         return added

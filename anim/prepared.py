@@ -116,8 +116,8 @@ class RecipeRules(StackRules):
     # ---------------------------------------------------------------- the rows, directly
     def _views(self) -> tuple | None:
         """What the direct path reads and passes to anim.cmdkernel.run_rows: the five
-        tables' blocks, ``lay`` (each array's offset in its block, in its own items) and the
-        fast views the Python checks read; kept while no table's arrays were replaced
+        tables' blocks as its BLOCK_VIEWS, ``lay`` (each array's offset in its block, in
+        its own items) and the fast views the Python checks read; kept while no table's arrays were replaced
         (store.LAYOUT_EPOCH) and the pool's flags are the same array. None when an array
         is not a plain view into its table's block (the handle calls then)."""
         st = self.stores
@@ -150,7 +150,8 @@ class RecipeRules(StackRules):
                 and out.flags.writeable and out.flags.aligned):
             return None
         ts = st.tasks
-        kv = self._cmd_views = (LAYOUT_EPOCH[0], st, h, out, ts, tuple(blocks), lay, h.m_depth, h.m_queued, h.gen,
+        typed = tuple(blocks[ti].view(dt) for ti, dt in CK.BLOCK_VIEWS)
+        kv = self._cmd_views = (LAYOUT_EPOCH[0], st, h, out, ts, typed, lay, h.m_depth, h.m_queued, h.gen,
                                 h.m_speed, ts.m_n_free, ts.m_free_rows, (st.cursors, st.fades, st.gaits))
         self._cmd_entry = None
         return kv
@@ -172,7 +173,7 @@ class RecipeRules(StackRules):
             kv = self._views()
             if kv is None:
                 return False
-        _, _, h, out, ts, blocks, lay, h_depth, h_queued, h_gen, h_speed, t_nf, t_free, others = kv
+        _, _, h, out, ts, typed, lay, h_depth, h_queued, h_gen, h_speed, t_nf, t_free, others = kv
         s = inst.slot
         rec = inst.record
         if rec.table is not h or rec.row != s or h_gen[s] != rec.gen or s.__class__ is not int:
@@ -238,9 +239,8 @@ class RecipeRules(StackRules):
             if t._dirty:
                 t._reset_dirty()
         tn = t_nf[0]
-        tb, cb, fb, gb, hb = blocks
-        args = (tb, cb, fb, gb, hb, out, lay, tp.ti, tp.tf, tp.sel, s, n, code, _WINDOW_INDEX[opts.blend_window],
-                speed, fade, target, value, vnone, command.n_cursors, command.n_gaits)
+        args = typed + (out, lay, tp.ti, tp.tf, tp.sel, s, n, code, _WINDOW_INDEX[opts.blend_window], speed, fade,
+                        target, value, vnone)
         call = self._cmd_entry
         if call is None:
             added = CK.run_rows(*args)
