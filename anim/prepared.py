@@ -153,7 +153,9 @@ class RecipeRules(StackRules):
         typed = tuple(blocks[ti].view(dt) for ti, dt in CK.BLOCK_VIEWS)
         kv = self._cmd_views = (LAYOUT_EPOCH[0], st, h, out, ts, typed, lay, h.m_depth, h.m_queued, h.gen,
                                 h.m_speed, ts.m_n_free, ts.m_free_rows, (st.cursors, st.fades, st.gaits))
-        self._cmd_entry = None
+        # the entry point (_cmd_entry) is kept: every argument types as before (the arrays
+        # checked above: their dtype, one dimension, C order, writable and aligned; the
+        # templates' own; the scalars a Python int or float, as _run_rows makes them)
         return kv
 
     def _run_rows(self, inst: CharacterInstance, command: Command, params: tuple, tp: "_Templates") -> bool:
