@@ -26,7 +26,7 @@ from . import f32 as F
 from .recipe import _CHANGE, _GAIT, _PUSH, Arg, Command, Recipe, _value, check_params, expand
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance
 from .stackrules import StackRules
-from .store import LAYOUT_EPOCH
+from .store import LAYOUT_EPOCH, _fast_view
 from .tasks import WINDOW_RULES, TaskFlags
 
 __all__ = ["RecipeRules"]
@@ -287,7 +287,7 @@ class _Templates:
         self.ti = np.zeros((k + 4, CK.TI_WIDTH), np.int64)
         self.tf = np.zeros((k + 4, CK.TF_WIDTH), np.float64)
         self.sel = np.arange(k, dtype=np.int64)
-        self.sel_mv = memoryview(self.sel)
+        self.sel_mv = _fast_view(self.sel)              # a memoryview: one write per Arg step
         self.n_rows = k
         self.by_id: dict = {}
         self.known = [st[1].__class__ is Arg for st in steps]
