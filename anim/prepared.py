@@ -1,11 +1,13 @@
 """The Player's prepared commands: a Recipe's rows written directly (anim.recipe).
 
 ``RecipeRules`` is the part of ``scuffle.anim.player.Player`` that runs a prepared
-command (``prepare``, ``run``): when nothing can refuse or grow it writes the task,
-cursor, fade and gait rows, the pool's accounting and the human's stack or queue row
-itself, from templates kept per command and anim set (``_learn_rows``), with no handle
-object (anim.tasks.task_at makes a row's handle on its first read); otherwise it runs the
-command through the handle calls (anim.recipe.expand), whose rows these are, bit for bit.
+command (``prepare``, ``run``): when nothing can refuse or grow, one compiled call
+(anim.cmdkernel.run_rows) writes the task, cursor, fade and gait rows, the pool's flags
+and the human's stack or queue row, from templates kept per command and anim set as small
+arrays (``_Templates``, made by ``_learn_rows``) and the tables' memory blocks, with no
+handle object (anim.tasks.task_at makes a row's handle on its first read); otherwise it
+runs the command through the handle calls (anim.recipe.expand), whose rows these are,
+bit for bit. The checks that raise at the call stay here, before anything is taken.
 A mixin on the stack rules; reads ``options``, ``pool``, ``stores`` and ``batch``.
 
 Spec: "Animation tasks", "The task stack", "Fades", "Gait blend".
@@ -15,46 +17,33 @@ TaskStack_InsertBottom, 0x001753d8 TaskStack_Push.
 """
 from __future__ import annotations
 
-import math
-import struct
 from typing import Any
 
+import numpy as np
+
+from . import cmdkernel as CK
 from . import f32 as F
 from .callbacks import Callback, check_callback
-from .recipe import _CHANGE, _CLIP, _GAIT, _PUSH, Arg, Command, Recipe, _value, check_params, expand
-from .sampler import CursorFlags
+from .recipe import _CHANGE, _GAIT, _PUSH, Arg, Command, Recipe, _value, check_params, expand
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance
 from .stackrules import StackRules
-from .store import LAYOUT_EPOCH
-from .tasks import GAIT_ALONE_HIGH, GAIT_SPEED, GAIT_STEPS, WINDOW_RULES, TaskFlags, TaskType
+from .store import LAYOUT_EPOCH, _fast_view
+from .tasks import WINDOW_RULES, TaskFlags
 
 __all__ = ["RecipeRules"]
 
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
-_MUTED_INT = int(CursorFlags.MUTED)
-_CONTINUOUS_INT = int(TaskFlags.CONTINUOUS)
 _F32_MAX = F.FLT_MAX
-_STEP0, _STEP1, _STEP2 = GAIT_STEPS
-_FADE_INT = int(TaskType.FADE)
+_INT32 = 1 << 31
 _WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
-
-
-
-_F32 = struct.Struct("<f")           # anim.f32.f32's rounding (to nearest), without its overflow case
-_PACK, _UNPACK = _F32.pack, _F32.unpack
-
-
-def _f32_04(v: float) -> float:
-    """GaitTask._clamp of a finite float: clamped to 0-4, as a float32 value."""
-    if not 0.0 <= v <= 4.0:
-        v = min(max(v, 0.0), 4.0)
-    return _UNPACK(_PACK(v))[0]
 
 
 class RecipeRules(StackRules):
     """``prepare`` and ``run`` (see the module docstring), on the stack rules; Player is made on them."""
 
     _cmd_views: tuple | None = None
+    _cmd_entry: Any = None
+    cmd_kernel_runs = 0           # commands whose rows anim.cmdkernel.run_rows wrote (tests/anim/test_recipes.py)
 
     def prepare(self, recipe: Recipe) -> Command:
         """A recipe checked once and made ready to run (``run``). In: a Recipe. Out: a
@@ -77,7 +66,7 @@ class RecipeRules(StackRules):
         ends = command.ends
         if per is None or per[0] is not s or per[1] is not self or per[2] is not self.options \
                 or (ends is not None and not _ends_are_data(ends, params)) \
-                or not self._run_rows(inst, command, params, per[3], per[4]):
+                or not self._run_rows(inst, command, params, per[3]):
             expand(self, inst, command, params)
             self._learn_rows(inst, command, params)
         elif ends is not None:
@@ -142,26 +131,41 @@ class RecipeRules(StackRules):
             self.rate_of(s, aid)
         self._learn_rows(inst, command, params)
 
+    def knows(self, inst: CharacterInstance, command: Command, *params) -> bool:
+        """Whether ``command`` run on ``inst`` with ``params`` finds its templates (learnt
+        for the human's set, this Player and options, every id the params give): then only
+        a limit near or a number that is not a plain float sends it through the handle
+        calls. In: as ``run``. Rejected: the wrong number of params (RecipeError)."""
+        if command.__class__ is not Command or len(params) != command.n_params:
+            check_params(command, params)
+        s = inst.anim_set
+        per = command._sets.get(id(s))
+        if per is None or per[0] is not s or per[1] is not self or per[2] is not self.options or not per[3].ready:
+            return False
+        by_id = per[3].by_id
+        return all(op == _GAIT or (k, params[anim.pos]) in by_id for k, op, anim, _ in command.arg_steps)
+
     def _learn_rows(self, inst: CharacterInstance, command: Command, params: tuple) -> None:
         """After a run through the handle calls, keep what the direct path needs for the
-        human's set (all found by that run: nothing is added to the bank here): per step, a
-        clip's cursor template (its proto's end, limit, duration and first event frame, its
-        bank index, the id as an int, the cursor flags) and rate, an Arg id's by id, a
-        gait's ids, banks and protos (with a constant value, its two cursor templates and
-        its value, pair and leader too). The options are frozen: kept with them."""
+        human's set (all found by that run: nothing is added to the bank here), as rows of
+        the command's template arrays (_Templates; anim.cmdkernel's TI_* / TF_* columns):
+        per step, a clip's cursor template (its proto's end, limit, duration and first event
+        frame, its bank index, the id as an int, the cursor flags) and rate, an Arg id's
+        by id; a gait's five ids, banks and cursor templates. The options are frozen: kept
+        with them."""
         s = inst.anim_set
         opts = self.options
         per = command._sets.get(id(s))
         if per is None or per[0] is not s or per[1] is not self or per[2] is not opts:
-            per = (s, self, opts, [None] * len(command.steps), {})
+            per = (s, self, opts, _Templates(command.steps))
             command._sets[id(s)] = per
-        fixed, by_id = per[3], per[4]
+        tp = per[3]
         for k, (op, anim, flags, held, extra) in enumerate(command.steps):
             if op == _GAIT:
-                if fixed[k] is None:
+                if not tp.known[k]:
                     known = self._entries_known(s, anim)
                     if known is not None:
-                        fixed[k] = _gait_template(known[2], known[1], known[3], flags, extra)
+                        tp.set_gait(k, op, flags, held, known[2], known[1], known[3])
                 continue
             aid: Any = _value(anim, params)
             kind = aid.__class__
@@ -173,95 +177,123 @@ class RecipeRules(StackRules):
             rate = self.rate_of(s, aid)
             if not (rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX):
                 continue                             # numpy's casts: the handle calls, always
-            proto = hit[3]
-            tpl = (proto[1], proto[7], proto[6], hit[2], int(aid), flags & _CURSOR_INT, proto[5], rate)
-            if anim.__class__ is Arg:
-                by_id[aid] = tpl
+            aid = int(aid)
+            if not -_INT32 <= aid < _INT32:
+                continue
+            if anim.__class__ is Arg:                # a row per step and id: a row holds the step's op,
+                key = (k, _value(anim, params))      # flags, held and blend beside the clip's
+                row = tp.by_id.get(key)
+                if row is None:
+                    row = tp.by_id[key] = tp.new_row()
             else:
-                fixed[k] = tpl
+                row = k
+                tp.known[k] = True
+            tp.set_clip(row, op, flags, held, extra, hit[3], hit[2], aid, rate)
+        tp.ready = all(tp.known)
 
     # ---------------------------------------------------------------- the rows, directly
-    def _views(self) -> tuple:
-        """The fast views the direct path writes, kept while no table's arrays were replaced
-        (store.LAYOUT_EPOCH)."""
+    def _views(self) -> tuple | None:
+        """What the direct path reads and passes to anim.cmdkernel.run_rows: the five
+        tables' blocks as its BLOCK_VIEWS, ``lay`` (each array's offset in its block, in
+        its own items) and the fast views the Python checks read; kept while no table's arrays were replaced
+        (store.LAYOUT_EPOCH) and the pool's flags are the same array. None when an array
+        is not a plain view into its table's block (the handle calls then)."""
         st = self.stores
-        ts, cs, fd, gs, h = st.tasks, st.cursors, st.fades, st.gaits, self.batch.humans
-        tv = (ts.m_n_free, ts.m_free_rows, ts.m_live, ts.m_type, ts.m_rate, ts.m_flags, ts.m_held, ts.m_c0, ts.m_c1,
-              ts.m_aux, ts.m_nxt, ts.m_blend, ts.m_window, ts.m_placed, ts.m_incoming, ts.m_speed)
-        cv = (cs.m_n_free, cs.m_free_rows, cs.m_live, cs.m_end, cs.m_limit, cs.m_dur, cs.m_bank, cs.m_anim,
-              cs.m_flags, cs.m_evf0, cs.m_evf, cs.m_t, cs.m_frame, cs.m_ev, cs.m_at_end)
-        fv = (fd.m_n_free, fd.m_free_rows, fd.m_live, fd.m_el, fd.m_dur)
-        gv = (gs.m_n_free, gs.m_free_rows, gs.m_live, gs.m_id0, gs.m_id1, gs.m_id2, gs.m_id3, gs.m_id4, gs.m_b0,
-              gs.m_b1, gs.m_b2, gs.m_b3, gs.m_b4, gs.m_value, gs.m_target, gs.m_lower, gs.m_leader)
-        hv = (h.m_depth, h.m_queued, h.m_stack, h.stack_width, h.m_queue, h.queue_width, h.m_flags, h.m_anim,
-              h.m_speed, h.gen)
-        kv = self._cmd_views = (LAYOUT_EPOCH[0], st, h, ts, cs, fd, gs, tv, cv, fv, gv, hv)
+        h = self.batch.humans
+        tables = (st.tasks, st.cursors, st.fades, st.gaits, h)
+        lay = np.zeros(CK.LAY_SIZE, np.int64)
+        blocks = []
+        for t in tables:
+            blk = getattr(t, "block", None)
+            if not (isinstance(blk, np.ndarray) and blk.dtype == np.uint8 and blk.ndim == 1 and blk.nbytes % 8 == 0
+                    and blk.flags.c_contiguous and blk.flags.writeable and blk.flags.aligned
+                    and blk.__array_interface__["data"][0] % 8 == 0):
+                return None
+            blocks.append(blk)
+        for i, (ti, name, dt) in enumerate(CK.COLUMNS):
+            t, blk = tables[ti], blocks[ti]
+            arr = getattr(t, name, None)
+            if not (isinstance(arr, np.ndarray) and arr.dtype == dt and arr.flags.c_contiguous
+                    and arr.dtype.isnative):
+                return None
+            off = arr.__array_interface__["data"][0] - blk.__array_interface__["data"][0]
+            if off < 0 or off + arr.nbytes > blk.nbytes or off % arr.itemsize:
+                return None
+            lay[i] = off // arr.itemsize
+        if h.stack.ndim != 2 or h.queue.ndim != 2:
+            return None
+        lay[CK.LAY_SIZE - 2], lay[CK.LAY_SIZE - 1] = h.stack.shape[1], h.queue.shape[1]
+        out = self.pool.out
+        if not (isinstance(out, np.ndarray) and out.dtype == np.bool_ and out.ndim == 1 and out.flags.c_contiguous
+                and out.flags.writeable and out.flags.aligned):
+            return None
+        ts = st.tasks
+        typed = tuple(blocks[ti].view(dt) for ti, dt in CK.BLOCK_VIEWS)
+        kv = self._cmd_views = (LAYOUT_EPOCH[0], st, h, out, ts, typed, lay, h.m_depth, h.m_queued, h.gen,
+                                h.m_speed, ts.m_n_free, ts.m_free_rows, (st.cursors, st.fades, st.gaits))
+        # the entry point (_cmd_entry) is kept: every argument types as before (the arrays
+        # checked above: their dtype, one dimension, C order, writable and aligned; the
+        # templates' own; the scalars a Python int or float, as _run_rows makes them)
         return kv
 
-    def _run_rows(self, inst: CharacterInstance, command: Command, params: tuple, fixed: list, by_id: dict) -> bool:
-        """The command's rows written directly, or False (nothing written) when the direct
-        path cannot be sure they are the handle calls' (the module docstring's cases).
+    def _run_rows(self, inst: CharacterInstance, command: Command, params: tuple, tp: "_Templates") -> bool:
+        """The command's rows written directly (anim.cmdkernel.run_rows, one call), or False
+        (nothing written) when the direct path cannot be sure they are the handle calls'
+        (the module docstring's cases). The checks that raise at the call (a full stack or
+        queue, the pool exhausted) are made here, before anything is taken.
         Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init, 0x001754e8 /
         0x001753d8 (insert, push)."""
         batch = self.batch
-        if inst.engine is not batch:
+        if inst.engine is not batch or not tp.ready:
             return False
+        pool = self.pool
         kv = self._cmd_views
-        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[1] is not self.stores or kv[2] is not batch.humans:
+        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[1] is not self.stores or kv[2] is not batch.humans \
+                or kv[3] is not pool._out:
             kv = self._views()
-        _, _, h, ts, cs, fd, gs, tv, cv, fv, gv, hv = kv
-        h_depth, h_queued, h_stack, stack_width, h_queue, queue_width, h_flags, h_anim, h_speed, h_gen = hv
+            if kv is None:
+                return False
+        _, _, h, out, ts, typed, lay, h_depth, h_queued, h_gen, h_speed, t_nf, t_free, others = kv
         s = inst.slot
         rec = inst.record
-        if rec.table is not h or rec.row != s or h_gen[s] != rec.gen:
+        if rec.table is not h or rec.row != s or h_gen[s] != rec.gen or s.__class__ is not int:
             return False
         opts = self.options
         place = command.place
         n = h_depth[s]
+        fade = 0.0
         if place is _CHANGE:
             fade = command.fade
             if fade.__class__ is Arg:
                 fade = params[fade.pos]
                 if not (fade.__class__ is float and 0.0 <= fade <= _F32_MAX):
                     return False
+            elif fade.__class__ is not float:
+                fade = float(fade)
             if not (n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE):
                 return False
-            if not fv[0][0]:
-                return False
+            code = CK.PLACE_CHANGE
         elif place is _PUSH:
             if not (n <= opts.early_finish_above and n < STACK_SIZE):
                 return False
-        elif h_queued[s] >= QUEUE_SIZE:
-            return False
+            code = CK.PLACE_PUSH
+        else:
+            if h_queued[s] >= QUEUE_SIZE:
+                return False
+            code = CK.PLACE_ENQUEUE
         if opts.refuse_deep_chains:
             return False
-        pool = self.pool
         k_tasks = command.n_tasks
-        n_out = pool.n_out
-        if n_out + k_tasks > pool.capacity:
-            return False
-        (t_nf, t_free, t_live, t_type, t_rate, t_flags, t_held, t_c0, t_c1, t_aux, t_nxt, t_blend, t_window,
-         t_placed, t_incoming, t_speed) = tv
-        tn = t_nf[0]
-        if tn < k_tasks:
-            return False
-        out = pool.m_out
-        n_pool = len(out)
-        if n_pool < ts.capacity:                         # the pool's flags may not reach the rows taken
-            for i in range(tn - k_tasks, tn):
-                if t_free[i] >= n_pool:
-                    return False
-        c_nf = cv[0]
-        cn = c_nf[0]
-        if cn < command.n_cursors or (command.n_gaits and gv[0][0] < command.n_gaits):
+        if pool.n_out + k_tasks > pool.capacity:
             return False
         speed = h_speed[s]
         if not -_F32_MAX <= speed <= _F32_MAX:
             return False
-        # every step's data found (this set's ids; the run's Arg ids) and its numbers plain
-        steps = command.steps
+        # the run's Arg ids' template rows, a gait's target and value
+        target = value = 0.0
+        vnone = 0
         if command.arg_steps:
-            found = fixed.copy()
+            sel = tp.sel_mv
             for k, op, anim, extra in command.arg_steps:
                 if op == _GAIT:
                     target, value = extra
@@ -269,182 +301,44 @@ class RecipeRules(StackRules):
                         target = params[target.pos]
                         if not (target.__class__ is float and -_F32_MAX <= target <= _F32_MAX):
                             return False
-                    if value.__class__ is Arg:
+                    if value is None:
+                        vnone, value = 1, 0.0
+                    elif value.__class__ is Arg:
                         value = params[value.pos]
                         if not (value.__class__ is float and -_F32_MAX <= value <= _F32_MAX):
                             return False
-                    if found[k] is None:
-                        return False
-                    found[k] = (found[k], target, value)
+                    target, value = float(target), float(value)
                 else:
-                    tpl = by_id.get(params[anim.pos])
-                    if tpl is None:
+                    row = tp.by_id.get((k, params[anim.pos]))
+                    if row is None:
                         return False
-                    found[k] = tpl
-            if None in found:
-                return False
-        else:
-            if None in fixed:
-                return False
-            found = fixed
-        # ---- nothing can refuse now: the rows, in the order the handle calls write them
-        window = _WINDOW_INDEX[opts.blend_window]
+                    sel[k] = row
         if ts._dirty:
             ts._reset_dirty()
-        if cs._dirty:
-            cs._reset_dirty()
-        views = ts.views
-        n_views = len(views)
-        if n_views < ts.capacity:                        # grown to the rows taken (as new_task_row grows it)
-            top = max(t_free[tn - k_tasks:tn]) + 1
-            if top > n_views:
-                views.extend([None] * (top - n_views))
-        (c_nf, c_free, c_live, c_end, c_limit, c_dur, c_bank, c_anim, c_flags, c_evf0, c_evf, c_t, c_frame, c_ev,
-         c_at_end) = cv
-        prev = -1                                        # the task made last (the next of the one made now)
-        aid = -1
-        for (op, anim, flags, held, extra), tpl in zip(steps, found):
-            tn -= 1
-            tr = t_free[tn]
-            t_live[tr] = True
-            views[tr] = None
-            if flags:
-                t_flags[tr] = flags
-            if held:
-                t_held[tr] = held
-            if op != _GAIT:
-                # the cursor (cursor_row: every column), then the task row (new_task_row)
-                end, limit, dur, bank, aid, cflags, evf0, rate = tpl
-                cn -= 1
-                cr = c_free[cn]
-                c_live[cr] = True
-                c_end[cr] = end
-                c_limit[cr] = limit
-                c_dur[cr] = dur
-                c_bank[cr] = bank
-                c_anim[cr] = aid
-                c_flags[cr] = cflags
-                c_evf0[cr] = evf0
-                c_evf[cr] = evf0
-                c_t[cr] = 0.0
-                c_frame[cr] = 0
-                c_ev[cr] = 0
-                c_at_end[cr] = False
-                t_type[tr] = op
-                t_rate[tr] = rate
-                t_c0[tr] = cr
-                if op == _CLIP:                          # _next_row
-                    if prev >= 0:
-                        t_nxt[tr] = prev
-                        t_placed[prev] = True
-                    if extra:
-                        t_blend[tr] = extra
-                    if window:
-                        t_window[tr] = window
-            else:                                        # GaitTask._made: the task row, the gait row, the pair
-                (ids, banks, protos, v, lower, leader, cur), target, value = tpl
-                if v is None:                            # the value is the run's (or the target)
-                    v = _f32_04(target if value is None else value)
-                    lower = 0 if v < _STEP0 else 1 if v < _STEP1 else 2 if v < _STEP2 else 3
-                    leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
-                    base = flags & _CURSOR_INT
-                    cur = [_cursor_template(protos[lower + j], banks[lower + j], ids[lower + j],
-                                            base if leader == j else base | _MUTED_INT) for j in (0, 1)]
-                tg = v if value is None else _f32_04(target)
-                if not flags & _CONTINUOUS_INT:
-                    tg = float(math.floor(tg + 0.5))
-                t_type[tr] = _GAIT
-                t_rate[tr] = speed
-                if gs._dirty:
-                    gs._reset_dirty()
-                (g_nf, g_free, g_live, g_id0, g_id1, g_id2, g_id3, g_id4, g_b0, g_b1, g_b2, g_b3, g_b4, g_value,
-                 g_target, g_lower, g_leader) = gv
-                gn = g_nf[0] - 1
-                gr = g_free[gn]
-                g_nf[0] = gn
-                g_live[gr] = True
-                t_aux[tr] = gr
-                g_id0[gr], g_id1[gr], g_id2[gr], g_id3[gr], g_id4[gr] = ids
-                g_b0[gr], g_b1[gr], g_b2[gr], g_b3[gr], g_b4[gr] = banks
-                t_speed[tr] = GAIT_SPEED
-                for j in (0, 1):                         # the pair's two cursors (cursor_row)
-                    end, limit, dur, bank, aid, cflags, evf0 = cur[j]
-                    cn -= 1
-                    cr = c_free[cn]
-                    c_live[cr] = True
-                    c_end[cr] = end
-                    c_limit[cr] = limit
-                    c_dur[cr] = dur
-                    c_bank[cr] = bank
-                    c_anim[cr] = aid
-                    c_flags[cr] = cflags
-                    c_evf0[cr] = evf0
-                    c_evf[cr] = evf0
-                    c_t[cr] = 0.0
-                    c_frame[cr] = 0
-                    c_ev[cr] = 0
-                    c_at_end[cr] = False
-                    if j:
-                        t_c1[tr] = cr
-                    else:
-                        t_c0[tr] = cr
-                g_value[gr] = v
-                g_target[gr] = tg
-                g_lower[gr] = lower
-                g_leader[gr] = leader
-                aid = ids[lower + leader]
-            if not out[tr]:                              # the pool's take_row
-                out[tr] = True
-                n_out += 1
-            prev = tr
-        t_nf[0] = tn
-        c_nf[0] = cn
-        held = steps[-1][3]                              # the first task's held bits
-        if place is _CHANGE:                             # change's straight path: the fade, then both slots
-            if fd._dirty:
-                fd._reset_dirty()
-            tn -= 1
-            fr = t_free[tn]
-            t_nf[0] = tn
-            t_live[fr] = True
-            views[fr] = None
-            t_type[fr] = _FADE_INT
-            t_rate[fr] = speed
-            f_nf, f_free, f_live, f_el, f_dur = fv
-            fn = f_nf[0] - 1
-            frow = f_free[fn]
-            f_nf[0] = fn
-            f_live[frow] = True
-            f_el[frow] = 0.0
-            f_dur[frow] = fade
-            t_aux[fr] = frow
-            if not out[fr]:
-                out[fr] = True
-                n_out += 1
-            t_incoming[fr] = prev
-            b = s * stack_width
-            for i in range(b + n, b, -1):
-                h_stack[i] = h_stack[i - 1]
-            h_stack[b] = prev
-            h_stack[b + n + 1] = fr
-            h_depth[s] = n + 2
-            t_placed[prev] = True
-            t_placed[fr] = True
-        elif place is _PUSH:
-            h_stack[s * stack_width + n] = prev
-            h_depth[s] = n + 1
-            t_placed[prev] = True
+        for t in others:
+            if t._dirty:
+                t._reset_dirty()
+        tn = t_nf[0]
+        args = typed + (out, lay, tp.ti, tp.tf, tp.sel, s, n, code, _WINDOW_INDEX[opts.blend_window], speed, fade,
+                        target, value, vnone)
+        call = self._cmd_entry
+        if call is None:
+            added = CK.run_rows(*args)
+            self._cmd_entry = _entry_of(CK.run_rows, args)
         else:
-            q = h_queued[s]
-            t_placed[prev] = True
-            h_queue[s * queue_width + q] = prev
-            h_queued[s] = q + 1
-            pool.n_out = n_out
-            return True
-        pool.n_out = n_out
-        if held:
-            h_flags[s] = h_flags[s] | held
-        h_anim[s] = aid                                  # the top is the fade or the task: the task's id
+            added = call(*args)
+        if added < 0:
+            return False
+        pool.n_out += added
+        self.cmd_kernel_runs += 1
+        views = ts.views
+        taken = t_free[tn - k_tasks:tn]
+        if len(views) < ts.capacity:                 # grown to the rows taken (as new_task_row grows it)
+            top = max(taken) + 1
+            if top > len(views):
+                views.extend([None] * (top - len(views)))
+        for tr in taken:
+            views[tr] = None
         return True
 
 
@@ -468,29 +362,60 @@ def _ends_are_data(ends: tuple, params: tuple) -> bool:
     return True
 
 
-class _GaitTemplate(tuple):
-    """A gait step's template: (ids, banks, protos, value, pair, leader, the two cursor
-    templates) for a constant value (else value, pair, leader and cursors None)."""
-
-    __slots__ = ()
-
-
-def _cursor_template(proto: tuple, bank: int, aid: int, cflags: int) -> tuple:
-    """What cursor_row writes from ``proto`` (cursor_proto): end, limit, duration, bank
-    index, anim id, flags, first event frame."""
-    return (proto[1], proto[7], proto[6], bank, int(aid), cflags, proto[5])
+def _entry_of(fn, args: tuple):
+    """The compiled entry point ``fn``'s dispatcher chose for ``args`` (anim.trusted), or
+    ``fn`` itself (no overloads: NUMBA_DISABLE_JIT)."""
+    overloads = getattr(fn, "overloads", None)
+    if not overloads:
+        return fn
+    cres = overloads.get(tuple(fn.typeof_pyval(a) for a in args))
+    return cres.entry_point if cres is not None else fn
 
 
-def _gait_template(ids, banks, protos, flags: int, extra: tuple) -> _GaitTemplate:
-    """A gait step's _GaitTemplate (RecipeRules._learn_rows)."""
-    ids = tuple(int(i) for i in ids)
-    target, value = extra
-    if value is not None and value.__class__ is not Arg:
-        v = _f32_04(value)
-        lower = 0 if v < _STEP0 else 1 if v < _STEP1 else 2 if v < _STEP2 else 3
-        leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
-        base = flags & _CURSOR_INT
-        cur = tuple(_cursor_template(protos[lower + j], banks[lower + j], ids[lower + j],
-                                     base if leader == j else base | _MUTED_INT) for j in (0, 1))
-        return _GaitTemplate((ids, tuple(banks), tuple(protos), v, lower, leader, cur))
-    return _GaitTemplate((ids, tuple(banks), tuple(protos), None, 0, 0, None))
+class _Templates:
+    """A command's template rows for one anim set (anim.cmdkernel's TI_* / TF_* columns):
+    rows 0..k-1 the steps' own (a fixed id's, a gait's), then one per Arg step and id met
+    (``by_id``: (step, id) -> row: a row holds its step's op, flags, held and blend);
+    ``sel`` the row each step runs with (an Arg step's set per run, through ``sel_mv``); ``known`` per step, ``ready`` when every fixed step is."""
+
+    __slots__ = ("ti", "tf", "sel", "sel_mv", "n_rows", "by_id", "known", "ready")
+
+    def __init__(self, steps: tuple):
+        k = len(steps)
+        self.ti = np.zeros((k + 4, CK.TI_WIDTH), np.int64)
+        self.tf = np.zeros((k + 4, CK.TF_WIDTH), np.float64)
+        self.sel = np.arange(k, dtype=np.int64)
+        self.sel_mv = _fast_view(self.sel)              # a memoryview: one write per Arg step
+        self.n_rows = k
+        self.by_id: dict = {}
+        self.known = [st[1].__class__ is Arg for st in steps]
+        self.ready = all(self.known)
+
+    def new_row(self) -> int:
+        """A new row for an Arg id (the arrays doubled when full: at learn time, not per run)."""
+        r = self.n_rows
+        if r == self.ti.shape[0]:
+            self.ti = np.concatenate([self.ti, np.zeros_like(self.ti)])
+            self.tf = np.concatenate([self.tf, np.zeros_like(self.tf)])
+        self.n_rows = r + 1
+        return r
+
+    def set_clip(self, row: int, op: int, flags: int, held: int, blend: float, proto: tuple, bank: int, aid: int,
+                 rate: float) -> None:
+        """A clip's row: what cursor_row writes from ``proto`` (cursor_proto: end, limit,
+        duration, first event frame), its bank index, id, cursor flags; the task's rate."""
+        ti, tf = self.ti[row], self.tf[row]
+        ti[CK.TI_OP], ti[CK.TI_FLAGS], ti[CK.TI_HELD] = op, flags, held
+        ti[CK.TI_END], ti[CK.TI_BANK], ti[CK.TI_AID] = proto[1], bank, aid
+        ti[CK.TI_CFLAGS], ti[CK.TI_EVF0] = flags & _CURSOR_INT, proto[5]
+        tf[CK.TF_BLEND], tf[CK.TF_LIMIT], tf[CK.TF_DUR], tf[CK.TF_RATE] = blend, proto[7], proto[6], rate
+
+    def set_gait(self, k: int, op: int, flags: int, held: int, ids, banks, protos) -> None:
+        """A gait's row: its five ids, banks, and each clip's cursor template."""
+        ti, tf = self.ti[k], self.tf[k]
+        ti[CK.TI_OP], ti[CK.TI_FLAGS], ti[CK.TI_HELD] = op, flags, held
+        for j in range(5):
+            ti[CK.TI_IDS + j], ti[CK.TI_BANKS + j] = int(ids[j]), banks[j]
+            ti[CK.TI_ENDS + j], ti[CK.TI_EVF0S + j] = protos[j][1], protos[j][5]
+            tf[CK.TF_LIMITS + j], tf[CK.TF_DURS + j] = protos[j][7], protos[j][6]
+        self.known[k] = True

@@ -25,6 +25,7 @@ from .animset import AnimSet
 from .clip import author_clip, make_event
 from .player import Player
 from .rangelist import author_range
+from .recipe import Arg, ClipStep, GaitStep, Place, Recipe
 from .stack import CharacterInstance
 
 __all__ = ["compile_kernels", "kernels_cached", "announce_compile", "note_cold_compile", "COMPILE_MESSAGE",
@@ -53,7 +54,8 @@ def compile_kernels(progress=None) -> None:
     """Compile (or load from numba's on-disk cache) every kernel the compiled engine calls,
     by running a tiny crowd through it: a loop, a gait under a fade, a clip in its blend
     window, types 10, 11 and 13, a loop with a wrap callback (the scalar step: a plan), the
-    flush of what they release (flush_release, flush_anim_ids), then root motion. ``progress(msg)`` is told first (callers time it:
+    flush of what they release (flush_release, flush_anim_ids), a prepared command's rows
+    (anim.cmdkernel.run_rows), then root motion. ``progress(msg)`` is told first (callers time it:
     the simulation reads no clock).
 
     The first run of an install compiles (cache=True keeps the machine code next to
@@ -79,6 +81,12 @@ def compile_kernels(progress=None) -> None:
         p.step(hs)
         b = p.pose(hs)
         p.flush()
+    # a prepared command: learned by its first run, its rows in one compiled call by the second
+    cmd = p.prepare(Recipe(Place.CHANGE, (ClipStep(1, blend=0.1), GaitStep([0, 1, 2, 3, 3], target=Arg(0))),
+                           fade=0.1))
+    p.run(hs[0], cmd, 1.5)
+    p.run(hs[1], cmd, 2.5)
+    p.flush()
     p.sample(hs)
     n = len(hs)
     K.root_motion_step(np.arange(n, dtype=np.int64), b.poses.vel, b.poses.tag, b.poses.rot, np.zeros(n),

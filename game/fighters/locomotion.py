@@ -139,12 +139,9 @@ class Locomotion(FightCore):
             kept = self._kept()
             for key in CLIP_LOOP_KEYS:
                 cmd = self._clip_loop_command(*key)
-                per = cmd._sets.get(id(s))           # learnt for this set, player and options already
-                if per is not None and per[0] is s and per[1] is p and per[2] is p.options \
-                        and len(per[4]) >= len(have):
-                    continue
                 for m in have:
-                    p.learn(inst, cmd, m, m, kept, kept)
+                    if not p.knows(inst, cmd, m, m, kept, kept):     # (learnt for this set already)
+                        p.learn(inst, cmd, m, m, kept, kept)
             if Move.WALK_START in s and all(g in s for g in GAIT_IDS):
                 p.learn(inst, self._walk_start_command(), 1.0, kept)
         if all(g in s for g in GAIT_IDS[:len(GAITS)]):

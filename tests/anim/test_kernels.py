@@ -267,6 +267,8 @@ def test_each_kernel_compiles_once(tmp_path):
     assert "_blend" in seen and "_room" in seen
     cached = {p.name.split("-")[0] for p in tmp_path.rglob("*.nbi")}
     assert {"kernels.step_stacks", "kernels.pose_stacks", "kernels.root_motion_step"} <= cached, cached
+    # a prepared command's rows (anim.cmdkernel, a module of its own): compiled once, cached
+    assert "run_rows" in seen and "cmdkernel.run_rows" in cached, (seen, cached)
     if K.LINK_ONLY:                         # numba's usual way under an untested numba (anim.jitpipe)
         assert not {"kernels._blend", "kernels._room", "kernels._add", "kernels._sample"} & cached, cached
 

@@ -71,6 +71,14 @@ SHAPES = {
     "queued": (Recipe(Place.ENQUEUE, (ClipStep(Arg(0), blend=0.1), LoopStep(Move.FIGHT_IDLE))),
                lambda x, k, fade: (ATTACKS[k % 4],),
                lambda p, i, x, k, fade: p.enqueue(i, p.clip(i, ATTACKS[k % 4], p.loop(i, Move.FIGHT_IDLE), blend=0.1))),
+    # two steps whose ids are both given at run time, from the same few ids (the fight rules'
+    # clip-to-loop: an id met as the clip in one run is the loop in another, or both at once)
+    "two_args": (Recipe(Place.CHANGE, (ClipStep(Arg(1), blend=0.1, held=W), LoopStep(Arg(2), flags=0x1)),
+                        fade=Arg(0)),
+                 lambda x, k, fade: (fade, ATTACKS[k % 4], ATTACKS[(k // 4) % 4]),
+                 lambda p, i, x, k, fade: p.change(i, p.clip(i, ATTACKS[k % 4], p.loop(i, ATTACKS[(k // 4) % 4],
+                                                                                       flags=0x1),
+                                                             blend=0.1, held=W), fade)),
     # end callbacks as data: a constant one and one given at run time (the fight rules' shapes)
     "ends": (Recipe(Place.CHANGE, (ClipStep(Arg(1), held=W, on_end=Arg(2)), LoopStep(Move.FIGHT_IDLE, on_end=KEPT)),
                     fade=Arg(0)),
@@ -194,6 +202,38 @@ def test_a_recipe_leaves_the_rows_the_handle_calls_leave(cmds, pool, deep):
     assert a.ended == b.ended                        # the end callbacks ran alike (type: ignore)
 
 
+def test_every_shape_runs_in_the_compiled_call_with_the_handle_calls_rows():
+    """Every recipe shape, once its set is learned, writes its rows in one compiled call
+    (anim.cmdkernel.run_rows: ``cmd_kernel_runs`` counts it) and leaves the handle calls'
+    rows, bit for bit: gait values over the pairs and clamps, a step between the rounds."""
+    a, ha = _world(4, 360)
+    b, hb = _world(4, 360)
+    prepared = {k: b.prepare(r) for k, (r, _, _) in SHAPES.items()}
+    a.step(ha)
+    b.step(hb)
+    rounds = [(0.3, 0, 0.2), (1.2, 1, 0.0), (2.5, 2, 0.45), (3.99, 3, 0.2),     # each attack's id learned
+              (-0.4, 1, 0.2), (4.4, 2, 0.3), (0.995, 0, 0.1), (2.0, 3, 0.2), (1.995, 1, 0.0), (2.9951, 2, 0.2)]
+    for j, (x, k, fade) in enumerate(rounds):
+        for kind in SHAPES:
+            i = (j + len(kind)) % 4
+            handle_calls(a, ha[i], kind, x, k, fade)
+            before = b.cmd_kernel_runs
+            place, depth = prepared[kind].place, len(hb[i].stack)
+            # the early finish (a deeper stack than early_finish_above): the handle calls
+            direct = depth + (1 if place == Place.CHANGE else 0) <= b.options.early_finish_above
+            b.run(hb[i], prepared[kind], *SHAPES[kind][1](x, k, fade))
+            if j >= 4 and direct:
+                assert b.cmd_kernel_runs == before + 1, (j, kind)
+            _same(a, b, f"round {j} {kind}")
+        a.step(ha)
+        b.step(hb)
+        a.flush()
+        b.flush()
+        _same(a, b, f"step after round {j}")
+    assert engine_state(a, ha) == engine_state(b, hb)
+    assert b.cmd_kernel_runs >= 40
+
+
 def test_the_direct_path_runs_and_refusals_take_nothing():
     """Once a human is in the engine the direct path writes the rows (the handle calls are
     not called); a full pool, stack or queue refuses with nothing taken and nothing changed."""
@@ -204,8 +244,9 @@ def test_the_direct_path_runs_and_refusals_take_nothing():
     calls = []
     orig = p.clip
     p.clip = lambda *a, **kw: calls.append(a) or orig(*a, **kw)     # type: ignore[method-assign]
+    runs = p.cmd_kernel_runs
     p.run(hs[1], cmd, 0.2, Move.JAB)
-    assert calls == []
+    assert calls == [] and p.cmd_kernel_runs == runs + 1      # one compiled call (anim.cmdkernel)
     stack = hs[1].stack
     assert [type(t) for t in stack] == [ClipTask, FadeTask]
     assert stack[0].anim_id() == Move.JAB and stack[0].next.anim_id() == Move.FIGHT_IDLE

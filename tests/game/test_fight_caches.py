@@ -93,10 +93,13 @@ def test_a_joining_human_has_its_set_looked_up_and_its_commands_learnt():
         if m in s:
             e = per[2][m]
             assert e[1] is not None and e[2] >= 0 and e[3] is not None, m
+    inst = game.instance("a")
     for key in CLIP_LOOP_KEYS:
-        sets = fight._clip_loop_command(*key)._sets[id(s)]
-        assert sets[0] is s and sets[1] is p and Move.JAB in sets[4] and Move.FIGHT_IDLE in sets[4]
-    assert fight._walk_start_command()._sets[id(s)][3][0] is not None
+        cmd = fight._clip_loop_command(*key)
+        assert p.knows(inst, cmd, Move.JAB, Move.FIGHT_IDLE, None, None)
+        assert p.knows(inst, cmd, Move.FIGHT_IDLE, Move.JAB, None, None)
+        assert not p.knows(inst, cmd, Move.JAB, 99999, None, None)        # an id the set has not
+    assert p.knows(inst, fight._walk_start_command(), 1.0, None)
     game.step()
     calls = []
     for name in ("clip", "loop", "gait", "change"):
