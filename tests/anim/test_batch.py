@@ -164,7 +164,9 @@ def _run_pair(seed: int, humans: int, updates: int, rate_of_commands: float, bon
     return results if not engine_only else results + [None]
 
 
-@pytest.mark.parametrize("seed,updates,rate", [(1, 150, 0.08), (2, 150, 0.08), (3, 150, 0.08), (4, 150, 0.08),
+@pytest.mark.parametrize("seed,updates,rate", [(1, 150, 0.08), (2, 150, 0.08),
+                                               pytest.param(3, 150, 0.08, marks=pytest.mark.slow),
+                                               pytest.param(4, 150, 0.08, marks=pytest.mark.slow),
                                                pytest.param(5, 400, 0.01, marks=[pytest.mark.slow, pytest.mark.bits]),
                                                pytest.param(6, 400, 0.015, marks=[pytest.mark.slow, pytest.mark.bits])])
 def test_batched_equals_reference(seed, updates, rate):
@@ -172,7 +174,11 @@ def test_batched_equals_reference(seed, updates, rate):
     _check_pair(_run_pair(seed, humans=12, updates=updates, rate_of_commands=rate))
 
 
-@pytest.mark.parametrize("options", [{"events": "newest"}, {"blend_window": "kept"}, {"pick": "all"},
+# one reading at a time: slow (test_reference.py's test_player_options_bit_for_bit runs each in
+# the default suite on the reference's own cases); the three together in the default suite
+@pytest.mark.parametrize("options", [pytest.param({"events": "newest"}, marks=pytest.mark.slow),
+                                     pytest.param({"blend_window": "kept"}, marks=pytest.mark.slow),
+                                     pytest.param({"pick": "all"}, marks=pytest.mark.slow),
                                      {"events": "newest", "blend_window": "kept", "pick": "all"}],
                          ids=["newest", "kept", "pick-all", "all-three"])
 def test_batched_equals_reference_with_the_other_readings(options):
