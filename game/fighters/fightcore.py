@@ -47,6 +47,17 @@ CLIP_LOOP_KEYS = ((int(FightFlags.WINDUP), 0, CHANGE_FADE), (int(FightFlags.PAIR
                   (int(FightFlags.DOWN), 0, CHANGE_FADE), (0, 0, 0.0), (0, 0, CHANGE_FADE))
 
 
+def fight_commands(player) -> dict:
+    """The fight rules' prepared Commands, kept on the Player they run on: one set of
+    templates per anim set for every Fight of its Game (a Command learns each id of a set:
+    kept per Fight, the 100 pairs of 10,000 humans held 42 MB of them), freed with the
+    Player (a Command's templates refer to it: a cycle the collector frees)."""
+    cmds = player.__dict__.get("_fight_commands")
+    if cmds is None:
+        cmds = player._fight_commands = {}
+    return cmds
+
+
 def keep_held(inst) -> None:
     """The end hook of every task the fight rules make (the handler of their end callbacks,
     which are data: ``Callback(fight.end_kind, args)``, see ``FightCore._end_noted``).
@@ -265,12 +276,10 @@ class FightCore:
         self.player.change(self.inst(who), task, fade)
 
     def _clip_loop_command(self, held: int, loop_held: int, fade: float) -> Command:
-        """This Fight's Command of ``_clip_loop`` for these held bits and fade: a change
-        (fade ``fade``) to ClipStep(Arg(0), held, on_end=Arg(2)) then LoopStep(Arg(1),
-        loop_held, on_end=Arg(3)); made on first use."""
-        cmds = self.__dict__.get("_commands")
-        if cmds is None:
-            cmds = self._commands = {}
+        """The Command of ``_clip_loop`` for these held bits and fade: a change (fade
+        ``fade``) to ClipStep(Arg(0), held, on_end=Arg(2)) then LoopStep(Arg(1), loop_held,
+        on_end=Arg(3)); made on first use, kept on the Player (``fight_commands``)."""
+        cmds = fight_commands(self.player)
         key = (held, loop_held, fade)
         cmd = cmds.get(key)
         if cmd is None:

@@ -26,7 +26,7 @@ from scuffle.anim.store import LAYOUT_EPOCH
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
 from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat
 from scuffle.components.bodies import flat_views
-from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, FightCore
+from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, FightCore, fight_commands
 from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MIN_SEPARATION, MAX_MOVE_SPEED,
                                              IMPULSE_DECAY, CHANGE_FADE, _wrap, _heading_to, _cell)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
@@ -103,11 +103,12 @@ class Locomotion(FightCore):
         return made
 
     def _walk_start_command(self) -> Command:
-        """This Fight's Command of WALK_START (made on first use; kept per Fight, as
-        FightCore._clip_loop_command's)."""
-        cmd = self.__dict__.get("_walk_start")
+        """The Command of WALK_START (made on first use; kept on the Player, as
+        FightCore._clip_loop_command's: fightcore.fight_commands)."""
+        cmds = fight_commands(self.player)
+        cmd = cmds.get(WALK_START)
         if cmd is None:
-            cmd = self._walk_start = Command(WALK_START)
+            cmd = cmds[WALK_START] = Command(WALK_START)
         return cmd
 
     def _warm(self, ent: int) -> None:
