@@ -94,7 +94,7 @@ class RecipeRules(StackRules):
             r = nxt[r]
             rows.append(r)
         on_end = ts.on_end
-        for r, end in zip(reversed(rows), command.ends):      # steps: the last task first
+        for r, end in zip(reversed(rows), command.ends or ()):      # steps: the last task first
             if end.__class__ is Arg:
                 end = params[end.pos]
             if end is not None:                      # (None: no entry, as the handle call leaves)

@@ -8,7 +8,7 @@ grid, linear in the humans).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 import collections
 import functools
 import heapq
@@ -61,6 +61,8 @@ def _scale(speeds: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
 
 class Locomotion(FightCore):
     """Facing, moving, stopping and keeping bodies apart (see the module docstring)."""
+
+    _pace_scales: dict[int, tuple]      # anim set id -> (set, rate table, (speeds, np.interp axes)): _pace_scale
 
     def face(self, who: Who, heading: float | None = None, toward: Who | None = None) -> ActionResult:
         """Turn to a heading (degrees) or toward another human. Refused while busy
@@ -179,7 +181,7 @@ class Locomotion(FightCore):
         ent = who if who.__class__ is int else self._ent(who)    # the name looked up once (its errors)
         if pace is not None:
             scale = self._pace_scale(self.inst(ent).anim_set)
-            speed = scale[0][k]
+            speed = scale[0][cast(int, k)]                      # (an int 0-3: checked above)
         elif speed is None:
             scale = self._pace_scale(self.inst(ent).anim_set)
             speed = scale[0][0]
