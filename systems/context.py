@@ -13,7 +13,7 @@ import esper
 import numpy as np
 
 from scuffle.anim import f32 as F
-from scuffle.anim.limits import MAX_DT, RangeError, check_float
+from scuffle.anim.limits import MAX_DT, check_float
 from scuffle.anim.player import Player
 from scuffle.anim.pose import PoseBatch
 from scuffle.components import BodyTable, CombatTable
