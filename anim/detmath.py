@@ -66,6 +66,12 @@ _QS4 = 7.70381505559019352791e-02
 _F2, _F3, _F4, _F5, _F6, _F7, _F8, _F9 = (1.0 / factorial(n) for n in range(2, 10))
 _F10, _F11, _F12, _F13, _F14, _F15, _F16, _F17, _F18 = (1.0 / factorial(n) for n in range(10, 19))
 
+# The radius sqrt(x^2 + y^2) of atan2 and hypot: outside [2^-500, 2^500] the larger of |x|,
+# |y| is first scaled by a power of two (exact), so that x^2 neither underflows to 0 (a
+# division by zero: a human at 1e-320 m) nor overflows to inf. Inside it nothing changes.
+_R_BIG, _R_SMALL = 2.0 ** 500, 2.0 ** -500
+_R_DOWN, _R_UP = 2.0 ** -600, 2.0 ** 600
+
 
 @register_jitable
 def _asin_r(z):
@@ -185,7 +191,12 @@ def atan2_s(y: float, x: float) -> float:
     ax, ay = abs(x), abs(y)
     if ax == 0.0 and ay == 0.0:
         return 0.0
-    r = math.sqrt(x * x + y * y)
+    m = ax if ax > ay else ay
+    if m > _R_BIG:
+        ax, ay = ax * _R_DOWN, ay * _R_DOWN
+    elif m < _R_SMALL:
+        ax, ay = ax * _R_UP, ay * _R_UP
+    r = math.sqrt(ax * ax + ay * ay)
     if ay <= ax:
         a = asin_s(ay / r)
     else:
@@ -197,7 +208,14 @@ def atan2_s(y: float, x: float) -> float:
 
 @register_jitable
 def hypot_s(x: float, y: float) -> float:
-    """sqrt(x^2 + y^2) (two multiplies, an add and a sqrt: no libm hypot)."""
+    """sqrt(x^2 + y^2) (two multiplies, an add and a sqrt: no libm hypot); outside
+    [2^-500, 2^500] scaled by a power of two first, so it is 0 only for (0, 0)."""
+    ax, ay = abs(x), abs(y)
+    m = ax if ax > ay else ay
+    if m > _R_BIG:
+        return math.sqrt((ax * _R_DOWN) * (ax * _R_DOWN) + (ay * _R_DOWN) * (ay * _R_DOWN)) * _R_UP
+    if m < _R_SMALL:
+        return math.sqrt((ax * _R_UP) * (ax * _R_UP) + (ay * _R_UP) * (ay * _R_UP)) * _R_DOWN
     return math.sqrt(x * x + y * y)
 
 
@@ -272,8 +290,11 @@ def atan2_deg(y, x) -> np.ndarray:
     """atan2_deg_s over arrays: the same bits."""
     y, x = np.broadcast_arrays(_f64(y), _f64(x))
     ax, ay = np.abs(x), np.abs(y)
+    m = np.where(ax > ay, ax, ay)
+    f = np.where(m > _R_BIG, _R_DOWN, np.where(m < _R_SMALL, _R_UP, 1.0))
+    ax, ay = ax * f, ay * f
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.sqrt(x * x + y * y)
+        r = np.sqrt(ax * ax + ay * ay)
         small = np.where(ay <= ax, _asin_pos(ay / r), PIO2_HI - _asin_pos(ax / r))
     a = np.where(x < 0.0, PI - small, small)
     a = np.where(y < 0.0, -a, a)

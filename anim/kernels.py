@@ -107,7 +107,7 @@ NO_POSE = -(1 << 40)          # a plan's final handle for "no pose": the default
 QUEUED_POSE = POSE_STACK_SIZE + 1   # pose_stacks' scratch pose of the queued tasks' pose (queued_default)
 # anim.detmath's source, whose scalar forms compile into these kernels: numba's cache is
 # keyed on this file only, so an edit there must change this line (tests/anim/test_detmath.py).
-DETMATH_SHA256 = "86b371477a23c5e10ec558312d5123bb75cb249e218ad1b659c453bdaa759c37"
+DETMATH_SHA256 = "fef4956f3a2564661bdafb27befc0bcd6091bf5b5435f74749389d03aefd4f62"
 
 
 

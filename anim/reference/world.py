@@ -618,12 +618,12 @@ class Reference:
 
     def tasks_out(self, instances) -> int:
         """Tasks held by the instances (stacks, queues, next tasks) and the deferred list."""
-        seen: list = []
+        seen: set[int] = set()              # the tasks' ids (a task is counted once, by identity)
 
         def walk(t):
-            if any(x is t for x in seen):
+            if id(t) in seen:
                 return
-            seen.append(t)
+            seen.add(id(t))
             for n in t.following():
                 walk(n)
 

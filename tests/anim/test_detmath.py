@@ -120,6 +120,34 @@ def test_compiled_forms_equal_python_forms_bit_for_bit():
         assert tuple(out[i]) == want, i
 
 
+# Vectors whose x^2 + y^2 underflows to 0 or overflows to inf: a subnormal offset (a
+# scenario's human at 1e-320 m made "face toward" divide by zero), a huge one.
+EXTREME = [(1e-320, 0.0), (0.0, 1e-320), (1e-320, 1e-320), (-5e-324, 3e-310), (1e-170, -2e-170),
+           (3e-160, 1e-161), (1e200, 1e200), (-1e300, 1e-300), (1e308, -1e308), (2.0 ** -500, 1.0)]
+
+
+@pytest.mark.parametrize("y, x", EXTREME)
+def test_atan2_and_hypot_are_finite_and_right_at_extreme_scales(y, x):
+    got = D.atan2_deg_s(y, x)
+    assert math.isfinite(got) and abs(got - math.degrees(math.atan2(y, x))) < 1e-12, got
+    assert D.atan2_deg(np.array([y]), np.array([x]))[0] == got            # the array form: the same bits
+    h, want = D.hypot_s(y, x), math.hypot(y, x)
+    assert h > 0.0 and (abs(h - want) <= 4 * np.spacing(want) or want < 1e-300), (h, want)
+
+
+def test_the_radius_scaling_changes_nothing_inside_its_range():
+    """Between 2^-500 and 2^500 atan2 and hypot are the plain formulas, bit for bit."""
+    y, x = RNG.uniform(-5, 5, 2_000), RNG.uniform(-5, 5, 2_000)
+    for k in (-400, -20, 0, 30, 400):
+        for a, b in zip(y * 2.0 ** k, x * 2.0 ** k):
+            a, b = float(a), float(b)
+            assert D.hypot_s(a, b) == math.sqrt(a * a + b * b)
+            r = math.sqrt(a * a + b * b)
+            small = D.asin_s(abs(a) / r) if abs(a) <= abs(b) else D.PIO2_HI - D.asin_s(abs(b) / r)
+            small = D.PI - small if b < 0.0 else small
+            assert D.atan2_s(a, b) == (-small if a < 0.0 else small)
+
+
 def test_bad_numbers_give_nan_never_an_exception():
     nan, inf = float("nan"), float("inf")
     assert math.isnan(D.acos_s(nan))

@@ -256,3 +256,26 @@ def test_scuffle_run_strict_exits_1_on_a_refusal(tmp_path):
     (tmp_path / "ok.toml").write_text(RUN.replace('action = "throw"\nmove = "THROW_SIDE"', 'action = "grab"'))
     r = run_cli("run", "ok.toml", "--strict", cwd=tmp_path)
     assert r.returncode == 0 and "0 refused" in r.stderr
+
+
+# ---------------------------------------------------------------- extreme offsets
+
+
+@pytest.mark.parametrize("offset", [1e-320, 5e-324, 1e-170, 2.0 ** -501])
+def test_facing_a_fighter_a_subnormal_offset_away_turns_toward_it(new_game, offset):
+    """The bearing's radius sqrt(x^2 + y^2) underflowed to 0 (x^2 of 1e-320 is 0), and the
+    heading divided by it: a ZeroDivisionError out of the actions phase (the scenario fuzz
+    found it). anim.detmath now scales such offsets first: the heading is the exact one."""
+    g = new_game()
+    fight = Fight(g)
+    g.add_human("a", demo_set(), (0, 0, 0), 0.0)
+    g.add_human("b", demo_set(), (0, offset, 0), 180.0)
+    g.step()
+    assert fight.face("a", toward="b")
+    g.step()
+    assert g.body("a").heading == 0.0                      # b is straight ahead, on +y
+    g.add_human("c", demo_set(), (-offset, 0, 0), 0.0)
+    g.step()
+    assert fight.face("a", toward="c")
+    g.step()
+    assert g.body("a").heading == 90.0                     # c is on -x: a quarter turn left

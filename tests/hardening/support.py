@@ -65,7 +65,7 @@ def no_hang(seconds: float):
 
 QUICK_EXAMPLES = examples(50)  # per property: 50 in the full suite (CI), 20 in the default run
 # per property under ``pytest -m fuzz``: 2,000 random ones, or SCUFFLE_FUZZ_EXAMPLES (.ci/run
-# sets 1,000: its ten minutes on 2 cores hold the whole suite)
+# sets 400: its ten minutes on 2 cores hold the whole suite, in slow hours too)
 LONG_EXAMPLES = int(os.environ.get("SCUFFLE_FUZZ_EXAMPLES") or 2000)
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                      HealthCheck.filter_too_much])
