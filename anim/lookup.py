@@ -65,9 +65,7 @@ class ClipLookup:
     def bank(self) -> ClipBank:
         """The ClipBank of every clip this player has seen (rebuilt after new clips)."""
         if self._bank is None or len(self._bank) != len(self._clips):
-            self._bank = None                       # the old bank goes before the new one is built
-            from .plan import forget_tables
-            forget_tables()
+            self._bank = None                       # the old bank (and its pose tables) goes before the new one is built
             opts = self.options
             self._bank = ClipBank(self._clips, self.skeleton, opts.tag_bits == TagBits.Y_BIT,
                                   opts.motion_entry == MotionEntry.MOTION)

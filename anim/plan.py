@@ -22,25 +22,25 @@ from .pose import DTYPE, NUM_TAGS, POSE_STACK_SIZE, PoseBatch
 from .sampler import ClipBank
 from .skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
 
-__all__ = ["SamplePlan", "PoseTables", "pose_tables", "forget_tables", "Bones"]
+__all__ = ["SamplePlan", "PoseTables", "pose_tables", "Bones"]
 
 
 class PoseTables:
     """A ClipBank's and its skeleton's tables in the layout the pose kernels read.
 
-    Built once per bank (``pose_tables`` keeps the last one): the frame -> key table
+    Built once per bank (``pose_tables`` keeps them on the bank): the frame -> key table
     and the key values key-major, the sentinels, the animated slots, the reference
     rotations, the parent table, the bone offsets (float32) and every bone's subtree
-    mask (34, 34). ``tables`` is the kernels' BankTables.
+    mask (34, 34). ``tables`` is the kernels' BankTables. It holds no reference to its
+    bank (no cycle: a bank the player replaces is freed with its tables at once).
     """
 
-    __slots__ = ("bank", "tables")
+    __slots__ = ("tables", "__weakref__")
 
     def __init__(self, bank: ClipBank):
         sk = bank.skeleton
         ref = np.ascontiguousarray(REFERENCE_ROTATIONS, dtype=DTYPE)
         submask = np.stack([subtree_mask(b, sk.parents) for b in range(NUM_BONES)])
-        self.bank = bank
         self.tables = K.BankTables(np.ascontiguousarray(bank.row0, np.int64), np.ascontiguousarray(bank.rows, np.int64),
                      np.ascontiguousarray(bank.ftab.T, np.int64), np.ascontiguousarray(bank.kval.T, DTYPE),
                      np.ascontiguousarray(bank.kslope.T, DTYPE), np.ascontiguousarray(bank.kstart, DTYPE),
@@ -50,19 +50,14 @@ class PoseTables:
                      np.ascontiguousarray(sk.offsets, DTYPE), submask)
 
 
-_LAST: list[PoseTables] = []
-
-
-def forget_tables() -> None:
-    """Drop the kept PoseTables (before a new bank is built: never two banks' copies at once)."""
-    _LAST.clear()
-
-
 def pose_tables(bank: ClipBank) -> PoseTables:
-    """The PoseTables of ``bank`` (rebuilt when the bank is a new one)."""
-    if not _LAST or _LAST[0].bank is not bank:
-        _LAST[:] = [PoseTables(bank)]
-    return _LAST[0]
+    """The PoseTables of ``bank``, built on first use and kept on the bank itself (one per
+    bank: two Games, or a Player and a bench's own bank, each keep theirs; a module-wide
+    single slot rebuilt them on every update when two Games alternated)."""
+    t = bank.pose_tables
+    if t is None:
+        t = bank.pose_tables = PoseTables(bank)
+    return t
 
 
 class Bones:

@@ -139,7 +139,7 @@ class ClipBank:
     __slots__ = ("clips", "skeleton", "frames", "durations", "row0", "rows", "ftab",
                  "kval", "kslope", "kstart", "ktag", "has_velocity", "has_translation",
                  "animated", "_index", "_sent_vel", "_sent_root", "_sent_bone", "_scratch",
-                 "_live_bones", "_dead_bones", "_ref_rot", "tag_bits", "motion_entry")
+                 "_live_bones", "_dead_bones", "_ref_rot", "tag_bits", "motion_entry", "pose_tables")
 
     def __init__(self, clips: Sequence[Clip], skeleton: Skeleton = HUMANOID, tag_bits: bool = True,
                  motion_entry: bool = True):
@@ -148,6 +148,9 @@ class ClipBank:
         # how its poses are written (PlayerOptions.tag_bits, .motion_entry; the original's by default)
         self.tag_bits = bool(tag_bits)
         self.motion_entry = bool(motion_entry)
+        # its tables in the pose kernels' layout (anim.plan.pose_tables, built on first use;
+        # kept here, so that they go with the bank and two Games never rebuild each other's)
+        self.pose_tables = None
         self._index = {id(c): i for i, c in enumerate(self.clips)}
         for c in self.clips:
             if not isinstance(c, Clip):

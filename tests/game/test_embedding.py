@@ -158,3 +158,40 @@ def test_bones_of_one_human_in_model_and_world_space(aset):
             u = np.array([x, y, z])
             rv = v + 2 * w * np.cross(u, v) + 2 * np.cross(u, np.cross(u, v))
             np.testing.assert_allclose(wpos[b], wpos[p] + rv, atol=1e-5)
+
+
+def test_two_games_stepped_in_turns_keep_their_own_pose_tables(aset):
+    """Each Game's clip bank keeps its pose kernels' tables (anim.plan.pose_tables): two
+    Games stepped in turns never rebuild each other's. A module-wide single slot once
+    rebuilt them on every update (a 2-fighter update 0.04 -> 0.44 ms beside a second Game)."""
+    import copy
+    import gc
+    import weakref
+
+    from scuffle.anim.plan import pose_tables
+
+    with Game() as ga, Game() as gb:
+        _two(ga, aset)
+        _two(gb, aset)
+        ga.step()
+        gb.step()
+        ta, tb = ga.player.bank.pose_tables, gb.player.bank.pose_tables
+        assert ta is not None and tb is not None and ta is not tb
+        for _ in range(4):
+            ga.step()
+            gb.step()
+        assert ga.player.bank.pose_tables is ta and gb.player.bank.pose_tables is tb
+        assert pose_tables(ga.player.bank) is ta
+        # a bank the player replaces (a new clip) goes at once with its tables: no cycle
+        # keeps them for the collector (which a host may have frozen)
+        gone = weakref.ref(ta)
+        del ta
+        gc.disable()
+        try:
+            ga.player.bank_index(copy.copy(aset.clip(Move.FIGHT_IDLE)))
+            assert ga.player.bank.pose_tables is None              # the new bank: built on use
+            assert gone() is None
+        finally:
+            gc.enable()
+        ga.step()
+        assert ga.player.bank.pose_tables is not None and gb.player.bank.pose_tables is tb
