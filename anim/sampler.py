@@ -16,7 +16,7 @@ Original: 0x00104ce0 AnimCursor_SamplePose, 0x00104110 AnimCursor_Step.
 from __future__ import annotations
 
 from enum import IntFlag
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -150,7 +150,7 @@ class ClipBank:
         self.motion_entry = bool(motion_entry)
         # its tables in the pose kernels' layout (anim.plan.pose_tables, built on first use;
         # kept here, so that they go with the bank and two Games never rebuild each other's)
-        self.pose_tables = None
+        self.pose_tables: Any = None                # an anim.plan.PoseTables once built (plan imports this module)
         self._index = {id(c): i for i, c in enumerate(self.clips)}
         for c in self.clips:
             if not isinstance(c, Clip):
