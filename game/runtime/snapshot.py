@@ -315,8 +315,10 @@ def restore(game, snap: Snapshot) -> None:
                 raise SnapshotError(f"Game.restore: a saved {type(table).__name__} of {ts.capacity} rows is "
                                     f"{ts.block.nbytes} bytes, not this engine's layout (another version's columns)")
     # -- humans added after the snapshot leave
-    for name in ([n for n in list(alive) if n not in st.names] if alive is not game.names else ()):
+    leaving = [n for n in list(alive) if n not in st.names] if alive is not game.names else []
+    for name in leaving:
         game.remove_human(name)
+    moved = bool(leaving)                            # the crowd's structure changed: the systems' lists go
     # -- the engine
     if st.engine == "reference":
         S.load_reference(game.player, st.engine_state)
@@ -351,6 +353,7 @@ def restore(game, snap: Snapshot) -> None:
         if table is ctx.combats:
             _texts_back(table, st.combats[2])
         if table.owners != owners:                   # a view moved (added, removed, rehomed)
+            moved = True
             table.owners.clear()
             table.owners.update(owners)
             for row, view in owners.items():
@@ -359,13 +362,20 @@ def restore(game, snap: Snapshot) -> None:
                     view._gen = int(table.gen[row])
     _entity_next_back(game.world, st.entity_next)
     if game.names != st.names:
+        moved = True
         game.names.clear()
         game.names.update(st.names)
-    ctx.sorted_cache.clear()
-    for proc in game.processors:                     # their lists of the crowd: made again
-        reset = getattr(proc, "reset", None)
-        if reset is not None:
-            reset()
+    if moved:
+        # the systems' lists of the crowd (body rows, pose columns, entity order): made
+        # again at the next update. With the same humans and every view on its row they
+        # still hold (sorted_components checks esper's own list, and the systems check the
+        # tables' capacities), so a rollback's first update does not rebuild them: 2.2 ms
+        # at 1,000 humans.
+        ctx.sorted_cache.clear()
+        for proc in game.processors:
+            reset = getattr(proc, "reset", None)
+            if reset is not None:
+                reset()
     if st.fight is not None:
         game.fight.load_state(st.fight)
     for fn, s in zip(extras, st.extras):
