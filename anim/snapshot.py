@@ -239,7 +239,11 @@ def load_engine(player: Any, s: EngineState, check: bool = True) -> None:
     for name, ts in s.tables.items():
         replaced |= load_table(getattr(st, name), ts, check)
     replaced |= load_humans(st.humans, s.humans)
-    player.pool.out = _copy_into(s.pool[0], player.pool.out)
+    out, saved = player.pool.out, s.pool[0]
+    if out.shape == saved.shape and out.dtype == saved.dtype:
+        np.copyto(out, saved)                       # in place whatever its size: the same array, so
+    else:                                           # what was made from it (the prepared commands'
+        player.pool.out = saved.copy()              # views, the flush's arguments) holds
     player.pool.n_out = s.pool[1]
     for name in _PLAYER_LISTS:
         setattr(player, name, list(s.player[name]))

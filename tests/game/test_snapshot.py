@@ -196,7 +196,9 @@ def test_a_rollback_to_the_same_crowd_keeps_the_systems_lists_and_a_changed_one_
         procs = {type(p): p for p in g.processors}
         anim, motion = procs[AnimationStep], procs[StateUpdate]
         kept = (anim._rows, motion._rows, motion._idx)
-        g.restore(snap)
+        out = g.player.pool.out                      # the pool's flags: written back in place, so the
+        g.restore(snap)                              # prepared commands' views and the flush's arguments hold
+        assert g.player.pool.out is out
         assert _trace(g, 10) == expected
         assert (anim._rows, motion._rows, motion._idx) == kept and anim._rows is kept[0] and motion._idx is kept[2]
         g.restore(snap)
