@@ -30,6 +30,10 @@ def test_bench_json_report_has_the_pinned_keys():
     for key in ("cpu_ms_per_update", "us_per_human", "pose_pipeline_us_per_human", "kernel_load_s", "stage_ms"):
         assert key in report, key
     assert report["flush_cpu_ms"] > 0                # the flush pass: the flush's own CPU per update
+    # the systems' shares are the stage pass's alone (the flush pass after it counts in none)
+    systems = ("AnimationStep", "EventDispatch", "DeferredFlush", "StateUpdate", "Actions", "PairedPlacement")
+    inside = sum(report["stage_cpu_ms"][k] for k in systems)
+    assert 0 < inside <= 1.1 * report["stage_pass_cpu_ms_mean"], (inside, report["stage_pass_cpu_ms_mean"])
 
 
 def test_bench_runs_the_representative_stack_and_times_every_system():
