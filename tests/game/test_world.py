@@ -179,3 +179,26 @@ def test_the_systems_run_in_a_hosts_own_esper_world(esper_clean):
     assert inst.stack[0].cursor.frame == 3
     assert esper.component_for_entity(ent, PoseRef).row == 0
     assert esper.component_for_entity(ent, Body).position[1] == pytest.approx(3 * 2.0 / 30, rel=1e-3)
+
+
+def test_a_crowd_stepped_in_turns_with_another_game_gives_the_state_it_gives_alone():
+    """No state crosses between two Games in one process (module-wide caches included:
+    the pose kernels' bank tables once lived in one slot both used): a realistic crowd
+    under the fight rules, stepped in turns with another crowd of other sets, seeds and
+    size, goes through the very states (Game.checksum) it goes through alone."""
+    from scuffle.game.tools.bench import build_crowd
+
+    def run(*games, updates=25):
+        out = [[] for _ in games]
+        for _ in range(updates):
+            for k, g in enumerate(games):
+                g.step()
+                out[k].append(g.checksum())
+        for g in games:
+            g.close()
+        return out
+
+    (alone,) = run(build_crowd(24, "realistic", seed=5))
+    beside, other = run(build_crowd(24, "realistic", seed=5), build_crowd(16, "realistic", seed=9))
+    assert beside == alone
+    assert other != alone[:len(other)]
