@@ -28,7 +28,7 @@ from numpy.typing import DTypeLike
 from scuffle.anim.limits import MAX_COORD
 from scuffle.anim.store import LAYOUT_EPOCH, Table, left_world
 
-__all__ = ["Body", "BodyTable", "BodyFieldError", "NO_ATTACHMENT", "BODY_COLUMNS", "flat_views"]
+__all__ = ["rehome_views", "Body", "BodyTable", "BodyFieldError", "NO_ATTACHMENT", "BODY_COLUMNS", "flat_views"]
 
 # The attachment of a body held by no one (+0x280 empty).
 NO_ATTACHMENT = -1
@@ -73,6 +73,20 @@ class BodyFieldError(ValueError):
     """A value a Body field cannot hold (the message names the field)."""
 
 
+def rehome_views(table, views: Iterable) -> None:
+    """Make ``table`` (a BodyTable or a CombatTable, its ``owners``: row -> view) hold
+    exactly ``views``: a view on another table is copied into a row here (``move_to``),
+    a row whose view is not among them is given back (``release``: that view is stale
+    from now on). Rejected: a stale view among ``views`` (its ``_at`` raises StaleHandle)."""
+    keep = set()
+    for v in views:
+        if v._table is not table:
+            v.move_to(table)
+        keep.add(v._at("row"))
+    for row in [r for r in table.owners if r not in keep]:
+        table.release(row)
+
+
 class BodyTable(Table):
     """The bodies of one world (see the module docstring).
 
@@ -106,13 +120,7 @@ class BodyTable(Table):
         (its entity was deleted) is given back, and that view is stale (StaleHandle).
         Rejected: a stale body among ``bodies`` (StaleHandle).
         """
-        keep = set()
-        for body in bodies:
-            if body._table is not self:
-                body.move_to(self)
-            keep.add(body._at("row"))
-        for row in [r for r in self.owners if r not in keep]:
-            self.release(row)
+        rehome_views(self, bodies)
 
 
 class _Vec3:

@@ -22,6 +22,7 @@ from numpy.typing import DTypeLike
 
 from scuffle.anim.limits import MAX_COORD
 from scuffle.anim.store import Table, _fast_view, left_world
+from scuffle.components.bodies import rehome_views
 
 __all__ = ["Combat", "CombatTable", "CombatViews", "CombatFieldError", "COMBAT_COLUMNS"]
 
@@ -131,13 +132,7 @@ class CombatTable(Table):
         another table (a standalone ``Combat()``) is copied into a row here; a row whose
         view is not among them (its entity was deleted) is given back, and that view is
         stale (StaleHandle). Rejected: a stale view among ``views`` (StaleHandle)."""
-        keep = set()
-        for view in views:
-            if view._table is not self:
-                view.move_to(self)
-            keep.add(view._at("row"))
-        for row in [r for r in self.owners if r not in keep]:
-            self.release(row)
+        rehome_views(self, views)
 
 
 class _Num:

@@ -102,10 +102,12 @@ class StateUpdate(esper.Processor):
         cap = table.capacity
         idx = np.full(cap, -1, np.int64)
         idle = np.ones(cap, np.bool_)
-        for _, (body, pref) in rows:
-            idx[body.row] = pref.row
-            idle[body.row] = False
-        self._stray = np.array([b.row for _, b in bodies if idle[b.row]], dtype=np.int64)
+        if rows:                                 # (one array write each, not one per human)
+            moved = np.array([body._row for _, (body, _) in rows], dtype=np.int64)
+            idx[moved] = np.array([pref.row for _, (_, pref) in rows], dtype=np.int64)
+            idle[moved] = False
+        every = np.array([b._row for _, b in bodies], dtype=np.int64)
+        self._stray = every[idle[every]]
         self._rows, self._bodies = rows, bodies
         self._idx, self._idle, self._held = idx, idle, idle.copy()
         # a few moving rows: their held flags set one by one each update (the idle ones stay
