@@ -29,6 +29,7 @@ from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance
 from .stackrules import StackRules
 from .store import LAYOUT_EPOCH, _fast_view
 from .tasks import WINDOW_RULES, TaskFlags
+from .trusted import entry_point
 
 __all__ = ["RecipeRules"]
 
@@ -61,12 +62,10 @@ class RecipeRules(StackRules):
         StackFull, QueueFull, PoseStackOverflow, UnknownClip, ValueError), nothing taken."""
         if command.__class__ is not Command or len(params) != command.n_params:
             check_params(command, params)
-        s = inst.anim_set
-        per = command._sets.get(id(s))
+        tp = self._templates(command, inst.anim_set)
         ends = command.ends
-        if per is None or per[0] is not s or per[1] is not self or per[2] is not self.options \
-                or (ends is not None and not _ends_are_data(ends, params)) \
-                or not self._run_rows(inst, command, params, per[3]):
+        if tp is None or (ends is not None and not _ends_are_data(ends, params)) \
+                or not self._run_rows(inst, command, params, tp):
             expand(self, inst, command, params)
             self._learn_rows(inst, command, params)
         elif ends is not None:
@@ -138,12 +137,19 @@ class RecipeRules(StackRules):
         calls. In: as ``run``. Rejected: the wrong number of params (RecipeError)."""
         if command.__class__ is not Command or len(params) != command.n_params:
             check_params(command, params)
-        s = inst.anim_set
-        per = command._sets.get(id(s))
-        if per is None or per[0] is not s or per[1] is not self or per[2] is not self.options or not per[3].ready:
+        tp = self._templates(command, inst.anim_set)
+        if tp is None or not tp.ready:
             return False
-        by_id = per[3].by_id
+        by_id = tp.by_id
         return all(op == _GAIT or (k, params[anim.pos]) in by_id for k, op, anim, _ in command.arg_steps)
+
+    def _templates(self, command: Command, s) -> "_Templates | None":
+        """The command's templates for anim set ``s``, when they were learnt by this Player
+        under its present options (the options are frozen: kept with them), else None."""
+        per = command._sets.get(id(s))
+        if per is None or per[0] is not s or per[1] is not self or per[2] is not self.options:
+            return None
+        return per[3]
 
     def _learn_rows(self, inst: CharacterInstance, command: Command, params: tuple) -> None:
         """After a run through the handle calls, keep what the direct path needs for the
@@ -154,12 +160,10 @@ class RecipeRules(StackRules):
         by id; a gait's five ids, banks and cursor templates. The options are frozen: kept
         with them."""
         s = inst.anim_set
-        opts = self.options
-        per = command._sets.get(id(s))
-        if per is None or per[0] is not s or per[1] is not self or per[2] is not opts:
-            per = (s, self, opts, _Templates(command.steps))
-            command._sets[id(s)] = per
-        tp = per[3]
+        tp = self._templates(command, s)
+        if tp is None:
+            tp = _Templates(command.steps)
+            command._sets[id(s)] = (s, self, self.options, tp)
         for k, (op, anim, flags, held, extra) in enumerate(command.steps):
             if op == _GAIT:
                 if not tp.known[k]:
@@ -326,7 +330,7 @@ class RecipeRules(StackRules):
         call = self._cmd_entry
         if call is None:
             added = CK.run_rows(*args)
-            self._cmd_entry = _entry_of(CK.run_rows, args)
+            self._cmd_entry = entry_point(CK.run_rows, args) or CK.run_rows
         else:
             added = call(*args)
         if added < 0:
@@ -362,18 +366,6 @@ def _ends_are_data(ends: tuple, params: tuple) -> bool:
             except ValueError:                       # CallbackError: the handle call raises it
                 return False
     return True
-
-
-def _entry_of(fn, args: tuple):
-    """The compiled entry point ``fn``'s dispatcher chose for ``args`` (anim.trusted), or
-    ``fn`` itself (no overloads: NUMBA_DISABLE_JIT)."""
-    overloads = getattr(fn, "overloads", None)
-    if not overloads:
-        return fn
-    if len(overloads) == 1:              # the one the call just used (it would have compiled another)
-        return next(iter(overloads.values())).entry_point
-    cres = overloads.get(tuple(fn.typeof_pyval(a) for a in args))      # several (a test process): slow, rare
-    return cres.entry_point if cres is not None else fn
 
 
 class _Templates:

@@ -23,9 +23,23 @@ import numpy as np
 
 from . import kernels as K
 
-__all__ = ["TrustedKernel"]
+__all__ = ["TrustedKernel", "entry_point"]
 
 _SCALARS = (int, float, bool)
+
+
+def entry_point(fn: Any, args: tuple) -> Any:
+    """The machine code numba's dispatcher ``fn`` chose for ``args``, just called with
+    them: its one overload's entry point (it would have compiled another), or with several
+    (a test process) the one that types ``args`` (slow, rare). None without overloads
+    (NUMBA_DISABLE_JIT) or with none that types them."""
+    overloads = getattr(fn, "overloads", None)
+    if not overloads:
+        return None
+    if len(overloads) == 1:
+        return next(iter(overloads.values())).entry_point
+    cres = overloads.get(tuple(fn.typeof_pyval(a) for a in args))
+    return cres.entry_point if cres is not None else None
 
 
 def _same_type(a: Any, b: Any) -> bool:
@@ -100,14 +114,7 @@ class TrustedKernel:
                 self._args = args                    # the latest (the older objects are let go)
                 return self._entry(*args)
         out = fn(*args)
-        overloads = getattr(fn, "overloads", None)
-        entry = None
-        if not self.debug and overloads:
-            if len(overloads) == 1:                  # the one the call used (it would have compiled another)
-                entry = next(iter(overloads.values())).entry_point
-            else:                                    # several (a test process): the arguments' own (slow, rare)
-                cres = overloads.get(tuple(fn.typeof_pyval(a) for a in args))
-                entry = cres.entry_point if cres is not None else None
+        entry = None if self.debug else entry_point(fn, args)
         if entry is None:
             self.forget()
         else:
