@@ -58,6 +58,28 @@ class StackRules(TaskBuilder):
         return eng.bottom_task(inst) if t is not None and t.type == _FADE else t
 
     @staticmethod
+    def held_on_stack(inst) -> int:
+        """The held bits (HeldFlags) of every unreleased task on the human's stack, OR-ed:
+        read from its stack row and the task rows' released flags and held bits, as
+        ``running`` reads them (no list of the stack); a human this engine does not hold
+        (the reference's, or one not added) from its ``stack``. In: a human. Out: an int."""
+        eng = inst.engine if inst.__class__ is CharacterInstance else None
+        held = 0
+        if eng is None:
+            for t in inst.stack:
+                if not t.released:
+                    held |= int(t.held)
+            return held
+        h, ts, s = eng.humans, eng.player.stores.tasks, inst.slot
+        ms, released, bits = h.m_stack, ts.m_released, ts.m_held
+        b = s * h.stack_width
+        for i in range(b, b + h.m_depth[s]):
+            r = ms[i]
+            if not released[r]:
+                held |= bits[r]
+        return held
+
+    @staticmethod
     def running(inst: CharacterInstance, ttype: int) -> Task | None:
         """The newest unreleased task of type ``ttype`` (a TaskType) on the human's stack:
         the one nearest the bottom (a change inserts its new task there), or None. Read from

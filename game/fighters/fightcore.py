@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.recipe import Arg, ClipStep, Command, LoopStep, Place, Recipe
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
+from scuffle.anim.stackrules import StackRules
 from scuffle.anim.tasks import Task
 from scuffle.components import Animator, Body, Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, BUSY, FightState, Who, Refusal, ActionResult,
@@ -37,10 +38,10 @@ _DOWN = int(FightFlags.DOWN)
 
 
 # The prepared commands of the fight's changes to a clip handing over to a loop
-# (FightCore._clip_loop): one per (clip held bits, loop held bits, fade), kept per Fight
-# (a Command keeps what it found per set with the Player: shared across Games it would
-# keep a closed Game's Player alive). CLIP_LOOP_KEYS: those the rules use, made ready for
-# a human's set when it joins (Fight._warm).
+# (FightCore._clip_loop): one per (clip held bits, loop held bits, fade), kept on the
+# Player (fight_commands: a Command keeps what it found per set with the Player, so one
+# shared across Games would keep a closed Game's Player alive). CLIP_LOOP_KEYS: those the
+# rules use, made ready for a human's set when it joins (Fight._warm).
 CLIP_LOOP_KEYS = ((int(FightFlags.WINDUP), 0, CHANGE_FADE), (int(FightFlags.PAIRED), 0, CHANGE_FADE),
                   (int(FightFlags.STAGGER), 0, 0.05),
                   (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.0), (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.05),
@@ -71,22 +72,7 @@ def keep_held(inst) -> None:
     again, on the human, the bits the tasks still live on its stack hold. With Coney's
     release (``held_release="coney"``) it finds them set already.
     """
-    held = 0
-    eng = inst.engine if inst.__class__ is CharacterInstance else None
-    if eng is not None:
-        # the stack's task rows read as StackRules.running reads them (no list of task handles):
-        # the held bits of every row not released
-        h, ts, s = eng.humans, eng.player.stores.tasks, inst.slot
-        ms, released, bits = h.m_stack, ts.m_released, ts.m_held
-        b = s * h.stack_width
-        for i in range(b, b + h.m_depth[s]):
-            r = ms[i]
-            if not released[r]:
-                held |= bits[r]
-    else:
-        for t in inst.stack:
-            if not t.released:
-                held |= int(t.held)
+    held = StackRules.held_on_stack(inst)
     if held:
         inst.record.flags |= held
 

@@ -253,6 +253,27 @@ def test_running_agrees_with_the_reference():
     assert ref.running(h, TaskType.GAIT) is g
 
 
+def test_held_on_stack_is_the_or_of_the_unreleased_tasks_held_bits(demo):
+    """StackRules.held_on_stack reads the stack row: the held bits of every task on it not
+    released, as a walk of ``inst.stack`` ORs them; 0 for an empty stack."""
+    p, h, Move = demo
+
+    def walked():
+        held = 0
+        for t in h.stack:
+            if not t.released:
+                held |= int(t.held)
+        return held
+
+    assert p.held_on_stack(h) == 0
+    p.change(h, p.loop(h, Move.IDLE, held=0x2), 0.0)
+    clip = p.clip(h, Move.IDLE, held=0x5)
+    p.change(h, clip, 0.2)
+    assert p.held_on_stack(h) == walked() == 0x7
+    p.defer(h, clip)                                   # released: its bits no longer count
+    assert p.held_on_stack(h) == walked() == 0x2
+
+
 def test_a_bad_held_is_refused_before_anything_is_taken(demo):
     """A held word that is not an int is refused by loop and clip before a cursor or a task
     row is taken."""
