@@ -13,12 +13,13 @@ Original: 0x00175080 CharacterInstance_GetAnim (id -> clip), 0x00254568 (the ran
 from __future__ import annotations
 
 import difflib
+import hashlib
 from enum import IntEnum
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from .clip import Clip, encode_clip
+from .clip import Clip, clip_digest, encode_clip
 from .rangelist import (
     NUM_ANIM_IDS, RangeAuthoringError, RangeList, RangeRecord, UnknownAnimId, check_anim_id,
 )
@@ -78,7 +79,7 @@ class AnimSet:
     (0..721) raise UnknownAnimId.
     """
 
-    __slots__ = ("_name", "_clips", "_index", "_ranges", "_names")
+    __slots__ = ("_name", "_clips", "_index", "_ranges", "_names", "_digest")
     _name: str
     _names: dict[str, int] | None
     _clips: tuple[Clip, ...]
@@ -112,6 +113,7 @@ class AnimSet:
         object.__setattr__(self, "_index", index)
         object.__setattr__(self, "_ranges", range_list)
         object.__setattr__(self, "_names", None)
+        object.__setattr__(self, "_digest", None)
 
     def __setattr__(self, name, value):
         raise AttributeError("AnimSet is immutable; use with_clip / with_range")
@@ -331,6 +333,24 @@ class AnimSet:
     def ids(self) -> list[int]:
         """The ids that have a clip, ascending."""
         return [int(i) for i in np.flatnonzero(self._index != NO_CLIP)]
+
+    def digest(self) -> str:
+        """A sha256 (hex) of the set's contents: its name, the clip each id plays (each
+        clip by its encoded bytes, anim.clip.clip_digest) and its range list. Sets with the
+        same digest play alike; a snapshot file records the digest of each human's set and
+        is restored only where the sets match. Computed once (the set never changes)."""
+        d = self._digest
+        if d is None:
+            h = hashlib.sha256()
+            name = self._name.encode("utf-8", "surrogatepass")
+            h.update(len(name).to_bytes(4, "little") + name)
+            h.update(np.ascontiguousarray(self._index, dtype="<i4").tobytes())
+            h.update(self._ranges.to_bytes())
+            for c in self._clips:
+                h.update(clip_digest(c))
+            d = h.hexdigest()
+            object.__setattr__(self, "_digest", d)
+        return d
 
     def equals(self, other: "AnimSet") -> bool:
         """True when both map every id to clips that encode to the same bytes and hold the same records."""
