@@ -51,6 +51,9 @@ class AnimSetError(ValueError):
 AnimRef = int | str
 
 
+_QUOTE = 80          # an error quotes at most this many characters of a value it was given
+
+
 class UnknownAnimName(UnknownAnimId):
     """A clip name no clip of the set carries; names the set and the closest names
     ("did you mean ..."). An UnknownAnimId (a ValueError), so callers that catch a bad
@@ -60,10 +63,14 @@ class UnknownAnimName(UnknownAnimId):
         ValueError.__init__(self)
         self.anim_id, self.count = name, NUM_ANIM_IDS
         self.name, self.set_name = name, set_name
-        self.suggestions = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6) or \
-            difflib.get_close_matches(name.upper(), [k.upper() for k in known], n=3, cutoff=0.6)
+        # a name longer than any clip's (30 bytes) is neither matched nor quoted whole
+        short = len(name) <= _QUOTE
+        self.suggestions = (difflib.get_close_matches(name, list(known), n=3, cutoff=0.6) or
+                            difflib.get_close_matches(name.upper(), [k.upper() for k in known], n=3, cutoff=0.6)
+                            ) if short else []
         hint = f"; did you mean {' or '.join(repr(x) for x in self.suggestions)}?" if self.suggestions else ""
-        self.args = (f"no clip named {name!r} in set {set_name!r}{hint}",)
+        shown = repr(name) if short else repr(name[:_QUOTE]) + f"... ({len(name)} characters)"
+        self.args = (f"no clip named {shown} in set {set_name[:_QUOTE]!r}{hint}",)
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import math
 import struct
+from collections import Counter, deque
+from dataclasses import fields, is_dataclass
 from typing import Any
 
 import numpy as np
@@ -58,18 +60,20 @@ _TAG_F = b"\x05"
 _INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def encode(value: Any) -> bytes:
+def encode(value: Any, lenient: bool = False) -> bytes:
     """The bytes of ``value`` (see the module docstring). Rejected (PlainDataError naming
     the path, e.g. ``value[3]['x']``): any other type (an enum is written as its value,
     a numpy scalar as a Python number), an int outside int64, a float that is not finite,
     a dict key that is not plain, nesting deeper than MAX_DEPTH, an array of another
-    dtype or of more than MAX_NDIM dimensions."""
+    dtype or of more than MAX_NDIM dimensions. ``lenient`` (a digest's encoding, never
+    a file's): a dataclass is written as its class name and fields, a set sorted, a deque
+    as a list and a Counter as a dict."""
     out: list[bytes] = []
-    _enc(value, out, "value", 0)
+    _enc(value, out, "value", 0, lenient)
     return b"".join(out)
 
 
-def _enc(v: Any, out: list, where: str, depth: int) -> None:
+def _enc(v: Any, out: list, where: str, depth: int, lenient: bool = False) -> None:
     t = v.__class__
     if t is int:
         if not _INT_MIN <= v <= _INT_MAX:
@@ -91,7 +95,8 @@ def _enc(v: Any, out: list, where: str, depth: int) -> None:
             raise PlainDataError(f"{where}: nested more than {MAX_DEPTH} deep")
         out.append((b"\x09" if t is tuple else b"\x08") + _U32.pack(len(v)))
         for i, x in enumerate(v):
-            _enc(x, out, where, depth + 1) if x.__class__ in _FLAT else _enc(x, out, f"{where}[{i}]", depth + 1)
+            _enc(x, out, where, depth + 1, lenient) if x.__class__ in _FLAT else \
+                _enc(x, out, f"{where}[{i}]", depth + 1, lenient)
     elif t is dict:
         if depth >= MAX_DEPTH:
             raise PlainDataError(f"{where}: nested more than {MAX_DEPTH} deep")
@@ -99,8 +104,8 @@ def _enc(v: Any, out: list, where: str, depth: int) -> None:
         for k, x in v.items():
             if k.__class__ not in _FLAT:
                 plain_key(k, where)
-            _enc(k, out, where, depth + 1)
-            _enc(x, out, f"{where}[{k!r}]", depth + 1)
+            _enc(k, out, where, depth + 1, lenient)
+            _enc(x, out, f"{where}[{k!r}]", depth + 1, lenient)
     elif t is bytes or t is bytearray or t is memoryview:
         b = bytes(v)
         out.append(b"\x07" + _U32.pack(len(b)) + b)
@@ -123,6 +128,14 @@ def _enc(v: Any, out: list, where: str, depth: int) -> None:
         _enc(float(v), out, where, depth)
     elif isinstance(v, str):                      # a StrEnum: its text
         _enc(str.__str__(v), out, where, depth)
+    elif lenient and is_dataclass(v) and not isinstance(v, type):
+        _enc((t.__qualname__, *(getattr(v, f.name) for f in fields(v))), out, where, depth, lenient)
+    elif lenient and isinstance(v, (set, frozenset)):
+        _enc(sorted(v, key=repr), out, where, depth, lenient)
+    elif lenient and isinstance(v, Counter):
+        _enc(dict(v), out, where, depth, lenient)
+    elif lenient and isinstance(v, deque):
+        _enc(list(v), out, where, depth, lenient)
     else:
         raise PlainDataError(f"{where}: {t.__name__} has no plain form (numbers, strings, bytes, lists, "
                              "tuples, dicts and numpy arrays only)")

@@ -258,9 +258,10 @@ def check_engine(tables: dict[str, Any], humans: HumanTable, *, pool_out: np.nda
     on = np.arange(HumanTable.QUEUE_ROWS)[None, :] < queued[:, None]
     queue = humans.queue[hrows][on]
     _links("humans.queue", queue, np.repeat(hrows, queued), tlive, "task", allow_none=False)
-    links = [stack, queue, nxt[is_next & (nxt != NO_ROW)], inc[is_fade & (inc != NO_ROW)]]
-    placed = np.concatenate(links)
-    _once("tasks (stacks, queues, next and incoming tasks)", placed, "task")
+    # a place each: a stack slot, a queue slot or a clip's next task (a fade's incoming task
+    # is a reference to a task on the same stack, not a place)
+    placed = np.concatenate([stack, queue, nxt[is_next & (nxt != NO_ROW)]])
+    _once("tasks (stacks, queues and next tasks)", placed, "task")
     _chains_end(tsk, trows, ty)
     # -- the pool: one flag per task row, every task in use counted out
     if pool_out.dtype != np.bool_ or pool_out.ndim != 1:

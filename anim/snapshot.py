@@ -434,9 +434,10 @@ def callback_plain(cb: Any, where: str, strict: bool = True) -> Any:
                       "must be data (anim.callbacks.Callback)")
 
 
-def callback_back(v: Any, where: str, kinds: Any) -> Any:
+def callback_back(v: Any, where: str, callbacks: Any) -> Any:
     """``callback_plain``'s value as a Callback. Rejected (StateError naming ``where``): not
-    (kind, args) of plain data, a kind ``kinds`` (the world's registered kinds) lacks."""
+    (kind, args) of plain data, a kind the world's ``callbacks`` (anim.callbacks.Callbacks)
+    has not registered, arguments its check refuses."""
     if v is None:
         return None
     if not (v.__class__ is tuple and len(v) == 2 and v[0].__class__ is str and v[1].__class__ is tuple):
@@ -445,8 +446,9 @@ def callback_back(v: Any, where: str, kinds: Any) -> Any:
         check_callback(Callback(v[0], v[1]), where)
     except CallbackError as e:
         raise StateError(str(e)) from None
-    if v[0] not in kinds:
-        raise StateError(f"{where}: callback kind {v[0][:80]!r} is not registered in this Game")
+    why = callbacks.check_args(v[0], v[1])
+    if why is not None:
+        raise StateError(f"{where}: {why}")
     return Callback(v[0], v[1])
 
 

@@ -43,7 +43,7 @@ from scuffle.components.combat import CombatTable
 
 __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "plain_values", "encode",
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
-           "need_float", "need_random_state", "short"]
+           "need_float", "need_random_state", "short", "assemble", "sections_of"]
 
 FORMAT = 2                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
@@ -250,24 +250,42 @@ def encode(game, st) -> bytes:
     docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
     import scuffle
 
-    sections: list[tuple[str, bytes]] = [("meta", plaindata.encode(_meta(game, st))),
-                                         ("values", plaindata.encode(plain_values(game, st)))]
+    values = plaindata.encode(plain_values(game, st))          # first: it refuses what has no byte form
+    sections: list[tuple[str, bytes]] = [("meta", plaindata.encode(_meta(game, st))), ("values", values)]
     for name, ts in _saved_tables(st).items():
         cols = _columns_of(_table_of(game, name))
         head = plaindata.encode({"rows": int(ts.capacity),
                                  "columns": [(c, np.dtype(d).base.str, list(np.dtype(d).shape))
                                              for c, d in cols.items()]})
         sections.append((f"table.{name}", _TABLE_HEAD.pack(len(head)) + head + ts.block.tobytes()))
+    return assemble(sections, scuffle.__version__, bytes.fromhex(config_digest(game)))
+
+
+def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
+    """A file from its sections (name, bytes) in order: the header (its sizes and the
+    payload's sha256 computed here) and the directory before them."""
     directory, body, off = [], [], _ENTRY.size * len(sections)
     for name, data in sections:
         directory.append(_ENTRY.pack(name.encode("ascii"), off, len(data)))
         body.append(data)
         off += len(data)
     payload = b"".join(directory + body)
-    version = scuffle.__version__.encode("ascii")[:16]
-    head = HEADER.pack(MAGIC, FORMAT, HEADER.size, version, bytes.fromhex(config_digest(game)), len(sections), 0,
+    head = HEADER.pack(MAGIC, FORMAT, HEADER.size, version.encode("ascii")[:16], config, len(sections), 0,
                        len(payload), hashlib.sha256(payload).digest())
     return head + payload
+
+
+def sections_of(data: bytes) -> tuple[str, bytes, list[tuple[str, bytes]]]:
+    """(version, config digest, the sections in file order) of a file that frames
+    (``parse`` checks it first): what ``assemble`` takes back."""
+    parse(data)
+    _, _, _, version, config, count, _, _, _ = HEADER.unpack_from(data)
+    payload = data[HEADER.size:]
+    out = []
+    for i in range(count):
+        raw, off, length = _ENTRY.unpack_from(payload, i * _ENTRY.size)
+        out.append((raw.rstrip(b"\0").decode("ascii"), payload[off:off + length]))
+    return version.rstrip(b"\0").decode("ascii"), config, out
 
 
 @dataclass(slots=True)
@@ -448,7 +466,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                             pool_capacity=player.pool.capacity, protos=protos)
     except StateError as e:
         raise _Refused(f"table.{e}") from None
-    kinds = set(player.callbacks.kinds())
+    kinds = player.callbacks
     tables_v = ev["tables"]
     need(isinstance(tables_v, dict) and set(tables_v) == set(_ENGINE_TABLES), "values.engine.tables", "not the tables")
     states = {}
@@ -590,7 +608,9 @@ def to_state(game, p: Parsed, state_cls) -> Any:
          f"not the {len(mine_x)} stateful actions of this Game")
     for i, (obj, x) in enumerate(zip(mine_x, extras)):
         fits = getattr(obj, "state_fits", None)
-        why = fits(x) if fits is not None else None
+        need(fits is not None, f"values.extras[{i}]", f"{type(obj).__qualname__} has no state_fits: its state "
+             "from a file cannot be checked (give it state_fits(state) -> reason or None)")
+        why = fits(x)
         need(why is None, f"values.extras[{i}]", str(why))
     return state_cls(game.engine, updates_run, update, dict(names), entity_next, es, {},
                      (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras))
@@ -691,7 +711,7 @@ def checksum(game, st) -> str:
     h = hashlib.sha256()
     h.update(struct.pack("<qqq", st.updates_run, st.update, st.entity_next))
     h.update(plaindata.encode(dict(st.names)))
-    h.update(plaindata.encode(plain_values(game, st, strict=False)))
+    h.update(plaindata.encode(plain_values(game, st, strict=False), lenient=True))
     for name, ts in _saved_tables(st).items():
         cols = _columns_of(_table_of(game, name))
         h.update(struct.pack("<Q", block_digest(cols, ts.capacity, ts.block)))
