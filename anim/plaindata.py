@@ -156,6 +156,11 @@ def plain_key(k: Any, where: str = "key") -> None:
     raise PlainDataError(f"{where}: a key of type {k.__class__.__name__} has no plain form")
 
 
+def _plain_tuple(k: Any) -> bool:
+    """A tuple whose items are plain keys (a dict key the form allows)."""
+    return k.__class__ is tuple and all(x.__class__ in _FLAT or _plain_tuple(x) for x in k)
+
+
 def decode(data: bytes | bytearray | memoryview, max_items: int = 50_000_000) -> Any:
     """The value ``data`` holds (exactly one, with nothing after it). Rejected
     (PlainDataError, naming the byte offset): an unknown tag, a length or count past the
@@ -226,10 +231,8 @@ class _Reader:
                 for _ in range(n):
                     kp = self.pos
                     k = self.value(depth + 1)
-                    try:
-                        hash(k)
-                    except TypeError:
-                        raise PlainDataError(f"a dict key at offset {kp} is a {type(k).__name__}") from None
+                    if k.__class__ not in _FLAT and not _plain_tuple(k):
+                        raise PlainDataError(f"a dict key at offset {kp} is a {type(k).__name__}")
                     d[k] = self.value(depth + 1)
                 return d
             items = [self.value(depth + 1) for _ in range(n)]

@@ -14,14 +14,14 @@ the first bad row. Original: none (ours).
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
 from .store import NO_EVENT, NO_ROW, HumanTable, Table
 from .tasks import TaskType
 
-__all__ = ["StateError", "check_engine", "check_table_frame", "check_finite"]
+__all__ = ["StateError", "check_engine", "check_table_frame", "check_finite", "ClipFacts", "clip_facts"]
 
 # What a task of each type links to: its cursor columns that must hold a cursor row, those
 # that may, and its own row in the fade or gait table (aux).
@@ -118,29 +118,50 @@ def _once(name: str, values: np.ndarray, what: str) -> None:
         raise StateError(f"{name}: {what} row {int(u[int(np.flatnonzero(counts > 1)[0])])} has two owners")
 
 
-def check_engine(tables: dict[str, Any], humans: HumanTable, *, pool_out: np.ndarray, n_out: int,
-                 pool_capacity: int, protos: Sequence[tuple], keyed_kinds: Any = None) -> dict[str, np.ndarray]:
+class ClipFacts(NamedTuple):
+    """What a cursor on each clip of the bank must hold, by bank index (``clip_facts``):
+    F, D - 1/60 and D as float32, the first event's frame, the events' count, where each
+    clip's event frames start in ``frames``."""
+
+    end: np.ndarray
+    limit: np.ndarray
+    dur: np.ndarray
+    evf0: np.ndarray
+    nev: np.ndarray
+    first: np.ndarray
+    frames: np.ndarray
+
+
+def clip_facts(protos: Sequence[tuple]) -> ClipFacts:
+    """``ClipFacts`` of the bank's clips from their cursor prototypes (anim.cursor.cursor_proto)."""
+    nev = np.array([len(p[4]) for p in protos], np.int64)
+    first = np.concatenate(([0], np.cumsum(nev)[:-1])).astype(np.int64) if len(protos) else np.zeros(0, np.int64)
+    frames = np.array([int(f) for p in protos for f in p[4]], np.int64)
+    return ClipFacts(np.array([p[1] for p in protos], np.int64), np.array([p[7] for p in protos], np.float32),
+                     np.array([p[6] for p in protos], np.float32), np.array([p[5] for p in protos], np.int64),
+                     nev, first, frames)
+
+
+def check_engine(tables: dict[str, Any], humans: Any, *, pool_out: np.ndarray, n_out: int,
+                 pool_capacity: int, facts: ClipFacts) -> dict[str, np.ndarray]:
     """Check the compiled engine's saved tables (scratch copies, never the world's).
 
     In: ``tables`` the cursor, fade, gait and task Tables; ``humans`` the HumanTable
     (with its ``gen`` and ``_free`` lists); the pool's flags and count and the pool's size
-    (the Game's option); ``protos`` the cursor prototype (anim.cursor.cursor_proto) of
-    each clip of the bank, by bank index. Out: the rows in use of each table, by name.
+    (the Game's option); ``facts`` the bank's clips' numbers (``clip_facts``). Out: the
+    rows in use of each table, by name.
     Raises StateError naming the first fault (see the module docstring)."""
     cur, fad, gai, tsk = (tables[n] for n in ("cursors", "fades", "gaits", "tasks"))
     live = {n: check_table_frame(n, t) for n, t in tables.items()}
-    nb = len(protos)
+    nb = len(facts.end)
     # -- cursors: the clip's own numbers, a time within the clip, the next event in its list
     crows = live["cursors"]
     bank = cur.bank[crows].astype(np.int64)
     _ints_in("cursors.bank", bank, crows, 0, nb - 1)
     _bools("cursors.at_end", cur.at_end[crows], crows)
     if len(crows):
-        end = np.array([p[1] for p in protos], np.int64)[bank]
-        limit = np.array([p[7] for p in protos], np.float32)[bank]
-        dur = np.array([p[6] for p in protos], np.float32)[bank]
-        evf0 = np.array([p[5] for p in protos], np.int64)[bank]
-        nev = np.array([len(p[4]) for p in protos], np.int64)[bank]
+        end, limit, dur, evf0, nev = (facts.end[bank], facts.limit[bank], facts.dur[bank], facts.evf0[bank],
+                                      facts.nev[bank])
         for col, want in (("end", end), ("evf0", evf0)):
             got = getattr(cur, col)[crows].astype(np.int64)
             if (got != want).any():
@@ -164,12 +185,14 @@ def check_engine(tables: dict[str, Any], humans: HumanTable, *, pool_out: np.nda
             raise StateError(f"cursors.ev[{_first(bad, crows)}] = {int(ev[int(np.flatnonzero(bad)[0])])}: past "
                              "its clip's events")
         evf = cur.evf[crows].astype(np.int64)
-        for i, r in enumerate(crows):
-            frames = protos[bank[i]][4]
-            k = int(ev[i])
-            want_f = int(frames[k]) if k < len(frames) else int(NO_EVENT)
-            if int(evf[i]) != want_f:
-                raise StateError(f"cursors.evf[{int(r)}] = {int(evf[i])}: not the frame of its next event ({want_f})")
+        more = ev < nev
+        want_f = np.full(len(crows), int(NO_EVENT), np.int64)
+        want_f[more] = facts.frames[facts.first[bank[more]] + ev[more]]
+        bad = evf != want_f
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise StateError(f"cursors.evf[{int(crows[i])}] = {int(evf[i])}: not the frame of its next event "
+                             f"({int(want_f[i])})")
     # -- fades and gaits: finite numbers, a gait's pair and clips in range
     frows = live["fades"]
     check_finite("fades.el", fad.el[frows], frows, 0.0, 1e9)

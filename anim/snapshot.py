@@ -481,7 +481,7 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True) -> dict:
                 keyed[k] = {int(r): tuple(int(b) for b in v) for r, v in d.items()}
             else:                                    # partner: a human's handle (an int or a name)
                 keyed[k] = dict(d)
-        tables[name] = {"keyed": keyed, "dirty": [int(r) for r in ts.dirty]}
+        tables[name] = {"keyed": keyed, "dirty": np.array(ts.dirty, np.int64)}
     h = s.humans
     p = s.player
     rows, odd = p["deferred"]
@@ -492,7 +492,7 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True) -> dict:
         raise NoPlainForm("the step's wrap callbacks or failures are pending: save between two updates")
     out = {
         "tables": tables,
-        "humans": {"free": [int(r) for r in h.free], "gen": [int(g) for g in h.gen],
+        "humans": {"free": np.array(h.free, np.int64), "gen": np.array(h.gen, np.int64),
                    "on_report": {int(r): callback_plain(v, f"humans.on_report[{r}]", strict)
                                  for r, v in h.on_report.items()}},
         "pool": (np.asarray(s.pool[0], np.bool_), int(s.pool[1])),

@@ -162,7 +162,11 @@ class Fight(Hits):
         return None
 
     def _is_fighter(self, ent) -> bool:
-        return ent.__class__ is int and ent in self.game.names.values()
+        """An entity a saved fight state may name: a human of the Game, or one gone from the
+        world (the rules skip those: a human removed since)."""
+        if ent.__class__ is not int or ent < 0:
+            return False
+        return ent in self.game.names.values() or not self._live(ent)
 
     def state_fits(self, state) -> str | None:
         """Why ``state`` (a ``save_state``, perhaps read from a file) cannot be loaded here,

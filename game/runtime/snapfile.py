@@ -25,8 +25,9 @@ import math
 import os
 import stat
 import struct
+import sys
 from dataclasses import dataclass, fields, is_dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -35,11 +36,9 @@ from scuffle.anim import snapshot as S
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
 from scuffle.anim.digest import array_digest, block_digest
-from scuffle.anim.snapcheck import StateError, check_engine, check_finite, check_table_frame
-from scuffle.anim.store import HumanTable, Table, _layout
+from scuffle.anim.snapcheck import ClipFacts, StateError, check_engine, check_finite, check_table_frame, clip_facts
+from scuffle.anim.store import Table, _layout
 from scuffle.components import Body, Combat
-from scuffle.components.bodies import BodyTable
-from scuffle.components.combat import CombatTable
 
 __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "plain_values", "encode",
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
@@ -54,9 +53,11 @@ _ENTRY = struct.Struct("<16sQQ")  # a directory entry: section name (ASCII, NUL-
 MAX_BYTES = 1 << 30               # a file larger than this is refused before it is read
 MAX_SECTIONS = 16
 TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
-SECTIONS = ("meta", "values", *(f"table.{t}" for t in TABLES))
+SECTIONS = ("config", "meta", "values", *(f"table.{t}" for t in TABLES))
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
-_TABLE_HEAD = struct.Struct("<I")  # a table section: the length of its plain header, then the header, then the block
+# a table section: its rows (u32) and the length of its columns' declaration (u32), the
+# declaration (plain data: (name, dtype, inner shape) per array), then the block
+_TABLE_HEAD = struct.Struct("<II")
 
 
 class _Refused(ValueError):
@@ -77,14 +78,15 @@ def need(ok: bool, where: str, what: str) -> None:
 
 def need_int(v: Any, where: str, lo: int = -(1 << 63), hi: int = (1 << 63) - 1) -> int:
     """``v`` an int (not a bool) within [lo, hi]."""
-    need(v.__class__ is int and lo <= v <= hi, where, f"{short(v)} is not a whole number {lo} to {hi}")
+    if not (v.__class__ is int and lo <= v <= hi):
+        raise _Refused(f"{where}: {short(v)} is not a whole number {lo} to {hi}")
     return v
 
 
 def need_float(v: Any, where: str, lo: float = -math.inf, hi: float = math.inf) -> float:
     """``v`` a finite float (an int is taken) within [lo, hi]."""
-    need(v.__class__ in (int, float) and math.isfinite(v) and lo <= v <= hi, where,
-         f"{short(v)} is not a finite number {lo} to {hi}")
+    if not (v.__class__ in (int, float) and math.isfinite(v) and lo <= v <= hi):
+        raise _Refused(f"{where}: {short(v)} is not a finite number {lo} to {hi}")
     return float(v)
 
 
@@ -92,7 +94,8 @@ def need_random_state(v: Any, where: str) -> None:
     """``v`` a SavedRandom state: (3, 625 words as 2,500 bytes with the position word last
     at most 624, None or a finite gauss value)."""
     need(v.__class__ is tuple and len(v) == 3, where, "not a random generator's state")
-    need(v[0] == 3 and v[0].__class__ is int, where, f"version {short(v[0])}, expected 3")
+    if not (v[0] == 3 and v[0].__class__ is int):
+        raise _Refused(f"{where}: version {short(v[0])}, expected 3")
     need(v[1].__class__ is bytes and len(v[1]) == 2500, where, "not 625 words")
     need(int.from_bytes(v[1][-4:], "little") <= 624, where, "a position past 624")
     need(v[2] is None or (v[2].__class__ is float and math.isfinite(v[2])), where, "a gauss value that is not finite")
@@ -118,24 +121,36 @@ def _plain_option(v: Any) -> Any:
     return ("object", type(v).__module__, type(v).__qualname__)
 
 
+def _options_digest(options) -> str:
+    """The sha256 (hex) of the options' plain form (kept per options object: PlayerOptions
+    is frozen)."""
+    got = _OPTIONS.get(id(options))
+    if got is None or got[0] is not options:
+        if len(_OPTIONS) > 64:
+            _OPTIONS.clear()
+        got = _OPTIONS[id(options)] = (options, hashlib.sha256(plaindata.encode(_plain_option(options))).hexdigest())
+    return got[1]
+
+
+_OPTIONS: dict = {}
+
+
 def config_parts(game) -> dict:
     """What ``game`` is set up with, as plain data, part by part: scuffle's version, the
-    snapshot format, the engine, the Player's options, the world's step (dt, the root
+    snapshot format, the engine, the Player's options (a digest of their plain form), the world's step (dt, the root
     motion cap, the reference motion), the anim sets of its humans (their digests, sorted),
     the callback kinds registered, the fight rules' settings (``Fight.config()``) and the
     stateful actions' kinds. Two Games with equal parts run the same inputs to the same
     states; a snapshot file is restored only where they are equal."""
-    import scuffle
-
     ctx = game.ctx
     sets = sorted({_set_of(game, ent).digest() for _, ent in game.humans()})
     fight = game.fight
     extras = [f"{type(o).__module__}.{type(o).__qualname__}" for o in _stateful(game)]
     return {
-        "scuffle": scuffle.__version__,
+        "scuffle": _version(),
         "format": FORMAT,
         "engine": game.engine,
-        "options": _plain_option(game.player.options),
+        "options": _options_digest(game.player.options),
         "step": {"dt": float(ctx.dt), "max_root_speed": float(ctx.max_root_speed), "reference": bool(ctx.reference)},
         "sets": sets,
         "callbacks": list(game.player.callbacks.kinds()),
@@ -150,9 +165,28 @@ def _set_of(game, ent):
     return game.component(ent, Animator).instance.anim_set
 
 
-def _stateful(game) -> list:
-    from scuffle.game.runtime.snapshot import _extras
-    return _extras(game)
+def _version() -> str:
+    """scuffle's version: the face package is imported before any of its modules (read from
+    it, not imported: the face imports the layers, not the reverse)."""
+    return sys.modules["scuffle"].__version__
+
+
+def stateful(game) -> list:
+    """The objects behind the state functions and actions that keep state of their own
+    (``save_state`` / ``load_state``: the callable itself, or the owner of a bound
+    method), each once, in the lists' order; the Game's fight rules are saved apart."""
+    out, seen = [], {id(game.fight)}
+    for fn in (*game.ctx.state_functions, *game.ctx.actions):
+        owner = getattr(fn, "__self__", fn)
+        if id(owner) in seen:
+            continue
+        seen.add(id(owner))
+        if hasattr(owner, "save_state") and hasattr(owner, "load_state"):
+            out.append(owner)
+    return out
+
+
+_stateful = stateful
 
 
 def config_digest(game) -> str:
@@ -200,9 +234,10 @@ def plain_values(game, st, strict: bool = True) -> dict:
     views = _names_of_views(game)
     return {
         "engine": S.engine_plain(st.engine_state, _name_of_instance, strict),
-        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body"), "dirty": [int(r) for r in st.bodies[0].dirty]},
+        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body"),
+                   "dirty": np.array(st.bodies[0].dirty, np.int64)},
         "combats": {"owners": _owners_plain(st.combats[1], views, "combat"),
-                    "dirty": [int(r) for r in st.combats[0].dirty],
+                    "dirty": np.array(st.combats[0].dirty, np.int64),
                     "texts": [str.__str__(t) if isinstance(t, str) else t for t in st.combats[2]]},
         "fight": st.fight,
         "extras": list(st.extras),
@@ -218,11 +253,25 @@ def _meta(game, st) -> dict:
     sets = {}
     for name, ent in st.names.items():
         sets[name] = game.component(ent, Animator).instance.anim_set.digest()
-    bank = [c.hex() for c in _bank_digests(game.player)]
-    return {"config": config_parts(game), "engine": st.engine, "updates_run": int(st.updates_run),
-            "update": int(st.update),
+    bank = b"".join(_bank_digests(game.player))
+    return {"engine": st.engine, "updates_run": int(st.updates_run), "update": int(st.update),
             "names": {str(k): int(v) for k, v in st.names.items()}, "entity_next": int(st.entity_next),
             "sets": sets, "bank": bank}
+
+
+def _facts(player, n: int) -> ClipFacts:
+    """The ClipFacts of the first ``n`` clips of the Player's bank (kept while the bank
+    and the event rule are the same: derived only)."""
+    clips, all_ev = player._clips, player.stores.cursors.all_events
+    key = (id(clips), n, all_ev, id(clips[n - 1]) if n else 0)
+    got = _FACTS.get(id(clips))
+    if got is None or got[0] != key or got[1] is not clips:
+        _FACTS.clear()                      # one Player's at a time: a restore checks against one Game
+        got = _FACTS[id(clips)] = (key, clips, clip_facts([cursor_proto(c, all_ev) for c in clips[:n]]))
+    return got[2]
+
+
+_FACTS: dict = {}
 
 
 def _bank_digests(player) -> list[bytes]:
@@ -248,17 +297,16 @@ def _saved_tables(st) -> dict:
 def encode(game, st) -> bytes:
     """The byte form of snapshot state ``st`` of ``game`` (see the module docstring;
     docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
-    import scuffle
-
     values = plaindata.encode(plain_values(game, st))          # first: it refuses what has no byte form
-    sections: list[tuple[str, bytes]] = [("meta", plaindata.encode(_meta(game, st))), ("values", values)]
+    config = plaindata.encode(config_parts(game))
+    sections: list[tuple[str, bytes]] = [("config", config), ("meta", plaindata.encode(_meta(game, st))),
+                                         ("values", values)]
     for name, ts in _saved_tables(st).items():
         cols = _columns_of(_table_of(game, name))
-        head = plaindata.encode({"rows": int(ts.capacity),
-                                 "columns": [(c, np.dtype(d).base.str, list(np.dtype(d).shape))
-                                             for c, d in cols.items()]})
-        sections.append((f"table.{name}", _TABLE_HEAD.pack(len(head)) + head + ts.block.tobytes()))
-    return assemble(sections, scuffle.__version__, bytes.fromhex(config_digest(game)))
+        head = _declared_bytes(cols)
+        sections.append((f"table.{name}", _TABLE_HEAD.pack(int(ts.capacity), len(head)) + head +
+                         ts.block.tobytes()))
+    return assemble(sections, _version(), hashlib.sha256(config).digest())
 
 
 def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
@@ -294,10 +342,11 @@ class Parsed:
 
     version: str                  # the scuffle version that wrote it
     config: bytes                 # its Game's configuration digest (32 bytes)
+    config_parts: bytes           # the configuration itself (plain data, decoded only to say what differs)
     meta: dict
     values: dict
     values_bytes: bytes           # the values section as written (the checksum hashes it)
-    tables: dict                  # name -> (rows, columns, block: bytes)
+    tables: dict                  # name -> (rows, the columns' declaration (plain bytes), block: bytes)
 
 
 def parse(data: bytes) -> Parsed:
@@ -308,7 +357,8 @@ def parse(data: bytes) -> Parsed:
     n = len(data)
     need(n >= HEADER.size, "header", f"{n} bytes, shorter than the {HEADER.size}-byte header at offset 0 (truncated)")
     magic, fmt, hsize, version, config, count, flags, size, digest = HEADER.unpack_from(data)
-    need(magic == MAGIC, "header.magic", f"{short(magic)} at offset 0 is not {MAGIC!r} (not a scuffle snapshot)")
+    if not (magic == MAGIC):
+        raise _Refused(f"header.magic: {short(magic)} at offset 0 is not {MAGIC!r} (not a scuffle snapshot)")
     need(fmt == FORMAT, "header.format", f"format {fmt} at offset 8; this scuffle reads format {FORMAT}")
     need(hsize == HEADER.size, "header.size", f"{hsize} at offset 12, expected {HEADER.size}")
     need(flags == 0, "header.flags", f"{flags} at offset 64, expected 0")
@@ -317,7 +367,7 @@ def parse(data: bytes) -> Parsed:
     need(1 <= count <= MAX_SECTIONS, "header.sections", f"{count} sections at offset 60 (1-{MAX_SECTIONS})")
     payload = memoryview(data)[HEADER.size:]
     need(hashlib.sha256(payload).digest() == digest, "header.sha256",
-         f"the payload's sha256 differs from the header's (offset 76): corrupted")
+         "the payload's sha256 differs from the header's (offset 76): corrupted")
     try:
         ver = version.rstrip(b"\0").decode("ascii")
     except UnicodeDecodeError:
@@ -331,7 +381,8 @@ def parse(data: bytes) -> Parsed:
             name = raw.rstrip(b"\0").decode("ascii")
         except UnicodeDecodeError:
             raise _Refused(f"directory[{i}].name: not ASCII") from None
-        need(name in SECTIONS, f"directory[{i}].name", f"{short(name)} is not a section of format {FORMAT}")
+        if not (name in SECTIONS):
+            raise _Refused(f"directory[{i}].name: {short(name)} is not a section of format {FORMAT}")
         need(name not in found, f"directory[{i}].name", f"section {name!r} twice")
         need(_ENTRY.size * count <= off and off + length <= size, f"directory[{i}] ({name})",
              f"offset {off} and size {length} outside the payload")
@@ -357,50 +408,96 @@ def parse(data: bytes) -> Parsed:
         sec = found[f"table.{name}"]
         where = f"section table.{name}"
         need(len(sec) >= _TABLE_HEAD.size, where, "shorter than its header")
-        (hl,) = _TABLE_HEAD.unpack_from(sec)
-        need(_TABLE_HEAD.size + hl <= len(sec), where, f"a header of {hl} bytes past the section's end")
-        try:
-            head = plaindata.decode(sec[_TABLE_HEAD.size:_TABLE_HEAD.size + hl])
-        except plaindata.PlainDataError as e:
-            raise _Refused(f"{where}.header: {e}") from None
-        need(isinstance(head, dict) and set(head) == {"rows", "columns"}, f"{where}.header", "not {rows, columns}")
-        rows = need_int(head["rows"], f"{where}.rows", 1, 1 << 28)
-        cols = head["columns"]
-        need(isinstance(cols, list) and len(cols) <= 64, f"{where}.columns", "not a list of at most 64 columns")
+        rows, hl = _TABLE_HEAD.unpack_from(sec)
+        need(1 <= rows <= 1 << 28, f"{where}.rows", f"{rows} rows (1 to 2^28)")
+        need(_TABLE_HEAD.size + hl <= len(sec), where, f"a declaration of {hl} bytes past the section's end")
+        cols = sec[_TABLE_HEAD.size:_TABLE_HEAD.size + hl]       # checked against a Game's layout (to_state)
         tables[name] = (rows, cols, sec[_TABLE_HEAD.size + hl:])
-    return Parsed(ver, config, meta, values, found["values"], tables)
+    need(hashlib.sha256(found["config"]).digest() == config, "section config",
+         "not the configuration the header's digest names")
+    return Parsed(ver, config, found["config"], meta, values, found["values"], tables)
 
 
 # ---------------------------------------------------------------- checked against a Game
-def _scratch(game, name: str, rows: int, cols: list, block: bytes):
-    """A scratch table of ``name``'s class holding ``block`` (a copy), after checking that
-    the declared columns are this Game's and the block has the layout's size."""
+class _Rows:
+    """A saved block's arrays by name, for the checks (a scratch table: no handles, no
+    fast views, nothing of the world's); ``_keyed`` the live table's keyed columns, ``gen``
+    and ``_free`` the human table's lists (set from the values)."""
+
+    def __init__(self, columns: dict, cap: int, block: np.ndarray, keyed: tuple):
+        self.capacity, self.block, self._keyed = cap, block, keyed
+        self.gen: Any = None
+        self._free: Any = None
+        for name, (off, dt, shape) in _layout_of(columns, cap).items():
+            size = dt.itemsize
+            for n in shape:
+                size *= n
+            self.__dict__[name] = block[off:off + size].view(dt).reshape(shape)
+
+
+_LAYOUTS: dict = {}                # (column names, capacity) -> store._layout's arrays: derived only
+
+
+def _layout_of(columns: dict, cap: int) -> dict:
+    key = (tuple(columns), cap)
+    lay = _LAYOUTS.get(key)
+    if lay is None:
+        if len(_LAYOUTS) > 256:
+            _LAYOUTS.clear()
+        lay = _LAYOUTS[key] = _layout(columns, cap)
+    return lay[0]
+
+
+def _block_size(columns: dict, cap: int) -> int:
+    _layout_of(columns, cap)
+    return _LAYOUTS[(tuple(columns), cap)][1]
+
+
+def _scratch(game, name: str, rows: int, cols: list, block: bytes) -> _Rows:
+    """A scratch copy of table ``name``'s saved ``block``, after checking that the declared
+    columns are this Game's and the block has the layout's size."""
     live = _table_of(game, name)
     want = _columns_of(live)
     where = f"table.{name}"
-    declared = []
-    for i, c in enumerate(cols):
-        need(isinstance(c, tuple) and len(c) == 3 and isinstance(c[0], str) and isinstance(c[1], str)
-             and isinstance(c[2], list), f"{where}.columns[{i}]", "not (name, dtype, shape)")
-        declared.append(c)
-    mine = [(c, np.dtype(d).base.str, list(np.dtype(d).shape)) for c, d in want.items()]
-    if declared != mine:
-        diff = next((f"{short(a)} where this engine has {short(b)}" for a, b in zip(declared, mine) if a != b),
-                    f"{len(declared)} columns where this engine has {len(mine)}")
+    if cols != _declared_bytes(want):
+        mine = _declared(want)
+        try:
+            cols = plaindata.decode(cols)
+        except plaindata.PlainDataError as e:
+            raise _Refused(f"{where}.columns: {e}") from None
+        need(isinstance(cols, list), f"{where}.columns", "not a list")
+        for i, c in enumerate(cols):
+            need(isinstance(c, tuple) and len(c) == 3 and isinstance(c[0], str) and isinstance(c[1], str)
+                 and isinstance(c[2], list), f"{where}.columns[{i}]", "not (name, dtype, shape)")
+        diff = next((f"{short(a)} where this engine has {short(b)}" for a, b in zip(cols, mine) if a != b),
+                    f"{len(cols)} columns where this engine has {len(mine)}")
         raise _Refused(f"{where}.columns: {diff} (another version's layout)")
-    size = _layout(want, rows)[1]
+    size = _block_size(want, rows)
     need(len(block) == size, f"{where}.block", f"{len(block)} bytes, the layout of {rows} rows is {size}")
     buf = np.frombuffer(block, np.uint8).copy()
-    if isinstance(live, HumanTable):
-        t: Any = HumanTable(1)
-    elif isinstance(live, BodyTable):
-        t = BodyTable(1)
-    elif isinstance(live, CombatTable):
-        t = CombatTable(1)
-    else:
-        t = Table(live._columns, 1, keyed=live._keyed, defaults=live._defaults if live._resets else None)
-    t._place(buf, rows)
-    return t
+    return _Rows(want, rows, buf, getattr(live, "_keyed", ()))
+
+
+def _declared(columns: dict) -> list:
+    """The columns as a file declares them: (name, base dtype, inner shape) each."""
+    key = tuple(columns)
+    got = _DECLARED.get(key)
+    if got is None or got[0] != columns:
+        got = _DECLARED[key] = (dict(columns), [(c, np.dtype(d).base.str, list(np.dtype(d).shape))
+                                                for c, d in columns.items()])
+    return got[1]
+
+
+_DECLARED: dict = {}
+
+
+def _declared_bytes(columns: dict) -> bytes:
+    """``_declared`` in the plain form (kept: what a file of this layout holds)."""
+    key = ("bytes", tuple(columns))
+    got = _DECLARED.get(key)
+    if got is None or got[0] != columns:
+        got = _DECLARED[key] = (dict(columns), plaindata.encode(_declared(columns)))
+    return got[1]
 
 
 def to_state(game, p: Parsed, state_cls) -> Any:
@@ -410,38 +507,46 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     schema and cross-reference. Rejected (_Refused, one line naming the section and
     field): anything that does not fit; nothing of the Game is changed."""
     # -- the configuration: the same parts, else say which differ
-    mine = config_parts(game)
-    if p.config != bytes.fromhex(config_digest(game)):
-        theirs = p.meta.get("config")
-        diff = [k for k in mine if not isinstance(theirs, dict) or theirs.get(k) != plaindata.decode(
-            plaindata.encode(mine[k]))] if isinstance(theirs, dict) else list(mine)
+    mine = plaindata.encode(config_parts(game))
+    if p.config != hashlib.sha256(mine).digest():
+        try:
+            theirs = plaindata.decode(p.config_parts)
+        except plaindata.PlainDataError:
+            theirs = None
+        ours = plaindata.decode(mine)
+        diff = [k for k in ours if not isinstance(theirs, dict) or theirs.get(k) != ours[k]]
         raise _Refused("header.config: the snapshot's Game is set up otherwise than this one (differs in: "
-                       f"{', '.join(diff) or 'its digest'}; written by scuffle {p.version})")
+                       f"{', '.join(diff) or 'its digest'}; written by scuffle {short(p.version, 20)})")
     m = p.meta
     need(set(m) >= {"engine", "updates_run", "update", "names", "entity_next", "sets", "bank"}, "meta",
          "missing fields")
-    need(m["engine"] == game.engine, "meta.engine", f"{short(m['engine'])}, this Game runs {game.engine!r}")
+    if not (m["engine"] == game.engine):
+        raise _Refused(f"meta.engine: {short(m['engine'])}, this Game runs {game.engine!r}")
     updates_run = need_int(m["updates_run"], "meta.updates_run", 0)
     update = need_int(m["update"], "meta.update", 0)
     names = m["names"]
     need(isinstance(names, dict) and len(names) <= 1 << 24, "meta.names", "not a map of names to entities")
     for name, ent in names.items():
-        need(isinstance(name, str) and len(name) <= 256, "meta.names", f"{short(name)} is not a name")
+        if not (isinstance(name, str) and len(name) <= 256):
+            raise _Refused(f"meta.names: {short(name)} is not a name")
         need_int(ent, f"meta.names[{short(name)}]", 0)
-        need(game.names.get(name) == ent and game._alive(ent), f"meta.names[{short(name)}]",
-             f"entity {ent}: this Game has no such human (set it up as the snapshot's was)")
+        if not (game.names.get(name) == ent and game._alive(ent)):
+            raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up as "
+                           "the snapshot's was)")
     need(len(set(names.values())) == len(names), "meta.names", "two names for one entity")
     entity_next = need_int(m["entity_next"], "meta.entity_next", max(names.values(), default=0) + 1 if names else 1)
     sets = m["sets"]
     need(isinstance(sets, dict) and set(sets) == set(names), "meta.sets", "not one anim set digest per human")
     from scuffle.components import Animator
     for name, d in sets.items():
-        need(d == game.component(names[name], Animator).instance.anim_set.digest(), f"meta.sets[{short(name)}]",
-             "the human's anim set differs from this Game's")
-    bank = m["bank"]
-    have = [c.hex() for c in _bank_digests(game.player)]
-    need(isinstance(bank, list) and bank == have[:len(bank)], "meta.bank",
+        if not (d == game.component(names[name], Animator).instance.anim_set.digest()):
+            raise _Refused(f"meta.sets[{short(name)}]: the human's anim set differs from this Game's")
+    bank_raw = m["bank"]
+    need(isinstance(bank_raw, bytes) and len(bank_raw) % 32 == 0, "meta.bank", "not the clips' digests")
+    have = b"".join(_bank_digests(game.player))
+    need(have[:len(bank_raw)] == bank_raw, "meta.bank",
          "the clip bank lists other clips (set the Game up as the snapshot's was: the same humans in the same order)")
+    bank = range(len(bank_raw) // 32)
     # -- the tables: scratch copies, checked row by row
     scratch = {name: _scratch(game, name, *p.tables[name]) for name in TABLES}
     v = p.values
@@ -452,18 +557,20 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     hv = ev["humans"]
     need(isinstance(hv, dict) and set(hv) == {"free", "gen", "on_report"}, "values.engine.humans", "not its fields")
     hum = scratch["humans"]
-    need(isinstance(hv["gen"], list) and isinstance(hv["free"], list), "values.engine.humans", "not lists")
-    hum.gen = list(hv["gen"])
-    hum._free = list(hv["free"])
+    for k in ("gen", "free"):
+        a = hv[k]
+        need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, f"values.engine.humans.{k}",
+             "not a list of rows")
+    hum.gen = hv["gen"].tolist()
+    hum._free = hv["free"].tolist()
     pool = ev["pool"]
     need(isinstance(pool, tuple) and len(pool) == 2 and isinstance(pool[0], np.ndarray), "values.engine.pool",
          "not (flags, count)")
     player = game.player
-    protos = [cursor_proto(c, player.stores.cursors.all_events) for c in player._clips[:len(bank)]]
     engine_tables = {n: scratch[n] for n in _ENGINE_TABLES}
     try:
         live = check_engine(engine_tables, hum, pool_out=pool[0], n_out=pool[1],
-                            pool_capacity=player.pool.capacity, protos=protos)
+                            pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)))
     except StateError as e:
         raise _Refused(f"table.{e}") from None
     kinds = player.callbacks
@@ -482,8 +589,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             need(isinstance(d, dict), f"{where}.keyed.{k}", "not a map")
             out = {}
             for r, x in d.items():
-                need(r.__class__ is int and 0 <= r < t.capacity and bool(t.live[r]), f"{where}.keyed.{k}",
-                     f"row {short(r)} is not a row in use")
+                if not (r.__class__ is int and 0 <= r < t.capacity and bool(t.live[r])):
+                    raise _Refused(f"{where}.keyed.{k}: row {short(r)} is not a row in use")
                 if k in ("on_end", "on_wrap"):
                     try:
                         out[r] = S.callback_back(x, f"{where}.keyed.{k}[{r}]", kinds)
@@ -506,19 +613,15 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             for i, r in enumerate(live["tasks"]):
                 need(bool(cb[i]) == (int(r) in back["on_wrap"]), f"{where}.callback[{int(r)}]",
                      "says a wrap callback is set where there is none, or the reverse")
-        dirty = tv["dirty"]
-        need(isinstance(dirty, list) and all(r.__class__ is int and 0 <= r < t.capacity and not t.live[r]
-                                             for r in dirty) and len(set(dirty)) == len(dirty),
-             f"{where}.dirty", "not rows not in use, each once")
+        dirty = _dirty_rows(tv["dirty"], t, f"{where}.dirty")
         views = [None] * t.capacity if name == "tasks" else None     # handles are made on read
-        states[name] = S.TableState(t.capacity, t.block, back, views, list(dirty))
-    hrows = np.flatnonzero(hum.live)
+        states[name] = S.TableState(t.capacity, t.block, back, views, dirty)
     reports = hv["on_report"]
     need(isinstance(reports, dict), "values.engine.humans.on_report", "not a map")
     on_report = {}
     for r, x in reports.items():
-        need(r.__class__ is int and 0 <= r < hum.capacity and bool(hum.live[r]), "values.engine.humans.on_report",
-             f"row {short(r)} is not a human row in use")
+        if not (r.__class__ is int and 0 <= r < hum.capacity and bool(hum.live[r])):
+            raise _Refused(f"values.engine.humans.on_report: row {short(r)} is not a human row in use")
         try:
             on_report[r] = S.callback_back(x, f"values.engine.humans.on_report[{r}]", kinds)
         except StateError as e:
@@ -536,7 +639,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
              "a task row not in use")
     stepped = ev["stepped"]
     need(isinstance(stepped, list) and len(stepped) <= 64 and all(
-        isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1 and bool(((a >= 0) & (a < hum.capacity)).all())
+        isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1
+        and bool(((a >= 0) & (a < hum.capacity)).all())
         for a in stepped), "values.engine.stepped", "not lists of human rows")
     stats = ev["stats"]
     need(isinstance(stats, tuple) and len(stats) == 2, "values.engine.stats", "not two counts")
@@ -562,8 +666,9 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         if name is None:
             instances.append(None)
             continue
-        need(name in inst_of and name not in seen, f"values.engine.instances[{r}]", f"{short(name)} is not a human "
-             "of the snapshot, or named twice")
+        if not (name in inst_of and name not in seen):
+            raise _Refused(f"values.engine.instances[{r}]: {short(name)} is not a human of the snapshot, or "
+                           "named twice")
         need(bool(hum.live[r]), f"values.engine.instances[{r}]", "the row is not in use")
         seen.add(name)
         instances.append(inst_of[name])
@@ -625,16 +730,23 @@ def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
     need(isinstance(owners_v, dict), f"{where}.owners", "not a map")
     owners = {}
     for r, name in owners_v.items():
-        need(r.__class__ is int and 0 <= r < t.capacity and bool(t.live[r]), f"{where}.owners",
-             f"row {short(r)} is not a row in use")
-        need(name in names, f"{where}.owners[{r}]", f"{short(name)} is not a human of the snapshot")
+        if not (r.__class__ is int and 0 <= r < t.capacity and bool(t.live[r])):
+            raise _Refused(f"{where}.owners: row {short(r)} is not a row in use")
+        if not (name in names):
+            raise _Refused(f"{where}.owners[{r}]: {short(name)} is not a human of the snapshot")
         owners[r] = game.component(names[name], cls)
     need(sorted(owners) == [int(r) for r in live], f"{where}.owners", "not one owner per row in use")
     need(len({id(x) for x in owners.values()}) == len(owners), f"{where}.owners", "a human owns two rows")
-    dirty = v["dirty"]
-    need(isinstance(dirty, list) and all(r.__class__ is int and 0 <= r < t.capacity and not t.live[r]
-                                         for r in dirty), f"{where}.dirty", "not rows not in use")
-    return S.TableState(t.capacity, t.block, {}, None, list(dirty)), owners
+    dirty = _dirty_rows(v["dirty"], t, f"{where}.dirty")
+    return S.TableState(t.capacity, t.block, {}, None, dirty), owners
+
+
+def _dirty_rows(a: Any, t, where: str) -> list[int]:
+    """The rows freed since a table's last take (an int64 array): rows not in use, each once."""
+    need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, where, "not a list of rows")
+    ok = bool(((a >= 0) & (a < t.capacity)).all()) and not bool(t.live[a].any()) and len(np.unique(a)) == len(a)
+    need(ok, where, "not rows not in use, each once")
+    return a.tolist()
 
 
 def check_table_frame_refused(name: str, t) -> np.ndarray:
@@ -728,7 +840,8 @@ def checksum_parsed(p: Parsed) -> str:
     h.update(plaindata.encode(m["names"]))
     h.update(p.values_bytes)
     for name in TABLES:
-        rows, cols, block = p.tables[name]
+        rows, raw, block = p.tables[name]
+        cols = plaindata.decode(raw)
         columns = {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1]) for c in cols}
         buf = np.frombuffer(block, np.uint8)
         h.update(struct.pack("<Q", block_digest(columns, rows, buf)))
@@ -745,8 +858,10 @@ def read_file(path: str, budget: int = MAX_BYTES) -> bytes:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
         st = os.fstat(fd)
-        need(stat.S_ISREG(st.st_mode), short(path), "not a regular file")
-        need(st.st_size <= budget, short(path), f"{st.st_size} bytes, more than the {budget}-byte budget")
+        if not (stat.S_ISREG(st.st_mode)):
+            raise _Refused(f"{short(path)}: not a regular file")
+        if not (st.st_size <= budget):
+            raise _Refused(f"{short(path)}: {st.st_size} bytes, more than the {budget}-byte budget")
         chunks, left = [], st.st_size
         while left > 0:
             b = os.read(fd, min(left, 1 << 24))

@@ -268,19 +268,7 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     return Snapshot(state, game=game)
 
 
-def _extras(game) -> list:
-    """The objects behind the state functions and actions that keep state of their own
-    (``save_state`` / ``load_state``: the callable itself, or the owner of a bound
-    method), each once, in the lists' order; the Game's fight rules are saved apart."""
-    out, seen = [], {id(game.fight)}
-    for fn in (*game.ctx.state_functions, *game.ctx.actions):
-        owner = getattr(fn, "__self__", fn)
-        if id(owner) in seen:
-            continue
-        seen.add(id(owner))
-        if hasattr(owner, "save_state") and hasattr(owner, "load_state"):
-            out.append(owner)
-    return out
+_extras = F.stateful
 
 
 def restore(game, snap: Snapshot) -> None:

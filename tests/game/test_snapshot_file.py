@@ -84,12 +84,12 @@ def _column_edit(table: str, column: str, value, row: int | None = None):
     def edit(name: str, b: bytes) -> bytes:
         if name != f"table.{table}":
             return b
-        (hl,) = struct.unpack_from("<I", b)
-        head = plaindata.decode(b[4:4 + hl])
-        cols = {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1]) for c in head["columns"]}
+        rows, hl = struct.unpack_from("<II", b)
+        declared = plaindata.decode(b[8:8 + hl])
+        cols = {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1]) for c in declared}
         from scuffle.anim.store import _layout
-        lay = _layout(cols, head["rows"])[0]
-        block = np.frombuffer(b[4 + hl:], np.uint8).copy()
+        lay = _layout(cols, rows)[0]
+        block = np.frombuffer(b[8 + hl:], np.uint8).copy()
 
         def col(n):
             off, dt, shape = lay[n]
@@ -102,7 +102,7 @@ def _column_edit(table: str, column: str, value, row: int | None = None):
             c.view(np.uint8)[r] = value               # a raw byte, as a forged file holds it
         else:
             c[r] = value
-        return b[:4 + hl] + block.tobytes()
+        return b[:8 + hl] + block.tobytes()
     return edit
 
 
@@ -226,7 +226,8 @@ TAMPER = [
     (_column_edit("combats", "state", 999), "combats.state"),
     (_column_edit("combats", "partner", 4242), "combats.partner"),
     (_column_edit("combats", "health", np.inf), "combats.health"),
-    (_values_edit(lambda v: v["engine"]["humans"]["gen"].append(0)), "humans.gen"),
+    (_values_edit(lambda v: v["engine"]["humans"].update(gen=np.append(v["engine"]["humans"]["gen"], 0))),
+     "humans.gen"),
     (_values_edit(lambda v: v["engine"]["pool"].__class__), None),
     (_values_edit(lambda v: v.update(fight=(1, 2))), "values.fight"),
     (_values_edit(lambda v: v["engine"]["tables"]["tasks"]["keyed"]["on_end"].update(
@@ -256,7 +257,7 @@ def test_tampered_but_well_framed_files_are_refused_naming_the_field(pair, edit,
     _trace(b, 30)                                     # an edit that changes nothing steps on
 
 
-def test_a_crafted_end_callback_that_names_no_fighter_is_refused(pair):
+def test_a_crafted_end_callback_that_names_no_move_end_is_refused(pair):
     a, b = pair
     _trace(a, 20)
 
@@ -264,7 +265,8 @@ def test_a_crafted_end_callback_that_names_no_fighter_is_refused(pair):
         ends = v["engine"]["tables"]["tasks"]["keyed"]["on_end"]
         kind = next(cb[0] for cb in ends.values() if cb is not None)
         row = next(iter(ends))
-        ends[row] = (kind, (987654, "connect", 0))
+        ends[row] = (kind, (ent, "explode", 0))
+    ent = a.entity("p1")
     data = _rebuilt(a.snapshot().to_bytes(), _values_edit(forge))
     with pytest.raises(SnapshotError, match="not a fight end"):
         b.restore(Snapshot.from_bytes(data))
