@@ -35,7 +35,7 @@ from scuffle.anim import plaindata
 from scuffle.anim import snapshot as S
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
-from scuffle.anim.digest import array_digest, block_digest
+from scuffle.anim.digest import array_digest, blocks_digests
 from scuffle.anim.snapcheck import ClipFacts, StateError, check_engine, check_finite, check_table_frame, clip_facts
 from scuffle.anim.store import Table, _layout
 from scuffle.components import Body, Combat
@@ -824,12 +824,14 @@ def checksum(game, st) -> str:
     h.update(struct.pack("<qqq", st.updates_run, st.update, st.entity_next))
     h.update(plaindata.encode(dict(st.names)))
     h.update(plaindata.encode(plain_values(game, st, strict=False), lenient=True))
-    for name, ts in _saved_tables(st).items():
-        cols = _columns_of(_table_of(game, name))
-        h.update(struct.pack("<Q", block_digest(cols, ts.capacity, ts.block)))
+    h.update(blocks_digests([(_columns_of(_table_of(game, name)), ts.capacity, ts.block)
+                             for name, ts in _saved_tables(st).items()]).tobytes())
     es = st.engine_state
     h.update(struct.pack("<Q", array_digest(es.pool[0])))
     return h.hexdigest()
+
+
+_COLUMNS_OF: dict = {}                # a declaration's bytes -> its columns (the same object each time)
 
 
 def checksum_parsed(p: Parsed) -> str:
@@ -839,12 +841,14 @@ def checksum_parsed(p: Parsed) -> str:
     h.update(struct.pack("<qqq", m["updates_run"], m["update"], m["entity_next"]))
     h.update(plaindata.encode(m["names"]))
     h.update(p.values_bytes)
+    tables = []
     for name in TABLES:
         rows, raw, block = p.tables[name]
         cols = plaindata.decode(raw)
-        columns = {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1]) for c in cols}
-        buf = np.frombuffer(block, np.uint8)
-        h.update(struct.pack("<Q", block_digest(columns, rows, buf)))
+        columns = _COLUMNS_OF.setdefault(raw, {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1])
+                                               for c in cols})
+        tables.append((columns, rows, np.frombuffer(block, np.uint8)))
+    h.update(blocks_digests(tables).tobytes())
     h.update(struct.pack("<Q", array_digest(p.values["engine"]["pool"][0])))
     return h.hexdigest()
 
