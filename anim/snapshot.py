@@ -148,8 +148,9 @@ def load_humans(h: HumanTable, s: HumanTableState) -> bool:
     replaced = _block_back(h, s, True)
     h._free[:] = s.free
     h.gen[:] = s.gen
-    h.on_report.clear()
-    h.on_report.update(s.on_report)
+    if h.on_report != s.on_report:                  # (a clear resets every row's mark)
+        h.on_report.clear()
+        h.on_report.update(s.on_report)
     return replaced
 
 
