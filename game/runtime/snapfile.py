@@ -402,6 +402,12 @@ def parse(data: bytes) -> Parsed:
     except plaindata.PlainDataError as e:
         raise _Refused(f"section values: {e}") from None
     need(isinstance(meta, dict), "meta", "not a map")
+    need(meta.get("engine").__class__ is str, "meta.engine", "not an engine's name")
+    need_int(meta.get("updates_run"), "meta.updates_run", 0)
+    need_int(meta.get("update"), "meta.update", 0)
+    need_int(meta.get("entity_next"), "meta.entity_next", 0)
+    names = meta.get("names")
+    need(isinstance(names, dict) and all(k.__class__ is str for k in names), "meta.names", "not a map of names")
     need(isinstance(values, dict), "values", "not a map")
     tables = {}
     for name in TABLES:
@@ -681,7 +687,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         vals = x[1]
         need(isinstance(vals, tuple) and len(vals) == 5, where, "not (generation, flags, anim, speed, report)")
         need_int(vals[0], where + ".gen", 0)
-        need_int(vals[1], where + ".flags")
+        need_int(vals[1], where + ".flags", 0)
         need_int(vals[2], where + ".anim", -1, (1 << 31) - 1)
         need_float(vals[3], where + ".speed", 0.0, 1e6)
         try:

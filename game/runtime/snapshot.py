@@ -126,7 +126,11 @@ class Snapshot:
         """A sha256 (hex) of the state (game.runtime.snapfile.checksum): equal states give
         equal digests on any machine, and a snapshot's bytes read back give its own."""
         if self._state is None:
-            return F.checksum_parsed(self._parsed)
+            try:
+                return F.checksum_parsed(self._parsed)
+            except (KeyError, TypeError, IndexError, ValueError, plaindata.PlainDataError):
+                raise SnapshotError("Snapshot.checksum: the file's values are not a snapshot's (restore it for the "
+                                    "field at fault)") from None
         game = self._game() if self._game is not None else None
         if game is None or game.closed:
             raise SnapshotError("Snapshot.checksum: the Game it was taken of is closed; take the checksum while "
