@@ -1,4 +1,4 @@
-"""Save, restore and checksum a whole Game: rollback-exact snapshots (issue 20).
+"""Save, restore and checksum a whole Game: rollback-exact snapshots.
 
 ``Game.snapshot()`` returns a ``Snapshot``: everything the next updates read. That is
 the engine's tables and Python values (anim.snapshot), the bodies' table, each human's
@@ -11,19 +11,22 @@ crowd). Callbacks are data (anim.callbacks), so no code is saved.
 
 ``Game.restore(snapshot)`` writes it all back; stepping on gives the same trace bytes as
 never having left. A snapshot is independent of later steps: it restores any number of
-times. ``snapshot.to_bytes()`` / ``Snapshot.from_bytes(b)`` give a versioned byte form
-with a digest: a corrupted, truncated or foreign one is refused with one line
-(SnapshotError), before anything changes. ``Game.checksum()`` (``Snapshot.checksum()``)
-is a digest of the whole state, for a rollback sync test or for hosts that compare peers.
+times, into the Game that took it only. ``snapshot.to_bytes()`` / ``Snapshot.from_bytes(b)``
+(``Snapshot.read(path)``) give the file form, data only (game.runtime.snapfile;
+docs/formats.md, "Snapshot"): it restores into any Game with the same configuration digest,
+after every row and value is checked; anything that does not fit is refused with one line
+(SnapshotError) before anything changes. ``Game.checksum()`` (``Snapshot.checksum()``) is
+a digest of the whole state, for a rollback sync test or for peers that compare states.
 
-What a restore refuses (SnapshotError, nothing changed): a snapshot of another engine,
-one whose humans are not all still in the world under the same entity (a human removed
-after the snapshot cannot come back; one added after it is removed), one taken with the
-fight rules attached on a Game without them, or the reverse.
+What a restore refuses (SnapshotError, nothing changed): a snapshot of another Game or
+engine, one whose humans are not all still in the world under the same entity (a human
+removed after the snapshot cannot come back; one added after it is removed), one taken
+with the fight rules attached on a Game without them, or the reverse.
 
 Not saved (by design): the world's configuration, which a step never changes (the anim
-sets registered, the handlers, the options, the systems). Handles (tasks, cursors) made
-after the snapshot belong to the abandoned future: drop them after a restore.
+sets registered, the handlers, the options, the systems: the file carries its digest).
+Handles (tasks, cursors) made after the snapshot belong to the abandoned future: drop
+them after a restore.
 """
 from __future__ import annotations
 
@@ -548,7 +551,7 @@ def sync_test(build, updates: int, distances=range(1, 9), *, pose: bool = True, 
     function that runs one of its updates (``game.step``, or a host's step around it).
     Raises SyncError naming the update, the distance and the differing parts. Anything a
     game keeps outside the snapshot (a closure's variable, a Python list, a generator)
-    fails it. Original: none (ours, issue 20).
+    fails it. Original: none (ours).
     """
     from scuffle.game.runtime.trace import iter_trace_records, write_records
 
