@@ -321,7 +321,8 @@ def restore(game, snap: Snapshot) -> None:
     if st.engine == "reference":
         S.load_reference(game.player, st.engine_state)
     else:
-        S.load_engine(game.player, st.engine_state, check=False)     # the tables' layouts checked above
+        S.load_engine(game.player, st.engine_state, check=False,     # the tables' layouts checked above
+                      rehome=snap._parsed is not None)
     ctx = game.ctx
     c = st.ctx
     ctx.updates_run, ctx.update = st.updates_run, st.update
@@ -350,7 +351,9 @@ def restore(game, snap: Snapshot) -> None:
         S.load_table(table, ts, check=False)
         if table is ctx.combats:
             _texts_back(table, st.combats[2])
-        if table.owners != owners:                   # a view moved (added, removed, rehomed)
+        # a view moved (added, removed, rehomed), or a file's rows: the views take their
+        # rows' generations as the file gives them
+        if table.owners != owners or snap._parsed is not None:
             moved = True
             table.owners.clear()
             table.owners.update(owners)
