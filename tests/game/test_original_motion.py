@@ -329,3 +329,51 @@ def test_a_dt_given_by_the_options_or_by_ctx_gives_the_same_world():
 
 def test_no_attachment_constant_is_minus_one():
     assert NO_ATTACHMENT == -1                 # +0x280 "not -1" (L350)
+
+
+_SCENARIO = """updates = 26
+%s[sets.demo]
+library = "demo"
+[[humans]]
+name = "a"
+set = "demo"
+[[commands]]
+update = 0
+human = "a"
+loop = 358
+[[commands]]
+update = 2
+human = "a"
+action = "move"
+direction = [0, 1]
+speed = 1.63
+[[commands]]
+update = 20
+human = "a"
+loop = 388
+"""
+
+
+@pytest.mark.parametrize("fight", ["", '[fight]\nlocomotion_stop = "mask"\n', '[fight]\nlocomotion_stop = "top_task"\n'])
+def test_the_fight_table_takes_the_locomotion_stop(fight):
+    """The scenario's ``[fight]`` table takes ``locomotion_stop``: a loop put over the walk at
+    update 20 (holding no bit) leaves the intent's 1.63 m/s under the mask (the default: the
+    held flags decide, not the task) and stops it under the top-task reading; the walk start
+    holds 0x80000 (the trace's ``held``) either way. A bad value is refused naming the key."""
+    import io
+    import json
+
+    from scuffle import parse_scenario, run_scenario
+    from scuffle.game.runtime.scenario import ScenarioError
+
+    out = io.StringIO()
+    run_scenario(parse_scenario(_SCENARIO % fight, "walk.toml"), out)
+    recs = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [r["held"] for r in recs if r["anim"] == Move.WALK_START] == [int(HeldFlags.START_CLIP)] * 13   # updates 2-14: ceil(9.5 / 0.75) = 13
+    assert recs[19]["anim"] == Move.WALK and recs[19]["vel"][1] == pytest.approx(WALK, abs=1e-12)
+    top = "top_task" in fight
+    for r in recs[21:]:
+        assert r["anim"] == Move.IDLE
+        assert r["vel"][1] == pytest.approx(0.0 if top else WALK, abs=1e-12)
+    with pytest.raises(ScenarioError, match="fight.locomotion_stop"):
+        parse_scenario(_SCENARIO % '[fight]\nlocomotion_stop = "gait"\n', "walk.toml")
