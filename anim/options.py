@@ -17,7 +17,8 @@ from .callbacks import Callback, check_callback
 from .limits import INT32_MAX, MAX_DT, check_float, check_int
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from .stack import POOL_SIZE
-from .tasks import AttachedVelocity, BlendWindow, EventRule, HeldRelease, MotionEntry, PickSampling, PlaceEvents, TagBits
+from .tasks import (AttachedVelocity, BlendWindow, EventRule, HeldRelease, MotionEntry, PickSampling, PlaceEvents,
+                    TagBits)
 
 __all__ = ["PlayerOptions", "PlayerStats", "READINGS"]
 

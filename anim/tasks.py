@@ -32,7 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .stack import CharacterInstance
 
 __all__ = ["ForeignTask", "TaskInUse", "take_place", "TaskType", "TaskFlags", "HeldFlags", "HELD_EVENTS", "EventRule",
-           "BlendWindow", "PickSampling", "PlaceEvents", "HeldRelease", "MotionEntry", "TagBits", "AttachedVelocity", "Task", "LoopTask",
+           "BlendWindow", "PickSampling", "PlaceEvents", "HeldRelease", "MotionEntry", "TagBits", "AttachedVelocity",
+           "Task", "LoopTask",
            "ClipTask", "HoldTask",
            "SceneTask", "PairedClipTask", "PairedHoldTask", "FadeTask", "MixTask", "PickTask",
            "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "LOCOMOTION_STILL", "PAIRED_IDLE_FLAGS",

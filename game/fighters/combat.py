@@ -37,7 +37,8 @@ from scuffle.anim.clip import EventType
 from scuffle.anim.limits import INT32_MAX, MAX_COORD, check_int
 from scuffle.components import Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEventKind, FightFlags,
-                                             FightHandler, FightState, FightStats, GAITS, GRAB_SEARCH_FACTOR, LocomotionStop,
+                                             FightHandler, FightState, FightStats, GAITS, GRAB_SEARCH_FACTOR,
+                                             LocomotionStop,
                                              MAX_MOVE_SPEED, MAX_ROUND_PAUSE, PACES, ROUND_PAUSE, Refusal,
                                              Who, reaction_for)
 from scuffle.game.fighters.hits import Hits
@@ -53,7 +54,8 @@ from scuffle.game.runtime.registry import (ActionSpec, Registry, TableSpec, is_i
 if TYPE_CHECKING:
     from scuffle.game.runtime.world import Game
 
-__all__ = ["Fight", "FightFlags", "FightState", "LocomotionStop", "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
+__all__ = ["Fight", "FightFlags", "FightState", "LocomotionStop",
+           "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
            "PACES", "GRAB_SEARCH_FACTOR", "reaction_for", "ROUND_PAUSE", "Refusal", "ActionResult", "FightEvent",
            "FightEventKind", "FightHandler", "Who", "BUSY", "CHANGE_FADE", "DOWN_UPDATES", "GRAB_CONE_DEG",
            "HIT_CONE_DEG", "IMPULSE_DECAY", "LOG_SIZE", "MIN_SEPARATION", "SLIDE_UPDATES", "THROW_SPEED"]

@@ -354,7 +354,8 @@ loop = 388
 """
 
 
-@pytest.mark.parametrize("fight", ["", '[fight]\nlocomotion_stop = "mask"\n', '[fight]\nlocomotion_stop = "top_task"\n'])
+@pytest.mark.parametrize("fight", ["", '[fight]\nlocomotion_stop = "mask"\n',
+                                   '[fight]\nlocomotion_stop = "top_task"\n'])
 def test_the_fight_table_takes_the_locomotion_stop(fight):
     """The scenario's ``[fight]`` table takes ``locomotion_stop``: a loop put over the walk at
     update 20 (holding no bit) leaves the intent's 1.63 m/s under the mask (the default: the
@@ -369,7 +370,8 @@ def test_the_fight_table_takes_the_locomotion_stop(fight):
     out = io.StringIO()
     run_scenario(parse_scenario(_SCENARIO % fight, "walk.toml"), out)
     recs = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert [r["held"] for r in recs if r["anim"] == Move.WALK_START] == [int(HeldFlags.START_CLIP)] * 13   # updates 2-14: ceil(9.5 / 0.75) = 13
+    # updates 2-14: ceil(9.5 / 0.75) = 13
+    assert [r["held"] for r in recs if r["anim"] == Move.WALK_START] == [int(HeldFlags.START_CLIP)] * 13
     assert recs[19]["anim"] == Move.WALK and recs[19]["vel"][1] == pytest.approx(WALK, abs=1e-12)
     top = "top_task" in fight
     for r in recs[21:]:
