@@ -130,6 +130,8 @@ class SimContext:
 
     @dt.setter
     def dt(self, value: float) -> None:
+        # another value: a new options object, so what the player keeps per options (the
+        # step's rules, the prepared commands' templates) is made again once, on first use
         value = check_float("ctx.dt", value, 0.0, MAX_DT)
         opts = self.player.options
         if value != opts.dt:
