@@ -159,7 +159,8 @@ class Fight(Hits):
         """The rules' settings as plain data (Game.config): the options and, per controller,
         its kind and settings (``config()`` when it has one)."""
         return {"separate": bool(self.separate), "ko": bool(self.ko_rule), "rounds": self.rounds,
-                "round_pause": self.round_pause, "end_kind": self.end_kind,
+                "round_pause": self.round_pause, "locomotion_stop": str(self.locomotion_stop.value),
+                "end_kind": self.end_kind,
                 "controllers": [c.config() if hasattr(c, "config") else f"{type(c).__module__}.{type(c).__qualname__}"
                                 for c in self.controllers]}
 

@@ -379,3 +379,14 @@ def test_the_fight_table_takes_the_locomotion_stop(fight):
         assert r["vel"][1] == pytest.approx(0.0 if top else WALK, abs=1e-12)
     with pytest.raises(ScenarioError, match="fight.locomotion_stop"):
         parse_scenario(_SCENARIO % '[fight]\nlocomotion_stop = "gait"\n', "walk.toml")
+
+
+def test_the_readings_are_in_the_configuration_digest():
+    """A Game with another locomotion stop or attached velocity is set up otherwise: its
+    configuration digest differs (netplay peers and snapshot files compare it)."""
+    digests = set()
+    for stop, av in (("mask", "root"), ("top_task", "root"), ("mask", "zero")):
+        with Game(PlayerOptions(attached_velocity=av)) as g:
+            Fight(g, locomotion_stop=stop)
+            digests.add(g.config_digest())
+    assert len(digests) == 3
