@@ -157,7 +157,9 @@ def blocks_digests(tables: list, seed: int = 0) -> np.ndarray:
         at = lambda xs: np.concatenate(([0], np.cumsum([len(x) for x in xs]))).astype(np.int64)  # noqa: E731
         got = _MANY[key] = (tuple(c for c, _, _ in tables), np.concatenate(plans), at(plans), np.concatenate(wholes),
                             at(wholes), np.array(offs, np.int64), np.array([cap for _, cap, _ in tables], np.int64))
-    return _many_digest(tuple(b for _, _, b in tables), *got[1:], seed)
+    _, plan_all, plan_at, whole_all, whole_at, live_offs, caps = got
+    return _many_digest(tuple(b for _, _, b in tables), plan_all, plan_at, whole_all, whole_at, live_offs, caps,
+                        seed)
 
 
 _MANY: dict = {}

@@ -111,9 +111,14 @@ def _plain_option(v: Any) -> Any:
         return {f.name: _plain_option(getattr(v, f.name)) for f in fields(v)}
     if hasattr(v, "_fields"):
         return {f: _plain_option(getattr(v, f)) for f in v._fields}
-    if isinstance(v, (bool, int, float, str)) or v is None:
-        return v if v.__class__ in (bool, int, float, str, type(None)) else (
-            str.__str__(v) if isinstance(v, str) else int(v) if not isinstance(v, float) else float(v))
+    if v is None or v.__class__ in (bool, int, float, str):
+        return v
+    if isinstance(v, str):                             # a StrEnum: its text
+        return str.__str__(v)
+    if isinstance(v, (bool, int)):                     # an IntEnum or IntFlag: its number
+        return int(v)
+    if isinstance(v, float):
+        return float(v)
     if callable(v):
         return ("code", getattr(v, "__module__", ""), getattr(v, "__qualname__", type(v).__qualname__))
     if isinstance(v, (tuple, list)):
@@ -430,6 +435,9 @@ class _Rows:
     fast views, nothing of the world's); ``_keyed`` the live table's keyed columns, ``gen``
     and ``_free`` the human table's lists (set from the values)."""
 
+    def __getattr__(self, name: str) -> Any:       # the arrays are set by name (declared for a type checker)
+        raise AttributeError(name)
+
     def __init__(self, columns: dict, cap: int, block: np.ndarray, keyed: tuple):
         self.capacity, self.block, self._keyed = cap, block, keyed
         self.gen: Any = None
@@ -459,7 +467,7 @@ def _block_size(columns: dict, cap: int) -> int:
     return _LAYOUTS[(tuple(columns), cap)][1]
 
 
-def _scratch(game, name: str, rows: int, cols: list, block: bytes) -> _Rows:
+def _scratch(game, name: str, rows: int, cols: bytes, block: bytes) -> _Rows:
     """A scratch copy of table ``name``'s saved ``block``, after checking that the declared
     columns are this Game's and the block has the layout's size."""
     live = _table_of(game, name)
@@ -468,15 +476,15 @@ def _scratch(game, name: str, rows: int, cols: list, block: bytes) -> _Rows:
     if cols != _declared_bytes(want):
         mine = _declared(want)
         try:
-            cols = plaindata.decode(cols)
+            declared = plaindata.decode(cols)
         except plaindata.PlainDataError as e:
             raise _Refused(f"{where}.columns: {e}") from None
-        need(isinstance(cols, list), f"{where}.columns", "not a list")
-        for i, c in enumerate(cols):
+        need(isinstance(declared, list), f"{where}.columns", "not a list")
+        for i, c in enumerate(declared):
             need(isinstance(c, tuple) and len(c) == 3 and isinstance(c[0], str) and isinstance(c[1], str)
                  and isinstance(c[2], list), f"{where}.columns[{i}]", "not (name, dtype, shape)")
-        diff = next((f"{short(a)} where this engine has {short(b)}" for a, b in zip(cols, mine) if a != b),
-                    f"{len(cols)} columns where this engine has {len(mine)}")
+        diff = next((f"{short(a)} where this engine has {short(b)}" for a, b in zip(declared, mine) if a != b),
+                    f"{len(declared)} columns where this engine has {len(mine)}")
         raise _Refused(f"{where}.columns: {diff} (another version's layout)")
     size = _block_size(want, rows)
     need(len(block) == size, f"{where}.block", f"{len(block)} bytes, the layout of {rows} rows is {size}")
@@ -667,7 +675,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     rows = ev["instances"]
     need(isinstance(rows, list) and len(rows) <= hum.capacity, "values.engine.instances", "not one entry per row")
     seen: set = set()
-    instances = []
+    instances: list[Any] = []
     for r, name in enumerate(rows):
         if name is None:
             instances.append(None)
@@ -719,8 +727,9 @@ def to_state(game, p: Parsed, state_cls) -> Any:
          f"not the {len(mine_x)} stateful actions of this Game")
     for i, (obj, x) in enumerate(zip(mine_x, extras)):
         fits = getattr(obj, "state_fits", None)
-        need(fits is not None, f"values.extras[{i}]", f"{type(obj).__qualname__} has no state_fits: its state "
-             "from a file cannot be checked (give it state_fits(state) -> reason or None)")
+        if fits is None:
+            raise _Refused(f"values.extras[{i}]: {type(obj).__qualname__} has no state_fits: its state from a "
+                           "file cannot be checked (give it state_fits(state) -> reason or None)")
         why = fits(x)
         need(why is None, f"values.extras[{i}]", str(why))
     return state_cls(game.engine, updates_run, update, dict(names), entity_next, es, {},
@@ -792,7 +801,7 @@ def _bools_refused(name: str, a: np.ndarray) -> None:
 
 def _check_combats(t, v: dict, names: dict) -> list:
     from scuffle.anim.limits import MAX_COORD, MAX_HEALTH
-    texts = v.get("texts")
+    texts: Any = v.get("texts")
     need(isinstance(texts, list) and 2 <= len(texts) <= 4096 and all(isinstance(x, str) and len(x) <= 256
                                                                      for x in texts)
          and len(set(texts)) == len(texts), "values.combats.texts", "not a list of distinct short texts")
@@ -804,8 +813,8 @@ def _check_combats(t, v: dict, names: dict) -> list:
     for col in ("partner_place", "move_dir", "impulse"):
         _finite(f"table.combats.{col}", t.__dict__[col], rows, -MAX_COORD, MAX_COORD)
     ents = set(names.values())
-    for r in rows:
-        r = int(r)
+    for row in rows:
+        r = int(row)
         for col in ("state", "role"):
             c = int(t.__dict__[col][r])
             need(0 <= c < len(texts), f"table.combats.{col}[{r}]", f"code {c} is not one of the {len(texts)} texts")

@@ -428,7 +428,7 @@ class Game:
         Game without them (or the reverse), or bytes read on a Game set up otherwise."""
         _snap.restore(self, snapshot)
 
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         """What this Game is set up with, as plain data (game.runtime.snapfile.config_parts:
         the version, the snapshot format, the engine, the options, the step, the humans'
         anim sets, the callback kinds, the fight rules' settings, the stateful actions)."""
