@@ -5,7 +5,7 @@ List and CfgAnimSpeeds), changes animations the original's way, advances every
 character's stack, samples them all in one batched plan, and flushes the deferred
 list. It holds no global state: several players can live side by side.
 
-It is made of parts along the lines the code already had (issue 19, item 8), each a
+It is made of parts, one concern each, each a
 module a person can read alone:
 
 - ``anim.lookup.ClipLookup``: clips, cursors and rates by anim id or clip name, the bank;

@@ -1,4 +1,4 @@
-"""Save, restore and checksum a whole Game: rollback-exact snapshots (issue 20).
+"""Save, restore and checksum a whole Game: rollback-exact snapshots.
 
 ``Game.snapshot()`` returns a ``Snapshot``: everything the next updates read. That is
 the engine's tables and Python values (anim.snapshot), the bodies' table, each human's
@@ -236,7 +236,7 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot
     """The Game's state now (between two updates); with ``outputs``, also the last
     update's outputs (poses, bones, events, released ids). ``reuse``: an older snapshot
     of this Game that is given up (a ring of rollback states), whose arrays are written
-    over instead of new ones (no new memory per snapshot). Original: none (ours, issue 20)."""
+    over instead of new ones (no new memory per snapshot). Original: none (ours)."""
     game._open()
     old = reuse._state if isinstance(reuse, Snapshot) and reuse._state is not None and \
         reuse._game is not None and reuse._game() is game else None
@@ -621,7 +621,7 @@ def sync_test(build, updates: int, distances=range(1, 9), *, pose: bool = True, 
     function that runs one of its updates (``game.step``, or a host's step around it).
     Raises SyncError naming the update, the distance and the differing parts. Anything a
     game keeps outside the snapshot (a closure's variable, a Python list, a generator)
-    fails it. Original: none (ours, issue 20).
+    fails it. Original: none (ours).
     """
     from scuffle.game.runtime.trace import iter_trace_records, write_records
 

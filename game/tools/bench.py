@@ -4,11 +4,11 @@ the crowd benchmark.
 Builds N humans in one Game and times whole updates through the ECS schedule. Two crowds
 (``--crowd``):
 
-- ``light`` (the default, issue 14's representative stack): every human runs a gait
+- ``light`` (the default, a representative stack): every human runs a gait
   blend of two clips under a fade into a clip that hands over (with its events), a paired
   pair every tenth human; the humans cycle through those changes with staggered phases;
   gait values never move and nobody listens to events.
-- ``realistic`` (issue 19; README, "Performance"): on the demo set plus eight direction
+- ``realistic`` (docs/performance.md): on the demo set plus eight direction
   ids (``crowd_set``), one pair of fighters per FIGHT_EVERY humans under the fight rules
   (``Fight`` on a view of the pair, two seeded ``FighterAI``; 2 humans: the two fighters
   alone), the others extras that ``RealisticCrowd`` commands in turn, about 3% of them
@@ -40,7 +40,7 @@ command, issued through the handle API instead, the same rows); the
 time to load the kernels and (unless ``--no-compile-time``) the first step on a fresh
 install: a fresh process with an empty NUMBA_CACHE_DIR, with numba's compile time per
 kernel and function (``first_step``; ``kernel_compile_s`` is numba's compile of the
-four kernels there). Then issue 19's goals beside their figures (``goals``,
+four kernels there). Then the performance goals beside their figures (``goals``,
 ``goals_table``). Several ``--humans`` (or ``--sweep``: 2, 100, 1,000, 10,000) run one
 process each and add the fixed cost and per-human slope (a least-squares line).
 ``--json`` prints only the JSON object on stdout (the tables go to stderr): one size
@@ -253,7 +253,7 @@ class _Listener:
 
 
 class RealisticCrowd:
-    """The realistic crowd's driver (README, "Performance"): an action run in the actions
+    """The realistic crowd's driver (docs/performance.md): an action run in the actions
     phase that commands the extras in turn, about 3% of them per update (each one every
     REAL_CYCLE updates, staggered), every change under a fade; the fight pairs are driven
     by their FighterAIs through the fight rules. Seeded (``random.Random(seed)``): the
@@ -275,28 +275,9 @@ class RealisticCrowd:
     count] per kind of COMMAND_KINDS (the count: every command of the kind; the times: the
     timed ones), ``by_kind_handles`` [count, wall s, CPU s] of the handle API's sample,
     ``refused`` the commands a limit of the original refused (AnimLimitError; counted,
-    the update goes on). A command's mean CPU on
-    2026-12-01 (medians of 3 runs, load average 2.4-4.1 on 2 cores): 22.2 µs at 1,000
-    humans, 24.7 µs at 10,000 (56.0 and 64.5 before commands wrote rows; README,
-    "Performance", "Commands" has them by kind). On 2026-12-02, the constructors' one
-    function per clip task, the change's straight path over the stack row and
-    Player.running (medians of 3 runs each, interleaved with the tree before them, load
-    average 1.9-2.6): 20.6 µs at 1,000 humans (30.4 before, in the same minutes) and
-    16.5 µs at 10,000 (26.0 before). Each figure includes about 1.2 µs of the clocks'
-    own reading (an empty command measures that: process_time is a system call).
-    With prepared recipes (2026-12-02 04:28-04:53, medians of 3 runs taking turns with
-    the tree before them, load average 3.4-5.5 on 2 cores, the same state checksums):
-    ``command_cpu_us`` 12.5 and 14.2 µs at 1,000 humans (23.0 and 17.1 before, in the
-    same minutes), 13.4 µs at 10,000 (19.4 before); the recipe kinds alone 10-15 µs,
-    the handle API's sample (``command_cpu_us_handles``) 25-30 µs. In a warm loop
-    (no update between commands) a recipe run is 4.6 µs (queued) to 8 µs (walk start,
-    its gait) at that load. With the rows written in one compiled call
-    (anim.cmdkernel.run_rows; 2026-12-02 05:21-05:53, three A/B sets of 3 runs taking
-    turns with the tree before, load average 0.9-2.9 on 2 cores, the same state checksums
-    at 2, 1,000 and 10,000): ``command_cpu_us`` 7.6-9.3 µs at 1,000 humans (11.6-13.1
-    before, medians per set) and 7.7-9.1 µs at 10,000 (11.6-12.7 before), 28-37% off; the
-    recipe kinds alone 6.8-8.1 µs (11.0-12.5 before). ``compiled_peak_mb`` at 10,000:
-    about 1.2 MB more (the kernel's machine code; 298.0-299.4 MB against 297.1-297.9).
+    the update goes on). Each command's figure includes about 1.2 µs of the clocks' own
+    reading (an empty command measures that: process_time is a system call); today's
+    figures by kind are in docs/performance.md.
     """
 
     def __init__(self, game, extras: list[tuple[int, object]], seed: int):
@@ -469,7 +450,7 @@ class RealisticCrowd:
 
 
 def _build_realistic(n: int, engine: str = "compiled", seed: int = 1):
-    """The realistic crowd in one Game (README, "Performance"): pairs of fighters under the
+    """The realistic crowd in one Game (docs/performance.md): pairs of fighters under the
     fight rules (one per FIGHT_EVERY humans; 2 humans: the two fighters alone), the rest
     extras commanded by RealisticCrowd; events read by a handler."""
     from scuffle.anim.clip import EventType
@@ -523,7 +504,7 @@ def _build_realistic(n: int, engine: str = "compiled", seed: int = 1):
 
 def build_crowd(n: int, crowd: str = "light", engine: str = "compiled", seed: int = 1):
     """A Game with ``n`` humans running the bench's ``crowd`` (CROWDS): the light crowd
-    (the issue-14 representative stack) or the realistic one, on ``engine`` ("compiled",
+    (a representative stack) or the realistic one, on ``engine`` ("compiled",
     or "reference": the plain-Python model). Rejected: an unknown crowd (ValueError
     naming it)."""
     if crowd not in CROWDS:
@@ -832,7 +813,7 @@ SNAPSHOT_MAX_REPEATS = 400
 
 def _snapshot_costs(game, repeats: int = SNAPSHOT_REPEATS, budget_s: float = SNAPSHOT_BUDGET_S,
                     most: int = SNAPSHOT_MAX_REPEATS) -> dict:
-    """The CPU cost of saving and restoring the whole Game (issue 20), medians over
+    """The CPU cost of saving and restoring the whole Game, medians over
     ``repeats`` rounds or more: rounds go on while they have taken less than ``budget_s``
     CPU s, up to ``most`` (a small Game's round is tens of µs, its first few cold: 15 of
     them give a median that moves by a fifth between runs; 10,000 humans stop at 15).
@@ -868,8 +849,8 @@ def _snapshot_costs(game, repeats: int = SNAPSHOT_REPEATS, budget_s: float = SNA
 
 def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
     """µs per human (wall, CPU medians) for the pose pipeline alone, compiled: two clips sampled and blended,
-    then local-to-model over 34 bones, in one kernel call (the issue's reference
-    measurement; the plan is built before the clock starts)."""
+    then local-to-model over 34 bones, in one kernel call (the reference
+    measurement of the pose's cost; the plan is built before the clock starts)."""
     from scuffle.anim import kernels as K
     from scuffle.anim.plan import Bones, pose_tables, scratch_poses
     from scuffle.anim.sampler import ClipBank
@@ -1046,7 +1027,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     }
 
 
-# ---------------------------------------------------------------- the goals (issue 19, item 7)
+# ---------------------------------------------------------------- the goals (docs/performance.md)
 # (key, the goal as the table prints it, limit, unit, the crowd size it is measured at (None: any))
 GOALS = (
     ("fighters_cpu_ms", "2 fighters with the fight rules: CPU per update", 0.05, "ms", 2),
@@ -1057,9 +1038,9 @@ GOALS = (
     ("gc_ms", "the garbage collector per update at 10,000 (CPU)", 1.0, "ms", 10000),
     ("memory_mb", "memory at 10,000 (peak, compiled run)", 300.0, "MB", 10000),
     ("first_step_s", "first step on a fresh install (wall, cold numba cache)", 10.0, "s", None),
-    ("snapshot_2", "snapshot + restore of 2 fighters (CPU; issue 20)", 50.0, "us", 2),
-    ("snapshot_1000", "snapshot + restore of 1,000 humans (CPU; issue 20)", 1.0, "ms", 1000),
-    ("snapshot_10000", "snapshot + restore of 10,000 humans (CPU; issue 20)", 10.0, "ms", 10000),
+    ("snapshot_2", "snapshot + restore of 2 fighters (CPU)", 50.0, "us", 2),
+    ("snapshot_1000", "snapshot + restore of 1,000 humans (CPU)", 1.0, "ms", 1000),
+    ("snapshot_10000", "snapshot + restore of 10,000 humans (CPU)", 10.0, "ms", 10000),
 )
 # figures shown beside the goals (no limit of their own)
 GOAL_NOTES = (
@@ -1090,7 +1071,7 @@ def _figure(key: str, r: dict):
 
 
 def goals_table(reports: list[dict], first_step: dict | None = None) -> list[dict]:
-    """Every goal of issue 19 (GOALS, then GOAL_NOTES) beside its figure from the report
+    """Every performance goal (GOALS, then GOAL_NOTES) beside its figure from the report
     of the size it is set at (a goal for any size takes the largest one's): ``goal``,
     ``limit``, ``unit``, ``figure`` (None: not measured by these sizes), ``met`` (None
     when not measured or a note), ``at`` (the humans the figure comes from) and
@@ -1177,9 +1158,9 @@ def bench_arguments(p: argparse.ArgumentParser) -> None:
                    help="skip measuring the first step on a fresh install (a fresh process compiling "
                         "the kernels into an empty cache, ~15-30 s)")
     p.add_argument("--crowd", choices=CROWDS, default="light",
-                   help="light: the issue-14 representative stack (default); realistic: moving gaits, "
+                   help="light: a representative stack of gaits, fades, hand-overs and pairs (default); realistic: moving gaits, "
                         "walk starts, attacks, hit reactions, types 10/11/13, queued tasks, fight pairs, "
-                        "event handlers, ~3%% of humans commanded per update (README, Performance)")
+                        "event handlers, ~3%% of humans commanded per update (docs/performance.md)")
     p.add_argument("--seed", type=int, default=1, help="the realistic crowd's seed (default 1)")
     p.add_argument("--no-settle", action="store_true",
                    help="do not call scuffle.settle() after building the crowd (the garbage collector "
@@ -1210,7 +1191,7 @@ def _print_one(r: dict, out) -> None:
               f"{r['pose_stacks_us_per_human']} us per human (CPU {r.get('pose_stacks_cpu_us_per_human')})",
               file=out)
     if "snapshot_restore_cpu_us" in r:
-        print(f"snapshot + restore (issue 20, CPU medians): {r['snapshot_restore_cpu_us']} us "
+        print(f"snapshot + restore (CPU medians): {r['snapshot_restore_cpu_us']} us "
               f"(snapshot into a reused one {r['snapshot_cpu_us']} us, restore {r['restore_cpu_us']} us; "
               f"a snapshot into new memory {r['snapshot_new_cpu_us']} us; {r['snapshot_mb']} MB each)", file=out)
     if "command_us" in r:
@@ -1287,7 +1268,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               f"{first['compile_by_kernel_s']}; own time, the largest: {first['compile_own_s']}; "
               f"compiled in a child process meanwhile: {first.get('compiled_aside')}", file=text)
     r["goals"] = goals_table(runs, first)
-    print("the goals (issues 19 and 20; set for the realistic crowd, CPU per update as the mean):", file=text)
+    print("the goals (docs/performance.md; set for the realistic crowd, CPU per update as the mean):", file=text)
     _print_goals(r["goals"], text)
     if args.json:
         print(json.dumps(r))
