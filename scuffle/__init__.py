@@ -1,5 +1,5 @@
 """scuffle: a faithful, fast, embeddable runtime of the character animation system of
-SLUS_212.15 (the spec: shared/spec/animation.txt).
+SLUS_212.15, after a reverse-engineered specification kept outside this repository.
 
 The public face. Everything here imports without pygame (only ``scuffle.demo`` draws):
 
