@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scuffle import Fight, Game, PlayerOptions, demo_set
-from scuffle.anim.skeleton import Bone
+from scuffle import Bone, Fight, Game, PlayerOptions, demo_set
 from scuffle.game.fighters.moves import Move
 
 SIDE = 20                                     # a 20 x 20 grid, 2 m apart
