@@ -46,7 +46,9 @@ process each and add the fixed cost and per-human slope (a least-squares line).
 ``--json`` prints only the JSON object on stdout (the tables go to stderr): one size
 gives ``humans``, ``updates``, ``ms_per_update``, ``cpu_ms_per_update``,
 ``scalar_ms_per_update``, ``speedup``, ``peak_mb`` and more; a sweep gives ``sweep``
-(those objects) and the fit. Speed is measured here, never in the test suite.
+(those objects) and the fit. What takes long (the first step's compile, each size of a
+sweep) says so on stderr first, with a dot every two seconds it runs. Speed is measured
+here, never in the test suite.
 """
 from __future__ import annotations
 
@@ -955,8 +957,42 @@ def fresh_first_step(launched: float) -> dict:
             "compiled_aside": list(coldstart.ASIDE_LOG)}
 
 
-def _first_step() -> dict:
-    """The first step on a fresh install: a fresh process compiling into an empty cache."""
+# The first step's fresh process: a dot on the progress stream every PROGRESS_EVERY
+# seconds while it compiles (10-30 s: silence that long reads as a hang), and the most
+# it may take.
+PROGRESS_EVERY = 2.0
+FIRST_STEP_LIMIT_S = 900.0
+FIRST_STEP_NOTICE = ("scuffle bench: timing the first step on a fresh install: a fresh process compiles the "
+                     "kernels into an empty cache (about 10-30 s; --no-compile-time skips it)")
+
+
+def wait_with_progress(p, progress=None, every: float = PROGRESS_EVERY,
+                       limit: float = FIRST_STEP_LIMIT_S) -> tuple[str, str]:
+    """Wait for the subprocess ``p`` (text pipes), writing a dot to ``progress`` every
+    ``every`` seconds it runs on and, at the end, the seconds it took. Returns its
+    (stdout, stderr). Past ``limit`` seconds it is killed: RuntimeError."""
+    import subprocess
+
+    start = time.monotonic()
+    while True:
+        try:
+            out, err = p.communicate(timeout=every)
+            break
+        except subprocess.TimeoutExpired:
+            if time.monotonic() - start > limit:
+                p.kill()
+                p.communicate()
+                raise RuntimeError(f"the fresh process took more than {limit:g} s") from None
+            if progress is not None:
+                print(".", end="", file=progress, flush=True)
+    if progress is not None:
+        print(f" {time.monotonic() - start:.1f} s", file=progress, flush=True)
+    return out, err
+
+
+def _first_step(progress=None) -> dict:
+    """The first step on a fresh install: a fresh process compiling into an empty cache;
+    ``progress`` (a text stream) gets a line before it and dots while it runs."""
     import os
     import subprocess
     import sys
@@ -966,11 +1002,14 @@ def _first_step() -> dict:
         env = dict(os.environ, NUMBA_CACHE_DIR=d)
         code = ("import json, sys; from scuffle.game.tools.bench import fresh_first_step; "
                 "print(json.dumps(fresh_first_step(float(sys.argv[1]))))")
-        p = subprocess.run([sys.executable, "-c", code, repr(time.perf_counter())], capture_output=True, text=True,
-                           env=env, timeout=900)
+        if progress is not None:
+            print(FIRST_STEP_NOTICE, end=" ", file=progress, flush=True)
+        p = subprocess.Popen([sys.executable, "-c", code, repr(time.perf_counter())], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+        out, err = wait_with_progress(p, progress)
         if p.returncode:
-            raise RuntimeError(f"compiling the kernels failed: {p.stderr.strip()[-500:]}")
-        return json.loads(p.stdout.strip().splitlines()[-1])
+            raise RuntimeError(f"compiling the kernels failed: {err.strip()[-500:]}")
+        return json.loads(out.strip().splitlines()[-1])
 
 
 def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crowd: str = "light",
@@ -1127,23 +1166,28 @@ def fit_line(reports: list[dict], key: str = "cpu_ms_per_update") -> tuple[float
 
 
 def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: str = "light",
-           seed: int = 1, settle: bool = True) -> list[dict]:
-    """One fresh process per crowd size (so each peak memory is its own)."""
+           seed: int = 1, settle: bool = True, progress=None) -> list[dict]:
+    """One fresh process per crowd size (so each peak memory is its own); ``progress`` (a
+    text stream) gets a line per size and dots while it runs."""
     import subprocess
     import sys
 
     out = []
-    for n in sizes:
+    for i, n in enumerate(sizes, 1):
         cmd = [sys.executable, "-m", "scuffle", "bench", "--humans", str(n), "--updates", str(updates),
                "--json", "--no-compile-time", "--crowd", crowd, "--seed", str(seed)]
         if scalar_updates is not None:
             cmd += ["--scalar-updates", str(scalar_updates)]
         if not settle:
             cmd.append("--no-settle")
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        if progress is not None:
+            print(f"scuffle bench: {n:,} humans ({i} of {len(sizes)}, a process of its own)", end=" ",
+                  file=progress, flush=True)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout, stderr = wait_with_progress(p, progress, limit=float("inf"))
         if p.returncode:
-            raise RuntimeError(f"bench --humans {n} failed: {p.stderr.strip()[-800:]}")
-        out.append(json.loads(p.stdout))
+            raise RuntimeError(f"bench --humans {n} failed: {stderr.strip()[-800:]}")
+        out.append(json.loads(stdout))
     return out
 
 
@@ -1244,7 +1288,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _print_one(r, text)
         runs = [r]
     else:
-        runs = _sweep(sizes, args.updates, args.scalar_updates, crowd, seed, not getattr(args, "no_settle", False))
+        runs = _sweep(sizes, args.updates, args.scalar_updates, crowd, seed, not getattr(args, "no_settle", False),
+                      progress=sys.stderr)
         for one in runs:
             _print_one(one, text)
         fixed, slope = fit_line(runs)
@@ -1255,7 +1300,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               f"{wfixed:.3f} ms + {wslope:.3f} us (wall)", file=text)
     first = None
     if not args.no_compile_time:
-        first = _first_step()
+        first = _first_step(progress=sys.stderr)
         r["first_step"] = first
         r["kernel_compile_s"] = first["compile_total_s"]
         print(f"first step on a fresh install (a fresh process, an empty NUMBA_CACHE_DIR): "
