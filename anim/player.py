@@ -356,7 +356,7 @@ class Player(RecipeRules):
         from the cache, which would otherwise fall on the first update whose flush has a
         task to release or a human to refresh (a hitch at a fight's first strike) instead
         of the first flush, beside the step's own loads. On a cold cache they are left to
-        compile at their first use, as before (their 2 s of compile would otherwise join
+        compile at their first use (their 2 s of compile would otherwise join
         the first step's, anim.coldstart)."""
         self._flush_loaded = True
         if not (kernel_cached("flush_release") and kernel_cached("flush_anim_ids")):
