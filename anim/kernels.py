@@ -71,7 +71,7 @@ from .jitpipe import LinkOnlyCompiler, link_only_supported
 CACHE = cache_setting(__file__)
 # The decorator of the named steps and helpers, which only the kernels call: no CPython
 # or C wrapper (numba compiles one per function otherwise, unboxing every argument, for
-# a call from Python that never comes: a quarter of the cold compile; issue 19, item 7),
+# a call from Python that never comes: a quarter of the cold compile),
 # and no reference counting (_nrt=False: the arrays they take are the kernel's). Never
 # call one from Python (it has no entry point there); from an @njit function, as the
 # kernels do. Compiled for linking only (anim/jitpipe.py: no machine code of its own,
@@ -87,7 +87,7 @@ _helper = (njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignor
 # every array for the call; its unboxing then cleans nothing up) and no C wrapper.
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
 # The pose's named steps: inlined into pose_stacks by numba (each a call that LLVM keeps
-# passes the bank and scratch tuples field by field: pose_stacks ran 1.25x slower).
+# passes the bank and scratch tuples field by field, which slows pose_stacks).
 _inline = njit(cache=CACHE, inline="always")
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
@@ -1150,10 +1150,10 @@ def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
 # ---------------------------------------------------------------- the step
 #
 # step_stacks and its named steps, one per rule of the spec's per-update order. The steps
-# take plain columns (arrays and scalars): steps taking the tables' named tuples ran
-# step_stacks 2.5x slower, inlined or not (issue 19, item 5). They allocate nothing and
+# take plain columns (arrays and scalars): steps taking the tables' named tuples make
+# step_stacks several times slower, inlined or not. They allocate nothing and
 # are compiled with ``_nrt=False``: with numba's reference counting every array argument
-# costs an atomic increment and decrement per call (1.4x on the split step); without it
+# costs an atomic increment and decrement per call (a large share of the split step); without it
 # LLVM inlines the small ones. Each returns the buffers' fill counts it moved. (Numba's
 # ``inline='always'`` is no way out: CPython 3.11 passes a call of more than 30 arguments
 # as *args, which numba's inliner refuses.)
@@ -1503,10 +1503,10 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     the stack bottom-up, each by its type's named step ("When a clip ends" L299-334,
     "Fades" L261-267, "Gait blend" L269-288), then the held-flag events of what it fired.
     The named steps take columns, not the tables' named tuples (taking the tuples, split
-    step_stacks ran 2.5x slower, inlined or not: issue 19, item 5; ``_change_pair``, run
+    step_stacks runs several times slower, inlined or not; ``_change_pair``, run
     on a change of pair only, takes them), and run without numba's reference counting
     (``_nrt=False``; with it each call's arrays cost an atomic increment and decrement
-    each and the split step ran 1.4x slower); so split it runs as fast as in one piece.
+    each, which slows the split step markedly); so split it runs as fast as in one piece.
 
     Out: ``status[k]`` (STATUS_* bits) for rows[k]; ``ev_out[:counts[0]]`` the fired
     events (human row, task row, cursor row, event index into e_*), in firing order,
@@ -1652,7 +1652,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     _save_counts(counts, n_ev, n_def, n_gait, n_wrap, rows.shape[0])
 
 
-# ---------------------------------------------------------------- the flush (issue 19: the deferred flush as rows)
+# ---------------------------------------------------------------- the flush (the deferred flush as rows)
 # Its own section: the release of the deferred tasks and the playing anim ids' refresh,
 # as table rows (anim.player.Player.flush drives them; the callbacks stay in Python).
 
@@ -2096,7 +2096,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     the PoseOut and the PoseBuffers (anim.kernel_types). One walk for the queue and the
     stack, with the columns unpacked once (a helper taking the tuples per human costs a
     quarter of the kernel's time); each task by its type's named step, which takes
-    columns (issue 19, item 5): ``_pose_fade``, ``_pose_gait``, ``_pose_blend_task``, a
+    columns: ``_pose_fade``, ``_pose_gait``, ``_pose_blend_task``, a
     clip's ``_push`` and ``_pose_window``, then ``_pose_windows`` and ``_pose_top``.
     Original: 0x00176d60 CharacterInstance_Sample (0x005fd040, the queued tasks' buffer),
     0x00104ce0, 0x00104630 Instance_BuildBoneMatrices.

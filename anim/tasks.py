@@ -192,7 +192,7 @@ class PlaceEvents(StrEnum):
 
     SILENT: never dispatched ("Paired tasks" L249: "type 8 is never dispatched there",
     0x00101dd8; the place is read from the clip's data by 0x00101558, L247): the
-    original's. FIRED: fired like any other event (scuffle before issue 23).
+    original's. FIRED: fired like any other event (Coney's reading).
     """
 
     SILENT = "silent"
@@ -217,7 +217,7 @@ class MotionEntry(StrEnum):
     MOTION: the root velocity and bone 0's rotation (the turn per 1/30 s), each the
     identity (zero, the unit quaternion) when the pose's value is tagged as a default:
     the original's (0x00104630). IDENTITY: always zero and the unit quaternion (Coney's
-    boneTransforms(), L394; scuffle before issue 23).
+    boneTransforms(), L394).
     """
 
     MOTION = "motion"
@@ -245,7 +245,7 @@ class TagBits(StrEnum):
     Y_BIT: as the original, in the lowest bit of the value's y float (set on a default,
     cleared on a sampled value; 0x00104ce0), besides the separate boolean scuffle
     decides with; every y component's last bit is its tag. MARK: a separate mark only,
-    the y floats as computed (Coney's "marked as a default", L394; scuffle before issue 23).
+    the y floats as computed (Coney's "marked as a default", L394).
     """
 
     Y_BIT = "y_bit"

@@ -13,8 +13,8 @@ import sys
 import esper
 import pytest
 
-from scuffle import Game, demo_set
-from scuffle.game.runtime.schedule import PRIORITY_STEP, SCHEDULE, priority_of
+from scuffle import SCHEDULE, Game, demo_set, priority_of
+from scuffle.game.runtime.schedule import PRIORITY_STEP
 from scuffle.systems.actions import Actions
 from scuffle.systems.motion import StateUpdate
 from scuffle.testing import assert_order, assert_runs_between, record_updates, schedule_names

@@ -18,7 +18,7 @@ a file it reads (refused before anything runs), nor a symbolic link. The scenari
 files below its own folder only, and below ``--data DIR`` (repeatable) or the folders
 of SCUFFLE_DATA.
 
-Snapshots (issue 20): ``--snapshot-at U --snapshot-out F`` writes the whole state after
+Snapshots: ``--snapshot-at U --snapshot-out F`` writes the whole state after
 U updates to F (Game.snapshot's byte form); ``--from-snapshot F`` resumes the scenario
 from such a file: the run goes on from its update, and the trace holds the updates from
 there (``scuffle diff`` of two traces names the update to cut at). A snapshot file that

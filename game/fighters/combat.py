@@ -78,7 +78,7 @@ class Fight(Hits):
     gait blend; docs/original.md, "The locomotion's velocity"). Rejected: ``round_pause``
     < 1, another ``locomotion_stop`` (ValueError naming it).
 
-    Made of parts, one concern each (issue 19, item 8): ``FightCore`` (fightcore.py:
+    Made of parts, one concern each: ``FightCore`` (fightcore.py:
     handlers, look-ups, answers, task helpers), ``Locomotion`` (locomotion.py),
     ``Pairs`` (pairs.py), ``Rounds`` (rounds.py), ``Hits`` (hits.py), each on the one
     before; here the state they share (``__init__``), a human joining, the end callbacks
@@ -142,7 +142,7 @@ class Fight(Hits):
                 self._guarded(ent, self._start_idle, ent, idle)
                 return
 
-    # ---------------------------------------------------------------- snapshots (issue 20)
+    # ---------------------------------------------------------------- snapshots
     def save_state(self) -> tuple:
         """What the next updates read (Game.snapshot): the K.O.s and the round's end, each
         human's start (its arrays are never written in place: shared), the stats and log,

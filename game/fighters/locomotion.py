@@ -131,7 +131,7 @@ class Locomotion(FightCore):
         (``_pace_scale``). Caches only: the values a command reads are those it would find
         itself (the set is registered, so no bank index changes); an id the set lacks is
         left to the command (its own error then). The first command then costs what the
-        later ones do (issue 19, item 7: the bench's first AI move was 10x the others)."""
+        later ones do (without it the first AI move costs ten times the others)."""
         s = self.inst(ent).anim_set
         p = self.player
         have = [m for m in Move if m in s]

@@ -48,7 +48,7 @@ from scuffle.systems.motion import to_world
 __all__ = ["Game", "Snapshot", "SnapshotError", "UnknownHuman", "GameClosed", "WorldInUse", "Vec3", "BoneArray", "NameOrEntity", "EventHandler",
            "Bone", "HandlerError", "ENGINES"]
 
-# The public API's argument and result types (issue 22): a host's mypy --strict checks
+# The public API's argument and result types: a host's mypy --strict checks
 # its calls against them.
 Vec3: TypeAlias = Sequence[float] | npt.NDArray[np.floating[Any]]
 """A point or direction in metres: (x, y, z), a list of three numbers or a numpy array."""
@@ -408,7 +408,7 @@ class Game:
         trace and the fight log give it (``update - 1``)."""
         return self.ctx.updates_run - 1
 
-    # ---------------------------------------------------------------- snapshots (issue 20)
+    # ---------------------------------------------------------------- snapshots
     def snapshot(self, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot:
         """Everything the next updates read, copied (between two updates): restore it any
         number of times (``restore``); ``to_bytes()`` gives its byte form. ``outputs``:
