@@ -244,7 +244,8 @@ class DemoSim:
             pos, heading = self.starts[name]
             game.add_human(name, anim_set, position=pos, heading=heading, health=health)
         self.fight_options = {"separate": True, "rounds": True, "round_pause": int(round_pause)}
-        self.fight = Fight(game, **self.fight_options)
+        # Not started idle here: the update-0 command does it, so the recording replays it.
+        self.fight = Fight(game, idle_existing=False, **self.fight_options)
         self.control = CommandFight(self)
         self.commands: list[Command] = []
         self._chunks: list[tuple] = []           # the commands' frozen chunks (save_state)

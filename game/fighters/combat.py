@@ -19,7 +19,9 @@ accepted, falsy with its ``Refusal`` and a sentence when refused; what happens l
 (a hit or a miss when a window opens, a grab connecting, a throw and its victim's fall,
 a K.O., a round's end and the next round's start) reaches the host's handlers as a
 ``FightEvent`` (``Fight.on``, ``on_hit``, ``on_ko``, ``on_round``). A human added with
-``Game.add_human`` while the rules are attached starts in the fight idle (358).
+``Game.add_human`` while the rules are attached starts in the fight idle (358), and so do
+the humans already there when the rules are attached. A Game has one Fight: it is
+``game.fight`` (a second ``Fight(game)`` is refused, FightAttached).
 
 K.O. and rounds (ours; options, off by default so that scenarios run as before): with
 ``ko=True`` a fighter whose health reaches 0 is knocked out: it falls (the knockdown
@@ -53,10 +55,14 @@ from scuffle.game.runtime.registry import (ActionSpec, Registry, TableSpec, is_i
 if TYPE_CHECKING:
     from scuffle.game.runtime.world import Game
 
-__all__ = ["Fight", "FightFlags", "FightState", "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
+__all__ = ["Fight", "FightAttached", "FightFlags", "FightState", "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
            "PACES", "GRAB_SEARCH_FACTOR", "reaction_for", "ROUND_PAUSE", "Refusal", "ActionResult", "FightEvent",
            "FightEventKind", "FightHandler", "Who", "BUSY", "CHANGE_FADE", "DOWN_UPDATES", "GRAB_CONE_DEG",
            "HIT_CONE_DEG", "IMPULSE_DECAY", "LOG_SIZE", "MIN_SEPARATION", "SLIDE_UPDATES", "THROW_SPEED"]
+
+
+class FightAttached(ValueError):
+    """A second ``Fight(game)`` on a Game that has its fight rules (``game.fight``)."""
 
 
 class Fight(Hits):
@@ -66,7 +72,12 @@ class Fight(Hits):
     collision between humans, so scenarios run without it; the demo turns it on).
     ``ko`` knocks out a fighter at 0 health and ends the round (ours; off by default:
     blows then go on landing at 0, as before). ``rounds`` (implies ``ko``) starts a new
-    round ``round_pause`` updates after a K.O. Rejected: ``round_pause`` < 1 (ValueError).
+    round ``round_pause`` updates after a K.O. ``idle_existing`` (default True): the
+    humans already in the Game with nothing on their stacks start the fight idle, as one
+    added later does; False leaves them as they are (the scenario runner and the demo:
+    their humans play what their commands say, from update 0). Rejected: ``round_pause``
+    < 1 (ValueError); a Game that has its fight rules already (FightAttached, a
+    ValueError: one Fight per Game, reached as ``game.fight``).
 
     Made of parts, one concern each (issue 19, item 8): ``FightCore`` (fightcore.py:
     handlers, look-ups, answers, task helpers), ``Locomotion`` (locomotion.py),
@@ -76,8 +87,13 @@ class Fight(Hits):
     """
 
     def __init__(self, game: Game, *, separate: bool = False, ko: bool = False, rounds: bool = False,
-                 round_pause: int = ROUND_PAUSE) -> None:
+                 round_pause: int = ROUND_PAUSE, idle_existing: bool = True) -> None:
         check_int("round_pause", round_pause, 1, MAX_ROUND_PAUSE)
+        if getattr(game, "fight", None) is not None:
+            # One set of rules per Game: a second would take over ``game.fight`` while the
+            # hits went on reaching the first one's handlers.
+            raise FightAttached("this Game has its fight rules already: use game.fight (or "
+                                "scuffle.game.fighters.combat.fight_of(game)) to reach them")
         self.game = game
         self._lookup = game.component     # bound once: the look-ups of every rule (FightCore._component)
         self._live = game._alive
@@ -108,6 +124,8 @@ class Fight(Hits):
         for _, e in game.humans():
             self._normalise_state(e)
             self._warm(e)
+            if idle_existing:
+                self._idle_if_empty(e)
 
     def human_joined(self, ent: int) -> None:
         """A human added to the Game while the rules are attached (Game.add_human calls
@@ -117,6 +135,11 @@ class Fight(Hits):
         self._normalise_state(ent)
         self._note_starts()
         self._warm(ent)
+        self._idle_if_empty(ent)
+
+    def _idle_if_empty(self, ent: int) -> None:
+        """With nothing on its stack or queue, the human starts the fight idle (358; the
+        idle 388 in a set without it), no fade; a human playing something is left so."""
         inst = self.inst(ent)
         if inst.stack or inst.queue:
             return
@@ -229,14 +252,16 @@ class Fight(Hits):
 
 
 def fight_of(game: Game) -> Fight:
-    """The game's fight rules, attached on first use."""
+    """The game's fight rules, attached on first use (the humans already there left as
+    they are: a scenario's play what its commands say)."""
     f = getattr(game, "fight", None)
-    return cast(Fight, f) if f is not None else Fight(game)
+    return cast(Fight, f) if f is not None else Fight(game, idle_existing=False)
 
 
 def _fight_table(game, values: dict) -> None:
-    """A scenario's ``[fight]`` table: the fight rules attached with its options."""
-    Fight(game, **values)
+    """A scenario's ``[fight]`` table: the fight rules attached with its options (its
+    humans play what its commands say: none is started idle)."""
+    Fight(game, idle_existing=False, **values)
 
 
 # The ``[fight]`` table's keys: Fight's keyword options (docs/scenarios.md, "[fight]").
