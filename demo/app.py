@@ -513,6 +513,7 @@ class App:
         self.prev_scene = None
         self.scene = render.snapshot(self.sim)
         self.rewind_from: int | None = None       # while R is held: the update the rewind started at
+        self.caption = "scuffle: two fighters (H for help)"
 
     # ------------------------------------------------------------ input
     _ACTIONS = {pygame.K_j: "strike", pygame.K_k: "grab", pygame.K_l: "throw", pygame.K_u: "let_go",
@@ -623,11 +624,13 @@ class App:
         recording (``record``) and closes (``close``); after ``max_frames`` frames it
         returns with everything open, and another ``run`` call goes on from there."""
         if self._loop is None:
-            pygame.display.init()
-            pygame.font.init()
-            if self.screen is None:
-                self.screen = pygame.display.set_mode(self.size, pygame.RESIZABLE)
-            pygame.display.set_caption("scuffle: two fighters (H for help)")
+            from scuffle.demo.quiet import sdl_quiet
+            with sdl_quiet():                     # SDL's noise while it looks for a driver
+                pygame.display.init()
+                pygame.font.init()
+                if self.screen is None:
+                    self.screen = pygame.display.set_mode(self.size, pygame.RESIZABLE)
+            pygame.display.set_caption(self.caption)
             self._loop = {"fonts": render.Fonts(), "clock": pygame.time.Clock(), "acc": 0.0,
                           "last": time.perf_counter(), "fps": 0.0}
         lp = self._loop

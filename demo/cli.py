@@ -197,9 +197,11 @@ def main(argv=None) -> int:
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     import pygame
 
+    from scuffle.demo.quiet import sdl_quiet
     try:
-        pygame.display.init()
-        screen = pygame.display.set_mode(a.size, pygame.RESIZABLE)
+        with sdl_quiet():                  # SDL's noise while it looks for a driver
+            pygame.display.init()
+            screen = pygame.display.set_mode(a.size, pygame.RESIZABLE)
     except pygame.error as e:
         pygame.display.quit()
         return headless(a, f"pygame.display: {e}")

@@ -101,10 +101,29 @@ def _snapshot_args(args: argparse.Namespace, sc):
     return start, at
 
 
+def _looks_like_trace(path: str) -> bool:
+    """Whether ``path`` is a trace (JSON lines) rather than a scenario: a regular file
+    named .jsonl / .json, or whose first non-blank byte is ``{`` (no TOML starts so)."""
+    import os
+    import stat
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return False
+    return path.lower().endswith((".jsonl", ".json")) or head.lstrip()[:1] == b"{"
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from scuffle.game.cli.errors import CliError  # the CLI's one-line error type
     from scuffle.game.runtime.files import OutputError, OutputFile, check_outputs, write_bytes
 
+    if _looks_like_trace(args.scenario):
+        shown = args.scenario if len(args.scenario) <= 80 else args.scenario[:77] + "..."
+        raise CliError(f"{shown} is a trace (JSON lines), not a scenario: 'scuffle run' takes a scenario "
+                       f"TOML (docs/scenarios.md); to compare two traces: scuffle diff A.jsonl B.jsonl")
     try:
         sc = load_scenario(args.scenario, registry(), data=args.data)
     except ScenarioError as exc:
