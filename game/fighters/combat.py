@@ -53,6 +53,10 @@ from scuffle.game.runtime.registry import (ActionSpec, Registry, TableSpec, is_i
                                            is_num as _is_num, is_vec2 as _vec2)
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from scuffle.anim.stack import CharacterInstance
+    from scuffle.components import Body
     from scuffle.game.runtime.world import Game
 
 __all__ = ["Fight", "FightAttached", "FightFlags", "FightState", "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
@@ -249,6 +253,64 @@ class Fight(Hits):
                 c.state = FightState.FREE
         if self.separate:
             self._separate()
+
+    if TYPE_CHECKING:
+        # The public commands and look-ups as Fight's own, for a host's type checker: its
+        # errors then name "strike" of "Fight", not the part that implements it. Never run.
+        def grab(self, who: Who) -> ActionResult:
+            return super().grab(who)
+
+        def strike(self, who: Who, move: int | str | None = None) -> ActionResult:
+            return super().strike(who, move)
+
+        def throw(self, who: Who, move: int | str | None = None) -> ActionResult:
+            return super().throw(who, move)
+
+        def let_go(self, who: Who) -> ActionResult:
+            return super().let_go(who)
+
+        def move(self, who: Who, direction: Sequence[float] = (0.0, 1.0), speed: float | None = None, *,
+                 pace: str | int | None = None, gait: str | int | None = None) -> ActionResult:
+            return super().move(who, direction, speed, pace=pace, gait=gait)
+
+        def face(self, who: Who, heading: float | None = None, toward: Who | None = None) -> ActionResult:
+            return super().face(who, heading, toward)
+
+        def combat(self, who: Who) -> Combat:
+            return super().combat(who)
+
+        def body(self, who: Who) -> Body:
+            return super().body(who)
+
+        def inst(self, who: Who) -> CharacterInstance:
+            return super().inst(who)
+
+        def held(self, who: Who) -> int:
+            return super().held(who)
+
+        def flags(self, who: Who) -> int:
+            return super().flags(who)
+
+        def free(self, who: Who) -> bool:
+            return super().free(who)
+
+        def can_chain(self, who: Who) -> bool:
+            return super().can_chain(who)
+
+        def gait_speeds(self, who: Who) -> tuple[float, ...]:
+            return super().gait_speeds(who)
+
+        def on(self, kind: FightEventKind | str, handler: FightHandler) -> FightHandler:
+            return super().on(kind, handler)
+
+        def on_hit(self, handler: FightHandler) -> FightHandler:
+            return super().on_hit(handler)
+
+        def on_ko(self, handler: FightHandler) -> FightHandler:
+            return super().on_ko(handler)
+
+        def on_round(self, handler: FightHandler) -> FightHandler:
+            return super().on_round(handler)
 
 
 def fight_of(game: Game) -> Fight:

@@ -206,6 +206,11 @@ class Game:
                 raise WorldInUse(f"esper world {name!r} already runs scuffle's systems "
                                  f"({', '.join(taken)}): one Game per world")
             self.processors: list[esper.Processor] = schedule.install(self.ctx)
+        if self.owns_world:
+            # the world current now is the host's: processing it steps nothing of this Game
+            # (a warning once if it is processed while this Game is never stepped)
+            from scuffle.game.runtime.watch import watch_host_world
+            watch_host_world(self, esper.current_world)
 
     @classmethod
     def attach(cls, world: str | None = None, options: PlayerOptions | None = None, *,
