@@ -179,7 +179,8 @@ class _Scalar(Generic[_N]):
     __slots__ = ("name", "cast", "view")
 
     def __init__(self, name: str, cast: type[_N]):
-        self.name, self.cast = name, cast
+        self.name = name
+        self.cast: type[_N] = cast
         self.view = "m_" + name                     # the column's fast view (anim.store._fast_view)
 
     @overload

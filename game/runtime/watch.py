@@ -51,7 +51,7 @@ class UnsteppedWatch(esper.Processor):
             host = esper.current_world
             warnings.warn(
                 f"esper.process() ran world {host!r} {calls} times, but this Game's humans "
-                f"({', '.join(list(game.names)[:3])}{', ...' if len(game.names) > 3 else ''}) live in its own "
+                f"({', '.join(repr(n) for n in list(game.names)[:3])}{', ...' if len(game.names) > 3 else ''}) live in its own "
                 f"world {game.world!r}, which nothing has stepped: call game.step() once per update, or "
                 f"make the Game in your world with Game.attach()", UnsteppedGame, stacklevel=3)
 
@@ -61,7 +61,7 @@ def watch_host_world(game: Any, host: str) -> None:
     if host == game.world:
         return
     watch = esper.get_processor(UnsteppedWatch)      # the current world's, if it has one
-    if watch is None:
+    if not isinstance(watch, UnsteppedWatch):
         watch = UnsteppedWatch()
         esper.add_processor(watch, priority=WATCH_PRIORITY)
     watch.games[game] = 0
