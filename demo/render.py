@@ -233,7 +233,7 @@ def action_caption(log, update: int) -> str:
 def mode_of(sim) -> str:
     """The status line's mode: who drives p1, the round, and K.O. while a round is over."""
     fight = sim.fight
-    mode = "ATTRACT" if sim.attract else "PLAYER"
+    mode = getattr(sim, "mode_label", None) or ("ATTRACT" if sim.attract else "PLAYER")
     return mode + f"  round {fight.stats.round}" + ("  K.O." if getattr(fight, "round_over", False) else "")
 
 
