@@ -494,9 +494,10 @@ class App:
 
     def __init__(self, seed: int = 1, attract: bool = False, size=(1280, 720), fps: int = 60,
                  screen: pygame.Surface | None = None, screenshot=None, screenshot_at: int | None = None,
-                 record=None, trace=None, health: float = 100.0):
+                 record=None, trace=None, health: float = 100.0, sim=None):
         self.seed = int(seed)
-        self.sim = DemoSim(seed=seed, attract=attract, trace=trace, health=health)
+        # ``sim``: another simulation to show (a scenario's: demo.playback.ScenarioSim)
+        self.sim = sim if sim is not None else DemoSim(seed=seed, attract=attract, trace=trace, health=health)
         self.record = record                      # write the session as a scenario here on exit
         self.held: set[int] = set()               # keys held down (from KEYDOWN / KEYUP events)
         self._loop: dict | None = None            # the loop's state between bounded run() calls

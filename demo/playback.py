@@ -67,6 +67,19 @@ class ScenarioView:
                 self.recent_events[name].append((upd, f"{fe.anim_id:4d} f{ev.frame:<3d} 0x{ev.type:02x} {ev.name}"))
 
 
+class _NoKeyboard:
+    """A scenario's keyboard: every human is scripted, so the keys that move or act do nothing."""
+
+    direction = (0.0, 0.0)
+    jog = False
+
+    def press(self, action: str, update: int) -> None:
+        """Ignored: a scenario's commands drive every human."""
+
+    def clear(self) -> None:
+        """Nothing held."""
+
+
 class ScenarioSim(ScenarioView):
     """A scenario played one update at a time, with a rewind ring (see the module docstring).
 
@@ -80,6 +93,8 @@ class ScenarioSim(ScenarioView):
 
         game = setup_scenario(sc, engine=engine)
         super().__init__(game, sc.source)
+        self.attract = True                  # the window's keys do not act: all is scripted
+        self.keyboard = _NoKeyboard()
         self.sc = sc
         self._last = next(a for a in game.ctx.actions if isinstance(a, Script)).last
         self.rewind_depth = int(rewind_depth)
@@ -101,7 +116,8 @@ class ScenarioSim(ScenarioView):
     def step(self) -> None:
         """One update of the scenario (nothing once ``done``); its snapshot joins the ring."""
         from scuffle.anim.pose import PoseStackOverflow
-        from scuffle.anim.stack import AnimLimitError, UnknownClip
+        from scuffle.anim.player import UnknownClip
+        from scuffle.anim.stack import AnimLimitError
         from scuffle.game.runtime.scenario import _handler_error, _run_error
         from scuffle.game.runtime.world import HandlerError
 
@@ -119,6 +135,8 @@ class ScenarioSim(ScenarioView):
             inst, refusal = refused[0]
             raise _run_error(sc, now, refusal, self._last, inst.name)
         self.observe()
+        if self.done:
+            self.paused = True                   # the end: the window holds the last picture
         if self.rewind_depth:
             ring = self._ring
             reuse = ring.popleft() if len(ring) > self.rewind_depth else (self._spare.pop() if self._spare else None)
