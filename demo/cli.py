@@ -205,7 +205,7 @@ def main(argv=None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     if a.play is not None:
         from scuffle.demo.play import play
-        return play(a)
+        return play(a, no_display, offscreen_driver)
     if a.headless or a.gif is not None or a.rewinds:     # --rewind-at is a headless run's
         return headless(a)
     why = no_display()

@@ -21,6 +21,7 @@ import os
 import stat
 import sys
 import time
+from typing import Any, Callable
 
 __all__ = ["play"]
 
@@ -64,10 +65,11 @@ def _not_regular(paths) -> str | None:
     return None
 
 
-def play(a: argparse.Namespace) -> int:
-    """Play ``a.play`` in the window, or headless (see the module docstring); the exit status."""
-    from scuffle.demo.cli import no_display, offscreen_driver
-
+def play(a: argparse.Namespace, no_display: Callable[[], str | None],
+         offscreen_driver: Callable[[Any], str | None]) -> int:
+    """Play ``a.play`` in the window, or headless (see the module docstring); the exit
+    status. ``no_display`` and ``offscreen_driver``: the demo's own tests for a display
+    (scuffle.demo.cli), which fall back to the headless run."""
     try:
         sc = _load(a)
     except (ValueError, OSError) as exc:
