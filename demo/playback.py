@@ -223,6 +223,10 @@ class Pictures:
         assert self.frames_dir is not None
         with output_path(self.frames_dir / name, "frame") as tmp:
             pg.image.save(surface, tmp)
+        if self.written and self.written[-1] == str(self.frames_dir / name):
+            # the last update within the tenth of a second of the frame before: it replaces it
+            self.written.pop()
+            self.tiles.pop()
         self.written.append(str(self.frames_dir / name))
         tile = pg.Surface(TILE)
         fight = view.fight

@@ -68,7 +68,7 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
                         "DIR, with contact_sheet.png, one captioned tile per frame (needs pygame: "
                         "pip install 'scuffle[demo]')")
     p.add_argument("--frame-every", type=_seconds, default=2.0, metavar="S",
-                   help="with --frames: seconds of game time between frames (default 2)")
+                   help="with --frames: seconds of game time between frames, at least 0.1 (default 2)")
     p.add_argument("--engine", choices=("compiled", "reference"), default="compiled",
                    help="the animation engine: the compiled one (default), or the reference, the "
                         "plain-Python model of the spec (slow; to debug a scenario)")
@@ -95,8 +95,8 @@ def _seconds(text: str) -> float:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{_short(text)!r} is not a number of seconds") from None
-    if not (math.isfinite(v) and 0 < v <= 3600):
-        raise argparse.ArgumentTypeError(f"{_short(text)!r}: a number of seconds above 0, at most 3600")
+    if not (math.isfinite(v) and 0.1 <= v <= 3600):      # the frames are named by tenths of seconds
+        raise argparse.ArgumentTypeError(f"{_short(text)!r}: a number of seconds from 0.1 to 3600")
     return v
 
 
@@ -139,7 +139,8 @@ def _picture_outputs(args: argparse.Namespace, sc, first: int) -> list[tuple[str
         if len(ups) > MAX_FRAMES:
             raise CliError(f"--frames: {len(ups)} frames (--frame-every {args.frame_every:g} over "
                            f"{sc.updates} updates); at most {MAX_FRAMES}")
-        outs += [("frame", os.path.join(frames, f"frame_{u / 30:06.1f}s.png")) for u in ups]
+        names = dict.fromkeys(f"frame_{u / 30:06.1f}s.png" for u in ups)   # the last may share its tenth
+        outs += [("frame", os.path.join(frames, name)) for name in names]
         outs.append(("contact sheet", os.path.join(frames, "contact_sheet.png")))
     for what, path in outs:
         try:

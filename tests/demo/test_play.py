@@ -106,11 +106,26 @@ def test_run_never_replaces_what_is_not_a_regular_file_and_writes_whole(fight, t
     r = run_scuffle("run", "fight.toml", "--frames", "shots", cwd=tmp_path)
     assert r.returncode == 2 and "contact" in r.stderr and (tmp_path / "fight.toml").read_text() == FIGHT
     long = "d" * 150
-    r = run_scuffle("run", "fight.toml", "--frames", long, "--frame-every", "0.001", cwd=tmp_path)
-    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
+    (tmp_path / long).write_text("a file")
+    r = run_scuffle("run", "fight.toml", "--frames", long, cwd=tmp_path)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "d" * 81 not in r.stderr
+    r = run_scuffle("run", "fight.toml", "--frames", "x", "--frame-every", "0.05", cwd=tmp_path)
+    assert r.returncode == 2 and "from 0.1 to 3600" in r.stderr
     r = run_scuffle("run", "fight.toml", "--frames", "x", "--frame-every", "nan", cwd=tmp_path)
     assert r.returncode == 2 and "nan" in r.stderr
     assert not any(p.name.startswith(".") or p.suffix == ".tmp" for p in tmp_path.rglob("*"))
+
+
+def test_the_last_frame_within_a_tenth_of_the_one_before_replaces_it(fight, tmp_path):
+    """Frames every 0.1 s (3 updates) over 91 updates: update 90 is 3.0 s and update 91
+    3.03 s, one name: the last update's picture is the one kept, once on the sheet."""
+    (tmp_path / "f91.toml").write_text(FIGHT.replace("updates = 90", "updates = 91"))
+    r = run_scuffle("run", "f91.toml", "--frames", "shots", "--frame-every", "0.1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    names = sorted(p.name for p in (tmp_path / "shots").iterdir())
+    assert len(names) == 31 and names[-1] == "frame_0003.0s.png"          # 30 frames and the sheet
+    sheet = image_stats(tmp_path / "shots" / "contact_sheet.png")
+    assert sheet["height"] == 8 * 306 + 6                                 # 30 tiles, 4 a row
 
 
 def test_run_without_pygame_or_pillow_says_which_extra_to_install(fight, tmp_path, monkeypatch):
