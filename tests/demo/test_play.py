@@ -19,7 +19,7 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 from scuffle.demo.app import DT, App  # noqa: E402
 from scuffle.demo.cli import main as demo_main  # noqa: E402
 from scuffle.demo.headless import image_stats  # noqa: E402
-from scuffle.demo.playback import ScenarioSim  # noqa: E402
+from scuffle.demo.playback import ScenarioSim, ScenarioView  # noqa: E402
 from scuffle.game.fighters import registry  # noqa: E402
 from scuffle.game.runtime.scenario import load_scenario, run_scenario  # noqa: E402
 
@@ -259,3 +259,25 @@ def test_the_diffs_names_know_event_types_task_types_and_each_humans_set():
     assert names.of("p2", "anim", 358) == ""                      # p2's set is not known
     assert names.of("p1", "held", 358) == "" and names.of("p1", "anim", -1) == ""
     assert names.of("p1", "anim", 10 ** 9) == "" and names.of("p1", "events[0].type", 999) == ""
+
+
+def test_a_caption_names_the_clip_by_the_humans_own_set(fight):
+    """A scenario's set names its own clips: the caption reads the set's name for the
+    playing id (lower case, as the demo's moves), the demo's move only for a clip without one."""
+    from scuffle.anim.animset import AnimSet
+    from scuffle.anim.clip import author_clip
+    from scuffle.demo import render
+    from scuffle.game.runtime.world import Game
+
+    with Game() as g:
+        aset = AnimSet.build({11: author_clip("WAVE", 30), 12: author_clip("", 30)}, name="mine")
+        g.add_human("a", aset)
+        g.add_human("b", aset, position=(0, 2, 0))
+        from scuffle.game.fighters.combat import Fight
+        Fight(g, idle_existing=False)
+        g.change("a", g.player.loop(g.instance("a"), 11))
+        g.change("b", g.player.loop(g.instance("b"), 12))
+        g.step()
+        lines = [text for text, _ in render.caption_lines(render.snapshot(ScenarioView(g)))]
+        assert "wave" in lines[1] and "jab" not in lines[1]       # 11 is JAB in the demo's moves
+        assert "kick" in lines[2]                                 # unnamed: the demo's move 12
