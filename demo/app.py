@@ -244,7 +244,8 @@ class DemoSim:
             pos, heading = self.starts[name]
             game.add_human(name, anim_set, position=pos, heading=heading, health=health)
         self.fight_options = {"separate": True, "rounds": True, "round_pause": int(round_pause)}
-        self.fight = Fight(game, **self.fight_options)
+        # Not started idle here: the update-0 command does it, so the recording replays it.
+        self.fight = Fight(game, idle_existing=False, **self.fight_options)
         self.control = CommandFight(self)
         self.commands: list[Command] = []
         self._chunks: list[tuple] = []           # the commands' frozen chunks (save_state)
@@ -493,9 +494,10 @@ class App:
 
     def __init__(self, seed: int = 1, attract: bool = False, size=(1280, 720), fps: int = 60,
                  screen: pygame.Surface | None = None, screenshot=None, screenshot_at: int | None = None,
-                 record=None, trace=None, health: float = 100.0):
+                 record=None, trace=None, health: float = 100.0, sim=None):
         self.seed = int(seed)
-        self.sim = DemoSim(seed=seed, attract=attract, trace=trace, health=health)
+        # ``sim``: another simulation to show (a scenario's: demo.playback.ScenarioSim)
+        self.sim = sim if sim is not None else DemoSim(seed=seed, attract=attract, trace=trace, health=health)
         self.record = record                      # write the session as a scenario here on exit
         self.held: set[int] = set()               # keys held down (from KEYDOWN / KEYUP events)
         self._loop: dict | None = None            # the loop's state between bounded run() calls
@@ -512,6 +514,7 @@ class App:
         self.prev_scene = None
         self.scene = render.snapshot(self.sim)
         self.rewind_from: int | None = None       # while R is held: the update the rewind started at
+        self.caption = "scuffle: two fighters (H for help)"
 
     # ------------------------------------------------------------ input
     _ACTIONS = {pygame.K_j: "strike", pygame.K_k: "grab", pygame.K_l: "throw", pygame.K_u: "let_go",
@@ -622,11 +625,13 @@ class App:
         recording (``record``) and closes (``close``); after ``max_frames`` frames it
         returns with everything open, and another ``run`` call goes on from there."""
         if self._loop is None:
-            pygame.display.init()
-            pygame.font.init()
-            if self.screen is None:
-                self.screen = pygame.display.set_mode(self.size, pygame.RESIZABLE)
-            pygame.display.set_caption("scuffle: two fighters (H for help)")
+            from scuffle.demo.quiet import sdl_quiet
+            with sdl_quiet():                     # SDL's noise while it looks for a driver
+                pygame.display.init()
+                pygame.font.init()
+                if self.screen is None:
+                    self.screen = pygame.display.set_mode(self.size, pygame.RESIZABLE)
+            pygame.display.set_caption(self.caption)
             self._loop = {"fonts": render.Fonts(), "clock": pygame.time.Clock(), "acc": 0.0,
                           "last": time.perf_counter(), "fps": 0.0}
         lp = self._loop

@@ -19,7 +19,9 @@ accepted, falsy with its ``Refusal`` and a sentence when refused; what happens l
 (a hit or a miss when a window opens, a grab connecting, a throw and its victim's fall,
 a K.O., a round's end and the next round's start) reaches the host's handlers as a
 ``FightEvent`` (``Fight.on``, ``on_hit``, ``on_ko``, ``on_round``). A human added with
-``Game.add_human`` while the rules are attached starts in the fight idle (358).
+``Game.add_human`` while the rules are attached starts in the fight idle (358), and so do
+the humans already there when the rules are attached. A Game has one Fight: it is
+``game.fight`` (a second ``Fight(game)`` is refused, FightAttached).
 
 K.O. and rounds (ours; options, off by default so that scenarios run as before): with
 ``ko=True`` a fighter whose health reaches 0 is knocked out: it falls (the knockdown
@@ -56,13 +58,21 @@ from scuffle.game.runtime.registry import (ActionSpec, Registry, TableSpec, is_i
                                            is_num as _is_num, is_vec2 as _vec2)
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from scuffle.anim.stack import CharacterInstance
+    from scuffle.components import Body
     from scuffle.game.runtime.world import Game
 
-__all__ = ["Fight", "FightFlags", "FightState", "LocomotionStop",
+__all__ = ["Fight", "FightAttached", "FightFlags", "FightState", "LocomotionStop",
            "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
            "PACES", "GRAB_SEARCH_FACTOR", "reaction_for", "ROUND_PAUSE", "Refusal", "ActionResult", "FightEvent",
            "FightEventKind", "FightHandler", "Who", "BUSY", "CHANGE_FADE", "DOWN_UPDATES", "GRAB_CONE_DEG",
            "HIT_CONE_DEG", "IMPULSE_DECAY", "LOG_SIZE", "MIN_SEPARATION", "SLIDE_UPDATES", "THROW_SPEED"]
+
+
+class FightAttached(ValueError):
+    """A second ``Fight(game)`` on a Game that has its fight rules (``game.fight``)."""
 
 
 class Fight(Hits):
@@ -75,8 +85,13 @@ class Fight(Hits):
     round ``round_pause`` updates after a K.O. ``locomotion_stop`` (LocomotionStop): what
     stops the locomotion's own velocity, "mask" (the original's, the default: a held bit of
     0x110c0880 on record +0x08, "Root motion" L376) or "top_task" (any newest task but the
-    gait blend; docs/original.md, "The locomotion's velocity"). Rejected: ``round_pause``
-    < 1, another ``locomotion_stop`` (ValueError naming it).
+    gait blend; docs/original.md, "The locomotion's velocity"). ``idle_existing`` (default
+    True): the humans already in the Game with nothing on their stacks start the fight
+    idle, as one added later does; False leaves them as they are (the scenario runner and
+    the demo: their humans play what their commands say, from update 0). Rejected:
+    ``round_pause`` < 1, another ``locomotion_stop`` (ValueError naming it); a Game that
+    has its fight rules already (FightAttached, a ValueError: one Fight per Game, reached
+    as ``game.fight``).
 
     Made of parts, one concern each: ``FightCore`` (fightcore.py:
     handlers, look-ups, answers, task helpers), ``Locomotion`` (locomotion.py),
@@ -86,13 +101,19 @@ class Fight(Hits):
     """
 
     def __init__(self, game: Game, *, separate: bool = False, ko: bool = False, rounds: bool = False,
-                 round_pause: int = ROUND_PAUSE, locomotion_stop: str = LocomotionStop.MASK) -> None:
+                 round_pause: int = ROUND_PAUSE, locomotion_stop: str = LocomotionStop.MASK,
+                 idle_existing: bool = True) -> None:
         check_int("round_pause", round_pause, 1, MAX_ROUND_PAUSE)
         try:
             stop = LocomotionStop(locomotion_stop)
         except ValueError:
             raise ValueError(f"Fight.locomotion_stop: {locomotion_stop!r} is not one of "
                              f"{', '.join(repr(k.value) for k in LocomotionStop)}") from None
+        if getattr(game, "fight", None) is not None:
+            # One set of rules per Game: a second would take over ``game.fight`` while the
+            # hits went on reaching the first one's handlers.
+            raise FightAttached("this Game has its fight rules already: use game.fight (or "
+                                "scuffle.game.fighters.combat.fight_of(game)) to reach them")
         self.game = game
         self._lookup = game.component     # bound once: the look-ups of every rule (FightCore._component)
         self._live = game._alive
@@ -124,6 +145,8 @@ class Fight(Hits):
         for _, e in game.humans():
             self._normalise_state(e)
             self._warm(e)
+            if idle_existing:
+                self._idle_if_empty(e)
 
     def human_joined(self, ent: int) -> None:
         """A human added to the Game while the rules are attached (Game.add_human calls
@@ -133,6 +156,11 @@ class Fight(Hits):
         self._normalise_state(ent)
         self._note_starts()
         self._warm(ent)
+        self._idle_if_empty(ent)
+
+    def _idle_if_empty(self, ent: int) -> None:
+        """With nothing on its stack or queue, the human starts the fight idle (358; the
+        idle 388 in a set without it), no fade; a human playing something is left so."""
         inst = self.inst(ent)
         if inst.stack or inst.queue:
             return
@@ -314,6 +342,64 @@ class Fight(Hits):
         if self.separate:
             self._separate()
 
+    if TYPE_CHECKING:
+        # The public commands and look-ups as Fight's own, for a host's type checker: its
+        # errors then name "strike" of "Fight", not the part that implements it. Never run.
+        def grab(self, who: Who) -> ActionResult:
+            return super().grab(who)
+
+        def strike(self, who: Who, move: int | str | None = None) -> ActionResult:
+            return super().strike(who, move)
+
+        def throw(self, who: Who, move: int | str | None = None) -> ActionResult:
+            return super().throw(who, move)
+
+        def let_go(self, who: Who) -> ActionResult:
+            return super().let_go(who)
+
+        def move(self, who: Who, direction: Sequence[float] = (0.0, 1.0), speed: float | None = None, *,
+                 pace: str | int | None = None, gait: str | int | None = None) -> ActionResult:
+            return super().move(who, direction, speed, pace=pace, gait=gait)
+
+        def face(self, who: Who, heading: float | None = None, toward: Who | None = None) -> ActionResult:
+            return super().face(who, heading, toward)
+
+        def combat(self, who: Who) -> Combat:
+            return super().combat(who)
+
+        def body(self, who: Who) -> Body:
+            return super().body(who)
+
+        def inst(self, who: Who) -> CharacterInstance:
+            return super().inst(who)
+
+        def held(self, who: Who) -> int:
+            return super().held(who)
+
+        def flags(self, who: Who) -> int:
+            return super().flags(who)
+
+        def free(self, who: Who) -> bool:
+            return super().free(who)
+
+        def can_chain(self, who: Who) -> bool:
+            return super().can_chain(who)
+
+        def gait_speeds(self, who: Who) -> tuple[float, ...]:
+            return super().gait_speeds(who)
+
+        def on(self, kind: FightEventKind | str, handler: FightHandler) -> FightHandler:
+            return super().on(kind, handler)
+
+        def on_hit(self, handler: FightHandler) -> FightHandler:
+            return super().on_hit(handler)
+
+        def on_ko(self, handler: FightHandler) -> FightHandler:
+            return super().on_ko(handler)
+
+        def on_round(self, handler: FightHandler) -> FightHandler:
+            return super().on_round(handler)
+
 
 # The moves' ends an end callback notes (FightCore._ended; Fight._on_end acts on them).
 END_WHATS = frozenset({"connect", "throw", "let_go", "attack", "grab_attempt", "react", "get_up"})
@@ -330,14 +416,16 @@ def _plain_entry(x) -> bool:
 
 
 def fight_of(game: Game) -> Fight:
-    """The game's fight rules, attached on first use."""
+    """The game's fight rules, attached on first use (the humans already there left as
+    they are: a scenario's play what its commands say)."""
     f = getattr(game, "fight", None)
-    return cast(Fight, f) if f is not None else Fight(game)
+    return cast(Fight, f) if f is not None else Fight(game, idle_existing=False)
 
 
 def _fight_table(game, values: dict) -> None:
-    """A scenario's ``[fight]`` table: the fight rules attached with its options."""
-    Fight(game, **values)
+    """A scenario's ``[fight]`` table: the fight rules attached with its options (its
+    humans play what its commands say: none is started idle)."""
+    Fight(game, idle_existing=False, **values)
 
 
 # The ``[fight]`` table's keys: Fight's keyword options (docs/scenarios.md, "[fight]").

@@ -213,8 +213,10 @@ class FightCore:
 
     def _refuse(self, who: Who, action: str, reason: Refusal, detail: str, move: int = -1) -> ActionResult:
         """A refused command: counted, logged (update, human, "refused", what, reason) and
-        answered with its reason."""
+        answered with its reason. ``detail``: the why as a clause, ``{who}`` standing for
+        the human's name ("{who} holds no one")."""
         name = self._who(who)
+        detail = detail.replace("{who}", name)
         what = f"{action} {move}" if move >= 0 else action
         self.stats.refused += 1
         self.stats.record((self.game.ctx.update, name, "refused", what, reason.value))
@@ -228,11 +230,11 @@ class FightCore:
         ent = self._ent(who)
         f = self.flags(ent)
         if ent in self.ko:
-            return self._refuse(ent, action, Refusal.KNOCKED_OUT, "knocked out for this round", move)
+            return self._refuse(ent, action, Refusal.KNOCKED_OUT, "{who} is knocked out for this round", move)
         if f & FightFlags.DOWN:
-            return self._refuse(ent, action, Refusal.DOWN, "down (knocked down, grounded or getting up)", move)
+            return self._refuse(ent, action, Refusal.DOWN, "{who} is down (knocked down, grounded or getting up)", move)
         names = ", ".join(fl.name or "" for fl in FightFlags if f & fl)
-        return self._refuse(ent, action, Refusal.BUSY, f"a move in progress holds {names or hex(f)}", move)
+        return self._refuse(ent, action, Refusal.BUSY, f"{{who}} is in a move that holds {names or hex(f)}", move)
 
     def _anim(self, who: Who, move: int | str | None) -> int | None:
         """A move given as an anim id or a clip name (resolved through the human's set)."""

@@ -123,8 +123,9 @@ class ActionResult:
     def __str__(self) -> str:
         what = f"{self.action} {self.move}" if self.move >= 0 else self.action
         if self.refusal is None:
-            return f"update {self.update}: {self.who} {what}: accepted"
-        return f"update {self.update}: {self.who} {what}: refused ({self.refusal.value}: {self.detail})"
+            return f"update {self.update}: {self.who} {what} was accepted"
+        # a sentence, then the Refusal's value for scripts that look for it
+        return f"update {self.update}: {self.who} {what} was refused: {self.detail} [{self.refusal.value}]"
 
 
 class FightEventKind(StrEnum):

@@ -79,10 +79,29 @@ class FightRules(Protocol):
 
 
 class UnknownHuman(KeyError):
-    """A human name that is not in the world."""
+    """A human name (or entity) that is not in the world: ``args[0]``; ``known`` the
+    Game's names then. Its message lists them ("did you mean" the close ones first)."""
+
+    SHOWN = 8                          # names listed at most
+
+    def __init__(self, name: object, known: Sequence[str] = ()) -> None:
+        super().__init__(name)
+        self.known = list(known)
 
     def __str__(self) -> str:
-        return f"no human named {self.args[0]!r}"
+        name, known = self.args[0], self.known
+        what = f"no human named {name!r}" if isinstance(name, str) else f"no human has entity {name!r}"
+        if not known:
+            return what + " (the Game has no humans)"
+        near: list[str] = []
+        if isinstance(name, str):
+            import difflib
+            near = difflib.get_close_matches(name, known, n=3, cutoff=0.6) or \
+                [k for k in known if k.casefold() == name.casefold()]
+        hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+        shown = ", ".join(repr(n) for n in known[:self.SHOWN])
+        more = f" and {len(known) - self.SHOWN} more" if len(known) > self.SHOWN else ""
+        return f"{what}{hint} (the humans: {shown}{more})"
 
 
 class GameClosed(RuntimeError):
@@ -91,6 +110,19 @@ class GameClosed(RuntimeError):
 
 class WorldInUse(ValueError):
     """An esper world that already runs scuffle's systems (another Game's)."""
+
+
+def _not_a_task(name: str, task: object) -> str:
+    """Game.change's TypeError for what is not a Task: the constructors that make one."""
+    shown = repr(task)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    inst = f"g.instance({name!r})"
+    if isinstance(task, (int, str)) and not isinstance(task, bool):
+        return (f"Game.change: {shown} is a clip, not a task: make the task with g.player.loop({inst}, "
+                f"{shown}) (loop it), g.player.clip({inst}, {shown}) (play it once) or "
+                f"g.player.chain({inst}, [{shown}, ...]) (clips in turn), then g.change({name!r}, task)")
+    return (f"Game.change: expected a Task (g.player.loop, .clip, .chain or .gait of {inst}), "
+            f"got {type(task).__name__} {shown}")
 
 
 def _by_entity(kv: tuple[str, int]) -> int:
@@ -176,6 +208,11 @@ class Game:
                 raise WorldInUse(f"esper world {name!r} already runs scuffle's systems "
                                  f"({', '.join(taken)}): one Game per world")
             self.processors: list[esper.Processor] = schedule.install(self.ctx)
+        if self.owns_world:
+            # the world current now is the host's: processing it steps nothing of this Game
+            # (a warning once if it is processed while this Game is never stepped)
+            from scuffle.game.runtime.watch import watch_host_world
+            watch_host_world(self, esper.current_world)
 
     @classmethod
     def attach(cls, world: str | None = None, options: PlayerOptions | None = None, *,
@@ -321,7 +358,7 @@ class Game:
         entity was deleted behind the Game's back)."""
         ent = self.names.get(name)
         if ent is None or ent not in self._entities or ent in self._dead:     # _alive, inlined
-            raise UnknownHuman(name)
+            raise UnknownHuman(name, [n for n, _ in self.humans()])
         return ent
 
     def component(self, name_or_entity: NameOrEntity, ctype: type[C]) -> C:
@@ -366,7 +403,12 @@ class Game:
 
     # ---------------------------------------------------------------- commands
     def change(self, name: str, task: Task, fade: float = 0.0) -> None:
-        """A change of animation on a human: fade, the new task under it (anim.player)."""
+        """A change of animation on a human: fade, the new task under it (anim.player).
+        Rejected: a ``task`` that is not a Task, a bare clip id or name included
+        (TypeError naming the constructors: a clip id alone does not say whether to loop
+        it, play it once or chain it); an unknown human (UnknownHuman)."""
+        if task is None or isinstance(task, (int, str, float, list, tuple, dict)):   # a Task or the reference's
+            raise TypeError(_not_a_task(name, task))
         self.player.change(self.instance(name), task, fade)
 
     # ---------------------------------------------------------------- running
@@ -480,7 +522,7 @@ class Game:
         for n, e in self.names.items():
             if e == entity:
                 return n
-        raise UnknownHuman(entity)
+        raise UnknownHuman(entity, [n for n, _ in self.humans()])
 
     def bone(self, name: str, bone: Bone | int | str, *, space: str = "world") -> tuple[np.ndarray, np.ndarray]:
         """One bone of a human by name or number (``Bone.HEAD``, ``"l_hand"``, 6): its

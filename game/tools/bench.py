@@ -501,7 +501,7 @@ def _build_realistic(n: int, engine: str = "compiled", seed: int = 1):
     player.flush()
     for k, (a, b) in enumerate(pairs):
         pair = (names[a], names[b])
-        fight = Fight(game if len(pairs) == 1 and n == 2 else _PairView(game, pair))
+        fight = Fight(game if len(pairs) == 1 and n == 2 else _PairView(game, pair), idle_existing=False)
         fight.controllers.append(FighterAI(pair[0], pair[1], seed=seed * 7919 + 2 * k))
         fight.controllers.append(FighterAI(pair[1], pair[0], seed=seed * 7919 + 2 * k + 1))
         crowd.fights.append(fight)
