@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import struct
 from enum import IntEnum, IntFlag
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
 from scuffle.anim.limits import INT32_MAX, MAX_COORD
@@ -70,6 +70,12 @@ class InputFlags(IntFlag):
 
 
 _KNOWN = int(InputFlags.MOVE | InputFlags.SPEED | InputFlags.HEADING | InputFlags.TOWARD | InputFlags.MOVE_ID)
+# the flags as plain ints: read() tests them per input, and IntFlag's operators cost a call each
+_MOVE, _SPEED, _HEADING, _TOWARD, _MOVE_ID = (int(f) for f in (InputFlags.MOVE, InputFlags.SPEED, InputFlags.HEADING,
+                                                             InputFlags.TOWARD, InputFlags.MOVE_ID))
+_ACTIONS = tuple(Action)
+_READ_CACHE: dict[bytes, "FightInput"] = {}     # recent byte forms -> their (immutable) inputs
+_READ_CACHE_SIZE = 4096
 
 
 def _finite(field: str, v, lo: float, hi: float) -> float:
@@ -108,6 +114,8 @@ class FightInput:
     face_toward: str | None = None
     action: Action = Action.NONE
     move_id: int | None = None
+
+    _bytes: bytes | None = field(default=None, init=False, repr=False, compare=False, hash=False)
 
     EMPTY: ClassVar["FightInput"]     # (set below) no command at all
 
@@ -160,6 +168,30 @@ class FightInput:
                                       f"only STRIKE and THROW take one")
             put(self, "move_id", int(move_id))
 
+    def commands(self) -> list[tuple[str, dict]]:
+        """The scenario commands of this input (docs/scenarios.md, "Actions"), in
+        ``Fight.apply``'s order: ``(action, keys)`` pairs, e.g. ``("move", {"direction":
+        [0.0, 1.0], "pace": "jog"})``, ``("strike", {"move": 51})``; a scenario that gives
+        them at the input's update replays it exactly."""
+        out: list[tuple[str, dict]] = []
+        if self.move is not None:
+            keys: dict = {"direction": [self.move[0], self.move[1]]}
+            if self.pace is not None:
+                keys["pace"] = PACES[self.pace]
+            elif self.speed is not None:
+                keys["speed"] = self.speed
+            out.append(("move", keys))
+        if self.face_heading is not None or self.face_toward is not None:
+            keys = {}
+            if self.face_heading is not None:
+                keys["heading"] = self.face_heading
+            if self.face_toward is not None:
+                keys["toward"] = self.face_toward
+            out.append(("face", keys))
+        if self.action != Action.NONE:
+            out.append((self.action.name.lower(), {} if self.move_id is None else {"move": self.move_id}))
+        return out
+
     @property
     def empty(self) -> bool:
         """No command at all."""
@@ -169,6 +201,8 @@ class FightInput:
     def to_bytes(self) -> bytes:
         """The byte form (see the module docstring): 4 bytes for EMPTY, at most
         MAX_INPUT_BYTES (every FightInput is valid: it was checked when made)."""
+        if self._bytes is not None:
+            return self._bytes
         v = self
         flags = 0
         parts = []
@@ -189,7 +223,9 @@ class FightInput:
             name = v.face_toward.encode("utf-8")
             parts.append(bytes((len(name),)) + name)
         head = _HEAD.pack(INPUT_VERSION, int(flags), int(v.action), _NO_PACE if v.pace is None else v.pace)
-        return head + b"".join(parts)
+        out = head + b"".join(parts)
+        object.__setattr__(self, "_bytes", out)         # made once: an input is sent many times
+        return out
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "FightInput":
@@ -211,6 +247,13 @@ class FightInput:
             raise FightInputError(f"FightInput bytes: {type(data).__name__} is not bytes")
         data = bytes(data) if not isinstance(data, bytes) else data
         n = len(data)
+        if n - at >= 2:                                  # a byte form seen lately: its input
+            size = _size_of(data, at)
+            if size:
+                hit = _READ_CACHE.get(data[at:at + size])
+                if hit is not None:
+                    return hit, at + size
+        start = at
         if n - at < _HEAD.size:
             raise FightInputError(f"FightInput header: {n - at} bytes, expected at least {_HEAD.size}")
         version, flags, action, pace = _HEAD.unpack_from(data, at)
@@ -232,17 +275,17 @@ class FightInput:
             return at - size
 
         move_id = move = speed = heading = toward = None
-        if flags & InputFlags.MOVE_ID:
+        if flags & _MOVE_ID:
             move_id = _I32.unpack_from(data, take("move_id", 4))[0]
-        if flags & InputFlags.MOVE:
+        if flags & _MOVE:
             move = _F64X2.unpack_from(data, take("move", 16))
-            if flags & InputFlags.SPEED:
+            if flags & _SPEED:
                 speed = _F64.unpack_from(data, take("speed", 8))[0]
-        elif flags & InputFlags.SPEED:
+        elif flags & _SPEED:
             raise FightInputError("FightInput speed: the SPEED flag without MOVE")
-        if flags & InputFlags.HEADING:
+        if flags & _HEADING:
             heading = _F64.unpack_from(data, take("face_heading", 8))[0]
-        if flags & InputFlags.TOWARD:
+        if flags & _TOWARD:
             size = data[take("face_toward", 1)]
             if not 1 <= size <= MAX_NAME_BYTES:
                 raise FightInputError(f"FightInput face_toward: a name of {size} bytes (1-{MAX_NAME_BYTES})")
@@ -251,12 +294,32 @@ class FightInput:
                 toward = raw.decode("utf-8")
             except UnicodeDecodeError:
                 raise FightInputError("FightInput face_toward: the name is not UTF-8") from None
-        return cls(move, speed, None if pace == _NO_PACE else pace, heading, toward, Action(action), move_id), at
+        inp = cls(move, speed, None if pace == _NO_PACE else pace, heading, toward, _ACTIONS[action], move_id)
+        raw = data[start:at]
+        if inp.to_bytes() == raw:                        # (-0.0 and 0.0 read alike: only the exact form is kept)
+            if len(_READ_CACHE) >= _READ_CACHE_SIZE:
+                _READ_CACHE.clear()
+            _READ_CACHE[raw] = inp
+        return inp, at
 
     def __repr__(self) -> str:
-        parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
-                 if getattr(self, f.name) is not None and not (f.name == "action" and self.action == Action.NONE)]
+        parts = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.name != "_bytes"
+                 and getattr(self, f.name) is not None and not (f.name == "action" and self.action == Action.NONE)]
         return f"FightInput({', '.join(parts)})" if parts else "FightInput.EMPTY"
+
+
+def _size_of(data: bytes, at: int) -> int:
+    """The length of the well-formed byte form at ``at`` as its flags say (0: not one)."""
+    flags = data[at + 1]
+    if flags & ~_KNOWN:
+        return 0
+    n = _HEAD.size + (4 if flags & _MOVE_ID else 0) + (16 if flags & _MOVE else 0) + (8 if flags & _SPEED else 0) \
+        + (8 if flags & _HEADING else 0)
+    if flags & _TOWARD:
+        if len(data) <= at + n:
+            return 0
+        n += 1 + data[at + n]
+    return n if len(data) - at >= n else 0
 
 
 EMPTY = FightInput()
