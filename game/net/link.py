@@ -63,11 +63,12 @@ class UdpLink:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             self.sock.bind(bind)
-        except OSError as exc:
+            self.peer = None if peer is None else (socket.gethostbyname(peer[0]), int(peer[1]))
+        except (OSError, OverflowError) as exc:
             self.sock.close()
-            raise LinkError(f"UDP address {bind[0]}:{bind[1]}: {exc.strerror or exc}") from None
+            where = f"{bind[0]}:{bind[1]}" if peer is None else f"{bind[0]}:{bind[1]} or {peer[0]}:{peer[1]}"
+            raise LinkError(f"UDP address {where}: {getattr(exc, 'strerror', None) or exc}") from None
         self.sock.setblocking(False)
-        self.peer = None if peer is None else (socket.gethostbyname(peer[0]), int(peer[1]))
         self.dropped = 0                  # datagrams from elsewhere or too long
 
     @property

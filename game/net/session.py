@@ -923,6 +923,8 @@ class Spectator:
                     raise HandshakeError("netplay handshake (spectator): " + "; ".join(diffs))
                 self.heard = True
                 self.last_heard = now
+                if not msg.flags & wire.HelloFlags.HEARD:      # the peer has not heard us: answer
+                    self._hello(heard=True)
             elif isinstance(msg, wire.Confirmed) and self.heard:
                 self.last_heard = now
                 self.peer_frame = max(self.peer_frame, msg.frame)
@@ -937,8 +939,7 @@ class Spectator:
         if not self.heard:
             if now - self._hello_at >= HELLO_EVERY:
                 self._hello_at = now
-                self.link.send(wire.Hello(int(wire.HelloFlags.SPECTATOR), 0, SNAPSHOT_VERSION, self.config,
-                                          _version(), self.players, 0).to_bytes())
+                self._hello(heard=False)
             return
         if now - self.last_heard > self.timeout:
             raise PeerTimeout(f"netplay: no word from the peer for {self.timeout:g} s (spectator at update "
@@ -947,6 +948,12 @@ class Spectator:
             self._acked, self._ack_at = self.have, now
             self.link.send(wire.SpecAck(self.have).to_bytes())
             self.stats.sent += 1
+
+    def _hello(self, heard: bool) -> None:
+        flags = wire.HelloFlags.SPECTATOR | (wire.HelloFlags.HEARD if heard else 0)
+        self.link.send(wire.Hello(int(flags), 0, SNAPSHOT_VERSION, self.config, _version(), self.players,
+                                  0).to_bytes())
+        self.stats.sent += 1
 
     def advance(self, max_updates: int = 1) -> int:
         """Run up to ``max_updates`` updates whose inputs have come; returns how many."""
