@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from scuffle.game.fighters.fightinput import FightInput
-from scuffle.game.net import wire
+import scuffle.game.net.wire as wire
 from scuffle.game.net.link import Link
 from scuffle.game.runtime.snapshot import SNAPSHOT_VERSION, SyncError
 
@@ -317,7 +317,8 @@ class Session:
     compared digests (0: none); ``frame_seconds`` the update's wall time (time sync and
     round-trip in updates); ``timeout`` s of silence that end the session; ``clock`` the
     time source (tests pass their own); ``spectators`` links to spectators; ``warm``
-    compile and run the first updates ahead in ``start()``.
+    compile and run the first updates ahead in ``start()``; ``handshake_timeout`` s that
+    ``poll()`` waits for the handshake (``start(wait=)`` has its own).
     Rejected (SessionSetupError naming the argument): values outside those ranges, players
     that repeat, a local player not among them, no remote player, a Game without fight
     rules or without one of the players.
@@ -326,7 +327,7 @@ class Session:
     def __init__(self, build: Callable[[], Any], players: Sequence[str], local: str | Sequence[str], link: Link, *,
                  input_delay: int = 2, max_rollback: int = 8, check_every: int = 30, frame_seconds: float = 1 / 30,
                  timeout: float = 5.0, clock: Callable[[], float] = time.monotonic,
-                 spectators: Sequence[Link] = (), warm: bool = True):
+                 spectators: Sequence[Link] = (), warm: bool = True, handshake_timeout: float = 60.0):
         players = tuple(players)
         if not players or len(players) > wire.MAX_PLAYERS or len(set(players)) != len(players) or \
                 not all(isinstance(p, str) and p for p in players):
@@ -341,6 +342,7 @@ class Session:
         self.check_every = _check_int("check_every", check_every, 0, 1 << 20)
         self.frame_seconds = _check_seconds("frame_seconds", frame_seconds, 0.0, 1.0)
         self.timeout = _check_seconds("timeout", timeout, 0.0, 3600.0)
+        self.handshake_timeout = _check_seconds("handshake_timeout", handshake_timeout, 0.0, 3600.0)
         self.clock = clock
         self.players = players
         self.local_mask = sum(1 << i for i, p in enumerate(players) if p in locals_)
@@ -364,7 +366,7 @@ class Session:
         self.delivered = self.base                         # fight events given up to here
         self.stats = SessionStats()
         self._events: list[SessionEvent] = []
-        now = clock()
+        now = self._born = clock()
         self.peer = _Remote(link, now)
         self.spectators = [_Remote(s, now) for s in spectators]
         self.synchronized = False
@@ -396,7 +398,9 @@ class Session:
         (the peers differ: the message names what), PeerTimeout (no answer in time)."""
         if self.warm:
             warm_up(self.game)
-        end = self.clock() + _check_seconds("wait", wait, 0.0, 3600.0)
+        self._born = self.clock()
+        self.handshake_timeout = max(self.handshake_timeout, _check_seconds("wait", wait, 0.0, 3600.0))
+        end = self.clock() + wait
         while not self.synchronized or any(not s.heard_hello for s in self.spectators):
             self.poll()
             if self.clock() > end:
@@ -469,12 +473,13 @@ class Session:
     def advance(self) -> bool:
         """Roll back if a received input differs from its prediction, then run one update
         with this peer's inputs (EMPTY for a local player given none) and the peer's (as
-        received, else predicted). Returns False when no update was run (``can_advance``:
-        the rollback limit counts a stall). Raised: PeerTimeout, PeerLeft (see ``poll``)."""
+        received, else predicted). Returns False when no update was run (still shaking
+        hands, or ``can_advance`` False: the rollback limit counts a stall). Raised:
+        PeerTimeout, PeerLeft, HandshakeError (see ``poll``)."""
         t0 = time.perf_counter()
         self.poll()
         if not self.synchronized:
-            raise NetError("netplay: advance() before the handshake (call start(), or poll() until synchronized)")
+            return False                                 # still shaking hands (poll() raises if it takes too long)
         self._rollback()
         ok = self.can_advance()
         self._verdict = None
@@ -579,6 +584,8 @@ class Session:
             self._rollback()                             # the end: no advance() runs them any more
             self._confirm()
         if not self.synchronized:
+            if now - self._born > self.handshake_timeout:
+                raise PeerTimeout(f"netplay: no handshake from the peer in {self.handshake_timeout:g} s")
             if now - self._hello_sent >= HELLO_EVERY:
                 self._hello(self.peer)
                 self._hello_sent = now
