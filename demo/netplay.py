@@ -134,11 +134,13 @@ def hud_line(session) -> str:
 def run_netplay(*, host: str | None = None, join: str | None = None, seconds: float | None = None,
                 attract: bool = True, seed: int = 1, sim_loss: float = 0.0, sim_delay: int = 0,
                 record=None, out=None, health: float = 100.0, rate: float = 30.0, timeout: float = 5.0,
-                input_delay: int = 2, max_rollback: int = 8, window=None, log=print) -> dict:
+                input_delay: int = 2, max_rollback: int = 8, window=None, log=print,
+                handshake: float = 60.0) -> dict:
     """One peer of the demo's netplay (see the module docstring): ``host`` "[ADDR:]PORT"
     to wait on (p1), or ``join`` "HOST:PORT" (p2). ``window``: a callable(session,
     keyboard) run every frame that draws and returns False to quit (the pygame window),
-    None: headless. ``rate`` updates per second of wall time. Returns the summary
+    None: headless. ``rate`` updates per second of wall time; ``handshake`` s to wait for
+    the peer (after the warm-up). Returns the summary
     (written to ``out``/summary.json when ``out`` is given). Raised: NetError (the peer
     timed out, left, or differs), LinkError (an address)."""
     link, me = _links(host, join, sim_loss, sim_delay, seed, rate)
@@ -156,7 +158,7 @@ def run_netplay(*, host: str | None = None, join: str | None = None, seconds: fl
     try:
         log(f"demo: netplay as {me} ({'waiting on' if host is not None else 'joining'} "
             f"{host if host is not None else join}); warming up and shaking hands")
-        session.start(wait=max(30.0, timeout))
+        session.start(wait=handshake)
         log(f"demo: netplay: connected, playing {me}")
         tick = 1.0 / rate
         next_t = time.perf_counter()
