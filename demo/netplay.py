@@ -271,6 +271,18 @@ def make_window(size=(1280, 720), attract: bool = False):
         screen.blit(line, (8, h - line.get_height() - 6))
         pygame.display.flip()
         return True
+
+    def post_key(key: str, down: bool = True) -> None:
+        """Put a key event on pygame's queue as the keyboard would (scripts and tests)."""
+        kind = pygame.KEYDOWN if down else pygame.KEYUP
+        pygame.event.post(pygame.event.Event(kind, key=App.key_code(key), mod=0))
+
+    def post_quit() -> None:
+        """Put the window's close on pygame's queue."""
+        pygame.event.post(pygame.event.Event(pygame.QUIT))
+
+    frame.post_key = post_key          # type: ignore[attr-defined]
+    frame.post_quit = post_quit        # type: ignore[attr-defined]
     return frame
 
 

@@ -43,7 +43,6 @@ def test_the_window_plays_p1_from_the_keys_and_the_recording_replays():
     keyboard = KeyboardControl("p1", "p2")
     ai = FighterAI("p2", "p1", seed=3, aggression=0.6, think_every=3)
     frame = make_window((640, 360), attract=False)
-    import pygame
     a.finish_at(120)
     b.finish_at(120)
     strikes = 0
@@ -54,7 +53,7 @@ def test_the_window_plays_p1_from_the_keys_and_the_recording_replays():
         if u == 5:
             keyboard.direction = (0.0, 1.0)                      # walk toward p2 (the window reads keys every frame)
         if u in (40, 70):
-            pygame.event.post(pygame.event.Event(pygame.KEYDOWN, key=pygame.K_j, mod=0))
+            frame.post_key("j")
         for s, me in ((a, "p1"), (b, "p2")):
             s.poll()
             if s.can_advance():
@@ -72,7 +71,7 @@ def test_the_window_plays_p1_from_the_keys_and_the_recording_replays():
         assert game.update == 120 and world_checksum(game) == a.confirmed_checksum
     finally:
         game.close()
-    pygame.event.post(pygame.event.Event(pygame.QUIT))
+    frame.post_quit()
     assert frame(a, keyboard) is False
     for s in (a, b):
         s.close(linger=0.0)
