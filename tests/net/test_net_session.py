@@ -233,3 +233,48 @@ def test_sim_link_is_deterministic_from_its_seed():
     assert 50 < lost < 130                                       # about 30% of 300
     assert len(a) > 300 - lost                                   # duplicates
     assert a != sorted(a, key=lambda d: d[1] * 256 + d[0])       # reordered
+
+
+def test_a_state_changed_behind_the_sessions_back_is_a_desync():
+    """p2's heading turned on one peer only: the next compared digest differs."""
+    a, b, clock = pair(9, loss=0.0, delay=1, check_every=10)
+    events = []
+    for u in range(80):
+        clock.t += DT
+        if u == 25:
+            b.game.body("p2").heading += 5.0
+        for s, me in ((a, "p1"), (b, "p2")):
+            s.poll()
+            s.add_local_input(me, FightInput.EMPTY)
+            s.advance()
+        events += [e for e in a.events() if e.kind == "desync"]
+    assert a.stats.desyncs >= 1 and b.stats.desyncs >= 1
+    assert events and "state digests differ" in events[0].detail and events[0].update >= 30
+
+
+def test_the_handshake_refuses_another_scuffle_version():
+    from scuffle.game.net import wire
+    from scuffle.game.runtime.snapshot import SNAPSHOT_VERSION
+    clock = Clock()
+    x, y = MemoryLink.pair()
+    a = Session(build, PLAYERS, "p1", x, clock=clock, warm=False)
+    hello = wire.Hello(0, 1, SNAPSHOT_VERSION + 1, a.config, "9.9.9", PLAYERS, 0b10)
+    x.inbox.append(hello.to_bytes())
+    with pytest.raises(HandshakeError, match=r"scuffle 9\.9\.9 there.*snapshot format"):
+        a.poll()
+
+
+def test_the_peer_running_ahead_waits():
+    """a is given two ticks for each of b's: time sync makes a skip updates (waits) and
+    says it runs ahead; b never waits."""
+    a, b, clock = pair(4, loss=0.0, delay=2, jitter=0)
+    for u in range(240):
+        clock.t += DT / 2
+        for s, me in ((a, "p1"), (b, "p2")):
+            if s is b and u % 2:
+                continue
+            s.poll()
+            s.add_local_input(me, FightInput.EMPTY)
+            s.advance()
+    assert a.stats.waits > 5 and b.stats.waits == 0
+    assert a.frame - b.frame < a.max_rollback + 2
