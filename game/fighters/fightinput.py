@@ -26,7 +26,7 @@ import math
 import struct
 from enum import IntEnum, IntFlag
 from dataclasses import dataclass, field, fields
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from scuffle.anim.limits import INT32_MAX, MAX_COORD
 from scuffle.game.fighters.fightdata import MAX_MOVE_SPEED, PACES
@@ -78,7 +78,7 @@ _READ_CACHE: dict[bytes, "FightInput"] = {}     # recent byte forms -> their (im
 _READ_CACHE_SIZE = 4096
 
 
-def _finite(field: str, v, lo: float, hi: float) -> float:
+def _finite(field: str, v: object, lo: float, hi: float) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise FightInputError(f"FightInput {field}: {v!r} is not a number")
     f = float(v)
@@ -168,14 +168,14 @@ class FightInput:
                                       f"only STRIKE and THROW take one")
             put(self, "move_id", int(move_id))
 
-    def commands(self) -> list[tuple[str, dict]]:
+    def commands(self) -> list[tuple[str, dict[str, Any]]]:
         """The scenario commands of this input (docs/scenarios.md, "Actions"), in
         ``Fight.apply``'s order: ``(action, keys)`` pairs, e.g. ``("move", {"direction":
         [0.0, 1.0], "pace": "jog"})``, ``("strike", {"move": 51})``; a scenario that gives
         them at the input's update replays it exactly."""
-        out: list[tuple[str, dict]] = []
+        out: list[tuple[str, dict[str, Any]]] = []
         if self.move is not None:
-            keys: dict = {"direction": [self.move[0], self.move[1]]}
+            keys: dict[str, Any] = {"direction": [self.move[0], self.move[1]]}
             if self.pace is not None:
                 keys["pace"] = PACES[self.pace]
             elif self.speed is not None:

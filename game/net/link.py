@@ -74,7 +74,8 @@ class UdpLink:
     @property
     def address(self) -> tuple[str, int]:
         """The (host, port) this link listens on."""
-        return self.sock.getsockname()
+        host, port = self.sock.getsockname()[:2]
+        return str(host), int(port)
 
     def send(self, data: bytes) -> None:
         if self.peer is None:
@@ -132,7 +133,7 @@ class MemoryLink:
             self.other.inbox.append(bytes(data))
 
     def receive(self) -> list[bytes]:
-        out = []
+        out: list[bytes] = []
         while self.inbox and len(out) < MAX_BATCH:
             out.append(self.inbox.popleft())
         return out

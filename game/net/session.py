@@ -42,12 +42,16 @@ import os
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
+from scuffle.game.fighters.fightdata import FightEvent
 from scuffle.game.fighters.fightinput import FightInput
 import scuffle.game.net.wire as wire
 from scuffle.game.net.link import Link
 from scuffle.game.runtime.snapshot import SNAPSHOT_VERSION, SyncError
+
+if TYPE_CHECKING:
+    from scuffle.game.runtime.world import Game
 
 __all__ = ["Session", "SyncTestSession", "Spectator", "SessionStats", "SessionEvent", "NetError",
            "HandshakeError", "PeerTimeout", "PeerLeft", "SessionSetupError", "state_digest", "config_digest",
@@ -89,13 +93,13 @@ def _version() -> str:
     return __version__
 
 
-def state_digest(game) -> bytes:
+def state_digest(game: Game) -> bytes:
     """The digest of the Game's whole state that peers compare (``Game.checksum``):
     equal states give equal digests on any machine."""
     return bytes.fromhex(game.checksum())
 
 
-def config_digest(game) -> bytes:
+def config_digest(game: Game) -> bytes:
     """The digest of how the Game was built, compared in the handshake: the Game's
     ``config_digest()`` where it has one, else the digest of its state before the first
     update (which covers its humans, sets, options and fight rules)."""
@@ -104,14 +108,14 @@ def config_digest(game) -> bytes:
     return hashlib.sha256(value if isinstance(value, bytes) else str(value).encode()).digest()
 
 
-def warm_up(game, updates: int = 4) -> None:
+def warm_up(game: Game, updates: int = 4) -> None:
     """Compile (or load) the engine's kernels and run the Game's first updates once, then
     put it back: the session's first update then costs what the others do. Fight events
     of these updates reach no handler."""
     from scuffle.anim.warmup import compile_kernels
 
     compile_kernels()
-    fight = game.fight
+    fight: Any = game.fight
     snap = game.snapshot()
     sink = getattr(fight, "event_sink", None)
     if fight is not None:
@@ -128,7 +132,7 @@ def warm_up(game, updates: int = 4) -> None:
             fight.event_sink = sink
 
 
-def _drop(ev) -> None:
+def _drop(ev: FightEvent) -> None:
     """An event sink that keeps nothing."""
 
 
@@ -157,7 +161,7 @@ class SessionStats:
     sent: int = 0
     received: int = 0
     bad: int = 0
-    frame_ms: deque = field(default_factory=lambda: deque(maxlen=4096))
+    frame_ms: deque[float] = field(default_factory=lambda: deque(maxlen=4096))
 
     def rollback(self, depth: int) -> None:
         self.rollbacks += 1
@@ -172,9 +176,9 @@ class SessionStats:
         if not self.frame_ms:
             return 0.0
         xs = sorted(self.frame_ms)
-        return xs[min(len(xs) - 1, int(math.ceil(q / 100.0 * len(xs))) - 1 if q > 0 else 0)]
+        return float(xs[min(len(xs) - 1, int(math.ceil(q / 100.0 * len(xs))) - 1 if q > 0 else 0)])
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The counts as plain JSON values."""
         return {"updates": self.updates, "rollbacks": self.rollbacks, "resimulated": self.resimulated,
                 "depths": list(self.depths), "max_depth": self.max_depth, "stalls": self.stalls, "waits": self.waits,
@@ -194,13 +198,13 @@ class SessionEvent:
     detail: str = ""
 
 
-def _check_int(name: str, v, lo: int, hi: int) -> int:
+def _check_int(name: str, v: Any, lo: int, hi: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
         raise SessionSetupError(f"{name}: {v!r} must be a whole number {lo}-{hi}")
     return int(v)
 
 
-def _check_seconds(name: str, v, lo: float, hi: float) -> float:
+def _check_seconds(name: str, v: Any, lo: float, hi: float) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and lo < v <= hi):
         raise SessionSetupError(f"{name}: {v!r} must be a number of seconds > {lo:g} and <= {hi:g}")
     return float(v)
@@ -210,8 +214,8 @@ class _Core:
     """The rollback machinery on one Game: the inputs action, the snapshot ring, the held
     fight events and the digests (Session and SyncTestSession share it)."""
 
-    def __init__(self, game, players: tuple[str, ...], ring: int, check_every: int, hold_events: bool):
-        fight = game.fight
+    def __init__(self, game: Game, players: tuple[str, ...], ring: int, check_every: int, hold_events: bool):
+        fight: Any = game.fight
         if fight is None or not callable(getattr(fight, "apply", None)):
             raise SessionSetupError("build: the Game has no fight rules (attach a Fight: it applies the inputs)")
         for p in players:
@@ -222,7 +226,7 @@ class _Core:
         self.inputs: tuple[FightInput, ...] = (EMPTY,) * len(players)
         self.check_every = check_every
         self.digests: dict[int, bytes] = {}
-        self.held: list[list] = [[] for _ in range(ring)]
+        self.held: list[list[FightEvent]] = [[] for _ in range(ring)]
         self.hold_events = hold_events
         self.muted = False
         # the inputs are applied where a scenario's commands are: in the actions phase,
@@ -234,13 +238,13 @@ class _Core:
         if hold_events:
             fight.event_sink = self._hold
 
-    def _apply(self, ctx) -> None:
+    def _apply(self, ctx: Any) -> None:
         apply = self.fight.apply
         for name, inp in zip(self.players, self.inputs):
             if inp is not EMPTY:
                 apply(name, inp)
 
-    def _hold(self, ev) -> None:
+    def _hold(self, ev: FightEvent) -> None:
         if not self.muted:
             self.held[ev.update % self.size].append(ev)
 
@@ -419,7 +423,7 @@ class Session:
     def confirmed_update(self) -> int:
         """Updates run with every input final: the state after them is the same on both
         peers (the session's confirmed update)."""
-        return min(min(self.have), self.frame)
+        return int(min(min(self.have), self.frame))
 
     @property
     def finished(self) -> bool:
@@ -678,7 +682,7 @@ class Session:
         if diffs:
             raise HandshakeError("netplay handshake: " + "; ".join(diffs))
 
-    def _names(self, idx) -> str:
+    def _names(self, idx: Any) -> str:
         return ", ".join(self.players[i] for i in idx)
 
     def _names_mask(self, mask: int) -> str:
@@ -746,7 +750,7 @@ class Session:
         rows: list[tuple[FightInput, ...]] = []
         size = 64 + len(self.checks_out) * 20
         for u in range(first, min(end, first + wire.MAX_FRAMES)):
-            row = tuple(self.known[i][u] for i in self.local_idx)    # type: ignore[misc]
+            row = cast(tuple[FightInput, ...], tuple(self.known[i][u] for i in self.local_idx))
             size += wire.frame_size(row)
             if size > wire.MAX_DATAGRAM:
                 break
@@ -767,7 +771,7 @@ class Session:
         rows = []
         size = 32
         for u in range(s.have, min(c, s.have + wire.MAX_FRAMES)):
-            row = tuple(lst[u] for lst in self.known)              # type: ignore[misc]
+            row = cast(tuple[FightInput, ...], tuple(lst[u] for lst in self.known))   # confirmed: no None
             size += wire.frame_size(row)
             if size > wire.MAX_DATAGRAM:
                 break
@@ -779,7 +783,7 @@ class Session:
         """Every player's input of each confirmed update from the session's first (in
         ``players`` order): what a single process fed them runs to the same states."""
         c = self.confirmed_update if upto is None else min(upto, self.confirmed_update)
-        return [tuple(lst[u] for lst in self.known) for u in range(self.base, c)]   # type: ignore[misc]
+        return [cast(tuple[FightInput, ...], tuple(lst[u] for lst in self.known)) for u in range(self.base, c)]
 
     def close(self, linger: float = LINGER) -> None:
         """Leave the session: a finished peer first keeps answering (at most ``linger``
@@ -898,7 +902,7 @@ class Spectator:
 
     @property
     def update(self) -> int:
-        return self.game.update
+        return int(self.game.update)
 
     def start(self, wait: float = 30.0) -> None:
         end = self.clock() + wait

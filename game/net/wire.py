@@ -31,6 +31,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum, IntFlag
+from typing import Any
 
 from scuffle.game.fighters.fightinput import MAX_INPUT_BYTES, FightInput, FightInputError
 
@@ -170,7 +171,7 @@ class _Reader:
         self.at += size
         return self.at - size
 
-    def unpack(self, field: str, s: struct.Struct) -> tuple:
+    def unpack(self, field: str, s: struct.Struct) -> tuple[Any, ...]:
         return s.unpack_from(self.data, self.take(field, s.size))
 
     def byte(self, field: str) -> int:
@@ -213,7 +214,7 @@ class _Reader:
             raise WireError(f"datagram: {len(self.data) - self.at} bytes left over")
 
 
-def read(data: bytes, remote_players: int, all_players: int):
+def read(data: bytes, remote_players: int, all_players: int) -> Hello | Inputs | Confirmed | SpecAck | Bye:
     """One datagram as a Hello, Inputs, Confirmed, SpecAck or Bye. ``remote_players``:
     how many inputs an INPUT datagram carries per update (the sender's local players);
     ``all_players``: a CONFIRMED datagram's. Rejected (WireError naming the field): more
