@@ -611,7 +611,7 @@ class Session:
         self._send(force=False)
 
     def _hello(self, r: _Remote) -> None:
-        flags = wire.HelloFlags.HEARD if r.heard_hello else 0
+        flags = wire.WireFlags.HEARD if r.heard_hello else 0
         msg = wire.Hello(int(flags), self.nonce, SNAPSHOT_VERSION, self.config, _version(), self.players,
                          self.local_mask)
         self._put(r, msg.to_bytes())
@@ -632,10 +632,10 @@ class Session:
         if isinstance(msg, wire.Hello):
             self._check_hello(msg, spectator)
             r.heard_hello = True
-            if msg.flags & wire.HelloFlags.HEARD:
+            if msg.flags & wire.WireFlags.HEARD:
                 r.heard_us = True
             r.last_heard = now
-            if not spectator and not msg.flags & wire.HelloFlags.HEARD or spectator:
+            if not spectator and not msg.flags & wire.WireFlags.HEARD or spectator:
                 self._hello(r)                          # answer, so it hears us
             self._synced()
             return
@@ -652,7 +652,7 @@ class Session:
         if spectator:
             return
         if isinstance(msg, wire.Bye):
-            if msg.flags & wire.HelloFlags.FINISHED:
+            if msg.flags & wire.WireFlags.FINISHED:
                 self.peer_finished = True
             elif not self.finished:
                 self.left = (f"netplay: the peer left the session at update {self.frame} "
@@ -672,7 +672,7 @@ class Session:
         if msg.players != self.players:
             diffs.append(f"players {list(msg.players)} there, {list(self.players)} here")
         elif spectator:
-            if not msg.flags & wire.HelloFlags.SPECTATOR or msg.local_mask:
+            if not msg.flags & wire.WireFlags.SPECTATOR or msg.local_mask:
                 diffs.append("a spectator link answered as a player")
         elif msg.local_mask != ((1 << len(self.players)) - 1) ^ self.local_mask:
             diffs.append(f"local players {self._names_mask(msg.local_mask)} there, "
@@ -710,7 +710,7 @@ class Session:
             self.remote_adv = msg.advantage
         self.peer_confirmed = max(self.peer_confirmed, msg.confirmed)
         self.peer_ack = max(self.peer_ack, min(msg.ack, min(len(self.known[i]) for i in self.local_idx)))
-        if msg.flags & wire.HelloFlags.FINISHED:
+        if msg.flags & wire.WireFlags.FINISHED:
             self.peer_finished = True
         limit = min(self.have[i] for i in self.remote_idx) + MAX_AHEAD
         for k, row in enumerate(msg.inputs):
@@ -757,7 +757,7 @@ class Session:
             rows.append(row)
         est = self.peer_frame + (p.rtt / 2 + (now - p.last_heard)) / self.frame_seconds
         adv = self.frame - est
-        msg = wire.Inputs(int(wire.HelloFlags.FINISHED) if self.finished else 0, self.frame,
+        msg = wire.Inputs(int(wire.WireFlags.FINISHED) if self.finished else 0, self.frame,
                           min(self.have[i] for i in self.remote_idx), self.confirmed_update, adv,
                           int(now * 1000) & 0xFFFFFFFF or 1, p.ping, int((now - p.ping_at) * 1000) if p.ping else 0,
                           first, tuple(rows), tuple(self.checks_out))
@@ -801,7 +801,7 @@ class Session:
                         break
                     self._send(force=True)
                     time.sleep(0.005)
-            bye = wire.Bye(int(wire.HelloFlags.FINISHED) if self.finished else 0).to_bytes()
+            bye = wire.Bye(int(wire.WireFlags.FINISHED) if self.finished else 0).to_bytes()
             for _ in range(3):
                 self._put(self.peer, bye)
         finally:
@@ -933,7 +933,7 @@ class Spectator:
                     raise HandshakeError("netplay handshake (spectator): " + "; ".join(diffs))
                 self.heard = True
                 self.last_heard = now
-                if not msg.flags & wire.HelloFlags.HEARD:      # the peer has not heard us: answer
+                if not msg.flags & wire.WireFlags.HEARD:      # the peer has not heard us: answer
                     self._hello(heard=True)
             elif isinstance(msg, wire.Confirmed) and self.heard:
                 self.last_heard = now
@@ -960,7 +960,7 @@ class Spectator:
             self.stats.sent += 1
 
     def _hello(self, heard: bool) -> None:
-        flags = wire.HelloFlags.SPECTATOR | (wire.HelloFlags.HEARD if heard else 0)
+        flags = wire.WireFlags.SPECTATOR | (wire.WireFlags.HEARD if heard else 0)
         self.link.send(wire.Hello(int(flags), 0, SNAPSHOT_VERSION, self.config, _version(), self.players,
                                   0).to_bytes())
         self.stats.sent += 1

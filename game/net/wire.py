@@ -35,7 +35,7 @@ from typing import Any
 
 from scuffle.game.fighters.fightinput import MAX_INPUT_BYTES, FightInput, FightInputError
 
-__all__ = ["Kind", "HelloFlags", "WireError", "Hello", "Inputs", "Confirmed", "SpecAck", "Bye", "read",
+__all__ = ["Kind", "WireFlags", "WireError", "WireFlags", "Hello", "Inputs", "Confirmed", "SpecAck", "Bye", "read",
            "WIRE_VERSION", "MAX_DATAGRAM", "MAX_FRAMES", "MAX_CHECKS", "DIGEST_BYTES", "MAX_PLAYERS"]
 
 MAGIC = b"SN"
@@ -66,7 +66,7 @@ class Kind(IntEnum):
     BYE = 5
 
 
-class HelloFlags(IntFlag):
+class WireFlags(IntFlag):
     HEARD = 0x01             # the sender has received this peer's HELLO
     SPECTATOR = 0x02         # the sender is a spectator
     FINISHED = 0x04          # (INPUT, BYE) the sender has confirmed its last update and knows ours
@@ -234,7 +234,7 @@ def read(data: bytes, remote_players: int, all_players: int) -> Hello | Inputs |
         raise WireError(f"datagram version: {version}, this scuffle speaks version {WIRE_VERSION}")
     if kind == Kind.HELLO:
         flags, nonce, snap, config = r.unpack("hello", _HELLO)
-        if flags & ~int(HelloFlags.HEARD | HelloFlags.SPECTATOR):
+        if flags & ~int(WireFlags.HEARD | WireFlags.SPECTATOR):
             raise WireError(f"datagram hello flags: unknown bits 0x{flags:02x}")
         ver = r.text("hello version", ascii_only=True)
         n = r.byte("hello players")
@@ -248,7 +248,7 @@ def read(data: bytes, remote_players: int, all_players: int) -> Hello | Inputs |
         return Hello(flags, nonce, snap, config, ver, players, mask)
     if kind == Kind.INPUT:
         flags, frame, ack, confirmed, adv, ping, echo, hold, first, count = r.unpack("input", _INPUT)
-        if flags & ~int(HelloFlags.FINISHED):
+        if flags & ~int(WireFlags.FINISHED):
             raise WireError(f"datagram input flags: unknown bits 0x{flags:02x}")
         for name, v in (("frame", frame), ("ack", ack), ("confirmed", confirmed), ("first", first)):
             r.update(f"input {name}", v)
@@ -279,7 +279,7 @@ def read(data: bytes, remote_players: int, all_players: int) -> Hello | Inputs |
         return SpecAck(r.update("spec_ack have", have))
     if kind == Kind.BYE:
         flags = r.byte("bye flags")
-        if flags & ~int(HelloFlags.FINISHED):
+        if flags & ~int(WireFlags.FINISHED):
             raise WireError(f"datagram bye flags: unknown bits 0x{flags:02x}")
         r.end()
         return Bye(flags)
