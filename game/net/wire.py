@@ -35,7 +35,7 @@ from typing import Any
 
 from scuffle.game.fighters.fightinput import MAX_INPUT_BYTES, FightInput, FightInputError
 
-__all__ = ["Kind", "WireFlags", "WireError", "WireFlags", "Hello", "Inputs", "Confirmed", "SpecAck", "Bye", "read",
+__all__ = ["Kind", "WireFlags", "WireError", "Hello", "Inputs", "Confirmed", "SpecAck", "Bye", "read",
            "WIRE_VERSION", "MAX_DATAGRAM", "MAX_FRAMES", "MAX_CHECKS", "DIGEST_BYTES", "MAX_PLAYERS"]
 
 MAGIC = b"SN"
