@@ -204,20 +204,11 @@ class CommandFight:
 
     def apply(self, who, inp: FightInput):
         """A FightInput as ``Fight.apply`` gives it (move, face, then the action), each part
-        one recorded command. Returns the last part's answer (None: an empty input)."""
+        one recorded command (``FightInput.commands``). Returns the last part's answer
+        (None: an empty input)."""
         result = None
-        if inp.move is not None:
-            result = self.move(who, inp.move, inp.speed, pace=inp.pace)
-        if inp.face_heading is not None or inp.face_toward is not None:
-            result = self.face(who, inp.face_heading, inp.face_toward)
-        if inp.action == Action.GRAB:
-            result = self.grab(who)
-        elif inp.action == Action.STRIKE:
-            result = self.strike(who, inp.move_id)
-        elif inp.action == Action.THROW:
-            result = self.throw(who, inp.move_id)
-        elif inp.action == Action.LET_GO:
-            result = self.let_go(who)
+        for action, keys in inp.commands():
+            result = self._sim.command(who, action, **keys)
         return result
 
 
