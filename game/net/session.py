@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Session", "SyncTestSession", "Spectator", "SessionStats", "SessionEvent", "NetError",
            "HandshakeError", "PeerTimeout", "PeerLeft", "SessionSetupError", "state_digest", "config_digest",
-           "warm_up", "MAX_ROLLBACK", "MAX_INPUT_DELAY"]
+           "warm_up", "rollback_costs", "MAX_ROLLBACK", "MAX_INPUT_DELAY"]
 
 EMPTY = FightInput.EMPTY
 MAX_ROLLBACK = 60            # updates a session may roll back at most (2 s)
@@ -134,6 +134,63 @@ def warm_up(game: Game, updates: int = 4) -> None:
 
 def _drop(ev: FightEvent) -> None:
     """An event sink that keeps nothing."""
+
+
+def rollback_costs(build: Callable[[], Game], players: Sequence[str],
+                   decide: Callable[[Game], Sequence[FightInput]], updates: int = 900,
+                   depth: int = 8) -> dict[str, float]:
+    """What rollback costs on the Game ``build()`` makes (a host asks whether its game
+    affords ``depth`` updates of rollback): ``updates`` updates as a session runs them (a
+    snapshot into the ring, then the update), the inputs from ``decide(game)`` (one per
+    player); every fifth update a rollback of ``depth`` (a restore, then ``depth``
+    snapshots and updates again). Returns milliseconds, wall and CPU: ``frame_ms_p50``,
+    ``frame_ms_p99``, ``frame_ms_max``, ``rollback_ms_p50``, ``rollback_ms_p99``,
+    ``rollback_ms_max`` (and ``*_cpu`` of each), ``digest_ms`` (a state digest) and
+    ``first_update_ms`` (after ``warm_up``). The Game is closed after. Rejected
+    (SessionSetupError): ``updates`` < 2 * depth, a depth outside 1-60."""
+    depth = _check_int("depth", depth, 1, MAX_ROLLBACK)
+    updates = _check_int("updates", updates, 2 * depth, 1_000_000)
+    game = build()
+    try:
+        warm_up(game)
+        core = _Core(game, tuple(players), depth + 2, 0, hold_events=True)
+        history: dict[int, tuple[FightInput, ...]] = {}
+        frames: list[tuple[float, float]] = []
+        rollbacks: list[tuple[float, float]] = []
+        for f in range(updates):
+            inputs = tuple(decide(game))
+            history[f] = inputs
+            history.pop(f - depth - 2, None)
+            w, c = time.perf_counter(), time.process_time()
+            core.save(f)
+            core.step(f, inputs, resim=False)
+            frames.append((time.perf_counter() - w, time.process_time() - c))
+            if f >= depth and f % 5 == 0:
+                w, c = time.perf_counter(), time.process_time()
+                back = f + 1 - depth
+                core.load(back)
+                for u in range(back, f + 1):
+                    if u > back:
+                        core.save(u)
+                    core.step(u, history[u], resim=True)
+                rollbacks.append((time.perf_counter() - w, time.process_time() - c))
+            core.deliver(f)
+        w = time.perf_counter()
+        for _ in range(20):
+            state_digest(game)
+        digest = (time.perf_counter() - w) / 20
+        out: dict[str, float] = {"first_update_ms": round(frames[0][0] * 1000.0, 4),
+                                 "digest_ms": round(digest * 1000.0, 4)}
+        for name, xs in (("frame", frames[1:]), ("rollback", rollbacks)):
+            for k, suffix in ((0, ""), (1, "_cpu")):
+                v = sorted(x[k] * 1000.0 for x in xs)
+                out[f"{name}_ms_p50{suffix}"] = round(v[len(v) // 2], 4)
+                out[f"{name}_ms_p99{suffix}"] = round(v[min(len(v) - 1, int(len(v) * 0.99))], 4)
+                out[f"{name}_ms_max{suffix}"] = round(v[-1], 4)
+        core.close()
+        return out
+    finally:
+        game.close()
 
 
 @dataclass

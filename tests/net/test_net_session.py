@@ -278,3 +278,14 @@ def test_the_peer_running_ahead_waits():
             s.advance()
     assert a.stats.waits > 5 and b.stats.waits == 0
     assert a.frame - b.frame < a.max_rollback + 2
+
+
+def test_rollback_costs_reports_frames_and_rollbacks():
+    from scuffle.net import rollback_costs
+    out = rollback_costs(build, PLAYERS, lambda g: [FightInput.EMPTY, FightInput.EMPTY], updates=20, depth=3)
+    for key in ("frame_ms_p50", "frame_ms_p99", "rollback_ms_max", "rollback_ms_max_cpu", "digest_ms",
+                "first_update_ms"):
+        assert out[key] >= 0.0
+    assert out["rollback_ms_p50_cpu"] <= out["rollback_ms_max_cpu"]
+    with pytest.raises(SessionSetupError, match="updates"):
+        rollback_costs(build, PLAYERS, lambda g: [], updates=3, depth=3)
