@@ -22,8 +22,9 @@ with ``ctx.resimulating`` True. Only inputs cross the network.
 - Desyncs: every ``check_every`` updates the state digest of a confirmed update
   (``state_digest``: ``Game.checksum``) is sent; a differing digest is a desync
   (``stats.desyncs``, a "desync" event).
-- The handshake compares the scuffle version, the snapshot format and the digest of the
-  Game each peer built (``config_digest``); a mismatch raises HandshakeError naming it.
+- The handshake compares the scuffle version, the snapshot format, the configuration
+  of the Game each peer built (``config_digest``: ``Game.config_digest``) and its state
+  at the first update (``state_digest``); a mismatch raises HandshakeError naming it.
 - Time sync: each peer sends how far ahead it runs; the one ahead skips an update now and
   then (``can_advance`` False; ``stats.waits``), as GGPO's frame advantage.
 - A peer silent for ``timeout`` seconds ends the session (PeerTimeout); one that leaves
@@ -36,7 +37,6 @@ with ``ctx.resimulating`` True. Only inputs cross the network.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import time
@@ -100,12 +100,11 @@ def state_digest(game: Game) -> bytes:
 
 
 def config_digest(game: Game) -> bytes:
-    """The digest of how the Game was built, compared in the handshake: the Game's
-    ``config_digest()`` where it has one, else the digest of its state before the first
-    update (which covers its humans, sets, options and fight rules)."""
-    own = getattr(game, "config_digest", None)
-    value = own() if callable(own) else game.checksum()
-    return hashlib.sha256(value if isinstance(value, bytes) else str(value).encode()).digest()
+    """The digest of how the Game was set up (``Game.config_digest``: the version, the
+    snapshot format, the engine, the options, the humans' sets, the callback kinds, the
+    fight rules' settings), compared in the handshake beside the state digest of the
+    session's first update."""
+    return bytes.fromhex(game.config_digest())
 
 
 def warm_up(game: Game, updates: int = 4) -> None:
@@ -432,6 +431,7 @@ class Session:
         self.synchronized = False
         self.nonce = os.getpid() & 0xFFFFFFFF               # tells two runs on one port apart in a capture
         self.config = config_digest(self.game)
+        self.start_digest = state_digest(self.game)
         self._hello_sent = -math.inf
         self._last_sent = -math.inf
         self.peer_frame = self.base
@@ -669,8 +669,8 @@ class Session:
 
     def _hello(self, r: _Remote) -> None:
         flags = wire.WireFlags.HEARD if r.heard_hello else 0
-        msg = wire.Hello(int(flags), self.nonce, SNAPSHOT_VERSION, self.config, _version(), self.players,
-                         self.local_mask)
+        msg = wire.Hello(int(flags), self.nonce, SNAPSHOT_VERSION, self.config, self.start_digest, _version(),
+                         self.players, self.local_mask)
         self._put(r, msg.to_bytes())
 
     def _put(self, r: _Remote, data: bytes) -> None:
@@ -735,7 +735,10 @@ class Session:
             diffs.append(f"local players {self._names_mask(msg.local_mask)} there, "
                          f"{self._names_mask(self.local_mask)} here")
         if msg.config != self.config:
-            diffs.append("the Game each built differs (configuration digest): the same build() on both?")
+            diffs.append("the Game each built is set up otherwise (Game.config_digest): the same build() on both?")
+        elif msg.start != self.start_digest:
+            diffs.append("the Game each built starts in another state (the state digest of the first update: "
+                         "positions, health...): the same build() on both?")
         if diffs:
             raise HandshakeError("netplay handshake: " + "; ".join(diffs))
 
@@ -948,6 +951,7 @@ class Spectator:
         self.clock = clock
         self.link = link
         self.config = config_digest(self.game)
+        self.start_digest = state_digest(self.game)
         self.inputs: dict[int, tuple[FightInput, ...]] = {}
         self.have = self.game.update
         self.peer_frame = self.have
@@ -984,8 +988,8 @@ class Spectator:
                     diffs.append(f"scuffle {msg.version} / snapshot {msg.snapshot_version} there")
                 if msg.players != self.players:
                     diffs.append(f"players {list(msg.players)} there, {list(self.players)} here")
-                if msg.config != self.config:
-                    diffs.append("the Game each built differs (configuration digest)")
+                if msg.config != self.config or msg.start != self.start_digest:
+                    diffs.append("the Game each built differs (Game.config_digest, or the first update's state)")
                 if diffs:
                     raise HandshakeError("netplay handshake (spectator): " + "; ".join(diffs))
                 self.heard = True
@@ -1018,8 +1022,8 @@ class Spectator:
 
     def _hello(self, heard: bool) -> None:
         flags = wire.WireFlags.SPECTATOR | (wire.WireFlags.HEARD if heard else 0)
-        self.link.send(wire.Hello(int(flags), 0, SNAPSHOT_VERSION, self.config, _version(), self.players,
-                                  0).to_bytes())
+        self.link.send(wire.Hello(int(flags), 0, SNAPSHOT_VERSION, self.config, self.start_digest, _version(),
+                                  self.players, 0).to_bytes())
         self.stats.sent += 1
 
     def advance(self, max_updates: int = 1) -> int:

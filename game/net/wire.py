@@ -6,6 +6,7 @@ version (``WIRE_VERSION``) and its ``Kind``. Then, little-endian:
 
 - HELLO (the handshake): flags (HEARD: the sender has heard this peer; SPECTATOR), a
   nonce (u32), the snapshot format version (u32), the configuration digest (32 bytes),
+  the digest of the state at the session's first update (32 bytes),
   the scuffle version (a length byte and ASCII), the players (a count byte, then each
   name as a length byte and UTF-8), the sender's local players as a bit mask (u32).
 - INPUT (peer to peer, many per second): flags (FINISHED), the sender's next update
@@ -47,7 +48,7 @@ MAX_PLAYERS = 8
 DIGEST_BYTES = 16            # the part of a state digest the peers compare
 MAX_UPDATE = (1 << 31) - 1   # an update number (u32 on the wire, kept below 2^31)
 _HEAD = struct.Struct("<2sBB")
-_HELLO = struct.Struct("<BII32s")
+_HELLO = struct.Struct("<BII32s32s")
 _INPUT = struct.Struct("<BIIIhIIHIB")
 _CONFIRMED = struct.Struct("<IB")
 _U32 = struct.Struct("<I")
@@ -78,6 +79,7 @@ class Hello:
     nonce: int
     snapshot_version: int
     config: bytes
+    start: bytes
     version: str
     players: tuple[str, ...]
     local_mask: int
@@ -85,7 +87,7 @@ class Hello:
     def to_bytes(self) -> bytes:
         v = self.version.encode("ascii")
         out = [_HEAD.pack(MAGIC, WIRE_VERSION, Kind.HELLO),
-               _HELLO.pack(self.flags, self.nonce, self.snapshot_version, self.config),
+               _HELLO.pack(self.flags, self.nonce, self.snapshot_version, self.config, self.start),
                bytes((len(v),)), v, bytes((len(self.players),))]
         for p in self.players:
             b = p.encode("utf-8")
@@ -233,7 +235,7 @@ def read(data: bytes, remote_players: int, all_players: int) -> Hello | Inputs |
     if version != WIRE_VERSION:
         raise WireError(f"datagram version: {version}, this scuffle speaks version {WIRE_VERSION}")
     if kind == Kind.HELLO:
-        flags, nonce, snap, config = r.unpack("hello", _HELLO)
+        flags, nonce, snap, config, start = r.unpack("hello", _HELLO)
         if flags & ~int(WireFlags.HEARD | WireFlags.SPECTATOR):
             raise WireError(f"datagram hello flags: unknown bits 0x{flags:02x}")
         ver = r.text("hello version", ascii_only=True)
@@ -245,7 +247,7 @@ def read(data: bytes, remote_players: int, all_players: int) -> Hello | Inputs |
         if mask >> n:
             raise WireError(f"datagram hello local mask: 0x{mask:x} names more than {n} players")
         r.end()
-        return Hello(flags, nonce, snap, config, ver, players, mask)
+        return Hello(flags, nonce, snap, config, start, ver, players, mask)
     if kind == Kind.INPUT:
         flags, frame, ack, confirmed, adv, ping, echo, hold, first, count = r.unpack("input", _INPUT)
         if flags & ~int(WireFlags.FINISHED):

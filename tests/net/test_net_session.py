@@ -126,7 +126,15 @@ def test_the_handshake_names_what_differs():
     x, y = MemoryLink.pair()
     a = Session(build, PLAYERS, "p1", x, clock=clock, warm=False)
     b = Session(lambda: build(health=50.0), PLAYERS, "p2", y, clock=clock, warm=False)
-    with pytest.raises(HandshakeError, match="configuration digest"):
+    with pytest.raises(HandshakeError, match="starts in another state"):
+        for _ in range(20):
+            clock.t += 0.1
+            a.poll()
+            b.poll()
+    x, y = MemoryLink.pair()
+    a = Session(build, PLAYERS, "p1", x, clock=clock, warm=False)
+    b = Session(lambda: _no_separation(build()), PLAYERS, "p2", y, clock=clock, warm=False)
+    with pytest.raises(HandshakeError, match="set up otherwise"):
         for _ in range(20):
             clock.t += 0.1
             a.poll()
@@ -139,6 +147,11 @@ def test_the_handshake_names_what_differs():
             clock.t += 0.1
             a.poll()
             b.poll()
+
+
+def _no_separation(game):
+    game.fight.separate = False                 # another fight rule: the configuration differs
+    return game
 
 
 def test_start_gives_up_when_no_one_answers():
@@ -258,7 +271,7 @@ def test_the_handshake_refuses_another_scuffle_version():
     clock = Clock()
     x, y = MemoryLink.pair()
     a = Session(build, PLAYERS, "p1", x, clock=clock, warm=False)
-    hello = wire.Hello(0, 1, SNAPSHOT_VERSION + 1, a.config, "9.9.9", PLAYERS, 0b10)
+    hello = wire.Hello(0, 1, SNAPSHOT_VERSION + 1, a.config, a.start_digest, "9.9.9", PLAYERS, 0b10)
     x.inbox.append(hello.to_bytes())
     with pytest.raises(HandshakeError, match=r"scuffle 9\.9\.9 there.*snapshot format"):
         a.poll()

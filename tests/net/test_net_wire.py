@@ -17,7 +17,7 @@ WALK = FightInput(move=(0.25, -1.0), speed=1.5)
 
 
 def test_each_kind_reads_back_as_written():
-    hello = wire.Hello(1, 77, 1, bytes(range(32)), "0.2.0", ("p1", "p2"), 0b10)
+    hello = wire.Hello(1, 77, 1, bytes(range(32)), bytes(range(32, 64)), "0.2.0", ("p1", "p2"), 0b10)
     inputs = wire.Inputs(4, 120, 118, 117, -1.5, 123456, 654321, 12, 110, ((GRAB,), (FightInput.EMPTY,), (WALK,)),
                          ((90, b"\x01" * 16), (120, b"\x02" * 16)))
     conf = wire.Confirmed(40, ((GRAB, WALK), (FightInput.EMPTY, FightInput.EMPTY)), 52)
@@ -42,12 +42,12 @@ def test_malformed_datagrams_are_refused_naming_the_field(data, field):
 
 
 def test_a_hello_is_checked_field_by_field():
-    good = wire.Hello(0, 1, 1, b"\x00" * 32, "0.2.0", ("p1", "p2"), 1).to_bytes()
+    good = wire.Hello(0, 1, 1, b"\x00" * 32, b"\x01" * 32, "0.2.0", ("p1", "p2"), 1).to_bytes()
     assert wire.read(good, 1, 2).players == ("p1", "p2")
     with pytest.raises(wire.WireError, match="local mask"):
         wire.read(good[:-4] + struct.pack("<I", 4), 1, 2)
     with pytest.raises(wire.WireError, match="hello players"):
-        wire.read(good[:4 + 41 + 6] + b"\x00" + good[4 + 41 + 6 + 1:], 1, 2)
+        wire.read(good[:4 + 73 + 6] + b"\x00" + good[4 + 73 + 6 + 1:], 1, 2)
     with pytest.raises(wire.WireError, match="hello flags"):
         wire.read(good[:4] + b"\x40" + good[5:], 1, 2)
 
@@ -55,7 +55,7 @@ def test_a_hello_is_checked_field_by_field():
 def test_random_bytes_never_escape_as_anything_but_wire_error():
     rng = random.Random(36)
     seeds = [m.to_bytes() for m in (wire.Inputs(0, 5, 4, 3, 0.5, 9, 8, 7, 2, ((GRAB,), (WALK,)), ((30, b"a" * 16),)),
-                                    wire.Confirmed(1, ((GRAB, WALK),), 3), wire.Hello(1, 2, 1, b"c" * 32, "x", ("a",), 0))]
+                                    wire.Confirmed(1, ((GRAB, WALK),), 3), wire.Hello(1, 2, 1, b"c" * 32, b"d" * 32, "x", ("a",), 0))]
     for _ in range(3000):
         base = bytearray(rng.choice(seeds))
         for _ in range(rng.randint(1, 4)):
