@@ -164,6 +164,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("game/net/session.py", "wall-clock", "time.monotonic"): _NET,
     ("game/net/session.py", "wall-clock", "time.sleep"): _NET,
     ("game/net/session.py", "wall-clock", "time.perf_counter"): _NET,
+    ("game/net/session.py", "wall-clock", "time.process_time"): _NET,
     ("game/tools/bench.py", "wall-clock", "time.perf_counter"): _BENCH,
     ("game/tools/bench.py", "wall-clock", "time.process_time"): _BENCH,
     ("game/tools/survey.py", "wall-clock", "time.perf_counter"):
