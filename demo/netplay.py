@@ -36,6 +36,7 @@ START_DISTANCE = 3.0
 KO_UPDATES = 120
 AI_SETTINGS = {"aggression": 0.6, "think_every": 3}
 P1_SEED_OFFSET = 1000
+STATUS_EVERY = 5.0           # s of wall time between two status lines of a headless peer
 
 
 def _toml(v) -> str:
@@ -162,6 +163,7 @@ def run_netplay(*, host: str | None = None, join: str | None = None, seconds: fl
         log(f"demo: netplay: connected, playing {me}")
         tick = 1.0 / rate
         next_t = time.perf_counter()
+        status_at = next_t + STATUS_EVERY
         while not session.finished:
             session.poll()
             if session.can_advance():
@@ -171,6 +173,9 @@ def run_netplay(*, host: str | None = None, join: str | None = None, seconds: fl
             session.advance()
             if window is not None and window(session, keyboard) is False:
                 break
+            if window is None and time.perf_counter() >= status_at:      # headless: the HUD's line now and then
+                status_at += STATUS_EVERY
+                log(f"demo: update {session.frame}: {hud_line(session)}")
             next_t += tick
             pause = next_t - time.perf_counter()
             if pause > 0:
@@ -178,7 +183,7 @@ def run_netplay(*, host: str | None = None, join: str | None = None, seconds: fl
             elif pause < -0.25:
                 next_t = time.perf_counter()          # far behind (a stall): no burst to catch up
         summary = _summary(session, me, seed, t0)
-        if record is not None and session.finished:
+        if record is not None:                        # the confirmed updates (all of them once finished)
             with OutputFile(record, "record") as fp:
                 fp.write(_record_text(session, health))
             summary["record"] = str(record)
