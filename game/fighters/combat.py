@@ -4,7 +4,9 @@
 phase and event handlers. Commands (``grab``, ``strike``, ``throw``, ``let_go``,
 ``move``, ``face``) are refused while a move in progress holds flags that forbid them:
 input is gated by the human's held flags (record +0x08), which the tasks hold and
-release ("Animation tasks", the held flags; "When a clip ends").
+release ("Animation tasks", the held flags; "When a clip ends"). ``Fight.apply(who,
+input)`` gives a fighter's ``FightInput`` of one update (fightinput.py: what a keyboard,
+an AI, a scenario or a netplay peer asks for) to those commands in a fixed order.
 
 Pairs ("Paired tasks"): the victim plays the attacker's clips from the attacker's set
 at the attacker's rate; before the connecting clip the two bodies are turned and slid
