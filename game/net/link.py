@@ -54,12 +54,14 @@ class UdpLink:
     """One UDP socket to one peer (non-blocking; the standard library's ``socket``).
 
     ``bind`` (host, port) to listen on (port 0: any free port, ``address`` tells it);
-    ``peer`` (host, port) to send to, or None: the first sender heard becomes the peer (a
-    host waiting for whoever joins). Datagrams from any other address are dropped, as
-    are those longer than MAX_RECEIVE. Rejected: an address that cannot be bound
+    ``peer`` (host, port) to send to, or None: the first sender heard whose datagram
+    starts with ``accept`` (the wire format's magic) becomes the peer (a host waiting for
+    whoever joins). Datagrams from any other address are dropped, as are those longer
+    than MAX_RECEIVE. Rejected: an address that cannot be bound
     (LinkError naming it)."""
 
-    def __init__(self, bind: tuple[str, int] = ("127.0.0.1", 0), peer: tuple[str, int] | None = None):
+    def __init__(self, bind: tuple[str, int] = ("127.0.0.1", 0), peer: tuple[str, int] | None = None,
+                 accept: bytes = b"SN"):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             self.sock.bind(bind)
@@ -69,6 +71,7 @@ class UdpLink:
             where = f"{bind[0]}:{bind[1]}" if peer is None else f"{bind[0]}:{bind[1]} or {peer[0]}:{peer[1]}"
             raise LinkError(f"UDP address {where}: {getattr(exc, 'strerror', None) or exc}") from None
         self.sock.setblocking(False)
+        self.accept = bytes(accept)       # what the first datagram must start with to adopt its sender
         self.dropped = 0                  # datagrams from elsewhere or too long
 
     @property
@@ -102,6 +105,9 @@ class UdpLink:
                 self.dropped += 1
                 continue
             if self.peer is None:
+                if not data.startswith(self.accept):  # not one of ours: no peer adopted from it
+                    self.dropped += 1
+                    continue
                 self.peer = addr
             elif addr != self.peer:
                 self.dropped += 1

@@ -78,13 +78,16 @@ def test_udp_link_on_localhost_learns_its_peer_and_ignores_strangers():
     stranger = UdpLink(("127.0.0.1", 0), peer=host.address)
     try:
         host.send(b"nobody yet")                          # no peer: dropped quietly
-        join.send(b"hello")
+        stranger.send(b"not ours")                        # not the wire's magic: adopts no one
+        time.sleep(0.02)
+        assert host.receive() == [] and host.peer is None
+        join.send(b"SN hello")
         got = []
         end = time.monotonic() + 2.0
         while not got and time.monotonic() < end:
             got = host.receive()
             time.sleep(0.001)
-        assert got == [b"hello"] and host.peer == join.address
+        assert got == [b"SN hello"] and host.peer == join.address
         stranger.send(b"me too")
         host.send(b"back")
         back = []
