@@ -99,3 +99,16 @@ def test_joining_no_one_times_out_with_a_message(capsys, tmp_path):
     with pytest.raises(PeerTimeout, match="no handshake"):
         netplay.run_netplay(join=f"127.0.0.1:{port}", seconds=1.0, timeout=0.3, log=lambda m: None,
                             handshake=0.3)
+
+
+def test_netplay_plays_the_demo_fight():
+    """The netplay demo (which imports no pygame) keeps the window demo's numbers."""
+    from scuffle.demo import app, netplay
+    assert netplay.AI_SETTINGS == app.AI_SETTINGS and netplay.KO_UPDATES == app.KO_UPDATES
+    assert netplay.START_DISTANCE == app.START_DISTANCE and netplay.P1_SEED_OFFSET == app.P1_SEED_OFFSET
+    sim = app.DemoSim(seed=1)
+    try:
+        assert sim.scenario_text().split("[fight]")[1].split("[[commands]]")[0].strip() == \
+            netplay.demo_scenario_text().split("[fight]")[1].split("[[commands]]")[0].strip()
+    finally:
+        sim.close()
