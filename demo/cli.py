@@ -51,7 +51,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                                  "scuffle demo --headless --seconds 60 --out out/demo",
                                  "scuffle demo --headless --record fight.toml  # the scenario only, no PNGs",
                                  "scuffle demo --headless --seconds 8 --gif demo.gif --gif-from 4.3",
-                                 "scuffle demo --headless --rewind-at 12 --rewind-by 5 --record r.toml"))
+                                 "scuffle demo --headless --rewind-at 12 --rewind-by 5 --record r.toml",
+                                 "scuffle demo --host 7000                     # netplay: p1 here, waiting",
+                                 "scuffle demo --join 127.0.0.1:7000           # netplay: p2 (another terminal)"))
     p.add_argument("--headless", action="store_true", help="run attract mode without a display")
     p.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, metavar="S",
                    help=f"headless: game time to run (default {DEFAULT_SECONDS:g})")
