@@ -676,10 +676,12 @@ def root_motion_step(idx, p_vel, p_tag, p_rot, heading, attached, state_vel, pos
 
     Body k reads pose column ``idx[k]`` (-1: no pose, nothing added): the root velocity
     turned by the heading into world axes, capped at ``cap`` m/s (none when tagged),
-    added to ``state_vel``; the bone-0 turn a x 30 x dt turns the heading. An attached
-    body keeps velocity 0, its position and heading, and turns ``attach_heading`` by the
-    raw turn. Writes ``out_vel`` (k, 3), ``position``, ``heading`` and ``attach_heading``
-    in place. Original: 0x0023fea8, 0x0023f238 Human_ApplyRootMotion.
+    added to ``state_vel``; the bone-0 turn a x 30 x dt turns the heading. A held body
+    (``attached[k]``) keeps its position and heading and turns ``attach_heading`` by the
+    raw turn; its velocity is the same sum when it has a pose column (an attached human:
+    the velocity rule has no exception for it, "Root motion" L349-350), else 0 (a row no
+    human moves). Writes ``out_vel`` (k, 3), ``position``, ``heading`` and
+    ``attach_heading`` in place. Original: 0x0023fea8, 0x0023f238 Human_ApplyRootMotion.
     """
     for k in range(idx.shape[0]):
         i = idx[k]
@@ -690,11 +692,10 @@ def root_motion_step(idx, p_vel, p_tag, p_rot, heading, attached, state_vel, pos
         turn_none = p_tag[2, i] or not ok
         qz = np.float64(p_rot[2, 0, i])
         qw = np.float64(p_rot[3, 0, i])
-        if attached[k]:
+        if attached[k] and not ok:
             for c in range(3):
                 out_vel[k, c] = 0.0
-            raw = 0.0 if turn_none else _turn_deg(qz, qw)
-            attach_heading[k] = _wrap_deg(attach_heading[k] + raw)
+            attach_heading[k] = _wrap_deg(attach_heading[k] + 0.0)
             continue
         s_, c_ = sin_cos_deg_s(heading[k])
         vx = np.float64(p_vel[0, i])
@@ -712,10 +713,14 @@ def root_motion_step(idx, p_vel, p_tag, p_rot, heading, attached, state_vel, pos
                 wx *= sc
                 wy *= sc
                 wz *= sc
-        dturn = 0.0 if turn_none else _turn_deg(qz, qw) * 30.0 * dt
         out_vel[k, 0] = state_vel[k, 0] + wx
         out_vel[k, 1] = state_vel[k, 1] + wy
         out_vel[k, 2] = state_vel[k, 2] + wz
+        if attached[k]:
+            raw = 0.0 if turn_none else _turn_deg(qz, qw)
+            attach_heading[k] = _wrap_deg(attach_heading[k] + raw)
+            continue
+        dturn = 0.0 if turn_none else _turn_deg(qz, qw) * 30.0 * dt
         for c in range(3):
             position[k, c] = position[k, c] + out_vel[k, c] * dt
         heading[k] = _wrap_deg(heading[k] + dturn)

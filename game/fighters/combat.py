@@ -44,6 +44,7 @@ from scuffle.anim.rangelist import NUM_ANIM_IDS
 from scuffle.components import Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEventKind, FightFlags,
                                              FightHandler, FightState, FightStats, GAITS, GRAB_SEARCH_FACTOR,
+                                             LocomotionStop,
                                              MAX_MOVE_SPEED, MAX_ROUND_PAUSE, PACES, ROUND_PAUSE, Refusal,
                                              Who, reaction_for)
 from scuffle.game.fighters.fightinput import Action, FightInput
@@ -60,7 +61,8 @@ from scuffle.game.runtime.registry import (ActionSpec, Registry, TableSpec, is_i
 if TYPE_CHECKING:
     from scuffle.game.runtime.world import Game
 
-__all__ = ["Fight", "FightFlags", "FightState", "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
+__all__ = ["Fight", "FightFlags", "FightState", "LocomotionStop",
+           "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
            "PACES", "GRAB_SEARCH_FACTOR", "reaction_for", "ROUND_PAUSE", "Refusal", "ActionResult", "FightEvent",
            "FightEventKind", "FightHandler", "Who", "BUSY", "CHANGE_FADE", "DOWN_UPDATES", "GRAB_CONE_DEG",
            "HIT_CONE_DEG", "IMPULSE_DECAY", "LOG_SIZE", "MIN_SEPARATION", "SLIDE_UPDATES", "THROW_SPEED"]
@@ -73,7 +75,11 @@ class Fight(Hits):
     collision between humans, so scenarios run without it; the demo turns it on).
     ``ko`` knocks out a fighter at 0 health and ends the round (ours; off by default:
     blows then go on landing at 0, as before). ``rounds`` (implies ``ko``) starts a new
-    round ``round_pause`` updates after a K.O. Rejected: ``round_pause`` < 1 (ValueError).
+    round ``round_pause`` updates after a K.O. ``locomotion_stop`` (LocomotionStop): what
+    stops the locomotion's own velocity, "mask" (the original's, the default: a held bit of
+    0x110c0880 on record +0x08, "Root motion" L376) or "top_task" (any newest task but the
+    gait blend; docs/original.md, "The locomotion's velocity"). Rejected: ``round_pause``
+    < 1, another ``locomotion_stop`` (ValueError naming it).
 
     Made of parts, one concern each (issue 19, item 8): ``FightCore`` (fightcore.py:
     handlers, look-ups, answers, task helpers), ``Locomotion`` (locomotion.py),
@@ -83,8 +89,13 @@ class Fight(Hits):
     """
 
     def __init__(self, game: Game, *, separate: bool = False, ko: bool = False, rounds: bool = False,
-                 round_pause: int = ROUND_PAUSE) -> None:
+                 round_pause: int = ROUND_PAUSE, locomotion_stop: str = LocomotionStop.MASK) -> None:
         check_int("round_pause", round_pause, 1, MAX_ROUND_PAUSE)
+        try:
+            stop = LocomotionStop(locomotion_stop)
+        except ValueError:
+            raise ValueError(f"Fight.locomotion_stop: {locomotion_stop!r} is not one of "
+                             f"{', '.join(repr(k.value) for k in LocomotionStop)}") from None
         self.game = game
         self._lookup = game.component     # bound once: the look-ups of every rule (FightCore._component)
         self._live = game._alive
@@ -93,6 +104,7 @@ class Fight(Hits):
         self.rounds = bool(rounds)        # start a new round after a K.O. (ours)
         self.ko_rule = bool(ko) or self.rounds    # knock out at 0 health, end the round (ours)
         self.round_pause = int(round_pause)
+        self.locomotion_stop = stop       # what stops the locomotion's own velocity (L376)
         self.ko: dict[int, int] = {}      # knocked-out entity -> the update of its K.O. (this round)
         self.ko_at: int | None = None     # the update the round ended (at most one left standing)
         self.starts: dict[int, tuple] = {}    # entity -> (position, heading, health) a round starts with
@@ -150,7 +162,8 @@ class Fight(Hits):
         """The rules' settings as plain data (Game.config): the options and, per controller,
         its kind and settings (``config()`` when it has one)."""
         return {"separate": bool(self.separate), "ko": bool(self.ko_rule), "rounds": self.rounds,
-                "round_pause": self.round_pause, "end_kind": self.end_kind,
+                "round_pause": self.round_pause, "locomotion_stop": str(self.locomotion_stop.value),
+                "end_kind": self.end_kind,
                 "controllers": [c.config() if hasattr(c, "config") else f"{type(c).__module__}.{type(c).__qualname__}"
                                 for c in self.controllers]}
 
@@ -171,9 +184,10 @@ class Fight(Hits):
             return False
         return ent in self.game.names.values() or not self._live(ent)
 
-    def state_fits(self, state) -> str | None:
+    def state_fits(self, state, trusted: bool = False) -> str | None:
         """Why ``state`` (a ``save_state``, perhaps read from a file) cannot be loaded here,
-        or None when it can (Game.restore asks before it changes anything): its shape, the
+        or None when it can (Game.restore asks before it changes anything): its shape and
+        controllers and, unless ``trusted`` (a snapshot this Game took itself), the
         entities it names (the Game's humans), the moves (anim ids), the numbers (finite,
         in range), the log's and the controllers' states."""
         if not (isinstance(state, tuple) and len(state) == 6 and isinstance(state[5], tuple)):
@@ -181,6 +195,8 @@ class Fight(Hits):
         ko, ko_at, starts, stats, pending, ctl = state
         if len(ctl) != len(self.controllers):
             return f"{len(ctl)} controllers saved, {len(self.controllers)} here"
+        if trusted:
+            return None
         if not isinstance(ko, dict) or any(not self._is_fighter(e) or u.__class__ is not int or u < 0
                                            for e, u in ko.items()):
             return "ko: not fighters' entities and updates"
@@ -225,7 +241,7 @@ class Fight(Hits):
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state`` (Game.restore). Rejected (ValueError): a state that
         does not fit (``state_fits``: another number of controllers)."""
-        why = self.state_fits(state)
+        why = self.state_fits(state, trusted=True)       # a file's was checked in full when read
         if why is not None:
             raise ValueError(f"Fight.load_state: {why}")
         ko, self.ko_at, starts, stats, pending, ctl = state
@@ -354,7 +370,8 @@ def _fight_table(game, values: dict) -> None:
 # The ``[fight]`` table's keys: Fight's keyword options (docs/scenarios.md, "[fight]").
 FIGHT_TABLE = TableSpec({"separate": lambda v: isinstance(v, bool), "ko": lambda v: isinstance(v, bool),
                          "rounds": lambda v: isinstance(v, bool),
-                         "round_pause": lambda v: _is_int(v) and 1 <= v <= MAX_ROUND_PAUSE}, _fight_table)
+                         "round_pause": lambda v: _is_int(v) and 1 <= v <= MAX_ROUND_PAUSE,
+                         "locomotion_stop": lambda v: v in tuple(LocomotionStop)}, _fight_table)
 
 
 def register_actions(registry: Registry) -> None:

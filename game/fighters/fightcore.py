@@ -17,7 +17,7 @@ from scuffle.anim.callbacks import Callback
 from scuffle.anim.recipe import Arg, ClipStep, Command, LoopStep, Place, Recipe
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.stackrules import StackRules
-from scuffle.anim.tasks import Task
+from scuffle.anim.tasks import HeldFlags, Task
 from scuffle.components import Animator, Body, Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, BUSY, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, FightEvent, FightHandler, CHANGE_FADE,
@@ -45,7 +45,8 @@ _DOWN = int(FightFlags.DOWN)
 CLIP_LOOP_KEYS = ((int(FightFlags.WINDUP), 0, CHANGE_FADE), (int(FightFlags.PAIRED), 0, CHANGE_FADE),
                   (int(FightFlags.STAGGER), 0, 0.05),
                   (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.0), (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.05),
-                  (int(FightFlags.DOWN), 0, CHANGE_FADE), (0, 0, 0.0), (0, 0, CHANGE_FADE))
+                  (int(FightFlags.DOWN), 0, CHANGE_FADE), (0, 0, 0.0), (0, 0, CHANGE_FADE),
+                  (int(HeldFlags.START_CLIP_2), 0, CHANGE_FADE))     # the walk stop (locomotion.WALK_STOP_HELD)
 
 
 def fight_commands(player) -> dict:

@@ -35,7 +35,7 @@ from scuffle.anim import plaindata
 from scuffle.anim import snapshot as S
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
-from scuffle.anim.digest import array_digest, block_digest
+from scuffle.anim.digest import array_digest, blocks_digests
 from scuffle.anim.snapcheck import ClipFacts, StateError, check_engine, check_finite, check_table_frame, clip_facts
 from scuffle.anim.store import Table, _layout
 from scuffle.components import Body, Combat
@@ -402,6 +402,12 @@ def parse(data: bytes) -> Parsed:
     except plaindata.PlainDataError as e:
         raise _Refused(f"section values: {e}") from None
     need(isinstance(meta, dict), "meta", "not a map")
+    need(meta.get("engine").__class__ is str, "meta.engine", "not an engine's name")
+    need_int(meta.get("updates_run"), "meta.updates_run", 0)
+    need_int(meta.get("update"), "meta.update", 0)
+    need_int(meta.get("entity_next"), "meta.entity_next", 0)
+    names = meta.get("names")
+    need(isinstance(names, dict) and all(k.__class__ is str for k in names), "meta.names", "not a map of names")
     need(isinstance(values, dict), "values", "not a map")
     tables = {}
     for name in TABLES:
@@ -681,7 +687,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         vals = x[1]
         need(isinstance(vals, tuple) and len(vals) == 5, where, "not (generation, flags, anim, speed, report)")
         need_int(vals[0], where + ".gen", 0)
-        need_int(vals[1], where + ".flags")
+        need_int(vals[1], where + ".flags", 0)
         need_int(vals[2], where + ".anim", -1, (1 << 31) - 1)
         need_float(vals[3], where + ".speed", 0.0, 1e6)
         try:
@@ -824,12 +830,14 @@ def checksum(game, st) -> str:
     h.update(struct.pack("<qqq", st.updates_run, st.update, st.entity_next))
     h.update(plaindata.encode(dict(st.names)))
     h.update(plaindata.encode(plain_values(game, st, strict=False), lenient=True))
-    for name, ts in _saved_tables(st).items():
-        cols = _columns_of(_table_of(game, name))
-        h.update(struct.pack("<Q", block_digest(cols, ts.capacity, ts.block)))
+    h.update(blocks_digests([(_columns_of(_table_of(game, name)), ts.capacity, ts.block)
+                             for name, ts in _saved_tables(st).items()]).tobytes())
     es = st.engine_state
     h.update(struct.pack("<Q", array_digest(es.pool[0])))
     return h.hexdigest()
+
+
+_COLUMNS_OF: dict = {}                # a declaration's bytes -> its columns (the same object each time)
 
 
 def checksum_parsed(p: Parsed) -> str:
@@ -839,12 +847,14 @@ def checksum_parsed(p: Parsed) -> str:
     h.update(struct.pack("<qqq", m["updates_run"], m["update"], m["entity_next"]))
     h.update(plaindata.encode(m["names"]))
     h.update(p.values_bytes)
+    tables = []
     for name in TABLES:
         rows, raw, block = p.tables[name]
         cols = plaindata.decode(raw)
-        columns = {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1]) for c in cols}
-        buf = np.frombuffer(block, np.uint8)
-        h.update(struct.pack("<Q", block_digest(columns, rows, buf)))
+        columns = _COLUMNS_OF.setdefault(raw, {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1])
+                                               for c in cols})
+        tables.append((columns, rows, np.frombuffer(block, np.uint8)))
+    h.update(blocks_digests(tables).tobytes())
     h.update(struct.pack("<Q", array_digest(p.values["engine"]["pool"][0])))
     return h.hexdigest()
 

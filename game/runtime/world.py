@@ -123,7 +123,8 @@ class _Active:
 class Game:
     """One simulated world (see the module docstring).
 
-    In: PlayerOptions (rates, the original-bug switches, the pool size), ``engine``
+    In: PlayerOptions (rates, the original-bug switches, the pool size, ``dt``: the Game's
+    one step, which ``ctx.dt`` reads and sets, for the animation and the move alike), ``engine``
     "compiled" (the default: ``Player``), or "reference" (``scuffle.anim.reference``:
     the plain-Python model of the spec, slow, to debug a scenario; the bodies move by
     the readable root motion, systems.motion.root_motion, bit for bit the kernel's),

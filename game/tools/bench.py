@@ -795,6 +795,8 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
             # the run's own peak first: the snapshots measured next hold copies of the tables
             extra["run_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
             extra.update(_snapshot_costs(game))
+            if n <= 2:
+                extra.update(_rollback_costs(game))
         total = sum(stages.get(nm, 0.0) for nm in names)
         return times, cpu, stages, total, shapes, leak, extra
     finally:
@@ -879,6 +881,48 @@ def _snapshot_costs(game, repeats: int = SNAPSHOT_REPEATS, budget_s: float = SNA
             "snapshot_restore_cpu_us": round(med([a + b for a, b in zip(take, back)]), 2),
             "snapshot_new_cpu_us": round(med(new), 2), "snapshot_mb": round(ring[0].nbytes / 1e6, 2),
             "snapshot_rounds": i}
+
+
+def _rollback_costs(game, updates: int = 240, depth: int = 8) -> dict:
+    """Snapshots and restores as a rollback session makes them (CPU): after every update a
+    snapshot into a ring of ``depth`` + 1 (Game.snapshot(reuse=)), and every ``depth``
+    updates a restore of the one ``depth`` back and a replay of those updates, each
+    followed by its snapshot again. Out: ``rollback_snapshot_cpu_us`` and
+    ``rollback_restore_cpu_us`` (means), their sum ``rollback_cpu_us`` (the goal's figure:
+    one snapshot and one restore), and ``file_cpu_us``: a snapshot's ``to_bytes``, then
+    ``Snapshot.from_bytes`` and a restore from it (median of 15). The Game goes on from
+    where it was (the updates run here are part of its run)."""
+    from scuffle.game.runtime.snapshot import Snapshot
+    clock = time.process_time
+    ring: list = [None] * (depth + 1)
+    snaps, backs = [], []
+    for u in range(updates):
+        game.step()
+        k = game.update % len(ring)
+        c0 = clock()
+        ring[k] = game.snapshot(reuse=ring[k])
+        snaps.append(clock() - c0)
+        if u >= depth and u % depth == 0:
+            back = ring[(game.update - depth) % len(ring)]
+            c0 = clock()
+            game.restore(back)
+            backs.append(clock() - c0)
+            for _ in range(depth):
+                game.step()
+                k = game.update % len(ring)
+                c0 = clock()
+                ring[k] = game.snapshot(reuse=ring[k])
+                snaps.append(clock() - c0)
+    files = []
+    for _ in range(15):
+        c0 = clock()
+        snap = Snapshot.from_bytes(game.snapshot().to_bytes())
+        game.restore(snap)
+        files.append(clock() - c0)
+    mean = lambda xs: sum(xs) / len(xs) * 1e6 if xs else 0.0      # noqa: E731
+    return {"rollback_snapshot_cpu_us": round(mean(snaps), 2), "rollback_restore_cpu_us": round(mean(backs), 2),
+            "rollback_cpu_us": round(mean(snaps) + mean(backs), 2),
+            "file_cpu_us": round(sorted(files)[len(files) // 2] * 1e6, 2)}
 
 
 def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
@@ -1101,7 +1145,8 @@ GOALS = (
     ("gc_ms", "the garbage collector per update at 10,000 (CPU)", 1.0, "ms", 10000),
     ("memory_mb", "memory at 10,000 (peak, compiled run)", 300.0, "MB", 10000),
     ("first_step_s", "first step on a fresh install (wall, cold numba cache)", 10.0, "s", None),
-    ("snapshot_2", "snapshot + restore of 2 fighters (CPU; issue 20)", 50.0, "us", 2),
+    ("snapshot_2", "snapshot + restore of 2 fighters in a rollback loop (CPU)", 50.0, "us", 2),
+    ("snapshot_file_2", "to_bytes + from_bytes + restore of 2 fighters (CPU)", 0.3, "ms", 2),
     ("snapshot_1000", "snapshot + restore of 1,000 humans (CPU; issue 20)", 1.0, "ms", 1000),
     ("snapshot_10000", "snapshot + restore of 10,000 humans (CPU; issue 20)", 10.0, "ms", 10000),
     ("netplay_frame_p99_ms", "netplay: an update and its snapshot at 2 fighters, p99 (CPU)", 2.0, "ms", 2),
@@ -1129,6 +1174,11 @@ def _figure(key: str, r: dict):
         return r.get("compiled_peak_mb")
     if key == "first_step_s":
         return (r.get("first_step") or {}).get("first_step_s")
+    if key == "snapshot_2" and "rollback_cpu_us" in r:
+        return r["rollback_cpu_us"]
+    if key == "snapshot_file_2":
+        us = r.get("file_cpu_us")
+        return None if us is None else round(us / 1000.0, 4)
     if key.startswith("snapshot_"):
         us = r.get("snapshot_restore_cpu_us")
         return None if us is None else (us if key == "snapshot_2" else round(us / 1000.0, 4))
@@ -1259,6 +1309,10 @@ def _print_one(r: dict, out) -> None:
         print(f"snapshot + restore (issue 20, CPU medians): {r['snapshot_restore_cpu_us']} us "
               f"(snapshot into a reused one {r['snapshot_cpu_us']} us, restore {r['restore_cpu_us']} us; "
               f"a snapshot into new memory {r['snapshot_new_cpu_us']} us; {r['snapshot_mb']} MB each)", file=out)
+    if "rollback_cpu_us" in r:
+        print(f"in a rollback loop (CPU means): snapshot {r['rollback_snapshot_cpu_us']} us, restore "
+              f"{r['rollback_restore_cpu_us']} us; a file's to_bytes + from_bytes + restore {r['file_cpu_us']} us",
+              file=out)
     if "command_us" in r:
         print(f"commands: {r['commands_per_update']} per update, {r['command_us']} us each (mean; CPU "
               f"{r.get('command_cpu_us')}), "
