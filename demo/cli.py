@@ -7,6 +7,8 @@
     scuffle demo --headless --gif [PATH]           # an animated GIF of the arena (Pillow)
     scuffle demo --headless --rewind-at 12 --rewind-by 5   # at 12 s go back 5 s, then play on
     scuffle demo --play S.toml           # a scenario in the window (pause, slow motion, rewind)
+    scuffle demo --host 7000             # netplay: wait for a peer on port 7000 (p1)
+    scuffle demo --join 127.0.0.1:7000   # netplay: join it (p2); --sim-loss P --sim-delay N
     scuffle view SOURCE [--id N]         # the clip viewer (scuffle.demo.view)
 
 With no display (no DISPLAY / WAYLAND_DISPLAY on Linux, SDL_VIDEODRIVER=dummy or
@@ -52,7 +54,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                                  "scuffle demo --headless --seconds 8 --gif demo.gif --gif-from 4.3",
                                  "scuffle demo --headless --rewind-at 12 --rewind-by 5 --record r.toml",
                                  "scuffle demo --play fight.toml               # a scenario in the window",
-                                 "scuffle demo --play fight.toml --headless --gif fight.gif"))
+                                 "scuffle demo --play fight.toml --headless --gif fight.gif",
+                                 "scuffle demo --host 7000                     # netplay: p1 here, waiting",
+                                 "scuffle demo --join 127.0.0.1:7000           # netplay: p2 (another terminal)"))
     p.add_argument("--headless", action="store_true", help="run attract mode without a display")
     p.add_argument("--seconds", type=float, default=None, metavar="S",
                    help=f"headless: game time to run (default {DEFAULT_SECONDS:g}; with --play, the whole scenario)")
@@ -88,13 +92,30 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--rewind-by", type=number(0, MAX_REWIND_SECONDS, lo_open=True), action="append", default=[],
                    metavar="S", help=f"headless: how far that rewind goes back, in seconds "
                                      f"(at most {MAX_REWIND_SECONDS:g}, and not before the start)")
+    net = p.add_argument_group("netplay (two processes, one fight; docs/netplay.md)")
+    net.add_argument("--host", metavar="[ADDR:]PORT", help="wait for a peer on PORT and play p1")
+    net.add_argument("--join", metavar="HOST:PORT", help="join the peer at HOST:PORT and play p2")
+    net.add_argument("--sim-loss", type=number(0, 1), default=0.0, metavar="P",
+                     help="netplay: lose each datagram sent with probability P (a simulated network)")
+    net.add_argument("--sim-delay", type=whole(0, 300), default=0, metavar="N",
+                     help="netplay: deliver each datagram sent N updates late (a simulated network)")
+    net.add_argument("--rate", type=number(1, 1000), default=30.0, metavar="HZ",
+                     help="netplay: updates per second of wall time (default 30)")
+    net.add_argument("--timeout", type=number(0.1, 3600), default=5.0, metavar="S",
+                     help="netplay: end the session when the peer is silent this long (default 5 s)")
+    argv = sys.argv[1:] if argv is None else list(argv)
     a = p.parse_args(argv)
+    a.seconds_given = any(x == "--seconds" or x.startswith("--seconds=") for x in argv)
+    if a.host and a.join:
+        p.error("--host and --join: one or the other (the host plays p1, the one who joins p2)")
     a.whole = a.seconds is None                 # --play without --seconds: the whole scenario
     if a.seconds is None:
         a.seconds = DEFAULT_SECONDS
     if a.play is not None and (a.record or a.trace or a.rewind_at):
         flag = "--record" if a.record else ("--trace" if a.trace else "--rewind-at")
         p.error(f"{flag} goes with the fight, not --play (a scenario's trace: scuffle run S.toml --trace T.jsonl)")
+    if a.play is not None and (a.host or a.join):
+        p.error("--play plays a scenario here: not with --host or --join")
     size = parse_size(a.size, (320, 240))
     if size is None:
         p.error(f"--size {a.size!r}: WxH, from 320x240 to {MAX_SIZE[0]}x{MAX_SIZE[1]}")
@@ -206,6 +227,8 @@ def main(argv=None) -> int:
     if a.play is not None:
         from scuffle.demo.play import play
         return play(a, no_display, offscreen_driver)
+    if a.host or a.join:
+        return netplay(a)
     if a.headless or a.gif is not None or a.rewinds:     # --rewind-at is a headless run's
         return headless(a)
     why = no_display()
@@ -241,6 +264,41 @@ def main(argv=None) -> int:
         print(f"scuffle demo: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     return 0
+
+
+def netplay(a: argparse.Namespace) -> int:
+    """``--host`` / ``--join``: one peer of a netplay fight (scuffle.demo.netplay), in a
+    window, or headless (``--headless`` or no display; then the AI plays)."""
+    from scuffle.demo.netplay import run_netplay
+    from scuffle.game.net import LinkError, NetError
+
+    window = None
+    why = None if a.headless else no_display()
+    if not a.headless and why is None:
+        from scuffle.demo.netplay import make_window
+        window = make_window(a.size, attract=a.attract)
+    elif why and not a.headless:
+        print(f"demo: no display ({why}); netplay headless, the AI plays", file=sys.stderr)
+    seconds = a.seconds if (a.seconds_given or window is None) else None
+    out = a.out if (a.pictures and window is None) or a.seconds_given else None
+    try:
+        s = run_netplay(host=a.host, join=a.join, seconds=seconds, attract=a.attract or window is None, seed=a.seed,
+                        sim_loss=a.sim_loss, sim_delay=a.sim_delay, record=a.record, out=out, health=a.health,
+                        rate=a.rate, timeout=a.timeout, window=window,
+                        log=lambda m: print(m, file=sys.stderr))
+    except NetError as exc:
+        print(f"scuffle demo: {exc}", file=sys.stderr)
+        return 1
+    except (LinkError, ValueError) as exc:
+        print(f"scuffle demo: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    n = s["netplay"]
+    print(f"demo: netplay as {s['player']}: {s['updates']} updates confirmed {n['confirmed_update']}, "
+          f"checksum {n['confirmed_checksum']}, desyncs {n['desyncs']}, rollbacks {n['rollbacks']} "
+          f"(max {n['max_depth']}), rtt {n['rtt_ms']:.0f} ms")
+    if s.get("record"):
+        print(f"demo: wrote record {s['record']}")
+    return 0 if n["desyncs"] == 0 else 1
 
 
 # SDL's video drivers that open no visible window: the demo runs headless on them.

@@ -26,7 +26,8 @@ The public face. Everything here imports without pygame (only ``scuffle.demo`` d
   ``ClipStep``, ``LoopStep``, ``GaitStep``, ``Arg`` (a value given at run time), ``Place``,
   ``Command`` (a prepared recipe), ``RecipeError``;
 - the demo fighters: ``demo_set``, ``Fight`` and its answers and events (``ActionResult``,
-  ``Refusal``, ``FightEvent``, ``FightEventKind``);
+  ``Refusal``, ``FightEvent``, ``FightEventKind``), ``FightInput`` (one fighter's commands
+  in one update, ``Fight.apply``); rollback netplay is ``scuffle.net`` (docs/netplay.md);
 - names: ``Bone`` (the 34 bones, ``Game.bone``), ``EventType`` (``Game.on``);
 - snapshots: ``Snapshot`` (``Game.snapshot()`` / ``restore`` / ``checksum``, the byte
   form), ``SnapshotError``, ``SavedRandom`` (a generator a snapshot saves cheaply),
@@ -60,6 +61,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.anim.clip import EventType
     from scuffle.anim.skeleton import Bone
     from scuffle.game.fighters.combat import ActionResult, Fight, FightEvent, FightEventKind, Refusal
+    from scuffle.game.fighters.fightinput import FightInput
     from scuffle.game.fighters.moveset import demo_set
     from scuffle.game.runtime.registry import ActionSpec, Registry
     from scuffle.game.runtime.scenario import Scenario, ScenarioError
@@ -104,7 +106,7 @@ _EXPORTS: dict[str, str] = {
                                          "HumanRecord", "Name", "PoseRef", "RangeRecords")},
     "Fight": "scuffle.game.fighters.combat", "ActionResult": "scuffle.game.fighters.combat",
     "Refusal": "scuffle.game.fighters.combat", "FightEvent": "scuffle.game.fighters.combat",
-    "FightEventKind": "scuffle.game.fighters.combat",
+    "FightEventKind": "scuffle.game.fighters.combat", "FightInput": "scuffle.game.fighters.fightinput",
     "Bone": "scuffle.anim.skeleton", "EventType": "scuffle.anim.clip",
     "demo_set": "scuffle.game.fighters.moveset",
     "ActionSpec": "scuffle.game.runtime.registry", "Registry": "scuffle.game.runtime.registry",
@@ -126,7 +128,7 @@ __all__ = [
     "fighters_registry",
     "Player", "PlayerOptions", "CharacterInstance", "AnimSet", "Clip", "parse_clip", "encode_clip",
     "author_clip", "load_resource", "ClipFormatError", "ResourceFormatError", "UnknownClip", "UnknownAnimName",
-    "demo_set", "Fight", "ActionResult", "Refusal", "FightEvent", "FightEventKind", "Bone", "EventType",
+    "demo_set", "Fight", "FightInput", "ActionResult", "Refusal", "FightEvent", "FightEventKind", "Bone", "EventType",
     "Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body", "Combat",
     "FiredEvents", "Callback", "CallbackError",
     "Recipe", "ClipStep", "LoopStep", "GaitStep", "Arg", "Place", "Command", "RecipeError",

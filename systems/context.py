@@ -86,7 +86,8 @@ class SimContext:
     dispatch then looks at every FiredEvents); ``bodies`` the world's body table (every Body component is a view onto
     one of its rows; the state update moves a Body made elsewhere into it); ``combats``
     the world's combat table (each human's Combat component is a view onto one of its
-    rows; Game.add_human takes it); ``failures``
+    rows; Game.add_human takes it); ``resimulating`` True while a rollback session re-runs
+    an update (scuffle.net); ``failures``
     the (phase, exception) of the game's callbacks that raised in the update being run
     (``fail``; ``Game.step`` raises them as one HandlerError once the update is complete).
     """
@@ -110,6 +111,10 @@ class SimContext:
     bodies: BodyTable = field(default_factory=BodyTable)
     combats: CombatTable = field(default_factory=CombatTable)
     failures: list = field(default_factory=list)
+    # True while a rollback session (scuffle.net) runs an update again with corrected
+    # inputs: event handlers that play sounds or sparks skip them then (they played the
+    # first time). Never saved: it describes the run, not the world.
+    resimulating: bool = False
 
     def fail(self, phase: str, exc: BaseException) -> None:
         """Keep a game callback's exception for the end of the update (HandlerError)."""

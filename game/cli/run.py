@@ -71,6 +71,9 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
                         "pip install 'scuffle[demo]')")
     p.add_argument("--frame-every", type=_seconds, default=2.0, metavar="S",
                    help="with --frames: seconds of game time between frames, at least 0.1 (default 2)")
+    p.add_argument("--checksum", action="store_true",
+                   help="print the state digest of the world after the last update (Game.checksum, the scenario "
+                        "runner's own bookkeeping left out): a netplay recording's confirmed checksum")
     p.add_argument("--engine", choices=("compiled", "reference"), default="compiled",
                    help="the animation engine: the compiled one (default), or the reference, the "
                         "plain-Python model of the spec (slow; to debug a scenario)")
@@ -295,7 +298,26 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"updates {start.update}-{sc.updates - 1} (from the snapshot of update {start.update})"
     print(f"{sc.source}: {ran}, {len(sc.humans)} humans; {total} action commands: "
           f"{counts['accepted']} accepted, {counts['refused']} refused", file=sys.stderr)
+    if args.checksum:
+        print(f"checksum {world_checksum(game)}")
     game.close()
     if args.strict and counts["refused"]:
         return EXIT_REFUSED
     return 0
+
+
+def world_checksum(game) -> str:
+    """``Game.checksum`` of the world a scenario ran, without the scenario runner's
+    Script (its index into the command list is the runner's, not the world's): the digest
+    a netplay session gives the same update of the same fight."""
+    from scuffle.game.runtime.scenario import Script
+
+    actions = game.ctx.actions
+    scripts = [(i, a) for i, a in enumerate(actions) if isinstance(a, Script)]
+    for i, _ in reversed(scripts):
+        del actions[i]
+    try:
+        return game.checksum()
+    finally:
+        for i, a in scripts:
+            actions.insert(i, a)

@@ -4,7 +4,9 @@
 phase and event handlers. Commands (``grab``, ``strike``, ``throw``, ``let_go``,
 ``move``, ``face``) are refused while a move in progress holds flags that forbid them:
 input is gated by the human's held flags (record +0x08), which the tasks hold and
-release ("Animation tasks", the held flags; "When a clip ends").
+release ("Animation tasks", the held flags; "When a clip ends"). ``Fight.apply(who,
+input)`` gives a fighter's ``FightInput`` of one update (fightinput.py: what a keyboard,
+an AI, a scenario or a netplay peer asks for) to those commands in a fixed order.
 
 Pairs ("Paired tasks"): the victim plays the attacker's clips from the attacker's set
 at the attacker's rate; before the connecting clip the two bodies are turned and slid
@@ -47,6 +49,7 @@ from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEven
                                              LocomotionStop,
                                              MAX_MOVE_SPEED, MAX_ROUND_PAUSE, PACES, ROUND_PAUSE, Refusal,
                                              Who, reaction_for)
+from scuffle.game.fighters.fightinput import Action, FightInput
 from scuffle.game.fighters.hits import Hits
 from scuffle.game.fighters.fightcore import _DOWN, _PAIRED
 # the fight rules' other public names, still importable from combat
@@ -342,6 +345,30 @@ class Fight(Hits):
         if self.separate:
             self._separate()
 
+    def apply(self, who: Who, inp: FightInput) -> ActionResult | None:
+        """Give one fighter's input of this update to the rules: its locomotion
+        (``move``), then its facing (``face``), then its action (``grab``, ``strike``,
+        ``throw``, ``let_go``), each gated as that command is. Returns the last part's
+        answer (None for FightInput.EMPTY). Rejected: what those commands reject (an
+        unknown human: UnknownHuman), and an ``inp`` that is not a FightInput (TypeError)."""
+        if inp.__class__ is not FightInput:
+            raise TypeError(f"Fight.apply: {inp!r} is not a FightInput")
+        result = None
+        if inp.move is not None:
+            result = self.move(who, inp.move, inp.speed, pace=inp.pace)
+        if inp.face_heading is not None or inp.face_toward is not None:
+            result = self.face(who, inp.face_heading, inp.face_toward)
+        action = inp.action
+        if action == Action.GRAB:
+            result = self.grab(who)
+        elif action == Action.STRIKE:
+            result = self.strike(who, inp.move_id)
+        elif action == Action.THROW:
+            result = self.throw(who, inp.move_id)
+        elif action == Action.LET_GO:
+            result = self.let_go(who)
+        return result
+
     if TYPE_CHECKING:
         # The public commands and look-ups as Fight's own, for a host's type checker: its
         # errors then name "strike" of "Fight", not the part that implements it. Never run.
@@ -450,20 +477,44 @@ def _is_move(v) -> bool:
     return _is_int(v) and 0 <= v <= INT32_MAX
 
 
+def _apply(game, cmd, inp: FightInput):
+    """A scenario command as a FightInput of one part, given to ``Fight.apply``."""
+    return fight_of(game).apply(cmd.human, inp)
+
+
+def _move_input(extra: dict) -> FightInput:
+    """A scenario's move: its direction (default north) and its pace, else its speed (a
+    pace given wins, as in ``Fight.move``)."""
+    d = extra.get("direction", [0.0, 1.0])
+    pace = extra.get("pace")
+    return FightInput(move=(d[0], d[1]), speed=None if pace is not None else extra.get("speed"), pace=pace)
+
+
+def _face(game, cmd):
+    """A scenario's face: its heading or the human it turns toward; with neither, the
+    bare command (accepted, or refused while busy, and nothing turned)."""
+    heading, toward = cmd.extra.get("heading"), cmd.extra.get("toward")
+    if heading is None and toward is None:
+        return fight_of(game).face(cmd.human)
+    return _apply(game, cmd, FightInput(face_heading=heading, face_toward=toward))
+
+
+# A scenario's fight commands: each is the FightInput of one part, applied by Fight.apply.
 FIGHT_ACTIONS: dict[str, ActionSpec] = {
-    "grab": ActionSpec({}, lambda game, cmd: fight_of(game).grab(cmd.human)),
-    "strike": ActionSpec({"move": _is_move}, lambda game, cmd: fight_of(game).strike(cmd.human, cmd.extra.get("move")),
+    "grab": ActionSpec({}, lambda game, cmd: _apply(game, cmd, FightInput(action=Action.GRAB))),
+    "strike": ActionSpec({"move": _is_move},
+                         lambda game, cmd: _apply(game, cmd, FightInput(action=Action.STRIKE,
+                                                                        move_id=cmd.extra.get("move"))),
                          frozenset({"move"})),
-    "throw": ActionSpec({"move": _is_move}, lambda game, cmd: fight_of(game).throw(cmd.human, cmd.extra.get("move")),
+    "throw": ActionSpec({"move": _is_move},
+                        lambda game, cmd: _apply(game, cmd, FightInput(action=Action.THROW,
+                                                                       move_id=cmd.extra.get("move"))),
                         frozenset({"move"})),
-    "let_go": ActionSpec({}, lambda game, cmd: fight_of(game).let_go(cmd.human)),
+    "let_go": ActionSpec({}, lambda game, cmd: _apply(game, cmd, FightInput(action=Action.LET_GO))),
     "move": ActionSpec({"direction": lambda v: _vec2(v) and all(abs(x) <= MAX_COORD for x in v),
                         "speed": lambda v: _is_num(v) and 0 <= v <= MAX_MOVE_SPEED,
                         "pace": lambda v: v in PACES},
-                       lambda game, cmd: fight_of(game).move(cmd.human, cmd.extra.get("direction", [0.0, 1.0]),
-                                                             cmd.extra.get("speed"), pace=cmd.extra.get("pace"))),
+                       lambda game, cmd: _apply(game, cmd, _move_input(cmd.extra))),
     "face": ActionSpec({"heading": lambda v: _is_num(v) and abs(v) <= MAX_COORD, "toward": lambda v: isinstance(v, str)},
-                       lambda game, cmd: fight_of(game).face(cmd.human, cmd.extra.get("heading"),
-                                                             cmd.extra.get("toward"))),
+                       _face),
 }
-

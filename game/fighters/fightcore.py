@@ -11,7 +11,7 @@ held flags they gate on ("Animation tasks", "Paired tasks").
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.recipe import Arg, ClipStep, Command, LoopStep, Place, Recipe
@@ -98,6 +98,10 @@ class FightCore:
     end_kind: str
     controllers: list                 # AI / input callables(fight) run each actions phase
     listeners: dict[FightEventKind, list[FightHandler]]
+    # Where fight events go instead of the handlers (None: to the handlers at once). A
+    # rollback session (scuffle.net) sets it to hold each update's events until the
+    # update's inputs are confirmed, so a handler hears every event once, as it finally went.
+    event_sink: Callable[[FightEvent], None] | None = None
 
     def on(self, kind: FightEventKind | str, handler: FightHandler) -> FightHandler:
         """Call ``handler(event: FightEvent)`` on every fight event of ``kind`` (a
@@ -133,6 +137,10 @@ class FightCore:
         handlers = self.listeners.get(kind)
         if handlers:
             ev = FightEvent(kind, self.game.ctx.update, round=self.stats.round, **fields)
+            sink = self.event_sink
+            if sink is not None:
+                sink(ev)
+                return
             for h in list(handlers):
                 h(ev)
 

@@ -1094,6 +1094,10 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     cpu_ms = median(cpu)
     sms = median(stimes)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    net = _netplay_costs() if humans == 2 else None
+    if net is not None:
+        extra.update(netplay=net, netplay_frame_p99_ms=net["frame_ms_p99_cpu"],
+                     netplay_rollback8_max_ms=net["rollback_ms_max_cpu"])
     share = {k: round(v / max(total, 1e-12), 4) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])}
     stage_ms = {k: round(v * 1000.0 / updates, 4) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])}
     return {
@@ -1125,6 +1129,31 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     }
 
 
+def _netplay_costs(updates: int = 600) -> dict:
+    """Rollback on the demo's fight (``scuffle.net.rollback_costs``): two fighters 3 m
+    apart under the fight rules, their FighterAIs' inputs, a rollback of 8 updates every
+    fifth update (docs/netplay.md)."""
+    from scuffle.game.fighters.ai import FighterAI
+    from scuffle.game.fighters.combat import Fight
+    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.net import rollback_costs
+    from scuffle.game.runtime.world import Game
+
+    aset = demo_set()
+
+    def build():
+        g = Game()
+        g.add_human("p1", aset, position=(0.0, -1.5, 0.0), heading=0.0)
+        g.add_human("p2", aset, position=(0.0, 1.5, 0.0), heading=180.0)
+        for name in ("p1", "p2"):
+            g.change(name, g.player.loop(g.instance(name), Move.FIGHT_IDLE))
+        Fight(g, separate=True, rounds=True)
+        return g
+
+    ais = (FighterAI("p1", "p2", seed=1001, think_every=3), FighterAI("p2", "p1", seed=1, think_every=3))
+    return rollback_costs(build, ("p1", "p2"), lambda g: [ai.decide(g) for ai in ais], updates=updates, depth=8)
+
+
 # ---------------------------------------------------------------- the goals (docs/performance.md)
 # (key, the goal as the table prints it, limit, unit, the crowd size it is measured at (None: any))
 GOALS = (
@@ -1140,6 +1169,8 @@ GOALS = (
     ("snapshot_file_2", "to_bytes + from_bytes + restore of 2 fighters (CPU)", 0.3, "ms", 2),
     ("snapshot_1000", "snapshot + restore of 1,000 humans (CPU)", 1.0, "ms", 1000),
     ("snapshot_10000", "snapshot + restore of 10,000 humans (CPU)", 10.0, "ms", 10000),
+    ("netplay_frame_p99_ms", "netplay: an update and its snapshot at 2 fighters, p99 (CPU)", 2.0, "ms", 2),
+    ("netplay_rollback8_max_ms", "netplay: a rollback of 8 updates at 2 fighters, at worst (CPU)", 16.7, "ms", 2),
 )
 # figures shown beside the goals (no limit of their own)
 GOAL_NOTES = (
