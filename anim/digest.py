@@ -7,7 +7,8 @@ them (anim.store: ``alloc`` zeroes a row, ``alloc_default`` puts the defaults ba
 kernel writes every column of a row it takes), so they are left out: the cost follows the
 crowd, not the tables' capacity (about a microsecond for the two fighters' tables).
 
-Integers only (a multiply-xorshift mix per 1, 4 or 8-byte item, in row order), so the
+Integers only (a multiply and a fold per 1, 4 or 8-byte item, in row order, and a
+final avalanche of the 64 bits), so the
 same state gives the same number on every CPU. Not a cryptographic hash: a snapshot
 file's integrity is checked by its sha256 (game.runtime.snapshot); this number finds
 desyncs, as GGPO's Fletcher checksum does. Original: none (ours).
@@ -26,14 +27,19 @@ _P = np.uint64(0x9E3779B97F4A7C15)
 
 @njit(cache=True, nogil=True)
 def _mix(h, x):
-    x ^= x >> uint64(30)
-    x *= uint64(0xBF58476D1CE4E5B9)
-    x ^= x >> uint64(27)
-    x *= uint64(0x94D049BB133111EB)
-    x ^= x >> uint64(31)
-    h ^= x
-    h = (h << uint64(27)) | (h >> uint64(37))
-    return h * uint64(0x9E3779B97F4A7C15) + uint64(0x632BE59BD9B4E019)
+    """One item into the running digest: a multiply and a fold (a short chain, so a
+    table's bytes hash at memory speed; ``_final`` spreads the last state's bits)."""
+    h = (h ^ x) * uint64(0x9E3779B97F4A7C15)
+    return h ^ (h >> uint64(29))
+
+
+@njit(cache=True, nogil=True)
+def _final(h):
+    h ^= h >> uint64(30)
+    h *= uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> uint64(27)
+    h *= uint64(0x94D049BB133111EB)
+    return h ^ (h >> uint64(31))
 
 
 @njit(cache=True, nogil=True)
@@ -60,20 +66,39 @@ def _span(h, b8, b32, b64, off, n, size):
 @njit(cache=True, nogil=True)
 def _rows_digest(b8, plan, whole, live_off, cap, seed):
     """``plan`` rows (byte offset, item size, items per row) are the columns of the rows in
-    use (the bool array of ``cap`` at byte ``live_off``); ``whole`` rows (byte offset, item
-    size, items) are arrays hashed whole."""
+    use (the bool array of ``cap`` at byte ``live_off``), hashed column by column over those
+    rows; ``whole`` rows (byte offset, item size, items) are arrays hashed whole."""
     b32 = b8.view(np.uint32)
     b64 = b8.view(np.uint64)
     h = uint64(seed)
     for k in range(whole.shape[0]):
         h = _span(h, b8, b32, b64, whole[k, 0], whole[k, 2], whole[k, 1])
+    rows = np.empty(cap, np.int64)
+    n = 0
     for r in range(cap):
         if b8[live_off + r] != 0:
-            h = _mix(h, uint64(r))
-            for c in range(plan.shape[0]):
-                per = plan[c, 1] * plan[c, 2]
-                h = _span(h, b8, b32, b64, plan[c, 0] + r * per, plan[c, 2], plan[c, 1])
-    return h
+            rows[n] = r
+            n += 1
+    h = _mix(h, uint64(n))
+    for c in range(plan.shape[0]):
+        off, size, items = plan[c, 0], plan[c, 1], plan[c, 2]
+        per = size * items
+        if size == 8:
+            for j in range(n):
+                s = (off + rows[j] * per) // 8
+                for i in range(items):
+                    h = _mix(h, b64[s + i])
+        elif size == 4:
+            for j in range(n):
+                s = (off + rows[j] * per) // 4
+                for i in range(items):
+                    h = _mix(h, uint64(b32[s + i]))
+        else:
+            for j in range(n):
+                s = off + rows[j] * per
+                for i in range(per):
+                    h = _mix(h, uint64(b8[s + i]))
+    return _final(h)
 
 
 @njit(cache=True, nogil=True)

@@ -76,11 +76,11 @@ def encode(value: Any, lenient: bool = False) -> bytes:
     return b"".join(out)
 
 
-def _enc(v: Any, out: list, where: str, depth: int, lenient: bool = False) -> None:
+def _enc(v: Any, out: list, where: Any, depth: int, lenient: bool = False) -> None:
     t = v.__class__
     if t is int:
         if not _INT_MIN <= v <= _INT_MAX:
-            raise PlainDataError(f"{where}: {v} is outside int64")
+            raise PlainDataError(f"{_path(where)}: {v} is outside int64")
         out.append(_TAG_I + _I64.pack(v))
     elif t is str:
         out.append(_str(v, where))
@@ -90,11 +90,11 @@ def _enc(v: Any, out: list, where: str, depth: int, lenient: bool = False) -> No
         out.append(b"\x02" if v else b"\x01")
     elif t is float:
         if not math.isfinite(v):
-            raise PlainDataError(f"{where}: {v!r} is not a finite number")
+            raise PlainDataError(f"{_path(where)}: {v!r} is not a finite number")
         out.append(_TAG_F + _F64.pack(v))
     elif t is tuple or t is list:
         if depth >= MAX_DEPTH:
-            raise PlainDataError(f"{where}: nested more than {MAX_DEPTH} deep")
+            raise PlainDataError(f"{_path(where)}: nested more than {MAX_DEPTH} deep")
         app = out.append
         app((b"\x09" if t is tuple else b"\x08") + _U32.pack(len(v)))
         for i, x in enumerate(v):
@@ -109,10 +109,10 @@ def _enc(v: Any, out: list, where: str, depth: int, lenient: bool = False) -> No
             elif x is None:
                 app(b"\x00")
             else:
-                _enc(x, out, f"{where}[{i}]", depth + 1, lenient)
+                _enc(x, out, (where, i), depth + 1, lenient)
     elif t is dict:
         if depth >= MAX_DEPTH:
-            raise PlainDataError(f"{where}: nested more than {MAX_DEPTH} deep")
+            raise PlainDataError(f"{_path(where)}: nested more than {MAX_DEPTH} deep")
         app = out.append
         app(b"\x0a" + _U32.pack(len(v)))
         for k, x in v.items():
@@ -133,7 +133,7 @@ def _enc(v: Any, out: list, where: str, depth: int, lenient: bool = False) -> No
             elif x is None:
                 app(b"\x00")
             else:
-                _enc(x, out, f"{where}[{k!r}]", depth + 1, lenient)
+                _enc(x, out, (where, k), depth + 1, lenient)
     elif t is bytes or t is bytearray or t is memoryview:
         b = bytes(v)
         out.append(b"\x07" + _U32.pack(len(b)) + b)
@@ -142,9 +142,9 @@ def _enc(v: Any, out: list, where: str, depth: int, lenient: bool = False) -> No
     elif t is np.ndarray:
         code = _CODE.get(v.dtype)
         if code is None:
-            raise PlainDataError(f"{where}: an array of dtype {v.dtype} has no plain form")
+            raise PlainDataError(f"{_path(where)}: an array of dtype {v.dtype} has no plain form")
         if v.ndim > MAX_NDIM:
-            raise PlainDataError(f"{where}: an array of {v.ndim} dimensions (at most {MAX_NDIM})")
+            raise PlainDataError(f"{_path(where)}: an array of {v.ndim} dimensions (at most {MAX_NDIM})")
         a = np.ascontiguousarray(v, dtype=DTYPES[code])
         out.append(b"\x0b" + bytes((code, a.ndim)) + b"".join(_U64.pack(n) for n in a.shape))
         out.append(a.tobytes())
@@ -167,22 +167,32 @@ def _enc(v: Any, out: list, where: str, depth: int, lenient: bool = False) -> No
     elif lenient and isinstance(v, deque):
         _enc(list(v), out, where, depth, lenient)
     else:
-        raise PlainDataError(f"{where}: {t.__name__} has no plain form (numbers, strings, bytes, lists, "
+        raise PlainDataError(f"{_path(where)}: {t.__name__} has no plain form (numbers, strings, bytes, lists, "
                              "tuples, dicts and numpy arrays only)")
 
 
 _FLAT = frozenset({int, str, float, bool, type(None), bytes})
 
 
-def _str(v: str, where: str) -> bytes:
+def _path(where: Any) -> str:
+    """A value's path for an error line: ``value[3]['x']`` (kept as (parent, key) pairs
+    while encoding, so that no text is made unless something is refused)."""
+    keys = []
+    while where.__class__ is tuple:
+        where, k = where
+        keys.append(f"[{k!r}]" if k.__class__ is not int else f"[{k}]")
+    return str(where) + "".join(reversed(keys))
+
+
+def _str(v: str, where: Any) -> bytes:
     try:
         b = v.encode("utf-8")
     except UnicodeEncodeError:
-        raise PlainDataError(f"{where}: a string that is not UTF-8 (a lone surrogate)") from None
+        raise PlainDataError(f"{_path(where)}: a string that is not UTF-8 (a lone surrogate)") from None
     return b"\x06" + _U32.pack(len(b)) + b
 
 
-def plain_key(k: Any, where: str = "key") -> None:
+def plain_key(k: Any, where: Any = "key") -> None:
     """Refuse (PlainDataError) a dict key that is not plain: None, bool, int, float, str,
     bytes or a tuple of them."""
     if k.__class__ in _FLAT or isinstance(k, (int, str)):
@@ -191,7 +201,7 @@ def plain_key(k: Any, where: str = "key") -> None:
         for x in k:
             plain_key(x, where)
         return
-    raise PlainDataError(f"{where}: a key of type {k.__class__.__name__} has no plain form")
+    raise PlainDataError(f"{_path(where)}: a key of type {k.__class__.__name__} has no plain form")
 
 
 def _plain_tuple(k: Any) -> bool:

@@ -176,12 +176,13 @@ class Fight(Hits):
     # ---------------------------------------------------------------- snapshots
     def save_state(self) -> tuple:
         """What the next updates read (Game.snapshot): the K.O.s and the round's end, each
-        human's start (its arrays are never written in place: shared), the stats and log,
-        the pending hits and windows, and the state of each controller that has one (an
-        AI's random generator). The combat states and health are the combat table's
-        rows, saved by the Game. Original: none (ours)."""
+        human's start (its arrays are never written in place: shared), the stats, the
+        pending hits and windows, and the state of each controller that has one (an AI's
+        random generator). The combat states and health are the combat table's rows, saved
+        by the Game; the log of recent entries is saved apart (``save_log``: a record for the
+        host, which no rule reads). Original: none (ours)."""
         st = self.stats
-        stats = (st.grabs, st.strikes, st.throws, st.damage, st.refused, tuple(st.log), dict(st.kinds), st.logged,
+        stats = (st.grabs, st.strikes, st.throws, st.damage, st.refused, dict(st.kinds), st.logged,
                  st.round, tuple(dict(r) for r in st.rounds))
         ctl = tuple(c.save_state() if hasattr(c, "save_state") else None for c in self.controllers)
         return (dict(self.ko), self.ko_at, dict(self.starts), stats, tuple(self.pending), ctl)
@@ -237,14 +238,12 @@ class Fight(Hits):
                     and v[0].shape == (3,) and v[0].dtype == np.float64 and bool((abs(v[0]) <= MAX_COORD).all())
                     and _finite(v[1], MAX_COORD) and _finite(v[2], MAX_HEALTH) and v[2] > 0):
                 return f"starts[{str(e)[:20]}]: not (position, heading, health)"
-        if not (isinstance(stats, tuple) and len(stats) == 10):
+        if not (isinstance(stats, tuple) and len(stats) == 9):
             return "stats: not the fight's counts"
-        grabs, strikes, throws, damage, refused, log, kinds, logged, round_, rounds = stats
+        grabs, strikes, throws, damage, refused, kinds, logged, round_, rounds = stats
         if any(x.__class__ is not int or x < 0 for x in (grabs, strikes, throws, refused, logged, round_)) or \
                 not _finite(damage, 1e15):
             return "stats: counts that are not whole numbers >= 0"
-        if not (isinstance(log, tuple) and len(log) <= LOG_SIZE and all(_plain_entry(x) for x in log)):
-            return f"stats.log: not at most {LOG_SIZE} entries (update, human, what, ...)"
         if not (isinstance(kinds, dict) and all(isinstance(k, str) and n.__class__ is int and n >= 0
                                                 for k, n in kinds.items())):
             return "stats.kinds: not counts by kind"
@@ -275,15 +274,32 @@ class Fight(Hits):
         ko, self.ko_at, starts, stats, pending, ctl = state
         self.ko, self.starts, self.pending = dict(ko), dict(starts), list(pending)
         st = self.stats
-        (st.grabs, st.strikes, st.throws, st.damage, st.refused, log, kinds, st.logged, st.round, rounds) = stats
-        st.log.clear()
-        st.log.extend(log)
+        (st.grabs, st.strikes, st.throws, st.damage, st.refused, kinds, st.logged, st.round, rounds) = stats
         st.kinds.clear()
         st.kinds.update(kinds)
         st.rounds[:] = [dict(r) for r in rounds]
         for c, s in zip(self.controllers, ctl):
             if s is not None:
                 c.load_state(s)
+
+    def save_log(self) -> tuple:
+        """The log of recent entries (``stats.log``, at most LOG_SIZE), saved beside the
+        state (Game.snapshot) and put back with it, but out of the state's checksum: it
+        records what happened for the host and the demo's captions, and no rule reads it."""
+        return tuple(self.stats.log)
+
+    def log_fits(self, log) -> str | None:
+        """Why ``log`` (a ``save_log``, perhaps from a file) cannot be loaded, or None."""
+        if not (isinstance(log, tuple) and len(log) <= LOG_SIZE and all(_plain_entry(x) for x in log)):
+            return f"not at most {LOG_SIZE} entries (update, human, what, ...)"
+        return None
+
+    def load_log(self, log: tuple) -> None:
+        """Put back a ``save_log`` (Game.restore)."""
+        st = self.stats
+        if len(st.log) != len(log) or (log and st.log[-1] is not log[-1]) or tuple(st.log) != log:
+            st.log.clear()
+            st.log.extend(log)
 
     def _on_end(self, ent: int, what: str, serial: int) -> None:
         c = self.combat(ent)

@@ -53,7 +53,7 @@ _ENTRY = struct.Struct("<16sQQ")  # a directory entry: section name (ASCII, NUL-
 MAX_BYTES = 1 << 30               # a file larger than this is refused before it is read
 MAX_SECTIONS = 16
 TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
-SECTIONS = ("config", "meta", "values", *(f"table.{t}" for t in TABLES))
+SECTIONS = ("config", "meta", "values", "log", *(f"table.{t}" for t in TABLES))
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 # a table section: its rows (u32) and the length of its columns' declaration (u32), the
 # declaration (plain data: (name, dtype, inner shape) per array), then the block
@@ -305,7 +305,7 @@ def encode(game, st) -> bytes:
     values = plaindata.encode(plain_values(game, st))          # first: it refuses what has no byte form
     config = plaindata.encode(config_parts(game))
     sections: list[tuple[str, bytes]] = [("config", config), ("meta", plaindata.encode(_meta(game, st))),
-                                         ("values", values)]
+                                         ("values", values), ("log", plaindata.encode(st.fight_log))]
     for name, ts in _saved_tables(st).items():
         cols = _columns_of(_table_of(game, name))
         head = _declared_bytes(cols)
@@ -351,6 +351,7 @@ class Parsed:
     meta: dict
     values: dict
     values_bytes: bytes           # the values section as written (the checksum hashes it)
+    log: Any                      # the fight rules' log (Fight.save_log), or None
     tables: dict                  # name -> (rows, the columns' declaration (plain bytes), block: bytes)
 
 
@@ -426,7 +427,11 @@ def parse(data: bytes) -> Parsed:
         tables[name] = (rows, cols, sec[_TABLE_HEAD.size + hl:])
     need(hashlib.sha256(found["config"]).digest() == config, "section config",
          "not the configuration the header's digest names")
-    return Parsed(ver, config, found["config"], meta, values, found["values"], tables)
+    try:
+        log = plaindata.decode(found["log"])
+    except plaindata.PlainDataError as e:
+        raise _Refused(f"section log: {e}") from None
+    return Parsed(ver, config, found["config"], meta, values, found["values"], log, tables)
 
 
 # ---------------------------------------------------------------- checked against a Game
@@ -721,6 +726,12 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     if fight is not None:
         why = game.fight.state_fits(fight) if hasattr(game.fight, "state_fits") else None
         need(why is None, "values.fight", str(why))
+    log = p.log
+    if log is not None:
+        fits = getattr(game.fight, "log_fits", None) if fight is not None else None
+        need(fits is not None, "log", "a fight log for a Game without fight rules that keep one")
+        why = fits(log)
+        need(why is None, "log", str(why))
     extras = v["extras"]
     mine_x = _stateful(game)
     need(isinstance(extras, list) and len(extras) == len(mine_x), "values.extras",
@@ -733,7 +744,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         why = fits(x)
         need(why is None, f"values.extras[{i}]", str(why))
     return state_cls(game.engine, updates_run, update, dict(names), entity_next, es, {},
-                     (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras))
+                     (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras), log)
 
 
 def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:

@@ -79,6 +79,7 @@ class _State:
     combats: tuple
     fight: Any
     extras: list
+    fight_log: Any = None          # the fight rules' log (Fight.save_log): restored, not in the checksum
 
 
 class Snapshot:
@@ -269,9 +270,10 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
         combats = (S.save_table(ctx.combats, old.combats[0] if old is not None else None),
                    dict(ctx.combats.owners), list(ctx.combats.texts))
     fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
+    log = game.fight.save_log() if fight is not None and not view and hasattr(game.fight, "save_log") else None
     extras = [fn.save_state() for fn in _extras(game)]
     state = _State(game.engine, ctx.updates_run, ctx.update, dict(game.names), entity_next, engine_state, c,
-                   bodies, combats, fight, extras)
+                   bodies, combats, fight, extras, log)
     return Snapshot(state, game=game)
 
 
@@ -379,6 +381,8 @@ def restore(game, snap: Snapshot) -> None:
                 reset()
     if st.fight is not None:
         game.fight.load_state(st.fight)
+        if st.fight_log is not None and hasattr(game.fight, "load_log"):
+            game.fight.load_log(st.fight_log)
     for fn, s in zip(extras, st.extras):
         fn.load_state(s)
 
@@ -481,7 +485,7 @@ def _digest(game, state: _State) -> str:
     values = []
     for f in dataclasses.fields(state):
         v = getattr(state, f.name)
-        if f.name == "ctx":
+        if f.name in ("ctx", "fight_log"):
             continue
         if f.name == "engine_state" and isinstance(v, S.EngineState):
             # the rows, not which of their handles exist: a prepared command makes none until a
