@@ -18,14 +18,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
+from .jitcache import cache_setting
 from .store import _layout
 
 __all__ = ["table_digest", "block_digest", "blocks_digests", "array_digest", "layout_plan"]
 
-_P = np.uint64(0x9E3779B97F4A7C15)
+# numba's disk cache where it can write one (anim.jitcache: a read-only install compiles per run)
+CACHE = cache_setting(__file__)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def _mix(h, x):
     """One item into the running digest: a multiply and a fold (a short chain, so a
     table's bytes hash at memory speed; ``_final`` spreads the last state's bits)."""
@@ -33,7 +35,7 @@ def _mix(h, x):
     return h ^ (h >> uint64(29))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def _final(h):
     h ^= h >> uint64(30)
     h *= uint64(0xBF58476D1CE4E5B9)
@@ -42,7 +44,7 @@ def _final(h):
     return h ^ (h >> uint64(31))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def _span(h, b8, b32, b64, off, n, size):
     """Mix ``n`` items of ``size`` bytes (1, 4 or 8) from byte offset ``off`` (aligned to ``size``)."""
     if size == 8:
@@ -63,7 +65,7 @@ def _span(h, b8, b32, b64, off, n, size):
     return h
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def _rows_digest(b8, plan, whole, live_off, cap, seed):
     """``plan`` rows (byte offset, item size, items per row) are the columns of the rows in
     use (the bool array of ``cap`` at byte ``live_off``), hashed column by column over those
@@ -101,7 +103,7 @@ def _rows_digest(b8, plan, whole, live_off, cap, seed):
     return _final(h)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=CACHE, nogil=True)
 def _many_digest(blocks, plan, plan_at, whole, whole_at, live_offs, caps, seed):
     """``_rows_digest`` of each block of the tuple ``blocks``: table t's plan rows are
     ``plan[plan_at[t]:plan_at[t + 1]]``, its whole arrays ``whole[whole_at[t]:whole_at[t + 1]]``."""
