@@ -297,9 +297,10 @@ class Fight(Hits):
     def load_log(self, log: tuple) -> None:
         """Put back a ``save_log`` (Game.restore)."""
         st = self.stats
-        if len(st.log) != len(log) or (log and st.log[-1] is not log[-1]) or tuple(st.log) != log:
-            st.log.clear()
-            st.log.extend(log)
+        if len(st.log) == len(log) and (not log or st.log[-1] is log[-1]):
+            return                               # the same ring (entries are only appended): kept
+        st.log.clear()
+        st.log.extend(log)
 
     def _on_end(self, ent: int, what: str, serial: int) -> None:
         c = self.combat(ent)
