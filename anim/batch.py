@@ -817,6 +817,18 @@ class BatchEngine:
         counts[_COUNT_GAITS] = sum(int(p.counts[_COUNT_GAITS]) for p, _ in used)
         counts[_COUNT_STOPPED] = n
 
+    def _pose_chunks(self, rows: np.ndarray, spans: list, cols: np.ndarray, tables: tuple, out, refused: np.ndarray,
+                     queued_default: np.ndarray) -> None:
+        """pose_stacks over chunks of ``rows`` on threads, each with its own scratch, into its
+        own columns of ``out`` and its own places of ``refused``."""
+        jobs = []
+        for j, (a, b) in enumerate(spans):
+            p = self._part(j)
+            jobs.append(_PoseJob(p, rows[a:b], cols[a:b], tables, out,
+                                 K.PoseBuffers(refused[a:b], p.weights, queued_default[a:b])))
+        assert self._workers is not None
+        self._workers.run(jobs)
+
     def kernel_args(self, name: str) -> tuple:
         """Arguments of the types kernel ``name`` ("step_stacks" or "pose_stacks") is called
         with here, on one human and scratch buffers (anim.coldstart.compile_aside compiles
@@ -911,15 +923,8 @@ class BatchEngine:
                                       K.PoseBuffers(refused, self._weights, queued_default))
         spans = self._spans(n) if not self._twice else None
         if spans and len(spans) > 1:
-            tables = pose_tables(bank).tables
-            cols = last[3]
-            jobs = []
-            for j, (a, b) in enumerate(spans):
-                p = self._part(j)
-                jobs.append(_PoseJob(p, rows[a:b], cols[a:b], (H, T, C, F, G, E, tables), last[4],
-                                     K.PoseBuffers(refused[a:b], p.weights, queued_default[a:b])))
-            assert self._workers is not None
-            self._workers.run(jobs)
+            self._pose_chunks(rows, spans, last[3], (H, T, C, F, G, E, pose_tables(bank).tables), last[4], refused,
+                              queued_default)
         else:
             self._pose_kernel(rows, last[3], H, T, C, F, G, E, pose_tables(bank).tables, self._scratch, last[4],
                               last[5])

@@ -100,11 +100,11 @@ class _Timed:
             self.cpu[self.name] = self.cpu.get(self.name, 0.0) + time.process_time() - c0
 
 
-def _build(n: int, engine: str = "compiled"):
+def _build(n: int, engine: str = "compiled", threads: int = 1):
     from scuffle.game.fighters.moveset import demo_set
     from scuffle.game.runtime.world import Game
 
-    game = Game(PlayerOptions(pool_size=max(360, 12 * n)), engine=engine)
+    game = Game(PlayerOptions(pool_size=max(360, 12 * n), threads=threads), engine=engine)
     s = demo_set()
     side = int(np.ceil(np.sqrt(n)))
     for i in range(n):
@@ -468,7 +468,7 @@ class RealisticCrowd:
                 one[3] += 1
 
 
-def _build_realistic(n: int, engine: str = "compiled", seed: int = 1):
+def _build_realistic(n: int, engine: str = "compiled", seed: int = 1, threads: int = 1):
     """The realistic crowd in one Game (README, "Performance"): pairs of fighters under the
     fight rules (one per FIGHT_EVERY humans; 2 humans: the two fighters alone), the rest
     extras commanded by RealisticCrowd; events read by a handler."""
@@ -477,7 +477,7 @@ def _build_realistic(n: int, engine: str = "compiled", seed: int = 1):
     from scuffle.game.fighters.combat import Fight
     from scuffle.game.runtime.world import Game
 
-    game = Game(PlayerOptions(pool_size=max(360, 16 * n)), engine=engine)
+    game = Game(PlayerOptions(pool_size=max(360, 16 * n), threads=threads), engine=engine)
     s = crowd_set()
     side = max(2, int(np.ceil(np.sqrt(n))))
     names = [f"h{i}" for i in range(n)]
@@ -521,14 +521,14 @@ def _build_realistic(n: int, engine: str = "compiled", seed: int = 1):
     return game
 
 
-def build_crowd(n: int, crowd: str = "light", engine: str = "compiled", seed: int = 1):
+def build_crowd(n: int, crowd: str = "light", engine: str = "compiled", seed: int = 1, threads: int = 1):
     """A Game with ``n`` humans running the bench's ``crowd`` (CROWDS): the light crowd
     (the issue-14 representative stack) or the realistic one, on ``engine`` ("compiled",
-    or "reference": the plain-Python model). Rejected: an unknown crowd (ValueError
-    naming it)."""
+    or "reference": the plain-Python model), its step and pose on ``threads`` threads
+    (PlayerOptions.threads). Rejected: an unknown crowd (ValueError naming it)."""
     if crowd not in CROWDS:
         raise ValueError(f"crowd: {crowd!r} is not one of {', '.join(CROWDS)}")
-    return _build(n, engine) if crowd == "light" else _build_realistic(n, engine, seed)
+    return _build(n, engine, threads) if crowd == "light" else _build_realistic(n, engine, seed, threads)
 
 
 def crowd_checksum(game) -> str:
@@ -597,6 +597,11 @@ def _patch_kernels(sink: dict, calls: dict, cpu: dict, batch=None) -> list:
         saved.append((mod, name, fn))
         key = next((k for k, v in trusted.items() if v == name), name)
         setattr(mod, name, _timed_call(fn, sink, key, calls, cpu))
+    if batch is not None:               # on threads: the chunks' calls and their merge, as one
+        for name, key in (("_step_chunks", "step_stacks"), ("_pose_chunks", "pose_stacks")):
+            fn = getattr(batch, name)
+            saved.append((batch, name, fn))
+            setattr(batch, name, _timed_call(fn, sink, key, calls, cpu))
     return saved
 
 
@@ -641,7 +646,7 @@ def _install_stage_timers(game, stages: dict, stages_cpu: dict, kernels: dict, k
 
 
 def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd: str = "light", seed: int = 1,
-         settle: bool = True, stage_pass: bool = True):
+         settle: bool = True, stage_pass: bool = True, threads: int = 1):
     """Build the crowd, warm it up, settle the collector, then time ``updates`` whole
     updates with nothing of the bench's inside them (the per-update figures, the
     collector's, and every figure of the crowd's state: the checksum, the counts, the
@@ -649,7 +654,7 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
     system, stage and kernel wrapped by a timer (their shares and ms: each timer costs
     about a microsecond, which the first pass's figures do not carry)."""
     compiled = engine == "compiled"
-    game = build_crowd(n, crowd, engine, seed)
+    game = build_crowd(n, crowd, engine, seed, threads)
     player = game.player
     saved: list = []
     frozen = None
@@ -993,10 +998,11 @@ def _first_step() -> dict:
 
 
 def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crowd: str = "light",
-              seed: int = 1, settle: bool = True) -> dict:
+              seed: int = 1, settle: bool = True, threads: int = 1) -> dict:
     """Run the benchmark for one crowd size; returns the report dict (module docstring);
     ``settle`` calls scuffle.settle after the build and the warm-up (``gc_settled``: the
-    objects it froze). Rejected: an unknown crowd (ValueError naming it)."""
+    objects it froze); ``threads`` the compiled engine's (PlayerOptions.threads; the
+    reference engine runs on one). Rejected: an unknown crowd (ValueError naming it)."""
     from scuffle.anim.warmup import compile_kernels
 
     if crowd not in CROWDS:
@@ -1006,7 +1012,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     load_s = time.perf_counter() - t0
     pose_us, pose_cpu_us = _pose_pipeline(max(humans, 1000))
     times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, "compiled", crowd=crowd, seed=seed,
-                                                          settle=settle)
+                                                          settle=settle, threads=threads)
     compiled_peak_mb = extra.pop("run_peak_mb", None) or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     scalar_updates = scalar_updates if scalar_updates is not None else max(3, min(updates, 2000 // max(1, humans) + 3))
     stimes, scpu, _, _, _, _, _ = _run(humans, scalar_updates, "reference", warmup=2, crowd=crowd, seed=seed,
@@ -1020,6 +1026,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     return {
         "humans": humans,
         "updates": updates,
+        "threads": threads,
         "ms_per_update": round(ms, 4),
         "p90_ms": round(float(np.percentile(times, 90)), 4),
         "cpu_ms_per_update": round(cpu_ms, 4),
@@ -1146,7 +1153,7 @@ def fit_line(reports: list[dict], key: str = "cpu_ms_per_update") -> tuple[float
 
 
 def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: str = "light",
-           seed: int = 1, settle: bool = True) -> list[dict]:
+           seed: int = 1, settle: bool = True, threads: int = 1) -> list[dict]:
     """One fresh process per crowd size (so each peak memory is its own)."""
     import subprocess
     import sys
@@ -1154,7 +1161,7 @@ def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: st
     out = []
     for n in sizes:
         cmd = [sys.executable, "-m", "scuffle", "bench", "--humans", str(n), "--updates", str(updates),
-               "--json", "--no-compile-time", "--crowd", crowd, "--seed", str(seed)]
+               "--json", "--no-compile-time", "--crowd", crowd, "--seed", str(seed), "--threads", str(threads)]
         if scalar_updates is not None:
             cmd += ["--scalar-updates", str(scalar_updates)]
         if not settle:
@@ -1181,13 +1188,17 @@ def bench_arguments(p: argparse.ArgumentParser) -> None:
                         "walk starts, attacks, hit reactions, types 10/11/13, queued tasks, fight pairs, "
                         "event handlers, ~3%% of humans commanded per update (README, Performance)")
     p.add_argument("--seed", type=int, default=1, help="the realistic crowd's seed (default 1)")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="threads the compiled step and pose run on (PlayerOptions.threads; default 1: the "
+                        "one-core figures the goals are set for)")
     p.add_argument("--no-settle", action="store_true",
                    help="do not call scuffle.settle() after building the crowd (the garbage collector "
                         "then walks the whole loaded world in its full collections)")
 
 
 def _print_one(r: dict, out) -> None:
-    print(f"{r['humans']} humans ({r.get('crowd', 'light')} crowd), {r['updates']} updates: "
+    print(f"{r['humans']} humans ({r.get('crowd', 'light')} crowd, {r.get('threads', 1)} thread(s)), "
+          f"{r['updates']} updates: "
           f"{r['ms_per_update']} ms per update median "
           f"(p90 {r['p90_ms']}; CPU {r['cpu_ms_per_update']}, mean {r.get('cpu_ms_mean')}), "
           f"{r['us_per_human']} us per human, "
@@ -1250,6 +1261,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise CliError(f"--scalar-updates {args.scalar_updates}: at most {MAX_UPDATES}")
     if args.scalar_updates is not None and args.scalar_updates < 1:
         raise CliError("--scalar-updates must be at least 1")
+    threads = getattr(args, "threads", 1)
+    if not 1 <= threads <= 1024:
+        raise CliError(f"--threads {threads}: expected 1 to 1024")
     from scuffle.anim.warmup import announce_compile
     announce_compile()                  # a cold numba cache: compile ahead, with a progress line
     text = sys.stderr if args.json else sys.stdout
@@ -1258,12 +1272,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if len(sizes) == 1:
         load0 = os.getloadavg()[0]
         r = run_bench(sizes[0], args.updates, args.scalar_updates, crowd=crowd, seed=seed,
-                      settle=not getattr(args, "no_settle", False))
+                      settle=not getattr(args, "no_settle", False), threads=threads)
         r["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
         _print_one(r, text)
         runs = [r]
     else:
-        runs = _sweep(sizes, args.updates, args.scalar_updates, crowd, seed, not getattr(args, "no_settle", False))
+        runs = _sweep(sizes, args.updates, args.scalar_updates, crowd, seed, not getattr(args, "no_settle", False),
+                      threads)
         for one in runs:
             _print_one(one, text)
         fixed, slope = fit_line(runs)
