@@ -31,7 +31,7 @@ import os
 import numpy as np
 
 from . import kernels as K
-from .coldstart import ASIDE, await_kernel, compile_aside, note_cold_compile
+from .coldstart import ASIDE, await_kernel, compile_aside, compile_rest, note_cold_compile
 from . import crowd
 from .cursor import FiredEvent
 from .plan import Bones, pose_tables, scratch_poses
@@ -43,6 +43,7 @@ from .trusted import TrustedKernel
 
 
 _COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.coldstart)
+_STEPS = [0]                     # the process's steps, counted to 2 (the rest compile then: compile_rest)
 
 
 def _note_cold(engine: "BatchEngine", kernel: str) -> None:
@@ -437,6 +438,12 @@ class BatchEngine:
         may have, a bool, no list made: the Player's step). Rejected: a human whose rows the
         kernel cannot follow (TableCorrupt: a row written behind the engine's back)."""
         player = self.player
+        if _STEPS[0] < 2:
+            # the second step: the first update has compiled what an update runs; the other
+            # kernels compile in the background (anim.coldstart.compile_rest)
+            _STEPS[0] += 1
+            if _STEPS[0] == 2:
+                compile_rest()
         self._fired_of = None                   # fired_places: known again once this step is through
         deferred = player.deferred_rows
         first_deferred = deferred.n
