@@ -871,10 +871,11 @@ def _snapshot_costs(game, repeats: int = SNAPSHOT_REPEATS, budget_s: float = SNA
             "snapshot_rounds": i}
 
 
-def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
-    """µs per human (wall, CPU medians) for the pose pipeline alone, compiled: two clips sampled and blended,
-    then local-to-model over 34 bones, in one kernel call (the issue's reference
-    measurement; the plan is built before the clock starts)."""
+def _pipeline_case(n: int) -> tuple:
+    """The pose pipeline's work for ``n`` humans on the demo set: two clips each (times
+    within their durations, rate 0.75), blended by a random weight over every bone, then
+    local-to-model. Returns (pose_plan's arguments, the Bones it writes, the bank's
+    tables, the per-human columns clip_a, clip_b, flags, t_a, t_b, rate, w)."""
     from scuffle.anim import kernels as K
     from scuffle.anim.plan import Bones, pose_tables, scratch_poses
     from scuffle.anim.sampler import ClipBank
@@ -895,8 +896,20 @@ def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
     finals = -(np.arange(n, dtype=np.int64) + 1)
     cols = np.arange(n, dtype=np.int64)
     out = Bones(n)
+    tables = pose_tables(bank).tables
     args = (cols, K.PlanArrays(first_s, first_b, clip, t, rate, flags, b_a, b_b, w, mask, finals),
-            pose_tables(bank).tables, scratch_poses(4), out.outs())
+            tables, scratch_poses(4), out.outs())
+    humans = (clip[0::2], clip[1::2], flags[0::2], t[0::2], t[1::2], rate[0::2], w)
+    return args, out, tables, humans
+
+
+def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
+    """µs per human (wall, CPU medians) for the pose pipeline alone, compiled: two clips sampled and blended,
+    then local-to-model over 34 bones, in one kernel call (the issue's reference
+    measurement; the plan is built before the clock starts)."""
+    from scuffle.anim import kernels as K
+
+    args = _pipeline_case(n)[0]
     K.pose_plan(*args)
     ts, cs = [], []
     for _ in range(repeats):
@@ -906,6 +919,128 @@ def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
         ts.append(time.perf_counter() - t0)
         cs.append(time.process_time() - c0)
     return median(ts) / n * 1e6, median(cs) / n * 1e6
+
+
+# ---------------------------------------------------------------- the C++ anchor
+ANCHOR_SOURCE = "anchor/pose_anchor.cpp"     # beside this module (package data)
+ANCHOR_FLAGS = ("-O2", "-ffp-contract=off")
+
+
+def _compiler() -> str | None:
+    """The C++ compiler to build the anchor with: $CXX, else g++, c++ or clang++ on PATH."""
+    import os
+    import shutil
+
+    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def build_anchor(cache_dir: str | None = None) -> tuple[str | None, str]:
+    """The anchor's program (game/tools/anchor/pose_anchor.cpp) built with the C++ compiler
+    (``_compiler``) at -O2, into ``cache_dir`` (default: $XDG_CACHE_HOME/scuffle/anchor,
+    or ~/.cache/scuffle/anchor), never into the source tree; built once per source and
+    compiler. Returns (its path, the compiler's name and version) or (None, why not)."""
+    import hashlib
+    import os
+    import subprocess
+    from pathlib import Path
+
+    cxx = _compiler()
+    if cxx is None:
+        return None, "no C++ compiler ($CXX, g++, c++ or clang++) on PATH"
+    src = Path(__file__).with_name("anchor") / "pose_anchor.cpp"
+    try:
+        text = src.read_bytes()
+    except OSError as e:
+        return None, f"the anchor's source is missing ({e.strerror}: {src})"
+    try:
+        version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"{cxx} --version failed: {e}"
+    version = (version.splitlines() or [cxx])[0].strip()
+    key = hashlib.sha256(text + version.encode() + " ".join(ANCHOR_FLAGS).encode()).hexdigest()[:16]
+    base = Path(cache_dir) if cache_dir else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") \
+        / "scuffle" / "anchor"
+    exe = base / f"pose_anchor-{key}"
+    if exe.exists():
+        return str(exe), version
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = base / f".pose_anchor-{key}.{os.getpid()}"
+        p = subprocess.run([cxx, *ANCHOR_FLAGS, "-o", str(tmp), str(src)], capture_output=True, text=True,
+                           timeout=300)
+        if p.returncode:
+            return None, f"{cxx} failed: {p.stderr.strip()[-300:]}"
+        os.replace(tmp, exe)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"building the anchor failed: {e}"
+    return str(exe), version
+
+
+def _anchor_input(path: str, tables, humans: tuple) -> None:
+    """The anchor's input file (pose_anchor.cpp, read_input): the bank's tables, then the
+    humans' columns."""
+    clip_a, clip_b, flags, t_a, t_b, rate, w = humans
+    ftab = np.ascontiguousarray(tables.ftab, np.int64)
+    kval = np.ascontiguousarray(tables.kval, np.float32)
+    i64 = lambda *v: np.array(v, np.int64).tobytes()          # noqa: E731
+    parts = [b"SCPA", i64(len(tables.row0), ftab.shape[0], ftab.shape[1], kval.shape[0], len(clip_a)),
+             np.ascontiguousarray(tables.row0, np.int64).tobytes(), np.ascontiguousarray(tables.rows, np.int64).tobytes(),
+             ftab.tobytes(), kval.tobytes(), np.ascontiguousarray(tables.kslope, np.float32).tobytes(),
+             np.ascontiguousarray(tables.kstart, np.float32).tobytes(),
+             np.ascontiguousarray(tables.ktag, np.uint8).tobytes(), i64(tables.sent_vel, tables.sent_bone),
+             np.ascontiguousarray(tables.animated, np.uint8).tobytes(),
+             np.ascontiguousarray(tables.ref_bone_rot, np.float32).tobytes(),
+             np.float32(tables.bind_height).tobytes(), np.ascontiguousarray(tables.parents, np.int64).tobytes(),
+             np.ascontiguousarray(tables.offsets, np.float32).tobytes()]
+    parts += [np.ascontiguousarray(a, np.int64).tobytes() for a in (clip_a, clip_b, flags)]
+    parts += [np.ascontiguousarray(a, np.float32).tobytes() for a in (t_a, t_b, rate, w)]
+    with open(path, "wb") as f:
+        f.write(b"".join(parts))
+
+
+def run_anchor(n: int, repeats: int = 20, cache_dir: str | None = None) -> dict:
+    """The pose pipeline (``_pipeline_case``) for ``n`` humans in the kernel (pose_plan) and
+    in the C++ anchor, timed in the same run (medians of ``repeats`` passes each, CPU for
+    the kernel, the anchor's own clock), and their poses compared. Returns ``built``
+    (False: ``reason`` says why, and nothing else is measured), ``compiler``,
+    ``cpp_ns_per_human``, ``kernel_ns_per_human``, ``ratio`` (kernel over C++; the goal
+    is <= 1.0), ``max_pos_diff`` and ``max_rot_diff`` (the largest difference of a
+    model-space position and rotation component)."""
+    import os
+    import subprocess
+    import tempfile
+
+    from scuffle.anim import kernels as K
+
+    exe, info = build_anchor(cache_dir)
+    if exe is None:
+        return {"built": False, "reason": info}
+    args, out, tables, humans = _pipeline_case(n)
+    K.pose_plan(*args)
+    cs = []
+    with tempfile.TemporaryDirectory(prefix="scuffle-anchor-") as d:
+        src, dst = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
+        _anchor_input(src, tables, humans)
+        for _ in range(repeats):                 # the kernel's passes, then the anchor's: one run, one machine state
+            c0 = time.process_time()
+            K.pose_plan(*args)
+            cs.append(time.process_time() - c0)
+        p = subprocess.run([exe, src, dst, str(repeats)], capture_output=True, text=True, timeout=600)
+        if p.returncode:
+            return {"built": True, "compiler": info, "reason": f"the anchor failed: {p.stderr.strip()[-300:]}"}
+        cpp_ns = float(p.stdout.split()[0])
+        got = np.fromfile(dst, np.float32)
+    nb = out.pos.shape[1]
+    pos = got[:n * nb * 3].reshape(n, nb, 3)
+    rot = got[n * nb * 3:].reshape(n, nb, 4)
+    kernel_ns = median(cs) / n * 1e9
+    return {"built": True, "compiler": info, "humans": n, "cpp_ns_per_human": round(cpp_ns, 1),
+            "kernel_ns_per_human": round(kernel_ns, 1), "ratio": round(kernel_ns / cpp_ns, 3) if cpp_ns else None,
+            "max_pos_diff": float(np.abs(pos - out.pos.transpose(2, 1, 0)).max()),
+            "max_rot_diff": float(np.abs(rot - out.rot.transpose(2, 1, 0)).max())}
 
 
 def fresh_first_step(launched: float) -> dict:
@@ -1011,6 +1146,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     compile_kernels()                 # loads the cached kernels (compiles on a first run)
     load_s = time.perf_counter() - t0
     pose_us, pose_cpu_us = _pose_pipeline(max(humans, 1000))
+    anchor = run_anchor(max(humans, 1000))
     times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, "compiled", crowd=crowd, seed=seed,
                                                           settle=settle, threads=threads)
     compiled_peak_mb = extra.pop("run_peak_mb", None) or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -1044,6 +1180,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
         "compiled_peak_mb": round(compiled_peak_mb, 1),
         "pose_pipeline_us_per_human": round(pose_us, 3),
         "pose_pipeline_cpu_us_per_human": round(pose_cpu_us, 3),
+        "anchor": anchor,
         "kernel_load_s": round(load_s, 3),
         "stage_share": share,
         "stage_ms": stage_ms,
@@ -1067,6 +1204,10 @@ GOALS = (
     ("snapshot_2", "snapshot + restore of 2 fighters (CPU; issue 20)", 50.0, "us", 2),
     ("snapshot_1000", "snapshot + restore of 1,000 humans (CPU; issue 20)", 1.0, "ms", 1000),
     ("snapshot_10000", "snapshot + restore of 10,000 humans (CPU; issue 20)", 10.0, "ms", 10000),
+    ("kernels_10000_ms", "the step and pose kernels at 10,000 (one thread, CPU)", 12.0, "ms", 10000),
+    ("pose_vs_cpp", "the pose kernel over a scalar C++ build of its maths (CPU)", 1.0, "x", None),
+    ("threads2_10000_ms", "10,000 humans on 2 threads (--threads 2): wall per update", 14.0, "ms", 10000),
+    ("first_step_cpu_s", "first step on a fresh install (CPU, cold numba cache)", 8.0, "s", None),
 )
 # figures shown beside the goals (no limit of their own)
 GOAL_NOTES = (
@@ -1088,8 +1229,15 @@ def _figure(key: str, r: dict):
         return r.get("command_cpu_us")
     if key == "memory_mb":
         return r.get("compiled_peak_mb")
-    if key == "first_step_s":
-        return (r.get("first_step") or {}).get("first_step_s")
+    if key in ("first_step_s", "first_step_cpu_s"):
+        return (r.get("first_step") or {}).get(key)
+    if key == "kernels_10000_ms":
+        k = r.get("kernel_cpu_ms")
+        return round(k["step_stacks"] + k["pose_stacks"], 4) if k and r.get("threads", 1) == 1 else None
+    if key == "pose_vs_cpp":
+        return (r.get("anchor") or {}).get("ratio")
+    if key == "threads2_10000_ms":
+        return r.get("ms_per_update") if r.get("threads") == 2 else None
     if key.startswith("snapshot_"):
         us = r.get("snapshot_restore_cpu_us")
         return None if us is None else (us if key == "snapshot_2" else round(us / 1000.0, 4))
@@ -1108,8 +1256,8 @@ def goals_table(reports: list[dict], first_step: dict | None = None) -> list[dic
     for key, text, limit, unit, size in GOALS:
         r = by_size.get(size) if size is not None else largest
         fig = None
-        if key == "first_step_s":
-            fig = (first_step or {}).get("first_step_s")
+        if key in ("first_step_s", "first_step_cpu_s"):
+            fig = (first_step or {}).get(key)
             r = None
         elif r is not None:
             fig = _figure(key, r)
@@ -1209,6 +1357,14 @@ def _print_one(r: dict, out) -> None:
           f"(CPU {r['pose_pipeline_cpu_us_per_human']}); "
           f"peak memory {r['compiled_peak_mb']} MB (the compiled run), {r['peak_mb']} MB (with the reference run)",
           file=out)
+    a = r.get("anchor") or {}
+    if a.get("ratio") is not None:
+        print(f"the C++ anchor (the pose pipeline's maths in scalar C++, {a['compiler']}, -O2; {a['humans']} humans): "
+              f"{a['cpp_ns_per_human']} ns per human against pose_plan's {a['kernel_ns_per_human']} (CPU): "
+              f"the kernel at {a['ratio']}x; poses differ by at most {max(a['max_pos_diff'], a['max_rot_diff']):g}",
+              file=out)
+    elif a:
+        print(f"the C++ anchor: not measured ({a.get('reason')}); going on", file=out)
     settled = r.get("gc_settled")
     print(f"Python's cyclic GC: {r['gc_ms_per_update']} ms per update (max {r.get('gc_max_ms')}, "
           f"{100 * r.get('gc_share', 0.0):.1f}% of the update; "
