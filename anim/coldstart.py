@@ -45,7 +45,7 @@ import sys
 from . import kernels as K
 
 __all__ = ["LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
-           "kernels_cached", "ALL_KERNELS", "all_cached", "compile_rest", "compile_rest_child", "BACKGROUND",
+           "kernels_cached", "ALL_KERNELS", "all_cached", "compile_rest", "BACKGROUND",
            "cold_notice", "note_cold_compile", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
            "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
            "meanwhile", "root_motion_args"]
@@ -242,13 +242,13 @@ def await_kernel(name: str) -> None:
 
 
 _REST_CODE = ("import json, sys; cfg = json.loads(sys.argv[1]); sys.path[:0] = cfg['path']; "
-              "from scuffle.anim.coldstart import compile_rest_child; sys.exit(compile_rest_child(cfg))")
+              "from scuffle.anim.warmup import compile_rest_child; sys.exit(compile_rest_child(cfg))")
 
 
 def compile_rest() -> bool:
     """Once per process: when some kernel of ALL_KERNELS is not cached and a child may
     compile (``aside_allowed``), start a detached child at low priority that compiles the
-    missing ones into numba's cache (``compile_rest_child``); this process goes on (it
+    missing ones into numba's cache (anim.warmup.compile_rest_child); this process goes on (it
     never waits for it; a kernel it needs before the child is done it compiles itself, as
     numba always does, and loads it from the cache once the child has installed it).
     Returns whether a child was started."""
@@ -281,47 +281,6 @@ def compile_rest() -> bool:
         return False
     BACKGROUND[0] = child
     return True
-
-
-def compile_rest_child(cfg: dict) -> int:
-    """The child of ``compile_rest``: at low priority, copy the cached kernels' files from
-    the cache (``cfg["targets"]``) into its private one (so the warm-up loads them), run
-    the warm-up crowd (anim.warmup.compile_kernels, which compiles the others), then
-    install the kernels of ``cfg["missing"]`` into the cache (``install_cached``) and
-    remove its folder. Returns the exit code: 0 done, 2 another anim/kernels.py than the
-    parent's, 3 no cache here."""
-    import shutil
-
-    try:
-        os.nice(10)
-    except (AttributeError, OSError):
-        pass
-    if os.path.realpath(K.__file__) != cfg["source"]:
-        return 2
-    if not K.CACHE:
-        return 3
-    missing = set(cfg["missing"])
-    for key, target in cfg["targets"].items():
-        mod, name = key.split(".")
-        here = _cache_path(name, mod)
-        if not here:
-            return 3
-        if key in missing or not target or not os.path.isdir(target):
-            continue
-        os.makedirs(here, exist_ok=True)
-        for f in glob.glob(os.path.join(glob.escape(target), glob.escape(f"{mod}.{name}-") + "*")):
-            if f.endswith((".nbi", ".nbc")):
-                shutil.copyfile(f, os.path.join(here, os.path.basename(f)))
-    from .warmup import compile_kernels
-    compile_kernels()
-    for key in sorted(missing):
-        mod, name = key.split(".")
-        here = _cache_path(name, mod)
-        if here:
-            install_cached(here, cfg["targets"][key], f"{mod}.{name}-")
-    if os.environ.get("NUMBA_CACHE_DIR") == cfg["scratch"]:
-        shutil.rmtree(cfg["scratch"], ignore_errors=True)
-    return 0
 
 
 def root_motion_args() -> tuple:

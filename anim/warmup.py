@@ -32,7 +32,7 @@ from .rangelist import author_range
 from .recipe import Arg, ClipStep, GaitStep, Place, Recipe
 from .stack import CharacterInstance
 
-__all__ = ["warm", "compile_kernels", "kernels_cached", "all_cached", "announce_compile", "note_cold_compile",
+__all__ = ["warm", "compile_rest_child", "compile_kernels", "kernels_cached", "all_cached", "announce_compile", "note_cold_compile",
            "COMPILE_MESSAGE", "WARM_MESSAGE", "LOGGER"]
 
 
@@ -129,3 +129,47 @@ def compile_kernels(progress=None) -> None:
     K.root_motion_step(np.arange(n, dtype=np.int64), b.poses.vel, b.poses.tag, b.poses.rot, np.zeros(n),
                        np.zeros(n, np.bool_), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n), 1.0 / 30.0, 50.0,
                        np.empty((n, 3)))
+
+
+def compile_rest_child(cfg: dict) -> int:
+    """The child of anim.coldstart.compile_rest: at low priority, copy the cached kernels' files from
+    the cache (``cfg["targets"]``) into its private one (so the warm-up loads them), run
+    the warm-up crowd (anim.warmup.compile_kernels, which compiles the others), then
+    install the kernels of ``cfg["missing"]`` into the cache (``install_cached``) and
+    remove its folder. Returns the exit code: 0 done, 2 another anim/kernels.py than the
+    parent's, 3 no cache here."""
+    import glob
+    import os
+    import shutil
+
+    from .coldstart import _cache_path, install_cached
+
+    try:
+        os.nice(10)
+    except (AttributeError, OSError):
+        pass
+    if os.path.realpath(K.__file__) != cfg["source"]:
+        return 2
+    if not K.CACHE:
+        return 3
+    missing = set(cfg["missing"])
+    for key, target in cfg["targets"].items():
+        mod, name = key.split(".")
+        here = _cache_path(name, mod)
+        if not here:
+            return 3
+        if key in missing or not target or not os.path.isdir(target):
+            continue
+        os.makedirs(here, exist_ok=True)
+        for f in glob.glob(os.path.join(glob.escape(target), glob.escape(f"{mod}.{name}-") + "*")):
+            if f.endswith((".nbi", ".nbc")):
+                shutil.copyfile(f, os.path.join(here, os.path.basename(f)))
+    compile_kernels()
+    for key in sorted(missing):
+        mod, name = key.split(".")
+        here = _cache_path(name, mod)
+        if here:
+            install_cached(here, cfg["targets"][key], f"{mod}.{name}-")
+    if os.environ.get("NUMBA_CACHE_DIR") == cfg["scratch"]:
+        shutil.rmtree(cfg["scratch"], ignore_errors=True)
+    return 0
