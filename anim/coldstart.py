@@ -270,7 +270,8 @@ def compile_rest() -> bool:
     scratch = tempfile.mkdtemp(prefix="scuffle-kernels-")
     cfg = {"missing": [f"{mod}.{name}" for mod, name in missing], "targets": targets, "scratch": scratch,
            "source": os.path.realpath(K.__file__), "path": [p for p in sys.path if isinstance(p, str)]}
-    env = dict(os.environ, NUMBA_CACHE_DIR=scratch)
+    # the child compiles alone: its own steps start no child (ASIDE_ENV), or each would
+    env = dict(os.environ, NUMBA_CACHE_DIR=scratch, **{ASIDE_ENV: "0"})
     try:
         with open(os.path.join(scratch, "child.log"), "wb") as log:
             child = subprocess.Popen([sys.executable, "-c", _REST_CODE, json.dumps(cfg)], stdin=subprocess.DEVNULL,

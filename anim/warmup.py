@@ -135,9 +135,19 @@ def compile_rest_child(cfg: dict) -> int:
     """The child of anim.coldstart.compile_rest: at low priority, copy the cached kernels' files from
     the cache (``cfg["targets"]``) into its private one (so the warm-up loads them), run
     the warm-up crowd (anim.warmup.compile_kernels, which compiles the others), then
-    install the kernels of ``cfg["missing"]`` into the cache (``install_cached``) and
-    remove its folder. Returns the exit code: 0 done, 2 another anim/kernels.py than the
-    parent's, 3 no cache here."""
+    install the kernels of ``cfg["missing"]`` into the cache (``install_cached``); its
+    private folder ``cfg["scratch"]`` is removed however it ends. Returns the exit code:
+    0 done, 2 another anim/kernels.py than the parent's, 3 no cache here."""
+    import shutil
+
+    try:
+        return _compile_rest(cfg)
+    finally:
+        shutil.rmtree(cfg["scratch"], ignore_errors=True)
+
+
+def _compile_rest(cfg: dict) -> int:
+    """compile_rest_child's work (its folder removed by the caller)."""
     import glob
     import os
     import shutil
@@ -170,6 +180,4 @@ def compile_rest_child(cfg: dict) -> int:
         here = _cache_path(name, mod)
         if here:
             install_cached(here, cfg["targets"][key], f"{mod}.{name}-")
-    if os.environ.get("NUMBA_CACHE_DIR") == cfg["scratch"]:
-        shutil.rmtree(cfg["scratch"], ignore_errors=True)
     return 0
