@@ -13,12 +13,13 @@ Original: 0x00175080 CharacterInstance_GetAnim (id -> clip), 0x00254568 (the ran
 from __future__ import annotations
 
 import difflib
+import hashlib
 from enum import IntEnum
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from .clip import Clip, encode_clip
+from .clip import Clip, clip_digest, encode_clip
 from .rangelist import (
     NUM_ANIM_IDS, RangeAuthoringError, RangeList, RangeRecord, UnknownAnimId, check_anim_id,
 )
@@ -50,6 +51,9 @@ class AnimSetError(ValueError):
 AnimRef = int | str
 
 
+_QUOTE = 80          # an error quotes at most this many characters of a value it was given
+
+
 class UnknownAnimName(UnknownAnimId):
     """A clip name no clip of the set carries; names the set and the closest names
     ("did you mean ..."). An UnknownAnimId (a ValueError), so callers that catch a bad
@@ -59,10 +63,14 @@ class UnknownAnimName(UnknownAnimId):
         ValueError.__init__(self)
         self.anim_id, self.count = name, NUM_ANIM_IDS
         self.name, self.set_name = name, set_name
-        self.suggestions = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6) or \
-            difflib.get_close_matches(name.upper(), [k.upper() for k in known], n=3, cutoff=0.6)
+        # a name longer than any clip's (30 bytes) is neither matched nor quoted whole
+        short = len(name) <= _QUOTE
+        self.suggestions = (difflib.get_close_matches(name, list(known), n=3, cutoff=0.6) or
+                            difflib.get_close_matches(name.upper(), [k.upper() for k in known], n=3, cutoff=0.6)
+                            ) if short else []
         hint = f"; did you mean {' or '.join(repr(x) for x in self.suggestions)}?" if self.suggestions else ""
-        self.args = (f"no clip named {name!r} in set {set_name!r}{hint}",)
+        shown = repr(name) if short else repr(name[:_QUOTE]) + f"... ({len(name)} characters)"
+        self.args = (f"no clip named {shown} in set {set_name[:_QUOTE]!r}{hint}",)
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -78,7 +86,7 @@ class AnimSet:
     (0..721) raise UnknownAnimId.
     """
 
-    __slots__ = ("_name", "_clips", "_index", "_ranges", "_names")
+    __slots__ = ("_name", "_clips", "_index", "_ranges", "_names", "_digest")
     _name: str
     _names: dict[str, int] | None
     _clips: tuple[Clip, ...]
@@ -112,6 +120,7 @@ class AnimSet:
         object.__setattr__(self, "_index", index)
         object.__setattr__(self, "_ranges", range_list)
         object.__setattr__(self, "_names", None)
+        object.__setattr__(self, "_digest", None)
 
     def __setattr__(self, name, value):
         raise AttributeError("AnimSet is immutable; use with_clip / with_range")
@@ -331,6 +340,24 @@ class AnimSet:
     def ids(self) -> list[int]:
         """The ids that have a clip, ascending."""
         return [int(i) for i in np.flatnonzero(self._index != NO_CLIP)]
+
+    def digest(self) -> str:
+        """A sha256 (hex) of the set's contents: its name, the clip each id plays (each
+        clip by its encoded bytes, anim.clip.clip_digest) and its range list. Sets with the
+        same digest play alike; a snapshot file records the digest of each human's set and
+        is restored only where the sets match. Computed once (the set never changes)."""
+        d = self._digest
+        if d is None:
+            h = hashlib.sha256()
+            name = self._name.encode("utf-8", "surrogatepass")
+            h.update(len(name).to_bytes(4, "little") + name)
+            h.update(np.ascontiguousarray(self._index, dtype="<i4").tobytes())
+            h.update(self._ranges.to_bytes())
+            for c in self._clips:
+                h.update(clip_digest(c))
+            d = h.hexdigest()
+            object.__setattr__(self, "_digest", d)
+        return d
 
     def equals(self, other: "AnimSet") -> bool:
         """True when both map every id to clips that encode to the same bytes and hold the same records."""

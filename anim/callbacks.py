@@ -104,26 +104,43 @@ class Callbacks:
     a plain callable as ``fn(instance)``).
     """
 
-    __slots__ = ("_handlers",)
+    __slots__ = ("_handlers", "_checks")
 
     def __init__(self) -> None:
         self._handlers: dict[str, Callable] = {}
+        self._checks: dict[str, Callable[[tuple], str | None]] = {}
 
-    def register(self, kind: str, handler: Callable) -> Callable:
-        """Name ``handler`` ``kind``; returns it. Registering the same handler again is a no-op."""
+    def register(self, kind: str, handler: Callable, check: Callable[[tuple], str | None] | None = None) -> Callable:
+        """Name ``handler`` ``kind``; returns it. Registering the same handler again is a
+        no-op. ``check(args)``: why a callback of this kind with ``args`` read from a file
+        (a snapshot) must be refused, or None (``check_args``); give one for every kind
+        whose handler trusts its arguments."""
         if not isinstance(kind, str) or not kind:
             raise CallbackError(f"Callbacks.register: kind {kind!r}: expected a non-empty str")
         if not callable(handler):
             raise CallbackError(f"Callbacks.register: handler for {kind!r} is not callable")
+        if check is not None and not callable(check):
+            raise CallbackError(f"Callbacks.register: check for {kind!r} is not callable")
         old = self._handlers.get(kind)
         if old is not None and old != handler:
             raise CallbackError(f"Callbacks.register: {kind!r} already names {old!r}")
         self._handlers[kind] = handler
+        if check is not None:
+            self._checks[kind] = check
         return handler
+
+    def check_args(self, kind: str, args: tuple) -> str | None:
+        """Why a callback of ``kind`` with ``args`` (plain data, from a snapshot file) cannot
+        be taken, or None: an unregistered kind, or what the kind's ``check`` says."""
+        if kind not in self._handlers:
+            return f"callback kind {kind[:80]!r} is not registered in this Game"
+        check = self._checks.get(kind)
+        return None if check is None else check(args)
 
     def unregister(self, kind: str) -> None:
         """Forget ``kind`` (nothing if it is not registered)."""
         self._handlers.pop(kind, None)
+        self._checks.pop(kind, None)
 
     def __contains__(self, kind: object) -> bool:
         return kind in self._handlers

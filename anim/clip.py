@@ -14,6 +14,7 @@ Original: 0x001041f8 AnimCursor_Init (the channel rule), 0x00101dd8 (events).
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import struct
 from dataclasses import dataclass, field
@@ -250,6 +251,7 @@ class Clip:
     _sorted_events: tuple | None = field(default=None, repr=False)
     _dispatched: tuple | None = field(default=None, repr=False, compare=False)
     _timing: tuple | None = field(default=None, repr=False)
+    _digest: bytes | None = field(default=None, repr=False, compare=False)
 
     # ---- derived
     @property
@@ -493,6 +495,17 @@ def parse_clip(descriptor: bytes, keyframes: bytes) -> Clip:
 
 
 # ---------------------------------------------------------------- encoding
+
+
+def clip_digest(clip: Clip) -> bytes:
+    """The sha256 of the clip's encoded bytes (descriptor and keyframes), kept on the clip:
+    two clips with the same digest play alike. A snapshot names the clips of its clip bank
+    by it. Rejected: a clip that does not encode (ClipFormatError)."""
+    d = clip._digest
+    if d is None:
+        desc, keys = encode_clip(clip)
+        d = clip._digest = hashlib.sha256(len(desc).to_bytes(4, "little") + desc + keys).digest()
+    return d
 
 
 def encode_clip(clip: Clip) -> tuple[bytes, bytes]:

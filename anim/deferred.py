@@ -131,8 +131,11 @@ class DeferredRows:
             out.append((t, instances[hr]))
         return out
 
-    def save(self) -> tuple:
-        """The list's state: (the entries' rows, a copy; the odd entries)."""
+    def save(self, view: bool = False) -> tuple:
+        """The list's state: (the entries' rows, a copy; the odd entries); ``view``: the
+        rows and the dict themselves, for a state read at once."""
+        if view:
+            return (self.rows[:self.n], self.odd)
         return (self.rows[:self.n].copy(), dict(self.odd))
 
     def load(self, state: tuple) -> None:

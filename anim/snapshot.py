@@ -30,6 +30,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from .callbacks import Callback, CallbackError, check_callback
+from .snapcheck import StateError
 from .store import HumanTable, Table, _layout
 
 __all__ = ["TableState", "save_table", "load_table", "HumanTableState", "save_humans",
@@ -70,9 +72,12 @@ def fits(t: Table | HumanTable, s: "TableState | HumanTableState") -> bool:
     return s.block.nbytes == _layout(t._all if isinstance(t, Table) else t.COLUMNS, s.capacity)[1]
 
 
-def save_table(t: Table, into: TableState | None = None) -> TableState:
+def save_table(t: Table, into: TableState | None = None, view: bool = False) -> TableState:
     """A copy of table ``t`` (TableState): one copy of its block (into ``into``'s block,
-    an older state of the same table that is given up, when it fits)."""
+    an older state of the same table that is given up, when it fits). ``view``: the
+    table's own block and dicts, not copies (a state to read at once, for a checksum)."""
+    if view:
+        return TableState(t.capacity, t.block, {name: getattr(t, name) for name in t._keyed}, None, t._dirty)
     keyed = {name: dict(getattr(t, name)) for name in t._keyed}
     views = None
     if isinstance(t.views, list):
@@ -129,8 +134,11 @@ class HumanTableState:
     on_report: dict
 
 
-def save_humans(h: HumanTable, into: HumanTableState | None = None) -> HumanTableState:
-    """A copy of the human table ``h`` (into ``into``'s block when it fits)."""
+def save_humans(h: HumanTable, into: HumanTableState | None = None, view: bool = False) -> HumanTableState:
+    """A copy of the human table ``h`` (into ``into``'s block when it fits; ``view``: its own
+    block and lists, not copies)."""
+    if view:
+        return HumanTableState(h.capacity, h.block, h._free, h.gen, h.on_report)
     return HumanTableState(h.capacity, _copy_into(h.block, into.block if into is not None else None), list(h._free),
                            list(h.gen), dict(h.on_report))
 
@@ -143,6 +151,9 @@ def load_humans(h: HumanTable, s: HumanTableState) -> bool:
     h.on_report.clear()
     h.on_report.update(s.on_report)
     return replaced
+
+
+_ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 
 
 @dataclasses.dataclass(slots=True)
@@ -199,16 +210,27 @@ def _private_back(rec, values: tuple) -> None:
 
 
 def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
-                into: EngineState | None = None) -> EngineState:
+                into: EngineState | None = None, view: bool = False) -> EngineState:
     """The compiled engine's state: ``player`` (anim.player.Player) and the world's
     ``instances`` (CharacterInstance, stepped or not). ``outputs``: also the last
     update's outputs, which no later update reads (each human's events, made into
     FiredEvent objects, its released ids and refused poses), for a viewer. ``into``: an
-    older state of this engine that is given up, whose arrays are reused."""
+    older state of this engine that is given up, whose arrays are reused. ``view``: the
+    engine's own arrays and lists where a save copies them, for a state read at once (a
+    checksum) and never restored."""
     st = player.stores
     batch = player.batch
+    if view:
+        return EngineState({name: save_table(getattr(st, name), view=True) for name in _ENGINE_TABLES},
+                           save_humans(st.humans, view=True), (player.pool.out, player.pool.n_out),
+                           {"refused": player.refused, "_wraps": player._wraps, "_failed": player._failed,
+                            "deferred": player.deferred_rows.save(view=True), "_stepped": player._stepped,
+                            "stats": (player.stats.poses_refused, player.stats.samples)},
+                           (batch.kernel_humans, batch.pair_changes, batch._leaving), batch._instances,
+                           [(inst, _private_values(inst.record)) for inst in instances
+                            if inst.engine is not batch and inst.record.table.world is None], None)
     old = into.tables if into is not None else {}
-    tables = {name: save_table(getattr(st, name), old.get(name)) for name in ("cursors", "fades", "gaits", "tasks")}
+    tables = {name: save_table(getattr(st, name), old.get(name)) for name in _ENGINE_TABLES}
     pool = (_copy_into(player.pool.out, into.pool[0] if into is not None else None), player.pool.n_out)
     p: dict[str, Any] = {name: list(getattr(player, name)) for name in _PLAYER_LISTS}
     p["deferred"] = player.deferred_rows.save()
@@ -390,3 +412,117 @@ def load_reference(reference: Any, saved: tuple) -> None:
             inst.record.flags, inst.record.anim_id = record
     for inst, record in leaving:
         _private_back(inst.record, record)
+
+
+# ---------------------------------------------------------------- the plain form (snapshot files)
+class NoPlainForm(ValueError):
+    """A state that has no byte form (a callback given as code, a human removed since the
+    last update whose tasks still wait for the flush): the message says what to do."""
+
+
+def callback_plain(cb: Any, where: str, strict: bool = True) -> Any:
+    """A callback as plain data: (kind, args) for a Callback, None for none; a plain
+    callable has none (NoPlainForm naming ``where``), unless not ``strict`` (a checksum):
+    then ("code", its module, its name)."""
+    if cb is None:
+        return None
+    if cb.__class__ is Callback:
+        return (cb.kind, tuple(cb.args))
+    if not strict:
+        return ("code", str(getattr(cb, "__module__", "")), str(getattr(cb, "__qualname__", type(cb).__qualname__)))
+    raise NoPlainForm(f"{where}: a callback given as code ({type(cb).__name__}) has no byte form: callbacks "
+                      "must be data (anim.callbacks.Callback)")
+
+
+def callback_back(v: Any, where: str, callbacks: Any) -> Any:
+    """``callback_plain``'s value as a Callback. Rejected (StateError naming ``where``): not
+    (kind, args) of plain data, a kind the world's ``callbacks`` (anim.callbacks.Callbacks)
+    has not registered, arguments its check refuses."""
+    if v is None:
+        return None
+    if not (v.__class__ is tuple and len(v) == 2 and v[0].__class__ is str and v[1].__class__ is tuple):
+        raise StateError(f"{where}: not a callback (kind, args)")
+    try:
+        check_callback(Callback(v[0], v[1]), where)
+    except CallbackError as e:
+        raise StateError(str(e)) from None
+    why = callbacks.check_args(v[0], v[1])
+    if why is not None:
+        raise StateError(f"{where}: {why}")
+    return Callback(v[0], v[1])
+
+
+def engine_plain(s: EngineState, name_of: Any, strict: bool = True) -> dict:
+    """The compiled engine's saved values but its tables' blocks (each table's keyed values,
+    rows freed since the last take, the human table's free list, generations and report
+    callbacks, the pool, the deferred list, the step's row lists, the counts, and the
+    humans by row), as plain data (anim.plaindata): instances by ``name_of(instance)``,
+    callbacks as (kind, args). Rejected (NoPlainForm): a callback given as code, a human
+    removed since the last update with tasks still on the deferred list, a step's lists
+    left non-empty (a snapshot is taken between two updates). Not ``strict`` (a checksum):
+    callbacks as code are named, entries held as objects given by their rows, and the
+    step's pending lists counted."""
+    tables = {}
+    if strict:
+        ts = s.tables["tasks"]
+        lay = _layout(_TASK_COLUMNS(), ts.capacity)[0]
+        live = _column(ts, lay, "live")
+        ty = _column(ts, lay, "type")
+        bad = [int(r) for r in np.flatnonzero(live & (ty == 13)) if int(r) not in ts.keyed["dir_banks"]]
+        if bad:
+            raise NoPlainForm(f"tasks[{bad[0]}]: a direction task made with a make_cursor function has no byte "
+                              "form (its clips come from code); make it with Player.direction")
+    for name, ts in s.tables.items():
+        keyed = {}
+        for k, d in ts.keyed.items():
+            if k in ("on_end", "on_wrap"):
+                keyed[k] = {int(r): callback_plain(v, f"tasks.{k}[{r}]", strict) for r, v in d.items()}
+            elif k == "dir_banks":
+                keyed[k] = {int(r): tuple(int(b) for b in v) for r, v in d.items()}
+            else:                                    # partner: a human's handle (an int or a name)
+                keyed[k] = dict(d)
+        tables[name] = {"keyed": keyed, "dirty": np.array(ts.dirty, np.int64)}
+    h = s.humans
+    p = s.player
+    rows, odd = p["deferred"]
+    if odd and strict:
+        raise NoPlainForm("a human removed since the last update still has tasks waiting for the flush: step "
+                          "once, then save the byte form")
+    if (p["_wraps"] or p["_failed"]) and strict:
+        raise NoPlainForm("the step's wrap callbacks or failures are pending: save between two updates")
+    out = {
+        "tables": tables,
+        "humans": {"free": np.array(h.free, np.int64), "gen": np.array(h.gen, np.int64),
+                   "on_report": {int(r): callback_plain(v, f"humans.on_report[{r}]", strict)
+                                 for r, v in h.on_report.items()}},
+        "pool": (np.asarray(s.pool[0], np.bool_), int(s.pool[1])),
+        "deferred": np.asarray(rows, np.int64).reshape(-1, 2),
+        "stepped": [np.asarray(r, np.int64) for r in p["_stepped"]],
+        "stats": (int(p["stats"][0]), int(p["stats"][1])),
+        "batch": (int(s.batch[0]), int(s.batch[1]), [(int(r), int(g)) for r, g in s.batch[2]]),
+        "instances": [None if i is None else name_of(i) for i in s.instances],
+        "loose": [(name_of(inst), (int(v[0]), int(v[1]), int(v[2]), float(v[3]),
+                                   callback_plain(v[4], f"{name_of(inst)}.on_report", strict)))
+                  for inst, v in s.loose],
+    }
+    if not strict and (odd or p["_wraps"] or p["_failed"]):
+        out["pending"] = ([(k, t.trow, t.tgen, name_of(i)) for k, (t, i) in sorted(odd.items())],
+                          len(p["_wraps"]), len(p["_failed"]))
+    return out
+
+
+def _TASK_COLUMNS() -> dict:
+    from .store import task_table
+    global _TASK_COLS
+    if _TASK_COLS is None:
+        _TASK_COLS = task_table(1)._all
+    return _TASK_COLS
+
+
+_TASK_COLS: dict | None = None
+
+
+def _column(ts: TableState, lay: dict, name: str) -> np.ndarray:
+    """Column ``name`` of a saved block (laid out as ``lay``)."""
+    off, dt, shape = lay[name]
+    return ts.block[off:off + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)

@@ -1475,7 +1475,11 @@ class DirectionTask(Task):
 # The task classes whose rows a prepared command writes with no handle (anim.recipe): a
 # handle is made for such a row on its first read (task_at), from the row alone.
 _MADE_ON_READ: dict[int, type] = {int(TaskType.LOOP): LoopTask, int(TaskType.CLIP): ClipTask,
-                                  int(TaskType.FADE): FadeTask, int(TaskType.GAIT): GaitTask}
+                                  int(TaskType.FADE): FadeTask, int(TaskType.GAIT): GaitTask,
+                                  int(TaskType.HOLD): HoldTask, int(TaskType.SCENE): SceneTask,
+                                  int(TaskType.PAIRED_CLIP): PairedClipTask,
+                                  int(TaskType.PAIRED_HOLD): PairedHoldTask, int(TaskType.MIX): MixTask,
+                                  int(TaskType.PICK): PickTask, int(TaskType.DIRECTION): DirectionTask}
 
 
 def task_at(ts: Table, r: int) -> Task | None:
@@ -1485,7 +1489,9 @@ def task_at(ts: Table, r: int) -> Task | None:
     for a row that is not live. In: the table, a row. Out: the handle, or None.
     The handle is what the Player's constructor would have made: a clip task's anim id
     read from its cursor row, a fade's and a gait's own row from ``aux`` (no cursor
-    handles: the rows alone)."""
+    handles: the rows alone), a mix's and a pick's cursor handles onto its rows, a
+    direction's clips from ``dir_banks``. Every type is made so: a restored snapshot file
+    holds rows, never handles."""
     views = ts.views
     try:
         t = views[r]
@@ -1509,6 +1515,16 @@ def task_at(ts: Table, r: int) -> Task | None:
             t._make_cursor = None
             t.cstore = world.cursors
             t._lower_cursor = t._upper_cursor = None
+    elif cls is MixTask:                                 # its two cursors' handles, onto the rows
+        cs = world.cursors
+        t.a, t.b = Cursor.view(cs, ts.m_c0[r]), Cursor.view(cs, ts.m_c1[r])
+    elif cls is PickTask:
+        cs = world.cursors
+        t.clips = [Cursor.view(cs, ts.m_c0[r]), Cursor.view(cs, ts.m_c1[r]), Cursor.view(cs, ts.m_c2[r]),
+                   Cursor.view(cs, ts.m_c3[r])]
+    elif cls is DirectionTask:                           # its clips from dir_banks, handles on read
+        t._make_cursor = None
+        t._dir_cache = []
     else:
         t._aid = world.cursors.m_anim[ts.m_c0[r]]
         t._c = None

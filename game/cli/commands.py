@@ -328,6 +328,31 @@ def show_library_log() -> None:
             log.setLevel(logging.INFO)
 
 
+MAX_ERROR_LINE = 400       # characters of an error line; the values in it are cut to about 80 at their source
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every output's ``finally`` and ``except
+    BaseException`` runs (its temporary file deleted, an old file left whole)."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+def _on_terminate():
+    """SIGTERM raises Terminated in the main thread (elsewhere nothing changes); returns
+    the handler it replaced."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return signal.signal(signal.SIGTERM, _raise_terminated)
+    except (ValueError, OSError):
+        return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; returns the exit status (0, or 2 on any user error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -341,20 +366,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = parser.parse_args(argv)
         except SystemExit as exc:      # usage errors (already printed) and --help
             return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    previous = _on_terminate()
     try:
         # the commands that step humans (demo, view, run, bench) say so when numba's cache is
         # cold (anim.warmup.announce_compile; the bench compiles every kernel ahead)
         status = args.run(args)
         sys.stdout.flush()
         return status
+    except KeyboardInterrupt:          # Ctrl-C: the outputs' temporary files are gone, old files whole
+        print(f"{PROG} {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Terminated:                 # SIGTERM: as Ctrl-C
+        print(f"{PROG} {args.command}: terminated", file=sys.stderr)
+        return 143
     except BrokenPipeError:            # the reader went away (``| head``): stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
     except (CliError, ValueError, OSError, AnimLimitError, PoseStackOverflow) as exc:
         text = " ".join(str(exc).split()) or type(exc).__name__
+        if len(text) > MAX_ERROR_LINE:  # a value quoted whole somewhere: the line stays readable
+            text = text[:MAX_ERROR_LINE - 3] + "..."
         print(f"{PROG} {args.command}: error: {text}", file=sys.stderr)
         return EXIT_ERROR
     except RecursionError:             # a last guard: the readers refuse deep nesting first
         print(f"{PROG} {args.command}: error: input nested too deeply", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        if previous is not None:
+            import signal
+            signal.signal(signal.SIGTERM, previous)

@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from scuffle.anim.limits import INT32_MAX
+from scuffle.game.cli.errors import whole
 from scuffle.game.fighters import registry
 from scuffle.game.runtime.scenario import ScenarioError, load_scenario, run_scenario
 
@@ -59,15 +61,16 @@ def run_arguments(p: argparse.ArgumentParser) -> None:
                         "plain-Python model of the spec (slow; to debug a scenario)")
 
 
+def _cut(text: str, n: int = 80) -> str:
+    """``text`` cut to about ``n`` characters (an error line quotes a path as given)."""
+    text = str(text)
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
 def _update(text: str) -> int:
-    """An update number (a whole number >= 0), for --snapshot-at."""
-    try:
-        v = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of updates") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{v} is below 0")
-    return v
+    """An update number (a whole number 0 to 2^31 - 1), for --snapshot-at; the error line
+    quotes at most 40 characters of the text."""
+    return whole(0, INT32_MAX)(text)
 
 
 def _snapshot_args(args: argparse.Namespace, sc):
@@ -86,14 +89,11 @@ def _snapshot_args(args: argparse.Namespace, sc):
     path = getattr(args, "from_snapshot", None)
     if path is not None:
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            start = Snapshot.read(path)         # a regular file within the budget, data only
         except OSError as exc:
-            raise CliError(f"--from-snapshot {path}: {exc.strerror or exc}") from None
-        try:
-            start = Snapshot.from_bytes(data)
+            raise CliError(f"--from-snapshot {_cut(path)}: {exc.strerror or exc}") from None
         except SnapshotError as exc:
-            raise CliError(f"--from-snapshot {path}: {exc}") from None
+            raise CliError(f"--from-snapshot {_cut(path)}: {exc}") from None
         if start.engine != args.engine:
             raise CliError(f"--from-snapshot {path}: a snapshot of the {start.engine} engine (--engine {start.engine})")
         if at is not None and at < start.update:
@@ -111,7 +111,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     try:
         check_outputs({"trace": args.trace, "snapshot": getattr(args, "snapshot_out", None)},
-                      {"scenario": args.scenario, **{f"file {f!r} of the scenario": f for f in sc.files}})
+                      {"scenario": args.scenario, "snapshot (--from-snapshot)": getattr(args, "from_snapshot", None),
+                       **{f"file {f!r} of the scenario": f for f in sc.files}})
     except OutputError as exc:
         raise CliError(str(exc)) from None
     start, at = _snapshot_args(args, sc)

@@ -45,6 +45,26 @@ class FighterAI:
         tick, the hold's strikes left, whether it is on."""
         return (self.rng.save_state(), self.tick, self.hold_actions, self.enabled)
 
+    def config(self) -> dict:
+        """Its settings as plain data (Game.config)."""
+        return {"kind": "FighterAI", "me": self.me, "opponent": self.opponent, "aggression": self.aggression,
+                "think_every": self.think_every}
+
+    def state_fits(self, state) -> str | None:
+        """Why ``state`` (a ``save_state``, perhaps from a file) cannot be loaded, or None."""
+        from scuffle.game.runtime.snapfile import _Refused, need_random_state
+        if not (isinstance(state, tuple) and len(state) == 4):
+            return "not an AI's state"
+        try:
+            need_random_state(state[0], "rng")
+        except _Refused as e:
+            return str(e)
+        tick, hold, on = state[1:]
+        if tick.__class__ is not int or not 0 <= tick < 1 << 62 or hold.__class__ is not int or \
+                not 0 <= hold <= 16 or on.__class__ is not bool:
+            return "tick, hold actions or enabled out of range"
+        return None
+
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state`` (Game.restore)."""
         rng, self.tick, self.hold_actions, self.enabled = state

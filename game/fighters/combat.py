@@ -31,10 +31,14 @@ full health.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
+
 from scuffle.anim.clip import EventType
-from scuffle.anim.limits import INT32_MAX, MAX_COORD, check_int
+from scuffle.anim.limits import INT32_MAX, MAX_COORD, MAX_HEALTH, check_int
+from scuffle.anim.rangelist import NUM_ANIM_IDS
 from scuffle.components import Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEventKind, FightFlags,
                                              FightHandler, FightState, FightStats, GAITS, GRAB_SEARCH_FACTOR,
@@ -96,7 +100,7 @@ class Fight(Hits):
         # with the world's callbacks (several Fights on one world each get their own kind)
         taken = sum(1 for k in self.player.callbacks.kinds() if k.startswith("scuffle.fight."))
         self.end_kind = f"scuffle.fight.{taken}.end"
-        self.player.callbacks.register(self.end_kind, self._end_noted)
+        self.player.callbacks.register(self.end_kind, self._end_noted, self._end_args_fit)
         self.controllers: list = []       # AI / input callables(fight) run each actions phase
         # The host's handlers by kind (Fight.on): registrations, called in order.
         self.listeners: dict[FightEventKind, list[FightHandler]] = {}
@@ -139,13 +143,80 @@ class Fight(Hits):
         ctl = tuple(c.save_state() if hasattr(c, "save_state") else None for c in self.controllers)
         return (dict(self.ko), self.ko_at, dict(self.starts), stats, tuple(self.pending), ctl)
 
+    def config(self) -> dict:
+        """The rules' settings as plain data (Game.config): the options and, per controller,
+        its kind and settings (``config()`` when it has one)."""
+        return {"separate": bool(self.separate), "ko": bool(self.ko_rule), "rounds": self.rounds,
+                "round_pause": self.round_pause, "end_kind": self.end_kind,
+                "controllers": [c.config() if hasattr(c, "config") else f"{type(c).__module__}.{type(c).__qualname__}"
+                                for c in self.controllers]}
+
+    def _end_args_fit(self, args: tuple) -> str | None:
+        """Why an end callback's arguments read from a snapshot file cannot be taken: ()
+        (the held bits kept), or (a fighter's entity, a move's end, a serial)."""
+        if args == ():
+            return None
+        if len(args) != 3 or not self._is_fighter(args[0]) or args[1] not in END_WHATS or \
+                args[2].__class__ is not int or args[2] < 0:
+            return "not a fight end (entity, what, serial)"
+        return None
+
+    def _is_fighter(self, ent) -> bool:
+        """An entity a saved fight state may name: a human of the Game, or one gone from the
+        world (the rules skip those: a human removed since)."""
+        if ent.__class__ is not int or ent < 0:
+            return False
+        return ent in self.game.names.values() or not self._live(ent)
+
     def state_fits(self, state) -> str | None:
-        """Why ``state`` (a ``save_state``) cannot be loaded here, or None when it can
-        (Game.restore asks before it changes anything)."""
+        """Why ``state`` (a ``save_state``, perhaps read from a file) cannot be loaded here,
+        or None when it can (Game.restore asks before it changes anything): its shape, the
+        entities it names (the Game's humans), the moves (anim ids), the numbers (finite,
+        in range), the log's and the controllers' states."""
         if not (isinstance(state, tuple) and len(state) == 6 and isinstance(state[5], tuple)):
             return "not a fight state"
-        if len(state[5]) != len(self.controllers):
-            return f"{len(state[5])} controllers saved, {len(self.controllers)} here"
+        ko, ko_at, starts, stats, pending, ctl = state
+        if len(ctl) != len(self.controllers):
+            return f"{len(ctl)} controllers saved, {len(self.controllers)} here"
+        if not isinstance(ko, dict) or any(not self._is_fighter(e) or u.__class__ is not int or u < 0
+                                           for e, u in ko.items()):
+            return "ko: not fighters' entities and updates"
+        if not (ko_at is None or (ko_at.__class__ is int and ko_at >= 0)):
+            return "ko_at: not an update"
+        if not isinstance(starts, dict):
+            return "starts: not a map"
+        for e, v in starts.items():
+            if not (self._is_fighter(e) and isinstance(v, tuple) and len(v) == 3 and isinstance(v[0], np.ndarray)
+                    and v[0].shape == (3,) and v[0].dtype == np.float64 and bool((abs(v[0]) <= MAX_COORD).all())
+                    and _finite(v[1], MAX_COORD) and _finite(v[2], MAX_HEALTH) and v[2] > 0):
+                return f"starts[{str(e)[:20]}]: not (position, heading, health)"
+        if not (isinstance(stats, tuple) and len(stats) == 10):
+            return "stats: not the fight's counts"
+        grabs, strikes, throws, damage, refused, log, kinds, logged, round_, rounds = stats
+        if any(x.__class__ is not int or x < 0 for x in (grabs, strikes, throws, refused, logged, round_)) or \
+                not _finite(damage, 1e15):
+            return "stats: counts that are not whole numbers >= 0"
+        if not (isinstance(log, tuple) and len(log) <= LOG_SIZE and all(_plain_entry(x) for x in log)):
+            return f"stats.log: not at most {LOG_SIZE} entries (update, human, what, ...)"
+        if not (isinstance(kinds, dict) and all(isinstance(k, str) and n.__class__ is int and n >= 0
+                                                for k, n in kinds.items())):
+            return "stats.kinds: not counts by kind"
+        if not (isinstance(rounds, tuple) and all(isinstance(r, dict) and all(isinstance(k, str) for k in r)
+                                                  for r in rounds)):
+            return "stats.rounds: not the finished rounds"
+        if not isinstance(pending, tuple):
+            return "pending: not a list"
+        for item in pending:
+            if not (isinstance(item, tuple) and item and (
+                    (item[0] == "window" and len(item) == 3 and self._is_fighter(item[1])
+                     and item[2].__class__ is int and 0 <= item[2] < NUM_ANIM_IDS)
+                    or (item[0] == "end" and self._end_args_fit(item[1:]) is None and len(item) == 4))):
+                return "pending: not hit windows (window, entity, move) and ends (end, entity, what, serial)"
+        for i, (c, v) in enumerate(zip(self.controllers, ctl)):
+            fits = getattr(c, "state_fits", None)
+            why = fits(v) if fits is not None else (None if v is None else "a state for a controller without one")
+            if why is not None:
+                return f"controllers[{i}]: {why}"
         return None
 
     def load_state(self, state: tuple) -> None:
@@ -226,6 +297,20 @@ class Fight(Hits):
                 c.state = FightState.FREE
         if self.separate:
             self._separate()
+
+
+# The moves' ends an end callback notes (FightCore._ended; Fight._on_end acts on them).
+END_WHATS = frozenset({"connect", "throw", "let_go", "attack", "grab_attempt", "react", "get_up"})
+
+
+def _finite(v, bound: float) -> bool:
+    return v.__class__ in (int, float) and math.isfinite(v) and abs(v) <= bound
+
+
+def _plain_entry(x) -> bool:
+    """A log entry as the fight writes it: (update, human, what, plain values...)."""
+    return isinstance(x, tuple) and len(x) >= 3 and len(x) <= 8 and x[0].__class__ is int and \
+        isinstance(x[2], str) and all(v is None or v.__class__ in (int, float, str, bool) for v in x)
 
 
 def fight_of(game: Game) -> Fight:

@@ -203,6 +203,13 @@ def _publish(tmp: str, path: str, what: str) -> None:
     replaces, else the usual 0666 less the umask)."""
     try:
         try:
+            st = os.lstat(path)
+        except OSError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            _discard(tmp)
+            raise OutputError(path, what, f"{_kind(st.st_mode)} is there; an output replaces only a regular file")
+        try:
             mode = stat.S_IMODE(os.stat(path).st_mode)
         except OSError:
             umask = os.umask(0)
@@ -237,11 +244,16 @@ def _open_stream(path: str):
 
 def write_bytes(path: str | os.PathLike, data: bytes, what: str = "output") -> None:
     """Write ``data`` to ``path`` whole or not at all (a temporary file beside it,
-    renamed). Rejected: OutputError naming the file (a directory there, a folder not
-    writable, a full disk)."""
+    renamed; an interrupt during the write deletes it and leaves an old ``path`` whole).
+    A device or FIFO (``/dev/null``, ``/dev/stdout``) is written in place, never renamed
+    over. Rejected: OutputError naming the file (a directory there, a folder not
+    writable, a full disk, a FIFO with no reader)."""
     path = str(path)
     if os.path.isdir(path):
         raise OutputError(path, what, "a directory")
+    if _streamed(path):
+        _write_in_place(path, data, what)
+        return
     try:
         tmp = _temp_beside(path)
     except OutputError as exc:
@@ -254,7 +266,30 @@ def write_bytes(path: str | os.PathLike, data: bytes, what: str = "output") -> N
     except OSError as exc:
         _discard(tmp)
         raise OutputError(path, what, exc.strerror or str(exc)) from None
+    except BaseException:                   # an interrupt (SIGINT, SIGTERM): no part file left
+        _discard(tmp)
+        raise
     _publish(tmp, path, what)
+
+
+def _write_in_place(path: str, data: bytes, what: str) -> None:
+    """``data`` written to a device or FIFO as it is (never replaced by a file)."""
+    flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        problem = "a FIFO with no reader" if exc.errno == errno.ENXIO else exc.strerror or str(exc)
+        raise OutputError(path, what, problem) from None
+    try:
+        os.set_blocking(fd, True)
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+    except OSError as exc:
+        raise OutputError(path, what, exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
 
 
 class OutputFile:

@@ -684,6 +684,7 @@ class Script:
         self.game, self.sc, self.on_command = game, sc, on_command
         self.next = 0                                # sc.commands[next] is the next to apply
         self.last: dict[str, Command] = {}           # the last command applied to each human
+        self._pos: dict[int, int] | None = None      # id(command) -> its position (derived)
 
     def __call__(self, ctx) -> None:
         from scuffle.game.runtime.world import UnknownHuman
@@ -707,14 +708,38 @@ class Script:
                 self.on_command(cmd, result)
 
     def save_state(self) -> tuple:
-        """The next command's index and the last command per human (Game.snapshot)."""
-        return (self.next, dict(self.last))
+        """The next command's index and the last command per human, by its index in the
+        scenario's commands (Game.snapshot: plain data)."""
+        pos = self._positions()
+        return (self.next, {h: pos[id(c)] for h, c in self.last.items()})
+
+    def _positions(self) -> dict[int, int]:
+        """id(command) -> its position in the scenario's commands (made once)."""
+        if self._pos is None:
+            self._pos = {id(c): k for k, c in enumerate(self.sc.commands)}
+        return self._pos
+
+    def state_fits(self, state) -> str | None:
+        """Why ``state`` (a ``save_state``, perhaps from a file) cannot be loaded here, or
+        None when it can: the next index within the commands, each human's last command
+        one of this scenario's commands for that human."""
+        cmds = self.sc.commands
+        if not (isinstance(state, tuple) and len(state) == 2 and isinstance(state[1], dict)):
+            return "not a scenario script's state (next, last)"
+        nxt, last = state
+        if nxt.__class__ is not int or not 0 <= nxt <= len(cmds):
+            return f"next command {str(nxt)[:20]} is not 0-{len(cmds)}"
+        for h, i in last.items():
+            if i.__class__ is not int or not 0 <= i < len(cmds) or cmds[i].human != h:
+                return f"the last command of {str(h)[:40]!r} is not one of the scenario's commands for it"
+        return None
 
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state`` (Game.restore)."""
         self.next, last = state
         self.last.clear()
-        self.last.update(last)
+        cmds = self.sc.commands
+        self.last.update({h: cmds[i] for h, i in last.items()})
 
 
 def setup_scenario(sc: Scenario, on_command: Callable[[Command, Any], None] | None = None,

@@ -42,22 +42,23 @@ from typing import Any
 import esper
 import numpy as np
 
+from scuffle.anim import plaindata
 from scuffle.anim import snapshot as S
 from scuffle.anim.cursor import Cursor, FiredEvent
 from scuffle.components import Animator, Body, Combat
+from scuffle.game.runtime import snapfile as F
 
 __all__ = ["Snapshot", "SnapshotError", "SNAPSHOT_VERSION", "take", "restore", "checksum", "parts", "sync_test",
            "SyncError", "SyncReport", "SavedRandom"]
 
-# The byte form's version: a snapshot of another version is refused (SnapshotError).
-SNAPSHOT_VERSION = 1
-_MAGIC = b"SCUFSNAP"
-_HEAD = struct.Struct("<8sIQ32s")              # magic, version, payload length, sha256 of the payload
+# The byte form's format (game.runtime.snapfile: docs/formats.md, "Snapshot"); a file of
+# another format is refused (SnapshotError).
+SNAPSHOT_VERSION = F.FORMAT
 
 
 class SnapshotError(ValueError):
     """A snapshot that cannot be restored here, or bytes that are not a snapshot (one line,
-    naming the field or byte offset); nothing was changed."""
+    naming the section and field or the byte offset); nothing was changed."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -81,22 +82,24 @@ class Snapshot:
     """A whole Game at the end of an update (``Game.snapshot()``).
 
     ``update`` is the number of updates run when it was taken (``Game.update``); ``humans``
-    the names saved. ``to_bytes()`` gives its byte form, ``Snapshot.from_bytes(b)`` reads
-    one back (checked: magic, version, length, digest), restorable on a Game set up the
-    same way (the same humans and anim sets). ``checksum()`` is a digest of the state.
+    the names saved. A snapshot taken of a Game restores into that Game only.
+    ``to_bytes()`` gives its file form (data only: game.runtime.snapfile),
+    ``Snapshot.from_bytes(b)`` reads one back (framed and checked: magic, format, sizes,
+    sha256), restorable into any Game set up the same way (the same configuration digest,
+    humans and anim sets), where every row and value is checked first. ``checksum()`` is
+    a digest of the state, the same for a snapshot and its bytes read back.
     """
 
-    __slots__ = ("_state", "_payload", "_game", "update", "humans", "engine")
+    __slots__ = ("_state", "_parsed", "_game", "update", "humans", "engine")
 
-    def __init__(self, state: _State | None, payload: bytes | None = None, meta: tuple | None = None,
-                 game: Any = None):
-        self._state, self._payload = state, payload
+    def __init__(self, state: _State | None, parsed: Any = None, game: Any = None):
+        self._state, self._parsed = state, parsed
         self._game = weakref.ref(game) if game is not None else None
         if state is not None:
             self.update, self.humans, self.engine = state.updates_run, tuple(state.names), state.engine
         else:
-            assert meta is not None
-            self.update, self.humans, self.engine = meta
+            m = parsed.meta
+            self.update, self.humans, self.engine = m["updates_run"], tuple(m["names"]), m["engine"]
 
     def __repr__(self) -> str:
         return f"Snapshot(update={self.update}, humans={list(self.humans)}, engine={self.engine!r})"
@@ -104,9 +107,9 @@ class Snapshot:
     @property
     def nbytes(self) -> int:
         """The bytes of the arrays the snapshot holds (its tables' blocks: most of its
-        memory; the size of the byte form when read from bytes)."""
+        memory; the tables' bytes when read from a file)."""
         if self._state is None:
-            return len(self._payload or b"")
+            return sum(len(t[2]) for t in self._parsed.tables.values())
         total = 0
         st = self._state
         parts_ = [st.bodies[0], st.combats[0]]
@@ -120,85 +123,76 @@ class Snapshot:
 
     # ---------------------------------------------------------------- digest
     def checksum(self) -> str:
-        """A sha256 (hex) of every saved value: equal states give equal digests on any
-        machine (floats by their bits, arrays by their bytes; sets and counters sorted)."""
+        """A sha256 (hex) of the state (game.runtime.snapfile.checksum): equal states give
+        equal digests on any machine, and a snapshot's bytes read back give its own."""
         if self._state is None:
-            raise SnapshotError("Snapshot.checksum: a snapshot read from bytes is checked by its digest; "
-                                "restore it and ask Game.checksum()")
-        return _digest(self._state)
+            return F.checksum_parsed(self._parsed)
+        game = self._game() if self._game is not None else None
+        if game is None or game.closed:
+            raise SnapshotError("Snapshot.checksum: the Game it was taken of is closed; take the checksum while "
+                                "it is open, or of the bytes read back")
+        return _digest(game, self._state)
 
     # ---------------------------------------------------------------- bytes
     def to_bytes(self) -> bytes:
-        """The byte form: a header (magic ``SCUFSNAP``, version, payload length, sha256 of
-        the payload) and the payload (the state, pickled; the world's own objects, such
-        as the humans, tables and anim sets, by name). Rejected (SnapshotError): a state
-        that holds code (a plain callable as a task's callback: give it as data,
-        anim.callbacks.Callback) or another object that has no byte form."""
-        if self._payload is not None:
-            payload = self._payload
-        else:
-            game = self._game() if self._game is not None else None
-            if game is None or game.closed:
-                raise SnapshotError("Snapshot.to_bytes: the Game it was taken of is gone (closed): the byte form "
-                                    "names its humans and tables; write it while the Game is open")
-            buf = io.BytesIO()
-            try:
-                _Pickler(buf, _world_keys(game)).dump(
-                    (SNAPSHOT_VERSION, (self.update, self.humans, self.engine), self._state))
-            except (pickle.PicklingError, TypeError, AttributeError) as e:
-                raise SnapshotError(f"Snapshot.to_bytes: the state holds something with no byte form ({e}); "
-                                    "callbacks must be data (anim.callbacks.Callback)") from None
-            payload = buf.getvalue()
-        return _HEAD.pack(_MAGIC, SNAPSHOT_VERSION, len(payload), hashlib.sha256(payload).digest()) + payload
+        """The file form (game.runtime.snapfile; docs/formats.md, "Snapshot"): a header
+        (magic ``SCUFSNAP``, format, scuffle's version, the Game's configuration digest,
+        sizes, the payload's sha256), a directory and typed sections: each table's block
+        with its declared columns, and the plain values. The last update's outputs are not
+        in it. Rejected (SnapshotError): a Game closed since, the reference engine's state,
+        a callback given as code (give it as data: anim.callbacks.Callback), a human removed
+        since the last update whose tasks wait for the flush."""
+        if self._parsed is not None:
+            raise SnapshotError("Snapshot.to_bytes: a snapshot read from bytes: keep those bytes")
+        game = self._game() if self._game is not None else None
+        if game is None or game.closed:
+            raise SnapshotError("Snapshot.to_bytes: the Game it was taken of is gone (closed): write the byte "
+                                "form while the Game is open")
+        try:
+            return F.encode(game, self._state)
+        except (S.NoPlainForm, plaindata.PlainDataError) as e:
+            raise SnapshotError(f"Snapshot.to_bytes: {e}") from None
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Snapshot":
-        """A snapshot from ``to_bytes``'s form. Rejected (SnapshotError, one line naming the
-        byte offset): not bytes, too short, another magic or version, a payload of
-        another length or digest (truncated or corrupted)."""
+        """A snapshot from ``to_bytes``'s form, framed and checked (magic, format, sizes,
+        sha256, each section's plain data). Rejected (SnapshotError, one line naming the
+        field or byte offset): not bytes, more than snapfile.MAX_BYTES, anything that does
+        not frame. Its rows and values are checked against a Game when it is restored."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise SnapshotError(f"Snapshot.from_bytes: expected bytes, got {type(data).__name__}")
-        data = bytes(data)
-        if len(data) < _HEAD.size:
-            raise SnapshotError(f"snapshot: {len(data)} bytes, shorter than its {_HEAD.size}-byte header (offset 0)")
-        magic, version, n, digest = _HEAD.unpack_from(data)
-        if magic != _MAGIC:
-            raise SnapshotError(f"snapshot: magic {magic!r} at offset 0 is not {_MAGIC!r} (not a scuffle snapshot)")
-        if version != SNAPSHOT_VERSION:
-            raise SnapshotError(f"snapshot: version {version} at offset 8; this scuffle reads version "
-                                f"{SNAPSHOT_VERSION}")
-        payload = data[_HEAD.size:]
-        if len(payload) != n:
-            raise SnapshotError(f"snapshot: payload length {len(payload)} at offset {_HEAD.size}, the header "
-                                f"(offset 12) says {n} (truncated or padded)")
-        if hashlib.sha256(payload).digest() != digest:
-            raise SnapshotError("snapshot: the payload's sha256 differs from the header's (offset 20): corrupted")
+        if len(data) > F.MAX_BYTES:
+            raise SnapshotError(f"snapshot: {len(data)} bytes, more than the {F.MAX_BYTES}-byte budget")
         try:
-            version2, meta, _ = _Unpickler(io.BytesIO(payload), None).load()
-        except SnapshotError:
-            raise
-        except Exception as e:                        # a payload with a good digest but not ours
-            raise SnapshotError(f"snapshot: payload at offset {_HEAD.size} is not a snapshot state "
-                                f"({type(e).__name__}: {e})") from None
-        if version2 != SNAPSHOT_VERSION or not (isinstance(meta, tuple) and len(meta) == 3):
-            raise SnapshotError(f"snapshot: payload at offset {_HEAD.size} is not a version "
-                                f"{SNAPSHOT_VERSION} state")
-        return cls(None, payload, meta)
+            parsed = F.parse(bytes(data))
+        except F._Refused as e:
+            raise SnapshotError(f"snapshot: {e}") from None
+        return cls(None, parsed)
+
+    @classmethod
+    def read(cls, path: str) -> "Snapshot":
+        """``from_bytes`` of the file at ``path``: a regular file of at most
+        snapfile.MAX_BYTES, never read past its size (a FIFO or a device is refused without
+        a read). Rejected: SnapshotError naming the file; OSError as the system gives it."""
+        try:
+            data = F.read_file(path)
+        except F._Refused as e:
+            raise SnapshotError(f"snapshot: {e}") from None
+        return cls.from_bytes(data)
 
     def _resolved(self, game) -> _State:
-        """The state, its world objects found in ``game`` (a snapshot read from bytes)."""
+        """The state: this Game's own snapshot as taken, or a file's checked against the
+        Game and rebuilt in it (snapfile.to_state). Rejected (SnapshotError): a snapshot
+        of another Game; a file that does not fit this one."""
         if self._state is not None:
+            if self._game is None or self._game() is not game:
+                raise SnapshotError("Game.restore: this snapshot was taken of another Game; a Snapshot restores "
+                                    "into its own Game (give another Game its bytes: to_bytes / from_bytes)")
             return self._state
         try:
-            _, _, state = _Unpickler(io.BytesIO(self._payload or b""), _world_objects(game)).load()
-        except SnapshotError:
-            raise
-        except Exception as e:
-            raise SnapshotError(f"snapshot: payload at offset {_HEAD.size} cannot be read on this Game "
-                                f"({type(e).__name__}: {e})") from None
-        if not isinstance(state, _State):
-            raise SnapshotError(f"snapshot: payload at offset {_HEAD.size} is not a snapshot state")
-        return state
+            return F.to_state(game, self._parsed, _State)
+        except F._Refused as e:
+            raise SnapshotError(f"snapshot: {e}") from None
 
 
 # ---------------------------------------------------------------- take and restore
@@ -232,11 +226,13 @@ def _loose(game) -> list:
     return [i for i in _instances(game) if i.engine is not batch]
 
 
-def take(game, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot:
+def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool = False) -> Snapshot:
     """The Game's state now (between two updates); with ``outputs``, also the last
     update's outputs (poses, bones, events, released ids). ``reuse``: an older snapshot
     of this Game that is given up (a ring of rollback states), whose arrays are written
-    over instead of new ones (no new memory per snapshot). Original: none (ours, issue 20)."""
+    over instead of new ones (no new memory per snapshot). ``view``: the Game's own arrays
+    and values, not copies, for a state read at once (a checksum) and never kept.
+    Original: none (ours)."""
     game._open()
     old = reuse._state if isinstance(reuse, Snapshot) and reuse._state is not None and \
         reuse._game is not None and reuse._game() is game else None
@@ -245,7 +241,8 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot
         engine_state = S.save_reference(game.player, _instances(game))
     else:
         engine_state = S.save_engine(game.player, _loose(game), outputs,
-                                     old.engine_state if old is not None and old.engine == "compiled" else None)
+                                     old.engine_state if old is not None and old.engine == "compiled" else None,
+                                     view=view)
     ctx = game.ctx
     c: dict[str, Any] = {}
     if outputs:
@@ -257,9 +254,13 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot
             "bone_rot": None if ctx.bone_rot is None else ctx.bone_rot.copy(),
         }
     entity_next = _entity_next(game.world)
-    bodies = (S.save_table(ctx.bodies, old.bodies[0] if old is not None else None), dict(ctx.bodies.owners))
-    combats = (S.save_table(ctx.combats, old.combats[0] if old is not None else None), dict(ctx.combats.owners),
-               list(ctx.combats.texts))
+    if view:
+        bodies = (S.save_table(ctx.bodies, view=True), ctx.bodies.owners)
+        combats = (S.save_table(ctx.combats, view=True), ctx.combats.owners, ctx.combats.texts)
+    else:
+        bodies = (S.save_table(ctx.bodies, old.bodies[0] if old is not None else None), dict(ctx.bodies.owners))
+        combats = (S.save_table(ctx.combats, old.combats[0] if old is not None else None),
+                   dict(ctx.combats.owners), list(ctx.combats.texts))
     fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
     extras = [fn.save_state() for fn in _extras(game)]
     state = _State(game.engine, ctx.updates_run, ctx.update, dict(game.names), entity_next, engine_state, c,
@@ -267,19 +268,7 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot
     return Snapshot(state, game=game)
 
 
-def _extras(game) -> list:
-    """The objects behind the state functions and actions that keep state of their own
-    (``save_state`` / ``load_state``: the callable itself, or the owner of a bound
-    method), each once, in the lists' order; the Game's fight rules are saved apart."""
-    out, seen = [], {id(game.fight)}
-    for fn in (*game.ctx.state_functions, *game.ctx.actions):
-        owner = getattr(fn, "__self__", fn)
-        if id(owner) in seen:
-            continue
-        seen.add(id(owner))
-        if hasattr(owner, "save_state") and hasattr(owner, "load_state"):
-            out.append(owner)
-    return out
+_extras = F.stateful
 
 
 def restore(game, snap: Snapshot) -> None:
@@ -401,7 +390,11 @@ def _texts_back(table, texts: list) -> None:
 
 
 def checksum(game) -> str:
-    """A digest of the Game's whole state (Snapshot.checksum of a snapshot taken now)."""
+    """A digest of the Game's whole state, equal to Snapshot.checksum of a snapshot taken
+    now, computed without copying it (the compiled engine: snapfile.checksum over the
+    Game's own tables, about as long as an update of the two fighters takes)."""
+    if game.engine == "compiled":
+        return F.checksum(game, take(game, view=True)._state)
     return take(game).checksum()
 
 
@@ -466,8 +459,12 @@ class _Digest(pickle.Pickler):
         return ("O", t.__module__, t.__qualname__)
 
 
-def _digest(state: _State) -> str:
-    """The state's digest, without the last update's outputs (no later update reads them)."""
+def _digest(game, state: _State) -> str:
+    """The state's digest, without the last update's outputs (no later update reads them):
+    the compiled engine's by snapfile.checksum, the reference engine's (its state is its
+    objects) by _Digest."""
+    if state.engine == "compiled":
+        return F.checksum(game, state)
     h = hashlib.sha256()
     values = []
     for f in dataclasses.fields(state):
@@ -482,82 +479,6 @@ def _digest(state: _State) -> str:
         values.append(v)
     _Digest(h).dump(values)
     return h.hexdigest()
-
-
-# ---------------------------------------------------------------- the byte form's pickling
-def _world_keys(game) -> dict[int, tuple]:
-    """id(object) -> its name in the world (the inverse of _world_objects)."""
-    return {id(obj): key for key, obj in _world_objects(game).items()}
-
-
-def _world_objects(game) -> dict[tuple, Any]:
-    """The inverse of _world_keys on ``game``."""
-    objs: dict[tuple, Any] = {("bodies",): game.ctx.bodies, ("combats",): game.ctx.combats}
-    p = game.player
-    objs[("player",)] = p
-    objs[("callbacks",)] = p.callbacks
-    objs[("skeleton",)] = p.skeleton
-    if game.engine == "compiled":
-        objs[("batch",)] = p.batch
-        objs[("stores",)] = p.stores
-        for n in ("cursors", "fades", "gaits", "tasks", "humans"):
-            objs[("table", n)] = getattr(p.stores, n)
-        for i, clip in enumerate(p._clips):
-            objs[("clip", i)] = clip
-    for name, ent in game.humans():
-        inst = game.component(ent, Animator).instance
-        objs[("human", name)] = inst
-        objs[("set", name)] = inst.anim_set
-        objs[("record", name)] = inst.record
-        objs[("body", name)] = game.component(ent, Body)
-        objs[("combat", name)] = game.component(ent, Combat)
-    return objs
-
-
-class _Pickler(pickle.Pickler):
-    def __init__(self, f, keys: dict[int, tuple]):
-        super().__init__(f, protocol=5)
-        self._keys = keys
-
-    def persistent_id(self, obj):
-        return self._keys.get(id(obj))
-
-
-# What a snapshot's payload may name: scuffle's own classes, numpy's arrays, the few
-# builtins a state holds. Anything else is refused (a payload is data, not code).
-_ALLOWED = {("builtins", n) for n in ("set", "frozenset", "getattr", "slice", "complex", "bytearray")} | {
-    ("collections", "deque"), ("collections", "Counter"), ("collections", "OrderedDict"),
-    ("copyreg", "__newobj__"), ("copyreg", "_reconstructor"), ("copyreg", "__newobj_ex__"),
-    ("random", "Random"), ("numpy", "ndarray"), ("numpy", "dtype"),
-    ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-    ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-    ("builtins", "object"),
-}
-_NUMPY = {"ndarray", "dtype", "_reconstruct", "scalar", "_frombuffer"}
-
-
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, f, objects: dict[tuple, Any] | None):
-        super().__init__(f)
-        self._objects = objects
-
-    def persistent_load(self, pid):
-        if self._objects is None:                    # reading the header only: no world yet
-            return None
-        try:
-            return self._objects[tuple(pid)]
-        except (KeyError, TypeError):
-            raise SnapshotError(f"snapshot: names {pid!r}, which this Game does not have (set it up as the "
-                                "snapshot's was: the same humans, the same anim sets)") from None
-
-    def find_class(self, module, name):
-        if (module, name) in _ALLOWED or (module.split(".")[0] == "numpy" and (name in _NUMPY or name.endswith("DType"))):
-            return super().find_class(module, name)
-        if module.startswith("scuffle."):
-            found = super().find_class(module, name)
-            if isinstance(found, type):               # a class of ours (its state by value), never a function
-                return found
-        raise SnapshotError(f"snapshot: payload names {module}.{name}, which a snapshot never holds")
 
 
 # ---------------------------------------------------------------- the rollback sync test

@@ -39,6 +39,7 @@ from scuffle.anim.tasks import Task
 from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, Name, PoseRef,
                                 RangeRecords)
 from scuffle.game.runtime import schedule
+from scuffle.game.runtime import snapfile as _snapfile
 from scuffle.game.runtime import snapshot as _snap
 from scuffle.game.runtime.snapshot import Snapshot, SnapshotError
 from scuffle.systems.context import HandlerError, SimContext
@@ -425,6 +426,20 @@ class Game:
         engine, of humans not all still here under the same entity, with fight rules on a
         Game without them (or the reverse), or bytes read on a Game set up otherwise."""
         _snap.restore(self, snapshot)
+
+    def config(self) -> dict:
+        """What this Game is set up with, as plain data (game.runtime.snapfile.config_parts:
+        the version, the snapshot format, the engine, the options, the step, the humans'
+        anim sets, the callback kinds, the fight rules' settings, the stateful actions)."""
+        self._open()
+        return _snapfile.config_parts(self)
+
+    def config_digest(self) -> str:
+        """A sha256 (hex) of ``config()``: two Games with the same digest run the same
+        inputs to the same states. Netplay peers compare it before the first update, and a
+        snapshot file restores only into a Game whose digest is the one it was written with."""
+        self._open()
+        return _snapfile.config_digest(self)
 
     def checksum(self) -> str:
         """A sha256 (hex) of the Game's whole state: two Games (two peers, or a run and its

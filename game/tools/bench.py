@@ -328,6 +328,21 @@ class RealisticCrowd:
         return (self.rng.save_state(), self.commands, self.refused, {k: v[0] for k, v in self.by_kind.items()},
                 dict(self.listener.counts))
 
+    def state_fits(self, state) -> str | None:
+        """Why ``state`` (a ``save_state``, perhaps from a file) cannot be loaded, or None."""
+        from scuffle.game.runtime.snapfile import _Refused, need_random_state
+        if not (isinstance(state, tuple) and len(state) == 5 and isinstance(state[3], dict)
+                and isinstance(state[4], dict)):
+            return "not the crowd's state"
+        try:
+            need_random_state(state[0], "rng")
+        except _Refused as e:
+            return str(e)
+        if set(state[3]) != set(self.by_kind) or not all(
+                n.__class__ is int and n >= 0 for n in (state[1], state[2], *state[3].values(), *state[4].values())):
+            return "counts that are not whole numbers >= 0 by kind"
+        return None
+
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state``."""
         rng, self.commands, self.refused, kinds, counts = state

@@ -105,7 +105,7 @@ def test_diff_names_the_update_to_cut_at(fight_dir):
     (["--snapshot-at", "5"], "--snapshot-at and --snapshot-out go together"),
     (["--snapshot-out", "x.snap"], "--snapshot-at and --snapshot-out go together"),
     (["--snapshot-at", "121", "--snapshot-out", "x.snap"], "the scenario has 120 updates"),
-    (["--snapshot-at", "-1", "--snapshot-out", "x.snap"], "below 0"),
+    (["--snapshot-at", "-1", "--snapshot-out", "x.snap"], "whole number 0-"),
     (["--from-snapshot", "fight.toml"], "not a scuffle snapshot"),
     (["--from-snapshot", "missing.snap"], "--from-snapshot missing.snap"),
     (["--snapshot-at", "3", "--snapshot-out", "fight.toml"], "snapshot"),

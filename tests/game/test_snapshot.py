@@ -300,9 +300,9 @@ def test_bytes_round_trip_restores_on_a_game_set_up_the_same_way():
 
 
 @pytest.mark.parametrize("mangle, message", [
-    (lambda d: d[:5], "shorter than its"),
+    (lambda d: d[:5], "shorter than the"),
     (lambda d: b"NOTASNAP" + d[8:], "magic"),
-    (lambda d: d[:8] + (SNAPSHOT_VERSION + 1).to_bytes(4, "little") + d[12:], "version"),
+    (lambda d: d[:8] + (SNAPSHOT_VERSION + 1).to_bytes(4, "little") + d[12:], "format"),
     (lambda d: d[:-10], "truncated"),
     (lambda d: d + b"\0", "truncated or padded"),
     (lambda d: d[:-1] + bytes([d[-1] ^ 1]), "corrupted"),

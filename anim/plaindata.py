@@ -1,0 +1,263 @@
+"""Plain data as bytes: an encoding that can only ever give numbers, strings, bytes, lists,
+tuples, maps and numpy arrays of a few dtypes.
+
+Snapshots (and anything else scuffle reads from a stranger) carry their values in this
+form: nothing in the bytes names a class or a function, so reading them runs no code, and
+the reader checks every length against the bytes that are left before it allocates, so a
+few crafted bytes cannot ask for gigabytes. scuffle's own code rebuilds its objects from
+the values (game.runtime.snapshot).
+
+The form (little-endian), one tag byte per value:
+
+| tag | value | then |
+|---|---|---|
+| 0x00 | None | |
+| 0x01 / 0x02 | False / True | |
+| 0x03 | int (-2^63 to 2^63 - 1) | 8 bytes, signed |
+| 0x05 | float (finite) | 8 bytes, IEEE 754 double |
+| 0x06 | str | u32 length, UTF-8 |
+| 0x07 | bytes | u32 length, the bytes |
+| 0x08 / 0x09 | list / tuple | u32 count, the items |
+| 0x0a | dict | u32 count, then key, value for each (keys: None, bool, int, float, str, bytes, tuples of them) |
+| 0x0b | numpy array | u8 dtype code (``DTYPES``), u8 ndim (0-4), u64 per dimension, the C-order bytes |
+
+``encode`` refuses anything else (PlainDataError naming where in the value it is);
+``decode`` refuses bytes that are not exactly one such value within its limits
+(PlainDataError naming the byte offset). Original: none (ours).
+"""
+from __future__ import annotations
+
+import math
+import struct
+from collections import Counter, deque
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PlainDataError", "encode", "decode", "DTYPES", "MAX_DEPTH", "plain_key"]
+
+
+class PlainDataError(ValueError):
+    """A value with no plain form, or bytes that are not one (one line, naming where)."""
+
+
+# The array dtypes the form carries, by code (little-endian on the wire).
+DTYPES: tuple[np.dtype, ...] = tuple(np.dtype(t).newbyteorder("<") for t in (
+    np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+    np.float32, np.float64))
+_CODE = {d: i for i, d in enumerate(DTYPES)}
+_CODE.update({d.newbyteorder("="): i for i, d in enumerate(DTYPES)})
+MAX_DEPTH = 32          # containers nested deeper are refused (no recursion limit is reached)
+MAX_NDIM = 4
+
+_I64 = struct.Struct("<q")
+_F64 = struct.Struct("<d")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+_TAG_I = b"\x03"
+_TAG_F = b"\x05"
+_INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def encode(value: Any, lenient: bool = False) -> bytes:
+    """The bytes of ``value`` (see the module docstring). Rejected (PlainDataError naming
+    the path, e.g. ``value[3]['x']``): any other type (an enum is written as its value,
+    a numpy scalar as a Python number), an int outside int64, a float that is not finite,
+    a dict key that is not plain, nesting deeper than MAX_DEPTH, an array of another
+    dtype or of more than MAX_NDIM dimensions. ``lenient`` (a digest's encoding, never
+    a file's): a dataclass is written as its class name and fields, a set sorted, a deque
+    as a list and a Counter as a dict."""
+    out: list[bytes] = []
+    _enc(value, out, "value", 0, lenient)
+    return b"".join(out)
+
+
+def _enc(v: Any, out: list, where: str, depth: int, lenient: bool = False) -> None:
+    t = v.__class__
+    if t is int:
+        if not _INT_MIN <= v <= _INT_MAX:
+            raise PlainDataError(f"{where}: {v} is outside int64")
+        out.append(_TAG_I + _I64.pack(v))
+    elif t is str:
+        b = v.encode("utf-8", "surrogatepass")
+        out.append(b"\x06" + _U32.pack(len(b)) + b)
+    elif v is None:
+        out.append(b"\x00")
+    elif t is bool:
+        out.append(b"\x02" if v else b"\x01")
+    elif t is float:
+        if not math.isfinite(v):
+            raise PlainDataError(f"{where}: {v!r} is not a finite number")
+        out.append(_TAG_F + _F64.pack(v))
+    elif t is tuple or t is list:
+        if depth >= MAX_DEPTH:
+            raise PlainDataError(f"{where}: nested more than {MAX_DEPTH} deep")
+        out.append((b"\x09" if t is tuple else b"\x08") + _U32.pack(len(v)))
+        for i, x in enumerate(v):
+            _enc(x, out, where, depth + 1, lenient) if x.__class__ in _FLAT else \
+                _enc(x, out, f"{where}[{i}]", depth + 1, lenient)
+    elif t is dict:
+        if depth >= MAX_DEPTH:
+            raise PlainDataError(f"{where}: nested more than {MAX_DEPTH} deep")
+        out.append(b"\x0a" + _U32.pack(len(v)))
+        for k, x in v.items():
+            if k.__class__ not in _FLAT:
+                plain_key(k, where)
+            _enc(k, out, where, depth + 1, lenient)
+            _enc(x, out, f"{where}[{k!r}]", depth + 1, lenient)
+    elif t is bytes or t is bytearray or t is memoryview:
+        b = bytes(v)
+        out.append(b"\x07" + _U32.pack(len(b)) + b)
+    elif t is np.ndarray:
+        code = _CODE.get(v.dtype)
+        if code is None:
+            raise PlainDataError(f"{where}: an array of dtype {v.dtype} has no plain form")
+        if v.ndim > MAX_NDIM:
+            raise PlainDataError(f"{where}: an array of {v.ndim} dimensions (at most {MAX_NDIM})")
+        a = np.ascontiguousarray(v, dtype=DTYPES[code])
+        out.append(b"\x0b" + bytes((code, a.ndim)) + b"".join(_U64.pack(n) for n in a.shape))
+        out.append(a.tobytes())
+    elif isinstance(v, bool):                     # (an IntEnum of bool: not ours)
+        out.append(b"\x02" if v else b"\x01")
+    elif isinstance(v, (int, np.integer)) and not isinstance(v, np.bool_):
+        _enc(int(v), out, where, depth)           # an IntEnum / IntFlag, a numpy integer: its number
+    elif isinstance(v, np.bool_):
+        out.append(b"\x02" if v else b"\x01")
+    elif isinstance(v, (float, np.floating)):
+        _enc(float(v), out, where, depth)
+    elif isinstance(v, str):                      # a StrEnum: its text
+        _enc(str.__str__(v), out, where, depth)
+    elif lenient and is_dataclass(v) and not isinstance(v, type):
+        _enc((t.__qualname__, *(getattr(v, f.name) for f in fields(v))), out, where, depth, lenient)
+    elif lenient and isinstance(v, (set, frozenset)):
+        _enc(sorted(v, key=repr), out, where, depth, lenient)
+    elif lenient and isinstance(v, Counter):
+        _enc(dict(v), out, where, depth, lenient)
+    elif lenient and isinstance(v, deque):
+        _enc(list(v), out, where, depth, lenient)
+    else:
+        raise PlainDataError(f"{where}: {t.__name__} has no plain form (numbers, strings, bytes, lists, "
+                             "tuples, dicts and numpy arrays only)")
+
+
+_FLAT = frozenset({int, str, float, bool, type(None), bytes})
+
+
+def plain_key(k: Any, where: str = "key") -> None:
+    """Refuse (PlainDataError) a dict key that is not plain: None, bool, int, float, str,
+    bytes or a tuple of them."""
+    if k.__class__ in _FLAT or isinstance(k, (int, str)):
+        return
+    if k.__class__ is tuple:
+        for x in k:
+            plain_key(x, where)
+        return
+    raise PlainDataError(f"{where}: a key of type {k.__class__.__name__} has no plain form")
+
+
+def _plain_tuple(k: Any) -> bool:
+    """A tuple whose items are plain keys (a dict key the form allows)."""
+    return k.__class__ is tuple and all(x.__class__ in _FLAT or _plain_tuple(x) for x in k)
+
+
+def decode(data: bytes | bytearray | memoryview, max_items: int = 50_000_000) -> Any:
+    """The value ``data`` holds (exactly one, with nothing after it). Rejected
+    (PlainDataError, naming the byte offset): an unknown tag, a length or count past the
+    end of the bytes, an array whose shape asks for more bytes than are left, a float
+    that is not finite, invalid UTF-8, an unhashable dict key, nesting deeper than
+    MAX_DEPTH, more than ``max_items`` values, bytes left over."""
+    mv = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+    r = _Reader(mv, max_items)
+    v = r.value(0)
+    if r.pos != len(mv):
+        raise PlainDataError(f"{len(mv) - r.pos} bytes after the value (offset {r.pos})")
+    return v
+
+
+class _Reader:
+    __slots__ = ("b", "pos", "end", "left")
+
+    def __init__(self, b, max_items: int):
+        self.b, self.pos, self.end, self.left = b, 0, len(b), max_items
+
+    def _need(self, n: int, what: str) -> int:
+        p = self.pos
+        if n < 0 or p + n > self.end:
+            raise PlainDataError(f"{what} at offset {p} needs {n} bytes, {self.end - p} left (truncated)")
+        self.pos = p + n
+        return p
+
+    def value(self, depth: int) -> Any:
+        self.left -= 1
+        if self.left < 0:
+            raise PlainDataError(f"more values than the limit (offset {self.pos})")
+        p = self._need(1, "a tag")
+        tag = self.b[p]
+        if tag == 0x03:
+            return _I64.unpack_from(self.b, self._need(8, "an int"))[0]
+        if tag == 0x06:
+            n = _U32.unpack_from(self.b, self._need(4, "a length"))[0]
+            q = self._need(n, "a string")
+            try:
+                return bytes(self.b[q:q + n]).decode("utf-8")
+            except UnicodeDecodeError:
+                raise PlainDataError(f"a string at offset {q} is not UTF-8") from None
+        if tag == 0x00:
+            return None
+        if tag == 0x01:
+            return False
+        if tag == 0x02:
+            return True
+        if tag == 0x05:
+            q = self._need(8, "a float")
+            f = _F64.unpack_from(self.b, q)[0]
+            if not math.isfinite(f):
+                raise PlainDataError(f"a float at offset {q} is not finite ({f!r})")
+            return f
+        if tag == 0x07:
+            n = _U32.unpack_from(self.b, self._need(4, "a length"))[0]
+            q = self._need(n, "bytes")
+            return bytes(self.b[q:q + n])
+        if tag in (0x08, 0x09, 0x0A):
+            if depth >= MAX_DEPTH:
+                raise PlainDataError(f"containers nested more than {MAX_DEPTH} deep (offset {p})")
+            n = _U32.unpack_from(self.b, self._need(4, "a count"))[0]
+            if n > self.end - self.pos:                # each item takes at least one byte
+                raise PlainDataError(f"a count of {n} at offset {p + 1} is more than the {self.end - self.pos} "
+                                     "bytes left (truncated)")
+            if tag == 0x0A:
+                d: dict = {}
+                for _ in range(n):
+                    kp = self.pos
+                    k = self.value(depth + 1)
+                    if k.__class__ not in _FLAT and not _plain_tuple(k):
+                        raise PlainDataError(f"a dict key at offset {kp} is a {type(k).__name__}")
+                    d[k] = self.value(depth + 1)
+                return d
+            items = [self.value(depth + 1) for _ in range(n)]
+            return items if tag == 0x08 else tuple(items)
+        if tag == 0x0B:
+            q = self._need(2, "an array's dtype and ndim")
+            code, ndim = self.b[q], self.b[q + 1]
+            if code >= len(DTYPES):
+                raise PlainDataError(f"an array's dtype code {code} at offset {q} is not one of 0-{len(DTYPES) - 1}")
+            if ndim > MAX_NDIM:
+                raise PlainDataError(f"an array of {ndim} dimensions at offset {q + 1} (at most {MAX_NDIM})")
+            shape = struct.unpack_from(f"<{ndim}Q", self.b, self._need(8 * ndim, "an array's shape"))
+            dt = DTYPES[code]
+            n = dt.itemsize
+            for s in shape:                           # checked before any product can grow large
+                if s > self.end:
+                    raise PlainDataError(f"an array's dimension {s} at offset {q + 2} is more than the bytes left")
+                n *= s
+            r = self._need(n, "an array's data")
+            a = np.frombuffer(self.b, dtype=dt, count=n // dt.itemsize if dt.itemsize else 0, offset=r) \
+                if n else np.zeros(0, dt)
+            a = a.reshape(shape).astype(dt.newbyteorder("="), copy=True)
+            if dt.kind == "f" and not np.isfinite(a).all():
+                raise PlainDataError(f"an array at offset {r} holds a number that is not finite")
+            if dt.kind == "b" and a.size and (a.view(np.uint8) > 1).any():
+                raise PlainDataError(f"a bool array at offset {r} holds a byte that is not 0 or 1")
+            return a
+        raise PlainDataError(f"unknown tag 0x{tag:02x} at offset {p}")

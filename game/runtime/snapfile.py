@@ -1,0 +1,874 @@
+"""The snapshot file: a Game's state as data that anyone can load.
+
+A snapshot file is read from strangers (shared save states, replays, a netplay peer), so
+it holds nothing but data: a fixed header, a directory of sections, each table's block
+as raw bytes with its declared columns, and the plain values (anim.plaindata: numbers,
+strings, bytes, lists, maps, numpy arrays; nothing in the bytes names a class or a
+function). scuffle's own code rebuilds its objects from them, in the Game they are
+restored into, after checking every size, every row and every value
+(anim.snapcheck and the checks here): **loading a snapshot file from anyone runs no code
+and writes no file**, and one that does not fit is refused with one line naming the
+section and field (SnapshotError), the Game unchanged. docs/formats.md, "Snapshot",
+gives the byte layout.
+
+Here: the format's constants, ``config_parts`` / ``config_digest`` (what a Game is set up
+with: peers and files compare it before any state), ``plain_values`` (the saved values
+as plain data, shared by the byte form and the checksum), ``encode`` / ``parse`` (the
+bytes), ``to_state`` (a parsed file checked against a Game and made into the saved
+state ``snapshot.restore`` writes back), ``checksum`` and ``read_file``. Original: none
+(ours).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import stat
+import struct
+import sys
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any
+
+import numpy as np
+
+from scuffle.anim import plaindata
+from scuffle.anim import snapshot as S
+from scuffle.anim.callbacks import Callback
+from scuffle.anim.cursor import cursor_proto
+from scuffle.anim.digest import array_digest, block_digest
+from scuffle.anim.snapcheck import ClipFacts, StateError, check_engine, check_finite, check_table_frame, clip_facts
+from scuffle.anim.store import Table, _layout
+from scuffle.components import Body, Combat
+
+__all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "plain_values", "encode",
+           "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
+           "need_float", "need_random_state", "short", "assemble", "sections_of"]
+
+FORMAT = 2                       # the byte form's version (the header's second field)
+MAGIC = b"SCUFSNAP"
+# magic, format, header size, scuffle version (ASCII, NUL-padded), configuration digest,
+# section count, flags (0), payload size (the bytes after the header), sha256 of the payload
+HEADER = struct.Struct("<8sII16s32sIIQ32s")
+_ENTRY = struct.Struct("<16sQQ")  # a directory entry: section name (ASCII, NUL-padded), offset, size
+MAX_BYTES = 1 << 30               # a file larger than this is refused before it is read
+MAX_SECTIONS = 16
+TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
+SECTIONS = ("config", "meta", "values", *(f"table.{t}" for t in TABLES))
+_ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
+# a table section: its rows (u32) and the length of its columns' declaration (u32), the
+# declaration (plain data: (name, dtype, inner shape) per array), then the block
+_TABLE_HEAD = struct.Struct("<II")
+
+
+class _Refused(ValueError):
+    """A field that does not fit (message only; snapshot.py makes it a SnapshotError)."""
+
+
+def short(v: Any, n: int = 80) -> str:
+    """``repr(v)`` cut to about ``n`` characters (error lines quote a stranger's values)."""
+    r = repr(v)
+    return r if len(r) <= n else r[:n - 3] + "..."
+
+
+def need(ok: bool, where: str, what: str) -> None:
+    """Refuse (_Refused naming ``where``) unless ``ok``."""
+    if not ok:
+        raise _Refused(f"{where}: {what}")
+
+
+def need_int(v: Any, where: str, lo: int = -(1 << 63), hi: int = (1 << 63) - 1) -> int:
+    """``v`` an int (not a bool) within [lo, hi]."""
+    if not (v.__class__ is int and lo <= v <= hi):
+        raise _Refused(f"{where}: {short(v)} is not a whole number {lo} to {hi}")
+    return v
+
+
+def need_float(v: Any, where: str, lo: float = -math.inf, hi: float = math.inf) -> float:
+    """``v`` a finite float (an int is taken) within [lo, hi]."""
+    if not (v.__class__ in (int, float) and math.isfinite(v) and lo <= v <= hi):
+        raise _Refused(f"{where}: {short(v)} is not a finite number {lo} to {hi}")
+    return float(v)
+
+
+def need_random_state(v: Any, where: str) -> None:
+    """``v`` a SavedRandom state: (3, 625 words as 2,500 bytes with the position word last
+    at most 624, None or a finite gauss value)."""
+    need(v.__class__ is tuple and len(v) == 3, where, "not a random generator's state")
+    if not (v[0] == 3 and v[0].__class__ is int):
+        raise _Refused(f"{where}: version {short(v[0])}, expected 3")
+    need(v[1].__class__ is bytes and len(v[1]) == 2500, where, "not 625 words")
+    need(int.from_bytes(v[1][-4:], "little") <= 624, where, "a position past 624")
+    need(v[2] is None or (v[2].__class__ is float and math.isfinite(v[2])), where, "a gauss value that is not finite")
+
+
+# ---------------------------------------------------------------- the configuration
+def _plain_option(v: Any) -> Any:
+    """An option's value as plain data: a dataclass or named tuple by its fields, an enum by
+    its value, a Callback as (kind, args), a callable by its module and name."""
+    if isinstance(v, Callback):
+        return ("callback", v.kind, tuple(v.args))
+    if is_dataclass(v) and not isinstance(v, type):
+        return {f.name: _plain_option(getattr(v, f.name)) for f in fields(v)}
+    if hasattr(v, "_fields"):
+        return {f: _plain_option(getattr(v, f)) for f in v._fields}
+    if isinstance(v, (bool, int, float, str)) or v is None:
+        return v if v.__class__ in (bool, int, float, str, type(None)) else (
+            str.__str__(v) if isinstance(v, str) else int(v) if not isinstance(v, float) else float(v))
+    if callable(v):
+        return ("code", getattr(v, "__module__", ""), getattr(v, "__qualname__", type(v).__qualname__))
+    if isinstance(v, (tuple, list)):
+        return [_plain_option(x) for x in v]
+    return ("object", type(v).__module__, type(v).__qualname__)
+
+
+def _options_digest(options) -> str:
+    """The sha256 (hex) of the options' plain form (kept per options object: PlayerOptions
+    is frozen)."""
+    got = _OPTIONS.get(id(options))
+    if got is None or got[0] is not options:
+        if len(_OPTIONS) > 64:
+            _OPTIONS.clear()
+        got = _OPTIONS[id(options)] = (options, hashlib.sha256(plaindata.encode(_plain_option(options))).hexdigest())
+    return got[1]
+
+
+_OPTIONS: dict = {}
+
+
+def config_parts(game) -> dict:
+    """What ``game`` is set up with, as plain data, part by part: scuffle's version, the
+    snapshot format, the engine, the Player's options (a digest of their plain form), the world's step (dt, the root
+    motion cap, the reference motion), the anim sets of its humans (their digests, sorted),
+    the callback kinds registered, the fight rules' settings (``Fight.config()``) and the
+    stateful actions' kinds. Two Games with equal parts run the same inputs to the same
+    states; a snapshot file is restored only where they are equal."""
+    ctx = game.ctx
+    sets = sorted({_set_of(game, ent).digest() for _, ent in game.humans()})
+    fight = game.fight
+    extras = [f"{type(o).__module__}.{type(o).__qualname__}" for o in _stateful(game)]
+    return {
+        "scuffle": _version(),
+        "format": FORMAT,
+        "engine": game.engine,
+        "options": _options_digest(game.player.options),
+        "step": {"dt": float(ctx.dt), "max_root_speed": float(ctx.max_root_speed), "reference": bool(ctx.reference)},
+        "sets": sets,
+        "callbacks": list(game.player.callbacks.kinds()),
+        "fight": None if fight is None else (fight.config() if hasattr(fight, "config") else
+                                             f"{type(fight).__module__}.{type(fight).__qualname__}"),
+        "actions": extras,
+    }
+
+
+def _set_of(game, ent):
+    from scuffle.components import Animator
+    return game.component(ent, Animator).instance.anim_set
+
+
+def _version() -> str:
+    """scuffle's version: the face package is imported before any of its modules (read from
+    it, not imported: the face imports the layers, not the reverse)."""
+    return sys.modules["scuffle"].__version__
+
+
+def stateful(game) -> list:
+    """The objects behind the state functions and actions that keep state of their own
+    (``save_state`` / ``load_state``: the callable itself, or the owner of a bound
+    method), each once, in the lists' order; the Game's fight rules are saved apart."""
+    out, seen = [], {id(game.fight)}
+    for fn in (*game.ctx.state_functions, *game.ctx.actions):
+        owner = getattr(fn, "__self__", fn)
+        if id(owner) in seen:
+            continue
+        seen.add(id(owner))
+        if hasattr(owner, "save_state") and hasattr(owner, "load_state"):
+            out.append(owner)
+    return out
+
+
+_stateful = stateful
+
+
+def config_digest(game) -> str:
+    """The sha256 (hex) of ``config_parts(game)`` in the plain form."""
+    return hashlib.sha256(plaindata.encode(config_parts(game))).hexdigest()
+
+
+# ---------------------------------------------------------------- the saved values, plain
+def _names_of_views(game) -> dict[int, str]:
+    """id(Body or Combat view) -> the human's name."""
+    out: dict[int, str] = {}
+    comps = game._entities
+    for name, ent in game.names.items():
+        c = comps.get(ent)
+        if c is None:
+            continue
+        for t in (Body, Combat):
+            v = c.get(t)
+            if v is not None:
+                out[id(v)] = name
+    return out
+
+
+def _owners_plain(owners: dict, views: dict[int, str], what: str) -> dict:
+    out = {}
+    for row, view in owners.items():
+        name = views.get(id(view))
+        if name is None:
+            raise S.NoPlainForm(f"{what} row {row} belongs to no human of the Game")
+        out[int(row)] = name
+    return out
+
+
+def plain_values(game, st, strict: bool = True) -> dict:
+    """The saved values of snapshot state ``st`` (game.runtime.snapshot._State) but the
+    tables' blocks and the last update's outputs, as plain data: the engine's values
+    (anim.snapshot.engine_plain), the body and combat rows' owners by name, the combat
+    texts, the fight rules' state and each stateful action's. Rejected (NoPlainForm): the
+    reference engine (its state is its objects), code where a value should be. Not
+    ``strict`` (a checksum): code is named by its module and name instead, and entries
+    held as objects by their rows."""
+    if st.engine != "compiled":
+        raise S.NoPlainForm("a snapshot of the reference engine has no byte form (its state is plain Python "
+                            "objects); save the compiled engine's")
+    views = _names_of_views(game)
+    return {
+        "engine": S.engine_plain(st.engine_state, _name_of_instance, strict),
+        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body"),
+                   "dirty": np.array(st.bodies[0].dirty, np.int64)},
+        "combats": {"owners": _owners_plain(st.combats[1], views, "combat"),
+                    "dirty": np.array(st.combats[0].dirty, np.int64),
+                    "texts": [str.__str__(t) if isinstance(t, str) else t for t in st.combats[2]]},
+        "fight": st.fight,
+        "extras": list(st.extras),
+    }
+
+
+def _name_of_instance(inst) -> str:
+    return inst.name
+
+
+def _meta(game, st) -> dict:
+    from scuffle.components import Animator
+    sets = {}
+    for name, ent in st.names.items():
+        sets[name] = game.component(ent, Animator).instance.anim_set.digest()
+    bank = b"".join(_bank_digests(game.player))
+    return {"engine": st.engine, "updates_run": int(st.updates_run), "update": int(st.update),
+            "names": {str(k): int(v) for k, v in st.names.items()}, "entity_next": int(st.entity_next),
+            "sets": sets, "bank": bank}
+
+
+def _facts(player, n: int) -> ClipFacts:
+    """The ClipFacts of the first ``n`` clips of the Player's bank (kept while the bank
+    and the event rule are the same: derived only)."""
+    clips, all_ev = player._clips, player.stores.cursors.all_events
+    key = (id(clips), n, all_ev, id(clips[n - 1]) if n else 0)
+    got = _FACTS.get(id(clips))
+    if got is None or got[0] != key or got[1] is not clips:
+        _FACTS.clear()                      # one Player's at a time: a restore checks against one Game
+        got = _FACTS[id(clips)] = (key, clips, clip_facts([cursor_proto(c, all_ev) for c in clips[:n]]))
+    return got[2]
+
+
+_FACTS: dict = {}
+
+
+def _bank_digests(player) -> list[bytes]:
+    from scuffle.anim.clip import clip_digest
+    return [clip_digest(c) for c in player._clips]
+
+
+def _table_of(game, name: str):
+    return getattr(game.player.stores, name) if name in (*_ENGINE_TABLES, "humans") else getattr(game.ctx, name)
+
+
+def _columns_of(t) -> dict:
+    return t._all if isinstance(t, Table) else t.COLUMNS
+
+
+def _saved_tables(st) -> dict:
+    es = st.engine_state
+    return {**{n: es.tables[n] for n in _ENGINE_TABLES}, "humans": es.humans, "bodies": st.bodies[0],
+            "combats": st.combats[0]}
+
+
+# ---------------------------------------------------------------- the bytes
+def encode(game, st) -> bytes:
+    """The byte form of snapshot state ``st`` of ``game`` (see the module docstring;
+    docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
+    values = plaindata.encode(plain_values(game, st))          # first: it refuses what has no byte form
+    config = plaindata.encode(config_parts(game))
+    sections: list[tuple[str, bytes]] = [("config", config), ("meta", plaindata.encode(_meta(game, st))),
+                                         ("values", values)]
+    for name, ts in _saved_tables(st).items():
+        cols = _columns_of(_table_of(game, name))
+        head = _declared_bytes(cols)
+        sections.append((f"table.{name}", _TABLE_HEAD.pack(int(ts.capacity), len(head)) + head +
+                         ts.block.tobytes()))
+    return assemble(sections, _version(), hashlib.sha256(config).digest())
+
+
+def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
+    """A file from its sections (name, bytes) in order: the header (its sizes and the
+    payload's sha256 computed here) and the directory before them."""
+    directory, body, off = [], [], _ENTRY.size * len(sections)
+    for name, data in sections:
+        directory.append(_ENTRY.pack(name.encode("ascii"), off, len(data)))
+        body.append(data)
+        off += len(data)
+    payload = b"".join(directory + body)
+    head = HEADER.pack(MAGIC, FORMAT, HEADER.size, version.encode("ascii")[:16], config, len(sections), 0,
+                       len(payload), hashlib.sha256(payload).digest())
+    return head + payload
+
+
+def sections_of(data: bytes) -> tuple[str, bytes, list[tuple[str, bytes]]]:
+    """(version, config digest, the sections in file order) of a file that frames
+    (``parse`` checks it first): what ``assemble`` takes back."""
+    parse(data)
+    _, _, _, version, config, count, _, _, _ = HEADER.unpack_from(data)
+    payload = data[HEADER.size:]
+    out = []
+    for i in range(count):
+        raw, off, length = _ENTRY.unpack_from(payload, i * _ENTRY.size)
+        out.append((raw.rstrip(b"\0").decode("ascii"), payload[off:off + length]))
+    return version.rstrip(b"\0").decode("ascii"), config, out
+
+
+@dataclass(slots=True)
+class Parsed:
+    """A snapshot file read and framed (``parse``): nothing checked against a Game yet."""
+
+    version: str                  # the scuffle version that wrote it
+    config: bytes                 # its Game's configuration digest (32 bytes)
+    config_parts: bytes           # the configuration itself (plain data, decoded only to say what differs)
+    meta: dict
+    values: dict
+    values_bytes: bytes           # the values section as written (the checksum hashes it)
+    tables: dict                  # name -> (rows, the columns' declaration (plain bytes), block: bytes)
+
+
+def parse(data: bytes) -> Parsed:
+    """Frame ``data`` (from ``encode``): the header (magic, format, sizes, digest), the
+    directory (each known section once, inside the payload, none overlapping), the plain
+    sections and the tables' headers. Rejected (_Refused, naming the byte offset or the
+    section and field): anything else. Nothing is allocated beyond the data's own size."""
+    n = len(data)
+    need(n >= HEADER.size, "header", f"{n} bytes, shorter than the {HEADER.size}-byte header at offset 0 (truncated)")
+    magic, fmt, hsize, version, config, count, flags, size, digest = HEADER.unpack_from(data)
+    if not (magic == MAGIC):
+        raise _Refused(f"header.magic: {short(magic)} at offset 0 is not {MAGIC!r} (not a scuffle snapshot)")
+    need(fmt == FORMAT, "header.format", f"format {fmt} at offset 8; this scuffle reads format {FORMAT}")
+    need(hsize == HEADER.size, "header.size", f"{hsize} at offset 12, expected {HEADER.size}")
+    need(flags == 0, "header.flags", f"{flags} at offset 64, expected 0")
+    need(size == n - HEADER.size, "header.payload", f"{size} bytes at offset 68, the file holds {n - HEADER.size} "
+         "after the header (truncated or padded)")
+    need(1 <= count <= MAX_SECTIONS, "header.sections", f"{count} sections at offset 60 (1-{MAX_SECTIONS})")
+    payload = memoryview(data)[HEADER.size:]
+    need(hashlib.sha256(payload).digest() == digest, "header.sha256",
+         "the payload's sha256 differs from the header's (offset 76): corrupted")
+    try:
+        ver = version.rstrip(b"\0").decode("ascii")
+    except UnicodeDecodeError:
+        raise _Refused("header.scuffle: not ASCII") from None
+    need(_ENTRY.size * count <= size, "directory", f"{count} entries do not fit the payload")
+    found: dict[str, bytes] = {}
+    spans = []
+    for i in range(count):
+        raw, off, length = _ENTRY.unpack_from(payload, i * _ENTRY.size)
+        try:
+            name = raw.rstrip(b"\0").decode("ascii")
+        except UnicodeDecodeError:
+            raise _Refused(f"directory[{i}].name: not ASCII") from None
+        if not (name in SECTIONS):
+            raise _Refused(f"directory[{i}].name: {short(name)} is not a section of format {FORMAT}")
+        need(name not in found, f"directory[{i}].name", f"section {name!r} twice")
+        need(_ENTRY.size * count <= off and off + length <= size, f"directory[{i}] ({name})",
+             f"offset {off} and size {length} outside the payload")
+        spans.append((off, off + length, name))
+        found[name] = bytes(payload[off:off + length])
+    spans.sort()
+    for a, b in zip(spans, spans[1:]):
+        need(a[1] <= b[0], f"section {b[2]}", f"overlaps section {a[2]}")
+    for name in SECTIONS:
+        need(name in found, "directory", f"no section {name!r}")
+    try:
+        meta = plaindata.decode(found["meta"])
+    except plaindata.PlainDataError as e:
+        raise _Refused(f"section meta: {e}") from None
+    try:
+        values = plaindata.decode(found["values"])
+    except plaindata.PlainDataError as e:
+        raise _Refused(f"section values: {e}") from None
+    need(isinstance(meta, dict), "meta", "not a map")
+    need(isinstance(values, dict), "values", "not a map")
+    tables = {}
+    for name in TABLES:
+        sec = found[f"table.{name}"]
+        where = f"section table.{name}"
+        need(len(sec) >= _TABLE_HEAD.size, where, "shorter than its header")
+        rows, hl = _TABLE_HEAD.unpack_from(sec)
+        need(1 <= rows <= 1 << 28, f"{where}.rows", f"{rows} rows (1 to 2^28)")
+        need(_TABLE_HEAD.size + hl <= len(sec), where, f"a declaration of {hl} bytes past the section's end")
+        cols = sec[_TABLE_HEAD.size:_TABLE_HEAD.size + hl]       # checked against a Game's layout (to_state)
+        tables[name] = (rows, cols, sec[_TABLE_HEAD.size + hl:])
+    need(hashlib.sha256(found["config"]).digest() == config, "section config",
+         "not the configuration the header's digest names")
+    return Parsed(ver, config, found["config"], meta, values, found["values"], tables)
+
+
+# ---------------------------------------------------------------- checked against a Game
+class _Rows:
+    """A saved block's arrays by name, for the checks (a scratch table: no handles, no
+    fast views, nothing of the world's); ``_keyed`` the live table's keyed columns, ``gen``
+    and ``_free`` the human table's lists (set from the values)."""
+
+    def __init__(self, columns: dict, cap: int, block: np.ndarray, keyed: tuple):
+        self.capacity, self.block, self._keyed = cap, block, keyed
+        self.gen: Any = None
+        self._free: Any = None
+        for name, (off, dt, shape) in _layout_of(columns, cap).items():
+            size = dt.itemsize
+            for n in shape:
+                size *= n
+            self.__dict__[name] = block[off:off + size].view(dt).reshape(shape)
+
+
+_LAYOUTS: dict = {}                # (column names, capacity) -> store._layout's arrays: derived only
+
+
+def _layout_of(columns: dict, cap: int) -> dict:
+    key = (tuple(columns), cap)
+    lay = _LAYOUTS.get(key)
+    if lay is None:
+        if len(_LAYOUTS) > 256:
+            _LAYOUTS.clear()
+        lay = _LAYOUTS[key] = _layout(columns, cap)
+    return lay[0]
+
+
+def _block_size(columns: dict, cap: int) -> int:
+    _layout_of(columns, cap)
+    return _LAYOUTS[(tuple(columns), cap)][1]
+
+
+def _scratch(game, name: str, rows: int, cols: list, block: bytes) -> _Rows:
+    """A scratch copy of table ``name``'s saved ``block``, after checking that the declared
+    columns are this Game's and the block has the layout's size."""
+    live = _table_of(game, name)
+    want = _columns_of(live)
+    where = f"table.{name}"
+    if cols != _declared_bytes(want):
+        mine = _declared(want)
+        try:
+            cols = plaindata.decode(cols)
+        except plaindata.PlainDataError as e:
+            raise _Refused(f"{where}.columns: {e}") from None
+        need(isinstance(cols, list), f"{where}.columns", "not a list")
+        for i, c in enumerate(cols):
+            need(isinstance(c, tuple) and len(c) == 3 and isinstance(c[0], str) and isinstance(c[1], str)
+                 and isinstance(c[2], list), f"{where}.columns[{i}]", "not (name, dtype, shape)")
+        diff = next((f"{short(a)} where this engine has {short(b)}" for a, b in zip(cols, mine) if a != b),
+                    f"{len(cols)} columns where this engine has {len(mine)}")
+        raise _Refused(f"{where}.columns: {diff} (another version's layout)")
+    size = _block_size(want, rows)
+    need(len(block) == size, f"{where}.block", f"{len(block)} bytes, the layout of {rows} rows is {size}")
+    buf = np.frombuffer(block, np.uint8).copy()
+    return _Rows(want, rows, buf, getattr(live, "_keyed", ()))
+
+
+def _declared(columns: dict) -> list:
+    """The columns as a file declares them: (name, base dtype, inner shape) each."""
+    key = tuple(columns)
+    got = _DECLARED.get(key)
+    if got is None or got[0] != columns:
+        got = _DECLARED[key] = (dict(columns), [(c, np.dtype(d).base.str, list(np.dtype(d).shape))
+                                                for c, d in columns.items()])
+    return got[1]
+
+
+_DECLARED: dict = {}
+
+
+def _declared_bytes(columns: dict) -> bytes:
+    """``_declared`` in the plain form (kept: what a file of this layout holds)."""
+    key = ("bytes", tuple(columns))
+    got = _DECLARED.get(key)
+    if got is None or got[0] != columns:
+        got = _DECLARED[key] = (dict(columns), plaindata.encode(_declared(columns)))
+    return got[1]
+
+
+def to_state(game, p: Parsed, state_cls) -> Any:
+    """The saved state of parsed file ``p`` for ``game`` (a ``state_cls``, the snapshot's
+    _State), after every check: the configuration, the humans (names, entities, anim
+    sets), the clip bank, every table's layout and rows (anim.snapcheck), every value's
+    schema and cross-reference. Rejected (_Refused, one line naming the section and
+    field): anything that does not fit; nothing of the Game is changed."""
+    # -- the configuration: the same parts, else say which differ
+    mine = plaindata.encode(config_parts(game))
+    if p.config != hashlib.sha256(mine).digest():
+        try:
+            theirs = plaindata.decode(p.config_parts)
+        except plaindata.PlainDataError:
+            theirs = None
+        ours = plaindata.decode(mine)
+        diff = [k for k in ours if not isinstance(theirs, dict) or theirs.get(k) != ours[k]]
+        raise _Refused("header.config: the snapshot's Game is set up otherwise than this one (differs in: "
+                       f"{', '.join(diff) or 'its digest'}; written by scuffle {short(p.version, 20)})")
+    m = p.meta
+    need(set(m) >= {"engine", "updates_run", "update", "names", "entity_next", "sets", "bank"}, "meta",
+         "missing fields")
+    if not (m["engine"] == game.engine):
+        raise _Refused(f"meta.engine: {short(m['engine'])}, this Game runs {game.engine!r}")
+    updates_run = need_int(m["updates_run"], "meta.updates_run", 0)
+    update = need_int(m["update"], "meta.update", 0)
+    names = m["names"]
+    need(isinstance(names, dict) and len(names) <= 1 << 24, "meta.names", "not a map of names to entities")
+    for name, ent in names.items():
+        if not (isinstance(name, str) and len(name) <= 256):
+            raise _Refused(f"meta.names: {short(name)} is not a name")
+        need_int(ent, f"meta.names[{short(name)}]", 0)
+        if not (game.names.get(name) == ent and game._alive(ent)):
+            raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up as "
+                           "the snapshot's was)")
+    need(len(set(names.values())) == len(names), "meta.names", "two names for one entity")
+    entity_next = need_int(m["entity_next"], "meta.entity_next", max(names.values(), default=0) + 1 if names else 1)
+    sets = m["sets"]
+    need(isinstance(sets, dict) and set(sets) == set(names), "meta.sets", "not one anim set digest per human")
+    from scuffle.components import Animator
+    for name, d in sets.items():
+        if not (d == game.component(names[name], Animator).instance.anim_set.digest()):
+            raise _Refused(f"meta.sets[{short(name)}]: the human's anim set differs from this Game's")
+    bank_raw = m["bank"]
+    need(isinstance(bank_raw, bytes) and len(bank_raw) % 32 == 0, "meta.bank", "not the clips' digests")
+    have = b"".join(_bank_digests(game.player))
+    need(have[:len(bank_raw)] == bank_raw, "meta.bank",
+         "the clip bank lists other clips (set the Game up as the snapshot's was: the same humans in the same order)")
+    bank = range(len(bank_raw) // 32)
+    # -- the tables: scratch copies, checked row by row
+    scratch = {name: _scratch(game, name, *p.tables[name]) for name in TABLES}
+    v = p.values
+    need(set(v) == {"engine", "bodies", "combats", "fight", "extras"}, "values", "not the fields of a snapshot")
+    ev = v["engine"]
+    need(isinstance(ev, dict) and set(ev) == {"tables", "humans", "pool", "deferred", "stepped", "stats", "batch",
+                                              "instances", "loose"}, "values.engine", "not the engine's fields")
+    hv = ev["humans"]
+    need(isinstance(hv, dict) and set(hv) == {"free", "gen", "on_report"}, "values.engine.humans", "not its fields")
+    hum = scratch["humans"]
+    for k in ("gen", "free"):
+        a = hv[k]
+        need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, f"values.engine.humans.{k}",
+             "not a list of rows")
+    hum.gen = hv["gen"].tolist()
+    hum._free = hv["free"].tolist()
+    pool = ev["pool"]
+    need(isinstance(pool, tuple) and len(pool) == 2 and isinstance(pool[0], np.ndarray), "values.engine.pool",
+         "not (flags, count)")
+    player = game.player
+    engine_tables = {n: scratch[n] for n in _ENGINE_TABLES}
+    try:
+        live = check_engine(engine_tables, hum, pool_out=pool[0], n_out=pool[1],
+                            pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)))
+    except StateError as e:
+        raise _Refused(f"table.{e}") from None
+    kinds = player.callbacks
+    tables_v = ev["tables"]
+    need(isinstance(tables_v, dict) and set(tables_v) == set(_ENGINE_TABLES), "values.engine.tables", "not the tables")
+    states = {}
+    for name in _ENGINE_TABLES:
+        t = scratch[name]
+        tv = tables_v[name]
+        where = f"values.engine.tables.{name}"
+        need(isinstance(tv, dict) and set(tv) == {"keyed", "dirty"}, where, "not {keyed, dirty}")
+        keyed = tv["keyed"]
+        need(isinstance(keyed, dict) and set(keyed) == set(t._keyed), f"{where}.keyed", "not the table's keyed columns")
+        back: dict[str, dict] = {}
+        for k, d in keyed.items():
+            need(isinstance(d, dict), f"{where}.keyed.{k}", "not a map")
+            out = {}
+            for r, x in d.items():
+                if not (r.__class__ is int and 0 <= r < t.capacity and bool(t.live[r])):
+                    raise _Refused(f"{where}.keyed.{k}: row {short(r)} is not a row in use")
+                if k in ("on_end", "on_wrap"):
+                    try:
+                        out[r] = S.callback_back(x, f"{where}.keyed.{k}[{r}]", kinds)
+                    except StateError as e:
+                        raise _Refused(str(e)) from None
+                elif k == "dir_banks":
+                    need(int(t.type[r]) == 13 and isinstance(x, tuple) and len(x) == 8 and
+                         all(b.__class__ is int and 0 <= b < len(bank) for b in x), f"{where}.keyed.{k}[{r}]",
+                         "not a direction task's eight clips of the bank")
+                    out[r] = x
+                else:
+                    need(x.__class__ in (int, str), f"{where}.keyed.{k}[{r}]", "not a human's handle")
+                    out[r] = x
+            back[k] = out
+        for r in np.flatnonzero(t.type[live["tasks"]] == 13) if name == "tasks" else ():
+            row = int(live["tasks"][r])
+            need(row in back["dir_banks"], f"{where}.keyed.dir_banks", f"direction task {row} has no clips")
+        if name == "tasks":
+            cb = t.callback[live["tasks"]]
+            for i, r in enumerate(live["tasks"]):
+                need(bool(cb[i]) == (int(r) in back["on_wrap"]), f"{where}.callback[{int(r)}]",
+                     "says a wrap callback is set where there is none, or the reverse")
+        dirty = _dirty_rows(tv["dirty"], t, f"{where}.dirty")
+        views = [None] * t.capacity if name == "tasks" else None     # handles are made on read
+        states[name] = S.TableState(t.capacity, t.block, back, views, dirty)
+    reports = hv["on_report"]
+    need(isinstance(reports, dict), "values.engine.humans.on_report", "not a map")
+    on_report = {}
+    for r, x in reports.items():
+        if not (r.__class__ is int and 0 <= r < hum.capacity and bool(hum.live[r])):
+            raise _Refused(f"values.engine.humans.on_report: row {short(r)} is not a human row in use")
+        try:
+            on_report[r] = S.callback_back(x, f"values.engine.humans.on_report[{r}]", kinds)
+        except StateError as e:
+            raise _Refused(str(e)) from None
+    humans_state = S.HumanTableState(hum.capacity, hum.block, list(hum._free), list(hum.gen), on_report)
+    deferred = ev["deferred"]
+    need(isinstance(deferred, np.ndarray) and deferred.dtype == np.int64 and deferred.ndim == 2
+         and deferred.shape[1] == 2, "values.engine.deferred", "not (human row, task row) pairs")
+    if len(deferred):
+        hr, tr = deferred[:, 0], deferred[:, 1]
+        need(bool(((hr >= 0) & (hr < hum.capacity)).all()) and bool(hum.live[hr].all()), "values.engine.deferred",
+             "a human row not in use")
+        tt = scratch["tasks"]
+        need(bool(((tr >= 0) & (tr < tt.capacity)).all()) and bool(tt.live[tr].all()), "values.engine.deferred",
+             "a task row not in use")
+    stepped = ev["stepped"]
+    need(isinstance(stepped, list) and len(stepped) <= 64 and all(
+        isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1
+        and bool(((a >= 0) & (a < hum.capacity)).all())
+        for a in stepped), "values.engine.stepped", "not lists of human rows")
+    stats = ev["stats"]
+    need(isinstance(stats, tuple) and len(stats) == 2, "values.engine.stats", "not two counts")
+    for i, x in enumerate(stats):
+        need_int(x, f"values.engine.stats[{i}]", 0)
+    b = ev["batch"]
+    need(isinstance(b, tuple) and len(b) == 3 and isinstance(b[2], list), "values.engine.batch", "not its fields")
+    need_int(b[0], "values.engine.batch.kernel_humans", 0, hum.capacity)
+    need_int(b[1], "values.engine.batch.pair_changes", 0)
+    leaving = []
+    for i, x in enumerate(b[2]):
+        need(isinstance(x, tuple) and len(x) == 2, f"values.engine.batch.leaving[{i}]", "not (row, generation)")
+        need_int(x[0], f"values.engine.batch.leaving[{i}]", 0, hum.capacity - 1)
+        need_int(x[1], f"values.engine.batch.leaving[{i}]", 0)
+        need(bool(hum.live[x[0]]), f"values.engine.batch.leaving[{i}]", "a human row not in use")
+        leaving.append(x)
+    inst_of = {name: game.instance(name) for name in names}
+    rows = ev["instances"]
+    need(isinstance(rows, list) and len(rows) <= hum.capacity, "values.engine.instances", "not one entry per row")
+    seen: set = set()
+    instances = []
+    for r, name in enumerate(rows):
+        if name is None:
+            instances.append(None)
+            continue
+        if not (name in inst_of and name not in seen):
+            raise _Refused(f"values.engine.instances[{r}]: {short(name)} is not a human of the snapshot, or "
+                           "named twice")
+        need(bool(hum.live[r]), f"values.engine.instances[{r}]", "the row is not in use")
+        seen.add(name)
+        instances.append(inst_of[name])
+    loose = []
+    need(isinstance(ev["loose"], list), "values.engine.loose", "not a list")
+    for i, x in enumerate(ev["loose"]):
+        where = f"values.engine.loose[{i}]"
+        need(isinstance(x, tuple) and len(x) == 2 and x[0] in inst_of and x[0] not in seen, where,
+             "not a human of the snapshot without an engine row")
+        vals = x[1]
+        need(isinstance(vals, tuple) and len(vals) == 5, where, "not (generation, flags, anim, speed, report)")
+        need_int(vals[0], where + ".gen", 0)
+        need_int(vals[1], where + ".flags")
+        need_int(vals[2], where + ".anim", -1, (1 << 31) - 1)
+        need_float(vals[3], where + ".speed", 0.0, 1e6)
+        try:
+            report = S.callback_back(vals[4], where + ".on_report", kinds)
+        except StateError as e:
+            raise _Refused(str(e)) from None
+        seen.add(x[0])
+        loose.append((inst_of[x[0]], (vals[0], vals[1], vals[2], vals[3], report)))
+    es = S.EngineState(states, humans_state, (pool[0].copy(), pool[1]),
+                       {"refused": [], "_wraps": [], "_failed": [], "deferred": (deferred.copy(), {}),
+                        "_stepped": [a.copy() for a in stepped], "stats": stats},
+                       (b[0], b[1], leaving), instances, loose, None)
+    # -- the bodies and the combat rows: their owners by name, finite numbers
+    bodies = _views_back(game, scratch["bodies"], v["bodies"], names, Body, "bodies")
+    combats = _views_back(game, scratch["combats"], v["combats"], names, Combat, "combats")
+    _check_bodies(scratch["bodies"], names)
+    texts = _check_combats(scratch["combats"], v["combats"], names)
+    # -- the fight rules and the stateful actions check their own
+    fight = v["fight"]
+    has_fight = game.fight is not None and hasattr(game.fight, "save_state")
+    need((fight is None) != has_fight, "values.fight", "the snapshot was taken " + ("without" if fight is None else
+                                                                                  "with") + " fight rules")
+    if fight is not None:
+        why = game.fight.state_fits(fight) if hasattr(game.fight, "state_fits") else None
+        need(why is None, "values.fight", str(why))
+    extras = v["extras"]
+    mine_x = _stateful(game)
+    need(isinstance(extras, list) and len(extras) == len(mine_x), "values.extras",
+         f"not the {len(mine_x)} stateful actions of this Game")
+    for i, (obj, x) in enumerate(zip(mine_x, extras)):
+        fits = getattr(obj, "state_fits", None)
+        need(fits is not None, f"values.extras[{i}]", f"{type(obj).__qualname__} has no state_fits: its state "
+             "from a file cannot be checked (give it state_fits(state) -> reason or None)")
+        why = fits(x)
+        need(why is None, f"values.extras[{i}]", str(why))
+    return state_cls(game.engine, updates_run, update, dict(names), entity_next, es, {},
+                     (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras))
+
+
+def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
+    """(TableState, owners: row -> the human's view) of a body or combat table."""
+    where = f"values.{what}"
+    need(isinstance(v, dict) and {"owners", "dirty"} <= set(v), where, "not its fields")
+    live = check_table_frame_refused(what, t)
+    owners_v = v["owners"]
+    need(isinstance(owners_v, dict), f"{where}.owners", "not a map")
+    owners = {}
+    for r, name in owners_v.items():
+        if not (r.__class__ is int and 0 <= r < t.capacity and bool(t.live[r])):
+            raise _Refused(f"{where}.owners: row {short(r)} is not a row in use")
+        if not (name in names):
+            raise _Refused(f"{where}.owners[{r}]: {short(name)} is not a human of the snapshot")
+        owners[r] = game.component(names[name], cls)
+    need(sorted(owners) == [int(r) for r in live], f"{where}.owners", "not one owner per row in use")
+    need(len({id(x) for x in owners.values()}) == len(owners), f"{where}.owners", "a human owns two rows")
+    dirty = _dirty_rows(v["dirty"], t, f"{where}.dirty")
+    return S.TableState(t.capacity, t.block, {}, None, dirty), owners
+
+
+def _dirty_rows(a: Any, t, where: str) -> list[int]:
+    """The rows freed since a table's last take (an int64 array): rows not in use, each once."""
+    need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, where, "not a list of rows")
+    ok = bool(((a >= 0) & (a < t.capacity)).all()) and not bool(t.live[a].any()) and len(np.unique(a)) == len(a)
+    need(ok, where, "not rows not in use, each once")
+    return a.tolist()
+
+
+def check_table_frame_refused(name: str, t) -> np.ndarray:
+    try:
+        return check_table_frame(f"table.{name}", t)
+    except StateError as e:
+        raise _Refused(str(e)) from None
+
+
+def _finite(name: str, a: np.ndarray, rows: np.ndarray, lo: float, hi: float) -> None:
+    try:
+        check_finite(name, a[rows], rows, lo, hi)
+    except StateError as e:
+        raise _Refused(str(e)) from None
+
+
+def _check_bodies(t, names: dict) -> None:
+    from scuffle.anim.limits import MAX_COORD
+    rows = np.flatnonzero(t.live)
+    for col in ("position", "attach_offset", "slide_target"):
+        _finite(f"table.bodies.{col}", t.__dict__[col], rows, -MAX_COORD, MAX_COORD)
+    for col in ("heading", "attach_heading", "slide_heading"):
+        _finite(f"table.bodies.{col}", t.__dict__[col], rows, -MAX_COORD, MAX_COORD)
+    for col in ("velocity", "state_velocity"):
+        _finite(f"table.bodies.{col}", t.__dict__[col], rows, -1e6, 1e6)
+    ents = set(names.values())
+    for r in rows:
+        a = int(t.attachment[r])
+        need(a == -1 or a in ents, f"table.bodies.attachment[{int(r)}]", f"{a} is not -1 or a human's entity")
+        need(0 <= int(t.slide_left[r]) <= 1 << 20, f"table.bodies.slide_left[{int(r)}]", "out of range")
+    _bools_refused("table.bodies.sliding", t.sliding[rows])
+
+
+def _bools_refused(name: str, a: np.ndarray) -> None:
+    need(not (a.view(np.uint8) > 1).any(), name, "a byte that is not a bool (0 or 1)")
+
+
+def _check_combats(t, v: dict, names: dict) -> list:
+    from scuffle.anim.limits import MAX_COORD, MAX_HEALTH
+    texts = v.get("texts")
+    need(isinstance(texts, list) and 2 <= len(texts) <= 4096 and all(isinstance(x, str) and len(x) <= 256
+                                                                     for x in texts)
+         and len(set(texts)) == len(texts), "values.combats.texts", "not a list of distinct short texts")
+    rows = np.flatnonzero(t.live)
+    _finite("table.combats.health", t.health, rows, -MAX_HEALTH * 1e3, MAX_HEALTH)
+    _finite("table.combats.max_health", t.max_health, rows, 0.0, MAX_HEALTH)
+    _finite("table.combats.damage_taken", t.damage_taken, rows, -1e12, 1e12)
+    _finite("table.combats.move_speed", t.move_speed, rows, 0.0, 1e6)
+    for col in ("partner_place", "move_dir", "impulse"):
+        _finite(f"table.combats.{col}", t.__dict__[col], rows, -MAX_COORD, MAX_COORD)
+    ents = set(names.values())
+    for r in rows:
+        r = int(r)
+        for col in ("state", "role"):
+            c = int(t.__dict__[col][r])
+            need(0 <= c < len(texts), f"table.combats.{col}[{r}]", f"code {c} is not one of the {len(texts)} texts")
+        p = int(t.partner[r])
+        need(p == -1 or p in ents, f"table.combats.partner[{r}]", f"{p} is not -1 or a human's entity")
+        need(int(t.place_len[r]) in (0, 2, 3), f"table.combats.place_len[{r}]", "not 0, 2 or 3")
+        for col in ("hits", "down_left", "serial"):
+            need(0 <= int(t.__dict__[col][r]) <= 1 << 40, f"table.combats.{col}[{r}]", "out of range")
+        need(-1 <= int(t.move_id[r]) <= (1 << 31) - 1, f"table.combats.move_id[{r}]", "out of range")
+    _bools_refused("table.combats.struck", t.struck[rows])
+    return list(texts)
+
+
+# ---------------------------------------------------------------- the checksum
+def checksum(game, st) -> str:
+    """The digest of a state (``Game.checksum``, ``Snapshot.checksum``): a sha256 (hex)
+    over the update counters, the names, each table's digest (anim.digest: the rows in
+    use, the free lists, the generations) and the plain values' bytes. Equal states give
+    equal digests on every machine; the last update's outputs and which rows have handles
+    are not state and are left out."""
+    h = hashlib.sha256()
+    h.update(struct.pack("<qqq", st.updates_run, st.update, st.entity_next))
+    h.update(plaindata.encode(dict(st.names)))
+    h.update(plaindata.encode(plain_values(game, st, strict=False), lenient=True))
+    for name, ts in _saved_tables(st).items():
+        cols = _columns_of(_table_of(game, name))
+        h.update(struct.pack("<Q", block_digest(cols, ts.capacity, ts.block)))
+    es = st.engine_state
+    h.update(struct.pack("<Q", array_digest(es.pool[0])))
+    return h.hexdigest()
+
+
+def checksum_parsed(p: Parsed) -> str:
+    """``checksum`` of a parsed file (without a Game: the tables' declared columns)."""
+    h = hashlib.sha256()
+    m = p.meta
+    h.update(struct.pack("<qqq", m["updates_run"], m["update"], m["entity_next"]))
+    h.update(plaindata.encode(m["names"]))
+    h.update(p.values_bytes)
+    for name in TABLES:
+        rows, raw, block = p.tables[name]
+        cols = plaindata.decode(raw)
+        columns = {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1]) for c in cols}
+        buf = np.frombuffer(block, np.uint8)
+        h.update(struct.pack("<Q", block_digest(columns, rows, buf)))
+    h.update(struct.pack("<Q", array_digest(p.values["engine"]["pool"][0])))
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------- reading a file
+def read_file(path: str, budget: int = MAX_BYTES) -> bytes:
+    """The bytes of snapshot file ``path``: a regular file only (never a FIFO, a device or
+    a directory: opened without blocking and checked before a byte is read), of at most
+    ``budget`` bytes, read up to its size and never past it. Rejected (_Refused naming
+    the file; OSError passes through for the caller to word)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not (stat.S_ISREG(st.st_mode)):
+            raise _Refused(f"{short(path)}: not a regular file")
+        if not (st.st_size <= budget):
+            raise _Refused(f"{short(path)}: {st.st_size} bytes, more than the {budget}-byte budget")
+        chunks, left = [], st.st_size
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 24))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

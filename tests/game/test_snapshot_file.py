@@ -1,0 +1,394 @@
+"""Snapshot files are data: what a stranger's bytes can and cannot do.
+
+A snapshot file holds a header, a directory, raw table blocks with their declared
+columns and plain values (game.runtime.snapfile, anim.plaindata). These tests try it as
+a hostile peer would: code in the bytes, a forged digest over tampered rows, sizes that
+ask for gigabytes, files that are not files, a snapshot of one Game put into another.
+Each refusal is one SnapshotError line naming the field, and the Game it was restored
+into is unchanged (its checksum before and after).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import threading
+
+import numpy as np
+import pytest
+
+from scuffle.anim import plaindata
+from scuffle.anim.options import PlayerOptions
+from scuffle.game.runtime import snapfile as F
+from scuffle.game.runtime.snapshot import Snapshot, SnapshotError
+from scuffle.game.fighters.ai import FighterAI
+from scuffle.game.fighters.combat import Fight
+from scuffle.game.fighters.moves import Move
+from scuffle.game.fighters.moveset import demo_set
+from scuffle.game.runtime.trace import iter_trace_records, write_records
+from scuffle.game.runtime.world import Game
+
+
+def _fight(seed: int = 3, engine: str = "compiled") -> Game:
+    """Two fighters under the fight rules (rounds, K.O.s), both driven by AIs."""
+    g = Game(engine=engine)
+    aset = demo_set()
+    g.add_human("p1", aset, position=(0.0, -1.5, 0.0), heading=0.0, health=8.0)
+    g.add_human("p2", aset, position=(0.0, 1.5, 0.0), heading=180.0, health=8.0)
+    fight = Fight(g, separate=True, rounds=True, round_pause=10)
+    for name in ("p1", "p2"):
+        g.change(name, g.player.loop(g.instance(name), int(Move.FIGHT_IDLE)))
+    fight.controllers.append(FighterAI("p1", "p2", seed=seed + 7))
+    fight.controllers.append(FighterAI("p2", "p1", seed=seed))
+    return g
+
+
+def _trace(game: Game, updates: int) -> str:
+    import io
+    out = io.StringIO()
+    for _ in range(updates):
+        game.step()
+        write_records(out, iter_trace_records(game, pose=True))
+    return out.getvalue()
+
+
+@pytest.fixture
+def pair():
+    """Two Games set up alike (fight rules, two AIs), the first 40 updates on."""
+    a, b = _fight(), _fight()
+    _trace(a, 40)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def _rebuilt(data: bytes, edit) -> bytes:
+    """``data`` with its sections passed through ``edit(name, bytes) -> bytes`` and the
+    header's sizes and sha256 recomputed: what an attacker who edits a file sends."""
+    version, config, sections = F.sections_of(data)
+    return F.assemble([(n, edit(n, b)) for n, b in sections], version, config)
+
+
+def _values_edit(change):
+    def edit(name: str, b: bytes) -> bytes:
+        if name != "values":
+            return b
+        v = plaindata.decode(b)
+        change(v)
+        return plaindata.encode(v)
+    return edit
+
+
+def _column_edit(table: str, column: str, value, row: int | None = None):
+    """An edit that writes ``value`` into ``table.column`` at a live row (the first, or ``row``)."""
+    def edit(name: str, b: bytes) -> bytes:
+        if name != f"table.{table}":
+            return b
+        rows, hl = struct.unpack_from("<II", b)
+        declared = plaindata.decode(b[8:8 + hl])
+        cols = {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1]) for c in declared}
+        from scuffle.anim.store import _layout
+        lay = _layout(cols, rows)[0]
+        block = np.frombuffer(b[8 + hl:], np.uint8).copy()
+
+        def col(n):
+            off, dt, shape = lay[n]
+            return block[off:off + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)
+        live = np.flatnonzero(col("live"))
+        assert len(live), f"no row in use in {table}"
+        r = int(live[0]) if row is None else row
+        c = col(column)
+        if c.dtype == np.bool_:
+            c.view(np.uint8)[r] = value               # a raw byte, as a forged file holds it
+        else:
+            c[r] = value
+        return b[:8 + hl] + block.tobytes()
+    return edit
+
+
+# ---------------------------------------------------------------- no code, ever
+def test_a_pickle_payload_runs_nothing_and_is_refused(tmp_path):
+    marker = tmp_path / "ran"
+
+    class Boom:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+    payload = pickle.dumps(Boom())
+    for data in (payload, b"SCUFSNAP" + struct.pack("<IQ", 1, len(payload)) + bytes(32) + payload):
+        with pytest.raises(SnapshotError) as e:
+            Snapshot.from_bytes(data)
+        assert "\n" not in str(e.value)
+    assert not marker.exists()
+
+
+def test_the_loading_path_holds_no_unpickler_eval_or_import():
+    import inspect
+    from scuffle.anim import plaindata as P, snapcheck, snapshot as AS
+    from scuffle.game.runtime import snapshot as GS
+    for mod in (F, P, snapcheck, AS, GS):
+        src = inspect.getsource(mod)
+        for bad in ("pickle.load", "Unpickler", "marshal", "eval(", "exec(", "allow_pickle=True", "__import__",
+                    "importlib"):
+            assert bad not in src, (mod.__name__, bad)
+
+
+def test_plain_data_refuses_what_is_not_plain():
+    class Odd:
+        pass
+    for v in (Odd(), {1, 2}, float("nan"), 1 << 70, np.zeros(2, np.complex128), lambda: 0):
+        with pytest.raises(plaindata.PlainDataError):
+            plaindata.encode(v)
+    v = {"a": [1, 2.5, None, True, b"x", "s", (3, 4)], 7: np.arange(6, dtype=np.int32).reshape(2, 3)}
+    back = plaindata.decode(plaindata.encode(v))
+    assert back["a"] == v["a"] and back[7].dtype == np.int32 and (back[7] == v[7]).all()
+
+
+@pytest.mark.parametrize("data, what", [
+    (b"\x08" + struct.pack("<I", 0xFFFFFFFF), "count"),                          # 4 billion items, 5 bytes
+    (b"\x0b\x0a\x02" + struct.pack("<QQ", 1 << 40, 1 << 40), "dimension"),     # a 10^24-element array
+    (b"\x07" + struct.pack("<I", 1 << 31), "truncated"),                         # 2 GB of bytes promised
+    (b"\x08\x01\x00\x00\x00" * 40 + b"\x00", "deep"),                            # nesting
+    (b"\x05" + struct.pack("<d", float("inf")), "finite"),
+    (b"\x0c", "unknown tag"),
+    (b"\x00\x00", "after the value"),
+])
+def test_plain_data_refuses_crafted_sizes_before_allocating(data, what):
+    import tracemalloc
+    tracemalloc.start()
+    with pytest.raises(plaindata.PlainDataError, match=what):
+        plaindata.decode(data)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+# ---------------------------------------------------------------- round trip and checksum
+def test_bytes_round_trip_keeps_the_checksum_and_replays(pair):
+    a, b = pair
+    snap = a.snapshot()
+    data = snap.to_bytes()
+    back = Snapshot.from_bytes(data)
+    assert back.checksum() == snap.checksum() == a.checksum()
+    expected = _trace(a, 30)
+    b.restore(back)
+    assert b.checksum() == back.checksum()
+    assert _trace(b, 30) == expected and b.checksum() == a.checksum()
+
+
+def test_config_digest_is_equal_for_games_set_up_alike_and_names_what_differs(pair):
+    a, b = pair
+    assert a.config_digest() == b.config_digest()
+    other = Game(PlayerOptions(early_finish_above=5))
+    try:
+        with pytest.raises(SnapshotError, match="differs in: options"):
+            other.restore(Snapshot.from_bytes(a.snapshot().to_bytes()))
+    finally:
+        other.close()
+
+
+def test_a_snapshot_object_restores_only_into_its_own_game(pair):
+    a, b = pair
+    before = b.checksum()
+    with pytest.raises(SnapshotError, match="another Game"):
+        b.restore(a.snapshot())
+    assert b.checksum() == before
+    a.record("p1")                                     # a's handles are still its own
+
+
+def test_the_reference_engine_has_no_byte_form():
+    g = _fight(engine="reference")
+    try:
+        _trace(g, 3)
+        with pytest.raises(SnapshotError, match="reference engine"):
+            g.snapshot().to_bytes()
+    finally:
+        g.close()
+
+
+# ---------------------------------------------------------------- tampered rows and values
+TAMPER = [
+    (_column_edit("tasks", "type", 0), "tasks.type"),
+    (_column_edit("tasks", "type", 2), "tasks.type"),
+    (_column_edit("tasks", "c0", 10 ** 9), "tasks.c0"),
+    (_column_edit("tasks", "nxt", -7), "tasks.nxt"),
+    (_column_edit("tasks", "rate", np.float32(np.nan)), "tasks.rate"),
+    (_column_edit("tasks", "placed", 7), "tasks.placed"),
+    (_column_edit("cursors", "bank", 99_999), "cursors.bank"),
+    (_column_edit("cursors", "t", np.float32(-1.0)), "cursors.t"),
+    (_column_edit("cursors", "end", 3), "cursors.end"),
+    (_column_edit("cursors", "ev", 10 ** 6), "cursors.ev"),
+    (_column_edit("cursors", "n_free", 10 ** 6, row=0), "n_free"),
+    (_column_edit("cursors", "gen", -1), "cursors.gen"),
+    (_column_edit("humans", "depth", 19), "humans.depth"),
+    (_column_edit("humans", "speed", np.inf), "humans.speed"),
+    (_column_edit("bodies", "position", np.array([np.nan, 0.0, 0.0])), "bodies.position"),
+    (_column_edit("bodies", "attachment", 12345), "bodies.attachment"),
+    (_column_edit("combats", "state", 999), "combats.state"),
+    (_column_edit("combats", "partner", 4242), "combats.partner"),
+    (_column_edit("combats", "health", np.inf), "combats.health"),
+    (_values_edit(lambda v: v["engine"]["humans"].update(gen=np.append(v["engine"]["humans"]["gen"], 0))),
+     "humans.gen"),
+    (_values_edit(lambda v: v["engine"]["pool"].__class__), None),
+    (_values_edit(lambda v: v.update(fight=(1, 2))), "values.fight"),
+    (_values_edit(lambda v: v["engine"]["tables"]["tasks"]["keyed"]["on_end"].update(
+        {0: ("os.system", ("rm -rf /",))})), "on_end"),
+    (_values_edit(lambda v: v["engine"]["batch"][2].append((10 ** 6, 0))), "leaving"),
+    (_values_edit(lambda v: v["combats"].update(texts=["", "free"] * 3)), "texts"),
+    (_values_edit(lambda v: v["extras"].append(1)), "extras"),
+    (_values_edit(lambda v: v["engine"].update(instances=["p1", "p1"])), "instances"),
+]
+
+
+@pytest.mark.parametrize("edit, field", TAMPER)
+def test_tampered_but_well_framed_files_are_refused_naming_the_field(pair, edit, field):
+    a, b = pair
+    data = _rebuilt(a.snapshot().to_bytes(), edit)
+    before = b.checksum()
+    try:
+        snap = Snapshot.from_bytes(data)
+        b.restore(snap)
+    except SnapshotError as e:
+        assert "\n" not in str(e) and len(str(e)) < 400
+        if field is not None:
+            assert field in str(e), str(e)
+        assert b.checksum() == before
+        return
+    assert field is None, "a tampered file was accepted"
+    _trace(b, 30)                                     # an edit that changes nothing steps on
+
+
+def test_a_crafted_end_callback_that_names_no_move_end_is_refused(pair):
+    a, b = pair
+    _trace(a, 20)
+
+    def forge(v):
+        ends = v["engine"]["tables"]["tasks"]["keyed"]["on_end"]
+        kind = next(cb[0] for cb in ends.values() if cb is not None)
+        row = next(iter(ends))
+        ends[row] = (kind, (ent, "explode", 0))
+    ent = a.entity("p1")
+    data = _rebuilt(a.snapshot().to_bytes(), _values_edit(forge))
+    with pytest.raises(SnapshotError, match="not a fight end"):
+        b.restore(Snapshot.from_bytes(data))
+
+
+# ---------------------------------------------------------------- files that are not files
+def test_read_refuses_what_is_not_a_regular_file_without_reading_it(tmp_path):
+    with pytest.raises(SnapshotError, match="not a regular file"):
+        Snapshot.read("/dev/zero")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    done = threading.Event()
+    err: list = []
+
+    def read():
+        try:
+            Snapshot.read(str(fifo))
+        except SnapshotError as e:
+            err.append(e)
+        done.set()
+    threading.Thread(target=read, daemon=True).start()
+    assert done.wait(10), "a FIFO hung the reader"
+    assert err and "not a regular file" in str(err[0])
+
+
+def test_read_refuses_a_file_over_the_budget_before_reading_it(tmp_path):
+    big = tmp_path / "big.snap"
+    with open(big, "wb") as f:
+        f.truncate(F.MAX_BYTES + 1)                   # sparse: no disk, no memory
+    import tracemalloc
+    tracemalloc.start()
+    with pytest.raises(SnapshotError, match="budget"):
+        Snapshot.read(str(big))
+    assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    tracemalloc.stop()
+
+
+def test_a_snapshot_file_round_trips_through_read(pair, tmp_path):
+    a, b = pair
+    path = tmp_path / "s.snap"
+    path.write_bytes(a.snapshot().to_bytes())
+    b.restore(Snapshot.read(str(path)))
+    assert b.checksum() == a.checksum()
+
+
+@pytest.mark.parametrize("edit, field", [
+    (_column_edit("gaits", "value", np.float32(9.0)), "gaits.value"),
+    (_column_edit("gaits", "b3", -1), "gaits.b3"),
+    (_column_edit("fades", "dur", np.float32(np.inf)), "fades.dur"),
+    (_column_edit("tasks", "centre", 9, row=None), None),
+])
+def test_a_crowds_tampered_rows_are_refused(edit, field):
+    from scuffle.game.tools.bench import build_crowd
+    a, b = build_crowd(12, "realistic"), build_crowd(12, "realistic")
+    try:
+        for _ in range(20):
+            a.step()
+        data = _rebuilt(a.snapshot().to_bytes(), edit)
+        before = b.checksum()
+        try:
+            b.restore(Snapshot.from_bytes(data))
+        except SnapshotError as e:
+            if field is not None:
+                assert field in str(e), str(e)
+            assert b.checksum() == before
+            return
+        assert field is None, "a tampered file was accepted"
+        for _ in range(20):
+            b.step()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_crowds_bytes_restore_into_a_crowd_set_up_alike():
+    from scuffle.game.tools.bench import build_crowd
+    a, b = build_crowd(12, "realistic"), build_crowd(12, "realistic")
+    try:
+        for _ in range(30):
+            a.step()
+        snap = Snapshot.from_bytes(a.snapshot().to_bytes())
+        b.restore(snap)
+        assert b.checksum() == a.checksum() == snap.checksum()
+        for _ in range(30):
+            a.step()
+            b.step()
+        assert b.checksum() == a.checksum()
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("crowd, n, every", [("realistic", 40, 7), ("light", 30, 9)])
+def test_every_state_of_a_long_run_restores_from_its_bytes(crowd, n, every):
+    """The checks refuse nothing the engine makes: a crowd's states, every few updates,
+    written, read back into a twin set up alike, give the same checksum and run on alike."""
+    from scuffle.game.tools.bench import build_crowd
+    a, b = build_crowd(n, crowd), build_crowd(n, crowd)
+    try:
+        for u in range(120):
+            a.step()
+            if u % every == 0:
+                b.restore(Snapshot.from_bytes(a.snapshot().to_bytes()))
+                assert b.checksum() == a.checksum()
+        b.restore(Snapshot.from_bytes(a.snapshot().to_bytes()))
+        for _ in range(10):
+            a.step()
+            b.step()
+        assert b.checksum() == a.checksum()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_every_state_of_a_long_fight_restores_from_its_bytes():
+    a, b = _fight(seed=11), _fight(seed=11)
+    try:
+        for u in range(400):
+            a.step()
+            if u % 5 == 0:
+                b.restore(Snapshot.from_bytes(a.snapshot().to_bytes()))
+                assert b.checksum() == a.checksum()
+    finally:
+        a.close()
+        b.close()
