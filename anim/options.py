@@ -92,7 +92,8 @@ class PlayerOptions:
     held_release: str = HeldRelease.ORIGINAL
     motion_entry: str = MotionEntry.MOTION
     tag_bits: str = TagBits.Y_BIT
-    threads: int | None = None
+    # not a rule: no state depends on it (a snapshot's configuration digest leaves it out)
+    threads: int | None = field(default=None, metadata={"state": False})
 
     def __post_init__(self):
         object.__setattr__(self, "dt", check_float("PlayerOptions.dt", self.dt, 0.0, MAX_DT))

@@ -146,3 +146,23 @@ def test_threads_option_is_checked(bad):
 def test_default_threads_are_the_usable_cores():
     import os
     assert crowd.default_threads() == len(os.sched_getaffinity(0))
+
+
+def test_the_thread_count_is_not_part_of_a_games_configuration():
+    """A snapshot of a Game on 2 threads restores into one on 1 (no state depends on the
+    count: the configuration digest leaves it out)."""
+    from scuffle import Game, Snapshot, demo_set
+
+    games = [Game(PlayerOptions(threads=t)) for t in (2, 1)]
+    try:
+        for g in games:
+            g.add_human("a", demo_set())
+            g.change("a", g.player.loop(g.instance("a"), "FIGHT_IDLE"))
+            g.step()
+        a, b = games
+        assert a.config_digest() == b.config_digest()
+        b.restore(Snapshot.from_bytes(a.snapshot().to_bytes()))
+        assert b.checksum() == a.checksum()
+    finally:
+        for g in games:
+            g.close()
