@@ -45,7 +45,7 @@ import sys
 from . import kernels as K
 
 __all__ = ["LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
-           "kernels_cached", "ALL_KERNELS", "all_cached", "compile_rest", "BACKGROUND",
+           "kernels_cached", "ALL_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
            "cold_notice", "note_cold_compile", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
            "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
            "meanwhile", "root_motion_args"]
@@ -87,6 +87,11 @@ def _cache_path(name: str, mod: str = "kernels") -> str | None:
     if not K.CACHE:                       # no writable cache folder (anim/jitcache.py)
         return None
     return getattr(getattr(getattr(_module(mod), name), "_cache", None), "_cache_path", None) or None
+
+
+def cache_folder() -> str | None:
+    """The folder numba's on-disk cache keeps the engine's kernels in (None: no cache)."""
+    return _cache_path("step_stacks")
 
 
 def kernel_cached(name: str, mod: str = "kernels") -> bool:

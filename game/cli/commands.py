@@ -222,40 +222,6 @@ def _needs_pygame(module: str, name: str) -> Callable[[argparse.Namespace], int]
     return run
 
 
-def _warm_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--check", action="store_true",
-                   help="compile nothing: say whether every kernel is cached (exit 1 when one is not)")
-
-
-def cmd_warm(args: argparse.Namespace) -> int:
-    """Compile every animation kernel into numba's on-disk cache now (scuffle.warm), with a
-    progress line, then one line: compiled or loaded, how long, and where the cache is."""
-    import time
-
-    from scuffle.anim import coldstart
-    from scuffle.anim.warmup import warm
-
-    if args.check:
-        missing = [f"{m}.{n}" for m, n in coldstart.ALL_KERNELS if not coldstart.kernel_cached(n, m)]
-        if missing:
-            print(f"not cached: {', '.join(missing)} (run 'scuffle warm')")
-            return 1
-        print(f"every kernel cached in {coldstart._cache_path('step_stacks')}")
-        return 0
-    t0 = time.perf_counter()
-    cold = warm(progress=lambda msg: print(f"{PROG}: {msg}", file=sys.stderr, flush=True))
-    took = time.perf_counter() - t0
-    where = coldstart._cache_path("step_stacks")
-    if where is None:
-        print(f"kernels compiled for this process only in {took:.1f} s (numba has no writable cache folder: "
-              "set NUMBA_CACHE_DIR)")
-    elif cold:
-        print(f"kernels compiled in {took:.1f} s and cached in {where}")
-    else:
-        print(f"kernels already cached in {where} (loaded in {took:.2f} s)")
-    return 0
-
-
 COMMANDS: tuple[Command, ...] = (
     Command("demo", "the two-fighter pygame demo (a window, or headless without a display)",
             _passthrough, _needs_pygame("scuffle.demo.cli", "main")),
@@ -274,7 +240,8 @@ COMMANDS: tuple[Command, ...] = (
             ("scuffle bench --humans 2 100 --updates 40", "scuffle bench --sweep --json > bench.json",
              "scuffle bench --humans 2 1000 10000 --crowd realistic   # the goals beside their figures")),
     Command("warm", "compile every animation kernel now (once per install; a cold first step then compiles nothing)",
-            _warm_arguments, cmd_warm, ("scuffle warm", "scuffle warm --check   # exit 1 when a kernel is not cached")),
+            _lazy("scuffle.game.tools.warm", "add_arguments"), _lazy("scuffle.game.tools.warm", "run"),
+            ("scuffle warm", "scuffle warm --check   # exit 1 when a kernel is not cached")),
     Command("lint", "list clips that never end (an end step's overshoot exactly 0.0)", _lazy("scuffle.game.tools.lint", "add_arguments"), _lazy("scuffle.game.tools.lint", "run"),
             ("scuffle lint chars.res", "scuffle lint walk.desc walk.keys --json")),
     Command("diff", "compare two traces; the first update where they part (exit 1 when they differ)",

@@ -159,6 +159,9 @@ _BENCH = ("scuffle bench times the update with it; the times go to its report, n
 ALLOWED: dict[tuple[str, str, str], str] = {
     ("game/tools/bench.py", "wall-clock", "time.perf_counter"): _BENCH,
     ("game/tools/bench.py", "wall-clock", "time.process_time"): _BENCH,
+    ("game/tools/warm.py", "wall-clock", "time.perf_counter"):
+        "scuffle warm prints how long compiling (or loading) the kernels took; the time goes "
+        "nowhere else",
     ("game/tools/survey.py", "wall-clock", "time.perf_counter"):
         "scuffle survey prints the seconds it has taken in its progress lines on stderr; it "
         "samples clips, it runs no world",
