@@ -46,7 +46,7 @@ from . import kernels as K
 
 __all__ = ["LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
            "kernels_cached", "ALL_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
-           "cold_notice", "note_cold_compile", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
+           "cold_notice", "note_cold_compile", "REST_ENV", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
            "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
            "meanwhile", "root_motion_args"]
 
@@ -146,6 +146,7 @@ def note_cold_compile() -> bool:
 # ---------------------------------------------------------------- the other kernel, compiled aside
 
 ASIDE_ENV = "SCUFFLE_COMPILE_ASIDE"     # "0": never compile a kernel in a child process
+REST_ENV = "SCUFFLE_COMPILE_REST"       # "0": never compile the rest in the background (compile_rest)
 ASIDE_TIMEOUT_S = 600.0                 # the longest await_kernel waits for a child (then compiles here)
 ASIDE: dict[str, tuple] = {}            # kernel name -> (child process, its private cache folder)
 ASIDE_LOG: list[dict] = []              # per kernel compiled aside: its name, whether the child made it,
@@ -251,8 +252,8 @@ _REST_CODE = ("import json, sys; cfg = json.loads(sys.argv[1]); sys.path[:0] = c
 
 
 def compile_rest() -> bool:
-    """Once per process: when some kernel of ALL_KERNELS is not cached and a child may
-    compile (``aside_allowed``), start a detached child at low priority that compiles the
+    """Once per process: when some kernel of ALL_KERNELS is not cached, a child may
+    compile (``aside_allowed``) and ``SCUFFLE_COMPILE_REST`` is not ``0``, start a detached child at low priority that compiles the
     missing ones into numba's cache (anim.warmup.compile_rest_child); this process goes on (it
     never waits for it; a kernel it needs before the child is done it compiles itself, as
     numba always does, and loads it from the cache once the child has installed it).
@@ -264,7 +265,7 @@ def compile_rest() -> bool:
     if BACKGROUND:
         return False
     BACKGROUND.append(None)
-    if not aside_allowed():
+    if not aside_allowed() or os.environ.get(REST_ENV, "") == "0":
         return False
     missing = [(mod, name) for mod, name in ALL_KERNELS if not kernel_cached(name, mod)]
     if not missing:

@@ -59,7 +59,7 @@ g.close()
 
 @pytest.mark.slow
 def test_scuffle_warm_on_a_cold_cache_compiles_everything_once(tmp_path):
-    env = dict(os.environ, **ENV, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    env = dict(os.environ, **ENV, NUMBA_CACHE_DIR=str(tmp_path / "numba"), SCUFFLE_COMPILE_REST="1")
     check = subprocess.run([sys.executable, "-m", "scuffle", "warm", "--check"], capture_output=True, text=True,
                            timeout=300, env=env)
     assert check.returncode == 1 and check.stdout.startswith("not cached: kernels.step_stacks"), check.stderr
@@ -73,3 +73,15 @@ def test_scuffle_warm_on_a_cold_cache_compiles_everything_once(tmp_path):
     out = json.loads(after.stdout.strip().splitlines()[-1])
     assert out == {"compiled": 0, "background": [None], "all_cached": True}
     assert "compiling" not in after.stderr
+
+
+def test_no_background_compile_when_turned_off_or_nothing_is_missing(monkeypatch):
+    """compile_rest starts no child under SCUFFLE_COMPILE_REST=0, nor when every kernel is
+    cached (this session's cache), and asks once per process."""
+    monkeypatch.setattr(coldstart, "BACKGROUND", [])
+    monkeypatch.setenv(coldstart.REST_ENV, "0")
+    assert coldstart.compile_rest() is False and coldstart.BACKGROUND == [None]
+    monkeypatch.setattr(coldstart, "BACKGROUND", [])
+    monkeypatch.setenv(coldstart.REST_ENV, "1")
+    assert coldstart.compile_rest() is False and coldstart.BACKGROUND == [None]
+    assert coldstart.compile_rest() is False                     # once per process

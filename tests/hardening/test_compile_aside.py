@@ -194,7 +194,7 @@ def test_a_first_step_on_a_cold_cache_takes_the_pose_kernel_from_the_child(tmp_p
 
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba"), "TMPDIR": str(scratch)}
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba"), "TMPDIR": str(scratch), "SCUFFLE_COMPILE_REST": "1"}
     first = _python(FIRST_STEP, env, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     one = json.loads(first.stdout.strip().splitlines()[-1])
