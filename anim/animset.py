@@ -89,6 +89,7 @@ class AnimSet:
     __slots__ = ("_name", "_clips", "_index", "_ranges", "_names", "_digest")
     _name: str
     _names: dict[str, int] | None
+    _digest: str | None
     _clips: tuple[Clip, ...]
     _index: np.ndarray
     _ranges: RangeList

@@ -8,8 +8,8 @@ int, float, str, bytes and tuples of them). So the whole state of a world is dat
 can be copied, compared and saved, with no closure in it; the handlers are code, given
 to the world once (``Callbacks.register``, ``Game.callback``), like its systems.
 
-A plain callable is still taken where a callback is (the older form); such a world works
-as before, but its state holds code (``Callbacks.is_data`` tells).
+A plain callable is taken too where a callback is; such a world works the same, but its
+state holds code (``Callbacks.is_data`` tells).
 
 Spec: "Animation tasks" (the end callback +0x2c, the wrap callback +0x28), "When a clip
 ends" (the release, L314). Original: 0x00105570 AnimTask_FlushDeferred (calls +0x2c).

@@ -1,4 +1,4 @@
-"""A prepared command's rows in one compiled call (issue 19, items 1 and 7).
+"""A prepared command's rows in one compiled call (the cheap path of a repeated command).
 
 ``run_rows`` writes what anim.prepared's direct path writes (the task, cursor, fade and
 gait rows, their free lists, the pool's flags, the human's stack or queue row, its held

@@ -5,8 +5,8 @@ them (once per install: ``cache=True`` keeps the machine code next to anim/kerne
 A module of its own so that the batch driver (anim/batch.py) can call it on its first
 kernel call without importing the warm-up (anim/warmup.py imports the player).
 
-The two big kernels compile side by side on a cold cache (issue 19, item 7: the first
-step on a fresh install): numba compiles one function at a time, so on its first kernel
+The two big kernels compile side by side on a cold cache (a shorter first step on a
+fresh install): numba compiles one function at a time, so on its first kernel
 call the batch driver asks ``compile_aside`` to compile the other big kernel in a child
 process (for the very argument types it will be called with) while this process
 compiles the one it calls; before it calls the other one, ``await_kernel`` waits for the
@@ -311,7 +311,7 @@ def meanwhile(child) -> list[str]:
     """While ``child`` still compiles the big kernel this process is about to wait for,
     compile the MEANWHILE kernels here (each for the argument types its function gives,
     unless it has a version already): on two cores they then cost the first step no wall
-    time (issue 19, item 7: root_motion_step was 0.4-0.5 s after the wait). Stops as soon
+    time (root_motion_step alone costs about half a second after the wait). Stops as soon
     as the child has ended. Returns the kernels it compiled."""
     done: list[str] = []
     for name, args_of in MEANWHILE:

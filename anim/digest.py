@@ -19,7 +19,7 @@ from numba import njit, uint64
 
 from .store import _layout
 
-__all__ = ["table_digest", "block_digest", "array_digest", "layout_plan"]
+__all__ = ["table_digest", "block_digest", "blocks_digests", "array_digest", "layout_plan"]
 
 _P = np.uint64(0x9E3779B97F4A7C15)
 
@@ -47,6 +47,10 @@ def _span(h, b8, b32, b64, off, n, size):
         s = off // 4
         for i in range(n):
             h = _mix(h, uint64(b32[s + i]))
+    elif off % 8 == 0 and n % 8 == 0:              # bytes (a bool column): eight a word
+        s = off // 8
+        for i in range(n // 8):
+            h = _mix(h, b64[s + i])
     else:
         for i in range(n * size):
             h = _mix(h, uint64(b8[off + i]))
@@ -54,19 +58,33 @@ def _span(h, b8, b32, b64, off, n, size):
 
 
 @njit(cache=True, nogil=True)
-def _rows_digest(b8, b32, b64, live, plan, whole, seed):
-    """``plan`` rows (byte offset, item size, items per row) are the columns of the live
-    rows; ``whole`` rows (byte offset, item size, items) are arrays hashed whole."""
+def _rows_digest(b8, plan, whole, live_off, cap, seed):
+    """``plan`` rows (byte offset, item size, items per row) are the columns of the rows in
+    use (the bool array of ``cap`` at byte ``live_off``); ``whole`` rows (byte offset, item
+    size, items) are arrays hashed whole."""
+    b32 = b8.view(np.uint32)
+    b64 = b8.view(np.uint64)
     h = uint64(seed)
     for k in range(whole.shape[0]):
         h = _span(h, b8, b32, b64, whole[k, 0], whole[k, 2], whole[k, 1])
-    for r in range(live.shape[0]):
-        if live[r]:
+    for r in range(cap):
+        if b8[live_off + r] != 0:
             h = _mix(h, uint64(r))
             for c in range(plan.shape[0]):
                 per = plan[c, 1] * plan[c, 2]
                 h = _span(h, b8, b32, b64, plan[c, 0] + r * per, plan[c, 2], plan[c, 1])
     return h
+
+
+@njit(cache=True, nogil=True)
+def _many_digest(blocks, plan, plan_at, whole, whole_at, live_offs, caps, seed):
+    """``_rows_digest`` of each block of the tuple ``blocks``: table t's plan rows are
+    ``plan[plan_at[t]:plan_at[t + 1]]``, its whole arrays ``whole[whole_at[t]:whole_at[t + 1]]``."""
+    out = np.empty(len(blocks), np.uint64)
+    for t in range(len(blocks)):
+        out[t] = _rows_digest(blocks[t], plan[plan_at[t]:plan_at[t + 1]], whole[whole_at[t]:whole_at[t + 1]],
+                              live_offs[t], caps[t], seed)
+    return out
 
 
 _WHOLE = ("n_free", "live", "gen", "free_rows")
@@ -95,16 +113,14 @@ def table_digest(t, seed: int = 0) -> int:
 def block_digest(columns: dict, cap: int, block: np.ndarray, seed: int = 0) -> int:
     """The digest of a table's ``block`` laid out by store._layout(``columns``, ``cap``)
     (a saved block: anim.snapshot.TableState.block), as table_digest gives for the table."""
-    key = (tuple(columns), cap)
+    key = (id(columns), cap)
     plans = _PLANS.get(key)
-    if plans is None or plans[0] != columns:
+    if plans is None or plans[0] is not columns:
         if len(_PLANS) > 256:
             _PLANS.clear()
         off = _layout(columns, cap)[0]["live"][0]
-        plans = _PLANS[key] = (dict(columns), *layout_plan(columns, cap), off)
-    b = block
-    live = b[plans[3]:plans[3] + cap].view(np.bool_)
-    return int(_rows_digest(b, b.view(np.uint32), b.view(np.uint64), live, plans[1], plans[2], seed))
+        plans = _PLANS[key] = (columns, *layout_plan(columns, cap), off)
+    return int(_rows_digest(block, plans[1], plans[2], plans[3], cap, seed))
 
 
 _PLANS: dict = {}     # (column names, capacity) -> (columns, plan, whole, live's offset): derived only
@@ -118,6 +134,32 @@ def array_digest(a: np.ndarray, seed: int = 0) -> int:
     if pad:
         b = np.concatenate((b, np.zeros(pad, np.uint8)))
     whole = np.array([[0, 8, b.shape[0] // 8]], np.int64)
-    empty = np.zeros((0, 3), np.int64)
-    return int(_rows_digest(b, b.view(np.uint32), b.view(np.uint64), np.zeros(0, np.bool_), empty, whole,
-                            seed ^ n))
+    return int(_rows_digest(b, _EMPTY, whole, 0, 0, seed ^ n))
+
+
+_EMPTY = np.zeros((0, 3), np.int64)
+
+
+def blocks_digests(tables: list, seed: int = 0) -> np.ndarray:
+    """``block_digest`` of each (columns, capacity, block) of ``tables``, in one compiled
+    call (a checksum hashes seven tables: one call, not seven). Out: uint64 per table."""
+    key = tuple((id(c), cap) for c, cap, _ in tables)
+    got = _MANY.get(key)
+    if got is None or any(a is not c for a, (c, _, _) in zip(got[0], tables)):
+        if len(_MANY) > 64:
+            _MANY.clear()
+        plans, wholes, offs = [], [], []
+        for cols, cap, _ in tables:
+            p, w = layout_plan(cols, cap)
+            plans.append(p)
+            wholes.append(w)
+            offs.append(_layout(cols, cap)[0]["live"][0])
+        at = lambda xs: np.concatenate(([0], np.cumsum([len(x) for x in xs]))).astype(np.int64)  # noqa: E731
+        got = _MANY[key] = (tuple(c for c, _, _ in tables), np.concatenate(plans), at(plans), np.concatenate(wholes),
+                            at(wholes), np.array(offs, np.int64), np.array([cap for _, cap, _ in tables], np.int64))
+    _, plan_all, plan_at, whole_all, whole_at, live_offs, caps = got
+    return _many_digest(tuple(b for _, _, b in tables), plan_all, plan_at, whole_all, whole_at, live_offs, caps,
+                        seed)
+
+
+_MANY: dict = {}

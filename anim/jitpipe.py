@@ -1,5 +1,5 @@
 """The kernels' helpers compiled for linking only: no machine code of their own and no
-on-disk cache entry (issue 19, item 7: the first step on a fresh install).
+on-disk cache entry (a shorter first step on a fresh install).
 
 What goes in: the ``pipeline_class=`` of anim/kernels.py's ``@_helper`` functions (the
 named steps that only the kernels call, never Python: no CPython or C wrapper). What
@@ -8,34 +8,29 @@ per-function -O3 passes on the helper's own functions), but no module passes on 
 helper's library and no machine code: its IR is not handed to the JIT engine. The kernel
 that calls a helper links that IR and runs numba's module passes (the cheap pass, then
 the full -O3 pipeline, which inlines and optimises the linked helpers) and emits the
-whole, as numba always did; the kernels are cached on disk whole (``cache=True``), so a
+whole, as numba does; the kernels are cached on disk whole (``cache=True``), so a
 later process loads them without compiling any helper.
 
 Why: numba optimised every helper's library at module level (its callees linked in and
 optimised again at each level: a helper called by a helper called by a kernel went
 through LLVM's module -O3 three times before the kernel's own), emitted machine code for
 it and saved that in its on-disk cache, yet no helper's own code ever ran: every call is
-to the copy linked into a kernel. Measured on a cold cache (2 December, a loaded 2-core
-machine): the emission and cache files were about 1.3 s of the 13-15 s of CPU a first
-step compiles with both big kernels in one process, the helpers' module passes about 0.5
-s more on each big kernel's side.
-
-Measured alongside, and not kept: skipping the helpers' per-function passes as well (the
-kernels then optimise raw helper IR: no gain in all), forcing every helper inline (20 s
-instead of 13), skipping the kernels' own per-function passes (no gain). The loop and
-SLP vectorizers are about 1 % of it.
+to the copy linked into a kernel. On a cold cache the helpers' emission and cache files
+are about a tenth of the CPU a first step compiles, their module passes a few per cent
+more. Skipping the helpers' per-function passes as well gains nothing (the kernels then
+optimise raw helper IR), nor does skipping the kernels' own; forcing every helper inline
+costs half as much again.
 
 What it does not change: numba's global configuration (NUMBA_OPT, the vectorizers, the
 shared codegen): an engine author's own ``@njit`` code in the same process compiles as
 it would without scuffle; the kernels' own libraries (optimised, emitted and cached as
-before). The kernels' code differs from numba's usual: LLVM now sees each helper once,
+numba does). The kernels' code differs from numba's usual: LLVM sees each helper once,
 in the kernel, and inlines a little differently (step_stacks keeps 9 helpers as calls
 instead of 14, pose_stacks 8 instead of 11); the same float operations in the same order
 (no fast-math flags, so no reassociation), the same bits (tests/anim/test_reference.py,
-the bench's state_checksum); the kernels ran no slower (the bench's kernel CPU, old and
-new taking turns, medians of 3). A helper compiled this way cannot be called from Python
-(it has no entry point: ``get_pointer_to_function`` gives 0, as it did without a CPython
-wrapper) nor saved in numba's cache (``cache=False``).
+the bench's state_checksum) and no slower kernels (the bench's kernel CPU). A helper compiled this way cannot be called from Python
+(it has no entry point: ``get_pointer_to_function`` gives 0, as for any function without a
+CPython wrapper) nor saved in numba's cache (``cache=False``).
 """
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ from .jitpipe import LinkOnlyCompiler, link_only_supported
 CACHE = cache_setting(__file__)
 # The decorator of the named steps and helpers, which only the kernels call: no CPython
 # or C wrapper (numba compiles one per function otherwise, unboxing every argument, for
-# a call from Python that never comes: a quarter of the cold compile; issue 19, item 7),
+# a call from Python that never comes: a quarter of the cold compile),
 # and no reference counting (_nrt=False: the arrays they take are the kernel's). Never
 # call one from Python (it has no entry point there); from an @njit function, as the
 # kernels do. Compiled for linking only (anim/jitpipe.py: no machine code of its own,
@@ -88,7 +88,7 @@ _helper = (njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignor
 # They release the GIL (nogil): BatchEngine steps and poses chunks of a crowd on threads.
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True, nogil=True)  # type: ignore[call-overload]
 # The pose's named steps: inlined into pose_stacks by numba (each a call that LLVM keeps
-# passes the bank and scratch tuples field by field: pose_stacks ran 1.25x slower).
+# passes the bank and scratch tuples field by field, which slows pose_stacks).
 _inline = njit(cache=CACHE, inline="always")
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
@@ -678,10 +678,12 @@ def root_motion_step(idx, p_vel, p_tag, p_rot, heading, attached, state_vel, pos
 
     Body k reads pose column ``idx[k]`` (-1: no pose, nothing added): the root velocity
     turned by the heading into world axes, capped at ``cap`` m/s (none when tagged),
-    added to ``state_vel``; the bone-0 turn a x 30 x dt turns the heading. An attached
-    body keeps velocity 0, its position and heading, and turns ``attach_heading`` by the
-    raw turn. Writes ``out_vel`` (k, 3), ``position``, ``heading`` and ``attach_heading``
-    in place. Original: 0x0023fea8, 0x0023f238 Human_ApplyRootMotion.
+    added to ``state_vel``; the bone-0 turn a x 30 x dt turns the heading. A held body
+    (``attached[k]``) keeps its position and heading and turns ``attach_heading`` by the
+    raw turn; its velocity is the same sum when it has a pose column (an attached human:
+    the velocity rule has no exception for it, "Root motion" L349-350), else 0 (a row no
+    human moves). Writes ``out_vel`` (k, 3), ``position``, ``heading`` and
+    ``attach_heading`` in place. Original: 0x0023fea8, 0x0023f238 Human_ApplyRootMotion.
     """
     for k in range(idx.shape[0]):
         i = idx[k]
@@ -692,11 +694,10 @@ def root_motion_step(idx, p_vel, p_tag, p_rot, heading, attached, state_vel, pos
         turn_none = p_tag[2, i] or not ok
         qz = np.float64(p_rot[2, 0, i])
         qw = np.float64(p_rot[3, 0, i])
-        if attached[k]:
+        if attached[k] and not ok:
             for c in range(3):
                 out_vel[k, c] = 0.0
-            raw = 0.0 if turn_none else _turn_deg(qz, qw)
-            attach_heading[k] = _wrap_deg(attach_heading[k] + raw)
+            attach_heading[k] = _wrap_deg(attach_heading[k] + 0.0)
             continue
         s_, c_ = sin_cos_deg_s(heading[k])
         vx = np.float64(p_vel[0, i])
@@ -714,10 +715,14 @@ def root_motion_step(idx, p_vel, p_tag, p_rot, heading, attached, state_vel, pos
                 wx *= sc
                 wy *= sc
                 wz *= sc
-        dturn = 0.0 if turn_none else _turn_deg(qz, qw) * 30.0 * dt
         out_vel[k, 0] = state_vel[k, 0] + wx
         out_vel[k, 1] = state_vel[k, 1] + wy
         out_vel[k, 2] = state_vel[k, 2] + wz
+        if attached[k]:
+            raw = 0.0 if turn_none else _turn_deg(qz, qw)
+            attach_heading[k] = _wrap_deg(attach_heading[k] + raw)
+            continue
+        dturn = 0.0 if turn_none else _turn_deg(qz, qw) * 30.0 * dt
         for c in range(3):
             position[k, c] = position[k, c] + out_vel[k, c] * dt
         heading[k] = _wrap_deg(heading[k] + dturn)
@@ -1148,10 +1153,10 @@ def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
 # ---------------------------------------------------------------- the step
 #
 # step_stacks and its named steps, one per rule of the spec's per-update order. The steps
-# take plain columns (arrays and scalars): steps taking the tables' named tuples ran
-# step_stacks 2.5x slower, inlined or not (issue 19, item 5). They allocate nothing and
+# take plain columns (arrays and scalars): steps taking the tables' named tuples make
+# step_stacks several times slower, inlined or not. They allocate nothing and
 # are compiled with ``_nrt=False``: with numba's reference counting every array argument
-# costs an atomic increment and decrement per call (1.4x on the split step); without it
+# costs an atomic increment and decrement per call (a large share of the split step); without it
 # LLVM inlines the small ones. Each returns the buffers' fill counts it moved. (Numba's
 # ``inline='always'`` is no way out: CPython 3.11 passes a call of more than 30 arguments
 # as *args, which numba's inliner refuses.)
@@ -1524,10 +1529,10 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     the stack bottom-up, each by its type's named step ("When a clip ends" L299-334,
     "Fades" L261-267, "Gait blend" L269-288), then the held-flag events of what it fired.
     The named steps take columns, not the tables' named tuples (taking the tuples, split
-    step_stacks ran 2.5x slower, inlined or not: issue 19, item 5; ``_change_pair``, run
+    step_stacks runs several times slower, inlined or not; ``_change_pair``, run
     on a change of pair only, takes them), and run without numba's reference counting
     (``_nrt=False``; with it each call's arrays cost an atomic increment and decrement
-    each and the split step ran 1.4x slower); so split it runs as fast as in one piece.
+    each, which slows the split step markedly); so split it runs as fast as in one piece.
 
     Out: ``status[k]`` (STATUS_* bits) for rows[k]; ``ev_out[:counts[0]]`` the fired
     events (human row, task row, cursor row, event index into e_*), in firing order,
@@ -1679,7 +1684,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     _save_counts(counts, n_ev, n_def, n_gait, n_wrap, rows.shape[0])
 
 
-# ---------------------------------------------------------------- the flush (issue 19: the deferred flush as rows)
+# ---------------------------------------------------------------- the flush (the deferred flush as rows)
 # Its own section: the release of the deferred tasks and the playing anim ids' refresh,
 # as table rows (anim.player.Player.flush drives them; the callbacks stay in Python).
 
@@ -2123,7 +2128,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     the PoseOut and the PoseBuffers (anim.kernel_types). One walk for the queue and the
     stack, with the columns unpacked once (a helper taking the tuples per human costs a
     quarter of the kernel's time); each task by its type's named step, which takes
-    columns (issue 19, item 5): ``_pose_fade``, ``_pose_gait``, ``_pose_blend_task``, a
+    columns: ``_pose_fade``, ``_pose_gait``, ``_pose_blend_task``, a
     clip's ``_push`` and ``_pose_window``, then ``_pose_windows`` and ``_pose_top``.
     Original: 0x00176d60 CharacterInstance_Sample (0x005fd040, the queued tasks' buffer),
     0x00104ce0, 0x00104630 Instance_BuildBoneMatrices.

@@ -17,7 +17,8 @@ from .callbacks import Callback, check_callback
 from .limits import INT32_MAX, MAX_DT, check_float, check_int
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
 from .stack import POOL_SIZE
-from .tasks import BlendWindow, EventRule, HeldRelease, MotionEntry, PickSampling, PlaceEvents, TagBits
+from .tasks import (AttachedVelocity, BlendWindow, EventRule, HeldRelease, MotionEntry, PickSampling, PlaceEvents,
+                    TagBits)
 
 __all__ = ["PlayerOptions", "PlayerStats", "READINGS", "MAX_THREADS"]
 
@@ -26,7 +27,7 @@ MAX_THREADS = 1024          # PlayerOptions.threads: more is a typo, not a machi
 # The options that take one of an enum's values (a scenario's [options] takes them too).
 READINGS = (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling),
             ("place_events", PlaceEvents), ("held_release", HeldRelease), ("motion_entry", MotionEntry),
-            ("tag_bits", TagBits))
+            ("tag_bits", TagBits), ("attached_velocity", AttachedVelocity))
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,11 @@ class PlayerOptions:
     default), or "identity" always (Coney's, L394). ``tag_bits`` (TagBits): "y_bit",
     a default value's tag is also the lowest bit of its y float, cleared on sampled
     values (L102, the default), or "mark", a separate mark only (Coney's, L394).
+    ``attached_velocity`` (AttachedVelocity), read by the state update (systems.motion):
+    "root", an attached human's velocity is its state velocity plus its root velocity as
+    any human's (L349-350: only its turn is taken otherwise; the default), or "zero".
+    ``dt``: the update's time (s); a Game steps its animation and its root motion by it
+    (``Game.ctx.dt`` reads and sets this very value).
     ``refuse_deep_chains``: False (the original: a chain whose blend windows nest more
     than seven clips' poses plays, its eighth pose skipped when sampled), or True: such
     a chain or task is refused when given (PoseStackOverflow, nothing changed).
@@ -92,6 +98,7 @@ class PlayerOptions:
     held_release: str = HeldRelease.ORIGINAL
     motion_entry: str = MotionEntry.MOTION
     tag_bits: str = TagBits.Y_BIT
+    attached_velocity: str = AttachedVelocity.ROOT
     # not a rule: no state depends on it (a snapshot's configuration digest leaves it out)
     threads: int | None = field(default=None, metadata={"state": False})
 

@@ -48,6 +48,9 @@ DTYPES: tuple[np.dtype, ...] = tuple(np.dtype(t).newbyteorder("<") for t in (
     np.float32, np.float64))
 _CODE = {d: i for i, d in enumerate(DTYPES)}
 _CODE.update({d.newbyteorder("="): i for i, d in enumerate(DTYPES)})
+# a 1-d array of a native little-endian dtype: its tag, code and ndim, by dtype
+_NATIVE1 = {np.dtype(d): b"\x0b" + bytes((i, 1)) for i, d in enumerate(DTYPES)
+            if np.dtype(d).newbyteorder("=") == np.dtype(d)}
 MAX_DEPTH = 32          # containers nested deeper are refused (no recursion limit is reached)
 MAX_NDIM = 4
 
@@ -80,8 +83,7 @@ def _enc(v: Any, out: list, where: str, depth: int, lenient: bool = False) -> No
             raise PlainDataError(f"{where}: {v} is outside int64")
         out.append(_TAG_I + _I64.pack(v))
     elif t is str:
-        b = v.encode("utf-8", "surrogatepass")
-        out.append(b"\x06" + _U32.pack(len(b)) + b)
+        out.append(_str(v, where))
     elif v is None:
         out.append(b"\x00")
     elif t is bool:
@@ -93,22 +95,50 @@ def _enc(v: Any, out: list, where: str, depth: int, lenient: bool = False) -> No
     elif t is tuple or t is list:
         if depth >= MAX_DEPTH:
             raise PlainDataError(f"{where}: nested more than {MAX_DEPTH} deep")
-        out.append((b"\x09" if t is tuple else b"\x08") + _U32.pack(len(v)))
+        app = out.append
+        app((b"\x09" if t is tuple else b"\x08") + _U32.pack(len(v)))
         for i, x in enumerate(v):
-            _enc(x, out, where, depth + 1, lenient) if x.__class__ in _FLAT else \
+            # the plain items written here (most of a state's values): no call per item
+            tx = x.__class__
+            if tx is int and _INT_MIN <= x <= _INT_MAX:
+                app(_TAG_I + _I64.pack(x))
+            elif tx is str and x.isascii():
+                app(b"\x06" + _U32.pack(len(x)) + x.encode("ascii"))
+            elif tx is float and math.isfinite(x):
+                app(_TAG_F + _F64.pack(x))
+            elif x is None:
+                app(b"\x00")
+            else:
                 _enc(x, out, f"{where}[{i}]", depth + 1, lenient)
     elif t is dict:
         if depth >= MAX_DEPTH:
             raise PlainDataError(f"{where}: nested more than {MAX_DEPTH} deep")
-        out.append(b"\x0a" + _U32.pack(len(v)))
+        app = out.append
+        app(b"\x0a" + _U32.pack(len(v)))
         for k, x in v.items():
-            if k.__class__ not in _FLAT:
-                plain_key(k, where)
-            _enc(k, out, where, depth + 1, lenient)
-            _enc(x, out, f"{where}[{k!r}]", depth + 1, lenient)
+            tk = k.__class__
+            if tk is int and _INT_MIN <= k <= _INT_MAX:
+                app(_TAG_I + _I64.pack(k))
+            elif tk is str and k.isascii():
+                app(b"\x06" + _U32.pack(len(k)) + k.encode("ascii"))
+            else:
+                if tk not in _FLAT:
+                    plain_key(k, where)
+                _enc(k, out, where, depth + 1, lenient)
+            tx = x.__class__
+            if tx is int and _INT_MIN <= x <= _INT_MAX:
+                app(_TAG_I + _I64.pack(x))
+            elif tx is str and x.isascii():
+                app(b"\x06" + _U32.pack(len(x)) + x.encode("ascii"))
+            elif x is None:
+                app(b"\x00")
+            else:
+                _enc(x, out, f"{where}[{k!r}]", depth + 1, lenient)
     elif t is bytes or t is bytearray or t is memoryview:
         b = bytes(v)
         out.append(b"\x07" + _U32.pack(len(b)) + b)
+    elif t is np.ndarray and v.ndim == 1 and v.flags.c_contiguous and v.dtype in _NATIVE1:
+        out.append(_NATIVE1[v.dtype] + _U64.pack(v.shape[0]) + v.tobytes())      # the common case, at once
     elif t is np.ndarray:
         code = _CODE.get(v.dtype)
         if code is None:
@@ -142,6 +172,14 @@ def _enc(v: Any, out: list, where: str, depth: int, lenient: bool = False) -> No
 
 
 _FLAT = frozenset({int, str, float, bool, type(None), bytes})
+
+
+def _str(v: str, where: str) -> bytes:
+    try:
+        b = v.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PlainDataError(f"{where}: a string that is not UTF-8 (a lone surrogate)") from None
+    return b"\x06" + _U32.pack(len(b)) + b
 
 
 def plain_key(k: Any, where: str = "key") -> None:

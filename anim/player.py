@@ -5,7 +5,7 @@ List and CfgAnimSpeeds), changes animations the original's way, advances every
 character's stack, samples them all in one batched plan, and flushes the deferred
 list. It holds no global state: several players can live side by side.
 
-It is made of parts along the lines the code already had (issue 19, item 8), each a
+It is made of parts, one concern each, each a
 module a person can read alone:
 
 - ``anim.lookup.ClipLookup``: clips, cursors and rates by anim id or clip name, the bank;
@@ -356,7 +356,7 @@ class Player(RecipeRules):
         from the cache, which would otherwise fall on the first update whose flush has a
         task to release or a human to refresh (a hitch at a fight's first strike) instead
         of the first flush, beside the step's own loads. On a cold cache they are left to
-        compile at their first use, as before (their 2 s of compile would otherwise join
+        compile at their first use (their 2 s of compile would otherwise join
         the first step's, anim.coldstart)."""
         self._flush_loaded = True
         if not (kernel_cached("flush_release") and kernel_cached("flush_anim_ids")):

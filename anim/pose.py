@@ -33,7 +33,7 @@ POSE_STACK_SIZE = 7
 
 class PoseStackOverflow(RuntimeError):
     """An eighth pose on a player's stack of seven. Kept for callers that catch it: the
-    sample plan no longer raises it, it refuses the push and counts it, as 0x00104ce0
+    sample plan never raises it, it refuses the push and counts it, as 0x00104ce0
     does (anim.plan.SamplePlan.sample, ``Player.stats.poses_refused``)."""
 
 

@@ -237,7 +237,8 @@ class RangeRecord:
 
     @property
     def stuns(self) -> bool:
-        """True when flag 0x400 (the hit stuns) is set."""
+        """True when flag 0x400 (the hit stuns) is set. Carried for a host's own rules:
+        the spec names the bit only, and no rule of scuffle reads it (docs/original.md)."""
         return bool(self.flags & RangeFlags.STUNS)
 
     @property

@@ -103,8 +103,8 @@ def bank_bytes(clips: Sequence[Clip], rows: Sequence[int] | None = None) -> int:
 
 
 class _Scratch:
-    """Preallocated work arrays for up to ``cap`` samples (page faults doubled the time
-    when buffers were freed and taken again, issue 6)."""
+    """Preallocated work arrays for up to ``cap`` samples (freeing and taking buffers
+    again costs page faults that double the time)."""
 
     __slots__ = ("cap", "keys", "dx", "val", "n2", "tags")
 

@@ -222,6 +222,7 @@ def check_engine(tables: dict[str, Any], humans: Any, *, pool_out: np.ndarray, n
     _ints_in("tasks.centre", tsk.centre[trows].astype(np.int64), trows, 0, 7)
     _ints_in("tasks.sampling", tsk.sampling[trows].astype(np.int64), trows, 0, 1)
     _ints_in("tasks.wraps", tsk.wraps[trows], trows, 0, 1 << 62)
+    _ints_in("tasks.held", tsk.held[trows], trows, 0, (1 << 63) - 1)      # record +0x08's bits: 0 to 2^63 - 1
     owned = []
     clive = cur.live
     for t_, (must, may) in _CURSORS.items():
@@ -275,6 +276,7 @@ def check_engine(tables: dict[str, Any], humans: Any, *, pool_out: np.ndarray, n
     _ints_in("humans.queued", queued, hrows, 0, HumanTable.QUEUE_ROWS)
     check_finite("humans.speed", humans.speed[hrows], hrows, 0.0, MAX_RATE)
     _ints_in("humans.anim", humans.anim[hrows], hrows, -1, (1 << 31) - 1)
+    _ints_in("humans.flags", humans.flags[hrows], hrows, 0, (1 << 63) - 1)
     on = np.arange(HumanTable.STACK_ROWS)[None, :] < depth[:, None]
     stack = humans.stack[hrows][on]
     _links("humans.stack", stack, np.repeat(hrows, depth), tlive, "task", allow_none=False)

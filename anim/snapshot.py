@@ -148,8 +148,9 @@ def load_humans(h: HumanTable, s: HumanTableState) -> bool:
     replaced = _block_back(h, s, True)
     h._free[:] = s.free
     h.gen[:] = s.gen
-    h.on_report.clear()
-    h.on_report.update(s.on_report)
+    if h.on_report != s.on_report:                  # (a clear resets every row's mark)
+        h.on_report.clear()
+        h.on_report.update(s.on_report)
     return replaced
 
 
@@ -250,11 +251,12 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
                        rows, loose, out)
 
 
-def load_engine(player: Any, s: EngineState, check: bool = True) -> None:
+def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = False) -> None:
     """Write ``s`` (save_engine's) back into ``player`` and its instances; the engine's
     cached column tuples and growth check are reset when a table's arrays were replaced.
     Without saved outputs, each human's events, released ids and refused poses are left
-    empty (as at the start of an update)."""
+    empty (as at the start of an update). ``rehome``: every human's record takes its row
+    and generation as saved (a state read from a file), not only when the rows moved."""
     st = player.stores
     batch = player.batch
     replaced = False
@@ -286,7 +288,7 @@ def load_engine(player: Any, s: EngineState, check: bool = True) -> None:
         batch._noisy = []
         player._pose_refused = []
     rows = s.instances
-    if batch._instances != rows:                    # humans came or went: their rows as saved
+    if rehome or batch._instances != rows:          # humans came or went (or a file's rows): as saved
         for r, inst in enumerate(batch._instances):
             if inst is not None and (r >= len(rows) or rows[r] is not inst):
                 inst.slot, inst.engine = -1, None

@@ -32,10 +32,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from .stack import CharacterInstance
 
 __all__ = ["ForeignTask", "TaskInUse", "take_place", "TaskType", "TaskFlags", "HeldFlags", "HELD_EVENTS", "EventRule",
-           "BlendWindow", "PickSampling", "PlaceEvents", "HeldRelease", "MotionEntry", "TagBits", "Task", "LoopTask",
+           "BlendWindow", "PickSampling", "PlaceEvents", "HeldRelease", "MotionEntry", "TagBits", "AttachedVelocity",
+           "Task", "LoopTask",
            "ClipTask", "HoldTask",
            "SceneTask", "PairedClipTask", "PairedHoldTask", "FadeTask", "MixTask", "PickTask",
-           "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "PAIRED_IDLE_FLAGS",
+           "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "LOCOMOTION_STILL", "PAIRED_IDLE_FLAGS",
            "GAIT_STEPS", "PICK_THRESHOLDS", "PICK_SAMPLINGS", "fade_weight", "task_at"]
 
 
@@ -88,8 +89,11 @@ class HeldFlags(IntFlag):
     """Bits of the human's record +0x08 that tasks hold (names are ours, from their use).
 
     The attack phases: WINDUP until event 0x2c opens the hit window, HIT_WINDOW until
-    0x2d closes it, then RECOVERY. 0x40000 is what event 0x48 leaves. ANIM_STATE
-    (0x4000000000) is cleared by every release.
+    0x2d closes it, then RECOVERY. 0x40000 is what event 0x48 leaves. START_CLIP and
+    START_CLIP_2 are the two "human flags" a locomotion start or stop clip holds ("Root
+    motion" L376); STILL_80, STILL_800 and STILL_1000000 are the other bits of the mask
+    the locomotion tests (LOCOMOTION_STILL), which the spec names no holder for.
+    ANIM_STATE (0x4000000000) is cleared by every release.
     """
 
     NONE = 0
@@ -97,11 +101,21 @@ class HeldFlags(IntFlag):
     HIT_WINDOW = 0x2
     RECOVERY = 0x4
     PHASES = 0x7
+    STILL_80 = 0x80
+    STILL_800 = 0x800
     REPLACED = 0x40000
     START_CLIP = 0x80000
     REPORT = 0x400000          # release sets 0x80000000 on the reported object
+    STILL_1000000 = 0x1000000
     START_CLIP_2 = 0x10000000
     ANIM_STATE = 0x4000000000
+
+
+# The mask the locomotion tests on the held flags (record +0x08) before it sets a velocity
+# of its own: while any of these bits is held (a start or stop clip plays, event 0x48's
+# 0x40000 ...) it sets none ("Root motion" L376). Original: 0x110c0880 at 0x00241a88.
+LOCOMOTION_STILL = (HeldFlags.START_CLIP_2 | HeldFlags.STILL_1000000 | HeldFlags.START_CLIP | HeldFlags.REPLACED
+                    | HeldFlags.STILL_800 | HeldFlags.STILL_80)
 
 
 # Fired-event types that change the held bits of the task that fired them: (bits that
@@ -178,7 +192,7 @@ class PlaceEvents(StrEnum):
 
     SILENT: never dispatched ("Paired tasks" L249: "type 8 is never dispatched there",
     0x00101dd8; the place is read from the clip's data by 0x00101558, L247): the
-    original's. FIRED: fired like any other event (scuffle before issue 23).
+    original's. FIRED: fired like any other event (Coney's reading).
     """
 
     SILENT = "silent"
@@ -203,11 +217,26 @@ class MotionEntry(StrEnum):
     MOTION: the root velocity and bone 0's rotation (the turn per 1/30 s), each the
     identity (zero, the unit quaternion) when the pose's value is tagged as a default:
     the original's (0x00104630). IDENTITY: always zero and the unit quaternion (Coney's
-    boneTransforms(), L394; scuffle before issue 23).
+    boneTransforms(), L394).
     """
 
     MOTION = "motion"
     IDENTITY = "identity"
+
+
+class AttachedVelocity(StrEnum):
+    """An attached human's velocity (``PlayerOptions.attached_velocity``; "Root motion" L349-350).
+
+    ROOT: the velocity rule as for every human, the state's velocity plus the pose's root
+    velocity turned by its heading and capped at 50 m/s: the spec gives the attached human
+    (+0x280 not -1) an exception for the turn alone ("instead takes the pose's quaternion
+    once per update as it is"), the original's reading, the default. ZERO: its velocity is
+    0, its root and state velocities dropped (scuffle's earlier reading of "instead").
+    Either way its place is its holder's (system 6) and its turn goes onto its held heading.
+    """
+
+    ROOT = "root"
+    ZERO = "zero"
 
 
 class TagBits(StrEnum):
@@ -216,7 +245,7 @@ class TagBits(StrEnum):
     Y_BIT: as the original, in the lowest bit of the value's y float (set on a default,
     cleared on a sampled value; 0x00104ce0), besides the separate boolean scuffle
     decides with; every y component's last bit is its tag. MARK: a separate mark only,
-    the y floats as computed (Coney's "marked as a default", L394; scuffle before issue 23).
+    the y floats as computed (Coney's "marked as a default", L394).
     """
 
     Y_BIT = "y_bit"

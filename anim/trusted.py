@@ -1,5 +1,5 @@
 """A kernel called through its compiled entry point once numba's dispatcher has typed the
-same arguments (issue 19, item 7: the fixed cost of an update).
+same arguments (the fixed cost of an update for a few fighters).
 
 numba's dispatcher types every argument on every call; the engine's kernels take named
 tuples of a hundred columns, which it types through its Python fallback: about 20 µs a

@@ -20,9 +20,10 @@ Spec: "Root motion", "Paired tasks".
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Generic, Iterable, Sequence, TypeVar, overload
 
 import numpy as np
+import numpy.typing as npt
 from numpy.typing import DTypeLike
 
 from scuffle.anim.limits import MAX_COORD
@@ -123,6 +124,11 @@ class BodyTable(Table):
         rehome_views(self, bodies)
 
 
+# What a vector field of a Body takes: three numbers (a sequence or a numpy array).
+Vec3Like = Sequence[float] | npt.NDArray[Any]
+_N = TypeVar("_N", int, float)
+
+
 class _Vec3:
     """A (3,) float64 field of the Body view: reads give the row's live, writable view of
     the table's current column; assignment copies 3 numbers into it."""
@@ -132,7 +138,13 @@ class _Vec3:
     def __init__(self, name: str):
         self.name = name
 
-    def __get__(self, obj: "Body | None", owner: type | None = None):
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> "_Vec3": ...
+
+    @overload
+    def __get__(self, obj: "Body", owner: type | None = None) -> npt.NDArray[np.float64]: ...
+
+    def __get__(self, obj: "Body | None", owner: type | None = None) -> "_Vec3 | npt.NDArray[np.float64]":
         if obj is None:
             return self
         t, r = obj._table, obj._row
@@ -140,7 +152,7 @@ class _Vec3:
             raise left_world("Body", self.name, r, "body")
         return getattr(t, self.name)[r]
 
-    def __set__(self, obj: "Body", value) -> None:
+    def __set__(self, obj: "Body", value: Vec3Like) -> None:
         if value.__class__ is tuple and len(value) == 3:         # three floats (the placement's): checked first
             x, y, z = value
             if x.__class__ is float and y.__class__ is float and z.__class__ is float \
@@ -161,16 +173,23 @@ class _Vec3:
                                  f"got {[x, y, z]!r}")
 
 
-class _Scalar:
+class _Scalar(Generic[_N]):
     """A number field of the Body view (``cast`` makes the Python value: float or int)."""
 
     __slots__ = ("name", "cast", "view")
 
-    def __init__(self, name: str, cast: type):
-        self.name, self.cast = name, cast
+    def __init__(self, name: str, cast: type[_N]):
+        self.name = name
+        self.cast: type[_N] = cast
         self.view = "m_" + name                     # the column's fast view (anim.store._fast_view)
 
-    def __get__(self, obj: "Body | None", owner: type | None = None):
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> "_Scalar[_N]": ...
+
+    @overload
+    def __get__(self, obj: "Body", owner: type | None = None) -> _N: ...
+
+    def __get__(self, obj: "Body | None", owner: type | None = None) -> "_Scalar[_N] | _N":
         if obj is None:
             return self
         t, r = obj._table, obj._row
@@ -178,7 +197,7 @@ class _Scalar:
             raise left_world("Body", self.name, r, "body")
         return self.cast(getattr(t, self.view)[r])
 
-    def __set__(self, obj: "Body", value) -> None:
+    def __set__(self, obj: "Body", value: _N | np.number[Any]) -> None:
         r = obj._at(self.name)
         try:
             v = self.cast(value)
@@ -214,19 +233,20 @@ class Body:
     __slots__ = ("_table", "_row", "_gen")
 
     position = _Vec3("position")
-    heading = _Scalar("heading", float)
+    heading: _Scalar[float] = _Scalar("heading", float)
     velocity = _Vec3("velocity")
     state_velocity = _Vec3("state_velocity")
-    attachment = _Scalar("attachment", int)
+    attachment: _Scalar[int] = _Scalar("attachment", int)
     attach_offset = _Vec3("attach_offset")
-    attach_heading = _Scalar("attach_heading", float)
-    slide_heading = _Scalar("slide_heading", float)
-    slide_left = _Scalar("slide_left", int)
+    attach_heading: _Scalar[float] = _Scalar("attach_heading", float)
+    slide_heading: _Scalar[float] = _Scalar("slide_heading", float)
+    slide_left: _Scalar[int] = _Scalar("slide_left", int)
 
-    def __init__(self, position=None, heading: float = 0.0, velocity=None, state_velocity=None,
-                 attachment: int = NO_ATTACHMENT, attach_offset=None, attach_heading: float = 0.0,
-                 slide_to=None, slide_heading: float = 0.0, slide_left: int = 0, *,
-                 table: BodyTable | None = None):
+    def __init__(self, position: Vec3Like | None = None, heading: float = 0.0, velocity: Vec3Like | None = None,
+                 state_velocity: Vec3Like | None = None, attachment: int = NO_ATTACHMENT,
+                 attach_offset: Vec3Like | None = None, attach_heading: float = 0.0,
+                 slide_to: Vec3Like | None = None, slide_heading: float = 0.0, slide_left: int = 0, *,
+                 table: BodyTable | None = None) -> None:
         self._table: BodyTable = table if table is not None else BodyTable(1)
         self._row: int = self._table.take(self)
         self._gen: int = int(self._table.gen[self._row])
@@ -259,7 +279,7 @@ class Body:
         return t.slide_target[r] if t.sliding[r] else None
 
     @slide_to.setter
-    def slide_to(self, value) -> None:
+    def slide_to(self, value: Vec3Like | None) -> None:
         t, r = self._table, self._at("slide_to")
         if value is None:
             t.sliding[r] = False

@@ -6,7 +6,7 @@ the partner's place, the state, the damage taken, the hits, the move in progress
 locomotion intent and a throw's push, the updates left on the ground and the moves
 started. The esper component ``Combat`` is a view onto one row (as ``Body`` is onto
 the body table), so a snapshot of the world copies the columns, never an object per
-human (Game.snapshot, issue 20).
+human (Game.snapshot).
 
 Text fields (``state``, ``role``) are kept as codes into the table's list of the texts
 it has seen (``texts``, append-only: a code never changes its meaning, so old rows read

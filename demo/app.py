@@ -41,6 +41,7 @@ from scuffle.components import FiredEvents
 from scuffle.game.fighters import registry as fighters_registry
 from scuffle.game.fighters.ai import FighterAI
 from scuffle.game.fighters.combat import PACES, Fight, FightState
+from scuffle.game.fighters.fightinput import Action, FightInput
 from scuffle.game.fighters.moves import Move, THROWS
 from scuffle.game.runtime.files import OutputFile, output_path
 from scuffle.game.runtime.scenario import Command, apply_command
@@ -101,45 +102,54 @@ class KeyboardControl:
             return fight.free(self.me) or fight.can_chain(self.me)
         return fight.free(self.me)
 
-    def _run(self, fight: Fight, action: str) -> bool:
+    def _input(self, fight: Fight, action: str) -> FightInput:
+        """The input of a ready action (the throw cycle moves on with each throw asked)."""
         if action == "strike":
-            c = fight.combat(self.me)
-            if c.state == FightState.HOLDING:
-                return fight.strike(self.me, Move.GRAB_PUNCH if self.throw_cycle % 2 else Move.GRAB_KNEE)
-            return fight.strike(self.me)
+            if fight.combat(self.me).state == FightState.HOLDING:
+                move = Move.GRAB_PUNCH if self.throw_cycle % 2 else Move.GRAB_KNEE
+                return FightInput(action=Action.STRIKE, move_id=int(move))
+            return FightInput(action=Action.STRIKE)
         if action == "grab":
-            return fight.grab(self.me)
+            return FightInput(action=Action.GRAB)
         if action == "throw":
             throws = sorted(THROWS)
-            ok = fight.throw(self.me, throws[self.throw_cycle % len(throws)])
-            if ok:
-                self.throw_cycle += 1
-            return ok
+            move = throws[self.throw_cycle % len(throws)]
+            self.throw_cycle += 1
+            return FightInput(action=Action.THROW, move_id=int(move))
         if action == "let_go":
-            return fight.let_go(self.me)
+            return FightInput(action=Action.LET_GO)
         if action == "face":
-            return fight.face(self.me, toward=self.opponent)
-        return False
+            return FightInput(face_toward=self.opponent)
+        return FightInput.EMPTY
 
-    def __call__(self, fight: Fight) -> None:
+    def decide(self, fight: Fight) -> FightInput:
+        """This update's input from the keys: the oldest buffered action the held flags
+        allow now (one per update; actions older than ``BUFFER_UPDATES`` dropped), else
+        the held movement keys' walk or jog (or the stop when they are let go)."""
         now = fight.game.ctx.update
-        kept = deque()
+        kept: deque = deque()
         while self.pending:
             action, until = self.pending.popleft()
             if until < now:
                 continue
             if self._ready(fight, action):
-                self._run(fight, action)
+                inp = self._input(fight, action)
                 kept.extend(a for a in self.pending if a[0] != action)
                 self.pending = kept
-                return                      # one command per update
+                return inp                  # one command per update
             kept.append((action, until))
         self.pending = kept
-        self._locomotion(fight)
+        return self._locomotion(fight)
 
-    def _locomotion(self, fight: Fight) -> None:
+    def __call__(self, fight: Fight) -> None:
+        """As a controller: this update's input (``decide``) given to the rules."""
+        inp = self.decide(fight)
+        if inp is not FightInput.EMPTY:
+            fight.apply(self.me, inp)
+
+    def _locomotion(self, fight: Fight) -> FightInput:
         if not fight.free(self.me):
-            return
+            return FightInput.EMPTY
         c = fight.combat(self.me)
         dx, dy = self.direction
         n = math.hypot(dx, dy)
@@ -147,9 +157,10 @@ class KeyboardControl:
             speed = fight.gait_speeds(self.me)[1 if self.jog else 0]
             d = np.array([dx / n, dy / n])
             if c.move_speed != speed or not np.allclose(c.move_dir[:2], d, atol=1e-6):
-                fight.move(self.me, (float(d[0]), float(d[1])), speed)
+                return FightInput(move=(float(d[0]), float(d[1])), speed=speed)
         elif c.move_speed > 0.0:
-            fight.move(self.me, (0.0, 0.0), 0.0)
+            return FightInput(move=(0.0, 0.0), speed=0.0)
+        return FightInput.EMPTY
 
 
 class CommandFight:
@@ -190,6 +201,15 @@ class CommandFight:
 
     def face(self, who, heading: float | None = None, toward=None) -> bool:
         return self._sim.command(who, "face", heading=None if heading is None else float(heading), toward=toward)
+
+    def apply(self, who, inp: FightInput):
+        """A FightInput as ``Fight.apply`` gives it (move, face, then the action), each part
+        one recorded command (``FightInput.commands``). Returns the last part's answer
+        (None: an empty input)."""
+        result = None
+        for action, keys in inp.commands():
+            result = self._sim.command(who, action, **keys)
+        return result
 
 
 def _toml_value(v) -> str:
@@ -244,7 +264,8 @@ class DemoSim:
             pos, heading = self.starts[name]
             game.add_human(name, anim_set, position=pos, heading=heading, health=health)
         self.fight_options = {"separate": True, "rounds": True, "round_pause": int(round_pause)}
-        self.fight = Fight(game, **self.fight_options)
+        # Not started idle here: the update-0 command does it, so the recording replays it.
+        self.fight = Fight(game, idle_existing=False, **self.fight_options)
         self.control = CommandFight(self)
         self.commands: list[Command] = []
         self._chunks: list[tuple] = []           # the commands' frozen chunks (save_state)
@@ -493,9 +514,10 @@ class App:
 
     def __init__(self, seed: int = 1, attract: bool = False, size=(1280, 720), fps: int = 60,
                  screen: pygame.Surface | None = None, screenshot=None, screenshot_at: int | None = None,
-                 record=None, trace=None, health: float = 100.0):
+                 record=None, trace=None, health: float = 100.0, sim=None):
         self.seed = int(seed)
-        self.sim = DemoSim(seed=seed, attract=attract, trace=trace, health=health)
+        # ``sim``: another simulation to show (a scenario's: demo.playback.ScenarioSim)
+        self.sim = sim if sim is not None else DemoSim(seed=seed, attract=attract, trace=trace, health=health)
         self.record = record                      # write the session as a scenario here on exit
         self.held: set[int] = set()               # keys held down (from KEYDOWN / KEYUP events)
         self._loop: dict | None = None            # the loop's state between bounded run() calls
@@ -512,6 +534,7 @@ class App:
         self.prev_scene = None
         self.scene = render.snapshot(self.sim)
         self.rewind_from: int | None = None       # while R is held: the update the rewind started at
+        self.caption = "scuffle: two fighters (H for help)"
 
     # ------------------------------------------------------------ input
     _ACTIONS = {pygame.K_j: "strike", pygame.K_k: "grab", pygame.K_l: "throw", pygame.K_u: "let_go",
@@ -622,11 +645,13 @@ class App:
         recording (``record``) and closes (``close``); after ``max_frames`` frames it
         returns with everything open, and another ``run`` call goes on from there."""
         if self._loop is None:
-            pygame.display.init()
-            pygame.font.init()
-            if self.screen is None:
-                self.screen = pygame.display.set_mode(self.size, pygame.RESIZABLE)
-            pygame.display.set_caption("scuffle: two fighters (H for help)")
+            from scuffle.demo.quiet import sdl_quiet
+            with sdl_quiet():                     # SDL's noise while it looks for a driver
+                pygame.display.init()
+                pygame.font.init()
+                if self.screen is None:
+                    self.screen = pygame.display.set_mode(self.size, pygame.RESIZABLE)
+            pygame.display.set_caption(self.caption)
             self._loop = {"fonts": render.Fonts(), "clock": pygame.time.Clock(), "acc": 0.0,
                           "last": time.perf_counter(), "fps": 0.0}
         lp = self._loop

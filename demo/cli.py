@@ -6,6 +6,9 @@
     scuffle demo --record S.toml --trace T.jsonl   # keep the session: scuffle run S.toml replays it
     scuffle demo --headless --gif [PATH]           # an animated GIF of the arena (Pillow)
     scuffle demo --headless --rewind-at 12 --rewind-by 5   # at 12 s go back 5 s, then play on
+    scuffle demo --play S.toml           # a scenario in the window (pause, slow motion, rewind)
+    scuffle demo --host 7000             # netplay: wait for a peer on port 7000 (p1)
+    scuffle demo --join 127.0.0.1:7000   # netplay: join it (p2); --sim-loss P --sim-delay N
     scuffle view SOURCE [--id N]         # the clip viewer (scuffle.demo.view)
 
 With no display (no DISPLAY / WAYLAND_DISPLAY on Linux, SDL_VIDEODRIVER=dummy or
@@ -49,10 +52,14 @@ def parse_args(argv=None) -> argparse.Namespace:
                                  "scuffle demo --headless --seconds 60 --out out/demo",
                                  "scuffle demo --headless --record fight.toml  # the scenario only, no PNGs",
                                  "scuffle demo --headless --seconds 8 --gif demo.gif --gif-from 4.3",
-                                 "scuffle demo --headless --rewind-at 12 --rewind-by 5 --record r.toml"))
+                                 "scuffle demo --headless --rewind-at 12 --rewind-by 5 --record r.toml",
+                                 "scuffle demo --play fight.toml               # a scenario in the window",
+                                 "scuffle demo --play fight.toml --headless --gif fight.gif",
+                                 "scuffle demo --host 7000                     # netplay: p1 here, waiting",
+                                 "scuffle demo --join 127.0.0.1:7000           # netplay: p2 (another terminal)"))
     p.add_argument("--headless", action="store_true", help="run attract mode without a display")
-    p.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, metavar="S",
-                   help=f"headless: game time to run (default {DEFAULT_SECONDS:g})")
+    p.add_argument("--seconds", type=float, default=None, metavar="S",
+                   help=f"headless: game time to run (default {DEFAULT_SECONDS:g}; with --play, the whole scenario)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help=f"headless: write the frames, contact sheet and summary.json to DIR (default {DEFAULT_OUT}; "
                         f"with --record, --trace or --gif only when --out is given)")
@@ -72,6 +79,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="headless: an animated GIF of the arena (default PATH: OUT/demo.gif; needs Pillow)")
     p.add_argument("--gif-from", type=number(0, MAX_SECONDS), default=0.0, metavar="SECONDS",
                    help="headless: the GIF starts at SECONDS of game time (default 0)")
+    p.add_argument("--play", metavar="SCENARIO.toml",
+                   help="play a scenario instead of the fight: in the window with pause (P), single step (N), "
+                        "slow motion (M) and rewind (R held); headless, its frames, contact sheet and --gif")
+    p.add_argument("--data", metavar="DIR", action="append", default=[],
+                   help="with --play: a folder the scenario may read files from besides its own (repeatable)")
     p.add_argument("--health", type=number(0, MAX_HEALTH, lo_open=True), default=100.0, metavar="H",
                    help="each fighter's health, every round (default 100)")
     p.add_argument("--rewind-at", type=number(0, MAX_SECONDS), action="append", default=[], metavar="T",
@@ -80,7 +92,30 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--rewind-by", type=number(0, MAX_REWIND_SECONDS, lo_open=True), action="append", default=[],
                    metavar="S", help=f"headless: how far that rewind goes back, in seconds "
                                      f"(at most {MAX_REWIND_SECONDS:g}, and not before the start)")
+    net = p.add_argument_group("netplay (two processes, one fight; docs/netplay.md)")
+    net.add_argument("--host", metavar="[ADDR:]PORT", help="wait for a peer on PORT and play p1")
+    net.add_argument("--join", metavar="HOST:PORT", help="join the peer at HOST:PORT and play p2")
+    net.add_argument("--sim-loss", type=number(0, 1), default=0.0, metavar="P",
+                     help="netplay: lose each datagram sent with probability P (a simulated network)")
+    net.add_argument("--sim-delay", type=whole(0, 300), default=0, metavar="N",
+                     help="netplay: deliver each datagram sent N updates late (a simulated network)")
+    net.add_argument("--rate", type=number(1, 1000), default=30.0, metavar="HZ",
+                     help="netplay: updates per second of wall time (default 30)")
+    net.add_argument("--timeout", type=number(0.1, 3600), default=5.0, metavar="S",
+                     help="netplay: end the session when the peer is silent this long (default 5 s)")
+    argv = sys.argv[1:] if argv is None else list(argv)
     a = p.parse_args(argv)
+    a.seconds_given = any(x == "--seconds" or x.startswith("--seconds=") for x in argv)
+    if a.host and a.join:
+        p.error("--host and --join: one or the other (the host plays p1, the one who joins p2)")
+    a.whole = a.seconds is None                 # --play without --seconds: the whole scenario
+    if a.seconds is None:
+        a.seconds = DEFAULT_SECONDS
+    if a.play is not None and (a.record or a.trace or a.rewind_at):
+        flag = "--record" if a.record else ("--trace" if a.trace else "--rewind-at")
+        p.error(f"{flag} goes with the fight, not --play (a scenario's trace: scuffle run S.toml --trace T.jsonl)")
+    if a.play is not None and (a.host or a.join):
+        p.error("--play plays a scenario here: not with --host or --join")
     size = parse_size(a.size, (320, 240))
     if size is None:
         p.error(f"--size {a.size!r}: WxH, from 320x240 to {MAX_SIZE[0]}x{MAX_SIZE[1]}")
@@ -89,7 +124,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error(f"--seconds {a.seconds!r}: a number of seconds from 0 to {MAX_SECONDS:g}")
     if not (math.isfinite(a.frame_every) and a.frame_every > 0):
         p.error(f"--frame-every {a.frame_every!r}: a number of seconds > 0")
-    if a.headless and a.seconds / a.frame_every > MAX_PICTURES:
+    if a.headless and not (a.play and a.whole) and a.seconds / a.frame_every > MAX_PICTURES:
         p.error(f"--seconds {a.seconds:g} / --frame-every {a.frame_every:g} would save "
                 f"{int(a.seconds / a.frame_every)} pictures; at most {MAX_PICTURES}")
     if not (math.isfinite(a.health) and a.health > 0):
@@ -189,6 +224,11 @@ def main(argv=None) -> int:
         a = parse_args(argv)
     except SystemExit as exc:              # usage errors (already printed) and --help
         return exc.code if isinstance(exc.code, int) else 2
+    if a.play is not None:
+        from scuffle.demo.play import play
+        return play(a, no_display, offscreen_driver)
+    if a.host or a.join:
+        return netplay(a)
     if a.headless or a.gif is not None or a.rewinds:     # --rewind-at is a headless run's
         return headless(a)
     why = no_display()
@@ -197,9 +237,11 @@ def main(argv=None) -> int:
     os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     import pygame
 
+    from scuffle.demo.quiet import sdl_quiet
     try:
-        pygame.display.init()
-        screen = pygame.display.set_mode(a.size, pygame.RESIZABLE)
+        with sdl_quiet():                  # SDL's noise while it looks for a driver
+            pygame.display.init()
+            screen = pygame.display.set_mode(a.size, pygame.RESIZABLE)
     except pygame.error as e:
         pygame.display.quit()
         return headless(a, f"pygame.display: {e}")
@@ -222,6 +264,41 @@ def main(argv=None) -> int:
         print(f"scuffle demo: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     return 0
+
+
+def netplay(a: argparse.Namespace) -> int:
+    """``--host`` / ``--join``: one peer of a netplay fight (scuffle.demo.netplay), in a
+    window, or headless (``--headless`` or no display; then the AI plays)."""
+    from scuffle.demo.netplay import run_netplay
+    from scuffle.game.net import LinkError, NetError
+
+    window = None
+    why = None if a.headless else no_display()
+    if not a.headless and why is None:
+        from scuffle.demo.netplay import make_window
+        window = make_window(a.size, attract=a.attract)
+    elif why and not a.headless:
+        print(f"demo: no display ({why}); netplay headless, the AI plays", file=sys.stderr)
+    seconds = a.seconds if (a.seconds_given or window is None) else None
+    out = a.out if (a.pictures and window is None) or a.seconds_given else None
+    try:
+        s = run_netplay(host=a.host, join=a.join, seconds=seconds, attract=a.attract or window is None, seed=a.seed,
+                        sim_loss=a.sim_loss, sim_delay=a.sim_delay, record=a.record, out=out, health=a.health,
+                        rate=a.rate, timeout=a.timeout, window=window,
+                        log=lambda m: print(m, file=sys.stderr))
+    except NetError as exc:
+        print(f"scuffle demo: {exc}", file=sys.stderr)
+        return 1
+    except (LinkError, ValueError) as exc:
+        print(f"scuffle demo: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    n = s["netplay"]
+    print(f"demo: netplay as {s['player']}: {s['updates']} updates confirmed {n['confirmed_update']}, "
+          f"checksum {n['confirmed_checksum']}, desyncs {n['desyncs']}, rollbacks {n['rollbacks']} "
+          f"(max {n['max_depth']}), rtt {n['rtt_ms']:.0f} ms")
+    if s.get("record"):
+        print(f"demo: wrote record {s['record']}")
+    return 0 if n["desyncs"] == 0 else 1
 
 
 # SDL's video drivers that open no visible window: the demo runs headless on them.

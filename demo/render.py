@@ -121,6 +121,7 @@ class FighterView:
     controller: str = ""
     speed: float = 0.0                              # |velocity| in the ground plane, m/s
     grab_radius: float = 0.0                        # > 0 while a grab searches
+    clip_name: str = ""                             # the playing clip's name in the human's set
 
 
 @dataclass
@@ -181,7 +182,7 @@ def snapshot(sim) -> Scene:
             partner=names.get(com.partner, ""), role=com.role, anim_id=int(rec.anim_id),
             flags=int(rec.held), tasks=tasks, gait=gait, events=list(sim.recent_events.get(name, ())),
             controller=sim.controller_of(name), speed=float(np.hypot(*body.velocity[:2])),
-            grab_radius=radius))
+            grab_radius=radius, clip_name=_clip_name(inst.anim_set, int(rec.anim_id))))
     st = fight.stats
     stats = {"grabs": st.grabs, "strikes": st.strikes, "throws": st.throws, "damage": st.damage,
              "refused": st.refused}
@@ -191,6 +192,14 @@ def snapshot(sim) -> Scene:
                  mode=mode_of(sim), paused=getattr(sim, "paused", False),
                  slow=getattr(sim, "slow", False), seed=sim.seed,
                  action=action_caption(recent, game.update - 1))
+
+
+def _clip_name(anim_set, anim_id: int) -> str:
+    """The name of ``anim_id``'s clip in the set ('' for none): a scenario's set names its
+    own clips, which need not be the demo's moves."""
+    if anim_id < 0 or anim_id >= anim_set.num_ids:
+        return ""
+    return anim_set.name_of(anim_id)
 
 
 CAPTION_UPDATES = 45               # a caption stays 1.5 s after its action
@@ -233,7 +242,7 @@ def action_caption(log, update: int) -> str:
 def mode_of(sim) -> str:
     """The status line's mode: who drives p1, the round, and K.O. while a round is over."""
     fight = sim.fight
-    mode = "ATTRACT" if sim.attract else "PLAYER"
+    mode = getattr(sim, "mode_label", None) or ("ATTRACT" if sim.attract else "PLAYER")
     return mode + f"  round {fight.stats.round}" + ("  K.O." if getattr(fight, "round_over", False) else "")
 
 
@@ -444,7 +453,7 @@ def caption_lines(scene: Scene, round_no: int = 1, ko: bool = False) -> list[tup
     head = f"{scene.seconds:5.1f}s  round {round_no}" + ("  K.O." if ko else "")
     out = [(head, ACCENT)]
     for f in scene.fighters:
-        move = anim_name(f.anim_id) or str(f.anim_id)
+        move = f.clip_name.lower() or anim_name(f.anim_id) or str(f.anim_id)
         out.append((f"{f.name} {f.state:<9} {move:<12} {f.health:3.0f}", f.colour))
     return out
 

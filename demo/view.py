@@ -1347,9 +1347,11 @@ def main(argv=None) -> int:
         return 2
     pygame = _pygame()
     from scuffle.demo.cli import offscreen_driver
+    from scuffle.demo.quiet import sdl_quiet
     try:
-        pygame.display.init()
-        screen = pygame.display.set_mode(a.size, pygame.RESIZABLE)
+        with sdl_quiet():                  # SDL's noise while it looks for a driver
+            pygame.display.init()
+            screen = pygame.display.set_mode(a.size, pygame.RESIZABLE)
         got = offscreen_driver(pygame)     # SDL's fallback when DISPLAY cannot be reached
         if got:
             raise pygame.error(f"SDL gave the {got!r} video driver")

@@ -1,5 +1,5 @@
 """scuffle: a faithful, fast, embeddable runtime of the character animation system of
-SLUS_212.15 (the spec: shared/spec/animation.txt).
+SLUS_212.15, after a reverse-engineered specification kept outside this repository.
 
 The public face. Everything here imports without pygame (only ``scuffle.demo`` draws):
 
@@ -10,7 +10,9 @@ The public face. Everything here imports without pygame (only ``scuffle.demo`` d
         g.step()
 
 - the runtime: ``Game`` (its own esper world, or ``Game.attach`` to a host's),
-  ``install`` and ``SCHEDULE`` (the systems in the original's order), ``SimContext``;
+  ``install``, ``SCHEDULE`` and ``priority_of`` (the systems in the original's order),
+  ``SimContext``; its errors ``UnknownHuman``, ``GameClosed``, ``WorldInUse``,
+  ``HandlerError``, ``StaleHandle`` (a handle read after its row went back);
   the API's types: ``Vec3`` (a point: three numbers or a numpy array), ``BoneArray``
   (one human's bone positions or rotations), ``NameOrEntity``;
 - the scenario runner: ``load_scenario``, ``parse_scenario``, ``run_scenario`` (with the
@@ -18,12 +20,14 @@ The public face. Everything here imports without pygame (only ``scuffle.demo`` d
   ``ScenarioError``, ``Registry``, ``ActionSpec``;
 - the animation core: ``Player``, ``PlayerOptions``, ``CharacterInstance``, ``AnimSet``,
   ``Clip``, ``parse_clip``, ``encode_clip``, ``author_clip``, ``load_resource``,
-  ``ClipFormatError``, ``ResourceFormatError``;
+  ``ClipFormatError``, ``ResourceFormatError``, ``UnknownClip`` (an id with no clip in
+  the set), ``UnknownAnimName`` (a clip name no clip carries);
 - prepared commands (``Player.prepare`` / ``Player.run``): ``Recipe``, its steps
   ``ClipStep``, ``LoopStep``, ``GaitStep``, ``Arg`` (a value given at run time), ``Place``,
   ``Command`` (a prepared recipe), ``RecipeError``;
 - the demo fighters: ``demo_set``, ``Fight`` and its answers and events (``ActionResult``,
-  ``Refusal``, ``FightEvent``, ``FightEventKind``);
+  ``Refusal``, ``FightEvent``, ``FightEventKind``), ``FightInput`` (one fighter's commands
+  in one update, ``Fight.apply``); rollback netplay is ``scuffle.net`` (docs/netplay.md);
 - names: ``Bone`` (the 34 bones, ``Game.bone``), ``EventType`` (``Game.on``);
 - snapshots: ``Snapshot`` (``Game.snapshot()`` / ``restore`` / ``checksum``, the byte
   form), ``SnapshotError``, ``SavedRandom`` (a generator a snapshot saves cheaply),
@@ -44,7 +48,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 
 if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core stays light
-    from scuffle.anim.animset import AnimSet
+    from scuffle.anim.animset import AnimSet, UnknownAnimName
+    from scuffle.anim.lookup import UnknownClip
+    from scuffle.anim.store import StaleHandle
     from scuffle.anim.clip import Clip, ClipFormatError, author_clip, encode_clip, parse_clip
     from scuffle.anim.player import Player, PlayerOptions
     from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, LoopStep, Place, Recipe, RecipeError
@@ -56,11 +62,12 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.anim.clip import EventType
     from scuffle.anim.skeleton import Bone
     from scuffle.game.fighters.combat import ActionResult, Fight, FightEvent, FightEventKind, Refusal
+    from scuffle.game.fighters.fightinput import FightInput
     from scuffle.game.fighters.moveset import demo_set
     from scuffle.game.runtime.registry import ActionSpec, Registry
     from scuffle.game.runtime.scenario import Scenario, ScenarioError
-    from scuffle.game.runtime.schedule import SCHEDULE, install
-    from scuffle.game.runtime.world import BoneArray, Game, NameOrEntity, UnknownHuman, Vec3
+    from scuffle.game.runtime.schedule import SCHEDULE, install, priority_of
+    from scuffle.game.runtime.world import BoneArray, Game, GameClosed, NameOrEntity, UnknownHuman, Vec3, WorldInUse
     from scuffle.systems.context import HandlerError, SimContext
     from scuffle.game.runtime.snapshot import SavedRandom, Snapshot, SnapshotError, SyncError, sync_test
     from scuffle.game.runtime.collector import settle
@@ -87,7 +94,8 @@ _repository_folders()
 # name -> the module it comes from; ``import scuffle`` imports none of them (so
 # ``import scuffle.anim.clip`` needs neither esper nor pygame).
 _EXPORTS: dict[str, str] = {
-    "AnimSet": "scuffle.anim.animset",
+    "AnimSet": "scuffle.anim.animset", "UnknownAnimName": "scuffle.anim.animset",
+    "UnknownClip": "scuffle.anim.lookup", "StaleHandle": "scuffle.anim.store",
     "Clip": "scuffle.anim.clip", "ClipFormatError": "scuffle.anim.clip", "author_clip": "scuffle.anim.clip",
     "encode_clip": "scuffle.anim.clip", "parse_clip": "scuffle.anim.clip",
     "Player": "scuffle.anim.player", "PlayerOptions": "scuffle.anim.player",
@@ -100,13 +108,14 @@ _EXPORTS: dict[str, str] = {
                                          "HumanRecord", "Name", "PoseRef", "RangeRecords")},
     "Fight": "scuffle.game.fighters.combat", "ActionResult": "scuffle.game.fighters.combat",
     "Refusal": "scuffle.game.fighters.combat", "FightEvent": "scuffle.game.fighters.combat",
-    "FightEventKind": "scuffle.game.fighters.combat",
+    "FightEventKind": "scuffle.game.fighters.combat", "FightInput": "scuffle.game.fighters.fightinput",
     "Bone": "scuffle.anim.skeleton", "EventType": "scuffle.anim.clip",
     "demo_set": "scuffle.game.fighters.moveset",
     "ActionSpec": "scuffle.game.runtime.registry", "Registry": "scuffle.game.runtime.registry",
     "Scenario": "scuffle.game.runtime.scenario", "ScenarioError": "scuffle.game.runtime.scenario",
-    "SCHEDULE": "scuffle.game.runtime.schedule", "install": "scuffle.game.runtime.schedule",
-    **{n: "scuffle.game.runtime.world" for n in ("Game", "UnknownHuman", "Vec3", "BoneArray", "NameOrEntity")},
+    **{n: "scuffle.game.runtime.schedule" for n in ("SCHEDULE", "install", "priority_of")},
+    **{n: "scuffle.game.runtime.world" for n in ("Game", "UnknownHuman", "GameClosed", "WorldInUse", "Vec3",
+                                                 "BoneArray", "NameOrEntity")},
     "SimContext": "scuffle.systems.context", "HandlerError": "scuffle.systems.context",
     **{n: "scuffle.game.runtime.snapshot" for n in ("Snapshot", "SnapshotError", "SavedRandom", "sync_test",
                                                     "SyncError")},
@@ -116,12 +125,13 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "__version__",
-    "Game", "UnknownHuman", "HandlerError", "install", "SCHEDULE", "SimContext", "Vec3", "BoneArray", "NameOrEntity",
+    "Game", "UnknownHuman", "GameClosed", "WorldInUse", "HandlerError", "StaleHandle", "install", "SCHEDULE",
+    "priority_of", "SimContext", "Vec3", "BoneArray", "NameOrEntity",
     "load_scenario", "parse_scenario", "run_scenario", "Scenario", "ScenarioError", "Registry", "ActionSpec",
     "fighters_registry",
     "Player", "PlayerOptions", "CharacterInstance", "AnimSet", "Clip", "parse_clip", "encode_clip",
-    "author_clip", "load_resource", "ClipFormatError", "ResourceFormatError",
-    "demo_set", "Fight", "ActionResult", "Refusal", "FightEvent", "FightEventKind", "Bone", "EventType",
+    "author_clip", "load_resource", "ClipFormatError", "ResourceFormatError", "UnknownClip", "UnknownAnimName",
+    "demo_set", "Fight", "FightInput", "ActionResult", "Refusal", "FightEvent", "FightEventKind", "Bone", "EventType",
     "Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body", "Combat",
     "FiredEvents", "Callback", "CallbackError",
     "Recipe", "ClipStep", "LoopStep", "GaitStep", "Arg", "Place", "Command", "RecipeError",

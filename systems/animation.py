@@ -58,8 +58,9 @@ class AnimationStep(esper.Processor):
         step every human's animation, sample the crowd, build the bone transforms.
 
         ``esper.process(dt)`` passes ``dt`` here; it is ignored: one process is one
-        update of the original's fixed 1/30 s (``ctx.dt``, 0x005102cc). A host with a
-        variable frame time calls ``esper.process()`` once per 1/30 s it accumulates.
+        update of ``ctx.dt`` (the player's ``options.dt``: the original's fixed 1/30 s,
+        0x005102cc, by default). A host with a variable frame time calls
+        ``esper.process()`` once per update's time it accumulates.
         """
         ctx = self.ctx
         n = ctx.updates_run

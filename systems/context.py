@@ -6,13 +6,13 @@ context, can live side by side.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable
 
 import esper
 import numpy as np
 
-from scuffle.anim import f32 as F
 from scuffle.anim.limits import MAX_DT, check_float
 from scuffle.anim.player import Player
 from scuffle.anim.pose import PoseBatch
@@ -67,7 +67,10 @@ MAX_ROOT_SPEED = 50.0
 class SimContext:
     """Shared, per-world state of the systems.
 
-    ``player`` the animation player; ``dt`` the update's time (1/30 s); ``update`` the
+    ``player`` the animation player; ``dt`` the update's time (1/30 s by default), which
+    the animation step and the state update both take: it is the player's
+    ``options.dt`` (PlayerOptions.dt), read from there and written there (setting it
+    replaces the player's options by a copy with that dt), so a Game has one step; ``update`` the
     number of the update being run (0 first), set by the first system (AnimationStep)
     from ``updates_run``, the number of updates begun, which it then counts on: the
     counter advances with every ``esper.process()``, whoever drives the loop; ``entities`` the humans in the order the
@@ -83,13 +86,13 @@ class SimContext:
     dispatch then looks at every FiredEvents); ``bodies`` the world's body table (every Body component is a view onto
     one of its rows; the state update moves a Body made elsewhere into it); ``combats``
     the world's combat table (each human's Combat component is a view onto one of its
-    rows; Game.add_human takes it); ``failures``
+    rows; Game.add_human takes it); ``resimulating`` True while a rollback session re-runs
+    an update (scuffle.net); ``failures``
     the (phase, exception) of the game's callbacks that raised in the update being run
     (``fail``; ``Game.step`` raises them as one HandlerError once the update is complete).
     """
 
     player: Player
-    dt: float = F.DT
     update: int = 0
     updates_run: int = 0
     entities: list[int] = field(default_factory=list)
@@ -108,6 +111,10 @@ class SimContext:
     bodies: BodyTable = field(default_factory=BodyTable)
     combats: CombatTable = field(default_factory=CombatTable)
     failures: list = field(default_factory=list)
+    # True while a rollback session (scuffle.net) runs an update again with corrected
+    # inputs: event handlers that play sounds or sparks skip them then (they played the
+    # first time). Never saved: it describes the run, not the world.
+    resimulating: bool = False
 
     def fail(self, phase: str, exc: BaseException) -> None:
         """Keep a game callback's exception for the end of the update (HandlerError)."""
@@ -120,12 +127,26 @@ class SimContext:
             failed, self.failures = self.failures, []
             raise HandlerError(self.update, failed) from failed[0][1]
 
+    @property
+    def dt(self) -> float:
+        """The update's time (s): the player's ``options.dt``, the one value both the
+        animation step and the state update take (0x005102cc, 1/30 s, by default)."""
+        return self.player.options.dt
+
+    @dt.setter
+    def dt(self, value: float) -> None:
+        # another value: a new options object, so what the player keeps per options (the
+        # step's rules, the prepared commands' templates) is made again once, on first use
+        value = check_float("ctx.dt", value, 0.0, MAX_DT)
+        opts = self.player.options
+        if value != opts.dt:
+            self.player.options = dataclasses.replace(opts, dt=value)
+
     def __setattr__(self, name: str, value) -> None:
-        """Set a field; ``dt`` must be a finite number of seconds 0 to MAX_DT (1 s) and
-        ``max_root_speed`` a finite number >= 0 (RangeError naming it, nothing changed)."""
-        if name == "dt":
-            value = check_float("ctx.dt", value, 0.0, MAX_DT)
-        elif name == "max_root_speed":
+        """Set a field; ``dt`` must be a finite number of seconds 0 to MAX_DT (1 s) (the
+        player's ``options.dt`` then holds it) and ``max_root_speed`` a finite number >= 0
+        (RangeError naming it, nothing changed)."""
+        if name == "max_root_speed":
             value = check_float("ctx.max_root_speed", value, 0.0, None)
         object.__setattr__(self, name, value)
 

@@ -9,9 +9,11 @@ human the pose's root velocity (already times the rate) is turned by the
 human's heading into world axes, capped at 50 m/s and added to the velocity the state
 set; the turn a = 2 acos(w), signed by the quaternion's z, turns the heading by
 a x 30 x dt; then the human moves by velocity x dt. A value tagged as a default ("none":
-no section A, flag 0x1 / 0x2) adds nothing. A human with an attachment takes the pose's
-quaternion as it is onto its held heading and does not move by itself (system 6 places
-it).
+no section A, flag 0x1 / 0x2) adds nothing. A human with an attachment (+0x280) takes the
+pose's quaternion as it is onto its held heading instead of the turn (L350); its velocity
+is the same sum as any human's (the rule has no exception for it; ``PlayerOptions.
+attached_velocity="zero"``: 0), and it does not move by itself: system 6 puts it at its
+holder's offset (docs/original.md, "The attached human").
 
 Conventions: metres, z up, heading in degrees counter-clockwise seen from above, 0
 facing +y; the human's frame is x right, y forward, so world = Rz(heading) . local.
@@ -28,6 +30,7 @@ import numpy as np
 
 from scuffle.anim import detmath, quat
 from scuffle.anim.kernels import root_motion_step
+from scuffle.anim.tasks import AttachedVelocity
 from scuffle.components import Body, Combat, NO_ATTACHMENT, PoseRef
 from scuffle.systems.context import SimContext, sorted_components
 
@@ -78,7 +81,9 @@ class StateUpdate(esper.Processor):
     only when the crowd changes (the esper cache does; so do the pose columns, which
     AnimationStep hands out then), and then the table is made to hold exactly the
     world's bodies (BodyTable.rehome). ``ctx.reference`` runs the readable oracle
-    instead: ``root_motion`` (numpy) over the crowd, written through the views.
+    instead: ``root_motion`` (numpy) over the crowd, written through the views. An
+    attached human's velocity follows ``player.options.attached_velocity`` (the kernel
+    gives the "root" sum; "zero" writes 0 over the attached rows after it).
     Original: 0x0023fea8, 0x0023f238 Human_ApplyRootMotion.
     """
 
@@ -152,6 +157,9 @@ class StateUpdate(esper.Processor):
                 root_motion_step(self._idx, poses.vel, poses.tag, poses.rot, table.heading, held,
                                  table.state_velocity, table.position, table.attach_heading,
                                  float(ctx.dt), float(ctx.max_root_speed), table.velocity)
+                if ctx.player.options.attached_velocity == AttachedVelocity.ZERO:
+                    # the held rows that are humans' (not idle): their velocity 0
+                    table.velocity[held & ~self._idle] = 0.0
                 if stray.size:
                     table.velocity[stray], table.attach_heading[stray] = keep
         for p in ctx.probe:
@@ -173,9 +181,10 @@ class StateUpdate(esper.Processor):
         world, dturn = root_motion(poses.vel[:, j], vel_none, turn, turn_none, heading, dt,
                                    float(ctx.max_root_speed))
         raw = np.where(turn_none, 0.0, quat.angle_about_z(turn.astype(np.float64)) * detmath.RAD)
+        zero = ctx.player.options.attached_velocity == AttachedVelocity.ZERO
         for k, body in enumerate(bodies):
-            if body.attachment != NO_ATTACHMENT:       # held: only the held heading turns
-                body.velocity = np.zeros(3)
+            if body.attachment != NO_ATTACHMENT:       # held: its velocity, the held heading turns
+                body.velocity = np.zeros(3) if zero or not ok[k] else body.state_velocity + world[:, k]
                 body.attach_heading = _wrap(body.attach_heading + float(raw[k]))
                 continue
             body.velocity = body.state_velocity + world[:, k]

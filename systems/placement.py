@@ -69,8 +69,11 @@ def place_attached(holder: Body, body: Body) -> None:
 
 def slide_step(body: Body) -> None:
     """Move a sliding body one equal step toward its target position and heading."""
+    target = body.slide_to
+    if target is None:                     # not sliding: nothing to move
+        return
     k = body.slide_left
-    body.position = body.position + (body.slide_to - body.position) / k
+    body.position = body.position + (target - body.position) / k
     dh = math.fmod(body.slide_heading - body.heading + 540.0, 360.0) - 180.0
     h = math.fmod(body.heading + dh / k, 360.0)
     body.heading = h - 360.0 if h > 180.0 else (h + 360.0 if h <= -180.0 else h)

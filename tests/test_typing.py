@@ -155,3 +155,38 @@ def test_the_examples_pass_strict(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / ".mypy"),
                         "--no-error-summary", *examples], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+FIGHT_HOST = '''\
+import numpy as np
+import numpy.typing as npt
+
+from scuffle import Body, Fight, Game, demo_set
+
+with Game() as g:
+    g.add_human("a", demo_set())
+    fight = Fight(g)
+    fight.strike("a", 1.5)
+    fight.grab(3.2)
+    body: Body = g.body("a")
+    where: npt.NDArray[np.float64] = body.position
+    heading: float = body.heading
+    attached: int = body.attachment
+    body.heading = "north"
+    body.position = (0.0, 1.0, 0.0)
+'''
+
+
+@pytest.mark.slow
+def test_a_hosts_fight_errors_name_fight_and_bodys_fields_are_typed(tmp_path):
+    """A wrong argument to a Fight command names "strike" of "Fight" (not the part of the
+    rules that implements it); Body's fields read as numpy arrays, float and int."""
+    pytest.importorskip("mypy")
+    r = _strict(tmp_path, "fight_host.py", FIGHT_HOST)
+    out = r.stdout
+    assert re.search(r'fight_host\.py:9: error: Argument 2 to "strike" of "Fight" has incompatible type "float"', out), out
+    assert re.search(r'fight_host\.py:10: error: Argument 1 to "grab" of "Fight" has incompatible type "float"', out), out
+    assert re.search(r'fight_host\.py:15: error: Incompatible types in assignment \(expression has type "str"', out), out
+    assert len(re.findall(r": error:", out)) == 3, out
+    for internal in ("FightCore", "Hits", "Pairs", "Locomotion", "Rounds", "Any"):
+        assert f'"{internal}"' not in out, out

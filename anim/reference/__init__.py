@@ -1,7 +1,7 @@
 """The reference: a plain-Python model of the animation spec, apart from the engine.
 
 What it is: the original's animation tasks as the spec describes them
-(/work/shared/spec/animation.txt: "Animation tasks", "The task stack", "Fades", "Gait
+(animation.txt, kept outside this repository: "Animation tasks", "The task stack", "Fades", "Gait
 blend", "When a clip ends", "Root motion", "The pose"), written as plain objects with
 ordinary attributes, one class per task type, each rule next to the spec lines and
 ``Original:`` address it follows. No tables, rows, views, numba or caches: it is the

@@ -3,15 +3,14 @@
 One compiled kernel steps every human's task stack and another samples, blends and builds
 the bones of the whole crowd, so the crowd's bones come as batch arrays with the humans
 last: ``g.ctx.bone_pos`` (3, 34, N) and ``g.ctx.bone_rot`` (4, 34, N), one human's
-column at ``g.pose_row(name)``. ``scuffle bench`` times such a crowd (README,
-"Performance"; a host with a big world calls ``gc.freeze()`` once it is loaded). Run: ``python docs/examples/crowd.py`` (no window).
+column at ``g.pose_row(name)``. ``scuffle bench`` times such a crowd (docs/performance.md;
+a host with a big world calls ``gc.freeze()`` once it is loaded). Run: ``python docs/examples/crowd.py`` (no window).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from scuffle import Fight, Game, PlayerOptions, demo_set
-from scuffle.anim.skeleton import Bone
+from scuffle import Bone, Fight, Game, PlayerOptions, demo_set
 from scuffle.game.fighters.moves import Move
 
 SIDE = 20                                     # a 20 x 20 grid, 2 m apart

@@ -4,7 +4,7 @@
   (``g.ctx.on`` underneath); it is called as ``handler(ctx, entity, fired)`` in the event
   dispatch, the second system of every update (systems/events.py), after every human has
   stepped and before anything is released. ``fired.event`` is the clip's event (``type``,
-  ``frame``, ``args``, ``position``...; ``scuffle.anim.clip.EventType`` names the types
+  ``frame``, ``args``, ``position``...; ``scuffle.EventType`` names the types
   the spec knows), ``fired.anim_id`` the clip that fired it. ``ctx.update`` is the
   update's number; ``g.name_of(entity)`` the human's name.
 - Hits and K.O.s are the fight rules' own: ``fight.on_hit(handler)``, ``fight.on_ko``,
@@ -21,8 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from scuffle import Fight, FightEvent, Game, demo_set
-from scuffle.anim.clip import EventType
+from scuffle import EventType, Fight, FightEvent, Game, demo_set
 
 fired_types: Counter[str] = Counter()
 

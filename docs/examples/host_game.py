@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import esper
 
-from scuffle import Body, Fight, Game, Name, demo_set
-from scuffle.anim.skeleton import Bone
+from scuffle import Body, Bone, Fight, Game, Name, demo_set
 
 
 @dataclass(slots=True)

@@ -13,8 +13,8 @@ import sys
 import esper
 import pytest
 
-from scuffle import Game, demo_set
-from scuffle.game.runtime.schedule import PRIORITY_STEP, SCHEDULE, priority_of
+from scuffle import SCHEDULE, Game, demo_set, priority_of
+from scuffle.game.runtime.schedule import PRIORITY_STEP
 from scuffle.systems.actions import Actions
 from scuffle.systems.motion import StateUpdate
 from scuffle.testing import assert_order, assert_runs_between, record_updates, schedule_names
@@ -61,4 +61,8 @@ def test_the_schedule_is_one_tuple_in_the_original_order() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q", "-o", "addopts=", "-p", "no:cacheprovider"]))
+    # pytest in a process of its own: this one has imported scuffle already, too late for
+    # pytest to rewrite the asserts of its plugin (it would warn PytestAssertRewriteWarning).
+    import subprocess
+    sys.exit(subprocess.call([sys.executable, "-m", "pytest", __file__, "-q", "-o", "addopts=",
+                              "-p", "no:cacheprovider"]))

@@ -2,7 +2,7 @@
 and a few named bones, walks p1 up to p2 and strikes when in reach, and lets p2 grab.
 
 Bones are rows 0-33 of ``Game.bones_world(name)`` (positions (34, 3) in metres, rotations
-(34, 4) as x, y, z, w); ``scuffle.anim.skeleton.Bone`` names them (the spec's parent
+(34, 4) as x, y, z, w); ``scuffle.Bone`` names them (the spec's parent
 table, "Bone transforms": 0 is motion, 1 the pelvis; the other names are ours, from the
 table's shape). Run: ``python docs/examples/two_fighters.py`` (no window).
 """
@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 
-from scuffle import Fight, Game, demo_set
-from scuffle.anim.skeleton import Bone
+from scuffle import Bone, Fight, Game, demo_set
 from scuffle.game.fighters.moves import Move
 
 # The bones this host reads, by row of bones_world / bones_model.

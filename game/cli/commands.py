@@ -137,12 +137,16 @@ def clip_text(clip: Clip) -> str:
 
 def _clip_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("descriptor", metavar="DESCRIPTOR_FILE",
-                   help="the clip's descriptor (chunk 0x02, 80 bytes), or a resource file")
+                   help="the clip's descriptor (chunk 0x02, 80 bytes), a resource file, or a library's "
+                        "name (demo: the demo move set, listed by name)")
     p.add_argument("keyframes", metavar="KEYFRAMES_FILE", nargs="?",
                    help="the clip's keyframes (chunk 0x00); omit it to read a resource file")
     p.add_argument("--id", type=anim_ref, dest="anim_id", metavar="ID",
                    help="with a resource file: only the clip anim id ID names (a number, or a clip's name)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
+    p.add_argument("--list", action="store_true",
+                   help="with a resource file or a library: one line per clip (ids, name, frames, "
+                        "duration, events); the default for a library")
 
 
 def cmd_clip(args: argparse.Namespace) -> int:
@@ -153,8 +157,9 @@ def cmd_clip(args: argparse.Namespace) -> int:
     """
     if args.keyframes is None:
         return _clip_resource(args)
-    if args.anim_id is not None:
-        raise CliError("--id goes with a resource file, not a descriptor/keyframes pair")
+    if args.anim_id is not None or args.list:
+        flag = "--id" if args.anim_id is not None else "--list"
+        raise CliError(f"{flag} goes with a resource file or a library, not a descriptor/keyframes pair")
     descriptor = _read(args.descriptor, "descriptor file")
     keyframes = _read(args.keyframes, "keyframes file")
     clip = parse_clip(descriptor, keyframes)
@@ -165,15 +170,44 @@ def cmd_clip(args: argparse.Namespace) -> int:
     return 0
 
 
+def _library(name: str):
+    """The anim set of the scenario library ``name`` ("demo"), or None when ``name`` is
+    no library or a regular file of that name is here (a file wins)."""
+    from scuffle.game.fighters import registry
+
+    make = registry().libraries.get(name)
+    if make is None or os.path.isfile(name):
+        return None
+    return make()
+
+
+def _clip_list(aset, ids_of: dict[int, list[int]], chosen: list[int]) -> str:
+    """One line per clip: its anim ids, name, frames, duration and events."""
+    rows = []
+    for i in chosen:
+        clip = aset.clips_by_index[i]
+        ids = ", ".join(map(str, ids_of[i]))
+        n = len(clip.decoded_events())
+        rows.append((ids, clip.name or "-", f"{clip.frames} frames", f"{float(clip.duration):.3f} s",
+                     f"{n} event{'s' if n != 1 else ''}"))
+    widths = [max((len(r[k]) for r in rows), default=0) for k in range(5)]
+    head = f"{len(rows)} clip{'s' if len(rows) != 1 else ''}"
+    return "\n".join([head] + ["  " + "  ".join(v.rjust(widths[k]) if k in (0, 2, 3) else v.ljust(widths[k])
+                                                for k, v in enumerate(r)).rstrip() for r in rows])
+
+
 def _clip_resource(args: argparse.Namespace) -> int:
     from scuffle.anim.animset import AnimSet
     from scuffle.anim.resource import ResourceFormatError, load_resource
 
-    data = _read(args.descriptor, "resource file")
-    try:
-        aset = AnimSet.from_resource(load_resource(data))
-    except ResourceFormatError as exc:
-        raise CliError(f"{args.descriptor}: {exc}") from None
+    aset = _library(args.descriptor)
+    listing = args.list or (aset is not None and args.anim_id is None and not args.json)
+    if aset is None:
+        data = _read(args.descriptor, "resource file")
+        try:
+            aset = AnimSet.from_resource(load_resource(data))
+        except ResourceFormatError as exc:
+            raise CliError(f"{args.descriptor}: {exc}") from None
     ids_of: dict[int, list[int]] = {}
     for anim_id in aset.ids():
         ids_of.setdefault(int(aset.clip_index(anim_id) or 0), []).append(anim_id)   # ids() have a clip
@@ -184,6 +218,11 @@ def _clip_resource(args: argparse.Namespace) -> int:
         chosen = [int(aset.clip_index(args.anim_id) or 0)]                        # has() checked
     else:
         chosen = sorted(ids_of, key=lambda i: ids_of[i][0])
+    if listing and not args.json:
+        print(_clip_list(aset, ids_of, chosen))
+        if args.anim_id is None:
+            print(f"one clip in full: scuffle clip {args.descriptor} --id NAME (or ID)")
+        return 0
     if args.json:
         out = [{"id": ids_of[i], **clip_summary(aset.clips_by_index[i])} for i in chosen]
         print(json.dumps(out[0] if args.anim_id is not None else {"clips": out}, allow_nan=False))
@@ -229,12 +268,14 @@ COMMANDS: tuple[Command, ...] = (
             _passthrough, _needs_pygame("scuffle.demo.view", "main")),
     Command("clip", "decode a clip (descriptor + keyframes chunks)", _clip_arguments, cmd_clip,
             ("scuffle clip walk.desc walk.keys", "scuffle clip chars.res --id 151 --json",
-             "scuffle clip chars.res --id THROW_BACK")),
+             "scuffle clip chars.res --id THROW_BACK", "scuffle clip demo            # the demo set's clips by name",
+             "scuffle clip chars.res --list")),
     Command("run", "run a scenario TOML and write its trace", _lazy("scuffle.game.cli.run", "run_arguments"),
             _lazy("scuffle.game.cli.run", "cmd_run"),
             ("scuffle run fight.toml --trace out.jsonl", "scuffle run fight.toml --trace - --pose | head -1",
              "scuffle run fight.toml --strict -v      # every command answered; exit 1 on a refusal",
-             "scuffle run fight.toml --engine reference --trace ref.jsonl   # the same bytes, from the reference")),
+             "scuffle run fight.toml --engine reference --trace ref.jsonl   # the same bytes, from the reference",
+             "scuffle run fight.toml --gif fight.gif --frames shots   # pictures of the fight")),
     Command("bench", "time the crowd update (N humans, U updates)", _lazy("scuffle.game.tools.bench", "bench_arguments"),
             _lazy("scuffle.game.tools.bench", "cmd_bench"),
             ("scuffle bench --humans 2 100 --updates 40", "scuffle bench --sweep --json > bench.json",
@@ -246,7 +287,8 @@ COMMANDS: tuple[Command, ...] = (
             ("scuffle lint chars.res", "scuffle lint walk.desc walk.keys --json")),
     Command("diff", "compare two traces; the first update where they part (exit 1 when they differ)",
             _lazy("scuffle.game.tools.diff", "add_arguments"), _lazy("scuffle.game.tools.diff", "run"),
-            ("scuffle diff ours.jsonl emu.jsonl", "scuffle diff a.jsonl b.jsonl --fields anim,held,tasks[top].time --context 5")),
+            ("scuffle diff ours.jsonl emu.jsonl", "scuffle diff a.jsonl b.jsonl --fields anim,held,tasks[top].time --context 5",
+             "scuffle diff a.jsonl b.jsonl --names fight.toml   # clip names beside the ids")),
     Command("survey", "count and check every clip of resource files and descriptor/keyframes pairs",
             _lazy("scuffle.game.tools.survey", "add_arguments"), _lazy("scuffle.game.tools.survey", "run"),
             ("scuffle survey corpus", "scuffle survey chars.res extracted/ --json > survey.json")),

@@ -1,16 +1,25 @@
 """A simple fighter AI: approach, strike or grab, and from a hold strike, throw or let go.
 
-Deterministic: every choice comes from its own ``random.Random(seed)``, and it only
-acts through the fight rules' commands, so it is gated by the held flags like any
-input. Add it to a Fight with ``fight.controllers.append(FighterAI(...))``.
+Deterministic: every choice comes from its own generator (a ``SavedRandom(seed)``, saved
+with the Fight's state), and it reads only the game's public state. ``decide(game)``
+gives this update's ``FightInput`` (what a netplay peer sends for its fighter);
+called as a controller, ``ai(fight)`` decides and applies it (``Fight.apply``), so it is
+gated by the held flags like any input. Add it to a Fight with
+``fight.controllers.append(FighterAI(...))``.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scuffle.anim import detmath
 from scuffle.components import Body, Combat
-from scuffle.game.fighters.combat import Fight, FightState
+from scuffle.game.fighters.combat import PACES, Fight, FightFlags, FightState
+from scuffle.game.fighters.fightinput import Action, FightInput
 from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS
 from scuffle.game.runtime.snapshot import SavedRandom
+
+if TYPE_CHECKING:
+    from scuffle.game.runtime.world import Game
 
 __all__ = ["FighterAI"]
 
@@ -20,6 +29,11 @@ RUN_RANGE = 4.0            # ours: further than this, jog
 _HOLD_STRIKES = tuple(sorted(GRAB_STRIKES))
 _THROW_MOVES = tuple(sorted(THROWS))
 _FREE, _HOLDING, _DOWN, _HELD = FightState.FREE, FightState.HOLDING, FightState.DOWN, FightState.HELD
+_IN_WINDOW = int(FightFlags.WINDUP | FightFlags.HIT_WINDOW)     # a grab strike before or in its window
+_WALK, _JOG = PACES.index("walk"), PACES.index("jog")
+EMPTY = FightInput.EMPTY
+_STRIKE = FightInput(action=Action.STRIKE)
+_LET_GO = FightInput(action=Action.LET_GO)
 
 
 class FighterAI:
@@ -71,69 +85,75 @@ class FighterAI:
         self.rng.load_state(rng)
 
     def __call__(self, fight: Fight) -> None:
-        """One update: the tick counted; every ``think_every`` updates a decision (see the
-        class docstring). Rejected: a fighter or opponent gone from the world (UnknownHuman
-        for a name, KeyError for an entity), on every update, decision or not."""
+        """One update as a controller on a Fight: ``decide`` this update's input, then
+        give it to the rules (``fight.apply``). Rejected: as ``decide``."""
+        inp = self.decide(fight.game)
+        if inp is not EMPTY:
+            fight.apply(self.me, inp)
+
+    def decide(self, game: Game) -> FightInput:
+        """This update's input for the fighter, from the game's public state (the humans'
+        Body and Combat, the fight's held-flag tests): the tick counted; every
+        ``think_every`` updates a decision (see the class docstring), else
+        FightInput.EMPTY. Deciding draws from the AI's own generator and counts its hold's
+        strikes, so call it once per update (its state is saved with the Fight when it is
+        one of the fight's controllers). Rejected: a fighter or opponent gone from the
+        world (UnknownHuman for a name, KeyError for an entity), on every update, decision
+        or not; a game without fight rules (ValueError)."""
+        fight = game.fight
         if not self.enabled:
-            return
+            return EMPTY
+        if not isinstance(fight, Fight):
+            raise ValueError("FighterAI.decide: the game has no fight rules (attach a Fight first)")
         self.tick = tick = self.tick + 1
-        # the two humans looked up once (a name: Game.entity, UnknownHuman when gone), their
-        # components read from the world's dict (fight.combat / fight.body without their calls)
-        # (Game.entity's test inline: a name in the game's names whose entity is in the world
-        # and not deleted; else the call itself, which raises)
-        game, mine, theirs = fight._lookup.__self__, self.me, self.opponent
-        comps, names, dead = game._entities, game.names, game._dead
-        me_e = names.get(mine) if mine.__class__ is str else None
-        if me_e is None or me_e not in comps or me_e in dead:
-            me_e = fight._entity(mine) if mine.__class__ is str else fight._ent(mine)
-        op_e = names.get(theirs) if theirs.__class__ is str else None
-        if op_e is None or op_e not in comps or op_e in dead:
-            op_e = fight._entity(theirs) if theirs.__class__ is str else fight._ent(theirs)
-        my_comps, their_comps = comps[me_e], comps[op_e]
-        me, op = my_comps[Body], their_comps[Body]
+        mine, theirs = self.me, self.opponent
+        me_e = game.entity(mine) if isinstance(mine, str) else _entity(game, mine)
+        op_e = game.entity(theirs) if isinstance(theirs, str) else _entity(game, theirs)
+        me, op = game.component(me_e, Body), game.component(op_e, Body)
         if tick % self.think_every:
-            return                   # no decision this update: the two only looked up (one gone raises)
-        c = my_comps[Combat]
+            return EMPTY             # no decision this update: the two only looked up (one gone raises)
+        c = game.component(me_e, Combat)
         state = c.state
         if state == _HOLDING:
-            self._hold(fight)
-            return
+            return self._hold(game, fight, me_e, c)
         if state != _FREE:
-            return
+            return EMPTY
         if fight.can_chain(me_e) and self.rng.random() < 0.5:
-            fight.strike(mine)
-            return
+            return _STRIKE
         if not fight.free(me_e):
-            return
+            return EMPTY
         # the ground offset to the opponent: the float64 differences numpy's would give
         ox, oy, _ = op.position.tolist()
         mx, my, _ = me.position.tolist()
         dx, dy = ox - mx, oy - my
         dist = detmath.hypot_s(dx, dy)
         if dist > ENGAGE_RANGE:
-            fight.move(mine, (dx, dy), pace="jog" if dist > RUN_RANGE else "walk")
-            return
+            return FightInput(move=(dx, dy), pace=_JOG if dist > RUN_RANGE else _WALK)
         if c.move_speed > 0.0:
-            fight.move(mine, (dx, dy), 0.0)
-            return
-        fight.face(mine, toward=theirs)
-        if their_comps[Combat].state in (_DOWN, _HELD) or self.rng.random() > self.aggression:
-            return
+            return FightInput(move=(dx, dy), speed=0.0)
+        toward = theirs if isinstance(theirs, str) else game.name_of(op_e)
+        if game.component(op_e, Combat).state in (_DOWN, _HELD) or self.rng.random() > self.aggression:
+            return FightInput(face_toward=toward)
         if self.rng.random() < 0.45:
             self.hold_actions = self.rng.randint(1, 3)
-            fight.grab(mine)
-        else:
-            fight.strike(mine)
+            return FightInput(face_toward=toward, action=Action.GRAB)
+        return FightInput(face_toward=toward, action=Action.STRIKE)
 
-    def _hold(self, fight: Fight) -> None:
-        """In a hold: a few grab strikes, then a throw (mostly) or a let-go."""
-        if self.tick % self.think_every:
-            return
+    def _hold(self, game: Game, fight: Fight, me_e: int, c: Combat) -> FightInput:
+        """In a hold: a few grab strikes, then a throw (mostly) or a let-go. A grab strike
+        counts when the rules will take it: the victim attached to the fighter and no
+        grab strike before or in its window (the held flags)."""
         if self.hold_actions > 0:
-            if fight.strike(self.me, self.rng.choice(_HOLD_STRIKES)):
+            move = self.rng.choice(_HOLD_STRIKES)
+            if game.component(c.partner, Body).attachment == me_e and not (fight.held(me_e) & _IN_WINDOW):
                 self.hold_actions -= 1
-            return
+            return FightInput(action=Action.STRIKE, move_id=int(move))
         if self.rng.random() < 0.8:
-            fight.throw(self.me, self.rng.choice(_THROW_MOVES))
-        else:
-            fight.let_go(self.me)
+            return FightInput(action=Action.THROW, move_id=int(self.rng.choice(_THROW_MOVES)))
+        return _LET_GO
+
+
+def _entity(game: Game, ent: int) -> int:
+    """A human given by its entity: checked in the world (KeyError when gone, as esper)."""
+    game.component(ent, Body)
+    return ent

@@ -4,7 +4,9 @@
 phase and event handlers. Commands (``grab``, ``strike``, ``throw``, ``let_go``,
 ``move``, ``face``) are refused while a move in progress holds flags that forbid them:
 input is gated by the human's held flags (record +0x08), which the tasks hold and
-release ("Animation tasks", the held flags; "When a clip ends").
+release ("Animation tasks", the held flags; "When a clip ends"). ``Fight.apply(who,
+input)`` gives a fighter's ``FightInput`` of one update (fightinput.py: what a keyboard,
+an AI, a scenario or a netplay peer asks for) to those commands in a fixed order.
 
 Pairs ("Paired tasks"): the victim plays the attacker's clips from the attacker's set
 at the attacker's rate; before the connecting clip the two bodies are turned and slid
@@ -19,7 +21,9 @@ accepted, falsy with its ``Refusal`` and a sentence when refused; what happens l
 (a hit or a miss when a window opens, a grab connecting, a throw and its victim's fall,
 a K.O., a round's end and the next round's start) reaches the host's handlers as a
 ``FightEvent`` (``Fight.on``, ``on_hit``, ``on_ko``, ``on_round``). A human added with
-``Game.add_human`` while the rules are attached starts in the fight idle (358).
+``Game.add_human`` while the rules are attached starts in the fight idle (358), and so do
+the humans already there when the rules are attached. A Game has one Fight: it is
+``game.fight`` (a second ``Fight(game)`` is refused, FightAttached).
 
 K.O. and rounds (ours; options, off by default so that scenarios run as before): with
 ``ko=True`` a fighter whose health reaches 0 is knocked out: it falls (the knockdown
@@ -42,8 +46,10 @@ from scuffle.anim.rangelist import NUM_ANIM_IDS
 from scuffle.components import Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEventKind, FightFlags,
                                              FightHandler, FightState, FightStats, GAITS, GRAB_SEARCH_FACTOR,
+                                             LocomotionStop,
                                              MAX_MOVE_SPEED, MAX_ROUND_PAUSE, PACES, ROUND_PAUSE, Refusal,
                                              Who, reaction_for)
+from scuffle.game.fighters.fightinput import Action, FightInput
 from scuffle.game.fighters.hits import Hits
 from scuffle.game.fighters.fightcore import _DOWN, _PAIRED
 # the fight rules' other public names, still importable from combat
@@ -55,12 +61,21 @@ from scuffle.game.runtime.registry import (ActionSpec, Registry, TableSpec, is_i
                                            is_num as _is_num, is_vec2 as _vec2)
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from scuffle.anim.stack import CharacterInstance
+    from scuffle.components import Body
     from scuffle.game.runtime.world import Game
 
-__all__ = ["Fight", "FightFlags", "FightState", "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
+__all__ = ["Fight", "FightAttached", "FightFlags", "FightState", "LocomotionStop",
+           "FightStats", "fight_of", "register_actions", "FIGHT_ACTIONS", "GAITS",
            "PACES", "GRAB_SEARCH_FACTOR", "reaction_for", "ROUND_PAUSE", "Refusal", "ActionResult", "FightEvent",
            "FightEventKind", "FightHandler", "Who", "BUSY", "CHANGE_FADE", "DOWN_UPDATES", "GRAB_CONE_DEG",
            "HIT_CONE_DEG", "IMPULSE_DECAY", "LOG_SIZE", "MIN_SEPARATION", "SLIDE_UPDATES", "THROW_SPEED"]
+
+
+class FightAttached(ValueError):
+    """A second ``Fight(game)`` on a Game that has its fight rules (``game.fight``)."""
 
 
 class Fight(Hits):
@@ -70,9 +85,18 @@ class Fight(Hits):
     collision between humans, so scenarios run without it; the demo turns it on).
     ``ko`` knocks out a fighter at 0 health and ends the round (ours; off by default:
     blows then go on landing at 0, as before). ``rounds`` (implies ``ko``) starts a new
-    round ``round_pause`` updates after a K.O. Rejected: ``round_pause`` < 1 (ValueError).
+    round ``round_pause`` updates after a K.O. ``locomotion_stop`` (LocomotionStop): what
+    stops the locomotion's own velocity, "mask" (the original's, the default: a held bit of
+    0x110c0880 on record +0x08, "Root motion" L376) or "top_task" (any newest task but the
+    gait blend; docs/original.md, "The locomotion's velocity"). ``idle_existing`` (default
+    True): the humans already in the Game with nothing on their stacks start the fight
+    idle, as one added later does; False leaves them as they are (the scenario runner and
+    the demo: their humans play what their commands say, from update 0). Rejected:
+    ``round_pause`` < 1, another ``locomotion_stop`` (ValueError naming it); a Game that
+    has its fight rules already (FightAttached, a ValueError: one Fight per Game, reached
+    as ``game.fight``).
 
-    Made of parts, one concern each (issue 19, item 8): ``FightCore`` (fightcore.py:
+    Made of parts, one concern each: ``FightCore`` (fightcore.py:
     handlers, look-ups, answers, task helpers), ``Locomotion`` (locomotion.py),
     ``Pairs`` (pairs.py), ``Rounds`` (rounds.py), ``Hits`` (hits.py), each on the one
     before; here the state they share (``__init__``), a human joining, the end callbacks
@@ -80,8 +104,19 @@ class Fight(Hits):
     """
 
     def __init__(self, game: Game, *, separate: bool = False, ko: bool = False, rounds: bool = False,
-                 round_pause: int = ROUND_PAUSE) -> None:
+                 round_pause: int = ROUND_PAUSE, locomotion_stop: str = LocomotionStop.MASK,
+                 idle_existing: bool = True) -> None:
         check_int("round_pause", round_pause, 1, MAX_ROUND_PAUSE)
+        try:
+            stop = LocomotionStop(locomotion_stop)
+        except ValueError:
+            raise ValueError(f"Fight.locomotion_stop: {locomotion_stop!r} is not one of "
+                             f"{', '.join(repr(k.value) for k in LocomotionStop)}") from None
+        if getattr(game, "fight", None) is not None:
+            # One set of rules per Game: a second would take over ``game.fight`` while the
+            # hits went on reaching the first one's handlers.
+            raise FightAttached("this Game has its fight rules already: use game.fight (or "
+                                "scuffle.game.fighters.combat.fight_of(game)) to reach them")
         self.game = game
         self._lookup = game.component     # bound once: the look-ups of every rule (FightCore._component)
         self._live = game._alive
@@ -90,6 +125,7 @@ class Fight(Hits):
         self.rounds = bool(rounds)        # start a new round after a K.O. (ours)
         self.ko_rule = bool(ko) or self.rounds    # knock out at 0 health, end the round (ours)
         self.round_pause = int(round_pause)
+        self.locomotion_stop = stop       # what stops the locomotion's own velocity (L376)
         self.ko: dict[int, int] = {}      # knocked-out entity -> the update of its K.O. (this round)
         self.ko_at: int | None = None     # the update the round ended (at most one left standing)
         self.starts: dict[int, tuple] = {}    # entity -> (position, heading, health) a round starts with
@@ -112,6 +148,8 @@ class Fight(Hits):
         for _, e in game.humans():
             self._normalise_state(e)
             self._warm(e)
+            if idle_existing:
+                self._idle_if_empty(e)
 
     def human_joined(self, ent: int) -> None:
         """A human added to the Game while the rules are attached (Game.add_human calls
@@ -121,6 +159,11 @@ class Fight(Hits):
         self._normalise_state(ent)
         self._note_starts()
         self._warm(ent)
+        self._idle_if_empty(ent)
+
+    def _idle_if_empty(self, ent: int) -> None:
+        """With nothing on its stack or queue, the human starts the fight idle (358; the
+        idle 388 in a set without it), no fade; a human playing something is left so."""
         inst = self.inst(ent)
         if inst.stack or inst.queue:
             return
@@ -130,7 +173,7 @@ class Fight(Hits):
                 self._guarded(ent, self._start_idle, ent, idle)
                 return
 
-    # ---------------------------------------------------------------- snapshots (issue 20)
+    # ---------------------------------------------------------------- snapshots
     def save_state(self) -> tuple:
         """What the next updates read (Game.snapshot): the K.O.s and the round's end, each
         human's start (its arrays are never written in place: shared), the stats and log,
@@ -147,7 +190,8 @@ class Fight(Hits):
         """The rules' settings as plain data (Game.config): the options and, per controller,
         its kind and settings (``config()`` when it has one)."""
         return {"separate": bool(self.separate), "ko": bool(self.ko_rule), "rounds": self.rounds,
-                "round_pause": self.round_pause, "end_kind": self.end_kind,
+                "round_pause": self.round_pause, "locomotion_stop": str(self.locomotion_stop.value),
+                "end_kind": self.end_kind,
                 "controllers": [c.config() if hasattr(c, "config") else f"{type(c).__module__}.{type(c).__qualname__}"
                                 for c in self.controllers]}
 
@@ -168,9 +212,10 @@ class Fight(Hits):
             return False
         return ent in self.game.names.values() or not self._live(ent)
 
-    def state_fits(self, state) -> str | None:
+    def state_fits(self, state, trusted: bool = False) -> str | None:
         """Why ``state`` (a ``save_state``, perhaps read from a file) cannot be loaded here,
-        or None when it can (Game.restore asks before it changes anything): its shape, the
+        or None when it can (Game.restore asks before it changes anything): its shape and
+        controllers and, unless ``trusted`` (a snapshot this Game took itself), the
         entities it names (the Game's humans), the moves (anim ids), the numbers (finite,
         in range), the log's and the controllers' states."""
         if not (isinstance(state, tuple) and len(state) == 6 and isinstance(state[5], tuple)):
@@ -178,6 +223,8 @@ class Fight(Hits):
         ko, ko_at, starts, stats, pending, ctl = state
         if len(ctl) != len(self.controllers):
             return f"{len(ctl)} controllers saved, {len(self.controllers)} here"
+        if trusted:
+            return None
         if not isinstance(ko, dict) or any(not self._is_fighter(e) or u.__class__ is not int or u < 0
                                            for e, u in ko.items()):
             return "ko: not fighters' entities and updates"
@@ -222,7 +269,7 @@ class Fight(Hits):
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state`` (Game.restore). Rejected (ValueError): a state that
         does not fit (``state_fits``: another number of controllers)."""
-        why = self.state_fits(state)
+        why = self.state_fits(state, trusted=True)       # a file's was checked in full when read
         if why is not None:
             raise ValueError(f"Fight.load_state: {why}")
         ko, self.ko_at, starts, stats, pending, ctl = state
@@ -298,6 +345,88 @@ class Fight(Hits):
         if self.separate:
             self._separate()
 
+    def apply(self, who: Who, inp: FightInput) -> ActionResult | None:
+        """Give one fighter's input of this update to the rules: its locomotion
+        (``move``), then its facing (``face``), then its action (``grab``, ``strike``,
+        ``throw``, ``let_go``), each gated as that command is. Returns the last part's
+        answer (None for FightInput.EMPTY). Rejected: what those commands reject (an
+        unknown human: UnknownHuman), and an ``inp`` that is not a FightInput (TypeError)."""
+        if inp.__class__ is not FightInput:
+            raise TypeError(f"Fight.apply: {inp!r} is not a FightInput")
+        result = None
+        if inp.move is not None:
+            result = self.move(who, inp.move, inp.speed, pace=inp.pace)
+        if inp.face_heading is not None or inp.face_toward is not None:
+            result = self.face(who, inp.face_heading, inp.face_toward)
+        action = inp.action
+        if action == Action.GRAB:
+            result = self.grab(who)
+        elif action == Action.STRIKE:
+            result = self.strike(who, inp.move_id)
+        elif action == Action.THROW:
+            result = self.throw(who, inp.move_id)
+        elif action == Action.LET_GO:
+            result = self.let_go(who)
+        return result
+
+    if TYPE_CHECKING:
+        # The public commands and look-ups as Fight's own, for a host's type checker: its
+        # errors then name "strike" of "Fight", not the part that implements it. Never run.
+        def grab(self, who: Who) -> ActionResult:
+            return super().grab(who)
+
+        def strike(self, who: Who, move: int | str | None = None) -> ActionResult:
+            return super().strike(who, move)
+
+        def throw(self, who: Who, move: int | str | None = None) -> ActionResult:
+            return super().throw(who, move)
+
+        def let_go(self, who: Who) -> ActionResult:
+            return super().let_go(who)
+
+        def move(self, who: Who, direction: Sequence[float] = (0.0, 1.0), speed: float | None = None, *,
+                 pace: str | int | None = None, gait: str | int | None = None) -> ActionResult:
+            return super().move(who, direction, speed, pace=pace, gait=gait)
+
+        def face(self, who: Who, heading: float | None = None, toward: Who | None = None) -> ActionResult:
+            return super().face(who, heading, toward)
+
+        def combat(self, who: Who) -> Combat:
+            return super().combat(who)
+
+        def body(self, who: Who) -> Body:
+            return super().body(who)
+
+        def inst(self, who: Who) -> CharacterInstance:
+            return super().inst(who)
+
+        def held(self, who: Who) -> int:
+            return super().held(who)
+
+        def flags(self, who: Who) -> int:
+            return super().flags(who)
+
+        def free(self, who: Who) -> bool:
+            return super().free(who)
+
+        def can_chain(self, who: Who) -> bool:
+            return super().can_chain(who)
+
+        def gait_speeds(self, who: Who) -> tuple[float, ...]:
+            return super().gait_speeds(who)
+
+        def on(self, kind: FightEventKind | str, handler: FightHandler) -> FightHandler:
+            return super().on(kind, handler)
+
+        def on_hit(self, handler: FightHandler) -> FightHandler:
+            return super().on_hit(handler)
+
+        def on_ko(self, handler: FightHandler) -> FightHandler:
+            return super().on_ko(handler)
+
+        def on_round(self, handler: FightHandler) -> FightHandler:
+            return super().on_round(handler)
+
 
 # The moves' ends an end callback notes (FightCore._ended; Fight._on_end acts on them).
 END_WHATS = frozenset({"connect", "throw", "let_go", "attack", "grab_attempt", "react", "get_up"})
@@ -314,20 +443,23 @@ def _plain_entry(x) -> bool:
 
 
 def fight_of(game: Game) -> Fight:
-    """The game's fight rules, attached on first use."""
+    """The game's fight rules, attached on first use (the humans already there left as
+    they are: a scenario's play what its commands say)."""
     f = getattr(game, "fight", None)
-    return cast(Fight, f) if f is not None else Fight(game)
+    return cast(Fight, f) if f is not None else Fight(game, idle_existing=False)
 
 
 def _fight_table(game, values: dict) -> None:
-    """A scenario's ``[fight]`` table: the fight rules attached with its options."""
-    Fight(game, **values)
+    """A scenario's ``[fight]`` table: the fight rules attached with its options (its
+    humans play what its commands say: none is started idle)."""
+    Fight(game, idle_existing=False, **values)
 
 
 # The ``[fight]`` table's keys: Fight's keyword options (docs/scenarios.md, "[fight]").
 FIGHT_TABLE = TableSpec({"separate": lambda v: isinstance(v, bool), "ko": lambda v: isinstance(v, bool),
                          "rounds": lambda v: isinstance(v, bool),
-                         "round_pause": lambda v: _is_int(v) and 1 <= v <= MAX_ROUND_PAUSE}, _fight_table)
+                         "round_pause": lambda v: _is_int(v) and 1 <= v <= MAX_ROUND_PAUSE,
+                         "locomotion_stop": lambda v: v in tuple(LocomotionStop)}, _fight_table)
 
 
 def register_actions(registry: Registry) -> None:
@@ -345,20 +477,44 @@ def _is_move(v) -> bool:
     return _is_int(v) and 0 <= v <= INT32_MAX
 
 
+def _apply(game, cmd, inp: FightInput):
+    """A scenario command as a FightInput of one part, given to ``Fight.apply``."""
+    return fight_of(game).apply(cmd.human, inp)
+
+
+def _move_input(extra: dict) -> FightInput:
+    """A scenario's move: its direction (default north) and its pace, else its speed (a
+    pace given wins, as in ``Fight.move``)."""
+    d = extra.get("direction", [0.0, 1.0])
+    pace = extra.get("pace")
+    return FightInput(move=(d[0], d[1]), speed=None if pace is not None else extra.get("speed"), pace=pace)
+
+
+def _face(game, cmd):
+    """A scenario's face: its heading or the human it turns toward; with neither, the
+    bare command (accepted, or refused while busy, and nothing turned)."""
+    heading, toward = cmd.extra.get("heading"), cmd.extra.get("toward")
+    if heading is None and toward is None:
+        return fight_of(game).face(cmd.human)
+    return _apply(game, cmd, FightInput(face_heading=heading, face_toward=toward))
+
+
+# A scenario's fight commands: each is the FightInput of one part, applied by Fight.apply.
 FIGHT_ACTIONS: dict[str, ActionSpec] = {
-    "grab": ActionSpec({}, lambda game, cmd: fight_of(game).grab(cmd.human)),
-    "strike": ActionSpec({"move": _is_move}, lambda game, cmd: fight_of(game).strike(cmd.human, cmd.extra.get("move")),
+    "grab": ActionSpec({}, lambda game, cmd: _apply(game, cmd, FightInput(action=Action.GRAB))),
+    "strike": ActionSpec({"move": _is_move},
+                         lambda game, cmd: _apply(game, cmd, FightInput(action=Action.STRIKE,
+                                                                        move_id=cmd.extra.get("move"))),
                          frozenset({"move"})),
-    "throw": ActionSpec({"move": _is_move}, lambda game, cmd: fight_of(game).throw(cmd.human, cmd.extra.get("move")),
+    "throw": ActionSpec({"move": _is_move},
+                        lambda game, cmd: _apply(game, cmd, FightInput(action=Action.THROW,
+                                                                       move_id=cmd.extra.get("move"))),
                         frozenset({"move"})),
-    "let_go": ActionSpec({}, lambda game, cmd: fight_of(game).let_go(cmd.human)),
+    "let_go": ActionSpec({}, lambda game, cmd: _apply(game, cmd, FightInput(action=Action.LET_GO))),
     "move": ActionSpec({"direction": lambda v: _vec2(v) and all(abs(x) <= MAX_COORD for x in v),
                         "speed": lambda v: _is_num(v) and 0 <= v <= MAX_MOVE_SPEED,
                         "pace": lambda v: v in PACES},
-                       lambda game, cmd: fight_of(game).move(cmd.human, cmd.extra.get("direction", [0.0, 1.0]),
-                                                             cmd.extra.get("speed"), pace=cmd.extra.get("pace"))),
+                       lambda game, cmd: _apply(game, cmd, _move_input(cmd.extra))),
     "face": ActionSpec({"heading": lambda v: _is_num(v) and abs(v) <= MAX_COORD, "toward": lambda v: isinstance(v, str)},
-                       lambda game, cmd: fight_of(game).face(cmd.human, cmd.extra.get("heading"),
-                                                             cmd.extra.get("toward"))),
+                       _face),
 }
-

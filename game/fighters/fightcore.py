@@ -11,13 +11,13 @@ held flags they gate on ("Animation tasks", "Paired tasks").
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.recipe import Arg, ClipStep, Command, LoopStep, Place, Recipe
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.stackrules import StackRules
-from scuffle.anim.tasks import Task
+from scuffle.anim.tasks import HeldFlags, Task
 from scuffle.components import Animator, Body, Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, BUSY, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, FightEvent, FightHandler, CHANGE_FADE,
@@ -45,7 +45,8 @@ _DOWN = int(FightFlags.DOWN)
 CLIP_LOOP_KEYS = ((int(FightFlags.WINDUP), 0, CHANGE_FADE), (int(FightFlags.PAIRED), 0, CHANGE_FADE),
                   (int(FightFlags.STAGGER), 0, 0.05),
                   (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.0), (int(FightFlags.DOWN), int(FightFlags.DOWN), 0.05),
-                  (int(FightFlags.DOWN), 0, CHANGE_FADE), (0, 0, 0.0), (0, 0, CHANGE_FADE))
+                  (int(FightFlags.DOWN), 0, CHANGE_FADE), (0, 0, 0.0), (0, 0, CHANGE_FADE),
+                  (int(HeldFlags.START_CLIP_2), 0, CHANGE_FADE))     # the walk stop (locomotion.WALK_STOP_HELD)
 
 
 def fight_commands(player) -> dict:
@@ -97,6 +98,10 @@ class FightCore:
     end_kind: str
     controllers: list                 # AI / input callables(fight) run each actions phase
     listeners: dict[FightEventKind, list[FightHandler]]
+    # Where fight events go instead of the handlers (None: to the handlers at once). A
+    # rollback session (scuffle.net) sets it to hold each update's events until the
+    # update's inputs are confirmed, so a handler hears every event once, as it finally went.
+    event_sink: Callable[[FightEvent], None] | None = None
 
     def on(self, kind: FightEventKind | str, handler: FightHandler) -> FightHandler:
         """Call ``handler(event: FightEvent)`` on every fight event of ``kind`` (a
@@ -132,6 +137,10 @@ class FightCore:
         handlers = self.listeners.get(kind)
         if handlers:
             ev = FightEvent(kind, self.game.ctx.update, round=self.stats.round, **fields)
+            sink = self.event_sink
+            if sink is not None:
+                sink(ev)
+                return
             for h in list(handlers):
                 h(ev)
 
@@ -212,8 +221,10 @@ class FightCore:
 
     def _refuse(self, who: Who, action: str, reason: Refusal, detail: str, move: int = -1) -> ActionResult:
         """A refused command: counted, logged (update, human, "refused", what, reason) and
-        answered with its reason."""
+        answered with its reason. ``detail``: the why as a clause, ``{who}`` standing for
+        the human's name ("{who} holds no one")."""
         name = self._who(who)
+        detail = detail.replace("{who}", name)
         what = f"{action} {move}" if move >= 0 else action
         self.stats.refused += 1
         self.stats.record((self.game.ctx.update, name, "refused", what, reason.value))
@@ -227,11 +238,11 @@ class FightCore:
         ent = self._ent(who)
         f = self.flags(ent)
         if ent in self.ko:
-            return self._refuse(ent, action, Refusal.KNOCKED_OUT, "knocked out for this round", move)
+            return self._refuse(ent, action, Refusal.KNOCKED_OUT, "{who} is knocked out for this round", move)
         if f & FightFlags.DOWN:
-            return self._refuse(ent, action, Refusal.DOWN, "down (knocked down, grounded or getting up)", move)
+            return self._refuse(ent, action, Refusal.DOWN, "{who} is down (knocked down, grounded or getting up)", move)
         names = ", ".join(fl.name or "" for fl in FightFlags if f & fl)
-        return self._refuse(ent, action, Refusal.BUSY, f"a move in progress holds {names or hex(f)}", move)
+        return self._refuse(ent, action, Refusal.BUSY, f"{{who}} is in a move that holds {names or hex(f)}", move)
 
     def _anim(self, who: Who, move: int | str | None) -> int | None:
         """A move given as an anim id or a clip name (resolved through the human's set)."""

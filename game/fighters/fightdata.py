@@ -38,6 +38,22 @@ class FightFlags(IntFlag):
 BUSY = FightFlags.WINDUP | FightFlags.HIT_WINDOW | FightFlags.PAIRED | FightFlags.STAGGER | FightFlags.DOWN
 
 
+class LocomotionStop(StrEnum):
+    """What stops the locomotion's own velocity (``Fight(locomotion_stop=)``; docs/original.md,
+    "The locomotion's velocity").
+
+    MASK: a held bit of the mask 0x110c0880 on record +0x08 (``LOCOMOTION_STILL``: the start
+    and stop clips' START_CLIP / START_CLIP_2, event 0x48's REPLACED ...), tested at
+    0x00241a88 ("Root motion" L376): the original's, the default. TOP_TASK: any newest task
+    but the gait blend (``Player.top``), whatever the held flags (scuffle's earlier reading;
+    the same figures on the demo's walk start, none where a mask bit is set while a gait
+    leads).
+    """
+
+    MASK = "mask"
+    TOP_TASK = "top_task"
+
+
 class FightState(StrEnum):
     """What a fighter is doing (Combat.state)."""
     FREE = "free"
@@ -107,8 +123,9 @@ class ActionResult:
     def __str__(self) -> str:
         what = f"{self.action} {self.move}" if self.move >= 0 else self.action
         if self.refusal is None:
-            return f"update {self.update}: {self.who} {what}: accepted"
-        return f"update {self.update}: {self.who} {what}: refused ({self.refusal.value}: {self.detail})"
+            return f"update {self.update}: {self.who} {what} was accepted"
+        # a sentence, then the Refusal's value for scripts that look for it
+        return f"update {self.update}: {self.who} {what} was refused: {self.detail} [{self.refusal.value}]"
 
 
 class FightEventKind(StrEnum):

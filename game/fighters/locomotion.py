@@ -23,12 +23,12 @@ from scuffle.anim.limits import MAX_COORD, check_float, check_vec
 from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, Place, Recipe
 from scuffle.anim.stack import CharacterInstance
 from scuffle.anim.store import LAYOUT_EPOCH
-from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
-from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat
+from scuffle.anim.tasks import LOCOMOTION_FLAGS, LOCOMOTION_STILL, HeldFlags, TaskType
+from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat, HumanRecord
 from scuffle.components.bodies import flat_views
 from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, FightCore, fight_commands
 from scuffle.game.fighters.fightdata import (PACES, GAITS, Who, ActionResult, MIN_SEPARATION, MAX_MOVE_SPEED,
-                                             IMPULSE_DECAY, CHANGE_FADE, _wrap, _heading_to, _cell)
+                                             IMPULSE_DECAY, CHANGE_FADE, LocomotionStop, _wrap, _heading_to, _cell)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 
 __all__ = ["Locomotion"]
@@ -37,9 +37,18 @@ __all__ = ["Locomotion"]
 _COMBAT_VECS = ("move_dir", "impulse")
 _BODY_VECS = ("state_velocity",)
 
-# WALK_START: the walk start (a change to the start clip handing over to the gait blend, value 0, the
-# move's target; flags 0x2c1, "Gait blend") as a recipe: Arg(0) the target, Arg(1) the clip's end
-WALK_START = Recipe(Place.CHANGE, (ClipStep(Move.WALK_START, on_end=Arg(1)),
+# The held bit the walk start and the walk stop hold while they play: bits of the mask the
+# locomotion tests (LOCOMOTION_STILL, "Root motion" L376), so it sets no velocity of its own
+# then and the clip's root velocity alone moves the body. Which of the spec's two "human
+# flags" (0x80000, 0x10000000) goes with which clip is ours: the spec names them together.
+WALK_START_HELD = HeldFlags.START_CLIP
+WALK_STOP_HELD = HeldFlags.START_CLIP_2
+_STILL = int(LOCOMOTION_STILL)
+
+# WALK_START: the walk start (a change to the start clip, holding WALK_START_HELD, handing over
+# to the gait blend, value 0, the move's target; flags 0x2c1, "Gait blend") as a recipe: Arg(0)
+# the target, Arg(1) the clip's end
+WALK_START = Recipe(Place.CHANGE, (ClipStep(Move.WALK_START, held=int(WALK_START_HELD), on_end=Arg(1)),
                                    GaitStep(GAIT_IDS, target=Arg(0), value=0.0, flags=int(LOCOMOTION_FLAGS))),
                     fade=CHANGE_FADE)
 
@@ -63,6 +72,8 @@ class Locomotion(FightCore):
     """Facing, moving, stopping and keeping bodies apart (see the module docstring)."""
 
     _pace_scales: dict[int, tuple]      # anim set id -> (set, rate table, (speeds, np.interp axes)): _pace_scale
+    # what stops the locomotion's own velocity (Fight(locomotion_stop=); the original's: the mask)
+    locomotion_stop: LocomotionStop = LocomotionStop.MASK
 
     def face(self, who: Who, heading: float | None = None, toward: Who | None = None) -> ActionResult:
         """Turn to a heading (degrees) or toward another human. Refused while busy
@@ -120,7 +131,7 @@ class Locomotion(FightCore):
         (``_pace_scale``). Caches only: the values a command reads are those it would find
         itself (the set is registered, so no bank index changes); an id the set lacks is
         left to the command (its own error then). The first command then costs what the
-        later ones do (issue 19, item 7: the bench's first AI move was 10x the others)."""
+        later ones do (without it the first AI move costs ten times the others)."""
         s = self.inst(ent).anim_set
         p = self.player
         have = [m for m in Move if m in s]
@@ -211,7 +222,7 @@ class Locomotion(FightCore):
         else:
             if c.move_speed > 0.0:
                 self._require(2)
-                self._clip_loop(ent, Move.WALK_STOP, Move.IDLE)
+                self._clip_loop(ent, Move.WALK_STOP, Move.IDLE, held=WALK_STOP_HELD)
             c.move_speed = 0.0
         return self._accept(who, "move")
 
@@ -231,10 +242,14 @@ class Locomotion(FightCore):
     def _state_velocities(self, ctx) -> None:
         """The state function (run first in the state update, before root motion): each
         human's intent into its state velocity. The locomotion sets none while a start or
-        stop clip plays (the clip's root velocity moves the body then; "Root motion",
-        0x00241a88), the intent's direction x speed once the gait blend is the newest
-        task; a throw's decaying push is added. Original: 0x0023fea8 (the state update)."""
+        stop clip plays, so the clip's root velocity alone moves the body then ("Root
+        motion" L376): by default while the human holds a bit of the mask 0x110c0880 on
+        its held flags (LOCOMOTION_STILL, tested at 0x00241a88; the walk start and stop
+        hold one), with ``locomotion_stop="top_task"`` while the newest task is not the
+        gait blend. Otherwise the intent's direction x speed; a throw's decaying push is
+        added either way. Original: 0x0023fea8 (the state update), 0x00241a88."""
         comps, hypot, top = self._components(), detmath.hypot_s, self.player.top
+        by_mask = self.locomotion_stop == LocomotionStop.MASK
         # the tables' fast views: kept from call to call while no table's arrays were replaced
         # (store.LAYOUT_EPOCH) and the humans' rows are in the same two tables (not state)
         kept = self.__dict__.get("_state_views")
@@ -255,8 +270,12 @@ class Locomotion(FightCore):
             vel = None                                 # no intent: zeros
             j = 3 * cr
             if speed > 0.0:
-                t = top(mine[Animator].instance)       # _gait_leads(e), e alive (from humans())
-                if t is not None and t.type == TaskType.GAIT:
+                if by_mask:
+                    goes = not mine[HumanRecord].held & _STILL
+                else:
+                    t = top(mine[Animator].instance)   # _gait_leads(e), e alive (from humans())
+                    goes = t is not None and t.type == TaskType.GAIT
+                if goes:
                     # the direction x speed, as numpy's float64 products
                     vel = (m_dir[j] * speed, m_dir[j + 1] * speed, m_dir[j + 2] * speed)
             ix, iy, iz = m_imp[j], m_imp[j + 1], m_imp[j + 2]      # the row's impulse
@@ -282,11 +301,9 @@ class Locomotion(FightCore):
         raises its StaleHandle here, as the descriptors do)."""
         speed = c.move_speed
         vel = None
-        if speed > 0.0:
-            t = self.player.top(mine[Animator].instance)
-            if t is not None and t.type == TaskType.GAIT:
-                dx, dy, dz = c.move_dir.tolist()
-                vel = (dx * speed, dy * speed, dz * speed)
+        if speed > 0.0 and self._locomotion_goes(mine):
+            dx, dy, dz = c.move_dir.tolist()
+            vel = (dx * speed, dy * speed, dz * speed)
         imp = c.impulse
         ix, iy, iz = imp.tolist()
         if detmath.hypot_s(ix, iy) > 0.05:
@@ -363,6 +380,15 @@ class Locomotion(FightCore):
                 if _cell(ba.position) != cell_of[i]:
                     moved(i, ba)
                     near(i, j, found, heap)     # a's new neighbours after b, not yet looked at
+
+    def _locomotion_goes(self, mine: dict) -> bool:
+        """Whether the locomotion sets a velocity of its own for the human whose components
+        are ``mine`` (``_state_velocities``' rule): no bit of LOCOMOTION_STILL held (the
+        default), or the gait blend the newest task (``locomotion_stop="top_task"``)."""
+        if self.locomotion_stop == LocomotionStop.MASK:
+            return not mine[HumanRecord].held & _STILL
+        t = self.player.top(mine[Animator].instance)
+        return t is not None and t.type == TaskType.GAIT
 
     def _gait_leads(self, ent: int) -> bool:
         """The gait blend is the newest task (no start or stop clip playing)."""

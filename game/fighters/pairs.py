@@ -157,9 +157,9 @@ class Pairs(Locomotion):
         move = self._anim(ent, move)
         mv = -1 if move is None else int(move)
         if c.state != FightState.HOLDING or self.body(c.partner).attachment != ent:
-            return self._refuse(who, "throw", Refusal.NOT_HOLDING, "holds no one (grab first)", mv)
+            return self._refuse(who, "throw", Refusal.NOT_HOLDING, "{who} holds no one; grab first", mv)
         if self.flags(ent) & _IN_WINDOW:
-            return self._refuse(who, "throw", Refusal.IN_WINDOW, "a grab strike is before or in its hit window", mv)
+            return self._refuse(who, "throw", Refusal.IN_WINDOW, "{who}'s grab strike is before or in its hit window", mv)
         move = int(move) if move is not None else int(Move.THROW_SIDE)
         if move not in THROWS:
             victim = " (a victim's clip)" if move in {int(v) for v, _ in THROWS.values()} else ""
@@ -189,9 +189,9 @@ class Pairs(Locomotion):
         ent = who if who.__class__ is int else self._ent(who)    # the name looked up once (its errors)
         c = self.combat(ent)
         if c.state != FightState.HOLDING:
-            return self._refuse(who, "let_go", Refusal.NOT_HOLDING, "holds no one")
+            return self._refuse(who, "let_go", Refusal.NOT_HOLDING, "{who} holds no one")
         if self.flags(ent) & _IN_WINDOW:
-            return self._refuse(who, "let_go", Refusal.IN_WINDOW, "a grab strike is before or in its hit window")
+            return self._refuse(who, "let_go", Refusal.IN_WINDOW, "{who}'s grab strike is before or in its hit window")
         v = c.partner
         self._require(4)
         self._begin(ent)
@@ -274,9 +274,9 @@ class Pairs(Locomotion):
         c = self.combat(a)
         mv = -1 if move is None else int(move)
         if self.body(c.partner).attachment != a:
-            return self._refuse(who, "strike", Refusal.NOT_HOLDING, "the victim is not attached yet", mv)
+            return self._refuse(who, "strike", Refusal.NOT_HOLDING, "{who}'s victim is not attached yet", mv)
         if self.flags(a) & _IN_WINDOW:
-            return self._refuse(who, "strike", Refusal.IN_WINDOW, "a grab strike is before or in its hit window", mv)
+            return self._refuse(who, "strike", Refusal.IN_WINDOW, "{who}'s grab strike is before or in its hit window", mv)
         move = int(move) if move is not None else int(Move.GRAB_KNEE)
         if move not in GRAB_STRIKES:
             return self._refuse(who, "strike", Refusal.NOT_A_GRAB_STRIKE,

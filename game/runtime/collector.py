@@ -1,11 +1,11 @@
-"""Python's cyclic garbage collector after loading (issue 19, item 7: "the collector <= 1 ms
-per update at 10,000").
+"""Python's cyclic garbage collector after loading (the goal: the collector <= 1 ms per
+update at 10,000 humans).
 
 A loaded world is hundreds of thousands of long-lived Python objects (at 10,000 humans:
 the esper components, the humans' instances and records, the live tasks' handles, numba's
 and numpy's own), and every full collection walks all of them: about 150 ms at 10,000
 humans, 45 ms for 2 fighters (numba alone brings 60,000), once every few dozen updates
-(README, "Performance"). Nothing in them is garbage, so a game that has loaded its world
+(docs/performance.md). Nothing in them is garbage, so a game that has loaded its world
 moves them out of the collector's sight, as CPython's gc.freeze() documents: full
 collections then walk only what was made since.
 

@@ -112,7 +112,8 @@ class OutputError(ValueError):
 
     def __init__(self, path: str, what: str, problem: str):
         self.path, self.what, self.problem = str(path), what, problem
-        super().__init__(f"cannot write {what} {str(path)!r}: {problem}")
+        shown = self.path if len(self.path) <= 80 else self.path[:77] + "..."     # one readable line
+        super().__init__(f"cannot write {what} {shown!r}: {problem}")
 
 
 def _streamed(path: str) -> bool:

@@ -35,7 +35,7 @@ from scuffle.anim import plaindata
 from scuffle.anim import snapshot as S
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
-from scuffle.anim.digest import array_digest, block_digest
+from scuffle.anim.digest import array_digest, blocks_digests
 from scuffle.anim.snapcheck import ClipFacts, StateError, check_engine, check_finite, check_table_frame, clip_facts
 from scuffle.anim.store import Table, _layout
 from scuffle.components import Body, Combat
@@ -112,9 +112,14 @@ def _plain_option(v: Any) -> Any:
         return {f.name: _plain_option(getattr(v, f.name)) for f in fields(v) if f.metadata.get("state", True)}
     if hasattr(v, "_fields"):
         return {f: _plain_option(getattr(v, f)) for f in v._fields}
-    if isinstance(v, (bool, int, float, str)) or v is None:
-        return v if v.__class__ in (bool, int, float, str, type(None)) else (
-            str.__str__(v) if isinstance(v, str) else int(v) if not isinstance(v, float) else float(v))
+    if v is None or v.__class__ in (bool, int, float, str):
+        return v
+    if isinstance(v, str):                             # a StrEnum: its text
+        return str.__str__(v)
+    if isinstance(v, (bool, int)):                     # an IntEnum or IntFlag: its number
+        return int(v)
+    if isinstance(v, float):
+        return float(v)
     if callable(v):
         return ("code", getattr(v, "__module__", ""), getattr(v, "__qualname__", type(v).__qualname__))
     if isinstance(v, (tuple, list)):
@@ -403,6 +408,12 @@ def parse(data: bytes) -> Parsed:
     except plaindata.PlainDataError as e:
         raise _Refused(f"section values: {e}") from None
     need(isinstance(meta, dict), "meta", "not a map")
+    need(meta.get("engine").__class__ is str, "meta.engine", "not an engine's name")
+    need_int(meta.get("updates_run"), "meta.updates_run", 0)
+    need_int(meta.get("update"), "meta.update", 0)
+    need_int(meta.get("entity_next"), "meta.entity_next", 0)
+    names = meta.get("names")
+    need(isinstance(names, dict) and all(k.__class__ is str for k in names), "meta.names", "not a map of names")
     need(isinstance(values, dict), "values", "not a map")
     tables = {}
     for name in TABLES:
@@ -424,6 +435,9 @@ class _Rows:
     """A saved block's arrays by name, for the checks (a scratch table: no handles, no
     fast views, nothing of the world's); ``_keyed`` the live table's keyed columns, ``gen``
     and ``_free`` the human table's lists (set from the values)."""
+
+    def __getattr__(self, name: str) -> Any:       # the arrays are set by name (declared for a type checker)
+        raise AttributeError(name)
 
     def __init__(self, columns: dict, cap: int, block: np.ndarray, keyed: tuple):
         self.capacity, self.block, self._keyed = cap, block, keyed
@@ -454,7 +468,7 @@ def _block_size(columns: dict, cap: int) -> int:
     return _LAYOUTS[(tuple(columns), cap)][1]
 
 
-def _scratch(game, name: str, rows: int, cols: list, block: bytes) -> _Rows:
+def _scratch(game, name: str, rows: int, cols: bytes, block: bytes) -> _Rows:
     """A scratch copy of table ``name``'s saved ``block``, after checking that the declared
     columns are this Game's and the block has the layout's size."""
     live = _table_of(game, name)
@@ -463,15 +477,15 @@ def _scratch(game, name: str, rows: int, cols: list, block: bytes) -> _Rows:
     if cols != _declared_bytes(want):
         mine = _declared(want)
         try:
-            cols = plaindata.decode(cols)
+            declared = plaindata.decode(cols)
         except plaindata.PlainDataError as e:
             raise _Refused(f"{where}.columns: {e}") from None
-        need(isinstance(cols, list), f"{where}.columns", "not a list")
-        for i, c in enumerate(cols):
+        need(isinstance(declared, list), f"{where}.columns", "not a list")
+        for i, c in enumerate(declared):
             need(isinstance(c, tuple) and len(c) == 3 and isinstance(c[0], str) and isinstance(c[1], str)
                  and isinstance(c[2], list), f"{where}.columns[{i}]", "not (name, dtype, shape)")
-        diff = next((f"{short(a)} where this engine has {short(b)}" for a, b in zip(cols, mine) if a != b),
-                    f"{len(cols)} columns where this engine has {len(mine)}")
+        diff = next((f"{short(a)} where this engine has {short(b)}" for a, b in zip(declared, mine) if a != b),
+                    f"{len(declared)} columns where this engine has {len(mine)}")
         raise _Refused(f"{where}.columns: {diff} (another version's layout)")
     size = _block_size(want, rows)
     need(len(block) == size, f"{where}.block", f"{len(block)} bytes, the layout of {rows} rows is {size}")
@@ -662,7 +676,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     rows = ev["instances"]
     need(isinstance(rows, list) and len(rows) <= hum.capacity, "values.engine.instances", "not one entry per row")
     seen: set = set()
-    instances = []
+    instances: list[Any] = []
     for r, name in enumerate(rows):
         if name is None:
             instances.append(None)
@@ -682,7 +696,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         vals = x[1]
         need(isinstance(vals, tuple) and len(vals) == 5, where, "not (generation, flags, anim, speed, report)")
         need_int(vals[0], where + ".gen", 0)
-        need_int(vals[1], where + ".flags")
+        need_int(vals[1], where + ".flags", 0)
         need_int(vals[2], where + ".anim", -1, (1 << 31) - 1)
         need_float(vals[3], where + ".speed", 0.0, 1e6)
         try:
@@ -714,8 +728,9 @@ def to_state(game, p: Parsed, state_cls) -> Any:
          f"not the {len(mine_x)} stateful actions of this Game")
     for i, (obj, x) in enumerate(zip(mine_x, extras)):
         fits = getattr(obj, "state_fits", None)
-        need(fits is not None, f"values.extras[{i}]", f"{type(obj).__qualname__} has no state_fits: its state "
-             "from a file cannot be checked (give it state_fits(state) -> reason or None)")
+        if fits is None:
+            raise _Refused(f"values.extras[{i}]: {type(obj).__qualname__} has no state_fits: its state from a "
+                           "file cannot be checked (give it state_fits(state) -> reason or None)")
         why = fits(x)
         need(why is None, f"values.extras[{i}]", str(why))
     return state_cls(game.engine, updates_run, update, dict(names), entity_next, es, {},
@@ -787,7 +802,7 @@ def _bools_refused(name: str, a: np.ndarray) -> None:
 
 def _check_combats(t, v: dict, names: dict) -> list:
     from scuffle.anim.limits import MAX_COORD, MAX_HEALTH
-    texts = v.get("texts")
+    texts: Any = v.get("texts")
     need(isinstance(texts, list) and 2 <= len(texts) <= 4096 and all(isinstance(x, str) and len(x) <= 256
                                                                      for x in texts)
          and len(set(texts)) == len(texts), "values.combats.texts", "not a list of distinct short texts")
@@ -799,8 +814,8 @@ def _check_combats(t, v: dict, names: dict) -> list:
     for col in ("partner_place", "move_dir", "impulse"):
         _finite(f"table.combats.{col}", t.__dict__[col], rows, -MAX_COORD, MAX_COORD)
     ents = set(names.values())
-    for r in rows:
-        r = int(r)
+    for row in rows:
+        r = int(row)
         for col in ("state", "role"):
             c = int(t.__dict__[col][r])
             need(0 <= c < len(texts), f"table.combats.{col}[{r}]", f"code {c} is not one of the {len(texts)} texts")
@@ -825,12 +840,14 @@ def checksum(game, st) -> str:
     h.update(struct.pack("<qqq", st.updates_run, st.update, st.entity_next))
     h.update(plaindata.encode(dict(st.names)))
     h.update(plaindata.encode(plain_values(game, st, strict=False), lenient=True))
-    for name, ts in _saved_tables(st).items():
-        cols = _columns_of(_table_of(game, name))
-        h.update(struct.pack("<Q", block_digest(cols, ts.capacity, ts.block)))
+    h.update(blocks_digests([(_columns_of(_table_of(game, name)), ts.capacity, ts.block)
+                             for name, ts in _saved_tables(st).items()]).tobytes())
     es = st.engine_state
     h.update(struct.pack("<Q", array_digest(es.pool[0])))
     return h.hexdigest()
+
+
+_COLUMNS_OF: dict = {}                # a declaration's bytes -> its columns (the same object each time)
 
 
 def checksum_parsed(p: Parsed) -> str:
@@ -840,12 +857,14 @@ def checksum_parsed(p: Parsed) -> str:
     h.update(struct.pack("<qqq", m["updates_run"], m["update"], m["entity_next"]))
     h.update(plaindata.encode(m["names"]))
     h.update(p.values_bytes)
+    tables = []
     for name in TABLES:
         rows, raw, block = p.tables[name]
         cols = plaindata.decode(raw)
-        columns = {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1]) for c in cols}
-        buf = np.frombuffer(block, np.uint8)
-        h.update(struct.pack("<Q", block_digest(columns, rows, buf)))
+        columns = _COLUMNS_OF.setdefault(raw, {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1])
+                                               for c in cols})
+        tables.append((columns, rows, np.frombuffer(block, np.uint8)))
+    h.update(blocks_digests(tables).tobytes())
     h.update(struct.pack("<Q", array_digest(p.values["engine"]["pool"][0])))
     return h.hexdigest()
 

@@ -48,7 +48,7 @@ from scuffle.systems.motion import to_world
 __all__ = ["Game", "Snapshot", "SnapshotError", "UnknownHuman", "GameClosed", "WorldInUse", "Vec3", "BoneArray", "NameOrEntity", "EventHandler",
            "Bone", "HandlerError", "ENGINES"]
 
-# The public API's argument and result types (issue 22): a host's mypy --strict checks
+# The public API's argument and result types: a host's mypy --strict checks
 # its calls against them.
 Vec3: TypeAlias = Sequence[float] | npt.NDArray[np.floating[Any]]
 """A point or direction in metres: (x, y, z), a list of three numbers or a numpy array."""
@@ -79,10 +79,29 @@ class FightRules(Protocol):
 
 
 class UnknownHuman(KeyError):
-    """A human name that is not in the world."""
+    """A human name (or entity) that is not in the world: ``args[0]``; ``known`` the
+    Game's names then. Its message lists them ("did you mean" the close ones first)."""
+
+    SHOWN = 8                          # names listed at most
+
+    def __init__(self, name: object, known: Sequence[str] = ()) -> None:
+        super().__init__(name)
+        self.known = list(known)
 
     def __str__(self) -> str:
-        return f"no human named {self.args[0]!r}"
+        name, known = self.args[0], self.known
+        what = f"no human named {name!r}" if isinstance(name, str) else f"no human has entity {name!r}"
+        if not known:
+            return what + " (the Game has no humans)"
+        near: list[str] = []
+        if isinstance(name, str):
+            import difflib
+            near = difflib.get_close_matches(name, known, n=3, cutoff=0.6) or \
+                [k for k in known if k.casefold() == name.casefold()]
+        hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+        shown = ", ".join(repr(n) for n in known[:self.SHOWN])
+        more = f" and {len(known) - self.SHOWN} more" if len(known) > self.SHOWN else ""
+        return f"{what}{hint} (the humans: {shown}{more})"
 
 
 class GameClosed(RuntimeError):
@@ -91,6 +110,19 @@ class GameClosed(RuntimeError):
 
 class WorldInUse(ValueError):
     """An esper world that already runs scuffle's systems (another Game's)."""
+
+
+def _not_a_task(name: str, task: object) -> str:
+    """Game.change's TypeError for what is not a Task: the constructors that make one."""
+    shown = repr(task)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    inst = f"g.instance({name!r})"
+    if isinstance(task, (int, str)) and not isinstance(task, bool):
+        return (f"Game.change: {shown} is a clip, not a task: make the task with g.player.loop({inst}, "
+                f"{shown}) (loop it), g.player.clip({inst}, {shown}) (play it once) or "
+                f"g.player.chain({inst}, [{shown}, ...]) (clips in turn), then g.change({name!r}, task)")
+    return (f"Game.change: expected a Task (g.player.loop, .clip, .chain or .gait of {inst}), "
+            f"got {type(task).__name__} {shown}")
 
 
 def _by_entity(kv: tuple[str, int]) -> int:
@@ -123,7 +155,8 @@ class _Active:
 class Game:
     """One simulated world (see the module docstring).
 
-    In: PlayerOptions (rates, the original-bug switches, the pool size), ``engine``
+    In: PlayerOptions (rates, the original-bug switches, the pool size, ``dt``: the Game's
+    one step, which ``ctx.dt`` reads and sets, for the animation and the move alike), ``engine``
     "compiled" (the default: ``Player``), or "reference" (``scuffle.anim.reference``:
     the plain-Python model of the spec, slow, to debug a scenario; the bodies move by
     the readable root motion, systems.motion.root_motion, bit for bit the kernel's),
@@ -175,6 +208,11 @@ class Game:
                 raise WorldInUse(f"esper world {name!r} already runs scuffle's systems "
                                  f"({', '.join(taken)}): one Game per world")
             self.processors: list[esper.Processor] = schedule.install(self.ctx)
+        if self.owns_world:
+            # the world current now is the host's: processing it steps nothing of this Game
+            # (a warning once if it is processed while this Game is never stepped)
+            from scuffle.game.runtime.watch import watch_host_world
+            watch_host_world(self, esper.current_world)
 
     @classmethod
     def attach(cls, world: str | None = None, options: PlayerOptions | None = None, *,
@@ -320,7 +358,7 @@ class Game:
         entity was deleted behind the Game's back)."""
         ent = self.names.get(name)
         if ent is None or ent not in self._entities or ent in self._dead:     # _alive, inlined
-            raise UnknownHuman(name)
+            raise UnknownHuman(name, [n for n, _ in self.humans()])
         return ent
 
     def component(self, name_or_entity: NameOrEntity, ctype: type[C]) -> C:
@@ -365,7 +403,12 @@ class Game:
 
     # ---------------------------------------------------------------- commands
     def change(self, name: str, task: Task, fade: float = 0.0) -> None:
-        """A change of animation on a human: fade, the new task under it (anim.player)."""
+        """A change of animation on a human: fade, the new task under it (anim.player).
+        Rejected: a ``task`` that is not a Task, a bare clip id or name included
+        (TypeError naming the constructors: a clip id alone does not say whether to loop
+        it, play it once or chain it); an unknown human (UnknownHuman)."""
+        if task is None or isinstance(task, (int, str, float, list, tuple, dict)):   # a Task or the reference's
+            raise TypeError(_not_a_task(name, task))
         self.player.change(self.instance(name), task, fade)
 
     # ---------------------------------------------------------------- running
@@ -407,7 +450,7 @@ class Game:
         trace and the fight log give it (``update - 1``)."""
         return self.ctx.updates_run - 1
 
-    # ---------------------------------------------------------------- snapshots (issue 20)
+    # ---------------------------------------------------------------- snapshots
     def snapshot(self, outputs: bool = False, reuse: Snapshot | None = None) -> Snapshot:
         """Everything the next updates read, copied (between two updates): restore it any
         number of times (``restore``); ``to_bytes()`` gives its byte form. ``outputs``:
@@ -427,7 +470,7 @@ class Game:
         Game without them (or the reverse), or bytes read on a Game set up otherwise."""
         _snap.restore(self, snapshot)
 
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         """What this Game is set up with, as plain data (game.runtime.snapfile.config_parts:
         the version, the snapshot format, the engine, the options, the step, the humans'
         anim sets, the callback kinds, the fight rules' settings, the stateful actions)."""
@@ -479,7 +522,7 @@ class Game:
         for n, e in self.names.items():
             if e == entity:
                 return n
-        raise UnknownHuman(entity)
+        raise UnknownHuman(entity, [n for n, _ in self.humans()])
 
     def bone(self, name: str, bone: Bone | int | str, *, space: str = "world") -> tuple[np.ndarray, np.ndarray]:
         """One bone of a human by name or number (``Bone.HEAD``, ``"l_hand"``, 6): its

@@ -4,11 +4,11 @@ the crowd benchmark.
 Builds N humans in one Game and times whole updates through the ECS schedule. Two crowds
 (``--crowd``):
 
-- ``light`` (the default, issue 14's representative stack): every human runs a gait
+- ``light`` (the default, a representative stack): every human runs a gait
   blend of two clips under a fade into a clip that hands over (with its events), a paired
   pair every tenth human; the humans cycle through those changes with staggered phases;
   gait values never move and nobody listens to events.
-- ``realistic`` (issue 19; README, "Performance"): on the demo set plus eight direction
+- ``realistic`` (docs/performance.md): on the demo set plus eight direction
   ids (``crowd_set``), one pair of fighters per FIGHT_EVERY humans under the fight rules
   (``Fight`` on a view of the pair, two seeded ``FighterAI``; 2 humans: the two fighters
   alone), the others extras that ``RealisticCrowd`` commands in turn, about 3% of them
@@ -40,13 +40,15 @@ command, issued through the handle API instead, the same rows); the
 time to load the kernels and (unless ``--no-compile-time``) the first step on a fresh
 install: a fresh process with an empty NUMBA_CACHE_DIR, with numba's compile time per
 kernel and function (``first_step``; ``kernel_compile_s`` is numba's compile of the
-four kernels there). Then issue 19's goals beside their figures (``goals``,
+four kernels there). Then the performance goals beside their figures (``goals``,
 ``goals_table``). Several ``--humans`` (or ``--sweep``: 2, 100, 1,000, 10,000) run one
 process each and add the fixed cost and per-human slope (a least-squares line).
 ``--json`` prints only the JSON object on stdout (the tables go to stderr): one size
 gives ``humans``, ``updates``, ``ms_per_update``, ``cpu_ms_per_update``,
 ``scalar_ms_per_update``, ``speedup``, ``peak_mb`` and more; a sweep gives ``sweep``
-(those objects) and the fit. Speed is measured here, never in the test suite.
+(those objects) and the fit. What takes long (the first step's compile, each size of a
+sweep) says so on stderr first, with a dot every two seconds it runs. Speed is measured
+here, never in the test suite.
 """
 from __future__ import annotations
 
@@ -253,7 +255,7 @@ class _Listener:
 
 
 class RealisticCrowd:
-    """The realistic crowd's driver (README, "Performance"): an action run in the actions
+    """The realistic crowd's driver (docs/performance.md): an action run in the actions
     phase that commands the extras in turn, about 3% of them per update (each one every
     REAL_CYCLE updates, staggered), every change under a fade; the fight pairs are driven
     by their FighterAIs through the fight rules. Seeded (``random.Random(seed)``): the
@@ -275,28 +277,9 @@ class RealisticCrowd:
     count] per kind of COMMAND_KINDS (the count: every command of the kind; the times: the
     timed ones), ``by_kind_handles`` [count, wall s, CPU s] of the handle API's sample,
     ``refused`` the commands a limit of the original refused (AnimLimitError; counted,
-    the update goes on). A command's mean CPU on
-    2026-12-01 (medians of 3 runs, load average 2.4-4.1 on 2 cores): 22.2 µs at 1,000
-    humans, 24.7 µs at 10,000 (56.0 and 64.5 before commands wrote rows; README,
-    "Performance", "Commands" has them by kind). On 2026-12-02, the constructors' one
-    function per clip task, the change's straight path over the stack row and
-    Player.running (medians of 3 runs each, interleaved with the tree before them, load
-    average 1.9-2.6): 20.6 µs at 1,000 humans (30.4 before, in the same minutes) and
-    16.5 µs at 10,000 (26.0 before). Each figure includes about 1.2 µs of the clocks'
-    own reading (an empty command measures that: process_time is a system call).
-    With prepared recipes (2026-12-02 04:28-04:53, medians of 3 runs taking turns with
-    the tree before them, load average 3.4-5.5 on 2 cores, the same state checksums):
-    ``command_cpu_us`` 12.5 and 14.2 µs at 1,000 humans (23.0 and 17.1 before, in the
-    same minutes), 13.4 µs at 10,000 (19.4 before); the recipe kinds alone 10-15 µs,
-    the handle API's sample (``command_cpu_us_handles``) 25-30 µs. In a warm loop
-    (no update between commands) a recipe run is 4.6 µs (queued) to 8 µs (walk start,
-    its gait) at that load. With the rows written in one compiled call
-    (anim.cmdkernel.run_rows; 2026-12-02 05:21-05:53, three A/B sets of 3 runs taking
-    turns with the tree before, load average 0.9-2.9 on 2 cores, the same state checksums
-    at 2, 1,000 and 10,000): ``command_cpu_us`` 7.6-9.3 µs at 1,000 humans (11.6-13.1
-    before, medians per set) and 7.7-9.1 µs at 10,000 (11.6-12.7 before), 28-37% off; the
-    recipe kinds alone 6.8-8.1 µs (11.0-12.5 before). ``compiled_peak_mb`` at 10,000:
-    about 1.2 MB more (the kernel's machine code; 298.0-299.4 MB against 297.1-297.9).
+    the update goes on). Each command's figure includes about 1.2 µs of the clocks' own
+    reading (an empty command measures that: process_time is a system call); today's
+    figures by kind are in docs/performance.md.
     """
 
     def __init__(self, game, extras: list[tuple[int, object]], seed: int):
@@ -484,7 +467,7 @@ class RealisticCrowd:
 
 
 def _build_realistic(n: int, engine: str = "compiled", seed: int = 1, threads: int = 1):
-    """The realistic crowd in one Game (README, "Performance"): pairs of fighters under the
+    """The realistic crowd in one Game (docs/performance.md): pairs of fighters under the
     fight rules (one per FIGHT_EVERY humans; 2 humans: the two fighters alone), the rest
     extras commanded by RealisticCrowd; events read by a handler."""
     from scuffle.anim.clip import EventType
@@ -518,7 +501,7 @@ def _build_realistic(n: int, engine: str = "compiled", seed: int = 1, threads: i
     player.flush()
     for k, (a, b) in enumerate(pairs):
         pair = (names[a], names[b])
-        fight = Fight(game if len(pairs) == 1 and n == 2 else _PairView(game, pair))
+        fight = Fight(game if len(pairs) == 1 and n == 2 else _PairView(game, pair), idle_existing=False)
         fight.controllers.append(FighterAI(pair[0], pair[1], seed=seed * 7919 + 2 * k))
         fight.controllers.append(FighterAI(pair[1], pair[0], seed=seed * 7919 + 2 * k + 1))
         crowd.fights.append(fight)
@@ -538,7 +521,7 @@ def _build_realistic(n: int, engine: str = "compiled", seed: int = 1, threads: i
 
 def build_crowd(n: int, crowd: str = "light", engine: str = "compiled", seed: int = 1, threads: int = 1):
     """A Game with ``n`` humans running the bench's ``crowd`` (CROWDS): the light crowd
-    (the issue-14 representative stack) or the realistic one, on ``engine`` ("compiled",
+    (a representative stack) or the realistic one, on ``engine`` ("compiled",
     or "reference": the plain-Python model), its step and pose on ``threads`` threads
     (PlayerOptions.threads). Rejected: an unknown crowd (ValueError naming it)."""
     if crowd not in CROWDS:
@@ -800,6 +783,8 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
             # the run's own peak first: the snapshots measured next hold copies of the tables
             extra["run_peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
             extra.update(_snapshot_costs(game))
+            if n <= 2:
+                extra.update(_rollback_costs(game))
         total = sum(stages.get(nm, 0.0) for nm in names)
         return times, cpu, stages, total, shapes, leak, extra
     finally:
@@ -852,7 +837,7 @@ SNAPSHOT_MAX_REPEATS = 400
 
 def _snapshot_costs(game, repeats: int = SNAPSHOT_REPEATS, budget_s: float = SNAPSHOT_BUDGET_S,
                     most: int = SNAPSHOT_MAX_REPEATS) -> dict:
-    """The CPU cost of saving and restoring the whole Game (issue 20), medians over
+    """The CPU cost of saving and restoring the whole Game, medians over
     ``repeats`` rounds or more: rounds go on while they have taken less than ``budget_s``
     CPU s, up to ``most`` (a small Game's round is tens of µs, its first few cold: 15 of
     them give a median that moves by a fifth between runs; 10,000 humans stop at 15).
@@ -884,6 +869,48 @@ def _snapshot_costs(game, repeats: int = SNAPSHOT_REPEATS, budget_s: float = SNA
             "snapshot_restore_cpu_us": round(med([a + b for a, b in zip(take, back)]), 2),
             "snapshot_new_cpu_us": round(med(new), 2), "snapshot_mb": round(ring[0].nbytes / 1e6, 2),
             "snapshot_rounds": i}
+
+
+def _rollback_costs(game, updates: int = 240, depth: int = 8) -> dict:
+    """Snapshots and restores as a rollback session makes them (CPU): after every update a
+    snapshot into a ring of ``depth`` + 1 (Game.snapshot(reuse=)), and every ``depth``
+    updates a restore of the one ``depth`` back and a replay of those updates, each
+    followed by its snapshot again. Out: ``rollback_snapshot_cpu_us`` and
+    ``rollback_restore_cpu_us`` (means), their sum ``rollback_cpu_us`` (the goal's figure:
+    one snapshot and one restore), and ``file_cpu_us``: a snapshot's ``to_bytes``, then
+    ``Snapshot.from_bytes`` and a restore from it (median of 15). The Game goes on from
+    where it was (the updates run here are part of its run)."""
+    from scuffle.game.runtime.snapshot import Snapshot
+    clock = time.process_time
+    ring: list = [None] * (depth + 1)
+    snaps, backs = [], []
+    for u in range(updates):
+        game.step()
+        k = game.update % len(ring)
+        c0 = clock()
+        ring[k] = game.snapshot(reuse=ring[k])
+        snaps.append(clock() - c0)
+        if u >= depth and u % depth == 0:
+            back = ring[(game.update - depth) % len(ring)]
+            c0 = clock()
+            game.restore(back)
+            backs.append(clock() - c0)
+            for _ in range(depth):
+                game.step()
+                k = game.update % len(ring)
+                c0 = clock()
+                ring[k] = game.snapshot(reuse=ring[k])
+                snaps.append(clock() - c0)
+    files = []
+    for _ in range(15):
+        c0 = clock()
+        snap = Snapshot.from_bytes(game.snapshot().to_bytes())
+        game.restore(snap)
+        files.append(clock() - c0)
+    mean = lambda xs: sum(xs) / len(xs) * 1e6 if xs else 0.0      # noqa: E731
+    return {"rollback_snapshot_cpu_us": round(mean(snaps), 2), "rollback_restore_cpu_us": round(mean(backs), 2),
+            "rollback_cpu_us": round(mean(snaps) + mean(backs), 2),
+            "file_cpu_us": round(sorted(files)[len(files) // 2] * 1e6, 2)}
 
 
 def _pipeline_case(n: int) -> tuple:
@@ -920,8 +947,8 @@ def _pipeline_case(n: int) -> tuple:
 
 def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
     """µs per human (wall, CPU medians) for the pose pipeline alone, compiled: two clips sampled and blended,
-    then local-to-model over 34 bones, in one kernel call (the issue's reference
-    measurement; the plan is built before the clock starts)."""
+    then local-to-model over 34 bones, in one kernel call (the reference
+    measurement of the pose's cost; the plan is built before the clock starts)."""
     from scuffle.anim import kernels as K
 
     args = _pipeline_case(n)[0]
@@ -1129,8 +1156,42 @@ def fresh_first_step(launched: float) -> dict:
             "compiled_aside": list(coldstart.ASIDE_LOG)}
 
 
-def _first_step() -> dict:
-    """The first step on a fresh install: a fresh process compiling into an empty cache."""
+# The first step's fresh process: a dot on the progress stream every PROGRESS_EVERY
+# seconds while it compiles (10-30 s: silence that long reads as a hang), and the most
+# it may take.
+PROGRESS_EVERY = 2.0
+FIRST_STEP_LIMIT_S = 900.0
+FIRST_STEP_NOTICE = ("scuffle bench: timing the first step on a fresh install: a fresh process compiles the "
+                     "kernels into an empty cache (about 10-30 s; --no-compile-time skips it)")
+
+
+def wait_with_progress(p, progress=None, every: float = PROGRESS_EVERY,
+                       limit: float = FIRST_STEP_LIMIT_S) -> tuple[str, str]:
+    """Wait for the subprocess ``p`` (text pipes), writing a dot to ``progress`` every
+    ``every`` seconds it runs on and, at the end, the seconds it took. Returns its
+    (stdout, stderr). Past ``limit`` seconds it is killed: RuntimeError."""
+    import subprocess
+
+    start = time.perf_counter()
+    while True:
+        try:
+            out, err = p.communicate(timeout=every)
+            break
+        except subprocess.TimeoutExpired:
+            if time.perf_counter() - start > limit:
+                p.kill()
+                p.communicate()
+                raise RuntimeError(f"the fresh process took more than {limit:g} s") from None
+            if progress is not None:
+                print(".", end="", file=progress, flush=True)
+    if progress is not None:
+        print(f" {time.perf_counter() - start:.1f} s", file=progress, flush=True)
+    return out, err
+
+
+def _first_step(progress=None) -> dict:
+    """The first step on a fresh install: a fresh process compiling into an empty cache;
+    ``progress`` (a text stream) gets a line before it and dots while it runs."""
     import os
     import subprocess
     import sys
@@ -1140,11 +1201,14 @@ def _first_step() -> dict:
         env = dict(os.environ, NUMBA_CACHE_DIR=d)
         code = ("import json, sys; from scuffle.game.tools.bench import fresh_first_step; "
                 "print(json.dumps(fresh_first_step(float(sys.argv[1]))))")
-        p = subprocess.run([sys.executable, "-c", code, repr(time.perf_counter())], capture_output=True, text=True,
-                           env=env, timeout=900)
+        if progress is not None:
+            print(FIRST_STEP_NOTICE, end=" ", file=progress, flush=True)
+        p = subprocess.Popen([sys.executable, "-c", code, repr(time.perf_counter())], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+        out, err = wait_with_progress(p, progress)
         if p.returncode:
-            raise RuntimeError(f"compiling the kernels failed: {p.stderr.strip()[-500:]}")
-        return json.loads(p.stdout.strip().splitlines()[-1])
+            raise RuntimeError(f"compiling the kernels failed: {err.strip()[-500:]}")
+        return json.loads(out.strip().splitlines()[-1])
 
 
 def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crowd: str = "light",
@@ -1172,6 +1236,10 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     cpu_ms = median(cpu)
     sms = median(stimes)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    net = _netplay_costs() if humans == 2 else None
+    if net is not None:
+        extra.update(netplay=net, netplay_frame_p99_ms=net["frame_ms_p99_cpu"],
+                     netplay_rollback8_max_ms=net["rollback_ms_max_cpu"])
     share = {k: round(v / max(total, 1e-12), 4) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])}
     stage_ms = {k: round(v * 1000.0 / updates, 4) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])}
     return {
@@ -1205,7 +1273,32 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     }
 
 
-# ---------------------------------------------------------------- the goals (issue 19, item 7)
+def _netplay_costs(updates: int = 600) -> dict:
+    """Rollback on the demo's fight (``scuffle.net.rollback_costs``): two fighters 3 m
+    apart under the fight rules, their FighterAIs' inputs, a rollback of 8 updates every
+    fifth update (docs/netplay.md)."""
+    from scuffle.game.fighters.ai import FighterAI
+    from scuffle.game.fighters.combat import Fight
+    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.net import rollback_costs
+    from scuffle.game.runtime.world import Game
+
+    aset = demo_set()
+
+    def build():
+        g = Game()
+        g.add_human("p1", aset, position=(0.0, -1.5, 0.0), heading=0.0)
+        g.add_human("p2", aset, position=(0.0, 1.5, 0.0), heading=180.0)
+        for name in ("p1", "p2"):
+            g.change(name, g.player.loop(g.instance(name), Move.FIGHT_IDLE))
+        Fight(g, separate=True, rounds=True)
+        return g
+
+    ais = (FighterAI("p1", "p2", seed=1001, think_every=3), FighterAI("p2", "p1", seed=1, think_every=3))
+    return rollback_costs(build, ("p1", "p2"), lambda g: [ai.decide(g) for ai in ais], updates=updates, depth=8)
+
+
+# ---------------------------------------------------------------- the goals (docs/performance.md)
 # (key, the goal as the table prints it, limit, unit, the crowd size it is measured at (None: any))
 GOALS = (
     ("fighters_cpu_ms", "2 fighters with the fight rules: CPU per update", 0.05, "ms", 2),
@@ -1216,9 +1309,12 @@ GOALS = (
     ("gc_ms", "the garbage collector per update at 10,000 (CPU)", 1.0, "ms", 10000),
     ("memory_mb", "memory at 10,000 (peak, compiled run)", 300.0, "MB", 10000),
     ("first_step_s", "first step on a fresh install (wall, cold numba cache)", 10.0, "s", None),
-    ("snapshot_2", "snapshot + restore of 2 fighters (CPU; issue 20)", 50.0, "us", 2),
-    ("snapshot_1000", "snapshot + restore of 1,000 humans (CPU; issue 20)", 1.0, "ms", 1000),
-    ("snapshot_10000", "snapshot + restore of 10,000 humans (CPU; issue 20)", 10.0, "ms", 10000),
+    ("snapshot_2", "snapshot + restore of 2 fighters in a rollback loop (CPU)", 50.0, "us", 2),
+    ("snapshot_file_2", "to_bytes + from_bytes + restore of 2 fighters (CPU)", 0.3, "ms", 2),
+    ("snapshot_1000", "snapshot + restore of 1,000 humans (CPU)", 1.0, "ms", 1000),
+    ("snapshot_10000", "snapshot + restore of 10,000 humans (CPU)", 10.0, "ms", 10000),
+    ("netplay_frame_p99_ms", "netplay: an update and its snapshot at 2 fighters, p99 (CPU)", 2.0, "ms", 2),
+    ("netplay_rollback8_max_ms", "netplay: a rollback of 8 updates at 2 fighters, at worst (CPU)", 16.7, "ms", 2),
     ("kernels_10000_ms", "the step and pose kernels at 10,000 (one thread, CPU)", 12.0, "ms", 10000),
     ("pose_vs_cpp", "the pose kernel over a scalar C++ build of its maths (CPU)", 1.0, "x", None),
     ("threads2_10000_ms", "10,000 humans on 2 threads (--threads 2): wall per update", 14.0, "ms", 10000),
@@ -1253,6 +1349,11 @@ def _figure(key: str, r: dict):
         return (r.get("anchor") or {}).get("ratio")
     if key == "threads2_10000_ms":
         return r.get("ms_per_update") if r.get("threads") == 2 else None
+    if key == "snapshot_2" and "rollback_cpu_us" in r:
+        return r["rollback_cpu_us"]
+    if key == "snapshot_file_2":
+        us = r.get("file_cpu_us")
+        return None if us is None else round(us / 1000.0, 4)
     if key.startswith("snapshot_"):
         us = r.get("snapshot_restore_cpu_us")
         return None if us is None else (us if key == "snapshot_2" else round(us / 1000.0, 4))
@@ -1260,7 +1361,7 @@ def _figure(key: str, r: dict):
 
 
 def goals_table(reports: list[dict], first_step: dict | None = None) -> list[dict]:
-    """Every goal of issue 19 (GOALS, then GOAL_NOTES) beside its figure from the report
+    """Every performance goal (GOALS, then GOAL_NOTES) beside its figure from the report
     of the size it is set at (a goal for any size takes the largest one's): ``goal``,
     ``limit``, ``unit``, ``figure`` (None: not measured by these sizes), ``met`` (None
     when not measured or a note), ``at`` (the humans the figure comes from) and
@@ -1316,23 +1417,28 @@ def fit_line(reports: list[dict], key: str = "cpu_ms_per_update") -> tuple[float
 
 
 def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: str = "light",
-           seed: int = 1, settle: bool = True, threads: int = 1) -> list[dict]:
-    """One fresh process per crowd size (so each peak memory is its own)."""
+           seed: int = 1, settle: bool = True, threads: int = 1, progress=None) -> list[dict]:
+    """One fresh process per crowd size (so each peak memory is its own); ``progress`` (a
+    text stream) gets a line per size and dots while it runs."""
     import subprocess
     import sys
 
     out = []
-    for n in sizes:
+    for i, n in enumerate(sizes, 1):
         cmd = [sys.executable, "-m", "scuffle", "bench", "--humans", str(n), "--updates", str(updates),
                "--json", "--no-compile-time", "--crowd", crowd, "--seed", str(seed), "--threads", str(threads)]
         if scalar_updates is not None:
             cmd += ["--scalar-updates", str(scalar_updates)]
         if not settle:
             cmd.append("--no-settle")
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        if progress is not None:
+            print(f"scuffle bench: {n:,} humans ({i} of {len(sizes)}, a process of its own)", end=" ",
+                  file=progress, flush=True)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout, stderr = wait_with_progress(p, progress, limit=float("inf"))
         if p.returncode:
-            raise RuntimeError(f"bench --humans {n} failed: {p.stderr.strip()[-800:]}")
-        out.append(json.loads(p.stdout))
+            raise RuntimeError(f"bench --humans {n} failed: {stderr.strip()[-800:]}")
+        out.append(json.loads(stdout))
     return out
 
 
@@ -1347,9 +1453,9 @@ def bench_arguments(p: argparse.ArgumentParser) -> None:
                    help="skip measuring the first step on a fresh install (a fresh process compiling "
                         "the kernels into an empty cache, ~15-30 s)")
     p.add_argument("--crowd", choices=CROWDS, default="light",
-                   help="light: the issue-14 representative stack (default); realistic: moving gaits, "
+                   help="light: a representative stack of gaits, fades, hand-overs and pairs (default); realistic: moving gaits, "
                         "walk starts, attacks, hit reactions, types 10/11/13, queued tasks, fight pairs, "
-                        "event handlers, ~3%% of humans commanded per update (README, Performance)")
+                        "event handlers, ~3%% of humans commanded per update (docs/performance.md)")
     p.add_argument("--seed", type=int, default=1, help="the realistic crowd's seed (default 1)")
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="threads the compiled step and pose run on (PlayerOptions.threads; default 1: the "
@@ -1392,9 +1498,13 @@ def _print_one(r: dict, out) -> None:
               f"{r['pose_stacks_us_per_human']} us per human (CPU {r.get('pose_stacks_cpu_us_per_human')})",
               file=out)
     if "snapshot_restore_cpu_us" in r:
-        print(f"snapshot + restore (issue 20, CPU medians): {r['snapshot_restore_cpu_us']} us "
+        print(f"snapshot + restore (CPU medians): {r['snapshot_restore_cpu_us']} us "
               f"(snapshot into a reused one {r['snapshot_cpu_us']} us, restore {r['restore_cpu_us']} us; "
               f"a snapshot into new memory {r['snapshot_new_cpu_us']} us; {r['snapshot_mb']} MB each)", file=out)
+    if "rollback_cpu_us" in r:
+        print(f"in a rollback loop (CPU means): snapshot {r['rollback_snapshot_cpu_us']} us, restore "
+              f"{r['rollback_restore_cpu_us']} us; a file's to_bytes + from_bytes + restore {r['file_cpu_us']} us",
+              file=out)
     if "command_us" in r:
         print(f"commands: {r['commands_per_update']} per update, {r['command_us']} us each (mean; CPU "
               f"{r.get('command_cpu_us')}), "
@@ -1449,7 +1559,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         runs = [r]
     else:
         runs = _sweep(sizes, args.updates, args.scalar_updates, crowd, seed, not getattr(args, "no_settle", False),
-                      threads)
+                      threads, progress=sys.stderr)
         for one in runs:
             _print_one(one, text)
         fixed, slope = fit_line(runs)
@@ -1460,7 +1570,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               f"{wfixed:.3f} ms + {wslope:.3f} us (wall)", file=text)
     first = None
     if not args.no_compile_time:
-        first = _first_step()
+        first = _first_step(progress=sys.stderr)
         r["first_step"] = first
         r["kernel_compile_s"] = first["compile_total_s"]
         print(f"first step on a fresh install (a fresh process, an empty NUMBA_CACHE_DIR): "
@@ -1473,7 +1583,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               f"{first['compile_by_kernel_s']}; own time, the largest: {first['compile_own_s']}; "
               f"compiled in a child process meanwhile: {first.get('compiled_aside')}", file=text)
     r["goals"] = goals_table(runs, first)
-    print("the goals (issues 19 and 20; set for the realistic crowd, CPU per update as the mean):", file=text)
+    print("the goals (docs/performance.md; set for the realistic crowd, CPU per update as the mean):", file=text)
     _print_goals(r["goals"], text)
     if args.json:
         print(json.dumps(r))

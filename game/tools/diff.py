@@ -1,4 +1,4 @@
-"""``python -m game diff A.jsonl B.jsonl [--fields F,...] [--tolerance T] [--context K] [--json]``.
+"""``scuffle diff A.jsonl B.jsonl [--fields F,...] [--tolerance T] [--context K] [--names SOURCE] [--json]``.
 
 Compares two traces in the pinned trace format (docs/scenarios.md, "The trace") human
 by human and field by field, and reports the first update at which they part: every
@@ -21,6 +21,12 @@ What is compared (docs/tools.md, "Trace diff"):
   ``PATH.length``), objects key by key (a key one side lacks is a difference), so the
   nested ``tasks`` and ``events`` lists are compared field by field
   (``tasks[1].time``).
+
+Names: the text report shows a name beside each id it prints: event types (EventType)
+and task types (TaskType) always, clip names beside anim ids (``anim``, ``tasks[i].id``
+and ``.next``, ``events[i].id``, ``released[i]``) with ``--names SOURCE``: a scenario
+(each human's set), a resource file or a library ("demo"). ``--json`` adds ``a_name`` /
+``b_name`` to a named difference.
 
 Field paths: ``NAME``, then any of ``.KEY``, ``[I]`` (I may be negative) and ``[top]``:
 ``pos[0]``, ``pose.velocity``, ``tasks[top].time``. ``[top]`` picks the task the
@@ -75,7 +81,7 @@ def _depth(value) -> int:
     return best
 
 __all__ = ["add_arguments", "run", "TraceFile", "read_trace", "parse_path", "select", "compare",
-           "diff_traces", "DiffReport", "Difference", "MISSING", "FADE_TYPE"]
+           "diff_traces", "DiffReport", "Difference", "MISSING", "FADE_TYPE", "Names", "load_names"]
 
 FADE_TYPE = 9                 # a fade task (type 9): TaskStack_Top skips it for the bottom task
 KEY_FIELDS = ("update", "human")
@@ -416,6 +422,70 @@ class Difference:
                 "a": _jsonable(self.a), "b": _jsonable(self.b)}
 
 
+# The leaf paths whose integers are anim ids (named through a set), event types and task types.
+_ANIM_LEAF = re.compile(r"(?:^anim|\.id|\.next|^released\[-?\d+\])$")
+_EVENT_TYPE_LEAF = re.compile(r"^events\[-?\d+\]\.type$")
+_TASK_TYPE_LEAF = re.compile(r"^tasks\[(?:-?\d+|top)\]\.type$")
+
+
+class Names:
+    """Names shown beside the ids of a diff: clip names from anim sets (``sets``: human ->
+    AnimSet; ``default`` for the humans it does not name), and always the event types'
+    (EventType) and task types' (TaskType) names. ``of(human, path, value)`` is the name
+    of the integer ``value`` at leaf ``path``, or ''."""
+
+    def __init__(self, sets: Mapping[str, Any] | None = None, default: Any = None):
+        self.sets = dict(sets or {})
+        self.default = default
+
+    def of(self, human: str, path: str, value: Any) -> str:
+        if not isinstance(value, int) or isinstance(value, bool):
+            return ""
+        if _EVENT_TYPE_LEAF.match(path):
+            from scuffle.anim.clip import EventType
+            return EventType(value).name if value in EventType._value2member_map_ else ""
+        if _TASK_TYPE_LEAF.match(path):
+            from scuffle.anim.tasks import TaskType
+            return TaskType(value).name if value in TaskType._value2member_map_ else ""
+        if _ANIM_LEAF.search(path):
+            aset = self.sets.get(human, self.default)
+            if aset is None or not 0 <= value < aset.num_ids:
+                return ""
+            return aset.name_of(value)
+        return ""
+
+
+def load_names(source: str | None) -> Names:
+    """The Names of ``--names SOURCE``: a scenario TOML (each human's set), a resource
+    file, or a scenario library's name ("demo"); None: the types' names only. Rejected
+    (CliError, one line): a source that is none of these."""
+    if source is None:
+        return Names()
+    from scuffle.game.fighters import registry
+
+    reg = registry()
+    if source in reg.libraries and not os.path.isfile(source):
+        return Names(default=reg.libraries[source]())
+    shown = source if len(source) <= 80 else source[:77] + "..."
+    if source.lower().endswith(".toml"):
+        from scuffle.game.runtime.scenario import ScenarioError, load_scenario
+        try:
+            sc = load_scenario(source, reg)
+        except ScenarioError as exc:
+            raise CliError(f"--names: {exc}") from None
+        return Names({h.name: sc.sets[h.set] for h in sc.humans})
+    from scuffle.anim.animset import AnimSet
+    from scuffle.anim.resource import ResourceFormatError, load_resource
+    try:
+        data = read_limited(source, MAX_TRACE_BYTES)
+        return Names(default=AnimSet.from_resource(load_resource(data)))
+    except FileLimitError as exc:
+        raise CliError(f"--names {shown}: {exc.problem}") from None
+    except (ResourceFormatError, ValueError) as exc:
+        raise CliError(f"--names {shown}: not a scenario (.toml), a resource file or a library "
+                       f"({', '.join(reg.libraries)}): {str(exc)[:80]}") from None
+
+
 @dataclass
 class DiffReport:
     """The outcome of diff_traces (see its docstring)."""
@@ -431,6 +501,7 @@ class DiffReport:
     differing_updates: int = 0
     by_field: dict[str, int] = field(default_factory=dict)
     context_rows: list[dict] = field(default_factory=list)
+    names: Names = field(default_factory=Names)          # the names shown beside ids
 
     @property
     def agree(self) -> bool:
@@ -578,11 +649,12 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _show(v) -> str:
+def _show(v, name: str = "") -> str:
     if v is MISSING:
         return "(missing)"
     s = json.dumps(v, separators=(",", ":"), allow_nan=True)
-    return s if len(s) <= VALUE_WIDTH else s[:VALUE_WIDTH - 3] + "..."
+    s = s if len(s) <= VALUE_WIDTH else s[:VALUE_WIDTH - 3] + "..."
+    return f"{s} ({name})" if name else s
 
 
 def report_text(r: DiffReport) -> str:
@@ -609,7 +681,9 @@ def report_text(r: DiffReport) -> str:
         extra = ""
         if _is_number(d.a) and _is_number(d.b) and not (isinstance(d.a, int) and isinstance(d.b, int)):
             extra = f"   |A - B| = {abs(float(d.a) - float(d.b)):.3g}"
-        lines.append(f"  {label}   A {_show(d.a)}   B {_show(d.b)}{extra}")
+        nm = r.names.of
+        lines.append(f"  {label}   A {_show(d.a, nm(d.human, d.path, d.a))}   "
+                     f"B {_show(d.b, nm(d.human, d.path, d.b))}{extra}")
     if len(r.first) > SHOWN_DIFFERENCES:
         lines.append(f"  ... {len(r.first) - SHOWN_DIFFERENCES} more at update {u0}")
     lines.append(f"cut: scuffle run SCENARIO.toml --snapshot-at {u0} --snapshot-out AT{u0}.snap saves the state "
@@ -619,14 +693,27 @@ def report_text(r: DiffReport) -> str:
         lines.append(f"context: the {r.context} update{'s' if r.context != 1 else ''} before, and update {u0}")
         for row in r.context_rows:
             lines.append(f"  {row['human']}  {row['path']}")
+            h, path = row["human"], row["path"]
             for v in row["values"]:
                 mark = "  <- differs" if v["update"] == u0 else ""
-                lines.append(f"    update {v['update']:>5}:  A {_show(v['a'])}   B {_show(v['b'])}{mark}")
+                lines.append(f"    update {v['update']:>5}:  A {_show(v['a'], r.names.of(h, path, v['a']))}   "
+                             f"B {_show(v['b'], r.names.of(h, path, v['b']))}{mark}")
+    if r.names.default is None and not r.names.sets and any(_ANIM_LEAF.search(d.path) for d in r.first):
+        lines.append("names: --names SCENARIO.toml (or a resource file, or demo) shows clip names beside the ids")
     lines.append("")
     fields = ", ".join(f"{k} ({n})" for k, n in r.by_field.items())
     lines.append(f"differ: {r.differing_updates} of {len(r.updates)} updates; "
                  f"updates differing per field: {fields}")
     return "\n".join(lines)
+
+
+def _named(d: dict, names: Names) -> dict:
+    """A difference's JSON with ``a_name`` / ``b_name`` beside a named id."""
+    for side in ("a", "b"):
+        nm = names.of(d["human"], d["path"], d[side])
+        if nm:
+            d[f"{side}_name"] = nm
+    return d
 
 
 def report_json(r: DiffReport) -> dict:
@@ -636,7 +723,7 @@ def report_json(r: DiffReport) -> dict:
         "not_compared": r.not_compared, "tolerance": r.tolerance, "updates": len(r.updates),
         "first_update": r.first_update,
         "cut_at": r.first_update,                   # scuffle run --snapshot-at: the state entering it
-        "differences": [d.to_json() for d in r.first],
+        "differences": [_named(d.to_json(), r.names) for d in r.first],
         "context": [{"human": row["human"], "path": row["path"],
                      "values": [{"update": v["update"], "a": _jsonable(v["a"]), "b": _jsonable(v["b"])}
                                 for v in row["values"]]} for row in r.context_rows],
@@ -661,6 +748,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from", dest="start", type=whole(0, 2**62), default=0, metavar="U",
                    help="compare updates U and later only (a trace resumed with scuffle run --from-snapshot "
                         "starts at its snapshot's update)")
+    p.add_argument("--names", metavar="SOURCE",
+                   help="show clip names beside anim ids, from a scenario (.toml: each human's set), a resource "
+                        "file or a library (demo); event and task types are always named")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text report")
 
 
@@ -677,7 +767,9 @@ def run(args: argparse.Namespace) -> int:
         b_size = 0                      # read_trace(b) names the problem
     a = read_trace(args.a, other_bytes=b_size)
     b = read_trace(args.b, other_bytes=a.size, other_records=a.line_count)
+    names = load_names(getattr(args, "names", None))
     report = diff_traces(a, b, fields, args.tolerance, args.context, getattr(args, "start", 0))
+    report.names = names
     if args.json:
         print(json.dumps(report_json(report), separators=(",", ":"), allow_nan=False))
     else:

@@ -102,7 +102,8 @@ def test_vectorised_helpers_agree_with_the_kernels():
 
 def test_root_motion_kernel_matches_the_numpy_root_motion():
     """StateUpdate's compiled move against systems.motion.root_motion (Human_ApplyRootMotion):
-    the cap, tagged velocities and turns, attachments, headings wrapping past 180."""
+    the cap, tagged velocities and turns, attachments (the velocity rule's sum, their turn
+    onto the held heading), headings wrapping past 180."""
     from scuffle.systems.motion import _wrap, _wrap_v, root_motion
 
     rng = np.random.default_rng(7)
@@ -125,7 +126,7 @@ def test_root_motion_kernel_matches_the_numpy_root_motion():
     j = np.where(ok, idx, 0)
     world, dturn = root_motion(vel[:, j], tag[0, j] | ~ok, rot[:, 0, j], tag[2, j] | ~ok, heading, dt, cap)
     want_vel = sv + world.T
-    want_vel[attached] = 0.0
+    want_vel[attached & ~ok] = 0.0               # a held row without a pose: 0; an attached human: the sum (L349)
     want_pos = np.where(attached[:, None], pos, pos + want_vel * dt)
     want_heading = np.where(attached, heading, _wrap_v(heading + dturn))
     raw = quat.angle_about_z(rot[:, 0, j].astype(np.float64)) * detmath.RAD

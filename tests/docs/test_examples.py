@@ -111,3 +111,4 @@ def test_the_example_runs_as_a_program(name, tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     CHECKS[name](r.stdout)
     assert "pygame" not in r.stderr.lower()
+    assert "PytestAssertRewriteWarning" not in r.stdout + r.stderr      # system_order.py runs pytest apart

@@ -129,3 +129,68 @@ def test_a_truncated_or_foreign_snapshot_is_refused(fight_dir):
     assert r.returncode == 2 and "start" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = run_cli("run", "fight.toml", "--engine", "reference", "--from-snapshot", "s.snap", cwd=fight_dir)
     assert r.returncode == 2 and "--engine compiled" in r.stderr
+
+
+# ---------------------------------------------------------------- outputs never clobber, interrupts leave no part
+def test_the_snapshot_read_is_never_the_snapshot_written(fight_dir):
+    assert run_cli("run", "fight.toml", "--snapshot-at", "30", "--snapshot-out", "s.snap", cwd=fight_dir).returncode == 0
+    before = (fight_dir / "s.snap").read_bytes()
+    r = run_cli("run", "fight.toml", "--from-snapshot", "s.snap", "--snapshot-at", "60", "--snapshot-out", "s.snap",
+                cwd=fight_dir)
+    assert r.returncode == 2 and "never overwrites an input" in r.stderr
+    assert (fight_dir / "s.snap").read_bytes() == before
+
+
+def test_an_output_never_replaces_a_device(fight_dir):
+    import os
+    import stat
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    r = run_cli("run", "fight.toml", "--snapshot-at", "3", "--snapshot-out", "/dev/full", cwd=fight_dir)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)            # still the device, never a file put there
+
+
+@pytest.mark.parametrize("args", [
+    ["--snapshot-at", "9" * 5000, "--snapshot-out", "x.snap"],
+    ["--from-snapshot", "y" * 100_000],
+])
+def test_error_lines_quote_a_value_cut_short(fight_dir, args):
+    r = run_cli("run", "fight.toml", *args, cwd=fight_dir)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert len(r.stderr) < 300, r.stderr[:300]
+
+
+def test_a_clip_name_of_100000_characters_is_not_echoed_whole():
+    from scuffle.anim.animset import UnknownAnimName
+    e = UnknownAnimName("x" * 100_000, "demo", ["FIGHT_IDLE", "JAB"])
+    assert len(str(e)) < 200 and "100000 characters" in str(e)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, code, word", [("SIGTERM", 143, "terminated"), ("SIGINT", 130, "interrupted")])
+def test_a_signal_during_a_write_leaves_the_old_file_whole_and_no_part(tmp_path, sig, code, word):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    (tmp_path / "long.toml").write_text(FIGHT.replace("updates = 120", "updates = 200000"), encoding="utf-8")
+    (tmp_path / "t.jsonl").write_text("the old trace\n", encoding="utf-8")
+    env = {**os.environ, "SDL_VIDEODRIVER": "dummy"}
+    p = subprocess.Popen([sys.executable, "-m", "scuffle", "run", "long.toml", "--trace", "t.jsonl"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(f.name.endswith(".part.jsonl") and f.stat().st_size > 0 for f in tmp_path.iterdir()):
+            assert p.poll() is None and time.monotonic() < deadline, "the run never started writing"
+            time.sleep(0.1)
+        p.send_signal(getattr(signal, sig))
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == code, err
+    assert err.strip().splitlines() == [f"scuffle run: {word}"], err
+    assert (tmp_path / "t.jsonl").read_text(encoding="utf-8") == "the old trace\n"
+    assert not [f.name for f in tmp_path.iterdir() if ".part" in f.name]

@@ -52,8 +52,9 @@ def test_without_the_fight_rules_a_new_human_still_plays_nothing(new_game):
     g.add_human("a", demo_set())
     g.step()
     assert g.record("a").anim_id == -1                             # the original's empty stack
-    Fight(g)
-    assert g.record("a").anim_id == -1                             # attached later: left as it is
+    Fight(g)                                                       # attached later: adopts it
+    g.step()
+    assert g.record("a").anim_id == Move.FIGHT_IDLE
     assert g.component("a", Combat).state is FightState.FREE
 
 
@@ -66,7 +67,7 @@ def test_an_accepted_action_is_truthy_and_names_its_move(new_game):
     r = fight.strike("a")
     assert isinstance(r, ActionResult) and r and r.accepted
     assert (r.action, r.who, r.move, r.refusal, r.update) == ("strike", "a", 11, None, g.ctx.update)
-    assert str(r) == f"update {g.ctx.update}: a strike 11: accepted"
+    assert str(r) == f"update {g.ctx.update}: a strike 11 was accepted"
 
 
 def test_a_busy_fighter_is_refused_with_the_flags_that_forbid_it(new_game):
@@ -243,11 +244,11 @@ def test_scuffle_run_prints_each_refusal_and_a_count(tmp_path):
     assert r.returncode == 0, r.stderr
     line = RUN.splitlines().index('action = "throw"') + 1 - 3          # its [[commands]] header
     assert r.stderr.splitlines() == [
-        f"f.toml:{line}: update 3: p2 throw 149: refused (not_holding: holds no one (grab first))",
+        f"f.toml:{line}: update 3: p2 throw 149 was refused: p2 holds no one; grab first [not_holding]",
         "f.toml: 60 updates, 2 humans; 2 action commands: 1 accepted, 1 refused",
     ]
     r = run_cli("run", "f.toml", "-v", cwd=tmp_path)
-    assert "update 2: p1 strike 11: accepted" in r.stderr and r.returncode == 0
+    assert "update 2: p1 strike 11 was accepted" in r.stderr and r.returncode == 0
 
 
 def test_scuffle_run_strict_exits_1_on_a_refusal(tmp_path):

@@ -144,8 +144,12 @@ def test_task_flags_switch_the_velocity_and_the_turn_off(new_game, task_flags, m
 
 # ---------------------------------------------------------------- attachment
 
-def test_an_attached_human_follows_its_holder_and_takes_its_own_turn(new_game):
-    g = new_game()
+@pytest.mark.parametrize("attached_velocity", ["root", "zero"])
+def test_an_attached_human_follows_its_holder_and_takes_its_own_turn(new_game, attached_velocity):
+    """L350: an attached human "instead takes the pose's quaternion once per update as it
+    is" (onto its held heading); its velocity is the rule's sum as any human's (L349, the
+    default) or 0 (``attached_velocity="zero"``); either way system 6 places it."""
+    g = new_game(PlayerOptions(attached_velocity=attached_velocity))
     holder_clip = clip(60, velocity=[(0, (0.0, 1.0, 0.0))], rotations={0: [(0, turn_quat(2.0))]})
     held_clip = clip(60, velocity=[(0, (0.0, 3.0, 0.0))], rotations={0: [(0, turn_quat(-3.0))]})
     s = make_set({1: holder_clip, 2: held_clip}, {1: 0x1000, 2: 0})
@@ -158,10 +162,15 @@ def test_an_attached_human_follows_its_holder_and_takes_its_own_turn(new_game):
     bb.attach_offset = np.array([0.4, 1.0, 0.0])
     bb.attach_heading = 180.0
     for n in range(1, 11):
+        before = bb.heading
         g.step()
-        # No root velocity of its own; its turn (the pose's, already x 0.75) goes onto
-        # the held heading, once per update.
-        np.testing.assert_array_equal(bb.velocity, [0.0, 0.0, 0.0])
+        # Its root velocity (3 m/s x 0.75) turned by its heading, or none; its turn (the
+        # pose's, already x 0.75) goes onto the held heading, once per update.
+        if attached_velocity == "zero":
+            np.testing.assert_array_equal(bb.velocity, [0.0, 0.0, 0.0])
+        else:
+            h = math.radians(before)
+            np.testing.assert_allclose(bb.velocity, [-2.25 * math.sin(h), 2.25 * math.cos(h), 0.0], atol=1e-3)
         assert bb.attach_heading == pytest.approx(180.0 - 3.0 * 0.75 * n, abs=0.01)
         # Placed at the holder's offset, turned with the holder.
         h = math.radians(ab.heading)

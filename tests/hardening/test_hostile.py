@@ -353,10 +353,9 @@ def test_a_reaction_the_pool_cannot_serve_refuses_the_hit_whole_and_the_update_g
         g.add_human("a", s, (0, 0, 0), 0.0)
         g.add_human("b", s, (0, 0.9, 0), 180.0)
         g.add_human("by", s, (5.0, 0, 0), 0.0)
-        fight = Fight(g)
-        for n in ("a", "b", "by"):
-            g.change(n, g.player.loop(g.instance(n), Move.FIGHT_IDLE))
+        fight = Fight(g)                                  # all three start the fight idle
         g.step()
+        assert all(g.record(n).anim_id == Move.FIGHT_IDLE for n in ("a", "b", "by"))
         assert fight.strike("a", Move.JAB)
         refused = []
         for _ in range(40):
