@@ -24,6 +24,7 @@ ENV = {"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"}
 
 def test_warm_is_public_and_only_loads_a_warm_cache():
     assert "warm" in scuffle.__all__
+    scuffle.warm()                      # (another test process may have just edited the cache)
     told: list = []
     assert scuffle.warm(progress=told.append) is False
     assert told == []
@@ -31,6 +32,7 @@ def test_warm_is_public_and_only_loads_a_warm_cache():
 
 
 def test_the_warm_command_says_where_the_kernels_are():
+    scuffle.warm()
     r = subprocess.run([sys.executable, "-m", "scuffle", "warm"], capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, **ENV))
     assert r.returncode == 0, r.stderr
@@ -81,6 +83,7 @@ def test_no_background_compile_when_turned_off_or_nothing_is_missing(monkeypatch
     monkeypatch.setattr(coldstart, "BACKGROUND", [])
     monkeypatch.setenv(coldstart.REST_ENV, "0")
     assert coldstart.compile_rest() is False and coldstart.BACKGROUND == [None]
+    scuffle.warm()
     monkeypatch.setattr(coldstart, "BACKGROUND", [])
     monkeypatch.setenv(coldstart.REST_ENV, "1")
     assert coldstart.compile_rest() is False and coldstart.BACKGROUND == [None]
