@@ -31,7 +31,8 @@ import os
 import numpy as np
 
 from . import kernels as K
-from .coldstart import ASIDE, await_kernel, compile_aside, note_cold_compile
+from .coldstart import ASIDE, await_kernel, compile_aside, compile_rest, note_cold_compile
+from . import crowd
 from .cursor import FiredEvent
 from .plan import Bones, pose_tables, scratch_poses
 from .pose import PoseBatch
@@ -42,6 +43,7 @@ from .trusted import TrustedKernel
 
 
 _COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.coldstart)
+_STEPS = [0]                     # the process's steps, counted to 2 (the rest compile then: compile_rest)
 
 
 def _note_cold(engine: "BatchEngine", kernel: str) -> None:
@@ -67,6 +69,7 @@ _FEW = 16
 _COUNT_GAITS, _COUNT_DEFERRED, _COUNT_WRAPS, _COUNT_STOPPED = K.COUNT_GAITS, K.COUNT_DEFERRED, K.COUNT_WRAPS, \
     K.COUNT_STOPPED
 _STATUS_BAD, _STATUS_EVENTS, _STATUS_CHANGED = K.STATUS_BAD, K.STATUS_EVENTS, K.STATUS_TOP | K.STATUS_STACK
+_STATUS_SKIPPED = K.STATUS_SKIPPED
 _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrupt table, not a crowd)
 _SCRATCH_POSES = K.QUEUED_POSE + 1   # pose scratch: the seven of the pose stack, the default, the queued pose
 
@@ -138,6 +141,11 @@ class BatchEngine:
         self._dt_of: object = None              # the dt object the step's float32 dt was made from, and that
         self._dt32 = 0.0
         self.kernel_humans = 0                  # the humans the last step ran (every one)
+        # threads (PlayerOptions.threads): the pool, and each chunk's own kernels, scratch and buffers
+        self._workers: crowd.Workers | None = None
+        self._parts: list[_Part] = []
+        self._place = np.zeros(0, np.int64)      # human row -> its place in the threaded step's rows
+        self.chunks_used = 1                    # the chunks the last step and pose ran on
         self.pair_changes = 0                   # gait pair changes the kernel made, in all
 
     # ---------------------------------------------------------------- rows
@@ -430,6 +438,12 @@ class BatchEngine:
         may have, a bool, no list made: the Player's step). Rejected: a human whose rows the
         kernel cannot follow (TableCorrupt: a row written behind the engine's back)."""
         player = self.player
+        if _STEPS[0] < 2:
+            # the second step: the first update has compiled what an update runs; the other
+            # kernels compile in the background (anim.coldstart.compile_rest)
+            _STEPS[0] += 1
+            if _STEPS[0] == 2:
+                compile_rest()
         self._fired_of = None                   # fired_places: known again once this step is through
         deferred = player.deferred_rows
         first_deferred = deferred.n
@@ -690,6 +704,11 @@ class BatchEngine:
             _note_cold(self, "step_stacks")
         if ASIDE:
             await_kernel("step_stacks")
+        spans = self._spans(len(rows)) if not self._twice else None
+        self.chunks_used = len(spans) if spans else 1
+        if spans and len(spans) > 1:
+            self._step_chunks(rows, spans, status, lo, hi, dt32, rules, (H, T, C, F, G, E))
+            return
         while True:
             out = self._step_out
             if out is None or not (out.status is status and out.ev_lo is lo and out.ev_out is self._ev_out
@@ -708,6 +727,114 @@ class BatchEngine:
             self._def_out = _grown(self._def_out)
             self._wrap_out = _grown(self._wrap_out)
             start = stopped
+
+    # ---------------------------------------------------------------- threads
+    def _spans(self, n: int) -> list | None:
+        """The chunks (lo, hi) of ``n`` humans the step and pose run on (PlayerOptions.threads,
+        anim.crowd.MIN_CHUNK), the worker pool made to match; None for one thread."""
+        want = self.player.options.threads or crowd.default_threads()
+        if want <= 1 or n < 2 * crowd.MIN_CHUNK:
+            return None
+        spans = crowd.chunks(n, want)
+        if len(spans) > 1 and (self._workers is None or self._workers.threads < len(spans)):
+            if self._workers is not None:
+                self._workers.close()
+            self._workers = crowd.Workers(want)
+        return spans
+
+    def _part(self, j: int) -> "_Part":
+        """Chunk ``j``'s kernels, scratch and buffers (made on first use)."""
+        parts = self._parts
+        while len(parts) <= j:
+            sc = self._scratch
+            parts.append(_Part(self.debug, scratch_poses(_SCRATCH_POSES, bool(sc.tag_bits), bool(sc.motion_entry))))
+        return parts[j]
+
+    def _step_chunks(self, rows: np.ndarray, spans: list, status: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                     dt32: float, rules, tables: tuple) -> None:
+        """step_stacks over chunks of ``rows`` on threads, merged as one call would have
+        written it. Each chunk steps into its own buffers and leaves out (STATUS_SKIPPED)
+        the humans whose gait changes pair (a change takes cursors from the crowd's shared
+        free list); those are then stepped on this thread, in order, so the free list gives
+        the rows one call gives. The merge puts the events, deferred tasks and wraps in
+        human order (each row names its human) and sets each human's event rows."""
+        n = len(rows)
+        skip = rules._replace(skip_pairs=True)
+        parts = [self._part(j) for j in range(len(spans))]
+        jobs = [_StepJob(p, rows[a:b], status[a:b], lo[a:b], hi[a:b], dt32, skip, tables)
+                for p, (a, b) in zip(parts, spans)]
+        assert self._workers is not None
+        self._workers.run(jobs)
+        for p in parts:
+            if p.counts[K.COUNT_GAITS]:
+                raise RuntimeError("a chunk of the threaded step changed a gait's pair it should have left out")
+        skipped = np.flatnonzero(status[:n] & _STATUS_SKIPPED)
+        used = list(zip(parts, spans))
+        if len(skipped):
+            last = self._part(len(spans))
+            k = len(skipped)
+            s_status, s_lo, s_hi = np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros(k, np.int64)
+            _StepJob(last, rows[skipped], s_status, s_lo, s_hi, dt32, rules, tables)()
+            status[skipped] = s_status
+            used.append((last, None))
+        counts = self._counts
+        base_def = int(counts[_COUNT_DEFERRED])
+        n_ev = sum(int(p.counts[K.COUNT_EVENTS]) for p, _ in used)
+        n_def = sum(int(p.counts[_COUNT_DEFERRED]) for p, _ in used)
+        n_wrap = sum(int(p.counts[_COUNT_WRAPS]) for p, _ in used)
+        while len(self._ev_out) < n_ev:
+            self._ev_out = _grown(self._ev_out)
+        while len(self._def_out) < base_def + n_def:
+            self._def_out = _grown(self._def_out)
+        while len(self._wrap_out) < n_wrap:
+            self._wrap_out = _grown(self._wrap_out)
+        if not len(skipped):
+            # the chunks in order are the humans in order: their rows one after another
+            e = d = w = 0
+            for p, (a, b) in used:
+                pe, pd, pw = (int(p.counts[c]) for c in (K.COUNT_EVENTS, _COUNT_DEFERRED, _COUNT_WRAPS))
+                self._ev_out[e:e + pe] = p.ev[:pe]
+                lo[a:b] += e
+                hi[a:b] += e
+                self._def_out[base_def + d:base_def + d + pd] = p.def_[:pd]
+                self._wrap_out[w:w + pw] = p.wrap[:pw]
+                e, d, w = e + pe, d + pd, w + pw
+        else:
+            if len(self._place) < self.humans.capacity:
+                self._place = np.zeros(self.humans.capacity, np.int64)
+            place = self._place
+            place[rows] = np.arange(n)
+            evs = np.concatenate([p.ev[:int(p.counts[K.COUNT_EVENTS])] for p, _ in used])
+            keys = place[evs[:, 0]]
+            order = np.argsort(keys, kind="stable")
+            self._ev_out[:n_ev] = evs[order]
+            ks = keys[order]
+            at = np.arange(n)
+            lo[:n] = np.searchsorted(ks, at, "left")
+            hi[:n] = np.searchsorted(ks, at, "right")
+            for buf, cnt, dst, off in ((lambda p: p.def_, _COUNT_DEFERRED, self._def_out, base_def),
+                                       (lambda p: p.wrap, _COUNT_WRAPS, self._wrap_out, 0)):
+                rs = np.concatenate([buf(p)[:int(p.counts[cnt])] for p, _ in used])
+                if len(rs):
+                    rs = rs[np.argsort(place[rs[:, 0]], kind="stable")]
+                dst[off:off + len(rs)] = rs
+        counts[K.COUNT_EVENTS] = n_ev
+        counts[_COUNT_DEFERRED] = base_def + n_def
+        counts[_COUNT_WRAPS] = n_wrap
+        counts[_COUNT_GAITS] = sum(int(p.counts[_COUNT_GAITS]) for p, _ in used)
+        counts[_COUNT_STOPPED] = n
+
+    def _pose_chunks(self, rows: np.ndarray, spans: list, cols: np.ndarray, tables: tuple, out, refused: np.ndarray,
+                     queued_default: np.ndarray) -> None:
+        """pose_stacks over chunks of ``rows`` on threads, each with its own scratch, into its
+        own columns of ``out`` and its own places of ``refused``."""
+        jobs = []
+        for j, (a, b) in enumerate(spans):
+            p = self._part(j)
+            jobs.append(_PoseJob(p, rows[a:b], cols[a:b], tables, out,
+                                 K.PoseBuffers(refused[a:b], p.weights, queued_default[a:b])))
+        assert self._workers is not None
+        self._workers.run(jobs)
 
     def kernel_args(self, name: str) -> tuple:
         """Arguments of the types kernel ``name`` ("step_stacks" or "pose_stacks") is called
@@ -801,7 +928,13 @@ class BatchEngine:
                                 and len(last[3]) == n):
             last = self._pose_args = (out, refused, queued_default, self._cols_n[:n], out.outs(),
                                       K.PoseBuffers(refused, self._weights, queued_default))
-        self._pose_kernel(rows, last[3], H, T, C, F, G, E, pose_tables(bank).tables, self._scratch, last[4], last[5])
+        spans = self._spans(n) if not self._twice else None
+        if spans and len(spans) > 1:
+            self._pose_chunks(rows, spans, last[3], (H, T, C, F, G, E, pose_tables(bank).tables), last[4], refused,
+                              queued_default)
+        else:
+            self._pose_kernel(rows, last[3], H, T, C, F, G, E, pose_tables(bank).tables, self._scratch, last[4],
+                              last[5])
         if refusals is not None:
             if n <= _FEW:                       # a few humans: their counts read one by one
                 mr = self._m_refused
@@ -812,6 +945,67 @@ class BatchEngine:
                 for k in np.flatnonzero(refused[:n]).tolist():
                     refusals.append((instances[k], int(refused[k])))
         return out
+
+
+class _Part:
+    """One chunk's kernels (a TrustedKernel each: their typed arguments are the chunk's),
+    step buffers and counts, pose scratch and blend weights."""
+
+    __slots__ = ("step", "pose", "ev", "def_", "wrap", "counts", "snap", "walk", "pair4", "scratch", "weights")
+
+    def __init__(self, debug: bool, scratch):
+        self.step = TrustedKernel("step_stacks", debug)
+        self.pose = TrustedKernel("pose_stacks", debug)
+        self.ev = np.zeros((256, 4), np.int64)
+        self.def_ = np.zeros((256, 2), np.int64)
+        self.wrap = np.zeros((256, 2), np.int64)
+        self.counts = np.zeros(K.COUNT_WRAPS + 1, np.int64)
+        self.snap = np.zeros(HumanTable.STACK_ROWS, np.int64)
+        self.walk = np.zeros(_WALK, np.int64)
+        self.pair4 = np.zeros(4, np.int64)
+        self.scratch = scratch
+        self.weights = np.zeros(_WALK, np.float32)
+
+
+class _StepJob:
+    """step_stacks over one chunk's rows into its _Part's buffers, grown until they fit."""
+
+    __slots__ = ("p", "rows", "status", "lo", "hi", "dt", "rules", "tables")
+
+    def __init__(self, p: _Part, rows, status, lo, hi, dt: float, rules, tables: tuple):
+        self.p, self.rows, self.status, self.lo, self.hi = p, rows, status, lo, hi
+        self.dt, self.rules, self.tables = dt, rules, tables
+
+    def __call__(self) -> None:
+        p = self.p
+        counts = p.counts
+        counts[:] = 0
+        start = 0
+        H, T, C, F, G, E = self.tables
+        while True:
+            out = K.StepBuffers(self.status, self.lo, self.hi, p.ev, p.def_, counts, p.wrap, p.snap, p.walk, p.pair4)
+            p.step(self.rows, start, self.dt, self.rules, H, T, C, F, G, E, out)
+            stopped = int(counts[_COUNT_STOPPED])
+            if stopped >= len(self.rows):
+                return
+            if len(p.ev) > _MAX_ROWS:
+                raise RuntimeError(f"the step's event buffer passed {_MAX_ROWS} rows at human row {self.rows[stopped]}")
+            p.ev, p.def_, p.wrap = _grown(p.ev), _grown(p.def_), _grown(p.wrap)
+            start = stopped
+
+
+class _PoseJob:
+    """pose_stacks over one chunk's rows, with its _Part's scratch, into the shared output
+    (its own columns)."""
+
+    __slots__ = ("p", "rows", "cols", "tables", "out", "buffers")
+
+    def __init__(self, p: _Part, rows, cols, tables: tuple, out, buffers):
+        self.p, self.rows, self.cols, self.tables, self.out, self.buffers = p, rows, cols, tables, out, buffers
+
+    def __call__(self) -> None:
+        H, T, C, F, G, E, bank = self.tables
+        self.p.pose(self.rows, self.cols, H, T, C, F, G, E, bank, self.p.scratch, self.out, self.buffers)
 
 
 def _grown(buf: np.ndarray) -> np.ndarray:

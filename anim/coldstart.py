@@ -24,6 +24,15 @@ or an index naming a missing one. A child that fails or is slow changes nothing 
 time: numba compiles the kernel here as it always did. A process that ends before it
 calls the other kernel does not wait: its child finishes on its own, installs the
 kernel for the next run and removes its folder.
+
+The rest compiles in the background (``compile_rest``): at its second step a process
+whose cache lacks some kernel (the prepared commands' ``run_rows``, a flush kernel
+its first update did not call) starts one detached child at low priority
+that loads what is cached, compiles the rest through the warm-up crowd
+(anim.warmup.compile_kernels) in a private folder and installs the kernels that were
+missing, so the next run finds every kernel and says nothing. ``anim.warmup.warm``
+(``scuffle.warm()``, ``scuffle warm``) compiles all of them ahead instead, for a game's
+loading screen.
 """
 from __future__ import annotations
 
@@ -35,14 +44,17 @@ import sys
 
 from . import kernels as K
 
-__all__ = ["LOGGER", "COMPILE_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED", "kernels_cached",
-           "cold_notice", "note_cold_compile", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
+__all__ = ["LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
+           "kernels_cached", "ALL_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
+           "cold_notice", "note_cold_compile", "REST_ENV", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
            "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
            "meanwhile", "root_motion_args"]
 
 LOGGER = logging.getLogger("scuffle")
 COMPILE_MESSAGE = ("compiling the animation kernels (once per install: numba caches them for later runs; "
-                   "about 10-30 s)...")
+                   "the ones a step needs now, about 5-20 s, the others in the background)...")
+WARM_MESSAGE = ("compiling the animation kernels (once per install: numba caches them for later runs; "
+                "all of them now, about 15-40 s)...")
 COMPILED_MESSAGE = "kernels compiled (cached for the next runs)"
 NO_CACHE_MESSAGE = ("{why}; compiling the animation kernels for this run only "
                     "(set NUMBA_CACHE_DIR to a writable folder to keep them)...")
@@ -50,6 +62,10 @@ NO_CACHE_MESSAGE = ("{why}; compiling the animation kernels for this run only "
 ANNOUNCED: list[bool] = []        # the notice's once-per-process flag (shared with anim.warmup)
 # the kernels a Game's step calls (pose_plan, anim.plan's, is not one: a step never compiles it)
 ENGINE_KERNELS = ("step_stacks", "pose_stacks", "flush_release", "flush_anim_ids", "root_motion_step")
+# every kernel a game may call, as (module of scuffle.anim, name): the engine's and the
+# prepared commands' (anim.cmdkernel); not pose_plan (tests, tools and the bench only)
+ALL_KERNELS = tuple(("kernels", n) for n in ENGINE_KERNELS) + (("cmdkernel", "run_rows"),)
+BACKGROUND: list = []             # the child compiling the rest (compile_rest), once per process
 
 
 def kernels_cached() -> bool:
@@ -58,25 +74,43 @@ def kernels_cached() -> bool:
     return all(kernel_cached(name) for name in ENGINE_KERNELS)
 
 
-def _cache_path(name: str) -> str | None:
-    """The folder numba's on-disk cache keeps kernel ``name`` in (None: no cache)."""
+def _module(mod: str):
+    """scuffle.anim.<mod> (kernels or cmdkernel)."""
+    if mod == "kernels":
+        return K
+    from . import cmdkernel
+    return cmdkernel
+
+
+def _cache_path(name: str, mod: str = "kernels") -> str | None:
+    """The folder numba's on-disk cache keeps kernel ``name`` of anim.<mod> in (None: no cache)."""
     if not K.CACHE:                       # no writable cache folder (anim/jitcache.py)
         return None
-    return getattr(getattr(getattr(K, name), "_cache", None), "_cache_path", None) or None
+    return getattr(getattr(getattr(_module(mod), name), "_cache", None), "_cache_path", None) or None
 
 
-def kernel_cached(name: str) -> bool:
-    """Whether numba's on-disk cache holds an index of kernel ``name`` (of anim.kernels)
-    no older than anim/kernels.py (an older one is stale: numba recompiles and rewrites it)."""
-    path = _cache_path(name)
+def cache_folder() -> str | None:
+    """The folder numba's on-disk cache keeps the engine's kernels in (None: no cache)."""
+    return _cache_path("step_stacks")
+
+
+def kernel_cached(name: str, mod: str = "kernels") -> bool:
+    """Whether numba's on-disk cache holds an index of kernel ``name`` (of anim.<mod>)
+    no older than its source file (an older one is stale: numba recompiles and rewrites it)."""
+    path = _cache_path(name, mod)
     if not path:
         return False
     try:
-        source = os.path.getmtime(K.__file__)
+        source = os.path.getmtime(_module(mod).__file__)
     except OSError:
         return False
-    index = glob.glob(os.path.join(glob.escape(path), f"kernels.{name}-*.nbi"))
+    index = glob.glob(os.path.join(glob.escape(path), f"{mod}.{name}-*.nbi"))
     return bool(index) and max(os.path.getmtime(f) for f in index) >= source
+
+
+def all_cached() -> bool:
+    """Whether numba's on-disk cache holds every kernel a process may call (ALL_KERNELS)."""
+    return all(kernel_cached(name, mod) for mod, name in ALL_KERNELS)
 
 
 def cold_notice() -> bool:
@@ -112,6 +146,7 @@ def note_cold_compile() -> bool:
 # ---------------------------------------------------------------- the other kernel, compiled aside
 
 ASIDE_ENV = "SCUFFLE_COMPILE_ASIDE"     # "0": never compile a kernel in a child process
+REST_ENV = "SCUFFLE_COMPILE_REST"       # "0": never compile the rest in the background (compile_rest)
 ASIDE_TIMEOUT_S = 600.0                 # the longest await_kernel waits for a child (then compiles here)
 ASIDE: dict[str, tuple] = {}            # kernel name -> (child process, its private cache folder)
 ASIDE_LOG: list[dict] = []              # per kernel compiled aside: its name, whether the child made it,
@@ -210,6 +245,49 @@ def await_kernel(name: str) -> None:
         LOGGER.debug("compiling %s in a child process failed (exit %s); compiling it here. %s", name, code, tail)
     shutil.rmtree(scratch, ignore_errors=True)
     ASIDE_LOG.append({"kernel": name, "ok": ok, "meanwhile": also})
+
+
+_REST_CODE = ("import json, sys; cfg = json.loads(sys.argv[1]); sys.path[:0] = cfg['path']; "
+              "from scuffle.anim.warmup import compile_rest_child; sys.exit(compile_rest_child(cfg))")
+
+
+def compile_rest() -> bool:
+    """Once per process: when some kernel of ALL_KERNELS is not cached, a child may
+    compile (``aside_allowed``) and ``SCUFFLE_COMPILE_REST`` is not ``0``, start a detached child at low priority that compiles the
+    missing ones into numba's cache (anim.warmup.compile_rest_child); this process goes on (it
+    never waits for it; a kernel it needs before the child is done it compiles itself, as
+    numba always does, and loads it from the cache once the child has installed it).
+    Returns whether a child was started."""
+    import json
+    import subprocess
+    import tempfile
+
+    if BACKGROUND:
+        return False
+    BACKGROUND.append(None)
+    if not aside_allowed() or os.environ.get(REST_ENV, "") == "0":
+        return False
+    missing = [(mod, name) for mod, name in ALL_KERNELS if not kernel_cached(name, mod)]
+    if not missing:
+        return False
+    targets = {f"{mod}.{name}": _cache_path(name, mod) for mod, name in ALL_KERNELS}
+    if not all(targets.values()):
+        return False
+    scratch = tempfile.mkdtemp(prefix="scuffle-kernels-")
+    cfg = {"missing": [f"{mod}.{name}" for mod, name in missing], "targets": targets, "scratch": scratch,
+           "source": os.path.realpath(K.__file__), "path": [p for p in sys.path if isinstance(p, str)]}
+    # the child compiles alone: its own steps start no child (ASIDE_ENV), or each would
+    env = dict(os.environ, NUMBA_CACHE_DIR=scratch, **{ASIDE_ENV: "0"})
+    try:
+        with open(os.path.join(scratch, "child.log"), "wb") as log:
+            child = subprocess.Popen([sys.executable, "-c", _REST_CODE, json.dumps(cfg)], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=log, env=env, start_new_session=True)
+    except OSError:
+        import shutil
+        shutil.rmtree(scratch, ignore_errors=True)
+        return False
+    BACKGROUND[0] = child
+    return True
 
 
 def root_motion_args() -> tuple:

@@ -120,10 +120,14 @@ class EventIndex(NamedTuple):
 
 class StepRules(NamedTuple):
     """The step's switches (PlayerOptions): end a zero-overshoot clip, only the newest
-    task's events (EventRule.NEWEST), the fade clean-up's stack size."""
+    task's events (EventRule.NEWEST), the fade clean-up's stack size; ``skip_pairs``
+    (a chunk of the crowd stepped beside others on another thread) leaves out, with
+    STATUS_SKIPPED, each human whose gait changes its pair this update (that takes
+    cursors from the shared free list: the caller steps those humans after, in order)."""
     zero_overshoot: bool
     newest_only: bool
     cleanup_above: int
+    skip_pairs: bool = False
 
 
 class StepBuffers(NamedTuple):

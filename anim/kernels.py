@@ -85,13 +85,15 @@ _helper = (njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignor
                 no_cfunc_wrapper=True))
 # The kernels', which Python calls: without reference counting either (the caller holds
 # every array for the call; its unboxing then cleans nothing up) and no C wrapper.
-_kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
+# They release the GIL (nogil): BatchEngine steps and poses chunks of a crowd on threads.
+_kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True, nogil=True)  # type: ignore[call-overload]
 # The pose's named steps: inlined into pose_stacks by numba (each a call that LLVM keeps
 # passes the bank and scratch tuples field by field, which slows pose_stacks).
 _inline = njit(cache=CACHE, inline="always")
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
+           "STATUS_SKIPPED",
            "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_GAITS", "COUNT_WRAPS",
            # the interfaces (anim.kernel_types), for the callers
            "HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
@@ -774,6 +776,7 @@ STATUS_STACK = 2                # its stack rows (or a next / incoming link) cha
 STATUS_EVENTS = 4               # it fired events (rows in ev_out)
 STATUS_TOP = 8                  # the playing anim id may have changed (refresh at the flush)
 STATUS_DEFERRED = 16            # it put tasks on the deferred list
+STATUS_SKIPPED = 32             # not stepped: its gait changes pair (StepRules.skip_pairs)
 # counts (step_stacks' ``counts``)
 COUNT_EVENTS = 0
 COUNT_DEFERRED = 1
@@ -1295,6 +1298,29 @@ def _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_
 
 
 @_helper
+def _pair_ahead(hi, dt, h_depth, h_stack, t_type, t_nxt, t_rate, t_speed, t_aux, g_value, g_target, g_lower, walk):
+    """Whether human ``hi``'s step changes a gait's pair (which takes cursors from the
+    cursor table's free list, shared by the crowd): a gait on its stack, or in a clip's
+    chain of next tasks, whose value after this update's move (``_gait_value``, the move
+    ``_gait_move`` makes: each task steps once an update) falls in another pair; a
+    chain longer than the walk's scratch counts as one. Read only."""
+    n = _seed_walk(hi, h_depth, h_stack, walk)
+    while n > 0:
+        n -= 1
+        r = walk[n]
+        tt = t_type[r]
+        if tt == _GAIT:
+            if _pair_index(_gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target)) != g_lower[t_aux[r]]:
+                return True
+        elif (tt == _CLIP or tt == _PAIRED_CLIP) and t_nxt[r] >= 0:
+            if n >= walk.shape[0]:
+                return True
+            walk[n] = t_nxt[r]
+            n += 1
+    return False
+
+
+@_helper
 def _save_counts(counts, n_ev, n_def, n_gait, n_wrap, stopped):
     """The buffers' fill counts and the index the step stopped at, into ``counts``."""
     counts[COUNT_EVENTS] = n_ev
@@ -1528,6 +1554,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     StepBuffers (status, ev_lo, ev_hi and the buffers above).
     """
     zero_overshoot, newest_only, cleanup_above = rules.zero_overshoot, rules.newest_only, rules.cleanup_above
+    skip_pairs = rules.skip_pairs
     h_depth, h_stack, h_flags = humans.depth, humans.stack, humans.flags
     t_type, t_rate, t_flags, t_held, t_c0, t_c1 = (tasks.type, tasks.rate, tasks.flags, tasks.held, tasks.c0,
                                                    tasks.c1)
@@ -1556,6 +1583,11 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                                             e_count, g_b0, g_b1, g_b2, g_b3, g_b4, walk)
         if not runnable:
             status[k] = STATUS_BAD
+            ev_lo[k] = ev_hi[k] = n_ev
+            continue
+        if skip_pairs and _pair_ahead(hi, dt, h_depth, h_stack, t_type, t_nxt, t_rate, t_speed, t_aux, g_value,
+                                      g_target, g_lower, walk):
+            status[k] = STATUS_SKIPPED
             ev_lo[k] = ev_hi[k] = n_ev
             continue
         if n_ev + need_ev > cap_ev or (n_wrap if n_wrap > n_def else n_def) + need_def > cap_def:

@@ -20,7 +20,9 @@ from .stack import POOL_SIZE
 from .tasks import (AttachedVelocity, BlendWindow, EventRule, HeldRelease, MotionEntry, PickSampling, PlaceEvents,
                     TagBits)
 
-__all__ = ["PlayerOptions", "PlayerStats", "READINGS"]
+__all__ = ["PlayerOptions", "PlayerStats", "READINGS", "MAX_THREADS"]
+
+MAX_THREADS = 1024          # PlayerOptions.threads: more is a typo, not a machine
 
 # The options that take one of an enum's values (a scenario's [options] takes them too).
 READINGS = (("events", EventRule), ("blend_window", BlendWindow), ("pick", PickSampling),
@@ -71,10 +73,14 @@ class PlayerOptions:
     ``refuse_deep_chains``: False (the original: a chain whose blend windows nest more
     than seven clips' poses plays, its eighth pose skipped when sampled), or True: such
     a chain or task is refused when given (PoseStackOverflow, nothing changed).
+    ``threads``: the threads the step and the pose of a crowd run on (chunks of at
+    least ``anim.crowd.MIN_CHUNK`` humans each); None (the default) the cores the
+    process may use. Not a rule: every result is the same bits whatever the count.
     Rejected: an unknown reading (ValueError naming the field); a ``queued_default`` that
     is neither a Callback with plain-data arguments nor a callable (CallbackError); a ``dt`` that is not a
     finite number 0 to 1 s, a ``pool_size`` outside 1 to 2^31 - 1, an ``early_finish_above``
-    or ``cleanup_above`` outside 0 to 2^31 - 1 (RangeError, a ValueError naming it).
+    or ``cleanup_above`` outside 0 to 2^31 - 1, ``threads`` outside 1 to 1024 (RangeError,
+    a ValueError naming it).
     """
 
     end_zero_overshoot: bool = False
@@ -93,12 +99,16 @@ class PlayerOptions:
     motion_entry: str = MotionEntry.MOTION
     tag_bits: str = TagBits.Y_BIT
     attached_velocity: str = AttachedVelocity.ROOT
+    # not a rule: no state depends on it (a snapshot's configuration digest leaves it out)
+    threads: int | None = field(default=None, metadata={"state": False})
 
     def __post_init__(self):
         object.__setattr__(self, "dt", check_float("PlayerOptions.dt", self.dt, 0.0, MAX_DT))
         check_int("PlayerOptions.pool_size", self.pool_size, 1, INT32_MAX)
         for name in ("early_finish_above", "cleanup_above"):
             check_int(f"PlayerOptions.{name}", getattr(self, name), 0, INT32_MAX)
+        if self.threads is not None:
+            object.__setattr__(self, "threads", check_int("PlayerOptions.threads", self.threads, 1, MAX_THREADS))
         for name, kind in READINGS:
             v = getattr(self, name)
             try:

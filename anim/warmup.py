@@ -5,10 +5,13 @@ install, not once per machine).
 
 The library announces a cold compile itself, once per process, through ``logging``
 (the logger ``scuffle``, level WARNING, so an unconfigured host sees it on stderr): the
-first step or sample that finds the cache cold logs ``COMPILE_MESSAGE`` before the
-kernels compile (``note_cold_compile``). ``compile_kernels`` runs a tiny crowd through
-every kernel; ``announce_compile`` (the command line, before the commands that step
-humans) compiles them ahead when the cache is cold, through the same logger. A host that
+first step or sample that finds the kernels it needs not cached logs ``COMPILE_MESSAGE``
+before they compile (``note_cold_compile``); it compiles only what it runs, and the other
+kernels compile in a background process (anim.coldstart.compile_rest), so the next run
+finds them all and says nothing. ``compile_kernels`` runs a tiny crowd through every
+kernel; ``warm`` (``scuffle.warm()``, ``scuffle warm``) compiles them all ahead, for a
+loading screen; ``announce_compile`` is the command line's notice (the bench's compiles
+them all ahead), through the same logger. A host that
 wants silence: ``logging.getLogger("scuffle").setLevel(logging.ERROR)``. With no folder
 numba can write, the notice says the kernels compile for the run only
 (``NO_CACHE_MESSAGE``); under NUMBA_DISABLE_JIT=1 nothing compiles and nothing is said.
@@ -20,7 +23,8 @@ import numpy as np
 
 from . import kernels as K
 from .coldstart import ANNOUNCED as _ANNOUNCED
-from .coldstart import COMPILE_MESSAGE, COMPILED_MESSAGE, LOGGER, cold_notice, kernels_cached, note_cold_compile
+from .coldstart import (COMPILE_MESSAGE, COMPILED_MESSAGE, LOGGER, NO_CACHE_MESSAGE, WARM_MESSAGE, all_cached,
+                        cold_notice, kernels_cached, note_cold_compile)
 from .animset import AnimSet
 from .clip import author_clip, make_event
 from .player import Player
@@ -28,22 +32,55 @@ from .rangelist import author_range
 from .recipe import Arg, ClipStep, GaitStep, Place, Recipe
 from .stack import CharacterInstance
 
-__all__ = ["compile_kernels", "kernels_cached", "announce_compile", "note_cold_compile", "COMPILE_MESSAGE",
-           "LOGGER"]
+__all__ = ["warm", "compile_rest_child", "compile_kernels", "kernels_cached", "all_cached", "announce_compile", "note_cold_compile",
+           "COMPILE_MESSAGE", "WARM_MESSAGE", "LOGGER"]
 
 
-def announce_compile() -> None:
-    """Once per process: if the kernels are not cached yet, compile them now, announced
-    on the ``scuffle`` logger (COMPILE_MESSAGE, then COMPILED_MESSAGE; without a cache
-    folder NO_CACHE_MESSAGE; nothing under NUMBA_DISABLE_JIT=1); the command line calls
-    it before the commands that step humans, and shows the logger on stderr."""
+def warm(progress=None) -> bool:
+    """Compile every animation kernel now (or load them from numba's on-disk cache), so
+    that no later step or command of this process, nor of any later run, compiles: a
+    game's loading screen calls it. ``progress(message)`` (optional) is told the line
+    "compiling the animation kernels ..." when they compile (a cold cache), before
+    they do; the ``scuffle`` logger says nothing here. Returns whether they compiled
+    (False: all were cached, and only loaded, in well under a second). Under
+    NUMBA_DISABLE_JIT=1 nothing compiles (the kernels run as Python) and it returns False."""
+    from numba.core import config
+
+    if getattr(config, "DISABLE_JIT", False):
+        return False
+    cold = not all_cached()
+    if cold and progress is not None:
+        progress(WARM_MESSAGE if K.CACHE else NO_CACHE_MESSAGE.format(why="numba has no writable cache folder"))
+    _ANNOUNCED.append(True)            # this process has said what there is to say
+    compile_kernels()
+    return cold
+
+
+def announce_compile(ahead: bool = False) -> None:
+    """Once per process, for the command line (which shows the ``scuffle`` logger on
+    stderr) before the commands that step humans: when the kernels a step needs are not
+    cached, say so now (COMPILE_MESSAGE; without a cache folder NO_CACHE_MESSAGE; nothing
+    under NUMBA_DISABLE_JIT=1): the first step compiles them, the rest compile in the
+    background (anim.coldstart.compile_rest). ``ahead`` (the bench, which times every
+    kernel) compiles all of them now instead when any is missing (WARM_MESSAGE, then
+    COMPILED_MESSAGE)."""
     if _ANNOUNCED:
         return
+    if not ahead:
+        note_cold_compile()
+        return
     _ANNOUNCED.append(True)
-    if cold_notice():
-        compile_kernels()
-        if K.CACHE:
-            LOGGER.warning(COMPILED_MESSAGE)
+    from numba.core import config
+
+    if getattr(config, "DISABLE_JIT", False) or all_cached():
+        return
+    if not K.CACHE:
+        cold_notice()
+    else:
+        LOGGER.warning(WARM_MESSAGE)
+    compile_kernels()
+    if K.CACHE:
+        LOGGER.warning(COMPILED_MESSAGE)
 
 
 def _no_op(inst) -> None:
@@ -92,3 +129,55 @@ def compile_kernels(progress=None) -> None:
     K.root_motion_step(np.arange(n, dtype=np.int64), b.poses.vel, b.poses.tag, b.poses.rot, np.zeros(n),
                        np.zeros(n, np.bool_), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n), 1.0 / 30.0, 50.0,
                        np.empty((n, 3)))
+
+
+def compile_rest_child(cfg: dict) -> int:
+    """The child of anim.coldstart.compile_rest: at low priority, copy the cached kernels' files from
+    the cache (``cfg["targets"]``) into its private one (so the warm-up loads them), run
+    the warm-up crowd (anim.warmup.compile_kernels, which compiles the others), then
+    install the kernels of ``cfg["missing"]`` into the cache (``install_cached``); its
+    private folder ``cfg["scratch"]`` is removed however it ends. Returns the exit code:
+    0 done, 2 another anim/kernels.py than the parent's, 3 no cache here."""
+    import shutil
+
+    try:
+        return _compile_rest(cfg)
+    finally:
+        shutil.rmtree(cfg["scratch"], ignore_errors=True)
+
+
+def _compile_rest(cfg: dict) -> int:
+    """compile_rest_child's work (its folder removed by the caller)."""
+    import glob
+    import os
+    import shutil
+
+    from .coldstart import _cache_path, install_cached
+
+    try:
+        os.nice(10)
+    except (AttributeError, OSError):
+        pass
+    if os.path.realpath(K.__file__) != cfg["source"]:
+        return 2
+    if not K.CACHE:
+        return 3
+    missing = set(cfg["missing"])
+    for key, target in cfg["targets"].items():
+        mod, name = key.split(".")
+        here = _cache_path(name, mod)
+        if not here:
+            return 3
+        if key in missing or not target or not os.path.isdir(target):
+            continue
+        os.makedirs(here, exist_ok=True)
+        for f in glob.glob(os.path.join(glob.escape(target), glob.escape(f"{mod}.{name}-") + "*")):
+            if f.endswith((".nbi", ".nbc")):
+                shutil.copyfile(f, os.path.join(here, os.path.basename(f)))
+    compile_kernels()
+    for key in sorted(missing):
+        mod, name = key.split(".")
+        here = _cache_path(name, mod)
+        if here:
+            install_cached(here, cfg["targets"][key], f"{mod}.{name}-")
+    return 0

@@ -33,7 +33,8 @@ The public face. Everything here imports without pygame (only ``scuffle.demo`` d
   form), ``SnapshotError``, ``SavedRandom`` (a generator a snapshot saves cheaply),
   ``sync_test`` and ``SyncError`` (GGPO's rollback SyncTest on any Game);
 - ``settle``: after loading, the loaded world out of the garbage collector's sight
-  (gc.freeze, the application's call: process-wide);
+  (gc.freeze, the application's call: process-wide); ``warm``: every animation kernel
+  compiled (or loaded from numba's cache) now, for a loading screen;
 - the esper components: ``Name``, ``Animator``, ``HumanRecord``, ``PoseRef``,
   ``RangeRecords``, ``AnimSetRef``, ``Body``, ``Combat``, ``FiredEvents``.
 
@@ -70,6 +71,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.systems.context import HandlerError, SimContext
     from scuffle.game.runtime.snapshot import SavedRandom, Snapshot, SnapshotError, SyncError, sync_test
     from scuffle.game.runtime.collector import settle
+    from scuffle.anim.warmup import warm
 
 __version__ = "0.2.0"
 
@@ -118,6 +120,7 @@ _EXPORTS: dict[str, str] = {
     **{n: "scuffle.game.runtime.snapshot" for n in ("Snapshot", "SnapshotError", "SavedRandom", "sync_test",
                                                     "SyncError")},
     "settle": "scuffle.game.runtime.collector",
+    "warm": "scuffle.anim.warmup",
 }
 
 __all__ = [
@@ -132,7 +135,7 @@ __all__ = [
     "Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body", "Combat",
     "FiredEvents", "Callback", "CallbackError",
     "Recipe", "ClipStep", "LoopStep", "GaitStep", "Arg", "Place", "Command", "RecipeError",
-    "Snapshot", "SnapshotError", "SavedRandom", "sync_test", "SyncError", "settle",
+    "Snapshot", "SnapshotError", "SavedRandom", "sync_test", "SyncError", "settle", "warm",
 ]
 
 

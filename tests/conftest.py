@@ -6,7 +6,14 @@ through its ``pytest11`` entry point): ``scuffle_worlds`` (used here by ``esper_
 ``scuffle_new_game``, ``scuffle_game``, ``scuffle_fight`` and ``record_updates``."""
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# No test process, nor any process a test starts, compiles the rest of the kernels in the
+# background (anim.coldstart.compile_rest): a cold cache in a test's subprocess would leave
+# a low-priority compile running past the test; the tests of that compile ask for it.
+os.environ.setdefault("SCUFFLE_COMPILE_REST", "0")
 
 
 @pytest.fixture(autouse=True)

@@ -256,7 +256,7 @@ def _needs_pygame(module: str, name: str) -> Callable[[argparse.Namespace], int]
         if importlib.util.find_spec("pygame") is None:
             raise CliError(f"'scuffle {args.command}' needs pygame: pip install 'scuffle[demo]'")
         from scuffle.anim.warmup import announce_compile
-        announce_compile()              # a cold numba cache: compile ahead, with a progress line
+        announce_compile()              # a cold numba cache: said now; the first step compiles what it runs
         return _lazy(module, name)(args.argv)
     return run
 
@@ -280,6 +280,9 @@ COMMANDS: tuple[Command, ...] = (
             _lazy("scuffle.game.tools.bench", "cmd_bench"),
             ("scuffle bench --humans 2 100 --updates 40", "scuffle bench --sweep --json > bench.json",
              "scuffle bench --humans 2 1000 10000 --crowd realistic   # the goals beside their figures")),
+    Command("warm", "compile every animation kernel now (once per install; a cold first step then compiles nothing)",
+            _lazy("scuffle.game.tools.warm", "add_arguments"), _lazy("scuffle.game.tools.warm", "run"),
+            ("scuffle warm", "scuffle warm --check   # exit 1 when a kernel is not cached")),
     Command("lint", "list clips that never end (an end step's overshoot exactly 0.0)", _lazy("scuffle.game.tools.lint", "add_arguments"), _lazy("scuffle.game.tools.lint", "run"),
             ("scuffle lint chars.res", "scuffle lint walk.desc walk.keys --json")),
     Command("diff", "compare two traces; the first update where they part (exit 1 when they differ)",
@@ -374,8 +377,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     previous = _on_terminate()
     try:
-        # the commands that step humans (demo, view, run, bench) compile a cold numba cache
-        # ahead with a progress line (anim.warmup.announce_compile) once their input is checked
+        # the commands that step humans (demo, view, run, bench) say so when numba's cache is
+        # cold (anim.warmup.announce_compile; the bench compiles every kernel ahead)
         status = args.run(args)
         sys.stdout.flush()
         return status

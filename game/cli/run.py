@@ -237,7 +237,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         saved.append(snapshot.to_bytes())       # while the Game is open
     snap = {"engine": args.engine, "start": start, "snapshot_at": at, "on_snapshot": keep}
     from scuffle.anim.warmup import announce_compile
-    announce_compile()                  # a cold numba cache: compile ahead, with a progress line
+    announce_compile()                  # a cold numba cache: said now; the first step compiles what it runs
     counts = {"accepted": 0, "refused": 0}
     pictures = None
     if pictures_out:

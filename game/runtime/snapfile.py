@@ -103,12 +103,13 @@ def need_random_state(v: Any, where: str) -> None:
 
 # ---------------------------------------------------------------- the configuration
 def _plain_option(v: Any) -> Any:
-    """An option's value as plain data: a dataclass or named tuple by its fields, an enum by
+    """An option's value as plain data: a dataclass (its fields marked ``state: False``, such
+    as PlayerOptions.threads, left out) or named tuple by its fields, an enum by
     its value, a Callback as (kind, args), a callable by its module and name."""
     if isinstance(v, Callback):
         return ("callback", v.kind, tuple(v.args))
-    if is_dataclass(v) and not isinstance(v, type):
-        return {f.name: _plain_option(getattr(v, f.name)) for f in fields(v)}
+    if is_dataclass(v) and not isinstance(v, type):          # a field no state depends on is left out
+        return {f.name: _plain_option(getattr(v, f.name)) for f in fields(v) if f.metadata.get("state", True)}
     if hasattr(v, "_fields"):
         return {f: _plain_option(getattr(v, f)) for f in v._fields}
     if v is None or v.__class__ in (bool, int, float, str):

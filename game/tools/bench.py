@@ -102,11 +102,11 @@ class _Timed:
             self.cpu[self.name] = self.cpu.get(self.name, 0.0) + time.process_time() - c0
 
 
-def _build(n: int, engine: str = "compiled"):
+def _build(n: int, engine: str = "compiled", threads: int = 1):
     from scuffle.game.fighters.moveset import demo_set
     from scuffle.game.runtime.world import Game
 
-    game = Game(PlayerOptions(pool_size=max(360, 12 * n)), engine=engine)
+    game = Game(PlayerOptions(pool_size=max(360, 12 * n), threads=threads), engine=engine)
     s = demo_set()
     side = int(np.ceil(np.sqrt(n)))
     for i in range(n):
@@ -466,7 +466,7 @@ class RealisticCrowd:
                 one[3] += 1
 
 
-def _build_realistic(n: int, engine: str = "compiled", seed: int = 1):
+def _build_realistic(n: int, engine: str = "compiled", seed: int = 1, threads: int = 1):
     """The realistic crowd in one Game (docs/performance.md): pairs of fighters under the
     fight rules (one per FIGHT_EVERY humans; 2 humans: the two fighters alone), the rest
     extras commanded by RealisticCrowd; events read by a handler."""
@@ -475,7 +475,7 @@ def _build_realistic(n: int, engine: str = "compiled", seed: int = 1):
     from scuffle.game.fighters.combat import Fight
     from scuffle.game.runtime.world import Game
 
-    game = Game(PlayerOptions(pool_size=max(360, 16 * n)), engine=engine)
+    game = Game(PlayerOptions(pool_size=max(360, 16 * n), threads=threads), engine=engine)
     s = crowd_set()
     side = max(2, int(np.ceil(np.sqrt(n))))
     names = [f"h{i}" for i in range(n)]
@@ -519,14 +519,14 @@ def _build_realistic(n: int, engine: str = "compiled", seed: int = 1):
     return game
 
 
-def build_crowd(n: int, crowd: str = "light", engine: str = "compiled", seed: int = 1):
+def build_crowd(n: int, crowd: str = "light", engine: str = "compiled", seed: int = 1, threads: int = 1):
     """A Game with ``n`` humans running the bench's ``crowd`` (CROWDS): the light crowd
     (a representative stack) or the realistic one, on ``engine`` ("compiled",
-    or "reference": the plain-Python model). Rejected: an unknown crowd (ValueError
-    naming it)."""
+    or "reference": the plain-Python model), its step and pose on ``threads`` threads
+    (PlayerOptions.threads). Rejected: an unknown crowd (ValueError naming it)."""
     if crowd not in CROWDS:
         raise ValueError(f"crowd: {crowd!r} is not one of {', '.join(CROWDS)}")
-    return _build(n, engine) if crowd == "light" else _build_realistic(n, engine, seed)
+    return _build(n, engine, threads) if crowd == "light" else _build_realistic(n, engine, seed, threads)
 
 
 def crowd_checksum(game) -> str:
@@ -595,6 +595,11 @@ def _patch_kernels(sink: dict, calls: dict, cpu: dict, batch=None) -> list:
         saved.append((mod, name, fn))
         key = next((k for k, v in trusted.items() if v == name), name)
         setattr(mod, name, _timed_call(fn, sink, key, calls, cpu))
+    if batch is not None:               # on threads: the chunks' calls and their merge, as one
+        for name, key in (("_step_chunks", "step_stacks"), ("_pose_chunks", "pose_stacks")):
+            fn = getattr(batch, name)
+            saved.append((batch, name, fn))
+            setattr(batch, name, _timed_call(fn, sink, key, calls, cpu))
     return saved
 
 
@@ -639,7 +644,7 @@ def _install_stage_timers(game, stages: dict, stages_cpu: dict, kernels: dict, k
 
 
 def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd: str = "light", seed: int = 1,
-         settle: bool = True, stage_pass: bool = True):
+         settle: bool = True, stage_pass: bool = True, threads: int = 1):
     """Build the crowd, warm it up, settle the collector, then time ``updates`` whole
     updates with nothing of the bench's inside them (the per-update figures, the
     collector's, and every figure of the crowd's state: the checksum, the counts, the
@@ -647,7 +652,7 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
     system, stage and kernel wrapped by a timer (their shares and ms: each timer costs
     about a microsecond, which the first pass's figures do not carry)."""
     compiled = engine == "compiled"
-    game = build_crowd(n, crowd, engine, seed)
+    game = build_crowd(n, crowd, engine, seed, threads)
     player = game.player
     saved: list = []
     frozen = None
@@ -908,10 +913,11 @@ def _rollback_costs(game, updates: int = 240, depth: int = 8) -> dict:
             "file_cpu_us": round(sorted(files)[len(files) // 2] * 1e6, 2)}
 
 
-def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
-    """µs per human (wall, CPU medians) for the pose pipeline alone, compiled: two clips sampled and blended,
-    then local-to-model over 34 bones, in one kernel call (the reference
-    measurement of the pose's cost; the plan is built before the clock starts)."""
+def _pipeline_case(n: int) -> tuple:
+    """The pose pipeline's work for ``n`` humans on the demo set: two clips each (times
+    within their durations, rate 0.75), blended by a random weight over every bone, then
+    local-to-model. Returns (pose_plan's arguments, the Bones it writes, the bank's
+    tables, the per-human columns clip_a, clip_b, flags, t_a, t_b, rate, w)."""
     from scuffle.anim import kernels as K
     from scuffle.anim.plan import Bones, pose_tables, scratch_poses
     from scuffle.anim.sampler import ClipBank
@@ -932,8 +938,20 @@ def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
     finals = -(np.arange(n, dtype=np.int64) + 1)
     cols = np.arange(n, dtype=np.int64)
     out = Bones(n)
+    tables = pose_tables(bank).tables
     args = (cols, K.PlanArrays(first_s, first_b, clip, t, rate, flags, b_a, b_b, w, mask, finals),
-            pose_tables(bank).tables, scratch_poses(4), out.outs())
+            tables, scratch_poses(4), out.outs())
+    humans = (clip[0::2], clip[1::2], flags[0::2], t[0::2], t[1::2], rate[0::2], w)
+    return args, out, tables, humans
+
+
+def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
+    """µs per human (wall, CPU medians) for the pose pipeline alone, compiled: two clips sampled and blended,
+    then local-to-model over 34 bones, in one kernel call (the reference
+    measurement of the pose's cost; the plan is built before the clock starts)."""
+    from scuffle.anim import kernels as K
+
+    args = _pipeline_case(n)[0]
     K.pose_plan(*args)
     ts, cs = [], []
     for _ in range(repeats):
@@ -943,6 +961,128 @@ def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
         ts.append(time.perf_counter() - t0)
         cs.append(time.process_time() - c0)
     return median(ts) / n * 1e6, median(cs) / n * 1e6
+
+
+# ---------------------------------------------------------------- the C++ anchor
+ANCHOR_SOURCE = "anchor/pose_anchor.cpp"     # beside this module (package data)
+ANCHOR_FLAGS = ("-O2", "-ffp-contract=off")
+
+
+def _compiler() -> str | None:
+    """The C++ compiler to build the anchor with: $CXX, else g++, c++ or clang++ on PATH."""
+    import os
+    import shutil
+
+    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def build_anchor(cache_dir: str | None = None) -> tuple[str | None, str]:
+    """The anchor's program (game/tools/anchor/pose_anchor.cpp) built with the C++ compiler
+    (``_compiler``) at -O2, into ``cache_dir`` (default: $XDG_CACHE_HOME/scuffle/anchor,
+    or ~/.cache/scuffle/anchor), never into the source tree; built once per source and
+    compiler. Returns (its path, the compiler's name and version) or (None, why not)."""
+    import hashlib
+    import os
+    import subprocess
+    from pathlib import Path
+
+    cxx = _compiler()
+    if cxx is None:
+        return None, "no C++ compiler ($CXX, g++, c++ or clang++) on PATH"
+    src = Path(__file__).with_name("anchor") / "pose_anchor.cpp"
+    try:
+        text = src.read_bytes()
+    except OSError as e:
+        return None, f"the anchor's source is missing ({e.strerror}: {src})"
+    try:
+        version = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"{cxx} --version failed: {e}"
+    version = (version.splitlines() or [cxx])[0].strip()
+    key = hashlib.sha256(text + version.encode() + " ".join(ANCHOR_FLAGS).encode()).hexdigest()[:16]
+    base = Path(cache_dir) if cache_dir else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") \
+        / "scuffle" / "anchor"
+    exe = base / f"pose_anchor-{key}"
+    if exe.exists():
+        return str(exe), version
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        tmp = base / f".pose_anchor-{key}.{os.getpid()}"
+        p = subprocess.run([cxx, *ANCHOR_FLAGS, "-o", str(tmp), str(src)], capture_output=True, text=True,
+                           timeout=300)
+        if p.returncode:
+            return None, f"{cxx} failed: {p.stderr.strip()[-300:]}"
+        os.replace(tmp, exe)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"building the anchor failed: {e}"
+    return str(exe), version
+
+
+def _anchor_input(path: str, tables, humans: tuple) -> None:
+    """The anchor's input file (pose_anchor.cpp, read_input): the bank's tables, then the
+    humans' columns."""
+    clip_a, clip_b, flags, t_a, t_b, rate, w = humans
+    ftab = np.ascontiguousarray(tables.ftab, np.int64)
+    kval = np.ascontiguousarray(tables.kval, np.float32)
+    i64 = lambda *v: np.array(v, np.int64).tobytes()          # noqa: E731
+    parts = [b"SCPA", i64(len(tables.row0), ftab.shape[0], ftab.shape[1], kval.shape[0], len(clip_a)),
+             np.ascontiguousarray(tables.row0, np.int64).tobytes(), np.ascontiguousarray(tables.rows, np.int64).tobytes(),
+             ftab.tobytes(), kval.tobytes(), np.ascontiguousarray(tables.kslope, np.float32).tobytes(),
+             np.ascontiguousarray(tables.kstart, np.float32).tobytes(),
+             np.ascontiguousarray(tables.ktag, np.uint8).tobytes(), i64(tables.sent_vel, tables.sent_bone),
+             np.ascontiguousarray(tables.animated, np.uint8).tobytes(),
+             np.ascontiguousarray(tables.ref_bone_rot, np.float32).tobytes(),
+             np.float32(tables.bind_height).tobytes(), np.ascontiguousarray(tables.parents, np.int64).tobytes(),
+             np.ascontiguousarray(tables.offsets, np.float32).tobytes()]
+    parts += [np.ascontiguousarray(a, np.int64).tobytes() for a in (clip_a, clip_b, flags)]
+    parts += [np.ascontiguousarray(a, np.float32).tobytes() for a in (t_a, t_b, rate, w)]
+    with open(path, "wb") as f:
+        f.write(b"".join(parts))
+
+
+def run_anchor(n: int, repeats: int = 20, cache_dir: str | None = None) -> dict:
+    """The pose pipeline (``_pipeline_case``) for ``n`` humans in the kernel (pose_plan) and
+    in the C++ anchor, timed in the same run (medians of ``repeats`` passes each, CPU for
+    the kernel, the anchor's own clock), and their poses compared. Returns ``built``
+    (False: ``reason`` says why, and nothing else is measured), ``compiler``,
+    ``cpp_ns_per_human``, ``kernel_ns_per_human``, ``ratio`` (kernel over C++; the goal
+    is <= 1.0), ``max_pos_diff`` and ``max_rot_diff`` (the largest difference of a
+    model-space position and rotation component)."""
+    import os
+    import subprocess
+    import tempfile
+
+    from scuffle.anim import kernels as K
+
+    exe, info = build_anchor(cache_dir)
+    if exe is None:
+        return {"built": False, "reason": info}
+    args, out, tables, humans = _pipeline_case(n)
+    K.pose_plan(*args)
+    cs = []
+    with tempfile.TemporaryDirectory(prefix="scuffle-anchor-") as d:
+        src, dst = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
+        _anchor_input(src, tables, humans)
+        for _ in range(repeats):                 # the kernel's passes, then the anchor's: one run, one machine state
+            c0 = time.process_time()
+            K.pose_plan(*args)
+            cs.append(time.process_time() - c0)
+        p = subprocess.run([exe, src, dst, str(repeats)], capture_output=True, text=True, timeout=600)
+        if p.returncode:
+            return {"built": True, "compiler": info, "reason": f"the anchor failed: {p.stderr.strip()[-300:]}"}
+        cpp_ns = float(p.stdout.split()[0])
+        got = np.fromfile(dst, np.float32)
+    nb = out.pos.shape[1]
+    pos = got[:n * nb * 3].reshape(n, nb, 3)
+    rot = got[n * nb * 3:].reshape(n, nb, 4)
+    kernel_ns = median(cs) / n * 1e9
+    return {"built": True, "compiler": info, "humans": n, "cpp_ns_per_human": round(cpp_ns, 1),
+            "kernel_ns_per_human": round(kernel_ns, 1), "ratio": round(kernel_ns / cpp_ns, 3) if cpp_ns else None,
+            "max_pos_diff": float(np.abs(pos - out.pos.transpose(2, 1, 0)).max()),
+            "max_rot_diff": float(np.abs(rot - out.rot.transpose(2, 1, 0)).max())}
 
 
 def fresh_first_step(launched: float) -> dict:
@@ -1072,10 +1212,11 @@ def _first_step(progress=None) -> dict:
 
 
 def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crowd: str = "light",
-              seed: int = 1, settle: bool = True) -> dict:
+              seed: int = 1, settle: bool = True, threads: int = 1) -> dict:
     """Run the benchmark for one crowd size; returns the report dict (module docstring);
     ``settle`` calls scuffle.settle after the build and the warm-up (``gc_settled``: the
-    objects it froze). Rejected: an unknown crowd (ValueError naming it)."""
+    objects it froze); ``threads`` the compiled engine's (PlayerOptions.threads; the
+    reference engine runs on one). Rejected: an unknown crowd (ValueError naming it)."""
     from scuffle.anim.warmup import compile_kernels
 
     if crowd not in CROWDS:
@@ -1084,8 +1225,9 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     compile_kernels()                 # loads the cached kernels (compiles on a first run)
     load_s = time.perf_counter() - t0
     pose_us, pose_cpu_us = _pose_pipeline(max(humans, 1000))
+    anchor = run_anchor(max(humans, 1000))
     times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, "compiled", crowd=crowd, seed=seed,
-                                                          settle=settle)
+                                                          settle=settle, threads=threads)
     compiled_peak_mb = extra.pop("run_peak_mb", None) or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     scalar_updates = scalar_updates if scalar_updates is not None else max(3, min(updates, 2000 // max(1, humans) + 3))
     stimes, scpu, _, _, _, _, _ = _run(humans, scalar_updates, "reference", warmup=2, crowd=crowd, seed=seed,
@@ -1103,6 +1245,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     return {
         "humans": humans,
         "updates": updates,
+        "threads": threads,
         "ms_per_update": round(ms, 4),
         "p90_ms": round(float(np.percentile(times, 90)), 4),
         "cpu_ms_per_update": round(cpu_ms, 4),
@@ -1120,6 +1263,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
         "compiled_peak_mb": round(compiled_peak_mb, 1),
         "pose_pipeline_us_per_human": round(pose_us, 3),
         "pose_pipeline_cpu_us_per_human": round(pose_cpu_us, 3),
+        "anchor": anchor,
         "kernel_load_s": round(load_s, 3),
         "stage_share": share,
         "stage_ms": stage_ms,
@@ -1171,6 +1315,10 @@ GOALS = (
     ("snapshot_10000", "snapshot + restore of 10,000 humans (CPU)", 10.0, "ms", 10000),
     ("netplay_frame_p99_ms", "netplay: an update and its snapshot at 2 fighters, p99 (CPU)", 2.0, "ms", 2),
     ("netplay_rollback8_max_ms", "netplay: a rollback of 8 updates at 2 fighters, at worst (CPU)", 16.7, "ms", 2),
+    ("kernels_10000_ms", "the step and pose kernels at 10,000 (one thread, CPU)", 12.0, "ms", 10000),
+    ("pose_vs_cpp", "the pose kernel over a scalar C++ build of its maths (CPU)", 1.0, "x", None),
+    ("threads2_10000_ms", "10,000 humans on 2 threads (--threads 2): wall per update", 14.0, "ms", 10000),
+    ("first_step_cpu_s", "first step on a fresh install (CPU, cold numba cache)", 8.0, "s", None),
 )
 # figures shown beside the goals (no limit of their own)
 GOAL_NOTES = (
@@ -1192,8 +1340,15 @@ def _figure(key: str, r: dict):
         return r.get("command_cpu_us")
     if key == "memory_mb":
         return r.get("compiled_peak_mb")
-    if key == "first_step_s":
-        return (r.get("first_step") or {}).get("first_step_s")
+    if key in ("first_step_s", "first_step_cpu_s"):
+        return (r.get("first_step") or {}).get(key)
+    if key == "kernels_10000_ms":
+        k = r.get("kernel_cpu_ms")
+        return round(k["step_stacks"] + k["pose_stacks"], 4) if k and r.get("threads", 1) == 1 else None
+    if key == "pose_vs_cpp":
+        return (r.get("anchor") or {}).get("ratio")
+    if key == "threads2_10000_ms":
+        return r.get("ms_per_update") if r.get("threads") == 2 else None
     if key == "snapshot_2" and "rollback_cpu_us" in r:
         return r["rollback_cpu_us"]
     if key == "snapshot_file_2":
@@ -1217,8 +1372,8 @@ def goals_table(reports: list[dict], first_step: dict | None = None) -> list[dic
     for key, text, limit, unit, size in GOALS:
         r = by_size.get(size) if size is not None else largest
         fig = None
-        if key == "first_step_s":
-            fig = (first_step or {}).get("first_step_s")
+        if key in ("first_step_s", "first_step_cpu_s"):
+            fig = (first_step or {}).get(key)
             r = None
         elif r is not None:
             fig = _figure(key, r)
@@ -1262,7 +1417,7 @@ def fit_line(reports: list[dict], key: str = "cpu_ms_per_update") -> tuple[float
 
 
 def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: str = "light",
-           seed: int = 1, settle: bool = True, progress=None) -> list[dict]:
+           seed: int = 1, settle: bool = True, threads: int = 1, progress=None) -> list[dict]:
     """One fresh process per crowd size (so each peak memory is its own); ``progress`` (a
     text stream) gets a line per size and dots while it runs."""
     import subprocess
@@ -1271,7 +1426,7 @@ def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: st
     out = []
     for i, n in enumerate(sizes, 1):
         cmd = [sys.executable, "-m", "scuffle", "bench", "--humans", str(n), "--updates", str(updates),
-               "--json", "--no-compile-time", "--crowd", crowd, "--seed", str(seed)]
+               "--json", "--no-compile-time", "--crowd", crowd, "--seed", str(seed), "--threads", str(threads)]
         if scalar_updates is not None:
             cmd += ["--scalar-updates", str(scalar_updates)]
         if not settle:
@@ -1302,13 +1457,17 @@ def bench_arguments(p: argparse.ArgumentParser) -> None:
                         "walk starts, attacks, hit reactions, types 10/11/13, queued tasks, fight pairs, "
                         "event handlers, ~3%% of humans commanded per update (docs/performance.md)")
     p.add_argument("--seed", type=int, default=1, help="the realistic crowd's seed (default 1)")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="threads the compiled step and pose run on (PlayerOptions.threads; default 1: the "
+                        "one-core figures the goals are set for)")
     p.add_argument("--no-settle", action="store_true",
                    help="do not call scuffle.settle() after building the crowd (the garbage collector "
                         "then walks the whole loaded world in its full collections)")
 
 
 def _print_one(r: dict, out) -> None:
-    print(f"{r['humans']} humans ({r.get('crowd', 'light')} crowd), {r['updates']} updates: "
+    print(f"{r['humans']} humans ({r.get('crowd', 'light')} crowd, {r.get('threads', 1)} thread(s)), "
+          f"{r['updates']} updates: "
           f"{r['ms_per_update']} ms per update median "
           f"(p90 {r['p90_ms']}; CPU {r['cpu_ms_per_update']}, mean {r.get('cpu_ms_mean')}), "
           f"{r['us_per_human']} us per human, "
@@ -1319,6 +1478,14 @@ def _print_one(r: dict, out) -> None:
           f"(CPU {r['pose_pipeline_cpu_us_per_human']}); "
           f"peak memory {r['compiled_peak_mb']} MB (the compiled run), {r['peak_mb']} MB (with the reference run)",
           file=out)
+    a = r.get("anchor") or {}
+    if a.get("ratio") is not None:
+        print(f"the C++ anchor (the pose pipeline's maths in scalar C++, {a['compiler']}, -O2; {a['humans']} humans): "
+              f"{a['cpp_ns_per_human']} ns per human against pose_plan's {a['kernel_ns_per_human']} (CPU): "
+              f"the kernel at {a['ratio']}x; poses differ by at most {max(a['max_pos_diff'], a['max_rot_diff']):g}",
+              file=out)
+    elif a:
+        print(f"the C++ anchor: not measured ({a.get('reason')}); going on", file=out)
     settled = r.get("gc_settled")
     print(f"Python's cyclic GC: {r['gc_ms_per_update']} ms per update (max {r.get('gc_max_ms')}, "
           f"{100 * r.get('gc_share', 0.0):.1f}% of the update; "
@@ -1375,21 +1542,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise CliError(f"--scalar-updates {args.scalar_updates}: at most {MAX_UPDATES}")
     if args.scalar_updates is not None and args.scalar_updates < 1:
         raise CliError("--scalar-updates must be at least 1")
+    threads = getattr(args, "threads", 1)
+    if not 1 <= threads <= 1024:
+        raise CliError(f"--threads {threads}: expected 1 to 1024")
     from scuffle.anim.warmup import announce_compile
-    announce_compile()                  # a cold numba cache: compile ahead, with a progress line
+    announce_compile(ahead=True)        # a cold numba cache: compile every kernel ahead (they are timed)
     text = sys.stderr if args.json else sys.stdout
     crowd = getattr(args, "crowd", "light")
     seed = getattr(args, "seed", 1)
     if len(sizes) == 1:
         load0 = os.getloadavg()[0]
         r = run_bench(sizes[0], args.updates, args.scalar_updates, crowd=crowd, seed=seed,
-                      settle=not getattr(args, "no_settle", False))
+                      settle=not getattr(args, "no_settle", False), threads=threads)
         r["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
         _print_one(r, text)
         runs = [r]
     else:
         runs = _sweep(sizes, args.updates, args.scalar_updates, crowd, seed, not getattr(args, "no_settle", False),
-                      progress=sys.stderr)
+                      threads, progress=sys.stderr)
         for one in runs:
             _print_one(one, text)
         fixed, slope = fit_line(runs)

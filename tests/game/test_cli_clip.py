@@ -167,7 +167,7 @@ def test_main_help_and_usage(capsys):
 
 def test_commands_registry():
     names = [c.name for c in cli.COMMANDS]
-    assert {"demo", "view", "run", "clip", "lint", "diff", "survey", "bench", "csv2trace"} == set(names)
+    assert {"demo", "view", "run", "clip", "lint", "diff", "survey", "bench", "csv2trace", "warm"} == set(names)
     assert len(set(names)) == len(names)
     parser = cli.build_parser()
     args = parser.parse_args(["clip", "a", "b", "--json"])

@@ -174,7 +174,10 @@ g = Game(); g.add_human('a', demo_set())
 g.change('a', g.player.loop(g.instance('a'), 'FIGHT_IDLE'))
 for _ in range(3):
     g.step()
+rest = coldstart.BACKGROUND[0] if coldstart.BACKGROUND else None
+rest = None if rest is None else rest.wait(timeout=600)     # the rest, compiled in the background
 print(json.dumps({"aside": coldstart.ASIDE_LOG, "cached": coldstart.kernels_cached(),
+                  "rest": rest, "all_cached": coldstart.all_cached(),
                   "pose_hits": sum(K.pose_stacks.stats.cache_hits.values()),
                   "pose_misses": sum(K.pose_stacks.stats.cache_misses.values()),
                   "motion": [str(t) for t in K.root_motion_step.signatures],
@@ -191,7 +194,7 @@ def test_a_first_step_on_a_cold_cache_takes_the_pose_kernel_from_the_child(tmp_p
 
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba"), "TMPDIR": str(scratch)}
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba"), "TMPDIR": str(scratch), "SCUFFLE_COMPILE_REST": "1"}
     first = _python(FIRST_STEP, env, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     one = json.loads(first.stdout.strip().splitlines()[-1])
@@ -203,11 +206,14 @@ def test_a_first_step_on_a_cold_cache_takes_the_pose_kernel_from_the_child(tmp_p
     assert list(scratch.iterdir()) == []                           # the child's folder is gone
     assert not [p for p in (tmp_path / "numba").rglob("*") if ".tmp." in p.name]
     assert first.stderr.count("compiling the animation kernels (once per install") == 1
+    # the kernels the steps did not call (the prepared commands') compiled in the background
+    assert one["rest"] == 0 and one["all_cached"]
     # the next process: nothing to compile, nothing said, no child, the same poses from the cache
     again = _python(FIRST_STEP, env, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
     two = json.loads(again.stdout.strip().splitlines()[-1])
     assert two["aside"] == [] and two["cached"] and "compiling" not in again.stderr
+    assert two["rest"] is None and two["all_cached"]
     assert two["poses"] == one["poses"]
 
 

@@ -167,6 +167,9 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("game/net/session.py", "wall-clock", "time.process_time"): _NET,
     ("game/tools/bench.py", "wall-clock", "time.perf_counter"): _BENCH,
     ("game/tools/bench.py", "wall-clock", "time.process_time"): _BENCH,
+    ("game/tools/warm.py", "wall-clock", "time.perf_counter"):
+        "scuffle warm prints how long compiling (or loading) the kernels took; the time goes "
+        "nowhere else",
     ("game/tools/survey.py", "wall-clock", "time.perf_counter"):
         "scuffle survey prints the seconds it has taken in its progress lines on stderr; it "
         "samples clips, it runs no world",

@@ -1,0 +1,90 @@
+"""scuffle.warm() and ``scuffle warm``: every animation kernel compiled ahead (a loading screen).
+
+With the test session's cache warm (tests/conftest.py compiles the kernels), warm() only
+loads them, says nothing and returns False; the command says where they are cached. In a
+fresh process with an empty NUMBA_CACHE_DIR (slow), ``scuffle warm`` compiles them all with
+one progress line, and a Game's first step in the next process compiles nothing, says
+nothing and starts no background compile.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import scuffle
+from scuffle.anim import coldstart
+from scuffle.anim.coldstart import WARM_MESSAGE
+
+ENV = {"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"}
+
+
+def test_warm_is_public_and_only_loads_a_warm_cache():
+    assert "warm" in scuffle.__all__
+    scuffle.warm()                      # (another test process may have just edited the cache)
+    told: list = []
+    assert scuffle.warm(progress=told.append) is False
+    assert told == []
+    assert coldstart.all_cached()
+
+
+def test_the_warm_command_says_where_the_kernels_are():
+    scuffle.warm()
+    r = subprocess.run([sys.executable, "-m", "scuffle", "warm"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, **ENV))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("kernels already cached in ")
+    assert "compiling" not in r.stderr
+    check = subprocess.run([sys.executable, "-m", "scuffle", "warm", "--check"], capture_output=True, text=True,
+                           timeout=300, env=dict(os.environ, **ENV))
+    assert check.returncode == 0 and check.stdout.startswith("every kernel cached in "), check.stderr
+
+
+AFTER_WARM = """
+import json
+from numba.core import event as ev
+from scuffle import Game, demo_set
+from scuffle.anim import coldstart
+g = Game(); g.add_human('a', demo_set()); g.add_human('b', demo_set())
+g.change('a', g.player.loop(g.instance('a'), 'FIGHT_IDLE'))
+with ev.install_recorder("numba:compile") as rec:
+    for _ in range(3):
+        g.step()
+print(json.dumps({"compiled": sum(1 for _, e in rec.buffer if e.is_start), "background": coldstart.BACKGROUND,
+                  "all_cached": coldstart.all_cached()}, default=str))
+g.close()
+"""
+
+
+@pytest.mark.slow
+def test_scuffle_warm_on_a_cold_cache_compiles_everything_once(tmp_path):
+    env = dict(os.environ, **ENV, NUMBA_CACHE_DIR=str(tmp_path / "numba"), SCUFFLE_COMPILE_REST="1")
+    check = subprocess.run([sys.executable, "-m", "scuffle", "warm", "--check"], capture_output=True, text=True,
+                           timeout=300, env=env)
+    assert check.returncode == 1 and check.stdout.startswith("not cached: kernels.step_stacks"), check.stderr
+    r = subprocess.run([sys.executable, "-m", "scuffle", "warm"], capture_output=True, text=True, timeout=900,
+                       env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stderr.splitlines() == [f"scuffle: {WARM_MESSAGE}"]
+    assert r.stdout.startswith("kernels compiled in ") and str(tmp_path / "numba") in r.stdout
+    after = subprocess.run([sys.executable, "-c", AFTER_WARM], capture_output=True, text=True, timeout=300, env=env)
+    assert after.returncode == 0, after.stderr[-3000:]
+    out = json.loads(after.stdout.strip().splitlines()[-1])
+    assert out == {"compiled": 0, "background": [None], "all_cached": True}
+    assert "compiling" not in after.stderr
+
+
+def test_no_background_compile_when_turned_off_or_nothing_is_missing(monkeypatch):
+    """compile_rest starts no child under SCUFFLE_COMPILE_REST=0, nor when every kernel is
+    cached (this session's cache), and asks once per process."""
+    monkeypatch.setattr(coldstart, "BACKGROUND", [])
+    monkeypatch.setenv(coldstart.REST_ENV, "0")
+    assert coldstart.compile_rest() is False and coldstart.BACKGROUND == [None]
+    scuffle.warm()
+    monkeypatch.setattr(coldstart, "BACKGROUND", [])
+    monkeypatch.setenv(coldstart.REST_ENV, "1")
+    assert coldstart.compile_rest() is False and coldstart.BACKGROUND == [None]
+    assert coldstart.compile_rest() is False                     # once per process
