@@ -15,13 +15,17 @@ desyncs, as GGPO's Fletcher checksum does. Original: none (ours).
 """
 from __future__ import annotations
 
+import marshal
+from typing import Any
+
 import numpy as np
 from numba import njit, uint64
 
 from .jitcache import cache_setting
 from .store import _layout
 
-__all__ = ["table_digest", "block_digest", "blocks_digests", "array_digest", "layout_plan"]
+__all__ = ["table_digest", "block_digest", "blocks_digests", "array_digest", "layout_plan", "array_form",
+           "values_bytes", "digest_form"]
 
 # numba's disk cache where it can write one (anim.jitcache: a read-only install compiles per run)
 CACHE = cache_setting(__file__)
@@ -190,3 +194,32 @@ def blocks_digests(tables: list, seed: int = 0) -> np.ndarray:
 
 
 _MANY: dict = {}
+
+
+def array_form(a: np.ndarray) -> tuple:
+    """An array as a checksum writes it: (dtype, shape, little-endian bytes)."""
+    return (a.dtype.str, a.shape, a.tobytes())
+
+
+def digest_form(v: Any) -> Any:
+    """``v`` (plain data: anim.plaindata's values) with every array in ``array_form`` (the
+    form a file's values take for its checksum; a live Game's are made so directly)."""
+    t = v.__class__
+    if t is np.ndarray:
+        return array_form(v)
+    if t is dict:
+        return {k: digest_form(x) for k, x in v.items()}
+    if t is list:
+        return [digest_form(x) for x in v]
+    if t is tuple:
+        return tuple(digest_form(x) for x in v)
+    return v
+
+
+def values_bytes(v: Any) -> bytes:
+    """Canonical bytes of plain values in ``digest_form`` (None, bool, int, float, str,
+    bytes, lists, tuples and dicts of them, no arrays and no sets), for a checksum:
+    ``marshal`` version 2, which writes those types by value, in order (dicts in their
+    order), with no back-references, the same on every machine. Only ever written here:
+    nothing is read back with marshal. A value of another type raises ValueError."""
+    return marshal.dumps(v, 2)

@@ -454,7 +454,7 @@ def callback_back(v: Any, where: str, callbacks: Any) -> Any:
     return Callback(v[0], v[1])
 
 
-def engine_plain(s: EngineState, name_of: Any, strict: bool = True) -> dict:
+def engine_plain(s: EngineState, name_of: Any, strict: bool = True, array: Any = None) -> dict:
     """The compiled engine's saved values but its tables' blocks (each table's keyed values,
     rows freed since the last take, the human table's free list, generations and report
     callbacks, the pool, the deferred list, the step's row lists, the counts, and the
@@ -463,7 +463,9 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True) -> dict:
     removed since the last update with tasks still on the deferred list, a step's lists
     left non-empty (a snapshot is taken between two updates). Not ``strict`` (a checksum):
     callbacks as code are named, entries held as objects given by their rows, and the
-    step's pending lists counted."""
+    step's pending lists counted. ``array``: what each array becomes (a checksum's form,
+    anim.digest.array_form; None: the array itself)."""
+    arr = array if array is not None else _same
     tables = {}
     if strict:
         ts = s.tables["tasks"]
@@ -483,7 +485,7 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True) -> dict:
                 keyed[k] = {int(r): tuple(int(b) for b in v) for r, v in d.items()}
             else:                                    # partner: a human's handle (an int or a name)
                 keyed[k] = dict(d)
-        tables[name] = {"keyed": keyed, "dirty": np.array(ts.dirty, np.int64)}
+        tables[name] = {"keyed": keyed, "dirty": arr(np.array(ts.dirty, np.int64))}
     h = s.humans
     p = s.player
     rows, odd = p["deferred"]
@@ -494,12 +496,12 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True) -> dict:
         raise NoPlainForm("the step's wrap callbacks or failures are pending: save between two updates")
     out = {
         "tables": tables,
-        "humans": {"free": np.array(h.free, np.int64), "gen": np.array(h.gen, np.int64),
+        "humans": {"free": arr(np.array(h.free, np.int64)), "gen": arr(np.array(h.gen, np.int64)),
                    "on_report": {int(r): callback_plain(v, f"humans.on_report[{r}]", strict)
                                  for r, v in h.on_report.items()}},
-        "pool": (np.asarray(s.pool[0], np.bool_), int(s.pool[1])),
-        "deferred": np.asarray(rows, np.int64).reshape(-1, 2),
-        "stepped": [np.asarray(r, np.int64) for r in p["_stepped"]],
+        "pool": (arr(np.asarray(s.pool[0], np.bool_)), int(s.pool[1])),
+        "deferred": arr(np.asarray(rows, np.int64).reshape(-1, 2)),
+        "stepped": [arr(np.asarray(r, np.int64)) for r in p["_stepped"]],
         "stats": (int(p["stats"][0]), int(p["stats"][1])),
         "batch": (int(s.batch[0]), int(s.batch[1]), [(int(r), int(g)) for r, g in s.batch[2]]),
         "instances": [None if i is None else name_of(i) for i in s.instances],
@@ -511,6 +513,10 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True) -> dict:
         out["pending"] = ([(k, t.trow, t.tgen, name_of(i)) for k, (t, i) in sorted(odd.items())],
                           len(p["_wraps"]), len(p["_failed"]))
     return out
+
+
+def _same(a: np.ndarray) -> np.ndarray:
+    return a
 
 
 def _TASK_COLUMNS() -> dict:

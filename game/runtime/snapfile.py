@@ -35,7 +35,7 @@ from scuffle.anim import plaindata
 from scuffle.anim import snapshot as S
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
-from scuffle.anim.digest import array_digest, blocks_digests
+from scuffle.anim.digest import array_digest, array_form, blocks_digests, digest_form, values_bytes
 from scuffle.anim.snapcheck import ClipFacts, StateError, check_engine, check_finite, check_table_frame, clip_facts
 from scuffle.anim.store import Table, _layout
 from scuffle.components import Body, Combat
@@ -226,7 +226,7 @@ def _owners_plain(owners: dict, views: dict[int, str], what: str) -> dict:
     return out
 
 
-def plain_values(game, st, strict: bool = True) -> dict:
+def plain_values(game, st, strict: bool = True, array: Any = None) -> dict:
     """The saved values of snapshot state ``st`` (game.runtime.snapshot._State) but the
     tables' blocks and the last update's outputs, as plain data: the engine's values
     (anim.snapshot.engine_plain), the body and combat rows' owners by name, the combat
@@ -238,16 +238,21 @@ def plain_values(game, st, strict: bool = True) -> dict:
         raise S.NoPlainForm("a snapshot of the reference engine has no byte form (its state is plain Python "
                             "objects); save the compiled engine's")
     views = _names_of_views(game)
+    arr = array if array is not None else _same
     return {
-        "engine": S.engine_plain(st.engine_state, _name_of_instance, strict),
+        "engine": S.engine_plain(st.engine_state, _name_of_instance, strict, array),
         "bodies": {"owners": _owners_plain(st.bodies[1], views, "body"),
-                   "dirty": np.array(st.bodies[0].dirty, np.int64)},
+                   "dirty": arr(np.array(st.bodies[0].dirty, np.int64))},
         "combats": {"owners": _owners_plain(st.combats[1], views, "combat"),
-                    "dirty": np.array(st.combats[0].dirty, np.int64),
+                    "dirty": arr(np.array(st.combats[0].dirty, np.int64)),
                     "texts": [str.__str__(t) if isinstance(t, str) else t for t in st.combats[2]]},
         "fight": st.fight,
         "extras": list(st.extras),
     }
+
+
+def _same(a: Any) -> Any:
+    return a
 
 
 def _name_of_instance(inst) -> str:
@@ -850,7 +855,7 @@ def checksum(game, st) -> str:
     h = hashlib.sha256()
     h.update(struct.pack("<qqq", st.updates_run, st.update, st.entity_next))
     h.update(plaindata.encode(dict(st.names)))
-    h.update(plaindata.encode(plain_values(game, st, strict=False), lenient=True))
+    h.update(_values_digest(plain_values(game, st, strict=False, array=array_form)))
     h.update(blocks_digests([(_columns_of(_table_of(game, name)), ts.capacity, ts.block)
                              for name, ts in _saved_tables(st).items()]).tobytes())
     es = st.engine_state
@@ -861,13 +866,28 @@ def checksum(game, st) -> str:
 _COLUMNS_OF: dict = {}                # a declaration's bytes -> its columns (the same object each time)
 
 
+def _values_digest(v: dict) -> bytes:
+    """The checksum's bytes of plain values in digest_form: the engine's, the bodies', the
+    combat rows' and the fight rules' (scuffle's own: plain types, no sets) by
+    anim.digest.values_bytes; the stateful actions' by anim.plaindata (a host's action
+    may keep any plain value: a set is sorted there, a dataclass written by its fields)."""
+    extras = v.get("extras")
+    own = {k: x for k, x in v.items() if k != "extras"}
+    own["fight"] = digest_form(own.get("fight"))
+    try:
+        head = values_bytes(own)
+    except ValueError:                           # a type values_bytes does not write by value (an enum's text)
+        head = plaindata.encode(own, lenient=True)
+    return head + plaindata.encode(digest_form(extras), lenient=True)
+
+
 def checksum_parsed(p: Parsed) -> str:
     """``checksum`` of a parsed file (without a Game: the tables' declared columns)."""
     h = hashlib.sha256()
     m = p.meta
     h.update(struct.pack("<qqq", m["updates_run"], m["update"], m["entity_next"]))
     h.update(plaindata.encode(m["names"]))
-    h.update(p.values_bytes)
+    h.update(_values_digest(digest_form(p.values)))
     tables = []
     for name in TABLES:
         rows, raw, block = p.tables[name]
