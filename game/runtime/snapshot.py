@@ -625,6 +625,9 @@ def sync_test(build, updates: int, distances=range(1, 9), *, pose: bool = True, 
     return SyncReport(updates, rollbacks, replayed, final)
 
 
+_KEPT_STATES = 16        # a rollback ring's depth and then some
+
+
 class SavedRandom(random.Random):
     """A ``random.Random`` that a snapshot saves cheaply: ``save_state()`` gives its state
     and reads the 2.5 kB Mersenne Twister state again only when a number was drawn since
@@ -633,6 +636,9 @@ class SavedRandom(random.Random):
 
     def __init__(self, seed=None):
         self._saved = None
+        # the words of the states saved lately, as getstate gave them (id(state) -> (state,
+        # words)): a rollback's load of a state saved a few updates ago skips the unpacking
+        self._words: dict = {}
         super().__init__(seed)
 
     def seed(self, *args, **kwargs) -> None:
@@ -654,6 +660,10 @@ class SavedRandom(random.Random):
         if s is None:
             version, words, gauss = self.getstate()
             s = self._saved = (version, struct.pack(f"<{len(words)}I", *words), gauss)
+            kept = self._words
+            if len(kept) >= _KEPT_STATES:
+                del kept[next(iter(kept))]
+            kept[id(s)] = (s, words)
         return s
 
     def load_state(self, state: tuple) -> None:
@@ -661,5 +671,8 @@ class SavedRandom(random.Random):
         number drawn since that save)."""
         if state is not self._saved:
             version, words, gauss = state
-            self.setstate((version, struct.unpack(f"<{len(words) // 4}I", words), gauss))
+            hit = self._words.get(id(state))
+            unpacked = hit[1] if hit is not None and hit[0] is state else \
+                struct.unpack(f"<{len(words) // 4}I", words)
+            self.setstate((version, unpacked, gauss))
             self._saved = state
