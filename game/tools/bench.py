@@ -884,23 +884,23 @@ def _rollback_costs(game, updates: int = 240, depth: int = 8) -> dict:
     clock = time.process_time
     ring: list = [None] * (depth + 1)
     snaps, backs = [], []
-    for u in range(updates):
+
+    def step_and_save() -> None:
         game.step()
         k = game.update % len(ring)
         c0 = clock()
         ring[k] = game.snapshot(reuse=ring[k])
         snaps.append(clock() - c0)
+
+    for u in range(updates):
+        step_and_save()
         if u >= depth and u % depth == 0:
             back = ring[(game.update - depth) % len(ring)]
             c0 = clock()
             game.restore(back)
             backs.append(clock() - c0)
             for _ in range(depth):
-                game.step()
-                k = game.update % len(ring)
-                c0 = clock()
-                ring[k] = game.snapshot(reuse=ring[k])
-                snaps.append(clock() - c0)
+                step_and_save()
     files = []
     for _ in range(15):
         c0 = clock()

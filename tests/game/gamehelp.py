@@ -86,3 +86,33 @@ def event_game(n: int = 6):
         inst = g.instance(f"h{i}")
         g.player.change(inst, g.player.loop(inst, 1 if i % 2 else 2), 0.0)
     return g
+
+
+def ai_fight(seed: int = 3, health: float = 8.0, engine: str = "compiled"):
+    """Two fighters under the fight rules with rounds and K.O.s, both driven by AIs."""
+    from scuffle.game.fighters.ai import FighterAI
+    from scuffle.game.fighters.combat import Fight
+    from scuffle.game.fighters.moves import Move
+    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.runtime.world import Game
+    g = Game(engine=engine)
+    aset = demo_set()
+    g.add_human("p1", aset, position=(0.0, -1.5, 0.0), heading=0.0, health=health)
+    g.add_human("p2", aset, position=(0.0, 1.5, 0.0), heading=180.0, health=health)
+    fight = Fight(g, separate=True, rounds=True, round_pause=10)
+    for name in ("p1", "p2"):
+        g.change(name, g.player.loop(g.instance(name), int(Move.FIGHT_IDLE)))
+    fight.controllers.append(FighterAI("p1", "p2", seed=seed + 7))
+    fight.controllers.append(FighterAI("p2", "p1", seed=seed))
+    return g
+
+
+def traced(game, updates: int) -> str:
+    """``updates`` updates of ``game``, their trace records (poses included) as text."""
+    import io
+    from scuffle.game.runtime.trace import iter_trace_records, write_records
+    out = io.StringIO()
+    for _ in range(updates):
+        game.step()
+        write_records(out, iter_trace_records(game, pose=True))
+    return out.getvalue()

@@ -8,7 +8,6 @@ that never left.
 """
 from __future__ import annotations
 
-import io
 import random
 
 import pytest
@@ -16,30 +15,18 @@ import pytest
 from scuffle.anim.callbacks import Callback
 from scuffle.components import Combat
 from scuffle.game.fighters import registry as fighters_registry
-from scuffle.game.fighters.ai import FighterAI
-from scuffle.game.fighters.combat import Fight
 from scuffle.game.fighters.moves import Move
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.scenario import parse_scenario, setup_scenario
 from scuffle.game.runtime.snapshot import (SNAPSHOT_VERSION, SavedRandom, Snapshot, SnapshotError, SyncError,
                                            parts, sync_test)
-from scuffle.game.runtime.trace import iter_trace_records, write_records
 from scuffle.game.runtime.world import Game
 from scuffle.game.tools.bench import build_crowd
 
+from gamehelp import ai_fight, traced
 
-def _fight(seed: int = 3, health: float = 8.0, engine: str = "compiled") -> Game:
-    """Two fighters under the fight rules with rounds and K.O.s, both driven by AIs."""
-    g = Game(engine=engine)
-    aset = demo_set()
-    g.add_human("p1", aset, position=(0.0, -1.5, 0.0), heading=0.0, health=health)
-    g.add_human("p2", aset, position=(0.0, 1.5, 0.0), heading=180.0, health=health)
-    fight = Fight(g, separate=True, rounds=True, round_pause=10)
-    for name in ("p1", "p2"):
-        g.change(name, g.player.loop(g.instance(name), int(Move.FIGHT_IDLE)))
-    fight.controllers.append(FighterAI("p1", "p2", seed=seed + 7))
-    fight.controllers.append(FighterAI("p2", "p1", seed=seed))
-    return g
+
+_fight, _trace = ai_fight, traced
 
 
 def _rollbacks(updates: int, distances) -> int:
@@ -47,14 +34,6 @@ def _rollbacks(updates: int, distances) -> int:
     back, when that many updates were run."""
     ks = list(distances)
     return sum(1 for u in range(updates) if u + 1 - ks[u % len(ks)] >= 0)
-
-
-def _trace(game: Game, updates: int) -> str:
-    out = io.StringIO()
-    for _ in range(updates):
-        game.step()
-        write_records(out, iter_trace_records(game, pose=True))
-    return out.getvalue()
 
 
 # ---------------------------------------------------------------- restore, replay

@@ -21,35 +21,12 @@ from scuffle.anim import plaindata
 from scuffle.anim.options import PlayerOptions
 from scuffle.game.runtime import snapfile as F
 from scuffle.game.runtime.snapshot import Snapshot, SnapshotError
-from scuffle.game.fighters.ai import FighterAI
-from scuffle.game.fighters.combat import Fight
-from scuffle.game.fighters.moves import Move
-from scuffle.game.fighters.moveset import demo_set
-from scuffle.game.runtime.trace import iter_trace_records, write_records
 from scuffle.game.runtime.world import Game
 
-
-def _fight(seed: int = 3, engine: str = "compiled") -> Game:
-    """Two fighters under the fight rules (rounds, K.O.s), both driven by AIs."""
-    g = Game(engine=engine)
-    aset = demo_set()
-    g.add_human("p1", aset, position=(0.0, -1.5, 0.0), heading=0.0, health=8.0)
-    g.add_human("p2", aset, position=(0.0, 1.5, 0.0), heading=180.0, health=8.0)
-    fight = Fight(g, separate=True, rounds=True, round_pause=10)
-    for name in ("p1", "p2"):
-        g.change(name, g.player.loop(g.instance(name), int(Move.FIGHT_IDLE)))
-    fight.controllers.append(FighterAI("p1", "p2", seed=seed + 7))
-    fight.controllers.append(FighterAI("p2", "p1", seed=seed))
-    return g
+from gamehelp import ai_fight, traced
 
 
-def _trace(game: Game, updates: int) -> str:
-    import io
-    out = io.StringIO()
-    for _ in range(updates):
-        game.step()
-        write_records(out, iter_trace_records(game, pose=True))
-    return out.getvalue()
+_fight, _trace = ai_fight, traced
 
 
 @pytest.fixture
