@@ -119,7 +119,7 @@ def compile_kernels(progress=None) -> None:
         b = p.pose(hs)
         p.flush()
     # a prepared command: learned by its first run, its rows in one compiled call by the second
-    cmd = p.prepare(Recipe(Place.CHANGE, (ClipStep(1, blend=0.1), GaitStep([0, 1, 2, 3, 3], target=Arg(0))),
+    cmd = p.prepare(Recipe(Place.CHANGE, (ClipStep(1, blend=0.1), GaitStep((0, 1, 2, 3, 3), target=Arg(0))),
                            fade=0.1))
     p.run(hs[0], cmd, 1.5)
     p.run(hs[1], cmd, 2.5)

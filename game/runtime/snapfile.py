@@ -734,9 +734,10 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         need(why is None, "values.fight", str(why))
     log = p.log
     if log is not None:
-        fits = getattr(game.fight, "log_fits", None) if fight is not None else None
-        need(fits is not None, "log", "a fight log for a Game without fight rules that keep one")
-        why = fits(log)
+        log_fits = getattr(game.fight, "log_fits", None) if fight is not None else None
+        if log_fits is None:
+            raise _Refused("log: a fight log for a Game without fight rules that keep one")
+        why = log_fits(log)
         need(why is None, "log", str(why))
     extras = v["extras"]
     mine_x = _stateful(game)

@@ -178,8 +178,11 @@ def test_a_signal_during_a_write_leaves_the_old_file_whole_and_no_part(tmp_path,
     (tmp_path / "long.toml").write_text(FIGHT.replace("updates = 120", "updates = 200000"), encoding="utf-8")
     (tmp_path / "t.jsonl").write_text("the old trace\n", encoding="utf-8")
     env = {**os.environ, "SDL_VIDEODRIVER": "dummy"}
+    # SIGINT at its default in the child: a job a shell started in the background (CI may be
+    # one) has it ignored, and Python then keeps it ignored, as a shell's user would want
     p = subprocess.Popen([sys.executable, "-m", "scuffle", "run", "long.toml", "--trace", "t.jsonl"], cwd=tmp_path,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         # well into the run (its kernels compiled: a cold cache compiles during the first updates)
