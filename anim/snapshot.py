@@ -26,6 +26,7 @@ copies its state, sharing the anim sets, clips and options, which never change.
 from __future__ import annotations
 
 import dataclasses
+import struct
 from typing import Any, Iterable
 
 import numpy as np
@@ -466,6 +467,8 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True, array: Any =
     step's pending lists counted. ``array``: what each array becomes (a checksum's form,
     anim.digest.array_form; None: the array itself)."""
     arr = array if array is not None else _same
+    # a list of rows: an int64 array, or in a checksum's form (dtype, shape, bytes) at once
+    ints = _int_array if array is None else _int_form
     tables = {}
     if strict:
         ts = s.tables["tasks"]
@@ -485,7 +488,7 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True, array: Any =
                 keyed[k] = {int(r): tuple(int(b) for b in v) for r, v in d.items()}
             else:                                    # partner: a human's handle (an int or a name)
                 keyed[k] = dict(d)
-        tables[name] = {"keyed": keyed, "dirty": arr(np.array(ts.dirty, np.int64))}
+        tables[name] = {"keyed": keyed, "dirty": ints(ts.dirty)}
     h = s.humans
     p = s.player
     rows, odd = p["deferred"]
@@ -496,7 +499,7 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True, array: Any =
         raise NoPlainForm("the step's wrap callbacks or failures are pending: save between two updates")
     out = {
         "tables": tables,
-        "humans": {"free": arr(np.array(h.free, np.int64)), "gen": arr(np.array(h.gen, np.int64)),
+        "humans": {"free": ints(h.free), "gen": ints(h.gen),
                    "on_report": {int(r): callback_plain(v, f"humans.on_report[{r}]", strict)
                                  for r, v in h.on_report.items()}},
         "pool": (arr(np.asarray(s.pool[0], np.bool_)), int(s.pool[1])),
@@ -517,6 +520,15 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True, array: Any =
 
 def _same(a: np.ndarray) -> np.ndarray:
     return a
+
+
+def _int_array(xs: list) -> np.ndarray:
+    return np.array(xs, np.int64)
+
+
+def _int_form(xs: list) -> tuple:
+    """anim.digest.array_form of ``np.array(xs, np.int64)``, without the array."""
+    return ("<i8", (len(xs),), struct.pack(f"<{len(xs)}q", *xs))
 
 
 def _TASK_COLUMNS() -> dict:

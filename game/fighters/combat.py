@@ -176,7 +176,7 @@ class Fight(Hits):
     # ---------------------------------------------------------------- snapshots
     def save_state(self) -> tuple:
         """What the next updates read (Game.snapshot): the K.O.s and the round's end, each
-        human's start (its arrays are never written in place: shared), the stats, the
+        human's start (its position as three numbers), the stats, the
         pending hits and windows, and the state of each controller that has one (an AI's
         random generator). The combat states and health are the combat table's rows, saved
         by the Game; the log of recent entries is saved apart (``save_log``: a record for the
@@ -185,7 +185,8 @@ class Fight(Hits):
         stats = (st.grabs, st.strikes, st.throws, st.damage, st.refused, dict(st.kinds), st.logged,
                  st.round, tuple(dict(r) for r in st.rounds))
         ctl = tuple(c.save_state() if hasattr(c, "save_state") else None for c in self.controllers)
-        return (dict(self.ko), self.ko_at, dict(self.starts), stats, tuple(self.pending), ctl)
+        starts = {e: (tuple(p.tolist()), h, hp) for e, (p, h, hp) in self.starts.items()}    # plain numbers
+        return (dict(self.ko), self.ko_at, starts, stats, tuple(self.pending), ctl)
 
     def config(self) -> dict:
         """The rules' settings as plain data (Game.config): the options and, per controller,
@@ -234,8 +235,8 @@ class Fight(Hits):
         if not isinstance(starts, dict):
             return "starts: not a map"
         for e, v in starts.items():
-            if not (self._is_fighter(e) and isinstance(v, tuple) and len(v) == 3 and isinstance(v[0], np.ndarray)
-                    and v[0].shape == (3,) and v[0].dtype == np.float64 and bool((abs(v[0]) <= MAX_COORD).all())
+            if not (self._is_fighter(e) and isinstance(v, tuple) and len(v) == 3 and isinstance(v[0], tuple)
+                    and len(v[0]) == 3 and all(_finite(x, MAX_COORD) for x in v[0])
                     and _finite(v[1], MAX_COORD) and _finite(v[2], MAX_HEALTH) and v[2] > 0):
                 return f"starts[{str(e)[:20]}]: not (position, heading, health)"
         if not (isinstance(stats, tuple) and len(stats) == 9):
@@ -272,7 +273,8 @@ class Fight(Hits):
         if why is not None:
             raise ValueError(f"Fight.load_state: {why}")
         ko, self.ko_at, starts, stats, pending, ctl = state
-        self.ko, self.starts, self.pending = dict(ko), dict(starts), list(pending)
+        self.ko, self.pending = dict(ko), list(pending)
+        self.starts = {e: (np.array(p, dtype=np.float64), h, hp) for e, (p, h, hp) in starts.items()}
         st = self.stats
         (st.grabs, st.strikes, st.throws, st.damage, st.refused, kinds, st.logged, st.round, rounds) = stats
         st.kinds.clear()

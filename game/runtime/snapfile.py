@@ -35,7 +35,7 @@ from scuffle.anim import plaindata
 from scuffle.anim import snapshot as S
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
-from scuffle.anim.digest import array_digest, array_form, blocks_digests, digest_form, values_bytes
+from scuffle.anim.digest import array_form, blocks_digests, digest_form, values_bytes
 from scuffle.anim.snapcheck import ClipFacts, StateError, check_engine, check_finite, check_table_frame, clip_facts
 from scuffle.anim.store import Table, _layout
 from scuffle.components import Body, Combat
@@ -859,8 +859,6 @@ def checksum(game, st) -> str:
     h.update(_values_digest(plain_values(game, st, strict=False, array=array_form)))
     h.update(blocks_digests([(_columns_of(_table_of(game, name)), ts.capacity, ts.block)
                              for name, ts in _saved_tables(st).items()]).tobytes())
-    es = st.engine_state
-    h.update(struct.pack("<Q", array_digest(es.pool[0])))
     return h.hexdigest()
 
 
@@ -873,8 +871,7 @@ def _values_digest(v: dict) -> bytes:
     anim.digest.values_bytes; the stateful actions' by anim.plaindata (a host's action
     may keep any plain value: a set is sorted there, a dataclass written by its fields)."""
     extras = v.get("extras")
-    own = {k: x for k, x in v.items() if k != "extras"}
-    own["fight"] = digest_form(own.get("fight"))
+    own = {k: x for k, x in v.items() if k != "extras"}      # the fight's state holds no array
     try:
         head = values_bytes(own)
     except ValueError:                           # a type values_bytes does not write by value (an enum's text)
@@ -897,7 +894,6 @@ def checksum_parsed(p: Parsed) -> str:
                                                for c in cols})
         tables.append((columns, rows, np.frombuffer(block, np.uint8)))
     h.update(blocks_digests(tables).tobytes())
-    h.update(struct.pack("<Q", array_digest(p.values["engine"]["pool"][0])))
     return h.hexdigest()
 
 
