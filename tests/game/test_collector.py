@@ -30,7 +30,8 @@ def test_settle_freezes_the_loaded_world_and_the_library_never_does(unfrozen):
         game.step()
     assert gc.get_freeze_count() == 0                # the runtime itself never freezes anything
     n = scuffle.settle()
-    assert n == gc.get_freeze_count() > 1000
+    # what settle froze, less what a reference count freed since (another thread's objects)
+    assert n >= gc.get_freeze_count() > 1000 and gc.get_freeze_count() > n - 1000
     assert gc.get_count()[0] < 50                    # collected first: the young generation is empty
     game.step()                                      # the world still runs
     assert gc.get_freeze_count() <= n                # nothing more frozen (some freed by their counts)
