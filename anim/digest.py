@@ -1,6 +1,6 @@
 """A table's state as one 64-bit number, for checksums that peers compare every few updates.
 
-``table_digest(t)`` hashes what the next update reads of a table: the free list (its
+``blocks_digests(tables)`` hashes what the next update reads of each table: the free list (its
 order is which row the next take gets), every row's generation and live flag, and the
 columns of the rows in use. A free row's columns are not read before its next take resets
 them (anim.store: ``alloc`` zeroes a row, ``alloc_default`` puts the defaults back, a
@@ -24,8 +24,7 @@ from numba import njit, uint64
 from .jitcache import cache_setting
 from .store import _layout
 
-__all__ = ["table_digest", "block_digest", "blocks_digests", "array_digest", "layout_plan", "array_form",
-           "values_bytes", "digest_form"]
+__all__ = ["blocks_digests", "layout_plan", "array_form", "values_bytes", "digest_form"]
 
 # numba's disk cache where it can write one (anim.jitcache: a read-only install compiles per run)
 CACHE = cache_setting(__file__)
@@ -134,41 +133,6 @@ def layout_plan(columns: dict, cap: int) -> tuple[np.ndarray, np.ndarray]:
         else:
             plan.append((off, size, per))
     return np.array(plan, np.int64).reshape(-1, 3), np.array(whole, np.int64).reshape(-1, 3)
-
-
-def table_digest(t, seed: int = 0) -> int:
-    """The digest of table ``t`` (an anim.store Table or HumanTable): see the module docstring."""
-    return block_digest(t._all if hasattr(t, "_all") else t.COLUMNS, t.capacity, t.block, seed)
-
-
-def block_digest(columns: dict, cap: int, block: np.ndarray, seed: int = 0) -> int:
-    """The digest of a table's ``block`` laid out by store._layout(``columns``, ``cap``)
-    (a saved block: anim.snapshot.TableState.block), as table_digest gives for the table."""
-    key = (id(columns), cap)
-    plans = _PLANS.get(key)
-    if plans is None or plans[0] is not columns:
-        if len(_PLANS) > 256:
-            _PLANS.clear()
-        off = _layout(columns, cap)[0]["live"][0]
-        plans = _PLANS[key] = (columns, *layout_plan(columns, cap), off)
-    return int(_rows_digest(block, plans[1], plans[2], plans[3], cap, seed))
-
-
-_PLANS: dict = {}     # (column names, capacity) -> (columns, plan, whole, live's offset): derived only
-
-
-def array_digest(a: np.ndarray, seed: int = 0) -> int:
-    """The digest of a whole array's bytes (any dtype, C-contiguous or copied so)."""
-    b = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-    n = b.shape[0]
-    pad = (-n) % 8
-    if pad:
-        b = np.concatenate((b, np.zeros(pad, np.uint8)))
-    whole = np.array([[0, 8, b.shape[0] // 8]], np.int64)
-    return int(_rows_digest(b, _EMPTY, whole, 0, 0, seed ^ n))
-
-
-_EMPTY = np.zeros((0, 3), np.int64)
 
 
 def blocks_digests(tables: list, seed: int = 0) -> np.ndarray:
