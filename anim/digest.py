@@ -1,15 +1,15 @@
 """A table's state as one 64-bit number, for checksums that peers compare every few updates.
 
-``blocks_digests(tables)`` hashes what the next update reads of each table: the free list (its
-order is which row the next take gets), every row's generation and live flag, and the
-columns of the rows in use. A free row's columns are not read before its next take resets
+``blocks_digests(tables)`` hashes what the next update reads of each table: the free list
+(its order is which row the next take gets), every row's generation and live flag, and
+the columns of the rows in use. A free row's columns are not read before its next take resets
 them (anim.store: ``alloc`` zeroes a row, ``alloc_default`` puts the defaults back, a
 kernel writes every column of a row it takes), so they are left out: the cost follows the
 crowd, not the tables' capacity (about a microsecond for the two fighters' tables).
 
-Integers only (a multiply and a fold per 1, 4 or 8-byte item, in row order, and a
-final avalanche of the 64 bits), so the
-same state gives the same number on every CPU. Not a cryptographic hash: a snapshot
+Integers only (a multiply and a fold per 1, 4 or 8-byte item, column by column over
+the rows in use, and a final avalanche of the 64 bits), so the same state gives the same
+number on every CPU. Not a cryptographic hash: a snapshot
 file's integrity is checked by its sha256 (game.runtime.snapshot); this number finds
 desyncs, as GGPO's Fletcher checksum does. Original: none (ours).
 """
