@@ -22,6 +22,7 @@ import argparse
 import math
 import os
 import sys
+from typing import Any
 
 from scuffle.demo.headless import DEFAULT_FRAME_EVERY, DEFAULT_OUT, DEFAULT_SECONDS, MAX_REWIND_SECONDS
 from scuffle.game.cli.errors import OneLineParser, examples, number, whole
@@ -218,6 +219,31 @@ def headless(a: argparse.Namespace, why: str | None = None) -> int:
     return 0
 
 
+def open_window(size: tuple[int, int]) -> tuple[Any, str | None]:
+    """The demo's window of ``size``: (the pygame screen, None), or (None, why there is
+    none: no display, pygame's error, SDL falling back to a driver that shows nothing),
+    pygame's display closed again then, for a caller that runs headless instead."""
+    why = no_display()
+    if why:
+        return None, why
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+    import pygame
+
+    from scuffle.demo.quiet import sdl_quiet
+    try:
+        with sdl_quiet():                  # SDL's noise while it looks for a driver
+            pygame.display.init()
+            screen = pygame.display.set_mode(size, pygame.RESIZABLE)
+    except pygame.error as e:
+        pygame.display.quit()
+        return None, f"pygame.display: {e}"
+    got = offscreen_driver(pygame)
+    if got:                                # SDL fell back to a driver that shows nothing
+        pygame.display.quit()
+        return None, f"SDL gave the {got!r} video driver"
+    return screen, None
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -226,29 +252,15 @@ def main(argv=None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     if a.play is not None:
         from scuffle.demo.play import play
-        return play(a, no_display, offscreen_driver)
+        return play(a, open_window)
     if a.host or a.join:
         return netplay(a)
     if a.headless or a.gif is not None or a.rewinds:     # --rewind-at is a headless run's
         return headless(a)
-    why = no_display()
-    if why:
+    screen, why = open_window(a.size)
+    if screen is None:
         return headless(a, why)
-    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     import pygame
-
-    from scuffle.demo.quiet import sdl_quiet
-    try:
-        with sdl_quiet():                  # SDL's noise while it looks for a driver
-            pygame.display.init()
-            screen = pygame.display.set_mode(a.size, pygame.RESIZABLE)
-    except pygame.error as e:
-        pygame.display.quit()
-        return headless(a, f"pygame.display: {e}")
-    got = offscreen_driver(pygame)
-    if got:                                # SDL fell back to a driver that shows nothing
-        pygame.display.quit()
-        return headless(a, f"SDL gave the {got!r} video driver")
     bad = check_files(a, headless=False)
     if bad:
         pygame.display.quit()

@@ -65,35 +65,20 @@ def _not_regular(paths) -> str | None:
     return None
 
 
-def play(a: argparse.Namespace, no_display: Callable[[], str | None],
-         offscreen_driver: Callable[[Any], str | None]) -> int:
+def play(a: argparse.Namespace, open_window: Callable[[tuple[int, int]], tuple[Any, str | None]]) -> int:
     """Play ``a.play`` in the window, or headless (see the module docstring); the exit
-    status. ``no_display`` and ``offscreen_driver``: the demo's own tests for a display
-    (scuffle.demo.cli), which fall back to the headless run."""
+    status. ``open_window``: the demo's window or why there is none (scuffle.demo.cli),
+    which falls back to the headless run."""
     try:
         sc = _load(a)
     except (ValueError, OSError) as exc:
         return _fail(str(exc))
     if a.headless or a.gif is not None:
         return _headless(a, sc)
-    why = no_display()
-    if why:
+    screen, why = open_window(a.size)
+    if screen is None:
         return _headless(a, sc, why)
-    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
     import pygame
-
-    from scuffle.demo.quiet import sdl_quiet
-    try:
-        with sdl_quiet():                  # SDL's noise while it looks for a driver
-            pygame.display.init()
-            screen = pygame.display.set_mode(a.size, pygame.RESIZABLE)
-    except pygame.error as e:
-        pygame.display.quit()
-        return _headless(a, sc, f"pygame.display: {e}")
-    got = offscreen_driver(pygame)
-    if got:
-        pygame.display.quit()
-        return _headless(a, sc, f"SDL gave the {got!r} video driver")
     bad = _not_regular([("--screenshot", a.screenshot)])
     if bad:
         pygame.display.quit()
