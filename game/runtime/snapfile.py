@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
-import stat
 import struct
 import sys
 from dataclasses import dataclass, fields, is_dataclass
@@ -899,24 +897,11 @@ def checksum_parsed(p: Parsed) -> str:
 
 # ---------------------------------------------------------------- reading a file
 def read_file(path: str, budget: int = MAX_BYTES) -> bytes:
-    """The bytes of snapshot file ``path``: a regular file only (never a FIFO, a device or
-    a directory: opened without blocking and checked before a byte is read), of at most
-    ``budget`` bytes, read up to its size and never past it. Rejected (_Refused naming
-    the file; OSError passes through for the caller to word)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    """The bytes of snapshot file ``path`` (game.runtime.files.read_limited: a regular file
+    only, opened without blocking and checked before a byte is read, of at most ``budget``
+    bytes). Rejected: _Refused naming the file and the problem."""
+    from scuffle.game.runtime.files import FileLimitError, read_limited
     try:
-        st = os.fstat(fd)
-        if not (stat.S_ISREG(st.st_mode)):
-            raise _Refused(f"{short(path)}: not a regular file")
-        if not (st.st_size <= budget):
-            raise _Refused(f"{short(path)}: {st.st_size} bytes, more than the {budget}-byte budget")
-        chunks, left = [], st.st_size
-        while left > 0:
-            b = os.read(fd, min(left, 1 << 24))
-            if not b:
-                break
-            chunks.append(b)
-            left -= len(b)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return read_limited(path, budget)
+    except FileLimitError as e:
+        raise _Refused(f"{short(e.path)}: {e.problem}") from None

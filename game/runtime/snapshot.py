@@ -181,7 +181,7 @@ class Snapshot:
     def read(cls, path: str) -> "Snapshot":
         """``from_bytes`` of the file at ``path``: a regular file of at most
         snapfile.MAX_BYTES, never read past its size (a FIFO or a device is refused without
-        a read). Rejected: SnapshotError naming the file; OSError as the system gives it."""
+        a read). Rejected: SnapshotError naming the file (one that cannot be read, too)."""
         try:
             data = F.read_file(path)
         except F._Refused as e:

@@ -275,7 +275,7 @@ def test_read_refuses_a_file_over_the_budget_before_reading_it(tmp_path):
         f.truncate(F.MAX_BYTES + 1)                   # sparse: no disk, no memory
     import tracemalloc
     tracemalloc.start()
-    with pytest.raises(SnapshotError, match="budget"):
+    with pytest.raises(SnapshotError, match="over the limit"):
         Snapshot.read(str(big))
     assert tracemalloc.get_traced_memory()[1] < 1 << 20
     tracemalloc.stop()
