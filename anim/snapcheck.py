@@ -37,6 +37,9 @@ _CURSORS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 _NEXT_TYPES = (int(TaskType.CLIP), int(TaskType.PAIRED_CLIP))
 MAX_RATE = 1e6                 # a rate or speed beyond this is not one any constructor takes
+MAX_SECONDS = 1e9              # a fade's time or a blend time, far past any clip
+MAX_VALUE = 1e9                # a mix's weight or a pick's or direction's value, far past their ranges
+MAX_COUNT = 1 << 62            # a loop's wrap count: an int64 with room to count on
 
 
 class StateError(ValueError):
@@ -195,8 +198,8 @@ def check_engine(tables: dict[str, Any], humans: Any, *, pool_out: np.ndarray, n
                              f"({int(want_f[i])})")
     # -- fades and gaits: finite numbers, a gait's pair and clips in range
     frows = live["fades"]
-    check_finite("fades.el", fad.el[frows], frows, 0.0, 1e9)
-    check_finite("fades.dur", fad.dur[frows], frows, 0.0, 1e9)
+    check_finite("fades.el", fad.el[frows], frows, 0.0, MAX_SECONDS)
+    check_finite("fades.dur", fad.dur[frows], frows, 0.0, MAX_SECONDS)
     grows = live["gaits"]
     check_finite("gaits.value", gai.value[grows], grows, 0.0, 4.0)
     check_finite("gaits.target", gai.target[grows], grows, 0.0, 4.0)
@@ -215,13 +218,13 @@ def check_engine(tables: dict[str, Any], humans: Any, *, pool_out: np.ndarray, n
         _bools(f"tasks.{col}", getattr(tsk, col)[trows], trows)
     check_finite("tasks.rate", tsk.rate[trows], trows, 0.0, MAX_RATE)
     check_finite("tasks.speed", tsk.speed[trows], trows, 0.0, MAX_RATE)
-    check_finite("tasks.blend", tsk.blend[trows], trows, 0.0, 1e9)
-    check_finite("tasks.value", tsk.value[trows], trows, -1e9, 1e9)
-    check_finite("tasks.target", tsk.target[trows], trows, -1e9, 1e9)
+    check_finite("tasks.blend", tsk.blend[trows], trows, 0.0, MAX_SECONDS)
+    check_finite("tasks.value", tsk.value[trows], trows, -MAX_VALUE, MAX_VALUE)
+    check_finite("tasks.target", tsk.target[trows], trows, -MAX_VALUE, MAX_VALUE)
     _ints_in("tasks.window", tsk.window[trows].astype(np.int64), trows, 0, 1)
     _ints_in("tasks.centre", tsk.centre[trows].astype(np.int64), trows, 0, 7)
     _ints_in("tasks.sampling", tsk.sampling[trows].astype(np.int64), trows, 0, 1)
-    _ints_in("tasks.wraps", tsk.wraps[trows], trows, 0, 1 << 62)
+    _ints_in("tasks.wraps", tsk.wraps[trows], trows, 0, MAX_COUNT)
     _ints_in("tasks.held", tsk.held[trows], trows, 0, (1 << 63) - 1)      # record +0x08's bits: 0 to 2^63 - 1
     owned = []
     clive = cur.live

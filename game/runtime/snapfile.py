@@ -149,7 +149,7 @@ def config_parts(game) -> dict:
     ctx = game.ctx
     sets = sorted({_set_of(game, ent).digest() for _, ent in game.humans()})
     fight = game.fight
-    extras = [f"{type(o).__module__}.{type(o).__qualname__}" for o in _stateful(game)]
+    extras = [f"{type(o).__module__}.{type(o).__qualname__}" for o in stateful(game)]
     return {
         "scuffle": _version(),
         "format": FORMAT,
@@ -189,8 +189,6 @@ def stateful(game) -> list:
             out.append(owner)
     return out
 
-
-_stateful = stateful
 
 
 def config_digest(game) -> str:
@@ -738,7 +736,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         why = log_fits(log)
         need(why is None, "log", str(why))
     extras = v["extras"]
-    mine_x = _stateful(game)
+    mine_x = stateful(game)
     need(isinstance(extras, list) and len(extras) == len(mine_x), "values.extras",
          f"not the {len(mine_x)} stateful actions of this Game")
     for i, (obj, x) in enumerate(zip(mine_x, extras)):

@@ -271,13 +271,10 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
                    dict(ctx.combats.owners), list(ctx.combats.texts))
     fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
     log = game.fight.save_log() if fight is not None and not view and hasattr(game.fight, "save_log") else None
-    extras = [fn.save_state() for fn in _extras(game)]
+    extras = [fn.save_state() for fn in F.stateful(game)]
     state = _State(game.engine, ctx.updates_run, ctx.update, dict(game.names), entity_next, engine_state, c,
                    bodies, combats, fight, extras, log)
     return Snapshot(state, game=game)
-
-
-_extras = F.stateful
 
 
 def restore(game, snap: Snapshot) -> None:
@@ -303,7 +300,7 @@ def restore(game, snap: Snapshot) -> None:
     why = fits(st.fight, trusted=True) if fits is not None and snap._parsed is None else None
     if why is not None:
         raise SnapshotError(f"Game.restore: the fight rules' state does not fit: {why}")
-    extras = _extras(game)
+    extras = F.stateful(game)
     if len(extras) != len(st.extras):
         raise SnapshotError(f"Game.restore: {len(st.extras)} stateful actions saved, this Game runs {len(extras)}")
     if snap._game is None or snap._game() is not game:   # a snapshot of this Game fits its own tables
