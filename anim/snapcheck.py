@@ -32,7 +32,7 @@ _CURSORS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
     int(TaskType.FADE): ((), ()),
     int(TaskType.MIX): (("c0", "c1"), ()),
     int(TaskType.PICK): (("c0", "c1", "c2", "c3"), ()),
-    int(TaskType.GAIT): (("c0",), ("c1",)),
+    int(TaskType.GAIT): (("c0", "c1"), ()),            # its pair, both always there (kernels._runnable)
     int(TaskType.DIRECTION): (("c0", "c1", "c2"), ()),
 }
 _NEXT_TYPES = (int(TaskType.CLIP), int(TaskType.PAIRED_CLIP))

@@ -369,3 +369,25 @@ def test_every_state_of_a_long_fight_restores_from_its_bytes():
     finally:
         a.close()
         b.close()
+
+
+def test_a_gait_without_its_upper_cursor_is_refused():
+    """Found by the loader's fuzz: a gait's pair is two cursors, both always there (the
+    kernel steps no gait without them), so a file with one of them gone is refused."""
+    from scuffle.game.tools.bench import build_crowd
+    a, b = build_crowd(12, "realistic"), build_crowd(12, "realistic")
+    try:
+        for _ in range(20):
+            a.step()
+        snap = a.snapshot()
+        ts = a.player.stores.tasks
+        gaits = [int(r) for r in np.flatnonzero(ts.live) if int(ts.type[r]) == 12]
+        assert gaits
+        data = _rebuilt(snap.to_bytes(), _column_edit("tasks", "c1", -1, row=gaits[0]))
+        before = b.checksum()
+        with pytest.raises(SnapshotError, match="tasks.c1"):
+            b.restore(Snapshot.from_bytes(data))
+        assert b.checksum() == before
+    finally:
+        a.close()
+        b.close()
