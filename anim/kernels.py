@@ -52,6 +52,7 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
 
 from .clip import EventType
 from . import detmath as _detmath
@@ -109,7 +110,7 @@ NO_POSE = -(1 << 40)          # a plan's final handle for "no pose": the default
 QUEUED_POSE = POSE_STACK_SIZE + 1   # pose_stacks' scratch pose of the queued tasks' pose (queued_default)
 # anim.detmath's source, whose scalar forms compile into these kernels: numba's cache is
 # keyed on this file only, so an edit there must change this line (tests/anim/test_detmath.py).
-DETMATH_SHA256 = "fef4956f3a2564661bdafb27befc0bcd6091bf5b5435f74749389d03aefd4f62"
+DETMATH_SHA256 = "e389605886a3e4ccad66ff90ecd6c95ac19f499eb411fa72732e53ebe49efda7"
 
 
 
@@ -181,6 +182,8 @@ def _python_of(f):
 # anim.detmath's scalar forms as the kernels call them: link-only (anim.jitpipe) like the
 # helpers, compiled from detmath's own Python functions (register_jitable: numba compiled
 # each with machine code of its own in every process; what they call inside stays so).
+for _fn in _detmath.JITABLE:       # detmath imports no numba: its scalar forms are made jitable here
+    register_jitable(_fn)
 acos_s = _helper(_detmath.acos_s)
 cos_pi_s = _helper(_detmath.cos_pi_s)
 sin_cos_s = _helper(_detmath.sin_cos_s)

@@ -16,7 +16,7 @@ import math
 
 from .. import f32 as F
 from ..detmath import cos_pi_s
-from ..tasks import BlendWindow, PickSampling, TaskType
+from ..enums import BlendWindow, PickSampling, TaskType
 from .cursor import CURSOR_BITS, MUTED, RefCursor, follow
 
 __all__ = ["RefTask", "RefLoop", "RefClip", "RefHold", "RefScene", "RefPairedClip", "RefPairedHold",
@@ -70,6 +70,7 @@ class RefTask:
         self.held = int(held)
         self.on_end = on_end
         self.released = False
+        self.placed = False         # on a stack, in a queue or another task's next task
 
     def cursor_flags(self) -> int:
         """Task flags 0x1, 0x2, 0x10 become cursor flags (L226-231)."""
