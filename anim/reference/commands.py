@@ -127,7 +127,7 @@ class RefCommand:
         for pos in positions:
             if type(pos) is bool or not isinstance(pos, int) or pos < 0:
                 raise RecipeError(f"Arg({pos!r}): its position must be an int >= 0")
-        self.recipe = recipe
+        self.recipe = Recipe(place.value, tasks, recipe.fade)     # the place as a plain str
         self.place = place
         self.steps = tuple(steps)
         self.fade = fade
