@@ -37,12 +37,14 @@ def give_back_unplaced(rules: Any) -> int:
     made = pool.made
     pool.made = []
     ts = rules.stores.tasks
-    out, placed, released = pool.out, ts.placed, ts.released
     if made is None:
+        out, placed, released = pool.out, ts.placed, ts.released
         n = min(len(out), len(placed))
         rows = np.flatnonzero(out[:n] & ~placed[:n] & ~released[:n]).tolist()
     else:
         rows = made
+    # the fast views (plain-int reads); a discard does not replace these arrays
+    out, placed, released = pool.m_out, ts.m_placed, ts.m_released
     before = pool.n_out
     for r in rows:
         if r < len(out) and out[r] and not placed[r] and not released[r]:

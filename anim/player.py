@@ -188,7 +188,8 @@ class Player(RecipeRules):
             self._dt_f32 = F.f32(raw if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
             self._dt_raw = raw
         dt = self._dt_f32
-        if self.pool.made != []:                # the handle API made tasks since the last step
+        made = self.pool.made
+        if made or made is None:                # the handle API made tasks since the last step:
             give_back_unplaced(self)            # those never placed go back (anim.orphans)
         if self.refused:                        # emptied (a new list: one handed out keeps its items)
             self.refused = []

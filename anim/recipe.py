@@ -8,8 +8,9 @@ picklable, no closures), with ``Arg(i)`` where a number or an anim id is given a
 time; ``Player.prepare(recipe)`` checks it once and returns a ``Command``;
 ``Player.run(inst, command, *params)`` then writes the task, cursor, fade and gait rows,
 the pool's accounting and the human's stack or queue row straight from what the
-``Command`` keeps per anim set (anim.prepared: the engine's part; this module is plain
-data and ``expand``, which the reference engine runs too: each clip's bank index, cursor
+``Command`` keeps per anim set (anim.prepared: the engine's part; this module is the
+``Command`` and ``expand``, the engine's; the plain data is anim.recipedata, which the
+reference engine expands by its own code: each clip's bank index, cursor
 proto and rate, found once per set; a new set, a clip replaced with ``AnimSet.with_clip`` (a new set) or new
 options are found again), with no handle object: a row's handle is made on its first
 read (``anim.tasks.task_at``).
@@ -197,8 +198,7 @@ def _value(v, params: tuple):
 
 
 def expand(host: Any, inst: Any, command: Command, params: tuple) -> None:
-    """Run ``command`` through ``host``'s handle calls (a Player, or the reference engine:
-    anim.reference.Reference.run): the pool checked for all its tasks first, the tasks
+    """Run ``command`` through ``host``'s handle calls (a Player's): the pool checked for all its tasks first, the tasks
     made last first, then placed; a refusal before the place, or by push or enqueue, gives
     back what was made (Player.change gives its task back itself). In: the host, the
     human, the command and its params (their number checked by the caller)."""

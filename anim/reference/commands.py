@@ -1,7 +1,7 @@
 """The reference's prepared commands: a Recipe (plain data) checked, then run as the
 reference's own constructors and stack rules.
 
-Written from what a recipe means (anim.recipedata; docs/player.md "Prepared commands"),
+Written from what a recipe means (anim.recipedata; docs/api.md "Prepared commands"),
 not from the engine's expansion: a recipe's ``tasks`` are made from the last to the first,
 each ``ClipStep`` handing over to the task made before it, then the first is placed by
 ``change`` (under a fade of ``fade`` s), ``push`` or ``enqueue``. A refused command leaves

@@ -194,6 +194,21 @@ class RefClip(_RefSingle):
         self.window_rule = BlendWindow(window_rule)
         self.handed_over = False
 
+    @property
+    def next(self) -> RefTask | None:
+        """The task that takes this one's place when its clip ends (None: hold the last frame)."""
+        return self._next
+
+    @next.setter
+    def next(self, task: RefTask | None) -> None:
+        # a next task has its one place here; the one it replaces has none now
+        old = getattr(self, "_next", None)
+        if old is not None and old is not task:
+            old.placed = False
+        if task is not None:
+            task.placed = True
+        self._next = task
+
     def following(self) -> list[RefTask]:
         return [] if self.next is None or self.handed_over else [self.next]
 

@@ -204,8 +204,6 @@ class Reference:
         r = self.rate_of(s, anim_id) if rate is None else _number("rate", rate)
         task = self.pool.take(RefClip(self.cursor(s, anim_id), r, next, blend, flags, held, on_end,
                                       self.options.blend_window))
-        if next is not None:
-            next.placed = True          # its one place: this task's next task
         return task
 
     def hold(self, inst, anim_id, *, flags=0, held=0, on_end=None):
@@ -231,8 +229,6 @@ class Reference:
         c = self.cursor(s, anim_id)
         task = self.pool.take(RefPairedClip(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
                                             next, blend, flags, held, on_end, self.options.blend_window))
-        if next is not None:
-            next.placed = True
         return task
 
     def paired_hold(self, inst, attacker, anim_id, *, flags=0, held=0, on_end=None):
