@@ -11,7 +11,7 @@ Two forms of each function, one set of operations:
 
 - the scalar forms (``acos_s``, ``asin_s``, ``sin_cos_s``, ``sin_cos_deg_s``, ``cos_pi_s``,
   ``atan2_s``) take and return Python floats; each is listed in ``JITABLE``, which
-  anim.kernels hands to numba's ``register_jitable`` before it compiles them: plain Python
+  anim.kernels_maths hands to numba's ``register_jitable`` before it compiles them: plain Python
   when Python calls them, compiled into a kernel that calls them, so the kernels and the
   Python code run the same source. This module does not import numba itself, so that
   plain-Python users (the reference engine, anim.rates, anim.quat) load without it;
@@ -27,9 +27,10 @@ on |r| <= pi/4 after the quadrant is taken off (radians: pi/2 in two parts; degr
 exactly; cos(pi x): 1/2 exactly); atan2 by asin of the smaller of |x|, |y| over the
 radius. All within a few ulp of the correctly rounded value (the test pins the bounds).
 
-anim.kernels pins this file's sha256 (``DETMATH_SHA256``): numba's disk cache is keyed
-on each function's own file, so an edit here must also change kernels.py, or the kernels
-would keep the old machine code; tests/anim/test_detmath.py fails until it does.
+Each kernel module (anim/kernels_*.py) pins this file's sha256 in its ``LINKED_SHA256``:
+numba's disk cache is keyed on each function's own file, so an edit here must also change
+them, or the kernels would keep the old machine code; tests/anim/test_kernels.py fails
+until it does.
 
 Bad input: NaN gives NaN and infinities give NaN (never an exception, never a hang);
 acos and asin clamp their argument to [-1, 1].
@@ -44,7 +45,7 @@ import numpy as np
 __all__ = ["JITABLE", "acos_s", "asin_s", "sin_cos_s", "sin_cos_deg_s", "cos_pi_s", "atan2_s", "atan2_deg_s", "hypot_s",
            "acos", "sin_cos", "sin_cos_deg", "cos_pi", "atan2_deg", "DEG", "RAD"]
 
-# The scalar forms and the helpers they call, in the order they are defined: anim.kernels
+# The scalar forms and the helpers they call, in the order they are defined: anim.kernels_maths
 # registers each with numba (register_jitable) before its kernels compile them.
 JITABLE: list = []
 
