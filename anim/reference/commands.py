@@ -90,21 +90,21 @@ class RefCommand:
         last = len(tasks) - 1
         for k, step in enumerate(tasks):
             where = f"Recipe.tasks[{k}]"
-            if k != last and type(step) is not ClipStep:
+            if k != last and not isinstance(step, ClipStep):
                 raise RecipeError(f"{where}: {type(step).__name__} before the last task (only a ClipStep hands over)")
-            if type(step) in (ClipStep, LoopStep):
+            if isinstance(step, (ClipStep, LoopStep)):
                 anim = _anim(f"{where}.anim", step.anim)
                 flags = _whole(f"{where}.flags", step.flags, _FLAGS_TOP)
                 held = _whole(f"{where}.held", step.held, _HELD_TOP)
                 blend = 0.0
-                if type(step) is ClipStep:
+                if isinstance(step, ClipStep):
                     blend = _seconds(f"{where}.blend", step.blend, 0.0)
                     if isinstance(blend, Arg):
                         raise RecipeError(f"{where}.blend: a number (an Arg is not taken there)")
                 end = _end(f"{where}.on_end", step.on_end)
                 positions += [a.pos for a in (anim, end) if isinstance(a, Arg)]
-                steps.append(("clip" if type(step) is ClipStep else "loop", anim, flags, held, blend, end))
-            elif type(step) is GaitStep:
+                steps.append(("clip" if isinstance(step, ClipStep) else "loop", anim, flags, held, blend, end))
+            elif isinstance(step, GaitStep):
                 ids = tuple(step.ids)
                 if len(ids) != 5:
                     raise RecipeError(f"{where}.ids: 5 anim ids, got {len(ids)}")
