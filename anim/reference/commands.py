@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from ..enums import TaskType
 from ..recipedata import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe, RecipeError
 from .handlers import plain_callback
 
@@ -103,7 +104,7 @@ class RefCommand:
                         raise RecipeError(f"{where}.blend: a number (an Arg is not taken there)")
                 end = _end(f"{where}.on_end", step.on_end)
                 positions += [a.pos for a in (anim, end) if isinstance(a, Arg)]
-                steps.append(("clip" if isinstance(step, ClipStep) else "loop", anim, flags, held, blend, end))
+                steps.append((TaskType.CLIP if isinstance(step, ClipStep) else TaskType.LOOP, anim, flags, held, blend, end))
             elif isinstance(step, GaitStep):
                 ids = tuple(step.ids)
                 if len(ids) != 5:
@@ -115,7 +116,7 @@ class RefCommand:
                 target = _seconds(f"{where}.target", step.target, None)
                 value = None if step.value is None else _seconds(f"{where}.value", step.value, None)
                 positions += [a.pos for a in (target, value) if isinstance(a, Arg)]
-                steps.append(("gait", ids, _whole(f"{where}.flags", step.flags, _FLAGS_TOP),
+                steps.append((TaskType.GAIT, ids, _whole(f"{where}.flags", step.flags, _FLAGS_TOP),
                               _whole(f"{where}.held", step.held, _HELD_TOP), target, value))
             else:
                 raise RecipeError(f"{where}: a LoopStep, a ClipStep or a GaitStep, got {type(step).__name__}")
@@ -158,10 +159,10 @@ def run_command(ref, inst, command, params: tuple) -> None:
     made = None
     try:
         for kind, anim, flags, held, a, b in reversed(command.steps):
-            if kind == "gait":
+            if kind == TaskType.GAIT:
                 value = None if b is None else _given(b, params)
                 made = ref.gait(inst, anim, target=_given(a, params), value=value, flags=flags, held=held)
-            elif kind == "clip":
+            elif kind == TaskType.CLIP:
                 made = ref.clip(inst, _given(anim, params), made, blend=a, flags=flags, held=held,
                                 on_end=_given(b, params))
             else:
