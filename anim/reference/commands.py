@@ -104,7 +104,8 @@ class RefCommand:
                         raise RecipeError(f"{where}.blend: a number (an Arg is not taken there)")
                 end = _end(f"{where}.on_end", step.on_end)
                 positions += [a.pos for a in (anim, end) if isinstance(a, Arg)]
-                steps.append((TaskType.CLIP if isinstance(step, ClipStep) else TaskType.LOOP, anim, flags, held, blend, end))
+                kind = TaskType.CLIP if isinstance(step, ClipStep) else TaskType.LOOP
+                steps.append((kind, anim, flags, held, blend, end))
             elif isinstance(step, GaitStep):
                 ids = tuple(step.ids)
                 if len(ids) != 5:
