@@ -912,3 +912,34 @@ def test_bad_commands_are_refused_alike(bad):
         assert isinstance(exc.value, (ValueError, AnimLimitError)), exc.value
         got.append((type(exc.value), w.pool.in_use))
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("above", [4, 6, 16])
+@pytest.mark.parametrize("size", [13, 15, 16, 17])
+@pytest.mark.parametrize("fades", [(), (0,), (-1,), (3, -1), (-1, 2)])
+def test_a_change_near_the_stack_limit_fits_or_is_refused_alike(above, size, fades):
+    """The reference's dry run of a change (its own, L255-259: each move finishes the
+    newest fade early, then needs a slot) and the engine's agree: the same refusals
+    (StackFull, nothing changed) and the same stacks after, with fades whose new task is
+    the bottom, the task under them, or one in between."""
+    s = demo_set()
+    dumps = []
+    for w, h in ((Player(PlayerOptions(early_finish_above=above)), None),
+                 (Reference(PlayerOptions(early_finish_above=above)), None)):
+        h = (CharacterInstance if isinstance(w, Player) else RefInstance)(s, "h")
+        for k in range(size):
+            w.push(h, w.loop(h, 388))
+            for at in fades:
+                if k == size - 1 - (0 if at == -1 else at):
+                    f = w.fade(h, 1.0)
+                    f.incoming = h.stack[0 if at == 0 else -1]
+                    w.push(h, f)
+        try:
+            w.change(h, w.loop(h, 358), 0.2)
+            refused = False
+        except AnimLimitError:
+            refused = True
+        w.flush()
+        dumps.append((refused, w.pool.in_use, w.tasks_out([h]),
+                      (engine_state if isinstance(w, Player) else reference_state)(w, [h])))
+    assert dumps[0] == dumps[1]
