@@ -43,9 +43,11 @@ from .dump import bits, engine_state, human_state, reference_state, task_state
 from .pose import RefPose, bones_of, sample_cursor
 from .tasks import (RefClip, RefDirection, RefFade, RefGait, RefHold, RefLoop, RefMix, RefPairedClip,
                     RefPairedHold, RefPick, RefScene, RefTask, fade_weight)
+from .commands import RefCommand
+from .handlers import RefCallbacks
 from .world import Reference, RefInstance, RefPool, RefRecord
 
 __all__ = ["Reference", "RefInstance", "RefRecord", "RefPool", "RefCursor", "RefEvent", "RefTask", "RefLoop",
            "RefClip", "RefHold", "RefScene", "RefPairedClip", "RefPairedHold", "RefFade", "RefMix", "RefPick",
            "RefGait", "RefDirection", "fade_weight", "RefPose", "sample_cursor", "bones_of", "bits",
-           "engine_state", "reference_state", "human_state", "task_state"]
+           "engine_state", "reference_state", "human_state", "task_state", "RefCommand", "RefCallbacks"]
