@@ -34,7 +34,7 @@ from scuffle.anim import snapshot as S
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
 from scuffle.anim.digest import array_form, blocks_digests, digest_form, values_bytes
-from scuffle.anim.snapcheck import ClipFacts, StateError, check_engine, check_finite, check_table_frame, clip_facts
+from scuffle.anim.snapcheck import ClipFacts, Saved, StateError, check_saved, clip_facts
 from scuffle.anim.store import Table, _layout
 from scuffle.components import Body, Combat
 
@@ -438,22 +438,23 @@ def parse(data: bytes) -> Parsed:
 
 # ---------------------------------------------------------------- checked against a Game
 class _Rows:
-    """A saved block's arrays by name, for the checks (a scratch table: no handles, no
-    fast views, nothing of the world's); ``_keyed`` the live table's keyed columns, ``gen``
-    and ``_free`` the human table's lists (set from the values)."""
-
-    def __getattr__(self, name: str) -> Any:       # the arrays are set by name (declared for a type checker)
-        raise AttributeError(name)
+    """A checked block's arrays by name (a scratch table: no handles, no fast views,
+    nothing of the world's), each made when first read; ``_keyed`` the live table's keyed
+    columns."""
 
     def __init__(self, columns: dict, cap: int, block: np.ndarray, keyed: tuple):
-        self.capacity, self.block, self._keyed = cap, block, keyed
-        self.gen: Any = None
-        self._free: Any = None
-        for name, (off, dt, shape) in _layout_of(columns, cap).items():
-            size = dt.itemsize
-            for n in shape:
-                size *= n
-            self.__dict__[name] = block[off:off + size].view(dt).reshape(shape)
+        self.capacity, self.block, self._keyed, self._columns = cap, block, keyed, columns
+
+    def __getattr__(self, name: str) -> Any:       # a column's view, made once
+        lay = _layout_of(self.__dict__["_columns"], self.__dict__["capacity"])
+        if name not in lay:
+            raise AttributeError(name)
+        off, dt, shape = lay[name]
+        size = dt.itemsize
+        for n in shape:
+            size *= n
+        a = self.__dict__[name] = self.block[off:off + size].view(dt).reshape(shape)
+        return a
 
 
 _LAYOUTS: dict = {}                # (column names, capacity) -> store._layout's arrays: derived only
@@ -474,9 +475,9 @@ def _block_size(columns: dict, cap: int) -> int:
     return _LAYOUTS[(tuple(columns), cap)][1]
 
 
-def _scratch(game, name: str, rows: int, cols: bytes, block: bytes) -> _Rows:
-    """A scratch copy of table ``name``'s saved ``block``, after checking that the declared
-    columns are this Game's and the block has the layout's size."""
+def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
+    """Table ``name``'s saved block, after checking that the declared columns are this
+    Game's and the block has the layout's size."""
     live = _table_of(game, name)
     want = _columns_of(live)
     where = f"table.{name}"
@@ -495,8 +496,13 @@ def _scratch(game, name: str, rows: int, cols: bytes, block: bytes) -> _Rows:
         raise _Refused(f"{where}.columns: {diff} (another version's layout)")
     size = _block_size(want, rows)
     need(len(block) == size, f"{where}.block", f"{len(block)} bytes, the layout of {rows} rows is {size}")
-    buf = np.frombuffer(block, np.uint8).copy()
-    return _Rows(want, rows, buf, getattr(live, "_keyed", ()))
+    return Saved(want, rows, block)
+
+
+def _rows_array(a: Any, where: str) -> np.ndarray:
+    """A list of rows as the values hold it: an int64 array of one dimension."""
+    need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, where, "not a list of rows")
+    return a
 
 
 def _declared(columns: dict) -> list:
@@ -568,8 +574,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     need(have[:len(bank_raw)] == bank_raw, "meta.bank",
          "the clip bank lists other clips (set the Game up as the snapshot's was: the same humans in the same order)")
     bank = range(len(bank_raw) // 32)
-    # -- the tables: scratch copies, checked row by row
-    scratch = {name: _scratch(game, name, *p.tables[name]) for name in TABLES}
+    # -- the tables: their layouts, then every row checked in one pass on a scratch copy
+    saved = [_saved(game, name, *p.tables[name]) for name in TABLES]
     v = p.values
     need(set(v) == {"engine", "bodies", "combats", "fight", "extras"}, "values", "not the fields of a snapshot")
     ev = v["engine"]
@@ -577,32 +583,46 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                                               "instances", "loose"}, "values.engine", "not the engine's fields")
     hv = ev["humans"]
     need(isinstance(hv, dict) and set(hv) == {"free", "gen", "on_report"}, "values.engine.humans", "not its fields")
-    hum = scratch["humans"]
-    for k in ("gen", "free"):
-        a = hv[k]
-        need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, f"values.engine.humans.{k}",
-             "not a list of rows")
-    hum.gen = hv["gen"].tolist()
-    hum._free = hv["free"].tolist()
+    hgen = _rows_array(hv["gen"], "values.engine.humans.gen")
+    hfree = _rows_array(hv["free"], "values.engine.humans.free")
     pool = ev["pool"]
     need(isinstance(pool, tuple) and len(pool) == 2 and isinstance(pool[0], np.ndarray), "values.engine.pool",
          "not (flags, count)")
-    player = game.player
-    engine_tables = {n: scratch[n] for n in _ENGINE_TABLES}
-    try:
-        live = check_engine(engine_tables, hum, pool_out=pool[0], n_out=pool[1],
-                            pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)))
-    except StateError as e:
-        raise _Refused(f"table.{e}") from None
-    kinds = player.callbacks
     tables_v = ev["tables"]
     need(isinstance(tables_v, dict) and set(tables_v) == set(_ENGINE_TABLES), "values.engine.tables", "not the tables")
+    dirty, dirty_where = [], []
+    for name in TABLES:
+        if name == "humans":
+            dirty.append(_NO_ROWS)
+            dirty_where.append("values.engine.humans")
+            continue
+        tv = tables_v[name] if name in tables_v else v[name]
+        where = f"values.engine.tables.{name}" if name in tables_v else f"values.{name}"
+        if name in tables_v:
+            need(isinstance(tv, dict) and set(tv) == {"keyed", "dirty"}, where, "not {keyed, dirty}")
+        else:
+            need(isinstance(tv, dict) and {"owners", "dirty"} <= set(tv), where, "not its fields")
+        dirty.append(_rows_array(tv["dirty"], f"{where}.dirty"))
+        dirty_where.append(f"{where}.dirty")
+    texts = _texts(v["combats"])
+    player = game.player
+    try:
+        _, blocks = check_saved(saved, hgen=hgen, hfree=hfree, pool_out=pool[0], n_out=pool[1],
+                                pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)), dirty=dirty,
+                                dirty_where=dirty_where, entities=np.array(sorted(names.values()), np.int64),
+                                texts=len(texts))
+    except StateError as e:
+        raise _Refused(str(e)) from None
+    scratch = {name: _Rows(sv.columns, sv.capacity, b, getattr(_table_of(game, name), "_keyed", ()))
+               for name, sv, b in zip(TABLES, saved, blocks)}
+    hum = scratch["humans"]
+    live = {"tasks": np.flatnonzero(scratch["tasks"].live)}
+    kinds = player.callbacks
     states = {}
     for name in _ENGINE_TABLES:
         t = scratch[name]
         tv = tables_v[name]
         where = f"values.engine.tables.{name}"
-        need(isinstance(tv, dict) and set(tv) == {"keyed", "dirty"}, where, "not {keyed, dirty}")
         keyed = tv["keyed"]
         need(isinstance(keyed, dict) and set(keyed) == set(t._keyed), f"{where}.keyed", "not the table's keyed columns")
         back: dict[str, dict] = {}
@@ -634,9 +654,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             for i, r in enumerate(live["tasks"]):
                 need(bool(cb[i]) == (int(r) in back["on_wrap"]), f"{where}.callback[{int(r)}]",
                      "says a wrap callback is set where there is none, or the reverse")
-        dirty = _dirty_rows(tv["dirty"], t, f"{where}.dirty")
         views = [None] * t.capacity if name == "tasks" else None     # handles are made on read
-        states[name] = S.TableState(t.capacity, t.block, back, views, dirty)
+        states[name] = S.TableState(t.capacity, t.block, back, views, tv["dirty"].tolist())
     reports = hv["on_report"]
     need(isinstance(reports, dict), "values.engine.humans.on_report", "not a map")
     on_report = {}
@@ -647,7 +666,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             on_report[r] = S.callback_back(x, f"values.engine.humans.on_report[{r}]", kinds)
         except StateError as e:
             raise _Refused(str(e)) from None
-    humans_state = S.HumanTableState(hum.capacity, hum.block, list(hum._free), list(hum.gen), on_report)
+    humans_state = S.HumanTableState(hum.capacity, hum.block, hfree.tolist(), hgen.tolist(), on_report)
     deferred = ev["deferred"]
     need(isinstance(deferred, np.ndarray) and deferred.dtype == np.int64 and deferred.ndim == 2
          and deferred.shape[1] == 2, "values.engine.deferred", "not (human row, task row) pairs")
@@ -718,8 +737,6 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     # -- the bodies and the combat rows: their owners by name, finite numbers
     bodies = _views_back(game, scratch["bodies"], v["bodies"], names, Body, "bodies")
     combats = _views_back(game, scratch["combats"], v["combats"], names, Combat, "combats")
-    _check_bodies(scratch["bodies"], names)
-    texts = _check_combats(scratch["combats"], v["combats"], names)
     # -- the fight rules and the stateful actions check their own
     fight = v["fight"]
     has_fight = game.fight is not None and hasattr(game.fight, "save_state")
@@ -753,8 +770,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
 def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
     """(TableState, owners: row -> the human's view) of a body or combat table."""
     where = f"values.{what}"
-    need(isinstance(v, dict) and {"owners", "dirty"} <= set(v), where, "not its fields")
-    live = check_table_frame_refused(what, t)
+    live = np.flatnonzero(t.live)
     owners_v = v["owners"]
     need(isinstance(owners_v, dict), f"{where}.owners", "not a map")
     owners = {}
@@ -766,79 +782,18 @@ def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
         owners[r] = game.component(names[name], cls)
     need(sorted(owners) == [int(r) for r in live], f"{where}.owners", "not one owner per row in use")
     need(len({id(x) for x in owners.values()}) == len(owners), f"{where}.owners", "a human owns two rows")
-    dirty = _dirty_rows(v["dirty"], t, f"{where}.dirty")
-    return S.TableState(t.capacity, t.block, {}, None, dirty), owners
+    return S.TableState(t.capacity, t.block, {}, None, v["dirty"].tolist()), owners
 
 
-def _dirty_rows(a: Any, t, where: str) -> list[int]:
-    """The rows freed since a table's last take (an int64 array): rows not in use, each once."""
-    need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, where, "not a list of rows")
-    ok = bool(((a >= 0) & (a < t.capacity)).all()) and not bool(t.live[a].any()) and len(np.unique(a)) == len(a)
-    need(ok, where, "not rows not in use, each once")
-    return a.tolist()
+_NO_ROWS = np.zeros(0, np.int64)
 
 
-def check_table_frame_refused(name: str, t) -> np.ndarray:
-    try:
-        return check_table_frame(f"table.{name}", t)
-    except StateError as e:
-        raise _Refused(str(e)) from None
-
-
-def _finite(name: str, a: np.ndarray, rows: np.ndarray, lo: float, hi: float) -> None:
-    try:
-        check_finite(name, a[rows], rows, lo, hi)
-    except StateError as e:
-        raise _Refused(str(e)) from None
-
-
-def _check_bodies(t, names: dict) -> None:
-    from scuffle.anim.limits import MAX_COORD
-    rows = np.flatnonzero(t.live)
-    for col in ("position", "attach_offset", "slide_target"):
-        _finite(f"table.bodies.{col}", t.__dict__[col], rows, -MAX_COORD, MAX_COORD)
-    for col in ("heading", "attach_heading", "slide_heading"):
-        _finite(f"table.bodies.{col}", t.__dict__[col], rows, -MAX_COORD, MAX_COORD)
-    for col in ("velocity", "state_velocity"):
-        _finite(f"table.bodies.{col}", t.__dict__[col], rows, -1e6, 1e6)
-    ents = set(names.values())
-    for r in rows:
-        a = int(t.attachment[r])
-        need(a == -1 or a in ents, f"table.bodies.attachment[{int(r)}]", f"{a} is not -1 or a human's entity")
-        need(0 <= int(t.slide_left[r]) <= 1 << 20, f"table.bodies.slide_left[{int(r)}]", "out of range")
-    _bools_refused("table.bodies.sliding", t.sliding[rows])
-
-
-def _bools_refused(name: str, a: np.ndarray) -> None:
-    need(not (a.view(np.uint8) > 1).any(), name, "a byte that is not a bool (0 or 1)")
-
-
-def _check_combats(t, v: dict, names: dict) -> list:
-    from scuffle.anim.limits import MAX_COORD, MAX_HEALTH
-    texts: Any = v.get("texts")
+def _texts(v: Any) -> list:
+    """The combat rows' texts (their state and role codes index them): distinct short texts."""
+    texts: Any = v.get("texts") if isinstance(v, dict) else None
     need(isinstance(texts, list) and 2 <= len(texts) <= 4096 and all(isinstance(x, str) and len(x) <= 256
                                                                      for x in texts)
          and len(set(texts)) == len(texts), "values.combats.texts", "not a list of distinct short texts")
-    rows = np.flatnonzero(t.live)
-    _finite("table.combats.health", t.health, rows, -MAX_HEALTH * 1e3, MAX_HEALTH)
-    _finite("table.combats.max_health", t.max_health, rows, 0.0, MAX_HEALTH)
-    _finite("table.combats.damage_taken", t.damage_taken, rows, -1e12, 1e12)
-    _finite("table.combats.move_speed", t.move_speed, rows, 0.0, 1e6)
-    for col in ("partner_place", "move_dir", "impulse"):
-        _finite(f"table.combats.{col}", t.__dict__[col], rows, -MAX_COORD, MAX_COORD)
-    ents = set(names.values())
-    for row in rows:
-        r = int(row)
-        for col in ("state", "role"):
-            c = int(t.__dict__[col][r])
-            need(0 <= c < len(texts), f"table.combats.{col}[{r}]", f"code {c} is not one of the {len(texts)} texts")
-        p = int(t.partner[r])
-        need(p == -1 or p in ents, f"table.combats.partner[{r}]", f"{p} is not -1 or a human's entity")
-        need(int(t.place_len[r]) in (0, 2, 3), f"table.combats.place_len[{r}]", "not 0, 2 or 3")
-        for col in ("hits", "down_left", "serial"):
-            need(0 <= int(t.__dict__[col][r]) <= 1 << 40, f"table.combats.{col}[{r}]", "out of range")
-        need(-1 <= int(t.move_id[r]) <= (1 << 31) - 1, f"table.combats.move_id[{r}]", "out of range")
-    _bools_refused("table.combats.struck", t.struck[rows])
     return list(texts)
 
 
