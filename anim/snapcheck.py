@@ -156,6 +156,8 @@ class _Plan(NamedTuple):
     names: tuple            # each spec row's "table.column" and rule
     must: np.ndarray
     nxt_mask: int
+    most: int               # the largest capacity
+    filled: dict            # the spec with the Game's bounds, by bounds (_bounded)
 
 
 _PLANS: dict = {}
@@ -226,7 +228,7 @@ def _make_plan(tables: Sequence[Saved]) -> _Plan:
         must[ty] = sum(1 << int(c[1]) for c in cols)
     return _Plan(tuple(bases), -(-off // 64) * 64, tuple(lays), tabs, np.array(spec, np.int64).reshape(-1, 7),
                  np.array(fspec, np.float64).reshape(-1, 2), tuple(bounds), at, tuple(names), must,
-                 sum(1 << t for t in _NEXT_TYPES))
+                 sum(1 << t for t in _NEXT_TYPES), max(t.capacity for t in tables), {})
 
 
 _TABLE_WORD = {0: "cursor", 1: "fade", 2: "gait", 3: "task", 4: "human", 5: "body", 6: "combat"}
@@ -252,32 +254,26 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     if pool_out.dtype != np.bool_ or pool_out.ndim != 1:
         raise StateError("table.pool.out: not one bool per task row")
     buf = np.empty(plan.size, np.uint8)
+    mem = memoryview(buf)
     blocks = []
     for t, base in zip(tables, plan.bases):
         n = len(t.block)
-        view = buf[base:base + n]
-        view[:] = np.frombuffer(t.block, np.uint8) if not isinstance(t.block, np.ndarray) else t.block
-        blocks.append(view)
-    spec = plan.spec
-    if plan.bounds:
-        spec = spec.copy()
-        vals = {"bank": len(facts.end) - 1, "texts": texts - 1, "stack": plan.at[K.A_STACK, 2],
-                "queue": plan.at[K.A_QUEUE, 2]}
-        for row, f, name in plan.bounds:
-            spec[row, f] = vals[name]
-    seen = _seen(max(max(t.capacity for t in tables), len(pool_out)))
-    at = [0]
-    for d in dirty:
-        at.append(at[-1] + len(d))
-    dirty_all = np.concatenate(dirty) if at[-1] else _EMPTY
+        mem[base:base + n] = t.block
+        blocks.append(buf[base:base + n])
+    spec = _bounded(plan, len(facts.end) - 1, texts - 1)
+    seen = _seen(max(plan.most, len(pool_out)))
+    at = np.zeros(len(dirty) + 1, np.int64)
+    n = 0
+    for i, d in enumerate(dirty):
+        n += len(d)
+        at[i + 1] = n
+    dirty_all = np.concatenate(dirty) if n else _EMPTY
     out = np.zeros(8, np.int64)
     fout = np.zeros(2, np.float64)
     code = K.check_rows(buf.view(np.int8), buf.view(np.int32), buf.view(np.int64), buf.view(np.float32),
-                        buf.view(np.float64), plan.tabs, spec, plan.fspec, plan.at, facts.end,
-                        facts.limit.view(np.int32), facts.dur.view(np.int32), facts.evf0, facts.nev, facts.first,
-                        facts.frames, plan.must, plan.nxt_mask, int(TaskType.FADE), int(TaskType.GAIT), hgen,
-                        hfree, pool_out.view(np.uint8), dirty_all, np.array(at, np.int64), entities, seen, out,
-                        fout)
+                        buf.view(np.float64), plan.tabs, spec, plan.fspec, plan.at, facts.end, *_bits(facts),
+                        facts.evf0, facts.nev, facts.first, facts.frames, plan.must, plan.nxt_mask, _FADE, _GAIT,
+                        hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities, seen, out, fout)
     if code:
         raise StateError(_message(plan, spec, code, out, fout, dirty_where))
     if not (n_out.__class__ is int and n_out == int(out[1]) and n_out <= pool_capacity):
@@ -286,6 +282,37 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
 
 
 _EMPTY = np.zeros(0, np.int64)
+_FADE, _GAIT = int(TaskType.FADE), int(TaskType.GAIT)
+
+
+def _bounded(plan: _Plan, last_clip: int, last_text: int) -> np.ndarray:
+    """The plan's declared checks with the Game's bounds filled in (kept per bounds)."""
+    if not plan.bounds:
+        return plan.spec
+    key = (last_clip, last_text)
+    spec = plan.filled.get(key)
+    if spec is None:
+        spec = plan.spec.copy()
+        vals = {"bank": last_clip, "texts": last_text, "stack": int(plan.at[K.A_STACK, 2]),
+                "queue": int(plan.at[K.A_QUEUE, 2])}
+        for row, f, name in plan.bounds:
+            spec[row, f] = vals[name]
+        if len(plan.filled) > 16:
+            plan.filled.clear()
+        plan.filled[key] = spec
+    return spec
+
+
+def _bits(facts: ClipFacts) -> tuple:
+    """The clips' limit and duration as their float32 bits (kept per ClipFacts)."""
+    got = _BITS.get(id(facts))
+    if got is None or got[0] is not facts:
+        _BITS.clear()
+        got = _BITS[id(facts)] = (facts, (facts.limit.view(np.int32), facts.dur.view(np.int32)))
+    return got[1]
+
+
+_BITS: dict = {}
 _SEEN = [np.zeros(64, np.int64)]
 
 

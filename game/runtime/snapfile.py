@@ -193,7 +193,23 @@ def stateful(game) -> list:
 
 def config_digest(game) -> str:
     """The sha256 (hex) of ``config_parts(game)`` in the plain form."""
-    return hashlib.sha256(plaindata.encode(config_parts(game))).hexdigest()
+    return config_bytes(game)[1].hex()
+
+
+def config_bytes(game) -> tuple[bytes, bytes]:
+    """``config_parts(game)`` in the plain form and its sha256 (kept while the parts are
+    equal: encoding them is most of their cost)."""
+    parts = config_parts(game)
+    got = _CONFIG.get(id(game))
+    if got is None or got[0] != parts:
+        if len(_CONFIG) > 16:
+            _CONFIG.clear()
+        raw = plaindata.encode(parts)
+        got = _CONFIG[id(game)] = (parts, raw, hashlib.sha256(raw).digest())
+    return got[1], got[2]
+
+
+_CONFIG: dict = {}
 
 
 # ---------------------------------------------------------------- the saved values, plain
@@ -260,7 +276,7 @@ def _meta(game, st) -> dict:
     sets = {}
     for name, ent in st.names.items():
         sets[name] = game.component(ent, Animator).instance.anim_set.digest()
-    bank = b"".join(_bank_digests(game.player))
+    bank = _bank_bytes(game.player)
     return {"engine": st.engine, "updates_run": int(st.updates_run), "update": int(st.update),
             "names": {str(k): int(v) for k, v in st.names.items()}, "entity_next": int(st.entity_next),
             "sets": sets, "bank": bank}
@@ -286,6 +302,22 @@ def _bank_digests(player) -> list[bytes]:
     return [clip_digest(c) for c in player._clips]
 
 
+def _bank_bytes(player) -> bytes:
+    """The bank's clips' digests, joined (kept while the bank is the same: clips are
+    immutable and the bank only grows)."""
+    clips = player._clips
+    key = (len(clips), id(clips[-1]) if clips else 0)
+    got = _BANK.get(id(clips))
+    if got is None or got[0] != key or got[1] is not clips:
+        if len(_BANK) > 16:
+            _BANK.clear()
+        got = _BANK[id(clips)] = (key, clips, b"".join(_bank_digests(player)))
+    return got[2]
+
+
+_BANK: dict = {}
+
+
 def _table_of(game, name: str):
     return getattr(game.player.stores, name) if name in (*_ENGINE_TABLES, "humans") else getattr(game.ctx, name)
 
@@ -305,7 +337,7 @@ def encode(game, st) -> bytes:
     """The byte form of snapshot state ``st`` of ``game`` (see the module docstring;
     docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
     values = plaindata.encode(plain_values(game, st))          # first: it refuses what has no byte form
-    config = plaindata.encode(config_parts(game))
+    config, config_sha = config_bytes(game)
     sections: list[tuple[str, bytes]] = [("config", config), ("meta", plaindata.encode(_meta(game, st))),
                                          ("values", values), ("log", plaindata.encode(st.fight_log))]
     for name, ts in _saved_tables(st).items():
@@ -313,7 +345,7 @@ def encode(game, st) -> bytes:
         head = _declared_bytes(cols)
         sections.append((f"table.{name}", _TABLE_HEAD.pack(int(ts.capacity), len(head)) + head +
                          ts.block.tobytes()))
-    return assemble(sections, _version(), hashlib.sha256(config).digest())
+    return assemble(sections, _version(), config_sha)
 
 
 def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
@@ -457,22 +489,25 @@ class _Rows:
         return a
 
 
-_LAYOUTS: dict = {}                # (column names, capacity) -> store._layout's arrays: derived only
+_LAYOUTS: dict = {}                # (id of the columns, capacity) -> store._layout's: derived only
+
+
+def _layout_full(columns: dict, cap: int) -> tuple:
+    key = (id(columns), cap)
+    got = _LAYOUTS.get(key)
+    if got is None or got[0] is not columns:
+        if len(_LAYOUTS) > 256:
+            _LAYOUTS.clear()
+        got = _LAYOUTS[key] = (columns, _layout(columns, cap))
+    return got[1]
 
 
 def _layout_of(columns: dict, cap: int) -> dict:
-    key = (tuple(columns), cap)
-    lay = _LAYOUTS.get(key)
-    if lay is None:
-        if len(_LAYOUTS) > 256:
-            _LAYOUTS.clear()
-        lay = _LAYOUTS[key] = _layout(columns, cap)
-    return lay[0]
+    return _layout_full(columns, cap)[0]
 
 
 def _block_size(columns: dict, cap: int) -> int:
-    _layout_of(columns, cap)
-    return _LAYOUTS[(tuple(columns), cap)][1]
+    return _layout_full(columns, cap)[1]
 
 
 def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
@@ -519,12 +554,21 @@ _DECLARED: dict = {}
 
 
 def _declared_bytes(columns: dict) -> bytes:
-    """``_declared`` in the plain form (kept: what a file of this layout holds)."""
-    key = ("bytes", tuple(columns))
-    got = _DECLARED.get(key)
-    if got is None or got[0] != columns:
-        got = _DECLARED[key] = (dict(columns), plaindata.encode(_declared(columns)))
+    """``_declared`` in the plain form (kept: what a file of this layout holds; a table's
+    columns are one dict for its life)."""
+    got = _DECLARED_BYTES.get(id(columns))
+    if got is None or got[0] is not columns:
+        key = ("bytes", tuple(columns))
+        got = _DECLARED.get(key)
+        if got is None or got[0] != columns:
+            got = _DECLARED[key] = (dict(columns), plaindata.encode(_declared(columns)))
+        if len(_DECLARED_BYTES) > 64:
+            _DECLARED_BYTES.clear()
+        got = _DECLARED_BYTES[id(columns)] = (columns, got[1])
     return got[1]
+
+
+_DECLARED_BYTES: dict = {}
 
 
 def to_state(game, p: Parsed, state_cls) -> Any:
@@ -534,8 +578,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     schema and cross-reference. Rejected (_Refused, one line naming the section and
     field): anything that does not fit; nothing of the Game is changed."""
     # -- the configuration: the same parts, else say which differ
-    mine = plaindata.encode(config_parts(game))
-    if p.config != hashlib.sha256(mine).digest():
+    mine, mine_sha = config_bytes(game)
+    if p.config != mine_sha:
         try:
             theirs = plaindata.decode(p.config_parts)
         except plaindata.PlainDataError:
@@ -570,7 +614,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             raise _Refused(f"meta.sets[{short(name)}]: the human's anim set differs from this Game's")
     bank_raw = m["bank"]
     need(isinstance(bank_raw, bytes) and len(bank_raw) % 32 == 0, "meta.bank", "not the clips' digests")
-    have = b"".join(_bank_digests(game.player))
+    have = _bank_bytes(game.player)
     need(have[:len(bank_raw)] == bank_raw, "meta.bank",
          "the clip bank lists other clips (set the Game up as the snapshot's was: the same humans in the same order)")
     bank = range(len(bank_raw) // 32)
