@@ -27,7 +27,7 @@ from .limits import MAX_COORD, MAX_HEALTH
 from .store import _layout
 from .tasks import TaskType
 
-__all__ = ["StateError", "check_saved", "Saved", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
+__all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "unpack", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
            "MAX_VALUE", "MAX_COUNT"]
 
 # What a task of each type links to: the cursor columns that must hold a cursor row (the
@@ -47,6 +47,7 @@ MAX_RATE = 1e6                 # a rate or speed beyond this is not one any cons
 MAX_SECONDS = 1e9              # a fade's time or a blend time, far past any clip
 MAX_VALUE = 1e9                # a mix's weight or a pick's or direction's value, far past their ranges
 MAX_COUNT = 1 << 62            # a loop's wrap count: an int64 with room to count on
+MAX_UNPACKED = 1 << 30         # a table's block unpacked without a Game is refused past this
 _I63 = (1 << 63) - 1
 _I31 = (1 << 31) - 1
 
@@ -135,11 +136,92 @@ def clip_facts(protos: Sequence[tuple]) -> ClipFacts:
 
 class Saved(NamedTuple):
     """A saved table for ``check_saved``: its columns ({name: dtype}, with ``live``,
-    ``gen`` and ``free_rows`` for a table with a free list), its rows and its block."""
+    ``gen`` and ``free_rows`` for a table with a free list), its rows, its packed bytes
+    (``pack``) and its blank block (every row as a free row of this Game's table holds it)."""
 
     columns: dict
     capacity: int
-    block: Any
+    packed: Any
+    blank: np.ndarray
+
+
+# ---------------------------------------------------------------- packed rows
+class Packing(NamedTuple):
+    """Where a table's packed bytes come from in its block (``packing``)."""
+
+    size: int               # the block's size
+    frames: np.ndarray      # the frame's arrays: (byte offset, size) each, in the block
+    cols: np.ndarray        # the other columns: (byte offset, bytes per row) each
+    live_at: int            # ``live``'s byte offset in the block
+    live_pos: int           # ``live``'s position in the packed bytes
+    frame_bytes: int
+    row_bytes: int          # the packed bytes of one row in use
+
+
+def packing(columns: dict, cap: int) -> Packing:
+    """The Packing of a table of ``columns`` and ``cap`` rows (kept per columns object)."""
+    key = (id(columns), cap)
+    got = _PACKINGS.get(key)
+    if got is not None and got[0] is columns:
+        return got[1]
+    lay, size = _layout(columns, cap)
+    frames, cols, pos, live_pos = [], [], 0, -1
+    for name in ("n_free", *[n for n in lay if n in _FRAME and n != "n_free"]):
+        o, dt, shape = lay[name]
+        n = int(np.prod(shape)) * dt.itemsize
+        if name == "live":
+            live_pos = pos
+        frames.append((o, n))
+        pos += n
+    for name, (o, dt, shape) in lay.items():
+        if name not in _FRAME:
+            cols.append((o, int(np.prod(shape[1:])) * dt.itemsize if len(shape) > 1 else dt.itemsize))
+    pk = Packing(size, np.array(frames, np.int64).reshape(-1, 2), np.array(cols, np.int64).reshape(-1, 2),
+                 lay["live"][0], live_pos, pos, sum(c[1] for c in cols))
+    if len(_PACKINGS) > 256:
+        _PACKINGS.clear()
+    _PACKINGS[key] = (columns, pk)
+    return pk
+
+
+_PACKINGS: dict = {}
+
+
+def pack(columns: dict, cap: int, block: np.ndarray) -> np.ndarray:
+    """A table's block packed (uint8): its frame's arrays whole, then each other column's
+    rows in use (those whose ``live`` byte is not 0), in row order."""
+    pk = packing(columns, cap)
+    n_live = int(np.count_nonzero(block[pk.live_at:pk.live_at + cap]))
+    out = np.empty(pk.frame_bytes + n_live * pk.row_bytes, np.uint8)
+    K.pack_rows(block, out, pk.frames, pk.cols, pk.live_at, cap)
+    return out
+
+
+def unpack(columns: dict, cap: int, packed: Any, name: str = "table") -> np.ndarray:
+    """A table's block from its packed bytes (``pack``), its free rows' columns 0 (the
+    rows in use, the free list and the generations as saved). Raises StateError (naming
+    ``name``) when the packed bytes are not the size its frame and rows in use give."""
+    size = _layout(columns, cap)[1]
+    if size > MAX_UNPACKED:
+        raise StateError(f"{name}.block: a layout of {size} bytes, more than the {MAX_UNPACKED}-byte budget")
+    plan = _plan([Saved(columns, cap, None, None)], single=True)
+    buf = np.zeros(plan.size, np.uint8)
+    _unpack(plan, buf, [packed], [name], [cap])
+    return buf[:packing(columns, cap).size]
+
+
+def _unpack(plan, buf: np.ndarray, packed: Sequence, names: Sequence[str], caps: Sequence[int]) -> None:
+    src_at = np.zeros(len(packed) + 1, np.int64)
+    n = 0
+    for i, b in enumerate(packed):
+        n += len(b)
+        src_at[i + 1] = n
+    src = np.frombuffer(b"".join(packed), np.uint8) if n else np.zeros(1, np.uint8)
+    out = np.zeros(1, np.int64)
+    t = K.unpack_rows(buf, src, src_at, plan.tinfo, plan.frames, plan.ucols, out)
+    if t >= 0:
+        raise StateError(f"{names[t]}.block: {len(packed[t])} bytes, where its layout of {caps[t]} rows and the "
+                         f"rows its live column marks in use give {int(out[0])}")
 
 
 class _Plan(NamedTuple):
@@ -158,31 +240,47 @@ class _Plan(NamedTuple):
     nxt_mask: int
     most: int               # the largest capacity
     filled: dict            # the spec with the Game's bounds, by bounds (_bounded)
+    tinfo: np.ndarray       # per table: unpack_rows' capacity, live position, frame size, row size, ranges
+    frames: np.ndarray      # the frames' arrays: (buffer offset, size)
+    ucols: np.ndarray       # the other columns: (buffer offset, bytes per row)
 
 
 _PLANS: dict = {}
 
 
-def _plan(tables: Sequence[Saved]) -> _Plan:
-    key = tuple((id(t.columns), t.capacity) for t in tables)
+def _plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
+    key = (single, *((id(t.columns), t.capacity) for t in tables))
     got = _PLANS.get(key)
     if got is not None and all(a is b.columns for a, b in zip(got[0], tables)):
         return got[1]
     if len(_PLANS) > 32:
         _PLANS.clear()
-    plan = _make_plan(tables)
+    plan = _make_plan(tables, single)
     _PLANS[key] = ([t.columns for t in tables], plan)
     return plan
 
 
-def _make_plan(tables: Sequence[Saved]) -> _Plan:
+def _make_plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
     bases, lays, off = [], [], 0
     tabs = np.full((len(tables), 5), -1, np.int64)
     spec, fspec, bounds, names = [], [], [], []
+    tinfo = np.zeros((len(tables), 8), np.int64)
+    frames, ucols = [], []
     for ti, (tname, t) in enumerate(zip(K.TABLE_ORDER, tables)):
         lay, size = _layout(t.columns, t.capacity)
+        pk = packing(t.columns, t.capacity)
+        tinfo[ti, :4] = (t.capacity, pk.live_pos, pk.frame_bytes, pk.row_bytes)
+        tinfo[ti, 4] = len(frames)
+        frames += [(off + o, n) for o, n in pk.frames.tolist()]
+        tinfo[ti, 5] = len(frames)
+        tinfo[ti, 6] = len(ucols)
+        ucols += [(off + o, n) for o, n in pk.cols.tolist()]
+        tinfo[ti, 7] = len(ucols)
         bases.append(off)
         lays.append(lay)
+        if single:
+            off += size
+            continue
         tabs[ti, 0] = t.capacity
         tabs[ti, 1] = off + lay["live"][0]
         if "gen" in lay and "free_rows" in lay:
@@ -216,7 +314,7 @@ def _make_plan(tables: Sequence[Saved]) -> _Plan:
             names.append((f"table.{tname}.{col}", rule))
         off += size
     at = np.zeros((len(K.AT), 3), np.int64)
-    for i, name in enumerate(K.AT):
+    for i, name in enumerate(K.AT if not single else ()):
         tname, col = name.split(".")
         ti = K.TABLE_ORDER.index(tname)
         o, dt, shape = lays[ti][col]
@@ -228,7 +326,8 @@ def _make_plan(tables: Sequence[Saved]) -> _Plan:
         must[ty] = sum(1 << int(c[1]) for c in cols)
     return _Plan(tuple(bases), -(-off // 64) * 64, tuple(lays), tabs, np.array(spec, np.int64).reshape(-1, 7),
                  np.array(fspec, np.float64).reshape(-1, 2), tuple(bounds), at, tuple(names), must,
-                 sum(1 << t for t in _NEXT_TYPES), max(t.capacity for t in tables), {})
+                 sum(1 << t for t in _NEXT_TYPES), max(t.capacity for t in tables), {}, tinfo,
+                 np.array(frames, np.int64).reshape(-1, 2), np.array(ucols, np.int64).reshape(-1, 2))
 
 
 _TABLE_WORD = {0: "cursor", 1: "fade", 2: "gait", 3: "task", 4: "human", 5: "body", 6: "combat"}
@@ -257,9 +356,11 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     mem = memoryview(buf)
     blocks = []
     for t, base in zip(tables, plan.bases):
-        n = len(t.block)
-        mem[base:base + n] = t.block
+        n = len(t.blank)
+        mem[base:base + n] = t.blank
         blocks.append(buf[base:base + n])
+    _unpack(plan, buf, [t.packed for t in tables], [f"table.{n}" for n in K.TABLE_ORDER],
+            [t.capacity for t in tables])
     spec = _bounded(plan, len(facts.end) - 1, texts - 1)
     seen = _seen(max(plan.most, len(pool_out)))
     at = np.zeros(len(dirty) + 1, np.int64)

@@ -31,7 +31,7 @@ from numba import njit
 
 from .jitcache import cache_setting
 
-__all__ = ["check_rows", "Fault", "Kind", "Code", "AT", "TABLE_ORDER", "CODES", "VIEWS", "SPEC_WIDTH"]
+__all__ = ["check_rows", "pack_rows", "unpack_rows", "Fault", "Kind", "Code", "AT", "TABLE_ORDER", "CODES", "VIEWS", "SPEC_WIDTH"]
 
 CACHE = cache_setting(__file__)
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
@@ -409,3 +409,74 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
             seen[v] = 1
     out[1] = n_set
     return 0
+
+
+# ---------------------------------------------------------------- a table's rows in use, packed
+# A saved table in a file holds its free list's arrays whole (the frame: ``n_free``,
+# ``live``, ``gen``, ``free_rows``, those the table has, in its layout's order) and of every
+# other column only the rows in use, in row order (anim.snapcheck.packing).
+
+@_kernel
+def pack_rows(block, out, frames, cols, live_at, cap):
+    """Write ``block``'s frame arrays (``frames``: byte offset, size each) and its
+    columns' rows in use (``cols``: byte offset, bytes per row each; a row is in use where
+    its byte at ``live_at`` is not 0) into ``out``, one after another. Returns the bytes
+    written."""
+    p = 0
+    for f in range(frames.shape[0]):
+        o = frames[f, 0]
+        for i in range(frames[f, 1]):
+            out[p] = block[o + i]
+            p += 1
+    for c in range(cols.shape[0]):
+        o = cols[c, 0]
+        rb = cols[c, 1]
+        for r in range(cap):
+            if block[live_at + r] != 0:
+                s = o + r * rb
+                for i in range(rb):
+                    out[p] = block[s + i]
+                    p += 1
+    return p
+
+
+@_kernel
+def unpack_rows(buf, src, src_at, tinfo, frames, cols, out):
+    """``pack_rows`` undone for each table t into ``buf`` (its blank rows already there):
+    the packed bytes ``src[src_at[t]:src_at[t + 1]]``, ``tinfo[t]`` its capacity, the
+    position of ``live`` in its packed bytes, its frame's size, its bytes per row in use,
+    and its ranges of ``frames`` (buffer offset, size) and ``cols`` (buffer offset, bytes
+    per row). Returns -1, or the first table whose packed bytes are not the size its
+    frame and rows in use give (out[0]: that size)."""
+    for t in range(tinfo.shape[0]):
+        s = src_at[t]
+        n = src_at[t + 1] - s
+        cap = tinfo[t, 0]
+        lp = s + tinfo[t, 1]
+        if n < tinfo[t, 2]:
+            out[0] = tinfo[t, 2]
+            return t
+        nlive = 0
+        for r in range(cap):
+            if src[lp + r] != 0:
+                nlive += 1
+        want = tinfo[t, 2] + nlive * tinfo[t, 3]
+        if n != want:
+            out[0] = want
+            return t
+        p = s
+        for f in range(tinfo[t, 4], tinfo[t, 5]):
+            o = frames[f, 0]
+            for i in range(frames[f, 1]):
+                buf[o + i] = src[p]
+                p += 1
+        for c in range(tinfo[t, 6], tinfo[t, 7]):
+            o = cols[c, 0]
+            rb = cols[c, 1]
+            for r in range(cap):
+                if src[lp + r] != 0:
+                    d = o + r * rb
+                    for i in range(rb):
+                        buf[d + i] = src[p]
+                        p += 1
+    return -1

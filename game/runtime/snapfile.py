@@ -34,7 +34,7 @@ from scuffle.anim import snapshot as S
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
 from scuffle.anim.digest import array_form, blocks_digests, digest_form, values_bytes
-from scuffle.anim.snapcheck import ClipFacts, Saved, StateError, check_saved, clip_facts
+from scuffle.anim.snapcheck import ClipFacts, Saved, StateError, check_saved, clip_facts, pack, unpack
 from scuffle.anim.store import Table, _layout
 from scuffle.components import Body, Combat
 
@@ -42,7 +42,7 @@ __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_dig
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
            "need_float", "need_random_state", "short", "assemble", "sections_of"]
 
-FORMAT = 2                       # the byte form's version (the header's second field)
+FORMAT = 3                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
 # magic, format, header size, scuffle version (ASCII, NUL-padded), configuration digest,
 # section count, flags (0), payload size (the bytes after the header), sha256 of the payload
@@ -54,7 +54,8 @@ TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
 SECTIONS = ("config", "meta", "values", "log", *(f"table.{t}" for t in TABLES))
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 # a table section: its rows (u32) and the length of its columns' declaration (u32), the
-# declaration (plain data: (name, dtype, inner shape) per array), then the block
+# declaration (plain data: (name, dtype, inner shape) per array), then the block packed
+# (anim.snapcheck.pack: the free list's arrays whole, the other columns' rows in use)
 _TABLE_HEAD = struct.Struct("<II")
 
 
@@ -344,7 +345,7 @@ def encode(game, st) -> bytes:
         cols = _columns_of(_table_of(game, name))
         head = _declared_bytes(cols)
         sections.append((f"table.{name}", _TABLE_HEAD.pack(int(ts.capacity), len(head)) + head +
-                         ts.block.tobytes()))
+                         pack(cols, int(ts.capacity), ts.block).tobytes()))
     return assemble(sections, _version(), config_sha)
 
 
@@ -386,7 +387,7 @@ class Parsed:
     values: dict
     values_bytes: bytes           # the values section as written (the checksum hashes it)
     log: Any                      # the fight rules' log (Fight.save_log), or None
-    tables: dict                  # name -> (rows, the columns' declaration (plain bytes), block: bytes)
+    tables: dict                  # name -> (rows, the columns' declaration (plain bytes), the packed block)
 
 
 def parse(data: bytes) -> Parsed:
@@ -399,7 +400,8 @@ def parse(data: bytes) -> Parsed:
     magic, fmt, hsize, version, config, count, flags, size, digest = HEADER.unpack_from(data)
     if not (magic == MAGIC):
         raise _Refused(f"header.magic: {short(magic)} at offset 0 is not {MAGIC!r} (not a scuffle snapshot)")
-    need(fmt == FORMAT, "header.format", f"format {fmt} at offset 8; this scuffle reads format {FORMAT}")
+    need(fmt == FORMAT, "header.format", f"format {fmt} at offset 8; this scuffle reads format {FORMAT}" +
+         (" (an older scuffle's file: take the snapshot again with this version)" if 1 <= fmt < FORMAT else ""))
     need(hsize == HEADER.size, "header.size", f"{hsize} at offset 12, expected {HEADER.size}")
     need(flags == 0, "header.flags", f"{flags} at offset 64, expected 0")
     need(size == n - HEADER.size, "header.payload", f"{size} bytes at offset 68, the file holds {n - HEADER.size} "
@@ -529,9 +531,52 @@ def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
         diff = next((f"{short(a)} where this engine has {short(b)}" for a, b in zip(declared, mine) if a != b),
                     f"{len(declared)} columns where this engine has {len(mine)}")
         raise _Refused(f"{where}.columns: {diff} (another version's layout)")
-    size = _block_size(want, rows)
-    need(len(block) == size, f"{where}.block", f"{len(block)} bytes, the layout of {rows} rows is {size}")
-    return Saved(want, rows, block)
+    return Saved(want, rows, block, _blank(live, want, rows))
+
+
+def _blank(table, columns: dict, cap: int) -> np.ndarray:
+    """A block of ``cap`` rows of ``table``'s layout with every row as a free row holds it
+    (a table with defaults: each column at its default; else 0), the file's rows in use
+    written over it (kept per table and capacity: derived only)."""
+    key = (id(table), cap)
+    got = _BLANKS.get(key)
+    if got is None or got[0] is not table or got[1] is not columns:
+        lay, size = _layout_full(columns, cap)
+        block = np.zeros(size, np.uint8)
+        for name, value in (getattr(table, "_defaults", None) or {}).items():
+            if value and name in lay:
+                off, dt, shape = lay[name]
+                n = dt.itemsize
+                for k in shape:
+                    n *= k
+                block[off:off + n].view(dt).reshape(shape)[...] = value
+        if len(_BLANKS) > 64:
+            _BLANKS.clear()
+        got = _BLANKS[key] = (table, columns, block)
+    return got[2]
+
+
+_BLANKS: dict = {}
+
+
+def table_block(section: bytes) -> tuple[int, bytes, dict, np.ndarray]:
+    """(rows, the declaration's bytes, the columns declared, the block) of a table section
+    as ``encode`` writes it: the packed rows unpacked, a free row's columns 0 (a tool's
+    and a test's view of a file; ``table_section`` writes one back)."""
+    rows, hl = _TABLE_HEAD.unpack_from(section)
+    raw = bytes(section[_TABLE_HEAD.size:_TABLE_HEAD.size + hl])
+    columns = _COLUMNS_OF.setdefault(raw, {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1])
+                                           for c in plaindata.decode(raw)})
+    try:
+        block = unpack(columns, rows, section[_TABLE_HEAD.size + hl:])
+    except StateError as e:
+        raise _Refused(str(e)) from None
+    return rows, raw, columns, block
+
+
+def table_section(rows: int, raw: bytes, columns: dict, block: np.ndarray) -> bytes:
+    """A table section from its rows, declaration and block (``table_block`` undone)."""
+    return _TABLE_HEAD.pack(rows, len(raw)) + raw + pack(columns, rows, block).tobytes()
 
 
 def _rows_array(a: Any, where: str) -> np.ndarray:
@@ -883,11 +928,14 @@ def checksum_parsed(p: Parsed) -> str:
     h.update(_values_digest(digest_form(p.values)))
     tables = []
     for name in TABLES:
-        rows, raw, block = p.tables[name]
+        rows, raw, packed = p.tables[name]
         cols = plaindata.decode(raw)
         columns = _COLUMNS_OF.setdefault(raw, {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1])
                                                for c in cols})
-        tables.append((columns, rows, np.frombuffer(block, np.uint8)))
+        try:
+            tables.append((columns, rows, unpack(columns, rows, packed, f"table.{name}")))
+        except StateError as e:
+            raise _Refused(str(e)) from None
     h.update(blocks_digests(tables).tobytes())
     return h.hexdigest()
 
