@@ -206,22 +206,24 @@ def unpack(columns: dict, cap: int, packed: Any, name: str = "table") -> np.ndar
         raise StateError(f"{name}.block: a layout of {size} bytes, more than the {MAX_UNPACKED}-byte budget")
     plan = _plan([Saved(columns, cap, None, None)], single=True)
     buf = np.zeros(plan.size, np.uint8)
-    _unpack(plan, buf, [packed], [name], [cap])
+    _unpack(plan, buf, [packed], [name])
     return buf[:packing(columns, cap).size]
 
 
-def _unpack(plan, buf: np.ndarray, packed: Sequence, names: Sequence[str], caps: Sequence[int]) -> None:
-    src_at = np.zeros(len(packed) + 1, np.int64)
-    n = 0
-    for i, b in enumerate(packed):
-        n += len(b)
-        src_at[i + 1] = n
-    src = np.frombuffer(b"".join(packed), np.uint8) if n else np.zeros(1, np.uint8)
+def _unpack(plan, buf: np.ndarray, packed: Sequence, names: Sequence[str] | None = None) -> None:
+    """Each table's packed bytes into ``buf`` (unpack_rows). Raises StateError naming the
+    first table whose bytes are not the size they must be (``names``: the tables' own,
+    default ``table.<name>``)."""
+    at = [0]
+    for b in packed:
+        at.append(at[-1] + len(b))
+    src = np.frombuffer(b"".join(packed), np.uint8) if at[-1] else np.zeros(1, np.uint8)
     out = np.zeros(1, np.int64)
-    t = K.unpack_rows(buf, src, src_at, plan.tinfo, plan.frames, plan.ucols, out)
+    t = K.unpack_rows(buf, src, np.array(at, np.int64), plan.tinfo, plan.frames, plan.ucols, out)
     if t >= 0:
-        raise StateError(f"{names[t]}.block: {len(packed[t])} bytes, where its layout of {caps[t]} rows and the "
-                         f"rows its live column marks in use give {int(out[0])}")
+        name = names[t] if names is not None else f"table.{K.TABLE_ORDER[t]}"
+        raise StateError(f"{name}.block: {len(packed[t])} bytes, where its layout of {int(plan.tinfo[t, 0])} rows "
+                         f"and the rows its live column marks in use give {int(out[0])}")
 
 
 class _Plan(NamedTuple):
@@ -359,8 +361,7 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
         n = len(t.blank)
         mem[base:base + n] = t.blank
         blocks.append(buf[base:base + n])
-    _unpack(plan, buf, [t.packed for t in tables], [f"table.{n}" for n in K.TABLE_ORDER],
-            [t.capacity for t in tables])
+    _unpack(plan, buf, [t.packed for t in tables])
     spec = _bounded(plan, len(facts.end) - 1, texts - 1)
     seen = _seen(max(plan.most, len(pool_out)))
     at = np.zeros(len(dirty) + 1, np.int64)
