@@ -51,6 +51,8 @@ _CODE.update({d.newbyteorder("="): i for i, d in enumerate(DTYPES)})
 # a 1-d array of a native little-endian dtype: its tag, code and ndim, by dtype
 _NATIVE1 = {np.dtype(d): b"\x0b" + bytes((i, 1)) for i, d in enumerate(DTYPES)
             if np.dtype(d).newbyteorder("=") == np.dtype(d)}
+# the native little-endian dtypes by code, read straight from the bytes (``_decode_fast``)
+_FAST1 = {i: d for i, d in enumerate(DTYPES) if d.newbyteorder("=") == d and d.itemsize}
 MAX_DEPTH = 32          # containers nested deeper are refused (no recursion limit is reached)
 MAX_NDIM = 4
 
@@ -100,10 +102,14 @@ def _enc(v: Any, out: list, where: Any, depth: int, lenient: bool = False) -> No
         for i, x in enumerate(v):
             # the plain items written here (most of a state's values): no call per item
             tx = x.__class__
-            if tx is int and _INT_MIN <= x <= _INT_MAX:
+            if tx is int and _SMALL_LO <= x < _SMALL_HI:
+                app(_SMALL[x - _SMALL_LO])
+            elif tx is str and x in _STRS:
+                app(_STRS[x])
+            elif tx is int and _INT_MIN <= x <= _INT_MAX:
                 app(_TAG_I + _I64.pack(x))
             elif tx is str and x.isascii():
-                app(b"\x06" + _U32.pack(len(x)) + x.encode("ascii"))
+                app(_ascii(x))
             elif tx is float and math.isfinite(x):
                 app(_TAG_F + _F64.pack(x))
             elif x is None:
@@ -117,19 +123,27 @@ def _enc(v: Any, out: list, where: Any, depth: int, lenient: bool = False) -> No
         app(b"\x0a" + _U32.pack(len(v)))
         for k, x in v.items():
             tk = k.__class__
-            if tk is int and _INT_MIN <= k <= _INT_MAX:
+            if tk is str and k in _STRS:
+                app(_STRS[k])
+            elif tk is int and _SMALL_LO <= k < _SMALL_HI:
+                app(_SMALL[k - _SMALL_LO])
+            elif tk is int and _INT_MIN <= k <= _INT_MAX:
                 app(_TAG_I + _I64.pack(k))
             elif tk is str and k.isascii():
-                app(b"\x06" + _U32.pack(len(k)) + k.encode("ascii"))
+                app(_ascii(k))
             else:
                 if tk not in _FLAT:
                     plain_key(k, where)
                 _enc(k, out, where, depth + 1, lenient)
             tx = x.__class__
-            if tx is int and _INT_MIN <= x <= _INT_MAX:
+            if tx is int and _SMALL_LO <= x < _SMALL_HI:
+                app(_SMALL[x - _SMALL_LO])
+            elif tx is str and x in _STRS:
+                app(_STRS[x])
+            elif tx is int and _INT_MIN <= x <= _INT_MAX:
                 app(_TAG_I + _I64.pack(x))
             elif tx is str and x.isascii():
-                app(b"\x06" + _U32.pack(len(x)) + x.encode("ascii"))
+                app(_ascii(x))
             elif x is None:
                 app(b"\x00")
             else:
@@ -172,6 +186,24 @@ def _enc(v: Any, out: list, where: Any, depth: int, lenient: bool = False) -> No
 
 
 _FLAT = frozenset({int, str, float, bool, type(None), bytes})
+
+# The encodings of the small ints and of the short ASCII strings met so far (names, keys,
+# kinds: the same few in every state), written by lookup instead of packing each time.
+_SMALL_LO, _SMALL_HI = -256, 4096
+_SMALL = [_TAG_I + _I64.pack(i) for i in range(_SMALL_LO, _SMALL_HI)]
+_STRS: dict[str, bytes] = {}
+_STRS_MAX = 4096               # strings kept (then forgotten all at once)
+_STR_LONG = 64                 # a longer string is not kept
+
+
+def _ascii(x: str) -> bytes:
+    """An ASCII string's encoding (kept when short)."""
+    e = b"\x06" + _U32.pack(len(x)) + x.encode("ascii")
+    if len(x) <= _STR_LONG:
+        if len(_STRS) >= _STRS_MAX:
+            _STRS.clear()
+        _STRS[x] = e
+    return e
 
 
 def _path(where: Any) -> str:
@@ -294,6 +326,17 @@ def _decode_fast(b: bytes, max_items: int) -> Any:
                 stack.append([{} if tag == 0x0A else [], n, tag, _NOKEY])
                 continue
             v = {} if tag == 0x0A else [] if tag == 0x08 else ()
+        elif tag == 0x0B and pos + 11 <= end and b[pos + 2] == 1 and b[pos + 1] in _FAST1:
+            # a 1-d array of a native dtype (the common case) read here
+            dt = _FAST1[b[pos + 1]]
+            n = _U64.unpack_from(b, pos + 3)[0]
+            q = pos + 11
+            if n > end - q or q + n * dt.itemsize > end:
+                raise _Slow
+            v = np.frombuffer(b, dt, n, q).copy() if n else np.zeros(0, dt)
+            if n and ((dt.kind == "f" and not np.isfinite(v).all()) or (dt.kind == "b" and v.view(np.uint8).max() > 1)):
+                raise _Slow
+            pos = q + n * dt.itemsize
         elif tag == 0x0B:                     # an array: the reader's own checks
             r = _Reader(b, left + 1)
             r.pos = pos
