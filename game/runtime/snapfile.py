@@ -36,7 +36,7 @@ from scuffle.anim.cursor import cursor_proto
 from scuffle.anim.digest import array_form, blocks_digests, digest_form, values_bytes
 from scuffle.anim.snapcheck import ClipFacts, Saved, StateError, check_saved, clip_facts, pack, unpack
 from scuffle.anim.store import Table, _layout
-from scuffle.components import Body, Combat
+from scuffle.components import Animator, Body, Combat
 
 __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "plain_values", "encode",
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
@@ -166,7 +166,6 @@ def config_parts(game) -> dict:
 
 
 def _set_of(game, ent):
-    from scuffle.components import Animator
     return game.component(ent, Animator).instance.anim_set
 
 
@@ -273,7 +272,6 @@ def _name_of_instance(inst) -> str:
 
 
 def _meta(game, st) -> dict:
-    from scuffle.components import Animator
     sets = {}
     for name, ent in st.names.items():
         sets[name] = game.component(ent, Animator).instance.anim_set.digest()
@@ -653,7 +651,6 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     entity_next = need_int(m["entity_next"], "meta.entity_next", max(names.values(), default=0) + 1 if names else 1)
     sets = m["sets"]
     need(isinstance(sets, dict) and set(sets) == set(names), "meta.sets", "not one anim set digest per human")
-    from scuffle.components import Animator
     for name, d in sets.items():
         if not (d == game.component(names[name], Animator).instance.anim_set.digest()):
             raise _Refused(f"meta.sets[{short(name)}]: the human's anim set differs from this Game's")
