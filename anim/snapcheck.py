@@ -17,7 +17,6 @@ the first bad row. Original: none (ours).
 """
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np

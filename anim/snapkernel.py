@@ -95,12 +95,12 @@ class Fault(IntEnum):
     NO_AUX = 15         # row
     NO_NEXT = 16        # row
     NO_INCOMING = 17    # row
-    HUMAN_GEN = 18      #
+    HUMAN_GEN = 18      # (a generation below 0)
     HUMAN_FREE = 19     # rows not in use
     PLACES = 20         # task row
     CHAIN = 21          # task row
     POOL_BYTE = 22      # index, byte
-    POOL_ROW = 23       #
+    POOL_ROW = 23       # index
     DIRTY = 24          # table
     POOL_COUNT = 25     # the flags set
 
@@ -250,10 +250,9 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
                             v = v & 0xFF
                     elif kind == 3:
                         bad = v < 0 or v > 62 or ((lo >> v) & 1) == 0
-                    elif kind == 4:
-                        if v != -1:
-                            p = np.searchsorted(ents, v)
-                            bad = p >= len(ents) or ents[p] != v
+                    elif kind == 4 and v != -1:
+                        p = np.searchsorted(ents, v)
+                        bad = p >= len(ents) or ents[p] != v
                     if bad:
                         return _fail(out, 6, c, r, v, j)
     # -- cursors: their clip's numbers

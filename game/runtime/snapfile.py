@@ -563,8 +563,7 @@ def table_block(section: bytes) -> tuple[int, bytes, dict, np.ndarray]:
     and a test's view of a file; ``table_section`` writes one back)."""
     rows, hl = _TABLE_HEAD.unpack_from(section)
     raw = bytes(section[_TABLE_HEAD.size:_TABLE_HEAD.size + hl])
-    columns = _COLUMNS_OF.setdefault(raw, {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1])
-                                           for c in plaindata.decode(raw)})
+    columns = _declared_columns(raw, "table")
     try:
         block = unpack(columns, rows, section[_TABLE_HEAD.size + hl:])
     except StateError as e:
@@ -900,6 +899,30 @@ def checksum(game, st) -> str:
 
 
 _COLUMNS_OF: dict = {}                # a declaration's bytes -> its columns (the same object each time)
+_NUMERIC = frozenset(d.str for d in plaindata.DTYPES)
+
+
+def _declared_columns(raw: bytes, where: str) -> dict:
+    """The columns a table section declares, read without a Game (a checksum of a file, a
+    tool's view of one): {name: dtype}. Rejected (_Refused naming ``where``): a declaration
+    that is not (name, one of plaindata's numeric dtypes, an inner shape of at most 4
+    dimensions of 1 to 4096) per array, at most 64 arrays, ``live`` among them."""
+    got = _COLUMNS_OF.get(raw)
+    if got is not None:
+        return got
+    try:
+        cols = plaindata.decode(raw)
+    except plaindata.PlainDataError as e:
+        raise _Refused(f"{where}.columns: {e}") from None
+    ok = isinstance(cols, list) and len(cols) <= 64 and all(
+        isinstance(c, tuple) and len(c) == 3 and c[0].__class__ is str and c[1] in _NUMERIC and
+        isinstance(c[2], list) and len(c[2]) <= 4 and all(d.__class__ is int and 1 <= d <= 4096 for d in c[2])
+        for c in cols) and "live" in {c[0] for c in cols}
+    need(ok, f"{where}.columns", "not (name, numeric dtype, inner shape) per array with a live column")
+    if len(_COLUMNS_OF) > 64:
+        _COLUMNS_OF.clear()
+    got = _COLUMNS_OF[raw] = {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1]) for c in cols}
+    return got
 
 
 def _values_digest(v: dict) -> bytes:
@@ -926,9 +949,7 @@ def checksum_parsed(p: Parsed) -> str:
     tables = []
     for name in TABLES:
         rows, raw, packed = p.tables[name]
-        cols = plaindata.decode(raw)
-        columns = _COLUMNS_OF.setdefault(raw, {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1])
-                                               for c in cols})
+        columns = _declared_columns(raw, f"table.{name}")
         try:
             tables.append((columns, rows, unpack(columns, rows, packed, f"table.{name}")))
         except StateError as e:

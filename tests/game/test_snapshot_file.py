@@ -413,7 +413,7 @@ def test_a_table_section_holds_its_rows_in_use_and_its_free_list_only(pair):
     finally:
         tasks.rate[used] = old
     _, sections = F.sections_of(data)[1:]
-    sizes = dict((n, len(b)) for n, b in sections)
+    sizes = {n: len(b) for n, b in sections}
     full = sum(F._block_size(F._columns_of(F._table_of(a, n)), F._table_of(a, n).capacity) for n in F.TABLES)
     assert sum(sizes[f"table.{n}"] for n in F.TABLES) < full / 2
 

@@ -71,7 +71,7 @@ def _cases():
 
 @pytest.mark.parametrize("table, col", _cases())
 def test_a_column_pushed_past_its_rule_is_refused_naming_it(crowd, table, col):
-    a, b, data = crowd
+    _, b, data = crowd
     rule = C.RANGES[table][col]
     edited = []
 
@@ -128,3 +128,24 @@ def test_packed_rows_unpack_to_the_rows_in_use_and_the_free_list(crowd):
                 assert not got[~live].any(), (name, col)
         with pytest.raises(C.StateError, match=rf"table\.{name}\.block"):
             C.unpack(cols, t.capacity, packed.tobytes()[:-1], f"table.{name}")
+
+
+def test_a_declaration_of_object_columns_is_refused_before_any_block_is_read(crowd):
+    """Read without a Game (its checksum), a table's declared columns are numbers only: an
+    object dtype would make pointers of a stranger's bytes."""
+    from scuffle.anim import plaindata
+
+    _, _, data = crowd
+
+    def edit(name: str, sec: bytes) -> bytes:
+        if name != "table.bodies":
+            return sec
+        rows, raw, cols, block = F.table_block(sec)
+        declared = [(c, "|O" if c == "position" else d, s) for c, d, s in plaindata.decode(raw)]
+        new = plaindata.encode(declared)
+        return F._TABLE_HEAD.pack(rows, len(new)) + new + sec[F._TABLE_HEAD.size + len(raw):]
+
+    version, config, sections = F.sections_of(data)
+    snap = Snapshot.from_bytes(F.assemble([(n, edit(n, s)) for n, s in sections], version, config))
+    with pytest.raises(SnapshotError):
+        snap.checksum()

@@ -10,7 +10,6 @@ default run tries QUICK_EXAMPLES per property; ``pytest -m fuzz`` tries LONG_EXA
 """
 from __future__ import annotations
 
-import struct
 import tracemalloc
 
 import numpy as np
