@@ -38,7 +38,8 @@ from scuffle.anim.snapcheck import ClipFacts, Saved, StateError, check_saved, cl
 from scuffle.anim.store import Table, _layout
 from scuffle.components import Animator, Body, Combat
 
-__all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "plain_values", "encode",
+__all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "config_bytes",
+           "table_block", "table_section", "plain_values", "encode",
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
            "need_float", "need_random_state", "short", "assemble", "sections_of"]
 
@@ -535,22 +536,24 @@ def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
 def _blank(table, columns: dict, cap: int) -> np.ndarray:
     """A block of ``cap`` rows of ``table``'s layout with every row as a free row holds it
     (a table with defaults: each column at its default; else 0), the file's rows in use
-    written over it (kept per table and capacity: derived only)."""
-    key = (id(table), cap)
+    written over it (kept per layout, capacity and defaults, never the table itself:
+    derived only)."""
+    defaults = tuple((getattr(table, "_defaults", None) or {}).items())
+    key = (id(columns), cap)
     got = _BLANKS.get(key)
-    if got is None or got[0] is not table or got[1] is not columns:
+    if got is None or got[0] is not columns or got[1] != defaults:
         lay, size = _layout_full(columns, cap)
         block = np.zeros(size, np.uint8)
-        for name, value in (getattr(table, "_defaults", None) or {}).items():
+        for name, value in defaults:
             if value and name in lay:
                 off, dt, shape = lay[name]
                 n = dt.itemsize
                 for k in shape:
                     n *= k
                 block[off:off + n].view(dt).reshape(shape)[...] = value
-        if len(_BLANKS) > 64:
+        if len(_BLANKS) >= 14:                  # two Games' seven tables
             _BLANKS.clear()
-        got = _BLANKS[key] = (table, columns, block)
+        got = _BLANKS[key] = (columns, defaults, block)
     return got[2]
 
 
