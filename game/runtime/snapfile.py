@@ -512,8 +512,8 @@ def _block_size(columns: dict, cap: int) -> int:
 
 
 def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
-    """Table ``name``'s saved block, after checking that the declared columns are this
-    Game's and the block has the layout's size."""
+    """Table ``name``'s saved rows (packed) for the checks, after checking that the declared
+    columns are this Game's (their size is checked as they are unpacked: check_saved)."""
     live = _table_of(game, name)
     want = _columns_of(live)
     where = f"table.{name}"
