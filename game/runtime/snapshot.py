@@ -664,9 +664,9 @@ class SavedRandom(random.Random):
         return s
 
     def load_state(self, state: tuple) -> None:
-        """Put back a ``save_state`` (nothing to do when it is the state it holds: no
-        number drawn since that save)."""
-        if state is not self._saved:
+        """Put back a ``save_state`` (nothing to do when it is, or equals, the state it
+        holds: no number drawn since that save)."""
+        if state is not self._saved and state != self._saved:    # (equal: a file's copy of the state it holds)
             version, words, gauss = state
             hit = self._words.get(id(state))
             unpacked = hit[1] if hit is not None and hit[0] is state else \
