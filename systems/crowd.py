@@ -93,6 +93,18 @@ class Crowd:
         self._seen = self._probe()
         self._stale = False
 
+    def drop_deleted(self) -> None:
+        """The humans esper deletes at its next process (a deferred ``esper.delete_entity``)
+        gone from ``parts`` now, so the Game's look-ups no longer find them (the world
+        current; a test of every human: a host's block, not the update's path). Their
+        places and rows go when esper has deleted them (``rebuild``)."""
+        exists = esper.entity_exists
+        gone = [e for e in self.parts if not exists(e)]
+        for e in gone:
+            del self.parts[e]
+        if gone:
+            self.version += 1
+
     def invalidate(self) -> None:
         """Read the world again at the next sync (a restore moved the views)."""
         self._stale = True

@@ -178,11 +178,12 @@ class _Active:
     before made current again after it (when it still exists). Switches nothing when the
     world is current already."""
 
-    __slots__ = ("world", "prev")
+    __slots__ = ("world", "prev", "crowd")
 
-    def __init__(self, world: str):
+    def __init__(self, world: str, crowd: Any = None):
         self.world = world
         self.prev: str | None = None
+        self.crowd = crowd
 
     def __enter__(self) -> None:
         prev = self.prev = esper.current_world
@@ -192,6 +193,9 @@ class _Active:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         prev = self.prev
+        if self.crowd is not None and esper.current_world == self.world:
+            self.crowd.sync()               # what the block did in esper behind the Game's back
+            self.crowd.drop_deleted()
         if prev != self.world and prev in esper.list_worlds():
             esper.switch_world(prev)
 
@@ -237,6 +241,7 @@ class Game:
         # (a rename, a change behind the Game's back in esper, a restore)
         self._order: list[tuple[str, int]] = []
         self._order_of: tuple[int, int] = (-1, -1)
+        self._sets: dict[int, AnimSet] = {}        # the anim sets registered with the player (read-only)
         # The fight rules when attached (scuffle.game.fighters.combat.Fight sets it), typed by
         # the FightRules protocol: the runtime layer never imports the fighters (tests/test_layers.py).
         self.fight: FightRules | None = None
@@ -244,7 +249,7 @@ class Game:
         # entity -> {type: component} of this world's humans: the crowd's own (kept by the
         # joins and leaves), so a look-up needs no switch of esper's current world
         self._entities: dict[int, dict[type, Any]] = self.ctx.crowd.parts
-        with self.active():
+        with _Active(self.world):
             taken = [s.__name__ for s in schedule.SCHEDULE if esper.get_processor(s) is not None]
             if taken:
                 if self.owns_world:
@@ -279,8 +284,11 @@ class Game:
     def active(self) -> "_Active":
         """Make this game's esper world current for the block (``with game.active():``);
         the world current before is current again after it. Nothing is switched when
-        this world is current already (inside ``step()``, or a host's ``esper.process()``)."""
-        return _Active(self.world)
+        this world is current already (inside ``step()``, or a host's ``esper.process()``).
+        What the block changed in esper behind the Game's back (an entity deleted, a Body
+        swapped) is seen as it ends (the crowd read again, systems.crowd; a human whose
+        entity waits for esper's deferred deletion is gone from the Game's look-ups then)."""
+        return _Active(self.world, None if self.closed else self.ctx.crowd)
 
     def close(self) -> None:
         """Delete the esper world this Game created; in a host's world, remove only its
@@ -289,6 +297,7 @@ class Game:
             return
         self.closed = True
         self._entities = {}                         # no look-up finds a human of this Game now
+        self._order_of = (-1, -1)
         if self.world not in esper.list_worlds():
             return
         if self.owns_world and self.world != "default":
@@ -296,7 +305,7 @@ class Game:
                 esper.switch_world("default")
             esper.delete_world(self.world)
             return
-        with self.active():
+        with _Active(self.world):
             for system in schedule.SCHEDULE:
                 esper.remove_processor(system)
             for ent in self.names.values():
@@ -324,10 +333,12 @@ class Game:
         self._open()
         if name in self.names and self._alive(self.names[name]):
             raise ValueError(f"human {name!r} already exists")
-        self.player.register(anim_set)
+        if self._sets.get(id(anim_set)) is not anim_set:    # a set's clips go into the bank once
+            self.player.register(anim_set)
+            self._sets[id(anim_set)] = anim_set
         record = HumanRecord()
         crowd = self.ctx.crowd
-        with self.active():
+        with _Active(self.world):
             crowd.sync()                      # a change behind the Game's back: read first
             fresh = self._order_of == (crowd.version, self.names.version)
             ent = esper.create_entity()
@@ -382,7 +393,7 @@ class Game:
         self.player.cut(inst)
         self.player.forget(inst)
         crowd = self.ctx.crowd
-        with self.active():
+        with _Active(self.world):
             crowd.sync()
             body = esper.try_component(ent, Body)
             combat = esper.try_component(ent, Combat)
@@ -436,8 +447,10 @@ class Game:
 
     def humans(self) -> list[tuple[str, int]]:
         """(name, entity) in entity order, a new list each call; a human whose entity was
-        deleted directly in esper is forgotten here (a deferred ``esper.delete_entity``
-        once esper has carried it out: at the next update's start).
+        deleted directly in esper is forgotten here, once the Game has seen it: at once in
+        its world or after a ``with game.active():`` block, else at the next update (a
+        deferred ``esper.delete_entity`` once esper has carried it out: at that update's
+        start).
 
         The list is kept in entity order by ``add_human`` and ``remove_human`` (the
         newcomer put in its place, the leaver taken out) and made again only when the
@@ -456,15 +469,12 @@ class Game:
         return list(self._order)
 
     def _see(self) -> None:
-        """The crowd told of what changed in esper behind the Game's back (one identity
-        test when nothing did; this world made current for it when it is not)."""
-        if self.closed or self.world not in esper.list_worlds():
-            return
-        if esper.current_world == self.world:
+        """The crowd told of what changed in esper behind the Game's back, when this world
+        is current (one identity test when nothing did). Another world current: no switch;
+        a change made in a ``with game.active():`` block was seen as the block ended, one
+        made otherwise is seen at the next update."""
+        if not self.closed and esper.current_world == self.world:
             self.ctx.crowd.sync()
-        else:
-            with self.active():
-                self.ctx.crowd.sync()
 
     # ---------------------------------------------------------------- commands
     def change(self, name: str, task: Task, fade: float = 0.0) -> None:
@@ -494,6 +504,7 @@ class Game:
             esper.switch_world(world)
         try:
             esper.process()
+            self.ctx.crowd.sync()           # (one identity test; a world made anew: read, empty)
         finally:
             if prev != world and prev in esper.list_worlds():
                 esper.switch_world(prev)
