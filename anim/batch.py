@@ -229,7 +229,13 @@ class BatchEngine:
         if 0 < m < len(instances) and not self._twice and instances[:m] == last:
             added = [self._row(inst) for inst in instances[m:]]
             rows = self._last_rows
-            if len(set(added)) == len(added) and not np.isin(added, rows).any():
+            # a newcomer's row among the listed ones: a human listed twice (made again below)
+            if m <= _FEW:
+                listed = set(self._rows_list)
+                clash = any(r in listed for r in added)
+            else:
+                clash = bool(np.isin(added, rows).any())
+            if len(set(added)) == len(added) and not clash:
                 last.extend(instances[m:])
                 self._rows_list.extend(added)
                 self._last_rows = np.concatenate((rows, np.array(added, dtype=np.int64)))
