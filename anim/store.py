@@ -540,7 +540,7 @@ class HumanTable:
         their fast views (``m_depth``, ``m_queued``, ...), ``stack`` and ``queue`` flat ones (``m_stack``: slot ``s * stack_width
         + i``; ``m_queue``; store._fast_view), made again whenever the array is replaced."""
         object.__setattr__(self, name, value)
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) and self.world is not None:    # (a standalone record's: no kernel reads it)
             LAYOUT_EPOCH[0] += 1
         if name in ("depth", "queued", "flags", "anim", "speed"):
             object.__setattr__(self, "m_" + name, _fast_view(value))
