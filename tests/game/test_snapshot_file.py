@@ -97,9 +97,9 @@ def test_a_pickle_payload_runs_nothing_and_is_refused(tmp_path):
 
 def test_the_loading_path_holds_no_unpickler_eval_or_import():
     import inspect
-    from scuffle.anim import plaindata as P, snapcheck, snapshot as AS
+    from scuffle.anim import plaindata as P, snapcheck, snapkernel, snapshot as AS
     from scuffle.game.runtime import snapshot as GS
-    for mod in (F, P, snapcheck, AS, GS):
+    for mod in (F, P, snapcheck, snapkernel, AS, GS):
         src = inspect.getsource(mod)
         for bad in ("pickle.load", "Unpickler", "marshal", "eval(", "exec(", "allow_pickle=True", "__import__",
                     "importlib"):
