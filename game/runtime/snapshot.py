@@ -366,16 +366,10 @@ def restore(game, snap: Snapshot) -> None:
         game.names.clear()
         game.names.update(st.names)
     if moved:
-        # the systems' lists of the crowd (body rows, pose columns, entity order): made
-        # again at the next update. With the same humans and every view on its row they
-        # still hold (sorted_components checks esper's own list, and the systems check the
-        # tables' capacities), so a rollback's first update does not rebuild them: 2.2 ms
-        # at 1,000 humans.
-        ctx.sorted_cache.clear()
-        for proc in game.processors:
-            reset = getattr(proc, "reset", None)
-            if reset is not None:
-                reset()
+        # the crowd's rows (body rows, pose columns) are read again at the next update;
+        # with the same humans and every view on its row they still hold, so a rollback's
+        # first update does not read them again
+        ctx.crowd.invalidate()
     if st.fight is not None:
         game.fight.load_state(st.fight)
         if st.fight_log is not None and hasattr(game.fight, "load_log"):
