@@ -424,16 +424,19 @@ def parse(data: bytes) -> Parsed:
             raise _Refused(f"directory[{i}].name: not ASCII") from None
         if not (name in SECTIONS):
             raise _Refused(f"directory[{i}].name: {short(name)} is not a section of format {FORMAT}")
-        need(name not in found, f"directory[{i}].name", f"section {name!r} twice")
-        need(_ENTRY.size * count <= off and off + length <= size, f"directory[{i}] ({name})",
-             f"offset {off} and size {length} outside the payload")
+        if name in found:                  # (no need(): its message would be made for every entry)
+            raise _Refused(f"directory[{i}].name: section {name!r} twice")
+        if not (_ENTRY.size * count <= off and off + length <= size):
+            raise _Refused(f"directory[{i}] ({name}): offset {off} and size {length} outside the payload")
         spans.append((off, off + length, name))
         found[name] = bytes(payload[off:off + length])
     spans.sort()
     for a, b in zip(spans, spans[1:]):
-        need(a[1] <= b[0], f"section {b[2]}", f"overlaps section {a[2]}")
+        if a[1] > b[0]:
+            raise _Refused(f"section {b[2]}: overlaps section {a[2]}")
     for name in SECTIONS:
-        need(name in found, "directory", f"no section {name!r}")
+        if name not in found:
+            raise _Refused(f"directory: no section {name!r}")
     try:
         meta = plaindata.decode(found["meta"])
     except plaindata.PlainDataError as e:
@@ -456,8 +459,10 @@ def parse(data: bytes) -> Parsed:
         where = f"section table.{name}"
         need(len(sec) >= _TABLE_HEAD.size, where, "shorter than its header")
         rows, hl = _TABLE_HEAD.unpack_from(sec)
-        need(1 <= rows <= 1 << 28, f"{where}.rows", f"{rows} rows (1 to 2^28)")
-        need(_TABLE_HEAD.size + hl <= len(sec), where, f"a declaration of {hl} bytes past the section's end")
+        if not 1 <= rows <= 1 << 28:
+            raise _Refused(f"{where}.rows: {rows} rows (1 to 2^28)")
+        if _TABLE_HEAD.size + hl > len(sec):
+            raise _Refused(f"{where}: a declaration of {hl} bytes past the section's end")
         cols = sec[_TABLE_HEAD.size:_TABLE_HEAD.size + hl]       # checked against a Game's layout (to_state)
         tables[name] = (rows, cols, sec[_TABLE_HEAD.size + hl:])
     need(hashlib.sha256(found["config"]).digest() == config, "section config",
@@ -712,10 +717,12 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         tv = tables_v[name]
         where = f"values.engine.tables.{name}"
         keyed = tv["keyed"]
-        need(isinstance(keyed, dict) and set(keyed) == set(t._keyed), f"{where}.keyed", "not the table's keyed columns")
+        if not (isinstance(keyed, dict) and set(keyed) == set(t._keyed)):
+            raise _Refused(f"{where}.keyed: not the table's keyed columns")
         back: dict[str, dict] = {}
         for k, d in keyed.items():
-            need(isinstance(d, dict), f"{where}.keyed.{k}", "not a map")
+            if not isinstance(d, dict):
+                raise _Refused(f"{where}.keyed.{k}: not a map")
             out = {}
             for r, x in d.items():
                 if not (r.__class__ is int and 0 <= r < t.capacity and bool(t.live[r])):
@@ -731,7 +738,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                          "not a direction task's eight clips of the bank")
                     out[r] = x
                 else:
-                    need(x.__class__ in (int, str), f"{where}.keyed.{k}[{r}]", "not a human's handle")
+                    if x.__class__ not in (int, str):
+                        raise _Refused(f"{where}.keyed.{k}[{r}]: not a human's handle")
                     out[r] = x
             back[k] = out
         for r in np.flatnonzero(t.type[live["tasks"]] == 13) if name == "tasks" else ():
@@ -739,9 +747,11 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             need(row in back["dir_banks"], f"{where}.keyed.dir_banks", f"direction task {row} has no clips")
         if name == "tasks":
             cb = t.callback[live["tasks"]]
-            for i, r in enumerate(live["tasks"]):
-                need(bool(cb[i]) == (int(r) in back["on_wrap"]), f"{where}.callback[{int(r)}]",
-                     "says a wrap callback is set where there is none, or the reverse")
+            wraps = back["on_wrap"]
+            for flag, r in zip(cb.tolist(), live["tasks"].tolist()):
+                if flag != (r in wraps):
+                    raise _Refused(f"{where}.callback[{r}]: says a wrap callback is set where there is none, or "
+                                   "the reverse")
         views = [None] * t.capacity if name == "tasks" else None     # handles are made on read
         states[name] = S.TableState(t.capacity, t.block, back, views, tv["dirty"].tolist())
     reports = hv["on_report"]
@@ -797,7 +807,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         if not (name in inst_of and name not in seen):
             raise _Refused(f"values.engine.instances[{r}]: {short(name)} is not a human of the snapshot, or "
                            "named twice")
-        need(bool(hum.live[r]), f"values.engine.instances[{r}]", "the row is not in use")
+        if not hum.live[r]:
+            raise _Refused(f"values.engine.instances[{r}]: the row is not in use")
         seen.add(name)
         instances.append(inst_of[name])
     loose = []
