@@ -51,6 +51,7 @@ HEADER = struct.Struct("<8sII16s32sIIQ32s")
 _ENTRY = struct.Struct("<16sQQ")  # a directory entry: section name (ASCII, NUL-padded), offset, size
 MAX_BYTES = 1 << 30               # a file larger than this is refused before it is read
 MAX_SECTIONS = 16
+MAX_COUNTER = 1 << 62             # an update counter or entity id: an int64 with room to count on
 TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
 SECTIONS = ("config", "meta", "values", "log", *(f"table.{t}" for t in TABLES))
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
@@ -447,9 +448,9 @@ def parse(data: bytes) -> Parsed:
         raise _Refused(f"section values: {e}") from None
     need(isinstance(meta, dict), "meta", "not a map")
     need(meta.get("engine").__class__ is str, "meta.engine", "not an engine's name")
-    need_int(meta.get("updates_run"), "meta.updates_run", 0)
-    need_int(meta.get("update"), "meta.update", 0)
-    need_int(meta.get("entity_next"), "meta.entity_next", 0)
+    need_int(meta.get("updates_run"), "meta.updates_run", 0, MAX_COUNTER)
+    need_int(meta.get("update"), "meta.update", 0, MAX_COUNTER)
+    need_int(meta.get("entity_next"), "meta.entity_next", 0, MAX_COUNTER)
     names = meta.get("names")
     need(isinstance(names, dict) and all(k.__class__ is str for k in names), "meta.names", "not a map of names")
     need(isinstance(values, dict), "values", "not a map")
@@ -643,8 +644,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
          "missing fields")
     if not (m["engine"] == game.engine):
         raise _Refused(f"meta.engine: {short(m['engine'])}, this Game runs {game.engine!r}")
-    updates_run = need_int(m["updates_run"], "meta.updates_run", 0)
-    update = need_int(m["update"], "meta.update", 0)
+    updates_run = need_int(m["updates_run"], "meta.updates_run", 0, MAX_COUNTER)
+    update = need_int(m["update"], "meta.update", 0, MAX_COUNTER)
     names = m["names"]
     need(isinstance(names, dict) and len(names) <= 1 << 24, "meta.names", "not a map of names to entities")
     for name, ent in names.items():
@@ -655,7 +656,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up as "
                            "the snapshot's was)")
     need(len(set(names.values())) == len(names), "meta.names", "two names for one entity")
-    entity_next = need_int(m["entity_next"], "meta.entity_next", max(names.values(), default=0) + 1 if names else 1)
+    entity_next = need_int(m["entity_next"], "meta.entity_next", max(names.values(), default=0) + 1 if names else 1,
+                           MAX_COUNTER)
     sets = m["sets"]
     need(isinstance(sets, dict) and set(sets) == set(names), "meta.sets", "not one anim set digest per human")
     for name, d in sets.items():
