@@ -15,7 +15,8 @@ pool's flags reaching the rows taken) and refuses (-1) with nothing written; the
 that raise at the call (a full stack or queue, the pool exhausted) stay in Python.
 
 A module of its own (numba's on-disk cache is keyed on each function's source file: this
-one, anim.jitcache); it calls nothing of anim.kernels.
+one, anim.jitcache); it calls nothing of anim.kernels. The gait's rules are anim.rules'
+(compiled in: ``RULES_SHA256`` pins that file's source, as the cache does not see it).
 
 Spec: "Animation tasks", "The task stack", "Fades", "Gait blend".
 Original: 0x001054c8 (take a task from the free list), 0x001041f8 AnimCursor_Init,
@@ -24,14 +25,14 @@ TaskStack_InsertBottom, 0x001753d8 TaskStack_Push.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from numba import njit
 
 from .jitcache import cache_setting
 from .sampler import CursorFlags
-from .tasks import GAIT_ALONE_HIGH, GAIT_SPEED, GAIT_STEPS, TaskFlags, TaskType
+from .rules import GAIT_SPEED, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target
+from .tasks import TaskFlags, TaskType
 
 __all__ = ["run_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH", "PLACE_ENQUEUE", "LAY_SIZE",
            "BLOCK_VIEWS"]
@@ -59,6 +60,9 @@ COLUMNS = (
     (4, "depth", np.int64), (4, "queued", np.int64), (4, "stack", np.int64), (4, "queue", np.int64),
     (4, "flags", np.int64), (4, "anim", np.int64), (4, "speed", np.float64),
 )
+# anim.rules' source, whose rules compile into run_rows: numba's cache is keyed on this
+# file only, so an edit there must change this line (tests/anim/test_rules.py).
+RULES_SHA256 = "089c36b1bdd600d8a468e446e6d730a9e33c0ebe91d570f68dabc93f5aeb5013"
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
@@ -83,8 +87,6 @@ _FADE = int(TaskType.FADE)
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
 _MUTED_INT = int(CursorFlags.MUTED)
 _CONTINUOUS_INT = int(TaskFlags.CONTINUOUS)
-_STEP0, _STEP1, _STEP2 = GAIT_STEPS
-_ALONE_HIGH = float(GAIT_ALONE_HIGH)
 _GAIT_SPEED = float(GAIT_SPEED)
 
 # the columns' indices in COLUMNS (numba freezes these globals as constants)
@@ -212,24 +214,13 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
                 if window != 0:
                     t8[o_t_window + tr] = window
         else:                                      # GaitTask._made: the task row, the gait row, the pair
-            v = target if vnone else value         # GaitTask._clamp: to 0-4 (comparisons), a float32 value
-            if v < 0.0:
-                v = 0.0
-            elif v > 4.0:
-                v = 4.0
-            v = float(np.float32(v))
-            lower = 0 if v < _STEP0 else 1 if v < _STEP1 else 2 if v < _STEP2 else 3
-            leader = 1 if v - lower >= _ALONE_HIGH else 0
-            tg = v
-            if not vnone:
-                tg = target
-                if tg < 0.0:
-                    tg = 0.0
-                elif tg > 4.0:
-                    tg = 4.0
-                tg = float(np.float32(tg))
-            if not flags & _CONTINUOUS_INT:
-                tg = float(math.floor(tg + 0.5))
+            # the gait's rules (anim.rules): the value and target clamped and held as float32s,
+            # the pair, its first leader, the target rounded unless CONTINUOUS
+            v = float(np.float32(gait_clamp(target if vnone else value)))
+            lower = gait_pair(v)
+            leader = gait_first_leader(v, lower)
+            tg = v if vnone else float(np.float32(gait_clamp(target)))
+            tg = gait_rounded_target(tg, flags & _CONTINUOUS_INT)
             t8[o_t_type + tr] = _GAIT
             tf32[o_t_rate + tr] = speed
             o_g_free = lay[G_FREE]

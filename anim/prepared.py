@@ -25,6 +25,7 @@ from . import cmdkernel as CK
 from . import f32 as F
 from .callbacks import Callback, check_callback
 from .recipe import _CHANGE, _GAIT, _PUSH, Arg, Command, Recipe, _value, check_params, expand
+from .rules import change_room
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance
 from .stackrules import StackRules
 from .store import LAYOUT_EPOCH, _fast_view
@@ -276,7 +277,7 @@ class RecipeRules(StackRules):
                     return False
             elif fade.__class__ is not float:
                 fade = float(fade)
-            if not (n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE):
+            if not change_room(n, opts.early_finish_above):
                 return False
             code = CK.PLACE_CHANGE
         elif place is _PUSH:

@@ -17,13 +17,13 @@ from typing import Any, Callable
 from .callbacks import check_callback
 from .f32 import FLT_MAX
 from .limits import check_float
+from .rules import STACK_SIZE
 from .store import HumanTable, _fast_view, left_world
 
 __all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
            "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool"]
 
 POOL_SIZE = 360
-STACK_SIZE = 18
 QUEUE_SIZE = 10
 
 

@@ -24,7 +24,8 @@ from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
 from .tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
                     PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, new_task_row, take_place,
-                    task_at)
+                    task_at, write_fade_row)
+from .rules import change_room
 
 
 __all__ = ["StackRules"]
@@ -264,18 +265,15 @@ class StackRules(TaskBuilder):
             n = h.m_depth[s]
             rec = inst.record
             speed = h.m_speed[s]                         # the fade's rate (a float32 holds it: checked when set)
-            if n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE and rec.table is h and rec.row == s \
+            if change_room(n, opts.early_finish_above) and rec.table is h and rec.row == s \
                     and h.gen[s] == rec.gen and -_F32_MAX <= speed <= _F32_MAX:
                 # self.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
                 kept = ts.spare.get(_FadeTask)           # new_handle, inline: a handle the flush kept
                 f = kept.pop() if kept else _FadeTask.__new__(_FadeTask)
                 fr = new_task_row(ts, f, _FADE, speed)
                 fades = f.store = self.stores.fades
-                r = f.row = fades.alloc_default()
+                r = f.row = write_fade_row(ts, fr, fades, fade)
                 f.gen = fades.m_gen[r]
-                fades.m_el[r] = 0.0
-                fades.m_dur[r] = fade
-                ts.m_aux[fr] = r
                 pool.take_row(fr)
                 ts.m_incoming[fr] = tr                   # f.incoming = task
                 ms, b = h.m_stack, s * h.stack_width     # insert_bottom and push: the two slots
@@ -318,7 +316,7 @@ class StackRules(TaskBuilder):
             raise
         ts = self.stores.tasks
         ts.m_incoming[f.trow] = task.trow            # f.incoming = task (both ours: checked)
-        if n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE:
+        if change_room(n, opts.early_finish_above):
             # neither early finish acts and both fit: insert_bottom and push write their two
             # slots at once; the top is then the fade, so the playing id is the new task's
             self.batch.change_rows(inst, task.trow, f.trow)

@@ -27,6 +27,8 @@ from .sampler import CursorFlags
 from .store import NO_ROW, Table, _stale, column, task_column
 
 from .interfaces import PoseProgram, TaskHost
+from .rules import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_SPEED, GAIT_STEPS, cursor_flags_of,
+                    fade_weight, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .stack import CharacterInstance
@@ -255,28 +257,10 @@ class TagBits(StrEnum):
 # The blend window rules in the task table's ``window`` column (0 advanced, 1 kept).
 WINDOW_RULES = (BlendWindow.ADVANCED, BlendWindow.KEPT)
 
-# The gait blend's pair steps (floor with 0.995, 1.995, 2.995) and thresholds. Like every
-# constant the FPU compares with, they are float32 (f32(2.995) is 2.99499988...).
-GAIT_STEPS = tuple(F.f32(x) for x in (0.995, 1.995, 2.995))
-GAIT_ALONE_LOW = F.f32(0.01)
-GAIT_ALONE_HIGH = F.f32(0.995)
-_STEP0, _STEP1, _STEP2 = GAIT_STEPS
-GAIT_FALL_FRACTION = 0.875
-GAIT_SPEED = 10.0
+# The gait blend's pair steps and thresholds, and its rules: anim.rules (one text for
+# Python and the kernels).
 # Type 11's thresholds on its value 0-3 (float32).
 PICK_THRESHOLDS = tuple(F.f32(x) for x in (0.51, 1.51, 2.51))
-
-
-def fade_weight(elapsed: float, duration: float) -> float:
-    """The outgoing pose's weight w_old = (1 + cos(pi t / d)) / 2; d = 0 gives 0 at once.
-
-    The cosine is anim.detmath's (the same bits on every CPU, and the fade kernel's).
-    Original: 0x00106e50 (1 - (sin(pi t/d - pi/2) + 1) / 2, the same curve).
-    """
-    if duration <= 0.0:
-        return 0.0
-    x = min(max(elapsed / duration, 0.0), 1.0)
-    return (1.0 + detmath.cos_pi_s(x)) / 2.0
 
 
 def _world_tasks(tstore: Table | None, what: str) -> Table:
@@ -843,6 +827,20 @@ class PairedHoldTask(HoldTask):
 # ---------------------------------------------------------------- fades
 
 
+def write_fade_row(ts: Table, tr: int, fades: Table, duration: float) -> int:
+    """The one writer of a type 9's own row, for every Python path (the class's
+    constructor, the Player's ``fade``, a change's fade): a row of ``fades`` taken and
+    linked from task row ``tr`` of ``ts`` (``aux``), nothing elapsed, the duration
+    ``duration`` (checked: finite, >= 0, a float32 holds it). Out: the fade's row.
+    anim.cmdkernel writes the same columns for a prepared command's change.
+    Original: 0x00106c80."""
+    r = fades.alloc_default()
+    fades.m_el[r] = 0.0
+    fades.m_dur[r] = duration
+    ts.m_aux[tr] = r
+    return r
+
+
 class FadeTask(Task):
     """Type 9: a cross-fade over d seconds from the tasks below it into the new one.
 
@@ -862,16 +860,14 @@ class FadeTask(Task):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         super().__init__(rate, 0, held, on_end, tstore)
         st = self.store = store if store is not None else self.tstore.world.fades
-        r = self.row = st.alloc(zero=False)
+        r = self.row = write_fade_row(self.tstore, self.trow, st, F.f32(float(duration)))
         self.gen = int(st.gen[r])
-        st.el[r] = 0.0
-        st.dur[r] = F.f32(float(duration))
-        self.tstore.aux[self.trow] = r
 
     @classmethod
     def _made(cls, ts: Table, fades: Table, duration: float, rate: float, held: int = 0) -> "FadeTask":
         """``FadeTask(duration, rate, held, store=fades, tstore=ts)`` for the Player's
-        constructors (``ts`` / ``fades`` the world's tables): one function, each row written once."""
+        constructors (``ts`` / ``fades`` the world's tables): the task row, then the fade's
+        (write_fade_row)."""
         if not (duration >= 0.0 and math.isfinite(duration)):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         t = new_handle(ts, cls)
@@ -880,14 +876,9 @@ class FadeTask(Task):
         else:
             tr = new_task_row(ts, t, _FADE_INT, rate)      # no flags, held bits or callback
         t.store = fades
-        r = t.row = fades.alloc_default()
+        r = t.row = write_fade_row(ts, tr, fades, duration if duration.__class__ is float and duration <= _F32_MAX
+                                   else F.f32(float(duration)))
         t.gen = fades.m_gen[r]
-        fades.m_el[r] = 0.0
-        if duration.__class__ is float and duration <= _F32_MAX:
-            fades.m_dur[r] = duration
-        else:
-            fades.dur[r] = F.f32(float(duration))
-        ts.m_aux[tr] = r
         return t
 
     elapsed = column("el", float, "Time into the fade (+0x1c), float32 summed toward zero.")
@@ -941,6 +932,29 @@ def _follow(leader: Cursor, other: Cursor) -> None:
     other.set_time(F.mul(F.div(leader.time, leader.duration), other.duration))
 
 
+def write_gait_row(ts: Table, tr: int, gaits: Table, ids: Sequence[int], banks: Sequence[int], v: float, tg: float,
+                   speed: float) -> tuple[int, int, int]:
+    """The one writer of a type 12's own row, for every Python path (the class's
+    constructor, the Player's, the stack rules'): a row of ``gaits`` taken and linked from
+    task row ``tr`` of ``ts`` (``aux``), its five ids and bank indices, the value ``v`` and
+    target ``tg`` (float32 values, the target already rounded: anim.rules), the pair and
+    its first leader by anim.rules, the gait's ``speed`` on the task row. Out: (gait row,
+    lower, leader); the caller makes the pair's cursors. anim.cmdkernel writes the same
+    columns with the same rules for a prepared command. Original: 0x0010a310."""
+    r = gaits.alloc_default()                         # every column written below
+    ts.m_aux[tr] = r
+    gaits.m_id0[r], gaits.m_id1[r], gaits.m_id2[r], gaits.m_id3[r], gaits.m_id4[r] = ids
+    gaits.m_b0[r], gaits.m_b1[r], gaits.m_b2[r], gaits.m_b3[r], gaits.m_b4[r] = banks
+    ts.m_speed[tr] = speed
+    lower = gait_pair(v)
+    leader = gait_first_leader(v, lower)
+    gaits.m_value[r] = v                              # float32 values: read back unchanged
+    gaits.m_target[r] = tg
+    gaits.m_lower[r] = lower
+    gaits.m_leader[r] = leader
+    return r, lower, leader
+
+
 class GaitTask(Task):
     """Type 12: five clips on a blend value v from 0 to 4 (walk, jog, run, sprint, sprint).
 
@@ -967,41 +981,31 @@ class GaitTask(Task):
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
         v = self._clamp(value)
+        tg = None if target is None else self._clamp(target)
         on_wrap = check_callback(on_wrap, "on_wrap")     # before a row is taken
         super().__init__(rate, flags, held, on_end, tstore)
-        # Every column written here directly (the properties' values, without their casts).
         ts, tr = self.tstore, self.trow
+        fl = int(ts.flags[tr])
+        # a target given is rounded as set_target rounds it; none: the value, as it is
+        tg = v if tg is None else gait_rounded_target(tg, fl & _CONTINUOUS_INT)
         st = self.store = store if store is not None else ts.world.gaits
-        r = self.row = st.alloc(zero=False)
-        self.gen = int(st.gen[r])
-        ts.aux[tr] = r
-        st.id0[r], st.id1[r], st.id2[r], st.id3[r], st.id4[r] = tuple(map(int, ids))
+        sp = speed if speed.__class__ is float and -_F32_MAX <= speed <= _F32_MAX else F.f32(float(speed))
         # the clips' bank indices (the compiled step makes the cursors a change of pair
         # brings in from them); a gait made alone makes them with ``make_cursor``
-        st.b0[r], st.b1[r], st.b2[r], st.b3[r], st.b4[r] = tuple(banks) if banks is not None else (0,) * 5
+        r, lower, leader = write_gait_row(ts, tr, st, tuple(map(int, ids)),
+                                          tuple(banks) if banks is not None else (0,) * 5, v, tg, sp)
+        self.row = r
+        self.gen = int(st.gen[r])
         self._make_cursor = None if banks is not None else make_cursor
-        ts.speed[tr] = speed if speed.__class__ is float and -_F32_MAX <= speed <= _F32_MAX else F.f32(float(speed))
         self.on_wrap = on_wrap
-        st.value[r] = st.target[r] = v               # v is a float32 value: read back unchanged
-        lower = self.pair_index(v)
-        st.lower[r] = lower
         ids = self.ids
         lo = make_cursor(ids[lower])
         up = make_cursor(ids[lower + 1])
         self.cstore = ts.world.cursors
         self.lower_cursor, self.upper_cursor = lo, up
-        leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
-        st.leader[r] = leader
-        fl = int(ts.flags[tr])
         base = fl & _CURSOR_INT                      # _apply_flags()
-        lead, follow = (lo, up) if leader == 0 else (up, lo)
-        lead.store.flags[lead.row] = base
-        follow.store.flags[follow.row] = base | _MUTED_INT
-        if target is not None:                       # set_target()
-            t = self._clamp(target)
-            if not fl & _CONTINUOUS_INT:
-                t = float(math.floor(t + 0.5))
-            st.target[r] = t
+        lo.store.flags[lo.row] = cursor_flags_of(base, leader == 0)
+        up.store.flags[up.row] = cursor_flags_of(base, leader == 1)
 
     @classmethod
     def _made(cls, ts: Table, gaits: Table, ids: Sequence[int], banks: Sequence[int], protos: Sequence[tuple],
@@ -1010,8 +1014,8 @@ class GaitTask(Task):
         Player's constructors, which checked everything first (``ts`` / ``gaits`` the world's
         tables, ``ids`` five found ints, ``banks`` their clips' bank indices and ``protos``
         their cursor_proto, ``value`` and ``target`` checked numbers): the pair's two cursors
-        made as rows of the world's cursor table (anim.cursor.cursor_row, no handles). One
-        function: each row written once."""
+        made as rows of the world's cursor table (anim.cursor.cursor_row, no handles). The
+        gait's row is write_gait_row's, as every path writes it."""
         v = cls._clamp(value)
         t = new_handle(ts, cls)
         fl = int(flags)
@@ -1024,30 +1028,18 @@ class GaitTask(Task):
                 ts.m_held[tr] = held
         else:
             tr = t._row_of(ts, rate, fl, held, None)    # numpy's casts and errors
-        st = t.store = gaits
-        r = t.row = st.alloc_default()                 # alloc(zero=False): every column written
-        t.gen = st.m_gen[r]
-        ts.m_aux[tr] = r
-        st.m_id0[r], st.m_id1[r], st.m_id2[r], st.m_id3[r], st.m_id4[r] = ids
-        st.m_b0[r], st.m_b1[r], st.m_b2[r], st.m_b3[r], st.m_b4[r] = banks
+        tg = gait_rounded_target(v if target is value else cls._clamp(target), fl & _CONTINUOUS_INT)
+        r, lower, leader = write_gait_row(ts, tr, gaits, ids, banks, v, tg, GAIT_SPEED)
+        t.store = gaits
+        t.row = r
+        t.gen = gaits.m_gen[r]
         t._make_cursor = None
-        ts.m_speed[tr] = GAIT_SPEED
-        lower = 0 if v < _STEP0 else 1 if v < _STEP1 else 2 if v < _STEP2 else 3    # pair_index(v)
-        leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
         base = fl & _CURSOR_INT                      # _apply_flags()
         cs = t.cstore = ts.world.cursors
         t._lower_cursor = t._upper_cursor = None     # the rows alone (no handle objects)
-        ts.m_c0[tr] = cursor_row(cs, banks[lower], ids[lower], base if leader == 0 else base | _MUTED_INT,
-                                 protos[lower])
-        ts.m_c1[tr] = cursor_row(cs, banks[lower + 1], ids[lower + 1], base if leader == 1 else base | _MUTED_INT,
+        ts.m_c0[tr] = cursor_row(cs, banks[lower], ids[lower], cursor_flags_of(base, leader == 0), protos[lower])
+        ts.m_c1[tr] = cursor_row(cs, banks[lower + 1], ids[lower + 1], cursor_flags_of(base, leader == 1),
                                  protos[lower + 1])
-        st.m_value[r] = v                            # a float32 value: read back unchanged
-        tg = v if target is value else cls._clamp(target)    # set_target(): a float32 value too
-        if not fl & _CONTINUOUS_INT:
-            tg = float(math.floor(tg + 0.5))
-        st.m_target[r] = tg
-        st.m_lower[r] = lower
-        st.m_leader[r] = leader
         return t
 
     # ---- the numbers, in the tables
@@ -1080,19 +1072,18 @@ class GaitTask(Task):
 
     @staticmethod
     def _clamp(v: float) -> float:
+        """A value or target clamped to 0-4 (anim.rules.gait_clamp), as a float32 value;
+        ValueError when it is not finite."""
         if v.__class__ is float and 0.0 <= v <= 4.0:
-            return F.f32(v)                          # within 0-4 already (min and max keep it)
+            return F.f32(v)                          # within 0-4 already
         if not math.isfinite(v):
             raise ValueError(f"gait value {v!r} must be finite")
-        return F.f32(min(max(float(v), 0.0), 4.0))
+        return F.f32(gait_clamp(float(v)))
 
     @staticmethod
     def pair_index(v: float) -> int:
-        """floor(v) with the steps 0.995, 1.995, 2.995 (0-3)."""
-        for i, step in enumerate(GAIT_STEPS):
-            if v < step:
-                return i
-        return 3
+        """floor(v) with the steps 0.995, 1.995, 2.995 (0-3): anim.rules.gait_pair."""
+        return gait_pair(v)
 
     def set_target(self, target: float) -> None:
         """+0xac: clamp to 0-4, rounded to the nearest integer unless flag 0x200 (0x0010a500)."""
@@ -1100,8 +1091,7 @@ class GaitTask(Task):
         ts, tr = self.tstore, self.trow
         if ts.m_gen[tr] != self.tgen:
             _stale(self, ts, tr)
-        if not ts.m_flags[tr] & _CONTINUOUS_INT:       # self.flags & TaskFlags.CONTINUOUS
-            t = float(math.floor(t + 0.5))
+        t = gait_rounded_target(t, ts.m_flags[tr] & _CONTINUOUS_INT)
         st, r = self.store, self.row                   # self.target = t, through the fast view
         if st.m_gen[r] != self.gen:
             _stale(self, st, r)
