@@ -16,7 +16,7 @@ that raise at the call (a full stack or queue, the pool exhausted) stay in Pytho
 
 A module of its own (numba's on-disk cache is keyed on each function's source file: this
 one, anim.jitcache); it calls nothing of anim.kernels. The gait's rules are anim.rules'
-(compiled in: ``RULES_SHA256`` pins that file's source, as the cache does not see it).
+(compiled in: ``LINKED_SHA256`` pins that file's source, as the cache does not see it).
 
 Spec: "Animation tasks", "The task stack", "Fades", "Gait blend".
 Original: 0x001054c8 (take a task from the free list), 0x001041f8 AnimCursor_Init,
@@ -60,9 +60,10 @@ COLUMNS = (
     (4, "depth", np.int64), (4, "queued", np.int64), (4, "stack", np.int64), (4, "queue", np.int64),
     (4, "flags", np.int64), (4, "anim", np.int64), (4, "speed", np.float64),
 )
-# anim.rules' source, whose rules compile into run_rows: numba's cache is keyed on this
-# file only, so an edit there must change this line (tests/anim/test_rules.py).
-RULES_SHA256 = "089c36b1bdd600d8a468e446e6d730a9e33c0ebe91d570f68dabc93f5aeb5013"
+# numba's cache is keyed on this file only: the sha256 of the sources run_rows links
+# (anim.rules, anim.detmath: anim.jitcache.linked_sha256), so an edit there changes this
+# file too (tests/anim/test_rules.py checks it).
+LINKED_SHA256 = "0f64f38013d17ef525eb41b028759632d2e5432c069f326e7d07366a9f146cd4"
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2

@@ -127,8 +127,8 @@ class ClipLookup:
         of ``ids`` found by its own type and as an int (clip, rate, bank index, cursor
         template) and, given, a gait's five ``gait_ids`` (their entries). Caches only: a
         command finds the same values itself. In: ids the set has (every clip registered,
-        so no bank index changes). Rejected: an id the set lacks (UnknownClip, as a
-        command would raise it)."""
+        so no bank index changes). Rejected: an id the set lacks (UnknownClip,
+        UnknownAnimId, as a command would raise them)."""
         for m in ids:                       # both id types known first (a new type re-learns an entry)
             self._entry(anim_set, int(m))
             self._entry(anim_set, m)

@@ -8,8 +8,9 @@ rounding, the fade's weight, the room a change needs. Plain numbers in, plain nu
 nothing here reads or writes a table (the writers do: anim.tasks, anim.cmdkernel).
 
 numba's disk cache is keyed on each kernel's own file, not on this one: a kernel module
-that compiles these rules pins this file's sha256 (``RULES_SHA256``), and
-tests/anim/test_rules.py fails until the pins follow an edit here.
+that compiles these rules (``from .rules import``) pins this file's sha256 in its
+``LINKED_SHA256`` (anim.jitcache.linked_sha256), and the tests fail until the pins follow
+an edit here.
 
 May import: anim.detmath, anim.f32 (the numbers), numba's ``register_jitable``.
 
@@ -25,7 +26,7 @@ from . import detmath, f32 as F
 from .sampler import CursorFlags
 
 __all__ = ["GAIT_STEPS", "GAIT_ALONE_LOW", "GAIT_ALONE_HIGH", "GAIT_FALL_FRACTION", "GAIT_SPEED", "GAIT_MAX",
-           "gait_clamp", "gait_pair", "cursor_flags_of", "gait_first_leader", "gait_rounded_target", "fade_weight", "change_room",
+           "gait_clamp", "gait_pair", "cursor_flags_of", "gait_leader", "gait_sampled", "gait_first_leader", "gait_rounded_target", "fade_weight", "change_room",
            "STACK_SIZE"]
 
 # The gait blend's pair steps (floor with 0.995, 1.995, 2.995) and thresholds. Like every
@@ -38,6 +39,8 @@ GAIT_SPEED = 10.0
 GAIT_MAX = 4.0                    # the value and the target run 0-4 (five clips)
 _STEP0, _STEP1, _STEP2 = GAIT_STEPS
 _ALONE_HIGH = float(GAIT_ALONE_HIGH)
+_ALONE_LOW = float(GAIT_ALONE_LOW)
+_FALL = float(GAIT_FALL_FRACTION)
 _MUTED = int(CursorFlags.MUTED)
 
 # The task stack's 18 slots (the record's array). anim.stack re-exports it.
@@ -77,6 +80,35 @@ def gait_first_leader(v, lower):
     if v - lower >= _ALONE_HIGH:
         return 1
     return 0
+
+
+@register_jitable
+def gait_leader(v, lower, target, old_frac):
+    """Which clip of the pair leads after a move ("Gait blend" L285), 0 the lower, 1 the
+    upper: the lower below a fraction v - lower of 0.01, the upper from 0.995; between,
+    the upper when the value ``v`` is still above the ``target`` (falling) or the
+    fraction before the move, ``old_frac``, was over 0.875, else the lower.
+    Original: 0x0010a5b8."""
+    frac = v - lower
+    if frac < _ALONE_LOW:
+        return 0
+    if frac >= _ALONE_HIGH:
+        return 1
+    if v > target or old_frac > _FALL:
+        return 1
+    return 0
+
+
+@register_jitable
+def gait_sampled(frac):
+    """What a gait samples at fraction ``frac`` (v - lower): 0 the lower clip alone (below
+    0.01), 1 the upper alone (above 0.995), -1 both, blended by the fraction.
+    Original: 0x0010adf8."""
+    if frac < _ALONE_LOW:
+        return 0
+    if frac > _ALONE_HIGH:
+        return 1
+    return -1
 
 
 @register_jitable

@@ -15,7 +15,7 @@ from numpy.typing import DTypeLike
 
 __all__ = ["Table", "KeyedColumn", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
-           "left_world"]
+           "left_world", "block_layout"]
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
@@ -121,6 +121,11 @@ def _layout(columns: dict[str, DTypeLike], cap: int) -> tuple[dict[str, tuple], 
         size = cap * d.itemsize
         off += -(-size // _ALIGN) * _ALIGN
     return out, off
+
+
+# Where a table's arrays lie in its block, for a reader that lays a saved block out again
+# (game.runtime.snapfile): the same function the tables use.
+block_layout = _layout
 
 
 # The arrays of a Table besides its columns that get a fast view (Table.__setattr__).

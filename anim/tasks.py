@@ -28,7 +28,7 @@ from .store import NO_ROW, Table, _stale, column, task_column
 
 from .interfaces import PoseProgram, TaskHost
 from .rules import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_SPEED, GAIT_STEPS, cursor_flags_of,
-                    fade_weight, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target)
+                    fade_weight, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target, gait_sampled)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .stack import CharacterInstance
@@ -1134,9 +1134,10 @@ class GaitTask(Task):
     def emit(self, plan: "PoseProgram") -> None:
         frac = self.fraction()
         lo, up = self.lower_cursor, self.upper_cursor
-        if frac < GAIT_ALONE_LOW:
+        alone = gait_sampled(frac)                     # anim.rules: one clip near a step, else both
+        if alone == 0:
             plan.sample(lo.bank_index, lo.time, self.rate, lo.flags)
-        elif frac > GAIT_ALONE_HIGH:
+        elif alone == 1:
             plan.sample(up.bank_index, up.time, self.rate, up.flags)
         else:
             plan.sample(lo.bank_index, lo.time, self.rate, lo.flags)

@@ -35,7 +35,7 @@ from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
 from scuffle.anim.digest import array_form, blocks_digests, digest_form, values_bytes
 from scuffle.anim.snapcheck import ClipFacts, StateError, check_engine, check_finite, check_table_frame, clip_facts
-from scuffle.anim.store import Table, _layout
+from scuffle.anim.store import Table, block_layout
 from scuffle.components import Body, Combat
 
 __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "plain_values", "encode",
@@ -456,7 +456,7 @@ class _Rows:
             self.__dict__[name] = block[off:off + size].view(dt).reshape(shape)
 
 
-_LAYOUTS: dict = {}                # (column names, capacity) -> store._layout's arrays: derived only
+_LAYOUTS: dict = {}                # (column names, capacity) -> store.block_layout's arrays: derived only
 
 
 def _layout_of(columns: dict, cap: int) -> dict:
@@ -465,7 +465,7 @@ def _layout_of(columns: dict, cap: int) -> dict:
     if lay is None:
         if len(_LAYOUTS) > 256:
             _LAYOUTS.clear()
-        lay = _LAYOUTS[key] = _layout(columns, cap)
+        lay = _LAYOUTS[key] = block_layout(columns, cap)
     return lay[0]
 
 
