@@ -19,7 +19,7 @@ from .clip import EventType
 from .sampler import CursorFlags
 from .store import NO_EVENT, NO_ROW
 from .pose import POSE_STACK_SIZE
-from .tasks import (HELD_EVENTS, PICK_SAMPLINGS,
+from .tasks import (HELD_EVENTS, TASK_CURSORS, PICK_SAMPLINGS,
                     PICK_THRESHOLDS, WINDOW_RULES, BlendWindow, HeldFlags, PickSampling, TaskType)
 from .jitcache import cache_setting
 from . import rules as R
@@ -64,6 +64,8 @@ _GAIT = int(TaskType.GAIT)
 _MIX = int(TaskType.MIX)
 _PICK = int(TaskType.PICK)
 _DIRECTION = int(TaskType.DIRECTION)
+# each type's cursor links by type number (anim.tasks.TASK_CURSORS; -1: no such type)
+_N_CURSORS = tuple(int(TASK_CURSORS.get(t, -1)) for t in range(int(max(TaskType)) + 1))
 _MUTED = int(CursorFlags.MUTED)
 _CURSOR_BITS = int(CursorFlags.NO_VELOCITY | CursorFlags.NO_TURN | CursorFlags.MUTED)
 _HELD_OPEN = int(EventType.HELD_OPEN)

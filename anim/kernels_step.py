@@ -38,7 +38,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "4097aa8928c638fd6b31196d21fe9d6e8f4b503629a17d02a5a89c6d1d33d9ce"
+LINKED_SHA256 = "97041e92d1362afeab4c288d4e1e04f3bfc8e93f048c246888a786285b56dd7f"
 
 
 # status bits per human (step_stacks' ``status``)

@@ -19,22 +19,14 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from .store import NO_EVENT, NO_ROW, HumanTable, Table
-from .tasks import TaskType
+from .tasks import TASK_CURSORS, TaskType
 
 __all__ = ["StateError", "check_engine", "check_table_frame", "check_finite", "ClipFacts", "clip_facts"]
 
 # What a task of each type links to: its cursor columns that must hold a cursor row, those
 # that may, and its own row in the fade or gait table (aux).
-_CLIP_TYPES = (TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_HOLD, TaskType.HOLD, TaskType.PAIRED_CLIP,
-               TaskType.SCENE)
 _CURSORS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    **{int(t): (("c0",), ()) for t in _CLIP_TYPES},
-    int(TaskType.FADE): ((), ()),
-    int(TaskType.MIX): (("c0", "c1"), ()),
-    int(TaskType.PICK): (("c0", "c1", "c2", "c3"), ()),
-    int(TaskType.GAIT): (("c0", "c1"), ()),            # its pair, both always there (kernels._runnable)
-    int(TaskType.DIRECTION): (("c0", "c1", "c2"), ()),
-}
+    int(t): (tuple(f"c{i}" for i in range(n)), ()) for t, n in TASK_CURSORS.items()}   # a gait's pair: both always
 _NEXT_TYPES = (int(TaskType.CLIP), int(TaskType.PAIRED_CLIP))
 MAX_RATE = 1e6                 # a rate or speed beyond this is not one any constructor takes
 MAX_SECONDS = 1e9              # a fade's time or a blend time, far past any clip

@@ -39,7 +39,8 @@ __all__ = ["ForeignTask", "TaskInUse", "take_place", "TaskType", "TaskFlags", "H
            "ClipTask", "HoldTask",
            "SceneTask", "PairedClipTask", "PairedHoldTask", "FadeTask", "MixTask", "PickTask",
            "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "LOCOMOTION_STILL", "PAIRED_IDLE_FLAGS",
-           "GAIT_STEPS", "PICK_THRESHOLDS", "PICK_SAMPLINGS", "fade_weight", "task_at"]
+           "GAIT_STEPS", "PICK_THRESHOLDS", "PICK_SAMPLINGS", "fade_weight", "task_at", "TASK_CURSORS",
+           "write_gait_row", "write_fade_row"]
 
 
 class TaskType(IntEnum):
@@ -56,6 +57,16 @@ class TaskType(IntEnum):
     PICK = 11           # 0x00534b08, ctor 0x00106f50
     GAIT = 12           # 0x00534790, ctor 0x0010a310
     DIRECTION = 13      # 0x005348b8, ctor 0x00109210
+
+
+# Each type's cursor links, in the order of its ``cursors()`` (task columns c0-c3): one
+# clip's, a fade's none, a mix's two, a pick's four, a gait's pair, a direction's lower
+# neighbour, centre and upper. What the flush gives back, the engine's type set
+# (anim.batch.KERNEL_TYPES) and the snapshot checks read here, not by type.
+TASK_CURSORS: dict[int, int] = {
+    TaskType.LOOP: 1, TaskType.CLIP: 1, TaskType.PAIRED_HOLD: 1, TaskType.HOLD: 1, TaskType.PAIRED_CLIP: 1,
+    TaskType.SCENE: 1, TaskType.FADE: 0, TaskType.MIX: 2, TaskType.PICK: 4, TaskType.GAIT: 2, TaskType.DIRECTION: 3,
+}
 
 
 class TaskFlags(IntFlag):
