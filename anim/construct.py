@@ -30,7 +30,7 @@ from .stack import CharacterInstance, TaskPool
 from .store import Stores
 from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
                     PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
-                    TaskFlags, TaskType, new_task_row)
+                    TaskFlags, TaskType, write_task_row)
 
 __all__ = ["TaskBuilder", "chain_blend_depth", "task_pose_depth"]
 
@@ -39,8 +39,6 @@ _T = TypeVar("_T", bound=Task)
 _FADE_TYPE = TaskType.FADE
 _FADE_INT = int(TaskType.FADE)
 # The ranges the int32 flags and int64 held columns hold (the fast paths write them as they are).
-_INT32 = 1 << 31
-_INT63 = 1 << 63
 # A blend window rule's index in WINDOW_RULES (the task table's ``window`` column), a pick's
 # sampling rule's in PICK_SAMPLINGS (its ``sampling`` column).
 _WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
@@ -194,16 +192,7 @@ class TaskBuilder:
         ts = st.tasks
         kept = ts.spare.get(cls)                     # new_handle, inline: a handle the flush kept
         t = kept.pop() if kept else cls.__new__(cls)
-        if r.__class__ is float and -F.FLT_MAX <= r <= F.FLT_MAX and 0 <= fl < _INT32 and 0 <= hl < _INT63:
-            tr = new_task_row(ts, t, cls._TYPE, r)
-            if fl:
-                ts.m_flags[tr] = fl
-            if hl:
-                ts.m_held[tr] = hl
-            if on_end is not None:
-                ts.on_end[tr] = on_end
-        else:
-            tr = t._row_of(ts, r, fl, hl, on_end)    # numpy's casts and errors
+        tr = write_task_row(ts, t, cls._TYPE, r, fl, hl, on_end)
         ts.m_c0[tr] = crow
         t._aid = st.cursors.m_anim[crow]
         t._c = None

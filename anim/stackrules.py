@@ -26,8 +26,8 @@ from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPool
 from .store import Stores
 from .tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
-                    PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, new_task_row, take_place,
-                    task_at, write_fade_row)
+                    PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, take_place,
+                    task_at, write_fade_row, write_task_row)
 from .rules import change_room
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -286,7 +286,7 @@ class StackRules:
                 # self.builders.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
                 kept = ts.spare.get(_FadeTask)           # new_handle, inline: a handle the flush kept
                 f = kept.pop() if kept else _FadeTask.__new__(_FadeTask)
-                fr = new_task_row(ts, f, _FADE, speed)
+                fr = write_task_row(ts, f, _FADE, speed, 0, 0, None)
                 fades = f.store = self.stores.fades
                 r = f.row = write_fade_row(ts, fr, fades, fade)
                 f.gen = fades.m_gen[r]

@@ -341,6 +341,34 @@ def new_handle(ts: Table, cls: Any) -> Any:
     return spare.pop() if spare else cls.__new__(cls)
 
 
+def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, held: int, on_end) -> int:
+    """The one writer of a task's own row, every type and every Python path (the classes'
+    constructors, the Player's, a change's fade): the row taken for handle ``t`` at the
+    table's defaults (new_task_row), its type ``ttype`` and rate (float32), then only the
+    columns that differ from them: flags, held bits and the end callback (checked by the
+    caller). Plain ints in range go through the fast views, anything else through numpy's
+    casts (and its errors). Returns the row. anim.cmdkernel writes the same columns for a
+    prepared command. Original: 0x001054c8 (take a task from the free list)."""
+    if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX:
+        r = new_task_row(ts, t, ttype, rate)            # rounded to float32 as F.f32 rounds
+    else:
+        r = new_task_row(ts, t, ttype, 0.0)
+        ts.rate[r] = F.f32(float(rate))
+    if flags:
+        if flags.__class__ is int and 0 <= flags < _INT32:
+            ts.m_flags[r] = flags
+        else:
+            ts.flags[r] = int(flags)
+    if held:
+        if held.__class__ is int and 0 <= held < _INT63:
+            ts.m_held[r] = held
+        else:
+            ts.held[r] = int(held)
+    if on_end is not None:
+        ts.on_end[r] = on_end
+    return r
+
+
 # The task table's fast views new_task_row keeps in Table.row_views, in its order.
 _ROW_VIEWS = ("m_n_free", "m_free_rows", "m_live", "m_gen", "m_type", "m_rate")
 
@@ -458,22 +486,8 @@ class Task:
         self._row_of(_world_tasks(tstore, type(self).__name__), rate, flags, held, on_end)
 
     def _row_of(self, ts: Table, rate: float, flags: int, held: int, on_end) -> int:
-        """Take this new handle's row of the world's task table ``ts`` at the table's defaults
-        (store.TASK_DEFAULTS: no links, every number 0) and write only the columns set here:
-        the type, rate (float32), flags, held bits and the end callback (checked); returns
-        the row."""
-        if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX:
-            r = new_task_row(ts, self, self._TYPE, rate)    # rounded to float32 as F.f32 rounds
-        else:
-            r = new_task_row(ts, self, self._TYPE, 0.0)
-            ts.rate[r] = F.f32(float(rate))
-        if flags:
-            ts.flags[r] = int(flags)
-        if held:
-            ts.held[r] = int(held)
-        if on_end is not None:
-            ts.on_end[r] = on_end
-        return r
+        """This new handle's row of the world's task table ``ts``: write_task_row."""
+        return write_task_row(ts, self, self._TYPE, rate, flags, held, on_end)
 
     on_end = _EndCallback()
 
@@ -882,10 +896,7 @@ class FadeTask(Task):
         if not (duration >= 0.0 and math.isfinite(duration)):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         t = new_handle(ts, cls)
-        if held or not (rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX):
-            tr = t._row_of(ts, rate, 0, held, None)
-        else:
-            tr = new_task_row(ts, t, _FADE_INT, rate)      # no flags, held bits or callback
+        tr = write_task_row(ts, t, _FADE_INT, rate, 0, held, None)
         t.store = fades
         r = t.row = write_fade_row(ts, tr, fades, duration if duration.__class__ is float and duration <= _F32_MAX
                                    else F.f32(float(duration)))
@@ -1030,15 +1041,7 @@ class GaitTask(Task):
         v = cls._clamp(value)
         t = new_handle(ts, cls)
         fl = int(flags)
-        if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX and 0 <= fl < _INT32 and held.__class__ is int \
-                and 0 <= held < _INT63:
-            tr = new_task_row(ts, t, _GAIT_INT, rate)
-            if fl:
-                ts.m_flags[tr] = fl
-            if held:
-                ts.m_held[tr] = held
-        else:
-            tr = t._row_of(ts, rate, fl, held, None)    # numpy's casts and errors
+        tr = write_task_row(ts, t, _GAIT_INT, rate, fl, held, None)
         tg = gait_rounded_target(v if target is value else cls._clamp(target), fl & _CONTINUOUS_INT)
         r, lower, leader = write_gait_row(ts, tr, gaits, ids, banks, v, tg, GAIT_SPEED)
         t.store = gaits
