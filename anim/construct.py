@@ -38,7 +38,6 @@ __all__ = ["TaskBuilder", "chain_blend_depth", "task_pose_depth"]
 _T = TypeVar("_T", bound=Task)
 _FADE_TYPE = TaskType.FADE
 _FADE_INT = int(TaskType.FADE)
-# The ranges the int32 flags and int64 held columns hold (the fast paths write them as they are).
 # A blend window rule's index in WINDOW_RULES (the task table's ``window`` column), a pick's
 # sampling rule's in PICK_SAMPLINGS (its ``sampling`` column).
 _WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
