@@ -186,7 +186,7 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
         if held != 0:
             t64[o_t_held + tr] = held
         if op != _GAIT:
-            # the cursor (cursor_row: every column), then the task row (new_task_row)
+            # the cursor (cursor_row: every column), then the task row (write_task_row)
             cn -= 1
             cr = c64[o_c_free + cn]
             c8[o_c_live + cr] = 1

@@ -359,7 +359,7 @@ class RecipeRules:
         self.cmd_kernel_runs += 1
         views = ts.views
         taken = t_free[tn - k_tasks:tn]
-        if len(views) < ts.capacity:                 # grown to the rows taken (as new_task_row grows it)
+        if len(views) < ts.capacity:                 # grown to the rows taken (as write_task_row grows it)
             top = max(taken) + 1
             if top > len(views):
                 views.extend([None] * (top - len(views)))

@@ -295,7 +295,7 @@ class Table:
             LAYOUT_EPOCH[0] += 1
 
     # A row writer's fast views of several arrays at once (one tuple, one writer per table:
-    # anim.cursor.cursor_row keeps the cursor table's twelve here, anim.tasks.new_task_row
+    # anim.cursor.cursor_row keeps the cursor table's twelve here, anim.tasks.write_task_row
     # the task table's free list, live, gen, type and rate), dropped whenever an array is replaced.
     row_views: tuple | None = None
 

@@ -293,13 +293,27 @@ def _row_in(c, table: Table) -> int:
     return c.row
 
 
-def new_task_row(ts: Table, t: "Task", ttype: int, rate: float) -> int:
-    """Take a row of the world's task table ``ts`` for the new handle ``t`` (its ``tstore``,
-    ``trow``, ``tgen`` and the table's ``views`` entry set) at the table's defaults
-    (store.TASK_DEFAULTS: no links, every number 0), with its type ``ttype`` and rate
-    ``rate`` (a float a float32 holds the range of: rounded to nearest as F.f32 rounds)
-    written; returns the row. Table.alloc_default, inline (the constructors' hot path).
-    Original: 0x001054c8 (take a task from the free list)."""
+def new_handle(ts: Table, cls: Any) -> Any:
+    """A handle object of task class ``cls`` for a new row of the world's task table ``ts``,
+    every slot to be set by its constructor: one the flush kept when its row went back and
+    nothing but the table held it (``ts.spare``: no one can see it again, so no stale
+    handle is ever reused), else a new object. The Player's constructors take theirs here
+    (no allocation on the command path, no deallocation at the flush)."""
+    spare = ts.spare.get(cls)
+    return spare.pop() if spare else cls.__new__(cls)
+
+
+def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, held: int, on_end) -> int:
+    """The one writer of a task's own row, every type and every Python path (the classes'
+    constructors, the Player's, a change's fade): a row of the world's task table ``ts``
+    taken for the new handle ``t`` (its ``tstore``, ``trow``, ``tgen`` and the table's
+    ``views`` entry set) at the table's defaults (store.TASK_DEFAULTS: no links, every
+    number 0; Table.alloc_default, inline: the constructors' hot path), its type ``ttype``
+    and rate (float32, rounded to nearest as F.f32 rounds), then only the columns that
+    differ from the defaults: flags, held bits and the end callback (checked by the
+    caller). Plain ints in range go through the fast views, anything else through numpy's
+    casts (and its errors). Returns the row. anim.cmdkernel writes the same columns for a
+    prepared command. Original: 0x001054c8 (take a task from the free list)."""
     if ts._dirty:
         ts._reset_dirty()
     mv = ts.row_views                                   # the fast views, kept together (Table.row_views)
@@ -327,32 +341,9 @@ def new_task_row(ts: Table, t: "Task", ttype: int, rate: float) -> int:
         views.extend([None] * (r + 1 - len(views)))
         views[r] = t
     types[r] = ttype
-    rates[r] = rate
-    return r
-
-
-def new_handle(ts: Table, cls: Any) -> Any:
-    """A handle object of task class ``cls`` for a new row of the world's task table ``ts``,
-    every slot to be set by its constructor: one the flush kept when its row went back and
-    nothing but the table held it (``ts.spare``: no one can see it again, so no stale
-    handle is ever reused), else a new object. The Player's constructors take theirs here
-    (no allocation on the command path, no deallocation at the flush)."""
-    spare = ts.spare.get(cls)
-    return spare.pop() if spare else cls.__new__(cls)
-
-
-def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, held: int, on_end) -> int:
-    """The one writer of a task's own row, every type and every Python path (the classes'
-    constructors, the Player's, a change's fade): the row taken for handle ``t`` at the
-    table's defaults (new_task_row), its type ``ttype`` and rate (float32), then only the
-    columns that differ from them: flags, held bits and the end callback (checked by the
-    caller). Plain ints in range go through the fast views, anything else through numpy's
-    casts (and its errors). Returns the row. anim.cmdkernel writes the same columns for a
-    prepared command. Original: 0x001054c8 (take a task from the free list)."""
     if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX:
-        r = new_task_row(ts, t, ttype, rate)            # rounded to float32 as F.f32 rounds
+        rates[r] = rate                                 # rounded to float32 as F.f32 rounds
     else:
-        r = new_task_row(ts, t, ttype, 0.0)
         ts.rate[r] = F.f32(float(rate))
     if flags:
         if flags.__class__ is int and 0 <= flags < _INT32:
@@ -369,7 +360,7 @@ def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, he
     return r
 
 
-# The task table's fast views new_task_row keeps in Table.row_views, in its order.
+# The task table's fast views write_task_row keeps in Table.row_views, in its order.
 _ROW_VIEWS = ("m_n_free", "m_free_rows", "m_live", "m_gen", "m_type", "m_rate")
 
 
