@@ -63,7 +63,7 @@ COLUMNS = (
 # numba's cache is keyed on this file only: the sha256 of the sources run_rows links
 # (anim.rules, anim.detmath: anim.jitcache.linked_sha256), so an edit there changes this
 # file too (tests/anim/test_rules.py checks it).
-LINKED_SHA256 = "0f64f38013d17ef525eb41b028759632d2e5432c069f326e7d07366a9f146cd4"
+LINKED_SHA256 = "6dc27222f695f01ac6a38d906df11a81a9d73a90c5cb92755b59946dc8b23b27"
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2

@@ -38,7 +38,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "97041e92d1362afeab4c288d4e1e04f3bfc8e93f048c246888a786285b56dd7f"
+LINKED_SHA256 = "9c8912233495d691fbefcb66c787986e2207c0723345f2d319e669089d7ba8e6"
 
 
 # status bits per human (step_stacks' ``status``)

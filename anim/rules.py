@@ -12,7 +12,8 @@ that compiles these rules (``from .rules import``) pins this file's sha256 in it
 ``LINKED_SHA256`` (anim.jitcache.linked_sha256), and the tests fail until the pins follow
 an edit here.
 
-May import: anim.detmath, anim.f32 (the numbers), numba's ``register_jitable``.
+May import: anim.detmath, anim.f32 (the numbers), anim.errors (the limits), the enums'
+values (anim.sampler's CursorFlags), numba's ``register_jitable``.
 
 Spec: "Gait blend" (L269-288), "Fades" (L261-267), "The task stack" (a change's room).
 """
@@ -23,6 +24,7 @@ import math
 from numba.extending import register_jitable
 
 from . import detmath, f32 as F
+from .errors import STACK_SIZE
 from .sampler import CursorFlags
 
 __all__ = ["GAIT_STEPS", "GAIT_ALONE_LOW", "GAIT_ALONE_HIGH", "GAIT_FALL_FRACTION", "GAIT_SPEED", "GAIT_MAX",
@@ -43,8 +45,6 @@ _ALONE_LOW = float(GAIT_ALONE_LOW)
 _FALL = float(GAIT_FALL_FRACTION)
 _MUTED = int(CursorFlags.MUTED)
 
-# The task stack's 18 slots (the record's array). anim.stack re-exports it.
-STACK_SIZE = 18
 
 
 @register_jitable
