@@ -8,6 +8,13 @@ samples the rows itself, anim.kernels), ``current_time`` / ``duration``
 ``set_flags`` (+0xcc) and ``anim_id`` (+0x104). Stack changes (hand-overs, fades
 giving tasks back) go through the Player, which owns the pool and the deferred list.
 
+Each row kind has one writer, which every Python path calls (the classes' own
+constructors, the Player's, a change's fade): ``write_task_row`` (a task's own row),
+``write_fade_row``, ``write_gait_row`` and anim.cursor.cursor_row; the rules they compute
+with (the gait's pair and leaders, its target's rounding, the fade weight) are
+anim.rules', which the kernels and anim.cmdkernel compile from the same text.
+``TASK_CURSORS`` is each type's row shape (its cursor links).
+
 Types whose details the spec leaves open (5, 7, 4, 10, 11 and 13's weights) follow the
 simplest reading consistent with what it says; docs/original.md marks them as ours.
 
