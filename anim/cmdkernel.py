@@ -30,8 +30,7 @@ import numpy as np
 from numba import njit
 
 from .jitcache import cache_setting
-from .sampler import CursorFlags
-from .rules import GAIT_SPEED, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target
+from .rules import GAIT_SPEED, cursor_flags_of, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target
 from .tasks import TaskFlags, TaskType
 
 __all__ = ["run_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH", "PLACE_ENQUEUE", "LAY_SIZE",
@@ -86,7 +85,6 @@ _CLIP = 3
 _GAIT = int(TaskType.GAIT)
 _FADE = int(TaskType.FADE)
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
-_MUTED_INT = int(CursorFlags.MUTED)
 _CONTINUOUS_INT = int(TaskFlags.CONTINUOUS)
 _GAIT_SPEED = float(GAIT_SPEED)
 
@@ -247,7 +245,7 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
                 cf32[o_c_dur + cr] = tf[row, TF_DURS + i]
                 c32[o_c_bank + cr] = ti[row, TI_BANKS + i]
                 c32[o_c_anim + cr] = ti[row, TI_IDS + i]
-                c32[o_c_flags + cr] = base if leader == j else base | _MUTED_INT
+                c32[o_c_flags + cr] = cursor_flags_of(base, leader == j)      # the follower muted
                 c32[o_c_evf0 + cr] = ti[row, TI_EVF0S + i]
                 c32[o_c_evf + cr] = ti[row, TI_EVF0S + i]
                 cf32[o_c_t + cr] = 0.0

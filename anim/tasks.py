@@ -65,7 +65,6 @@ TASK_CURSORS: dict[int, int] = {
 _CURSOR_BITS = TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED
 # The constructors' fast paths write the columns with plain ints taken from the enums.
 _CURSOR_INT = int(_CURSOR_BITS)
-_MUTED_INT = int(CursorFlags.MUTED)
 _CONTINUOUS_INT = int(TaskFlags.CONTINUOUS)
 _FADE_INT = int(TaskType.FADE)
 _GAIT_INT = int(TaskType.GAIT)
@@ -1041,8 +1040,8 @@ class MixTask(Task):
         lead = 1 if w >= 0.5 else 0
         t = cls.__new__(cls)
         r = t._row_of(ts, rate, flags, 0, None)
-        a = make_cursor(0, base if lead == 0 else base | _MUTED_INT)
-        b = make_cursor(1, base if lead == 1 else base | _MUTED_INT)
+        a = make_cursor(0, cursor_flags_of(base, lead == 0))
+        b = make_cursor(1, cursor_flags_of(base, lead == 1))
         t.a, t.b = a, b
         ts.m_c0[r] = a.row
         ts.m_c1[r] = b.row
@@ -1133,7 +1132,7 @@ class PickTask(Task):
         base = int(flags) & _CURSOR_INT
         t = cls.__new__(cls)
         r = t._row_of(ts, rate, flags, 0, None)
-        clips = t.clips = [make_cursor(i, base if i == k else base | _MUTED_INT) for i in range(4)]
+        clips = t.clips = [make_cursor(i, cursor_flags_of(base, i == k)) for i in range(4)]
         ts.m_c0[r], ts.m_c1[r], ts.m_c2[r], ts.m_c3[r] = (c.row for c in clips)
         ts.m_value[r] = v
         if sampling:
@@ -1242,9 +1241,9 @@ class DirectionTask(Task):
         ts.m_value[r] = value
         ts.m_centre[r] = centre
         cb = int(flags) & _CURSOR_INT                # _ensure({}): three new cursors
-        ts.m_c0[r] = make_cursor((centre - 1) & 7, cb | _MUTED_INT)        # lower, centre, upper
-        ts.m_c1[r] = make_cursor(centre, cb)
-        ts.m_c2[r] = make_cursor((centre + 1) & 7, cb | _MUTED_INT)
+        ts.m_c0[r] = make_cursor((centre - 1) & 7, cursor_flags_of(cb, False))    # lower, centre (leads), upper
+        ts.m_c1[r] = make_cursor(centre, cursor_flags_of(cb, True))
+        ts.m_c2[r] = make_cursor((centre + 1) & 7, cursor_flags_of(cb, False))
         t._dir_cache = []                                # handles made when read (cursors_by_dir)
         return t
 
