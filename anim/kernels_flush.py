@@ -25,7 +25,7 @@ __all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "9c8912233495d691fbefcb66c787986e2207c0723345f2d319e669089d7ba8e6"
+LINKED_SHA256 = "a9703ae517dcad942549745e8ce591414c862cdb5d95bc9e0407cc8b77e53b2c"
 
 _AGAIN = -(1 << 62)          # flush_anim_ids: a human listed again (done at its first place)
 

@@ -36,7 +36,7 @@ __all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "9c8912233495d691fbefcb66c787986e2207c0723345f2d319e669089d7ba8e6"
+LINKED_SHA256 = "a9703ae517dcad942549745e8ce591414c862cdb5d95bc9e0407cc8b77e53b2c"
 # Cursor flags the sampler tests, as plain ints (numba freezes globals as constants).
 _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled

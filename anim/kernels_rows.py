@@ -45,6 +45,7 @@ _fade_weight = _helper(R.fade_weight)
 _pair_index = _helper(R.gait_pair)
 _gait_lead = _helper(R.gait_leader)
 _gait_sampled = _helper(R.gait_sampled)
+_cursor_flags_of = _helper(R.cursor_flags_of)
 
 
 # ---------------------------------------------------------------- task stacks

@@ -26,7 +26,7 @@ from .kernels_rows import (_CLIP, _CLOSE_CLEAR, _CLOSE_NEED, _CLOSE_SET, _CURSOR
                            _DIRECTION, _FADE, _GAIT, _HELD_CLOSE, _HELD_OPEN, _HELD_REPLACE, _HOLD, _KEPT,
                            _LOOP, _MIX, _MUTED, _NO_EVENT, _NO_ROW, _OPEN_CLEAR, _OPEN_NEED, _OPEN_SET,
                            _PAIRED_CLIP, _PAIRED_HOLD, _PICK, _REPLACED, _SCENE, _cursor_k, _find, _gait_value,
-                           _gait_lead, _give_row, _lead, _pair_index, _seed_walk, _set_next_event, _set_time, _window)
+                           _cursor_flags_of, _gait_lead, _give_row, _lead, _pair_index, _seed_walk, _set_next_event, _set_time, _window)
 
 # numba's on-disk cache of this module's kernels: True, or False with no writable cache
 # folder (they then compile for the process only); a corrupt cache is set aside first.
@@ -38,7 +38,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "9c8912233495d691fbefcb66c787986e2207c0723345f2d319e669089d7ba8e6"
+LINKED_SHA256 = "a9703ae517dcad942549745e8ce591414c862cdb5d95bc9e0407cc8b77e53b2c"
 
 
 # status bits per human (step_stacks' ``status``)
@@ -307,8 +307,8 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
         lc = t_c0[r]
         fc = t_c1[r]
     base = t_flags[r] & _CURSOR_BITS
-    c_flags[lc] = base
-    c_flags[fc] = base | _MUTED
+    c_flags[lc] = _cursor_flags_of(base, True)          # anim.rules: the leader plays, the other muted
+    c_flags[fc] = _cursor_flags_of(base, False)
     _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
                                c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
     tf = _mul(_div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
@@ -590,8 +590,8 @@ def _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_a
     else:
         lc = t_c1[r]
         fc = t_c0[r]
-    c_flags[lc] = base
-    c_flags[fc] = base | _MUTED
+    c_flags[lc] = _cursor_flags_of(base, True)          # anim.rules: the leader plays, the other muted
+    c_flags[fc] = _cursor_flags_of(base, False)
     wrapped, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
                                      c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
     if wrapped and t_callback[r]:
