@@ -285,7 +285,7 @@ def _meta(game, st) -> dict:
 def _facts(player, n: int) -> ClipFacts:
     """The ClipFacts of the first ``n`` clips of the Player's bank (kept while the bank
     and the event rule are the same: derived only)."""
-    clips, all_ev = player._clips, player.stores.cursors.all_events
+    clips, all_ev = player.lookup.clips, player.stores.cursors.all_events
     key = (id(clips), n, all_ev, id(clips[n - 1]) if n else 0)
     got = _FACTS.get(id(clips))
     if got is None or got[0] != key or got[1] is not clips:
@@ -299,13 +299,13 @@ _FACTS: dict = {}
 
 def _bank_digests(player) -> list[bytes]:
     from scuffle.anim.clip import clip_digest
-    return [clip_digest(c) for c in player._clips]
+    return [clip_digest(c) for c in player.lookup.clips]
 
 
 def _bank_bytes(player) -> bytes:
     """The bank's clips' digests, joined (kept while the bank is the same: clips are
     immutable and the bank only grows)."""
-    clips = player._clips
+    clips = player.lookup.clips
     key = (len(clips), id(clips[-1]) if clips else 0)
     got = _BANK.get(id(clips))
     if got is None or got[0] != key or got[1] is not clips:
