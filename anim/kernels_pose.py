@@ -36,7 +36,7 @@ __all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "c786f02c40ee29ac4a087cfe23c338f28aef21d826414123ff1cbf82f31a5834"
+LINKED_SHA256 = "c4dff06da4c03c2892642ce8c3695785a2906d8f9e437b1107c644600881c7b1"
 # Cursor flags the sampler tests, as plain ints (numba freezes globals as constants).
 _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
@@ -489,9 +489,10 @@ def pose_plan(cols, plan, bank, scratch, out):
 
 
 @_helper
-def _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch):
+def _push(c, sp, nref, rate, cursors, bank, scratch):
     """Cursor ``c``'s pose pushed on the pose stack of ``sp`` poses at ``rate``, or refused
     and counted when it holds seven (0x00104ce0). Returns (sp, nref)."""
+    c_t, c_flags, c_bank = cursors.t, cursors.flags, cursors.bank
     if sp >= _POSES:
         return sp, nref + 1
     _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank, scratch)
@@ -499,8 +500,7 @@ def _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch):
 
 
 @_helper
-def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_value, t_centre, t_sampling, c_t,
-                     c_flags, c_bank, bank, scratch):
+def _pose_blend_task(r, sp, nref, tasks, cursors, bank, scratch):
     """Task.emit of types 10, 11 and 13 on the pose stack of ``sp`` poses; returns (sp, nref).
 
     10 (MixTask.emit): both clips, blended by the weight. 11 (PickTask.emit): the chosen
@@ -511,27 +511,29 @@ def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_valu
     centre, then, when the value is off it, the neighbour on its side blended by the
     distance. A blend with fewer than two poses does nothing.
     """
+    t_type, t_rate, t_c0, t_c1, t_c2, t_value = tasks.type, tasks.rate, tasks.c0, tasks.c1, tasks.c2, tasks.value
+    t_centre, t_sampling = tasks.centre, tasks.sampling
     submask = bank.submask
     tt = t_type[r]
     rate = t_rate[r]
     if tt == _MIX:
-        sp, nref = _push(t_c0[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
-        sp, nref = _push(t_c1[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+        sp, nref = _push(t_c0[r], sp, nref, rate, cursors, bank, scratch)
+        sp, nref = _push(t_c1[r], sp, nref, rate, cursors, bank, scratch)
         if sp >= 2:
             _blend(sp - 2, sp - 1, sp - 2, np.float32(t_value[r]), np.int64(-1), submask, scratch)
             sp -= 1
         return sp, nref
     if tt == _PICK:
         k = _pick_chosen(t_value[r])
-        c = _cursor_k(r, k, t_c0, t_c1, t_c2, t_c3)
+        c = _cursor_k(r, k, tasks)
         if t_sampling[r] != _PICK_ALL:
-            return _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+            return _push(c, sp, nref, rate, cursors, bank, scratch)
         fit = _POSES - sp                      # the four pushes that fit (min(max(., 0), 4)); the rest refused
         fit = 0 if 0 > fit else fit
         fit = 4 if 4 < fit else fit
         nref += 4 - fit
         if k < fit:
-            sp, nref = _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+            sp, nref = _push(c, sp, nref, rate, cursors, bank, scratch)
         return sp, nref
     # the direction (DirectionTask.side_weight): the value off the centre, -0.5 .. 0.5
     off = (t_value[r] - np.float64(t_centre[r]) + 4.0) % 8.0 - 4.0
@@ -541,9 +543,9 @@ def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_valu
     else:
         side = t_c0[r]
         w = -off
-    sp, nref = _push(t_c1[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+    sp, nref = _push(t_c1[r], sp, nref, rate, cursors, bank, scratch)
     if w > 0.0:
-        sp, nref = _push(side, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+        sp, nref = _push(side, sp, nref, rate, cursors, bank, scratch)
         if sp >= 2:
             _blend(sp - 2, sp - 1, sp - 2, np.float32(w), np.int64(-1), submask, scratch)
             sp -= 1
@@ -577,10 +579,12 @@ def _keep_queued_pose(sp, bank, scratch):
 
 
 @_inline
-def _pose_fade(r, sp, t_aux, f_el, f_dur, submask, scratch):
+def _pose_fade(r, sp, tasks, fades, submask, scratch):
     """FadeTask.emit on the pose stack of ``sp`` poses: the top two blended by the fade's
     outgoing weight (elapsed over duration, "Fades" L261-267); fewer than two: nothing.
     Returns sp. Original: 0x00106cc8."""
+    t_aux = tasks.aux
+    f_el, f_dur = fades.el, fades.dur
     a = t_aux[r]
     w = np.float32(_fade_weight(np.float64(f_el[a]), np.float64(f_dur[a])))
     if sp >= 2:
@@ -590,19 +594,21 @@ def _pose_fade(r, sp, t_aux, f_el, f_dur, submask, scratch):
 
 
 @_inline
-def _pose_gait(r, sp, nref, t_rate, t_c0, t_c1, t_aux, g_value, g_lower, c_t, c_flags, c_bank, bank, scratch):
+def _pose_gait(r, sp, nref, tasks, gaits, cursors, bank, scratch):
     """GaitTask.emit on the pose stack of ``sp`` poses ("Gait blend" L269-288): near a
     step (the fraction below GAIT_ALONE_LOW or above GAIT_ALONE_HIGH) the nearer clip
     alone, else both clips of the pair blended by the fraction. Returns (sp, nref).
     Original: 0x0010a5b8."""
+    t_rate, t_c0, t_c1, t_aux = tasks.rate, tasks.c0, tasks.c1, tasks.aux
+    g_value, g_lower = gaits.value, gaits.lower
     a = t_aux[r]
     frac = np.float64(g_value[a]) - g_lower[a]
     rate = t_rate[r]
     if frac < _ALONE_LOW or frac > _ALONE_HIGH:
         c = t_c0[r] if frac < _ALONE_LOW else t_c1[r]
-        return _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
-    sp, nref = _push(t_c0[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
-    sp, nref = _push(t_c1[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+        return _push(c, sp, nref, rate, cursors, bank, scratch)
+    sp, nref = _push(t_c0[r], sp, nref, rate, cursors, bank, scratch)
+    sp, nref = _push(t_c1[r], sp, nref, rate, cursors, bank, scratch)
     if sp >= 2:
         _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), bank.submask, scratch)
         sp -= 1
@@ -610,15 +616,16 @@ def _pose_gait(r, sp, nref, t_rate, t_c0, t_c1, t_aux, g_value, g_lower, c_t, c_
 
 
 @_inline
-def _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window, c_t, c_frame, c_end,
-                 c_dur, c_bank, c_ev, c_evf, e_first, e_count, e_frame, f_dur, g_leader):
+def _pose_window(r, c, tasks, cursors, events, fades, gaits):
     """Whether type 3 / 6's task ``r`` (its cursor ``c``) is in its blend window (its time
     past its duration less the blend time b), and its next task's weight there: the
     share of b elapsed, at most 1; -1.0 when it is not. Under the kept rule
     (Task.set_window_time) the next task's cursors are set to the time into the window
     first (its lead cursor to it, the others in proportion). "When a clip ends" L299-334.
     Original: 0x00105af0."""
-    b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader)
+    t_c0, t_c1, t_c2, t_c3, t_nxt, t_window = tasks.c0, tasks.c1, tasks.c2, tasks.c3, tasks.nxt, tasks.window
+    c_t, c_dur = cursors.t, cursors.dur
+    b = _window(r, tasks, cursors, fades, gaits)
     if b <= 0.0:
         return -1.0
     into = _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b))
@@ -626,13 +633,13 @@ def _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_
         return -1.0
     nx = t_nxt[r]
     if t_window[r] == _KEPT:
-        d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
-        lead = _lead_of(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)
+        d = _duration(nx, tasks, cursors, fades, gaits)
+        lead = _lead_of(nx, tasks, gaits)
         for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
             if cc < 0:
                 continue
             tt2 = into if cc == lead else _mul(_div(into, d), np.float64(c_dur[cc]))
-            _set_time(cc, tt2, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+            _set_time(cc, tt2, cursors, events)
     q = into / b
     return 1.0 if 1.0 < q else q          # min(into / b, 1)
 
@@ -691,9 +698,9 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     tasks' pose); ``buffers.weights`` (>= 64) is scratch. In: the tables as HumanCols,
     TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables, a Scratch,
     the PoseOut and the PoseBuffers (anim.kernel_types). One walk for the queue and the
-    stack, with the columns unpacked once (a helper taking the tuples per human costs a
-    quarter of the kernel's time); each task by its type's named step, which takes
-    columns: ``_pose_fade``, ``_pose_gait``, ``_pose_blend_task``, a
+    stack; each task by its type's named step, which takes the tables' named tuples
+    (inlined or linked: LLVM keeps only the columns it reads): ``_pose_fade``,
+    ``_pose_gait``, ``_pose_blend_task``, a
     clip's ``_push`` and ``_pose_window``, then ``_pose_windows`` and ``_pose_top``.
     Original: 0x00176d60 CharacterInstance_Sample (0x005fd040, the queued tasks' buffer),
     0x00104ce0, 0x00104630 Instance_BuildBoneMatrices.
@@ -729,16 +736,13 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                 while True:                         # a task, then the next tasks in their blend windows
                     tt = t_type[r]
                     if tt == _FADE:
-                        sp = _pose_fade(r, np.int64(sp), t_aux, f_el, f_dur, submask, scratch)
+                        sp = _pose_fade(r, np.int64(sp), tasks, fades, submask, scratch)
                         break
                     if tt == _GAIT:
-                        sp, nref = _pose_gait(r, np.int64(sp), np.int64(nref), t_rate, t_c0, t_c1, t_aux, g_value,
-                                              g_lower, c_t, c_flags, c_bank, bank, scratch)
+                        sp, nref = _pose_gait(r, np.int64(sp), np.int64(nref), tasks, gaits, cursors, bank, scratch)
                         break
                     if tt == _MIX or tt == _PICK or tt == _DIRECTION:
-                        sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), t_type, t_rate, t_c0, t_c1, t_c2,
-                                                    t_c3, t_value, t_centre, t_sampling, c_t, c_flags, c_bank, bank,
-                                                    scratch)
+                        sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), tasks, cursors, bank, scratch)
                         break
                     c = t_c0[r]                     # a clip
                     if sp >= _POSES:
@@ -749,9 +753,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                         sp += 1
                     if tt != _CLIP and tt != _PAIRED_CLIP:
                         break
-                    w = _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window,
-                                     c_t, c_frame, c_end, c_dur, c_bank, c_ev, c_evf, e_first, e_count, e_frame, f_dur,
-                                     g_leader)
+                    w = _pose_window(r, c, tasks, cursors, events, fades, gaits)
                     if w < 0.0:
                         break
                     # a ring: the innermost windows' weights are kept (only they can act, innermost
