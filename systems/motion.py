@@ -29,6 +29,7 @@ import esper
 import numpy as np
 
 from scuffle.anim import detmath, quat
+from scuffle.anim.jobs import MotionInputs, MotionJob
 from scuffle.anim.kernels import root_motion_step
 from scuffle.anim.tasks import AttachedVelocity
 from scuffle.components import Body, Combat, NO_ATTACHMENT, PoseRef
@@ -92,6 +93,7 @@ class StateUpdate(esper.Processor):
         self._rows: list | None = None
         self._bodies: list | None = None
         self._idx = np.zeros(0, np.int64)       # body row -> pose column (-1: none)
+        self._motion = MotionJob()              # root_motion_step's inputs validated before each run
         self._idle = np.zeros(0, np.bool_)      # rows no human of this world moves
         self._held = np.zeros(0, np.bool_)      # each update: attached or idle
         self._stray = np.zeros(0, np.int64)     # rows of bodies in the world without a PoseRef
@@ -154,9 +156,10 @@ class StateUpdate(esper.Processor):
                     np.logical_or(held, self._idle, out=held)
                 if stray.size:
                     keep = table.velocity[stray], table.attach_heading[stray]
-                root_motion_step(self._idx, poses.vel, poses.tag, poses.rot, table.heading, held,
-                                 table.state_velocity, table.position, table.attach_heading,
-                                 float(ctx.dt), float(ctx.max_root_speed), table.velocity)
+                self._motion.run(MotionInputs(self._idx, poses.vel, poses.tag, poses.rot, table.heading, held,
+                                              table.state_velocity, table.position, table.attach_heading,
+                                              float(ctx.dt), float(ctx.max_root_speed), table.velocity),
+                                 root_motion_step)
                 if ctx.player.options.attached_velocity == AttachedVelocity.ZERO:
                     # the held rows that are humans' (not idle): their velocity 0
                     table.velocity[held & ~self._idle] = 0.0
