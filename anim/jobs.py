@@ -298,10 +298,12 @@ class PoseJob(_Job):
     KERNEL = "pose_stacks"
     Inputs = PoseInputs
     # one human's passes, in order: the queued tasks' pose (queued_default), then the stack's
-    # walk (each task by its type's named step), the blend windows, the top emitted
+    # walk (each task by its type's named step), the blend windows, the top emitted; then,
+    # for every human of the run at once, the bones to model space
     PASSES = (("queue and stack walk", ("_sample", "_pose_fade", "_pose_gait", "_pose_blend_task", "_pose_window",
                                         "_keep_queued_pose")),
-              ("blend windows", ("_pose_windows",)), ("top", ("_pose_top",)))
+              ("blend windows", ("_pose_windows",)), ("top", ("_pose_top",)),
+              ("local to model, SIMD across humans", ("_emit_model",)))
     TABLES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
     __slots__ = ()
 

@@ -347,14 +347,11 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
 
 @_helper
 def _emit(p, i, bank, scratch, out):
-    """Scratch pose p to output column i: the pose, then local-to-model (skeleton.model_space);
-    entry 0 the motion channels (``scratch.motion_entry``) or zero and the identity.
-
-    One pass over the bones: each local rotation is read once, copied out and composed
-    with its parent's model rotation (read back from the column just written; the
-    parent index as unsigned).
+    """Scratch pose p to output column i: the pose, entry 0 the motion channels
+    (``scratch.motion_entry``) or zero and the identity, bone 1's model transform (the
+    root); ``_emit_model`` then takes bones 2 and up to model space for every column of
+    the call at once (skeleton.model_space).
     """
-    parents, offsets = bank.parents, bank.offsets
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
     o_vel, o_root, o_rot, o_tag, o_pos, o_mrot = out.vel, out.root, out.rot, out.tag, out.pos, out.mrot
     nb = s_rot.shape[1]
@@ -396,35 +393,69 @@ def _emit(p, i, bank, scratch, out):
         o_rot[c, 1, i] = v
         o_mrot[c, 1, i] = v
     for b in range(2, nb):
-        bx = s_rot[p, b, 0]
-        by = s_rot[p, b, 1]
-        bz = s_rot[p, b, 2]
-        bw = s_rot[p, b, 3]
+        o_rot[0, b, i] = s_rot[p, b, 0]
+        o_rot[1, b, i] = s_rot[p, b, 1]
+        o_rot[2, b, i] = s_rot[p, b, 2]
+        o_rot[3, b, i] = s_rot[p, b, 3]
+
+
+@_inline
+def _model_bone(b, par, i, vx, vy, vz, o_rot, o_pos, o_mrot):
+    """Bone ``b`` of output column ``i`` to model space: its local rotation (``o_rot``)
+    composed with its parent's model rotation, its offset turned by it and added to the
+    parent's position (skeleton.model_space's float32 operations, in its order)."""
+    bx = o_rot[0, b, i]
+    by = o_rot[1, b, i]
+    bz = o_rot[2, b, i]
+    bw = o_rot[3, b, i]
+    ax = o_mrot[0, par, i]
+    ay = o_mrot[1, par, i]
+    az = o_mrot[2, par, i]
+    aw = o_mrot[3, par, i]
+    px = o_pos[0, par, i]
+    py = o_pos[1, par, i]
+    pz = o_pos[2, par, i]
+    o_mrot[0, b, i] = aw * bx + ax * bw + ay * bz - az * by
+    o_mrot[1, b, i] = aw * by - ax * bz + ay * bw + az * bx
+    o_mrot[2, b, i] = aw * bz + ax * by - ay * bx + az * bw
+    o_mrot[3, b, i] = aw * bw - ax * bx - ay * by - az * bz
+    cx = ay * vz - az * vy + aw * vx
+    cy = az * vx - ax * vz + aw * vy
+    cz = ax * vy - ay * vx + aw * vz
+    o_pos[0, b, i] = (ay * cz - az * cy) * np.float32(2.0) + vx + px
+    o_pos[1, b, i] = (az * cx - ax * cz) * np.float32(2.0) + vy + py
+    o_pos[2, b, i] = (ax * cy - ay * cx) * np.float32(2.0) + vz + pz
+
+
+@_helper
+def _emit_model(cols, n, bank, out):
+    """Local-to-model of bones 2 and up for output columns ``cols[:n]`` (``_emit`` wrote
+    their local rotations, entry 0 and bone 1): bones outer, humans inner, so that the
+    inner loop runs over consecutive columns (the output is human-last) and LLVM's loop
+    vectoriser takes it: SIMD across humans, each lane the same float32 operations in the
+    same order (the same bits). Columns that are not consecutive go one by one."""
+    parents, offsets = bank.parents, bank.offsets
+    o_rot, o_pos, o_mrot = out.rot, out.pos, out.mrot
+    nb = o_rot.shape[1]
+    if n <= 0:
+        return
+    c0 = cols[0]
+    run = True
+    for k in range(n):
+        if cols[k] != c0 + k:
+            run = False
+            break
+    for b in range(2, nb):
+        par = np.uint64(parents[b])
         vx = offsets[b, 0]
         vy = offsets[b, 1]
         vz = offsets[b, 2]
-        par = np.uint64(parents[b])
-        ax = o_mrot[0, par, i]
-        ay = o_mrot[1, par, i]
-        az = o_mrot[2, par, i]
-        aw = o_mrot[3, par, i]
-        px = o_pos[0, par, i]
-        py = o_pos[1, par, i]
-        pz = o_pos[2, par, i]
-        o_rot[0, b, i] = bx
-        o_rot[1, b, i] = by
-        o_rot[2, b, i] = bz
-        o_rot[3, b, i] = bw
-        o_mrot[0, b, i] = aw * bx + ax * bw + ay * bz - az * by
-        o_mrot[1, b, i] = aw * by - ax * bz + ay * bw + az * bx
-        o_mrot[2, b, i] = aw * bz + ax * by - ay * bx + az * bw
-        o_mrot[3, b, i] = aw * bw - ax * bx - ay * by - az * bz
-        cx = ay * vz - az * vy + aw * vx
-        cy = az * vx - ax * vz + aw * vy
-        cz = ax * vy - ay * vx + aw * vz
-        o_pos[0, b, i] = (ay * cz - az * cy) * np.float32(2.0) + vx + px
-        o_pos[1, b, i] = (az * cx - ax * cz) * np.float32(2.0) + vy + py
-        o_pos[2, b, i] = (ax * cy - ay * cx) * np.float32(2.0) + vz + pz
+        if run:
+            for i in range(c0, c0 + n):
+                _model_bone(b, par, i, vx, vy, vz, o_rot, o_pos, o_mrot)
+        else:
+            for k in range(n):
+                _model_bone(b, par, cols[k], vx, vy, vz, o_rot, o_pos, o_mrot)
 
 
 @_helper
@@ -483,6 +514,7 @@ def pose_plan(cols, plan, bank, scratch, out):
         else:
             p = nsm + (-h - 1) - bb0
         _emit(p, cols[i], bank, scratch, out)
+    _emit_model(cols, cols.shape[0], bank, out)
 
 
 # ---------------------------------------------------------------- the pose
@@ -768,3 +800,4 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
         dflt_slot[0] = -1
         refused[k] = nref
         _pose_top(k, np.int64(sp), over_queue, cols, bank, scratch, out)
+    _emit_model(cols, rows.shape[0], bank, out)        # every human's bones 2 and up, SIMD across humans
