@@ -41,6 +41,7 @@ LINKED_SHA256 = "c4dff06da4c03c2892642ce8c3695785a2906d8f9e437b1107c644600881c7b
 _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
 NO_POSE = -(1 << 40)          # a plan's final handle for "no pose": the default pose
+_SIMD_HUMANS = 32    # _emit_model: from this many consecutive columns, a bone's rows go to _model_rows
 QUEUED_POSE = POSE_STACK_SIZE + 1   # pose_stacks' scratch pose of the queued tasks' pose (queued_default)
 
 
@@ -428,34 +429,70 @@ def _model_bone(b, par, i, vx, vy, vz, o_rot, o_pos, o_mrot):
 
 
 @_helper
+def _model_rows(local, parent_rot, parent_pos, model_rot, model_pos, offset, n):
+    """One bone of ``n`` consecutive humans to model space, the rows of the human-last
+    output as 1-D arrays (``local`` its local rotation's x, y, z, w; ``parent_rot`` /
+    ``parent_pos`` its parent's model rotation and position; ``model_rot`` / ``model_pos``
+    written; ``offset`` its bone offset): ``_model_bone``'s operations, in its order, on
+    plain unit-stride loops that LLVM's loop vectoriser takes (SIMD across humans: each
+    lane the same float32 operations, so the same bits)."""
+    bx, by, bz, bw = local
+    ax, ay, az, aw = parent_rot
+    px, py, pz = parent_pos
+    m0, m1, m2, m3 = model_rot
+    q0, q1, q2 = model_pos
+    vx, vy, vz = offset
+    two = np.float32(2.0)
+    for i in range(n):
+        m0[i] = aw[i] * bx[i] + ax[i] * bw[i] + ay[i] * bz[i] - az[i] * by[i]
+        m1[i] = aw[i] * by[i] - ax[i] * bz[i] + ay[i] * bw[i] + az[i] * bx[i]
+        m2[i] = aw[i] * bz[i] + ax[i] * by[i] - ay[i] * bx[i] + az[i] * bw[i]
+        m3[i] = aw[i] * bw[i] - ax[i] * bx[i] - ay[i] * by[i] - az[i] * bz[i]
+        cx = ay[i] * vz - az[i] * vy + aw[i] * vx
+        cy = az[i] * vx - ax[i] * vz + aw[i] * vy
+        cz = ax[i] * vy - ay[i] * vx + aw[i] * vz
+        q0[i] = (ay[i] * cz - az[i] * cy) * two + vx + px[i]
+        q1[i] = (az[i] * cx - ax[i] * cz) * two + vy + py[i]
+        q2[i] = (ax[i] * cy - ay[i] * cx) * two + vz + pz[i]
+
+
+@_helper
 def _emit_model(cols, n, bank, out):
     """Local-to-model of bones 2 and up for output columns ``cols[:n]`` (``_emit`` wrote
-    their local rotations, entry 0 and bone 1): bones outer, humans inner, so that the
-    inner loop runs over consecutive columns (the output is human-last) and LLVM's loop
-    vectoriser takes it: SIMD across humans, each lane the same float32 operations in the
-    same order (the same bits). Columns that are not consecutive go one by one."""
+    their local rotations, entry 0 and bone 1), bones outer, humans inner. Consecutive
+    columns (the engine's: the output is human-last), at least ``_SIMD_HUMANS`` of them:
+    each bone's rows as 1-D arrays to ``_model_rows`` (SIMD across humans, the same bits);
+    else column by column (``_model_bone``: a row's views cost more than a few humans)."""
     parents, offsets = bank.parents, bank.offsets
     o_rot, o_pos, o_mrot = out.rot, out.pos, out.mrot
     nb = o_rot.shape[1]
     if n <= 0:
         return
     c0 = cols[0]
-    run = True
+    run = n >= _SIMD_HUMANS
     for k in range(n):
+        if not run:
+            break
         if cols[k] != c0 + k:
             run = False
-            break
+    if run:
+        e = c0 + n
+        for b in range(2, nb):
+            par = parents[b]
+            _model_rows((o_rot[0, b, c0:e], o_rot[1, b, c0:e], o_rot[2, b, c0:e], o_rot[3, b, c0:e]),
+                        (o_mrot[0, par, c0:e], o_mrot[1, par, c0:e], o_mrot[2, par, c0:e], o_mrot[3, par, c0:e]),
+                        (o_pos[0, par, c0:e], o_pos[1, par, c0:e], o_pos[2, par, c0:e]),
+                        (o_mrot[0, b, c0:e], o_mrot[1, b, c0:e], o_mrot[2, b, c0:e], o_mrot[3, b, c0:e]),
+                        (o_pos[0, b, c0:e], o_pos[1, b, c0:e], o_pos[2, b, c0:e]),
+                        (offsets[b, 0], offsets[b, 1], offsets[b, 2]), n)
+        return
     for b in range(2, nb):
         par = np.uint64(parents[b])
         vx = offsets[b, 0]
         vy = offsets[b, 1]
         vz = offsets[b, 2]
-        if run:
-            for i in range(c0, c0 + n):
-                _model_bone(b, par, i, vx, vy, vz, o_rot, o_pos, o_mrot)
-        else:
-            for k in range(n):
-                _model_bone(b, par, cols[k], vx, vy, vz, o_rot, o_pos, o_mrot)
+        for k in range(n):
+            _model_bone(b, par, cols[k], vx, vy, vz, o_rot, o_pos, o_mrot)
 
 
 @_helper
