@@ -38,7 +38,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "c4dff06da4c03c2892642ce8c3695785a2906d8f9e437b1107c644600881c7b1"
+LINKED_SHA256 = "8ff5f63a788db8f2f3e55d1b72d66de7cc000bb76b0a7b0fd50e661e3e960d3d"
 
 
 # status bits per human (step_stacks' ``status``)

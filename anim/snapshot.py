@@ -270,6 +270,7 @@ def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = 
     else:                                           # what was made from it (the prepared commands'
         player.pool.out = saved.copy()              # views, the flush's arguments) holds
     player.pool.n_out = s.pool[1]
+    player.pool.made = None                         # what the handle API made: found again from the rows
     for name in _PLAYER_LISTS:
         setattr(player, name, list(s.player[name]))
     player.stats.poses_refused, player.stats.samples = s.player["stats"]
