@@ -406,10 +406,15 @@ class FlushJob(_Job):
         if entries.shape[1] != 2:
             raise _fail(k, "buf.entries", f"{entries.shape[1]} columns, expected 2")
         if hi > lo:
-            part = entries[lo:hi]
-            hs, ts = part[:, 0], part[:, 1]
             n_h, n_t = inputs.humans.depth.shape[0], inputs.tasks.type.shape[0]
-            if int(hs.max()) >= n_h or int(ts.max()) >= n_t or int(ts.min()) < -1 or int(hs.min()) < -1:
+            if hi - lo <= _FEW:                 # a few entries: read one by one (no numpy call)
+                pairs = entries[lo:hi].tolist()
+                bad = any(not (-1 <= h < n_h and -1 <= t < n_t) for h, t in pairs)
+            else:
+                part = entries[lo:hi]
+                hs, ts = part[:, 0], part[:, 1]
+                bad = int(hs.max()) >= n_h or int(ts.max()) >= n_t or int(ts.min()) < -1 or int(hs.min()) < -1
+            if bad:
                 raise _fail(k, "buf.entries", f"an entry's row outside the tables ({n_h} humans, {n_t} tasks)")
         n_t = inputs.tasks.type.shape[0]
         _at_least(k, "buf.freed", _array(k, "buf.freed", buf.freed, "int64", 1), n_t)

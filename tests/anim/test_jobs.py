@@ -155,3 +155,32 @@ def test_a_jobs_passes_are_its_kernels_named_steps(job):
         for s in steps:
             assert s in called, (name, s)
     assert body & {s for _, steps in job.PASSES for s in steps}
+
+
+def _flush_inputs(game, entries: np.ndarray) -> J.FlushInputs:
+    from scuffle.anim.kernel_types import FlushBuffers, RowState
+    b = game.player.batch
+    st = game.player.stores
+    H, T, C, F, G, E = b._tables()
+    n_t, n_h = T.type.shape[0], H.depth.shape[0]
+
+    def rows(t):
+        return RowState(t.live, t.gen, t.free_rows, t.n_free)
+
+    buf = FlushBuffers(entries, np.zeros(len(entries), np.int64), np.zeros(n_t, np.int64), np.zeros(6, np.int64),
+                       np.zeros(64, np.int64), np.zeros(n_t, np.bool_), np.zeros(n_t, np.bool_),
+                       np.zeros(n_h, np.bool_))
+    return J.FlushInputs(0, len(entries), False, H, T, rows(st.tasks), C, G, rows(st.gaits), rows(st.fades), buf)
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_flush_job_rejects_an_entry_outside_the_tables(engine, many):
+    job = J.FlushJob()
+    n = 40 if many else 3
+    good = _flush_inputs(engine, np.zeros((n, 2), np.int64))
+    job.validate(good)
+    bad = good.buf.entries.copy()
+    bad[-1, 1] = good.tasks.type.shape[0]
+    _rejects(job, good._replace(buf=good.buf._replace(entries=bad)), "buf.entries")
+    _rejects(job, good._replace(hi=n + 1), "lo, hi")
+    _rejects(job, good._replace(task_rows=good.task_rows._replace(live=good.task_rows.live[:-1])), "task_rows.gen")
