@@ -51,6 +51,7 @@ HEADER = struct.Struct("<8sII16s32sIIQ32s")
 _ENTRY = struct.Struct("<16sQQ")  # a directory entry: section name (ASCII, NUL-padded), offset, size
 MAX_BYTES = 1 << 30               # a file larger than this is refused before it is read
 MAX_SECTIONS = 16
+MAX_COUNTER = 1 << 62             # an update counter or entity id: an int64 with room to count on
 TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
 SECTIONS = ("config", "meta", "values", "log", *(f"table.{t}" for t in TABLES))
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
@@ -424,16 +425,19 @@ def parse(data: bytes) -> Parsed:
             raise _Refused(f"directory[{i}].name: not ASCII") from None
         if not (name in SECTIONS):
             raise _Refused(f"directory[{i}].name: {short(name)} is not a section of format {FORMAT}")
-        need(name not in found, f"directory[{i}].name", f"section {name!r} twice")
-        need(_ENTRY.size * count <= off and off + length <= size, f"directory[{i}] ({name})",
-             f"offset {off} and size {length} outside the payload")
+        if name in found:                  # (no need(): its message would be made for every entry)
+            raise _Refused(f"directory[{i}].name: section {name!r} twice")
+        if not (_ENTRY.size * count <= off and off + length <= size):
+            raise _Refused(f"directory[{i}] ({name}): offset {off} and size {length} outside the payload")
         spans.append((off, off + length, name))
         found[name] = bytes(payload[off:off + length])
     spans.sort()
     for a, b in zip(spans, spans[1:]):
-        need(a[1] <= b[0], f"section {b[2]}", f"overlaps section {a[2]}")
+        if a[1] > b[0]:
+            raise _Refused(f"section {b[2]}: overlaps section {a[2]}")
     for name in SECTIONS:
-        need(name in found, "directory", f"no section {name!r}")
+        if name not in found:
+            raise _Refused(f"directory: no section {name!r}")
     try:
         meta = plaindata.decode(found["meta"])
     except plaindata.PlainDataError as e:
@@ -444,9 +448,9 @@ def parse(data: bytes) -> Parsed:
         raise _Refused(f"section values: {e}") from None
     need(isinstance(meta, dict), "meta", "not a map")
     need(meta.get("engine").__class__ is str, "meta.engine", "not an engine's name")
-    need_int(meta.get("updates_run"), "meta.updates_run", 0)
-    need_int(meta.get("update"), "meta.update", 0)
-    need_int(meta.get("entity_next"), "meta.entity_next", 0)
+    need_int(meta.get("updates_run"), "meta.updates_run", 0, MAX_COUNTER)
+    need_int(meta.get("update"), "meta.update", 0, MAX_COUNTER)
+    need_int(meta.get("entity_next"), "meta.entity_next", 0, MAX_COUNTER)
     names = meta.get("names")
     need(isinstance(names, dict) and all(k.__class__ is str for k in names), "meta.names", "not a map of names")
     need(isinstance(values, dict), "values", "not a map")
@@ -456,8 +460,10 @@ def parse(data: bytes) -> Parsed:
         where = f"section table.{name}"
         need(len(sec) >= _TABLE_HEAD.size, where, "shorter than its header")
         rows, hl = _TABLE_HEAD.unpack_from(sec)
-        need(1 <= rows <= 1 << 28, f"{where}.rows", f"{rows} rows (1 to 2^28)")
-        need(_TABLE_HEAD.size + hl <= len(sec), where, f"a declaration of {hl} bytes past the section's end")
+        if not 1 <= rows <= 1 << 28:
+            raise _Refused(f"{where}.rows: {rows} rows (1 to 2^28)")
+        if _TABLE_HEAD.size + hl > len(sec):
+            raise _Refused(f"{where}: a declaration of {hl} bytes past the section's end")
         cols = sec[_TABLE_HEAD.size:_TABLE_HEAD.size + hl]       # checked against a Game's layout (to_state)
         tables[name] = (rows, cols, sec[_TABLE_HEAD.size + hl:])
     need(hashlib.sha256(found["config"]).digest() == config, "section config",
@@ -638,8 +644,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
          "missing fields")
     if not (m["engine"] == game.engine):
         raise _Refused(f"meta.engine: {short(m['engine'])}, this Game runs {game.engine!r}")
-    updates_run = need_int(m["updates_run"], "meta.updates_run", 0)
-    update = need_int(m["update"], "meta.update", 0)
+    updates_run = need_int(m["updates_run"], "meta.updates_run", 0, MAX_COUNTER)
+    update = need_int(m["update"], "meta.update", 0, MAX_COUNTER)
     names = m["names"]
     need(isinstance(names, dict) and len(names) <= 1 << 24, "meta.names", "not a map of names to entities")
     for name, ent in names.items():
@@ -650,7 +656,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up as "
                            "the snapshot's was)")
     need(len(set(names.values())) == len(names), "meta.names", "two names for one entity")
-    entity_next = need_int(m["entity_next"], "meta.entity_next", max(names.values(), default=0) + 1 if names else 1)
+    entity_next = need_int(m["entity_next"], "meta.entity_next", max(names.values(), default=0) + 1 if names else 1,
+                           MAX_COUNTER)
     sets = m["sets"]
     need(isinstance(sets, dict) and set(sets) == set(names), "meta.sets", "not one anim set digest per human")
     for name, d in sets.items():
@@ -712,10 +719,12 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         tv = tables_v[name]
         where = f"values.engine.tables.{name}"
         keyed = tv["keyed"]
-        need(isinstance(keyed, dict) and set(keyed) == set(t._keyed), f"{where}.keyed", "not the table's keyed columns")
+        if not (isinstance(keyed, dict) and set(keyed) == set(t._keyed)):
+            raise _Refused(f"{where}.keyed: not the table's keyed columns")
         back: dict[str, dict] = {}
         for k, d in keyed.items():
-            need(isinstance(d, dict), f"{where}.keyed.{k}", "not a map")
+            if not isinstance(d, dict):
+                raise _Refused(f"{where}.keyed.{k}: not a map")
             out = {}
             for r, x in d.items():
                 if not (r.__class__ is int and 0 <= r < t.capacity and bool(t.live[r])):
@@ -731,7 +740,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                          "not a direction task's eight clips of the bank")
                     out[r] = x
                 else:
-                    need(x.__class__ in (int, str), f"{where}.keyed.{k}[{r}]", "not a human's handle")
+                    if x.__class__ not in (int, str):
+                        raise _Refused(f"{where}.keyed.{k}[{r}]: not a human's handle")
                     out[r] = x
             back[k] = out
         for r in np.flatnonzero(t.type[live["tasks"]] == 13) if name == "tasks" else ():
@@ -739,9 +749,11 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             need(row in back["dir_banks"], f"{where}.keyed.dir_banks", f"direction task {row} has no clips")
         if name == "tasks":
             cb = t.callback[live["tasks"]]
-            for i, r in enumerate(live["tasks"]):
-                need(bool(cb[i]) == (int(r) in back["on_wrap"]), f"{where}.callback[{int(r)}]",
-                     "says a wrap callback is set where there is none, or the reverse")
+            wraps = back["on_wrap"]
+            for flag, r in zip(cb.tolist(), live["tasks"].tolist()):
+                if flag != (r in wraps):
+                    raise _Refused(f"{where}.callback[{r}]: says a wrap callback is set where there is none, or "
+                                   "the reverse")
         views = [None] * t.capacity if name == "tasks" else None     # handles are made on read
         states[name] = S.TableState(t.capacity, t.block, back, views, tv["dirty"].tolist())
     reports = hv["on_report"]
@@ -797,7 +809,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         if not (name in inst_of and name not in seen):
             raise _Refused(f"values.engine.instances[{r}]: {short(name)} is not a human of the snapshot, or "
                            "named twice")
-        need(bool(hum.live[r]), f"values.engine.instances[{r}]", "the row is not in use")
+        if not hum.live[r]:
+            raise _Refused(f"values.engine.instances[{r}]: the row is not in use")
         seen.add(name)
         instances.append(inst_of[name])
     loose = []
