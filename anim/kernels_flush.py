@@ -13,7 +13,7 @@ import numpy as np
 from .tasks import (HeldFlags)
 from .jitcache import cache_setting
 from .kernels_maths import jit_kinds
-from .kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _MIX, _PAIRED_CLIP, _PICK, _give_row, _lead_of)
+from .kernels_rows import (_CLIP, _FADE, _GAIT, _N_CURSORS, _PAIRED_CLIP, _give_row, _lead_of)
 
 # numba's on-disk cache of this module's kernels: True, or False with no writable cache
 # folder (they then compile for the process only); a corrupt cache is set aside first.
@@ -25,7 +25,7 @@ __all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "8ff5f63a788db8f2f3e55d1b72d66de7cc000bb76b0a7b0fd50e661e3e960d3d"
+LINKED_SHA256 = "646119a87916e5d732f01a9f9d407156a5a9c8492c949d9a091e96f4905e490a"
 
 _AGAIN = -(1 << 62)          # flush_anim_ids: a human listed again (done at its first place)
 
@@ -110,19 +110,20 @@ def _owned_chain(r, tasks, t_live, chain):
 @_helper
 def _give_cursors(r, tt, tasks, cursors):
     """The cursor rows of task ``r`` (type ``tt``) back to the cursor table, in the order
-    of its ``cursors()``: c0 (one clip), c0-c1 (a gait's lower and upper, a mix's a and
-    b), c0-c2 (a direction's lower, centre, upper), c0-c3 (a pick's four); a fade has none."""
+    of its ``cursors()``: its links c0, c1, ... as many as its type has
+    (anim.tasks.TASK_CURSORS: one clip's, a gait's or a mix's two, a direction's three, a
+    pick's four, a fade's none)."""
     t_c0, t_c1, t_c2, t_c3 = tasks.c0, tasks.c1, tasks.c2, tasks.c3
     c_live, c_gen, c_free, c_nfree = cursors.live, cursors.gen, cursors.free_rows, cursors.n_free
-    if tt == _FADE:
-        return
-    _give_row(t_c0[r], c_live, c_gen, c_free, c_nfree)
-    if tt == _GAIT or tt == _MIX or tt == _DIRECTION or tt == _PICK:
+    n = _N_CURSORS[tt]
+    if n > 0:
+        _give_row(t_c0[r], c_live, c_gen, c_free, c_nfree)
+    if n > 1:
         _give_row(t_c1[r], c_live, c_gen, c_free, c_nfree)
-        if tt == _DIRECTION or tt == _PICK:
-            _give_row(t_c2[r], c_live, c_gen, c_free, c_nfree)
-            if tt == _PICK:
-                _give_row(t_c3[r], c_live, c_gen, c_free, c_nfree)
+    if n > 2:
+        _give_row(t_c2[r], c_live, c_gen, c_free, c_nfree)
+    if n > 3:
+        _give_row(t_c3[r], c_live, c_gen, c_free, c_nfree)
 
 
 @_kernel

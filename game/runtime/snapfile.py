@@ -35,7 +35,7 @@ from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
 from scuffle.anim.digest import array_form, blocks_digests, digest_form, values_bytes
 from scuffle.anim.snapcheck import ClipFacts, Saved, StateError, check_saved, clip_facts, pack, unpack
-from scuffle.anim.store import Table, _layout
+from scuffle.anim.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
 
 __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "config_bytes",
@@ -286,7 +286,7 @@ def _meta(game, st) -> dict:
 def _facts(player, n: int) -> ClipFacts:
     """The ClipFacts of the first ``n`` clips of the Player's bank (kept while the bank
     and the event rule are the same: derived only)."""
-    clips, all_ev = player._clips, player.stores.cursors.all_events
+    clips, all_ev = player.lookup.clips, player.stores.cursors.all_events
     key = (id(clips), n, all_ev, id(clips[n - 1]) if n else 0)
     got = _FACTS.get(id(clips))
     if got is None or got[0] != key or got[1] is not clips:
@@ -300,13 +300,13 @@ _FACTS: dict = {}
 
 def _bank_digests(player) -> list[bytes]:
     from scuffle.anim.clip import clip_digest
-    return [clip_digest(c) for c in player._clips]
+    return [clip_digest(c) for c in player.lookup.clips]
 
 
 def _bank_bytes(player) -> bytes:
     """The bank's clips' digests, joined (kept while the bank is the same: clips are
     immutable and the bank only grows)."""
-    clips = player._clips
+    clips = player.lookup.clips
     key = (len(clips), id(clips[-1]) if clips else 0)
     got = _BANK.get(id(clips))
     if got is None or got[0] != key or got[1] is not clips:
@@ -496,7 +496,7 @@ class _Rows:
         return a
 
 
-_LAYOUTS: dict = {}                # (id of the columns, capacity) -> store._layout's: derived only
+_LAYOUTS: dict = {}                # (id of the columns, capacity) -> store.block_layout's: derived only
 
 
 def _layout_full(columns: dict, cap: int) -> tuple:
@@ -505,7 +505,7 @@ def _layout_full(columns: dict, cap: int) -> tuple:
     if got is None or got[0] is not columns:
         if len(_LAYOUTS) > 256:
             _LAYOUTS.clear()
-        got = _LAYOUTS[key] = (columns, _layout(columns, cap))
+        got = _LAYOUTS[key] = (columns, block_layout(columns, cap))
     return got[1]
 
 
