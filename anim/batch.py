@@ -39,6 +39,7 @@ from .pose import DTYPE, NUM_BONES, NUM_TAGS, PoseBatch
 from .stack import CharacterInstance
 from .store import LAYOUT_EPOCH, HumanTable, TableCorrupt, check_rows
 from .tasks import TASK_CURSORS, EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
+from .jobs import AnimIdJob, FlushJob, PoseInputs, PoseJob, StepInputs, StepJob
 from .trusted import TrustedKernel
 
 
@@ -135,6 +136,9 @@ class BatchEngine:
         self._pose_kernel = TrustedKernel("pose_stacks", self.debug)
         self._flush_release = TrustedKernel("flush_release", self.debug)      # the Player's flush calls these
         self._flush_anim_ids = TrustedKernel("flush_anim_ids", self.debug)
+        # the kernels as jobs (anim.jobs): their inputs validated before every run
+        self._step_job, self._pose_job = StepJob(self.debug), PoseJob(self.debug)
+        self._flush_job, self._anim_id_job = FlushJob(self.debug), AnimIdJob(self.debug)
         self._step_out: K.StepBuffers | None = None
         self._pose_args: tuple | None = None
         self._validated: int = -1              # store.LAYOUT_EPOCH when validate() last ran
@@ -750,7 +754,7 @@ class BatchEngine:
                                    and out.def_out is self._def_out and out.wrap_out is self._wrap_out):
                 out = self._step_out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, counts,
                                                      self._wrap_out, self._snap, self._walk, self._pair4)
-            self._step_kernel(rows, start, dt32, rules, H, T, C, F, G, E, out)
+            self._step_job.run(StepInputs(rows, start, dt32, rules, H, T, C, F, G, E, out), self._step_kernel)
             stopped = self._m_counts[_COUNT_STOPPED]
             if stopped >= len(rows):
                 return
@@ -989,8 +993,8 @@ class BatchEngine:
             self._pose_chunks(rows, spans, last[3], (H, T, C, F, G, E, pose_tables(bank).tables), last[4], refused,
                               queued_default)
         else:
-            self._pose_kernel(rows, last[3], H, T, C, F, G, E, pose_tables(bank).tables, self._scratch, last[4],
-                              last[5])
+            self._pose_job.run(PoseInputs(rows, last[3], H, T, C, F, G, E, pose_tables(bank).tables, self._scratch,
+                                          last[4], last[5]), self._pose_kernel)
         if refusals is not None:
             if n <= _FEW:                       # a few humans: their counts read one by one
                 mr = self._m_refused
@@ -1007,11 +1011,13 @@ class _Part:
     """One chunk's kernels (a TrustedKernel each: their typed arguments are the chunk's),
     step buffers and counts, pose scratch and blend weights."""
 
-    __slots__ = ("step", "pose", "ev", "def_", "wrap", "counts", "snap", "walk", "pair4", "scratch", "weights")
+    __slots__ = ("step", "pose", "step_job", "pose_job", "ev", "def_", "wrap", "counts", "snap", "walk", "pair4",
+                 "scratch", "weights")
 
     def __init__(self, debug: bool, scratch):
         self.step = TrustedKernel("step_stacks", debug)
         self.pose = TrustedKernel("pose_stacks", debug)
+        self.step_job, self.pose_job = StepJob(debug), PoseJob(debug)
         self.ev = np.zeros((256, 4), np.int64)
         self.def_ = np.zeros((256, 2), np.int64)
         self.wrap = np.zeros((256, 2), np.int64)
@@ -1040,7 +1046,7 @@ class _StepJob:
         H, T, C, F, G, E = self.tables
         while True:
             out = K.StepBuffers(self.status, self.lo, self.hi, p.ev, p.def_, counts, p.wrap, p.snap, p.walk, p.pair4)
-            p.step(self.rows, start, self.dt, self.rules, H, T, C, F, G, E, out)
+            p.step_job.run(StepInputs(self.rows, start, self.dt, self.rules, H, T, C, F, G, E, out), p.step)
             stopped = int(counts[_COUNT_STOPPED])
             if stopped >= len(self.rows):
                 return
@@ -1061,7 +1067,9 @@ class _PoseJob:
 
     def __call__(self) -> None:
         H, T, C, F, G, E, bank = self.tables
-        self.p.pose(self.rows, self.cols, H, T, C, F, G, E, bank, self.p.scratch, self.out, self.buffers)
+        p = self.p
+        p.pose_job.run(PoseInputs(self.rows, self.cols, H, T, C, F, G, E, bank, p.scratch, self.out, self.buffers),
+                       p.pose)
 
 
 def _grown(buf: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ __all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "a9703ae517dcad942549745e8ce591414c862cdb5d95bc9e0407cc8b77e53b2c"
+LINKED_SHA256 = "646119a87916e5d732f01a9f9d407156a5a9c8492c949d9a091e96f4905e490a"
 
 _AGAIN = -(1 << 62)          # flush_anim_ids: a human listed again (done at its first place)
 
@@ -40,18 +40,22 @@ FLUSH_RESUME = 5                # in: 1 when entry ``lo`` is released already (i
 
 
 @_helper
-def _anim_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader, c_anim):
+def _anim_of(r, tasks, gaits, cursors):
     """Task.anim_id (+0x104) of task row ``r``: its leading cursor's anim id, -1 for a fade.
     Original: 0x001752c8 (its reader)."""
+    t_type = tasks.type
+    c_anim = cursors.anim
     if t_type[r] == _FADE:
         return np.int64(-1)
-    return np.int64(c_anim[_lead_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)])
+    return np.int64(c_anim[_lead_of(r, tasks, gaits)])
 
 
 @_helper
-def _held_by_others(hi, r, h_depth, h_stack, t_held, t_released):
+def _held_by_others(hi, r, humans, tasks):
     """The held bits of the tasks on human ``hi``'s stack but task ``r`` that are not
     released (Player._clear_flags: HeldRelease.CONEY, "Coney's implementation" L402)."""
+    h_depth, h_stack = humans.depth, humans.stack
+    t_held, t_released = tasks.held, tasks.released
     others = np.int64(0)
     for i in range(h_depth[hi]):
         s = h_stack[hi, i]
@@ -61,11 +65,13 @@ def _held_by_others(hi, r, h_depth, h_stack, t_held, t_released):
 
 
 @_helper
-def _release_flags(hi, r, release_all, h_flags, h_depth, h_stack, t_type, t_held, t_released):
+def _release_flags(hi, r, release_all, humans, tasks):
     """The release's record bits: a type 3 / 6 clears state flag 0x4000000000 (0x00105f78,
     0x00108f10; not the fade's 0x00106ee8), then the held bits the task still holds go
     (every one, the original's, or not those another live task on the stack holds:
     ``release_all`` False, HeldRelease.CONEY) and the task holds none."""
+    h_flags = humans.flags
+    t_type, t_held = tasks.type, tasks.held
     flags = h_flags[hi]
     tt = t_type[r]
     if tt == _CLIP or tt == _PAIRED_CLIP:
@@ -75,15 +81,16 @@ def _release_flags(hi, r, release_all, h_flags, h_depth, h_stack, t_type, t_held
         if release_all:                   # 0x00105f78: no test of other tasks ("When a clip ends" L314)
             flags &= ~held
         else:
-            flags &= ~(held & ~_held_by_others(hi, r, h_depth, h_stack, t_held, t_released))
+            flags &= ~(held & ~_held_by_others(hi, r, humans, tasks))
         t_held[r] = 0
     h_flags[hi] = flags
 
 
 @_helper
-def _owned_chain(r, t_type, t_nxt, t_handed, t_live, chain):
+def _owned_chain(r, tasks, t_live, chain):
     """Task ``r`` and the next tasks it owns (Task.following, followed: a type 3 / 6's next
     task until it handed over), into ``chain``; returns their number."""
+    t_type, t_nxt, t_handed = tasks.type, tasks.nxt, tasks.handed_over
     chain[0] = r
     n = 1
     x = r
@@ -101,11 +108,13 @@ def _owned_chain(r, t_type, t_nxt, t_handed, t_live, chain):
 
 
 @_helper
-def _give_cursors(r, tt, t_c0, t_c1, t_c2, t_c3, c_live, c_gen, c_free, c_nfree):
+def _give_cursors(r, tt, tasks, cursors):
     """The cursor rows of task ``r`` (type ``tt``) back to the cursor table, in the order
     of its ``cursors()``: its links c0, c1, ... as many as its type has
     (anim.tasks.TASK_CURSORS: one clip's, a gait's or a mix's two, a direction's three, a
     pick's four, a fade's none)."""
+    t_c0, t_c1, t_c2, t_c3 = tasks.c0, tasks.c1, tasks.c2, tasks.c3
+    c_live, c_gen, c_free, c_nfree = cursors.live, cursors.gen, cursors.free_rows, cursors.n_free
     n = _N_CURSORS[tt]
     if n > 0:
         _give_row(t_c0[r], c_live, c_gen, c_free, c_nfree)
@@ -163,14 +172,14 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
                 stop = k                      # held as objects: Python releases it
                 break
             held = t_held[r]
-            _release_flags(h, r, release_all, h_flags, h_depth, h_stack, t_type, t_held, t_released)
-            ids[k] = _anim_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader, c_anim)
+            _release_flags(h, r, release_all, humans, tasks)
+            ids[k] = _anim_of(r, tasks, gaits, cursors)
             if end_mark[r] or ((held & _REPORT) != 0 and report_mark[h]):
                 counts[FLUSH_HELD] = held     # Python runs its callbacks, then resumes with its discard
                 counts[FLUSH_GEN] = t_gen[r]
                 stop = k
                 break
-        n = _owned_chain(r, t_type, t_nxt, t_handed, t_live, chain)
+        n = _owned_chain(r, tasks, t_live, chain)
         for j in range(n - 1, -1, -1):        # StackRules.discard: the next tasks first
             x = chain[j]
             if x >= n_pool or not pool_out[x]:
@@ -178,7 +187,7 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
             pool_out[x] = False
             n_in += 1
             tt = t_type[x]
-            _give_cursors(x, tt, t_c0, t_c1, t_c2, t_c3, c_live, c_gen, c_free, c_nfree)
+            _give_cursors(x, tt, tasks, cursors)
             if _give_row(x, t_live, t_gen, t_free, t_nfree):
                 freed[nf] = x
                 nf += 1
@@ -232,7 +241,7 @@ def flush_anim_ids(rows, humans, h_anim, tasks, cursors, gaits, seen):
                 h_anim[hi] = -1
                 rows[k] = ~hi
             else:
-                h_anim[hi] = _lead_of(t, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)
+                h_anim[hi] = _lead_of(t, tasks, gaits)
     for k in range(n):                    # its anim id (Task.anim_id)
         hi = rows[k]
         if hi >= 0:

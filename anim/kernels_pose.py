@@ -24,8 +24,8 @@ from .pose import POSE_STACK_SIZE
 from .jitcache import cache_setting
 from .kernels_maths import (jit_kinds, _div, _mul, _sub, acos_s, sin_cos_s)
 from .kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _KEPT, _MIX, _PAIRED_CLIP,
-                           _PICK, _PICK_ALL, _POSES, _cursor_k, _duration, _fade_weight, _gait_sampled, _lead_of, _pick_chosen,
-                           _set_time, _window)
+                           _PICK, _PICK_ALL, _POSES, _cursor_k, _duration, _fade_weight, _gait_sampled, _lead_of,
+                           _pick_chosen, _set_time, _window)
 
 # numba's on-disk cache of this module's kernels: True, or False with no writable cache
 # folder (they then compile for the process only); a corrupt cache is set aside first.
@@ -36,11 +36,12 @@ __all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "a9703ae517dcad942549745e8ce591414c862cdb5d95bc9e0407cc8b77e53b2c"
+LINKED_SHA256 = "646119a87916e5d732f01a9f9d407156a5a9c8492c949d9a091e96f4905e490a"
 # Cursor flags the sampler tests, as plain ints (numba freezes globals as constants).
 _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
 NO_POSE = -(1 << 40)          # a plan's final handle for "no pose": the default pose
+_SIMD_HUMANS = 32    # _emit_model: from this many consecutive columns, a bone's rows go to _model_rows
 QUEUED_POSE = POSE_STACK_SIZE + 1   # pose_stacks' scratch pose of the queued tasks' pose (queued_default)
 
 
@@ -347,14 +348,11 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
 
 @_helper
 def _emit(p, i, bank, scratch, out):
-    """Scratch pose p to output column i: the pose, then local-to-model (skeleton.model_space);
-    entry 0 the motion channels (``scratch.motion_entry``) or zero and the identity.
-
-    One pass over the bones: each local rotation is read once, copied out and composed
-    with its parent's model rotation (read back from the column just written; the
-    parent index as unsigned).
+    """Scratch pose p to output column i: the pose, entry 0 the motion channels
+    (``scratch.motion_entry``) or zero and the identity, bone 1's model transform (the
+    root); ``_emit_model`` then takes bones 2 and up to model space for every column of
+    the call at once (skeleton.model_space).
     """
-    parents, offsets = bank.parents, bank.offsets
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
     o_vel, o_root, o_rot, o_tag, o_pos, o_mrot = out.vel, out.root, out.rot, out.tag, out.pos, out.mrot
     nb = s_rot.shape[1]
@@ -396,35 +394,105 @@ def _emit(p, i, bank, scratch, out):
         o_rot[c, 1, i] = v
         o_mrot[c, 1, i] = v
     for b in range(2, nb):
-        bx = s_rot[p, b, 0]
-        by = s_rot[p, b, 1]
-        bz = s_rot[p, b, 2]
-        bw = s_rot[p, b, 3]
+        o_rot[0, b, i] = s_rot[p, b, 0]
+        o_rot[1, b, i] = s_rot[p, b, 1]
+        o_rot[2, b, i] = s_rot[p, b, 2]
+        o_rot[3, b, i] = s_rot[p, b, 3]
+
+
+@_inline
+def _model_bone(b, par, i, vx, vy, vz, o_rot, o_pos, o_mrot):
+    """Bone ``b`` of output column ``i`` to model space: its local rotation (``o_rot``)
+    composed with its parent's model rotation, its offset turned by it and added to the
+    parent's position (skeleton.model_space's float32 operations, in its order)."""
+    bx = o_rot[0, b, i]
+    by = o_rot[1, b, i]
+    bz = o_rot[2, b, i]
+    bw = o_rot[3, b, i]
+    ax = o_mrot[0, par, i]
+    ay = o_mrot[1, par, i]
+    az = o_mrot[2, par, i]
+    aw = o_mrot[3, par, i]
+    px = o_pos[0, par, i]
+    py = o_pos[1, par, i]
+    pz = o_pos[2, par, i]
+    o_mrot[0, b, i] = aw * bx + ax * bw + ay * bz - az * by
+    o_mrot[1, b, i] = aw * by - ax * bz + ay * bw + az * bx
+    o_mrot[2, b, i] = aw * bz + ax * by - ay * bx + az * bw
+    o_mrot[3, b, i] = aw * bw - ax * bx - ay * by - az * bz
+    cx = ay * vz - az * vy + aw * vx
+    cy = az * vx - ax * vz + aw * vy
+    cz = ax * vy - ay * vx + aw * vz
+    o_pos[0, b, i] = (ay * cz - az * cy) * np.float32(2.0) + vx + px
+    o_pos[1, b, i] = (az * cx - ax * cz) * np.float32(2.0) + vy + py
+    o_pos[2, b, i] = (ax * cy - ay * cx) * np.float32(2.0) + vz + pz
+
+
+@_helper
+def _model_rows(local, parent_rot, parent_pos, model_rot, model_pos, offset, n):
+    """One bone of ``n`` consecutive humans to model space, the rows of the human-last
+    output as 1-D arrays (``local`` its local rotation's x, y, z, w; ``parent_rot`` /
+    ``parent_pos`` its parent's model rotation and position; ``model_rot`` / ``model_pos``
+    written; ``offset`` its bone offset): ``_model_bone``'s operations, in its order, on
+    plain unit-stride loops that LLVM's loop vectoriser takes (SIMD across humans: each
+    lane the same float32 operations, so the same bits)."""
+    bx, by, bz, bw = local
+    ax, ay, az, aw = parent_rot
+    px, py, pz = parent_pos
+    m0, m1, m2, m3 = model_rot
+    q0, q1, q2 = model_pos
+    vx, vy, vz = offset
+    two = np.float32(2.0)
+    for i in range(n):
+        m0[i] = aw[i] * bx[i] + ax[i] * bw[i] + ay[i] * bz[i] - az[i] * by[i]
+        m1[i] = aw[i] * by[i] - ax[i] * bz[i] + ay[i] * bw[i] + az[i] * bx[i]
+        m2[i] = aw[i] * bz[i] + ax[i] * by[i] - ay[i] * bx[i] + az[i] * bw[i]
+        m3[i] = aw[i] * bw[i] - ax[i] * bx[i] - ay[i] * by[i] - az[i] * bz[i]
+        cx = ay[i] * vz - az[i] * vy + aw[i] * vx
+        cy = az[i] * vx - ax[i] * vz + aw[i] * vy
+        cz = ax[i] * vy - ay[i] * vx + aw[i] * vz
+        q0[i] = (ay[i] * cz - az[i] * cy) * two + vx + px[i]
+        q1[i] = (az[i] * cx - ax[i] * cz) * two + vy + py[i]
+        q2[i] = (ax[i] * cy - ay[i] * cx) * two + vz + pz[i]
+
+
+@_helper
+def _emit_model(cols, n, bank, out):
+    """Local-to-model of bones 2 and up for output columns ``cols[:n]`` (``_emit`` wrote
+    their local rotations, entry 0 and bone 1), bones outer, humans inner. Consecutive
+    columns (the engine's: the output is human-last), at least ``_SIMD_HUMANS`` of them:
+    each bone's rows as 1-D arrays to ``_model_rows`` (SIMD across humans, the same bits);
+    else column by column (``_model_bone``: a row's views cost more than a few humans)."""
+    parents, offsets = bank.parents, bank.offsets
+    o_rot, o_pos, o_mrot = out.rot, out.pos, out.mrot
+    nb = o_rot.shape[1]
+    if n <= 0:
+        return
+    c0 = cols[0]
+    run = n >= _SIMD_HUMANS
+    for k in range(n):
+        if not run:
+            break
+        if cols[k] != c0 + k:
+            run = False
+    if run:
+        e = c0 + n
+        for b in range(2, nb):
+            par = parents[b]
+            _model_rows((o_rot[0, b, c0:e], o_rot[1, b, c0:e], o_rot[2, b, c0:e], o_rot[3, b, c0:e]),
+                        (o_mrot[0, par, c0:e], o_mrot[1, par, c0:e], o_mrot[2, par, c0:e], o_mrot[3, par, c0:e]),
+                        (o_pos[0, par, c0:e], o_pos[1, par, c0:e], o_pos[2, par, c0:e]),
+                        (o_mrot[0, b, c0:e], o_mrot[1, b, c0:e], o_mrot[2, b, c0:e], o_mrot[3, b, c0:e]),
+                        (o_pos[0, b, c0:e], o_pos[1, b, c0:e], o_pos[2, b, c0:e]),
+                        (offsets[b, 0], offsets[b, 1], offsets[b, 2]), n)
+        return
+    for b in range(2, nb):
+        par = np.uint64(parents[b])
         vx = offsets[b, 0]
         vy = offsets[b, 1]
         vz = offsets[b, 2]
-        par = np.uint64(parents[b])
-        ax = o_mrot[0, par, i]
-        ay = o_mrot[1, par, i]
-        az = o_mrot[2, par, i]
-        aw = o_mrot[3, par, i]
-        px = o_pos[0, par, i]
-        py = o_pos[1, par, i]
-        pz = o_pos[2, par, i]
-        o_rot[0, b, i] = bx
-        o_rot[1, b, i] = by
-        o_rot[2, b, i] = bz
-        o_rot[3, b, i] = bw
-        o_mrot[0, b, i] = aw * bx + ax * bw + ay * bz - az * by
-        o_mrot[1, b, i] = aw * by - ax * bz + ay * bw + az * bx
-        o_mrot[2, b, i] = aw * bz + ax * by - ay * bx + az * bw
-        o_mrot[3, b, i] = aw * bw - ax * bx - ay * by - az * bz
-        cx = ay * vz - az * vy + aw * vx
-        cy = az * vx - ax * vz + aw * vy
-        cz = ax * vy - ay * vx + aw * vz
-        o_pos[0, b, i] = (ay * cz - az * cy) * np.float32(2.0) + vx + px
-        o_pos[1, b, i] = (az * cx - ax * cz) * np.float32(2.0) + vy + py
-        o_pos[2, b, i] = (ax * cy - ay * cx) * np.float32(2.0) + vz + pz
+        for k in range(n):
+            _model_bone(b, par, cols[k], vx, vy, vz, o_rot, o_pos, o_mrot)
 
 
 @_helper
@@ -483,15 +551,17 @@ def pose_plan(cols, plan, bank, scratch, out):
         else:
             p = nsm + (-h - 1) - bb0
         _emit(p, cols[i], bank, scratch, out)
+    _emit_model(cols, cols.shape[0], bank, out)
 
 
 # ---------------------------------------------------------------- the pose
 
 
 @_helper
-def _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch):
+def _push(c, sp, nref, rate, cursors, bank, scratch):
     """Cursor ``c``'s pose pushed on the pose stack of ``sp`` poses at ``rate``, or refused
     and counted when it holds seven (0x00104ce0). Returns (sp, nref)."""
+    c_t, c_flags, c_bank = cursors.t, cursors.flags, cursors.bank
     if sp >= _POSES:
         return sp, nref + 1
     _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank, scratch)
@@ -499,8 +569,7 @@ def _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch):
 
 
 @_helper
-def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_value, t_centre, t_sampling, c_t,
-                     c_flags, c_bank, bank, scratch):
+def _pose_blend_task(r, sp, nref, tasks, cursors, bank, scratch):
     """Task.emit of types 10, 11 and 13 on the pose stack of ``sp`` poses; returns (sp, nref).
 
     10 (MixTask.emit): both clips, blended by the weight. 11 (PickTask.emit): the chosen
@@ -511,27 +580,29 @@ def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_valu
     centre, then, when the value is off it, the neighbour on its side blended by the
     distance. A blend with fewer than two poses does nothing.
     """
+    t_type, t_rate, t_c0, t_c1, t_c2, t_value = tasks.type, tasks.rate, tasks.c0, tasks.c1, tasks.c2, tasks.value
+    t_centre, t_sampling = tasks.centre, tasks.sampling
     submask = bank.submask
     tt = t_type[r]
     rate = t_rate[r]
     if tt == _MIX:
-        sp, nref = _push(t_c0[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
-        sp, nref = _push(t_c1[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+        sp, nref = _push(t_c0[r], sp, nref, rate, cursors, bank, scratch)
+        sp, nref = _push(t_c1[r], sp, nref, rate, cursors, bank, scratch)
         if sp >= 2:
             _blend(sp - 2, sp - 1, sp - 2, np.float32(t_value[r]), np.int64(-1), submask, scratch)
             sp -= 1
         return sp, nref
     if tt == _PICK:
         k = _pick_chosen(t_value[r])
-        c = _cursor_k(r, k, t_c0, t_c1, t_c2, t_c3)
+        c = _cursor_k(r, k, tasks)
         if t_sampling[r] != _PICK_ALL:
-            return _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+            return _push(c, sp, nref, rate, cursors, bank, scratch)
         fit = _POSES - sp                      # the four pushes that fit (min(max(., 0), 4)); the rest refused
         fit = 0 if 0 > fit else fit
         fit = 4 if 4 < fit else fit
         nref += 4 - fit
         if k < fit:
-            sp, nref = _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+            sp, nref = _push(c, sp, nref, rate, cursors, bank, scratch)
         return sp, nref
     # the direction (DirectionTask.side_weight): the value off the centre, -0.5 .. 0.5
     off = (t_value[r] - np.float64(t_centre[r]) + 4.0) % 8.0 - 4.0
@@ -541,9 +612,9 @@ def _pose_blend_task(r, sp, nref, t_type, t_rate, t_c0, t_c1, t_c2, t_c3, t_valu
     else:
         side = t_c0[r]
         w = -off
-    sp, nref = _push(t_c1[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+    sp, nref = _push(t_c1[r], sp, nref, rate, cursors, bank, scratch)
     if w > 0.0:
-        sp, nref = _push(side, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+        sp, nref = _push(side, sp, nref, rate, cursors, bank, scratch)
         if sp >= 2:
             _blend(sp - 2, sp - 1, sp - 2, np.float32(w), np.int64(-1), submask, scratch)
             sp -= 1
@@ -577,10 +648,12 @@ def _keep_queued_pose(sp, bank, scratch):
 
 
 @_inline
-def _pose_fade(r, sp, t_aux, f_el, f_dur, submask, scratch):
+def _pose_fade(r, sp, tasks, fades, submask, scratch):
     """FadeTask.emit on the pose stack of ``sp`` poses: the top two blended by the fade's
     outgoing weight (elapsed over duration, "Fades" L261-267); fewer than two: nothing.
     Returns sp. Original: 0x00106cc8."""
+    t_aux = tasks.aux
+    f_el, f_dur = fades.el, fades.dur
     a = t_aux[r]
     w = np.float32(_fade_weight(np.float64(f_el[a]), np.float64(f_dur[a])))
     if sp >= 2:
@@ -590,20 +663,22 @@ def _pose_fade(r, sp, t_aux, f_el, f_dur, submask, scratch):
 
 
 @_inline
-def _pose_gait(r, sp, nref, t_rate, t_c0, t_c1, t_aux, g_value, g_lower, c_t, c_flags, c_bank, bank, scratch):
+def _pose_gait(r, sp, nref, tasks, gaits, cursors, bank, scratch):
     """GaitTask.emit on the pose stack of ``sp`` poses ("Gait blend" L269-288): near a
     step (the fraction below GAIT_ALONE_LOW or above GAIT_ALONE_HIGH) the nearer clip
     alone, else both clips of the pair blended by the fraction. Returns (sp, nref).
     Original: 0x0010a5b8."""
+    t_rate, t_c0, t_c1, t_aux = tasks.rate, tasks.c0, tasks.c1, tasks.aux
+    g_value, g_lower = gaits.value, gaits.lower
     a = t_aux[r]
     frac = np.float64(g_value[a]) - g_lower[a]
     rate = t_rate[r]
     alone = _gait_sampled(frac)                     # anim.rules.gait_sampled
     if alone >= 0:
         c = t_c0[r] if alone == 0 else t_c1[r]
-        return _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
-    sp, nref = _push(t_c0[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
-    sp, nref = _push(t_c1[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
+        return _push(c, sp, nref, rate, cursors, bank, scratch)
+    sp, nref = _push(t_c0[r], sp, nref, rate, cursors, bank, scratch)
+    sp, nref = _push(t_c1[r], sp, nref, rate, cursors, bank, scratch)
     if sp >= 2:
         _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), bank.submask, scratch)
         sp -= 1
@@ -611,15 +686,16 @@ def _pose_gait(r, sp, nref, t_rate, t_c0, t_c1, t_aux, g_value, g_lower, c_t, c_
 
 
 @_inline
-def _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window, c_t, c_frame, c_end,
-                 c_dur, c_bank, c_ev, c_evf, e_first, e_count, e_frame, f_dur, g_leader):
+def _pose_window(r, c, tasks, cursors, events, fades, gaits):
     """Whether type 3 / 6's task ``r`` (its cursor ``c``) is in its blend window (its time
     past its duration less the blend time b), and its next task's weight there: the
     share of b elapsed, at most 1; -1.0 when it is not. Under the kept rule
     (Task.set_window_time) the next task's cursors are set to the time into the window
     first (its lead cursor to it, the others in proportion). "When a clip ends" L299-334.
     Original: 0x00105af0."""
-    b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader)
+    t_c0, t_c1, t_c2, t_c3, t_nxt, t_window = tasks.c0, tasks.c1, tasks.c2, tasks.c3, tasks.nxt, tasks.window
+    c_t, c_dur = cursors.t, cursors.dur
+    b = _window(r, tasks, cursors, fades, gaits)
     if b <= 0.0:
         return -1.0
     into = _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b))
@@ -627,13 +703,13 @@ def _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_
         return -1.0
     nx = t_nxt[r]
     if t_window[r] == _KEPT:
-        d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
-        lead = _lead_of(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)
+        d = _duration(nx, tasks, cursors, fades, gaits)
+        lead = _lead_of(nx, tasks, gaits)
         for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
             if cc < 0:
                 continue
             tt2 = into if cc == lead else _mul(_div(into, d), np.float64(c_dur[cc]))
-            _set_time(cc, tt2, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+            _set_time(cc, tt2, cursors, events)
     q = into / b
     return 1.0 if 1.0 < q else q          # min(into / b, 1)
 
@@ -692,9 +768,9 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     tasks' pose); ``buffers.weights`` (>= 64) is scratch. In: the tables as HumanCols,
     TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables, a Scratch,
     the PoseOut and the PoseBuffers (anim.kernel_types). One walk for the queue and the
-    stack, with the columns unpacked once (a helper taking the tuples per human costs a
-    quarter of the kernel's time); each task by its type's named step, which takes
-    columns: ``_pose_fade``, ``_pose_gait``, ``_pose_blend_task``, a
+    stack; each task by its type's named step, which takes the tables' named tuples
+    (inlined or linked: LLVM keeps only the columns it reads): ``_pose_fade``,
+    ``_pose_gait``, ``_pose_blend_task``, a
     clip's ``_push`` and ``_pose_window``, then ``_pose_windows`` and ``_pose_top``.
     Original: 0x00176d60 CharacterInstance_Sample (0x005fd040, the queued tasks' buffer),
     0x00104ce0, 0x00104630 Instance_BuildBoneMatrices.
@@ -730,16 +806,13 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                 while True:                         # a task, then the next tasks in their blend windows
                     tt = t_type[r]
                     if tt == _FADE:
-                        sp = _pose_fade(r, np.int64(sp), t_aux, f_el, f_dur, submask, scratch)
+                        sp = _pose_fade(r, np.int64(sp), tasks, fades, submask, scratch)
                         break
                     if tt == _GAIT:
-                        sp, nref = _pose_gait(r, np.int64(sp), np.int64(nref), t_rate, t_c0, t_c1, t_aux, g_value,
-                                              g_lower, c_t, c_flags, c_bank, bank, scratch)
+                        sp, nref = _pose_gait(r, np.int64(sp), np.int64(nref), tasks, gaits, cursors, bank, scratch)
                         break
                     if tt == _MIX or tt == _PICK or tt == _DIRECTION:
-                        sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), t_type, t_rate, t_c0, t_c1, t_c2,
-                                                    t_c3, t_value, t_centre, t_sampling, c_t, c_flags, c_bank, bank,
-                                                    scratch)
+                        sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), tasks, cursors, bank, scratch)
                         break
                     c = t_c0[r]                     # a clip
                     if sp >= _POSES:
@@ -750,9 +823,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                         sp += 1
                     if tt != _CLIP and tt != _PAIRED_CLIP:
                         break
-                    w = _pose_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window,
-                                     c_t, c_frame, c_end, c_dur, c_bank, c_ev, c_evf, e_first, e_count, e_frame, f_dur,
-                                     g_leader)
+                    w = _pose_window(r, c, tasks, cursors, events, fades, gaits)
                     if w < 0.0:
                         break
                     # a ring: the innermost windows' weights are kept (only they can act, innermost
@@ -767,3 +838,4 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
         dflt_slot[0] = -1
         refused[k] = nref
         _pose_top(k, np.int64(sp), over_queue, cols, bank, scratch, out)
+    _emit_model(cols, rows.shape[0], bank, out)        # every human's bones 2 and up, SIMD across humans

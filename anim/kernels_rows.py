@@ -90,7 +90,9 @@ _WALK = 64                      # scratch rows for walks over a stack and its ne
 
 
 @_helper
-def _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
+def _set_next_event(c, i, cursors, events):
+    c_bank, c_ev, c_evf = cursors.bank, cursors.ev, cursors.evf
+    e_first, e_count, e_frame = events.first, events.n, events.frame
     c_ev[c] = i
     b = c_bank[c]
     if i < e_count[b]:
@@ -100,8 +102,10 @@ def _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
 
 
 @_helper
-def _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
+def _skip(c, cursors, events):
     """Cursor._skip: every event up to the frame counts as passed."""
+    c_frame, c_bank = cursors.frame, cursors.bank
+    e_first, e_count, e_frame = events.first, events.n, events.frame
     b = c_bank[c]
     first = e_first[b]
     n = e_count[b]
@@ -109,12 +113,13 @@ def _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
     i = 0
     while i < n and e_frame[first + i] <= frame:
         i += 1
-    _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+    _set_next_event(c, i, cursors, events)
 
 
 @_helper
-def _set_time(c, t, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
+def _set_time(c, t, cursors, events):
     """Cursor.set_time: the time without a step, the frame capped at F - 1."""
+    c_t, c_frame, c_end, c_ev, c_evf = cursors.t, cursors.frame, cursors.end, cursors.ev, cursors.evf
     c_t[c] = t
     f = _frame_of(t)
     cap = np.int64(c_end[c]) - 1
@@ -123,15 +128,17 @@ def _set_time(c, t, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, 
         f = cap
     c_frame[c] = f
     if f >= c_evf[c] or c_ev[c] > 0:
-        _skip(c, c_frame, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+        _skip(c, cursors, events)
 
 
 # ---------------------------------------------------------------- task helpers
 
 
 @_helper
-def _lead(r, t_c0, t_c1, t_aux, g_leader):
+def _lead(r, tasks, gaits):
     """A gait's leading cursor row (the lower when leader is 0)."""
+    t_c0, t_c1, t_aux = tasks.c0, tasks.c1, tasks.aux
+    g_leader = gaits.leader
     if g_leader[t_aux[r]] == 0:
         return t_c0[r]
     return t_c1[r]
@@ -150,8 +157,9 @@ def _pick_chosen(v):
 
 
 @_helper
-def _cursor_k(r, k, t_c0, t_c1, t_c2, t_c3):
+def _cursor_k(r, k, tasks):
     """Task ``r``'s cursor row ``k`` (0-3: columns c0-c3)."""
+    t_c0, t_c1, t_c2, t_c3 = tasks.c0, tasks.c1, tasks.c2, tasks.c3
     if k == 0:
         return t_c0[r]
     if k == 1:
@@ -162,43 +170,50 @@ def _cursor_k(r, k, t_c0, t_c1, t_c2, t_c3):
 
 
 @_helper
-def _lead_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader):
+def _lead_of(r, tasks, gaits):
     """Task.leading_cursor's row: a gait's leader, a mix's heavier clip (the second from
     a weight of 0.5), a pick's chosen clip, a direction's centre (c1), a clip's cursor."""
+    t_type, t_c0, t_c1, t_value = tasks.type, tasks.c0, tasks.c1, tasks.value
     tt = t_type[r]
     if tt == _GAIT:
-        return _lead(r, t_c0, t_c1, t_aux, g_leader)
+        return _lead(r, tasks, gaits)
     if tt == _MIX:
         return t_c1[r] if t_value[r] >= 0.5 else t_c0[r]
     if tt == _PICK:
-        return _cursor_k(r, _pick_chosen(t_value[r]), t_c0, t_c1, t_c2, t_c3)
+        return _cursor_k(r, _pick_chosen(t_value[r]), tasks)
     if tt == _DIRECTION:
         return t_c1[r]
     return t_c0[r]
 
 
 @_helper
-def _duration(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader):
+def _duration(r, tasks, cursors, fades, gaits):
     """Task.duration (+0xd4): the leading clip's, a fade's time."""
+    t_type, t_aux = tasks.type, tasks.aux
+    c_dur = cursors.dur
+    f_dur = fades.dur
     if t_type[r] == _FADE:
         return np.float64(f_dur[t_aux[r]])
-    return np.float64(c_dur[_lead_of(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, g_leader)])
+    return np.float64(c_dur[_lead_of(r, tasks, gaits)])
 
 
 @_helper
-def _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader):
+def _window(r, tasks, cursors, fades, gaits):
     """ClipTask.window: b, at most the next task's duration (0 without a next task)."""
+    t_nxt, t_blend = tasks.nxt, tasks.blend
     nx = t_nxt[r]
     b = np.float64(t_blend[r])
     if nx < 0 or b <= 0.0:
         return 0.0
-    d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
+    d = _duration(nx, tasks, cursors, fades, gaits)
     return d if d < b else b              # min(b, d)
 
 
 @_helper
-def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
+def _gait_value(r, dt, tasks, gaits):
     """The gait's value after this update's move toward the target (GaitTask.advance)."""
+    t_rate, t_speed, t_aux = tasks.rate, tasks.speed, tasks.aux
+    g_value, g_target = gaits.value, gaits.target
     g = t_aux[r]
     old = np.float64(g_value[g])
     tgt = np.float64(g_target[g])
@@ -213,9 +228,10 @@ def _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target):
 
 
 @_helper
-def _seed_walk(hi, h_depth, h_stack, walk):
+def _seed_walk(hi, humans, walk):
     """Put the human's stack rows on the walk's scratch (a walk then pops them and pushes
     next tasks); returns how many are on it."""
+    h_depth, h_stack = humans.depth, humans.stack
     n = h_depth[hi]
     for i in range(n):
         walk[i] = h_stack[hi, i]
@@ -223,7 +239,8 @@ def _seed_walk(hi, h_depth, h_stack, walk):
 
 
 @_helper
-def _find(hi, r, h_depth, h_stack):
+def _find(hi, r, humans):
+    h_depth, h_stack = humans.depth, humans.stack
     for i in range(h_depth[hi]):
         if h_stack[hi, i] == r:
             return i

@@ -26,7 +26,8 @@ from .kernels_rows import (_CLIP, _CLOSE_CLEAR, _CLOSE_NEED, _CLOSE_SET, _CURSOR
                            _DIRECTION, _FADE, _GAIT, _HELD_CLOSE, _HELD_OPEN, _HELD_REPLACE, _HOLD, _KEPT,
                            _LOOP, _MIX, _MUTED, _NO_EVENT, _NO_ROW, _OPEN_CLEAR, _OPEN_NEED, _OPEN_SET,
                            _PAIRED_CLIP, _PAIRED_HOLD, _PICK, _REPLACED, _SCENE, _cursor_k, _find, _gait_value,
-                           _cursor_flags_of, _gait_lead, _give_row, _lead, _pair_index, _seed_walk, _set_next_event, _set_time, _window)
+                           _cursor_flags_of, _gait_lead, _give_row, _lead, _pair_index, _seed_walk, _set_next_event,
+                           _set_time, _window)
 
 # numba's on-disk cache of this module's kernels: True, or False with no writable cache
 # folder (they then compile for the process only); a corrupt cache is set aside first.
@@ -38,7 +39,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "a9703ae517dcad942549745e8ce591414c862cdb5d95bc9e0407cc8b77e53b2c"
+LINKED_SHA256 = "646119a87916e5d732f01a9f9d407156a5a9c8492c949d9a091e96f4905e490a"
 
 
 # status bits per human (step_stacks' ``status``)
@@ -57,8 +58,11 @@ COUNT_WRAPS = 4                 # wraps of tasks with a wrap callback (wrap_out 
 
 
 @_helper
-def _fire(hi, c, tr, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf, e_first, e_count, e_frame, ev_out, n_ev):
+def _fire(hi, c, tr, sink_on, cursors, events, out, n_ev):
     """Cursor._fire: the events up to the cursor's frame, as rows (none when muted)."""
+    c_frame, c_flags, c_bank, c_ev = cursors.frame, cursors.flags, cursors.bank, cursors.ev
+    e_first, e_count, e_frame = events.first, events.n, events.frame
+    ev_out = out.ev_out
     b = c_bank[c]
     first = e_first[b]
     n = e_count[b]
@@ -73,25 +77,27 @@ def _fire(hi, c, tr, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf, e_first, e_
             ev_out[n_ev, 3] = first + i
             n_ev += 1
         i += 1
-    _set_next_event(c, i, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+    _set_next_event(c, i, cursors, events)
     return n_ev
 
 
 @_helper
-def _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame):
+def _restart(c, cursors, events):
     """Cursor.restart: time 0, frame 0, no event passed. Original: AnimCursor_Restart."""
+    c_t, c_frame, c_at_end = cursors.t, cursors.frame, cursors.at_end
     c_t[c] = 0.0
     c_frame[c] = 0
     c_at_end[c] = False
-    _set_next_event(c, np.int64(0), c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+    _set_next_event(c, np.int64(0), cursors, events)
 
 
 @_helper
-def _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end,
-             e_first, e_count, e_frame, ev_out, n_ev):
+def _advance(hi, c, r, step, sink_on, cursors, events, out, n_ev):
     """Cursor.advance: by ``step``; the events reached go to ``ev_out`` as task ``r``'s
     (muted: none). Returns (the overshoot or 0.0, the events' new count).
     Original: 0x001044a0 AnimCursor_Advance."""
+    c_t, c_frame, c_end, c_limit, c_evf = cursors.t, cursors.frame, cursors.end, cursors.limit, cursors.evf
+    c_at_end = cursors.at_end
     t = _add(np.float64(c_t[c]), step)
     f = _frame_of(t)
     if f >= c_end[c]:
@@ -101,29 +107,27 @@ def _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_b
     c_t[c] = t
     c_frame[c] = f
     if f >= c_evf[c]:
-        n_ev = _fire(hi, c, r, sink_on, c_frame, c_flags, c_bank, c_ev, c_evf, e_first, e_count, e_frame, ev_out,
-                     n_ev)
+        n_ev = _fire(hi, c, r, sink_on, cursors, events, out, n_ev)
     return 0.0, n_ev
 
 
 @_helper
-def _advance_looping(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev,
-                     c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
+def _advance_looping(hi, c, r, step, sink_on, zero_overshoot, cursors, events, out, n_ev):
     """tasks._advance_looping: advance; when the clip ended, restart and advance by the
     overshoot (period D - 1/60). Returns (wrapped, the events' new count)."""
-    over, n_ev = _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf,
-                          c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+    c_at_end = cursors.at_end
+    over, n_ev = _advance(hi, c, r, step, sink_on, cursors, events, out, n_ev)
     if over != 0.0 or (zero_overshoot and c_at_end[c]):
-        _restart(c, c_t, c_frame, c_at_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
-        _, n_ev = _advance(hi, c, r, over, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf,
-                           c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+        _restart(c, cursors, events)
+        _, n_ev = _advance(hi, c, r, over, sink_on, cursors, events, out, n_ev)
         return True, n_ev
     return False, n_ev
 
 
 @_helper
-def _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
+def _runnable(r, tasks):
     """Whether the kernel runs task ``r``: a type it knows (1, 3-7, 9-13) with its rows."""
+    t_type, t_c0, t_c1, t_c2, t_c3, t_aux = tasks.type, tasks.c0, tasks.c1, tasks.c2, tasks.c3, tasks.aux
     tt = t_type[r]
     if tt == _LOOP or tt == _CLIP or tt == _PAIRED_HOLD or tt == _HOLD or tt == _PAIRED_CLIP or tt == _SCENE:
         return t_c0[r] >= 0
@@ -190,12 +194,13 @@ def _give_cursor(c, cursors):
 
 
 @_helper
-def _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, out):
+def _new_pair(r, nl, tasks, gaits, cursors, events, out):
     """GaitTask.advance's change of pair to ``nl``: each of the two cursors is kept once, by
     id (a pair of one id twice keeps the upper); a clip that comes in gets a new cursor
     (``_take_cursor``); the cursors not kept go back (``_give_cursor``), after. Writes the
     new (lower, upper) rows into ``out[0:2]`` and, for a clip that comes in, 1 into
     ``out[2 + j]``."""
+    t_c0, t_c1, t_aux = tasks.c0, tasks.c1, tasks.aux
     g = t_aux[r]
     lower = np.int64(gaits.lower[g])
     k_id0 = _of_five(g, lower, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
@@ -239,9 +244,11 @@ def _defer(hi, r, t_released, def_out, n_def):
 
 
 @_helper
-def _owner_of(hi, task, h_depth, h_stack, t_type, t_nxt, t_handed, walk):
+def _owner_of(hi, task, humans, tasks, out):
     """Player._owner_of: the clip task (on the stack or following one) whose next is ``task``."""
-    n = _seed_walk(hi, h_depth, h_stack, walk)
+    t_type, t_nxt, t_handed = tasks.type, tasks.nxt, tasks.handed_over
+    walk = out.walk
+    n = _seed_walk(hi, humans, walk)
     while n > 0:
         n -= 1
         t = walk[n]
@@ -256,8 +263,10 @@ def _owner_of(hi, task, h_depth, h_stack, t_type, t_nxt, t_handed, walk):
 
 
 @_helper
-def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
+def _clear_flags(hi, bits, task, humans, tasks):
     """Player._clear_flags: clear ``bits`` from the human but those another task holds."""
+    h_depth, h_stack, h_flags = humans.depth, humans.stack, humans.flags
+    t_held, t_released = tasks.held, tasks.released
     others = np.int64(0)
     for i in range(h_depth[hi]):
         t = h_stack[hi, i]
@@ -279,13 +288,14 @@ def _clear_flags(hi, bits, task, h_depth, h_stack, h_flags, t_held, t_released):
 
 
 @_helper
-def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed, t_c0, t_c1, t_value, t_target,
-              c_t, c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count,
-              e_frame, ev_out, n_ev):
+def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev):
     """MixTask.advance: the weight (a double) moves toward its target by at most
     rate x dt x speed; the heavier clip leads (unmuted), advancing and looping, the other
     follows at its normalised time, muted. Returns the events' new count.
     Original: 0x0010b090 (type 10; its details ours)."""
+    t_rate, t_flags, t_speed, t_c0, t_c1 = tasks.rate, tasks.flags, tasks.speed, tasks.c0, tasks.c1
+    t_value, t_target = tasks.value, tasks.target
+    c_t, c_dur, c_flags = cursors.t, cursors.dur, cursors.flags
     v = t_value[r]
     tgt = t_target[r]
     limit = _mul(_mul(np.float64(t_rate[r]), dt), np.float64(t_speed[r]))
@@ -309,32 +319,34 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
     base = t_flags[r] & _CURSOR_BITS
     c_flags[lc] = _cursor_flags_of(base, True)          # anim.rules: the leader plays, the other muted
     c_flags[fc] = _cursor_flags_of(base, False)
-    _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
-                               c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+    _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
     tf = _mul(_div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
-    _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+    _set_time(fc, tf, cursors, events)
     return n_ev
 
 
 @_helper
-def _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming, t_released, f_el, f_dur, def_out,
-               n_def):
+def _step_fade(hi, r, step, cleanup_above, humans, tasks, fades, out, n_def):
     """Type 9 advances ("Fades" L261-267): its clock by ``step``; at its end, or with more
     than ``cleanup_above`` tasks on the stack, it goes with every task between its new
     task and itself (StackRules.complete_fade). Returns (the deferred count, whether the
     stack changed). Original: 0x00106cc8."""
+    h_depth, h_stack = humans.depth, humans.stack
+    t_aux, t_incoming, t_released = tasks.aux, tasks.incoming, tasks.released
+    f_el, f_dur = fades.el, fades.dur
+    def_out = out.def_out
     a = t_aux[r]
     el = _add(np.float64(f_el[a]), step)
     f_el[a] = el
     if not (el >= f_dur[a] or h_depth[hi] > cleanup_above):
         return n_def, False
-    hpos = _find(hi, r, h_depth, h_stack)
+    hpos = _find(hi, r, humans)
     if t_released[r] or hpos < 0:
         return n_def, False
     inc = t_incoming[r]
     lo = 0
     if inc >= 0:
-        ipos = _find(hi, inc, h_depth, h_stack)
+        ipos = _find(hi, inc, humans)
         if ipos >= 0:
             lo = ipos + 1
     d = h_depth[hi]
@@ -350,9 +362,13 @@ def _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming, 
 
 
 @_helper
-def _held_events(hi, n0, n_ev, e_type, ev_out, h_depth, h_stack, h_flags, t_held, t_released):
+def _held_events(hi, n0, n_ev, events, out, humans, tasks):
     """Events 0x2c, 0x2d and 0x48 among the rows ``n0``-``n_ev`` act on the task that fired
     them if it holds the bits ("Animation tasks" L231-237). Original: 0x00101dd8."""
+    h_flags = humans.flags
+    t_held = tasks.held
+    e_type = events.type
+    ev_out = out.ev_out
     for j in range(n0, n_ev):
         et = e_type[ev_out[j, 3]]
         tr = ev_out[j, 1]
@@ -363,33 +379,38 @@ def _held_events(hi, n0, n_ev, e_type, ev_out, h_depth, h_stack, h_flags, t_held
                 need, clear, setb = _CLOSE_NEED, _CLOSE_CLEAR, _CLOSE_SET
             if t_held[tr] & need:
                 t_held[tr] = (t_held[tr] & ~clear) | setb
-                _clear_flags(hi, np.int64(clear), tr, h_depth, h_stack, h_flags, t_held, t_released)
+                _clear_flags(hi, np.int64(clear), tr, humans, tasks)
                 h_flags[hi] |= setb
         elif et == _HELD_REPLACE and t_held[tr] != 0:
             oldh = t_held[tr]
             t_held[tr] = _REPLACED
-            _clear_flags(hi, oldh, tr, h_depth, h_stack, h_flags, t_held, t_released)
+            _clear_flags(hi, oldh, tr, humans, tasks)
             h_flags[hi] |= _REPLACED
 
 
 @_helper
-def _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_bank, e_count, g_b0, g_b1, g_b2,
-          g_b3, g_b4, walk):
+def _room(hi, humans, tasks, cursors, events, gaits, out):
     """The buffer room human ``hi``'s step may need, and whether the kernel can follow its
     rows: each cursor passes at most its clip's events twice (a wrap), a gait's change of
     pair may bring in its clip with the most events, each task (a clip's next tasks
     included) is deferred at most once. Not runnable: a task ``_runnable`` refuses or a
     fade as a clip's next task (rows written behind the engine's back). Returns (events,
     deferred, runnable)."""
+    t_type, t_c0, t_c1, t_c2, t_c3, t_aux = tasks.type, tasks.c0, tasks.c1, tasks.c2, tasks.c3, tasks.aux
+    t_nxt = tasks.nxt
+    c_bank = cursors.bank
+    g_b0, g_b1, g_b2, g_b3, g_b4 = gaits.b0, gaits.b1, gaits.b2, gaits.b3, gaits.b4
+    e_count = events.n
+    walk = out.walk
     need_ev = 0
     need_def = 0
     runnable = True
-    n = _seed_walk(hi, h_depth, h_stack, walk)
+    n = _seed_walk(hi, humans, walk)
     while n > 0:
         n -= 1
         r = walk[n]
         need_def += 1
-        if not _runnable(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux):
+        if not _runnable(r, tasks):
             runnable = False
         if t_c0[r] >= 0:
             need_ev += 2 * e_count[c_bank[t_c0[r]]]
@@ -414,19 +435,22 @@ def _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_
 
 
 @_helper
-def _pair_ahead(hi, dt, h_depth, h_stack, t_type, t_nxt, t_rate, t_speed, t_aux, g_value, g_target, g_lower, walk):
+def _pair_ahead(hi, dt, humans, tasks, gaits, out):
     """Whether human ``hi``'s step changes a gait's pair (which takes cursors from the
     cursor table's free list, shared by the crowd): a gait on its stack, or in a clip's
     chain of next tasks, whose value after this update's move (``_gait_value``, the move
     ``_gait_move`` makes: each task steps once an update) falls in another pair; a
     chain longer than the walk's scratch counts as one. Read only."""
-    n = _seed_walk(hi, h_depth, h_stack, walk)
+    t_type, t_nxt, t_aux = tasks.type, tasks.nxt, tasks.aux
+    g_lower = gaits.lower
+    walk = out.walk
+    n = _seed_walk(hi, humans, walk)
     while n > 0:
         n -= 1
         r = walk[n]
         tt = t_type[r]
         if tt == _GAIT:
-            if _pair_index(_gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target)) != g_lower[t_aux[r]]:
+            if _pair_index(_gait_value(r, dt, tasks, gaits)) != g_lower[t_aux[r]]:
                 return True
         elif (tt == _CLIP or tt == _PAIRED_CLIP) and t_nxt[r] >= 0:
             if n >= walk.shape[0]:
@@ -447,10 +471,12 @@ def _save_counts(counts, n_ev, n_def, n_gait, n_wrap, stopped):
 
 
 @_helper
-def _newest(hi, newest_only, h_depth, h_stack, t_type):
+def _newest(hi, newest_only, humans, tasks):
     """The task whose events alone fire under EventRule.NEWEST (Player.top: the top task, or
     the bottom one when the top is a fade), -1 when every task's fire ("The task stack"
     L256). Original: 0x00175210."""
+    h_depth, h_stack = humans.depth, humans.stack
+    t_type = tasks.type
     depth = h_depth[hi]
     if not newest_only or depth == 0:
         return -1
@@ -470,14 +496,14 @@ def _note_wrap(hi, r, wrap_out, n_wrap):
 
 
 @_helper
-def _step_loop(hi, r, step, sink_on, zero_overshoot, t_c0, t_wraps, t_callback, c_t, c_frame, c_end, c_limit,
-               c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev, wrap_out, n_wrap):
+def _step_loop(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev, n_wrap):
     """Type 1 advances ("When a clip ends" L318): its cursor by ``step``; at the clip's end
     it restarts and advances by the overshoot (period D - 1/60), the wrap is counted and,
     with a wrap callback, noted. Returns (the events' count, the wraps' count).
     Original: 0x00105770."""
-    wrapped, n_ev = _advance_looping(hi, t_c0[r], r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
-                                     c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+    t_c0, t_wraps, t_callback = tasks.c0, tasks.wraps, tasks.callback
+    wrap_out = out.wrap_out
+    wrapped, n_ev = _advance_looping(hi, t_c0[r], r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
     if wrapped:
         t_wraps[r] += 1
         if t_callback[r]:
@@ -486,27 +512,30 @@ def _step_loop(hi, r, step, sink_on, zero_overshoot, t_c0, t_wraps, t_callback, 
 
 
 @_helper
-def _step_clip(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf,
-               c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
+def _step_clip(hi, c, r, step, sink_on, zero_overshoot, cursors, events, out, n_ev):
     """Types 3-7 advance their clip's cursor ``c`` by ``step`` ("When a clip ends"
     L299-308): whether the clip ended, an overshoot of exactly 0.0 taken as "not ended"
     (L320) unless ``zero_overshoot``. Returns (ended, the events' count).
     Original: 0x00105af0 (type 3), 0x00108bd0 (type 6)."""
-    over, n_ev = _advance(hi, c, r, step, sink_on, c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf,
-                          c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+    c_at_end = cursors.at_end
+    over, n_ev = _advance(hi, c, r, step, sink_on, cursors, events, out, n_ev)
     return over != 0.0 or (zero_overshoot and c_at_end[c]), n_ev
 
 
 @_helper
-def _hand_over(hi, r, nx, h_depth, h_stack, t_type, t_nxt, t_handed, t_incoming, t_released, walk, def_out, n_def):
+def _hand_over(hi, r, nx, humans, tasks, out, n_def):
     """A type 3 / 6 at its clip's end ("When a clip ends" L313-314): its next task ``nx``
     takes its place in the same update (on the stack, a fade's incoming link following
     it; or as the next task of the clip it follows) and it goes on the deferred list.
     Returns the deferred count. Original: 0x00105af0, 0x00105640 AnimTask_DeferGive."""
+    h_depth, h_stack = humans.depth, humans.stack
+    t_type, t_nxt, t_handed, t_incoming = tasks.type, tasks.nxt, tasks.handed_over, tasks.incoming
+    t_released = tasks.released
+    def_out = out.def_out
     t_handed[r] = True
-    pos = _find(hi, r, h_depth, h_stack)
+    pos = _find(hi, r, humans)
     if pos < 0:
-        owner = _owner_of(hi, r, h_depth, h_stack, t_type, t_nxt, t_handed, walk)
+        owner = _owner_of(hi, r, humans, tasks, out)
         t_nxt[owner] = nx
     else:
         h_stack[hi, pos] = nx
@@ -518,56 +547,62 @@ def _hand_over(hi, r, nx, h_depth, h_stack, t_type, t_nxt, t_handed, t_incoming,
 
 
 @_helper
-def _in_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window, c_t, c_dur, f_dur,
-               g_leader):
+def _in_window(r, c, tasks, cursors, fades, gaits):
     """Whether a type 3 / 6 that did not hand over advances its next task too: inside its
     clip's last b seconds (t - (D - b) > 0, b the window) under BlendWindow.ADVANCED
     ("Animation tasks" L215: "the next task is advanced too"). Original: 0x00105af0."""
+    t_window = tasks.window
+    c_t, c_dur = cursors.t, cursors.dur
     if t_window[r] == _KEPT:
         return False
-    b = _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur, g_leader)
+    b = _window(r, tasks, cursors, fades, gaits)
     return b > 0.0 and _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b)) > 0.0
 
 
 @_helper
-def _gait_move(r, dt, t_rate, t_speed, t_c0, t_c1, t_aux, g_value, g_target, g_lower, g_leader):
+def _gait_move(r, dt, tasks, gaits):
     """The gait's value moves toward its target by at most rate x dt x speed ("Gait blend"
     L283). Returns (the new value, the old value's fraction over the old pair's index, the
     old leading cursor), for the change of pair and the leader rule.
     Original: 0x0010a5b8."""
+    t_aux = tasks.aux
+    g_value, g_lower = gaits.value, gaits.lower
     a = t_aux[r]
     old_frac = np.float64(g_value[a]) - g_lower[a]
-    old_lead = _lead(r, t_c0, t_c1, t_aux, g_leader)
-    v = _gait_value(r, dt, t_rate, t_speed, t_aux, g_value, g_target)
+    old_lead = _lead(r, tasks, gaits)
+    v = _gait_value(r, dt, tasks, gaits)
     g_value[a] = v
     return v, old_frac, old_lead
 
 
 @_helper
-def _change_pair(r, nl, old_lead, t_c0, t_c1, t_aux, gaits, cursors, events, pair4):
+def _change_pair(r, nl, old_lead, tasks, gaits, cursors, events, out):
     """The gait's pair becomes clips ``nl`` and ``nl`` + 1 ("Gait blend" L284): the
     clips that come in get cursors (``_new_pair``) at the old leader's normalised time.
     Called on a change of pair only (so it may take the tables' tuples).
     Original: 0x0010a5b8."""
-    _new_pair(r, nl, t_c0, t_c1, t_aux, gaits, cursors, events, pair4)
+    t_c0, t_c1, t_aux = tasks.c0, tasks.c1, tasks.aux
+    pair4 = out.pair4
+    _new_pair(r, nl, tasks, gaits, cursors, events, pair4)
     c_t, c_dur = cursors.t, cursors.dur
     for j in range(2):
         if pair4[2 + j] == 1:
             cn = pair4[j]
             tn = _mul(_div(np.float64(c_t[old_lead]), np.float64(c_dur[old_lead])), np.float64(c_dur[cn]))
-            _set_time(cn, tn, c_t, cursors.frame, cursors.end, cursors.bank, cursors.ev, cursors.evf, events.first,
-                      events.n, events.frame)
+            _set_time(cn, tn, cursors, events)
     t_c0[r] = pair4[0]
     t_c1[r] = pair4[1]
     gaits.lower[t_aux[r]] = nl
 
 
 @_helper
-def _gait_leader(r, v, old_frac, t_aux, g_target, g_lower, g_leader):
+def _gait_leader(r, v, old_frac, tasks, gaits):
     """Which cursor leads, 0 the lower, 1 the upper ("Gait blend" L285), into the leader
     column: the lower below a new fraction of 0.01, the upper from 0.995; else the upper
     when the value ``v`` is still above the target (falling) or the old fraction was over
     0.875. Returns whether the leader changed. Original: 0x0010a5b8."""
+    t_aux = tasks.aux
+    g_target, g_lower, g_leader = gaits.target, gaits.lower, gaits.leader
     a = t_aux[r]
     lead = _gait_lead(v, g_lower[a], np.float64(g_target[a]), old_frac)     # anim.rules.gait_leader
     changed = lead != g_leader[a]
@@ -576,13 +611,15 @@ def _gait_leader(r, v, old_frac, t_aux, g_target, g_lower, g_leader):
 
 
 @_helper
-def _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_aux, t_callback, g_leader, c_t,
-                  c_frame, c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
-                  ev_out, n_ev, wrap_out, n_wrap):
+def _gait_advance(hi, r, step, sink_on, zero_overshoot, tasks, gaits, cursors, events, out, n_ev, n_wrap):
     """One cursor leads ("Gait blend" L285): the leader, unmuted, advances by ``step``,
     looping (a wrap noted with a wrap callback); the follower, muted, is set to its
     normalised time. Returns (the events' count, the wraps' count).
     Original: 0x0010a5b8."""
+    t_flags, t_c0, t_c1, t_aux, t_callback = tasks.flags, tasks.c0, tasks.c1, tasks.aux, tasks.callback
+    c_t, c_dur, c_flags = cursors.t, cursors.dur, cursors.flags
+    g_leader = gaits.leader
+    wrap_out = out.wrap_out
     base = t_flags[r] & _CURSOR_BITS
     if g_leader[t_aux[r]] == 0:
         lc = t_c0[r]
@@ -592,41 +629,38 @@ def _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_a
         fc = t_c0[r]
     c_flags[lc] = _cursor_flags_of(base, True)          # anim.rules: the leader plays, the other muted
     c_flags[fc] = _cursor_flags_of(base, False)
-    wrapped, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
-                                     c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+    wrapped, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
     if wrapped and t_callback[r]:
         n_wrap = _note_wrap(hi, r, wrap_out, n_wrap)
     tf = _mul(_div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
-    _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+    _set_time(fc, tf, cursors, events)
     return n_ev, n_wrap
 
 
 @_helper
-def _step_pick(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, t_c3, c_t, c_frame, c_end, c_limit, c_flags,
-               c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
+def _step_pick(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev):
     """Type 11 advances ("Animation tasks" L218; its advance ours, PickTask.advance): its
     four clips in step by ``step``, each looping (the muted ones fire nothing). Returns
     the events' count. Original: 0x00106f50 (type 11's constructor)."""
     for j in range(4):
-        _, n_ev = _advance_looping(hi, _cursor_k(r, j, t_c0, t_c1, t_c2, t_c3), r, step, sink_on, zero_overshoot,
-                                   c_t, c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first,
-                                   e_count, e_frame, ev_out, n_ev)
+        c = _cursor_k(r, j, tasks)
+        _, n_ev = _advance_looping(hi, c, r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
     return n_ev
 
 
 @_helper
-def _step_direction(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, c_t, c_frame, c_end, c_limit, c_dur,
-                    c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev):
+def _step_direction(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev):
     """Type 13 advances ("Animation tasks" L220; its advance ours, DirectionTask.advance):
     the centre clip (c1) leads by ``step``, looping; its two neighbours (c0, c2) follow at
     its normalised time. Returns the events' count. Original: 0x00109210 (type 13's
     constructor)."""
+    t_c0, t_c1, t_c2 = tasks.c0, tasks.c1, tasks.c2
+    c_t, c_dur = cursors.t, cursors.dur
     lc = t_c1[r]
-    _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
-                               c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+    _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
     for fc in (t_c0[r], t_c2[r]):
         tf = _mul(_div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
-        _set_time(fc, tf, c_t, c_frame, c_end, c_bank, c_ev, c_evf, e_first, e_count, e_frame)
+        _set_time(fc, tf, cursors, events)
     return n_ev
 
 
@@ -636,11 +670,11 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     in turn (see the module docstring), in the spec's order: the room, then every task of
     the stack bottom-up, each by its type's named step ("When a clip ends" L299-334,
     "Fades" L261-267, "Gait blend" L269-288), then the held-flag events of what it fired.
-    The named steps take columns, not the tables' named tuples (taking the tuples, split
-    step_stacks runs several times slower, inlined or not; ``_change_pair``, run
-    on a change of pair only, takes them), and run without numba's reference counting
-    (``_nrt=False``; with it each call's arrays cost an atomic increment and decrement
-    each, which slows the split step markedly); so split it runs as fast as in one piece.
+    The named steps take the tables' named tuples (anim.kernel_types: linked into this
+    kernel, LLVM inlines them and reads only the columns each uses) and run without
+    numba's reference counting (``_nrt=False``; with it each call's arrays cost an atomic
+    increment and decrement each, which slows the split step markedly); so split it runs
+    as fast as in one piece.
 
     Out: ``status[k]`` (STATUS_* bits) for rows[k]; ``ev_out[:counts[0]]`` the fired
     events (human row, task row, cursor row, event index into e_*), in firing order,
@@ -687,14 +721,12 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     cap_def = wrap_out.shape[0] if wrap_out.shape[0] < def_out.shape[0] else def_out.shape[0]
     for k in range(start, rows.shape[0]):
         hi = rows[k]
-        need_ev, need_def, runnable = _room(hi, h_depth, h_stack, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_nxt, c_bank,
-                                            e_count, g_b0, g_b1, g_b2, g_b3, g_b4, walk)
+        need_ev, need_def, runnable = _room(hi, humans, tasks, cursors, events, gaits, out)
         if not runnable:
             status[k] = STATUS_BAD
             ev_lo[k] = ev_hi[k] = n_ev
             continue
-        if skip_pairs and _pair_ahead(hi, dt, h_depth, h_stack, t_type, t_nxt, t_rate, t_speed, t_aux, g_value,
-                                      g_target, g_lower, walk):
+        if skip_pairs and _pair_ahead(hi, dt, humans, tasks, gaits, out):
             status[k] = STATUS_SKIPPED
             ev_lo[k] = ev_hi[k] = n_ev
             continue
@@ -704,7 +736,7 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
         st = 0
         ev0 = n_ev
         def0 = n_def
-        newest = _newest(hi, newest_only, h_depth, h_stack, t_type)
+        newest = _newest(hi, newest_only, humans, tasks)
         depth = h_depth[hi]
         for i in range(depth):
             snap[i] = h_stack[hi, i]
@@ -719,69 +751,51 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
                 tt = t_type[r]
                 step = _mul(dt, np.float64(t_rate[r]))
                 if tt == _LOOP:
-                    n_ev, n_wrap = _step_loop(hi, r, step, sink_on, zero_overshoot, t_c0, t_wraps, t_callback, c_t,
-                                              c_frame, c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end,
-                                              e_first, e_count, e_frame, ev_out, n_ev, wrap_out, n_wrap)
+                    n_ev, n_wrap = _step_loop(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev,
+                                              n_wrap)
                 elif tt == _CLIP or tt == _PAIRED_CLIP:
                     c = t_c0[r]
-                    ended, n_ev = _step_clip(hi, c, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
-                                             c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame,
-                                             ev_out, n_ev)
+                    ended, n_ev = _step_clip(hi, c, r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
                     nx = t_nxt[r]
                     if nx >= 0 and ended:
-                        n_def = _hand_over(hi, r, nx, h_depth, h_stack, t_type, t_nxt, t_handed, t_incoming,
-                                           t_released, walk, def_out, n_def)
+                        n_def = _hand_over(hi, r, nx, humans, tasks, out, n_def)
                         st |= STATUS_STACK | STATUS_TOP
-                        if _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c_dur, f_dur,
-                                   g_leader) > 0.0:
+                        if _window(r, tasks, cursors, fades, gaits) > 0.0:
                             r = nx          # with a blend time the next task is advanced by dt (L313)
                             continue
-                    elif _in_window(r, c, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, t_window,
-                                    c_t, c_dur, f_dur, g_leader):
+                    elif _in_window(r, c, tasks, cursors, fades, gaits):
                         r = nx              # "the next task is advanced too" (L215)
                         continue
                 elif tt == _HOLD or tt == _SCENE or tt == _PAIRED_HOLD:
-                    _, n_ev = _step_clip(hi, t_c0[r], r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit,
-                                         c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out,
-                                         n_ev)
+                    _, n_ev = _step_clip(hi, t_c0[r], r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
                 elif tt == _FADE:
-                    n_def, done = _step_fade(hi, r, step, cleanup_above, h_depth, h_stack, t_aux, t_incoming,
-                                             t_released, f_el, f_dur, def_out, n_def)
+                    n_def, done = _step_fade(hi, r, step, cleanup_above, humans, tasks, fades, out, n_def)
                     if done:
                         st |= STATUS_STACK | STATUS_TOP
                 elif tt == _GAIT:
-                    v, old_frac, old_lead = _gait_move(r, dt, t_rate, t_speed, t_c0, t_c1, t_aux, g_value, g_target,
-                                                       g_lower, g_leader)
+                    v, old_frac, old_lead = _gait_move(r, dt, tasks, gaits)
                     nl = _pair_index(v)
                     if nl != g_lower[t_aux[r]]:
-                        _change_pair(r, nl, old_lead, t_c0, t_c1, t_aux, gaits, cursors, events, pair4)
+                        _change_pair(r, nl, old_lead, tasks, gaits, cursors, events, out)
                         n_gait += 1
                         st |= STATUS_TOP
-                    if _gait_leader(r, v, old_frac, t_aux, g_target, g_lower, g_leader):
+                    if _gait_leader(r, v, old_frac, tasks, gaits):
                         st |= STATUS_TOP
-                    n_ev, n_wrap = _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_aux,
-                                                 t_callback, g_leader, c_t, c_frame, c_end, c_limit, c_dur, c_flags,
-                                                 c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out,
-                                                 n_ev, wrap_out, n_wrap)
+                    n_ev, n_wrap = _gait_advance(hi, r, step, sink_on, zero_overshoot, tasks, gaits, cursors, events,
+                                                 out, n_ev, n_wrap)
                 elif tt == _MIX:
                     # types 10, 11 and 13: the playing id follows a set_value given since the last step too
-                    n_ev = _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed, t_c0,
-                                     t_c1, t_value, t_target, c_t, c_frame, c_end, c_limit, c_dur, c_flags,
-                                     c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
+                    n_ev = _step_mix(hi, r, dt, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev)
                     st |= STATUS_TOP
                 elif tt == _PICK:
-                    n_ev = _step_pick(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, t_c3, c_t, c_frame,
-                                      c_end, c_limit, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first, e_count,
-                                      e_frame, ev_out, n_ev)
+                    n_ev = _step_pick(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev)
                     st |= STATUS_TOP
                 elif tt == _DIRECTION:
-                    n_ev = _step_direction(hi, r, step, sink_on, zero_overshoot, t_c0, t_c1, t_c2, c_t, c_frame,
-                                           c_end, c_limit, c_dur, c_flags, c_bank, c_ev, c_evf, c_at_end, e_first,
-                                           e_count, e_frame, ev_out, n_ev)
+                    n_ev = _step_direction(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev)
                     st |= STATUS_TOP
                 break
             # the held-flag events of what this task fired (0x00101dd8: 0x2c, 0x2d, 0x48)
-            _held_events(hi, n0, n_ev, e_type, ev_out, h_depth, h_stack, h_flags, t_held, t_released)
+            _held_events(hi, n0, n_ev, events, out, humans, tasks)
         if n_ev > ev0:
             st |= STATUS_EVENTS
         if n_def > def0:

@@ -52,6 +52,7 @@ from .clip import Clip
 from .coldstart import kernel_cached
 from .construct import chain_blend_depth, task_pose_depth
 from .deferred import DeferredRows
+from .jobs import AnimIdInputs, FlushInputs
 from .kernel_types import FlushBuffers, RowState
 from .limits import MAX_DT, check_float
 from .lookup import UnknownClip
@@ -480,7 +481,8 @@ class Player:
         humans = self.stores.humans
         if len(self._flush_seen) < humans.capacity:
             self._flush_seen = np.zeros(humans.capacity, np.bool_)
-        eng._flush_anim_ids(np.zeros(0, np.int64), H, humans.anim, T, C, G, self._flush_seen)
+        eng._anim_id_job.run(AnimIdInputs(np.zeros(0, np.int64), H, humans.anim, T, C, G, self._flush_seen),
+                             eng._flush_anim_ids)
 
     def _inst_at(self, hrow: int) -> CharacterInstance:
         """The instance of human row ``hrow`` (one forgotten in this flush: as it was)."""
@@ -617,7 +619,8 @@ class Player:
         if args is None or any(map(_is_not, key, args[0])):     # the very objects: kept, else made again
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
                                        FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm))
-        eng._flush_release(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4])
+        eng._flush_job.run(FlushInputs(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4]),
+                           eng._flush_release)
         stop = cv[K.FLUSH_STOP]
         if stop != lo:
             self.pool.n_out -= cv[K.FLUSH_IN]
@@ -734,7 +737,7 @@ class Player:
         eng._clip_events()
         eng._guard()
         H, T, C, _, G, _ = eng._tables()
-        eng._flush_anim_ids(rows, H, humans.anim, T, C, G, seen)
+        eng._anim_id_job.run(AnimIdInputs(rows, H, humans.anim, T, C, G, seen), eng._flush_anim_ids)
 
     def _release(self, inst: CharacterInstance, task: Task) -> None:
         if isinstance(task, ClipTask):      # 0x00105f78 / 0x00108f10; not the fade's 0x00106ee8

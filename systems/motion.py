@@ -29,6 +29,7 @@ import esper
 import numpy as np
 
 from scuffle.anim import detmath, quat
+from scuffle.anim.jobs import MotionInputs, MotionJob
 from scuffle.anim.kernels import root_motion_step
 from scuffle.anim.tasks import AttachedVelocity
 from scuffle.components import Body, NO_ATTACHMENT
@@ -90,6 +91,7 @@ class StateUpdate(esper.Processor):
         self._held = np.zeros(0, np.bool_)      # each update: attached or idle, per body row
         self._m_held = self._held.data          # a memoryview of it
         self._idle_of = -1                      # the crowd's version whose idle rows _held holds
+        self._motion = MotionJob()              # root_motion_step's inputs validated before each run
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Run the state functions, apply root motion to every body, then move it."""
@@ -128,9 +130,10 @@ class StateUpdate(esper.Processor):
                     np.logical_or(held, crowd.idle, out=held)
                 if stray.size:
                     keep = table.velocity[stray], table.attach_heading[stray]
-                root_motion_step(cols, poses.vel, poses.tag, poses.rot, table.heading, held,
-                                 table.state_velocity, table.position, table.attach_heading,
-                                 float(ctx.dt), float(ctx.max_root_speed), table.velocity)
+                self._motion.run(MotionInputs(cols, poses.vel, poses.tag, poses.rot, table.heading, held,
+                                              table.state_velocity, table.position, table.attach_heading,
+                                              float(ctx.dt), float(ctx.max_root_speed), table.velocity),
+                                 root_motion_step)
                 if ctx.player.options.attached_velocity == AttachedVelocity.ZERO:
                     # the held rows that are humans' (not idle): their velocity 0
                     table.velocity[held & ~crowd.idle] = 0.0

@@ -300,13 +300,11 @@ STEP_STAGES = ("_room", "_newest", "_step_loop", "_step_clip", "_hand_over", "_i
 
 
 def test_step_stacks_reads_as_named_steps():
-    """step_stacks is the per-update order with each rule a call (issue 19, item 5: long
-    kernels split into named steps): its body stays short, it calls every named step,
-    each documented; the steps take columns, not the tables' named tuples (a step taking
-    the tuples ran step_stacks 2.5x slower), but for the change of pair, run only on a
-    change; and they run without numba's reference counting (``_nrt=False``: with it,
-    each step's array arguments cost an atomic increment and decrement per call, and the
-    split step ran 1.4x slower)."""
+    """step_stacks is the per-update order with each rule a call: its body stays short, it
+    calls every named step, each documented; the steps take the tables' named tuples
+    (anim.kernel_types), never loose columns, and run without numba's reference counting
+    (``_nrt=False``: with it, each step's array arguments cost an atomic increment and
+    decrement per call)."""
     import ast
     import inspect
     import textwrap
@@ -314,18 +312,23 @@ def test_step_stacks_reads_as_named_steps():
     fn = ast.parse(textwrap.dedent(inspect.getsource(K.step_stacks.py_func))).body[0]
     assert isinstance(fn, ast.FunctionDef)
     body = fn.body[1:]                                   # after the docstring
-    assert body[-1].end_lineno - body[0].lineno + 1 <= 130     # 248 when it was one function
+    assert body[-1].end_lineno - body[0].lineno + 1 <= 130
     calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
     called = {c.func.id for c in calls}
     assert set(STEP_STAGES) <= called, set(STEP_STAGES) - called
-    tables = {"rules", "humans", "tasks", "cursors", "fades", "gaits", "events", "out"}
     for c in calls:
-        passed = {a.id for a in c.args if isinstance(a, ast.Name)} & tables
-        assert not passed or c.func.id == "_change_pair", (c.func.id, passed)
+        if c.func.id in STEP_STAGES:
+            loose = [a.id for a in c.args if isinstance(a, ast.Name) and LOOSE_COLUMN.match(a.id)]
+            assert not loose, (c.func.id, loose)
     for name in STEP_STAGES:
         step = K.step_stacks.py_func.__globals__[name]
         assert (step.py_func.__doc__ or "").strip(), name
         assert step.targetoptions.get("_nrt") is False, name
+
+
+# a column passed loose (t_type, c_bank, g_leader, ...) rather than in its table's named tuple
+LOOSE_COLUMN = __import__("re").compile(r"^[tcefgh]_[a-z0-9_]+$")
+MOST_ARGUMENTS = 12             # the entry points' and helpers' arguments (about ten)
 
 
 # the named steps pose_stacks runs for a task, by type, then for the human (issue 19, item 5)
@@ -352,16 +355,37 @@ def test_pose_stacks_reads_as_named_steps():
     calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
     called = {c.func.id for c in calls}
     assert set(POSE_STAGES) <= called, set(POSE_STAGES) - called
-    tables = {"humans", "tasks", "cursors", "fades", "gaits", "events", "buffers"}
     for c in calls:
-        passed = {a.id for a in c.args if isinstance(a, ast.Name)} & tables
-        assert not passed, (c.func.id, passed)
+        if c.func.id in POSE_STAGES:
+            loose = [a.id for a in c.args if isinstance(a, ast.Name) and LOOSE_COLUMN.match(a.id)]
+            assert not loose, (c.func.id, loose)
     for name in POSE_STAGES:
         step = K.pose_stacks.py_func.__globals__[name]
         assert (step.py_func.__doc__ or "").strip(), name
         opts = step.targetoptions
         assert opts.get("inline") == "always" or opts.get("_nrt") is False, name
-        assert len(inspect.signature(step.py_func).parameters) <= 30, name
+        assert len(inspect.signature(step.py_func).parameters) <= MOST_ARGUMENTS, name
+
+
+@pytest.mark.parametrize("name", ("kernels_maths", "kernels_rows", "kernels_pose", "kernels_step", "kernels_flush",
+                                  "kernels_motion"))
+def test_no_kernel_or_helper_takes_loose_columns(name):
+    """Every numba function of the kernel modules (read from their source, AST) takes at
+    most MOST_ARGUMENTS arguments: the tables come in as their named tuples, not as
+    dozens of loose columns."""
+    import ast
+    from pathlib import Path
+
+    path = Path(K.__file__).with_name(name + ".py")
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef) and node.decorator_list:
+            decorators = {ast.unparse(d).split("(")[0] for d in node.decorator_list}
+            if decorators & {"_helper", "_kernel", "_inline", "njit"}:
+                found.append(node.name)
+                n = len(node.args.args)
+                assert n <= MOST_ARGUMENTS, f"{name}.{node.name} takes {n} arguments"
+    assert found
 
 
 KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_pose", "kernels_step", "kernels_flush", "kernels_motion")
