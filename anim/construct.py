@@ -27,7 +27,7 @@ from .cursor import cursor_row
 from .lookup import ClipLookup, _ref, _refs
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .stack import CharacterInstance, TaskPool
-from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
+from .tasks import (set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
                     PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
                     TaskFlags, TaskType, new_task_row)
 
@@ -194,7 +194,7 @@ class TaskBuilder(ClipLookup):
             if hl:
                 ts.m_held[tr] = hl
             if on_end is not None:
-                ts.on_end[tr] = on_end
+                set_call(ts, "on_end", tr, on_end)
         else:
             tr = t._row_of(ts, r, fl, hl, on_end)    # numpy's casts and errors
         ts.m_c0[tr] = crow

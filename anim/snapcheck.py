@@ -21,7 +21,8 @@ import numpy as np
 from .store import NO_EVENT, NO_ROW, HumanTable, Table
 from .tasks import TaskType
 
-__all__ = ["StateError", "check_engine", "check_table_frame", "check_finite", "ClipFacts", "clip_facts"]
+__all__ = ["StateError", "check_engine", "check_table_frame", "check_finite", "ClipFacts", "clip_facts",
+           "check_ids"]
 
 # What a task of each type links to: its cursor columns that must hold a cursor row, those
 # that may, and its own row in the fade or gait table (aux).
@@ -301,6 +302,82 @@ def check_engine(tables: dict[str, Any], humans: Any, *, pool_out: np.ndarray, n
     if len(out_rows) and (out_rows[-1] >= tsk.capacity or not tlive[out_rows].all()):
         raise StateError("pool.out: a task counted out that is not a task row in use")
     return live
+
+
+# The task types whose row names a partner (PairedClipTask, PairedHoldTask) and the one whose
+# row holds eight clips (DirectionTask).
+_PAIRED = (int(TaskType.PAIRED_CLIP), int(TaskType.PAIRED_HOLD))
+_WRAPS = (int(TaskType.LOOP), int(TaskType.GAIT))
+
+
+def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_banks: int) -> None:
+    """Check the id columns of saved task and human tables against the saved callbacks
+    table (CallbackTable: ``values`` (None for a free id, a Callback, or a str: a
+    partner's name), ``uses``, ``free``) and the bank's ``n_banks`` clips.
+
+    Checked, over the rows in use: ``tasks.on_end``, ``tasks.on_wrap`` and
+    ``humans.on_report`` are NO_CALLBACK or the id of a callback; ``tasks.partner_name``
+    NO_CALLBACK or the id of a name; a wrap callback only on a loop or a gait, and the
+    ``callback`` column set exactly where one is; ``tasks.partner`` -1 or a handle >= 0
+    (and not both a handle and a name), on a paired task only; ``tasks.dir_banks`` eight
+    clips of the bank on a direction task, -1 on any other; each id's uses the number of
+    rows naming it, the free ids each once with no value and no use.
+    Raises StateError naming the first fault."""
+    n = len(values)
+    if len(uses) != n or any(u.__class__ is not int or u < 0 for u in uses):
+        raise StateError(f"calls.uses: not {n} counts >= 0")
+    if len(set(free)) != len(free) or any(i.__class__ is not int or not 0 <= i < n or values[i] is not None
+                                          or uses[i] for i in free):
+        raise StateError("calls.free: not free ids (no value, no use), each once")
+    is_name = np.array([v.__class__ is str for v in values], np.bool_)
+    is_call = np.array([v is not None and v.__class__ is not str for v in values], np.bool_)
+    counts = np.zeros(n, np.int64)
+    trows = np.flatnonzero(tsk.live)
+    ty = tsk.type[trows].astype(np.int64)
+    hrows = np.flatnonzero(humans.live)
+    for name, a, rows, kind in (("tasks.on_end", tsk.on_end, trows, is_call),
+                                ("tasks.on_wrap", tsk.on_wrap, trows, is_call),
+                                ("tasks.partner_name", tsk.partner_name, trows, is_name),
+                                ("humans.on_report", humans.on_report, hrows, is_call)):
+        ids = a[rows].astype(np.int64)
+        _ints_in(name, ids, rows, -1, n - 1)
+        has = ids >= 0
+        bad = np.zeros(len(ids), np.bool_)
+        bad[has] = ~kind[ids[has]]
+        if bad.any():
+            what = "a name" if kind is is_name else "a callback"
+            raise StateError(f"{name}[{_first(bad, rows)}]: not the id of {what}")
+        np.add.at(counts, ids[has], 1)
+    if (counts != np.array(uses, np.int64)).any():
+        i = int(np.flatnonzero(counts != np.array(uses, np.int64))[0])
+        raise StateError(f"calls.uses[{i}] = {uses[i]}: {int(counts[i])} rows name it")
+    wrap = tsk.on_wrap[trows] >= 0
+    bad = wrap & ~np.isin(ty, np.array(_WRAPS, np.int64))
+    if bad.any():
+        raise StateError(f"tasks.on_wrap[{_first(bad, trows)}]: a task of its type has no wrap callback")
+    bad = wrap != tsk.callback[trows].astype(np.bool_)
+    if bad.any():
+        raise StateError(f"tasks.callback[{_first(bad, trows)}]: says a wrap callback is set where there is none, "
+                         "or the reverse")
+    partner = tsk.partner[trows].astype(np.int64)
+    _ints_in("tasks.partner", partner, trows, -1, (1 << 63) - 1)
+    named = tsk.partner_name[trows] >= 0
+    paired = np.isin(ty, np.array(_PAIRED, np.int64))
+    bad = ((partner >= 0) | named) & ~paired
+    if bad.any():
+        raise StateError(f"tasks.partner[{_first(bad, trows)}]: a task of its type has no partner")
+    bad = (partner >= 0) & named
+    if bad.any():
+        raise StateError(f"tasks.partner[{_first(bad, trows)}]: both a handle and a name")
+    banks = tsk.dir_banks[trows].astype(np.int64)
+    is_dir = ty == int(TaskType.DIRECTION)
+    bad = is_dir & ((banks < 0) | (banks >= n_banks)).any(axis=1)
+    if bad.any():
+        raise StateError(f"tasks.dir_banks[{_first(bad, trows)}]: not a direction task's eight clips of the bank "
+                         f"({n_banks} known)")
+    bad = ~is_dir & (banks != NO_ROW).any(axis=1)
+    if bad.any():
+        raise StateError(f"tasks.dir_banks[{_first(bad, trows)}]: a task of its type has no clips there")
 
 
 def _chains_end(tsk: Table, trows: np.ndarray, ty: np.ndarray) -> None:

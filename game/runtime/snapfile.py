@@ -34,7 +34,8 @@ from scuffle.anim import snapshot as S
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
 from scuffle.anim.digest import array_form, blocks_digests, digest_form, values_bytes
-from scuffle.anim.snapcheck import ClipFacts, StateError, check_engine, check_finite, check_table_frame, clip_facts
+from scuffle.anim.snapcheck import (ClipFacts, StateError, check_engine, check_finite, check_ids, check_table_frame,
+                                    clip_facts)
 from scuffle.anim.store import Table, _layout
 from scuffle.components import Body, Combat
 
@@ -42,7 +43,7 @@ __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_dig
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
            "need_float", "need_random_state", "short", "assemble", "sections_of"]
 
-FORMAT = 2                       # the byte form's version (the header's second field)
+FORMAT = 3                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
 # magic, format, header size, scuffle version (ASCII, NUL-padded), configuration digest,
 # section count, flags (0), payload size (the bytes after the header), sha256 of the payload
@@ -234,13 +235,10 @@ def plain_values(game, st, strict: bool = True, array: Any = None) -> dict:
         raise S.NoPlainForm("a snapshot of the reference engine has no byte form (its state is plain Python "
                             "objects); save the compiled engine's")
     views = _names_of_views(game)
-    arr = array if array is not None else _same
     return {
         "engine": S.engine_plain(st.engine_state, _name_of_instance, strict, array),
-        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body"),
-                   "dirty": arr(np.array(st.bodies[0].dirty, np.int64))},
+        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body")},
         "combats": {"owners": _owners_plain(st.combats[1], views, "combat"),
-                    "dirty": arr(np.array(st.combats[0].dirty, np.int64)),
                     "texts": [str.__str__(t) if isinstance(t, str) else t for t in st.combats[2]]},
         "fight": st.fight,
         "extras": list(st.extras),
@@ -439,14 +437,14 @@ def parse(data: bytes) -> Parsed:
 # ---------------------------------------------------------------- checked against a Game
 class _Rows:
     """A saved block's arrays by name, for the checks (a scratch table: no handles, no
-    fast views, nothing of the world's); ``_keyed`` the live table's keyed columns, ``gen``
+    fast views, nothing of the world's); ``gen``
     and ``_free`` the human table's lists (set from the values)."""
 
     def __getattr__(self, name: str) -> Any:       # the arrays are set by name (declared for a type checker)
         raise AttributeError(name)
 
-    def __init__(self, columns: dict, cap: int, block: np.ndarray, keyed: tuple):
-        self.capacity, self.block, self._keyed = cap, block, keyed
+    def __init__(self, columns: dict, cap: int, block: np.ndarray):
+        self.capacity, self.block = cap, block
         self.gen: Any = None
         self._free: Any = None
         for name, (off, dt, shape) in _layout_of(columns, cap).items():
@@ -496,7 +494,7 @@ def _scratch(game, name: str, rows: int, cols: bytes, block: bytes) -> _Rows:
     size = _block_size(want, rows)
     need(len(block) == size, f"{where}.block", f"{len(block)} bytes, the layout of {rows} rows is {size}")
     buf = np.frombuffer(block, np.uint8).copy()
-    return _Rows(want, rows, buf, getattr(live, "_keyed", ()))
+    return _Rows(want, rows, buf)
 
 
 def _declared(columns: dict) -> list:
@@ -573,10 +571,10 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     v = p.values
     need(set(v) == {"engine", "bodies", "combats", "fight", "extras"}, "values", "not the fields of a snapshot")
     ev = v["engine"]
-    need(isinstance(ev, dict) and set(ev) == {"tables", "humans", "pool", "deferred", "stepped", "stats", "batch",
+    need(isinstance(ev, dict) and set(ev) == {"humans", "calls", "pool", "deferred", "stepped", "stats", "batch",
                                               "instances", "loose"}, "values.engine", "not the engine's fields")
     hv = ev["humans"]
-    need(isinstance(hv, dict) and set(hv) == {"free", "gen", "on_report"}, "values.engine.humans", "not its fields")
+    need(isinstance(hv, dict) and set(hv) == {"free", "gen"}, "values.engine.humans", "not its fields")
     hum = scratch["humans"]
     for k in ("gen", "free"):
         a = hv[k]
@@ -595,59 +593,13 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     except StateError as e:
         raise _Refused(f"table.{e}") from None
     kinds = player.callbacks
-    tables_v = ev["tables"]
-    need(isinstance(tables_v, dict) and set(tables_v) == set(_ENGINE_TABLES), "values.engine.tables", "not the tables")
-    states = {}
-    for name in _ENGINE_TABLES:
-        t = scratch[name]
-        tv = tables_v[name]
-        where = f"values.engine.tables.{name}"
-        need(isinstance(tv, dict) and set(tv) == {"keyed", "dirty"}, where, "not {keyed, dirty}")
-        keyed = tv["keyed"]
-        need(isinstance(keyed, dict) and set(keyed) == set(t._keyed), f"{where}.keyed", "not the table's keyed columns")
-        back: dict[str, dict] = {}
-        for k, d in keyed.items():
-            need(isinstance(d, dict), f"{where}.keyed.{k}", "not a map")
-            out = {}
-            for r, x in d.items():
-                if not (r.__class__ is int and 0 <= r < t.capacity and bool(t.live[r])):
-                    raise _Refused(f"{where}.keyed.{k}: row {short(r)} is not a row in use")
-                if k in ("on_end", "on_wrap"):
-                    try:
-                        out[r] = S.callback_back(x, f"{where}.keyed.{k}[{r}]", kinds)
-                    except StateError as e:
-                        raise _Refused(str(e)) from None
-                elif k == "dir_banks":
-                    need(int(t.type[r]) == 13 and isinstance(x, tuple) and len(x) == 8 and
-                         all(b.__class__ is int and 0 <= b < len(bank) for b in x), f"{where}.keyed.{k}[{r}]",
-                         "not a direction task's eight clips of the bank")
-                    out[r] = x
-                else:
-                    need(x.__class__ in (int, str), f"{where}.keyed.{k}[{r}]", "not a human's handle")
-                    out[r] = x
-            back[k] = out
-        for r in np.flatnonzero(t.type[live["tasks"]] == 13) if name == "tasks" else ():
-            row = int(live["tasks"][r])
-            need(row in back["dir_banks"], f"{where}.keyed.dir_banks", f"direction task {row} has no clips")
-        if name == "tasks":
-            cb = t.callback[live["tasks"]]
-            for i, r in enumerate(live["tasks"]):
-                need(bool(cb[i]) == (int(r) in back["on_wrap"]), f"{where}.callback[{int(r)}]",
-                     "says a wrap callback is set where there is none, or the reverse")
-        dirty = _dirty_rows(tv["dirty"], t, f"{where}.dirty")
-        views = [None] * t.capacity if name == "tasks" else None     # handles are made on read
-        states[name] = S.TableState(t.capacity, t.block, back, views, dirty)
-    reports = hv["on_report"]
-    need(isinstance(reports, dict), "values.engine.humans.on_report", "not a map")
-    on_report = {}
-    for r, x in reports.items():
-        if not (r.__class__ is int and 0 <= r < hum.capacity and bool(hum.live[r])):
-            raise _Refused(f"values.engine.humans.on_report: row {short(r)} is not a human row in use")
-        try:
-            on_report[r] = S.callback_back(x, f"values.engine.humans.on_report[{r}]", kinds)
-        except StateError as e:
-            raise _Refused(str(e)) from None
-    humans_state = S.HumanTableState(hum.capacity, hum.block, list(hum._free), list(hum.gen), on_report)
+    calls = _calls_back(ev["calls"], kinds)
+    try:
+        check_ids(scratch["tasks"], hum, *calls, len(bank))
+    except StateError as e:
+        raise _Refused(f"table.{e}") from None
+    states = {name: S.TableState(scratch[name].capacity, scratch[name].block) for name in _ENGINE_TABLES}
+    humans_state = S.HumanTableState(hum.capacity, hum.block, list(hum._free), list(hum.gen))
     deferred = ev["deferred"]
     need(isinstance(deferred, np.ndarray) and deferred.dtype == np.int64 and deferred.ndim == 2
          and deferred.shape[1] == 2, "values.engine.deferred", "not (human row, task row) pairs")
@@ -711,10 +663,10 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             raise _Refused(str(e)) from None
         seen.add(x[0])
         loose.append((inst_of[x[0]], (vals[0], vals[1], vals[2], vals[3], report)))
-    es = S.EngineState(states, humans_state, (pool[0].copy(), pool[1]),
-                       {"refused": [], "_wraps": [], "_failed": [], "deferred": (deferred.copy(), {}),
-                        "_stepped": [a.copy() for a in stepped], "stats": stats},
-                       (b[0], b[1], leaving), instances, loose, None)
+    es = S.EngineState(states, humans_state,
+                       ((pool[0].copy(), pool[1]), (deferred.copy(), {}), ([], [], []), [a.copy() for a in stepped],
+                        stats, calls),
+                       (b[0], b[1], leaving, instances), loose, None)
     # -- the bodies and the combat rows: their owners by name, finite numbers
     bodies = _views_back(game, scratch["bodies"], v["bodies"], names, Body, "bodies")
     combats = _views_back(game, scratch["combats"], v["combats"], names, Combat, "combats")
@@ -750,10 +702,40 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                      (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras), log)
 
 
+def _calls_back(v: Any, kinds: Any) -> tuple:
+    """The callbacks table's saved (values, uses, free): each value None (a free id), a
+    callback (kind, args) of a kind this Game registered, or ("", name) a partner's name."""
+    where = "values.engine.calls"
+    need(isinstance(v, dict) and set(v) == {"values", "uses", "free"}, where, "not {values, uses, free}")
+    vals = v["values"]
+    need(isinstance(vals, list) and len(vals) <= MAX_CALLS, f"{where}.values", f"not a list of at most {MAX_CALLS}")
+    out: list = []
+    for i, x in enumerate(vals):
+        if x is None:
+            out.append(None)
+        elif x.__class__ is tuple and len(x) == 2 and x[0] == "" and x[1].__class__ is str:
+            out.append(x[1])
+        else:
+            try:
+                out.append(S.callback_back(x, f"{where}.values[{i}]", kinds))
+            except StateError as e:
+                raise _Refused(str(e)) from None
+    lists = []
+    for k in ("uses", "free"):
+        a = v[k]
+        need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, f"{where}.{k}", "not a list of ints")
+        lists.append(a.tolist())
+    return out, lists[0], lists[1]
+
+
+# The most callbacks (and partners' names) a snapshot file's table may hold.
+MAX_CALLS = 1 << 20
+
+
 def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
     """(TableState, owners: row -> the human's view) of a body or combat table."""
     where = f"values.{what}"
-    need(isinstance(v, dict) and {"owners", "dirty"} <= set(v), where, "not its fields")
+    need(isinstance(v, dict) and "owners" in v, where, "not its fields")
     live = check_table_frame_refused(what, t)
     owners_v = v["owners"]
     need(isinstance(owners_v, dict), f"{where}.owners", "not a map")
@@ -766,16 +748,7 @@ def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
         owners[r] = game.component(names[name], cls)
     need(sorted(owners) == [int(r) for r in live], f"{where}.owners", "not one owner per row in use")
     need(len({id(x) for x in owners.values()}) == len(owners), f"{where}.owners", "a human owns two rows")
-    dirty = _dirty_rows(v["dirty"], t, f"{where}.dirty")
-    return S.TableState(t.capacity, t.block, {}, None, dirty), owners
-
-
-def _dirty_rows(a: Any, t, where: str) -> list[int]:
-    """The rows freed since a table's last take (an int64 array): rows not in use, each once."""
-    need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, where, "not a list of rows")
-    ok = bool(((a >= 0) & (a < t.capacity)).all()) and not bool(t.live[a].any()) and len(np.unique(a)) == len(a)
-    need(ok, where, "not rows not in use, each once")
-    return a.tolist()
+    return S.TableState(t.capacity, t.block), owners
 
 
 def check_table_frame_refused(name: str, t) -> np.ndarray:
