@@ -348,16 +348,13 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
             what = "a name" if kind is is_name else "a callback"
             raise StateError(f"{name}[{_first(bad, rows)}]: not the id of {what}")
         np.add.at(counts, ids[has], 1)
-    if (counts != np.array(uses, np.int64)).any():
-        i = int(np.flatnonzero(counts != np.array(uses, np.int64))[0])
-        raise StateError(f"calls.uses[{i}] = {uses[i]}: {int(counts[i])} rows name it")
     wrap = tsk.on_wrap[trows] >= 0
     bad = wrap & ~np.isin(ty, np.array(_WRAPS, np.int64))
     if bad.any():
         raise StateError(f"tasks.on_wrap[{_first(bad, trows)}]: a task of its type has no wrap callback")
     bad = wrap != tsk.callback[trows].astype(np.bool_)
     if bad.any():
-        raise StateError(f"tasks.callback[{_first(bad, trows)}]: says a wrap callback is set where there is none, "
+        raise StateError(f"tasks.on_wrap[{_first(bad, trows)}]: a wrap callback where tasks.callback says none, "
                          "or the reverse")
     partner = tsk.partner[trows].astype(np.int64)
     _ints_in("tasks.partner", partner, trows, -1, (1 << 63) - 1)
@@ -378,6 +375,9 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
     bad = ~is_dir & (banks != NO_ROW).any(axis=1)
     if bad.any():
         raise StateError(f"tasks.dir_banks[{_first(bad, trows)}]: a task of its type has no clips there")
+    if (counts != np.array(uses, np.int64)).any():
+        i = int(np.flatnonzero(counts != np.array(uses, np.int64))[0])
+        raise StateError(f"calls.uses[{i}] = {uses[i]}: {int(counts[i])} rows name it")
 
 
 def _chains_end(tsk: Table, trows: np.ndarray, ty: np.ndarray) -> None:

@@ -397,6 +397,8 @@ class Table:
                 views[r] = None
             for r in range(n, len(views)):
                 views[r] = None
+        if views.__class__ is list and len(views) < capacity:     # a row past the list reads None
+            views.extend([None] * (capacity - len(views)))
         self.unsettled = []
         if capacity != self.capacity:
             self._place(block.copy(), capacity)
