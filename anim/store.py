@@ -115,7 +115,25 @@ _ALIGN = 64            # each array of a table's block starts on a 64-byte bound
 def _layout(columns: dict[str, DTypeLike], cap: int) -> tuple[dict[str, tuple], int]:
     """Where each array of a table of ``cap`` rows lies in its block: name -> (byte
     offset, base dtype, shape), and the block's size. ``n_free`` comes first (one int64),
-    then each column (a (dtype, (k,)) column is (cap, k)), each aligned."""
+    then each column (a (dtype, (k,)) column is (cap, k)), each aligned. Kept by the
+    columns and capacity (a restore asks at every load; the caller never changes it)."""
+    try:
+        key = (tuple(columns.items()), cap)
+        got = _LAYOUTS.get(key)
+    except TypeError:                                  # a dtype given as something unhashable
+        return _layout_of(columns, cap)
+    if got is None:
+        if len(_LAYOUTS) > 512:
+            _LAYOUTS.clear()
+        got = _LAYOUTS[key] = _layout_of(columns, cap)
+    return got
+
+
+_LAYOUTS: dict = {}
+
+
+def _layout_of(columns: dict[str, DTypeLike], cap: int) -> tuple[dict[str, tuple], int]:
+    """``_layout``, computed."""
     out: dict[str, tuple] = {"n_free": (0, np.dtype(np.int64), (1,))}
     off = _ALIGN
     for name, dt in columns.items():
@@ -378,28 +396,36 @@ class Table:
         """Make a saved ``block`` of ``capacity`` rows (a copy of an earlier ``block``,
         anim.snapshot) the table's state: copied in place at the same capacity, else a copy
         of it placed as the table's new memory (True: the arrays were replaced, the layout
-        signal moved). The task table's ``views`` (a cache of handles) forget the rows whose
-        generation or ``live`` flag the block changes: their handles are made on read.
+        signal moved). The task table's ``views`` (a cache of handles) keep only the handles
+        of rows the block has in use at the handle's own generation: the others are made on
+        read.
         Rejected (ValueError): a block of another size than this table's layout gives."""
-        if block.nbytes != _layout(self._all, capacity)[1]:
+        kept = self.__dict__.get("m_lay")              # (capacity, its layout): derived, not state
+        if kept is None or kept[0] != capacity:
+            kept = (capacity, _layout(self._all, capacity))
+            object.__setattr__(self, "m_lay", kept)
+        lay, size = kept[1]
+        if block.nbytes != size:
             raise ValueError(f"Table.load: a block of {block.nbytes} bytes is not this table's layout for "
                              f"{capacity} rows")
         views = self.views
         if views.__class__ is list and views:
-            lay = _layout(self._all, capacity)[0]
-            n = min(len(views), capacity, self.capacity)
-            off, dt, _ = lay["gen"]
-            gen = block[off:off + capacity * 8].view(np.int64)
-            off, _, _ = lay["live"]
-            live = block[off:off + capacity].view(np.bool_)
-            moved = np.flatnonzero((gen[:n] != self.gen[:n]) | (live[:n] != self.live[:n])).tolist()
-            for r in moved:
-                views[r] = None
-            for r in range(n, len(views)):
-                views[r] = None
+            # a handle stays where the saved row is in use at the handle's own generation
+            # (the same task: a generation counts up only when its row is freed)
+            off = lay["gen"][0]
+            gen = memoryview(block[off:off + capacity * 8].view(np.int64))
+            off = lay["live"][0]
+            live = memoryview(block[off:off + capacity].view(np.bool_))
+            n = min(len(views), capacity)
+            for r, t in enumerate(views[:n]):
+                if t is not None and (not live[r] or t.tgen != gen[r]):
+                    views[r] = None
+            if len(views) > n:
+                del views[n:]
         if views.__class__ is list and len(views) < capacity:     # a row past the list reads None
             views.extend([None] * (capacity - len(views)))
-        self.unsettled = []
+        if self.unsettled:
+            self.unsettled = []
         if capacity != self.capacity:
             self._place(block.copy(), capacity)
             return True
@@ -634,7 +660,7 @@ class HumanTable:
         another size than this table's layout gives."""
         replaced = False
         if block is not None:
-            if block.nbytes != _layout(self.COLUMNS, capacity)[1]:
+            if block.nbytes != (self.block.nbytes if capacity == self.capacity else _layout(self.COLUMNS, capacity)[1]):
                 raise ValueError(f"HumanTable.load: a block of {block.nbytes} bytes is not this table's layout "
                                  f"for {capacity} rows")
             if capacity != self.capacity:
