@@ -1,6 +1,6 @@
 """The cold compile's notice: whether numba's on-disk cache holds the engine's kernels,
 and the one line the library logs (logger ``scuffle``) before the first step compiles
-them (once per install: ``cache=True`` keeps the machine code next to anim/kernels.py).
+them (once per install: ``cache=True`` keeps the machine code next to anim/kernels_*.py).
 
 A module of its own so that the batch driver (anim/batch.py) can call it on its first
 kernel call without importing the warm-up (anim/warmup.py imports the player).
@@ -64,7 +64,7 @@ ANNOUNCED: list[bool] = []        # the notice's once-per-process flag (shared w
 ENGINE_KERNELS = ("step_stacks", "pose_stacks", "flush_release", "flush_anim_ids", "root_motion_step")
 # every kernel a game may call, as (module of scuffle.anim, name): the engine's and the
 # prepared commands' (anim.cmdkernel); not pose_plan (tests, tools and the bench only)
-ALL_KERNELS = tuple(("kernels", n) for n in ENGINE_KERNELS) + (("cmdkernel", "run_rows"),)
+ALL_KERNELS = tuple((K.MODULE_OF[n], n) for n in ENGINE_KERNELS) + (("cmdkernel", "run_rows"),)
 BACKGROUND: list = []             # the child compiling the rest (compile_rest), once per process
 
 
@@ -75,17 +75,16 @@ def kernels_cached() -> bool:
 
 
 def _module(mod: str):
-    """scuffle.anim.<mod> (kernels or cmdkernel)."""
-    if mod == "kernels":
-        return K
-    from . import cmdkernel
-    return cmdkernel
+    """scuffle.anim.<mod> (a kernel module: kernels_step, kernels_pose, ..., or cmdkernel)."""
+    import importlib
+    return importlib.import_module(f"{__package__}.{mod}")
 
 
-def _cache_path(name: str, mod: str = "kernels") -> str | None:
+def _cache_path(name: str, mod: str | None = None) -> str | None:
     """The folder numba's on-disk cache keeps kernel ``name`` of anim.<mod> in (None: no cache)."""
     if not K.CACHE:                       # no writable cache folder (anim/jitcache.py)
         return None
+    mod = mod or K.MODULE_OF[name]
     return getattr(getattr(getattr(_module(mod), name), "_cache", None), "_cache_path", None) or None
 
 
@@ -94,9 +93,10 @@ def cache_folder() -> str | None:
     return _cache_path("step_stacks")
 
 
-def kernel_cached(name: str, mod: str = "kernels") -> bool:
+def kernel_cached(name: str, mod: str | None = None) -> bool:
     """Whether numba's on-disk cache holds an index of kernel ``name`` (of anim.<mod>)
     no older than its source file (an older one is stale: numba recompiles and rewrites it)."""
+    mod = mod or K.MODULE_OF[name]
     path = _cache_path(name, mod)
     if not path:
         return False
@@ -182,7 +182,7 @@ def aside_allowed() -> bool:
 
 
 def compile_aside(name: str, args_of) -> bool:
-    """Start compiling kernel ``name`` of anim.kernels in a child process, for the types of
+    """Start compiling kernel ``name`` (anim.kernels names it) in a child process, for the types of
     the arguments ``args_of()`` returns (called only when the child is started), into
     numba's on-disk cache: when ``aside_allowed()``, the kernel is not compiled in this
     process and its cache is cold. Returns whether a child was started (an OSError
@@ -340,7 +340,7 @@ def compile_child(cfg: dict, blob: bytes) -> int:
     here = _cache_path(cfg["kernel"])
     if not here:
         return 3
-    if not install_cached(here, cfg["target"], f"kernels.{cfg['kernel']}-"):
+    if not install_cached(here, cfg["target"], f"{K.MODULE_OF[cfg['kernel']]}.{cfg['kernel']}-"):
         return 4
     # installed: the private folder goes now (the parent removes it too, unless it has died)
     if os.environ.get("NUMBA_CACHE_DIR") == cfg["scratch"]:

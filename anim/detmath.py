@@ -25,9 +25,10 @@ on |r| <= pi/4 after the quadrant is taken off (radians: pi/2 in two parts; degr
 exactly; cos(pi x): 1/2 exactly); atan2 by asin of the smaller of |x|, |y| over the
 radius. All within a few ulp of the correctly rounded value (the test pins the bounds).
 
-anim.kernels pins this file's sha256 (``DETMATH_SHA256``): numba's disk cache is keyed
-on each function's own file, so an edit here must also change kernels.py, or the kernels
-would keep the old machine code; tests/anim/test_detmath.py fails until it does.
+Each kernel module (anim/kernels_*.py) pins this file's sha256 in its ``LINKED_SHA256``:
+numba's disk cache is keyed on each function's own file, so an edit here must also change
+them, or the kernels would keep the old machine code; tests/anim/test_kernels.py fails
+until it does.
 
 Bad input: NaN gives NaN and infinities give NaN (never an exception, never a hang);
 acos and asin clamp their argument to [-1, 1].

@@ -1,7 +1,7 @@
 """numba's on-disk cache of the kernels: whether there is one, and that it is whole.
 
-anim/kernels.py asks ``cache_setting()`` once, before it compiles anything, for the
-``cache=`` of its ``@njit`` kernels:
+Each kernel module (anim/kernels_*.py, anim/cmdkernel.py) asks ``cache_setting()`` once,
+before it compiles anything, for the ``cache=`` of its ``@njit`` kernels:
 
 - no folder numba can write (NUMBA_CACHE_DIR, the install's __pycache__, the user's
   ~/.cache: a read-only install run with no usable home): False, the kernels compile for
@@ -26,11 +26,46 @@ import os
 import pickle
 import time
 
-__all__ = ["cache_setting", "NO_CACHE", "SET_ASIDE", "check_cache_folder", "SET_ASIDE_FOLDER"]
+__all__ = ["cache_setting", "NO_CACHE", "SET_ASIDE", "check_cache_folder", "SET_ASIDE_FOLDER", "linked_modules",
+           "linked_sha256"]
 
 NO_CACHE: list[str] = []          # why the kernels are not cached (empty: they are)
 SET_ASIDE: list[str] = []         # cache files found corrupt and moved aside this process
 SET_ASIDE_FOLDER = "set-aside"
+
+
+def linked_modules(module_file: str) -> list[str]:
+    """The modules of the same folder whose numba functions ``module_file``'s kernels link:
+    anim.detmath and the kernels_* modules it imports, with theirs; sorted stems."""
+    import re
+
+    folder = os.path.dirname(os.path.abspath(module_file))
+    seen: set[str] = set()
+    todo = [os.path.splitext(os.path.basename(module_file))[0]]
+    while todo:
+        with open(os.path.join(folder, todo.pop() + ".py"), encoding="utf-8") as f:
+            src = f.read()
+        for a, b in re.findall(r"^from \.(kernels_\w+|detmath) import|^from \. import (detmath)\b", src, re.M):
+            if (a or b) not in seen:
+                seen.add(a or b)
+                todo.append(a or b)
+    return sorted(seen)
+
+
+def linked_sha256(module_file: str) -> str:
+    """The sha256 a kernel module pins as its ``LINKED_SHA256``: over the stems and the
+    sha256 of the sources of ``linked_modules(module_file)``. numba's on-disk cache is
+    keyed on each function's own file, so a kernel linking a helper of another module
+    would keep stale machine code after an edit there; the pin makes that edit change
+    the kernel's file too (tests/anim/test_kernels.py)."""
+    import hashlib
+
+    folder = os.path.dirname(os.path.abspath(module_file))
+    h = hashlib.sha256()
+    for stem in linked_modules(module_file):
+        with open(os.path.join(folder, stem + ".py"), "rb") as f:
+            h.update(stem.encode() + b"\0" + hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
 
 
 def _probe():                     # the function whose cache folder is the kernels' (same file)

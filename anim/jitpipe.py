@@ -1,7 +1,7 @@
 """The kernels' helpers compiled for linking only: no machine code of their own and no
 on-disk cache entry (a shorter first step on a fresh install).
 
-What goes in: the ``pipeline_class=`` of anim/kernels.py's ``@_helper`` functions (the
+What goes in: the ``pipeline_class=`` of the kernel modules' ``@_helper`` functions (the
 named steps that only the kernels call, never Python: no CPython or C wrapper). What
 comes out: numba's nopython pipeline as always (type inference, lowering, LLVM's
 per-function -O3 passes on the helper's own functions), but no module passes on the
@@ -43,7 +43,7 @@ __all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler", "TESTED_NUMBA", "link_only_sup
 
 # The numba releases this module was checked against (it subclasses numba internals:
 # JITCodeLibrary's module finalisation, the codegen's set_env, the nopython pipeline's
-# NativeLowering); under any other, anim/kernels.py compiles its helpers numba's usual way
+# NativeLowering); under any other, the kernel modules (anim/kernels_maths.py's jit_kinds) compile their helpers numba's usual way
 # (slower to compile, the same code): tests/anim/test_jitpipe.py pins the behaviour.
 TESTED_NUMBA = ((0, 68),)
 _INTERNALS = ("_optimize_final_module", "_finalize_final_module", "_finalize_dynamic_globals",

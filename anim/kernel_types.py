@@ -7,7 +7,7 @@ tuples are the tables' own columns, in the tables' order (anim.store;
 tests/anim/test_kernels.py checks it); anim.batch builds them once per growth of a
 table, not per update.
 
-A module of its own, imported by anim.kernels before numba's cache is checked
+A module of its own, imported by the kernel modules before numba's cache is checked
 (anim.jitcache): the cache's index names these classes in its kernels' signatures, and
 reading it must be able to import them.
 """

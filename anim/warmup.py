@@ -1,6 +1,6 @@
 """Loading the compiled engine's kernels: from numba's on-disk cache, or compiling them
 on an install's first run (about 10 s on 2 idle cores, up to 30 s on a busy machine; ``cache=True`` keeps the
-machine code next to anim/kernels.py, in __pycache__, or in NUMBA_CACHE_DIR: once per
+machine code next to anim/kernels_*.py, in __pycache__, or in NUMBA_CACHE_DIR: once per
 install, not once per machine).
 
 The library announces a cold compile itself, once per process, through ``logging``
@@ -15,7 +15,7 @@ them all ahead), through the same logger. A host that
 wants silence: ``logging.getLogger("scuffle").setLevel(logging.ERROR)``. With no folder
 numba can write, the notice says the kernels compile for the run only
 (``NO_CACHE_MESSAGE``); under NUMBA_DISABLE_JIT=1 nothing compiles and nothing is said.
-A corrupt cache is set aside when anim/kernels.py is imported (anim/jitcache.py).
+A corrupt cache is set aside when a kernel module (anim/kernels_*.py) is imported (anim/jitcache.py).
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def compile_kernels(progress=None) -> None:
     the simulation reads no clock).
 
     The first run of an install compiles (cache=True keeps the machine code next to
-    anim/kernels.py, in __pycache__); later processes only load it.
+    anim/kernels_*.py, in __pycache__); later processes only load it.
     """
     if progress is not None:
         progress("scuffle: " + COMPILE_MESSAGE)

@@ -4,20 +4,18 @@ The array forms equal the scalar forms bit for bit, the scalar forms compiled by
 equal them run by Python, and every function is within a few ulp of libm (used here only
 as the yardstick of accuracy, never in the code under test). The fade curve (Fades,
 L263-267) and the headings' quarter turns are exact where the spec's numbers need them.
-The kernels pin detmath's source (numba's cache is keyed on kernels.py alone).
+The kernel modules pin detmath's source (tests/anim/test_kernels.py: numba's cache is keyed
+on each kernel's own file).
 """
 from __future__ import annotations
 
-import hashlib
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from numba import njit
 
 from scuffle.anim import detmath as D
-from scuffle.anim import kernels as K
 from scuffle.anim.tasks import fade_weight
 
 RNG = np.random.default_rng(20261201)
@@ -155,14 +153,6 @@ def test_bad_numbers_give_nan_never_an_exception():
     assert math.isnan(D.cos_pi_s(inf))
     assert np.isnan(D.sin_cos_deg(np.array([nan, inf]))[0]).all()
     assert D.acos_s(2.0) == 0.0 and D.acos_s(-7.0) == D.acos_s(-1.0)        # clamped to [-1, 1]
-
-
-def test_the_kernels_pin_detmath_source():
-    """An edit of detmath.py must change kernels.py too, or numba's cache (keyed on the
-    kernels' file) would keep the old machine code: update kernels.DETMATH_SHA256."""
-    src = Path(D.__file__).read_bytes()
-    assert K.DETMATH_SHA256 == hashlib.sha256(src).hexdigest(), (
-        "anim/detmath.py changed: set DETMATH_SHA256 in anim/kernels.py to its new sha256")
 
 
 @pytest.mark.parametrize("fn", [D.acos_s, D.asin_s, D.cos_pi_s])

@@ -11,6 +11,7 @@ from numba.core import config
 from numba.core.codegen import JITCodeLibrary
 
 from scuffle.anim import kernels as K
+from scuffle.anim import kernels_maths as KM, kernels_pose as KP, kernels_step as KS
 from scuffle.anim.jitpipe import LinkOnlyCompiler, LinkOnlyLibrary
 
 _link_only = njit(cache=False, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True,
@@ -69,11 +70,11 @@ def test_the_kernels_helpers_are_link_only_and_the_python_twins_are_not():
     """The kernels' helpers and the arithmetic twins they call compile link-only; the
     FPU arithmetic Python calls (K.add...) is an ordinary cached numba function of the
     same Python function, bit for bit the link-only one's result inside a kernel."""
-    for helper in (K._blend, K._room, K._add, K._frame_of, K.acos_s, K.sin_cos_s):
+    for helper in (KP._blend, KS._room, KM._add, KM._frame_of, KM.acos_s, KM.sin_cos_s):
         assert helper._compiler.pipeline_class is LinkOnlyCompiler, helper
         assert not helper._cache_hits and type(helper._cache).__name__ == "NullCache", helper
     for name in ("add", "sub", "mul", "div", "frame_of"):
-        public, twin = getattr(K, name), getattr(K, "_" + name)
+        public, twin = getattr(K, name), getattr(KM, "_" + name)
         assert public._compiler.pipeline_class is not LinkOnlyCompiler
         assert public.py_func is twin.py_func
     assert K.frame_of(np.float64(np.float32(1.0))) == 30

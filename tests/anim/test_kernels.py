@@ -18,6 +18,7 @@ import pytest
 from scuffle.anim import detmath, quat
 from scuffle.anim import f32 as F
 from scuffle.anim import kernels as K
+from scuffle.anim import kernels_pose as KP
 
 
 def bits(x: float) -> int:
@@ -170,7 +171,7 @@ def test_slerp_kernel_equals_quat_slerp_bit_for_bit():
     @njit
     def run(s_rot, t):
         for b in range(s_rot.shape[1]):
-            K._slerp_into(s_rot, 0, 1, b, t[b], 2)
+            KP._slerp_into(s_rot, 0, 1, b, t[b], 2)
 
     rng = np.random.default_rng(11)
     n = 200_000
@@ -206,7 +207,7 @@ def test_scaled_turn_kernel_equals_quat_scale_turn_and_the_exact_turn():
     @njit
     def run(q, rate, out):
         for i in range(q.shape[1]):
-            out[0, i], out[1, i], out[2, i], out[3, i] = K._scale_turn(q[0, i], q[1, i], q[2, i], q[3, i],
+            out[0, i], out[1, i], out[2, i], out[3, i] = KP._scale_turn(q[0, i], q[1, i], q[2, i], q[3, i],
                                                                         rate[i])
 
     rng = np.random.default_rng(12)
@@ -267,11 +268,11 @@ def test_each_kernel_compiles_once(tmp_path):
     # the helpers compiled (link-only: anim.jitpipe) and none of them in the cache folder
     assert "_blend" in seen and "_room" in seen
     cached = {p.name.split("-")[0] for p in tmp_path.rglob("*.nbi")}
-    assert {"kernels.step_stacks", "kernels.pose_stacks", "kernels.root_motion_step"} <= cached, cached
+    assert {"kernels_step.step_stacks", "kernels_pose.pose_stacks", "kernels_motion.root_motion_step"} <= cached, cached
     # a prepared command's rows (anim.cmdkernel, a module of its own): compiled once, cached
     assert "run_rows" in seen and "cmdkernel.run_rows" in cached, (seen, cached)
     if K.LINK_ONLY:                         # numba's usual way under an untested numba (anim.jitpipe)
-        assert not {"kernels._blend", "kernels._room", "kernels._add", "kernels._sample"} & cached, cached
+        assert not {"kernels_pose._blend", "kernels_step._room", "kernels_maths._add", "kernels_pose._sample"} & cached, cached
 
 
 def test_the_kernels_table_tuples_are_the_tables_columns():
@@ -322,7 +323,7 @@ def test_step_stacks_reads_as_named_steps():
         passed = {a.id for a in c.args if isinstance(a, ast.Name)} & tables
         assert not passed or c.func.id == "_change_pair", (c.func.id, passed)
     for name in STEP_STAGES:
-        step = getattr(K, name)
+        step = K.step_stacks.py_func.__globals__[name]
         assert (step.py_func.__doc__ or "").strip(), name
         assert step.targetoptions.get("_nrt") is False, name
 
@@ -356,8 +357,42 @@ def test_pose_stacks_reads_as_named_steps():
         passed = {a.id for a in c.args if isinstance(a, ast.Name)} & tables
         assert not passed, (c.func.id, passed)
     for name in POSE_STAGES:
-        step = getattr(K, name)
+        step = K.pose_stacks.py_func.__globals__[name]
         assert (step.py_func.__doc__ or "").strip(), name
         opts = step.targetoptions
         assert opts.get("inline") == "always" or opts.get("_nrt") is False, name
         assert len(inspect.signature(step.py_func).parameters) <= 30, name
+
+
+KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_pose", "kernels_step", "kernels_flush", "kernels_motion")
+
+
+@pytest.mark.parametrize("name", KERNEL_MODULES)
+def test_each_kernel_module_pins_the_sources_it_links(name):
+    """numba's on-disk cache is keyed on each function's own file: a kernel linking a
+    helper of another module (anim.detmath's scalar forms, kernels_maths, kernels_rows)
+    would keep stale machine code after an edit there, unless the edit changes the
+    kernel's module too. Each pins the sha256 of what it links (``LINKED_SHA256``)."""
+    import importlib
+
+    from scuffle.anim import jitcache
+    mod = importlib.import_module(f"scuffle.anim.{name}")
+    linked = jitcache.linked_modules(mod.__file__)
+    assert "detmath" in linked or name == "kernels_maths" and linked == ["detmath"]
+    want = jitcache.linked_sha256(mod.__file__)
+    assert mod.LINKED_SHA256 == want, (
+        f"{', '.join(linked)} changed: set LINKED_SHA256 in anim/{name}.py to {want!r} "
+        "(kernels_maths first, then kernels_rows, then the others: each pin covers the ones before)")
+
+
+def test_the_entry_points_are_named_by_stage():
+    """anim.kernels names every entry point Python calls, each from its stage's module
+    (the cache's file names are the module's: anim.coldstart reads MODULE_OF)."""
+    import importlib
+
+    for mod, names in K.STAGES.items():
+        m = importlib.import_module(f"scuffle.anim.{mod}")
+        for n in names:
+            assert getattr(K, n) is getattr(m, n) and K.MODULE_OF[n] == mod
+    assert set(K.MODULE_OF) >= {"step_stacks", "pose_stacks", "pose_plan", "flush_release", "flush_anim_ids",
+                                "root_motion_step"}

@@ -100,11 +100,11 @@ def _read_index(path: Path):
 def test_install_copies_the_files_into_an_empty_folder(tmp_path):
     src, dst = tmp_path / "src", tmp_path / "dst" / "deep"
     src.mkdir()
-    base = "kernels.pose_stacks-1687.py311"
+    base = "kernels_pose.pose_stacks-1687.py311"
     (src / f"{base}.1.nbc").write_bytes(b"data one")
     _index(src / f"{base}.nbi", ("stamp", 7), {("sig", 1): f"{base}.1.nbc"})
-    (src / "kernels._blend-382.py311.nbi").write_bytes(b"another function: not copied")
-    written = coldstart.install_cached(str(src), str(dst), "kernels.pose_stacks-")
+    (src / "kernels_pose._blend-382.py311.nbi").write_bytes(b"another function: not copied")
+    written = coldstart.install_cached(str(src), str(dst), "kernels_pose.pose_stacks-")
     assert written == [f"{base}.1.nbc", f"{base}.nbi"]
     assert sorted(p.name for p in dst.iterdir()) == [f"{base}.1.nbc", f"{base}.nbi"]
     assert (dst / f"{base}.1.nbc").read_bytes() == b"data one"
@@ -115,24 +115,24 @@ def test_install_merges_into_a_fresh_index_and_replaces_a_stale_one(tmp_path):
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
     dst.mkdir()
-    base = "kernels.step_stacks-1442.py311"
+    base = "kernels_step.step_stacks-1442.py311"
     (src / f"{base}.1.nbc").write_bytes(b"new")
     _index(src / f"{base}.nbi", "now", {"k-new": f"{base}.1.nbc"})
     # a fresh index (same stamp) with another signature in data file 1: kept, the new one is 2
     (dst / f"{base}.1.nbc").write_bytes(b"other")
     _index(dst / f"{base}.nbi", "now", {"k-other": f"{base}.1.nbc"})
-    assert coldstart.install_cached(str(src), str(dst), "kernels.step_stacks-") == [f"{base}.2.nbc", f"{base}.nbi"]
+    assert coldstart.install_cached(str(src), str(dst), "kernels_step.step_stacks-") == [f"{base}.2.nbc", f"{base}.nbi"]
     assert _read_index(dst / f"{base}.nbi")[1] == ("now", {"k-other": f"{base}.1.nbc", "k-new": f"{base}.2.nbc"})
     assert (dst / f"{base}.1.nbc").read_bytes() == b"other" and (dst / f"{base}.2.nbc").read_bytes() == b"new"
     # the same signature again: its own data file is overwritten, nothing added
     (src / f"{base}.1.nbc").write_bytes(b"newer")
-    coldstart.install_cached(str(src), str(dst), "kernels.step_stacks-")
+    coldstart.install_cached(str(src), str(dst), "kernels_step.step_stacks-")
     assert _read_index(dst / f"{base}.nbi")[1] == ("now", {"k-other": f"{base}.1.nbc", "k-new": f"{base}.2.nbc"})
     assert (dst / f"{base}.2.nbc").read_bytes() == b"newer"
     # a stale index (an older source) or a cut one: replaced by the new entry alone
     for old in (lambda p: _index(p, "before", {"k-old": f"{base}.1.nbc"}), lambda p: p.write_bytes(b"\x80\x04")):
         old(dst / f"{base}.nbi")
-        coldstart.install_cached(str(src), str(dst), "kernels.step_stacks-")
+        coldstart.install_cached(str(src), str(dst), "kernels_step.step_stacks-")
         assert _read_index(dst / f"{base}.nbi")[1] == ("now", {"k-new": f"{base}.1.nbc"})
         assert (dst / f"{base}.1.nbc").read_bytes() == b"newer"
     assert not [p for p in dst.iterdir() if ".tmp." in p.name]
@@ -251,6 +251,6 @@ def test_a_child_whose_parent_died_still_installs_its_kernel_and_cleans_up(tmp_p
     while list(scratch.iterdir()) and time.monotonic() < deadline:
         time.sleep(1.0)
     assert list(scratch.iterdir()) == []               # the child removed its folder
-    assert list(cache.rglob("kernels.pose_stacks-*.nbi")) and list(cache.rglob("kernels.pose_stacks-*.nbc"))
+    assert list(cache.rglob("kernels_pose.pose_stacks-*.nbi")) and list(cache.rglob("kernels_pose.pose_stacks-*.nbc"))
     check = "from scuffle.anim import coldstart; print(coldstart.kernel_cached('pose_stacks'))"
     assert _python(check, env).stdout.split() == ["True"]

@@ -55,7 +55,7 @@ def _scuffle(args, cwd, timeout=LIMIT, **env) -> subprocess.CompletedProcess:
 def _breaks(kind: str, folder: Path) -> list[Path]:
     """Break the victim kernel's files in ``folder``: an empty or cut index or data file."""
     ext = "nbi" if kind.endswith("nbi") else "nbc"
-    files = [Path(f) for f in glob.glob(str(folder / f"kernels.{VICTIM}-*.{ext}"))]
+    files = [Path(f) for f in glob.glob(str(folder / f"kernels_motion.{VICTIM}-*.{ext}"))]
     assert files, f"no {ext} file of {VICTIM} in {folder}"
     for f in files:
         data = f.read_bytes()
@@ -84,7 +84,7 @@ def seeded(tmp_path_factory, live_cache) -> Path:
     assert r.returncode == 0, r.stderr
     sub = Path(r.stdout.strip())
     sub.mkdir(parents=True, exist_ok=True)
-    for f in glob.glob(str(live_cache / "kernels.*.nb*")):
+    for f in glob.glob(str(live_cache / "kernels_*.nb*")):
         shutil.copy2(f, sub)
     return root
 
@@ -104,20 +104,20 @@ def test_the_check_finds_every_broken_file_and_only_those(tmp_path, live_cache, 
     only its) move to set-aside/; a healthy copy is left exactly as it was."""
     folder = tmp_path / "cache"
     folder.mkdir()
-    for f in glob.glob(str(live_cache / "kernels.*.nb*")):
+    for f in glob.glob(str(live_cache / "kernels_*.nb*")):
         shutil.copy2(f, folder)
     before = sorted(p.name for p in folder.iterdir())
     if kind != "healthy":
         _breaks(kind, folder)
-    moved = jitcache.check_cache_folder(str(folder), "kernels")
+    moved = jitcache.check_cache_folder(str(folder), "kernels_motion")
     if kind == "healthy":
         assert moved == [] and sorted(p.name for p in folder.iterdir()) == before
         return
-    assert moved and all(n.startswith(f"kernels.{VICTIM}-") for n in moved)
+    assert moved and all(n.startswith(f"kernels_motion.{VICTIM}-") for n in moved)
     left = sorted(p.name for p in folder.iterdir() if p.is_file())
     assert left == [n for n in before if n not in moved]
     assert len(list((folder / jitcache.SET_ASIDE_FOLDER).iterdir())) == len(moved)
-    assert jitcache.check_cache_folder(str(folder), "kernels") == []      # once set aside, quiet
+    assert jitcache.check_cache_folder(str(folder), "kernels_motion") == []      # once set aside, quiet
 
 
 @pytest.mark.slow
