@@ -182,7 +182,7 @@ class BatchEngine:
             self._instances[s] = None
             inst.slot = -1
             inst.engine = None
-            self._last = None
+            self._unlist(s)
             deferred = self.player.deferred_rows
             if deferred.holds_human(s, inst):
                 # released in Python at the flush, as objects
@@ -203,11 +203,43 @@ class BatchEngine:
             if h.live[s] and h.gen[s] == gen:
                 h.free(s)
 
+    def _unlist(self, s: int) -> None:
+        """Human row ``s`` leaves: out of the last call's list, the others kept in their
+        order (a crowd's leave costs no look-up of every human's row at the next step)."""
+        last = self._last
+        if last is None:
+            return
+        at = np.flatnonzero(self._last_rows == s)
+        if len(at) != 1:                            # listed twice (or not at all): made again
+            self._last = None if len(at) else last
+            return
+        k = int(at[0])
+        del last[k]
+        del self._rows_list[k]
+        self._last_rows = np.delete(self._last_rows, k)
+
     def _rows_of(self, instances: list) -> np.ndarray:
-        """The rows of ``instances``, reused while the same humans come in the same order."""
+        """The rows of ``instances``, reused while the same humans come in the same order;
+        humans added at the end (a crowd's joins: the newest entities) cost their own rows
+        only."""
         last = self._last
         if last is not None and len(instances) == len(last) and instances == last:
             return self._last_rows
+        m = len(last) if last is not None else 0
+        if 0 < m < len(instances) and not self._twice and instances[:m] == last:
+            added = [self._row(inst) for inst in instances[m:]]
+            rows = self._last_rows
+            # a newcomer's row among the listed ones: a human listed twice (made again below)
+            if m <= _FEW:
+                listed = set(self._rows_list)
+                clash = any(r in listed for r in added)
+            else:
+                clash = bool(np.isin(added, rows).any())
+            if len(set(added)) == len(added) and not clash:
+                last.extend(instances[m:])
+                self._rows_list.extend(added)
+                self._last_rows = np.concatenate((rows, np.array(added, dtype=np.int64)))
+                return self._last_rows
         self._last = list(instances)
         self._rows_list = [self._row(inst) for inst in instances]
         self._last_rows = np.array(self._rows_list, dtype=np.int64)

@@ -10,9 +10,11 @@ angle that a trace, a pose or a bit-for-bit test depends on goes through this mo
 Two forms of each function, one set of operations:
 
 - the scalar forms (``acos_s``, ``asin_s``, ``sin_cos_s``, ``sin_cos_deg_s``, ``cos_pi_s``,
-  ``atan2_s``) take and return Python floats; they are ``register_jitable``: plain Python
+  ``atan2_s``) take and return Python floats; each is listed in ``JITABLE``, which
+  anim.kernels_maths hands to numba's ``register_jitable`` before it compiles them: plain Python
   when Python calls them, compiled into a kernel that calls them, so the kernels and the
-  Python code run the same source;
+  Python code run the same source. This module does not import numba itself, so that
+  plain-Python users (the reference engine, anim.rates, anim.quat) load without it;
 - the array forms (``acos``, ``sin_cos_deg``, ...) take float64 arrays (or scalars),
   compute every branch with the same operations in the same order and pick with
   ``np.where``, so they equal the scalar forms bit for bit (tests/anim/test_detmath.py).
@@ -39,10 +41,20 @@ import math
 from math import factorial
 
 import numpy as np
-from numba.extending import register_jitable
 
-__all__ = ["acos_s", "asin_s", "sin_cos_s", "sin_cos_deg_s", "cos_pi_s", "atan2_s", "atan2_deg_s", "hypot_s",
+__all__ = ["JITABLE", "acos_s", "asin_s", "sin_cos_s", "sin_cos_deg_s", "cos_pi_s", "atan2_s", "atan2_deg_s", "hypot_s",
            "acos", "sin_cos", "sin_cos_deg", "cos_pi", "atan2_deg", "DEG", "RAD"]
+
+# The scalar forms and the helpers they call, in the order they are defined: anim.kernels_maths
+# registers each with numba (register_jitable) before its kernels compile them.
+JITABLE: list = []
+
+
+def _jitable(fn):
+    """Lists ``fn`` in JITABLE (numba compiles it where a kernel calls it); returns it unchanged."""
+    JITABLE.append(fn)
+    return fn
+
 
 PI = 3.14159265358979311600e+00           # the double nearest pi
 PIO2_HI = 1.57079632679489655800e+00      # pi/2 = PIO2_HI + PIO2_LO
@@ -74,7 +86,7 @@ _R_BIG, _R_SMALL = 2.0 ** 500, 2.0 ** -500
 _R_DOWN, _R_UP = 2.0 ** -600, 2.0 ** 600
 
 
-@register_jitable
+@_jitable
 def _asin_r(z):
     """fdlibm's R(z) = z P(z) / Q(z), z in [0, 0.5]; floats or arrays alike."""
     p = z * (_PS0 + z * (_PS1 + z * (_PS2 + z * (_PS3 + z * (_PS4 + z * _PS5)))))
@@ -82,7 +94,7 @@ def _asin_r(z):
     return p / q
 
 
-@register_jitable
+@_jitable
 def _sin_k(r):
     """sin(r) for |r| <= pi/4: Taylor to r^17, Horner in r^2; floats or arrays alike."""
     r2 = r * r
@@ -97,7 +109,7 @@ def _sin_k(r):
     return r + r * r2 * p
 
 
-@register_jitable
+@_jitable
 def _cos_k(r):
     """cos(r) for |r| <= pi/4: Taylor to r^18, Horner in r^2; floats or arrays alike."""
     r2 = r * r
@@ -113,7 +125,7 @@ def _cos_k(r):
     return 1.0 + r2 * p
 
 
-@register_jitable
+@_jitable
 def _floor(v):
     """floor(v) as a float, exact (v % 1.0 is exact); NaN and infinities give NaN."""
     return v - v % 1.0
@@ -122,7 +134,7 @@ def _floor(v):
 # ------------------------------------------------------------------ scalar forms
 
 
-@register_jitable
+@_jitable
 def acos_s(x: float) -> float:
     """acos(x) in radians, x clamped to [-1, 1] (fdlibm's three ranges)."""
     x = min(max(x, -1.0), 1.0)
@@ -137,7 +149,7 @@ def acos_s(x: float) -> float:
     return PIO2_HI - (x - (PIO2_LO - x * _asin_r(x * x)))
 
 
-@register_jitable
+@_jitable
 def asin_s(x: float) -> float:
     """asin(x) in radians, x clamped to [-1, 1]."""
     x = min(max(x, -1.0), 1.0)
@@ -150,7 +162,7 @@ def asin_s(x: float) -> float:
     return -t if x < 0.0 else t
 
 
-@register_jitable
+@_jitable
 def _quadrant(q: float, sk: float, ck: float) -> tuple[float, float]:
     """(sin, cos) of r + q pi/2 from sin r and cos r, q in {0, 1, 2, 3}."""
     if q == 0.0:
@@ -162,7 +174,7 @@ def _quadrant(q: float, sk: float, ck: float) -> tuple[float, float]:
     return -ck, sk
 
 
-@register_jitable
+@_jitable
 def sin_cos_s(y: float) -> tuple[float, float]:
     """(sin y, cos y), y in radians (pi/2 taken off in two parts)."""
     n = _floor(y * TWO_OVER_PI + 0.5)
@@ -170,7 +182,7 @@ def sin_cos_s(y: float) -> tuple[float, float]:
     return _quadrant(n % 4.0, _sin_k(r), _cos_k(r))
 
 
-@register_jitable
+@_jitable
 def sin_cos_deg_s(d: float) -> tuple[float, float]:
     """(sin, cos) of d degrees (whole quarter turns taken off exactly in degrees)."""
     n = _floor(d / 90.0 + 0.5)
@@ -178,7 +190,7 @@ def sin_cos_deg_s(d: float) -> tuple[float, float]:
     return _quadrant(n % 4.0, _sin_k(r), _cos_k(r))
 
 
-@register_jitable
+@_jitable
 def cos_pi_s(x: float) -> float:
     """cos(pi x) (half turns taken off exactly: x - n/2)."""
     n = _floor(2.0 * x + 0.5)
@@ -186,7 +198,7 @@ def cos_pi_s(x: float) -> float:
     return _quadrant(n % 4.0, _sin_k(r), _cos_k(r))[1]
 
 
-@register_jitable
+@_jitable
 def atan2_s(y: float, x: float) -> float:
     """atan2(y, x) in radians, in [-pi, pi]; (0, 0) gives 0."""
     ax, ay = abs(x), abs(y)
@@ -207,7 +219,7 @@ def atan2_s(y: float, x: float) -> float:
     return -a if y < 0.0 else a
 
 
-@register_jitable
+@_jitable
 def hypot_s(x: float, y: float) -> float:
     """sqrt(x^2 + y^2) (two multiplies, an add and a sqrt: no libm hypot); outside
     [2^-500, 2^500] scaled by a power of two first, so it is 0 only for (0, 0)."""
@@ -220,7 +232,7 @@ def hypot_s(x: float, y: float) -> float:
     return math.sqrt(x * x + y * y)
 
 
-@register_jitable
+@_jitable
 def atan2_deg_s(y: float, x: float) -> float:
     """atan2(y, x) in degrees, in [-180, 180]."""
     return atan2_s(y, x) * RAD

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
 from . import detmath as _detmath
 from .jitcache import cache_setting
 from .jitpipe import LinkOnlyCompiler, link_only_supported
@@ -63,7 +64,7 @@ __all__ = ["jit_kinds", "LINK_ONLY", "acos_s", "cos_pi_s", "sin_cos_s", "sin_cos
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "a6ff92cefcde6e5db9ca08922f5d8a094abc1ffca2a495497a449d716fa25aa6"
+LINKED_SHA256 = "ab6c3b6ebfd89bbd144590301c993b95696bee1d0fca959faa975d874eb90ef2"
 _FLT_MAX = 3.4028234663852886e38
 _INT_MAX = 2147483647.0
 _F32_ZERO = np.float32(0.0)
@@ -138,6 +139,8 @@ def _python_of(f):
 # anim.detmath's scalar forms as the kernels call them: link-only (anim.jitpipe) like the
 # helpers, compiled from detmath's own Python functions (register_jitable: numba compiled
 # each with machine code of its own in every process; what they call inside stays so).
+for _fn in _detmath.JITABLE:       # detmath imports no numba: its scalar forms are made jitable here
+    register_jitable(_fn)
 acos_s = _helper(_detmath.acos_s)
 cos_pi_s = _helper(_detmath.cos_pi_s)
 sin_cos_s = _helper(_detmath.sin_cos_s)

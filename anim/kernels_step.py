@@ -38,7 +38,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "c786f02c40ee29ac4a087cfe23c338f28aef21d826414123ff1cbf82f31a5834"
+LINKED_SHA256 = "5130b6d5fb7a9ae3eaf250dcc1d47ae58d99f6e6846c11795b280979e92171a4"
 
 
 # status bits per human (step_stacks' ``status``)

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from .animset import AnimRef
 from .clip import Clip
+from .errors import UnknownClip
 from .cursor import Cursor, cursor_proto, cursor_row
 from .rates import gait_speed
 from .sampler import (BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, BankBudgetError, ClipBank, clip_keys,
@@ -29,8 +30,6 @@ from .store import Stores
 __all__ = ["ClipLookup", "UnknownClip"]
 
 
-class UnknownClip(ValueError):
-    """An anim id with no clip in the set it was looked up in."""
 
 
 def _ref(anim_set, anim_id: AnimRef) -> int:

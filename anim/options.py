@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import f32 as F
-from .callbacks import Callback, check_callback
+from .callbackdata import Callback, check_callback
+from .enums import (AttachedVelocity, BlendWindow, EventRule, HeldRelease, MotionEntry, PickSampling, PlaceEvents,
+                    TagBits)
+from .errors import POOL_SIZE
 from .limits import INT32_MAX, MAX_DT, check_float, check_int
 from .rates import RUNTIME_SPEEDS, CfgAnimSpeeds
-from .stack import POOL_SIZE
-from .tasks import (AttachedVelocity, BlendWindow, EventRule, HeldRelease, MotionEntry, PickSampling, PlaceEvents,
-                    TagBits)
 
 __all__ = ["PlayerOptions", "PlayerStats", "READINGS", "MAX_THREADS"]
 

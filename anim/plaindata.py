@@ -51,6 +51,8 @@ _CODE.update({d.newbyteorder("="): i for i, d in enumerate(DTYPES)})
 # a 1-d array of a native little-endian dtype: its tag, code and ndim, by dtype
 _NATIVE1 = {np.dtype(d): b"\x0b" + bytes((i, 1)) for i, d in enumerate(DTYPES)
             if np.dtype(d).newbyteorder("=") == np.dtype(d)}
+# the native little-endian dtypes by code, read straight from the bytes (``_decode_fast``)
+_FAST1 = {i: d for i, d in enumerate(DTYPES) if d.newbyteorder("=") == d and d.itemsize}
 MAX_DEPTH = 32          # containers nested deeper are refused (no recursion limit is reached)
 MAX_NDIM = 4
 
@@ -100,10 +102,14 @@ def _enc(v: Any, out: list, where: Any, depth: int, lenient: bool = False) -> No
         for i, x in enumerate(v):
             # the plain items written here (most of a state's values): no call per item
             tx = x.__class__
-            if tx is int and _INT_MIN <= x <= _INT_MAX:
+            if tx is int and _SMALL_LO <= x < _SMALL_HI:
+                app(_SMALL[x - _SMALL_LO])
+            elif tx is str and x in _STRS:
+                app(_STRS[x])
+            elif tx is int and _INT_MIN <= x <= _INT_MAX:
                 app(_TAG_I + _I64.pack(x))
             elif tx is str and x.isascii():
-                app(b"\x06" + _U32.pack(len(x)) + x.encode("ascii"))
+                app(_ascii(x))
             elif tx is float and math.isfinite(x):
                 app(_TAG_F + _F64.pack(x))
             elif x is None:
@@ -117,19 +123,27 @@ def _enc(v: Any, out: list, where: Any, depth: int, lenient: bool = False) -> No
         app(b"\x0a" + _U32.pack(len(v)))
         for k, x in v.items():
             tk = k.__class__
-            if tk is int and _INT_MIN <= k <= _INT_MAX:
+            if tk is str and k in _STRS:
+                app(_STRS[k])
+            elif tk is int and _SMALL_LO <= k < _SMALL_HI:
+                app(_SMALL[k - _SMALL_LO])
+            elif tk is int and _INT_MIN <= k <= _INT_MAX:
                 app(_TAG_I + _I64.pack(k))
             elif tk is str and k.isascii():
-                app(b"\x06" + _U32.pack(len(k)) + k.encode("ascii"))
+                app(_ascii(k))
             else:
                 if tk not in _FLAT:
                     plain_key(k, where)
                 _enc(k, out, where, depth + 1, lenient)
             tx = x.__class__
-            if tx is int and _INT_MIN <= x <= _INT_MAX:
+            if tx is int and _SMALL_LO <= x < _SMALL_HI:
+                app(_SMALL[x - _SMALL_LO])
+            elif tx is str and x in _STRS:
+                app(_STRS[x])
+            elif tx is int and _INT_MIN <= x <= _INT_MAX:
                 app(_TAG_I + _I64.pack(x))
             elif tx is str and x.isascii():
-                app(b"\x06" + _U32.pack(len(x)) + x.encode("ascii"))
+                app(_ascii(x))
             elif x is None:
                 app(b"\x00")
             else:
@@ -173,6 +187,24 @@ def _enc(v: Any, out: list, where: Any, depth: int, lenient: bool = False) -> No
 
 _FLAT = frozenset({int, str, float, bool, type(None), bytes})
 
+# The encodings of the small ints and of the short ASCII strings met so far (names, keys,
+# kinds: the same few in every state), written by lookup instead of packing each time.
+_SMALL_LO, _SMALL_HI = -256, 4096
+_SMALL = [_TAG_I + _I64.pack(i) for i in range(_SMALL_LO, _SMALL_HI)]
+_STRS: dict[str, bytes] = {}
+_STRS_MAX = 4096               # strings kept (then forgotten all at once)
+_STR_LONG = 64                 # a longer string is not kept
+
+
+def _ascii(x: str) -> bytes:
+    """An ASCII string's encoding (kept when short)."""
+    e = b"\x06" + _U32.pack(len(x)) + x.encode("ascii")
+    if len(x) <= _STR_LONG:
+        if len(_STRS) >= _STRS_MAX:
+            _STRS.clear()
+        _STRS[x] = e
+    return e
+
 
 def _path(where: Any) -> str:
     """A value's path for an error line: ``value[3]['x']`` (kept as (parent, key) pairs
@@ -215,12 +247,127 @@ def decode(data: bytes | bytearray | memoryview, max_items: int = 50_000_000) ->
     end of the bytes, an array whose shape asks for more bytes than are left, a float
     that is not finite, invalid UTF-8, an unhashable dict key, nesting deeper than
     MAX_DEPTH, more than ``max_items`` values, bytes left over."""
-    mv = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+    mv = bytes(memoryview(data).cast("B")) if not isinstance(data, bytes) else data
+    try:
+        return _decode_fast(mv, max_items)
+    except _Slow:                        # not one value within the limits: the reader names the fault
+        pass
     r = _Reader(mv, max_items)
     v = r.value(0)
     if r.pos != len(mv):
         raise PlainDataError(f"{len(mv) - r.pos} bytes after the value (offset {r.pos})")
     return v
+
+
+class _Slow(Exception):
+    """The fast decoder met something it does not take (the reader then names it)."""
+
+
+_NOKEY = object()
+
+
+def _decode_fast(b: bytes, max_items: int) -> Any:
+    """``decode``'s value, read in one loop (no call per value) where the bytes are one
+    valid value within the limits; anything else raises _Slow, and ``_Reader`` reads the
+    bytes again to name the fault. It takes exactly what ``_Reader`` takes."""
+    end = len(b)
+    pos = 0
+    left = max_items
+    stack: list = []                      # open containers: [items, items left, tag, pending key]
+    unpack_i, unpack_u, unpack_f = _I64.unpack_from, _U32.unpack_from, _F64.unpack_from
+    while True:
+        left -= 1
+        if left < 0 or pos >= end:
+            raise _Slow
+        tag = b[pos]
+        v: Any
+        if tag == 0x03:
+            if pos + 9 > end:
+                raise _Slow
+            v = unpack_i(b, pos + 1)[0]
+            pos += 9
+        elif tag == 0x06:
+            if pos + 5 > end:
+                raise _Slow
+            q = pos + 5 + unpack_u(b, pos + 1)[0]
+            if q > end:
+                raise _Slow
+            try:
+                v = b[pos + 5:q].decode("utf-8")
+            except UnicodeDecodeError:
+                raise _Slow from None
+            pos = q
+        elif tag <= 0x02:
+            v = None if tag == 0 else tag == 0x02
+            pos += 1
+        elif tag == 0x05:
+            if pos + 9 > end:
+                raise _Slow
+            v = unpack_f(b, pos + 1)[0]
+            if v - v != 0.0:                  # not finite
+                raise _Slow
+            pos += 9
+        elif tag == 0x07:
+            if pos + 5 > end:
+                raise _Slow
+            q = pos + 5 + unpack_u(b, pos + 1)[0]
+            if q > end:
+                raise _Slow
+            v = b[pos + 5:q]
+            pos = q
+        elif 0x08 <= tag <= 0x0A:
+            if len(stack) >= MAX_DEPTH or pos + 5 > end:
+                raise _Slow
+            n = unpack_u(b, pos + 1)[0]
+            pos += 5
+            if n > end - pos:
+                raise _Slow
+            if n:
+                stack.append([{} if tag == 0x0A else [], n, tag, _NOKEY])
+                continue
+            v = {} if tag == 0x0A else [] if tag == 0x08 else ()
+        elif tag == 0x0B and pos + 11 <= end and b[pos + 2] == 1 and b[pos + 1] in _FAST1:
+            # a 1-d array of a native dtype (the common case) read here
+            dt = _FAST1[b[pos + 1]]
+            n = _U64.unpack_from(b, pos + 3)[0]
+            q = pos + 11
+            if n > end - q or q + n * dt.itemsize > end:
+                raise _Slow
+            v = np.frombuffer(b, dt, n, q).copy() if n else np.zeros(0, dt)
+            if n and ((dt.kind == "f" and not np.isfinite(v).all()) or (dt.kind == "b" and v.view(np.uint8).max() > 1)):
+                raise _Slow
+            pos = q + n * dt.itemsize
+        elif tag == 0x0B:                     # an array: the reader's own checks
+            r = _Reader(b, left + 1)
+            r.pos = pos
+            try:
+                v = r.value(len(stack))
+            except PlainDataError:
+                raise _Slow from None
+            pos, left = r.pos, r.left
+        else:
+            raise _Slow
+        while True:                           # v into its container (closing those it fills)
+            if not stack:
+                if pos != end:
+                    raise _Slow
+                return v
+            fr = stack[-1]
+            if fr[2] == 0x0A:
+                if fr[3] is _NOKEY:
+                    if v.__class__ not in _FLAT and not _plain_tuple(v):
+                        raise _Slow
+                    fr[3] = v
+                    break
+                fr[0][fr[3]] = v
+                fr[3] = _NOKEY
+            else:
+                fr[0].append(v)
+            fr[1] -= 1
+            if fr[1]:
+                break
+            stack.pop()
+            v = tuple(fr[0]) if fr[2] == 0x09 else fr[0]
 
 
 class _Reader:

@@ -50,6 +50,7 @@ from .kernel_types import FlushBuffers, RowState
 from .limits import MAX_DT, check_float
 from .lookup import UnknownClip
 from .options import PlayerOptions, PlayerStats
+from .orphans import give_back_unplaced
 from .plan import Bones
 from .pose import PoseBatch
 from .sampler import BANK_KEY_BYTES, NUM_SLOTS, ClipBank
@@ -178,6 +179,8 @@ class Player(RecipeRules):
         is listed in ``refused`` (emptied at each ``step``) as (instance, error). The
         original has no such check (it would write past the stack). Rejected: a ``dt`` that
         is not a finite number 0 to 1 s (RangeError naming it, before anything changes).
+        First the tasks made since the last step and never placed go back to the pool
+        (anim.orphans: the end of the update that made them).
         """
         # one float32 dt (the compiled step reads it as a float32)
         raw = self.options.dt if dt is None else dt
@@ -185,6 +188,9 @@ class Player(RecipeRules):
             self._dt_f32 = F.f32(raw if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
             self._dt_raw = raw
         dt = self._dt_f32
+        made = self.pool.made
+        if made or made is None:                # the handle API made tasks since the last step:
+            give_back_unplaced(self)            # those never placed go back (anim.orphans)
         if self.refused:                        # emptied (a new list: one handed out keeps its items)
             self.refused = []
         if self._wraps:

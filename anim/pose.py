@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import quat
+from .errors import POSE_STACK_SIZE, PoseStackOverflow
 from .skeleton import NUM_BONES, REFERENCE_ROTATIONS
 
 __all__ = ["PoseBatch", "blend", "set_tag_bits", "tag_bits_of", "TAG_VELOCITY", "TAG_ROOT", "TAG_BONE", "NUM_TAGS",
@@ -27,14 +28,6 @@ TAG_VELOCITY = 0
 TAG_ROOT = 1
 TAG_BONE = 2
 NUM_TAGS = 2 + NUM_BONES
-# Original: 0x00104ce0 refuses an eighth pose on the player's stack.
-POSE_STACK_SIZE = 7
-
-
-class PoseStackOverflow(RuntimeError):
-    """An eighth pose on a player's stack of seven. Kept for callers that catch it: the
-    sample plan never raises it, it refuses the push and counts it, as 0x00104ce0
-    does (anim.plan.SamplePlan.sample, ``Player.stats.poses_refused``)."""
 
 
 class PoseBatch:

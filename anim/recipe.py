@@ -8,8 +8,9 @@ picklable, no closures), with ``Arg(i)`` where a number or an anim id is given a
 time; ``Player.prepare(recipe)`` checks it once and returns a ``Command``;
 ``Player.run(inst, command, *params)`` then writes the task, cursor, fade and gait rows,
 the pool's accounting and the human's stack or queue row straight from what the
-``Command`` keeps per anim set (anim.prepared: the engine's part; this module is plain
-data and ``expand``, which the reference engine runs too: each clip's bank index, cursor
+``Command`` keeps per anim set (anim.prepared: the engine's part; this module is the
+``Command`` and ``expand``, the engine's; the plain data is anim.recipedata, which the
+reference engine expands by its own code: each clip's bank index, cursor
 proto and rate, found once per set; a new set, a clip replaced with ``AnimSet.with_clip`` (a new set) or new
 options are found again), with no handle object: a row's handle is made on its first
 read (``anim.tasks.task_at``).
@@ -35,78 +36,15 @@ TaskStack_InsertBottom, 0x001753d8 TaskStack_Push.
 from __future__ import annotations
 
 import math
-from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any
 
 from . import f32 as F
-from .callbacks import check_callback
-from .tasks import LOCOMOTION_FLAGS, TaskType
+from .callbackdata import check_callback
+from .enums import TaskType
+from .recipedata import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe, RecipeError
 
 __all__ = ["Arg", "ClipStep", "Command", "GaitStep", "LoopStep", "Place", "Recipe", "RecipeError", "check_params",
            "expand"]
-
-
-class RecipeError(ValueError):
-    """A recipe that cannot be prepared (the field named), or a run given the wrong
-    number of parameters."""
-
-
-class Place(StrEnum):
-    """Where a recipe's first task goes: ``change`` (under a fade, Player.change), ``push``
-    (on top, Player.push) or ``enqueue`` (the queue, Player.enqueue)."""
-
-    CHANGE = "change"
-    PUSH = "push"
-    ENQUEUE = "enqueue"
-
-
-class Arg(NamedTuple):
-    """A value given at run time: ``params[pos]`` of ``Player.run(inst, command, *params)``."""
-
-    pos: int
-
-
-class LoopStep(NamedTuple):
-    """A type 1 task (Player.loop): ``anim`` an anim id (int) or an ``Arg``; its own rate;
-    ``on_end`` its end callback as data (anim.callbacks.Callback) or an ``Arg``, or None."""
-
-    anim: Any
-    flags: int = 0
-    held: int = 0
-    on_end: Any = None
-
-
-class ClipStep(NamedTuple):
-    """A type 3 task (Player.clip) handing over to the recipe's next task (none when last),
-    with blend time ``blend`` (s); ``anim`` an anim id (int) or an ``Arg``; its own rate;
-    ``on_end`` its end callback as data (anim.callbacks.Callback) or an ``Arg``, or None."""
-
-    anim: Any
-    blend: float = 0.0
-    flags: int = 0
-    held: int = 0
-    on_end: Any = None
-
-
-class GaitStep(NamedTuple):
-    """A type 12 gait blend (Player.gait) over five anim ids; ``target`` and ``value``
-    numbers or ``Arg``s (``value`` None: the target)."""
-
-    ids: tuple
-    target: Any = 0.0
-    value: Any = None
-    flags: int = int(LOCOMOTION_FLAGS)
-    held: int = 0
-
-
-class Recipe(NamedTuple):
-    """A command's shape: ``place`` (a Place), ``tasks`` first first (every one but the
-    last a ClipStep, which hands over to the one after it), ``fade`` the change's fade time
-    (a number or an Arg; ``change`` only)."""
-
-    place: str
-    tasks: tuple
-    fade: Any = 0.0
 
 
 # op codes of a prepared recipe's steps, in the order the tasks are made (last first)
@@ -260,8 +198,7 @@ def _value(v, params: tuple):
 
 
 def expand(host: Any, inst: Any, command: Command, params: tuple) -> None:
-    """Run ``command`` through ``host``'s handle calls (a Player, or the reference engine:
-    anim.reference.Reference.run): the pool checked for all its tasks first, the tasks
+    """Run ``command`` through ``host``'s handle calls (a Player's): the pool checked for all its tasks first, the tasks
     made last first, then placed; a refusal before the place, or by push or enqueue, gives
     back what was made (Player.change gives its task back itself). In: the host, the
     human, the command and its params (their number checked by the caller)."""

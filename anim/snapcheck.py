@@ -1,6 +1,6 @@
-"""Check a saved engine state row by row before the engine sees it.
+"""Check a saved state's rows before the engine sees them.
 
-A snapshot file comes from anyone: its tables are read into scratch tables first and
+A snapshot file comes from anyone: its tables are read into one scratch buffer first and
 checked here, all of it, before a single row of the world changes. A state that passes
 is one the engine could have made: every row link points at a row in use of the right
 table, each task has one place, every free list holds each free row once, every number
@@ -8,118 +8,108 @@ the kernels index with is in range, every float the rules compute with is finite
 every cursor's clip numbers are those of its clip. So the kernels never read out of
 bounds, never loop on a chain, and never compute a NaN from a stranger's bytes.
 
-``check_engine`` raises ``StateError`` (a ValueError) naming the table, the column and
+Two kinds of check, both in one compiled pass (anim.snapkernel): the declared ones,
+``RANGES``, a rule per column of every saved table (a new column needs its line here,
+or the file reader refuses to build its checks), and the structural ones (free lists,
+links by task type, owners, places, chains, clip numbers against ``ClipFacts``).
+``check_saved`` raises ``StateError`` (a ValueError) naming the table, the column and
 the first bad row. Original: none (ours).
 """
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from .store import NO_EVENT, NO_ROW, HumanTable, Table
+from . import snapkernel as K
+from .limits import MAX_COORD, MAX_HEALTH
+from .store import NO_ROW, _layout
 from .tasks import TaskType
 
-__all__ = ["StateError", "check_engine", "check_table_frame", "check_finite", "ClipFacts", "clip_facts",
-           "check_ids"]
+__all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "unpack", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
+           "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
 
-# What a task of each type links to: its cursor columns that must hold a cursor row, those
-# that may, and its own row in the fade or gait table (aux).
+# What a task of each type links to: the cursor columns that must hold a cursor row (the
+# others hold none), and whether it owns a fade or a gait row (aux) or has a next task.
 _CLIP_TYPES = (TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_HOLD, TaskType.HOLD, TaskType.PAIRED_CLIP,
                TaskType.SCENE)
-_CURSORS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    **{int(t): (("c0",), ()) for t in _CLIP_TYPES},
-    int(TaskType.FADE): ((), ()),
-    int(TaskType.MIX): (("c0", "c1"), ()),
-    int(TaskType.PICK): (("c0", "c1", "c2", "c3"), ()),
-    int(TaskType.GAIT): (("c0", "c1"), ()),            # its pair, both always there (kernels._runnable)
-    int(TaskType.DIRECTION): (("c0", "c1", "c2"), ()),
+_CURSORS: dict[int, tuple[str, ...]] = {
+    **{int(t): ("c0",) for t in _CLIP_TYPES},
+    int(TaskType.FADE): (),
+    int(TaskType.MIX): ("c0", "c1"),
+    int(TaskType.PICK): ("c0", "c1", "c2", "c3"),
+    int(TaskType.GAIT): ("c0", "c1"),            # its pair, both always there (kernels._runnable)
+    int(TaskType.DIRECTION): ("c0", "c1", "c2"),
 }
 _NEXT_TYPES = (int(TaskType.CLIP), int(TaskType.PAIRED_CLIP))
 MAX_RATE = 1e6                 # a rate or speed beyond this is not one any constructor takes
 MAX_SECONDS = 1e9              # a fade's time or a blend time, far past any clip
 MAX_VALUE = 1e9                # a mix's weight or a pick's or direction's value, far past their ranges
 MAX_COUNT = 1 << 62            # a loop's wrap count: an int64 with room to count on
+MAX_CALL_ID = (1 << 20) - 1   # a callback id of a file's callbacks table (snapfile.MAX_CALLS of them)
+MAX_UNPACKED = 1 << 30         # a table's block unpacked without a Game is refused past this
+_I63 = (1 << 63) - 1
+_I31 = (1 << 31) - 1
 
 
 class StateError(ValueError):
     """A saved state that the engine could not have made (one line naming the field)."""
 
 
-def _first(mask: np.ndarray, rows: np.ndarray) -> int:
-    return int(rows[int(np.flatnonzero(mask)[0])])
+# ---------------------------------------------------------------- the declared checks
+def _int(lo: int | str, hi: int | str) -> tuple:
+    """An int within [lo, hi]; a bound given as a name ("bank": the last clip of the bank,
+    "texts": the last combat text) is the Game's, filled in at each check."""
+    return (K.Kind.INT, lo, hi)
 
 
-def check_finite(name: str, a: np.ndarray, rows: np.ndarray, lo: float = -math.inf, hi: float = math.inf) -> None:
-    """Every value of ``a`` (the live ``rows``' values) finite and within [lo, hi]."""
-    v = a if a.ndim == 1 else a.reshape(len(a), -1)
-    bad = ~np.isfinite(v) | (v < lo) | (v > hi)
-    if bad.ndim > 1:
-        bad = bad.any(axis=1)
-    if bad.any():
-        r = _first(bad, rows)
-        raise StateError(f"{name}[{r}] = {a[int(np.flatnonzero(bad)[0])]!r}: not a finite number in [{lo}, {hi}]")
+def _float(lo: float, hi: float) -> tuple:
+    return (K.Kind.FLOAT, lo, hi)
 
 
-def _ints_in(name: str, a: np.ndarray, rows: np.ndarray, lo: int, hi: int) -> None:
-    bad = (a < lo) | (a > hi)
-    if bad.any():
-        r = _first(bad, rows)
-        raise StateError(f"{name}[{r}] = {int(a[int(np.flatnonzero(bad)[0])])}: not in {lo}-{hi}")
+def _set(values: Sequence[int], what: str) -> tuple:
+    return (K.Kind.SET, sum(1 << int(v) for v in values), what)
 
 
-def _bools(name: str, a: np.ndarray, rows: np.ndarray | None = None) -> None:
-    raw = a.view(np.uint8)
-    bad = raw > 1
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        r = i if rows is None else int(rows[i])
-        raise StateError(f"{name}[{r}]: byte {int(raw[i])} is not a bool (0 or 1)")
+BOOL = (K.Kind.BOOL,)
+ANY = (K.Kind.ANY,)            # any value is one the engine handles (or a structural check reads it)
+ENTITY = (K.Kind.ENTITY,)      # -1 or a human's entity
+_COORD = _float(-MAX_COORD, MAX_COORD)
+_NUM = _float(-1e6, 1e6)
 
-
-def check_table_frame(name: str, t: Table) -> np.ndarray:
-    """The free list and the generations of table ``t``: ``live`` bools, ``n_free`` within
-    the capacity, ``free_rows[:n_free]`` the rows not in use, each once, generations >= 0.
-    Returns the rows in use."""
-    cap = t.capacity
-    _bools(f"{name}.live", t.live)
-    live = np.flatnonzero(t.live)
-    nf = int(t.n_free[0])
-    if not 0 <= nf <= cap or nf + len(live) != cap:
-        raise StateError(f"{name}.n_free = {nf}: the table has {cap - len(live)} rows not in use of {cap}")
-    free = t.free_rows[:nf]
-    if ((free < 0) | (free >= cap)).any():
-        i = int(np.flatnonzero((free < 0) | (free >= cap))[0])
-        raise StateError(f"{name}.free_rows[{i}] = {int(free[i])}: not a row of the table ({cap})")
-    if t.live[free].any() or len(np.unique(free)) != nf:
-        raise StateError(f"{name}.free_rows: not the {cap - len(live)} rows not in use, each once")
-    if (t.gen < 0).any():
-        i = int(np.flatnonzero(t.gen < 0)[0])
-        raise StateError(f"{name}.gen[{i}] = {int(t.gen[i])}: a generation below 0")
-    return live
-
-
-def _links(name: str, values: np.ndarray, rows: np.ndarray, target_live: np.ndarray, target: str,
-           allow_none: bool) -> None:
-    """``values`` (of ``rows``) are rows in use of the target table (or NO_ROW when allowed)."""
-    cap = len(target_live)
-    none = values == NO_ROW
-    inside = (values >= 0) & (values < cap)
-    ok = inside.copy()
-    ok[inside] = target_live[values[inside]]
-    if allow_none:
-        ok |= none
-    if not ok.all():
-        i = int(np.flatnonzero(~ok)[0])
-        raise StateError(f"{name}[{int(rows[i])}] = {int(values[i])}: not a row in use of the {target} table")
-
-
-def _once(name: str, values: np.ndarray, what: str) -> None:
-    """No row appears twice in ``values`` (one owner / one place each)."""
-    u, counts = np.unique(values, return_counts=True)
-    if (counts > 1).any():
-        raise StateError(f"{name}: {what} row {int(u[int(np.flatnonzero(counts > 1)[0])])} has two owners")
+# Each saved table's columns and what a row in use may hold in them. The free list's
+# columns (live, gen, free_rows, n_free) are the structural checks'.
+RANGES: dict[str, dict[str, tuple]] = {
+    "cursors": {"t": _float(0.0, MAX_SECONDS), "frame": _int(0, 1 << 30), "end": ANY, "limit": ANY, "dur": ANY,
+                "flags": ANY, "bank": _int(0, "bank"), "ev": ANY, "evf": ANY, "evf0": ANY, "at_end": BOOL,
+                "anim": ANY},
+    "fades": {"el": _float(0.0, MAX_SECONDS), "dur": _float(0.0, MAX_SECONDS)},
+    "gaits": {"value": _float(0.0, 4.0), "target": _float(0.0, 4.0), "lower": _int(0, 3), "leader": _int(0, 1),
+              **{f"id{i}": ANY for i in range(5)}, **{f"b{i}": _int(0, "bank") for i in range(5)}},
+    "tasks": {"type": _set(_CURSORS, "a task type"), "rate": _float(0.0, MAX_RATE), "flags": ANY,
+              "held": _int(0, _I63),                  # record +0x08's bits: 0 to 2^63 - 1
+              "c0": ANY, "c1": ANY, "c2": ANY, "c3": ANY, "aux": ANY, "nxt": ANY, "incoming": ANY,
+              "blend": _float(0.0, MAX_SECONDS), "window": _int(0, 1), "released": BOOL, "handed_over": BOOL,
+              "wraps": _int(0, MAX_COUNT), "speed": _float(0.0, MAX_RATE), "callback": BOOL, "placed": BOOL,
+              "value": _float(-MAX_VALUE, MAX_VALUE), "target": _float(-MAX_VALUE, MAX_VALUE), "base": ANY,
+              "centre": _int(0, 7), "sampling": _int(0, 1),
+              # ids of the callbacks table (-1: none); which id and which type: check_ids
+              "on_end": _int(-1, MAX_CALL_ID), "on_wrap": _int(-1, MAX_CALL_ID), "partner": _int(-1, _I63),
+              "partner_name": _int(-1, MAX_CALL_ID), "dir_banks": ANY},
+    "humans": {"flags": _int(0, _I63), "anim": _int(-1, _I31), "speed": _float(0.0, MAX_RATE),
+               "depth": _int(0, "stack"), "queued": _int(0, "queue"), "stack": ANY, "queue": ANY,
+               "on_report": _int(-1, MAX_CALL_ID)},
+    "bodies": {"position": _COORD, "heading": _COORD, "velocity": _NUM, "state_velocity": _NUM,
+               "attachment": ENTITY, "attach_offset": _COORD, "attach_heading": _COORD, "slide_target": _COORD,
+               "sliding": BOOL, "slide_heading": _COORD, "slide_left": _int(0, 1 << 20)},
+    "combats": {"health": _float(-MAX_HEALTH * 1e3, MAX_HEALTH), "max_health": _float(0.0, MAX_HEALTH),
+                "partner": ENTITY, "role": _int(0, "texts"), "partner_place": _COORD,
+                "place_len": _set((0, 2, 3), "0, 2 or 3"), "state": _int(0, "texts"),
+                "damage_taken": _float(-1e12, 1e12), "hits": _int(0, 1 << 40), "move_id": _int(-1, _I31),
+                "struck": BOOL, "move_dir": _COORD, "move_speed": _float(0.0, 1e6), "impulse": _COORD,
+                "down_left": _int(0, 1 << 40), "serial": _int(0, 1 << 40)},
+}
+_FRAME = ("live", "gen", "free_rows", "n_free")
 
 
 class ClipFacts(NamedTuple):
@@ -146,168 +136,385 @@ def clip_facts(protos: Sequence[tuple]) -> ClipFacts:
                      nev, first, frames)
 
 
-def check_engine(tables: dict[str, Any], humans: Any, *, pool_out: np.ndarray, n_out: int,
-                 pool_capacity: int, facts: ClipFacts) -> dict[str, np.ndarray]:
-    """Check the compiled engine's saved tables (scratch copies, never the world's).
 
-    In: ``tables`` the cursor, fade, gait and task Tables; ``humans`` the HumanTable
-    (with its ``gen`` and ``_free`` lists); the pool's flags and count and the pool's size
-    (the Game's option); ``facts`` the bank's clips' numbers (``clip_facts``). Out: the
-    rows in use of each table, by name.
-    Raises StateError naming the first fault (see the module docstring)."""
-    cur, fad, gai, tsk = (tables[n] for n in ("cursors", "fades", "gaits", "tasks"))
-    live = {n: check_table_frame(n, t) for n, t in tables.items()}
-    nb = len(facts.end)
-    # -- cursors: the clip's own numbers, a time within the clip, the next event in its list
-    crows = live["cursors"]
-    bank = cur.bank[crows].astype(np.int64)
-    _ints_in("cursors.bank", bank, crows, 0, nb - 1)
-    _bools("cursors.at_end", cur.at_end[crows], crows)
-    if len(crows):
-        end, limit, dur, evf0, nev = (facts.end[bank], facts.limit[bank], facts.dur[bank], facts.evf0[bank],
-                                      facts.nev[bank])
-        for col, want in (("end", end), ("evf0", evf0)):
-            got = getattr(cur, col)[crows].astype(np.int64)
-            if (got != want).any():
-                r = _first(got != want, crows)
-                raise StateError(f"cursors.{col}[{r}] is not its clip's ({col} of bank clip "
-                                 f"{int(bank[int(np.flatnonzero(got != want)[0])])})")
-        for col, want in (("limit", limit), ("dur", dur)):
-            got = getattr(cur, col)[crows]
-            if (got.view(np.int32) != want.view(np.int32)).any():
-                r = _first(got.view(np.int32) != want.view(np.int32), crows)
-                raise StateError(f"cursors.{col}[{r}] is not its clip's")
-        check_finite("cursors.t", cur.t[crows], crows, 0.0, float(dur.max()) if len(dur) else 0.0)
-        over = cur.t[crows] > dur
-        if over.any():
-            raise StateError(f"cursors.t[{_first(over, crows)}]: past its clip's duration")
-        _ints_in("cursors.frame", cur.frame[crows].astype(np.int64) - end, crows, -(1 << 31), 0)
-        _ints_in("cursors.frame", cur.frame[crows].astype(np.int64), crows, 0, 1 << 30)
-        ev = cur.ev[crows].astype(np.int64)
-        bad = (ev < 0) | (ev > nev)
-        if bad.any():
-            raise StateError(f"cursors.ev[{_first(bad, crows)}] = {int(ev[int(np.flatnonzero(bad)[0])])}: past "
-                             "its clip's events")
-        evf = cur.evf[crows].astype(np.int64)
-        more = ev < nev
-        want_f = np.full(len(crows), int(NO_EVENT), np.int64)
-        want_f[more] = facts.frames[facts.first[bank[more]] + ev[more]]
-        bad = evf != want_f
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise StateError(f"cursors.evf[{int(crows[i])}] = {int(evf[i])}: not the frame of its next event "
-                             f"({int(want_f[i])})")
-    # -- fades and gaits: finite numbers, a gait's pair and clips in range
-    frows = live["fades"]
-    check_finite("fades.el", fad.el[frows], frows, 0.0, MAX_SECONDS)
-    check_finite("fades.dur", fad.dur[frows], frows, 0.0, MAX_SECONDS)
-    grows = live["gaits"]
-    check_finite("gaits.value", gai.value[grows], grows, 0.0, 4.0)
-    check_finite("gaits.target", gai.target[grows], grows, 0.0, 4.0)
-    _ints_in("gaits.lower", gai.lower[grows].astype(np.int64), grows, 0, 3)
-    _ints_in("gaits.leader", gai.leader[grows].astype(np.int64), grows, 0, 1)
-    for col in ("b0", "b1", "b2", "b3", "b4"):
-        _ints_in(f"gaits.{col}", getattr(gai, col)[grows].astype(np.int64), grows, 0, nb - 1)
-    # -- tasks: a known type, finite numbers, links by type, one owner per cursor / fade / gait row
-    trows = live["tasks"]
-    ty = tsk.type[trows].astype(np.int64)
-    known = np.isin(ty, np.array(sorted(_CURSORS), np.int64))
-    if not known.all():
-        raise StateError(f"tasks.type[{_first(~known, trows)}] = {int(ty[int(np.flatnonzero(~known)[0])])}: "
-                         "not a task type")
-    for col in ("released", "handed_over", "callback", "placed"):
-        _bools(f"tasks.{col}", getattr(tsk, col)[trows], trows)
-    check_finite("tasks.rate", tsk.rate[trows], trows, 0.0, MAX_RATE)
-    check_finite("tasks.speed", tsk.speed[trows], trows, 0.0, MAX_RATE)
-    check_finite("tasks.blend", tsk.blend[trows], trows, 0.0, MAX_SECONDS)
-    check_finite("tasks.value", tsk.value[trows], trows, -MAX_VALUE, MAX_VALUE)
-    check_finite("tasks.target", tsk.target[trows], trows, -MAX_VALUE, MAX_VALUE)
-    _ints_in("tasks.window", tsk.window[trows].astype(np.int64), trows, 0, 1)
-    _ints_in("tasks.centre", tsk.centre[trows].astype(np.int64), trows, 0, 7)
-    _ints_in("tasks.sampling", tsk.sampling[trows].astype(np.int64), trows, 0, 1)
-    _ints_in("tasks.wraps", tsk.wraps[trows], trows, 0, MAX_COUNT)
-    _ints_in("tasks.held", tsk.held[trows], trows, 0, (1 << 63) - 1)      # record +0x08's bits: 0 to 2^63 - 1
-    owned = []
-    clive = cur.live
-    for t_, (must, may) in _CURSORS.items():
-        sel = trows[ty == t_]
-        for col in ("c0", "c1", "c2", "c3"):
-            vals = getattr(tsk, col)[sel]
-            if col in must:
-                _links(f"tasks.{col}", vals, sel, clive, "cursor", allow_none=False)
-            elif col in may:
-                _links(f"tasks.{col}", vals, sel, clive, "cursor", allow_none=True)
-            else:
-                bad = vals != NO_ROW
-                if bad.any():
-                    raise StateError(f"tasks.{col}[{_first(bad, sel)}]: a task of type {t_} has no such cursor")
-            owned.append(vals[vals != NO_ROW])
-    _once("tasks.c0-c3", np.concatenate(owned) if owned else np.zeros(0, np.int64), "cursor")
-    for t_, table, what in ((int(TaskType.FADE), fad, "fade"), (int(TaskType.GAIT), gai, "gait")):
-        sel = trows[ty == t_]
-        aux = tsk.aux[sel]
-        _links("tasks.aux", aux, sel, table.live, what, allow_none=False)
-        _once("tasks.aux", aux, what)
-    other = trows[(ty != int(TaskType.FADE)) & (ty != int(TaskType.GAIT))]
-    if (tsk.aux[other] != NO_ROW).any():
-        raise StateError(f"tasks.aux[{_first(tsk.aux[other] != NO_ROW, other)}]: a task of its type has no aux row")
-    tlive = tsk.live
-    nxt = tsk.nxt[trows]
-    is_next = np.isin(ty, np.array(_NEXT_TYPES, np.int64))
-    _links("tasks.nxt", nxt[is_next], trows[is_next], tlive, "task", allow_none=True)
-    if (nxt[~is_next] != NO_ROW).any():
-        raise StateError(f"tasks.nxt[{_first(nxt[~is_next] != NO_ROW, trows[~is_next])}]: a task of its type "
-                         "has no next task")
-    inc = tsk.incoming[trows]
-    is_fade = ty == int(TaskType.FADE)
-    _links("tasks.incoming", inc[is_fade], trows[is_fade], tlive, "task", allow_none=True)
-    if (inc[~is_fade] != NO_ROW).any():
-        raise StateError(f"tasks.incoming[{_first(inc[~is_fade] != NO_ROW, trows[~is_fade])}]: only a fade "
-                         "has an incoming task")
-    # -- humans: depth and queue within their rows, each task in one place
-    hcap = humans.capacity
-    _bools("humans.live", humans.live)
-    hrows = np.flatnonzero(humans.live)
-    free = list(humans._free)
-    if len(humans.gen) != hcap or any(g.__class__ is not int or g < 0 for g in humans.gen):
-        raise StateError(f"humans.gen: not {hcap} generations >= 0")
-    if sorted(free) != sorted(set(free)) or len(free) + len(hrows) != hcap or \
-            any(r.__class__ is not int or not 0 <= r < hcap or humans.live[r] for r in free):
-        raise StateError(f"humans.free: not the {hcap - len(hrows)} rows not in use, each once")
-    depth = humans.depth[hrows]
-    _ints_in("humans.depth", depth, hrows, 0, HumanTable.STACK_ROWS)
-    queued = humans.queued[hrows]
-    _ints_in("humans.queued", queued, hrows, 0, HumanTable.QUEUE_ROWS)
-    check_finite("humans.speed", humans.speed[hrows], hrows, 0.0, MAX_RATE)
-    _ints_in("humans.anim", humans.anim[hrows], hrows, -1, (1 << 31) - 1)
-    _ints_in("humans.flags", humans.flags[hrows], hrows, 0, (1 << 63) - 1)
-    on = np.arange(HumanTable.STACK_ROWS)[None, :] < depth[:, None]
-    stack = humans.stack[hrows][on]
-    _links("humans.stack", stack, np.repeat(hrows, depth), tlive, "task", allow_none=False)
-    on = np.arange(HumanTable.QUEUE_ROWS)[None, :] < queued[:, None]
-    queue = humans.queue[hrows][on]
-    _links("humans.queue", queue, np.repeat(hrows, queued), tlive, "task", allow_none=False)
-    # a place each: a stack slot, a queue slot or a clip's next task (a fade's incoming task
-    # is a reference to a task on the same stack, not a place)
-    placed = np.concatenate([stack, queue, nxt[is_next & (nxt != NO_ROW)]])
-    _once("tasks (stacks, queues and next tasks)", placed, "task")
-    _chains_end(tsk, trows, ty)
-    # -- the pool: one flag per task row, every task in use counted out
+
+class Saved(NamedTuple):
+    """A saved table for ``check_saved``: its columns ({name: dtype}, with ``live``,
+    ``gen`` and ``free_rows`` for a table with a free list), its rows, its packed bytes
+    (``pack``) and its blank block (every row as a free row of this Game's table holds it)."""
+
+    columns: dict
+    capacity: int
+    packed: Any
+    blank: np.ndarray
+
+
+# ---------------------------------------------------------------- packed rows
+class Packing(NamedTuple):
+    """Where a table's packed bytes come from in its block (``packing``)."""
+
+    size: int               # the block's size
+    frames: np.ndarray      # the frame's arrays: (byte offset, size) each, in the block
+    cols: np.ndarray        # the other columns: (byte offset, bytes per row) each
+    live_at: int            # ``live``'s byte offset in the block
+    live_pos: int           # ``live``'s position in the packed bytes
+    frame_bytes: int
+    row_bytes: int          # the packed bytes of one row in use
+
+
+def packing(columns: dict, cap: int) -> Packing:
+    """The Packing of a table of ``columns`` and ``cap`` rows (kept per columns object)."""
+    key = (id(columns), cap)
+    got = _PACKINGS.get(key)
+    if got is not None and got[0] is columns:
+        return got[1]
+    lay, size = _layout(columns, cap)
+    frames, cols, pos, live_pos = [], [], 0, -1
+    for name in ("n_free", *[n for n in lay if n in _FRAME and n != "n_free"]):
+        o, dt, shape = lay[name]
+        n = int(np.prod(shape)) * dt.itemsize
+        if name == "live":
+            live_pos = pos
+        frames.append((o, n))
+        pos += n
+    for name, (o, dt, shape) in lay.items():
+        if name not in _FRAME:
+            cols.append((o, int(np.prod(shape[1:])) * dt.itemsize if len(shape) > 1 else dt.itemsize))
+    pk = Packing(size, np.array(frames, np.int64).reshape(-1, 2), np.array(cols, np.int64).reshape(-1, 2),
+                 lay["live"][0], live_pos, pos, sum(c[1] for c in cols))
+    if len(_PACKINGS) > 256:
+        _PACKINGS.clear()
+    _PACKINGS[key] = (columns, pk)
+    return pk
+
+
+_PACKINGS: dict = {}
+
+
+def pack(columns: dict, cap: int, block: np.ndarray) -> np.ndarray:
+    """A table's block packed (uint8): its frame's arrays whole, then each other column's
+    rows in use (those whose ``live`` byte is not 0), in row order."""
+    pk = packing(columns, cap)
+    out = np.empty(pk.frame_bytes + cap * pk.row_bytes, np.uint8)      # room for every row: cut after
+    return out[:K.pack_rows(block, out, pk.frames, pk.cols, pk.live_at, cap)]
+
+
+def unpack(columns: dict, cap: int, packed: Any, name: str = "table") -> np.ndarray:
+    """A table's block from its packed bytes (``pack``), its free rows' columns 0 (the
+    rows in use, the free list and the generations as saved). Raises StateError (naming
+    ``name``) when the packed bytes are not the size its frame and rows in use give."""
+    size = _layout(columns, cap)[1]
+    if size > MAX_UNPACKED:
+        raise StateError(f"{name}.block: a layout of {size} bytes, more than the {MAX_UNPACKED}-byte budget")
+    plan = _plan([Saved(columns, cap, None, None)], single=True)
+    buf = np.zeros(plan.size, np.uint8)
+    _unpack(plan, buf, [packed], [name])
+    return buf[:packing(columns, cap).size]
+
+
+def _unpack(plan, buf: np.ndarray, packed: Sequence, names: Sequence[str] | None = None) -> None:
+    """Each table's packed bytes into ``buf`` (unpack_rows). Raises StateError naming the
+    first table whose bytes are not the size they must be (``names``: the tables' own,
+    default ``table.<name>``)."""
+    at = [0]
+    for b in packed:
+        at.append(at[-1] + len(b))
+    src = np.frombuffer(b"".join(packed), np.uint8) if at[-1] else np.zeros(1, np.uint8)
+    out = np.zeros(1, np.int64)
+    t = K.unpack_rows(buf, src, np.array(at, np.int64), plan.tinfo, plan.frames, plan.ucols, out)
+    if t >= 0:
+        name = names[t] if names is not None else f"table.{K.TABLE_ORDER[t]}"
+        raise StateError(f"{name}.block: {len(packed[t])} bytes, where its layout of {int(plan.tinfo[t, 0])} rows "
+                         f"and the rows its live column marks in use give {int(out[0])}")
+
+
+class _Plan(NamedTuple):
+    """The compiled pass's arguments for one set of layouts (made once per layout)."""
+
+    bases: tuple            # each table's byte offset in the buffer
+    size: int               # the buffer's size
+    lays: tuple             # each table's layout (store._layout)
+    tabs: np.ndarray
+    spec: np.ndarray
+    fspec: np.ndarray
+    bounds: tuple           # (spec row, field, bound's name) to fill in
+    at: np.ndarray
+    names: tuple            # each spec row's "table.column" and rule
+    must: np.ndarray
+    nxt_mask: int
+    most: int               # the largest capacity
+    filled: dict            # the spec with the Game's bounds, by bounds (_bounded)
+    tinfo: np.ndarray       # per table: unpack_rows' capacity, live position, frame size, row size, ranges
+    frames: np.ndarray      # the frames' arrays: (buffer offset, size)
+    ucols: np.ndarray       # the other columns: (buffer offset, bytes per row)
+
+
+_PLANS: dict = {}
+
+
+def _plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
+    key = (single, *((id(t.columns), t.capacity) for t in tables))
+    got = _PLANS.get(key)
+    if got is not None and all(a is b.columns for a, b in zip(got[0], tables)):
+        return got[1]
+    if len(_PLANS) > 32:
+        _PLANS.clear()
+    plan = _make_plan(tables, single)
+    _PLANS[key] = ([t.columns for t in tables], plan)
+    return plan
+
+
+def _make_plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
+    bases, lays, off = [], [], 0
+    tabs = np.full((len(tables), 5), -1, np.int64)
+    spec, fspec, bounds, names = [], [], [], []
+    tinfo = np.zeros((len(tables), 8), np.int64)
+    frames, ucols = [], []
+    for ti, (tname, t) in enumerate(zip(K.TABLE_ORDER, tables)):
+        lay, size = _layout(t.columns, t.capacity)
+        pk = packing(t.columns, t.capacity)
+        tinfo[ti, :4] = (t.capacity, pk.live_pos, pk.frame_bytes, pk.row_bytes)
+        tinfo[ti, 4] = len(frames)
+        frames += [(off + o, n) for o, n in pk.frames.tolist()]
+        tinfo[ti, 5] = len(frames)
+        tinfo[ti, 6] = len(ucols)
+        ucols += [(off + o, n) for o, n in pk.cols.tolist()]
+        tinfo[ti, 7] = len(ucols)
+        bases.append(off)
+        lays.append(lay)
+        if single:
+            off += size
+            continue
+        tabs[ti, 0] = t.capacity
+        tabs[ti, 1] = off + lay["live"][0]
+        if "gen" in lay and "free_rows" in lay:
+            tabs[ti, 2] = (off + lay["gen"][0]) // 8
+            tabs[ti, 3] = (off + lay["free_rows"][0]) // 8
+            tabs[ti, 4] = (off + lay["n_free"][0]) // 8
+        rules = RANGES[tname]
+        for col, (o, dt, shape) in lay.items():
+            if col in _FRAME:
+                continue
+            if col not in rules:
+                raise TypeError(f"snapcheck.RANGES: no rule for column {tname}.{col} (declare what a row may hold)")
+            rule = rules[col]
+            code = K.CODES.get(np.dtype(dt))
+            if code is None:
+                raise TypeError(f"snapcheck: column {tname}.{col} of dtype {dt} has no reader in anim.snapkernel")
+            width = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+            lo, hi, flo, fhi = 0, 0, 0.0, 0.0
+            kind = rule[0]
+            if kind == K.Kind.INT:
+                for f, b in ((5, rule[1]), (6, rule[2])):
+                    if isinstance(b, str):
+                        bounds.append((len(spec), f, b))
+                lo, hi = (rule[1] if isinstance(rule[1], int) else 0), (rule[2] if isinstance(rule[2], int) else 0)
+            elif kind == K.Kind.FLOAT:
+                flo, fhi = rule[1], rule[2]
+            elif kind == K.Kind.SET:
+                lo = rule[1]
+            spec.append((ti, (off + o) // dt.itemsize, int(code), width, int(kind), lo, hi))
+            fspec.append((flo, fhi))
+            names.append((f"table.{tname}.{col}", rule))
+        off += size
+    at = np.zeros((len(K.AT), 3), np.int64)
+    for i, name in enumerate(K.AT if not single else ()):
+        tname, col = name.split(".")
+        ti = K.TABLE_ORDER.index(tname)
+        o, dt, shape = lays[ti][col]
+        at[i] = ((bases[ti] + o) // dt.itemsize, int(K.CODES[np.dtype(dt)]), shape[1] if len(shape) > 1 else 1)
+        if K.CODES[np.dtype(dt)] in (K.Code.F32, K.Code.F64) and col not in ("t", "limit", "dur"):
+            raise TypeError(f"snapcheck: {name} is read as an int")
+    must = np.full(64, -1, np.int64)
+    for ty, cols in _CURSORS.items():
+        must[ty] = sum(1 << int(c[1]) for c in cols)
+    return _Plan(tuple(bases), -(-off // 64) * 64, tuple(lays), tabs, np.array(spec, np.int64).reshape(-1, 7),
+                 np.array(fspec, np.float64).reshape(-1, 2), tuple(bounds), at, tuple(names), must,
+                 sum(1 << t for t in _NEXT_TYPES), max(t.capacity for t in tables), {}, tinfo,
+                 np.array(frames, np.int64).reshape(-1, 2), np.array(ucols, np.int64).reshape(-1, 2))
+
+
+_TABLE_WORD = {0: "cursor", 1: "fade", 2: "gait", 3: "task", 4: "human", 5: "body", 6: "combat"}
+
+
+def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray, pool_out: np.ndarray,
+                n_out: int, pool_capacity: int, facts: ClipFacts, dirty: Sequence[np.ndarray],
+                dirty_where: Sequence[str], entities: np.ndarray, texts: int) -> tuple[np.ndarray, list]:
+    """Check the saved tables (``Saved`` each, in anim.snapkernel.TABLE_ORDER) in one
+    compiled pass, on a scratch copy.
+
+    In: the human table's generations and free list (int64 arrays); the pool's flags and
+    count and the pool's size (the Game's option); ``facts`` the bank's clips' numbers
+    (``clip_facts``); ``dirty`` each table's rows freed since its last take (int64
+    arrays) and where they were read (for the message); the humans' ``entities``; the
+    number of combat ``texts``. Out: the scratch buffer and each table's block in it (a
+    uint8 view: the checked rows). Raises StateError naming the first fault (the table,
+    the column, the row)."""
+    plan = _plan(tables)
+    hcap = tables[4].capacity
+    if len(hgen) != hcap:
+        raise StateError(f"table.humans.gen: not {hcap} generations >= 0")
     if pool_out.dtype != np.bool_ or pool_out.ndim != 1:
-        raise StateError("pool.out: not one bool per task row")
-    _bools("pool.out", pool_out)
-    if not (isinstance(n_out, int) and n_out == int(pool_out.sum()) and n_out <= pool_capacity):
-        raise StateError(f"pool.n_out = {n_out!r}: not the {int(pool_out.sum())} flags set (at most {pool_capacity})")
-    out_rows = np.flatnonzero(pool_out)
-    if len(out_rows) and (out_rows[-1] >= tsk.capacity or not tlive[out_rows].all()):
-        raise StateError("pool.out: a task counted out that is not a task row in use")
-    return live
+        raise StateError("table.pool.out: not one bool per task row")
+    buf = np.empty(plan.size, np.uint8)
+    mem = memoryview(buf)
+    blocks = []
+    for t, base in zip(tables, plan.bases):
+        n = len(t.blank)
+        mem[base:base + n] = t.blank
+        blocks.append(buf[base:base + n])
+    _unpack(plan, buf, [t.packed for t in tables])
+    spec = _bounded(plan, len(facts.end) - 1, texts - 1)
+    seen = _seen(max(plan.most, len(pool_out)))
+    at = np.zeros(len(dirty) + 1, np.int64)
+    n = 0
+    for i, d in enumerate(dirty):
+        n += len(d)
+        at[i + 1] = n
+    dirty_all = np.concatenate(dirty) if n else _EMPTY
+    out = np.zeros(8, np.int64)
+    fout = np.zeros(2, np.float64)
+    code = K.check_rows(buf.view(np.int8), buf.view(np.int32), buf.view(np.int64), buf.view(np.float32),
+                        buf.view(np.float64), plan.tabs, spec, plan.fspec, plan.at, facts.end, *_bits(facts),
+                        facts.evf0, facts.nev, facts.first, facts.frames, plan.must, plan.nxt_mask, _FADE, _GAIT,
+                        hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities, seen, out, fout)
+    if code:
+        raise StateError(_message(plan, spec, code, out, fout, dirty_where))
+    if not (n_out.__class__ is int and n_out == int(out[1]) and n_out <= pool_capacity):
+        raise StateError(f"table.pool.n_out = {n_out!r}: not the {int(out[1])} flags set (at most {pool_capacity})")
+    return buf, blocks
+
+
+_EMPTY = np.zeros(0, np.int64)
+_FADE, _GAIT = int(TaskType.FADE), int(TaskType.GAIT)
+
+
+def _bounded(plan: _Plan, last_clip: int, last_text: int) -> np.ndarray:
+    """The plan's declared checks with the Game's bounds filled in (kept per bounds)."""
+    if not plan.bounds:
+        return plan.spec
+    key = (last_clip, last_text)
+    spec = plan.filled.get(key)
+    if spec is None:
+        spec = plan.spec.copy()
+        vals = {"bank": last_clip, "texts": last_text, "stack": int(plan.at[K.A_STACK, 2]),
+                "queue": int(plan.at[K.A_QUEUE, 2])}
+        for row, f, name in plan.bounds:
+            spec[row, f] = vals[name]
+        if len(plan.filled) > 16:
+            plan.filled.clear()
+        plan.filled[key] = spec
+    return spec
+
+
+def _bits(facts: ClipFacts) -> tuple:
+    """The clips' limit and duration as their float32 bits (kept per ClipFacts)."""
+    got = _BITS.get(id(facts))
+    if got is None or got[0] is not facts:
+        _BITS.clear()
+        got = _BITS[id(facts)] = (facts, (facts.limit.view(np.int32), facts.dur.view(np.int32)))
+    return got[1]
+
+
+_BITS: dict = {}
+_SEEN = [np.zeros(64, np.int64)]
+
+
+def _seen(n: int) -> np.ndarray:
+    """The kernel's scratch (kept: grown, never shrunk)."""
+    if len(_SEEN[0]) < n:
+        _SEEN[0] = np.zeros(max(n, 2 * len(_SEEN[0])), np.int64)
+    return _SEEN[0]
+
+
+def _message(plan: _Plan, spec: np.ndarray, code: int, out: np.ndarray, fout: np.ndarray,
+             dirty_where: Sequence[str]) -> str:
+    """The one line of a fault check_rows found."""
+    F = K.Fault
+    a, b, c, d = (int(x) for x in out[1:5])
+    table = K.TABLE_ORDER[a] if 0 <= a < len(K.TABLE_ORDER) else ""
+    if code == F.LIVE_BYTE:
+        return f"table.{table}.live[{b}]: byte {c} is not a bool (0 or 1)"
+    if code == F.N_FREE:
+        cap = int(plan.tabs[a, 0])
+        return f"table.{table}.n_free = {b}: the table has {c} rows not in use of {cap}"
+    if code == F.FREE_RANGE:
+        return f"table.{table}.free_rows[{b}] = {c}: not a row of the table ({int(plan.tabs[a, 0])})"
+    if code == F.FREE_SET:
+        return f"table.{table}.free_rows: not the {b} rows not in use, each once"
+    if code == F.GEN:
+        return f"table.{table}.gen[{b}] = {c}: a generation below 0"
+    if code == F.HUMAN_GEN:
+        return f"table.humans.gen: not {int(plan.tabs[4, 0])} generations >= 0"
+    if code == F.HUMAN_FREE:
+        return f"table.humans.free: not the {b} rows not in use, each once"
+    if code == F.COLUMN:
+        if a < 0:
+            return f"table: row {b} holds {c}, out of its column's range"
+        name, rule = plan.names[a]
+        kind = rule[0]
+        item = f"[{b}]" if spec[a, 3] == 1 else f"[{b}, {d}]"
+        if kind == K.Kind.FLOAT:
+            return f"{name}{item} = {float(fout[0])!r}: not a finite number in [{rule[1]}, {rule[2]}]"
+        if kind == K.Kind.BOOL:
+            return f"{name}{item}: byte {c} is not a bool (0 or 1)"
+        if kind == K.Kind.SET:
+            return f"{name}{item} = {c}: not {rule[2]}"
+        if kind == K.Kind.ENTITY:
+            return f"{name}{item} = {c}: not -1 or a human's entity"
+        return f"{name}{item} = {c}: not in {int(spec[a, 5])}-{int(spec[a, 6])}"
+    col = f"table.{K.AT[a]}" if 0 <= a < len(K.AT) else ""
+    if code == F.CLIP_NUMBER:
+        return f"{col}[{b}] is not its clip's (bank clip {c})"
+    if code == F.PAST_END:
+        return f"table.cursors.t[{b}]: past its clip's duration"
+    if code == F.FRAME:
+        return f"table.cursors.frame[{b}]: {c} frames past its clip's end frame"
+    if code == F.EV:
+        return f"table.cursors.ev[{b}] = {c}: past its clip's events"
+    if code == F.EVF:
+        return f"table.cursors.evf[{b}] = {c}: not the frame of its next event ({d})"
+    if code == F.NO_CURSOR:
+        return f"{col}[{b}]: a task of type {c} has no such cursor"
+    if code == F.LINK:
+        return f"{col}[{b}] = {c}: not a row in use of the {_TABLE_WORD.get(d, '?')} table"
+    if code == F.OWNERS:
+        what = "tasks.c0-c3" if a == K.A_C0 else "tasks.aux"
+        return f"table.{what}: {_TABLE_WORD.get(c, '?')} row {b} has two owners"
+    if code == F.NO_AUX:
+        return f"table.tasks.aux[{b}]: a task of its type has no aux row"
+    if code == F.NO_NEXT:
+        return f"table.tasks.nxt[{b}]: a task of its type has no next task"
+    if code == F.NO_INCOMING:
+        return f"table.tasks.incoming[{b}]: only a fade has an incoming task"
+    if code == F.PLACES:
+        return f"table.tasks (stacks, queues and next tasks): task row {b} has two owners"
+    if code == F.CHAIN:
+        return f"table.tasks.nxt[{b}]: a chain of next tasks that never ends"
+    if code == F.POOL_BYTE:
+        return f"table.pool.out[{b}]: byte {c} is not a bool (0 or 1)"
+    if code == F.POOL_ROW:
+        return "table.pool.out: a task counted out that is not a task row in use"
+    if code == F.DIRTY:
+        return f"{dirty_where[a]}: not rows not in use, each once"
+    return f"table: fault {code}"
 
 
 # The task types whose row names a partner (PairedClipTask, PairedHoldTask) and the one whose
 # row holds eight clips (DirectionTask).
 _PAIRED = (int(TaskType.PAIRED_CLIP), int(TaskType.PAIRED_HOLD))
 _WRAPS = (int(TaskType.LOOP), int(TaskType.GAIT))
+
+
+def _first(mask: np.ndarray, rows: np.ndarray) -> int:
+    """The row of the first True of ``mask`` (over ``rows``)."""
+    return int(rows[int(np.flatnonzero(mask)[0])])
+
+
+def _ints_in(name: str, a: np.ndarray, rows: np.ndarray, lo: int, hi: int) -> None:
+    bad = (a < lo) | (a > hi)
+    if bad.any():
+        raise StateError(f"{name}[{_first(bad, rows)}] = {int(a[int(np.flatnonzero(bad)[0])])}: not in {lo}-{hi}")
 
 
 def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_banks: int) -> None:
@@ -378,18 +585,3 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
     if (counts != np.array(uses, np.int64)).any():
         i = int(np.flatnonzero(counts != np.array(uses, np.int64))[0])
         raise StateError(f"calls.uses[{i}] = {uses[i]}: {int(counts[i])} rows name it")
-
-
-def _chains_end(tsk: Table, trows: np.ndarray, ty: np.ndarray) -> None:
-    """Every chain of next tasks ends (no task is its own later next task)."""
-    nxt = tsk.nxt
-    steps = np.zeros(len(trows), np.int64)
-    cur = trows.copy()
-    for _ in range(len(trows) + 1):
-        nx = nxt[cur]
-        going = nx != NO_ROW
-        if not going.any():
-            return
-        cur = np.where(going, nx, cur)
-        steps += going
-    raise StateError(f"tasks.nxt[{int(trows[int(np.argmax(steps))])}]: a chain of next tasks that never ends")

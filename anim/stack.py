@@ -14,7 +14,8 @@ import numpy as np
 
 from typing import Any, Callable
 
-from .callbacks import check_callback
+from .callbackdata import check_callback
+from .errors import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, QueueFull, StackFull, TaskPoolExhausted
 from .f32 import FLT_MAX
 from .limits import check_float
 from .store import HumanTable, _fast_view, left_world
@@ -22,25 +23,6 @@ from .store import HumanTable, _fast_view, left_world
 __all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
            "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool"]
 
-POOL_SIZE = 360
-STACK_SIZE = 18
-QUEUE_SIZE = 10
-
-
-class AnimLimitError(RuntimeError):
-    """A fixed-size structure of the original is full; nothing was changed."""
-
-
-class TaskPoolExhausted(AnimLimitError):
-    """All tasks of the pool are in use (the original's free list of 360 is empty)."""
-
-
-class StackFull(AnimLimitError):
-    """A character's task stack already holds 18 tasks."""
-
-
-class QueueFull(AnimLimitError):
-    """A character's task queue already holds 10 tasks."""
 
 
 class HumanRecord:
@@ -315,10 +297,16 @@ class TaskPool:
     count, so a snapshot copies an array (Game.snapshot). ``m_out`` is ``out``'s fast view
     (a memoryview of the same memory, made again whenever ``out`` is replaced) for the
     constructors' one-row writes.
+
+    ``made`` is the one place that knows what the handle API made since the last step:
+    the rows ``take_row`` counted out, which the next step's start gives back unless they
+    were placed (anim.orphans: a task made and never placed goes back at the end of the
+    update that made it). A cache: None (after a restore, a grown ``out``) makes that
+    sweep look at every row instead; no snapshot saves it.
     Original: 0x001048a0 (build), 0x001054c8 (take), 0x00105510 (give back).
     """
 
-    __slots__ = ("capacity", "_out", "m_out", "n_out")
+    __slots__ = ("capacity", "_out", "m_out", "n_out", "made")
 
     def __init__(self, capacity: int = POOL_SIZE):
         if capacity < 1:
@@ -326,6 +314,7 @@ class TaskPool:
         self.capacity = int(capacity)
         self.out = np.zeros(64, np.bool_)
         self.n_out = 0
+        self.made: list[int] | None = []
 
     @property
     def out(self) -> np.ndarray:
@@ -336,6 +325,7 @@ class TaskPool:
     def out(self, value: np.ndarray) -> None:
         self._out = value
         self.m_out = _fast_view(value)
+        self.made = None                    # new flags (a restore, a growth): the next sweep looks at every row
 
     def __getstate__(self) -> tuple:
         """The pool's state without the fast view (a memoryview is not copied or pickled)."""
@@ -355,13 +345,15 @@ class TaskPool:
 
     def load(self, state: tuple) -> None:
         """Write a ``save`` back: into ``out`` in place when it has the saved shape (what was
-        made from it, the prepared commands' views and the flush's arguments, holds)."""
+        made from it, the prepared commands' views and the flush's arguments, holds); what
+        the handle API made (``made``) is found again from the rows."""
         saved, n = state
         if self._out.shape == saved.shape and self._out.dtype == saved.dtype:
             np.copyto(self._out, saved)
         else:
             self.out = saved.copy()
         self.n_out = n
+        self.made = None
 
     def take_row(self, r: int) -> None:
         """``take`` by task row (the constructors' new rows; TaskPoolExhausted when none is left)."""
@@ -377,6 +369,9 @@ class TaskPool:
         if not was:
             out[r] = True
             self.n_out += 1
+            made = self.made
+            if made is not None:
+                made.append(r)
 
     def _grow_out(self, r: int) -> None:
         """``out`` grown to hold row ``r`` (doubling)."""

@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from .callbacks import NO_CALLBACK, CallbackTable
+from .errors import StaleHandle
 
 __all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
@@ -94,12 +95,6 @@ class task_column(column):
         if st.m_gen[r] != obj.tgen:
             _stale(obj, st, r)
         getattr(st, self.name)[r] = value
-
-
-class StaleHandle(ValueError):
-    """A handle (a task, a cursor, a human record, a body) read or written after its row
-    went back to its table (its task ended and went back to the pool; its human left the
-    world): the row may already be another's."""
 
 
 def left_world(owner: str, field: str, row: int, table: str) -> StaleHandle:
@@ -563,7 +558,7 @@ class HumanTable:
         their fast views (``m_depth``, ``m_queued``, ...), ``stack`` and ``queue`` flat ones (``m_stack``: slot ``s * stack_width
         + i``; ``m_queue``; store._fast_view), made again whenever the array is replaced."""
         object.__setattr__(self, name, value)
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) and self.world is not None:    # (a standalone record's: no kernel reads it)
             _moved(self)
         if name in ("depth", "queued", "flags", "anim", "speed", "on_report"):
             object.__setattr__(self, "m_" + name, _fast_view(value))

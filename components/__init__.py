@@ -46,11 +46,45 @@ class Animator:
     instance: CharacterInstance
 
 
-@dataclass(slots=True)
 class PoseRef:
-    """Where this human's pose sits in the world's pose batch (-1 before the first sample)."""
+    """Where this human's pose sits in the world's pose batch (-1 before the first sample).
 
-    row: int = -1
+    A view once the world's crowd links it (systems.crowd.Crowd): ``row`` is then the
+    human's place in the last pose's layout, read from the crowd, so a human joining or
+    leaving renumbers no one's PoseRef. ``PoseRef(row)`` holds a number of its own;
+    assigning ``row`` unlinks it and holds the number given.
+    """
+
+    __slots__ = ("_row", "_crowd", "_ent")
+
+    def __init__(self, row: int = -1):
+        self._row = int(row)
+        self._crowd = None
+        self._ent = -1
+
+    def link(self, crowd, ent: int) -> None:
+        """Read ``row`` from ``crowd`` (its ``pose_place(ent)``) from now on."""
+        self._crowd, self._ent = crowd, ent
+
+    @property
+    def row(self) -> int:
+        crowd = self._crowd
+        return self._row if crowd is None else crowd.pose_place(self._ent)
+
+    @row.setter
+    def row(self, value: int) -> None:
+        self._crowd = None
+        self._row = int(value)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PoseRef):
+            return NotImplemented
+        return self.row == other.row
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PoseRef(row={self.row})"
 
 
 @dataclass(slots=True)

@@ -15,8 +15,7 @@ from typing import Any
 
 import esper
 
-from scuffle.components import Animator, FiredEvents, PoseRef
-from scuffle.systems.context import SimContext, sorted_components
+from scuffle.systems.context import SimContext
 
 __all__ = ["AnimationStep"]
 
@@ -24,34 +23,14 @@ _SET = object.__setattr__
 
 
 class AnimationStep(esper.Processor):
-    """Advance and sample every human's animation (see the module docstring)."""
+    """Advance and sample every human's animation (see the module docstring).
+
+    The humans are the world's crowd (``ctx.crowd``: entity order, kept by the joins and
+    leaves); the step reads it as it stands and keeps no list of its own.
+    """
 
     def __init__(self, ctx: SimContext):
         self.ctx = ctx
-        self._rows: list | None = None             # the sorted rows the lists below were built from
-        self._instances: list = []
-        self._fired: list = []
-        self._index: dict[int, int] = {}
-
-    def _let_go(self, before: list) -> None:
-        """The humans gone from the world since the last update (their entity deleted,
-        by ``Game.remove_human`` or directly with ``esper.delete_entity``): every task of
-        theirs is cut off onto the deferred list, so this update's flush releases them
-        and gives them back to the pool, and their row of the human table goes back, as
-        ``remove_human`` does (for which this is a no-op: already cut and forgotten)."""
-        if not before:
-            return
-        now = {id(inst) for inst in self._instances}
-        player = self.ctx.player
-        for inst in before:
-            if id(inst) not in now and not (inst.handle is not None and esper.entity_exists(inst.handle)):
-                player.cut(inst)
-                player.forget(inst)
-
-    def reset(self) -> None:
-        """Forget the lists cached from the crowd (they are made again at the next update):
-        a restore (Game.restore) changed the world behind them."""
-        self._rows = None
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Open the update (``ctx.update`` = the number of updates run before it), then
@@ -67,20 +46,13 @@ class AnimationStep(esper.Processor):
         _SET(ctx, "update", n)                    # fields SimContext.__setattr__ does not check: set directly
         _SET(ctx, "updates_run", n + 1)
         ctx.failures.clear()                       # those of an update another error cut short
-        rows = sorted_components(ctx, Animator, PoseRef, FiredEvents)
-        if rows is not self._rows:                 # the crowd changed: new lists, new pose rows
-            self._rows = rows
-            before, self._instances = self._instances, [a.instance for _, (a, _, _) in rows]
-            self._let_go(before)
-            self._fired = [f for _, (_, _, f) in rows]
-            for row, (_, (a, pref, fired)) in enumerate(rows):
-                pref.row = row
-                fired.source = a.instance           # a view onto the instance's events
-            ctx.entities = [e for e, _ in rows]
-            self._index = {id(inst): k for k, inst in enumerate(self._instances)}
-        instances = self._instances
+        crowd = ctx.crowd
+        crowd.sync()
+        instances = crowd.instances
+        _SET(ctx, "entities", crowd.entities)
         ctx.player.step(instances, ctx.dt)
         bones = ctx.player.pose(instances)
+        crowd.posed_now()
         _SET(ctx, "poses", bones.poses)            # the fast path reuses these buffers each update
         _SET(ctx, "bone_pos", bones.pos)
         _SET(ctx, "bone_rot", bones.rot)
@@ -90,7 +62,7 @@ class AnimationStep(esper.Processor):
         eng = getattr(ctx.player, "batch", None)
         places = eng.fired_places(instances) if eng is not None else None
         if places is not None:                     # the compiled step's own list: who fired, in order
-            entities, fired_of = ctx.entities, self._fired
+            entities, fired_of = crowd.entities, crowd.fired
             for k in places:
                 inst = instances[k]
                 fired = fired_of[k]
@@ -107,16 +79,15 @@ class AnimationStep(esper.Processor):
             for p in ctx.probe:
                 p(ctx, "animation")
             return
-        index = self._index
         cand = set()
         for inst in may:
-            k = index.get(id(inst))
-            if k is not None:
+            k = crowd.place_of(inst)
+            if k >= 0:
                 cand.add(k)
-        entities = ctx.entities
+        entities, fired_of = crowd.entities, crowd.fired
         for k in sorted(cand):
             inst = instances[k]
-            fired = self._fired[k]
+            fired = fired_of[k]
             if fired.source is not inst:            # unlinked by someone: link again
                 fired.source = inst
             if inst._event_rows is not None or inst._events:

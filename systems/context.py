@@ -10,15 +10,15 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable
 
-import esper
 import numpy as np
 
 from scuffle.anim.limits import MAX_DT, check_float
 from scuffle.anim.player import Player
 from scuffle.anim.pose import PoseBatch
 from scuffle.components import BodyTable, CombatTable
+from scuffle.systems.crowd import Crowd
 
-__all__ = ["SimContext", "MAX_ROOT_SPEED", "sorted_components", "HandlerError"]
+__all__ = ["SimContext", "MAX_ROOT_SPEED", "HandlerError"]
 
 
 class HandlerError(RuntimeError):
@@ -42,22 +42,6 @@ class HandlerError(RuntimeError):
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         super().__init__(f"update {update}: a callback raised in the {errors[0][0] if errors else '?'} phase: "
                          f"{type(first).__name__}: {first}{more}; the update completed for every human")
-
-def sorted_components(ctx: "SimContext", *types) -> list:
-    """esper.get_components(*types) in entity order, sorted once per esper cache.
-
-    esper returns the same cached list until a component is added or removed, so the
-    sort is redone only then (the systems visit humans in entity order). The cache holds
-    esper's list (so its id is never another's) and its length (a list changed in place).
-    """
-    got = esper.get_components(*types) if len(types) > 1 else esper.get_component(types[0])
-    hit = ctx.sorted_cache.get(types)
-    if hit is not None and hit[0] is got and hit[1] == len(got):
-        return hit[2]
-    res = sorted(got)
-    ctx.sorted_cache[types] = (got, len(got), res)
-    return res
-
 
 # Human_ApplyRootMotion caps the root velocity at 50 m/s (0x0023f238).
 MAX_ROOT_SPEED = 50.0
@@ -86,7 +70,8 @@ class SimContext:
     dispatch then looks at every FiredEvents); ``bodies`` the world's body table (every Body component is a view onto
     one of its rows; the state update moves a Body made elsewhere into it); ``combats``
     the world's combat table (each human's Combat component is a view onto one of its
-    rows; Game.add_human takes it); ``resimulating`` True while a rollback session re-runs
+    rows; Game.add_human takes it); ``crowd`` the world's humans and bodies in entity order
+(systems.crowd.Crowd, kept by Game.add_human and remove_human); ``resimulating`` True while a rollback session re-runs
     an update (scuffle.net); ``failures``
     the (phase, exception) of the game's callbacks that raised in the update being run
     (``fail``; ``Game.step`` raises them as one HandlerError once the update is complete).
@@ -107,14 +92,17 @@ class SimContext:
     probe: list[Callable] = field(default_factory=list)
     max_root_speed: float = MAX_ROOT_SPEED
     fired: list | None = None
-    sorted_cache: dict = field(default_factory=dict)
     bodies: BodyTable = field(default_factory=BodyTable)
     combats: CombatTable = field(default_factory=CombatTable)
+    crowd: Crowd = field(init=False)
     failures: list = field(default_factory=list)
     # True while a rollback session (scuffle.net) runs an update again with corrected
     # inputs: event handlers that play sounds or sparks skip them then (they played the
     # first time). Never saved: it describes the run, not the world.
     resimulating: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "crowd", Crowd(self))
 
     def fail(self, phase: str, exc: BaseException) -> None:
         """Keep a game callback's exception for the end of the update (HandlerError)."""

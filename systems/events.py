@@ -21,8 +21,7 @@ import esper
 
 from scuffle.anim.cursor import FiredEvent
 from scuffle.anim.tasks import task_at
-from scuffle.components import FiredEvents
-from scuffle.systems.context import SimContext, sorted_components
+from scuffle.systems.context import SimContext
 
 __all__ = ["EventDispatch"]
 
@@ -42,8 +41,9 @@ class EventDispatch(esper.Processor):
         its types has a handler, from those lists (BatchEngine.make_fired)."""
         ctx = self.ctx
         handlers, default = ctx.handlers, ctx.default_handlers
-        if ctx.fired is None:                       # no animation step ran: every component
-            todo = [(ent, fired, None) for ent, fired in sorted_components(ctx, FiredEvents)]
+        if ctx.fired is None:                       # no animation step ran: every human's
+            ctx.crowd.sync()
+            todo = [(ent, fired, None) for ent, _, fired in ctx.crowd.humans()]
         else:
             todo = ctx.fired
         if handlers or default:

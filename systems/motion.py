@@ -31,8 +31,8 @@ import numpy as np
 from scuffle.anim import detmath, quat
 from scuffle.anim.kernels import root_motion_step
 from scuffle.anim.tasks import AttachedVelocity
-from scuffle.components import Body, Combat, NO_ATTACHMENT, PoseRef
-from scuffle.systems.context import SimContext, sorted_components
+from scuffle.components import Body, NO_ATTACHMENT
+from scuffle.systems.context import SimContext
 
 __all__ = ["StateUpdate", "root_motion", "heading_matrix", "to_world"]
 
@@ -74,13 +74,11 @@ class StateUpdate(esper.Processor):
 
     The compiled path moves the whole body table (``ctx.bodies``) in one call of
     anim.kernels.root_motion_step (the same arithmetic as ``root_motion``) over its
-    columns in place: body row r reads pose column ``idx[r]``; a row no human of this
-    world moves (free, or a body without a PoseRef) is passed as held, so the kernel
-    leaves its position and heading alone (a body without a PoseRef gets its velocity and
-    held heading put back, as the oracle leaves them). The index is rebuilt
-    only when the crowd changes (the esper cache does; so do the pose columns, which
-    AnimationStep hands out then), and then the table is made to hold exactly the
-    world's bodies (BodyTable.rehome). ``ctx.reference`` runs the readable oracle
+    columns in place: body row r reads pose column ``ctx.crowd.pose_col[r]``; a row no
+    human of this world moves (free, or a body without a PoseRef) is passed as held, so
+    the kernel leaves its position and heading alone (a body without a PoseRef gets its
+    velocity and held heading put back, as the oracle leaves them). The crowd keeps that
+    index as humans join and leave (systems.crowd). ``ctx.reference`` runs the readable oracle
     instead: ``root_motion`` (numpy) over the crowd, written through the views. An
     attached human's velocity follows ``player.options.attached_velocity`` (the kernel
     gives the "root" sum; "zero" writes 0 over the attached rows after it).
@@ -89,42 +87,9 @@ class StateUpdate(esper.Processor):
 
     def __init__(self, ctx: SimContext):
         self.ctx = ctx
-        self._rows: list | None = None
-        self._bodies: list | None = None
-        self._idx = np.zeros(0, np.int64)       # body row -> pose column (-1: none)
-        self._idle = np.zeros(0, np.bool_)      # rows no human of this world moves
-        self._held = np.zeros(0, np.bool_)      # each update: attached or idle
-        self._stray = np.zeros(0, np.int64)     # rows of bodies in the world without a PoseRef
-        self._moving: list | None = None        # the rows not idle, when few (else None)
-        self._m_held = self._held.data       # a memoryview of it
-
-    def _reindex(self, rows: list, bodies: list) -> None:
-        """Move the world's bodies into ``ctx.bodies`` and give back the rows of bodies
-        gone from it; then index the table's rows: their pose columns and the idle ones."""
-        table = self.ctx.bodies
-        table.rehome(b for _, b in bodies)
-        self.ctx.combats.rehome(c for _, c in sorted_components(self.ctx, Combat))
-        cap = table.capacity
-        idx = np.full(cap, -1, np.int64)
-        idle = np.ones(cap, np.bool_)
-        if rows:                                 # (one array write each, not one per human)
-            moved = np.array([body._row for _, (body, _) in rows], dtype=np.int64)
-            idx[moved] = np.array([pref.row for _, (_, pref) in rows], dtype=np.int64)
-            idle[moved] = False
-        every = np.array([b._row for _, b in bodies], dtype=np.int64)
-        self._stray = every[idle[every]]
-        self._rows, self._bodies = rows, bodies
-        self._idx, self._idle, self._held = idx, idle, idle.copy()
-        # a few moving rows: their held flags set one by one each update (the idle ones stay
-        # held until the crowd changes); None: the column operations
-        moving = np.flatnonzero(~idle).tolist()
-        self._moving = moving if len(moving) <= _FEW else None
-        self._m_held = self._held.data       # a memoryview of it
-
-    def reset(self) -> None:
-        """Forget the lists cached from the crowd (they are made again at the next update):
-        a restore (Game.restore) changed the world behind them."""
-        self._rows = None
+        self._held = np.zeros(0, np.bool_)      # each update: attached or idle, per body row
+        self._m_held = self._held.data          # a memoryview of it
+        self._idle_of = -1                      # the crowd's version whose idle rows _held holds
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Run the state functions, apply root motion to every body, then move it."""
@@ -134,44 +99,67 @@ class StateUpdate(esper.Processor):
                 fn(ctx)
             except Exception as exc:
                 ctx.fail("state", exc)
-        rows = sorted_components(ctx, Body, PoseRef)
-        bodies = sorted_components(ctx, Body)
+        crowd = ctx.crowd
+        crowd.sync()
         table = ctx.bodies
-        if rows is not self._rows or bodies is not self._bodies or table.capacity != self._idx.shape[0]:
-            self._reindex(rows, bodies)
+        if self._held.shape[0] != table.capacity:
+            self._held = np.ones(table.capacity, np.bool_)
+            self._m_held = self._held.data
+            self._idle_of = -1
         poses = ctx.poses
         if poses is not None and len(poses):
             if ctx.reference:
-                self._reference(rows, poses)
+                self._reference(poses)
             else:
-                held, stray, moving = self._held, self._stray, self._moving
-                if moving is not None:
+                held, stray, cols = self._held, crowd.strays, crowd.pose_col
+                if crowd.posed is not crowd.entities:
+                    cols = self._posed_cols()    # joined or left since the pose: its columns
+                if len(crowd) <= _FEW:           # a few humans: their rows' held flags one by one
                     mh, att = self._m_held, table.m_attachment
-                    for r in moving:
-                        mh[r] = att[r] != NO_ATTACHMENT
+                    if self._idle_of != crowd.version:
+                        held[:] = crowd.idle
+                        self._idle_of = crowd.version
+                    for r in crowd.human_rows:
+                        if r >= 0:
+                            mh[r] = att[r] != NO_ATTACHMENT
                 else:
+                    self._idle_of = -1
                     np.not_equal(table.attachment, NO_ATTACHMENT, out=held)
-                    np.logical_or(held, self._idle, out=held)
+                    np.logical_or(held, crowd.idle, out=held)
                 if stray.size:
                     keep = table.velocity[stray], table.attach_heading[stray]
-                root_motion_step(self._idx, poses.vel, poses.tag, poses.rot, table.heading, held,
+                root_motion_step(cols, poses.vel, poses.tag, poses.rot, table.heading, held,
                                  table.state_velocity, table.position, table.attach_heading,
                                  float(ctx.dt), float(ctx.max_root_speed), table.velocity)
                 if ctx.player.options.attached_velocity == AttachedVelocity.ZERO:
                     # the held rows that are humans' (not idle): their velocity 0
-                    table.velocity[held & ~self._idle] = 0.0
+                    table.velocity[held & ~crowd.idle] = 0.0
                 if stray.size:
                     table.velocity[stray], table.attach_heading[stray] = keep
         for p in ctx.probe:
             p(ctx, "state")
 
-    def _reference(self, rows: list, poses: Any) -> None:
+    def _posed_cols(self) -> np.ndarray:
+        """Body row -> column of the last pose, when humans joined or left since it (an
+        event handler or a callback of this update): a newcomer has none (-1, held still
+        for this update), a human gone has no row."""
+        crowd = self.ctx.crowd
+        cols = np.full(crowd.pose_col.shape[0], -1, np.int64)
+        for e, r in zip(crowd.entities, crowd.human_rows):
+            if r >= 0:
+                cols[r] = crowd.pose_place(e)
+        return cols
+
+    def _reference(self, poses: Any) -> None:
         """The scalar oracle of the compiled move: ``root_motion`` over the crowd's
         gathered numbers, then each body moved through its view."""
         ctx = self.ctx
         dt = float(ctx.dt)
-        bodies = [b for _, (b, _) in rows]
-        col = np.array([p.row for _, (_, p) in rows], dtype=np.int64)
+        crowd = ctx.crowd
+        parts = crowd.parts
+        bodies = [parts[e][Body] for e, r in zip(crowd.entities, crowd.human_rows) if r >= 0]
+        col = np.array([crowd.pose_place(e) for e, r in zip(crowd.entities, crowd.human_rows) if r >= 0],
+                       dtype=np.int64)
         ok = col >= 0
         j = np.where(ok, col, 0)
         vel_none = poses.tag[0, j] | ~ok

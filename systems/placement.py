@@ -22,7 +22,7 @@ from scuffle.anim import detmath
 from scuffle.anim.limits import MAX_COORD
 from scuffle.components import Body, NO_ATTACHMENT
 from scuffle.components.bodies import flat_views
-from scuffle.systems.context import SimContext, sorted_components
+from scuffle.systems.context import SimContext
 
 __all__ = ["PairedPlacement", "place_attached", "slide_step"]
 
@@ -87,37 +87,29 @@ class PairedPlacement(esper.Processor):
 
     The sliding and attached bodies are picked from the body table's columns
     (``ctx.bodies``) with a few array operations (up to _FEW bodies: from their fields);
-    only they are visited, in entity order, through their Body views. The entity-ordered
-    row index is rebuilt when the crowd changes (and the table made to hold exactly the
-    world's bodies, BodyTable.rehome).
+    only they are visited, in entity order, through their Body views: the world's bodies
+    and their rows in entity order are the crowd's (``ctx.crowd``, kept as humans join and
+    leave).
     """
 
     def __init__(self, ctx: SimContext):
         self.ctx = ctx
-        self._bodies: list | None = None
-        self._order = np.zeros(0, np.int64)     # the bodies' rows, in entity order
         self._busy = np.zeros(0, np.bool_)      # each update: attached or sliding, per row
         self._sliding = np.zeros(0, np.bool_)
-
-    def reset(self) -> None:
-        """Forget the lists cached from the crowd (they are made again at the next update):
-        a restore (Game.restore) changed the world behind them."""
-        self._bodies = None
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Slide sliding bodies one step and place attached ones."""
         ctx = self.ctx
-        bodies = sorted_components(ctx, Body)
+        crowd = ctx.crowd
+        crowd.sync()
+        bodies = crowd.bodies
         table = ctx.bodies
-        if bodies is not self._bodies or table.capacity != self._busy.shape[0]:
-            table.rehome(b for _, b in bodies)
-            self._bodies = bodies
-            self._order = np.array([b.row for _, b in bodies], dtype=np.int64)
+        if table.capacity != self._busy.shape[0]:
             self._busy = np.empty(table.capacity, np.bool_)
             self._sliding = np.empty(table.capacity, np.bool_)
         if len(bodies) <= _FEW:                 # a few bodies: their rows read, no array work
             gen, att, left, sliding = table.m_gen, table.m_attachment, table.m_slide_left, table.m_sliding
-            for _, body in bodies:
+            for body in bodies:
                 r = body._row
                 if body._table is not table or gen[r] != body._gen:     # (rehomed above: never) the fields
                     if body.attachment != NO_ATTACHMENT or (body.slide_left > 0 and body.slide_to is not None):
@@ -133,8 +125,8 @@ class PairedPlacement(esper.Processor):
             if busy.any():
                 # the busy bodies in entity order, each slid and placed from its row's fast views
                 gen, att, left, sliding = table.m_gen, table.m_attachment, table.m_slide_left, table.m_sliding
-                for k in np.flatnonzero(busy[self._order]).tolist():
-                    body = bodies[k][1]
+                for k in np.flatnonzero(busy[crowd.body_rows[:len(bodies)]]).tolist():
+                    body = bodies[k]
                     r = body._row
                     if body._table is not table or gen[r] != body._gen:     # (never: rehomed) the fields
                         self._place(body)

@@ -8,9 +8,22 @@ ordinary attributes, one class per task type, each rule next to the spec lines a
 oracle the compiled engine (``scuffle.anim.player.Player``) is checked against, and a
 slow engine a user can run to debug a scenario.
 
-It shares no mutable state with ``Player``: it imports only stateless pieces of scuffle
-(clip decoding and ``Clip`` / ``AnimSet`` look-ups, read-only; anim.f32; the skeleton's
-constants; the enums; ``PlayerOptions``; the error classes).
+It shares neither state nor engine code with ``Player``: importing it loads no Player,
+table, kernel or numba (a test checks the modules a fresh interpreter loads). Of scuffle
+it imports only
+- the enums, the options and the errors (anim.enums, anim.options with anim.rates'
+  CfgAnimSpeeds and anim.limits' checks of them, anim.errors);
+- plain data and its error classes: recipes (anim.recipedata) and callbacks
+  (anim.callbackdata), which it checks, expands and dispatches by its own code
+  (anim/reference/commands.py, handlers.py);
+- the data it plays: the clip data and its codecs (anim.clip: the key decoding is the
+  clip format's definition, as the spec gives it, not a rule of the engine), the anim
+  sets it is handed (read through ``clip`` / ``range``), the skeleton's tables
+  (anim.skeleton, whose bind height anim.quat computes once at import);
+- the number model both engines must share to agree bit for bit: anim.f32 (the PS2
+  FPU's float32, rounded toward zero) and anim.detmath's angles (+ - * / sqrt only).
+Everything else is its own: the tasks, cursors, pool, stack rules, prepared commands,
+callback dispatch, parameter checks, pose and bone transforms.
 
 How to run it:
     from scuffle.anim.reference import Reference, RefInstance
@@ -30,9 +43,11 @@ from .dump import bits, engine_state, human_state, reference_state, task_state
 from .pose import RefPose, bones_of, sample_cursor
 from .tasks import (RefClip, RefDirection, RefFade, RefGait, RefHold, RefLoop, RefMix, RefPairedClip,
                     RefPairedHold, RefPick, RefScene, RefTask, fade_weight)
+from .commands import RefCommand
+from .handlers import RefCallbacks
 from .world import Reference, RefInstance, RefPool, RefRecord
 
 __all__ = ["Reference", "RefInstance", "RefRecord", "RefPool", "RefCursor", "RefEvent", "RefTask", "RefLoop",
            "RefClip", "RefHold", "RefScene", "RefPairedClip", "RefPairedHold", "RefFade", "RefMix", "RefPick",
            "RefGait", "RefDirection", "fade_weight", "RefPose", "sample_cursor", "bones_of", "bits",
-           "engine_state", "reference_state", "human_state", "task_state"]
+           "engine_state", "reference_state", "human_state", "task_state", "RefCommand", "RefCallbacks"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import struct
 
-from ..tasks import TaskType
+from ..enums import TaskType
 
 __all__ = ["bits", "engine_state", "reference_state", "task_state", "human_state"]
 

@@ -19,9 +19,9 @@ import numpy as np
 from .. import f32 as F
 from ..detmath import acos_s, sin_cos_s
 from ..clip import decode_positions, decode_rotations, key_frames
-from ..pose import POSE_STACK_SIZE
+from ..errors import POSE_STACK_SIZE
 from ..skeleton import NUM_BONES, REFERENCE_ROTATIONS
-from ..tasks import TagBits
+from ..enums import TagBits
 from .cursor import NO_TURN, NO_VELOCITY
 
 __all__ = ["RefPose", "RefPoseStack", "sample_cursor", "blend", "reference_pose", "queued_pose", "sample_instance",

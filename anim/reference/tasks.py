@@ -16,7 +16,7 @@ import math
 
 from .. import f32 as F
 from ..detmath import cos_pi_s
-from ..tasks import BlendWindow, PickSampling, TaskType
+from ..enums import BlendWindow, PickSampling, TaskType
 from .cursor import CURSOR_BITS, MUTED, RefCursor, follow
 
 __all__ = ["RefTask", "RefLoop", "RefClip", "RefHold", "RefScene", "RefPairedClip", "RefPairedHold",
@@ -70,6 +70,7 @@ class RefTask:
         self.held = int(held)
         self.on_end = on_end
         self.released = False
+        self.placed = False         # on a stack, in a queue or another task's next task
 
     def cursor_flags(self) -> int:
         """Task flags 0x1, 0x2, 0x10 become cursor flags (L226-231)."""
@@ -192,6 +193,21 @@ class RefClip(_RefSingle):
         self.blend = F.f32(float(blend))
         self.window_rule = BlendWindow(window_rule)
         self.handed_over = False
+
+    @property
+    def next(self) -> RefTask | None:
+        """The task that takes this one's place when its clip ends (None: hold the last frame)."""
+        return self._next
+
+    @next.setter
+    def next(self, task: RefTask | None) -> None:
+        # a next task has its one place here; the one it replaces has none now
+        old = getattr(self, "_next", None)
+        if old is not None and old is not task:
+            old.placed = False
+        if task is not None:
+            task.placed = True
+        self._next = task
 
     def following(self) -> list[RefTask]:
         return [] if self.next is None or self.handed_over else [self.next]

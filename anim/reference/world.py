@@ -18,18 +18,19 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import f32 as F
-from ..callbacks import Callbacks
 from ..clip import EventType
-from ..player import PlayerOptions, UnknownClip
-from ..pose import POSE_STACK_SIZE, PoseStackOverflow
-from ..skeleton import NUM_BONES
-from ..stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, QueueFull, StackFull, TaskPoolExhausted
-from ..tasks import EventRule, HeldFlags, HeldRelease, MotionEntry, PlaceEvents, TaskType
+from ..enums import EventRule, HeldFlags, HeldRelease, MotionEntry, PlaceEvents, TaskType
+from ..errors import (POOL_SIZE, POSE_STACK_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, PoseStackOverflow, QueueFull,
+                      StaleHandle, StackFull, TaskPoolExhausted, UnknownClip)
+from ..options import PlayerOptions
+from ..skeleton import HUMANOID, NUM_BONES
+from .commands import RefCommand, run_command
 from .cursor import RefCursor
+from .handlers import RefCallbacks, plain_callback
 from .tasks import (RefClip, RefDirection, RefFade, RefGait, RefHold, RefLoop, RefMix, RefPairedClip,
                     RefPairedHold, RefPick, RefScene, RefTask)
 
-__all__ = ["Reference", "RefInstance", "RefRecord", "RefPool", "RefBones"]
+__all__ = ["Reference", "RefInstance", "RefRecord", "RefPool", "RefBones", "RefPoseArrays"]
 
 # "Tasks" held-flag events (L402): (bits that must be held, bits cleared, bits set).
 _HELD_EVENTS = {
@@ -106,8 +107,16 @@ class RefPool:
         for i, t in enumerate(self.out):
             if t is task:
                 del self.out[i]
+                task.gone = True            # back in the free list: it can have no place now
                 return True
         return False
+
+
+def _live(task, where: str) -> None:
+    """StaleHandle for a task that went back to the pool (it can have no place now)."""
+    if task is not None and getattr(task, "gone", False):
+        raise StaleHandle(f"{where}: {type(task).__name__} (anim id {task.anim_id()}) went back to the pool "
+                          "(a task made and never placed goes back at the end of its update)")
 
 
 def _number(what: str, value, low: float = 0.0) -> float:
@@ -145,7 +154,6 @@ class Reference:
     """
 
     def __init__(self, options: PlayerOptions | None = None, skeleton=None):
-        from ..skeleton import HUMANOID
         self.options = options or PlayerOptions()
         self.skeleton = skeleton if skeleton is not None else HUMANOID
         self.pool = RefPool(self.options.pool_size)
@@ -155,7 +163,7 @@ class Reference:
         self._leaving: list = []            # forgotten with tasks to release: records given back at the flush
         self._wraps: list = []                     # this step's wraps with a callback
         # the handlers the callbacks (data: anim.callbacks.Callback) name
-        self.callbacks = Callbacks()
+        self.callbacks = RefCallbacks()
         # id(clip) -> (clip, its channels): each clip decoded once, when first sampled
         # ("Notes for implementers" L406: decode a clip into channels of keys at load)
         self.decoded_clips: dict = {}
@@ -179,6 +187,8 @@ class Reference:
     # ---------------------------------------------------------------- constructors
     def loop(self, inst, anim_id, *, flags=0, held=0, rate=None, on_wrap=None, on_end=None, anim_set=None):
         """Type 1 (0x00105678)."""
+        on_end = plain_callback(on_end, "on_end")
+        on_wrap = plain_callback(on_wrap, "on_wrap")
         s = anim_set or inst.anim_set
         self.pool.require(1)
         r = self.rate_of(s, anim_id) if rate is None else _number("rate", rate)
@@ -186,15 +196,19 @@ class Reference:
 
     def clip(self, inst, anim_id, next=None, *, blend=0.0, flags=0, held=0, rate=None, on_end=None, anim_set=None):
         """Type 3 (0x00105990)."""
+        on_end = plain_callback(on_end, "on_end")
+        _live(next, "next")
         s = anim_set or inst.anim_set
         self.pool.require(1)
         _number("blend time", blend)
         r = self.rate_of(s, anim_id) if rate is None else _number("rate", rate)
-        return self.pool.take(RefClip(self.cursor(s, anim_id), r, next, blend, flags, held, on_end,
+        task = self.pool.take(RefClip(self.cursor(s, anim_id), r, next, blend, flags, held, on_end,
                                       self.options.blend_window))
+        return task
 
     def hold(self, inst, anim_id, *, flags=0, held=0, on_end=None):
         """Type 5 (0x00106140, ours)."""
+        on_end = plain_callback(on_end, "on_end")
         self.pool.require(1)
         c = self.cursor(inst.anim_set, anim_id)
         return self.pool.take(RefHold(c, self.rate_of(inst.anim_set, anim_id), flags, held, on_end))
@@ -207,15 +221,19 @@ class Reference:
 
     def paired(self, inst, attacker, anim_id, next=None, *, blend=0.0, flags=0, held=0, on_end=None):
         """Type 6 (0x00108a78, L240-243): the id looked up in the attacker's set, at its rate."""
+        on_end = plain_callback(on_end, "on_end")
+        _live(next, "next")
         s = attacker.anim_set
         self.pool.require(1)
         _number("blend time", blend)
         c = self.cursor(s, anim_id)
-        return self.pool.take(RefPairedClip(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
+        task = self.pool.take(RefPairedClip(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
                                             next, blend, flags, held, on_end, self.options.blend_window))
+        return task
 
     def paired_hold(self, inst, attacker, anim_id, *, flags=0, held=0, on_end=None):
         """Type 4 (0x00108450)."""
+        on_end = plain_callback(on_end, "on_end")
         s = attacker.anim_set
         self.pool.require(1)
         c = self.cursor(s, anim_id)
@@ -229,6 +247,7 @@ class Reference:
 
     def gait(self, inst, ids, *, target=0.0, value=None, flags=0x2C1, on_wrap=None, held=0):
         """Type 12 (0x0010a310) at the human's speed multiplier."""
+        on_wrap = plain_callback(on_wrap, "on_wrap")
         self.pool.require(1)
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
@@ -278,6 +297,7 @@ class Reference:
         all tasks taken at once or none. ``held`` and ``on_end`` go to the first task."""
         if not ids:
             raise ValueError("chain: at least one anim id")
+        on_end = plain_callback(on_end, "on_end")
         _number("blend time", blend)
         self.pool.require(len(ids))
         src = paired_with.anim_set if paired_with is not None else inst.anim_set
@@ -340,15 +360,31 @@ class Reference:
             raise PoseStackOverflow(f"{inst.name or 'human'}: an eighth pose: the task's blend windows nest "
                                     f"more than {POSE_STACK_SIZE} clips' poses (refused, nothing changed)")
 
+    @staticmethod
+    def _newest_fade(stack) -> RefTask | None:
+        """0x00177eb8: the newest (highest) fade on ``stack`` not yet released, or None."""
+        for t in reversed(stack):
+            if t.type == TaskType.FADE and not t.released:
+                return t
+        return None
+
+    @staticmethod
+    def _fade_span(stack, fade) -> slice:
+        """L267: what a fade's end takes off ``stack``: itself and every task between its new
+        task and itself (from the bottom when its new task is no longer on it)."""
+        below = [k for k, t in enumerate(stack) if t is fade.incoming]
+        top = next(k for k, t in enumerate(stack) if t is fade)
+        return slice(below[0] + 1 if below else 0, top + 1)
+
     def _early_finish(self, inst) -> None:
         """L255: with more than 6 tasks, the newest fade is finished by its remaining time."""
         if len(inst.stack) > self.options.early_finish_above:
-            for t in reversed(inst.stack):
-                if t.type == TaskType.FADE and not t.released:
-                    t.finish_early(self, inst)
-                    break
+            fade = self._newest_fade(inst.stack)
+            if fade is not None:
+                fade.finish_early(self, inst)
 
     def _put(self, inst, task, at: int | None) -> None:
+        _live(task, "the stack")
         self._check_fits_poses(inst, task)
         self._early_finish(inst)
         if len(inst.stack) >= STACK_SIZE:
@@ -357,6 +393,7 @@ class Reference:
             inst.stack.append(task)
         else:
             inst.stack.insert(at, task)
+        task.placed = True
         if task.held:
             inst.record.flags |= task.held          # L237: the caller sets them as it pushes
 
@@ -371,30 +408,27 @@ class Reference:
         self.refresh_anim_id(inst)
 
     def _change_fits(self, inst, task) -> bool:
-        """Whether insert_bottom then push fit after their early finishes (a dry run)."""
-        stack = list(inst.stack)
-
-        def finish_newest() -> None:
-            if len(stack) <= self.options.early_finish_above:
-                return
-            fade = next((t for t in reversed(stack) if t.type == TaskType.FADE and not t.released), None)
-            if fade is None:
-                return
-            hi = stack.index(fade)
-            lo = stack.index(fade.incoming) + 1 if fade.incoming in stack else 0
-            del stack[lo:hi + 1]
-
-        finish_newest()
-        if len(stack) >= STACK_SIZE:
-            return False
-        stack.insert(0, task)
-        finish_newest()
-        return len(stack) < STACK_SIZE
+        """L259 tried on a copy of the stack: the two moves of a change (the new task under
+        the stack, then the fade on top) each first finish the newest fade early (L255:
+        it and the tasks its end takes go) when more than ``early_finish_above`` tasks are
+        on, then need one of the 18 slots free. Nothing of ``inst`` is changed."""
+        trial = list(inst.stack)
+        for move in ("insert_bottom", "push"):
+            if len(trial) > self.options.early_finish_above:
+                fade = self._newest_fade(trial)
+                if fade is not None:
+                    del trial[self._fade_span(trial, fade)]
+            if len(trial) >= STACK_SIZE:
+                return False
+            if move == "insert_bottom":
+                trial.insert(0, task)
+        return True
 
     def change(self, inst, task, fade: float = 0.0) -> RefFade:
         """L259: make a fade, insert the new task at the bottom, push the fade on top
         (the stack is then new, old..., fade). Refused before any change (the task given
         back): no task for the fade, no room, a bad fade time."""
+        _live(task, "change")
         try:
             self._check_fits_poses(inst, task)
             self.pool.require(1)
@@ -413,24 +447,25 @@ class Reference:
         return f
 
     # ---------------------------------------------------------------- prepared commands
-    def prepare(self, recipe):
-        """A recipe (anim.recipe.Recipe, plain data) checked: its Command (Player.prepare)."""
-        from ..recipe import Command
-        return Command(recipe)
+    def prepare(self, recipe) -> RefCommand:
+        """A recipe (anim.recipedata.Recipe, plain data) checked by the reference's own rules
+        (anim.reference.commands): its RefCommand (Player.prepare's). RecipeError names the field."""
+        return RefCommand(recipe)
 
     def run(self, inst, command, *params) -> None:
-        """A prepared command run as this engine's own handle calls (anim.recipe.expand: the
+        """A prepared command (a RefCommand, or the engine's Command: its recipe is read)
+        run as this engine's own constructors and stack rules (anim.reference.commands: the
         pool checked first, the tasks made last first, then placed; a refusal gives back
         what was made). Nothing of the Player's is read or written."""
-        from ..recipe import check_params, expand
-        check_params(command, params)
-        expand(self, inst, command, params)
+        run_command(self, inst, command, params)
 
     def enqueue(self, inst, task) -> None:
         """Queue a task to start at the next step (+0x304, at most 10)."""
+        _live(task, "enqueue")
         if len(inst.queue) >= QUEUE_SIZE:
             raise QueueFull(f"{inst.name or 'human'}: the task queue already holds {QUEUE_SIZE} tasks")
         inst.queue.append(task)
+        task.placed = True
 
     def _owner_of(self, inst, task) -> RefClip:
         todo = list(inst.stack)
@@ -444,6 +479,7 @@ class Reference:
     def replace(self, inst, old, new) -> None:
         """A hand-over (L313): ``new`` takes ``old``'s place (on the stack, or as its owner's
         next task when ``old`` ended inside a blend window); ``old`` is deferred."""
+        new.placed = True
         if not any(t is old for t in inst.stack):
             self._owner_of(inst, old).next = new
             self.defer(inst, old)
@@ -457,12 +493,11 @@ class Reference:
 
     def complete_fade(self, inst, fade) -> None:
         """L267: the fade gives back itself and every task between the new one and itself."""
-        if fade.released or fade not in inst.stack:
+        if fade.released or not any(t is fade for t in inst.stack):
             return
-        hi = inst.stack.index(fade)
-        lo = inst.stack.index(fade.incoming) + 1 if fade.incoming in inst.stack else 0
-        gone = inst.stack[lo:hi + 1]
-        del inst.stack[lo:hi + 1]
+        span = self._fade_span(inst.stack, fade)
+        gone = inst.stack[span]
+        del inst.stack[span]
         for t in gone:
             self.defer(inst, t)
 
@@ -493,6 +528,7 @@ class Reference:
         """Every character's animation step: its queue once (0x00175610), then its stack
         advanced bottom-up (the +0x64 calls); hand-overs, fades, events, held flags."""
         dt = F.f32(float(self.options.dt if dt is None else dt))
+        self.give_back_unplaced()
         self.refused = []
         self._wraps = []
         for inst in instances:
@@ -510,6 +546,17 @@ class Reference:
                 failed = failed or exc
         if failed is not None:
             raise failed
+
+    def give_back_unplaced(self) -> int:
+        """The end of the update that made them: every task out of the pool with no place (no
+        stack, queue or owner) that is not on the deferred list goes back with the next
+        tasks it owns, without a release (it never played). Ours: the original's callers
+        place every task they make (docs/original.md, "The stack, the queue and the pool").
+        Out: how many went back."""
+        before = self.pool.in_use
+        for task in [t for t in self.pool.out if not t.placed and not t.released]:
+            self.discard(task)
+        return before - self.pool.in_use
 
     def wrapped(self, inst, task) -> None:
         """A task with a wrap callback wrapped: noted, called at the end of the step."""
@@ -645,7 +692,7 @@ class Reference:
     def pose(self, instances, reference: bool = False) -> "RefBones":
         """Every instance's pose and model-space bone transforms (RefBones: ``each`` the
         (RefPose, positions (34, 3), rotations (34, 4)) per instance, and the engine's
-        layout in new arrays: ``poses`` a PoseBatch, ``pos`` (3, 34, N), ``rot`` (4, 34, N)).
+        layout in new arrays: ``poses`` (RefPoseArrays: PoseBatch's fields), ``pos`` (3, 34, N), ``rot`` (4, 34, N)).
         ``reference`` is accepted for the Player's signature (there is one path)."""
         from .pose import bones_of
         motion = self.options.motion_entry == MotionEntry.MOTION
@@ -675,18 +722,51 @@ class Reference:
     def gait_speeds(self, anim_set, ids) -> tuple[float, ...]:
         """The looping gaits' speeds (m/s): displacement length / duration / rate ("Playback
         rate" L297, anim.rates.gait_speed)."""
-        from ..rates import gait_speed
-        return tuple(gait_speed(self.find(anim_set, i), self.rate_of(anim_set, i)) for i in ids)
+        out = []
+        for i in ids:
+            clip, rate = self.find(anim_set, i), self.rate_of(anim_set, i)
+            if not rate > 0.0:
+                raise ValueError(f"gait speed of {clip.name!r}: rate {rate!r} must be > 0")
+            dx, dy = (float(v) for v in clip.displacement)
+            # 0x00101950 Anim_RootDisplacementLength: sqrt(x^2 + y^2) as written (+ * sqrt:
+            # the same bits anywhere; libm's hypot differs by build)
+            out.append(math.sqrt(dx * dx + dy * dy) / float(clip.duration) / float(rate))
+        return tuple(out)
+
+
+class RefPoseArrays:
+    """N poses in the engine's layout, as plain arrays: ``vel`` (3, N), ``root`` (3, N),
+    ``rot`` (4, 34, N) float32 and ``tag`` (36, N) bool ("The pose" L100-102)."""
+
+    __slots__ = ("vel", "root", "rot", "tag")
+
+    def __init__(self, n: int):
+        self.vel = np.zeros((3, n), np.float32)
+        self.root = np.zeros((3, n), np.float32)
+        self.rot = np.zeros((4, NUM_BONES, n), np.float32)
+        self.tag = np.zeros((2 + NUM_BONES, n), bool)
+
+    def __len__(self) -> int:
+        return self.vel.shape[1]
+
+    def copy(self) -> "RefPoseArrays":
+        """An independent copy."""
+        out = RefPoseArrays(0)
+        out.vel, out.root, out.rot, out.tag = self.vel.copy(), self.root.copy(), self.rot.copy(), self.tag.copy()
+        return out
+
+    def is_finite(self) -> bool:
+        """Whether every translation and rotation value is finite."""
+        return bool(np.isfinite(self.vel).all() and np.isfinite(self.root).all() and np.isfinite(self.rot).all())
 
 
 class RefBones:
     """The reference's poses and bone transforms of one update (see ``Reference.pose``)."""
 
     def __init__(self, each: list):
-        from ..pose import PoseBatch
         self.each = each
         n = self.n = len(each)
-        self.poses = PoseBatch.empty(n)
+        self.poses = RefPoseArrays(n)
         self.pos = np.zeros((3, NUM_BONES, n), np.float32)
         self.rot = np.zeros((4, NUM_BONES, n), np.float32)
         for i, (p, pos, mrot) in enumerate(each):

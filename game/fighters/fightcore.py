@@ -206,7 +206,7 @@ class FightCore:
         ent = who if who.__class__ is int else self._ent(who)
         game = self._lookup.__self__
         ents = game._entities
-        if ent not in ents or ent in game._dead:     # not self._live(ent) (Game._alive), inline
+        if ent not in ents:                      # not self._live(ent) (Game._alive), inline
             self.game.entity(self._name(ent))      # raises: UnknownHuman, or KeyError for no human's
         return ents[ent][Animator].instance
 

@@ -34,16 +34,16 @@ from scuffle.anim import snapshot as S
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
 from scuffle.anim.digest import array_form, blocks_digests, digest_form, values_bytes
-from scuffle.anim.snapcheck import (ClipFacts, StateError, check_engine, check_finite, check_ids, check_table_frame,
-                                    clip_facts)
+from scuffle.anim.snapcheck import ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack, unpack
 from scuffle.anim.store import Table, _layout
-from scuffle.components import Body, Combat
+from scuffle.components import Animator, Body, Combat
 
-__all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "plain_values", "encode",
+__all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "config_bytes",
+           "table_block", "table_section", "plain_values", "encode",
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
            "need_float", "need_random_state", "short", "assemble", "sections_of"]
 
-FORMAT = 3                       # the byte form's version (the header's second field)
+FORMAT = 4                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
 # magic, format, header size, scuffle version (ASCII, NUL-padded), configuration digest,
 # section count, flags (0), payload size (the bytes after the header), sha256 of the payload
@@ -55,7 +55,8 @@ TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
 SECTIONS = ("config", "meta", "values", "log", *(f"table.{t}" for t in TABLES))
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 # a table section: its rows (u32) and the length of its columns' declaration (u32), the
-# declaration (plain data: (name, dtype, inner shape) per array), then the block
+# declaration (plain data: (name, dtype, inner shape) per array), then the block packed
+# (anim.snapcheck.pack: the free list's arrays whole, the other columns' rows in use)
 _TABLE_HEAD = struct.Struct("<II")
 
 
@@ -166,7 +167,6 @@ def config_parts(game) -> dict:
 
 
 def _set_of(game, ent):
-    from scuffle.components import Animator
     return game.component(ent, Animator).instance.anim_set
 
 
@@ -194,7 +194,23 @@ def stateful(game) -> list:
 
 def config_digest(game) -> str:
     """The sha256 (hex) of ``config_parts(game)`` in the plain form."""
-    return hashlib.sha256(plaindata.encode(config_parts(game))).hexdigest()
+    return config_bytes(game)[1].hex()
+
+
+def config_bytes(game) -> tuple[bytes, bytes]:
+    """``config_parts(game)`` in the plain form and its sha256 (kept while the parts are
+    equal: encoding them is most of their cost)."""
+    parts = config_parts(game)
+    got = _CONFIG.get(id(game))
+    if got is None or got[0] != parts:
+        if len(_CONFIG) > 16:
+            _CONFIG.clear()
+        raw = plaindata.encode(parts)
+        got = _CONFIG[id(game)] = (parts, raw, hashlib.sha256(raw).digest())
+    return got[1], got[2]
+
+
+_CONFIG: dict = {}
 
 
 # ---------------------------------------------------------------- the saved values, plain
@@ -254,11 +270,10 @@ def _name_of_instance(inst) -> str:
 
 
 def _meta(game, st) -> dict:
-    from scuffle.components import Animator
     sets = {}
     for name, ent in st.names.items():
         sets[name] = game.component(ent, Animator).instance.anim_set.digest()
-    bank = b"".join(_bank_digests(game.player))
+    bank = _bank_bytes(game.player)
     return {"engine": st.engine, "updates_run": int(st.updates_run), "update": int(st.update),
             "names": {str(k): int(v) for k, v in st.names.items()}, "entity_next": int(st.entity_next),
             "sets": sets, "bank": bank}
@@ -284,6 +299,22 @@ def _bank_digests(player) -> list[bytes]:
     return [clip_digest(c) for c in player._clips]
 
 
+def _bank_bytes(player) -> bytes:
+    """The bank's clips' digests, joined (kept while the bank is the same: clips are
+    immutable and the bank only grows)."""
+    clips = player._clips
+    key = (len(clips), id(clips[-1]) if clips else 0)
+    got = _BANK.get(id(clips))
+    if got is None or got[0] != key or got[1] is not clips:
+        if len(_BANK) > 16:
+            _BANK.clear()
+        got = _BANK[id(clips)] = (key, clips, b"".join(_bank_digests(player)))
+    return got[2]
+
+
+_BANK: dict = {}
+
+
 def _table_of(game, name: str):
     return getattr(game.player.stores, name) if name in (*_ENGINE_TABLES, "humans") else getattr(game.ctx, name)
 
@@ -303,15 +334,15 @@ def encode(game, st) -> bytes:
     """The byte form of snapshot state ``st`` of ``game`` (see the module docstring;
     docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
     values = plaindata.encode(plain_values(game, st))          # first: it refuses what has no byte form
-    config = plaindata.encode(config_parts(game))
+    config, config_sha = config_bytes(game)
     sections: list[tuple[str, bytes]] = [("config", config), ("meta", plaindata.encode(_meta(game, st))),
                                          ("values", values), ("log", plaindata.encode(st.fight_log))]
     for name, ts in _saved_tables(st).items():
         cols = _columns_of(_table_of(game, name))
         head = _declared_bytes(cols)
         sections.append((f"table.{name}", _TABLE_HEAD.pack(int(ts.capacity), len(head)) + head +
-                         ts.block.tobytes()))
-    return assemble(sections, _version(), hashlib.sha256(config).digest())
+                         pack(cols, int(ts.capacity), ts.block).tobytes()))
+    return assemble(sections, _version(), config_sha)
 
 
 def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
@@ -352,7 +383,7 @@ class Parsed:
     values: dict
     values_bytes: bytes           # the values section as written (the checksum hashes it)
     log: Any                      # the fight rules' log (Fight.save_log), or None
-    tables: dict                  # name -> (rows, the columns' declaration (plain bytes), block: bytes)
+    tables: dict                  # name -> (rows, the columns' declaration (plain bytes), the packed block)
 
 
 def parse(data: bytes) -> Parsed:
@@ -365,7 +396,8 @@ def parse(data: bytes) -> Parsed:
     magic, fmt, hsize, version, config, count, flags, size, digest = HEADER.unpack_from(data)
     if not (magic == MAGIC):
         raise _Refused(f"header.magic: {short(magic)} at offset 0 is not {MAGIC!r} (not a scuffle snapshot)")
-    need(fmt == FORMAT, "header.format", f"format {fmt} at offset 8; this scuffle reads format {FORMAT}")
+    need(fmt == FORMAT, "header.format", f"format {fmt} at offset 8; this scuffle reads format {FORMAT}" +
+         (" (an older scuffle's file: take the snapshot again with this version)" if 1 <= fmt < FORMAT else ""))
     need(hsize == HEADER.size, "header.size", f"{hsize} at offset 12, expected {HEADER.size}")
     need(flags == 0, "header.flags", f"{flags} at offset 64, expected 0")
     need(size == n - HEADER.size, "header.payload", f"{size} bytes at offset 68, the file holds {n - HEADER.size} "
@@ -436,45 +468,48 @@ def parse(data: bytes) -> Parsed:
 
 # ---------------------------------------------------------------- checked against a Game
 class _Rows:
-    """A saved block's arrays by name, for the checks (a scratch table: no handles, no
-    fast views, nothing of the world's); ``gen``
-    and ``_free`` the human table's lists (set from the values)."""
-
-    def __getattr__(self, name: str) -> Any:       # the arrays are set by name (declared for a type checker)
-        raise AttributeError(name)
+    """A checked block's arrays by name (a scratch table: no handles, no fast views,
+    nothing of the world's), each made when first read."""
 
     def __init__(self, columns: dict, cap: int, block: np.ndarray):
-        self.capacity, self.block = cap, block
-        self.gen: Any = None
-        self._free: Any = None
-        for name, (off, dt, shape) in _layout_of(columns, cap).items():
-            size = dt.itemsize
-            for n in shape:
-                size *= n
-            self.__dict__[name] = block[off:off + size].view(dt).reshape(shape)
+        self.capacity, self.block, self._columns = cap, block, columns
+
+    def __getattr__(self, name: str) -> Any:       # a column's view, made once
+        lay = _layout_of(self.__dict__["_columns"], self.__dict__["capacity"])
+        if name not in lay:
+            raise AttributeError(name)
+        off, dt, shape = lay[name]
+        size = dt.itemsize
+        for n in shape:
+            size *= n
+        a = self.__dict__[name] = self.block[off:off + size].view(dt).reshape(shape)
+        return a
 
 
-_LAYOUTS: dict = {}                # (column names, capacity) -> store._layout's arrays: derived only
+_LAYOUTS: dict = {}                # (id of the columns, capacity) -> store._layout's: derived only
+
+
+def _layout_full(columns: dict, cap: int) -> tuple:
+    key = (id(columns), cap)
+    got = _LAYOUTS.get(key)
+    if got is None or got[0] is not columns:
+        if len(_LAYOUTS) > 256:
+            _LAYOUTS.clear()
+        got = _LAYOUTS[key] = (columns, _layout(columns, cap))
+    return got[1]
 
 
 def _layout_of(columns: dict, cap: int) -> dict:
-    key = (tuple(columns), cap)
-    lay = _LAYOUTS.get(key)
-    if lay is None:
-        if len(_LAYOUTS) > 256:
-            _LAYOUTS.clear()
-        lay = _LAYOUTS[key] = _layout(columns, cap)
-    return lay[0]
+    return _layout_full(columns, cap)[0]
 
 
 def _block_size(columns: dict, cap: int) -> int:
-    _layout_of(columns, cap)
-    return _LAYOUTS[(tuple(columns), cap)][1]
+    return _layout_full(columns, cap)[1]
 
 
-def _scratch(game, name: str, rows: int, cols: bytes, block: bytes) -> _Rows:
-    """A scratch copy of table ``name``'s saved ``block``, after checking that the declared
-    columns are this Game's and the block has the layout's size."""
+def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
+    """Table ``name``'s saved rows (packed) for the checks, after checking that the declared
+    columns are this Game's (their size is checked as they are unpacked: check_saved)."""
     live = _table_of(game, name)
     want = _columns_of(live)
     where = f"table.{name}"
@@ -491,10 +526,59 @@ def _scratch(game, name: str, rows: int, cols: bytes, block: bytes) -> _Rows:
         diff = next((f"{short(a)} where this engine has {short(b)}" for a, b in zip(declared, mine) if a != b),
                     f"{len(declared)} columns where this engine has {len(mine)}")
         raise _Refused(f"{where}.columns: {diff} (another version's layout)")
-    size = _block_size(want, rows)
-    need(len(block) == size, f"{where}.block", f"{len(block)} bytes, the layout of {rows} rows is {size}")
-    buf = np.frombuffer(block, np.uint8).copy()
-    return _Rows(want, rows, buf)
+    return Saved(want, rows, block, _blank(live, want, rows))
+
+
+def _blank(table, columns: dict, cap: int) -> np.ndarray:
+    """A block of ``cap`` rows of ``table``'s layout with every row as a free row holds it
+    (a table with defaults: each column at its default; else 0), the file's rows in use
+    written over it (kept per layout, capacity and defaults, never the table itself:
+    derived only)."""
+    defaults = tuple((getattr(table, "_defaults", None) or {}).items())
+    key = (id(columns), cap)
+    got = _BLANKS.get(key)
+    if got is None or got[0] is not columns or got[1] != defaults:
+        lay, size = _layout_full(columns, cap)
+        block = np.zeros(size, np.uint8)
+        for name, value in defaults:
+            if value and name in lay:
+                off, dt, shape = lay[name]
+                n = dt.itemsize
+                for k in shape:
+                    n *= k
+                block[off:off + n].view(dt).reshape(shape)[...] = value
+        if len(_BLANKS) >= 14:                  # two Games' seven tables
+            _BLANKS.clear()
+        got = _BLANKS[key] = (columns, defaults, block)
+    return got[2]
+
+
+_BLANKS: dict = {}
+
+
+def table_block(section: bytes) -> tuple[int, bytes, dict, np.ndarray]:
+    """(rows, the declaration's bytes, the columns declared, the block) of a table section
+    as ``encode`` writes it: the packed rows unpacked, a free row's columns 0 (a tool's
+    and a test's view of a file; ``table_section`` writes one back)."""
+    rows, hl = _TABLE_HEAD.unpack_from(section)
+    raw = bytes(section[_TABLE_HEAD.size:_TABLE_HEAD.size + hl])
+    columns = _declared_columns(raw, "table")
+    try:
+        block = unpack(columns, rows, section[_TABLE_HEAD.size + hl:])
+    except StateError as e:
+        raise _Refused(str(e)) from None
+    return rows, raw, columns, block
+
+
+def table_section(rows: int, raw: bytes, columns: dict, block: np.ndarray) -> bytes:
+    """A table section from its rows, declaration and block (``table_block`` undone)."""
+    return _TABLE_HEAD.pack(rows, len(raw)) + raw + pack(columns, rows, block).tobytes()
+
+
+def _rows_array(a: Any, where: str) -> np.ndarray:
+    """A list of rows as the values hold it: an int64 array of one dimension."""
+    need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, where, "not a list of rows")
+    return a
 
 
 def _declared(columns: dict) -> list:
@@ -511,12 +595,21 @@ _DECLARED: dict = {}
 
 
 def _declared_bytes(columns: dict) -> bytes:
-    """``_declared`` in the plain form (kept: what a file of this layout holds)."""
-    key = ("bytes", tuple(columns))
-    got = _DECLARED.get(key)
-    if got is None or got[0] != columns:
-        got = _DECLARED[key] = (dict(columns), plaindata.encode(_declared(columns)))
+    """``_declared`` in the plain form (kept: what a file of this layout holds; a table's
+    columns are one dict for its life)."""
+    got = _DECLARED_BYTES.get(id(columns))
+    if got is None or got[0] is not columns:
+        key = ("bytes", tuple(columns))
+        got = _DECLARED.get(key)
+        if got is None or got[0] != columns:
+            got = _DECLARED[key] = (dict(columns), plaindata.encode(_declared(columns)))
+        if len(_DECLARED_BYTES) > 64:
+            _DECLARED_BYTES.clear()
+        got = _DECLARED_BYTES[id(columns)] = (columns, got[1])
     return got[1]
+
+
+_DECLARED_BYTES: dict = {}
 
 
 def to_state(game, p: Parsed, state_cls) -> Any:
@@ -526,8 +619,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     schema and cross-reference. Rejected (_Refused, one line naming the section and
     field): anything that does not fit; nothing of the Game is changed."""
     # -- the configuration: the same parts, else say which differ
-    mine = plaindata.encode(config_parts(game))
-    if p.config != hashlib.sha256(mine).digest():
+    mine, mine_sha = config_bytes(game)
+    if p.config != mine_sha:
         try:
             theirs = plaindata.decode(p.config_parts)
         except plaindata.PlainDataError:
@@ -556,18 +649,17 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     entity_next = need_int(m["entity_next"], "meta.entity_next", max(names.values(), default=0) + 1 if names else 1)
     sets = m["sets"]
     need(isinstance(sets, dict) and set(sets) == set(names), "meta.sets", "not one anim set digest per human")
-    from scuffle.components import Animator
     for name, d in sets.items():
         if not (d == game.component(names[name], Animator).instance.anim_set.digest()):
             raise _Refused(f"meta.sets[{short(name)}]: the human's anim set differs from this Game's")
     bank_raw = m["bank"]
     need(isinstance(bank_raw, bytes) and len(bank_raw) % 32 == 0, "meta.bank", "not the clips' digests")
-    have = b"".join(_bank_digests(game.player))
+    have = _bank_bytes(game.player)
     need(have[:len(bank_raw)] == bank_raw, "meta.bank",
          "the clip bank lists other clips (set the Game up as the snapshot's was: the same humans in the same order)")
     bank = range(len(bank_raw) // 32)
-    # -- the tables: scratch copies, checked row by row
-    scratch = {name: _scratch(game, name, *p.tables[name]) for name in TABLES}
+    # -- the tables: their layouts, then every row checked in one pass on a scratch copy
+    saved = [_saved(game, name, *p.tables[name]) for name in TABLES]
     v = p.values
     need(set(v) == {"engine", "bodies", "combats", "fight", "extras"}, "values", "not the fields of a snapshot")
     ev = v["engine"]
@@ -575,23 +667,26 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                                               "instances", "loose"}, "values.engine", "not the engine's fields")
     hv = ev["humans"]
     need(isinstance(hv, dict) and set(hv) == {"free", "gen"}, "values.engine.humans", "not its fields")
-    hum = scratch["humans"]
-    for k in ("gen", "free"):
-        a = hv[k]
-        need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, f"values.engine.humans.{k}",
-             "not a list of rows")
-    hum.gen = hv["gen"].tolist()
-    hum._free = hv["free"].tolist()
+    hgen = _rows_array(hv["gen"], "values.engine.humans.gen")
+    hfree = _rows_array(hv["free"], "values.engine.humans.free")
     pool = ev["pool"]
     need(isinstance(pool, tuple) and len(pool) == 2 and isinstance(pool[0], np.ndarray), "values.engine.pool",
          "not (flags, count)")
+    # a table's rows are reset to its defaults when given back (anim.store.Table.free): no
+    # table has rows waiting for a reset between two updates
+    dirty = [_NO_ROWS] * len(TABLES)
+    dirty_where = [f"table.{name}" for name in TABLES]
+    texts = _texts(v["combats"])
     player = game.player
-    engine_tables = {n: scratch[n] for n in _ENGINE_TABLES}
     try:
-        live = check_engine(engine_tables, hum, pool_out=pool[0], n_out=pool[1],
-                            pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)))
+        _, blocks = check_saved(saved, hgen=hgen, hfree=hfree, pool_out=pool[0], n_out=pool[1],
+                                pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)), dirty=dirty,
+                                dirty_where=dirty_where, entities=np.array(sorted(names.values()), np.int64),
+                                texts=len(texts))
     except StateError as e:
-        raise _Refused(f"table.{e}") from None
+        raise _Refused(str(e)) from None
+    scratch = {name: _Rows(sv.columns, sv.capacity, b) for name, sv, b in zip(TABLES, saved, blocks)}
+    hum = scratch["humans"]
     kinds = player.callbacks
     calls = _calls_back(ev["calls"], kinds)
     try:
@@ -599,7 +694,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     except StateError as e:
         raise _Refused(f"table.{e}") from None
     states = {name: S.TableState(scratch[name].capacity, scratch[name].block) for name in _ENGINE_TABLES}
-    humans_state = S.HumanTableState(hum.capacity, hum.block, list(hum._free), list(hum.gen))
+    humans_state = S.HumanTableState(hum.capacity, hum.block, hfree.tolist(), hgen.tolist())
     deferred = ev["deferred"]
     need(isinstance(deferred, np.ndarray) and deferred.dtype == np.int64 and deferred.ndim == 2
          and deferred.shape[1] == 2, "values.engine.deferred", "not (human row, task row) pairs")
@@ -670,8 +765,6 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     # -- the bodies and the combat rows: their owners by name, finite numbers
     bodies = _views_back(game, scratch["bodies"], v["bodies"], names, Body, "bodies")
     combats = _views_back(game, scratch["combats"], v["combats"], names, Combat, "combats")
-    _check_bodies(scratch["bodies"], names)
-    texts = _check_combats(scratch["combats"], v["combats"], names)
     # -- the fight rules and the stateful actions check their own
     fight = v["fight"]
     has_fight = game.fight is not None and hasattr(game.fight, "save_state")
@@ -735,8 +828,7 @@ MAX_CALLS = 1 << 20
 def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
     """(TableState, owners: row -> the human's view) of a body or combat table."""
     where = f"values.{what}"
-    need(isinstance(v, dict) and "owners" in v, where, "not its fields")
-    live = check_table_frame_refused(what, t)
+    live = np.flatnonzero(t.live)
     owners_v = v["owners"]
     need(isinstance(owners_v, dict), f"{where}.owners", "not a map")
     owners = {}
@@ -751,67 +843,15 @@ def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
     return S.TableState(t.capacity, t.block), owners
 
 
-def check_table_frame_refused(name: str, t) -> np.ndarray:
-    try:
-        return check_table_frame(f"table.{name}", t)
-    except StateError as e:
-        raise _Refused(str(e)) from None
+_NO_ROWS = np.zeros(0, np.int64)
 
 
-def _finite(name: str, a: np.ndarray, rows: np.ndarray, lo: float, hi: float) -> None:
-    try:
-        check_finite(name, a[rows], rows, lo, hi)
-    except StateError as e:
-        raise _Refused(str(e)) from None
-
-
-def _check_bodies(t, names: dict) -> None:
-    from scuffle.anim.limits import MAX_COORD
-    rows = np.flatnonzero(t.live)
-    for col in ("position", "attach_offset", "slide_target"):
-        _finite(f"table.bodies.{col}", t.__dict__[col], rows, -MAX_COORD, MAX_COORD)
-    for col in ("heading", "attach_heading", "slide_heading"):
-        _finite(f"table.bodies.{col}", t.__dict__[col], rows, -MAX_COORD, MAX_COORD)
-    for col in ("velocity", "state_velocity"):
-        _finite(f"table.bodies.{col}", t.__dict__[col], rows, -1e6, 1e6)
-    ents = set(names.values())
-    for r in rows:
-        a = int(t.attachment[r])
-        need(a == -1 or a in ents, f"table.bodies.attachment[{int(r)}]", f"{a} is not -1 or a human's entity")
-        need(0 <= int(t.slide_left[r]) <= 1 << 20, f"table.bodies.slide_left[{int(r)}]", "out of range")
-    _bools_refused("table.bodies.sliding", t.sliding[rows])
-
-
-def _bools_refused(name: str, a: np.ndarray) -> None:
-    need(not (a.view(np.uint8) > 1).any(), name, "a byte that is not a bool (0 or 1)")
-
-
-def _check_combats(t, v: dict, names: dict) -> list:
-    from scuffle.anim.limits import MAX_COORD, MAX_HEALTH
-    texts: Any = v.get("texts")
+def _texts(v: Any) -> list:
+    """The combat rows' texts (their state and role codes index them): distinct short texts."""
+    texts: Any = v.get("texts") if isinstance(v, dict) else None
     need(isinstance(texts, list) and 2 <= len(texts) <= 4096 and all(isinstance(x, str) and len(x) <= 256
                                                                      for x in texts)
          and len(set(texts)) == len(texts), "values.combats.texts", "not a list of distinct short texts")
-    rows = np.flatnonzero(t.live)
-    _finite("table.combats.health", t.health, rows, -MAX_HEALTH * 1e3, MAX_HEALTH)
-    _finite("table.combats.max_health", t.max_health, rows, 0.0, MAX_HEALTH)
-    _finite("table.combats.damage_taken", t.damage_taken, rows, -1e12, 1e12)
-    _finite("table.combats.move_speed", t.move_speed, rows, 0.0, 1e6)
-    for col in ("partner_place", "move_dir", "impulse"):
-        _finite(f"table.combats.{col}", t.__dict__[col], rows, -MAX_COORD, MAX_COORD)
-    ents = set(names.values())
-    for row in rows:
-        r = int(row)
-        for col in ("state", "role"):
-            c = int(t.__dict__[col][r])
-            need(0 <= c < len(texts), f"table.combats.{col}[{r}]", f"code {c} is not one of the {len(texts)} texts")
-        p = int(t.partner[r])
-        need(p == -1 or p in ents, f"table.combats.partner[{r}]", f"{p} is not -1 or a human's entity")
-        need(int(t.place_len[r]) in (0, 2, 3), f"table.combats.place_len[{r}]", "not 0, 2 or 3")
-        for col in ("hits", "down_left", "serial"):
-            need(0 <= int(t.__dict__[col][r]) <= 1 << 40, f"table.combats.{col}[{r}]", "out of range")
-        need(-1 <= int(t.move_id[r]) <= (1 << 31) - 1, f"table.combats.move_id[{r}]", "out of range")
-    _bools_refused("table.combats.struck", t.struck[rows])
     return list(texts)
 
 
@@ -832,6 +872,30 @@ def checksum(game, st) -> str:
 
 
 _COLUMNS_OF: dict = {}                # a declaration's bytes -> its columns (the same object each time)
+_NUMERIC = frozenset(d.str for d in plaindata.DTYPES)
+
+
+def _declared_columns(raw: bytes, where: str) -> dict:
+    """The columns a table section declares, read without a Game (a checksum of a file, a
+    tool's view of one): {name: dtype}. Rejected (_Refused naming ``where``): a declaration
+    that is not (name, one of plaindata's numeric dtypes, an inner shape of at most 4
+    dimensions of 1 to 4096) per array, at most 64 arrays, ``live`` among them."""
+    got = _COLUMNS_OF.get(raw)
+    if got is not None:
+        return got
+    try:
+        cols = plaindata.decode(raw)
+    except plaindata.PlainDataError as e:
+        raise _Refused(f"{where}.columns: {e}") from None
+    ok = isinstance(cols, list) and len(cols) <= 64 and all(
+        isinstance(c, tuple) and len(c) == 3 and c[0].__class__ is str and c[1] in _NUMERIC and
+        isinstance(c[2], list) and len(c[2]) <= 4 and all(d.__class__ is int and 1 <= d <= 4096 for d in c[2])
+        for c in cols) and "live" in {c[0] for c in cols}
+    need(ok, f"{where}.columns", "not (name, numeric dtype, inner shape) per array with a live column")
+    if len(_COLUMNS_OF) > 64:
+        _COLUMNS_OF.clear()
+    got = _COLUMNS_OF[raw] = {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1]) for c in cols}
+    return got
 
 
 def _values_digest(v: dict) -> bytes:
@@ -857,11 +921,12 @@ def checksum_parsed(p: Parsed) -> str:
     h.update(_values_digest(digest_form(p.values)))
     tables = []
     for name in TABLES:
-        rows, raw, block = p.tables[name]
-        cols = plaindata.decode(raw)
-        columns = _COLUMNS_OF.setdefault(raw, {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1])
-                                               for c in cols})
-        tables.append((columns, rows, np.frombuffer(block, np.uint8)))
+        rows, raw, packed = p.tables[name]
+        columns = _declared_columns(raw, f"table.{name}")
+        try:
+            tables.append((columns, rows, unpack(columns, rows, packed, f"table.{name}")))
+        except StateError as e:
+            raise _Refused(str(e)) from None
     h.update(blocks_digests(tables).tobytes())
     return h.hexdigest()
 

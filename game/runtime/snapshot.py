@@ -364,16 +364,10 @@ def restore(game, snap: Snapshot) -> None:
         game.names.clear()
         game.names.update(st.names)
     if moved:
-        # the systems' lists of the crowd (body rows, pose columns, entity order): made
-        # again at the next update. With the same humans and every view on its row they
-        # still hold (sorted_components checks esper's own list, and the systems check the
-        # tables' capacities), so a rollback's first update does not rebuild them: 2.2 ms
-        # at 1,000 humans.
-        ctx.sorted_cache.clear()
-        for proc in game.processors:
-            reset = getattr(proc, "reset", None)
-            if reset is not None:
-                reset()
+        # the crowd's rows (body rows, pose columns) are read again at the next update;
+        # with the same humans and every view on its row they still hold, so a rollback's
+        # first update does not read them again
+        ctx.crowd.invalidate()
     if st.fight is not None:
         game.fight.load_state(st.fight)
         if st.fight_log is not None and hasattr(game.fight, "load_log"):
@@ -659,9 +653,9 @@ class SavedRandom(random.Random):
         return s
 
     def load_state(self, state: tuple) -> None:
-        """Put back a ``save_state`` (nothing to do when it is the state it holds: no
-        number drawn since that save)."""
-        if state is not self._saved:
+        """Put back a ``save_state`` (nothing to do when it is, or equals, the state it
+        holds: no number drawn since that save)."""
+        if state is not self._saved and state != self._saved:    # (equal: a file's copy of the state it holds)
             version, words, gauss = state
             hit = self._words.get(id(state))
             unpacked = hit[1] if hit is not None and hit[0] is state else \

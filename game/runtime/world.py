@@ -20,6 +20,7 @@ and leaves the world to the host.
 from __future__ import annotations
 
 import itertools
+from bisect import bisect_left
 from types import TracebackType
 from typing import Any, Callable, Protocol, Sequence, TypeAlias, TypeVar
 
@@ -129,16 +130,60 @@ def _by_entity(kv: tuple[str, int]) -> int:
     return kv[1]
 
 
+class _Names(dict):
+    """``Game.names`` (name -> entity): a dict that counts its changes (``version``), so
+    ``humans()`` knows its kept list still holds with one comparison."""
+
+    version = 0
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        self.version += 1
+
+    def __delitem__(self, key) -> None:
+        super().__delitem__(key)
+        self.version += 1
+
+    def pop(self, *args):
+        out = super().pop(*args)
+        self.version += 1
+        return out
+
+    def popitem(self):
+        out = super().popitem()
+        self.version += 1
+        return out
+
+    def clear(self) -> None:
+        super().clear()
+        self.version += 1
+
+    def update(self, *args, **kwargs) -> None:
+        super().update(*args, **kwargs)
+        self.version += 1
+
+    def setdefault(self, key, default=None):
+        out = super().setdefault(key, default)
+        self.version += 1
+        return out
+
+    def __ior__(self, other):
+        out = super().__ior__(other)
+        self.version += 1
+        return out
+
+
 class _Active:
     """``Game.active()``: a world made current for a ``with`` block, the one current
     before made current again after it (when it still exists). Switches nothing when the
     world is current already."""
 
-    __slots__ = ("world", "prev")
+    __slots__ = ("world", "prev", "crowd")
 
-    def __init__(self, world: str):
+    def __init__(self, world: str, crowd: Any = None):
         self.world = world
         self.prev: str | None = None
+        self.crowd = crowd
 
     def __enter__(self) -> None:
         prev = self.prev = esper.current_world
@@ -148,6 +193,9 @@ class _Active:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         prev = self.prev
+        if self.crowd is not None and esper.current_world == self.world:
+            self.crowd.sync()               # what the block did in esper behind the Game's back
+            self.crowd.drop_deleted()
         if prev != self.world and prev in esper.list_worlds():
             esper.switch_world(prev)
 
@@ -187,19 +235,21 @@ class Game:
         # the reference engine moves the bodies by the readable root motion (systems.motion:
         # numpy on anim.detmath, the kernel's bits on every CPU), as reference=True does
         self.ctx = SimContext(self.player, reference=reference or engine == "reference")
-        self.names: dict[str, int] = {}
-        # humans()' sorted list and what it was made from (derived only): names, entities, list
-        self._roster: tuple[dict[str, int], set[int], list[tuple[str, int]]] | None = None
+        self.names: dict[str, int] = _Names()
+        # humans()' list in entity order, kept by add_human and remove_human, and the
+        # (crowd version, names version) it matches; made again when either moved otherwise
+        # (a rename, a change behind the Game's back in esper, a restore)
+        self._order: list[tuple[str, int]] = []
+        self._order_of: tuple[int, int] = (-1, -1)
+        self._sets: dict[int, AnimSet] = {}        # the anim sets registered with the player (read-only)
         # The fight rules when attached (scuffle.game.fighters.combat.Fight sets it), typed by
         # the FightRules protocol: the runtime layer never imports the fighters (tests/test_layers.py).
         self.fight: FightRules | None = None
         self.closed = False
-        # This world's esper tables (entity -> {type: component}, the deleted entities),
-        # held directly (_bind): a look-up needs no switch of esper's current world.
-        self._entities: dict[int, dict[type, Any]] = {}
-        self._dead: set[int] = set()
-        with self.active():
-            self._bind()
+        # entity -> {type: component} of this world's humans: the crowd's own (kept by the
+        # joins and leaves), so a look-up needs no switch of esper's current world
+        self._entities: dict[int, dict[type, Any]] = self.ctx.crowd.parts
+        with _Active(self.world):
             taken = [s.__name__ for s in schedule.SCHEDULE if esper.get_processor(s) is not None]
             if taken:
                 if self.owns_world:
@@ -208,6 +258,8 @@ class Game:
                 raise WorldInUse(f"esper world {name!r} already runs scuffle's systems "
                                  f"({', '.join(taken)}): one Game per world")
             self.processors: list[esper.Processor] = schedule.install(self.ctx)
+            if self.owns_world:
+                self.ctx.crowd.start_empty()          # a new world: nothing in it to read
         if self.owns_world:
             # the world current now is the host's: processing it steps nothing of this Game
             # (a warning once if it is processed while this Game is never stepped)
@@ -232,17 +284,11 @@ class Game:
     def active(self) -> "_Active":
         """Make this game's esper world current for the block (``with game.active():``);
         the world current before is current again after it. Nothing is switched when
-        this world is current already (inside ``step()``, or a host's ``esper.process()``)."""
-        return _Active(self.world)
-
-    def _bind(self) -> None:
-        """Hold this world's esper tables (called with the world current): esper 3 keeps
-        the current world's entity dict and deleted set in module globals, and each world
-        keeps the same two objects for its whole life (switch_world swaps them, clearing
-        empties them in place), so ``component`` and ``_alive`` read them with no switch
-        of worlds, whichever world is current."""
-        self._entities = esper._entities
-        self._dead = esper._dead_entities
+        this world is current already (inside ``step()``, or a host's ``esper.process()``).
+        What the block changed in esper behind the Game's back (an entity deleted, a Body
+        swapped) is seen as it ends (the crowd read again, systems.crowd; a human whose
+        entity waits for esper's deferred deletion is gone from the Game's look-ups then)."""
+        return _Active(self.world, None if self.closed else self.ctx.crowd)
 
     def close(self) -> None:
         """Delete the esper world this Game created; in a host's world, remove only its
@@ -250,7 +296,8 @@ class Game:
         if self.closed:
             return
         self.closed = True
-        self._entities, self._dead = {}, set()      # no look-up finds a human of this Game now
+        self._entities = {}                         # no look-up finds a human of this Game now
+        self._order_of = (-1, -1)
         if self.world not in esper.list_worlds():
             return
         if self.owns_world and self.world != "default":
@@ -258,7 +305,7 @@ class Game:
                 esper.switch_world("default")
             esper.delete_world(self.world)
             return
-        with self.active():
+        with _Active(self.world):
             for system in schedule.SCHEDULE:
                 esper.remove_processor(system)
             for ent in self.names.values():
@@ -286,11 +333,14 @@ class Game:
         self._open()
         if name in self.names and self._alive(self.names[name]):
             raise ValueError(f"human {name!r} already exists")
-        self.player.register(anim_set)
+        if self._sets.get(id(anim_set)) is not anim_set:    # a set's clips go into the bank once
+            self.player.register(anim_set)
+            self._sets[id(anim_set)] = anim_set
         record = HumanRecord()
-        with self.active():
-            if esper._entities is not self._entities:     # the world was deleted and made anew
-                self._bind()
+        crowd = self.ctx.crowd
+        with _Active(self.world):
+            crowd.sync()                      # a change behind the Game's back: read first
+            fresh = self._order_of == (crowd.version, self.names.version)
             ent = esper.create_entity()
             inst: Any                       # a CharacterInstance, or the reference's RefInstance
             if self.engine == "reference":
@@ -298,17 +348,20 @@ class Game:
                 inst = RefInstance(anim_set, name, handle=ent, record=record)
             else:
                 inst = CharacterInstance(anim_set, name, record, handle=ent)
-            esper.add_component(ent, Name(name))
-            esper.add_component(ent, Animator(inst))
-            esper.add_component(ent, record)
-            esper.add_component(ent, PoseRef())
-            esper.add_component(ent, RangeRecords(anim_set.range_list))
-            esper.add_component(ent, AnimSetRef(anim_set))
-            esper.add_component(ent, Body(position=np.array(position, dtype=np.float64), heading=float(heading),
-                                          table=self.ctx.bodies))
-            esper.add_component(ent, Combat(health=health, max_health=health, table=self.ctx.combats))
-            esper.add_component(ent, FiredEvents())
+            parts: dict[type, Any] = {}
+            for comp in (Name(name), Animator(inst), record, PoseRef(), RangeRecords(anim_set.range_list),
+                         AnimSetRef(anim_set),
+                         Body(position=np.array(position, dtype=np.float64), heading=float(heading),
+                              table=self.ctx.bodies),
+                         Combat(health=health, max_health=health, table=self.ctx.combats), FiredEvents()):
+                esper.add_component(ent, comp)
+                parts[type(comp)] = comp
+            crowd.join(ent, parts)
+            crowd.absorb()                    # the world's changes so far: this join's
         self.names[name] = ent
+        if fresh:                             # humans()' list follows: the newcomer in its place
+            self._order.insert(bisect_left(self._order, ent, key=_by_entity), (name, ent))
+            self._order_of = (crowd.version, self.names.version)
         if self.fight is not None:             # the fight rules attached: it starts in the fight idle
             self.fight.human_joined(ent)
         return ent
@@ -339,25 +392,38 @@ class Game:
             self.fight.human_leaving(ent)
         self.player.cut(inst)
         self.player.forget(inst)
-        with self.active():
+        crowd = self.ctx.crowd
+        with _Active(self.world):
+            crowd.sync()
             body = esper.try_component(ent, Body)
             combat = esper.try_component(ent, Combat)
             esper.delete_entity(ent, immediate=True)
+            fresh = self._order_of == (crowd.version, self.names.version)
+            crowd.leave(ent)
+            crowd.absorb()                    # the world's changes so far: this leave's
         if body is not None and body.table is self.ctx.bodies:
             body.release()                     # its row back to the table: the Body is stale
         if combat is not None and combat.table is self.ctx.combats:
             combat.release()                   # its row back: the Combat is stale
         del self.names[name]
+        if fresh:                              # humans()' list follows: the leaver out of it
+            order = self._order
+            k = bisect_left(order, ent, key=_by_entity)
+            if k < len(order) and order[k][1] == ent:
+                del order[k]
+                self._order_of = (crowd.version, self.names.version)
 
     def _alive(self, ent: int) -> bool:
-        """esper.entity_exists in this world (read directly: no switch of worlds)."""
-        return ent in self._entities and ent not in self._dead
+        """The entity is a human of this world (the crowd's parts: no switch of worlds). An
+        entity deleted in esper behind the Game's back is seen at the next update, or at
+        once by ``humans()``."""
+        return ent in self._entities
 
     def entity(self, name: str) -> int:
         """The entity of a human by name; UnknownHuman when there is none (or when its
         entity was deleted behind the Game's back)."""
         ent = self.names.get(name)
-        if ent is None or ent not in self._entities or ent in self._dead:     # _alive, inlined
+        if ent is None or ent not in self._entities:     # _alive, inlined
             raise UnknownHuman(name, [n for n, _ in self.humans()])
         return ent
 
@@ -380,26 +446,35 @@ class Game:
         return self.component(name, HumanRecord)
 
     def humans(self) -> list[tuple[str, int]]:
-        """(name, entity) in entity order; a human whose entity was deleted directly
-        (esper.delete_entity) is forgotten here.
+        """(name, entity) in entity order, a new list each call; a human whose entity was
+        deleted directly in esper is forgotten here, once the Game has seen it: at once in
+        its world or after a ``with game.active():`` block, else at the next update (a
+        deferred ``esper.delete_entity`` once esper has carried it out: at that update's
+        start).
 
-        The sorted list is kept (``_roster``: a copy of ``names``, their entities, the
-        list) and handed out again (a new list each call) while ``names`` equals the copy,
-        nothing waits in esper's deleted set and every one of those entities is still in
-        the world: anything that adds, removes or renames a human, deletes its entity or
-        binds another world fails one of these tests, and the list is made again."""
-        ents, dead, names = self._entities, self._dead, self.names
-        kept = self._roster
-        if kept is not None and not dead and names == kept[0] and ents.keys() >= kept[1]:
-            return list(kept[2])
-        for e in names.values():
-            if e not in ents or e in dead:            # someone deleted it: forget the names gone
-                for n in [n for n, e in names.items() if e not in ents or e in dead]:
-                    del names[n]
-                break
-        out = sorted(names.items(), key=_by_entity)
-        self._roster = (dict(names), set(names.values()), out)
-        return list(out)
+        The list is kept in entity order by ``add_human`` and ``remove_human`` (the
+        newcomer put in its place, the leaver taken out) and made again only when the
+        names were changed otherwise (a rename, a restore) or the crowd was read again
+        from esper (a change behind the Game's back)."""
+        self._see()
+        names, crowd = self.names, self.ctx.crowd
+        if self._order_of == (crowd.version, names.version):
+            return list(self._order)
+        ents = self._entities
+        gone = [n for n, e in names.items() if e not in ents]
+        for n in gone:                                 # someone deleted it: forget the name
+            del names[n]
+        self._order = sorted(names.items(), key=_by_entity)
+        self._order_of = (crowd.version, names.version)
+        return list(self._order)
+
+    def _see(self) -> None:
+        """The crowd told of what changed in esper behind the Game's back, when this world
+        is current (one identity test when nothing did). Another world current: no switch;
+        a change made in a ``with game.active():`` block was seen as the block ended, one
+        made otherwise is seen at the next update."""
+        if not self.closed and esper.current_world == self.world:
+            self.ctx.crowd.sync()
 
     # ---------------------------------------------------------------- commands
     def change(self, name: str, task: Task, fade: float = 0.0) -> None:
@@ -428,9 +503,8 @@ class Game:
         if prev != world:
             esper.switch_world(world)
         try:
-            if esper._entities is not self._entities:     # the world was deleted and made anew
-                self._bind()
             esper.process()
+            self.ctx.crowd.sync()           # (one identity test; a world made anew: read, empty)
         finally:
             if prev != world and prev in esper.list_worlds():
                 esper.switch_world(prev)

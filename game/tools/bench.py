@@ -27,7 +27,10 @@ the realistic crowd the fight rules and the commands, which run inside the updat
 about a microsecond per timer, which the first pass's figures do not carry: that pass's
 mean CPU per update is ``stage_pass_cpu_ms_mean``); the flush's own CPU from as many
 updates more with one timer around it and none inside (``flush_cpu_ms``, the flush goal's
-figure; a third pass); the kernels
+figure; a third pass); the update after one human joins and one leaves against a
+steady update (``join_leave_ratio``, medians of JOIN_LEAVE_TRIALS pairs, between the first
+and the second pass); Python outside the kernels (``python_cpu_ms``: the first pass's mean
+CPU per update less the kernels' CPU of the second); the kernels
 alone (``kernel_ms``; ``pose_stacks_us_per_human``); the same work on the reference
 engine (``scalar_ms_per_update``: the plain-Python model of the spec, anim.reference; fewer
 updates) and the speed-up; the peak memory after the compiled run (``compiled_peak_mb``)
@@ -736,6 +739,7 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
             shapes[key] = shapes.get(key, 0) + 1
         insts = [game.instance(nm) for nm, _ in game.humans()]
         leak = player.pool.in_use - player.tasks_out(insts)
+        extra.update(_join_leave(game))
         # the second pass: the same number of updates on from there, every stage timed
         stages: dict[str, float] = {}
         stages_cpu: dict[str, float] = {}
@@ -776,6 +780,8 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
             extra["step_stacks_us_per_human"] = round(kernels.get("step_stacks", 0.0) * 1e6 / (updates * n), 4)
             extra["kernel_cpu_ms"] = {k: round(kernels_cpu.get(k, 0.0) * 1000.0 / updates, 4) for k in KERNELS}
             extra["pose_stacks_cpu_us_per_human"] = round(kernels_cpu.get("pose_stacks", 0.0) * 1e6 / (updates * n), 4)
+            if stage_pass:                   # the update's CPU less the compiled kernels' own
+                extra["python_cpu_ms"] = round(float(np.mean(cpu)) - sum(extra["kernel_cpu_ms"].values()), 4)
         if frozen is not None:
             gc.unfreeze()                    # the next run's world is another one (the snapshots: unsettled, as before)
             frozen = None
@@ -792,6 +798,44 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
         if frozen is not None:
             gc.unfreeze()                    # the next run's world is another one
         game.close()
+
+
+JOIN_LEAVE_TRIALS = 9                 # pairs of a steady update and one after a join and a leave
+
+
+def _join_leave(game, trials: int = JOIN_LEAVE_TRIALS) -> dict:
+    """The update after one human joins and one leaves, against a steady update (CPU,
+    medians over ``trials`` pairs): each pair times one update, then adds a human (on the
+    first human's anim set, standing apart) and removes the one the pair before added, then
+    times the next update. ``join_leave_ratio`` the after over the steady;
+    ``join_leave_after_cpu_ms``, ``join_leave_steady_cpu_ms``, and
+    ``join_leave_calls_cpu_us`` (the add_human and remove_human calls themselves). The
+    Game's crowd is as it was after (the last newcomer removed)."""
+    first = game.humans()[0][0]
+    aset = game.instance(first).anim_set
+    clock = time.process_time
+    name = "bench-join-0"
+    game.add_human(name, aset, (0.0, -1000.0, 0.0), 0.0)
+    game.step()
+    steady, after, calls = [], [], []
+    for k in range(1, trials + 1):
+        c0 = clock()
+        game.step()
+        steady.append(clock() - c0)
+        c0 = clock()
+        game.add_human(f"bench-join-{k}", aset, (float(k), -1000.0, 0.0), 0.0)
+        game.remove_human(name)
+        calls.append(clock() - c0)
+        name = f"bench-join-{k}"
+        c0 = clock()
+        game.step()
+        after.append(clock() - c0)
+    game.remove_human(name)
+    game.step()
+    s, a = median(steady) * 1000.0, median(after) * 1000.0
+    return {"join_leave_steady_cpu_ms": round(s, 4), "join_leave_after_cpu_ms": round(a, 4),
+            "join_leave_ratio": round(a / s, 3) if s > 0 else None,
+            "join_leave_calls_cpu_us": round(median(calls) * 1e6, 2)}
 
 
 def _flush_pass(game, updates: int) -> float | None:
@@ -1307,7 +1351,13 @@ GOALS = (
     ("command_us", "one command (mean, CPU)", 3.0, "us", None),
     ("flush_ms", "the flush per update at 10,000 (CPU)", 1.0, "ms", 10000),
     ("gc_ms", "the garbage collector per update at 10,000 (CPU)", 1.0, "ms", 10000),
-    ("memory_mb", "memory at 10,000 (peak, compiled run)", 300.0, "MB", 10000),
+    ("memory_mb", "memory at 10,000 (peak, compiled run)", 250.0, "MB", 10000),
+    ("join_leave_1000", "the update after a join and a leave, over a steady one, at 1,000 (CPU)", 1.2, "x",
+     1000),
+    ("join_leave_10000", "the update after a join and a leave, over a steady one, at 10,000 (CPU)", 1.2, "x",
+     10000),
+    ("python_1000_ms", "Python outside the kernels at 1,000 (CPU per update)", 0.5, "ms", 1000),
+    ("python_10000_ms", "Python outside the kernels at 10,000 (CPU per update)", 4.0, "ms", 10000),
     ("first_step_s", "first step on a fresh install (wall, cold numba cache)", 10.0, "s", None),
     ("snapshot_2", "snapshot + restore of 2 fighters in a rollback loop (CPU)", 50.0, "us", 2),
     ("snapshot_file_2", "to_bytes + from_bytes + restore of 2 fighters (CPU)", 0.3, "ms", 2),
@@ -1340,6 +1390,10 @@ def _figure(key: str, r: dict):
         return r.get("command_cpu_us")
     if key == "memory_mb":
         return r.get("compiled_peak_mb")
+    if key.startswith("join_leave_"):
+        return r.get("join_leave_ratio")
+    if key.startswith("python_"):
+        return r.get("python_cpu_ms")
     if key in ("first_step_s", "first_step_cpu_s"):
         return (r.get("first_step") or {}).get(key)
     if key == "kernels_10000_ms":
@@ -1505,6 +1559,11 @@ def _print_one(r: dict, out) -> None:
         print(f"in a rollback loop (CPU means): snapshot {r['rollback_snapshot_cpu_us']} us, restore "
               f"{r['rollback_restore_cpu_us']} us; a file's to_bytes + from_bytes + restore {r['file_cpu_us']} us",
               file=out)
+    if r.get("join_leave_ratio") is not None:
+        print(f"the update after one human joins and one leaves: {r['join_leave_after_cpu_ms']} ms CPU against "
+              f"{r['join_leave_steady_cpu_ms']} steady ({r['join_leave_ratio']}x; the two calls "
+              f"{r['join_leave_calls_cpu_us']} us); Python outside the kernels {r.get('python_cpu_ms')} ms CPU "
+              f"per update", file=out)
     if "command_us" in r:
         print(f"commands: {r['commands_per_update']} per update, {r['command_us']} us each (mean; CPU "
               f"{r.get('command_cpu_us')}), "

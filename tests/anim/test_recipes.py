@@ -465,3 +465,46 @@ def test_a_handler_gets_the_task_of_a_recipe_row_no_one_read(n):
             bad = [(fe, fe.task) for fe in seen if fe.task is None or fe.task.anim_id() != fe.anim_id]
             assert not bad, bad[:3]
         assert calls == [], "the direct path did not run"
+
+
+def test_the_reference_checks_a_recipe_as_the_engine_does():
+    """The reference prepares a recipe by its own checks (anim.reference.commands), not the
+    engine's: both refuse the same bad recipes with the same RecipeError line, take the
+    same good ones with the same number of params, and refuse a run given the wrong
+    number of params."""
+    bad = [
+        ("change", (LoopStep(1),)), Recipe("sideways", (LoopStep(1),)), Recipe(Place.CHANGE, ()),
+        Recipe(Place.PUSH, (LoopStep(1), LoopStep(2))), Recipe(Place.PUSH, (ClipStep(1), 7)),
+        Recipe(Place.PUSH, (LoopStep(True),)), Recipe(Place.PUSH, (LoopStep(1.5),)),
+        Recipe(Place.PUSH, (LoopStep(1, flags=-1),)), Recipe(Place.PUSH, (LoopStep(1, flags=2 ** 31),)),
+        Recipe(Place.PUSH, (LoopStep(1, held=2 ** 63),)), Recipe(Place.PUSH, (LoopStep(1, held=True),)),
+        Recipe(Place.PUSH, (ClipStep(1, blend=-0.1),)), Recipe(Place.PUSH, (ClipStep(1, blend=Arg(0)),)),
+        Recipe(Place.PUSH, (ClipStep(1, blend=float("inf")),)), Recipe(Place.PUSH, (ClipStep(1, blend=1e39),)),
+        Recipe(Place.PUSH, (ClipStep(1, on_end=print),)), Recipe(Place.PUSH, (ClipStep(1, on_end=("k", [1])),)),
+        Recipe(Place.PUSH, (LoopStep(1, on_end=("k", (object(),))),)),
+        Recipe(Place.PUSH, (LoopStep(1, on_end=Callback("", ())),)),
+        Recipe(Place.PUSH, (LoopStep(1, on_end=Callback("k", (float("nan"),))),)),
+        Recipe(Place.PUSH, (GaitStep((1, 2, 3)),)), Recipe(Place.PUSH, (GaitStep((Arg(0), 1, 2, 3, 4)),)),
+        Recipe(Place.PUSH, (GaitStep((1, 2, 3, 4, "5")),)), Recipe(Place.PUSH, (GaitStep(GAIT_IDS, target="x"),)),
+        Recipe(Place.PUSH, (GaitStep(GAIT_IDS, value=float("nan")),)),
+        Recipe(Place.CHANGE, (LoopStep(1),), fade=-1.0), Recipe(Place.CHANGE, (LoopStep(1),), fade=Arg(-1)),
+        Recipe(Place.PUSH, (LoopStep(Arg("a")),)), Recipe(Place.CHANGE, (LoopStep(1),), fade=None),
+    ]
+    p, ref = Player(), Reference()
+    for r in bad:
+        with pytest.raises(RecipeError) as engine:
+            p.prepare(r)
+        with pytest.raises(RecipeError) as reference:
+            ref.prepare(r)
+        assert str(reference.value) == str(engine.value), r
+    s = demo_set()
+    h, hr = CharacterInstance(s, "h"), RefInstance(s, "h")
+    for name, (r, args, _) in SHAPES.items():
+        cmd, rcmd = p.prepare(r), ref.prepare(r)
+        assert rcmd.n_params == cmd.n_params and rcmd.n_tasks == cmd.n_tasks, name
+        wrong = (0.0,) * (cmd.n_params + 1)
+        with pytest.raises(RecipeError) as engine:
+            p.run(h, cmd, *wrong)
+        with pytest.raises(RecipeError) as reference:
+            ref.run(hr, rcmd, *wrong)
+        assert str(reference.value) == str(engine.value).replace("Command(", "RefCommand("), name

@@ -763,26 +763,68 @@ def test_flush_calls_back_in_step_order():
 # ---------------------------------------------------------------- the reference stands apart
 
 
-def test_the_reference_imports_only_stateless_pieces():
-    """anim/reference imports no table, row view, cursor, task class, batch or kernel of the
-    engine: only clip decoding, f32, detmath's angles, the skeleton's constants, rates, the enums, the limits
-    and their errors, PlayerOptions, the pose stack's size and the callbacks' registry (issue 19, item 3)."""
+# What importing the reference may load of scuffle: enums, options and errors, the plain
+# data it reads (clips and their codecs, the skeleton, recipes, callbacks as data) and the
+# number model both engines must share to agree bit for bit (the PS2 FPU's float32,
+# detmath's + - * / sqrt angles). Never the Player, the tables, the kernels or numba.
+REFERENCE_MAY_LOAD = {
+    "scuffle", "scuffle.anim",
+    "scuffle.anim.enums", "scuffle.anim.errors", "scuffle.anim.options", "scuffle.anim.limits",
+    "scuffle.anim.rates",                                   # CfgAnimSpeeds, an option
+    "scuffle.anim.callbackdata", "scuffle.anim.recipedata",   # plain data (and their errors)
+    "scuffle.anim.clip",                                      # the clip data and its codecs
+    "scuffle.anim.skeleton", "scuffle.anim.quat",             # the skeleton (its bind height built with quat)
+    "scuffle.anim.f32", "scuffle.anim.detmath",               # the number model
+}
+
+
+def _loaded_by(module: str) -> list[str]:
+    """The modules a fresh interpreter holds after ``import module`` (sorted)."""
+    import json
+    import subprocess
+    import sys
+
+    code = f"import json, sys; import {module}; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _not_the_reference_may_load(mods: list[str]) -> list[str]:
+    return [m for m in mods if m.split(".")[0] in ("numba", "llvmlite")
+            or (m.startswith("scuffle") and m not in REFERENCE_MAY_LOAD and not m.startswith("scuffle.anim.reference"))]
+
+
+def test_importing_the_reference_loads_no_engine_and_no_numba():
+    """A fresh ``import scuffle.anim.reference`` loads enums, options, errors and plain data
+    only: no Player, table, kernel, recipe expansion, callback registry or numba (the
+    modules loaded are checked, not the names imported); importing the Player the same way
+    shows what the check catches."""
+    mods = _loaded_by("scuffle.anim.reference")
+    assert "scuffle.anim.reference.world" in mods
+    assert _not_the_reference_may_load(mods) == []
+    engine = _not_the_reference_may_load(_loaded_by("scuffle.anim.player"))
+    assert "numba" in engine and "scuffle.anim.kernels" in engine and "scuffle.anim.recipe" in engine
+
+
+def test_the_reference_names_only_enums_options_errors_and_data():
+    """anim/reference's own imports of scuffle name only the leaf modules (the enums, the
+    errors, the options, plain data, the clip codecs, the skeleton's constants and the
+    number model), never a module of the engine: its prepared commands, callback dispatch
+    and parameter checks are its own (anim/reference/commands.py, handlers.py)."""
     import ast
     from pathlib import Path
 
     allowed = {
         "clip": {"Clip", "Event", "EventType", "decode_positions", "decode_rotations", "key_frames"},
-        "player": {"PlayerOptions", "UnknownClip"},
-        "pose": {"POSE_STACK_SIZE", "PoseStackOverflow", "PoseBatch"},
-        "stack": {"POOL_SIZE", "QUEUE_SIZE", "STACK_SIZE", "AnimLimitError", "QueueFull", "StackFull",
-                  "TaskPoolExhausted"},
-        "tasks": {"TaskType", "EventRule", "HeldFlags", "BlendWindow", "PickSampling", "PlaceEvents", "HeldRelease",
+        "enums": {"TaskType", "EventRule", "HeldFlags", "BlendWindow", "PickSampling", "PlaceEvents", "HeldRelease",
                   "MotionEntry", "TagBits"},
+        "errors": {"POOL_SIZE", "POSE_STACK_SIZE", "QUEUE_SIZE", "STACK_SIZE", "AnimLimitError", "PoseStackOverflow",
+                   "QueueFull", "StackFull", "StaleHandle", "TaskPoolExhausted", "UnknownClip"},
+        "options": {"PlayerOptions"},
         "skeleton": {"NUM_BONES", "REFERENCE_ROTATIONS", "HUMANOID"},
-        "rates": {"gait_speed"},
         "detmath": {"acos_s", "sin_cos_s", "cos_pi_s"},       # + - * / sqrt: the same bits anywhere
-        "callbacks": {"Callbacks"},           # the kind -> handler map: code, no state of the engine's
-        "recipe": {"Command", "check_params", "expand"},   # plain data and the handle calls a recipe makes
+        "callbackdata": {"Callback", "CallbackError", "UnknownCallback"},
+        "recipedata": {"Arg", "ClipStep", "GaitStep", "LoopStep", "Place", "Recipe", "RecipeError"},
     }
     folder = Path(__file__).resolve().parents[2] / "anim" / "reference"
     seen = set()
@@ -800,7 +842,7 @@ def test_the_reference_imports_only_stateless_pieces():
                                                                           and node.level == 1):
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
                 assert all(m in ("math", "struct", "numpy", "__future__", "typing") for m in mods), (path.name, mods)
-    assert {"clip", "player", "tasks"} <= seen
+    assert {"clip", "enums", "errors", "options", "recipedata", "callbackdata"} <= seen
 
 
 def _bone19_set() -> AnimSet:
@@ -870,3 +912,34 @@ def test_bad_commands_are_refused_alike(bad):
         assert isinstance(exc.value, (ValueError, AnimLimitError)), exc.value
         got.append((type(exc.value), w.pool.in_use))
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("above", [4, 6, 16])
+@pytest.mark.parametrize("size", [13, 15, 16, 17])
+@pytest.mark.parametrize("fades", [(), (0,), (-1,), (3, -1), (-1, 2)])
+def test_a_change_near_the_stack_limit_fits_or_is_refused_alike(above, size, fades):
+    """The reference's dry run of a change (its own, L255-259: each move finishes the
+    newest fade early, then needs a slot) and the engine's agree: the same refusals
+    (StackFull, nothing changed) and the same stacks after, with fades whose new task is
+    the bottom, the task under them, or one in between."""
+    s = demo_set()
+    dumps = []
+    for w, h in ((Player(PlayerOptions(early_finish_above=above)), None),
+                 (Reference(PlayerOptions(early_finish_above=above)), None)):
+        h = (CharacterInstance if isinstance(w, Player) else RefInstance)(s, "h")
+        for k in range(size):
+            w.push(h, w.loop(h, 388))
+            for at in fades:
+                if k == size - 1 - (0 if at == -1 else at):
+                    f = w.fade(h, 1.0)
+                    f.incoming = h.stack[0 if at == 0 else -1]
+                    w.push(h, f)
+        try:
+            w.change(h, w.loop(h, 358), 0.2)
+            refused = False
+        except AnimLimitError:
+            refused = True
+        w.flush()
+        dumps.append((refused, w.pool.in_use, w.tasks_out([h]),
+                      (engine_state if isinstance(w, Player) else reference_state)(w, [h])))
+    assert dumps[0] == dumps[1]

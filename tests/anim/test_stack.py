@@ -178,7 +178,7 @@ def test_queue_of_10_runs_once_and_empties():
         times.append(q.cursor.time)
         assert h.stack == [q]                                # not started again (no new fade)
     assert all(b > a for a, b in zip(times, times[1:]))
-    assert p.pool.in_use == 2                                # q and the refused one
+    assert p.pool.in_use == 1            # q: the refused one, never placed, went back as the update began
 
 
 def test_top_is_the_bottom_when_the_top_is_a_fade():

@@ -141,6 +141,14 @@ def test_the_goals_table_has_every_goal():
     assert by_key["command_us"]["figure"] == 20.0 and by_key["command_us"]["at"] == 10000
     assert by_key["flush_ms"]["met"] is True and by_key["gc_ms"]["met"] is False
     assert by_key["memory_mb"]["met"] is False and by_key["first_step_s"]["met"] is True
+    assert by_key["join_leave_10000"]["figure"] is None and by_key["python_10000_ms"]["figure"] is None
+    reports[1].update(join_leave_ratio=1.1, python_cpu_ms=4.5)
+    reports.append({"humans": 1000, "crowd": "realistic", "join_leave_ratio": 1.5, "python_cpu_ms": 0.4})
+    jl = {r["key"]: r for r in goals_table(reports, {"first_step_s": 9.5}) if r["limit"] is not None}
+    assert jl["join_leave_10000"]["met"] is True and jl["join_leave_1000"]["met"] is False
+    assert jl["python_10000_ms"]["met"] is False and jl["python_1000_ms"]["met"] is True
+    assert jl["python_1000_ms"]["figure"] == 0.4 and jl["join_leave_1000"]["at"] == 1000
+    reports.pop()
     # the flush pass's figure (one timer, none inside the flush) before the stage pass's
     reports[1]["flush_cpu_ms"] = 1.2
     again = {r["key"]: r for r in goals_table(reports, {"first_step_s": 9.5}) if r["limit"] is not None}
@@ -188,3 +196,19 @@ def test_snapshot_costs_take_their_rounds_and_leave_the_game_as_it_was():
         assert r["snapshot_restore_cpu_us"] > 0 and r["snapshot_mb"] > 0
     assert game.checksum() == before
     game.step()                                   # and it steps on from there
+
+
+def test_the_join_leave_figure_leaves_the_crowd_as_it_was():
+    from scuffle.game.tools.bench import _join_leave
+    game = build_crowd(24, "realistic", seed=2)
+    try:
+        for _ in range(3):
+            game.step()
+        before = game.humans()
+        r = _join_leave(game, trials=2)
+        assert game.humans() == before and len(game.ctx.crowd) == 24
+        ratio = r["join_leave_after_cpu_ms"] / r["join_leave_steady_cpu_ms"]
+        assert r["join_leave_ratio"] == pytest.approx(ratio, abs=2e-3)
+        assert r["join_leave_calls_cpu_us"] > 0
+    finally:
+        game.close()

@@ -61,12 +61,9 @@ def _column_edit(table: str, column: str, value, row: int | None = None):
     def edit(name: str, b: bytes) -> bytes:
         if name != f"table.{table}":
             return b
-        rows, hl = struct.unpack_from("<II", b)
-        declared = plaindata.decode(b[8:8 + hl])
-        cols = {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1]) for c in declared}
+        rows, raw, cols, block = F.table_block(b)
         from scuffle.anim.store import _layout
         lay = _layout(cols, rows)[0]
-        block = np.frombuffer(b[8 + hl:], np.uint8).copy()
 
         def col(n):
             off, dt, shape = lay[n]
@@ -79,7 +76,7 @@ def _column_edit(table: str, column: str, value, row: int | None = None):
             c.view(np.uint8)[r] = value               # a raw byte, as a forged file holds it
         else:
             c[r] = value
-        return b[:8 + hl] + block.tobytes()
+        return F.table_section(rows, raw, cols, block)
     return edit
 
 
@@ -395,3 +392,52 @@ def test_a_gait_without_its_upper_cursor_is_refused():
     finally:
         a.close()
         b.close()
+
+
+# ---------------------------------------------------------------- the packed rows
+def test_a_table_section_holds_its_rows_in_use_and_its_free_list_only(pair):
+    """A free row's columns are not in the file (only the free list, the generations and
+    the rows in use are state): writing into one changes no byte; writing into a row in
+    use does."""
+    a, _ = pair
+    data = a.snapshot().to_bytes()
+    tasks = a.player.stores.tasks
+    free = int(np.flatnonzero(~tasks.live)[0])
+    used = int(np.flatnonzero(tasks.live)[0])
+    old = float(tasks.rate[free])
+    tasks.rate[free] = 123.0
+    try:
+        assert a.snapshot().to_bytes() == data
+    finally:
+        tasks.rate[free] = old
+    old = float(tasks.rate[used])
+    tasks.rate[used] = old + 1.0
+    try:
+        assert a.snapshot().to_bytes() != data
+    finally:
+        tasks.rate[used] = old
+    _, sections = F.sections_of(data)[1:]
+    sizes = {n: len(b) for n, b in sections}
+    full = sum(F._block_size(F._columns_of(F._table_of(a, n)), F._table_of(a, n).capacity) for n in F.TABLES)
+    assert sum(sizes[f"table.{n}"] for n in F.TABLES) < full / 2
+
+
+def test_a_file_of_an_older_format_is_refused_saying_so(pair):
+    a, b = pair
+    data = bytearray(a.snapshot().to_bytes())
+    struct.pack_into("<I", data, 8, F.FORMAT - 1)
+    before = b.checksum()
+    with pytest.raises(SnapshotError, match=r"header\.format: format 2 .*older scuffle"):
+        b.restore(Snapshot.from_bytes(bytes(data)))
+    assert b.checksum() == before
+
+
+def test_a_restored_file_runs_on_as_the_game_it_was_taken_of_update_by_update(pair):
+    """Its free rows hold what the engine's free rows hold (the tables' defaults), so a
+    file's state and the Game's own run on alike, update after update."""
+    a, b = pair
+    b.restore(Snapshot.from_bytes(a.snapshot().to_bytes()))
+    for _ in range(80):
+        a.step()
+        b.step()
+        assert b.checksum() == a.checksum()

@@ -108,19 +108,23 @@ def test_the_few_human_paths_give_the_column_operations_bits_through_growth_rest
 
 
 def test_the_moving_bodies_held_flags_follow_a_grab_and_the_crowd():
-    """StateUpdate's few moving rows: their held flag is the attachment's every update; a
-    new crowd (a human added, the body table grown) makes the rows again."""
+    """StateUpdate's few moving rows (the crowd's humans' body rows): their held flag is the
+    attachment's every update, the idle rows held; a crowd grown past the few (the body table
+    grown) and thinned again follows."""
     game = build_crowd(2, "realistic", seed=3)
     state = next(p for p in game.processors if isinstance(p, motion_mod.StateUpdate))
     table = game.ctx.bodies
+    crowd = game.ctx.crowd
     seen: list = []
 
     def after_state(ctx, system: str) -> None:          # right after the state update's root motion
         if system == "state":
-            rows = state._moving
-            assert rows is not None and len(rows) == 2
+            rows = [r for r in crowd.human_rows if r >= 0]
+            assert len(rows) == 2
             held = [bool(state._held[r]) for r in rows]
             assert held == [bool(table.attachment[r] != -1) for r in rows]
+            idle = np.flatnonzero(crowd.idle[:table.capacity])
+            assert state._held[idle].all() and not set(idle.tolist()) & set(rows)
             seen.append(any(held))
 
     game.ctx.probe.append(after_state)
@@ -128,15 +132,16 @@ def test_the_moving_bodies_held_flags_follow_a_grab_and_the_crowd():
         game.step()
     game.ctx.probe.remove(after_state)
     assert len(seen) == 400 and any(seen)               # the AIs held someone at least once
-    before = state._moving
     for k in range(70):                                 # the body table grows: 72 moving rows
         game.add_human(f"x{k}", game.instance("h0").anim_set, (k * 2.0, 9.0, 0.0), 0.0)
     game.step()
-    assert state._moving is None and table.capacity > 64   # past _FEW: the column operations
+    assert len(crowd) > motion_mod._FEW and table.capacity > 64   # past _FEW: the column operations
+    assert (crowd.pose_col[[r for r in crowd.human_rows]] == np.arange(72)).all()
     for k in range(70):
         game.remove_human(f"x{k}")
+    game.ctx.probe.append(after_state)
     game.step()
-    assert state._moving is not None and state._moving is not before and len(state._moving) == 2
+    assert len(crowd) == 2 and len(seen) == 401
 
 
 def test_humans_list_follows_every_change_of_the_crowd(new_game):

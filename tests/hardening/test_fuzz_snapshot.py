@@ -10,7 +10,6 @@ default run tries QUICK_EXAMPLES per property; ``pytest -m fuzz`` tries LONG_EXA
 """
 from __future__ import annotations
 
-import struct
 import tracemalloc
 
 import numpy as np
@@ -151,11 +150,8 @@ def _column(which: int, table: int, column: int, row: int, value: int) -> None:
     def edit(name: str, b: bytes) -> bytes:
         if name != f"table.{tname}":
             return b
-        rows, hl = struct.unpack_from("<II", b)
-        cols = {c[0]: np.dtype((c[1], tuple(c[2]))) if c[2] else np.dtype(c[1])
-                for c in plaindata.decode(b[8:8 + hl])}
+        rows, raw, cols, block = F.table_block(b)
         lay = _layout(cols, rows)[0]
-        block = np.frombuffer(b[8 + hl:], np.uint8).copy()
         names = list(lay)
         off, dt, shape = lay[names[column % len(names)]]
         a = block[off:off + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)
@@ -171,7 +167,7 @@ def _column(which: int, table: int, column: int, row: int, value: int) -> None:
                     else np.array(-7, dt)
             else:
                 a[r] = v
-        return b[:8 + hl] + block.tobytes()
+        return F.table_section(rows, raw, cols, block)
     _try(_reassembled(data, edit))
 
 

@@ -1,0 +1,182 @@
+"""The reference's prepared commands: a Recipe (plain data) checked, then run as the
+reference's own constructors and stack rules.
+
+Written from what a recipe means (anim.recipedata; docs/api.md "Prepared commands"),
+not from the engine's expansion: a recipe's ``tasks`` are made from the last to the first,
+each ``ClipStep`` handing over to the task made before it, then the first is placed by
+``change`` (under a fade of ``fade`` s), ``push`` or ``enqueue``. A refused command leaves
+nothing taken: the pool is checked for all its tasks first, and what was made before a
+later refusal goes back to the pool.
+
+Spec: "Animation tasks", "The task stack" (L251-259), "Fades", "Gait blend".
+Original: 0x00105678, 0x00105990, 0x0010a310, 0x00106c80 (the constructors), 0x001754e8
+TaskStack_InsertBottom, 0x001753d8 TaskStack_Push.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..enums import TaskType
+from ..recipedata import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe, RecipeError
+from .handlers import plain_callback
+
+__all__ = ["RefCommand", "run_command"]
+
+_FLAGS_TOP = 2 ** 31            # a task's flags word (+0x10): a signed 32-bit column, never negative here
+_HELD_TOP = 2 ** 63             # a task's held bits (+0x24, record +0x08): 63 bits
+
+
+def _whole(where: str, v, top: int) -> int:
+    """A flags or held word: an int (not a bool) in 0 .. top - 1."""
+    if type(v) is bool or not isinstance(v, int):
+        raise RecipeError(f"{where} {v!r} must be an int")
+    if v < 0 or v >= top:
+        raise RecipeError(f"{where} {v!r} is outside 0 .. {top - 1}")
+    return int(v)
+
+
+def _anim(where: str, v):
+    """An anim id (an int or IntEnum, not a bool) or an Arg."""
+    if isinstance(v, Arg) or (isinstance(v, int) and type(v) is not bool):
+        return v
+    raise RecipeError(f"{where} {v!r} must be an anim id (an int) or an Arg")
+
+
+def _seconds(where: str, v, least):
+    """A number that a float32 holds finite (and >= ``least`` when given), or an Arg."""
+    if isinstance(v, Arg):
+        return v
+    if type(v) is bool or not isinstance(v, (int, float)):
+        raise RecipeError(f"{where} {v!r} must be a number or an Arg")
+    x = float(v)
+    with np.errstate(over="ignore"):
+        finite = math.isfinite(float(np.float32(x)))
+    if not finite or (least is not None and x < least):
+        tail = "" if least is None else f" and >= {least:g}"
+        raise RecipeError(f"{where} {v!r} must be finite (a float32){tail}")
+    return x
+
+
+def _end(where: str, v):
+    """An end callback in a recipe: None, an Arg, or a Callback with plain-data args; never code."""
+    if v is None or isinstance(v, Arg):
+        return v
+    if callable(v) and not isinstance(v, tuple):
+        raise RecipeError(f"{where}: a callable is not data (a Callback or an Arg)")
+    try:
+        return plain_callback(v, where, code=False)
+    except ValueError as exc:
+        raise RecipeError(str(exc)) from None
+
+
+class RefCommand:
+    """A Recipe the reference checked: its steps first first, the number of params its
+    Args name, and how many tasks a run takes. RecipeError names the bad field."""
+
+    __slots__ = ("recipe", "place", "steps", "fade", "n_params", "n_tasks")
+
+    def __init__(self, recipe):
+        if not isinstance(recipe, Recipe):
+            raise RecipeError(f"Command: a Recipe, got {type(recipe).__name__}")
+        if recipe.place not in {p.value for p in Place}:
+            raise RecipeError(f"Recipe.place {recipe.place!r} must be one of {[p.value for p in Place]}")
+        place = Place(recipe.place)
+        tasks = tuple(recipe.tasks)
+        if len(tasks) == 0:
+            raise RecipeError("Recipe.tasks: at least one task")
+        positions: list = []
+        steps = []
+        last = len(tasks) - 1
+        for k, step in enumerate(tasks):
+            where = f"Recipe.tasks[{k}]"
+            if k != last and not isinstance(step, ClipStep):
+                raise RecipeError(f"{where}: {type(step).__name__} before the last task (only a ClipStep hands over)")
+            if isinstance(step, (ClipStep, LoopStep)):
+                anim = _anim(f"{where}.anim", step.anim)
+                flags = _whole(f"{where}.flags", step.flags, _FLAGS_TOP)
+                held = _whole(f"{where}.held", step.held, _HELD_TOP)
+                blend = 0.0
+                if isinstance(step, ClipStep):
+                    blend = _seconds(f"{where}.blend", step.blend, 0.0)
+                    if isinstance(blend, Arg):
+                        raise RecipeError(f"{where}.blend: a number (an Arg is not taken there)")
+                end = _end(f"{where}.on_end", step.on_end)
+                positions += [a.pos for a in (anim, end) if isinstance(a, Arg)]
+                kind = TaskType.CLIP if isinstance(step, ClipStep) else TaskType.LOOP
+                steps.append((kind, anim, flags, held, blend, end))
+            elif isinstance(step, GaitStep):
+                ids = tuple(step.ids)
+                if len(ids) != 5:
+                    raise RecipeError(f"{where}.ids: 5 anim ids, got {len(ids)}")
+                for i, a in enumerate(ids):
+                    if isinstance(a, Arg):
+                        raise RecipeError(f"{where}.ids[{i}]: an anim id (an Arg is not taken there)")
+                    _anim(f"{where}.ids[{i}]", a)
+                target = _seconds(f"{where}.target", step.target, None)
+                value = None if step.value is None else _seconds(f"{where}.value", step.value, None)
+                positions += [a.pos for a in (target, value) if isinstance(a, Arg)]
+                steps.append((TaskType.GAIT, ids, _whole(f"{where}.flags", step.flags, _FLAGS_TOP),
+                              _whole(f"{where}.held", step.held, _HELD_TOP), target, value))
+            else:
+                raise RecipeError(f"{where}: a LoopStep, a ClipStep or a GaitStep, got {type(step).__name__}")
+        fade = 0.0
+        if place == Place.CHANGE:
+            fade = _seconds("Recipe.fade", recipe.fade, 0.0)
+            if isinstance(fade, Arg):
+                positions.append(fade.pos)
+        for pos in positions:
+            if type(pos) is bool or not isinstance(pos, int) or pos < 0:
+                raise RecipeError(f"Arg({pos!r}): its position must be an int >= 0")
+        self.recipe = Recipe(place.value, tasks, recipe.fade)     # the place as a plain str
+        self.place = place
+        self.steps = tuple(steps)
+        self.fade = fade
+        self.n_params = 1 + max(positions) if positions else 0
+        self.n_tasks = len(steps) + (place == Place.CHANGE)
+
+    def __repr__(self) -> str:
+        return f"RefCommand({self.recipe!r})"
+
+
+def _given(v, params: tuple):
+    return params[v.pos] if isinstance(v, Arg) else v
+
+
+def run_command(ref, inst, command, params: tuple) -> None:
+    """Run ``command`` (a RefCommand, or anything with a ``recipe``: the engine's Command)
+    on ``inst`` with ``params``: RecipeError for the wrong number of params; the pool
+    checked for every task; the tasks made last first; the first placed. A refusal gives
+    back what was made (``change`` gives its task back itself)."""
+    if not isinstance(command, RefCommand):
+        recipe = getattr(command, "recipe", None)
+        if not isinstance(recipe, Recipe):
+            raise RecipeError(f"run: a Command (prepare), got {type(command).__name__}")
+        command = RefCommand(recipe)
+    if len(params) != command.n_params:
+        raise RecipeError(f"run: {command.n_params} params for {command.recipe!r}, got {len(params)}")
+    ref.pool.require(command.n_tasks)
+    made = None
+    try:
+        for kind, anim, flags, held, a, b in reversed(command.steps):
+            if kind == TaskType.GAIT:
+                value = None if b is None else _given(b, params)
+                made = ref.gait(inst, anim, target=_given(a, params), value=value, flags=flags, held=held)
+            elif kind == TaskType.CLIP:
+                made = ref.clip(inst, _given(anim, params), made, blend=a, flags=flags, held=held,
+                                on_end=_given(b, params))
+            else:
+                made = ref.loop(inst, _given(anim, params), flags=flags, held=held, on_end=_given(b, params))
+    except BaseException:
+        if made is not None:
+            ref.discard(made)
+        raise
+    if command.place == Place.CHANGE:
+        ref.change(inst, made, _given(command.fade, params))
+        return
+    try:
+        (ref.push if command.place == Place.PUSH else ref.enqueue)(inst, made)
+    except BaseException:
+        ref.discard(made)
+        raise
