@@ -427,7 +427,7 @@ def test_a_file_of_an_older_format_is_refused_saying_so(pair):
     data = bytearray(a.snapshot().to_bytes())
     struct.pack_into("<I", data, 8, F.FORMAT - 1)
     before = b.checksum()
-    with pytest.raises(SnapshotError, match=r"header\.format: format 2 .*older scuffle"):
+    with pytest.raises(SnapshotError, match=rf"header\.format: format {F.FORMAT - 1} .*older scuffle"):
         b.restore(Snapshot.from_bytes(bytes(data)))
     assert b.checksum() == before
 
