@@ -26,6 +26,8 @@ NO_EVENT = np.iinfo(np.int32).max
 NO_ROW = -1
 # Table.settle resets up to this many rows one by one, more with one write per column.
 _ROW_BY_ROW = 6                 # Table.settle: up to this many rows one by one (24 columns: ~1 µs a row)
+# Table.load checks up to this many cached handles one by one, more by their rows' columns at once.
+_FEW_VIEWS = 256
 # A direction task's clips: one bank index per direction (the task table's ``dir_banks``).
 DIRECTIONS = 8
 
@@ -408,12 +410,18 @@ class Table:
             # a handle stays where the saved row is in use at the handle's own generation
             # (the same task: a generation counts up only when its row is freed)
             off = lay["gen"][0]
-            gen = memoryview(block[off:off + capacity * 8].view(np.int64))
+            gen = block[off:off + capacity * 8].view(np.int64)
             off = lay["live"][0]
-            live = memoryview(block[off:off + capacity].view(np.bool_))
-            n = min(len(views), capacity)
-            for r, t in enumerate(views[:n]):
-                if t is not None and (not live[r] or t.tgen != gen[r]):
+            live = block[off:off + capacity].view(np.bool_)
+            n = min(len(views), capacity, self.capacity)
+            if n <= _FEW_VIEWS:                        # a few rows: each handle against its row
+                gm, lm = memoryview(gen), memoryview(live)
+                for r, t in enumerate(views[:n]):
+                    if t is not None and (not lm[r] or t.tgen != gm[r]):
+                        views[r] = None
+            else:                                      # many: the rows whose life changed, found at once
+                moved = np.flatnonzero((gen[:n] != self.gen[:n]) | (live[:n] != self.live[:n]))
+                for r in moved.tolist():
                     views[r] = None
             if len(views) > n:
                 del views[n:]
