@@ -38,7 +38,7 @@ from .plan import Bones, pose_tables, scratch_poses
 from .pose import PoseBatch
 from .stack import CharacterInstance
 from .store import LAYOUT_EPOCH, HumanTable, TableCorrupt, check_rows
-from .tasks import EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
+from .tasks import TASK_CURSORS, EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
 from .trusted import TrustedKernel
 
 
@@ -57,9 +57,7 @@ def _note_cold(engine: "BatchEngine", kernel: str) -> None:
 __all__ = ["BatchEngine", "KERNEL_TYPES"]
 
 # The task types the kernels run: every type (a fade as a next task excepted).
-KERNEL_TYPES = frozenset({TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_HOLD, TaskType.HOLD, TaskType.PAIRED_CLIP,
-                          TaskType.SCENE, TaskType.FADE, TaskType.MIX, TaskType.PICK, TaskType.GAIT,
-                          TaskType.DIRECTION})
+KERNEL_TYPES = frozenset(TaskType(t) for t in TASK_CURSORS)
 _WALK = 64
 _PAIR_CURSORS = 2            # the cursors a gait's change of pair can bring in (both clips of the pair)
 # Up to this many humans the Python around the kernels reads their rows one by one (a

@@ -15,7 +15,8 @@ pool's flags reaching the rows taken) and refuses (-1) with nothing written; the
 that raise at the call (a full stack or queue, the pool exhausted) stay in Python.
 
 A module of its own (numba's on-disk cache is keyed on each function's source file: this
-one, anim.jitcache); it calls nothing of anim.kernels.
+one, anim.jitcache); it calls nothing of anim.kernels. The gait's rules are anim.rules'
+(compiled in: ``LINKED_SHA256`` pins that file's source, as the cache does not see it).
 
 Spec: "Animation tasks", "The task stack", "Fades", "Gait blend".
 Original: 0x001054c8 (take a task from the free list), 0x001041f8 AnimCursor_Init,
@@ -24,14 +25,13 @@ TaskStack_InsertBottom, 0x001753d8 TaskStack_Push.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from numba import njit
 
 from .jitcache import cache_setting
-from .sampler import CursorFlags
-from .tasks import GAIT_ALONE_HIGH, GAIT_SPEED, GAIT_STEPS, TaskFlags, TaskType
+from .rules import GAIT_SPEED, cursor_flags_of, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target
+from .tasks import TaskFlags, TaskType
 
 __all__ = ["run_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH", "PLACE_ENQUEUE", "LAY_SIZE",
            "BLOCK_VIEWS"]
@@ -59,6 +59,10 @@ COLUMNS = (
     (4, "depth", np.int64), (4, "queued", np.int64), (4, "stack", np.int64), (4, "queue", np.int64),
     (4, "flags", np.int64), (4, "anim", np.int64), (4, "speed", np.float64),
 )
+# numba's cache is keyed on this file only: the sha256 of the sources run_rows links
+# (anim.rules, anim.detmath: anim.jitcache.linked_sha256), so an edit there changes this
+# file too (tests/anim/test_rules.py checks it).
+LINKED_SHA256 = "6dc27222f695f01ac6a38d906df11a81a9d73a90c5cb92755b59946dc8b23b27"
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
@@ -81,10 +85,7 @@ _CLIP = 3
 _GAIT = int(TaskType.GAIT)
 _FADE = int(TaskType.FADE)
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
-_MUTED_INT = int(CursorFlags.MUTED)
 _CONTINUOUS_INT = int(TaskFlags.CONTINUOUS)
-_STEP0, _STEP1, _STEP2 = GAIT_STEPS
-_ALONE_HIGH = float(GAIT_ALONE_HIGH)
 _GAIT_SPEED = float(GAIT_SPEED)
 
 # the columns' indices in COLUMNS (numba freezes these globals as constants)
@@ -183,7 +184,7 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
         if held != 0:
             t64[o_t_held + tr] = held
         if op != _GAIT:
-            # the cursor (cursor_row: every column), then the task row (new_task_row)
+            # the cursor (cursor_row: every column), then the task row (write_task_row)
             cn -= 1
             cr = c64[o_c_free + cn]
             c8[o_c_live + cr] = 1
@@ -212,24 +213,13 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
                 if window != 0:
                     t8[o_t_window + tr] = window
         else:                                      # GaitTask._made: the task row, the gait row, the pair
-            v = target if vnone else value         # GaitTask._clamp: to 0-4 (comparisons), a float32 value
-            if v < 0.0:
-                v = 0.0
-            elif v > 4.0:
-                v = 4.0
-            v = float(np.float32(v))
-            lower = 0 if v < _STEP0 else 1 if v < _STEP1 else 2 if v < _STEP2 else 3
-            leader = 1 if v - lower >= _ALONE_HIGH else 0
-            tg = v
-            if not vnone:
-                tg = target
-                if tg < 0.0:
-                    tg = 0.0
-                elif tg > 4.0:
-                    tg = 4.0
-                tg = float(np.float32(tg))
-            if not flags & _CONTINUOUS_INT:
-                tg = float(math.floor(tg + 0.5))
+            # the gait's rules (anim.rules): the value and target clamped and held as float32s,
+            # the pair, its first leader, the target rounded unless CONTINUOUS
+            v = float(np.float32(gait_clamp(target if vnone else value)))
+            lower = gait_pair(v)
+            leader = gait_first_leader(v, lower)
+            tg = v if vnone else float(np.float32(gait_clamp(target)))
+            tg = gait_rounded_target(tg, flags & _CONTINUOUS_INT)
             t8[o_t_type + tr] = _GAIT
             tf32[o_t_rate + tr] = speed
             o_g_free = lay[G_FREE]
@@ -255,7 +245,7 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
                 cf32[o_c_dur + cr] = tf[row, TF_DURS + i]
                 c32[o_c_bank + cr] = ti[row, TI_BANKS + i]
                 c32[o_c_anim + cr] = ti[row, TI_IDS + i]
-                c32[o_c_flags + cr] = base if leader == j else base | _MUTED_INT
+                c32[o_c_flags + cr] = cursor_flags_of(base, leader == j)      # the follower muted
                 c32[o_c_evf0 + cr] = ti[row, TI_EVF0S + i]
                 c32[o_c_evf + cr] = ti[row, TI_EVF0S + i]
                 cf32[o_c_t + cr] = 0.0

@@ -6,8 +6,8 @@ stack as they were), taken from the pool of 360 and registered with the engine: 
 loop (type 1), the clip that hands over (3) and its chains, the hold (5), the scene
 clip (7), the paired clip and hold (6, 4: the attacker's clip and rate), the fade (9),
 the mix (10), the pick (11), the gait blend (12) and the eight-direction blend (13). A
-mixin: it finds clips through ``ClipLookup`` and reads ``options``, ``pool``,
-``stores`` and ``batch`` from ``Player``.
+part the Player owns (``Player.builders``), over the world's stores and pool: it finds
+clips through the Player's look-up (``ClipLookup``).
 
 Spec: "Animation tasks", "Paired tasks", "Gait blend", "Fades", "Playback rate".
 Original: 0x00105678, 0x00105990, 0x00106140, 0x001069c0, 0x00108a78, 0x00108450,
@@ -21,15 +21,16 @@ from typing import Callable, Sequence, TypeVar
 
 from . import f32 as F
 from .animset import AnimRef
-from .batch import BatchEngine
 from .callbacks import check_callback
 from .cursor import cursor_row
 from .lookup import ClipLookup, _ref, _refs
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
+from .options import PlayerOptions
 from .stack import CharacterInstance, TaskPool
+from .store import Stores
 from .tasks import (set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
                     PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
-                    TaskFlags, TaskType, new_task_row)
+                    TaskFlags, TaskType, write_task_row)
 
 __all__ = ["TaskBuilder", "chain_blend_depth", "task_pose_depth"]
 
@@ -37,9 +38,6 @@ __all__ = ["TaskBuilder", "chain_blend_depth", "task_pose_depth"]
 _T = TypeVar("_T", bound=Task)
 _FADE_TYPE = TaskType.FADE
 _FADE_INT = int(TaskType.FADE)
-# The ranges the int32 flags and int64 held columns hold (the fast paths write them as they are).
-_INT32 = 1 << 31
-_INT63 = 1 << 63
 # A blend window rule's index in WINDOW_RULES (the task table's ``window`` column), a pick's
 # sampling rule's in PICK_SAMPLINGS (its ``sampling`` column).
 _WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
@@ -131,11 +129,17 @@ def _next_row(ts, r: int, next: Task | None, blend: float, window: int) -> None:
         ts.m_window[r] = window
 
 
-class TaskBuilder(ClipLookup):
-    """The task constructors (see the module docstring), on the clip look-up."""
+class TaskBuilder:
+    """The task constructors (see the module docstring): the Player's builders.
 
-    pool: TaskPool
-    batch: BatchEngine
+    In: the Player's look-up, the task pool, the world's stores and the Player's options
+    (set again when the Player's are)."""
+
+    def __init__(self, lookup: ClipLookup, pool: TaskPool, stores: Stores, options: PlayerOptions):
+        self.lookup = lookup
+        self.pool = pool
+        self.stores = stores
+        self.options = options
 
     def _cursor_and_rate(self, s, anim_id: int, rate: float | None, flags: int = 0) -> tuple[int, float]:
         """A single clip's new cursor, as its row of the world's cursor table (cursor flags
@@ -143,24 +147,24 @@ class TaskBuilder(ClipLookup):
         or the id's own (CfgAnimSpeeds by its range flags), the id found once (the look-up's
         cache)."""
         hit = None
-        if anim_id.__class__ in self._id_types:      # _known, inline
-            per = self._known_ids.get(id(s))
+        if anim_id.__class__ in self.lookup._id_types:      # _known, inline
+            per = self.lookup._known_ids.get(id(s))
             if per is not None and per[0] is s and per[1] is self.options.speeds:
                 hit = per[2].get(anim_id)
         if hit is None:
-            r = self.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
-            if isinstance(anim_id, str):             # as self.cursor takes it
+            r = self.lookup.rate_of(s, anim_id) if rate is None else _check_number("rate", rate)
+            if isinstance(anim_id, str):             # as self.lookup.cursor takes it
                 anim_id = _ref(s, anim_id)
-            return self._cursor_row_of(self._entry(s, anim_id), anim_id, flags), r
+            return self.lookup._cursor_row_of(self.lookup._entry(s, anim_id), anim_id, flags), r
         if rate is not None:
             r = _check_number("rate", rate)
         else:
             r = hit[1]
             if r is None:
-                r = hit[1] = self._rate_checked(s, anim_id)
+                r = hit[1] = self.lookup._rate_checked(s, anim_id)
         proto = hit[3]
         if proto is None:
-            return self._cursor_row_of(hit, anim_id, flags), r
+            return self.lookup._cursor_row_of(hit, anim_id, flags), r
         return cursor_row(self.stores.cursors, hit[2], anim_id, flags, proto), r
 
     def _clip_made(self, cls, s, anim_id: int, rate: float | None, flags, held, on_end):
@@ -174,8 +178,8 @@ class TaskBuilder(ClipLookup):
         fl = flags if flags.__class__ is int else int(flags)
         hl = held if held.__class__ is int else int(held)
         hit = None
-        if anim_id.__class__ in self._id_types:      # _known, inline
-            per = self._known_ids.get(id(s))
+        if anim_id.__class__ in self.lookup._id_types:      # _known, inline
+            per = self.lookup._known_ids.get(id(s))
             if per is not None and per[0] is s and per[1] is self.options.speeds:
                 hit = per[2].get(anim_id)
         st = self.stores
@@ -187,16 +191,7 @@ class TaskBuilder(ClipLookup):
         ts = st.tasks
         kept = ts.spare.get(cls)                     # new_handle, inline: a handle the flush kept
         t = kept.pop() if kept else cls.__new__(cls)
-        if r.__class__ is float and -F.FLT_MAX <= r <= F.FLT_MAX and 0 <= fl < _INT32 and 0 <= hl < _INT63:
-            tr = new_task_row(ts, t, cls._TYPE, r)
-            if fl:
-                ts.m_flags[tr] = fl
-            if hl:
-                ts.m_held[tr] = hl
-            if on_end is not None:
-                set_call(ts, "on_end", tr, on_end)
-        else:
-            tr = t._row_of(ts, r, fl, hl, on_end)    # numpy's casts and errors
+        tr = write_task_row(ts, t, cls._TYPE, r, fl, hl, on_end)
         ts.m_c0[tr] = crow
         t._aid = st.cursors.m_anim[crow]
         t._c = None
@@ -255,8 +250,8 @@ class TaskBuilder(ClipLookup):
         anim_id = _ref(inst.anim_set, anim_id)
         on_end = check_callback(on_end, "on_end")
         self.pool.require(1)
-        c = self.cursor(inst.anim_set, anim_id)
-        return self._take(HoldTask(c, self.rate_of(inst.anim_set, anim_id), flags, held, on_end, tstore=self.stores.tasks))
+        c = self.lookup.cursor(inst.anim_set, anim_id)
+        return self._take(HoldTask(c, self.lookup.rate_of(inst.anim_set, anim_id), flags, held, on_end, tstore=self.stores.tasks))
 
     def scene(self, inst: CharacterInstance, anim_id: AnimRef, rate: float, *, flags: int = 0,
               anim_set=None) -> SceneTask:
@@ -264,7 +259,7 @@ class TaskBuilder(ClipLookup):
         anim_id = _ref(anim_set or inst.anim_set, anim_id)
         self.pool.require(1)
         _check_number("rate", rate)
-        c = self.cursor(anim_set or inst.anim_set, anim_id)
+        c = self.lookup.cursor(anim_set or inst.anim_set, anim_id)
         return self._take(SceneTask(c, rate, flags, tstore=self.stores.tasks))
 
     def paired(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: AnimRef,
@@ -277,8 +272,8 @@ class TaskBuilder(ClipLookup):
         on_end = check_callback(on_end, "on_end")
         self.pool.require(1)
         _check_number("blend time", blend)
-        c = self.cursor(s, anim_id)
-        return self._take(PairedClipTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
+        c = self.lookup.cursor(s, anim_id)
+        return self._take(PairedClipTask(c, self.lookup.rate_of(s, anim_id), attacker.handle or attacker.name,
                                          next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
 
     def paired_hold(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: AnimRef, *,
@@ -288,8 +283,8 @@ class TaskBuilder(ClipLookup):
         anim_id = _ref(s, anim_id)
         on_end = check_callback(on_end, "on_end")
         self.pool.require(1)
-        c = self.cursor(s, anim_id)
-        return self._take(PairedHoldTask(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
+        c = self.lookup.cursor(s, anim_id)
+        return self._take(PairedHoldTask(c, self.lookup.rate_of(s, anim_id), attacker.handle or attacker.name,
                                          flags, held, on_end, tstore=self.stores.tasks))
 
     def fade(self, inst: CharacterInstance, duration: float, *, held: int = 0) -> FadeTask:
@@ -310,17 +305,17 @@ class TaskBuilder(ClipLookup):
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
         s = inst.anim_set
-        known = self._entries_known(s, ids)          # ids found before (no name among them)
+        known = self.lookup._entries_known(s, ids)          # ids found before (no name among them)
         if known is None:
             ids = _refs(s, ids)
-            known = self._entries_known(s, ids)
+            known = self.lookup._entries_known(s, ids)
             if known is None:
-                self._check_ids(s, ids)              # the look-up's errors first, as before
+                self.lookup._check_ids(s, ids)              # the look-up's errors first, as before
         if not (target.__class__ is float and -F.FLT_MAX <= target <= F.FLT_MAX):
             _check_number("gait target", target, -math.inf)
         if value is not None and not (value.__class__ is float and -F.FLT_MAX <= value <= F.FLT_MAX):
             _check_number("gait value", value, -math.inf)
-        entries, banks, ids, protos = known if known is not None else self._entries_of(s, ids)
+        entries, banks, ids, protos = known if known is not None else self.lookup._entries_of(s, ids)
         st = self.stores
         task = GaitTask._made(st.tasks, st.gaits, ids, banks, protos, inst.speed,
                               target if value is None else value, target, flags, held)
@@ -335,10 +330,10 @@ class TaskBuilder(ClipLookup):
         self.pool.require(1)
         s = inst.anim_set
         a, b = _ref(s, a), _ref(s, b)
-        ea, eb = self._entry(s, a), self._entry(s, b)         # find: UnknownClip
+        ea, eb = self.lookup._entry(s, a), self.lookup._entry(s, b)         # find: UnknownClip
         _check_number("mix weight", weight, -math.inf)
         ab = ((ea, a), (eb, b))
-        cursor_of = self._cursor_of
+        cursor_of = self.lookup._cursor_of
         return self._take(MixTask._made(self.stores.tasks, lambda k, fl: cursor_of(ab[k][0], ab[k][1], fl),
                                         inst.speed, weight, flags))
 
@@ -350,10 +345,10 @@ class TaskBuilder(ClipLookup):
         ids = _refs(s, ids)
         if len(ids) != 4:
             raise ValueError(f"type 11: 4 clips, got {len(ids)}")
-        entries = [self._entry(s, i) for i in ids]            # find: UnknownClip
+        entries = [self.lookup._entry(s, i) for i in ids]            # find: UnknownClip
         _check_number("rate", rate)
         _check_number("pick value", value, -math.inf)
-        cursor_of = self._cursor_of
+        cursor_of = self.lookup._cursor_of
         return self._take(PickTask._made(self.stores.tasks, lambda k, fl: cursor_of(entries[k], ids[k], fl),
                                          rate, value, flags, _PICK_INDEX[self.options.pick]))
 
@@ -364,11 +359,11 @@ class TaskBuilder(ClipLookup):
         s = inst.anim_set
         base = _ref(s, base)
         dir_ids = [base + d for d in range(8)]
-        known = self._entries_known(s, dir_ids)
+        known = self.lookup._entries_known(s, dir_ids)
         if known is None:
-            self._check_ids(s, dir_ids)              # the look-up's errors first, as before
+            self.lookup._check_ids(s, dir_ids)              # the look-up's errors first, as before
         _check_number("direction", direction, -math.inf)
-        entries, banks, dir_ids, protos = known if known is not None else self._entries_of(s, dir_ids)
+        entries, banks, dir_ids, protos = known if known is not None else self.lookup._entries_of(s, dir_ids)
         cs = self.stores.cursors
         return self._take(DirectionTask._made(self.stores.tasks, base, banks,
                                               lambda d, fl: cursor_row(cs, banks[d], dir_ids[d], fl, protos[d]),
@@ -393,7 +388,7 @@ class TaskBuilder(ClipLookup):
         self.pool.require(len(ids))
         src = paired_with.anim_set if paired_with is not None else inst.anim_set
         ids = _refs(src, ids)
-        clips = [self.find(src, i) for i in ids]             # find: UnknownClip before anything is taken
+        clips = [self.lookup.find(src, i) for i in ids]             # find: UnknownClip before anything is taken
         if self.options.refuse_deep_chains and \
                 (depth := chain_blend_depth([c.duration for c in clips], F.f32(float(blend)))) > POSE_STACK_SIZE:
             raise PoseStackOverflow(

@@ -36,7 +36,8 @@ SET_ASIDE_FOLDER = "set-aside"
 
 def linked_modules(module_file: str) -> list[str]:
     """The modules of the same folder whose numba functions ``module_file``'s kernels link:
-    anim.detmath and the kernels_* modules it imports, with theirs; sorted stems."""
+    anim.detmath, anim.rules (the task rules Python runs too) and the kernels_* modules it
+    imports, with theirs; sorted stems."""
     import re
 
     folder = os.path.dirname(os.path.abspath(module_file))
@@ -45,7 +46,7 @@ def linked_modules(module_file: str) -> list[str]:
     while todo:
         with open(os.path.join(folder, todo.pop() + ".py"), encoding="utf-8") as f:
             src = f.read()
-        for a, b in re.findall(r"^from \.(kernels_\w+|detmath) import|^from \. import (detmath)\b", src, re.M):
+        for a, b in re.findall(r"^from \.(kernels_\w+|detmath|rules) import|^from \. import (detmath|rules)\b", src, re.M):
             if (a or b) not in seen:
                 seen.add(a or b)
                 todo.append(a or b)

@@ -13,7 +13,7 @@ import numpy as np
 from .tasks import (HeldFlags)
 from .jitcache import cache_setting
 from .kernels_maths import jit_kinds
-from .kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _MIX, _PAIRED_CLIP, _PICK, _give_row, _lead_of)
+from .kernels_rows import (_CLIP, _FADE, _GAIT, _N_CURSORS, _PAIRED_CLIP, _give_row, _lead_of)
 
 # numba's on-disk cache of this module's kernels: True, or False with no writable cache
 # folder (they then compile for the process only); a corrupt cache is set aside first.
@@ -25,7 +25,7 @@ __all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "5130b6d5fb7a9ae3eaf250dcc1d47ae58d99f6e6846c11795b280979e92171a4"
+LINKED_SHA256 = "a9703ae517dcad942549745e8ce591414c862cdb5d95bc9e0407cc8b77e53b2c"
 
 _AGAIN = -(1 << 62)          # flush_anim_ids: a human listed again (done at its first place)
 
@@ -103,17 +103,18 @@ def _owned_chain(r, t_type, t_nxt, t_handed, t_live, chain):
 @_helper
 def _give_cursors(r, tt, t_c0, t_c1, t_c2, t_c3, c_live, c_gen, c_free, c_nfree):
     """The cursor rows of task ``r`` (type ``tt``) back to the cursor table, in the order
-    of its ``cursors()``: c0 (one clip), c0-c1 (a gait's lower and upper, a mix's a and
-    b), c0-c2 (a direction's lower, centre, upper), c0-c3 (a pick's four); a fade has none."""
-    if tt == _FADE:
-        return
-    _give_row(t_c0[r], c_live, c_gen, c_free, c_nfree)
-    if tt == _GAIT or tt == _MIX or tt == _DIRECTION or tt == _PICK:
+    of its ``cursors()``: its links c0, c1, ... as many as its type has
+    (anim.tasks.TASK_CURSORS: one clip's, a gait's or a mix's two, a direction's three, a
+    pick's four, a fade's none)."""
+    n = _N_CURSORS[tt]
+    if n > 0:
+        _give_row(t_c0[r], c_live, c_gen, c_free, c_nfree)
+    if n > 1:
         _give_row(t_c1[r], c_live, c_gen, c_free, c_nfree)
-        if tt == _DIRECTION or tt == _PICK:
-            _give_row(t_c2[r], c_live, c_gen, c_free, c_nfree)
-            if tt == _PICK:
-                _give_row(t_c3[r], c_live, c_gen, c_free, c_nfree)
+    if n > 2:
+        _give_row(t_c2[r], c_live, c_gen, c_free, c_nfree)
+    if n > 3:
+        _give_row(t_c3[r], c_live, c_gen, c_free, c_nfree)
 
 
 @_kernel

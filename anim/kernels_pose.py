@@ -23,8 +23,8 @@ from .sampler import CursorFlags
 from .pose import POSE_STACK_SIZE
 from .jitcache import cache_setting
 from .kernels_maths import (jit_kinds, _div, _mul, _sub, acos_s, sin_cos_s)
-from .kernels_rows import (_ALONE_HIGH, _ALONE_LOW, _CLIP, _DIRECTION, _FADE, _GAIT, _KEPT, _MIX, _PAIRED_CLIP,
-                           _PICK, _PICK_ALL, _POSES, _cursor_k, _duration, _fade_weight, _lead_of, _pick_chosen,
+from .kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _KEPT, _MIX, _PAIRED_CLIP,
+                           _PICK, _PICK_ALL, _POSES, _cursor_k, _duration, _fade_weight, _gait_sampled, _lead_of, _pick_chosen,
                            _set_time, _window)
 
 # numba's on-disk cache of this module's kernels: True, or False with no writable cache
@@ -36,7 +36,7 @@ __all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "5130b6d5fb7a9ae3eaf250dcc1d47ae58d99f6e6846c11795b280979e92171a4"
+LINKED_SHA256 = "a9703ae517dcad942549745e8ce591414c862cdb5d95bc9e0407cc8b77e53b2c"
 # Cursor flags the sampler tests, as plain ints (numba freezes globals as constants).
 _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
@@ -598,8 +598,9 @@ def _pose_gait(r, sp, nref, t_rate, t_c0, t_c1, t_aux, g_value, g_lower, c_t, c_
     a = t_aux[r]
     frac = np.float64(g_value[a]) - g_lower[a]
     rate = t_rate[r]
-    if frac < _ALONE_LOW or frac > _ALONE_HIGH:
-        c = t_c0[r] if frac < _ALONE_LOW else t_c1[r]
+    alone = _gait_sampled(frac)                     # anim.rules.gait_sampled
+    if alone >= 0:
+        c = t_c0[r] if alone == 0 else t_c1[r]
         return _push(c, sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
     sp, nref = _push(t_c0[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)
     sp, nref = _push(t_c1[r], sp, nref, rate, c_t, c_flags, c_bank, bank, scratch)

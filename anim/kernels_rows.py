@@ -4,9 +4,10 @@ The task-type and flag constants as plain ints (numba freezes module globals), t
 cursor's time set and its next event (``_set_time``, ``_skip``, ``_set_next_event``), a
 task's lead cursor and clip duration (``_lead``, ``_lead_of``, ``_cursor_k``,
 ``_duration``), type 3 / 6's blend window (``_window``), the gait's value and pair rule
-(``_gait_value``, ``_pair_index``), the fade weight (``_fade_weight``), walks over a stack
-(``_seed_walk``, ``_find``) and the pool's row return (``_give_row``). Each is one rule
-of the spec, written once: the stage modules call these.
+(``_gait_value``; ``_pair_index``, ``_gait_lead``, ``_gait_sampled``), the fade weight
+(``_fade_weight``), walks over a stack (``_seed_walk``, ``_find``) and the pool's row
+return (``_give_row``). Each is one rule of the spec, written once: the stage modules call
+these; the gait's and the fade's are anim.rules' own (Python runs the same text).
 
 Spec: "Fades", "Gait blend", "Animation tasks", "The task stack". Original: 0x00106cc8
 (fade), 0x0010a5b8 (gait), 0x00105af0 (type 3's hand-over window).
@@ -18,10 +19,11 @@ from .clip import EventType
 from .sampler import CursorFlags
 from .store import NO_EVENT, NO_ROW
 from .pose import POSE_STACK_SIZE
-from .tasks import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_STEPS, HELD_EVENTS, PICK_SAMPLINGS,
+from .tasks import (HELD_EVENTS, TASK_CURSORS, PICK_SAMPLINGS,
                     PICK_THRESHOLDS, WINDOW_RULES, BlendWindow, HeldFlags, PickSampling, TaskType)
 from .jitcache import cache_setting
-from .kernels_maths import (jit_kinds, _add, _frame_of, _mul, _sub, cos_pi_s)
+from . import rules as R
+from .kernels_maths import (jit_kinds, _add, _frame_of, _mul, _sub)
 
 # numba's on-disk cache of this module's kernels: True, or False with no writable cache
 # folder (they then compile for the process only); a corrupt cache is set aside first.
@@ -33,19 +35,17 @@ __all__: list[str] = []
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "128e8beb6859a25a51d6e1884799acac88f2fb7d918614e9a6bc3a8de677a948"
+LINKED_SHA256 = "2f533f72d6265bb3edfe0215a00c492c7c2c78abee321fe5d016ce1dc90fde47"
 
 
 
-@_helper
-def _fade_weight(el, dur):
-    """anim.tasks.fade_weight: (1 + cos(pi t / d)) / 2, d <= 0 gives 0."""
-    if dur <= 0.0:
-        return 0.0
-    q = el / dur
-    x = 0.0 if 0.0 > q else q             # min(max(el / dur, 0), 1)
-    x = 1.0 if 1.0 < x else x
-    return (1.0 + cos_pi_s(x)) / 2.0
+# The spec's gait and fade rules, as anim.rules writes them once for Python and the kernels:
+# compiled here link-only (no machine code or cache entry of their own).
+_fade_weight = _helper(R.fade_weight)
+_pair_index = _helper(R.gait_pair)
+_gait_lead = _helper(R.gait_leader)
+_gait_sampled = _helper(R.gait_sampled)
+_cursor_flags_of = _helper(R.cursor_flags_of)
 
 
 # ---------------------------------------------------------------- task stacks
@@ -65,6 +65,8 @@ _GAIT = int(TaskType.GAIT)
 _MIX = int(TaskType.MIX)
 _PICK = int(TaskType.PICK)
 _DIRECTION = int(TaskType.DIRECTION)
+# each type's cursor links by type number (anim.tasks.TASK_CURSORS; -1: no such type)
+_N_CURSORS = tuple(int(TASK_CURSORS.get(t, -1)) for t in range(int(max(TaskType)) + 1))
 _MUTED = int(CursorFlags.MUTED)
 _CURSOR_BITS = int(CursorFlags.NO_VELOCITY | CursorFlags.NO_TURN | CursorFlags.MUTED)
 _HELD_OPEN = int(EventType.HELD_OPEN)
@@ -73,12 +75,6 @@ _HELD_REPLACE = int(EventType.HELD_REPLACE)
 _REPLACED = int(HeldFlags.REPLACED)
 _NO_EVENT = int(NO_EVENT)
 _NO_ROW = int(NO_ROW)
-_STEP0 = float(GAIT_STEPS[0])
-_STEP1 = float(GAIT_STEPS[1])
-_STEP2 = float(GAIT_STEPS[2])
-_ALONE_LOW = float(GAIT_ALONE_LOW)
-_ALONE_HIGH = float(GAIT_ALONE_HIGH)
-_FALL = float(GAIT_FALL_FRACTION)
 _PICK0 = float(PICK_THRESHOLDS[0])
 _PICK1 = float(PICK_THRESHOLDS[1])
 _PICK2 = float(PICK_THRESHOLDS[2])
@@ -198,17 +194,6 @@ def _window(r, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, t_nxt, t_blend, c
         return 0.0
     d = _duration(nx, t_type, t_c0, t_c1, t_c2, t_c3, t_aux, t_value, c_dur, f_dur, g_leader)
     return d if d < b else b              # min(b, d)
-
-
-@_helper
-def _pair_index(v):
-    if v < _STEP0:
-        return 0
-    if v < _STEP1:
-        return 1
-    if v < _STEP2:
-        return 2
-    return 3
 
 
 @_helper

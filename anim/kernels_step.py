@@ -22,11 +22,11 @@ from __future__ import annotations
 import numpy as np
 from .jitcache import cache_setting
 from .kernels_maths import (jit_kinds, _add, _div, _frame_of, _mul, _sub)
-from .kernels_rows import (_ALONE_HIGH, _ALONE_LOW, _CLIP, _CLOSE_CLEAR, _CLOSE_NEED, _CLOSE_SET, _CURSOR_BITS,
-                           _DIRECTION, _FADE, _FALL, _GAIT, _HELD_CLOSE, _HELD_OPEN, _HELD_REPLACE, _HOLD, _KEPT,
+from .kernels_rows import (_CLIP, _CLOSE_CLEAR, _CLOSE_NEED, _CLOSE_SET, _CURSOR_BITS,
+                           _DIRECTION, _FADE, _GAIT, _HELD_CLOSE, _HELD_OPEN, _HELD_REPLACE, _HOLD, _KEPT,
                            _LOOP, _MIX, _MUTED, _NO_EVENT, _NO_ROW, _OPEN_CLEAR, _OPEN_NEED, _OPEN_SET,
                            _PAIRED_CLIP, _PAIRED_HOLD, _PICK, _REPLACED, _SCENE, _cursor_k, _find, _gait_value,
-                           _give_row, _lead, _pair_index, _seed_walk, _set_next_event, _set_time, _window)
+                           _cursor_flags_of, _gait_lead, _give_row, _lead, _pair_index, _seed_walk, _set_next_event, _set_time, _window)
 
 # numba's on-disk cache of this module's kernels: True, or False with no writable cache
 # folder (they then compile for the process only); a corrupt cache is set aside first.
@@ -38,7 +38,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "5130b6d5fb7a9ae3eaf250dcc1d47ae58d99f6e6846c11795b280979e92171a4"
+LINKED_SHA256 = "a9703ae517dcad942549745e8ce591414c862cdb5d95bc9e0407cc8b77e53b2c"
 
 
 # status bits per human (step_stacks' ``status``)
@@ -307,8 +307,8 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, t_rate, t_flags, t_speed
         lc = t_c0[r]
         fc = t_c1[r]
     base = t_flags[r] & _CURSOR_BITS
-    c_flags[lc] = base
-    c_flags[fc] = base | _MUTED
+    c_flags[lc] = _cursor_flags_of(base, True)          # anim.rules: the leader plays, the other muted
+    c_flags[fc] = _cursor_flags_of(base, False)
     _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
                                c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
     tf = _mul(_div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
@@ -569,15 +569,7 @@ def _gait_leader(r, v, old_frac, t_aux, g_target, g_lower, g_leader):
     when the value ``v`` is still above the target (falling) or the old fraction was over
     0.875. Returns whether the leader changed. Original: 0x0010a5b8."""
     a = t_aux[r]
-    frac = v - g_lower[a]
-    if frac < _ALONE_LOW:
-        lead = 0
-    elif frac >= _ALONE_HIGH:
-        lead = 1
-    elif v > np.float64(g_target[a]) or old_frac > _FALL:
-        lead = 1
-    else:
-        lead = 0
+    lead = _gait_lead(v, g_lower[a], np.float64(g_target[a]), old_frac)     # anim.rules.gait_leader
     changed = lead != g_leader[a]
     g_leader[a] = lead
     return changed
@@ -598,8 +590,8 @@ def _gait_advance(hi, r, step, sink_on, zero_overshoot, t_flags, t_c0, t_c1, t_a
     else:
         lc = t_c1[r]
         fc = t_c0[r]
-    c_flags[lc] = base
-    c_flags[fc] = base | _MUTED
+    c_flags[lc] = _cursor_flags_of(base, True)          # anim.rules: the leader plays, the other muted
+    c_flags[fc] = _cursor_flags_of(base, False)
     wrapped, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, c_t, c_frame, c_end, c_limit, c_flags,
                                      c_bank, c_ev, c_evf, c_at_end, e_first, e_count, e_frame, ev_out, n_ev)
     if wrapped and t_callback[r]:

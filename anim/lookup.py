@@ -4,8 +4,9 @@
 of every clip the player has seen (``bank``, ``bank_index``, ``register``, its memory
 budget), ``find`` and ``cursor`` by anim id or clip name, the playback ``rate_of`` an id
 (CfgAnimSpeeds by its Anim Range List flags), the gait speeds, and the cache that keeps
-what was found per set (an AnimSet is immutable). A mixin: ``Player`` owns the state
-it reads (``options``, ``skeleton``, ``stores`` and the caches set in ``Player.__init__``).
+what was found per set (an AnimSet is immutable). A part the Player owns
+(``Player.lookup``), over the world's stores: it holds the bank's clips and the caches;
+the Player gives it its options (``options``, set again when the Player's are).
 
 Spec: "Where clips are found", "Playback rate", "The Anim Range List".
 Original: 0x00175080 CharacterInstance_GetAnim, 0x00104a38 Anim_RateMultiplier.
@@ -19,8 +20,8 @@ from .clip import Clip
 from .errors import UnknownClip
 from .cursor import Cursor, cursor_proto, cursor_row
 from .rates import gait_speed
-from .sampler import (BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, BankBudgetError, ClipBank, clip_keys,
-                      clip_rows)
+from .sampler import (BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, NUM_SLOTS, BankBudgetError, ClipBank,
+                      clip_keys, clip_rows)
 from .skeleton import Skeleton
 from .options import PlayerOptions
 from .tasks import MotionEntry, TagBits
@@ -46,19 +47,32 @@ def _refs(anim_set, ids: Sequence[AnimRef]) -> Sequence[int]:
 
 
 class ClipLookup:
-    """Clips, cursors and rates by anim id (see the module docstring); a mixin of Player."""
+    """Clips, cursors and rates by anim id (see the module docstring): the Player's look-up.
 
-    options: PlayerOptions
-    skeleton: Skeleton
-    stores: Stores
-    _clips: list[Clip]
-    _clip_index: dict[int, int]
-    _flags: dict[int, tuple]
-    _known_ids: dict[int, tuple]
-    _id_types: set[type]
-    _gait_speeds: dict[tuple, tuple]
-    _bank: ClipBank | None
-    _bank_cost: int
+    In: the Player's options, the skeleton the bank samples for and the world's stores
+    (the cursor table's ``clips`` is this part's clip list: bank index -> clip)."""
+
+    def __init__(self, options: PlayerOptions, skeleton: Skeleton, stores: Stores):
+        self.options = options
+        self.skeleton = skeleton
+        self.stores = stores
+        self._clips: list[Clip] = []
+        stores.cursors.clips = self._clips          # bank index -> clip, for cursors the kernel made
+        self._clip_index: dict[int, int] = {}
+        self._flags: dict[int, tuple] = {}         # id(anim set) -> (set, its range flags column)
+        # id(anim set) -> (set, the speeds, {anim id: [clip, rate, bank index or -1]}): the ids
+        # found there before (a set is immutable, so its clips and range flags never change)
+        self._known_ids: dict[int, tuple] = {}
+        self._id_types: set[type] = {int}          # the id types the cache may be asked with
+        self._gait_speeds: dict[tuple, tuple] = {}  # (id(anim set), ids) -> (set, speeds, options.speeds)
+        self._gait_clips: dict | None = None       # (id(anim set), *ids) -> what _entries_of found
+        self._bank: ClipBank | None = None
+        self._bank_cost = BANK_KEY_BYTES * NUM_SLOTS     # bank_bytes of _clips (the sentinels' keys)
+
+    @property
+    def clips(self) -> list[Clip]:
+        """Every clip seen, by bank index (the list the cursor table's ``clips`` is)."""
+        return self._clips
 
     @property
     def bank(self) -> ClipBank:
@@ -106,6 +120,22 @@ class ClipLookup:
         for anim_id in anim_set.ids():
             self.bank_index(anim_set.clip(anim_id))
         _ = self.bank
+
+    def warm(self, anim_set, ids: Sequence[Any], gait_ids: Sequence[Any] | None = None) -> None:
+        """Fill the caches a command reads, before the first command (a game's load): each
+        of ``ids`` found by its own type and as an int (clip, rate, bank index, cursor
+        template) and, given, a gait's five ``gait_ids`` (their entries). Caches only: a
+        command finds the same values itself. In: ids the set has (every clip registered,
+        so no bank index changes). Rejected: an id the set lacks (UnknownClip,
+        UnknownAnimId, as a command would raise them)."""
+        for m in ids:                       # both id types known first (a new type re-learns an entry)
+            self._entry(anim_set, int(m))
+            self._entry(anim_set, m)
+        for m in ids:
+            self._proto_of(self._entry(anim_set, m))
+            self.rate_of(anim_set, m)
+        if gait_ids is not None:
+            self._entries_of(anim_set, gait_ids)
 
     def _known(self, anim_set, anim_id) -> list | None:
         """The cached [clip, rate or None, bank index or -1, cursor_proto or None] of an id found in ``anim_set`` before,
@@ -173,7 +203,6 @@ class ClipLookup:
             hit = self._learn(anim_set, anim_id, self._find_checked(anim_set, anim_id))
         return hit
 
-    _gait_clips: dict | None = None     # (id(anim set), ids) -> (set, entries, banks, int ids, protos): _entries_of
 
     def _entries_of(self, anim_set, ids: Sequence[Any]) -> tuple[list, list, list, list]:
         """The cache entries (``_entry``) of ``ids`` found in ``anim_set``, their clips' bank

@@ -5,20 +5,26 @@ List and CfgAnimSpeeds), changes animations the original's way, advances every
 character's stack, samples them all in one batched plan, and flushes the deferred
 list. It holds no global state: several players can live side by side.
 
-It is made of parts, one concern each, each a
-module a person can read alone:
+It owns its parts, one concern each, each a module a person can read alone, each over
+the world's stores (``stores``), the pool and the options the Player gives it:
 
-- ``anim.lookup.ClipLookup``: clips, cursors and rates by anim id or clip name, the bank;
-- ``anim.construct.TaskBuilder``: one constructor per task type (on ClipLookup), and
-  whether a chain fits the pose stack;
-- ``anim.stackrules.StackRules``: insert, push, change, the queue, fades completing,
-  cutting, deferring and giving back; the top task and the playing anim id (on
-  TaskBuilder: a change makes its fade);
-- ``anim.prepared.RecipeRules``: prepared commands (``prepare``, ``run``: a Recipe's rows
-  written directly, anim.recipe), on StackRules;
+- ``lookup`` (``anim.lookup.ClipLookup``): clips, cursors and rates by anim id or clip
+  name, the bank;
+- ``builders`` (``anim.construct.TaskBuilder``): one constructor per task type (clips
+  found through the look-up), and whether a chain fits the pose stack;
+- ``rules`` (``anim.stackrules.StackRules``): insert, push, change, the queue, fades
+  completing, cutting, deferring and giving back; the top task and the playing anim id
+  (a change makes its fade with the builders);
+- ``prepared`` (``anim.prepared.RecipeRules``): prepared commands (``prepare``, ``run``:
+  a Recipe's rows written directly, anim.recipe; the rest through the Player's handle
+  calls);
 - here: the state they share (``__init__``), the step, the sample and pose, the flush
   and its releases (with the engine, anim.batch, and its kernels);
 - ``anim.options``: ``PlayerOptions`` and ``PlayerStats`` (re-exported here).
+
+The Player's public methods are its parts' (``Player.loop`` is ``builders.loop``, bound
+once per Player: no call in between); setting ``options`` gives the new options to every
+part.
 
 Per update, in the original's order (Humans_Update):
     player.step(instances)      run queues, advance stacks, hand over, fire events
@@ -56,7 +62,10 @@ from .pose import PoseBatch
 from .sampler import BANK_KEY_BYTES, NUM_SLOTS, ClipBank
 from .skeleton import HUMANOID, Skeleton
 from .stack import AnimLimitError, CharacterInstance, TaskPool
+from .construct import TaskBuilder
+from .lookup import ClipLookup
 from .prepared import RecipeRules
+from .stackrules import StackRules
 from .store import LAYOUT_EPOCH, Stores, Table, layout_epoch
 from .tasks import ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents, Task, task_at
 
@@ -78,19 +87,108 @@ _SPARE_MAX = 4096
 _FEW_ROWS = 32          # _kernel_release looks these many rows given back up in the keyed columns one by one
 
 
+class _Part:
+    """A Player method that is one of its parts' (``part``: the attribute holding it):
+    read on the class, the part's own function (its signature and docstring, for help
+    and the API docs); on a Player, the part's bound method, which ``Player.__init__``
+    also binds as an instance attribute (``_bind_parts``: no call in between on the
+    command path; a subclass's override of the name is kept)."""
+
+    __slots__ = ("part", "func", "name")
+
+    def __init__(self, part: str, func: Any):
+        self.part = part
+        self.func = func
+        self.name = getattr(func, "__name__", "")
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self.func
+        return getattr(getattr(obj, self.part), self.name)
+
+
+class _PartProperty:
+    """A Player property that is one of its parts' (``bank``, ``cmd_kernel_runs``): read
+    through the part every time (a value the part may replace)."""
+
+    def __init__(self, part: str, name: str, doc: str):
+        self.part, self.name, self.__doc__ = part, name, doc
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return getattr(getattr(obj, self.part), self.name)
+
+
+def _bind_parts(player: "Player") -> None:
+    """Bind each part method (_Part) of ``player``'s class as an instance attribute, unless
+    a subclass overrides the name."""
+    cls = type(player)
+    d = player.__dict__
+    for name, (part, func) in _PART_METHODS.items():
+        if getattr(cls, name, None) is func:
+            d[name] = getattr(getattr(player, part), name)
+
+
 def _row_state(table: Table) -> RowState:
     """A table's row state and free list as the flush kernel takes them."""
     return RowState(table.live, table.gen, table.free_rows, table.n_free)
 
 
-class Player(RecipeRules):
+class Player:
     """The animation system of one world (see the module docstring).
 
     In: options and the skeleton the sampler works for. Rejected: a pool size below 1.
     """
 
+    # the parts' public methods, the Player's (see _Part)
+    bank_index = _Part("lookup", ClipLookup.bank_index)
+    check_budget = _Part("lookup", ClipLookup.check_budget)
+    register = _Part("lookup", ClipLookup.register)
+    find = _Part("lookup", ClipLookup.find)
+    cursor = _Part("lookup", ClipLookup.cursor)
+    rate_of = _Part("lookup", ClipLookup.rate_of)
+    gait_speeds = _Part("lookup", ClipLookup.gait_speeds)
+    loop = _Part("builders", TaskBuilder.loop)
+    clip = _Part("builders", TaskBuilder.clip)
+    hold = _Part("builders", TaskBuilder.hold)
+    scene = _Part("builders", TaskBuilder.scene)
+    paired = _Part("builders", TaskBuilder.paired)
+    paired_hold = _Part("builders", TaskBuilder.paired_hold)
+    fade = _Part("builders", TaskBuilder.fade)
+    gait = _Part("builders", TaskBuilder.gait)
+    mix = _Part("builders", TaskBuilder.mix)
+    pick = _Part("builders", TaskBuilder.pick)
+    direction = _Part("builders", TaskBuilder.direction)
+    chain = _Part("builders", TaskBuilder.chain)
+    top = _Part("rules", StackRules.top)
+    held_on_stack = _Part("rules", StackRules.held_on_stack)
+    running = _Part("rules", StackRules.running)
+    refresh_anim_id = _Part("rules", StackRules.refresh_anim_id)
+    insert_bottom = _Part("rules", StackRules.insert_bottom)
+    push = _Part("rules", StackRules.push)
+    change = _Part("rules", StackRules.change)
+    enqueue = _Part("rules", StackRules.enqueue)
+    replace = _Part("rules", StackRules.replace)
+    complete_fade = _Part("rules", StackRules.complete_fade)
+    cut = _Part("rules", StackRules.cut)
+    defer = _Part("rules", StackRules.defer)
+    discard = _Part("rules", StackRules.discard)
+    prepare = _Part("prepared", RecipeRules.prepare)
+    run = _Part("prepared", RecipeRules.run)
+    learn = _Part("prepared", RecipeRules.learn)
+    knows = _Part("prepared", RecipeRules.knows)
+    bank = _PartProperty("lookup", "bank", "The ClipBank of every clip this player has seen (ClipLookup.bank).")
+    _bank = _PartProperty("lookup", "_bank", "The look-up's bank as it is (None until built): anim.batch reads it.")
+    _clips = _PartProperty("lookup", "clips", "Every clip seen, by bank index (ClipLookup.clips).")
+    cmd_kernel_runs = _PartProperty("prepared", "cmd_kernel_runs",
+                                    "Commands whose rows anim.cmdkernel.run_rows wrote (RecipeRules).")
+
     def __init__(self, options: PlayerOptions | None = None, skeleton: Skeleton = HUMANOID):
-        self.options = options or PlayerOptions()
+        self._options = options or PlayerOptions()
         self.skeleton = skeleton
         self.pool = TaskPool(self.options.pool_size)
         self.stores = Stores()
@@ -105,18 +203,14 @@ class Player(RecipeRules):
         self.released_log: list[tuple[np.ndarray, np.ndarray]] = []
         self._settle_mark = np.zeros(0, np.bool_)     # settle_released's scratch: a flag per human row
         self.batch = BatchEngine(self)
-        self._clips: list[Clip] = []
-        self.stores.cursors.clips = self._clips      # bank index -> clip, for cursors the kernel made
-        self.stores.cursors.all_events = self.options.place_events == PlaceEvents.FIRED
-        self._clip_index: dict[int, int] = {}
-        self._flags: dict[int, tuple] = {}         # id(anim set) -> (set, its range flags column)
-        # id(anim set) -> (set, the speeds, {anim id: [clip, rate, bank index or -1]}): the ids
-        # found there before (a set is immutable, so its clips and range flags never change)
-        self._known_ids: dict[int, tuple] = {}
-        self._id_types: set[type] = {int}          # the id types the cache may be asked with
-        self._gait_speeds: dict[tuple, tuple] = {}  # (id(anim set), ids) -> (set, speeds, options.speeds)
-        self._bank: ClipBank | None = None
-        self._bank_cost = BANK_KEY_BYTES * NUM_SLOTS     # bank_bytes of _clips (the sentinels' keys)
+        # the parts (each over the stores; the options given again when they change)
+        opts = self._options
+        self.lookup = ClipLookup(opts, skeleton, self.stores)
+        self.stores.cursors.all_events = opts.place_events == PlaceEvents.FIRED
+        self.builders = TaskBuilder(self.lookup, self.pool, self.stores, opts)
+        self.rules = StackRules(self.builders, self.batch, self.pool, self.stores, opts, self.deferred_rows)
+        self.prepared = RecipeRules(self, self.lookup, self.batch, self.pool, self.stores, opts)
+        _bind_parts(self)
         # the human rows whose top task may have changed in the steps since the last flush
         # (one array per step; the flush refreshes their playing ids)
         self._stepped: list[np.ndarray] = []
@@ -150,6 +244,17 @@ class Player(RecipeRules):
 
 
     @property
+    def options(self) -> PlayerOptions:
+        """The options (frozen); setting new ones gives them to every part."""
+        return self._options
+
+    @options.setter
+    def options(self, options: PlayerOptions) -> None:
+        self._options = options
+        for part in (self.lookup, self.builders, self.rules, self.prepared):
+            part.options = options
+
+    @property
     def deferred(self) -> list[tuple[Task, CharacterInstance]]:
         """The deferred list as (task, instance) pairs, in its order: a new list read from
         ``deferred_rows`` (changing it changes nothing; ``defer`` adds to the list)."""
@@ -165,7 +270,7 @@ class Player(RecipeRules):
         dl.n = 0
         dl.odd = {}
         for task, inst in pairs:
-            self._defer_entry(task, inst)
+            self.rules._defer_entry(task, inst)
 
     # ---------------------------------------------------------------- per update
     def step(self, instances: Iterable[CharacterInstance], dt: float | None = None) -> None:
@@ -734,3 +839,7 @@ class Player(RecipeRules):
     def note_refused(self, inst: CharacterInstance) -> None:
         """``inst`` has refused poses of the last update (a restored state's): cleared at the next."""
         self._pose_refused.append(inst)
+
+
+# name -> (part, the part's function): what _bind_parts binds on each Player
+_PART_METHODS = {name: (v.part, v.func) for name, v in vars(Player).items() if isinstance(v, _Part)}

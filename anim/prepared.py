@@ -8,7 +8,9 @@ arrays (``_Templates``, made by ``_learn_rows``) and the tables' memory blocks, 
 handle object (anim.tasks.task_at makes a row's handle on its first read); otherwise it
 runs the command through the handle calls (anim.recipe.expand), whose rows these are,
 bit for bit. The checks that raise at the call stay here, before anything is taken.
-A mixin on the stack rules; reads ``options``, ``pool``, ``stores`` and ``batch``.
+A part the Player owns (``Player.prepared``), over the world's stores, the pool and the
+batch engine's human rows; it finds clips through the Player's look-up and runs a command
+it cannot write directly through the Player's own handle calls (its ``host``).
 
 Spec: "Animation tasks", "The task stack", "Fades", "Gait blend".
 Original: 0x001054c8 (take a task from the free list), 0x001041f8 AnimCursor_Init,
@@ -17,19 +19,24 @@ TaskStack_InsertBottom, 0x001753d8 TaskStack_Push.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import cmdkernel as CK
 from . import f32 as F
 from .callbacks import Callback, check_callback
+from .lookup import ClipLookup
+from .options import PlayerOptions
 from .recipe import _CHANGE, _GAIT, _PUSH, Arg, Command, Recipe, _value, check_params, expand
-from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance
-from .stackrules import StackRules
-from .store import LAYOUT_EPOCH, _fast_view
+from .rules import change_room
+from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, TaskPool
+from .store import LAYOUT_EPOCH, Stores, _fast_view
 from .tasks import WINDOW_RULES, TaskFlags, set_call
 from .trusted import entry_point
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .batch import BatchEngine
 
 __all__ = ["RecipeRules"]
 
@@ -39,12 +46,25 @@ _INT32 = 1 << 31
 _WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
 
 
-class RecipeRules(StackRules):
-    """``prepare`` and ``run`` (see the module docstring), on the stack rules; Player is made on them."""
+class RecipeRules:
+    """``prepare`` and ``run`` (see the module docstring): the Player's prepared commands.
 
-    _cmd_views: tuple | None = None
-    _cmd_entry: Any = None
-    cmd_kernel_runs = 0           # commands whose rows anim.cmdkernel.run_rows wrote (tests/anim/test_recipes.py)
+    In: the host whose handle calls run what the direct path does not (the Player: its
+    ``loop``, ``clip``, ``gait``, ``change``, ``push``, ``enqueue``, ``discard``, ``pool``),
+    its look-up, the batch engine (the human rows), the task pool, the world's stores and
+    the Player's options (set again when the Player's are)."""
+
+    def __init__(self, host: Any, lookup: ClipLookup, batch: BatchEngine, pool: TaskPool, stores: Stores,
+                 options: PlayerOptions):
+        self.host = host
+        self.lookup = lookup
+        self.batch = batch
+        self.pool = pool
+        self.stores = stores
+        self.options = options
+        self._cmd_views: tuple | None = None
+        self._cmd_entry: Any = None
+        self.cmd_kernel_runs = 0      # commands whose rows anim.cmdkernel.run_rows wrote (tests/anim/test_recipes.py)
 
     def prepare(self, recipe: Recipe) -> Command:
         """A recipe checked once and made ready to run (``run``). In: a Recipe. Out: a
@@ -66,7 +86,7 @@ class RecipeRules(StackRules):
         ends = command.ends
         if tp is None or (ends is not None and not _ends_are_data(ends, params)) \
                 or not self._run_rows(inst, command, params, tp):
-            expand(self, inst, command, params)
+            expand(self.host, inst, command, params)
             self._learn_rows(inst, command, params)
         elif ends is not None:
             self._write_ends(inst, command, params)
@@ -110,23 +130,23 @@ class RecipeRules(StackRules):
         if command.__class__ is not Command or len(params) != command.n_params:
             check_params(command, params)
         s = inst.anim_set
-        banked = self._clip_index
+        banked = self.lookup._clip_index
         for op, anim, _, _, _ in command.steps:
             if op == _GAIT:
-                if self._entries_known(s, anim) is None:
-                    self._check_ids(s, anim)         # the look-up's errors, as the run's
-                    if all(id(self._entry(s, i)[0]) in banked for i in anim):
-                        self._entries_of(s, anim)    # (each clip's bank index found, none added)
+                if self.lookup._entries_known(s, anim) is None:
+                    self.lookup._check_ids(s, anim)         # the look-up's errors, as the run's
+                    if all(id(self.lookup._entry(s, i)[0]) in banked for i in anim):
+                        self.lookup._entries_of(s, anim)    # (each clip's bank index found, none added)
                 continue
             aid = _value(anim, params)
-            entry = self._entry(s, aid)              # UnknownClip / UnknownAnimId as the run's
+            entry = self.lookup._entry(s, aid)              # UnknownClip / UnknownAnimId as the run's
             if entry[2] < 0:
                 i = banked.get(id(entry[0]))
                 if i is None:                        # not in the bank: left to the run
                     continue
                 entry[2] = i                         # the index _bank_of finds (bank_index: no clip added)
-            self._proto_of(entry)
-            self.rate_of(s, aid)
+            self.lookup._proto_of(entry)
+            self.lookup.rate_of(s, aid)
         self._learn_rows(inst, command, params)
 
     def knows(self, inst: CharacterInstance, command: Command, *params) -> bool:
@@ -166,18 +186,18 @@ class RecipeRules(StackRules):
         for k, (op, anim, flags, held, extra) in enumerate(command.steps):
             if op == _GAIT:
                 if not tp.known[k]:
-                    known = self._entries_known(s, anim)
+                    known = self.lookup._entries_known(s, anim)
                     if known is not None:
                         tp.set_gait(k, op, flags, held, known[2], known[1], known[3])
                 continue
             aid: Any = _value(anim, params)
             kind = aid.__class__
-            if kind not in self._id_types:
+            if kind not in self.lookup._id_types:
                 continue
-            hit = self._known(s, aid)
+            hit = self.lookup._known(s, aid)
             if hit is None or hit[2] < 0 or hit[3] is None:
                 continue
-            rate = self.rate_of(s, aid)
+            rate = self.lookup.rate_of(s, aid)
             if not (rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX):
                 continue                             # numpy's casts: the handle calls, always
             aid = int(aid)
@@ -275,7 +295,7 @@ class RecipeRules(StackRules):
                     return False
             elif fade.__class__ is not float:
                 fade = float(fade)
-            if not (n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE):
+            if not change_room(n, opts.early_finish_above):
                 return False
             code = CK.PLACE_CHANGE
         elif place is _PUSH:
@@ -338,7 +358,7 @@ class RecipeRules(StackRules):
         self.cmd_kernel_runs += 1
         views = ts.views
         taken = t_free[tn - k_tasks:tn]
-        if len(views) < ts.capacity:                 # grown to the rows taken (as new_task_row grows it)
+        if len(views) < ts.capacity:                 # grown to the rows taken (as write_task_row grows it)
             top = max(taken) + 1
             if top > len(views):
                 views.extend([None] * (top - len(views)))

@@ -24,23 +24,15 @@ import numpy as np
 from . import snapkernel as K
 from .limits import MAX_COORD, MAX_HEALTH
 from .store import NO_ROW, _layout
-from .tasks import TaskType
+from .tasks import TASK_CURSORS, TaskType
 
 __all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "unpack", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
            "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
 
 # What a task of each type links to: the cursor columns that must hold a cursor row (the
-# others hold none), and whether it owns a fade or a gait row (aux) or has a next task.
-_CLIP_TYPES = (TaskType.LOOP, TaskType.CLIP, TaskType.PAIRED_HOLD, TaskType.HOLD, TaskType.PAIRED_CLIP,
-               TaskType.SCENE)
-_CURSORS: dict[int, tuple[str, ...]] = {
-    **{int(t): ("c0",) for t in _CLIP_TYPES},
-    int(TaskType.FADE): (),
-    int(TaskType.MIX): ("c0", "c1"),
-    int(TaskType.PICK): ("c0", "c1", "c2", "c3"),
-    int(TaskType.GAIT): ("c0", "c1"),            # its pair, both always there (kernels._runnable)
-    int(TaskType.DIRECTION): ("c0", "c1", "c2"),
-}
+# others hold none: anim.tasks.TASK_CURSORS, its links c0, c1, ...), and whether it owns a
+# fade or a gait row (aux) or has a next task.
+_CURSORS: dict[int, tuple[str, ...]] = {int(t): tuple(f"c{i}" for i in range(n)) for t, n in TASK_CURSORS.items()}
 _NEXT_TYPES = (int(TaskType.CLIP), int(TaskType.PAIRED_CLIP))
 MAX_RATE = 1e6                 # a rate or speed beyond this is not one any constructor takes
 MAX_SECONDS = 1e9              # a fade's time or a blend time, far past any clip

@@ -5,8 +5,9 @@ and the queue of 10: insert at the bottom and push on top (first finishing the n
 fade early above 6 tasks), a change of animation (fade, new task under it), the queue,
 ``replace``, completing a fade (giving back everything below the new task), cutting a
 stack, the deferred list and giving tasks back; the top task and the playing anim id
-(record +0x20); and whether a task fits the pose stack of seven. A mixin: it reads
-``options``, ``pool``, ``batch`` and ``deferred_rows`` from ``Player``.
+(record +0x20); and whether a task fits the pose stack of seven. A part the Player owns
+(``Player.rules``), over the world's stores, pool, deferred list and the batch engine's
+human rows; a change makes its fade with the Player's builders.
 
 Spec: "The task stack", "Fades", "When a clip ends".
 Original: 0x001754e8 TaskStack_InsertBottom, 0x001753d8 TaskStack_Push, 0x00175210
@@ -15,16 +16,22 @@ fade), 0x00106cc8 (the fade's clean-up), 0x00105640 AnimTask_DeferGive.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .construct import TaskBuilder, _check_number, task_pose_depth
 from .deferred import DeferredRows
+from .options import PlayerOptions
 from .f32 import FLT_MAX as _F32_MAX
 from .pose import POSE_STACK_SIZE, PoseStackOverflow
-from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull
+from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPool
+from .store import Stores
 from .tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
-                    PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, new_task_row, take_place,
-                    task_at)
+                    PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, take_place,
+                    task_at, write_fade_row, write_task_row)
+from .rules import change_room
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .batch import BatchEngine
 
 
 __all__ = ["StackRules"]
@@ -42,11 +49,21 @@ _FADE = int(TaskType.FADE)
 _GAIT = int(TaskType.GAIT)
 
 
-class StackRules(TaskBuilder):
-    """The stack rules (see the module docstring): on the constructors (a change makes its
-    fade); Player is made on them."""
+class StackRules:
+    """The stack rules (see the module docstring): the Player's.
 
-    deferred_rows: DeferredRows
+    In: the Player's builders (a change makes its fade), the batch engine (the human
+    rows), the task pool, the world's stores, the Player's options (set again when the
+    Player's are) and the deferred list's rows."""
+
+    def __init__(self, builders: TaskBuilder, batch: BatchEngine, pool: TaskPool, stores: Stores,
+                 options: PlayerOptions, deferred_rows: DeferredRows):
+        self.builders = builders
+        self.batch = batch
+        self.pool = pool
+        self.stores = stores
+        self.options = options
+        self.deferred_rows = deferred_rows
 
     @staticmethod
     def top(inst: CharacterInstance) -> Task | None:
@@ -264,18 +281,15 @@ class StackRules(TaskBuilder):
             n = h.m_depth[s]
             rec = inst.record
             speed = h.m_speed[s]                         # the fade's rate (a float32 holds it: checked when set)
-            if n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE and rec.table is h and rec.row == s \
+            if change_room(n, opts.early_finish_above) and rec.table is h and rec.row == s \
                     and h.gen[s] == rec.gen and -_F32_MAX <= speed <= _F32_MAX:
-                # self.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
+                # self.builders.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
                 kept = ts.spare.get(_FadeTask)           # new_handle, inline: a handle the flush kept
                 f = kept.pop() if kept else _FadeTask.__new__(_FadeTask)
-                fr = new_task_row(ts, f, _FADE, speed)
+                fr = write_task_row(ts, f, _FADE, speed, 0, 0, None)
                 fades = f.store = self.stores.fades
-                r = f.row = fades.alloc_default()
+                r = f.row = write_fade_row(ts, fr, fades, fade)
                 f.gen = fades.m_gen[r]
-                fades.m_el[r] = 0.0
-                fades.m_dur[r] = fade
-                ts.m_aux[fr] = r
                 pool.take_row(fr)
                 ts.m_incoming[fr] = tr                   # f.incoming = task
                 ms, b = h.m_stack, s * h.stack_width     # insert_bottom and push: the two slots
@@ -311,14 +325,14 @@ class StackRules(TaskBuilder):
                 raise StackFull(f"{inst.name or 'human'}: no room for a change "
                                 f"({len(inst.stack)} of {STACK_SIZE} tasks)")
             st = self.stores
-            f = FadeTask._made(st.tasks, st.fades, fade, inst.speed)      # self.fade(inst, fade), inline
+            f = FadeTask._made(st.tasks, st.fades, fade, inst.speed)      # self.builders.fade(inst, fade), inline
             self.pool.take(f)
         except Exception:
             self.discard(task)
             raise
         ts = self.stores.tasks
         ts.m_incoming[f.trow] = task.trow            # f.incoming = task (both ours: checked)
-        if n + 1 <= opts.early_finish_above and n + 2 <= STACK_SIZE:
+        if change_room(n, opts.early_finish_above):
             # neither early finish acts and both fit: insert_bottom and push write their two
             # slots at once; the top is then the fade, so the playing id is the new task's
             self.batch.change_rows(inst, task.trow, f.trow)

@@ -18,7 +18,7 @@ from .errors import StaleHandle
 
 __all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
-           "left_world", "DIRECTIONS", "layout_epoch"]
+           "left_world", "DIRECTIONS", "layout_epoch", "block_layout"]
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
@@ -142,6 +142,11 @@ def _layout_of(columns: dict[str, DTypeLike], cap: int) -> tuple[dict[str, tuple
     return out, off
 
 
+# Where a table's arrays lie in its block, for a reader that lays a saved block out again
+# (game.runtime.snapfile): the same function the tables use.
+block_layout = _layout
+
+
 # The arrays of a Table besides its columns that get a fast view (Table.__setattr__).
 _TABLE_ARRAYS = ("live", "gen", "free_rows", "n_free")
 
@@ -239,7 +244,7 @@ class Table:
             _moved(self)
 
     # A row writer's fast views of several arrays at once (one tuple, one writer per table:
-    # anim.cursor.cursor_row keeps the cursor table's twelve here, anim.tasks.new_task_row
+    # anim.cursor.cursor_row keeps the cursor table's twelve here, anim.tasks.write_task_row
     # the task table's free list, live, gen, type and rate), dropped whenever an array is replaced.
     row_views: tuple | None = None
 

@@ -8,6 +8,13 @@ samples the rows itself, anim.kernels), ``current_time`` / ``duration``
 ``set_flags`` (+0xcc) and ``anim_id`` (+0x104). Stack changes (hand-overs, fades
 giving tasks back) go through the Player, which owns the pool and the deferred list.
 
+Each row kind has one writer, which every Python path calls (the classes' own
+constructors, the Player's, a change's fade): ``write_task_row`` (a task's own row),
+``write_fade_row``, ``write_gait_row`` and anim.cursor.cursor_row; the rules they compute
+with (the gait's pair and leaders, its target's rounding, the fade weight) are
+anim.rules', which the kernels and anim.cmdkernel compile from the same text.
+``TASK_CURSORS`` is each type's row shape (its cursor links).
+
 Types whose details the spec leaves open (5, 7, 4, 10, 11 and 13's weights) follow the
 simplest reading consistent with what it says; docs/original.md marks them as ours.
 
@@ -31,6 +38,8 @@ from .sampler import CursorFlags
 from .store import NO_ROW, Table, _stale, column, task_column
 
 from .interfaces import PoseProgram, TaskHost
+from .rules import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_SPEED, GAIT_STEPS, cursor_flags_of,
+                    fade_weight, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target, gait_sampled)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .stack import CharacterInstance
@@ -41,13 +50,23 @@ __all__ = ["ForeignTask", "TaskInUse", "take_place", "TaskType", "TaskFlags", "H
            "ClipTask", "HoldTask",
            "SceneTask", "PairedClipTask", "PairedHoldTask", "FadeTask", "MixTask", "PickTask",
            "GaitTask", "DirectionTask", "LOCOMOTION_FLAGS", "LOCOMOTION_STILL", "PAIRED_IDLE_FLAGS",
-           "GAIT_STEPS", "PICK_THRESHOLDS", "PICK_SAMPLINGS", "fade_weight", "task_at"]
+           "GAIT_STEPS", "PICK_THRESHOLDS", "PICK_SAMPLINGS", "fade_weight", "task_at", "TASK_CURSORS",
+           "write_gait_row", "write_fade_row", "write_task_row"]
+
+
+# Each type's cursor links, in the order of its ``cursors()`` (task columns c0-c3): one
+# clip's, a fade's none, a mix's two, a pick's four, a gait's pair, a direction's lower
+# neighbour, centre and upper. What the flush gives back, the engine's type set
+# (anim.batch.KERNEL_TYPES) and the snapshot checks read here, not by type.
+TASK_CURSORS: dict[int, int] = {
+    TaskType.LOOP: 1, TaskType.CLIP: 1, TaskType.PAIRED_HOLD: 1, TaskType.HOLD: 1, TaskType.PAIRED_CLIP: 1,
+    TaskType.SCENE: 1, TaskType.FADE: 0, TaskType.MIX: 2, TaskType.PICK: 4, TaskType.GAIT: 2, TaskType.DIRECTION: 3,
+}
 
 
 _CURSOR_BITS = TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED
 # The constructors' fast paths write the columns with plain ints taken from the enums.
 _CURSOR_INT = int(_CURSOR_BITS)
-_MUTED_INT = int(CursorFlags.MUTED)
 _CONTINUOUS_INT = int(TaskFlags.CONTINUOUS)
 _FADE_INT = int(TaskType.FADE)
 _GAIT_INT = int(TaskType.GAIT)
@@ -96,28 +115,10 @@ class ForeignTask(ValueError):
 # The blend window rules in the task table's ``window`` column (0 advanced, 1 kept).
 WINDOW_RULES = (BlendWindow.ADVANCED, BlendWindow.KEPT)
 
-# The gait blend's pair steps (floor with 0.995, 1.995, 2.995) and thresholds. Like every
-# constant the FPU compares with, they are float32 (f32(2.995) is 2.99499988...).
-GAIT_STEPS = tuple(F.f32(x) for x in (0.995, 1.995, 2.995))
-GAIT_ALONE_LOW = F.f32(0.01)
-GAIT_ALONE_HIGH = F.f32(0.995)
-_STEP0, _STEP1, _STEP2 = GAIT_STEPS
-GAIT_FALL_FRACTION = 0.875
-GAIT_SPEED = 10.0
+# The gait blend's pair steps and thresholds, and its rules: anim.rules (one text for
+# Python and the kernels).
 # Type 11's thresholds on its value 0-3 (float32).
 PICK_THRESHOLDS = tuple(F.f32(x) for x in (0.51, 1.51, 2.51))
-
-
-def fade_weight(elapsed: float, duration: float) -> float:
-    """The outgoing pose's weight w_old = (1 + cos(pi t / d)) / 2; d = 0 gives 0 at once.
-
-    The cosine is anim.detmath's (the same bits on every CPU, and the fade kernel's).
-    Original: 0x00106e50 (1 - (sin(pi t/d - pi/2) + 1) / 2, the same curve).
-    """
-    if duration <= 0.0:
-        return 0.0
-    x = min(max(elapsed / duration, 0.0), 1.0)
-    return (1.0 + detmath.cos_pi_s(x)) / 2.0
 
 
 def _world_tasks(tstore: Table | None, what: str) -> Table:
@@ -139,13 +140,27 @@ def _row_in(c, table: Table) -> int:
     return c.row
 
 
-def new_task_row(ts: Table, t: "Task", ttype: int, rate: float) -> int:
-    """Take a row of the world's task table ``ts`` for the new handle ``t`` (its ``tstore``,
-    ``trow``, ``tgen`` and the table's ``views`` entry set) at the table's defaults
-    (store.TASK_DEFAULTS: no links, every number 0), with its type ``ttype`` and rate
-    ``rate`` (a float a float32 holds the range of: rounded to nearest as F.f32 rounds)
-    written; returns the row. Table.alloc_default, inline (the constructors' hot path).
-    Original: 0x001054c8 (take a task from the free list)."""
+def new_handle(ts: Table, cls: Any) -> Any:
+    """A handle object of task class ``cls`` for a new row of the world's task table ``ts``,
+    every slot to be set by its constructor: one the flush kept when its row went back and
+    nothing but the table held it (``ts.spare``: no one can see it again, so no stale
+    handle is ever reused), else a new object. The Player's constructors take theirs here
+    (no allocation on the command path, no deallocation at the flush)."""
+    spare = ts.spare.get(cls)
+    return spare.pop() if spare else cls.__new__(cls)
+
+
+def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, held: int, on_end) -> int:
+    """The one writer of a task's own row, every type and every Python path (the classes'
+    constructors, the Player's, a change's fade): a row of the world's task table ``ts``
+    taken for the new handle ``t`` (its ``tstore``, ``trow``, ``tgen`` and the table's
+    ``views`` entry set) at the table's defaults (store.TASK_DEFAULTS: no links, every
+    number 0; Table.alloc_default, inline: the constructors' hot path), its type ``ttype``
+    and rate (float32, rounded to nearest as F.f32 rounds), then only the columns that
+    differ from the defaults: flags, held bits and the end callback (checked by the
+    caller). Plain ints in range go through the fast views, anything else through numpy's
+    casts (and its errors). Returns the row. anim.cmdkernel writes the same columns for a
+    prepared command. Original: 0x001054c8 (take a task from the free list)."""
     if ts.unsettled:
         ts.settle()
     mv = ts.row_views                                   # the fast views, kept together (Table.row_views)
@@ -173,21 +188,26 @@ def new_task_row(ts: Table, t: "Task", ttype: int, rate: float) -> int:
         views.extend([None] * (r + 1 - len(views)))
         views[r] = t
     types[r] = ttype
-    rates[r] = rate
+    if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX:
+        rates[r] = rate                                 # rounded to float32 as F.f32 rounds
+    else:
+        ts.rate[r] = F.f32(float(rate))
+    if flags:
+        if flags.__class__ is int and 0 <= flags < _INT32:
+            ts.m_flags[r] = flags
+        else:
+            ts.flags[r] = int(flags)
+    if held:
+        if held.__class__ is int and 0 <= held < _INT63:
+            ts.m_held[r] = held
+        else:
+            ts.held[r] = int(held)
+    if on_end is not None:
+        set_call(ts, "on_end", r, on_end)
     return r
 
 
-def new_handle(ts: Table, cls: Any) -> Any:
-    """A handle object of task class ``cls`` for a new row of the world's task table ``ts``,
-    every slot to be set by its constructor: one the flush kept when its row went back and
-    nothing but the table held it (``ts.spare``: no one can see it again, so no stale
-    handle is ever reused), else a new object. The Player's constructors take theirs here
-    (no allocation on the command path, no deallocation at the flush)."""
-    spare = ts.spare.get(cls)
-    return spare.pop() if spare else cls.__new__(cls)
-
-
-# The task table's fast views new_task_row keeps in Table.row_views, in its order.
+# The task table's fast views write_task_row keeps in Table.row_views, in its order.
 _ROW_VIEWS = ("m_n_free", "m_free_rows", "m_live", "m_gen", "m_type", "m_rate")
 
 
@@ -341,22 +361,8 @@ class Task:
         self._row_of(_world_tasks(tstore, type(self).__name__), rate, flags, held, on_end)
 
     def _row_of(self, ts: Table, rate: float, flags: int, held: int, on_end) -> int:
-        """Take this new handle's row of the world's task table ``ts`` at the table's defaults
-        (store.TASK_DEFAULTS: no links, every number 0) and write only the columns set here:
-        the type, rate (float32), flags, held bits and the end callback (checked); returns
-        the row."""
-        if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX:
-            r = new_task_row(ts, self, self._TYPE, rate)    # rounded to float32 as F.f32 rounds
-        else:
-            r = new_task_row(ts, self, self._TYPE, 0.0)
-            ts.rate[r] = F.f32(float(rate))
-        if flags:
-            ts.flags[r] = int(flags)
-        if held:
-            ts.held[r] = int(held)
-        if on_end is not None:
-            set_call(ts, "on_end", r, on_end)
-        return r
+        """This new handle's row of the world's task table ``ts``: write_task_row."""
+        return write_task_row(ts, self, self._TYPE, rate, flags, held, on_end)
 
     on_end = _EndCallback()
 
@@ -721,6 +727,20 @@ class PairedHoldTask(HoldTask):
 # ---------------------------------------------------------------- fades
 
 
+def write_fade_row(ts: Table, tr: int, fades: Table, duration: float) -> int:
+    """The one writer of a type 9's own row, for every Python path (the class's
+    constructor, the Player's ``fade``, a change's fade): a row of ``fades`` taken and
+    linked from task row ``tr`` of ``ts`` (``aux``), nothing elapsed, the duration
+    ``duration`` (checked: finite, >= 0, a float32 holds it). Out: the fade's row.
+    anim.cmdkernel writes the same columns for a prepared command's change.
+    Original: 0x00106c80."""
+    r = fades.alloc_default()
+    fades.m_el[r] = 0.0
+    fades.m_dur[r] = duration
+    ts.m_aux[tr] = r
+    return r
+
+
 class FadeTask(Task):
     """Type 9: a cross-fade over d seconds from the tasks below it into the new one.
 
@@ -740,32 +760,22 @@ class FadeTask(Task):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         super().__init__(rate, 0, held, on_end, tstore)
         st = self.store = store if store is not None else self.tstore.world.fades
-        r = self.row = st.alloc(zero=False)
+        r = self.row = write_fade_row(self.tstore, self.trow, st, F.f32(float(duration)))
         self.gen = int(st.gen[r])
-        st.el[r] = 0.0
-        st.dur[r] = F.f32(float(duration))
-        self.tstore.aux[self.trow] = r
 
     @classmethod
     def _made(cls, ts: Table, fades: Table, duration: float, rate: float, held: int = 0) -> "FadeTask":
         """``FadeTask(duration, rate, held, store=fades, tstore=ts)`` for the Player's
-        constructors (``ts`` / ``fades`` the world's tables): one function, each row written once."""
+        constructors (``ts`` / ``fades`` the world's tables): the task row, then the fade's
+        (write_fade_row)."""
         if not (duration >= 0.0 and math.isfinite(duration)):
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         t = new_handle(ts, cls)
-        if held or not (rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX):
-            tr = t._row_of(ts, rate, 0, held, None)
-        else:
-            tr = new_task_row(ts, t, _FADE_INT, rate)      # no flags, held bits or callback
+        tr = write_task_row(ts, t, _FADE_INT, rate, 0, held, None)
         t.store = fades
-        r = t.row = fades.alloc_default()
+        r = t.row = write_fade_row(ts, tr, fades, duration if duration.__class__ is float and duration <= _F32_MAX
+                                   else F.f32(float(duration)))
         t.gen = fades.m_gen[r]
-        fades.m_el[r] = 0.0
-        if duration.__class__ is float and duration <= _F32_MAX:
-            fades.m_dur[r] = duration
-        else:
-            fades.dur[r] = F.f32(float(duration))
-        ts.m_aux[tr] = r
         return t
 
     elapsed = column("el", float, "Time into the fade (+0x1c), float32 summed toward zero.")
@@ -819,6 +829,29 @@ def _follow(leader: Cursor, other: Cursor) -> None:
     other.set_time(F.mul(F.div(leader.time, leader.duration), other.duration))
 
 
+def write_gait_row(ts: Table, tr: int, gaits: Table, ids: Sequence[int], banks: Sequence[int], v: float, tg: float,
+                   speed: float) -> tuple[int, int, int]:
+    """The one writer of a type 12's own row, for every Python path (the class's
+    constructor, the Player's, the stack rules'): a row of ``gaits`` taken and linked from
+    task row ``tr`` of ``ts`` (``aux``), its five ids and bank indices, the value ``v`` and
+    target ``tg`` (float32 values, the target already rounded: anim.rules), the pair and
+    its first leader by anim.rules, the gait's ``speed`` on the task row. Out: (gait row,
+    lower, leader); the caller makes the pair's cursors. anim.cmdkernel writes the same
+    columns with the same rules for a prepared command. Original: 0x0010a310."""
+    r = gaits.alloc_default()                         # every column written below
+    ts.m_aux[tr] = r
+    gaits.m_id0[r], gaits.m_id1[r], gaits.m_id2[r], gaits.m_id3[r], gaits.m_id4[r] = ids
+    gaits.m_b0[r], gaits.m_b1[r], gaits.m_b2[r], gaits.m_b3[r], gaits.m_b4[r] = banks
+    ts.m_speed[tr] = speed
+    lower = gait_pair(v)
+    leader = gait_first_leader(v, lower)
+    gaits.m_value[r] = v                              # float32 values: read back unchanged
+    gaits.m_target[r] = tg
+    gaits.m_lower[r] = lower
+    gaits.m_leader[r] = leader
+    return r, lower, leader
+
+
 class GaitTask(Task):
     """Type 12: five clips on a blend value v from 0 to 4 (walk, jog, run, sprint, sprint).
 
@@ -845,41 +878,31 @@ class GaitTask(Task):
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
         v = self._clamp(value)
+        tg = None if target is None else self._clamp(target)
         on_wrap = check_callback(on_wrap, "on_wrap")     # before a row is taken
         super().__init__(rate, flags, held, on_end, tstore)
-        # Every column written here directly (the properties' values, without their casts).
         ts, tr = self.tstore, self.trow
+        fl = int(ts.flags[tr])
+        # a target given is rounded as set_target rounds it; none: the value, as it is
+        tg = v if tg is None else gait_rounded_target(tg, fl & _CONTINUOUS_INT)
         st = self.store = store if store is not None else ts.world.gaits
-        r = self.row = st.alloc(zero=False)
-        self.gen = int(st.gen[r])
-        ts.aux[tr] = r
-        st.id0[r], st.id1[r], st.id2[r], st.id3[r], st.id4[r] = tuple(map(int, ids))
+        sp = speed if speed.__class__ is float and -_F32_MAX <= speed <= _F32_MAX else F.f32(float(speed))
         # the clips' bank indices (the compiled step makes the cursors a change of pair
         # brings in from them); a gait made alone makes them with ``make_cursor``
-        st.b0[r], st.b1[r], st.b2[r], st.b3[r], st.b4[r] = tuple(banks) if banks is not None else (0,) * 5
+        r, lower, leader = write_gait_row(ts, tr, st, tuple(map(int, ids)),
+                                          tuple(banks) if banks is not None else (0,) * 5, v, tg, sp)
+        self.row = r
+        self.gen = int(st.gen[r])
         self._make_cursor = None if banks is not None else make_cursor
-        ts.speed[tr] = speed if speed.__class__ is float and -_F32_MAX <= speed <= _F32_MAX else F.f32(float(speed))
         self.on_wrap = on_wrap
-        st.value[r] = st.target[r] = v               # v is a float32 value: read back unchanged
-        lower = self.pair_index(v)
-        st.lower[r] = lower
         ids = self.ids
         lo = make_cursor(ids[lower])
         up = make_cursor(ids[lower + 1])
         self.cstore = ts.world.cursors
         self.lower_cursor, self.upper_cursor = lo, up
-        leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
-        st.leader[r] = leader
-        fl = int(ts.flags[tr])
         base = fl & _CURSOR_INT                      # _apply_flags()
-        lead, follow = (lo, up) if leader == 0 else (up, lo)
-        lead.store.flags[lead.row] = base
-        follow.store.flags[follow.row] = base | _MUTED_INT
-        if target is not None:                       # set_target()
-            t = self._clamp(target)
-            if not fl & _CONTINUOUS_INT:
-                t = float(math.floor(t + 0.5))
-            st.target[r] = t
+        lo.store.flags[lo.row] = cursor_flags_of(base, leader == 0)
+        up.store.flags[up.row] = cursor_flags_of(base, leader == 1)
 
     @classmethod
     def _made(cls, ts: Table, gaits: Table, ids: Sequence[int], banks: Sequence[int], protos: Sequence[tuple],
@@ -888,44 +911,24 @@ class GaitTask(Task):
         Player's constructors, which checked everything first (``ts`` / ``gaits`` the world's
         tables, ``ids`` five found ints, ``banks`` their clips' bank indices and ``protos``
         their cursor_proto, ``value`` and ``target`` checked numbers): the pair's two cursors
-        made as rows of the world's cursor table (anim.cursor.cursor_row, no handles). One
-        function: each row written once."""
+        made as rows of the world's cursor table (anim.cursor.cursor_row, no handles). The
+        gait's row is write_gait_row's, as every path writes it."""
         v = cls._clamp(value)
         t = new_handle(ts, cls)
         fl = int(flags)
-        if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX and 0 <= fl < _INT32 and held.__class__ is int \
-                and 0 <= held < _INT63:
-            tr = new_task_row(ts, t, _GAIT_INT, rate)
-            if fl:
-                ts.m_flags[tr] = fl
-            if held:
-                ts.m_held[tr] = held
-        else:
-            tr = t._row_of(ts, rate, fl, held, None)    # numpy's casts and errors
-        st = t.store = gaits
-        r = t.row = st.alloc_default()                 # alloc(zero=False): every column written
-        t.gen = st.m_gen[r]
-        ts.m_aux[tr] = r
-        st.m_id0[r], st.m_id1[r], st.m_id2[r], st.m_id3[r], st.m_id4[r] = ids
-        st.m_b0[r], st.m_b1[r], st.m_b2[r], st.m_b3[r], st.m_b4[r] = banks
+        tr = write_task_row(ts, t, _GAIT_INT, rate, fl, held, None)
+        tg = gait_rounded_target(v if target is value else cls._clamp(target), fl & _CONTINUOUS_INT)
+        r, lower, leader = write_gait_row(ts, tr, gaits, ids, banks, v, tg, GAIT_SPEED)
+        t.store = gaits
+        t.row = r
+        t.gen = gaits.m_gen[r]
         t._make_cursor = None
-        ts.m_speed[tr] = GAIT_SPEED
-        lower = 0 if v < _STEP0 else 1 if v < _STEP1 else 2 if v < _STEP2 else 3    # pair_index(v)
-        leader = 1 if v - lower >= GAIT_ALONE_HIGH else 0
         base = fl & _CURSOR_INT                      # _apply_flags()
         cs = t.cstore = ts.world.cursors
         t._lower_cursor = t._upper_cursor = None     # the rows alone (no handle objects)
-        ts.m_c0[tr] = cursor_row(cs, banks[lower], ids[lower], base if leader == 0 else base | _MUTED_INT,
-                                 protos[lower])
-        ts.m_c1[tr] = cursor_row(cs, banks[lower + 1], ids[lower + 1], base if leader == 1 else base | _MUTED_INT,
+        ts.m_c0[tr] = cursor_row(cs, banks[lower], ids[lower], cursor_flags_of(base, leader == 0), protos[lower])
+        ts.m_c1[tr] = cursor_row(cs, banks[lower + 1], ids[lower + 1], cursor_flags_of(base, leader == 1),
                                  protos[lower + 1])
-        st.m_value[r] = v                            # a float32 value: read back unchanged
-        tg = v if target is value else cls._clamp(target)    # set_target(): a float32 value too
-        if not fl & _CONTINUOUS_INT:
-            tg = float(math.floor(tg + 0.5))
-        st.m_target[r] = tg
-        st.m_lower[r] = lower
-        st.m_leader[r] = leader
         return t
 
     # ---- the numbers, in the tables
@@ -958,19 +961,18 @@ class GaitTask(Task):
 
     @staticmethod
     def _clamp(v: float) -> float:
+        """A value or target clamped to 0-4 (anim.rules.gait_clamp), as a float32 value;
+        ValueError when it is not finite."""
         if v.__class__ is float and 0.0 <= v <= 4.0:
-            return F.f32(v)                          # within 0-4 already (min and max keep it)
+            return F.f32(v)                          # within 0-4 already
         if not math.isfinite(v):
             raise ValueError(f"gait value {v!r} must be finite")
-        return F.f32(min(max(float(v), 0.0), 4.0))
+        return F.f32(gait_clamp(float(v)))
 
     @staticmethod
     def pair_index(v: float) -> int:
-        """floor(v) with the steps 0.995, 1.995, 2.995 (0-3)."""
-        for i, step in enumerate(GAIT_STEPS):
-            if v < step:
-                return i
-        return 3
+        """floor(v) with the steps 0.995, 1.995, 2.995 (0-3): anim.rules.gait_pair."""
+        return gait_pair(v)
 
     def set_target(self, target: float) -> None:
         """+0xac: clamp to 0-4, rounded to the nearest integer unless flag 0x200 (0x0010a500)."""
@@ -978,8 +980,7 @@ class GaitTask(Task):
         ts, tr = self.tstore, self.trow
         if ts.m_gen[tr] != self.tgen:
             _stale(self, ts, tr)
-        if not ts.m_flags[tr] & _CONTINUOUS_INT:       # self.flags & TaskFlags.CONTINUOUS
-            t = float(math.floor(t + 0.5))
+        t = gait_rounded_target(t, ts.m_flags[tr] & _CONTINUOUS_INT)
         st, r = self.store, self.row                   # self.target = t, through the fast view
         if st.m_gen[r] != self.gen:
             _stale(self, st, r)
@@ -1022,9 +1023,10 @@ class GaitTask(Task):
     def emit(self, plan: "PoseProgram") -> None:
         frac = self.fraction()
         lo, up = self.lower_cursor, self.upper_cursor
-        if frac < GAIT_ALONE_LOW:
+        alone = gait_sampled(frac)                     # anim.rules: one clip near a step, else both
+        if alone == 0:
             plan.sample(lo.bank_index, lo.time, self.rate, lo.flags)
-        elif frac > GAIT_ALONE_HIGH:
+        elif alone == 1:
             plan.sample(up.bank_index, up.time, self.rate, up.flags)
         else:
             plan.sample(lo.bank_index, lo.time, self.rate, lo.flags)
@@ -1077,8 +1079,8 @@ class MixTask(Task):
         lead = 1 if w >= 0.5 else 0
         t = cls.__new__(cls)
         r = t._row_of(ts, rate, flags, 0, None)
-        a = make_cursor(0, base if lead == 0 else base | _MUTED_INT)
-        b = make_cursor(1, base if lead == 1 else base | _MUTED_INT)
+        a = make_cursor(0, cursor_flags_of(base, lead == 0))
+        b = make_cursor(1, cursor_flags_of(base, lead == 1))
         t.a, t.b = a, b
         ts.m_c0[r] = a.row
         ts.m_c1[r] = b.row
@@ -1169,7 +1171,7 @@ class PickTask(Task):
         base = int(flags) & _CURSOR_INT
         t = cls.__new__(cls)
         r = t._row_of(ts, rate, flags, 0, None)
-        clips = t.clips = [make_cursor(i, base if i == k else base | _MUTED_INT) for i in range(4)]
+        clips = t.clips = [make_cursor(i, cursor_flags_of(base, i == k)) for i in range(4)]
         ts.m_c0[r], ts.m_c1[r], ts.m_c2[r], ts.m_c3[r] = (c.row for c in clips)
         ts.m_value[r] = v
         if sampling:
@@ -1278,9 +1280,9 @@ class DirectionTask(Task):
         ts.m_value[r] = value
         ts.m_centre[r] = centre
         cb = int(flags) & _CURSOR_INT                # _ensure({}): three new cursors
-        ts.m_c0[r] = make_cursor((centre - 1) & 7, cb | _MUTED_INT)        # lower, centre, upper
-        ts.m_c1[r] = make_cursor(centre, cb)
-        ts.m_c2[r] = make_cursor((centre + 1) & 7, cb | _MUTED_INT)
+        ts.m_c0[r] = make_cursor((centre - 1) & 7, cursor_flags_of(cb, False))    # lower, centre (leads), upper
+        ts.m_c1[r] = make_cursor(centre, cursor_flags_of(cb, True))
+        ts.m_c2[r] = make_cursor((centre + 1) & 7, cursor_flags_of(cb, False))
         t._dir_cache = []                                # handles made when read (cursors_by_dir)
         return t
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.recipe import Arg, ClipStep, Command, LoopStep, Place, Recipe
 from scuffle.anim.stack import AnimLimitError, CharacterInstance
-from scuffle.anim.stackrules import StackRules
+from scuffle.anim.player import Player
 from scuffle.anim.tasks import HeldFlags, Task
 from scuffle.components import Animator, Body, Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, BUSY, FightState, Who, Refusal, ActionResult,
@@ -73,7 +73,7 @@ def keep_held(inst) -> None:
     again, on the human, the bits the tasks still live on its stack hold. With Coney's
     release (``held_release="coney"``) it finds them set already.
     """
-    held = StackRules.held_on_stack(inst)
+    held = Player.held_on_stack(inst)
     if held:
         inst.record.flags |= held
 

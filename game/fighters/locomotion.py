@@ -136,15 +136,9 @@ class Locomotion(FightCore):
         have = [m for m in Move if m in s]
         if not have:
             return
-        if hasattr(p, "_proto_of"):          # the compiled engine's look-up (the reference has none)
-            for m in have:                   # both id types known first (a new type re-learns an entry)
-                p._entry(s, int(m))
-                p._entry(s, m)
-            for m in have:
-                p._proto_of(p._entry(s, m))
-                p.rate_of(s, m)
-            if all(g in s for g in GAIT_IDS):
-                p._entries_of(s, GAIT_IDS)
+        lookup = getattr(p, "lookup", None)  # the compiled engine's look-up (the reference has none)
+        if lookup is not None:
+            lookup.warm(s, have, GAIT_IDS if all(g in s for g in GAIT_IDS) else None)
         inst = self.inst(ent)
         if hasattr(p, "learn") and inst.__class__ is CharacterInstance:
             # the prepared commands made ready for the set (no first command through the

@@ -35,7 +35,7 @@ from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
 from scuffle.anim.digest import array_form, blocks_digests, digest_form, values_bytes
 from scuffle.anim.snapcheck import ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack, unpack
-from scuffle.anim.store import Table, _layout
+from scuffle.anim.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
 
 __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "config_bytes",
@@ -51,6 +51,7 @@ HEADER = struct.Struct("<8sII16s32sIIQ32s")
 _ENTRY = struct.Struct("<16sQQ")  # a directory entry: section name (ASCII, NUL-padded), offset, size
 MAX_BYTES = 1 << 30               # a file larger than this is refused before it is read
 MAX_SECTIONS = 16
+MAX_COUNTER = 1 << 62             # an update counter or entity id: an int64 with room to count on
 TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
 SECTIONS = ("config", "meta", "values", "log", *(f"table.{t}" for t in TABLES))
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
@@ -282,7 +283,7 @@ def _meta(game, st) -> dict:
 def _facts(player, n: int) -> ClipFacts:
     """The ClipFacts of the first ``n`` clips of the Player's bank (kept while the bank
     and the event rule are the same: derived only)."""
-    clips, all_ev = player._clips, player.stores.cursors.all_events
+    clips, all_ev = player.lookup.clips, player.stores.cursors.all_events
     key = (id(clips), n, all_ev, id(clips[n - 1]) if n else 0)
     got = _FACTS.get(id(clips))
     if got is None or got[0] != key or got[1] is not clips:
@@ -296,13 +297,13 @@ _FACTS: dict = {}
 
 def _bank_digests(player) -> list[bytes]:
     from scuffle.anim.clip import clip_digest
-    return [clip_digest(c) for c in player._clips]
+    return [clip_digest(c) for c in player.lookup.clips]
 
 
 def _bank_bytes(player) -> bytes:
     """The bank's clips' digests, joined (kept while the bank is the same: clips are
     immutable and the bank only grows)."""
-    clips = player._clips
+    clips = player.lookup.clips
     key = (len(clips), id(clips[-1]) if clips else 0)
     got = _BANK.get(id(clips))
     if got is None or got[0] != key or got[1] is not clips:
@@ -421,16 +422,19 @@ def parse(data: bytes) -> Parsed:
             raise _Refused(f"directory[{i}].name: not ASCII") from None
         if not (name in SECTIONS):
             raise _Refused(f"directory[{i}].name: {short(name)} is not a section of format {FORMAT}")
-        need(name not in found, f"directory[{i}].name", f"section {name!r} twice")
-        need(_ENTRY.size * count <= off and off + length <= size, f"directory[{i}] ({name})",
-             f"offset {off} and size {length} outside the payload")
+        if name in found:                  # (no need(): its message would be made for every entry)
+            raise _Refused(f"directory[{i}].name: section {name!r} twice")
+        if not (_ENTRY.size * count <= off and off + length <= size):
+            raise _Refused(f"directory[{i}] ({name}): offset {off} and size {length} outside the payload")
         spans.append((off, off + length, name))
         found[name] = bytes(payload[off:off + length])
     spans.sort()
     for a, b in zip(spans, spans[1:]):
-        need(a[1] <= b[0], f"section {b[2]}", f"overlaps section {a[2]}")
+        if a[1] > b[0]:
+            raise _Refused(f"section {b[2]}: overlaps section {a[2]}")
     for name in SECTIONS:
-        need(name in found, "directory", f"no section {name!r}")
+        if name not in found:
+            raise _Refused(f"directory: no section {name!r}")
     try:
         meta = plaindata.decode(found["meta"])
     except plaindata.PlainDataError as e:
@@ -441,9 +445,9 @@ def parse(data: bytes) -> Parsed:
         raise _Refused(f"section values: {e}") from None
     need(isinstance(meta, dict), "meta", "not a map")
     need(meta.get("engine").__class__ is str, "meta.engine", "not an engine's name")
-    need_int(meta.get("updates_run"), "meta.updates_run", 0)
-    need_int(meta.get("update"), "meta.update", 0)
-    need_int(meta.get("entity_next"), "meta.entity_next", 0)
+    need_int(meta.get("updates_run"), "meta.updates_run", 0, MAX_COUNTER)
+    need_int(meta.get("update"), "meta.update", 0, MAX_COUNTER)
+    need_int(meta.get("entity_next"), "meta.entity_next", 0, MAX_COUNTER)
     names = meta.get("names")
     need(isinstance(names, dict) and all(k.__class__ is str for k in names), "meta.names", "not a map of names")
     need(isinstance(values, dict), "values", "not a map")
@@ -453,8 +457,10 @@ def parse(data: bytes) -> Parsed:
         where = f"section table.{name}"
         need(len(sec) >= _TABLE_HEAD.size, where, "shorter than its header")
         rows, hl = _TABLE_HEAD.unpack_from(sec)
-        need(1 <= rows <= 1 << 28, f"{where}.rows", f"{rows} rows (1 to 2^28)")
-        need(_TABLE_HEAD.size + hl <= len(sec), where, f"a declaration of {hl} bytes past the section's end")
+        if not 1 <= rows <= 1 << 28:
+            raise _Refused(f"{where}.rows: {rows} rows (1 to 2^28)")
+        if _TABLE_HEAD.size + hl > len(sec):
+            raise _Refused(f"{where}: a declaration of {hl} bytes past the section's end")
         cols = sec[_TABLE_HEAD.size:_TABLE_HEAD.size + hl]       # checked against a Game's layout (to_state)
         tables[name] = (rows, cols, sec[_TABLE_HEAD.size + hl:])
     need(hashlib.sha256(found["config"]).digest() == config, "section config",
@@ -486,7 +492,7 @@ class _Rows:
         return a
 
 
-_LAYOUTS: dict = {}                # (id of the columns, capacity) -> store._layout's: derived only
+_LAYOUTS: dict = {}                # (id of the columns, capacity) -> store.block_layout's: derived only
 
 
 def _layout_full(columns: dict, cap: int) -> tuple:
@@ -495,7 +501,7 @@ def _layout_full(columns: dict, cap: int) -> tuple:
     if got is None or got[0] is not columns:
         if len(_LAYOUTS) > 256:
             _LAYOUTS.clear()
-        got = _LAYOUTS[key] = (columns, _layout(columns, cap))
+        got = _LAYOUTS[key] = (columns, block_layout(columns, cap))
     return got[1]
 
 
@@ -634,8 +640,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
          "missing fields")
     if not (m["engine"] == game.engine):
         raise _Refused(f"meta.engine: {short(m['engine'])}, this Game runs {game.engine!r}")
-    updates_run = need_int(m["updates_run"], "meta.updates_run", 0)
-    update = need_int(m["update"], "meta.update", 0)
+    updates_run = need_int(m["updates_run"], "meta.updates_run", 0, MAX_COUNTER)
+    update = need_int(m["update"], "meta.update", 0, MAX_COUNTER)
     names = m["names"]
     need(isinstance(names, dict) and len(names) <= 1 << 24, "meta.names", "not a map of names to entities")
     for name, ent in names.items():
@@ -646,7 +652,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up as "
                            "the snapshot's was)")
     need(len(set(names.values())) == len(names), "meta.names", "two names for one entity")
-    entity_next = need_int(m["entity_next"], "meta.entity_next", max(names.values(), default=0) + 1 if names else 1)
+    entity_next = need_int(m["entity_next"], "meta.entity_next", max(names.values(), default=0) + 1 if names else 1,
+                           MAX_COUNTER)
     sets = m["sets"]
     need(isinstance(sets, dict) and set(sets) == set(names), "meta.sets", "not one anim set digest per human")
     for name, d in sets.items():
@@ -737,7 +744,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         if not (name in inst_of and name not in seen):
             raise _Refused(f"values.engine.instances[{r}]: {short(name)} is not a human of the snapshot, or "
                            "named twice")
-        need(bool(hum.live[r]), f"values.engine.instances[{r}]", "the row is not in use")
+        if not hum.live[r]:
+            raise _Refused(f"values.engine.instances[{r}]: the row is not in use")
         seen.add(name)
         instances.append(inst_of[name])
     loose = []

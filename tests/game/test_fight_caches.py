@@ -88,7 +88,7 @@ def test_a_joining_human_has_its_set_looked_up_and_its_commands_learnt():
     fight = Fight(game)
     p = game.player
     s = game.instance("a").anim_set
-    per = p._known_ids[id(s)]
+    per = p.lookup._known_ids[id(s)]
     for m in Move:
         if m in s:
             e = per[2][m]
@@ -130,9 +130,9 @@ def test_warming_changes_nothing_a_trace_or_a_checksum_sees():
         fight = Fight(game)
         if cold:
             p = game.player
-            p._known_ids.clear()
-            p._gait_speeds.clear()
-            p._gait_clips = None
+            p.lookup._known_ids.clear()
+            p.lookup._gait_speeds.clear()
+            p.lookup._gait_clips = None
             fight.__dict__.pop("_pace_scales", None)
             p.__dict__.pop("_fight_commands", None)
         fight.controllers.append(FighterAI("a", "b", seed=5))

@@ -149,3 +149,52 @@ def test_a_declaration_of_object_columns_is_refused_before_any_block_is_read(cro
     snap = Snapshot.from_bytes(F.assemble([(n, edit(n, s)) for n, s in sections], version, config))
     with pytest.raises(SnapshotError):
         snap.checksum()
+
+
+def test_a_cycle_of_next_tasks_is_refused():
+    """A clip task taken off its stack and made its own next task is in one place only (a
+    next task), but its chain never ends: refused, naming tasks.nxt."""
+    from gamehelp import ai_fight
+    a, b = ai_fight(), ai_fight()
+    try:
+        hum, tasks = a.player.stores.humans, a.player.stores.tasks
+        found = None
+        for _ in range(300):
+            a.step()
+            for h in np.flatnonzero(hum.live):
+                for s in range(int(hum.depth[h])):
+                    if int(tasks.type[hum.stack[h, s]]) in (3, 6):
+                        found = (int(h), s, int(hum.stack[h, s]))
+            if found:
+                break
+        assert found, "no clip task on a stack in 300 updates"
+        h, s, x = found
+
+        def edit(name: str, sec: bytes) -> bytes:
+            if name not in ("table.humans", "table.tasks"):
+                return sec
+            rows, raw, cols, block = F.table_block(sec)
+            lay = _layout(cols, rows)[0]
+
+            def col(n):
+                off, dt, shape = lay[n]
+                return block[off:off + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)
+            if name == "table.humans":
+                stack, depth = col("stack"), col("depth")
+                d = int(depth[h])
+                stack[h, s:d - 1] = stack[h, s + 1:d].copy()
+                stack[h, d - 1] = -1
+                depth[h] = d - 1
+            else:
+                col("nxt")[x] = x
+            return F.table_section(rows, raw, cols, block)
+
+        version, config, sections = F.sections_of(a.snapshot().to_bytes())
+        forged = F.assemble([(n, edit(n, sec)) for n, sec in sections], version, config)
+        before = b.checksum()
+        with pytest.raises(SnapshotError, match=rf"tasks\.nxt\[{x}\]: a chain of next tasks that never ends"):
+            b.restore(Snapshot.from_bytes(forged))
+        assert b.checksum() == before
+    finally:
+        a.close()
+        b.close()
