@@ -24,7 +24,7 @@ import numpy as np
 from . import snapkernel as K
 from .limits import MAX_COORD, MAX_HEALTH
 from .store import NO_ROW, _layout
-from .tasks import TASK_CURSORS, TaskType
+from .tasks import TASK_CURSORS, TaskType, dir_banks_misfit
 
 __all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "unpack", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
            "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
@@ -565,15 +565,10 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
     bad = (partner >= 0) & named
     if bad.any():
         raise StateError(f"tasks.partner[{_first(bad, trows)}]: both a handle and a name")
-    banks = tsk.dir_banks[trows].astype(np.int64)
-    is_dir = ty == int(TaskType.DIRECTION)
-    bad = is_dir & ((banks < 0) | (banks >= n_banks)).any(axis=1)
+    bad = dir_banks_misfit(ty, tsk.dir_banks[trows].astype(np.int64), n_banks)
     if bad.any():
-        raise StateError(f"tasks.dir_banks[{_first(bad, trows)}]: not a direction task's eight clips of the bank "
-                         f"({n_banks} known)")
-    bad = ~is_dir & (banks != NO_ROW).any(axis=1)
-    if bad.any():
-        raise StateError(f"tasks.dir_banks[{_first(bad, trows)}]: a task of its type has no clips there")
+        raise StateError(f"tasks.dir_banks[{_first(bad, trows)}]: not its type's clips (a direction task: eight "
+                         f"clips of the bank, {n_banks} known; any other: none)")
     if (counts != np.array(uses, np.int64)).any():
         i = int(np.flatnonzero(counts != np.array(uses, np.int64))[0])
         raise StateError(f"calls.uses[{i}] = {uses[i]}: {int(counts[i])} rows name it")

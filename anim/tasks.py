@@ -64,6 +64,15 @@ TASK_CURSORS: dict[int, int] = {
 }
 
 
+def dir_banks_misfit(types: np.ndarray, banks: np.ndarray, n_banks: int) -> np.ndarray:
+    """Per row (``types`` its task types, ``banks`` its (rows, 8) ``dir_banks``): True where
+    the row's clips do not fit its type: a direction task's must be eight clips of a bank
+    of ``n_banks``, every other type's -1 (anim.snapcheck.check_ids)."""
+    is_dir = types == int(TaskType.DIRECTION)
+    bad_dir = is_dir & ((banks < 0) | (banks >= n_banks)).any(axis=1)
+    return bad_dir | (~is_dir & (banks != NO_ROW).any(axis=1))
+
+
 _CURSOR_BITS = TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED
 # The constructors' fast paths write the columns with plain ints taken from the enums.
 _CURSOR_INT = int(_CURSOR_BITS)
