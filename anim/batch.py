@@ -35,7 +35,7 @@ from .coldstart import ASIDE, await_kernel, compile_aside, compile_rest, note_co
 from . import crowd
 from .cursor import FiredEvent
 from .plan import Bones, pose_tables, scratch_poses
-from .pose import PoseBatch
+from .pose import DTYPE, NUM_BONES, NUM_TAGS, PoseBatch
 from .stack import CharacterInstance
 from .store import LAYOUT_EPOCH, HumanTable, TableCorrupt, check_rows
 from .tasks import TASK_CURSORS, EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
@@ -69,6 +69,10 @@ _COUNT_GAITS, _COUNT_DEFERRED, _COUNT_WRAPS, _COUNT_STOPPED = K.COUNT_GAITS, K.C
 _STATUS_BAD, _STATUS_EVENTS, _STATUS_CHANGED = K.STATUS_BAD, K.STATUS_EVENTS, K.STATUS_TOP | K.STATUS_STACK
 _STATUS_SKIPPED = K.STATUS_SKIPPED
 _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrupt table, not a crowd)
+# Bones' buffers per human, flat (BatchEngine._bones_of): velocity, root, pose rotations,
+# tags, bone positions, bone rotations.
+_BONES_FLAT = ((3, DTYPE), (3, DTYPE), (4 * NUM_BONES, DTYPE), (NUM_TAGS, np.bool_), (3 * NUM_BONES, DTYPE),
+               (4 * NUM_BONES, DTYPE))
 _SCRATCH_POSES = K.QUEUED_POSE + 1   # pose scratch: the seven of the pose stack, the default, the queued pose
 
 
@@ -122,6 +126,7 @@ class BatchEngine:
         self._scratch = scratch_poses(_SCRATCH_POSES, opts.tag_bits == TagBits.Y_BIT,
                                       opts.motion_entry == MotionEntry.MOTION)
         self._bones: Bones | None = None
+        self._bones_flat: tuple | None = None   # the backing of _bones, with room for joiners
         # check_rows after any table grew (or a new clip's events), before every call in debug mode
         self.debug = os.environ.get("SCUFFLE_DEBUG", "") not in ("", "0")
         # the two kernels, called through their entry points while their arguments are the
@@ -917,6 +922,27 @@ class BatchEngine:
                 flags[k] = bool(call(test, instances[k]))
         return flags
 
+    def _bones_of(self, n: int) -> Bones:
+        """The engine's own Bones for ``n`` humans: C-contiguous views at the head of flat
+        buffers kept with room for a few joiners (``n`` + 1/16), so a join or a leave makes
+        no new 15 MB of buffers at 10,000 humans while the old ones are still held (the
+        peak memory), and a crowd that grows past the room gets new buffers (the old
+        backing let go first). The views' values are whatever was there: the pose kernel
+        writes every one."""
+        flat = self._bones_flat
+        if flat is None or flat[0] < n:
+            self._bones_flat = None                # ours let go before the new ones are made
+            cap = n + n // 16 + 8
+            flat = self._bones_flat = (cap, *(np.empty(k * cap, dt) for k, dt in _BONES_FLAT))
+        _, vel, root, prot, tag, pos, rot = flat
+        b = Bones.__new__(Bones)
+        b.n = n
+        b.poses = PoseBatch(vel[:3 * n].reshape(3, n), root[:3 * n].reshape(3, n),
+                            prot[:4 * NUM_BONES * n].reshape(4, NUM_BONES, n), tag[:NUM_TAGS * n].reshape(NUM_TAGS, n))
+        b.pos = pos[:3 * NUM_BONES * n].reshape(3, NUM_BONES, n)
+        b.rot = rot[:4 * NUM_BONES * n].reshape(4, NUM_BONES, n)
+        return b
+
     def pose(self, instances, out: Bones | None = None, refusals: list | None = None) -> Bones:
         """Every human's pose and bone transforms (instances order), in one compiled call
         (anim.kernels.pose_stacks), PlayerOptions.queued_default applied in it. A refused
@@ -932,7 +958,7 @@ class BatchEngine:
         n = len(instances)
         if out is None:
             if self._bones is None or self._bones.n != n:
-                self._bones = Bones(n)
+                self._bones = self._bones_of(n)
             out = self._bones
         seen = self._last
         rows = self._last_rows if seen is not None and instances == seen else self._rows_of(instances)
