@@ -1007,6 +1007,48 @@ class BatchEngine:
         return out
 
 
+    @property
+    def layout(self) -> int:
+        """The tables' layout signal (store.LAYOUT_EPOCH: moved whenever a table's arrays or
+        the clips' event index were replaced), for the systems that keep views of them."""
+        return LAYOUT_EPOCH[0]
+
+    # -- its state beside the tables (anim.snapshot)
+    def save_state(self) -> tuple:
+        """The engine's values the next update reads beside the tables: its counts, the
+        rows (with generations) of humans forgotten with tasks still deferred, and the
+        instance of each human row."""
+        return (self.kernel_humans, self.pair_changes, list(self._leaving), list(self._instances))
+
+    def load_state(self, state: tuple, rehome: bool = False) -> None:
+        """Write a ``save_state`` back: the counts, the humans leaving, and each human's row
+        as saved (an instance whose row is another's or none now is seated again; with
+        ``rehome`` every one is, its record rebound to its row's saved generation: a state
+        read from a file). The last update's outputs (events, released ids, refused poses)
+        are forgotten; what the engine made from the arrays is made again when the tables'
+        layout signal moved."""
+        self.kernel_humans, self.pair_changes, leaving, rows = state
+        self._leaving = list(leaving)
+        self._last = None                               # the rows of the step's humans: found again
+        if self._noisy:
+            for inst in self._noisy:
+                inst.clear_outputs()
+            self._noisy = []
+        if rehome or self._instances != rows:           # humans came or went (or a file's rows): as saved
+            for r, inst in enumerate(self._instances):
+                if inst is not None and (r >= len(rows) or rows[r] is not inst):
+                    inst.seat(None, -1)
+            self._instances = list(rows)
+            humans = self.humans
+            for r, inst in enumerate(rows):
+                if inst is not None:
+                    inst.seat(self, r)
+                    inst.record.rebind(humans, r)       # the row's generation as saved: alive again
+
+    def note_output(self, inst) -> None:
+        """``inst`` has outputs of the last update (a restored state's): cleared at the next."""
+        self._noisy.append(inst)
+
 class _Part:
     """One chunk's kernels (a TrustedKernel each: their typed arguments are the chunk's),
     step buffers and counts, pose scratch and blend weights."""

@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 from .callbackdata import Callback, CallbackError, UnknownCallback, callback, check_callback
 
-__all__ = ["Callback", "Callbacks", "CallbackError", "UnknownCallback", "callback", "check_callback"]
+__all__ = ["Callback", "Callbacks", "CallbackError", "UnknownCallback", "callback", "check_callback", "CallbackTable",
+           "NO_CALLBACK"]
 
 
 class Callbacks:
@@ -84,3 +85,123 @@ class Callbacks:
     def is_data(cb: Any) -> bool:
         """Whether ``cb`` is None or a Callback (data), not code."""
         return cb is None or isinstance(cb, Callback)
+
+
+# A row's callback column with no callback in it.
+NO_CALLBACK = -1
+
+
+def _typed(args: tuple) -> tuple:
+    """``args`` with each value's type beside it (and a float's exact bits), so two
+    argument tuples that ``==`` conflates (1, 1.0 and True; 0.0 and -0.0) never share an id."""
+    out = []
+    for a in args:
+        c = a.__class__
+        if c is tuple:
+            out.append((c, _typed(a)))
+        elif c is float:
+            out.append((c, a.hex()))
+        else:
+            out.append((c, a))
+    return tuple(out)
+
+
+class CallbackTable:
+    """The callbacks the rows of a world's tables name: the registry table behind the
+    ``on_end`` / ``on_wrap`` task columns and the ``on_report`` human column, which hold
+    an id into it (NO_CALLBACK: none).
+
+    Each id is one callback (a ``Callback``: kind and plain arguments; or a callable),
+    taken once however many rows name it (``take``: a use counted up), given back when
+    the last row naming it lets it go (``drop``: its id goes on a free list, reused next).
+    Its state is three lists of plain values (``values``, ``uses``, ``free``): ``save``
+    copies them, ``load`` writes a copy back; the key index is made from ``values``.
+    In: a callback already checked (anim.callbacks.check_callback). Rejected (ValueError):
+    an id that is not taken.
+    """
+
+    __slots__ = ("values", "uses", "free", "_ids")
+
+    def __init__(self) -> None:
+        self.values: list = []           # id -> the callback (None: a free id)
+        self.uses: list[int] = []        # id -> rows naming it
+        self.free: list[int] = []        # ids given back, the next one taken last
+        self._ids: dict = {}             # the callback's key -> its id
+
+    @staticmethod
+    def key(cb: Any) -> Any:
+        """What makes two callbacks one id: a Callback's kind and typed arguments, a
+        callable's identity (the table holds it, so the identity stays unique)."""
+        if cb.__class__ is Callback:
+            args = cb.args
+            for a in args:
+                if a.__class__ is not str:
+                    return (cb.kind, _typed(args))
+            return (cb.kind, args)
+        return ("code", id(cb))
+
+    def take(self, cb: Any) -> int:
+        """The id of ``cb`` (None: NO_CALLBACK), its use counted up."""
+        if cb is None:
+            return NO_CALLBACK
+        k = self.key(cb)
+        i = self._ids.get(k)
+        if i is None:
+            if self.free:
+                i = self.free.pop()
+                self.values[i] = cb
+                self.uses[i] = 1
+            else:
+                i = len(self.values)
+                self.values.append(cb)
+                self.uses.append(1)
+            self._ids[k] = i
+        else:
+            self.uses[i] += 1
+        return i
+
+    def drop(self, i: int) -> None:
+        """A row lets id ``i`` go (NO_CALLBACK: nothing); the last use frees the id."""
+        if i < 0:
+            return
+        uses = self.uses
+        if i >= len(uses) or uses[i] <= 0:
+            raise ValueError(f"CallbackTable: id {i} is not taken")
+        n = uses[i] - 1
+        uses[i] = n
+        if not n:
+            del self._ids[self.key(self.values[i])]
+            self.values[i] = None
+            self.free.append(i)
+
+    def get(self, i: int) -> Any:
+        """The callback of id ``i``, None for NO_CALLBACK."""
+        return None if i < 0 else self.values[i]
+
+    def __len__(self) -> int:
+        return len(self.values) - len(self.free)
+
+    def save(self) -> tuple:
+        """The table's state: copies of ``values``, ``uses`` and ``free``."""
+        return (list(self.values), list(self.uses), list(self.free))
+
+    def load(self, state: tuple) -> None:
+        """Write a ``save`` back (copied: the state restores again). Rejected (ValueError):
+        lists that do not agree (another length, a free id with uses, a value twice)."""
+        values, uses, free = state
+        if values == self.values and uses == self.uses and free == self.free:
+            return
+        if len(values) != len(uses) or any(values[i] is not None or uses[i] for i in free) \
+                or len(set(free)) != len(free):
+            raise ValueError("CallbackTable.load: values, uses and free ids that do not agree")
+        ids = {}
+        for i, v in enumerate(values):
+            if v is not None:
+                k = self.key(v)
+                if k in ids:
+                    raise ValueError(f"CallbackTable.load: the callback of id {i} is also id {ids[k]}")
+                ids[k] = i
+        self.values[:] = values
+        self.uses[:] = uses
+        self.free[:] = free
+        self._ids = ids

@@ -28,7 +28,7 @@ from .pose import POSE_STACK_SIZE, PoseStackOverflow
 from .options import PlayerOptions
 from .stack import CharacterInstance, TaskPool
 from .store import Stores
-from .tasks import (ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
+from .tasks import (set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
                     PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
                     TaskFlags, TaskType, write_task_row)
 

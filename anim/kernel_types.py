@@ -57,6 +57,11 @@ class TaskCols(NamedTuple):
     base: np.ndarray
     centre: np.ndarray
     sampling: np.ndarray
+    on_end: np.ndarray          # callback ids of the world's CallbackTable (-1: none)
+    on_wrap: np.ndarray
+    partner: np.ndarray         # a paired task's partner's handle (-1: none, or a name)
+    partner_name: np.ndarray    # its name's id (-1: none)
+    dir_banks: np.ndarray       # (rows, 8): a direction task's clips' bank indices (-1: another type)
 
 
 class CursorCols(NamedTuple):
@@ -240,13 +245,14 @@ class FlushBuffers(NamedTuple):
     its order (anim.deferred: the step kernel wrote them; -1 for an entry Python holds as
     objects); ``ids`` (int64, out) the anim id each released task reports; ``freed``
     (int64, out) the task rows given back, in order (the Python side clears their
-    handles, keyed values and marks them for the reset to defaults); ``counts`` (int64,
+    handles, lets their callback ids go and resets them to the defaults); ``counts`` (int64,
     out: FLUSH_FREED the rows in ``freed``, FLUSH_IN the tasks counted back into the pool,
     FLUSH_STOP the entry it stopped at); ``chain`` (int64, scratch: a task and the next
     tasks it owns); ``pool_out`` (bool, the TaskPool's ``out``: one flag per task row,
-    maybe shorter than the task table); ``end_mark`` (bool per task row: it has an end
-    callback, Python releases it) and ``report_mark`` (bool per human row: it has a report
-    callback, so a task of it holding 0x400000 is released by Python)."""
+    maybe shorter than the task table); ``end_mark`` (the task table's ``on_end``: a
+    callback id per row, >= 0 when it has an end callback, which Python runs) and
+    ``report_mark`` (the human table's ``on_report``: >= 0 when the human has a report
+    callback, so a task of it holding 0x400000 stops for Python)."""
     entries: np.ndarray
     ids: np.ndarray
     freed: np.ndarray

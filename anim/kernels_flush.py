@@ -131,8 +131,8 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     """Release the deferred tasks ``buf.entries[lo:hi]`` (rows of (human row, task row): the
     deferred list as the step wrote it, anim.deferred), in order, as Player._release does,
     up to the first entry with a callback to run: a task with an end callback
-    (``buf.end_mark[task row]``) or one holding 0x400000 whose human has a report callback
-    (``buf.report_mark[human row]``), released up to its callbacks (its held bits before
+    (``buf.end_mark[task row]`` >= 0: its callback id) or one holding 0x400000 whose human
+    has a report callback (``buf.report_mark[human row]`` >= 0), released up to its callbacks (its held bits before
     into ``counts[FLUSH_HELD]``, its row's generation into ``counts[FLUSH_GEN]``: Python runs
     the callbacks, then calls again with ``counts[FLUSH_RESUME]`` 1 to discard it first,
     unless its row went back meanwhile), or an entry held as objects (human row -1, not
@@ -174,7 +174,7 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
             held = t_held[r]
             _release_flags(h, r, release_all, humans, tasks)
             ids[k] = _anim_of(r, tasks, gaits, cursors)
-            if end_mark[r] or ((held & _REPORT) != 0 and report_mark[h]):
+            if end_mark[r] >= 0 or ((held & _REPORT) != 0 and report_mark[h] >= 0):
                 counts[FLUSH_HELD] = held     # Python runs its callbacks, then resumes with its discard
                 counts[FLUSH_GEN] = t_gen[r]
                 stop = k

@@ -67,7 +67,7 @@ from .construct import TaskBuilder
 from .lookup import ClipLookup
 from .prepared import RecipeRules
 from .stackrules import StackRules
-from .store import LAYOUT_EPOCH, Stores, Table
+from .store import LAYOUT_EPOCH, Stores, Table, layout_epoch
 from .tasks import ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents, Task, task_at
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
@@ -449,7 +449,10 @@ class Player:
             ents, n, odd = dl.take(self._flush_ents if not done else np.zeros((0, 2), np.int64))
             if not done:
                 self._flush_ents = ents
-            self._release_entries(ents, n, odd)
+            try:
+                self._release_entries(ents, n, odd)
+            finally:
+                self.stores.tasks.settle()        # the rows given back at their defaults: none waits
             done.append((ents[:n, 0], odd))
         self._refresh_ids(done, stepped)
         if self.batch._leaving:                 # humans forgotten with tasks to release: rows back now
@@ -512,8 +515,7 @@ class Player:
         the record's bits, the anim id, the discard, the pool's count and the rows given
         back, all as rows) stop at each entry with a callback to run (an end callback, a
         report to make: it holds 0x400000 and its human has a report callback; the kernel
-        reads the marks of the keyed columns, ``tasks.on_end.mark`` and
-        ``humans.on_report.mark``, which every write of a callback keeps: store.KeyedColumn),
+        reads the callback id columns, ``tasks.on_end`` and ``humans.on_report``),
         released but for its callbacks, which Python runs
         (``_run_release_callbacks``) before the next run discards it, and at each entry
         held as objects (a human this engine no longer holds, a task of another table),
@@ -550,8 +552,8 @@ class Player:
         held = self._flush_counts[K.FLUSH_HELD]
         if held & _REPORT and inst.on_report is not None:
             self.run_callback(inst.on_report, inst, "flush")
-        on_end: dict = self.stores.tasks.on_end     # type: ignore[assignment]  # a keyed column: a dict by row
-        fn = on_end.get(trow)
+        ts = self.stores.tasks
+        fn = ts.calls.get(ts.m_on_end[trow])
         if fn is not None:
             self.run_callback(fn, inst, "flush")
 
@@ -610,8 +612,8 @@ class Player:
         ids = self._flush_ids
         if len(ids) < len(ents):
             ids = self._flush_ids = np.zeros(len(ents), np.int64)
-        em = tasks.on_end.marks(cap)                # type: ignore[attr-defined]  # a KeyedColumn
-        rm = st.humans.on_report.marks(st.humans.capacity)
+        em = tasks.on_end                           # the callback ids (NO_CALLBACK: none)
+        rm = st.humans.on_report
         cv[K.FLUSH_FREED] = cv[K.FLUSH_IN] = cv[K.FLUSH_STOP] = 0
         cv[K.FLUSH_RESUME] = 1 if resume else 0
         key = (LAYOUT_EPOCH[0], ents, ids, freed, self.pool.out, em, rm)
@@ -645,19 +647,11 @@ class Player:
                 for keep in spare.values():
                     if len(keep) > _SPARE_MAX:
                         del keep[_SPARE_MAX:]
-                if tasks._resets:
-                    tasks._dirty.extend(rows)
-                for name in tasks._keyed:           # the values of the rows given back
-                    keyed = getattr(tasks, name)
-                    if not keyed:
-                        continue
-                    if nf <= _FEW_ROWS:             # a few rows (a callback's stop): looked up
-                        for r in rows:
-                            if r in keyed:
-                                del keyed[r]
-                    else:                           # by their marks (KeyedColumn)
-                        for r in fr[keyed.marks(cap)[fr]].tolist():
-                            del keyed[r]
+                if nf <= _FEW_ROWS:                 # a few rows (a callback's stop): one by one
+                    tasks.freed(rows)
+                else:                               # the rows holding a callback id found at once
+                    held = (tasks.on_end[fr] >= 0) | (tasks.on_wrap[fr] >= 0) | (tasks.partner_name[fr] >= 0)
+                    tasks.freed(rows, fr[held].tolist())
         first = lo + 1 if resume else lo            # a resumed entry's id is in the log already
         end = stop + 1 if stop < hi and stop not in odd else stop
         if end > first:
@@ -803,6 +797,51 @@ class Player:
         for t, _ in self.deferred:
             walk(t)
         return len(seen)
+
+
+    # -- the state beside the tables (anim.snapshot)
+    @property
+    def layout(self) -> int:
+        """The tables' layout signal (anim.store.LAYOUT_EPOCH): equal to an earlier reading
+        while no array of any table was replaced since (a table grew, a restore gave it
+        another size, new clips' events). For the layers above anim/ that keep views of
+        the tables' arrays."""
+        return layout_epoch()
+
+    def save_state(self, into: tuple | None = None, view: bool = False) -> tuple:
+        """The Player's values the next update reads beside the tables: the pool's flags
+        (into ``into``'s array, an older state given up, when it fits), the deferred list's
+        rows, the step's pending lists and row lists, the stats, and the callbacks table.
+        ``view``: its own arrays and lists, not copies (a state read at once)."""
+        if view:
+            return ((self.pool.out, self.pool.n_out), self.deferred_rows.save(view=True),
+                    (self.refused, self._wraps, self._failed), self._stepped,
+                    (self.stats.poses_refused, self.stats.samples),
+                    (self.stores.calls.values, self.stores.calls.uses, self.stores.calls.free))
+        return (self.pool.save(into[0] if into is not None else None), self.deferred_rows.save(),
+                (list(self.refused), list(self._wraps), list(self._failed)),
+                [rows.copy() for rows in self._stepped], (self.stats.poses_refused, self.stats.samples),
+                self.stores.calls.save())
+
+    def load_state(self, state: tuple) -> None:
+        """Write a ``save_state`` back (copied: it restores again); the last update's
+        outputs (released ids not yet made, refused poses) are forgotten."""
+        pool, deferred, (refused, wraps, failed), stepped, stats, calls = state
+        self.pool.load(pool)
+        self.deferred_rows.load(deferred)
+        self.refused, self._wraps, self._failed = list(refused), list(wraps), list(failed)
+        self._stepped = [rows.copy() for rows in stepped]
+        self.stats.poses_refused, self.stats.samples = stats
+        self.stores.calls.load(calls)
+        self.released_log = []
+        if self._pose_refused:
+            for inst in self._pose_refused:
+                inst.clear_outputs()
+            self._pose_refused = []
+
+    def note_refused(self, inst: CharacterInstance) -> None:
+        """``inst`` has refused poses of the last update (a restored state's): cleared at the next."""
+        self._pose_refused.append(inst)
 
 
 # name -> (part, the part's function): what _bind_parts binds on each Player

@@ -32,7 +32,7 @@ from .recipe import _CHANGE, _GAIT, _PUSH, Arg, Command, Recipe, _value, check_p
 from .rules import change_room
 from .stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, TaskPool
 from .store import LAYOUT_EPOCH, Stores, _fast_view
-from .tasks import WINDOW_RULES, TaskFlags
+from .tasks import WINDOW_RULES, TaskFlags, set_call
 from .trusted import entry_point
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,12 +112,11 @@ class RecipeRules:
         for _ in range(len(command.steps) - 1):
             r = nxt[r]
             rows.append(r)
-        on_end = ts.on_end
         for r, end in zip(reversed(rows), command.ends or ()):      # steps: the last task first
             if end.__class__ is Arg:
                 end = params[end.pos]
-            if end is not None:                      # (None: no entry, as the handle call leaves)
-                on_end[r] = end
+            if end is not None:                      # (None: none, as the handle call leaves)
+                set_call(ts, "on_end", r, end)
 
     def learn(self, inst: CharacterInstance, command: Command, *params) -> None:
         """Make ``command`` ready for the direct path on the human's set with these params,
@@ -339,11 +338,11 @@ class RecipeRules:
                     if row is None:
                         return False
                     sel[k] = row
-        if ts._dirty:
-            ts._reset_dirty()
+        if ts.unsettled:
+            ts.settle()
         for t in others:
-            if t._dirty:
-                t._reset_dirty()
+            if t.unsettled:
+                t.settle()
         tn = t_nf[0]
         args = typed + (out, lay, tp.ti, tp.tf, tp.sel, s, n, code, _WINDOW_INDEX[opts.blend_window], speed, fade,
                         target, value, vnone)

@@ -23,11 +23,11 @@ import numpy as np
 
 from . import snapkernel as K
 from .limits import MAX_COORD, MAX_HEALTH
-from .store import _layout
-from .tasks import TASK_CURSORS, TaskType
+from .store import NO_ROW, _layout
+from .tasks import TASK_CURSORS, TaskType, dir_banks_misfit
 
 __all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "unpack", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
-           "MAX_VALUE", "MAX_COUNT"]
+           "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
 
 # What a task of each type links to: the cursor columns that must hold a cursor row (the
 # others hold none: anim.tasks.TASK_CURSORS, its links c0, c1, ...), and whether it owns a
@@ -38,6 +38,7 @@ MAX_RATE = 1e6                 # a rate or speed beyond this is not one any cons
 MAX_SECONDS = 1e9              # a fade's time or a blend time, far past any clip
 MAX_VALUE = 1e9                # a mix's weight or a pick's or direction's value, far past their ranges
 MAX_COUNT = 1 << 62            # a loop's wrap count: an int64 with room to count on
+MAX_CALL_ID = (1 << 20) - 1   # a callback id of a file's callbacks table (snapfile.MAX_CALLS of them)
 MAX_UNPACKED = 1 << 30         # a table's block unpacked without a Game is refused past this
 _I63 = (1 << 63) - 1
 _I31 = (1 << 31) - 1
@@ -83,9 +84,13 @@ RANGES: dict[str, dict[str, tuple]] = {
               "blend": _float(0.0, MAX_SECONDS), "window": _int(0, 1), "released": BOOL, "handed_over": BOOL,
               "wraps": _int(0, MAX_COUNT), "speed": _float(0.0, MAX_RATE), "callback": BOOL, "placed": BOOL,
               "value": _float(-MAX_VALUE, MAX_VALUE), "target": _float(-MAX_VALUE, MAX_VALUE), "base": ANY,
-              "centre": _int(0, 7), "sampling": _int(0, 1)},
+              "centre": _int(0, 7), "sampling": _int(0, 1),
+              # ids of the callbacks table (-1: none); which id and which type: check_ids
+              "on_end": _int(-1, MAX_CALL_ID), "on_wrap": _int(-1, MAX_CALL_ID), "partner": _int(-1, _I63),
+              "partner_name": _int(-1, MAX_CALL_ID), "dir_banks": ANY},
     "humans": {"flags": _int(0, _I63), "anim": _int(-1, _I31), "speed": _float(0.0, MAX_RATE),
-               "depth": _int(0, "stack"), "queued": _int(0, "queue"), "stack": ANY, "queue": ANY},
+               "depth": _int(0, "stack"), "queued": _int(0, "queue"), "stack": ANY, "queue": ANY,
+               "on_report": _int(-1, MAX_CALL_ID)},
     "bodies": {"position": _COORD, "heading": _COORD, "velocity": _NUM, "state_velocity": _NUM,
                "attachment": ENTITY, "attach_offset": _COORD, "attach_heading": _COORD, "slide_target": _COORD,
                "sliding": BOOL, "slide_heading": _COORD, "slide_left": _int(0, 1 << 20)},
@@ -485,3 +490,85 @@ def _message(plan: _Plan, spec: np.ndarray, code: int, out: np.ndarray, fout: np
     if code == F.DIRTY:
         return f"{dirty_where[a]}: not rows not in use, each once"
     return f"table: fault {code}"
+
+
+# The task types whose row names a partner (PairedClipTask, PairedHoldTask) and the one whose
+# row holds eight clips (DirectionTask).
+_PAIRED = (int(TaskType.PAIRED_CLIP), int(TaskType.PAIRED_HOLD))
+_WRAPS = (int(TaskType.LOOP), int(TaskType.GAIT))
+
+
+def _first(mask: np.ndarray, rows: np.ndarray) -> int:
+    """The row of the first True of ``mask`` (over ``rows``)."""
+    return int(rows[int(np.flatnonzero(mask)[0])])
+
+
+def _ints_in(name: str, a: np.ndarray, rows: np.ndarray, lo: int, hi: int) -> None:
+    bad = (a < lo) | (a > hi)
+    if bad.any():
+        raise StateError(f"{name}[{_first(bad, rows)}] = {int(a[int(np.flatnonzero(bad)[0])])}: not in {lo}-{hi}")
+
+
+def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_banks: int) -> None:
+    """Check the id columns of saved task and human tables against the saved callbacks
+    table (CallbackTable: ``values`` (None for a free id, a Callback, or a str: a
+    partner's name), ``uses``, ``free``) and the bank's ``n_banks`` clips.
+
+    Checked, over the rows in use: ``tasks.on_end``, ``tasks.on_wrap`` and
+    ``humans.on_report`` are NO_CALLBACK or the id of a callback; ``tasks.partner_name``
+    NO_CALLBACK or the id of a name; a wrap callback only on a loop or a gait, and the
+    ``callback`` column set exactly where one is; ``tasks.partner`` -1 or a handle >= 0
+    (and not both a handle and a name), on a paired task only; ``tasks.dir_banks`` eight
+    clips of the bank on a direction task, -1 on any other; each id's uses the number of
+    rows naming it, the free ids each once with no value and no use.
+    Raises StateError naming the first fault."""
+    n = len(values)
+    if len(uses) != n or any(u.__class__ is not int or u < 0 for u in uses):
+        raise StateError(f"calls.uses: not {n} counts >= 0")
+    if len(set(free)) != len(free) or any(i.__class__ is not int or not 0 <= i < n or values[i] is not None
+                                          or uses[i] for i in free):
+        raise StateError("calls.free: not free ids (no value, no use), each once")
+    is_name = np.array([v.__class__ is str for v in values], np.bool_)
+    is_call = np.array([v is not None and v.__class__ is not str for v in values], np.bool_)
+    counts = np.zeros(n, np.int64)
+    trows = np.flatnonzero(tsk.live)
+    ty = tsk.type[trows].astype(np.int64)
+    hrows = np.flatnonzero(humans.live)
+    for name, a, rows, kind in (("tasks.on_end", tsk.on_end, trows, is_call),
+                                ("tasks.on_wrap", tsk.on_wrap, trows, is_call),
+                                ("tasks.partner_name", tsk.partner_name, trows, is_name),
+                                ("humans.on_report", humans.on_report, hrows, is_call)):
+        ids = a[rows].astype(np.int64)
+        _ints_in(name, ids, rows, -1, n - 1)
+        has = ids >= 0
+        bad = np.zeros(len(ids), np.bool_)
+        bad[has] = ~kind[ids[has]]
+        if bad.any():
+            what = "a name" if kind is is_name else "a callback"
+            raise StateError(f"{name}[{_first(bad, rows)}]: not the id of {what}")
+        np.add.at(counts, ids[has], 1)
+    wrap = tsk.on_wrap[trows] >= 0
+    bad = wrap & ~np.isin(ty, np.array(_WRAPS, np.int64))
+    if bad.any():
+        raise StateError(f"tasks.on_wrap[{_first(bad, trows)}]: a task of its type has no wrap callback")
+    bad = wrap != tsk.callback[trows].astype(np.bool_)
+    if bad.any():
+        raise StateError(f"tasks.on_wrap[{_first(bad, trows)}]: a wrap callback where tasks.callback says none, "
+                         "or the reverse")
+    partner = tsk.partner[trows].astype(np.int64)
+    _ints_in("tasks.partner", partner, trows, -1, (1 << 63) - 1)
+    named = tsk.partner_name[trows] >= 0
+    paired = np.isin(ty, np.array(_PAIRED, np.int64))
+    bad = ((partner >= 0) | named) & ~paired
+    if bad.any():
+        raise StateError(f"tasks.partner[{_first(bad, trows)}]: a task of its type has no partner")
+    bad = (partner >= 0) & named
+    if bad.any():
+        raise StateError(f"tasks.partner[{_first(bad, trows)}]: both a handle and a name")
+    bad = dir_banks_misfit(ty, tsk.dir_banks[trows].astype(np.int64), n_banks)
+    if bad.any():
+        raise StateError(f"tasks.dir_banks[{_first(bad, trows)}]: not its type's clips (a direction task: eight "
+                         f"clips of the bank, {n_banks} known; any other: none)")
+    if (counts != np.array(uses, np.int64)).any():
+        i = int(np.flatnonzero(counts != np.array(uses, np.int64))[0])
+        raise StateError(f"calls.uses[{i}] = {uses[i]}: {int(counts[i])} rows name it")

@@ -1,24 +1,27 @@
-"""Save and restore one world's animation state: copies of its tables and of the few
-Python values the next update reads.
+"""Save and restore one world's animation state: its tables' blocks and a few counters.
 
-The tables (anim.store) are the engine's state: a snapshot is a copy of their columns,
-generations and free lists, and of the values keyed by row (the callbacks, as data).
-Beside them the Player keeps a few Python values the next update reads (the pool's
-count, the deferred list, the stats, the humans leaving at the next flush). A human's own
-values (its record's flags and playing anim id, its speed, its report callback) are its
-row of the human table; a human with no row yet keeps them on its record's private row
-(saved beside the tables); its last update's outputs (events, released ids) are Python.
-``save_engine`` copies all of it, ``load_engine`` writes it back, in place where the
-tables kept their size (so the kernels' named tuples of columns stay valid), else on new
-arrays (the engine is told to rebuild them).
+The tables (anim.store) are the engine's state: a snapshot is a copy of each table's
+block (its columns, generations, free list: one copy each), the human table's free list
+and generations, and the Player's and its engine's few values beside them, each part
+saving and loading its own (Player.save_state: the pool's flags, the deferred rows, the
+stats, the callbacks table the rows' callback ids name; BatchEngine.save_state: its
+counts, the humans leaving at the next flush, the instance of each human row). A human's
+own values (its record's flags and playing anim id, its speed, its report callback) are
+its row of the human table; a human with no row yet keeps them on its record's private
+row (saved beside the tables); its last update's outputs (events, released ids) are
+Python. ``save_engine`` copies all of it, ``load_engine`` hands each part its own back,
+in place where the tables kept their size, else on new arrays (the tables' layout signal
+moves, and what the engine made from the arrays is made again).
 
 A snapshot shares nothing that a later step changes: every array and container is
 copied on save and copied again on load, so one snapshot restores any number of times.
-Handles (tasks, cursors, records, bodies: a row and a generation) are kept as they are:
-they hold no numbers, only their row (a record or body given back since the snapshot is
-alive again once its table's generations are restored). A handle made *after* the snapshot was taken belongs to the
-abandoned future: after a restore its row may be free or another task's (the game drops
-such handles, as a GGPO game drops its predicted state).
+Handles (tasks, cursors, records, bodies: a row and a generation) are not saved: they
+hold no numbers, only their row (a record or body given back since the snapshot is
+alive again once its table's generations are restored); the task table's handle cache
+forgets the rows a restore changed, whose handles are made on read. A handle made
+*after* the snapshot was taken belongs to the abandoned future: after a restore its row
+may be free or another task's (the game drops such handles, as a GGPO game drops its
+predicted state).
 
 The reference engine (anim.reference) is plain Python objects: ``save_reference`` deep-
 copies its state, sharing the anim sets, clips and options, which never change.
@@ -36,20 +39,18 @@ from .snapcheck import StateError
 from .store import HumanTable, Table, _layout
 
 __all__ = ["TableState", "save_table", "load_table", "HumanTableState", "save_humans",
-           "load_humans", "EngineState", "save_engine", "load_engine", "save_reference", "load_reference"]
+           "load_humans", "EngineState", "save_engine", "load_engine", "save_reference", "load_reference",
+           "calls_plain"]
 
 
 @dataclasses.dataclass(slots=True)
 class TableState:
-    """A Table's state: its capacity, its block of memory (every column, ``live``,
-    ``gen``, ``free_rows`` and ``n_free``: one copy), the row-keyed dicts, and the task
-    table's row-to-handle list (``views``)."""
+    """A Table's state: its capacity and its block of memory (every column, ``live``,
+    ``gen``, ``free_rows`` and ``n_free``: one copy). Nothing else: the callbacks its rows
+    name are ids of the world's CallbackTable (saved with the Player), its handles a cache."""
 
     capacity: int
     block: np.ndarray
-    keyed: dict[str, dict]
-    views: list | None
-    dirty: list[int]                                 # rows freed since the last take (reset at the next)
 
 
 def _copy_into(a: np.ndarray, into: np.ndarray | None) -> np.ndarray:
@@ -76,83 +77,44 @@ def fits(t: Table | HumanTable, s: "TableState | HumanTableState") -> bool:
 def save_table(t: Table, into: TableState | None = None, view: bool = False) -> TableState:
     """A copy of table ``t`` (TableState): one copy of its block (into ``into``'s block,
     an older state of the same table that is given up, when it fits). ``view``: the
-    table's own block and dicts, not copies (a state to read at once, for a checksum)."""
+    table's own block, not a copy (a state to read at once, for a checksum)."""
     if view:
-        return TableState(t.capacity, t.block, {name: getattr(t, name) for name in t._keyed}, None, t._dirty)
-    keyed = {name: dict(getattr(t, name)) for name in t._keyed}
-    views = None
-    if isinstance(t.views, list):
-        if into is not None and into.views is not None:
-            views = into.views
-            views[:] = t.views
-        else:
-            views = list(t.views)
-    return TableState(t.capacity, _copy_into(t.block, into.block if into is not None else None), keyed, views,
-                      list(t._dirty))
-
-
-def _block_back(t: Table | HumanTable, s: "TableState | HumanTableState", check: bool) -> bool:
-    """Put a saved block back into ``t``: copied in place at the same capacity, else a
-    copy of it placed as the table's new memory (True: the arrays were replaced).
-    Rejected (ValueError, when ``check``): a block of another size than the layout's."""
-    if check and not fits(t, s):
-        raise ValueError(f"snapshot {type(t).__name__}: a block of {s.block.nbytes} bytes is not this table's layout")
-    if t.capacity != s.capacity:
-        t._place(s.block.copy(), s.capacity)
-        return True
-    np.copyto(t.block, s.block)
-    return False
+        return TableState(t.capacity, t.block)
+    return TableState(t.capacity, _copy_into(t.block, into.block if into is not None else None))
 
 
 def load_table(t: Table, s: TableState, check: bool = True) -> bool:
-    """Write state ``s`` back into table ``t``: in place when its capacity is the same,
-    else on a new block of the saved capacity. Returns True when the arrays were replaced
-    (whoever kept a column must fetch it again). Rejected (ValueError; unless ``check``
-    is False, the caller having checked): a block of another size than the table's
-    layout gives."""
-    replaced = _block_back(t, s, check)
-    for name, d in s.keyed.items():
-        mine = getattr(t, name)
-        if mine != d:
-            mine.clear()
-            mine.update(d)
-    if s.views is not None and t.views != s.views:
-        t.views[:] = s.views
-    if t._dirty != s.dirty:
-        t._dirty[:] = s.dirty
-    return replaced
+    """Write state ``s`` back into table ``t`` through its own ``load`` (Table.load): in
+    place when its capacity is the same, else on a new block of the saved capacity.
+    Returns True when the arrays were replaced. Rejected (ValueError): a block of another
+    size than the table's layout gives (checked by the table whatever ``check`` says)."""
+    return t.load(s.capacity, s.block)
 
 
 @dataclasses.dataclass(slots=True)
 class HumanTableState:
-    """A HumanTable's state: its capacity, its block (a copy), its free list, its rows'
-    generations and the report callbacks keyed by row."""
+    """A HumanTable's state: its capacity, its block (a copy), its free list and its rows'
+    generations (HumanTable.save)."""
 
     capacity: int
     block: np.ndarray
     free: list[int]
     gen: list[int]
-    on_report: dict
 
 
 def save_humans(h: HumanTable, into: HumanTableState | None = None, view: bool = False) -> HumanTableState:
     """A copy of the human table ``h`` (into ``into``'s block when it fits; ``view``: its own
     block and lists, not copies)."""
     if view:
-        return HumanTableState(h.capacity, h.block, h._free, h.gen, h.on_report)
-    return HumanTableState(h.capacity, _copy_into(h.block, into.block if into is not None else None), list(h._free),
-                           list(h.gen), dict(h.on_report))
+        return HumanTableState(h.capacity, h.block, h._free, h.gen)
+    free, gen = h.save()
+    return HumanTableState(h.capacity, _copy_into(h.block, into.block if into is not None else None), free, gen)
 
 
 def load_humans(h: HumanTable, s: HumanTableState) -> bool:
-    """Write ``s`` back into ``h`` (in place at the same capacity); True when replaced."""
-    replaced = _block_back(h, s, True)
-    h._free[:] = s.free
-    h.gen[:] = s.gen
-    if h.on_report != s.on_report:                  # (a clear resets every row's mark)
-        h.on_report.clear()
-        h.on_report.update(s.on_report)
-    return replaced
+    """Write ``s`` back into ``h`` through its own ``load`` (in place at the same capacity);
+    True when replaced."""
+    return h.load((s.free, s.gen), s.capacity, s.block)
 
 
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
@@ -160,38 +122,32 @@ _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 
 @dataclasses.dataclass(slots=True)
 class EngineState:
-    """The compiled engine's state (``save_engine``): the five tables (a human's record,
-    speed and report callback are its row of the human table), the pool's flags, the
-    Player's and the engine's Python values, the instance of each human row
-    (``instances``; their values are in the rows), those without a row yet with the
-    values of their record's private row (``loose``) and, with ``outputs``, the last
-    update's events, released ids and refused poses."""
+    """The compiled engine's state (``save_engine``): the five tables' blocks (a human's
+    record, speed and report callback are its row of the human table), the Player's
+    values beside them (Player.save_state: the pool's flags, the deferred rows, the step's
+    lists, the stats, the callbacks table), the engine's (BatchEngine.save_state: its
+    counts, the humans leaving, the instance of each human row), those humans without a
+    row yet with the values of their record's private row (``loose``) and, with
+    ``outputs``, the last update's events, released ids and refused poses."""
 
     tables: dict[str, TableState]
     humans: HumanTableState
-    pool: tuple
-    player: dict[str, Any]
+    player: tuple
     batch: tuple
-    instances: list
     loose: list[tuple]
     outputs: list[tuple] | None
 
-
-# the Player's Python values the next update reads: lists and a dict of handles and
-# instances (empty between two updates but for a cut human's deferred tasks), and the stats
-_PLAYER_LISTS = ("refused", "_wraps", "_failed")
-# and the deferred list, as its rows (anim.deferred.DeferredRows.save: the entries' human and
-# task rows, the entries held as objects)
-# the engine's: counts, and the rows (with their generations) of humans forgotten with
-# tasks on the deferred list, which the next flush gives back
-# the engine's values saved beside the tables: (kernel_humans, pair_changes, _leaving)
+    @property
+    def instances(self) -> list:
+        """The instance of each human row (None: a free row)."""
+        return self.batch[3]
 
 
 def _private_values(rec) -> tuple:
     """A record on a private row (a human with no engine row yet, or the reference's):
     its generation and the row's values (flags, anim id, speed, report callback)."""
     t, r = rec.table, rec.row
-    return (rec.gen, t.flags.item(r), t.anim.item(r), t.speed.item(r), t.on_report.get(r))
+    return (rec.gen, t.flags.item(r), t.anim.item(r), t.speed.item(r), t.report(r))
 
 
 def _private_back(rec, values: tuple) -> None:
@@ -204,11 +160,8 @@ def _private_back(rec, values: tuple) -> None:
     r = rec.row if t is rec.table and t.live[rec.row] else t.alloc()
     t.gen[r] = gen
     t.flags[r], t.anim[r], t.speed[r] = flags, anim, speed
-    if report is None:
-        t.on_report.pop(r, None)
-    else:
-        t.on_report[r] = report
-    rec.table, rec.row, rec.gen = t, r, gen
+    t.set_report(r, report)
+    rec.rebind(t, r)
 
 
 def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
@@ -222,103 +175,49 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
     checksum) and never restored."""
     st = player.stores
     batch = player.batch
-    if view:
-        return EngineState({name: save_table(getattr(st, name), view=True) for name in _ENGINE_TABLES},
-                           save_humans(st.humans, view=True), (player.pool.out, player.pool.n_out),
-                           {"refused": player.refused, "_wraps": player._wraps, "_failed": player._failed,
-                            "deferred": player.deferred_rows.save(view=True), "_stepped": player._stepped,
-                            "stats": (player.stats.poses_refused, player.stats.samples)},
-                           (batch.kernel_humans, batch.pair_changes, batch._leaving), batch._instances,
-                           [(inst, _private_values(inst.record)) for inst in instances
-                            if inst.engine is not batch and inst.record.table.world is None], None)
-    old = into.tables if into is not None else {}
-    tables = {name: save_table(getattr(st, name), old.get(name)) for name in _ENGINE_TABLES}
-    pool = (_copy_into(player.pool.out, into.pool[0] if into is not None else None), player.pool.n_out)
-    p: dict[str, Any] = {name: list(getattr(player, name)) for name in _PLAYER_LISTS}
-    p["deferred"] = player.deferred_rows.save()
-    p["_stepped"] = [rows.copy() for rows in player._stepped]
-    p["stats"] = (player.stats.poses_refused, player.stats.samples)
-    b = (batch.kernel_humans, batch.pair_changes, list(batch._leaving))
-    rows = list(batch._instances)
     loose = [(inst, _private_values(inst.record)) for inst in instances
              if inst.engine is not batch and inst.record.table.world is None]
+    if view:
+        return EngineState({name: save_table(getattr(st, name), view=True) for name in _ENGINE_TABLES},
+                           save_humans(st.humans, view=True), player.save_state(view=True), batch.save_state(),
+                           loose, None)
+    old = into.tables if into is not None else {}
+    tables = {name: save_table(getattr(st, name), old.get(name)) for name in _ENGINE_TABLES}
     out = None
     if outputs:
         if player.released_log:
             player.make_released()
         out = [(inst, list(inst.events), list(inst.released), inst.poses_refused)
                for inst in dict.fromkeys([*batch._noisy, *player._pose_refused])]
-    return EngineState(tables, save_humans(st.humans, into.humans if into is not None else None), pool, p, b,
-                       rows, loose, out)
+    return EngineState(tables, save_humans(st.humans, into.humans if into is not None else None),
+                       player.save_state(into.player if into is not None else None), batch.save_state(), loose, out)
 
 
 def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = False) -> None:
-    """Write ``s`` (save_engine's) back into ``player`` and its instances; the engine's
-    cached column tuples and growth check are reset when a table's arrays were replaced.
+    """Write ``s`` (save_engine's) back into ``player`` and its instances, each part through
+    its own ``load`` (the tables, the Player, its BatchEngine, the records): what the
+    engine made from the arrays is made again when the tables' layout signal moved.
     Without saved outputs, each human's events, released ids and refused poses are left
     empty (as at the start of an update). ``rehome``: every human's record takes its row
-    and generation as saved (a state read from a file), not only when the rows moved."""
+    and generation as saved (a state read from a file), not only when the rows moved.
+    ``check`` is kept for callers; each table checks its block's size itself."""
     st = player.stores
     batch = player.batch
-    replaced = False
     for name, ts in s.tables.items():
-        replaced |= load_table(getattr(st, name), ts, check)
-    replaced |= load_humans(st.humans, s.humans)
-    out, saved = player.pool.out, s.pool[0]
-    if out.shape == saved.shape and out.dtype == saved.dtype:
-        np.copyto(out, saved)                       # in place whatever its size: the same array, so
-    else:                                           # what was made from it (the prepared commands'
-        player.pool.out = saved.copy()              # views, the flush's arguments) holds
-    player.pool.n_out = s.pool[1]
-    player.pool.made = None                         # what the handle API made: found again from the rows
-    for name in _PLAYER_LISTS:
-        setattr(player, name, list(s.player[name]))
-    player.stats.poses_refused, player.stats.samples = s.player["stats"]
-    batch.kernel_humans, batch.pair_changes, leaving = s.batch
-    batch._leaving = list(leaving)
-    batch._last = None                              # the rows of the step's humans: found again
-    if replaced:
-        batch._table_key = ()
-        batch._validated = -1
-    # the last update's outputs: those of the abandoned future go
-    player.released_log = []
-    if batch._noisy or player._pose_refused:
-        for inst in dict.fromkeys([*batch._noisy, *player._pose_refused]):
-            inst.clear_events()
-            inst.released = []
-            inst.poses_refused = 0
-        batch._noisy = []
-        player._pose_refused = []
-    rows = s.instances
-    if rehome or batch._instances != rows:          # humans came or went (or a file's rows): as saved
-        for r, inst in enumerate(batch._instances):
-            if inst is not None and (r >= len(rows) or rows[r] is not inst):
-                inst.slot, inst.engine = -1, None
-        batch._instances = list(rows)
-        humans = st.humans
-        for r, inst in enumerate(rows):
-            if inst is not None:
-                inst.slot, inst.engine = r, batch
-                rec = inst.record                   # the row's generation as saved: alive again
-                rec.table, rec.row, rec.gen = humans, r, humans.gen[r]
+        load_table(getattr(st, name), ts)
+    load_humans(st.humans, s.humans)
+    player.load_state(s.player)
+    batch.load_state(s.batch, rehome)
     for inst, values in s.loose:
         _private_back(inst.record, values)
-    stepped = s.player["_stepped"]                  # human rows (an older state's: id -> instance)
-    player._stepped = ([np.array([i.slot for i in stepped.values()], np.int64)] if isinstance(stepped, dict)
-                       else [rows.copy() for rows in stepped])
-    deferred = s.player["deferred"]
-    if isinstance(deferred, tuple):
-        player.deferred_rows.load(deferred)
-    else:                                           # an older state's (task, instance) pairs
-        player.deferred = list(deferred)
     if s.outputs is not None:
         for inst, events, released, refused in s.outputs:
             inst.events = list(events)
             inst.released = list(released)
             inst.poses_refused = refused
-            batch._noisy.append(inst)
+            batch.note_output(inst)
             if refused:
-                player._pose_refused.append(inst)
+                player.note_refused(inst)
 
 
 def _graph_copy(v: Any, memo: dict, own) -> Any:
@@ -456,66 +355,66 @@ def callback_back(v: Any, where: str, callbacks: Any) -> Any:
     return Callback(v[0], v[1])
 
 
+def calls_plain(values: list, strict: bool = True) -> list:
+    """The world's CallbackTable's values as plain data, one per id: None for a free id,
+    (kind, args) for a Callback, ("", name) for a partner's name; a callable has none
+    (NoPlainForm), unless not ``strict`` (a checksum: ("code", its module, its name))."""
+    out = []
+    for i, v in enumerate(values):
+        if v.__class__ is str:
+            out.append(("", v))
+        else:
+            out.append(callback_plain(v, f"calls[{i}]", strict))
+    return out
+
+
 def engine_plain(s: EngineState, name_of: Any, strict: bool = True, array: Any = None) -> dict:
-    """The compiled engine's saved values but its tables' blocks (each table's keyed values,
-    rows freed since the last take, the human table's free list, generations and report
-    callbacks, the pool, the deferred list, the step's row lists, the counts, and the
-    humans by row), as plain data (anim.plaindata): instances by ``name_of(instance)``,
-    callbacks as (kind, args). Rejected (NoPlainForm): a callback given as code, a human
-    removed since the last update with tasks still on the deferred list, a step's lists
-    left non-empty (a snapshot is taken between two updates). Not ``strict`` (a checksum):
-    callbacks as code are named, entries held as objects given by their rows, and the
-    step's pending lists counted. ``array``: what each array becomes (a checksum's form,
-    anim.digest.array_form; None: the array itself)."""
+    """The compiled engine's saved values but its tables' blocks (the human table's free
+    list and generations, the callbacks table, the pool, the deferred list, the step's row
+    lists, the counts, and the humans by row), as plain data (anim.plaindata): instances by
+    ``name_of(instance)``, callbacks as (kind, args). Rejected (NoPlainForm): a callback
+    given as code, a human removed since the last update with tasks still on the deferred
+    list, a step's lists left non-empty (a snapshot is taken between two updates). Not
+    ``strict`` (a checksum): callbacks as code are named, entries held as objects given by
+    their rows, and the step's pending lists counted. ``array``: what each array becomes
+    (a checksum's form, anim.digest.array_form; None: the array itself)."""
     arr = array if array is not None else _same
     # a list of rows: an int64 array, or in a checksum's form (dtype, shape, bytes) at once
     ints = _int_array if array is None else _int_form
-    tables = {}
     if strict:
         ts = s.tables["tasks"]
         lay = _layout(_TASK_COLUMNS(), ts.capacity)[0]
         live = _column(ts, lay, "live")
         ty = _column(ts, lay, "type")
-        bad = [int(r) for r in np.flatnonzero(live & (ty == 13)) if int(r) not in ts.keyed["dir_banks"]]
-        if bad:
-            raise NoPlainForm(f"tasks[{bad[0]}]: a direction task made with a make_cursor function has no byte "
-                              "form (its clips come from code); make it with Player.direction")
-    for name, ts in s.tables.items():
-        keyed = {}
-        for k, d in ts.keyed.items():
-            if k in ("on_end", "on_wrap"):
-                keyed[k] = {int(r): callback_plain(v, f"tasks.{k}[{r}]", strict) for r, v in d.items()}
-            elif k == "dir_banks":
-                keyed[k] = {int(r): tuple(int(b) for b in v) for r, v in d.items()}
-            else:                                    # partner: a human's handle (an int or a name)
-                keyed[k] = dict(d)
-        tables[name] = {"keyed": keyed, "dirty": ints(ts.dirty)}
+        banks = _column(ts, lay, "dir_banks")
+        bad = np.flatnonzero(live & (ty == 13) & (banks[:, 0] < 0))
+        if len(bad):
+            raise NoPlainForm(f"tasks[{int(bad[0])}]: a direction task made with a make_cursor function has no "
+                              "byte form (its clips come from code); make it with Player.direction")
     h = s.humans
-    p = s.player
-    rows, odd = p["deferred"]
+    pool, (rows, odd), (refused, wraps, failed), stepped, stats, (values, uses, free) = s.player
     if odd and strict:
         raise NoPlainForm("a human removed since the last update still has tasks waiting for the flush: step "
                           "once, then save the byte form")
-    if (p["_wraps"] or p["_failed"]) and strict:
+    if (wraps or failed) and strict:
         raise NoPlainForm("the step's wrap callbacks or failures are pending: save between two updates")
+    kernel_humans, pair_changes, leaving, instances = s.batch
     out = {
-        "tables": tables,
-        "humans": {"free": ints(h.free), "gen": ints(h.gen),
-                   "on_report": {int(r): callback_plain(v, f"humans.on_report[{r}]", strict)
-                                 for r, v in h.on_report.items()}},
-        "pool": (arr(np.asarray(s.pool[0], np.bool_)), int(s.pool[1])),
+        "humans": {"free": ints(h.free), "gen": ints(h.gen)},
+        "calls": {"values": calls_plain(values, strict), "uses": ints(uses), "free": ints(free)},
+        "pool": (arr(np.asarray(pool[0], np.bool_)), int(pool[1])),
         "deferred": arr(np.asarray(rows, np.int64).reshape(-1, 2)),
-        "stepped": [arr(np.asarray(r, np.int64)) for r in p["_stepped"]],
-        "stats": (int(p["stats"][0]), int(p["stats"][1])),
-        "batch": (int(s.batch[0]), int(s.batch[1]), [(int(r), int(g)) for r, g in s.batch[2]]),
-        "instances": [None if i is None else name_of(i) for i in s.instances],
+        "stepped": [arr(np.asarray(r, np.int64)) for r in stepped],
+        "stats": (int(stats[0]), int(stats[1])),
+        "batch": (int(kernel_humans), int(pair_changes), [(int(r), int(g)) for r, g in leaving]),
+        "instances": [None if i is None else name_of(i) for i in instances],
         "loose": [(name_of(inst), (int(v[0]), int(v[1]), int(v[2]), float(v[3]),
                                    callback_plain(v[4], f"{name_of(inst)}.on_report", strict)))
                   for inst, v in s.loose],
     }
-    if not strict and (odd or p["_wraps"] or p["_failed"]):
+    if not strict and (odd or wraps or failed):
         out["pending"] = ([(k, t.trow, t.tgen, name_of(i)) for k, (t, i) in sorted(odd.items())],
-                          len(p["_wraps"]), len(p["_failed"]))
+                          len(wraps), len(failed))
     return out
 
 

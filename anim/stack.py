@@ -122,9 +122,7 @@ class HumanRecord:
         table.flags[row] = old.flags[r]
         table.anim[row] = old.anim[r]
         table.speed[row] = old.speed[r]
-        cb = old.on_report.get(r)
-        if cb is not None:
-            table.on_report[row] = cb
+        table.set_report(row, old.report(r))
         old.free(r)
         self.table, self.row, self.gen = table, row, table.gen[row]
 
@@ -145,6 +143,11 @@ class HumanRecord:
         return self.flags == other.flags and self.anim_id == other.anim_id
 
     __hash__ = None  # type: ignore[assignment]
+
+    def rebind(self, table: HumanTable, row: int) -> None:
+        """Make the record the handle of row ``row`` of ``table`` at the row's generation now
+        (a restored state's: the row the human had when it was saved)."""
+        self.table, self.row, self.gen = table, row, table.gen[row]
 
     def __repr__(self) -> str:
         if not self.alive():
@@ -214,19 +217,15 @@ class CharacterInstance:
     @property
     def on_report(self) -> Callable | None:
         """The report callback (a released task held 0x400000; "When a clip ends", L314):
-        keyed by the human's row (HumanTable.on_report), None when there is none."""
+        the human row's ``on_report`` (an id of the world's CallbackTable), None when there is none."""
         rec = self.record
-        return rec.table.on_report.get(rec._at("CharacterInstance", "on_report"))
+        return rec.table.report(rec._at("CharacterInstance", "on_report"))
 
     @on_report.setter
     def on_report(self, value: Callable | None) -> None:
         cb = check_callback(value, "CharacterInstance.on_report")
         rec = self.record
-        r = rec._at("CharacterInstance", "on_report")
-        if cb is None:
-            rec.table.on_report.pop(r, None)
-        else:
-            rec.table.on_report[r] = cb
+        rec.table.set_report(rec._at("CharacterInstance", "on_report"), cb)
 
     @property
     def released(self) -> list[int]:
@@ -273,6 +272,16 @@ class CharacterInstance:
         """Forget this update's events (the next step's start), made or not."""
         self._event_rows = None
         self._events.clear()
+
+    def clear_outputs(self) -> None:
+        """Forget the last update's outputs: its events, released ids and refused poses."""
+        self.clear_events()
+        self._released = []
+        self.poses_refused = 0
+
+    def seat(self, engine: Any, slot: int) -> None:
+        """The human's row ``slot`` of ``engine``'s human table (-1 and None: no row)."""
+        self.slot, self.engine = slot, engine
 
     def __repr__(self) -> str:
         return f"CharacterInstance({self.name!r}, stack={[type(t).__name__ for t in self.stack]})"
@@ -324,6 +333,27 @@ class TaskPool:
 
     def __setstate__(self, state: tuple) -> None:
         self.capacity, self.out, self.n_out = state
+
+    def save(self, into: tuple | None = None) -> tuple:
+        """The pool's state: a copy of ``out`` (into ``into``'s array, an older state given
+        up, when it has the same shape) and ``n_out``."""
+        old = into[0] if into is not None else None
+        if old is not None and old.shape == self._out.shape:
+            np.copyto(old, self._out)
+            return (old, self.n_out)
+        return (self._out.copy(), self.n_out)
+
+    def load(self, state: tuple) -> None:
+        """Write a ``save`` back: into ``out`` in place when it has the saved shape (what was
+        made from it, the prepared commands' views and the flush's arguments, holds); what
+        the handle API made (``made``) is found again from the rows."""
+        saved, n = state
+        if self._out.shape == saved.shape and self._out.dtype == saved.dtype:
+            np.copyto(self._out, saved)
+        else:
+            self.out = saved.copy()
+        self.n_out = n
+        self.made = None
 
     def take_row(self, r: int) -> None:
         """``take`` by task row (the constructors' new rows; TaskPoolExhausted when none is left)."""

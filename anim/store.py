@@ -13,18 +13,23 @@ from typing import Any
 import numpy as np
 from numpy.typing import DTypeLike
 
+from .callbacks import NO_CALLBACK, CallbackTable
 from .errors import StaleHandle
 
-__all__ = ["Table", "KeyedColumn", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
+__all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
-           "left_world", "block_layout"]
+           "left_world", "DIRECTIONS", "layout_epoch", "block_layout"]
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
 # A row link to nothing (no next task, no incoming task, no cursor).
 NO_ROW = -1
-# Table._reset_dirty resets up to this many rows one by one, more with one write per column.
-_ROW_BY_ROW = 6                 # Table._reset_dirty: up to this many rows one by one (24 columns: ~1 µs a row)
+# Table.settle resets up to this many rows one by one, more with one write per column.
+_ROW_BY_ROW = 6                 # Table.settle: up to this many rows one by one (24 columns: ~1 µs a row)
+# Table.load checks up to this many cached handles one by one, more by their rows' columns at once.
+_FEW_VIEWS = 256
+# A direction task's clips: one bank index per direction (the task table's ``dir_banks``).
+DIRECTIONS = 8
 
 
 def _as_item(arr, value):
@@ -107,7 +112,25 @@ _ALIGN = 64            # each array of a table's block starts on a 64-byte bound
 def _layout(columns: dict[str, DTypeLike], cap: int) -> tuple[dict[str, tuple], int]:
     """Where each array of a table of ``cap`` rows lies in its block: name -> (byte
     offset, base dtype, shape), and the block's size. ``n_free`` comes first (one int64),
-    then each column (a (dtype, (k,)) column is (cap, k)), each aligned."""
+    then each column (a (dtype, (k,)) column is (cap, k)), each aligned. Kept by the
+    columns and capacity (a restore asks at every load; the caller never changes it)."""
+    try:
+        key = (tuple(columns.items()), cap)
+        got = _LAYOUTS.get(key)
+    except TypeError:                                  # a dtype given as something unhashable
+        return _layout_of(columns, cap)
+    if got is None:
+        if len(_LAYOUTS) > 512:
+            _LAYOUTS.clear()
+        got = _LAYOUTS[key] = _layout_of(columns, cap)
+    return got
+
+
+_LAYOUTS: dict = {}
+
+
+def _layout_of(columns: dict[str, DTypeLike], cap: int) -> tuple[dict[str, tuple], int]:
+    """``_layout``, computed."""
     out: dict[str, tuple] = {"n_free": (0, np.dtype(np.int64), (1,))}
     off = _ALIGN
     for name, dt in columns.items():
@@ -127,11 +150,26 @@ block_layout = _layout
 # The arrays of a Table besides its columns that get a fast view (Table.__setattr__).
 _TABLE_ARRAYS = ("live", "gen", "free_rows", "n_free")
 
-# Counted up whenever an array of a table is replaced (a table grew or was given a block, a
-# column was assigned, a table was unpickled; BatchEngine counts its clip index too): what an
-# engine built from the arrays (the kernels' named tuples, the rows' check) is made again
-# when it moved, instead of comparing the arrays at every call.
+# The tables' one "layout changed" signal: counted up whenever an array of a table is
+# replaced (a table grew or was given a block, a column was assigned, a table was
+# unpickled; BatchEngine counts its clip index too): what an engine built from the arrays
+# (the kernels' named tuples, the rows' check) is made again when it moved, instead of
+# comparing the arrays at every call. Read inside anim/ only: each table's ``layout`` is
+# the count at its own last change, and the Player's ``layout`` the latest, for the layers
+# above.
 LAYOUT_EPOCH = [0]
+
+
+def layout_epoch() -> int:
+    """The tables' layout signal now (see LAYOUT_EPOCH): equal to an earlier reading while no
+    array of any table has been replaced since."""
+    return LAYOUT_EPOCH[0]
+
+
+def _moved(table) -> None:
+    """Count the layout signal up for ``table`` (an array of it was replaced)."""
+    LAYOUT_EPOCH[0] += 1
+    object.__setattr__(table, "layout", LAYOUT_EPOCH[0])
 
 
 def _fast_view(arr):
@@ -148,94 +186,6 @@ def _fast_view(arr):
     return arr
 
 
-_MISSING = object()
-
-
-class KeyedColumn(dict):
-    """A table's values keyed by row that are not numbers (the callbacks, as data): a dict
-    row -> value, with ``mark``, a numpy flag per row that holds a value, kept true by
-    every write (set, ``update``, ``setdefault``; ``pop``, ``del``, ``popitem``, ``clear``),
-    so a kernel tests a row's mark instead of Python looking its rows up (the flush stops
-    at an entry whose task has an end callback or whose human a report callback:
-    anim.kernels.flush_release; Player._kernel_release drops the values of the rows it
-    gives back by their marks).
-
-    In: the rows' values (as ``dict`` takes them). A row is a non-negative int (a numpy
-    integer too); rejected: a key that is not (ValueError naming it). ``mark`` grows on
-    demand (``marks``: at least the table's capacity, for a kernel); a copy (``dict(c)``)
-    is a plain dict, a pickle or ``copy.deepcopy`` a KeyedColumn with its marks.
-    """
-
-    __slots__ = ("mark",)
-
-    def __init__(self, items=(), **kw):
-        super().__init__()
-        self.mark = np.zeros(64, np.bool_)
-        if items or kw:
-            self.update(items, **kw)
-
-    def __reduce__(self):
-        return (type(self), (dict(self),))
-
-    def marks(self, n: int) -> np.ndarray:
-        """The mark array, grown (a new array) to at least ``n`` rows first."""
-        mark = self.mark
-        if len(mark) < n:
-            mark = np.zeros(max(n, 2 * len(mark)), np.bool_)
-            mark[:len(self.mark)] = self.mark
-            self.mark = mark
-        return mark
-
-    def __setitem__(self, row, value) -> None:
-        mark = self.mark
-        if row.__class__ is int and 0 <= row < len(mark):
-            mark[row] = True                     # the common case: a row within the marks
-        else:
-            if isinstance(row, bool) or not isinstance(row, (int, np.integer)) or row < 0:
-                raise ValueError(f"KeyedColumn: key {row!r} is not a row (an int >= 0)")
-            self.marks(int(row) + 1)[row] = True
-        dict.__setitem__(self, row, value)
-
-    def __delitem__(self, row) -> None:
-        dict.__delitem__(self, row)
-        self.mark[row] = False
-
-    def pop(self, row, default=_MISSING):
-        value = dict.pop(self, row, _MISSING)
-        if value is _MISSING:
-            if default is _MISSING:
-                raise KeyError(row)
-            return default
-        self.mark[row] = False
-        return value
-
-    def popitem(self):
-        row, value = dict.popitem(self)
-        self.mark[row] = False
-        return row, value
-
-    def clear(self) -> None:
-        dict.clear(self)
-        self.mark[:] = False
-
-    def update(self, *args, **kw) -> None:
-        for row, value in dict(*args, **kw).items():
-            self[row] = value
-
-    def setdefault(self, row, default=None):
-        if row not in self:
-            self[row] = default
-        return dict.__getitem__(self, row)
-
-    def __ior__(self, other: Any) -> KeyedColumn:     # type: ignore[misc,override]  # dict's |= with the marks
-        self.update(other)
-        return self
-
-    def copy(self) -> dict:
-        """A plain dict of the same values."""
-        return dict(self)
-
-
 class Table:
     """Named numpy columns with a row free list, each row with a generation.
 
@@ -244,8 +194,12 @@ class Table:
     keeps a row and the generation it got) knows when its row is gone (``check``).
     The free list is a numpy stack (``free_rows[:n_free[0]]``, the next row on top) so
     that a kernel can take and give rows too. Rejected: freeing a row that is not in use
-    (ValueError). ``views`` (the world's task table only): row -> the task object that
-    is its handle; ``clips`` (the world's cursor table only): bank index -> its Clip.
+    (ValueError). ``ids``: the columns that hold ids of ``calls`` (a CallbackTable shared
+    by the world's tables: the callbacks as data), let go when their row is freed.
+    ``views`` (the world's task table only): row -> the task object that is its handle, a
+    cache (a handle is made on read where it holds none: anim.tasks.task_at); ``clips``
+    (the world's cursor table only): bank index -> its Clip. ``layout``: the tables'
+    layout signal (LAYOUT_EPOCH) when this table's arrays were last replaced.
     """
 
     views: Any = None               # the world's task table: row -> its task object (a list)
@@ -257,22 +211,21 @@ class Table:
     clips: Any = None               # the world's cursor table: bank index -> Clip (a list)
     world: Any = None               # the world's task table: its Stores (the other tables)
     all_events = False          # the cursor table: type 8 events fire too (PlaceEvents.FIRED)
+    layout = 0                  # LAYOUT_EPOCH when this table's arrays were last replaced
 
-    def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, keyed: tuple[str, ...] = (),
-                 defaults: dict[str, Any] | None = None):
+    def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, ids: tuple[str, ...] = (),
+                 defaults: dict[str, Any] | None = None, calls: CallbackTable | None = None):
         self._columns = dict(columns)
         self.spare = {}
-        # row-keyed values that are not numbers (the tasks' callbacks, as data): one
-        # KeyedColumn per name (a dict with a mark per row), an entry per row that has one;
-        # gone when the row is freed
-        self._keyed = tuple(keyed)
-        for name in self._keyed:
-            setattr(self, name, KeyedColumn())
-        # a free row's value of each column (0 unless named); with ``defaults`` given, rows
-        # freed since the last take are reset to them in bulk before the next alloc (``alloc_default``)
+        # the columns holding ids of ``calls`` (the callbacks, as data: a kind and plain
+        # arguments each), let go when their row is freed
+        self.ids = tuple(ids)
+        self.calls = calls if calls is not None else CallbackTable()
+        # a free row's value of each column (0 unless named): a row is reset to them when it
+        # is freed (rows the flush's kernel gives back: in bulk, ``settle``, before the flush ends)
         self._defaults = {name: (defaults or {}).get(name, 0) for name in self._columns}
         self._resets = defaults is not None
-        self._dirty: list[int] = []
+        self.unsettled: list[int] = []      # rows given back, not yet reset (inside a flush only)
         # every array of the table lives in one block of memory (``block``), so a snapshot
         # of the table is one copy (anim.snapshot)
         self._all = {**self._columns, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}
@@ -288,7 +241,7 @@ class Table:
         if cols is not None and (name in cols or name in _TABLE_ARRAYS):
             object.__setattr__(self, "m_" + name, _fast_view(value))
             d.pop("row_views", None)
-            LAYOUT_EPOCH[0] += 1
+            _moved(self)
 
     # A row writer's fast views of several arrays at once (one tuple, one writer per table:
     # anim.cursor.cursor_row keeps the cursor table's twelve here, anim.tasks.write_task_row
@@ -307,7 +260,7 @@ class Table:
         self.__dict__.setdefault("spare", {})
         for name in (*state["_columns"], *_TABLE_ARRAYS):
             object.__setattr__(self, "m_" + name, _fast_view(state[name]))
-        LAYOUT_EPOCH[0] += 1
+        _moved(self)
 
     def __getattr__(self, name: str) -> np.ndarray:
         """A column (set as an attribute by ``_grow``); AttributeError for any other name.
@@ -354,19 +307,20 @@ class Table:
         return True
 
     def alloc(self, zero: bool = True) -> int:
-        """A free row, zeroed unless the caller writes every column itself (``zero=False``)."""
+        """A free row at the columns' defaults (0 unless named), unless the caller writes
+        every column itself (``zero=False``)."""
         row = self.alloc_default()
         if zero:
-            for name in self._columns:
-                getattr(self, name)[row] = 0
+            for name, value in self._defaults.items():
+                getattr(self, name)[row] = value
         return row
 
     def alloc_default(self) -> int:
         """A free row with every column at its default (a table made with ``defaults``: the
-        caller writes only the columns it sets). The rows given back since the last take
-        are reset first, all at once (one vectorised write per column)."""
-        if self._dirty:
-            self._reset_dirty()
+        caller writes only the columns it sets). Rows the flush gave back and has not reset
+        yet (a callback taking a row in the middle of it) are reset first (``settle``)."""
+        if self.unsettled:
+            self.settle()
         nf = self.m_n_free
         n = nf[0]
         if not n:
@@ -379,17 +333,36 @@ class Table:
         self.m_live[row] = True
         return row
 
-    def _reset_dirty(self) -> None:
-        """The rows freed since the last take back to the defaults (those still free: a
+    def freed(self, rows: list[int], ids: list[int] | None = None) -> None:
+        """Rows a kernel gave back (their ``live``, generation and free list written there):
+        the callback ids they hold let go now (of the rows ``ids`` only when given: those
+        found holding one), their columns reset to the defaults at ``settle`` (the flush's
+        end, or the next take)."""
+        if self.ids:
+            calls = self.calls
+            for name in self.ids:
+                col = getattr(self, "m_" + name)
+                for r in (rows if ids is None else ids):
+                    i = col[r]
+                    if i >= 0:
+                        calls.drop(i)
+                        col[r] = NO_CALLBACK
+        if self._resets:
+            self.unsettled.extend(rows)
+
+    def settle(self) -> None:
+        """The rows given back and not yet reset back to the defaults (those still free: a
         kernel may have taken one since, which then wrote its own columns)."""
-        dirty = self._dirty
-        self._dirty = []
+        dirty = self.unsettled
+        if not dirty:
+            return
+        self.unsettled = []
         if len(dirty) <= _ROW_BY_ROW:                  # a few rows: cheaper one by one, through the fast views
             d = self.__dict__
-            kept = d.get("m_defaults")                # (LAYOUT_EPOCH, the views with their defaults as
-            if kept is None or kept[0] != LAYOUT_EPOCH[0]:     # the Python values they take); no state: "m_"
-                kept = (LAYOUT_EPOCH[0], [(getattr(self, "m_" + name), _as_item(getattr(self, name), value))
-                                          for name, value in self._defaults.items()])
+            kept = d.get("m_defaults")                # (layout, the views with their defaults as
+            if kept is None or kept[0] != self.layout:     # the Python values they take); no state: "m_"
+                kept = (self.layout, [(getattr(self, "m_" + name), _as_item(getattr(self, name), value))
+                                      for name, value in self._defaults.items()])
                 object.__setattr__(self, "m_defaults", kept)
             cols = kept[1]
             live = self.m_live
@@ -405,24 +378,67 @@ class Table:
             getattr(self, name)[rows] = value
 
     def free(self, row: int) -> None:
-        """Give a row back (its generation counts up, its keyed values go); ValueError when
-        it is not in use. A table with defaults resets it before it is taken again."""
+        """Give a row back (its generation counts up, the callback ids it holds let go; a
+        table with defaults resets its columns to them); ValueError when it is not in use."""
         live = self.m_live
         if not live[row]:
             raise ValueError(f"row {row} freed twice or never taken")
         live[row] = False
         gen = self.m_gen
         gen[row] += 1
-        for name in self._keyed:
-            keyed = getattr(self, name)
-            if keyed and row in keyed:
-                del keyed[row]
-        if self._resets:
-            self._dirty.append(row)
+        if self.ids or self._resets:
+            self.freed([row])
+            self.settle()
         nf = self.m_n_free
         n = nf[0]
         self.m_free_rows[n] = row
         nf[0] = n + 1
+
+    def load(self, capacity: int, block: np.ndarray) -> bool:
+        """Make a saved ``block`` of ``capacity`` rows (a copy of an earlier ``block``,
+        anim.snapshot) the table's state: copied in place at the same capacity, else a copy
+        of it placed as the table's new memory (True: the arrays were replaced, the layout
+        signal moved). The task table's ``views`` (a cache of handles) keep only the handles
+        of rows the block has in use at the handle's own generation: the others are made on
+        read.
+        Rejected (ValueError): a block of another size than this table's layout gives."""
+        kept = self.__dict__.get("m_lay")              # (capacity, its layout): derived, not state
+        if kept is None or kept[0] != capacity:
+            kept = (capacity, _layout(self._all, capacity))
+            object.__setattr__(self, "m_lay", kept)
+        lay, size = kept[1]
+        if block.nbytes != size:
+            raise ValueError(f"Table.load: a block of {block.nbytes} bytes is not this table's layout for "
+                             f"{capacity} rows")
+        views = self.views
+        if views.__class__ is list and views:
+            # a handle stays where the saved row is in use at the handle's own generation
+            # (the same task: a generation counts up only when its row is freed)
+            off = lay["gen"][0]
+            gen = block[off:off + capacity * 8].view(np.int64)
+            off = lay["live"][0]
+            live = block[off:off + capacity].view(np.bool_)
+            n = min(len(views), capacity, self.capacity)
+            if n <= _FEW_VIEWS:                        # a few rows: each handle against its row
+                gm, lm = memoryview(gen), memoryview(live)
+                for r, t in enumerate(views[:n]):
+                    if t is not None and (not lm[r] or t.tgen != gm[r]):
+                        views[r] = None
+            else:                                      # many: the rows whose life changed, found at once
+                moved = np.flatnonzero((gen[:n] != self.gen[:n]) | (live[:n] != self.live[:n]))
+                for r in moved.tolist():
+                    views[r] = None
+            if len(views) > n:
+                del views[n:]
+        if views.__class__ is list and len(views) < capacity:     # a row past the list reads None
+            views.extend([None] * (capacity - len(views)))
+        if self.unsettled:
+            self.unsettled = []
+        if capacity != self.capacity:
+            self._place(block.copy(), capacity)
+            return True
+        np.copyto(self.block, block)
+        return False
 
     def give_back(self, row: int) -> None:
         """``free`` unless the row is already free (a second dispose: no error)."""
@@ -459,7 +475,7 @@ def gait_table(capacity: int = 64) -> Table:
                   "b0": np.int32, "b1": np.int32, "b2": np.int32, "b3": np.int32, "b4": np.int32}, capacity)
 
 
-def task_table(capacity: int = 64) -> Table:
+def task_table(capacity: int = 64, calls: CallbackTable | None = None) -> Table:
     """The tasks' columns (one row per task, the task object a view onto it): the type,
     rate (f32), flags, held bits, the cursor rows ``c0`` / ``c1`` (a clip's; a gait's lower
     and upper), ``aux`` (a fade's or gait's own row), ``nxt`` (a type 3 / 6's next task's
@@ -473,23 +489,29 @@ def task_table(capacity: int = 64) -> Table:
     and upper neighbour), ``value`` (float64: a mix's weight and a direction's value are
     doubles, a pick's value a float32 held exactly), ``target`` (a mix's, float64),
     ``base`` (a direction's first anim id), ``centre`` (its nearest direction, 0-7) and
-    ``sampling`` (a pick's PickSampling: 0 chosen, 1 all). The callbacks themselves
-    (anim.callbacks: data, or a callable) are keyed by row: ``on_end`` and ``on_wrap``;
-    so is a paired task's ``partner`` (a handle: data) and a direction's ``dir_banks``
-    (its eight clips' bank indices)."""
+    ``sampling`` (a pick's PickSampling: 0 chosen, 1 all). The callbacks (data: a kind and
+    plain arguments, anim.callbacks) are ids of the world's CallbackTable (``calls``;
+    NO_CALLBACK: none): ``on_end`` and ``on_wrap``; a paired task's partner is the
+    attacker's handle (``partner``, an entity id; -1 none) or, for a human with no handle,
+    its name (``partner_name``, an id of ``calls``); a direction's eight clips are
+    ``dir_banks`` (a bank index per direction; -1 for a row of another type)."""
     return Table({"type": np.int8, "rate": np.float32, "flags": np.int32, "held": np.int64,
                   "c0": np.int64, "c1": np.int64, "aux": np.int64, "nxt": np.int64, "blend": np.float32,
                   "window": np.int8, "incoming": np.int64, "released": bool, "handed_over": bool,
                   "wraps": np.int64, "speed": np.float32, "callback": bool, "placed": bool,
                   "c2": np.int64, "c3": np.int64, "value": np.float64, "target": np.float64, "base": np.int64,
-                  "centre": np.int8, "sampling": np.int8}, capacity, keyed=("on_end", "on_wrap", "partner", "dir_banks"),
-                 defaults=TASK_DEFAULTS)
+                  "centre": np.int8, "sampling": np.int8, "on_end": np.int32, "on_wrap": np.int32,
+                  "partner": np.int64, "partner_name": np.int32, "dir_banks": (np.int32, (DIRECTIONS,))},
+                 capacity, ids=TASK_IDS, defaults=TASK_DEFAULTS, calls=calls)
 
 
 # A free task row's links: no cursor, fade / gait row, next or incoming task (every other
 # column 0): Table.alloc_default hands out rows at these, so a constructor writes only what it sets.
 TASK_DEFAULTS = {"c0": NO_ROW, "c1": NO_ROW, "c2": NO_ROW, "c3": NO_ROW, "aux": NO_ROW, "nxt": NO_ROW,
-                 "incoming": NO_ROW}
+                 "incoming": NO_ROW, "on_end": NO_CALLBACK, "on_wrap": NO_CALLBACK, "partner": NO_ROW,
+                 "partner_name": NO_CALLBACK, "dir_banks": NO_ROW}
+# The task columns that hold ids of the world's CallbackTable.
+TASK_IDS = ("on_end", "on_wrap", "partner_name")
 
 
 class HumanTable:
@@ -505,9 +527,10 @@ class HumanTable:
     each row's generation, counted up when the row is freed, so that a HumanRecord whose
     row went back raises StaleHandle; no kernel reads it, and a list is read in a tenth
     of a numpy element's time on the command path).
-    Keyed by row: ``on_report`` (the human's report callback, data: anim.callbacks).
+    ``on_report``: the human's report callback, an id of ``calls`` (the world's
+    CallbackTable, or the table's own; NO_CALLBACK: none).
     The columns are views into one block of memory (``block``: one copy saves them,
-    anim.snapshot; the generations, the free list and ``on_report`` are saved beside it).
+    anim.snapshot; the generations and the free list are saved beside it).
     Grown by doubling; rows reused through a free list. A record keeps its row, its
     generation and this table, never a column (they are replaced on growth).
     """
@@ -515,12 +538,14 @@ class HumanTable:
     STACK_ROWS = 18
     QUEUE_ROWS = 10
     world: Any = None           # a world's table: its Stores (None: a standalone record's private table)
+    layout = 0                  # LAYOUT_EPOCH when this table's arrays were last replaced
     # the fast views (set by __setattr__ with each column) and the two rows' widths
     m_depth: Any
     m_queued: Any
     m_flags: Any
     m_anim: Any
     m_speed: Any
+    m_on_report: Any
     m_stack: Any
     m_queue: Any
     stack_width: int
@@ -529,6 +554,7 @@ class HumanTable:
     flags: np.ndarray
     anim: np.ndarray
     speed: np.ndarray
+    on_report: np.ndarray
     depth: np.ndarray
     queued: np.ndarray
     live: np.ndarray
@@ -537,7 +563,7 @@ class HumanTable:
     block: np.ndarray
 
     COLUMNS: dict[str, DTypeLike] = {"flags": np.int64, "anim": np.int64, "speed": np.float64, "depth": np.int64,
-                                     "queued": np.int64, "live": np.bool_,
+                                     "queued": np.int64, "live": np.bool_, "on_report": np.int64,
                                      "stack": (np.int64, (STACK_ROWS,)), "queue": (np.int64, (QUEUE_ROWS,))}
 
     def __setattr__(self, name: str, value) -> None:
@@ -546,8 +572,8 @@ class HumanTable:
         + i``; ``m_queue``; store._fast_view), made again whenever the array is replaced."""
         object.__setattr__(self, name, value)
         if isinstance(value, np.ndarray) and self.world is not None:    # (a standalone record's: no kernel reads it)
-            LAYOUT_EPOCH[0] += 1
-        if name in ("depth", "queued", "flags", "anim", "speed"):
+            _moved(self)
+        if name in ("depth", "queued", "flags", "anim", "speed", "on_report"):
             object.__setattr__(self, "m_" + name, _fast_view(value))
         elif name in ("stack", "queue"):
             flat = isinstance(value, np.ndarray) and value.ndim == 2 and value.flags.c_contiguous
@@ -562,9 +588,9 @@ class HumanTable:
         for k, v in state.items():
             setattr(self, k, v)
 
-    def __init__(self, capacity: int = 64):
+    def __init__(self, capacity: int = 64, calls: CallbackTable | None = None):
         self.gen: list[int] = []
-        self.on_report: KeyedColumn = KeyedColumn()     # a mark per row too (the flush kernel reads it)
+        self.calls = calls if calls is not None else CallbackTable()
         self._free: list[int] = []
         self._place(np.zeros(_layout(self.COLUMNS, 0)[1], np.uint8), 0)
         self._grow(max(1, capacity))
@@ -585,6 +611,7 @@ class HumanTable:
         self._place(np.zeros(_layout(self.COLUMNS, cap)[1], np.uint8), cap)
         for name, a in prev.items():
             getattr(self, name)[:old] = a[:old]
+        self.on_report[old:] = NO_CALLBACK             # a free row names no callback
         self.gen.extend([0] * (cap - old))
         self._free.extend(range(cap - 1, old - 1, -1))
 
@@ -599,7 +626,7 @@ class HumanTable:
         self.speed[row] = 1.0
         self.stack[row] = NO_ROW
         self.queue[row] = NO_ROW
-        self.on_report.pop(row, None)
+        self.on_report[row] = NO_CALLBACK
         return row
 
     def free(self, row: int) -> None:
@@ -609,28 +636,68 @@ class HumanTable:
             raise ValueError(f"human row {row} freed twice or never taken")
         self.live[row] = False
         self.gen[row] += 1
-        self.on_report.pop(row, None)
+        self.set_report(row, None)
         self._free.append(row)
+
+    def report(self, row: int) -> Any:
+        """Row ``row``'s report callback (None: none)."""
+        return self.calls.get(self.m_on_report[row])
+
+    def set_report(self, row: int, cb: Any) -> None:
+        """Make ``cb`` (checked: anim.callbacks.check_callback; None: none) row ``row``'s
+        report callback, letting the old one's id go."""
+        col = self.m_on_report
+        old = col[row]
+        if old >= 0:
+            self.calls.drop(old)
+        col[row] = self.calls.take(cb)
 
     @property
     def in_use(self) -> int:
         """Rows taken and not given back."""
         return self.capacity - len(self._free)
 
+    def save(self) -> tuple:
+        """The table's state beside its block: copies of its free list and generations."""
+        return (list(self._free), list(self.gen))
+
+    def load(self, state: tuple, capacity: int | None = None, block: np.ndarray | None = None) -> bool:
+        """Write a ``save`` back (copied: the state restores again), with a saved ``block``
+        of ``capacity`` rows when given (copied in place at the same capacity, else placed
+        as a copy: True, the arrays were replaced). Rejected (ValueError): a block of
+        another size than this table's layout gives."""
+        replaced = False
+        if block is not None:
+            if block.nbytes != (self.block.nbytes if capacity == self.capacity else _layout(self.COLUMNS, capacity)[1]):
+                raise ValueError(f"HumanTable.load: a block of {block.nbytes} bytes is not this table's layout "
+                                 f"for {capacity} rows")
+            if capacity != self.capacity:
+                self._place(block.copy(), capacity)
+                replaced = True
+            else:
+                np.copyto(self.block, block)
+        free, gen = state
+        self._free[:] = free
+        self.gen[:] = gen
+        return replaced
+
 
 class Stores:
-    """The tables of one world: cursors, fades, gait blends, tasks and humans."""
+    """The tables of one world: cursors, fades, gait blends, tasks and humans, and the
+    callbacks their rows name (``calls``: one CallbackTable, shared by the task and
+    human tables)."""
 
-    __slots__ = ("cursors", "fades", "gaits", "tasks", "humans")
+    __slots__ = ("cursors", "fades", "gaits", "tasks", "humans", "calls")
 
     def __init__(self, capacity: int = 64):
+        self.calls = CallbackTable()
         self.cursors = cursor_table(capacity)
         self.fades = fade_table(capacity)
         self.gaits = gait_table(capacity)
-        self.tasks = task_table(capacity)
-        self.tasks.views = []                  # row -> its task object (Task.__init__)
+        self.tasks = task_table(capacity, self.calls)
+        self.tasks.views = []                  # row -> its task object, a cache (anim.tasks.task_at)
         self.tasks.world = self
-        self.humans = HumanTable(capacity)
+        self.humans = HumanTable(capacity, self.calls)
         self.humans.world = self
 
 
@@ -641,12 +708,14 @@ class TableCorrupt(RuntimeError):
 
 
 def _check_columns(name: str, table, columns: dict) -> None:
-    """Every column a 1-d array of the declared dtype and the table's capacity."""
+    """Every column an array of the declared dtype, the table's capacity rows long."""
     cap = table.capacity
     for col, dt in columns.items():
         a = getattr(table, col)
-        if a.dtype != np.dtype(dt) or a.shape[:1] != (cap,):
-            raise TableCorrupt(f"{name}.{col}: dtype {a.dtype} shape {a.shape}, expected {np.dtype(dt)} ({cap},...)")
+        d = np.dtype(dt)
+        if a.dtype != d.base or a.shape != (cap,) + d.shape:
+            raise TableCorrupt(f"{name}.{col}: dtype {a.dtype} shape {a.shape}, expected {d.base} "
+                               f"{(cap,) + d.shape}")
     if table.live.shape != (cap,):
         raise TableCorrupt(f"{name}.live: shape {table.live.shape}, expected ({cap},)")
 
@@ -682,7 +751,7 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     for name, table in (("cursors", cur), ("fades", fad), ("gaits", gai), ("tasks", tsk)):
         _check_columns(name, table, table._columns)
     hcap = hum.capacity
-    for col in ("flags", "anim", "speed", "depth", "queued", "live"):
+    for col in ("flags", "anim", "speed", "depth", "queued", "live", "on_report"):
         if getattr(hum, col).shape != (hcap,):
             raise TableCorrupt(f"humans.{col}: shape {getattr(hum, col).shape}, expected ({hcap},)")
     if hum.stack.shape != (hcap, HumanTable.STACK_ROWS) or hum.stack.dtype != np.int64:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+import numpy as np
+
 from . import detmath, f32 as F
 from .callbackdata import check_callback
 from .clip import EventType
@@ -60,6 +62,15 @@ TASK_CURSORS: dict[int, int] = {
     TaskType.LOOP: 1, TaskType.CLIP: 1, TaskType.PAIRED_HOLD: 1, TaskType.HOLD: 1, TaskType.PAIRED_CLIP: 1,
     TaskType.SCENE: 1, TaskType.FADE: 0, TaskType.MIX: 2, TaskType.PICK: 4, TaskType.GAIT: 2, TaskType.DIRECTION: 3,
 }
+
+
+def dir_banks_misfit(types: np.ndarray, banks: np.ndarray, n_banks: int) -> np.ndarray:
+    """Per row (``types`` its task types, ``banks`` its (rows, 8) ``dir_banks``): True where
+    the row's clips do not fit its type: a direction task's must be eight clips of a bank
+    of ``n_banks``, every other type's -1 (anim.snapcheck.check_ids)."""
+    is_dir = types == int(TaskType.DIRECTION)
+    bad_dir = is_dir & ((banks < 0) | (banks >= n_banks)).any(axis=1)
+    return bad_dir | (~is_dir & (banks != NO_ROW).any(axis=1))
 
 
 _CURSOR_BITS = TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED
@@ -159,8 +170,8 @@ def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, he
     caller). Plain ints in range go through the fast views, anything else through numpy's
     casts (and its errors). Returns the row. anim.cmdkernel writes the same columns for a
     prepared command. Original: 0x001054c8 (take a task from the free list)."""
-    if ts._dirty:
-        ts._reset_dirty()
+    if ts.unsettled:
+        ts.settle()
     mv = ts.row_views                                   # the fast views, kept together (Table.row_views)
     if mv is None:
         mv = ts.row_views = tuple(getattr(ts, name) for name in _ROW_VIEWS)
@@ -201,7 +212,7 @@ def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, he
         else:
             ts.held[r] = int(held)
     if on_end is not None:
-        ts.on_end[r] = on_end
+        set_call(ts, "on_end", r, on_end)
     return r
 
 
@@ -209,59 +220,96 @@ def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, he
 _ROW_VIEWS = ("m_n_free", "m_free_rows", "m_live", "m_gen", "m_type", "m_rate")
 
 
+def set_call(ts: Table, column: str, r: int, fn) -> None:
+    """Write callback ``fn`` (checked: anim.callbacks.check_callback; None: none) into the
+    id column ``column`` (``on_end``, ``on_wrap``) of task row ``r``: its id in the world's
+    CallbackTable (``ts.calls``) taken, the old one let go. One writer of the callback
+    columns: the handles' setters and the constructors call it."""
+    col = getattr(ts, "m_" + column)
+    old = col[r]
+    calls = ts.calls
+    if old >= 0:
+        calls.drop(old)
+    col[r] = calls.take(fn)
+
+
 class _WrapCallback:
-    """A task's wrap callback (+0x28): data (anim.callbacks.Callback) or a callable, kept in
-    the task table's ``on_wrap`` (keyed by row); setting it marks the ``callback`` column
-    (the compiled step then reports the task's wraps, and the Player calls it with the
-    human after the step: docs/original.md, "The per-update order")."""
+    """A task's wrap callback (+0x28): data (anim.callbacks.Callback) or a callable, its id
+    in the task table's ``on_wrap`` column (the world's CallbackTable); setting it marks the
+    ``callback`` column (the compiled step then reports the task's wraps, and the Player
+    calls it with the human after the step: docs/original.md, "The per-update order")."""
 
     def __get__(self, obj, owner=None):
-        return self if obj is None else obj.tstore.on_wrap.get(obj.trow)
+        if obj is None:
+            return self
+        ts = obj.tstore
+        return ts.calls.get(ts.m_on_wrap[obj.trow])
 
     def __set__(self, obj, fn) -> None:
         fn = check_callback(fn, "on_wrap")
         ts, r = obj.tstore, obj.trow
         if ts.gen[r] != obj.tgen:
             _stale(obj, ts, r)
-        if fn is None:
-            ts.on_wrap.pop(r, None)
-        else:
-            ts.on_wrap[r] = fn
+        set_call(ts, "on_wrap", r, fn)
         ts.callback[r] = fn is not None
 
 
-class _Keyed:
-    """A task's plain-data value kept in the task table's keyed dict ``name`` (by row)."""
-
-    def __init__(self, name: str, doc: str):
-        self.name, self.__doc__ = name, doc
+class _Partner:
+    """A paired task's partner: the handle of the human whose set the clip came from (an
+    entity id, the ``partner`` column), or its name when it has none (``partner_name``: an
+    id of the world's CallbackTable, which holds plain values)."""
 
     def __get__(self, obj, owner=None):
-        return self if obj is None else getattr(obj.tstore, self.name).get(obj.trow)
+        if obj is None:
+            return self
+        ts, r = obj.tstore, obj.trow
+        p = ts.m_partner[r]
+        return p if p >= 0 else ts.calls.get(ts.m_partner_name[r])
 
     def __set__(self, obj, value) -> None:
         ts, r = obj.tstore, obj.trow
         if ts.gen[r] != obj.tgen:
             _stale(obj, ts, r)
-        getattr(ts, self.name)[r] = value
+        write_partner(ts, r, value)
+
+
+def write_partner(ts: Table, r: int, value) -> None:
+    """Task row ``r``'s partner: a handle (an int >= 0) into ``partner``, a name (a str) into
+    ``partner_name`` (an id of ``ts.calls``), None for none. Rejected (ValueError): any
+    other value."""
+    calls = ts.calls
+    old = ts.m_partner_name[r]
+    if old >= 0:
+        calls.drop(old)
+    ts.m_partner_name[r] = NO_ROW
+    ts.m_partner[r] = NO_ROW
+    if value is None:
+        return
+    if value.__class__ is str:
+        ts.m_partner_name[r] = calls.take(value)
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0:
+        ts.m_partner[r] = int(value)
+    else:
+        raise ValueError(f"partner: {value!r}: expected a human's handle (an int >= 0) or its name")
 
 
 class _EndCallback:
-    """A task's end callback (+0x2c): data (anim.callbacks.Callback) or a callable, kept in
-    the task table's ``on_end`` (keyed by row); the release calls it with the human."""
+    """A task's end callback (+0x2c): data (anim.callbacks.Callback) or a callable, its id
+    in the task table's ``on_end`` column (the world's CallbackTable); the release calls
+    it with the human."""
 
     def __get__(self, obj, owner=None):
-        return self if obj is None else obj.tstore.on_end.get(obj.trow)
+        if obj is None:
+            return self
+        ts = obj.tstore
+        return ts.calls.get(ts.m_on_end[obj.trow])
 
     def __set__(self, obj, fn) -> None:
         fn = check_callback(fn, "on_end")
         ts, r = obj.tstore, obj.trow
         if ts.gen[r] != obj.tgen:
             _stale(obj, ts, r)
-        if fn is None:
-            ts.on_end.pop(r, None)
-        else:
-            ts.on_end[r] = fn
+        set_call(ts, "on_end", r, fn)
 
 
 class _CursorLink:
@@ -660,7 +708,7 @@ class PairedClipTask(ClipTask):
 
     __slots__ = ()
     type = TaskType.PAIRED_CLIP
-    partner = _Keyed("partner", "The partner's handle (the human whose set the clip came from): data, keyed by row.")
+    partner = _Partner()
 
     def __init__(self, cursor: Cursor, rate: float, partner, next: Task | None = None, blend: float = 0.0,
                  flags: int = 0, held: int = 0, on_end=None, window_rule: str = BlendWindow.ADVANCED,
@@ -677,7 +725,7 @@ class PairedHoldTask(HoldTask):
 
     __slots__ = ()
     type = TaskType.PAIRED_HOLD
-    partner = _Keyed("partner", "The partner's handle (the human whose set the clip came from): data, keyed by row.")
+    partner = _Partner()
 
     def __init__(self, cursor: Cursor, rate: float, partner, flags: int = 0, held: int = 0, on_end=None,
                  tstore: Table | None = None):
@@ -1213,10 +1261,10 @@ class DirectionTask(Task):
             raise ValueError("DirectionTask: the eight clips' bank indices (banks) or a make_cursor")
         super().__init__(rate, flags, held, on_end, tstore)
         self.base = int(base)
-        # the eight clips' bank indices, data keyed by row (the cursors of directions that
+        # the eight clips' bank indices, a column of the row (the cursors of directions that
         # come in are made from them); make_cursor only without them
         if banks is not None:
-            self.tstore.dir_banks[self.trow] = tuple(int(b) for b in banks)
+            self.tstore.dir_banks[self.trow] = [int(b) for b in banks]
         self._make_cursor = None if banks is not None else make_cursor
         self._dir_cache: list[Cursor] = []
         self.value = float(direction) % 8.0
@@ -1234,7 +1282,7 @@ class DirectionTask(Task):
         t = cls.__new__(cls)
         r = t._row_of(ts, rate, flags, 0, None)
         ts.m_base[r] = int(base)
-        ts.dir_banks[r] = tuple(int(b) for b in banks)
+        ts.dir_banks[r] = [int(b) for b in banks]
         t._make_cursor = None
         value = float(direction) % 8.0
         centre = int(math.floor(value + 0.5)) & 7
@@ -1299,7 +1347,7 @@ class DirectionTask(Task):
         if self._make_cursor is not None:
             return self._make_cursor(self.base + d)
         cs = self.tstore.world.cursors
-        bank = self.tstore.dir_banks[self.trow][d]
+        bank = int(self.tstore.dir_banks[self.trow, d])
         return Cursor(cs.clips[bank], bank, self.base + d, 0, cs, cs.all_events)
 
     def set_value(self, direction: float) -> None:

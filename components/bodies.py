@@ -27,7 +27,7 @@ import numpy.typing as npt
 from numpy.typing import DTypeLike
 
 from scuffle.anim.limits import MAX_COORD
-from scuffle.anim.store import LAYOUT_EPOCH, Table, left_world
+from scuffle.anim.store import Table, left_world
 
 __all__ = ["rehome_views", "Body", "BodyTable", "BodyFieldError", "NO_ATTACHMENT", "BODY_COLUMNS", "flat_views"]
 
@@ -56,11 +56,11 @@ def flat_views(table: Table, names: tuple[str, ...]) -> tuple:
     """Flat memoryviews of a table's (N, 3) float64 columns ``names`` (row r's x y z at
     3r, 3r+1, 3r+2), for the per-update loops' reads and writes of a few rows without a
     numpy row view per access: kept on the table (``m_flat``, not state: an "m_" name is
-    never saved or copied) and made again when any table's arrays were replaced
-    (store.LAYOUT_EPOCH: a table grew, a restore). In: the table and the names (a tuple,
+    never saved or copied) and made again when the table's arrays were replaced
+    (``table.layout``, the tables' layout signal: it grew, a restore). In: the table and the names (a tuple,
     the cache's key). Out: one memoryview per name, in that order."""
     kept: tuple[int, dict[tuple[str, ...], tuple]] | None = table.__dict__.get("m_flat")
-    epoch = LAYOUT_EPOCH[0]
+    epoch = table.layout
     if kept is None or kept[0] != epoch:
         kept = (epoch, {})
         object.__setattr__(table, "m_flat", kept)
@@ -303,6 +303,11 @@ class Body:
     def row(self) -> int:
         """The body's row in ``table``."""
         return self._row
+
+    def rebind(self, table: BodyTable, row: int) -> None:
+        """Make this view the handle of row ``row`` of ``table`` at the row's generation now
+        (a restored state's: the row its owner had when it was saved)."""
+        self._table, self._row, self._gen = table, row, int(table.gen[row])
 
     def move_to(self, table: BodyTable) -> None:
         """Copy this body's row into a new row of ``table`` and give the old row back.

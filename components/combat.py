@@ -313,6 +313,11 @@ class Combat:
         """The view's row in ``table``."""
         return self._row
 
+    def rebind(self, table: CombatTable, row: int) -> None:
+        """Make this view the handle of row ``row`` of ``table`` at the row's generation now
+        (a restored state's: the row its owner had when it was saved)."""
+        self._table, self._row, self._gen = table, row, int(table.gen[row])
+
     def move_to(self, table: CombatTable) -> None:
         """Copy this row into a new row of ``table`` and give the old row back. Rejected:
         a stale view (StaleHandle)."""

@@ -20,7 +20,6 @@ from typing import Any
 import esper
 
 from scuffle.anim.cursor import FiredEvent
-from scuffle.anim.store import LAYOUT_EPOCH
 from scuffle.anim.tasks import task_at
 from scuffle.systems.context import SimContext
 
@@ -55,7 +54,7 @@ class EventDispatch(esper.Processor):
             crs: Any = []
             gs: Any = []
             types: Any = []                         # span's event types
-            epoch = -1                              # store.LAYOUT_EPOCH when these were read:
+            epoch = -1                              # the engine's ``layout`` when these were read:
             evs: Any = None                         # src_of.fired_maker()
             tasks: Any = None
             anim: Any = None
@@ -69,7 +68,7 @@ class EventDispatch(esper.Processor):
                     if src is not src_of:
                         src_of, span = src, src.event_span()
                         n_span, trs, crs, gs, types = span
-                        epoch = LAYOUT_EPOCH[0]
+                        epoch = src.layout
                         evs, tasks, anim, ts = src.fired_maker()
                     if hi > n_span:                 # rows past the span (never, but safe): read alone
                         if not default and not any(t in handlers for t in src.fired_types(lo, hi).tolist()):
@@ -89,8 +88,8 @@ class EventDispatch(esper.Processor):
                                 continue            # no type of its events has a handler: left as rows
                         # inst.events made from the span (BatchEngine.make_fired's objects, the
                         # anim id and task read now), with no call per human
-                        if epoch != LAYOUT_EPOCH[0]:    # (a handler grew a table: read again)
-                            epoch = LAYOUT_EPOCH[0]
+                        if epoch != src.layout:         # (a handler grew a table: read again)
+                            epoch = src.layout
                             evs, tasks, anim, ts = src.fired_maker()
                         inst._event_rows = None
                         events = inst._events

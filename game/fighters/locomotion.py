@@ -22,7 +22,6 @@ from scuffle.anim import detmath
 from scuffle.anim.limits import MAX_COORD, check_float, check_vec
 from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, Place, Recipe
 from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.store import LAYOUT_EPOCH
 from scuffle.anim.tasks import LOCOMOTION_FLAGS, LOCOMOTION_STILL, HeldFlags, TaskType
 from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat, HumanRecord
 from scuffle.components.bodies import flat_views
@@ -244,17 +243,17 @@ class Locomotion(FightCore):
         added either way. Original: 0x0023fea8 (the state update), 0x00241a88."""
         comps, hypot, top = self._components(), detmath.hypot_s, self.player.top
         by_mask = self.locomotion_stop == LocomotionStop.MASK
-        # the tables' fast views: kept from call to call while no table's arrays were replaced
-        # (store.LAYOUT_EPOCH) and the humans' rows are in the same two tables (not state)
+        # the tables' fast views: kept from call to call while the humans' rows are in the same
+        # two tables and neither's arrays were replaced (each table's ``layout``; not state)
         kept = self.__dict__.get("_state_views")
-        if kept is not None and kept[0] != LAYOUT_EPOCH[0]:
+        if kept is not None and kept[0] != (kept[1].layout, kept[2].layout):
             kept = None
         for _, e in self.game.humans():
             mine = comps[e]
             c, b = mine[Combat], mine[Body]
             ct, cr, bt, br = c._table, c._row, b._table, b._row
             if kept is None or kept[1] is not ct or kept[2] is not bt:
-                kept = self._state_views = (LAYOUT_EPOCH[0], ct, bt, ct.m_gen, bt.m_gen, ct.m_move_speed,
+                kept = self._state_views = ((ct.layout, bt.layout), ct, bt, ct.m_gen, bt.m_gen, ct.m_move_speed,
                                             *flat_views(ct, _COMBAT_VECS), *flat_views(bt, _BODY_VECS))
             _, _, _, cgen, bgen, m_speed, m_dir, m_imp, m_sv = kept
             if cgen[cr] != c._gen or bgen[br] != b._gen:   # a stale view: the descriptors' own error

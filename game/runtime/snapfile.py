@@ -34,7 +34,7 @@ from scuffle.anim import snapshot as S
 from scuffle.anim.callbacks import Callback
 from scuffle.anim.cursor import cursor_proto
 from scuffle.anim.digest import array_form, blocks_digests, digest_form, values_bytes
-from scuffle.anim.snapcheck import ClipFacts, Saved, StateError, check_saved, clip_facts, pack, unpack
+from scuffle.anim.snapcheck import ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack, unpack
 from scuffle.anim.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
 
@@ -43,7 +43,7 @@ __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_dig
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
            "need_float", "need_random_state", "short", "assemble", "sections_of"]
 
-FORMAT = 3                       # the byte form's version (the header's second field)
+FORMAT = 4                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
 # magic, format, header size, scuffle version (ASCII, NUL-padded), configuration digest,
 # section count, flags (0), payload size (the bytes after the header), sha256 of the payload
@@ -252,13 +252,10 @@ def plain_values(game, st, strict: bool = True, array: Any = None) -> dict:
         raise S.NoPlainForm("a snapshot of the reference engine has no byte form (its state is plain Python "
                             "objects); save the compiled engine's")
     views = _names_of_views(game)
-    arr = array if array is not None else _same
     return {
         "engine": S.engine_plain(st.engine_state, _name_of_instance, strict, array),
-        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body"),
-                   "dirty": arr(np.array(st.bodies[0].dirty, np.int64))},
+        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body")},
         "combats": {"owners": _owners_plain(st.combats[1], views, "combat"),
-                    "dirty": arr(np.array(st.combats[0].dirty, np.int64)),
                     "texts": [str.__str__(t) if isinstance(t, str) else t for t in st.combats[2]]},
         "fight": st.fight,
         "extras": list(st.extras),
@@ -478,11 +475,10 @@ def parse(data: bytes) -> Parsed:
 # ---------------------------------------------------------------- checked against a Game
 class _Rows:
     """A checked block's arrays by name (a scratch table: no handles, no fast views,
-    nothing of the world's), each made when first read; ``_keyed`` the live table's keyed
-    columns."""
+    nothing of the world's), each made when first read."""
 
-    def __init__(self, columns: dict, cap: int, block: np.ndarray, keyed: tuple):
-        self.capacity, self.block, self._keyed, self._columns = cap, block, keyed, columns
+    def __init__(self, columns: dict, cap: int, block: np.ndarray):
+        self.capacity, self.block, self._columns = cap, block, columns
 
     def __getattr__(self, name: str) -> Any:       # a column's view, made once
         lay = _layout_of(self.__dict__["_columns"], self.__dict__["capacity"])
@@ -674,31 +670,19 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     v = p.values
     need(set(v) == {"engine", "bodies", "combats", "fight", "extras"}, "values", "not the fields of a snapshot")
     ev = v["engine"]
-    need(isinstance(ev, dict) and set(ev) == {"tables", "humans", "pool", "deferred", "stepped", "stats", "batch",
+    need(isinstance(ev, dict) and set(ev) == {"humans", "calls", "pool", "deferred", "stepped", "stats", "batch",
                                               "instances", "loose"}, "values.engine", "not the engine's fields")
     hv = ev["humans"]
-    need(isinstance(hv, dict) and set(hv) == {"free", "gen", "on_report"}, "values.engine.humans", "not its fields")
+    need(isinstance(hv, dict) and set(hv) == {"free", "gen"}, "values.engine.humans", "not its fields")
     hgen = _rows_array(hv["gen"], "values.engine.humans.gen")
     hfree = _rows_array(hv["free"], "values.engine.humans.free")
     pool = ev["pool"]
     need(isinstance(pool, tuple) and len(pool) == 2 and isinstance(pool[0], np.ndarray), "values.engine.pool",
          "not (flags, count)")
-    tables_v = ev["tables"]
-    need(isinstance(tables_v, dict) and set(tables_v) == set(_ENGINE_TABLES), "values.engine.tables", "not the tables")
-    dirty, dirty_where = [], []
-    for name in TABLES:
-        if name == "humans":
-            dirty.append(_NO_ROWS)
-            dirty_where.append("values.engine.humans")
-            continue
-        tv = tables_v[name] if name in tables_v else v[name]
-        where = f"values.engine.tables.{name}" if name in tables_v else f"values.{name}"
-        if name in tables_v:
-            need(isinstance(tv, dict) and set(tv) == {"keyed", "dirty"}, where, "not {keyed, dirty}")
-        else:
-            need(isinstance(tv, dict) and {"owners", "dirty"} <= set(tv), where, "not its fields")
-        dirty.append(_rows_array(tv["dirty"], f"{where}.dirty"))
-        dirty_where.append(f"{where}.dirty")
+    # a table's rows are reset to its defaults when given back (anim.store.Table.free): no
+    # table has rows waiting for a reset between two updates
+    dirty = [_NO_ROWS] * len(TABLES)
+    dirty_where = [f"table.{name}" for name in TABLES]
     texts = _texts(v["combats"])
     player = game.player
     try:
@@ -708,65 +692,16 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                                 texts=len(texts))
     except StateError as e:
         raise _Refused(str(e)) from None
-    scratch = {name: _Rows(sv.columns, sv.capacity, b, getattr(_table_of(game, name), "_keyed", ()))
-               for name, sv, b in zip(TABLES, saved, blocks)}
+    scratch = {name: _Rows(sv.columns, sv.capacity, b) for name, sv, b in zip(TABLES, saved, blocks)}
     hum = scratch["humans"]
-    live = {"tasks": np.flatnonzero(scratch["tasks"].live)}
     kinds = player.callbacks
-    states = {}
-    for name in _ENGINE_TABLES:
-        t = scratch[name]
-        tv = tables_v[name]
-        where = f"values.engine.tables.{name}"
-        keyed = tv["keyed"]
-        if not (isinstance(keyed, dict) and set(keyed) == set(t._keyed)):
-            raise _Refused(f"{where}.keyed: not the table's keyed columns")
-        back: dict[str, dict] = {}
-        for k, d in keyed.items():
-            if not isinstance(d, dict):
-                raise _Refused(f"{where}.keyed.{k}: not a map")
-            out = {}
-            for r, x in d.items():
-                if not (r.__class__ is int and 0 <= r < t.capacity and bool(t.live[r])):
-                    raise _Refused(f"{where}.keyed.{k}: row {short(r)} is not a row in use")
-                if k in ("on_end", "on_wrap"):
-                    try:
-                        out[r] = S.callback_back(x, f"{where}.keyed.{k}[{r}]", kinds)
-                    except StateError as e:
-                        raise _Refused(str(e)) from None
-                elif k == "dir_banks":
-                    need(int(t.type[r]) == 13 and isinstance(x, tuple) and len(x) == 8 and
-                         all(b.__class__ is int and 0 <= b < len(bank) for b in x), f"{where}.keyed.{k}[{r}]",
-                         "not a direction task's eight clips of the bank")
-                    out[r] = x
-                else:
-                    if x.__class__ not in (int, str):
-                        raise _Refused(f"{where}.keyed.{k}[{r}]: not a human's handle")
-                    out[r] = x
-            back[k] = out
-        for r in np.flatnonzero(t.type[live["tasks"]] == 13) if name == "tasks" else ():
-            row = int(live["tasks"][r])
-            need(row in back["dir_banks"], f"{where}.keyed.dir_banks", f"direction task {row} has no clips")
-        if name == "tasks":
-            cb = t.callback[live["tasks"]]
-            wraps = back["on_wrap"]
-            for flag, r in zip(cb.tolist(), live["tasks"].tolist()):
-                if flag != (r in wraps):
-                    raise _Refused(f"{where}.callback[{r}]: says a wrap callback is set where there is none, or "
-                                   "the reverse")
-        views = [None] * t.capacity if name == "tasks" else None     # handles are made on read
-        states[name] = S.TableState(t.capacity, t.block, back, views, tv["dirty"].tolist())
-    reports = hv["on_report"]
-    need(isinstance(reports, dict), "values.engine.humans.on_report", "not a map")
-    on_report = {}
-    for r, x in reports.items():
-        if not (r.__class__ is int and 0 <= r < hum.capacity and bool(hum.live[r])):
-            raise _Refused(f"values.engine.humans.on_report: row {short(r)} is not a human row in use")
-        try:
-            on_report[r] = S.callback_back(x, f"values.engine.humans.on_report[{r}]", kinds)
-        except StateError as e:
-            raise _Refused(str(e)) from None
-    humans_state = S.HumanTableState(hum.capacity, hum.block, hfree.tolist(), hgen.tolist(), on_report)
+    calls = _calls_back(ev["calls"], kinds)
+    try:
+        check_ids(scratch["tasks"], hum, *calls, len(bank))
+    except StateError as e:
+        raise _Refused(f"table.{e}") from None
+    states = {name: S.TableState(scratch[name].capacity, scratch[name].block) for name in _ENGINE_TABLES}
+    humans_state = S.HumanTableState(hum.capacity, hum.block, hfree.tolist(), hgen.tolist())
     deferred = ev["deferred"]
     need(isinstance(deferred, np.ndarray) and deferred.dtype == np.int64 and deferred.ndim == 2
          and deferred.shape[1] == 2, "values.engine.deferred", "not (human row, task row) pairs")
@@ -831,10 +766,10 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             raise _Refused(str(e)) from None
         seen.add(x[0])
         loose.append((inst_of[x[0]], (vals[0], vals[1], vals[2], vals[3], report)))
-    es = S.EngineState(states, humans_state, (pool[0].copy(), pool[1]),
-                       {"refused": [], "_wraps": [], "_failed": [], "deferred": (deferred.copy(), {}),
-                        "_stepped": [a.copy() for a in stepped], "stats": stats},
-                       (b[0], b[1], leaving), instances, loose, None)
+    es = S.EngineState(states, humans_state,
+                       ((pool[0].copy(), pool[1]), (deferred.copy(), {}), ([], [], []), [a.copy() for a in stepped],
+                        stats, calls),
+                       (b[0], b[1], leaving, instances), loose, None)
     # -- the bodies and the combat rows: their owners by name, finite numbers
     bodies = _views_back(game, scratch["bodies"], v["bodies"], names, Body, "bodies")
     combats = _views_back(game, scratch["combats"], v["combats"], names, Combat, "combats")
@@ -868,6 +803,36 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                      (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras), log)
 
 
+def _calls_back(v: Any, kinds: Any) -> tuple:
+    """The callbacks table's saved (values, uses, free): each value None (a free id), a
+    callback (kind, args) of a kind this Game registered, or ("", name) a partner's name."""
+    where = "values.engine.calls"
+    need(isinstance(v, dict) and set(v) == {"values", "uses", "free"}, where, "not {values, uses, free}")
+    vals = v["values"]
+    need(isinstance(vals, list) and len(vals) <= MAX_CALLS, f"{where}.values", f"not a list of at most {MAX_CALLS}")
+    out: list = []
+    for i, x in enumerate(vals):
+        if x is None:
+            out.append(None)
+        elif x.__class__ is tuple and len(x) == 2 and x[0] == "" and x[1].__class__ is str:
+            out.append(x[1])
+        else:
+            try:
+                out.append(S.callback_back(x, f"{where}.values[{i}]", kinds))
+            except StateError as e:
+                raise _Refused(str(e)) from None
+    lists = []
+    for k in ("uses", "free"):
+        a = v[k]
+        need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, f"{where}.{k}", "not a list of ints")
+        lists.append(a.tolist())
+    return out, lists[0], lists[1]
+
+
+# The most callbacks (and partners' names) a snapshot file's table may hold.
+MAX_CALLS = 1 << 20
+
+
 def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
     """(TableState, owners: row -> the human's view) of a body or combat table."""
     where = f"values.{what}"
@@ -883,7 +848,7 @@ def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
         owners[r] = game.component(names[name], cls)
     need(sorted(owners) == [int(r) for r in live], f"{where}.owners", "not one owner per row in use")
     need(len({id(x) for x in owners.values()}) == len(owners), f"{where}.owners", "a human owns two rows")
-    return S.TableState(t.capacity, t.block, {}, None, v["dirty"].tolist()), owners
+    return S.TableState(t.capacity, t.block), owners
 
 
 _NO_ROWS = np.zeros(0, np.int64)

@@ -120,7 +120,7 @@ class Snapshot:
         es = st.engine_state
         if isinstance(es, S.EngineState):
             parts_ += [*es.tables.values(), es.humans]
-            total += es.pool[0].nbytes
+            total += es.player[0][0].nbytes
         for ts in parts_:
             total += ts.block.nbytes
         return total
@@ -357,9 +357,7 @@ def restore(game, snap: Snapshot) -> None:
             table.owners.clear()
             table.owners.update(owners)
             for row, view in owners.items():
-                view._table, view._row = table, row
-                if hasattr(view, "_gen"):            # a handle: the row's generation as saved
-                    view._gen = int(table.gen[row])
+                view.rebind(table, row)              # the row's generation as saved
     _entity_next_back(game.world, st.entity_next)
     if game.names != st.names:
         moved = True
@@ -479,10 +477,7 @@ def _digest(game, state: _State) -> str:
         if f.name in ("ctx", "fight_log"):
             continue
         if f.name == "engine_state" and isinstance(v, S.EngineState):
-            # the rows, not which of their handles exist: a prepared command makes none until a
-            # row is read (anim.tasks.task_at), and a read changes no row the next update reads
-            v = dataclasses.replace(v, outputs=None, tables={k: t if t.views is None else dataclasses.replace(
-                t, views=None) for k, t in v.tables.items()})
+            v = dataclasses.replace(v, outputs=None)
         values.append(v)
     _Digest(h).dump(values)
     return h.hexdigest()
@@ -523,14 +518,14 @@ def parts(snap: Snapshot) -> dict[str, str]:
     for f in dataclasses.fields(st):
         v = getattr(st, f.name)
         if f.name == "engine_state" and isinstance(v, S.EngineState):
-            for g in ("tables", "player"):
-                for k, x in getattr(v, g).items():
-                    put(f"engine.{g}.{k}", x)
+            for k, x in v.tables.items():
+                put(f"engine.tables.{k}", x)
+            for k, x in zip(("pool", "deferred", "pending", "stepped", "stats", "calls"), v.player):
+                put(f"engine.player.{k}", x)
             put("engine.batch", v.batch)
             put("engine.humans", v.humans)
             for inst, values in v.loose:                 # (the others' values are rows of engine.humans)
                 put(f"engine.loose.{inst.name}", values)
-            put("engine.pool", v.pool)
         elif f.name == "extras":
             for i, x in enumerate(v):
                 put(f"extras[{i}]", x)

@@ -23,41 +23,56 @@ from scuffle.anim.tasks import ClipTask, LoopTask, TaskInUse, TaskType
 
 
 def _tasks_row(ts, r: int) -> dict:
-    return {name: getattr(ts, name)[r].item() for name in ts._columns}
+    return {name: getattr(ts, name)[r].tolist() for name in ts._columns}
+
+
+def _ends(ts) -> dict:
+    """Task row -> its end callback, for the rows that have one."""
+    return {int(r): ts.calls.get(int(ts.on_end[r])) for r in np.flatnonzero(ts.on_end >= 0)}
 
 
 def test_a_row_given_back_is_taken_again_at_the_defaults():
-    """A task row freed with links, numbers and a keyed callback comes back from
-    alloc_default with every column at TASK_DEFAULTS (0 elsewhere) and no keyed value."""
+    """A task row freed with links, numbers and an end callback is back at TASK_DEFAULTS
+    (0 elsewhere) at once, its callback id let go, and alloc_default takes it so."""
+    from scuffle.anim.tasks import set_call
+
     st = Stores(4)
     ts = st.tasks
     r = ts.alloc_default()
     ts.c0[r], ts.nxt[r], ts.incoming[r], ts.blend[r], ts.value[r] = 3, 2, 1, 0.25, 1.5
     ts.released[r] = ts.placed[r] = True
-    ts.on_end[r] = Callback("k", ())
+    set_call(ts, "on_end", r, Callback("k", ()))
+    assert int(ts.on_end[r]) >= 0 and len(st.calls) == 1
     ts.free(r)
-    assert ts._dirty == [r]
+    assert ts.unsettled == [] and len(st.calls) == 0
     again = ts.alloc_default()
-    assert again == r and ts._dirty == []
+    assert again == r
     row = _tasks_row(ts, r)
     want = {name: TASK_DEFAULTS.get(name, 0) for name in ts._columns}
-    assert row == want and r not in ts.on_end
+    want["dir_banks"] = [NO_ROW] * 8
+    assert row == want
 
 
 def test_the_bulk_reset_leaves_live_rows_alone():
-    """Many rows freed at once are reset with one write per column; a row taken again in
-    between by alloc (which resets first) keeps what its owner wrote."""
+    """Many rows a kernel gave back (Table.freed) are reset with one write per column at
+    ``settle``; a row taken again in between by alloc (which settles first) keeps what its
+    owner wrote."""
     ts = task_table(8)
     rows = [ts.alloc_default() for _ in range(6)]
     for r in rows:
         ts.c1[r] = 5
         ts.rate[r] = 2.0
-    for r in rows[:5]:
-        ts.free(r)
+    for r in rows[:5]:                                # as the flush's kernel gives rows back
+        ts.live[r] = False
+        ts.gen[r] += 1
+        ts.free_rows[ts.n_free[0]] = r
+        ts.n_free[0] += 1
+    ts.freed(rows[:5])
+    assert ts.unsettled == rows[:5]
     kept = rows[5]
     taken = ts.alloc(zero=False)                      # resets the five first
     ts.c1[taken] = 9
-    assert ts._dirty == [] and int(ts.c1[taken]) == 9 and int(ts.c1[kept]) == 5
+    assert ts.unsettled == [] and int(ts.c1[taken]) == 9 and int(ts.c1[kept]) == 5
     for r in rows[:5]:
         if r != taken:
             assert int(ts.c1[r]) == NO_ROW and float(ts.rate[r]) == 0.0
@@ -117,7 +132,7 @@ def test_a_keyed_value_set_through_a_stale_handle_is_refused():
         t.on_end = Callback("k", ())
     with pytest.raises(StaleHandle):
         t.on_wrap = Callback("k", ())
-    assert st.tasks.on_end == {} and st.tasks.on_wrap == {}
+    assert (st.tasks.on_end == -1).all() and (st.tasks.on_wrap == -1).all() and len(st.calls) == 0
 
 
 @pytest.fixture
@@ -308,7 +323,7 @@ def test_a_chain_writes_what_its_loop_and_clips_write():
                 first = k == len(ids) - 2
                 top = p.clip(h, i, top, blend=0.1, flags=0x1, held=0x4 if first else 0, on_end=cb if first else None)
         p.change(h, top, 0.2)
-        worlds.append((_rows(p), dict(p.stores.tasks.on_end), top.trow))
+        worlds.append((_rows(p), _ends(p.stores.tasks), top.trow))
     assert worlds[0] == worlds[1]
     assert worlds[0][1] == {worlds[0][2]: cb}
 

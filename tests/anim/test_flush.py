@@ -160,7 +160,8 @@ def test_a_cut_off_chain_gives_its_next_tasks_back_unreleased():
             assert _rows_in_use(w) == (3, 2, 1, 0)
             assert base == (0, 0, 0, 0)
             live = set(np.flatnonzero(tasks.live).tolist())
-            assert set(tasks.on_end) <= live and len(tasks.on_end) == 1
+            ends = set(np.flatnonzero(tasks.on_end >= 0).tolist())
+            assert ends <= live and len(ends) == 1
             assert all(v is None for r, v in enumerate(tasks.views) if r not in live)
             w.batch.validate()
         for _ in range(40):
@@ -197,7 +198,8 @@ def test_every_task_type_gives_its_rows_back():
         assert w.pool.in_use == 0 == w.tasks_out([h])
         if isinstance(w, Player):
             assert _rows_in_use(w) == (0, 0, 0, 0)
-            assert not w.stores.tasks.dir_banks and not w.stores.tasks.on_end
+            ts = w.stores.tasks
+            assert (ts.dir_banks == -1).all() and (ts.on_end == -1).all() and len(w.stores.calls) == 0
             w.batch.validate()
         assert h.record.anim_id == -1
         released.append(sorted(h.released))

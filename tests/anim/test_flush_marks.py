@@ -1,9 +1,9 @@
-"""The flush's marks and kept handles (issue 19, item 7: the flush <= 1 ms at 10,000).
+"""The flush's callback columns and kept handles (the flush <= 1 ms at 10,000).
 
-The keyed columns (store.KeyedColumn: ``tasks.on_end``, ``humans.on_report`` and the task
-table's other keyed values) keep a mark per row through every write, which the flush
-kernel reads to stop at an entry with a callback to run (anim.kernels.flush_release), so
-no set of callbacks is compared at each stop. The flush keeps the handles of the rows it
+The callback id columns (``tasks.on_end``, ``humans.on_report``: ids of the world's
+CallbackTable, -1 for none) follow every write, and the flush kernel reads them to stop
+at an entry with a callback to run (anim.kernels.flush_release), so no set of callbacks
+is compared at each stop. The flush keeps the handles of the rows it
 gives back that nothing else holds (Table.spare) and the Player's constructors take them
 (anim.tasks.new_handle): a handle anyone still holds (a variable, a weak reference, a
 snapshot) is never reused, and raises StaleHandle as before; the runs are the same with
@@ -24,59 +24,16 @@ from scuffle.anim.player import Player, PlayerOptions
 from scuffle.anim.reference import engine_state
 from scuffle.anim.snapshot import load_engine, save_engine
 from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.store import KeyedColumn, StaleHandle, task_table
+from scuffle.anim.store import StaleHandle, task_table
 from scuffle.anim.tasks import ClipTask, FadeTask, LoopTask
 from scuffle.game.fighters.moveset import demo_set
 
 from flushhelp import CLIP, IDLE
 
 
-def _marked(kc: KeyedColumn) -> list[int]:
-    return np.flatnonzero(kc.mark).tolist()
-
-
-def test_a_keyed_columns_marks_follow_every_write():
-    """Set, update, setdefault and |= mark a row; pop, del, popitem and clear unmark it;
-    a row past the marks grows them; a key that is not a row is refused by name."""
-    kc = KeyedColumn({3: "a"})
-    assert _marked(kc) == [3] and kc == {3: "a"}
-    kc[np.int64(7)] = "b"
-    kc.update({9: "c"}, **{})
-    kc.setdefault(11, "d")
-    assert kc.setdefault(11, "other") == "d"
-    kc |= {12: "e"}
-    assert _marked(kc) == [3, 7, 9, 11, 12]
-    kc[1000] = "far"                                   # past the 64 marks: grown
-    assert len(kc.mark) >= 1001 and _marked(kc) == [3, 7, 9, 11, 12, 1000]
-    assert kc.pop(3) == "a" and kc.pop(3, None) is None
-    with pytest.raises(KeyError):
-        kc.pop(3)
-    del kc[7]
-    row, _ = kc.popitem()
-    assert row == 1000
-    assert _marked(kc) == [9, 11, 12]
-    assert kc.marks(5000) is kc.mark and len(kc.mark) >= 5000 and _marked(kc) == [9, 11, 12]
-    plain = kc.copy()
-    assert type(plain) is dict and plain == kc
-    kc.clear()
-    assert _marked(kc) == [] and not kc
-    for bad in (-1, "3", 2.0, True):
-        with pytest.raises(ValueError, match="KeyedColumn: key"):
-            kc[bad] = "x"
-    assert not kc and _marked(kc) == []
-
-
-def test_a_keyed_column_copies_and_pickles_with_its_marks():
-    kc = KeyedColumn({2: Callback("log", (1,)), 70: "x"})
-    for other in (pickle.loads(pickle.dumps(kc)), copy.deepcopy(kc), copy.copy(kc)):
-        assert type(other) is KeyedColumn and other == kc and _marked(other) == [2, 70]
-        other[5] = "y"
-        assert _marked(kc) == [2, 70]                  # its own marks
-    t = task_table(8)
-    t.on_end[3] = "end"
-    back = pickle.loads(pickle.dumps(t))
-    assert type(back.on_end) is KeyedColumn and _marked(back.on_end) == [3]
-    assert back.spare == {}
+def _marked(table, name: str) -> list[int]:
+    """The rows whose callback id column ``name`` names a callback."""
+    return np.flatnonzero(getattr(table, name) >= 0).tolist()
 
 
 def test_the_end_and_report_marks_follow_the_tasks_and_humans():
@@ -86,18 +43,18 @@ def test_the_end_and_report_marks_follow_the_tasks_and_humans():
     aset = demo_set()
     p = Player()
     hs = [CharacterInstance(aset, f"h{i}") for i in range(2)]
-    ends = p.stores.tasks.on_end
+    ends = p.stores.tasks
     a = p.clip(hs[0], CLIP, p.loop(hs[0], IDLE), on_end=Callback("noop", ()))
     p.callbacks.register("noop", lambda inst: None)
-    assert _marked(ends) == [a.trow]
+    assert _marked(ends, "on_end") == [a.trow]
     b = p.loop(hs[1], IDLE)
     b.on_end = Callback("noop", ())
-    assert _marked(ends) == sorted([a.trow, b.trow])
+    assert _marked(ends, "on_end") == sorted([a.trow, b.trow])
     b.on_end = None
-    assert _marked(ends) == [a.trow]
+    assert _marked(ends, "on_end") == [a.trow]
     b.on_end = Callback("noop", ())
     p.discard(b)                                       # given back in Python: Table.free
-    assert _marked(ends) == [a.trow]
+    assert _marked(ends, "on_end") == [a.trow]
     p.change(hs[0], a, 0.0)
     p.change(hs[1], p.loop(hs[1], IDLE), 0.0)
     row = a.trow
@@ -105,18 +62,18 @@ def test_the_end_and_report_marks_follow_the_tasks_and_humans():
         p.update(hs)
         if not p.stores.tasks.live[row]:
             break
-    assert not p.stores.tasks.live[row] and _marked(ends) == []       # the flush gave it back
-    reports = p.stores.humans.on_report
+    assert not p.stores.tasks.live[row] and _marked(ends, "on_end") == []       # the flush gave it back
+    reports = p.stores.humans
     hs[1].on_report = Callback("noop", ())
     r1 = hs[1].slot
-    assert _marked(reports) == [r1]
+    assert _marked(reports, "on_report") == [r1]
     hs[1].on_report = None
-    assert _marked(reports) == []
+    assert _marked(reports, "on_report") == []
     hs[1].on_report = Callback("noop", ())
     p.cut(hs[1])
     p.forget(hs[1])
     p.flush()
-    assert _marked(reports) == []
+    assert _marked(reports, "on_report") == []
 
 
 def test_the_marks_come_back_with_a_snapshot():
@@ -140,8 +97,8 @@ def test_the_marks_come_back_with_a_snapshot():
     tasks[0].on_end = Callback("log", ("late",))
     hs[2].on_report = None
     load_engine(p, snap)
-    ends, reports = p.stores.tasks.on_end, p.stores.humans.on_report
-    assert _marked(ends) == [tasks[1].trow] and _marked(reports) == [hs[2].slot]
+    ends, reports = p.stores.tasks, p.stores.humans
+    assert _marked(ends, "on_end") == [tasks[1].trow] and _marked(reports, "on_report") == [hs[2].slot]
     for _ in range(60):
         p.update(hs)
         if log:

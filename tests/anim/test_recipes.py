@@ -139,9 +139,7 @@ def tables(p: Player) -> dict:
             a = np.asarray(getattr(t, c))
             out[f"{name}.{c}"] = a.view(np.uint8).tobytes() if a.dtype.kind == "f" else a.tolist()
         out[f"{name}.free"] = t.free_rows[:int(t.n_free[0])].tolist()
-        for k in t._keyed:
-            out[f"{name}.{k}"] = dict(getattr(t, k))
-        out[f"{name}.dirty"] = sorted(t._dirty)
+        out[f"{name}.calls"] = [(c, t.calls.get(int(i))) for c in t.ids for i in getattr(t, c)]
     h = p.batch.humans
     for c in h.COLUMNS:
         a = np.asarray(getattr(h, c))

@@ -532,10 +532,10 @@ def test_a_standalone_record_and_instance_move_into_the_world():
     humans = p.stores.humans
     assert rec.table is humans and rec.row == h.slot and not private.live[0]
     assert humans.flags[h.slot] == 0x5 and humans.speed[h.slot] == 0.3
-    assert humans.on_report[h.slot] == Callback("report", (1,)) and h.on_report == Callback("report", (1,))
+    assert humans.report(h.slot) == Callback("report", (1,)) and h.on_report == Callback("report", (1,))
     assert rec.anim_id == IDLE and humans.anim[h.slot] == IDLE
     h.speed, h.on_report = 1.25, None                  # the row is what the properties write
-    assert humans.speed[h.slot] == 1.25 and h.slot not in humans.on_report
+    assert humans.speed[h.slot] == 1.25 and humans.on_report[h.slot] == -1
 
 
 def test_a_forgotten_human_is_stale_and_its_row_not_aliased():

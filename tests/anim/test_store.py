@@ -162,9 +162,10 @@ def test_a_take_that_grows_a_table_gives_a_new_row_not_a_live_one():
 
 
 def test_freed_rows_come_back_at_the_defaults_few_or_many_and_after_growth():
-    """Table._reset_dirty: rows given back are at the task table's defaults when taken
-    again, whether a few (one by one, through the fast views it keeps) or many (a write
-    per column), and after the table grew (new arrays: the kept views are made again)."""
+    """Table.free / Table.settle: rows given back are at the task table's defaults when
+    taken again, whether a few (one by one, through the fast views it keeps) or many
+    given back by a kernel (a write per column at ``settle``), and after the table grew
+    (new arrays: the kept views are made again)."""
     from scuffle.anim.store import LAYOUT_EPOCH, Table
 
     t = Table({"nxt": np.int64, "rate": np.float32, "on": np.bool_}, capacity=4,
@@ -192,4 +193,4 @@ def test_freed_rows_come_back_at_the_defaults_few_or_many_and_after_growth():
     r2 = t.alloc_default()
     while r2 != r:                                    # the grown rows come first: take down to r
         r2 = t.alloc_default()
-    assert t.nxt[r] == -1 and old[r] == 9             # the new array reset, not the old one
+    assert t.nxt[r] == -1 and old[r] == -1            # reset when freed; grown at the defaults

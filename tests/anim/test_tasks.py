@@ -188,7 +188,7 @@ def test_end_update_sees_the_move_as_over():
     assert h.record.anim_id == IDLE
     assert len(calls) == 1 and calls[0][0] is h and calls[0][1] == 0   # cleared before the callback
     assert h.released == [A]
-    assert h.stack[0] is head.next and len(h.stack) == 1
+    assert len(h.stack) == 1 and h.stack[0].anim_id() == IDLE and not head.alive()
 
 
 # ---------------------------------------------------------------- the hand-over and its blend

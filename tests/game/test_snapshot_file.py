@@ -204,8 +204,13 @@ TAMPER = [
      "humans.gen"),
     (_values_edit(lambda v: v["engine"]["pool"].__class__), None),
     (_values_edit(lambda v: v.update(fight=(1, 2))), "values.fight"),
-    (_values_edit(lambda v: v["engine"]["tables"]["tasks"]["keyed"]["on_end"].update(
-        {0: ("os.system", ("rm -rf /",))})), "on_end"),
+    (_values_edit(lambda v: v["engine"]["calls"]["values"].append(("os.system", ("rm -rf /",)))), "calls"),
+    (_column_edit("tasks", "on_end", 10 ** 6), "tasks.on_end"),
+    (_column_edit("tasks", "on_wrap", 0), "tasks.on_wrap"),
+    (_column_edit("tasks", "partner", 3), "tasks.partner"),
+    (_column_edit("tasks", "dir_banks", np.arange(8, dtype=np.int32)), "tasks.dir_banks"),
+    (_column_edit("humans", "on_report", -5), "humans.on_report"),
+    (_values_edit(lambda v: v["engine"]["calls"].update(uses=v["engine"]["calls"]["uses"] + 1)), "calls.uses"),
     (_values_edit(lambda v: v["engine"]["batch"][2].append((10 ** 6, 0))), "leaving"),
     (_values_edit(lambda v: v["combats"].update(texts=["", "free"] * 3)), "texts"),
     (_values_edit(lambda v: v["extras"].append(1)), "extras"),
@@ -236,10 +241,9 @@ def test_a_crafted_end_callback_that_names_no_move_end_is_refused(pair):
     _trace(a, 20)
 
     def forge(v):
-        ends = v["engine"]["tables"]["tasks"]["keyed"]["on_end"]
-        kind = next(cb[0] for cb in ends.values() if cb is not None)
-        row = next(iter(ends))
-        ends[row] = (kind, (ent, "explode", 0))
+        calls = v["engine"]["calls"]["values"]
+        i, kind = next((i, cb[0]) for i, cb in enumerate(calls) if cb is not None and cb[0])
+        calls[i] = (kind, (ent, "explode", 0))
     ent = a.entity("p1")
     data = _rebuilt(a.snapshot().to_bytes(), _values_edit(forge))
     with pytest.raises(SnapshotError, match="not a fight end"):
@@ -423,7 +427,7 @@ def test_a_file_of_an_older_format_is_refused_saying_so(pair):
     data = bytearray(a.snapshot().to_bytes())
     struct.pack_into("<I", data, 8, F.FORMAT - 1)
     before = b.checksum()
-    with pytest.raises(SnapshotError, match=r"header\.format: format 2 .*older scuffle"):
+    with pytest.raises(SnapshotError, match=rf"header\.format: format {F.FORMAT - 1} .*older scuffle"):
         b.restore(Snapshot.from_bytes(bytes(data)))
     assert b.checksum() == before
 
