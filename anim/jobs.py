@@ -48,7 +48,9 @@ COLUMN_TYPES: dict[type, dict[str, tuple[str, int, str]]] = {
                **{f: ("int8", 1, "rows") for f in ("type", "window", "centre", "sampling")},
                **{f: ("float32", 1, "rows") for f in ("rate", "blend", "speed")},
                **{f: ("bool", 1, "rows") for f in ("released", "handed_over", "callback", "placed")},
-               "flags": ("int32", 1, "rows"), "value": ("float64", 1, "rows"), "target": ("float64", 1, "rows")},
+               "flags": ("int32", 1, "rows"), "value": ("float64", 1, "rows"), "target": ("float64", 1, "rows"),
+               **{f: ("int32", 1, "rows") for f in ("on_end", "on_wrap", "partner_name")},
+               "partner": ("int64", 1, "rows"), "dir_banks": ("int32", 2, "rows")},
     CursorCols: {**{f: ("int32", 1, "rows") for f in ("frame", "end", "flags", "bank", "ev", "evf", "evf0", "anim")},
                  **{f: ("float32", 1, "rows") for f in ("t", "limit", "dur")},
                  "at_end": ("bool", 1, "rows"), "live": ("bool", 1, "rows"), "gen": ("int64", 1, "rows"),
@@ -422,8 +424,8 @@ class FlushJob(_Job):
         _at_least(k, "buf.counts", _array(k, "buf.counts", buf.counts, "int64", 1), _FLUSH_COUNTS, "entries")
         _at_least(k, "buf.chain", _array(k, "buf.chain", buf.chain, "int64", 1), _WALK, "entries")
         _array(k, "buf.pool_out", buf.pool_out, "bool", 1)
-        _at_least(k, "buf.end_mark", _array(k, "buf.end_mark", buf.end_mark, "bool", 1), n_t)
-        _at_least(k, "buf.report_mark", _array(k, "buf.report_mark", buf.report_mark, "bool", 1),
+        _at_least(k, "buf.end_mark", _array(k, "buf.end_mark", buf.end_mark, "int32", 1), n_t)
+        _at_least(k, "buf.report_mark", _array(k, "buf.report_mark", buf.report_mark, "int64", 1),
                   inputs.humans.depth.shape[0])
 
 
