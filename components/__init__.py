@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.rangelist import RangeList
-from scuffle.anim.stack import CharacterInstance, HumanRecord
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.rangelist import RangeList
+from scuffle.anim.engine.stack import CharacterInstance, HumanRecord
 from scuffle.components.bodies import NO_ATTACHMENT, Body, BodyFieldError, BodyTable
 from scuffle.components.combat import Combat, CombatFieldError, CombatTable
 
@@ -102,7 +102,7 @@ class AnimSetRef:
 
 
 class FiredEvents:
-    """The events this human's animation fired this update (anim.cursor.FiredEvent).
+    """The events this human's animation fired this update (anim.playback.cursor.FiredEvent).
 
     A view: once the animation step links it to the human's CharacterInstance
     (``source``), ``events`` is that instance's events of this update (made from the

@@ -7,7 +7,7 @@ a "sliding" flag, target heading, updates left). The esper component ``Body`` is
 view: a row handle whose attributes read and write that row, so the state update moves
 the whole crowd in one compiled call over the columns (systems.motion.StateUpdate).
 
-The table is an ``anim.store.Table`` (doubling growth, a free list, a generation per
+The table is an ``anim.engine.store.Table`` (doubling growth, a free list, a generation per
 row), plus the view that owns each row. A Body is a handle: its table, its row and the
 row's generation; once its human leaves the world (``Game.remove_human``, or its entity
 deleted: the next crowd change gives the row back, ``BodyTable.rehome``) the row goes
@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 from numpy.typing import DTypeLike
 
-from scuffle.anim.limits import MAX_COORD
-from scuffle.anim.store import Table, left_world
+from scuffle.anim.base.limits import MAX_COORD
+from scuffle.anim.engine.store import Table, left_world
 
 __all__ = ["rehome_views", "Body", "BodyTable", "BodyFieldError", "NO_ATTACHMENT", "BODY_COLUMNS", "flat_views"]
 
@@ -181,7 +181,7 @@ class _Scalar(Generic[_N]):
     def __init__(self, name: str, cast: type[_N]):
         self.name = name
         self.cast: type[_N] = cast
-        self.view = "m_" + name                     # the column's fast view (anim.store._fast_view)
+        self.view = "m_" + name                     # the column's fast view (anim.engine.store._fast_view)
 
     @overload
     def __get__(self, obj: None, owner: type | None = None) -> "_Scalar[_N]": ...

@@ -20,8 +20,8 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 from numpy.typing import DTypeLike
 
-from scuffle.anim.limits import MAX_COORD
-from scuffle.anim.store import Table, _fast_view, left_world
+from scuffle.anim.base.limits import MAX_COORD
+from scuffle.anim.engine.store import Table, _fast_view, left_world
 from scuffle.components.bodies import rehome_views
 
 __all__ = ["Combat", "CombatTable", "CombatViews", "CombatFieldError", "COMBAT_COLUMNS"]
@@ -50,7 +50,7 @@ COMBAT_COLUMNS: dict[str, DTypeLike] = {
 
 
 class CombatViews(NamedTuple):
-    """The combat table's columns as fast views (anim.store._fast_view: a read gives the
+    """The combat table's columns as fast views (anim.engine.store._fast_view: a read gives the
     Python number a Combat field gives) for the fight rules' per-update loops, which read
     rows without a view's descriptor: ``gen`` the rows' generations, then the columns by
     row; ``move_dir`` and ``impulse`` flat, row r's (3,) at 3r, 3r + 1, 3r + 2.
@@ -142,7 +142,7 @@ class _Num:
 
     def __init__(self, name: str, cast: type):
         self.name, self.cast = name, cast
-        self.view = "m_" + name                     # the column's fast view (anim.store._fast_view)
+        self.view = "m_" + name                     # the column's fast view (anim.engine.store._fast_view)
 
     def __get__(self, obj, owner=None):
         if obj is None:

@@ -115,9 +115,9 @@ class ScenarioSim(ScenarioView):
 
     def step(self) -> None:
         """One update of the scenario (nothing once ``done``); its snapshot joins the ring."""
-        from scuffle.anim.pose import PoseStackOverflow
-        from scuffle.anim.player import UnknownClip
-        from scuffle.anim.stack import AnimLimitError
+        from scuffle.anim.maths.pose import PoseStackOverflow
+        from scuffle.anim.playback.player import UnknownClip
+        from scuffle.anim.engine.stack import AnimLimitError
         from scuffle.game.runtime.scenario import _handler_error, _run_error
         from scuffle.game.runtime.world import HandlerError
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pygame
 
-from scuffle.anim.skeleton import HUMANOID, PARENTS, Bone
-from scuffle.anim.tasks import HeldFlags, TaskType
+from scuffle.anim.maths.skeleton import HUMANOID, PARENTS, Bone
+from scuffle.anim.playback.tasks import HeldFlags, TaskType
 from scuffle.components import Body, Combat, HumanRecord, PoseRef
 from scuffle.game.fighters.combat import FightFlags, FightState
 from scuffle.game.fighters.moves import Move

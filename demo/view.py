@@ -18,7 +18,7 @@ rate and the clip's numbers; bones whose rotation the clip leaves to the referen
 defaults) are drawn grey and dashed.
 
 Time runs as the original's cursor runs: update u shows the clip at the time of u steps of
-rate x 1/30 s summed in float32 with toward-zero rounding (anim.f32), and the last update
+rate x 1/30 s summed in float32 with toward-zero rounding (anim.maths.f32), and the last update
 shown is the one before the step that would reach frame F (the end update plays the next
 task in the game). Looping restarts at time 0 (the original's loop carries its overshoot,
 a period of D - 1/60; the viewer does not). Root motion is the game's
@@ -51,12 +51,12 @@ from pathlib import Path
 
 import numpy as np
 
-from scuffle.anim import f32 as F
-from scuffle.anim import quat
-from scuffle.anim.clip import DESCRIPTOR_SIZE, Clip, ClipFormatError, key_frames, parse_clip
-from scuffle.anim.lint import end_step
-from scuffle.anim.rates import RUNTIME_SPEEDS, CfgAnimSpeeds
-from scuffle.anim.skeleton import HUMANOID, NUM_BONES, PARENTS, Bone, Skeleton
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.maths import quat
+from scuffle.anim.data.clip import DESCRIPTOR_SIZE, Clip, ClipFormatError, key_frames, parse_clip
+from scuffle.anim.data.lint import end_step
+from scuffle.anim.data.rates import RUNTIME_SPEEDS, CfgAnimSpeeds
+from scuffle.anim.maths.skeleton import HUMANOID, NUM_BONES, PARENTS, Bone, Skeleton
 from scuffle.game.cli.errors import OneLineParser, anim_ref, examples
 from scuffle.game.runtime.scenario import MAX_RATE
 from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, OutputError, output_path, read_limited
@@ -187,8 +187,8 @@ def load_source(source: list[str], anim_id: int | str | None = None, rate: float
         from scuffle.game.fighters.moveset import demo_set
         aset, label = demo_set(), "demo move set"
     else:
-        from scuffle.anim.animset import AnimSet
-        from scuffle.anim.resource import ResourceFormatError, load_resource
+        from scuffle.anim.data.animset import AnimSet
+        from scuffle.anim.data.resource import ResourceFormatError, load_resource
 
         data = _read(source[0], "resource file")
         try:
@@ -201,7 +201,7 @@ def load_source(source: list[str], anim_id: int | str | None = None, rate: float
         raise ViewError(f"{source[0]}: no anim id has a clip")
     start = 0
     if isinstance(anim_id, str):                 # a clip's name in the set
-        from scuffle.anim.animset import UnknownAnimName
+        from scuffle.anim.data.animset import UnknownAnimName
         try:
             anim_id = aset.id_of(anim_id)
         except UnknownAnimName as exc:
@@ -253,7 +253,7 @@ class Playback:
     """
 
     def __init__(self, entry: ClipEntry, skeleton: Skeleton = HUMANOID):
-        from scuffle.anim.sampler import ClipBank
+        from scuffle.anim.engine.sampler import ClipBank
         from scuffle.systems.context import MAX_ROOT_SPEED
         from scuffle.systems.motion import root_motion
 

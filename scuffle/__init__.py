@@ -48,19 +48,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 
 if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core stays light
-    from scuffle.anim.animset import AnimSet, UnknownAnimName
-    from scuffle.anim.lookup import UnknownClip
-    from scuffle.anim.store import StaleHandle
-    from scuffle.anim.clip import Clip, ClipFormatError, author_clip, encode_clip, parse_clip
-    from scuffle.anim.player import Player, PlayerOptions
-    from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, LoopStep, Place, Recipe, RecipeError
-    from scuffle.anim.resource import ResourceFormatError, load_resource
-    from scuffle.anim.stack import CharacterInstance
+    from scuffle.anim.data.animset import AnimSet, UnknownAnimName
+    from scuffle.anim.playback.lookup import UnknownClip
+    from scuffle.anim.engine.store import StaleHandle
+    from scuffle.anim.data.clip import Clip, ClipFormatError, author_clip, encode_clip, parse_clip
+    from scuffle.anim.playback.player import Player, PlayerOptions
+    from scuffle.anim.playback.recipe import Arg, ClipStep, Command, GaitStep, LoopStep, Place, Recipe, RecipeError
+    from scuffle.anim.data.resource import ResourceFormatError, load_resource
+    from scuffle.anim.engine.stack import CharacterInstance
     from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, HumanRecord, Name,
                                     PoseRef, RangeRecords)
     from scuffle.game.fighters import registry as fighters_registry
-    from scuffle.anim.clip import EventType
-    from scuffle.anim.skeleton import Bone
+    from scuffle.anim.data.clip import EventType
+    from scuffle.anim.maths.skeleton import Bone
     from scuffle.game.fighters.combat import ActionResult, Fight, FightEvent, FightEventKind, Refusal
     from scuffle.game.fighters.fightinput import FightInput
     from scuffle.game.fighters.moveset import demo_set
@@ -71,7 +71,7 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.systems.context import HandlerError, SimContext
     from scuffle.game.runtime.snapshot import SavedRandom, Snapshot, SnapshotError, SyncError, sync_test
     from scuffle.game.runtime.collector import settle
-    from scuffle.anim.warmup import warm
+    from scuffle.anim.playback.warmup import warm
 
 __version__ = "0.2.0"
 
@@ -92,24 +92,24 @@ def _repository_folders() -> None:
 _repository_folders()
 
 # name -> the module it comes from; ``import scuffle`` imports none of them (so
-# ``import scuffle.anim.clip`` needs neither esper nor pygame).
+# ``import scuffle.anim.data.clip`` needs neither esper nor pygame).
 _EXPORTS: dict[str, str] = {
-    "AnimSet": "scuffle.anim.animset", "UnknownAnimName": "scuffle.anim.animset",
-    "UnknownClip": "scuffle.anim.lookup", "StaleHandle": "scuffle.anim.store",
-    "Clip": "scuffle.anim.clip", "ClipFormatError": "scuffle.anim.clip", "author_clip": "scuffle.anim.clip",
-    "encode_clip": "scuffle.anim.clip", "parse_clip": "scuffle.anim.clip",
-    "Player": "scuffle.anim.player", "PlayerOptions": "scuffle.anim.player",
-    "ResourceFormatError": "scuffle.anim.resource", "load_resource": "scuffle.anim.resource",
-    "CharacterInstance": "scuffle.anim.stack",
-    "Callback": "scuffle.anim.callbacks", "CallbackError": "scuffle.anim.callbacks",
-    **{n: "scuffle.anim.recipe" for n in ("Recipe", "ClipStep", "LoopStep", "GaitStep", "Arg", "Place", "Command",
+    "AnimSet": "scuffle.anim.data.animset", "UnknownAnimName": "scuffle.anim.data.animset",
+    "UnknownClip": "scuffle.anim.playback.lookup", "StaleHandle": "scuffle.anim.engine.store",
+    "Clip": "scuffle.anim.data.clip", "ClipFormatError": "scuffle.anim.data.clip", "author_clip": "scuffle.anim.data.clip",
+    "encode_clip": "scuffle.anim.data.clip", "parse_clip": "scuffle.anim.data.clip",
+    "Player": "scuffle.anim.playback.player", "PlayerOptions": "scuffle.anim.playback.player",
+    "ResourceFormatError": "scuffle.anim.data.resource", "load_resource": "scuffle.anim.data.resource",
+    "CharacterInstance": "scuffle.anim.engine.stack",
+    "Callback": "scuffle.anim.engine.callbacks", "CallbackError": "scuffle.anim.engine.callbacks",
+    **{n: "scuffle.anim.playback.recipe" for n in ("Recipe", "ClipStep", "LoopStep", "GaitStep", "Arg", "Place", "Command",
                                           "RecipeError")},
     **{n: "scuffle.components" for n in ("Animator", "AnimSetRef", "Body", "Combat", "FiredEvents",
                                          "HumanRecord", "Name", "PoseRef", "RangeRecords")},
     "Fight": "scuffle.game.fighters.combat", "ActionResult": "scuffle.game.fighters.combat",
     "Refusal": "scuffle.game.fighters.combat", "FightEvent": "scuffle.game.fighters.combat",
     "FightEventKind": "scuffle.game.fighters.combat", "FightInput": "scuffle.game.fighters.fightinput",
-    "Bone": "scuffle.anim.skeleton", "EventType": "scuffle.anim.clip",
+    "Bone": "scuffle.anim.maths.skeleton", "EventType": "scuffle.anim.data.clip",
     "demo_set": "scuffle.game.fighters.moveset",
     "ActionSpec": "scuffle.game.runtime.registry", "Registry": "scuffle.game.runtime.registry",
     "Scenario": "scuffle.game.runtime.scenario", "ScenarioError": "scuffle.game.runtime.scenario",
@@ -120,7 +120,7 @@ _EXPORTS: dict[str, str] = {
     **{n: "scuffle.game.runtime.snapshot" for n in ("Snapshot", "SnapshotError", "SavedRandom", "sync_test",
                                                     "SyncError")},
     "settle": "scuffle.game.runtime.collector",
-    "warm": "scuffle.anim.warmup",
+    "warm": "scuffle.anim.playback.warmup",
 }
 
 __all__ = [

@@ -157,7 +157,7 @@ def record_updates(game: Game, extra: Iterable[type] = ()) -> UpdateLog:
 
 
 def _event_type(t: int) -> int:
-    from scuffle.anim.clip import EventType
+    from scuffle.anim.data.clip import EventType
     try:
         return EventType(t)
     except ValueError:

@@ -2,7 +2,7 @@
 
 Every human's queue is run and its stack advanced (hand-overs, fades, events, the
 held-flag events), then all stacks are sampled, blended and turned into model-space
-transforms in one compiled call (anim.kernels; the reference engine, anim.reference,
+transforms in one compiled call (anim.engine.kernels; the reference engine, anim.reference,
 poses one human at a time). Nothing is released here: released tasks wait on the deferred
 list for the flush.
 

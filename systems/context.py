@@ -12,9 +12,9 @@ from typing import Callable
 
 import numpy as np
 
-from scuffle.anim.limits import MAX_DT, check_float
-from scuffle.anim.player import Player
-from scuffle.anim.pose import PoseBatch
+from scuffle.anim.base.limits import MAX_DT, check_float
+from scuffle.anim.playback.player import Player
+from scuffle.anim.maths.pose import PoseBatch
 from scuffle.components import BodyTable, CombatTable
 from scuffle.systems.crowd import Crowd
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import esper
 
-from scuffle.anim.cursor import FiredEvent
-from scuffle.anim.tasks import task_at
+from scuffle.anim.playback.cursor import FiredEvent
+from scuffle.anim.playback.tasks import task_at
 from scuffle.systems.context import SimContext
 
 __all__ = ["EventDispatch"]

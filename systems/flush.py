@@ -5,7 +5,7 @@ flags clear (every bit each still holds, or with ``held_release="coney"`` not th
 another task holds), their end callbacks run, and the playing anim id (+0x20) is
 refreshed from the new top task, so the actions of this same update already see the
 move as over. The releases and the ids run as rows in the compiled engine
-(anim.kernels.flush_release, flush_anim_ids); the end and report callbacks run in
+(anim.engine.kernels.flush_release, flush_anim_ids); the end and report callbacks run in
 Python between the kernel's runs, in the deferred list's order.
 Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (release).
 """

@@ -28,10 +28,10 @@ import math
 import esper
 import numpy as np
 
-from scuffle.anim import detmath, quat
-from scuffle.anim.jobs import MotionInputs, MotionJob
-from scuffle.anim.kernels import root_motion_step
-from scuffle.anim.tasks import AttachedVelocity
+from scuffle.anim.maths import detmath, quat
+from scuffle.anim.engine.jobs import MotionInputs, MotionJob
+from scuffle.anim.engine.kernels import root_motion_step
+from scuffle.anim.playback.tasks import AttachedVelocity
 from scuffle.components import Body, NO_ATTACHMENT
 from scuffle.systems.context import SimContext
 
@@ -74,7 +74,7 @@ class StateUpdate(esper.Processor):
     """Apply root motion, then move (see the module docstring).
 
     The compiled path moves the whole body table (``ctx.bodies``) in one call of
-    anim.kernels.root_motion_step (the same arithmetic as ``root_motion``) over its
+    anim.engine.kernels.root_motion_step (the same arithmetic as ``root_motion``) over its
     columns in place: body row r reads pose column ``ctx.crowd.pose_col[r]``; a row no
     human of this world moves (free, or a body without a PoseRef) is passed as held, so
     the kernel leaves its position and heading alone (a body without a PoseRef gets its

@@ -18,8 +18,8 @@ import math
 import esper
 import numpy as np
 
-from scuffle.anim import detmath
-from scuffle.anim.limits import MAX_COORD
+from scuffle.anim.maths import detmath
+from scuffle.anim.base.limits import MAX_COORD
 from scuffle.components import Body, NO_ATTACHMENT
 from scuffle.components.bodies import flat_views
 from scuffle.systems.context import SimContext

@@ -11,7 +11,7 @@ import os
 import pytest
 
 # No test process, nor any process a test starts, compiles the rest of the kernels in the
-# background (anim.coldstart.compile_rest): a cold cache in a test's subprocess would leave
+# background (anim.engine.coldstart.compile_rest): a cold cache in a test's subprocess would leave
 # a low-priority compile running past the test; the tests of that compile ask for it.
 os.environ.setdefault("SCUFFLE_COMPILE_REST", "0")
 
@@ -27,5 +27,5 @@ def esper_clean(scuffle_worlds):
 def compiled_kernels():
     """Compile (or load from numba's cache) the engine's kernels once, up front: no test
     then pays for it, and none sees the command line's first-run progress line."""
-    from scuffle.anim.warmup import compile_kernels
+    from scuffle.anim.playback.warmup import compile_kernels
     compile_kernels()

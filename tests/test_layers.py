@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("anim", "components", "systems", "game", "demo", "scuffle")
 
@@ -97,7 +99,7 @@ def test_the_checker_finds_a_circle():
 
 def test_no_import_circles_between_modules():
     graph = _graph()
-    assert "scuffle.anim.tasks" in graph and "scuffle.game.runtime.world" in graph
+    assert "scuffle.anim.playback.tasks" in graph and "scuffle.game.runtime.world" in graph
     assert _cycles(graph) == []
 
 
@@ -112,3 +114,58 @@ def test_the_layers_point_one_way():
     bad = [(a, b) for a, b in _package_edges(graph, 3)
            if a in inner and b in inner and inner[a] < inner[b]]
     assert bad == []
+
+
+# anim/'s floors, from the ground up; each floor's package docstring says what it holds and
+# what it may import. The reference stands apart from them all but the ground floor.
+ANIM_FLOORS = ("base", "maths", "data", "engine", "playback")
+APART = {"reference": ("base", "maths", "data")}
+
+
+def _anim_floor(mod: str) -> str | None:
+    parts = mod.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["scuffle", "anim"] else None
+
+
+def test_the_checker_finds_an_arrow_back_up():
+    graph = {"scuffle.anim.base.x": {"scuffle.anim.engine.y"}, "scuffle.anim.engine.y": {"scuffle.anim.base.x"}}
+    assert _floor_breaches(graph) == ["scuffle.anim.base.x -> scuffle.anim.engine.y"]
+
+
+def _floor_breaches(graph) -> list[str]:
+    rank = {f: i for i, f in enumerate(ANIM_FLOORS)}
+    bad = []
+    for mod, deps in sorted(graph.items()):
+        f = _anim_floor(mod)
+        if f is None:
+            continue
+        for dep in sorted(deps):
+            g = _anim_floor(dep)
+            if g is None or g == f:
+                continue
+            ok = g in APART[f] if f in APART else (g in rank and rank[g] <= rank[f])
+            if not ok:
+                bad.append(f"{mod} -> {dep}")
+    return bad
+
+
+def test_anim_shows_its_floors_with_no_arrow_back_up():
+    graph = _graph()
+    anim = ROOT / "anim"
+    assert sorted(p.name for p in anim.glob("*.py")) == ["__init__.py"], "every anim module sits in a floor"
+    floors = sorted(p.name for p in anim.iterdir() if (p / "__init__.py").is_file())
+    assert floors == sorted(ANIM_FLOORS + tuple(APART))
+    assert _floor_breaches(graph) == []
+
+
+@pytest.mark.parametrize("floor", ANIM_FLOORS + tuple(APART))
+def test_each_floor_says_what_it_holds_and_may_import(floor):
+    init = ROOT / "anim" / floor / "__init__.py"
+    tree = ast.parse(init.read_text(encoding="utf-8"))
+    doc = ast.get_docstring(tree) or ""
+    assert "May import" in doc and "Holds" in doc, floor
+    held = sorted(p.stem for p in init.parent.glob("*.py") if p.stem != "__init__")
+    missing = [m for m in held if m not in doc]
+    assert missing == [], f"anim/{floor}/__init__.py does not name {missing}"
+    below = ANIM_FLOORS[: ANIM_FLOORS.index(floor)] if floor in ANIM_FLOORS else APART[floor]
+    assert all(b in doc for b in below), floor

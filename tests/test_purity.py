@@ -63,8 +63,9 @@ def test_model_packages_do_not_import_pygame(package):
 
 
 def test_importing_anim_loads_neither_esper_nor_pygame():
-    modules = sorted("scuffle.anim." + p.stem for p in (ROOT / "anim").glob("*.py") if p.stem != "__init__")
-    assert "scuffle.anim.sampler" in modules and "scuffle.anim.clip" in modules
+    modules = sorted("scuffle.anim." + ".".join(p.relative_to(ROOT / "anim").with_suffix("").parts)
+                     for p in (ROOT / "anim").rglob("*.py") if p.stem != "__init__")
+    assert "scuffle.anim.engine.sampler" in modules and "scuffle.anim.data.clip" in modules
     code = ("import sys\n"
             + "".join(f"import {m}\n" for m in modules)
             + "print(sorted(m for m in sys.modules if m.split('.')[0] in ('esper', 'pygame')))\n")
@@ -75,7 +76,7 @@ def test_importing_anim_loads_neither_esper_nor_pygame():
 
 
 # Transcendental functions whose last bit depends on the CPU (numpy's SIMD kernels) or the
-# libm build: none of them may feed a trace, a pose or a bit-for-bit comparison; anim.detmath
+# libm build: none of them may feed a trace, a pose or a bit-for-bit comparison; anim.maths.detmath
 # has the deterministic forms. Authoring (the demo set's keys, quantised to 16 bits and kept
 # in game/fighters/demo.res) and the tools and demo (drawing, reports) may use them.
 _TRANSCENDENTAL = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "asin", "acos", "atan",
@@ -105,7 +106,7 @@ def test_the_transcendental_checker_sees_them(tmp_path):
 
 
 def test_no_cpu_dependent_transcendental_in_a_bit_defined_path():
-    """Same bits on every machine: the simulation's angles come from anim.detmath."""
+    """Same bits on every machine: the simulation's angles come from anim.maths.detmath."""
     bad = []
     for folder in _BIT_DEFINED:
         for path in sorted((ROOT / folder).rglob("*.py")):

@@ -1,7 +1,7 @@
 """The reference's prepared commands: a Recipe (plain data) checked, then run as the
 reference's own constructors and stack rules.
 
-Written from what a recipe means (anim.recipedata; docs/api.md "Prepared commands"),
+Written from what a recipe means (anim.base.recipedata; docs/api.md "Prepared commands"),
 not from the engine's expansion: a recipe's ``tasks`` are made from the last to the first,
 each ``ClipStep`` handing over to the task made before it, then the first is placed by
 ``change`` (under a fade of ``fade`` s), ``push`` or ``enqueue``. A refused command leaves
@@ -18,9 +18,9 @@ import math
 
 import numpy as np
 
-from ..enums import TaskType
-from ..recipedata import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe, RecipeError
-from .handlers import plain_callback
+from scuffle.anim.base.enums import TaskType
+from scuffle.anim.base.recipedata import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe, RecipeError
+from scuffle.anim.reference.handlers import plain_callback
 
 __all__ = ["RefCommand", "run_command"]
 

@@ -6,8 +6,8 @@ AnimCursor_Advance, 0x00104110 AnimCursor_Step.
 """
 from __future__ import annotations
 
-from ..clip import Clip, Event, EventType
-from .. import f32 as F
+from scuffle.anim.data.clip import Clip, Event, EventType
+from scuffle.anim.maths import f32 as F
 
 __all__ = ["RefCursor", "RefEvent", "MUTED", "NO_VELOCITY", "NO_TURN", "CURSOR_BITS"]
 

@@ -1,6 +1,6 @@
 """Per-update state dumps: the engine's and the reference's state as the same plain structure.
 
-``engine_state(player, instances)`` reads a ``scuffle.anim.player.Player`` and its
+``engine_state(player, instances)`` reads a ``scuffle.anim.playback.player.Player`` and its
 ``CharacterInstance`` objects; ``reference_state(ref, instances)`` reads a ``Reference``
 and its ``RefInstance`` objects. Both give nested tuples of ints and strings (float32
 values as their bit patterns, ``bits``; the doubles the engine keeps for types 10 and 13
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import struct
 
-from ..enums import TaskType
+from scuffle.anim.base.enums import TaskType
 
 __all__ = ["bits", "engine_state", "reference_state", "task_state", "human_state"]
 

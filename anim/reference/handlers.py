@@ -1,6 +1,6 @@
 """The reference's callbacks: its own check that a callback is data, and its own dispatch.
 
-A callback is ``Callback(kind, args)`` (anim.callbackdata: the data type and its error
+A callback is ``Callback(kind, args)`` (anim.base.callbackdata: the data type and its error
 classes, shared as data) or a plain callable. The reference checks one where it is given
 (``plain_callback``) and runs it through its own registry (``RefCallbacks``: kind ->
 handler(instance, *args)), which has the surface a Game registers its handlers with
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from ..callbackdata import Callback, CallbackError, UnknownCallback
+from scuffle.anim.base.callbackdata import Callback, CallbackError, UnknownCallback
 
 __all__ = ["RefCallbacks", "plain_callback"]
 

@@ -1,7 +1,7 @@
 """The reference pose: a cursor's pose, the blends, the pose stack of seven, the bone transforms.
 
 Plain Python on numpy float32 scalars, one value at a time, with the float32 operations
-in the order the engine's pose kernel performs them (anim/kernels.py ``_sample``,
+in the order the engine's pose kernel performs them (anim/engine/kernels.py ``_sample``,
 ``_blend``, ``_slerp_into``, ``_scale_turn``, ``_emit``), so that the two agree bit for
 bit. The angle functions are the kernel's polynomials (acos by Abramowitz & Stegun
 4.4.46, sin / cos by their Taylor series), not libm's and never numpy's SIMD ufuncs.
@@ -16,13 +16,13 @@ import struct
 
 import numpy as np
 
-from .. import f32 as F
-from ..detmath import acos_s, sin_cos_s
-from ..clip import decode_positions, decode_rotations, key_frames
-from ..errors import POSE_STACK_SIZE
-from ..skeleton import NUM_BONES, REFERENCE_ROTATIONS
-from ..enums import TagBits
-from .cursor import NO_TURN, NO_VELOCITY
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.maths.detmath import acos_s, sin_cos_s
+from scuffle.anim.data.clip import decode_positions, decode_rotations, key_frames
+from scuffle.anim.base.errors import POSE_STACK_SIZE
+from scuffle.anim.maths.skeleton import NUM_BONES, REFERENCE_ROTATIONS
+from scuffle.anim.base.enums import TagBits
+from scuffle.anim.reference.cursor import NO_TURN, NO_VELOCITY
 
 __all__ = ["RefPose", "RefPoseStack", "sample_cursor", "blend", "reference_pose", "queued_pose", "sample_instance",
            "bones_of", "scale_turn", "slerp", "with_tag_bits"]
@@ -36,7 +36,7 @@ _LINEAR_DOT = f32(0.9995)        # Quat_Slerp's near-parallel case: a normalised
 
 # ---------------------------------------------------------------- the angle functions
 #
-# acos, sin and cos come from anim.detmath (stateless: + - * / and sqrt only, the same
+# acos, sin and cos come from anim.maths.detmath (stateless: + - * / and sqrt only, the same
 # bits on every CPU), the functions the kernels compile: Quat_Slerp's and the turn's
 # angles are theirs, not libm's (docs/original.md, "Float policy").
 

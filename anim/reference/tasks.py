@@ -5,7 +5,7 @@ A task answers the calls of "Animation tasks" (L201-209): ``advance`` (+0x64),
 (+0x104), ``set_target`` / ``set_value`` (+0xac / +0xbc). Stack changes (a hand-over,
 a fade's clean-up) go through the world (``world.py``), which owns the pool and the
 deferred list. Numbers the original keeps in float32 are kept as Python floats holding
-float32 values; time arithmetic goes through anim.f32 (the FPU's toward-zero rounding).
+float32 values; time arithmetic goes through anim.maths.f32 (the FPU's toward-zero rounding).
 
 Types whose details the spec leaves open (5, 7, 4, 10, 11, 13) follow the readings
 docs/original.md states for the engine (ours); so do the switches of PlayerOptions.
@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 
-from .. import f32 as F
-from ..detmath import cos_pi_s
-from ..enums import BlendWindow, PickSampling, TaskType
-from .cursor import CURSOR_BITS, MUTED, RefCursor, follow
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.maths.detmath import cos_pi_s
+from scuffle.anim.base.enums import BlendWindow, PickSampling, TaskType
+from scuffle.anim.reference.cursor import CURSOR_BITS, MUTED, RefCursor, follow
 
 __all__ = ["RefTask", "RefLoop", "RefClip", "RefHold", "RefScene", "RefPairedClip", "RefPairedHold",
            "RefFade", "RefMix", "RefPick", "RefGait", "RefDirection", "fade_weight",
@@ -39,7 +39,7 @@ def fade_weight(elapsed: float, duration: float) -> float:
     if duration <= 0.0:
         return 0.0
     x = min(max(elapsed / duration, 0.0), 1.0)
-    return (1.0 + cos_pi_s(x)) / 2.0        # anim.detmath: the same bits on every CPU
+    return (1.0 + cos_pi_s(x)) / 2.0        # anim.maths.detmath: the same bits on every CPU
 
 
 def _ended(world, cursor: RefCursor, overshoot: float) -> bool:

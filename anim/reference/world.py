@@ -1,6 +1,6 @@
 """The reference world: the pool, the deferred list, the stack rules and the update.
 
-``Reference`` mirrors ``scuffle.anim.player.Player``'s command surface (loop, clip, hold,
+``Reference`` mirrors ``scuffle.anim.playback.player.Player``'s command surface (loop, clip, hold,
 scene, paired, paired_hold, fade, gait, mix, pick, direction, chain, change, enqueue,
 replace, insert_bottom, push, cut, step, flush, sample, pose) on its own instances
 (``RefInstance``, ``RefRecord``), so that a test can drive both with one command list.
@@ -17,17 +17,17 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import f32 as F
-from ..clip import EventType
-from ..enums import EventRule, HeldFlags, HeldRelease, MotionEntry, PlaceEvents, TaskType
-from ..errors import (POOL_SIZE, POSE_STACK_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, PoseStackOverflow, QueueFull,
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.clip import EventType
+from scuffle.anim.base.enums import EventRule, HeldFlags, HeldRelease, MotionEntry, PlaceEvents, TaskType
+from scuffle.anim.base.errors import (POOL_SIZE, POSE_STACK_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, PoseStackOverflow, QueueFull,
                       StaleHandle, StackFull, TaskPoolExhausted, UnknownClip)
-from ..options import PlayerOptions
-from ..skeleton import HUMANOID, NUM_BONES
-from .commands import RefCommand, run_command
-from .cursor import RefCursor
-from .handlers import RefCallbacks, plain_callback
-from .tasks import (RefClip, RefDirection, RefFade, RefGait, RefHold, RefLoop, RefMix, RefPairedClip,
+from scuffle.anim.data.options import PlayerOptions
+from scuffle.anim.maths.skeleton import HUMANOID, NUM_BONES
+from scuffle.anim.reference.commands import RefCommand, run_command
+from scuffle.anim.reference.cursor import RefCursor
+from scuffle.anim.reference.handlers import RefCallbacks, plain_callback
+from scuffle.anim.reference.tasks import (RefClip, RefDirection, RefFade, RefGait, RefHold, RefLoop, RefMix, RefPairedClip,
                     RefPairedHold, RefPick, RefScene, RefTask)
 
 __all__ = ["Reference", "RefInstance", "RefRecord", "RefPool", "RefBones", "RefPoseArrays"]
@@ -162,7 +162,7 @@ class Reference:
         self._stepped: list[RefInstance] = []
         self._leaving: list = []            # forgotten with tasks to release: records given back at the flush
         self._wraps: list = []                     # this step's wraps with a callback
-        # the handlers the callbacks (data: anim.callbacks.Callback) name
+        # the handlers the callbacks (data: anim.engine.callbacks.Callback) name
         self.callbacks = RefCallbacks()
         # id(clip) -> (clip, its channels): each clip decoded once, when first sampled
         # ("Notes for implementers" L406: decode a clip into channels of keys at load)
@@ -448,7 +448,7 @@ class Reference:
 
     # ---------------------------------------------------------------- prepared commands
     def prepare(self, recipe) -> RefCommand:
-        """A recipe (anim.recipedata.Recipe, plain data) checked by the reference's own rules
+        """A recipe (anim.base.recipedata.Recipe, plain data) checked by the reference's own rules
         (anim.reference.commands): its RefCommand (Player.prepare's). RecipeError names the field."""
         return RefCommand(recipe)
 
@@ -686,7 +686,7 @@ class Reference:
         """Every instance's pose (a list of RefPose): the stack sampled bottom-up onto a
         pose stack of seven, over the queued tasks' pose when ``options.queued_default``
         passes for a human with queued tasks (anim.reference.pose, ``sample_instance``)."""
-        from .pose import sample_instance
+        from scuffle.anim.reference.pose import sample_instance
         return [sample_instance(self, inst) for inst in instances]
 
     def pose(self, instances, reference: bool = False) -> "RefBones":
@@ -694,7 +694,7 @@ class Reference:
         (RefPose, positions (34, 3), rotations (34, 4)) per instance, and the engine's
         layout in new arrays: ``poses`` (RefPoseArrays: PoseBatch's fields), ``pos`` (3, 34, N), ``rot`` (4, 34, N)).
         ``reference`` is accepted for the Player's signature (there is one path)."""
-        from .pose import bones_of
+        from scuffle.anim.reference.pose import bones_of
         motion = self.options.motion_entry == MotionEntry.MOTION
         return RefBones([(p, *bones_of(self.skeleton, p, motion)) for p in self.sample(instances)])
 
@@ -721,7 +721,7 @@ class Reference:
 
     def gait_speeds(self, anim_set, ids) -> tuple[float, ...]:
         """The looping gaits' speeds (m/s): displacement length / duration / rate ("Playback
-        rate" L297, anim.rates.gait_speed)."""
+        rate" L297, anim.data.rates.gait_speed)."""
         out = []
         for i in ids:
             clip, rate = self.find(anim_set, i), self.rate_of(anim_set, i)

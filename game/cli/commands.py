@@ -24,9 +24,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from scuffle.anim.clip import Clip, decode_positions, decode_rotations, key_frames, parse_clip
-from scuffle.anim.pose import PoseStackOverflow
-from scuffle.anim.stack import AnimLimitError
+from scuffle.anim.data.clip import Clip, decode_positions, decode_rotations, key_frames, parse_clip
+from scuffle.anim.maths.pose import PoseStackOverflow
+from scuffle.anim.engine.stack import AnimLimitError
 from scuffle.game.cli.errors import EXIT_ERROR, CliError, OneLineParser, anim_ref, examples, resolve_anim
 from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
 
@@ -197,8 +197,8 @@ def _clip_list(aset, ids_of: dict[int, list[int]], chosen: list[int]) -> str:
 
 
 def _clip_resource(args: argparse.Namespace) -> int:
-    from scuffle.anim.animset import AnimSet
-    from scuffle.anim.resource import ResourceFormatError, load_resource
+    from scuffle.anim.data.animset import AnimSet
+    from scuffle.anim.data.resource import ResourceFormatError, load_resource
 
     aset = _library(args.descriptor)
     listing = args.list or (aset is not None and args.anim_id is None and not args.json)
@@ -255,7 +255,7 @@ def _needs_pygame(module: str, name: str) -> Callable[[argparse.Namespace], int]
         import importlib.util
         if importlib.util.find_spec("pygame") is None:
             raise CliError(f"'scuffle {args.command}' needs pygame: pip install 'scuffle[demo]'")
-        from scuffle.anim.warmup import announce_compile
+        from scuffle.anim.playback.warmup import announce_compile
         announce_compile()              # a cold numba cache: said now; the first step compiles what it runs
         return _lazy(module, name)(args.argv)
     return run
@@ -378,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = _on_terminate()
     try:
         # the commands that step humans (demo, view, run, bench) say so when numba's cache is
-        # cold (anim.warmup.announce_compile; the bench compiles every kernel ahead)
+        # cold (anim.playback.warmup.announce_compile; the bench compiles every kernel ahead)
         status = args.run(args)
         sys.stdout.flush()
         return status

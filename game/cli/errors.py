@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable, NoReturn
 
-from scuffle.anim.limits import INT32_MAX, RangeError, check_float, check_int
+from scuffle.anim.base.limits import INT32_MAX, RangeError, check_float, check_int
 
 __all__ = ["CliError", "OneLineParser", "EXIT_ERROR", "anim_ref", "resolve_anim", "examples", "number", "whole"]
 
@@ -39,7 +39,7 @@ def resolve_anim(anim_set, ref: int | str, where: str) -> int:
     an unknown name raises CliError naming ``where`` with "did you mean"."""
     if isinstance(ref, int):
         return ref
-    from scuffle.anim.animset import UnknownAnimName
+    from scuffle.anim.data.animset import UnknownAnimName
     try:
         return anim_set.id_of(ref)
     except UnknownAnimName as exc:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scuffle.anim.limits import INT32_MAX
+from scuffle.anim.base.limits import INT32_MAX
 from scuffle.game.cli.errors import whole
 from scuffle.game.fighters import registry
 from scuffle.game.runtime.scenario import ScenarioError, load_scenario, run_scenario
@@ -236,7 +236,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     def keep(snapshot) -> None:
         saved.append(snapshot.to_bytes())       # while the Game is open
     snap = {"engine": args.engine, "start": start, "snapshot_at": at, "on_snapshot": keep}
-    from scuffle.anim.warmup import announce_compile
+    from scuffle.anim.playback.warmup import announce_compile
     announce_compile()                  # a cold numba cache: said now; the first step compiles what it runs
     counts = {"accepted": 0, "refused": 0}
     pictures = None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scuffle.anim import detmath
+from scuffle.anim.maths import detmath
 from scuffle.components import Body, Combat
 from scuffle.game.fighters.combat import PACES, Fight, FightFlags, FightState
 from scuffle.game.fighters.fightinput import Action, FightInput

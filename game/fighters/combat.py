@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from scuffle.anim.clip import EventType
-from scuffle.anim.limits import INT32_MAX, MAX_COORD, MAX_HEALTH, check_int
-from scuffle.anim.rangelist import NUM_ANIM_IDS
+from scuffle.anim.data.clip import EventType
+from scuffle.anim.base.limits import INT32_MAX, MAX_COORD, MAX_HEALTH, check_int
+from scuffle.anim.data.rangelist import NUM_ANIM_IDS
 from scuffle.components import Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEventKind, FightFlags,
                                              FightHandler, FightState, FightStats, GAITS, GRAB_SEARCH_FACTOR,
@@ -63,7 +63,7 @@ from scuffle.game.runtime.registry import (ActionSpec, Registry, TableSpec, is_i
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from scuffle.anim.stack import CharacterInstance
+    from scuffle.anim.engine.stack import CharacterInstance
     from scuffle.components import Body
     from scuffle.game.runtime.world import Game
 
@@ -132,7 +132,7 @@ class Fight(Hits):
         self.player = game.player
         self.stats = FightStats()
         self.pending: list[tuple] = []
-        # the end callbacks are data (anim.callbacks): this Fight's kind, its handler registered
+        # the end callbacks are data (anim.engine.callbacks): this Fight's kind, its handler registered
         # with the world's callbacks (several Fights on one world each get their own kind)
         taken = sum(1 for k in self.player.callbacks.kinds() if k.startswith("scuffle.fight."))
         self.end_kind = f"scuffle.fight.{taken}.end"

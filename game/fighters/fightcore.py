@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from scuffle.anim.callbacks import Callback
-from scuffle.anim.recipe import Arg, ClipStep, Command, LoopStep, Place, Recipe
-from scuffle.anim.stack import AnimLimitError, CharacterInstance
-from scuffle.anim.player import Player
-from scuffle.anim.tasks import HeldFlags, Task
+from scuffle.anim.engine.callbacks import Callback
+from scuffle.anim.playback.recipe import Arg, ClipStep, Command, LoopStep, Place, Recipe
+from scuffle.anim.engine.stack import AnimLimitError, CharacterInstance
+from scuffle.anim.playback.player import Player
+from scuffle.anim.playback.tasks import HeldFlags, Task
 from scuffle.components import Animator, Body, Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, BUSY, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, FightEvent, FightHandler, CHANGE_FADE,
@@ -290,7 +290,7 @@ class FightCore:
         """A change under ``fade`` to the clip ``clip`` handing over to the loop ``loop``
         (the human's own set): ``self._change(ent, self._clip(ent, clip, self._loop(ent,
         loop, held=loop_held), held=held, on_end=on_end), fade)`` as one prepared command
-        (anim.recipe; the rows those calls leave, written directly when nothing can refuse,
+        (anim.playback.recipe; the rows those calls leave, written directly when nothing can refuse,
         else through those very calls), its end callbacks as data (the loop's and, with
         ``on_end`` None, the clip's: ``_kept``). Rejected: as those calls (their errors;
         the pool checked by the caller)."""

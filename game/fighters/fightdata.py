@@ -4,7 +4,7 @@ What every part of ``scuffle.game.fighters.combat.Fight`` shares: the held bits 
 (``FightFlags``), the fight states, the answers (``Refusal``, ``ActionResult``), the
 events a host receives (``FightEventKind``, ``FightEvent``), the counts
 (``FightStats``), the numbers (ours unless a spec line is named) and the ground-plane
-geometry (headings, bearings, distances from anim.detmath: the same bits on every CPU).
+geometry (headings, bearings, distances from anim.maths.detmath: the same bits on every CPU).
 ``scuffle.game.fighters.combat`` re-exports the public names.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from scuffle.anim import detmath
-from scuffle.anim.tasks import HeldFlags
+from scuffle.anim.maths import detmath
+from scuffle.anim.playback.tasks import HeldFlags
 from scuffle.components import Body
 from scuffle.game.fighters.moves import Move
 

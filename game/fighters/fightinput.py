@@ -28,7 +28,7 @@ from enum import IntEnum, IntFlag
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from scuffle.anim.limits import INT32_MAX, MAX_COORD
+from scuffle.anim.base.limits import INT32_MAX, MAX_COORD
 from scuffle.game.fighters.fightdata import MAX_MOVE_SPEED, PACES
 
 __all__ = ["FightInput", "FightInputError", "Action", "InputFlags", "INPUT_VERSION", "MAX_INPUT_BYTES",

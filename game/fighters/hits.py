@@ -7,9 +7,9 @@ reaction ("The Anim Range List"), and a K.O. when the health reaches 0.
 """
 from __future__ import annotations
 
-from scuffle.anim import detmath
-from scuffle.anim.limits import INT32_MAX, check_int
-from scuffle.anim.stack import AnimLimitError
+from scuffle.anim.maths import detmath
+from scuffle.anim.base.limits import INT32_MAX, check_int
+from scuffle.anim.engine.stack import AnimLimitError
 from scuffle.components import NO_ATTACHMENT, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, GRAB_SEARCH_FACTOR, GRAB_CONE_DEG, HIT_CONE_DEG,

@@ -18,11 +18,11 @@ import warnings
 
 import numpy as np
 
-from scuffle.anim import detmath
-from scuffle.anim.limits import MAX_COORD, check_float, check_vec
-from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, Place, Recipe
-from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.tasks import LOCOMOTION_FLAGS, LOCOMOTION_STILL, HeldFlags, TaskType
+from scuffle.anim.maths import detmath
+from scuffle.anim.base.limits import MAX_COORD, check_float, check_vec
+from scuffle.anim.playback.recipe import Arg, ClipStep, Command, GaitStep, Place, Recipe
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.playback.tasks import LOCOMOTION_FLAGS, LOCOMOTION_STILL, HeldFlags, TaskType
 from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat, HumanRecord
 from scuffle.components.bodies import flat_views
 from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, FightCore, fight_commands

@@ -107,11 +107,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import Clip, EventType, author_clip, make_event
-from scuffle.anim.rangelist import RangeFlags, RangeRecord, author_range
-from scuffle.anim.resource import load_resource, save_resource
-from scuffle.anim.skeleton import HUMANOID, PARENTS, REFERENCE_ROTATIONS
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import Clip, EventType, author_clip, make_event
+from scuffle.anim.data.rangelist import RangeFlags, RangeRecord, author_range
+from scuffle.anim.data.resource import load_resource, save_resource
+from scuffle.anim.maths.skeleton import HUMANOID, PARENTS, REFERENCE_ROTATIONS
 from scuffle.game.fighters.moves import PAIRED_MOVES, THROWS, Move
 
 __all__ = ["demo_set", "demo_resource_bytes", "build_clips", "build_ranges", "MOVE_TABLE",
@@ -467,7 +467,7 @@ def _turn_keys(turn):
 
 
 def author(spec: ClipSpec) -> Clip:
-    """Sample the spec's poses at its key frames and author the clip (anim.clip.author_clip)."""
+    """Sample the spec's poses at its key frames and author the clip (anim.data.clip.author_clip)."""
     F = spec.frames
     frames = sorted(set(list(range(0, F, spec.step)) + [F]))
     locals_, roots = [], []

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from scuffle.anim.clip import EventType
-from scuffle.anim.limits import INT32_MAX, check_int
-from scuffle.anim.tasks import TaskFlags
+from scuffle.anim.data.clip import EventType
+from scuffle.anim.base.limits import INT32_MAX, check_int
+from scuffle.anim.playback.tasks import TaskFlags
 from scuffle.components import NO_ATTACHMENT, Body, Combat
 from scuffle.game.fighters.fightdata import (FightFlags, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, SLIDE_UPDATES, DOWN_UPDATES, THROW_SPEED, _wrap,

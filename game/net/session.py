@@ -111,7 +111,7 @@ def warm_up(game: Game, updates: int = 4) -> None:
     """Compile (or load) the engine's kernels and run the Game's first updates once, then
     put it back: the session's first update then costs what the others do. Fight events
     of these updates reach no handler."""
-    from scuffle.anim.warmup import compile_kernels
+    from scuffle.anim.playback.warmup import compile_kernels
 
     compile_kernels()
     fight: Any = game.fight

@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.animset import AnimSet
 
 __all__ = ["ActionSpec", "TableSpec", "Registry", "is_int", "is_num", "is_f32", "is_vec2"]
 

@@ -14,19 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Sequence, TextIO, cast
 
-from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet, UnknownAnimName
-from scuffle.anim.limits import INT32_MAX, MAX_HEALTH
-from scuffle.anim.sampler import MAX_BANK_BYTES, bank_bytes
-from scuffle.anim.clip import ClipFormatError, parse_clip
-from scuffle.anim.player import PlayerOptions, UnknownClip
-from scuffle.anim.pose import PoseStackOverflow
-from scuffle.anim.rangelist import RangeAuthoringError, RangeRecord, author_range
-from scuffle.anim.rates import CfgAnimSpeeds
-from scuffle.anim.resource import ResourceFormatError, load_resource
-from scuffle.anim.stack import AnimLimitError
-from scuffle.anim.options import READINGS
-from scuffle.anim.tasks import LOCOMOTION_FLAGS, TaskType
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.animset import AnimSet, UnknownAnimName
+from scuffle.anim.base.limits import INT32_MAX, MAX_HEALTH
+from scuffle.anim.engine.sampler import MAX_BANK_BYTES, bank_bytes
+from scuffle.anim.data.clip import ClipFormatError, parse_clip
+from scuffle.anim.playback.player import PlayerOptions, UnknownClip
+from scuffle.anim.maths.pose import PoseStackOverflow
+from scuffle.anim.data.rangelist import RangeAuthoringError, RangeRecord, author_range
+from scuffle.anim.data.rates import CfgAnimSpeeds
+from scuffle.anim.data.resource import ResourceFormatError, load_resource
+from scuffle.anim.engine.stack import AnimLimitError
+from scuffle.anim.data.options import READINGS
+from scuffle.anim.playback.tasks import LOCOMOTION_FLAGS, TaskType
 
 from scuffle.game.runtime.files import (MAX_BINARY_BYTES, MAX_TEXT_BYTES, FileLimitError, OutsideError,
                                         check_inside, data_dirs, read_limited)
@@ -49,7 +49,7 @@ MAX_HEADING = 36_000.0           # |heading|, degrees (a hundred turns)
 MAX_TOML_DEPTH = 64              # nested arrays and tables, refused before tomllib reads them
 # The budgets (docs/scenarios.md, "Limits"): a scenario under the 16 MiB cap stays under
 # 500 MB. Counts are checked on the parsed document before anything is built for them,
-# and the clip bank of the sets the humans use (scuffle.anim.sampler.MAX_BANK_BYTES)
+# and the clip bank of the sets the humans use (scuffle.anim.engine.sampler.MAX_BANK_BYTES)
 # from the clips' declared frames and keys, before any table is allocated.
 MAX_HUMANS = 20_000              # about 10 KB each once stepped
 MAX_COMMANDS = 150_000           # about 1.5 KB each while the file loads

@@ -2,11 +2,11 @@
 
 A snapshot file is read from strangers (shared save states, replays, a netplay peer), so
 it holds nothing but data: a fixed header, a directory of sections, each table's block
-as raw bytes with its declared columns, and the plain values (anim.plaindata: numbers,
+as raw bytes with its declared columns, and the plain values (anim.engine.plaindata: numbers,
 strings, bytes, lists, maps, numpy arrays; nothing in the bytes names a class or a
 function). scuffle's own code rebuilds its objects from them, in the Game they are
 restored into, after checking every size, every row and every value
-(anim.snapcheck and the checks here): **loading a snapshot file from anyone runs no code
+(anim.engine.snapcheck and the checks here): **loading a snapshot file from anyone runs no code
 and writes no file**, and one that does not fit is refused with one line naming the
 section and field (SnapshotError), the Game unchanged. docs/formats.md, "Snapshot",
 gives the byte layout.
@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from scuffle.anim import plaindata
-from scuffle.anim import snapshot as S
-from scuffle.anim.callbacks import Callback
-from scuffle.anim.cursor import cursor_proto
-from scuffle.anim.digest import array_form, blocks_digests, digest_form, values_bytes
-from scuffle.anim.snapcheck import ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack, unpack
-from scuffle.anim.store import Table, block_layout
+from scuffle.anim.engine import plaindata
+from scuffle.anim.engine import snapshot as S
+from scuffle.anim.engine.callbacks import Callback
+from scuffle.anim.playback.cursor import cursor_proto
+from scuffle.anim.engine.digest import array_form, blocks_digests, digest_form, values_bytes
+from scuffle.anim.engine.snapcheck import ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack, unpack
+from scuffle.anim.engine.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
 
 __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "config_bytes",
@@ -57,7 +57,7 @@ SECTIONS = ("config", "meta", "values", "log", *(f"table.{t}" for t in TABLES))
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 # a table section: its rows (u32) and the length of its columns' declaration (u32), the
 # declaration (plain data: (name, dtype, inner shape) per array), then the block packed
-# (anim.snapcheck.pack: the free list's arrays whole, the other columns' rows in use)
+# (anim.engine.snapcheck.pack: the free list's arrays whole, the other columns' rows in use)
 _TABLE_HEAD = struct.Struct("<II")
 
 
@@ -243,7 +243,7 @@ def _owners_plain(owners: dict, views: dict[int, str], what: str) -> dict:
 def plain_values(game, st, strict: bool = True, array: Any = None) -> dict:
     """The saved values of snapshot state ``st`` (game.runtime.snapshot._State) but the
     tables' blocks and the last update's outputs, as plain data: the engine's values
-    (anim.snapshot.engine_plain), the body and combat rows' owners by name, the combat
+    (anim.engine.snapshot.engine_plain), the body and combat rows' owners by name, the combat
     texts, the fight rules' state and each stateful action's. Rejected (NoPlainForm): the
     reference engine (its state is its objects), code where a value should be. Not
     ``strict`` (a checksum): code is named by its module and name instead, and entries
@@ -296,7 +296,7 @@ _FACTS: dict = {}
 
 
 def _bank_digests(player) -> list[bytes]:
-    from scuffle.anim.clip import clip_digest
+    from scuffle.anim.data.clip import clip_digest
     return [clip_digest(c) for c in player.lookup.clips]
 
 
@@ -621,7 +621,7 @@ _DECLARED_BYTES: dict = {}
 def to_state(game, p: Parsed, state_cls) -> Any:
     """The saved state of parsed file ``p`` for ``game`` (a ``state_cls``, the snapshot's
     _State), after every check: the configuration, the humans (names, entities, anim
-    sets), the clip bank, every table's layout and rows (anim.snapcheck), every value's
+    sets), the clip bank, every table's layout and rows (anim.engine.snapcheck), every value's
     schema and cross-reference. Rejected (_Refused, one line naming the section and
     field): anything that does not fit; nothing of the Game is changed."""
     # -- the configuration: the same parts, else say which differ
@@ -679,7 +679,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     pool = ev["pool"]
     need(isinstance(pool, tuple) and len(pool) == 2 and isinstance(pool[0], np.ndarray), "values.engine.pool",
          "not (flags, count)")
-    # a table's rows are reset to its defaults when given back (anim.store.Table.free): no
+    # a table's rows are reset to its defaults when given back (anim.engine.store.Table.free): no
     # table has rows waiting for a reset between two updates
     dirty = [_NO_ROWS] * len(TABLES)
     dirty_where = [f"table.{name}" for name in TABLES]
@@ -866,7 +866,7 @@ def _texts(v: Any) -> list:
 # ---------------------------------------------------------------- the checksum
 def checksum(game, st) -> str:
     """The digest of a state (``Game.checksum``, ``Snapshot.checksum``): a sha256 (hex)
-    over the update counters, the names, each table's digest (anim.digest: the rows in
+    over the update counters, the names, each table's digest (anim.engine.digest: the rows in
     use, the free lists, the generations) and the plain values' bytes. Equal states give
     equal digests on every machine; the last update's outputs and which rows have handles
     are not state and are left out."""
@@ -909,7 +909,7 @@ def _declared_columns(raw: bytes, where: str) -> dict:
 def _values_digest(v: dict) -> bytes:
     """The checksum's bytes of plain values in digest_form: the engine's, the bodies', the
     combat rows' and the fight rules' (scuffle's own: plain types, no sets) by
-    anim.digest.values_bytes; the stateful actions' by anim.plaindata (a host's action
+    anim.engine.digest.values_bytes; the stateful actions' by anim.engine.plaindata (a host's action
     may keep any plain value: a set is sorted there, a dataclass written by its fields)."""
     extras = v.get("extras")
     own = {k: x for k, x in v.items() if k != "extras"}      # the fight's state holds no array

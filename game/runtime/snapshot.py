@@ -1,13 +1,13 @@
 """Save, restore and checksum a whole Game: rollback-exact snapshots.
 
 ``Game.snapshot()`` returns a ``Snapshot``: everything the next updates read. That is
-the engine's tables and Python values (anim.snapshot), the bodies' table, each human's
+the engine's tables and Python values (anim.engine.snapshot), the bodies' table, each human's
 components (combat state, pose row, range records, fired events), the update counter,
 the last update's poses and bones, the esper entity counter and names, the fight rules'
 state (``Fight.save_state``: combat states, health, rounds, the log's counts, pending
 hits and windows, its controllers' random generators) and that of every action or state
 function that has ``save_state`` / ``load_state`` (the scenario's script, a bench
-crowd). Callbacks are data (anim.callbacks), so no code is saved.
+crowd). Callbacks are data (anim.engine.callbacks), so no code is saved.
 
 ``Game.restore(snapshot)`` writes it all back; stepping on gives the same trace bytes as
 never having left. A snapshot is independent of later steps: it restores any number of
@@ -45,9 +45,9 @@ from typing import Any
 import esper
 import numpy as np
 
-from scuffle.anim import plaindata
-from scuffle.anim import snapshot as S
-from scuffle.anim.cursor import Cursor, FiredEvent
+from scuffle.anim.engine import plaindata
+from scuffle.anim.engine import snapshot as S
+from scuffle.anim.playback.cursor import Cursor, FiredEvent
 from scuffle.components import Animator, Body, Combat
 from scuffle.game.runtime import snapfile as F
 
@@ -148,7 +148,7 @@ class Snapshot:
         sizes, the payload's sha256), a directory and typed sections: each table's block
         with its declared columns, and the plain values. The last update's outputs are not
         in it. Rejected (SnapshotError): a Game closed since, the reference engine's state,
-        a callback given as code (give it as data: anim.callbacks.Callback), a human removed
+        a callback given as code (give it as data: anim.engine.callbacks.Callback), a human removed
         since the last update whose tasks wait for the flush."""
         if self._parsed is not None:
             raise SnapshotError("Snapshot.to_bytes: a snapshot read from bytes: keep those bytes")
@@ -334,7 +334,7 @@ def restore(game, snap: Snapshot) -> None:
                 for dst, src in zip((p.vel, p.root, p.rot, p.tag), c["poses"]):
                     np.copyto(dst, src)
             else:
-                from scuffle.anim.pose import PoseBatch
+                from scuffle.anim.maths.pose import PoseBatch
                 ctx.poses = PoseBatch(*(a.copy() for a in c["poses"]))
         for name in ("bone_pos", "bone_rot"):
             saved, now = c[name], getattr(ctx, name)

@@ -28,15 +28,15 @@ import esper
 import numpy as np
 import numpy.typing as npt
 
-from scuffle.anim import detmath, quat
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import EventType
-from scuffle.anim.cursor import FiredEvent
-from scuffle.anim.skeleton import Bone
-from scuffle.anim.limits import MAX_COORD, MAX_HEALTH, check_float, check_vec
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.stack import CharacterInstance, HumanRecord
-from scuffle.anim.tasks import Task
+from scuffle.anim.maths import detmath, quat
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import EventType
+from scuffle.anim.playback.cursor import FiredEvent
+from scuffle.anim.maths.skeleton import Bone
+from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH, check_float, check_vec
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.engine.stack import CharacterInstance, HumanRecord
+from scuffle.anim.playback.tasks import Task
 from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, Name, PoseRef,
                                 RangeRecords)
 from scuffle.game.runtime import schedule
@@ -233,7 +233,7 @@ class Game:
         else:
             self.player = Player(options)
         # the reference engine moves the bodies by the readable root motion (systems.motion:
-        # numpy on anim.detmath, the kernel's bits on every CPU), as reference=True does
+        # numpy on anim.maths.detmath, the kernel's bits on every CPU), as reference=True does
         self.ctx = SimContext(self.player, reference=reference or engine == "reference")
         self.names: dict[str, int] = _Names()
         # humans()' list in entity order, kept by add_human and remove_human, and the
@@ -478,7 +478,7 @@ class Game:
 
     # ---------------------------------------------------------------- commands
     def change(self, name: str, task: Task, fade: float = 0.0) -> None:
-        """A change of animation on a human: fade, the new task under it (anim.player).
+        """A change of animation on a human: fade, the new task under it (anim.playback.player).
         Rejected: a ``task`` that is not a Task, a bare clip id or name included
         (TypeError naming the constructors: a clip id alone does not say whether to loop
         it, play it once or chain it); an unknown human (UnknownHuman)."""
@@ -566,7 +566,7 @@ class Game:
     # ---------------------------------------------------------------- events and bones
     def callback(self, kind: str, handler: Callable[..., None]) -> Callable[..., None]:
         """Register ``handler(instance, *args)`` for the callbacks of ``kind``: an end or
-        wrap callback given as data, ``Callback(kind, args)`` (scuffle.anim.callbacks),
+        wrap callback given as data, ``Callback(kind, args)`` (scuffle.anim.engine.callbacks),
         calls it when its task is released or wraps, so the world's state holds no code.
         Returns the handler. Rejected (CallbackError, a ValueError): a kind that is not a
         non-empty str, a handler that is not callable, a kind another handler has."""

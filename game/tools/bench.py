@@ -66,9 +66,9 @@ from typing import Any
 
 import numpy as np
 
-from scuffle.anim.player import PlayerOptions
-from scuffle.anim.recipe import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe
-from scuffle.anim.tasks import LOCOMOTION_FLAGS, HeldFlags, TaskFlags, TaskType
+from scuffle.anim.playback.player import PlayerOptions
+from scuffle.anim.playback.recipe import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe
+from scuffle.anim.playback.tasks import LOCOMOTION_FLAGS, HeldFlags, TaskFlags, TaskType
 from scuffle.game.runtime.collector import settle as settle_collector
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 
@@ -172,7 +172,7 @@ _TOTAL_WEIGHT = _CUM_WEIGHTS[-1] + 0.0
 _N_KINDS = len(COMMAND_KINDS)
 ATTACKS = (Move.JAB, Move.KICK, Move.CROSS, Move.HOOK)
 REACTIONS = (Move.HIT_FRONT, Move.HIT_BACK, Move.HIT_HEAVY)
-# The crowd's commands as a game issues them: prepared recipes (anim.recipe; plain data,
+# The crowd's commands as a game issues them: prepared recipes (anim.playback.recipe; plain data,
 # Player.prepare once, Player.run with the fade and the id or gait target), the same rows
 # as the handle calls of RealisticCrowd._do_handles; mix, pick, direction and a running
 # gait's new target go through the handle API.
@@ -265,7 +265,7 @@ class RealisticCrowd:
     same seed and size give the same commands and the same state.
 
     The commands go as a game issues them (``_do``): prepared recipes (REAL_RECIPES,
-    Player.prepare once, Player.run: the rows written directly, anim.prepared) for the walk
+    Player.prepare once, Player.run: the rows written directly, anim.playback.prepared) for the walk
     start (and a gait target with no gait running), walk stop, attack, combo, hit reaction
     and queued attack; the handle API (``_do_handles``: the constructors and stack rules)
     for a running gait's new target, mix, pick and direction. Every HANDLE_SAMPLE-th
@@ -411,7 +411,7 @@ class RealisticCrowd:
         phase = self.by_phase[ctx.update % REAL_CYCLE]
         if not phase:                                     # no extra commanded this update (2 fighters: never)
             return
-        from scuffle.anim.stack import AnimLimitError
+        from scuffle.anim.engine.stack import AnimLimitError
 
         # the phase's draws first (the commands draw nothing from this generator: the same
         # numbers in the same order as drawn one command at a time; random.choices' draw,
@@ -473,7 +473,7 @@ def _build_realistic(n: int, engine: str = "compiled", seed: int = 1, threads: i
     """The realistic crowd in one Game (docs/performance.md): pairs of fighters under the
     fight rules (one per FIGHT_EVERY humans; 2 humans: the two fighters alone), the rest
     extras commanded by RealisticCrowd; events read by a handler."""
-    from scuffle.anim.clip import EventType
+    from scuffle.anim.data.clip import EventType
     from scuffle.game.fighters.ai import FighterAI
     from scuffle.game.fighters.combat import Fight
     from scuffle.game.runtime.world import Game
@@ -553,7 +553,7 @@ def crowd_checksum(game) -> str:
     return h.hexdigest()
 
 
-# the compiled kernels: anim.kernels' (the step, the pose, the plan, the flush's releases and
+# the compiled kernels: anim.engine.kernels' (the step, the pose, the plan, the flush's releases and
 # anim ids), then systems.motion's root motion (last: _patch_kernels wraps it there)
 KERNELS = ("step_stacks", "pose_stacks", "pose_plan", "flush_release", "flush_anim_ids", "root_motion_step")
 FIGHT_STAGE = "fight rules (pairs, AI)"
@@ -581,11 +581,11 @@ def _timed_call(fn, sink: dict, key: str, calls: dict | None = None, cpu: dict |
 def _patch_kernels(sink: dict, calls: dict, cpu: dict, batch=None) -> list:
     """Time the compiled kernels alone, as the engine calls them: the step, the pose and
     the flush's two through the engine's trusted calls (``batch._step_kernel``,
-    ``_pose_kernel``, ``_flush_release``, ``_flush_anim_ids``; anim.trusted: the compiled
-    entry point once the dispatcher typed the arguments), the plan through anim.kernels and
+    ``_pose_kernel``, ``_flush_release``, ``_flush_anim_ids``; anim.engine.trusted: the compiled
+    entry point once the dispatcher typed the arguments), the plan through anim.engine.kernels and
     root motion through systems.motion (the module attributes they are called by); each is
     wrapped for the run; returns what ``_unpatch`` puts back."""
-    from scuffle.anim import kernels as K
+    from scuffle.anim.engine import kernels as K
     from scuffle.systems import motion
 
     saved = []
@@ -962,9 +962,9 @@ def _pipeline_case(n: int) -> tuple:
     within their durations, rate 0.75), blended by a random weight over every bone, then
     local-to-model. Returns (pose_plan's arguments, the Bones it writes, the bank's
     tables, the per-human columns clip_a, clip_b, flags, t_a, t_b, rate, w)."""
-    from scuffle.anim import kernels as K
-    from scuffle.anim.plan import Bones, pose_tables, scratch_poses
-    from scuffle.anim.sampler import ClipBank
+    from scuffle.anim.engine import kernels as K
+    from scuffle.anim.engine.plan import Bones, pose_tables, scratch_poses
+    from scuffle.anim.engine.sampler import ClipBank
     from scuffle.game.fighters.moveset import demo_set
 
     s = demo_set()
@@ -993,7 +993,7 @@ def _pose_pipeline(n: int, repeats: int = 20) -> tuple[float, float]:
     """µs per human (wall, CPU medians) for the pose pipeline alone, compiled: two clips sampled and blended,
     then local-to-model over 34 bones, in one kernel call (the reference
     measurement of the pose's cost; the plan is built before the clock starts)."""
-    from scuffle.anim import kernels as K
+    from scuffle.anim.engine import kernels as K
 
     args = _pipeline_case(n)[0]
     K.pose_plan(*args)
@@ -1099,7 +1099,7 @@ def run_anchor(n: int, repeats: int = 20, cache_dir: str | None = None) -> dict:
     import subprocess
     import tempfile
 
-    from scuffle.anim import kernels as K
+    from scuffle.anim.engine import kernels as K
 
     exe, info = build_anchor(cache_dir)
     if exe is None:
@@ -1137,14 +1137,14 @@ def fresh_first_step(launched: float) -> dict:
     as differences), then every other kernel (``compile_kernels``). ``python_start_s`` is
     the interpreter's start with numpy, numba and the core imported (this module's
     imports). The step compiles the other big kernel in a child process meanwhile where
-    it can (anim.coldstart.compile_aside; ``compiled_aside``: the kernel, whether it
+    it can (anim.engine.coldstart.compile_aside; ``compiled_aside``: the kernel, whether it
     came from the child, and the kernels this process compiled while it waited);
     numba's compile events are this process's (a kernel from the child: its load from
     the cache). ``first_step_cpu_s``: this process's CPU time to the end of the first step
     (its start included), ``aside_cpu_s`` the child's (on a loaded machine, the larger
     of the two is about the wall time on two idle cores). Prints nothing; returns the
     figures."""
-    from scuffle.anim import coldstart
+    from scuffle.anim.engine import coldstart
     from numba.core import event as ev
 
     t_import = time.perf_counter()
@@ -1157,7 +1157,7 @@ def fresh_first_step(launched: float) -> dict:
         first = time.perf_counter()
         first_cpu = time.process_time()
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        from scuffle.anim.warmup import compile_kernels
+        from scuffle.anim.playback.warmup import compile_kernels
         compile_kernels()
         done = time.perf_counter()
         game.close()
@@ -1261,7 +1261,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     ``settle`` calls scuffle.settle after the build and the warm-up (``gc_settled``: the
     objects it froze); ``threads`` the compiled engine's (PlayerOptions.threads; the
     reference engine runs on one). Rejected: an unknown crowd (ValueError naming it)."""
-    from scuffle.anim.warmup import compile_kernels
+    from scuffle.anim.playback.warmup import compile_kernels
 
     if crowd not in CROWDS:
         raise ValueError(f"crowd: {crowd!r} is not one of {', '.join(CROWDS)}")
@@ -1604,7 +1604,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     threads = getattr(args, "threads", 1)
     if not 1 <= threads <= 1024:
         raise CliError(f"--threads {threads}: expected 1 to 1024")
-    from scuffle.anim.warmup import announce_compile
+    from scuffle.anim.playback.warmup import announce_compile
     announce_compile(ahead=True)        # a cold numba cache: compile every kernel ahead (they are timed)
     text = sys.stderr if args.json else sys.stdout
     crowd = getattr(args, "crowd", "light")

@@ -37,8 +37,8 @@ import sys
 
 import numpy as np
 
-from scuffle.anim import f32 as F
-from scuffle.anim.limits import INT32_MAX, MAX_DIGITS, UINT32_MAX, RangeError, check_float, check_int
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.base.limits import INT32_MAX, MAX_DIGITS, UINT32_MAX, RangeError, check_float, check_int
 from scuffle.game.cli.errors import whole
 from scuffle.game.runtime.files import MAX_TRACE_BYTES, FileLimitError, read_limited
 

@@ -442,10 +442,10 @@ class Names:
         if not isinstance(value, int) or isinstance(value, bool):
             return ""
         if _EVENT_TYPE_LEAF.match(path):
-            from scuffle.anim.clip import EventType
+            from scuffle.anim.data.clip import EventType
             return EventType(value).name if value in EventType._value2member_map_ else ""
         if _TASK_TYPE_LEAF.match(path):
-            from scuffle.anim.tasks import TaskType
+            from scuffle.anim.playback.tasks import TaskType
             return TaskType(value).name if value in TaskType._value2member_map_ else ""
         if _ANIM_LEAF.search(path):
             aset = self.sets.get(human, self.default)
@@ -474,8 +474,8 @@ def load_names(source: str | None) -> Names:
         except ScenarioError as exc:
             raise CliError(f"--names: {exc}") from None
         return Names({h.name: sc.sets[h.set] for h in sc.humans})
-    from scuffle.anim.animset import AnimSet
-    from scuffle.anim.resource import ResourceFormatError, load_resource
+    from scuffle.anim.data.animset import AnimSet
+    from scuffle.anim.data.resource import ResourceFormatError, load_resource
     try:
         data = read_limited(source, MAX_TRACE_BYTES)
         return Names(default=AnimSet.from_resource(load_resource(data)))

@@ -20,12 +20,12 @@ import argparse
 import json
 from pathlib import Path
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import DESCRIPTOR_SIZE, ClipFormatError, parse_clip
-from scuffle.anim.lint import Finding, lint_clip, lint_set
-from scuffle.anim.rangelist import RangeListFormatError
-from scuffle.anim.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
-from scuffle.anim.resource import ResourceFormatError, load_resource
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import DESCRIPTOR_SIZE, ClipFormatError, parse_clip
+from scuffle.anim.data.lint import Finding, lint_clip, lint_set
+from scuffle.anim.data.rangelist import RangeListFormatError
+from scuffle.anim.data.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
+from scuffle.anim.data.resource import ResourceFormatError, load_resource
 from scuffle.game.cli.errors import CliError
 from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
 

@@ -1,7 +1,7 @@
 """``python -m game survey PATH... [--json] [--progress N] [--data-speeds]``: count and check a corpus.
 
 Walks resource files and descriptor/keyframes pairs, parses every clip, samples each
-distinct clip at every frame (anim.sampler.ClipBank) and reports the counts the spec
+distinct clip at every frame (anim.engine.sampler.ClipBank) and reports the counts the spec
 reports for the disc, side by side with the disc's ("ours / disc"):
 
 - resources, clip occurrences and distinct clips (by content: the SHA-1 of the
@@ -49,11 +49,11 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from scuffle.anim.clip import DESCRIPTOR_SIZE, NUM_BONES, Clip, ClipFormatError, parse_clip
-from scuffle.anim.lint import end_step
-from scuffle.anim.rangelist import NUM_ANIM_IDS, RangeListFormatError, parse_range_list
-from scuffle.anim.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
-from scuffle.anim.resource import (CHUNK_HEADER_SIZE, NO_CLIP, AnimTableFormatError, ChunkType, ResourceFormatError,
+from scuffle.anim.data.clip import DESCRIPTOR_SIZE, NUM_BONES, Clip, ClipFormatError, parse_clip
+from scuffle.anim.data.lint import end_step
+from scuffle.anim.data.rangelist import NUM_ANIM_IDS, RangeListFormatError, parse_range_list
+from scuffle.anim.data.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
+from scuffle.anim.data.resource import (CHUNK_HEADER_SIZE, NO_CLIP, AnimTableFormatError, ChunkType, ResourceFormatError,
                            parse_anim_table)
 from scuffle.game.cli.errors import CliError
 from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
@@ -419,7 +419,7 @@ class Survey:
     def _sample_pending(self) -> None:
         """Sample every pending clip at each frame 0..F (time f / 30, rate 1, no flags) and
         mark the clips whose pose has a non-finite value."""
-        from scuffle.anim.sampler import ClipBank
+        from scuffle.anim.engine.sampler import ClipBank
 
         pending, self._pending, self._pending_samples = self._pending, [], 0
         if not pending:
@@ -568,7 +568,7 @@ def _count(n: int, word: str) -> str:
 
 
 def _event_name(t: int) -> str:
-    from scuffle.anim.clip import EventType
+    from scuffle.anim.data.clip import EventType
     try:
         return EventType(t).name
     except ValueError:

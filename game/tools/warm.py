@@ -19,8 +19,8 @@ def run(args: argparse.Namespace) -> int:
     progress line, then one line: compiled or loaded, how long, and where the cache is."""
     import time
 
-    from scuffle.anim import coldstart
-    from scuffle.anim.warmup import warm
+    from scuffle.anim.engine import coldstart
+    from scuffle.anim.playback.warmup import warm
 
     if args.check:
         missing = [f"{m}.{n}" for m, n in coldstart.ALL_KERNELS if not coldstart.kernel_cached(n, m)]

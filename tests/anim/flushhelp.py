@@ -3,10 +3,10 @@ the reference side by side, and three humans whose middle one's clip ends into a
 callback while the flush releases."""
 from __future__ import annotations
 
-from scuffle.anim.callbacks import Callback
-from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.engine.callbacks import Callback
+from scuffle.anim.playback.player import Player, PlayerOptions
 from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
-from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.engine.stack import CharacterInstance
 
 CLIP = 15           # a 16-frame clip of the demo set
 IDLE = 388          # the idle loop

@@ -1,6 +1,6 @@
 """The compiled engine against the reference model, over random scenarios.
 
-The engine (``Player``: anim.batch over anim.kernels, the only engine since issue 19)
+The engine (``Player``: anim.playback.batch over anim.engine.kernels, the only engine since issue 19)
 and the plain-Python reference model of the spec (``scuffle.anim.reference``) get the
 same characters and the same random command streams. Their dumps (task types, anim ids,
 held bits, every cursor's time / frame / flags, fades, gaits, next tasks, record flags and
@@ -16,13 +16,13 @@ import random
 import numpy as np
 import pytest
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip, make_event
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.rangelist import author_range
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip, make_event
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.data.rangelist import author_range
 from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
-from scuffle.anim.stack import CharacterInstance, TaskPoolExhausted, StackFull
-from scuffle.anim.tasks import TaskType
+from scuffle.anim.engine.stack import CharacterInstance, TaskPoolExhausted, StackFull
+from scuffle.anim.playback.tasks import TaskType
 
 GAIT = [40, 41, 42, 43, 43]
 
@@ -215,7 +215,7 @@ def test_compiled_equals_reference_many_seeds(seed):
 
 
 def _plan_reference(world, plan, bank, submasks) -> list:
-    """Each human of ``plan`` (anim.plan.SamplePlan) run on the reference model's pose
+    """Each human of ``plan`` (anim.engine.plan.SamplePlan) run on the reference model's pose
     (anim.reference.pose): its samples, its blends (a subtree blend: the whole-body blend
     on the bones of the subtree, the lower pose elsewhere, Pose_BlendPartial), its final
     pose or the reference pose, and the bone transforms; as (vel, root, rot, tag, pos,
@@ -255,8 +255,8 @@ def test_plan_with_subtree_masks_and_default_poses_matches_reference():
     bit (no tolerance): partial blends (Pose_BlendPartial's subtree masks), stacks of
     several blends, empty stacks (the default pose), flags 0x1 / 0x2 (tagged defaults),
     several rates; the poses and the bone transforms."""
-    from scuffle.anim.plan import Bones, SamplePlan
-    from scuffle.anim.skeleton import NUM_BONES, subtree_mask
+    from scuffle.anim.engine.plan import Bones, SamplePlan
+    from scuffle.anim.maths.skeleton import NUM_BONES, subtree_mask
 
     aset = _set(3)
     p = Player()

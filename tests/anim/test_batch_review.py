@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from scuffle.anim.clip import author_clip, make_event
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.player import Player
-from scuffle.anim.rangelist import author_range
-from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.tasks import LoopTask, TaskType
+from scuffle.anim.data.clip import author_clip, make_event
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.playback.player import Player
+from scuffle.anim.data.rangelist import author_range
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.playback.tasks import LoopTask, TaskType
 from scuffle.game.fighters.moveset import demo_set
 
 from test_batch import GAIT, _poses, _set, _state, same_poses, same_states, worlds
@@ -105,8 +105,8 @@ def test_a_task_made_outside_the_world_is_refused_not_stepped_by_the_scalar_path
     a task's rows are a world's or it is not made (ValueError: tasks are made by a
     Player), and a world's task never links to or stacks another world's task, nor takes
     another table's cursor (ForeignTask, a ValueError, nothing changed)."""
-    from scuffle.anim.store import task_table
-    from scuffle.anim.tasks import ForeignTask
+    from scuffle.anim.engine.store import task_table
+    from scuffle.anim.playback.tasks import ForeignTask
 
     aset = demo_set()
     p, other = Player(), Player()
@@ -254,7 +254,7 @@ def test_one_task_has_one_place():
     one place, a stack, a queue or another task's next (TaskInUse, a ValueError, nothing
     changed), and gets it back when it leaves that place without ending (a queued start,
     a next task replaced)."""
-    from scuffle.anim.tasks import TaskInUse
+    from scuffle.anim.playback.tasks import TaskInUse
 
     aset = demo_set()
     p = Player()

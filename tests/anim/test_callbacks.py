@@ -1,4 +1,4 @@
-"""Callbacks as data (issue 19, item 1; anim.callbacks) and the wrap callbacks' place in an
+"""Callbacks as data (issue 19, item 1; anim.engine.callbacks) and the wrap callbacks' place in an
 update (issue 19, item 2): the compiled step (the one engine, which steps every human)
 reports a wrap as a row, and every wrap callback runs once all humans stepped, in step
 order, on the engine and the reference alike.
@@ -11,10 +11,10 @@ import re
 
 import pytest
 
-from scuffle.anim.callbacks import Callback, CallbackError, Callbacks, UnknownCallback, callback
-from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.engine.callbacks import Callback, CallbackError, Callbacks, UnknownCallback, callback
+from scuffle.anim.playback.player import Player, PlayerOptions
 from scuffle.anim.reference import Reference, RefInstance
-from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.game.fighters.moveset import demo_set
 
 IDLE = 388
@@ -222,7 +222,7 @@ def test_check_callback_passes_plain_callbacks_as_they_are_and_refuses_the_rest(
     """The common Callback (a str kind, ints, strs, bools, bytes and None as arguments) is
     returned as it is; a float is checked finite, a tuple walked, a bad kind or args refused
     (CallbackError naming the field), however the Callback is spelled."""
-    from scuffle.anim.callbacks import Callback, CallbackError, check_callback
+    from scuffle.anim.engine.callbacks import Callback, CallbackError, check_callback
 
     cb = Callback("k", (1, "a", None, True, b"x"))
     assert check_callback(cb, "on_end") is cb

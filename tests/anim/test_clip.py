@@ -1,4 +1,4 @@
-"""Tests of the clip codec (anim/clip.py) from the spec's numbers.
+"""Tests of the clip codec (anim/data/clip.py) from the spec's numbers.
 
 Spec: "Data" (Descriptor, Keyframes, Events) and "Notes for implementers".
 The chunks are built here byte by byte at the spec's offsets, independently of the
@@ -17,7 +17,7 @@ from hypothesis import event as note_outcome
 from hypothesis import strategies as st
 from budget import examples
 
-from scuffle.anim.clip import (
+from scuffle.anim.data.clip import (
     DESCRIPTOR_SIZE, EVENT_DTYPE, EVENT_SIZE, KEY_DTYPE, KEY_SIZE, POS_SCALE, ROT_SCALE,
     VTABLE_PLACEHOLDER, Clip, ClipAuthoringError, ClipFormatError, EventType,
     author_clip, decode_positions, decode_rotations, encode_clip, key_frames, make_event,

@@ -1,6 +1,6 @@
 """All state the next update reads lives in typed columns.
 
-The callbacks are ids of one registry table (anim.callbacks.CallbackTable) in int columns
+The callbacks are ids of one registry table (anim.engine.callbacks.CallbackTable) in int columns
 (``tasks.on_end``, ``tasks.on_wrap``, ``humans.on_report``); a paired task's partner and a
 direction's clips are int columns; no table holds a dict keyed by row; the layout signal
 is the tables' own, read above anim/ only through the public ``layout`` of a table, the
@@ -15,13 +15,13 @@ import pathlib
 import numpy as np
 import pytest
 
-from scuffle.anim.callbacks import Callback, CallbackTable
-from scuffle.anim.player import Player
-from scuffle.anim.snapcheck import check_ids
-from scuffle.anim.snapshot import EngineState, TableState, load_engine, save_engine
-from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.store import NO_ROW, HumanTable, Stores, Table, layout_epoch
-from scuffle.anim.tasks import Task
+from scuffle.anim.engine.callbacks import Callback, CallbackTable
+from scuffle.anim.playback.player import Player
+from scuffle.anim.engine.snapcheck import check_ids
+from scuffle.anim.engine.snapshot import EngineState, TableState, load_engine, save_engine
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.engine.store import NO_ROW, HumanTable, Stores, Table, layout_epoch
+from scuffle.anim.playback.tasks import Task
 from scuffle.game.fighters.moveset import demo_set
 
 from flushhelp import CLIP, IDLE
@@ -131,7 +131,7 @@ def test_no_table_holds_a_dict_keyed_by_row():
         for name, v in vars(table).items():
             if isinstance(v, dict):
                 assert not any(isinstance(k, (int, np.integer)) for k in v), (type(table).__name__, name)
-    assert not hasattr(Stores, "KeyedColumn") and "KeyedColumn" not in vars(__import__("scuffle.anim.store",
+    assert not hasattr(Stores, "KeyedColumn") and "KeyedColumn" not in vars(__import__("scuffle.anim.engine.store",
                                                                                        fromlist=["x"]))
 
 
@@ -237,7 +237,7 @@ def _writes_private(fn: ast.FunctionDef) -> list[str]:
 
 
 def test_a_restore_writes_no_private_attribute_of_another_object():
-    checked = {"anim/snapshot.py": ("load_engine", "load_table", "load_humans", "_private_back", "save_engine"),
+    checked = {"anim/engine/snapshot.py": ("load_engine", "load_table", "load_humans", "_private_back", "save_engine"),
                "game/runtime/snapshot.py": ("restore",)}
     found = []
     for rel, names in checked.items():

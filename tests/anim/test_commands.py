@@ -13,13 +13,13 @@ import pickle
 import numpy as np
 import pytest
 
-from scuffle.anim.callbacks import Callback
-from scuffle.anim.clip import author_clip
-from scuffle.anim.cursor import Cursor
-from scuffle.anim.player import Player
-from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.store import NO_ROW, TASK_DEFAULTS, StaleHandle, Stores, task_table
-from scuffle.anim.tasks import ClipTask, LoopTask, TaskInUse, TaskType
+from scuffle.anim.engine.callbacks import Callback
+from scuffle.anim.data.clip import author_clip
+from scuffle.anim.playback.cursor import Cursor
+from scuffle.anim.playback.player import Player
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.engine.store import NO_ROW, TASK_DEFAULTS, StaleHandle, Stores, task_table
+from scuffle.anim.playback.tasks import ClipTask, LoopTask, TaskInUse, TaskType
 
 
 def _tasks_row(ts, r: int) -> dict:
@@ -34,7 +34,7 @@ def _ends(ts) -> dict:
 def test_a_row_given_back_is_taken_again_at_the_defaults():
     """A task row freed with links, numbers and an end callback is back at TASK_DEFAULTS
     (0 elsewhere) at once, its callback id let go, and alloc_default takes it so."""
-    from scuffle.anim.tasks import set_call
+    from scuffle.anim.playback.tasks import set_call
 
     st = Stores(4)
     ts = st.tasks
@@ -103,8 +103,8 @@ def test_cursor_rows_written_through_kept_views_survive_growth_and_copies():
     """cursor_row keeps the cursor table's fast views in one tuple (Table.row_views): rows
     written after the table grew land in the new arrays, and a pickled or copied table
     makes its own views (none shared with the original)."""
-    from scuffle.anim.cursor import cursor_proto, cursor_row
-    from scuffle.anim.store import cursor_table
+    from scuffle.anim.playback.cursor import cursor_proto, cursor_row
+    from scuffle.anim.engine.store import cursor_table
 
     clip = author_clip("c", 10)
     proto = cursor_proto(clip, False)
@@ -332,8 +332,8 @@ def test_a_mix_or_pick_holding_another_tables_cursor_is_refused(demo):
     """A mix or pick whose cursor handle was swapped for one of another cursor table is
     not the world's: change refuses it (ForeignTask) before anything changes; the mix and
     pick the Player made pass."""
-    from scuffle.anim.store import cursor_table
-    from scuffle.anim.tasks import ForeignTask
+    from scuffle.anim.engine.store import cursor_table
+    from scuffle.anim.playback.tasks import ForeignTask
 
     p, h, Move = demo
     m = p.mix(h, Move.WALK, Move.JOG, weight=0.3)

@@ -16,15 +16,15 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip, make_event
-from scuffle.anim.cursor import Cursor
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.rangelist import author_range
-from scuffle.anim.rates import CfgAnimSpeeds
-from scuffle.anim.sampler import CursorFlags
-from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip, make_event
+from scuffle.anim.playback.cursor import Cursor
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.data.rangelist import author_range
+from scuffle.anim.data.rates import CfgAnimSpeeds
+from scuffle.anim.engine.sampler import CursorFlags
+from scuffle.anim.engine.stack import CharacterInstance
 
 X = 19          # the clip under test
 NEXT = 388      # the idle it hands over to

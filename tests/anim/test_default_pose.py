@@ -13,13 +13,13 @@ import random
 import numpy as np
 import pytest
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.rangelist import RangeAuthoringError, RangeList, UnknownAnimId, author_range
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.data.rangelist import RangeAuthoringError, RangeList, UnknownAnimId, author_range
 from scuffle.anim.reference import Reference, RefInstance
-from scuffle.anim.skeleton import REFERENCE_ROTATIONS
-from scuffle.anim.stack import AnimLimitError, CharacterInstance
+from scuffle.anim.maths.skeleton import REFERENCE_ROTATIONS
+from scuffle.anim.engine.stack import AnimLimitError, CharacterInstance
 
 STACK_ID, QUEUED_ID = 10, 11
 STACK_BONE, QUEUED_BONE = 5, 7
@@ -123,7 +123,7 @@ def test_the_option_takes_a_callback_as_data():
     """queued_default as a Callback: its handler (the world's callbacks) is asked with its
     arguments, and its answer decides; a plain callable is still taken; anything else is
     refused naming the field."""
-    from scuffle.anim.callbacks import Callback, CallbackError
+    from scuffle.anim.engine.callbacks import Callback, CallbackError
 
     asked = []
     opts = PlayerOptions(queued_default=Callback("heavy", (2,)))
@@ -298,7 +298,7 @@ def test_engine_equals_reference_bit_for_bit_with_queued_tasks(seed, options):
     windows, 4, 5, 6, 7, 9, 10, 11, 12, 13) and without, the option passing for some of
     them: the engine's poses and bone transforms equal the reference model's bit for bit
     (no tolerance), the states too; the test is asked for exactly the humans with a queue."""
-    from scuffle.anim.callbacks import Callback
+    from scuffle.anim.engine.callbacks import Callback
 
     humans, updates = 6, 40
     aset = _random_set(seed)
@@ -322,7 +322,7 @@ def test_engine_equals_reference_bit_for_bit_with_queued_tasks(seed, options):
 def test_the_option_changes_the_pose_only_for_humans_with_a_passing_test():
     """The same crowd with the option off and on: the humans not sampled over their queue
     have the same bits either way; some that are sampled over it differ."""
-    from scuffle.anim.callbacks import Callback
+    from scuffle.anim.engine.callbacks import Callback
 
     humans, updates = 6, 30
     aset = _random_set(3)

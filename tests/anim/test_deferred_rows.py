@@ -1,8 +1,8 @@
-"""The deferred list as rows (issue 19, items 1 and 7: anim.deferred.DeferredRows).
+"""The deferred list as rows (issue 19, items 1 and 7: anim.playback.deferred.DeferredRows).
 
 The step kernel writes the tasks it defers straight into the list's rows, Python's own
 defer (a cut, a queued start's change) appends a row pair, the flush's kernel reads them
-(anim.kernels.flush_release) and stops at each entry Python releases. Each case runs on
+(anim.engine.kernels.flush_release) and stops at each entry Python releases. Each case runs on
 the engine and on the plain-Python reference (anim.reference), whose deferred list is
 (task, instance) pairs: the lists agree entry by entry (each task's anim id, type and
 human), in the order "When a clip ends" L314 and docs/original.md ("The per-update
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from scuffle.anim.callbacks import Callback
-from scuffle.anim.deferred import DeferredRows
-from scuffle.anim.player import Player
-from scuffle.anim.snapshot import load_engine, save_engine
-from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.engine.callbacks import Callback
+from scuffle.anim.playback.deferred import DeferredRows
+from scuffle.anim.playback.player import Player
+from scuffle.anim.engine.snapshot import load_engine, save_engine
+from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.game.fighters.moveset import demo_set
 
 from flushhelp import CLIP, IDLE, flush_until, three_handing_over

@@ -1,4 +1,4 @@
-"""anim.detmath: the same bits on every machine, and close to the true values.
+"""anim.maths.detmath: the same bits on every machine, and close to the true values.
 
 The array forms equal the scalar forms bit for bit, the scalar forms compiled by numba
 equal them run by Python, and every function is within a few ulp of libm (used here only
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from scuffle.anim import detmath as D
-from scuffle.anim.tasks import fade_weight
+from scuffle.anim.maths import detmath as D
+from scuffle.anim.playback.tasks import fade_weight
 
 RNG = np.random.default_rng(20261201)
 UNIT = np.concatenate([np.linspace(-1.0, 1.0, 40_001), RNG.uniform(-1.0, 1.0, 40_000),

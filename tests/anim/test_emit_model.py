@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from scuffle.anim import kernels as K
-from scuffle.anim import kernels_pose as KP
-from scuffle.anim.plan import Bones, pose_tables
+from scuffle.anim.engine import kernels as K
+from scuffle.anim.engine import kernels_pose as KP
+from scuffle.anim.engine.plan import Bones, pose_tables
 from scuffle.game.tools.bench import build_crowd
 
 

@@ -1,4 +1,4 @@
-"""PS2 FPU time arithmetic (anim/f32.py): float32 with add and multiply rounded toward zero.
+"""PS2 FPU time arithmetic (anim/maths/f32.py): float32 with add and multiply rounded toward zero.
 
 Spec: "When a clip ends" (uint(t x 30 + 0.5), the late ties at rates 0.75 and 0.9,
 "that rests on the FPU rounding every add and multiply toward zero").
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 from budget import examples
 
-from scuffle.anim import f32 as F
+from scuffle.anim.maths import f32 as F
 
 FLT_MAX = float(np.finfo(np.float32).max)
 

@@ -14,15 +14,15 @@ import struct
 import numpy as np
 import pytest
 
-from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import EventType, author_clip, make_event
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.pose import tag_bits_of
-from scuffle.anim.rangelist import author_range
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import EventType, author_clip, make_event
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.maths.pose import tag_bits_of
+from scuffle.anim.data.rangelist import author_range
 from scuffle.anim.reference import RefInstance, Reference
-from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.tasks import HeldFlags
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.playback.tasks import HeldFlags
 
 PATHS = ["engine", "reference"]
 HOLD, IDLE, MOVE, STILL = 82, 388, 19, 7

@@ -1,4 +1,4 @@
-"""The deferred flush as rows (issue 19: anim.kernels.flush_release and flush_anim_ids).
+"""The deferred flush as rows (issue 19: anim.engine.kernels.flush_release and flush_anim_ids).
 
 Player.flush releases the runs of deferred tasks with no callback in one kernel call each
 and the tasks with an end or report callback in Python between them, in the list's
@@ -15,14 +15,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scuffle.anim import kernels as K
-from scuffle.anim.callbacks import Callback
-from scuffle.anim.player import Player
+from scuffle.anim.engine import kernels as K
+from scuffle.anim.engine.callbacks import Callback
+from scuffle.anim.playback.player import Player
 from scuffle.anim.reference import engine_state
-from scuffle.anim.snapshot import load_engine, save_engine
-from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.store import StaleHandle
-from scuffle.anim.tasks import HeldFlags, TaskType
+from scuffle.anim.engine.snapshot import load_engine, save_engine
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.engine.store import StaleHandle
+from scuffle.anim.playback.tasks import HeldFlags, TaskType
 from scuffle.game.fighters.moveset import demo_set
 
 from flushhelp import CLIP, IDLE, flush_until, three_handing_over
@@ -318,13 +318,13 @@ def test_a_callback_giving_a_later_task_its_end_callback_mid_flush():
 
 @pytest.mark.slow
 def test_the_warm_up_compiles_the_flush_kernels():
-    """anim.warmup.compile_kernels runs the flush's kernels too (a fresh process: none
+    """anim.playback.warmup.compile_kernels runs the flush's kernels too (a fresh process: none
     compiled or loaded before it), so a world's first flush does not compile."""
     import subprocess
     import sys
 
-    code = ("from scuffle.anim import kernels as K\n"
-            "from scuffle.anim.warmup import compile_kernels\n"
+    code = ("from scuffle.anim.engine import kernels as K\n"
+            "from scuffle.anim.playback.warmup import compile_kernels\n"
             "before = (len(K.flush_release.signatures), len(K.flush_anim_ids.signatures))\n"
             "compile_kernels()\n"
             "print(before, (len(K.flush_release.signatures), len(K.flush_anim_ids.signatures)))\n")
@@ -335,7 +335,7 @@ def test_the_warm_up_compiles_the_flush_kernels():
 
 
 _FIRST_FLUSH = """
-from scuffle.anim import kernels as K
+from scuffle.anim.engine import kernels as K
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game
 g = Game()

@@ -2,10 +2,10 @@
 
 The callback id columns (``tasks.on_end``, ``humans.on_report``: ids of the world's
 CallbackTable, -1 for none) follow every write, and the flush kernel reads them to stop
-at an entry with a callback to run (anim.kernels.flush_release), so no set of callbacks
+at an entry with a callback to run (anim.engine.kernels.flush_release), so no set of callbacks
 is compared at each stop. The flush keeps the handles of the rows it
 gives back that nothing else holds (Table.spare) and the Player's constructors take them
-(anim.tasks.new_handle): a handle anyone still holds (a variable, a weak reference, a
+(anim.playback.tasks.new_handle): a handle anyone still holds (a variable, a weak reference, a
 snapshot) is never reused, and raises StaleHandle as before; the runs are the same with
 and without the kept handles.
 """
@@ -19,13 +19,13 @@ import weakref
 import numpy as np
 import pytest
 
-from scuffle.anim.callbacks import Callback
-from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.engine.callbacks import Callback
+from scuffle.anim.playback.player import Player, PlayerOptions
 from scuffle.anim.reference import engine_state
-from scuffle.anim.snapshot import load_engine, save_engine
-from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.store import StaleHandle, task_table
-from scuffle.anim.tasks import ClipTask, FadeTask, LoopTask
+from scuffle.anim.engine.snapshot import load_engine, save_engine
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.engine.store import StaleHandle, task_table
+from scuffle.anim.playback.tasks import ClipTask, FadeTask, LoopTask
 from scuffle.game.fighters.moveset import demo_set
 
 from flushhelp import CLIP, IDLE
@@ -201,7 +201,7 @@ def test_a_handle_still_held_is_never_reused():
 
 def test_the_kept_handles_are_of_the_constructors_classes_and_bounded():
     """Only the classes the Player's constructors take back are kept, at most _SPARE_MAX each."""
-    from scuffle.anim import player as P
+    from scuffle.anim.playback import player as P
     p = Player()
     assert set(p.stores.tasks.spare) == {ClipTask, LoopTask, FadeTask, P.GaitTask}
     aset = demo_set()

@@ -13,16 +13,16 @@ import math
 import numpy as np
 import pytest
 
-from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip, make_event
-from scuffle.anim.plan import SamplePlan
-from scuffle.anim.player import Player
-from scuffle.anim.pose import DTYPE, blend
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip, make_event
+from scuffle.anim.engine.plan import SamplePlan
+from scuffle.anim.playback.player import Player
+from scuffle.anim.maths.pose import DTYPE, blend
 from scuffle.anim.reference import Reference, RefInstance
-from scuffle.anim.sampler import CursorFlags
-from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.tasks import GAIT_STEPS, GaitTask, LOCOMOTION_FLAGS, TaskType
+from scuffle.anim.engine.sampler import CursorFlags
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.playback.tasks import GAIT_STEPS, GaitTask, LOCOMOTION_FLAGS, TaskType
 
 IDS = (10, 11, 12, 13, 14)
 FRAMES = {10: 35, 11: 28, 12: 22, 13: 18, 14: 16}

@@ -1,4 +1,4 @@
-"""The link-only helpers (anim/jitpipe.py; issue 19, item 7, the cold compile): a helper
+"""The link-only helpers (anim/engine/jitpipe.py; issue 19, item 7, the cold compile): a helper
 compiled with LinkOnlyCompiler gets no machine code and no cache entry, a numba function
 calling it computes what the plain Python does, and numba's own settings and an
 engine author's own ``@njit`` code in the same process are as they were."""
@@ -10,9 +10,9 @@ from numba import njit
 from numba.core import config
 from numba.core.codegen import JITCodeLibrary
 
-from scuffle.anim import kernels as K
-from scuffle.anim import kernels_maths as KM, kernels_pose as KP, kernels_step as KS
-from scuffle.anim.jitpipe import LinkOnlyCompiler, LinkOnlyLibrary
+from scuffle.anim.engine import kernels as K
+from scuffle.anim.engine import kernels_maths as KM, kernels_pose as KP, kernels_step as KS
+from scuffle.anim.engine.jitpipe import LinkOnlyCompiler, LinkOnlyLibrary
 
 _link_only = njit(cache=False, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True,
                   pipeline_class=LinkOnlyCompiler)
@@ -81,9 +81,9 @@ def test_the_kernels_helpers_are_link_only_and_the_python_twins_are_not():
 
 
 def test_link_only_only_under_a_tested_numba():
-    """The helpers compile link-only under the numba releases anim/jitpipe.py was checked
+    """The helpers compile link-only under the numba releases anim/engine/jitpipe.py was checked
     against, and numba's usual way under any other (its internals may differ there)."""
-    from scuffle.anim.jitpipe import TESTED_NUMBA, link_only_supported
+    from scuffle.anim.engine.jitpipe import TESTED_NUMBA, link_only_supported
     tested = ".".join(map(str, TESTED_NUMBA[0]))
     assert link_only_supported(tested + ".1")
     assert not link_only_supported("0.59.1")

@@ -1,4 +1,4 @@
-"""The kernels as jobs (anim.jobs): named inputs, a validate() that rejects what the
+"""The kernels as jobs (anim.engine.jobs): named inputs, a validate() that rejects what the
 compiled code cannot run on with one line naming the field, and passes that are the
 kernel's named steps."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from scuffle.anim import jobs as J
-from scuffle.anim import kernels as K
-from scuffle.anim.plan import pose_tables
+from scuffle.anim.engine import jobs as J
+from scuffle.anim.engine import kernels as K
+from scuffle.anim.engine.plan import pose_tables
 from scuffle.game.tools.bench import build_crowd
 
 
@@ -132,7 +132,7 @@ def test_the_engine_runs_its_kernels_as_jobs(engine, monkeypatch):
 @pytest.mark.parametrize("cls", list(J.COLUMN_TYPES))
 def test_the_column_types_name_every_field(cls):
     """COLUMN_TYPES lists every array field of each table tuple (a column added to
-    anim.kernel_types is checked too)."""
+    anim.engine.kernel_types is checked too)."""
     hints = {f for f, t in cls.__annotations__.items() if "ndarray" in str(t)}
     assert set(J.COLUMN_TYPES[cls]) == hints
 
@@ -141,7 +141,7 @@ def test_the_column_types_name_every_field(cls):
 def test_a_jobs_passes_are_its_kernels_named_steps(job):
     """Each pass names steps of the kernel's module that the kernel (or a step it calls)
     calls; the inputs are the kernel's arguments, in order."""
-    mod = importlib.import_module(f"scuffle.anim.{K.MODULE_OF[job.KERNEL]}")
+    mod = importlib.import_module(f"scuffle.anim.engine.{K.MODULE_OF[job.KERNEL]}")
     kernel = getattr(mod, job.KERNEL)
     params = list(inspect.signature(kernel.py_func).parameters)
     assert list(job.Inputs._fields) == params
@@ -158,7 +158,7 @@ def test_a_jobs_passes_are_its_kernels_named_steps(job):
 
 
 def _flush_inputs(game, entries: np.ndarray) -> J.FlushInputs:
-    from scuffle.anim.kernel_types import FlushBuffers, RowState
+    from scuffle.anim.engine.kernel_types import FlushBuffers, RowState
     b = game.player.batch
     st = game.player.stores
     H, T, C, F, G, E = b._tables()

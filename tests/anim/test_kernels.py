@@ -1,9 +1,9 @@
-"""The compiled kernels' float32 toward-zero arithmetic against anim.f32, bit for bit.
+"""The compiled kernels' float32 toward-zero arithmetic against anim.maths.f32, bit for bit.
 
 The cursor's time sums (When a clip ends) must give the same bits on both paths: the
 0.75 and 0.9 ties (k x r = F - 0.5), subnormals and the largest floats are pinned here,
-plus random float32 pairs. The pose kernels' slerp and rate-scaled turn equal anim.quat's numpy
-slerp and scale_turn bit for bit (both on anim.detmath), and stay within 3e-7 of the exact
+plus random float32 pairs. The pose kernels' slerp and rate-scaled turn equal anim.maths.quat's numpy
+slerp and scale_turn bit for bit (both on anim.maths.detmath), and stay within 3e-7 of the exact
 formulas; the compiled root motion equals systems.motion's numpy one bit for bit.
 """
 from __future__ import annotations
@@ -15,10 +15,10 @@ import struct
 import numpy as np
 import pytest
 
-from scuffle.anim import detmath, quat
-from scuffle.anim import f32 as F
-from scuffle.anim import kernels as K
-from scuffle.anim import kernels_pose as KP
+from scuffle.anim.maths import detmath, quat
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.engine import kernels as K
+from scuffle.anim.engine import kernels_pose as KP
 
 
 def bits(x: float) -> int:
@@ -163,7 +163,7 @@ def _random_pairs(rng, n):
 
 
 def test_slerp_kernel_equals_quat_slerp_bit_for_bit():
-    """Quat_Slerp compiled against quat.slerp (numpy), both on anim.detmath: the same bits
+    """Quat_Slerp compiled against quat.slerp (numpy), both on anim.maths.detmath: the same bits
     (shortest path, the lerp above 0.9995, t clamped), and within 3e-7 of the exact slerp
     in float64 with libm's angles (the yardstick only)."""
     from numba import njit
@@ -237,15 +237,15 @@ def test_each_kernel_compiles_once(tmp_path):
     """A cold compile (a fresh process and cache) makes one version of every kernel and
     helper, and of every numba function it compiles inside them (min and max were one
     per type pair); the helpers leave nothing in numba's cache folder (link-only,
-    anim/jitpipe.py) and the kernels are there: a literal or an int32 where another
+    anim/engine/jitpipe.py) and the kernels are there: a literal or an int32 where another
     call passes an int64 would make numba compile it again (issue 19: the first step's
     compile time)."""
     import subprocess
     import sys
 
     code = ("from numba.core import event as ev\n"
-            "from scuffle.anim.warmup import compile_kernels\n"
-            "from scuffle.anim import kernels as K\n"
+            "from scuffle.anim.playback.warmup import compile_kernels\n"
+            "from scuffle.anim.engine import kernels as K\n"
             "with ev.install_recorder('numba:compile') as rec:\n"
             "    compile_kernels()\n"
             "many = {n: len(getattr(K, n).signatures) for n in dir(K)\n"
@@ -258,20 +258,20 @@ def test_each_kernel_compiles_once(tmp_path):
             "many.update({q: n for q, n in seen.items() if n > 1})\n"
             "print(many)\n"
             "print(sorted(seen))\n")
-    # every kernel in this one process (none compiled aside in a child: anim.coldstart)
+    # every kernel in this one process (none compiled aside in a child: anim.engine.coldstart)
     env = dict(__import__("os").environ, NUMBA_CACHE_DIR=str(tmp_path), SCUFFLE_COMPILE_ASIDE="0")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
                        cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     many, seen = r.stdout.strip().splitlines()[-2:]
     assert many == "{}", r.stdout           # numba's min/max overloads were 13 (one per type pair)
-    # the helpers compiled (link-only: anim.jitpipe) and none of them in the cache folder
+    # the helpers compiled (link-only: anim.engine.jitpipe) and none of them in the cache folder
     assert "_blend" in seen and "_room" in seen
     cached = {p.name.split("-")[0] for p in tmp_path.rglob("*.nbi")}
     assert {"kernels_step.step_stacks", "kernels_pose.pose_stacks", "kernels_motion.root_motion_step"} <= cached, cached
-    # a prepared command's rows (anim.cmdkernel, a module of its own): compiled once, cached
+    # a prepared command's rows (anim.engine.cmdkernel, a module of its own): compiled once, cached
     assert "run_rows" in seen and "cmdkernel.run_rows" in cached, (seen, cached)
-    if K.LINK_ONLY:                         # numba's usual way under an untested numba (anim.jitpipe)
+    if K.LINK_ONLY:                         # numba's usual way under an untested numba (anim.engine.jitpipe)
         assert not {"kernels_pose._blend", "kernels_step._room", "kernels_maths._add", "kernels_pose._sample"} & cached, cached
 
 
@@ -279,7 +279,7 @@ def test_the_kernels_table_tuples_are_the_tables_columns():
     """The named tuples the kernels take (issue 19, item 5: no kernel takes dozens of
     positional arguments) hold the tables' own columns, in the tables' order, so a column
     added to a table is a field added here (and the other way round)."""
-    from scuffle.anim.store import HumanTable, cursor_table, fade_table, gait_table, task_table
+    from scuffle.anim.engine.store import HumanTable, cursor_table, fade_table, gait_table, task_table
 
     for cols, table, extra in ((K.TaskCols, task_table(), []), (K.FadeCols, fade_table(), []),
                                (K.GaitCols, gait_table(), []),
@@ -302,7 +302,7 @@ STEP_STAGES = ("_room", "_newest", "_step_loop", "_step_clip", "_hand_over", "_i
 def test_step_stacks_reads_as_named_steps():
     """step_stacks is the per-update order with each rule a call: its body stays short, it
     calls every named step, each documented; the steps take the tables' named tuples
-    (anim.kernel_types), never loose columns, and run without numba's reference counting
+    (anim.engine.kernel_types), never loose columns, and run without numba's reference counting
     (``_nrt=False``: with it, each step's array arguments cost an atomic increment and
     decrement per call)."""
     import ast
@@ -394,28 +394,28 @@ KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_pose", "kernels_step
 @pytest.mark.parametrize("name", KERNEL_MODULES)
 def test_each_kernel_module_pins_the_sources_it_links(name):
     """numba's on-disk cache is keyed on each function's own file: a kernel linking a
-    helper of another module (anim.detmath's scalar forms, kernels_maths, kernels_rows)
+    helper of another module (anim.maths.detmath's scalar forms, kernels_maths, kernels_rows)
     would keep stale machine code after an edit there, unless the edit changes the
     kernel's module too. Each pins the sha256 of what it links (``LINKED_SHA256``)."""
     import importlib
 
-    from scuffle.anim import jitcache
-    mod = importlib.import_module(f"scuffle.anim.{name}")
+    from scuffle.anim.engine import jitcache
+    mod = importlib.import_module(f"scuffle.anim.engine.{name}")
     linked = jitcache.linked_modules(mod.__file__)
     assert "detmath" in linked or name == "kernels_maths" and linked == ["detmath"]
     want = jitcache.linked_sha256(mod.__file__)
     assert mod.LINKED_SHA256 == want, (
-        f"{', '.join(linked)} changed: set LINKED_SHA256 in anim/{name}.py to {want!r} "
+        f"{', '.join(linked)} changed: set LINKED_SHA256 in anim/engine/{name}.py to {want!r} "
         "(kernels_maths first, then kernels_rows, then the others: each pin covers the ones before)")
 
 
 def test_the_entry_points_are_named_by_stage():
-    """anim.kernels names every entry point Python calls, each from its stage's module
-    (the cache's file names are the module's: anim.coldstart reads MODULE_OF)."""
+    """anim.engine.kernels names every entry point Python calls, each from its stage's module
+    (the cache's file names are the module's: anim.engine.coldstart reads MODULE_OF)."""
     import importlib
 
     for mod, names in K.STAGES.items():
-        m = importlib.import_module(f"scuffle.anim.{mod}")
+        m = importlib.import_module(f"scuffle.anim.engine.{mod}")
         for n in names:
             assert getattr(K, n) is getattr(m, n) and K.MODULE_OF[n] == mod
     assert set(K.MODULE_OF) >= {"step_stacks", "pose_stacks", "pose_plan", "flush_release", "flush_anim_ids",

@@ -1,4 +1,4 @@
-"""anim.lint: the clips that reach an end step whose overshoot is exactly 0.0.
+"""anim.data.lint: the clips that reach an end step whose overshoot is exactly 0.0.
 
 Spec: "When a clip ends" (a 2-frame clip at 0.75 reaches its k = 2 tie exactly; the
 callers take 0.0 as "not ended"; the check over every set it asks for).
@@ -9,13 +9,13 @@ import time
 
 import pytest
 
-from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip
-from scuffle.anim.cursor import Cursor
-from scuffle.anim.lint import Finding, end_step, lint_clip, lint_set, never_ending
-from scuffle.anim.rangelist import author_range
-from scuffle.anim.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip
+from scuffle.anim.playback.cursor import Cursor
+from scuffle.anim.data.lint import Finding, end_step, lint_clip, lint_set, never_ending
+from scuffle.anim.data.rangelist import author_range
+from scuffle.anim.data.rates import DATA_SPEEDS, RUNTIME_SPEEDS, CfgAnimSpeeds
 
 
 def cursor_never_ends(clip, rate: float) -> bool:

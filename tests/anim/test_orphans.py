@@ -1,5 +1,5 @@
 """Tasks made and never placed go back to the pool at the end of the update that made
-them (the next step's start), on both engines (anim.orphans; docs/original.md, "The stack,
+them (the next step's start), on both engines (anim.playback.orphans; docs/original.md, "The stack,
 the queue and the pool"): a refused command leaves no task out for good, a task made and
 placed within the update is untouched, and a snapshot restores the count and the sweep
 alike."""
@@ -9,10 +9,10 @@ import random
 
 import pytest
 
-from scuffle.anim.player import Player, PlayerOptions
+from scuffle.anim.playback.player import Player, PlayerOptions
 from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
-from scuffle.anim.stack import AnimLimitError, CharacterInstance
-from scuffle.anim.store import StaleHandle
+from scuffle.anim.engine.stack import AnimLimitError, CharacterInstance
+from scuffle.anim.engine.store import StaleHandle
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 from scuffle.game.fighters.moveset import demo_set
 

@@ -9,11 +9,11 @@ import inspect
 from pathlib import Path
 
 from scuffle import Game, demo_set
-from scuffle.anim.construct import TaskBuilder
-from scuffle.anim.lookup import ClipLookup
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.prepared import RecipeRules
-from scuffle.anim.stackrules import StackRules
+from scuffle.anim.playback.construct import TaskBuilder
+from scuffle.anim.playback.lookup import ClipLookup
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.playback.prepared import RecipeRules
+from scuffle.anim.playback.stackrules import StackRules
 from scuffle.game.fighters.moveset import Move
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,8 +82,8 @@ def test_the_look_up_warms_a_set_for_a_game():
     """ClipLookup.warm (what the fight rules call when a fighter joins): every id found
     with its rate, bank index and cursor template; an id the set lacks raises as a command would."""
     import pytest
-    from scuffle.anim.lookup import UnknownClip
-    from scuffle.anim.rangelist import UnknownAnimId
+    from scuffle.anim.playback.lookup import UnknownClip
+    from scuffle.anim.data.rangelist import UnknownAnimId
 
     p = Player()
     s = demo_set()
@@ -116,9 +116,9 @@ def test_the_handle_api_and_a_prepared_command_run_through_the_parts():
 
 # anim modules that are the Player's parts or its compiled writers: game/ goes through the
 # Player instead (UnknownClip, an error a game catches, is the look-up's one public name)
-_PRIVATE_MODULES = {"scuffle.anim.construct", "scuffle.anim.stackrules", "scuffle.anim.prepared",
-                    "scuffle.anim.cmdkernel"}
-_ALLOWED = {("scuffle.anim.lookup", "UnknownClip")}
+_PRIVATE_MODULES = {"scuffle.anim.playback.construct", "scuffle.anim.playback.stackrules", "scuffle.anim.playback.prepared",
+                    "scuffle.anim.engine.cmdkernel"}
+_ALLOWED = {("scuffle.anim.playback.lookup", "UnknownClip")}
 
 
 def _anim_imports(path: Path):
@@ -145,7 +145,7 @@ def test_game_imports_no_private_part_of_anim():
                 continue
             if name and name.startswith("_") or any(p.startswith("_") for p in mod.split(".")):
                 bad.append(f"{rel}:{line}: {full} (a private name)")
-            elif mod in _PRIVATE_MODULES or full in _PRIVATE_MODULES or mod == "scuffle.anim.lookup":
+            elif mod in _PRIVATE_MODULES or full in _PRIVATE_MODULES or mod == "scuffle.anim.playback.lookup":
                 bad.append(f"{rel}:{line}: {full} (a part of the Player: use the Player)")
             elif name in {c.__name__ for c in PARTS.values()}:
                 bad.append(f"{rel}:{line}: {full} (a part of the Player: use the Player)")

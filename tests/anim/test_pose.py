@@ -1,4 +1,4 @@
-"""Pose batches and Pose_BlendPartial (anim/pose.py).
+"""Pose batches and Pose_BlendPartial (anim/maths/pose.py).
 
 Spec: "The pose" (the default tag; "for bones 1-33 two tagged rotations stay as they
 are (the result keeps the lower pose's), and otherwise the two are slerped, even when
@@ -12,10 +12,10 @@ import math
 import numpy as np
 import pytest
 
-from scuffle.anim import quat
-from scuffle.anim.pose import (DTYPE, NUM_TAGS, POSE_STACK_SIZE, TAG_BONE, TAG_ROOT, TAG_VELOCITY,
+from scuffle.anim.maths import quat
+from scuffle.anim.maths.pose import (DTYPE, NUM_TAGS, POSE_STACK_SIZE, TAG_BONE, TAG_ROOT, TAG_VELOCITY,
                        PoseBatch, blend)
-from scuffle.anim.skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
+from scuffle.anim.maths.skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
 
 
 def random_pose(rng, n=1, tag=False) -> PoseBatch:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scuffle.anim.plan import Bones
+from scuffle.anim.engine.plan import Bones
 from scuffle.game.fighters.moves import Move
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game

@@ -1,4 +1,4 @@
-"""Quaternion maths (anim/quat.py) against a plain float64 matrix reference.
+"""Quaternion maths (anim/maths/quat.py) against a plain float64 matrix reference.
 
 Spec: "Playing a clip" (nlerp with the sign flip), "Blending" (slerp), "Root motion"
 (the turn scaled by the rate: Quat_Slerp(rate, identity, key), the factor clamped,
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from budget import examples
 
-from scuffle.anim import quat
+from scuffle.anim.maths import quat
 
 SETTINGS = settings(max_examples=examples(200), deadline=None)
 

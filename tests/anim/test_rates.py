@@ -12,13 +12,13 @@ import math
 
 import pytest
 
-from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.rangelist import RateClass, author_range, rate_class
-from scuffle.anim.rates import DATA_SPEEDS, RATE_MASK, RUNTIME_SPEEDS, CfgAnimSpeeds, RateFlags
-from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.data.rangelist import RateClass, author_range, rate_class
+from scuffle.anim.data.rates import DATA_SPEEDS, RATE_MASK, RUNTIME_SPEEDS, CfgAnimSpeeds, RateFlags
+from scuffle.anim.engine.stack import CharacterInstance
 
 
 def test_runtime_values():

@@ -1,4 +1,4 @@
-"""Prepared commands (anim.recipe; issue 19, items 1 and 7: commands write rows, no
+"""Prepared commands (anim.playback.recipe; issue 19, items 1 and 7: commands write rows, no
 per-task Python object on the hot path): a recipe run writes the very rows, pool
 accounting, stack, queue and held flags the equivalent handle calls leave, refuses what
 they refuse with nothing taken, finds its clips again when a human's set changes, and runs
@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from scuffle.anim.callbacks import Callback
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.pose import PoseStackOverflow
-from scuffle.anim.recipe import Arg, ClipStep, Command, GaitStep, LoopStep, Place, Recipe, RecipeError
+from scuffle.anim.engine.callbacks import Callback
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.maths.pose import PoseStackOverflow
+from scuffle.anim.playback.recipe import Arg, ClipStep, Command, GaitStep, LoopStep, Place, Recipe, RecipeError
 from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
-from scuffle.anim.stack import AnimLimitError, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
-from scuffle.anim.tasks import (LOCOMOTION_FLAGS, ClipTask, FadeTask, GaitTask, HeldFlags, TaskFlags,
+from scuffle.anim.engine.stack import AnimLimitError, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
+from scuffle.anim.playback.tasks import (LOCOMOTION_FLAGS, ClipTask, FadeTask, GaitTask, HeldFlags, TaskFlags,
                                 TaskType)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 from scuffle.game.fighters.moveset import demo_set
@@ -202,7 +202,7 @@ def test_a_recipe_leaves_the_rows_the_handle_calls_leave(cmds, pool, deep):
 
 def test_every_shape_runs_in_the_compiled_call_with_the_handle_calls_rows():
     """Every recipe shape, once its set is learned, writes its rows in one compiled call
-    (anim.cmdkernel.run_rows: ``cmd_kernel_runs`` counts it) and leaves the handle calls'
+    (anim.engine.cmdkernel.run_rows: ``cmd_kernel_runs`` counts it) and leaves the handle calls'
     rows, bit for bit: gait values over the pairs and clamps, a step between the rounds."""
     a, ha = _world(4, 360)
     b, hb = _world(4, 360)
@@ -244,7 +244,7 @@ def test_the_direct_path_runs_and_refusals_take_nothing():
     p.clip = lambda *a, **kw: calls.append(a) or orig(*a, **kw)     # type: ignore[method-assign]
     runs = p.cmd_kernel_runs
     p.run(hs[1], cmd, 0.2, Move.JAB)
-    assert calls == [] and p.cmd_kernel_runs == runs + 1      # one compiled call (anim.cmdkernel)
+    assert calls == [] and p.cmd_kernel_runs == runs + 1      # one compiled call (anim.engine.cmdkernel)
     stack = hs[1].stack
     assert [type(t) for t in stack] == [ClipTask, FadeTask]
     assert stack[0].anim_id() == Move.JAB and stack[0].next.anim_id() == Move.FIGHT_IDLE
@@ -436,7 +436,7 @@ def test_a_handler_gets_the_task_of_a_recipe_row_no_one_read(n):
     """EventDispatch makes a recipe's events with the task that played them, even when that
     row's handle was never made (the direct path makes none): a handler's ``fe.task`` is the
     row's handle, playing ``fe.anim_id`` (a few humans and a crowd: both dispatch paths)."""
-    from scuffle.anim.clip import EventType
+    from scuffle.anim.data.clip import EventType
     from scuffle.game.runtime.world import Game
 
     seen: list = []

@@ -16,18 +16,18 @@ import random
 import numpy as np
 import pytest
 
-from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.callbacks import Callback
-from scuffle.anim.clip import author_clip, make_event
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.pose import PoseStackOverflow
-from scuffle.anim.rangelist import author_range
-from scuffle.anim.rates import DATA_SPEEDS
-from scuffle.anim.skeleton import REFERENCE_ROTATIONS
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.engine.callbacks import Callback
+from scuffle.anim.data.clip import author_clip, make_event
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.maths.pose import PoseStackOverflow
+from scuffle.anim.data.rangelist import author_range
+from scuffle.anim.data.rates import DATA_SPEEDS
+from scuffle.anim.maths.skeleton import REFERENCE_ROTATIONS
 from scuffle.anim.reference import (Reference, RefInstance, engine_state, fade_weight, reference_state)
-from scuffle.anim.stack import AnimLimitError, CharacterInstance
-from scuffle.anim.tasks import TaskType
+from scuffle.anim.engine.stack import AnimLimitError, CharacterInstance
+from scuffle.anim.playback.tasks import TaskType
 from scuffle.game.fighters.moveset import demo_set
 
 from budget import examples
@@ -768,13 +768,13 @@ def test_flush_calls_back_in_step_order():
 # number model both engines must share to agree bit for bit (the PS2 FPU's float32,
 # detmath's + - * / sqrt angles). Never the Player, the tables, the kernels or numba.
 REFERENCE_MAY_LOAD = {
-    "scuffle", "scuffle.anim",
-    "scuffle.anim.enums", "scuffle.anim.errors", "scuffle.anim.options", "scuffle.anim.limits",
-    "scuffle.anim.rates",                                   # CfgAnimSpeeds, an option
-    "scuffle.anim.callbackdata", "scuffle.anim.recipedata",   # plain data (and their errors)
-    "scuffle.anim.clip",                                      # the clip data and its codecs
-    "scuffle.anim.skeleton", "scuffle.anim.quat",             # the skeleton (its bind height built with quat)
-    "scuffle.anim.f32", "scuffle.anim.detmath",               # the number model
+    "scuffle", "scuffle.anim", "scuffle.anim.base", "scuffle.anim.maths", "scuffle.anim.data",   # floors
+    "scuffle.anim.base.enums", "scuffle.anim.base.errors", "scuffle.anim.data.options", "scuffle.anim.base.limits",
+    "scuffle.anim.data.rates",                                   # CfgAnimSpeeds, an option
+    "scuffle.anim.base.callbackdata", "scuffle.anim.base.recipedata",   # plain data (and their errors)
+    "scuffle.anim.data.clip",                                      # the clip data and its codecs
+    "scuffle.anim.maths.skeleton", "scuffle.anim.maths.quat",             # the skeleton (its bind height built with quat)
+    "scuffle.anim.maths.f32", "scuffle.anim.maths.detmath",               # the number model
 }
 
 
@@ -802,8 +802,8 @@ def test_importing_the_reference_loads_no_engine_and_no_numba():
     mods = _loaded_by("scuffle.anim.reference")
     assert "scuffle.anim.reference.world" in mods
     assert _not_the_reference_may_load(mods) == []
-    engine = _not_the_reference_may_load(_loaded_by("scuffle.anim.player"))
-    assert "numba" in engine and "scuffle.anim.kernels" in engine and "scuffle.anim.recipe" in engine
+    engine = _not_the_reference_may_load(_loaded_by("scuffle.anim.playback.player"))
+    assert "numba" in engine and "scuffle.anim.engine.kernels" in engine and "scuffle.anim.playback.recipe" in engine
 
 
 def test_the_reference_names_only_enums_options_errors_and_data():
@@ -830,16 +830,17 @@ def test_the_reference_names_only_enums_options_errors_and_data():
     seen = set()
     for path in folder.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 2:
-                if node.module is None:
-                    names = {a.name for a in node.names}
+            own = isinstance(node, ast.ImportFrom) and (node.module or "").startswith("scuffle.anim.reference")
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("scuffle.") and not own:
+                names = {a.name for a in node.names}
+                floor, _, module = node.module.removeprefix("scuffle.anim.").partition(".")
+                assert floor in ("base", "maths", "data"), (path.name, node.module)
+                if not module:                      # the number model, as a module: f32
                     assert names <= {"f32"}, (path.name, names)
                     continue
-                names = {a.name for a in node.names}
-                assert node.module in allowed and names <= allowed[node.module], (path.name, node.module, names)
-                seen.add(node.module)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)) and not (isinstance(node, ast.ImportFrom)
-                                                                          and node.level == 1):
+                assert module in allowed and names <= allowed[module], (path.name, node.module, names)
+                seen.add(module)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and not own:
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
                 assert all(m in ("math", "struct", "numpy", "__future__", "typing") for m in mods), (path.name, mods)
     assert {"clip", "enums", "errors", "options", "recipedata", "callbackdata"} <= seen

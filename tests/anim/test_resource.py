@@ -17,14 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from budget import examples
 
-from scuffle.anim.animset import AnimId, AnimSet, AnimSetError
-from scuffle.anim.clip import Clip, ClipFormatError, author_clip, encode_clip, make_event
-from scuffle.anim.rangelist import (
+from scuffle.anim.data.animset import AnimId, AnimSet, AnimSetError
+from scuffle.anim.data.clip import Clip, ClipFormatError, author_clip, encode_clip, make_event
+from scuffle.anim.data.rangelist import (
     DEFAULT_HIT, FIELD_OFFSETS, RANGE_DTYPE, ZERO_RECORD,
     RangeAuthoringError, RangeFlags, RangeList, RangeListFormatError, RangeRecord, RateClass,
     UnknownAnimId, author_range, parse_range_list, rate_class,
 )
-from scuffle.anim.resource import (
+from scuffle.anim.data.resource import (
     NUM_ANIM_IDS, Chunk, ChunkType, Resource, ResourceFormatError, load_resource, save_resource,
 )
 
@@ -624,7 +624,7 @@ def test_a_range_lists_records_are_made_once_and_a_new_list_has_its_own():
     """RangeList[i] is made at the first read and the same (frozen) record after, by an
     int or an IntEnum id alike; with_record's new list reads its own record, the old list
     keeps its; ids outside the list are refused as before."""
-    from scuffle.anim.rangelist import RangeFlags, RangeList, RangeRecord, UnknownAnimId
+    from scuffle.anim.data.rangelist import RangeFlags, RangeList, RangeRecord, UnknownAnimId
     from scuffle.game.fighters.moves import Move
 
     rl = RangeList.from_records({5: RangeRecord(1, 2, 0.5, 0, 7, 3, RangeFlags(0)),

@@ -1,4 +1,4 @@
-"""The spec's task rules written once (anim.rules): their numbers from the spec, the same
+"""The spec's task rules written once (anim.engine.rules): their numbers from the spec, the same
 text in Python and in every compiled writer, and no second copy anywhere in the engine."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from scuffle.anim import f32 as F
-from scuffle.anim import rules as R
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.engine import rules as R
 
 ROOT = Path(__file__).resolve().parents[2]
 ANIM = ROOT / "anim"
@@ -61,7 +61,7 @@ def test_a_change_takes_the_plain_path_within_the_limits():
 
 def test_the_compiled_rules_give_the_python_bits():
     """The kernels compile these very functions: the compiled and the plain forms agree
-    on a sweep (the fade weight through anim.detmath's cosine on both)."""
+    on a sweep (the fade weight through anim.maths.detmath's cosine on both)."""
     from numba import njit
 
     fw, gp, gl = njit(R.fade_weight), njit(R.gait_pair), njit(R.gait_leader)
@@ -75,18 +75,18 @@ def test_the_compiled_rules_give_the_python_bits():
 
 @pytest.mark.parametrize("name", ["cmdkernel", "kernels_rows", "kernels_step", "kernels_pose", "kernels_flush"])
 def test_each_module_compiling_the_rules_pins_them(name):
-    """numba's cache is keyed on the kernel's own file: a module that compiles anim.rules
+    """numba's cache is keyed on the kernel's own file: a module that compiles anim.engine.rules
     pins its source (LINKED_SHA256), or an edit of a rule would leave stale machine code."""
-    from scuffle.anim import jitcache
+    from scuffle.anim.engine import jitcache
 
-    mod = importlib.import_module(f"scuffle.anim.{name}")
+    mod = importlib.import_module(f"scuffle.anim.engine.{name}")
     assert "rules" in jitcache.linked_modules(mod.__file__)
     assert mod.LINKED_SHA256 == jitcache.linked_sha256(mod.__file__), (
-        f"set LINKED_SHA256 in anim/{name}.py to {jitcache.linked_sha256(mod.__file__)!r}")
+        f"set LINKED_SHA256 in anim/engine/{name}.py to {jitcache.linked_sha256(mod.__file__)!r}")
 
 
 # A rule's second copy would show one of these: the gait's steps or thresholds compared,
-# the fade's cosine taken, outside anim.rules (the reference, apart by design, keeps its own).
+# the fade's cosine taken, outside anim.engine.rules (the reference, apart by design, keeps its own).
 _NAMES = r"(?:GAIT_)?_?(?:STEP[012]|ALONE_(?:LOW|HIGH)|FALL(?:_FRACTION)?)\b"
 _COPIES = (
     re.compile(r"[<>]=?\s*" + _NAMES),                 # a value compared with a step or threshold
@@ -97,7 +97,7 @@ _COPIES = (
 
 def test_no_rule_is_written_twice_in_the_engine():
     """The gait pair, its leaders, what it samples, its target's rounding and the fade
-    weight live in anim/rules.py only: no other engine file compares the gait's steps or
+    weight live in anim/engine/rules.py only: no other engine file compares the gait's steps or
     thresholds or takes the fade's cosine."""
     found = []
     for path in sorted(ANIM.glob("*.py")):
@@ -109,4 +109,4 @@ def test_no_rule_is_written_twice_in_the_engine():
             for m in pat.finditer(code):
                 line = code.count("\n", 0, m.start()) + 1
                 found.append(f"anim/{path.name}:{line}: {m.group(0)}")
-    assert not found, "a rule written outside anim/rules.py:\n" + "\n".join(found)
+    assert not found, "a rule written outside anim/engine/rules.py:\n" + "\n".join(found)

@@ -1,4 +1,4 @@
-"""The batched sampler (anim/sampler.py) on synthetic clips built with author_clip.
+"""The batched sampler (anim/engine/sampler.py) on synthetic clips built with author_clip.
 
 Spec: "Playing a clip" (lerp positions, nlerp rotations with the flip, the last key
 holds), "Root motion" (velocity times the rate, bone 0 the key in force with its turn
@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from budget import examples
 
-from scuffle.anim import f32 as F
-from scuffle.anim import quat
-from scuffle.anim.clip import author_clip, decode_positions, decode_rotations
-from scuffle.anim.pose import DTYPE, TAG_BONE, TAG_ROOT, TAG_VELOCITY, PoseBatch
-from scuffle.anim.sampler import (NUM_SLOTS, ClipBank, CursorFlags, TURN_EPSILON, key_frame)
-from scuffle.anim.skeleton import HUMANOID, REFERENCE_ROTATIONS, Skeleton
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.maths import quat
+from scuffle.anim.data.clip import author_clip, decode_positions, decode_rotations
+from scuffle.anim.maths.pose import DTYPE, TAG_BONE, TAG_ROOT, TAG_VELOCITY, PoseBatch
+from scuffle.anim.engine.sampler import (NUM_SLOTS, ClipBank, CursorFlags, TURN_EPSILON, key_frame)
+from scuffle.anim.maths.skeleton import HUMANOID, REFERENCE_ROTATIONS, Skeleton
 
 R075 = F.f32(0.75)
 R08 = F.f32(0.8)

@@ -1,4 +1,4 @@
-"""The skeleton (anim/skeleton.py): parent table, reference pose, humanoid offsets, bone transforms.
+"""The skeleton (anim/maths/skeleton.py): parent table, reference pose, humanoid offsets, bone transforms.
 
 Spec: "The pose" (the parent table), "The reference pose" (the 34 rotations),
 "Bone transforms" (entry 0 motion, entry 1 absolute, bones 2-33 composed).
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scuffle.anim import quat
-from scuffle.anim.skeleton import (HUMANOID, MIRROR_PAIRS, NUM_BONES, PARENTS, REFERENCE_ROTATIONS, Bone,
+from scuffle.anim.maths import quat
+from scuffle.anim.maths.skeleton import (HUMANOID, MIRROR_PAIRS, NUM_BONES, PARENTS, REFERENCE_ROTATIONS, Bone,
                            Skeleton, depth_levels, subtree_mask)
 
 SPEC = Path("/work/shared/spec/animation.txt")

@@ -13,19 +13,19 @@ import random
 import numpy as np
 import pytest
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.callbacks import Callback, CallbackError
-from scuffle.anim.clip import author_clip, make_event
-from scuffle.anim.plan import SamplePlan
-from scuffle.anim.player import Player, PlayerOptions, UnknownClip
-from scuffle.anim.pose import POSE_STACK_SIZE
-from scuffle.anim.rangelist import author_range
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.engine.callbacks import Callback, CallbackError
+from scuffle.anim.data.clip import author_clip, make_event
+from scuffle.anim.engine.plan import SamplePlan
+from scuffle.anim.playback.player import Player, PlayerOptions, UnknownClip
+from scuffle.anim.maths.pose import POSE_STACK_SIZE
+from scuffle.anim.data.rangelist import author_range
 from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
-from scuffle.anim.limits import RangeError
-from scuffle.anim.stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, HumanRecord, QueueFull,
+from scuffle.anim.base.limits import RangeError
+from scuffle.anim.engine.stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, HumanRecord, QueueFull,
                                 StackFull, TaskPool, TaskPoolExhausted)
-from scuffle.anim.store import StaleHandle
-from scuffle.anim.tasks import TaskType
+from scuffle.anim.engine.store import StaleHandle
+from scuffle.anim.playback.tasks import TaskType
 
 A, B, IDLE = 19, 20, 388
 GAIT = (404, 405, 406, 407, 407)
@@ -455,7 +455,7 @@ def test_cached_lookups_keep_the_checks_and_the_errors():
     """The player caches what it found per set and id (a set is immutable): an id of
     another type that equals a cached one (19.0, True) is still refused as before, a
     numpy integer still finds the clip, and another set with the same id its own clip."""
-    from scuffle.anim.rangelist import UnknownAnimId
+    from scuffle.anim.data.rangelist import UnknownAnimId
     p = Player()
     s = world_set()
     h = CharacterInstance(s, "h")

@@ -1,4 +1,4 @@
-"""The tables the state lives in (anim.store): rows, growth, released rows, the views onto them.
+"""The tables the state lives in (anim.engine.store): rows, growth, released rows, the views onto them.
 
 Issue 14, "The state lives in arrays": tasks and records are views onto table rows.
 Issue 19: they are handles (a row and a generation): one whose row went back is stale.
@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scuffle.anim.clip import author_clip
-from scuffle.anim.cursor import Cursor
-from scuffle.anim.stack import HumanRecord
-from scuffle.anim.store import HumanTable, StaleHandle, Stores, cursor_table, task_table
-from scuffle.anim.tasks import BlendWindow, ClipTask, FadeTask, LoopTask, TaskFlags, TaskType
+from scuffle.anim.data.clip import author_clip
+from scuffle.anim.playback.cursor import Cursor
+from scuffle.anim.engine.stack import HumanRecord
+from scuffle.anim.engine.store import HumanTable, StaleHandle, Stores, cursor_table, task_table
+from scuffle.anim.playback.tasks import BlendWindow, ClipTask, FadeTask, LoopTask, TaskFlags, TaskType
 
 
 def _cursor(table, frames: int = 10) -> Cursor:
@@ -91,7 +91,7 @@ def test_a_task_is_made_in_a_worlds_tables_only():
     """Issue 19: the rows are the only truth, so there are no tasks made alone (private
     one-row tables, links kept as Python objects): a task needs a world's task table
     (Stores), and its cursor must be a row of that world's cursor table."""
-    from scuffle.anim.tasks import ForeignTask
+    from scuffle.anim.playback.tasks import ForeignTask
 
     with pytest.raises(ValueError, match="LoopTask: a task is made by a world's Player"):
         LoopTask(_cursor(cursor_table(1)), 1.0)
@@ -152,7 +152,7 @@ def test_human_rows_are_reused_and_a_double_free_is_refused():
 def test_a_take_that_grows_a_table_gives_a_new_row_not_a_live_one():
     """The block of a grown table is new memory: the free count is read again after the
     growth (a take that filled the table and grew it once handed back row 0, in use)."""
-    from scuffle.anim.store import task_table
+    from scuffle.anim.engine.store import task_table
 
     t = task_table(4)
     rows = [t.alloc_default() for _ in range(4)]
@@ -166,7 +166,7 @@ def test_freed_rows_come_back_at_the_defaults_few_or_many_and_after_growth():
     taken again, whether a few (one by one, through the fast views it keeps) or many
     given back by a kernel (a write per column at ``settle``), and after the table grew
     (new arrays: the kept views are made again)."""
-    from scuffle.anim.store import LAYOUT_EPOCH, Table
+    from scuffle.anim.engine.store import LAYOUT_EPOCH, Table
 
     t = Table({"nxt": np.int64, "rate": np.float32, "on": np.bool_}, capacity=4,
               defaults={"nxt": -1, "rate": 0.0, "on": False})

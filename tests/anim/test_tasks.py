@@ -12,17 +12,17 @@ import math
 import numpy as np
 import pytest
 
-from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip, make_event
-from scuffle.anim.plan import SamplePlan
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.pose import DTYPE, PoseBatch, blend
-from scuffle.anim.rangelist import author_range
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip, make_event
+from scuffle.anim.engine.plan import SamplePlan
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.maths.pose import DTYPE, PoseBatch, blend
+from scuffle.anim.data.rangelist import author_range
 from scuffle.anim.reference import Reference, RefInstance
-from scuffle.anim.sampler import CursorFlags
-from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.tasks import (FadeTask, HeldFlags, HoldTask, PICK_THRESHOLDS, PairedClipTask, PairedHoldTask, SceneTask, TaskFlags,
+from scuffle.anim.engine.sampler import CursorFlags
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.playback.tasks import (FadeTask, HeldFlags, HoldTask, PICK_THRESHOLDS, PairedClipTask, PairedHoldTask, SceneTask, TaskFlags,
                         TaskType, fade_weight)
 
 A, B, IDLE = 19, 20, 388
@@ -831,8 +831,8 @@ def test_queued_task_starts_as_a_change_without_fade():
 
 
 def test_task_base_calls_are_refused():
-    from scuffle.anim.store import Stores
-    from scuffle.anim.tasks import Task
+    from scuffle.anim.engine.store import Stores
+    from scuffle.anim.playback.tasks import Task
     t = Task(1.0, tstore=Stores().tasks)
     with pytest.raises(TypeError):
         t.emit(None)

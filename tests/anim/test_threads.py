@@ -2,7 +2,7 @@
 
 A crowd of an odd size, driven by random commands (gaits changing pair, chains, fades,
 paired tasks, queues, types 10, 11 and 13, cuts), is run with 1, 2, 3 and 7 threads, chunks
-of one human allowed (anim.crowd.MIN_CHUNK lowered for the test, so a few dozen humans
+of one human allowed (anim.engine.crowd.MIN_CHUNK lowered for the test, so a few dozen humans
 split): every table dump, pose, bone transform, command outcome and callback (in order,
 across humans) equals the one-thread run's, and the threaded run equals the reference
 engine's.
@@ -14,9 +14,9 @@ import random
 import numpy as np
 import pytest
 
-from scuffle.anim import crowd
-from scuffle.anim.options import PlayerOptions
-from scuffle.anim.player import Player
+from scuffle.anim.engine import crowd
+from scuffle.anim.data.options import PlayerOptions
+from scuffle.anim.playback.player import Player
 from scuffle.anim.reference import Reference
 
 from test_reference import GAIT, _diff, _gen_commands, random_set, run_world

@@ -1,4 +1,4 @@
-"""The kernels called through their compiled entry points (anim.trusted, issue 19 item 7:
+"""The kernels called through their compiled entry points (anim.engine.trusted, issue 19 item 7:
 the fixed cost of an update): only while every argument is the object the dispatcher
 typed, and with the same results as a call through the dispatcher."""
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scuffle.anim import kernels as K
-from scuffle.anim.trusted import TrustedKernel
+from scuffle.anim.engine import kernels as K
+from scuffle.anim.engine.trusted import TrustedKernel
 from scuffle.game.tools.bench import build_crowd
 
 

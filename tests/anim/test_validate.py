@@ -1,4 +1,4 @@
-"""The tables' check (anim.store.check_rows, BatchEngine.validate): one invalid row per rule.
+"""The tables' check (anim.engine.store.check_rows, BatchEngine.validate): one invalid row per rule.
 
 The kernels index the tables with the rows they hold (a stack's task rows, a task's
 cursor, fade, gait, next and incoming rows, a cursor's clip and next event); numba does
@@ -11,13 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip, make_event
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.rangelist import author_range
-from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.store import HumanTable, TableCorrupt
-from scuffle.anim.tasks import TaskType
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip, make_event
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.data.rangelist import author_range
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.engine.store import HumanTable, TableCorrupt
+from scuffle.anim.playback.tasks import TaskType
 
 GAIT = [4, 5, 6, 7, 7]
 
@@ -67,7 +67,7 @@ def _capacities(eng) -> tuple:
 def test_the_engine_checks_after_a_table_grew(crowd):
     """New humans grow the tables past their capacity: their arrays are replaced (the layout
     epoch moves on), and the next step runs the check and records the epoch it checked."""
-    from scuffle.anim.store import LAYOUT_EPOCH
+    from scuffle.anim.engine.store import LAYOUT_EPOCH
 
     p, hs = crowd
     eng = _engine(p)

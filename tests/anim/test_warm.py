@@ -16,8 +16,8 @@ import sys
 import pytest
 
 import scuffle
-from scuffle.anim import coldstart
-from scuffle.anim.coldstart import WARM_MESSAGE
+from scuffle.anim.engine import coldstart
+from scuffle.anim.engine.coldstart import WARM_MESSAGE
 
 ENV = {"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"}
 
@@ -47,7 +47,7 @@ AFTER_WARM = """
 import json
 from numba.core import event as ev
 from scuffle import Game, demo_set
-from scuffle.anim import coldstart
+from scuffle.anim.engine import coldstart
 g = Game(); g.add_human('a', demo_set()); g.add_human('b', demo_set())
 g.change('a', g.player.loop(g.instance('a'), 'FIGHT_IDLE'))
 with ev.install_recorder("numba:compile") as rec:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from scuffle.components import NO_ATTACHMENT, Body, BodyFieldError, BodyTable
-from scuffle.anim.store import StaleHandle
+from scuffle.anim.engine.store import StaleHandle
 from scuffle.components.bodies import BODY_COLUMNS
 
 

@@ -247,8 +247,8 @@ def test_diff_shows_clip_names_and_event_types_beside_the_ids(fight, tmp_path):
 
 
 def test_the_diffs_names_know_event_types_task_types_and_each_humans_set():
-    from scuffle.anim.clip import EventType
-    from scuffle.anim.tasks import TaskType
+    from scuffle.anim.data.clip import EventType
+    from scuffle.anim.playback.tasks import TaskType
     from scuffle.game.fighters.moveset import demo_set
     from scuffle.game.tools.diff import Names
 
@@ -264,8 +264,8 @@ def test_the_diffs_names_know_event_types_task_types_and_each_humans_set():
 def test_a_caption_names_the_clip_by_the_humans_own_set(fight):
     """A scenario's set names its own clips: the caption reads the set's name for the
     playing id (lower case, as the demo's moves), the demo's move only for a clip without one."""
-    from scuffle.anim.animset import AnimSet
-    from scuffle.anim.clip import author_clip
+    from scuffle.anim.data.animset import AnimSet
+    from scuffle.anim.data.clip import author_clip
     from scuffle.demo import render
     from scuffle.game.runtime.world import Game
 

@@ -56,9 +56,9 @@ def test_the_versioning_and_deprecation_policy():
 
 
 def test_the_exceptions_and_priority_of_are_exported():
-    from scuffle.anim.animset import UnknownAnimName
-    from scuffle.anim.lookup import UnknownClip
-    from scuffle.anim.store import StaleHandle
+    from scuffle.anim.data.animset import UnknownAnimName
+    from scuffle.anim.playback.lookup import UnknownClip
+    from scuffle.anim.engine.store import StaleHandle
     from scuffle.game.runtime.schedule import priority_of
     from scuffle.game.runtime.world import GameClosed, WorldInUse
 

@@ -11,7 +11,7 @@ import esper
 import pytest
 
 from docblocks import ROOT, python_blocks
-from scuffle.anim.clip import EventType
+from scuffle.anim.data.clip import EventType
 from scuffle.game.fighters.moves import Move
 from scuffle.game.runtime.schedule import SCHEDULE, priority_of
 from scuffle.systems.motion import StateUpdate

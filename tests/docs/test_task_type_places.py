@@ -18,7 +18,7 @@ MAX_PLACES = 6
 
 
 def _types() -> dict[str, int]:
-    from scuffle.anim.tasks import TaskType
+    from scuffle.anim.playback.tasks import TaskType
     return {t.name: int(t) for t in TaskType}
 
 
@@ -159,8 +159,8 @@ def test_the_detector_sees_each_way_of_naming_a_type():
     """The scan itself: TaskType.X, a constant made from it and imported, a number
     compared with a task's type (so the tests above cannot pass by seeing nothing)."""
     found = {p.relative_to(ROOT).as_posix(): t for p, t in names_by_file().items()}
-    assert "MIX" in found["anim/tasks.py"]                      # TaskType.MIX
-    assert "MIX" in found["anim/kernels_step.py"]               # _MIX, imported from kernels_rows
+    assert "MIX" in found["anim/playback/tasks.py"]                      # TaskType.MIX
+    assert "MIX" in found["anim/engine/kernels_step.py"]               # _MIX, imported from kernels_rows
     tree = ast.parse("if t.type == 12 or tt in (10, 11):\n    pass\n")
     cmp = [n for n in ast.walk(tree) if isinstance(n, ast.Compare)]
     assert all(any(_is_type_expr(s) for s in [c.left, *c.comparators]) for c in cmp)

@@ -1,6 +1,6 @@
 """Shared helpers for the runtime tests: synthetic clips, scenario TOML, the CLI, esper clean-up.
 
-In: nothing from the disc; every clip is authored (anim.clip.author_clip).
+In: nothing from the disc; every clip is authored (anim.data.clip.author_clip).
 """
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import subprocess
 from pathlib import Path
 
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip, encode_clip
-from scuffle.anim.rangelist import author_range
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip, encode_clip
+from scuffle.anim.data.rangelist import author_range
 
 REPO = Path(__file__).resolve().parents[2]
 IDLE = 388
@@ -75,7 +75,7 @@ def clip_length(records: list[dict], anim_id: int, next_id: int) -> int:
 def event_game(n: int = 6):
     """A Game of ``n`` humans looping clips with events: the odd ones clip 1 (a sound at
     frame 2, an effect 9 at frame 5), the even ones clip 2 (a camera shake at frame 1)."""
-    from scuffle.anim.clip import EventType, make_event
+    from scuffle.anim.data.clip import EventType, make_event
     from scuffle.game.runtime.world import Game
 
     events = [make_event(2, EventType.SOUND, word=7), make_event(5, EventType.EFFECT_9)]

@@ -2,7 +2,7 @@
 
 Built with the machine's compiler into a cache folder (never the source tree), run on a
 small crowd, its poses equal the kernel's (pose_plan) to a tolerance: the angles come
-from libm there and from scuffle.anim.detmath here. Without a compiler the bench says
+from libm there and from scuffle.anim.maths.detmath here. Without a compiler the bench says
 why and goes on. No timing is asserted (speed is the bench's).
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from scuffle.anim.tasks import TaskType
+from scuffle.anim.playback.tasks import TaskType
 from scuffle.game.fighters.combat import Fight
 from scuffle.game.tools.bench import (COMMAND_KINDS, FIGHT_EVERY, GOAL_NOTES, GOALS, POSE_STAGE, REAL_CYCLE,
                                       build_crowd, crowd_checksum, fit_line, goals_table, run_bench)

@@ -10,9 +10,9 @@ import esper
 import numpy as np
 import pytest
 
-from scuffle.anim.player import PlayerOptions
-from scuffle.anim.rates import CfgAnimSpeeds
-from scuffle.anim.store import StaleHandle
+from scuffle.anim.playback.player import PlayerOptions
+from scuffle.anim.data.rates import CfgAnimSpeeds
+from scuffle.anim.engine.store import StaleHandle
 from scuffle.components import NO_ATTACHMENT, Body
 from scuffle.components.bodies import BODY_COLUMNS
 from scuffle.systems.motion import StateUpdate

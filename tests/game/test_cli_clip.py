@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scuffle.anim.clip import ROT_SCALE, author_clip, encode_clip, make_event
+from scuffle.anim.data.clip import ROT_SCALE, author_clip, encode_clip, make_event
 from scuffle.game.cli import commands as cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -190,9 +190,9 @@ def test_subprocess_closed_stdout_is_quiet(clip_files):
 
 
 def _resource(tmp_path):
-    from scuffle.anim.animset import AnimSet
-    from scuffle.anim.clip import author_clip
-    from scuffle.anim.resource import save_resource
+    from scuffle.anim.data.animset import AnimSet
+    from scuffle.anim.data.clip import author_clip
+    from scuffle.anim.data.resource import save_resource
 
     a = author_clip("A", 12, rotations={3: [(0, (0, 0, 0, 1)), (12, (0.1, 0, 0, 0.995))]})
     b = author_clip("B", 20, velocity=[(0, (0, 1.048, 0))])

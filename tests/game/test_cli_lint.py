@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip, encode_clip
-from scuffle.anim.rangelist import author_range
-from scuffle.anim.resource import save_resource
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip, encode_clip
+from scuffle.anim.data.rangelist import author_range
+from scuffle.anim.data.resource import save_resource
 from scuffle.game.cli import commands as cli
 from scuffle_cli import run_scuffle
 

@@ -162,7 +162,7 @@ def test_error_lines_quote_a_value_cut_short(fight_dir, args):
 
 
 def test_a_clip_name_of_100000_characters_is_not_echoed_whole():
-    from scuffle.anim.animset import UnknownAnimName
+    from scuffle.anim.data.animset import UnknownAnimName
     e = UnknownAnimName("x" * 100_000, "demo", ["FIGHT_IDLE", "JAB"])
     assert len(str(e)) < 200 and "100000 characters" in str(e)
 

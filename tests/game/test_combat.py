@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scuffle.anim.clip import EventType
-from scuffle.anim.tasks import TaskType
+from scuffle.anim.data.clip import EventType
+from scuffle.anim.playback.tasks import TaskType
 from scuffle.components import Combat, NO_ATTACHMENT
 from scuffle.game.fighters.combat import Fight, FightFlags, FightState, GRAB_SEARCH_FACTOR, reaction_for
 from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS, Move

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from scuffle import Fight, Game, demo_set
-from scuffle.anim.skeleton import HUMANOID
+from scuffle.anim.maths.skeleton import HUMANOID
 from scuffle.game.fighters.moves import Move
 from scuffle.game.runtime.schedule import PRIORITY_STEP, SCHEDULE, priority_of
 from scuffle.game.runtime.world import GameClosed, WorldInUse
@@ -161,14 +161,14 @@ def test_bones_of_one_human_in_model_and_world_space(aset):
 
 
 def test_two_games_stepped_in_turns_keep_their_own_pose_tables(aset):
-    """Each Game's clip bank keeps its pose kernels' tables (anim.plan.pose_tables): two
+    """Each Game's clip bank keeps its pose kernels' tables (anim.engine.plan.pose_tables): two
     Games stepped in turns never rebuild each other's. A module-wide single slot once
     rebuilt them on every update (a 2-fighter update 0.04 -> 0.44 ms beside a second Game)."""
     import copy
     import gc
     import weakref
 
-    from scuffle.anim.plan import pose_tables
+    from scuffle.anim.engine.plan import pose_tables
 
     with Game() as ga, Game() as gb:
         _two(ga, aset)

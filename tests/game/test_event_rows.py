@@ -4,7 +4,7 @@ buffer; FiredEvent objects are made only for a human whose events someone reads 
 """
 from __future__ import annotations
 
-from scuffle.anim.clip import EventType
+from scuffle.anim.data.clip import EventType
 from scuffle.components import FiredEvents
 
 from gamehelp import event_game

@@ -266,7 +266,7 @@ def test_scuffle_run_strict_exits_1_on_a_refusal(tmp_path):
 def test_facing_a_fighter_a_subnormal_offset_away_turns_toward_it(new_game, offset):
     """The bearing's radius sqrt(x^2 + y^2) underflowed to 0 (x^2 of 1e-320 is 0), and the
     heading divided by it: a ZeroDivisionError out of the actions phase (the scenario fuzz
-    found it). anim.detmath now scales such offsets first: the heading is the exact one."""
+    found it). anim.maths.detmath now scales such offsets first: the heading is the exact one."""
     g = new_game()
     fight = Fight(g)
     g.add_human("a", demo_set(), (0, 0, 0), 0.0)

@@ -11,10 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from scuffle.anim.limits import RangeError, check_float, check_vec
-from scuffle.anim.rates import CfgAnimSpeeds, gait_speed
-from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.tasks import ClipTask, task_at
+from scuffle.anim.base.limits import RangeError, check_float, check_vec
+from scuffle.anim.data.rates import CfgAnimSpeeds, gait_speed
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.playback.tasks import ClipTask, task_at
 from scuffle.game.fighters.combat import Fight, FightFlags, FightState
 from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS
 from scuffle.game.fighters.moves import GAIT_IDS, Move
@@ -147,8 +147,8 @@ def test_warming_changes_nothing_a_trace_or_a_checksum_sees():
 def test_learn_refuses_as_a_run_and_adds_nothing():
     """Player.learn: the wrong number of params (RecipeError), an id the set has no clip
     for (the look-up's error); nothing written to the tables, nothing added to the bank."""
-    from scuffle.anim.lookup import UnknownClip
-    from scuffle.anim.recipe import RecipeError
+    from scuffle.anim.playback.lookup import UnknownClip
+    from scuffle.anim.playback.recipe import RecipeError
 
     game = Game()
     game.add_human("a", demo_set())
@@ -257,8 +257,8 @@ def test_a_reaction_whose_change_refuses_leaves_the_state_set_as_before(hit_code
     """A hit reaction as one prepared command keeps the rule's order: its state is set
     once the tasks are made, before the change; a change that refuses (a full stack,
     StackFull) leaves that state, the stack as it was and the tasks given back."""
-    from scuffle.anim.player import PlayerOptions
-    from scuffle.anim.stack import StackFull
+    from scuffle.anim.playback.player import PlayerOptions
+    from scuffle.anim.engine.stack import StackFull
 
     game = Game(PlayerOptions(early_finish_above=40))
     game.add_human("v", demo_set())

@@ -12,8 +12,8 @@ import esper
 import numpy as np
 import pytest
 
-from scuffle.anim.clip import EventType, make_event
-from scuffle.anim.store import StaleHandle
+from scuffle.anim.data.clip import EventType, make_event
+from scuffle.anim.engine.store import StaleHandle
 from scuffle.components import NO_ATTACHMENT, Combat, CombatTable
 from scuffle.game.fighters.combat import Fight, FightState
 from scuffle.game.fighters.moves import Move

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from scuffle import parse_scenario, run_scenario
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.rates import RUNTIME_SPEEDS, gait_speed, root_displacement_length
-from scuffle.anim.rangelist import author_range
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.data.rates import RUNTIME_SPEEDS, gait_speed, root_displacement_length
+from scuffle.anim.data.rangelist import author_range
 from scuffle.game.fighters.combat import GAITS, PACES, Fight
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 from scuffle.game.fighters.moveset import GAIT_SPEEDS as AUTHORED, demo_set

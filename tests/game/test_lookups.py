@@ -12,8 +12,8 @@ import esper
 import numpy as np
 import pytest
 
-from scuffle.anim.clip import EventType
-from scuffle.anim.store import StaleHandle
+from scuffle.anim.data.clip import EventType
+from scuffle.anim.engine.store import StaleHandle
 from scuffle.components import Body, Combat, FiredEvents
 from scuffle.game.fighters.ai import FighterAI
 from scuffle.game.fighters.combat import Fight, FightState

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import EventType, decode_positions, decode_rotations
-from scuffle.anim.rangelist import RangeFlags
-from scuffle.anim.rates import RUNTIME_SPEEDS
-from scuffle.anim.resource import load_resource
-from scuffle.anim.sampler import ClipBank
-from scuffle.anim.skeleton import HUMANOID, REFERENCE_ROTATIONS
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import EventType, decode_positions, decode_rotations
+from scuffle.anim.data.rangelist import RangeFlags
+from scuffle.anim.data.rates import RUNTIME_SPEEDS
+from scuffle.anim.data.resource import load_resource
+from scuffle.anim.engine.sampler import ClipBank
+from scuffle.anim.maths.skeleton import HUMANOID, REFERENCE_ROTATIONS
 from scuffle.game.fighters.moves import GAIT_IDS, GRAB_STRIKES, PAIRED_MOVES, THROWS, Move
 from scuffle.game.fighters.moveset import (GAIT_SPEEDS, HOLD_PLACE, MOVE_TABLE, NO_BONE2, REFERENCE_BONE2,
                           demo_resource_bytes, demo_set)
@@ -386,7 +386,7 @@ def test_every_clip_is_finite_at_every_frame(s, bank):
 
 
 def test_no_clip_never_ends(s, tmp_path):
-    from scuffle.anim.lint import lint_set
+    from scuffle.anim.data.lint import lint_set
     from scuffle.game.cli.commands import main
     from scuffle.game.fighters.moveset import demo_resource_bytes
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from scuffle import parse_scenario, run_scenario
-from scuffle.anim.animset import AnimSet, UnknownAnimId, UnknownAnimName
-from scuffle.anim.clip import EventType, author_clip
-from scuffle.anim.skeleton import NUM_BONES, PARENTS, Bone
+from scuffle.anim.data.animset import AnimSet, UnknownAnimId, UnknownAnimName
+from scuffle.anim.data.clip import EventType, author_clip
+from scuffle.anim.maths.skeleton import NUM_BONES, PARENTS, Bone
 from scuffle.game.fighters.moves import Move
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.scenario import ScenarioError

@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 from scuffle import Game, demo_set
-from scuffle.anim import f32 as F
-from scuffle.anim.clip import EventType, author_clip, make_event
-from scuffle.anim.player import PlayerOptions
-from scuffle.anim.tasks import LOCOMOTION_FLAGS, LOCOMOTION_STILL, HeldFlags
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.clip import EventType, author_clip, make_event
+from scuffle.anim.playback.player import PlayerOptions
+from scuffle.anim.playback.tasks import LOCOMOTION_FLAGS, LOCOMOTION_STILL, HeldFlags
 from scuffle.components import NO_ATTACHMENT
 from scuffle.game.fighters.combat import Fight, LocomotionStop
 from scuffle.game.fighters.moves import GAIT_IDS, Move

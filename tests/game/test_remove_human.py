@@ -10,7 +10,7 @@ from __future__ import annotations
 import esper
 import pytest
 
-from scuffle.anim.store import StaleHandle
+from scuffle.anim.engine.store import StaleHandle
 from scuffle.components import NO_ATTACHMENT
 from scuffle.game.fighters.combat import Fight, FightFlags, FightState
 from scuffle.game.fighters.moves import Move

@@ -13,8 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from scuffle.anim.player import PlayerOptions
-from scuffle.anim.rates import CfgAnimSpeeds
+from scuffle.anim.playback.player import PlayerOptions
+from scuffle.anim.data.rates import CfgAnimSpeeds
 from scuffle.components import NO_ATTACHMENT
 
 from gamehelp import IDLE, clip, make_set, still, turn_quat

@@ -10,11 +10,11 @@ import json
 
 import pytest
 
-from scuffle.anim import f32 as F
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import encode_clip
-from scuffle.anim.rangelist import author_range
-from scuffle.anim.resource import save_resource
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import encode_clip
+from scuffle.anim.data.rangelist import author_range
+from scuffle.anim.data.resource import save_resource
 from scuffle import ScenarioError, load_scenario, parse_scenario, run_scenario
 from scuffle.game.runtime.trace import f32_json
 

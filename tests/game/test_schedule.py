@@ -14,8 +14,8 @@ import esper
 import numpy as np
 import pytest
 
-from scuffle.anim.clip import make_event
-from scuffle.anim.player import Player
+from scuffle.anim.data.clip import make_event
+from scuffle.anim.playback.player import Player
 from scuffle.game.runtime import schedule
 from scuffle.game.runtime.schedule import SCHEDULE, install, priority_of
 from scuffle.systems.actions import Actions

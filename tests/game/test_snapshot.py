@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from scuffle.anim.callbacks import Callback
+from scuffle.anim.engine.callbacks import Callback
 from scuffle.components import Combat
 from scuffle.game.fighters import registry as fighters_registry
 from scuffle.game.fighters.moves import Move
@@ -439,7 +439,7 @@ def test_rollback_sync_test_on_random_scenarios(seed):
 
 
 def test_a_removed_humans_combat_view_is_stale_and_a_newcomer_does_not_alias_it(new_game):
-    from scuffle.anim.store import StaleHandle
+    from scuffle.anim.engine.store import StaleHandle
 
     g = new_game()
     g.add_human("a", demo_set(), health=50.0)
@@ -471,10 +471,10 @@ def test_a_fight_state_that_does_not_fit_is_refused_before_anything_changes():
 
 def test_the_checksum_does_not_depend_on_which_task_handles_were_read():
     """Game.checksum digests the rows, not which of their handles exist: a prepared command
-    makes no handle until a row is read (anim.tasks.task_at), and reading the stack (a debug
+    makes no handle until a row is read (anim.playback.tasks.task_at), and reading the stack (a debug
     view, one peer's overlay) must not change the digest two peers compare; a snapshot
     restored into a Game whose handles were read gives the same digest too."""
-    from scuffle.anim.recipe import Arg, ClipStep, LoopStep, Place, Recipe
+    from scuffle.anim.playback.recipe import Arg, ClipStep, LoopStep, Place, Recipe
 
     def run(read: bool) -> tuple[str, str]:
         with Game() as g:

@@ -1,7 +1,7 @@
 """Snapshot files are data: what a stranger's bytes can and cannot do.
 
 A snapshot file holds a header, a directory, raw table blocks with their declared
-columns and plain values (game.runtime.snapfile, anim.plaindata). These tests try it as
+columns and plain values (game.runtime.snapfile, anim.engine.plaindata). These tests try it as
 a hostile peer would: code in the bytes, a forged digest over tampered rows, sizes that
 ask for gigabytes, files that are not files, a snapshot of one Game put into another.
 Each refusal is one SnapshotError line naming the field, and the Game it was restored
@@ -17,8 +17,8 @@ import threading
 import numpy as np
 import pytest
 
-from scuffle.anim import plaindata
-from scuffle.anim.options import PlayerOptions
+from scuffle.anim.engine import plaindata
+from scuffle.anim.data.options import PlayerOptions
 from scuffle.game.runtime import snapfile as F
 from scuffle.game.runtime.snapshot import Snapshot, SnapshotError
 from scuffle.game.runtime.world import Game
@@ -62,7 +62,7 @@ def _column_edit(table: str, column: str, value, row: int | None = None):
         if name != f"table.{table}":
             return b
         rows, raw, cols, block = F.table_block(b)
-        from scuffle.anim.store import _layout
+        from scuffle.anim.engine.store import _layout
         lay = _layout(cols, rows)[0]
 
         def col(n):
@@ -97,7 +97,7 @@ def test_a_pickle_payload_runs_nothing_and_is_refused(tmp_path):
 
 def test_the_loading_path_holds_no_unpickler_eval_or_import():
     import inspect
-    from scuffle.anim import plaindata as P, snapcheck, snapkernel, snapshot as AS
+    from scuffle.anim.engine import plaindata as P, snapcheck, snapkernel, snapshot as AS
     from scuffle.game.runtime import snapshot as GS
     for mod in (F, P, snapcheck, snapkernel, AS, GS):
         src = inspect.getsource(mod)

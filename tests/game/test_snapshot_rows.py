@@ -1,4 +1,4 @@
-"""The saved rows' declared checks (anim.snapcheck.RANGES), compiled (anim.snapkernel).
+"""The saved rows' declared checks (anim.engine.snapcheck.RANGES), compiled (anim.engine.snapkernel).
 
 Every column of every saved table has a rule; pushed past it at a row in use, a file is
 refused with one SnapshotError line naming the table and the column, and the Game it was
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scuffle.anim import snapcheck as C, snapkernel as K
-from scuffle.anim.store import _layout
+from scuffle.anim.engine import snapcheck as C, snapkernel as K
+from scuffle.anim.engine.store import _layout
 from scuffle.game.runtime import snapfile as F
 from scuffle.game.runtime.snapshot import Snapshot, SnapshotError
 
@@ -133,7 +133,7 @@ def test_packed_rows_unpack_to_the_rows_in_use_and_the_free_list(crowd):
 def test_a_declaration_of_object_columns_is_refused_before_any_block_is_read(crowd):
     """Read without a Game (its checksum), a table's declared columns are numbers only: an
     object dtype would make pointers of a stranger's bytes."""
-    from scuffle.anim import plaindata
+    from scuffle.anim.engine import plaindata
 
     _, _, data = crowd
 

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from scuffle.anim.clip import make_event
+from scuffle.anim.data.clip import make_event
 
 from gamehelp import (IDLE, REPO, by_human, clip, clip_toml, command_toml, human_toml, run_cli, still,
                       turn_quat)

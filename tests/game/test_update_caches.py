@@ -26,15 +26,15 @@ import esper
 import numpy as np
 import pytest
 
-from scuffle.anim import batch as batch_mod
-from scuffle.anim import kernels as K
-from scuffle.anim.tasks import EventRule
-from scuffle.anim.trusted import TrustedKernel
+from scuffle.anim.playback import batch as batch_mod
+from scuffle.anim.engine import kernels as K
+from scuffle.anim.playback.tasks import EventRule
+from scuffle.anim.engine.trusted import TrustedKernel
 from scuffle.game.fighters.moves import Move
 from scuffle.game.runtime.trace import iter_trace_records, write_records
 from scuffle.game.tools.bench import build_crowd
-from scuffle.anim import detmath
-from scuffle.anim.store import LAYOUT_EPOCH
+from scuffle.anim.maths import detmath
+from scuffle.anim.engine.store import LAYOUT_EPOCH
 from scuffle.components import Body, BodyTable, Combat
 from scuffle.components.bodies import flat_views
 from scuffle.game.fighters.locomotion import Locomotion

@@ -13,10 +13,10 @@ import esper
 import numpy as np
 import pytest
 
-from scuffle.anim import f32 as F
-from scuffle.anim.player import Player
-from scuffle.anim.stack import CharacterInstance, HumanRecord
-from scuffle.anim.tasks import TaskType
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.playback.player import Player
+from scuffle.anim.engine.stack import CharacterInstance, HumanRecord
+from scuffle.anim.playback.tasks import TaskType
 from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, Name, PoseRef,
                         RangeRecords)
 from scuffle.game.runtime.schedule import install
@@ -140,8 +140,8 @@ def test_human_names_are_checked(new_game):
 def test_game_steps_without_pygame():
     code = """
 import sys
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip
 from scuffle.game.runtime.world import Game
 s = AnimSet.build({388: author_clip("idle", 60)})
 g = Game()

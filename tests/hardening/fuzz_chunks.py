@@ -14,8 +14,8 @@ import struct
 
 from hypothesis import strategies as st
 
-from scuffle.anim import f32 as F
-from scuffle.anim.clip import DESCRIPTOR_SIZE, EVENT_SIZE, KEY_SIZE, VTABLE_PLACEHOLDER
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.clip import DESCRIPTOR_SIZE, EVENT_SIZE, KEY_SIZE, VTABLE_PLACEHOLDER
 
 __all__ = ["DESC", "valid_clip", "mutated_clip", "NASTY_FLOATS", "OFF"]
 

@@ -1,7 +1,7 @@
 """Helpers of the hardening tests: the CLI in a subprocess, a hang guard, the fuzz budgets,
 a synthetic move set, and a snapshot of a player's state for the "nothing changed" checks.
 
-Nothing here comes from the disc: every clip is authored (anim.clip.author_clip).
+Nothing here comes from the disc: every clip is authored (anim.data.clip.author_clip).
 """
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from budget import examples
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip, make_event
-from scuffle.anim.player import Player
-from scuffle.anim.rangelist import author_range
-from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip, make_event
+from scuffle.anim.playback.player import Player
+from scuffle.anim.data.rangelist import author_range
+from scuffle.anim.engine.stack import CharacterInstance
 
 __all__ = ["REPO", "run_game", "Hang", "no_hang", "QUICK_EXAMPLES", "LONG_EXAMPLES", "fuzz_pair",
            "IDLE", "A", "B", "LONG", "SHORT", "GAIT", "synthetic_set", "snapshot", "keeps_playing"]

@@ -15,10 +15,10 @@ import sys
 
 import pytest
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip, encode_clip
-from scuffle.anim.resource import save_resource
-from scuffle.anim.sampler import MAX_BANK_BYTES, BankBudgetError, ClipBank, bank_bytes, clip_rows
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip, encode_clip
+from scuffle.anim.data.resource import save_resource
+from scuffle.anim.engine.sampler import MAX_BANK_BYTES, BankBudgetError, ClipBank, bank_bytes, clip_rows
 from scuffle.game.fighters import registry
 from scuffle.game.runtime.scenario import MAX_HUMANS, ScenarioError, parse_scenario
 from scuffle.game.runtime.world import Game

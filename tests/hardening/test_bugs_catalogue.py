@@ -10,7 +10,7 @@ import ast
 import dataclasses
 import re
 
-from scuffle.anim.player import PlayerOptions
+from scuffle.anim.playback.player import PlayerOptions
 
 from .support import REPO
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from scuffle.anim.clip import encode_clip
-from scuffle.anim.resource import save_resource
+from scuffle.anim.data.clip import encode_clip
+from scuffle.anim.data.resource import save_resource
 from scuffle.game.cli import commands as cli
 
 from scuffle_cli import run_scuffle

@@ -1,5 +1,5 @@
 """The first step on a fresh install (issue 19, item 7): the two big kernels compile side by
-side, the other one in a child process that installs it into numba's cache (anim.coldstart).
+side, the other one in a child process that installs it into numba's cache (anim.engine.coldstart).
 
 Checked here: the argument types the child compiles for are those the engine calls the
 kernels with (else the child's work is lost and the kernel compiles twice); the cache
@@ -22,11 +22,11 @@ import numba
 import pytest
 from numba.core.serialize import dumps
 
-from scuffle.anim import coldstart
-from scuffle.anim import kernels as K
-from scuffle.anim.player import Player
-from scuffle.anim.stack import CharacterInstance
-from scuffle.anim.warmup import compile_kernels
+from scuffle.anim.engine import coldstart
+from scuffle.anim.engine import kernels as K
+from scuffle.anim.playback.player import Player
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.playback.warmup import compile_kernels
 
 from .support import IDLE, synthetic_set
 
@@ -155,7 +155,7 @@ def _python(code: str, env: dict, timeout: float = 60, one_core: bool = False) -
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
 def test_no_child_on_one_core_without_a_cache_or_python(tmp_path):
-    code = "from scuffle.anim import coldstart; print(coldstart.aside_allowed())"
+    code = "from scuffle.anim.engine import coldstart; print(coldstart.aside_allowed())"
     cache = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     assert _python(code, cache, one_core=True).stdout.split() == ["False"]
     assert _python(code, dict(cache, NUMBA_DISABLE_JIT="1")).stdout.split() == ["False"]
@@ -169,7 +169,7 @@ def test_no_child_on_one_core_without_a_cache_or_python(tmp_path):
 FIRST_STEP = """
 import json
 from scuffle import Game, demo_set
-from scuffle.anim import coldstart, kernels as K
+from scuffle.anim.engine import coldstart, kernels as K
 g = Game(); g.add_human('a', demo_set())
 g.change('a', g.player.loop(g.instance('a'), 'FIGHT_IDLE'))
 for _ in range(3):
@@ -219,11 +219,11 @@ def test_a_first_step_on_a_cold_cache_takes_the_pose_kernel_from_the_child(tmp_p
 
 ORPHAN = """
 import os
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip
-from scuffle.anim.player import Player
-from scuffle.anim.rangelist import author_range
-from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip
+from scuffle.anim.playback.player import Player
+from scuffle.anim.data.rangelist import author_range
+from scuffle.anim.engine.stack import CharacterInstance
 rot = {1: [(0, (0.0, 0.0, 0.0, 1.0)), (8, (0.1, 0.0, 0.0, 0.995))]}
 aset = AnimSet.build({0: author_clip("k0", 8, rotations=rot)}, {0: author_range()}, name="k")
 p = Player()
@@ -252,5 +252,5 @@ def test_a_child_whose_parent_died_still_installs_its_kernel_and_cleans_up(tmp_p
         time.sleep(1.0)
     assert list(scratch.iterdir()) == []               # the child removed its folder
     assert list(cache.rglob("kernels_pose.pose_stacks-*.nbi")) and list(cache.rglob("kernels_pose.pose_stacks-*.nbc"))
-    check = "from scuffle.anim import coldstart; print(coldstart.kernel_cached('pose_stacks'))"
+    check = "from scuffle.anim.engine import coldstart; print(coldstart.kernel_cached('pose_stacks'))"
     assert _python(check, env).stdout.split() == ["True"]

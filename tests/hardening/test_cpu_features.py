@@ -4,7 +4,7 @@ and AVX-512 kernels switched off (NPY_DISABLE_CPU_FEATURES) as with them on.
 A child process runs with every numpy dispatch target from AVX2 up switched off (the
 names from numpy itself: tests/simd.py) and this process keeps them; both hash the
 numpy quaternion paths (slerp, the rate-scaled turn, the turn angle), the numpy root
-motion, anim.detmath's array forms, and the trace with poses of a real fight (600
+motion, anim.maths.detmath's array forms, and the trace with poses of a real fight (600
 updates of fight_2min.toml: grabs, throws and their turns, hits, walks), with the whole
 state's checksum (Game.checksum) and the snapshot's bytes at its end: the hashes must
 be equal. .ci/run also runs the default suite once more with the same switch (with the slow
@@ -31,7 +31,7 @@ HASHES = textwrap.dedent(r"""
     sys.path.insert(0, sys.argv[1])
     from simd import enabled_targets
     from scuffle import parse_scenario, run_scenario
-    from scuffle.anim import detmath, quat
+    from scuffle.anim.maths import detmath, quat
     from scuffle.systems.motion import root_motion
 
     def h(*arrays):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from scuffle.anim.resource import save_resource
+from scuffle.anim.data.resource import save_resource
 from scuffle.game.runtime.files import OutputError, OutputFile, check_outputs, output_path
 from scuffle.game.runtime.scenario import ScenarioError, load_scenario, run_scenario
 

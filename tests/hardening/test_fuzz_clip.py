@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 from hypothesis import event
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import (DESCRIPTOR_SIZE, MAX_FRAMES, ClipFormatError, author_clip, encode_clip, parse_clip)
-from scuffle.anim.player import Player
-from scuffle.anim.rangelist import author_range
-from scuffle.anim.sampler import ClipBank
-from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import (DESCRIPTOR_SIZE, MAX_FRAMES, ClipFormatError, author_clip, encode_clip, parse_clip)
+from scuffle.anim.playback.player import Player
+from scuffle.anim.data.rangelist import author_range
+from scuffle.anim.engine.sampler import ClipBank
+from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.game.runtime.world import Game
 
 from .fuzz_chunks import OFF, mutated_clip, valid_clip

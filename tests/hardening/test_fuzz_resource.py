@@ -2,7 +2,7 @@
 absolute byte offset, never a hang; a file that loads saves back to the same bytes, its
 range records are finite, and every clip samples finite at every frame and plays.
 
-Issue 7, "Fuzzed loaders". A valid file (anim.animset.AnimSet.to_resource: clip pairs,
+Issue 7, "Fuzzed loaders". A valid file (anim.data.animset.AnimSet.to_resource: clip pairs,
 the Anim Range List, the id -> slot table, an unknown chunk) is damaged by 1-3 of:
 truncation, byte flips, chunk headers (another type, a size off by a little or a lot),
 oversized counts (the range list's, the table's), NaN and Inf in a clip's duration or
@@ -22,13 +22,13 @@ import pytest
 from hypothesis import event
 from hypothesis import strategies as st
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import MAX_FRAMES, parse_clip
-from scuffle.anim.player import Player
-from scuffle.anim.rangelist import NUM_ANIM_IDS, RECORD_SIZE, author_range
-from scuffle.anim.resource import (CHUNK_HEADER_SIZE, Chunk, ChunkType, ResourceFormatError, load_resource,
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import MAX_FRAMES, parse_clip
+from scuffle.anim.playback.player import Player
+from scuffle.anim.data.rangelist import NUM_ANIM_IDS, RECORD_SIZE, author_range
+from scuffle.anim.data.resource import (CHUNK_HEADER_SIZE, Chunk, ChunkType, ResourceFormatError, load_resource,
                            save_resource)
-from scuffle.anim.stack import CharacterInstance
+from scuffle.anim.engine.stack import CharacterInstance
 
 from .fuzz_chunks import NASTY_FLOATS, OFF, valid_clip
 from .support import fuzz_pair, no_hang
@@ -210,7 +210,7 @@ test_damaged_resources_raise_only_resource_format_error, test_damaged_resources_
 def test_every_truncation_of_a_file_is_a_resource_format_error_at_the_cut():
     """Cut a three-clip file at every byte: each prefix is refused (no prefix is a valid
     file but the empty one, which has no range list), never half-loaded."""
-    from scuffle.anim.clip import author_clip
+    from scuffle.anim.data.clip import author_clip
 
     clips = {i: author_clip(f"c{i}", 5 + i, rotations={0: [(0, (0, 0, 0.1, 0.995))]}) for i in (3, 4, 5)}
     data = save_resource(AnimSet.build(clips, {3: author_range(flags=0x800)}).to_resource())

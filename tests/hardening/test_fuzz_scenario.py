@@ -24,8 +24,8 @@ import pytest
 from hypothesis import event
 from hypothesis import strategies as st
 
-from scuffle.anim.clip import encode_clip
-from scuffle.anim.resource import save_resource
+from scuffle.anim.data.clip import encode_clip
+from scuffle.anim.data.resource import save_resource
 from scuffle import ScenarioError, parse_scenario, run_scenario
 
 from .support import A, B, GAIT, IDLE, LONG, fuzz_pair, no_hang, synthetic_set

@@ -15,8 +15,8 @@ import tracemalloc
 import numpy as np
 from hypothesis import strategies as st
 
-from scuffle.anim import plaindata
-from scuffle.anim.store import _layout
+from scuffle.anim.engine import plaindata
+from scuffle.anim.engine.store import _layout
 from scuffle.game.fighters.ai import FighterAI
 from scuffle.game.fighters.combat import Fight
 from scuffle.game.fighters.moves import Move

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from scuffle import Game, HandlerError, demo_set
-from scuffle.anim.clip import EventType
+from scuffle.anim.data.clip import EventType
 from scuffle.game.fighters.ai import FighterAI
 from scuffle.game.fighters.combat import Fight
 from scuffle.game.fighters.moves import Move
@@ -199,7 +199,7 @@ def test_end_callbacks_that_raise_leave_the_flush_and_the_update_whole():
 def test_a_raising_report_callback_keeps_the_end_callback_of_the_same_release():
     """A task holding 0x400000 (report) whose human's on_report raises: its own end
     callback, run right after in the same release, still runs, and the update goes on."""
-    from scuffle.anim.tasks import HeldFlags
+    from scuffle.anim.playback.tasks import HeldFlags
 
     ends = {"a": [], "b": []}
     reports = {"a": 0, "b": 0}
@@ -329,8 +329,8 @@ def test_esper_delete_entity_gives_the_tasks_back_at_the_next_update():
 def test_a_bare_player_finishes_then_raises_the_first(standalone):
     """Without a Game (no on_callback_error), Player.step and Player.flush still finish
     for every character and then raise the first callback exception."""
-    from scuffle.anim.player import Player
-    from scuffle.anim.stack import CharacterInstance
+    from scuffle.anim.playback.player import Player
+    from scuffle.anim.engine.stack import CharacterInstance
 
     p = Player()
     hs = [CharacterInstance(SET, f"h{i}") for i in range(3)]

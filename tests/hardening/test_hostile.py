@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scuffle.anim.clip import KEY_DTYPE, author_clip, encode_clip, key_frames, parse_clip, reachable_count
-from scuffle.anim.lint import end_step
-from scuffle.anim.resource import MAX_CHUNKS, ResourceFormatError, load_resource, save_resource
-from scuffle.anim.sampler import ClipBank
+from scuffle.anim.data.clip import KEY_DTYPE, author_clip, encode_clip, key_frames, parse_clip, reachable_count
+from scuffle.anim.data.lint import end_step
+from scuffle.anim.data.resource import MAX_CHUNKS, ResourceFormatError, load_resource, save_resource
+from scuffle.anim.engine.sampler import ClipBank
 from scuffle.game.runtime.files import FileLimitError, read_limited
 from scuffle.game.runtime.scenario import ScenarioError, load_scenario, parse_scenario
 from scuffle.game.runtime.trace import TraceValueError, write_records
@@ -302,7 +302,7 @@ def test_scenario_paths_resolve_relative_to_the_scenario_file(tmp_path):
 
 
 def test_chain_blend_depth_counts_the_clips_nested_in_blend_windows():
-    from scuffle.anim.player import chain_blend_depth
+    from scuffle.anim.playback.player import chain_blend_depth
     assert chain_blend_depth([1.0, 1.0, 1.0], 0.0) == 1                  # no blend: one clip at a time
     assert chain_blend_depth([1.0, 1.0, 1.0], 0.2) == 2                  # one hand-over at a time
     assert chain_blend_depth([1.0, 0.1, 0.1, 1.0], 0.5) == 4             # short clips nest in the window
@@ -312,8 +312,8 @@ def test_chain_blend_depth_counts_the_clips_nested_in_blend_windows():
 def test_a_chain_that_could_never_fit_the_pose_stack_is_refused_when_given():
     """With PlayerOptions(refuse_deep_chains=True); by default the chain plays as the
     original plays it, its eighth pose skipped when sampled (test_limits)."""
-    from scuffle.anim.player import PlayerOptions
-    from scuffle.anim.pose import PoseStackOverflow
+    from scuffle.anim.playback.player import PlayerOptions
+    from scuffle.anim.maths.pose import PoseStackOverflow
     from scuffle.game.fighters.moves import Move
     from scuffle.game.fighters.moveset import demo_set
     from scuffle.game.runtime.world import Game
@@ -340,7 +340,7 @@ def test_a_chain_that_could_never_fit_the_pose_stack_is_refused_when_given():
 
 
 def test_a_reaction_the_pool_cannot_serve_refuses_the_hit_whole_and_the_update_goes_on():
-    from scuffle.anim.player import PlayerOptions
+    from scuffle.anim.playback.player import PlayerOptions
     from scuffle.components import Combat
     from scuffle.game.fighters.combat import Fight
     from scuffle.game.fighters.moves import Move
@@ -389,9 +389,9 @@ def test_10000_humans_and_10000_commands_load_without_the_quadratic_scan():
 
 @pytest.mark.parametrize("how", ["push", "change"])
 def test_a_hand_built_clip_chain_that_could_never_fit_is_refused_by_push_and_change(how):
-    from scuffle.anim.player import Player, PlayerOptions, task_pose_depth
-    from scuffle.anim.pose import PoseStackOverflow
-    from scuffle.anim.stack import CharacterInstance
+    from scuffle.anim.playback.player import Player, PlayerOptions, task_pose_depth
+    from scuffle.anim.maths.pose import PoseStackOverflow
+    from scuffle.anim.engine.stack import CharacterInstance
     from .support import IDLE, SHORT
 
     s = synthetic_set()

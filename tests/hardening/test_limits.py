@@ -22,13 +22,13 @@ import math
 import numpy as np
 import pytest
 
-from scuffle.anim.plan import SamplePlan
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.pose import POSE_STACK_SIZE, PoseStackOverflow
-from scuffle.anim.rates import CfgAnimSpeeds
+from scuffle.anim.engine.plan import SamplePlan
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.maths.pose import POSE_STACK_SIZE, PoseStackOverflow
+from scuffle.anim.data.rates import CfgAnimSpeeds
 from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
-from scuffle.anim.stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
-from scuffle.anim.tasks import TaskType
+from scuffle.anim.engine.stack import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
+from scuffle.anim.playback.tasks import TaskType
 from scuffle import ScenarioError, parse_scenario, run_scenario
 from scuffle.game.runtime.world import Game
 
@@ -221,7 +221,7 @@ def test_a_refused_constructor_or_change_leaves_no_row_and_no_task(engine):
     gives its new task back. (Before, a bad blend time, a mix or pick with an unknown
     second id, a gait with a NaN target, and a change with a NaN fade each leaked rows or
     a task.) The reference model refuses the same calls alike."""
-    from scuffle.anim.player import UnknownClip
+    from scuffle.anim.playback.player import UnknownClip
 
     p = _new(engine)
     h = _mid_change(p)
@@ -451,7 +451,7 @@ def test_the_refused_pose_is_the_same_in_the_engine_and_the_reference():
 
 
 def test_an_eighth_pose_in_a_scenario_is_counted_in_the_trace():
-    from scuffle.anim.clip import encode_clip
+    from scuffle.anim.data.clip import encode_clip
     import json
 
     text = "updates = 40\n"
@@ -575,9 +575,9 @@ def test_the_cleanup_threshold_is_an_option(engine):
 # ---------------------------------------------------------------- the 50 m/s cap
 
 def _racer(g: Game, name: str, key_speed: float, heading: float, x: float) -> None:
-    from scuffle.anim.animset import AnimSet
-    from scuffle.anim.clip import author_clip
-    from scuffle.anim.rangelist import author_range
+    from scuffle.anim.data.animset import AnimSet
+    from scuffle.anim.data.clip import author_clip
+    from scuffle.anim.data.rangelist import author_range
 
     c = author_clip(name, 40, velocity=[(0, (0.0, key_speed, 0.0))])
     s = AnimSet.build({1: c}, {1: author_range(flags=0x1000)}, name=name)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from scuffle.components import NO_ATTACHMENT
-from scuffle.anim import detmath
+from scuffle.anim.maths import detmath
 from scuffle.game.fighters.combat import MIN_SEPARATION, Fight
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game

@@ -1,7 +1,7 @@
 """numba's on-disk cache (issue 21, item 6).
 
 - A corrupt cache (an empty or cut ``.nbi`` index or ``.nbc`` data file) used to break
-  every run until deleted by hand: it is now found when anim/kernels.py is imported, set
+  every run until deleted by hand: it is now found when anim/engine/kernels.py is imported, set
   aside (``set-aside/`` in the cache folder) and rebuilt, with one line on stderr.
 - An install numba cannot write to, run with no usable home, used to crash on import
   (even ``scuffle clip``): the kernels now compile for the process only, said once.
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from scuffle.anim import jitcache
-from scuffle.anim import kernels as K
-from scuffle.anim.clip import encode_clip
-from scuffle.anim.warmup import compile_kernels
+from scuffle.anim.engine import jitcache
+from scuffle.anim.engine import kernels as K
+from scuffle.anim.data.clip import encode_clip
+from scuffle.anim.playback.warmup import compile_kernels
 
 from .support import IDLE, synthetic_set
 
@@ -76,7 +76,7 @@ def live_cache() -> Path:
 def seeded(tmp_path_factory, live_cache) -> Path:
     """A NUMBA_CACHE_DIR template holding a copy of the live cache, where numba looks for it."""
     root = tmp_path_factory.mktemp("numba_template")
-    r = subprocess.run([sys.executable, "-c", "from scuffle.anim import kernels as K; "
+    r = subprocess.run([sys.executable, "-c", "from scuffle.anim.engine import kernels as K; "
                         "print(K.step_stacks._cache._cache_path)"], env=_env(NUMBA_CACHE_DIR=root),
                        capture_output=True, text=True, timeout=LIMIT, cwd=root)
     # cwd: imported as the runs below import it (numba names the cache's sub-folder after the
@@ -167,7 +167,7 @@ def test_an_install_with_no_writable_cache_folder_imports_and_decodes(tmp_path):
     r = _scuffle(["clip", "a.desc", "a.keys"], tmp_path, **_no_home(site))
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert r.stdout.startswith("clip ")
-    probe = subprocess.run([sys.executable, "-c", "import scuffle.anim.kernels as K, scuffle.anim.jitcache as J; "
+    probe = subprocess.run([sys.executable, "-c", "import scuffle.anim.engine.kernels as K, scuffle.anim.engine.jitcache as J; "
                             "print(K.__file__); print(K.CACHE); print(J.NO_CACHE[0])"],
                            cwd=tmp_path, env=_env(**_no_home(site)), capture_output=True, text=True, timeout=LIMIT)
     path, cache, why = probe.stdout.splitlines()
@@ -205,9 +205,9 @@ def test_numba_disable_jit_runs_without_the_announcement(tmp_path):
 def test_a_warm_cache_is_never_set_aside_on_import(live_cache):
     """A fresh process importing the kernels over this session's whole cache sets nothing
     aside: the check reads the index (whose signatures name the kernels' interface
-    classes) while anim.kernels is still importing, and must not take a class it cannot
+    classes) while anim.engine.kernels is still importing, and must not take a class it cannot
     import yet for a cut file (once, every warm start rebuilt the kernels)."""
-    r = subprocess.run([sys.executable, "-c", "from scuffle.anim import jitcache, kernels\n"
+    r = subprocess.run([sys.executable, "-c", "from scuffle.anim.engine import jitcache, kernels\n"
                         "print(jitcache.SET_ASIDE, kernels.CACHE)"],
                        capture_output=True, text=True, timeout=LIMIT, cwd=live_cache)
     assert r.returncode == 0, r.stderr

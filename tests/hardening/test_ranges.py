@@ -145,7 +145,7 @@ CLI_CASES = [
 
 @pytest.mark.parametrize("args, flag", CLI_CASES, ids=[" ".join(a[0:1] + a[-2:])[:50] for a, _ in CLI_CASES])
 def test_a_numeric_flag_out_of_range_is_one_line_naming_it(tmp_path, args, flag):
-    from scuffle.anim.resource import save_resource
+    from scuffle.anim.data.resource import save_resource
     (tmp_path / "a.jsonl").write_text('{"update": 0, "human": "a"}\n')
     (tmp_path / "a.csv").write_text("update,anim,time\n0,1,0.5\n")
     (tmp_path / "a.res").write_bytes(save_resource(demo_set().to_resource()))
@@ -358,7 +358,7 @@ def test_after_the_checks_no_nan_reaches_a_separated_crowd(game):
                                       ({"early_finish_above": -1}, "early_finish_above"),
                                       ({"cleanup_above": HUGE_INT}, "cleanup_above")])
 def test_player_options_refuse_bad_numbers_naming_them(kw, name):
-    from scuffle.anim.player import PlayerOptions
+    from scuffle.anim.playback.player import PlayerOptions
     with pytest.raises(ValueError, match=name):
         PlayerOptions(**kw)
 

@@ -1,7 +1,7 @@
 """The soak: 200 humans in random legal command streams for 10,000 updates.
 
 Issue 7, "Limits": afterwards every task is back in the pool, every pose is finite, and
-memory does not grow. The humans play the demo move set through anim.player.Player
+memory does not grow. The humans play the demo move set through anim.playback.player.Player
 directly (the compiled engine, the only one; no ECS), each update four of them (chosen
 by a seeded random.Random) get a command: a change to a loop under a fade, a chain of
 clips handing over with a blend time (holding bits, with an end callback), a gait blend
@@ -26,9 +26,9 @@ import time
 import pytest
 
 
-from scuffle.anim.player import Player, PlayerOptions
-from scuffle.anim.stack import STACK_SIZE, CharacterInstance
-from scuffle.anim.tasks import TaskType
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.engine.stack import STACK_SIZE, CharacterInstance
+from scuffle.anim.playback.tasks import TaskType
 from scuffle.game.fighters.moves import ATTACK_CHAIN, GAIT_IDS, PAIRED_MOVES, Move
 from scuffle.game.fighters.moveset import demo_set
 
@@ -168,7 +168,7 @@ def test_the_fight_rules_for_6000_updates_keep_the_log_and_memory_flat():
     the log stays a ring of LOG_SIZE with running counts, every task is accounted for,
     and between updates 2,000 and 6,000 the resident memory and the live objects do
     not grow."""
-    from scuffle.anim.player import PlayerOptions
+    from scuffle.anim.playback.player import PlayerOptions
     from scuffle.game.fighters.ai import FighterAI
     from scuffle.game.fighters.combat import LOG_SIZE, Fight
     from scuffle.game.runtime.world import Game

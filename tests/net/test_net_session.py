@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nethelp import DT, PLAYERS, Clock, build, pair, play
-from scuffle.anim.clip import EventType
+from scuffle.anim.data.clip import EventType
 from scuffle.game.fighters.fightinput import Action, FightInput
 from scuffle.game.runtime.snapshot import SyncError
 from scuffle.net import (HandshakeError, MemoryLink, PeerLeft, PeerTimeout, Session, SessionSetupError, SimLink,

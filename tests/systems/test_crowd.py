@@ -22,7 +22,7 @@ import esper
 import numpy as np
 import pytest
 
-from scuffle.anim.clip import EventType
+from scuffle.anim.data.clip import EventType
 from scuffle.components import Body, PoseRef
 from scuffle.game.fighters.moves import Move
 from scuffle.game.fighters.moveset import demo_set

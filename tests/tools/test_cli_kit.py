@@ -15,7 +15,7 @@ from scuffle.game.cli.commands import COMMANDS
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scuffle_cli import run_scuffle  # noqa: E402
 
-from scuffle.anim.coldstart import COMPILE_MESSAGE  # noqa: E402
+from scuffle.anim.engine.coldstart import COMPILE_MESSAGE  # noqa: E402
 
 ENV = dict(SDL_VIDEODRIVER="dummy", SDL_AUDIODRIVER="dummy", PYGAME_HIDE_SUPPORT_PROMPT="1")
 NAMES = [c.name for c in COMMANDS]
@@ -98,7 +98,7 @@ def _python(code: str, cache: Path, timeout: float = 120) -> subprocess.Complete
 
 def test_the_library_announces_a_cold_cache_once_through_logging(tmp_path):
     # An empty NUMBA_CACHE_DIR is a cold cache; nothing compiles here (no kernel is called).
-    code = ("from scuffle.anim import warmup\n"
+    code = ("from scuffle.anim.playback import warmup\n"
             "print(warmup.kernels_cached(), warmup.note_cold_compile(), warmup.note_cold_compile())\n")
     r = _python(code, tmp_path / "numba")
     assert r.returncode == 0, r.stderr
@@ -111,7 +111,7 @@ def test_the_library_announces_a_cold_cache_once_through_logging(tmp_path):
 
 def test_a_host_can_silence_the_notice(tmp_path):
     code = ("import logging; logging.getLogger('scuffle').setLevel(logging.ERROR)\n"
-            "from scuffle.anim import warmup\n"
+            "from scuffle.anim.playback import warmup\n"
             "print(warmup.note_cold_compile())\n")
     r = _python(code, tmp_path / "numba")
     assert r.stdout.split() == ["True"] and r.stderr == ""

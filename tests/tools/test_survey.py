@@ -11,10 +11,10 @@ import struct
 import numpy as np
 import pytest
 
-from scuffle.anim.animset import AnimSet
-from scuffle.anim.clip import author_clip, encode_clip
-from scuffle.anim.rangelist import author_range
-from scuffle.anim.resource import save_resource
+from scuffle.anim.data.animset import AnimSet
+from scuffle.anim.data.clip import author_clip, encode_clip
+from scuffle.anim.data.rangelist import author_range
+from scuffle.anim.data.resource import save_resource
 from scuffle.game.tools.survey import DISC, Item, Survey, collect, raw_mask_mismatch, survey_paths
 from toolhelp import run_module
 
@@ -163,9 +163,9 @@ def test_a_missing_path_is_a_one_line_error(tmp_path):
 def test_a_non_finite_pose_is_counted(corpus, monkeypatch):
     """The parser guarantees finite decodes, so a non-finite pose is planted in the sampler
     to see that the survey would catch one."""
-    import scuffle.anim.sampler
+    import scuffle.anim.engine.sampler
 
-    real = scuffle.anim.sampler.ClipBank.sample
+    real = scuffle.anim.engine.sampler.ClipBank.sample
     target = {}
 
     def sample(self, clip, time, rate, flags, out=None, start=0):
@@ -175,7 +175,7 @@ def test_a_non_finite_pose_is_counted(corpus, monkeypatch):
         p.rot[:, 5, bad] = np.nan
         return p
 
-    monkeypatch.setattr(scuffle.anim.sampler.ClipBank, "sample", sample)
+    monkeypatch.setattr(scuffle.anim.engine.sampler.ClipBank, "sample", sample)
     target["name"] = "idle"
     s = survey_paths([str(corpus)])
     assert s.counts()["nonfinite"] == 1

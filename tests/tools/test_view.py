@@ -13,10 +13,10 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 
-from scuffle.anim import f32 as F  # noqa: E402
-from scuffle.anim.clip import author_clip, encode_clip  # noqa: E402
-from scuffle.anim.cursor import Cursor  # noqa: E402
-from scuffle.anim.resource import save_resource  # noqa: E402
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.data.clip import author_clip, encode_clip  # noqa: E402
+from scuffle.anim.playback.cursor import Cursor  # noqa: E402
+from scuffle.anim.data.resource import save_resource  # noqa: E402
 from scuffle.demo.headless import image_stats  # noqa: E402
 from scuffle.demo.view import (DEFAULT_SIZE, Fonts, Playback, ViewerApp, ViewerState, ViewError,  # noqa: E402
                        channels_size, load_source, sheet_frames, sheet_size)

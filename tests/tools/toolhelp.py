@@ -1,7 +1,7 @@
 """Helpers for the tools' tests (viewer, trace diff, survey, CSV converter); the fixtures
 are in conftest.py.
 
-Every clip is authored (anim.clip.author_clip); nothing comes from the disc. This file
+Every clip is authored (anim.data.clip.author_clip); nothing comes from the disc. This file
 never imports pygame (the demo package is the only one that does).
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scuffle.anim.clip import author_clip, encode_clip
+from scuffle.anim.data.clip import author_clip, encode_clip
 
 REPO = Path(__file__).resolve().parents[2]
 WALK_START, IDLE = 412, 388

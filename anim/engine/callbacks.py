@@ -1,0 +1,207 @@
+"""The handlers a world's callbacks name: ``Callbacks``, the registry a Player calls them through.
+
+The callbacks themselves are data (``Callback(kind, args)``, anim.base.callbackdata, re-exported
+here): see that module for what a callback is and which arguments it may carry.
+
+Spec: "Animation tasks" (the end callback +0x2c, the wrap callback +0x28), "When a clip
+ends" (the release, L314). Original: 0x00105570 AnimTask_FlushDeferred (calls +0x2c).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from scuffle.anim.base.callbackdata import Callback, CallbackError, UnknownCallback, callback, check_callback
+
+__all__ = ["Callback", "Callbacks", "CallbackError", "UnknownCallback", "callback", "check_callback", "CallbackTable",
+           "NO_CALLBACK"]
+
+
+class Callbacks:
+    """The handlers a world's Callbacks name (kind -> handler(instance, *args)).
+
+    ``register`` adds one (CallbackError for a handler that is not callable, a kind
+    that is not a str, or a kind already taken by another handler); ``call`` runs a
+    callback (a Callback through its handler, UnknownCallback when none is registered;
+    a plain callable as ``fn(instance)``).
+    """
+
+    __slots__ = ("_handlers", "_checks")
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, Callable] = {}
+        self._checks: dict[str, Callable[[tuple], str | None]] = {}
+
+    def register(self, kind: str, handler: Callable, check: Callable[[tuple], str | None] | None = None) -> Callable:
+        """Name ``handler`` ``kind``; returns it. Registering the same handler again is a
+        no-op. ``check(args)``: why a callback of this kind with ``args`` read from a file
+        (a snapshot) must be refused, or None (``check_args``); give one for every kind
+        whose handler trusts its arguments."""
+        if not isinstance(kind, str) or not kind:
+            raise CallbackError(f"Callbacks.register: kind {kind!r}: expected a non-empty str")
+        if not callable(handler):
+            raise CallbackError(f"Callbacks.register: handler for {kind!r} is not callable")
+        if check is not None and not callable(check):
+            raise CallbackError(f"Callbacks.register: check for {kind!r} is not callable")
+        old = self._handlers.get(kind)
+        if old is not None and old != handler:
+            raise CallbackError(f"Callbacks.register: {kind!r} already names {old!r}")
+        self._handlers[kind] = handler
+        if check is not None:
+            self._checks[kind] = check
+        return handler
+
+    def check_args(self, kind: str, args: tuple) -> str | None:
+        """Why a callback of ``kind`` with ``args`` (plain data, from a snapshot file) cannot
+        be taken, or None: an unregistered kind, or what the kind's ``check`` says."""
+        if kind not in self._handlers:
+            return f"callback kind {kind[:80]!r} is not registered in this Game"
+        check = self._checks.get(kind)
+        return None if check is None else check(args)
+
+    def unregister(self, kind: str) -> None:
+        """Forget ``kind`` (nothing if it is not registered)."""
+        self._handlers.pop(kind, None)
+        self._checks.pop(kind, None)
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._handlers
+
+    def kinds(self) -> list[str]:
+        """The registered kinds, sorted."""
+        return sorted(self._handlers)
+
+    def call(self, cb: Any, inst: Any) -> Any:
+        """Run ``cb`` for ``inst``: ``handler(inst, *cb.args)`` or ``cb(inst)``; returns what
+        it returns (a test's answer: PlayerOptions.queued_default)."""
+        if isinstance(cb, Callback):
+            handler = self._handlers.get(cb.kind)
+            if handler is None:
+                raise UnknownCallback(f"callback kind {cb.kind!r}: no handler registered "
+                                      f"(known: {', '.join(self.kinds()) or 'none'})")
+            return handler(inst, *cb.args)
+        return cb(inst)
+
+    @staticmethod
+    def is_data(cb: Any) -> bool:
+        """Whether ``cb`` is None or a Callback (data), not code."""
+        return cb is None or isinstance(cb, Callback)
+
+
+# A row's callback column with no callback in it.
+NO_CALLBACK = -1
+
+
+def _typed(args: tuple) -> tuple:
+    """``args`` with each value's type beside it (and a float's exact bits), so two
+    argument tuples that ``==`` conflates (1, 1.0 and True; 0.0 and -0.0) never share an id."""
+    out = []
+    for a in args:
+        c = a.__class__
+        if c is tuple:
+            out.append((c, _typed(a)))
+        elif c is float:
+            out.append((c, a.hex()))
+        else:
+            out.append((c, a))
+    return tuple(out)
+
+
+class CallbackTable:
+    """The callbacks the rows of a world's tables name: the registry table behind the
+    ``on_end`` / ``on_wrap`` task columns and the ``on_report`` human column, which hold
+    an id into it (NO_CALLBACK: none).
+
+    Each id is one callback (a ``Callback``: kind and plain arguments; or a callable),
+    taken once however many rows name it (``take``: a use counted up), given back when
+    the last row naming it lets it go (``drop``: its id goes on a free list, reused next).
+    Its state is three lists of plain values (``values``, ``uses``, ``free``): ``save``
+    copies them, ``load`` writes a copy back; the key index is made from ``values``.
+    In: a callback already checked (anim.engine.callbacks.check_callback). Rejected (ValueError):
+    an id that is not taken.
+    """
+
+    __slots__ = ("values", "uses", "free", "_ids")
+
+    def __init__(self) -> None:
+        self.values: list = []           # id -> the callback (None: a free id)
+        self.uses: list[int] = []        # id -> rows naming it
+        self.free: list[int] = []        # ids given back, the next one taken last
+        self._ids: dict = {}             # the callback's key -> its id
+
+    @staticmethod
+    def key(cb: Any) -> Any:
+        """What makes two callbacks one id: a Callback's kind and typed arguments, a
+        callable's identity (the table holds it, so the identity stays unique)."""
+        if cb.__class__ is Callback:
+            args = cb.args
+            for a in args:
+                if a.__class__ is not str:
+                    return (cb.kind, _typed(args))
+            return (cb.kind, args)
+        return ("code", id(cb))
+
+    def take(self, cb: Any) -> int:
+        """The id of ``cb`` (None: NO_CALLBACK), its use counted up."""
+        if cb is None:
+            return NO_CALLBACK
+        k = self.key(cb)
+        i = self._ids.get(k)
+        if i is None:
+            if self.free:
+                i = self.free.pop()
+                self.values[i] = cb
+                self.uses[i] = 1
+            else:
+                i = len(self.values)
+                self.values.append(cb)
+                self.uses.append(1)
+            self._ids[k] = i
+        else:
+            self.uses[i] += 1
+        return i
+
+    def drop(self, i: int) -> None:
+        """A row lets id ``i`` go (NO_CALLBACK: nothing); the last use frees the id."""
+        if i < 0:
+            return
+        uses = self.uses
+        if i >= len(uses) or uses[i] <= 0:
+            raise ValueError(f"CallbackTable: id {i} is not taken")
+        n = uses[i] - 1
+        uses[i] = n
+        if not n:
+            del self._ids[self.key(self.values[i])]
+            self.values[i] = None
+            self.free.append(i)
+
+    def get(self, i: int) -> Any:
+        """The callback of id ``i``, None for NO_CALLBACK."""
+        return None if i < 0 else self.values[i]
+
+    def __len__(self) -> int:
+        return len(self.values) - len(self.free)
+
+    def save(self) -> tuple:
+        """The table's state: copies of ``values``, ``uses`` and ``free``."""
+        return (list(self.values), list(self.uses), list(self.free))
+
+    def load(self, state: tuple) -> None:
+        """Write a ``save`` back (copied: the state restores again). Rejected (ValueError):
+        lists that do not agree (another length, a free id with uses, a value twice)."""
+        values, uses, free = state
+        if values == self.values and uses == self.uses and free == self.free:
+            return
+        if len(values) != len(uses) or any(values[i] is not None or uses[i] for i in free) \
+                or len(set(free)) != len(free):
+            raise ValueError("CallbackTable.load: values, uses and free ids that do not agree")
+        ids = {}
+        for i, v in enumerate(values):
+            if v is not None:
+                k = self.key(v)
+                if k in ids:
+                    raise ValueError(f"CallbackTable.load: the callback of id {i} is also id {ids[k]}")
+                ids[k] = i
+        self.values[:] = values
+        self.uses[:] = uses
+        self.free[:] = free
+        self._ids = ids

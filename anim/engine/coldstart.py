@@ -1,0 +1,416 @@
+"""The cold compile's notice: whether numba's on-disk cache holds the engine's kernels,
+and the one line the library logs (logger ``scuffle``) before the first step compiles
+them (once per install: ``cache=True`` keeps the machine code next to anim/kernels_*.py).
+
+A module of its own so that the batch driver (anim/playback/batch.py) can call it on its first
+kernel call without importing the warm-up (anim/playback/warmup.py imports the player).
+
+The two big kernels compile side by side on a cold cache (a shorter first step on a
+fresh install): numba compiles one function at a time, so on its first kernel
+call the batch driver asks ``compile_aside`` to compile the other big kernel in a child
+process (for the very argument types it will be called with) while this process
+compiles the one it calls; before it calls the other one, ``await_kernel`` waits for the
+child, and numba then loads the kernel from its on-disk cache instead of compiling it;
+while the child is still at it, this process compiles the small kernels a first step
+calls next (``MEANWHILE``: root_motion_step), which would otherwise follow the wait.
+Only when it can help and cannot harm: a writable cache (not under NUMBA_DISABLE_JIT=1,
+nor with no cache folder), the kernel not cached yet, two cores or more for this
+process, and ``SCUFFLE_COMPILE_ASIDE`` not ``0``. The child compiles into a folder of its
+own (a private NUMBA_CACHE_DIR: two processes writing one function's index at once can
+pair an index entry with the other's data file) and then installs that kernel's files
+into this process's cache folder, each data file then the index, every file written
+under a temporary name and renamed (``install_cached``): a reader never sees a cut file
+or an index naming a missing one. A child that fails or is slow changes nothing but the
+time: numba compiles the kernel here as it always did. A process that ends before it
+calls the other kernel does not wait: its child finishes on its own, installs the
+kernel for the next run and removes its folder.
+
+The rest compiles in the background (``compile_rest``): at its second step a process
+whose cache lacks some kernel (the prepared commands' ``run_rows``, a flush kernel
+its first update did not call) starts one detached child at low priority
+that loads what is cached, compiles the rest through the warm-up crowd
+(anim.playback.warmup.compile_kernels) in a private folder and installs the kernels that were
+missing, so the next run finds every kernel and says nothing. ``anim.playback.warmup.warm``
+(``scuffle.warm()``, ``scuffle warm``) compiles all of them ahead instead, for a game's
+loading screen.
+"""
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import pickle
+import sys
+
+from scuffle.anim.engine import kernels as K
+
+__all__ = ["LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
+           "kernels_cached", "ALL_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
+           "cold_notice", "note_cold_compile", "REST_ENV", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
+           "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
+           "meanwhile", "root_motion_args"]
+
+LOGGER = logging.getLogger("scuffle")
+COMPILE_MESSAGE = ("compiling the animation kernels (once per install: numba caches them for later runs; "
+                   "the ones a step needs now, about 5-20 s, the others in the background)...")
+WARM_MESSAGE = ("compiling the animation kernels (once per install: numba caches them for later runs; "
+                "all of them now, about 15-40 s)...")
+COMPILED_MESSAGE = "kernels compiled (cached for the next runs)"
+NO_CACHE_MESSAGE = ("{why}; compiling the animation kernels for this run only "
+                    "(set NUMBA_CACHE_DIR to a writable folder to keep them)...")
+
+ANNOUNCED: list[bool] = []        # the notice's once-per-process flag (shared with anim.playback.warmup)
+# the kernels a Game's step calls (pose_plan, anim.engine.plan's, is not one: a step never compiles it)
+ENGINE_KERNELS = ("step_stacks", "pose_stacks", "flush_release", "flush_anim_ids", "root_motion_step")
+# every kernel a game may call, as (module of scuffle.anim, name): the engine's and the
+# prepared commands' (anim.engine.cmdkernel); not pose_plan (tests, tools and the bench only)
+ALL_KERNELS = tuple((K.MODULE_OF[n], n) for n in ENGINE_KERNELS) + (("cmdkernel", "run_rows"),)
+BACKGROUND: list = []             # the child compiling the rest (compile_rest), once per process
+
+
+def kernels_cached() -> bool:
+    """Whether numba's on-disk cache holds the engine's kernels (False: the first step will
+    compile them, ~10-30 s on a busy 2-core machine)."""
+    return all(kernel_cached(name) for name in ENGINE_KERNELS)
+
+
+def _module(mod: str):
+    """scuffle.anim.<mod> (a kernel module: kernels_step, kernels_pose, ..., or cmdkernel)."""
+    import importlib
+    return importlib.import_module(f"{__package__}.{mod}")
+
+
+def _cache_path(name: str, mod: str | None = None) -> str | None:
+    """The folder numba's on-disk cache keeps kernel ``name`` of anim.<mod> in (None: no cache)."""
+    if not K.CACHE:                       # no writable cache folder (anim/engine/jitcache.py)
+        return None
+    mod = mod or K.MODULE_OF[name]
+    return getattr(getattr(getattr(_module(mod), name), "_cache", None), "_cache_path", None) or None
+
+
+def cache_folder() -> str | None:
+    """The folder numba's on-disk cache keeps the engine's kernels in (None: no cache)."""
+    return _cache_path("step_stacks")
+
+
+def kernel_cached(name: str, mod: str | None = None) -> bool:
+    """Whether numba's on-disk cache holds an index of kernel ``name`` (of anim.<mod>)
+    no older than its source file (an older one is stale: numba recompiles and rewrites it)."""
+    mod = mod or K.MODULE_OF[name]
+    path = _cache_path(name, mod)
+    if not path:
+        return False
+    try:
+        source = os.path.getmtime(_module(mod).__file__)
+    except OSError:
+        return False
+    index = glob.glob(os.path.join(glob.escape(path), f"{mod}.{name}-*.nbi"))
+    return bool(index) and max(os.path.getmtime(f) for f in index) >= source
+
+
+def all_cached() -> bool:
+    """Whether numba's on-disk cache holds every kernel a process may call (ALL_KERNELS)."""
+    return all(kernel_cached(name, mod) for mod, name in ALL_KERNELS)
+
+
+def cold_notice() -> bool:
+    """Log why the kernels are about to compile, if they are (WARNING on the ``scuffle``
+    logger): COMPILE_MESSAGE when the cache is cold, NO_CACHE_MESSAGE when numba has no
+    writable cache folder, nothing under NUMBA_DISABLE_JIT=1 (nothing compiles) or when
+    the cache holds them. Returns whether they will compile."""
+    from numba.core import config
+
+    if getattr(config, "DISABLE_JIT", False):
+        return False
+    if not K.CACHE:
+        from scuffle.anim.engine.jitcache import NO_CACHE
+        LOGGER.warning(NO_CACHE_MESSAGE.format(why=NO_CACHE[0] if NO_CACHE else "numba's cache is off"))
+        return True
+    if kernels_cached():
+        return False
+    LOGGER.warning(COMPILE_MESSAGE)
+    return True
+
+
+def note_cold_compile() -> bool:
+    """Once per process (the library's first step or sample calls it): ``cold_notice``
+    before the kernels compile. Returns whether it logged."""
+    if ANNOUNCED:
+        return False
+    ANNOUNCED.append(True)
+    return cold_notice()
+
+
+
+
+# ---------------------------------------------------------------- the other kernel, compiled aside
+
+ASIDE_ENV = "SCUFFLE_COMPILE_ASIDE"     # "0": never compile a kernel in a child process
+REST_ENV = "SCUFFLE_COMPILE_REST"       # "0": never compile the rest in the background (compile_rest)
+ASIDE_TIMEOUT_S = 600.0                 # the longest await_kernel waits for a child (then compiles here)
+ASIDE: dict[str, tuple] = {}            # kernel name -> (child process, its private cache folder)
+ASIDE_LOG: list[dict] = []              # per kernel compiled aside: its name, whether the child made it,
+                                        # the kernels compiled here meanwhile
+
+_CHILD_CODE = ("import json, sys; cfg = json.loads(sys.argv[1]); sys.path[:0] = cfg['path']; "
+               "from scuffle.anim.engine.coldstart import compile_child; sys.exit(compile_child(cfg, sys.stdin.buffer.read()))")
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def aside_allowed() -> bool:
+    """Whether a kernel may compile in a child process: numba compiles (not
+    NUMBA_DISABLE_JIT=1) into a writable cache, two cores or more, ``SCUFFLE_COMPILE_ASIDE``
+    is not ``0``, and ``sys.executable`` is a Python interpreter (a host that embeds
+    Python may name its own program there)."""
+    from numba.core import config
+
+    if getattr(config, "DISABLE_JIT", False) or not K.CACHE:
+        return False
+    if os.environ.get(ASIDE_ENV, "") == "0":
+        return False
+    exe = os.path.basename(sys.executable or "").lower()
+    if not exe.startswith(("python", "pypy")):
+        return False
+    return _cores() >= 2
+
+
+def compile_aside(name: str, args_of) -> bool:
+    """Start compiling kernel ``name`` (anim.engine.kernels names it) in a child process, for the types of
+    the arguments ``args_of()`` returns (called only when the child is started), into
+    numba's on-disk cache: when ``aside_allowed()``, the kernel is not compiled in this
+    process and its cache is cold. Returns whether a child was started (an OSError
+    starting it: False, and numba compiles the kernel here as usual)."""
+    import json
+    import subprocess
+    import tempfile
+
+    if name in ASIDE or not aside_allowed():
+        return False
+    disp = getattr(K, name)
+    target = _cache_path(name)
+    if not target or disp.signatures or kernel_cached(name):
+        return False
+    sig = tuple(disp.typeof_pyval(a) for a in args_of())
+    scratch = tempfile.mkdtemp(prefix="scuffle-kernel-")
+    cfg = {"kernel": name, "target": target, "source": os.path.realpath(K.__file__), "scratch": scratch,
+           "path": [p for p in sys.path if isinstance(p, str)]}
+    env = dict(os.environ, NUMBA_CACHE_DIR=scratch)
+    try:
+        with open(os.path.join(scratch, "child.log"), "wb") as log:
+            child = subprocess.Popen([sys.executable, "-c", _CHILD_CODE, json.dumps(cfg)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, stderr=log, env=env)
+        assert child.stdin is not None
+        child.stdin.write(pickle.dumps(sig, protocol=pickle.HIGHEST_PROTOCOL))
+        child.stdin.close()
+    except OSError:
+        import shutil
+        shutil.rmtree(scratch, ignore_errors=True)
+        return False
+    ASIDE[name] = (child, scratch)
+    return True
+
+
+def await_kernel(name: str) -> None:
+    """Before kernel ``name`` is called: wait for the child compiling it (if one is), at
+    most ASIDE_TIMEOUT_S (then it is stopped), compiling the MEANWHILE kernels here while
+    it runs (``meanwhile``); numba then loads the kernel from its cache, or compiles it
+    here if the child failed (its stderr is logged at DEBUG level)."""
+    import shutil
+    import subprocess
+
+    entry = ASIDE.pop(name, None)
+    if entry is None:
+        return
+    child, scratch = entry
+    also = meanwhile(child)
+    try:
+        code = child.wait(timeout=ASIDE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        code = child.wait()
+    ok = code == 0
+    if not ok:
+        try:
+            with open(os.path.join(scratch, "child.log"), "rb") as f:
+                tail = f.read()[-2000:].decode("utf-8", "replace")
+        except OSError:
+            tail = ""
+        LOGGER.debug("compiling %s in a child process failed (exit %s); compiling it here. %s", name, code, tail)
+    shutil.rmtree(scratch, ignore_errors=True)
+    ASIDE_LOG.append({"kernel": name, "ok": ok, "meanwhile": also})
+
+
+_REST_CODE = ("import json, sys; cfg = json.loads(sys.argv[1]); sys.path[:0] = cfg['path']; "
+              "from scuffle.anim.playback.warmup import compile_rest_child; sys.exit(compile_rest_child(cfg))")
+
+
+def compile_rest() -> bool:
+    """Once per process: when some kernel of ALL_KERNELS is not cached, a child may
+    compile (``aside_allowed``) and ``SCUFFLE_COMPILE_REST`` is not ``0``, start a detached child at low priority that compiles the
+    missing ones into numba's cache (anim.playback.warmup.compile_rest_child); this process goes on (it
+    never waits for it; a kernel it needs before the child is done it compiles itself, as
+    numba always does, and loads it from the cache once the child has installed it).
+    Returns whether a child was started."""
+    import json
+    import subprocess
+    import tempfile
+
+    if BACKGROUND:
+        return False
+    BACKGROUND.append(None)
+    if not aside_allowed() or os.environ.get(REST_ENV, "") == "0":
+        return False
+    missing = [(mod, name) for mod, name in ALL_KERNELS if not kernel_cached(name, mod)]
+    if not missing:
+        return False
+    targets = {f"{mod}.{name}": _cache_path(name, mod) for mod, name in ALL_KERNELS}
+    if not all(targets.values()):
+        return False
+    scratch = tempfile.mkdtemp(prefix="scuffle-kernels-")
+    cfg = {"missing": [f"{mod}.{name}" for mod, name in missing], "targets": targets, "scratch": scratch,
+           "source": os.path.realpath(K.__file__), "path": [p for p in sys.path if isinstance(p, str)]}
+    # the child compiles alone: its own steps start no child (ASIDE_ENV), or each would
+    env = dict(os.environ, NUMBA_CACHE_DIR=scratch, **{ASIDE_ENV: "0"})
+    try:
+        with open(os.path.join(scratch, "child.log"), "wb") as log:
+            child = subprocess.Popen([sys.executable, "-c", _REST_CODE, json.dumps(cfg)], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=log, env=env, start_new_session=True)
+    except OSError:
+        import shutil
+        shutil.rmtree(scratch, ignore_errors=True)
+        return False
+    BACKGROUND[0] = child
+    return True
+
+
+def root_motion_args() -> tuple:
+    """Arguments of the types StateUpdate calls ``root_motion_step`` with (systems/motion.py;
+    anim/playback/warmup.py's call), on one human."""
+    import numpy as np
+
+    from scuffle.anim.engine.plan import Bones
+
+    p = Bones(1).poses
+    return (np.arange(1, dtype=np.int64), p.vel, p.tag, p.rot, np.zeros(1), np.zeros(1, np.bool_), np.zeros((1, 3)),
+            np.zeros((1, 3)), np.zeros(1), 1.0 / 30.0, 50.0, np.empty((1, 3)))
+
+
+# the kernels this process compiles while it waits for a child (await_kernel): the ones a
+# first step calls after the two big ones (root_motion_step: StateUpdate, after the pose)
+MEANWHILE: list[tuple] = [("root_motion_step", root_motion_args)]
+
+
+def meanwhile(child) -> list[str]:
+    """While ``child`` still compiles the big kernel this process is about to wait for,
+    compile the MEANWHILE kernels here (each for the argument types its function gives,
+    unless it has a version already): on two cores they then cost the first step no wall
+    time (root_motion_step alone costs about half a second after the wait). Stops as soon
+    as the child has ended. Returns the kernels it compiled."""
+    done: list[str] = []
+    for name, args_of in MEANWHILE:
+        if child.poll() is not None:
+            break
+        disp = getattr(K, name)
+        if disp.signatures:
+            continue
+        disp.compile(tuple(disp.typeof_pyval(a) for a in args_of()))
+        done.append(name)
+    return done
+
+
+def compile_child(cfg: dict, blob: bytes) -> int:
+    """The child process of ``compile_aside``: compile kernel ``cfg["kernel"]`` for the
+    pickled argument types ``blob`` into this process's NUMBA_CACHE_DIR, then install
+    its cache files into ``cfg["target"]`` (``install_cached``) and remove its private
+    cache folder ``cfg["scratch"]``. Returns the exit code: 0 installed, 2 another
+    anim/engine/kernels.py than the parent's, 3 no cache here, 4 nothing to install."""
+    if os.path.realpath(K.__file__) != cfg["source"]:
+        return 2
+    if not K.CACHE:
+        return 3
+    disp = getattr(K, cfg["kernel"])
+    disp.compile(pickle.loads(blob))
+    here = _cache_path(cfg["kernel"])
+    if not here:
+        return 3
+    if not install_cached(here, cfg["target"], f"{K.MODULE_OF[cfg['kernel']]}.{cfg['kernel']}-"):
+        return 4
+    # installed: the private folder goes now (the parent removes it too, unless it has died)
+    if os.environ.get("NUMBA_CACHE_DIR") == cfg["scratch"]:
+        import shutil
+        shutil.rmtree(cfg["scratch"], ignore_errors=True)
+    return 0
+
+
+def install_cached(src: str, dst: str, prefix: str) -> list[str]:
+    """Copy numba's cache files of the functions whose file names start with ``prefix``
+    from folder ``src`` into folder ``dst``, merged into ``dst``'s index of the function
+    when that one is of the same numba version and source stamp (its other entries
+    kept), else replacing it: each data file first, then the index, each written under a
+    temporary name and renamed over the old one, so that no reader sees a cut file or an
+    index naming a file not yet there. Returns the names written. numba's layout
+    (numba/core/caching.py, IndexDataCacheFile): an index holds the pickled numba
+    version, then the pickled (source stamp, {key: data file name})."""
+    import itertools
+
+    import numba
+    from numba.core.serialize import dumps
+
+    written: list[str] = []
+    os.makedirs(dst, exist_ok=True)
+    for index in sorted(glob.glob(os.path.join(glob.escape(src), glob.escape(prefix) + "*.nbi"))):
+        base = os.path.basename(index)[:-len(".nbi")]
+        with open(index, "rb") as f:
+            version = pickle.load(f)
+            stamp, overloads = pickle.loads(f.read())
+        if version != numba.__version__:
+            continue
+        merged: dict = {}
+        try:
+            with open(os.path.join(dst, base + ".nbi"), "rb") as f:
+                if pickle.load(f) == version:
+                    old_stamp, old = pickle.loads(f.read())
+                    if old_stamp == stamp:
+                        merged = dict(old)
+        except Exception:                   # none, or not whole: replaced
+            merged = {}
+        for key, name in overloads.items():
+            with open(os.path.join(src, name), "rb") as f:
+                data = f.read()
+            new = merged.get(key)
+            if new is None:
+                used = set(merged.values())
+                new = next(n for n in (f"{base}.{i}.nbc" for i in itertools.count(1)) if n not in used)
+            _write(os.path.join(dst, new), data)
+            merged[key] = new
+            written.append(new)
+        _write(os.path.join(dst, base + ".nbi"),
+               pickle.dumps(version, protocol=-1) + dumps((stamp, merged)))
+        written.append(base + ".nbi")
+    return written
+
+
+def _write(path: str, data: bytes) -> None:
+    """``data`` into ``path`` whole or not at all: a temporary file in the same folder,
+    renamed over it."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=os.path.basename(path) + ".tmp.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,263 @@
+"""The compiled kernels' interfaces: the tables and buffers as named tuples of arrays.
+
+The entry points of anim.engine.kernels take the tables as named tuples of their columns (numba
+passes a named tuple of arrays as one argument; the kernels unpack it in their first
+lines, so the bodies read the columns by their old names). The fields of the table
+tuples are the tables' own columns, in the tables' order (anim.engine.store;
+tests/anim/test_kernels.py checks it); anim.playback.batch builds them once per growth of a
+table, not per update.
+
+A module of its own, imported by the kernel modules before numba's cache is checked
+(anim.engine.jitcache): the cache's index names these classes in its kernels' signatures, and
+reading it must be able to import them.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
+           "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers", "RowState", "FlushBuffers"]
+
+
+class HumanCols(NamedTuple):
+    """The human table's columns (anim.engine.store.HumanTable) the step and the pose read (the
+    queue: the pose's queued_default)."""
+    flags: np.ndarray
+    depth: np.ndarray
+    stack: np.ndarray
+    queued: np.ndarray
+    queue: np.ndarray
+
+
+class TaskCols(NamedTuple):
+    """The task table's columns (anim.engine.store.task_table)."""
+    type: np.ndarray
+    rate: np.ndarray
+    flags: np.ndarray
+    held: np.ndarray
+    c0: np.ndarray
+    c1: np.ndarray
+    aux: np.ndarray
+    nxt: np.ndarray
+    blend: np.ndarray
+    window: np.ndarray
+    incoming: np.ndarray
+    released: np.ndarray
+    handed_over: np.ndarray
+    wraps: np.ndarray
+    speed: np.ndarray
+    callback: np.ndarray
+    placed: np.ndarray
+    c2: np.ndarray
+    c3: np.ndarray
+    value: np.ndarray
+    target: np.ndarray
+    base: np.ndarray
+    centre: np.ndarray
+    sampling: np.ndarray
+    on_end: np.ndarray          # callback ids of the world's CallbackTable (-1: none)
+    on_wrap: np.ndarray
+    partner: np.ndarray         # a paired task's partner's handle (-1: none, or a name)
+    partner_name: np.ndarray    # its name's id (-1: none)
+    dir_banks: np.ndarray       # (rows, 8): a direction task's clips' bank indices (-1: another type)
+
+
+class CursorCols(NamedTuple):
+    """The cursor table's columns (anim.engine.store.cursor_table), then its row state and free
+    list (``live``, ``gen``, ``free_rows[:n_free[0]]``): the step takes and gives the
+    cursors a gait's change of pair brings in and drops."""
+    t: np.ndarray
+    frame: np.ndarray
+    end: np.ndarray
+    limit: np.ndarray
+    dur: np.ndarray
+    flags: np.ndarray
+    bank: np.ndarray
+    ev: np.ndarray
+    evf: np.ndarray
+    evf0: np.ndarray
+    at_end: np.ndarray
+    anim: np.ndarray
+    live: np.ndarray
+    gen: np.ndarray
+    free_rows: np.ndarray
+    n_free: np.ndarray
+
+
+class FadeCols(NamedTuple):
+    """The fade table's columns (anim.engine.store.fade_table)."""
+    el: np.ndarray
+    dur: np.ndarray
+
+
+class GaitCols(NamedTuple):
+    """The gait table's columns (anim.engine.store.gait_table)."""
+    value: np.ndarray
+    target: np.ndarray
+    lower: np.ndarray
+    leader: np.ndarray
+    id0: np.ndarray
+    id1: np.ndarray
+    id2: np.ndarray
+    id3: np.ndarray
+    id4: np.ndarray
+    b0: np.ndarray
+    b1: np.ndarray
+    b2: np.ndarray
+    b3: np.ndarray
+    b4: np.ndarray
+
+
+class EventIndex(NamedTuple):
+    """The clips by bank index: the first event's index and the number (``n``) per clip,
+    each event's frame and type, and each clip's end test (``end`` F, ``limit`` D - 1/60)
+    and duration, as a new cursor gets them (anim.playback.batch, _clip_events)."""
+    first: np.ndarray
+    n: np.ndarray
+    frame: np.ndarray
+    type: np.ndarray
+    end: np.ndarray
+    limit: np.ndarray
+    dur: np.ndarray
+
+
+class StepRules(NamedTuple):
+    """The step's switches (PlayerOptions): end a zero-overshoot clip, only the newest
+    task's events (EventRule.NEWEST), the fade clean-up's stack size; ``skip_pairs``
+    (a chunk of the crowd stepped beside others on another thread) leaves out, with
+    STATUS_SKIPPED, each human whose gait changes its pair this update (that takes
+    cursors from the shared free list: the caller steps those humans after, in order)."""
+    zero_overshoot: bool
+    newest_only: bool
+    cleanup_above: int
+    skip_pairs: bool = False
+
+
+class StepBuffers(NamedTuple):
+    """The step's outputs and scratch (see step_stacks)."""
+    status: np.ndarray
+    ev_lo: np.ndarray
+    ev_hi: np.ndarray
+    ev_out: np.ndarray
+    def_out: np.ndarray
+    counts: np.ndarray
+    wrap_out: np.ndarray
+    snap: np.ndarray
+    walk: np.ndarray
+    pair4: np.ndarray
+
+
+class BankTables(NamedTuple):
+    """A ClipBank and its skeleton in the pose kernels' layout (anim.engine.plan.PoseTables):
+    the frame -> key table and the keys key-major, the sentinels, the animated slots, the
+    reference rotations, the bind height, the parent table, the bone offsets and every
+    bone's subtree mask."""
+    row0: np.ndarray
+    rows: np.ndarray
+    ftab: np.ndarray
+    kval: np.ndarray
+    kslope: np.ndarray
+    kstart: np.ndarray
+    ktag: np.ndarray
+    sent_vel: np.int64
+    sent_bone: np.int64
+    animated: np.ndarray
+    ref_rot: np.ndarray
+    ref_bone_rot: np.ndarray
+    bind_height: np.float32
+    parents: np.ndarray
+    offsets: np.ndarray
+    submask: np.ndarray
+
+
+class Scratch(NamedTuple):
+    """Human-major scratch poses: vel (P, 3), root (P, 3), rot (P, 34, 4), tag (P, 36);
+    ``vel_i``, ``root_i``, ``rot_i`` the same memory as int32 (the y words' tag bit),
+    ``tag_bits`` whether the tags go into the y words (PlayerOptions.tag_bits) and
+    ``motion_entry`` whether bone-transform entry 0 holds the motion channels
+    (PlayerOptions.motion_entry); ``dflt`` (int64, one value) the scratch pose whose
+    rotations a sample's bones 1-33 take from the default pose (-1: the reference pose's;
+    pose_stacks sets it for queued_default)."""
+    vel: np.ndarray
+    root: np.ndarray
+    rot: np.ndarray
+    tag: np.ndarray
+    vel_i: np.ndarray
+    root_i: np.ndarray
+    rot_i: np.ndarray
+    tag_bits: np.bool_
+    motion_entry: np.bool_
+    dflt: np.ndarray
+
+
+class PoseOut(NamedTuple):
+    """The poses and bone transforms out, component first, human last (anim.engine.plan.Bones)."""
+    vel: np.ndarray
+    root: np.ndarray
+    rot: np.ndarray
+    tag: np.ndarray
+    pos: np.ndarray
+    mrot: np.ndarray
+
+
+class PoseBuffers(NamedTuple):
+    """pose_stacks' per-human buffers (k: the human's place in the call's rows):
+    ``refused`` (int64, out) the poses its pose stack refused, ``weights`` (float32, >= 64)
+    scratch for the blend windows' weights, ``queued_default`` (bool, in) whether its
+    queued tasks' pose is its default pose for this sample (PlayerOptions.queued_default)."""
+    refused: np.ndarray
+    weights: np.ndarray
+    queued_default: np.ndarray
+
+
+class PlanArrays(NamedTuple):
+    """A SamplePlan's arrays (anim.engine.plan): per human its first sample and blend, the
+    samples (clip, time, rate, flags), the blends (poses a and b, weight, bone mask) and
+    each human's final handle."""
+    first_s: np.ndarray
+    first_b: np.ndarray
+    s_clip: np.ndarray
+    s_time: np.ndarray
+    s_rate: np.ndarray
+    s_flags: np.ndarray
+    b_a: np.ndarray
+    b_b: np.ndarray
+    b_w: np.ndarray
+    b_mask: np.ndarray
+    finals: np.ndarray
+
+
+class RowState(NamedTuple):
+    """A table's row state and free list (anim.engine.store.Table: ``live``, ``gen``,
+    ``free_rows[:n_free[0]]``): the flush's release gives rows back through them, as
+    ``Table.free`` does (the task, fade and gait tables; the cursors' are in CursorCols)."""
+    live: np.ndarray
+    gen: np.ndarray
+    free_rows: np.ndarray
+    n_free: np.ndarray
+
+
+class FlushBuffers(NamedTuple):
+    """flush_release's entries, outputs and scratch (see anim.engine.kernels.flush_release):
+    ``entries`` (int64 (n, 2), in) the deferred list's entries (human row, task row), in
+    its order (anim.playback.deferred: the step kernel wrote them; -1 for an entry Python holds as
+    objects); ``ids`` (int64, out) the anim id each released task reports; ``freed``
+    (int64, out) the task rows given back, in order (the Python side clears their
+    handles, lets their callback ids go and resets them to the defaults); ``counts`` (int64,
+    out: FLUSH_FREED the rows in ``freed``, FLUSH_IN the tasks counted back into the pool,
+    FLUSH_STOP the entry it stopped at); ``chain`` (int64, scratch: a task and the next
+    tasks it owns); ``pool_out`` (bool, the TaskPool's ``out``: one flag per task row,
+    maybe shorter than the task table); ``end_mark`` (the task table's ``on_end``: a
+    callback id per row, >= 0 when it has an end callback, which Python runs) and
+    ``report_mark`` (the human table's ``on_report``: >= 0 when the human has a report
+    callback, so a task of it holding 0x400000 stops for Python)."""
+    entries: np.ndarray
+    ids: np.ndarray
+    freed: np.ndarray
+    counts: np.ndarray
+    chain: np.ndarray
+    pool_out: np.ndarray
+    end_mark: np.ndarray
+    report_mark: np.ndarray

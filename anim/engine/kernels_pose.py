@@ -1,0 +1,841 @@
+"""The pose kernels: sampling, blending and local-to-model, for a plan or for the task stacks.
+
+``_sample`` (the key in force, bone 0 held and rate-scaled, the tags), ``_blend``
+(Pose_BlendPartial's tag rules, subtree masks), ``_emit`` (local-to-model over the parent
+table), the slerp and the turn on anim.maths.detmath's polynomial angles; ``pose_plan`` runs a
+recorded plan (anim.engine.plan) with them. ``pose_stacks`` samples every human's stack (the
+task table's rows, anim.engine.store) onto its pose stack of seven (an eighth pose refused and
+counted, 0x00104ce0), blends and builds the bone transforms; with
+PlayerOptions.queued_default, a human's queued tasks first, their pose its default.
+The plain-Python model of the spec (anim.reference) is the reference;
+tests/anim/test_reference.py ties the two bit for bit over random crowds.
+
+Spec: "The key in force", "The pose", "Blending". Original: 0x00104ce0
+AnimCursor_SamplePose, 0x00105158 Pose_BlendPartial, 0x00104630
+Instance_BuildBoneMatrices, 0x00176d60 CharacterInstance_Sample.
+"""
+from __future__ import annotations
+
+import math
+import numpy as np
+from numba import njit
+from scuffle.anim.engine.sampler import CursorFlags
+from scuffle.anim.maths.pose import POSE_STACK_SIZE
+from scuffle.anim.engine.jitcache import cache_setting
+from scuffle.anim.engine.kernels_maths import (jit_kinds, _div, _mul, _sub, acos_s, sin_cos_s)
+from scuffle.anim.engine.kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _KEPT, _MIX, _PAIRED_CLIP,
+                           _PICK, _PICK_ALL, _POSES, _cursor_k, _duration, _fade_weight, _gait_sampled, _lead_of,
+                           _pick_chosen, _set_time, _window)
+
+# numba's on-disk cache of this module's kernels: True, or False with no writable cache
+# folder (they then compile for the process only); a corrupt cache is set aside first.
+CACHE = cache_setting(__file__)
+_helper, _kernel, _inline = jit_kinds(CACHE)
+
+__all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE"]
+# numba's cache is keyed on each function's own file: the sha256 of the kernel modules
+# this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
+# edit there changes this file too (tests/anim/test_kernels.py checks it).
+LINKED_SHA256 = "ab4866e91f40e9244c2f1c82bb008107774f7cd1355c93cad0bee5dceabb2321"
+# Cursor flags the sampler tests, as plain ints (numba freezes globals as constants).
+_NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
+_NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
+NO_POSE = -(1 << 40)          # a plan's final handle for "no pose": the default pose
+_SIMD_HUMANS = 32    # _emit_model: from this many consecutive columns, a bone's rows go to _model_rows
+QUEUED_POSE = POSE_STACK_SIZE + 1   # pose_stacks' scratch pose of the queued tasks' pose (queued_default)
+
+
+# ---------------------------------------------------------------- poses
+#
+# Scratch poses are human-major: vel (P, 3), root (P, 3), rot (P, 34, 4), tag (P, 36).
+#
+# The slerps' and the turns' angles, the fade's cosine and the heading's sine and cosine
+# come from anim.maths.detmath (+ - * / and sqrt only, within a few ulp of libm in float64),
+# never from libm or numpy's SIMD ufuncs, so they have the same bits on every CPU; quat.slerp,
+# quat.scale_turn and systems.motion's numpy root motion run the same operations in the
+# same order, so the two paths agree bit for bit (tests/anim/test_detmath.py).
+#
+# The helpers are called with one type per argument (np.int64(...) around literals and
+# int32 columns, np.bool_ around flags): numba compiles a function once per argument
+# types, and a literal 0, -1 or True is a type of its own; each extra version cost the
+# first step a second or so (the bench's compile breakdown; tests/anim/test_kernels.py,
+# test_each_kernel_compiles_once, keeps it so).
+#
+# _sample, _blend, _emit and _reference are compiled with ``_nrt=False`` (numba's
+# switch for its reference-counting runtime; they allocate nothing): with it on,
+# _sample increfed and decrefed nine of its array arguments (atomic NRT calls) on every
+# call and _blend some more, about a tenth of the pipeline. _slerp_into is
+# ``inline='always'`` (into _blend). Inlining all of them was no faster and doubled the
+# first-run compile time.
+
+
+
+@_helper
+def _key4(kslope, kval, k, dx):
+    """A rotation key carried toward the next: value + slope x (frame - key), per
+    component, in the table's float32 (the multiply, then the add, as the sampler does)."""
+    return (kslope[k, 0] * dx + kval[k, 0], kslope[k, 1] * dx + kval[k, 1],
+            kslope[k, 2] * dx + kval[k, 2], kslope[k, 3] * dx + kval[k, 3])
+
+
+@_helper
+def _scale_turn(qx, qy, qz, qw, rate32):
+    """Bone 0's turn q scaled by the rate (quat.scale_turn for one float32 quaternion).
+
+    In: q's four float32 components and the float32 rate; out: the scaled quaternion.
+    Skipped at rate 1 or w within 5e-7 of 1; else q's half angle h = acos(w) scaled by
+    the rate r clamped to [0, 1]: (q.xyz x sin(r h) / sin h, cos(r h)), the factors
+    rounded to float32. sin(h) is sqrt(1 - w^2); sin and cos of r h in [0, pi] are
+    cos and -sin of r h - pi/2 (the polynomials above); max error 8e-8 against the
+    formula in float64 (was libm's acos, sin and cos).
+    """
+    if rate32 == np.float32(1.0) or abs(np.float32(1.0) - qw) <= np.float32(5e-7):
+        return qx, qy, qz, qw
+    r = rate32 if rate32 > np.float32(0.0) else np.float32(0.0)  # min(max(rate32, 0), 1) and min(max(qw, -1), 1)
+    r = np.float64(np.float32(1.0) if np.float32(1.0) < r else r)
+    w = np.float32(-1.0) if np.float32(-1.0) > qw else qw
+    w = np.float64(np.float32(1.0) if np.float32(1.0) < w else w)
+    half = acos_s(w)
+    sh = math.sqrt(1.0 - w * w)
+    if sh == 0.0:
+        sh = 1.0
+    s_rh, c_rh = sin_cos_s(r * half)
+    kk = np.float32(s_rh / sh)
+    return qx * kk, qy * kk, qz * kk, np.float32(c_rh)
+
+
+@_helper
+def _tag_bits(p, scratch):
+    """Scratch pose p's tags into the lowest bit of each value's y float (pose.set_tag_bits):
+    set on a default, cleared otherwise ("The pose" L102: "| 1 on the second 32-bit float;
+    sampled values have the bit cleared"). Through the int32 views of the same memory."""
+    s_tag, vel_i, root_i, rot_i = scratch.tag, scratch.vel_i, scratch.root_i, scratch.rot_i
+    vel_i[p, 1] = (vel_i[p, 1] & np.int32(-2)) | np.int32(s_tag[p, 0])
+    root_i[p, 1] = (root_i[p, 1] & np.int32(-2)) | np.int32(s_tag[p, 1])
+    for b in range(rot_i.shape[1]):
+        rot_i[p, b, 1] = (rot_i[p, b, 1] & np.int32(-2)) | np.int32(s_tag[p, 2 + b])
+
+
+@_helper
+def _sample(p, clip, time, rate, flags, bank, scratch):
+    """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
+
+    The bank's tables come key-major here: ``ftab`` (rows, 36), ``kval`` / ``kslope`` (K, 4).
+    Slots 0-2 (velocity, root, bone 0) are taken before the bone loop; key indices are
+    read as unsigned (no negative-index wrap on the table reads); a bone's key is
+    normalised by multiplying by the float32 reciprocal of its norm (within 1 ulp of
+    dividing).
+    """
+    row0, rows, ftab, kval, kslope, kstart, ktag = (bank.row0, bank.rows, bank.ftab, bank.kval, bank.kslope,
+                                                    bank.kstart, bank.ktag)
+    sent_vel, sent_bone, animated = bank.sent_vel, bank.sent_bone, bank.animated
+    ref_rot, bind_height = bank.ref_bone_rot, bank.bind_height
+    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
+    x = np.float32(_mul(np.float64(time), 30.0))
+    f = math.ceil(np.float64(x) - 0.5)
+    if f < 0.0:
+        f = 0.0
+    fi = np.int64(f)
+    last = rows[clip] - 1
+    if fi > last:
+        fi = last
+    row = row0[clip] + fi
+    nslot = ftab.shape[1]
+    rate32 = np.float32(rate)
+    # slot 0: the root velocity, scaled by the rate
+    k = np.uint64(sent_vel if (flags & _NO_VELOCITY) != 0 else ftab[row, 0])
+    s_tag[p, 0] = ktag[k]
+    dx = x - kstart[k]
+    for c in range(3):
+        v = kslope[k, c] * dx
+        v = v + kval[k, c]
+        s_vel[p, c] = v * rate32
+    # slot 1: the root translation (plus the bind height)
+    k = np.uint64(ftab[row, 1])
+    s_tag[p, 1] = ktag[k]
+    dx = x - kstart[k]
+    for c in range(3):
+        v = kslope[k, c] * dx
+        v = v + kval[k, c]
+        s_root[p, c] = v
+    s_root[p, 2] = s_root[p, 2] + bind_height
+    # slot 2: bone 0, the turn scaled by the rate (a slerp from the identity)
+    k = np.uint64(sent_bone if (flags & _NO_TURN) != 0 else ftab[row, 2])
+    s_tag[p, 2] = ktag[k]
+    qx, qy, qz, qw = _key4(kslope, kval, k, x - kstart[k])
+    qx, qy, qz, qw = _scale_turn(qx, qy, qz, qw, rate32)
+    s_rot[p, 0, 0] = qx
+    s_rot[p, 0, 1] = qy
+    s_rot[p, 0, 2] = qz
+    s_rot[p, 0, 3] = qw
+    # bones 1-33: the key in force, normalised; a bone the clip leaves out (its key a
+    # default, tagged) or no clip of the bank animates takes the default pose's rotation as
+    # it is ("The pose" L102: copied from the default pose, not through the key path, whose
+    # normalisation would move it by an ulp): the reference pose's here, or with
+    # queued_default the queued tasks' pose's (scratch.dflt, after the loop)
+    for slot in range(3, nslot):
+        k = np.uint64(ftab[row, slot])
+        s_tag[p, slot] = ktag[k]
+        b = slot - 2
+        if not animated[slot] or ktag[k]:
+            s_rot[p, b, 0] = ref_rot[b, 0]
+            s_rot[p, b, 1] = ref_rot[b, 1]
+            s_rot[p, b, 2] = ref_rot[b, 2]
+            s_rot[p, b, 3] = ref_rot[b, 3]
+            continue
+        q0, q1, q2, q3 = _key4(kslope, kval, k, x - kstart[k])
+        n2 = q0 * q0
+        n2 = n2 + q1 * q1
+        n2 = n2 + q2 * q2
+        n2 = n2 + q3 * q3
+        n = np.float32(math.sqrt(n2))
+        if n == 0:
+            n = np.float32(1.0)
+        inv = np.float32(1.0) / n
+        s_rot[p, b, 0] = q0 * inv
+        s_rot[p, b, 1] = q1 * inv
+        s_rot[p, b, 2] = q2 * inv
+        s_rot[p, b, 3] = q3 * inv
+    d = scratch.dflt[0]
+    if d >= 0:
+        _default_from(p, d, scratch)
+    if scratch.tag_bits:
+        _tag_bits(p, scratch)
+
+
+@_helper
+def _default_from(p, d, scratch):
+    """Scratch pose p's bones 1-33 taken from the default (tagged) get scratch pose d's
+    rotations as they are: the default pose is the queued tasks' pose (queued_default,
+    "The pose" L102; bone 0, the velocity and the root translation keep the reference
+    pose's). A bone is tagged exactly when ``_sample`` took it from the default (a slot no
+    clip of the bank animates has the tagged sentinel key)."""
+    s_rot, s_tag = scratch.rot, scratch.tag
+    for b in range(1, s_rot.shape[1]):
+        if s_tag[p, 2 + b]:
+            s_rot[p, b, 0] = s_rot[d, b, 0]
+            s_rot[p, b, 1] = s_rot[d, b, 1]
+            s_rot[p, b, 2] = s_rot[d, b, 2]
+            s_rot[p, b, 3] = s_rot[d, b, 3]
+
+
+@njit(cache=CACHE, inline='always')
+def _slerp_into(s_rot, pa, pb, b, t, po):
+    """Quat_Slerp of bone b, poses pa -> pb by t (clamped), into pose po (quat.slerp).
+
+    Shortest path (b negated when the dot is negative), a normalised lerp above |dot|
+    0.9995; else the weights sin((1 - t) theta) / sin(theta) and sin(t theta) / sin(theta)
+    in float64 from the polynomial acos and sin (theta <= pi/2), 1 / sin(theta) as
+    1 / sqrt(1 - dot^2), rounded to float32 as numpy's float32 slerp rounds them. Max
+    error vs quat.slerp under 3e-7 (weights under 5e-8; was libm acos, sin and cos).
+    """
+    t = np.float32(0.0) if np.float32(0.0) > t else t     # min(max(t, 0), 1)
+    t = np.float32(1.0) if np.float32(1.0) < t else t
+    ax = s_rot[pa, b, 0]
+    ay = s_rot[pa, b, 1]
+    az = s_rot[pa, b, 2]
+    aw = s_rot[pa, b, 3]
+    bx = s_rot[pb, b, 0]
+    by = s_rot[pb, b, 1]
+    bz = s_rot[pb, b, 2]
+    bw = s_rot[pb, b, 3]
+    dot = ax * bx + ay * by + az * bz + aw * bw
+    d = abs(dot)
+    d = np.float32(1.0) if np.float32(1.0) < d else d     # min(abs(dot), 1)
+    if d > np.float32(0.9995):
+        wb = t if dot >= 0 else -t
+        wa = np.float32(1.0) - t
+        ox = ax * wa + bx * wb
+        oy = ay * wa + by * wb
+        oz = az * wa + bz * wb
+        ow = aw * wa + bw * wb
+        n = np.float32(math.sqrt(ox * ox + oy * oy + oz * oz + ow * ow))
+        if n == 0:
+            ox = np.float32(0.0)
+            oy = np.float32(0.0)
+            oz = np.float32(0.0)
+            ow = np.float32(1.0)
+        else:
+            ox = ox / n
+            oy = oy / n
+            oz = oz / n
+            ow = ow / n
+    else:
+        dd = np.float64(d)
+        td = np.float64(t)
+        theta = acos_s(dd)
+        inv = 1.0 / math.sqrt(1.0 - dd * dd)
+        wa = np.float32(sin_cos_s((1.0 - td) * theta)[0] * inv)
+        wb = np.float32(sin_cos_s(td * theta)[0] * inv)
+        if dot < 0:
+            wb = -wb
+        ox = ax * wa + bx * wb
+        oy = ay * wa + by * wb
+        oz = az * wa + bz * wb
+        ow = aw * wa + bw * wb
+    s_rot[po, b, 0] = ox
+    s_rot[po, b, 1] = oy
+    s_rot[po, b, 2] = oz
+    s_rot[po, b, 3] = ow
+
+
+@_helper
+def _blend(pa, pb, po, w, mbone, submask, scratch):
+    """Pose_BlendPartial of scratch poses pa (lower) and pb (upper) by w into po (pose.blend).
+
+    ``mbone`` >= 0 limits the blend to that bone's subtree (``submask[mbone]``).
+    """
+    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
+    nb = s_rot.shape[1]
+    full = mbone < 0
+    # motion channels: a tagged side gives way
+    if full or submask[mbone, 0]:
+        lt = s_tag[pa, 0]
+        ut = s_tag[pb, 0]
+        for c in range(3):
+            lo = s_vel[pa, c]
+            up = s_vel[pb, c]
+            if ut:
+                v = lo
+            elif lt:
+                v = up
+            else:
+                v = lo + (up - lo) * w
+            s_vel[po, c] = v
+        lt2 = s_tag[pa, 2]
+        ut2 = s_tag[pb, 2]
+        if ut2:
+            for c in range(4):
+                s_rot[po, 0, c] = s_rot[pa, 0, c]
+        elif lt2:
+            for c in range(4):
+                s_rot[po, 0, c] = s_rot[pb, 0, c]
+        else:
+            _slerp_into(s_rot, pa, pb, 0, w, po)
+        s_tag[po, 0] = lt and ut
+        s_tag[po, 2] = lt2 and ut2
+    else:
+        for c in range(3):
+            s_vel[po, c] = s_vel[pa, c]
+        for c in range(4):
+            s_rot[po, 0, c] = s_rot[pa, 0, c]
+        s_tag[po, 0] = s_tag[pa, 0]
+        s_tag[po, 2] = s_tag[pa, 2]
+    # the root translation: both tagged keeps the lower's
+    both = s_tag[pa, 1] and s_tag[pb, 1]
+    if (full or submask[mbone, 1]) and not both:
+        for c in range(3):
+            lo = s_root[pa, c]
+            s_root[po, c] = lo + (s_root[pb, c] - lo) * w
+        s_tag[po, 1] = False
+    else:
+        for c in range(3):
+            s_root[po, c] = s_root[pa, c]
+        s_tag[po, 1] = s_tag[pa, 1] if not full and not submask[mbone, 1] else both
+    for b in range(1, nb):
+        both = s_tag[pa, 2 + b] and s_tag[pb, 2 + b]
+        if (full or submask[mbone, b]) and not both:
+            _slerp_into(s_rot, pa, pb, b, w, po)
+            s_tag[po, 2 + b] = False
+        else:
+            if po != pa:
+                for c in range(4):
+                    s_rot[po, b, c] = s_rot[pa, b, c]
+            s_tag[po, 2 + b] = s_tag[pa, 2 + b] if not full and not submask[mbone, b] else both
+    if scratch.tag_bits:            # a blended value's bit follows its tag too (ours: L104 is silent)
+        _tag_bits(po, scratch)
+
+
+@_helper
+def _emit(p, i, bank, scratch, out):
+    """Scratch pose p to output column i: the pose, entry 0 the motion channels
+    (``scratch.motion_entry``) or zero and the identity, bone 1's model transform (the
+    root); ``_emit_model`` then takes bones 2 and up to model space for every column of
+    the call at once (skeleton.model_space).
+    """
+    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
+    o_vel, o_root, o_rot, o_tag, o_pos, o_mrot = out.vel, out.root, out.rot, out.tag, out.pos, out.mrot
+    nb = s_rot.shape[1]
+    rx = s_root[p, 0]
+    ry = s_root[p, 1]
+    rz = s_root[p, 2]
+    o_vel[0, i] = s_vel[p, 0]
+    o_vel[1, i] = s_vel[p, 1]
+    o_vel[2, i] = s_vel[p, 2]
+    o_root[0, i] = rx
+    o_root[1, i] = ry
+    o_root[2, i] = rz
+    for t in range(s_tag.shape[1]):
+        o_tag[t, i] = s_tag[p, t]
+    # entry 0 is motion ("Bone transforms" L116: the root velocity and bone 0's rotation, the
+    # identity where tagged; or always the identity, Coney's), bone 1 absolute, the rest down
+    # the parent table
+    for c in range(4):
+        o_rot[c, 0, i] = s_rot[p, 0, c]
+    o_pos[0, 0, i] = 0.0
+    o_pos[1, 0, i] = 0.0
+    o_pos[2, 0, i] = 0.0
+    o_mrot[0, 0, i] = 0.0
+    o_mrot[1, 0, i] = 0.0
+    o_mrot[2, 0, i] = 0.0
+    o_mrot[3, 0, i] = 1.0
+    if scratch.motion_entry:
+        if not s_tag[p, 0]:
+            for c in range(3):
+                o_pos[c, 0, i] = s_vel[p, c]
+        if not s_tag[p, 2]:
+            for c in range(4):
+                o_mrot[c, 0, i] = s_rot[p, 0, c]
+    o_pos[0, 1, i] = rx
+    o_pos[1, 1, i] = ry
+    o_pos[2, 1, i] = rz
+    for c in range(4):
+        v = s_rot[p, 1, c]
+        o_rot[c, 1, i] = v
+        o_mrot[c, 1, i] = v
+    for b in range(2, nb):
+        o_rot[0, b, i] = s_rot[p, b, 0]
+        o_rot[1, b, i] = s_rot[p, b, 1]
+        o_rot[2, b, i] = s_rot[p, b, 2]
+        o_rot[3, b, i] = s_rot[p, b, 3]
+
+
+@_inline
+def _model_bone(b, par, i, vx, vy, vz, o_rot, o_pos, o_mrot):
+    """Bone ``b`` of output column ``i`` to model space: its local rotation (``o_rot``)
+    composed with its parent's model rotation, its offset turned by it and added to the
+    parent's position (skeleton.model_space's float32 operations, in its order)."""
+    bx = o_rot[0, b, i]
+    by = o_rot[1, b, i]
+    bz = o_rot[2, b, i]
+    bw = o_rot[3, b, i]
+    ax = o_mrot[0, par, i]
+    ay = o_mrot[1, par, i]
+    az = o_mrot[2, par, i]
+    aw = o_mrot[3, par, i]
+    px = o_pos[0, par, i]
+    py = o_pos[1, par, i]
+    pz = o_pos[2, par, i]
+    o_mrot[0, b, i] = aw * bx + ax * bw + ay * bz - az * by
+    o_mrot[1, b, i] = aw * by - ax * bz + ay * bw + az * bx
+    o_mrot[2, b, i] = aw * bz + ax * by - ay * bx + az * bw
+    o_mrot[3, b, i] = aw * bw - ax * bx - ay * by - az * bz
+    cx = ay * vz - az * vy + aw * vx
+    cy = az * vx - ax * vz + aw * vy
+    cz = ax * vy - ay * vx + aw * vz
+    o_pos[0, b, i] = (ay * cz - az * cy) * np.float32(2.0) + vx + px
+    o_pos[1, b, i] = (az * cx - ax * cz) * np.float32(2.0) + vy + py
+    o_pos[2, b, i] = (ax * cy - ay * cx) * np.float32(2.0) + vz + pz
+
+
+@_helper
+def _model_rows(local, parent_rot, parent_pos, model_rot, model_pos, offset, n):
+    """One bone of ``n`` consecutive humans to model space, the rows of the human-last
+    output as 1-D arrays (``local`` its local rotation's x, y, z, w; ``parent_rot`` /
+    ``parent_pos`` its parent's model rotation and position; ``model_rot`` / ``model_pos``
+    written; ``offset`` its bone offset): ``_model_bone``'s operations, in its order, on
+    plain unit-stride loops that LLVM's loop vectoriser takes (SIMD across humans: each
+    lane the same float32 operations, so the same bits)."""
+    bx, by, bz, bw = local
+    ax, ay, az, aw = parent_rot
+    px, py, pz = parent_pos
+    m0, m1, m2, m3 = model_rot
+    q0, q1, q2 = model_pos
+    vx, vy, vz = offset
+    two = np.float32(2.0)
+    for i in range(n):
+        m0[i] = aw[i] * bx[i] + ax[i] * bw[i] + ay[i] * bz[i] - az[i] * by[i]
+        m1[i] = aw[i] * by[i] - ax[i] * bz[i] + ay[i] * bw[i] + az[i] * bx[i]
+        m2[i] = aw[i] * bz[i] + ax[i] * by[i] - ay[i] * bx[i] + az[i] * bw[i]
+        m3[i] = aw[i] * bw[i] - ax[i] * bx[i] - ay[i] * by[i] - az[i] * bz[i]
+        cx = ay[i] * vz - az[i] * vy + aw[i] * vx
+        cy = az[i] * vx - ax[i] * vz + aw[i] * vy
+        cz = ax[i] * vy - ay[i] * vx + aw[i] * vz
+        q0[i] = (ay[i] * cz - az[i] * cy) * two + vx + px[i]
+        q1[i] = (az[i] * cx - ax[i] * cz) * two + vy + py[i]
+        q2[i] = (ax[i] * cy - ay[i] * cx) * two + vz + pz[i]
+
+
+@_helper
+def _emit_model(cols, n, bank, out):
+    """Local-to-model of bones 2 and up for output columns ``cols[:n]`` (``_emit`` wrote
+    their local rotations, entry 0 and bone 1), bones outer, humans inner. Consecutive
+    columns (the engine's: the output is human-last), at least ``_SIMD_HUMANS`` of them:
+    each bone's rows as 1-D arrays to ``_model_rows`` (SIMD across humans, the same bits);
+    else column by column (``_model_bone``: a row's views cost more than a few humans)."""
+    parents, offsets = bank.parents, bank.offsets
+    o_rot, o_pos, o_mrot = out.rot, out.pos, out.mrot
+    nb = o_rot.shape[1]
+    if n <= 0:
+        return
+    c0 = cols[0]
+    run = n >= _SIMD_HUMANS
+    for k in range(n):
+        if not run:
+            break
+        if cols[k] != c0 + k:
+            run = False
+    if run:
+        e = c0 + n
+        for b in range(2, nb):
+            par = parents[b]
+            _model_rows((o_rot[0, b, c0:e], o_rot[1, b, c0:e], o_rot[2, b, c0:e], o_rot[3, b, c0:e]),
+                        (o_mrot[0, par, c0:e], o_mrot[1, par, c0:e], o_mrot[2, par, c0:e], o_mrot[3, par, c0:e]),
+                        (o_pos[0, par, c0:e], o_pos[1, par, c0:e], o_pos[2, par, c0:e]),
+                        (o_mrot[0, b, c0:e], o_mrot[1, b, c0:e], o_mrot[2, b, c0:e], o_mrot[3, b, c0:e]),
+                        (o_pos[0, b, c0:e], o_pos[1, b, c0:e], o_pos[2, b, c0:e]),
+                        (offsets[b, 0], offsets[b, 1], offsets[b, 2]), n)
+        return
+    for b in range(2, nb):
+        par = np.uint64(parents[b])
+        vx = offsets[b, 0]
+        vy = offsets[b, 1]
+        vz = offsets[b, 2]
+        for k in range(n):
+            _model_bone(b, par, cols[k], vx, vy, vz, o_rot, o_pos, o_mrot)
+
+
+@_helper
+def _reference(p, bank, scratch):
+    """The default pose into scratch pose p (PoseBatch.reference)."""
+    ref_rot, bind_height = bank.ref_rot, bank.bind_height
+    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
+    for c in range(3):
+        s_vel[p, c] = 0.0
+        s_root[p, c] = 0.0
+    s_root[p, 2] = bind_height
+    for b in range(s_rot.shape[1]):
+        for c in range(4):
+            s_rot[p, b, c] = ref_rot[b, c]
+    for t in range(s_tag.shape[1]):
+        s_tag[p, t] = True
+    if scratch.tag_bits:
+        _tag_bits(p, scratch)
+
+
+@_kernel
+def pose_plan(cols, plan, bank, scratch, out):
+    """A recorded pose-stack plan (anim.engine.plan.SamplePlan), human by human, into columns ``cols``.
+
+    Human i owns samples first_s[i]:first_s[i + 1] and blends first_b[i]:first_b[i + 1];
+    a handle h >= 0 is sample h, h < 0 blend -h - 1 (both plan-wide); ``finals[i]`` the
+    top of its stack, or ``NO_POSE`` (the default pose). The scratch holds one human's
+    poses: its samples, then its blends, then the default. In: ``plan`` a PlanArrays,
+    ``bank`` the BankTables, ``scratch`` a Scratch, ``out`` the PoseOut.
+    """
+    first_s, first_b, s_clip, s_time, s_rate, s_flags = (plan.first_s, plan.first_b, plan.s_clip, plan.s_time,
+                                                         plan.s_rate, plan.s_flags)
+    b_a, b_b, b_w, b_mask, finals = plan.b_a, plan.b_b, plan.b_w, plan.b_mask, plan.finals
+    submask = bank.submask
+    for i in range(cols.shape[0]):
+        s0 = first_s[i]
+        s1 = first_s[i + 1]
+        bb0 = first_b[i]
+        bb1 = first_b[i + 1]
+        nsm = s1 - s0
+        for j in range(s0, s1):
+            _sample(j - s0, s_clip[j], s_time[j], s_rate[j], s_flags[j], bank, scratch)
+        for j in range(bb0, bb1):
+            ha = b_a[j]
+            hb = b_b[j]
+            pa = ha - s0 if ha >= 0 else nsm + (-ha - 1) - bb0
+            pb = hb - s0 if hb >= 0 else nsm + (-hb - 1) - bb0
+            _blend(pa, pb, nsm + j - bb0, b_w[j], b_mask[j], submask, scratch)
+        h = finals[i]
+        dflt = nsm + bb1 - bb0
+        if h == NO_POSE:
+            _reference(dflt, bank, scratch)
+            p = dflt
+        elif h >= 0:
+            p = h - s0
+        else:
+            p = nsm + (-h - 1) - bb0
+        _emit(p, cols[i], bank, scratch, out)
+    _emit_model(cols, cols.shape[0], bank, out)
+
+
+# ---------------------------------------------------------------- the pose
+
+
+@_helper
+def _push(c, sp, nref, rate, cursors, bank, scratch):
+    """Cursor ``c``'s pose pushed on the pose stack of ``sp`` poses at ``rate``, or refused
+    and counted when it holds seven (0x00104ce0). Returns (sp, nref)."""
+    c_t, c_flags, c_bank = cursors.t, cursors.flags, cursors.bank
+    if sp >= _POSES:
+        return sp, nref + 1
+    _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], rate, np.int64(c_flags[c]), bank, scratch)
+    return sp + 1, nref
+
+
+@_helper
+def _pose_blend_task(r, sp, nref, tasks, cursors, bank, scratch):
+    """Task.emit of types 10, 11 and 13 on the pose stack of ``sp`` poses; returns (sp, nref).
+
+    10 (MixTask.emit): both clips, blended by the weight. 11 (PickTask.emit): the chosen
+    clip; under PickSampling.ALL the four are pushed and the chosen one's pose kept
+    (SamplePlan.keep): the pushes past seven are refused and counted, and the kept pose is
+    the chosen clip's, sampled straight into its place (the same bits: a sample depends on
+    its cursor only), or nothing when its push was refused. 13 (DirectionTask.emit): the
+    centre, then, when the value is off it, the neighbour on its side blended by the
+    distance. A blend with fewer than two poses does nothing.
+    """
+    t_type, t_rate, t_c0, t_c1, t_c2, t_value = tasks.type, tasks.rate, tasks.c0, tasks.c1, tasks.c2, tasks.value
+    t_centre, t_sampling = tasks.centre, tasks.sampling
+    submask = bank.submask
+    tt = t_type[r]
+    rate = t_rate[r]
+    if tt == _MIX:
+        sp, nref = _push(t_c0[r], sp, nref, rate, cursors, bank, scratch)
+        sp, nref = _push(t_c1[r], sp, nref, rate, cursors, bank, scratch)
+        if sp >= 2:
+            _blend(sp - 2, sp - 1, sp - 2, np.float32(t_value[r]), np.int64(-1), submask, scratch)
+            sp -= 1
+        return sp, nref
+    if tt == _PICK:
+        k = _pick_chosen(t_value[r])
+        c = _cursor_k(r, k, tasks)
+        if t_sampling[r] != _PICK_ALL:
+            return _push(c, sp, nref, rate, cursors, bank, scratch)
+        fit = _POSES - sp                      # the four pushes that fit (min(max(., 0), 4)); the rest refused
+        fit = 0 if 0 > fit else fit
+        fit = 4 if 4 < fit else fit
+        nref += 4 - fit
+        if k < fit:
+            sp, nref = _push(c, sp, nref, rate, cursors, bank, scratch)
+        return sp, nref
+    # the direction (DirectionTask.side_weight): the value off the centre, -0.5 .. 0.5
+    off = (t_value[r] - np.float64(t_centre[r]) + 4.0) % 8.0 - 4.0
+    if off >= 0:
+        side = t_c2[r]
+        w = off
+    else:
+        side = t_c0[r]
+        w = -off
+    sp, nref = _push(t_c1[r], sp, nref, rate, cursors, bank, scratch)
+    if w > 0.0:
+        sp, nref = _push(side, sp, nref, rate, cursors, bank, scratch)
+        if sp >= 2:
+            _blend(sp - 2, sp - 1, sp - 2, np.float32(w), np.int64(-1), submask, scratch)
+            sp -= 1
+    return sp, nref
+
+
+@_helper
+def _copy_pose(src, dst, scratch):
+    """Scratch pose ``src`` into scratch pose ``dst``, its values' bits and its tags as they are."""
+    s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
+    for c in range(3):
+        s_vel[dst, c] = s_vel[src, c]
+        s_root[dst, c] = s_root[src, c]
+    for b in range(s_rot.shape[1]):
+        for c in range(4):
+            s_rot[dst, b, c] = s_rot[src, b, c]
+    for t in range(s_tag.shape[1]):
+        s_tag[dst, t] = s_tag[src, t]
+
+
+@_helper
+def _keep_queued_pose(sp, bank, scratch):
+    """The queued tasks' pose stack of ``sp`` poses done: its top, or the reference pose
+    when it is empty (the buffer 0x005fd040 starts as the reference pose), into scratch
+    pose ``QUEUED_POSE``, the default pose of the stack's pass ("The pose" L102).
+    Original: 0x00176d60."""
+    if sp == 0:
+        _reference(np.int64(QUEUED_POSE), bank, scratch)
+    else:
+        _copy_pose(np.int64(sp - 1), np.int64(QUEUED_POSE), scratch)
+
+
+@_inline
+def _pose_fade(r, sp, tasks, fades, submask, scratch):
+    """FadeTask.emit on the pose stack of ``sp`` poses: the top two blended by the fade's
+    outgoing weight (elapsed over duration, "Fades" L261-267); fewer than two: nothing.
+    Returns sp. Original: 0x00106cc8."""
+    t_aux = tasks.aux
+    f_el, f_dur = fades.el, fades.dur
+    a = t_aux[r]
+    w = np.float32(_fade_weight(np.float64(f_el[a]), np.float64(f_dur[a])))
+    if sp >= 2:
+        _blend(sp - 2, sp - 1, sp - 2, w, np.int64(-1), submask, scratch)
+        sp -= 1
+    return sp
+
+
+@_inline
+def _pose_gait(r, sp, nref, tasks, gaits, cursors, bank, scratch):
+    """GaitTask.emit on the pose stack of ``sp`` poses ("Gait blend" L269-288): near a
+    step (the fraction below GAIT_ALONE_LOW or above GAIT_ALONE_HIGH) the nearer clip
+    alone, else both clips of the pair blended by the fraction. Returns (sp, nref).
+    Original: 0x0010a5b8."""
+    t_rate, t_c0, t_c1, t_aux = tasks.rate, tasks.c0, tasks.c1, tasks.aux
+    g_value, g_lower = gaits.value, gaits.lower
+    a = t_aux[r]
+    frac = np.float64(g_value[a]) - g_lower[a]
+    rate = t_rate[r]
+    alone = _gait_sampled(frac)                     # anim.engine.rules.gait_sampled
+    if alone >= 0:
+        c = t_c0[r] if alone == 0 else t_c1[r]
+        return _push(c, sp, nref, rate, cursors, bank, scratch)
+    sp, nref = _push(t_c0[r], sp, nref, rate, cursors, bank, scratch)
+    sp, nref = _push(t_c1[r], sp, nref, rate, cursors, bank, scratch)
+    if sp >= 2:
+        _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), bank.submask, scratch)
+        sp -= 1
+    return sp, nref
+
+
+@_inline
+def _pose_window(r, c, tasks, cursors, events, fades, gaits):
+    """Whether type 3 / 6's task ``r`` (its cursor ``c``) is in its blend window (its time
+    past its duration less the blend time b), and its next task's weight there: the
+    share of b elapsed, at most 1; -1.0 when it is not. Under the kept rule
+    (Task.set_window_time) the next task's cursors are set to the time into the window
+    first (its lead cursor to it, the others in proportion). "When a clip ends" L299-334.
+    Original: 0x00105af0."""
+    t_c0, t_c1, t_c2, t_c3, t_nxt, t_window = tasks.c0, tasks.c1, tasks.c2, tasks.c3, tasks.nxt, tasks.window
+    c_t, c_dur = cursors.t, cursors.dur
+    b = _window(r, tasks, cursors, fades, gaits)
+    if b <= 0.0:
+        return -1.0
+    into = _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b))
+    if into <= 0.0:
+        return -1.0
+    nx = t_nxt[r]
+    if t_window[r] == _KEPT:
+        d = _duration(nx, tasks, cursors, fades, gaits)
+        lead = _lead_of(nx, tasks, gaits)
+        for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
+            if cc < 0:
+                continue
+            tt2 = into if cc == lead else _mul(_div(into, d), np.float64(c_dur[cc]))
+            _set_time(cc, tt2, cursors, events)
+    q = into / b
+    return 1.0 if 1.0 < q else q          # min(into / b, 1)
+
+
+@_inline
+def _pose_windows(sp, nw, weights, submask, scratch):
+    """The blends of a task's ``nw`` blend windows on the pose stack of ``sp`` poses,
+    innermost first, each by its weight (``weights``, a ring: the innermost ones kept);
+    one with fewer than two poses does nothing. Returns sp."""
+    while nw > 0:
+        nw -= 1
+        if sp >= 2:
+            _blend(sp - 2, sp - 1, sp - 2, weights[nw % weights.shape[0]], np.int64(-1), submask, scratch)
+            sp -= 1
+    return sp
+
+
+@_inline
+def _pose_top(k, sp, over_queue, cols, bank, scratch, out):
+    """Human ``k``'s pose out (column ``cols[k]``, with its bone transforms: ``_emit``): the
+    top of its pose stack of ``sp`` poses; an empty stack shows the queued tasks' pose
+    when it has one (``over_queue``), else the reference pose. Original: 0x00176d60,
+    0x00104630 Instance_BuildBoneMatrices."""
+    if sp > 0:
+        top = sp - 1
+    elif over_queue:
+        top = np.int64(QUEUED_POSE)
+    else:
+        _reference(np.int64(_POSES), bank, scratch)
+        top = np.int64(_POSES)
+    _emit(top, cols[k], bank, scratch, out)
+
+
+@_kernel
+def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, buffers):
+    """Every human's pose (rows of the human table) into output column ``cols[k]``: its
+    stack sampled bottom-up onto a pose stack of seven, the top emitted with its bone
+    transforms (``_emit``), the default pose for an empty stack. Each task as Task.emit
+    says: a clip pushes its pose; type 3 / 6 in its blend window then its next task (kept
+    at the time into the window under the kept rule, which moves its cursors) and blends
+    by the share of b elapsed; a fade blends the top two by its outgoing weight; a gait
+    its pair by the fraction (one clip alone near the steps); types 10, 11, 13 as
+    ``_pose_blend_task`` says (a mix, the picked clip, a direction and its side). An
+    eighth pose is skipped and counted in ``buffers.refused[k]``; a blend with fewer than
+    two poses does nothing.
+
+    The default pose from the queued tasks ("The pose" L102): for a human with
+    ``buffers.queued_default[k]`` set (PlayerOptions.queued_default passed for it, and it
+    has queued tasks), a first pass walks its queue row (first first) the same way onto a
+    pose stack of its own (the reference pose its default; its refusals not counted),
+    whose top (or the reference pose) goes to scratch pose ``QUEUED_POSE`` and is the
+    default of the stack's pass: the rotations of bones 1-33 its samples leave out are
+    that pose's (``Scratch.dflt``, ``_default_from``), and an empty stack shows it.
+
+    The scratch holds 9 poses (0-6 the pose stack, 7 the reference pose, 8 the queued
+    tasks' pose); ``buffers.weights`` (>= 64) is scratch. In: the tables as HumanCols,
+    TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables, a Scratch,
+    the PoseOut and the PoseBuffers (anim.engine.kernel_types). One walk for the queue and the
+    stack; each task by its type's named step, which takes the tables' named tuples
+    (inlined or linked: LLVM keeps only the columns it reads): ``_pose_fade``,
+    ``_pose_gait``, ``_pose_blend_task``, a
+    clip's ``_push`` and ``_pose_window``, then ``_pose_windows`` and ``_pose_top``.
+    Original: 0x00176d60 CharacterInstance_Sample (0x005fd040, the queued tasks' buffer),
+    0x00104ce0, 0x00104630 Instance_BuildBoneMatrices.
+    """
+    h_depth, h_stack, h_queued, h_queue = humans.depth, humans.stack, humans.queued, humans.queue
+    t_type, t_rate, t_c0, t_c1, t_aux = tasks.type, tasks.rate, tasks.c0, tasks.c1, tasks.aux
+    t_nxt, t_blend, t_window = tasks.nxt, tasks.blend, tasks.window
+    t_c2, t_c3, t_value, t_centre, t_sampling = tasks.c2, tasks.c3, tasks.value, tasks.centre, tasks.sampling
+    c_t, c_frame, c_end, c_dur, c_flags = cursors.t, cursors.frame, cursors.end, cursors.dur, cursors.flags
+    c_bank, c_ev, c_evf = cursors.bank, cursors.ev, cursors.evf
+    f_el, f_dur = fades.el, fades.dur
+    g_value, g_lower, g_leader = gaits.value, gaits.lower, gaits.leader
+    e_first, e_count, e_frame = events.first, events.n, events.frame
+    submask = bank.submask
+    refused, weights, queued_default = buffers.refused, buffers.weights, buffers.queued_default
+    dflt_slot = scratch.dflt
+    for k in range(rows.shape[0]):
+        hi = rows[k]
+        dflt_slot[0] = -1
+        over_queue = queued_default[k]
+        passes = 2 if over_queue else 1
+        sp = 0
+        nref = 0
+        for ps in range(passes):
+            queue_pass = ps + 1 < passes           # the queue's pass first, then the stack's
+            sp = 0
+            nref = 0
+            trows = h_queue if queue_pass else h_stack
+            n_tasks = h_queued[hi] if queue_pass else h_depth[hi]
+            for si in range(n_tasks):
+                r = trows[hi, si]
+                nw = 0
+                while True:                         # a task, then the next tasks in their blend windows
+                    tt = t_type[r]
+                    if tt == _FADE:
+                        sp = _pose_fade(r, np.int64(sp), tasks, fades, submask, scratch)
+                        break
+                    if tt == _GAIT:
+                        sp, nref = _pose_gait(r, np.int64(sp), np.int64(nref), tasks, gaits, cursors, bank, scratch)
+                        break
+                    if tt == _MIX or tt == _PICK or tt == _DIRECTION:
+                        sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), tasks, cursors, bank, scratch)
+                        break
+                    c = t_c0[r]                     # a clip
+                    if sp >= _POSES:
+                        nref += 1
+                    else:
+                        _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], t_rate[r], np.int64(c_flags[c]), bank,
+                                scratch)
+                        sp += 1
+                    if tt != _CLIP and tt != _PAIRED_CLIP:
+                        break
+                    w = _pose_window(r, c, tasks, cursors, events, fades, gaits)
+                    if w < 0.0:
+                        break
+                    # a ring: the innermost windows' weights are kept (only they can act, innermost
+                    # first, on the seven poses the stack holds)
+                    weights[nw % weights.shape[0]] = np.float32(w)
+                    nw += 1
+                    r = t_nxt[r]
+                sp = _pose_windows(np.int64(sp), np.int64(nw), weights, submask, scratch)
+            if queue_pass:                         # its top is the default pose of the stack's pass
+                _keep_queued_pose(np.int64(sp), bank, scratch)
+                dflt_slot[0] = QUEUED_POSE
+        dflt_slot[0] = -1
+        refused[k] = nref
+        _pose_top(k, np.int64(sp), over_queue, cols, bank, scratch, out)
+    _emit_model(cols, rows.shape[0], bank, out)        # every human's bones 2 and up, SIMD across humans

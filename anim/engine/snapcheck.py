@@ -1,0 +1,575 @@
+"""Check a saved state's rows before the engine sees them.
+
+A snapshot file comes from anyone: its tables are read into one scratch buffer first and
+checked here, all of it, before a single row of the world changes. A state that passes
+is one the engine could have made: every row link points at a row in use of the right
+table, each task has one place, every free list holds each free row once, every number
+the kernels index with is in range, every float the rules compute with is finite, and
+every cursor's clip numbers are those of its clip. So the kernels never read out of
+bounds, never loop on a chain, and never compute a NaN from a stranger's bytes.
+
+Two kinds of check, both in one compiled pass (anim.engine.snapkernel): the declared ones,
+``RANGES``, a rule per column of every saved table (a new column needs its line here,
+or the file reader refuses to build its checks), and the structural ones (free lists,
+links by task type, owners, places, chains, clip numbers against ``ClipFacts``).
+``check_saved`` raises ``StateError`` (a ValueError) naming the table, the column and
+the first bad row. Original: none (ours).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from scuffle.anim.engine import snapkernel as K
+from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
+from scuffle.anim.engine.store import NO_ROW, _layout
+from scuffle.anim.base.enums import TaskType
+from scuffle.anim.engine.rules import TASK_CURSORS, dir_banks_misfit
+
+__all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "unpack", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
+           "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
+
+# What a task of each type links to: the cursor columns that must hold a cursor row (the
+# others hold none: anim.playback.tasks.TASK_CURSORS, its links c0, c1, ...), and whether it owns a
+# fade or a gait row (aux) or has a next task.
+_CURSORS: dict[int, tuple[str, ...]] = {int(t): tuple(f"c{i}" for i in range(n)) for t, n in TASK_CURSORS.items()}
+_NEXT_TYPES = (int(TaskType.CLIP), int(TaskType.PAIRED_CLIP))
+MAX_RATE = 1e6                 # a rate or speed beyond this is not one any constructor takes
+MAX_SECONDS = 1e9              # a fade's time or a blend time, far past any clip
+MAX_VALUE = 1e9                # a mix's weight or a pick's or direction's value, far past their ranges
+MAX_COUNT = 1 << 62            # a loop's wrap count: an int64 with room to count on
+MAX_CALL_ID = (1 << 20) - 1   # a callback id of a file's callbacks table (snapfile.MAX_CALLS of them)
+MAX_UNPACKED = 1 << 30         # a table's block unpacked without a Game is refused past this
+_I63 = (1 << 63) - 1
+_I31 = (1 << 31) - 1
+
+
+class StateError(ValueError):
+    """A saved state that the engine could not have made (one line naming the field)."""
+
+
+# ---------------------------------------------------------------- the declared checks
+def _int(lo: int | str, hi: int | str) -> tuple:
+    """An int within [lo, hi]; a bound given as a name ("bank": the last clip of the bank,
+    "texts": the last combat text) is the Game's, filled in at each check."""
+    return (K.Kind.INT, lo, hi)
+
+
+def _float(lo: float, hi: float) -> tuple:
+    return (K.Kind.FLOAT, lo, hi)
+
+
+def _set(values: Sequence[int], what: str) -> tuple:
+    return (K.Kind.SET, sum(1 << int(v) for v in values), what)
+
+
+BOOL = (K.Kind.BOOL,)
+ANY = (K.Kind.ANY,)            # any value is one the engine handles (or a structural check reads it)
+ENTITY = (K.Kind.ENTITY,)      # -1 or a human's entity
+_COORD = _float(-MAX_COORD, MAX_COORD)
+_NUM = _float(-1e6, 1e6)
+
+# Each saved table's columns and what a row in use may hold in them. The free list's
+# columns (live, gen, free_rows, n_free) are the structural checks'.
+RANGES: dict[str, dict[str, tuple]] = {
+    "cursors": {"t": _float(0.0, MAX_SECONDS), "frame": _int(0, 1 << 30), "end": ANY, "limit": ANY, "dur": ANY,
+                "flags": ANY, "bank": _int(0, "bank"), "ev": ANY, "evf": ANY, "evf0": ANY, "at_end": BOOL,
+                "anim": ANY},
+    "fades": {"el": _float(0.0, MAX_SECONDS), "dur": _float(0.0, MAX_SECONDS)},
+    "gaits": {"value": _float(0.0, 4.0), "target": _float(0.0, 4.0), "lower": _int(0, 3), "leader": _int(0, 1),
+              **{f"id{i}": ANY for i in range(5)}, **{f"b{i}": _int(0, "bank") for i in range(5)}},
+    "tasks": {"type": _set(_CURSORS, "a task type"), "rate": _float(0.0, MAX_RATE), "flags": ANY,
+              "held": _int(0, _I63),                  # record +0x08's bits: 0 to 2^63 - 1
+              "c0": ANY, "c1": ANY, "c2": ANY, "c3": ANY, "aux": ANY, "nxt": ANY, "incoming": ANY,
+              "blend": _float(0.0, MAX_SECONDS), "window": _int(0, 1), "released": BOOL, "handed_over": BOOL,
+              "wraps": _int(0, MAX_COUNT), "speed": _float(0.0, MAX_RATE), "callback": BOOL, "placed": BOOL,
+              "value": _float(-MAX_VALUE, MAX_VALUE), "target": _float(-MAX_VALUE, MAX_VALUE), "base": ANY,
+              "centre": _int(0, 7), "sampling": _int(0, 1),
+              # ids of the callbacks table (-1: none); which id and which type: check_ids
+              "on_end": _int(-1, MAX_CALL_ID), "on_wrap": _int(-1, MAX_CALL_ID), "partner": _int(-1, _I63),
+              "partner_name": _int(-1, MAX_CALL_ID), "dir_banks": ANY},
+    "humans": {"flags": _int(0, _I63), "anim": _int(-1, _I31), "speed": _float(0.0, MAX_RATE),
+               "depth": _int(0, "stack"), "queued": _int(0, "queue"), "stack": ANY, "queue": ANY,
+               "on_report": _int(-1, MAX_CALL_ID)},
+    "bodies": {"position": _COORD, "heading": _COORD, "velocity": _NUM, "state_velocity": _NUM,
+               "attachment": ENTITY, "attach_offset": _COORD, "attach_heading": _COORD, "slide_target": _COORD,
+               "sliding": BOOL, "slide_heading": _COORD, "slide_left": _int(0, 1 << 20)},
+    "combats": {"health": _float(-MAX_HEALTH * 1e3, MAX_HEALTH), "max_health": _float(0.0, MAX_HEALTH),
+                "partner": ENTITY, "role": _int(0, "texts"), "partner_place": _COORD,
+                "place_len": _set((0, 2, 3), "0, 2 or 3"), "state": _int(0, "texts"),
+                "damage_taken": _float(-1e12, 1e12), "hits": _int(0, 1 << 40), "move_id": _int(-1, _I31),
+                "struck": BOOL, "move_dir": _COORD, "move_speed": _float(0.0, 1e6), "impulse": _COORD,
+                "down_left": _int(0, 1 << 40), "serial": _int(0, 1 << 40)},
+}
+_FRAME = ("live", "gen", "free_rows", "n_free")
+
+
+class ClipFacts(NamedTuple):
+    """What a cursor on each clip of the bank must hold, by bank index (``clip_facts``):
+    F, D - 1/60 and D as float32, the first event's frame, the events' count, where each
+    clip's event frames start in ``frames``."""
+
+    end: np.ndarray
+    limit: np.ndarray
+    dur: np.ndarray
+    evf0: np.ndarray
+    nev: np.ndarray
+    first: np.ndarray
+    frames: np.ndarray
+
+
+def clip_facts(protos: Sequence[tuple]) -> ClipFacts:
+    """``ClipFacts`` of the bank's clips from their cursor prototypes (anim.playback.cursor.cursor_proto)."""
+    nev = np.array([len(p[4]) for p in protos], np.int64)
+    first = np.concatenate(([0], np.cumsum(nev)[:-1])).astype(np.int64) if len(protos) else np.zeros(0, np.int64)
+    frames = np.array([int(f) for p in protos for f in p[4]], np.int64)
+    return ClipFacts(np.array([p[1] for p in protos], np.int64), np.array([p[7] for p in protos], np.float32),
+                     np.array([p[6] for p in protos], np.float32), np.array([p[5] for p in protos], np.int64),
+                     nev, first, frames)
+
+
+
+
+class Saved(NamedTuple):
+    """A saved table for ``check_saved``: its columns ({name: dtype}, with ``live``,
+    ``gen`` and ``free_rows`` for a table with a free list), its rows, its packed bytes
+    (``pack``) and its blank block (every row as a free row of this Game's table holds it)."""
+
+    columns: dict
+    capacity: int
+    packed: Any
+    blank: np.ndarray
+
+
+# ---------------------------------------------------------------- packed rows
+class Packing(NamedTuple):
+    """Where a table's packed bytes come from in its block (``packing``)."""
+
+    size: int               # the block's size
+    frames: np.ndarray      # the frame's arrays: (byte offset, size) each, in the block
+    cols: np.ndarray        # the other columns: (byte offset, bytes per row) each
+    live_at: int            # ``live``'s byte offset in the block
+    live_pos: int           # ``live``'s position in the packed bytes
+    frame_bytes: int
+    row_bytes: int          # the packed bytes of one row in use
+
+
+def packing(columns: dict, cap: int) -> Packing:
+    """The Packing of a table of ``columns`` and ``cap`` rows (kept per columns object)."""
+    key = (id(columns), cap)
+    got = _PACKINGS.get(key)
+    if got is not None and got[0] is columns:
+        return got[1]
+    lay, size = _layout(columns, cap)
+    frames, cols, pos, live_pos = [], [], 0, -1
+    for name in ("n_free", *[n for n in lay if n in _FRAME and n != "n_free"]):
+        o, dt, shape = lay[name]
+        n = int(np.prod(shape)) * dt.itemsize
+        if name == "live":
+            live_pos = pos
+        frames.append((o, n))
+        pos += n
+    for name, (o, dt, shape) in lay.items():
+        if name not in _FRAME:
+            cols.append((o, int(np.prod(shape[1:])) * dt.itemsize if len(shape) > 1 else dt.itemsize))
+    pk = Packing(size, np.array(frames, np.int64).reshape(-1, 2), np.array(cols, np.int64).reshape(-1, 2),
+                 lay["live"][0], live_pos, pos, sum(c[1] for c in cols))
+    if len(_PACKINGS) > 256:
+        _PACKINGS.clear()
+    _PACKINGS[key] = (columns, pk)
+    return pk
+
+
+_PACKINGS: dict = {}
+
+
+def pack(columns: dict, cap: int, block: np.ndarray) -> np.ndarray:
+    """A table's block packed (uint8): its frame's arrays whole, then each other column's
+    rows in use (those whose ``live`` byte is not 0), in row order."""
+    pk = packing(columns, cap)
+    out = np.empty(pk.frame_bytes + cap * pk.row_bytes, np.uint8)      # room for every row: cut after
+    return out[:K.pack_rows(block, out, pk.frames, pk.cols, pk.live_at, cap)]
+
+
+def unpack(columns: dict, cap: int, packed: Any, name: str = "table") -> np.ndarray:
+    """A table's block from its packed bytes (``pack``), its free rows' columns 0 (the
+    rows in use, the free list and the generations as saved). Raises StateError (naming
+    ``name``) when the packed bytes are not the size its frame and rows in use give."""
+    size = _layout(columns, cap)[1]
+    if size > MAX_UNPACKED:
+        raise StateError(f"{name}.block: a layout of {size} bytes, more than the {MAX_UNPACKED}-byte budget")
+    plan = _plan([Saved(columns, cap, None, None)], single=True)
+    buf = np.zeros(plan.size, np.uint8)
+    _unpack(plan, buf, [packed], [name])
+    return buf[:packing(columns, cap).size]
+
+
+def _unpack(plan, buf: np.ndarray, packed: Sequence, names: Sequence[str] | None = None) -> None:
+    """Each table's packed bytes into ``buf`` (unpack_rows). Raises StateError naming the
+    first table whose bytes are not the size they must be (``names``: the tables' own,
+    default ``table.<name>``)."""
+    at = [0]
+    for b in packed:
+        at.append(at[-1] + len(b))
+    src = np.frombuffer(b"".join(packed), np.uint8) if at[-1] else np.zeros(1, np.uint8)
+    out = np.zeros(1, np.int64)
+    t = K.unpack_rows(buf, src, np.array(at, np.int64), plan.tinfo, plan.frames, plan.ucols, out)
+    if t >= 0:
+        name = names[t] if names is not None else f"table.{K.TABLE_ORDER[t]}"
+        raise StateError(f"{name}.block: {len(packed[t])} bytes, where its layout of {int(plan.tinfo[t, 0])} rows "
+                         f"and the rows its live column marks in use give {int(out[0])}")
+
+
+class _Plan(NamedTuple):
+    """The compiled pass's arguments for one set of layouts (made once per layout)."""
+
+    bases: tuple            # each table's byte offset in the buffer
+    size: int               # the buffer's size
+    lays: tuple             # each table's layout (store._layout)
+    tabs: np.ndarray
+    spec: np.ndarray
+    fspec: np.ndarray
+    bounds: tuple           # (spec row, field, bound's name) to fill in
+    at: np.ndarray
+    names: tuple            # each spec row's "table.column" and rule
+    must: np.ndarray
+    nxt_mask: int
+    most: int               # the largest capacity
+    filled: dict            # the spec with the Game's bounds, by bounds (_bounded)
+    tinfo: np.ndarray       # per table: unpack_rows' capacity, live position, frame size, row size, ranges
+    frames: np.ndarray      # the frames' arrays: (buffer offset, size)
+    ucols: np.ndarray       # the other columns: (buffer offset, bytes per row)
+
+
+_PLANS: dict = {}
+
+
+def _plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
+    key = (single, *((id(t.columns), t.capacity) for t in tables))
+    got = _PLANS.get(key)
+    if got is not None and all(a is b.columns for a, b in zip(got[0], tables)):
+        return got[1]
+    if len(_PLANS) > 32:
+        _PLANS.clear()
+    plan = _make_plan(tables, single)
+    _PLANS[key] = ([t.columns for t in tables], plan)
+    return plan
+
+
+def _make_plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
+    bases, lays, off = [], [], 0
+    tabs = np.full((len(tables), 5), -1, np.int64)
+    spec, fspec, bounds, names = [], [], [], []
+    tinfo = np.zeros((len(tables), 8), np.int64)
+    frames, ucols = [], []
+    for ti, (tname, t) in enumerate(zip(K.TABLE_ORDER, tables)):
+        lay, size = _layout(t.columns, t.capacity)
+        pk = packing(t.columns, t.capacity)
+        tinfo[ti, :4] = (t.capacity, pk.live_pos, pk.frame_bytes, pk.row_bytes)
+        tinfo[ti, 4] = len(frames)
+        frames += [(off + o, n) for o, n in pk.frames.tolist()]
+        tinfo[ti, 5] = len(frames)
+        tinfo[ti, 6] = len(ucols)
+        ucols += [(off + o, n) for o, n in pk.cols.tolist()]
+        tinfo[ti, 7] = len(ucols)
+        bases.append(off)
+        lays.append(lay)
+        if single:
+            off += size
+            continue
+        tabs[ti, 0] = t.capacity
+        tabs[ti, 1] = off + lay["live"][0]
+        if "gen" in lay and "free_rows" in lay:
+            tabs[ti, 2] = (off + lay["gen"][0]) // 8
+            tabs[ti, 3] = (off + lay["free_rows"][0]) // 8
+            tabs[ti, 4] = (off + lay["n_free"][0]) // 8
+        rules = RANGES[tname]
+        for col, (o, dt, shape) in lay.items():
+            if col in _FRAME:
+                continue
+            if col not in rules:
+                raise TypeError(f"snapcheck.RANGES: no rule for column {tname}.{col} (declare what a row may hold)")
+            rule = rules[col]
+            code = K.CODES.get(np.dtype(dt))
+            if code is None:
+                raise TypeError(f"snapcheck: column {tname}.{col} of dtype {dt} has no reader in anim.engine.snapkernel")
+            width = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+            lo, hi, flo, fhi = 0, 0, 0.0, 0.0
+            kind = rule[0]
+            if kind == K.Kind.INT:
+                for f, b in ((5, rule[1]), (6, rule[2])):
+                    if isinstance(b, str):
+                        bounds.append((len(spec), f, b))
+                lo, hi = (rule[1] if isinstance(rule[1], int) else 0), (rule[2] if isinstance(rule[2], int) else 0)
+            elif kind == K.Kind.FLOAT:
+                flo, fhi = rule[1], rule[2]
+            elif kind == K.Kind.SET:
+                lo = rule[1]
+            spec.append((ti, (off + o) // dt.itemsize, int(code), width, int(kind), lo, hi))
+            fspec.append((flo, fhi))
+            names.append((f"table.{tname}.{col}", rule))
+        off += size
+    at = np.zeros((len(K.AT), 3), np.int64)
+    for i, name in enumerate(K.AT if not single else ()):
+        tname, col = name.split(".")
+        ti = K.TABLE_ORDER.index(tname)
+        o, dt, shape = lays[ti][col]
+        at[i] = ((bases[ti] + o) // dt.itemsize, int(K.CODES[np.dtype(dt)]), shape[1] if len(shape) > 1 else 1)
+        if K.CODES[np.dtype(dt)] in (K.Code.F32, K.Code.F64) and col not in ("t", "limit", "dur"):
+            raise TypeError(f"snapcheck: {name} is read as an int")
+    must = np.full(64, -1, np.int64)
+    for ty, cols in _CURSORS.items():
+        must[ty] = sum(1 << int(c[1]) for c in cols)
+    return _Plan(tuple(bases), -(-off // 64) * 64, tuple(lays), tabs, np.array(spec, np.int64).reshape(-1, 7),
+                 np.array(fspec, np.float64).reshape(-1, 2), tuple(bounds), at, tuple(names), must,
+                 sum(1 << t for t in _NEXT_TYPES), max(t.capacity for t in tables), {}, tinfo,
+                 np.array(frames, np.int64).reshape(-1, 2), np.array(ucols, np.int64).reshape(-1, 2))
+
+
+_TABLE_WORD = {0: "cursor", 1: "fade", 2: "gait", 3: "task", 4: "human", 5: "body", 6: "combat"}
+
+
+def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray, pool_out: np.ndarray,
+                n_out: int, pool_capacity: int, facts: ClipFacts, dirty: Sequence[np.ndarray],
+                dirty_where: Sequence[str], entities: np.ndarray, texts: int) -> tuple[np.ndarray, list]:
+    """Check the saved tables (``Saved`` each, in anim.engine.snapkernel.TABLE_ORDER) in one
+    compiled pass, on a scratch copy.
+
+    In: the human table's generations and free list (int64 arrays); the pool's flags and
+    count and the pool's size (the Game's option); ``facts`` the bank's clips' numbers
+    (``clip_facts``); ``dirty`` each table's rows freed since its last take (int64
+    arrays) and where they were read (for the message); the humans' ``entities``; the
+    number of combat ``texts``. Out: the scratch buffer and each table's block in it (a
+    uint8 view: the checked rows). Raises StateError naming the first fault (the table,
+    the column, the row)."""
+    plan = _plan(tables)
+    hcap = tables[4].capacity
+    if len(hgen) != hcap:
+        raise StateError(f"table.humans.gen: not {hcap} generations >= 0")
+    if pool_out.dtype != np.bool_ or pool_out.ndim != 1:
+        raise StateError("table.pool.out: not one bool per task row")
+    buf = np.empty(plan.size, np.uint8)
+    mem = memoryview(buf)
+    blocks = []
+    for t, base in zip(tables, plan.bases):
+        n = len(t.blank)
+        mem[base:base + n] = t.blank
+        blocks.append(buf[base:base + n])
+    _unpack(plan, buf, [t.packed for t in tables])
+    spec = _bounded(plan, len(facts.end) - 1, texts - 1)
+    seen = _seen(max(plan.most, len(pool_out)))
+    at = np.zeros(len(dirty) + 1, np.int64)
+    n = 0
+    for i, d in enumerate(dirty):
+        n += len(d)
+        at[i + 1] = n
+    dirty_all = np.concatenate(dirty) if n else _EMPTY
+    out = np.zeros(8, np.int64)
+    fout = np.zeros(2, np.float64)
+    code = K.check_rows(buf.view(np.int8), buf.view(np.int32), buf.view(np.int64), buf.view(np.float32),
+                        buf.view(np.float64), plan.tabs, spec, plan.fspec, plan.at, facts.end, *_bits(facts),
+                        facts.evf0, facts.nev, facts.first, facts.frames, plan.must, plan.nxt_mask, _FADE, _GAIT,
+                        hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities, seen, out, fout)
+    if code:
+        raise StateError(_message(plan, spec, code, out, fout, dirty_where))
+    if not (n_out.__class__ is int and n_out == int(out[1]) and n_out <= pool_capacity):
+        raise StateError(f"table.pool.n_out = {n_out!r}: not the {int(out[1])} flags set (at most {pool_capacity})")
+    return buf, blocks
+
+
+_EMPTY = np.zeros(0, np.int64)
+_FADE, _GAIT = int(TaskType.FADE), int(TaskType.GAIT)
+
+
+def _bounded(plan: _Plan, last_clip: int, last_text: int) -> np.ndarray:
+    """The plan's declared checks with the Game's bounds filled in (kept per bounds)."""
+    if not plan.bounds:
+        return plan.spec
+    key = (last_clip, last_text)
+    spec = plan.filled.get(key)
+    if spec is None:
+        spec = plan.spec.copy()
+        vals = {"bank": last_clip, "texts": last_text, "stack": int(plan.at[K.A_STACK, 2]),
+                "queue": int(plan.at[K.A_QUEUE, 2])}
+        for row, f, name in plan.bounds:
+            spec[row, f] = vals[name]
+        if len(plan.filled) > 16:
+            plan.filled.clear()
+        plan.filled[key] = spec
+    return spec
+
+
+def _bits(facts: ClipFacts) -> tuple:
+    """The clips' limit and duration as their float32 bits (kept per ClipFacts)."""
+    got = _BITS.get(id(facts))
+    if got is None or got[0] is not facts:
+        _BITS.clear()
+        got = _BITS[id(facts)] = (facts, (facts.limit.view(np.int32), facts.dur.view(np.int32)))
+    return got[1]
+
+
+_BITS: dict = {}
+_SEEN = [np.zeros(64, np.int64)]
+
+
+def _seen(n: int) -> np.ndarray:
+    """The kernel's scratch (kept: grown, never shrunk)."""
+    if len(_SEEN[0]) < n:
+        _SEEN[0] = np.zeros(max(n, 2 * len(_SEEN[0])), np.int64)
+    return _SEEN[0]
+
+
+def _message(plan: _Plan, spec: np.ndarray, code: int, out: np.ndarray, fout: np.ndarray,
+             dirty_where: Sequence[str]) -> str:
+    """The one line of a fault check_rows found."""
+    F = K.Fault
+    a, b, c, d = (int(x) for x in out[1:5])
+    table = K.TABLE_ORDER[a] if 0 <= a < len(K.TABLE_ORDER) else ""
+    if code == F.LIVE_BYTE:
+        return f"table.{table}.live[{b}]: byte {c} is not a bool (0 or 1)"
+    if code == F.N_FREE:
+        cap = int(plan.tabs[a, 0])
+        return f"table.{table}.n_free = {b}: the table has {c} rows not in use of {cap}"
+    if code == F.FREE_RANGE:
+        return f"table.{table}.free_rows[{b}] = {c}: not a row of the table ({int(plan.tabs[a, 0])})"
+    if code == F.FREE_SET:
+        return f"table.{table}.free_rows: not the {b} rows not in use, each once"
+    if code == F.GEN:
+        return f"table.{table}.gen[{b}] = {c}: a generation below 0"
+    if code == F.HUMAN_GEN:
+        return f"table.humans.gen: not {int(plan.tabs[4, 0])} generations >= 0"
+    if code == F.HUMAN_FREE:
+        return f"table.humans.free: not the {b} rows not in use, each once"
+    if code == F.COLUMN:
+        if a < 0:
+            return f"table: row {b} holds {c}, out of its column's range"
+        name, rule = plan.names[a]
+        kind = rule[0]
+        item = f"[{b}]" if spec[a, 3] == 1 else f"[{b}, {d}]"
+        if kind == K.Kind.FLOAT:
+            return f"{name}{item} = {float(fout[0])!r}: not a finite number in [{rule[1]}, {rule[2]}]"
+        if kind == K.Kind.BOOL:
+            return f"{name}{item}: byte {c} is not a bool (0 or 1)"
+        if kind == K.Kind.SET:
+            return f"{name}{item} = {c}: not {rule[2]}"
+        if kind == K.Kind.ENTITY:
+            return f"{name}{item} = {c}: not -1 or a human's entity"
+        return f"{name}{item} = {c}: not in {int(spec[a, 5])}-{int(spec[a, 6])}"
+    col = f"table.{K.AT[a]}" if 0 <= a < len(K.AT) else ""
+    if code == F.CLIP_NUMBER:
+        return f"{col}[{b}] is not its clip's (bank clip {c})"
+    if code == F.PAST_END:
+        return f"table.cursors.t[{b}]: past its clip's duration"
+    if code == F.FRAME:
+        return f"table.cursors.frame[{b}]: {c} frames past its clip's end frame"
+    if code == F.EV:
+        return f"table.cursors.ev[{b}] = {c}: past its clip's events"
+    if code == F.EVF:
+        return f"table.cursors.evf[{b}] = {c}: not the frame of its next event ({d})"
+    if code == F.NO_CURSOR:
+        return f"{col}[{b}]: a task of type {c} has no such cursor"
+    if code == F.LINK:
+        return f"{col}[{b}] = {c}: not a row in use of the {_TABLE_WORD.get(d, '?')} table"
+    if code == F.OWNERS:
+        what = "tasks.c0-c3" if a == K.A_C0 else "tasks.aux"
+        return f"table.{what}: {_TABLE_WORD.get(c, '?')} row {b} has two owners"
+    if code == F.NO_AUX:
+        return f"table.tasks.aux[{b}]: a task of its type has no aux row"
+    if code == F.NO_NEXT:
+        return f"table.tasks.nxt[{b}]: a task of its type has no next task"
+    if code == F.NO_INCOMING:
+        return f"table.tasks.incoming[{b}]: only a fade has an incoming task"
+    if code == F.PLACES:
+        return f"table.tasks (stacks, queues and next tasks): task row {b} has two owners"
+    if code == F.CHAIN:
+        return f"table.tasks.nxt[{b}]: a chain of next tasks that never ends"
+    if code == F.POOL_BYTE:
+        return f"table.pool.out[{b}]: byte {c} is not a bool (0 or 1)"
+    if code == F.POOL_ROW:
+        return "table.pool.out: a task counted out that is not a task row in use"
+    if code == F.DIRTY:
+        return f"{dirty_where[a]}: not rows not in use, each once"
+    return f"table: fault {code}"
+
+
+# The task types whose row names a partner (PairedClipTask, PairedHoldTask) and the one whose
+# row holds eight clips (DirectionTask).
+_PAIRED = (int(TaskType.PAIRED_CLIP), int(TaskType.PAIRED_HOLD))
+_WRAPS = (int(TaskType.LOOP), int(TaskType.GAIT))
+
+
+def _first(mask: np.ndarray, rows: np.ndarray) -> int:
+    """The row of the first True of ``mask`` (over ``rows``)."""
+    return int(rows[int(np.flatnonzero(mask)[0])])
+
+
+def _ints_in(name: str, a: np.ndarray, rows: np.ndarray, lo: int, hi: int) -> None:
+    bad = (a < lo) | (a > hi)
+    if bad.any():
+        raise StateError(f"{name}[{_first(bad, rows)}] = {int(a[int(np.flatnonzero(bad)[0])])}: not in {lo}-{hi}")
+
+
+def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_banks: int) -> None:
+    """Check the id columns of saved task and human tables against the saved callbacks
+    table (CallbackTable: ``values`` (None for a free id, a Callback, or a str: a
+    partner's name), ``uses``, ``free``) and the bank's ``n_banks`` clips.
+
+    Checked, over the rows in use: ``tasks.on_end``, ``tasks.on_wrap`` and
+    ``humans.on_report`` are NO_CALLBACK or the id of a callback; ``tasks.partner_name``
+    NO_CALLBACK or the id of a name; a wrap callback only on a loop or a gait, and the
+    ``callback`` column set exactly where one is; ``tasks.partner`` -1 or a handle >= 0
+    (and not both a handle and a name), on a paired task only; ``tasks.dir_banks`` eight
+    clips of the bank on a direction task, -1 on any other; each id's uses the number of
+    rows naming it, the free ids each once with no value and no use.
+    Raises StateError naming the first fault."""
+    n = len(values)
+    if len(uses) != n or any(u.__class__ is not int or u < 0 for u in uses):
+        raise StateError(f"calls.uses: not {n} counts >= 0")
+    if len(set(free)) != len(free) or any(i.__class__ is not int or not 0 <= i < n or values[i] is not None
+                                          or uses[i] for i in free):
+        raise StateError("calls.free: not free ids (no value, no use), each once")
+    is_name = np.array([v.__class__ is str for v in values], np.bool_)
+    is_call = np.array([v is not None and v.__class__ is not str for v in values], np.bool_)
+    counts = np.zeros(n, np.int64)
+    trows = np.flatnonzero(tsk.live)
+    ty = tsk.type[trows].astype(np.int64)
+    hrows = np.flatnonzero(humans.live)
+    for name, a, rows, kind in (("tasks.on_end", tsk.on_end, trows, is_call),
+                                ("tasks.on_wrap", tsk.on_wrap, trows, is_call),
+                                ("tasks.partner_name", tsk.partner_name, trows, is_name),
+                                ("humans.on_report", humans.on_report, hrows, is_call)):
+        ids = a[rows].astype(np.int64)
+        _ints_in(name, ids, rows, -1, n - 1)
+        has = ids >= 0
+        bad = np.zeros(len(ids), np.bool_)
+        bad[has] = ~kind[ids[has]]
+        if bad.any():
+            what = "a name" if kind is is_name else "a callback"
+            raise StateError(f"{name}[{_first(bad, rows)}]: not the id of {what}")
+        np.add.at(counts, ids[has], 1)
+    wrap = tsk.on_wrap[trows] >= 0
+    bad = wrap & ~np.isin(ty, np.array(_WRAPS, np.int64))
+    if bad.any():
+        raise StateError(f"tasks.on_wrap[{_first(bad, trows)}]: a task of its type has no wrap callback")
+    bad = wrap != tsk.callback[trows].astype(np.bool_)
+    if bad.any():
+        raise StateError(f"tasks.on_wrap[{_first(bad, trows)}]: a wrap callback where tasks.callback says none, "
+                         "or the reverse")
+    partner = tsk.partner[trows].astype(np.int64)
+    _ints_in("tasks.partner", partner, trows, -1, (1 << 63) - 1)
+    named = tsk.partner_name[trows] >= 0
+    paired = np.isin(ty, np.array(_PAIRED, np.int64))
+    bad = ((partner >= 0) | named) & ~paired
+    if bad.any():
+        raise StateError(f"tasks.partner[{_first(bad, trows)}]: a task of its type has no partner")
+    bad = (partner >= 0) & named
+    if bad.any():
+        raise StateError(f"tasks.partner[{_first(bad, trows)}]: both a handle and a name")
+    bad = dir_banks_misfit(ty, tsk.dir_banks[trows].astype(np.int64), n_banks)
+    if bad.any():
+        raise StateError(f"tasks.dir_banks[{_first(bad, trows)}]: not its type's clips (a direction task: eight "
+                         f"clips of the bank, {n_banks} known; any other: none)")
+    if (counts != np.array(uses, np.int64)).any():
+        i = int(np.flatnonzero(counts != np.array(uses, np.int64))[0])
+        raise StateError(f"calls.uses[{i}] = {uses[i]}: {int(counts[i])} rows name it")

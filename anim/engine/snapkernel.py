@@ -1,0 +1,481 @@
+"""A snapshot file's rows checked in one compiled pass (anim.engine.snapcheck's checks, compiled).
+
+The saved tables' blocks are copied into one scratch buffer (each at a 64-byte boundary)
+and read here through one view per item type (``VIEWS``: a bool column through the int8
+view), each column found by its element index in its view. Two kinds of check run:
+
+- the declared ones, generic over tables and columns: a ``spec`` row per column of
+  anim.engine.snapcheck.RANGES (an int in a range, a finite float in a range, a bool byte, an
+  int in a small set, an entity id or -1), for every row in use;
+- the structural ones, which name their columns (``AT``): each table's free list and
+  generations, each cursor's clip numbers against the bank's (ClipFacts), each task's
+  links by its type, one owner per cursor, fade and gait row, one place per task, chains
+  of next tasks that end, the humans' stacks and queues, the pool's flags, the rows
+  freed since the last take.
+
+``check_rows`` stops at the first fault and writes its code (``Fault``) and its table,
+column, row and values into ``out`` / ``fout``; anim.engine.snapcheck turns them into the same
+one-line message the checks give in Python. Nothing is allocated but what the caller
+passes (``seen``: a scratch of at least the largest capacity, zeroed here as needed).
+
+A module of its own (numba's on-disk cache is keyed on each function's source file,
+anim.engine.jitcache); it calls nothing of anim.engine.kernels. Original: none (ours).
+"""
+from __future__ import annotations
+
+import math
+from enum import IntEnum
+
+import numpy as np
+from numba import njit
+
+from scuffle.anim.engine.jitcache import cache_setting
+
+__all__ = ["check_rows", "pack_rows", "unpack_rows", "Fault", "Kind", "Code", "AT", "TABLE_ORDER", "CODES", "VIEWS", "SPEC_WIDTH"]
+
+CACHE = cache_setting(__file__)
+_kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
+_inline = njit(cache=CACHE, _nrt=False, inline="always")  # type: ignore[call-overload]
+
+# The tables in the buffer, in this order (snapfile.TABLES).
+TABLE_ORDER = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
+_CUR, _FADE, _GAIT, _TASK, _HUM, _BODY, _COMB = range(7)
+
+
+class Code(IntEnum):
+    """How a column's items are read: through which view, as what."""
+
+    BOOL = 0        # the int8 view, a byte that must be 0 or 1
+    I8 = 1
+    I32 = 2
+    I64 = 3
+    F32 = 4
+    F64 = 5
+
+
+# the views of the buffer the kernel reads through, by item type (a bool through int8)
+VIEWS = (np.int8, np.int32, np.int64, np.float32, np.float64)
+CODES = {np.dtype(np.bool_): Code.BOOL, np.dtype(np.int8): Code.I8, np.dtype(np.int32): Code.I32,
+         np.dtype(np.int64): Code.I64, np.dtype(np.float32): Code.F32, np.dtype(np.float64): Code.F64}
+
+
+class Kind(IntEnum):
+    """A declared check of a column (anim.engine.snapcheck.RANGES)."""
+
+    INT = 0         # lo <= v <= hi
+    FLOAT = 1       # finite, flo <= v <= fhi
+    BOOL = 2        # a byte of 0 or 1
+    SET = 3         # 0 <= v < 63 and bit v of lo set
+    ENTITY = 4      # -1 or one of the entities given
+    ANY = 5         # no check (every value is one the engine handles)
+
+
+# a spec row: table, element index of row 0, code, width (items per row), kind, lo, hi
+SPEC_WIDTH = 7
+
+
+class Fault(IntEnum):
+    """What check_rows found (out[0]); the other fields of out by fault in snapcheck."""
+
+    NONE = 0
+    LIVE_BYTE = 1       # table, row, byte
+    N_FREE = 2          # table, n_free, rows not in use
+    FREE_RANGE = 3      # table, index, value
+    FREE_SET = 4        # table, rows not in use
+    GEN = 5             # table, row, generation
+    COLUMN = 6          # spec index, row, int value (fout: float value), item
+    CLIP_NUMBER = 7     # column (AT index), row, bank clip
+    PAST_END = 8        # row
+    EV = 9              # row, ev
+    EVF = 10            # row, evf, the frame wanted
+    FRAME = 11          # row, frame - end
+    NO_CURSOR = 12      # column (AT index), row, task type
+    LINK = 13           # column (AT index), row, value, target table
+    OWNERS = 14         # column (AT index: c0 for c0-c3), target row, target table
+    NO_AUX = 15         # row
+    NO_NEXT = 16        # row
+    NO_INCOMING = 17    # row
+    HUMAN_GEN = 18      # (a generation below 0)
+    HUMAN_FREE = 19     # rows not in use
+    PLACES = 20         # task row
+    CHAIN = 21          # task row
+    POOL_BYTE = 22      # index, byte
+    POOL_ROW = 23       # index
+    DIRTY = 24          # table
+    POOL_COUNT = 25     # the flags set
+
+
+# The columns the structural checks name, in ``at``'s order (element index, code, width).
+AT = ("cursors.bank", "cursors.end", "cursors.evf0", "cursors.limit", "cursors.dur", "cursors.t", "cursors.frame",
+      "cursors.ev", "cursors.evf", "tasks.type", "tasks.c0", "tasks.c1", "tasks.c2", "tasks.c3", "tasks.aux",
+      "tasks.nxt", "tasks.incoming", "humans.depth", "humans.queued", "humans.stack", "humans.queue")
+(A_BANK, A_END, A_EVF0, A_LIMIT, A_DUR, A_T, A_FRAME, A_EV, A_EVF, A_TYPE, A_C0, A_C1, A_C2, A_C3, A_AUX, A_NXT,
+ A_INCOMING, A_DEPTH, A_QUEUED, A_STACK, A_QUEUE) = range(len(AT))
+NO_ROW = -1
+NO_EVENT = np.iinfo(np.int32).max
+
+
+@_inline
+def _int(i8, i32, i64, code, k):
+    if code == 3:
+        return i64[k]
+    if code == 2:
+        return np.int64(i32[k])
+    return np.int64(i8[k])
+
+
+@_inline
+def _flt(f32, f64, code, k):
+    if code == 4:
+        return np.float64(f32[k])
+    return f64[k]
+
+
+@_inline
+def _fail(out, code, a, b, c, d):
+    out[0] = code
+    out[1] = a
+    out[2] = b
+    out[3] = c
+    out[4] = d
+    return code
+
+
+@_inline
+def _live(i8, tabs, t, r):
+    return i8[tabs[t, 1] + r] != 0
+
+
+@_inline
+def _linked(i8, tabs, t, v):
+    """``v`` a row in use of table ``t``."""
+    return 0 <= v < tabs[t, 0] and i8[tabs[t, 1] + v] != 0
+
+
+@_kernel
+def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_dur, f_evf0, f_nev, f_first,
+               f_frames, must, nxt_mask, fade_type, gait_type, hgen, hfree, pool, dirty, dirty_at, ents, seen,
+               out, fout):
+    """The first fault of the saved rows (a Fault; 0: none), its fields in ``out`` / ``fout``.
+
+    In: the buffer's views (``VIEWS``' order); ``tabs`` per table (TABLE_ORDER): its
+    capacity, the byte index of ``live``, the int64 element indexes of ``gen``,
+    ``free_rows`` and ``n_free`` (-1: none, the humans' lists are ``hgen`` / ``hfree``);
+    ``spec`` / ``fspec`` the declared checks (SPEC_WIDTH ints, 2 floats each); ``at`` the
+    structural checks' columns (AT order: element index, code, width); the bank's
+    ClipFacts (limit and dur as int32 bits); ``must`` per task type the cursor columns it
+    links (bit i: c<i>; -1: not a task type), ``nxt_mask`` the types with a next task,
+    the fade and gait types; ``pool`` the pool's flags as bytes; ``dirty`` the rows freed
+    since each table's last take, table t's at ``dirty[dirty_at[t]:dirty_at[t + 1]]``;
+    ``ents`` the humans' entities, sorted; ``seen`` int64 scratch (>= every capacity)."""
+    out[0] = 0
+    ntab = tabs.shape[0]
+    # -- the free lists and generations
+    for t in range(ntab):
+        cap = tabs[t, 0]
+        lv = tabs[t, 1]
+        nlive = 0
+        for r in range(cap):
+            b = i8[lv + r]
+            if b != 0 and b != 1:
+                return _fail(out, 1, t, r, np.int64(b) & 0xFF, 0)
+            nlive += b
+        if tabs[t, 4] < 0:
+            continue
+        nf = i64[tabs[t, 4]]
+        if nf < 0 or nf > cap or nf + nlive != cap:
+            return _fail(out, 2, t, nf, cap - nlive, 0)
+        fr = tabs[t, 3]
+        for r in range(cap):
+            seen[r] = 0
+        for i in range(nf):
+            v = i64[fr + i]
+            if v < 0 or v >= cap:
+                return _fail(out, 3, t, i, v, 0)
+            if i8[lv + v] != 0 or seen[v] != 0:
+                return _fail(out, 4, t, cap - nlive, 0, 0)
+            seen[v] = 1
+        g = tabs[t, 2]
+        for r in range(cap):
+            if i64[g + r] < 0:
+                return _fail(out, 5, t, r, i64[g + r], 0)
+    # -- the humans' generations and free list (lists of the values section)
+    hcap = tabs[_HUM, 0]
+    hlive = 0
+    for r in range(hcap):
+        hlive += i8[tabs[_HUM, 1] + r] != 0
+    for r in range(len(hgen)):
+        if hgen[r] < 0:
+            return _fail(out, 18, _HUM, 0, 0, 0)
+    if len(hfree) + hlive != hcap:
+        return _fail(out, 19, _HUM, hcap - hlive, 0, 0)
+    for r in range(hcap):
+        seen[r] = 0
+    for i in range(len(hfree)):
+        v = hfree[i]
+        if v < 0 or v >= hcap or seen[v] != 0 or i8[tabs[_HUM, 1] + v] != 0:
+            return _fail(out, 19, _HUM, hcap - hlive, 0, 0)
+        seen[v] = 1
+    # -- the declared checks, column by column
+    for c in range(spec.shape[0]):
+        t = spec[c, 0]
+        base = spec[c, 1]
+        code = spec[c, 2]
+        w = spec[c, 3]
+        kind = spec[c, 4]
+        lo = spec[c, 5]
+        hi = spec[c, 6]
+        if kind == 5:
+            continue
+        flo = fspec[c, 0]
+        fhi = fspec[c, 1]
+        for r in range(tabs[t, 0]):
+            if not _live(i8, tabs, t, r):
+                continue
+            for j in range(w):
+                k = base + r * w + j
+                if kind == 1:
+                    x = _flt(f32, f64, code, k)
+                    if not (x >= flo and x <= fhi and math.isfinite(x)):
+                        fout[0] = x
+                        return _fail(out, 6, c, r, 0, j)
+                else:
+                    v = _int(i8, i32, i64, code, k)
+                    bad = False
+                    if kind == 0:
+                        bad = v < lo or v > hi
+                    elif kind == 2:
+                        bad = v != 0 and v != 1
+                        if bad:
+                            v = v & 0xFF
+                    elif kind == 3:
+                        bad = v < 0 or v > 62 or ((lo >> v) & 1) == 0
+                    elif kind == 4 and v != -1:
+                        p = np.searchsorted(ents, v)
+                        bad = p >= len(ents) or ents[p] != v
+                    if bad:
+                        return _fail(out, 6, c, r, v, j)
+    # -- cursors: their clip's numbers
+    nb = len(f_end)
+    for r in range(tabs[_CUR, 0]):
+        if not _live(i8, tabs, _CUR, r):
+            continue
+        b = _int(i8, i32, i64, at[A_BANK, 1], at[A_BANK, 0] + r)
+        if b < 0 or b >= nb:                       # (declared too: a bank of no clips)
+            return _fail(out, 7, A_BANK, r, b, 0)
+        if _int(i8, i32, i64, at[A_END, 1], at[A_END, 0] + r) != f_end[b]:
+            return _fail(out, 7, A_END, r, b, 0)
+        if _int(i8, i32, i64, at[A_EVF0, 1], at[A_EVF0, 0] + r) != f_evf0[b]:
+            return _fail(out, 7, A_EVF0, r, b, 0)
+        if i32[at[A_LIMIT, 0] + r] != f_limit[b]:
+            return _fail(out, 7, A_LIMIT, r, b, 0)
+        if i32[at[A_DUR, 0] + r] != f_dur[b]:
+            return _fail(out, 7, A_DUR, r, b, 0)
+        if f32[at[A_T, 0] + r] > f32[at[A_DUR, 0] + r]:
+            return _fail(out, 8, A_T, r, 0, 0)
+        end = _int(i8, i32, i64, at[A_END, 1], at[A_END, 0] + r)
+        fr = _int(i8, i32, i64, at[A_FRAME, 1], at[A_FRAME, 0] + r)
+        if fr - end > 0:
+            return _fail(out, 11, A_FRAME, r, fr - end, 0)
+        ev = _int(i8, i32, i64, at[A_EV, 1], at[A_EV, 0] + r)
+        if ev < 0 or ev > f_nev[b]:
+            return _fail(out, 9, A_EV, r, ev, 0)
+        want = np.int64(NO_EVENT)
+        if ev < f_nev[b]:
+            want = f_frames[f_first[b] + ev]
+        evf = _int(i8, i32, i64, at[A_EVF, 1], at[A_EVF, 0] + r)
+        if evf != want:
+            return _fail(out, 10, A_EVF, r, evf, want)
+    # -- tasks: links by type, one owner per cursor, fade and gait row
+    tcap = tabs[_TASK, 0]
+    for t in (_CUR, _FADE, _GAIT):
+        for r in range(tabs[t, 0]):
+            seen[r] = 0
+    for r in range(tcap):
+        if not _live(i8, tabs, _TASK, r):
+            continue
+        ty = _int(i8, i32, i64, at[A_TYPE, 1], at[A_TYPE, 0] + r)
+        if ty < 0 or ty >= len(must) or must[ty] < 0:       # (declared too)
+            return _fail(out, 6, -1, r, ty, 0)
+        for i in range(4):
+            a = A_C0 + i
+            v = _int(i8, i32, i64, at[a, 1], at[a, 0] + r)
+            if (must[ty] >> i) & 1:
+                if not _linked(i8, tabs, _CUR, v):
+                    return _fail(out, 13, a, r, v, _CUR)
+                if seen[v] & 1:
+                    return _fail(out, 14, A_C0, v, _CUR, 0)
+                seen[v] |= 1
+            elif v != NO_ROW:
+                return _fail(out, 12, a, r, ty, 0)
+        aux = _int(i8, i32, i64, at[A_AUX, 1], at[A_AUX, 0] + r)
+        if ty == fade_type or ty == gait_type:
+            tt = _FADE if ty == fade_type else _GAIT
+            bit = 2 if ty == fade_type else 4
+            if not _linked(i8, tabs, tt, aux):
+                return _fail(out, 13, A_AUX, r, aux, tt)
+            if seen[aux] & bit:
+                return _fail(out, 14, A_AUX, aux, tt, 0)
+            seen[aux] |= bit
+        elif aux != NO_ROW:
+            return _fail(out, 15, A_AUX, r, 0, 0)
+        nx = _int(i8, i32, i64, at[A_NXT, 1], at[A_NXT, 0] + r)
+        if (nxt_mask >> ty) & 1:
+            if nx != NO_ROW and not _linked(i8, tabs, _TASK, nx):
+                return _fail(out, 13, A_NXT, r, nx, _TASK)
+        elif nx != NO_ROW:
+            return _fail(out, 16, A_NXT, r, 0, 0)
+        inc = _int(i8, i32, i64, at[A_INCOMING, 1], at[A_INCOMING, 0] + r)
+        if ty == fade_type:
+            if inc != NO_ROW and not _linked(i8, tabs, _TASK, inc):
+                return _fail(out, 13, A_INCOMING, r, inc, _TASK)
+        elif inc != NO_ROW:
+            return _fail(out, 17, A_INCOMING, r, 0, 0)
+    # -- humans: stacks and queues of tasks in use; a place per task
+    for r in range(tcap):
+        seen[r] = 0
+    for h in range(hcap):
+        if not _live(i8, tabs, _HUM, h):
+            continue
+        for a, n_at in ((A_STACK, A_DEPTH), (A_QUEUE, A_QUEUED)):
+            n = _int(i8, i32, i64, at[n_at, 1], at[n_at, 0] + h)
+            w = at[a, 2]
+            if n < 0 or n > w:                       # (declared too)
+                return _fail(out, 6, -1, h, n, 0)
+            for s in range(n):
+                v = _int(i8, i32, i64, at[a, 1], at[a, 0] + h * w + s)
+                if not _linked(i8, tabs, _TASK, v):
+                    return _fail(out, 13, a, h, v, _TASK)
+                if seen[v]:
+                    return _fail(out, 20, 0, v, 0, 0)
+                seen[v] = 1
+    for r in range(tcap):
+        if not _live(i8, tabs, _TASK, r):
+            continue
+        ty = _int(i8, i32, i64, at[A_TYPE, 1], at[A_TYPE, 0] + r)
+        nx = _int(i8, i32, i64, at[A_NXT, 1], at[A_NXT, 0] + r)
+        if (nxt_mask >> ty) & 1 and nx != NO_ROW:
+            if seen[nx]:
+                return _fail(out, 20, 0, nx, 0, 0)
+            seen[nx] = 1
+    # every chain of next tasks ends: each task has at most one before it (a place each),
+    # so a chain that does not end is a cycle; walked once, marking (2: on this walk, 3: done)
+    for r in range(tcap):
+        if seen[r] < 2:
+            seen[r] = 0
+    for r in range(tcap):
+        if not _live(i8, tabs, _TASK, r) or seen[r] == 3:
+            continue
+        cur = r
+        while True:
+            if seen[cur] == 2:
+                return _fail(out, 21, 0, r, 0, 0)
+            if seen[cur] == 3:
+                break
+            seen[cur] = 2
+            ty = _int(i8, i32, i64, at[A_TYPE, 1], at[A_TYPE, 0] + cur)
+            nx = _int(i8, i32, i64, at[A_NXT, 1], at[A_NXT, 0] + cur)
+            if not ((nxt_mask >> ty) & 1) or nx == NO_ROW:
+                break
+            cur = nx
+        cur = r
+        while seen[cur] == 2:
+            seen[cur] = 3
+            ty = _int(i8, i32, i64, at[A_TYPE, 1], at[A_TYPE, 0] + cur)
+            nx = _int(i8, i32, i64, at[A_NXT, 1], at[A_NXT, 0] + cur)
+            if not ((nxt_mask >> ty) & 1) or nx == NO_ROW:
+                break
+            cur = nx
+    # -- the pool: a flag per task row, each one set on a task in use
+    n_set = 0
+    for i in range(len(pool)):
+        b = pool[i]
+        if b != 0 and b != 1:
+            return _fail(out, 22, 0, i, np.int64(b) & 0xFF, 0)
+        if b == 1:
+            n_set += 1
+            if i >= tcap or not _live(i8, tabs, _TASK, i):
+                return _fail(out, 23, 0, i, 0, 0)
+    # -- the rows freed since each table's last take: rows not in use, each once
+    for t in range(ntab):
+        cap = tabs[t, 0]
+        for r in range(cap):
+            seen[r] = 0
+        for i in range(dirty_at[t], dirty_at[t + 1]):
+            v = dirty[i]
+            if v < 0 or v >= cap or i8[tabs[t, 1] + v] != 0 or seen[v] != 0:
+                return _fail(out, 24, t, i - dirty_at[t], v, 0)
+            seen[v] = 1
+    out[1] = n_set
+    return 0
+
+
+# ---------------------------------------------------------------- a table's rows in use, packed
+# A saved table in a file holds its free list's arrays whole (the frame: ``n_free``,
+# ``live``, ``gen``, ``free_rows``, those the table has, in its layout's order) and of every
+# other column only the rows in use, in row order (anim.engine.snapcheck.packing).
+
+@_kernel
+def pack_rows(block, out, frames, cols, live_at, cap):
+    """Write ``block``'s frame arrays (``frames``: byte offset, size each) and its
+    columns' rows in use (``cols``: byte offset, bytes per row each; a row is in use where
+    its byte at ``live_at`` is not 0) into ``out``, one after another. Returns the bytes
+    written."""
+    p = 0
+    for f in range(frames.shape[0]):
+        o = frames[f, 0]
+        for i in range(frames[f, 1]):
+            out[p] = block[o + i]
+            p += 1
+    for c in range(cols.shape[0]):
+        o = cols[c, 0]
+        rb = cols[c, 1]
+        for r in range(cap):
+            if block[live_at + r] != 0:
+                s = o + r * rb
+                for i in range(rb):
+                    out[p] = block[s + i]
+                    p += 1
+    return p
+
+
+@_kernel
+def unpack_rows(buf, src, src_at, tinfo, frames, cols, out):
+    """``pack_rows`` undone for each table t into ``buf`` (its blank rows already there):
+    the packed bytes ``src[src_at[t]:src_at[t + 1]]``, ``tinfo[t]`` its capacity, the
+    position of ``live`` in its packed bytes, its frame's size, its bytes per row in use,
+    and its ranges of ``frames`` (buffer offset, size) and ``cols`` (buffer offset, bytes
+    per row). Returns -1, or the first table whose packed bytes are not the size its
+    frame and rows in use give (out[0]: that size)."""
+    for t in range(tinfo.shape[0]):
+        s = src_at[t]
+        n = src_at[t + 1] - s
+        cap = tinfo[t, 0]
+        lp = s + tinfo[t, 1]
+        if n < tinfo[t, 2]:
+            out[0] = tinfo[t, 2]
+            return t
+        nlive = 0
+        for r in range(cap):
+            if src[lp + r] != 0:
+                nlive += 1
+        want = tinfo[t, 2] + nlive * tinfo[t, 3]
+        if n != want:
+            out[0] = want
+            return t
+        p = s
+        for f in range(tinfo[t, 4], tinfo[t, 5]):
+            o = frames[f, 0]
+            for i in range(frames[f, 1]):
+                buf[o + i] = src[p]
+                p += 1
+        for c in range(tinfo[t, 6], tinfo[t, 7]):
+            o = cols[c, 0]
+            rb = cols[c, 1]
+            for r in range(cap):
+                if src[lp + r] != 0:
+                    d = o + r * rb
+                    for i in range(rb):
+                        buf[d + i] = src[p]
+                        p += 1
+    return -1

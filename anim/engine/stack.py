@@ -1,0 +1,422 @@
+"""The character instance's data: task stack and queue, the human record, the task pool.
+
+These are plain data (slots, no game logic); ``anim.playback.player.Player`` runs the rules on
+them. Limits are the original's: a pool of 360 tasks for the whole world, a stack of
+18 and a queue of 10 per character.
+
+Spec: "Animation tasks" (the free list), "The task stack".
+Original: 0x001048a0 / 0x001054c8 / 0x00105510 (the AnimTask free list),
+CharacterInstance +0x2bc / +0x2ac (stack), +0x304 / +0x2ae (queue).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from typing import Any, Callable
+
+from scuffle.anim.base.callbackdata import check_callback
+from scuffle.anim.base.errors import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimitError, QueueFull, StackFull, TaskPoolExhausted
+from scuffle.anim.maths.f32 import FLT_MAX
+from scuffle.anim.base.limits import check_float
+from scuffle.anim.engine.store import HumanTable, _fast_view, left_world
+
+__all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
+           "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool"]
+
+
+
+class HumanRecord:
+    """The parts of the human's 0x180 record the animation reads and writes: a handle
+    onto one row of a human table (anim.engine.store.HumanTable) and that row's generation.
+
+    ``held`` is the held flags word (+0x08, 64 bits; kept as int64, so bit 63 is
+    refused with ValueError): the trace's ``held`` and the HUD's "held"; ``flags`` is its
+    older name, the same word. ``anim_id`` the playing anim id (+0x20), refreshed from the
+    top task, -1 with none. Both live in row ``row`` of ``table``: a private one-row
+    table for a standalone record (``HumanRecord()``, before its human is stepped or
+    given a task), then the world's (``attach``, by the compiled engine on first sight),
+    where the compiled step reads and writes them. The row is the human's row, so it
+    holds the instance's speed and report callback too (CharacterInstance.speed,
+    .on_report). Once the human leaves the world (``Game.remove_human``,
+    ``Player.forget``), its row goes back and every read or write of the record raises
+    StaleHandle (a ValueError naming the field); a new human taking the row gets a new
+    generation, so an old record never reads it.
+    """
+
+    __slots__ = ("table", "row", "gen")
+
+    def __init__(self, flags: int = 0, anim_id: int = -1):
+        table = HumanTable(1)
+        row = table.alloc()
+        self.table, self.row, self.gen = table, row, table.gen[row]
+        self.flags = flags
+        self.anim_id = anim_id
+
+    def _at(self, owner: str, field: str) -> int:
+        """The row, after checking its generation (StaleHandle naming ``owner.field``)."""
+        r = self.row
+        if self.table.gen[r] != self.gen:
+            raise left_world(owner, field, r, "human")
+        return r
+
+    def alive(self) -> bool:
+        """Whether the row is still this record's (False once its human left the world)."""
+        return bool(self.table.gen[self.row] == self.gen)
+
+    # (the properties check the generation inline: they are on the command and flush paths)
+    @property
+    def flags(self) -> int:
+        """The held flags (+0x08), the older name of ``held``."""
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "flags", r, "human")
+        return t.flags.item(r)
+
+    @flags.setter
+    def flags(self, value: int) -> None:
+        v = int(value)
+        if not 0 <= v < 1 << 63:
+            raise ValueError(f"HumanRecord.flags: 0x{v:x} is outside 0 .. 2**63 - 1")
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "flags", r, "human")
+        t.flags[r] = v
+
+    @property
+    def held(self) -> int:
+        """The held flags (+0x08): the word the trace writes as ``held`` (``flags``, its older name)."""
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "held", r, "human")
+        return t.flags.item(r)
+
+    @held.setter
+    def held(self, value: int) -> None:
+        self.flags = value
+
+    @property
+    def anim_id(self) -> int:
+        """The playing anim id (+0x20), -1 with none."""
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "anim_id", r, "human")
+        return t.anim.item(r)
+
+    @anim_id.setter
+    def anim_id(self, value: int) -> None:
+        v = int(value)
+        if not -1 <= v < 1 << 63:
+            raise ValueError(f"HumanRecord.anim_id: {v} is outside -1 .. 2**63 - 1")
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", "anim_id", r, "human")
+        t.anim[r] = v
+
+    def attach(self, table: HumanTable, row: int) -> None:
+        """Move the record's row (flags, anim id, speed, report callback) into row ``row``
+        of ``table`` (the world's human table: a live row the engine took for the human),
+        giving the old row back. Rejected: a stale record (StaleHandle)."""
+        old, r = self.table, self._at("HumanRecord", "attach")
+        if old is table and r == row:
+            return
+        table.flags[row] = old.flags[r]
+        table.anim[row] = old.anim[r]
+        table.speed[row] = old.speed[r]
+        table.set_report(row, old.report(r))
+        old.free(r)
+        self.table, self.row, self.gen = table, row, table.gen[row]
+
+    def release(self) -> None:
+        """Give a private row back (a standalone record's, or the one a reference world's
+        human keeps): the record is stale from now on; a second release does nothing.
+        Rejected: a row of a world's human table (ValueError: its Player's ``forget``
+        gives it back)."""
+        if not self.alive():
+            return
+        if self.table.world is not None:
+            raise ValueError(f"HumanRecord.release: row {self.row} is a world's; forget its human there")
+        self.table.free(self.row)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HumanRecord):
+            return NotImplemented
+        return self.flags == other.flags and self.anim_id == other.anim_id
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def rebind(self, table: HumanTable, row: int) -> None:
+        """Make the record the handle of row ``row`` of ``table`` at the row's generation now
+        (a restored state's: the row the human had when it was saved)."""
+        self.table, self.row, self.gen = table, row, table.gen[row]
+
+    def __repr__(self) -> str:
+        if not self.alive():
+            return f"HumanRecord(stale: row {self.row} went back)"
+        return f"HumanRecord(flags=0x{self.flags:x}, anim_id={self.anim_id})"
+
+
+class CharacterInstance:
+    """One character's animation state (CharacterInstance): a handle onto its human's row.
+
+    ``stack`` bottom to top and ``queue`` waiting tasks (read from the engine's rows),
+    ``record`` the human record (the handle onto the human's row),
+    ``anim_set`` where its clips are found, ``speed`` the speed multiplier (+0x3a4, the
+    blends' rate factor) and ``on_report`` (called when a released task held 0x400000: a
+    Callback as data, or a callable) live in the human's row with the record's flags
+    (HumanTable ``speed`` and keyed ``on_report``): the row is the only copy, and they
+    raise StaleHandle like the record once the human left the world.
+
+    The rest are per-update outputs that no later update reads, so they are kept as
+    Python values and not in the rows: ``events``, the events fired this update
+    (FiredEvent objects; the compiled step leaves them as rows of its event buffer,
+    ``_event_rows``, until ``events`` is read: a crowd nobody listens to makes none),
+    ``released`` the ids the last flush released (for the trace and the host; the
+    compiled flush leaves them as rows until one human's are read, Player.make_released;
+    the human's next step empties it without reading it), ``poses_refused`` the poses its
+    last sample could not push (the pose stack of seven refuses an eighth, 0x00104ce0).
+    Rejected: a speed that is not a finite number a float32 holds (RangeError, a
+    ValueError naming ``CharacterInstance.speed``), an on_report that is neither None, a
+    Callback of plain data nor a callable (CallbackError naming the field).
+    """
+
+    __slots__ = ("name", "record", "anim_set", "_events", "_event_rows", "_released",
+                 "handle", "slot", "engine", "poses_refused", "__weakref__")
+
+    def __init__(self, anim_set, name: str = "", record: HumanRecord | None = None, speed: float = 1.0,
+                 handle=None):
+        self.name = name
+        self.record = record if record is not None else HumanRecord()
+        self.anim_set = anim_set
+        self.speed = speed
+        self._events: list = []
+        self._event_rows: tuple | None = None     # (source, first, end): this update's event rows
+        self._released: list[int] = []
+        self.handle = handle
+        self.slot = -1                     # its row in the compiled engine's human table
+        self.engine: Any = None            # that engine (anim.playback.batch.BatchEngine), once it has a row
+        self.poses_refused = 0             # poses its last sample's stack of 7 refused
+
+    @property
+    def speed(self) -> float:
+        """The speed multiplier (+0x3a4): the human row's ``speed``. The constructors of
+        types 9, 10, 12 and 13 take it (as a float32) into the task's row ("Playback
+        rate", L295: a task's rate is set by its constructor), which is what the kernel
+        steps; a later change reaches the blends built after it."""
+        rec = self.record
+        t, r = rec.table, rec.row
+        if t.gen[r] != rec.gen:
+            raise left_world("CharacterInstance", "speed", r, "human")
+        return t.speed.item(r)
+
+    @speed.setter
+    def speed(self, value: float) -> None:
+        v = check_float("CharacterInstance.speed", value, -FLT_MAX, FLT_MAX)
+        rec = self.record
+        rec.table.speed[rec._at("CharacterInstance", "speed")] = v
+
+    @property
+    def on_report(self) -> Callable | None:
+        """The report callback (a released task held 0x400000; "When a clip ends", L314):
+        the human row's ``on_report`` (an id of the world's CallbackTable), None when there is none."""
+        rec = self.record
+        return rec.table.report(rec._at("CharacterInstance", "on_report"))
+
+    @on_report.setter
+    def on_report(self, value: Callable | None) -> None:
+        cb = check_callback(value, "CharacterInstance.on_report")
+        rec = self.record
+        rec.table.set_report(rec._at("CharacterInstance", "on_report"), cb)
+
+    @property
+    def released(self) -> list[int]:
+        """The anim ids the last flush released for this human, in its order (the compiled
+        flush leaves them as rows until one human's are read: Player.make_released)."""
+        eng = self.engine
+        if eng is not None and eng.player.released_log:
+            eng.player.make_released()
+        return self._released
+
+    @released.setter
+    def released(self, value: list[int]) -> None:
+        self._released = value
+
+    @property
+    def stack(self) -> list:
+        """The task stack, bottom to top: a new list of the tasks whose rows the human's row
+        of the engine's human table holds (changing the list changes nothing: the Player's
+        stack rules write the rows)."""
+        eng = self.engine
+        return eng.stack_of(self) if eng is not None else []
+
+    @property
+    def queue(self) -> list:
+        """The queued tasks, first first: a new list read from the human's row (see ``stack``)."""
+        eng = self.engine
+        return eng.queue_of(self) if eng is not None else []
+
+    @property
+    def events(self) -> list:
+        """The events fired this update (a list of FiredEvent, in firing order)."""
+        rows = self._event_rows
+        if rows is not None:
+            self._event_rows = None
+            rows[0].fired(self._events, rows[1], rows[2])
+        return self._events
+
+    @events.setter
+    def events(self, value: list) -> None:
+        self._event_rows = None
+        self._events = value
+
+    def clear_events(self) -> None:
+        """Forget this update's events (the next step's start), made or not."""
+        self._event_rows = None
+        self._events.clear()
+
+    def clear_outputs(self) -> None:
+        """Forget the last update's outputs: its events, released ids and refused poses."""
+        self.clear_events()
+        self._released = []
+        self.poses_refused = 0
+
+    def seat(self, engine: Any, slot: int) -> None:
+        """The human's row ``slot`` of ``engine``'s human table (-1 and None: no row)."""
+        self.slot, self.engine = slot, engine
+
+    def __repr__(self) -> str:
+        return f"CharacterInstance({self.name!r}, stack={[type(t).__name__ for t in self.stack]})"
+
+
+class TaskPool:
+    """The world's task free list: ``capacity`` tasks (360 in the original).
+
+    ``take`` counts a task out (TaskPoolExhausted when none is left), ``give_back``
+    counts it in; ``in_use`` is what a leak check compares. Giving back a task that is
+    not out raises ValueError (a double release). A task is counted by its row of the
+    task table: ``out`` holds one flag per row (grown with the table), ``n_out`` their
+    count, so a snapshot copies an array (Game.snapshot). ``m_out`` is ``out``'s fast view
+    (a memoryview of the same memory, made again whenever ``out`` is replaced) for the
+    constructors' one-row writes.
+
+    ``made`` is the one place that knows what the handle API made since the last step:
+    the rows ``take_row`` counted out, which the next step's start gives back unless they
+    were placed (anim.playback.orphans: a task made and never placed goes back at the end of the
+    update that made it). A cache: None (after a restore, a grown ``out``) makes that
+    sweep look at every row instead; no snapshot saves it.
+    Original: 0x001048a0 (build), 0x001054c8 (take), 0x00105510 (give back).
+    """
+
+    __slots__ = ("capacity", "_out", "m_out", "n_out", "made")
+
+    def __init__(self, capacity: int = POOL_SIZE):
+        if capacity < 1:
+            raise ValueError(f"task pool capacity {capacity} must be >= 1")
+        self.capacity = int(capacity)
+        self.out = np.zeros(64, np.bool_)
+        self.n_out = 0
+        self.made: list[int] | None = []
+
+    @property
+    def out(self) -> np.ndarray:
+        """One flag per task row: counted out of the pool."""
+        return self._out
+
+    @out.setter
+    def out(self, value: np.ndarray) -> None:
+        self._out = value
+        self.m_out = _fast_view(value)
+        self.made = None                    # new flags (a restore, a growth): the next sweep looks at every row
+
+    def __getstate__(self) -> tuple:
+        """The pool's state without the fast view (a memoryview is not copied or pickled)."""
+        return self.capacity, self._out, self.n_out
+
+    def __setstate__(self, state: tuple) -> None:
+        self.capacity, self.out, self.n_out = state
+
+    def save(self, into: tuple | None = None) -> tuple:
+        """The pool's state: a copy of ``out`` (into ``into``'s array, an older state given
+        up, when it has the same shape) and ``n_out``."""
+        old = into[0] if into is not None else None
+        if old is not None and old.shape == self._out.shape:
+            np.copyto(old, self._out)
+            return (old, self.n_out)
+        return (self._out.copy(), self.n_out)
+
+    def load(self, state: tuple) -> None:
+        """Write a ``save`` back: into ``out`` in place when it has the saved shape (what was
+        made from it, the prepared commands' views and the flush's arguments, holds); what
+        the handle API made (``made``) is found again from the rows."""
+        saved, n = state
+        if self._out.shape == saved.shape and self._out.dtype == saved.dtype:
+            np.copyto(self._out, saved)
+        else:
+            self.out = saved.copy()
+        self.n_out = n
+        self.made = None
+
+    def take_row(self, r: int) -> None:
+        """``take`` by task row (the constructors' new rows; TaskPoolExhausted when none is left)."""
+        if self.n_out >= self.capacity:
+            self.require(1)                 # raises
+        out = self.m_out
+        try:
+            was = out[r]
+        except IndexError:                  # a row past the flags: grown
+            self._grow_out(r)
+            out = self.m_out
+            was = False
+        if not was:
+            out[r] = True
+            self.n_out += 1
+            made = self.made
+            if made is not None:
+                made.append(r)
+
+    def _grow_out(self, r: int) -> None:
+        """``out`` grown to hold row ``r`` (doubling)."""
+        out = self._out
+        grown = np.zeros(max(2 * len(out), r + 1), np.bool_)
+        grown[:len(out)] = out
+        self.out = grown
+
+    @property
+    def in_use(self) -> int:
+        """Tasks taken and not given back."""
+        return self.n_out
+
+    @property
+    def free(self) -> int:
+        """Tasks that can still be taken."""
+        return self.capacity - self.n_out
+
+    def require(self, n: int) -> None:
+        """Raise TaskPoolExhausted unless ``n`` tasks can be taken."""
+        if self.capacity - self.n_out < n:
+            raise TaskPoolExhausted(
+                f"task pool exhausted: {n} needed, {self.free} of {self.capacity} free")
+
+    def take(self, task):
+        """Count ``task`` out of the pool; TaskPoolExhausted when none is left."""
+        self.take_row(task.trow)
+        return task
+
+    def give_back(self, task) -> None:
+        """Count ``task`` back in; ValueError for a task not out (a double release)."""
+        if not self._take_back(task):
+            raise ValueError(f"task {task!r} given back twice or never taken")
+
+    def _take_back(self, task) -> bool:
+        """``give_back`` if ``task`` is out (True), else nothing (False): holds + give_back."""
+        r = task.trow
+        out = self.m_out
+        if r < len(out) and out[r]:
+            out[r] = False
+            self.n_out -= 1
+            return True
+        return False
+
+    def holds(self, task) -> bool:
+        """Whether ``task`` is out of the pool."""
+        r = task.trow
+        return r < len(self.out) and bool(self.out[r])

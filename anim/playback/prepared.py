@@ -1,0 +1,436 @@
+"""The Player's prepared commands: a Recipe's rows written directly (anim.playback.recipe).
+
+``RecipeRules`` is the part of ``scuffle.anim.playback.player.Player`` that runs a prepared
+command (``prepare``, ``run``): when nothing can refuse or grow, one compiled call
+(anim.engine.cmdkernel.run_rows) writes the task, cursor, fade and gait rows, the pool's flags
+and the human's stack or queue row, from templates kept per command and anim set as small
+arrays (``_Templates``, made by ``_learn_rows``) and the tables' memory blocks, with no
+handle object (anim.playback.tasks.task_at makes a row's handle on its first read); otherwise it
+runs the command through the handle calls (anim.playback.recipe.expand), whose rows these are,
+bit for bit. The checks that raise at the call stay here, before anything is taken.
+A part the Player owns (``Player.prepared``), over the world's stores, the pool and the
+batch engine's human rows; it finds clips through the Player's look-up and runs a command
+it cannot write directly through the Player's own handle calls (its ``host``).
+
+Spec: "Animation tasks", "The task stack", "Fades", "Gait blend".
+Original: 0x001054c8 (take a task from the free list), 0x001041f8 AnimCursor_Init,
+0x00105678, 0x00105990, 0x0010a310, 0x00106c80 (the constructors), 0x001754e8
+TaskStack_InsertBottom, 0x001753d8 TaskStack_Push.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from scuffle.anim.engine import cmdkernel as CK
+from scuffle.anim.maths import f32 as F
+from scuffle.anim.engine.callbacks import Callback, check_callback
+from scuffle.anim.playback.lookup import ClipLookup
+from scuffle.anim.data.options import PlayerOptions
+from scuffle.anim.playback.recipe import _CHANGE, _GAIT, _PUSH, Arg, Command, Recipe, _value, check_params, expand
+from scuffle.anim.engine.rules import change_room
+from scuffle.anim.engine.stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, TaskPool
+from scuffle.anim.engine.store import LAYOUT_EPOCH, Stores, _fast_view
+from scuffle.anim.playback.tasks import WINDOW_RULES, TaskFlags, set_call
+from scuffle.anim.engine.trusted import entry_point
+
+if TYPE_CHECKING:  # pragma: no cover
+    from scuffle.anim.playback.batch import BatchEngine
+
+__all__ = ["RecipeRules"]
+
+_CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
+_F32_MAX = F.FLT_MAX
+_INT32 = 1 << 31
+_WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
+
+
+class RecipeRules:
+    """``prepare`` and ``run`` (see the module docstring): the Player's prepared commands.
+
+    In: the host whose handle calls run what the direct path does not (the Player: its
+    ``loop``, ``clip``, ``gait``, ``change``, ``push``, ``enqueue``, ``discard``, ``pool``),
+    its look-up, the batch engine (the human rows), the task pool, the world's stores and
+    the Player's options (set again when the Player's are)."""
+
+    def __init__(self, host: Any, lookup: ClipLookup, batch: BatchEngine, pool: TaskPool, stores: Stores,
+                 options: PlayerOptions):
+        self.host = host
+        self.lookup = lookup
+        self.batch = batch
+        self.pool = pool
+        self.stores = stores
+        self.options = options
+        self._cmd_views: tuple | None = None
+        self._cmd_entry: Any = None
+        self.cmd_kernel_runs = 0      # commands whose rows anim.engine.cmdkernel.run_rows wrote (tests/anim/test_recipes.py)
+
+    def prepare(self, recipe: Recipe) -> Command:
+        """A recipe checked once and made ready to run (``run``). In: a Recipe. Out: a
+        Command. Rejected (RecipeError naming the field): an unknown place, no task, a task
+        other than a ClipStep before the last, a flags / held field that is not an int in range,
+        an anim id that is neither an int nor an Arg, a blend or fade time that is not a
+        finite number >= 0, a gait without five ids."""
+        return Command(recipe)
+
+    def run(self, inst: CharacterInstance, command: Command, *params) -> None:
+        """Run a prepared command on ``inst`` with ``params`` (the recipe's Args): the rows
+        its handle calls would leave, written directly when nothing can refuse or grow
+        (module docstring), else through the handle calls. Rejected: the wrong number of
+        params (RecipeError); then whatever the handle calls reject (TaskPoolExhausted,
+        StackFull, QueueFull, PoseStackOverflow, UnknownClip, ValueError), nothing taken."""
+        if command.__class__ is not Command or len(params) != command.n_params:
+            check_params(command, params)
+        tp = self._templates(command, inst.anim_set)
+        ends = command.ends
+        if tp is None or (ends is not None and not _ends_are_data(ends, params)) \
+                or not self._run_rows(inst, command, params, tp):
+            expand(self.host, inst, command, params)
+            self._learn_rows(inst, command, params)
+        elif ends is not None:
+            self._write_ends(inst, command, params)
+
+    def _write_ends(self, inst: CharacterInstance, command: Command, params: tuple) -> None:
+        """After the direct path (``_run_rows``, which writes no end callback): the task
+        table's ``on_end`` of the command's tasks, in the order the handle calls set them
+        (the task made first, i.e. the recipe's last, first). The recipe's first task is
+        the bottom of the stack after a change, its top after a push, the queue's last
+        after an enqueue; each ClipStep's next is its ``nxt``. In: the human, the command,
+        its params (its Arg ends checked by ``_ends_are_data``)."""
+        h, ts = self.batch.humans, self.stores.tasks
+        s = inst.slot
+        place = command.place
+        if place is _CHANGE:
+            r = h.m_stack[s * h.stack_width]
+        elif place is _PUSH:
+            r = h.m_stack[s * h.stack_width + h.m_depth[s] - 1]
+        else:
+            r = h.m_queue[s * h.queue_width + h.m_queued[s] - 1]
+        rows = [r]                                   # the recipe's tasks, first first
+        nxt = ts.m_nxt
+        for _ in range(len(command.steps) - 1):
+            r = nxt[r]
+            rows.append(r)
+        for r, end in zip(reversed(rows), command.ends or ()):      # steps: the last task first
+            if end.__class__ is Arg:
+                end = params[end.pos]
+            if end is not None:                      # (None: none, as the handle call leaves)
+                set_call(ts, "on_end", r, end)
+
+    def learn(self, inst: CharacterInstance, command: Command, *params) -> None:
+        """Make ``command`` ready for the direct path on the human's set with these params,
+        without running it: what a run through the handle calls would learn (``_learn_rows``),
+        the clips of its ids (and a gait's) found first. A game calls it at a load (a
+        fighter joining) so that no first command of a kind takes the handle calls.
+        Nothing is written, nothing added to the bank (the set's clips are there from
+        Game.add_human / ``register``; an id whose clip is not is left to the run). In: as
+        ``run``. Rejected: the wrong number of params (RecipeError); an id the set has no
+        clip for (UnknownClip, UnknownAnimId), as a run would raise it."""
+        if command.__class__ is not Command or len(params) != command.n_params:
+            check_params(command, params)
+        s = inst.anim_set
+        banked = self.lookup._clip_index
+        for op, anim, _, _, _ in command.steps:
+            if op == _GAIT:
+                if self.lookup._entries_known(s, anim) is None:
+                    self.lookup._check_ids(s, anim)         # the look-up's errors, as the run's
+                    if all(id(self.lookup._entry(s, i)[0]) in banked for i in anim):
+                        self.lookup._entries_of(s, anim)    # (each clip's bank index found, none added)
+                continue
+            aid = _value(anim, params)
+            entry = self.lookup._entry(s, aid)              # UnknownClip / UnknownAnimId as the run's
+            if entry[2] < 0:
+                i = banked.get(id(entry[0]))
+                if i is None:                        # not in the bank: left to the run
+                    continue
+                entry[2] = i                         # the index _bank_of finds (bank_index: no clip added)
+            self.lookup._proto_of(entry)
+            self.lookup.rate_of(s, aid)
+        self._learn_rows(inst, command, params)
+
+    def knows(self, inst: CharacterInstance, command: Command, *params) -> bool:
+        """Whether ``command`` run on ``inst`` with ``params`` finds its templates (learnt
+        for the human's set, this Player and options, every id the params give): then only
+        a limit near or a number that is not a plain float sends it through the handle
+        calls. In: as ``run``. Rejected: the wrong number of params (RecipeError)."""
+        if command.__class__ is not Command or len(params) != command.n_params:
+            check_params(command, params)
+        tp = self._templates(command, inst.anim_set)
+        if tp is None or not tp.ready:
+            return False
+        by_id = tp.by_id
+        return all(op == _GAIT or (k, params[anim.pos]) in by_id for k, op, anim, _ in command.arg_steps)
+
+    def _templates(self, command: Command, s) -> "_Templates | None":
+        """The command's templates for anim set ``s``, when they were learnt by this Player
+        under its present options (the options are frozen: kept with them), else None."""
+        per = command._sets.get(id(s))
+        if per is None or per[0] is not s or per[1] is not self or per[2] is not self.options:
+            return None
+        return per[3]
+
+    def _learn_rows(self, inst: CharacterInstance, command: Command, params: tuple) -> None:
+        """After a run through the handle calls, keep what the direct path needs for the
+        human's set (all found by that run: nothing is added to the bank here), as rows of
+        the command's template arrays (_Templates; anim.engine.cmdkernel's TI_* / TF_* columns):
+        per step, a clip's cursor template (its proto's end, limit, duration and first event
+        frame, its bank index, the id as an int, the cursor flags) and rate, an Arg id's
+        by id; a gait's five ids, banks and cursor templates. The options are frozen: kept
+        with them."""
+        s = inst.anim_set
+        tp = self._templates(command, s)
+        if tp is None:
+            tp = _Templates(command.steps)
+            command._sets[id(s)] = (s, self, self.options, tp)
+        for k, (op, anim, flags, held, extra) in enumerate(command.steps):
+            if op == _GAIT:
+                if not tp.known[k]:
+                    known = self.lookup._entries_known(s, anim)
+                    if known is not None:
+                        tp.set_gait(k, op, flags, held, known[2], known[1], known[3])
+                continue
+            aid: Any = _value(anim, params)
+            kind = aid.__class__
+            if kind not in self.lookup._id_types:
+                continue
+            hit = self.lookup._known(s, aid)
+            if hit is None or hit[2] < 0 or hit[3] is None:
+                continue
+            rate = self.lookup.rate_of(s, aid)
+            if not (rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX):
+                continue                             # numpy's casts: the handle calls, always
+            aid = int(aid)
+            if not -_INT32 <= aid < _INT32:
+                continue
+            if anim.__class__ is Arg:                # a row per step and id: a row holds the step's op,
+                key = (k, _value(anim, params))      # flags, held and blend beside the clip's
+                row = tp.by_id.get(key)
+                if row is None:
+                    row = tp.by_id[key] = tp.new_row()
+            else:
+                row = k
+                tp.known[k] = True
+            tp.set_clip(row, op, flags, held, extra, hit[3], hit[2], aid, rate)
+        tp.ready = all(tp.known)
+
+    # ---------------------------------------------------------------- the rows, directly
+    def _views(self) -> tuple | None:
+        """What the direct path reads and passes to anim.engine.cmdkernel.run_rows: the five
+        tables' blocks as its BLOCK_VIEWS, ``lay`` (each array's offset in its block, in
+        its own items) and the fast views the Python checks read; kept while no table's arrays were replaced
+        (store.LAYOUT_EPOCH) and the pool's flags are the same array. None when an array
+        is not a plain view into its table's block (the handle calls then)."""
+        st = self.stores
+        h = self.batch.humans
+        tables = (st.tasks, st.cursors, st.fades, st.gaits, h)
+        lay = np.zeros(CK.LAY_SIZE, np.int64)
+        blocks, bases = [], []
+        for t in tables:
+            blk = getattr(t, "block", None)
+            if not (isinstance(blk, np.ndarray) and blk.dtype == np.uint8 and blk.ndim == 1 and blk.nbytes % 8 == 0):
+                return None
+            fl, base = blk.flags, blk.ctypes.data            # (each address read once: about 1 µs a read)
+            if not (fl.c_contiguous and fl.writeable and fl.aligned and base % 8 == 0):
+                return None
+            blocks.append(blk)
+            bases.append(base)
+        for i, (ti, name, dt) in enumerate(CK.COLUMNS):
+            t, blk = tables[ti], blocks[ti]
+            arr = getattr(t, name, None)
+            if not (isinstance(arr, np.ndarray) and arr.dtype == dt and arr.flags.c_contiguous
+                    and arr.dtype.isnative):
+                return None
+            off = arr.ctypes.data - bases[ti]
+            if off < 0 or off + arr.nbytes > blk.nbytes or off % arr.itemsize:
+                return None
+            lay[i] = off // arr.itemsize
+        if h.stack.ndim != 2 or h.queue.ndim != 2:
+            return None
+        lay[CK.LAY_SIZE - 2], lay[CK.LAY_SIZE - 1] = h.stack.shape[1], h.queue.shape[1]
+        out = self.pool.out
+        if not (isinstance(out, np.ndarray) and out.dtype == np.bool_ and out.ndim == 1 and out.flags.c_contiguous
+                and out.flags.writeable and out.flags.aligned):
+            return None
+        ts = st.tasks
+        typed = tuple(blocks[ti].view(dt) for ti, dt in CK.BLOCK_VIEWS)
+        kv = self._cmd_views = (LAYOUT_EPOCH[0], st, h, out, ts, typed, lay, h.m_depth, h.m_queued, h.gen,
+                                h.m_speed, ts.m_n_free, ts.m_free_rows, (st.cursors, st.fades, st.gaits))
+        # the entry point (_cmd_entry) is kept: every argument types as before (the arrays
+        # checked above: their dtype, one dimension, C order, writable and aligned; the
+        # templates' own; the scalars a Python int or float, as _run_rows makes them)
+        return kv
+
+    def _run_rows(self, inst: CharacterInstance, command: Command, params: tuple, tp: "_Templates") -> bool:
+        """The command's rows written directly (anim.engine.cmdkernel.run_rows, one call), or False
+        (nothing written) when the direct path cannot be sure they are the handle calls'
+        (the module docstring's cases). The checks that raise at the call (a full stack or
+        queue, the pool exhausted) are made here, before anything is taken.
+        Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init, 0x001754e8 /
+        0x001753d8 (insert, push)."""
+        batch = self.batch
+        if inst.engine is not batch or not tp.ready:
+            return False
+        pool = self.pool
+        kv = self._cmd_views
+        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[1] is not self.stores or kv[2] is not batch.humans \
+                or kv[3] is not pool._out:
+            kv = self._views()
+            if kv is None:
+                return False
+        _, _, h, out, ts, typed, lay, h_depth, h_queued, h_gen, h_speed, t_nf, t_free, others = kv
+        s = inst.slot
+        rec = inst.record
+        if rec.table is not h or rec.row != s or h_gen[s] != rec.gen or s.__class__ is not int:
+            return False
+        opts = self.options
+        place = command.place
+        n = h_depth[s]
+        fade = 0.0
+        if place is _CHANGE:
+            fade = command.fade
+            if fade.__class__ is Arg:
+                fade = params[fade.pos]
+                if not (fade.__class__ is float and 0.0 <= fade <= _F32_MAX):
+                    return False
+            elif fade.__class__ is not float:
+                fade = float(fade)
+            if not change_room(n, opts.early_finish_above):
+                return False
+            code = CK.PLACE_CHANGE
+        elif place is _PUSH:
+            if not (n <= opts.early_finish_above and n < STACK_SIZE):
+                return False
+            code = CK.PLACE_PUSH
+        else:
+            if h_queued[s] >= QUEUE_SIZE:
+                return False
+            code = CK.PLACE_ENQUEUE
+        if opts.refuse_deep_chains:
+            return False
+        k_tasks = command.n_tasks
+        if pool.n_out + k_tasks > pool.capacity:
+            return False
+        speed = h_speed[s]
+        if not -_F32_MAX <= speed <= _F32_MAX:
+            return False
+        # the run's Arg ids' template rows, a gait's target and value
+        target = value = 0.0
+        vnone = 0
+        if command.arg_steps:
+            sel = tp.sel_mv
+            for k, op, anim, extra in command.arg_steps:
+                if op == _GAIT:
+                    target, value = extra
+                    if target.__class__ is Arg:
+                        target = params[target.pos]
+                        if not (target.__class__ is float and -_F32_MAX <= target <= _F32_MAX):
+                            return False
+                    if value is None:
+                        vnone, value = 1, 0.0
+                    elif value.__class__ is Arg:
+                        value = params[value.pos]
+                        if not (value.__class__ is float and -_F32_MAX <= value <= _F32_MAX):
+                            return False
+                    target, value = float(target), float(value)
+                else:
+                    row = tp.by_id.get((k, params[anim.pos]))
+                    if row is None:
+                        return False
+                    sel[k] = row
+        if ts.unsettled:
+            ts.settle()
+        for t in others:
+            if t.unsettled:
+                t.settle()
+        tn = t_nf[0]
+        args = typed + (out, lay, tp.ti, tp.tf, tp.sel, s, n, code, _WINDOW_INDEX[opts.blend_window], speed, fade,
+                        target, value, vnone)
+        call = self._cmd_entry
+        if call is None:
+            added = CK.run_rows(*args)
+            self._cmd_entry = entry_point(CK.run_rows, args) or CK.run_rows
+        else:
+            added = call(*args)
+        if added < 0:
+            return False
+        pool.n_out += added
+        self.cmd_kernel_runs += 1
+        views = ts.views
+        taken = t_free[tn - k_tasks:tn]
+        if len(views) < ts.capacity:                 # grown to the rows taken (as write_task_row grows it)
+            top = max(taken) + 1
+            if top > len(views):
+                views.extend([None] * (top - len(views)))
+        for tr in taken:
+            views[tr] = None
+        return True
+
+
+def _ends_are_data(ends: tuple, params: tuple) -> bool:
+    """Every Arg end callback of a run is None or a Callback as check_callback keeps it
+    (data, a str kind, plain arguments), so the direct path may write it; anything else
+    (a callable, a tuple to convert, bad data) goes through the handle calls and their
+    checks."""
+    for e in ends:
+        if e.__class__ is Arg:
+            v = params[e.pos]
+            if v is None:
+                continue
+            if v.__class__ is not Callback:
+                return False
+            try:
+                if check_callback(v, "on_end") is not v:
+                    return False
+            except ValueError:                       # CallbackError: the handle call raises it
+                return False
+    return True
+
+
+class _Templates:
+    """A command's template rows for one anim set (anim.engine.cmdkernel's TI_* / TF_* columns):
+    rows 0..k-1 the steps' own (a fixed id's, a gait's), then one per Arg step and id met
+    (``by_id``: (step, id) -> row: a row holds its step's op, flags, held and blend);
+    ``sel`` the row each step runs with (an Arg step's set per run, through ``sel_mv``); ``known`` per step, ``ready`` when every fixed step is."""
+
+    __slots__ = ("ti", "tf", "sel", "sel_mv", "n_rows", "by_id", "known", "ready")
+
+    def __init__(self, steps: tuple):
+        k = len(steps)
+        self.ti = np.zeros((k + 4, CK.TI_WIDTH), np.int64)
+        self.tf = np.zeros((k + 4, CK.TF_WIDTH), np.float64)
+        self.sel = np.arange(k, dtype=np.int64)
+        self.sel_mv = _fast_view(self.sel)              # a memoryview: one write per Arg step
+        self.n_rows = k
+        self.by_id: dict = {}
+        self.known = [st[1].__class__ is Arg for st in steps]
+        self.ready = all(self.known)
+
+    def new_row(self) -> int:
+        """A new row for an Arg id (the arrays doubled when full: at learn time, not per run)."""
+        r = self.n_rows
+        if r == self.ti.shape[0]:
+            self.ti = np.concatenate([self.ti, np.zeros_like(self.ti)])
+            self.tf = np.concatenate([self.tf, np.zeros_like(self.tf)])
+        self.n_rows = r + 1
+        return r
+
+    def set_clip(self, row: int, op: int, flags: int, held: int, blend: float, proto: tuple, bank: int, aid: int,
+                 rate: float) -> None:
+        """A clip's row: what cursor_row writes from ``proto`` (cursor_proto: end, limit,
+        duration, first event frame), its bank index, id, cursor flags; the task's rate."""
+        ti, tf = self.ti[row], self.tf[row]
+        ti[CK.TI_OP], ti[CK.TI_FLAGS], ti[CK.TI_HELD] = op, flags, held
+        ti[CK.TI_END], ti[CK.TI_BANK], ti[CK.TI_AID] = proto[1], bank, aid
+        ti[CK.TI_CFLAGS], ti[CK.TI_EVF0] = flags & _CURSOR_INT, proto[5]
+        tf[CK.TF_BLEND], tf[CK.TF_LIMIT], tf[CK.TF_DUR], tf[CK.TF_RATE] = blend, proto[7], proto[6], rate
+
+    def set_gait(self, k: int, op: int, flags: int, held: int, ids, banks, protos) -> None:
+        """A gait's row: its five ids, banks, and each clip's cursor template."""
+        ti, tf = self.ti[k], self.tf[k]
+        ti[CK.TI_OP], ti[CK.TI_FLAGS], ti[CK.TI_HELD] = op, flags, held
+        for j in range(5):
+            ti[CK.TI_IDS + j], ti[CK.TI_BANKS + j] = int(ids[j]), banks[j]
+            ti[CK.TI_ENDS + j], ti[CK.TI_EVF0S + j] = protos[j][1], protos[j][5]
+            tf[CK.TF_LIMITS + j], tf[CK.TF_DURS + j] = protos[j][7], protos[j][6]
+        self.known[k] = True
