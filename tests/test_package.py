@@ -159,7 +159,7 @@ def test_the_wheel_holds_one_package_scuffle(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"scuffle"}
-    for needed in ("scuffle/__init__.py", "scuffle/__main__.py", "scuffle/py.typed", "scuffle/anim/clip.py",
+    for needed in ("scuffle/__init__.py", "scuffle/__main__.py", "scuffle/py.typed", "scuffle/anim/data/clip.py",
                    "scuffle/game/runtime/world.py", "scuffle/game/fighters/combat.py", "scuffle/demo/app.py",
                    "scuffle/components/__init__.py", "scuffle/systems/animation.py"):
         assert needed in names

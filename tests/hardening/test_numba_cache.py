@@ -136,15 +136,16 @@ def test_a_corrupt_cache_is_set_aside_and_rebuilt_with_one_line(tmp_path, seeded
 
 
 def _read_only_install(tmp_path: Path) -> Path:
-    """A copy of the package whose anim/__pycache__ cannot be a folder (a file stands
-    there: no in-tree cache even for root), the files made read-only."""
-    src = Path(K.__file__).resolve().parent.parent
+    """A copy of the package whose anim floors' __pycache__ cannot be folders (a file
+    stands there: no in-tree cache even for root), the files made read-only."""
+    src = Path(K.__file__).resolve().parents[2]
     pkg = tmp_path / "site" / "scuffle"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(src / "scuffle", pkg, ignore=ignore)
     for name in ("anim", "components", "systems", "game", "demo"):
         shutil.copytree(src / name, pkg / name, ignore=ignore)
-    (pkg / "anim" / "__pycache__").write_text("not a folder\n")
+    for floor in [pkg / "anim", *(d for d in (pkg / "anim").iterdir() if d.is_dir())]:
+        (floor / "__pycache__").write_text("not a folder\n")
     for p in sorted(pkg.rglob("*"), reverse=True):
         p.chmod(0o555 if p.is_dir() else 0o444)
     return tmp_path / "site"
