@@ -13,7 +13,8 @@ engine builds them once per growth of a table, so a run checks them by identity)
 per-call inputs (the rows, their range, the buffers' lengths, dt) whenever one of them
 is not the very object found good last time (a few microseconds); inputs that are all
 those very objects again, as the engine's usual update passes them, cost one identity
-test each. anim.playback.batch and anim.playback.player run the engine's kernels through these jobs;
+test each; a job whose only new inputs are its ``VARYING`` ones (the flush's entry range,
+the anim id refresh's rows) checks those alone. anim.playback.batch and anim.playback.player run the engine's kernels through these jobs;
 a host may run one on tables of its own (``StepJob().run(StepInputs(...))``).
 Malformed tables never reach the compiled code, where nothing is bounds-checked.
 """
