@@ -255,7 +255,8 @@ class Crowd:
         parts = self.parts                         # the same dict (Game._entities holds it)
         parts.clear()
         for e in self.entities:
-            parts[e] = {type(c): c for c in esper.components_for_entity(e)}
+            comps: tuple[Any, ...] = esper.components_for_entity(e)
+            parts[e] = {type(c): c for c in comps}
         self.body_entities = [e for e, _ in bodies]
         self.bodies = [b for _, b in bodies]
         n = len(bodies)

@@ -94,7 +94,7 @@ NO_CALLBACK = -1
 def _typed(args: tuple) -> tuple:
     """``args`` with each value's type beside it (and a float's exact bits), so two
     argument tuples that ``==`` conflates (1, 1.0 and True; 0.0 and -0.0) never share an id."""
-    out = []
+    out: list[tuple[type, Any]] = []
     for a in args:
         c = a.__class__
         if c is tuple:
@@ -194,7 +194,7 @@ class CallbackTable:
         if len(values) != len(uses) or any(values[i] is not None or uses[i] for i in free) \
                 or len(set(free)) != len(free):
             raise ValueError("CallbackTable.load: values, uses and free ids that do not agree")
-        ids = {}
+        ids: dict[Any, int] = {}
         for i, v in enumerate(values):
             if v is not None:
                 k = self.key(v)

@@ -79,7 +79,7 @@ RANGES: dict[str, dict[str, tuple]] = {
     "fades": {"el": _float(0.0, MAX_SECONDS), "dur": _float(0.0, MAX_SECONDS)},
     "gaits": {"value": _float(0.0, 4.0), "target": _float(0.0, 4.0), "lower": _int(0, 3), "leader": _int(0, 1),
               **{f"id{i}": ANY for i in range(5)}, **{f"b{i}": _int(0, "bank") for i in range(5)}},
-    "tasks": {"type": _set(_CURSORS, "a task type"), "rate": _float(0.0, MAX_RATE), "flags": ANY,
+    "tasks": {"type": _set(tuple(_CURSORS), "a task type"), "rate": _float(0.0, MAX_RATE), "flags": ANY,
               "held": _int(0, _I63),                  # record +0x08's bits: 0 to 2^63 - 1
               "c0": ANY, "c1": ANY, "c2": ANY, "c3": ANY, "aux": ANY, "nxt": ANY, "incoming": ANY,
               "blend": _float(0.0, MAX_SECONDS), "window": _int(0, 1), "released": BOOL, "handed_over": BOOL,
@@ -139,7 +139,7 @@ class Saved(NamedTuple):
     columns: dict
     capacity: int
     packed: Any
-    blank: np.ndarray
+    blank: Any
 
 
 # ---------------------------------------------------------------- packed rows
@@ -260,9 +260,13 @@ def _plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
 def _make_plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
     bases, lays, off = [], [], 0
     tabs = np.full((len(tables), 5), -1, np.int64)
-    spec, fspec, bounds, names = [], [], [], []
+    spec: list[Any] = []
+    fspec: list[Any] = []
+    bounds: list[Any] = []
+    names: list[Any] = []
     tinfo = np.zeros((len(tables), 8), np.int64)
-    frames, ucols = [], []
+    frames: list[Any] = []
+    ucols: list[Any] = []
     for ti, (tname, t) in enumerate(zip(K.TABLE_ORDER, tables)):
         lay, size = _layout(t.columns, t.capacity)
         pk = packing(t.columns, t.capacity)
@@ -350,11 +354,11 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     if pool_out.dtype != np.bool_ or pool_out.ndim != 1:
         raise StateError("table.pool.out: not one bool per task row")
     buf = np.empty(plan.size, np.uint8)
-    mem = memoryview(buf)
+    mem = buf.data
     blocks = []
     for t, base in zip(tables, plan.bases):
         n = len(t.blank)
-        mem[base:base + n] = t.blank
+        mem[base:base + n] = t.blank.data
         blocks.append(buf[base:base + n])
     _unpack(plan, buf, [t.packed for t in tables])
     spec = _bounded(plan, len(facts.end) - 1, texts - 1)

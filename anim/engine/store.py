@@ -420,7 +420,7 @@ class Table:
             live = block[off:off + capacity].view(np.bool_)
             n = min(len(views), capacity, self.capacity)
             if n <= _FEW_VIEWS:                        # a few rows: each handle against its row
-                gm, lm = memoryview(gen), memoryview(live)
+                gm, lm = gen.data, live.data
                 for r, t in enumerate(views[:n]):
                     if t is not None and (not lm[r] or t.tgen != gm[r]):
                         views[r] = None
@@ -668,6 +668,7 @@ class HumanTable:
         another size than this table's layout gives."""
         replaced = False
         if block is not None:
+            assert capacity is not None, "HumanTable.load: a block needs its capacity"
             if block.nbytes != (self.block.nbytes if capacity == self.capacity else _layout(self.COLUMNS, capacity)[1]):
                 raise ValueError(f"HumanTable.load: a block of {block.nbytes} bytes is not this table's layout "
                                  f"for {capacity} rows")

@@ -63,6 +63,7 @@ class RefTask:
     +0x14, the held bits +0x24, the end callback +0x2c; ``released`` once deferred."""
 
     type: TaskType = TaskType.LOOP
+    gone = False                    # given back to the pool unplaced (the reference's orphan rule)
 
     def __init__(self, rate: float, flags: int = 0, held: int = 0, on_end=None):
         self.rate = F.f32(float(rate))
@@ -236,6 +237,7 @@ class RefClip(_RefSingle):
             if self.window() > 0.0:
                 nxt.advance(world, inst, dt, sink)         # L313: advanced by dt with a blend time
         elif self.window_rule == BlendWindow.ADVANCED and self.into_window() > 0.0:
+            assert self.next is not None                   # a window is a next task's
             self.next.advance(world, inst, dt, sink)       # L215: "the next task is advanced too"
 
     def trace(self) -> dict:
@@ -252,6 +254,7 @@ class RefClip(_RefSingle):
         if b > 0.0:
             into = self.into_window()
             if into > 0.0:
+                assert self.next is not None               # a window is a next task's
                 if self.window_rule == BlendWindow.KEPT:
                     self.next.set_window_time(into)
                 self.next.emit(world, stack)

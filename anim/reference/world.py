@@ -361,7 +361,7 @@ class Reference:
                                     f"more than {POSE_STACK_SIZE} clips' poses (refused, nothing changed)")
 
     @staticmethod
-    def _newest_fade(stack) -> RefTask | None:
+    def _newest_fade(stack) -> RefFade | None:
         """0x00177eb8: the newest (highest) fade on ``stack`` not yet released, or None."""
         for t in reversed(stack):
             if t.type == TaskType.FADE and not t.released:

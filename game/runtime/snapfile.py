@@ -697,7 +697,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     kinds = player.callbacks
     calls = _calls_back(ev["calls"], kinds)
     try:
-        check_ids(scratch["tasks"], hum, *calls, len(bank))
+        check_ids(scratch["tasks"], hum, calls[0], calls[1], calls[2], len(bank))
     except StateError as e:
         raise _Refused(f"table.{e}") from None
     states = {name: S.TableState(scratch[name].capacity, scratch[name].block) for name in _ENGINE_TABLES}

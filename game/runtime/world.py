@@ -130,26 +130,26 @@ def _by_entity(kv: tuple[str, int]) -> int:
     return kv[1]
 
 
-class _Names(dict):
+class _Names(dict[str, int]):
     """``Game.names`` (name -> entity): a dict that counts its changes (``version``), so
     ``humans()`` knows its kept list still holds with one comparison."""
 
     version = 0
 
-    def __setitem__(self, key, value) -> None:
+    def __setitem__(self, key: str, value: int) -> None:
         super().__setitem__(key, value)
         self.version += 1
 
-    def __delitem__(self, key) -> None:
+    def __delitem__(self, key: str) -> None:
         super().__delitem__(key)
         self.version += 1
 
-    def pop(self, *args):
+    def pop(self, *args: Any) -> Any:
         out = super().pop(*args)
         self.version += 1
         return out
 
-    def popitem(self):
+    def popitem(self) -> tuple[str, int]:
         out = super().popitem()
         self.version += 1
         return out
@@ -158,19 +158,19 @@ class _Names(dict):
         super().clear()
         self.version += 1
 
-    def update(self, *args, **kwargs) -> None:
+    def update(self, *args: Any, **kwargs: int) -> None:
         super().update(*args, **kwargs)
         self.version += 1
 
-    def setdefault(self, key, default=None):
+    def setdefault(self, key: str, default: Any = None) -> Any:
         out = super().setdefault(key, default)
         self.version += 1
         return out
 
-    def __ior__(self, other):
-        out = super().__ior__(other)
+    def __ior__(self, other: Any) -> "_Names":  # type: ignore[override,misc]
+        super().__ior__(other)
         self.version += 1
-        return out
+        return self
 
 
 class _Active:
@@ -235,7 +235,7 @@ class Game:
         # the reference engine moves the bodies by the readable root motion (systems.motion:
         # numpy on anim.maths.detmath, the kernel's bits on every CPU), as reference=True does
         self.ctx = SimContext(self.player, reference=reference or engine == "reference")
-        self.names: dict[str, int] = _Names()
+        self.names: _Names = _Names()
         # humans()' list in entity order, kept by add_human and remove_human, and the
         # (crowd version, names version) it matches; made again when either moved otherwise
         # (a rename, a change behind the Game's back in esper, a restore)
