@@ -13,14 +13,15 @@ engine builds them once per growth of a table, so a run checks them by identity)
 per-call inputs (the rows, their range, the buffers' lengths, dt) whenever one of them
 is not the very object found good last time (a few microseconds); inputs that are all
 those very objects again, as the engine's usual update passes them, cost one identity
-test each. anim.playback.batch and anim.playback.player run the engine's kernels through these jobs;
+test each; a job whose only new inputs are its ``VARYING`` ones (the flush's entry range,
+the anim id refresh's rows) checks those alone. anim.playback.batch and anim.playback.player run the engine's kernels through these jobs;
 a host may run one on tables of its own (``StepJob().run(StepInputs(...))``).
 Malformed tables never reach the compiled code, where nothing is bounds-checked.
 """
 from __future__ import annotations
 
 import math
-from operator import is_ as _is
+from operator import is_ as _is, itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -152,8 +153,19 @@ class _Job:
     Inputs: Any = None
     PASSES: tuple = ()
     TABLES: tuple = ()          # the inputs that are table tuples, checked by identity
+    # the inputs that change from one run to the next while the rest stays the very same
+    # objects (a flush's entry range, a refresh's rows): only these are checked then
+    # (``_check_varying``); FIXED, the others, is made from it per subclass
+    VARYING: tuple = ()
+    FIXED: Any = None
 
     __slots__ = ("kernel", "_whole", "_last")
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if cls.VARYING:
+            n = len(cls.Inputs._fields)
+            cls.FIXED = itemgetter(*[i for i in range(n) if i not in cls.VARYING])
 
     def __init__(self, debug: bool = False):
         self.kernel = TrustedKernel(self.KERNEL, debug)
@@ -165,8 +177,15 @@ class _Job:
         last = self._last
         if type(inputs) is not self.Inputs:
             raise _fail(self.KERNEL, "inputs", f"{type(inputs).__name__}, expected {self.Inputs.__name__}")
-        if last is not None and all(map(_is, inputs, last)):
-            return                  # the very objects found good last time (the engine's usual run)
+        if last is not None:
+            if all(map(_is, inputs, last)):
+                return              # the very objects found good last time (the engine's usual run)
+            fixed = self.FIXED
+            if fixed is not None and all(map(_is, fixed(inputs), fixed(last))):
+                self._last = None
+                self._check_varying(inputs)     # the rest found good last time: these alone
+                self._last = inputs
+                return
         self._last = None
         if self.TABLES:
             whole = self._whole
@@ -187,6 +206,10 @@ class _Job:
         raise NotImplementedError
 
     def _check_call(self, inputs) -> None:
+        raise NotImplementedError
+
+    def _check_varying(self, inputs) -> None:
+        """The VARYING inputs alone (the others the very objects ``_check_call`` found good)."""
         raise NotImplementedError
 
 
@@ -381,6 +404,7 @@ class FlushJob(_Job):
     PASSES = (("release flags", ("_release_flags",)), ("owned chain", ("_owned_chain",)),
               ("rows back", ("_give_row", "_give_cursors")))
     TABLES = (3, 4, 5, 6, 7, 8, 9)
+    VARYING = (0, 1)
     __slots__ = ()
 
     def _check_tables(self, inputs: FlushInputs) -> None:
@@ -402,11 +426,29 @@ class FlushJob(_Job):
         if type(buf) is not FlushBuffers:
             raise _fail(k, "buf", f"{type(buf).__name__}, expected FlushBuffers")
         entries = _array(k, "buf.entries", buf.entries, "int64", 2)
+        if entries.shape[1] != 2:
+            raise _fail(k, "buf.entries", f"{entries.shape[1]} columns, expected 2")
+        _array(k, "buf.ids", buf.ids, "int64", 1)
+        self._check_varying(inputs)
+        n_t = inputs.tasks.type.shape[0]
+        _at_least(k, "buf.freed", _array(k, "buf.freed", buf.freed, "int64", 1), n_t)
+        _at_least(k, "buf.counts", _array(k, "buf.counts", buf.counts, "int64", 1), _FLUSH_COUNTS, "entries")
+        _at_least(k, "buf.chain", _array(k, "buf.chain", buf.chain, "int64", 1), _WALK, "entries")
+        _array(k, "buf.pool_out", buf.pool_out, "bool", 1)
+        _at_least(k, "buf.end_mark", _array(k, "buf.end_mark", buf.end_mark, "int32", 1), n_t)
+        _at_least(k, "buf.report_mark", _array(k, "buf.report_mark", buf.report_mark, "int64", 1),
+                  inputs.humans.depth.shape[0])
+
+    def _check_varying(self, inputs: FlushInputs) -> None:
+        """The entry range ``lo``-``hi`` (within ``buf.entries`` and ``buf.ids``) and those entries' rows."""
+        k = self.KERNEL
+        buf = inputs.buf
+        entries = buf.entries
         lo, hi = inputs.lo, inputs.hi
         if not _is_int(lo) or not _is_int(hi) or not 0 <= lo <= hi <= entries.shape[0]:
             raise _fail(k, "lo, hi", f"{lo!r}, {hi!r}: expected ints with 0 <= lo <= hi <= {entries.shape[0]}")
-        if entries.shape[1] != 2:
-            raise _fail(k, "buf.entries", f"{entries.shape[1]} columns, expected 2")
+        if buf.ids.shape[0] < hi:
+            raise _fail(k, "buf.ids", f"{buf.ids.shape[0]} rows, needs at least {hi}")
         if hi > lo:
             n_h, n_t = inputs.humans.depth.shape[0], inputs.tasks.type.shape[0]
             if hi - lo <= _FEW:                 # a few entries: read one by one (no numpy call)
@@ -418,15 +460,6 @@ class FlushJob(_Job):
                 bad = int(hs.max()) >= n_h or int(ts.max()) >= n_t or int(ts.min()) < -1 or int(hs.min()) < -1
             if bad:
                 raise _fail(k, "buf.entries", f"an entry's row outside the tables ({n_h} humans, {n_t} tasks)")
-        n_t = inputs.tasks.type.shape[0]
-        _at_least(k, "buf.freed", _array(k, "buf.freed", buf.freed, "int64", 1), n_t)
-        _at_least(k, "buf.ids", _array(k, "buf.ids", buf.ids, "int64", 1), hi)
-        _at_least(k, "buf.counts", _array(k, "buf.counts", buf.counts, "int64", 1), _FLUSH_COUNTS, "entries")
-        _at_least(k, "buf.chain", _array(k, "buf.chain", buf.chain, "int64", 1), _WALK, "entries")
-        _array(k, "buf.pool_out", buf.pool_out, "bool", 1)
-        _at_least(k, "buf.end_mark", _array(k, "buf.end_mark", buf.end_mark, "int32", 1), n_t)
-        _at_least(k, "buf.report_mark", _array(k, "buf.report_mark", buf.report_mark, "int64", 1),
-                  inputs.humans.depth.shape[0])
 
 
 class AnimIdInputs(NamedTuple):
@@ -452,6 +485,7 @@ class AnimIdJob(_Job):
     Inputs = AnimIdInputs
     PASSES = (("top task", ("_lead_of",)),)
     TABLES = (1, 3, 4, 5)
+    VARYING = (0,)
     __slots__ = ()
 
     def _check_tables(self, inputs: AnimIdInputs) -> None:
@@ -463,6 +497,10 @@ class AnimIdJob(_Job):
         _rows(k, "rows", inputs.rows, n_h)
         _at_least(k, "h_anim", _array(k, "h_anim", inputs.h_anim, "int64", 1), n_h)
         _at_least(k, "seen", _array(k, "seen", inputs.seen, "bool", 1), n_h)
+
+    def _check_varying(self, inputs: AnimIdInputs) -> None:
+        """The human ``rows`` (within the human table)."""
+        _rows(self.KERNEL, "rows", inputs.rows, inputs.humans.depth.shape[0])
 
 
 class MotionInputs(NamedTuple):

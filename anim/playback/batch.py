@@ -771,8 +771,10 @@ class BatchEngine:
     def _spans(self, n: int) -> list | None:
         """The chunks (lo, hi) of ``n`` humans the step and pose run on (PlayerOptions.threads,
         anim.engine.crowd.MIN_CHUNK), the worker pool made to match; None for one thread."""
+        if n < 2 * crowd.MIN_CHUNK:             # too few to cut: the cores not asked for (a system call)
+            return None
         want = self.player.options.threads or crowd.default_threads()
-        if want <= 1 or n < 2 * crowd.MIN_CHUNK:
+        if want <= 1:
             return None
         spans = crowd.chunks(n, want)
         if len(spans) > 1 and (self._workers is None or self._workers.threads < len(spans)):

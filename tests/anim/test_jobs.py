@@ -184,3 +184,26 @@ def test_flush_job_rejects_an_entry_outside_the_tables(engine, many):
     _rejects(job, good._replace(buf=good.buf._replace(entries=bad)), "buf.entries")
     _rejects(job, good._replace(hi=n + 1), "lo, hi")
     _rejects(job, good._replace(task_rows=good.task_rows._replace(live=good.task_rows.live[:-1])), "task_rows.gen")
+
+
+def test_a_run_whose_range_alone_changed_checks_that_range(engine):
+    """Inputs that are the objects found good last time except the per-run ones (a
+    flush's entry range, a refresh's rows) still have those checked, each time."""
+    job = J.FlushJob()
+    good = _flush_inputs(engine, np.zeros((4, 2), np.int64))
+    job.validate(good)
+    job.validate(good._replace(lo=0, hi=2))                     # the same buffers, another range: good
+    good.buf.entries[2, 0] = good.humans.depth.shape[0]         # an entry the engine did not write
+    _rejects(job, good._replace(lo=1, hi=3), "buf.entries")
+    job.validate(good._replace(lo=0, hi=2))                     # a range without it: good
+    _rejects(job, good._replace(lo=3, hi=2), "lo, hi")
+    _rejects(job, good._replace(hi=5), "lo, hi")
+    ids = J.AnimIdJob()
+    b = engine.player.batch
+    H, T, C, F, G, E = b._tables()
+    seen = np.zeros(H.depth.shape[0], np.bool_)
+    ok = J.AnimIdInputs(np.arange(3, dtype=np.int64), H, engine.player.stores.humans.anim, T, C, G, seen)
+    ids.validate(ok)
+    ids.validate(ok._replace(rows=np.arange(2, dtype=np.int64)))
+    _rejects(ids, ok._replace(rows=np.array([0, H.depth.shape[0]], np.int64)), "rows")
+    _rejects(ids, ok._replace(rows=np.array([0, 1], np.int32)), "rows")
