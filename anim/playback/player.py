@@ -240,6 +240,7 @@ class Player:
         self._flush_loaded = False                  # the flush's kernels called once (_load_flush_kernels)
         self._flush_ids = np.zeros(256, np.int64)         # the anim id each entry released
         self._flush_args: tuple | None = None             # the kernel's RowStates and FlushBuffers, kept
+        self._flush_checked: tuple | None = None          # the inputs FlushJob last found good, their lo and hi
         self._fired_mark = np.zeros(0, np.bool_)          # scratch: task rows that fired this update
         self._flush_seen = np.zeros(0, np.bool_)      # flush_anim_ids' scratch: a flag per human row
 
@@ -621,8 +622,19 @@ class Player:
         if args is None or any(map(_is_not, key, args[0])):     # the very objects: kept, else made again
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
                                        FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm))
-        eng._flush_job.run(FlushInputs(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4]),
-                           eng._flush_release)
+        inputs = FlushInputs(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4])
+        job = eng._flush_job
+        ok = self._flush_checked
+        # a resume after a callback's stop: the very objects the job checked (its last run),
+        # entries within the range it checked (the array is written only by the round's take)
+        # run as they are; anything else (a grown table, new buffers, another run between) is
+        # checked again
+        if (ok is not None and job._last is ok[0] and ok[1] <= lo and hi <= ok[2]
+                and not any(map(_is_not, inputs[2:], ok[0][2:]))):
+            eng._flush_release(*inputs)
+        else:
+            job.run(inputs, eng._flush_release)
+            self._flush_checked = (inputs, lo, hi)
         stop = cv[K.FLUSH_STOP]
         if stop != lo:
             self.pool.n_out -= cv[K.FLUSH_IN]

@@ -359,3 +359,44 @@ def test_the_first_flush_loads_its_kernels_with_nothing_to_release():
     p = subprocess.run([sys.executable, "-c", _FIRST_FLUSH], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split()[-3:] == ["0", "1", "1"], p.stdout
+
+
+def _released_after_grow(grow: bool) -> tuple:
+    """Four humans ending their clips in one flush, h0's and h2's with end callbacks (two
+    stops); h0's grows the task table (``grow``: its columns replaced mid-flush). Returns
+    the callbacks' log, every human's released ids and anim id, and the player."""
+    aset = demo_set()
+    p = Player()
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(4)]
+    log: list = []
+
+    def first(inst):
+        log.append(("first", inst.name))
+        if grow:
+            ts = p.stores.tasks
+            assert ts.reserve(ts.capacity + 1)
+
+    p.callbacks.register("first", first)
+    p.callbacks.register("log", lambda inst, tag: log.append((tag, inst.name)))
+    for i, h in enumerate(hs):
+        on_end = Callback("first", ()) if i == 0 else Callback("log", ("second",)) if i == 2 else None
+        p.change(h, p.clip(h, CLIP, p.loop(h, IDLE), on_end=on_end), 0.0)
+    _until_released(p, hs)
+    while not hs[0].released or hs[0].released == [-1]:
+        p.step(hs)
+        p.flush()
+    return log, [(h.released, h.record.anim_id) for h in hs], p
+
+
+def test_a_resume_after_the_task_table_grew_mid_flush_is_checked_again():
+    """A callback that grows the task table between two stops: the flush resumes on the
+    new columns (checked by FlushJob, not the columns it checked before the stop) and
+    releases as it does when nothing grows."""
+    log, out, p = _released_after_grow(True)
+    log0, out0, p0 = _released_after_grow(False)
+    assert log == log0 == [("first", "h0"), ("second", "h2")]
+    assert out == out0
+    assert p.stores.tasks.capacity > p0.stores.tasks.capacity
+    checked = p.batch._flush_job._last
+    assert checked.tasks.type is p.stores.tasks.type             # the last run's check saw the grown table
+    assert _rows_in_use(p) == _rows_in_use(p0)
