@@ -836,6 +836,7 @@ MAX_CALLS = 1 << 20
 def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
     """(TableState, owners: row -> the human's view) of a body or combat table."""
     where = f"values.{what}"
+    need(isinstance(v, dict) and "owners" in v, where, "not a map holding owners")
     live = np.flatnonzero(t.live)
     owners_v = v["owners"]
     need(isinstance(owners_v, dict), f"{where}.owners", "not a map")

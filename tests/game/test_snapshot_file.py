@@ -215,6 +215,8 @@ TAMPER = [
     (_values_edit(lambda v: v["combats"].update(texts=["", "free"] * 3)), "texts"),
     (_values_edit(lambda v: v["extras"].append(1)), "extras"),
     (_values_edit(lambda v: v["engine"].update(instances=["p1", "p1"])), "instances"),
+    (_values_edit(lambda v: v.update(bodies=None)), "values.bodies"),
+    (_values_edit(lambda v: v["combats"].pop("owners")), "values.combats"),
 ]
 
 
