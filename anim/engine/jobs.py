@@ -20,6 +20,7 @@ Malformed tables never reach the compiled code, where nothing is bounds-checked.
 """
 from __future__ import annotations
 
+import abc
 import math
 from operator import is_ as _is, itemgetter
 from typing import Any, NamedTuple
@@ -143,7 +144,7 @@ def _at_least(kernel: str, field: str, a: np.ndarray, n: int, what: str = "rows"
         raise _fail(kernel, field, f"{a.shape[0]} {what}, needs at least {n}")
 
 
-class _Job:
+class _Job(abc.ABC):
     """What every job shares: its kernel (looked up in anim.engine.kernels at each run, so a timer
     may wrap it), the table tuples last found whole (checked again when replaced) and the
     inputs last found good: inputs that are those very objects (the engine passes the
@@ -202,15 +203,18 @@ class _Job:
         self.validate(inputs)
         (kernel or self.kernel)(*inputs)
 
+    @abc.abstractmethod
     def _check_tables(self, inputs) -> None:
-        raise NotImplementedError
+        """The tables of ``inputs`` (run when any of them is another object than last time)."""
 
+    @abc.abstractmethod
     def _check_call(self, inputs) -> None:
-        raise NotImplementedError
+        """Everything of ``inputs`` but the tables (every run)."""
 
     def _check_varying(self, inputs) -> None:
-        """The VARYING inputs alone (the others the very objects ``_check_call`` found good)."""
-        raise NotImplementedError
+        """The VARYING inputs alone (the others the very objects ``_check_call`` found good);
+        a job that names no cheaper check checks the whole call."""
+        self._check_call(inputs)
 
 
 def _check_steps_tables(kernel: str, humans, tasks, cursors, fades, gaits, events) -> None:
