@@ -146,12 +146,12 @@ def _index_names(index: str, version: str) -> list[str] | None:
     """The data file names an index lists ([] for another numba version's, which numba
     ignores), or None when it cannot be read whole."""
     try:
-        with open(index, "rb") as f:
-            found = pickle.load(f)
+        with open(index, "rb") as f:        # read with _Skim: no class is imported or built
+            found = _Skim(f).load()
             rest = f.read()
         if found != version:
             return []
-        _stamp, overloads = pickle.loads(rest)
+        _stamp, overloads = _Skim(io.BytesIO(rest)).load()
         return [str(n) for n in dict(overloads).values()]
     except (ImportError, AttributeError):   # whole, but naming a class not importable here
         return []                           # (numba checks it as it loads): not corrupt
