@@ -36,11 +36,11 @@ import numpy as np
 
 from scuffle.anim.engine.callbacks import Callback, CallbackError, check_callback
 from scuffle.anim.engine.snapcheck import StateError
-from scuffle.anim.engine.store import HumanTable, Table, _layout
+from scuffle.anim.engine.store import HumanTable, Table, TableArena, _layout
 
 __all__ = ["TableState", "save_table", "load_table", "HumanTableState", "save_humans",
            "load_humans", "EngineState", "save_engine", "load_engine", "save_reference", "load_reference",
-           "calls_plain"]
+           "calls_plain", "save_arena", "load_arena"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -117,6 +117,34 @@ def load_humans(h: HumanTable, s: HumanTableState) -> bool:
     return h.load((s.free, s.gen), s.capacity, s.block)
 
 
+def save_arena(arena: TableArena, into: tuple | None = None) -> tuple:
+    """A copy of a TableArena's buffer (anim.engine.store: its tables' blocks side by side):
+    (its key, the copy, a TableState of each table, its block a view of the copy), written
+    into ``into`` (an older save_arena of the same key that is given up: its states are
+    taken again) when it fits."""
+    if into is not None and into[0] == arena.key:
+        np.copyto(into[1], arena.buf)
+        return into
+    buf = arena.buf.copy()
+    base = arena.buf.ctypes.data
+    states = tuple(TableState(t.capacity, buf[b.ctypes.data - base:b.ctypes.data - base + b.nbytes])
+                   for t, b in zip(arena.tables, arena.blocks))
+    return (arena.key, buf, states)
+
+
+def load_arena(arena: TableArena, saved: tuple) -> bool:
+    """Copy a save_arena back into ``arena`` when it is the same arrangement (its key, every
+    table still on its slice), each Table's ``loaded`` first (its handle cache against the
+    saved rows): True. False (nothing done): the tables are loaded one by one."""
+    if saved[0] != arena.key or not arena.whole():
+        return False
+    for t, ts in zip(arena.tables, saved[2]):
+        if t.__class__ is not HumanTable:
+            t.loaded(ts.capacity, ts.block)
+    np.copyto(arena.buf, saved[1])
+    return True
+
+
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 
 
@@ -165,14 +193,16 @@ def _private_back(rec, values: tuple) -> None:
 
 
 def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
-                into: EngineState | None = None, view: bool = False) -> EngineState:
+                into: EngineState | None = None, view: bool = False,
+                tables: dict | None = None) -> EngineState:
     """The compiled engine's state: ``player`` (anim.playback.player.Player) and the world's
     ``instances`` (CharacterInstance, stepped or not). ``outputs``: also the last
     update's outputs, which no later update reads (each human's events, made into
     FiredEvent objects, its released ids and refused poses), for a viewer. ``into``: an
     older state of this engine that is given up, whose arrays are reused. ``view``: the
     engine's own arrays and lists where a save copies them, for a state read at once (a
-    checksum) and never restored."""
+    checksum) and never restored. ``tables``: the five tables' states already copied,
+    by name (a TableArena's: save_arena), taken as they are."""
     st = player.stores
     batch = player.batch
     loose = [(inst, _private_values(inst.record)) for inst in instances
@@ -181,31 +211,42 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
         return EngineState({name: save_table(getattr(st, name), view=True) for name in _ENGINE_TABLES},
                            save_humans(st.humans, view=True), player.save_state(view=True), batch.save_state(),
                            loose, None)
-    old = into.tables if into is not None else {}
-    tables = {name: save_table(getattr(st, name), old.get(name)) for name in _ENGINE_TABLES}
+    if tables is None:
+        old = into.tables if into is not None else {}
+        tables = {name: save_table(getattr(st, name), old.get(name)) for name in _ENGINE_TABLES}
+        humans = save_humans(st.humans, into.humans if into is not None else None)
+    else:
+        h = st.humans
+        humans = HumanTableState(h.capacity, tables.pop("humans").block, *h.save())
     out = None
     if outputs:
         if player.released_log:
             player.make_released()
         out = [(inst, list(inst.events), list(inst.released), inst.poses_refused)
                for inst in dict.fromkeys([*batch._noisy, *player._pose_refused])]
-    return EngineState(tables, save_humans(st.humans, into.humans if into is not None else None),
-                       player.save_state(into.player if into is not None else None), batch.save_state(), loose, out)
+    return EngineState(tables, humans, player.save_state(into.player if into is not None else None),
+                       batch.save_state(), loose, out)
 
 
-def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = False) -> None:
+def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = False,
+                copied: bool = False) -> None:
     """Write ``s`` (save_engine's) back into ``player`` and its instances, each part through
     its own ``load`` (the tables, the Player, its BatchEngine, the records): what the
     engine made from the arrays is made again when the tables' layout signal moved.
     Without saved outputs, each human's events, released ids and refused poses are left
     empty (as at the start of an update). ``rehome``: every human's record takes its row
     and generation as saved (a state read from a file), not only when the rows moved.
-    ``check`` is kept for callers; each table checks its block's size itself."""
+    ``check`` is kept for callers; each table checks its block's size itself. ``copied``:
+    the tables' bytes are in place already (a TableArena's: load_arena), the rest is loaded."""
     st = player.stores
     batch = player.batch
-    for name, ts in s.tables.items():
-        load_table(getattr(st, name), ts)
-    load_humans(st.humans, s.humans)
+    if copied:
+        h = s.humans
+        st.humans.load((h.free, h.gen))
+    else:
+        for name, ts in s.tables.items():
+            load_table(getattr(st, name), ts)
+        load_humans(st.humans, s.humans)
     player.load_state(s.player)
     batch.load_state(s.batch, rehome)
     for inst, values in s.loose:

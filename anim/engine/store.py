@@ -8,6 +8,7 @@ Never keep a reference to a column across an ``alloc`` (it may have been replace
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from scuffle.anim.base.errors import StaleHandle
 
 __all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
-           "left_world", "DIRECTIONS", "layout_epoch", "block_layout"]
+           "left_world", "DIRECTIONS", "layout_epoch", "block_layout", "TableArena", "ARENA_BYTES"]
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
@@ -402,18 +403,37 @@ class Table:
         of rows the block has in use at the handle's own generation: the others are made on
         read.
         Rejected (ValueError): a block of another size than this table's layout gives."""
-        kept = self.__dict__.get("m_lay")              # (capacity, its layout): derived, not state
-        if kept is None or kept[0] != capacity:
-            kept = (capacity, _layout(self._all, capacity))
-            object.__setattr__(self, "m_lay", kept)
-        lay, size = kept[1]
+        lay, size = self._lay(capacity)
         if block.nbytes != size:
             raise ValueError(f"Table.load: a block of {block.nbytes} bytes is not this table's layout for "
                              f"{capacity} rows")
+        self.loaded(capacity, block)
+        if capacity != self.capacity:
+            self._place(block.copy(), capacity)
+            return True
+        np.copyto(self.block, block)
+        return False
+
+    def _lay(self, capacity: int) -> tuple:
+        """(the layout, the block's size) of this table at ``capacity`` rows (kept for the
+        last capacity asked: derived, not state)."""
+        kept = self.__dict__.get("m_lay")
+        if kept is None or kept[0] != capacity:
+            kept = (capacity, _layout(self._all, capacity))
+            object.__setattr__(self, "m_lay", kept)
+        return kept[1]
+
+    def loaded(self, capacity: int, block: np.ndarray) -> None:
+        """What a load of ``block`` (``capacity`` rows, laid out as this table's) changes
+        beside the bytes, called before they are copied in (Table.load; a TableArena
+        copies many tables' blocks at once): the task table's ``views`` (a cache of
+        handles) keep only the handles of rows the block has in use at the handle's own
+        generation (the others are made on read), and rows left unsettled are forgotten."""
         views = self.views
         if views.__class__ is list and views:
             # a handle stays where the saved row is in use at the handle's own generation
             # (the same task: a generation counts up only when its row is freed)
+            lay = self._lay(capacity)[0]
             off = lay["gen"][0]
             gen = block[off:off + capacity * 8].view(np.int64)
             off = lay["live"][0]
@@ -434,11 +454,6 @@ class Table:
             views.extend([None] * (capacity - len(views)))
         if self.unsettled:
             self.unsettled = []
-        if capacity != self.capacity:
-            self._place(block.copy(), capacity)
-            return True
-        np.copyto(self.block, block)
-        return False
 
     def give_back(self, row: int) -> None:
         """``free`` unless the row is already free (a second dispose: no error)."""
@@ -681,6 +696,66 @@ class HumanTable:
         self._free[:] = free
         self.gen[:] = gen
         return replaced
+
+
+# Up to this many bytes of tables, a TableArena lays them side by side (saving or loading
+# them all is one copy: a few fighters' tables copy in less time than the calls of one
+# copy each); past it each table is copied on its own, the bytes costing more than the calls.
+ARENA_BYTES = 1 << 22
+
+_ARENA_KEYS = itertools.count(1)        # each laying out's key, never given twice in a process
+
+
+class TableArena:
+    """Several tables' blocks side by side in one buffer (``buf``), so that a snapshot
+    saves or loads them all with one copy (anim.engine.snapshot, game.runtime.snapshot).
+
+    In: the tables (Table or HumanTable), in a fixed order. ``gather()`` lays their blocks
+    out again in a new buffer, each table placed on its slice (its arrays are replaced:
+    the layout signal moves), and gives that arrangement a new ``key``; it refuses (False,
+    nothing changed) past ``limit`` bytes. ``whole()``: every table still lies on its
+    slice (one that grew, or was given a block of another capacity, has left it; the next
+    ``gather`` takes it back). A saved copy of ``buf`` with the same ``key`` has every
+    table's block at the same place, of the same capacity."""
+
+    __slots__ = ("tables", "buf", "blocks", "key")
+
+    def __init__(self, tables) -> None:
+        self.tables = tuple(tables)
+        self.buf: np.ndarray | None = None
+        self.blocks: tuple = ()
+        self.key = 0
+
+    def whole(self) -> bool:
+        """Whether every table's block is still its slice of ``buf``."""
+        if self.buf is None:
+            return False
+        for t, b in zip(self.tables, self.blocks):
+            if t.block is not b:
+                return False
+        return True
+
+    def gather(self, limit: int = ARENA_BYTES) -> bool:
+        """Lay the tables' blocks side by side in a new buffer (their bytes copied, each
+        table placed on its slice); True when done, False (nothing changed) when they
+        would take more than ``limit`` bytes."""
+        spans, off = [], 0
+        for t in self.tables:
+            n = t.block.nbytes
+            spans.append((off, n))
+            off += -(-n // _ALIGN) * _ALIGN
+        if off > limit:
+            self.buf, self.blocks, self.key = None, (), 0
+            return False
+        buf = np.zeros(off, np.uint8)           # (the gaps between blocks stay zero: saved as they are)
+        blocks = []
+        for t, (o, n) in zip(self.tables, spans):
+            b = buf[o:o + n]
+            np.copyto(b, t.block)
+            t._place(b, t.capacity)
+            blocks.append(b)
+        self.buf, self.blocks, self.key = buf, tuple(blocks), next(_ARENA_KEYS)
+        return True
 
 
 class Stores:

@@ -47,6 +47,8 @@ import numpy as np
 
 from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
+from scuffle.anim.engine.snapshot import _ENGINE_TABLES
+from scuffle.anim.engine.store import TableArena
 from scuffle.anim.playback.cursor import Cursor, FiredEvent
 from scuffle.components import Animator, Body, Combat
 from scuffle.game.runtime import snapfile as F
@@ -80,6 +82,9 @@ class _State:
     fight: Any
     extras: list
     fight_log: Any = None          # the fight rules' log (Fight.save_log): restored, not in the checksum
+    # the seven tables' blocks as one copy (anim.engine.snapshot.save_arena), of which the
+    # tables' states above are views; None: each table copied on its own
+    arena: Any = None
 
 
 class Snapshot:
@@ -213,9 +218,8 @@ def _entity_next(world: str) -> int:
 
 
 def _entity_next_back(world: str, n: int) -> None:
-    """Make ``n`` the id esper's world ``world`` gives its next entity (see _entity_next)."""
-    if _entity_next(world) == n:
-        return
+    """Make ``n`` the id esper's world ``world`` gives its next entity (see _entity_next):
+    a new counter from ``n``, cheaper than reading the old one's."""
     if esper.current_world == world:
         esper._entity_count = itertools.count(n)
     else:
@@ -234,6 +238,40 @@ def _loose(game) -> list:
     return [i for i in _instances(game) if i.engine is not batch]
 
 
+class _Plan:
+    """What a Game's snapshots are made with, kept on the Game and made again when what
+    it comes from changes: the arena of its seven tables (anim.engine.store.TableArena:
+    the engine's five, the bodies', the combat states'), and the stateful actions
+    (snapfile.stateful) of the action and state function lists as they were (``lists``).
+    The reference engine's Game has no arena (its state is its objects)."""
+
+    __slots__ = ("arena", "lists", "stateful")
+
+    def __init__(self, game) -> None:
+        st, ctx = getattr(game.player, "stores", None), game.ctx
+        self.arena = None if st is None else \
+            TableArena((st.cursors, st.fades, st.gaits, st.tasks, st.humans, ctx.bodies, ctx.combats))
+        self.lists: tuple = ()
+        self.stateful: list = []
+
+
+def _plan(game) -> _Plan:
+    plan = game.__dict__.get("_snapshot_plan")
+    if plan is None:
+        plan = game._snapshot_plan = _Plan(game)
+    return plan
+
+
+def _stateful(game, plan: _Plan) -> list:
+    """snapfile.stateful(game), computed again only when the lists it reads changed."""
+    ctx = game.ctx
+    lists = (game.fight, *ctx.state_functions, None, *ctx.actions)
+    if lists != plan.lists:
+        plan.stateful = F.stateful(game)
+        plan.lists = lists
+    return plan.stateful
+
+
 def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool = False) -> Snapshot:
     """The Game's state now (between two updates); with ``outputs``, also the last
     update's outputs (poses, bones, events, released ids). ``reuse``: an older snapshot
@@ -244,13 +282,21 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     game._open()
     old = reuse._state if isinstance(reuse, Snapshot) and reuse._state is not None and \
         reuse._game is not None and reuse._game() is game else None
+    plan = _plan(game)
     engine_state: Any
+    arena = None
     if game.engine == "reference":
         engine_state = S.save_reference(game.player, _instances(game))
     else:
+        tables = None
+        if not view:
+            a = plan.arena
+            if a.whole() or a.gather():          # (the layout signal moves when the tables are laid out)
+                arena = S.save_arena(a, old.arena if old is not None else None)
+                tables = dict(zip((*_ENGINE_TABLES, "humans"), arena[2]))
         engine_state = S.save_engine(game.player, _loose(game), outputs,
                                      old.engine_state if old is not None and old.engine == "compiled" else None,
-                                     view=view)
+                                     view=view, tables=tables)
     ctx = game.ctx
     c: dict[str, Any] = {}
     if outputs:
@@ -265,15 +311,18 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     if view:
         bodies = (S.save_table(ctx.bodies, view=True), ctx.bodies.owners)
         combats = (S.save_table(ctx.combats, view=True), ctx.combats.owners, ctx.combats.texts)
+    elif arena is not None:
+        bodies = (arena[2][5], dict(ctx.bodies.owners))
+        combats = (arena[2][6], dict(ctx.combats.owners), list(ctx.combats.texts))
     else:
         bodies = (S.save_table(ctx.bodies, old.bodies[0] if old is not None else None), dict(ctx.bodies.owners))
         combats = (S.save_table(ctx.combats, old.combats[0] if old is not None else None),
                    dict(ctx.combats.owners), list(ctx.combats.texts))
     fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
     log = game.fight.save_log() if fight is not None and not view and hasattr(game.fight, "save_log") else None
-    extras = [fn.save_state() for fn in F.stateful(game)]
+    extras = [fn.save_state() for fn in _stateful(game, plan)]
     state = _State(game.engine, ctx.updates_run, ctx.update, dict(game.names), entity_next, engine_state, c,
-                   bodies, combats, fight, extras, log)
+                   bodies, combats, fight, extras, log, arena)
     return Snapshot(state, game=game)
 
 
@@ -287,10 +336,11 @@ def restore(game, snap: Snapshot) -> None:
     st = snap._resolved(game)
     # -- every check first: nothing changes on a refusal
     alive = game.names if game.names == st.names else dict(game.humans())
-    for name, ent in st.names.items():
-        if alive.get(name) != ent:
-            raise SnapshotError(f"Game.restore: human {name!r} (entity {ent}) is not in the world as it was at "
-                                f"update {st.updates_run}: a human removed after a snapshot cannot come back")
+    if alive is not game.names:
+        for name, ent in st.names.items():
+            if alive.get(name) != ent:
+                raise SnapshotError(f"Game.restore: human {name!r} (entity {ent}) is not in the world as it was "
+                                    f"at update {st.updates_run}: a human removed after a snapshot cannot come back")
     if (st.fight is None) != (game.fight is None or not hasattr(game.fight, "save_state")):
         raise SnapshotError("Game.restore: the snapshot was taken " + ("without" if st.fight is None else "with")
                             + " fight rules, this Game has " + ("them" if st.fight is None else "none"))
@@ -300,7 +350,8 @@ def restore(game, snap: Snapshot) -> None:
     why = fits(st.fight, trusted=True) if fits is not None and snap._parsed is None else None
     if why is not None:
         raise SnapshotError(f"Game.restore: the fight rules' state does not fit: {why}")
-    extras = F.stateful(game)
+    plan = _plan(game)
+    extras = _stateful(game, plan)
     if len(extras) != len(st.extras):
         raise SnapshotError(f"Game.restore: {len(st.extras)} stateful actions saved, this Game runs {len(extras)}")
     if snap._game is None or snap._game() is not game:   # a snapshot of this Game fits its own tables
@@ -317,11 +368,14 @@ def restore(game, snap: Snapshot) -> None:
         game.remove_human(name)
     moved = bool(leaving)                            # the crowd's structure changed: the systems' lists go
     # -- the engine
+    copied = False
     if st.engine == "reference":
         S.load_reference(game.player, st.engine_state)
     else:
+        # this Game's own snapshot of the tables as they lie now: their bytes in one copy
+        copied = st.arena is not None and S.load_arena(plan.arena, st.arena)
         S.load_engine(game.player, st.engine_state, check=False,     # the tables' layouts checked above
-                      rehome=snap._parsed is not None)
+                      rehome=snap._parsed is not None, copied=copied)
     ctx = game.ctx
     c = st.ctx
     ctx.updates_run, ctx.update = st.updates_run, st.update
@@ -344,10 +398,13 @@ def restore(game, snap: Snapshot) -> None:
                 np.copyto(now, saved)
             else:
                 setattr(ctx, name, saved.copy())
-    ctx.fired = None
-    ctx.failures = []
+    if ctx.fired is not None:
+        ctx.fired = None
+    if ctx.failures:
+        ctx.failures = []
     for table, (ts, owners, *_) in ((ctx.bodies, st.bodies), (ctx.combats, st.combats)):
-        S.load_table(table, ts, check=False)
+        if not copied:
+            S.load_table(table, ts, check=False)
         if table is ctx.combats:
             _texts_back(table, st.combats[2])
         # a view moved (added, removed, rehomed), or a file's rows: the views take their
@@ -474,7 +531,7 @@ def _digest(game, state: _State) -> str:
     values = []
     for f in dataclasses.fields(state):
         v = getattr(state, f.name)
-        if f.name in ("ctx", "fight_log"):
+        if f.name in ("ctx", "fight_log", "arena"):
             continue
         if f.name == "engine_state" and isinstance(v, S.EngineState):
             v = dataclasses.replace(v, outputs=None)
@@ -526,6 +583,8 @@ def parts(snap: Snapshot) -> dict[str, str]:
             put("engine.humans", v.humans)
             for inst, values in v.loose:                 # (the others' values are rows of engine.humans)
                 put(f"engine.loose.{inst.name}", values)
+        elif f.name == "arena":                      # (the tables' blocks, each a part above)
+            continue
         elif f.name == "extras":
             for i, x in enumerate(v):
                 put(f"extras[{i}]", x)
