@@ -134,14 +134,14 @@ def save_arena(arena: TableArena, into: tuple | None = None) -> tuple:
 
 def load_arena(arena: TableArena, saved: tuple) -> bool:
     """Copy a save_arena back into ``arena`` when it is the same arrangement (its key, every
-    table still on its slice), each Table's ``loaded`` first (its handle cache against the
-    saved rows): True. False (nothing done): the tables are loaded one by one."""
+    table still on its slice), then each Table's ``reloaded`` (its handle cache against the
+    rows as saved): True. False (nothing done): the tables are loaded one by one."""
     if saved[0] != arena.key or not arena.whole():
         return False
-    for t, ts in zip(arena.tables, saved[2]):
-        if t.__class__ is not HumanTable:
-            t.loaded(ts.capacity, ts.block)
     np.copyto(arena.buf, saved[1])
+    for t in arena.tables:
+        if t.__class__ is not HumanTable:
+            t.reloaded()
     return True
 
 
@@ -237,7 +237,8 @@ def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = 
     empty (as at the start of an update). ``rehome``: every human's record takes its row
     and generation as saved (a state read from a file), not only when the rows moved.
     ``check`` is kept for callers; each table checks its block's size itself. ``copied``:
-    the tables' bytes are in place already (a TableArena's: load_arena), the rest is loaded."""
+    the tables' bytes are in place already (a TableArena's: load_arena, which only a Game's
+    own snapshot has: its values are trusted), the rest is loaded."""
     st = player.stores
     batch = player.batch
     if copied:
@@ -247,7 +248,7 @@ def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = 
         for name, ts in s.tables.items():
             load_table(getattr(st, name), ts)
         load_humans(st.humans, s.humans)
-    player.load_state(s.player)
+    player.load_state(s.player, trusted=copied)
     batch.load_state(s.batch, rehome)
     for inst, values in s.loose:
         _private_back(inst.record, values)

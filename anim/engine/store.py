@@ -455,6 +455,25 @@ class Table:
         if self.unsettled:
             self.unsettled = []
 
+    def reloaded(self) -> None:
+        """``loaded`` once a saved block of this table's capacity is already in place (a
+        TableArena copies many tables' blocks at once): the handles are checked against
+        the rows as they now are."""
+        views = self.views
+        if views.__class__ is list and views:
+            gm, lm = self.m_gen, self.m_live
+            cap = self.capacity
+            if len(views) != cap:
+                del views[cap:]
+                views.extend([None] * (cap - len(views)))
+            # the handles, found in C (a handle is never false, a free slot None), each at its row
+            for t in filter(None, views):
+                r = t.trow
+                if not lm[r] or t.tgen != gm[r]:
+                    views[r] = None
+        if self.unsettled:
+            self.unsettled = []
+
     def give_back(self, row: int) -> None:
         """``free`` unless the row is already free (a second dispose: no error)."""
         if self.m_live[row]:

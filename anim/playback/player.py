@@ -835,16 +835,17 @@ class Player:
                 [rows.copy() for rows in self._stepped], (self.stats.poses_refused, self.stats.samples),
                 self.stores.calls.save())
 
-    def load_state(self, state: tuple) -> None:
+    def load_state(self, state: tuple, trusted: bool = False) -> None:
         """Write a ``save_state`` back (copied: it restores again); the last update's
-        outputs (released ids not yet made, refused poses) are forgotten."""
+        outputs (released ids not yet made, refused poses) are forgotten. ``trusted``: a
+        ``save_state`` of this Player (its callbacks table's lists are not checked)."""
         pool, deferred, (refused, wraps, failed), stepped, stats, calls = state
         self.pool.load(pool)
         self.deferred_rows.load(deferred)
         self.refused, self._wraps, self._failed = list(refused), list(wraps), list(failed)
         self._stepped = [rows.copy() for rows in stepped]
         self.stats.poses_refused, self.stats.samples = stats
-        self.stores.calls.load(calls)
+        self.stores.calls.load(calls, trusted)
         self.released_log = []
         if self._pose_refused:
             for inst in self._pose_refused:
