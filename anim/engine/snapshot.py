@@ -40,7 +40,7 @@ from scuffle.anim.engine.store import HumanTable, Table, TableArena, _layout
 
 __all__ = ["TableState", "save_table", "load_table", "HumanTableState", "save_humans",
            "load_humans", "EngineState", "save_engine", "load_engine", "save_reference", "load_reference",
-           "calls_plain", "save_arena", "load_arena"]
+           "calls_plain", "save_arena", "load_arena", "ARENA_TABLES"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -140,12 +140,15 @@ def load_arena(arena: TableArena, saved: tuple) -> bool:
         return False
     np.copyto(arena.buf, saved[1])
     for t in arena.tables:
-        if t.__class__ is not HumanTable:
+        # (a handle cache, or rows unsettled: the task table's, a table restored inside a flush)
+        if t.__class__ is not HumanTable and (t.views.__class__ is list or t.unsettled):
             t.reloaded()
     return True
 
 
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
+# The engine's tables in a Game's arena's order (game.runtime.snapshot): the four, then the humans'.
+ARENA_TABLES = (*_ENGINE_TABLES, "humans")
 
 
 @dataclasses.dataclass(slots=True)

@@ -19,7 +19,7 @@ from scuffle.anim.base.errors import StaleHandle
 
 __all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
-           "left_world", "DIRECTIONS", "layout_epoch", "block_layout", "TableArena", "ARENA_BYTES"]
+           "left_world", "DIRECTIONS", "layout_epoch", "block_layout", "TableArena", "ARENA_BYTES", "HUMAN_ROWS"]
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
@@ -31,6 +31,10 @@ _ROW_BY_ROW = 6                 # Table.settle: up to this many rows one by one 
 _FEW_VIEWS = 256
 # A direction task's clips: one bank index per direction (the task table's ``dir_banks``).
 DIRECTIONS = 8
+# The rows a world's human table (and the Game's body and combat tables) start with: a
+# fight's few fighters, grown by doubling for a crowd. Small, because a snapshot copies
+# every row of every table, in use or not (a rollback copies them twice per update).
+HUMAN_ROWS = 8
 
 
 def _as_item(arr, value):
@@ -792,7 +796,7 @@ class Stores:
         self.tasks = task_table(capacity, self.calls)
         self.tasks.views = []                  # row -> its task object, a cache (anim.playback.tasks.task_at)
         self.tasks.world = self
-        self.humans = HumanTable(capacity, self.calls)
+        self.humans = HumanTable(min(capacity, HUMAN_ROWS), self.calls)
         self.humans.world = self
 
 

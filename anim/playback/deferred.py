@@ -143,7 +143,8 @@ class DeferredRows:
         rows, odd = state
         n = rows.shape[0]
         self.n = 0
-        self._room(n)
-        self.rows[:n] = rows
+        if n:
+            self._room(n)
+            self.rows[:n] = rows
         self.n = n
-        self.odd = dict(odd)
+        self.odd = dict(odd) if odd or self.odd else self.odd

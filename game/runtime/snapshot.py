@@ -47,7 +47,6 @@ import numpy as np
 
 from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
-from scuffle.anim.engine.snapshot import _ENGINE_TABLES
 from scuffle.anim.engine.store import TableArena
 from scuffle.anim.playback.cursor import Cursor, FiredEvent
 from scuffle.components import Animator, Body, Combat
@@ -293,7 +292,7 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
             a = plan.arena
             if a.whole() or a.gather():          # (the layout signal moves when the tables are laid out)
                 arena = S.save_arena(a, old.arena if old is not None else None)
-                tables = dict(zip((*_ENGINE_TABLES, "humans"), arena[2]))
+                tables = dict(zip(S.ARENA_TABLES, arena[2]))
         engine_state = S.save_engine(game.player, _loose(game), outputs,
                                      old.engine_state if old is not None and old.engine == "compiled" else None,
                                      view=view, tables=tables)
@@ -378,7 +377,9 @@ def restore(game, snap: Snapshot) -> None:
                       rehome=snap._parsed is not None, copied=copied)
     ctx = game.ctx
     c = st.ctx
-    ctx.updates_run, ctx.update = st.updates_run, st.update
+    _set = object.__setattr__                        # (numbers it gave: not checked again)
+    _set(ctx, "updates_run", st.updates_run)
+    _set(ctx, "update", st.update)
     if c:                                            # the last update's outputs were saved
         if c["poses"] is None:
             ctx.poses = None
@@ -405,7 +406,7 @@ def restore(game, snap: Snapshot) -> None:
     for table, (ts, owners, *_) in ((ctx.bodies, st.bodies), (ctx.combats, st.combats)):
         if not copied:
             S.load_table(table, ts, check=False)
-        if table is ctx.combats:
+        if table is ctx.combats and table.texts != st.combats[2]:
             _texts_back(table, st.combats[2])
         # a view moved (added, removed, rehomed), or a file's rows: the views take their
         # rows' generations as the file gives them
