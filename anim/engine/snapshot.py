@@ -126,9 +126,7 @@ def save_arena(arena: TableArena, into: tuple | None = None) -> tuple:
         np.copyto(into[1], arena.buf)
         return into
     buf = arena.buf.copy()
-    base = arena.buf.ctypes.data
-    states = tuple(TableState(t.capacity, buf[b.ctypes.data - base:b.ctypes.data - base + b.nbytes])
-                   for t, b in zip(arena.tables, arena.blocks))
+    states = tuple(TableState(t.capacity, buf[o:o + n]) for t, (o, n) in zip(arena.tables, arena.spans))
     return (arena.key, buf, states)
 
 

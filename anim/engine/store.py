@@ -741,12 +741,13 @@ class TableArena:
     ``gather`` takes it back). A saved copy of ``buf`` with the same ``key`` has every
     table's block at the same place, of the same capacity."""
 
-    __slots__ = ("tables", "buf", "blocks", "key")
+    __slots__ = ("tables", "buf", "blocks", "key", "spans")
 
     def __init__(self, tables) -> None:
         self.tables = tuple(tables)
         self.buf: np.ndarray | None = None
         self.blocks: tuple = ()
+        self.spans: tuple = ()                  # each table's (offset, size) in ``buf``
         self.key = 0
 
     def whole(self) -> bool:
@@ -768,7 +769,7 @@ class TableArena:
             spans.append((off, n))
             off += -(-n // _ALIGN) * _ALIGN
         if off > limit:
-            self.buf, self.blocks, self.key = None, (), 0
+            self.buf, self.blocks, self.spans, self.key = None, (), (), 0
             return False
         buf = np.zeros(off, np.uint8)           # (the gaps between blocks stay zero: saved as they are)
         blocks = []
@@ -777,7 +778,7 @@ class TableArena:
             np.copyto(b, t.block)
             t._place(b, t.capacity)
             blocks.append(b)
-        self.buf, self.blocks, self.key = buf, tuple(blocks), next(_ARENA_KEYS)
+        self.buf, self.blocks, self.spans, self.key = buf, tuple(blocks), tuple(spans), next(_ARENA_KEYS)
         return True
 
 

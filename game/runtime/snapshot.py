@@ -209,11 +209,19 @@ class Snapshot:
 
 # ---------------------------------------------------------------- take and restore
 def _entity_next(world: str) -> int:
-    """The id esper's world ``world`` gives its next entity (without taking it): esper 3
-    keeps the current world's counter, an itertools.count, as a module global
-    (``count(N)``), and the others' in its context map."""
-    count = esper._entity_count if esper.current_world == world else esper._context_map[world][0]
-    return int(repr(count)[len("count("):-1])
+    """The id esper's world ``world`` gives its next entity, without giving it: esper 3
+    keeps the current world's counter, an itertools.count, as a module global, and the
+    others' in its context map (saved back there when the world is switched away from).
+    The id is taken from the counter, which is replaced by a new one from that id (a
+    count has no cheaper read than its repr)."""
+    if esper.current_world == world:
+        n = next(esper._entity_count)
+        esper._entity_count = itertools.count(n)
+    else:
+        saved = esper._context_map[world]
+        n = next(saved[0])
+        esper._context_map[world] = (itertools.count(n), *saved[1:])
+    return n
 
 
 def _entity_next_back(world: str, n: int) -> None:
@@ -231,9 +239,10 @@ def _instances(game) -> list:
 
 def _loose(game) -> list:
     """The humans the compiled engine has no row for yet (added, never stepped)."""
-    batch = game.player.batch
-    if sum(1 for i in batch._instances if i is not None) == len(game.names):
+    seated = game.player.batch._instances
+    if len(seated) - seated.count(None) == len(game.names):
         return []
+    batch = game.player.batch
     return [i for i in _instances(game) if i.engine is not batch]
 
 
@@ -244,9 +253,12 @@ class _Plan:
     (snapfile.stateful) of the action and state function lists as they were (``lists``).
     The reference engine's Game has no arena (its state is its objects)."""
 
-    __slots__ = ("arena", "lists", "stateful")
+    __slots__ = ("arena", "lists", "stateful", "names")
 
     def __init__(self, game) -> None:
+        # (Game.names' version, a copy of it): the copy every snapshot of that version
+        # holds (a snapshot's values are never written to)
+        self.names: tuple = (-1, None)
         st, ctx = getattr(game.player, "stores", None), game.ctx
         self.arena = None if st is None else \
             TableArena((st.cursors, st.fades, st.gaits, st.tasks, st.humans, ctx.bodies, ctx.combats))
@@ -320,7 +332,12 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
     log = game.fight.save_log() if fight is not None and not view and hasattr(game.fight, "save_log") else None
     extras = [fn.save_state() for fn in _stateful(game, plan)]
-    state = _State(game.engine, ctx.updates_run, ctx.update, dict(game.names), entity_next, engine_state, c,
+    names = game.names
+    version, kept = plan.names
+    if version != names.version or kept is None:
+        kept = dict(names)
+        plan.names = (names.version, kept)
+    state = _State(game.engine, ctx.updates_run, ctx.update, kept, entity_next, engine_state, c,
                    bodies, combats, fight, extras, log, arena)
     return Snapshot(state, game=game)
 
