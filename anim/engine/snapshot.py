@@ -137,9 +137,9 @@ def load_arena(arena: TableArena, saved: tuple) -> bool:
     if saved[0] != arena.key or not arena.whole():
         return False
     np.copyto(arena.buf, saved[1])
-    for t in arena.tables:
+    for t in arena.watched:
         # (a handle cache, or rows unsettled: the task table's, a table restored inside a flush)
-        if t.__class__ is not HumanTable and (t.views.__class__ is list or t.unsettled):
+        if t.views.__class__ is list or t.unsettled:
             t.reloaded()
     return True
 

@@ -741,7 +741,7 @@ class TableArena:
     ``gather`` takes it back). A saved copy of ``buf`` with the same ``key`` has every
     table's block at the same place, of the same capacity."""
 
-    __slots__ = ("tables", "buf", "blocks", "key", "spans")
+    __slots__ = ("tables", "buf", "blocks", "key", "spans", "watched")
 
     def __init__(self, tables) -> None:
         self.tables = tuple(tables)
@@ -749,6 +749,8 @@ class TableArena:
         self.blocks: tuple = ()
         self.spans: tuple = ()                  # each table's (offset, size) in ``buf``
         self.key = 0
+        # the tables a load looks at beside their bytes (Table.reloaded: a handle cache)
+        self.watched = tuple(t for t in self.tables if isinstance(t, Table))
 
     def whole(self) -> bool:
         """Whether every table's block is still its slice of ``buf``."""

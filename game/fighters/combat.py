@@ -183,8 +183,8 @@ class Fight(Hits):
         host, which no rule reads). Original: none (ours)."""
         st = self.stats
         stats = (st.grabs, st.strikes, st.throws, st.damage, st.refused, dict(st.kinds), st.logged,
-                 st.round, tuple(dict(r) for r in st.rounds))
-        ctl = tuple(c.save_state() if hasattr(c, "save_state") else None for c in self.controllers)
+                 st.round, tuple([dict(r) for r in st.rounds]) if st.rounds else ())
+        ctl = tuple([c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
         return (dict(self.ko), self.ko_at, self._starts_plain(), stats, tuple(self.pending), ctl)
 
     # the starts as plain numbers, kept with the map they were made of and its size: a
@@ -284,7 +284,9 @@ class Fight(Hits):
         if why is not None:
             raise ValueError(f"Fight.load_state: {why}")
         ko, self.ko_at, starts, stats, pending, ctl = state
-        self.ko, self.pending = dict(ko), list(pending)
+        if ko or self.ko:                               # (the state's own map is never taken)
+            self.ko = dict(ko)
+        self.pending = list(pending)
         if starts is not self._starts_plain():          # (the plain form of the starts held: kept)
             self.starts = {e: (np.array(p, dtype=np.float64), h, hp) for e, (p, h, hp) in starts.items()}
             self._starts_kept = (self.starts, len(self.starts), starts)
@@ -293,7 +295,8 @@ class Fight(Hits):
         if dict.__eq__(st.kinds, kinds) is not True:   # (a dict's compare: a Counter's is Python)
             st.kinds.clear()
             dict.update(st.kinds, kinds)                # (a Counter's own update adds, and in Python)
-        st.rounds[:] = [dict(r) for r in rounds]
+        if rounds or st.rounds:
+            st.rounds[:] = [dict(r) for r in rounds]
         for c, s in zip(self.controllers, ctl):
             if s is not None:
                 c.load_state(s)
