@@ -36,6 +36,7 @@ import numpy as np
 
 from scuffle.anim.engine.callbacks import Callback, CallbackError, check_callback
 from scuffle.anim.engine.snapcheck import StateError
+from scuffle.anim.engine.stack import instance_of, seated, serial_of
 from scuffle.anim.engine.store import HumanTable, Table, TableArena, _layout
 
 __all__ = ["TableState", "save_table", "load_table", "HumanTableState", "save_humans",
@@ -168,8 +169,9 @@ class EngineState:
 
     @property
     def instances(self) -> list:
-        """The instance of each human row (None: a free row)."""
-        return self.batch[3]
+        """The instance of each human row (None: a free row; the batch's seats name them by
+        serial: anim.engine.stack.seated). Rejected (ValueError): one no longer alive."""
+        return seated(self.batch[3])
 
 
 def _private_values(rec) -> tuple:
@@ -206,12 +208,12 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
     by name (a TableArena's: save_arena), taken as they are."""
     st = player.stores
     batch = player.batch
-    loose = [(inst, _private_values(inst.record)) for inst in instances
+    loose = [(inst if view else serial_of(inst), _private_values(inst.record)) for inst in instances
              if inst.engine is not batch and inst.record.table.world is None]
     if view:
         return EngineState({name: save_table(getattr(st, name), view=True) for name in _ENGINE_TABLES},
-                           save_humans(st.humans, view=True), player.save_state(view=True), batch.save_state(),
-                           loose, None)
+                           save_humans(st.humans, view=True), player.save_state(view=True),
+                           batch.save_state(view=True), loose, None)
     if tables is None:
         old = into.tables if into is not None else {}
         tables = {name: save_table(getattr(st, name), old.get(name)) for name in _ENGINE_TABLES}
@@ -251,8 +253,8 @@ def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = 
         load_humans(st.humans, s.humans)
     player.load_state(s.player, trusted=copied)
     batch.load_state(s.batch, rehome)
-    for inst, values in s.loose:
-        _private_back(inst.record, values)
+    for inst, values in s.loose:                     # (a serial, or a file's instance)
+        _private_back((inst if inst.__class__ is not int else instance_of(inst)).record, values)
     if s.outputs is not None:
         for inst, events, released, refused in s.outputs:
             inst.events = list(events)
@@ -442,6 +444,7 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True, array: Any =
     if (wraps or failed) and strict:
         raise NoPlainForm("the step's wrap callbacks or failures are pending: save between two updates")
     kernel_humans, pair_changes, leaving, instances = s.batch
+    instances = seated(instances)
     out = {
         "humans": {"free": ints(h.free), "gen": ints(h.gen)},
         "calls": {"values": calls_plain(values, strict), "uses": ints(uses), "free": ints(free)},
@@ -453,7 +456,7 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True, array: Any =
         "instances": [None if i is None else name_of(i) for i in instances],
         "loose": [(name_of(inst), (int(v[0]), int(v[1]), int(v[2]), float(v[3]),
                                    callback_plain(v[4], f"{name_of(inst)}.on_report", strict)))
-                  for inst, v in s.loose],
+                  for inst, v in ((x if x.__class__ is not int else instance_of(x), v) for x, v in s.loose)],
     }
     if not strict and (odd or wraps or failed):
         out["pending"] = ([(k, t.trow, t.tgen, name_of(i)) for k, (t, i) in sorted(odd.items())],

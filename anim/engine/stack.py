@@ -10,6 +10,9 @@ CharacterInstance +0x2bc / +0x2ac (stack), +0x304 / +0x2ae (queue).
 """
 from __future__ import annotations
 
+import itertools
+import weakref
+
 import numpy as np
 
 from typing import Any, Callable
@@ -21,7 +24,8 @@ from scuffle.anim.base.limits import check_float
 from scuffle.anim.engine.store import HumanTable, _fast_view, left_world
 
 __all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
-           "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool"]
+           "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool", "serial_of", "instance_of",
+           "seated"]
 
 
 
@@ -180,7 +184,7 @@ class CharacterInstance:
     """
 
     __slots__ = ("name", "record", "anim_set", "_events", "_event_rows", "_released",
-                 "handle", "slot", "engine", "poses_refused", "__weakref__")
+                 "handle", "slot", "engine", "poses_refused", "serial", "__weakref__")
 
     def __init__(self, anim_set, name: str = "", record: HumanRecord | None = None, speed: float = 1.0,
                  handle=None):
@@ -195,6 +199,7 @@ class CharacterInstance:
         self.slot = -1                     # its row in the compiled engine's human table
         self.engine: Any = None            # that engine (anim.playback.batch.BatchEngine), once it has a row
         self.poses_refused = 0             # poses its last sample's stack of 7 refused
+        self.serial = 0                    # the number a snapshot names it by (anim.playback.batch.serial_of; 0: none yet)
 
     @property
     def speed(self) -> float:
@@ -285,6 +290,43 @@ class CharacterInstance:
 
     def __repr__(self) -> str:
         return f"CharacterInstance({self.name!r}, stack={[type(t).__name__ for t in self.stack]})"
+
+
+# A snapshot names an instance by a serial, never by the object: each instance gets one
+# the first time a snapshot names it, never given twice in a process, and is found again
+# by it while it is alive (a snapshot keeps no instance alive).
+_SERIALS = itertools.count(1)
+_BY_SERIAL: "weakref.WeakValueDictionary[int, CharacterInstance]" = weakref.WeakValueDictionary()
+
+
+def serial_of(inst: "CharacterInstance") -> int:
+    """``inst``'s serial (given on first use)."""
+    s = inst.serial
+    if not s:
+        s = inst.serial = next(_SERIALS)
+        _BY_SERIAL[s] = inst
+    return s
+
+
+def instance_of(serial: int) -> "CharacterInstance":
+    """The instance of ``serial`` (0: None). Rejected (ValueError): an instance no longer
+    alive (a snapshot of a human since dropped)."""
+    if not serial:
+        return None  # type: ignore[return-value]
+    inst = _BY_SERIAL.get(serial)
+    if inst is None:
+        raise ValueError(f"the human of serial {serial} a snapshot names is gone")
+    return inst
+
+
+def seated(seats) -> list:
+    """The instance of each human row of the seats a BatchEngine saves (anim.playback.batch:
+    (the arrangement's id, each row's serial); None: a free row); a list of instances (a
+    file's, game.runtime.snapfile) is itself. Rejected (ValueError): an instance no longer
+    alive."""
+    if seats.__class__ is list:
+        return seats
+    return [instance_of(s) for s in seats[1].tolist()]
 
 
 class TaskPool:

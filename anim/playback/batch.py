@@ -26,6 +26,7 @@ Spec: "The task stack", "When a clip ends", "Fades", "Gait blend", "Events".
 """
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
@@ -36,7 +37,7 @@ from scuffle.anim.engine import crowd
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.engine.plan import Bones, pose_tables, scratch_poses
 from scuffle.anim.maths.pose import DTYPE, NUM_BONES, NUM_TAGS, PoseBatch
-from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.engine.stack import CharacterInstance, seated, serial_of
 from scuffle.anim.engine.store import LAYOUT_EPOCH, HumanTable, TableCorrupt, check_rows
 from scuffle.anim.playback.tasks import TASK_CURSORS, EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
 from scuffle.anim.engine.jobs import AnimIdJob, FlushJob, PoseInputs, PoseJob, StepInputs, StepJob
@@ -56,6 +57,12 @@ def _note_cold(engine: "BatchEngine", kernel: str) -> None:
     compile_aside(other, lambda: engine.kernel_args(other))
 
 __all__ = ["BatchEngine", "KERNEL_TYPES"]
+
+# Each arrangement of instances on an engine's human rows gets an id never given twice,
+# so that a restore of the arrangement the engine has now does nothing per human.
+_SEATINGS = itertools.count(1)
+
+
 
 # The task types the kernels run: every type (a fade as a next task excepted).
 KERNEL_TYPES = frozenset(TaskType(t) for t in TASK_CURSORS)
@@ -84,6 +91,11 @@ class BatchEngine:
         self.player = player
         self.humans: HumanTable = player.stores.humans
         self._instances: list = []              # human row -> CharacterInstance (None: free)
+        # human row -> its instance's serial (0: free), and the id of that arrangement
+        # (_SEATINGS): a snapshot saves the two, not the instances (save_state)
+        self._owner = np.zeros(0, np.int64)
+        self._seating = next(_SEATINGS)
+        self._owner_saved: tuple = (0, None)    # (seating, a copy of _owner): what its snapshots share
         self._tasks: list = player.stores.tasks.views   # task row -> its Task (the handle)
         self._last: list | None = None          # the instance list of the last call
         self._last_rows = np.zeros(0, np.int64)
@@ -168,10 +180,21 @@ class BatchEngine:
         if s >= len(self._instances):
             self._instances.extend([None] * (s + 1 - len(self._instances)))
         self._instances[s] = inst
+        self._seat_owner(s, serial_of(inst))
         inst.slot = s
         inst.engine = self
         inst.record.attach(self.humans, s)
         return s
+
+    def _seat_owner(self, row: int, serial: int) -> None:
+        """Row ``row``'s owner is now ``serial`` (0: none): a new arrangement."""
+        own = self._owner
+        if row >= len(own):
+            grown = np.zeros(max(row + 1, 2 * len(own), 8), np.int64)
+            grown[:len(own)] = own
+            own = self._owner = grown
+        own[row] = serial
+        self._seating = next(_SEATINGS)
 
     def forget(self, inst: CharacterInstance) -> None:
         """The human leaves the world (its stack and queue must be empty: cut): its row of
@@ -187,6 +210,7 @@ class BatchEngine:
                 self.player.make_released()
             self.player._gone[s] = inst             # a flush under way still releases its entries
             self._instances[s] = None
+            self._seat_owner(s, 0)
             inst.slot = -1
             inst.engine = None
             self._unlist(s)
@@ -1016,27 +1040,41 @@ class BatchEngine:
         return LAYOUT_EPOCH[0]
 
     # -- its state beside the tables (anim.engine.snapshot)
-    def save_state(self) -> tuple:
+    def save_state(self, view: bool = False) -> tuple:
         """The engine's values the next update reads beside the tables: its counts, the
-        rows (with generations) of humans forgotten with tasks still deferred, and the
-        instance of each human row."""
-        return (self.kernel_humans, self.pair_changes, list(self._leaving), list(self._instances))
+        rows (with generations) of humans forgotten with tasks still deferred, and its
+        humans' seats: (the arrangement's id, each row's instance serial: serial_of), a
+        copy shared by every save of the same arrangement. ``view``: the instance of each
+        row itself (the live list), for a state read at once."""
+        if view:
+            return (self.kernel_humans, self.pair_changes, self._leaving, self._instances)
+        kept = self._owner_saved
+        if kept[0] != self._seating:
+            own = self._owner[:len(self._instances)].copy()
+            own.flags.writeable = False
+            kept = self._owner_saved = (self._seating, own)
+        return (self.kernel_humans, self.pair_changes, list(self._leaving), kept)
 
     def load_state(self, state: tuple, rehome: bool = False) -> None:
         """Write a ``save_state`` back: the counts, the humans leaving, and each human's row
         as saved (an instance whose row is another's or none now is seated again; with
         ``rehome`` every one is, its record rebound to its row's saved generation: a state
-        read from a file). The last update's outputs (events, released ids, refused poses)
-        are forgotten; what the engine made from the arrays is made again when the tables'
-        layout signal moved."""
-        self.kernel_humans, self.pair_changes, leaving, rows = state
+        read from a file, whose seats are a list of instances). The arrangement the engine
+        has now is not looked at per human. The last update's outputs (events, released
+        ids, refused poses) are forgotten; what the engine made from the arrays is made
+        again when the tables' layout signal moved. Rejected (ValueError, before anything
+        changed): seats naming an instance no longer alive."""
+        kernel_humans, pair_changes, leaving, seats = state
+        same = seats.__class__ is not list and seats[0] == self._seating and not rehome
+        rows = None if same else seated(seats)
+        self.kernel_humans, self.pair_changes = kernel_humans, pair_changes
         self._leaving = list(leaving)
         self._last = None                               # the rows of the step's humans: found again
         if self._noisy:
             for inst in self._noisy:
                 inst.clear_outputs()
             self._noisy = []
-        if rehome or self._instances != rows:           # humans came or went (or a file's rows): as saved
+        if rows is not None and (rehome or self._instances != rows):  # humans came or went (or a file's rows)
             for r, inst in enumerate(self._instances):
                 if inst is not None and (r >= len(rows) or rows[r] is not inst):
                     inst.seat(None, -1)
@@ -1046,6 +1084,19 @@ class BatchEngine:
                 if inst is not None:
                     inst.seat(self, r)
                     inst.record.rebind(humans, r)       # the row's generation as saved: alive again
+        if rows is not None:
+            if seats.__class__ is list:                 # a new arrangement: its serials
+                own = np.zeros(max(len(rows), 8), np.int64)
+                for r, inst in enumerate(rows):
+                    if inst is not None:
+                        own[r] = serial_of(inst)
+                self._owner = own
+                self._seating = next(_SEATINGS)
+            else:                                       # the saved arrangement, its id again
+                own = np.zeros(max(len(rows), 8), np.int64)
+                own[:len(rows)] = seats[1]
+                self._owner = own
+                self._seating = seats[0]
 
     def note_output(self, inst) -> None:
         """``inst`` has outputs of the last update (a restored state's): cleared at the next."""

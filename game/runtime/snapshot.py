@@ -597,10 +597,13 @@ def parts(snap: Snapshot) -> dict[str, str]:
                 put(f"engine.tables.{k}", x)
             for k, x in zip(("pool", "deferred", "pending", "stepped", "stats", "calls"), v.player):
                 put(f"engine.player.{k}", x)
-            put("engine.batch", v.batch)
+            # the humans by name (the seats name them by serial, their arrangement by an id
+            # that a replay's own arrangement does not share)
+            kh, pc, leaving, _ = v.batch
+            put("engine.batch", (kh, pc, leaving, [None if i is None else i.name for i in v.instances]))
             put("engine.humans", v.humans)
-            for inst, values in v.loose:                 # (the others' values are rows of engine.humans)
-                put(f"engine.loose.{inst.name}", values)
+            for x, values in v.loose:                    # (the others' values are rows of engine.humans)
+                put(f"engine.loose.{S.instance_of(x).name if x.__class__ is int else x.name}", values)
         elif f.name == "arena":                      # (the tables' blocks, each a part above)
             continue
         elif f.name == "extras":
