@@ -761,10 +761,12 @@ class TableArena:
                 return False
         return True
 
-    def gather(self, limit: int = ARENA_BYTES) -> bool:
+    def gather(self, limit: int | None = None) -> bool:
         """Lay the tables' blocks side by side in a new buffer (their bytes copied, each
         table placed on its slice); True when done, False (nothing changed) when they
-        would take more than ``limit`` bytes."""
+        would take more than ``limit`` bytes (None: ARENA_BYTES)."""
+        if limit is None:
+            limit = ARENA_BYTES
         spans, off = [], 0
         for t in self.tables:
             n = t.block.nbytes
