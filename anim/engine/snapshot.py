@@ -120,15 +120,15 @@ def load_humans(h: HumanTable, s: HumanTableState) -> bool:
 
 def save_arena(arena: TableArena, into: tuple | None = None) -> tuple:
     """A copy of a TableArena's buffer (anim.engine.store: its tables' blocks side by side):
-    (its key, the copy, a TableState of each table, its block a view of the copy), written
-    into ``into`` (an older save_arena of the same key that is given up: its states are
-    taken again) when it fits."""
+    (its key, the copy, a TableState of each table, its block a view of the copy, the
+    copy's memoryview), written into ``into`` (an older save_arena of the same key that is
+    given up: its states are taken again) when it fits."""
     if into is not None and into[0] == arena.key:
-        np.copyto(into[1], arena.buf)
+        into[3][:] = arena.mv
         return into
     buf = arena.buf.copy()
     states = tuple(TableState(t.capacity, buf[o:o + n]) for t, (o, n) in zip(arena.tables, arena.spans))
-    return (arena.key, buf, states)
+    return (arena.key, buf, states, memoryview(buf))
 
 
 def load_arena(arena: TableArena, saved: tuple) -> bool:
@@ -137,7 +137,7 @@ def load_arena(arena: TableArena, saved: tuple) -> bool:
     rows as saved): True. False (nothing done): the tables are loaded one by one."""
     if saved[0] != arena.key or not arena.whole():
         return False
-    np.copyto(arena.buf, saved[1])
+    arena.mv[:] = saved[3]
     for t in arena.watched:
         # (a handle cache, or rows unsettled: the task table's, a table restored inside a flush)
         if t.views.__class__ is list or t.unsettled:

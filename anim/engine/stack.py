@@ -381,7 +381,7 @@ class TaskPool:
         up, when it has the same shape) and ``n_out``."""
         old = into[0] if into is not None else None
         if old is not None and old.shape == self._out.shape:
-            np.copyto(old, self._out)
+            memoryview(old)[:] = self.m_out         # (a copy through the views: no numpy dispatch)
             return (old, self.n_out)
         return (self._out.copy(), self.n_out)
 
@@ -391,7 +391,10 @@ class TaskPool:
         the handle API made (``made``) is found again from the rows."""
         saved, n = state
         if self._out.shape == saved.shape and self._out.dtype == saved.dtype:
-            np.copyto(self._out, saved)
+            if self.m_out.__class__ is memoryview:
+                self.m_out[:] = saved                # (a copy through the view: no numpy dispatch)
+            else:
+                np.copyto(self._out, saved)
         else:
             self.out = saved.copy()
         self.n_out = n

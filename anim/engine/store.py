@@ -741,7 +741,7 @@ class TableArena:
     ``gather`` takes it back). A saved copy of ``buf`` with the same ``key`` has every
     table's block at the same place, of the same capacity."""
 
-    __slots__ = ("tables", "buf", "blocks", "key", "spans", "watched")
+    __slots__ = ("tables", "buf", "blocks", "key", "spans", "watched", "mv", "_seen")
 
     def __init__(self, tables) -> None:
         self.tables = tuple(tables)
@@ -749,6 +749,8 @@ class TableArena:
         self.blocks: tuple = ()
         self.spans: tuple = ()                  # each table's (offset, size) in ``buf``
         self.key = 0
+        self.mv: memoryview | None = None       # ``buf``'s bytes (a copy through it skips numpy's dispatch)
+        self._seen = -1                         # the layout signal when the tables were last seen whole
         # the tables a load looks at beside their bytes (Table.reloaded: a handle cache)
         self.watched = tuple(t for t in self.tables if isinstance(t, Table))
 
@@ -756,9 +758,12 @@ class TableArena:
         """Whether every table's block is still its slice of ``buf``."""
         if self.buf is None:
             return False
+        if self._seen == LAYOUT_EPOCH[0]:       # no table's arrays replaced since (store._moved)
+            return True
         for t, b in zip(self.tables, self.blocks):
             if t.block is not b:
                 return False
+        self._seen = LAYOUT_EPOCH[0]
         return True
 
     def gather(self, limit: int | None = None) -> bool:
@@ -773,7 +778,7 @@ class TableArena:
             spans.append((off, n))
             off += -(-n // _ALIGN) * _ALIGN
         if off > limit:
-            self.buf, self.blocks, self.spans, self.key = None, (), (), 0
+            self.buf, self.blocks, self.spans, self.key, self.mv = None, (), (), 0, None
             return False
         buf = np.zeros(off, np.uint8)           # (the gaps between blocks stay zero: saved as they are)
         blocks = []
@@ -783,6 +788,7 @@ class TableArena:
             t._place(b, t.capacity)
             blocks.append(b)
         self.buf, self.blocks, self.spans, self.key = buf, tuple(blocks), tuple(spans), next(_ARENA_KEYS)
+        self.mv, self._seen = memoryview(buf), -1
         return True
 
 

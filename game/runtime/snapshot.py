@@ -420,11 +420,13 @@ def restore(game, snap: Snapshot) -> None:
         ctx.fired = None
     if ctx.failures:
         ctx.failures = []
-    for table, (ts, owners, *_) in ((ctx.bodies, st.bodies), (ctx.combats, st.combats)):
-        if not copied:
-            S.load_table(table, ts, check=False)
-        if table is ctx.combats and table.texts != st.combats[2]:
-            _texts_back(table, st.combats[2])
+    bodies, combats = ctx.bodies, ctx.combats
+    if not copied:
+        S.load_table(bodies, st.bodies[0], check=False)
+        S.load_table(combats, st.combats[0], check=False)
+    if combats.texts != st.combats[2]:
+        _texts_back(combats, st.combats[2])
+    for table, owners in ((bodies, st.bodies[1]), (combats, st.combats[1])):
         # a view moved (added, removed, rehomed), or a file's rows: the views take their
         # rows' generations as the file gives them
         if table.owners != owners or snap._parsed is not None:
