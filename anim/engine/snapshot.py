@@ -139,9 +139,7 @@ def load_arena(arena: TableArena, saved: tuple) -> bool:
         return False
     arena.mv[:] = saved[3]
     for t in arena.watched:
-        # (a handle cache, or rows unsettled: the task table's, a table restored inside a flush)
-        if t.views.__class__ is list or t.unsettled:
-            t.reloaded()
+        t.reloaded()
     return True
 
 

@@ -751,8 +751,10 @@ class TableArena:
         self.key = 0
         self.mv: memoryview | None = None       # ``buf``'s bytes (a copy through it skips numpy's dispatch)
         self._seen = -1                         # the layout signal when the tables were last seen whole
-        # the tables a load looks at beside their bytes (Table.reloaded: a handle cache)
-        self.watched = tuple(t for t in self.tables if isinstance(t, Table))
+        # the tables a load looks at beside their bytes (Table.reloaded): a handle cache, or
+        # rows a flush gives back unsettled (the task table's)
+        self.watched = tuple(t for t in self.tables if isinstance(t, Table) and
+                             (t.views.__class__ is list or t._resets))
 
     def whole(self) -> bool:
         """Whether every table's block is still its slice of ``buf``."""

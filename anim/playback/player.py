@@ -843,7 +843,7 @@ class Player:
         self.pool.load(pool)
         self.deferred_rows.load(deferred)
         self.refused, self._wraps, self._failed = list(refused), list(wraps), list(failed)
-        self._stepped = [rows.copy() for rows in stepped]
+        self._stepped = [rows.copy() for rows in stepped] if stepped else []
         self.stats.poses_refused, self.stats.samples = stats
         self.stores.calls.load(calls, trusted)
         self.released_log = []

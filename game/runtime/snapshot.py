@@ -742,5 +742,9 @@ class SavedRandom(random.Random):
             hit = self._words.get(id(state))
             unpacked = hit[1] if hit is not None and hit[0] is state else \
                 struct.unpack(f"<{len(words) // 4}I", words)
-            self.setstate((version, unpacked, gauss))
+            if version == 3:                      # (random.Random.setstate's own two steps, at once)
+                self.gauss_next = gauss
+                super(random.Random, self).setstate(unpacked)     # (the generator's C state)
+            else:
+                self.setstate((version, unpacked, gauss))
             self._saved = state
