@@ -164,6 +164,9 @@ class EngineState:
     batch: tuple
     loose: list[tuple]
     outputs: list[tuple] | None
+    # the arena's one copy (save_arena: key, bytes, each table's state, a memoryview) when
+    # the tables were saved through one; the states above are views of it
+    arena: Any = None
 
     @property
     def instances(self) -> list:
@@ -195,15 +198,17 @@ def _private_back(rec, values: tuple) -> None:
 
 def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
                 into: EngineState | None = None, view: bool = False,
-                tables: dict | None = None) -> EngineState:
+                arena: TableArena | None = None) -> EngineState:
     """The compiled engine's state: ``player`` (anim.playback.player.Player) and the world's
     ``instances`` (CharacterInstance, stepped or not). ``outputs``: also the last
     update's outputs, which no later update reads (each human's events, made into
     FiredEvent objects, its released ids and refused poses), for a viewer. ``into``: an
     older state of this engine that is given up, whose arrays are reused. ``view``: the
     engine's own arrays and lists where a save copies them, for a state read at once (a
-    checksum) and never restored. ``tables``: the five tables' states already copied,
-    by name (a TableArena's: save_arena), taken as they are."""
+    checksum) and never restored. ``arena``: the TableArena holding the engine's tables
+    (and others: a Game's), laid out again when a table left it; its one copy (save_arena,
+    into ``into``'s when it fits) is the state's ``arena`` and the tables' states views
+    of it. Past its size limit, or without it, each table is copied on its own."""
     st = player.stores
     batch = player.batch
     loose = [(inst if view else serial_of(inst), _private_values(inst.record)) for inst in instances
@@ -212,13 +217,16 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
         return EngineState({name: save_table(getattr(st, name), view=True) for name in _ENGINE_TABLES},
                            save_humans(st.humans, view=True), player.save_state(view=True),
                            batch.save_state(view=True), loose, None)
-    if tables is None:
+    saved = None
+    if arena is not None and (arena.whole() or arena.gather()):   # (laid out: the layout signal moves)
+        saved = save_arena(arena, into.arena if into is not None else None)
+        tables = dict(zip(_ENGINE_TABLES, saved[2]))
+        h = st.humans
+        humans = HumanTableState(h.capacity, saved[2][len(_ENGINE_TABLES)].block, *h.save())
+    else:
         old = into.tables if into is not None else {}
         tables = {name: save_table(getattr(st, name), old.get(name)) for name in _ENGINE_TABLES}
         humans = save_humans(st.humans, into.humans if into is not None else None)
-    else:
-        h = st.humans
-        humans = HumanTableState(h.capacity, tables.pop("humans").block, *h.save())
     out = None
     if outputs:
         if player.released_log:
@@ -226,22 +234,24 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
         out = [(inst, list(inst.events), list(inst.released), inst.poses_refused)
                for inst in dict.fromkeys([*batch._noisy, *player._pose_refused])]
     return EngineState(tables, humans, player.save_state(into.player if into is not None else None),
-                       batch.save_state(), loose, out)
+                       batch.save_state(), loose, out, saved)
 
 
 def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = False,
-                copied: bool = False) -> None:
+                arena: TableArena | None = None) -> bool:
     """Write ``s`` (save_engine's) back into ``player`` and its instances, each part through
     its own ``load`` (the tables, the Player, its BatchEngine, the records): what the
     engine made from the arrays is made again when the tables' layout signal moved.
     Without saved outputs, each human's events, released ids and refused poses are left
     empty (as at the start of an update). ``rehome``: every human's record takes its row
     and generation as saved (a state read from a file), not only when the rows moved.
-    ``check`` is kept for callers; each table checks its block's size itself. ``copied``:
-    the tables' bytes are in place already (a TableArena's: load_arena, which only a Game's
-    own snapshot has: its values are trusted), the rest is loaded."""
+    ``check`` is kept for callers; each table checks its block's size itself. ``arena``:
+    the TableArena the state was saved through (only a Game's own snapshot has one: its
+    values are trusted), copied back at once when the tables still lie as they did
+    (load_arena). Returns whether it was (the arena's other tables are then loaded too)."""
     st = player.stores
     batch = player.batch
+    copied = arena is not None and s.arena is not None and load_arena(arena, s.arena)
     if copied:
         h = s.humans
         st.humans.load((h.free, h.gen))
@@ -261,6 +271,7 @@ def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = 
             batch.note_output(inst)
             if refused:
                 player.note_refused(inst)
+    return copied
 
 
 def _graph_copy(v: Any, memo: dict, own) -> Any:

@@ -81,9 +81,6 @@ class _State:
     fight: Any
     extras: list
     fight_log: Any = None          # the fight rules' log (Fight.save_log): restored, not in the checksum
-    # the seven tables' blocks as one copy (anim.engine.snapshot.save_arena), of which the
-    # tables' states above are views; None: each table copied on its own
-    arena: Any = None
 
 
 class Snapshot:
@@ -299,15 +296,12 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     if game.engine == "reference":
         engine_state = S.save_reference(game.player, _instances(game))
     else:
-        tables = None
-        if not view:
-            a = plan.arena
-            if a.whole() or a.gather():          # (the layout signal moves when the tables are laid out)
-                arena = S.save_arena(a, old.arena if old is not None else None)
-                tables = dict(zip(S.ARENA_TABLES, arena[2]))
+        # the seven tables in one copy, through the engine's save (the body and combat
+        # tables lie in the same arena)
         engine_state = S.save_engine(game.player, _loose(game), outputs,
                                      old.engine_state if old is not None and old.engine == "compiled" else None,
-                                     view=view, tables=tables)
+                                     view=view, arena=plan.arena)
+        arena = engine_state.arena
     ctx = game.ctx
     c: dict[str, Any] = {}
     if outputs:
@@ -338,7 +332,7 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
         kept = dict(names)
         plan.names = (names.version, kept)
     state = _State(game.engine, ctx.updates_run, ctx.update, kept, entity_next, engine_state, c,
-                   bodies, combats, fight, extras, log, arena)
+                   bodies, combats, fight, extras, log)
     return Snapshot(state, game=game)
 
 
@@ -389,9 +383,8 @@ def restore(game, snap: Snapshot) -> None:
         S.load_reference(game.player, st.engine_state)
     else:
         # this Game's own snapshot of the tables as they lie now: their bytes in one copy
-        copied = st.arena is not None and S.load_arena(plan.arena, st.arena)
-        S.load_engine(game.player, st.engine_state, check=False,     # the tables' layouts checked above
-                      rehome=snap._parsed is not None, copied=copied)
+        copied = S.load_engine(game.player, st.engine_state, check=False,     # the layouts checked above
+                               rehome=snap._parsed is not None, arena=plan.arena)
     ctx = game.ctx
     c = st.ctx
     _set = object.__setattr__                        # (numbers it gave: not checked again)
@@ -551,7 +544,7 @@ def _digest(game, state: _State) -> str:
     values = []
     for f in dataclasses.fields(state):
         v = getattr(state, f.name)
-        if f.name in ("ctx", "fight_log", "arena"):
+        if f.name in ("ctx", "fight_log"):
             continue
         if f.name == "engine_state" and isinstance(v, S.EngineState):
             v = dataclasses.replace(v, outputs=None)
@@ -606,8 +599,6 @@ def parts(snap: Snapshot) -> dict[str, str]:
             put("engine.humans", v.humans)
             for x, values in v.loose:                    # (the others' values are rows of engine.humans)
                 put(f"engine.loose.{S.instance_of(x).name if x.__class__ is int else x.name}", values)
-        elif f.name == "arena":                      # (the tables' blocks, each a part above)
-            continue
         elif f.name == "extras":
             for i, x in enumerate(v):
                 put(f"extras[{i}]", x)

@@ -43,7 +43,7 @@ def test_the_seven_tables_lie_in_one_block_and_a_snapshot_copies_it_once():
         snap_sum = snap.checksum()
         live = [t.block for t in _tables(game)]
         assert len({id(b.base) for b in live}) == 1 and live[0].base is not None
-        buf = snap._state.arena[1]
+        buf = snap._state.engine_state.arena[1]
         assert buf.nbytes >= sum(b.nbytes for b in live)
         es = snap._state.engine_state
         saved = [*es.tables.values(), es.humans, snap._state.bodies[0], snap._state.combats[0]]
@@ -52,7 +52,7 @@ def test_the_seven_tables_lie_in_one_block_and_a_snapshot_copies_it_once():
         # given back to be written over: the same buffer, now holding the state after a step
         game.step()
         again = game.snapshot(reuse=snap)
-        assert again._state.arena[1] is buf
+        assert again._state.engine_state.arena[1] is buf
         for ts, t in zip([*again._state.engine_state.tables.values()], _tables(game)[:4]):
             assert np.array_equal(ts.block, t.block)
         assert again.checksum() == game.checksum() != snap_sum
@@ -197,7 +197,7 @@ def test_tables_too_large_for_an_arena_are_copied_one_by_one_to_the_same_states(
             game.step()
             ring.append(game.snapshot(reuse=ring[-6] if len(ring) >= 6 else None))
             sums.append(ring[-1].checksum())
-        assert ring[-1]._state.arena is None
+        assert ring[-1]._state.engine_state.arena is None
         assert len({id(t.block.base) for t in _tables(game)}) > 1 or _tables(game)[0].block.base is None
         for k in (2, 5, 0):
             game.restore(ring[k])
@@ -205,7 +205,7 @@ def test_tables_too_large_for_an_arena_are_copied_one_by_one_to_the_same_states(
         monkeypatch.setattr(store, "ARENA_BYTES", 1 << 22)   # laid out at the next snapshot, restored alike
         game.step()
         laid = game.snapshot()
-        assert laid._state.arena is not None
+        assert laid._state.engine_state.arena is not None
         game.restore(ring[1])
         assert game.checksum() == sums[1]
         game.restore(laid)
