@@ -1287,7 +1287,11 @@ def crowd_memory(n: int, updates: int, crowd: str = "light", seed: int = 1, thre
     (``settle``), ``updates`` updates. Out (MB): ``crowd_peak_mb`` the peak resident set
     (the memory goal's figure), ``imports_mb`` the resident set after the imports,
     ``kernels_mb`` after the kernels' load (both before any human), ``crowd_end_mb`` at
-    the end. Nothing of the bench's timing harness is in it."""
+    the end; ``scipy_loaded``: whether scipy is in the process (numba imports it at its
+    first compiled call when it is installed, about 17 MB: docs/performance.md). Nothing
+    of the bench's timing harness is in it."""
+    import sys
+
     from scuffle.anim.playback.warmup import warm
 
     imports = resident_mb()[0]
@@ -1308,7 +1312,7 @@ def crowd_memory(n: int, updates: int, crowd: str = "light", seed: int = 1, thre
             gc.unfreeze()
         game.close()
     return {"crowd_peak_mb": round(peak, 1), "imports_mb": round(imports, 1), "kernels_mb": round(kernels, 1),
-            "crowd_end_mb": round(end, 1)}
+            "crowd_end_mb": round(end, 1), "scipy_loaded": "scipy" in sys.modules}
 
 
 def _crowd_memory(n: int, updates: int, crowd: str, seed: int, threads: int, settle: bool) -> dict | None:
@@ -1328,11 +1332,13 @@ def _crowd_memory(n: int, updates: int, crowd: str, seed: int, threads: int, set
 
 
 def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crowd: str = "light",
-              seed: int = 1, settle: bool = True, threads: int = 1) -> dict:
+              seed: int = 1, settle: bool = True, threads: int = 1, memory: bool = True) -> dict:
     """Run the benchmark for one crowd size; returns the report dict (module docstring);
     ``settle`` calls scuffle.settle after the build and the warm-up (``gc_settled``: the
     objects it froze); ``threads`` the compiled engine's (PlayerOptions.threads; the
-    reference engine runs on one). Rejected: an unknown crowd (ValueError naming it)."""
+    reference engine runs on one); ``memory`` also runs the crowd alone in a fresh
+    process for its peak memory (``crowd_memory``: a few seconds more). Rejected: an
+    unknown crowd (ValueError naming it)."""
     from scuffle.anim.playback.warmup import compile_kernels
 
     if crowd not in CROWDS:
@@ -1345,7 +1351,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, "compiled", crowd=crowd, seed=seed,
                                                           settle=settle, threads=threads)
     compiled_peak_mb = extra.pop("run_peak_mb", None) or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    memory = _crowd_memory(humans, updates, crowd, seed, threads, settle)
+    crowd_mb = _crowd_memory(humans, updates, crowd, seed, threads, settle) if memory else None
     scalar_updates = scalar_updates if scalar_updates is not None else max(3, min(updates, 2000 // max(1, humans) + 3))
     stimes, scpu, _, _, _, _, _ = _run(humans, scalar_updates, "reference", warmup=2, crowd=crowd, seed=seed,
                                        settle=settle, stage_pass=False)
@@ -1378,7 +1384,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
         "speedup": round(sms / ms, 2) if ms else None,
         "peak_mb": round(peak_mb, 1),
         "compiled_peak_mb": round(compiled_peak_mb, 1),
-        **(memory or {}),
+        **(crowd_mb or {}),
         "pose_pipeline_us_per_human": round(pose_us, 3),
         "pose_pipeline_cpu_us_per_human": round(pose_cpu_us, 3),
         "anchor": anchor,
@@ -1609,7 +1615,8 @@ def _print_one(r: dict, out) -> None:
           file=out)
     if r.get("crowd_peak_mb") is not None:
         print(f"memory of a process running the crowd alone: peak {r['crowd_peak_mb']} MB (after the imports "
-              f"{r['imports_mb']} MB, the kernels loaded {r['kernels_mb']} MB)", file=out)
+              f"{r['imports_mb']} MB, the kernels loaded {r['kernels_mb']} MB"
+              f"{'; numba loaded scipy' if r.get('scipy_loaded') else ''})", file=out)
     a = r.get("anchor") or {}
     if a.get("ratio") is not None:
         print(f"the C++ anchor (the pose pipeline's maths in scalar C++, {a['compiler']}, -O2; {a['humans']} humans): "
