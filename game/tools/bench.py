@@ -1312,7 +1312,7 @@ def crowd_memory(n: int, updates: int, crowd: str = "light", seed: int = 1, thre
             gc.unfreeze()
         game.close()
     return {"crowd_peak_mb": round(peak, 1), "imports_mb": round(imports, 1), "kernels_mb": round(kernels, 1),
-            "crowd_end_mb": round(end, 1), "scipy_loaded": "scipy" in sys.modules}
+            "crowd_end_mb": round(end, 1), "scipy_loaded": sys.modules.get("scipy") is not None}
 
 
 def _crowd_memory(n: int, updates: int, crowd: str, seed: int, threads: int, settle: bool) -> dict | None:
