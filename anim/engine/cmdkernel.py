@@ -40,7 +40,7 @@ from scuffle.anim.engine.rules import cursor_flags_of
 from scuffle.anim.base.enums import TaskFlags, TaskType
 
 __all__ = ["run_rows", "apply_commands", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
-           "PLACE_ENQUEUE", "LAY_SIZE", "BLOCK_VIEWS", "B_WIDTH", "BF_WIDTH"]
+           "PLACE_ENQUEUE", "LAY_SIZE", "BLOCK_VIEWS", "B_WIDTH", "B_MAX_STEPS"]
 
 CACHE = cache_setting(__file__)
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
@@ -88,10 +88,14 @@ TI_IDS, TI_BANKS, TI_ENDS, TI_EVF0S = 3, 8, 13, 18
 TF_LIMITS, TF_DURS = 1, 6
 TI_WIDTH, TF_WIDTH = 23, 11
 
-# A command buffer's row (anim.playback.cmdbuffer): its int columns (``bi``) and float columns (``bf``).
-B_PLACE, B_SLOT, B_SEL, B_STEPS, B_WINDOW, B_VNONE = range(6)
-BF_SPEED, BF_FADE, BF_TARGET, BF_VALUE = range(4)
-B_WIDTH, BF_WIDTH = 6, 4
+# A command buffer's row (anim.playback.cmdbuffer): B_WIDTH words of 8 bytes, read as int64
+# (``bi``) and as float64 (``bf``, the same memory): the place, the human's row, the steps'
+# count, the blend window's index, vnone, the steps' template rows (B_MAX_STEPS words, the
+# last task first), then the speed, the fade, a gait's target and value.
+B_PLACE, B_SLOT, B_STEPS, B_WINDOW, B_VNONE, B_SEL = range(6)
+B_MAX_STEPS = 4
+BF_SPEED, BF_FADE, BF_TARGET, BF_VALUE = range(B_SEL + B_MAX_STEPS, B_SEL + B_MAX_STEPS + 4)
+B_WIDTH = BF_VALUE + 1
 
 _CLIP = 3
 _GAIT = int(TaskType.GAIT)
@@ -292,13 +296,13 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
 
 @_kernel
 def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, out, lay, ti, tf,
-                   bi, bf, bsel, n_rows):
+                   bi, bf, n_rows):
     """Apply a command buffer's first ``n_rows`` rows in order (anim.playback.cmdbuffer),
     each as ``run_rows`` writes one command (the same writers). In: the blocks, the pool's
-    flags, ``lay`` and the template rows as ``run_rows``; the buffer's int columns ``bi``
-    (B_* columns: the place, the human's slot, its steps' rows in ``bsel``, the window,
-    ``vnone``) and float columns ``bf`` (BF_*: the speed, the fade, a gait's target and
-    value). Each human's depth is read here (a command is buffered only while its human
+    flags, ``lay`` and the template rows as ``run_rows``; the buffer's rows read as int64
+    (``bi``, B_* columns: the place, the human's slot, its steps' count and template rows,
+    the window, ``vnone``) and as float64 (``bf``, the same memory, BF_* columns: the
+    speed, the fade, a gait's target and value). Each human's depth is read here (a command is buffered only while its human
     has no other one waiting). Out: the pool's flags newly set, or -(i + 1) when row ``i``
     could not be written (the rows before it written, nothing of it: the call's checks
     make that an engine bug). Original: as ``run_rows``."""
@@ -308,8 +312,7 @@ def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, 
     added = 0
     for i in range(n_rows):
         slot = bi[i, B_SLOT]
-        at = bi[i, B_SEL]
-        got = _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, bsel[at:at + bi[i, B_STEPS]], slot,
+        got = _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, bi[i, B_SEL:B_SEL + bi[i, B_STEPS]], slot,
                        h64[o_h_depth + slot], bi[i, B_PLACE], bi[i, B_WINDOW], bf[i, BF_SPEED], bf[i, BF_FADE],
                        bf[i, BF_TARGET], bf[i, BF_VALUE], bi[i, B_VNONE])
         if got < 0:

@@ -22,20 +22,20 @@ for bit. A human with a command waiting sends its next command through the immed
 path (after ``apply``): the checks at the call read that human's rows as they are.
 The buffer is never in a snapshot: a snapshot applies it first, a restore empties it.
 
-May import: numpy, anim.engine (cmdkernel's column indices).
+May import: numpy, struct, anim.engine (cmdkernel's column indices).
 
 Spec: "Animation tasks", "The task stack". Original: none (ours: the original runs each
 command at its call; the rows and their order are the same).
 """
 from __future__ import annotations
 
+import struct
 from enum import IntEnum
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
 from scuffle.anim.engine import cmdkernel as CK
-from scuffle.anim.engine.store import _fast_view
 
 __all__ = ["CommandKind", "CommandBuffer"]
 
@@ -48,39 +48,41 @@ class CommandKind(IntEnum):
     ENQUEUE = CK.PLACE_ENQUEUE
 
 
-class CommandBuffer:
-    """The buffered commands (module docstring). ``bi`` (rows, cmdkernel.B_WIDTH) int64:
-    the kind, the human's row, the first of its steps' template rows in ``sel``, their
-    count, the blend window's index, whether a gait takes its target as value; ``bf``
-    (rows, BF_WIDTH) float64: the human's speed, the fade, a gait's target and value. ``n``
-    rows are waiting; ``due`` the human rows with one waiting; ``tasks``, ``cursors``,
-    ``fades``, ``gaits`` the rows they will take (the call checks the free lists and the
-    pool against them). ``apply`` hands the buffer to ``writer`` (the Player's prepared
-    commands: anim.playback.prepared.RecipeRules), which writes and empties it.
-    In: the writer, the capacity in rows (full: applied, then filled again)."""
+# One row as written at the call: cmdkernel's B_* words (int64) then its BF_* words (float64).
+_ROW = struct.Struct("<" + "q" * CK.BF_SPEED + "d" * (CK.B_WIDTH - CK.BF_SPEED))
+assert _ROW.size == 8 * CK.B_WIDTH
 
-    __slots__ = ("bi", "bf", "sel", "m_bi", "m_bf", "m_sel", "capacity", "n", "n_sel", "due", "tasks", "cursors",
-                 "fades", "gaits", "_writer", "applied")
+
+class CommandBuffer:
+    """The buffered commands (module docstring): ``capacity`` rows of cmdkernel.B_WIDTH words,
+    read as int64 (``bi``: the kind, the human's row, the steps' count, the blend window's
+    index, whether a gait takes its target as value, the steps' template rows) and as
+    float64 (``bf``, the same memory: the human's speed, the fade, a gait's target and
+    value). ``n`` rows are waiting; ``due`` the human rows with one waiting; ``tasks``,
+    ``cursors``, ``fades``, ``gaits`` the rows they will take (the call checks the free
+    lists and the pool against them). ``apply`` hands the buffer to ``writer`` (the
+    Player's prepared commands: anim.playback.prepared.RecipeRules), which writes and
+    empties it. In: the writer, the capacity in rows (full: applied, then filled again)."""
+
+    __slots__ = ("bi", "bf", "_mem", "capacity", "n", "due", "tasks", "cursors", "fades", "gaits", "_writer",
+                 "applied", "calls")
 
     def __init__(self, writer: Callable[["CommandBuffer"], None], capacity: int = 256):
         if capacity < 1:
             raise ValueError(f"command buffer capacity {capacity} must be >= 1")
         self.capacity = int(capacity)
-        self.bi = np.zeros((self.capacity, CK.B_WIDTH), np.int64)
-        self.bf = np.zeros((self.capacity, CK.BF_WIDTH), np.float64)
-        self.sel = np.zeros(4 * self.capacity, np.int64)
-        # one-item writes through memoryviews of the same memory (a numpy item write costs
-        # several times more), flat: row i's column j at i * width + j
-        self.m_bi = _fast_view(self.bi.reshape(-1))
-        self.m_bf = _fast_view(self.bf.reshape(-1))
-        self.m_sel = _fast_view(self.sel)
+        block = np.zeros(self.capacity * _ROW.size, np.uint8)
+        self.bi = block.view(np.int64).reshape(self.capacity, CK.B_WIDTH)
+        self.bf = block.view(np.float64).reshape(self.capacity, CK.B_WIDTH)
+        self._mem = memoryview(block)          # a row is one struct write at the call
         self._writer = writer
-        self.applied = 0          # buffered commands applied so far (tests, the bench)
+        self.applied = 0          # buffered commands written so far (tests, the bench)
+        self.calls = 0            # the compiled calls that wrote them
         self.clear()
 
     def clear(self) -> None:
         """Drop every waiting row (a restore: they belong to the state it replaces)."""
-        self.n = self.n_sel = 0
+        self.n = 0
         self.due: set[int] = set()
         self.tasks = self.cursors = self.fades = self.gaits = 0
 
@@ -94,37 +96,20 @@ class CommandBuffer:
         if self.n and slot in self.due:
             self._writer(self)
 
-    def append(self, kind: int, slot: int, steps: Any, k: int, window: int, vnone: int, speed: float, fade: float,
-               target: float, value: float, need: tuple[int, int, int, int]) -> None:
+    def append(self, kind: int, slot: int, k: int, window: int, vnone: int, sel: list, speed: float, fade: float,
+               target: float, value: float, tasks: int, cursors: int, fades: int, gaits: int) -> None:
         """One command's row: ``kind`` (CommandKind), the human's row ``slot``, its ``k``
-        steps' template rows (``steps``: a sequence, last task first), the blend window's
-        index, ``vnone``, the numbers, and ``need`` (tasks, cursors, fades, gaits) it
-        takes. The caller checked it fits (``room``)."""
-        if self.n == self.capacity or self.n_sel + k > len(self.sel):
-            self._writer(self)
+        steps (at most cmdkernel.B_MAX_STEPS), the blend window's index, ``vnone``, the
+        steps' template rows (``sel``: B_MAX_STEPS ints, the last task first), the numbers,
+        and the rows it takes. The caller checked that it fits."""
         i = self.n
-        at = self.n_sel
-        mi = self.m_bi
-        b = i * CK.B_WIDTH
-        mi[b + CK.B_PLACE] = kind
-        mi[b + CK.B_SLOT] = slot
-        mi[b + CK.B_SEL] = at
-        mi[b + CK.B_STEPS] = k
-        mi[b + CK.B_WINDOW] = window
-        mi[b + CK.B_VNONE] = vnone
-        mf = self.m_bf
-        b = i * CK.BF_WIDTH
-        mf[b + CK.BF_SPEED] = speed
-        mf[b + CK.BF_FADE] = fade
-        mf[b + CK.BF_TARGET] = target
-        mf[b + CK.BF_VALUE] = value
-        ms = self.m_sel
-        for j in range(k):
-            ms[at + j] = steps[j]
+        if i == self.capacity:
+            self._writer(self)
+            i = 0
+        _ROW.pack_into(self._mem, i * _ROW.size, kind, slot, k, window, vnone, *sel, speed, fade, target, value)
         self.n = i + 1
-        self.n_sel = at + k
         self.due.add(slot)
-        self.tasks += need[0]
-        self.cursors += need[1]
-        self.fades += need[2]
-        self.gaits += need[3]
+        self.tasks += tasks
+        self.cursors += cursors
+        self.fades += fades
+        self.gaits += gaits

@@ -333,7 +333,7 @@ class RecipeRules:
         target = value = 0.0
         vnone = 0
         if command.arg_steps:
-            sel = tp.sel_mv
+            sel, sel4 = tp.sel_mv, tp.sel4
             for k, op, anim, extra in command.arg_steps:
                 if op == _GAIT:
                     target, value = extra
@@ -353,6 +353,8 @@ class RecipeRules:
                     if row is None:
                         return None
                     sel[k] = row
+                    if sel4 is not None:
+                        sel4[k] = row
         ts = kv[4]
         if ts.unsettled:
             ts.settle()
@@ -394,21 +396,23 @@ class RecipeRules:
         command waiting (its rows are read as they will be), or the free lists with what
         the buffer will take leave no room (the handle calls grow the tables)."""
         buf = self.commands
-        if buf.n and inst.slot in buf.due:
+        if (buf.n and inst.slot in buf.due) or tp.sel4 is None:
             return False
         got = self._checks(inst, command, params, tp, buf.tasks)
         if got is None:
             return False
         kv, s, n, code, speed, fade, target, value, vnone = got
-        ts = kv[4]
         cursors, fades, gaits = kv[13]
         fade_n = 1 if code == CK.PLACE_CHANGE else 0
-        if kv[11][0] - buf.tasks < command.n_tasks or cursors.m_n_free[0] - buf.cursors < command.n_cursors \
-                or fades.m_n_free[0] - buf.fades < fade_n or gaits.m_n_free[0] - buf.gaits < command.n_gaits \
-                or ts.capacity > len(kv[3]):
+        n_tasks, n_cursors, n_gaits = command.n_tasks, command.n_cursors, command.n_gaits
+        top = kv[11][0] - buf.tasks                  # the task free list's top when this command runs
+        if top < n_tasks or cursors.m_n_free[0] - buf.cursors < n_cursors \
+                or fades.m_n_free[0] - buf.fades < fade_n or gaits.m_n_free[0] - buf.gaits < n_gaits:
             return False
-        buf.append(code, s, tp.sel_mv, len(command.steps), _WINDOW_INDEX[self.options.blend_window], vnone, speed,
-                   fade, target, value, (command.n_tasks, command.n_cursors, fade_n, command.n_gaits))
+        if kv[4].capacity > len(kv[3]) and max(kv[12][top - n_tasks:top]) >= len(kv[3]):
+            return False                             # a row past the pool's flags: the handle calls grow them
+        buf.append(code, s, len(tp.base), _WINDOW_INDEX[self.options.blend_window], vnone, tp.sel4, speed, fade,
+                   target, value, n_tasks, n_cursors, fade_n, n_gaits)
         self.cmd_kernel_runs += 1
         return True
 
@@ -427,7 +431,7 @@ class RecipeRules:
         t_nf = kv[11]
         tn = t_nf[0]
         reg = self.templates
-        args = kv[5] + (kv[3], kv[6], reg.ti, reg.tf, buf.bi, buf.bf, buf.sel, n)
+        args = kv[5] + (kv[3], kv[6], reg.ti, reg.tf, buf.bi, buf.bf, n)
         call = self._apply_entry
         try:
             if call is None:
@@ -441,6 +445,7 @@ class RecipeRules:
             raise RuntimeError(f"command buffer: row {-added - 1} of {n} found no room (the call's checks missed it)")
         self.pool._n_out += added
         buf.applied += n
+        buf.calls += 1
         self._forget_handles(kv, t_nf[0], tn)
 
     def _forget_handles(self, kv: tuple, lo: int, hi: int) -> None:
@@ -504,16 +509,19 @@ class _Templates:
     """A command's template rows for one anim set, rows of the Player's ``_TemplateRows``:
     one per step (``base``: a fixed id's, a gait's), then one per Arg step and id met
     (``by_id``: (step, id) -> row: a row holds its step's op, flags, held and blend);
-    ``sel`` the row each step runs with (an Arg step's set per run, through ``sel_mv``);
+    ``sel`` the row each step runs with (an Arg step's set per run, through ``sel_mv``; and
+    in ``sel4``, padded as a command buffer's row holds them);
     ``known`` per step, ``ready`` when every fixed step is."""
 
-    __slots__ = ("reg", "base", "sel", "sel_mv", "by_id", "known", "ready")
+    __slots__ = ("reg", "base", "sel", "sel_mv", "sel4", "by_id", "known", "ready")
 
     def __init__(self, steps: tuple, reg: _TemplateRows):
         self.reg = reg
         self.base = [reg.new_row() for _ in steps]
         self.sel = np.array(self.base, dtype=np.int64)
         self.sel_mv = _fast_view(self.sel)              # a memoryview: one write per Arg step
+        # the same rows as a command buffer's row holds them (None: too many steps to buffer)
+        self.sel4 = (self.base + [0] * (CK.B_MAX_STEPS - len(steps))) if len(steps) <= CK.B_MAX_STEPS else None
         self.by_id: dict = {}
         self.known = [st[1].__class__ is Arg for st in steps]
         self.ready = all(self.known)

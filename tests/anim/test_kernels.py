@@ -395,7 +395,8 @@ def test_no_kernel_or_helper_takes_loose_columns(name):
     assert found
 
 
-KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_pose", "kernels_step", "kernels_flush", "kernels_motion")
+KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_write", "kernels_pose", "kernels_step", "kernels_flush",
+                  "kernels_motion")
 
 
 @pytest.mark.parametrize("name", KERNEL_MODULES)
