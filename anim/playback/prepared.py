@@ -87,14 +87,19 @@ class RecipeRules:
         (module docstring), else through the handle calls. Rejected: the wrong number of
         params (RecipeError); then whatever the handle calls reject (TaskPoolExhausted,
         StackFull, QueueFull, PoseStackOverflow, UnknownClip, ValueError), nothing taken.
-        A command the direct path can write with no end callback becomes a row of the
-        command buffer (``commands``: anim.playback.cmdbuffer), written in order with the
-        others before anything reads what it changes; any other goes after them."""
+        A command the direct path can write becomes a row of the command buffer
+        (``commands``: anim.playback.cmdbuffer), written in order with the others before
+        anything reads what it changes (one with end callbacks at once, its ends after);
+        any other goes after them."""
         if command.__class__ is not Command or len(params) != command.n_params:
             check_params(command, params)
         tp = self._templates(command, inst.anim_set)
         ends = command.ends
-        if tp is not None and ends is None and self._buffer_rows(inst, command, params, tp):
+        if tp is not None and (ends is None or _ends_are_data(ends, params)) \
+                and self._buffer_rows(inst, command, params, tp):
+            if ends is not None:                     # the ends go on its rows: written now
+                self.commands.apply()
+                self._write_ends(inst, command, params)
             return
         self.commands.apply()                        # what the buffer holds first: the rows in the calls' order
         if tp is None or (ends is not None and not _ends_are_data(ends, params)) \
@@ -392,12 +397,15 @@ class RecipeRules:
 
     def _buffer_rows(self, inst: CharacterInstance, command: Command, params: tuple, tp: "_Templates") -> bool:
         """The command as a row of the command buffer (``commands``), or False (nothing
-        buffered) when the direct path cannot write it (``_checks``), its human has a
-        command waiting (its rows are read as they will be), or the free lists with what
-        the buffer will take leave no room (the handle calls grow the tables)."""
+        buffered) when the direct path cannot write it (``_checks``: the handle calls then
+        raise what they raise), it has more steps than a row holds, or the free lists with
+        what the buffer will take leave no room (the handle calls grow the tables). A human
+        with a command waiting has the buffer written first (its rows read as they are)."""
         buf = self.commands
-        if (buf.n and inst.slot in buf.due) or tp.sel4 is None:
+        if tp.sel4 is None:
             return False
+        if buf.n and inst.slot in buf.due:
+            buf.apply()
         got = self._checks(inst, command, params, tp, buf.tasks)
         if got is None:
             return False
