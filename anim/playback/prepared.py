@@ -175,7 +175,7 @@ class RecipeRules:
         if command.__class__ is not Command or len(params) != command.n_params:
             check_params(command, params)
         tp = self._templates(command, inst.anim_set)
-        if tp is None or not tp.ready:
+        if tp is None or tp.plan is None:
             return False
         by_id = tp.by_id
         return all(op == _GAIT or (k, params[anim.pos]) in by_id for k, op, anim, _ in command.arg_steps)
@@ -231,6 +231,7 @@ class RecipeRules:
                 tp.known[k] = True
             tp.set_clip(row, op, flags, held, extra, hit[3], hit[2], aid, rate)
         tp.ready = all(tp.known)
+        tp.plan = _plan(command, self.options) if tp.ready else None
 
     # ---------------------------------------------------------------- the rows, directly
     def _views(self) -> tuple | None:
@@ -275,7 +276,8 @@ class RecipeRules:
             t.commands = self.commands
         typed = tuple(blocks[ti].view(dt) for ti, dt in CK.BLOCK_VIEWS)
         kv = self._cmd_views = (LAYOUT_EPOCH[0], st, h, out, ts, typed, lay, h.m_depth, h.m_queued, h.gen,
-                                h.m_speed, ts.m_n_free, ts.m_free_rows, (st.cursors, st.fades, st.gaits))
+                                h.m_speed, ts.m_n_free, ts.m_free_rows, (st.cursors, st.fades, st.gaits),
+                                (st.cursors.m_n_free, st.fades.m_n_free, st.gaits.m_n_free))
         # the entry point (_cmd_entry) is kept: every argument types as before (the arrays
         # checked above: their dtype, one dimension, C order, writable and aligned; the
         # templates' own; the scalars a Python int or float, as _run_rows makes them)
@@ -284,52 +286,34 @@ class RecipeRules:
     def _checks(self, inst: CharacterInstance, command: Command, params: tuple, tp: "_Templates",
                 extra_tasks: int) -> tuple | None:
         """What the direct path writes ``command`` with (the views, the human's slot and
-        depth, the place, the speed, fade, a gait's target and value), or None when it
+        depth, the speed, the fade, a gait's target and value, ``vnone``), or None when it
         cannot be sure the rows are the handle calls' (the module docstring's cases): the
         checks that raise at the call (a full stack or queue, the pool exhausted with
-        ``extra_tasks`` more taken) fall to the handle calls, which raise them.
+        ``extra_tasks`` more taken) fall to the handle calls, which raise them. What the
+        options and the command decide is ``tp.plan`` (``_Templates.plan_for``).
         Original: 0x001754e8 / 0x001753d8 (insert, push: their room)."""
-        batch = self.batch
-        if inst.engine is not batch or not tp.ready:
+        plan = tp.plan
+        if plan is None or inst.engine is not self.batch:
             return None
         pool = self.pool
         kv = self._cmd_views
-        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[1] is not self.stores or kv[2] is not batch.humans \
-                or kv[3] is not pool._out:
+        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[2] is not self.batch.humans or kv[3] is not pool._out:
             kv = self._views()
             if kv is None:
                 return None
-        h = kv[2]
         s = inst.slot
         rec = inst.record
-        if rec.table is not h or rec.row != s or kv[9][s] != rec.gen or s.__class__ is not int:
+        if rec.row != s or kv[9][s] != rec.gen or rec.table is not kv[2] or s.__class__ is not int:
             return None
-        opts = self.options
-        place = command.place
+        code, room, n_tasks, fade = plan[0], plan[1], plan[2], plan[7]
         n = kv[7][s]
-        fade = 0.0
-        if place is _CHANGE:
-            fade = command.fade
-            if fade.__class__ is Arg:
-                fade = params[fade.pos]
-                if not (fade.__class__ is float and 0.0 <= fade <= _F32_MAX):
-                    return None
-            elif fade.__class__ is not float:
-                fade = float(fade)
-            if not change_room(n, opts.early_finish_above):
+        if (kv[8][s] if code == CK.PLACE_ENQUEUE else n) > room:
+            return None                              # an early finish could act, or no room: the handle calls
+        if fade.__class__ is Arg:
+            fade = params[fade.pos]
+            if not (fade.__class__ is float and 0.0 <= fade <= _F32_MAX):
                 return None
-            code = CK.PLACE_CHANGE
-        elif place is _PUSH:
-            if not (n <= opts.early_finish_above and n < STACK_SIZE):
-                return None
-            code = CK.PLACE_PUSH
-        else:
-            if kv[8][s] >= QUEUE_SIZE:
-                return None
-            code = CK.PLACE_ENQUEUE
-        if opts.refuse_deep_chains:
-            return None
-        if pool._n_out + extra_tasks + command.n_tasks > pool.capacity:
+        if pool._n_out + extra_tasks + n_tasks > pool.capacity:
             return None
         speed = kv[10][s]
         if not -_F32_MAX <= speed <= _F32_MAX:
@@ -360,13 +344,17 @@ class RecipeRules:
                     sel[k] = row
                     if sel4 is not None:
                         sel4[k] = row
+        return kv, s, n, speed, fade, target, value, vnone
+
+    def _settle(self, kv: tuple) -> None:
+        """Rows the flush gave back and has not reset yet (a callback's command in the middle
+        of it) reset before a kernel takes them (Table.settle)."""
         ts = kv[4]
         if ts.unsettled:
             ts.settle()
         for t in kv[13]:
             if t.unsettled:
                 t.settle()
-        return kv, s, n, code, speed, fade, target, value, vnone
 
     def _run_rows(self, inst: CharacterInstance, command: Command, params: tuple, tp: "_Templates") -> bool:
         """The command's rows written at once (anim.engine.cmdkernel.run_rows, one call), or
@@ -376,12 +364,13 @@ class RecipeRules:
         got = self._checks(inst, command, params, tp, 0)
         if got is None:
             return False
-        kv, s, n, code, speed, fade, target, value, vnone = got
+        kv, s, n, speed, fade, target, value, vnone = got
+        self._settle(kv)
         typed, lay, t_nf = kv[5], kv[6], kv[11]
         tn = t_nf[0]
         reg = self.templates
-        args = typed + (kv[3], lay, reg.ti, reg.tf, tp.sel, s, n, code, _WINDOW_INDEX[self.options.blend_window],
-                        speed, fade, target, value, vnone)
+        plan = tp.plan
+        args = typed + (kv[3], lay, reg.ti, reg.tf, tp.sel, s, n, plan[0], plan[6], speed, fade, target, value, vnone)
         call = self._cmd_entry
         if call is None:
             added = CK.run_rows(*args)
@@ -402,25 +391,22 @@ class RecipeRules:
         what the buffer will take leave no room (the handle calls grow the tables). A human
         with a command waiting has the buffer written first (its rows read as they are)."""
         buf = self.commands
-        if tp.sel4 is None:
-            return False
         if buf.n and inst.slot in buf.due:
             buf.apply()
         got = self._checks(inst, command, params, tp, buf.tasks)
-        if got is None:
+        if got is None or tp.sel4 is None:
             return False
-        kv, s, n, code, speed, fade, target, value, vnone = got
-        cursors, fades, gaits = kv[13]
-        fade_n = 1 if code == CK.PLACE_CHANGE else 0
-        n_tasks, n_cursors, n_gaits = command.n_tasks, command.n_cursors, command.n_gaits
+        kv, s, n, speed, fade, target, value, vnone = got
+        code, _, n_tasks, n_cursors, n_fades, n_gaits, window, _ = tp.plan
         top = kv[11][0] - buf.tasks                  # the task free list's top when this command runs
-        if top < n_tasks or cursors.m_n_free[0] - buf.cursors < n_cursors \
-                or fades.m_n_free[0] - buf.fades < fade_n or gaits.m_n_free[0] - buf.gaits < n_gaits:
+        nf = kv[14]                                  # the cursor, fade and gait tables' free counts
+        if top < n_tasks or nf[0][0] - buf.cursors < n_cursors or nf[1][0] - buf.fades < n_fades \
+                or nf[2][0] - buf.gaits < n_gaits:
             return False
         if kv[4].capacity > len(kv[3]) and max(kv[12][top - n_tasks:top]) >= len(kv[3]):
             return False                             # a row past the pool's flags: the handle calls grow them
-        buf.append(code, s, len(tp.base), _WINDOW_INDEX[self.options.blend_window], vnone, tp.sel4, speed, fade,
-                   target, value, n_tasks, n_cursors, fade_n, n_gaits)
+        buf.append(code, s, len(tp.base), window, vnone, tp.sel4, speed, fade, target, value, n_tasks, n_cursors,
+                   n_fades, n_gaits)
         self.cmd_kernel_runs += 1
         return True
 
@@ -430,12 +416,12 @@ class RecipeRules:
         call checked its room): RuntimeError, the rows before it written."""
         n = buf.n
         kv = self._cmd_views
-        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[1] is not self.stores or kv[2] is not self.batch.humans \
-                or kv[3] is not self.pool._out:
+        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[2] is not self.batch.humans or kv[3] is not self.pool._out:
             kv = self._views()
         if kv is None:
             buf.clear()
             raise RuntimeError("command buffer: the tables are no longer plain blocks; its commands are lost")
+        self._settle(kv)
         t_nf = kv[11]
         tn = t_nf[0]
         reg = self.templates
@@ -468,6 +454,30 @@ class RecipeRules:
                 views.extend([None] * (top - len(views)))
         for tr in taken:
             views[tr] = None
+
+
+def _plan(command: Command, opts: PlayerOptions) -> tuple | None:
+    """What the direct path's checks take from the command and the options, once: the place
+    (cmdkernel's PLACE_*), the deepest stack (a change, a push) or the longest queue (an
+    enqueue) it is written on directly (no early finish can act, the rows fit: a change by
+    anim.engine.rules.change_room), the task, cursor, fade and gait rows it takes, the
+    blend window's index and the fade (a float, or its Arg). None: never directly
+    (``refuse_deep_chains``: the handle calls' dry run decides)."""
+    if opts.refuse_deep_chains:
+        return None
+    fade: Any = 0.0
+    if command.place is _CHANGE:
+        code = CK.PLACE_CHANGE
+        room = max((n for n in range(STACK_SIZE + 1) if change_room(n, opts.early_finish_above)), default=-1)
+        fade = command.fade if command.fade.__class__ is Arg else float(command.fade)
+    elif command.place is _PUSH:
+        code = CK.PLACE_PUSH
+        room = min(opts.early_finish_above, STACK_SIZE - 1)
+    else:
+        code = CK.PLACE_ENQUEUE
+        room = QUEUE_SIZE - 1
+    return (code, room, command.n_tasks, command.n_cursors, 1 if code == CK.PLACE_CHANGE else 0, command.n_gaits,
+            _WINDOW_INDEX[opts.blend_window], fade)
 
 
 def _ends_are_data(ends: tuple, params: tuple) -> bool:
@@ -521,7 +531,7 @@ class _Templates:
     in ``sel4``, padded as a command buffer's row holds them);
     ``known`` per step, ``ready`` when every fixed step is."""
 
-    __slots__ = ("reg", "base", "sel", "sel_mv", "sel4", "by_id", "known", "ready")
+    __slots__ = ("reg", "base", "sel", "sel_mv", "sel4", "by_id", "known", "ready", "plan")
 
     def __init__(self, steps: tuple, reg: _TemplateRows):
         self.reg = reg
@@ -533,6 +543,7 @@ class _Templates:
         self.by_id: dict = {}
         self.known = [st[1].__class__ is Arg for st in steps]
         self.ready = all(self.known)
+        self.plan: tuple | None = None                  # _plan's, once ready (RecipeRules._learn_rows)
 
     def new_row(self) -> int:
         """A new row for an Arg id."""
