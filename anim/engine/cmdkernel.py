@@ -69,7 +69,7 @@ COLUMNS = (
 # numba's cache is keyed on this file only: the sha256 of the sources its kernels link
 # (kernels_write, anim.engine.rules, anim.maths.detmath: anim.engine.jitcache.linked_sha256), so an edit there changes this
 # file too (tests/anim/test_rules.py checks it).
-LINKED_SHA256 = "34863f8985fb1c9b8b603d7e7aba1f14de81242b42015fc3bc6e90e367c8f077"
+LINKED_SHA256 = "6be7b43d5d01494f433ea4a851107e887103cb7a983d67d09227eaf4df6c3da0"
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
@@ -219,7 +219,7 @@ def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, 
                     tasks.window[tr] = window
         else:                                      # GaitTask._made: the task row, the gait row, the pair
             v, tg, lower, leader = gait_values(target, value, vnone, flags & _CONTINUOUS_INT)
-            task_init(tasks, tr, _GAIT, speed, flags, ti[row, TI_HELD])
+            task_init(tasks, tr, np.int64(_GAIT), speed, flags, ti[row, TI_HELD])
             gr = take_row(gaits.live, gaits.free_rows, gaits.n_free)
             gait_init(gaits, tasks, tr, gr, ti[row, TI_IDS:TI_IDS + 5], ti[row, TI_BANKS:TI_BANKS + 5], v, tg, lower,
                       leader)
@@ -243,7 +243,7 @@ def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, 
     stack_width = lay[_WIDTHS]
     if place == PLACE_CHANGE:                      # change's straight path: the fade, then both slots
         fr = take_row(tasks.live, tasks.free_rows, tasks.n_free)
-        task_init(tasks, fr, _FADE, speed, 0, 0)
+        task_init(tasks, fr, np.int64(_FADE), speed, np.int64(0), np.int64(0))   # (int64s: one compile)
         frow = take_row(fades.live, fades.free_rows, fades.n_free)
         fade_init(fades, tasks, fr, frow, fade)
         added += _pool_take(out, fr)

@@ -40,7 +40,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "7cc9d473ad4befc6352f88ba22a1739bc0f33946caa0ec38a3d5186308a8b613"
+LINKED_SHA256 = "ddf4c253d47043aa93ab4c3f9e35d83055ab36bddeb1a39a3020761f6983e8ba"
 
 
 # status bits per human (step_stacks' ``status``)

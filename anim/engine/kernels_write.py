@@ -30,6 +30,8 @@ CACHE = cache_setting(__file__)
 _helper, _kernel, _inline = jit_kinds(CACHE)
 
 __all__: list[str] = []
+# the writers, by name (each compiles once per module that calls it: its table's tuple type)
+WRITERS = ("take_row", "cursor_init", "task_init", "fade_init", "gait_values", "gait_init")
 # numba's cache is keyed on each function's own file: the sha256 of the sources this one
 # links (anim.engine.rules, anim.maths.detmath, kernels_maths), so an edit there changes this
 # file too (tests/anim/test_kernels.py checks it).

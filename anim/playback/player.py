@@ -287,16 +287,18 @@ class Player:
         is listed in ``refused`` (emptied at each ``step``) as (instance, error). The
         original has no such check (it would write past the stack). Rejected: a ``dt`` that
         is not a finite number 0 to 1 s (RangeError naming it, before anything changes).
-        First the tasks made since the last step and never placed go back to the pool
-        (anim.playback.orphans: the end of the update that made them).
+        First the prepared commands buffered since the last step are written, in the
+        order of their calls (anim.playback.cmdbuffer), then the tasks made since the last
+        step and never placed go back to the pool (anim.playback.orphans: the end of the
+        update that made them).
         """
-        self.prepared.commands.apply()          # the commands buffered since the last step, in order
         # one float32 dt (the compiled step reads it as a float32)
         raw = self.options.dt if dt is None else dt
         if raw is not self._dt_raw or raw.__class__ is not float:     # the same float object: the same f32
             self._dt_f32 = F.f32(raw if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
             self._dt_raw = raw
         dt = self._dt_f32
+        self.prepared.commands.apply()          # the commands buffered since the last step, in order
         made = self.pool.made
         if made or made is None:                # the handle API made tasks since the last step:
             give_back_unplaced(self)            # those never placed go back (anim.playback.orphans)
