@@ -186,7 +186,8 @@ class Player:
     _bank = _PartProperty("lookup", "_bank", "The look-up's bank as it is (None until built): anim.playback.batch reads it.")
     _clips = _PartProperty("lookup", "clips", "Every clip seen, by bank index (ClipLookup.clips).")
     cmd_kernel_runs = _PartProperty("prepared", "cmd_kernel_runs",
-                                    "Commands whose rows anim.engine.cmdkernel.run_rows wrote (RecipeRules).")
+                                    "Commands whose rows anim.engine.cmdkernel's compiled writers write, at once "
+                                    "or buffered (RecipeRules).")
 
     def __init__(self, options: PlayerOptions | None = None, skeleton: Skeleton = HUMANOID):
         self._options = options or PlayerOptions()

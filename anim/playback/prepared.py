@@ -1,11 +1,14 @@
 """The Player's prepared commands: a Recipe's rows written directly (anim.playback.recipe).
 
 ``RecipeRules`` is the part of ``scuffle.anim.playback.player.Player`` that runs a prepared
-command (``prepare``, ``run``): when nothing can refuse or grow, one compiled call
-(anim.engine.cmdkernel.run_rows) writes the task, cursor, fade and gait rows, the pool's flags
-and the human's stack or queue row, from templates kept per command and anim set as small
-arrays (``_Templates``, made by ``_learn_rows``) and the tables' memory blocks, with no
-handle object (anim.playback.tasks.task_at makes a row's handle on its first read); otherwise it
+command (``prepare``, ``run``): when nothing can refuse or grow, the command becomes a row
+of the command buffer (``commands``, anim.playback.cmdbuffer), which one compiled call
+(anim.engine.cmdkernel.apply_commands; a command too long for a row: run_rows, at once)
+writes before anything reads its rows: the task, cursor, fade and gait rows, the pool's
+flags and the human's stack or queue row, from templates kept per command and anim set as
+rows of the Player's template arrays (``_Templates`` over ``_TemplateRows``, made by
+``_learn_rows``) and the tables' memory blocks, with no handle object
+(anim.playback.tasks.task_at makes a row's handle on its first read); otherwise it
 runs the command through the handle calls (anim.playback.recipe.expand), whose rows these are,
 bit for bit. The checks that raise at the call stay here, before anything is taken.
 A part the Player owns (``Player.prepared``), over the world's stores, the pool and the
@@ -290,7 +293,7 @@ class RecipeRules:
         cannot be sure the rows are the handle calls' (the module docstring's cases): the
         checks that raise at the call (a full stack or queue, the pool exhausted with
         ``extra_tasks`` more taken) fall to the handle calls, which raise them. What the
-        options and the command decide is ``tp.plan`` (``_Templates.plan_for``).
+        options and the command decide is ``tp.plan`` (``_plan``).
         Original: 0x001754e8 / 0x001753d8 (insert, push: their room)."""
         plan = tp.plan
         if plan is None or inst.engine is not self.batch:

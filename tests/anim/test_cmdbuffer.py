@@ -221,3 +221,47 @@ def test_a_command_with_more_steps_than_a_row_holds_runs_at_once():
     runs = p.prepared.cmd_kernel_runs
     p.run(hs[1], long)
     assert p.prepared.commands.n == 0 and p.prepared.cmd_kernel_runs == runs + 1
+
+
+def test_a_game_restored_between_a_buffered_command_and_the_update_replays_the_same_bytes():
+    """Through the Game: a snapshot taken with commands waiting holds them written (its
+    checksum is the state's with them); a restore drops the ones issued after it; the
+    replay gives the bytes of a Game that never issued them."""
+    from scuffle.anim.playback.recipe import ClipStep, LoopStep, Recipe
+    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.runtime.world import Game
+
+    def world():
+        g = Game()
+        for i, name in enumerate(("a", "b", "c")):
+            g.add_human(name, demo_set(), position=(2.0 * i, 0.0, 0.0))
+        cmd = g.player.prepare(Recipe(Place.CHANGE, (ClipStep(Move.JAB, blend=0.1), LoopStep(Move.FIGHT_IDLE)),
+                                      fade=0.2))
+        for _ in range(3):
+            for name in ("a", "b", "c"):
+                g.player.run(g.instance(name), cmd)      # learnt, then buffered
+            for _ in range(20):
+                g.step()
+        return g, cmd
+
+    g, cmd = world()
+    h, hcmd = world()
+    try:
+        buf = g.player.prepared.commands
+        g.player.run(g.instance("a"), cmd)
+        h.player.run(h.instance("a"), hcmd)
+        assert buf.n == 1
+        snap = g.snapshot()                             # writes the waiting command first
+        assert buf.n == 0 and g.checksum() == h.checksum()
+        g.player.run(g.instance("b"), cmd)
+        g.player.run(g.instance("c"), cmd)
+        assert buf.n == 2
+        g.restore(snap)                                 # the two issued after it: dropped
+        assert buf.n == 0 and g.checksum() == h.checksum()
+        for _ in range(10):
+            g.step()
+            h.step()
+        assert g.checksum() == h.checksum()
+    finally:
+        g.close()
+        h.close()
