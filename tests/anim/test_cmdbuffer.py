@@ -135,18 +135,21 @@ def test_a_second_command_of_a_human_goes_after_the_first():
 
 def test_a_refused_command_raises_at_the_call_and_leaves_nothing():
     """The pool nearly taken by buffered commands of other humans: the command that would
-    exhaust it raises TaskPoolExhausted at its call, and the tables are those of the
-    commands before it."""
+    exhaust it raises TaskPoolExhausted at its call (the buffer written first, then the
+    handle calls refuse it), and the tables are those of the commands before it."""
     p, hs, cmds = _learnt(n=4, pool=40)
-    used = p.pool.n_out
-    k = 0
+    q, qs, qc = _learnt(n=4, pool=40)
+    buf = p.prepared.commands
+    done = waiting = 0
     with pytest.raises(TaskPoolExhausted):
         for j in range(40):
-            before = tables(p) if p.pool.capacity - p.pool.n_out < 6 else None
-            k = j
+            waiting = buf.n                             # (reading the count writes nothing)
             p.run(hs[j % 4], cmds["combo"], 0.2)
-    assert before is not None and k > 0 and used < 40
-    assert tables(p) == before
+            done = j + 1
+    assert done >= 2 and waiting >= 1                   # refused with commands of others waiting
+    for j in range(done):
+        q.run(qs[j % 4], qc["combo"], 0.2)
+    assert tables(p) == tables(q)
 
 
 def test_a_restore_between_a_command_and_the_update_is_exact():
