@@ -131,6 +131,9 @@ class HumanRecord:
         t, r = self.table, self.row
         if t.gen[r] != self.gen:
             raise left_world("HumanRecord", "flags", r, "human")
+        c = t.commands
+        if c is not None:
+            c.apply_for(r)
         return t.flags.item(r)
 
     @flags.setter
@@ -141,6 +144,9 @@ class HumanRecord:
         t, r = self.table, self.row
         if t.gen[r] != self.gen:
             raise left_world("HumanRecord", "flags", r, "human")
+        c = t.commands
+        if c is not None:
+            c.apply_for(r)
         t.flags[r] = v
 
     @property
@@ -149,6 +155,9 @@ class HumanRecord:
         t, r = self.table, self.row
         if t.gen[r] != self.gen:
             raise left_world("HumanRecord", "held", r, "human")
+        c = t.commands
+        if c is not None:
+            c.apply_for(r)
         return t.flags.item(r)
 
     @held.setter
@@ -161,6 +170,9 @@ class HumanRecord:
         t, r = self.table, self.row
         if t.gen[r] != self.gen:
             raise left_world("HumanRecord", "anim_id", r, "human")
+        c = t.commands
+        if c is not None:
+            c.apply_for(r)
         return t.anim.item(r)
 
     @anim_id.setter
@@ -171,6 +183,9 @@ class HumanRecord:
         t, r = self.table, self.row
         if t.gen[r] != self.gen:
             raise left_world("HumanRecord", "anim_id", r, "human")
+        c = t.commands
+        if c is not None:
+            c.apply_for(r)
         t.anim[r] = v
 
     def attach(self, table: HumanTable, row: int) -> None:
@@ -367,15 +382,29 @@ class TaskPool:
     Original: 0x001048a0 (build), 0x001054c8 (take), 0x00105510 (give back).
     """
 
-    __slots__ = ("capacity", "_out", "m_out", "n_out", "made")
+    __slots__ = ("capacity", "_out", "m_out", "_n_out", "made", "commands")
 
     def __init__(self, capacity: int = POOL_SIZE):
         if capacity < 1:
             raise ValueError(f"task pool capacity {capacity} must be >= 1")
+        self.commands = None                # the Player's command buffer: written before a count is read
         self.capacity = int(capacity)
         self.out = np.zeros(64, np.bool_)
-        self.n_out = 0
+        self._n_out = 0
         self.made: list[int] | None = []
+
+    @property
+    def n_out(self) -> int:
+        """The flags set in ``out``: the tasks out of the pool (the Player's buffered
+        commands written first: anim.playback.cmdbuffer)."""
+        c = self.commands
+        if c is not None and c.n:
+            c.apply()
+        return self._n_out
+
+    @n_out.setter
+    def n_out(self, n: int) -> None:
+        self._n_out = n
 
     @property
     def out(self) -> np.ndarray:
@@ -393,6 +422,7 @@ class TaskPool:
         return self.capacity, self._out, self.n_out
 
     def __setstate__(self, state: tuple) -> None:
+        self.commands = None
         self.capacity, self.out, self.n_out = state
 
     def save(self, into: tuple | None = None) -> tuple:
@@ -449,11 +479,11 @@ class TaskPool:
     @property
     def free(self) -> int:
         """Tasks that can still be taken."""
-        return self.capacity - self.n_out
+        return self.capacity - self.in_use
 
     def require(self, n: int) -> None:
         """Raise TaskPoolExhausted unless ``n`` tasks can be taken."""
-        if self.capacity - self.n_out < n:
+        if self.capacity - self.in_use < n:
             raise TaskPoolExhausted(
                 f"task pool exhausted: {n} needed, {self.free} of {self.capacity} free")
 
