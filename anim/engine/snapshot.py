@@ -208,7 +208,9 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
     checksum) and never restored. ``arena``: the TableArena holding the engine's tables
     (and others: a Game's), laid out again when a table left it; its one copy (save_arena,
     into ``into``'s when it fits) is the state's ``arena`` and the tables' states views
-    of it. Past its size limit, or without it, each table is copied on its own."""
+    of it. Past its size limit, or without it, each table is copied on its own. The
+    Player's buffered commands are written first (a state holds no command buffer)."""
+    player.prepared.commands.apply()
     st = player.stores
     batch = player.batch
     loose = [(inst if view else serial_of(inst), _private_values(inst.record)) for inst in instances
@@ -248,7 +250,10 @@ def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = 
     ``check`` is kept for callers; each table checks its block's size itself. ``arena``:
     the TableArena the state was saved through (only a Game's own snapshot has one: its
     values are trusted), copied back at once when the tables still lie as they did
-    (load_arena). Returns whether it was (the arena's other tables are then loaded too)."""
+    (load_arena). Returns whether it was (the arena's other tables are then loaded too).
+    Commands buffered since the state was saved are dropped (they belong to the state it
+    replaces)."""
+    player.prepared.commands.clear()
     st = player.stores
     batch = player.batch
     copied = arena is not None and s.arena is not None and load_arena(arena, s.arena)
