@@ -54,6 +54,7 @@ class PrivateRow:
     __slots__ = ("flags", "anim", "speed", "live", "gen", "_report")
     world = None
     capacity = 1
+    commands = None             # no command buffer writes a standalone record's row (HumanTable.commands)
 
     def __init__(self) -> None:
         self.flags, self.anim, self.speed = _Cell((0,)), _Cell((-1,)), _Cell((1.0,))
