@@ -256,7 +256,8 @@ class StepJob(_Job):
     KERNEL = "step_stacks"
     Inputs = StepInputs
     # the passes of one human, in order: (name, the named steps of kernels_step it runs)
-    PASSES = (("room", ("_room",)), ("pairs ahead", ("_pair_ahead",)), ("newest", ("_newest",)),
+    PASSES = (("rows ahead", ("_fetch_tasks", "_fetch_rows")), ("room and pairs ahead", ("_room",)),
+              ("newest", ("_newest",)),
               ("tasks bottom-up", ("_step_loop", "_step_clip", "_hand_over", "_in_window", "_step_fade",
                                    "_gait_move", "_change_pair", "_gait_leader", "_gait_advance", "_step_mix",
                                    "_step_pick", "_step_direction")),
