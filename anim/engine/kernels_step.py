@@ -7,7 +7,10 @@ clean-up, the gait blend's value, pair (its new cursors taken from the cursor ta
 free list), leader and follower, type 10's weight, leader and follower, type 11's four
 clips in step, type 13's centre and followers, the held-flag events; fired events,
 deferred tasks and wraps are written as rows of preallocated buffers (anim.playback.batch drives
-it). Tables: anim.engine.store (the task table with type, rate, flags, held bits, cursor rows,
+it). One read-only walk of a human's rows before its step (``_room``) finds the room it
+needs, whether its rows can be followed and whether a gait of it changes pair; the rows
+of the humans a few places ahead are prefetched meanwhile (``_fetch_tasks``,
+``_fetch_rows``). Tables: anim.engine.store (the task table with type, rate, flags, held bits, cursor rows,
 the fade's or gait's row, next and incoming links, blend time and window rule, released,
 handed over, wraps; the human table with the record's flags and the stack as task rows).
 
@@ -766,7 +769,8 @@ def _step_direction(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events
 @_kernel
 def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, events, out):
     """One animation step of the humans ``rows[start:]`` (rows of the human table), each
-    in turn (see the module docstring), in the spec's order: the room, then every task of
+    in turn (see the module docstring; the rows of the humans a few places ahead
+    prefetched meanwhile), in the spec's order: the room, then every task of
     the stack bottom-up, each by its type's named step ("When a clip ends" L299-334,
     "Fades" L261-267, "Gait blend" L269-288), then the held-flag events of what it fired.
     The named steps take the tables' named tuples (anim.engine.kernel_types: linked into this
