@@ -257,8 +257,7 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     Slots 0-2 (velocity, root, bone 0) are taken before the bone loop; key indices are
     read as unsigned (no negative-index wrap on the table reads); a bone's key is
     normalised by multiplying by the float32 reciprocal of its norm (within 1 ulp of
-    dividing). Its rotations go to the pose's lanes (bones 1-33 computed and picked
-    without a branch).
+    dividing). Its rotations go to the pose's lanes.
     """
     row0, rows, ftab, kval, kslope, kstart, ktag = (bank.row0, bank.rows, bank.ftab, bank.kval, bank.kslope,
                                                     bank.kstart, bank.ktag)
@@ -317,6 +316,12 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
         k = np.uint64(keys[b])
         tag = ktag[k]
         tags[b] = tag
+        if tag or not live[b]:
+            r0[b] = e0[b]
+            r1[b] = e1[b]
+            r2[b] = e2[b]
+            r3[b] = e3[b]
+            continue
         dx = x - kstart[k]
         q0 = kslope[k, 0] * dx + kval[k, 0]
         q1 = kslope[k, 1] * dx + kval[k, 1]
@@ -329,11 +334,10 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
         n = np.float32(math.sqrt(n2))
         n = np.float32(1.0) if n == 0 else n
         inv = np.float32(1.0) / n
-        keep = tag or not live[b]
-        r0[b] = e0[b] if keep else q0 * inv
-        r1[b] = e1[b] if keep else q1 * inv
-        r2[b] = e2[b] if keep else q2 * inv
-        r3[b] = e3[b] if keep else q3 * inv
+        r0[b] = q0 * inv
+        r1[b] = q1 * inv
+        r2[b] = q2 * inv
+        r3[b] = q3 * inv
     d = scratch.dflt[0]
     if d >= 0:
         _default_from(p, d, scratch)
