@@ -69,11 +69,13 @@ COLUMN_TYPES: dict[type, dict[str, tuple[str, int, str]]] = {
     BankTables: {"row0": ("int64", 1, "clips"), "rows": ("int64", 1, "clips"), "ftab": ("int64", 2, "frames"),
                  "kval": ("float32", 2, "keys"), "kslope": ("float32", 2, "keys"), "kstart": ("float32", 1, "keys"),
                  "ktag": ("bool", 1, "keys"), "animated": ("bool", 1, "slots"), "ref_rot": ("float32", 2, "bones"),
-                 "ref_bone_rot": ("float32", 2, "bones"), "parents": ("int64", 1, "bones"),
+                 "ref_lanes": ("float32", 2, "components"), "parents": ("int64", 1, "bones"),
                  "offsets": ("float32", 2, "bones"), "submask": ("bool", 2, "bones")},
     Scratch: {**{f: ("float32", 2, "poses") for f in ("vel", "root")}, "rot": ("float32", 3, "poses"),
               "tag": ("bool", 2, "poses"), "vel_i": ("int32", 2, "poses"), "root_i": ("int32", 2, "poses"),
-              "rot_i": ("int32", 3, "poses"), "dflt": ("int64", 1, "one")},
+              "rot_i": ("int32", 3, "poses"), "dflt": ("int64", 1, "one"),
+              "lanes": ("float32", 1, "lanes"), "lane_tag": ("bool", 1, "slots"),
+              "lane_idx": ("int64", 1, "bones")},
 }
 _WALK = 64                      # kernels_step's walk scratch (rows a stack and its next tasks span)
 _COUNTS = 5                     # step_stacks' counts (COUNT_EVENTS ... COUNT_WRAPS)
@@ -345,8 +347,15 @@ class PoseJob(_Job):
         bones = inputs.bank.ref_rot.shape[0]
         if inputs.scratch.rot.shape[0] < POSE_STACK_SIZE + 2:
             raise _fail(k, "scratch.rot", f"{inputs.scratch.rot.shape[0]} poses, needs at least {POSE_STACK_SIZE + 2}")
-        if inputs.scratch.rot.shape[1] != bones:
-            raise _fail(k, "scratch.rot", f"{inputs.scratch.rot.shape[1]} bones, the bank's skeleton has {bones}")
+        from scuffle.anim.engine.kernels_pose import LANE_ROWS, LANES      # (loaded: a kernel runs)
+        sc = inputs.scratch
+        if (sc.rot.shape[1:] != (4, LANES) or sc.lanes.shape[0] != LANE_ROWS * LANES or bones > LANES
+                or sc.lane_idx.shape[0] < bones):
+            raise _fail(k, "scratch.rot", f"{sc.rot.shape[1:]} components and lanes (scratch.lanes {sc.lanes.shape}), "
+                        f"expected (4, {LANES}) for the bank's skeleton of {bones} bones")
+        if inputs.bank.ref_lanes.shape != (4, LANES) or sc.lane_tag.shape[0] != bones + 2:
+            raise _fail(k, "bank.ref_lanes", f"{inputs.bank.ref_lanes.shape} (scratch.lane_tag {sc.lane_tag.shape}), "
+                        f"expected (4, {LANES}) for the bank's skeleton of {bones} bones")
         out = inputs.out
         if type(out) is not PoseOut:
             raise _fail(k, "out", f"{type(out).__name__}, expected PoseOut")

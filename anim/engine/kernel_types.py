@@ -152,8 +152,10 @@ class StepBuffers(NamedTuple):
 class BankTables(NamedTuple):
     """A ClipBank and its skeleton in the pose kernels' layout (anim.engine.plan.PoseTables):
     the frame -> key table and the keys key-major, the sentinels, the animated slots, the
-    reference rotations, the bind height, the parent table, the bone offsets and every
-    bone's subtree mask."""
+    reference rotations (``ref_rot`` bone-major (34, 4); ``ref_lanes`` the same values
+    component-major (4, LANES), bones in SIMD lanes as the scratch poses hold them, the
+    padding lanes the identity), the
+    bind height, the parent table, the bone offsets and every bone's subtree mask."""
     row0: np.ndarray
     rows: np.ndarray
     ftab: np.ndarray
@@ -165,7 +167,7 @@ class BankTables(NamedTuple):
     sent_bone: np.int64
     animated: np.ndarray
     ref_rot: np.ndarray
-    ref_bone_rot: np.ndarray
+    ref_lanes: np.ndarray
     bind_height: np.float32
     parents: np.ndarray
     offsets: np.ndarray
@@ -173,13 +175,19 @@ class BankTables(NamedTuple):
 
 
 class Scratch(NamedTuple):
-    """Human-major scratch poses: vel (P, 3), root (P, 3), rot (P, 34, 4), tag (P, 36);
+    """Human-major scratch poses: vel (P, 3), root (P, 3), rot (P, 4, LANES) (each pose's
+    rotations component-major, bones in SIMD lanes, kernels_pose.LANES of them: the
+    padding lanes past the last bone the identity), tag (P, 36);
     ``vel_i``, ``root_i``, ``rot_i`` the same memory as int32 (the y words' tag bit),
     ``tag_bits`` whether the tags go into the y words (PlayerOptions.tag_bits) and
     ``motion_entry`` whether bone-transform entry 0 holds the motion channels
     (PlayerOptions.motion_entry); ``dflt`` (int64, one value) the scratch pose whose
     rotations a sample's bones 1-33 take from the default pose (-1: the reference pose's;
-    pose_stacks sets it for queued_default)."""
+    pose_stacks sets it for queued_default); ``lanes`` (float32 (LANE_ROWS x LANES,): x, y,
+    z, w, then the lanes' flags, dots and weights), ``lane_tag`` (bool (36,)) and
+    ``lane_idx`` (int64 (LANES,): the bones that slerp) a blend's bones before they go to
+    its pose (its SIMD loops then never read and write one pose, which would keep them
+    scalar)."""
     vel: np.ndarray
     root: np.ndarray
     rot: np.ndarray
@@ -190,6 +198,9 @@ class Scratch(NamedTuple):
     tag_bits: np.bool_
     motion_entry: np.bool_
     dflt: np.ndarray
+    lanes: np.ndarray
+    lane_tag: np.ndarray
+    lane_idx: np.ndarray
 
 
 class PoseOut(NamedTuple):

@@ -22,7 +22,9 @@ from numba import njit
 from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.maths.pose import POSE_STACK_SIZE
 from scuffle.anim.engine.jitcache import cache_setting
-from scuffle.anim.engine.kernels_maths import (jit_kinds, _div, _mul, _sub, acos_s, sin_cos_s)
+from scuffle.anim.engine.jitpipe import LinkOnlyCompiler
+from scuffle.anim.engine.kernels_maths import (LINK_ONLY, jit_kinds, _div, _mul, _sub, acos_s, sin_cos_s)
+from scuffle.anim.maths import detmath as _detmath
 from scuffle.anim.engine.kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _KEPT, _MIX, _PAIRED_CLIP,
                            _PICK, _PICK_ALL, _POSES, _cursor_k, _duration, _fade_weight, _gait_sampled, _lead_of,
                            _pick_chosen, _set_time, _window)
@@ -32,7 +34,7 @@ from scuffle.anim.engine.kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _
 CACHE = cache_setting(__file__)
 _helper, _kernel, _inline = jit_kinds(CACHE)
 
-__all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE"]
+__all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE", "LANES"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
@@ -43,11 +45,30 @@ _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
 NO_POSE = -(1 << 40)          # a plan's final handle for "no pose": the default pose
 _SIMD_HUMANS = 32    # _emit_model: from this many consecutive columns, a bone's rows go to _model_rows
 QUEUED_POSE = POSE_STACK_SIZE + 1   # pose_stacks' scratch pose of the queued tasks' pose (queued_default)
+# The scratch poses' bone lanes: 34 bones padded to a multiple of 8 (the SIMD width of the
+# blend's float64 maths under AVX-512, and a multiple of AVX2's and SSE2's), so the
+# blend's lane loop has a constant trip count and no scalar remainder. The padding lanes
+# hold the identity and stay so (the blend of two identities is the identity).
+LANES = 40
+# scratch.lanes, rows of LANES float32: the blend's x, y, z, w; each lane's mix flag (1.0: in
+# the mask, not both tagged), |dot| and dot; the slerping lanes' |dot| in a row and their
+# two weights
+_MIX_ROW, _D_ROW, _DOT_ROW, _DK_ROW, _WA_ROW, _WB_ROW = (r * LANES for r in range(4, 10))
+LANE_ROWS = 10
+_GROUP = 8                  # the slerping lanes' weights, a SIMD group at a time (8 float64 in AVX-512)
 
 
 # ---------------------------------------------------------------- poses
 #
-# Scratch poses are human-major: vel (P, 3), root (P, 3), rot (P, 34, 4), tag (P, 36).
+# Scratch poses are human-major: vel (P, 3), root (P, 3), rot (P, 4, LANES), tag (P, 36). A
+# pose's rotations are component-major, bones in the inner dimension (ozz-animation's
+# SoaTransform idea): the blend's and the tag bits' loops over the bones read and write
+# unit-stride rows, and LLVM's loop vectoriser runs them with a bone in each SIMD lane
+# (tests/anim/test_kernels.py checks the machine code has them). Each lane does the same
+# float operations in the same order as the scalar formula, its paths computed and one
+# picked (no fast-math, so no reassociation and no contraction into FMA): the same bits
+# on every CPU, vectorised or not. The sample's bone loop gathers each bone's key by
+# index and stays scalar (LLVM cannot bound the gathers, so it does not vectorise them).
 #
 # The slerps' and the turns' angles, the fade's cosine and the heading's sine and cosine
 # come from anim.maths.detmath (+ - * / and sqrt only, within a few ulp of libm in float64),
@@ -64,18 +85,128 @@ QUEUED_POSE = POSE_STACK_SIZE + 1   # pose_stacks' scratch pose of the queued ta
 # _sample, _blend, _emit and _reference are compiled with ``_nrt=False`` (numba's
 # switch for its reference-counting runtime; they allocate nothing): with it on,
 # _sample increfed and decrefed nine of its array arguments (atomic NRT calls) on every
-# call and _blend some more, about a tenth of the pipeline. _slerp_into is
-# ``inline='always'`` (into _blend). Inlining all of them was no faster and doubled the
-# first-run compile time.
+# call and _blend some more, about a tenth of the pipeline. Inlining all of them was no
+# faster and doubled the first-run compile time.
+#
+# The loops over bones are in ``_lanes`` helpers: numba's "numpy" error model (a float
+# division by zero gives inf or NaN instead of raising), because a loop that may raise
+# has an exit LLVM does not vectorise; every division there is by a value the scalar code
+# divided by too, or its result is discarded (a lane's unused path).
+_lanes = (njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
+               no_cfunc_wrapper=True, error_model="numpy", pipeline_class=LinkOnlyCompiler) if LINK_ONLY else
+          njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
+               no_cfunc_wrapper=True, error_model="numpy"))
+# anim.maths.detmath's polynomials, inlined into the lane loops (numba's IR inliner: they
+# take the caller's error model): the same source as its scalar forms, the same bits
+_lane = njit(cache=False, inline="always")
+_asin_r = _lane(_detmath._asin_r)
+_PIO2_HI, _PIO2_LO, _TWO_OVER_PI = _detmath.PIO2_HI, _detmath.PIO2_LO, _detmath.TWO_OVER_PI
 
 
+@_lane
+def _acos_lane(x):
+    """detmath.acos_s(x) for x in [0, 1] (or NaN), every path computed and one picked:
+    the same operations as acos_s's two ranges there (x > 0.5: the reduction
+    (1 - x) / 2), so the same bits, with no branch to keep a SIMD loop scalar."""
+    x = min(max(x, -1.0), 1.0)
+    high = x > 0.5
+    z = (1.0 - x) * 0.5 if high else x * x
+    r = _asin_r(z)
+    s = math.sqrt(z)
+    return 2.0 * (s + s * r) if high else _PIO2_HI - (x - (_PIO2_LO - x * r))
 
-@_helper
-def _key4(kslope, kval, k, dx):
-    """A rotation key carried toward the next: value + slope x (frame - key), per
-    component, in the table's float32 (the multiply, then the add, as the sampler does)."""
-    return (kslope[k, 0] * dx + kval[k, 0], kslope[k, 1] * dx + kval[k, 1],
-            kslope[k, 2] * dx + kval[k, 2], kslope[k, 3] * dx + kval[k, 3])
+
+# detmath's Taylor coefficients for sin (to r^17) and cos (to r^18), Horner's steps in order,
+# the sine's first step a multiply of 0 (0 x r^2 + 1/17! is 1/17! exactly)
+_SIN_C = (_detmath._F17, -_detmath._F15, _detmath._F13, -_detmath._F11, _detmath._F9, -_detmath._F7, _detmath._F5,
+          -_detmath._F3)
+_COS_C = (_detmath._F16, -_detmath._F14, _detmath._F12, -_detmath._F10, _detmath._F8, -_detmath._F6, _detmath._F4,
+          -_detmath._F2)
+_S0, _S1, _S2, _S3, _S4, _S5, _S6, _S7 = _SIN_C
+_C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7 = _COS_C
+_COS_TOP = -_detmath._F18
+
+
+@_lane
+def _sin_lane(y):
+    """detmath.sin_cos_s(y)[0] for y in [0, pi/2] (or NaN), with no branch: the same bits.
+
+    The quadrant n = floor(y 2/pi + 1/2) is 0 or 1 there, so n mod 4 is n, and floor is
+    detmath's v - v mod 1 for v >= 0. sin_cos_s's sine is its sine polynomial for n = 0
+    and its cosine polynomial for n = 1 (negated for 2, 3 and NaN, as _quadrant picks):
+    one Horner loop runs either, each lane with its polynomial's coefficients (a - c is
+    a + (-c) exactly, and the sine's extra first step 0 x r^2 + 1/17! is exact), so each
+    lane does its polynomial's operations in its order: the same bits, half the work of
+    computing both.
+    """
+    n = np.floor(y * _TWO_OVER_PI + 0.5)
+    r = (y - n * _PIO2_HI) - n * _PIO2_LO
+    r2 = r * r
+    odd = (n == 0.0) | (n == 2.0)             # the sine's polynomial, else the cosine's
+    p = 0.0 if odd else _COS_TOP
+    p = p * r2 + (_S0 if odd else _C0)
+    p = p * r2 + (_S1 if odd else _C1)
+    p = p * r2 + (_S2 if odd else _C2)
+    p = p * r2 + (_S3 if odd else _C3)
+    p = p * r2 + (_S4 if odd else _C4)
+    p = p * r2 + (_S5 if odd else _C5)
+    p = p * r2 + (_S6 if odd else _C6)
+    p = p * r2 + (_S7 if odd else _C7)
+    v = (r if odd else 1.0) + (r * r2 if odd else r2) * p     # r + r r^2 p, or 1 + r^2 p
+    return v if (n == 0.0) | (n == 1.0) else -v
+
+
+@_lane
+def _lerp_lane(ax, ay, az, aw, bx, by, bz, bw, t):
+    """Quat_Slerp's first half for a -> b by t (float32, already clamped to [0, 1];
+    quat.slerp): the dot, min(|dot|, 1) and the normalised lerp (shortest path), which is
+    the slerp above |dot| 0.9995. Returns (dot, d, x, y, z, w); no branch."""
+    dot = ax * bx + ay * by + az * bz + aw * bw
+    d = abs(dot)
+    d = np.float32(1.0) if np.float32(1.0) < d else d     # min(abs(dot), 1)
+    lb = t if dot >= 0 else -t
+    la = np.float32(1.0) - t
+    lx = ax * la + bx * lb
+    ly = ay * la + by * lb
+    lz = az * la + bz * lb
+    lw = aw * la + bw * lb
+    n = np.float32(math.sqrt(lx * lx + ly * ly + lz * lz + lw * lw))
+    zero = n == 0
+    lx = np.float32(0.0) if zero else lx / n
+    ly = np.float32(0.0) if zero else ly / n
+    lz = np.float32(0.0) if zero else lz / n
+    lw = np.float32(1.0) if zero else lw / n
+    return dot, d, lx, ly, lz, lw
+
+
+@_lane
+def _slerp_weights(d, t):
+    """Quat_Slerp's weights for |dot| = d <= 0.9995 and t (float32): sin((1 - t) theta) /
+    sin(theta) and sin(t theta) / sin(theta), theta = acos(d) <= pi/2, in float64 from the
+    polynomial acos and sin, 1 / sin(theta) as 1 / sqrt(1 - d^2), each rounded to float32
+    as numpy's float32 slerp rounds them (the second not yet negated for a negative dot).
+    Max error vs the exact slerp under 3e-7 (weights under 5e-8); no branch."""
+    dd = np.float64(d)
+    td = np.float64(t)
+    theta = _acos_lane(dd)
+    inv = 1.0 / math.sqrt(1.0 - dd * dd)
+    wa = np.float32(_sin_lane((1.0 - td) * theta) * inv)
+    wb = np.float32(_sin_lane(td * theta) * inv)
+    return wa, wb
+
+
+@_lane
+def _slerp_lane(ax, ay, az, aw, bx, by, bz, bw, t):
+    """Quat_Slerp of a -> b by t (float32, already clamped to [0, 1]; quat.slerp): the
+    normalised lerp above |dot| 0.9995 (``_lerp_lane``), else a x wa + b x (+-wb)
+    (``_slerp_weights``). Returns (x, y, z, w)."""
+    dot, d, lx, ly, lz, lw = _lerp_lane(ax, ay, az, aw, bx, by, bz, bw, t)
+    if d > np.float32(0.9995):
+        return lx, ly, lz, lw
+    wa, wb = _slerp_weights(d, t)
+    if dot < 0:
+        wb = -wb
+    return ax * wa + bx * wb, ay * wa + by * wb, az * wa + bz * wb, aw * wa + bw * wb
 
 
 @_helper
@@ -104,7 +235,7 @@ def _scale_turn(qx, qy, qz, qw, rate32):
     return qx * kk, qy * kk, qz * kk, np.float32(c_rh)
 
 
-@_helper
+@_lanes
 def _tag_bits(p, scratch):
     """Scratch pose p's tags into the lowest bit of each value's y float (pose.set_tag_bits):
     set on a default, cleared otherwise ("The pose" L102: "| 1 on the second 32-bit float;
@@ -112,11 +243,13 @@ def _tag_bits(p, scratch):
     s_tag, vel_i, root_i, rot_i = scratch.tag, scratch.vel_i, scratch.root_i, scratch.rot_i
     vel_i[p, 1] = (vel_i[p, 1] & np.int32(-2)) | np.int32(s_tag[p, 0])
     root_i[p, 1] = (root_i[p, 1] & np.int32(-2)) | np.int32(s_tag[p, 1])
-    for b in range(rot_i.shape[1]):
-        rot_i[p, b, 1] = (rot_i[p, b, 1] & np.int32(-2)) | np.int32(s_tag[p, 2 + b])
+    ys = rot_i[p, 1]
+    tags = s_tag[p, 2:]
+    for b in range(tags.shape[0]):
+        ys[b] = (ys[b] & np.int32(-2)) | np.int32(tags[b])
 
 
-@_helper
+@_lanes
 def _sample(p, clip, time, rate, flags, bank, scratch):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
 
@@ -124,12 +257,12 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     Slots 0-2 (velocity, root, bone 0) are taken before the bone loop; key indices are
     read as unsigned (no negative-index wrap on the table reads); a bone's key is
     normalised by multiplying by the float32 reciprocal of its norm (within 1 ulp of
-    dividing).
+    dividing). Its rotations go to the pose's lanes.
     """
     row0, rows, ftab, kval, kslope, kstart, ktag = (bank.row0, bank.rows, bank.ftab, bank.kval, bank.kslope,
                                                     bank.kstart, bank.ktag)
     sent_vel, sent_bone, animated = bank.sent_vel, bank.sent_bone, bank.animated
-    ref_rot, bind_height = bank.ref_bone_rot, bank.bind_height
+    ref, bind_height = bank.ref_lanes, bank.bind_height
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
     x = np.float32(_mul(np.float64(time), 30.0))
     f = math.ceil(np.float64(x) - 0.5)
@@ -140,7 +273,6 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     if fi > last:
         fi = last
     row = row0[clip] + fi
-    nslot = ftab.shape[1]
     rate32 = np.float32(rate)
     # slot 0: the root velocity, scaled by the rate
     k = np.uint64(sent_vel if (flags & _NO_VELOCITY) != 0 else ftab[row, 0])
@@ -162,40 +294,50 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     # slot 2: bone 0, the turn scaled by the rate (a slerp from the identity)
     k = np.uint64(sent_bone if (flags & _NO_TURN) != 0 else ftab[row, 2])
     s_tag[p, 2] = ktag[k]
-    qx, qy, qz, qw = _key4(kslope, kval, k, x - kstart[k])
-    qx, qy, qz, qw = _scale_turn(qx, qy, qz, qw, rate32)
+    dx = x - kstart[k]
+    qx, qy, qz, qw = _scale_turn(kslope[k, 0] * dx + kval[k, 0], kslope[k, 1] * dx + kval[k, 1],
+                                 kslope[k, 2] * dx + kval[k, 2], kslope[k, 3] * dx + kval[k, 3], rate32)
     s_rot[p, 0, 0] = qx
-    s_rot[p, 0, 1] = qy
-    s_rot[p, 0, 2] = qz
-    s_rot[p, 0, 3] = qw
-    # bones 1-33: the key in force, normalised; a bone the clip leaves out (its key a
-    # default, tagged) or no clip of the bank animates takes the default pose's rotation as
-    # it is ("The pose" L102: copied from the default pose, not through the key path, whose
-    # normalisation would move it by an ulp): the reference pose's here, or with
+    s_rot[p, 1, 0] = qy
+    s_rot[p, 2, 0] = qz
+    s_rot[p, 3, 0] = qw
+    # bones 1-33: the key in force carried by its slope (value + slope x (frame - key), the
+    # multiply then the add, in the table's float32), normalised; a bone the clip leaves out
+    # (its key a default, tagged) or no clip of the bank animates takes the default pose's
+    # rotation as it is ("The pose" L102: copied from the default pose, not through the key
+    # path, whose normalisation would move it by an ulp): the reference pose's here, or with
     # queued_default the queued tasks' pose's (scratch.dflt, after the loop)
-    for slot in range(3, nslot):
-        k = np.uint64(ftab[row, slot])
-        s_tag[p, slot] = ktag[k]
-        b = slot - 2
-        if not animated[slot] or ktag[k]:
-            s_rot[p, b, 0] = ref_rot[b, 0]
-            s_rot[p, b, 1] = ref_rot[b, 1]
-            s_rot[p, b, 2] = ref_rot[b, 2]
-            s_rot[p, b, 3] = ref_rot[b, 3]
+    keys = ftab[row, 2:]
+    tags = s_tag[p, 2:]
+    live = animated[2:]
+    r0, r1, r2, r3 = s_rot[p, 0], s_rot[p, 1], s_rot[p, 2], s_rot[p, 3]
+    e0, e1, e2, e3 = ref[0], ref[1], ref[2], ref[3]
+    for b in range(1, tags.shape[0]):
+        k = np.uint64(keys[b])
+        tag = ktag[k]
+        tags[b] = tag
+        if tag or not live[b]:
+            r0[b] = e0[b]
+            r1[b] = e1[b]
+            r2[b] = e2[b]
+            r3[b] = e3[b]
             continue
-        q0, q1, q2, q3 = _key4(kslope, kval, k, x - kstart[k])
+        dx = x - kstart[k]
+        q0 = kslope[k, 0] * dx + kval[k, 0]
+        q1 = kslope[k, 1] * dx + kval[k, 1]
+        q2 = kslope[k, 2] * dx + kval[k, 2]
+        q3 = kslope[k, 3] * dx + kval[k, 3]
         n2 = q0 * q0
         n2 = n2 + q1 * q1
         n2 = n2 + q2 * q2
         n2 = n2 + q3 * q3
         n = np.float32(math.sqrt(n2))
-        if n == 0:
-            n = np.float32(1.0)
+        n = np.float32(1.0) if n == 0 else n
         inv = np.float32(1.0) / n
-        s_rot[p, b, 0] = q0 * inv
-        s_rot[p, b, 1] = q1 * inv
-        s_rot[p, b, 2] = q2 * inv
-        s_rot[p, b, 3] = q3 * inv
+        r0[b] = q0 * inv
+        r1[b] = q1 * inv
+        r2[b] = q2 * inv
+        r3[b] = q3 * inv
     d = scratch.dflt[0]
     if d >= 0:
         _default_from(p, d, scratch)
@@ -203,7 +345,7 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
         _tag_bits(p, scratch)
 
 
-@_helper
+@_lanes
 def _default_from(p, d, scratch):
     """Scratch pose p's bones 1-33 taken from the default (tagged) get scratch pose d's
     rotations as they are: the default pose is the queued tasks' pose (queued_default,
@@ -211,85 +353,29 @@ def _default_from(p, d, scratch):
     pose's). A bone is tagged exactly when ``_sample`` took it from the default (a slot no
     clip of the bank animates has the tagged sentinel key)."""
     s_rot, s_tag = scratch.rot, scratch.tag
-    for b in range(1, s_rot.shape[1]):
-        if s_tag[p, 2 + b]:
-            s_rot[p, b, 0] = s_rot[d, b, 0]
-            s_rot[p, b, 1] = s_rot[d, b, 1]
-            s_rot[p, b, 2] = s_rot[d, b, 2]
-            s_rot[p, b, 3] = s_rot[d, b, 3]
+    tags = s_tag[p, 2:]
+    for c in range(4):
+        dst = s_rot[p, c]
+        src = s_rot[d, c]
+        for b in range(1, tags.shape[0]):
+            dst[b] = src[b] if tags[b] else dst[b]
 
 
-@njit(cache=CACHE, inline='always')
-def _slerp_into(s_rot, pa, pb, b, t, po):
-    """Quat_Slerp of bone b, poses pa -> pb by t (clamped), into pose po (quat.slerp).
-
-    Shortest path (b negated when the dot is negative), a normalised lerp above |dot|
-    0.9995; else the weights sin((1 - t) theta) / sin(theta) and sin(t theta) / sin(theta)
-    in float64 from the polynomial acos and sin (theta <= pi/2), 1 / sin(theta) as
-    1 / sqrt(1 - dot^2), rounded to float32 as numpy's float32 slerp rounds them. Max
-    error vs quat.slerp under 3e-7 (weights under 5e-8; was libm acos, sin and cos).
-    """
-    t = np.float32(0.0) if np.float32(0.0) > t else t     # min(max(t, 0), 1)
-    t = np.float32(1.0) if np.float32(1.0) < t else t
-    ax = s_rot[pa, b, 0]
-    ay = s_rot[pa, b, 1]
-    az = s_rot[pa, b, 2]
-    aw = s_rot[pa, b, 3]
-    bx = s_rot[pb, b, 0]
-    by = s_rot[pb, b, 1]
-    bz = s_rot[pb, b, 2]
-    bw = s_rot[pb, b, 3]
-    dot = ax * bx + ay * by + az * bz + aw * bw
-    d = abs(dot)
-    d = np.float32(1.0) if np.float32(1.0) < d else d     # min(abs(dot), 1)
-    if d > np.float32(0.9995):
-        wb = t if dot >= 0 else -t
-        wa = np.float32(1.0) - t
-        ox = ax * wa + bx * wb
-        oy = ay * wa + by * wb
-        oz = az * wa + bz * wb
-        ow = aw * wa + bw * wb
-        n = np.float32(math.sqrt(ox * ox + oy * oy + oz * oz + ow * ow))
-        if n == 0:
-            ox = np.float32(0.0)
-            oy = np.float32(0.0)
-            oz = np.float32(0.0)
-            ow = np.float32(1.0)
-        else:
-            ox = ox / n
-            oy = oy / n
-            oz = oz / n
-            ow = ow / n
-    else:
-        dd = np.float64(d)
-        td = np.float64(t)
-        theta = acos_s(dd)
-        inv = 1.0 / math.sqrt(1.0 - dd * dd)
-        wa = np.float32(sin_cos_s((1.0 - td) * theta)[0] * inv)
-        wb = np.float32(sin_cos_s(td * theta)[0] * inv)
-        if dot < 0:
-            wb = -wb
-        ox = ax * wa + bx * wb
-        oy = ay * wa + by * wb
-        oz = az * wa + bz * wb
-        ow = aw * wa + bw * wb
-    s_rot[po, b, 0] = ox
-    s_rot[po, b, 1] = oy
-    s_rot[po, b, 2] = oz
-    s_rot[po, b, 3] = ow
-
-
-@_helper
+@_lanes
 def _blend(pa, pb, po, w, mbone, submask, scratch):
     """Pose_BlendPartial of scratch poses pa (lower) and pb (upper) by w into po (pose.blend).
 
-    ``mbone`` >= 0 limits the blend to that bone's subtree (``submask[mbone]``).
+    ``mbone`` >= 0 limits the blend to that bone's subtree (``submask[mbone]``). Bones 1-33
+    one to a SIMD lane (``_slerp_lane``, every lane's slerp computed and the mixed ones
+    kept), bone 0 and the motion channels one by one.
     """
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
-    nb = s_rot.shape[1]
     full = mbone < 0
+    mrow = np.int64(0) if full else mbone
+    t = np.float32(0.0) if np.float32(0.0) > w else w     # min(max(w, 0), 1), the slerp's t
+    t = np.float32(1.0) if np.float32(1.0) < t else t
     # motion channels: a tagged side gives way
-    if full or submask[mbone, 0]:
+    if full or submask[mrow, 0]:
         lt = s_tag[pa, 0]
         ut = s_tag[pb, 0]
         for c in range(3):
@@ -306,24 +392,29 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
         ut2 = s_tag[pb, 2]
         if ut2:
             for c in range(4):
-                s_rot[po, 0, c] = s_rot[pa, 0, c]
+                s_rot[po, c, 0] = s_rot[pa, c, 0]
         elif lt2:
             for c in range(4):
-                s_rot[po, 0, c] = s_rot[pb, 0, c]
+                s_rot[po, c, 0] = s_rot[pb, c, 0]
         else:
-            _slerp_into(s_rot, pa, pb, 0, w, po)
+            ox, oy, oz, ow = _slerp_lane(s_rot[pa, 0, 0], s_rot[pa, 1, 0], s_rot[pa, 2, 0], s_rot[pa, 3, 0],
+                                         s_rot[pb, 0, 0], s_rot[pb, 1, 0], s_rot[pb, 2, 0], s_rot[pb, 3, 0], t)
+            s_rot[po, 0, 0] = ox
+            s_rot[po, 1, 0] = oy
+            s_rot[po, 2, 0] = oz
+            s_rot[po, 3, 0] = ow
         s_tag[po, 0] = lt and ut
         s_tag[po, 2] = lt2 and ut2
     else:
         for c in range(3):
             s_vel[po, c] = s_vel[pa, c]
         for c in range(4):
-            s_rot[po, 0, c] = s_rot[pa, 0, c]
+            s_rot[po, c, 0] = s_rot[pa, c, 0]
         s_tag[po, 0] = s_tag[pa, 0]
         s_tag[po, 2] = s_tag[pa, 2]
     # the root translation: both tagged keeps the lower's
     both = s_tag[pa, 1] and s_tag[pb, 1]
-    if (full or submask[mbone, 1]) and not both:
+    if (full or submask[mrow, 1]) and not both:
         for c in range(3):
             lo = s_root[pa, c]
             s_root[po, c] = lo + (s_root[pb, c] - lo) * w
@@ -331,17 +422,71 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
     else:
         for c in range(3):
             s_root[po, c] = s_root[pa, c]
-        s_tag[po, 1] = s_tag[pa, 1] if not full and not submask[mbone, 1] else both
+        s_tag[po, 1] = s_tag[pa, 1] if not full and not submask[mrow, 1] else both
+    # bones 1-33: slerped where in the mask and not both tagged, else the lower's. First
+    # each lane's mix flag and tag; then every lane's slerp, one bone a SIMD lane, into
+    # scratch.lanes (a constant-offset buffer: LLVM checks no overlap at run time, which
+    # it would with po itself, and po is pa on the pose stack), then the lanes to po
+    nb = s_tag.shape[1] - 2
+    W, lane_tag = scratch.lanes, scratch.lane_tag
+    ta, tb, inside = s_tag[pa, 2:], s_tag[pb, 2:], submask[mrow]
     for b in range(1, nb):
-        both = s_tag[pa, 2 + b] and s_tag[pb, 2 + b]
-        if (full or submask[mbone, b]) and not both:
-            _slerp_into(s_rot, pa, pb, b, w, po)
-            s_tag[po, 2 + b] = False
-        else:
-            if po != pa:
-                for c in range(4):
-                    s_rot[po, b, c] = s_rot[pa, b, c]
-            s_tag[po, 2 + b] = s_tag[pa, 2 + b] if not full and not submask[mbone, b] else both
+        lt = ta[b]
+        both = lt & tb[b]
+        mask = full | inside[b]
+        W[_MIX_ROW + b] = np.float32(1.0) if mask > both else np.float32(0.0)     # in the mask, not both tagged
+        lane_tag[b] = both if mask else lt
+    a0, a1, a2, a3 = s_rot[pa, 0], s_rot[pa, 1], s_rot[pa, 2], s_rot[pa, 3]
+    b0, b1, b2, b3 = s_rot[pb, 0], s_rot[pb, 1], s_rot[pb, 2], s_rot[pb, 3]
+    zero = np.float32(0.0)
+    for b in range(LANES):
+        # every lane's dot and normalised lerp; a lane not mixed works on zeros: a tagged
+        # zero y word is the subnormal 1e-45 (the tag bit), and a subnormal operand in any
+        # lane costs the whole SIMD operation a microcode assist of some hundred cycles
+        mix = W[_MIX_ROW + b] != zero
+        dot, d, x, y, z, ww = _lerp_lane(a0[b] if mix else zero, a1[b] if mix else zero, a2[b] if mix else zero,
+                                         a3[b] if mix else zero, b0[b] if mix else zero, b1[b] if mix else zero,
+                                         b2[b] if mix else zero, b3[b] if mix else zero, t)
+        lerp = mix & (d > np.float32(0.9995))
+        W[b] = x if lerp else a0[b]
+        W[LANES + b] = y if lerp else a1[b]
+        W[2 * LANES + b] = z if lerp else a2[b]
+        W[3 * LANES + b] = ww if lerp else a3[b]
+        W[_D_ROW + b] = d
+        W[_DOT_ROW + b] = dot
+    # the lanes that slerp (mixed, |dot| <= 0.9995: a few of the 33 in a real pose) in a
+    # row, padded with d = 0 to whole SIMD groups; their float64 weights a group at a time
+    idx = scratch.lane_idx
+    k = 0
+    for b in range(1, nb):
+        if W[_MIX_ROW + b] != zero and not W[_D_ROW + b] > np.float32(0.9995):
+            idx[k] = b
+            W[_DK_ROW + k] = W[_D_ROW + b]
+            k += 1
+    kk = (k + _GROUP - 1) // _GROUP * _GROUP
+    for j in range(k, kk):
+        W[_DK_ROW + j] = zero
+    for j in range(kk):
+        wa, wb = _slerp_weights(W[_DK_ROW + j], t)
+        W[_WA_ROW + j] = wa
+        W[_WB_ROW + j] = wb
+    for j in range(k):
+        b = idx[j]
+        wa = W[_WA_ROW + j]
+        wb = W[_WB_ROW + j]
+        if W[_DOT_ROW + b] < zero:
+            wb = -wb
+        W[b] = a0[b] * wa + b0[b] * wb
+        W[LANES + b] = a1[b] * wa + b1[b] * wb
+        W[2 * LANES + b] = a2[b] * wa + b2[b] * wb
+        W[3 * LANES + b] = a3[b] * wa + b3[b] * wb
+    for c in range(4):
+        o = s_rot[po, c]
+        for b in range(1, LANES):
+            o[b] = W[c * LANES + b]
+    ot = s_tag[po, 2:]
+    for b in range(1, nb):
+        ot[b] = lane_tag[b]
     if scratch.tag_bits:            # a blended value's bit follows its tag too (ours: L104 is silent)
         _tag_bits(po, scratch)
 
@@ -355,7 +500,7 @@ def _emit(p, i, bank, scratch, out):
     """
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
     o_vel, o_root, o_rot, o_tag, o_pos, o_mrot = out.vel, out.root, out.rot, out.tag, out.pos, out.mrot
-    nb = s_rot.shape[1]
+    nb = s_tag.shape[1] - 2
     rx = s_root[p, 0]
     ry = s_root[p, 1]
     rz = s_root[p, 2]
@@ -371,7 +516,7 @@ def _emit(p, i, bank, scratch, out):
     # identity where tagged; or always the identity, Coney's), bone 1 absolute, the rest down
     # the parent table
     for c in range(4):
-        o_rot[c, 0, i] = s_rot[p, 0, c]
+        o_rot[c, 0, i] = s_rot[p, c, 0]
     o_pos[0, 0, i] = 0.0
     o_pos[1, 0, i] = 0.0
     o_pos[2, 0, i] = 0.0
@@ -385,19 +530,19 @@ def _emit(p, i, bank, scratch, out):
                 o_pos[c, 0, i] = s_vel[p, c]
         if not s_tag[p, 2]:
             for c in range(4):
-                o_mrot[c, 0, i] = s_rot[p, 0, c]
+                o_mrot[c, 0, i] = s_rot[p, c, 0]
     o_pos[0, 1, i] = rx
     o_pos[1, 1, i] = ry
     o_pos[2, 1, i] = rz
     for c in range(4):
-        v = s_rot[p, 1, c]
+        v = s_rot[p, c, 1]
         o_rot[c, 1, i] = v
         o_mrot[c, 1, i] = v
-    for b in range(2, nb):
-        o_rot[0, b, i] = s_rot[p, b, 0]
-        o_rot[1, b, i] = s_rot[p, b, 1]
-        o_rot[2, b, i] = s_rot[p, b, 2]
-        o_rot[3, b, i] = s_rot[p, b, 3]
+    for c in range(4):
+        src = s_rot[p, c]
+        dst = o_rot[c]
+        for b in range(2, nb):
+            dst[b, i] = src[b]
 
 
 @_inline
@@ -498,15 +643,17 @@ def _emit_model(cols, n, bank, out):
 @_helper
 def _reference(p, bank, scratch):
     """The default pose into scratch pose p (PoseBatch.reference)."""
-    ref_rot, bind_height = bank.ref_rot, bank.bind_height
+    ref, bind_height = bank.ref_lanes, bank.bind_height
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
     for c in range(3):
         s_vel[p, c] = 0.0
         s_root[p, c] = 0.0
     s_root[p, 2] = bind_height
-    for b in range(s_rot.shape[1]):
-        for c in range(4):
-            s_rot[p, b, c] = ref_rot[b, c]
+    for c in range(4):
+        dst = s_rot[p, c]
+        src = ref[c]
+        for b in range(LANES):
+            dst[b] = src[b]
     for t in range(s_tag.shape[1]):
         s_tag[p, t] = True
     if scratch.tag_bits:
@@ -628,9 +775,9 @@ def _copy_pose(src, dst, scratch):
     for c in range(3):
         s_vel[dst, c] = s_vel[src, c]
         s_root[dst, c] = s_root[src, c]
-    for b in range(s_rot.shape[1]):
-        for c in range(4):
-            s_rot[dst, b, c] = s_rot[src, b, c]
+    for c in range(4):
+        for b in range(LANES):
+            s_rot[dst, c, b] = s_rot[src, c, b]
     for t in range(s_tag.shape[1]):
         s_tag[dst, t] = s_tag[src, t]
 

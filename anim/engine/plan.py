@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from scuffle.anim.engine import kernels as K
+from scuffle.anim.engine.kernels_pose import LANE_ROWS, LANES
 from scuffle.anim.maths.pose import DTYPE, NUM_TAGS, POSE_STACK_SIZE, PoseBatch
 from scuffle.anim.engine.sampler import ClipBank
 from scuffle.anim.maths.skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
@@ -40,12 +41,14 @@ class PoseTables:
     def __init__(self, bank: ClipBank):
         sk = bank.skeleton
         ref = np.ascontiguousarray(REFERENCE_ROTATIONS, dtype=DTYPE)
+        lanes = _identity_lanes(1)[0]                 # (4, LANES): the reference rotations, then identities
+        lanes[:, :NUM_BONES] = ref.T
         submask = np.stack([subtree_mask(b, sk.parents) for b in range(NUM_BONES)])
         self.tables = K.BankTables(np.ascontiguousarray(bank.row0, np.int64), np.ascontiguousarray(bank.rows, np.int64),
                      np.ascontiguousarray(bank.ftab.T, np.int64), np.ascontiguousarray(bank.kval.T, DTYPE),
                      np.ascontiguousarray(bank.kslope.T, DTYPE), np.ascontiguousarray(bank.kstart, DTYPE),
                      np.ascontiguousarray(bank.ktag, np.bool_), np.int64(bank._sent_vel),
-                     np.int64(bank._sent_bone), np.ascontiguousarray(bank.animated, np.bool_), ref, ref,
+                     np.int64(bank._sent_bone), np.ascontiguousarray(bank.animated, np.bool_), ref, lanes,
                      np.float32(sk.bind_height), np.asarray(sk.parents, np.int64),
                      np.ascontiguousarray(sk.offsets, DTYPE), submask)
 
@@ -81,13 +84,25 @@ class Bones:
         return K.PoseOut(p.vel, p.root, p.rot, p.tag, self.pos, self.rot)
 
 
+def _identity_lanes(n: int) -> np.ndarray:
+    """n poses' rotations in the kernels' lanes (n, 4, LANES), each the identity."""
+    rot = np.zeros((n, 4, LANES), DTYPE)
+    rot[:, 3] = 1.0
+    return rot
+
+
 def scratch_poses(n: int, tag_bits: bool = True, motion_entry: bool = True) -> K.Scratch:
-    """Human-major scratch for ``n`` poses (the kernels' pose stack), with the int32 views
-    of its values and the two pose switches (PlayerOptions.tag_bits is "y_bit",
-    PlayerOptions.motion_entry is "motion": the original's, the defaults)."""
-    vel, root, rot = np.empty((n, 3), DTYPE), np.empty((n, 3), DTYPE), np.empty((n, NUM_BONES, 4), DTYPE)
-    return K.Scratch(vel, root, rot, np.empty((n, NUM_TAGS), np.bool_), vel.view(np.int32), root.view(np.int32),
-                     rot.view(np.int32), np.bool_(tag_bits), np.bool_(motion_entry), np.full(1, -1, np.int64))
+    """Human-major scratch for ``n`` poses (the kernels' pose stack; rotations (n, 4,
+    LANES), bones in SIMD lanes, the lanes past the last bone the identity), with the int32
+    views of its values, the two pose switches (PlayerOptions.tag_bits is "y_bit",
+    PlayerOptions.motion_entry is "motion": the original's, the defaults) and a blend's
+    lanes (kernels_pose.LANE_ROWS rows of LANES float32, lane tags one per slot, the
+    slerping lanes' bones)."""
+    vel, root, rot = np.zeros((n, 3), DTYPE), np.zeros((n, 3), DTYPE), _identity_lanes(n)
+    return K.Scratch(vel, root, rot, np.zeros((n, NUM_TAGS), np.bool_), vel.view(np.int32), root.view(np.int32),
+                     rot.view(np.int32), np.bool_(tag_bits), np.bool_(motion_entry), np.full(1, -1, np.int64),
+                     np.zeros(LANE_ROWS * LANES, DTYPE), np.zeros(NUM_TAGS, np.bool_),
+                     np.zeros(LANES, np.int64))
 
 
 class SamplePlan:

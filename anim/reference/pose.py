@@ -2,7 +2,7 @@
 
 Plain Python on numpy float32 scalars, one value at a time, with the float32 operations
 in the order the engine's pose kernel performs them (anim/engine/kernels.py ``_sample``,
-``_blend``, ``_slerp_into``, ``_scale_turn``, ``_emit``), so that the two agree bit for
+``_blend``, ``_slerp_lane``, ``_scale_turn``, ``_emit``), so that the two agree bit for
 bit. The angle functions are the kernel's polynomials (acos by Abramowitz & Stegun
 4.4.46, sin / cos by their Taylor series), not libm's and never numpy's SIMD ufuncs.
 

@@ -1081,7 +1081,7 @@ def _anchor_input(path: str, tables, humans: tuple) -> None:
              np.ascontiguousarray(tables.kstart, np.float32).tobytes(),
              np.ascontiguousarray(tables.ktag, np.uint8).tobytes(), i64(tables.sent_vel, tables.sent_bone),
              np.ascontiguousarray(tables.animated, np.uint8).tobytes(),
-             np.ascontiguousarray(tables.ref_bone_rot, np.float32).tobytes(),
+             np.ascontiguousarray(tables.ref_rot, np.float32).tobytes(),
              np.float32(tables.bind_height).tobytes(), np.ascontiguousarray(tables.parents, np.int64).tobytes(),
              np.ascontiguousarray(tables.offsets, np.float32).tobytes()]
     parts += [np.ascontiguousarray(a, np.int64).tobytes() for a in (clip_a, clip_b, flags)]

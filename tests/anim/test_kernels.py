@@ -165,13 +165,18 @@ def _random_pairs(rng, n):
 def test_slerp_kernel_equals_quat_slerp_bit_for_bit():
     """Quat_Slerp compiled against quat.slerp (numpy), both on anim.maths.detmath: the same bits
     (shortest path, the lerp above 0.9995, t clamped), and within 3e-7 of the exact slerp
-    in float64 with libm's angles (the yardstick only)."""
+    in float64 with libm's angles (the yardstick only). The kernel's form is the SIMD
+    lane's (``_slerp_lane``: the lerp's and the slerp's lanes, each with the same operations
+    as the scalar formula), run here over 200,000 pairs in a loop LLVM vectorises."""
     from numba import njit
 
-    @njit
-    def run(s_rot, t):
-        for b in range(s_rot.shape[1]):
-            KP._slerp_into(s_rot, 0, 1, b, t[b], 2)
+    @njit(error_model="numpy")
+    def run(a, b, t, out):
+        for i in range(a.shape[1]):
+            tt = np.float32(0.0) if np.float32(0.0) > t[i] else t[i]
+            tt = np.float32(1.0) if np.float32(1.0) < tt else tt
+            out[0, i], out[1, i], out[2, i], out[3, i] = KP._slerp_lane(a[0, i], a[1, i], a[2, i], a[3, i],
+                                                                         b[0, i], b[1, i], b[2, i], b[3, i], tt)
 
     rng = np.random.default_rng(11)
     n = 200_000
@@ -179,14 +184,12 @@ def test_slerp_kernel_equals_quat_slerp_bit_for_bit():
     t = rng.uniform(-0.2, 1.2, n).astype(np.float32)
     t[:1000] = np.float32(0.0)
     t[1000:2000] = np.float32(1.0)
-    s_rot = np.zeros((3, n, 4), np.float32)
-    s_rot[0] = a.T
-    s_rot[1] = b.T
-    run(s_rot, t)
+    got = np.empty_like(a)
+    run(a, b, t, got)
     want = quat.slerp(a, b, t)
     dot = np.abs((a.astype(np.float64) * b).sum(axis=0))
     assert (dot > quat.SLERP_LINEAR_DOT).sum() > 1000 and (dot < 0.99).sum() > 1000
-    np.testing.assert_array_equal(s_rot[2].T, want)
+    np.testing.assert_array_equal(got, want)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     sd = (a64 * b64).sum(axis=0)
     b64 = np.where(sd < 0, -b64, b64)
@@ -196,6 +199,110 @@ def test_slerp_kernel_equals_quat_slerp_bit_for_bit():
     st = np.where(slow, np.sin(theta), 1.0)
     exact = (a64 * np.sin((1 - tc) * theta) + b64 * np.sin(tc * theta)) / st
     assert np.abs(want[:, slow] - exact[:, slow]).max() < 3e-7
+
+
+def test_lane_angles_equal_detmath_bit_for_bit():
+    """The blend's SIMD lanes' acos and sine (``_acos_lane`` on [0, 1], ``_sin_lane`` on
+    [0, pi/2]: every path computed and one picked, the sine and cosine polynomials in one
+    Horner loop) against anim.maths.detmath's scalar forms, bit for bit: random values,
+    the branch points (0.5, pi/4, the quadrant's edge), the ends and NaN."""
+    from numba import njit
+
+    @njit(error_model="numpy")
+    def run(x, y, out):
+        for i in range(x.shape[0]):
+            out[0, i] = KP._acos_lane(x[i])
+            out[1, i] = KP._sin_lane(y[i])
+
+    rng = np.random.default_rng(5)
+    quarter = math.pi / 4
+    edge = [0.0, 0.5, np.nextafter(0.5, 1.0), np.nextafter(0.5, 0.0), 1.0, np.nextafter(1.0, 0.0), 5e-324, 0.9995,
+            quarter, np.nextafter(quarter, 0.0), np.nextafter(quarter, 2.0), math.pi / 2, detmath.PIO2_HI,
+            np.nextafter(detmath.PIO2_HI, 2.0), float("nan")]
+    x = np.concatenate([rng.uniform(0.0, 1.0, 300_000), rng.uniform(0.49, 0.51, 20_000), edge])
+    y = np.concatenate([rng.uniform(0.0, math.pi / 2, 300_000), rng.uniform(0.78, 0.79, 20_000), edge])
+    out = np.empty((2, len(x)))
+    run(x, y, out)
+    want_acos = np.array([detmath.acos_s(v) for v in x])
+    want_sin = np.array([detmath.sin_cos_s(v)[0] for v in y])
+    np.testing.assert_array_equal(out[0].view(np.int64), want_acos.view(np.int64))
+    np.testing.assert_array_equal(out[1].view(np.int64), want_sin.view(np.int64))
+
+
+def test_the_blend_equals_quat_slerp_per_bone_bit_for_bit():
+    """_blend's bones, one to a SIMD lane (the lerp's lanes, then the slerping lanes'
+    weights in a row), against quat.slerp per bone and the tag rules: random pose pairs
+    with each bone near, far, equal or opposite, either side tagged (its y word then
+    carrying the tag bit, subnormal where the value is 0), a subtree mask or none."""
+    from numba import njit
+
+    from scuffle.anim.engine.plan import scratch_poses
+    from scuffle.anim.maths.skeleton import HUMANOID, NUM_BONES, subtree_mask
+
+    @njit
+    def blend(sc, w, mbone, submask):
+        KP._blend(np.int64(0), np.int64(1), np.int64(2), w, np.int64(mbone), submask, sc)
+
+    submask = np.stack([subtree_mask(b, HUMANOID.parents) for b in range(NUM_BONES)])
+    rng = np.random.default_rng(17)
+    sc = scratch_poses(3)
+    slerped = 0
+    for trial in range(300):
+        a, b = _random_pairs(rng, NUM_BONES)
+        a[:, ::5] = np.array([0, 0, 0, 1], np.float32)[:, None]       # some zero words: subnormal when tagged
+        sc.rot[:2, :, :NUM_BONES] = (a, b)
+        sc.tag[:2] = rng.random((2, NUM_BONES + 2)) < 0.3
+        sc.rot_i[:2, 1, :NUM_BONES] = (sc.rot_i[:2, 1, :NUM_BONES] & -2) | sc.tag[:2, 2:]
+        a, b = sc.rot[0, :, :NUM_BONES].copy(), sc.rot[1, :, :NUM_BONES].copy()
+        w = np.float32(rng.uniform(-0.1, 1.1))
+        mbone = -1 if trial % 3 else int(rng.integers(0, NUM_BONES))
+        blend(sc, w, mbone, submask)
+        inside = np.ones(NUM_BONES, bool) if mbone < 0 else submask[mbone]
+        both = sc.tag[0, 2:] & sc.tag[1, 2:]
+        mix = inside & ~both
+        mix[0] = False                                     # bone 0 follows the motion channels' rule
+        want = np.where(mix, quat.slerp(a, b, np.full(NUM_BONES, w, np.float32)), a)
+        want_tag = np.where(inside, both, sc.tag[0, 2:])
+        got = sc.rot[2, :, :NUM_BONES].copy()
+        got_i = got.view(np.int32)
+        want_i = want.view(np.int32).copy()
+        want_i[1] = (want_i[1] & -2) | want_tag                 # the blended pose's tag bits
+        np.testing.assert_array_equal(got_i[:, 1:], want_i[:, 1:])
+        np.testing.assert_array_equal(sc.tag[2, 3:], want_tag[1:])
+        assert (sc.rot[2, :, NUM_BONES:] == np.array([0, 0, 0, 1], np.float32)[:, None]).all()   # padding lanes
+        slerped += int(mix.sum())
+    assert slerped > 3000
+
+
+def test_the_blend_runs_its_bones_in_simd_lanes():
+    """The blend's machine code holds packed float64 square roots and divisions (the
+    slerp weights' lanes: sqrtpd / divpd, SSE2's or AVX's) and packed float32 ones (the
+    lerp's lanes): its bone loops are vectorised for the host's CPU. Compiled fresh into
+    a wrapper (numba gives no machine code for a kernel loaded from its cache)."""
+    import platform
+
+    from numba import njit
+
+    from numba.core import config
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("the packed instructions' names are x86-64's")
+    if config.CPU_NAME or not config.ENABLE_AVX:
+        pytest.skip("numba targets a CPU without the host's features (NUMBA_CPU_NAME): LLVM's cost model "
+                    "may keep the loops scalar there, with the same bits")
+
+    @njit(cache=False)
+    def blend(sc, w, submask):
+        KP._blend(np.int64(0), np.int64(1), np.int64(2), w, np.int64(-1), submask, sc)
+
+    from scuffle.anim.engine.plan import scratch_poses
+    from scuffle.anim.maths.skeleton import NUM_BONES
+
+    sc = scratch_poses(3)
+    blend(sc, np.float32(0.5), np.ones((NUM_BONES, NUM_BONES), np.bool_))
+    asm = blend.inspect_asm(blend.signatures[0]).lower()
+    for op in ("sqrtpd", "divpd", "sqrtps", "divps"):
+        assert op in asm, op
 
 
 def test_scaled_turn_kernel_equals_quat_scale_turn_and_the_exact_turn():
