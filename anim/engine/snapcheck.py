@@ -25,7 +25,7 @@ from scuffle.anim.engine import snapkernel as K
 from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
 from scuffle.anim.engine.store import NO_ROW, _layout
 from scuffle.anim.base.enums import TaskType
-from scuffle.anim.engine.rules import TASK_CURSORS, dir_banks_misfit
+from scuffle.anim.engine.rules import TASK_CURSORS
 
 __all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "unpack", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
            "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
@@ -503,17 +503,6 @@ _PAIRED = (int(TaskType.PAIRED_CLIP), int(TaskType.PAIRED_HOLD))
 _WRAPS = (int(TaskType.LOOP), int(TaskType.GAIT))
 
 
-def _first(mask: np.ndarray, rows: np.ndarray) -> int:
-    """The row of the first True of ``mask`` (over ``rows``)."""
-    return int(rows[int(np.flatnonzero(mask)[0])])
-
-
-def _ints_in(name: str, a: np.ndarray, rows: np.ndarray, lo: int, hi: int) -> None:
-    bad = (a < lo) | (a > hi)
-    if bad.any():
-        raise StateError(f"{name}[{_first(bad, rows)}] = {int(a[int(np.flatnonzero(bad)[0])])}: not in {lo}-{hi}")
-
-
 def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_banks: int) -> None:
     """Check the id columns of saved task and human tables against the saved callbacks
     table (CallbackTable: ``values`` (None for a free id, a Callback, or a str: a
@@ -528,52 +517,58 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
     rows naming it, the free ids each once with no value and no use.
     Raises StateError naming the first fault."""
     n = len(values)
-    if len(uses) != n or any(u.__class__ is not int or u < 0 for u in uses):
+    if len(uses) != n:
         raise StateError(f"calls.uses: not {n} counts >= 0")
-    if len(set(free)) != len(free) or any(i.__class__ is not int or not 0 <= i < n or values[i] is not None
-                                          or uses[i] for i in free):
-        raise StateError("calls.free: not free ids (no value, no use), each once")
-    is_name = np.array([v.__class__ is str for v in values], np.bool_)
-    is_call = np.array([v is not None and v.__class__ is not str for v in values], np.bool_)
-    counts = np.zeros(n, np.int64)
-    trows = np.flatnonzero(tsk.live)
-    ty = tsk.type[trows].astype(np.int64)
-    hrows = np.flatnonzero(humans.live)
-    for name, a, rows, kind in (("tasks.on_end", tsk.on_end, trows, is_call),
-                                ("tasks.on_wrap", tsk.on_wrap, trows, is_call),
-                                ("tasks.partner_name", tsk.partner_name, trows, is_name),
-                                ("humans.on_report", humans.on_report, hrows, is_call)):
-        ids = a[rows].astype(np.int64)
-        _ints_in(name, ids, rows, -1, n - 1)
-        has = ids >= 0
-        bad = np.zeros(len(ids), np.bool_)
-        bad[has] = ~kind[ids[has]]
-        if bad.any():
-            what = "a name" if kind is is_name else "a callback"
-            raise StateError(f"{name}[{_first(bad, rows)}]: not the id of {what}")
-        np.add.at(counts, ids[has], 1)
-    wrap = tsk.on_wrap[trows] >= 0
-    bad = wrap & ~np.isin(ty, np.array(_WRAPS, np.int64))
-    if bad.any():
-        raise StateError(f"tasks.on_wrap[{_first(bad, trows)}]: a task of its type has no wrap callback")
-    bad = wrap != tsk.callback[trows].astype(np.bool_)
-    if bad.any():
-        raise StateError(f"tasks.on_wrap[{_first(bad, trows)}]: a wrap callback where tasks.callback says none, "
-                         "or the reverse")
-    partner = tsk.partner[trows].astype(np.int64)
-    _ints_in("tasks.partner", partner, trows, -1, (1 << 63) - 1)
-    named = tsk.partner_name[trows] >= 0
-    paired = np.isin(ty, np.array(_PAIRED, np.int64))
-    bad = ((partner >= 0) | named) & ~paired
-    if bad.any():
-        raise StateError(f"tasks.partner[{_first(bad, trows)}]: a task of its type has no partner")
-    bad = (partner >= 0) & named
-    if bad.any():
-        raise StateError(f"tasks.partner[{_first(bad, trows)}]: both a handle and a name")
-    bad = dir_banks_misfit(ty, tsk.dir_banks[trows].astype(np.int64), n_banks)
-    if bad.any():
-        raise StateError(f"tasks.dir_banks[{_first(bad, trows)}]: not its type's clips (a direction task: eight "
-                         f"clips of the bank, {n_banks} known; any other: none)")
-    if (counts != np.array(uses, np.int64)).any():
-        i = int(np.flatnonzero(counts != np.array(uses, np.int64))[0])
-        raise StateError(f"calls.uses[{i}] = {uses[i]}: {int(counts[i])} rows name it")
+    is_name = np.fromiter((v.__class__ is str for v in values), np.int8, n)
+    is_call = np.fromiter((v is not None and v.__class__ is not str for v in values), np.int8, n)
+    out = np.zeros(5, np.int64)
+    code = K.check_ids_rows(tsk.live.view(np.int8), tsk.type, tsk.on_end, tsk.on_wrap, tsk.partner_name,
+                            tsk.callback.view(np.int8), tsk.partner, tsk.dir_banks, humans.live.view(np.int8),
+                            humans.on_report, is_name, is_call, _ids(uses), _ids(free), _WRAP_MASK, _PAIRED_MASK,
+                            _DIRECTION, n_banks, _seen(n), out)
+    if code:
+        raise StateError(_ids_message(code, out, n, uses, n_banks))
+
+
+def _ids(a: Any) -> np.ndarray:
+    """A list of ints (or an int64 array) as an int64 array (a number past int64: StateError)."""
+    if a.__class__ is np.ndarray and a.dtype == np.int64:
+        return a
+    try:
+        return np.array(a, np.int64).reshape(-1)
+    except (OverflowError, TypeError, ValueError):
+        raise StateError("calls: not lists of whole numbers") from None
+
+
+def _ids_message(code: int, out: np.ndarray, n: int, uses: Any, n_banks: int) -> str:
+    """The one line of a fault check_ids_rows found."""
+    F = K.IdFault
+    c, r, v = (int(x) for x in out[1:4])
+    if code == F.USES:
+        return f"calls.uses: not {n} counts >= 0"
+    if code == F.FREE:
+        return "calls.free: not free ids (no value, no use), each once"
+    name = K.ID_COLUMNS[c]
+    if code == F.RANGE:
+        return f"{name}[{r}] = {v}: not in -1-{n - 1}"
+    if code == F.KIND:
+        return f"{name}[{r}]: not the id of {'a name' if c == 2 else 'a callback'}"
+    if code == F.WRAP_TYPE:
+        return f"tasks.on_wrap[{r}]: a task of its type has no wrap callback"
+    if code == F.WRAP_FLAG:
+        return f"tasks.on_wrap[{r}]: a wrap callback where tasks.callback says none, or the reverse"
+    if code == F.PARTNER_RANGE:
+        return f"tasks.partner[{r}] = {v}: not in -1-{(1 << 63) - 1}"
+    if code == F.NO_PARTNER:
+        return f"tasks.partner[{r}]: a task of its type has no partner"
+    if code == F.BOTH:
+        return f"tasks.partner[{r}]: both a handle and a name"
+    if code == F.DIR_BANKS:
+        return (f"tasks.dir_banks[{r}]: not its type's clips (a direction task: eight clips of the bank, {n_banks} "
+                "known; any other: none)")
+    return f"calls.uses[{c}] = {int(uses[c])}: {r} rows name it"
+
+
+_WRAP_MASK = sum(1 << t for t in _WRAPS)
+_PAIRED_MASK = sum(1 << t for t in _PAIRED)
+_DIRECTION = int(TaskType.DIRECTION)

@@ -31,7 +31,7 @@ from numba import njit
 
 from scuffle.anim.engine.jitcache import cache_setting
 
-__all__ = ["check_rows", "pack_rows", "unpack_rows", "Fault", "Kind", "Code", "AT", "TABLE_ORDER", "CODES", "VIEWS", "SPEC_WIDTH"]
+__all__ = ["check_rows", "pack_rows", "unpack_rows", "check_ids_rows", "IdFault", "ID_COLUMNS", "Fault", "Kind", "Code", "AT", "TABLE_ORDER", "CODES", "VIEWS", "SPEC_WIDTH"]
 
 CACHE = cache_setting(__file__)
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
@@ -479,3 +479,104 @@ def unpack_rows(buf, src, src_at, tinfo, frames, cols, out):
                         buf[d + i] = src[p]
                         p += 1
     return -1
+
+
+# ---------------------------------------------------------------- the callback ids
+class IdFault(IntEnum):
+    """What check_ids_rows found (out[0]); out[1] the id column (``ID_COLUMNS``) or the
+    callbacks table's index, out[2] the row, out[3] a value."""
+
+    NONE = 0
+    USES = 1            # a use count below 0
+    FREE = 2            # a free id out of range, twice, with a value or a use
+    RANGE = 3           # column, row, id: not -1 to the last id
+    KIND = 4            # column, row: the id of a name where a callback must be, or the reverse
+    WRAP_TYPE = 5       # row: a wrap callback on a task of another type than loop or gait
+    WRAP_FLAG = 6       # row: the callback column not set exactly where a wrap callback is
+    PARTNER_RANGE = 7   # row, value: a partner handle below -1
+    NO_PARTNER = 8      # row: a partner on a task of an unpaired type
+    BOTH = 9            # row: a partner handle and a partner's name
+    DIR_BANKS = 10      # row: not its type's clips
+    COUNT = 11          # id, the rows naming it
+
+
+# The id columns check_ids_rows reads, in out[1]'s numbering.
+ID_COLUMNS = ("tasks.on_end", "tasks.on_wrap", "tasks.partner_name", "humans.on_report")
+
+
+@_inline
+def _bit(mask, t):
+    """Bit ``t`` of ``mask`` (a type outside 0-62: no bit)."""
+    return 0 <= t < 63 and ((mask >> np.int64(t)) & 1) != 0
+
+
+@_kernel
+def check_ids_rows(t_live, ty, on_end, on_wrap, p_name, cb, partner, dbanks, h_live, on_report, is_name, is_call,
+                   uses, free, wrap_mask, paired_mask, dir_type, n_banks, counts, out):
+    """The first fault (an IdFault; 0: none) of the task and human tables' callback ids
+    against the callbacks table (``is_name`` / ``is_call`` per id as bytes, ``uses`` per
+    id, the ``free`` ids), in anim.engine.snapcheck.check_ids' order; its fields in
+    ``out``. ``wrap_mask`` / ``paired_mask`` bit t: type t takes a wrap callback / a
+    partner; a task of ``dir_type`` holds eight clips of a bank of ``n_banks`` in
+    ``dbanks``, any other type -1 there (anim.engine.rules.dir_banks_misfit's rule).
+    ``counts``: int64 scratch of at least one per id."""
+    out[0] = 0
+    n = len(is_name)
+    for i in range(n):
+        counts[i] = 0
+        if uses[i] < 0:
+            return _fail(out, 1, 0, 0, 0, 0)
+    for k in range(len(free)):
+        i = free[k]
+        if i < 0 or i >= n or is_name[i] != 0 or is_call[i] != 0 or uses[i] != 0 or counts[i] != 0:
+            return _fail(out, 2, 0, 0, 0, 0)
+        counts[i] = 1                                  # marks it seen (the counts start at 0 below)
+    for k in range(len(free)):
+        counts[free[k]] = 0
+    tcap = len(t_live)
+    for c in range(4):
+        live = h_live if c == 3 else t_live
+        for r in range(len(live)):
+            if live[r] == 0:
+                continue
+            v = np.int64(on_report[r]) if c == 3 else np.int64(on_end[r] if c == 0 else (on_wrap[r] if c == 1
+                                                                                          else p_name[r]))
+            if v < -1 or v > n - 1:
+                return _fail(out, 3, c, r, v, 0)
+        for r in range(len(live)):
+            if live[r] == 0:
+                continue
+            v = np.int64(on_report[r]) if c == 3 else np.int64(on_end[r] if c == 0 else (on_wrap[r] if c == 1
+                                                                                          else p_name[r]))
+            if v >= 0:
+                ok = is_name[v] != 0 if c == 2 else is_call[v] != 0
+                if not ok:
+                    return _fail(out, 4, c, r, v, 0)
+                counts[v] += 1
+    for r in range(tcap):
+        if t_live[r] != 0 and on_wrap[r] >= 0 and not _bit(wrap_mask, ty[r]):
+            return _fail(out, 5, 1, r, 0, 0)
+    for r in range(tcap):
+        if t_live[r] != 0 and (on_wrap[r] >= 0) != (cb[r] != 0):
+            return _fail(out, 6, 1, r, 0, 0)
+    for r in range(tcap):
+        if t_live[r] != 0 and partner[r] < -1:
+            return _fail(out, 7, 0, r, partner[r], 0)
+    for r in range(tcap):
+        if t_live[r] != 0 and (partner[r] >= 0 or p_name[r] >= 0) and not _bit(paired_mask, ty[r]):
+            return _fail(out, 8, 0, r, 0, 0)
+    for r in range(tcap):
+        if t_live[r] != 0 and partner[r] >= 0 and p_name[r] >= 0:
+            return _fail(out, 9, 0, r, 0, 0)
+    for r in range(tcap):
+        if t_live[r] == 0:
+            continue
+        is_dir = ty[r] == dir_type
+        for j in range(dbanks.shape[1]):
+            b = dbanks[r, j]
+            if (is_dir and (b < 0 or b >= n_banks)) or (not is_dir and b != -1):
+                return _fail(out, 10, 0, r, 0, 0)
+    for i in range(n):
+        if counts[i] != uses[i]:
+            return _fail(out, 11, i, counts[i], 0, 0)
+    return 0
