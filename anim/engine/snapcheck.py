@@ -216,7 +216,7 @@ def _unpack(plan, buf: np.ndarray, packed: Sequence, names: Sequence[str] | None
     out = np.zeros(1, np.int64)
     t = K.unpack_rows(buf, src, np.array(at, np.int64), plan.tinfo, plan.frames, plan.ucols, out)
     if t >= 0:
-        name = names[t] if names is not None else f"table.{K.TABLE_ORDER[t]}"
+        name = names[t] if names is not None else f"table.{plan.tnames[t]}"
         raise StateError(f"{name}.block: {len(packed[t])} bytes, where its layout of {int(plan.tinfo[t, 0])} rows "
                          f"and the rows its live column marks in use give {int(out[0])}")
 
@@ -240,24 +240,28 @@ class _Plan(NamedTuple):
     tinfo: np.ndarray       # per table: unpack_rows' capacity, live position, frame size, row size, ranges
     frames: np.ndarray      # the frames' arrays: (buffer offset, size)
     ucols: np.ndarray       # the other columns: (buffer offset, bytes per row)
+    tnames: tuple           # the tables' names (K.TABLE_ORDER, then the game's)
+    lrows: int              # check_rows' scratch of rows in use: every capacity, plus one per table
 
 
 _PLANS: dict = {}
 
 
-def _plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
-    key = (single, *((id(t.columns), t.capacity) for t in tables))
+def _plan(tables: Sequence[Saved], single: bool = False, names: Sequence[str] = K.TABLE_ORDER,
+          rules: dict | None = None) -> _Plan:
+    key = (single, *((id(t.columns), t.capacity) for t in tables), *names[len(K.TABLE_ORDER):])
     got = _PLANS.get(key)
     if got is not None and all(a is b.columns for a, b in zip(got[0], tables)):
         return got[1]
     if len(_PLANS) > 32:
         _PLANS.clear()
-    plan = _make_plan(tables, single)
+    plan = _make_plan(tables, single, names, rules)
     _PLANS[key] = ([t.columns for t in tables], plan)
     return plan
 
 
-def _make_plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
+def _make_plan(tables: Sequence[Saved], single: bool = False, names_: Sequence[str] = K.TABLE_ORDER,
+               rules_: dict | None = None) -> _Plan:
     bases, lays, off = [], [], 0
     tabs = np.full((len(tables), 5), -1, np.int64)
     spec: list[Any] = []
@@ -267,7 +271,7 @@ def _make_plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
     tinfo = np.zeros((len(tables), 8), np.int64)
     frames: list[Any] = []
     ucols: list[Any] = []
-    for ti, (tname, t) in enumerate(zip(K.TABLE_ORDER, tables)):
+    for ti, (tname, t) in enumerate(zip(names_, tables)):
         lay, size = _layout(t.columns, t.capacity)
         pk = packing(t.columns, t.capacity)
         tinfo[ti, :4] = (t.capacity, pk.live_pos, pk.frame_bytes, pk.row_bytes)
@@ -288,7 +292,7 @@ def _make_plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
             tabs[ti, 2] = (off + lay["gen"][0]) // 8
             tabs[ti, 3] = (off + lay["free_rows"][0]) // 8
             tabs[ti, 4] = (off + lay["n_free"][0]) // 8
-        rules = RANGES[tname]
+        rules = RANGES[tname] if tname in RANGES else (rules_ or {})[tname]
         for col, (o, dt, shape) in lay.items():
             if col in _FRAME:
                 continue
@@ -328,7 +332,8 @@ def _make_plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
     return _Plan(tuple(bases), -(-off // 64) * 64, tuple(lays), tabs, np.array(spec, np.int64).reshape(-1, 7),
                  np.array(fspec, np.float64).reshape(-1, 2), tuple(bounds), at, tuple(names), must,
                  sum(1 << t for t in _NEXT_TYPES), max(t.capacity for t in tables), {}, tinfo,
-                 np.array(frames, np.int64).reshape(-1, 2), np.array(ucols, np.int64).reshape(-1, 2))
+                 np.array(frames, np.int64).reshape(-1, 2), np.array(ucols, np.int64).reshape(-1, 2),
+                 tuple(names_[:len(tables)]), sum(t.capacity + 1 for t in tables))
 
 
 _TABLE_WORD = {0: "cursor", 1: "fade", 2: "gait", 3: "task", 4: "human", 5: "body", 6: "combat"}
@@ -336,7 +341,8 @@ _TABLE_WORD = {0: "cursor", 1: "fade", 2: "gait", 3: "task", 4: "human", 5: "bod
 
 def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray, pool_out: np.ndarray,
                 n_out: int, pool_capacity: int, facts: ClipFacts, dirty: Sequence[np.ndarray],
-                dirty_where: Sequence[str], entities: np.ndarray, texts: int) -> tuple[np.ndarray, list]:
+                dirty_where: Sequence[str], entities: np.ndarray, texts: int, names: Sequence[str] = K.TABLE_ORDER,
+                rules: dict | None = None) -> tuple[np.ndarray, list]:
     """Check the saved tables (``Saved`` each, in anim.engine.snapkernel.TABLE_ORDER) in one
     compiled pass, on a scratch copy.
 
@@ -344,10 +350,11 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     count and the pool's size (the Game's option); ``facts`` the bank's clips' numbers
     (``clip_facts``); ``dirty`` each table's rows freed since its last take (int64
     arrays) and where they were read (for the message); the humans' ``entities``; the
-    number of combat ``texts``. Out: the scratch buffer and each table's block in it (a
+    number of combat ``texts``; ``names`` the tables' (K.TABLE_ORDER's, then a game's
+    own tables, whose columns' rules are ``rules[name]``, RANGES' form). Out: the scratch buffer and each table's block in it (a
     uint8 view: the checked rows). Raises StateError naming the first fault (the table,
     the column, the row)."""
-    plan = _plan(tables)
+    plan = _plan(tables, names=names, rules=rules)
     hcap = tables[4].capacity
     if len(hgen) != hcap:
         raise StateError(f"table.humans.gen: not {hcap} generations >= 0")
@@ -374,7 +381,8 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     code = K.check_rows(buf.view(np.int8), buf.view(np.int32), buf.view(np.int64), buf.view(np.float32),
                         buf.view(np.float64), plan.tabs, spec, plan.fspec, plan.at, facts.end, *_bits(facts),
                         facts.evf0, facts.nev, facts.first, facts.frames, plan.must, plan.nxt_mask, _FADE, _GAIT,
-                        hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities, seen, out, fout)
+                        hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities, seen,
+                        _lrows(plan.lrows), out, fout)
     if code:
         raise StateError(_message(plan, spec, code, out, fout, dirty_where))
     if not (n_out.__class__ is int and n_out == int(out[1]) and n_out <= pool_capacity):
@@ -417,6 +425,16 @@ _BITS: dict = {}
 _SEEN = [np.zeros(64, np.int64)]
 
 
+_LROWS = [np.zeros(64, np.int64)]
+
+
+def _lrows(n: int) -> np.ndarray:
+    """check_rows' scratch of rows in use (kept: grown, never shrunk)."""
+    if len(_LROWS[0]) < n:
+        _LROWS[0] = np.zeros(max(n, 2 * len(_LROWS[0])), np.int64)
+    return _LROWS[0]
+
+
 def _seen(n: int) -> np.ndarray:
     """The kernel's scratch (kept: grown, never shrunk)."""
     if len(_SEEN[0]) < n:
@@ -429,7 +447,7 @@ def _message(plan: _Plan, spec: np.ndarray, code: int, out: np.ndarray, fout: np
     """The one line of a fault check_rows found."""
     F = K.Fault
     a, b, c, d = (int(x) for x in out[1:5])
-    table = K.TABLE_ORDER[a] if 0 <= a < len(K.TABLE_ORDER) else ""
+    table = plan.tnames[a] if 0 <= a < len(plan.tnames) else ""
     if code == F.LIVE_BYTE:
         return f"table.{table}.live[{b}]: byte {c} is not a bool (0 or 1)"
     if code == F.N_FREE:

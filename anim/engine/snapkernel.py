@@ -31,7 +31,7 @@ from numba import njit
 
 from scuffle.anim.engine.jitcache import cache_setting
 
-__all__ = ["check_rows", "pack_rows", "unpack_rows", "check_ids_rows", "IdFault", "ID_COLUMNS", "Fault", "Kind", "Code", "AT", "TABLE_ORDER", "CODES", "VIEWS", "SPEC_WIDTH"]
+__all__ = ["check_rows", "pack_rows", "unpack_rows", "check_ids_rows", "check_tagged_rows", "IdFault", "ID_COLUMNS", "Fault", "Kind", "Code", "AT", "TABLE_ORDER", "CODES", "VIEWS", "SPEC_WIDTH"]
 
 CACHE = cache_setting(__file__)
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
@@ -155,7 +155,7 @@ def _linked(i8, tabs, t, v):
 @_kernel
 def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_dur, f_evf0, f_nev, f_first,
                f_frames, must, nxt_mask, fade_type, gait_type, hgen, hfree, pool, dirty, dirty_at, ents, seen,
-               out, fout):
+               lrows, out, fout):
     """The first fault of the saved rows (a Fault; 0: none), its fields in ``out`` / ``fout``.
 
     In: the buffer's views (``VIEWS``' order); ``tabs`` per table (TABLE_ORDER): its
@@ -167,10 +167,14 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
     links (bit i: c<i>; -1: not a task type), ``nxt_mask`` the types with a next task,
     the fade and gait types; ``pool`` the pool's flags as bytes; ``dirty`` the rows freed
     since each table's last take, table t's at ``dirty[dirty_at[t]:dirty_at[t + 1]]``;
-    ``ents`` the humans' entities, sorted; ``seen`` int64 scratch (>= every capacity)."""
+    ``ents`` the humans' entities, sorted; ``seen`` int64 scratch (>= every capacity);
+    ``lrows`` int64 scratch of at least every table's capacity and one more per table (the
+    rows in use, table by table, each table's count first: the declared checks read those
+    rows only)."""
     out[0] = 0
     ntab = tabs.shape[0]
     # -- the free lists and generations
+    lp = 0
     for t in range(ntab):
         cap = tabs[t, 0]
         lv = tabs[t, 1]
@@ -179,7 +183,11 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
             b = i8[lv + r]
             if b != 0 and b != 1:
                 return _fail(out, 1, t, r, np.int64(b) & 0xFF, 0)
+            if b:
+                lrows[lp + 1 + nlive] = r
             nlive += b
+        lrows[lp] = nlive
+        lp += 1 + nlive
         if tabs[t, 4] < 0:
             continue
         nf = i64[tabs[t, 4]]
@@ -216,9 +224,12 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
         if v < 0 or v >= hcap or seen[v] != 0 or i8[tabs[_HUM, 1] + v] != 0:
             return _fail(out, 19, _HUM, hcap - hlive, 0, 0)
         seen[v] = 1
-    # -- the declared checks, column by column
+    # -- the declared checks, column by column, over the rows in use
     for c in range(spec.shape[0]):
         t = spec[c, 0]
+        lp = 0
+        for u in range(t):
+            lp += 1 + lrows[lp]
         base = spec[c, 1]
         code = spec[c, 2]
         w = spec[c, 3]
@@ -229,9 +240,8 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
             continue
         flo = fspec[c, 0]
         fhi = fspec[c, 1]
-        for r in range(tabs[t, 0]):
-            if not _live(i8, tabs, t, r):
-                continue
+        for q in range(lrows[lp]):
+            r = lrows[lp + 1 + q]
             for j in range(w):
                 k = base + r * w + j
                 if kind == 1:
@@ -467,8 +477,8 @@ def unpack_rows(buf, src, src_at, tinfo, frames, cols, out):
         for f in range(tinfo[t, 4], tinfo[t, 5]):
             o = frames[f, 0]
             for i in range(frames[f, 1]):
-                buf[o + i] = src[p]
-                p += 1
+                buf[o + i] = src[p + i]
+            p += frames[f, 1]
         for c in range(tinfo[t, 6], tinfo[t, 7]):
             o = cols[c, 0]
             rb = cols[c, 1]
@@ -476,8 +486,8 @@ def unpack_rows(buf, src, src_at, tinfo, frames, cols, out):
                 if src[lp + r] != 0:
                     d = o + r * rb
                     for i in range(rb):
-                        buf[d + i] = src[p]
-                        p += 1
+                        buf[d + i] = src[p + i]
+                    p += rb
     return -1
 
 
@@ -579,4 +589,47 @@ def check_ids_rows(t_live, ty, on_end, on_wrap, p_name, cb, partner, dbanks, h_l
     for i in range(n):
         if counts[i] != uses[i]:
             return _fail(out, 11, i, counts[i], 0, 0)
+    return 0
+
+
+# ---------------------------------------------------------------- rows of tagged values
+@_kernel
+def check_tagged_rows(live, head, count, n, kind, value, texts_a, texts_b, n_texts, out):
+    """The first fault (0: none) of a ring of rows of tagged values (a game's log): the
+    rows in use exactly the ``count`` from row ``head`` on (1: out[1] the row); each row's
+    two text columns (``texts_a``, ``texts_b``) below ``n_texts`` (2); each item j of
+    ``kind`` / ``value`` (kinds 0 none, 1 bool, 2 int, 3 float (its 64 bits), 4 text):
+    past the row's ``n`` kind 0 and value 0, else its kind's (none: 0; bool: 0 or 1; a
+    finite float; a text index below ``n_texts``) (3: out[1] the row, out[2] the item)."""
+    out[0] = 0
+    cap = len(live)
+    for r in range(cap):
+        want = ((r - head) % cap) < count if cap else False
+        if (live[r] != 0) != want:
+            return _fail(out, 1, r, 0, 0, 0)
+    for r in range(cap):
+        if live[r] == 0:
+            continue
+        if texts_a[r] < 0 or texts_a[r] >= n_texts or texts_b[r] < 0 or texts_b[r] >= n_texts:
+            return _fail(out, 2, r, 0, 0, 0)
+        for j in range(kind.shape[1]):
+            k = kind[r, j]
+            v = value[r, j]
+            if j >= n[r]:
+                bad = k != 0 or v != 0
+            elif k == 0:
+                bad = v != 0
+            elif k == 1:
+                bad = v != 0 and v != 1
+            elif k == 2:
+                bad = False
+            elif k == 3:
+                e = (v >> 52) & 0x7FF                 # the exponent's bits: all set is an inf or a NaN
+                bad = e == 0x7FF
+            elif k == 4:
+                bad = v < 0 or v >= n_texts
+            else:
+                bad = True
+            if bad:
+                return _fail(out, 3, r, j, 0, 0)
     return 0

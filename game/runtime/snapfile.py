@@ -43,7 +43,7 @@ __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_dig
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
            "need_float", "need_random_state", "short", "assemble", "sections_of"]
 
-FORMAT = 4                       # the byte form's version (the header's second field)
+FORMAT = 5                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
 # magic, format, header size, scuffle version (ASCII, NUL-padded), configuration digest,
 # section count, flags (0), payload size (the bytes after the header), sha256 of the payload
@@ -52,8 +52,14 @@ _ENTRY = struct.Struct("<16sQQ")  # a directory entry: section name (ASCII, NUL-
 MAX_BYTES = 1 << 30               # a file larger than this is refused before it is read
 MAX_SECTIONS = 16
 MAX_COUNTER = 1 << 62             # an update counter or entity id: an int64 with room to count on
-TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
-SECTIONS = ("config", "meta", "values", "log", *(f"table.{t}" for t in TABLES))
+ROW_TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
+# the fight rules' tables (their columns and rules are the Game's fight rules': ``ROW_COLUMNS``,
+# ``ROW_RANGES``; game.fighters.fightrows); a Game without fight rules writes them with no row in use
+FIGHT_TABLES = ("fighters", "ais", "pending", "log")
+TABLES = (*ROW_TABLES, *FIGHT_TABLES)
+SECTIONS = ("config", "meta", "values", *(f"table.{t}" for t in TABLES))
+# the fight tables' columns in a Game without fight rules: a live column only
+_NO_FIGHT = {"live": np.bool_}
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 # a table section: its rows (u32) and the length of its columns' declaration (u32), the
 # declaration (plain data: (name, dtype, inner shape) per array), then the block packed
@@ -330,19 +336,47 @@ def _saved_tables(st) -> dict:
             "combats": st.combats[0]}
 
 
+def _no_fight_block() -> np.ndarray:
+    """The block of a fight table in a Game without fight rules: one row, not in use."""
+    return np.zeros(block_layout(_NO_FIGHT, 1)[1], np.uint8)
+
+
+def _fight_rows(game, st, log: bool = True) -> tuple[list, Any, Any]:
+    """The fight rules' tables of state ``st`` as [(name, columns, rows, block)] (the log's
+    with ``log``), their counters and the log's (Fight.rows_of, Fight.log_rows:
+    game.fighters.fightrows), or tables with no row in use and None, None without fight
+    rules. Rejected (NoPlainForm): fight rules that keep a state but no rows of it."""
+    fight = game.fight
+    if st.fight is None:
+        blank = _no_fight_block()
+        return [(n, _NO_FIGHT, 1, blank) for n in FIGHT_TABLES if log or n != "log"], None, None
+    if not hasattr(fight, "rows_of"):
+        raise S.NoPlainForm(f"the fight rules {type(fight).__qualname__} keep a state but no rows of it (rows_of)")
+    cols = fight.ROW_COLUMNS
+    tables, counters = fight.rows_of(st.fight)
+    out = [(n, cols[n], cap, block) for n, (cap, block) in tables.items()]
+    log_counters = None
+    if log:
+        cap, block, log_counters = fight.log_rows(st.fight_log)
+        out.append(("log", cols["log"], cap, block))
+    return out, counters, log_counters
+
+
 # ---------------------------------------------------------------- the bytes
 def encode(game, st) -> bytes:
     """The byte form of snapshot state ``st`` of ``game`` (see the module docstring;
     docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
-    values = plaindata.encode(plain_values(game, st))          # first: it refuses what has no byte form
+    v = plain_values(game, st)
+    fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
+    values = plaindata.encode(v)          # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
     sections: list[tuple[str, bytes]] = [("config", config), ("meta", plaindata.encode(_meta(game, st))),
-                                         ("values", values), ("log", plaindata.encode(st.fight_log))]
-    for name, ts in _saved_tables(st).items():
-        cols = _columns_of(_table_of(game, name))
+                                         ("values", values)]
+    tables = [(name, _columns_of(_table_of(game, name)), int(ts.capacity), ts.block)
+              for name, ts in _saved_tables(st).items()]
+    for name, cols, cap, block in (*tables, *fight):
         head = _declared_bytes(cols)
-        sections.append((f"table.{name}", _TABLE_HEAD.pack(int(ts.capacity), len(head)) + head +
-                         pack(cols, int(ts.capacity), ts.block).tobytes()))
+        sections.append((f"table.{name}", _TABLE_HEAD.pack(cap, len(head)) + head + pack(cols, cap, block).tobytes()))
     return assemble(sections, _version(), config_sha)
 
 
@@ -383,7 +417,6 @@ class Parsed:
     meta: dict
     values: dict
     values_bytes: bytes           # the values section as written (the checksum hashes it)
-    log: Any                      # the fight rules' log (Fight.save_log), or None
     tables: dict                  # name -> (rows, the columns' declaration (plain bytes), the packed block)
 
 
@@ -465,11 +498,7 @@ def parse(data: bytes) -> Parsed:
         tables[name] = (rows, cols, sec[_TABLE_HEAD.size + hl:])
     need(hashlib.sha256(found["config"]).digest() == config, "section config",
          "not the configuration the header's digest names")
-    try:
-        log = plaindata.decode(found["log"])
-    except plaindata.PlainDataError as e:
-        raise _Refused(f"section log: {e}") from None
-    return Parsed(ver, config, found["config"], meta, values, found["values"], log, tables)
+    return Parsed(ver, config, found["config"], meta, values, found["values"], tables)
 
 
 # ---------------------------------------------------------------- checked against a Game
@@ -481,14 +510,12 @@ class _Rows:
         self.capacity, self.block, self._columns = cap, block, columns
 
     def __getattr__(self, name: str) -> Any:       # a column's view, made once
-        lay = _layout_of(self.__dict__["_columns"], self.__dict__["capacity"])
-        if name not in lay:
+        d = self.__dict__
+        got = _layout_of(d["_columns"], d["capacity"]).get(name)
+        if got is None:
             raise AttributeError(name)
-        off, dt, shape = lay[name]
-        size = dt.itemsize
-        for n in shape:
-            size *= n
-        a = self.__dict__[name] = self.block[off:off + size].view(dt).reshape(shape)
+        off, dt, shape = got
+        a = d[name] = np.ndarray(shape, dt, d["block"], off)
         return a
 
 
@@ -535,6 +562,25 @@ def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
     return Saved(want, rows, block, _blank(live, want, rows))
 
 
+def _saved_fight(fight, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
+    """Fight table ``name``'s saved rows for the checks, after checking its rows and
+    columns against the Game's fight rules (``ROW_COLUMNS``, ``row_limits``; without
+    fight rules: one row of a live column)."""
+    where = f"table.{name}"
+    fcols = getattr(fight, "ROW_COLUMNS", None)
+    want = fcols[name] if fcols is not None else _NO_FIGHT
+    lo, hi = fight.row_limits(name) if fcols is not None else (1, 1)
+    if not lo <= rows <= hi:
+        raise _Refused(f"{where}.rows: {rows} rows, where this Game's fight rules take {lo} to {hi}")
+    if cols != _declared_bytes(want):
+        raise _Refused(f"{where}.columns: not the columns of this Game's fight rules (another version's layout, "
+                       "or a Game set up otherwise)")
+    return Saved(want, rows, block, _blank(None, want, rows))
+
+
+_NO_FIGHT_RULES = {name: {} for name in FIGHT_TABLES}
+
+
 def _blank(table, columns: dict, cap: int) -> np.ndarray:
     """A block of ``cap`` rows of ``table``'s layout with every row as a free row holds it
     (a table with defaults: each column at its default; else 0), the file's rows in use
@@ -553,7 +599,7 @@ def _blank(table, columns: dict, cap: int) -> np.ndarray:
                 for k in shape:
                     n *= k
                 block[off:off + n].view(dt).reshape(shape)[...] = value
-        if len(_BLANKS) >= 14:                  # two Games' seven tables
+        if len(_BLANKS) >= 48:                  # a few Games' eleven tables
             _BLANKS.clear()
         got = _BLANKS[key] = (columns, defaults, block)
     return got[2]
@@ -666,9 +712,13 @@ def to_state(game, p: Parsed, state_cls) -> Any:
          "the clip bank lists other clips (set the Game up as the snapshot's was: the same humans in the same order)")
     bank = range(len(bank_raw) // 32)
     # -- the tables: their layouts, then every row checked in one pass on a scratch copy
-    saved = [_saved(game, name, *p.tables[name]) for name in TABLES]
+    fight_rules = game.fight if game.fight is not None and hasattr(game.fight, "save_state") else None
+    fcols = getattr(fight_rules, "ROW_COLUMNS", None)
+    saved = [*(_saved(game, name, *p.tables[name]) for name in ROW_TABLES),
+             *(_saved_fight(fight_rules, name, *p.tables[name]) for name in FIGHT_TABLES)]
     v = p.values
-    need(set(v) == {"engine", "bodies", "combats", "fight", "extras"}, "values", "not the fields of a snapshot")
+    need(set(v) == {"engine", "bodies", "combats", "fight", "fight_log", "extras"}, "values",
+         "not the fields of a snapshot")
     ev = v["engine"]
     need(isinstance(ev, dict) and set(ev) == {"humans", "calls", "pool", "deferred", "stepped", "stats", "batch",
                                               "instances", "loose"}, "values.engine", "not the engine's fields")
@@ -689,7 +739,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         _, blocks = check_saved(saved, hgen=hgen, hfree=hfree, pool_out=pool[0], n_out=pool[1],
                                 pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)), dirty=dirty,
                                 dirty_where=dirty_where, entities=np.array(sorted(names.values()), np.int64),
-                                texts=len(texts))
+                                texts=len(texts), names=TABLES,
+                                rules=getattr(fight_rules, "ROW_RANGES", None) or _NO_FIGHT_RULES)
     except StateError as e:
         raise _Refused(str(e)) from None
     scratch = {name: _Rows(sv.columns, sv.capacity, b) for name, sv, b in zip(TABLES, saved, blocks)}
@@ -774,20 +825,21 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     bodies = _views_back(game, scratch["bodies"], v["bodies"], names, Body, "bodies")
     combats = _views_back(game, scratch["combats"], v["combats"], names, Combat, "combats")
     # -- the fight rules and the stateful actions check their own
-    fight = v["fight"]
-    has_fight = game.fight is not None and hasattr(game.fight, "save_state")
-    need((fight is None) != has_fight, "values.fight", "the snapshot was taken " + ("without" if fight is None else
-                                                                                  "with") + " fight rules")
-    if fight is not None:
-        why = game.fight.state_fits(fight) if hasattr(game.fight, "state_fits") else None
-        need(why is None, "values.fight", str(why))
-    log = p.log
-    if log is not None:
-        log_fits = getattr(game.fight, "log_fits", None) if fight is not None else None
-        if log_fits is None:
-            raise _Refused("log: a fight log for a Game without fight rules that keep one")
-        why = log_fits(log)
-        need(why is None, "log", str(why))
+    fight: Any = v["fight"]
+    log: Any = v["fight_log"]
+    need((fight is None) != (fight_rules is not None), "values.fight", "the snapshot was taken " +
+         ("without" if fight is None else "with") + " fight rules")
+    if fight is None:
+        need(log is None, "values.fight_log", "a fight log for a Game without fight rules")
+        for name in FIGHT_TABLES:
+            need(not scratch[name].live.any(), f"table.{name}", "rows in use for a Game without fight rules")
+    else:
+        need(fcols is not None, "values.fight", f"the fight rules {type(fight_rules).__qualname__} keep no rows")
+        try:
+            fight = fight_rules.state_of({name: scratch[name] for name in FIGHT_TABLES[:-1]}, fight)
+            log = fight_rules.log_of(scratch["log"], log)
+        except ValueError as e:
+            raise _Refused(str(e)) from None
     extras = v["extras"]
     mine_x = stateful(game)
     need(isinstance(extras, list) and len(extras) == len(mine_x), "values.extras",
@@ -874,9 +926,12 @@ def checksum(game, st) -> str:
     h = hashlib.sha256()
     h.update(struct.pack("<qqq", st.updates_run, st.update, st.entity_next))
     h.update(plaindata.encode(dict(st.names)))
-    h.update(_values_digest(plain_values(game, st, strict=False, array=array_form)))
-    h.update(blocks_digests([(_columns_of(_table_of(game, name)), ts.capacity, ts.block)
-                             for name, ts in _saved_tables(st).items()]).tobytes())
+    v = plain_values(game, st, strict=False, array=array_form)
+    fight, v["fight"], _ = _fight_rows(game, st, log=False)
+    h.update(_values_digest(v))
+    h.update(blocks_digests([*((_columns_of(_table_of(game, name)), ts.capacity, ts.block)
+                               for name, ts in _saved_tables(st).items()),
+                             *((cols, cap, block) for _, cols, cap, block in fight)]).tobytes())
     return h.hexdigest()
 
 
@@ -927,9 +982,9 @@ def checksum_parsed(p: Parsed) -> str:
     m = p.meta
     h.update(struct.pack("<qqq", m["updates_run"], m["update"], m["entity_next"]))
     h.update(plaindata.encode(m["names"]))
-    h.update(_values_digest(digest_form(p.values)))
+    h.update(_values_digest(digest_form({k: x for k, x in p.values.items() if k != "fight_log"})))
     tables = []
-    for name in TABLES:
+    for name in TABLES[:-1]:                     # (the log is no state: out of the checksum)
         rows, raw, packed = p.tables[name]
         columns = _declared_columns(raw, f"table.{name}")
         try:

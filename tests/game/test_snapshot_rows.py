@@ -31,7 +31,7 @@ def crowd():
 
 def test_every_saved_column_has_a_declared_rule(crowd):
     a, _, _ = crowd
-    for name in F.TABLES:
+    for name in F.ROW_TABLES:
         cols = F._columns_of(F._table_of(a, name))
         undeclared = [c for c in cols if c not in C.RANGES[name] and c not in ("live", "gen", "free_rows")]
         assert not undeclared, f"{name}: no rule for {undeclared}"
@@ -110,7 +110,7 @@ def test_a_column_pushed_past_its_rule_is_refused_naming_it(crowd, table, col):
 
 def test_packed_rows_unpack_to_the_rows_in_use_and_the_free_list(crowd):
     a, _, _ = crowd
-    for name in F.TABLES:
+    for name in F.ROW_TABLES:
         t = F._table_of(a, name)
         cols = F._columns_of(t)
         packed = C.pack(cols, t.capacity, t.block)
