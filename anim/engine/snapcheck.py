@@ -27,7 +27,7 @@ from scuffle.anim.engine.store import NO_ROW, _layout
 from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine.rules import TASK_CURSORS
 
-__all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "unpack", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
+__all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "pack_all", "unpack", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
            "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
 
 # What a task of each type links to: the cursor columns that must hold a cursor row (the
@@ -192,6 +192,35 @@ def pack(columns: dict, cap: int, block: np.ndarray) -> np.ndarray:
     return out[:K.pack_rows(block, out, pk.frames, pk.cols, pk.live_at, cap)]
 
 
+def pack_all(tables: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """``pack`` of each (columns, capacity, block) of ``tables`` in one compiled call:
+    (the packed bytes one after another, where each table's end)."""
+    key = tuple((id(c), cap) for c, cap, _ in tables)
+    got = _PACK_ALL.get(key)
+    if got is None or any(a is not c for a, (c, _, _) in zip(got[0], tables)):
+        if len(_PACK_ALL) > 32:
+            _PACK_ALL.clear()
+        tinfo = np.zeros((len(tables), 6), np.int64)
+        frames, cols, most = [], [], 0
+        for t, (c, cap, _) in enumerate(tables):
+            pk = packing(c, cap)
+            tinfo[t] = (cap, pk.live_at, len(frames), len(frames) + len(pk.frames), len(cols), len(cols) + len(pk.cols))
+            frames += pk.frames.tolist()
+            cols += pk.cols.tolist()
+            most += pk.frame_bytes + cap * pk.row_bytes
+        got = _PACK_ALL[key] = (tuple(c for c, _, _ in tables), tinfo, np.array(frames, np.int64).reshape(-1, 2),
+                                np.array(cols, np.int64).reshape(-1, 2), most)
+    _, tinfo, frames, cols, most = got
+    out = np.empty(most, np.uint8)
+    ends = np.empty(len(tables), np.int64)
+    K.pack_tables(tuple(b for _, _, b in tables), out, tinfo, frames, cols, ends,
+                  _lrows(max(cap for _, cap, _ in tables)))
+    return out, ends
+
+
+_PACK_ALL: dict = {}
+
+
 def unpack(columns: dict, cap: int, packed: Any, name: str = "table") -> np.ndarray:
     """A table's block from its packed bytes (``pack``), its free rows' columns 0 (the
     rows in use, the free list and the generations as saved). Raises StateError (naming
@@ -214,7 +243,8 @@ def _unpack(plan, buf: np.ndarray, packed: Sequence, names: Sequence[str] | None
         at.append(at[-1] + len(b))
     src = np.frombuffer(b"".join(packed), np.uint8) if at[-1] else np.zeros(1, np.uint8)
     out = np.zeros(1, np.int64)
-    t = K.unpack_rows(buf, src, np.array(at, np.int64), plan.tinfo, plan.frames, plan.ucols, out)
+    t = K.unpack_rows(buf, src, np.array(at, np.int64), plan.tinfo, plan.frames, plan.ucols, out,
+                      _lrows(plan.most))
     if t >= 0:
         name = names[t] if names is not None else f"table.{plan.tnames[t]}"
         raise StateError(f"{name}.block: {len(packed[t])} bytes, where its layout of {int(plan.tinfo[t, 0])} rows "

@@ -31,7 +31,7 @@ from numba import njit
 
 from scuffle.anim.engine.jitcache import cache_setting
 
-__all__ = ["check_rows", "pack_rows", "unpack_rows", "check_ids_rows", "check_tagged_rows", "IdFault", "ID_COLUMNS", "Fault", "Kind", "Code", "AT", "TABLE_ORDER", "CODES", "VIEWS", "SPEC_WIDTH"]
+__all__ = ["check_rows", "pack_rows", "pack_tables", "unpack_rows", "check_ids_rows", "check_tagged_rows", "IdFault", "ID_COLUMNS", "Fault", "Kind", "Code", "AT", "TABLE_ORDER", "CODES", "VIEWS", "SPEC_WIDTH"]
 
 CACHE = cache_setting(__file__)
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
@@ -150,6 +150,16 @@ def _live(i8, tabs, t, r):
 def _linked(i8, tabs, t, v):
     """``v`` a row in use of table ``t``."""
     return 0 <= v < tabs[t, 0] and i8[tabs[t, 1] + v] != 0
+
+
+@_inline
+def _copy(dst, d, src, a, n):
+    """``dst[d:d + n] = src[a:a + n]`` (no slices without numba's runtime): indexed unsigned,
+    so that no negative index is wrapped and the loop is vectorised."""
+    du = np.uint64(d)
+    au = np.uint64(a)
+    for i in range(np.uint64(n)):
+        dst[du + i] = src[au + i]
 
 
 @_kernel
@@ -433,30 +443,27 @@ def pack_rows(block, out, frames, cols, live_at, cap):
     written."""
     p = 0
     for f in range(frames.shape[0]):
-        o = frames[f, 0]
-        for i in range(frames[f, 1]):
-            out[p] = block[o + i]
-            p += 1
+        _copy(out, p, block, frames[f, 0], frames[f, 1])
+        p += frames[f, 1]
     for c in range(cols.shape[0]):
         o = cols[c, 0]
         rb = cols[c, 1]
         for r in range(cap):
             if block[live_at + r] != 0:
-                s = o + r * rb
-                for i in range(rb):
-                    out[p] = block[s + i]
-                    p += 1
+                _copy(out, p, block, o + r * rb, rb)
+                p += rb
     return p
 
 
 @_kernel
-def unpack_rows(buf, src, src_at, tinfo, frames, cols, out):
+def unpack_rows(buf, src, src_at, tinfo, frames, cols, out, rows):
     """``pack_rows`` undone for each table t into ``buf`` (its blank rows already there):
     the packed bytes ``src[src_at[t]:src_at[t + 1]]``, ``tinfo[t]`` its capacity, the
     position of ``live`` in its packed bytes, its frame's size, its bytes per row in use,
     and its ranges of ``frames`` (buffer offset, size) and ``cols`` (buffer offset, bytes
     per row). Returns -1, or the first table whose packed bytes are not the size its
-    frame and rows in use give (out[0]: that size)."""
+    frame and rows in use give (out[0]: that size). ``rows``: int64 scratch of at least
+    every capacity."""
     for t in range(tinfo.shape[0]):
         s = src_at[t]
         n = src_at[t + 1] - s
@@ -473,21 +480,21 @@ def unpack_rows(buf, src, src_at, tinfo, frames, cols, out):
         if n != want:
             out[0] = want
             return t
+        k = 0
+        for r in range(cap):
+            if src[lp + r] != 0:
+                rows[k] = r
+                k += 1
         p = s
         for f in range(tinfo[t, 4], tinfo[t, 5]):
-            o = frames[f, 0]
-            for i in range(frames[f, 1]):
-                buf[o + i] = src[p + i]
+            _copy(buf, frames[f, 0], src, p, frames[f, 1])
             p += frames[f, 1]
         for c in range(tinfo[t, 6], tinfo[t, 7]):
             o = cols[c, 0]
             rb = cols[c, 1]
-            for r in range(cap):
-                if src[lp + r] != 0:
-                    d = o + r * rb
-                    for i in range(rb):
-                        buf[d + i] = src[p + i]
-                    p += rb
+            for q in range(nlive):
+                _copy(buf, o + rows[q] * rb, src, p, rb)
+                p += rb
     return -1
 
 
@@ -633,3 +640,32 @@ def check_tagged_rows(live, head, count, n, kind, value, texts_a, texts_b, n_tex
             if bad:
                 return _fail(out, 3, r, j, 0, 0)
     return 0
+
+
+@_kernel
+def pack_tables(blocks, out, tinfo, frames, cols, ends, rows):
+    """``pack_rows`` of each table t of ``blocks`` (a tuple of uint8 blocks) one after
+    another into ``out``: ``tinfo[t]`` its capacity, ``live``'s byte offset and its ranges
+    of ``frames`` and ``cols`` (byte offsets in its block). ``ends[t]``: where table t's
+    packed bytes end in ``out``. ``rows``: int64 scratch of at least every capacity."""
+    p = 0
+    for t in range(len(blocks)):
+        block = blocks[t]
+        cap = tinfo[t, 0]
+        live_at = tinfo[t, 1]
+        n = 0
+        for r in range(cap):
+            if block[live_at + r] != 0:
+                rows[n] = r
+                n += 1
+        for f in range(tinfo[t, 2], tinfo[t, 3]):
+            _copy(out, p, block, frames[f, 0], frames[f, 1])
+            p += frames[f, 1]
+        for c in range(tinfo[t, 4], tinfo[t, 5]):
+            o = cols[c, 0]
+            rb = cols[c, 1]
+            for k in range(n):
+                _copy(out, p, block, o + rows[k] * rb, rb)
+                p += rb
+        ends[t] = p
+    return p

@@ -34,7 +34,8 @@ from scuffle.anim.engine import snapshot as S
 from scuffle.anim.engine.callbacks import Callback
 from scuffle.anim.playback.cursor import cursor_proto
 from scuffle.anim.engine.digest import array_form, blocks_digests, digest_form, values_bytes
-from scuffle.anim.engine.snapcheck import ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack, unpack
+from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack,
+                                          pack_all, unpack)
 from scuffle.anim.engine.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
 
@@ -374,10 +375,18 @@ def encode(game, st) -> bytes:
                                          ("values", values)]
     tables = [(name, _columns_of(_table_of(game, name)), int(ts.capacity), ts.block)
               for name, ts in _saved_tables(st).items()]
-    for name, cols, cap, block in (*tables, *fight):
+    tables += fight
+    packed, ends = pack_all([t[1:] for t in tables])
+    raw = packed.data
+    start = 0
+    for (name, cols, cap, _), end in zip(tables, ends.tolist()):
         head = _declared_bytes(cols)
-        sections.append((f"table.{name}", _TABLE_HEAD.pack(cap, len(head)) + head + pack(cols, cap, block).tobytes()))
+        sections.append((_SECTION_NAME[name], b"".join((_TABLE_HEAD.pack(cap, len(head)), head, raw[start:end]))))
+        start = end
     return assemble(sections, _version(), config_sha)
+
+
+_SECTION_NAME = {name: f"table.{name}" for name in TABLES}
 
 
 def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
@@ -507,11 +516,11 @@ class _Rows:
     nothing of the world's), each made when first read."""
 
     def __init__(self, columns: dict, cap: int, block: np.ndarray):
-        self.capacity, self.block, self._columns = cap, block, columns
+        self.capacity, self.block, self._lay = cap, block, _layout_of(columns, cap)
 
     def __getattr__(self, name: str) -> Any:       # a column's view, made once
         d = self.__dict__
-        got = _layout_of(d["_columns"], d["capacity"]).get(name)
+        got = d["_lay"].get(name)
         if got is None:
             raise AttributeError(name)
         off, dt, shape = got
@@ -586,9 +595,12 @@ def _blank(table, columns: dict, cap: int) -> np.ndarray:
     (a table with defaults: each column at its default; else 0), the file's rows in use
     written over it (kept per layout, capacity and defaults, never the table itself:
     derived only)."""
-    defaults = tuple((getattr(table, "_defaults", None) or {}).items())
+    given = getattr(table, "_defaults", None) or _NO_DEFAULTS
     key = (id(columns), cap)
     got = _BLANKS.get(key)
+    if got is not None and got[0] is columns and got[3] is given and got[4] == len(given):
+        return got[2]
+    defaults = tuple(given.items())
     if got is None or got[0] is not columns or got[1] != defaults:
         lay, size = _layout_full(columns, cap)
         block = np.zeros(size, np.uint8)
@@ -601,8 +613,13 @@ def _blank(table, columns: dict, cap: int) -> np.ndarray:
                 block[off:off + n].view(dt).reshape(shape)[...] = value
         if len(_BLANKS) >= 48:                  # a few Games' eleven tables
             _BLANKS.clear()
-        got = _BLANKS[key] = (columns, defaults, block)
-    return got[2]
+    else:
+        block = got[2]
+    _BLANKS[key] = (columns, defaults, block, given, len(given))       # (the defaults' items compared once)
+    return block
+
+
+_NO_DEFAULTS: dict = {}
 
 
 _BLANKS: dict = {}
@@ -889,17 +906,18 @@ def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
     """(TableState, owners: row -> the human's view) of a body or combat table."""
     where = f"values.{what}"
     need(isinstance(v, dict) and "owners" in v, where, "not a map holding owners")
-    live = np.flatnonzero(t.live)
+    live = np.flatnonzero(t.live).tolist()
+    in_use = set(live)
     owners_v = v["owners"]
     need(isinstance(owners_v, dict), f"{where}.owners", "not a map")
     owners = {}
     for r, name in owners_v.items():
-        if not (r.__class__ is int and 0 <= r < t.capacity and bool(t.live[r])):
+        if not (r.__class__ is int and r in in_use):
             raise _Refused(f"{where}.owners: row {short(r)} is not a row in use")
         if not (name in names):
             raise _Refused(f"{where}.owners[{r}]: {short(name)} is not a human of the snapshot")
         owners[r] = game.component(names[name], cls)
-    need(sorted(owners) == [int(r) for r in live], f"{where}.owners", "not one owner per row in use")
+    need(sorted(owners) == live, f"{where}.owners", "not one owner per row in use")
     need(len({id(x) for x in owners.values()}) == len(owners), f"{where}.owners", "a human owns two rows")
     return S.TableState(t.capacity, t.block), owners
 
