@@ -207,63 +207,76 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
     is_fighter = fight._is_fighter
     # -- the fighters: a row each, one per entity
     t = cols["fighters"]
-    rows = np.flatnonzero(t.live)
-    ents = t.entity[rows].tolist()
-    _need(len(set(ents)) == len(ents), "table.fighters.entity", "an entity twice")
+    live = t.live.tolist()
+    ents, started, start, heading, health, kos = (t.entity.tolist(), t.started.tolist(), t.start.tolist(),
+                                                  t.heading.tolist(), t.health.tolist(), t.ko.tolist())
     ko, starts = {}, {}
-    started, start, heading, health, kos = (t.started[rows].tolist(), t.start[rows].tolist(),
-                                            t.heading[rows].tolist(), t.health[rows].tolist(), t.ko[rows].tolist())
-    for i, e in enumerate(ents):
-        if not is_fighter(e):
-            raise RowsRefused(f"table.fighters.entity[{int(rows[i])}] = {e}: not a human of the Game")
-        if started[i]:
-            if not health[i] > 0.0:
-                raise RowsRefused(f"table.fighters.health[{int(rows[i])}]: a start's health must be above 0")
-            starts[e] = (tuple(start[i]), heading[i], health[i])
-        if kos[i] >= 0:
-            ko[e] = kos[i]
+    for r, on in enumerate(live):
+        if not on:
+            continue
+        e = ents[r]
+        if e in ko or e in starts or not is_fighter(e):
+            raise RowsRefused(f"table.fighters.entity[{r}] = {e}: not a human of the Game, or named twice")
+        if started[r]:
+            if not health[r] > 0.0:
+                raise RowsRefused(f"table.fighters.health[{r}]: a start's health must be above 0")
+            starts[e] = (tuple(start[r]), heading[r], health[r])
+        if kos[r] >= 0:
+            ko[e] = kos[r]
+        elif not started[r]:
+            raise RowsRefused(f"table.fighters[{r}]: neither a start nor a K.O.")
     # -- the controllers: a FighterAI's state in its row, another's in the counters
     mine = fight.controllers
     plain = counters["controllers"]
-    _need(isinstance(plain, list) and len(plain) == len(mine), f"{w}.controllers",
-          f"not the {len(mine)} controllers of this Game")
+    if not (isinstance(plain, list) and len(plain) == len(mine)):
+        raise RowsRefused(f"{w}.controllers: not the {len(mine)} controllers of this Game")
     t = cols["ais"]
-    _need(len(t.live) >= len(mine) and not t.live[len(mine):].any(), "table.ais.live",
-          f"rows past the {len(mine)} controllers of this Game")
+    live = t.live.tolist()
+    if len(live) < len(mine) or any(live[len(mine):]):
+        raise RowsRefused(f"table.ais.live: rows past the {len(mine)} controllers of this Game")
     ctl: list = []
+    if any(live):
+        has_gauss, gauss, tick, hold, enabled = (t.has_gauss.tolist(), t.gauss.tolist(), t.tick.tolist(),
+                                                 t.hold.tolist(), t.enabled.tolist())
+        mt = t.mt
     for r, obj in enumerate(mine):
-        where = f"table.ais[{r}]"
         if isinstance(obj, FighterAI):
-            _need(bool(t.live[r]) and plain[r] is None, where, "no FighterAI state for this Game's FighterAI")
-            mt = t.mt[r]
-            _need(0 <= int(mt[624]) <= 624, f"table.ais.mt[{r}]", "a position past 624")
-            gauss = float(t.gauss[r]) if t.has_gauss[r] else None
-            ctl.append(((3, mt.tobytes(), gauss), int(t.tick[r]), int(t.hold[r]), bool(t.enabled[r])))
+            if not (live[r] and plain[r] is None):
+                raise RowsRefused(f"table.ais[{r}]: no FighterAI state for this Game's FighterAI")
+            words = mt[r].tobytes()
+            if int.from_bytes(words[-4:], "little") > 624:
+                raise RowsRefused(f"table.ais.mt[{r}]: a position past 624")
+            ctl.append(((3, words, gauss[r] if has_gauss[r] else None), tick[r], hold[r], enabled[r]))
             continue
-        _need(not t.live[r], where, "a FighterAI state for a controller of another kind")
+        if live[r]:
+            raise RowsRefused(f"table.ais[{r}]: a FighterAI state for a controller of another kind")
         fits = getattr(obj, "state_fits", None)
-        s = plain[r]
-        why = fits(s) if fits is not None else (None if s is None else "a state for a controller without one")
+        st = plain[r]
+        why = fits(st) if fits is not None else (None if st is None else "a state for a controller without one")
         if why is not None:
             raise RowsRefused(f"{w}.controllers[{r}]: {why}")
-        ctl.append(s)
-    # -- the pending windows and ends
+        ctl.append(st)
+    # -- the pending windows and ends: the first rows
     t = cols["pending"]
-    rows = np.flatnonzero(t.live)
-    n = len(rows)
-    _need(n <= MAX_PENDING and bool(t.live[:n].all()), "table.pending.live", "not the first rows in use")
-    kind, ent, move, what, serial = (t.kind[:n].tolist(), t.entity[:n].tolist(), t.move[:n].tolist(),
-                                     t.what[:n].tolist(), t.serial[:n].tolist())
+    live = t.live.tolist()
+    n = sum(live)
+    if n > MAX_PENDING or not all(live[:n]):
+        raise RowsRefused("table.pending.live: not the first rows in use")
     pending = []
-    for r in range(n):
-        if not is_fighter(ent[r]):
-            raise RowsRefused(f"table.pending.entity[{r}] = {ent[r]}: not a human of the Game")
-        if kind[r] == _WINDOW:
-            _need(what[r] == -1 and serial[r] == 0, f"table.pending[{r}]", "a hit window with a move end's fields")
-            pending.append(("window", ent[r], move[r]))
-        else:
-            _need(what[r] >= 0 and move[r] == 0, f"table.pending.what[{r}]", "not a move's end")
-            pending.append(("end", ent[r], END_WHATS[what[r]], serial[r]))
+    if n:
+        kind, ent, move, what, serial = (t.kind[:n].tolist(), t.entity[:n].tolist(), t.move[:n].tolist(),
+                                         t.what[:n].tolist(), t.serial[:n].tolist())
+        for r in range(n):
+            if not is_fighter(ent[r]):
+                raise RowsRefused(f"table.pending.entity[{r}] = {ent[r]}: not a human of the Game")
+            if kind[r] == _WINDOW:
+                if not (what[r] == -1 and serial[r] == 0):
+                    raise RowsRefused(f"table.pending[{r}]: a hit window with a move end's fields")
+                pending.append(("window", ent[r], move[r]))
+            else:
+                if not (what[r] >= 0 and move[r] == 0):
+                    raise RowsRefused(f"table.pending.what[{r}]: not a move's end")
+                pending.append(("end", ent[r], END_WHATS[what[r]], serial[r]))
     stats = (counts[0], counts[1], counts[2], damage, counts[3], dict(kinds), counts[4], counts[5],
              tuple(dict(x) for x in rounds))
     return (ko, ko_at, starts, stats, tuple(pending), tuple(ctl))
