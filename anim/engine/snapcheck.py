@@ -390,13 +390,8 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
         raise StateError(f"table.humans.gen: not {hcap} generations >= 0")
     if pool_out.dtype != np.bool_ or pool_out.ndim != 1:
         raise StateError("table.pool.out: not one bool per task row")
-    buf = np.empty(plan.size, np.uint8)
-    mem = buf.data
-    blocks = []
-    for t, base in zip(tables, plan.bases):
-        n = len(t.blank)
-        mem[base:base + n] = t.blank.data
-        blocks.append(buf[base:base + n])
+    buf = _blanks(plan, tables).copy()
+    blocks = [buf[base:base + len(t.blank)] for t, base in zip(tables, plan.bases)]
     _unpack(plan, buf, [t.packed for t in tables])
     spec = _bounded(plan, len(facts.end) - 1, texts - 1)
     seen = _seen(max(plan.most, len(pool_out)))
@@ -420,6 +415,21 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     return buf, blocks
 
 
+def _blanks(plan: _Plan, tables: Sequence[Saved]) -> np.ndarray:
+    """The plan's buffer with each table's blank block in place (kept while the tables'
+    blanks are the same objects: each is kept per layout)."""
+    got = _BLANK_ALL.get(id(plan))
+    if got is None or got[0] is not plan or any(a is not t.blank for a, t in zip(got[1], tables)):
+        buf = np.zeros(plan.size, np.uint8)
+        for t, base in zip(tables, plan.bases):
+            buf[base:base + len(t.blank)] = t.blank
+        if len(_BLANK_ALL) > 8:
+            _BLANK_ALL.clear()
+        got = _BLANK_ALL[id(plan)] = (plan, [t.blank for t in tables], buf)
+    return got[2]
+
+
+_BLANK_ALL: dict = {}
 _EMPTY = np.zeros(0, np.int64)
 _FADE, _GAIT = int(TaskType.FADE), int(TaskType.GAIT)
 

@@ -434,18 +434,26 @@ def parse(data: bytes) -> Parsed:
     directory (each known section once, inside the payload, none overlapping), the plain
     sections and the tables' headers. Rejected (_Refused, naming the byte offset or the
     section and field): anything else. Nothing is allocated beyond the data's own size."""
+    # (each message is made only when its check fails: parse runs at every file read)
     n = len(data)
-    need(n >= HEADER.size, "header", f"{n} bytes, shorter than the {HEADER.size}-byte header at offset 0 (truncated)")
+    if n < HEADER.size:
+        raise _Refused(f"header: {n} bytes, shorter than the {HEADER.size}-byte header at offset 0 (truncated)")
     magic, fmt, hsize, version, config, count, flags, size, digest = HEADER.unpack_from(data)
     if not (magic == MAGIC):
         raise _Refused(f"header.magic: {short(magic)} at offset 0 is not {MAGIC!r} (not a scuffle snapshot)")
-    need(fmt == FORMAT, "header.format", f"format {fmt} at offset 8; this scuffle reads format {FORMAT}" +
-         (" (an older scuffle's file: take the snapshot again with this version)" if 1 <= fmt < FORMAT else ""))
-    need(hsize == HEADER.size, "header.size", f"{hsize} at offset 12, expected {HEADER.size}")
-    need(flags == 0, "header.flags", f"{flags} at offset 64, expected 0")
-    need(size == n - HEADER.size, "header.payload", f"{size} bytes at offset 68, the file holds {n - HEADER.size} "
-         "after the header (truncated or padded)")
-    need(1 <= count <= MAX_SECTIONS, "header.sections", f"{count} sections at offset 60 (1-{MAX_SECTIONS})")
+    if fmt != FORMAT:
+        raise _Refused(f"header.format: format {fmt} at offset 8; this scuffle reads format {FORMAT}" +
+                       (" (an older scuffle's file: take the snapshot again with this version)"
+                        if 1 <= fmt < FORMAT else ""))
+    if hsize != HEADER.size:
+        raise _Refused(f"header.size: {hsize} at offset 12, expected {HEADER.size}")
+    if flags != 0:
+        raise _Refused(f"header.flags: {flags} at offset 64, expected 0")
+    if size != n - HEADER.size:
+        raise _Refused(f"header.payload: {size} bytes at offset 68, the file holds {n - HEADER.size} after the "
+                       "header (truncated or padded)")
+    if not 1 <= count <= MAX_SECTIONS:
+        raise _Refused(f"header.sections: {count} sections at offset 60 (1-{MAX_SECTIONS})")
     payload = memoryview(data)[HEADER.size:]
     need(hashlib.sha256(payload).digest() == digest, "header.sha256",
          "the payload's sha256 differs from the header's (offset 76): corrupted")
@@ -453,7 +461,8 @@ def parse(data: bytes) -> Parsed:
         ver = version.rstrip(b"\0").decode("ascii")
     except UnicodeDecodeError:
         raise _Refused("header.scuffle: not ASCII") from None
-    need(_ENTRY.size * count <= size, "directory", f"{count} entries do not fit the payload")
+    if _ENTRY.size * count > size:
+        raise _Refused(f"directory: {count} entries do not fit the payload")
     found: dict[str, bytes] = {}
     spans = []
     for i in range(count):
@@ -469,7 +478,7 @@ def parse(data: bytes) -> Parsed:
         if not (_ENTRY.size * count <= off and off + length <= size):
             raise _Refused(f"directory[{i}] ({name}): offset {off} and size {length} outside the payload")
         spans.append((off, off + length, name))
-        found[name] = bytes(payload[off:off + length])
+        found[name] = data[HEADER.size + off:HEADER.size + off + length]
     spans.sort()
     for a, b in zip(spans, spans[1:]):
         if a[1] > b[0]:
@@ -494,17 +503,19 @@ def parse(data: bytes) -> Parsed:
     need(isinstance(names, dict) and all(k.__class__ is str for k in names), "meta.names", "not a map of names")
     need(isinstance(values, dict), "values", "not a map")
     tables = {}
+    head = _TABLE_HEAD.size
     for name in TABLES:
-        sec = found[f"table.{name}"]
-        where = f"section table.{name}"
-        need(len(sec) >= _TABLE_HEAD.size, where, "shorter than its header")
+        sec = found[_SECTION_NAME[name]]
+        if len(sec) < head:
+            raise _Refused(f"section table.{name}: shorter than its header")
         rows, hl = _TABLE_HEAD.unpack_from(sec)
         if not 1 <= rows <= 1 << 28:
-            raise _Refused(f"{where}.rows: {rows} rows (1 to 2^28)")
-        if _TABLE_HEAD.size + hl > len(sec):
-            raise _Refused(f"{where}: a declaration of {hl} bytes past the section's end")
-        cols = sec[_TABLE_HEAD.size:_TABLE_HEAD.size + hl]       # checked against a Game's layout (to_state)
-        tables[name] = (rows, cols, sec[_TABLE_HEAD.size + hl:])
+            raise _Refused(f"section table.{name}.rows: {rows} rows (1 to 2^28)")
+        if head + hl > len(sec):
+            raise _Refused(f"section table.{name}: a declaration of {hl} bytes past the section's end")
+        # the declaration is checked against a Game's layout (to_state); the rows are read
+        # from the section's bytes where they lie
+        tables[name] = (rows, sec[head:head + hl], memoryview(sec)[head + hl:])
     need(hashlib.sha256(found["config"]).digest() == config, "section config",
          "not the configuration the header's digest names")
     return Parsed(ver, config, found["config"], meta, values, found["values"], tables)
