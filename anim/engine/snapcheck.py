@@ -27,7 +27,7 @@ from scuffle.anim.engine.store import NO_ROW, _layout
 from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine.rules import TASK_CURSORS
 
-__all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "pack_all", "unpack", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
+__all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "pack_all", "unpack", "compile_kernels", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
            "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
 
 # What a task of each type links to: the cursor columns that must hold a cursor row (the
@@ -630,3 +630,50 @@ def _ids_message(code: int, out: np.ndarray, n: int, uses: Any, n_banks: int) ->
 _WRAP_MASK = sum(1 << t for t in _WRAPS)
 _PAIRED_MASK = sum(1 << t for t in _PAIRED)
 _DIRECTION = int(TaskType.DIRECTION)
+
+
+# ---------------------------------------------------------------- the warm-up
+# The game's own tables a snapshot file holds after the seven of TABLE_ORDER (the fight
+# rules': game.runtime.snapfile.FIGHT_TABLES): pack_tables is compiled for their count.
+GAME_TABLES = 4
+
+
+def compile_kernels() -> None:
+    """Compile (or load from numba's cache) the snapshot file's kernels (snapkernel:
+    pack_tables, pack_rows, unpack_rows, check_rows, check_ids_rows, check_tagged_rows)
+    with the argument types a file's write and read pass them: a blank state of one row
+    per table (the engine's tables, the body and combat tables' declared columns, and
+    GAME_TABLES tables of a live column) packed, unpacked, checked, and a ring of tagged
+    rows checked (anim.playback.warmup calls it; ``scuffle warm`` through it)."""
+    from scuffle.anim.engine.store import HumanTable, cursor_table, fade_table, gait_table, task_table
+
+    live = [cursor_table(1), fade_table(1), gait_table(1), task_table(1)]
+    cols = [t._all for t in live] + [HumanTable.COLUMNS]
+    for name in ("bodies", "combats"):                # (their tables are the components'; the rules say the columns)
+        cols.append({"live": np.bool_, "gen": np.int64, "free_rows": np.int64,
+                     **{c: np.float64 if r[0] == K.Kind.FLOAT else np.int8 if r[0] == K.Kind.BOOL else np.int64
+                        for c, r in RANGES[name].items()}})
+    blocks = [np.zeros(_layout(c, 1)[1], np.uint8) for c in cols]
+    game = {"live": np.bool_}
+    packed, ends = pack_all([(c, 1, b) for c, b in zip(cols + [game] * GAME_TABLES,
+                                                       blocks + [np.zeros(_layout(game, 1)[1], np.uint8)] * GAME_TABLES)])
+    pack(cols[0], 1, blocks[0])
+    parts = np.split(packed[:int(ends[len(cols) - 1])], ends[:len(cols) - 1].tolist())
+    saved = [Saved(c, 1, p.tobytes(), b) for c, p, b in zip(cols, parts, blocks)]
+    one = np.zeros(1, np.int64)
+    facts = ClipFacts(one, np.zeros(1, np.float32), np.zeros(1, np.float32), one, one, one, one)
+    try:
+        check_saved(saved, hgen=np.zeros(1, np.int64), hfree=np.zeros(0, np.int64), pool_out=np.zeros(1, np.bool_),
+                    n_out=0, pool_capacity=1, facts=facts, dirty=[_EMPTY] * len(saved),
+                    dirty_where=[""] * len(saved), entities=np.zeros(0, np.int64), texts=1)
+    except StateError:
+        pass                                         # (a blank row is no human's: the types are what count)
+    rows = lambda c, b: {n: np.ndarray(shape, dt, b, off) for n, (off, dt, shape) in _layout(c, 1)[0].items()}  # noqa: E731
+    tsk, hum = (type("Rows", (), rows(c, b)) for c, b in ((cols[3], blocks[3]), (cols[4], blocks[4])))
+    check_ids(tsk, hum, [None], [0], [], 1)
+    lay = _layout({"live": np.bool_, "n": np.int8, "kind": (np.int8, (2,)), "value": (np.int64, (2,)),
+                   "a": np.int32}, 1)
+    ring = np.zeros(lay[1], np.uint8)
+    c = {n: np.ndarray(shape, dt, ring, off) for n, (off, dt, shape) in lay[0].items()}
+    K.check_tagged_rows(c["live"].view(np.int8), 0, 0, c["n"], c["kind"], c["value"], c["a"], c["a"], 1,
+                        np.zeros(5, np.int64))
