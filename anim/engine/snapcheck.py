@@ -25,7 +25,7 @@ from scuffle.anim.engine import snapkernel as K
 from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
 from scuffle.anim.engine.store import NO_ROW, _layout
 from scuffle.anim.base.enums import TaskType
-from scuffle.anim.engine.rules import TASK_CURSORS
+from scuffle.anim.engine.rules import TASK_CURSORS, dir_banks_misfit
 
 __all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "pack_all", "unpack", "compile_kernels", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
            "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
@@ -629,7 +629,9 @@ def _ids_message(code: int, out: np.ndarray, n: int, uses: Any, n_banks: int) ->
 
 _WRAP_MASK = sum(1 << t for t in _WRAPS)
 _PAIRED_MASK = sum(1 << t for t in _PAIRED)
-_DIRECTION = int(TaskType.DIRECTION)
+# the task type whose rows hold eight clips (the one type anim.engine.rules.dir_banks_misfit
+# takes eight clips of a bank for; the kernel is given it, the rule stays written once)
+_DIRECTION = next(t for t in range(64) if not dir_banks_misfit(np.array([t]), np.zeros((1, 8), np.int64), 1)[0])
 
 
 # ---------------------------------------------------------------- the warm-up

@@ -7,7 +7,7 @@ column in ``RANGES``, checked in the same compiled pass as the engine's rows:
 anim.engine.snapcheck.check_saved), and a handful of counters and names:
 
 - ``fighters``: a row per human the rules know (its start and its K.O.);
-- ``ais``: a row per controller, live where it is a ``FighterAI`` (its random
+- ``ais``: a row per controller, live where its state is a ``FighterAI``'s (its random
   generator's 625 words, its tick, its hold's strikes, whether it is on);
 - ``pending``: the hit windows and move ends due this update;
 - ``log``: the log's ring (fightlog.FightLog's rows).
@@ -110,9 +110,9 @@ def _scratch(name: str, cap: int) -> tuple[np.ndarray, dict]:
 
 def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
     """A ``Fight.save_state`` as the file's tables ({name: (rows, block)}, ``log`` left
-    out: ``log_rows``) and counters (plain data). ``controllers``: the Fight's, each
-    FighterAI's state in its row, another's (plain) in the counters."""
-    from scuffle.game.fighters.ai import FighterAI
+    out: ``log_rows``) and counters (plain data). ``controllers``: the Fight's; a state
+    kept as a FighterAI keeps it goes in its row (whatever the controller: a Game's
+    checksum is its state's, not its controllers' kinds), another (plain) in the counters."""
     ko, ko_at, starts, stats, pending, ctl = state
     out = {}
     ents = sorted(set(starts) | set(ko))
@@ -132,8 +132,8 @@ def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
     cap = capacity("ais", len(ctl))
     block, c = _scratch("ais", cap)
     plain: list = []
-    for r, (obj, s) in enumerate(zip(controllers, ctl)):
-        if isinstance(obj, FighterAI) and s is not None:
+    for r, s in enumerate(ctl):
+        if _ai_state(s):                   # a FighterAI's, or one kept as a FighterAI keeps it
             (_, words, gauss), tick, hold, on = s
             c["live"][r] = True
             c["mt"][r] = np.frombuffer(words, np.int32)
@@ -158,6 +158,15 @@ def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
     counters = {"ko_at": ko_at, "counts": [grabs, strikes, throws, refused, logged, round_], "damage": float(damage),
                 "kinds": dict(kinds), "rounds": [dict(x) for x in rounds], "controllers": plain}
     return out, counters
+
+
+def _ai_state(s: Any) -> bool:
+    """``s`` a state as FighterAI.save_state gives it: ((3, 2,500 bytes, None or a float),
+    tick, hold's strikes, enabled)."""
+    return s.__class__ is tuple and len(s) == 4 and s[0].__class__ is tuple and len(s[0]) == 3 and \
+        s[0][0] == 3 and s[0][1].__class__ is bytes and len(s[0][1]) == 2500 and \
+        (s[0][2] is None or s[0][2].__class__ is float) and s[1].__class__ is int and \
+        s[2].__class__ is int and s[3].__class__ is bool
 
 
 def log_rows(saved: Any) -> tuple[np.ndarray, list]:
@@ -240,18 +249,22 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
                                                  t.hold.tolist(), t.enabled.tolist())
         mt = t.mt
     for r, obj in enumerate(mine):
-        if isinstance(obj, FighterAI):
-            if not (live[r] and plain[r] is None):
-                raise RowsRefused(f"table.ais[{r}]: no FighterAI state for this Game's FighterAI")
+        is_ai = isinstance(obj, FighterAI)
+        if live[r]:
+            if plain[r] is not None:
+                raise RowsRefused(f"table.ais[{r}]: a row and a plain state for one controller")
             words = mt[r].tobytes()
             if int.from_bytes(words[-4:], "little") > 624:
                 raise RowsRefused(f"table.ais.mt[{r}]: a position past 624")
-            ctl.append(((3, words, gauss[r] if has_gauss[r] else None), tick[r], hold[r], enabled[r]))
-            continue
-        if live[r]:
-            raise RowsRefused(f"table.ais[{r}]: a FighterAI state for a controller of another kind")
+            st: Any = ((3, words, gauss[r] if has_gauss[r] else None), tick[r], hold[r], enabled[r])
+            if is_ai:
+                ctl.append(st)
+                continue
+        elif is_ai:
+            raise RowsRefused(f"table.ais[{r}]: no FighterAI state for this Game's FighterAI")
+        else:
+            st = plain[r]
         fits = getattr(obj, "state_fits", None)
-        st = plain[r]
         why = fits(st) if fits is not None else (None if st is None else "a state for a controller without one")
         if why is not None:
             raise RowsRefused(f"{w}.controllers[{r}]: {why}")
