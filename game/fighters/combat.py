@@ -56,7 +56,9 @@ from scuffle.game.fighters.fightcore import _DOWN, _PAIRED
 from scuffle.game.fighters.fightdata import (BUSY, CHANGE_FADE, DOWN_UPDATES, GRAB_CONE_DEG, HIT_CONE_DEG,
                                              IMPULSE_DECAY, LOG_SIZE, MIN_SEPARATION, SLIDE_UPDATES,
                                              THROW_SPEED)
-from scuffle.game.fighters import fightrows
+from scuffle.game.fighters.fightrows import (COLUMNS as _ROW_COLUMNS, END_WHATS as _END_WHATS, MAX_ROWS as _MAX_ROWS,
+                                            RANGES as _ROW_RANGES, log_of as _log_of, log_rows as _log_rows,
+                                            rows_of as _rows_of, state_of as _state_of)
 from scuffle.game.fighters.moves import Move
 from scuffle.game.runtime.registry import (ActionSpec, Registry, TableSpec, is_int as _is_int,
                                            is_num as _is_num, is_vec2 as _vec2)
@@ -288,32 +290,33 @@ class Fight(Hits):
     # ---------------------------------------------------------------- the file's rows
     # A snapshot file carries the state as the tables of game.fighters.fightrows: their
     # columns, what a row may hold, and the conversions both ways (snapfile calls these).
-    ROW_COLUMNS = fightrows.COLUMNS
-    ROW_RANGES = fightrows.RANGES
+    ROW_COLUMNS = _ROW_COLUMNS
+    ROW_RANGES = _ROW_RANGES
 
     def rows_of(self, state: tuple) -> tuple[dict, dict]:
         """A ``save_state`` as the file's tables and counters (fightrows.rows_of)."""
-        return fightrows.rows_of(state, self.controllers)
+        return _rows_of(state, self.controllers)
 
     def state_of(self, cols: dict, counters: Any) -> tuple:
         """A file's checked rows and counters as a ``save_state`` of this Fight
         (fightrows.state_of). Rejected: fightrows.RowsRefused naming the field."""
-        return fightrows.state_of(self, cols, counters)
+        return _state_of(self, cols, counters)
 
     def log_rows(self, saved: tuple) -> tuple[int, np.ndarray, list]:
         """A ``save_log`` as the file's log table: (rows, block, counters)."""
-        block, counters = fightrows.log_rows(saved)
-        return self.stats.log.maxlen, block, counters
+        block, counters = _log_rows(saved)
+        return saved[5], block, counters
 
     def log_of(self, rows: Any, counters: Any) -> tuple:
         """A file's checked log rows and counters as a ``load_log`` form (fightrows.log_of)."""
-        return fightrows.log_of(rows, counters)
+        return _log_of(rows, counters)
 
     def row_limits(self, name: str) -> tuple[int, int]:
-        """The rows a file's fight table ``name`` may have here (the log: this log's ring)."""
+        """The rows a file's fight table ``name`` may have here (the log: at most this log's
+        ``maxlen``)."""
         if name == "log":
-            return self.stats.log.maxlen, self.stats.log.maxlen
-        return 1, fightrows.MAX_ROWS[name]
+            return 1, self.stats.log.maxlen
+        return 1, _MAX_ROWS[name]
 
     def save_log(self) -> tuple:
         """The log of recent entries (``stats.log``, at most LOG_SIZE rows: fightlog.FightLog),
@@ -474,7 +477,7 @@ class Fight(Hits):
 
 
 # The moves' ends an end callback notes (FightCore._ended; Fight._on_end acts on them).
-END_WHATS = frozenset(fightrows.END_WHATS)
+END_WHATS = frozenset(_END_WHATS)
 
 
 def _finite(v, bound: float) -> bool:

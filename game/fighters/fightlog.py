@@ -2,9 +2,10 @@
 
 An entry is ``(update, human, what, v1, ..., vk)``: the update, the human's name, what
 happened, then at most ``LOG_EXTRAS`` plain values (None, a bool, an int, a float or a
-text). ``FightLog`` keeps them in preallocated columns (``COLUMNS``, laid out as the
-engine's tables are: anim.engine.store.block_layout) so that a snapshot saves the log as
-one block and a snapshot file carries it as a table section, checked like the engine's
+text). ``FightLog`` keeps them in columns (``COLUMNS``, laid out as the engine's tables
+are: anim.engine.store.block_layout; FIRST_ROWS rows at first, twice as many each time
+they are full, up to ``maxlen``: a short log is a small block, and entries are rare next
+to updates) so that a snapshot saves the log as one block and a snapshot file carries it as a table section, checked like the engine's
 rows; a text is kept once in ``texts`` and a row holds its index. Reading the log
 (iterating, indexing, comparing) gives the entries back as tuples, oldest first, as a
 ``collections.deque(maxlen=LOG_SIZE)`` would. Original: none (ours).
@@ -22,6 +23,7 @@ __all__ = ["FightLog", "LOG_EXTRAS", "COLUMNS", "Kind", "MAX_TEXTS", "MAX_TEXT"]
 LOG_EXTRAS = 5          # the values an entry may hold after (update, human, what)
 MAX_TEXTS = 4096        # the distinct texts a log may name (names, whats, text values)
 MAX_TEXT = 256          # a text's length
+FIRST_ROWS = 16         # the rows a log starts with: twice as many each time they are full, up to its maxlen
 
 
 class Kind:
@@ -48,14 +50,11 @@ class FightLog:
     place and the texts (a snapshot's), ``block`` / ``head`` / ``count`` / ``texts`` are
     the rows as they are (a file's table section)."""
 
-    __slots__ = ("maxlen", "block", "cols", "head", "count", "texts", "_codes", "_stamp", "_next", "_saved")
+    __slots__ = ("maxlen", "cap", "block", "cols", "head", "count", "texts", "_codes", "_stamp", "_next", "_saved")
 
     def __init__(self, maxlen: int) -> None:
         self.maxlen = int(maxlen)
-        lay, size = block_layout(COLUMNS, self.maxlen)
-        self.block = np.zeros(size, np.uint8)
-        self.cols = {name: self.block[o:o + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)
-                     for name, (o, dt, shape) in lay.items() if name != "n_free"}
+        self._alloc(min(FIRST_ROWS, self.maxlen))
         self.head = 0                 # the physical row of the oldest entry
         self.count = 0
         self.texts: list[str] = []
@@ -65,6 +64,22 @@ class FightLog:
         self._stamp = 0
         self._next = 1
         self._saved: Any = None
+
+    def _alloc(self, cap: int, block: np.ndarray | None = None) -> None:
+        """Rows for ``cap`` entries (``block``'s bytes in them, else zeros)."""
+        lay, size = block_layout(COLUMNS, cap)
+        self.cap = cap
+        self.block = np.zeros(size, np.uint8) if block is None else block.copy()
+        self.cols = {name: np.ndarray(shape, dt, self.block, o) for name, (o, dt, shape) in lay.items()
+                     if name != "n_free"}
+
+    def _grow(self) -> None:
+        """Twice the rows (at most ``maxlen``), the entries first, oldest at row 0."""
+        old, order = self.cols, (self.head + np.arange(self.count)) % self.cap
+        self._alloc(min(2 * self.cap, self.maxlen))
+        for name, a in self.cols.items():
+            a[:self.count] = old[name][order]
+        self.head = 0
 
     # ---------------------------------------------------------------- writing
     def _text(self, t: str) -> int:
@@ -97,11 +112,13 @@ class FightLog:
             else:
                 raise TypeError(f"FightLog: {v!r} in {entry!r} is not None, a bool, an int, a float or a text")
         human, what = self._text(entry[1]), self._text(entry[2])
-        if self.count == self.maxlen:
+        if self.count == self.cap < self.maxlen:
+            self._grow()
+        if self.count == self.cap:
             r = self.head
-            self.head = (self.head + 1) % self.maxlen
+            self.head = (self.head + 1) % self.cap
         else:
-            r = (self.head + self.count) % self.maxlen
+            r = (self.head + self.count) % self.cap
             self.count += 1
         c = self.cols
         c["live"][r] = True
@@ -124,6 +141,8 @@ class FightLog:
     def clear(self) -> None:
         self.cols["live"][:] = False
         self.head = self.count = 0
+        for a in self.cols.values():
+            a[...] = 0
         self._changed()
 
     # ---------------------------------------------------------------- reading
@@ -150,16 +169,16 @@ class FightLog:
 
     def __iter__(self) -> Iterator[tuple]:
         for i in range(self.count):
-            yield self._entry((self.head + i) % self.maxlen)
+            yield self._entry((self.head + i) % self.cap)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return [self._entry((self.head + k) % self.maxlen) for k in range(*i.indices(self.count))]
+            return [self._entry((self.head + k) % self.cap) for k in range(*i.indices(self.count))]
         if i < 0:
             i += self.count
         if not 0 <= i < self.count:
             raise IndexError("FightLog index out of range")
-        return self._entry((self.head + i) % self.maxlen)
+        return self._entry((self.head + i) % self.cap)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FightLog):
@@ -176,29 +195,35 @@ class FightLog:
 
     # ---------------------------------------------------------------- snapshots
     def save(self) -> tuple:
-        """The log as a snapshot keeps it: (stamp, block copy, head, count, texts). The
-        same object while nothing was logged since (entries are rare next to updates)."""
+        """The log as a snapshot keeps it: (stamp, block copy, head, count, texts, rows).
+        The same object while nothing was logged since (entries are rare next to updates)."""
         s = self._saved
         if s is None or s[0] != self._stamp:
-            s = self._saved = (self._stamp, self.block.copy(), self.head, self.count, tuple(self.texts))
+            s = self._saved = (self._stamp, self.block.copy(), self.head, self.count, tuple(self.texts), self.cap)
         return s
 
     def load(self, saved: tuple) -> None:
         """Put back a ``save()`` of this log."""
-        stamp, block, head, count, texts = saved
+        stamp, block, head, count, texts, cap = saved
         if stamp == self._stamp:
             return
         n = len(texts)
         if len(self.texts) < n or tuple(self.texts[:n]) != texts:      # (a file's texts came between)
             self.texts[:] = texts
             self._codes = {t: i for i, t in enumerate(texts)}
-        np.copyto(self.block, block)
+        if cap != self.cap:
+            self._alloc(cap, block)
+        else:
+            np.copyto(self.block, block)
         self.head, self.count, self._stamp, self._saved = head, count, stamp, saved
 
-    def load_rows(self, block: np.ndarray, head: int, count: int, texts: list[str]) -> None:
-        """Put back a snapshot file's rows (checked: snapfile), their texts in place of
-        this log's."""
-        np.copyto(self.block, block)
+    def load_rows(self, block: np.ndarray, head: int, count: int, texts: list[str], cap: int) -> None:
+        """Put back a snapshot file's ``cap`` rows (checked: fightrows.log_of), their texts
+        in place of this log's."""
+        if cap != self.cap:
+            self._alloc(cap, block)
+        else:
+            np.copyto(self.block, block)
         self.head, self.count = head, count
         self.texts[:] = texts
         self._codes = {t: i for i, t in enumerate(texts)}

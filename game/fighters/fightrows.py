@@ -29,8 +29,7 @@ from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
 from scuffle.anim.data.rangelist import NUM_ANIM_IDS
 from scuffle.anim.engine.snapkernel import Kind as K, check_tagged_rows
 from scuffle.anim.engine.store import block_layout
-from scuffle.game.fighters import fightlog
-from scuffle.game.fighters.fightlog import LOG_EXTRAS, MAX_TEXT, MAX_TEXTS
+from scuffle.game.fighters.fightlog import COLUMNS as LOG_COLUMNS, LOG_EXTRAS, MAX_TEXT, MAX_TEXTS
 
 __all__ = ["TABLES", "COLUMNS", "RANGES", "RowsRefused", "rows_of", "state_of", "log_rows", "log_of", "capacity",
            "END_WHATS", "MAX_PENDING", "MAX_ROWS"]
@@ -54,7 +53,7 @@ COLUMNS: dict[str, dict] = {
                     "tick": np.int64, "hold": np.int64, "enabled": np.bool_},
     "pending": {"live": np.bool_, "kind": np.int8, "entity": np.int64, "move": np.int64, "what": np.int8,
                 "serial": np.int64},
-    "log": fightlog.COLUMNS,
+    "log": LOG_COLUMNS,
 }
 _FINITE = (K.FLOAT, -1.7e308, 1.7e308)
 # What a row in use may hold, per column (anim.engine.snapcheck.RANGES' form); the
@@ -171,7 +170,7 @@ def _ai_state(s: Any) -> bool:
 
 def log_rows(saved: Any) -> tuple[np.ndarray, list]:
     """The log's block and counters ([head, count, texts]) of a ``Fight.save_log``."""
-    _, block, head, count, texts = saved
+    _, block, head, count, texts, cap = saved
     return block, [head, count, list(texts)]
 
 
@@ -192,7 +191,6 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
     (a Fight). Rejected (RowsRefused naming the field): counters that are not the
     fight's, an entity that is not a fighter of the Game, a controller's state where the
     Game's controller keeps none or another kind, what the rows' ranges cannot say."""
-    from scuffle.game.fighters.ai import FighterAI
     w = "values.fight"
     _need(isinstance(counters, dict) and set(counters) == {"ko_at", "counts", "damage", "kinds", "rounds",
                                                             "controllers"}, w, "not the fight's counters")
@@ -249,7 +247,7 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
                                                  t.hold.tolist(), t.enabled.tolist())
         mt = t.mt
     for r, obj in enumerate(mine):
-        is_ai = isinstance(obj, FighterAI)
+        is_ai = getattr(obj, "ROW_STATE", False)          # a FighterAI: its state is always a row
         if live[r]:
             if plain[r] is not None:
                 raise RowsRefused(f"table.ais[{r}]: a row and a plain state for one controller")
@@ -296,7 +294,7 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
 
 
 def log_of(t: Any, counters: Any) -> tuple:
-    """The log's file form ("file", block, head, count, texts) of its checked rows
+    """The log's file form ("file", block, head, count, texts, rows) of its checked rows
     (``t``: its columns as attributes, ``t.block`` the rows, kept as they are: a scratch
     of the file's) and counters [head, count,
     texts]. Rejected (RowsRefused naming the field): a ring that is not ``count`` rows in
@@ -319,4 +317,4 @@ def log_of(t: Any, counters: Any) -> tuple:
     _need(code != 2, f"table.log.human[{r}]", f"a text index past the {len(texts)} texts")
     _need(code != 3, f"table.log.value[{r}, {int(out[2])}]",
           "a value that is not its kind's, or past the entry's count")
-    return ("file", t.block, head, count, list(texts))
+    return ("file", t.block, head, count, list(texts), cap)

@@ -194,3 +194,15 @@ def test_a_saved_log_is_put_back_and_kept_while_nothing_is_logged():
     assert list(log) == [(1, "a", "strike", 11)]
     log.append((5, "c", "let_go"))
     assert list(log) == [(1, "a", "strike", 11), (5, "c", "let_go")]
+
+
+def test_the_log_grows_to_its_maxlen_then_keeps_the_newest():
+    log = FightLog(40)
+    entries = [(u, "p1", "miss", u) for u in range(100)]
+    for k, e in enumerate(entries):
+        log.append(e)
+        if k == 20:
+            saved = log.save()
+    assert log.cap == 40 and list(log) == entries[-40:]
+    log.load(saved)
+    assert log.cap == 32 and list(log) == entries[:21]
