@@ -12,6 +12,7 @@ rows; a text is kept once in ``texts`` and a row holds its index. Reading the lo
 """
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any, Iterable, Iterator
 
 import numpy as np
@@ -26,11 +27,16 @@ MAX_TEXT = 256          # a text's length
 FIRST_ROWS = 16         # the rows a log starts with: twice as many each time they are full, up to its maxlen
 
 
-class Kind:
+class Kind(IntEnum):
     """What an extra value of a row is (the ``kind`` column): its ``value`` holds 0, the
-    bool as 0 or 1, the int, the float's bits (float64), or the text's index."""
+    bool as 0 or 1, the int, the float's bits (float64), or the text's index
+    (anim.engine.snapkernel.check_tagged_rows checks a file's by these numbers)."""
 
-    NONE, BOOL, INT, FLOAT, TEXT = range(5)
+    NONE = 0
+    BOOL = 1
+    INT = 2
+    FLOAT = 3
+    TEXT = 4
 
 
 # A row's columns: the update, the human's and the what's text indexes, the count of extra
@@ -53,6 +59,8 @@ class FightLog:
     __slots__ = ("maxlen", "cap", "block", "cols", "head", "count", "texts", "_codes", "_stamp", "_next", "_saved")
 
     def __init__(self, maxlen: int) -> None:
+        if not (isinstance(maxlen, int) and maxlen >= 1):
+            raise ValueError(f"FightLog: maxlen {maxlen!r} is not a whole number >= 1")
         self.maxlen = int(maxlen)
         self._alloc(min(FIRST_ROWS, self.maxlen))
         self.head = 0                 # the physical row of the oldest entry

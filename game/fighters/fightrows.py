@@ -21,6 +21,7 @@ ValueError) naming the table or value and the field. Original: none (ours).
 from __future__ import annotations
 
 import math
+from enum import IntEnum
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from scuffle.anim.engine.store import block_layout
 from scuffle.game.fighters.fightlog import COLUMNS as LOG_COLUMNS, LOG_EXTRAS, MAX_TEXT, MAX_TEXTS
 
 __all__ = ["TABLES", "COLUMNS", "RANGES", "RowsRefused", "rows_of", "state_of", "log_rows", "log_of", "capacity",
-           "END_WHATS", "MAX_PENDING", "MAX_ROWS"]
+           "END_WHATS", "MAX_PENDING", "MAX_ROWS", "Pending"]
 
 _I63 = (1 << 63) - 1
 MAX_COUNTER = 1 << 62
@@ -42,7 +43,16 @@ MAX_ROWS = {"fighters": 1 << 16, "ais": 1 << 10, "pending": MAX_PENDING}
 # the moves' ends a pending end names, by its ``what`` code (combat.END_WHATS is these)
 END_WHATS = ("attack", "connect", "get_up", "grab_attempt", "let_go", "react", "throw")
 _WHAT = {w: i for i, w in enumerate(END_WHATS)}
-_WINDOW, _END = 0, 1
+
+
+class Pending(IntEnum):
+    """What a ``pending`` row is (its ``kind`` column)."""
+
+    WINDOW = 0          # a hit window of ``move`` opens
+    END = 1             # a move of ``what`` ends (``serial``: the move's)
+
+
+_WINDOW, _END = int(Pending.WINDOW), int(Pending.END)
 
 TABLES = ("fighters", "ais", "pending", "log")
 COLUMNS: dict[str, dict] = {
@@ -109,7 +119,8 @@ def _scratch(name: str, cap: int) -> tuple[np.ndarray, dict]:
 
 def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
     """A ``Fight.save_state`` as the file's tables ({name: (rows, block)}, ``log`` left
-    out: ``log_rows``) and counters (plain data). ``controllers``: the Fight's; a state
+    out: ``log_rows``; the blocks are scratch, written over by the next call: pack or
+    hash them at once) and counters (plain data). ``controllers``: the Fight's; a state
     kept as a FighterAI keeps it goes in its row (whatever the controller: a Game's
     checksum is its state's, not its controllers' kinds), another (plain) in the counters."""
     ko, ko_at, starts, stats, pending, ctl = state

@@ -345,12 +345,15 @@ def _fight_rows(game, st, log: bool = True) -> tuple[list, Any, Any]:
     """The fight rules' tables of state ``st`` as [(name, columns, rows, block)] (the log's
     with ``log``), their counters and the log's (Fight.rows_of, Fight.log_rows:
     game.fighters.fightrows), or tables with no row in use and None, None without fight
-    rules. Rejected (NoPlainForm): fight rules that keep a state but no rows of it."""
+    rules. Rejected (NoPlainForm): fight rules that keep a state but no rows of it (for a
+    checksum, not ``log``: their state as it is, and no tables)."""
     fight = game.fight
     if st.fight is None:
         blank = _no_fight_block()
         return [(n, _NO_FIGHT, 1, blank) for n in FIGHT_TABLES if log or n != "log"], None, None
     if not hasattr(fight, "rows_of"):
+        if not log:                            # a checksum: the state as it is
+            return [], st.fight, None
         raise S.NoPlainForm(f"the fight rules {type(fight).__qualname__} keep a state but no rows of it (rows_of)")
     cols = fight.ROW_COLUMNS
     tables, counters = fight.rows_of(st.fight)
