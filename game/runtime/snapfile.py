@@ -2,7 +2,8 @@
 
 A snapshot file is read from strangers (shared save states, replays, a netplay peer), so
 it holds nothing but data: a fixed header, a directory of sections, each table's block
-as raw bytes with its declared columns, and the plain values (anim.engine.plaindata: numbers,
+as raw bytes with its declared columns (the engine's tables and the fight rules':
+game.fighters.fightrows, reached through the Game's Fight), and the plain values (anim.engine.plaindata: numbers,
 strings, bytes, lists, maps, numpy arrays; nothing in the bytes names a class or a
 function). scuffle's own code rebuilds its objects from them, in the Game they are
 restored into, after checking every size, every row and every value
@@ -250,7 +251,8 @@ def plain_values(game, st, strict: bool = True, array: Any = None) -> dict:
     """The saved values of snapshot state ``st`` (game.runtime.snapshot._State) but the
     tables' blocks and the last update's outputs, as plain data: the engine's values
     (anim.engine.snapshot.engine_plain), the body and combat rows' owners by name, the combat
-    texts, the fight rules' state and each stateful action's. Rejected (NoPlainForm): the
+    texts, the fight rules' state (the file and the checksum put its rows' counters in its
+    place: ``_fight_rows``) and each stateful action's. Rejected (NoPlainForm): the
     reference engine (its state is its objects), code where a value should be. Not
     ``strict`` (a checksum): code is named by its module and name instead, and entries
     held as objects by their rows."""
