@@ -550,6 +550,8 @@ def _message(plan: _Plan, spec: np.ndarray, code: int, out: np.ndarray, fout: np
         return f"table.pool.out[{b}]: byte {c} is not a bool (0 or 1)"
     if code == F.POOL_ROW:
         return "table.pool.out: a task counted out that is not a task row in use"
+    if code == F.NOT_PLACED:
+        return f"table.tasks.placed[{b}]: a task on a stack, in a queue or a next task, not marked placed"
     if code == F.DIRTY:
         return f"{dirty_where[a]}: not rows not in use, each once"
     return f"table: fault {code}"

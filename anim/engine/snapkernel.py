@@ -103,14 +103,15 @@ class Fault(IntEnum):
     POOL_ROW = 23       # index
     DIRTY = 24          # table
     POOL_COUNT = 25     # the flags set
+    NOT_PLACED = 26     # task row: on a stack, in a queue or a next task, and not marked placed
 
 
 # The columns the structural checks name, in ``at``'s order (element index, code, width).
 AT = ("cursors.bank", "cursors.end", "cursors.evf0", "cursors.limit", "cursors.dur", "cursors.t", "cursors.frame",
       "cursors.ev", "cursors.evf", "tasks.type", "tasks.c0", "tasks.c1", "tasks.c2", "tasks.c3", "tasks.aux",
-      "tasks.nxt", "tasks.incoming", "humans.depth", "humans.queued", "humans.stack", "humans.queue")
+      "tasks.nxt", "tasks.incoming", "humans.depth", "humans.queued", "humans.stack", "humans.queue", "tasks.placed")
 (A_BANK, A_END, A_EVF0, A_LIMIT, A_DUR, A_T, A_FRAME, A_EV, A_EVF, A_TYPE, A_C0, A_C1, A_C2, A_C3, A_AUX, A_NXT,
- A_INCOMING, A_DEPTH, A_QUEUED, A_STACK, A_QUEUE) = range(len(AT))
+ A_INCOMING, A_DEPTH, A_QUEUED, A_STACK, A_QUEUE, A_PLACED) = range(len(AT))
 NO_ROW = -1
 NO_EVENT = np.iinfo(np.int32).max
 
@@ -369,6 +370,8 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
                 if seen[v]:
                     return _fail(out, 20, 0, v, 0, 0)
                 seen[v] = 1
+                if i8[at[A_PLACED, 0] + v] == 0:
+                    return _fail(out, 26, A_PLACED, v, 0, 0)
     for r in range(tcap):
         if not _live(i8, tabs, _TASK, r):
             continue
@@ -378,6 +381,8 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
             if seen[nx]:
                 return _fail(out, 20, 0, nx, 0, 0)
             seen[nx] = 1
+            if i8[at[A_PLACED, 0] + nx] == 0:
+                return _fail(out, 26, A_PLACED, nx, 0, 0)
     # every chain of next tasks ends: each task has at most one before it (a place each),
     # so a chain that does not end is a cycle; walked once, marking (2: on this walk, 3: done)
     for r in range(tcap):

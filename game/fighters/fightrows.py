@@ -192,7 +192,8 @@ def _need(ok: bool, where: str, what: str) -> None:
 
 def _whole(v: Any, where: str, lo: int, hi: int) -> int:
     if not (v.__class__ is int and lo <= v <= hi):
-        raise RowsRefused(f"{where}: {str(v)[:40]} is not a whole number {lo} to {hi}")
+        r = repr(v)                        # (a stranger's value: quoted, cut short)
+        raise RowsRefused(f"{where}: {r if len(r) <= 40 else r[:37] + '...'} is not a whole number {lo} to {hi}")
     return v
 
 

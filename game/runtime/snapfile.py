@@ -31,7 +31,7 @@ import numpy as np
 
 from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
-from scuffle.anim.engine.callbacks import Callback
+from scuffle.anim.engine.callbacks import Callback, CallbackTable
 from scuffle.anim.playback.cursor import cursor_proto
 from scuffle.anim.engine.digest import array_form, blocks_digests, digest_form, values_bytes
 from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack,
@@ -889,7 +889,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
 
 def _calls_back(v: Any, kinds: Any) -> tuple:
     """The callbacks table's saved (values, uses, free): each value None (a free id), a
-    callback (kind, args) of a kind this Game registered, or ("", name) a partner's name."""
+    callback (kind, args) of a kind this Game registered (each callback once), or ("",
+    name) a partner's name."""
     where = "values.engine.calls"
     need(isinstance(v, dict) and set(v) == {"values", "uses", "free"}, where, "not {values, uses, free}")
     vals = v["values"]
@@ -905,6 +906,13 @@ def _calls_back(v: Any, kinds: Any) -> tuple:
                 out.append(S.callback_back(x, f"{where}.values[{i}]", kinds))
             except StateError as e:
                 raise _Refused(str(e)) from None
+    ids: dict = {}                         # each callback once (the table keeps one id a callback)
+    for i, x in enumerate(out):
+        if x is not None and x.__class__ is not str:
+            k = CallbackTable.key(x)
+            if k in ids:
+                raise _Refused(f"{where}.values[{i}]: the callback of values[{ids[k]}] again")
+            ids[k] = i
     lists = []
     for k in ("uses", "free"):
         a = v[k]

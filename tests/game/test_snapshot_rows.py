@@ -198,3 +198,49 @@ def test_a_cycle_of_next_tasks_is_refused():
     finally:
         a.close()
         b.close()
+
+
+def test_a_task_in_a_place_not_marked_placed_is_refused():
+    """A task on a stack (or in a queue, or a next task) is marked placed: a file whose
+    stack task is not would have the engine free it as an orphan while the stack still
+    names it. Refused naming tasks.placed; a callback twice in the callbacks table is
+    refused naming the calls."""
+    from gamehelp import ai_fight
+    from scuffle.anim.engine import plaindata
+    a, b = ai_fight(), ai_fight()
+    try:
+        for _ in range(40):
+            a.step()
+        hum = a.player.stores.humans
+        h = int(np.flatnonzero(hum.live)[0])
+        x = int(hum.stack[h, 0])
+
+        def edit(name: str, sec: bytes) -> bytes:
+            if name != "table.tasks":
+                return sec
+            rows, raw, cols, block = F.table_block(sec)
+            off, dt, shape = _layout(cols, rows)[0]["placed"]
+            block[off:off + int(np.prod(shape)) * dt.itemsize].view(dt)[x] = False
+            return F.table_section(rows, raw, cols, block)
+
+        data = a.snapshot().to_bytes()
+        version, config, sections = F.sections_of(data)
+        before = b.checksum()
+        with pytest.raises(SnapshotError, match=rf"tasks\.placed\[{x}\]"):
+            b.restore(Snapshot.from_bytes(F.assemble([(n, edit(n, s)) for n, s in sections], version, config)))
+
+        def twice(name: str, sec: bytes) -> bytes:
+            if name != "values":
+                return sec
+            v = plaindata.decode(sec)
+            calls = v["engine"]["calls"]["values"]
+            first = next(c for c in calls if c is not None and c[0])
+            calls.append(first)
+            v["engine"]["calls"]["uses"] = np.append(v["engine"]["calls"]["uses"], 0)
+            return plaindata.encode(v)
+        with pytest.raises(SnapshotError, match=r"values\.engine\.calls\.values\[\d+\]: the callback of"):
+            b.restore(Snapshot.from_bytes(F.assemble([(n, twice(n, s)) for n, s in sections], version, config)))
+        assert b.checksum() == before
+    finally:
+        a.close()
+        b.close()
