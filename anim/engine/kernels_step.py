@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine.kernels_maths import (jit_kinds, _add, _div, _frame_of, _mul, _sub)
+from scuffle.anim.engine.kernels_write import cursor_init, take_row
 from scuffle.anim.engine.kernels_rows import (_CLIP, _CLOSE_CLEAR, _CLOSE_NEED, _CLOSE_SET, _CURSOR_BITS,
                            _DIRECTION, _FADE, _GAIT, _HELD_CLOSE, _HELD_OPEN, _HELD_REPLACE, _HOLD, _KEPT,
                            _LOOP, _MIX, _MUTED, _NO_EVENT, _NO_ROW, _OPEN_CLEAR, _OPEN_NEED, _OPEN_SET,
@@ -39,7 +40,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "ab4866e91f40e9244c2f1c82bb008107774f7cd1355c93cad0bee5dceabb2321"
+LINKED_SHA256 = "ddf4c253d47043aa93ab4c3f9e35d83055ab36bddeb1a39a3020761f6983e8ba"
 
 
 # status bits per human (step_stacks' ``status``)
@@ -163,27 +164,11 @@ def _of_five(g, idx, c0, c1, c2, c3, c4):
 def _take_cursor(bank, anim, cursors, events):
     """Cursor.__init__ in the kernel: a row from the cursor table's free list (the caller
     reserved enough), restarted on clip ``bank`` (its end test, duration and first event)
-    for ``anim``, flags 0. Returns the row. Original: 0x001041f8 AnimCursor_Init."""
-    n = cursors.n_free[0] - 1
-    c = cursors.free_rows[n]
-    cursors.n_free[0] = n
-    cursors.live[c] = True
-    cursors.t[c] = 0.0
-    cursors.frame[c] = 0
-    cursors.end[c] = events.end[bank]
-    cursors.limit[c] = events.limit[bank]
-    cursors.dur[c] = events.dur[bank]
-    cursors.flags[c] = 0
-    cursors.bank[c] = bank
-    cursors.ev[c] = 0
-    if events.n[bank] > 0:
-        f0 = events.frame[events.first[bank]]
-    else:
-        f0 = _NO_EVENT
-    cursors.evf[c] = f0
-    cursors.evf0[c] = f0
-    cursors.at_end[c] = False
-    cursors.anim[c] = anim
+    for ``anim``, flags 0, by the one compiled cursor writer (anim.engine.kernels_write).
+    Returns the row. Original: 0x001041f8 AnimCursor_Init."""
+    c = take_row(cursors.live, cursors.free_rows, cursors.n_free)
+    f0 = events.frame[events.first[bank]] if events.n[bank] > 0 else _NO_EVENT
+    cursor_init(cursors, c, events.end[bank], events.limit[bank], events.dur[bank], bank, anim, 0, f0)
     return c
 
 

@@ -172,7 +172,9 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
     FiredEvent objects, its released ids and refused poses), for a viewer. ``into``: an
     older state of this engine that is given up, whose arrays are reused. ``view``: the
     engine's own arrays and lists where a save copies them, for a state read at once (a
-    checksum) and never restored."""
+    checksum) and never restored. The Player's buffered commands are written first (a
+    state holds no command buffer)."""
+    player.prepared.commands.apply()
     st = player.stores
     batch = player.batch
     loose = [(inst, _private_values(inst.record)) for inst in instances
@@ -200,7 +202,9 @@ def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = 
     Without saved outputs, each human's events, released ids and refused poses are left
     empty (as at the start of an update). ``rehome``: every human's record takes its row
     and generation as saved (a state read from a file), not only when the rows moved.
-    ``check`` is kept for callers; each table checks its block's size itself."""
+    ``check`` is kept for callers; each table checks its block's size itself. Commands
+    buffered since the state was saved are dropped (they belong to the state it replaces)."""
+    player.prepared.commands.clear()
     st = player.stores
     batch = player.batch
     for name, ts in s.tables.items():

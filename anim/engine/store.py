@@ -210,6 +210,9 @@ class Table:
     spare: dict
     clips: Any = None               # the world's cursor table: bank index -> Clip (a list)
     world: Any = None               # the world's task table: its Stores (the other tables)
+    # the world's tables: the Player's command buffer (anim.playback.cmdbuffer), applied before
+    # a row is taken or given back from Python (the rows keep the order of the calls)
+    commands: Any = None
     all_events = False          # the cursor table: type 8 events fire too (PlaceEvents.FIRED)
     layout = 0                  # LAYOUT_EPOCH when this table's arrays were last replaced
 
@@ -318,7 +321,11 @@ class Table:
     def alloc_default(self) -> int:
         """A free row with every column at its default (a table made with ``defaults``: the
         caller writes only the columns it sets). Rows the flush gave back and has not reset
-        yet (a callback taking a row in the middle of it) are reset first (``settle``)."""
+        yet (a callback taking a row in the middle of it) are reset first (``settle``);
+        buffered commands are written first (``commands``)."""
+        c = self.commands
+        if c is not None and c.n:
+            c.apply()
         if self.unsettled:
             self.settle()
         nf = self.m_n_free
@@ -380,6 +387,9 @@ class Table:
     def free(self, row: int) -> None:
         """Give a row back (its generation counts up, the callback ids it holds let go; a
         table with defaults resets its columns to them); ValueError when it is not in use."""
+        c = self.commands
+        if c is not None and c.n:
+            c.apply()
         live = self.m_live
         if not live[row]:
             raise ValueError(f"row {row} freed twice or never taken")
@@ -538,6 +548,7 @@ class HumanTable:
     STACK_ROWS = 18
     QUEUE_ROWS = 10
     world: Any = None           # a world's table: its Stores (None: a standalone record's private table)
+    commands: Any = None        # a world's table: the Player's command buffer (Table.commands)
     layout = 0                  # LAYOUT_EPOCH when this table's arrays were last replaced
     # the fast views (set by __setattr__ with each column) and the two rows' widths
     m_depth: Any
@@ -617,6 +628,9 @@ class HumanTable:
 
     def alloc(self) -> int:
         """A free row: no flags, no anim (-1), speed 1, empty stack and queue, no report."""
+        c = self.commands
+        if c is not None and c.n:
+            c.apply()
         if not self._free:
             self._grow(self.capacity * 2)
         row = self._free.pop()
@@ -632,6 +646,9 @@ class HumanTable:
     def free(self, row: int) -> None:
         """Give a row back (its generation counts up, its report callback goes); ValueError
         when it is not in use."""
+        c = self.commands
+        if c is not None and c.n:
+            c.apply()
         if not (0 <= row < self.capacity and self.live[row]):
             raise ValueError(f"human row {row} freed twice or never taken")
         self.live[row] = False

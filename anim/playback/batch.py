@@ -161,6 +161,7 @@ class BatchEngine:
         Rejected (ValueError): a human another world's engine has."""
         s = inst.slot
         if inst.engine is self:
+            _due(self, s)                               # a buffered command of this human: written first
             return s
         if inst.engine is not None:
             raise ValueError(f"{inst.name or 'human'}: already in another world's Player (forget it there first)")
@@ -183,6 +184,7 @@ class BatchEngine:
         nor given a task) gives its private row back. Another world's human: nothing."""
         s = inst.slot
         if inst.engine is self:
+            _due(self, s)
             if self.player.released_log:            # its released ids made while its row is its own
                 self.player.make_released()
             self.player._gone[s] = inst             # a flush under way still releases its entries
@@ -257,6 +259,7 @@ class BatchEngine:
     def stack_of(self, inst: CharacterInstance) -> list:
         """The human's stack, bottom first, as the task objects of its row's task rows."""
         s = inst.slot
+        _due(self, s)                               # a buffered command of this human: written first
         tasks = self._tasks
         h = self.humans
         b = s * h.stack_width
@@ -266,6 +269,7 @@ class BatchEngine:
     def queue_of(self, inst: CharacterInstance) -> list:
         """The human's queue, first first, as the task objects of its row's task rows."""
         s = inst.slot
+        _due(self, s)                               # a buffered command of this human: written first
         tasks = self._tasks
         h = self.humans
         b = s * h.queue_width
@@ -274,7 +278,10 @@ class BatchEngine:
 
     def depth_of(self, inst: CharacterInstance) -> int:
         """The number of tasks on the human's stack (its row's depth; 0 before it has a row)."""
-        return self.humans.m_depth[inst.slot] if inst.engine is self else 0
+        if inst.engine is not self:
+            return 0
+        _due(self, inst.slot)
+        return self.humans.m_depth[inst.slot]
 
     def put_row(self, inst: CharacterInstance, trow: int, at: int) -> int:
         """Task row ``trow`` into the human's stack at index ``at`` (0: the bottom, -1: on
@@ -296,7 +303,10 @@ class BatchEngine:
 
     def queued_of(self, inst: CharacterInstance) -> int:
         """The number of tasks in the human's queue (its row's count; 0 before it has a row)."""
-        return self.humans.m_queued[inst.slot] if inst.engine is self else 0
+        if inst.engine is not self:
+            return 0
+        _due(self, inst.slot)
+        return self.humans.m_queued[inst.slot]
 
     def queue_row(self, inst: CharacterInstance, trow: int) -> None:
         """Task row ``trow`` at the end of the human's queue (the caller has checked that
@@ -329,6 +339,7 @@ class BatchEngine:
         if inst.engine is not self:
             return None
         s = inst.slot
+        _due(self, s)                               # a buffered command of this human: written first
         h = self.humans
         n = h.m_depth[s]
         if not n:
@@ -341,6 +352,7 @@ class BatchEngine:
         if inst.engine is not self:
             return None
         s = inst.slot
+        _due(self, s)                               # a buffered command of this human: written first
         h = self.humans
         if not h.m_depth[s]:
             return None
@@ -1121,3 +1133,11 @@ def _grown(buf: np.ndarray) -> np.ndarray:
     out = np.zeros((2 * buf.shape[0],) + buf.shape[1:], buf.dtype)
     out[:buf.shape[0]] = buf
     return out
+
+
+def _due(engine: BatchEngine, s: int) -> None:
+    """Write the Player's buffered commands first when human row ``s`` has one waiting
+    (anim.playback.cmdbuffer): a read or write of its stack or queue sees them."""
+    c = engine.humans.commands
+    if c is not None and c.n and s in c.due:
+        c.apply()

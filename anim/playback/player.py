@@ -186,7 +186,8 @@ class Player:
     _bank = _PartProperty("lookup", "_bank", "The look-up's bank as it is (None until built): anim.playback.batch reads it.")
     _clips = _PartProperty("lookup", "clips", "Every clip seen, by bank index (ClipLookup.clips).")
     cmd_kernel_runs = _PartProperty("prepared", "cmd_kernel_runs",
-                                    "Commands whose rows anim.engine.cmdkernel.run_rows wrote (RecipeRules).")
+                                    "Commands whose rows anim.engine.cmdkernel's compiled writers write, at once "
+                                    "or buffered (RecipeRules).")
 
     def __init__(self, options: PlayerOptions | None = None, skeleton: Skeleton = HUMANOID):
         self._options = options or PlayerOptions()
@@ -252,6 +253,7 @@ class Player:
 
     @options.setter
     def options(self, options: PlayerOptions) -> None:
+        self.prepared.commands.apply()          # buffered commands under the options they were issued with
         self._options = options
         for part in (self.lookup, self.builders, self.rules, self.prepared):
             part.options = options
@@ -286,8 +288,10 @@ class Player:
         is listed in ``refused`` (emptied at each ``step``) as (instance, error). The
         original has no such check (it would write past the stack). Rejected: a ``dt`` that
         is not a finite number 0 to 1 s (RangeError naming it, before anything changes).
-        First the tasks made since the last step and never placed go back to the pool
-        (anim.playback.orphans: the end of the update that made them).
+        First the prepared commands buffered since the last step are written, in the
+        order of their calls (anim.playback.cmdbuffer), then the tasks made since the last
+        step and never placed go back to the pool (anim.playback.orphans: the end of the
+        update that made them).
         """
         # one float32 dt (the compiled step reads it as a float32)
         raw = self.options.dt if dt is None else dt
@@ -295,6 +299,7 @@ class Player:
             self._dt_f32 = F.f32(raw if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
             self._dt_raw = raw
         dt = self._dt_f32
+        self.prepared.commands.apply()          # the commands buffered since the last step, in order
         made = self.pool.made
         if made or made is None:                # the handle API made tasks since the last step:
             give_back_unplaced(self)            # those never placed go back (anim.playback.orphans)
@@ -384,6 +389,7 @@ class Player:
         tasks is sampled over their pose (the engine's pose kernel does it, anim.playback.batch).
         Original: 0x00176d60 CharacterInstance_Sample.
         """
+        self.prepared.commands.apply()
         refusals: list = []
         out = self.batch.sample(instances, refusals)
         self._count_refusals(refusals)
@@ -409,6 +415,7 @@ class Player:
         overwrites them). Refused poses are counted as by ``sample``.
         Original: 0x00176d60 CharacterInstance_Sample, 0x00104630 Instance_BuildBoneMatrices.
         """
+        self.prepared.commands.apply()
         refusals: list = []
         bones = self.batch.pose(instances, refusals=refusals)
         self._count_refusals(refusals)
@@ -438,6 +445,7 @@ class Player:
         Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release),
         0x00108f10 (type 6's), 0x00106ee8 (the fade's).
         """
+        self.prepared.commands.apply()
         dl = self.deferred_rows
         if not (dl.n or self._stepped or self._gone or self._failed or self.batch._leaving) and self._flush_loaded:
             return []                                     # nothing deferred, no id to refresh (a quiet update)
@@ -824,7 +832,9 @@ class Player:
         """The Player's values the next update reads beside the tables: the pool's flags
         (into ``into``'s array, an older state given up, when it fits), the deferred list's
         rows, the step's pending lists and row lists, the stats, and the callbacks table.
-        ``view``: its own arrays and lists, not copies (a state read at once)."""
+        ``view``: its own arrays and lists, not copies (a state read at once). Buffered
+        commands are written first (a snapshot holds no command buffer)."""
+        self.prepared.commands.apply()
         if view:
             return ((self.pool.out, self.pool.n_out), self.deferred_rows.save(view=True),
                     (self.refused, self._wraps, self._failed), self._stepped,
@@ -837,7 +847,9 @@ class Player:
 
     def load_state(self, state: tuple) -> None:
         """Write a ``save_state`` back (copied: it restores again); the last update's
-        outputs (released ids not yet made, refused poses) are forgotten."""
+        outputs (released ids not yet made, refused poses) and the commands buffered since
+        it was saved are forgotten."""
+        self.prepared.commands.clear()
         pool, deferred, (refused, wraps, failed), stepped, stats, calls = state
         self.pool.load(pool)
         self.deferred_rows.load(deferred)

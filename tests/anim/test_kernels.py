@@ -262,7 +262,12 @@ def test_each_kernel_compiles_once(tmp_path):
             "from scuffle.anim.maths import detmath\n"
             "shared = {f.__name__ for f in detmath.JITABLE} | {n for n in dir(rules) if callable(getattr(rules, n))}\n"
             "modules = len(set(K.MODULE_OF.values())) + 1\n"
-            "many.update({q: n for q, n in seen.items() if n > (modules if q in shared else 1)})\n"
+            # the row writers (anim.engine.kernels_write) take a table's named tuple: once per
+            # module that calls them (its tuple type), cmdkernel's and the step's
+            "from scuffle.anim.engine import kernels_write as W\n"
+            "writers = {n for n in W.WRITERS}\n"
+            "many.update({q: n for q, n in seen.items()\n"
+            "             if n > (2 if q in writers else modules if q in shared else 1)})\n"
             "print(many)\n"
             "print(sorted(seen))\n")
     # every kernel in this one process (none compiled aside in a child: anim.engine.coldstart)
@@ -278,6 +283,7 @@ def test_each_kernel_compiles_once(tmp_path):
     assert {"kernels_step.step_stacks", "kernels_pose.pose_stacks", "kernels_motion.root_motion_step"} <= cached, cached
     # a prepared command's rows (anim.engine.cmdkernel, a module of its own): compiled once, cached
     assert "run_rows" in seen and "cmdkernel.run_rows" in cached, (seen, cached)
+    assert "apply_commands" in seen and "cmdkernel.apply_commands" in cached, (seen, cached)
     if K.LINK_ONLY:                         # numba's usual way under an untested numba (anim.engine.jitpipe)
         assert not {"kernels_pose._blend", "kernels_step._room", "kernels_maths._add", "kernels_pose._sample"} & cached, cached
 
@@ -395,7 +401,8 @@ def test_no_kernel_or_helper_takes_loose_columns(name):
     assert found
 
 
-KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_pose", "kernels_step", "kernels_flush", "kernels_motion")
+KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_write", "kernels_pose", "kernels_step", "kernels_flush",
+                  "kernels_motion")
 
 
 @pytest.mark.parametrize("name", KERNEL_MODULES)
