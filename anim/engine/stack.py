@@ -41,7 +41,7 @@ class PrivateRow:
     ``anim``, ``speed``, the report callback) with the row's ``live`` flag and generation,
     read and written as row 0 of a HumanTable is (``flags[0]``, ``flags.item(0)``,
     ``report(0)``, ``set_report``, ``alloc``, ``free``), but as a few plain values: no
-    block, column views or callback registry (a crowd's records wait for their rows as a
+    block, column views, callback registry or command buffer (``commands`` is None) (a crowd's records wait for their rows as a
     few hundred bytes each, not a table's five kilobytes). ``world`` is None (no world's
     table), ``capacity`` 1. Rejected (ValueError): a row other than 0, freeing it twice,
     taking it while it is in use.
@@ -50,6 +50,7 @@ class PrivateRow:
     __slots__ = ("flags", "anim", "speed", "live", "gen", "_report")
     world = None
     capacity = 1
+    commands = None             # no world: no Player's command buffer to write first
 
     def __init__(self) -> None:
         self.flags, self.anim, self.speed = _Cell((0,)), _Cell((-1,)), _Cell((1.0,))

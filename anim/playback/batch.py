@@ -27,6 +27,8 @@ Spec: "The task stack", "When a clip ends", "Fades", "Gait blend", "Events".
 from __future__ import annotations
 
 import os
+from operator import is_ as _is
+from typing import Any
 
 import numpy as np
 
@@ -145,6 +147,7 @@ class BatchEngine:
         self._table_key: tuple | int = ()       # store.LAYOUT_EPOCH when _tables() made the tuples
         self._cols: tuple = ()
         self._rules_of = self._rules = None     # the PlayerOptions the step's StepRules were made from, and those
+        self._skip_of = self._skip_rules = None  # the StepRules a threaded step's chunks' were made from, and those
         self._dt_of: object = None              # the dt object the step's float32 dt was made from, and that
         self._dt32 = 0.0
         self.kernel_humans = 0                  # the humans the last step ran (every one)
@@ -812,9 +815,11 @@ class BatchEngine:
         the rows one call gives. The merge puts the events, deferred tasks and wraps in
         human order (each row names its human) and sets each human's event rows."""
         n = len(rows)
-        skip = rules._replace(skip_pairs=True)
+        if self._skip_of is not rules:              # the same object while the rules are (no check again)
+            self._skip_rules, self._skip_of = rules._replace(skip_pairs=True), rules
+        skip = self._skip_rules
         parts = [self._part(j) for j in range(len(spans))]
-        jobs = [_StepJob(p, rows[a:b], status[a:b], lo[a:b], hi[a:b], dt32, skip, tables)
+        jobs = [_StepJob(p, *p.step_span(rows, status, lo, hi, a, b), dt32, skip, tables)
                 for p, (a, b) in zip(parts, spans)]
         assert self._workers is not None
         self._workers.run(jobs)
@@ -826,9 +831,9 @@ class BatchEngine:
         if len(skipped):
             last = self._part(len(spans))
             k = len(skipped)
-            s_status, s_lo, s_hi = np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros(k, np.int64)
+            s_status, s_lo, s_hi = last.alone_buffers(k)
             _StepJob(last, rows[skipped], s_status, s_lo, s_hi, dt32, rules, tables)()
-            status[skipped] = s_status
+            status[skipped] = s_status[:k]
             used.append((last, None))
         counts = self._counts
         base_def = int(counts[_COUNT_DEFERRED])
@@ -857,14 +862,28 @@ class BatchEngine:
                 self._place = np.zeros(self.humans.capacity, np.int64)
             place = self._place
             place[rows] = np.arange(n)
-            evs = np.concatenate([p.ev[:int(p.counts[K.COUNT_EVENTS])] for p, _ in used])
-            keys = place[evs[:, 0]]
-            order = np.argsort(keys, kind="stable")
-            self._ev_out[:n_ev] = evs[order]
-            ks = keys[order]
-            at = np.arange(n)
-            lo[:n] = np.searchsorted(ks, at, "left")
-            hi[:n] = np.searchsorted(ks, at, "right")
+            # each human's events lie in order in its chunk's buffer (or, left out, in the
+            # buffer of those stepped alone): their places in the merged buffer follow from
+            # every human's count, each buffer's rows moved by their human's shift
+            k = len(skipped)
+            _, s_lo, s_hi = last.alone
+            own = hi[:n] - lo[:n]                   # in its chunk's buffer (0 for one left out)
+            cnt = own.copy()
+            cnt[skipped] = s_hi[:k] - s_lo[:k]
+            new_hi = np.cumsum(cnt)
+            new_lo = new_hi - cnt
+            for p, span in used:
+                pe = int(p.counts[K.COUNT_EVENTS])
+                if not pe:
+                    continue
+                if span is None:
+                    shift, c = new_lo[skipped] - s_lo[:k], cnt[skipped]
+                else:
+                    a, b = span
+                    shift, c = new_lo[a:b] - lo[a:b], own[a:b]
+                self._ev_out[np.repeat(shift, c) + np.arange(pe)] = p.ev[:pe]
+            lo[:n] = new_lo
+            hi[:n] = new_hi
             for buf, cnt, dst, off in ((lambda p: p.def_, _COUNT_DEFERRED, self._def_out, base_def),
                                        (lambda p: p.wrap, _COUNT_WRAPS, self._wrap_out, 0)):
                 rs = np.concatenate([buf(p)[:int(p.counts[cnt])] for p, _ in used])
@@ -884,8 +903,7 @@ class BatchEngine:
         jobs = []
         for j, (a, b) in enumerate(spans):
             p = self._part(j)
-            jobs.append(_PoseJob(p, rows[a:b], cols[a:b], tables, out,
-                                 K.PoseBuffers(refused[a:b], p.weights, queued_default[a:b])))
+            jobs.append(_PoseJob(p, *p.pose_span(rows, cols, refused, queued_default, a, b), tables, out))
         assert self._workers is not None
         self._workers.run(jobs)
 
@@ -1068,7 +1086,7 @@ class _Part:
     step buffers and counts, pose scratch and blend weights."""
 
     __slots__ = ("step", "pose", "step_job", "pose_job", "ev", "def_", "wrap", "counts", "snap", "walk", "pair4",
-                 "scratch", "weights")
+                 "scratch", "weights", "step_views", "pose_views", "step_out", "alone")
 
     def __init__(self, debug: bool, scratch):
         self.step = TrustedKernel("step_stacks", debug)
@@ -1083,6 +1101,42 @@ class _Part:
         self.pair4 = np.zeros(4, np.int64)
         self.scratch = scratch
         self.weights = np.zeros(_WALK, np.float32)
+        # the chunk's views and buffers kept while they are of the very same arrays and span,
+        # so its kernel jobs see the objects they checked last time (no check again)
+        self.step_views: tuple | None = None
+        self.pose_views: tuple | None = None
+        self.step_out: Any = None
+        # status, event lo and hi of the humans left out of the chunks, stepped after
+        self.alone = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def step_span(self, rows: np.ndarray, status: np.ndarray, lo: np.ndarray, hi: np.ndarray, a: int,
+                  b: int) -> tuple:
+        """``rows``, ``status``, ``lo`` and ``hi`` from ``a`` to ``b``: the views made last
+        time when those are the same arrays and span."""
+        v = self.step_views
+        if v is None or not (v[0] is rows and v[1] is status and v[2] is lo and v[3] is hi and v[4] == a
+                             and v[5] == b):
+            v = self.step_views = (rows, status, lo, hi, a, b, rows[a:b], status[a:b], lo[a:b], hi[a:b])
+        return v[6:]
+
+    def pose_span(self, rows: np.ndarray, cols: np.ndarray, refused: np.ndarray, queued_default: np.ndarray,
+                  a: int, b: int) -> tuple:
+        """``rows`` and ``cols`` from ``a`` to ``b`` and the chunk's PoseBuffers: those made
+        last time when they are of the same arrays and span."""
+        v = self.pose_views
+        if v is None or not (v[0] is rows and v[1] is cols and v[2] is refused and v[3] is queued_default
+                             and v[4] == a and v[5] == b):
+            v = self.pose_views = (rows, cols, refused, queued_default, a, b, rows[a:b], cols[a:b],
+                                   K.PoseBuffers(refused[a:b], self.weights, queued_default[a:b]))
+        return v[6:]
+
+    def alone_buffers(self, k: int) -> tuple:
+        """Status, event lo and hi for ``k`` humans stepped alone (kept, grown to fit: the
+        kernel writes the first ``k`` entries of each)."""
+        if len(self.alone[0]) < k:
+            m = max(k, 2 * len(self.alone[0]))
+            self.alone = (np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64))
+        return self.alone
 
 
 class _StepJob:
@@ -1101,7 +1155,10 @@ class _StepJob:
         start = 0
         H, T, C, F, G, E = self.tables
         while True:
-            out = K.StepBuffers(self.status, self.lo, self.hi, p.ev, p.def_, counts, p.wrap, p.snap, p.walk, p.pair4)
+            fields = (self.status, self.lo, self.hi, p.ev, p.def_, counts, p.wrap, p.snap, p.walk, p.pair4)
+            out = p.step_out
+            if out is None or not all(map(_is, out, fields)):
+                out = p.step_out = K.StepBuffers(*fields)
             p.step_job.run(StepInputs(self.rows, start, self.dt, self.rules, H, T, C, F, G, E, out), p.step)
             stopped = int(counts[_COUNT_STOPPED])
             if stopped >= len(self.rows):
@@ -1118,7 +1175,7 @@ class _PoseJob:
 
     __slots__ = ("p", "rows", "cols", "tables", "out", "buffers")
 
-    def __init__(self, p: _Part, rows, cols, tables: tuple, out, buffers):
+    def __init__(self, p: _Part, rows, cols, buffers, tables: tuple, out):
         self.p, self.rows, self.cols, self.tables, self.out, self.buffers = p, rows, cols, tables, out, buffers
 
     def __call__(self) -> None:

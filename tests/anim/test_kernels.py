@@ -434,3 +434,34 @@ def test_the_entry_points_are_named_by_stage():
             assert getattr(K, n) is getattr(m, n) and K.MODULE_OF[n] == mod
     assert set(K.MODULE_OF) >= {"step_stacks", "pose_stacks", "pose_plan", "flush_release", "flush_anim_ids",
                                 "root_motion_step"}
+
+
+def test_the_step_prefetches_the_rows_of_the_humans_ahead():
+    """step_stacks fetches the rows of the humans a few places ahead (kernels_step's
+    ``_fetch_tasks`` and ``_fetch_rows``, each a loop of LLVM prefetch hints): the hint
+    compiles to llvm.prefetch of the element's address (read, every cache level, data),
+    is a no-op under NUMBA_DISABLE_JIT, and the step calls both helpers for the humans
+    PREFETCH_TASKS and PREFETCH_ROWS ahead, the first further ahead (its rows are what
+    the second reads)."""
+    import ast
+    import inspect
+    import textwrap
+
+    from numba import njit
+
+    from scuffle.anim.engine import kernels_step as KS
+
+    @njit
+    def touch(a, i):
+        KS._prefetch_jit(a, i)
+        return a[i]
+
+    a = np.arange(16, dtype=np.int64)
+    assert touch(a, 5) == 5
+    ir = next(iter(touch.inspect_llvm().values()))
+    assert "@llvm.prefetch" in ir and "i32 0, i32 3, i32 1" in ir
+    assert KS._no_prefetch(a, 5) is None
+    assert KS.PREFETCH_TASKS > KS.PREFETCH_ROWS > 0
+    body = {n.func.id for n in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(K.step_stacks.py_func))))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert {"_fetch_tasks", "_fetch_rows"} <= body
