@@ -45,7 +45,7 @@ import sys
 from scuffle.anim.engine import kernels as K
 
 __all__ = ["LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
-           "kernels_cached", "ALL_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
+           "kernels_cached", "ALL_KERNELS", "SNAPSHOT_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
            "cold_notice", "note_cold_compile", "REST_ENV", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
            "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
            "meanwhile", "root_motion_args"]
@@ -62,11 +62,14 @@ NO_CACHE_MESSAGE = ("{why}; compiling the animation kernels for this run only "
 ANNOUNCED: list[bool] = []        # the notice's once-per-process flag (shared with anim.playback.warmup)
 # the kernels a Game's step calls (pose_plan, anim.engine.plan's, is not one: a step never compiles it)
 ENGINE_KERNELS = ("step_stacks", "pose_stacks", "flush_release", "flush_anim_ids", "root_motion_step")
-# every kernel a game may call, as (module of scuffle.anim, name): the engine's and the
-# prepared commands' (anim.engine.cmdkernel: one at once, the command buffer); not pose_plan
-# (tests, tools and the bench only)
+# the snapshot file's packing and checks (anim.engine.snapkernel: every file written or read)
+SNAPSHOT_KERNELS = ("pack_tables", "pack_rows", "unpack_rows", "check_rows", "check_ids_rows", "check_tagged_rows")
+# every kernel a game may call, as (module of scuffle.anim.engine, name): the engine's, the
+# prepared commands' (anim.engine.cmdkernel: one at once, the command buffer) and the snapshot
+# file's (anim.engine.snapkernel); not pose_plan (tests, tools and the bench only)
 ALL_KERNELS = tuple((K.MODULE_OF[n], n) for n in ENGINE_KERNELS) + (("cmdkernel", "run_rows"),
-                                                                     ("cmdkernel", "apply_commands"))
+                                                                     ("cmdkernel", "apply_commands")) + tuple(
+    ("snapkernel", n) for n in SNAPSHOT_KERNELS)
 BACKGROUND: list = []             # the child compiling the rest (compile_rest), once per process
 
 

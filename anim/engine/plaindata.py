@@ -267,107 +267,151 @@ _NOKEY = object()
 
 
 def _decode_fast(b: bytes, max_items: int) -> Any:
-    """``decode``'s value, read in one loop (no call per value) where the bytes are one
-    valid value within the limits; anything else raises _Slow, and ``_Reader`` reads the
-    bytes again to name the fault. It takes exactly what ``_Reader`` takes."""
-    end = len(b)
-    pos = 0
-    left = max_items
-    stack: list = []                      # open containers: [items, items left, tag, pending key]
-    unpack_i, unpack_u, unpack_f = _I64.unpack_from, _U32.unpack_from, _F64.unpack_from
-    while True:
-        left -= 1
-        if left < 0 or pos >= end:
+    """``decode``'s value, read with one call per container (its plain items read in its
+    own loop) where the bytes are one valid value within the limits; anything else raises
+    _Slow, and ``_Reader`` reads the bytes again to name the fault. It takes exactly what
+    ``_Reader`` takes. Every value takes at least one byte, so a limit of items at least
+    the bytes' length is never reached: below it, the reader counts."""
+    if max_items < len(b) or not b:
+        raise _Slow
+    v, pos = _fast_value(b, 0, len(b), 0)
+    if pos != len(b):
+        raise _Slow
+    return v
+
+
+_unpack_i, _unpack_u, _unpack_f, _unpack_q = _I64.unpack_from, _U32.unpack_from, _F64.unpack_from, _U64.unpack_from
+
+
+def _fast_value(b: bytes, pos: int, end: int, depth: int) -> tuple[Any, int]:
+    """(the value at ``pos``, the position after it); _Slow for anything the reader would
+    refuse (see _decode_fast)."""
+    tag = b[pos]
+    if tag == 0x03:
+        if pos + 9 > end:
+            raise _Slow
+        return _unpack_i(b, pos + 1)[0], pos + 9
+    if tag == 0x06:
+        if pos + 5 > end:
+            raise _Slow
+        q = pos + 5 + _unpack_u(b, pos + 1)[0]
+        if q > end:
+            raise _Slow
+        try:
+            return b[pos + 5:q].decode("utf-8"), q
+        except UnicodeDecodeError:
+            raise _Slow from None
+    if tag <= 0x02:
+        return (None if tag == 0 else tag == 0x02), pos + 1
+    if tag == 0x05:
+        if pos + 9 > end:
+            raise _Slow
+        f = _unpack_f(b, pos + 1)[0]
+        if f - f != 0.0:                      # not finite
+            raise _Slow
+        return f, pos + 9
+    if tag == 0x07:
+        if pos + 5 > end:
+            raise _Slow
+        q = pos + 5 + _unpack_u(b, pos + 1)[0]
+        if q > end:
+            raise _Slow
+        return b[pos + 5:q], q
+    if 0x08 <= tag <= 0x0A:
+        if depth >= MAX_DEPTH or pos + 5 > end:
+            raise _Slow
+        n = _unpack_u(b, pos + 1)[0]
+        pos += 5
+        if n > end - pos:
+            raise _Slow
+        if tag == 0x0A:
+            return _fast_dict(b, pos, end, n, depth)
+        items, pos = _fast_items(b, pos, end, n, depth)
+        return (items if tag == 0x08 else tuple(items)), pos
+    if tag == 0x0B:
+        return _fast_array(b, pos, end, depth)
+    raise _Slow
+
+
+def _fast_items(b: bytes, pos: int, end: int, n: int, depth: int) -> tuple[list, int]:
+    """``n`` values from ``pos`` (a list's or a tuple's items: the plain ones read here)."""
+    out: list = []
+    app = out.append
+    for _ in range(n):
+        if pos >= end:
             raise _Slow
         tag = b[pos]
-        v: Any
-        if tag == 0x03:
-            if pos + 9 > end:
-                raise _Slow
-            v = unpack_i(b, pos + 1)[0]
+        if tag == 0x03 and pos + 9 <= end:
+            app(_unpack_i(b, pos + 1)[0])
             pos += 9
-        elif tag == 0x06:
-            if pos + 5 > end:
-                raise _Slow
-            q = pos + 5 + unpack_u(b, pos + 1)[0]
+        elif tag <= 0x02:
+            app(None if tag == 0 else tag == 0x02)
+            pos += 1
+        else:
+            v, pos = _fast_value(b, pos, end, depth + 1)
+            app(v)
+    return out, pos
+
+
+def _fast_dict(b: bytes, pos: int, end: int, n: int, depth: int) -> tuple[dict, int]:
+    """A dict of ``n`` entries from ``pos`` (keys plain: see plain_key)."""
+    d: dict = {}
+    for _ in range(n):
+        if pos >= end:
+            raise _Slow
+        tag = b[pos]
+        if tag == 0x06 and pos + 5 <= end:            # a text key (most): read here
+            q = pos + 5 + _unpack_u(b, pos + 1)[0]
             if q > end:
                 raise _Slow
             try:
-                v = b[pos + 5:q].decode("utf-8")
+                k = b[pos + 5:q].decode("utf-8")
             except UnicodeDecodeError:
                 raise _Slow from None
             pos = q
-        elif tag <= 0x02:
-            v = None if tag == 0 else tag == 0x02
-            pos += 1
-        elif tag == 0x05:
-            if pos + 9 > end:
-                raise _Slow
-            v = unpack_f(b, pos + 1)[0]
-            if v - v != 0.0:                  # not finite
-                raise _Slow
-            pos += 9
-        elif tag == 0x07:
-            if pos + 5 > end:
-                raise _Slow
-            q = pos + 5 + unpack_u(b, pos + 1)[0]
-            if q > end:
-                raise _Slow
-            v = b[pos + 5:q]
-            pos = q
-        elif 0x08 <= tag <= 0x0A:
-            if len(stack) >= MAX_DEPTH or pos + 5 > end:
-                raise _Slow
-            n = unpack_u(b, pos + 1)[0]
-            pos += 5
-            if n > end - pos:
-                raise _Slow
-            if n:
-                stack.append([{} if tag == 0x0A else [], n, tag, _NOKEY])
-                continue
-            v = {} if tag == 0x0A else [] if tag == 0x08 else ()
-        elif tag == 0x0B and pos + 11 <= end and b[pos + 2] == 1 and b[pos + 1] in _FAST1:
-            # a 1-d array of a native dtype (the common case) read here
-            dt = _FAST1[b[pos + 1]]
-            n = _U64.unpack_from(b, pos + 3)[0]
-            q = pos + 11
-            if n > end - q or q + n * dt.itemsize > end:
-                raise _Slow
-            v = np.frombuffer(b, dt, n, q).copy() if n else np.zeros(0, dt)
-            if n and ((dt.kind == "f" and not np.isfinite(v).all()) or (dt.kind == "b" and v.view(np.uint8).max() > 1)):
-                raise _Slow
-            pos = q + n * dt.itemsize
-        elif tag == 0x0B:                     # an array: the reader's own checks
-            r = _Reader(b, left + 1)
-            r.pos = pos
-            try:
-                v = r.value(len(stack))
-            except PlainDataError:
-                raise _Slow from None
-            pos, left = r.pos, r.left
         else:
+            k, pos = _fast_value(b, pos, end, depth + 1)
+            if k.__class__ not in _FLAT and not _plain_tuple(k):
+                raise _Slow
+        if pos >= end:
             raise _Slow
-        while True:                           # v into its container (closing those it fills)
-            if not stack:
-                if pos != end:
-                    raise _Slow
-                return v
-            fr = stack[-1]
-            if fr[2] == 0x0A:
-                if fr[3] is _NOKEY:
-                    if v.__class__ not in _FLAT and not _plain_tuple(v):
-                        raise _Slow
-                    fr[3] = v
-                    break
-                fr[0][fr[3]] = v
-                fr[3] = _NOKEY
-            else:
-                fr[0].append(v)
-            fr[1] -= 1
-            if fr[1]:
-                break
-            stack.pop()
-            v = tuple(fr[0]) if fr[2] == 0x09 else fr[0]
+        tag = b[pos]
+        if tag == 0x03 and pos + 9 <= end:
+            d[k] = _unpack_i(b, pos + 1)[0]
+            pos += 9
+        else:
+            d[k], pos = _fast_value(b, pos, end, depth + 1)
+    return d, pos
+
+
+_BYTE_BOOLS = b"\x00\x01"
+
+
+def _fast_array(b: bytes, pos: int, end: int, depth: int) -> tuple[np.ndarray, int]:
+    """An array from ``pos``: a 1-d array of a native dtype read here, any other by the
+    reader's own checks."""
+    if pos + 11 <= end and b[pos + 2] == 1 and b[pos + 1] in _FAST1:
+        dt = _FAST1[b[pos + 1]]
+        n = _unpack_q(b, pos + 3)[0]
+        q = pos + 11
+        if n > end - q or q + n * dt.itemsize > end:
+            raise _Slow
+        stop = q + n * dt.itemsize
+        if not n:
+            return np.zeros(0, dt), stop
+        if dt.kind == "b" and b[q:stop].translate(None, _BYTE_BOOLS):      # a byte not 0 or 1
+            raise _Slow
+        v = np.frombuffer(b, dt, n, q).copy()
+        if dt.kind == "f" and not (all(map(math.isfinite, v.tolist())) if n <= 32 else np.isfinite(v).all()):
+            raise _Slow
+        return v, stop
+    r = _Reader(b, end)
+    r.pos = pos
+    try:
+        v = r.value(depth)
+    except PlainDataError:
+        raise _Slow from None
+    return v, r.pos
 
 
 class _Reader:

@@ -27,7 +27,7 @@ from scuffle.anim.engine.store import NO_ROW, _layout
 from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine.rules import TASK_CURSORS, dir_banks_misfit
 
-__all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "unpack", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
+__all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "pack_all", "unpack", "compile_kernels", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
            "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
 
 # What a task of each type links to: the cursor columns that must hold a cursor row (the
@@ -192,6 +192,35 @@ def pack(columns: dict, cap: int, block: np.ndarray) -> np.ndarray:
     return out[:K.pack_rows(block, out, pk.frames, pk.cols, pk.live_at, cap)]
 
 
+def pack_all(tables: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """``pack`` of each (columns, capacity, block) of ``tables`` in one compiled call:
+    (the packed bytes one after another, where each table's end)."""
+    key = tuple((id(c), cap) for c, cap, _ in tables)
+    got = _PACK_ALL.get(key)
+    if got is None or any(a is not c for a, (c, _, _) in zip(got[0], tables)):
+        if len(_PACK_ALL) > 32:
+            _PACK_ALL.clear()
+        tinfo = np.zeros((len(tables), 6), np.int64)
+        frames, cols, most = [], [], 0
+        for t, (c, cap, _) in enumerate(tables):
+            pk = packing(c, cap)
+            tinfo[t] = (cap, pk.live_at, len(frames), len(frames) + len(pk.frames), len(cols), len(cols) + len(pk.cols))
+            frames += pk.frames.tolist()
+            cols += pk.cols.tolist()
+            most += pk.frame_bytes + cap * pk.row_bytes
+        got = _PACK_ALL[key] = (tuple(c for c, _, _ in tables), tinfo, np.array(frames, np.int64).reshape(-1, 2),
+                                np.array(cols, np.int64).reshape(-1, 2), most)
+    _, tinfo, frames, cols, most = got
+    out = np.empty(most, np.uint8)
+    ends = np.empty(len(tables), np.int64)
+    K.pack_tables(tuple(b for _, _, b in tables), out, tinfo, frames, cols, ends,
+                  _lrows(max(cap for _, cap, _ in tables)))
+    return out, ends
+
+
+_PACK_ALL: dict = {}
+
+
 def unpack(columns: dict, cap: int, packed: Any, name: str = "table") -> np.ndarray:
     """A table's block from its packed bytes (``pack``), its free rows' columns 0 (the
     rows in use, the free list and the generations as saved). Raises StateError (naming
@@ -214,9 +243,10 @@ def _unpack(plan, buf: np.ndarray, packed: Sequence, names: Sequence[str] | None
         at.append(at[-1] + len(b))
     src = np.frombuffer(b"".join(packed), np.uint8) if at[-1] else np.zeros(1, np.uint8)
     out = np.zeros(1, np.int64)
-    t = K.unpack_rows(buf, src, np.array(at, np.int64), plan.tinfo, plan.frames, plan.ucols, out)
+    t = K.unpack_rows(buf, src, np.array(at, np.int64), plan.tinfo, plan.frames, plan.ucols, out,
+                      _lrows(plan.most))
     if t >= 0:
-        name = names[t] if names is not None else f"table.{K.TABLE_ORDER[t]}"
+        name = names[t] if names is not None else f"table.{plan.tnames[t]}"
         raise StateError(f"{name}.block: {len(packed[t])} bytes, where its layout of {int(plan.tinfo[t, 0])} rows "
                          f"and the rows its live column marks in use give {int(out[0])}")
 
@@ -240,24 +270,28 @@ class _Plan(NamedTuple):
     tinfo: np.ndarray       # per table: unpack_rows' capacity, live position, frame size, row size, ranges
     frames: np.ndarray      # the frames' arrays: (buffer offset, size)
     ucols: np.ndarray       # the other columns: (buffer offset, bytes per row)
+    tnames: tuple           # the tables' names (K.TABLE_ORDER, then the game's)
+    lrows: int              # check_rows' scratch of rows in use: every capacity, plus one per table
 
 
 _PLANS: dict = {}
 
 
-def _plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
-    key = (single, *((id(t.columns), t.capacity) for t in tables))
+def _plan(tables: Sequence[Saved], single: bool = False, names: Sequence[str] = K.TABLE_ORDER,
+          rules: dict | None = None) -> _Plan:
+    key = (single, *((id(t.columns), t.capacity) for t in tables), *names[len(K.TABLE_ORDER):])
     got = _PLANS.get(key)
     if got is not None and all(a is b.columns for a, b in zip(got[0], tables)):
         return got[1]
     if len(_PLANS) > 32:
         _PLANS.clear()
-    plan = _make_plan(tables, single)
+    plan = _make_plan(tables, single, names, rules)
     _PLANS[key] = ([t.columns for t in tables], plan)
     return plan
 
 
-def _make_plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
+def _make_plan(tables: Sequence[Saved], single: bool = False, names_: Sequence[str] = K.TABLE_ORDER,
+               rules_: dict | None = None) -> _Plan:
     bases, lays, off = [], [], 0
     tabs = np.full((len(tables), 5), -1, np.int64)
     spec: list[Any] = []
@@ -267,7 +301,7 @@ def _make_plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
     tinfo = np.zeros((len(tables), 8), np.int64)
     frames: list[Any] = []
     ucols: list[Any] = []
-    for ti, (tname, t) in enumerate(zip(K.TABLE_ORDER, tables)):
+    for ti, (tname, t) in enumerate(zip(names_, tables)):
         lay, size = _layout(t.columns, t.capacity)
         pk = packing(t.columns, t.capacity)
         tinfo[ti, :4] = (t.capacity, pk.live_pos, pk.frame_bytes, pk.row_bytes)
@@ -288,7 +322,7 @@ def _make_plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
             tabs[ti, 2] = (off + lay["gen"][0]) // 8
             tabs[ti, 3] = (off + lay["free_rows"][0]) // 8
             tabs[ti, 4] = (off + lay["n_free"][0]) // 8
-        rules = RANGES[tname]
+        rules = RANGES[tname] if tname in RANGES else (rules_ or {})[tname]
         for col, (o, dt, shape) in lay.items():
             if col in _FRAME:
                 continue
@@ -328,7 +362,8 @@ def _make_plan(tables: Sequence[Saved], single: bool = False) -> _Plan:
     return _Plan(tuple(bases), -(-off // 64) * 64, tuple(lays), tabs, np.array(spec, np.int64).reshape(-1, 7),
                  np.array(fspec, np.float64).reshape(-1, 2), tuple(bounds), at, tuple(names), must,
                  sum(1 << t for t in _NEXT_TYPES), max(t.capacity for t in tables), {}, tinfo,
-                 np.array(frames, np.int64).reshape(-1, 2), np.array(ucols, np.int64).reshape(-1, 2))
+                 np.array(frames, np.int64).reshape(-1, 2), np.array(ucols, np.int64).reshape(-1, 2),
+                 tuple(names_[:len(tables)]), sum(t.capacity + 1 for t in tables))
 
 
 _TABLE_WORD = {0: "cursor", 1: "fade", 2: "gait", 3: "task", 4: "human", 5: "body", 6: "combat"}
@@ -336,7 +371,8 @@ _TABLE_WORD = {0: "cursor", 1: "fade", 2: "gait", 3: "task", 4: "human", 5: "bod
 
 def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray, pool_out: np.ndarray,
                 n_out: int, pool_capacity: int, facts: ClipFacts, dirty: Sequence[np.ndarray],
-                dirty_where: Sequence[str], entities: np.ndarray, texts: int) -> tuple[np.ndarray, list]:
+                dirty_where: Sequence[str], entities: np.ndarray, texts: int, names: Sequence[str] = K.TABLE_ORDER,
+                rules: dict | None = None) -> tuple[np.ndarray, list]:
     """Check the saved tables (``Saved`` each, in anim.engine.snapkernel.TABLE_ORDER) in one
     compiled pass, on a scratch copy.
 
@@ -344,22 +380,18 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     count and the pool's size (the Game's option); ``facts`` the bank's clips' numbers
     (``clip_facts``); ``dirty`` each table's rows freed since its last take (int64
     arrays) and where they were read (for the message); the humans' ``entities``; the
-    number of combat ``texts``. Out: the scratch buffer and each table's block in it (a
+    number of combat ``texts``; ``names`` the tables' (K.TABLE_ORDER's, then a game's
+    own tables, whose columns' rules are ``rules[name]``, RANGES' form). Out: the scratch buffer and each table's block in it (a
     uint8 view: the checked rows). Raises StateError naming the first fault (the table,
     the column, the row)."""
-    plan = _plan(tables)
+    plan = _plan(tables, names=names, rules=rules)
     hcap = tables[4].capacity
     if len(hgen) != hcap:
         raise StateError(f"table.humans.gen: not {hcap} generations >= 0")
     if pool_out.dtype != np.bool_ or pool_out.ndim != 1:
         raise StateError("table.pool.out: not one bool per task row")
-    buf = np.empty(plan.size, np.uint8)
-    mem = buf.data
-    blocks = []
-    for t, base in zip(tables, plan.bases):
-        n = len(t.blank)
-        mem[base:base + n] = t.blank.data
-        blocks.append(buf[base:base + n])
+    buf = _blanks(plan, tables).copy()
+    blocks = [buf[base:base + len(t.blank)] for t, base in zip(tables, plan.bases)]
     _unpack(plan, buf, [t.packed for t in tables])
     spec = _bounded(plan, len(facts.end) - 1, texts - 1)
     seen = _seen(max(plan.most, len(pool_out)))
@@ -374,7 +406,8 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     code = K.check_rows(buf.view(np.int8), buf.view(np.int32), buf.view(np.int64), buf.view(np.float32),
                         buf.view(np.float64), plan.tabs, spec, plan.fspec, plan.at, facts.end, *_bits(facts),
                         facts.evf0, facts.nev, facts.first, facts.frames, plan.must, plan.nxt_mask, _FADE, _GAIT,
-                        hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities, seen, out, fout)
+                        hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities, seen,
+                        _lrows(plan.lrows), out, fout)
     if code:
         raise StateError(_message(plan, spec, code, out, fout, dirty_where))
     if not (n_out.__class__ is int and n_out == int(out[1]) and n_out <= pool_capacity):
@@ -382,6 +415,21 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     return buf, blocks
 
 
+def _blanks(plan: _Plan, tables: Sequence[Saved]) -> np.ndarray:
+    """The plan's buffer with each table's blank block in place (kept while the tables'
+    blanks are the same objects: each is kept per layout)."""
+    got = _BLANK_ALL.get(id(plan))
+    if got is None or got[0] is not plan or any(a is not t.blank for a, t in zip(got[1], tables)):
+        buf = np.zeros(plan.size, np.uint8)
+        for t, base in zip(tables, plan.bases):
+            buf[base:base + len(t.blank)] = t.blank
+        if len(_BLANK_ALL) > 8:
+            _BLANK_ALL.clear()
+        got = _BLANK_ALL[id(plan)] = (plan, [t.blank for t in tables], buf)
+    return got[2]
+
+
+_BLANK_ALL: dict = {}
 _EMPTY = np.zeros(0, np.int64)
 _FADE, _GAIT = int(TaskType.FADE), int(TaskType.GAIT)
 
@@ -417,6 +465,16 @@ _BITS: dict = {}
 _SEEN = [np.zeros(64, np.int64)]
 
 
+_LROWS = [np.zeros(64, np.int64)]
+
+
+def _lrows(n: int) -> np.ndarray:
+    """check_rows' scratch of rows in use (kept: grown, never shrunk)."""
+    if len(_LROWS[0]) < n:
+        _LROWS[0] = np.zeros(max(n, 2 * len(_LROWS[0])), np.int64)
+    return _LROWS[0]
+
+
 def _seen(n: int) -> np.ndarray:
     """The kernel's scratch (kept: grown, never shrunk)."""
     if len(_SEEN[0]) < n:
@@ -429,7 +487,7 @@ def _message(plan: _Plan, spec: np.ndarray, code: int, out: np.ndarray, fout: np
     """The one line of a fault check_rows found."""
     F = K.Fault
     a, b, c, d = (int(x) for x in out[1:5])
-    table = K.TABLE_ORDER[a] if 0 <= a < len(K.TABLE_ORDER) else ""
+    table = plan.tnames[a] if 0 <= a < len(plan.tnames) else ""
     if code == F.LIVE_BYTE:
         return f"table.{table}.live[{b}]: byte {c} is not a bool (0 or 1)"
     if code == F.N_FREE:
@@ -492,6 +550,8 @@ def _message(plan: _Plan, spec: np.ndarray, code: int, out: np.ndarray, fout: np
         return f"table.pool.out[{b}]: byte {c} is not a bool (0 or 1)"
     if code == F.POOL_ROW:
         return "table.pool.out: a task counted out that is not a task row in use"
+    if code == F.NOT_PLACED:
+        return f"table.tasks.placed[{b}]: a task on a stack, in a queue or a next task, not marked placed"
     if code == F.DIRTY:
         return f"{dirty_where[a]}: not rows not in use, each once"
     return f"table: fault {code}"
@@ -501,17 +561,6 @@ def _message(plan: _Plan, spec: np.ndarray, code: int, out: np.ndarray, fout: np
 # row holds eight clips (DirectionTask).
 _PAIRED = (int(TaskType.PAIRED_CLIP), int(TaskType.PAIRED_HOLD))
 _WRAPS = (int(TaskType.LOOP), int(TaskType.GAIT))
-
-
-def _first(mask: np.ndarray, rows: np.ndarray) -> int:
-    """The row of the first True of ``mask`` (over ``rows``)."""
-    return int(rows[int(np.flatnonzero(mask)[0])])
-
-
-def _ints_in(name: str, a: np.ndarray, rows: np.ndarray, lo: int, hi: int) -> None:
-    bad = (a < lo) | (a > hi)
-    if bad.any():
-        raise StateError(f"{name}[{_first(bad, rows)}] = {int(a[int(np.flatnonzero(bad)[0])])}: not in {lo}-{hi}")
 
 
 def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_banks: int) -> None:
@@ -528,52 +577,107 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
     rows naming it, the free ids each once with no value and no use.
     Raises StateError naming the first fault."""
     n = len(values)
-    if len(uses) != n or any(u.__class__ is not int or u < 0 for u in uses):
+    if len(uses) != n:
         raise StateError(f"calls.uses: not {n} counts >= 0")
-    if len(set(free)) != len(free) or any(i.__class__ is not int or not 0 <= i < n or values[i] is not None
-                                          or uses[i] for i in free):
-        raise StateError("calls.free: not free ids (no value, no use), each once")
-    is_name = np.array([v.__class__ is str for v in values], np.bool_)
-    is_call = np.array([v is not None and v.__class__ is not str for v in values], np.bool_)
-    counts = np.zeros(n, np.int64)
-    trows = np.flatnonzero(tsk.live)
-    ty = tsk.type[trows].astype(np.int64)
-    hrows = np.flatnonzero(humans.live)
-    for name, a, rows, kind in (("tasks.on_end", tsk.on_end, trows, is_call),
-                                ("tasks.on_wrap", tsk.on_wrap, trows, is_call),
-                                ("tasks.partner_name", tsk.partner_name, trows, is_name),
-                                ("humans.on_report", humans.on_report, hrows, is_call)):
-        ids = a[rows].astype(np.int64)
-        _ints_in(name, ids, rows, -1, n - 1)
-        has = ids >= 0
-        bad = np.zeros(len(ids), np.bool_)
-        bad[has] = ~kind[ids[has]]
-        if bad.any():
-            what = "a name" if kind is is_name else "a callback"
-            raise StateError(f"{name}[{_first(bad, rows)}]: not the id of {what}")
-        np.add.at(counts, ids[has], 1)
-    wrap = tsk.on_wrap[trows] >= 0
-    bad = wrap & ~np.isin(ty, np.array(_WRAPS, np.int64))
-    if bad.any():
-        raise StateError(f"tasks.on_wrap[{_first(bad, trows)}]: a task of its type has no wrap callback")
-    bad = wrap != tsk.callback[trows].astype(np.bool_)
-    if bad.any():
-        raise StateError(f"tasks.on_wrap[{_first(bad, trows)}]: a wrap callback where tasks.callback says none, "
-                         "or the reverse")
-    partner = tsk.partner[trows].astype(np.int64)
-    _ints_in("tasks.partner", partner, trows, -1, (1 << 63) - 1)
-    named = tsk.partner_name[trows] >= 0
-    paired = np.isin(ty, np.array(_PAIRED, np.int64))
-    bad = ((partner >= 0) | named) & ~paired
-    if bad.any():
-        raise StateError(f"tasks.partner[{_first(bad, trows)}]: a task of its type has no partner")
-    bad = (partner >= 0) & named
-    if bad.any():
-        raise StateError(f"tasks.partner[{_first(bad, trows)}]: both a handle and a name")
-    bad = dir_banks_misfit(ty, tsk.dir_banks[trows].astype(np.int64), n_banks)
-    if bad.any():
-        raise StateError(f"tasks.dir_banks[{_first(bad, trows)}]: not its type's clips (a direction task: eight "
-                         f"clips of the bank, {n_banks} known; any other: none)")
-    if (counts != np.array(uses, np.int64)).any():
-        i = int(np.flatnonzero(counts != np.array(uses, np.int64))[0])
-        raise StateError(f"calls.uses[{i}] = {uses[i]}: {int(counts[i])} rows name it")
+    is_name = np.fromiter((v.__class__ is str for v in values), np.int8, n)
+    is_call = np.fromiter((v is not None and v.__class__ is not str for v in values), np.int8, n)
+    out = np.zeros(5, np.int64)
+    code = K.check_ids_rows(tsk.live.view(np.int8), tsk.type, tsk.on_end, tsk.on_wrap, tsk.partner_name,
+                            tsk.callback.view(np.int8), tsk.partner, tsk.dir_banks, humans.live.view(np.int8),
+                            humans.on_report, is_name, is_call, _ids(uses), _ids(free), _WRAP_MASK, _PAIRED_MASK,
+                            _DIRECTION, n_banks, _seen(n), out)
+    if code:
+        raise StateError(_ids_message(code, out, n, uses, n_banks))
+
+
+def _ids(a: Any) -> np.ndarray:
+    """A list of ints (or an int64 array) as an int64 array (a number past int64: StateError)."""
+    if a.__class__ is np.ndarray and a.dtype == np.int64:
+        return a
+    try:
+        return np.array(a, np.int64).reshape(-1)
+    except (OverflowError, TypeError, ValueError):
+        raise StateError("calls: not lists of whole numbers") from None
+
+
+def _ids_message(code: int, out: np.ndarray, n: int, uses: Any, n_banks: int) -> str:
+    """The one line of a fault check_ids_rows found."""
+    F = K.IdFault
+    c, r, v = (int(x) for x in out[1:4])
+    if code == F.USES:
+        return f"calls.uses: not {n} counts >= 0"
+    if code == F.FREE:
+        return "calls.free: not free ids (no value, no use), each once"
+    name = K.ID_COLUMNS[c]
+    if code == F.RANGE:
+        return f"{name}[{r}] = {v}: not in -1-{n - 1}"
+    if code == F.KIND:
+        return f"{name}[{r}]: not the id of {'a name' if c == 2 else 'a callback'}"
+    if code == F.WRAP_TYPE:
+        return f"tasks.on_wrap[{r}]: a task of its type has no wrap callback"
+    if code == F.WRAP_FLAG:
+        return f"tasks.on_wrap[{r}]: a wrap callback where tasks.callback says none, or the reverse"
+    if code == F.PARTNER_RANGE:
+        return f"tasks.partner[{r}] = {v}: not in -1-{(1 << 63) - 1}"
+    if code == F.NO_PARTNER:
+        return f"tasks.partner[{r}]: a task of its type has no partner"
+    if code == F.BOTH:
+        return f"tasks.partner[{r}]: both a handle and a name"
+    if code == F.DIR_BANKS:
+        return (f"tasks.dir_banks[{r}]: not its type's clips (a direction task: eight clips of the bank, {n_banks} "
+                "known; any other: none)")
+    return f"calls.uses[{c}] = {int(uses[c])}: {r} rows name it"
+
+
+_WRAP_MASK = sum(1 << t for t in _WRAPS)
+_PAIRED_MASK = sum(1 << t for t in _PAIRED)
+# the task type whose rows hold eight clips (the one type anim.engine.rules.dir_banks_misfit
+# takes eight clips of a bank for; the kernel is given it, the rule stays written once)
+_DIRECTION = next(t for t in range(64) if not dir_banks_misfit(np.array([t]), np.zeros((1, 8), np.int64), 1)[0])
+
+
+# ---------------------------------------------------------------- the warm-up
+# The game's own tables a snapshot file holds after the seven of TABLE_ORDER (the fight
+# rules': game.runtime.snapfile.FIGHT_TABLES): pack_tables is compiled for their count.
+GAME_TABLES = 4
+
+
+def compile_kernels() -> None:
+    """Compile (or load from numba's cache) the snapshot file's kernels (snapkernel:
+    pack_tables, pack_rows, unpack_rows, check_rows, check_ids_rows, check_tagged_rows)
+    with the argument types a file's write and read pass them: a blank state of one row
+    per table (the engine's tables, the body and combat tables' declared columns, and
+    GAME_TABLES tables of a live column) packed, unpacked, checked, and a ring of tagged
+    rows checked (anim.playback.warmup calls it; ``scuffle warm`` through it)."""
+    from scuffle.anim.engine.store import HumanTable, cursor_table, fade_table, gait_table, task_table
+
+    live = [cursor_table(1), fade_table(1), gait_table(1), task_table(1)]
+    cols = [t._all for t in live] + [HumanTable.COLUMNS]
+    for name in ("bodies", "combats"):                # (their tables are the components'; the rules say the columns)
+        cols.append({"live": np.bool_, "gen": np.int64, "free_rows": np.int64,
+                     **{c: np.float64 if r[0] == K.Kind.FLOAT else np.int8 if r[0] == K.Kind.BOOL else np.int64
+                        for c, r in RANGES[name].items()}})
+    blocks = [np.zeros(_layout(c, 1)[1], np.uint8) for c in cols]
+    game = {"live": np.bool_}
+    packed, ends = pack_all([(c, 1, b) for c, b in zip(cols + [game] * GAME_TABLES,
+                                                       blocks + [np.zeros(_layout(game, 1)[1], np.uint8)] * GAME_TABLES)])
+    pack(cols[0], 1, blocks[0])
+    parts = np.split(packed[:int(ends[len(cols) - 1])], ends[:len(cols) - 1].tolist())
+    saved = [Saved(c, 1, p.tobytes(), b) for c, p, b in zip(cols, parts, blocks)]
+    one = np.zeros(1, np.int64)
+    facts = ClipFacts(one, np.zeros(1, np.float32), np.zeros(1, np.float32), one, one, one, one)
+    try:
+        check_saved(saved, hgen=np.zeros(1, np.int64), hfree=np.zeros(0, np.int64), pool_out=np.zeros(1, np.bool_),
+                    n_out=0, pool_capacity=1, facts=facts, dirty=[_EMPTY] * len(saved),
+                    dirty_where=[""] * len(saved), entities=np.zeros(0, np.int64), texts=1)
+    except StateError:
+        pass                                         # (a blank row is no human's: the types are what count)
+    rows = lambda c, b: {n: np.ndarray(shape, dt, b, off) for n, (off, dt, shape) in _layout(c, 1)[0].items()}  # noqa: E731
+    tsk, hum = (type("Rows", (), rows(c, b)) for c, b in ((cols[3], blocks[3]), (cols[4], blocks[4])))
+    check_ids(tsk, hum, [None], [0], [], 1)
+    lay = _layout({"live": np.bool_, "n": np.int8, "kind": (np.int8, (2,)), "value": (np.int64, (2,)),
+                   "a": np.int32}, 1)
+    ring = np.zeros(lay[1], np.uint8)
+    c = {n: np.ndarray(shape, dt, ring, off) for n, (off, dt, shape) in lay[0].items()}
+    K.check_tagged_rows(c["live"].view(np.int8), 0, 0, c["n"], c["kind"], c["value"], c["a"], c["a"], 1,
+                        np.zeros(5, np.int64))

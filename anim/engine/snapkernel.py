@@ -31,7 +31,7 @@ from numba import njit
 
 from scuffle.anim.engine.jitcache import cache_setting
 
-__all__ = ["check_rows", "pack_rows", "unpack_rows", "Fault", "Kind", "Code", "AT", "TABLE_ORDER", "CODES", "VIEWS", "SPEC_WIDTH"]
+__all__ = ["check_rows", "pack_rows", "pack_tables", "unpack_rows", "check_ids_rows", "check_tagged_rows", "IdFault", "ID_COLUMNS", "Fault", "Kind", "Code", "AT", "TABLE_ORDER", "CODES", "VIEWS", "SPEC_WIDTH"]
 
 CACHE = cache_setting(__file__)
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
@@ -103,14 +103,15 @@ class Fault(IntEnum):
     POOL_ROW = 23       # index
     DIRTY = 24          # table
     POOL_COUNT = 25     # the flags set
+    NOT_PLACED = 26     # task row: on a stack, in a queue or a next task, and not marked placed
 
 
 # The columns the structural checks name, in ``at``'s order (element index, code, width).
 AT = ("cursors.bank", "cursors.end", "cursors.evf0", "cursors.limit", "cursors.dur", "cursors.t", "cursors.frame",
       "cursors.ev", "cursors.evf", "tasks.type", "tasks.c0", "tasks.c1", "tasks.c2", "tasks.c3", "tasks.aux",
-      "tasks.nxt", "tasks.incoming", "humans.depth", "humans.queued", "humans.stack", "humans.queue")
+      "tasks.nxt", "tasks.incoming", "humans.depth", "humans.queued", "humans.stack", "humans.queue", "tasks.placed")
 (A_BANK, A_END, A_EVF0, A_LIMIT, A_DUR, A_T, A_FRAME, A_EV, A_EVF, A_TYPE, A_C0, A_C1, A_C2, A_C3, A_AUX, A_NXT,
- A_INCOMING, A_DEPTH, A_QUEUED, A_STACK, A_QUEUE) = range(len(AT))
+ A_INCOMING, A_DEPTH, A_QUEUED, A_STACK, A_QUEUE, A_PLACED) = range(len(AT))
 NO_ROW = -1
 NO_EVENT = np.iinfo(np.int32).max
 
@@ -152,10 +153,20 @@ def _linked(i8, tabs, t, v):
     return 0 <= v < tabs[t, 0] and i8[tabs[t, 1] + v] != 0
 
 
+@_inline
+def _copy(dst, d, src, a, n):
+    """``dst[d:d + n] = src[a:a + n]`` (no slices without numba's runtime): indexed unsigned,
+    so that no negative index is wrapped and the loop is vectorised."""
+    du = np.uint64(d)
+    au = np.uint64(a)
+    for i in range(np.uint64(n)):
+        dst[du + i] = src[au + i]
+
+
 @_kernel
 def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_dur, f_evf0, f_nev, f_first,
                f_frames, must, nxt_mask, fade_type, gait_type, hgen, hfree, pool, dirty, dirty_at, ents, seen,
-               out, fout):
+               lrows, out, fout):
     """The first fault of the saved rows (a Fault; 0: none), its fields in ``out`` / ``fout``.
 
     In: the buffer's views (``VIEWS``' order); ``tabs`` per table (TABLE_ORDER): its
@@ -167,10 +178,14 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
     links (bit i: c<i>; -1: not a task type), ``nxt_mask`` the types with a next task,
     the fade and gait types; ``pool`` the pool's flags as bytes; ``dirty`` the rows freed
     since each table's last take, table t's at ``dirty[dirty_at[t]:dirty_at[t + 1]]``;
-    ``ents`` the humans' entities, sorted; ``seen`` int64 scratch (>= every capacity)."""
+    ``ents`` the humans' entities, sorted; ``seen`` int64 scratch (>= every capacity);
+    ``lrows`` int64 scratch of at least every table's capacity and one more per table (the
+    rows in use, table by table, each table's count first: the declared checks read those
+    rows only)."""
     out[0] = 0
     ntab = tabs.shape[0]
     # -- the free lists and generations
+    lp = 0
     for t in range(ntab):
         cap = tabs[t, 0]
         lv = tabs[t, 1]
@@ -179,7 +194,11 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
             b = i8[lv + r]
             if b != 0 and b != 1:
                 return _fail(out, 1, t, r, np.int64(b) & 0xFF, 0)
+            if b:
+                lrows[lp + 1 + nlive] = r
             nlive += b
+        lrows[lp] = nlive
+        lp += 1 + nlive
         if tabs[t, 4] < 0:
             continue
         nf = i64[tabs[t, 4]]
@@ -216,9 +235,12 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
         if v < 0 or v >= hcap or seen[v] != 0 or i8[tabs[_HUM, 1] + v] != 0:
             return _fail(out, 19, _HUM, hcap - hlive, 0, 0)
         seen[v] = 1
-    # -- the declared checks, column by column
+    # -- the declared checks, column by column, over the rows in use
     for c in range(spec.shape[0]):
         t = spec[c, 0]
+        lp = 0
+        for u in range(t):
+            lp += 1 + lrows[lp]
         base = spec[c, 1]
         code = spec[c, 2]
         w = spec[c, 3]
@@ -229,9 +251,8 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
             continue
         flo = fspec[c, 0]
         fhi = fspec[c, 1]
-        for r in range(tabs[t, 0]):
-            if not _live(i8, tabs, t, r):
-                continue
+        for q in range(lrows[lp]):
+            r = lrows[lp + 1 + q]
             for j in range(w):
                 k = base + r * w + j
                 if kind == 1:
@@ -349,6 +370,8 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
                 if seen[v]:
                     return _fail(out, 20, 0, v, 0, 0)
                 seen[v] = 1
+                if i8[at[A_PLACED, 0] + v] == 0:
+                    return _fail(out, 26, A_PLACED, v, 0, 0)
     for r in range(tcap):
         if not _live(i8, tabs, _TASK, r):
             continue
@@ -358,6 +381,8 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
             if seen[nx]:
                 return _fail(out, 20, 0, nx, 0, 0)
             seen[nx] = 1
+            if i8[at[A_PLACED, 0] + nx] == 0:
+                return _fail(out, 26, A_PLACED, nx, 0, 0)
     # every chain of next tasks ends: each task has at most one before it (a place each),
     # so a chain that does not end is a cycle; walked once, marking (2: on this walk, 3: done)
     for r in range(tcap):
@@ -423,30 +448,27 @@ def pack_rows(block, out, frames, cols, live_at, cap):
     written."""
     p = 0
     for f in range(frames.shape[0]):
-        o = frames[f, 0]
-        for i in range(frames[f, 1]):
-            out[p] = block[o + i]
-            p += 1
+        _copy(out, p, block, frames[f, 0], frames[f, 1])
+        p += frames[f, 1]
     for c in range(cols.shape[0]):
         o = cols[c, 0]
         rb = cols[c, 1]
         for r in range(cap):
             if block[live_at + r] != 0:
-                s = o + r * rb
-                for i in range(rb):
-                    out[p] = block[s + i]
-                    p += 1
+                _copy(out, p, block, o + r * rb, rb)
+                p += rb
     return p
 
 
 @_kernel
-def unpack_rows(buf, src, src_at, tinfo, frames, cols, out):
+def unpack_rows(buf, src, src_at, tinfo, frames, cols, out, rows):
     """``pack_rows`` undone for each table t into ``buf`` (its blank rows already there):
     the packed bytes ``src[src_at[t]:src_at[t + 1]]``, ``tinfo[t]`` its capacity, the
     position of ``live`` in its packed bytes, its frame's size, its bytes per row in use,
     and its ranges of ``frames`` (buffer offset, size) and ``cols`` (buffer offset, bytes
     per row). Returns -1, or the first table whose packed bytes are not the size its
-    frame and rows in use give (out[0]: that size)."""
+    frame and rows in use give (out[0]: that size). ``rows``: int64 scratch of at least
+    every capacity."""
     for t in range(tinfo.shape[0]):
         s = src_at[t]
         n = src_at[t + 1] - s
@@ -463,19 +485,192 @@ def unpack_rows(buf, src, src_at, tinfo, frames, cols, out):
         if n != want:
             out[0] = want
             return t
+        k = 0
+        for r in range(cap):
+            if src[lp + r] != 0:
+                rows[k] = r
+                k += 1
         p = s
         for f in range(tinfo[t, 4], tinfo[t, 5]):
-            o = frames[f, 0]
-            for i in range(frames[f, 1]):
-                buf[o + i] = src[p]
-                p += 1
+            _copy(buf, frames[f, 0], src, p, frames[f, 1])
+            p += frames[f, 1]
         for c in range(tinfo[t, 6], tinfo[t, 7]):
             o = cols[c, 0]
             rb = cols[c, 1]
-            for r in range(cap):
-                if src[lp + r] != 0:
-                    d = o + r * rb
-                    for i in range(rb):
-                        buf[d + i] = src[p]
-                        p += 1
+            for q in range(nlive):
+                _copy(buf, o + rows[q] * rb, src, p, rb)
+                p += rb
     return -1
+
+
+# ---------------------------------------------------------------- the callback ids
+class IdFault(IntEnum):
+    """What check_ids_rows found (out[0]); out[1] the id column (``ID_COLUMNS``) or the
+    callbacks table's index, out[2] the row, out[3] a value."""
+
+    NONE = 0
+    USES = 1            # a use count below 0
+    FREE = 2            # a free id out of range, twice, with a value or a use
+    RANGE = 3           # column, row, id: not -1 to the last id
+    KIND = 4            # column, row: the id of a name where a callback must be, or the reverse
+    WRAP_TYPE = 5       # row: a wrap callback on a task of another type than loop or gait
+    WRAP_FLAG = 6       # row: the callback column not set exactly where a wrap callback is
+    PARTNER_RANGE = 7   # row, value: a partner handle below -1
+    NO_PARTNER = 8      # row: a partner on a task of an unpaired type
+    BOTH = 9            # row: a partner handle and a partner's name
+    DIR_BANKS = 10      # row: not its type's clips
+    COUNT = 11          # id, the rows naming it
+
+
+# The id columns check_ids_rows reads, in out[1]'s numbering.
+ID_COLUMNS = ("tasks.on_end", "tasks.on_wrap", "tasks.partner_name", "humans.on_report")
+
+
+@_inline
+def _bit(mask, t):
+    """Bit ``t`` of ``mask`` (a type outside 0-62: no bit)."""
+    return 0 <= t < 63 and ((mask >> np.int64(t)) & 1) != 0
+
+
+@_kernel
+def check_ids_rows(t_live, ty, on_end, on_wrap, p_name, cb, partner, dbanks, h_live, on_report, is_name, is_call,
+                   uses, free, wrap_mask, paired_mask, dir_type, n_banks, counts, out):
+    """The first fault (an IdFault; 0: none) of the task and human tables' callback ids
+    against the callbacks table (``is_name`` / ``is_call`` per id as bytes, ``uses`` per
+    id, the ``free`` ids), in anim.engine.snapcheck.check_ids' order; its fields in
+    ``out``. ``wrap_mask`` / ``paired_mask`` bit t: type t takes a wrap callback / a
+    partner; a task of ``dir_type`` holds eight clips of a bank of ``n_banks`` in
+    ``dbanks``, any other type -1 there (anim.engine.rules.dir_banks_misfit's rule).
+    ``counts``: int64 scratch of at least one per id."""
+    out[0] = 0
+    n = len(is_name)
+    for i in range(n):
+        counts[i] = 0
+        if uses[i] < 0:
+            return _fail(out, 1, 0, 0, 0, 0)
+    for k in range(len(free)):
+        i = free[k]
+        if i < 0 or i >= n or is_name[i] != 0 or is_call[i] != 0 or uses[i] != 0 or counts[i] != 0:
+            return _fail(out, 2, 0, 0, 0, 0)
+        counts[i] = 1                                  # marks it seen (the counts start at 0 below)
+    for k in range(len(free)):
+        counts[free[k]] = 0
+    tcap = len(t_live)
+    for c in range(4):
+        live = h_live if c == 3 else t_live
+        for r in range(len(live)):
+            if live[r] == 0:
+                continue
+            v = np.int64(on_report[r]) if c == 3 else np.int64(on_end[r] if c == 0 else (on_wrap[r] if c == 1
+                                                                                          else p_name[r]))
+            if v < -1 or v > n - 1:
+                return _fail(out, 3, c, r, v, 0)
+        for r in range(len(live)):
+            if live[r] == 0:
+                continue
+            v = np.int64(on_report[r]) if c == 3 else np.int64(on_end[r] if c == 0 else (on_wrap[r] if c == 1
+                                                                                          else p_name[r]))
+            if v >= 0:
+                ok = is_name[v] != 0 if c == 2 else is_call[v] != 0
+                if not ok:
+                    return _fail(out, 4, c, r, v, 0)
+                counts[v] += 1
+    for r in range(tcap):
+        if t_live[r] != 0 and on_wrap[r] >= 0 and not _bit(wrap_mask, ty[r]):
+            return _fail(out, 5, 1, r, 0, 0)
+    for r in range(tcap):
+        if t_live[r] != 0 and (on_wrap[r] >= 0) != (cb[r] != 0):
+            return _fail(out, 6, 1, r, 0, 0)
+    for r in range(tcap):
+        if t_live[r] != 0 and partner[r] < -1:
+            return _fail(out, 7, 0, r, partner[r], 0)
+    for r in range(tcap):
+        if t_live[r] != 0 and (partner[r] >= 0 or p_name[r] >= 0) and not _bit(paired_mask, ty[r]):
+            return _fail(out, 8, 0, r, 0, 0)
+    for r in range(tcap):
+        if t_live[r] != 0 and partner[r] >= 0 and p_name[r] >= 0:
+            return _fail(out, 9, 0, r, 0, 0)
+    for r in range(tcap):
+        if t_live[r] == 0:
+            continue
+        is_dir = ty[r] == dir_type
+        for j in range(dbanks.shape[1]):
+            b = dbanks[r, j]
+            if (is_dir and (b < 0 or b >= n_banks)) or (not is_dir and b != -1):
+                return _fail(out, 10, 0, r, 0, 0)
+    for i in range(n):
+        if counts[i] != uses[i]:
+            return _fail(out, 11, i, counts[i], 0, 0)
+    return 0
+
+
+# ---------------------------------------------------------------- rows of tagged values
+@_kernel
+def check_tagged_rows(live, head, count, n, kind, value, texts_a, texts_b, n_texts, out):
+    """The first fault (0: none) of a ring of rows of tagged values (a game's log): the
+    rows in use exactly the ``count`` from row ``head`` on (1: out[1] the row); each row's
+    two text columns (``texts_a``, ``texts_b``) below ``n_texts`` (2); each item j of
+    ``kind`` / ``value`` (kinds 0 none, 1 bool, 2 int, 3 float (its 64 bits), 4 text):
+    past the row's ``n`` kind 0 and value 0, else its kind's (none: 0; bool: 0 or 1; a
+    finite float; a text index below ``n_texts``) (3: out[1] the row, out[2] the item)."""
+    out[0] = 0
+    cap = len(live)
+    for r in range(cap):
+        want = ((r - head) % cap) < count if cap else False
+        if (live[r] != 0) != want:
+            return _fail(out, 1, r, 0, 0, 0)
+    for r in range(cap):
+        if live[r] == 0:
+            continue
+        if texts_a[r] < 0 or texts_a[r] >= n_texts or texts_b[r] < 0 or texts_b[r] >= n_texts:
+            return _fail(out, 2, r, 0, 0, 0)
+        for j in range(kind.shape[1]):
+            k = kind[r, j]
+            v = value[r, j]
+            if j >= n[r]:
+                bad = k != 0 or v != 0
+            elif k == 0:
+                bad = v != 0
+            elif k == 1:
+                bad = v != 0 and v != 1
+            elif k == 2:
+                bad = False
+            elif k == 3:
+                e = (v >> 52) & 0x7FF                 # the exponent's bits: all set is an inf or a NaN
+                bad = e == 0x7FF
+            elif k == 4:
+                bad = v < 0 or v >= n_texts
+            else:
+                bad = True
+            if bad:
+                return _fail(out, 3, r, j, 0, 0)
+    return 0
+
+
+@_kernel
+def pack_tables(blocks, out, tinfo, frames, cols, ends, rows):
+    """``pack_rows`` of each table t of ``blocks`` (a tuple of uint8 blocks) one after
+    another into ``out``: ``tinfo[t]`` its capacity, ``live``'s byte offset and its ranges
+    of ``frames`` and ``cols`` (byte offsets in its block). ``ends[t]``: where table t's
+    packed bytes end in ``out``. ``rows``: int64 scratch of at least every capacity."""
+    p = 0
+    for t in range(len(blocks)):
+        block = blocks[t]
+        cap = tinfo[t, 0]
+        live_at = tinfo[t, 1]
+        n = 0
+        for r in range(cap):
+            if block[live_at + r] != 0:
+                rows[n] = r
+                n += 1
+        for f in range(tinfo[t, 2], tinfo[t, 3]):
+            _copy(out, p, block, frames[f, 0], frames[f, 1])
+            p += frames[f, 1]
+        for c in range(tinfo[t, 4], tinfo[t, 5]):
+            o = cols[c, 0]
+            rb = cols[c, 1]
+            for k in range(n):
+                _copy(out, p, block, o + rows[k] * rb, rb)
+                p += rb
+        ends[t] = p
+    return p

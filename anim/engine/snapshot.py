@@ -443,10 +443,8 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True, array: Any =
     if strict:
         ts = s.tables["tasks"]
         lay = _layout(_TASK_COLUMNS(), ts.capacity)[0]
-        live = _column(ts, lay, "live")
-        ty = _column(ts, lay, "type")
-        banks = _column(ts, lay, "dir_banks")
-        bad = np.flatnonzero(live & (ty == 13) & (banks[:, 0] < 0))
+        dirs = _column(ts, lay, "live") & (_column(ts, lay, "type") == 13)
+        bad = np.flatnonzero(dirs & (_column(ts, lay, "dir_banks")[:, 0] < 0)) if dirs.any() else ()
         if len(bad):
             raise NoPlainForm(f"tasks[{int(bad[0])}]: a direction task made with a make_cursor function has no "
                               "byte form (its clips come from code); make it with Player.direction")
@@ -505,4 +503,4 @@ _TASK_COLS: dict | None = None
 def _column(ts: TableState, lay: dict, name: str) -> np.ndarray:
     """Column ``name`` of a saved block (laid out as ``lay``)."""
     off, dt, shape = lay[name]
-    return ts.block[off:off + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)
+    return np.ndarray(shape, dt, ts.block, off)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scuffle.anim.engine import kernels as K
+from scuffle.anim.engine import kernels as K, snapcheck
 from scuffle.anim.engine.coldstart import ANNOUNCED as _ANNOUNCED
 from scuffle.anim.engine.coldstart import (COMPILE_MESSAGE, COMPILED_MESSAGE, LOGGER, NO_CACHE_MESSAGE, WARM_MESSAGE, all_cached,
                         cold_notice, kernels_cached, note_cold_compile)
@@ -134,6 +134,7 @@ def compile_kernels(progress=None) -> None:
     K.root_motion_step(np.arange(n, dtype=np.int64), b.poses.vel, b.poses.tag, b.poses.rot, np.zeros(n),
                        np.zeros(n, np.bool_), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n), 1.0 / 30.0, 50.0,
                        np.empty((n, 3)))
+    snapcheck.compile_kernels()                   # a snapshot file's packing and checks
 
 
 def compile_rest_child(cfg: dict) -> int:

@@ -44,6 +44,9 @@ class FighterAI:
     ``think_every`` updates.
     """
 
+    # its state is a row of a snapshot file's ``ais`` table (game.fighters.fightrows)
+    ROW_STATE = True
+
     def __init__(self, me: str, opponent: str, seed: int = 0, aggression: float = 0.6,
                  think_every: int = 6):
         self.me, self.opponent = me, opponent

@@ -56,6 +56,9 @@ from scuffle.game.fighters.fightcore import _DOWN, _PAIRED
 from scuffle.game.fighters.fightdata import (BUSY, CHANGE_FADE, DOWN_UPDATES, GRAB_CONE_DEG, HIT_CONE_DEG,
                                              IMPULSE_DECAY, LOG_SIZE, MIN_SEPARATION, SLIDE_UPDATES,
                                              THROW_SPEED)
+from scuffle.game.fighters.fightrows import (COLUMNS as _ROW_COLUMNS, END_WHATS as _END_WHATS, MAX_ROWS as _MAX_ROWS,
+                                            RANGES as _ROW_RANGES, log_of as _log_of, log_rows as _log_rows,
+                                            rows_of as _rows_of, state_of as _state_of)
 from scuffle.game.fighters.moves import Move
 from scuffle.game.runtime.registry import (ActionSpec, Registry, TableSpec, is_int as _is_int,
                                            is_num as _is_num, is_vec2 as _vec2)
@@ -301,25 +304,51 @@ class Fight(Hits):
             if s is not None:
                 c.load_state(s)
 
-    def save_log(self) -> tuple:
-        """The log of recent entries (``stats.log``, at most LOG_SIZE), saved beside the
-        state (Game.snapshot) and put back with it, but out of the state's checksum: it
-        records what happened for the host and the demo's captions, and no rule reads it."""
-        return tuple(self.stats.log)
+    # ---------------------------------------------------------------- the file's rows
+    # A snapshot file carries the state as the tables of game.fighters.fightrows: their
+    # columns, what a row may hold, and the conversions both ways (snapfile calls these).
+    ROW_COLUMNS = _ROW_COLUMNS
+    ROW_RANGES = _ROW_RANGES
 
-    def log_fits(self, log) -> str | None:
-        """Why ``log`` (a ``save_log``, perhaps from a file) cannot be loaded, or None."""
-        if not (isinstance(log, tuple) and len(log) <= LOG_SIZE and all(_plain_entry(x) for x in log)):
-            return f"not at most {LOG_SIZE} entries (update, human, what, ...)"
-        return None
+    def rows_of(self, state: tuple) -> tuple[dict, dict]:
+        """A ``save_state`` as the file's tables and counters (fightrows.rows_of)."""
+        return _rows_of(state, self.controllers)
+
+    def state_of(self, cols: dict, counters: Any) -> tuple:
+        """A file's checked rows and counters as a ``save_state`` of this Fight
+        (fightrows.state_of). Rejected: fightrows.RowsRefused naming the field."""
+        return _state_of(self, cols, counters)
+
+    def log_rows(self, saved: tuple) -> tuple[int, np.ndarray, list]:
+        """A ``save_log`` as the file's log table: (rows, block, counters)."""
+        block, counters = _log_rows(saved)
+        return saved[5], block, counters
+
+    def log_of(self, rows: Any, counters: Any) -> tuple:
+        """A file's checked log rows and counters as a ``load_log`` form (fightrows.log_of)."""
+        return _log_of(rows, counters)
+
+    def row_limits(self, name: str) -> tuple[int, int]:
+        """The rows a file's fight table ``name`` may have here (the log: at most this log's
+        ``maxlen``)."""
+        if name == "log":
+            return 1, self.stats.log.maxlen
+        return 1, _MAX_ROWS[name]
+
+    def save_log(self) -> tuple:
+        """The log of recent entries (``stats.log``, at most LOG_SIZE rows: fightlog.FightLog),
+        saved beside the state (Game.snapshot) and put back with it, but out of the state's
+        checksum: it records what happened for the host and the demo's captions, and no rule
+        reads it. The same object while nothing was logged since."""
+        return self.stats.log.save()
 
     def load_log(self, log: tuple) -> None:
-        """Put back a ``save_log`` (Game.restore)."""
-        st = self.stats
-        if len(st.log) == len(log) and (not log or st.log[-1] is log[-1]):
-            return                               # the same ring (entries are only appended): kept
-        st.log.clear()
-        st.log.extend(log)
+        """Put back a ``save_log``, or a snapshot file's checked rows
+        (game.fighters.fightrows.log_of) (Game.restore)."""
+        if log[0] == "file":
+            self.stats.log.load_rows(*log[1:])
+        else:
+            self.stats.log.load(log)
 
     def _on_end(self, ent: int, what: str, serial: int) -> None:
         c = self.combat(ent)
@@ -465,17 +494,11 @@ class Fight(Hits):
 
 
 # The moves' ends an end callback notes (FightCore._ended; Fight._on_end acts on them).
-END_WHATS = frozenset({"connect", "throw", "let_go", "attack", "grab_attempt", "react", "get_up"})
+END_WHATS = frozenset(_END_WHATS)
 
 
 def _finite(v, bound: float) -> bool:
     return v.__class__ in (int, float) and math.isfinite(v) and abs(v) <= bound
-
-
-def _plain_entry(x) -> bool:
-    """A log entry as the fight writes it: (update, human, what, plain values...)."""
-    return isinstance(x, tuple) and len(x) >= 3 and len(x) <= 8 and x[0].__class__ is int and \
-        isinstance(x[2], str) and all(v is None or v.__class__ in (int, float, str, bool) for v in x)
 
 
 def fight_of(game: Game) -> Fight:

@@ -20,6 +20,7 @@ import numpy as np
 from scuffle.anim.maths import detmath
 from scuffle.anim.playback.tasks import HeldFlags
 from scuffle.components import Body
+from scuffle.game.fighters.fightlog import FightLog
 from scuffle.game.fighters.moves import Move
 
 
@@ -190,7 +191,7 @@ class FightStats:
     """Counts for the demo's summary (pinned names: grabs, strikes, throws, damage).
 
     ``log`` is a ring of the LOG_SIZE most recent entries (update, human, what, ...),
-    oldest first (e.g. ``(u, "p2", "throw", 149, "p1")``, ``(u, "p1", "hit", "p2", 5.0)``,
+    oldest first, kept as table rows (fightlog.FightLog) (e.g. ``(u, "p2", "throw", 149, "p1")``, ``(u, "p1", "hit", "p2", 5.0)``,
     ``(u, "p1", "miss", 11)``, ``(u, "p1", "refused", "grab", "busy")``; ``update`` is
     the trace's number); ``kinds`` counts every entry ever logged by its ``what`` and
     ``logged`` all of them, so a long run's memory stays flat.
@@ -201,7 +202,7 @@ class FightStats:
     throws: int = 0
     damage: float = 0.0
     refused: int = 0
-    log: collections.deque = field(default_factory=lambda: collections.deque(maxlen=LOG_SIZE))
+    log: FightLog = field(default_factory=lambda: FightLog(LOG_SIZE))
     kinds: collections.Counter = field(default_factory=collections.Counter)
     logged: int = 0
     round: int = 1                 # the round being fought (or over, waiting for the next)

@@ -2,7 +2,8 @@
 
 A snapshot file is read from strangers (shared save states, replays, a netplay peer), so
 it holds nothing but data: a fixed header, a directory of sections, each table's block
-as raw bytes with its declared columns, and the plain values (anim.engine.plaindata: numbers,
+as raw bytes with its declared columns (the engine's tables and the fight rules':
+game.fighters.fightrows, reached through the Game's Fight), and the plain values (anim.engine.plaindata: numbers,
 strings, bytes, lists, maps, numpy arrays; nothing in the bytes names a class or a
 function). scuffle's own code rebuilds its objects from them, in the Game they are
 restored into, after checking every size, every row and every value
@@ -30,10 +31,11 @@ import numpy as np
 
 from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
-from scuffle.anim.engine.callbacks import Callback
+from scuffle.anim.engine.callbacks import Callback, CallbackTable
 from scuffle.anim.playback.cursor import cursor_proto
 from scuffle.anim.engine.digest import array_form, blocks_digests, digest_form, values_bytes
-from scuffle.anim.engine.snapcheck import ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack, unpack
+from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack,
+                                          pack_all, unpack)
 from scuffle.anim.engine.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
 from scuffle.game.runtime.version import __version__
@@ -43,7 +45,7 @@ __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_dig
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
            "need_float", "need_random_state", "short", "assemble", "sections_of"]
 
-FORMAT = 4                       # the byte form's version (the header's second field)
+FORMAT = 5                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
 # magic, format, header size, scuffle version (ASCII, NUL-padded), configuration digest,
 # section count, flags (0), payload size (the bytes after the header), sha256 of the payload
@@ -52,8 +54,14 @@ _ENTRY = struct.Struct("<16sQQ")  # a directory entry: section name (ASCII, NUL-
 MAX_BYTES = 1 << 30               # a file larger than this is refused before it is read
 MAX_SECTIONS = 16
 MAX_COUNTER = 1 << 62             # an update counter or entity id: an int64 with room to count on
-TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
-SECTIONS = ("config", "meta", "values", "log", *(f"table.{t}" for t in TABLES))
+ROW_TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
+# the fight rules' tables (their columns and rules are the Game's fight rules': ``ROW_COLUMNS``,
+# ``ROW_RANGES``; game.fighters.fightrows); a Game without fight rules writes them with no row in use
+FIGHT_TABLES = ("fighters", "ais", "pending", "log")
+TABLES = (*ROW_TABLES, *FIGHT_TABLES)
+SECTIONS = ("config", "meta", "values", *(f"table.{t}" for t in TABLES))
+# the fight tables' columns in a Game without fight rules: a live column only
+_NO_FIGHT = {"live": np.bool_}
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 # a table section: its rows (u32) and the length of its columns' declaration (u32), the
 # declaration (plain data: (name, dtype, inner shape) per array), then the block packed
@@ -243,7 +251,8 @@ def plain_values(game, st, strict: bool = True, array: Any = None) -> dict:
     """The saved values of snapshot state ``st`` (game.runtime.snapshot._State) but the
     tables' blocks and the last update's outputs, as plain data: the engine's values
     (anim.engine.snapshot.engine_plain), the body and combat rows' owners by name, the combat
-    texts, the fight rules' state and each stateful action's. Rejected (NoPlainForm): the
+    texts, the fight rules' state (the file and the checksum put its rows' counters in its
+    place: ``_fight_rows``) and each stateful action's. Rejected (NoPlainForm): the
     reference engine (its state is its objects), code where a value should be. Not
     ``strict`` (a checksum): code is named by its module and name instead, and entries
     held as objects by their rows."""
@@ -329,20 +338,59 @@ def _saved_tables(st) -> dict:
             "combats": st.combats[0]}
 
 
+def _no_fight_block() -> np.ndarray:
+    """The block of a fight table in a Game without fight rules: one row, not in use."""
+    return np.zeros(block_layout(_NO_FIGHT, 1)[1], np.uint8)
+
+
+def _fight_rows(game, st, log: bool = True) -> tuple[list, Any, Any]:
+    """The fight rules' tables of state ``st`` as [(name, columns, rows, block)] (the log's
+    with ``log``), their counters and the log's (Fight.rows_of, Fight.log_rows:
+    game.fighters.fightrows), or tables with no row in use and None, None without fight
+    rules. Rejected (NoPlainForm): fight rules that keep a state but no rows of it (for a
+    checksum, not ``log``: their state as it is, and no tables)."""
+    fight = game.fight
+    if st.fight is None:
+        blank = _no_fight_block()
+        return [(n, _NO_FIGHT, 1, blank) for n in FIGHT_TABLES if log or n != "log"], None, None
+    if not hasattr(fight, "rows_of"):
+        if not log:                            # a checksum: the state as it is
+            return [], st.fight, None
+        raise S.NoPlainForm(f"the fight rules {type(fight).__qualname__} keep a state but no rows of it (rows_of)")
+    cols = fight.ROW_COLUMNS
+    tables, counters = fight.rows_of(st.fight)
+    out = [(n, cols[n], cap, block) for n, (cap, block) in tables.items()]
+    log_counters = None
+    if log:
+        cap, block, log_counters = fight.log_rows(st.fight_log)
+        out.append(("log", cols["log"], cap, block))
+    return out, counters, log_counters
+
+
 # ---------------------------------------------------------------- the bytes
 def encode(game, st) -> bytes:
     """The byte form of snapshot state ``st`` of ``game`` (see the module docstring;
     docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
-    values = plaindata.encode(plain_values(game, st))          # first: it refuses what has no byte form
+    v = plain_values(game, st)
+    fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
+    values = plaindata.encode(v)          # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
     sections: list[tuple[str, bytes]] = [("config", config), ("meta", plaindata.encode(_meta(game, st))),
-                                         ("values", values), ("log", plaindata.encode(st.fight_log))]
-    for name, ts in _saved_tables(st).items():
-        cols = _columns_of(_table_of(game, name))
+                                         ("values", values)]
+    tables = [(name, _columns_of(_table_of(game, name)), int(ts.capacity), ts.block)
+              for name, ts in _saved_tables(st).items()]
+    tables += fight
+    packed, ends = pack_all([t[1:] for t in tables])
+    raw = packed.data
+    start = 0
+    for (name, cols, cap, _), end in zip(tables, ends.tolist()):
         head = _declared_bytes(cols)
-        sections.append((f"table.{name}", _TABLE_HEAD.pack(int(ts.capacity), len(head)) + head +
-                         pack(cols, int(ts.capacity), ts.block).tobytes()))
+        sections.append((_SECTION_NAME[name], b"".join((_TABLE_HEAD.pack(cap, len(head)), head, raw[start:end]))))
+        start = end
     return assemble(sections, _version(), config_sha)
+
+
+_SECTION_NAME = {name: f"table.{name}" for name in TABLES}
 
 
 def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
@@ -382,7 +430,6 @@ class Parsed:
     meta: dict
     values: dict
     values_bytes: bytes           # the values section as written (the checksum hashes it)
-    log: Any                      # the fight rules' log (Fight.save_log), or None
     tables: dict                  # name -> (rows, the columns' declaration (plain bytes), the packed block)
 
 
@@ -391,18 +438,26 @@ def parse(data: bytes) -> Parsed:
     directory (each known section once, inside the payload, none overlapping), the plain
     sections and the tables' headers. Rejected (_Refused, naming the byte offset or the
     section and field): anything else. Nothing is allocated beyond the data's own size."""
+    # (each message is made only when its check fails: parse runs at every file read)
     n = len(data)
-    need(n >= HEADER.size, "header", f"{n} bytes, shorter than the {HEADER.size}-byte header at offset 0 (truncated)")
+    if n < HEADER.size:
+        raise _Refused(f"header: {n} bytes, shorter than the {HEADER.size}-byte header at offset 0 (truncated)")
     magic, fmt, hsize, version, config, count, flags, size, digest = HEADER.unpack_from(data)
     if not (magic == MAGIC):
         raise _Refused(f"header.magic: {short(magic)} at offset 0 is not {MAGIC!r} (not a scuffle snapshot)")
-    need(fmt == FORMAT, "header.format", f"format {fmt} at offset 8; this scuffle reads format {FORMAT}" +
-         (" (an older scuffle's file: take the snapshot again with this version)" if 1 <= fmt < FORMAT else ""))
-    need(hsize == HEADER.size, "header.size", f"{hsize} at offset 12, expected {HEADER.size}")
-    need(flags == 0, "header.flags", f"{flags} at offset 64, expected 0")
-    need(size == n - HEADER.size, "header.payload", f"{size} bytes at offset 68, the file holds {n - HEADER.size} "
-         "after the header (truncated or padded)")
-    need(1 <= count <= MAX_SECTIONS, "header.sections", f"{count} sections at offset 60 (1-{MAX_SECTIONS})")
+    if fmt != FORMAT:
+        raise _Refused(f"header.format: format {fmt} at offset 8; this scuffle reads format {FORMAT}" +
+                       (" (an older scuffle's file: take the snapshot again with this version)"
+                        if 1 <= fmt < FORMAT else ""))
+    if hsize != HEADER.size:
+        raise _Refused(f"header.size: {hsize} at offset 12, expected {HEADER.size}")
+    if flags != 0:
+        raise _Refused(f"header.flags: {flags} at offset 64, expected 0")
+    if size != n - HEADER.size:
+        raise _Refused(f"header.payload: {size} bytes at offset 68, the file holds {n - HEADER.size} after the "
+                       "header (truncated or padded)")
+    if not 1 <= count <= MAX_SECTIONS:
+        raise _Refused(f"header.sections: {count} sections at offset 60 (1-{MAX_SECTIONS})")
     payload = memoryview(data)[HEADER.size:]
     need(hashlib.sha256(payload).digest() == digest, "header.sha256",
          "the payload's sha256 differs from the header's (offset 76): corrupted")
@@ -410,7 +465,8 @@ def parse(data: bytes) -> Parsed:
         ver = version.rstrip(b"\0").decode("ascii")
     except UnicodeDecodeError:
         raise _Refused("header.scuffle: not ASCII") from None
-    need(_ENTRY.size * count <= size, "directory", f"{count} entries do not fit the payload")
+    if _ENTRY.size * count > size:
+        raise _Refused(f"directory: {count} entries do not fit the payload")
     found: dict[str, bytes] = {}
     spans = []
     for i in range(count):
@@ -426,7 +482,7 @@ def parse(data: bytes) -> Parsed:
         if not (_ENTRY.size * count <= off and off + length <= size):
             raise _Refused(f"directory[{i}] ({name}): offset {off} and size {length} outside the payload")
         spans.append((off, off + length, name))
-        found[name] = bytes(payload[off:off + length])
+        found[name] = data[HEADER.size + off:HEADER.size + off + length]
     spans.sort()
     for a, b in zip(spans, spans[1:]):
         if a[1] > b[0]:
@@ -451,24 +507,22 @@ def parse(data: bytes) -> Parsed:
     need(isinstance(names, dict) and all(k.__class__ is str for k in names), "meta.names", "not a map of names")
     need(isinstance(values, dict), "values", "not a map")
     tables = {}
+    head = _TABLE_HEAD.size
     for name in TABLES:
-        sec = found[f"table.{name}"]
-        where = f"section table.{name}"
-        need(len(sec) >= _TABLE_HEAD.size, where, "shorter than its header")
+        sec = found[_SECTION_NAME[name]]
+        if len(sec) < head:
+            raise _Refused(f"section table.{name}: shorter than its header")
         rows, hl = _TABLE_HEAD.unpack_from(sec)
         if not 1 <= rows <= 1 << 28:
-            raise _Refused(f"{where}.rows: {rows} rows (1 to 2^28)")
-        if _TABLE_HEAD.size + hl > len(sec):
-            raise _Refused(f"{where}: a declaration of {hl} bytes past the section's end")
-        cols = sec[_TABLE_HEAD.size:_TABLE_HEAD.size + hl]       # checked against a Game's layout (to_state)
-        tables[name] = (rows, cols, sec[_TABLE_HEAD.size + hl:])
+            raise _Refused(f"section table.{name}.rows: {rows} rows (1 to 2^28)")
+        if head + hl > len(sec):
+            raise _Refused(f"section table.{name}: a declaration of {hl} bytes past the section's end")
+        # the declaration is checked against a Game's layout (to_state); the rows are read
+        # from the section's bytes where they lie
+        tables[name] = (rows, sec[head:head + hl], memoryview(sec)[head + hl:])
     need(hashlib.sha256(found["config"]).digest() == config, "section config",
          "not the configuration the header's digest names")
-    try:
-        log = plaindata.decode(found["log"])
-    except plaindata.PlainDataError as e:
-        raise _Refused(f"section log: {e}") from None
-    return Parsed(ver, config, found["config"], meta, values, found["values"], log, tables)
+    return Parsed(ver, config, found["config"], meta, values, found["values"], tables)
 
 
 # ---------------------------------------------------------------- checked against a Game
@@ -477,17 +531,15 @@ class _Rows:
     nothing of the world's), each made when first read."""
 
     def __init__(self, columns: dict, cap: int, block: np.ndarray):
-        self.capacity, self.block, self._columns = cap, block, columns
+        self.capacity, self.block, self._lay = cap, block, _layout_of(columns, cap)
 
     def __getattr__(self, name: str) -> Any:       # a column's view, made once
-        lay = _layout_of(self.__dict__["_columns"], self.__dict__["capacity"])
-        if name not in lay:
+        d = self.__dict__
+        got = d["_lay"].get(name)
+        if got is None:
             raise AttributeError(name)
-        off, dt, shape = lay[name]
-        size = dt.itemsize
-        for n in shape:
-            size *= n
-        a = self.__dict__[name] = self.block[off:off + size].view(dt).reshape(shape)
+        off, dt, shape = got
+        a = d[name] = np.ndarray(shape, dt, d["block"], off)
         return a
 
 
@@ -534,14 +586,36 @@ def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
     return Saved(want, rows, block, _blank(live, want, rows))
 
 
+def _saved_fight(fight, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
+    """Fight table ``name``'s saved rows for the checks, after checking its rows and
+    columns against the Game's fight rules (``ROW_COLUMNS``, ``row_limits``; without
+    fight rules: one row of a live column)."""
+    where = f"table.{name}"
+    fcols = getattr(fight, "ROW_COLUMNS", None)
+    want = fcols[name] if fcols is not None else _NO_FIGHT
+    lo, hi = fight.row_limits(name) if fcols is not None else (1, 1)
+    if not lo <= rows <= hi:
+        raise _Refused(f"{where}.rows: {rows} rows, where this Game's fight rules take {lo} to {hi}")
+    if cols != _declared_bytes(want):
+        raise _Refused(f"{where}.columns: not the columns of this Game's fight rules (another version's layout, "
+                       "or a Game set up otherwise)")
+    return Saved(want, rows, block, _blank(None, want, rows))
+
+
+_NO_FIGHT_RULES = {name: {} for name in FIGHT_TABLES}
+
+
 def _blank(table, columns: dict, cap: int) -> np.ndarray:
     """A block of ``cap`` rows of ``table``'s layout with every row as a free row holds it
     (a table with defaults: each column at its default; else 0), the file's rows in use
     written over it (kept per layout, capacity and defaults, never the table itself:
     derived only)."""
-    defaults = tuple((getattr(table, "_defaults", None) or {}).items())
+    given = getattr(table, "_defaults", None) or _NO_DEFAULTS
     key = (id(columns), cap)
     got = _BLANKS.get(key)
+    if got is not None and got[0] is columns and got[3] is given and got[4] == len(given):
+        return got[2]
+    defaults = tuple(given.items())
     if got is None or got[0] is not columns or got[1] != defaults:
         lay, size = _layout_full(columns, cap)
         block = np.zeros(size, np.uint8)
@@ -552,10 +626,15 @@ def _blank(table, columns: dict, cap: int) -> np.ndarray:
                 for k in shape:
                     n *= k
                 block[off:off + n].view(dt).reshape(shape)[...] = value
-        if len(_BLANKS) >= 14:                  # two Games' seven tables
+        if len(_BLANKS) >= 48:                  # a few Games' eleven tables
             _BLANKS.clear()
-        got = _BLANKS[key] = (columns, defaults, block)
-    return got[2]
+    else:
+        block = got[2]
+    _BLANKS[key] = (columns, defaults, block, given, len(given))       # (the defaults' items compared once)
+    return block
+
+
+_NO_DEFAULTS: dict = {}
 
 
 _BLANKS: dict = {}
@@ -665,9 +744,13 @@ def to_state(game, p: Parsed, state_cls) -> Any:
          "the clip bank lists other clips (set the Game up as the snapshot's was: the same humans in the same order)")
     bank = range(len(bank_raw) // 32)
     # -- the tables: their layouts, then every row checked in one pass on a scratch copy
-    saved = [_saved(game, name, *p.tables[name]) for name in TABLES]
+    fight_rules = game.fight if game.fight is not None and hasattr(game.fight, "save_state") else None
+    fcols = getattr(fight_rules, "ROW_COLUMNS", None)
+    saved = [*(_saved(game, name, *p.tables[name]) for name in ROW_TABLES),
+             *(_saved_fight(fight_rules, name, *p.tables[name]) for name in FIGHT_TABLES)]
     v = p.values
-    need(set(v) == {"engine", "bodies", "combats", "fight", "extras"}, "values", "not the fields of a snapshot")
+    need(set(v) == {"engine", "bodies", "combats", "fight", "fight_log", "extras"}, "values",
+         "not the fields of a snapshot")
     ev = v["engine"]
     need(isinstance(ev, dict) and set(ev) == {"humans", "calls", "pool", "deferred", "stepped", "stats", "batch",
                                               "instances", "loose"}, "values.engine", "not the engine's fields")
@@ -688,7 +771,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         _, blocks = check_saved(saved, hgen=hgen, hfree=hfree, pool_out=pool[0], n_out=pool[1],
                                 pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)), dirty=dirty,
                                 dirty_where=dirty_where, entities=np.array(sorted(names.values()), np.int64),
-                                texts=len(texts))
+                                texts=len(texts), names=TABLES,
+                                rules=getattr(fight_rules, "ROW_RANGES", None) or _NO_FIGHT_RULES)
     except StateError as e:
         raise _Refused(str(e)) from None
     scratch = {name: _Rows(sv.columns, sv.capacity, b) for name, sv, b in zip(TABLES, saved, blocks)}
@@ -773,20 +857,21 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     bodies = _views_back(game, scratch["bodies"], v["bodies"], names, Body, "bodies")
     combats = _views_back(game, scratch["combats"], v["combats"], names, Combat, "combats")
     # -- the fight rules and the stateful actions check their own
-    fight = v["fight"]
-    has_fight = game.fight is not None and hasattr(game.fight, "save_state")
-    need((fight is None) != has_fight, "values.fight", "the snapshot was taken " + ("without" if fight is None else
-                                                                                  "with") + " fight rules")
-    if fight is not None:
-        why = game.fight.state_fits(fight) if hasattr(game.fight, "state_fits") else None
-        need(why is None, "values.fight", str(why))
-    log = p.log
-    if log is not None:
-        log_fits = getattr(game.fight, "log_fits", None) if fight is not None else None
-        if log_fits is None:
-            raise _Refused("log: a fight log for a Game without fight rules that keep one")
-        why = log_fits(log)
-        need(why is None, "log", str(why))
+    fight: Any = v["fight"]
+    log: Any = v["fight_log"]
+    need((fight is None) != (fight_rules is not None), "values.fight", "the snapshot was taken " +
+         ("without" if fight is None else "with") + " fight rules")
+    if fight is None:
+        need(log is None, "values.fight_log", "a fight log for a Game without fight rules")
+        for name in FIGHT_TABLES:
+            need(not scratch[name].live.any(), f"table.{name}", "rows in use for a Game without fight rules")
+    else:
+        need(fcols is not None, "values.fight", f"the fight rules {type(fight_rules).__qualname__} keep no rows")
+        try:
+            fight = fight_rules.state_of({name: scratch[name] for name in FIGHT_TABLES[:-1]}, fight)
+            log = fight_rules.log_of(scratch["log"], log)
+        except ValueError as e:
+            raise _Refused(str(e)) from None
     extras = v["extras"]
     mine_x = stateful(game)
     need(isinstance(extras, list) and len(extras) == len(mine_x), "values.extras",
@@ -804,7 +889,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
 
 def _calls_back(v: Any, kinds: Any) -> tuple:
     """The callbacks table's saved (values, uses, free): each value None (a free id), a
-    callback (kind, args) of a kind this Game registered, or ("", name) a partner's name."""
+    callback (kind, args) of a kind this Game registered (each callback once), or ("",
+    name) a partner's name."""
     where = "values.engine.calls"
     need(isinstance(v, dict) and set(v) == {"values", "uses", "free"}, where, "not {values, uses, free}")
     vals = v["values"]
@@ -820,6 +906,13 @@ def _calls_back(v: Any, kinds: Any) -> tuple:
                 out.append(S.callback_back(x, f"{where}.values[{i}]", kinds))
             except StateError as e:
                 raise _Refused(str(e)) from None
+    ids: dict = {}                         # each callback once (the table keeps one id a callback)
+    for i, x in enumerate(out):
+        if x is not None and x.__class__ is not str:
+            k = CallbackTable.key(x)
+            if k in ids:
+                raise _Refused(f"{where}.values[{i}]: the callback of values[{ids[k]}] again")
+            ids[k] = i
     lists = []
     for k in ("uses", "free"):
         a = v[k]
@@ -836,17 +929,18 @@ def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
     """(TableState, owners: row -> the human's view) of a body or combat table."""
     where = f"values.{what}"
     need(isinstance(v, dict) and "owners" in v, where, "not a map holding owners")
-    live = np.flatnonzero(t.live)
+    live = np.flatnonzero(t.live).tolist()
+    in_use = set(live)
     owners_v = v["owners"]
     need(isinstance(owners_v, dict), f"{where}.owners", "not a map")
     owners = {}
     for r, name in owners_v.items():
-        if not (r.__class__ is int and 0 <= r < t.capacity and bool(t.live[r])):
+        if not (r.__class__ is int and r in in_use):
             raise _Refused(f"{where}.owners: row {short(r)} is not a row in use")
         if not (name in names):
             raise _Refused(f"{where}.owners[{r}]: {short(name)} is not a human of the snapshot")
         owners[r] = game.component(names[name], cls)
-    need(sorted(owners) == [int(r) for r in live], f"{where}.owners", "not one owner per row in use")
+    need(sorted(owners) == live, f"{where}.owners", "not one owner per row in use")
     need(len({id(x) for x in owners.values()}) == len(owners), f"{where}.owners", "a human owns two rows")
     return S.TableState(t.capacity, t.block), owners
 
@@ -873,9 +967,12 @@ def checksum(game, st) -> str:
     h = hashlib.sha256()
     h.update(struct.pack("<qqq", st.updates_run, st.update, st.entity_next))
     h.update(plaindata.encode(dict(st.names)))
-    h.update(_values_digest(plain_values(game, st, strict=False, array=array_form)))
-    h.update(blocks_digests([(_columns_of(_table_of(game, name)), ts.capacity, ts.block)
-                             for name, ts in _saved_tables(st).items()]).tobytes())
+    v = plain_values(game, st, strict=False, array=array_form)
+    fight, v["fight"], _ = _fight_rows(game, st, log=False)
+    h.update(_values_digest(v))
+    h.update(blocks_digests([*((_columns_of(_table_of(game, name)), ts.capacity, ts.block)
+                               for name, ts in _saved_tables(st).items()),
+                             *((cols, cap, block) for _, cols, cap, block in fight)]).tobytes())
     return h.hexdigest()
 
 
@@ -926,9 +1023,9 @@ def checksum_parsed(p: Parsed) -> str:
     m = p.meta
     h.update(struct.pack("<qqq", m["updates_run"], m["update"], m["entity_next"]))
     h.update(plaindata.encode(m["names"]))
-    h.update(_values_digest(digest_form(p.values)))
+    h.update(_values_digest(digest_form({k: x for k, x in p.values.items() if k != "fight_log"})))
     tables = []
-    for name in TABLES:
+    for name in TABLES[:-1]:                     # (the log is no state: out of the checksum)
         rows, raw, packed = p.tables[name]
         columns = _declared_columns(raw, f"table.{name}")
         try:

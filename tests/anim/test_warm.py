@@ -88,3 +88,32 @@ def test_no_background_compile_when_turned_off_or_nothing_is_missing(monkeypatch
     monkeypatch.setenv(coldstart.REST_ENV, "1")
     assert coldstart.compile_rest() is False and coldstart.BACKGROUND == [None]
     assert coldstart.compile_rest() is False                     # once per process
+
+
+def test_the_snapshot_files_kernels_are_warmed_with_a_files_own_argument_types():
+    """``scuffle warm`` compiles the snapshot file's kernels (anim.engine.snapkernel, listed in
+    ALL_KERNELS) for the very types a file's write and read pass: after the warm-up, a
+    fight's file written, read and restored compiles no kernel of its own."""
+    from scuffle.anim.engine import snapcheck
+    from scuffle.game.runtime import snapfile
+
+    assert {("snapkernel", n) for n in coldstart.SNAPSHOT_KERNELS} <= set(coldstart.ALL_KERNELS)
+    assert snapcheck.GAME_TABLES == len(snapfile.FIGHT_TABLES)
+    code = (
+        "import sys, json\n"
+        "from scuffle.anim.engine import snapcheck, coldstart, snapkernel as K\n"
+        "snapcheck.compile_kernels()\n"
+        "warm = {n: len(getattr(K, n).signatures) for n in coldstart.SNAPSHOT_KERNELS}\n"
+        f"sys.path.insert(0, {os.path.join(os.path.dirname(os.path.dirname(__file__)), 'game')!r})\n"
+        "from gamehelp import ai_fight\n"
+        "from scuffle.game.runtime.snapshot import Snapshot\n"
+        "a, b = ai_fight(), ai_fight()\n"
+        "for _ in range(40):\n"
+        "    a.step()\n"
+        "b.restore(Snapshot.from_bytes(a.snapshot().to_bytes()))\n"
+        "print(json.dumps([warm, {n: len(getattr(K, n).signatures) for n in coldstart.SNAPSHOT_KERNELS}]))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, **ENV))
+    assert r.returncode == 0, r.stderr[-3000:]
+    warm, after = json.loads(r.stdout.strip().splitlines()[-1])
+    assert warm == after == {n: 1 for n in coldstart.SNAPSHOT_KERNELS}

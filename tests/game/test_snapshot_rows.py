@@ -31,7 +31,7 @@ def crowd():
 
 def test_every_saved_column_has_a_declared_rule(crowd):
     a, _, _ = crowd
-    for name in F.TABLES:
+    for name in F.ROW_TABLES:
         cols = F._columns_of(F._table_of(a, name))
         undeclared = [c for c in cols if c not in C.RANGES[name] and c not in ("live", "gen", "free_rows")]
         assert not undeclared, f"{name}: no rule for {undeclared}"
@@ -110,7 +110,7 @@ def test_a_column_pushed_past_its_rule_is_refused_naming_it(crowd, table, col):
 
 def test_packed_rows_unpack_to_the_rows_in_use_and_the_free_list(crowd):
     a, _, _ = crowd
-    for name in F.TABLES:
+    for name in F.ROW_TABLES:
         t = F._table_of(a, name)
         cols = F._columns_of(t)
         packed = C.pack(cols, t.capacity, t.block)
@@ -194,6 +194,52 @@ def test_a_cycle_of_next_tasks_is_refused():
         before = b.checksum()
         with pytest.raises(SnapshotError, match=rf"tasks\.nxt\[{x}\]: a chain of next tasks that never ends"):
             b.restore(Snapshot.from_bytes(forged))
+        assert b.checksum() == before
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_task_in_a_place_not_marked_placed_is_refused():
+    """A task on a stack (or in a queue, or a next task) is marked placed: a file whose
+    stack task is not would have the engine free it as an orphan while the stack still
+    names it. Refused naming tasks.placed; a callback twice in the callbacks table is
+    refused naming the calls."""
+    from gamehelp import ai_fight
+    from scuffle.anim.engine import plaindata
+    a, b = ai_fight(), ai_fight()
+    try:
+        for _ in range(40):
+            a.step()
+        hum = a.player.stores.humans
+        h = int(np.flatnonzero(hum.live)[0])
+        x = int(hum.stack[h, 0])
+
+        def edit(name: str, sec: bytes) -> bytes:
+            if name != "table.tasks":
+                return sec
+            rows, raw, cols, block = F.table_block(sec)
+            off, dt, shape = _layout(cols, rows)[0]["placed"]
+            block[off:off + int(np.prod(shape)) * dt.itemsize].view(dt)[x] = False
+            return F.table_section(rows, raw, cols, block)
+
+        data = a.snapshot().to_bytes()
+        version, config, sections = F.sections_of(data)
+        before = b.checksum()
+        with pytest.raises(SnapshotError, match=rf"tasks\.placed\[{x}\]"):
+            b.restore(Snapshot.from_bytes(F.assemble([(n, edit(n, s)) for n, s in sections], version, config)))
+
+        def twice(name: str, sec: bytes) -> bytes:
+            if name != "values":
+                return sec
+            v = plaindata.decode(sec)
+            calls = v["engine"]["calls"]["values"]
+            first = next(c for c in calls if c is not None and c[0])
+            calls.append(first)
+            v["engine"]["calls"]["uses"] = np.append(v["engine"]["calls"]["uses"], 0)
+            return plaindata.encode(v)
+        with pytest.raises(SnapshotError, match=r"values\.engine\.calls\.values\[\d+\]: the callback of"):
+            b.restore(Snapshot.from_bytes(F.assemble([(n, twice(n, s)) for n, s in sections], version, config)))
         assert b.checksum() == before
     finally:
         a.close()
