@@ -11,6 +11,7 @@ Original: Humans_Update's animation pass (0x00175610, the tasks' +0x64 and +0x5c
 """
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import esper
@@ -20,6 +21,11 @@ from scuffle.systems.context import SimContext
 __all__ = ["AnimationStep"]
 
 _SET = object.__setattr__
+
+
+def _one(k: int):
+    """itemgetter of one place, as a tuple of one (itemgetter(k) gives the item alone)."""
+    return lambda seq: (seq[k],)
 
 
 class AnimationStep(esper.Processor):
@@ -62,13 +68,14 @@ class AnimationStep(esper.Processor):
         eng = getattr(ctx.player, "batch", None)
         places = eng.fired_places(instances) if eng is not None else None
         if places is not None:                     # the compiled step's own list: who fired, in order
-            entities, fired_of = crowd.entities, crowd.fired
-            for k in places:
-                inst = instances[k]
-                fired = fired_of[k]
-                if fired.source is not inst:        # unlinked by someone: link again
-                    fired.source = inst
-                fired_now.append((entities[k], fired, inst))
+            if places:
+                # the places' entries picked in C (itemgetter), zipped into the list
+                pick = itemgetter(*places) if len(places) > 1 else _one(places[0])
+                insts, fireds = pick(instances), pick(crowd.fired)
+                for fired, inst in zip(fireds, insts):
+                    if fired.source is not inst:    # unlinked by someone: link again
+                        fired.source = inst
+                fired_now = list(zip(pick(crowd.entities), fireds, insts))
             _SET(ctx, "fired", fired_now)
             for p in ctx.probe:
                 p(ctx, "animation")

@@ -87,12 +87,31 @@ class EventDispatch(esper.Processor):
                             else:
                                 continue            # no type of its events has a handler: left as rows
                         # inst.events made from the span (BatchEngine.make_fired's objects, the
-                        # anim id and task read now), with no call per human
+                        # anim id and task read now), with no call per human, and handed to
+                        # the handlers of their types as they are made (the span's type)
                         if epoch != src.layout:         # (a handler grew a table: read again)
                             epoch = src.layout
                             evs, tasks, anim, ts = src.fired_maker()
                         inst._event_rows = None
                         events = inst._events
+                        if hi - lo == 1:
+                            tr = trs[lo]
+                            fe = FiredEvent(evs[gs[lo]], anim[crs[lo]], tasks[tr] or task_at(ts, tr))
+                            events.append(fe)
+                            hs = get(types[lo])
+                            if hs is not None:
+                                for h in hs:
+                                    try:
+                                        h(ctx, ent, fe)
+                                    except Exception as exc:    # kept: the update goes on (HandlerError)
+                                        fail("events", exc)
+                            if default:
+                                for h in default:
+                                    try:
+                                        h(ctx, ent, fe)
+                                    except Exception as exc:
+                                        fail("events", exc)
+                            continue
                         for j in range(lo, hi):
                             tr = trs[j]
                             events.append(FiredEvent(evs[gs[j]], anim[crs[j]], tasks[tr] or task_at(ts, tr)))

@@ -27,6 +27,9 @@ Spec: "The task stack", "When a clip ends", "Fades", "Gait blend", "Events".
 from __future__ import annotations
 
 import os
+from collections import deque
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter, methodcaller
 
 import numpy as np
 
@@ -74,6 +77,10 @@ _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrup
 # tags, bone positions, bone rotations.
 _BONES_FLAT = ((3, DTYPE), (3, DTYPE), (4 * NUM_BONES, DTYPE), (NUM_TAGS, np.bool_), (3 * NUM_BONES, DTYPE),
                (4 * NUM_BONES, DTYPE))
+# runs an iterator to its end, keeping nothing: a map of a setter applied over a crowd in C
+_drain = deque(maxlen=0).extend
+_SLOT_OF, _EVENTS_OF, _RELEASED_OF = attrgetter("slot"), attrgetter("_events"), attrgetter("_released")
+_CLEAR = methodcaller("clear")
 _SCRATCH_POSES = K.QUEUED_POSE + 1   # pose scratch: the seven of the pose stack, the default, the queued pose
 
 
@@ -540,10 +547,13 @@ class BatchEngine:
                 # rows noted); those whose top may have changed are listed from the column
                 ev = ks_a[(st_a & _STATUS_EVENTS) != 0]
                 fired_ks = ev.tolist()
-                for k, elo, ehi in zip(fired_ks, self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist()):
-                    inst = instances[k]
-                    inst._event_rows = (self, elo, ehi)
-                    noisy.append(inst)
+                if fired_ks:
+                    # each one's ``_event_rows`` = (self, lo, hi), set by map in C (no loop
+                    # of Python code per human), and each one noted
+                    insts = itemgetter(*fired_ks)(instances) if len(fired_ks) > 1 else (instances[fired_ks[0]],)
+                    _drain(map(setattr, insts, repeat("_event_rows"),
+                               zip(repeat(self), self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist())))
+                    noisy.extend(insts)
                 if listed:
                     changed = [instances[k] for k in ks_a[(st_a & _STATUS_CHANGED) != 0].tolist()]
                 else:
@@ -664,8 +674,25 @@ class BatchEngine:
             self._in_call = np.zeros(self.humans.capacity, np.bool_)
         in_call = self._in_call
         in_call[rows] = True
-        self._noisy = self._cleared(noisy, None, memoryview(in_call))
+        if len(noisy) > _FEW and not self.player.released_log and self._all_stepped(noisy, in_call):
+            # every one stepped now and this engine's (the usual update): each one's
+            # outputs cleared by maps in C, no loop of Python code per human
+            _drain(map(setattr, noisy, repeat("_event_rows"), repeat(None)))
+            _drain(map(_CLEAR, map(_EVENTS_OF, noisy)))
+            _drain(map(_CLEAR, map(_RELEASED_OF, noisy)))
+            self._noisy = []
+        else:
+            self._noisy = self._cleared(noisy, None, memoryview(in_call))
         in_call[rows] = False
+
+    def _all_stepped(self, noisy: list, in_call: np.ndarray) -> bool:
+        """Whether every human of ``noisy`` has its row marked in ``in_call`` (stepped now)
+        and is this engine's human of that row (``_cleared``'s first case for all of them)."""
+        slots = np.fromiter(map(_SLOT_OF, noisy), np.int64, len(noisy))
+        if int(slots.min()) < 0 or int(slots.max()) >= len(in_call) or not in_call[slots].all():
+            return False
+        by_row = self._instances
+        return len(by_row) > int(slots.max()) and all(map(is_, map(by_row.__getitem__, slots.tolist()), noisy))
 
     def _cleared(self, noisy: list, stepped, mark=None) -> list:
         """_clear_noisy's pass: each human of ``noisy`` whose row ``stepped(row)`` says is

@@ -63,6 +63,7 @@ from bisect import bisect
 from itertools import accumulate
 from statistics import median
 from typing import Any
+from types import MethodType
 
 import numpy as np
 
@@ -229,7 +230,10 @@ class _PairView:
         return [(a, ea), (b, eb)] if ea <= eb else [(b, eb), (a, ea)]
 
     def __getattr__(self, name):
-        return getattr(self._game, name)
+        v = getattr(self._game, name)
+        if v.__class__ is MethodType and v.__self__ is self._game and name not in self._game.__dict__:
+            self.__dict__[name] = v          # a method of the Game's class: bound once, then read directly
+        return v
 
 
 class _FightRouter:
