@@ -507,7 +507,7 @@ class BatchEngine:
         else:
             self._start_queues(instances, rows)
         queue_deferred = deferred.n
-        if len(player._clips) != self._n_clips:
+        if len(player.lookup.clips) != self._n_clips:    # (Player._clips, without its property)
             self._clip_events()
         # a gait's change of pair takes at most two cursors from the free list in the kernel
         stores = player.stores
@@ -630,6 +630,28 @@ class BatchEngine:
         n = int(self._counts[K.COUNT_EVENTS])
         rows = self._ev_out[:n]
         return (n, rows[:, 1].tolist(), rows[:, 2].tolist(), rows[:, 3].tolist(), self.e_type[rows[:, 3]].tolist())
+
+    def fired_columns(self, instances: list) -> tuple | None:
+        """After ``step(instances)`` (``fired_places`` gives its places): this update's
+        events as columns, in step order then firing order: (each event's index into the
+        places list, its event type, the anim id its cursor plays, its index into
+        ``fired_maker()``'s events), int64 arrays; None when the last step was not over
+        ``instances`` (the caller then reads the humans' events)."""
+        ks = self.fired_places(instances)
+        if ks is None:
+            return None
+        if not ks:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty, empty
+        ka = np.asarray(ks, np.int64)
+        lo, hi = self._ev_lo[ka], self._ev_hi[ka]
+        lengths = hi - lo
+        total = int(lengths.sum())
+        starts = np.cumsum(lengths) - lengths
+        owner = np.repeat(np.arange(len(ks), dtype=np.int64), lengths)   # the place in ``ks`` of each event
+        rows = self._ev_out[np.arange(total, dtype=np.int64) - starts[owner] + lo[owner]]
+        g = rows[:, 3]
+        return owner, self.e_type[g], self.player.stores.cursors.anim[rows[:, 2]].astype(np.int64), g
 
     def make_fired(self, inst, span: tuple, lo: int, hi: int) -> list:
         """``inst.events`` made from rows ``lo``-``hi`` of ``span`` (``event_span``'s) and
@@ -984,8 +1006,10 @@ class BatchEngine:
         (overwritten next call).
         """
         player = self.player
-        bank = player._bank               # the Player's bank while it holds every clip seen (Player.bank)
-        if bank is None or len(bank) != len(player._clips):
+        lookup = player.lookup
+        clips = lookup.clips
+        bank = lookup._bank               # the Player's bank while it holds every clip seen (Player.bank)
+        if bank is None or len(bank) != len(clips):
             bank = player.bank
         instances = instances if isinstance(instances, list) else list(instances)
         n = len(instances)
@@ -995,7 +1019,7 @@ class BatchEngine:
             out = self._bones
         seen = self._last
         rows = self._last_rows if seen is not None and instances == seen else self._rows_of(instances)
-        if len(player._clips) != self._n_clips:
+        if len(lookup.clips) != self._n_clips:
             self._clip_events()
         if self.debug or self._validated != LAYOUT_EPOCH[0]:
             self.validate()
