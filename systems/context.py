@@ -87,7 +87,7 @@ class SimContext:
     bone_rot: np.ndarray | None = None
     handlers: dict[int, list[Callable]] = field(default_factory=dict)
     default_handlers: list[Callable] = field(default_factory=list)
-    row_handlers: list[tuple[frozenset | None, Callable]] = field(default_factory=list)
+    row_handlers: list[tuple[tuple[int, ...] | None, Callable]] = field(default_factory=list)
     actions: list[Callable] = field(default_factory=list)
     state_functions: list[Callable] = field(default_factory=list)
     reference: bool = False
@@ -148,5 +148,5 @@ class SimContext:
         """Register a rows handler: ``handler(ctx, rows)`` once per update with that
         update's events of ``event_types`` (ints; None: every type) as columns
         (systems.events.EventRows), after the per-event handlers (systems.events)."""
-        wanted = None if event_types is None else frozenset(int(t) for t in event_types)
+        wanted = None if event_types is None else tuple(sorted({int(t) for t in event_types}))
         self.row_handlers.append((wanted, handler))

@@ -77,11 +77,11 @@ class EventRows:
     def __len__(self) -> int:
         return len(self.types)
 
-    def of_types(self, wanted: frozenset | None) -> "EventRows":
+    def of_types(self, wanted: tuple[int, ...] | None) -> "EventRows":
         """The events of the types ``wanted`` (None: all), in the same order."""
         if wanted is None or not len(self.types):
             return self
-        mask = np.isin(self.types, np.fromiter(wanted, np.int64, len(wanted)))
+        mask = np.isin(self.types, np.array(wanted, np.int64))
         if mask.all():
             return self
         ev = self.events

@@ -614,9 +614,6 @@ def sync_test(build, updates: int, distances=range(1, 9), *, pose: bool = True, 
 _KEPT_STATES = 16        # a rollback ring's depth and then some
 
 
-_RANDOM, _GETRANDBITS = random.Random.random, random.Random.getrandbits
-
-
 class SavedRandom(random.Random):
     """A ``random.Random`` that a snapshot saves cheaply: ``save_state()`` gives its state
     and reads the 2.5 kB Mersenne Twister state again only when a number was drawn since
@@ -636,11 +633,11 @@ class SavedRandom(random.Random):
 
     def random(self) -> float:
         self._saved = None
-        return _RANDOM(self)                 # random.Random's own (no super() look-up per draw)
+        return super().random()
 
     def getrandbits(self, k: int) -> int:
         self._saved = None
-        return _GETRANDBITS(self, k)
+        return super().getrandbits(k)
 
     def save_state(self) -> tuple:
         """The generator's state (kept from the last save when nothing was drawn since):
