@@ -23,9 +23,9 @@ __all__ = ["AnimationStep"]
 _SET = object.__setattr__
 
 
-def _one(k: int):
-    """itemgetter of one place, as a tuple of one (itemgetter(k) gives the item alone)."""
-    return lambda seq: (seq[k],)
+def _picked(seq: list, places: list) -> tuple:
+    """The entries of ``seq`` at ``places``, as a tuple (picked in C by itemgetter)."""
+    return itemgetter(*places)(seq) if len(places) > 1 else (seq[places[0]],)
 
 
 class AnimationStep(esper.Processor):
@@ -70,12 +70,11 @@ class AnimationStep(esper.Processor):
         if places is not None:                     # the compiled step's own list: who fired, in order
             if places:
                 # the places' entries picked in C (itemgetter), zipped into the list
-                pick = itemgetter(*places) if len(places) > 1 else _one(places[0])
-                insts, fireds = pick(instances), pick(crowd.fired)
+                insts, fireds = _picked(instances, places), _picked(crowd.fired, places)
                 for fired, inst in zip(fireds, insts):
                     if fired.source is not inst:    # unlinked by someone: link again
                         fired.source = inst
-                fired_now = list(zip(pick(crowd.entities), fireds, insts))
+                fired_now = list(zip(_picked(crowd.entities, places), fireds, insts))
             _SET(ctx, "fired", fired_now)
             for p in ctx.probe:
                 p(ctx, "animation")

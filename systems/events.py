@@ -41,13 +41,15 @@ class _Lazy(Sequence):
     __slots__ = ("_evs", "_g", "_list")
 
     def __init__(self, evs: list, g: np.ndarray):
-        self._evs, self._g, self._list = evs, g, None
+        self._evs, self._g = evs, g
+        self._list: tuple | None = None
 
     def _all(self) -> tuple:
-        if self._list is None:
+        got = self._list
+        if got is None:
             g = self._g.tolist()
-            self._list = itemgetter(*g)(self._evs) if len(g) > 1 else tuple(self._evs[i] for i in g)
-        return self._list
+            got = self._list = itemgetter(*g)(self._evs) if len(g) > 1 else tuple(self._evs[i] for i in g)
+        return got
 
     def __len__(self) -> int:
         return len(self._g)

@@ -30,6 +30,7 @@ import os
 from collections import deque
 from itertools import repeat
 from operator import attrgetter, is_, itemgetter, methodcaller
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -78,7 +79,7 @@ _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrup
 _BONES_FLAT = ((3, DTYPE), (3, DTYPE), (4 * NUM_BONES, DTYPE), (NUM_TAGS, np.bool_), (3 * NUM_BONES, DTYPE),
                (4 * NUM_BONES, DTYPE))
 # runs an iterator to its end, keeping nothing: a map of a setter applied over a crowd in C
-_drain = deque(maxlen=0).extend
+_drain: Callable[[Iterable[Any]], None] = deque(maxlen=0).extend
 _SLOT_OF, _EVENTS_OF, _RELEASED_OF = attrgetter("slot"), attrgetter("_events"), attrgetter("_released")
 _CLEAR = methodcaller("clear")
 _SCRATCH_POSES = K.QUEUED_POSE + 1   # pose scratch: the seven of the pose stack, the default, the queued pose
