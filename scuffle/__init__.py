@@ -73,9 +73,6 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.game.runtime.collector import settle
     from scuffle.anim.playback.warmup import warm
 
-__version__ = "0.2.0"
-
-
 def _repository_folders() -> None:
     """Imported from the repository's own face folder (``python ...`` run in the
     repository's root puts it first on sys.path, ahead of any install): the card's
@@ -121,6 +118,7 @@ _EXPORTS: dict[str, str] = {
                                                     "SyncError")},
     "settle": "scuffle.game.runtime.collector",
     "warm": "scuffle.anim.playback.warmup",
+    "__version__": "scuffle.game.runtime.version",
 }
 
 __all__ = [

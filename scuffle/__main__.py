@@ -1,6 +1,6 @@
-"""``python -m scuffle ...``: the same as the ``scuffle`` command (scuffle.game.cli)."""
+"""``python -m scuffle ...``: the same as the ``scuffle`` command (scuffle.cli)."""
 import sys
 
-from scuffle.game.cli import main
+from scuffle.cli import main
 
 sys.exit(main())

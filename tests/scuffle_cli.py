@@ -31,7 +31,7 @@ def _environ(extra: dict | None):
 def run_scuffle(*args, cwd=None, env: dict | None = None) -> subprocess.CompletedProcess:
     """``scuffle ARGS`` in-process; a CompletedProcess with the exit status and the text
     written to stdout and stderr. An exception escaping ``main`` (a traceback) propagates."""
-    from scuffle.game.cli import main
+    from scuffle.cli import main
 
     argv = [str(a) for a in args]
     out, err = io.StringIO(), io.StringIO()

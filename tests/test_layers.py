@@ -116,6 +116,44 @@ def test_the_layers_point_one_way():
     assert bad == []
 
 
+FACE = {"scuffle", "scuffle.cli", "scuffle.net", "scuffle.testing", "scuffle.__main__"}
+
+
+def _upward_mentions(path: Path, above: tuple[str, ...]) -> list[str]:
+    """The package's face imported, or a module of ``above`` named whole in a string (what
+    importlib.import_module would load), in one file."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            bad += [a.name for a in node.names if a.name in FACE]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module in FACE:
+            bad.append(node.module)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and any(node.value == a or node.value.startswith(a + ".") for a in above) \
+                and node.value.replace(".", "").replace("_", "").isalnum():
+            bad.append(repr(node.value))
+    return bad
+
+
+def test_the_checker_finds_an_upward_mention(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text('from scuffle import __version__\nimport importlib\nimportlib.import_module("scuffle.demo.x")\n'
+                 '"""only ``scuffle.demo`` draws"""\n')
+    assert _upward_mentions(f, ("scuffle.demo",)) == ["scuffle", "'scuffle.demo.x'"]
+
+
+def test_no_layer_imports_the_face_or_names_the_demo():
+    """The layers below the face neither import it (the version is game.runtime.version)
+    nor load the demo by name: the face's command line hands the demo's commands in."""
+    bad = {}
+    for folder in ("anim", "components", "systems", "game"):
+        for path in (ROOT / folder).rglob("*.py"):
+            found = _upward_mentions(path, ("scuffle.demo", "scuffle.cli"))
+            if found:
+                bad[str(path.relative_to(ROOT))] = found
+    assert bad == {}
+
+
 # anim/'s floors, from the ground up; each floor's package docstring says what it holds and
 # what it may import. The reference stands apart from them all but the ground floor.
 ANIM_FLOORS = ("base", "maths", "data", "engine", "playback")

@@ -142,7 +142,7 @@ def test_nothing_but_the_demo_imports_pygame(tmp_path):
 @pytest.mark.slow
 def test_scuffle_demo_without_pygame_says_how_to_install_it(tmp_path):
     code = ("import sys\nsys.modules['pygame'] = None\n"     # as if pygame were not installed
-            "from scuffle.game.cli import main\nsys.exit(main(sys.argv[1:]))\n")
+            "from scuffle.cli import main\nsys.exit(main(sys.argv[1:]))\n")
     for sub in ("demo", "view"):
         r = _run([sys.executable, "-c", code, sub, "--headless"], tmp_path)
         assert r.returncode == 2
@@ -166,7 +166,18 @@ def test_the_wheel_holds_one_package_scuffle(tmp_path):
     assert not any(n.startswith("scuffle/tests") for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     entries = zipfile.ZipFile(wheel).read(entry).decode()
-    assert "scuffle = scuffle.game.cli:main" in entries
+    assert "scuffle = scuffle.cli:main" in entries
     assert "[pytest11]\nscuffle = scuffle.testing" in entries and "scuffle/testing.py" in names
     # the build backend ships only inside the package, never as a top-level module
     assert "scuffle/_build_backend.py" in names and not any(n.startswith("_build_backend") for n in names)
+
+
+def test_one_version_everywhere():
+    """pyproject.toml's version is the one the game layer reads (game.runtime.version:
+    snapshot headers, the netplay greeting, --version) and the face re-exports."""
+    import tomllib
+
+    import scuffle
+    from scuffle.game.runtime.version import __version__
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert meta["project"]["version"] == __version__ == scuffle.__version__

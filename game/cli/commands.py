@@ -1,7 +1,9 @@
 """The command line: ``scuffle SUBCOMMAND ...`` (or ``python -m scuffle SUBCOMMAND ...``).
 
 Each subcommand is one function ``cmd_NAME(args) -> int`` plus one function that adds
-its arguments; both are registered in ``COMMANDS`` (the one place to add another).
+its arguments; both are registered in ``COMMANDS`` (the one place to add another). The
+demo's subcommands (``demo``, ``view``) are the demo's own (``scuffle.demo.commands``): the
+package's face (``scuffle.cli``, the console script) hands them to ``main``.
 Errors a user can cause (a missing file, a malformed chunk, bad flags) print one line,
 ``scuffle CMD: error: ...`` (``scuffle: error: ...`` only when no subcommand is named), to
 stderr and exit with status 2; no traceback. Any ValueError (every format and validation error of
@@ -19,8 +21,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -29,8 +30,9 @@ from scuffle.anim.maths.pose import PoseStackOverflow
 from scuffle.anim.engine.stack import AnimLimitError
 from scuffle.game.cli.errors import EXIT_ERROR, CliError, OneLineParser, anim_ref, examples, resolve_anim
 from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
+from scuffle.game.runtime.version import __version__
 
-__all__ = ["COMMANDS", "Command", "CliError", "main", "build_parser", "clip_summary"]
+__all__ = ["COMMANDS", "Command", "CliError", "main", "build_parser", "clip_summary", "passthrough"]
 
 PROG = "scuffle"
 
@@ -244,28 +246,13 @@ def _lazy(module: str, name: str) -> Callable:
     return call
 
 
-def _passthrough(p: argparse.ArgumentParser) -> None:
-    """A subcommand with its own parser (demo, view): everything after its name is its."""
+def passthrough(p: argparse.ArgumentParser) -> None:
+    """A subcommand with its own parser (the demo's ``demo`` and ``view``): everything after
+    its name is its."""
     p.add_argument("argv", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
 
-def _needs_pygame(module: str, name: str) -> Callable[[argparse.Namespace], int]:
-    """A pygame subcommand's runner: one line and status 2 when pygame is not installed."""
-    def run(args: argparse.Namespace) -> int:
-        import importlib.util
-        if importlib.util.find_spec("pygame") is None:
-            raise CliError(f"'scuffle {args.command}' needs pygame: pip install 'scuffle[demo]'")
-        from scuffle.anim.playback.warmup import announce_compile
-        announce_compile()              # a cold numba cache: said now; the first step compiles what it runs
-        return _lazy(module, name)(args.argv)
-    return run
-
-
 COMMANDS: tuple[Command, ...] = (
-    Command("demo", "the two-fighter pygame demo (a window, or headless without a display)",
-            _passthrough, _needs_pygame("scuffle.demo.cli", "main")),
-    Command("view", "the clip viewer: one clip on the skeleton, its timeline and events",
-            _passthrough, _needs_pygame("scuffle.demo.view", "main")),
     Command("clip", "decode a clip (descriptor + keyframes chunks)", _clip_arguments, cmd_clip,
             ("scuffle clip walk.desc walk.keys", "scuffle clip chars.res --id 151 --json",
              "scuffle clip chars.res --id THROW_BACK", "scuffle clip demo            # the demo set's clips by name",
@@ -298,21 +285,16 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
-def _version() -> str:
-    """The installed distribution's version (the package's own when not installed)."""
-    from scuffle import __version__
-    return __version__
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse parser with one subparser per entry of COMMANDS (usage errors on one line)."""
+def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
+    """The argparse parser with one subparser per command (usage errors on one line). In:
+    ``commands``, the game's own (COMMANDS) unless given."""
     parser = OneLineParser(prog=PROG, description="scuffle: the character animation runtime's tools",
                            **examples("scuffle demo --attract --seed 7", "scuffle run fight.toml --trace out.jsonl",
                                       "scuffle view demo --id THROW_BACK", "scuffle COMMAND --help"))
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in COMMANDS:
-        own = command.add_arguments is _passthrough        # demo / view parse their own --help
+    for command in commands:
+        own = command.add_arguments is passthrough         # demo / view parse their own --help
         p = sub.add_parser(command.name, help=command.help, description=command.help, add_help=not own,
                            **(examples(*command.examples) if command.examples else {}))
         command.add_arguments(p)
@@ -362,15 +344,21 @@ def _on_terminate():
         return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subcommand; returns the exit status (0, or 2 on any user error)."""
+def main(argv: Sequence[str] | None = None, extra: Sequence[Command] = (),
+         pictures: Callable[..., Any] | None = None) -> int:
+    """Run one subcommand; returns the exit status (0, or 2 on any user error). In: the
+    arguments (``sys.argv[1:]`` when None), ``extra`` subcommands listed ahead of the game's
+    own (the package's face hands in the demo's), ``pictures`` what draws ``run --gif`` and
+    ``--frames`` (called with the Pictures options; without it those flags are refused)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     show_library_log()
-    own = next((c for c in COMMANDS if argv[:1] == [c.name] and c.add_arguments is _passthrough), None)
+    commands = (*extra, *COMMANDS)
+    own = next((c for c in commands if argv[:1] == [c.name] and c.add_arguments is passthrough), None)
     if own is not None:                # demo / view: their own parser reads the rest, --help included
         args = argparse.Namespace(command=own.name, argv=argv[1:], run=own.run)
     else:
-        parser = build_parser()
+        parser = build_parser(commands)
+        parser.set_defaults(pictures=pictures)
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:      # usage errors (already printed) and --help

@@ -115,7 +115,8 @@ def _short(text: object, width: int = 80) -> str:
 def _picture_outputs(args: argparse.Namespace, sc, first: int) -> list[tuple[str, str]]:
     """The files --gif and --frames will write, as (what, path): the GIF, each frame (one
     every --frame-every seconds from update ``first`` to the last, and the last) and the
-    contact sheet. Rejected (CliError, one line): pygame or Pillow missing (naming the
+    contact sheet. Rejected (CliError, one line): no ``args.pictures`` to draw them (the
+    game's ``main`` called without the demo's), pygame or Pillow missing (naming the
     extra to install), a --frames DIR that is not a folder, too many frames, a path there
     already that is not a regular file (a folder, a link, a device: never replaced)."""
     import importlib.util
@@ -126,6 +127,9 @@ def _picture_outputs(args: argparse.Namespace, sc, first: int) -> list[tuple[str
     gif, frames = getattr(args, "gif", None), getattr(args, "frames", None)
     if gif is None and frames is None:
         return []
+    if getattr(args, "pictures", None) is None:    # the demo draws them: the package's face hands it in
+        raise CliError(f"--{'gif' if gif is not None else 'frames'} needs the demo's pictures: "
+                       "run it through the scuffle command (scuffle.cli.main)")
     if importlib.util.find_spec("pygame") is None:
         extra = "demo,gif" if gif is not None else "demo"
         raise CliError(f"--{'gif' if gif is not None else 'frames'} draws with pygame, which is not installed: "
@@ -241,9 +245,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     counts = {"accepted": 0, "refused": 0}
     pictures = None
     if pictures_out:
-        import importlib                 # the demo draws them (the runtime never imports it)
-        pictures = importlib.import_module("scuffle.demo.playback").Pictures(
-            gif=args.gif, frames=args.frames, frame_every=args.frame_every, last=sc.updates)
+        pictures = args.pictures(gif=args.gif, frames=args.frames, frame_every=args.frame_every, last=sc.updates)
         snap["on_update"] = pictures.add
 
     def answered(cmd, result) -> None:

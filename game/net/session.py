@@ -49,6 +49,7 @@ from scuffle.game.fighters.fightinput import FightInput
 import scuffle.game.net.wire as wire
 from scuffle.game.net.link import Link
 from scuffle.game.runtime.snapshot import SNAPSHOT_VERSION, SyncError
+from scuffle.game.runtime.version import __version__
 
 if TYPE_CHECKING:
     from scuffle.game.runtime.world import Game
@@ -89,7 +90,6 @@ class SessionSetupError(ValueError):
 
 
 def _version() -> str:
-    from scuffle import __version__
     return __version__
 
 

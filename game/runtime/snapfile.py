@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
-import sys
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
@@ -37,6 +36,7 @@ from scuffle.anim.engine.digest import array_form, blocks_digests, digest_form, 
 from scuffle.anim.engine.snapcheck import ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack, unpack
 from scuffle.anim.engine.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
+from scuffle.game.runtime.version import __version__
 
 __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "config_bytes",
            "table_block", "table_section", "plain_values", "encode",
@@ -172,9 +172,8 @@ def _set_of(game, ent):
 
 
 def _version() -> str:
-    """scuffle's version: the face package is imported before any of its modules (read from
-    it, not imported: the face imports the layers, not the reverse)."""
-    return sys.modules["scuffle"].__version__
+    """scuffle's version (game.runtime.version, which the face re-exports)."""
+    return __version__
 
 
 def stateful(game) -> list:

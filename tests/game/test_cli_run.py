@@ -97,3 +97,19 @@ def test_trace_to_stdout_and_unreadable_files(tmp_path, capsys):
     assert len(capsys.readouterr().err.splitlines()) == 1
     assert cli.main(["run", str(path), "--trace", str(tmp_path / "no" / "dir" / "t.jsonl")]) == 2
     assert "cannot write trace" in capsys.readouterr().err
+
+
+def test_the_game_command_line_alone_knows_no_demo(tmp_path, capsys):
+    """The game layer's ``main`` has the game's subcommands only; the demo's (``demo``,
+    ``view``, the pictures of ``run --gif``) are handed in by the package's face
+    (``scuffle.cli``), which the console script runs."""
+    assert cli.main(["demo", "--headless"]) == 2
+    assert "invalid choice: 'demo'" in capsys.readouterr().err
+    path = tmp_path / "s.toml"
+    path.write_text(base_text())
+    assert cli.main(["run", str(path), "--gif", str(tmp_path / "f.gif")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--gif needs the demo's pictures" in err, err
+    assert not (tmp_path / "f.gif").exists()
+    from scuffle import cli as face
+    assert [c.name for c in face.commands()][:2] == ["demo", "view"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from scuffle.game.cli.commands import main
+from scuffle.cli import main
 
 if __name__ == "__main__":
     try:

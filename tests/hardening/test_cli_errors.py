@@ -16,6 +16,7 @@ import pytest
 
 from scuffle.anim.data.clip import encode_clip
 from scuffle.anim.data.resource import save_resource
+from scuffle import cli as face
 from scuffle.game.cli import commands as cli
 
 from scuffle_cli import run_scuffle
@@ -125,10 +126,11 @@ def _registry_cases() -> dict[str, tuple[list[str], list[str]]]:
     """An unknown flag for every registered subcommand, and a missing file for those
     whose first argument is a file."""
     out = {}
-    parser = cli.build_parser()
+    commands = face.commands()
+    parser = cli.build_parser(commands)
     subs = next(a for a in parser._actions if a.dest == "command").choices
-    for command in cli.COMMANDS:
-        if command.add_arguments is cli._passthrough:      # demo / view parse their own arguments
+    for command in commands:
+        if command.add_arguments is cli.passthrough:      # demo / view parse their own arguments
             out[f"{command.name}: --no-such-flag"] = ([command.name, "--no-such-flag"], [f"scuffle {command.name}: error:"])
             continue
         positionals = [a for a in subs[command.name]._actions if not a.option_strings]

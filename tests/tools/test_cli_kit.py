@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scuffle.game.cli.commands import COMMANDS
+from scuffle.cli import commands
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scuffle_cli import run_scuffle  # noqa: E402
@@ -18,7 +18,7 @@ from scuffle_cli import run_scuffle  # noqa: E402
 from scuffle.anim.engine.coldstart import COMPILE_MESSAGE  # noqa: E402
 
 ENV = dict(SDL_VIDEODRIVER="dummy", SDL_AUDIODRIVER="dummy", PYGAME_HIDE_SUPPORT_PROMPT="1")
-NAMES = [c.name for c in COMMANDS]
+NAMES = [c.name for c in commands()]
 
 
 @pytest.mark.parametrize("name", NAMES)

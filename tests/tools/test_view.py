@@ -65,7 +65,7 @@ def test_headless_all_clips_of_a_resource(tmp_path):
 
 
 def test_without_a_display_view_writes_the_pictures(tmp_path, monkeypatch, capsys):
-    from scuffle.game.cli import main
+    from scuffle.cli import main
 
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
     assert main(["view", "demo", "--id", "11", "--out", str(tmp_path)]) == 0
