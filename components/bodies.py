@@ -27,7 +27,7 @@ import numpy.typing as npt
 from numpy.typing import DTypeLike
 
 from scuffle.anim.base.limits import MAX_COORD
-from scuffle.anim.engine.store import Table, left_world
+from scuffle.anim.engine.store import HUMAN_ROWS, Table, left_world
 
 __all__ = ["rehome_views", "Body", "BodyTable", "BodyFieldError", "NO_ATTACHMENT", "BODY_COLUMNS", "flat_views"]
 
@@ -97,7 +97,7 @@ class BodyTable(Table):
     use to its view. Rejected: releasing a row not in use (ValueError, from Table.free).
     """
 
-    def __init__(self, capacity: int = 64):
+    def __init__(self, capacity: int = HUMAN_ROWS):
         super().__init__(BODY_COLUMNS, capacity)
         self.owners: dict[int, Body] = {}
 

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from scuffle.anim.base.limits import MAX_COORD
-from scuffle.anim.engine.store import Table, _fast_view, left_world
+from scuffle.anim.engine.store import HUMAN_ROWS, Table, _fast_view, left_world
 from scuffle.components.bodies import rehome_views
 
 __all__ = ["Combat", "CombatTable", "CombatViews", "CombatFieldError", "COMBAT_COLUMNS"]
@@ -79,7 +79,7 @@ class CombatTable(Table):
     the texts' codes. Rejected: releasing a row not in use (ValueError, from Table.free).
     """
 
-    def __init__(self, capacity: int = 64):
+    def __init__(self, capacity: int = HUMAN_ROWS):
         super().__init__(COMBAT_COLUMNS, capacity)
         self.owners: dict[int, Combat] = {}
         self.texts: list[Any] = ["", "free"]

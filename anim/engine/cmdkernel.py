@@ -1,22 +1,25 @@
-"""A prepared command's rows in one compiled call (the cheap path of a repeated command).
+"""A prepared command's rows in compiled code: one command at once (``run_rows``) or a
+command buffer's rows in order (``apply_commands``).
 
-``run_rows`` writes what anim.playback.prepared's direct path writes (the task, cursor, fade and
+Both write what anim.playback.prepared's direct path writes (the task, cursor, fade and
 gait rows, their free lists, the pool's flags, the human's stack or queue row, its held
-bits and anim id), in the same order, from the command's templates (small arrays made
-when the command learns a set: ``TI_*`` / ``TF_*`` columns) and the tables' memory
-blocks (anim.engine.store: every array of a table is a view into its ``block``), each block
-seen as one array per type its columns have (``BLOCK_VIEWS``: a bool column through the
-int8 view; made by the caller once per layout, so that numba compiles no view of its
+bits and anim id), in the same order, from the command's template rows (``TI_*`` /
+``TF_*`` columns, learnt per command and anim set) through the one compiled writer of each
+row kind (anim.engine.kernels_write: ``task_init``, ``cursor_init``, ``fade_init``,
+``gait_init``, the gait's rules from anim.engine.rules). The tables come as their memory
+blocks (anim.engine.store: every array of a table is a view into its ``block``), each
+block seen as one array per type its columns have (``BLOCK_VIEWS``: a bool column through
+the int8 view; made by the caller once per layout, so that numba compiles no view of its
 own), each column found at ``lay``'s offset (the array's offset in its block in its own
 items, ``COLUMNS``' order; then the stack's and the queue's row widths): 21 array
 arguments instead of seventy one-row writes.
-It first checks what the Python side leaves to it (the free lists long enough, the
-pool's flags reaching the rows taken) and refuses (-1) with nothing written; the checks
-that raise at the call (a full stack or queue, the pool exhausted) stay in Python.
+A command first checks what the Python side leaves to it (the free lists long enough,
+the pool's flags reaching the rows taken) and refuses (-1) with nothing written; the
+checks that raise at the call (a full stack or queue, the pool exhausted) stay in Python.
 
 A module of its own (numba's on-disk cache is keyed on each function's source file: this
-one, anim.engine.jitcache); it calls nothing of anim.engine.kernels. The gait's rules are anim.engine.rules'
-(compiled in: ``LINKED_SHA256`` pins that file's source, as the cache does not see it).
+one, anim.engine.jitcache); it calls nothing of anim.engine.kernels. What it links
+(kernels_write, anim.engine.rules) is pinned by ``LINKED_SHA256``, as the cache does not see it.
 
 Spec: "Animation tasks", "The task stack", "Fades", "Gait blend".
 Original: 0x001054c8 (take a task from the free list), 0x001041f8 AnimCursor_Init,
@@ -30,14 +33,18 @@ import numpy as np
 from numba import njit
 
 from scuffle.anim.engine.jitcache import cache_setting
-from scuffle.anim.engine.rules import GAIT_SPEED, cursor_flags_of, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target
+from collections import namedtuple
+
+from scuffle.anim.engine.kernels_write import cursor_init, fade_init, gait_init, gait_values, take_row, task_init
+from scuffle.anim.engine.rules import cursor_flags_of
 from scuffle.anim.base.enums import TaskFlags, TaskType
 
-__all__ = ["run_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH", "PLACE_ENQUEUE", "LAY_SIZE",
-           "BLOCK_VIEWS"]
+__all__ = ["run_rows", "apply_commands", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
+           "PLACE_ENQUEUE", "LAY_SIZE", "BLOCK_VIEWS", "B_WIDTH", "B_MAX_STEPS"]
 
 CACHE = cache_setting(__file__)
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
+_helper = njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)  # type: ignore[call-overload]
 
 # The arrays the kernel writes: (table, name, dtype), in ``lay``'s order (each array's offset
 # in its table's block, counted in its own items). Tables: 0 tasks, 1 cursors, 2 fades, 3 gaits, 4 humans.
@@ -59,10 +66,10 @@ COLUMNS = (
     (4, "depth", np.int64), (4, "queued", np.int64), (4, "stack", np.int64), (4, "queue", np.int64),
     (4, "flags", np.int64), (4, "anim", np.int64), (4, "speed", np.float64),
 )
-# numba's cache is keyed on this file only: the sha256 of the sources run_rows links
-# (anim.engine.rules, anim.maths.detmath: anim.engine.jitcache.linked_sha256), so an edit there changes this
+# numba's cache is keyed on this file only: the sha256 of the sources its kernels link
+# (kernels_write, anim.engine.rules, anim.maths.detmath: anim.engine.jitcache.linked_sha256), so an edit there changes this
 # file too (tests/anim/test_rules.py checks it).
-LINKED_SHA256 = "1397bef0633ee19f83dd87cec9df23b55411b0d8aae95fec791a8a80f4273df1"
+LINKED_SHA256 = "6be7b43d5d01494f433ea4a851107e887103cb7a983d67d09227eaf4df6c3da0"
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
@@ -81,12 +88,20 @@ TI_IDS, TI_BANKS, TI_ENDS, TI_EVF0S = 3, 8, 13, 18
 TF_LIMITS, TF_DURS = 1, 6
 TI_WIDTH, TF_WIDTH = 23, 11
 
+# A command buffer's row (anim.playback.cmdbuffer): B_WIDTH words of 8 bytes, read as int64
+# (``bi``) and as float64 (``bf``, the same memory): the place, the human's row, the steps'
+# count, the blend window's index, vnone, the steps' template rows (B_MAX_STEPS words, the
+# last task first), then the speed, the fade, a gait's target and value.
+B_PLACE, B_SLOT, B_STEPS, B_WINDOW, B_VNONE, B_SEL = range(6)
+B_MAX_STEPS = 4
+BF_SPEED, BF_FADE, BF_TARGET, BF_VALUE = range(B_SEL + B_MAX_STEPS, B_SEL + B_MAX_STEPS + 4)
+B_WIDTH = BF_VALUE + 1
+
 _CLIP = 3
 _GAIT = int(TaskType.GAIT)
 _FADE = int(TaskType.FADE)
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
 _CONTINUOUS_INT = int(TaskFlags.CONTINUOUS)
-_GAIT_SPEED = float(GAIT_SPEED)
 
 # the columns' indices in COLUMNS (numba freezes these globals as constants)
 (T_NF, T_FREE, T_LIVE, T_TYPE, T_RATE, T_FLAGS, T_HELD, T_C0, T_C1, T_AUX, T_NXT, T_BLEND, T_WINDOW, T_PLACED,
@@ -102,23 +117,41 @@ LAY_SIZE = _WIDTHS + 2
 assert len(COLUMNS) == 60 and _IX[(4, "speed")] == H_SPEED and _IX[(3, "leader")] == G_LEADER
 
 
-@_kernel
-def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, out, lay, ti, tf, sel,
-             slot, n, place, window, speed, fade, target, value, vnone):
-    """Write a prepared command's rows (the module docstring). In: the task, cursor, fade,
-    gait and human tables' blocks as BLOCK_VIEWS, the pool's flags, ``lay``, the command's
-    template rows and the row of each step (``sel``, last task first), the human's slot and
-    depth, the place (PLACE_*), the blend window's index, the human's speed, the fade's
-    time, a gait's target and value (``vnone``: no value, the target's). Out: the pool's
-    flags newly set (the pool's count grows by that), or -1 with nothing written (a free
-    list too short, the pool's flags short of a row taken).
-    Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init, 0x001754e8 /
-    0x001753d8 (insert, push)."""
-    o_t_nf = lay[T_NF]
-    o_t_free = lay[T_FREE]
-    o_c_nf = lay[C_NF]
-    o_f_nf = lay[F_NF]
-    o_g_nf = lay[G_NF]
+# The tables as the row writers (anim.engine.kernels_write) take them: named tuples of views
+# into the blocks (a bool column through its int8 view), made inside the kernel.
+_TaskRows = namedtuple("_TaskRows", ("live", "type", "rate", "flags", "held", "c0", "c1", "aux", "nxt", "blend",
+                                     "window", "placed", "incoming", "speed", "free_rows", "n_free"))
+_CursorRows = namedtuple("_CursorRows", ("live", "end", "limit", "dur", "bank", "anim", "flags", "evf0", "evf", "t",
+                                         "frame", "ev", "at_end", "free_rows", "n_free"))
+_FadeRows = namedtuple("_FadeRows", ("live", "el", "dur", "free_rows", "n_free"))
+_GaitRows = namedtuple("_GaitRows", ("live", "id0", "id1", "id2", "id3", "id4", "b0", "b1", "b2", "b3", "b4", "value",
+                                     "target", "lower", "leader", "free_rows", "n_free"))
+
+
+@_helper
+def _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, lay):
+    """The task, cursor, fade and gait tables as named tuples of views into their blocks
+    (each column at ``lay``'s offset)."""
+    tasks = _TaskRows(t8[lay[T_LIVE]:], t8[lay[T_TYPE]:], tf32[lay[T_RATE]:], t32[lay[T_FLAGS]:],
+                      t64[lay[T_HELD]:], t64[lay[T_C0]:], t64[lay[T_C1]:], t64[lay[T_AUX]:], t64[lay[T_NXT]:],
+                      tf32[lay[T_BLEND]:], t8[lay[T_WINDOW]:], t8[lay[T_PLACED]:], t64[lay[T_INCOMING]:],
+                      tf32[lay[T_SPEED]:], t64[lay[T_FREE]:], t64[lay[T_NF]:])
+    cursors = _CursorRows(c8[lay[C_LIVE]:], c32[lay[C_END]:], cf32[lay[C_LIMIT]:], cf32[lay[C_DUR]:],
+                          c32[lay[C_BANK]:], c32[lay[C_ANIM]:], c32[lay[C_FLAGS]:], c32[lay[C_EVF0]:],
+                          c32[lay[C_EVF]:], cf32[lay[C_T]:], c32[lay[C_FRAME]:], c32[lay[C_EV]:],
+                          c8[lay[C_AT_END]:], c64[lay[C_FREE]:], c64[lay[C_NF]:])
+    fades = _FadeRows(f8[lay[F_LIVE]:], ff32[lay[F_EL]:], ff32[lay[F_DUR]:], fi64[lay[F_FREE]:], fi64[lay[F_NF]:])
+    gaits = _GaitRows(g8[lay[G_LIVE]:], g32[lay[G_ID0]:], g32[lay[G_ID1]:], g32[lay[G_ID2]:], g32[lay[G_ID3]:],
+                      g32[lay[G_ID4]:], g32[lay[G_B0]:], g32[lay[G_B1]:], g32[lay[G_B2]:], g32[lay[G_B3]:],
+                      g32[lay[G_B4]:], gf32[lay[G_VALUE]:], gf32[lay[G_TARGET]:], g32[lay[G_LOWER]:],
+                      g8[lay[G_LEADER]:], g64[lay[G_FREE]:], g64[lay[G_NF]:])
+    return tasks, cursors, fades, gaits
+
+
+@_helper
+def _fits(tasks, cursors, fades, gaits, out, ti, sel, place):
+    """Whether the free lists hold the rows a command takes (its steps' tasks, cursors and
+    gaits; a change's fade) and the pool's flags reach every task row taken."""
     k_steps = sel.shape[0]
     n_cursors = 0
     n_gaits = 0
@@ -129,45 +162,37 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
         else:
             n_cursors += 1
     k_tasks = k_steps + 1 if place == PLACE_CHANGE else k_steps
-    tn = t64[o_t_nf]
-    if tn < k_tasks or c64[o_c_nf] < n_cursors or g64[o_g_nf] < n_gaits:
-        return -1
-    if place == PLACE_CHANGE and fi64[o_f_nf] < 1:
-        return -1
+    tn = tasks.n_free[0]
+    if tn < k_tasks or cursors.n_free[0] < n_cursors or gaits.n_free[0] < n_gaits:
+        return False
+    if place == PLACE_CHANGE and fades.n_free[0] < 1:
+        return False
     n_pool = out.shape[0]
-    for i in range(tn - k_tasks, tn):              # the pool's flags must reach the rows taken
-        if t64[o_t_free + i] >= n_pool or t64[o_t_free + i] < 0:
-            return -1
+    for i in range(tn - k_tasks, tn):
+        if tasks.free_rows[i] >= n_pool or tasks.free_rows[i] < 0:
+            return False
+    return True
+
+
+@_helper
+def _pool_take(out, tr):
+    """The pool's take_row: 1 when row ``tr``'s flag is newly set."""
+    if out[tr]:
+        return 0
+    out[tr] = True
+    return 1
+
+
+@_helper
+def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, place, window, speed, fade, target,
+             value, vnone):
+    """One prepared command's rows (the module docstring), through the row writers
+    (anim.engine.kernels_write), then its place on the stack or queue. Out: the pool's
+    flags newly set, or -1 with nothing written."""
+    if not _fits(tasks, cursors, fades, gaits, out, ti, sel, place):
+        return -1
     # ---- nothing can refuse now: the rows, in the order the handle calls write them
-    o_t_live = lay[T_LIVE]
-    o_t_type = lay[T_TYPE]
-    o_t_rate = lay[T_RATE]
-    o_t_flags = lay[T_FLAGS]
-    o_t_held = lay[T_HELD]
-    o_t_c0 = lay[T_C0]
-    o_t_c1 = lay[T_C1]
-    o_t_aux = lay[T_AUX]
-    o_t_nxt = lay[T_NXT]
-    o_t_blend = lay[T_BLEND]
-    o_t_window = lay[T_WINDOW]
-    o_t_placed = lay[T_PLACED]
-    o_t_incoming = lay[T_INCOMING]
-    o_t_speed = lay[T_SPEED]
-    o_c_free = lay[C_FREE]
-    o_c_live = lay[C_LIVE]
-    o_c_end = lay[C_END]
-    o_c_limit = lay[C_LIMIT]
-    o_c_dur = lay[C_DUR]
-    o_c_bank = lay[C_BANK]
-    o_c_anim = lay[C_ANIM]
-    o_c_flags = lay[C_FLAGS]
-    o_c_evf0 = lay[C_EVF0]
-    o_c_evf = lay[C_EVF]
-    o_c_t = lay[C_T]
-    o_c_frame = lay[C_FRAME]
-    o_c_ev = lay[C_EV]
-    o_c_at_end = lay[C_AT_END]
-    cn = c64[o_c_nf]
+    k_steps = sel.shape[0]
     prev = -1                                      # the task made last (the next of the one made now)
     aid = -1
     added = 0
@@ -175,145 +200,71 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
         row = sel[k]
         op = ti[row, TI_OP]
         flags = ti[row, TI_FLAGS]
-        held = ti[row, TI_HELD]
-        tn -= 1
-        tr = t64[o_t_free + tn]
-        t8[o_t_live + tr] = 1
-        if flags != 0:
-            t32[o_t_flags + tr] = flags
-        if held != 0:
-            t64[o_t_held + tr] = held
+        tr = take_row(tasks.live, tasks.free_rows, tasks.n_free)
         if op != _GAIT:
-            # the cursor (cursor_row: every column), then the task row (write_task_row)
-            cn -= 1
-            cr = c64[o_c_free + cn]
-            c8[o_c_live + cr] = 1
-            c32[o_c_end + cr] = ti[row, TI_END]
-            cf32[o_c_limit + cr] = tf[row, TF_LIMIT]
-            cf32[o_c_dur + cr] = tf[row, TF_DUR]
-            c32[o_c_bank + cr] = ti[row, TI_BANK]
+            # the cursor (cursor_row), then the task row (write_task_row)
+            cr = take_row(cursors.live, cursors.free_rows, cursors.n_free)
             aid = ti[row, TI_AID]
-            c32[o_c_anim + cr] = aid
-            c32[o_c_flags + cr] = ti[row, TI_CFLAGS]
-            c32[o_c_evf0 + cr] = ti[row, TI_EVF0]
-            c32[o_c_evf + cr] = ti[row, TI_EVF0]
-            cf32[o_c_t + cr] = 0.0
-            c32[o_c_frame + cr] = 0
-            c32[o_c_ev + cr] = 0
-            c8[o_c_at_end + cr] = 0
-            t8[o_t_type + tr] = op
-            tf32[o_t_rate + tr] = tf[row, TF_RATE]
-            t64[o_t_c0 + tr] = cr
+            cursor_init(cursors, cr, ti[row, TI_END], tf[row, TF_LIMIT], tf[row, TF_DUR], ti[row, TI_BANK], aid,
+                        ti[row, TI_CFLAGS], ti[row, TI_EVF0])
+            task_init(tasks, tr, op, tf[row, TF_RATE], flags, ti[row, TI_HELD])
+            tasks.c0[tr] = cr
             if op == _CLIP:                        # _next_row
                 if prev >= 0:
-                    t64[o_t_nxt + tr] = prev
-                    t8[o_t_placed + prev] = 1
+                    tasks.nxt[tr] = prev
+                    tasks.placed[prev] = True
                 if tf[row, TF_BLEND] != 0.0:
-                    tf32[o_t_blend + tr] = tf[row, TF_BLEND]
+                    tasks.blend[tr] = tf[row, TF_BLEND]
                 if window != 0:
-                    t8[o_t_window + tr] = window
+                    tasks.window[tr] = window
         else:                                      # GaitTask._made: the task row, the gait row, the pair
-            # the gait's rules (anim.engine.rules): the value and target clamped and held as float32s,
-            # the pair, its first leader, the target rounded unless CONTINUOUS
-            v = float(np.float32(gait_clamp(target if vnone else value)))
-            lower = gait_pair(v)
-            leader = gait_first_leader(v, lower)
-            tg = v if vnone else float(np.float32(gait_clamp(target)))
-            tg = gait_rounded_target(tg, flags & _CONTINUOUS_INT)
-            t8[o_t_type + tr] = _GAIT
-            tf32[o_t_rate + tr] = speed
-            o_g_free = lay[G_FREE]
-            o_g_live = lay[G_LIVE]
-            gn = g64[o_g_nf] - 1
-            gr = g64[o_g_free + gn]
-            g64[o_g_nf] = gn
-            g8[o_g_live + gr] = 1
-            t64[o_t_aux + tr] = gr
-            for j in range(5):                     # id0-id4, then b0-b4
-                g32[lay[G_ID0 + j] + gr] = ti[row, TI_IDS + j]
-            for j in range(5):
-                g32[lay[G_B0 + j] + gr] = ti[row, TI_BANKS + j]
-            tf32[o_t_speed + tr] = _GAIT_SPEED
+            v, tg, lower, leader = gait_values(target, value, vnone, flags & _CONTINUOUS_INT)
+            task_init(tasks, tr, np.int64(_GAIT), speed, flags, ti[row, TI_HELD])
+            gr = take_row(gaits.live, gaits.free_rows, gaits.n_free)
+            gait_init(gaits, tasks, tr, gr, ti[row, TI_IDS:TI_IDS + 5], ti[row, TI_BANKS:TI_BANKS + 5], v, tg, lower,
+                      leader)
             base = flags & _CURSOR_INT
-            for j in range(2):                     # the pair's two cursors (cursor_row)
+            for j in range(2):                     # the pair's two cursors (cursor_row), the follower muted
                 i = lower + j
-                cn -= 1
-                cr = c64[o_c_free + cn]
-                c8[o_c_live + cr] = 1
-                c32[o_c_end + cr] = ti[row, TI_ENDS + i]
-                cf32[o_c_limit + cr] = tf[row, TF_LIMITS + i]
-                cf32[o_c_dur + cr] = tf[row, TF_DURS + i]
-                c32[o_c_bank + cr] = ti[row, TI_BANKS + i]
-                c32[o_c_anim + cr] = ti[row, TI_IDS + i]
-                c32[o_c_flags + cr] = cursor_flags_of(base, leader == j)      # the follower muted
-                c32[o_c_evf0 + cr] = ti[row, TI_EVF0S + i]
-                c32[o_c_evf + cr] = ti[row, TI_EVF0S + i]
-                cf32[o_c_t + cr] = 0.0
-                c32[o_c_frame + cr] = 0
-                c32[o_c_ev + cr] = 0
-                c8[o_c_at_end + cr] = 0
+                cr = take_row(cursors.live, cursors.free_rows, cursors.n_free)
+                cursor_init(cursors, cr, ti[row, TI_ENDS + i], tf[row, TF_LIMITS + i], tf[row, TF_DURS + i],
+                            ti[row, TI_BANKS + i], ti[row, TI_IDS + i], cursor_flags_of(base, leader == j),
+                            ti[row, TI_EVF0S + i])
                 if j:
-                    t64[o_t_c1 + tr] = cr
+                    tasks.c1[tr] = cr
                 else:
-                    t64[o_t_c0 + tr] = cr
-            o_g_value = lay[G_VALUE]
-            o_g_target = lay[G_TARGET]
-            o_g_lower = lay[G_LOWER]
-            o_g_leader = lay[G_LEADER]
-            gf32[o_g_value + gr] = v
-            gf32[o_g_target + gr] = tg
-            g32[o_g_lower + gr] = lower
-            g8[o_g_leader + gr] = leader
+                    tasks.c0[tr] = cr
             aid = ti[row, TI_IDS + lower + leader]
-        if not out[tr]:                            # the pool's take_row
-            out[tr] = True
-            added += 1
+        added += _pool_take(out, tr)
         prev = tr
-    t64[o_t_nf] = tn
-    c64[o_c_nf] = cn
     held = ti[sel[k_steps - 1], TI_HELD]           # the first task's held bits
     o_h_depth = lay[H_DEPTH]
     o_h_stack = lay[H_STACK]
     stack_width = lay[_WIDTHS]
     if place == PLACE_CHANGE:                      # change's straight path: the fade, then both slots
-        tn -= 1
-        fr = t64[o_t_free + tn]
-        t64[o_t_nf] = tn
-        t8[o_t_live + fr] = 1
-        t8[o_t_type + fr] = _FADE
-        tf32[o_t_rate + fr] = speed
-        o_f_free = lay[F_FREE]
-        o_f_live = lay[F_LIVE]
-        o_f_el = lay[F_EL]
-        o_f_dur = lay[F_DUR]
-        fn = fi64[o_f_nf] - 1
-        frow = fi64[o_f_free + fn]
-        fi64[o_f_nf] = fn
-        f8[o_f_live + frow] = 1
-        ff32[o_f_el + frow] = 0.0
-        ff32[o_f_dur + frow] = fade
-        t64[o_t_aux + fr] = frow
-        if not out[fr]:
-            out[fr] = True
-            added += 1
-        t64[o_t_incoming + fr] = prev
+        fr = take_row(tasks.live, tasks.free_rows, tasks.n_free)
+        task_init(tasks, fr, np.int64(_FADE), speed, np.int64(0), np.int64(0))   # (int64s: one compile)
+        frow = take_row(fades.live, fades.free_rows, fades.n_free)
+        fade_init(fades, tasks, fr, frow, fade)
+        added += _pool_take(out, fr)
+        tasks.incoming[fr] = prev
         b = slot * stack_width
         for i in range(b + n, b, -1):
             h64[o_h_stack + i] = h64[o_h_stack + i - 1]
         h64[o_h_stack + b] = prev
         h64[o_h_stack + b + n + 1] = fr
         h64[o_h_depth + slot] = n + 2
-        t8[o_t_placed + prev] = 1
-        t8[o_t_placed + fr] = 1
+        tasks.placed[prev] = True
+        tasks.placed[fr] = True
     elif place == PLACE_PUSH:
         h64[o_h_stack + slot * stack_width + n] = prev
         h64[o_h_depth + slot] = n + 1
-        t8[o_t_placed + prev] = 1
+        tasks.placed[prev] = True
     else:
         o_h_queued = lay[H_QUEUED]
         o_h_queue = lay[H_QUEUE]
         q = h64[o_h_queued + slot]
-        t8[o_t_placed + prev] = 1
+        tasks.placed[prev] = True
         h64[o_h_queue + slot * lay[_WIDTHS + 1] + q] = prev
         h64[o_h_queued + slot] = q + 1
         return added
@@ -322,4 +273,49 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
         h64[o_h_flags + slot] = h64[o_h_flags + slot] | held
     o_h_anim = lay[H_ANIM]
     h64[o_h_anim + slot] = aid                     # the top is the fade or the task: the task's id
+    return added
+
+
+@_kernel
+def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, out, lay, ti, tf, sel,
+             slot, n, place, window, speed, fade, target, value, vnone):
+    """Write a prepared command's rows at once (the module docstring). In: the task, cursor,
+    fade, gait and human tables' blocks as BLOCK_VIEWS, the pool's flags, ``lay``, the
+    template rows (``ti``, ``tf``) and the row of each step (``sel``, last task first), the
+    human's slot and depth, the place (PLACE_*), the blend window's index, the human's
+    speed, the fade's time, a gait's target and value (``vnone``: no value, the
+    target's). Out: the pool's flags newly set (the pool's count grows by that), or -1
+    with nothing written (a free list too short, the pool's flags short of a row taken).
+    Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init, 0x001754e8 /
+    0x001753d8 (insert, push)."""
+    tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32,
+                                            g8, lay)
+    return _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, place, window, speed, fade,
+                    target, value, vnone)
+
+
+@_kernel
+def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, out, lay, ti, tf,
+                   bi, bf, n_rows):
+    """Apply a command buffer's first ``n_rows`` rows in order (anim.playback.cmdbuffer),
+    each as ``run_rows`` writes one command (the same writers). In: the blocks, the pool's
+    flags, ``lay`` and the template rows as ``run_rows``; the buffer's rows read as int64
+    (``bi``, B_* columns: the place, the human's slot, its steps' count and template rows,
+    the window, ``vnone``) and as float64 (``bf``, the same memory, BF_* columns: the
+    speed, the fade, a gait's target and value). Each human's depth is read here (a command is buffered only while its human
+    has no other one waiting). Out: the pool's flags newly set, or -(i + 1) when row ``i``
+    could not be written (the rows before it written, nothing of it: the call's checks
+    make that an engine bug). Original: as ``run_rows``."""
+    tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32,
+                                            g8, lay)
+    o_h_depth = lay[H_DEPTH]
+    added = 0
+    for i in range(n_rows):
+        slot = bi[i, B_SLOT]
+        got = _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, bi[i, B_SEL:B_SEL + bi[i, B_STEPS]], slot,
+                       h64[o_h_depth + slot], bi[i, B_PLACE], bi[i, B_WINDOW], bf[i, BF_SPEED], bf[i, BF_FADE],
+                       bf[i, BF_TARGET], bf[i, BF_VALUE], bi[i, B_VNONE])
+        if got < 0:
+            return -(i + 1)
+        added += got
     return added

@@ -63,8 +63,10 @@ ANNOUNCED: list[bool] = []        # the notice's once-per-process flag (shared w
 # the kernels a Game's step calls (pose_plan, anim.engine.plan's, is not one: a step never compiles it)
 ENGINE_KERNELS = ("step_stacks", "pose_stacks", "flush_release", "flush_anim_ids", "root_motion_step")
 # every kernel a game may call, as (module of scuffle.anim, name): the engine's and the
-# prepared commands' (anim.engine.cmdkernel); not pose_plan (tests, tools and the bench only)
-ALL_KERNELS = tuple((K.MODULE_OF[n], n) for n in ENGINE_KERNELS) + (("cmdkernel", "run_rows"),)
+# prepared commands' (anim.engine.cmdkernel: one at once, the command buffer); not pose_plan
+# (tests, tools and the bench only)
+ALL_KERNELS = tuple((K.MODULE_OF[n], n) for n in ENGINE_KERNELS) + (("cmdkernel", "run_rows"),
+                                                                     ("cmdkernel", "apply_commands"))
 BACKGROUND: list = []             # the child compiling the rest (compile_rest), once per process
 
 

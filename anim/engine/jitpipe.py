@@ -39,7 +39,7 @@ from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import LoweringPass, register_pass
 from numba.core.typed_passes import NativeLowering
 
-__all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler", "TESTED_NUMBA", "link_only_supported"]
+__all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler", "TESTED_NUMBA", "link_only_supported", "entry_points_only"]
 
 # The numba releases this module was checked against (it subclasses numba internals:
 # JITCodeLibrary's module finalisation, the codegen's set_env, the nopython pipeline's
@@ -136,3 +136,37 @@ class LinkOnlyCompiler(CompilerBase):
         pm.finalize()
         return [pm]
 
+
+
+def entry_points_only(*dispatchers) -> int:
+    """Make each of ``dispatchers`` (kernels only Python calls) let go of a loaded
+    overload's LLVM module: returns how many it now does so (0 under an untested numba).
+
+    numba loads a kernel from its on-disk cache as machine code plus the kernel's whole
+    module, parsed (``_shared_module``), and keeps the latter so that another compiled
+    function could link the kernel in: about 5 MB for the six kernels a crowd loads,
+    held for the process's life. No compiled function calls these kernels (Python does),
+    so once an overload is added its library keeps the machine code only. A compiled
+    function that did call one would get numba's RuntimeError "library unfit for
+    linking" at its compile. An overload compiled here (not loaded) is unchanged: numba
+    makes the module for linking again from the library's own when it saves the cache.
+    Under a numba release this module was not checked against (``link_only_supported``)
+    nothing is changed."""
+    if not link_only_supported():
+        return 0
+    done = 0
+    for disp in dispatchers:
+        add = getattr(disp, "add_overload", None)
+        if add is None or getattr(add, "_entry_points_only", False):
+            continue
+
+        def add_overload(cres, _add=add):
+            _add(cres)
+            lib = getattr(cres, "library", None)
+            if lib is not None and getattr(lib, "_shared_module", None) is not None:
+                lib._shared_module = None
+
+        add_overload._entry_points_only = True        # type: ignore[attr-defined]
+        disp.add_overload = add_overload
+        done += 1
+    return done

@@ -77,7 +77,7 @@ COLUMN_TYPES: dict[type, dict[str, tuple[str, int, str]]] = {
 }
 _WALK = 64                      # kernels_step's walk scratch (rows a stack and its next tasks span)
 _COUNTS = 5                     # step_stacks' counts (COUNT_EVENTS ... COUNT_WRAPS)
-_FLUSH_COUNTS = 6               # flush_release's counts (FLUSH_FREED ... FLUSH_RESUME)
+_FLUSH_COUNTS = 7               # flush_release's counts (FLUSH_FREED ... FLUSH_KEYED)
 _FEW = 16                       # rows checked one by one below this (numpy's min and max cost more)
 
 
@@ -256,7 +256,8 @@ class StepJob(_Job):
     KERNEL = "step_stacks"
     Inputs = StepInputs
     # the passes of one human, in order: (name, the named steps of kernels_step it runs)
-    PASSES = (("room", ("_room",)), ("pairs ahead", ("_pair_ahead",)), ("newest", ("_newest",)),
+    PASSES = (("rows ahead", ("_fetch_tasks", "_fetch_rows")), ("room and pairs ahead", ("_room",)),
+              ("newest", ("_newest",)),
               ("tasks bottom-up", ("_step_loop", "_step_clip", "_hand_over", "_in_window", "_step_fade",
                                    "_gait_move", "_change_pair", "_gait_leader", "_gait_advance", "_step_mix",
                                    "_step_pick", "_step_direction")),
@@ -410,6 +411,15 @@ class FlushJob(_Job):
     TABLES = (3, 4, 5, 6, 7, 8, 9)
     VARYING = (0, 1)
     __slots__ = ()
+
+    def resumes(self, inputs: FlushInputs) -> bool:
+        """Whether ``inputs`` may run without a check: every input but the entry range the
+        very object of the inputs this job last found good, and the range within the one
+        checked then (a resume after a callback's stop, whose entries the round's first
+        call checked; the entries array is written only by the round's take)."""
+        last = self._last
+        return (last is not None and last.lo <= inputs.lo and inputs.hi <= last.hi
+                and all(map(_is, inputs[2:], last[2:])))
 
     def _check_tables(self, inputs: FlushInputs) -> None:
         k = self.KERNEL

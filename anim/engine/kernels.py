@@ -23,9 +23,10 @@ from scuffle.anim.engine.kernels_motion import root_motion_step
 from scuffle.anim.engine.kernels_pose import NO_POSE, QUEUED_POSE, pose_plan, pose_stacks
 from scuffle.anim.engine.kernels_step import (COUNT_DEFERRED, COUNT_EVENTS, COUNT_GAITS, COUNT_STOPPED, COUNT_WRAPS, STATUS_BAD,
                            STATUS_DEFERRED, STATUS_EVENTS, STATUS_SKIPPED, STATUS_STACK, STATUS_TOP, step_stacks)
-from scuffle.anim.engine.kernels_flush import (FLUSH_FREED, FLUSH_GEN, FLUSH_HELD, FLUSH_IN, FLUSH_RESUME, FLUSH_STOP, flush_anim_ids,
+from scuffle.anim.engine.kernels_flush import (FLUSH_FREED, FLUSH_GEN, FLUSH_HELD, FLUSH_IN, FLUSH_KEYED, FLUSH_RESUME, FLUSH_STOP, flush_anim_ids,
                             flush_release)
 
+from scuffle.anim.engine.jitpipe import entry_points_only
 from scuffle.anim.engine import kernels_flush as _flush, kernels_maths as _maths, kernels_motion as _motion
 from scuffle.anim.engine import kernels_pose as _pose, kernels_rows as _rows, kernels_step as _step
 
@@ -39,12 +40,16 @@ STAGES = {"kernels_step": ("step_stacks",), "kernels_pose": ("pose_stacks", "pos
           "kernels_flush": ("flush_release", "flush_anim_ids"), "kernels_motion": ("root_motion_step",)}
 MODULE_OF = {name: mod for mod, names in STAGES.items() for name in names}
 
+# Python calls every kernel (no compiled function links one in): a kernel loaded from the
+# cache keeps its machine code only, not its parsed module (anim.engine.jitpipe)
+entry_points_only(step_stacks, pose_stacks, pose_plan, flush_release, flush_anim_ids, root_motion_step)
+
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
            "STATUS_SKIPPED",
            "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_GAITS", "COUNT_WRAPS",
            "flush_release", "flush_anim_ids", "FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN",
-           "FLUSH_RESUME", "STAGES", "MODULE_OF", "CACHE", "LINK_ONLY",
+           "FLUSH_RESUME", "FLUSH_KEYED", "STAGES", "MODULE_OF", "CACHE", "LINK_ONLY",
            # the interfaces (anim.engine.kernel_types), for the callers
            "HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
            "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers", "QUEUED_POSE"]

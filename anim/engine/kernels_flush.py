@@ -20,8 +20,8 @@ from scuffle.anim.engine.kernels_rows import (_CLIP, _FADE, _GAIT, _N_CURSORS, _
 CACHE = cache_setting(__file__)
 _helper, _kernel, _inline = jit_kinds(CACHE)
 
-__all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "FLUSH_RESUME", "flush_release",
-           "flush_anim_ids"]
+__all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "FLUSH_RESUME", "FLUSH_KEYED",
+           "flush_release", "flush_anim_ids"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
@@ -37,6 +37,7 @@ FLUSH_STOP = 2                  # the entry it stopped at (Python runs its callb
 FLUSH_HELD = 3                  # the held bits that entry's task held before its release
 FLUSH_GEN = 4                   # that task row's generation at its release
 FLUSH_RESUME = 5                # in: 1 when entry ``lo`` is released already (its callbacks ran): discard it
+FLUSH_KEYED = 6                 # task rows given back holding a callback id (written to ``freed`` as ~row)
 
 
 @_helper
@@ -141,10 +142,12 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     it reports into ``buf.ids[k]``, then its discard: the task and the next tasks it owns (deepest first),
     each counted back into the pool (``buf.pool_out``) when it is out, its rows then given
     back to their tables (its cursors, its task row, its fade or gait row). The task rows
-    given back go to ``buf.freed`` (``counts[FLUSH_FREED]`` so far), the tasks counted in
-    to ``counts[FLUSH_IN]`` (the caller zeroes the counts first and finishes what Python
-    holds: the handles, keyed values, reset to defaults, TaskPool.n_out). Nothing is
-    allocated. In: the HumanCols, TaskCols, the task table's RowState, the CursorCols,
+    given back go to ``buf.freed`` (``counts[FLUSH_FREED]`` so far), a row holding a
+    callback id (``on_end``, ``on_wrap``, ``partner_name``) as ~row (``counts[FLUSH_KEYED]``
+    of them: Python lets the ids go without reading the other rows' columns), the tasks
+    counted in to ``counts[FLUSH_IN]`` (the caller zeroes the counts first and finishes
+    what Python holds: the handles, keyed values, reset to defaults, TaskPool.n_out).
+    Nothing is allocated. In: the HumanCols, TaskCols, the task table's RowState, the CursorCols,
     GaitCols, the gait and fade tables' RowStates, the FlushBuffers.
     Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release), 0x00108f10
     (type 6's), 0x00106ee8 (the fade's), 0x00105510 (the pool's give-back).
@@ -158,8 +161,10 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     entries, ids, freed, counts, chain, pool_out = buf.entries, buf.ids, buf.freed, buf.counts, buf.chain, buf.pool_out
     end_mark, report_mark = buf.end_mark, buf.report_mark
     n_pool = pool_out.shape[0]
+    t_on_end, t_on_wrap, t_partner = tasks.on_end, tasks.on_wrap, tasks.partner_name
     nf = counts[FLUSH_FREED]
     n_in = counts[FLUSH_IN]
+    n_keyed = counts[FLUSH_KEYED]
     stop = hi
     for k in range(lo, hi):
         h = entries[k, 0]
@@ -189,7 +194,11 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
             tt = t_type[x]
             _give_cursors(x, tt, tasks, cursors)
             if _give_row(x, t_live, t_gen, t_free, t_nfree):
-                freed[nf] = x
+                if t_on_end[x] >= 0 or t_on_wrap[x] >= 0 or t_partner[x] >= 0:
+                    freed[nf] = ~x            # its callback ids Python lets go (Table.freed)
+                    n_keyed += 1
+                else:
+                    freed[nf] = x
                 nf += 1
             if tt == _FADE:
                 _give_row(t_aux[x], fade_rows.live, fade_rows.gen, fade_rows.free_rows, fade_rows.n_free)
@@ -197,6 +206,7 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
                 _give_row(t_aux[x], gait_rows.live, gait_rows.gen, gait_rows.free_rows, gait_rows.n_free)
     counts[FLUSH_FREED] = nf
     counts[FLUSH_IN] = n_in
+    counts[FLUSH_KEYED] = n_keyed
     counts[FLUSH_STOP] = stop
 
 

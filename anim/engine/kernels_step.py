@@ -7,7 +7,10 @@ clean-up, the gait blend's value, pair (its new cursors taken from the cursor ta
 free list), leader and follower, type 10's weight, leader and follower, type 11's four
 clips in step, type 13's centre and followers, the held-flag events; fired events,
 deferred tasks and wraps are written as rows of preallocated buffers (anim.playback.batch drives
-it). Tables: anim.engine.store (the task table with type, rate, flags, held bits, cursor rows,
+it). One read-only walk of a human's rows before its step (``_room``) finds the room it
+needs, whether its rows can be followed and whether a gait of it changes pair; the rows
+of the humans a few places ahead are prefetched meanwhile (``_fetch_tasks``,
+``_fetch_rows``). Tables: anim.engine.store (the task table with type, rate, flags, held bits, cursor rows,
 the fade's or gait's row, next and incoming links, blend time and window rule, released,
 handed over, wraps; the human table with the record's flags and the stack as task rows).
 
@@ -20,8 +23,13 @@ calls), 0x00105770 (loop), 0x00105af0 (type 3's hand-over), 0x00106cc8 (fade),
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils, config
+from numba.extending import intrinsic
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine.kernels_maths import (jit_kinds, _add, _div, _frame_of, _mul, _sub)
+from scuffle.anim.engine.kernels_write import cursor_init, take_row
 from scuffle.anim.engine.kernels_rows import (_CLIP, _CLOSE_CLEAR, _CLOSE_NEED, _CLOSE_SET, _CURSOR_BITS,
                            _DIRECTION, _FADE, _GAIT, _HELD_CLOSE, _HELD_OPEN, _HELD_REPLACE, _HOLD, _KEPT,
                            _LOOP, _MIX, _MUTED, _NO_EVENT, _NO_ROW, _OPEN_CLEAR, _OPEN_NEED, _OPEN_SET,
@@ -39,7 +47,49 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "ab4866e91f40e9244c2f1c82bb008107774f7cd1355c93cad0bee5dceabb2321"
+LINKED_SHA256 = "ddf4c253d47043aa93ab4c3f9e35d83055ab36bddeb1a39a3020761f6983e8ba"
+
+
+# How many humans ahead of the one it steps step_stacks prefetches the rows of: the task
+# rows of the human PREFETCH_TASKS ahead, the cursor, fade and gait rows (found through
+# the task rows fetched earlier) of the human PREFETCH_ROWS ahead. A crowd's rows lie
+# scattered over tables of tens of thousands of rows, so each human's rows miss the
+# cache in three dependent waves (its stack, its tasks, their cursors); fetched ahead,
+# the misses of several humans overlap. Prefetches change no value: the same bits.
+PREFETCH_TASKS = 8
+PREFETCH_ROWS = 4
+
+
+def _no_prefetch(a, i):
+    """NUMBA_DISABLE_JIT: the kernels run as Python, nothing to fetch ahead."""
+
+
+@intrinsic
+def _prefetch_jit(typingctx, a, i):
+    """LLVM's prefetch of ``a[i]``'s cache line for reading (no fault, no value: a hint)."""
+    if not isinstance(a, types.Array) or a.ndim != 1 or not isinstance(i, types.Integer):
+        return None
+    sig = types.void(a, i)
+
+    def codegen(context, builder, signature, args):
+        aty, ity = signature.args
+        arr = context.make_array(aty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer2(context, builder, data=arr.data,
+                                        shape=cgutils.unpack_tuple(builder, arr.shape),
+                                        strides=cgutils.unpack_tuple(builder, arr.strides), layout=aty.layout,
+                                        inds=[context.cast(builder, args[1], ity, types.intp)],
+                                        wraparound=False, boundscheck=False)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        # read (0), keep in every cache level (3), data (1)
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+_prefetch = _no_prefetch if getattr(config, "DISABLE_JIT", False) else _prefetch_jit
 
 
 # status bits per human (step_stacks' ``status``)
@@ -163,27 +213,11 @@ def _of_five(g, idx, c0, c1, c2, c3, c4):
 def _take_cursor(bank, anim, cursors, events):
     """Cursor.__init__ in the kernel: a row from the cursor table's free list (the caller
     reserved enough), restarted on clip ``bank`` (its end test, duration and first event)
-    for ``anim``, flags 0. Returns the row. Original: 0x001041f8 AnimCursor_Init."""
-    n = cursors.n_free[0] - 1
-    c = cursors.free_rows[n]
-    cursors.n_free[0] = n
-    cursors.live[c] = True
-    cursors.t[c] = 0.0
-    cursors.frame[c] = 0
-    cursors.end[c] = events.end[bank]
-    cursors.limit[c] = events.limit[bank]
-    cursors.dur[c] = events.dur[bank]
-    cursors.flags[c] = 0
-    cursors.bank[c] = bank
-    cursors.ev[c] = 0
-    if events.n[bank] > 0:
-        f0 = events.frame[events.first[bank]]
-    else:
-        f0 = _NO_EVENT
-    cursors.evf[c] = f0
-    cursors.evf0[c] = f0
-    cursors.at_end[c] = False
-    cursors.anim[c] = anim
+    for ``anim``, flags 0, by the one compiled cursor writer (anim.engine.kernels_write).
+    Returns the row. Original: 0x001041f8 AnimCursor_Init."""
+    c = take_row(cursors.live, cursors.free_rows, cursors.n_free)
+    f0 = events.frame[events.first[bank]] if events.n[bank] > 0 else _NO_EVENT
+    cursor_init(cursors, c, events.end[bank], events.limit[bank], events.dur[bank], bank, anim, 0, f0)
     return c
 
 
@@ -389,22 +423,104 @@ def _held_events(hi, n0, n_ev, events, out, humans, tasks):
 
 
 @_helper
-def _room(hi, humans, tasks, cursors, events, gaits, out):
-    """The buffer room human ``hi``'s step may need, and whether the kernel can follow its
-    rows: each cursor passes at most its clip's events twice (a wrap), a gait's change of
-    pair may bring in its clip with the most events, each task (a clip's next tasks
-    included) is deferred at most once. Not runnable: a task ``_runnable`` refuses or a
-    fade as a clip's next task (rows written behind the engine's back). Returns (events,
-    deferred, runnable)."""
+def _fetch_tasks(hi, humans, tasks):
+    """Prefetch the task rows of human ``hi``'s stack: the columns the step reads of
+    every task (its type, rate, flags, cursor links, own row, next task, window)."""
+    h_depth, h_stack = humans.depth, humans.stack
+    for i in range(h_depth[hi]):
+        r = h_stack[hi, i]
+        if r >= 0:
+            _prefetch(tasks.type, r)
+            _prefetch(tasks.released, r)
+            _prefetch(tasks.rate, r)
+            _prefetch(tasks.flags, r)
+            _prefetch(tasks.c0, r)
+            _prefetch(tasks.c1, r)
+            _prefetch(tasks.c2, r)
+            _prefetch(tasks.c3, r)
+            _prefetch(tasks.aux, r)
+            _prefetch(tasks.nxt, r)
+            _prefetch(tasks.window, r)
+
+
+@_helper
+def _fetch_cursor(c, cursors):
+    """Prefetch cursor row ``c``'s columns the advance and the time set read."""
+    if c >= 0:
+        _prefetch(cursors.t, c)
+        _prefetch(cursors.frame, c)
+        _prefetch(cursors.end, c)
+        _prefetch(cursors.evf, c)
+        _prefetch(cursors.at_end, c)
+        _prefetch(cursors.dur, c)
+        _prefetch(cursors.flags, c)
+
+
+@_helper
+def _fetch_rows(hi, humans, tasks, cursors, fades, gaits):
+    """Prefetch the rows human ``hi``'s tasks link (read from their task rows, fetched
+    earlier by ``_fetch_tasks``): the cursors of its clips and gaits, a fade's or a gait's
+    own row, a gait's speed and wrap callback flag, a clip's blend time."""
+    h_depth, h_stack = humans.depth, humans.stack
+    t_type, t_c0, t_c1, t_aux = tasks.type, tasks.c0, tasks.c1, tasks.aux
+    for i in range(h_depth[hi]):
+        r = h_stack[hi, i]
+        if r < 0:
+            continue
+        tt = t_type[r]
+        _fetch_cursor(t_c0[r], cursors)
+        _fetch_cursor(t_c1[r], cursors)
+        a = t_aux[r]
+        if tt == _FADE and a >= 0:
+            _prefetch(fades.el, a)
+            _prefetch(fades.dur, a)
+        elif tt == _GAIT:
+            _prefetch(tasks.speed, r)
+            _prefetch(tasks.callback, r)
+            if a >= 0:
+                _prefetch(gaits.value, a)
+                _prefetch(gaits.target, a)
+                _prefetch(gaits.lower, a)
+                _prefetch(gaits.leader, a)
+        elif tt == _CLIP or tt == _PAIRED_CLIP:
+            _prefetch(tasks.blend, r)
+
+
+
+
+@_helper
+def _most_events(events):
+    """The most events any clip of the bank has: the bound ``_room`` counts per cursor."""
+    e_count = events.n
+    most = np.int64(0)
+    for b in range(e_count.shape[0]):
+        if e_count[b] > most:
+            most = e_count[b]
+    return most
+
+
+@_helper
+def _room(hi, dt, most, skip_pairs, humans, tasks, gaits, out):
+    """The buffer room human ``hi``'s step may need, whether the kernel can follow its
+    rows and (``skip_pairs``) whether its step changes a gait's pair, in one walk over its
+    stack and its clips' chains of next tasks, reading only the task rows the step reads
+    next: each cursor passes at most its clip's events twice (a wrap), counted as
+    ``most``, the most events any clip of the bank has (so no cursor's clip is looked
+    up), and a gait's change of pair may bring in a clip that leads; each task (a clip's
+    next tasks included) is deferred at most once. Not runnable: a task ``_runnable``
+    refuses or a fade as a clip's next task (rows written behind the engine's back).
+    A gait changes its pair when its value after this update's move (``_gait_value``,
+    the move ``_gait_move`` makes: each task steps once an update) falls in another pair;
+    a chain longer than the walk's scratch counts as a change. Read only. Returns
+    (events, deferred, runnable, pair ahead)."""
     t_type, t_c0, t_c1, t_c2, t_c3, t_aux = tasks.type, tasks.c0, tasks.c1, tasks.c2, tasks.c3, tasks.aux
     t_nxt = tasks.nxt
-    c_bank = cursors.bank
-    g_b0, g_b1, g_b2, g_b3, g_b4 = gaits.b0, gaits.b1, gaits.b2, gaits.b3, gaits.b4
-    e_count = events.n
+    g_lower = gaits.lower
     walk = out.walk
-    need_ev = 0
+    links = 0
     need_def = 0
     runnable = True
+    ahead = False
     n = _seed_walk(hi, humans, walk)
     while n > 0:
         n -= 1
@@ -412,52 +528,23 @@ def _room(hi, humans, tasks, cursors, events, gaits, out):
         need_def += 1
         if not _runnable(r, tasks):
             runnable = False
-        if t_c0[r] >= 0:
-            need_ev += 2 * e_count[c_bank[t_c0[r]]]
-        if t_c1[r] >= 0:
-            need_ev += 2 * e_count[c_bank[t_c1[r]]]
-        if t_c2[r] >= 0:                # types 11 and 13
-            need_ev += 2 * e_count[c_bank[t_c2[r]]]
-            if t_c3[r] >= 0:            # type 11
-                need_ev += 2 * e_count[c_bank[t_c3[r]]]
-        if t_type[r] == _GAIT:          # a clip a change of pair brings in may lead
-            g = t_aux[r]
-            most = e_count[g_b0[g]]      # the most of the five pairs' clips' events
-            for b in (g_b1[g], g_b2[g], g_b3[g], g_b4[g]):
-                most = e_count[b] if e_count[b] > most else most
-            need_ev += 2 * most
-        if (t_type[r] == _CLIP or t_type[r] == _PAIRED_CLIP) and t_nxt[r] >= 0 and n < walk.shape[0]:
-            if t_type[t_nxt[r]] == _FADE:
-                runnable = False
-            walk[n] = t_nxt[r]
-            n += 1
-    return need_ev, need_def, runnable
-
-
-@_helper
-def _pair_ahead(hi, dt, humans, tasks, gaits, out):
-    """Whether human ``hi``'s step changes a gait's pair (which takes cursors from the
-    cursor table's free list, shared by the crowd): a gait on its stack, or in a clip's
-    chain of next tasks, whose value after this update's move (``_gait_value``, the move
-    ``_gait_move`` makes: each task steps once an update) falls in another pair; a
-    chain longer than the walk's scratch counts as one. Read only."""
-    t_type, t_nxt, t_aux = tasks.type, tasks.nxt, tasks.aux
-    g_lower = gaits.lower
-    walk = out.walk
-    n = _seed_walk(hi, humans, walk)
-    while n > 0:
-        n -= 1
-        r = walk[n]
         tt = t_type[r]
-        if tt == _GAIT:
-            if _pair_index(_gait_value(r, dt, tasks, gaits)) != g_lower[t_aux[r]]:
-                return True
+        links += (t_c0[r] >= 0) + (t_c1[r] >= 0)
+        if t_c2[r] >= 0:                # types 11 and 13
+            links += 1 + (t_c3[r] >= 0)     # type 11
+        if tt == _GAIT:                 # a clip a change of pair brings in may lead
+            links += 1
+            if skip_pairs and not ahead and t_aux[r] >= 0:
+                ahead = _pair_index(_gait_value(r, dt, tasks, gaits)) != g_lower[t_aux[r]]
         elif (tt == _CLIP or tt == _PAIRED_CLIP) and t_nxt[r] >= 0:
-            if n >= walk.shape[0]:
-                return True
-            walk[n] = t_nxt[r]
-            n += 1
-    return False
+            if n < walk.shape[0]:
+                if t_type[t_nxt[r]] == _FADE:
+                    runnable = False
+                walk[n] = t_nxt[r]
+                n += 1
+            else:
+                ahead = True
+    return 2 * most * links, need_def, runnable, ahead
 
 
 @_helper
@@ -667,7 +754,8 @@ def _step_direction(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events
 @_kernel
 def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, events, out):
     """One animation step of the humans ``rows[start:]`` (rows of the human table), each
-    in turn (see the module docstring), in the spec's order: the room, then every task of
+    in turn (see the module docstring; the rows of the humans a few places ahead
+    prefetched meanwhile), in the spec's order: the room, then every task of
     the stack bottom-up, each by its type's named step ("When a clip ends" L299-334,
     "Fades" L261-267, "Gait blend" L269-288), then the held-flag events of what it fired.
     The named steps take the tables' named tuples (anim.engine.kernel_types: linked into this
@@ -719,14 +807,20 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     n_wrap = counts[COUNT_WRAPS]
     cap_ev = ev_out.shape[0]
     cap_def = wrap_out.shape[0] if wrap_out.shape[0] < def_out.shape[0] else def_out.shape[0]
-    for k in range(start, rows.shape[0]):
+    most = _most_events(events)
+    n_rows = rows.shape[0]
+    for k in range(start, n_rows):
         hi = rows[k]
-        need_ev, need_def, runnable = _room(hi, humans, tasks, cursors, events, gaits, out)
+        if k + PREFETCH_TASKS < n_rows:     # the rows of the humans ahead, on their way meanwhile
+            _fetch_tasks(rows[k + PREFETCH_TASKS], humans, tasks)
+        if k + PREFETCH_ROWS < n_rows:
+            _fetch_rows(rows[k + PREFETCH_ROWS], humans, tasks, cursors, fades, gaits)
+        need_ev, need_def, runnable, ahead = _room(hi, dt, most, skip_pairs, humans, tasks, gaits, out)
         if not runnable:
             status[k] = STATUS_BAD
             ev_lo[k] = ev_hi[k] = n_ev
             continue
-        if skip_pairs and _pair_ahead(hi, dt, humans, tasks, gaits, out):
+        if skip_pairs and ahead:
             status[k] = STATUS_SKIPPED
             ev_lo[k] = ev_hi[k] = n_ev
             continue

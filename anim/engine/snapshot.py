@@ -36,11 +36,12 @@ import numpy as np
 
 from scuffle.anim.engine.callbacks import Callback, CallbackError, check_callback
 from scuffle.anim.engine.snapcheck import StateError
-from scuffle.anim.engine.store import HumanTable, Table, _layout
+from scuffle.anim.engine.stack import instance_of, seated, serial_of
+from scuffle.anim.engine.store import HumanTable, Table, TableArena, _layout
 
 __all__ = ["TableState", "save_table", "load_table", "HumanTableState", "save_humans",
            "load_humans", "EngineState", "save_engine", "load_engine", "save_reference", "load_reference",
-           "calls_plain"]
+           "calls_plain", "save_arena", "load_arena", "ARENA_TABLES"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -117,7 +118,34 @@ def load_humans(h: HumanTable, s: HumanTableState) -> bool:
     return h.load((s.free, s.gen), s.capacity, s.block)
 
 
+def save_arena(arena: TableArena, into: tuple | None = None) -> tuple:
+    """A copy of a TableArena's buffer (anim.engine.store: its tables' blocks side by side):
+    (its key, the copy, a TableState of each table, its block a view of the copy, the
+    copy's memoryview), written into ``into`` (an older save_arena of the same key that is
+    given up: its states are taken again) when it fits."""
+    if into is not None and into[0] == arena.key:
+        into[3][:] = arena.mv
+        return into
+    buf = arena.buf.copy()
+    states = tuple(TableState(t.capacity, buf[o:o + n]) for t, (o, n) in zip(arena.tables, arena.spans))
+    return (arena.key, buf, states, memoryview(buf))
+
+
+def load_arena(arena: TableArena, saved: tuple) -> bool:
+    """Copy a save_arena back into ``arena`` when it is the same arrangement (its key, every
+    table still on its slice), then each Table's ``reloaded`` (its handle cache against the
+    rows as saved): True. False (nothing done): the tables are loaded one by one."""
+    if saved[0] != arena.key or not arena.whole():
+        return False
+    arena.mv[:] = saved[3]
+    for t in arena.watched:
+        t.reloaded()
+    return True
+
+
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
+# The engine's tables in a Game's arena's order (game.runtime.snapshot): the four, then the humans'.
+ARENA_TABLES = (*_ENGINE_TABLES, "humans")
 
 
 @dataclasses.dataclass(slots=True)
@@ -136,11 +164,15 @@ class EngineState:
     batch: tuple
     loose: list[tuple]
     outputs: list[tuple] | None
+    # the arena's one copy (save_arena: key, bytes, each table's state, a memoryview) when
+    # the tables were saved through one; the states above are views of it
+    arena: Any = None
 
     @property
     def instances(self) -> list:
-        """The instance of each human row (None: a free row)."""
-        return self.batch[3]
+        """The instance of each human row (None: a free row; the batch's seats name them by
+        serial: anim.engine.stack.seated). Rejected (ValueError): one no longer alive."""
+        return seated(self.batch[3])
 
 
 def _private_values(rec) -> tuple:
@@ -165,51 +197,77 @@ def _private_back(rec, values: tuple) -> None:
 
 
 def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
-                into: EngineState | None = None, view: bool = False) -> EngineState:
+                into: EngineState | None = None, view: bool = False,
+                arena: TableArena | None = None) -> EngineState:
     """The compiled engine's state: ``player`` (anim.playback.player.Player) and the world's
     ``instances`` (CharacterInstance, stepped or not). ``outputs``: also the last
     update's outputs, which no later update reads (each human's events, made into
     FiredEvent objects, its released ids and refused poses), for a viewer. ``into``: an
     older state of this engine that is given up, whose arrays are reused. ``view``: the
     engine's own arrays and lists where a save copies them, for a state read at once (a
-    checksum) and never restored."""
+    checksum) and never restored. ``arena``: the TableArena holding the engine's tables
+    (and others: a Game's), laid out again when a table left it; its one copy (save_arena,
+    into ``into``'s when it fits) is the state's ``arena`` and the tables' states views
+    of it. Past its size limit, or without it, each table is copied on its own. The
+    Player's buffered commands are written first (a state holds no command buffer)."""
+    player.prepared.commands.apply()
     st = player.stores
     batch = player.batch
-    loose = [(inst, _private_values(inst.record)) for inst in instances
+    loose = [(inst if view else serial_of(inst), _private_values(inst.record)) for inst in instances
              if inst.engine is not batch and inst.record.table.world is None]
     if view:
         return EngineState({name: save_table(getattr(st, name), view=True) for name in _ENGINE_TABLES},
-                           save_humans(st.humans, view=True), player.save_state(view=True), batch.save_state(),
-                           loose, None)
-    old = into.tables if into is not None else {}
-    tables = {name: save_table(getattr(st, name), old.get(name)) for name in _ENGINE_TABLES}
+                           save_humans(st.humans, view=True), player.save_state(view=True),
+                           batch.save_state(view=True), loose, None)
+    saved = None
+    if arena is not None and (arena.whole() or arena.gather()):   # (laid out: the layout signal moves)
+        saved = save_arena(arena, into.arena if into is not None else None)
+        tables = dict(zip(_ENGINE_TABLES, saved[2]))
+        h = st.humans
+        humans = HumanTableState(h.capacity, saved[2][len(_ENGINE_TABLES)].block, *h.save())
+    else:
+        old = into.tables if into is not None else {}
+        tables = {name: save_table(getattr(st, name), old.get(name)) for name in _ENGINE_TABLES}
+        humans = save_humans(st.humans, into.humans if into is not None else None)
     out = None
     if outputs:
         if player.released_log:
             player.make_released()
         out = [(inst, list(inst.events), list(inst.released), inst.poses_refused)
                for inst in dict.fromkeys([*batch._noisy, *player._pose_refused])]
-    return EngineState(tables, save_humans(st.humans, into.humans if into is not None else None),
-                       player.save_state(into.player if into is not None else None), batch.save_state(), loose, out)
+    return EngineState(tables, humans, player.save_state(into.player if into is not None else None),
+                       batch.save_state(), loose, out, saved)
 
 
-def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = False) -> None:
+def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = False,
+                arena: TableArena | None = None) -> bool:
     """Write ``s`` (save_engine's) back into ``player`` and its instances, each part through
     its own ``load`` (the tables, the Player, its BatchEngine, the records): what the
     engine made from the arrays is made again when the tables' layout signal moved.
     Without saved outputs, each human's events, released ids and refused poses are left
     empty (as at the start of an update). ``rehome``: every human's record takes its row
     and generation as saved (a state read from a file), not only when the rows moved.
-    ``check`` is kept for callers; each table checks its block's size itself."""
+    ``check`` is kept for callers; each table checks its block's size itself. ``arena``:
+    the TableArena the state was saved through (only a Game's own snapshot has one: its
+    values are trusted), copied back at once when the tables still lie as they did
+    (load_arena). Returns whether it was (the arena's other tables are then loaded too).
+    Commands buffered since the state was saved are dropped (they belong to the state it
+    replaces)."""
+    player.prepared.commands.clear()
     st = player.stores
     batch = player.batch
-    for name, ts in s.tables.items():
-        load_table(getattr(st, name), ts)
-    load_humans(st.humans, s.humans)
-    player.load_state(s.player)
+    copied = arena is not None and s.arena is not None and load_arena(arena, s.arena)
+    if copied:
+        h = s.humans
+        st.humans.load((h.free, h.gen))
+    else:
+        for name, ts in s.tables.items():
+            load_table(getattr(st, name), ts)
+        load_humans(st.humans, s.humans)
+    player.load_state(s.player, trusted=copied)
     batch.load_state(s.batch, rehome)
-    for inst, values in s.loose:
-        _private_back(inst.record, values)
+    for inst, values in s.loose:                     # (a serial, or a file's instance)
+        _private_back((inst if inst.__class__ is not int else instance_of(inst)).record, values)
     if s.outputs is not None:
         for inst, events, released, refused in s.outputs:
             inst.events = list(events)
@@ -218,6 +276,7 @@ def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = 
             batch.note_output(inst)
             if refused:
                 player.note_refused(inst)
+    return copied
 
 
 def _graph_copy(v: Any, memo: dict, own) -> Any:
@@ -399,6 +458,7 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True, array: Any =
     if (wraps or failed) and strict:
         raise NoPlainForm("the step's wrap callbacks or failures are pending: save between two updates")
     kernel_humans, pair_changes, leaving, instances = s.batch
+    instances = seated(instances)
     out = {
         "humans": {"free": ints(h.free), "gen": ints(h.gen)},
         "calls": {"values": calls_plain(values, strict), "uses": ints(uses), "free": ints(free)},
@@ -410,7 +470,7 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True, array: Any =
         "instances": [None if i is None else name_of(i) for i in instances],
         "loose": [(name_of(inst), (int(v[0]), int(v[1]), int(v[2]), float(v[3]),
                                    callback_plain(v[4], f"{name_of(inst)}.on_report", strict)))
-                  for inst, v in s.loose],
+                  for inst, v in ((x if x.__class__ is not int else instance_of(x), v) for x, v in s.loose)],
     }
     if not strict and (odd or wraps or failed):
         out["pending"] = ([(k, t.trow, t.tgen, name_of(i)) for k, (t, i) in sorted(odd.items())],

@@ -10,6 +10,9 @@ CharacterInstance +0x2bc / +0x2ac (stack), +0x304 / +0x2ae (queue).
 """
 from __future__ import annotations
 
+import itertools
+import weakref
+
 import numpy as np
 
 from typing import Any, Callable
@@ -21,8 +24,72 @@ from scuffle.anim.base.limits import check_float
 from scuffle.anim.engine.store import HumanTable, _fast_view, left_world
 
 __all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
-           "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool"]
+           "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool", "serial_of", "instance_of",
+           "seated"]
 
+
+
+class _Cell(list):
+    """One column of a PrivateRow: a single cell, read and written as row 0 of a table's
+    column is (``c[0]``, ``c.item(0)``)."""
+
+    __slots__ = ()
+    item = list.__getitem__
+
+
+class PrivateRow:
+    """The one row of a standalone record: a HumanRecord no world's human table holds yet
+    (made before its human is stepped or given a task), or a reference world's human's.
+
+    It holds what a human table's row holds for the record and its instance (``flags``,
+    ``anim``, ``speed``, the report callback) with the row's ``live`` flag and generation,
+    read and written as row 0 of a HumanTable is (``flags[0]``, ``flags.item(0)``,
+    ``report(0)``, ``set_report``, ``alloc``, ``free``), but as a few plain values: no
+    block, column views, callback registry or command buffer (``commands`` is None) (a crowd's records wait for their rows as a
+    few hundred bytes each, not a table's five kilobytes). ``world`` is None (no world's
+    table), ``capacity`` 1. Rejected (ValueError): a row other than 0, freeing it twice,
+    taking it while it is in use.
+    """
+
+    __slots__ = ("flags", "anim", "speed", "live", "gen", "_report")
+    world = None
+    capacity = 1
+    commands = None             # no world: no Player's command buffer to write first
+
+    def __init__(self) -> None:
+        self.flags, self.anim, self.speed = _Cell((0,)), _Cell((-1,)), _Cell((1.0,))
+        self.live, self.gen = _Cell((True,)), _Cell((0,))
+        self._report: Any = None
+
+    @property
+    def in_use(self) -> int:
+        """Rows taken and not given back (0 or 1)."""
+        return 1 if self.live[0] else 0
+
+    def alloc(self) -> int:
+        """Take the row again, at a free row's values (no flags, no anim, speed 1, no report)."""
+        if self.live[0]:
+            raise ValueError("PrivateRow: its one row is in use")
+        self.flags[0], self.anim[0], self.speed[0], self._report = 0, -1, 1.0, None
+        self.live[0] = True
+        return 0
+
+    def free(self, row: int) -> None:
+        """Give the row back (its generation counts up, its report callback goes)."""
+        if row != 0 or not self.live[0]:
+            raise ValueError(f"human row {row} freed twice or never taken")
+        self.live[0] = False
+        self.gen[0] += 1
+        self._report = None
+
+    def report(self, row: int) -> Any:
+        """The row's report callback (None: none)."""
+        return self._report
+
+    def set_report(self, row: int, cb: Any) -> None:
+        """Make ``cb`` (checked: anim.engine.callbacks.check_callback; None: none) the row's
+        report callback."""
+        self._report = cb
 
 
 class HumanRecord:
@@ -32,9 +99,9 @@ class HumanRecord:
     ``held`` is the held flags word (+0x08, 64 bits; kept as int64, so bit 63 is
     refused with ValueError): the trace's ``held`` and the HUD's "held"; ``flags`` is its
     older name, the same word. ``anim_id`` the playing anim id (+0x20), refreshed from the
-    top task, -1 with none. Both live in row ``row`` of ``table``: a private one-row
-    table for a standalone record (``HumanRecord()``, before its human is stepped or
-    given a task), then the world's (``attach``, by the compiled engine on first sight),
+    top task, -1 with none. Both live in row ``row`` of ``table``: a PrivateRow for a
+    standalone record (``HumanRecord()``, before its human is stepped or given a task),
+    then the world's human table (``attach``, by the compiled engine on first sight),
     where the compiled step reads and writes them. The row is the human's row, so it
     holds the instance's speed and report callback too (CharacterInstance.speed,
     .on_report). Once the human leaves the world (``Game.remove_human``,
@@ -46,9 +113,8 @@ class HumanRecord:
     __slots__ = ("table", "row", "gen")
 
     def __init__(self, flags: int = 0, anim_id: int = -1):
-        table = HumanTable(1)
-        row = table.alloc()
-        self.table, self.row, self.gen = table, row, table.gen[row]
+        table: Any = PrivateRow()
+        self.table, self.row, self.gen = table, 0, 0
         self.flags = flags
         self.anim_id = anim_id
 
@@ -70,6 +136,9 @@ class HumanRecord:
         t, r = self.table, self.row
         if t.gen[r] != self.gen:
             raise left_world("HumanRecord", "flags", r, "human")
+        c = t.commands
+        if c is not None:
+            c.apply_for(r)
         return t.flags.item(r)
 
     @flags.setter
@@ -80,6 +149,9 @@ class HumanRecord:
         t, r = self.table, self.row
         if t.gen[r] != self.gen:
             raise left_world("HumanRecord", "flags", r, "human")
+        c = t.commands
+        if c is not None:
+            c.apply_for(r)
         t.flags[r] = v
 
     @property
@@ -88,6 +160,9 @@ class HumanRecord:
         t, r = self.table, self.row
         if t.gen[r] != self.gen:
             raise left_world("HumanRecord", "held", r, "human")
+        c = t.commands
+        if c is not None:
+            c.apply_for(r)
         return t.flags.item(r)
 
     @held.setter
@@ -100,6 +175,9 @@ class HumanRecord:
         t, r = self.table, self.row
         if t.gen[r] != self.gen:
             raise left_world("HumanRecord", "anim_id", r, "human")
+        c = t.commands
+        if c is not None:
+            c.apply_for(r)
         return t.anim.item(r)
 
     @anim_id.setter
@@ -110,6 +188,9 @@ class HumanRecord:
         t, r = self.table, self.row
         if t.gen[r] != self.gen:
             raise left_world("HumanRecord", "anim_id", r, "human")
+        c = t.commands
+        if c is not None:
+            c.apply_for(r)
         t.anim[r] = v
 
     def attach(self, table: HumanTable, row: int) -> None:
@@ -180,7 +261,7 @@ class CharacterInstance:
     """
 
     __slots__ = ("name", "record", "anim_set", "_events", "_event_rows", "_released",
-                 "handle", "slot", "engine", "poses_refused", "__weakref__")
+                 "handle", "slot", "engine", "poses_refused", "serial", "__weakref__")
 
     def __init__(self, anim_set, name: str = "", record: HumanRecord | None = None, speed: float = 1.0,
                  handle=None):
@@ -195,6 +276,7 @@ class CharacterInstance:
         self.slot = -1                     # its row in the compiled engine's human table
         self.engine: Any = None            # that engine (anim.playback.batch.BatchEngine), once it has a row
         self.poses_refused = 0             # poses its last sample's stack of 7 refused
+        self.serial = 0                    # the number a snapshot names it by (anim.playback.batch.serial_of; 0: none yet)
 
     @property
     def speed(self) -> float:
@@ -287,6 +369,43 @@ class CharacterInstance:
         return f"CharacterInstance({self.name!r}, stack={[type(t).__name__ for t in self.stack]})"
 
 
+# A snapshot names an instance by a serial, never by the object: each instance gets one
+# the first time a snapshot names it, never given twice in a process, and is found again
+# by it while it is alive (a snapshot keeps no instance alive).
+_SERIALS = itertools.count(1)
+_BY_SERIAL: "weakref.WeakValueDictionary[int, CharacterInstance]" = weakref.WeakValueDictionary()
+
+
+def serial_of(inst: "CharacterInstance") -> int:
+    """``inst``'s serial (given on first use)."""
+    s = inst.serial
+    if not s:
+        s = inst.serial = next(_SERIALS)
+        _BY_SERIAL[s] = inst
+    return s
+
+
+def instance_of(serial: int) -> "CharacterInstance":
+    """The instance of ``serial`` (0: None). Rejected (ValueError): an instance no longer
+    alive (a snapshot of a human since dropped)."""
+    if not serial:
+        return None  # type: ignore[return-value]
+    inst = _BY_SERIAL.get(serial)
+    if inst is None:
+        raise ValueError(f"the human of serial {serial} a snapshot names is gone")
+    return inst
+
+
+def seated(seats) -> list:
+    """The instance of each human row of the seats a BatchEngine saves (anim.playback.batch:
+    (the arrangement's id, each row's serial); None: a free row); a list of instances (a
+    file's, game.runtime.snapfile) is itself. Rejected (ValueError): an instance no longer
+    alive."""
+    if seats.__class__ is list:
+        return seats
+    return [instance_of(s) for s in seats[1].tolist()]
+
+
 class TaskPool:
     """The world's task free list: ``capacity`` tasks (360 in the original).
 
@@ -306,15 +425,29 @@ class TaskPool:
     Original: 0x001048a0 (build), 0x001054c8 (take), 0x00105510 (give back).
     """
 
-    __slots__ = ("capacity", "_out", "m_out", "n_out", "made")
+    __slots__ = ("capacity", "_out", "m_out", "_n_out", "made", "commands")
 
     def __init__(self, capacity: int = POOL_SIZE):
         if capacity < 1:
             raise ValueError(f"task pool capacity {capacity} must be >= 1")
+        self.commands = None                # the Player's command buffer: written before a count is read
         self.capacity = int(capacity)
         self.out = np.zeros(64, np.bool_)
-        self.n_out = 0
+        self._n_out = 0
         self.made: list[int] | None = []
+
+    @property
+    def n_out(self) -> int:
+        """The flags set in ``out``: the tasks out of the pool (the Player's buffered
+        commands written first: anim.playback.cmdbuffer)."""
+        c = self.commands
+        if c is not None and c.n:
+            c.apply()
+        return self._n_out
+
+    @n_out.setter
+    def n_out(self, n: int) -> None:
+        self._n_out = n
 
     @property
     def out(self) -> np.ndarray:
@@ -332,6 +465,7 @@ class TaskPool:
         return self.capacity, self._out, self.n_out
 
     def __setstate__(self, state: tuple) -> None:
+        self.commands = None
         self.capacity, self.out, self.n_out = state
 
     def save(self, into: tuple | None = None) -> tuple:
@@ -339,7 +473,7 @@ class TaskPool:
         up, when it has the same shape) and ``n_out``."""
         old = into[0] if into is not None else None
         if old is not None and old.shape == self._out.shape:
-            np.copyto(old, self._out)
+            memoryview(old)[:] = self.m_out         # (a copy through the views: no numpy dispatch)
             return (old, self.n_out)
         return (self._out.copy(), self.n_out)
 
@@ -349,7 +483,10 @@ class TaskPool:
         the handle API made (``made``) is found again from the rows."""
         saved, n = state
         if self._out.shape == saved.shape and self._out.dtype == saved.dtype:
-            np.copyto(self._out, saved)
+            if self.m_out.__class__ is memoryview:
+                self.m_out[:] = saved                # (a copy through the view: no numpy dispatch)
+            else:
+                np.copyto(self._out, saved)
         else:
             self.out = saved.copy()
         self.n_out = n
@@ -388,11 +525,11 @@ class TaskPool:
     @property
     def free(self) -> int:
         """Tasks that can still be taken."""
-        return self.capacity - self.n_out
+        return self.capacity - self.in_use
 
     def require(self, n: int) -> None:
         """Raise TaskPoolExhausted unless ``n`` tasks can be taken."""
-        if self.capacity - self.n_out < n:
+        if self.capacity - self.in_use < n:
             raise TaskPoolExhausted(
                 f"task pool exhausted: {n} needed, {self.free} of {self.capacity} free")
 

@@ -8,6 +8,7 @@ Never keep a reference to a column across an ``alloc`` (it may have been replace
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from scuffle.anim.base.errors import StaleHandle
 
 __all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
-           "left_world", "DIRECTIONS", "layout_epoch", "block_layout"]
+           "left_world", "DIRECTIONS", "layout_epoch", "block_layout", "TableArena", "ARENA_BYTES", "HUMAN_ROWS"]
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
@@ -30,6 +31,10 @@ _ROW_BY_ROW = 6                 # Table.settle: up to this many rows one by one 
 _FEW_VIEWS = 256
 # A direction task's clips: one bank index per direction (the task table's ``dir_banks``).
 DIRECTIONS = 8
+# The rows a world's human table (and the Game's body and combat tables) start with: a
+# fight's few fighters, grown by doubling for a crowd. Small, because a snapshot copies
+# every row of every table, in use or not (a rollback copies them twice per update).
+HUMAN_ROWS = 8
 
 
 def _as_item(arr, value):
@@ -210,6 +215,9 @@ class Table:
     spare: dict
     clips: Any = None               # the world's cursor table: bank index -> Clip (a list)
     world: Any = None               # the world's task table: its Stores (the other tables)
+    # the world's tables: the Player's command buffer (anim.playback.cmdbuffer), applied before
+    # a row is taken or given back from Python (the rows keep the order of the calls)
+    commands: Any = None
     all_events = False          # the cursor table: type 8 events fire too (PlaceEvents.FIRED)
     layout = 0                  # LAYOUT_EPOCH when this table's arrays were last replaced
 
@@ -318,7 +326,11 @@ class Table:
     def alloc_default(self) -> int:
         """A free row with every column at its default (a table made with ``defaults``: the
         caller writes only the columns it sets). Rows the flush gave back and has not reset
-        yet (a callback taking a row in the middle of it) are reset first (``settle``)."""
+        yet (a callback taking a row in the middle of it) are reset first (``settle``);
+        buffered commands are written first (``commands``)."""
+        c = self.commands
+        if c is not None and c.n:
+            c.apply()
         if self.unsettled:
             self.settle()
         nf = self.m_n_free
@@ -380,6 +392,9 @@ class Table:
     def free(self, row: int) -> None:
         """Give a row back (its generation counts up, the callback ids it holds let go; a
         table with defaults resets its columns to them); ValueError when it is not in use."""
+        c = self.commands
+        if c is not None and c.n:
+            c.apply()
         live = self.m_live
         if not live[row]:
             raise ValueError(f"row {row} freed twice or never taken")
@@ -402,18 +417,37 @@ class Table:
         of rows the block has in use at the handle's own generation: the others are made on
         read.
         Rejected (ValueError): a block of another size than this table's layout gives."""
-        kept = self.__dict__.get("m_lay")              # (capacity, its layout): derived, not state
-        if kept is None or kept[0] != capacity:
-            kept = (capacity, _layout(self._all, capacity))
-            object.__setattr__(self, "m_lay", kept)
-        lay, size = kept[1]
+        lay, size = self._lay(capacity)
         if block.nbytes != size:
             raise ValueError(f"Table.load: a block of {block.nbytes} bytes is not this table's layout for "
                              f"{capacity} rows")
+        self.loaded(capacity, block)
+        if capacity != self.capacity:
+            self._place(block.copy(), capacity)
+            return True
+        np.copyto(self.block, block)
+        return False
+
+    def _lay(self, capacity: int) -> tuple:
+        """(the layout, the block's size) of this table at ``capacity`` rows (kept for the
+        last capacity asked: derived, not state)."""
+        kept = self.__dict__.get("m_lay")
+        if kept is None or kept[0] != capacity:
+            kept = (capacity, _layout(self._all, capacity))
+            object.__setattr__(self, "m_lay", kept)
+        return kept[1]
+
+    def loaded(self, capacity: int, block: np.ndarray) -> None:
+        """What a load of ``block`` (``capacity`` rows, laid out as this table's) changes
+        beside the bytes, called before they are copied in (Table.load; a TableArena
+        copies many tables' blocks at once): the task table's ``views`` (a cache of
+        handles) keep only the handles of rows the block has in use at the handle's own
+        generation (the others are made on read), and rows left unsettled are forgotten."""
         views = self.views
         if views.__class__ is list and views:
             # a handle stays where the saved row is in use at the handle's own generation
             # (the same task: a generation counts up only when its row is freed)
+            lay = self._lay(capacity)[0]
             off = lay["gen"][0]
             gen = block[off:off + capacity * 8].view(np.int64)
             off = lay["live"][0]
@@ -434,11 +468,25 @@ class Table:
             views.extend([None] * (capacity - len(views)))
         if self.unsettled:
             self.unsettled = []
-        if capacity != self.capacity:
-            self._place(block.copy(), capacity)
-            return True
-        np.copyto(self.block, block)
-        return False
+
+    def reloaded(self) -> None:
+        """``loaded`` once a saved block of this table's capacity is already in place (a
+        TableArena copies many tables' blocks at once): the handles are checked against
+        the rows as they now are."""
+        views = self.views
+        if views.__class__ is list and views:
+            gm, lm = self.m_gen, self.m_live
+            cap = self.capacity
+            if len(views) != cap:
+                del views[cap:]
+                views.extend([None] * (cap - len(views)))
+            # the handles, found in C (a handle is never false, a free slot None), each at its row
+            for t in filter(None, views):
+                r = t.trow
+                if not lm[r] or t.tgen != gm[r]:
+                    views[r] = None
+        if self.unsettled:
+            self.unsettled = []
 
     def give_back(self, row: int) -> None:
         """``free`` unless the row is already free (a second dispose: no error)."""
@@ -538,6 +586,7 @@ class HumanTable:
     STACK_ROWS = 18
     QUEUE_ROWS = 10
     world: Any = None           # a world's table: its Stores (None: a standalone record's private table)
+    commands: Any = None        # a world's table: the Player's command buffer (Table.commands)
     layout = 0                  # LAYOUT_EPOCH when this table's arrays were last replaced
     # the fast views (set by __setattr__ with each column) and the two rows' widths
     m_depth: Any
@@ -617,6 +666,9 @@ class HumanTable:
 
     def alloc(self) -> int:
         """A free row: no flags, no anim (-1), speed 1, empty stack and queue, no report."""
+        c = self.commands
+        if c is not None and c.n:
+            c.apply()
         if not self._free:
             self._grow(self.capacity * 2)
         row = self._free.pop()
@@ -632,6 +684,9 @@ class HumanTable:
     def free(self, row: int) -> None:
         """Give a row back (its generation counts up, its report callback goes); ValueError
         when it is not in use."""
+        c = self.commands
+        if c is not None and c.n:
+            c.apply()
         if not (0 <= row < self.capacity and self.live[row]):
             raise ValueError(f"human row {row} freed twice or never taken")
         self.live[row] = False
@@ -683,6 +738,79 @@ class HumanTable:
         return replaced
 
 
+# Up to this many bytes of tables, a TableArena lays them side by side (saving or loading
+# them all is one copy: a few fighters' tables copy in less time than the calls of one
+# copy each); past it each table is copied on its own, the bytes costing more than the calls.
+ARENA_BYTES = 1 << 22
+
+_ARENA_KEYS = itertools.count(1)        # each laying out's key, never given twice in a process
+
+
+class TableArena:
+    """Several tables' blocks side by side in one buffer (``buf``), so that a snapshot
+    saves or loads them all with one copy (anim.engine.snapshot, game.runtime.snapshot).
+
+    In: the tables (Table or HumanTable), in a fixed order. ``gather()`` lays their blocks
+    out again in a new buffer, each table placed on its slice (its arrays are replaced:
+    the layout signal moves), and gives that arrangement a new ``key``; it refuses (False,
+    nothing changed) past ``limit`` bytes. ``whole()``: every table still lies on its
+    slice (one that grew, or was given a block of another capacity, has left it; the next
+    ``gather`` takes it back). A saved copy of ``buf`` with the same ``key`` has every
+    table's block at the same place, of the same capacity."""
+
+    __slots__ = ("tables", "buf", "blocks", "key", "spans", "watched", "mv", "_seen")
+
+    def __init__(self, tables) -> None:
+        self.tables = tuple(tables)
+        self.buf: np.ndarray | None = None
+        self.blocks: tuple = ()
+        self.spans: tuple = ()                  # each table's (offset, size) in ``buf``
+        self.key = 0
+        self.mv: memoryview | None = None       # ``buf``'s bytes (a copy through it skips numpy's dispatch)
+        self._seen = -1                         # the layout signal when the tables were last seen whole
+        # the tables a load looks at beside their bytes (Table.reloaded): a handle cache, or
+        # rows a flush gives back unsettled (the task table's)
+        self.watched = tuple(t for t in self.tables if isinstance(t, Table) and
+                             (t.views.__class__ is list or t._resets))
+
+    def whole(self) -> bool:
+        """Whether every table's block is still its slice of ``buf``."""
+        if self.buf is None:
+            return False
+        if self._seen == LAYOUT_EPOCH[0]:       # no table's arrays replaced since (store._moved)
+            return True
+        for t, b in zip(self.tables, self.blocks):
+            if t.block is not b:
+                return False
+        self._seen = LAYOUT_EPOCH[0]
+        return True
+
+    def gather(self, limit: int | None = None) -> bool:
+        """Lay the tables' blocks side by side in a new buffer (their bytes copied, each
+        table placed on its slice); True when done, False (nothing changed) when they
+        would take more than ``limit`` bytes (None: ARENA_BYTES)."""
+        if limit is None:
+            limit = ARENA_BYTES
+        spans, off = [], 0
+        for t in self.tables:
+            n = t.block.nbytes
+            spans.append((off, n))
+            off += -(-n // _ALIGN) * _ALIGN
+        if off > limit:
+            self.buf, self.blocks, self.spans, self.key, self.mv = None, (), (), 0, None
+            return False
+        buf = np.zeros(off, np.uint8)           # (the gaps between blocks stay zero: saved as they are)
+        blocks = []
+        for t, (o, n) in zip(self.tables, spans):
+            b = buf[o:o + n]
+            np.copyto(b, t.block)
+            t._place(b, t.capacity)
+            blocks.append(b)
+        self.buf, self.blocks, self.spans, self.key = buf, tuple(blocks), tuple(spans), next(_ARENA_KEYS)
+        self.mv, self._seen = memoryview(buf), -1
+        return True
+
+
 class Stores:
     """The tables of one world: cursors, fades, gait blends, tasks and humans, and the
     callbacks their rows name (``calls``: one CallbackTable, shared by the task and
@@ -698,7 +826,7 @@ class Stores:
         self.tasks = task_table(capacity, self.calls)
         self.tasks.views = []                  # row -> its task object, a cache (anim.playback.tasks.task_at)
         self.tasks.world = self
-        self.humans = HumanTable(capacity, self.calls)
+        self.humans = HumanTable(min(capacity, HUMAN_ROWS), self.calls)
         self.humans.world = self
 
 

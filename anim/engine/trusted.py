@@ -16,7 +16,9 @@ again, which type-checks it.
 """
 from __future__ import annotations
 
+from itertools import compress
 from operator import is_ as _is
+from operator import is_not as _is_not
 from typing import Any
 
 import numpy as np
@@ -92,9 +94,8 @@ class TrustedKernel:
         last = self._args
         if len(args) != len(last):
             return False
-        for a, b in zip(args, last):
-            if a is b:
-                continue
+        # only the arguments that are not the very objects typed last (found in C)
+        for a, b in compress(zip(args, last), map(_is_not, args, last)):
             cls = a.__class__
             if cls in _SCALARS and cls is b.__class__:      # a new int or float (the flush's bounds): alike
                 continue

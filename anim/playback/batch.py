@@ -26,10 +26,12 @@ Spec: "The task stack", "When a clip ends", "Fades", "Gait blend", "Events".
 """
 from __future__ import annotations
 
+import itertools
 import os
 from collections import deque
 from itertools import repeat
 from operator import attrgetter, is_, itemgetter, methodcaller
+from operator import is_ as _is
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -40,7 +42,7 @@ from scuffle.anim.engine import crowd
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.engine.plan import Bones, pose_tables, scratch_poses
 from scuffle.anim.maths.pose import DTYPE, NUM_BONES, NUM_TAGS, PoseBatch
-from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.engine.stack import CharacterInstance, seated, serial_of
 from scuffle.anim.engine.store import LAYOUT_EPOCH, HumanTable, TableCorrupt, check_rows
 from scuffle.anim.playback.tasks import TASK_CURSORS, EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
 from scuffle.anim.engine.jobs import AnimIdJob, FlushJob, PoseInputs, PoseJob, StepInputs, StepJob
@@ -60,6 +62,12 @@ def _note_cold(engine: "BatchEngine", kernel: str) -> None:
     compile_aside(other, lambda: engine.kernel_args(other))
 
 __all__ = ["BatchEngine", "KERNEL_TYPES"]
+
+# Each arrangement of instances on an engine's human rows gets an id never given twice,
+# so that a restore of the arrangement the engine has now does nothing per human.
+_SEATINGS = itertools.count(1)
+
+
 
 # The task types the kernels run: every type (a fade as a next task excepted).
 KERNEL_TYPES = frozenset(TaskType(t) for t in TASK_CURSORS)
@@ -92,6 +100,11 @@ class BatchEngine:
         self.player = player
         self.humans: HumanTable = player.stores.humans
         self._instances: list = []              # human row -> CharacterInstance (None: free)
+        # human row -> its instance's serial (0: free), and the id of that arrangement
+        # (_SEATINGS): a snapshot saves the two, not the instances (save_state)
+        self._owner = np.zeros(0, np.int64)
+        self._seating = next(_SEATINGS)
+        self._owner_saved: tuple = (0, None)    # (seating, a copy of _owner): what its snapshots share
         self._tasks: list = player.stores.tasks.views   # task row -> its Task (the handle)
         self._last: list | None = None          # the instance list of the last call
         self._last_rows = np.zeros(0, np.int64)
@@ -153,6 +166,7 @@ class BatchEngine:
         self._table_key: tuple | int = ()       # store.LAYOUT_EPOCH when _tables() made the tuples
         self._cols: tuple = ()
         self._rules_of = self._rules = None     # the PlayerOptions the step's StepRules were made from, and those
+        self._skip_of = self._skip_rules = None  # the StepRules a threaded step's chunks' were made from, and those
         self._dt_of: object = None              # the dt object the step's float32 dt was made from, and that
         self._dt32 = 0.0
         self.kernel_humans = 0                  # the humans the last step ran (every one)
@@ -169,6 +183,7 @@ class BatchEngine:
         Rejected (ValueError): a human another world's engine has."""
         s = inst.slot
         if inst.engine is self:
+            _due(self, s)                               # a buffered command of this human: written first
             return s
         if inst.engine is not None:
             raise ValueError(f"{inst.name or 'human'}: already in another world's Player (forget it there first)")
@@ -176,10 +191,21 @@ class BatchEngine:
         if s >= len(self._instances):
             self._instances.extend([None] * (s + 1 - len(self._instances)))
         self._instances[s] = inst
+        self._seat_owner(s, serial_of(inst))
         inst.slot = s
         inst.engine = self
         inst.record.attach(self.humans, s)
         return s
+
+    def _seat_owner(self, row: int, serial: int) -> None:
+        """Row ``row``'s owner is now ``serial`` (0: none): a new arrangement."""
+        own = self._owner
+        if row >= len(own):
+            grown = np.zeros(max(row + 1, 2 * len(own), 8), np.int64)
+            grown[:len(own)] = own
+            own = self._owner = grown
+        own[row] = serial
+        self._seating = next(_SEATINGS)
 
     def forget(self, inst: CharacterInstance) -> None:
         """The human leaves the world (its stack and queue must be empty: cut): its row of
@@ -191,10 +217,12 @@ class BatchEngine:
         nor given a task) gives its private row back. Another world's human: nothing."""
         s = inst.slot
         if inst.engine is self:
+            _due(self, s)
             if self.player.released_log:            # its released ids made while its row is its own
                 self.player.make_released()
             self.player._gone[s] = inst             # a flush under way still releases its entries
             self._instances[s] = None
+            self._seat_owner(s, 0)
             inst.slot = -1
             inst.engine = None
             self._unlist(s)
@@ -265,6 +293,7 @@ class BatchEngine:
     def stack_of(self, inst: CharacterInstance) -> list:
         """The human's stack, bottom first, as the task objects of its row's task rows."""
         s = inst.slot
+        _due(self, s)                               # a buffered command of this human: written first
         tasks = self._tasks
         h = self.humans
         b = s * h.stack_width
@@ -274,6 +303,7 @@ class BatchEngine:
     def queue_of(self, inst: CharacterInstance) -> list:
         """The human's queue, first first, as the task objects of its row's task rows."""
         s = inst.slot
+        _due(self, s)                               # a buffered command of this human: written first
         tasks = self._tasks
         h = self.humans
         b = s * h.queue_width
@@ -282,7 +312,10 @@ class BatchEngine:
 
     def depth_of(self, inst: CharacterInstance) -> int:
         """The number of tasks on the human's stack (its row's depth; 0 before it has a row)."""
-        return self.humans.m_depth[inst.slot] if inst.engine is self else 0
+        if inst.engine is not self:
+            return 0
+        _due(self, inst.slot)
+        return self.humans.m_depth[inst.slot]
 
     def put_row(self, inst: CharacterInstance, trow: int, at: int) -> int:
         """Task row ``trow`` into the human's stack at index ``at`` (0: the bottom, -1: on
@@ -304,7 +337,10 @@ class BatchEngine:
 
     def queued_of(self, inst: CharacterInstance) -> int:
         """The number of tasks in the human's queue (its row's count; 0 before it has a row)."""
-        return self.humans.m_queued[inst.slot] if inst.engine is self else 0
+        if inst.engine is not self:
+            return 0
+        _due(self, inst.slot)
+        return self.humans.m_queued[inst.slot]
 
     def queue_row(self, inst: CharacterInstance, trow: int) -> None:
         """Task row ``trow`` at the end of the human's queue (the caller has checked that
@@ -337,6 +373,7 @@ class BatchEngine:
         if inst.engine is not self:
             return None
         s = inst.slot
+        _due(self, s)                               # a buffered command of this human: written first
         h = self.humans
         n = h.m_depth[s]
         if not n:
@@ -349,6 +386,7 @@ class BatchEngine:
         if inst.engine is not self:
             return None
         s = inst.slot
+        _due(self, s)                               # a buffered command of this human: written first
         h = self.humans
         if not h.m_depth[s]:
             return None
@@ -850,9 +888,11 @@ class BatchEngine:
         the rows one call gives. The merge puts the events, deferred tasks and wraps in
         human order (each row names its human) and sets each human's event rows."""
         n = len(rows)
-        skip = rules._replace(skip_pairs=True)
+        if self._skip_of is not rules:              # the same object while the rules are (no check again)
+            self._skip_rules, self._skip_of = rules._replace(skip_pairs=True), rules
+        skip = self._skip_rules
         parts = [self._part(j) for j in range(len(spans))]
-        jobs = [_StepJob(p, rows[a:b], status[a:b], lo[a:b], hi[a:b], dt32, skip, tables)
+        jobs = [_StepJob(p, *p.step_span(rows, status, lo, hi, a, b), dt32, skip, tables)
                 for p, (a, b) in zip(parts, spans)]
         assert self._workers is not None
         self._workers.run(jobs)
@@ -864,9 +904,9 @@ class BatchEngine:
         if len(skipped):
             last = self._part(len(spans))
             k = len(skipped)
-            s_status, s_lo, s_hi = np.zeros(k, np.int64), np.zeros(k, np.int64), np.zeros(k, np.int64)
+            s_status, s_lo, s_hi = last.alone_buffers(k)
             _StepJob(last, rows[skipped], s_status, s_lo, s_hi, dt32, rules, tables)()
-            status[skipped] = s_status
+            status[skipped] = s_status[:k]
             used.append((last, None))
         counts = self._counts
         base_def = int(counts[_COUNT_DEFERRED])
@@ -895,14 +935,28 @@ class BatchEngine:
                 self._place = np.zeros(self.humans.capacity, np.int64)
             place = self._place
             place[rows] = np.arange(n)
-            evs = np.concatenate([p.ev[:int(p.counts[K.COUNT_EVENTS])] for p, _ in used])
-            keys = place[evs[:, 0]]
-            order = np.argsort(keys, kind="stable")
-            self._ev_out[:n_ev] = evs[order]
-            ks = keys[order]
-            at = np.arange(n)
-            lo[:n] = np.searchsorted(ks, at, "left")
-            hi[:n] = np.searchsorted(ks, at, "right")
+            # each human's events lie in order in its chunk's buffer (or, left out, in the
+            # buffer of those stepped alone): their places in the merged buffer follow from
+            # every human's count, each buffer's rows moved by their human's shift
+            k = len(skipped)
+            _, s_lo, s_hi = last.alone
+            own = hi[:n] - lo[:n]                   # in its chunk's buffer (0 for one left out)
+            cnt = own.copy()
+            cnt[skipped] = s_hi[:k] - s_lo[:k]
+            new_hi = np.cumsum(cnt)
+            new_lo = new_hi - cnt
+            for p, span in used:
+                pe = int(p.counts[K.COUNT_EVENTS])
+                if not pe:
+                    continue
+                if span is None:
+                    shift, c = new_lo[skipped] - s_lo[:k], cnt[skipped]
+                else:
+                    a, b = span
+                    shift, c = new_lo[a:b] - lo[a:b], own[a:b]
+                self._ev_out[np.repeat(shift, c) + np.arange(pe)] = p.ev[:pe]
+            lo[:n] = new_lo
+            hi[:n] = new_hi
             for buf, cnt, dst, off in ((lambda p: p.def_, _COUNT_DEFERRED, self._def_out, base_def),
                                        (lambda p: p.wrap, _COUNT_WRAPS, self._wrap_out, 0)):
                 rs = np.concatenate([buf(p)[:int(p.counts[cnt])] for p, _ in used])
@@ -922,8 +976,7 @@ class BatchEngine:
         jobs = []
         for j, (a, b) in enumerate(spans):
             p = self._part(j)
-            jobs.append(_PoseJob(p, rows[a:b], cols[a:b], tables, out,
-                                 K.PoseBuffers(refused[a:b], p.weights, queued_default[a:b])))
+            jobs.append(_PoseJob(p, *p.pose_span(rows, cols, refused, queued_default, a, b), tables, out))
         assert self._workers is not None
         self._workers.run(jobs)
 
@@ -1068,27 +1121,41 @@ class BatchEngine:
         return LAYOUT_EPOCH[0]
 
     # -- its state beside the tables (anim.engine.snapshot)
-    def save_state(self) -> tuple:
+    def save_state(self, view: bool = False) -> tuple:
         """The engine's values the next update reads beside the tables: its counts, the
-        rows (with generations) of humans forgotten with tasks still deferred, and the
-        instance of each human row."""
-        return (self.kernel_humans, self.pair_changes, list(self._leaving), list(self._instances))
+        rows (with generations) of humans forgotten with tasks still deferred, and its
+        humans' seats: (the arrangement's id, each row's instance serial: serial_of), a
+        copy shared by every save of the same arrangement. ``view``: the instance of each
+        row itself (the live list), for a state read at once."""
+        if view:
+            return (self.kernel_humans, self.pair_changes, self._leaving, self._instances)
+        kept = self._owner_saved
+        if kept[0] != self._seating:
+            own = self._owner[:len(self._instances)].copy()
+            own.flags.writeable = False
+            kept = self._owner_saved = (self._seating, own)
+        return (self.kernel_humans, self.pair_changes, list(self._leaving), kept)
 
     def load_state(self, state: tuple, rehome: bool = False) -> None:
         """Write a ``save_state`` back: the counts, the humans leaving, and each human's row
         as saved (an instance whose row is another's or none now is seated again; with
         ``rehome`` every one is, its record rebound to its row's saved generation: a state
-        read from a file). The last update's outputs (events, released ids, refused poses)
-        are forgotten; what the engine made from the arrays is made again when the tables'
-        layout signal moved."""
-        self.kernel_humans, self.pair_changes, leaving, rows = state
+        read from a file, whose seats are a list of instances). The arrangement the engine
+        has now is not looked at per human. The last update's outputs (events, released
+        ids, refused poses) are forgotten; what the engine made from the arrays is made
+        again when the tables' layout signal moved. Rejected (ValueError, before anything
+        changed): seats naming an instance no longer alive."""
+        kernel_humans, pair_changes, leaving, seats = state
+        same = seats.__class__ is not list and seats[0] == self._seating and not rehome
+        rows = None if same else seated(seats)
+        self.kernel_humans, self.pair_changes = kernel_humans, pair_changes
         self._leaving = list(leaving)
         self._last = None                               # the rows of the step's humans: found again
         if self._noisy:
             for inst in self._noisy:
                 inst.clear_outputs()
             self._noisy = []
-        if rehome or self._instances != rows:           # humans came or went (or a file's rows): as saved
+        if rows is not None and (rehome or self._instances != rows):  # humans came or went (or a file's rows)
             for r, inst in enumerate(self._instances):
                 if inst is not None and (r >= len(rows) or rows[r] is not inst):
                     inst.seat(None, -1)
@@ -1098,6 +1165,19 @@ class BatchEngine:
                 if inst is not None:
                     inst.seat(self, r)
                     inst.record.rebind(humans, r)       # the row's generation as saved: alive again
+        if rows is not None:
+            if seats.__class__ is list:                 # a new arrangement: its serials
+                own = np.zeros(max(len(rows), 8), np.int64)
+                for r, inst in enumerate(rows):
+                    if inst is not None:
+                        own[r] = serial_of(inst)
+                self._owner = own
+                self._seating = next(_SEATINGS)
+            else:                                       # the saved arrangement, its id again
+                own = np.zeros(max(len(rows), 8), np.int64)
+                own[:len(rows)] = seats[1]
+                self._owner = own
+                self._seating = seats[0]
 
     def note_output(self, inst) -> None:
         """``inst`` has outputs of the last update (a restored state's): cleared at the next."""
@@ -1108,7 +1188,7 @@ class _Part:
     step buffers and counts, pose scratch and blend weights."""
 
     __slots__ = ("step", "pose", "step_job", "pose_job", "ev", "def_", "wrap", "counts", "snap", "walk", "pair4",
-                 "scratch", "weights")
+                 "scratch", "weights", "step_views", "pose_views", "step_out", "alone")
 
     def __init__(self, debug: bool, scratch):
         self.step = TrustedKernel("step_stacks", debug)
@@ -1123,6 +1203,42 @@ class _Part:
         self.pair4 = np.zeros(4, np.int64)
         self.scratch = scratch
         self.weights = np.zeros(_WALK, np.float32)
+        # the chunk's views and buffers kept while they are of the very same arrays and span,
+        # so its kernel jobs see the objects they checked last time (no check again)
+        self.step_views: tuple | None = None
+        self.pose_views: tuple | None = None
+        self.step_out: Any = None
+        # status, event lo and hi of the humans left out of the chunks, stepped after
+        self.alone = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def step_span(self, rows: np.ndarray, status: np.ndarray, lo: np.ndarray, hi: np.ndarray, a: int,
+                  b: int) -> tuple:
+        """``rows``, ``status``, ``lo`` and ``hi`` from ``a`` to ``b``: the views made last
+        time when those are the same arrays and span."""
+        v = self.step_views
+        if v is None or not (v[0] is rows and v[1] is status and v[2] is lo and v[3] is hi and v[4] == a
+                             and v[5] == b):
+            v = self.step_views = (rows, status, lo, hi, a, b, rows[a:b], status[a:b], lo[a:b], hi[a:b])
+        return v[6:]
+
+    def pose_span(self, rows: np.ndarray, cols: np.ndarray, refused: np.ndarray, queued_default: np.ndarray,
+                  a: int, b: int) -> tuple:
+        """``rows`` and ``cols`` from ``a`` to ``b`` and the chunk's PoseBuffers: those made
+        last time when they are of the same arrays and span."""
+        v = self.pose_views
+        if v is None or not (v[0] is rows and v[1] is cols and v[2] is refused and v[3] is queued_default
+                             and v[4] == a and v[5] == b):
+            v = self.pose_views = (rows, cols, refused, queued_default, a, b, rows[a:b], cols[a:b],
+                                   K.PoseBuffers(refused[a:b], self.weights, queued_default[a:b]))
+        return v[6:]
+
+    def alone_buffers(self, k: int) -> tuple:
+        """Status, event lo and hi for ``k`` humans stepped alone (kept, grown to fit: the
+        kernel writes the first ``k`` entries of each)."""
+        if len(self.alone[0]) < k:
+            m = max(k, 2 * len(self.alone[0]))
+            self.alone = (np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64))
+        return self.alone
 
 
 class _StepJob:
@@ -1141,7 +1257,10 @@ class _StepJob:
         start = 0
         H, T, C, F, G, E = self.tables
         while True:
-            out = K.StepBuffers(self.status, self.lo, self.hi, p.ev, p.def_, counts, p.wrap, p.snap, p.walk, p.pair4)
+            fields = (self.status, self.lo, self.hi, p.ev, p.def_, counts, p.wrap, p.snap, p.walk, p.pair4)
+            out = p.step_out
+            if out is None or not all(map(_is, out, fields)):
+                out = p.step_out = K.StepBuffers(*fields)
             p.step_job.run(StepInputs(self.rows, start, self.dt, self.rules, H, T, C, F, G, E, out), p.step)
             stopped = int(counts[_COUNT_STOPPED])
             if stopped >= len(self.rows):
@@ -1158,7 +1277,7 @@ class _PoseJob:
 
     __slots__ = ("p", "rows", "cols", "tables", "out", "buffers")
 
-    def __init__(self, p: _Part, rows, cols, tables: tuple, out, buffers):
+    def __init__(self, p: _Part, rows, cols, buffers, tables: tuple, out):
         self.p, self.rows, self.cols, self.tables, self.out, self.buffers = p, rows, cols, tables, out, buffers
 
     def __call__(self) -> None:
@@ -1173,3 +1292,11 @@ def _grown(buf: np.ndarray) -> np.ndarray:
     out = np.zeros((2 * buf.shape[0],) + buf.shape[1:], buf.dtype)
     out[:buf.shape[0]] = buf
     return out
+
+
+def _due(engine: BatchEngine, s: int) -> None:
+    """Write the Player's buffered commands first when human row ``s`` has one waiting
+    (anim.playback.cmdbuffer): a read or write of its stack or queue sees them."""
+    c = engine.humans.commands
+    if c is not None and c.n and s in c.due:
+        c.apply()

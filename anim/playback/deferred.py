@@ -24,6 +24,9 @@ __all__ = ["DeferredRows", "HROW", "TROW"]
 
 HROW = 0            # column of the human row (the step kernel's def_out layout)
 TROW = 1            # column of the task row
+# The rows of an empty list as saved (read-only: every empty save shares it).
+_NO_ROWS = np.zeros((0, 2), np.int64)
+_NO_ROWS.flags.writeable = False
 
 
 class DeferredRows:
@@ -136,6 +139,8 @@ class DeferredRows:
         rows and the dict themselves, for a state read at once."""
         if view:
             return (self.rows[:self.n], self.odd)
+        if not self.n and not self.odd:                 # (between two updates, as a rule)
+            return (_NO_ROWS, {})
         return (self.rows[:self.n].copy(), dict(self.odd))
 
     def load(self, state: tuple) -> None:
@@ -143,7 +148,8 @@ class DeferredRows:
         rows, odd = state
         n = rows.shape[0]
         self.n = 0
-        self._room(n)
-        self.rows[:n] = rows
+        if n:
+            self._room(n)
+            self.rows[:n] = rows
         self.n = n
-        self.odd = dict(odd)
+        self.odd = dict(odd) if odd or self.odd else self.odd

@@ -85,7 +85,7 @@ _TOP_OR_STACK = K.STATUS_TOP | K.STATUS_STACK     # a step's status bits: the to
 # constructors take them, anim.playback.tasks.new_handle), at most _SPARE_MAX of each.
 _RECYCLED = (ClipTask, LoopTask, FadeTask, GaitTask)
 _SPARE_MAX = 4096
-_FEW_ROWS = 32          # _kernel_release looks these many rows given back up in the keyed columns one by one
+_FEW_ROWS = 32          # _rows_back reads these many rows given back one by one (more: numpy)
 
 
 class _Part:
@@ -186,7 +186,8 @@ class Player:
     _bank = _PartProperty("lookup", "_bank", "The look-up's bank as it is (None until built): anim.playback.batch reads it.")
     _clips = _PartProperty("lookup", "clips", "Every clip seen, by bank index (ClipLookup.clips).")
     cmd_kernel_runs = _PartProperty("prepared", "cmd_kernel_runs",
-                                    "Commands whose rows anim.engine.cmdkernel.run_rows wrote (RecipeRules).")
+                                    "Commands whose rows anim.engine.cmdkernel's compiled writers write, at once "
+                                    "or buffered (RecipeRules).")
 
     def __init__(self, options: PlayerOptions | None = None, skeleton: Skeleton = HUMANOID):
         self._options = options or PlayerOptions()
@@ -232,7 +233,7 @@ class Player:
         self._release_all = self.options.held_release == HeldRelease.ORIGINAL
         # the flush kernel's scratch, sized on the task table: the task rows it gives back,
         # a task and the next tasks it owns (anim.engine.kernels.flush_release)
-        self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(K.FLUSH_RESUME + 1, np.int64))
+        self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(K.FLUSH_KEYED + 1, np.int64))
         # its counts read and written through a memoryview (no numpy call: after the step's
         # kernels, each kind of numpy call's first use in an update costs 10-20 us)
         self._flush_counts: Any = memoryview(cast(Any, self._flush_scratch[2]))
@@ -240,7 +241,8 @@ class Player:
         self._flush_loaded = False                  # the flush's kernels called once (_load_flush_kernels)
         self._flush_ids = np.zeros(256, np.int64)         # the anim id each entry released
         self._flush_args: tuple | None = None             # the kernel's RowStates and FlushBuffers, kept
-        self._flush_checked: tuple | None = None          # the inputs FlushJob last found good, their lo and hi
+        self._flush_last: tuple | None = None             # the last call's FlushInputs and the layout signal then
+        self._log_open: tuple | None = None               # this round's last released_log entry (views), its range
         self._fired_mark = np.zeros(0, np.bool_)          # scratch: task rows that fired this update
         self._flush_seen = np.zeros(0, np.bool_)      # flush_anim_ids' scratch: a flag per human row
 
@@ -252,6 +254,7 @@ class Player:
 
     @options.setter
     def options(self, options: PlayerOptions) -> None:
+        self.prepared.commands.apply()          # buffered commands under the options they were issued with
         self._options = options
         for part in (self.lookup, self.builders, self.rules, self.prepared):
             part.options = options
@@ -286,8 +289,10 @@ class Player:
         is listed in ``refused`` (emptied at each ``step``) as (instance, error). The
         original has no such check (it would write past the stack). Rejected: a ``dt`` that
         is not a finite number 0 to 1 s (RangeError naming it, before anything changes).
-        First the tasks made since the last step and never placed go back to the pool
-        (anim.playback.orphans: the end of the update that made them).
+        First the prepared commands buffered since the last step are written, in the
+        order of their calls (anim.playback.cmdbuffer), then the tasks made since the last
+        step and never placed go back to the pool (anim.playback.orphans: the end of the
+        update that made them).
         """
         # one float32 dt (the compiled step reads it as a float32)
         raw = self.options.dt if dt is None else dt
@@ -295,6 +300,7 @@ class Player:
             self._dt_f32 = F.f32(raw if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
             self._dt_raw = raw
         dt = self._dt_f32
+        self.prepared.commands.apply()          # the commands buffered since the last step, in order
         made = self.pool.made
         if made or made is None:                # the handle API made tasks since the last step:
             give_back_unplaced(self)            # those never placed go back (anim.playback.orphans)
@@ -384,6 +390,7 @@ class Player:
         tasks is sampled over their pose (the engine's pose kernel does it, anim.playback.batch).
         Original: 0x00176d60 CharacterInstance_Sample.
         """
+        self.prepared.commands.apply()
         refusals: list = []
         out = self.batch.sample(instances, refusals)
         self._count_refusals(refusals)
@@ -409,6 +416,7 @@ class Player:
         overwrites them). Refused poses are counted as by ``sample``.
         Original: 0x00176d60 CharacterInstance_Sample, 0x00104630 Instance_BuildBoneMatrices.
         """
+        self.prepared.commands.apply()
         refusals: list = []
         bones = self.batch.pose(instances, refusals=refusals)
         self._count_refusals(refusals)
@@ -438,6 +446,7 @@ class Player:
         Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release),
         0x00108f10 (type 6's), 0x00106ee8 (the fade's).
         """
+        self.prepared.commands.apply()
         dl = self.deferred_rows
         if not (dl.n or self._stepped or self._gone or self._failed or self.batch._leaving) and self._flush_loaded:
             return []                                     # nothing deferred, no id to refresh (a quiet update)
@@ -453,6 +462,7 @@ class Player:
             try:
                 self._release_entries(ents, n, odd)
             finally:
+                self._close_log()                 # before the next round writes the released ids again
                 self.stores.tasks.settle()        # the rows given back at their defaults: none waits
             done.append((ents[:n, 0], odd))
         self._refresh_ids(done, stepped)
@@ -595,9 +605,47 @@ class Player:
         the released ids into ``released_log`` (in order; an entry stopped at for its
         callbacks included, so they see it), the pool's count, the handles and keyed values
         of the task rows given back (the handles nothing else holds kept for reuse:
-        Table.spare; the values found by the keyed columns' marks, or looked up for a
-        callback's few rows), and their reset to the table's defaults before the next take
-        (Table.free's)."""
+        Table.spare; the values found by the keyed columns' marks), and their reset to the
+        table's defaults before the next take (Table.free's). A resume whose inputs are the
+        last call's but for the range (no table grown, no clip or buffer new since) runs
+        on them unchecked: the round's first call checked them (FlushJob.resumes)."""
+        eng = self.batch
+        tasks = self.stores.tasks
+        cv = self._flush_counts
+        last = self._flush_last
+        if (resume and last is not None and last[1] == LAYOUT_EPOCH[0] and not eng.debug
+                and len(self._clips) == eng._n_clips and (buf := last[0].buf).entries is ents
+                and buf.pool_out is self.pool.out):
+            inputs = FlushInputs(lo, hi, *last[0][2:])
+        else:
+            inputs = self._flush_inputs(ents, lo, hi)
+            buf = inputs.buf
+        freed, ids = buf.freed, buf.ids
+        cv[K.FLUSH_FREED] = cv[K.FLUSH_IN] = cv[K.FLUSH_STOP] = cv[K.FLUSH_KEYED] = 0
+        cv[K.FLUSH_RESUME] = 1 if resume else 0
+        job = eng._flush_job
+        if resume and job.resumes(inputs):
+            eng._flush_release(*inputs)
+        else:
+            job.run(inputs, eng._flush_release)
+        self._flush_last = (inputs, LAYOUT_EPOCH[0])
+        stop = cv[K.FLUSH_STOP]
+        if stop != lo:
+            self.pool.n_out -= cv[K.FLUSH_IN]
+            nf = cv[K.FLUSH_FREED]
+            if nf:
+                self._rows_back(tasks, freed, nf, cv[K.FLUSH_KEYED])
+        first = lo + 1 if resume else lo            # a resumed entry's id is in the log already
+        end = stop + 1 if stop < hi and stop not in odd else stop
+        if end > first:
+            self._log_released(ents, ids, first, end)
+        return stop
+
+    def _flush_inputs(self, ents: np.ndarray, lo: int, hi: int) -> FlushInputs:
+        """flush_release's inputs for entries ``lo``-``hi`` of ``ents``: the tables as the
+        kernels take them (the clips' events brought up to date, the tables checked when
+        one grew), the scratch sized on the task table, the RowStates and FlushBuffers kept
+        while they hold the very arrays."""
         eng = self.batch
         st = self.stores
         tasks = st.tasks
@@ -606,7 +654,6 @@ class Player:
         H, T, C, _, G, _ = eng._tables()
         cap = tasks.capacity
         freed, chain, counts = self._flush_scratch
-        cv = self._flush_counts
         if len(freed) < cap:
             freed, chain = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
             self._flush_scratch = (freed, chain, counts)
@@ -615,60 +662,73 @@ class Player:
             ids = self._flush_ids = np.zeros(len(ents), np.int64)
         em = tasks.on_end                           # the callback ids (NO_CALLBACK: none)
         rm = st.humans.on_report
-        cv[K.FLUSH_FREED] = cv[K.FLUSH_IN] = cv[K.FLUSH_STOP] = 0
-        cv[K.FLUSH_RESUME] = 1 if resume else 0
         key = (LAYOUT_EPOCH[0], ents, ids, freed, self.pool.out, em, rm)
         args = self._flush_args
         if args is None or any(map(_is_not, key, args[0])):     # the very objects: kept, else made again
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
                                        FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm))
-        inputs = FlushInputs(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4])
-        job = eng._flush_job
-        ok = self._flush_checked
-        # a resume after a callback's stop: the very objects the job checked (its last run),
-        # entries within the range it checked (the array is written only by the round's take)
-        # run as they are; anything else (a grown table, new buffers, another run between) is
-        # checked again
-        if (ok is not None and job._last is ok[0] and ok[1] <= lo and hi <= ok[2]
-                and not any(map(_is_not, inputs[2:], ok[0][2:]))):
-            eng._flush_release(*inputs)
+        return FlushInputs(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4])
+
+    @staticmethod
+    def _rows_back(tasks: Table, freed: np.ndarray, nf: int, keyed: int) -> None:
+        """The ``nf`` task rows a flush_release call gave back (``freed``; ``keyed`` of them
+        written as ~row: they hold a callback id), in Python: their handles dropped from
+        ``views`` (two loops in C), each one nothing else holds kept for the next
+        constructor of its class (Table.spare: the tuple, the loop and getrefcount's own
+        hold it, 3, and no weak reference names it), the callback ids of the keyed rows let
+        go and their reset to the defaults noted (Table.freed)."""
+        fr = freed[:nf]
+        if not keyed:
+            rows, held = fr.tolist(), []
+        elif nf <= _FEW_ROWS:                       # a few rows (a callback's stop): one by one
+            marked = fr.tolist()
+            held = [~r for r in marked if r < 0]
+            rows = [r if r >= 0 else ~r for r in marked]
         else:
-            job.run(inputs, eng._flush_release)
-            self._flush_checked = (inputs, lo, hi)
-        stop = cv[K.FLUSH_STOP]
-        if stop != lo:
-            self.pool.n_out -= cv[K.FLUSH_IN]
-            nf = cv[K.FLUSH_FREED]
-            if nf:
-                fr = freed[:nf]
-                rows = fr.tolist()
-                views = tasks.views
-                spare = tasks.spare
-                # the handles dropped from ``views`` (two loops in C), each kept for the next
-                # constructor of its class (Table.spare) when nothing else holds it (the
-                # tuple, the loop and getrefcount's own: 3) and no weak reference names it
-                # (itemgetter's loop is short: the cache misses of many handles overlap)
-                hs = _itemgetter(*rows)(views) if nf > 1 else (views[rows[0]],)
-                any(map(views.__setitem__, rows, _repeat(None, nf)))
-                get = spare.get
-                for h in hs:
-                    keep = get(h.__class__)
-                    if keep is not None and _refs(h) == 3 and not _weakrefs(h):
-                        keep.append(h)
-                hs = None
-                for keep in spare.values():
-                    if len(keep) > _SPARE_MAX:
-                        del keep[_SPARE_MAX:]
-                if nf <= _FEW_ROWS:                 # a few rows (a callback's stop): one by one
-                    tasks.freed(rows)
-                else:                               # the rows holding a callback id found at once
-                    held = (tasks.on_end[fr] >= 0) | (tasks.on_wrap[fr] >= 0) | (tasks.partner_name[fr] >= 0)
-                    tasks.freed(rows, fr[held].tolist())
-        first = lo + 1 if resume else lo            # a resumed entry's id is in the log already
-        end = stop + 1 if stop < hi and stop not in odd else stop
-        if end > first:
-            self.released_log.append((ents[first:end, 0].copy(), ids[first:end].copy()))
-        return stop
+            neg = fr < 0
+            fr[neg] = ~fr[neg]                      # the scratch's own rows, back to rows
+            held = fr[neg].tolist()
+            rows = fr.tolist()
+        views = tasks.views
+        hs = _itemgetter(*rows)(views) if nf > 1 else (views[rows[0]],)
+        any(map(views.__setitem__, rows, _repeat(None, nf)))
+        keep_of = tasks.spare.get
+        for h in filter(None, hs):                  # the rows with a handle (no Task is falsy)
+            keep = keep_of(h.__class__)
+            if keep is not None and _refs(h) == 3 and not _weakrefs(h):
+                keep.append(h)
+        hs = None
+        for keep in tasks.spare.values():
+            if len(keep) > _SPARE_MAX:
+                del keep[_SPARE_MAX:]
+        tasks.freed(rows, held)
+
+    def _log_released(self, ents: np.ndarray, ids: np.ndarray, first: int, end: int) -> None:
+        """Entries ``first``-``end`` released: their human rows and ids into ``released_log``,
+        as views of the round's arrays, the range joined to this round's last entry when it
+        goes on from it (a resume after a callback's stop); ``_close_log`` copies them when
+        the round ends (the next round writes the ids again)."""
+        log = self.released_log
+        op = self._log_open
+        if op is not None and log and log[-1] is op[0] and op[1] is ents and op[3] == first:
+            first = op[2]
+            entry = (ents[first:end, 0], ids[first:end])
+            log[-1] = entry
+        else:
+            self._close_log()                       # the round's entry before it: copied now
+            entry = (ents[first:end, 0], ids[first:end])
+            log.append(entry)
+        self._log_open = (entry, ents, first, end)
+
+    def _close_log(self) -> None:
+        """The round's released ids in ``released_log`` copied out of the round's arrays."""
+        op = self._log_open
+        if op is None:
+            return
+        self._log_open = None
+        log = self.released_log
+        if log and log[-1] is op[0]:
+            log[-1] = (op[0][0].copy(), op[0][1].copy())
 
     def make_released(self) -> None:
         """Append the released ids of ``released_log`` to each human's ``released`` list
@@ -824,7 +884,9 @@ class Player:
         """The Player's values the next update reads beside the tables: the pool's flags
         (into ``into``'s array, an older state given up, when it fits), the deferred list's
         rows, the step's pending lists and row lists, the stats, and the callbacks table.
-        ``view``: its own arrays and lists, not copies (a state read at once)."""
+        ``view``: its own arrays and lists, not copies (a state read at once). Buffered
+        commands are written first (a snapshot holds no command buffer)."""
+        self.prepared.commands.apply()
         if view:
             return ((self.pool.out, self.pool.n_out), self.deferred_rows.save(view=True),
                     (self.refused, self._wraps, self._failed), self._stepped,
@@ -835,16 +897,19 @@ class Player:
                 [rows.copy() for rows in self._stepped], (self.stats.poses_refused, self.stats.samples),
                 self.stores.calls.save())
 
-    def load_state(self, state: tuple) -> None:
+    def load_state(self, state: tuple, trusted: bool = False) -> None:
         """Write a ``save_state`` back (copied: it restores again); the last update's
-        outputs (released ids not yet made, refused poses) are forgotten."""
+        outputs (released ids not yet made, refused poses) and the commands buffered since
+        it was saved are forgotten. ``trusted``: a ``save_state`` of this Player (its
+        callbacks table's lists are not checked)."""
+        self.prepared.commands.clear()
         pool, deferred, (refused, wraps, failed), stepped, stats, calls = state
         self.pool.load(pool)
         self.deferred_rows.load(deferred)
         self.refused, self._wraps, self._failed = list(refused), list(wraps), list(failed)
-        self._stepped = [rows.copy() for rows in stepped]
+        self._stepped = [rows.copy() for rows in stepped] if stepped else []
         self.stats.poses_refused, self.stats.samples = stats
-        self.stores.calls.load(calls)
+        self.stores.calls.load(calls, trusted)
         self.released_log = []
         if self._pose_refused:
             for inst in self._pose_refused:

@@ -1,11 +1,14 @@
 """The Player's prepared commands: a Recipe's rows written directly (anim.playback.recipe).
 
 ``RecipeRules`` is the part of ``scuffle.anim.playback.player.Player`` that runs a prepared
-command (``prepare``, ``run``): when nothing can refuse or grow, one compiled call
-(anim.engine.cmdkernel.run_rows) writes the task, cursor, fade and gait rows, the pool's flags
-and the human's stack or queue row, from templates kept per command and anim set as small
-arrays (``_Templates``, made by ``_learn_rows``) and the tables' memory blocks, with no
-handle object (anim.playback.tasks.task_at makes a row's handle on its first read); otherwise it
+command (``prepare``, ``run``): when nothing can refuse or grow, the command becomes a row
+of the command buffer (``commands``, anim.playback.cmdbuffer), which one compiled call
+(anim.engine.cmdkernel.apply_commands; a command too long for a row: run_rows, at once)
+writes before anything reads its rows: the task, cursor, fade and gait rows, the pool's
+flags and the human's stack or queue row, from templates kept per command and anim set as
+rows of the Player's template arrays (``_Templates`` over ``_TemplateRows``, made by
+``_learn_rows``) and the tables' memory blocks, with no handle object
+(anim.playback.tasks.task_at makes a row's handle on its first read); otherwise it
 runs the command through the handle calls (anim.playback.recipe.expand), whose rows these are,
 bit for bit. The checks that raise at the call stay here, before anything is taken.
 A part the Player owns (``Player.prepared``), over the world's stores, the pool and the
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scuffle.anim.engine import cmdkernel as CK
+from scuffle.anim.playback.cmdbuffer import CommandBuffer
 from scuffle.anim.maths import f32 as F
 from scuffle.anim.engine.callbacks import Callback, check_callback
 from scuffle.anim.playback.lookup import ClipLookup
@@ -64,7 +68,13 @@ class RecipeRules:
         self.options = options
         self._cmd_views: tuple | None = None
         self._cmd_entry: Any = None
-        self.cmd_kernel_runs = 0      # commands whose rows anim.engine.cmdkernel.run_rows wrote (tests/anim/test_recipes.py)
+        self._apply_entry: Any = None
+        self.cmd_kernel_runs = 0      # commands the compiled writers write (at once, or buffered) (tests)
+        self.templates = _TemplateRows()                 # every command's template rows, one array each
+        self.commands = CommandBuffer(self._apply)       # commands as rows, applied in one call (cmdbuffer)
+        for t in (stores.tasks, stores.cursors, stores.fades, stores.gaits, batch.humans):
+            t.commands = self.commands
+        pool.commands = self.commands
 
     def prepare(self, recipe: Recipe) -> Command:
         """A recipe checked once and made ready to run (``run``). In: a Recipe. Out: a
@@ -79,11 +89,22 @@ class RecipeRules:
         its handle calls would leave, written directly when nothing can refuse or grow
         (module docstring), else through the handle calls. Rejected: the wrong number of
         params (RecipeError); then whatever the handle calls reject (TaskPoolExhausted,
-        StackFull, QueueFull, PoseStackOverflow, UnknownClip, ValueError), nothing taken."""
+        StackFull, QueueFull, PoseStackOverflow, UnknownClip, ValueError), nothing taken.
+        A command the direct path can write becomes a row of the command buffer
+        (``commands``: anim.playback.cmdbuffer), written in order with the others before
+        anything reads what it changes (one with end callbacks at once, its ends after);
+        any other goes after them."""
         if command.__class__ is not Command or len(params) != command.n_params:
             check_params(command, params)
         tp = self._templates(command, inst.anim_set)
         ends = command.ends
+        if tp is not None and (ends is None or _ends_are_data(ends, params)) \
+                and self._buffer_rows(inst, command, params, tp):
+            if ends is not None:                     # the ends go on its rows: written now
+                self.commands.apply()
+                self._write_ends(inst, command, params)
+            return
+        self.commands.apply()                        # what the buffer holds first: the rows in the calls' order
         if tp is None or (ends is not None and not _ends_are_data(ends, params)) \
                 or not self._run_rows(inst, command, params, tp):
             expand(self.host, inst, command, params)
@@ -157,7 +178,7 @@ class RecipeRules:
         if command.__class__ is not Command or len(params) != command.n_params:
             check_params(command, params)
         tp = self._templates(command, inst.anim_set)
-        if tp is None or not tp.ready:
+        if tp is None or tp.plan is None:
             return False
         by_id = tp.by_id
         return all(op == _GAIT or (k, params[anim.pos]) in by_id for k, op, anim, _ in command.arg_steps)
@@ -181,7 +202,7 @@ class RecipeRules:
         s = inst.anim_set
         tp = self._templates(command, s)
         if tp is None:
-            tp = _Templates(command.steps)
+            tp = _Templates(command.steps, self.templates)
             command._sets[id(s)] = (s, self, self.options, tp)
         for k, (op, anim, flags, held, extra) in enumerate(command.steps):
             if op == _GAIT:
@@ -209,10 +230,11 @@ class RecipeRules:
                 if row is None:
                     row = tp.by_id[key] = tp.new_row()
             else:
-                row = k
+                row = tp.base[k]
                 tp.known[k] = True
             tp.set_clip(row, op, flags, held, extra, hit[3], hit[2], aid, rate)
         tp.ready = all(tp.known)
+        tp.plan = _plan(command, self.options) if tp.ready else None
 
     # ---------------------------------------------------------------- the rows, directly
     def _views(self) -> tuple | None:
@@ -253,99 +275,105 @@ class RecipeRules:
                 and out.flags.writeable and out.flags.aligned):
             return None
         ts = st.tasks
+        for t in tables:                             # a table the world replaced: the buffer's hooks on it too
+            t.commands = self.commands
         typed = tuple(blocks[ti].view(dt) for ti, dt in CK.BLOCK_VIEWS)
         kv = self._cmd_views = (LAYOUT_EPOCH[0], st, h, out, ts, typed, lay, h.m_depth, h.m_queued, h.gen,
-                                h.m_speed, ts.m_n_free, ts.m_free_rows, (st.cursors, st.fades, st.gaits))
+                                h.m_speed, ts.m_n_free, ts.m_free_rows, (st.cursors, st.fades, st.gaits),
+                                (st.cursors.m_n_free, st.fades.m_n_free, st.gaits.m_n_free))
         # the entry point (_cmd_entry) is kept: every argument types as before (the arrays
         # checked above: their dtype, one dimension, C order, writable and aligned; the
         # templates' own; the scalars a Python int or float, as _run_rows makes them)
         return kv
 
-    def _run_rows(self, inst: CharacterInstance, command: Command, params: tuple, tp: "_Templates") -> bool:
-        """The command's rows written directly (anim.engine.cmdkernel.run_rows, one call), or False
-        (nothing written) when the direct path cannot be sure they are the handle calls'
-        (the module docstring's cases). The checks that raise at the call (a full stack or
-        queue, the pool exhausted) are made here, before anything is taken.
-        Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init, 0x001754e8 /
-        0x001753d8 (insert, push)."""
-        batch = self.batch
-        if inst.engine is not batch or not tp.ready:
-            return False
+    def _checks(self, inst: CharacterInstance, command: Command, params: tuple, tp: "_Templates",
+                extra_tasks: int) -> tuple | None:
+        """What the direct path writes ``command`` with (the views, the human's slot and
+        depth, the speed, the fade, a gait's target and value, ``vnone``), or None when it
+        cannot be sure the rows are the handle calls' (the module docstring's cases): the
+        checks that raise at the call (a full stack or queue, the pool exhausted with
+        ``extra_tasks`` more taken) fall to the handle calls, which raise them. What the
+        options and the command decide is ``tp.plan`` (``_plan``).
+        Original: 0x001754e8 / 0x001753d8 (insert, push: their room)."""
+        plan = tp.plan
+        if plan is None or inst.engine is not self.batch:
+            return None
         pool = self.pool
         kv = self._cmd_views
-        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[1] is not self.stores or kv[2] is not batch.humans \
-                or kv[3] is not pool._out:
+        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[2] is not self.batch.humans or kv[3] is not pool._out:
             kv = self._views()
             if kv is None:
-                return False
-        _, _, h, out, ts, typed, lay, h_depth, h_queued, h_gen, h_speed, t_nf, t_free, others = kv
+                return None
         s = inst.slot
         rec = inst.record
-        if rec.table is not h or rec.row != s or h_gen[s] != rec.gen or s.__class__ is not int:
-            return False
-        opts = self.options
-        place = command.place
-        n = h_depth[s]
-        fade = 0.0
-        if place is _CHANGE:
-            fade = command.fade
-            if fade.__class__ is Arg:
-                fade = params[fade.pos]
-                if not (fade.__class__ is float and 0.0 <= fade <= _F32_MAX):
-                    return False
-            elif fade.__class__ is not float:
-                fade = float(fade)
-            if not change_room(n, opts.early_finish_above):
-                return False
-            code = CK.PLACE_CHANGE
-        elif place is _PUSH:
-            if not (n <= opts.early_finish_above and n < STACK_SIZE):
-                return False
-            code = CK.PLACE_PUSH
-        else:
-            if h_queued[s] >= QUEUE_SIZE:
-                return False
-            code = CK.PLACE_ENQUEUE
-        if opts.refuse_deep_chains:
-            return False
-        k_tasks = command.n_tasks
-        if pool.n_out + k_tasks > pool.capacity:
-            return False
-        speed = h_speed[s]
+        if rec.row != s or kv[9][s] != rec.gen or rec.table is not kv[2] or s.__class__ is not int:
+            return None
+        code, room, n_tasks, fade = plan[0], plan[1], plan[2], plan[7]
+        n = kv[7][s]
+        if (kv[8][s] if code == CK.PLACE_ENQUEUE else n) > room:
+            return None                              # an early finish could act, or no room: the handle calls
+        if fade.__class__ is Arg:
+            fade = params[fade.pos]
+            if not (fade.__class__ is float and 0.0 <= fade <= _F32_MAX):
+                return None
+        if pool._n_out + extra_tasks + n_tasks > pool.capacity:
+            return None
+        speed = kv[10][s]
         if not -_F32_MAX <= speed <= _F32_MAX:
-            return False
+            return None
         # the run's Arg ids' template rows, a gait's target and value
         target = value = 0.0
         vnone = 0
         if command.arg_steps:
-            sel = tp.sel_mv
+            sel, sel4 = tp.sel_mv, tp.sel4
             for k, op, anim, extra in command.arg_steps:
                 if op == _GAIT:
                     target, value = extra
                     if target.__class__ is Arg:
                         target = params[target.pos]
                         if not (target.__class__ is float and -_F32_MAX <= target <= _F32_MAX):
-                            return False
+                            return None
                     if value is None:
                         vnone, value = 1, 0.0
                     elif value.__class__ is Arg:
                         value = params[value.pos]
                         if not (value.__class__ is float and -_F32_MAX <= value <= _F32_MAX):
-                            return False
+                            return None
                     target, value = float(target), float(value)
                 else:
                     row = tp.by_id.get((k, params[anim.pos]))
                     if row is None:
-                        return False
+                        return None
                     sel[k] = row
+                    if sel4 is not None:
+                        sel4[k] = row
+        return kv, s, n, speed, fade, target, value, vnone
+
+    def _settle(self, kv: tuple) -> None:
+        """Rows the flush gave back and has not reset yet (a callback's command in the middle
+        of it) reset before a kernel takes them (Table.settle)."""
+        ts = kv[4]
         if ts.unsettled:
             ts.settle()
-        for t in others:
+        for t in kv[13]:
             if t.unsettled:
                 t.settle()
+
+    def _run_rows(self, inst: CharacterInstance, command: Command, params: tuple, tp: "_Templates") -> bool:
+        """The command's rows written at once (anim.engine.cmdkernel.run_rows, one call), or
+        False (nothing written) when the direct path cannot be sure they are the handle
+        calls' (``_checks``). Original: 0x001054c8 (take a task), 0x001041f8
+        AnimCursor_Init, 0x001754e8 / 0x001753d8 (insert, push)."""
+        got = self._checks(inst, command, params, tp, 0)
+        if got is None:
+            return False
+        kv, s, n, speed, fade, target, value, vnone = got
+        self._settle(kv)
+        typed, lay, t_nf = kv[5], kv[6], kv[11]
         tn = t_nf[0]
-        args = typed + (out, lay, tp.ti, tp.tf, tp.sel, s, n, code, _WINDOW_INDEX[opts.blend_window], speed, fade,
-                        target, value, vnone)
+        reg = self.templates
+        plan = tp.plan
+        args = typed + (kv[3], lay, reg.ti, reg.tf, tp.sel, s, n, plan[0], plan[6], speed, fade, target, value, vnone)
         call = self._cmd_entry
         if call is None:
             added = CK.run_rows(*args)
@@ -354,17 +382,105 @@ class RecipeRules:
             added = call(*args)
         if added < 0:
             return False
-        pool.n_out += added
+        self.pool._n_out += added
         self.cmd_kernel_runs += 1
+        self._forget_handles(kv, t_nf[0], tn)
+        return True
+
+    def _buffer_rows(self, inst: CharacterInstance, command: Command, params: tuple, tp: "_Templates") -> bool:
+        """The command as a row of the command buffer (``commands``), or False (nothing
+        buffered) when the direct path cannot write it (``_checks``: the handle calls then
+        raise what they raise), it has more steps than a row holds, or the free lists with
+        what the buffer will take leave no room (the handle calls grow the tables). A human
+        with a command waiting has the buffer written first (its rows read as they are)."""
+        buf = self.commands
+        if buf.n and inst.slot in buf.due:
+            buf.apply()
+        got = self._checks(inst, command, params, tp, buf.tasks)
+        if got is None or tp.sel4 is None:
+            return False
+        kv, s, n, speed, fade, target, value, vnone = got
+        code, _, n_tasks, n_cursors, n_fades, n_gaits, window, _ = tp.plan
+        top = kv[11][0] - buf.tasks                  # the task free list's top when this command runs
+        nf = kv[14]                                  # the cursor, fade and gait tables' free counts
+        if top < n_tasks or nf[0][0] - buf.cursors < n_cursors or nf[1][0] - buf.fades < n_fades \
+                or nf[2][0] - buf.gaits < n_gaits:
+            return False
+        if kv[4].capacity > len(kv[3]) and max(kv[12][top - n_tasks:top]) >= len(kv[3]):
+            return False                             # a row past the pool's flags: the handle calls grow them
+        buf.append(code, s, len(tp.base), window, vnone, tp.sel4, speed, fade, target, value, n_tasks, n_cursors,
+                   n_fades, n_gaits)
+        self.cmd_kernel_runs += 1
+        return True
+
+    def _apply(self, buf: CommandBuffer) -> None:
+        """Write the command buffer's rows, in order, in one call (anim.engine.cmdkernel
+        .apply_commands), and empty it. A row the kernel cannot write is an engine bug (the
+        call checked its room): RuntimeError, the rows before it written."""
+        n = buf.n
+        kv = self._cmd_views
+        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[2] is not self.batch.humans or kv[3] is not self.pool._out:
+            kv = self._views()
+        if kv is None:
+            buf.clear()
+            raise RuntimeError("command buffer: the tables are no longer plain blocks; its commands are lost")
+        self._settle(kv)
+        t_nf = kv[11]
+        tn = t_nf[0]
+        reg = self.templates
+        args = kv[5] + (kv[3], kv[6], reg.ti, reg.tf, buf.bi, buf.bf, n)
+        call = self._apply_entry
+        try:
+            if call is None:
+                added = CK.apply_commands(*args)
+                self._apply_entry = entry_point(CK.apply_commands, args) or CK.apply_commands
+            else:
+                added = call(*args)
+        finally:
+            buf.clear()
+        if added < 0:
+            raise RuntimeError(f"command buffer: row {-added - 1} of {n} found no room (the call's checks missed it)")
+        self.pool._n_out += added
+        buf.applied += n
+        buf.calls += 1
+        self._forget_handles(kv, t_nf[0], tn)
+
+    def _forget_handles(self, kv: tuple, lo: int, hi: int) -> None:
+        """The task rows the compiled writers took (the free list's ``lo``..``hi``) hold no
+        handle (``views``: a handle is made on its first read, anim.playback.tasks.task_at)."""
+        ts = kv[4]
         views = ts.views
-        taken = t_free[tn - k_tasks:tn]
-        if len(views) < ts.capacity:                 # grown to the rows taken (as write_task_row grows it)
+        taken = kv[12][lo:hi]
+        if hi > lo and len(views) < ts.capacity:                 # grown to the rows taken (as write_task_row grows it)
             top = max(taken) + 1
             if top > len(views):
                 views.extend([None] * (top - len(views)))
         for tr in taken:
             views[tr] = None
-        return True
+
+
+def _plan(command: Command, opts: PlayerOptions) -> tuple | None:
+    """What the direct path's checks take from the command and the options, once: the place
+    (cmdkernel's PLACE_*), the deepest stack (a change, a push) or the longest queue (an
+    enqueue) it is written on directly (no early finish can act, the rows fit: a change by
+    anim.engine.rules.change_room), the task, cursor, fade and gait rows it takes, the
+    blend window's index and the fade (a float, or its Arg). None: never directly
+    (``refuse_deep_chains``: the handle calls' dry run decides)."""
+    if opts.refuse_deep_chains:
+        return None
+    fade: Any = 0.0
+    if command.place is _CHANGE:
+        code = CK.PLACE_CHANGE
+        room = max((n for n in range(STACK_SIZE + 1) if change_room(n, opts.early_finish_above)), default=-1)
+        fade = command.fade if command.fade.__class__ is Arg else float(command.fade)
+    elif command.place is _PUSH:
+        code = CK.PLACE_PUSH
+        room = min(opts.early_finish_above, STACK_SIZE - 1)
+    else:
+        code = CK.PLACE_ENQUEUE
+        room = QUEUE_SIZE - 1
+    return (code, room, command.n_tasks, command.n_cursors, 1 if code == CK.PLACE_CHANGE else 0, command.n_gaits,
+            _WINDOW_INDEX[opts.blend_window], fade)
 
 
 def _ends_are_data(ends: tuple, params: tuple) -> bool:
@@ -387,47 +503,69 @@ def _ends_are_data(ends: tuple, params: tuple) -> bool:
     return True
 
 
-class _Templates:
-    """A command's template rows for one anim set (anim.engine.cmdkernel's TI_* / TF_* columns):
-    rows 0..k-1 the steps' own (a fixed id's, a gait's), then one per Arg step and id met
-    (``by_id``: (step, id) -> row: a row holds its step's op, flags, held and blend);
-    ``sel`` the row each step runs with (an Arg step's set per run, through ``sel_mv``); ``known`` per step, ``ready`` when every fixed step is."""
+class _TemplateRows:
+    """Every prepared command's template rows of one Player (anim.engine.cmdkernel's TI_* /
+    TF_* columns), in two arrays (``ti``, ``tf``), so that one compiled call writes the
+    commands of any recipe (the command buffer's rows name them by row). Grown by doubling
+    (at learn time, not per run: the rows keep their numbers)."""
 
-    __slots__ = ("ti", "tf", "sel", "sel_mv", "n_rows", "by_id", "known", "ready")
+    __slots__ = ("ti", "tf", "n")
 
-    def __init__(self, steps: tuple):
-        k = len(steps)
-        self.ti = np.zeros((k + 4, CK.TI_WIDTH), np.int64)
-        self.tf = np.zeros((k + 4, CK.TF_WIDTH), np.float64)
-        self.sel = np.arange(k, dtype=np.int64)
-        self.sel_mv = _fast_view(self.sel)              # a memoryview: one write per Arg step
-        self.n_rows = k
-        self.by_id: dict = {}
-        self.known = [st[1].__class__ is Arg for st in steps]
-        self.ready = all(self.known)
+    def __init__(self, capacity: int = 64):
+        self.ti = np.zeros((capacity, CK.TI_WIDTH), np.int64)
+        self.tf = np.zeros((capacity, CK.TF_WIDTH), np.float64)
+        self.n = 0
 
     def new_row(self) -> int:
-        """A new row for an Arg id (the arrays doubled when full: at learn time, not per run)."""
-        r = self.n_rows
+        """A new row (at zeros)."""
+        r = self.n
         if r == self.ti.shape[0]:
             self.ti = np.concatenate([self.ti, np.zeros_like(self.ti)])
             self.tf = np.concatenate([self.tf, np.zeros_like(self.tf)])
-        self.n_rows = r + 1
+        self.n = r + 1
         return r
+
+
+class _Templates:
+    """A command's template rows for one anim set, rows of the Player's ``_TemplateRows``:
+    one per step (``base``: a fixed id's, a gait's), then one per Arg step and id met
+    (``by_id``: (step, id) -> row: a row holds its step's op, flags, held and blend);
+    ``sel`` the row each step runs with (an Arg step's set per run, through ``sel_mv``; and
+    in ``sel4``, padded as a command buffer's row holds them);
+    ``known`` per step, ``ready`` when every fixed step is."""
+
+    __slots__ = ("reg", "base", "sel", "sel_mv", "sel4", "by_id", "known", "ready", "plan")
+
+    def __init__(self, steps: tuple, reg: _TemplateRows):
+        self.reg = reg
+        self.base = [reg.new_row() for _ in steps]
+        self.sel = np.array(self.base, dtype=np.int64)
+        self.sel_mv = _fast_view(self.sel)              # a memoryview: one write per Arg step
+        # the same rows as a command buffer's row holds them (None: too many steps to buffer)
+        self.sel4 = (self.base + [0] * (CK.B_MAX_STEPS - len(steps))) if len(steps) <= CK.B_MAX_STEPS else None
+        self.by_id: dict = {}
+        self.known = [st[1].__class__ is Arg for st in steps]
+        self.ready = all(self.known)
+        self.plan: tuple | None = None                  # _plan's, once ready (RecipeRules._learn_rows)
+
+    def new_row(self) -> int:
+        """A new row for an Arg id."""
+        return self.reg.new_row()
 
     def set_clip(self, row: int, op: int, flags: int, held: int, blend: float, proto: tuple, bank: int, aid: int,
                  rate: float) -> None:
         """A clip's row: what cursor_row writes from ``proto`` (cursor_proto: end, limit,
         duration, first event frame), its bank index, id, cursor flags; the task's rate."""
-        ti, tf = self.ti[row], self.tf[row]
+        ti, tf = self.reg.ti[row], self.reg.tf[row]
         ti[CK.TI_OP], ti[CK.TI_FLAGS], ti[CK.TI_HELD] = op, flags, held
         ti[CK.TI_END], ti[CK.TI_BANK], ti[CK.TI_AID] = proto[1], bank, aid
         ti[CK.TI_CFLAGS], ti[CK.TI_EVF0] = flags & _CURSOR_INT, proto[5]
         tf[CK.TF_BLEND], tf[CK.TF_LIMIT], tf[CK.TF_DUR], tf[CK.TF_RATE] = blend, proto[7], proto[6], rate
 
     def set_gait(self, k: int, op: int, flags: int, held: int, ids, banks, protos) -> None:
-        """A gait's row: its five ids, banks, and each clip's cursor template."""
-        ti, tf = self.ti[k], self.tf[k]
+        """Step ``k``'s gait row: its five ids, banks, and each clip's cursor template."""
+        row = self.base[k]
+        ti, tf = self.reg.ti[row], self.reg.tf[row]
         ti[CK.TI_OP], ti[CK.TI_FLAGS], ti[CK.TI_HELD] = op, flags, held
         for j in range(5):
             ti[CK.TI_IDS + j], ti[CK.TI_BANKS + j] = int(ids[j]), banks[j]

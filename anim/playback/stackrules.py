@@ -88,6 +88,9 @@ class StackRules:
                     held |= int(t.held)
             return held
         h, ts, s = eng.humans, eng.player.stores.tasks, inst.slot
+        c = h.commands
+        if c is not None:
+            c.apply_for(s)                       # a buffered command of this human: written first
         ms, released, bits = h.m_stack, ts.m_released, ts.m_held
         b = s * h.stack_width
         for i in range(b, b + h.m_depth[s]):
@@ -108,6 +111,9 @@ class StackRules:
             return None
         h = eng.humans
         s = inst.slot
+        c = h.commands
+        if c is not None and c.n and s in c.due:
+            c.apply()                            # a buffered command of this human: written first
         ts = eng.player.stores.tasks
         types, released, ms = ts.m_type, ts.m_released, h.m_stack
         want = int(ttype)
@@ -264,6 +270,9 @@ class StackRules:
         order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
         self._check_own(task)            # not ours: not given back to our pool either
+        c = self.batch.humans.commands
+        if c is not None and c.n:
+            c.apply()                            # buffered commands first: the rows in the calls' order
         ts = task.tstore                             # the world's (checked)
         tr = task.trow
         if ts.m_placed[tr]:

@@ -139,6 +139,9 @@ def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, he
     caller). Plain ints in range go through the fast views, anything else through numpy's
     casts (and its errors). Returns the row. anim.engine.cmdkernel writes the same columns for a
     prepared command. Original: 0x001054c8 (take a task from the free list)."""
+    c = ts.commands
+    if c is not None and c.n:
+        c.apply()                                       # buffered commands take their rows first
     if ts.unsettled:
         ts.settle()
     mv = ts.row_views                                   # the fast views, kept together (Table.row_views)

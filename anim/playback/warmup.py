@@ -29,7 +29,7 @@ from scuffle.anim.data.animset import AnimSet
 from scuffle.anim.data.clip import author_clip, make_event
 from scuffle.anim.playback.player import Player
 from scuffle.anim.data.rangelist import author_range
-from scuffle.anim.playback.recipe import Arg, ClipStep, GaitStep, Place, Recipe
+from scuffle.anim.playback.recipe import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe
 from scuffle.anim.engine.stack import CharacterInstance
 
 __all__ = ["warm", "compile_rest_child", "compile_kernels", "kernels_cached", "all_cached", "announce_compile", "note_cold_compile",
@@ -92,7 +92,7 @@ def compile_kernels(progress=None) -> None:
     by running a tiny crowd through it: a loop, a gait under a fade, a clip in its blend
     window, types 10, 11 and 13, a loop with a wrap callback (the scalar step: a plan), the
     flush of what they release (flush_release, flush_anim_ids), a prepared command's rows
-    (anim.engine.cmdkernel.run_rows), then root motion. ``progress(msg)`` is told first (callers time it:
+    (anim.engine.cmdkernel.run_rows, apply_commands), then root motion. ``progress(msg)`` is told first (callers time it:
     the simulation reads no clock).
 
     The first run of an install compiles (cache=True keeps the machine code next to
@@ -122,7 +122,12 @@ def compile_kernels(progress=None) -> None:
     cmd = p.prepare(Recipe(Place.CHANGE, (ClipStep(1, blend=0.1), GaitStep((0, 1, 2, 3, 3), target=Arg(0))),
                            fade=0.1))
     p.run(hs[0], cmd, 1.5)
-    p.run(hs[1], cmd, 2.5)
+    p.run(hs[1], cmd, 2.5)                          # a row of the command buffer (apply_commands)
+    p.flush()
+    # one of more steps than a buffer's row holds: at once (run_rows)
+    long = p.prepare(Recipe(Place.PUSH, (ClipStep(1), ClipStep(2), ClipStep(3), ClipStep(4), LoopStep(0))))
+    p.run(hs[2], long)
+    p.run(hs[3], long)
     p.flush()
     p.sample(hs)
     n = len(hs)

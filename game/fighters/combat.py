@@ -183,10 +183,21 @@ class Fight(Hits):
         host, which no rule reads). Original: none (ours)."""
         st = self.stats
         stats = (st.grabs, st.strikes, st.throws, st.damage, st.refused, dict(st.kinds), st.logged,
-                 st.round, tuple(dict(r) for r in st.rounds))
-        ctl = tuple(c.save_state() if hasattr(c, "save_state") else None for c in self.controllers)
-        starts = {e: (tuple(p.tolist()), h, hp) for e, (p, h, hp) in self.starts.items()}    # plain numbers
-        return (dict(self.ko), self.ko_at, starts, stats, tuple(self.pending), ctl)
+                 st.round, tuple([dict(r) for r in st.rounds]) if st.rounds else ())
+        ctl = tuple([c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
+        return (dict(self.ko), self.ko_at, self._starts_plain(), stats, tuple(self.pending), ctl)
+
+    # the starts as plain numbers, kept with the map they were made of and its size: a
+    # start is only ever added (a human joins) or the map replaced (load_state), so the
+    # same map of the same size gives the same plain form, made once
+    _starts_kept: tuple = (None, -1, None)
+
+    def _starts_plain(self) -> dict:
+        m, n, plain = self._starts_kept
+        if m is not self.starts or n != len(m):
+            plain = {e: (tuple(p.tolist()), h, hp) for e, (p, h, hp) in self.starts.items()}    # plain numbers
+            self._starts_kept = (self.starts, len(self.starts), plain)
+        return plain
 
     def config(self) -> dict:
         """The rules' settings as plain data (Game.config): the options and, per controller,
@@ -273,13 +284,19 @@ class Fight(Hits):
         if why is not None:
             raise ValueError(f"Fight.load_state: {why}")
         ko, self.ko_at, starts, stats, pending, ctl = state
-        self.ko, self.pending = dict(ko), list(pending)
-        self.starts = {e: (np.array(p, dtype=np.float64), h, hp) for e, (p, h, hp) in starts.items()}
+        if ko or self.ko:                               # (the state's own map is never taken)
+            self.ko = dict(ko)
+        self.pending = list(pending)
+        if starts is not self._starts_plain():          # (the plain form of the starts held: kept)
+            self.starts = {e: (np.array(p, dtype=np.float64), h, hp) for e, (p, h, hp) in starts.items()}
+            self._starts_kept = (self.starts, len(self.starts), starts)
         st = self.stats
         (st.grabs, st.strikes, st.throws, st.damage, st.refused, kinds, st.logged, st.round, rounds) = stats
-        st.kinds.clear()
-        st.kinds.update(kinds)
-        st.rounds[:] = [dict(r) for r in rounds]
+        if dict.__eq__(st.kinds, kinds) is not True:   # (a dict's compare: a Counter's is Python)
+            st.kinds.clear()
+            dict.update(st.kinds, kinds)                # (a Counter's own update adds, and in Python)
+        if rounds or st.rounds:
+            st.rounds[:] = [dict(r) for r in rounds]
         for c, s in zip(self.controllers, ctl):
             if s is not None:
                 c.load_state(s)

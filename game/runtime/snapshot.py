@@ -47,6 +47,7 @@ import numpy as np
 
 from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
+from scuffle.anim.engine.store import TableArena
 from scuffle.anim.playback.cursor import Cursor, FiredEvent
 from scuffle.components import Animator, Body, Combat
 from scuffle.game.runtime import snapfile as F
@@ -205,17 +206,24 @@ class Snapshot:
 
 # ---------------------------------------------------------------- take and restore
 def _entity_next(world: str) -> int:
-    """The id esper's world ``world`` gives its next entity (without taking it): esper 3
-    keeps the current world's counter, an itertools.count, as a module global
-    (``count(N)``), and the others' in its context map."""
-    count = esper._entity_count if esper.current_world == world else esper._context_map[world][0]
-    return int(repr(count)[len("count("):-1])
+    """The id esper's world ``world`` gives its next entity, without giving it: esper 3
+    keeps the current world's counter, an itertools.count, as a module global, and the
+    others' in its context map (saved back there when the world is switched away from).
+    The id is taken from the counter, which is replaced by a new one from that id (a
+    count has no cheaper read than its repr)."""
+    if esper.current_world == world:
+        n = next(esper._entity_count)
+        esper._entity_count = itertools.count(n)
+    else:
+        saved = esper._context_map[world]
+        n = next(saved[0])
+        esper._context_map[world] = (itertools.count(n), *saved[1:])
+    return n
 
 
 def _entity_next_back(world: str, n: int) -> None:
-    """Make ``n`` the id esper's world ``world`` gives its next entity (see _entity_next)."""
-    if _entity_next(world) == n:
-        return
+    """Make ``n`` the id esper's world ``world`` gives its next entity (see _entity_next):
+    a new counter from ``n``, cheaper than reading the old one's."""
     if esper.current_world == world:
         esper._entity_count = itertools.count(n)
     else:
@@ -228,10 +236,48 @@ def _instances(game) -> list:
 
 def _loose(game) -> list:
     """The humans the compiled engine has no row for yet (added, never stepped)."""
-    batch = game.player.batch
-    if sum(1 for i in batch._instances if i is not None) == len(game.names):
+    seated = game.player.batch._instances
+    if len(seated) - seated.count(None) == len(game.names):
         return []
+    batch = game.player.batch
     return [i for i in _instances(game) if i.engine is not batch]
+
+
+class _Plan:
+    """What a Game's snapshots are made with, kept on the Game and made again when what
+    it comes from changes: the arena of its seven tables (anim.engine.store.TableArena:
+    the engine's five, the bodies', the combat states'), and the stateful actions
+    (snapfile.stateful) of the action and state function lists as they were (``lists``).
+    The reference engine's Game has no arena (its state is its objects)."""
+
+    __slots__ = ("arena", "lists", "stateful", "names")
+
+    def __init__(self, game) -> None:
+        # (Game.names' version, a copy of it): the copy every snapshot of that version
+        # holds (a snapshot's values are never written to)
+        self.names: tuple = (-1, None)
+        st, ctx = getattr(game.player, "stores", None), game.ctx
+        self.arena = None if st is None else \
+            TableArena((st.cursors, st.fades, st.gaits, st.tasks, st.humans, ctx.bodies, ctx.combats))
+        self.lists: tuple = ()
+        self.stateful: list = []
+
+
+def _plan(game) -> _Plan:
+    plan = game.__dict__.get("_snapshot_plan")
+    if plan is None:
+        plan = game._snapshot_plan = _Plan(game)
+    return plan
+
+
+def _stateful(game, plan: _Plan) -> list:
+    """snapfile.stateful(game), computed again only when the lists it reads changed."""
+    ctx = game.ctx
+    lists = (game.fight, *ctx.state_functions, None, *ctx.actions)
+    if lists != plan.lists:
+        plan.stateful = F.stateful(game)
+        plan.lists = lists
+    return plan.stateful
 
 
 def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool = False) -> Snapshot:
@@ -244,13 +290,18 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     game._open()
     old = reuse._state if isinstance(reuse, Snapshot) and reuse._state is not None and \
         reuse._game is not None and reuse._game() is game else None
+    plan = _plan(game)
     engine_state: Any
+    arena = None
     if game.engine == "reference":
         engine_state = S.save_reference(game.player, _instances(game))
     else:
+        # the seven tables in one copy, through the engine's save (the body and combat
+        # tables lie in the same arena)
         engine_state = S.save_engine(game.player, _loose(game), outputs,
                                      old.engine_state if old is not None and old.engine == "compiled" else None,
-                                     view=view)
+                                     view=view, arena=plan.arena)
+        arena = engine_state.arena
     ctx = game.ctx
     c: dict[str, Any] = {}
     if outputs:
@@ -265,14 +316,22 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     if view:
         bodies = (S.save_table(ctx.bodies, view=True), ctx.bodies.owners)
         combats = (S.save_table(ctx.combats, view=True), ctx.combats.owners, ctx.combats.texts)
+    elif arena is not None:
+        bodies = (arena[2][5], dict(ctx.bodies.owners))
+        combats = (arena[2][6], dict(ctx.combats.owners), list(ctx.combats.texts))
     else:
         bodies = (S.save_table(ctx.bodies, old.bodies[0] if old is not None else None), dict(ctx.bodies.owners))
         combats = (S.save_table(ctx.combats, old.combats[0] if old is not None else None),
                    dict(ctx.combats.owners), list(ctx.combats.texts))
     fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
     log = game.fight.save_log() if fight is not None and not view and hasattr(game.fight, "save_log") else None
-    extras = [fn.save_state() for fn in F.stateful(game)]
-    state = _State(game.engine, ctx.updates_run, ctx.update, dict(game.names), entity_next, engine_state, c,
+    extras = [fn.save_state() for fn in _stateful(game, plan)]
+    names = game.names
+    version, kept = plan.names
+    if version != names.version or kept is None:
+        kept = dict(names)
+        plan.names = (names.version, kept)
+    state = _State(game.engine, ctx.updates_run, ctx.update, kept, entity_next, engine_state, c,
                    bodies, combats, fight, extras, log)
     return Snapshot(state, game=game)
 
@@ -287,10 +346,11 @@ def restore(game, snap: Snapshot) -> None:
     st = snap._resolved(game)
     # -- every check first: nothing changes on a refusal
     alive = game.names if game.names == st.names else dict(game.humans())
-    for name, ent in st.names.items():
-        if alive.get(name) != ent:
-            raise SnapshotError(f"Game.restore: human {name!r} (entity {ent}) is not in the world as it was at "
-                                f"update {st.updates_run}: a human removed after a snapshot cannot come back")
+    if alive is not game.names:
+        for name, ent in st.names.items():
+            if alive.get(name) != ent:
+                raise SnapshotError(f"Game.restore: human {name!r} (entity {ent}) is not in the world as it was "
+                                    f"at update {st.updates_run}: a human removed after a snapshot cannot come back")
     if (st.fight is None) != (game.fight is None or not hasattr(game.fight, "save_state")):
         raise SnapshotError("Game.restore: the snapshot was taken " + ("without" if st.fight is None else "with")
                             + " fight rules, this Game has " + ("them" if st.fight is None else "none"))
@@ -300,7 +360,8 @@ def restore(game, snap: Snapshot) -> None:
     why = fits(st.fight, trusted=True) if fits is not None and snap._parsed is None else None
     if why is not None:
         raise SnapshotError(f"Game.restore: the fight rules' state does not fit: {why}")
-    extras = F.stateful(game)
+    plan = _plan(game)
+    extras = _stateful(game, plan)
     if len(extras) != len(st.extras):
         raise SnapshotError(f"Game.restore: {len(st.extras)} stateful actions saved, this Game runs {len(extras)}")
     if snap._game is None or snap._game() is not game:   # a snapshot of this Game fits its own tables
@@ -317,14 +378,18 @@ def restore(game, snap: Snapshot) -> None:
         game.remove_human(name)
     moved = bool(leaving)                            # the crowd's structure changed: the systems' lists go
     # -- the engine
+    copied = False
     if st.engine == "reference":
         S.load_reference(game.player, st.engine_state)
     else:
-        S.load_engine(game.player, st.engine_state, check=False,     # the tables' layouts checked above
-                      rehome=snap._parsed is not None)
+        # this Game's own snapshot of the tables as they lie now: their bytes in one copy
+        copied = S.load_engine(game.player, st.engine_state, check=False,     # the layouts checked above
+                               rehome=snap._parsed is not None, arena=plan.arena)
     ctx = game.ctx
     c = st.ctx
-    ctx.updates_run, ctx.update = st.updates_run, st.update
+    _set = object.__setattr__                        # (numbers it gave: not checked again)
+    _set(ctx, "updates_run", st.updates_run)
+    _set(ctx, "update", st.update)
     if c:                                            # the last update's outputs were saved
         if c["poses"] is None:
             ctx.poses = None
@@ -344,12 +409,17 @@ def restore(game, snap: Snapshot) -> None:
                 np.copyto(now, saved)
             else:
                 setattr(ctx, name, saved.copy())
-    ctx.fired = None
-    ctx.failures = []
-    for table, (ts, owners, *_) in ((ctx.bodies, st.bodies), (ctx.combats, st.combats)):
-        S.load_table(table, ts, check=False)
-        if table is ctx.combats:
-            _texts_back(table, st.combats[2])
+    if ctx.fired is not None:
+        ctx.fired = None
+    if ctx.failures:
+        ctx.failures = []
+    bodies, combats = ctx.bodies, ctx.combats
+    if not copied:
+        S.load_table(bodies, st.bodies[0], check=False)
+        S.load_table(combats, st.combats[0], check=False)
+    if combats.texts != st.combats[2]:
+        _texts_back(combats, st.combats[2])
+    for table, owners in ((bodies, st.bodies[1]), (combats, st.combats[1])):
         # a view moved (added, removed, rehomed), or a file's rows: the views take their
         # rows' generations as the file gives them
         if table.owners != owners or snap._parsed is not None:
@@ -522,10 +592,13 @@ def parts(snap: Snapshot) -> dict[str, str]:
                 put(f"engine.tables.{k}", x)
             for k, x in zip(("pool", "deferred", "pending", "stepped", "stats", "calls"), v.player):
                 put(f"engine.player.{k}", x)
-            put("engine.batch", v.batch)
+            # the humans by name (the seats name them by serial, their arrangement by an id
+            # that a replay's own arrangement does not share)
+            kh, pc, leaving, _ = v.batch
+            put("engine.batch", (kh, pc, leaving, [None if i is None else i.name for i in v.instances]))
             put("engine.humans", v.humans)
-            for inst, values in v.loose:                 # (the others' values are rows of engine.humans)
-                put(f"engine.loose.{inst.name}", values)
+            for x, values in v.loose:                    # (the others' values are rows of engine.humans)
+                put(f"engine.loose.{S.instance_of(x).name if x.__class__ is int else x.name}", values)
         elif f.name == "extras":
             for i, x in enumerate(v):
                 put(f"extras[{i}]", x)
@@ -660,5 +733,9 @@ class SavedRandom(random.Random):
             hit = self._words.get(id(state))
             unpacked = hit[1] if hit is not None and hit[0] is state else \
                 struct.unpack(f"<{len(words) // 4}I", words)
-            self.setstate((version, unpacked, gauss))
+            if version == 3:                      # (random.Random.setstate's own two steps, at once)
+                self.gauss_next = gauss
+                super(random.Random, self).setstate(unpacked)     # (the generator's C state)
+            else:
+                self.setstate((version, unpacked, gauss))
             self._saved = state

@@ -400,3 +400,114 @@ def test_a_resume_after_the_task_table_grew_mid_flush_is_checked_again():
     checked = p.batch._flush_job._last
     assert checked.tasks.type is p.stores.tasks.type             # the last run's check saw the grown table
     assert _rows_in_use(p) == _rows_in_use(p0)
+
+
+def _five_ending(peek: bool) -> tuple:
+    """Five humans whose clips hand over in the same update, the second's and fourth's
+    with end callbacks (two stops, two resumes), stepped until that update's flush (the
+    callbacks note each human's ``released`` then, with ``peek``). Returns the player,
+    the humans, the callbacks' notes and the flush's kernel calls."""
+    aset = demo_set()
+    p = Player()
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(5)]
+    seen: list = []
+    p.callbacks.register("peek", lambda inst: seen.append((inst.name, [list(h.released) for h in hs] if peek else 0)))
+    for i, h in enumerate(hs):
+        p.change(h, p.clip(h, CLIP, p.loop(h, IDLE), on_end=Callback("peek", ()) if i in (1, 3) else None), 0.0)
+    p.step(hs)
+    p.flush()
+    calls = [0]
+    orig = p._kernel_release
+
+    def counted(*a):
+        calls[0] += 1
+        return orig(*a)
+    p._kernel_release = counted
+    for _ in range(60):
+        p.released_log = []
+        calls[0] = 0
+        p.step(hs)
+        p.flush()
+        if seen:
+            return p, hs, seen, calls[0]
+    raise AssertionError("no clip ended")
+
+
+def test_a_flush_with_stops_logs_one_range_a_round_owning_its_ids():
+    """The released ids of a round's kernel calls (the first, then a resume after each
+    callback's stop) are one range of the log, each resume going on from the call before,
+    copied out of the round's arrays when the round ends (the next round writes them
+    again)."""
+    p, hs, seen, calls = _five_ending(peek=False)
+    assert calls == 3
+    assert [name for name, _ in seen] == ["h1", "h3"]
+    assert len(p.released_log) == 1
+    hrows, ids = p.released_log[0]
+    assert hrows.base is None and ids.base is None  # its own memory, not the round's arrays
+    assert ids.tolist() == [CLIP] * 5
+    assert [p.batch._instances[r].name for r in hrows.tolist()] == [h.name for h in hs]
+    assert [h.released for h in hs] == [[CLIP]] * 5
+
+
+def test_a_callback_reading_released_mid_flush_sees_every_release_before_it():
+    """A callback reading the humans' ``released`` in the middle of the flush sees the
+    releases before its own human's and its own (its id included), none after."""
+    p, hs, seen, calls = _five_ending(peek=True)
+    assert calls == 3
+    assert seen == [("h1", [[CLIP], [CLIP], [], [], []]), ("h3", [[CLIP]] * 4 + [[]])]
+    assert [h.released for h in hs] == [[CLIP]] * 5
+
+
+def test_the_flush_kernel_marks_the_rows_holding_callback_ids():
+    """flush_release writes a task row given back that holds a callback id (an end
+    callback here) as ~row and counts it (FLUSH_KEYED), so Python lets the ids go without
+    reading the other rows: after the flushes the callback table holds no id of a task
+    given back, and the task rows' id columns are at NO_CALLBACK."""
+    aset = demo_set()
+    p = Player()
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(4)]
+    p.callbacks.register("log", lambda inst, tag: None)
+    for i, h in enumerate(hs):
+        p.change(h, p.clip(h, CLIP, p.loop(h, IDLE), on_end=Callback("log", (f"t{i}",)) if i % 2 else None), 0.0)
+    ts = p.stores.tasks
+    assert len(ts.calls) == 2
+    keyed = []
+    orig = p._rows_back
+
+    def spy(tasks, freed, nf, n_keyed):
+        keyed.append(([int(r) for r in freed[:nf] if r < 0], n_keyed))
+        return orig(tasks, freed, nf, n_keyed)
+    p._rows_back = spy
+    for _ in range(60):
+        p.step(hs)
+        p.flush()
+        if hs[1].released == [CLIP]:
+            break
+    assert [h.released for h in hs] == [[CLIP]] * 4
+    marked = [r for rows, _ in keyed for r in rows]
+    assert sum(n for _, n in keyed) == len(marked) == 2
+    assert all(ts.on_end[~r] == -1 and not ts.live[~r] for r in marked)
+    assert len(ts.calls) == 0
+
+
+def test_a_resume_runs_on_the_inputs_the_rounds_first_call_checked():
+    """FlushJob.resumes: inputs that are the very objects the job last found good but for
+    an entry range inside the one checked (a resume after a callback's stop) need no
+    check; another range, other objects, or no check yet, do."""
+    from scuffle.anim.engine.jobs import FlushJob
+
+    aset = demo_set()
+    p = Player()
+    h = CharacterInstance(aset, "h")
+    p.change(h, p.loop(h, IDLE), 0.0)
+    p.step([h])
+    p.flush()
+    ents = np.zeros((8, 2), np.int64)
+    inputs = p._flush_inputs(ents, 2, 6)
+    job = FlushJob()
+    assert not job.resumes(inputs)                  # nothing checked yet
+    job.validate(inputs)
+    assert job.resumes(inputs)
+    assert job.resumes(inputs._replace(lo=3)) and job.resumes(inputs._replace(lo=6))
+    assert not job.resumes(inputs._replace(lo=1)) and not job.resumes(inputs._replace(hi=7))
+    assert not job.resumes(p._flush_inputs(np.zeros((8, 2), np.int64), 2, 6))    # another entries array

@@ -91,3 +91,29 @@ def test_link_only_only_under_a_tested_numba():
     assert not link_only_supported("dev")
     import numba
     assert K.LINK_ONLY == link_only_supported(numba.__version__)
+
+
+def _thrice(x):
+    return 3.0 * x + 1.0
+
+
+def test_a_kernel_loaded_from_the_cache_keeps_its_machine_code_only():
+    """entry_points_only: an overload numba loads from its on-disk cache lets its parsed
+    module go (numba keeps it otherwise, for linking into another compiled function) and
+    computes the same; the engine's kernels are set up so."""
+    from scuffle.anim.engine.jitpipe import entry_points_only, link_only_supported
+
+    if not link_only_supported():
+        pytest.skip("an untested numba release: nothing is changed")
+    first = njit(cache=True)(_thrice)
+    assert first(2.0) == 7.0                           # compiled (or loaded) and saved in the cache
+    kept = njit(cache=True)(_thrice)                   # numba's own: loaded with its module
+    assert kept(2.0) == 7.0 and sum(kept._cache_hits.values()) == 1
+    assert kept.overloads[kept.signatures[0]].library._shared_module is not None
+    loaded = njit(cache=True)(_thrice)
+    assert entry_points_only(loaded) == 1 and entry_points_only(loaded) == 0     # once per dispatcher
+    assert loaded(2.0) == 7.0 and sum(loaded._cache_hits.values()) == 1
+    assert loaded.overloads[loaded.signatures[0]].library._shared_module is None
+    for kernel in (K.step_stacks, K.pose_stacks, K.pose_plan, K.flush_release, K.flush_anim_ids,
+                   K.root_motion_step):
+        assert getattr(kernel.add_overload, "_entry_points_only", False), kernel

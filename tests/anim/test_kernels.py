@@ -262,7 +262,12 @@ def test_each_kernel_compiles_once(tmp_path):
             "from scuffle.anim.maths import detmath\n"
             "shared = {f.__name__ for f in detmath.JITABLE} | {n for n in dir(rules) if callable(getattr(rules, n))}\n"
             "modules = len(set(K.MODULE_OF.values())) + 1\n"
-            "many.update({q: n for q, n in seen.items() if n > (modules if q in shared else 1)})\n"
+            # the row writers (anim.engine.kernels_write) take a table's named tuple: once per
+            # module that calls them (its tuple type), cmdkernel's and the step's
+            "from scuffle.anim.engine import kernels_write as W\n"
+            "writers = {n for n in W.WRITERS}\n"
+            "many.update({q: n for q, n in seen.items()\n"
+            "             if n > (2 if q in writers else modules if q in shared else 1)})\n"
             "print(many)\n"
             "print(sorted(seen))\n")
     # every kernel in this one process (none compiled aside in a child: anim.engine.coldstart)
@@ -278,6 +283,7 @@ def test_each_kernel_compiles_once(tmp_path):
     assert {"kernels_step.step_stacks", "kernels_pose.pose_stacks", "kernels_motion.root_motion_step"} <= cached, cached
     # a prepared command's rows (anim.engine.cmdkernel, a module of its own): compiled once, cached
     assert "run_rows" in seen and "cmdkernel.run_rows" in cached, (seen, cached)
+    assert "apply_commands" in seen and "cmdkernel.apply_commands" in cached, (seen, cached)
     if K.LINK_ONLY:                         # numba's usual way under an untested numba (anim.engine.jitpipe)
         assert not {"kernels_pose._blend", "kernels_step._room", "kernels_maths._add", "kernels_pose._sample"} & cached, cached
 
@@ -395,7 +401,8 @@ def test_no_kernel_or_helper_takes_loose_columns(name):
     assert found
 
 
-KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_pose", "kernels_step", "kernels_flush", "kernels_motion")
+KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_write", "kernels_pose", "kernels_step", "kernels_flush",
+                  "kernels_motion")
 
 
 @pytest.mark.parametrize("name", KERNEL_MODULES)
@@ -427,3 +434,34 @@ def test_the_entry_points_are_named_by_stage():
             assert getattr(K, n) is getattr(m, n) and K.MODULE_OF[n] == mod
     assert set(K.MODULE_OF) >= {"step_stacks", "pose_stacks", "pose_plan", "flush_release", "flush_anim_ids",
                                 "root_motion_step"}
+
+
+def test_the_step_prefetches_the_rows_of_the_humans_ahead():
+    """step_stacks fetches the rows of the humans a few places ahead (kernels_step's
+    ``_fetch_tasks`` and ``_fetch_rows``, each a loop of LLVM prefetch hints): the hint
+    compiles to llvm.prefetch of the element's address (read, every cache level, data),
+    is a no-op under NUMBA_DISABLE_JIT, and the step calls both helpers for the humans
+    PREFETCH_TASKS and PREFETCH_ROWS ahead, the first further ahead (its rows are what
+    the second reads)."""
+    import ast
+    import inspect
+    import textwrap
+
+    from numba import njit
+
+    from scuffle.anim.engine import kernels_step as KS
+
+    @njit
+    def touch(a, i):
+        KS._prefetch_jit(a, i)
+        return a[i]
+
+    a = np.arange(16, dtype=np.int64)
+    assert touch(a, 5) == 5
+    ir = next(iter(touch.inspect_llvm().values()))
+    assert "@llvm.prefetch" in ir and "i32 0, i32 3, i32 1" in ir
+    assert KS._no_prefetch(a, 5) is None
+    assert KS.PREFETCH_TASKS > KS.PREFETCH_ROWS > 0
+    body = {n.func.id for n in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(K.step_stacks.py_func))))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert {"_fetch_tasks", "_fetch_rows"} <= body

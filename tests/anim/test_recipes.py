@@ -130,7 +130,9 @@ def handle_calls(p, inst, kind: str, x: float, k: int, fade) -> None:
 def tables(p: Player) -> dict:
     """Every row the commands write, as plain values: the task, cursor, fade and gait tables
     (every column, live, gen, the free list, the keyed columns, the rows to reset), the
-    human table, the pool's accounting and the deferred list (not ``views``: handles)."""
+    human table, the pool's accounting and the deferred list (not ``views``: handles). Read
+    raw, so the command buffer is written first (every engine reader does it)."""
+    p.prepared.commands.apply()
     st = p.stores
     out: dict = {}
     for name in ("tasks", "cursors", "fades", "gaits"):

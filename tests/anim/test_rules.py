@@ -73,7 +73,8 @@ def test_the_compiled_rules_give_the_python_bits():
         assert gl(v, R.gait_pair(v), 2.0, 0.5) == R.gait_leader(v, R.gait_pair(v), 2.0, 0.5)
 
 
-@pytest.mark.parametrize("name", ["cmdkernel", "kernels_rows", "kernels_step", "kernels_pose", "kernels_flush"])
+@pytest.mark.parametrize("name", ["cmdkernel", "kernels_rows", "kernels_write", "kernels_step", "kernels_pose",
+                                  "kernels_flush"])
 def test_each_module_compiling_the_rules_pins_them(name):
     """numba's cache is keyed on the kernel's own file: a module that compiles anim.engine.rules
     pins its source (LINKED_SHA256), or an edit of a rule would leave stale machine code."""
@@ -100,13 +101,68 @@ def test_no_rule_is_written_twice_in_the_engine():
     weight live in anim/engine/rules.py only: no other engine file compares the gait's steps or
     thresholds or takes the fade's cosine."""
     found = []
-    for path in sorted(ANIM.glob("*.py")):
-        if path.name in ("rules.py", "detmath.py", "kernels_maths.py"):
+    files = _engine_files()
+    assert len(files) > 30                              # every floor's modules, not anim/'s top only
+    for rel, code in files:
+        if rel.endswith(("/rules.py", "/detmath.py", "/kernels_maths.py")):
             continue
-        src = path.read_text(encoding="utf-8")
-        code = "\n".join(line.split("#", 1)[0] for line in src.splitlines())
         for pat in _COPIES:
             for m in pat.finditer(code):
                 line = code.count("\n", 0, m.start()) + 1
-                found.append(f"anim/{path.name}:{line}: {m.group(0)}")
+                found.append(f"{rel}:{line}: {m.group(0)}")
     assert not found, "a rule written outside anim/engine/rules.py:\n" + "\n".join(found)
+
+
+def _engine_files() -> list[tuple[str, str]]:
+    """Every engine source under anim/ (each floor; not the reference, apart by design) as
+    (path from the root, its code without comments)."""
+    out = []
+    for path in sorted(ANIM.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("anim/reference/"):
+            continue
+        src = path.read_text(encoding="utf-8")
+        out.append((rel, "\n".join(line.split("#", 1)[0] for line in src.splitlines())))
+    return out
+
+
+# Each row kind's writers: one in Python (the handle API's) and one compiled (every kernel's:
+# a prepared command at once, the command buffer, the step's new cursor). A row written
+# anywhere else shows as a write of the column only a new row of that kind gets.
+_ROW_WRITES = {
+    "cursor (first event frame)": (re.compile(r"\b(?:m_)?evf0\[[^\]]*\]\s*=(?!=)"),
+                                   {"anim/playback/cursor.py", "anim/engine/kernels_write.py"}),
+    "task (type)": (re.compile(r"\b(?:m_type|\.type|types)\[[^\]]*\]\s*=(?!=)"),
+                    {"anim/playback/tasks.py", "anim/engine/kernels_write.py"}),
+    "fade (duration)": (re.compile(r"\bfades\.(?:m_)?dur\[[^\]]*\]\s*=(?!=)"),
+                        {"anim/playback/tasks.py", "anim/engine/kernels_write.py"}),
+    "gait (ids)": (re.compile(r"\b(?:m_)?id0\[[^\]]*\]\s*[,=](?!=)"),
+                   {"anim/playback/tasks.py", "anim/engine/kernels_write.py"}),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_ROW_WRITES))
+def test_each_row_kind_has_one_python_and_one_compiled_writer(kind):
+    """A new row of each kind is written by anim/playback's one writer (``cursor_row``,
+    ``write_task_row``, ``write_fade_row``, ``write_gait_row``) and anim/engine/kernels_write.py's
+    one compiled writer, which every kernel calls (cmdkernel's ``run_rows`` and
+    ``apply_commands``, the step's new cursor): no other file writes a new row's columns."""
+    pat, allowed = _ROW_WRITES[kind]
+    where = {}
+    for rel, code in _engine_files():
+        for m in pat.finditer(code):
+            where.setdefault(rel, code.count("\n", 0, m.start()) + 1)
+    assert set(where) == allowed, f"{kind} rows written in: {where}"
+    for rel in allowed:                                 # once in each writer
+        code = dict(_engine_files())[rel]
+        assert len(pat.findall(code)) == 1, f"{kind}: {rel} writes it {len(pat.findall(code))} times"
+
+
+def test_the_compiled_paths_call_the_compiled_writers():
+    """cmdkernel (a command at once and the buffer) and the step's new cursor go through
+    kernels_write's writers."""
+    files = dict(_engine_files())
+    for name in ("task_init", "cursor_init", "fade_init", "gait_init", "take_row"):
+        assert f"def {name}(" in files["anim/engine/kernels_write.py"]
+        assert f"{name}(" in files["anim/engine/cmdkernel.py"], name
+    assert "cursor_init(" in files["anim/engine/kernels_step.py"]

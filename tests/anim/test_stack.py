@@ -515,6 +515,43 @@ def test_change_room_with_and_without_the_early_finish(above, size):
 # ---------------------------------------------------------------- the human's row: record and instance as handles
 
 
+def test_a_standalone_record_waits_on_a_few_plain_values():
+    """A record no world holds yet keeps its row in a PrivateRow (not a one-row human
+    table: a crowd's records wait for their rows as a few hundred bytes each); the row
+    reads and writes as a table's row 0, refuses a second free and a take while in use,
+    and once given back every read through the record raises StaleHandle."""
+    import tracemalloc
+
+    from scuffle.anim.engine.stack import PrivateRow
+
+    rec = HumanRecord(flags=0x11, anim_id=3)
+    row = rec.table
+    assert type(row) is PrivateRow and row.world is None and row.capacity == 1 and rec.row == 0
+    assert (row.flags.item(0), row.anim[0], row.speed.item(0), row.report(0)) == (0x11, 3, 1.0, None)
+    h = CharacterInstance(world_set(), "a", rec, speed=0.25)
+    h.on_report = Callback("report", (2,))
+    assert (h.speed, h.on_report, row.in_use) == (0.25, Callback("report", (2,)), 1)
+    with pytest.raises(ValueError, match="in use"):
+        row.alloc()
+    rec.release()
+    assert not rec.alive() and row.in_use == 0 and row.report(0) is None
+    with pytest.raises(StaleHandle):
+        rec.flags
+    with pytest.raises(StaleHandle):
+        h.speed
+    with pytest.raises(ValueError, match="freed twice"):
+        row.free(0)
+    assert row.alloc() == 0 and (row.flags[0], row.anim[0], row.speed[0]) == (0, -1, 1.0) and row.gen[0] == 1
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        records = [HumanRecord() for _ in range(1000)]
+        each = (tracemalloc.get_traced_memory()[0] - before) / len(records)
+    finally:
+        tracemalloc.stop()
+    assert each < 1000, f"{each:.0f} bytes a standalone record"
+
+
 def test_a_standalone_record_and_instance_move_into_the_world():
     """A record and an instance made before any world keep their numbers on a private row;
     the engine's first sight moves flags, anim id, speed and report callback into the

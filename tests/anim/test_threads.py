@@ -166,3 +166,35 @@ def test_the_thread_count_is_not_part_of_a_games_configuration():
     finally:
         for g in games:
             g.close()
+
+
+def test_a_steady_threaded_update_checks_only_the_left_out_humans(small_chunks, monkeypatch):
+    """On threads, each chunk's views, buffers and rules are the very objects of the last
+    update while nothing grew (anim.playback.batch._Part.step_span, pose_span, step_out):
+    its step and pose jobs check nothing again, as one thread's call does; only the job of
+    the humans left out (their rows change each update) is checked. The threaded run's
+    bits stay the one-thread run's (test_every_thread_count_gives_the_same_bits)."""
+    from scuffle.anim.engine import jobs as J
+    from scuffle.game.tools.bench import build_crowd
+
+    game = build_crowd(40, "realistic", threads=2)
+    for _ in range(4):
+        game.step()
+    checked = {"step": 0, "pose": 0}
+    for cls, key in ((J.StepJob, "step"), (J.PoseJob, "pose")):
+        orig = cls._check_call
+
+        def counted(self, inputs, _orig=orig, _key=key):
+            checked[_key] += 1
+            return _orig(self, inputs)
+        monkeypatch.setattr(cls, "_check_call", counted)
+    eng = game.player.batch
+    pairs0 = eng.pair_changes
+    updates = 12
+    for _ in range(updates):
+        game.step()
+        assert eng.chunks_used == 2
+    game.close()
+    assert checked["pose"] == 0
+    assert 0 < checked["step"] <= updates               # the left-out humans' job, when there are some
+    assert eng.pair_changes > pairs0

@@ -11,7 +11,8 @@ import pytest
 from scuffle.anim.playback.tasks import TaskType
 from scuffle.game.fighters.combat import Fight
 from scuffle.game.tools.bench import (COMMAND_KINDS, FIGHT_EVERY, GOAL_NOTES, GOALS, POSE_STAGE, REAL_CYCLE,
-                                      build_crowd, crowd_checksum, fit_line, goals_table, run_bench)
+                                      build_crowd, crowd_checksum, crowd_memory, fit_line, goals_table, resident_mb,
+                                      run_bench)
 
 
 def test_bench_json_report_has_the_pinned_keys():
@@ -37,7 +38,7 @@ def test_bench_json_report_has_the_pinned_keys():
 
 
 def test_bench_runs_the_representative_stack_and_times_every_system():
-    r = run_bench(30, 70, scalar_updates=1)
+    r = run_bench(30, 70, scalar_updates=1, memory=False)
     shapes = r["stack_shapes"]
     # a gait under a fade into a clip that hands over: clip (3), gait (12), fade (9)
     assert any(k == "3-12-9" for k in shapes), shapes
@@ -157,6 +158,27 @@ def test_the_goals_table_has_every_goal():
     assert again["flush_ms"]["figure"] == 1.2 and again["flush_ms"]["met"] is False
     notes = [r for r in rows if r["limit"] is None]
     assert {r["key"] for r in notes} == {k for k, *_ in GOAL_NOTES} and len(notes) == 2 * len(GOAL_NOTES)
+
+
+def test_the_memory_goal_reads_the_process_that_runs_the_crowd_alone():
+    """The memory goal's figure is the fresh process's peak (crowd_peak_mb: none of the
+    bench's pose pipeline, anchor or timers), the bench's own peak only without it."""
+    r = {"humans": 10000, "crowd": "realistic", "compiled_peak_mb": 266.0}
+    row = {g["key"]: g for g in goals_table([r])}["memory_mb"]
+    assert row["figure"] == 266.0 and row["met"] is False
+    r["crowd_peak_mb"] = 243.0
+    row = {g["key"]: g for g in goals_table([r])}["memory_mb"]
+    assert row["figure"] == 243.0 and row["met"] is True
+
+
+def test_crowd_memory_measures_the_crowd_in_its_process():
+    """crowd_memory: the resident set after the imports, after the kernels' load, and the
+    crowd's peak, each at least the one before (MB, from /proc on Linux)."""
+    m = crowd_memory(6, 2, "realistic")
+    assert set(m) == {"crowd_peak_mb", "imports_mb", "kernels_mb", "crowd_end_mb", "scipy_loaded"}
+    assert 0 < m["imports_mb"] <= m["kernels_mb"] <= m["crowd_peak_mb"] and m["crowd_end_mb"] <= m["crowd_peak_mb"]
+    now, peak = resident_mb()
+    assert 0 < now <= peak
 
 
 @pytest.mark.slow

@@ -1,0 +1,138 @@
+"""The compiled row writers: one per row kind (a task's own row, a cursor, a fade, a gait).
+
+Every compiled path that makes a row calls these: a prepared command's rows
+(anim.engine.cmdkernel ``run_rows``), the command buffer's rows (``apply_commands``, the
+same module) and the step's new cursor when a gait's pair changes (anim.engine.kernels_step).
+Python's writers (anim.playback.tasks ``write_task_row``, ``write_fade_row``,
+``write_gait_row``; anim.playback.cursor ``cursor_row``) write the same columns with the
+same rules (anim.engine.rules) for the handle API.
+
+Each writer takes its table as a named tuple of columns (anim.engine.kernel_types'
+``CursorCols``, or any named tuple with the fields it reads: numba compiles a helper once
+per tuple type, so a kernel holding a table as one memory block passes views of it),
+the row and the row's numbers; it writes every column the kind's constructor writes and
+leaves the rest at the table's defaults (a free row is at them: Table.settle).
+Link-only helpers: nothing here is called from Python.
+
+Spec: "Animation tasks", "Fades", "Gait blend". Original: 0x001054c8 (take a task from
+the free list), 0x001041f8 AnimCursor_Init, 0x00106c80 (the fade's constructor),
+0x0010a310 (the gait's constructor).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from scuffle.anim.engine.jitcache import cache_setting
+from scuffle.anim.engine.kernels_maths import jit_kinds
+from scuffle.anim.engine.rules import GAIT_SPEED, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target
+
+CACHE = cache_setting(__file__)
+_helper, _kernel, _inline = jit_kinds(CACHE)
+
+__all__: list[str] = []
+# the writers, by name (each compiles once per module that calls it: its table's tuple type)
+WRITERS = ("take_row", "cursor_init", "task_init", "fade_init", "gait_values", "gait_init")
+# numba's cache is keyed on each function's own file: the sha256 of the sources this one
+# links (anim.engine.rules, anim.maths.detmath, kernels_maths), so an edit there changes this
+# file too (tests/anim/test_kernels.py checks it).
+LINKED_SHA256 = "00d38ee743f5033a6a09b9a396db61bb5c6cc25fcd8b3f13a8adbc92c5f705f0"
+
+_GAIT_SPEED = float(GAIT_SPEED)
+_clamp = _helper(gait_clamp)
+_pair = _helper(gait_pair)
+_first_leader = _helper(gait_first_leader)
+_rounded = _helper(gait_rounded_target)
+
+
+@_helper
+def take_row(live, free_rows, n_free):
+    """Table.alloc_default in a kernel: the row on top of the free list, marked live.
+    The caller has checked that the list holds one. Original: 0x001054c8."""
+    n = n_free[0] - 1
+    r = free_rows[n]
+    n_free[0] = n
+    live[r] = True
+    return r
+
+
+@_helper
+def cursor_init(cursors, c, end, limit, dur, bank, anim, flags, evf0):
+    """The one compiled writer of a cursor row (anim.playback.cursor.cursor_row's columns):
+    row ``c`` restarted (time 0, frame 0, no event passed, not at its end) on the clip of
+    bank index ``bank`` for id ``anim``: its end test ``end``, ``limit``, duration ``dur``,
+    first event frame ``evf0`` (the next event's too), cursor ``flags``.
+    Original: 0x001041f8 AnimCursor_Init."""
+    cursors.end[c] = end
+    cursors.limit[c] = limit
+    cursors.dur[c] = dur
+    cursors.bank[c] = bank
+    cursors.anim[c] = anim
+    cursors.flags[c] = flags
+    cursors.evf0[c] = evf0
+    cursors.evf[c] = evf0
+    cursors.t[c] = 0.0
+    cursors.frame[c] = 0
+    cursors.ev[c] = 0
+    cursors.at_end[c] = False
+
+
+@_helper
+def task_init(tasks, r, ttype, rate, flags, held):
+    """The one compiled writer of a task's own row (anim.playback.tasks.write_task_row's
+    columns): type ``ttype``, ``rate``, then the flags and held bits where not 0 (a free
+    row holds 0). Original: 0x001054c8 (take a task from the free list)."""
+    tasks.type[r] = ttype
+    tasks.rate[r] = rate
+    if flags != 0:
+        tasks.flags[r] = flags
+    if held != 0:
+        tasks.held[r] = held
+
+
+@_helper
+def fade_init(fades, tasks, tr, fr, duration):
+    """The one compiled writer of a type 9's own row (anim.playback.tasks.write_fade_row's
+    columns): fade row ``fr``, linked from task row ``tr`` (``aux``), nothing elapsed,
+    ``duration``. Original: 0x00106c80."""
+    fades.el[fr] = 0.0
+    fades.dur[fr] = duration
+    tasks.aux[tr] = fr
+
+
+@_helper
+def gait_values(target, value, vnone, continuous):
+    """A new gait's value, target, pair and first leader by the spec's rules
+    (anim.engine.rules; anim.playback.construct's ``gait`` in Python): the value (the target
+    when ``vnone``) and the target clamped to 0-4 and held as float32s, the target rounded
+    unless ``continuous``. Out: (value, target, lower, leader). Original: 0x0010a310,
+    0x0010a500, 0x0010a558."""
+    v = float(np.float32(_clamp(target if vnone else value)))
+    lower = _pair(v)
+    leader = _first_leader(v, lower)
+    tg = v if vnone else float(np.float32(_clamp(target)))
+    return v, _rounded(tg, continuous), lower, leader
+
+
+@_helper
+def gait_init(gaits, tasks, tr, gr, ids, banks, v, tg, lower, leader):
+    """The one compiled writer of a type 12's own row (anim.playback.tasks.write_gait_row's
+    columns): gait row ``gr`` linked from task row ``tr`` (``aux``), its five ids and bank
+    indices (``ids``, ``banks``: five each), the value ``v``, target ``tg``, pair ``lower``
+    and first leader (``gait_values``), the gait's speed on the task row.
+    Original: 0x0010a310."""
+    tasks.aux[tr] = gr
+    gaits.id0[gr] = ids[0]
+    gaits.id1[gr] = ids[1]
+    gaits.id2[gr] = ids[2]
+    gaits.id3[gr] = ids[3]
+    gaits.id4[gr] = ids[4]
+    gaits.b0[gr] = banks[0]
+    gaits.b1[gr] = banks[1]
+    gaits.b2[gr] = banks[2]
+    gaits.b3[gr] = banks[3]
+    gaits.b4[gr] = banks[4]
+    tasks.speed[tr] = _GAIT_SPEED
+    gaits.value[gr] = v
+    gaits.target[gr] = tg
+    gaits.lower[gr] = lower
+    gaits.leader[gr] = leader

@@ -1,0 +1,270 @@
+"""The command buffer (anim.playback.cmdbuffer): prepared commands become rows that one
+compiled call (anim.engine.cmdkernel.apply_commands) writes in order; every reader sees the
+tables as if each command had been written at its call, bit for bit; the errors are raised
+at the call with nothing left behind; a snapshot or restore between a command and the
+update is exact.
+
+The speed is measured by ``scuffle bench --crowd realistic`` (``command_cpu_us``), never here.
+"""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from scuffle.anim.engine import cmdkernel as CK
+from scuffle.anim.engine.stack import AnimLimitError, TaskPoolExhausted
+from scuffle.anim.playback.cmdbuffer import CommandBuffer, CommandKind
+from scuffle.anim.playback.recipe import Place
+from scuffle.anim.playback.tasks import HeldFlags, TaskType
+from scuffle.game.fighters.moves import Move
+
+from budget import examples
+from test_recipes import SHAPES, _world, tables
+
+# the shapes a command buffer takes (no end callbacks: those run at once, then their ends)
+BUFFERED = sorted(k for k in SHAPES if not k.startswith("ends"))
+
+
+def _learnt(n: int = 4, pool: int = 360, **opts):
+    """A world of ``n`` humans, stepped once, with every buffered shape prepared and learnt
+    (run once through the handle calls), stepped for a second (the fades done)."""
+    p, hs = _world(n, pool, **opts)
+    p.step(hs)
+    cmds = {k: p.prepare(SHAPES[k][0]) for k in BUFFERED}
+    for j, k in enumerate(BUFFERED):
+        p.run(hs[j % n], cmds[k], *SHAPES[k][1](1.0, j, 0.2))
+    for k in ("attack", "two_args", "clip_alone", "queued"):       # every Arg id of the shapes
+        for j in range(16):
+            p.learn(hs[0], cmds[k], *SHAPES[k][1](1.0, j, 0.2))
+    for _ in range(30):                                 # the fades done: shallow stacks
+        p.step(hs)
+        p.flush()
+    return p, hs, cmds
+
+
+def test_a_prepared_command_becomes_a_row_written_at_the_next_update():
+    p, hs, cmds = _learnt()
+    buf = p.prepared.commands
+    assert isinstance(buf, CommandBuffer) and buf.n == 0
+    for i, k in enumerate(("attack", "walk_start", "push", "queued")):
+        p.run(hs[i], cmds[k], *SHAPES[k][1](2.0, i, 0.2))
+    assert buf.n == 4 and buf.due == {h.slot for h in hs}
+    assert [CommandKind(int(c)) for c in buf.bi[:4, CK.B_PLACE]] == [CommandKind.CHANGE, CommandKind.CHANGE,
+                                                                      CommandKind.PUSH, CommandKind.ENQUEUE]
+    applied, calls = buf.applied, buf.calls
+    p.step(hs)                                          # one compiled call writes the four, then the step
+    assert buf.n == 0 and buf.applied == applied + 4 and buf.calls == calls + 1
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cmds=st.lists(st.tuples(st.sampled_from(BUFFERED), st.integers(0, 3), st.floats(-0.5, 4.5),
+                               st.integers(0, 11), st.sampled_from([0.0, 0.2, 0.45])), min_size=1, max_size=30),
+       steps=st.lists(st.integers(0, 29), max_size=3))
+def test_buffered_commands_leave_the_rows_of_commands_written_at_their_call(cmds, steps):
+    """The same commands on two worlds: one writes each at its call (the buffer applied at
+    once), the other leaves them in the buffer until a read: the same tables, pool and
+    stacks, bit for bit, after every update and at the end."""
+    a, ha, ca = _learnt()
+    b, hb, cb = _learnt()
+    assert tables(a) == tables(b)
+    for j, (kind, i, x, k, fade) in enumerate(cmds):
+        args = SHAPES[kind][1](x, k, fade)
+        ra = rb = None
+        try:
+            a.run(ha[i], ca[kind], *args)
+            a.prepared.commands.apply()
+        except AnimLimitError as e:
+            ra = type(e)
+        try:
+            b.run(hb[i], cb[kind], *args)
+        except AnimLimitError as e:
+            rb = type(e)
+        assert ra is rb, (j, kind)
+        if j in steps:
+            a.step(ha)
+            b.step(hb)
+            a.flush()
+            b.flush()
+            assert tables(a) == tables(b), f"after the update at command {j}"
+    assert tables(a) == tables(b)
+
+
+def test_a_read_of_a_human_with_a_command_waiting_sees_it():
+    """Its stack, queue, running task, held flags, anim id and the pool's count: the buffer
+    is written first; a read of another human leaves it waiting."""
+    p, hs, cmds = _learnt()
+    buf = p.prepared.commands
+    p.run(hs[0], cmds["attack"], 0.2, Move.JAB)
+    p.run(hs[1], cmds["push"])
+    assert buf.n == 2
+    depth2 = len(hs[2].stack)
+    p.running(hs[2], TaskType.GAIT)
+    hs[3].record.held
+    assert buf.n == 2 and depth2 >= 1                   # another human's reads: nothing written
+    assert hs[0].stack[0].anim_id() == int(Move.JAB) and hs[0].stack[-1].type == TaskType.FADE
+    assert buf.n == 0
+    p.run(hs[0], cmds["walk_start"], 0.2, 2.0)
+    assert buf.n == 1 and p.running(hs[0], TaskType.CLIP).anim_id() == int(Move.WALK_START) and buf.n == 0
+    p.run(hs[1], cmds["attack"], 0.2, Move.KICK)
+    assert hs[1].record.held & int(HeldFlags.WINDUP) and buf.n == 0
+    p.run(hs[2], cmds["queued"], Move.HOOK)
+    assert len(hs[2].queue) == 1 and buf.n == 0
+    p.run(hs[3], cmds["clip_alone"], Move.CROSS, 0.1)
+    assert buf.n == 1
+    n_out = p.pool.n_out                                # the pool's count: written first
+    assert buf.n == 0 and n_out == p.tasks_out(hs)
+
+
+def test_a_second_command_of_a_human_goes_after_the_first():
+    """A human with a command waiting: its next command reads its rows as they will be
+    (the buffer written first), so its depth and room are checked as at the call."""
+    p, hs, cmds = _learnt(early_finish_above=40)
+    buf = p.prepared.commands
+    depth = len(hs[0].stack)
+    runs = p.prepared.cmd_kernel_runs
+    for _ in range(5):
+        p.run(hs[0], cmds["push"])
+    assert p.prepared.cmd_kernel_runs == runs + 5      # each through the compiled writers
+    q, qs, qc = _learnt(early_finish_above=40)
+    for _ in range(5):
+        q.run(qs[0], qc["push"])
+        q.prepared.commands.apply()
+    assert tables(p) == tables(q) and buf.n == 0
+    assert len(hs[0].stack) == depth + 5
+
+
+def test_a_refused_command_raises_at_the_call_and_leaves_nothing():
+    """The pool nearly taken by buffered commands of other humans: the command that would
+    exhaust it raises TaskPoolExhausted at its call (the buffer written first, then the
+    handle calls refuse it), and the tables are those of the commands before it."""
+    p, hs, cmds = _learnt(n=4, pool=40)
+    q, qs, qc = _learnt(n=4, pool=40)
+    buf = p.prepared.commands
+    done = waiting = 0
+    with pytest.raises(TaskPoolExhausted):
+        for j in range(40):
+            waiting = buf.n                             # (reading the count writes nothing)
+            p.run(hs[j % 4], cmds["combo"], 0.2)
+            done = j + 1
+    assert done >= 2 and waiting >= 1                   # refused with commands of others waiting
+    for j in range(done):
+        q.run(qs[j % 4], qc["combo"], 0.2)
+    assert tables(p) == tables(q)
+
+
+def test_a_restore_between_a_command_and_the_update_is_exact():
+    """A snapshot with commands waiting writes them first (none is in a state); a restore
+    drops the commands issued after the state it brings back."""
+    from scuffle.anim.engine.snapshot import load_engine, save_engine
+
+    p, hs, cmds = _learnt()
+    saved = save_engine(p, hs)
+    base = tables(p)
+    p.run(hs[0], cmds["attack"], 0.2, Move.JAB)
+    p.run(hs[1], cmds["walk_start"], 0.2, 1.5)
+    assert p.prepared.commands.n == 2
+    load_engine(p, saved)
+    assert p.prepared.commands.n == 0 and tables(p) == base
+    p.run(hs[2], cmds["combo"], 0.2)
+    mid = save_engine(p, hs)                            # written first
+    assert p.prepared.commands.n == 0
+    after = tables(p)
+    p.run(hs[3], cmds["push"])
+    p.step(hs)
+    load_engine(p, mid)
+    assert tables(p) == after
+    p.step(hs)                                          # and the update replays as from the snapshot
+    q, qs, qc = _learnt()
+    q.run(qs[2], qc["combo"], 0.2)
+    q.step(qs)
+    assert tables(p) == tables(q)
+
+
+def test_a_full_buffer_is_written_and_filled_again():
+    p, hs, cmds = _learnt()
+    small = p.prepared.commands
+    assert small.capacity >= 1
+    with pytest.raises(ValueError, match="capacity"):
+        CommandBuffer(lambda b: None, 0)
+    q, qs, qc = _learnt()
+    buf = q.prepared.commands
+    buf.capacity = 1                                    # a one-row buffer: every second command writes the first
+    q.run(qs[0], qc["push"])
+    q.run(qs[1], qc["push"])
+    assert buf.n == 1 and buf.calls >= 1
+    p.run(hs[0], cmds["push"])
+    p.run(hs[1], cmds["push"])
+    assert tables(p) == tables(q)
+
+
+def test_the_handle_api_after_a_buffered_command_keeps_the_calls_order():
+    """A handle call takes its rows after the buffered commands' (the row numbers are those
+    of the calls' order)."""
+    p, hs, cmds = _learnt()
+    q, qs, qc = _learnt()
+    p.run(hs[0], cmds["attack"], 0.2, Move.JAB)
+    p.change(hs[1], p.loop(hs[1], Move.IDLE), 0.2)
+    q.run(qs[0], qc["attack"], 0.2, Move.JAB)
+    q.prepared.commands.apply()
+    q.change(qs[1], q.loop(qs[1], Move.IDLE), 0.2)
+    assert tables(p) == tables(q)
+
+
+def test_a_command_with_more_steps_than_a_row_holds_runs_at_once():
+    from scuffle.anim.playback.recipe import ClipStep, LoopStep, Recipe
+
+    p, hs, _ = _learnt()
+    long = p.prepare(Recipe(Place.CHANGE, (ClipStep(Move.JAB), ClipStep(Move.CROSS), ClipStep(Move.HOOK),
+                                           ClipStep(Move.KICK), LoopStep(Move.FIGHT_IDLE)), fade=0.2))
+    assert len(long.steps) > CK.B_MAX_STEPS
+    p.run(hs[0], long)                                  # learnt through the handle calls
+    for _ in range(30):
+        p.step(hs)
+        p.flush()
+    runs = p.prepared.cmd_kernel_runs
+    p.run(hs[1], long)
+    assert p.prepared.commands.n == 0 and p.prepared.cmd_kernel_runs == runs + 1
+
+
+def test_a_game_restored_between_a_buffered_command_and_the_update_replays_the_same_bytes():
+    """Through the Game: a snapshot taken with commands waiting holds them written (its
+    checksum is the state's with them); a restore drops the ones issued after it; the
+    replay gives the bytes of a Game that never issued them."""
+    from scuffle.anim.playback.recipe import ClipStep, LoopStep, Recipe
+    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.runtime.world import Game
+
+    def world():
+        g = Game()
+        for i, name in enumerate(("a", "b", "c")):
+            g.add_human(name, demo_set(), position=(2.0 * i, 0.0, 0.0))
+        cmd = g.player.prepare(Recipe(Place.CHANGE, (ClipStep(Move.JAB, blend=0.1), LoopStep(Move.FIGHT_IDLE)),
+                                      fade=0.2))
+        for _ in range(3):
+            for name in ("a", "b", "c"):
+                g.player.run(g.instance(name), cmd)      # learnt, then buffered
+            for _ in range(20):
+                g.step()
+        return g, cmd
+
+    g, cmd = world()
+    h, hcmd = world()
+    try:
+        buf = g.player.prepared.commands
+        g.player.run(g.instance("a"), cmd)
+        h.player.run(h.instance("a"), hcmd)
+        assert buf.n == 1
+        snap = g.snapshot()                             # writes the waiting command first
+        assert buf.n == 0 and g.checksum() == h.checksum()
+        g.player.run(g.instance("b"), cmd)
+        g.player.run(g.instance("c"), cmd)
+        assert buf.n == 2
+        g.restore(snap)                                 # the two issued after it: dropped
+        assert buf.n == 0 and g.checksum() == h.checksum()
+        for _ in range(10):
+            g.step()
+            h.step()
+        assert g.checksum() == h.checksum()
+    finally:
+        g.close()
+        h.close()
