@@ -60,7 +60,8 @@ class SimContext:
     counter advances with every ``esper.process()``, whoever drives the loop; ``entities`` the humans in the order the
     animation step visited them (entity ids ascending); ``poses`` their sampled poses
     and ``bone_pos`` / ``bone_rot`` the model-space bone transforms (row = PoseRef.row);
-    ``handlers`` event type -> callables(ctx, entity, fired_event); ``actions`` the
+    ``handlers`` event type -> callables(ctx, entity, fired_event); ``row_handlers``
+    (event types or None, callable(ctx, EventRows)) the rows handlers (``on_rows``); ``actions`` the
     callables(ctx) the actions phase runs, in order; ``state_functions`` the callables(ctx)
     the state update runs first, in order, to set each body's ``state_velocity`` from its
     intent (the state function of 0x0023fea8, before root motion); ``reference`` moves the bodies by
@@ -86,6 +87,7 @@ class SimContext:
     bone_rot: np.ndarray | None = None
     handlers: dict[int, list[Callable]] = field(default_factory=dict)
     default_handlers: list[Callable] = field(default_factory=list)
+    row_handlers: list[tuple[tuple[int, ...] | None, Callable]] = field(default_factory=list)
     actions: list[Callable] = field(default_factory=list)
     state_functions: list[Callable] = field(default_factory=list)
     reference: bool = False
@@ -141,3 +143,10 @@ class SimContext:
     def on(self, event_type: int, handler: Callable) -> None:
         """Register a handler for one event type."""
         self.handlers.setdefault(int(event_type), []).append(handler)
+
+    def on_rows(self, event_types, handler: Callable) -> None:
+        """Register a rows handler: ``handler(ctx, rows)`` once per update with that
+        update's events of ``event_types`` (ints; None: every type) as columns
+        (systems.events.EventRows), after the per-event handlers (systems.events)."""
+        wanted = None if event_types is None else tuple(sorted({int(t) for t in event_types}))
+        self.row_handlers.append((wanted, handler))

@@ -15,15 +15,80 @@ Original: 0x00101dd8 Anim_FireFrameEvents (which handles each type in place).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any
 
 import esper
+import numpy as np
 
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.playback.tasks import task_at
 from scuffle.systems.context import SimContext
 
-__all__ = ["EventDispatch"]
+__all__ = ["EventDispatch", "EventRows"]
+
+
+_FIRST = itemgetter(0)
+_FEW = 16                           # fired humans up to this many are visited one by one
+_NONE = np.zeros(0, np.int64)
+
+
+class _Lazy(Sequence):
+    """The clip events of an update's event rows (indices ``g`` into ``evs``), each read
+    when asked for: a rows handler that reads the columns alone makes no list of them."""
+
+    __slots__ = ("_evs", "_g", "_list")
+
+    def __init__(self, evs: list, g: np.ndarray):
+        self._evs, self._g = evs, g
+        self._list: tuple | None = None
+
+    def _all(self) -> tuple:
+        got = self._list
+        if got is None:
+            g = self._g.tolist()
+            got = self._list = itemgetter(*g)(self._evs) if len(g) > 1 else tuple(self._evs[i] for i in g)
+        return got
+
+    def __len__(self) -> int:
+        return len(self._g)
+
+    def __getitem__(self, i):
+        return self._all()[i]
+
+    def take(self, mask: np.ndarray) -> "_Lazy":
+        """The events where ``mask`` is True, as another lazy sequence."""
+        return _Lazy(self._evs, self._g[mask])
+
+
+class EventRows:
+    """One update's animation events as columns, handed to a rows handler
+    (``Game.on_rows``, ``SimContext.on_rows``) once per update: event j was fired by
+    the human ``entities[j]``, is of type ``types[j]``, from the clip of anim id
+    ``anim_ids[j]``, and ``events[j]`` is the clip's Event (its ``frame``, ``args``,
+    ``fields()``). In dispatch order: the humans in entity order, each one's events in
+    firing order, as the per-event handlers see them. The arrays are the handler's own
+    (int64) for this call; the Event objects are the clips' own (read-only)."""
+
+    __slots__ = ("entities", "types", "anim_ids", "events")
+
+    def __init__(self, entities: np.ndarray, types: np.ndarray, anim_ids: np.ndarray, events: Sequence):
+        self.entities, self.types, self.anim_ids, self.events = entities, types, anim_ids, events
+
+    def __len__(self) -> int:
+        return len(self.types)
+
+    def of_types(self, wanted: tuple[int, ...] | None) -> "EventRows":
+        """The events of the types ``wanted`` (None: all), in the same order."""
+        if wanted is None or not len(self.types):
+            return self
+        mask = np.isin(self.types, np.array(wanted, np.int64))
+        if mask.all():
+            return self
+        ev = self.events
+        picked = ev.take(mask) if isinstance(ev, _Lazy) else tuple(e for e, m in zip(ev, mask.tolist()) if m)
+        return EventRows(self.entities[mask], self.types[mask], self.anim_ids[mask], picked)
 
 
 class EventDispatch(esper.Processor):
@@ -46,7 +111,17 @@ class EventDispatch(esper.Processor):
             todo = [(ent, fired, None) for ent, _, fired in ctx.crowd.humans()]
         else:
             todo = ctx.fired
+        # a crowd's events read as columns (a few humans: one by one, no numpy call)
+        cols = self._columns(ctx, todo) if len(todo) > _FEW and ((handlers and not default) or ctx.row_handlers) \
+            else None
         if handlers or default:
+            visit = todo
+            if cols is not None and not default:
+                # only the humans with an event of a type that has a handler are visited:
+                # picked from the event columns, in order (the others' events stay rows)
+                hit = np.isin(cols[1], np.array([t for t, hs in handlers.items() if hs], np.int64))
+                places = np.unique(cols[0][hit]).tolist()
+                visit = [todo[k] for k in places]
             src_of: Any = None                      # the engine whose buffer ``span`` read
             span: tuple = ()
             n_span = 0                              # span's row count
@@ -61,7 +136,7 @@ class EventDispatch(esper.Processor):
             ts: Any = None
             fail = ctx.fail
             get = handlers.get
-            for ent, fired, inst in todo:
+            for ent, fired, inst in visit:
                 rows = inst._event_rows if inst is not None and fired.source is inst else None
                 if rows is not None:
                     src, lo, hi = rows
@@ -87,12 +162,31 @@ class EventDispatch(esper.Processor):
                             else:
                                 continue            # no type of its events has a handler: left as rows
                         # inst.events made from the span (BatchEngine.make_fired's objects, the
-                        # anim id and task read now), with no call per human
+                        # anim id and task read now), with no call per human, and handed to
+                        # the handlers of their types as they are made (the span's type)
                         if epoch != src.layout:         # (a handler grew a table: read again)
                             epoch = src.layout
                             evs, tasks, anim, ts = src.fired_maker()
                         inst._event_rows = None
                         events = inst._events
+                        if hi - lo == 1:
+                            tr = trs[lo]
+                            fe = FiredEvent(evs[gs[lo]], anim[crs[lo]], tasks[tr] or task_at(ts, tr))
+                            events.append(fe)
+                            hs = get(types[lo])
+                            if hs is not None:
+                                for h in hs:
+                                    try:
+                                        h(ctx, ent, fe)
+                                    except Exception as exc:    # kept: the update goes on (HandlerError)
+                                        fail("events", exc)
+                            if default:
+                                for h in default:
+                                    try:
+                                        h(ctx, ent, fe)
+                                    except Exception as exc:
+                                        fail("events", exc)
+                            continue
                         for j in range(lo, hi):
                             tr = trs[j]
                             events.append(FiredEvent(evs[gs[j]], anim[crs[j]], tasks[tr] or task_at(ts, tr)))
@@ -112,8 +206,55 @@ class EventDispatch(esper.Processor):
                                 h(ctx, ent, fe)
                             except Exception as exc:
                                 fail("events", exc)
+        if ctx.row_handlers:
+            self._rows(ctx, todo, cols)
         for p in ctx.probe:
             p(ctx, "events")
+
+    @staticmethod
+    def _columns(ctx: SimContext, todo: list) -> tuple | None:
+        """This update's events as columns (BatchEngine.fired_columns: each event's place
+        in ``todo``, its type, its anim id, its index among the engine's clip events, and
+        the engine), when ``todo`` is the compiled step's own list of who fired (made from
+        its places, one entry each, in order); else None (the reference engine, a
+        dispatch with no step before it, a list made otherwise)."""
+        eng = getattr(ctx.player, "batch", None)
+        if eng is None or todo is not ctx.fired:
+            return None
+        ks = eng.fired_places(ctx.crowd.instances)
+        if ks is None or len(ks) != len(todo):
+            return None
+        cols = eng.fired_columns(ctx.crowd.instances)
+        return None if cols is None else (*cols, eng)
+
+    def _rows(self, ctx: SimContext, todo: list, cols: tuple | None) -> None:
+        """The rows handlers (``SimContext.on_rows``): this update's events as columns,
+        each handler once with those of its types (none: not called). From the compiled
+        step's event buffer (``_columns``) in a few array operations, else made from each
+        human's FiredEvent objects (the reference engine, a dispatch with no step before
+        it)."""
+        if cols is not None:
+            owner, types, anim_ids, g, eng = cols
+            ents = np.fromiter(map(_FIRST, todo), np.int64, len(todo))[owner] if len(owner) else _NONE
+            every = EventRows(ents, types, anim_ids, _Lazy(eng.fired_maker()[0], g))
+        else:                                        # each human's FiredEvent objects
+            ents_l, types_l, ids_l, events = [], [], [], []
+            for ent, fired, _ in todo:
+                for fe in fired.events:
+                    ents_l.append(ent)
+                    types_l.append(int(fe.event.type))
+                    ids_l.append(int(fe.anim_id))
+                    events.append(fe.event)
+            every = EventRows(np.array(ents_l, np.int64), np.array(types_l, np.int64), np.array(ids_l, np.int64),
+                              tuple(events))
+        for wanted, handler in ctx.row_handlers:
+            mine = every.of_types(wanted)
+            if not len(mine):
+                continue
+            try:
+                handler(ctx, mine)
+            except Exception as exc:                # kept: the update goes on (HandlerError)
+                ctx.fail("events", exc)
 
     def _call(self, handler, ent: int, fe) -> None:
         """One handler; its exception is kept (ctx.fail) and the update goes on for every

@@ -28,8 +28,11 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections import deque
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter, methodcaller
 from operator import is_ as _is
-from typing import Any
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -83,6 +86,10 @@ _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrup
 # tags, bone positions, bone rotations.
 _BONES_FLAT = ((3, DTYPE), (3, DTYPE), (4 * NUM_BONES, DTYPE), (NUM_TAGS, np.bool_), (3 * NUM_BONES, DTYPE),
                (4 * NUM_BONES, DTYPE))
+# runs an iterator to its end, keeping nothing: a map of a setter applied over a crowd in C
+_drain: Callable[[Iterable[Any]], None] = deque(maxlen=0).extend
+_SLOT_OF, _EVENTS_OF, _RELEASED_OF = attrgetter("slot"), attrgetter("_events"), attrgetter("_released")
+_CLEAR = methodcaller("clear")
 _SCRATCH_POSES = K.QUEUED_POSE + 1   # pose scratch: the seven of the pose stack, the default, the queued pose
 
 
@@ -539,7 +546,7 @@ class BatchEngine:
         else:
             self._start_queues(instances, rows)
         queue_deferred = deferred.n
-        if len(player._clips) != self._n_clips:
+        if len(player.lookup.clips) != self._n_clips:    # (Player._clips, without its property)
             self._clip_events()
         # a gait's change of pair takes at most two cursors from the free list in the kernel
         stores = player.stores
@@ -579,10 +586,13 @@ class BatchEngine:
                 # rows noted); those whose top may have changed are listed from the column
                 ev = ks_a[(st_a & _STATUS_EVENTS) != 0]
                 fired_ks = ev.tolist()
-                for k, elo, ehi in zip(fired_ks, self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist()):
-                    inst = instances[k]
-                    inst._event_rows = (self, elo, ehi)
-                    noisy.append(inst)
+                if fired_ks:
+                    # each one's ``_event_rows`` = (self, lo, hi), set by map in C (no loop
+                    # of Python code per human), and each one noted
+                    insts = itemgetter(*fired_ks)(instances) if len(fired_ks) > 1 else (instances[fired_ks[0]],)
+                    _drain(map(setattr, insts, repeat("_event_rows"),
+                               zip(repeat(self), self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist())))
+                    noisy.extend(insts)
                 if listed:
                     changed = [instances[k] for k in ks_a[(st_a & _STATUS_CHANGED) != 0].tolist()]
                 else:
@@ -660,6 +670,28 @@ class BatchEngine:
         rows = self._ev_out[:n]
         return (n, rows[:, 1].tolist(), rows[:, 2].tolist(), rows[:, 3].tolist(), self.e_type[rows[:, 3]].tolist())
 
+    def fired_columns(self, instances: list) -> tuple | None:
+        """After ``step(instances)`` (``fired_places`` gives its places): this update's
+        events as columns, in step order then firing order: (each event's index into the
+        places list, its event type, the anim id its cursor plays, its index into
+        ``fired_maker()``'s events), int64 arrays; None when the last step was not over
+        ``instances`` (the caller then reads the humans' events)."""
+        ks = self.fired_places(instances)
+        if ks is None:
+            return None
+        if not ks:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, empty, empty
+        ka = np.asarray(ks, np.int64)
+        lo, hi = self._ev_lo[ka], self._ev_hi[ka]
+        lengths = hi - lo
+        total = int(lengths.sum())
+        starts = np.cumsum(lengths) - lengths
+        owner = np.repeat(np.arange(len(ks), dtype=np.int64), lengths)   # the place in ``ks`` of each event
+        rows = self._ev_out[np.arange(total, dtype=np.int64) - starts[owner] + lo[owner]]
+        g = rows[:, 3]
+        return owner, self.e_type[g], self.player.stores.cursors.anim[rows[:, 2]].astype(np.int64), g
+
     def make_fired(self, inst, span: tuple, lo: int, hi: int) -> list:
         """``inst.events`` made from rows ``lo``-``hi`` of ``span`` (``event_span``'s) and
         returned: the same FiredEvent objects ``fired`` makes (the anim id and task read
@@ -703,8 +735,25 @@ class BatchEngine:
             self._in_call = np.zeros(self.humans.capacity, np.bool_)
         in_call = self._in_call
         in_call[rows] = True
-        self._noisy = self._cleared(noisy, None, memoryview(in_call))
+        if len(noisy) > _FEW and not self.player.released_log and self._all_stepped(noisy, in_call):
+            # every one stepped now and this engine's (the usual update): each one's
+            # outputs cleared by maps in C, no loop of Python code per human
+            _drain(map(setattr, noisy, repeat("_event_rows"), repeat(None)))
+            _drain(map(_CLEAR, map(_EVENTS_OF, noisy)))
+            _drain(map(_CLEAR, map(_RELEASED_OF, noisy)))
+            self._noisy = []
+        else:
+            self._noisy = self._cleared(noisy, None, memoryview(in_call))
         in_call[rows] = False
+
+    def _all_stepped(self, noisy: list, in_call: np.ndarray) -> bool:
+        """Whether every human of ``noisy`` has its row marked in ``in_call`` (stepped now)
+        and is this engine's human of that row (``_cleared``'s first case for all of them)."""
+        slots = np.fromiter(map(_SLOT_OF, noisy), np.int64, len(noisy))
+        if int(slots.min()) < 0 or int(slots.max()) >= len(in_call) or not in_call[slots].all():
+            return False
+        by_row = self._instances
+        return len(by_row) > int(slots.max()) and all(map(is_, map(by_row.__getitem__, slots.tolist()), noisy))
 
     def _cleared(self, noisy: list, stepped, mark=None) -> list:
         """_clear_noisy's pass: each human of ``noisy`` whose row ``stepped(row)`` says is
@@ -1011,8 +1060,10 @@ class BatchEngine:
         (overwritten next call).
         """
         player = self.player
-        bank = player._bank               # the Player's bank while it holds every clip seen (Player.bank)
-        if bank is None or len(bank) != len(player._clips):
+        lookup = player.lookup
+        clips = lookup.clips
+        bank = lookup._bank               # the Player's bank while it holds every clip seen (Player.bank)
+        if bank is None or len(bank) != len(clips):
             bank = player.bank
         instances = instances if isinstance(instances, list) else list(instances)
         n = len(instances)
@@ -1022,7 +1073,7 @@ class BatchEngine:
             out = self._bones
         seen = self._last
         rows = self._last_rows if seen is not None and instances == seen else self._rows_of(instances)
-        if len(player._clips) != self._n_clips:
+        if len(lookup.clips) != self._n_clips:
             self._clip_events()
         if self.debug or self._validated != LAYOUT_EPOCH[0]:
             self.validate()

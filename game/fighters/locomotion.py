@@ -22,7 +22,7 @@ from scuffle.anim.maths import detmath
 from scuffle.anim.base.limits import MAX_COORD, check_float, check_vec
 from scuffle.anim.playback.recipe import Arg, ClipStep, Command, GaitStep, Place, Recipe
 from scuffle.anim.engine.stack import CharacterInstance
-from scuffle.anim.playback.tasks import LOCOMOTION_FLAGS, LOCOMOTION_STILL, HeldFlags, TaskType
+from scuffle.anim.playback.tasks import LOCOMOTION_FLAGS, LOCOMOTION_STILL, HeldFlags, TaskType, task_at
 from scuffle.components import NO_ATTACHMENT, Animator, Body, Combat, HumanRecord
 from scuffle.components.bodies import flat_views
 from scuffle.game.fighters.fightcore import CLIP_LOOP_KEYS, FightCore, fight_commands
@@ -43,6 +43,9 @@ _BODY_VECS = ("state_velocity",)
 WALK_START_HELD = HeldFlags.START_CLIP
 WALK_STOP_HELD = HeldFlags.START_CLIP_2
 _STILL = int(LOCOMOTION_STILL)
+_GAIT = int(TaskType.GAIT)
+# the types whose ``following()`` is their next task until it takes over (ClipTask's)
+_HANDS_OVER = (int(TaskType.CLIP), int(TaskType.PAIRED_CLIP))
 
 # WALK_START: the walk start (a change to the start clip, holding WALK_START_HELD, handing over
 # to the gait blend, value 0, the move's target; flags 0x2c1, "Gait blend") as a recipe: Arg(0)
@@ -220,11 +223,31 @@ class Locomotion(FightCore):
         return self._accept(who, "move")
 
     def _gait(self, who):
-        """The gait task on the stack, or waiting as a start clip's next task."""
-        for t in self.inst(who).stack:
-            for c in (t, *t.following()):
-                if c.type == TaskType.GAIT and not c.released:
-                    return c
+        """The gait task on the stack, or waiting as a start clip's next task (the first
+        found bottom-up, as ``inst.stack`` and each task's ``following()`` list them).
+        Read from the human's stack row and the task rows (types, released flags, a
+        clip's ``nxt`` and ``handed_over``): one handle made, for the gait found."""
+        inst = self.inst(who)
+        eng = inst.engine if inst.__class__ is CharacterInstance else None
+        if eng is None:                          # the reference's human: its handles
+            for t in inst.stack:
+                for c in (t, *t.following()):
+                    if c.type == TaskType.GAIT and not c.released:
+                        return c
+            return None
+        h, ts, s = eng.humans, eng.player.stores.tasks, inst.slot
+        ms, types, released, nxt, over = h.m_stack, ts.m_type, ts.m_released, ts.m_nxt, ts.m_handed_over
+        b = s * h.stack_width
+        for i in range(b, b + h.m_depth[s]):
+            r = ms[i]
+            tt = types[r]
+            if tt == _GAIT:
+                if not released[r]:
+                    return ts.views[r] or task_at(ts, r)
+            elif tt in _HANDS_OVER and not over[r]:     # a clip's next task, not yet handed over
+                n = nxt[r]
+                if n >= 0 and types[n] == _GAIT and not released[n]:
+                    return ts.views[n] or task_at(ts, n)
         return None
 
     def _stop_moving(self, who) -> None:

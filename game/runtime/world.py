@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_left
 from types import TracebackType
+from collections.abc import Iterable
 from typing import Any, Callable, Protocol, Sequence, TypeAlias, TypeVar
 
 import esper
@@ -589,6 +590,33 @@ class Game:
         if not callable(handler):
             raise ValueError(f"Game.on: handler {handler!r} is not callable")
         self.ctx.on(int(event_type), handler)
+        return handler
+
+    def on_rows(self, event_types: Iterable[EventType | int] | EventType | int | None,
+                handler: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+        """Call ``handler(ctx, rows)`` once per update with that update's animation events
+        of ``event_types`` (EventTypes or numbers; None: every type) as columns, for a
+        game that reads a crowd's events in bulk (sounds, effects, counts): ``rows`` a
+        systems.events.EventRows (``entities``, ``types``, ``anim_ids`` as int64 arrays,
+        ``events`` the clips' Event objects), in the order the per-event handlers
+        (``on``) see them: entity order, then firing order. ``event_types`` may be one type. It runs in the event
+        dispatch after every per-event handler and before the flush; an update with no
+        event of its types does not call it. No FiredEvent is made for it: a crowd
+        whose events only rows handlers read makes none. Returns the handler.
+        Rejected: a type outside 0-255 or a handler that is not callable (ValueError)."""
+        types = None
+        if event_types is not None:
+            if isinstance(event_types, int) or not isinstance(event_types, Iterable) or \
+                    isinstance(event_types, (str, bytes)):
+                types = [event_types]                   # one type (or a wrong value: named below)
+            else:
+                types = list(event_types)
+            for t in types:
+                if isinstance(t, bool) or not isinstance(t, int) or not 0 <= int(t) <= 0xFF:
+                    raise ValueError(f"Game.on_rows: event type {t!r}: expected an EventType or 0-255")
+        if not callable(handler):
+            raise ValueError(f"Game.on_rows: handler {handler!r} is not callable")
+        self.ctx.on_rows(None if types is None else [int(t) for t in types], handler)
         return handler
 
     def name_of(self, entity: int) -> str:

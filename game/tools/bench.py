@@ -14,8 +14,8 @@ Builds N humans in one Game and times whole updates through the ECS schedule. Tw
   alone), the others extras that ``RealisticCrowd`` commands in turn, about 3% of them
   per update (each every REAL_CYCLE updates): gait targets moved (the value follows, the
   pair changes), walk starts and stops, attacks and chains that hand over, hit
-  reactions, types 10, 11 and 13, queued tasks, every change under a fade. A handler
-  reads the sound, effect and 0x2d events. Seeded (``--seed``): the same seed and size
+  reactions, types 10, 11 and 13, queued tasks, every change under a fade. A rows handler
+  (``Game.on_rows``) reads the sound, effect and 0x2d events as columns. Seeded (``--seed``): the same seed and size
   give the same commands and state (``state_checksum``).
 
 It reports the median milliseconds per update, wall clock and CPU (and the means), per
@@ -65,9 +65,11 @@ from bisect import bisect
 from itertools import accumulate
 from statistics import median
 from typing import Any
+from types import MethodType
 
 import numpy as np
 
+from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.playback.player import PlayerOptions
 from scuffle.anim.playback.recipe import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe
 from scuffle.anim.playback.tasks import LOCOMOTION_FLAGS, HeldFlags, TaskFlags, TaskType
@@ -232,32 +234,45 @@ class _PairView:
         return [(a, ea), (b, eb)] if ea <= eb else [(b, eb), (a, ea)]
 
     def __getattr__(self, name):
-        return getattr(self._game, name)
+        v = getattr(self._game, name)
+        if v.__class__ is MethodType and v.__self__ is self._game and name not in self._game.__dict__:
+            self.__dict__[name] = v          # a method of the Game's class: bound once, then read directly
+        return v
 
 
 class _FightRouter:
-    """One handler of event 0x2c for every pair: hands the event to the fight rules of the
-    pair its human fights in (one Fight per pair would otherwise see every human's 0x2c)."""
+    """One rows handler of event 0x2c (Game.on_rows) for every pair: hands each event of a
+    fighter to the fight rules of the pair it fights in, in dispatch order (one Fight per
+    pair would otherwise see every human's 0x2c; the extras' are most of them)."""
 
     def __init__(self):
         self.by_entity: dict[int, Any] = {}
+        self._ents = np.zeros(0, np.int64)          # by_entity's keys, as an array
 
-    def __call__(self, ctx, ent, fe) -> None:
-        fight = self.by_entity.get(ent)
-        if fight is not None:
-            fight._on_window(ctx, ent, fe)
+    def __call__(self, ctx, rows) -> None:
+        by = self.by_entity
+        if len(self._ents) != len(by):
+            self._ents = np.fromiter(by, np.int64, len(by))
+        ents = rows.entities
+        for j in np.flatnonzero(np.isin(ents, self._ents)).tolist():
+            ent = int(ents[j])
+            # the window's check reads the event's anim id alone: no task handle made for it
+            by[ent]._on_window(ctx, ent, FiredEvent(rows.events[j], int(rows.anim_ids[j]), None))
 
 
 class _Listener:
-    """The crowd's event handler (a game's sound and effect code): counts the events it is
-    handed, by type."""
+    """The crowd's event handler (a game's sound and effect code, which reads a crowd's
+    events in bulk: a rows handler, Game.on_rows): counts the events it is handed, by
+    type."""
 
     def __init__(self):
         self.counts: dict[int, int] = {}
 
-    def __call__(self, ctx, ent, fe) -> None:
-        t = int(fe.event.type)
-        self.counts[t] = self.counts.get(t, 0) + 1
+    def __call__(self, ctx, rows) -> None:
+        kinds, n = np.unique(rows.types, return_counts=True)
+        counts = self.counts
+        for t, k in zip(kinds.tolist(), n.tolist()):
+            counts[t] = counts.get(t, 0) + k
 
 
 class RealisticCrowd:
@@ -475,7 +490,8 @@ class RealisticCrowd:
 def _build_realistic(n: int, engine: str = "compiled", seed: int = 1, threads: int = 1):
     """The realistic crowd in one Game (docs/performance.md): pairs of fighters under the
     fight rules (one per FIGHT_EVERY humans; 2 humans: the two fighters alone), the rest
-    extras commanded by RealisticCrowd; events read by a handler."""
+    extras commanded by RealisticCrowd; events read by a rows handler (Game.on_rows) and the
+    fight rules' handler of 0x2c."""
     from scuffle.anim.data.clip import EventType
     from scuffle.game.fighters.ai import FighterAI
     from scuffle.game.fighters.combat import Fight
@@ -517,9 +533,10 @@ def _build_realistic(n: int, engine: str = "compiled", seed: int = 1, threads: i
             held_open.remove(fight._on_window)
             for nm in fight.game.names:
                 crowd.router.by_entity[game.names[nm]] = fight
-        game.ctx.on(EventType.HELD_OPEN, crowd.router)
-    for t in (EventType.SOUND, EventType.NAMED_EFFECT, EventType.HELD_CLOSE):
-        game.ctx.on(t, crowd.listener)
+        if not held_open:                                 # (no type left without a handler)
+            del game.ctx.handlers[int(EventType.HELD_OPEN)]
+        game.on_rows(EventType.HELD_OPEN, crowd.router)
+    game.on_rows((EventType.SOUND, EventType.NAMED_EFFECT, EventType.HELD_CLOSE), crowd.listener)
     game.ctx.actions.append(crowd)
     game.crowd = crowd
     return game
@@ -644,8 +661,9 @@ def _install_stage_timers(game, stages: dict, stages_cpu: dict, kernels: dict, k
                         lst[k] = _timed_call(fn, stages, FIGHT_STAGE, cpu=stages_cpu)
         for t, hs in ctx.handlers.items():
             ctx.handlers[t] = [_timed_call(h, stages, FIGHT_STAGE, cpu=stages_cpu)
-                               if h is real.router or getattr(h, "__self__", None) in real.fights else h
-                               for h in hs]
+                               if getattr(h, "__self__", None) in real.fights else h for h in hs]
+        ctx.row_handlers[:] = [(t, _timed_call(h, stages, FIGHT_STAGE, cpu=stages_cpu) if h is real.router else h)
+                               for t, h in ctx.row_handlers]
     return names, saved
 
 

@@ -101,8 +101,10 @@ def test_the_realistic_crowd_runs_and_holds_every_ingredient():
     assert len(crowd.fights) == 2 and all(isinstance(f, Fight) for f in crowd.fights)
     assert [set(f.game.names) for f in crowd.fights] == [{"h0", "h1"}, {f"h{FIGHT_EVERY}", f"h{FIGHT_EVERY + 1}"}]
     assert all(f._update in game.ctx.actions for f in crowd.fights)
-    assert crowd.router in game.ctx.handlers[0x2C]
-    assert all(f._on_window not in game.ctx.handlers[0x2C] for f in crowd.fights)
+    assert ({0x2C}, crowd.router) in [(set(t), h) for t, h in game.ctx.row_handlers]    # a rows handler
+    assert all(f._on_window not in game.ctx.handlers.get(0x2C, []) for f in crowd.fights)
+    # the crowd's sounds and effects read as columns too (Game.on_rows)
+    assert ({0x0B, 0x21, 0x2D}, crowd.listener) in [(set(t), h) for t, h in game.ctx.row_handlers]
     assert set(crowd.router.by_entity) == {game.names[f"h{i}"] for i in (0, 1, FIGHT_EVERY, FIGHT_EVERY + 1)}
 
 
