@@ -23,7 +23,7 @@ calls), 0x00105770 (loop), 0x00105af0 (type 3's hand-over), 0x00106cc8 (fade),
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
+from llvmlite import ir  # type: ignore[import-untyped]  # (no stubs; numba's own dependency)
 from numba import types
 from numba.core import cgutils, config
 from numba.extending import intrinsic

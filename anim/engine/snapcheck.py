@@ -201,7 +201,9 @@ def pack_all(tables: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
         if len(_PACK_ALL) > 32:
             _PACK_ALL.clear()
         tinfo = np.zeros((len(tables), 6), np.int64)
-        frames, cols, most = [], [], 0
+        frames: list[int] = []
+        cols: list[int] = []
+        most = 0
         for t, (c, cap, _) in enumerate(tables):
             pk = packing(c, cap)
             tinfo[t] = (cap, pk.live_at, len(frames), len(frames) + len(pk.frames), len(cols), len(cols) + len(pk.cols))
@@ -210,10 +212,10 @@ def pack_all(tables: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
             most += pk.frame_bytes + cap * pk.row_bytes
         got = _PACK_ALL[key] = (tuple(c for c, _, _ in tables), tinfo, np.array(frames, np.int64).reshape(-1, 2),
                                 np.array(cols, np.int64).reshape(-1, 2), most)
-    _, tinfo, frames, cols, most = got
+    _, tinfo, frame_rows, col_rows, most = got
     out = np.empty(most, np.uint8)
     ends = np.empty(len(tables), np.int64)
-    K.pack_tables(tuple(b for _, _, b in tables), out, tinfo, frames, cols, ends,
+    K.pack_tables(tuple(b for _, _, b in tables), out, tinfo, frame_rows, col_rows, ends,
                   _lrows(max(cap for _, cap, _ in tables)))
     return out, ends
 
@@ -658,7 +660,7 @@ def compile_kernels() -> None:
                      **{c: np.float64 if r[0] == K.Kind.FLOAT else np.int8 if r[0] == K.Kind.BOOL else np.int64
                         for c, r in RANGES[name].items()}})
     blocks = [np.zeros(_layout(c, 1)[1], np.uint8) for c in cols]
-    game = {"live": np.bool_}
+    game: dict[str, Any] = {"live": np.bool_}
     packed, ends = pack_all([(c, 1, b) for c, b in zip(cols + [game] * GAME_TABLES,
                                                        blocks + [np.zeros(_layout(game, 1)[1], np.uint8)] * GAME_TABLES)])
     pack(cols[0], 1, blocks[0])

@@ -123,12 +123,14 @@ def save_arena(arena: TableArena, into: tuple | None = None) -> tuple:
     (its key, the copy, a TableState of each table, its block a view of the copy, the
     copy's memoryview), written into ``into`` (an older save_arena of the same key that is
     given up: its states are taken again) when it fits."""
+    mv, whole = arena.mv, arena.buf
+    assert mv is not None and whole is not None             # an arena in use (TableArena.whole)
     if into is not None and into[0] == arena.key:
-        into[3][:] = arena.mv
+        into[3][:] = mv
         return into
-    buf = arena.buf.copy()
+    buf = whole.copy()
     states = tuple(TableState(t.capacity, buf[o:o + n]) for t, (o, n) in zip(arena.tables, arena.spans))
-    return (arena.key, buf, states, memoryview(buf))
+    return (arena.key, buf, states, buf.data)
 
 
 def load_arena(arena: TableArena, saved: tuple) -> bool:
@@ -137,7 +139,9 @@ def load_arena(arena: TableArena, saved: tuple) -> bool:
     rows as saved): True. False (nothing done): the tables are loaded one by one."""
     if saved[0] != arena.key or not arena.whole():
         return False
-    arena.mv[:] = saved[3]
+    mv = arena.mv
+    assert mv is not None                                   # whole(): the arena is in use
+    mv[:] = saved[3]
     for t in arena.watched:
         t.reloaded()
     return True
@@ -444,7 +448,7 @@ def engine_plain(s: EngineState, name_of: Any, strict: bool = True, array: Any =
         ts = s.tables["tasks"]
         lay = _layout(_TASK_COLUMNS(), ts.capacity)[0]
         dirs = _column(ts, lay, "live") & (_column(ts, lay, "type") == 13)
-        bad = np.flatnonzero(dirs & (_column(ts, lay, "dir_banks")[:, 0] < 0)) if dirs.any() else ()
+        bad = np.flatnonzero(dirs & (_column(ts, lay, "dir_banks")[:, 0] < 0)) if dirs.any() else np.empty(0, np.int64)
         if len(bad):
             raise NoPlainForm(f"tasks[{int(bad[0])}]: a direction task made with a make_cursor function has no "
                               "byte form (its clips come from code); make it with Player.direction")

@@ -45,8 +45,9 @@ class PrivateRow:
     ``anim``, ``speed``, the report callback) with the row's ``live`` flag and generation,
     read and written as row 0 of a HumanTable is (``flags[0]``, ``flags.item(0)``,
     ``report(0)``, ``set_report``, ``alloc``, ``free``), but as a few plain values: no
-    block, column views, callback registry or command buffer (``commands`` is None) (a crowd's records wait for their rows as a
-    few hundred bytes each, not a table's five kilobytes). ``world`` is None (no world's
+    block, column views, callback registry or command buffer (``commands`` is None): a
+    crowd's records wait for their rows as a few hundred bytes each, not a table's five
+    kilobytes. ``world`` is None (no world's
     table), ``capacity`` 1. Rejected (ValueError): a row other than 0, freeing it twice,
     taking it while it is in use.
     """
@@ -430,7 +431,7 @@ class TaskPool:
     def __init__(self, capacity: int = POOL_SIZE):
         if capacity < 1:
             raise ValueError(f"task pool capacity {capacity} must be >= 1")
-        self.commands = None                # the Player's command buffer: written before a count is read
+        self.commands: Any = None           # the Player's command buffer: written before a count is read
         self.capacity = int(capacity)
         self.out = np.zeros(64, np.bool_)
         self._n_out = 0

@@ -807,7 +807,7 @@ class TableArena:
             t._place(b, t.capacity)
             blocks.append(b)
         self.buf, self.blocks, self.spans, self.key = buf, tuple(blocks), tuple(spans), next(_ARENA_KEYS)
-        self.mv, self._seen = memoryview(buf), -1
+        self.mv, self._seen = buf.data, -1
         return True
 
 

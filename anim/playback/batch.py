@@ -1212,7 +1212,7 @@ class _Part:
         self.alone = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
     def step_span(self, rows: np.ndarray, status: np.ndarray, lo: np.ndarray, hi: np.ndarray, a: int,
-                  b: int) -> tuple:
+                  b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``rows``, ``status``, ``lo`` and ``hi`` from ``a`` to ``b``: the views made last
         time when those are the same arrays and span."""
         v = self.step_views
@@ -1222,7 +1222,7 @@ class _Part:
         return v[6:]
 
     def pose_span(self, rows: np.ndarray, cols: np.ndarray, refused: np.ndarray, queued_default: np.ndarray,
-                  a: int, b: int) -> tuple:
+                  a: int, b: int) -> tuple[np.ndarray, np.ndarray, Any]:
         """``rows`` and ``cols`` from ``a`` to ``b`` and the chunk's PoseBuffers: those made
         last time when they are of the same arrays and span."""
         v = self.pose_views

@@ -74,7 +74,7 @@ class CommandBuffer:
         block = np.zeros(self.capacity * _ROW.size, np.uint8)
         self.bi = block.view(np.int64).reshape(self.capacity, CK.B_WIDTH)
         self.bf = block.view(np.float64).reshape(self.capacity, CK.B_WIDTH)
-        self._mem = memoryview(block)          # a row is one struct write at the call
+        self._mem = block.data                 # a row is one struct write at the call
         self._writer = writer
         self.applied = 0          # buffered commands written so far (tests, the bench)
         self.calls = 0            # the compiled calls that wrote them

@@ -373,6 +373,7 @@ class RecipeRules:
         tn = t_nf[0]
         reg = self.templates
         plan = tp.plan
+        assert plan is not None                      # a command runs once its template is ready
         args = typed + (kv[3], lay, reg.ti, reg.tf, tp.sel, s, n, plan[0], plan[6], speed, fade, target, value, vnone)
         call = self._cmd_entry
         if call is None:
@@ -400,7 +401,9 @@ class RecipeRules:
         if got is None or tp.sel4 is None:
             return False
         kv, s, n, speed, fade, target, value, vnone = got
-        code, _, n_tasks, n_cursors, n_fades, n_gaits, window, _ = tp.plan
+        plan = tp.plan
+        assert plan is not None                      # a command runs once its template is ready
+        code, _, n_tasks, n_cursors, n_fades, n_gaits, window, _ = plan
         top = kv[11][0] - buf.tasks                  # the task free list's top when this command runs
         nf = kv[14]                                  # the cursor, fade and gait tables' free counts
         if top < n_tasks or nf[0][0] - buf.cursors < n_cursors or nf[1][0] - buf.fades < n_fades \

@@ -62,7 +62,7 @@ try:
     print(f"{len(records)} trace records over {sc.updates} updates")
     print(f"p1 ends at y = {last['p1']['pos'][1]:.2f} m playing {last['p1']['anim']}; "
           f"hits landed at updates {hits}")
-    log = game.fight.stats.log if isinstance(game.fight, Fight) else []
+    log: list[tuple[object, ...]] = list(game.fight.stats.log) if isinstance(game.fight, Fight) else []
     print(f"fight log: {[e[2] for e in log]}")
 finally:
     game.close()

@@ -285,7 +285,7 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
     n = sum(live)
     if n > MAX_PENDING or not all(live[:n]):
         raise RowsRefused("table.pending.live: not the first rows in use")
-    pending = []
+    pending: list[tuple[Any, ...]] = []
     if n:
         kind, ent, move, what, serial = (t.kind[:n].tolist(), t.entity[:n].tolist(), t.move[:n].tolist(),
                                          t.what[:n].tolist(), t.serial[:n].tolist())

@@ -61,7 +61,7 @@ FIGHT_TABLES = ("fighters", "ais", "pending", "log")
 TABLES = (*ROW_TABLES, *FIGHT_TABLES)
 SECTIONS = ("config", "meta", "values", *(f"table.{t}" for t in TABLES))
 # the fight tables' columns in a Game without fight rules: a live column only
-_NO_FIGHT = {"live": np.bool_}
+_NO_FIGHT: dict[str, Any] = {"live": np.bool_}
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 # a table section: its rows (u32) and the length of its columns' declaration (u32), the
 # declaration (plain data: (name, dtype, inner shape) per array), then the block packed
@@ -602,7 +602,7 @@ def _saved_fight(fight, name: str, rows: int, cols: bytes, block: bytes) -> Save
     return Saved(want, rows, block, _blank(None, want, rows))
 
 
-_NO_FIGHT_RULES = {name: {} for name in FIGHT_TABLES}
+_NO_FIGHT_RULES: dict[str, dict[str, Any]] = {name: {} for name in FIGHT_TABLES}
 
 
 def _blank(table, columns: dict, cap: int) -> np.ndarray:
@@ -867,6 +867,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             need(not scratch[name].live.any(), f"table.{name}", "rows in use for a Game without fight rules")
     else:
         need(fcols is not None, "values.fight", f"the fight rules {type(fight_rules).__qualname__} keep no rows")
+        assert fight_rules is not None           # a fight saved needs fight rules (checked above)
         try:
             fight = fight_rules.state_of({name: scratch[name] for name in FIGHT_TABLES[:-1]}, fight)
             log = fight_rules.log_of(scratch["log"], log)
