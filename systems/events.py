@@ -91,6 +91,24 @@ class EventRows:
         return EventRows(self.entities[mask], self.types[mask], self.anim_ids[mask], picked)
 
 
+def _hand(ctx, ent, fe, handlers, default, fail) -> None:
+    """One fired event to its type's handlers (``handlers``, None: none), then to the
+    handlers of every type (``default``); a handler that raises is reported through
+    ``fail`` and the rest still run (the update goes on: HandlerError at its end)."""
+    if handlers is not None:
+        for h in handlers:
+            try:
+                h(ctx, ent, fe)
+            except Exception as exc:
+                fail("events", exc)
+    if default:
+        for h in default:
+            try:
+                h(ctx, ent, fe)
+            except Exception as exc:
+                fail("events", exc)
+
+
 class EventDispatch(esper.Processor):
     """Hand each fired event to the handlers of its type."""
 
@@ -173,19 +191,7 @@ class EventDispatch(esper.Processor):
                             tr = trs[lo]
                             fe = FiredEvent(evs[gs[lo]], anim[crs[lo]], tasks[tr] or task_at(ts, tr))
                             events.append(fe)
-                            hs = get(types[lo])
-                            if hs is not None:
-                                for h in hs:
-                                    try:
-                                        h(ctx, ent, fe)
-                                    except Exception as exc:    # kept: the update goes on (HandlerError)
-                                        fail("events", exc)
-                            if default:
-                                for h in default:
-                                    try:
-                                        h(ctx, ent, fe)
-                                    except Exception as exc:
-                                        fail("events", exc)
+                            _hand(ctx, ent, fe, get(types[lo]), default, fail)
                             continue
                         for j in range(lo, hi):
                             tr = trs[j]
@@ -193,19 +199,7 @@ class EventDispatch(esper.Processor):
                 else:
                     events = fired.events
                 for fe in events:
-                    hs = get(fe.event.type)
-                    if hs is not None:
-                        for h in hs:
-                            try:
-                                h(ctx, ent, fe)
-                            except Exception as exc:    # kept: the update goes on (HandlerError)
-                                fail("events", exc)
-                    if default:
-                        for h in default:
-                            try:
-                                h(ctx, ent, fe)
-                            except Exception as exc:
-                                fail("events", exc)
+                    _hand(ctx, ent, fe, get(fe.event.type), default, fail)
         if ctx.row_handlers:
             self._rows(ctx, todo, cols)
         for p in ctx.probe:
