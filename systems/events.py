@@ -34,6 +34,9 @@ _FEW = 16                           # fired humans up to this many are visited o
 _NONE = np.zeros(0, np.int64)
 
 
+_FEW_TYPES = 8                      # wanted types picked by one comparison each (more: np.isin)
+
+
 class _Lazy(Sequence):
     """The clip events of an update's event rows (indices ``g`` into ``evs``), each read
     when asked for: a rows handler that reads the columns alone makes no list of them."""
@@ -83,7 +86,13 @@ class EventRows:
         """The events of the types ``wanted`` (None: all), in the same order."""
         if wanted is None or not len(self.types):
             return self
-        mask = np.isin(self.types, np.array(wanted, np.int64))
+        types = self.types
+        if 0 < len(wanted) <= _FEW_TYPES:           # a comparison a type: far cheaper than isin on few rows
+            mask = types == wanted[0]
+            for w in wanted[1:]:
+                mask |= types == w
+        else:
+            mask = np.isin(types, np.array(wanted, np.int64))
         if mask.all():
             return self
         ev = self.events
@@ -229,6 +238,8 @@ class EventDispatch(esper.Processor):
         it)."""
         if cols is not None:
             owner, types, anim_ids, g, eng = cols
+            if not len(owner):                       # no event this update: no handler is called
+                return
             ents = np.fromiter(map(_FIRST, todo), np.int64, len(todo))[owner] if len(owner) else _NONE
             every = EventRows(ents, types, anim_ids, _Lazy(eng.fired_maker()[0], g))
         else:                                        # each human's FiredEvent objects
@@ -239,6 +250,8 @@ class EventDispatch(esper.Processor):
                     types_l.append(int(fe.event.type))
                     ids_l.append(int(fe.anim_id))
                     events.append(fe.event)
+            if not types_l:                          # no event this update: no handler is called
+                return
             every = EventRows(np.array(ents_l, np.int64), np.array(types_l, np.int64), np.array(ids_l, np.int64),
                               tuple(events))
         for wanted, handler in ctx.row_handlers:
