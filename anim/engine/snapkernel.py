@@ -133,6 +133,20 @@ def _flt(f32, f64, code, k):
 
 
 @_inline
+def _holds(ents, v):
+    """Whether the sorted array ``ents`` holds ``v`` (a binary search: numba's
+    np.searchsorted compiles its generic comparisons for each call's types)."""
+    lo, hi = 0, len(ents)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if ents[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < len(ents) and ents[lo] == v
+
+
+@_inline
 def _fail(out, code, a, b, c, d):
     out[0] = code
     out[1] = a
@@ -272,8 +286,7 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
                     elif kind == 3:
                         bad = v < 0 or v > 62 or ((lo >> v) & 1) == 0
                     elif kind == 4 and v != -1:
-                        p = np.searchsorted(ents, v)
-                        bad = p >= len(ents) or ents[p] != v
+                        bad = not _holds(ents, v)
                     if bad:
                         return _fail(out, 6, c, r, v, j)
     # -- cursors: their clip's numbers
