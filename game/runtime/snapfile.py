@@ -206,19 +206,30 @@ def config_digest(game) -> str:
 
 
 def config_bytes(game) -> tuple[bytes, bytes]:
-    """``config_parts(game)`` in the plain form and its sha256 (kept while the parts are
-    equal: encoding them is most of their cost)."""
-    parts = config_parts(game)
-    got = _CONFIG.get(id(game))
-    if got is None or got[0] != parts:
-        if len(_CONFIG) > 16:
-            _CONFIG.clear()
-        raw = plaindata.encode(parts)
-        got = _CONFIG[id(game)] = (parts, raw, hashlib.sha256(raw).digest())
+    """``config_parts(game)`` in the plain form and its sha256, computed once per Game and
+    again only when its configuration's stamp (``_config_stamp``) moved."""
+    stamp = _config_stamp(game)
+    got = game.__dict__.get("_snapfile_config")
+    if got is None or got[0] != stamp:
+        raw = plaindata.encode(config_parts(game))
+        got = game.__dict__["_snapfile_config"] = (stamp, raw, hashlib.sha256(raw).digest())
     return got[1], got[2]
 
 
-_CONFIG: dict = {}
+def _config_stamp(game) -> tuple:
+    """What ``config_parts`` reads, cheaply: equal stamps give equal parts. The humans
+    (the names' change count: a human's anim set is given when it is added), the clip
+    bank's size, the options object (frozen), the world's step, the callback kinds (in
+    registration order), the fight rules (their object and their settings, which a user
+    may change between two updates) and the state functions and actions."""
+    ctx, player = game.ctx, game.player
+    fight = game.fight
+    return (game.names.version, len(player.lookup.clips), player.options, ctx.dt, ctx.max_root_speed, ctx.reference,
+            tuple(player.callbacks._handlers), fight,
+            None if fight is None or not hasattr(fight, "config") else fight.config(),
+            tuple(ctx.state_functions), tuple(ctx.actions))
+
+
 
 
 # ---------------------------------------------------------------- the saved values, plain

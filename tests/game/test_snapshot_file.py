@@ -160,6 +160,38 @@ def test_config_digest_is_equal_for_games_set_up_alike_and_names_what_differs(pa
         other.close()
 
 
+def test_config_digest_is_kept_per_game_and_follows_every_change_of_its_configuration():
+    """The configuration's digest is computed once per Game; each change of what it is set
+    up with (a callback kind, a fight setting, a controller's) gives
+    the digest of the parts as they are now, and a file taken before is refused."""
+    from scuffle.game.fighters.moveset import demo_set
+    g = _fight()
+    try:
+        def fresh() -> str:
+            import hashlib
+            return hashlib.sha256(plaindata.encode(F.config_parts(g))).hexdigest()
+
+        seen = {g.config_digest()}
+        assert g.config_digest() == fresh()
+        old = g.snapshot().to_bytes()
+        changes = [lambda: g.callback("test.kind", lambda inst: None),
+                   lambda: setattr(g.fight, "round_pause", 11),
+                   lambda: setattr(g.fight.controllers[0], "aggression", 0.25)]
+        for change in changes:
+            change()
+            now = g.config_digest()
+            assert now == fresh() and now not in seen
+            seen.add(now)
+        # the same anim set, an action that keeps no state: the same parts
+        g.add_human("p3", demo_set(), position=(3.0, 0.0, 0.0))
+        g.ctx.actions.append(lambda ctx: None)
+        assert g.config_digest() == fresh()
+        with pytest.raises(SnapshotError, match="set up otherwise"):
+            g.restore(Snapshot.from_bytes(old))
+    finally:
+        g.close()
+
+
 def test_a_snapshot_object_restores_only_into_its_own_game(pair):
     a, b = pair
     before = b.checksum()
