@@ -290,13 +290,24 @@ def _name_of_instance(inst) -> str:
 
 
 def _meta(game, st) -> dict:
-    sets = {}
-    for name, ent in st.names.items():
-        sets[name] = game.component(ent, Animator).instance.anim_set.digest()
+    have = _sets_of(game)
+    sets = {name: have[name] if have.get(name) is not None and game.names.get(name) == ent else
+            game.component(ent, Animator).instance.anim_set.digest() for name, ent in st.names.items()}
     bank = _bank_bytes(game.player)
     return {"engine": st.engine, "updates_run": int(st.updates_run), "update": int(st.update),
             "names": {str(k): int(v) for k, v in st.names.items()}, "entity_next": int(st.entity_next),
             "sets": sets, "bank": bank}
+
+
+def _sets_of(game) -> dict[str, str]:
+    """Each human's anim set digest by name (kept per Game while its names are the same:
+    a human's anim set is given when it is added)."""
+    version = game.names.version
+    got = game.__dict__.get("_snapfile_sets")
+    if got is None or got[0] != version:
+        sets = {name: game.component(ent, Animator).instance.anim_set.digest() for name, ent in game.names.items()}
+        got = game.__dict__["_snapfile_sets"] = (version, sets)
+    return got[1]
 
 
 def _facts(player, n: int) -> ClipFacts:
@@ -395,13 +406,27 @@ def encode(game, st) -> bytes:
     raw = packed.data
     start = 0
     for (name, cols, cap, _), end in zip(tables, ends.tolist()):
-        head = _declared_bytes(cols)
-        sections.append((_SECTION_NAME[name], b"".join((_TABLE_HEAD.pack(cap, len(head)), head, raw[start:end]))))
+        sections.append((_SECTION_NAME[name], _table_head(cols, cap) + raw[start:end]))
         start = end
     return assemble(sections, _version(), config_sha)
 
 
 _SECTION_NAME = {name: f"table.{name}" for name in TABLES}
+
+
+def _table_head(columns: dict, cap: int) -> bytes:
+    """A table section's head: its rows, its declaration's length and the declaration
+    (kept per columns object and rows: a table's columns are one dict for its life)."""
+    got = _HEADS.get((id(columns), cap))
+    if got is None or got[0] is not columns:
+        head = _declared_bytes(columns)
+        if len(_HEADS) > 256:
+            _HEADS.clear()
+        got = _HEADS[(id(columns), cap)] = (columns, _TABLE_HEAD.pack(cap, len(head)) + head)
+    return got[1]
+
+
+_HEADS: dict = {}
 
 
 def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
@@ -429,6 +454,21 @@ def sections_of(data: bytes) -> tuple[str, bytes, list[tuple[str, bytes]]]:
         raw, off, length = _ENTRY.unpack_from(payload, i * _ENTRY.size)
         out.append((raw.rstrip(b"\0").decode("ascii"), payload[off:off + length]))
     return version.rstrip(b"\0").decode("ascii"), config, out
+
+
+# a directory entry's name field (NUL-padded) -> the section's name
+_SECTION_OF = {name.encode("ascii").ljust(16, b"\0"): name for name in SECTIONS}
+
+
+def _directory(count: int) -> struct.Struct:
+    """The struct of a directory of ``count`` entries (kept per count)."""
+    got = _DIRECTORIES.get(count)
+    if got is None:
+        got = _DIRECTORIES[count] = struct.Struct("<" + "16sQQ" * count)
+    return got
+
+
+_DIRECTORIES: dict[int, struct.Struct] = {}
 
 
 @dataclass(slots=True)
@@ -480,17 +520,20 @@ def parse(data: bytes) -> Parsed:
         raise _Refused(f"directory: {count} entries do not fit the payload")
     found: dict[str, bytes] = {}
     spans = []
+    entries = _directory(count).unpack_from(payload)
+    low = _ENTRY.size * count
     for i in range(count):
-        raw, off, length = _ENTRY.unpack_from(payload, i * _ENTRY.size)
-        try:
-            name = raw.rstrip(b"\0").decode("ascii")
-        except UnicodeDecodeError:
-            raise _Refused(f"directory[{i}].name: not ASCII") from None
-        if not (name in SECTIONS):
+        raw, off, length = entries[3 * i:3 * i + 3]
+        name = _SECTION_OF.get(raw)
+        if name is None:
+            try:
+                name = raw.rstrip(b"\0").decode("ascii")
+            except UnicodeDecodeError:
+                raise _Refused(f"directory[{i}].name: not ASCII") from None
             raise _Refused(f"directory[{i}].name: {short(name)} is not a section of format {FORMAT}")
         if name in found:                  # (no need(): its message would be made for every entry)
             raise _Refused(f"directory[{i}].name: section {name!r} twice")
-        if not (_ENTRY.size * count <= off and off + length <= size):
+        if not (low <= off and off + length <= size):
             raise _Refused(f"directory[{i}] ({name}): offset {off} and size {length} outside the payload")
         spans.append((off, off + length, name))
         found[name] = data[HEADER.size + off:HEADER.size + off + length]
@@ -498,9 +541,9 @@ def parse(data: bytes) -> Parsed:
     for a, b in zip(spans, spans[1:]):
         if a[1] > b[0]:
             raise _Refused(f"section {b[2]}: overlaps section {a[2]}")
-    for name in SECTIONS:
-        if name not in found:
-            raise _Refused(f"directory: no section {name!r}")
+    if len(found) != len(SECTIONS):                  # (each name found is a section's, once)
+        missing = next(name for name in SECTIONS if name not in found)
+        raise _Refused(f"directory: no section {missing!r}")
     try:
         meta = plaindata.decode(found["meta"])
     except plaindata.PlainDataError as e:
@@ -539,19 +582,53 @@ def parse(data: bytes) -> Parsed:
 # ---------------------------------------------------------------- checked against a Game
 class _Rows:
     """A checked block's arrays by name (a scratch table: no handles, no fast views,
-    nothing of the world's), each made when first read."""
+    nothing of the world's), each made when first read. ``_Rows(columns, cap, block)``
+    gives an instance of the layout's own subclass, whose columns are descriptors."""
+
+    __slots__ = ("capacity", "block", "__dict__")
+
+    def __new__(cls, columns: dict, cap: int, block: np.ndarray):
+        sub = cls if cls is not _Rows else _rows_class(columns, cap)
+        obj = object.__new__(sub)
+        obj.capacity, obj.block = cap, block
+        return obj
 
     def __init__(self, columns: dict, cap: int, block: np.ndarray):
-        self.capacity, self.block, self._lay = cap, block, _layout_of(columns, cap)
+        pass
 
-    def __getattr__(self, name: str) -> Any:       # a column's view, made once
-        d = self.__dict__
-        got = d["_lay"].get(name)
-        if got is None:
-            raise AttributeError(name)
-        off, dt, shape = got
-        a = d[name] = np.ndarray(shape, dt, d["block"], off)
+
+class _Column:
+    """A column of a _Rows subclass: its view of the block, made at the first read and
+    then kept in the instance (a non-data descriptor: the instance's dict wins after)."""
+
+    __slots__ = ("name", "off", "dt", "shape")
+
+    def __init__(self, name: str, off: int, dt: np.dtype, shape: tuple):
+        self.name, self.off, self.dt, self.shape = name, off, dt, shape
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        a = obj.__dict__[self.name] = np.ndarray(self.shape, self.dt, obj.block, self.off)
         return a
+
+
+def _rows_class(columns: dict, cap: int) -> type:
+    """The _Rows subclass of a layout (kept per columns object and rows)."""
+    key = (id(columns), cap)
+    got = _ROWS_CLASSES.get(key)
+    if got is None or got[0] is not columns:
+        lay = _layout_of(columns, cap)
+        cls = type("_Rows", (_Rows,), {"__slots__": (), **{n: _Column(n, off, dt, shape)
+                                                             for n, (off, dt, shape) in lay.items()
+                                                             if n not in ("capacity", "block")}})
+        if len(_ROWS_CLASSES) > 256:
+            _ROWS_CLASSES.clear()
+        got = _ROWS_CLASSES[key] = (columns, cls)
+    return got[1]
+
+
+_ROWS_CLASSES: dict = {}
 
 
 _LAYOUTS: dict = {}                # (id of the columns, capacity) -> store.block_layout's: derived only
@@ -733,11 +810,13 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     update = need_int(m["update"], "meta.update", 0, MAX_COUNTER)
     names = m["names"]
     need(isinstance(names, dict) and len(names) <= 1 << 24, "meta.names", "not a map of names to entities")
+    alive = game._alive
     for name, ent in names.items():
-        if not (isinstance(name, str) and len(name) <= 256):
+        if not (name.__class__ is str and len(name) <= 256):
             raise _Refused(f"meta.names: {short(name)} is not a name")
-        need_int(ent, f"meta.names[{short(name)}]", 0)
-        if not (game.names.get(name) == ent and game._alive(ent)):
+        if not (ent.__class__ is int and 0 <= ent < 1 << 63):
+            need_int(ent, f"meta.names[{short(name)}]", 0)
+        if not (game.names.get(name) == ent and alive(ent)):
             raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up as "
                            "the snapshot's was)")
     need(len(set(names.values())) == len(names), "meta.names", "two names for one entity")
@@ -745,8 +824,9 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                            MAX_COUNTER)
     sets = m["sets"]
     need(isinstance(sets, dict) and set(sets) == set(names), "meta.sets", "not one anim set digest per human")
+    have_sets = _sets_of(game)
     for name, d in sets.items():
-        if not (d == game.component(names[name], Animator).instance.anim_set.digest()):
+        if not (d == have_sets[name]):
             raise _Refused(f"meta.sets[{short(name)}]: the human's anim set differs from this Game's")
     bank_raw = m["bank"]
     need(isinstance(bank_raw, bytes) and len(bank_raw) % 32 == 0, "meta.bank", "not the clips' digests")
