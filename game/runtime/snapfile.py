@@ -33,7 +33,7 @@ from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
 from scuffle.anim.engine.callbacks import Callback, CallbackTable
 from scuffle.anim.playback.cursor import cursor_proto
-from scuffle.anim.engine.digest import array_form, blocks_digests, digest_form, values_bytes
+from scuffle.anim.engine.digest import array_form, blocks_digests, digest_form, digests_plan, digests_with, values_bytes
 from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack,
                                           pack_all, unpack)
 from scuffle.anim.engine.store import Table, block_layout
@@ -233,6 +233,23 @@ def _config_stamp(game) -> tuple:
 
 
 # ---------------------------------------------------------------- the saved values, plain
+def _views_named(game) -> dict[int, str]:
+    """``_names_of_views(game)``, kept per Game while its names are the same (the views
+    are kept with it, so that no other object takes one's id; a view not found makes it
+    again: ``_owners_plain``)."""
+    version = game.names.version
+    got = game.__dict__.get("_snapfile_views")
+    if got is None or got[0] != version:
+        got = game.__dict__["_snapfile_views"] = (version, _names_of_views(game), _views_of(game))
+    return got[1]
+
+
+def _views_of(game) -> list:
+    comps = game._entities
+    return [v for ent in game.names.values() if (c := comps.get(ent)) is not None
+            for v in (c.get(Body), c.get(Combat)) if v is not None]
+
+
 def _names_of_views(game) -> dict[int, str]:
     """id(Body or Combat view) -> the human's name."""
     out: dict[int, str] = {}
@@ -248,10 +265,14 @@ def _names_of_views(game) -> dict[int, str]:
     return out
 
 
-def _owners_plain(owners: dict, views: dict[int, str], what: str) -> dict:
+def _owners_plain(owners: dict, views: dict[int, str], what: str, game: Any = None) -> dict:
     out = {}
     for row, view in owners.items():
         name = views.get(id(view))
+        if name is None and game is not None:        # a view given since the names last changed
+            views = _names_of_views(game)
+            game.__dict__.pop("_snapfile_views", None)
+            name = views.get(id(view))
         if name is None:
             raise S.NoPlainForm(f"{what} row {row} belongs to no human of the Game")
         out[int(row)] = name
@@ -270,11 +291,11 @@ def plain_values(game, st, strict: bool = True, array: Any = None) -> dict:
     if st.engine != "compiled":
         raise S.NoPlainForm("a snapshot of the reference engine has no byte form (its state is plain Python "
                             "objects); save the compiled engine's")
-    views = _names_of_views(game)
+    views = _views_named(game)
     return {
         "engine": S.engine_plain(st.engine_state, _name_of_instance, strict, array),
-        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body")},
-        "combats": {"owners": _owners_plain(st.combats[1], views, "combat"),
+        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body", game)},
+        "combats": {"owners": _owners_plain(st.combats[1], views, "combat", game),
                     "texts": [str.__str__(t) if isinstance(t, str) else t for t in st.combats[2]]},
         "fight": st.fight,
         "extras": list(st.extras),
@@ -1058,14 +1079,39 @@ def checksum(game, st) -> str:
     are not state and are left out."""
     h = hashlib.sha256()
     h.update(struct.pack("<qqq", st.updates_run, st.update, st.entity_next))
-    h.update(plaindata.encode(dict(st.names)))
+    h.update(_names_bytes(st.names))
     v = plain_values(game, st, strict=False, array=array_form)
     fight, v["fight"], _ = _fight_rows(game, st, log=False)
     h.update(_values_digest(v))
-    h.update(blocks_digests([*((_columns_of(_table_of(game, name)), ts.capacity, ts.block)
-                               for name, ts in _saved_tables(st).items()),
-                             *((cols, cap, block) for _, cols, cap, block in fight)]).tobytes())
+    saved = _saved_tables(st).values()
+    caps = (*(ts.capacity for ts in saved), *(t[2] for t in fight))
+    got = game.__dict__.get("_snapfile_digests")
+    if got is None or got[0] != caps or got[1] is not game.fight:
+        # the Game's tables and the fight rules' keep their columns for their life: a
+        # layout is the capacities'
+        plan = digests_plan([*((_columns_of(_table_of(game, name)), cap) for name, cap in zip(_SAVED_NAMES, caps)),
+                             *((t[1], t[2]) for t in fight)])
+        got = game.__dict__["_snapfile_digests"] = (caps, game.fight, plan)
+    h.update(digests_with(got[2], (*(ts.block for ts in saved), *(t[3] for t in fight))).tobytes())
     return h.hexdigest()
+
+
+_SAVED_NAMES = (*_ENGINE_TABLES, "humans", "bodies", "combats")         # _saved_tables' order
+
+
+def _names_bytes(names: dict) -> bytes:
+    """The plain form of a state's names (kept for the last names dict: a state's names
+    are its own copy, never changed, and a Game's states share one while its names are
+    the same)."""
+    got = _NAMES[0]
+    if got is not None and got[0] is names and got[1] == len(names):
+        return got[2]
+    raw = plaindata.encode(dict(names))
+    _NAMES[0] = (names, len(names), raw)
+    return raw
+
+
+_NAMES: list = [None]
 
 
 _COLUMNS_OF: dict = {}                # a declaration's bytes -> its columns (the same object each time)
@@ -1096,17 +1142,22 @@ def _declared_columns(raw: bytes, where: str) -> dict:
 
 
 def _values_digest(v: dict) -> bytes:
-    """The checksum's bytes of plain values in digest_form: the engine's, the bodies', the
-    combat rows' and the fight rules' (scuffle's own: plain types, no sets) by
-    anim.engine.digest.values_bytes; the stateful actions' by anim.engine.plaindata (a host's action
-    may keep any plain value: a set is sorted there, a dataclass written by its fields)."""
+    """The checksum's bytes of plain values: the engine's, the bodies', the combat rows' and
+    the fight rules' (scuffle's own, in digest_form: plain types, no sets) by
+    anim.engine.digest.values_bytes; the stateful actions' as they are by anim.engine.plaindata
+    (a host's action may keep any plain value: a set is sorted there, a dataclass written by
+    its fields, an array as a file holds it)."""
     extras = v.get("extras")
     own = {k: x for k, x in v.items() if k != "extras"}      # the fight's state holds no array
     try:
         head = values_bytes(own)
     except ValueError:                           # a type values_bytes does not write by value (an enum's text)
         head = plaindata.encode(own, lenient=True)
-    return head + plaindata.encode(digest_form(extras), lenient=True)
+    try:                                         # (arrays as plaindata writes them: as a file holds them)
+        tail = plaindata.encode(extras, lenient=True)
+    except plaindata.PlainDataError:             # an array of a dtype no file holds: by its digest form
+        tail = plaindata.encode(digest_form(extras), lenient=True)
+    return head + tail
 
 
 def checksum_parsed(p: Parsed) -> str:
@@ -1115,7 +1166,8 @@ def checksum_parsed(p: Parsed) -> str:
     m = p.meta
     h.update(struct.pack("<qqq", m["updates_run"], m["update"], m["entity_next"]))
     h.update(plaindata.encode(m["names"]))
-    h.update(_values_digest(digest_form({k: x for k, x in p.values.items() if k != "fight_log"})))
+    h.update(_values_digest({k: x if k == "extras" else digest_form(x) for k, x in p.values.items()
+                             if k != "fight_log"}))
     tables = []
     for name in TABLES[:-1]:                     # (the log is no state: out of the checksum)
         rows, raw, packed = p.tables[name]
