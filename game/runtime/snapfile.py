@@ -963,7 +963,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         loose.append((inst_of[x[0]], (vals[0], vals[1], vals[2], vals[3], report)))
     es = S.EngineState(states, humans_state,
                        ((pool[0].copy(), pool[1]), (deferred.copy(), {}), ([], [], []), [a.copy() for a in stepped],
-                        stats, calls),
+                        stats, (calls[0], calls[1].tolist(), calls[2].tolist())),
                        (b[0], b[1], leaving, instances), loose, None)
     # -- the bodies and the combat rows: their owners by name, finite numbers
     bodies = _views_back(game, scratch["bodies"], v["bodies"], names, Body, "bodies")
@@ -1001,9 +1001,9 @@ def to_state(game, p: Parsed, state_cls) -> Any:
 
 
 def _calls_back(v: Any, kinds: Any) -> tuple:
-    """The callbacks table's saved (values, uses, free): each value None (a free id), a
-    callback (kind, args) of a kind this Game registered (each callback once), or ("",
-    name) a partner's name."""
+    """The callbacks table's saved (values, uses, free) (the id lists as int64 arrays):
+    each value None (a free id), a callback (kind, args) of a kind this Game registered
+    (each callback once), or ("", name) a partner's name."""
     where = "values.engine.calls"
     need(isinstance(v, dict) and set(v) == {"values", "uses", "free"}, where, "not {values, uses, free}")
     vals = v["values"]
@@ -1030,7 +1030,7 @@ def _calls_back(v: Any, kinds: Any) -> tuple:
     for k in ("uses", "free"):
         a = v[k]
         need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, f"{where}.{k}", "not a list of ints")
-        lists.append(a.tolist())
+        lists.append(a)
     return out, lists[0], lists[1]
 
 
