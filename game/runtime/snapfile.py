@@ -695,6 +695,20 @@ def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
     return Saved(want, rows, block, _blank(live, want, rows))
 
 
+def _saved_rows(game, tables: dict) -> list[Saved]:
+    """``_saved`` of each of ROW_TABLES of a parsed file's ``tables``: checked once per
+    Game for each rows and declarations met (a table's columns and defaults are its own
+    for its life), then taken as they were while the file's are the same."""
+    st, ctx = game.player.stores, game.ctx
+    key = (st, ctx.bodies, ctx.combats, *(tables[name][:2] for name in ROW_TABLES))
+    got = game.__dict__.get("_snapfile_saved")
+    if got is not None and got[0] == key:
+        return [Saved(c, t[0], t[2], b) for (c, b), t in zip(got[1], (tables[name] for name in ROW_TABLES))]
+    saved = [_saved(game, name, *tables[name]) for name in ROW_TABLES]
+    game.__dict__["_snapfile_saved"] = (key, [(sv.columns, sv.blank) for sv in saved])
+    return saved
+
+
 def _saved_fight(fight, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
     """Fight table ``name``'s saved rows for the checks, after checking its rows and
     columns against the Game's fight rules (``ROW_COLUMNS``, ``row_limits``; without
@@ -858,8 +872,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     # -- the tables: their layouts, then every row checked in one pass on a scratch copy
     fight_rules = game.fight if game.fight is not None and hasattr(game.fight, "save_state") else None
     fcols = getattr(fight_rules, "ROW_COLUMNS", None)
-    saved = [*(_saved(game, name, *p.tables[name]) for name in ROW_TABLES),
-             *(_saved_fight(fight_rules, name, *p.tables[name]) for name in FIGHT_TABLES)]
+    saved = [*_saved_rows(game, p.tables), *(_saved_fight(fight_rules, name, *p.tables[name]) for name in FIGHT_TABLES)]
     v = p.values
     need(set(v) == {"engine", "bodies", "combats", "fight", "fight_log", "extras"}, "values",
          "not the fields of a snapshot")
