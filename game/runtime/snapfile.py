@@ -375,6 +375,16 @@ def _columns_of(t) -> dict:
     return t._all if isinstance(t, Table) else t.COLUMNS
 
 
+def _game_columns(game) -> dict:
+    """Each of the Game's seven saved tables' columns by name (kept per Game: its tables
+    and their columns are its own for its life)."""
+    got = game.__dict__.get("_snapfile_columns")
+    if got is None or got[0] is not game.player.stores:
+        got = game.__dict__["_snapfile_columns"] = (game.player.stores, {
+            name: _columns_of(_table_of(game, name)) for name in (*_ENGINE_TABLES, "humans", "bodies", "combats")})
+    return got[1]
+
+
 def _saved_tables(st) -> dict:
     es = st.engine_state
     return {**{n: es.tables[n] for n in _ENGINE_TABLES}, "humans": es.humans, "bodies": st.bodies[0],
@@ -420,8 +430,9 @@ def encode(game, st) -> bytes:
     config, config_sha = config_bytes(game)
     sections: list[tuple[str, bytes]] = [("config", config), ("meta", plaindata.encode(_meta(game, st))),
                                          ("values", values)]
-    tables = [(name, _columns_of(_table_of(game, name)), int(ts.capacity), ts.block)
-              for name, ts in _saved_tables(st).items()]
+    saved = _saved_tables(st)
+    cols = _game_columns(game)
+    tables = [(name, cols[name], int(ts.capacity), ts.block) for name, ts in saved.items()]
     tables += fight
     packed, ends = pack_all([t[1:] for t in tables])
     raw = packed.data
@@ -453,12 +464,13 @@ _HEADS: dict = {}
 def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
     """A file from its sections (name, bytes) in order: the header (its sizes and the
     payload's sha256 computed here) and the directory before them."""
-    directory, body, off = [], [], _ENTRY.size * len(sections)
+    entries: list = []
+    body, off = [], _ENTRY.size * len(sections)
     for name, data in sections:
-        directory.append(_ENTRY.pack(name.encode("ascii"), off, len(data)))
+        entries += (name.encode("ascii"), off, len(data))
         body.append(data)
         off += len(data)
-    payload = b"".join(directory + body)
+    payload = b"".join((_directory(len(sections)).pack(*entries), *body))
     head = HEADER.pack(MAGIC, FORMAT, HEADER.size, version.encode("ascii")[:16], config, len(sections), 0,
                        len(payload), hashlib.sha256(payload).digest())
     return head + payload
