@@ -1065,12 +1065,12 @@ MAX_CALLS = 1 << 20
 
 def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
     """(TableState, owners: row -> the human's view) of a body or combat table."""
-    where = f"values.{what}"
+    where = _VIEWS_WHERE[what]
     need(isinstance(v, dict) and "owners" in v, where, "not a map holding owners")
     live = np.flatnonzero(t.live).tolist()
     in_use = set(live)
     owners_v = v["owners"]
-    need(isinstance(owners_v, dict), f"{where}.owners", "not a map")
+    need(isinstance(owners_v, dict), where + ".owners", "not a map")
     owners = {}
     for r, name in owners_v.items():
         if not (r.__class__ is int and r in in_use):
@@ -1078,9 +1078,12 @@ def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
         if not (name in names):
             raise _Refused(f"{where}.owners[{r}]: {short(name)} is not a human of the snapshot")
         owners[r] = game.component(names[name], cls)
-    need(sorted(owners) == live, f"{where}.owners", "not one owner per row in use")
-    need(len({id(x) for x in owners.values()}) == len(owners), f"{where}.owners", "a human owns two rows")
+    need(sorted(owners) == live, where + ".owners", "not one owner per row in use")
+    need(len({id(x) for x in owners.values()}) == len(owners), where + ".owners", "a human owns two rows")
     return S.TableState(t.capacity, t.block), owners
+
+
+_VIEWS_WHERE = {"bodies": "values.bodies", "combats": "values.combats"}
 
 
 _NO_ROWS = np.zeros(0, np.int64)
