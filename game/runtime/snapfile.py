@@ -43,9 +43,10 @@ from scuffle.game.runtime.version import __version__
 __all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "config_bytes",
            "table_block", "table_section", "plain_values", "encode",
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
-           "need_float", "need_random_state", "short", "assemble", "sections_of"]
+           "need_float", "need_random_state", "short", "assemble", "sections_of", "counts_of", "counts_section",
+           "COUNT_LISTS", "COUNTERS"]
 
-FORMAT = 5                       # the byte form's version (the header's second field)
+FORMAT = 6                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
 # magic, format, header size, scuffle version (ASCII, NUL-padded), configuration digest,
 # section count, flags (0), payload size (the bytes after the header), sha256 of the payload
@@ -59,7 +60,7 @@ ROW_TABLES = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats
 # ``ROW_RANGES``; game.fighters.fightrows); a Game without fight rules writes them with no row in use
 FIGHT_TABLES = ("fighters", "ais", "pending", "log")
 TABLES = (*ROW_TABLES, *FIGHT_TABLES)
-SECTIONS = ("config", "meta", "values", *(f"table.{t}" for t in TABLES))
+SECTIONS = ("config", "meta", "counts", "values", *(f"table.{t}" for t in TABLES))
 # the fight tables' columns in a Game without fight rules: a live column only
 _NO_FIGHT: dict[str, Any] = {"live": np.bool_}
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
@@ -67,6 +68,15 @@ _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 # declaration (plain data: (name, dtype, inner shape) per array), then the block packed
 # (anim.engine.snapcheck.pack: the free list's arrays whole, the other columns' rows in use)
 _TABLE_HEAD = struct.Struct("<II")
+# The counts section: the engine's lists of rows and its counters as fixed columns, read
+# straight from the bytes: the four lists' lengths and the pool's (u32 each), the five
+# counters (i64 each, ``COUNTERS``), then the lists (int64 each, ``COUNT_LISTS``' order)
+# and the pool's flags (one byte each, 0 or 1). Their rules are the compiled pass's
+# (anim.engine.snapcheck.check_saved: generations, free list, pool) and check_ids' (the
+# callbacks' uses and free ids); the counters' are to_state's.
+_COUNTS_HEAD = struct.Struct("<5I5q")
+COUNT_LISTS = ("humans.gen", "humans.free", "calls.uses", "calls.free")
+COUNTERS = ("pool.n_out", "stats[0]", "stats[1]", "batch.kernel_humans", "batch.pair_changes")
 
 
 class _Refused(ValueError):
@@ -426,10 +436,11 @@ def encode(game, st) -> bytes:
     docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
     v = plain_values(game, st)
     fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
+    counts = _counts_bytes(v)
     values = plaindata.encode(v)          # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
     sections: list[tuple[str, bytes]] = [("config", config), ("meta", plaindata.encode(_meta(game, st))),
-                                         ("values", values)]
+                                         ("counts", counts), ("values", values)]
     saved = _saved_tables(st)
     cols = _game_columns(game)
     tables = [(name, cols[name], int(ts.capacity), ts.block) for name, ts in saved.items()]
@@ -444,6 +455,60 @@ def encode(game, st) -> bytes:
 
 
 _SECTION_NAME = {name: f"table.{name}" for name in TABLES}
+
+
+def _counts_bytes(v: dict) -> bytes:
+    """The counts section of plain values ``v`` (``plain_values``), whose engine values
+    give up what the section holds: the human table's generations and free list, the
+    callbacks' uses and free ids, the pool, the step's counts and the batch's counters
+    (the engine's values keep the callbacks' values, the deferred list, the step's lists,
+    the leaving humans, the humans by row and the loose humans)."""
+    e = v["engine"]
+    h, calls = e.pop("humans"), e["calls"]
+    pool, stats, batch = e.pop("pool"), e.pop("stats"), e.pop("batch")
+    uses, free = calls.pop("uses"), calls.pop("free")
+    e["leaving"] = batch[2]
+    lists = (h["gen"], h["free"], uses, free)
+    flags = pool[0]
+    head = _COUNTS_HEAD.pack(len(lists[0]), len(lists[1]), len(lists[2]), len(lists[3]), len(flags),
+                             pool[1], stats[0], stats[1], batch[0], batch[1])
+    return b"".join((head, *(a.astype(_I8, copy=False).tobytes() for a in lists), flags.view(np.uint8).tobytes()))
+
+
+_I8 = np.dtype("<i8")
+
+
+def counts_section(c: dict) -> bytes:
+    """A counts section from its fields (``counts_of``'s dict: a tool's or a test's
+    edit written back)."""
+    lists = [np.asarray(c[n], _I8) for n in COUNT_LISTS]
+    flags = np.asarray(c["pool.out"]).astype(np.uint8)
+    head = _COUNTS_HEAD.pack(*(len(a) for a in lists), len(flags), *(c[n] for n in COUNTERS))
+    return b"".join((head, *(a.tobytes() for a in lists), flags.tobytes()))
+
+
+def counts_of(sec: bytes) -> dict:
+    """The counts section read back: {name: int64 array} for ``COUNT_LISTS``, "pool.out"
+    (bools) and {name: int} for ``COUNTERS``. Rejected (_Refused naming the field): a
+    section shorter than its head, lengths that do not add up to its size exactly (checked
+    before anything is allocated), a pool flag that is not 0 or 1."""
+    if len(sec) < _COUNTS_HEAD.size:
+        raise _Refused(f"section counts: {len(sec)} bytes, shorter than its {_COUNTS_HEAD.size}-byte head")
+    got = _COUNTS_HEAD.unpack_from(sec)
+    lens, n_pool = got[:4], got[4]
+    size = _COUNTS_HEAD.size + 8 * sum(lens) + n_pool
+    if size != len(sec):
+        raise _Refused(f"section counts: lengths {short(got[:5])} take {size} bytes, the section holds {len(sec)}")
+    out: dict[str, Any] = dict(zip(COUNTERS, got[5:]))
+    off = _COUNTS_HEAD.size
+    for name, n in zip(COUNT_LISTS, lens):
+        out[name] = np.frombuffer(sec, _I8, n, off).astype(np.int64)
+        off += 8 * n
+    flags = np.frombuffer(sec, np.uint8, n_pool, off)
+    if n_pool and int(flags.max()) > 1:
+        raise _Refused(f"counts.pool.out[{int(np.argmax(flags > 1))}]: a flag that is not 0 or 1")
+    out["pool.out"] = flags.astype(np.bool_)
+    return out
 
 
 def _table_head(columns: dict, cap: int) -> bytes:
@@ -515,6 +580,7 @@ class Parsed:
     values: dict
     values_bytes: bytes           # the values section as written (the checksum hashes it)
     tables: dict                  # name -> (rows, the columns' declaration (plain bytes), the packed block)
+    counts: dict                  # the counts section read (``counts_of``): checked against a Game by to_state
 
 
 def parse(data: bytes) -> Parsed:
@@ -593,6 +659,7 @@ def parse(data: bytes) -> Parsed:
     names = meta.get("names")
     need(isinstance(names, dict) and all(k.__class__ is str for k in names), "meta.names", "not a map of names")
     need(isinstance(values, dict), "values", "not a map")
+    counts = counts_of(found["counts"])
     tables = {}
     head = _TABLE_HEAD.size
     for name in TABLES:
@@ -609,7 +676,7 @@ def parse(data: bytes) -> Parsed:
         tables[name] = (rows, sec[head:head + hl], memoryview(sec)[head + hl:])
     need(hashlib.sha256(found["config"]).digest() == config, "section config",
          "not the configuration the header's digest names")
-    return Parsed(ver, config, found["config"], meta, values, found["values"], tables)
+    return Parsed(ver, config, found["config"], meta, values, found["values"], tables, counts)
 
 
 # ---------------------------------------------------------------- checked against a Game
@@ -794,12 +861,6 @@ def table_section(rows: int, raw: bytes, columns: dict, block: np.ndarray) -> by
     return _TABLE_HEAD.pack(rows, len(raw)) + raw + pack(columns, rows, block).tobytes()
 
 
-def _rows_array(a: Any, where: str) -> np.ndarray:
-    """A list of rows as the values hold it: an int64 array of one dimension."""
-    need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, where, "not a list of rows")
-    return a
-
-
 def _declared(columns: dict) -> list:
     """The columns as a file declares them: (name, base dtype, inner shape) each."""
     key = tuple(columns)
@@ -889,15 +950,10 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     need(set(v) == {"engine", "bodies", "combats", "fight", "fight_log", "extras"}, "values",
          "not the fields of a snapshot")
     ev = v["engine"]
-    need(isinstance(ev, dict) and set(ev) == {"humans", "calls", "pool", "deferred", "stepped", "stats", "batch",
-                                              "instances", "loose"}, "values.engine", "not the engine's fields")
-    hv = ev["humans"]
-    need(isinstance(hv, dict) and set(hv) == {"free", "gen"}, "values.engine.humans", "not its fields")
-    hgen = _rows_array(hv["gen"], "values.engine.humans.gen")
-    hfree = _rows_array(hv["free"], "values.engine.humans.free")
-    pool = ev["pool"]
-    need(isinstance(pool, tuple) and len(pool) == 2 and isinstance(pool[0], np.ndarray), "values.engine.pool",
-         "not (flags, count)")
+    need(isinstance(ev, dict) and set(ev) == _ENGINE_FIELDS, "values.engine", "not the engine's fields")
+    cn = p.counts
+    hgen, hfree = cn["humans.gen"], cn["humans.free"]
+    pool = (cn["pool.out"], cn["pool.n_out"])
     # a table's rows are reset to its defaults when given back (anim.engine.store.Table.free): no
     # table has rows waiting for a reset between two updates
     dirty = [_NO_ROWS] * len(TABLES)
@@ -915,7 +971,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     scratch = {name: _Rows(sv.columns, sv.capacity, b) for name, sv, b in zip(TABLES, saved, blocks)}
     hum = scratch["humans"]
     kinds = player.callbacks
-    calls = _calls_back(ev["calls"], kinds)
+    calls = _calls_back(ev["calls"], kinds, cn["calls.uses"], cn["calls.free"])
     try:
         check_ids(scratch["tasks"], hum, calls[0], calls[1], calls[2], len(bank))
     except StateError as e:
@@ -937,20 +993,16 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1
         and bool(((a >= 0) & (a < hum.capacity)).all())
         for a in stepped), "values.engine.stepped", "not lists of human rows")
-    stats = ev["stats"]
-    need(isinstance(stats, tuple) and len(stats) == 2, "values.engine.stats", "not two counts")
-    for i, x in enumerate(stats):
-        need_int(x, f"values.engine.stats[{i}]", 0)
-    b = ev["batch"]
-    need(isinstance(b, tuple) and len(b) == 3 and isinstance(b[2], list), "values.engine.batch", "not its fields")
-    need_int(b[0], "values.engine.batch.kernel_humans", 0, hum.capacity)
-    need_int(b[1], "values.engine.batch.pair_changes", 0)
+    stats = (need_int(cn["stats[0]"], "counts.stats[0]", 0), need_int(cn["stats[1]"], "counts.stats[1]", 0))
+    b = (need_int(cn["batch.kernel_humans"], "counts.batch.kernel_humans", 0, hum.capacity),
+         need_int(cn["batch.pair_changes"], "counts.batch.pair_changes", 0), ev["leaving"])
+    need(isinstance(b[2], list), "values.engine.leaving", "not a list")
     leaving = []
     for i, x in enumerate(b[2]):
-        need(isinstance(x, tuple) and len(x) == 2, f"values.engine.batch.leaving[{i}]", "not (row, generation)")
-        need_int(x[0], f"values.engine.batch.leaving[{i}]", 0, hum.capacity - 1)
-        need_int(x[1], f"values.engine.batch.leaving[{i}]", 0)
-        need(bool(hum.live[x[0]]), f"values.engine.batch.leaving[{i}]", "a human row not in use")
+        need(isinstance(x, tuple) and len(x) == 2, f"values.engine.leaving[{i}]", "not (row, generation)")
+        need_int(x[0], f"values.engine.leaving[{i}]", 0, hum.capacity - 1)
+        need_int(x[1], f"values.engine.leaving[{i}]", 0)
+        need(bool(hum.live[x[0]]), f"values.engine.leaving[{i}]", "a human row not in use")
         leaving.append(x)
     inst_of = {name: game.instance(name) for name in names}
     rows = ev["instances"]
@@ -1025,12 +1077,13 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                      (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras), log)
 
 
-def _calls_back(v: Any, kinds: Any) -> tuple:
-    """The callbacks table's saved (values, uses, free) (the id lists as int64 arrays):
-    each value None (a free id), a callback (kind, args) of a kind this Game registered
-    (each callback once), or ("", name) a partner's name."""
+def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray) -> tuple:
+    """The callbacks table's saved (values, uses, free) (the id lists: the counts
+    section's int64 arrays, checked with the tasks' ids by check_ids): each value None (a
+    free id), a callback (kind, args) of a kind this Game registered (each callback
+    once), or ("", name) a partner's name."""
     where = "values.engine.calls"
-    need(isinstance(v, dict) and set(v) == {"values", "uses", "free"}, where, "not {values, uses, free}")
+    need(isinstance(v, dict) and set(v) == {"values"}, where, "not {values}")
     vals = v["values"]
     need(isinstance(vals, list) and len(vals) <= MAX_CALLS, f"{where}.values", f"not a list of at most {MAX_CALLS}")
     out: list = []
@@ -1051,12 +1104,27 @@ def _calls_back(v: Any, kinds: Any) -> tuple:
             if k in ids:
                 raise _Refused(f"{where}.values[{i}]: the callback of values[{ids[k]}] again")
             ids[k] = i
-    lists = []
-    for k in ("uses", "free"):
-        a = v[k]
-        need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, f"{where}.{k}", "not a list of ints")
-        lists.append(a)
-    return out, lists[0], lists[1]
+    return out, uses, free
+
+
+# the engine's values a file holds (the rest are the counts section's)
+_ENGINE_FIELDS = frozenset({"calls", "deferred", "stepped", "leaving", "instances", "loose"})
+
+
+def _engine_values(p: Parsed) -> dict:
+    """The engine's values of parsed file ``p`` as ``plain_values`` gives them (the counts
+    section's back in their places: the checksum of a file). Rejected (_Refused): values
+    without the engine's fields."""
+    e = p.values.get("engine")
+    need(isinstance(e, dict) and set(e) == _ENGINE_FIELDS and isinstance(e["calls"], dict)
+         and set(e["calls"]) == {"values"}, "values.engine", "not the engine's fields")
+    c = p.counts
+    return {"humans": {"free": c["humans.free"], "gen": c["humans.gen"]},
+            "calls": {"values": e["calls"]["values"], "uses": c["calls.uses"], "free": c["calls.free"]},
+            "pool": (c["pool.out"], c["pool.n_out"]), "deferred": e["deferred"], "stepped": e["stepped"],
+            "stats": (c["stats[0]"], c["stats[1]"]),
+            "batch": (c["batch.kernel_humans"], c["batch.pair_changes"], e["leaving"]),
+            "instances": e["instances"], "loose": e["loose"]}
 
 
 # The most callbacks (and partners' names) a snapshot file's table may hold.
@@ -1194,7 +1262,8 @@ def checksum_parsed(p: Parsed) -> str:
     m = p.meta
     h.update(struct.pack("<qqq", m["updates_run"], m["update"], m["entity_next"]))
     h.update(plaindata.encode(m["names"]))
-    h.update(_values_digest({k: x if k == "extras" else digest_form(x) for k, x in p.values.items()
+    values = {**p.values, "engine": _engine_values(p)}
+    h.update(_values_digest({k: x if k == "extras" else digest_form(x) for k, x in values.items()
                              if k != "fight_log"}))
     tables = []
     for name in TABLES[:-1]:                     # (the log is no state: out of the checksum)

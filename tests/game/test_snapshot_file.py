@@ -56,6 +56,16 @@ def _values_edit(change):
     return edit
 
 
+def _counts_edit(change):
+    def edit(name: str, b: bytes) -> bytes:
+        if name != "counts":
+            return b
+        c = F.counts_of(b)
+        change(c)
+        return F.counts_section(c)
+    return edit
+
+
 def _column_edit(table: str, column: str, value, row: int | None = None):
     """An edit that writes ``value`` into ``table.column`` at a live row (the first, or ``row``)."""
     def edit(name: str, b: bytes) -> bytes:
@@ -277,9 +287,15 @@ TAMPER = [
     (_column_edit("combats", "state", 999), "combats.state"),
     (_column_edit("combats", "partner", 4242), "combats.partner"),
     (_column_edit("combats", "health", np.inf), "combats.health"),
-    (_values_edit(lambda v: v["engine"]["humans"].update(gen=np.append(v["engine"]["humans"]["gen"], 0))),
-     "humans.gen"),
-    (_values_edit(lambda v: v["engine"]["pool"].__class__), None),
+    (_counts_edit(lambda c: c.update({"humans.gen": np.append(c["humans.gen"], 0)})), "humans.gen"),
+    (_counts_edit(lambda c: c.update({"humans.free": np.append(c["humans.free"], 0)})), "humans"),
+    (_counts_edit(lambda c: c.update({"pool.n_out": c["pool.n_out"] + 1})), "pool.n_out"),
+    (_counts_edit(lambda c: c.update({"pool.out": np.append(c["pool.out"], True)})), "pool"),
+    (_counts_edit(lambda c: c.update({"stats[1]": -1})), "counts.stats[1]"),
+    (_counts_edit(lambda c: c.update({"batch.kernel_humans": 10 ** 6})), "counts.batch.kernel_humans"),
+    (_counts_edit(lambda c: c.update({"batch.pair_changes": -3})), "counts.batch.pair_changes"),
+    (lambda n, b: b[:-1] if n == "counts" else b, "section counts: lengths"),
+    (lambda n, b: b[:-1] + b"\x02" if n == "counts" else b, "counts.pool.out["),
     (_values_edit(lambda v: v.update(fight=(1, 2))), "values.fight"),
     (_values_edit(lambda v: v["engine"]["calls"]["values"].append(("os.system", ("rm -rf /",)))), "calls"),
     (_column_edit("tasks", "on_end", 10 ** 6), "tasks.on_end"),
@@ -287,8 +303,10 @@ TAMPER = [
     (_column_edit("tasks", "partner", 3), "tasks.partner"),
     (_column_edit("tasks", "dir_banks", np.arange(8, dtype=np.int32)), "tasks.dir_banks"),
     (_column_edit("humans", "on_report", -5), "humans.on_report"),
-    (_values_edit(lambda v: v["engine"]["calls"].update(uses=v["engine"]["calls"]["uses"] + 1)), "calls.uses"),
-    (_values_edit(lambda v: v["engine"]["batch"][2].append((10 ** 6, 0))), "leaving"),
+    (_counts_edit(lambda c: c.update({"calls.uses": c["calls.uses"] + 1})), "calls.uses"),
+    (_counts_edit(lambda c: c.update({"calls.free": np.append(c["calls.free"], 7)})), "calls"),
+    (_values_edit(lambda v: v["engine"]["leaving"].append((10 ** 6, 0))), "values.engine.leaving[0]"),
+    (_values_edit(lambda v: v["engine"]["calls"].update(uses=[1])), "values.engine.calls"),
     (_values_edit(lambda v: v["combats"].update(texts=["", "free"] * 3)), "texts"),
     (_values_edit(lambda v: v["extras"].append(1)), "extras"),
     (_values_edit(lambda v: v["engine"].update(instances=["p1", "p1"])), "instances"),
