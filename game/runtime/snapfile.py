@@ -68,15 +68,18 @@ _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 # declaration (plain data: (name, dtype, inner shape) per array), then the block packed
 # (anim.engine.snapcheck.pack: the free list's arrays whole, the other columns' rows in use)
 _TABLE_HEAD = struct.Struct("<II")
-# The counts section: the engine's lists of rows and its counters as fixed columns, read
-# straight from the bytes: the four lists' lengths and the pool's (u32 each), the five
-# counters (i64 each, ``COUNTERS``), then the lists (int64 each, ``COUNT_LISTS``' order)
-# and the pool's flags (one byte each, 0 or 1). Their rules are the compiled pass's
-# (anim.engine.snapcheck.check_saved: generations, free list, pool) and check_ids' (the
-# callbacks' uses and free ids); the counters' are to_state's.
-_COUNTS_HEAD = struct.Struct("<5I5q")
-COUNT_LISTS = ("humans.gen", "humans.free", "calls.uses", "calls.free")
-COUNTERS = ("pool.n_out", "stats[0]", "stats[1]", "batch.kernel_humans", "batch.pair_changes")
+# The counts section: the update counters and the engine's lists of rows and counters as
+# fixed columns, read straight from the bytes: the lists' lengths and the pool's (u32
+# each), the counters (i64 each, ``COUNTERS``), then the lists (int64 each, a deferred
+# pair two, ``COUNT_LISTS``' order) and the pool's flags (one byte each, 0 or 1). The
+# lists' rules are the compiled pass's (anim.engine.snapcheck.check_saved: generations,
+# free list, pool) and check_ids' (the callbacks' uses and free ids), the deferred pairs'
+# and the counters' to_state's (the update counters' parse's).
+COUNT_LISTS = ("humans.gen", "humans.free", "calls.uses", "calls.free", "deferred")
+COUNTERS = ("updates_run", "update", "entity_next", "pool.n_out", "stats[0]", "stats[1]", "batch.kernel_humans",
+            "batch.pair_changes")
+_COUNTS_HEAD = struct.Struct(f"<{len(COUNT_LISTS) + 1}I{len(COUNTERS)}q")
+_WIDTH = (8, 8, 8, 8, 16)            # the bytes of an item of each list (a deferred pair: two int64)
 
 
 class _Refused(ValueError):
@@ -325,9 +328,18 @@ def _meta(game, st) -> dict:
     sets = {name: have[name] if have.get(name) is not None and game.names.get(name) == ent else
             game.component(ent, Animator).instance.anim_set.digest() for name, ent in st.names.items()}
     bank = _bank_bytes(game.player)
-    return {"engine": st.engine, "updates_run": int(st.updates_run), "update": int(st.update),
-            "names": {str(k): int(v) for k, v in st.names.items()}, "entity_next": int(st.entity_next),
-            "sets": sets, "bank": bank}
+    return {"engine": st.engine, "names": {str(k): int(v) for k, v in st.names.items()}, "sets": sets, "bank": bank}
+
+
+def _meta_bytes(game, st) -> bytes:
+    """``_meta`` in the plain form (kept per Game for the state's names and the bank: a
+    state's names are its own copy, never changed, and a Game's states share one while its
+    names are the same; a human's anim set is given when it is added)."""
+    bank = _bank_bytes(game.player)
+    got = game.__dict__.get("_snapfile_meta")
+    if got is None or got[0] is not st.names or got[1] is not bank or got[2] != st.engine:
+        got = game.__dict__["_snapfile_meta"] = (st.names, bank, st.engine, plaindata.encode(_meta(game, st)))
+    return got[3]
 
 
 def _sets_of(game) -> dict[str, str]:
@@ -436,10 +448,10 @@ def encode(game, st) -> bytes:
     docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
     v = plain_values(game, st)
     fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
-    counts = _counts_bytes(v)
+    counts = _counts_bytes(st, v)
     values = plaindata.encode(v)          # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
-    sections: list[tuple[str, bytes]] = [("config", config), ("meta", plaindata.encode(_meta(game, st))),
+    sections: list[tuple[str, bytes]] = [("config", config), ("meta", _meta_bytes(game, st)),
                                          ("counts", counts), ("values", values)]
     saved = _saved_tables(st)
     cols = _game_columns(game)
@@ -457,21 +469,22 @@ def encode(game, st) -> bytes:
 _SECTION_NAME = {name: f"table.{name}" for name in TABLES}
 
 
-def _counts_bytes(v: dict) -> bytes:
-    """The counts section of plain values ``v`` (``plain_values``), whose engine values
-    give up what the section holds: the human table's generations and free list, the
-    callbacks' uses and free ids, the pool, the step's counts and the batch's counters
-    (the engine's values keep the callbacks' values, the deferred list, the step's lists,
-    the leaving humans, the humans by row and the loose humans)."""
+def _counts_bytes(st, v: dict) -> bytes:
+    """The counts section of state ``st`` and its plain values ``v`` (``plain_values``),
+    whose engine values give up what the section holds: the human table's generations and
+    free list, the callbacks' uses and free ids, the deferred list, the pool, the step's
+    counts and the batch's counters (the engine's values keep the callbacks' values, the
+    step's lists, the leaving humans, the humans by row and the loose humans)."""
     e = v["engine"]
     h, calls = e.pop("humans"), e["calls"]
     pool, stats, batch = e.pop("pool"), e.pop("stats"), e.pop("batch")
     uses, free = calls.pop("uses"), calls.pop("free")
+    deferred = e.pop("deferred")
     e["leaving"] = batch[2]
-    lists = (h["gen"], h["free"], uses, free)
+    lists = (h["gen"], h["free"], uses, free, deferred)
     flags = pool[0]
-    head = _COUNTS_HEAD.pack(len(lists[0]), len(lists[1]), len(lists[2]), len(lists[3]), len(flags),
-                             pool[1], stats[0], stats[1], batch[0], batch[1])
+    head = _COUNTS_HEAD.pack(len(lists[0]), len(lists[1]), len(lists[2]), len(lists[3]), len(deferred), len(flags),
+                             st.updates_run, st.update, st.entity_next, pool[1], stats[0], stats[1], batch[0], batch[1])
     return b"".join((head, *(a.astype(_I8, copy=False).tobytes() for a in lists), flags.view(np.uint8).tobytes()))
 
 
@@ -488,26 +501,31 @@ def counts_section(c: dict) -> bytes:
 
 
 def counts_of(sec: bytes) -> dict:
-    """The counts section read back: {name: int64 array} for ``COUNT_LISTS``, "pool.out"
-    (bools) and {name: int} for ``COUNTERS``. Rejected (_Refused naming the field): a
-    section shorter than its head, lengths that do not add up to its size exactly (checked
-    before anything is allocated), a pool flag that is not 0 or 1."""
+    """The counts section read back: {name: int64 array} for ``COUNT_LISTS`` (the
+    deferred pairs' of shape (n, 2)), "pool.out" (bools) and {name: int} for
+    ``COUNTERS``. Rejected (_Refused naming the field): a section shorter than its head,
+    lengths that do not add up to its size exactly (checked before anything is
+    allocated), a pool flag that is not 0 or 1."""
     if len(sec) < _COUNTS_HEAD.size:
         raise _Refused(f"section counts: {len(sec)} bytes, shorter than its {_COUNTS_HEAD.size}-byte head")
     got = _COUNTS_HEAD.unpack_from(sec)
-    lens, n_pool = got[:4], got[4]
-    size = _COUNTS_HEAD.size + 8 * sum(lens) + n_pool
+    k = len(COUNT_LISTS)
+    lens, n_pool = got[:k], got[k]
+    size = _COUNTS_HEAD.size + sum(w * n for w, n in zip(_WIDTH, lens)) + n_pool
     if size != len(sec):
-        raise _Refused(f"section counts: lengths {short(got[:5])} take {size} bytes, the section holds {len(sec)}")
-    out: dict[str, Any] = dict(zip(COUNTERS, got[5:]))
+        raise _Refused(f"section counts: lengths {short(got[:k + 1])} take {size} bytes, the section holds {len(sec)}")
+    out: dict[str, Any] = dict(zip(COUNTERS, got[k + 1:]))
     off = _COUNTS_HEAD.size
-    for name, n in zip(COUNT_LISTS, lens):
-        out[name] = np.frombuffer(sec, _I8, n, off).astype(np.int64)
-        off += 8 * n
+    for name, n, w in zip(COUNT_LISTS, lens, _WIDTH):
+        a = np.frombuffer(sec, _I8, n * (w // 8), off).astype(np.int64)
+        out[name] = a if w == 8 else a.reshape(n, 2)
+        off += w * n
     flags = np.frombuffer(sec, np.uint8, n_pool, off)
     if n_pool and int(flags.max()) > 1:
         raise _Refused(f"counts.pool.out[{int(np.argmax(flags > 1))}]: a flag that is not 0 or 1")
     out["pool.out"] = flags.astype(np.bool_)
+    for name in ("updates_run", "update", "entity_next"):
+        need_int(out[name], f"counts.{name}", 0, MAX_COUNTER)
     return out
 
 
@@ -653,13 +671,14 @@ def parse(data: bytes) -> Parsed:
         raise _Refused(f"section values: {e}") from None
     need(isinstance(meta, dict), "meta", "not a map")
     need(meta.get("engine").__class__ is str, "meta.engine", "not an engine's name")
-    need_int(meta.get("updates_run"), "meta.updates_run", 0, MAX_COUNTER)
-    need_int(meta.get("update"), "meta.update", 0, MAX_COUNTER)
-    need_int(meta.get("entity_next"), "meta.entity_next", 0, MAX_COUNTER)
     names = meta.get("names")
     need(isinstance(names, dict) and all(k.__class__ is str for k in names), "meta.names", "not a map of names")
     need(isinstance(values, dict), "values", "not a map")
     counts = counts_of(found["counts"])
+    # (the update counters where a snapshot's readers find them)
+    need(not _COUNTER_KEYS & meta.keys(), "meta", "update counters (the counts section holds them)")
+    meta = {**meta, "updates_run": counts["updates_run"], "update": counts["update"],
+            "entity_next": counts["entity_next"]}
     tables = {}
     head = _TABLE_HEAD.size
     for name in TABLES:
@@ -910,12 +929,12 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         raise _Refused("header.config: the snapshot's Game is set up otherwise than this one (differs in: "
                        f"{', '.join(diff) or 'its digest'}; written by scuffle {short(p.version, 20)})")
     m = p.meta
-    need(set(m) >= {"engine", "updates_run", "update", "names", "entity_next", "sets", "bank"}, "meta",
-         "missing fields")
+    need(set(m) == _META_FIELDS, "meta", "not the fields of a snapshot's meta")
     if not (m["engine"] == game.engine):
         raise _Refused(f"meta.engine: {short(m['engine'])}, this Game runs {game.engine!r}")
-    updates_run = need_int(m["updates_run"], "meta.updates_run", 0, MAX_COUNTER)
-    update = need_int(m["update"], "meta.update", 0, MAX_COUNTER)
+    cn = p.counts
+    updates_run = need_int(cn["updates_run"], "counts.updates_run", 0, MAX_COUNTER)
+    update = need_int(cn["update"], "counts.update", 0, MAX_COUNTER)
     names = m["names"]
     need(isinstance(names, dict) and len(names) <= 1 << 24, "meta.names", "not a map of names to entities")
     alive = game._alive
@@ -928,7 +947,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up as "
                            "the snapshot's was)")
     need(len(set(names.values())) == len(names), "meta.names", "two names for one entity")
-    entity_next = need_int(m["entity_next"], "meta.entity_next", max(names.values(), default=0) + 1 if names else 1,
+    entity_next = need_int(cn["entity_next"], "counts.entity_next", max(names.values(), default=0) + 1 if names else 1,
                            MAX_COUNTER)
     sets = m["sets"]
     need(isinstance(sets, dict) and set(sets) == set(names), "meta.sets", "not one anim set digest per human")
@@ -951,7 +970,6 @@ def to_state(game, p: Parsed, state_cls) -> Any:
          "not the fields of a snapshot")
     ev = v["engine"]
     need(isinstance(ev, dict) and set(ev) == _ENGINE_FIELDS, "values.engine", "not the engine's fields")
-    cn = p.counts
     hgen, hfree = cn["humans.gen"], cn["humans.free"]
     pool = (cn["pool.out"], cn["pool.n_out"])
     # a table's rows are reset to its defaults when given back (anim.engine.store.Table.free): no
@@ -978,15 +996,13 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         raise _Refused(f"table.{e}") from None
     states = {name: S.TableState(scratch[name].capacity, scratch[name].block) for name in _ENGINE_TABLES}
     humans_state = S.HumanTableState(hum.capacity, hum.block, hfree.tolist(), hgen.tolist())
-    deferred = ev["deferred"]
-    need(isinstance(deferred, np.ndarray) and deferred.dtype == np.int64 and deferred.ndim == 2
-         and deferred.shape[1] == 2, "values.engine.deferred", "not (human row, task row) pairs")
+    deferred = cn["deferred"]
     if len(deferred):
         hr, tr = deferred[:, 0], deferred[:, 1]
-        need(bool(((hr >= 0) & (hr < hum.capacity)).all()) and bool(hum.live[hr].all()), "values.engine.deferred",
+        need(bool(((hr >= 0) & (hr < hum.capacity)).all()) and bool(hum.live[hr].all()), "counts.deferred",
              "a human row not in use")
         tt = scratch["tasks"]
-        need(bool(((tr >= 0) & (tr < tt.capacity)).all()) and bool(tt.live[tr].all()), "values.engine.deferred",
+        need(bool(((tr >= 0) & (tr < tt.capacity)).all()) and bool(tt.live[tr].all()), "counts.deferred",
              "a task row not in use")
     stepped = ev["stepped"]
     need(isinstance(stepped, list) and len(stepped) <= 64 and all(
@@ -1108,7 +1124,10 @@ def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray) -> tuple
 
 
 # the engine's values a file holds (the rest are the counts section's)
-_ENGINE_FIELDS = frozenset({"calls", "deferred", "stepped", "leaving", "instances", "loose"})
+_ENGINE_FIELDS = frozenset({"calls", "stepped", "leaving", "instances", "loose"})
+# the meta section's fields (the update counters are the counts section's)
+_COUNTER_KEYS = frozenset({"updates_run", "update", "entity_next"})
+_META_FIELDS = {"engine", "names", "sets", "bank", "updates_run", "update", "entity_next"}
 
 
 def _engine_values(p: Parsed) -> dict:
@@ -1121,7 +1140,7 @@ def _engine_values(p: Parsed) -> dict:
     c = p.counts
     return {"humans": {"free": c["humans.free"], "gen": c["humans.gen"]},
             "calls": {"values": e["calls"]["values"], "uses": c["calls.uses"], "free": c["calls.free"]},
-            "pool": (c["pool.out"], c["pool.n_out"]), "deferred": e["deferred"], "stepped": e["stepped"],
+            "pool": (c["pool.out"], c["pool.n_out"]), "deferred": c["deferred"], "stepped": e["stepped"],
             "stats": (c["stats[0]"], c["stats[1]"]),
             "batch": (c["batch.kernel_humans"], c["batch.pair_changes"], e["leaving"]),
             "instances": e["instances"], "loose": e["loose"]}

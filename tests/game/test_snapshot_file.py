@@ -295,6 +295,11 @@ TAMPER = [
     (_counts_edit(lambda c: c.update({"batch.kernel_humans": 10 ** 6})), "counts.batch.kernel_humans"),
     (_counts_edit(lambda c: c.update({"batch.pair_changes": -3})), "counts.batch.pair_changes"),
     (lambda n, b: b[:-1] if n == "counts" else b, "section counts: lengths"),
+    (lambda n, b: b[:20] if n == "counts" else b, "section counts: 20 bytes"),
+    (_counts_edit(lambda c: c.update({"deferred": np.array([[0, 10 ** 6]])})), "counts.deferred"),
+    (_counts_edit(lambda c: c.update({"deferred": np.array([[7, 0]])})), "counts.deferred"),
+    (_counts_edit(lambda c: c.update({"update": -1})), "counts.update"),
+    (lambda n, b: plaindata.encode({**plaindata.decode(b), "update": 3}) if n == "meta" else b, "meta: update counters"),
     (lambda n, b: b[:-1] + b"\x02" if n == "counts" else b, "counts.pool.out["),
     (_values_edit(lambda v: v.update(fight=(1, 2))), "values.fight"),
     (_values_edit(lambda v: v["engine"]["calls"]["values"].append(("os.system", ("rm -rf /",)))), "calls"),
@@ -546,13 +551,8 @@ def test_a_counter_with_no_room_to_count_on_is_refused(pair, field):
     and the first update after it overflowed the checksum's counter."""
     a, b = pair
 
-    def edit(name: str, sec: bytes) -> bytes:
-        if name != "meta":
-            return sec
-        m = plaindata.decode(sec)
-        m[field] = (1 << 63) - 1
-        return plaindata.encode(m)
+    edit = _counts_edit(lambda c: c.update({field: (1 << 63) - 1}))
     before = b.checksum()
-    with pytest.raises(SnapshotError, match=f"meta.{field}"):
+    with pytest.raises(SnapshotError, match=f"counts.{field}"):
         b.restore(Snapshot.from_bytes(_rebuilt(a.snapshot().to_bytes(), edit)))
     assert b.checksum() == before
