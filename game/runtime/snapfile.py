@@ -572,6 +572,11 @@ def sections_of(data: bytes) -> tuple[str, bytes, list[tuple[str, bytes]]]:
     return version.rstrip(b"\0").decode("ascii"), config, out
 
 
+# the last meta section read and its value, checked (read only: a Parsed's meta is a copy
+# of it with the update counters)
+_META_READ: list = [None]
+_CONFIG_READ: list = [None]       # the last config section read and its sha256
+
 # a directory entry's name field (NUL-padded) -> the section's name
 _SECTION_OF = {name.encode("ascii").ljust(16, b"\0"): name for name in SECTIONS}
 
@@ -599,6 +604,7 @@ class Parsed:
     values_bytes: bytes           # the values section as written (the checksum hashes it)
     tables: dict                  # name -> (rows, the columns' declaration (plain bytes), the packed block)
     counts: dict                  # the counts section read (``counts_of``): checked against a Game by to_state
+    meta_bytes: bytes             # the meta section as written (a Game keeps its check of the last one)
 
 
 def parse(data: bytes) -> Parsed:
@@ -661,22 +667,29 @@ def parse(data: bytes) -> Parsed:
     if len(found) != len(SECTIONS):                  # (each name found is a section's, once)
         missing = next(name for name in SECTIONS if name not in found)
         raise _Refused(f"directory: no section {missing!r}")
-    try:
-        meta = plaindata.decode(found["meta"])
-    except plaindata.PlainDataError as e:
-        raise _Refused(f"section meta: {e}") from None
+    meta_raw = found["meta"]
+    last = _META_READ[0]
+    if last is not None and last[0] == meta_raw:    # the meta of the last file read (checked below then)
+        meta = last[1]
+    else:
+        try:
+            meta = plaindata.decode(meta_raw)
+        except plaindata.PlainDataError as e:
+            raise _Refused(f"section meta: {e}") from None
     try:
         values = plaindata.decode(found["values"])
     except plaindata.PlainDataError as e:
         raise _Refused(f"section values: {e}") from None
-    need(isinstance(meta, dict), "meta", "not a map")
-    need(meta.get("engine").__class__ is str, "meta.engine", "not an engine's name")
-    names = meta.get("names")
-    need(isinstance(names, dict) and all(k.__class__ is str for k in names), "meta.names", "not a map of names")
+    if last is None or meta is not last[1]:
+        need(isinstance(meta, dict), "meta", "not a map")
+        need(meta.get("engine").__class__ is str, "meta.engine", "not an engine's name")
+        names = meta.get("names")
+        need(isinstance(names, dict) and all(k.__class__ is str for k in names), "meta.names", "not a map of names")
+        need(not _COUNTER_KEYS & meta.keys(), "meta", "update counters (the counts section holds them)")
+        _META_READ[0] = (meta_raw, meta)
     need(isinstance(values, dict), "values", "not a map")
     counts = counts_of(found["counts"])
     # (the update counters where a snapshot's readers find them)
-    need(not _COUNTER_KEYS & meta.keys(), "meta", "update counters (the counts section holds them)")
     meta = {**meta, "updates_run": counts["updates_run"], "update": counts["update"],
             "entity_next": counts["entity_next"]}
     tables = {}
@@ -693,9 +706,13 @@ def parse(data: bytes) -> Parsed:
         # the declaration is checked against a Game's layout (to_state); the rows are read
         # from the section's bytes where they lie
         tables[name] = (rows, sec[head:head + hl], memoryview(sec)[head + hl:])
-    need(hashlib.sha256(found["config"]).digest() == config, "section config",
+    conf = found["config"]
+    last_c = _CONFIG_READ[0]
+    if last_c is None or last_c[0] != conf:
+        last_c = _CONFIG_READ[0] = (conf, hashlib.sha256(conf).digest())
+    need(last_c[1] == config, "section config",
          "not the configuration the header's digest names")
-    return Parsed(ver, config, found["config"], meta, values, found["values"], tables, counts)
+    return Parsed(ver, config, found["config"], meta, values, found["values"], tables, counts, found["meta"])
 
 
 # ---------------------------------------------------------------- checked against a Game
@@ -793,16 +810,19 @@ def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
     return Saved(want, rows, block, _blank(live, want, rows))
 
 
-def _saved_rows(game, tables: dict) -> list[Saved]:
-    """``_saved`` of each of ROW_TABLES of a parsed file's ``tables``: checked once per
-    Game for each rows and declarations met (a table's columns and defaults are its own
-    for its life), then taken as they were while the file's are the same."""
+def _saved_all(game, tables: dict, fight_rules: Any, config_sha: bytes) -> list[Saved]:
+    """``_saved`` of each of ROW_TABLES and ``_saved_fight`` of each of FIGHT_TABLES of a
+    parsed file's ``tables``: checked once per Game for each rows and declarations met (a
+    table's columns and defaults are its own for its life; the fight rules' are theirs
+    for their settings, which the configuration's digest covers), then taken as they were
+    while the file's are the same."""
     st, ctx = game.player.stores, game.ctx
-    key = (st, ctx.bodies, ctx.combats, *(tables[name][:2] for name in ROW_TABLES))
+    key = (st, ctx.bodies, ctx.combats, fight_rules, config_sha, *(tables[name][:2] for name in TABLES))
     got = game.__dict__.get("_snapfile_saved")
     if got is not None and got[0] == key:
-        return [Saved(c, t[0], t[2], b) for (c, b), t in zip(got[1], (tables[name] for name in ROW_TABLES))]
-    saved = [_saved(game, name, *tables[name]) for name in ROW_TABLES]
+        return [Saved(c, t[0], t[2], b) for (c, b), t in zip(got[1], (tables[name] for name in TABLES))]
+    saved = [*(_saved(game, name, *tables[name]) for name in ROW_TABLES),
+             *(_saved_fight(fight_rules, name, *tables[name]) for name in FIGHT_TABLES)]
     game.__dict__["_snapfile_saved"] = (key, [(sv.columns, sv.blank) for sv in saved])
     return saved
 
@@ -911,6 +931,37 @@ def _declared_bytes(columns: dict) -> bytes:
 _DECLARED_BYTES: dict = {}
 
 
+def _meta_checked(game, m: dict, cn: dict, have: bytes, have_sets: dict) -> tuple[int, range]:
+    """(the next entity id, the bank's clip indexes) of a file's meta section checked
+    against ``game``: each human by name, entity (alive) and anim set, the next entity id
+    past them, the clip bank a prefix of the Game's. Rejected: _Refused naming the field."""
+    names = m["names"]
+    need(isinstance(names, dict) and len(names) <= 1 << 24, "meta.names", "not a map of names to entities")
+    alive = game._alive
+    for name, ent in names.items():
+        if not (name.__class__ is str and len(name) <= 256):
+            raise _Refused(f"meta.names: {short(name)} is not a name")
+        if not (ent.__class__ is int and 0 <= ent < 1 << 63):
+            need_int(ent, f"meta.names[{short(name)}]", 0)
+        if not (game.names.get(name) == ent and alive(ent)):
+            raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up as "
+                           "the snapshot's was)")
+    need(len(set(names.values())) == len(names), "meta.names", "two names for one entity")
+    entity_next = need_int(cn["entity_next"], "counts.entity_next", max(names.values(), default=0) + 1 if names else 1,
+                           MAX_COUNTER)
+    sets = m["sets"]
+    need(isinstance(sets, dict) and set(sets) == set(names), "meta.sets", "not one anim set digest per human")
+    for name, d in sets.items():
+        if not (d == have_sets[name]):
+            raise _Refused(f"meta.sets[{short(name)}]: the human's anim set differs from this Game's")
+    bank_raw = m["bank"]
+    need(isinstance(bank_raw, bytes) and len(bank_raw) % 32 == 0, "meta.bank", "not the clips' digests")
+    need(have[:len(bank_raw)] == bank_raw, "meta.bank",
+         "the clip bank lists other clips (set the Game up as the snapshot's was: the same humans in the same order)")
+    bank = range(len(bank_raw) // 32)
+    return entity_next, bank
+
+
 def to_state(game, p: Parsed, state_cls) -> Any:
     """The saved state of parsed file ``p`` for ``game`` (a ``state_cls``, the snapshot's
     _State), after every check: the configuration, the humans (names, entities, anim
@@ -936,35 +987,28 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     updates_run = need_int(cn["updates_run"], "counts.updates_run", 0, MAX_COUNTER)
     update = need_int(cn["update"], "counts.update", 0, MAX_COUNTER)
     names = m["names"]
-    need(isinstance(names, dict) and len(names) <= 1 << 24, "meta.names", "not a map of names to entities")
-    alive = game._alive
-    for name, ent in names.items():
-        if not (name.__class__ is str and len(name) <= 256):
-            raise _Refused(f"meta.names: {short(name)} is not a name")
-        if not (ent.__class__ is int and 0 <= ent < 1 << 63):
-            need_int(ent, f"meta.names[{short(name)}]", 0)
-        if not (game.names.get(name) == ent and alive(ent)):
-            raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up as "
-                           "the snapshot's was)")
-    need(len(set(names.values())) == len(names), "meta.names", "two names for one entity")
-    entity_next = need_int(cn["entity_next"], "counts.entity_next", max(names.values(), default=0) + 1 if names else 1,
-                           MAX_COUNTER)
-    sets = m["sets"]
-    need(isinstance(sets, dict) and set(sets) == set(names), "meta.sets", "not one anim set digest per human")
-    have_sets = _sets_of(game)
-    for name, d in sets.items():
-        if not (d == have_sets[name]):
-            raise _Refused(f"meta.sets[{short(name)}]: the human's anim set differs from this Game's")
-    bank_raw = m["bank"]
-    need(isinstance(bank_raw, bytes) and len(bank_raw) % 32 == 0, "meta.bank", "not the clips' digests")
     have = _bank_bytes(game.player)
-    need(have[:len(bank_raw)] == bank_raw, "meta.bank",
-         "the clip bank lists other clips (set the Game up as the snapshot's was: the same humans in the same order)")
-    bank = range(len(bank_raw) // 32)
+    have_sets = _sets_of(game)
+    # the humans, their anim sets and the bank as checked last for this Game (its names,
+    # sets and bank the same objects): their entities alive only
+    meta_key = (p.meta_bytes, game.names.version, have, have_sets)
+    got = game.__dict__.get("_snapfile_meta_ok")
+    if got is not None and got[0] == meta_key:
+        alive = game._alive
+        for name, ent in names.items():
+            if not alive(ent):
+                raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up "
+                               "as the snapshot's was)")
+        entity_next = need_int(cn["entity_next"], "counts.entity_next", got[2], MAX_COUNTER)
+        bank = got[3]
+    else:
+        entity_next, bank = _meta_checked(game, m, cn, have, have_sets)
+        game.__dict__["_snapfile_meta_ok"] = (meta_key, names, max(names.values(), default=0) + 1 if names else 1,
+                                              bank)
     # -- the tables: their layouts, then every row checked in one pass on a scratch copy
     fight_rules = game.fight if game.fight is not None and hasattr(game.fight, "save_state") else None
     fcols = getattr(fight_rules, "ROW_COLUMNS", None)
-    saved = [*_saved_rows(game, p.tables), *(_saved_fight(fight_rules, name, *p.tables[name]) for name in FIGHT_TABLES)]
+    saved = _saved_all(game, p.tables, fight_rules, mine_sha)
     v = p.values
     need(set(v) == {"engine", "bodies", "combats", "fight", "fight_log", "extras"}, "values",
          "not the fields of a snapshot")
