@@ -307,6 +307,7 @@ class Table:
 
     def reserve(self, n: int) -> bool:
         """At least ``n`` free rows (grown by doubling if not); True when the table grew."""
+        write_first(self)                              # a count of rows (anim.engine.writefirst)
         if int(self.n_free[0]) >= n:
             return False
         cap = self.capacity
@@ -493,7 +494,8 @@ class Table:
     @property
     def in_use(self) -> int:
         """Rows taken and not given back (a leak check compares it): every row not on the
-        free list (store.check_rows checks the two agree)."""
+        free list (store.check_rows checks the two agree), the waiting commands' written first."""
+        write_first(self)                              # a count of rows (anim.engine.writefirst)
         return self.capacity - int(self.n_free[0])
 
 
