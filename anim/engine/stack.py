@@ -473,7 +473,9 @@ class TaskPool:
 
     def take_row(self, r: int) -> None:
         """``take`` by task row (the constructors' new rows; TaskPoolExhausted when none is left)."""
-        if self.n_out >= self.capacity:
+        write_first(self)                   # a row taken: the waiting commands take theirs first
+        n = self._n_out
+        if n >= self.capacity:
             self.require(1)                 # raises
         out = self.m_out
         try:
@@ -484,7 +486,7 @@ class TaskPool:
             was = False
         if not was:
             out[r] = True
-            self.n_out += 1
+            self._n_out = n + 1
             made = self.made
             if made is not None:
                 made.append(r)
@@ -524,11 +526,12 @@ class TaskPool:
 
     def _take_back(self, task) -> bool:
         """``give_back`` if ``task`` is out (True), else nothing (False): holds + give_back."""
+        write_first(self)                   # a row given back: the waiting commands first
         r = task.trow
         out = self.m_out
         if r < len(out) and out[r]:
             out[r] = False
-            self.n_out -= 1
+            self._n_out -= 1
             return True
         return False
 
