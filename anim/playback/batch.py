@@ -47,6 +47,7 @@ from scuffle.anim.engine.store import LAYOUT_EPOCH, HumanTable, TableCorrupt, ch
 from scuffle.anim.playback.tasks import TASK_CURSORS, EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
 from scuffle.anim.engine.jobs import AnimIdJob, FlushJob, PoseInputs, PoseJob, StepInputs, StepJob
 from scuffle.anim.engine.trusted import TrustedKernel
+from scuffle.anim.engine.writefirst import write_first_for
 
 
 _COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.engine.coldstart)
@@ -183,7 +184,7 @@ class BatchEngine:
         Rejected (ValueError): a human another world's engine has."""
         s = inst.slot
         if inst.engine is self:
-            _due(self, s)                               # a buffered command of this human: written first
+            write_first_for(self.humans, s)
             return s
         if inst.engine is not None:
             raise ValueError(f"{inst.name or 'human'}: already in another world's Player (forget it there first)")
@@ -217,7 +218,7 @@ class BatchEngine:
         nor given a task) gives its private row back. Another world's human: nothing."""
         s = inst.slot
         if inst.engine is self:
-            _due(self, s)
+            write_first_for(self.humans, s)
             if self.player.released_log:            # its released ids made while its row is its own
                 self.player.make_released()
             self.player._gone[s] = inst             # a flush under way still releases its entries
@@ -293,7 +294,7 @@ class BatchEngine:
     def stack_of(self, inst: CharacterInstance) -> list:
         """The human's stack, bottom first, as the task objects of its row's task rows."""
         s = inst.slot
-        _due(self, s)                               # a buffered command of this human: written first
+        write_first_for(self.humans, s)
         tasks = self._tasks
         h = self.humans
         b = s * h.stack_width
@@ -303,7 +304,7 @@ class BatchEngine:
     def queue_of(self, inst: CharacterInstance) -> list:
         """The human's queue, first first, as the task objects of its row's task rows."""
         s = inst.slot
-        _due(self, s)                               # a buffered command of this human: written first
+        write_first_for(self.humans, s)
         tasks = self._tasks
         h = self.humans
         b = s * h.queue_width
@@ -314,7 +315,7 @@ class BatchEngine:
         """The number of tasks on the human's stack (its row's depth; 0 before it has a row)."""
         if inst.engine is not self:
             return 0
-        _due(self, inst.slot)
+        write_first_for(self.humans, inst.slot)
         return self.humans.m_depth[inst.slot]
 
     def put_row(self, inst: CharacterInstance, trow: int, at: int) -> int:
@@ -339,7 +340,7 @@ class BatchEngine:
         """The number of tasks in the human's queue (its row's count; 0 before it has a row)."""
         if inst.engine is not self:
             return 0
-        _due(self, inst.slot)
+        write_first_for(self.humans, inst.slot)
         return self.humans.m_queued[inst.slot]
 
     def queue_row(self, inst: CharacterInstance, trow: int) -> None:
@@ -373,7 +374,7 @@ class BatchEngine:
         if inst.engine is not self:
             return None
         s = inst.slot
-        _due(self, s)                               # a buffered command of this human: written first
+        write_first_for(self.humans, s)
         h = self.humans
         n = h.m_depth[s]
         if not n:
@@ -386,7 +387,7 @@ class BatchEngine:
         if inst.engine is not self:
             return None
         s = inst.slot
-        _due(self, s)                               # a buffered command of this human: written first
+        write_first_for(self.humans, s)
         h = self.humans
         if not h.m_depth[s]:
             return None
@@ -1292,11 +1293,3 @@ def _grown(buf: np.ndarray) -> np.ndarray:
     out = np.zeros((2 * buf.shape[0],) + buf.shape[1:], buf.dtype)
     out[:buf.shape[0]] = buf
     return out
-
-
-def _due(engine: BatchEngine, s: int) -> None:
-    """Write the Player's buffered commands first when human row ``s`` has one waiting
-    (anim.playback.cmdbuffer): a read or write of its stack or queue sees them."""
-    c = engine.humans.commands
-    if c is not None and c.n and s in c.due:
-        c.apply()
