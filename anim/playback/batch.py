@@ -192,14 +192,16 @@ class BatchEngine:
         if s >= len(self._instances):
             self._instances.extend([None] * (s + 1 - len(self._instances)))
         self._instances[s] = inst
-        self._seat_owner(s, serial_of(inst))
+        self._seat_owner(s, inst.serial)                # 0 until a snapshot names it (save_state)
         inst.slot = s
         inst.engine = self
         inst.record.attach(self.humans, s)
         return s
 
     def _seat_owner(self, row: int, serial: int) -> None:
-        """Row ``row``'s owner is now ``serial`` (0: none): a new arrangement."""
+        """Row ``row``'s owner is now ``serial`` (0: none, or a human no snapshot has named
+        yet: ``save_state`` names it, so a game that takes none keeps no serial map of its
+        crowd): a new arrangement."""
         own = self._owner
         if row >= len(own):
             grown = np.zeros(max(row + 1, 2 * len(own), 8), np.int64)
@@ -1132,7 +1134,12 @@ class BatchEngine:
             return (self.kernel_humans, self.pair_changes, self._leaving, self._instances)
         kept = self._owner_saved
         if kept[0] != self._seating:
-            own = self._owner[:len(self._instances)].copy()
+            by_row = self._instances
+            own = self._owner[:len(by_row)]
+            for r in np.flatnonzero(own == 0).tolist():    # humans seated before any snapshot named them
+                if by_row[r] is not None:
+                    own[r] = serial_of(by_row[r])
+            own = own.copy()
             own.flags.writeable = False
             kept = self._owner_saved = (self._seating, own)
         return (self.kernel_humans, self.pair_changes, list(self._leaving), kept)

@@ -309,8 +309,8 @@ class RealisticCrowd:
         self.game, self.player = game, game.player
         self.rng = SavedRandom(seed)
         self.by_phase: list[list[tuple[int, object]]] = [[] for _ in range(REAL_CYCLE)]
-        for i, inst in extras:
-            self.by_phase[(-7 * i) % REAL_CYCLE].append((i, inst))
+        for pair in extras:                               # (the caller's pairs themselves: no copy each)
+            self.by_phase[(-7 * pair[0]) % REAL_CYCLE].append(pair)
         self.commands = 0
         self.command_s = 0.0
         self.command_cpu_s = 0.0
