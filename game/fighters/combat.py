@@ -50,6 +50,7 @@ from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEven
                                              MAX_MOVE_SPEED, MAX_ROUND_PAUSE, PACES, ROUND_PAUSE, Refusal,
                                              Who, reaction_for)
 from scuffle.game.fighters.fightinput import Action, FightInput
+from scuffle.game.fighters.airows import AIRow, ai_table
 from scuffle.game.fighters.hits import Hits
 from scuffle.game.fighters.fightcore import _DOWN, _PAIRED
 # the fight rules' other public names, still importable from combat
@@ -141,6 +142,10 @@ class Fight(Hits):
         self.end_kind = f"scuffle.fight.{taken}.end"
         self.player.callbacks.register(self.end_kind, self._end_noted, self._end_args_fit)
         self.controllers: list = []       # AI / input callables(fight) run each actions phase
+        # the AIs' state (game.fighters.airows): a row each of this table, which lies in the
+        # Game's snapshot arena (a snapshot and a restore copy it with the engine's tables)
+        self.ai_rows = ai_table(2)
+        self._seated: list = []           # the controllers as last seated (seat_controllers)
         # The host's handlers by kind (Fight.on): registrations, called in order.
         self.listeners: dict[FightEventKind, list[FightHandler]] = {}
         game.fight = self
@@ -177,18 +182,36 @@ class Fight(Hits):
                 return
 
     # ---------------------------------------------------------------- snapshots
-    def save_state(self) -> tuple:
+    def save_state(self, rows: Any = None) -> tuple:
         """What the next updates read (Game.snapshot): the K.O.s and the round's end, each
         human's start (its position as three numbers), the stats, the
         pending hits and windows, and the state of each controller that has one (an AI's
         random generator). The combat states and health are the combat table's rows, saved
         by the Game; the log of recent entries is saved apart (``save_log``: a record for the
-        host, which no rule reads). Original: none (ours)."""
+        host, which no rule reads). ``rows``: the Game's saved copy of ``ai_rows``
+        (anim.engine.snapshot.TableState): an AI seated there is given as its ``AIRow``
+        (its state is in that copy), not copied out. Original: none (ours)."""
         st = self.stats
         stats = (st.grabs, st.strikes, st.throws, st.damage, st.refused, dict(st.kinds), st.logged,
                  st.round, tuple([dict(r) for r in st.rounds]) if st.rounds else ())
-        ctl = tuple([c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
+        if self.controllers != self._seated:
+            self.seat_controllers()
+        if rows is not None:
+            mine = self.ai_rows
+            ctl = tuple([AIRow(rows, c.state_row) if getattr(c, "state_table", None) is mine else
+                         c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
+        else:
+            ctl = tuple([c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
         return (dict(self.ko), self.ko_at, self._starts_plain(), stats, tuple(self.pending), ctl)
+
+    def seat_controllers(self) -> None:
+        """Give each controller that keeps its state as a row (a FighterAI: ``seat``) a row
+        of ``ai_rows``, its state copied there (once: a controller seated stays)."""
+        for c in self.controllers:
+            seat = getattr(c, "seat", None)
+            if seat is not None and getattr(c, "ROW_STATE", False):
+                seat(self.ai_rows)
+        self._seated = list(self.controllers)
 
     # the starts as plain numbers, kept with the map they were made of and its size: a
     # start is only ever added (a human joins) or the map replaced (load_state), so the
@@ -379,6 +402,8 @@ class Fight(Hits):
             if not self._alive(item[1]):             # its human left the world
                 continue
             self._guarded(item[1], self._hit if item[0] == "window" else self._on_end, *item[1:])
+        if self.controllers != self._seated:
+            self.seat_controllers()
         for ctl in list(self.controllers):
             ctl(self)
         comps, ko, down = self._components(), self.ko, FightState.DOWN

@@ -81,6 +81,10 @@ class _State:
     fight: Any
     extras: list
     fight_log: Any = None          # the fight rules' log (Fight.save_log): restored, not in the checksum
+    # the fight rules' AI rows (Fight.ai_rows: a TableState, a view of the arena's copy when
+    # the tables were saved through it); None: no such table (a file's state, the reference
+    # engine's, no fight rules), the AIs' states then in ``fight``
+    ais: Any = None
 
 
 class Snapshot:
@@ -250,23 +254,29 @@ class _Plan:
     (snapfile.stateful) of the action and state function lists as they were (``lists``).
     The reference engine's Game has no arena (its state is its objects)."""
 
-    __slots__ = ("arena", "lists", "stateful", "names")
+    __slots__ = ("arena", "lists", "stateful", "names", "ais")
 
     def __init__(self, game) -> None:
         # (Game.names' version, a copy of it): the copy every snapshot of that version
         # holds (a snapshot's values are never written to)
         self.names: tuple = (-1, None)
         st, ctx = getattr(game.player, "stores", None), game.ctx
-        self.arena = None if st is None else \
-            TableArena((st.cursors, st.fades, st.gaits, st.tasks, st.humans, ctx.bodies, ctx.combats))
+        # the fight rules' AI rows (Fight.ai_rows), the arena's eighth table when there are some
+        self.ais = getattr(game.fight, "ai_rows", None) if st is not None else None
+        tables = (st.cursors, st.fades, st.gaits, st.tasks, st.humans, ctx.bodies, ctx.combats) if st is not None \
+            else ()
+        if self.ais is not None:
+            tables += (self.ais,)
+        self.arena = None if st is None else TableArena(tables)
         self.lists: tuple = ()
         self.stateful: list = []
 
 
 def _plan(game) -> _Plan:
     plan = game.__dict__.get("_snapshot_plan")
-    if plan is None:
-        plan = game._snapshot_plan = _Plan(game)
+    if plan is None or (plan.ais is not None and plan.ais is not getattr(game.fight, "ai_rows", None)) or \
+            (plan.ais is None and plan.arena is not None and getattr(game.fight, "ai_rows", None) is not None):
+        plan = game._snapshot_plan = _Plan(game)        # (fight rules attached or replaced since)
     return plan
 
 
@@ -291,6 +301,10 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     old = reuse._state if isinstance(reuse, Snapshot) and reuse._state is not None and \
         reuse._game is not None and reuse._game() is game else None
     plan = _plan(game)
+    if plan.ais is not None:
+        fr = game.fight
+        if fr.controllers != fr._seated:            # an AI added since: its row, before the copy
+            fr.seat_controllers()
     engine_state: Any
     arena = None
     if game.engine == "reference":
@@ -313,17 +327,29 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
             "bone_rot": None if ctx.bone_rot is None else ctx.bone_rot.copy(),
         }
     entity_next = _entity_next(game.world)
+    ai_rows = plan.ais
+    ais = None
     if view:
         bodies = (S.save_table(ctx.bodies, view=True), ctx.bodies.owners)
         combats = (S.save_table(ctx.combats, view=True), ctx.combats.owners, ctx.combats.texts)
+        if ai_rows is not None:
+            ais = S.save_table(ai_rows, view=True)
     elif arena is not None:
         bodies = (arena[2][5], dict(ctx.bodies.owners))
         combats = (arena[2][6], dict(ctx.combats.owners), list(ctx.combats.texts))
+        if ai_rows is not None:
+            ais = arena[2][7]
     else:
         bodies = (S.save_table(ctx.bodies, old.bodies[0] if old is not None else None), dict(ctx.bodies.owners))
         combats = (S.save_table(ctx.combats, old.combats[0] if old is not None else None),
                    dict(ctx.combats.owners), list(ctx.combats.texts))
-    fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
+        if ai_rows is not None:
+            ais = S.save_table(ai_rows, old.ais if old is not None else None)
+    if ais is not None:
+        # the AIs' states are rows of the copy just taken (the fight's state names them)
+        fight = game.fight.save_state(ais)
+    else:
+        fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
     log = game.fight.save_log() if fight is not None and not view and hasattr(game.fight, "save_log") else None
     extras = [fn.save_state() for fn in _stateful(game, plan)]
     names = game.names
@@ -332,7 +358,7 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
         kept = dict(names)
         plan.names = (names.version, kept)
     state = _State(game.engine, ctx.updates_run, ctx.update, kept, entity_next, engine_state, c,
-                   bodies, combats, fight, extras, log)
+                   bodies, combats, fight, extras, log, ais)
     return Snapshot(state, game=game)
 
 
@@ -417,6 +443,8 @@ def restore(game, snap: Snapshot) -> None:
     if not copied:
         S.load_table(bodies, st.bodies[0], check=False)
         S.load_table(combats, st.combats[0], check=False)
+        if st.ais is not None:
+            S.load_table(plan.ais, st.ais, check=False)
     if combats.texts != st.combats[2]:
         _texts_back(combats, st.combats[2])
     for table, owners in ((bodies, st.bodies[1]), (combats, st.combats[1])):
