@@ -256,8 +256,7 @@ def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = 
     values are trusted), copied back at once when the tables still lie as they did
     (load_arena). Returns whether it was (the arena's other tables are then loaded too).
     Commands buffered since the state was saved are dropped (they belong to the state it
-    replaces)."""
-    player.prepared.commands.clear()
+    replaces: Player.load_state drops them, before anything reads the rows)."""
     st = player.stores
     batch = player.batch
     copied = arena is not None and s.arena is not None and load_arena(arena, s.arena)

@@ -306,9 +306,10 @@ class Fight(Hits):
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state`` (Game.restore). Rejected (ValueError): a state that
         does not fit (``state_fits``: another number of controllers)."""
-        why = self.state_fits(state, trusted=True)       # a file's was checked in full when read
-        if why is not None:
-            raise ValueError(f"Fight.load_state: {why}")
+        # (a file's was checked in full when read; the shape and the controllers' count here)
+        if state.__class__ is not tuple or len(state) != 6 or state[5].__class__ is not tuple or \
+                len(state[5]) != len(self.controllers):
+            raise ValueError(f"Fight.load_state: {self.state_fits(state, trusted=True)}")
         ko, self.ko_at, starts, stats, pending, ctl = state
         if ko or self.ko:                               # (the state's own map is never taken)
             self.ko = dict(ko)
@@ -324,7 +325,10 @@ class Fight(Hits):
         if rounds or st.rounds:
             st.rounds[:] = [dict(r) for r in rounds]
         for c, s in zip(self.controllers, ctl):
-            if s is not None:
+            # an AI's row of the Game's own snapshot is back already (Game.restore puts the
+            # saved ai_rows back first), unless the AI moved to another row since
+            if s is not None and not (s.__class__ is AIRow and getattr(c, "state_row", -1) == s.row and
+                                      c.state_table is self.ai_rows and s.table.capacity == self.ai_rows.capacity):
                 c.load_state(s)
 
     # ---------------------------------------------------------------- the file's rows

@@ -254,12 +254,13 @@ class _Plan:
     (snapfile.stateful) of the action and state function lists as they were (``lists``).
     The reference engine's Game has no arena (its state is its objects)."""
 
-    __slots__ = ("arena", "lists", "stateful", "names", "ais")
+    __slots__ = ("arena", "lists", "stateful", "names", "ais", "game_ref")
 
     def __init__(self, game) -> None:
         # (Game.names' version, a copy of it): the copy every snapshot of that version
         # holds (a snapshot's values are never written to)
-        self.names: tuple = (-1, None)
+        self.names: tuple = (-1, None, ())
+        self.game_ref = weakref.ref(game)       # every snapshot's reference to its Game
         st, ctx = getattr(game.player, "stores", None), game.ctx
         # the fight rules' AI rows (Fight.ai_rows), the arena's eighth table when there are some
         self.ais = getattr(game.fight, "ai_rows", None) if st is not None else None
@@ -297,7 +298,8 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     over instead of new ones (no new memory per snapshot). ``view``: the Game's own arrays
     and values, not copies, for a state read at once (a checksum) and never kept.
     Original: none (ours)."""
-    game._open()
+    if game.closed:
+        game._open()                                  # (raises GameClosed)
     old = reuse._state if isinstance(reuse, Snapshot) and reuse._state is not None and \
         reuse._game is not None and reuse._game() is game else None
     plan = _plan(game)
@@ -353,23 +355,32 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     log = game.fight.save_log() if fight is not None and not view and hasattr(game.fight, "save_log") else None
     extras = [fn.save_state() for fn in _stateful(game, plan)]
     names = game.names
-    version, kept = plan.names
+    version, kept, humans = plan.names
     if version != names.version or kept is None:
         kept = dict(names)
-        plan.names = (names.version, kept)
+        humans = tuple(kept)
+        plan.names = (names.version, kept, humans)
     state = _State(game.engine, ctx.updates_run, ctx.update, kept, entity_next, engine_state, c,
                    bodies, combats, fight, extras, log, ais)
-    return Snapshot(state, game=game)
+    # (a Snapshot made here at once: the Game's weak reference and the names' tuple kept)
+    snap = Snapshot.__new__(Snapshot)
+    snap._state, snap._parsed, snap._game = state, None, plan.game_ref
+    snap.update, snap.humans, snap.engine = state.updates_run, humans, state.engine
+    return snap
 
 
 def restore(game, snap: Snapshot) -> None:
     """Write ``snap`` back into ``game`` (see the module docstring for what is refused)."""
-    game._open()
+    if game.closed:
+        game._open()                                  # (raises GameClosed)
     if not isinstance(snap, Snapshot):
         raise SnapshotError(f"Game.restore: expected a Snapshot, got {type(snap).__name__}")
     if snap.engine != game.engine:
         raise SnapshotError(f"Game.restore: a snapshot of the {snap.engine!r} engine on a {game.engine!r} Game")
-    st = snap._resolved(game)
+    st = snap._state
+    ref = snap._game
+    if st is None or ref is None or ref() is not game:
+        st = snap._resolved(game)                    # (a file's, checked; another Game's: refused)
     # -- every check first: nothing changes on a refusal
     alive = game.names if game.names == st.names else dict(game.humans())
     if alive is not game.names:
@@ -380,12 +391,18 @@ def restore(game, snap: Snapshot) -> None:
     if (st.fight is None) != (game.fight is None or not hasattr(game.fight, "save_state")):
         raise SnapshotError("Game.restore: the snapshot was taken " + ("without" if st.fight is None else "with")
                             + " fight rules, this Game has " + ("them" if st.fight is None else "none"))
-    fits = getattr(game.fight, "state_fits", None) if st.fight is not None else None
     # a file's state was checked in full when it was read (snapfile.to_state); the Game's own
-    # snapshots are its own data: their shape only
-    why = fits(st.fight, trusted=True) if fits is not None and snap._parsed is None else None
-    if why is not None:
-        raise SnapshotError(f"Game.restore: the fight rules' state does not fit: {why}")
+    # snapshots are its own data: their shape only (a Fight's: its controllers' count)
+    fs = st.fight
+    if fs is not None and snap._parsed is None:
+        fr = game.fight
+        ctl = getattr(fr, "controllers", None)
+        if ctl is None or fs.__class__ is not tuple or len(fs) != 6 or fs[5].__class__ is not tuple or \
+                len(fs[5]) != len(ctl):
+            fits = getattr(fr, "state_fits", None)
+            why = fits(fs, trusted=True) if fits is not None else None
+            if why is not None:
+                raise SnapshotError(f"Game.restore: the fight rules' state does not fit: {why}")
     plan = _plan(game)
     extras = _stateful(game, plan)
     if len(extras) != len(st.extras):
