@@ -192,8 +192,11 @@ class Fight(Hits):
         (anim.engine.snapshot.TableState): an AI seated there is given as its ``AIRow``
         (its state is in that copy), not copied out. Original: none (ours)."""
         st = self.stats
-        stats = (st.grabs, st.strikes, st.throws, st.damage, st.refused, dict(st.kinds), st.logged,
-                 st.round, tuple([dict(r) for r in st.rounds]) if st.rounds else ())
+        kinds, rounds = self._kept_counts()
+        ko = self._ko_kept
+        if ko != self.ko:
+            ko = self._ko_kept = dict(self.ko)
+        stats = (st.grabs, st.strikes, st.throws, st.damage, st.refused, kinds, st.logged, st.round, rounds)
         if self.controllers != self._seated:
             self.seat_controllers()
         if rows is not None:
@@ -202,7 +205,26 @@ class Fight(Hits):
                          c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
         else:
             ctl = tuple([c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
-        return (dict(self.ko), self.ko_at, self._starts_plain(), stats, tuple(self.pending), ctl)
+        return (ko, self.ko_at, self._starts_plain(), stats, tuple(self.pending), ctl)
+
+    # The copies a state holds of the counts by kind, the finished rounds and the K.O.s, made
+    # again only when they changed: the counts by kind change with ``logged`` (stats.record),
+    # rounds are only appended; (``logged``, copy), (their number, copy), the copy. A state's
+    # values are never written to, so states share them.
+    _kinds_kept: tuple = (-1, None)
+    _rounds_kept: tuple = (0, ())
+    _ko_kept: dict = {}
+
+    def _kept_counts(self) -> tuple:
+        """(the counts by kind, the finished rounds) as a state holds them (see above)."""
+        st = self.stats
+        kk = self._kinds_kept
+        if kk[0] != st.logged or kk[1] is None:
+            kk = self._kinds_kept = (st.logged, dict(st.kinds))
+        rk = self._rounds_kept
+        if rk[0] != len(st.rounds):
+            rk = self._rounds_kept = (len(st.rounds), tuple([dict(r) for r in st.rounds]))
+        return kk[1], rk[1]
 
     def seat_controllers(self) -> None:
         """Give each controller that keeps its state as a row (a FighterAI: ``seat``) a row
@@ -311,19 +333,25 @@ class Fight(Hits):
                 len(state[5]) != len(self.controllers):
             raise ValueError(f"Fight.load_state: {self.state_fits(state, trusted=True)}")
         ko, self.ko_at, starts, stats, pending, ctl = state
-        if ko or self.ko:                               # (the state's own map is never taken)
-            self.ko = dict(ko)
+        if (ko or self.ko) and not (ko is self._ko_kept and ko == self.ko):
+            self.ko = dict(ko)                          # (the state's own map is never taken)
+            self._ko_kept = ko
         self.pending = list(pending)
         if starts is not self._starts_plain():          # (the plain form of the starts held: kept)
             self.starts = {e: (np.array(p, dtype=np.float64), h, hp) for e, (p, h, hp) in starts.items()}
             self._starts_kept = (self.starts, len(self.starts), starts)
         st = self.stats
+        logged = st.logged
         (st.grabs, st.strikes, st.throws, st.damage, st.refused, kinds, st.logged, st.round, rounds) = stats
-        if dict.__eq__(st.kinds, kinds) is not True:   # (a dict's compare: a Counter's is Python)
+        kk = self._kinds_kept
+        # (the counts by kind held are ``kinds`` when they are its copy at the same count)
+        if not (kk[1] is kinds and kk[0] == logged == st.logged) and dict.__eq__(st.kinds, kinds) is not True:
             st.kinds.clear()
             dict.update(st.kinds, kinds)                # (a Counter's own update adds, and in Python)
-        if rounds or st.rounds:
+        self._kinds_kept = (st.logged, kinds)
+        if rounds is not self._rounds_kept[1] or len(st.rounds) != len(rounds):
             st.rounds[:] = [dict(r) for r in rounds]
+            self._rounds_kept = (len(rounds), rounds)
         for c, s in zip(self.controllers, ctl):
             # an AI's row of the Game's own snapshot is back already (Game.restore puts the
             # saved ai_rows back first), unless the AI moved to another row since
