@@ -146,6 +146,8 @@ class Fight(Hits):
         # Game's snapshot arena (a snapshot and a restore copy it with the engine's tables)
         self.ai_rows = ai_table(2)
         self._seated: list = []           # the controllers as last seated (seat_controllers)
+        # id(a saved copy of ai_rows) -> (that copy, the seating, its AIRows): save_state
+        self._ctl_kept: dict = {}
         # The host's handlers by kind (Fight.on): registrations, called in order.
         self.listeners: dict[FightEventKind, list[FightHandler]] = {}
         game.fight = self
@@ -200,9 +202,19 @@ class Fight(Hits):
         if self.controllers != self._seated:
             self.seat_controllers()
         if rows is not None:
-            mine = self.ai_rows
-            ctl = tuple([AIRow(rows, c.state_row) if getattr(c, "state_table", None) is mine else
-                         c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
+            # (a saved copy of ai_rows, a ring's slot, gives the same AIRows while the same
+            # controllers are seated: made once per copy)
+            kept = self._ctl_kept.get(id(rows))
+            if kept is not None and kept[0] is rows and kept[1] is self._seated:
+                ctl = kept[2]
+            else:
+                mine = self.ai_rows
+                ctl = tuple([AIRow(rows, c.state_row) if getattr(c, "state_table", None) is mine else
+                             c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
+                if all(x.__class__ is AIRow for x in ctl):
+                    if len(self._ctl_kept) >= 64:
+                        self._ctl_kept.clear()
+                    self._ctl_kept[id(rows)] = (rows, self._seated, ctl)
         else:
             ctl = tuple([c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
         return (ko, self.ko_at, self._starts_plain(), stats, tuple(self.pending), ctl)
@@ -352,6 +364,11 @@ class Fight(Hits):
         if rounds is not self._rounds_kept[1] or len(st.rounds) != len(rounds):
             st.rounds[:] = [dict(r) for r in rounds]
             self._rounds_kept = (len(rounds), rounds)
+        if ctl:
+            kept = self._ctl_kept.get(id(ctl[0].table)) if ctl[0].__class__ is AIRow else None
+            if kept is not None and kept[2] is ctl and kept[1] is self._seated and \
+                    ctl[0].table.capacity == self.ai_rows.capacity:
+                return                                  # every AI's row is back (Game.restore)
         for c, s in zip(self.controllers, ctl):
             # an AI's row of the Game's own snapshot is back already (Game.restore puts the
             # saved ai_rows back first), unless the AI moved to another row since

@@ -338,8 +338,9 @@ class RealisticCrowd:
         if kept is not None and kept[0] is rng and kept[1] == self.commands and kept[2] == self.refused \
                 and kept[4] == counts:
             return kept
-        kept = self._kept = (rng, self.commands, self.refused, {k: v[0] for k, v in self.by_kind.items()},
-                             dict(counts))
+        held, at = self._kinds_of
+        kinds = held if held is not None and at == self.commands else {k: v[0] for k, v in self.by_kind.items()}
+        kept = self._kept = (rng, self.commands, self.refused, kinds, dict(counts))
         self._kinds_of = (kept[3], self.commands)
         return kept
 
