@@ -67,7 +67,7 @@ def _run(game, updates: int) -> tuple[str, list[str]]:
     return out.getvalue(), sums
 
 
-@pytest.mark.parametrize("engine", ["compiled", "reference"])
+@pytest.mark.parametrize("engine", ["compiled", pytest.param("reference", marks=[pytest.mark.slow, pytest.mark.bits])])
 def test_a_restore_of_the_ai_rows_replays_the_next_200_updates_bit_for_bit(new_game, engine):
     """Two fighters, the fight rules and two AIs: a snapshot, 200 updates (the AIs decide
     and draw), a restore, the same 200 updates' trace bytes and checksums again, and the
