@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scuffle.anim.engine.store import Table, _layout
+from scuffle.anim.engine.store import Table, block_layout
 
 __all__ = ["COLUMNS", "RowRandom", "AIRow", "ai_table", "row_state", "MT_WORDS"]
 
@@ -183,7 +183,7 @@ def row_state(table_state: Any, row: int) -> tuple:
     """A FighterAI's ``save_state`` form of row ``row`` of a saved AI table
     (``table_state``: its capacity and block): ((3, the 625 words as 2,500 bytes, the
     gauss value or None), tick, hold's strikes, enabled)."""
-    lay = _layout({**COLUMNS, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}, table_state.capacity)[0]
+    lay = block_layout({**COLUMNS, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}, table_state.capacity)[0]
     block = table_state.block
 
     def col(name: str) -> np.ndarray:
