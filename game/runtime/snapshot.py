@@ -379,7 +379,8 @@ def restore(game, snap: Snapshot) -> None:
         raise SnapshotError(f"Game.restore: a snapshot of the {snap.engine!r} engine on a {game.engine!r} Game")
     st = snap._state
     ref = snap._game
-    if st is None or ref is None or ref() is not game:
+    own = st is not None and ref is not None and ref() is game      # this Game's own snapshot: trusted
+    if not own:
         st = snap._resolved(game)                    # (a file's, checked; another Game's: refused)
     # -- every check first: nothing changes on a refusal
     alive = game.names if game.names == st.names else dict(game.humans())
@@ -394,7 +395,7 @@ def restore(game, snap: Snapshot) -> None:
     # a file's state was checked in full when it was read (snapfile.to_state); the Game's own
     # snapshots are its own data: their shape only (a Fight's: its controllers' count)
     fs = st.fight
-    if fs is not None and snap._parsed is None:
+    if fs is not None and own:
         fr = game.fight
         ctl = getattr(fr, "controllers", None)
         if ctl is None or fs.__class__ is not tuple or len(fs) != 6 or fs[5].__class__ is not tuple or \
@@ -407,7 +408,7 @@ def restore(game, snap: Snapshot) -> None:
     extras = _stateful(game, plan)
     if len(extras) != len(st.extras):
         raise SnapshotError(f"Game.restore: {len(st.extras)} stateful actions saved, this Game runs {len(extras)}")
-    if snap._game is None or snap._game() is not game:   # a snapshot of this Game fits its own tables
+    if not own:                                      # a snapshot of this Game fits its own tables
         tables = [(ctx_t, t[0]) for ctx_t, t in ((game.ctx.bodies, st.bodies), (game.ctx.combats, st.combats))]
         if st.engine == "compiled":
             tables += [(getattr(game.player.stores, n), ts) for n, ts in st.engine_state.tables.items()]
@@ -467,7 +468,7 @@ def restore(game, snap: Snapshot) -> None:
     for table, owners in ((bodies, st.bodies[1]), (combats, st.combats[1])):
         # a view moved (added, removed, rehomed), or a file's rows: the views take their
         # rows' generations as the file gives them
-        if table.owners != owners or snap._parsed is not None:
+        if table.owners != owners or not own:
             moved = True
             table.owners.clear()
             table.owners.update(owners)
