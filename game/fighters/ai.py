@@ -21,7 +21,7 @@ from scuffle.components import Body, Combat
 from scuffle.game.fighters.combat import PACES, Fight, FightFlags, FightState
 from scuffle.game.fighters.fightinput import Action, FightInput
 from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS
-from scuffle.game.fighters.airows import AIRow, RowRandom, ai_table, row_state as _row_state
+from scuffle.game.fighters.airows import AIRow, RowRandom, ai_table, new_sid, row_state as _row_state
 
 if TYPE_CHECKING:
     from scuffle.game.runtime.world import Game
@@ -100,7 +100,7 @@ class FighterAI:
             return
         old, r = self.state_table, self.state_row
         row = table.alloc()
-        for name in ("mt", "has_gauss", "gauss", "tick", "hold", "enabled"):
+        for name in ("mt", "has_gauss", "gauss", "tick", "hold", "enabled", "sid"):
             getattr(table, name)[row] = getattr(old, name)[r]
         self.state_table, self.state_row = table, row
         self.rng.rebind(table, row)
@@ -110,8 +110,14 @@ class FighterAI:
         words as 2,500 bytes, the gauss value), the tick, the hold's strikes left, whether
         it is on (a snapshot file's ``ais`` row)."""
         t, r = self.state_table, self.state_row
-        gauss = float(t.gauss[r]) if t.has_gauss[r] else None
-        return ((3, t.mt[r].tobytes(), gauss), self.tick, self.hold_actions, self.enabled)
+        sid, rng = self.saved_rng
+        if sid != t.m_sid[r]:                 # (the generator's state copied out again only when it changed)
+            gauss = float(t.gauss[r]) if t.has_gauss[r] else None
+            sid, rng = self.saved_rng = (t.m_sid[r], (3, t.mt[r].tobytes(), gauss))
+        return (rng, t.m_tick[r], t.m_hold[r], t.m_enabled[r])
+
+    # (the row's state id, the generator's state as save_state gives it): one copy per state
+    saved_rng: tuple = (-1, None)
 
     def config(self) -> dict:
         """Its settings as plain data (Game.config)."""
@@ -145,11 +151,16 @@ class FighterAI:
             if row == r and saved.capacity == t.capacity and saved.block.nbytes == t.block.nbytes:
                 return
             state = _row_state(saved, row)
-        (version, words, gauss), tick, hold, on = state
-        t.mt[r] = np.frombuffer(words, np.int32)
-        t.has_gauss[r] = gauss is not None
-        t.gauss[r] = 0.0 if gauss is None else gauss
-        t.tick[r], t.hold[r], t.enabled[r] = tick, hold, on
+        rng, tick, hold, on = state
+        sid, kept = self.saved_rng
+        if not (sid == t.m_sid[r] and (rng is kept or rng == kept)):     # (the generator holds it already)
+            version, words, gauss = rng
+            t.mt[r] = np.frombuffer(words, np.int32)
+            t.has_gauss[r] = gauss is not None
+            t.gauss[r] = 0.0 if gauss is None else gauss
+            sid = t.m_sid[r] = new_sid()
+            self.saved_rng = (sid, rng)
+        t.m_tick[r], t.m_hold[r], t.m_enabled[r] = tick, hold, bool(on)
 
     def __call__(self, fight: Fight) -> None:
         """One update as a controller on a Fight: ``decide`` this update's input, then

@@ -16,6 +16,7 @@ none (ours).
 """
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any, NamedTuple
 
@@ -23,16 +24,21 @@ import numpy as np
 
 from scuffle.anim.engine.store import Table, block_layout
 
-__all__ = ["COLUMNS", "RowRandom", "AIRow", "ai_table", "row_state", "MT_WORDS"]
+__all__ = ["COLUMNS", "RowRandom", "AIRow", "ai_table", "row_state", "MT_WORDS", "new_sid"]
 
 MT_WORDS = 624                 # MT19937's state words (the row's ``mt`` has one more: the position)
 _M = 397
 _UPPER, _LOWER, _MATRIX_A = 0x80000000, 0x7FFFFFFF, 0x9908B0DF
 
 # A row's columns: as the snapshot file's ``ais`` table has them (game.fighters.fightrows),
-# without ``live`` (the Table's own).
+# without ``live`` (the Table's own), and ``sid``: an id of the generator's state, a new one
+# (``new_sid``) whenever the words or the gauss value change, so that a saved copy of the
+# words stands for every state with the same id (FighterAI.save_state keeps one; not in a file).
 COLUMNS = {"mt": (np.int32, (MT_WORDS + 1,)), "has_gauss": np.bool_, "gauss": np.float64, "tick": np.int64,
-           "hold": np.int64, "enabled": np.bool_}
+           "hold": np.int64, "enabled": np.bool_, "sid": np.int64}
+
+_SIDS = itertools.count(1)
+new_sid = _SIDS.__next__          # a state id never given before in this process
 
 
 def ai_table(capacity: int = 2) -> Table:
@@ -102,6 +108,7 @@ class RowRandom(random.Random):
         t.mt[r].view(np.uint32)[:] = words
         t.has_gauss[r] = gauss is not None
         t.gauss[r] = 0.0 if gauss is None else gauss
+        t.sid[r] = new_sid()
 
     @property
     def gauss_next(self) -> float | None:           # random.Random.gauss keeps its second value here
@@ -113,6 +120,7 @@ class RowRandom(random.Random):
         t, r = self._table, self._row
         t.has_gauss[r] = v is not None
         t.gauss[r] = 0.0 if v is None else v
+        t.sid[r] = new_sid()
 
     # -- the numbers
     def _view(self) -> memoryview:
@@ -141,6 +149,7 @@ class RowRandom(random.Random):
             y ^= y >> 18
             out.append(y)
         words[MT_WORDS] = pos
+        self._table.m_sid[self._row] = new_sid()
         return out
 
     def random(self) -> float:
