@@ -187,6 +187,10 @@ class AIRow(NamedTuple):
     table: Any
     row: int
 
+    def state(self) -> tuple:
+        """The AI's ``save_state`` form of this row (``row_state``)."""
+        return row_state(self.table, self.row)
+
 
 def row_state(table_state: Any, row: int) -> tuple:
     """A FighterAI's ``save_state`` form of row ``row`` of a saved AI table

@@ -648,6 +648,12 @@ def parts(snap: Snapshot) -> dict[str, str]:
         elif f.name == "extras":
             for i, x in enumerate(v):
                 put(f"extras[{i}]", x)
+        elif f.name == "ais":
+            continue                     # (each AI's row is in the fight's part, by value)
+        elif f.name == "fight" and v.__class__ is tuple and len(v) == 6 and v[5].__class__ is tuple:
+            # an AI's state as its row's values (an AIRow names a copy of the table, whose
+            # state ids are this process's)
+            put(f.name, (*v[:5], tuple([x.state() if x.__class__.__name__ == "AIRow" else x for x in v[5]])))
         else:
             put(f.name, v)
     return out
