@@ -110,14 +110,22 @@ class FighterAI:
         words as 2,500 bytes, the gauss value), the tick, the hold's strikes left, whether
         it is on (a snapshot file's ``ais`` row)."""
         t, r = self.state_table, self.state_row
-        sid, rng = self.saved_rng
-        if sid != t.m_sid[r]:                 # (the generator's state copied out again only when it changed)
+        key, rng = self.saved_rng
+        now = self.rng_key(t, r)
+        if key != now:                        # (the generator's state copied out again only when it changed)
             gauss = float(t.gauss[r]) if t.has_gauss[r] else None
-            sid, rng = self.saved_rng = (t.m_sid[r], (3, t.mt[r].tobytes(), gauss))
+            rng = (3, t.mt[r].tobytes(), gauss)
+            self.saved_rng = (now, rng)
         return (rng, t.m_tick[r], t.m_hold[r], t.m_enabled[r])
 
-    # (the row's state id, the generator's state as save_state gives it): one copy per state
-    saved_rng: tuple = (-1, None)
+    # (the generator's state's key, its state as save_state gives it): one copy per state
+    saved_rng: tuple = (None, None)
+
+    @staticmethod
+    def rng_key(t, r: int) -> tuple:
+        """What identifies the generator's state on row ``r`` of ``t``: its words' id
+        (airows' ``sid``), its position, its gauss value."""
+        return (t.m_sid[r], int(t.mt[r, -1]), t.m_has_gauss[r], t.m_gauss[r])
 
     def config(self) -> dict:
         """Its settings as plain data (Game.config)."""
@@ -152,14 +160,14 @@ class FighterAI:
                 return
             state = _row_state(saved, row)
         rng, tick, hold, on = state
-        sid, kept = self.saved_rng
-        if not (sid == t.m_sid[r] and (rng is kept or rng == kept)):     # (the generator holds it already)
+        key, kept = self.saved_rng
+        if not ((rng is kept or rng == kept) and key == self.rng_key(t, r)):     # (the generator holds it already)
             version, words, gauss = rng
             t.mt[r] = np.frombuffer(words, np.int32)
             t.has_gauss[r] = gauss is not None
             t.gauss[r] = 0.0 if gauss is None else gauss
-            sid = t.m_sid[r] = new_sid()
-            self.saved_rng = (sid, rng)
+            t.m_sid[r] = new_sid()
+            self.saved_rng = (self.rng_key(t, r), rng)
         t.m_tick[r], t.m_hold[r], t.m_enabled[r] = tick, hold, bool(on)
 
     def __call__(self, fight: Fight) -> None:

@@ -31,9 +31,10 @@ _M = 397
 _UPPER, _LOWER, _MATRIX_A = 0x80000000, 0x7FFFFFFF, 0x9908B0DF
 
 # A row's columns: as the snapshot file's ``ais`` table has them (game.fighters.fightrows),
-# without ``live`` (the Table's own), and ``sid``: an id of the generator's state, a new one
-# (``new_sid``) whenever the words or the gauss value change, so that a saved copy of the
-# words stands for every state with the same id (FighterAI.save_state keeps one; not in a file).
+# without ``live`` (the Table's own), and ``sid``: an id of the 624 words, a new one
+# (``new_sid``) whenever they change (a regeneration, a seed, a state put back), so that
+# what is made of the words (their tempered values; FighterAI.save_state's copy, with the
+# position and the gauss value) stands for every row with the same id (not in a file).
 COLUMNS = {"mt": (np.int32, (MT_WORDS + 1,)), "has_gauss": np.bool_, "gauss": np.float64, "tick": np.int64,
            "hold": np.int64, "enabled": np.bool_, "sid": np.int64}
 
@@ -77,6 +78,7 @@ class RowRandom(random.Random):
             row = table.alloc()
         self._table, self._row = table, row
         self._kept: tuple | None = None
+        self._out: tuple = (-1, None)           # (a words' id, their tempered values): _tempered
         super().__init__(seed)
 
     def rebind(self, table: Table, row: int) -> None:
@@ -120,37 +122,50 @@ class RowRandom(random.Random):
         t, r = self._table, self._row
         t.has_gauss[r] = v is not None
         t.gauss[r] = 0.0 if v is None else v
-        t.sid[r] = new_sid()
 
     # -- the numbers
-    def _view(self) -> memoryview:
-        """The row's 625 words as a uint32 memoryview (kept while the table keeps its arrays:
-        its ``layout`` stamp moves when they are replaced)."""
+    def _view(self) -> tuple:
+        """(the row's 625 words as a uint32 memoryview, its ``sid`` column's memoryview),
+        kept while the table keeps its arrays (its ``layout`` stamp moves when they are
+        replaced)."""
         t = self._table
-        kept = self.__dict__.get("_kept")
+        kept = self._kept
         if kept is None or kept[0] is not t or kept[1] != t.layout or kept[2] != self._row:
-            kept = self._kept = (t, t.layout, self._row, memoryview(t.mt[self._row].view(np.uint32)))
+            kept = self._kept = (t, t.layout, self._row, (memoryview(t.mt[self._row].view(np.uint32)), t.m_sid))
         return kept[3]
 
-    def _words(self, k: int) -> list[int]:
-        """The next ``k`` (1 or 2) tempered 32-bit words (genrand_uint32)."""
-        words = self._view()
-        pos = words[MT_WORDS]
-        out = []
-        for _ in range(k):
-            if pos >= MT_WORDS:
-                _twist(self._table.mt[self._row].view(np.uint32)[:MT_WORDS])
-                pos = 0
-            y = words[pos]
-            pos += 1
+    def _tempered(self, words: memoryview, sid: int) -> list:
+        """The 624 words' tempered values (genrand_uint32's outputs), made once per ``sid``
+        (after a regeneration, or when a restore brought other words back)."""
+        got = self._out
+        if got[0] != sid:
+            y = np.frombuffer(words, np.uint32)[:MT_WORDS].astype(np.uint32)
             y ^= y >> 11
             y ^= (y << 7) & 0x9D2C5680
             y ^= (y << 15) & 0xEFC60000
             y ^= y >> 18
-            out.append(y)
+            got = self._out = (sid, y.tolist())
+        return got[1]
+
+    def _words(self, k: int) -> list[int]:
+        """The next ``k`` (1 or 2) tempered 32-bit words (genrand_uint32)."""
+        words, sids = self._view()
+        r = self._row
+        pos = words[MT_WORDS]
+        out = self._tempered(words, sids[r]) if pos + k <= MT_WORDS else None
+        if out is not None:                         # (no regeneration on the way: the usual case)
+            words[MT_WORDS] = pos + k
+            return out[pos:pos + k]
+        got = []
+        for _ in range(k):
+            if pos >= MT_WORDS:
+                _twist(self._table.mt[r].view(np.uint32)[:MT_WORDS])
+                sids[r] = new_sid()
+                pos = 0
+            got.append(self._tempered(words, sids[r])[pos])
+            pos += 1
         words[MT_WORDS] = pos
-        self._table.m_sid[self._row] = new_sid()
-        return out
+        return got
 
     def random(self) -> float:
         """A float in [0, 1), as random.Random's (53 bits from two words)."""
