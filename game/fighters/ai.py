@@ -111,7 +111,7 @@ class FighterAI:
         it is on (a snapshot file's ``ais`` row)."""
         t, r = self.state_table, self.state_row
         key, rng = self.saved_rng
-        now = self.rng_key(t, r)
+        now = self.rng.state_key()
         if key != now:                        # (the generator's state copied out again only when it changed)
             gauss = float(t.gauss[r]) if t.has_gauss[r] else None
             rng = (3, t.mt[r].tobytes(), gauss)
@@ -120,12 +120,6 @@ class FighterAI:
 
     # (the generator's state's key, its state as save_state gives it): one copy per state
     saved_rng: tuple = (None, None)
-
-    @staticmethod
-    def rng_key(t, r: int) -> tuple:
-        """What identifies the generator's state on row ``r`` of ``t``: its words' id
-        (airows' ``sid``), its position, its gauss value."""
-        return (t.m_sid[r], int(t.mt[r, -1]), t.m_has_gauss[r], t.m_gauss[r])
 
     def config(self) -> dict:
         """Its settings as plain data (Game.config)."""
@@ -161,13 +155,13 @@ class FighterAI:
             state = _row_state(saved, row)
         rng, tick, hold, on = state
         key, kept = self.saved_rng
-        if not ((rng is kept or rng == kept) and key == self.rng_key(t, r)):     # (the generator holds it already)
+        if not ((rng is kept or rng == kept) and key == self.rng.state_key()):     # (the generator holds it already)
             version, words, gauss = rng
             t.mt[r] = np.frombuffer(words, np.int32)
             t.has_gauss[r] = gauss is not None
             t.gauss[r] = 0.0 if gauss is None else gauss
             t.m_sid[r] = new_sid()
-            self.saved_rng = (self.rng_key(t, r), rng)
+            self.saved_rng = (self.rng.state_key(), rng)
         t.m_tick[r], t.m_hold[r], t.m_enabled[r] = tick, hold, bool(on)
 
     def __call__(self, fight: Fight) -> None:

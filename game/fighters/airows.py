@@ -134,6 +134,13 @@ class RowRandom(random.Random):
             kept = self._kept = (t, t.layout, self._row, (memoryview(t.mt[self._row].view(np.uint32)), t.m_sid))
         return kept[3]
 
+    def state_key(self) -> tuple:
+        """What identifies the generator's state now: (its words' id, its position, whether
+        it holds a gauss value, the value); equal keys, equal states."""
+        words, sids = self._view()
+        t, r = self._table, self._row
+        return (sids[r], words[MT_WORDS], t.m_has_gauss[r], t.m_gauss[r])
+
     def _tempered(self, words: memoryview, sid: int) -> list:
         """The 624 words' tempered values (genrand_uint32's outputs), made once per ``sid``
         (after a regeneration, or when a restore brought other words back)."""
