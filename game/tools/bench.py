@@ -309,8 +309,8 @@ class RealisticCrowd:
         self.game, self.player = game, game.player
         self.rng = SavedRandom(seed)
         self.by_phase: list[list[tuple[int, object]]] = [[] for _ in range(REAL_CYCLE)]
-        for i, inst in extras:
-            self.by_phase[(-7 * i) % REAL_CYCLE].append((i, inst))
+        for pair in extras:                               # (the caller's pairs themselves: no copy each)
+            self.by_phase[(-7 * pair[0]) % REAL_CYCLE].append(pair)
         self.commands = 0
         self.command_s = 0.0
         self.command_cpu_s = 0.0
@@ -320,6 +320,8 @@ class RealisticCrowd:
         self.commands_seen = 0                            # which command is sampled (HANDLE_SAMPLE): not state
         self.cmds = {k: game.player.prepare(r) for k, r in REAL_RECIPES.items()}
         self.refused = 0
+        self._kept: tuple | None = None             # the last save_state (given again while nothing changed)
+        self._kinds_of: tuple = (None, -1)          # (a state's counts by kind, the command count they are at)
         self.fights: list = []
         self.listener = _Listener()
         self.router = _FightRouter()
@@ -329,8 +331,18 @@ class RealisticCrowd:
         """The driver's state: its random generator, the counts and the listener's counts
         (timings are measurements, not state: not saved; each pair's fight rules are
         actions of the Game, saved on their own)."""
-        return (self.rng.save_state(), self.commands, self.refused, {k: v[0] for k, v in self.by_kind.items()},
-                dict(self.listener.counts))
+        rng, counts = self.rng.save_state(), self.listener.counts
+        kept = self._kept
+        # (the last state saved again while nothing changed: the counts by kind change only
+        # with a command, and a state's values are never written to)
+        if kept is not None and kept[0] is rng and kept[1] == self.commands and kept[2] == self.refused \
+                and kept[4] == counts:
+            return kept
+        held, at = self._kinds_of
+        kinds = held if held is not None and at == self.commands else {k: v[0] for k, v in self.by_kind.items()}
+        kept = self._kept = (rng, self.commands, self.refused, kinds, dict(counts))
+        self._kinds_of = (kept[3], self.commands)
+        return kept
 
     def state_fits(self, state) -> str | None:
         """Why ``state`` (a ``save_state``, perhaps from a file) cannot be loaded, or None."""
@@ -349,11 +361,16 @@ class RealisticCrowd:
 
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state``."""
-        rng, self.commands, self.refused, kinds, counts = state
+        rng, commands, self.refused, kinds, counts = state
         self.rng.load_state(rng)
-        for k, n in kinds.items():
-            self.by_kind[k][0] = n
-        self.listener.counts = dict(counts)
+        held, at = self._kinds_of                   # (the counts by kind held: ``held``'s while no command since)
+        if held is not kinds or at != self.commands:
+            for k, n in kinds.items():
+                self.by_kind[k][0] = n
+            self._kinds_of = (kinds, commands)
+        self.commands = commands
+        if self.listener.counts != counts:
+            self.listener.counts = dict(counts)
 
     # -- one command of each kind (the player's own calls: what a game's code does)
     def _running(self, inst, ttype):

@@ -43,6 +43,27 @@ def test_the_warm_command_says_where_the_kernels_are():
     assert check.returncode == 0 and check.stdout.startswith("every kernel cached in "), check.stderr
 
 
+LEFT_IN_CACHE = """
+import json, scuffle
+from scuffle.anim.engine import coldstart, kernels, snapkernel
+scuffle.warm()
+print(json.dumps([coldstart.all_cached(), {n: len(getattr(snapkernel, n).signatures) for n in coldstart.SNAPSHOT_KERNELS},
+                  len(kernels.step_stacks.signatures), len(kernels.pose_stacks.signatures)]))
+"""
+
+
+def test_warm_leaves_the_snapshot_files_kernels_in_the_cache_when_they_are_there():
+    """With every kernel cached, warm() loads those of the update and the commands, and
+    leaves the snapshot file's in the cache (a game that writes no file does not hold
+    them; its first file loads them)."""
+    scuffle.warm()
+    r = subprocess.run([sys.executable, "-c", LEFT_IN_CACHE], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, **ENV))
+    assert r.returncode == 0, r.stderr[-3000:]
+    cached, files, step, pose = json.loads(r.stdout.strip().splitlines()[-1])
+    assert cached and files == {n: 0 for n in coldstart.SNAPSHOT_KERNELS} and step >= 1 and pose >= 1
+
+
 AFTER_WARM = """
 import json
 from numba.core import event as ev
