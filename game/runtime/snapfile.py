@@ -3,7 +3,8 @@
 A snapshot file is read from strangers (shared save states, replays, a netplay peer), so
 it holds nothing but data: a fixed header, a directory of sections, each table's block
 as raw bytes with its declared columns (the engine's tables and the fight rules':
-game.fighters.fightrows, reached through the Game's Fight), and the plain values (anim.engine.plaindata: numbers,
+game.fighters.fightrows, reached through the Game's Fight), the counts (the update
+counters and the engine's lists of rows and counters as fixed columns), and the plain values (anim.engine.plaindata: numbers,
 strings, bytes, lists, maps, numpy arrays; nothing in the bytes names a class or a
 function). scuffle's own code rebuilds its objects from them, in the Game they are
 restored into, after checking every size, every row and every value
@@ -1053,9 +1054,11 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1
         and bool(((a >= 0) & (a < hum.capacity)).all())
         for a in stepped), "values.engine.stepped", "not lists of human rows")
-    stats = (need_int(cn["stats[0]"], "counts.stats[0]", 0), need_int(cn["stats[1]"], "counts.stats[1]", 0))
+    # (counters with room to count on: a file's is never one an update takes past int64)
+    stats = (need_int(cn["stats[0]"], "counts.stats[0]", 0, MAX_COUNTER),
+             need_int(cn["stats[1]"], "counts.stats[1]", 0, MAX_COUNTER))
     b = (need_int(cn["batch.kernel_humans"], "counts.batch.kernel_humans", 0, hum.capacity),
-         need_int(cn["batch.pair_changes"], "counts.batch.pair_changes", 0), ev["leaving"])
+         need_int(cn["batch.pair_changes"], "counts.batch.pair_changes", 0, MAX_COUNTER), ev["leaving"])
     need(isinstance(b[2], list), "values.engine.leaving", "not a list")
     leaving = []
     for i, x in enumerate(b[2]):

@@ -221,3 +221,38 @@ def _value(which: int, section: int, pick: int, new) -> None:
 
 test_value_pushed, test_value_pushed_fuzz = fuzz_pair(st.integers(0, 2), st.integers(0, 1), st.integers(0, 5000),
                                                       _VALUES)(_value)
+
+
+# ---------------------------------------------------------------- a count pushed over its range
+def _count(which: int, field: int, item: int, value: int) -> None:
+    """A counter, or an item of one of the counts section's lists (one item appended or
+    dropped too), pushed to an extreme: the section is rewritten whole (its lengths agree)."""
+    files, _ = _setup()
+    data = files[which % len(files)]
+    names = (*F.COUNTERS, *F.COUNT_LISTS, "pool.out")
+    fname = names[field % len(names)]
+    v = _EXTREMES[value % len(_EXTREMES)]
+    n = int(v) if isinstance(v, int) else -7
+
+    def edit(name: str, b: bytes) -> bytes:
+        if name != "counts":
+            return b
+        c = F.counts_of(b)
+        if fname in F.COUNTERS:
+            c[fname] = n
+        else:
+            a = c[fname]
+            if item % 7 == 5:                     # one more
+                a = np.concatenate([a, a[:1] if len(a) else np.zeros((1, *a.shape[1:]), a.dtype)])
+            elif item % 7 == 6 and len(a):        # one fewer
+                a = a[:-1]
+            elif len(a):
+                a = a.copy()
+                a.reshape(-1)[item % a.size] = bool(n & 1) if a.dtype == np.bool_ else n
+            c[fname] = a
+        return F.counts_section(c)
+    _try(_reassembled(data, edit))
+
+
+test_count_pushed, test_count_pushed_fuzz = fuzz_pair(st.integers(0, 2), st.integers(0, 20), st.integers(0, 200),
+                                                      st.integers(0, 40))(_count)
