@@ -1076,7 +1076,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         if name is None:
             instances.append(None)
             continue
-        if not (name in inst_of and name not in seen):
+        if not (name.__class__ is str and name in inst_of and name not in seen):
             raise _Refused(f"values.engine.instances[{r}]: {short(name)} is not a human of the snapshot, or "
                            "named twice")
         if not hum.live[r]:
@@ -1087,7 +1087,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     need(isinstance(ev["loose"], list), "values.engine.loose", "not a list")
     for i, x in enumerate(ev["loose"]):
         where = f"values.engine.loose[{i}]"
-        need(isinstance(x, tuple) and len(x) == 2 and x[0] in inst_of and x[0] not in seen, where,
+        need(isinstance(x, tuple) and len(x) == 2 and x[0].__class__ is str and x[0] in inst_of and x[0] not in seen,
+             where,
              "not a human of the snapshot without an engine row")
         vals = x[1]
         need(isinstance(vals, tuple) and len(vals) == 5, where, "not (generation, flags, anim, speed, report)")
@@ -1209,7 +1210,7 @@ def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
     for r, name in owners_v.items():
         if not (r.__class__ is int and r in in_use):
             raise _Refused(f"{where}.owners: row {short(r)} is not a row in use")
-        if not (name in names):
+        if not (name.__class__ is str and name in names):      # (a list is no name: never hashed)
             raise _Refused(f"{where}.owners[{r}]: {short(name)} is not a human of the snapshot")
         owners[r] = game.component(names[name], cls)
     need(sorted(owners) == live, where + ".owners", "not one owner per row in use")

@@ -316,6 +316,9 @@ TAMPER = [
     (_values_edit(lambda v: v["extras"].append(1)), "extras"),
     (_values_edit(lambda v: v["engine"].update(instances=["p1", "p1"])), "instances"),
     (_values_edit(lambda v: v.update(bodies=None)), "values.bodies"),
+    (_values_edit(lambda v: v["bodies"]["owners"].update({0: [1]})), "values.bodies.owners[0]"),
+    (_values_edit(lambda v: v["engine"].update(instances=[[1], None])), "values.engine.instances[0]"),
+    (_values_edit(lambda v: v["engine"].update(loose=[([1], (0, 0, 0, 0.0, None))])), "values.engine.loose[0]"),
     (_values_edit(lambda v: v["combats"].pop("owners")), "values.combats"),
 ]
 

@@ -178,7 +178,8 @@ test_column_pushed, test_column_pushed_fuzz = fuzz_pair(
 # ---------------------------------------------------------------- a plain value pushed over its range
 _VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(1 << 63), (1 << 63) - 1),
                     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=5), st.binary(max_size=5),
-                    st.lists(st.integers(-3, 3), max_size=3).map(tuple))
+                    st.lists(st.integers(-3, 3), max_size=3).map(tuple),
+                    st.lists(st.integers(-3, 3), max_size=2))      # (a list: never hashable, where a name is)
 
 
 def _paths(v, path=()):
