@@ -1199,23 +1199,32 @@ MAX_CALLS = 1 << 20
 
 
 def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
-    """(TableState, owners: row -> the human's view) of a body or combat table."""
+    """(TableState, owners: row -> the human's view) of a body or combat table: each row
+    in use owned by one human of the snapshot (names: checked distinct, so their views are),
+    each human owning one row at most."""
     where = _VIEWS_WHERE[what]
     need(isinstance(v, dict) and "owners" in v, where, "not a map holding owners")
-    live = np.flatnonzero(t.live).tolist()
-    in_use = set(live)
     owners_v = v["owners"]
     need(isinstance(owners_v, dict), where + ".owners", "not a map")
+    live = t.live
+    cap = len(live)
+    comps = game._entities
     owners = {}
     for r, name in owners_v.items():
-        if not (r.__class__ is int and r in in_use):
+        if not (r.__class__ is int and 0 <= r < cap and live[r]):
             raise _Refused(f"{where}.owners: row {short(r)} is not a row in use")
         if not (name.__class__ is str and name in names):      # (a list is no name: never hashed)
             raise _Refused(f"{where}.owners[{r}]: {short(name)} is not a human of the snapshot")
-        owners[r] = game.component(names[name], cls)
-    need(sorted(owners) == live, where + ".owners", "not one owner per row in use")
-    need(len({id(x) for x in owners.values()}) == len(owners), where + ".owners", "a human owns two rows")
+        view = comps.get(names[name], _NO_COMPONENTS).get(cls)
+        if view is None:
+            raise _Refused(f"{where}.owners[{r}]: {short(name)} has no {cls.__name__}")
+        owners[r] = view
+    need(len(owners) == int(np.count_nonzero(live)), where + ".owners", "not one owner per row in use")
+    need(len(set(owners_v.values())) == len(owners), where + ".owners", "a human owns two rows")
     return S.TableState(t.capacity, t.block), owners
+
+
+_NO_COMPONENTS: dict = {}
 
 
 _VIEWS_WHERE = {"bodies": "values.bodies", "combats": "values.combats"}
