@@ -23,7 +23,7 @@ from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.maths.pose import POSE_STACK_SIZE
 from scuffle.anim.maths.skeleton import NUM_BONES
 from scuffle.anim.engine.jitcache import cache_setting
-from scuffle.anim.engine.jitpipe import LinkOnlyCompiler
+from scuffle.anim.engine.jitpipe import LinkOnlyCompiler, prefetch as _prefetch
 from scuffle.anim.engine.kernels_maths import (LINK_ONLY, jit_kinds, _div, _mul, _sub, acos_s, sin_cos_s)
 from scuffle.anim.maths import detmath as _detmath
 from scuffle.anim.engine.kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _KEPT, _MIX, _PAIRED_CLIP,
@@ -61,6 +61,13 @@ LANE_ROWS = 10
 _NB = NUM_BONES
 _K_SLOPE, _K_START = 4 * _NB, 8 * _NB
 _GROUP = 8                  # the slerping lanes' weights, a SIMD group at a time (8 float64 in AVX-512)
+# How many humans ahead of the one it poses pose_stacks prefetches the rows of: the task
+# rows of the human PREFETCH_TASKS ahead, the cursor, fade and gait rows (found through
+# the task rows fetched earlier) of the human PREFETCH_ROWS ahead (kernels_step's, for the
+# same reason: each human's rows miss the cache in three dependent waves, its stack, its
+# tasks, their cursors; fetched ahead, the misses of several humans overlap).
+PREFETCH_TASKS = 8
+PREFETCH_ROWS = 4
 
 
 # ---------------------------------------------------------------- poses
@@ -897,6 +904,50 @@ def _pose_top(k, sp, over_queue, cols, bank, scratch, out):
     _emit(top, cols[k], bank, scratch, out)
 
 
+@_helper
+def _fetch_pose_tasks(hi, humans, tasks):
+    """Prefetch the task rows of human ``hi``'s stack: the columns the pose reads of every
+    task (its type, rate, cursor links, own row, next task, window, blend values)."""
+    h_depth, h_stack = humans.depth, humans.stack
+    for i in range(h_depth[hi]):
+        r = h_stack[hi, i]
+        if r >= 0:
+            _prefetch(tasks.type, r)
+            _prefetch(tasks.rate, r)
+            _prefetch(tasks.c0, r)
+            _prefetch(tasks.c1, r)
+            _prefetch(tasks.aux, r)
+            _prefetch(tasks.nxt, r)
+            _prefetch(tasks.window, r)
+
+
+@_helper
+def _fetch_pose_rows(hi, humans, tasks, cursors, fades, gaits):
+    """Prefetch the rows human ``hi``'s tasks link (read from their task rows, fetched
+    earlier by ``_fetch_pose_tasks``): its clips' and gaits' cursors (time, flags, bank
+    index), a fade's or a gait's own row."""
+    h_depth, h_stack = humans.depth, humans.stack
+    t_type, t_c0, t_c1, t_aux = tasks.type, tasks.c0, tasks.c1, tasks.aux
+    for i in range(h_depth[hi]):
+        r = h_stack[hi, i]
+        if r < 0:
+            continue
+        for c in (t_c0[r], t_c1[r]):
+            if c >= 0:
+                _prefetch(cursors.t, c)
+                _prefetch(cursors.flags, c)
+                _prefetch(cursors.bank, c)
+        a = t_aux[r]
+        if a >= 0:
+            tt = t_type[r]
+            if tt == _FADE:
+                _prefetch(fades.el, a)
+                _prefetch(fades.dur, a)
+            elif tt == _GAIT:
+                _prefetch(gaits.value, a)
+                _prefetch(gaits.lower, a)
+
+
 @_kernel
 def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, buffers):
     """Every human's pose (rows of the human table) into output column ``cols[k]``: its
@@ -941,8 +992,13 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     submask = bank.submask
     refused, weights, queued_default = buffers.refused, buffers.weights, buffers.queued_default
     dflt_slot = scratch.dflt
-    for k in range(rows.shape[0]):
+    n_rows = rows.shape[0]
+    for k in range(n_rows):
         hi = rows[k]
+        if k + PREFETCH_TASKS < n_rows:     # the rows of the humans ahead, on their way meanwhile
+            _fetch_pose_tasks(rows[k + PREFETCH_TASKS], humans, tasks)
+        if k + PREFETCH_ROWS < n_rows:
+            _fetch_pose_rows(rows[k + PREFETCH_ROWS], humans, tasks, cursors, fades, gaits)
         dflt_slot[0] = -1
         over_queue = queued_default[k]
         passes = 2 if over_queue else 1
