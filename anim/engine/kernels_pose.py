@@ -907,7 +907,7 @@ def _pose_top(k, sp, over_queue, cols, bank, scratch, out):
 @_helper
 def _fetch_pose_tasks(hi, humans, tasks):
     """Prefetch the task rows of human ``hi``'s stack: the columns the pose reads of every
-    task (its type, rate, cursor links, own row, next task, window, blend values)."""
+    task (its type, rate, first two cursor links, own row, next task, window)."""
     h_depth, h_stack = humans.depth, humans.stack
     for i in range(h_depth[hi]):
         r = h_stack[hi, i]

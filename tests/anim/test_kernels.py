@@ -274,14 +274,11 @@ def test_the_blend_equals_quat_slerp_per_bone_bit_for_bit():
     assert slerped > 3000
 
 
-def test_the_blend_runs_its_bones_in_simd_lanes():
-    """The blend's machine code holds packed float64 square roots and divisions (the
-    slerp weights' lanes: sqrtpd / divpd, SSE2's or AVX's) and packed float32 ones (the
-    lerp's lanes): its bone loops are vectorised for the host's CPU. Compiled fresh into
-    a wrapper (numba gives no machine code for a kernel loaded from its cache)."""
+def _skip_unless_host_simd() -> None:
+    """Skip where the packed instructions' names are not x86-64's, or where numba targets
+    a CPU without the host's features (NUMBA_CPU_NAME: LLVM's cost model may keep the
+    loops scalar there, with the same bits)."""
     import platform
-
-    from numba import njit
 
     from numba.core import config
 
@@ -290,6 +287,16 @@ def test_the_blend_runs_its_bones_in_simd_lanes():
     if config.CPU_NAME or not config.ENABLE_AVX:
         pytest.skip("numba targets a CPU without the host's features (NUMBA_CPU_NAME): LLVM's cost model "
                     "may keep the loops scalar there, with the same bits")
+
+
+def test_the_blend_runs_its_bones_in_simd_lanes():
+    """The blend's machine code holds packed float64 square roots and divisions (the
+    slerp weights' lanes: sqrtpd / divpd, SSE2's or AVX's) and packed float32 ones (the
+    lerp's lanes): its bone loops are vectorised for the host's CPU. Compiled fresh into
+    a wrapper (numba gives no machine code for a kernel loaded from its cache)."""
+    from numba import njit
+
+    _skip_unless_host_simd()
 
     @njit(cache=False)
     def blend(sc, w, submask):
@@ -309,17 +316,9 @@ def test_the_sample_runs_its_bones_in_simd_lanes():
     """The sample's bone loop reads the frame's key row (the bank's keys frame-major) and
     its machine code holds packed float32 square roots and divisions (sqrtps / divps, SSE2's
     or AVX's): a bone to a SIMD lane, not a gather a bone. Compiled fresh into a wrapper."""
-    import platform
-
     from numba import njit
 
-    from numba.core import config
-
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        pytest.skip("the packed instructions' names are x86-64's")
-    if config.CPU_NAME or not config.ENABLE_AVX:
-        pytest.skip("numba targets a CPU without the host's features (NUMBA_CPU_NAME): LLVM's cost model "
-                    "may keep the loops scalar there, with the same bits")
+    _skip_unless_host_simd()
 
     @njit(cache=False)
     def sample(sc, bank, t):
