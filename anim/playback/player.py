@@ -676,7 +676,7 @@ class Player:
         ``views`` (two loops in C), each one nothing else holds kept for the next
         constructor of its class (Table.spare: the tuple, the loop and getrefcount's own
         hold it, 3, and no weak reference names it), the callback ids of the keyed rows let
-        go and their reset to the defaults noted (Table.freed)."""
+        go (Table.freed; the kernel reset their other columns to the defaults)."""
         fr = freed[:nf]
         if not keyed:
             rows, held = fr.tolist(), []
@@ -701,7 +701,7 @@ class Player:
         for keep in tasks.spare.values():
             if len(keep) > _SPARE_MAX:
                 del keep[_SPARE_MAX:]
-        tasks.freed(rows, held)
+        tasks.freed(rows, held, reset=True)         # (flush_release reset them: _reset_task)
 
     def _log_released(self, ents: np.ndarray, ids: np.ndarray, first: int, end: int) -> None:
         """Entries ``first``-``end`` released: their human rows and ids into ``released_log``,
