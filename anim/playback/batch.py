@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from time import get_clock_info
 from time import thread_time as _thread_time
 from collections import deque
 from itertools import repeat
@@ -77,6 +78,9 @@ _PAIR_CURSORS = 2            # the cursors a gait's change of pair can bring in 
 # Up to this many humans the Python around the kernels reads their rows one by one (a
 # memoryview or a list: no numpy call, whose fixed cost is most of a 2-fighter update).
 _FEW = 16
+# A thread's CPU clock fine enough to time a chunk (crowd.Balance); where it counts in
+# scheduler ticks (about 16 ms on Windows) the chunks stay cut by count.
+_CHUNK_CLOCK = get_clock_info("thread_time").resolution <= 1e-5
 # the kernel's count slots and status bits, read per update (module constants: no attribute look-ups)
 _COUNT_GAITS, _COUNT_DEFERRED, _COUNT_WRAPS, _COUNT_STOPPED = K.COUNT_GAITS, K.COUNT_DEFERRED, K.COUNT_WRAPS, \
     K.COUNT_STOPPED
@@ -925,7 +929,8 @@ class BatchEngine:
             jobs[0].after = self._clear_late       # the calling thread's Python beside the other chunks
         assert self._workers is not None
         self._workers.run(jobs)
-        self.balance[0].note(spans, [job.cpu for job in jobs])
+        if _CHUNK_CLOCK:
+            self.balance[0].note(spans, [job.cpu for job in jobs])
         for p in parts:
             if p.counts[K.COUNT_GAITS]:
                 raise RuntimeError("a chunk of the threaded step changed a gait's pair it should have left out")
@@ -1009,7 +1014,8 @@ class BatchEngine:
             jobs.append(_PoseJob(p, *p.pose_span(rows, cols, refused, queued_default, a, b), tables, out))
         assert self._workers is not None
         self._workers.run(jobs)
-        self.balance[1].note(spans, [job.cpu for job in jobs])
+        if _CHUNK_CLOCK:
+            self.balance[1].note(spans, [job.cpu for job in jobs])
 
     def kernel_args(self, name: str) -> tuple:
         """Arguments of the types kernel ``name`` ("step_stacks" or "pose_stacks") is called

@@ -197,6 +197,9 @@ def test_a_steady_threaded_update_checks_only_the_left_out_humans(small_chunks, 
         game.step()
         assert eng.chunks_used == 2
     game.close()
+    from scuffle.anim.playback import batch as B
+    if B._CHUNK_CLOCK:                                  # each run's chunk times reach the balance
+        assert all(b.runs >= updates and sum(b.acc) > 0.0 for b in eng.balance)
     assert checked["pose"] == 0
     assert 0 < checked["step"] <= updates               # the left-out humans' job, when there are some
     assert eng.pair_changes > pairs0
