@@ -5,7 +5,8 @@ the crowd's rows use every core. ``Workers`` is a small persistent pool (a threa
 extra chunk, started once, asleep between updates): the calling thread runs the first
 chunk itself, the others run theirs, and the call returns when every chunk is done,
 re-raising the first chunk's exception in chunk order. ``chunks`` cuts ``n`` humans into
-contiguous ranges. What each chunk writes is its own (its scratch, its output rows); the
+contiguous ranges of nearly equal size; ``Balance`` moves the cuts so that each chunk
+takes about as long as the others. What each chunk writes is its own (its scratch, its output rows); the
 engine (anim.playback.batch) merges the chunks' outputs in human order, so results do not depend
 on the number of threads.
 """
