@@ -225,10 +225,18 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
                            batch.save_state(view=True), loose, None)
     saved = None
     if arena is not None and (arena.whole() or arena.gather()):   # (laid out: the layout signal moves)
-        saved = save_arena(arena, into.arena if into is not None else None)
-        tables = dict(zip(_ENGINE_TABLES, saved[2]))
+        old_arena = into.arena if into is not None else None
+        saved = save_arena(arena, old_arena)
         h = st.humans
-        humans = HumanTableState(h.capacity, saved[2][len(_ENGINE_TABLES)].block, *h.save())
+        if saved is old_arena:
+            # the older state's copy written over: its table states are views of it still,
+            # and its human lists stand while they equal the table's (a human came or went)
+            tables, humans = into.tables, into.humans
+            if humans.capacity != h.capacity or humans.free != h._free or humans.gen != h.gen:
+                humans = HumanTableState(h.capacity, saved[2][len(_ENGINE_TABLES)].block, *h.save())
+        else:
+            tables = dict(zip(_ENGINE_TABLES, saved[2]))
+            humans = HumanTableState(h.capacity, saved[2][len(_ENGINE_TABLES)].block, *h.save())
     else:
         old = into.tables if into is not None else {}
         tables = {name: save_table(getattr(st, name), old.get(name)) for name in _ENGINE_TABLES}
@@ -256,8 +264,7 @@ def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = 
     values are trusted), copied back at once when the tables still lie as they did
     (load_arena). Returns whether it was (the arena's other tables are then loaded too).
     Commands buffered since the state was saved are dropped (they belong to the state it
-    replaces)."""
-    player.prepared.commands.clear()
+    replaces: Player.load_state drops them, before anything reads the rows)."""
     st = player.stores
     batch = player.batch
     copied = arena is not None and s.arena is not None and load_arena(arena, s.arena)

@@ -22,6 +22,7 @@ from scuffle.anim.base.errors import POOL_SIZE, QUEUE_SIZE, STACK_SIZE, AnimLimi
 from scuffle.anim.maths.f32 import FLT_MAX
 from scuffle.anim.base.limits import check_float
 from scuffle.anim.engine.store import HumanTable, _fast_view, left_world
+from scuffle.anim.engine.writefirst import write_first, write_first_for
 
 __all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
            "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool", "serial_of", "instance_of",
@@ -120,51 +121,44 @@ class HumanRecord:
         self.anim_id = anim_id
 
     def _at(self, owner: str, field: str) -> int:
-        """The row, after checking its generation (StaleHandle naming ``owner.field``)."""
+        """The row, after checking its generation (StaleHandle naming ``owner.field``): the
+        fields no command changes (the speed, the report callback), and ``attach``."""
         r = self.row
         if self.table.gen[r] != self.gen:
             raise left_world(owner, field, r, "human")
+        return r
+
+    def _row(self, field: str) -> int:
+        """The row for a read or write of ``field`` (the held flags, the anim id: what a
+        buffered command changes): its generation checked (StaleHandle naming
+        ``HumanRecord.field``), then this human's waiting commands written
+        (anim.engine.writefirst, one human's rows). The one check of every such field."""
+        t, r = self.table, self.row
+        if t.gen[r] != self.gen:
+            raise left_world("HumanRecord", field, r, "human")
+        write_first_for(t, r)
         return r
 
     def alive(self) -> bool:
         """Whether the row is still this record's (False once its human left the world)."""
         return bool(self.table.gen[self.row] == self.gen)
 
-    # (the properties check the generation inline: they are on the command and flush paths)
     @property
     def flags(self) -> int:
         """The held flags (+0x08), the older name of ``held``."""
-        t, r = self.table, self.row
-        if t.gen[r] != self.gen:
-            raise left_world("HumanRecord", "flags", r, "human")
-        c = t.commands
-        if c is not None:
-            c.apply_for(r)
-        return t.flags.item(r)
+        return self.table.flags.item(self._row("flags"))
 
     @flags.setter
     def flags(self, value: int) -> None:
         v = int(value)
         if not 0 <= v < 1 << 63:
             raise ValueError(f"HumanRecord.flags: 0x{v:x} is outside 0 .. 2**63 - 1")
-        t, r = self.table, self.row
-        if t.gen[r] != self.gen:
-            raise left_world("HumanRecord", "flags", r, "human")
-        c = t.commands
-        if c is not None:
-            c.apply_for(r)
-        t.flags[r] = v
+        self.table.flags[self._row("flags")] = v
 
     @property
     def held(self) -> int:
         """The held flags (+0x08): the word the trace writes as ``held`` (``flags``, its older name)."""
-        t, r = self.table, self.row
-        if t.gen[r] != self.gen:
-            raise left_world("HumanRecord", "held", r, "human")
-        c = t.commands
-        if c is not None:
-            c.apply_for(r)
-        return t.flags.item(r)
+        return self.table.flags.item(self._row("held"))
 
     @held.setter
     def held(self, value: int) -> None:
@@ -173,26 +167,14 @@ class HumanRecord:
     @property
     def anim_id(self) -> int:
         """The playing anim id (+0x20), -1 with none."""
-        t, r = self.table, self.row
-        if t.gen[r] != self.gen:
-            raise left_world("HumanRecord", "anim_id", r, "human")
-        c = t.commands
-        if c is not None:
-            c.apply_for(r)
-        return t.anim.item(r)
+        return self.table.anim.item(self._row("anim_id"))
 
     @anim_id.setter
     def anim_id(self, value: int) -> None:
         v = int(value)
         if not -1 <= v < 1 << 63:
             raise ValueError(f"HumanRecord.anim_id: {v} is outside -1 .. 2**63 - 1")
-        t, r = self.table, self.row
-        if t.gen[r] != self.gen:
-            raise left_world("HumanRecord", "anim_id", r, "human")
-        c = t.commands
-        if c is not None:
-            c.apply_for(r)
-        t.anim[r] = v
+        self.table.anim[self._row("anim_id")] = v
 
     def attach(self, table: HumanTable, row: int) -> None:
         """Move the record's row (flags, anim id, speed, report callback) into row ``row``
@@ -284,12 +266,10 @@ class CharacterInstance:
         """The speed multiplier (+0x3a4): the human row's ``speed``. The constructors of
         types 9, 10, 12 and 13 take it (as a float32) into the task's row ("Playback
         rate", L295: a task's rate is set by its constructor), which is what the kernel
-        steps; a later change reaches the blends built after it."""
+        steps; a later change reaches the blends built after it (a buffered command took
+        it at its call, so no command waits on it)."""
         rec = self.record
-        t, r = rec.table, rec.row
-        if t.gen[r] != rec.gen:
-            raise left_world("CharacterInstance", "speed", r, "human")
-        return t.speed.item(r)
+        return rec.table.speed.item(rec._at("CharacterInstance", "speed"))
 
     @speed.setter
     def speed(self, value: float) -> None:
@@ -441,9 +421,7 @@ class TaskPool:
     def n_out(self) -> int:
         """The flags set in ``out``: the tasks out of the pool (the Player's buffered
         commands written first: anim.playback.cmdbuffer)."""
-        c = self.commands
-        if c is not None and c.n:
-            c.apply()
+        write_first(self)                   # a count of rows: every waiting command first
         return self._n_out
 
     @n_out.setter
@@ -495,7 +473,9 @@ class TaskPool:
 
     def take_row(self, r: int) -> None:
         """``take`` by task row (the constructors' new rows; TaskPoolExhausted when none is left)."""
-        if self.n_out >= self.capacity:
+        write_first(self)                   # a row taken: the waiting commands take theirs first
+        n = self._n_out
+        if n >= self.capacity:
             self.require(1)                 # raises
         out = self.m_out
         try:
@@ -506,7 +486,7 @@ class TaskPool:
             was = False
         if not was:
             out[r] = True
-            self.n_out += 1
+            self._n_out = n + 1
             made = self.made
             if made is not None:
                 made.append(r)
@@ -546,11 +526,12 @@ class TaskPool:
 
     def _take_back(self, task) -> bool:
         """``give_back`` if ``task`` is out (True), else nothing (False): holds + give_back."""
+        write_first(self)                   # a row given back: the waiting commands first
         r = task.trow
         out = self.m_out
         if r < len(out) and out[r]:
             out[r] = False
-            self.n_out -= 1
+            self._n_out -= 1
             return True
         return False
 

@@ -16,6 +16,7 @@ from numpy.typing import DTypeLike
 
 from scuffle.anim.engine.callbacks import NO_CALLBACK, CallbackTable
 from scuffle.anim.base.errors import StaleHandle
+from scuffle.anim.engine.writefirst import write_first
 
 __all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
@@ -307,6 +308,7 @@ class Table:
 
     def reserve(self, n: int) -> bool:
         """At least ``n`` free rows (grown by doubling if not); True when the table grew."""
+        write_first(self)                              # a count of rows (anim.engine.writefirst)
         if int(self.n_free[0]) >= n:
             return False
         cap = self.capacity
@@ -329,9 +331,7 @@ class Table:
         caller writes only the columns it sets). Rows the flush gave back and has not reset
         yet (a callback taking a row in the middle of it) are reset first (``settle``);
         buffered commands are written first (``commands``)."""
-        c = self.commands
-        if c is not None and c.n:
-            c.apply()
+        write_first(self)                              # a row taken or given back (anim.engine.writefirst)
         if self.unsettled:
             self.settle()
         nf = self.m_n_free
@@ -393,9 +393,7 @@ class Table:
     def free(self, row: int) -> None:
         """Give a row back (its generation counts up, the callback ids it holds let go; a
         table with defaults resets its columns to them); ValueError when it is not in use."""
-        c = self.commands
-        if c is not None and c.n:
-            c.apply()
+        write_first(self)                              # a row taken or given back (anim.engine.writefirst)
         live = self.m_live
         if not live[row]:
             raise ValueError(f"row {row} freed twice or never taken")
@@ -497,7 +495,8 @@ class Table:
     @property
     def in_use(self) -> int:
         """Rows taken and not given back (a leak check compares it): every row not on the
-        free list (store.check_rows checks the two agree)."""
+        free list (store.check_rows checks the two agree), the waiting commands' written first."""
+        write_first(self)                              # a count of rows (anim.engine.writefirst)
         return self.capacity - int(self.n_free[0])
 
 
@@ -667,9 +666,7 @@ class HumanTable:
 
     def alloc(self) -> int:
         """A free row: no flags, no anim (-1), speed 1, empty stack and queue, no report."""
-        c = self.commands
-        if c is not None and c.n:
-            c.apply()
+        write_first(self)                              # a row taken or given back (anim.engine.writefirst)
         if not self._free:
             self._grow(self.capacity * 2)
         row = self._free.pop()
@@ -685,9 +682,7 @@ class HumanTable:
     def free(self, row: int) -> None:
         """Give a row back (its generation counts up, its report callback goes); ValueError
         when it is not in use."""
-        c = self.commands
-        if c is not None and c.n:
-            c.apply()
+        write_first(self)                              # a row taken or given back (anim.engine.writefirst)
         if not (0 <= row < self.capacity and self.live[row]):
             raise ValueError(f"human row {row} freed twice or never taken")
         self.live[row] = False

@@ -49,6 +49,7 @@ from scuffle.anim.engine.store import LAYOUT_EPOCH, HumanTable, TableCorrupt, ch
 from scuffle.anim.playback.tasks import TASK_CURSORS, EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
 from scuffle.anim.engine.jobs import AnimIdJob, FlushJob, PoseInputs, PoseJob, StepInputs, StepJob
 from scuffle.anim.engine.trusted import TrustedKernel
+from scuffle.anim.engine.writefirst import write_first_for
 
 
 _COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.engine.coldstart)
@@ -193,7 +194,7 @@ class BatchEngine:
         Rejected (ValueError): a human another world's engine has."""
         s = inst.slot
         if inst.engine is self:
-            _due(self, s)                               # a buffered command of this human: written first
+            write_first_for(self.humans, s)
             return s
         if inst.engine is not None:
             raise ValueError(f"{inst.name or 'human'}: already in another world's Player (forget it there first)")
@@ -201,14 +202,16 @@ class BatchEngine:
         if s >= len(self._instances):
             self._instances.extend([None] * (s + 1 - len(self._instances)))
         self._instances[s] = inst
-        self._seat_owner(s, serial_of(inst))
+        self._seat_owner(s, inst.serial)                # 0 until a snapshot names it (save_state)
         inst.slot = s
         inst.engine = self
         inst.record.attach(self.humans, s)
         return s
 
     def _seat_owner(self, row: int, serial: int) -> None:
-        """Row ``row``'s owner is now ``serial`` (0: none): a new arrangement."""
+        """Row ``row``'s owner is now ``serial`` (0: none, or a human no snapshot has named
+        yet: ``save_state`` names it, so a game that takes none keeps no serial map of its
+        crowd): a new arrangement."""
         own = self._owner
         if row >= len(own):
             grown = np.zeros(max(row + 1, 2 * len(own), 8), np.int64)
@@ -227,7 +230,7 @@ class BatchEngine:
         nor given a task) gives its private row back. Another world's human: nothing."""
         s = inst.slot
         if inst.engine is self:
-            _due(self, s)
+            write_first_for(self.humans, s)
             if self.player.released_log:            # its released ids made while its row is its own
                 self.player.make_released()
             self.player._gone[s] = inst             # a flush under way still releases its entries
@@ -303,7 +306,7 @@ class BatchEngine:
     def stack_of(self, inst: CharacterInstance) -> list:
         """The human's stack, bottom first, as the task objects of its row's task rows."""
         s = inst.slot
-        _due(self, s)                               # a buffered command of this human: written first
+        write_first_for(self.humans, s)
         tasks = self._tasks
         h = self.humans
         b = s * h.stack_width
@@ -313,7 +316,7 @@ class BatchEngine:
     def queue_of(self, inst: CharacterInstance) -> list:
         """The human's queue, first first, as the task objects of its row's task rows."""
         s = inst.slot
-        _due(self, s)                               # a buffered command of this human: written first
+        write_first_for(self.humans, s)
         tasks = self._tasks
         h = self.humans
         b = s * h.queue_width
@@ -324,7 +327,7 @@ class BatchEngine:
         """The number of tasks on the human's stack (its row's depth; 0 before it has a row)."""
         if inst.engine is not self:
             return 0
-        _due(self, inst.slot)
+        write_first_for(self.humans, inst.slot)
         return self.humans.m_depth[inst.slot]
 
     def put_row(self, inst: CharacterInstance, trow: int, at: int) -> int:
@@ -349,7 +352,7 @@ class BatchEngine:
         """The number of tasks in the human's queue (its row's count; 0 before it has a row)."""
         if inst.engine is not self:
             return 0
-        _due(self, inst.slot)
+        write_first_for(self.humans, inst.slot)
         return self.humans.m_queued[inst.slot]
 
     def queue_row(self, inst: CharacterInstance, trow: int) -> None:
@@ -383,7 +386,7 @@ class BatchEngine:
         if inst.engine is not self:
             return None
         s = inst.slot
-        _due(self, s)                               # a buffered command of this human: written first
+        write_first_for(self.humans, s)
         h = self.humans
         n = h.m_depth[s]
         if not n:
@@ -396,7 +399,7 @@ class BatchEngine:
         if inst.engine is not self:
             return None
         s = inst.slot
-        _due(self, s)                               # a buffered command of this human: written first
+        write_first_for(self.humans, s)
         h = self.humans
         if not h.m_depth[s]:
             return None
@@ -1168,7 +1171,12 @@ class BatchEngine:
             return (self.kernel_humans, self.pair_changes, self._leaving, self._instances)
         kept = self._owner_saved
         if kept[0] != self._seating:
-            own = self._owner[:len(self._instances)].copy()
+            by_row = self._instances
+            own = self._owner[:len(by_row)]
+            for r in np.flatnonzero(own == 0).tolist():    # humans seated before any snapshot named them
+                if by_row[r] is not None:
+                    own[r] = serial_of(by_row[r])
+            own = own.copy()
             own.flags.writeable = False
             kept = self._owner_saved = (self._seating, own)
         return (self.kernel_humans, self.pair_changes, list(self._leaving), kept)
@@ -1347,11 +1355,3 @@ def _grown(buf: np.ndarray) -> np.ndarray:
     out = np.zeros((2 * buf.shape[0],) + buf.shape[1:], buf.dtype)
     out[:buf.shape[0]] = buf
     return out
-
-
-def _due(engine: BatchEngine, s: int) -> None:
-    """Write the Player's buffered commands first when human row ``s`` has one waiting
-    (anim.playback.cmdbuffer): a read or write of its stack or queue sees them."""
-    c = engine.humans.commands
-    if c is not None and c.n and s in c.due:
-        c.apply()

@@ -5,22 +5,13 @@ there: it becomes a row of this preallocated structure-of-arrays table (its kind
 human's row, its steps' template rows, the speed, fade, gait target and value it was
 given), and ``apply`` writes every row, in order, in one call of
 anim.engine.cmdkernel.apply_commands (the same row writers as a command written at once).
-The rows are applied before anything can see the tables they change:
-
-- the next update (``Player.step``, ``sample``, ``pose``, ``flush``), a snapshot, a
-  restore (which drops them: they were issued after the state it brings back), a human
-  leaving, new options;
-- any row taken or given back from Python (``Table.alloc_default``, ``Table.free``, the
-  pool's counts): the handle API takes its rows after the buffered ones, as it did when
-  each command was written at its call;
-- a read or write of a human's stack, queue, held flags or anim id while that human has
-  a command waiting (``due``: the engine's ``stack_of``, ``queue_of``, ``top_task``...,
-  the stack rules, HumanRecord's fields).
-
-So every reader sees the tables as if each command had been written at its call, bit
-for bit. A human with a command waiting sends its next command through the immediate
-path (after ``apply``): the checks at the call read that human's rows as they are.
-The buffer is never in a snapshot: a snapshot applies it first, a restore empties it.
+The rows are written before anything can see the tables they change: which reads write
+them first is one rule, stated once in anim.engine.writefirst (a read of one human's rows
+when that human has a command waiting, ``due``; any row taken or given back, a count of
+rows, the update, a snapshot; a restore drops them). So every reader sees the tables as
+if each command had been written at its call, bit for bit. A human with a command
+waiting has the buffer written before its next command (that command's checks read its
+rows as they are). The buffer is never in a snapshot.
 
 May import: numpy, struct, anim.engine (cmdkernel's column indices).
 
@@ -89,11 +80,6 @@ class CommandBuffer:
     def apply(self) -> None:
         """Write every waiting row, in order, and empty the buffer (nothing waiting: nothing)."""
         if self.n:
-            self._writer(self)
-
-    def apply_for(self, slot: int) -> None:
-        """``apply`` when human row ``slot`` has a command waiting (a read of its rows)."""
-        if self.n and slot in self.due:
             self._writer(self)
 
     def append(self, kind: int, slot: int, k: int, window: int, vnone: int, sel: list, speed: float, fade: float,

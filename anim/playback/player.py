@@ -67,6 +67,7 @@ from scuffle.anim.playback.lookup import ClipLookup
 from scuffle.anim.playback.prepared import RecipeRules
 from scuffle.anim.playback.stackrules import StackRules
 from scuffle.anim.engine.store import LAYOUT_EPOCH, Stores, Table, layout_epoch
+from scuffle.anim.engine.writefirst import write_first
 from scuffle.anim.playback.tasks import ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents, Task, task_at
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
@@ -253,7 +254,7 @@ class Player:
 
     @options.setter
     def options(self, options: PlayerOptions) -> None:
-        self.prepared.commands.apply()          # buffered commands under the options they were issued with
+        write_first(self.prepared)          # buffered commands under the options they were issued with
         self._options = options
         for part in (self.lookup, self.builders, self.rules, self.prepared):
             part.options = options
@@ -299,7 +300,7 @@ class Player:
             self._dt_f32 = F.f32(raw if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
             self._dt_raw = raw
         dt = self._dt_f32
-        self.prepared.commands.apply()          # the commands buffered since the last step, in order
+        write_first(self.prepared)          # the commands buffered since the last step, in order
         made = self.pool.made
         if made or made is None:                # the handle API made tasks since the last step:
             give_back_unplaced(self)            # those never placed go back (anim.playback.orphans)
@@ -389,7 +390,7 @@ class Player:
         tasks is sampled over their pose (the engine's pose kernel does it, anim.playback.batch).
         Original: 0x00176d60 CharacterInstance_Sample.
         """
-        self.prepared.commands.apply()
+        write_first(self.prepared)
         refusals: list = []
         out = self.batch.sample(instances, refusals)
         self._count_refusals(refusals)
@@ -415,7 +416,7 @@ class Player:
         overwrites them). Refused poses are counted as by ``sample``.
         Original: 0x00176d60 CharacterInstance_Sample, 0x00104630 Instance_BuildBoneMatrices.
         """
-        self.prepared.commands.apply()
+        write_first(self.prepared)
         refusals: list = []
         bones = self.batch.pose(instances, refusals=refusals)
         self._count_refusals(refusals)
@@ -445,7 +446,7 @@ class Player:
         Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release),
         0x00108f10 (type 6's), 0x00106ee8 (the fade's).
         """
-        self.prepared.commands.apply()
+        write_first(self.prepared)
         dl = self.deferred_rows
         if not (dl.n or self._stepped or self._gone or self._failed or self.batch._leaving) and self._flush_loaded:
             return []                                     # nothing deferred, no id to refresh (a quiet update)
@@ -887,7 +888,7 @@ class Player:
         rows, the step's pending lists and row lists, the stats, and the callbacks table.
         ``view``: its own arrays and lists, not copies (a state read at once). Buffered
         commands are written first (a snapshot holds no command buffer)."""
-        self.prepared.commands.apply()
+        write_first(self.prepared)
         if view:
             return ((self.pool.out, self.pool.n_out), self.deferred_rows.save(view=True),
                     (self.refused, self._wraps, self._failed), self._stepped,

@@ -25,6 +25,7 @@ from scuffle.anim.maths.f32 import FLT_MAX as _F32_MAX
 from scuffle.anim.maths.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.engine.stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPool
 from scuffle.anim.engine.store import Stores
+from scuffle.anim.engine.writefirst import write_first, write_first_for
 from scuffle.anim.playback.tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
                     PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, take_place,
                     task_at, write_fade_row, write_task_row)
@@ -88,9 +89,7 @@ class StackRules:
                     held |= int(t.held)
             return held
         h, ts, s = eng.humans, eng.player.stores.tasks, inst.slot
-        c = h.commands
-        if c is not None:
-            c.apply_for(s)                       # a buffered command of this human: written first
+        write_first_for(h, s)
         ms, released, bits = h.m_stack, ts.m_released, ts.m_held
         b = s * h.stack_width
         for i in range(b, b + h.m_depth[s]):
@@ -111,9 +110,7 @@ class StackRules:
             return None
         h = eng.humans
         s = inst.slot
-        c = h.commands
-        if c is not None and c.n and s in c.due:
-            c.apply()                            # a buffered command of this human: written first
+        write_first_for(h, s)
         ts = eng.player.stores.tasks
         types, released, ms = ts.m_type, ts.m_released, h.m_stack
         want = int(ttype)
@@ -270,9 +267,7 @@ class StackRules:
         order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
         self._check_own(task)            # not ours: not given back to our pool either
-        c = self.batch.humans.commands
-        if c is not None and c.n:
-            c.apply()                            # buffered commands first: the rows in the calls' order
+        write_first(self.batch.humans)           # buffered commands first: the rows in the calls' order
         ts = task.tstore                             # the world's (checked)
         tr = task.trow
         if ts.m_placed[tr]:

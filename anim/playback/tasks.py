@@ -36,6 +36,7 @@ from scuffle.anim.base.enums import (AttachedVelocity, BlendWindow, EventRule, H
 from scuffle.anim.playback.cursor import Cursor, cursor_row
 from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.engine.store import NO_ROW, Table, _stale, column, task_column
+from scuffle.anim.engine.writefirst import write_first
 
 from scuffle.anim.playback.interfaces import PoseProgram, TaskHost
 from scuffle.anim.engine.rules import (TASK_CURSORS, dir_banks_misfit, HELD_EVENTS, WINDOW_RULES, PICK_THRESHOLDS, PICK_SAMPLINGS)  # noqa: F401
@@ -139,9 +140,7 @@ def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, he
     caller). Plain ints in range go through the fast views, anything else through numpy's
     casts (and its errors). Returns the row. anim.engine.cmdkernel writes the same columns for a
     prepared command. Original: 0x001054c8 (take a task from the free list)."""
-    c = ts.commands
-    if c is not None and c.n:
-        c.apply()                                       # buffered commands take their rows first
+    write_first(ts)                                     # buffered commands take their rows first
     if ts.unsettled:
         ts.settle()
     mv = ts.row_views                                   # the fast views, kept together (Table.row_views)

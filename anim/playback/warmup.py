@@ -23,8 +23,8 @@ import numpy as np
 
 from scuffle.anim.engine import kernels as K, snapcheck
 from scuffle.anim.engine.coldstart import ANNOUNCED as _ANNOUNCED
-from scuffle.anim.engine.coldstart import (COMPILE_MESSAGE, COMPILED_MESSAGE, LOGGER, NO_CACHE_MESSAGE, WARM_MESSAGE, all_cached,
-                        cold_notice, kernels_cached, note_cold_compile)
+from scuffle.anim.engine.coldstart import (COMPILE_MESSAGE, COMPILED_MESSAGE, LOGGER, NO_CACHE_MESSAGE, SNAPSHOT_KERNELS,
+                        WARM_MESSAGE, all_cached, cold_notice, kernel_cached, kernels_cached, note_cold_compile)
 from scuffle.anim.data.animset import AnimSet
 from scuffle.anim.data.clip import author_clip, make_event
 from scuffle.anim.playback.player import Player
@@ -43,7 +43,12 @@ def warm(progress=None) -> bool:
     "compiling the animation kernels ..." when they compile (a cold cache), before
     they do; the ``scuffle`` logger says nothing here. Returns whether they compiled
     (False: all were cached, and only loaded, in well under a second). Under
-    NUMBA_DISABLE_JIT=1 nothing compiles (the kernels run as Python) and it returns False."""
+    NUMBA_DISABLE_JIT=1 nothing compiles (the kernels run as Python) and it returns False.
+
+    The snapshot file's kernels (anim.engine.snapkernel) are compiled into the cache when
+    they are missing from it, but a cached one is left there: a game that never writes or
+    reads a snapshot file does not hold them (about 2 MB), and its first file loads them
+    (about 50 ms)."""
     from numba.core import config
 
     if getattr(config, "DISABLE_JIT", False):
@@ -52,7 +57,7 @@ def warm(progress=None) -> bool:
     if cold and progress is not None:
         progress(WARM_MESSAGE if K.CACHE else NO_CACHE_MESSAGE.format(why="numba has no writable cache folder"))
     _ANNOUNCED.append(True)            # this process has said what there is to say
-    compile_kernels()
+    compile_kernels(files=not all(kernel_cached(n, "snapkernel") for n in SNAPSHOT_KERNELS))
     return cold
 
 
@@ -87,13 +92,14 @@ def _no_op(inst) -> None:
     """The warm-up loop's wrap callback (a human with one takes the scalar step and a plan)."""
 
 
-def compile_kernels(progress=None) -> None:
+def compile_kernels(progress=None, files: bool = True) -> None:
     """Compile (or load from numba's on-disk cache) every kernel the compiled engine calls,
     by running a tiny crowd through it: a loop, a gait under a fade, a clip in its blend
     window, types 10, 11 and 13, a loop with a wrap callback (the scalar step: a plan), the
     flush of what they release (flush_release, flush_anim_ids), a prepared command's rows
-    (anim.engine.cmdkernel.run_rows, apply_commands), then root motion. ``progress(msg)`` is told first (callers time it:
-    the simulation reads no clock).
+    (anim.engine.cmdkernel.run_rows, apply_commands), then root motion; with ``files``
+    the snapshot file's kernels too (anim.engine.snapcheck.compile_kernels). ``progress(msg)``
+    is told first (callers time it: the simulation reads no clock).
 
     The first run of an install compiles (cache=True keeps the machine code next to
     anim/kernels_*.py, in __pycache__); later processes only load it.
@@ -134,7 +140,8 @@ def compile_kernels(progress=None) -> None:
     K.root_motion_step(np.arange(n, dtype=np.int64), b.poses.vel, b.poses.tag, b.poses.rot, np.zeros(n),
                        np.zeros(n, np.bool_), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n), 1.0 / 30.0, 50.0,
                        np.empty((n, 3)))
-    snapcheck.compile_kernels()                   # a snapshot file's packing and checks
+    if files:
+        snapcheck.compile_kernels()               # a snapshot file's packing and checks
 
 
 def compile_rest_child(cfg: dict) -> int:

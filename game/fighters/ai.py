@@ -1,7 +1,10 @@
 """A simple fighter AI: approach, strike or grab, and from a hold strike, throw or let go.
 
-Deterministic: every choice comes from its own generator (a ``SavedRandom(seed)``, saved
-with the Fight's state), and it reads only the game's public state. ``decide(game)``
+Deterministic: every choice comes from its own generator (MT19937, the numbers of
+``random.Random(seed)``), and it reads only the game's public state. Its state (the
+generator's words, its tick, its hold's strikes, whether it is on) is a row of a table
+(game.fighters.airows): of its own while it stands alone, of its Fight's ``ai_rows`` once
+the Fight runs it, where the Game's snapshots copy it with the engine's tables. ``decide(game)``
 gives this update's ``FightInput`` (what a netplay peer sends for its fighter);
 called as a controller, ``ai(fight)`` decides and applies it (``Fight.apply``), so it is
 gated by the held flags like any input. Add it to a Fight with
@@ -11,12 +14,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from scuffle.anim.maths import detmath
 from scuffle.components import Body, Combat
 from scuffle.game.fighters.combat import PACES, Fight, FightFlags, FightState
 from scuffle.game.fighters.fightinput import Action, FightInput
 from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS
-from scuffle.game.runtime.snapshot import SavedRandom
+from scuffle.game.fighters.airows import AIRow, RowRandom, ai_table, new_sid, row_state as _row_state
 
 if TYPE_CHECKING:
     from scuffle.game.runtime.world import Game
@@ -44,23 +49,77 @@ class FighterAI:
     ``think_every`` updates.
     """
 
-    # its state is a row of a snapshot file's ``ais`` table (game.fighters.fightrows)
+    # its state is a row of a snapshot file's ``ais`` table (game.fighters.fightrows) and,
+    # in memory, of its Fight's ``ai_rows`` (game.fighters.airows)
     ROW_STATE = True
 
     def __init__(self, me: str, opponent: str, seed: int = 0, aggression: float = 0.6,
                  think_every: int = 6):
         self.me, self.opponent = me, opponent
-        self.rng = SavedRandom(seed)
+        table = ai_table(1)
+        self.state_table, self.state_row = table, table.alloc()
+        self.rng = RowRandom(seed, table, self.state_row)
         self.aggression = aggression
         self.think_every = think_every
         self.hold_actions = 0
         self.tick = 0
         self.enabled = True
 
+    # the state's numbers: columns of its row
+    @property
+    def tick(self) -> int:
+        """Updates counted (a decision every ``think_every``)."""
+        return self.state_table.m_tick[self.state_row]
+
+    @tick.setter
+    def tick(self, v: int) -> None:
+        self.state_table.m_tick[self.state_row] = v
+
+    @property
+    def hold_actions(self) -> int:
+        """Grab strikes left in the hold."""
+        return self.state_table.m_hold[self.state_row]
+
+    @hold_actions.setter
+    def hold_actions(self, v: int) -> None:
+        self.state_table.m_hold[self.state_row] = v
+
+    @property
+    def enabled(self) -> bool:
+        """Whether it decides (False: FightInput.EMPTY every update)."""
+        return self.state_table.m_enabled[self.state_row]
+
+    @enabled.setter
+    def enabled(self, v: bool) -> None:
+        self.state_table.m_enabled[self.state_row] = bool(v)
+
+    def seat(self, table) -> None:
+        """Move the state onto a new row of ``table`` (its Fight's ``ai_rows``: the Fight
+        seats each AI it runs), its values copied; nothing when it is there already."""
+        if table is self.state_table:
+            return
+        old, r = self.state_table, self.state_row
+        row = table.alloc()
+        for name in ("mt", "has_gauss", "gauss", "tick", "hold", "enabled", "sid"):
+            getattr(table, name)[row] = getattr(old, name)[r]
+        self.state_table, self.state_row = table, row
+        self.rng.rebind(table, row)
+
     def save_state(self) -> tuple:
-        """What the next updates read (Game.snapshot): the random generator's state, the
-        tick, the hold's strikes left, whether it is on."""
-        return (self.rng.save_state(), self.tick, self.hold_actions, self.enabled)
+        """What the next updates read: the random generator's state (version 3, its 625
+        words as 2,500 bytes, the gauss value), the tick, the hold's strikes left, whether
+        it is on (a snapshot file's ``ais`` row)."""
+        t, r = self.state_table, self.state_row
+        key, rng = self.saved_rng
+        now = self.rng.state_key()
+        if key != now:                        # (the generator's state copied out again only when it changed)
+            gauss = float(t.gauss[r]) if t.has_gauss[r] else None
+            rng = (3, t.mt[r].tobytes(), gauss)
+            self.saved_rng = (now, rng)
+        return (rng, t.m_tick[r], t.m_hold[r], t.m_enabled[r])
+
+    # (the generator's state's key, its state as save_state gives it): one copy per state
+    saved_rng: tuple = (None, None)
 
     def config(self) -> dict:
         """Its settings as plain data (Game.config)."""
@@ -70,6 +129,8 @@ class FighterAI:
     def state_fits(self, state) -> str | None:
         """Why ``state`` (a ``save_state``, perhaps from a file) cannot be loaded, or None."""
         from scuffle.game.runtime.snapfile import _Refused, need_random_state
+        if state.__class__ is AIRow:
+            return None
         if not (isinstance(state, tuple) and len(state) == 4):
             return "not an AI's state"
         try:
@@ -82,10 +143,26 @@ class FighterAI:
             return "tick, hold actions or enabled out of range"
         return None
 
-    def load_state(self, state: tuple) -> None:
-        """Put back a ``save_state`` (Game.restore)."""
-        rng, self.tick, self.hold_actions, self.enabled = state
-        self.rng.load_state(rng)
+    def load_state(self, state) -> None:
+        """Put back a ``save_state``, or an ``AIRow`` of a Game's own snapshot (Game.restore
+        loads the AI table's saved block first: nothing is left to do when the row is this
+        AI's row of that table; else the saved row's values are copied in)."""
+        t, r = self.state_table, self.state_row
+        if state.__class__ is AIRow:
+            saved, row = state
+            if row == r and saved.capacity == t.capacity and saved.block.nbytes == t.block.nbytes:
+                return
+            state = _row_state(saved, row)
+        rng, tick, hold, on = state
+        key, kept = self.saved_rng
+        if not ((rng is kept or rng == kept) and key == self.rng.state_key()):     # (the generator holds it already)
+            version, words, gauss = rng
+            t.mt[r] = np.frombuffer(words, np.int32)
+            t.has_gauss[r] = gauss is not None
+            t.gauss[r] = 0.0 if gauss is None else gauss
+            t.m_sid[r] = new_sid()
+            self.saved_rng = (self.rng.state_key(), rng)
+        t.m_tick[r], t.m_hold[r], t.m_enabled[r] = tick, hold, bool(on)
 
     def __call__(self, fight: Fight) -> None:
         """One update as a controller on a Fight: ``decide`` this update's input, then

@@ -50,6 +50,7 @@ from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEven
                                              MAX_MOVE_SPEED, MAX_ROUND_PAUSE, PACES, ROUND_PAUSE, Refusal,
                                              Who, reaction_for)
 from scuffle.game.fighters.fightinput import Action, FightInput
+from scuffle.game.fighters.airows import AIRow, ai_table
 from scuffle.game.fighters.hits import Hits
 from scuffle.game.fighters.fightcore import _DOWN, _PAIRED
 # the fight rules' other public names, still importable from combat
@@ -141,6 +142,12 @@ class Fight(Hits):
         self.end_kind = f"scuffle.fight.{taken}.end"
         self.player.callbacks.register(self.end_kind, self._end_noted, self._end_args_fit)
         self.controllers: list = []       # AI / input callables(fight) run each actions phase
+        # the AIs' state (game.fighters.airows): a row each of this table, which lies in the
+        # Game's snapshot arena (a snapshot and a restore copy it with the engine's tables)
+        self.ai_rows = ai_table(2)
+        self._seated: list = []           # the controllers as last seated (seat_controllers)
+        # id(a saved copy of ai_rows) -> (that copy, the seating, its AIRows): save_state
+        self._ctl_kept: dict = {}
         # The host's handlers by kind (Fight.on): registrations, called in order.
         self.listeners: dict[FightEventKind, list[FightHandler]] = {}
         game.fight = self
@@ -177,18 +184,68 @@ class Fight(Hits):
                 return
 
     # ---------------------------------------------------------------- snapshots
-    def save_state(self) -> tuple:
+    def save_state(self, rows: Any = None) -> tuple:
         """What the next updates read (Game.snapshot): the K.O.s and the round's end, each
         human's start (its position as three numbers), the stats, the
         pending hits and windows, and the state of each controller that has one (an AI's
         random generator). The combat states and health are the combat table's rows, saved
         by the Game; the log of recent entries is saved apart (``save_log``: a record for the
-        host, which no rule reads). Original: none (ours)."""
+        host, which no rule reads). ``rows``: the Game's saved copy of ``ai_rows``
+        (anim.engine.snapshot.TableState): an AI seated there is given as its ``AIRow``
+        (its state is in that copy), not copied out. Original: none (ours)."""
         st = self.stats
-        stats = (st.grabs, st.strikes, st.throws, st.damage, st.refused, dict(st.kinds), st.logged,
-                 st.round, tuple([dict(r) for r in st.rounds]) if st.rounds else ())
-        ctl = tuple([c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
-        return (dict(self.ko), self.ko_at, self._starts_plain(), stats, tuple(self.pending), ctl)
+        kinds, rounds = self._kept_counts()
+        ko = self._ko_kept
+        if ko != self.ko:
+            ko = self._ko_kept = dict(self.ko)
+        stats = (st.grabs, st.strikes, st.throws, st.damage, st.refused, kinds, st.logged, st.round, rounds)
+        if self.controllers != self._seated:
+            self.seat_controllers()
+        if rows is not None:
+            # (a saved copy of ai_rows, a ring's slot, gives the same AIRows while the same
+            # controllers are seated: made once per copy)
+            kept = self._ctl_kept.get(id(rows))
+            if kept is not None and kept[0] is rows and kept[1] is self._seated:
+                ctl = kept[2]
+            else:
+                mine = self.ai_rows
+                ctl = tuple([AIRow(rows, c.state_row) if getattr(c, "state_table", None) is mine else
+                             c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
+                if all(x.__class__ is AIRow for x in ctl):
+                    if len(self._ctl_kept) >= 64:
+                        self._ctl_kept.clear()
+                    self._ctl_kept[id(rows)] = (rows, self._seated, ctl)
+        else:
+            ctl = tuple([c.save_state() if hasattr(c, "save_state") else None for c in self.controllers])
+        return (ko, self.ko_at, self._starts_plain(), stats, tuple(self.pending), ctl)
+
+    # The copies a state holds of the counts by kind, the finished rounds and the K.O.s, made
+    # again only when they changed: the counts by kind change with ``logged`` (stats.record),
+    # rounds are only appended; (``logged``, copy), (their number, copy), the copy. A state's
+    # values are never written to, so states share them.
+    _kinds_kept: tuple = (-1, None)
+    _rounds_kept: tuple = (0, ())
+    _ko_kept: dict = {}
+
+    def _kept_counts(self) -> tuple:
+        """(the counts by kind, the finished rounds) as a state holds them (see above)."""
+        st = self.stats
+        kk = self._kinds_kept
+        if kk[0] != st.logged or kk[1] is None:
+            kk = self._kinds_kept = (st.logged, dict(st.kinds))
+        rk = self._rounds_kept
+        if rk[0] != len(st.rounds):
+            rk = self._rounds_kept = (len(st.rounds), tuple([dict(r) for r in st.rounds]))
+        return kk[1], rk[1]
+
+    def seat_controllers(self) -> None:
+        """Give each controller that keeps its state as a row (a FighterAI: ``seat``) a row
+        of ``ai_rows``, its state copied there (once: a controller seated stays)."""
+        for c in self.controllers:
+            seat = getattr(c, "seat", None)
+            if seat is not None and getattr(c, "ROW_STATE", False):
+                seat(self.ai_rows)
+        self._seated = list(self.controllers)
 
     # the starts as plain numbers, kept with the map they were made of and its size: a
     # start is only ever added (a human joins) or the map replaced (load_state), so the
@@ -283,25 +340,40 @@ class Fight(Hits):
     def load_state(self, state: tuple) -> None:
         """Put back a ``save_state`` (Game.restore). Rejected (ValueError): a state that
         does not fit (``state_fits``: another number of controllers)."""
-        why = self.state_fits(state, trusted=True)       # a file's was checked in full when read
-        if why is not None:
-            raise ValueError(f"Fight.load_state: {why}")
+        # (a file's was checked in full when read; the shape and the controllers' count here)
+        if state.__class__ is not tuple or len(state) != 6 or state[5].__class__ is not tuple or \
+                len(state[5]) != len(self.controllers):
+            raise ValueError(f"Fight.load_state: {self.state_fits(state, trusted=True)}")
         ko, self.ko_at, starts, stats, pending, ctl = state
-        if ko or self.ko:                               # (the state's own map is never taken)
-            self.ko = dict(ko)
+        if (ko or self.ko) and not (ko is self._ko_kept and ko == self.ko):
+            self.ko = dict(ko)                          # (the state's own map is never taken)
+            self._ko_kept = ko
         self.pending = list(pending)
         if starts is not self._starts_plain():          # (the plain form of the starts held: kept)
             self.starts = {e: (np.array(p, dtype=np.float64), h, hp) for e, (p, h, hp) in starts.items()}
             self._starts_kept = (self.starts, len(self.starts), starts)
         st = self.stats
+        logged = st.logged
         (st.grabs, st.strikes, st.throws, st.damage, st.refused, kinds, st.logged, st.round, rounds) = stats
-        if dict.__eq__(st.kinds, kinds) is not True:   # (a dict's compare: a Counter's is Python)
+        kk = self._kinds_kept
+        # (the counts by kind held are ``kinds`` when they are its copy at the same count)
+        if not (kk[1] is kinds and kk[0] == logged == st.logged) and dict.__eq__(st.kinds, kinds) is not True:
             st.kinds.clear()
             dict.update(st.kinds, kinds)                # (a Counter's own update adds, and in Python)
-        if rounds or st.rounds:
+        self._kinds_kept = (st.logged, kinds)
+        if rounds is not self._rounds_kept[1] or len(st.rounds) != len(rounds):
             st.rounds[:] = [dict(r) for r in rounds]
+            self._rounds_kept = (len(rounds), rounds)
+        if ctl:
+            kept = self._ctl_kept.get(id(ctl[0].table)) if ctl[0].__class__ is AIRow else None
+            if kept is not None and kept[2] is ctl and kept[1] is self._seated and \
+                    ctl[0].table.capacity == self.ai_rows.capacity:
+                return                                  # every AI's row is back (Game.restore)
         for c, s in zip(self.controllers, ctl):
-            if s is not None:
+            # an AI's row of the Game's own snapshot is back already (Game.restore puts the
+            # saved ai_rows back first), unless the AI moved to another row since
+            if s is not None and not (s.__class__ is AIRow and getattr(c, "state_row", -1) == s.row and
+                                      c.state_table is self.ai_rows and s.table.capacity == self.ai_rows.capacity):
                 c.load_state(s)
 
     # ---------------------------------------------------------------- the file's rows
@@ -379,6 +451,8 @@ class Fight(Hits):
             if not self._alive(item[1]):             # its human left the world
                 continue
             self._guarded(item[1], self._hit if item[0] == "window" else self._on_end, *item[1:])
+        if self.controllers != self._seated:
+            self.seat_controllers()
         for ctl in list(self.controllers):
             ctl(self)
         comps, ko, down = self._components(), self.ko, FightState.DOWN

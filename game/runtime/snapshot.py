@@ -81,6 +81,10 @@ class _State:
     fight: Any
     extras: list
     fight_log: Any = None          # the fight rules' log (Fight.save_log): restored, not in the checksum
+    # the fight rules' AI rows (Fight.ai_rows: a TableState, a view of the arena's copy when
+    # the tables were saved through it); None: no such table (a file's state, the reference
+    # engine's, no fight rules), the AIs' states then in ``fight``
+    ais: Any = None
 
 
 class Snapshot:
@@ -250,23 +254,30 @@ class _Plan:
     (snapfile.stateful) of the action and state function lists as they were (``lists``).
     The reference engine's Game has no arena (its state is its objects)."""
 
-    __slots__ = ("arena", "lists", "stateful", "names")
+    __slots__ = ("arena", "lists", "stateful", "names", "ais", "game_ref")
 
     def __init__(self, game) -> None:
         # (Game.names' version, a copy of it): the copy every snapshot of that version
         # holds (a snapshot's values are never written to)
-        self.names: tuple = (-1, None)
+        self.names: tuple = (-1, None, ())
+        self.game_ref = weakref.ref(game)       # every snapshot's reference to its Game
         st, ctx = getattr(game.player, "stores", None), game.ctx
-        self.arena = None if st is None else \
-            TableArena((st.cursors, st.fades, st.gaits, st.tasks, st.humans, ctx.bodies, ctx.combats))
+        # the fight rules' AI rows (Fight.ai_rows), the arena's eighth table when there are some
+        self.ais = getattr(game.fight, "ai_rows", None) if st is not None else None
+        tables = (st.cursors, st.fades, st.gaits, st.tasks, st.humans, ctx.bodies, ctx.combats) if st is not None \
+            else ()
+        if self.ais is not None:
+            tables += (self.ais,)
+        self.arena = None if st is None else TableArena(tables)
         self.lists: tuple = ()
         self.stateful: list = []
 
 
 def _plan(game) -> _Plan:
     plan = game.__dict__.get("_snapshot_plan")
-    if plan is None:
-        plan = game._snapshot_plan = _Plan(game)
+    if plan is None or (plan.ais is not None and plan.ais is not getattr(game.fight, "ai_rows", None)) or \
+            (plan.ais is None and plan.arena is not None and getattr(game.fight, "ai_rows", None) is not None):
+        plan = game._snapshot_plan = _Plan(game)        # (fight rules attached or replaced since)
     return plan
 
 
@@ -287,10 +298,15 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     over instead of new ones (no new memory per snapshot). ``view``: the Game's own arrays
     and values, not copies, for a state read at once (a checksum) and never kept.
     Original: none (ours)."""
-    game._open()
+    if game.closed:
+        game._open()                                  # (raises GameClosed)
     old = reuse._state if isinstance(reuse, Snapshot) and reuse._state is not None and \
         reuse._game is not None and reuse._game() is game else None
     plan = _plan(game)
+    if plan.ais is not None:
+        fr = game.fight
+        if fr.controllers != fr._seated:            # an AI added since: its row, before the copy
+            fr.seat_controllers()
     engine_state: Any
     arena = None
     if game.engine == "reference":
@@ -313,37 +329,59 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
             "bone_rot": None if ctx.bone_rot is None else ctx.bone_rot.copy(),
         }
     entity_next = _entity_next(game.world)
+    ai_rows = plan.ais
+    ais = None
     if view:
         bodies = (S.save_table(ctx.bodies, view=True), ctx.bodies.owners)
         combats = (S.save_table(ctx.combats, view=True), ctx.combats.owners, ctx.combats.texts)
+        if ai_rows is not None:
+            ais = S.save_table(ai_rows, view=True)
     elif arena is not None:
         bodies = (arena[2][5], dict(ctx.bodies.owners))
         combats = (arena[2][6], dict(ctx.combats.owners), list(ctx.combats.texts))
+        if ai_rows is not None:
+            ais = arena[2][7]
     else:
         bodies = (S.save_table(ctx.bodies, old.bodies[0] if old is not None else None), dict(ctx.bodies.owners))
         combats = (S.save_table(ctx.combats, old.combats[0] if old is not None else None),
                    dict(ctx.combats.owners), list(ctx.combats.texts))
-    fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
+        if ai_rows is not None:
+            ais = S.save_table(ai_rows, old.ais if old is not None else None)
+    if ais is not None:
+        # the AIs' states are rows of the copy just taken (the fight's state names them)
+        fight = game.fight.save_state(ais)
+    else:
+        fight = game.fight.save_state() if game.fight is not None and hasattr(game.fight, "save_state") else None
     log = game.fight.save_log() if fight is not None and not view and hasattr(game.fight, "save_log") else None
     extras = [fn.save_state() for fn in _stateful(game, plan)]
     names = game.names
-    version, kept = plan.names
+    version, kept, humans = plan.names
     if version != names.version or kept is None:
         kept = dict(names)
-        plan.names = (names.version, kept)
+        humans = tuple(kept)
+        plan.names = (names.version, kept, humans)
     state = _State(game.engine, ctx.updates_run, ctx.update, kept, entity_next, engine_state, c,
-                   bodies, combats, fight, extras, log)
-    return Snapshot(state, game=game)
+                   bodies, combats, fight, extras, log, ais)
+    # (a Snapshot made here at once: the Game's weak reference and the names' tuple kept)
+    snap = Snapshot.__new__(Snapshot)
+    snap._state, snap._parsed, snap._game = state, None, plan.game_ref
+    snap.update, snap.humans, snap.engine = state.updates_run, humans, state.engine
+    return snap
 
 
 def restore(game, snap: Snapshot) -> None:
     """Write ``snap`` back into ``game`` (see the module docstring for what is refused)."""
-    game._open()
+    if game.closed:
+        game._open()                                  # (raises GameClosed)
     if not isinstance(snap, Snapshot):
         raise SnapshotError(f"Game.restore: expected a Snapshot, got {type(snap).__name__}")
     if snap.engine != game.engine:
         raise SnapshotError(f"Game.restore: a snapshot of the {snap.engine!r} engine on a {game.engine!r} Game")
-    st = snap._resolved(game)
+    st = snap._state
+    ref = snap._game
+    own = st is not None and ref is not None and ref() is game      # this Game's own snapshot: trusted
+    if not own:
+        st = snap._resolved(game)                    # (a file's, checked; another Game's: refused)
     # -- every check first: nothing changes on a refusal
     alive = game.names if game.names == st.names else dict(game.humans())
     if alive is not game.names:
@@ -354,17 +392,23 @@ def restore(game, snap: Snapshot) -> None:
     if (st.fight is None) != (game.fight is None or not hasattr(game.fight, "save_state")):
         raise SnapshotError("Game.restore: the snapshot was taken " + ("without" if st.fight is None else "with")
                             + " fight rules, this Game has " + ("them" if st.fight is None else "none"))
-    fits = getattr(game.fight, "state_fits", None) if st.fight is not None else None
     # a file's state was checked in full when it was read (snapfile.to_state); the Game's own
-    # snapshots are its own data: their shape only
-    why = fits(st.fight, trusted=True) if fits is not None and snap._parsed is None else None
-    if why is not None:
-        raise SnapshotError(f"Game.restore: the fight rules' state does not fit: {why}")
+    # snapshots are its own data: their shape only (a Fight's: its controllers' count)
+    fs = st.fight
+    if fs is not None and own:
+        fr = game.fight
+        ctl = getattr(fr, "controllers", None)
+        if ctl is None or fs.__class__ is not tuple or len(fs) != 6 or fs[5].__class__ is not tuple or \
+                len(fs[5]) != len(ctl):
+            fits = getattr(fr, "state_fits", None)
+            why = fits(fs, trusted=True) if fits is not None else None
+            if why is not None:
+                raise SnapshotError(f"Game.restore: the fight rules' state does not fit: {why}")
     plan = _plan(game)
     extras = _stateful(game, plan)
     if len(extras) != len(st.extras):
         raise SnapshotError(f"Game.restore: {len(st.extras)} stateful actions saved, this Game runs {len(extras)}")
-    if snap._game is None or snap._game() is not game:   # a snapshot of this Game fits its own tables
+    if not own:                                      # a snapshot of this Game fits its own tables
         tables = [(ctx_t, t[0]) for ctx_t, t in ((game.ctx.bodies, st.bodies), (game.ctx.combats, st.combats))]
         if st.engine == "compiled":
             tables += [(getattr(game.player.stores, n), ts) for n, ts in st.engine_state.tables.items()]
@@ -417,12 +461,14 @@ def restore(game, snap: Snapshot) -> None:
     if not copied:
         S.load_table(bodies, st.bodies[0], check=False)
         S.load_table(combats, st.combats[0], check=False)
+        if st.ais is not None:
+            S.load_table(plan.ais, st.ais, check=False)
     if combats.texts != st.combats[2]:
         _texts_back(combats, st.combats[2])
     for table, owners in ((bodies, st.bodies[1]), (combats, st.combats[1])):
         # a view moved (added, removed, rehomed), or a file's rows: the views take their
         # rows' generations as the file gives them
-        if table.owners != owners or snap._parsed is not None:
+        if table.owners != owners or not own:
             moved = True
             table.owners.clear()
             table.owners.update(owners)
@@ -602,6 +648,12 @@ def parts(snap: Snapshot) -> dict[str, str]:
         elif f.name == "extras":
             for i, x in enumerate(v):
                 put(f"extras[{i}]", x)
+        elif f.name == "ais":
+            continue                     # (each AI's row is in the fight's part, by value)
+        elif f.name == "fight" and v.__class__ is tuple and len(v) == 6 and v[5].__class__ is tuple:
+            # an AI's state as its row's values (an AIRow names a copy of the table, whose
+            # state ids are this process's)
+            put(f.name, (*v[:5], tuple([x.state() if x.__class__.__name__ == "AIRow" else x for x in v[5]])))
         else:
             put(f.name, v)
     return out

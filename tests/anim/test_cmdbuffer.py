@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from scuffle.anim.engine import cmdkernel as CK
+from scuffle.anim.engine.snapshot import save_engine
 from scuffle.anim.engine.stack import AnimLimitError, TaskPoolExhausted
 from scuffle.anim.playback.cmdbuffer import CommandBuffer, CommandKind
 from scuffle.anim.playback.recipe import Place
@@ -268,3 +269,71 @@ def test_a_game_restored_between_a_buffered_command_and_the_update_replays_the_s
     finally:
         g.close()
         h.close()
+
+
+def _task(t) -> tuple | None:
+    """A task handle as plain values (None: no task)."""
+    return None if t is None else (int(t.type), t.anim_id(), t.trow)
+
+
+# Every kind of read (and write) anim.engine.writefirst names, as a game makes it: each
+# returns plain values. ``one`` is the human read, ``hs`` every human.
+READS = {
+    "record.flags": lambda p, one, hs: one.record.flags,
+    "record.held": lambda p, one, hs: one.record.held,
+    "record.anim_id": lambda p, one, hs: one.record.anim_id,
+    "record.flags =": lambda p, one, hs: setattr(one.record, "flags", one.record.flags | 1 << 40),
+    "record.anim_id =": lambda p, one, hs: setattr(one.record, "anim_id", 7),
+    "stack": lambda p, one, hs: [_task(t) for t in one.stack],
+    "queue": lambda p, one, hs: [_task(t) for t in one.queue],
+    "top": lambda p, one, hs: _task(p.top(one)),
+    "running": lambda p, one, hs: (_task(p.running(one, TaskType.CLIP)), _task(p.running(one, TaskType.GAIT))),
+    "held_on_stack": lambda p, one, hs: p.held_on_stack(one),
+    "pool counts": lambda p, one, hs: (p.pool.n_out, p.pool.in_use, p.pool.free),
+    "tables' counts": lambda p, one, hs: tuple(getattr(p.stores, t).in_use
+                                               for t in ("tasks", "cursors", "fades", "gaits")),
+    "tasks_out": lambda p, one, hs: p.tasks_out(hs),
+    "a handle call": lambda p, one, hs: _task(p.push(one, p.loop(one, Move.IDLE))),
+    "a change": lambda p, one, hs: _task(p.change(one, p.clip(one, Move.JAB, p.loop(one, Move.FIGHT_IDLE)), 0.2)),
+    "a task given back": lambda p, one, hs: p.discard(p.loop(one, Move.IDLE)),
+    "step": lambda p, one, hs: (p.step(hs), p.flush(), [_task(t) for h in hs for t in h.stack])[2],
+    "sample": lambda p, one, hs: (p.sample(hs), [h.poses_refused for h in hs])[1],
+    "snapshot": lambda p, one, hs: (save_engine(p, hs), None)[1],
+}
+
+
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cmds=st.lists(st.tuples(st.sampled_from(BUFFERED), st.integers(0, 3), st.floats(-0.5, 4.5),
+                               st.integers(0, 11), st.sampled_from([0.0, 0.2])), min_size=1, max_size=4),
+       reads=st.lists(st.tuples(st.sampled_from(sorted(READS)), st.integers(0, 3)), min_size=1, max_size=4))
+def test_every_read_after_a_buffered_command_sees_it(cmds, reads):
+    """anim.engine.writefirst's rule, read kind by read kind: commands left in the buffer,
+    then reads of the commanded humans and of others (the record's fields, the stack and
+    queue, the running and top tasks, the held bits, the pool's and tables' counts, handle
+    calls that take or give back rows, the update, a sample, a snapshot) give what they
+    give when each command was written at its call; the tables agree after each read, bit
+    for bit."""
+    a, ha, ca = _learnt()
+    b, hb, cb = _learnt()
+    for kind, i, x, k, fade in cmds:
+        args = SHAPES[kind][1](x, k, fade)
+        ra = rb = None
+        try:
+            a.run(ha[i], ca[kind], *args)
+            a.prepared.commands.apply()                 # a: written at its call
+        except AnimLimitError as e:
+            ra = type(e)
+        try:
+            b.run(hb[i], cb[kind], *args)               # b: left waiting
+        except AnimLimitError as e:
+            rb = type(e)
+        assert ra is rb
+    for name, i in reads:
+        got = []
+        for p, hs in ((a, ha), (b, hb)):
+            try:
+                got.append(READS[name](p, hs[i], hs))
+            except AnimLimitError as e:
+                got.append(type(e))
+        assert got[0] == got[1], name
+        assert tables(a) == tables(b), f"after {name}"

@@ -43,6 +43,27 @@ def test_the_warm_command_says_where_the_kernels_are():
     assert check.returncode == 0 and check.stdout.startswith("every kernel cached in "), check.stderr
 
 
+LEFT_IN_CACHE = """
+import json, scuffle
+from scuffle.anim.engine import coldstart, kernels, snapkernel
+scuffle.warm()
+print(json.dumps([coldstart.all_cached(), {n: len(getattr(snapkernel, n).signatures) for n in coldstart.SNAPSHOT_KERNELS},
+                  len(kernels.step_stacks.signatures), len(kernels.pose_stacks.signatures)]))
+"""
+
+
+def test_warm_leaves_the_snapshot_files_kernels_in_the_cache_when_they_are_there():
+    """With every kernel cached, warm() loads those of the update and the commands, and
+    leaves the snapshot file's in the cache (a game that writes no file does not hold
+    them; its first file loads them)."""
+    scuffle.warm()
+    r = subprocess.run([sys.executable, "-c", LEFT_IN_CACHE], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, **ENV))
+    assert r.returncode == 0, r.stderr[-3000:]
+    cached, files, step, pose = json.loads(r.stdout.strip().splitlines()[-1])
+    assert cached and files == {n: 0 for n in coldstart.SNAPSHOT_KERNELS} and step >= 1 and pose >= 1
+
+
 AFTER_WARM = """
 import json
 from numba.core import event as ev
@@ -75,6 +96,20 @@ def test_scuffle_warm_on_a_cold_cache_compiles_everything_once(tmp_path):
     out = json.loads(after.stdout.strip().splitlines()[-1])
     assert out == {"compiled": 0, "background": [None], "all_cached": True}
     assert "compiling" not in after.stderr
+    # The command line shows the library's notice: with one kernel gone from the cache, the
+    # bench (which compiles every kernel ahead) says so once, first, and says when it is done.
+    gone = list((tmp_path / "numba").rglob("*root_motion_step*.nbi"))
+    assert gone
+    for f in gone:
+        f.unlink()
+    bench = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--humans", "2", "--updates", "2",
+                            "--scalar-updates", "1", "--no-compile-time"], capture_output=True, text=True,
+                           timeout=600, env=env, cwd=tmp_path)
+    assert bench.returncode == 0, bench.stderr[-3000:]
+    lines = bench.stderr.splitlines()
+    assert lines[0] == f"scuffle: {WARM_MESSAGE}", bench.stderr
+    assert "scuffle: kernels compiled (cached for the next runs)" in lines
+    assert bench.stderr.count("compiling the animation kernels") == 1
 
 
 def test_no_background_compile_when_turned_off_or_nothing_is_missing(monkeypatch):

@@ -140,6 +140,34 @@ def test_restore_refuses_a_snapshot_whose_human_left_and_changes_nothing():
         g.close()
 
 
+def test_a_human_is_named_by_a_serial_only_once_a_snapshot_names_it():
+    """A game that takes no snapshot keeps no serial map of its crowd (memory: a weak
+    entry per human); the first snapshot names the humans seated before it, and one who
+    joins after it is named by the next, whose restore finds it by that name."""
+    from scuffle.anim.engine.stack import instance_of
+
+    g = _fight()
+    try:
+        _trace(g, 3)
+        assert g.instance("p1").serial == 0 and g.instance("p2").serial == 0
+        snap = g.snapshot()
+        s1, s2 = g.instance("p1").serial, g.instance("p2").serial
+        assert s1 and s2 and s1 != s2 and instance_of(s1) is g.instance("p1")
+        g.add_human("late", demo_set(), position=(5.0, 0.0, 0.0))
+        _trace(g, 2)
+        assert g.instance("late").serial == 0
+        later = g.snapshot()
+        late = g.instance("late").serial
+        assert late not in (0, s1, s2) and instance_of(late) is g.instance("late")
+        expected = _trace(g, 6)
+        g.restore(later)
+        assert _trace(g, 6) == expected
+        g.restore(snap)
+        assert [n for n, _ in g.humans()] == ["p1", "p2"]
+    finally:
+        g.close()
+
+
 def test_restore_removes_the_humans_added_after_the_snapshot():
     g = _fight()
     try:

@@ -1,0 +1,230 @@
+"""The fighter AIs' state as rows of a table, and a Mersenne Twister whose state is its row.
+
+A FighterAI's state (its random generator's 625 words, its tick, its hold's strikes left,
+whether it is on) is one row of a Table (anim.engine.store) with the columns ``COLUMNS``:
+a private one-row table while the AI stands alone, then a row of its Fight's ``ai_rows``
+table once the Fight runs it (``seat``). The Fight's table lies in the Game's snapshot
+arena with the engine's tables (game.runtime.snapshot), so the Game's own snapshot and
+restore carry the AIs' state in their one copy of the arena, with no Python per AI.
+
+``RowRandom`` is MT19937 as CPython's ``random.Random`` runs it (the same seeding, the
+same words, the same ``random()``, ``getrandbits``, ``randint`` and ``choice``: every
+number equal), its 624 words and position kept in its row's ``mt`` column (the position
+last, as ``getstate`` gives it). Drawing is Python over the row's words: a few
+microseconds a number, and the AIs draw a few numbers every few updates. Original:
+none (ours).
+"""
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from scuffle.anim.engine.store import Table, block_layout
+
+__all__ = ["COLUMNS", "RowRandom", "AIRow", "ai_table", "row_state", "MT_WORDS", "new_sid"]
+
+MT_WORDS = 624                 # MT19937's state words (the row's ``mt`` has one more: the position)
+_M = 397
+_UPPER, _LOWER, _MATRIX_A = 0x80000000, 0x7FFFFFFF, 0x9908B0DF
+
+# A row's columns: as the snapshot file's ``ais`` table has them (game.fighters.fightrows),
+# without ``live`` (the Table's own), and ``sid``: an id of the 624 words, a new one
+# (``new_sid``) whenever they change (a regeneration, a seed, a state put back), so that
+# what is made of the words (their tempered values; FighterAI.save_state's copy, with the
+# position and the gauss value) stands for every row with the same id (not in a file).
+COLUMNS = {"mt": (np.int32, (MT_WORDS + 1,)), "has_gauss": np.bool_, "gauss": np.float64, "tick": np.int64,
+           "hold": np.int64, "enabled": np.bool_, "sid": np.int64}
+
+_SIDS = itertools.count(1)
+new_sid = _SIDS.__next__          # a state id never given before in this process
+
+
+def ai_table(capacity: int = 2) -> Table:
+    """A table of AI rows (``COLUMNS``), ``capacity`` rows to start with."""
+    return Table(COLUMNS, capacity)
+
+
+def _twist(mt: np.ndarray) -> None:
+    """MT19937's regeneration of the 624 words ``mt`` (uint32) in place, as CPython's
+    genrand_uint32 runs it word by word: each word reads the next (not yet regenerated)
+    and the one 397 on (regenerated already past the end), so four slices do it in order."""
+    n, m = MT_WORDS, _M
+    cut = n - m                                             # 227
+
+    def part(lo: int, hi: int, far: np.ndarray) -> None:
+        y = (mt[lo:hi] & _UPPER) | (mt[lo + 1:hi + 1] & _LOWER)
+        mt[lo:hi] = far ^ (y >> 1) ^ ((y & 1) * _MATRIX_A).astype(np.uint32)
+
+    part(0, cut, mt[m:n].copy())                            # the far words not regenerated yet
+    part(cut, 2 * cut, mt[0:cut].copy())                    # the far words of the first slice
+    part(2 * cut, n - 1, mt[cut:n - 1 - cut].copy())        # the second slice's
+    y = (int(mt[n - 1]) & _UPPER) | (int(mt[0]) & _LOWER)
+    mt[n - 1] = int(mt[m - 1]) ^ (y >> 1) ^ (_MATRIX_A if y & 1 else 0)
+
+
+class RowRandom(random.Random):
+    """A ``random.Random`` (MT19937, the same numbers for the same seed or state) whose
+    state is row ``row`` of ``table`` (``COLUMNS``'s ``mt``, ``has_gauss``, ``gauss``),
+    so a copy of the table's block is a copy of the generator. ``rebind(table, row)``
+    moves it onto another row (the row's words are its state from then on). In: a seed as
+    ``random.Random`` takes it (None: from the system's randomness)."""
+
+    def __init__(self, seed: Any = None, table: Table | None = None, row: int = -1) -> None:
+        if table is None:
+            table = ai_table(1)
+            row = table.alloc()
+        self._table, self._row = table, row
+        self._kept: tuple | None = None
+        self._out: tuple = (-1, None)           # (a words' id, their tempered values): _tempered
+        super().__init__(seed)
+
+    def rebind(self, table: Table, row: int) -> None:
+        """Read the state from row ``row`` of ``table`` from now on (the caller copied it there)."""
+        self._table, self._row = table, row
+        self._kept = None
+
+    # -- the state: the row's words
+    def seed(self, a: Any = None, version: int = 2) -> None:
+        """Seed as ``random.Random.seed`` does (its own seeding, then its state copied into the row)."""
+        r = random.Random(a) if version == 2 else random.Random(0)
+        if version != 2:
+            r.seed(a, version)
+        self.setstate(r.getstate())
+
+    def getstate(self) -> tuple:
+        """(3, the 625 words as ints, the gauss value): ``random.Random.getstate``'s form."""
+        t, r = self._table, self._row
+        words = tuple(t.mt[r].view(np.uint32).tolist())
+        return (3, words, float(t.gauss[r]) if t.has_gauss[r] else None)
+
+    def setstate(self, state: tuple) -> None:
+        """Put back a ``getstate`` (``random.Random``'s form, version 3). Rejected
+        (ValueError): another version, not 625 words, a position past 624."""
+        version, words, gauss = state
+        if version != 3 or len(words) != MT_WORDS + 1 or not 0 <= words[-1] <= MT_WORDS:
+            raise ValueError("RowRandom.setstate: not a version 3 state of 625 words with a position <= 624")
+        t, r = self._table, self._row
+        t.mt[r].view(np.uint32)[:] = words
+        t.has_gauss[r] = gauss is not None
+        t.gauss[r] = 0.0 if gauss is None else gauss
+        t.sid[r] = new_sid()
+
+    @property
+    def gauss_next(self) -> float | None:           # random.Random.gauss keeps its second value here
+        t, r = self._table, self._row
+        return float(t.gauss[r]) if t.has_gauss[r] else None
+
+    @gauss_next.setter
+    def gauss_next(self, v: float | None) -> None:
+        t, r = self._table, self._row
+        t.has_gauss[r] = v is not None
+        t.gauss[r] = 0.0 if v is None else v
+
+    # -- the numbers
+    def _view(self) -> tuple:
+        """(the row's 625 words as a uint32 memoryview, its ``sid`` column's memoryview),
+        kept while the table keeps its arrays (its ``layout`` stamp moves when they are
+        replaced)."""
+        t = self._table
+        kept = self._kept
+        if kept is None or kept[0] is not t or kept[1] != t.layout or kept[2] != self._row:
+            kept = self._kept = (t, t.layout, self._row, (memoryview(t.mt[self._row].view(np.uint32)), t.m_sid))
+        return kept[3]
+
+    def state_key(self) -> tuple:
+        """What identifies the generator's state now: (its words' id, its position, whether
+        it holds a gauss value, the value); equal keys, equal states."""
+        words, sids = self._view()
+        t, r = self._table, self._row
+        return (sids[r], words[MT_WORDS], t.m_has_gauss[r], t.m_gauss[r])
+
+    def _tempered(self, words: memoryview, sid: int) -> list:
+        """The 624 words' tempered values (genrand_uint32's outputs), made once per ``sid``
+        (after a regeneration, or when a restore brought other words back)."""
+        got = self._out
+        if got[0] != sid:
+            y = np.frombuffer(words, np.uint32)[:MT_WORDS].astype(np.uint32)
+            y ^= y >> 11
+            y ^= (y << 7) & 0x9D2C5680
+            y ^= (y << 15) & 0xEFC60000
+            y ^= y >> 18
+            got = self._out = (sid, y.tolist())
+        return got[1]
+
+    def _words(self, k: int) -> list[int]:
+        """The next ``k`` (1 or 2) tempered 32-bit words (genrand_uint32)."""
+        words, sids = self._view()
+        r = self._row
+        pos = words[MT_WORDS]
+        out = self._tempered(words, sids[r]) if pos + k <= MT_WORDS else None
+        if out is not None:                         # (no regeneration on the way: the usual case)
+            words[MT_WORDS] = pos + k
+            return out[pos:pos + k]
+        got = []
+        for _ in range(k):
+            if pos >= MT_WORDS:
+                _twist(self._table.mt[r].view(np.uint32)[:MT_WORDS])
+                sids[r] = new_sid()
+                pos = 0
+            got.append(self._tempered(words, sids[r])[pos])
+            pos += 1
+        words[MT_WORDS] = pos
+        return got
+
+    def random(self) -> float:
+        """A float in [0, 1), as random.Random's (53 bits from two words)."""
+        a, b = self._words(2)
+        return ((a >> 5) * 67108864.0 + (b >> 6)) * (1.0 / 9007199254740992.0)
+
+    def getrandbits(self, k: int) -> int:
+        """``k`` random bits, as random.Random's (whole words, the last one's top bits).
+        Rejected (ValueError): ``k`` < 0."""
+        if k < 0:
+            raise ValueError("number of bits must be non-negative")
+        if k == 0:
+            return 0
+        if k <= 32:
+            return self._words(1)[0] >> (32 - k)
+        out, shift = 0, 0
+        while k > 0:
+            w = self._words(1)[0]
+            if k < 32:
+                w >>= 32 - k
+            out |= w << shift
+            shift += 32
+            k -= 32
+        return out
+
+    def randbytes(self, n: int) -> bytes:
+        return self.getrandbits(n * 8).to_bytes(n, "little")
+
+
+class AIRow(NamedTuple):
+    """A FighterAI's state in a snapshot of its Fight's table: the table's saved state
+    (anim.engine.snapshot.TableState, its block a copy) and the AI's row in it."""
+
+    table: Any
+    row: int
+
+    def state(self) -> tuple:
+        """The AI's ``save_state`` form of this row (``row_state``)."""
+        return row_state(self.table, self.row)
+
+
+def row_state(table_state: Any, row: int) -> tuple:
+    """A FighterAI's ``save_state`` form of row ``row`` of a saved AI table
+    (``table_state``: its capacity and block): ((3, the 625 words as 2,500 bytes, the
+    gauss value or None), tick, hold's strikes, enabled)."""
+    lay = block_layout({**COLUMNS, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}, table_state.capacity)[0]
+    block = table_state.block
+
+    def col(name: str) -> np.ndarray:
+        off, dt, shape = lay[name]
+        return np.ndarray(shape, dt, block, off)
+
+    gauss = float(col("gauss")[row]) if col("has_gauss")[row] else None
+    return ((3, col("mt")[row].tobytes(), gauss), int(col("tick")[row]), int(col("hold")[row]),
+            bool(col("enabled")[row]))
