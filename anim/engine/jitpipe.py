@@ -31,15 +31,22 @@ instead of 14, pose_stacks 8 instead of 11); the same float operations in the sa
 the bench's state_checksum) and no slower kernels (the bench's kernel CPU). A helper compiled this way cannot be called from Python
 (it has no entry point: ``get_pointer_to_function`` gives 0, as for any function without a
 CPython wrapper) nor saved in numba's cache (``cache=False``).
+
+Beside it, ``prefetch``: the kernels' hint that a row is read soon (LLVM's prefetch).
 """
 from __future__ import annotations
 
+from llvmlite import ir  # type: ignore[import-untyped]  # (no stubs; numba's own dependency)
+from numba import types
+from numba.core import cgutils, config
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import LoweringPass, register_pass
 from numba.core.typed_passes import NativeLowering
+from numba.extending import intrinsic
 
-__all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler", "TESTED_NUMBA", "link_only_supported", "entry_points_only"]
+__all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler", "TESTED_NUMBA", "link_only_supported", "entry_points_only",
+           "prefetch"]
 
 # The numba releases this module was checked against (it subclasses numba internals:
 # JITCodeLibrary's module finalisation, the codegen's set_env, the nopython pipeline's
@@ -170,3 +177,38 @@ def entry_points_only(*dispatchers) -> int:
         disp.add_overload = add_overload
         done += 1
     return done
+
+
+def _no_prefetch(a, i):
+    """NUMBA_DISABLE_JIT: the kernels run as Python, nothing to fetch ahead."""
+
+
+@intrinsic
+def _prefetch_jit(typingctx, a, i):
+    """LLVM's prefetch of ``a[i]``'s cache line for reading (no fault, no value: a hint)."""
+    if not isinstance(a, types.Array) or a.ndim != 1 or not isinstance(i, types.Integer):
+        return None
+    sig = types.void(a, i)
+
+    def codegen(context, builder, signature, args):
+        aty, ity = signature.args
+        arr = context.make_array(aty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer2(context, builder, data=arr.data,
+                                        shape=cgutils.unpack_tuple(builder, arr.shape),
+                                        strides=cgutils.unpack_tuple(builder, arr.strides), layout=aty.layout,
+                                        inds=[context.cast(builder, args[1], ity, types.intp)],
+                                        wraparound=False, boundscheck=False)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        # read (0), keep in every cache level (3), data (1)
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+# ``prefetch(a, i)`` in a kernel: a hint that ``a[i]`` (a 1-D array) is read soon. A
+# crowd's rows lie scattered over tables of tens of thousands of rows; fetched a few
+# humans ahead, their misses overlap. It changes no value: the same bits.
+prefetch = _no_prefetch if getattr(config, "DISABLE_JIT", False) else _prefetch_jit

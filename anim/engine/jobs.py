@@ -30,6 +30,8 @@ import numpy as np
 from scuffle.anim.engine.kernel_types import (BankTables, CursorCols, EventIndex, FadeCols, FlushBuffers, GaitCols, HumanCols,
                            PoseBuffers, PoseOut, RowState, Scratch, StepBuffers, StepRules, TaskCols)
 from scuffle.anim.maths.pose import POSE_STACK_SIZE
+from scuffle.anim.engine.sampler import KEY_ROW_FIELDS
+from scuffle.anim.maths.skeleton import NUM_BONES
 from scuffle.anim.engine.trusted import TrustedKernel
 
 __all__ = ["KernelInputError", "StepInputs", "PoseInputs", "FlushInputs", "AnimIdInputs", "MotionInputs", "StepJob",
@@ -70,7 +72,9 @@ COLUMN_TYPES: dict[type, dict[str, tuple[str, int, str]]] = {
                  "kval": ("float32", 2, "keys"), "kslope": ("float32", 2, "keys"), "kstart": ("float32", 1, "keys"),
                  "ktag": ("bool", 1, "keys"), "animated": ("bool", 1, "slots"), "ref_rot": ("float32", 2, "bones"),
                  "ref_lanes": ("float32", 2, "components"), "parents": ("int64", 1, "bones"),
-                 "offsets": ("float32", 2, "bones"), "submask": ("bool", 2, "bones")},
+                 "offsets": ("float32", 2, "bones"), "submask": ("bool", 2, "bones"),
+                 "frow": ("int64", 1, "frames"), "fkeys": ("float32", 2, "key rows"),
+                 "ftag": ("bool", 2, "key rows")},
     Scratch: {**{f: ("float32", 2, "poses") for f in ("vel", "root")}, "rot": ("float32", 3, "poses"),
               "tag": ("bool", 2, "poses"), "vel_i": ("int32", 2, "poses"), "root_i": ("int32", 2, "poses"),
               "rot_i": ("int32", 3, "poses"), "dflt": ("int64", 1, "one"),
@@ -356,6 +360,10 @@ class PoseJob(_Job):
         if inputs.bank.ref_lanes.shape != (4, LANES) or sc.lane_tag.shape[0] != bones + 2:
             raise _fail(k, "bank.ref_lanes", f"{inputs.bank.ref_lanes.shape} (scratch.lane_tag {sc.lane_tag.shape}), "
                         f"expected (4, {LANES}) for the bank's skeleton of {bones} bones")
+        bank = inputs.bank
+        if bones != NUM_BONES or bank.fkeys.shape[1] != KEY_ROW_FIELDS * bones or bank.ftag.shape[1] != bones:
+            raise _fail(k, "bank.fkeys", f"key rows of {bank.fkeys.shape[1]} (bank.ftag {bank.ftag.shape[1]}) for "
+                        f"{bones} bones, expected {KEY_ROW_FIELDS} x {NUM_BONES} ({NUM_BONES})")
         out = inputs.out
         if type(out) is not PoseOut:
             raise _fail(k, "out", f"{type(out).__name__}, expected PoseOut")

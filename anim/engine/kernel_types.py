@@ -155,7 +155,9 @@ class BankTables(NamedTuple):
     reference rotations (``ref_rot`` bone-major (34, 4); ``ref_lanes`` the same values
     component-major (4, LANES), bones in SIMD lanes as the scratch poses hold them, the
     padding lanes the identity), the
-    bind height, the parent table, the bone offsets and every bone's subtree mask."""
+    bind height, the parent table, the bone offsets and every bone's subtree mask; bones
+    0-33's keys frame-major (the ClipBank's ``frow``, ``fkeys``, ``ftag``: a frame's key
+    row, each key row's values, slopes and start frames (9 x 34,), its tags (34,))."""
     row0: np.ndarray
     rows: np.ndarray
     ftab: np.ndarray
@@ -172,6 +174,9 @@ class BankTables(NamedTuple):
     parents: np.ndarray
     offsets: np.ndarray
     submask: np.ndarray
+    frow: np.ndarray
+    fkeys: np.ndarray
+    ftag: np.ndarray
 
 
 class Scratch(NamedTuple):

@@ -13,7 +13,8 @@ import numpy as np
 from scuffle.anim.base.enums import HeldFlags
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine.kernels_maths import jit_kinds
-from scuffle.anim.engine.kernels_rows import (_CLIP, _FADE, _GAIT, _N_CURSORS, _PAIRED_CLIP, _give_row, _lead_of)
+from scuffle.anim.engine.kernels_rows import (_CLIP, _FADE, _GAIT, _N_CURSORS, _NO_ROW, _PAIRED_CLIP, _give_row,
+                                              _lead_of)
 
 # numba's on-disk cache of this module's kernels: True, or False with no writable cache
 # folder (they then compile for the process only); a corrupt cache is set aside first.
@@ -127,6 +128,72 @@ def _give_cursors(r, tt, tasks, cursors):
         _give_row(t_c3[r], c_live, c_gen, c_free, c_nfree)
 
 
+@_helper
+def _reset_task(x, tasks):
+    """Task row ``x``, just given back, at the table's defaults (anim.engine.store's
+    TASK_DEFAULTS: the links NO_ROW, every other column 0) while the release has the row
+    at hand, so the flush makes no second pass over the rows it freed (Table.settle). A
+    column is written only where it holds another value: most of a row's 29 columns are
+    at their default already (a clip's task holds no gait, fade, pick or direction
+    value), and a cache line only read stays clean, so it is not written back to memory.
+    Its callback ids are left: a row holding one is marked for Python, which lets each go
+    and writes NO_CALLBACK (Table.freed); the others hold NO_CALLBACK already."""
+    if tasks.type[x] != 0:
+        tasks.type[x] = 0
+    if tasks.rate[x] != 0:
+        tasks.rate[x] = 0
+    if tasks.flags[x] != 0:
+        tasks.flags[x] = 0
+    if tasks.held[x] != 0:
+        tasks.held[x] = 0
+    if tasks.blend[x] != 0:
+        tasks.blend[x] = 0
+    if tasks.window[x] != 0:
+        tasks.window[x] = 0
+    if tasks.released[x] != 0:
+        tasks.released[x] = 0
+    if tasks.handed_over[x] != 0:
+        tasks.handed_over[x] = 0
+    if tasks.wraps[x] != 0:
+        tasks.wraps[x] = 0
+    if tasks.speed[x] != 0:
+        tasks.speed[x] = 0
+    if tasks.callback[x] != 0:
+        tasks.callback[x] = 0
+    if tasks.placed[x] != 0:
+        tasks.placed[x] = 0
+    if tasks.value[x] != 0:
+        tasks.value[x] = 0
+    if tasks.target[x] != 0:
+        tasks.target[x] = 0
+    if tasks.base[x] != 0:
+        tasks.base[x] = 0
+    if tasks.centre[x] != 0:
+        tasks.centre[x] = 0
+    if tasks.sampling[x] != 0:
+        tasks.sampling[x] = 0
+    if tasks.c0[x] != _NO_ROW:
+        tasks.c0[x] = _NO_ROW
+    if tasks.c1[x] != _NO_ROW:
+        tasks.c1[x] = _NO_ROW
+    if tasks.c2[x] != _NO_ROW:
+        tasks.c2[x] = _NO_ROW
+    if tasks.c3[x] != _NO_ROW:
+        tasks.c3[x] = _NO_ROW
+    if tasks.aux[x] != _NO_ROW:
+        tasks.aux[x] = _NO_ROW
+    if tasks.nxt[x] != _NO_ROW:
+        tasks.nxt[x] = _NO_ROW
+    if tasks.incoming[x] != _NO_ROW:
+        tasks.incoming[x] = _NO_ROW
+    if tasks.partner[x] != _NO_ROW:
+        tasks.partner[x] = _NO_ROW
+    banks = tasks.dir_banks
+    if banks[x, 0] != _NO_ROW:
+        for j in range(banks.shape[1]):
+            banks[x, j] = _NO_ROW
+
+
 @_kernel
 def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits, gait_rows, fade_rows, buf):
     """Release the deferred tasks ``buf.entries[lo:hi]`` (rows of (human row, task row): the
@@ -141,12 +208,13 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     record's state flag and held bits (``release_all``: HeldRelease.ORIGINAL), the anim id
     it reports into ``buf.ids[k]``, then its discard: the task and the next tasks it owns (deepest first),
     each counted back into the pool (``buf.pool_out``) when it is out, its rows then given
-    back to their tables (its cursors, its task row, its fade or gait row). The task rows
+    back to their tables (its cursors, its task row, its fade or gait row), the task row
+    then at the table's defaults but its callback ids (``_reset_task``). The task rows
     given back go to ``buf.freed`` (``counts[FLUSH_FREED]`` so far), a row holding a
     callback id (``on_end``, ``on_wrap``, ``partner_name``) as ~row (``counts[FLUSH_KEYED]``
     of them: Python lets the ids go without reading the other rows' columns), the tasks
     counted in to ``counts[FLUSH_IN]`` (the caller zeroes the counts first and finishes
-    what Python holds: the handles, keyed values, reset to defaults, TaskPool.n_out).
+    what Python holds: the handles, the callback ids, TaskPool.n_out).
     Nothing is allocated. In: the HumanCols, TaskCols, the task table's RowState, the CursorCols,
     GaitCols, the gait and fade tables' RowStates, the FlushBuffers.
     Original: 0x00105570 AnimTask_FlushDeferred, 0x00105f78 (type 3's release), 0x00108f10
@@ -193,7 +261,8 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
             n_in += 1
             tt = t_type[x]
             _give_cursors(x, tt, tasks, cursors)
-            if _give_row(x, t_live, t_gen, t_free, t_nfree):
+            given = _give_row(x, t_live, t_gen, t_free, t_nfree)
+            if given:
                 if t_on_end[x] >= 0 or t_on_wrap[x] >= 0 or t_partner[x] >= 0:
                     freed[nf] = ~x            # its callback ids Python lets go (Table.freed)
                     n_keyed += 1
@@ -204,6 +273,8 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
                 _give_row(t_aux[x], fade_rows.live, fade_rows.gen, fade_rows.free_rows, fade_rows.n_free)
             elif tt == _GAIT:
                 _give_row(t_aux[x], gait_rows.live, gait_rows.gen, gait_rows.free_rows, gait_rows.n_free)
+            if given:
+                _reset_task(x, tasks)
     counts[FLUSH_FREED] = nf
     counts[FLUSH_IN] = n_in
     counts[FLUSH_KEYED] = n_keyed

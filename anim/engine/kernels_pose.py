@@ -21,8 +21,9 @@ import numpy as np
 from numba import njit
 from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.maths.pose import POSE_STACK_SIZE
+from scuffle.anim.maths.skeleton import NUM_BONES
 from scuffle.anim.engine.jitcache import cache_setting
-from scuffle.anim.engine.jitpipe import LinkOnlyCompiler
+from scuffle.anim.engine.jitpipe import LinkOnlyCompiler, prefetch as _prefetch
 from scuffle.anim.engine.kernels_maths import (LINK_ONLY, jit_kinds, _div, _mul, _sub, acos_s, sin_cos_s)
 from scuffle.anim.maths import detmath as _detmath
 from scuffle.anim.engine.kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _KEPT, _MIX, _PAIRED_CLIP,
@@ -55,7 +56,18 @@ LANES = 40
 # two weights
 _MIX_ROW, _D_ROW, _DOT_ROW, _DK_ROW, _WA_ROW, _WB_ROW = (r * LANES for r in range(4, 10))
 LANE_ROWS = 10
+# the bank's key rows (ClipBank.fkeys): each field's 34 bones at a constant offset (LLVM then
+# sees one row read at fixed distances, not nine arrays)
+_NB = NUM_BONES
+_K_SLOPE, _K_START = 4 * _NB, 8 * _NB
 _GROUP = 8                  # the slerping lanes' weights, a SIMD group at a time (8 float64 in AVX-512)
+# How many humans ahead of the one it poses pose_stacks prefetches the rows of: the task
+# rows of the human PREFETCH_TASKS ahead, the cursor, fade and gait rows (found through
+# the task rows fetched earlier) of the human PREFETCH_ROWS ahead (kernels_step's, for the
+# same reason: each human's rows miss the cache in three dependent waves, its stack, its
+# tasks, their cursors; fetched ahead, the misses of several humans overlap).
+PREFETCH_TASKS = 8
+PREFETCH_ROWS = 4
 
 
 # ---------------------------------------------------------------- poses
@@ -67,8 +79,9 @@ _GROUP = 8                  # the slerping lanes' weights, a SIMD group at a tim
 # (tests/anim/test_kernels.py checks the machine code has them). Each lane does the same
 # float operations in the same order as the scalar formula, its paths computed and one
 # picked (no fast-math, so no reassociation and no contraction into FMA): the same bits
-# on every CPU, vectorised or not. The sample's bone loop gathers each bone's key by
-# index and stays scalar (LLVM cannot bound the gathers, so it does not vectorise them).
+# on every CPU, vectorised or not. The sample's bone loop reads the frame's key row (the
+# bank's keys laid out frame-major, bones contiguous) and runs a bone to a SIMD lane too;
+# only the velocity, the root and bone 0 are gathered through the frame table.
 #
 # The slerps' and the turns' angles, the fade's cosine and the heading's sine and cosine
 # come from anim.maths.detmath (+ - * / and sqrt only, within a few ulp of libm in float64),
@@ -254,15 +267,17 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
 
     The bank's tables come key-major here: ``ftab`` (rows, 36), ``kval`` / ``kslope`` (K, 4).
-    Slots 0-2 (velocity, root, bone 0) are taken before the bone loop; key indices are
-    read as unsigned (no negative-index wrap on the table reads); a bone's key is
-    normalised by multiplying by the float32 reciprocal of its norm (within 1 ulp of
-    dividing). Its rotations go to the pose's lanes.
+    Slots 0-2 (velocity, root, bone 0) are gathered through the frame table before the bone
+    loop (key indices read as unsigned: no negative-index wrap on the table reads); bones
+    1-33 read the frame's key row (``frow``, ``fkeys``, ``ftag``), a bone to a SIMD lane. A
+    bone's key is normalised by multiplying by the float32 reciprocal of its norm (within 1
+    ulp of dividing). Its rotations go to the pose's lanes.
     """
     row0, rows, ftab, kval, kslope, kstart, ktag = (bank.row0, bank.rows, bank.ftab, bank.kval, bank.kslope,
                                                     bank.kstart, bank.ktag)
-    sent_vel, sent_bone, animated = bank.sent_vel, bank.sent_bone, bank.animated
-    ref, bind_height = bank.ref_lanes, bank.bind_height
+    sent_vel, sent_bone = bank.sent_vel, bank.sent_bone
+    frow, fkeys, ftag = bank.frow, bank.fkeys, bank.ftag
+    bind_height = bank.bind_height
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
     x = np.float32(_mul(np.float64(time), 30.0))
     f = math.ceil(np.float64(x) - 0.5)
@@ -303,30 +318,27 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     s_rot[p, 3, 0] = qw
     # bones 1-33: the key in force carried by its slope (value + slope x (frame - key), the
     # multiply then the add, in the table's float32), normalised; a bone the clip leaves out
-    # (its key a default, tagged) or no clip of the bank animates takes the default pose's
-    # rotation as it is ("The pose" L102: copied from the default pose, not through the key
-    # path, whose normalisation would move it by an ulp): the reference pose's here, or with
-    # queued_default the queued tasks' pose's (scratch.dflt, after the loop)
-    keys = ftab[row, 2:]
+    # (its key a default, tagged; every bone no clip of the bank animates is) takes the
+    # default pose's rotation as it is ("The pose" L102: copied from the default pose, not
+    # through the key path, whose normalisation would move it by an ulp): the reference
+    # pose's here (a default key's value is the reference rotation), or with queued_default
+    # the queued tasks' pose's (scratch.dflt, after the loop). The frame's keys are one row
+    # of the bank's key rows, each field's bones at a constant offset, and the pose's
+    # rotations are written through one flat view of them, so LLVM sees two arrays read and
+    # two written at fixed distances (a few run-time overlap checks, not the dozens of nine
+    # rows read and four written, past its limit) and vectorises the loop, a bone to a SIMD
+    # lane. Every lane computes the key path; a tagged one keeps its value.
+    kr = frow[row]
+    kk = fkeys[kr]
+    kt = ftag[kr]
+    rot = s_rot[p].reshape(4 * LANES)
     tags = s_tag[p, 2:]
-    live = animated[2:]
-    r0, r1, r2, r3 = s_rot[p, 0], s_rot[p, 1], s_rot[p, 2], s_rot[p, 3]
-    e0, e1, e2, e3 = ref[0], ref[1], ref[2], ref[3]
-    for b in range(1, tags.shape[0]):
-        k = np.uint64(keys[b])
-        tag = ktag[k]
-        tags[b] = tag
-        if tag or not live[b]:
-            r0[b] = e0[b]
-            r1[b] = e1[b]
-            r2[b] = e2[b]
-            r3[b] = e3[b]
-            continue
-        dx = x - kstart[k]
-        q0 = kslope[k, 0] * dx + kval[k, 0]
-        q1 = kslope[k, 1] * dx + kval[k, 1]
-        q2 = kslope[k, 2] * dx + kval[k, 2]
-        q3 = kslope[k, 3] * dx + kval[k, 3]
+    for b in range(1, _NB):
+        dx = x - kk[_K_START + b]
+        q0 = kk[_K_SLOPE + b] * dx + kk[b]
+        q1 = kk[_K_SLOPE + _NB + b] * dx + kk[_NB + b]
+        q2 = kk[_K_SLOPE + 2 * _NB + b] * dx + kk[2 * _NB + b]
+        q3 = kk[_K_SLOPE + 3 * _NB + b] * dx + kk[3 * _NB + b]
         n2 = q0 * q0
         n2 = n2 + q1 * q1
         n2 = n2 + q2 * q2
@@ -334,10 +346,12 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
         n = np.float32(math.sqrt(n2))
         n = np.float32(1.0) if n == 0 else n
         inv = np.float32(1.0) / n
-        r0[b] = q0 * inv
-        r1[b] = q1 * inv
-        r2[b] = q2 * inv
-        r3[b] = q3 * inv
+        tag = kt[b]
+        tags[b] = tag
+        rot[b] = kk[b] if tag else q0 * inv
+        rot[LANES + b] = kk[_NB + b] if tag else q1 * inv
+        rot[2 * LANES + b] = kk[2 * _NB + b] if tag else q2 * inv
+        rot[3 * LANES + b] = kk[3 * _NB + b] if tag else q3 * inv
     d = scratch.dflt[0]
     if d >= 0:
         _default_from(p, d, scratch)
@@ -890,6 +904,50 @@ def _pose_top(k, sp, over_queue, cols, bank, scratch, out):
     _emit(top, cols[k], bank, scratch, out)
 
 
+@_helper
+def _fetch_pose_tasks(hi, humans, tasks):
+    """Prefetch the task rows of human ``hi``'s stack: the columns the pose reads of every
+    task (its type, rate, first two cursor links, own row, next task, window)."""
+    h_depth, h_stack = humans.depth, humans.stack
+    for i in range(h_depth[hi]):
+        r = h_stack[hi, i]
+        if r >= 0:
+            _prefetch(tasks.type, r)
+            _prefetch(tasks.rate, r)
+            _prefetch(tasks.c0, r)
+            _prefetch(tasks.c1, r)
+            _prefetch(tasks.aux, r)
+            _prefetch(tasks.nxt, r)
+            _prefetch(tasks.window, r)
+
+
+@_helper
+def _fetch_pose_rows(hi, humans, tasks, cursors, fades, gaits):
+    """Prefetch the rows human ``hi``'s tasks link (read from their task rows, fetched
+    earlier by ``_fetch_pose_tasks``): its clips' and gaits' cursors (time, flags, bank
+    index), a fade's or a gait's own row."""
+    h_depth, h_stack = humans.depth, humans.stack
+    t_type, t_c0, t_c1, t_aux = tasks.type, tasks.c0, tasks.c1, tasks.aux
+    for i in range(h_depth[hi]):
+        r = h_stack[hi, i]
+        if r < 0:
+            continue
+        for c in (t_c0[r], t_c1[r]):
+            if c >= 0:
+                _prefetch(cursors.t, c)
+                _prefetch(cursors.flags, c)
+                _prefetch(cursors.bank, c)
+        a = t_aux[r]
+        if a >= 0:
+            tt = t_type[r]
+            if tt == _FADE:
+                _prefetch(fades.el, a)
+                _prefetch(fades.dur, a)
+            elif tt == _GAIT:
+                _prefetch(gaits.value, a)
+                _prefetch(gaits.lower, a)
+
+
 @_kernel
 def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, buffers):
     """Every human's pose (rows of the human table) into output column ``cols[k]``: its
@@ -934,8 +992,13 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     submask = bank.submask
     refused, weights, queued_default = buffers.refused, buffers.weights, buffers.queued_default
     dflt_slot = scratch.dflt
-    for k in range(rows.shape[0]):
+    n_rows = rows.shape[0]
+    for k in range(n_rows):
         hi = rows[k]
+        if k + PREFETCH_TASKS < n_rows:     # the rows of the humans ahead, on their way meanwhile
+            _fetch_pose_tasks(rows[k + PREFETCH_TASKS], humans, tasks)
+        if k + PREFETCH_ROWS < n_rows:
+            _fetch_pose_rows(rows[k + PREFETCH_ROWS], humans, tasks, cursors, fades, gaits)
         dflt_slot[0] = -1
         over_queue = queued_default[k]
         passes = 2 if over_queue else 1

@@ -23,11 +23,8 @@ calls), 0x00105770 (loop), 0x00105af0 (type 3's hand-over), 0x00106cc8 (fade),
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir  # type: ignore[import-untyped]  # (no stubs; numba's own dependency)
-from numba import types
-from numba.core import cgutils, config
-from numba.extending import intrinsic
 from scuffle.anim.engine.jitcache import cache_setting
+from scuffle.anim.engine.jitpipe import prefetch as _prefetch
 from scuffle.anim.engine.kernels_maths import (jit_kinds, _add, _div, _frame_of, _mul, _sub)
 from scuffle.anim.engine.kernels_write import cursor_init, take_row
 from scuffle.anim.engine.kernels_rows import (_CLIP, _CLOSE_CLEAR, _CLOSE_NEED, _CLOSE_SET, _CURSOR_BITS,
@@ -58,38 +55,6 @@ LINKED_SHA256 = "ddf4c253d47043aa93ab4c3f9e35d83055ab36bddeb1a39a3020761f6983e8b
 # the misses of several humans overlap. Prefetches change no value: the same bits.
 PREFETCH_TASKS = 8
 PREFETCH_ROWS = 4
-
-
-def _no_prefetch(a, i):
-    """NUMBA_DISABLE_JIT: the kernels run as Python, nothing to fetch ahead."""
-
-
-@intrinsic
-def _prefetch_jit(typingctx, a, i):
-    """LLVM's prefetch of ``a[i]``'s cache line for reading (no fault, no value: a hint)."""
-    if not isinstance(a, types.Array) or a.ndim != 1 or not isinstance(i, types.Integer):
-        return None
-    sig = types.void(a, i)
-
-    def codegen(context, builder, signature, args):
-        aty, ity = signature.args
-        arr = context.make_array(aty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer2(context, builder, data=arr.data,
-                                        shape=cgutils.unpack_tuple(builder, arr.shape),
-                                        strides=cgutils.unpack_tuple(builder, arr.strides), layout=aty.layout,
-                                        inds=[context.cast(builder, args[1], ity, types.intp)],
-                                        wraparound=False, boundscheck=False)
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
-                                            "llvm.prefetch.p0")
-        # read (0), keep in every cache level (3), data (1)
-        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
-    return sig, codegen
-
-
-_prefetch = _no_prefetch if getattr(config, "DISABLE_JIT", False) else _prefetch_jit
 
 
 # status bits per human (step_stacks' ``status``)

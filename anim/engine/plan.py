@@ -32,7 +32,8 @@ class PoseTables:
     Built once per bank (``pose_tables`` keeps them on the bank): the frame -> key table
     and the key values key-major, the sentinels, the animated slots, the reference
     rotations, the parent table, the bone offsets (float32) and every bone's subtree
-    mask (34, 34). ``tables`` is the kernels' BankTables. It holds no reference to its
+    mask (34, 34); the bank's frame-major key rows as they are (no copy). ``tables`` is
+    the kernels' BankTables. It holds no reference to its
     bank (no cycle: a bank the player replaces is freed with its tables at once).
     """
 
@@ -50,7 +51,7 @@ class PoseTables:
                      np.ascontiguousarray(bank.ktag, np.bool_), np.int64(bank._sent_vel),
                      np.int64(bank._sent_bone), np.ascontiguousarray(bank.animated, np.bool_), ref, lanes,
                      np.float32(sk.bind_height), np.asarray(sk.parents, np.int64),
-                     np.ascontiguousarray(sk.offsets, DTYPE), submask)
+                     np.ascontiguousarray(sk.offsets, DTYPE), submask, bank.frow, bank.fkeys, bank.ftag)
 
 
 def pose_tables(bank: ClipBank) -> PoseTables:

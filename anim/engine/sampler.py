@@ -28,7 +28,7 @@ from scuffle.anim.maths.pose import DTYPE, NUM_TAGS, PoseBatch, set_tag_bits
 from scuffle.anim.maths.skeleton import HUMANOID, NUM_BONES, REFERENCE_ROTATIONS, Skeleton
 
 __all__ = ["CursorFlags", "ClipBank", "SLOT_VELOCITY", "SLOT_ROOT", "SLOT_BONE", "NUM_SLOTS",
-           "key_frame", "BankBudgetError", "MAX_BANK_BYTES", "clip_rows", "clip_keys", "bank_bytes"]
+           "key_frame", "BankBudgetError", "MAX_BANK_BYTES", "clip_rows", "clip_keys", "clip_bytes", "bank_bytes"]
 
 SLOT_VELOCITY = 0
 SLOT_ROOT = 1
@@ -62,11 +62,17 @@ def key_frame(x: np.ndarray) -> np.ndarray:
 # The memory budget of one clip bank (docs/tools.md, "Limits"). A clip's frame table has
 # one row of 36 key indices per frame, F + 1 rows (more when a channel's keys run past F),
 # whatever its channels: a clip of F = 65,535 with no channel costs 65,536 rows. Each row
-# is 8 bytes a slot in the bank and again in the pose kernels' key-major copy; each key
-# costs its value, slope, start and tag here and in the kernels' copy, plus its 8 bytes in
-# the clip. The budget is checked on these declared sizes before anything is allocated.
-BANK_ROW_BYTES = 2 * NUM_SLOTS * 8
+# is 8 bytes a slot in the bank and again in the pose kernels' key-major copy, plus its
+# index into the key rows (``frow``); each key costs its value, slope, start and tag here
+# and in the kernels' copy, plus its 8 bytes in the clip. The key rows (``fkeys``,
+# ``ftag``: bones 0-33's keys of a frame, frame-major) cost KEY_ROW_BYTES each, one for each
+# run of frames whose bones' keys are the same: at most one per frame, and at most one per
+# key plus the clip's first (a key starts a run). The budget is checked on these declared
+# sizes before anything is allocated.
+BANK_ROW_BYTES = 2 * NUM_SLOTS * 8 + 8
 BANK_KEY_BYTES = 80
+KEY_ROW_FIELDS = 9                  # fkeys' rows: value x, y, z, w, slope x, y, z, w, start frame
+KEY_ROW_BYTES = KEY_ROW_FIELDS * NUM_BONES * 4 + NUM_BONES
 MAX_BANK_BYTES = 256 << 20
 
 
@@ -95,11 +101,23 @@ def clip_keys(clip: Clip) -> int:
     return sum(len(k) for k in _channels(clip) if k is not None)
 
 
+def clip_bytes(clip: Clip, rows: int | None = None) -> int:
+    """The bytes ``clip`` adds to a bank (its frame table's rows, its keys and at most
+    min(rows, keys + 1) key rows), from its declared sizes. ``rows``: its clip_rows when known."""
+    rows = clip_rows(clip) if rows is None else rows
+    keys = clip_keys(clip)
+    return BANK_ROW_BYTES * rows + BANK_KEY_BYTES * keys + KEY_ROW_BYTES * min(rows, keys + 1)
+
+
+# the sentinels' keys, in every bank
+BANK_BASE_BYTES = BANK_KEY_BYTES * NUM_SLOTS
+
+
 def bank_bytes(clips: Sequence[Clip], rows: Sequence[int] | None = None) -> int:
-    """The bytes a bank of ``clips`` needs (frame tables and keys, both layouts): what
-    MAX_BANK_BYTES is checked against. ``rows``: the clips' clip_rows when known."""
+    """The bytes a bank of ``clips`` needs (frame tables, keys and key rows, every layout):
+    what MAX_BANK_BYTES is checked against. ``rows``: the clips' clip_rows when known."""
     rows = [clip_rows(c) for c in clips] if rows is None else rows
-    return BANK_ROW_BYTES * sum(rows) + BANK_KEY_BYTES * (2 + NUM_BONES + sum(clip_keys(c) for c in clips))
+    return BANK_BASE_BYTES + sum(clip_bytes(c, r) for c, r in zip(clips, rows))
 
 
 class _Scratch:
@@ -125,7 +143,14 @@ class ClipBank:
     the next key (``kslope`` = the step to the next key, sign flip done, x 1 / its delta;
     0 for a channel's last key and for bone 0), its start frame and its default tag.
     Each clip has a frame-major key table: row ``row0[clip] + f`` holds, for the 36
-    slots, the key in force at frame f (``ftab``, shape (36, rows)).
+    slots, the key in force at frame f (``ftab``, shape (36, rows)). Beside it, for the
+    pose kernels' sample, bones 0-33's keys themselves frame-major: ``frow[row]`` is the
+    frame's key row, ``fkeys[key row]`` (9 x 34,) float32 the bones' values x, then y, z,
+    w, their slopes x, y, z, w and their start frames, 34 bones contiguous each, and
+    ``ftag[key row]`` (34,) their default tags (a tagged bone's value is the default
+    rotation itself); consecutive frames whose bones hold the same keys share a key row.
+    A sample then reads one unit-stride row that vectorises instead of gathering each
+    bone's key through the frame table.
 
     In: a sequence of Clips and the skeleton whose bind height section B's z is added to;
     ``tag_bits``: the poses carry each value's default tag in the lowest bit of its y
@@ -137,7 +162,7 @@ class ClipBank:
     """
 
     __slots__ = ("clips", "skeleton", "frames", "durations", "row0", "rows", "ftab",
-                 "kval", "kslope", "kstart", "ktag", "has_velocity", "has_translation",
+                 "kval", "kslope", "kstart", "ktag", "frow", "fkeys", "ftag", "has_velocity", "has_translation",
                  "animated", "_index", "_sent_vel", "_sent_root", "_sent_bone", "_scratch",
                  "_live_bones", "_dead_bones", "_ref_rot", "tag_bits", "motion_entry", "pose_tables")
 
@@ -233,6 +258,7 @@ class ClipBank:
             self.rows[ci] = length
             nrow += length
 
+        self.frow, self.fkeys, self.ftag = self._key_rows()
         # Slots no clip of the bank animates always hold their default: the sampler fills
         # them without gathers.
         self.animated = np.zeros(NUM_SLOTS, bool)
@@ -245,8 +271,26 @@ class ClipBank:
         self._dead_bones = np.flatnonzero(~self.animated[SLOT_BONE + 1:]) + 1
         self._ref_rot = REFERENCE_ROTATIONS.astype(DTYPE)
         for a in (self.row0, self.rows, self.ftab, self.kval, self.kslope, self.kstart, self.ktag,
-                  self.frames, self.durations):
+                  self.frow, self.fkeys, self.ftag, self.frames, self.durations):
             a.setflags(write=False)
+
+    def _key_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Bones 0-33's keys frame-major (the class docstring's ``frow``, ``fkeys``, ``ftag``):
+        a key row for each clip's first frame and each frame where a bone's key changes."""
+        keys = self.ftab[SLOT_BONE:]                                # (34, rows)
+        nrow = keys.shape[1]
+        new = np.ones(nrow, bool)
+        if nrow > 1:
+            np.any(keys[:, 1:] != keys[:, :-1], axis=0, out=new[1:])
+        new[self.row0] = True
+        frow = np.cumsum(new, dtype=np.int64) - 1
+        k = keys[:, new].T                                          # (key rows, 34)
+        fkeys = np.empty((k.shape[0], KEY_ROW_FIELDS, NUM_BONES), DTYPE)
+        for c in range(4):
+            np.take(self.kval[c], k, out=fkeys[:, c])
+            np.take(self.kslope[c], k, out=fkeys[:, 4 + c])
+        np.take(self.kstart, k, out=fkeys[:, 8])
+        return frow, fkeys.reshape(k.shape[0], KEY_ROW_FIELDS * NUM_BONES), np.ascontiguousarray(self.ktag[k])
 
     def __len__(self) -> int:
         return len(self.clips)

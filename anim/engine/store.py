@@ -231,7 +231,8 @@ class Table:
         self.ids = tuple(ids)
         self.calls = calls if calls is not None else CallbackTable()
         # a free row's value of each column (0 unless named): a row is reset to them when it
-        # is freed (rows the flush's kernel gives back: in bulk, ``settle``, before the flush ends)
+        # is freed (the flush's kernel resets the rows it gives back itself: anim.engine.kernels_flush;
+        # rows given back otherwise wait in ``unsettled`` for ``settle``)
         self._defaults = {name: (defaults or {}).get(name, 0) for name in self._columns}
         self._resets = defaults is not None
         self.unsettled: list[int] = []      # rows given back, not yet reset (inside a flush only)
@@ -345,7 +346,7 @@ class Table:
         self.m_live[row] = True
         return row
 
-    def freed(self, rows: list[int], ids: list[int] | None = None) -> None:
+    def freed(self, rows: list[int], ids: list[int] | None = None, reset: bool = False) -> None:
         """Rows a kernel gave back (their ``live``, generation and free list written there):
         the callback ids they hold let go now (of the rows ``ids`` only when given: those
         found holding one), their columns reset to the defaults at ``settle`` (the flush's
@@ -359,7 +360,7 @@ class Table:
                     if i >= 0:
                         calls.drop(i)
                         col[r] = NO_CALLBACK
-        if self._resets:
+        if self._resets and not reset:
             self.unsettled.extend(rows)
 
     def settle(self) -> None:

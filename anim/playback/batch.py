@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import itertools
 import os
+from time import get_clock_info
+from time import thread_time as _thread_time
 from collections import deque
 from itertools import repeat
 from operator import attrgetter, is_, itemgetter, methodcaller
@@ -77,6 +79,9 @@ _PAIR_CURSORS = 2            # the cursors a gait's change of pair can bring in 
 # Up to this many humans the Python around the kernels reads their rows one by one (a
 # memoryview or a list: no numpy call, whose fixed cost is most of a 2-fighter update).
 _FEW = 16
+# A thread's CPU clock fine enough to time a chunk (crowd.Balance); where it counts in
+# scheduler ticks (about 16 ms on Windows) the chunks stay cut by count.
+_CHUNK_CLOCK = get_clock_info("thread_time").resolution <= 1e-5
 # the kernel's count slots and status bits, read per update (module constants: no attribute look-ups)
 _COUNT_GAITS, _COUNT_DEFERRED, _COUNT_WRAPS, _COUNT_STOPPED = K.COUNT_GAITS, K.COUNT_DEFERRED, K.COUNT_WRAPS, \
     K.COUNT_STOPPED
@@ -175,6 +180,11 @@ class BatchEngine:
         self._workers: crowd.Workers | None = None
         self._parts: list[_Part] = []
         self._place = np.zeros(0, np.int64)      # human row -> its place in the threaded step's rows
+        # where the step's and the pose's chunks are cut (moved toward equal time a chunk)
+        self.balance = (crowd.Balance(), crowd.Balance())
+        # last update's outputs to clear on the calling thread while the other chunks step
+        # (a threaded step: _clear_noisy's usual case, handed to the first chunk's job)
+        self._late_clear: list | None = None
         self.chunks_used = 1                    # the chunks the last step and pose ran on
         self.pair_changes = 0                   # gait pair changes the kernel made, in all
 
@@ -537,9 +547,10 @@ class BatchEngine:
         first_deferred = deferred.n
         last = self._last
         rows = self._last_rows if last is not None and instances == last else self._rows_of(instances)
-        if self._noisy or player.released_log:
-            self._clear_noisy(rows)
         n = len(rows)
+        if self._noisy or player.released_log:
+            self._clear_noisy(rows, late=n >= 2 * crowd.MIN_CHUNK and not self._twice
+                              and (player.options.threads or crowd.default_threads()) > 1)
         if n <= _FEW:                           # a few humans: _start_queues only when one has a queue
             mq = self.humans.m_queued
             for r in self._rows_list:
@@ -568,7 +579,11 @@ class BatchEngine:
         mc[:] = self._no_counts
         mc[_COUNT_DEFERRED] = deferred.n              # the kernel appends its deferred tasks to the list's rows
         self._def_out = deferred.rows
-        self._run_step(rows, status, self._ev_lo, self._ev_hi, dt)
+        try:
+            self._run_step(rows, status, self._ev_lo, self._ev_hi, dt)
+        finally:
+            if self._late_clear is not None:       # not handed to a chunk (one thread, or an error)
+                self._clear_late()
         deferred.rows = self._def_out                 # grown, maybe
         deferred.n = mc[_COUNT_DEFERRED]
         self.pair_changes += mc[_COUNT_GAITS]
@@ -722,10 +737,15 @@ class BatchEngine:
         """The event types of rows ``lo``-``hi`` of this update's event buffer (no objects)."""
         return self.e_type[self._ev_out[lo:hi, 3]]
 
-    def _clear_noisy(self, rows: np.ndarray) -> None:
+    def _clear_noisy(self, rows: np.ndarray, late: bool = False) -> None:
         """Clear last update's events and released ids of the humans stepped now (each
         step begins with none); the others keep theirs (their events made now: the buffer is
-        about to be overwritten) until they are stepped."""
+        about to be overwritten) until they are stepped. ``late`` (a crowd the step may cut
+        into chunks): the usual case, every one stepped now, only notes them
+        (``_late_clear``): the first chunk's job clears them after its kernel, while the
+        other chunks step (nothing between here and there reads a human's events or
+        released ids: the queued starts change stacks and the pool only), and the step
+        clears them itself when no chunk did (``_clear_late``)."""
         if self.player.released_log:
             self.player.settle_released(rows)
         noisy = self._noisy
@@ -741,13 +761,22 @@ class BatchEngine:
         if len(noisy) > _FEW and not self.player.released_log and self._all_stepped(noisy, in_call):
             # every one stepped now and this engine's (the usual update): each one's
             # outputs cleared by maps in C, no loop of Python code per human
-            _drain(map(setattr, noisy, repeat("_event_rows"), repeat(None)))
-            _drain(map(_CLEAR, map(_EVENTS_OF, noisy)))
-            _drain(map(_CLEAR, map(_RELEASED_OF, noisy)))
             self._noisy = []
+            self._late_clear = noisy
+            if not late:
+                self._clear_late()
         else:
             self._noisy = self._cleared(noisy, None, memoryview(in_call))
         in_call[rows] = False
+
+    def _clear_late(self) -> None:
+        """The events and released ids of the humans ``_clear_noisy`` noted, cleared (their
+        ``_event_rows`` None, their lists emptied) by maps in C."""
+        noisy, self._late_clear = self._late_clear, None
+        if noisy:
+            _drain(map(setattr, noisy, repeat("_event_rows"), repeat(None)))
+            _drain(map(_CLEAR, map(_EVENTS_OF, noisy)))
+            _drain(map(_CLEAR, map(_RELEASED_OF, noisy)))
 
     def _all_stepped(self, noisy: list, in_call: np.ndarray) -> bool:
         """Whether every human of ``noisy`` has its row marked in ``in_call`` (stepped now)
@@ -834,7 +863,7 @@ class BatchEngine:
             _note_cold(self, "step_stacks")
         if ASIDE:
             await_kernel("step_stacks")
-        spans = self._spans(len(rows)) if not self._twice else None
+        spans = self._spans(len(rows), 0) if not self._twice else None
         self.chunks_used = len(spans) if spans else 1
         if spans and len(spans) > 1:
             self._step_chunks(rows, spans, status, lo, hi, dt32, rules, (H, T, C, F, G, E))
@@ -859,15 +888,17 @@ class BatchEngine:
             start = stopped
 
     # ---------------------------------------------------------------- threads
-    def _spans(self, n: int) -> list | None:
-        """The chunks (lo, hi) of ``n`` humans the step and pose run on (PlayerOptions.threads,
-        anim.engine.crowd.MIN_CHUNK), the worker pool made to match; None for one thread."""
+    def _spans(self, n: int, kind: int) -> list | None:
+        """The chunks (lo, hi) of ``n`` humans the step (``kind`` 0) or the pose (1) runs on
+        (PlayerOptions.threads, anim.engine.crowd.MIN_CHUNK; cut where each chunk took about
+        as long as the others lately: ``balance``, crowd.Balance), the worker pool made to
+        match; None for one thread."""
         if n < 2 * crowd.MIN_CHUNK:             # too few to cut: the cores not asked for (a system call)
             return None
         want = self.player.options.threads or crowd.default_threads()
         if want <= 1:
             return None
-        spans = crowd.chunks(n, want)
+        spans = self.balance[kind].spans(n, min(want, max(1, n // crowd.MIN_CHUNK)))
         if len(spans) > 1 and (self._workers is None or self._workers.threads < len(spans)):
             if self._workers is not None:
                 self._workers.close()
@@ -897,8 +928,12 @@ class BatchEngine:
         parts = [self._part(j) for j in range(len(spans))]
         jobs = [_StepJob(p, *p.step_span(rows, status, lo, hi, a, b), dt32, skip, tables)
                 for p, (a, b) in zip(parts, spans)]
+        if self._late_clear is not None:
+            jobs[0].after = self._clear_late       # the calling thread's Python beside the other chunks
         assert self._workers is not None
         self._workers.run(jobs)
+        if _CHUNK_CLOCK:
+            self.balance[0].note(spans, [job.cpu for job in jobs])
         for p in parts:
             if p.counts[K.COUNT_GAITS]:
                 raise RuntimeError("a chunk of the threaded step changed a gait's pair it should have left out")
@@ -982,6 +1017,8 @@ class BatchEngine:
             jobs.append(_PoseJob(p, *p.pose_span(rows, cols, refused, queued_default, a, b), tables, out))
         assert self._workers is not None
         self._workers.run(jobs)
+        if _CHUNK_CLOCK:
+            self.balance[1].note(spans, [job.cpu for job in jobs])
 
     def kernel_args(self, name: str) -> tuple:
         """Arguments of the types kernel ``name`` ("step_stacks" or "pose_stacks") is called
@@ -1098,7 +1135,7 @@ class BatchEngine:
                                 and len(last[3]) == n):
             last = self._pose_args = (out, refused, queued_default, self._cols_n[:n], out.outs(),
                                       K.PoseBuffers(refused, self._weights, queued_default))
-        spans = self._spans(n) if not self._twice else None
+        spans = self._spans(n, 1) if not self._twice else None
         if spans and len(spans) > 1:
             self._pose_chunks(rows, spans, last[3], (H, T, C, F, G, E, pose_tables(bank).tables), last[4], refused,
                               queued_default)
@@ -1250,15 +1287,28 @@ class _Part:
 
 
 class _StepJob:
-    """step_stacks over one chunk's rows into its _Part's buffers, grown until they fit."""
+    """step_stacks over one chunk's rows into its _Part's buffers, grown until they fit;
+    then ``after`` (Python of the calling thread's own, run while the other chunks step).
+    ``cpu``: the job's time on its thread's CPU clock (crowd.Balance)."""
 
-    __slots__ = ("p", "rows", "status", "lo", "hi", "dt", "rules", "tables")
+    __slots__ = ("p", "rows", "status", "lo", "hi", "dt", "rules", "tables", "after", "cpu")
 
     def __init__(self, p: _Part, rows, status, lo, hi, dt: float, rules, tables: tuple):
         self.p, self.rows, self.status, self.lo, self.hi = p, rows, status, lo, hi
         self.dt, self.rules, self.tables = dt, rules, tables
+        self.after: Callable[[], None] | None = None
+        self.cpu = 0.0
 
     def __call__(self) -> None:
+        c0 = _thread_time()
+        try:
+            self._steps()
+            if self.after is not None:
+                self.after()
+        finally:
+            self.cpu = _thread_time() - c0
+
+    def _steps(self) -> None:
         p = self.p
         counts = p.counts
         counts[:] = 0
@@ -1283,16 +1333,21 @@ class _PoseJob:
     """pose_stacks over one chunk's rows, with its _Part's scratch, into the shared output
     (its own columns)."""
 
-    __slots__ = ("p", "rows", "cols", "tables", "out", "buffers")
+    __slots__ = ("p", "rows", "cols", "tables", "out", "buffers", "cpu")
 
     def __init__(self, p: _Part, rows, cols, buffers, tables: tuple, out):
         self.p, self.rows, self.cols, self.tables, self.out, self.buffers = p, rows, cols, tables, out, buffers
+        self.cpu = 0.0
 
     def __call__(self) -> None:
+        c0 = _thread_time()
         H, T, C, F, G, E, bank = self.tables
         p = self.p
-        p.pose_job.run(PoseInputs(self.rows, self.cols, H, T, C, F, G, E, bank, p.scratch, self.out, self.buffers),
-                       p.pose)
+        try:
+            p.pose_job.run(PoseInputs(self.rows, self.cols, H, T, C, F, G, E, bank, p.scratch, self.out,
+                                      self.buffers), p.pose)
+        finally:
+            self.cpu = _thread_time() - c0
 
 
 def _grown(buf: np.ndarray) -> np.ndarray:

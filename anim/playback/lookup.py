@@ -20,8 +20,7 @@ from scuffle.anim.data.clip import Clip
 from scuffle.anim.base.errors import UnknownClip
 from scuffle.anim.playback.cursor import Cursor, cursor_proto, cursor_row
 from scuffle.anim.data.rates import gait_speed
-from scuffle.anim.engine.sampler import (BANK_KEY_BYTES, BANK_ROW_BYTES, MAX_BANK_BYTES, NUM_SLOTS, BankBudgetError, ClipBank,
-                      clip_keys, clip_rows)
+from scuffle.anim.engine.sampler import BANK_BASE_BYTES, MAX_BANK_BYTES, BankBudgetError, ClipBank, clip_bytes
 from scuffle.anim.maths.skeleton import Skeleton
 from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.playback.tasks import MotionEntry, TagBits
@@ -67,7 +66,7 @@ class ClipLookup:
         self._gait_speeds: dict[tuple, tuple] = {}  # (id(anim set), ids) -> (set, speeds, options.speeds)
         self._gait_clips: dict | None = None       # (id(anim set), *ids) -> what _entries_of found
         self._bank: ClipBank | None = None
-        self._bank_cost = BANK_KEY_BYTES * NUM_SLOTS     # bank_bytes of _clips (the sentinels' keys)
+        self._bank_cost = BANK_BASE_BYTES               # bank_bytes of _clips (the sentinels' keys)
 
     @property
     def clips(self) -> list[Clip]:
@@ -86,7 +85,7 @@ class ClipLookup:
 
     @staticmethod
     def _cost(clip: Clip) -> int:
-        return BANK_ROW_BYTES * clip_rows(clip) + BANK_KEY_BYTES * clip_keys(clip)
+        return clip_bytes(clip)
 
     def bank_index(self, clip: Clip) -> int:
         """The bank index of ``clip``, adding it to the bank's clips when new. Rejected: a

@@ -36,7 +36,6 @@ Spec: "The task stack", "Fades", "When a clip ends", "Paired tasks", "Playback r
 from __future__ import annotations
 
 from sys import getrefcount as _refs
-from itertools import repeat as _repeat
 from operator import is_not as _is_not
 from operator import itemgetter as _itemgetter
 from typing import Any, Callable, Iterable, Sequence, cast
@@ -673,11 +672,11 @@ class Player:
     @staticmethod
     def _rows_back(tasks: Table, freed: np.ndarray, nf: int, keyed: int) -> None:
         """The ``nf`` task rows a flush_release call gave back (``freed``; ``keyed`` of them
-        written as ~row: they hold a callback id), in Python: their handles dropped from
-        ``views`` (two loops in C), each one nothing else holds kept for the next
-        constructor of its class (Table.spare: the tuple, the loop and getrefcount's own
-        hold it, 3, and no weak reference names it), the callback ids of the keyed rows let
-        go and their reset to the defaults noted (Table.freed)."""
+        written as ~row: they hold a callback id), in Python: their handles (found by one
+        look-up in C) dropped from ``views`` (a handle's ``trow`` is its row there), each one
+        nothing else holds kept for the next constructor of its class (Table.spare: the
+        list, the loop and getrefcount's own hold it, 3, and no weak reference names it), the callback ids of the keyed rows let
+        go (Table.freed; the kernel reset their other columns to the defaults)."""
         fr = freed[:nf]
         if not keyed:
             rows, held = fr.tolist(), []
@@ -691,10 +690,12 @@ class Player:
             held = fr[neg].tolist()
             rows = fr.tolist()
         views = tasks.views
-        hs = _itemgetter(*rows)(views) if nf > 1 else (views[rows[0]],)
-        any(map(views.__setitem__, rows, _repeat(None, nf)))
+        got = _itemgetter(*rows)(views) if nf > 1 else (views[rows[0]],)
+        hs = [*filter(None, got)]                   # the rows with a handle (no Task is falsy)
+        got = None
         keep_of = tasks.spare.get
-        for h in filter(None, hs):                  # the rows with a handle (no Task is falsy)
+        for h in hs:                                # (most rows have none: their slot holds None already)
+            views[h.trow] = None
             keep = keep_of(h.__class__)
             if keep is not None and _refs(h) == 3 and not _weakrefs(h):
                 keep.append(h)
@@ -702,7 +703,7 @@ class Player:
         for keep in tasks.spare.values():
             if len(keep) > _SPARE_MAX:
                 del keep[_SPARE_MAX:]
-        tasks.freed(rows, held)
+        tasks.freed(rows, held, reset=True)         # (flush_release reset them: _reset_task)
 
     def _log_released(self, ents: np.ndarray, ids: np.ndarray, first: int, end: int) -> None:
         """Entries ``first``-``end`` released: their human rows and ids into ``released_log``,

@@ -20,7 +20,8 @@ a digest of the whole state, for a rollback sync test or for peers that compare 
 
 What a restore refuses (SnapshotError, nothing changed): a snapshot of another Game or
 engine, one whose humans are not all still in the world under the same entity (a human
-removed after the snapshot cannot come back; one added after it is removed), one taken
+removed after the snapshot cannot come back, nor one removed and added again under its name;
+one added after it is removed), one taken
 with the fight rules attached on a Game without them, or the reverse.
 
 Not saved (by design): the world's configuration, which a step never changes (the anim
@@ -85,6 +86,10 @@ class _State:
     # the tables were saved through it); None: no such table (a file's state, the reference
     # engine's, no fight rules), the AIs' states then in ``fight``
     ais: Any = None
+    # the humans' join numbers and their set's lineage (Game.names: a human that left and
+    # joined again under its name is another); None: a file's (its humans are this Game's)
+    joins: Any = None
+    lineage: int = -1
 
 
 class Snapshot:
@@ -259,7 +264,7 @@ class _Plan:
     def __init__(self, game) -> None:
         # (Game.names' version, a copy of it): the copy every snapshot of that version
         # holds (a snapshot's values are never written to)
-        self.names: tuple = (-1, None, ())
+        self.names: tuple = (-1, None, (), {})
         self.game_ref = weakref.ref(game)       # every snapshot's reference to its Game
         st, ctx = getattr(game.player, "stores", None), game.ctx
         # the fight rules' AI rows (Fight.ai_rows), the arena's eighth table when there are some
@@ -355,13 +360,14 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     log = game.fight.save_log() if fight is not None and not view and hasattr(game.fight, "save_log") else None
     extras = [fn.save_state() for fn in _stateful(game, plan)]
     names = game.names
-    version, kept, humans = plan.names
+    version, kept, humans, joins = plan.names
     if version != names.version or kept is None:
         kept = dict(names)
         humans = tuple(kept)
-        plan.names = (names.version, kept, humans)
+        joins = dict(names.joins)
+        plan.names = (names.version, kept, humans, joins)
     state = _State(game.engine, ctx.updates_run, ctx.update, kept, entity_next, engine_state, c,
-                   bodies, combats, fight, extras, log, ais)
+                   bodies, combats, fight, extras, log, ais, joins, names.lineage)
     # (a Snapshot made here at once: the Game's weak reference and the names' tuple kept)
     snap = Snapshot.__new__(Snapshot)
     snap._state, snap._parsed, snap._game = state, None, plan.game_ref
@@ -389,6 +395,13 @@ def restore(game, snap: Snapshot) -> None:
             if alive.get(name) != ent:
                 raise SnapshotError(f"Game.restore: human {name!r} (entity {ent}) is not in the world as it was "
                                     f"at update {st.updates_run}: a human removed after a snapshot cannot come back")
+    if st.joins is not None and st.lineage != game.names.lineage:
+        now = game.names.joins
+        for name, j in st.joins.items():
+            if now.get(name) != j:
+                raise SnapshotError(f"Game.restore: human {name!r} (entity {st.names.get(name)}) left and was added "
+                                    f"again after the snapshot at update {st.updates_run}: the snapshot holds the "
+                                    "human that left, which cannot come back")
     if (st.fight is None) != (game.fight is None or not hasattr(game.fight, "save_state")):
         raise SnapshotError("Game.restore: the snapshot was taken " + ("without" if st.fight is None else "with")
                             + " fight rules, this Game has " + ("them" if st.fight is None else "none"))
@@ -479,6 +492,7 @@ def restore(game, snap: Snapshot) -> None:
         moved = True
         game.names.clear()
         game.names.update(st.names)
+    game.names.restore_joins(st.joins, st.lineage)
     if moved:
         # the crowd's rows (body rows, pose columns) are read again at the next update;
         # with the same humans and every view on its row they still hold, so a rollback's

@@ -133,17 +133,47 @@ def _by_entity(kv: tuple[str, int]) -> int:
 
 class _Names(dict[str, int]):
     """``Game.names`` (name -> entity): a dict that counts its changes (``version``), so
-    ``humans()`` knows its kept list still holds with one comparison."""
+    ``humans()`` knows its kept list still holds with one comparison.
+
+    A name given (``names[n] = entity``) also gets a join number (``joins``), and the set of
+    humans a ``lineage``: both from a count of joins and leaves that only grows, never
+    restored, so a human that left and joined again under its name and entity (esper's
+    counter restored by a rollback) is told from the one a snapshot holds."""
 
     version = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.joins: dict[str, int] = {}
+        self.lineage = 0
+        self._count = 0
 
     def __setitem__(self, key: str, value: int) -> None:
         super().__setitem__(key, value)
         self.version += 1
+        self._count += 1
+        self.joins[key] = self.lineage = self._count
 
     def __delitem__(self, key: str) -> None:
         super().__delitem__(key)
         self.version += 1
+        self.joins.pop(key, None)
+        self._count += 1
+        self.lineage = self._count
+
+    def restore_joins(self, joins: dict[str, int] | None, lineage: int) -> None:
+        """After a restore: the saved humans' join numbers and lineage (a Game's own
+        snapshot), or (``joins`` None: a file, whose humans are this Game's) the join numbers
+        of the names kept and a new lineage when the set changed."""
+        if joins is not None:
+            if lineage != self.lineage:
+                self.joins, self.lineage = dict(joins), lineage
+            return
+        kept = {n: j for n, j in self.joins.items() if n in self}
+        if kept != self.joins:
+            self.joins = kept
+            self._count += 1
+            self.lineage = self._count
 
     def pop(self, *args: Any) -> Any:
         out = super().pop(*args)

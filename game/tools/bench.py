@@ -89,7 +89,7 @@ SWEEP = (2, 100, 1000, 10000)
 CYCLE = 60                           # updates between a human's changes
 FADE = 0.6                           # s: the change's fade (the gait under it)
 PAIR_EVERY = 10                      # one paired pair per ten humans
-MAX_HUMANS = 20_000                  # the largest crowd bench builds (docs/tools.md, "Limits")
+MAX_HUMANS = 50_000                  # the largest crowd bench builds (docs/tools.md, "Limits")
 MAX_UPDATES = 100_000                # the most updates it times
 
 

@@ -511,3 +511,47 @@ def test_a_resume_runs_on_the_inputs_the_rounds_first_call_checked():
     assert job.resumes(inputs._replace(lo=3)) and job.resumes(inputs._replace(lo=6))
     assert not job.resumes(inputs._replace(lo=1)) and not job.resumes(inputs._replace(hi=7))
     assert not job.resumes(p._flush_inputs(np.zeros((8, 2), np.int64), 2, 6))    # another entries array
+
+
+class _FreeRowsChecked(Player):
+    """A Player whose every flush ends with each free task row at the table's defaults
+    (anim.engine.store.TASK_DEFAULTS, 0 for the columns it leaves out), every column: the
+    kernel resets the rows it gives back (kernels_flush._reset_task), writing a column
+    only where it holds another value."""
+
+    checked = 0
+
+    def flush(self, *a, **kw):
+        out = super().flush(*a, **kw)
+        from scuffle.anim.engine.store import TASK_DEFAULTS
+        ts = self.stores.tasks
+        free = np.flatnonzero(~ts.live)
+        for name in ts._columns:
+            col = getattr(ts, name)[free]
+            want = TASK_DEFAULTS.get(name, 0)
+            bad = np.flatnonzero((col != want).reshape(len(free), -1).any(axis=1))
+            assert not len(bad), f"free task row {int(free[bad[0]])}: {name} = {col[bad[0]]}, not {want}"
+        type(self).checked += len(free)
+        return out
+
+
+@pytest.mark.parametrize("seed", [3, 7])
+def test_every_free_task_row_is_at_the_defaults_after_a_flush(seed):
+    """Random worlds of every task type (gaits changing pair, fades, chains, pairs, queues,
+    types 10, 11, 13, cuts, end and wrap callbacks): after every flush each free task
+    row holds the table's defaults in every column, as a take expects (anim.engine
+    kernels_write: a writer writes only what it sets), and the engine still equals the
+    reference bit for bit."""
+    import random
+
+    from test_reference import GAIT, _gen_commands, random_set, run_world
+
+    aset = random_set(seed)
+    cmds = _gen_commands(random.Random(seed), list(range(12)), GAIT, 19, 40, 0.2, directions=50)
+    _FreeRowsChecked.checked = 0
+    eng = run_world(_FreeRowsChecked(), aset, cmds, 40, 19, GAIT, poses=False)
+    assert _FreeRowsChecked.checked > 0
+    from scuffle.anim.reference import Reference
+    from scuffle.anim.data.options import PlayerOptions
+    ref = run_world(Reference(PlayerOptions()), aset, cmds, 40, 19, GAIT, poses=False)
+    assert eng[0] == ref[0] and eng[2] == ref[2] and eng[3] == ref[3]

@@ -274,14 +274,11 @@ def test_the_blend_equals_quat_slerp_per_bone_bit_for_bit():
     assert slerped > 3000
 
 
-def test_the_blend_runs_its_bones_in_simd_lanes():
-    """The blend's machine code holds packed float64 square roots and divisions (the
-    slerp weights' lanes: sqrtpd / divpd, SSE2's or AVX's) and packed float32 ones (the
-    lerp's lanes): its bone loops are vectorised for the host's CPU. Compiled fresh into
-    a wrapper (numba gives no machine code for a kernel loaded from its cache)."""
+def _skip_unless_host_simd() -> None:
+    """Skip where the packed instructions' names are not x86-64's, or where numba targets
+    a CPU without the host's features (NUMBA_CPU_NAME: LLVM's cost model may keep the
+    loops scalar there, with the same bits)."""
     import platform
-
-    from numba import njit
 
     from numba.core import config
 
@@ -290,6 +287,16 @@ def test_the_blend_runs_its_bones_in_simd_lanes():
     if config.CPU_NAME or not config.ENABLE_AVX:
         pytest.skip("numba targets a CPU without the host's features (NUMBA_CPU_NAME): LLVM's cost model "
                     "may keep the loops scalar there, with the same bits")
+
+
+def test_the_blend_runs_its_bones_in_simd_lanes():
+    """The blend's machine code holds packed float64 square roots and divisions (the
+    slerp weights' lanes: sqrtpd / divpd, SSE2's or AVX's) and packed float32 ones (the
+    lerp's lanes): its bone loops are vectorised for the host's CPU. Compiled fresh into
+    a wrapper (numba gives no machine code for a kernel loaded from its cache)."""
+    from numba import njit
+
+    _skip_unless_host_simd()
 
     @njit(cache=False)
     def blend(sc, w, submask):
@@ -302,6 +309,31 @@ def test_the_blend_runs_its_bones_in_simd_lanes():
     blend(sc, np.float32(0.5), np.ones((NUM_BONES, NUM_BONES), np.bool_))
     asm = blend.inspect_asm(blend.signatures[0]).lower()
     for op in ("sqrtpd", "divpd", "sqrtps", "divps"):
+        assert op in asm, op
+
+
+def test_the_sample_runs_its_bones_in_simd_lanes():
+    """The sample's bone loop reads the frame's key row (the bank's keys frame-major) and
+    its machine code holds packed float32 square roots and divisions (sqrtps / divps, SSE2's
+    or AVX's): a bone to a SIMD lane, not a gather a bone. Compiled fresh into a wrapper."""
+    from numba import njit
+
+    _skip_unless_host_simd()
+
+    @njit(cache=False)
+    def sample(sc, bank, t):
+        KP._sample(np.int64(0), np.int64(0), t, np.float32(1.0), np.int64(0), bank, sc)
+
+    from scuffle.anim.data.clip import author_clip
+    from scuffle.anim.engine.plan import pose_tables, scratch_poses
+    from scuffle.anim.engine.sampler import ClipBank
+
+    bank = ClipBank([author_clip("c", 10, rotations={b: [(0, (0.0, 0.0, 0.0, 1.0)), (10, (0.0, 0.6, 0.0, 0.8))]
+                                                     for b in range(1, 34)})])
+    sc = scratch_poses(1)
+    sample(sc, pose_tables(bank).tables, np.float32(0.1))
+    asm = sample.inspect_asm(sample.signatures[0]).lower()
+    for op in ("sqrtps", "divps"):
         assert op in asm, op
 
 
@@ -543,32 +575,37 @@ def test_the_entry_points_are_named_by_stage():
                                 "root_motion_step"}
 
 
-def test_the_step_prefetches_the_rows_of_the_humans_ahead():
-    """step_stacks fetches the rows of the humans a few places ahead (kernels_step's
-    ``_fetch_tasks`` and ``_fetch_rows``, each a loop of LLVM prefetch hints): the hint
-    compiles to llvm.prefetch of the element's address (read, every cache level, data),
-    is a no-op under NUMBA_DISABLE_JIT, and the step calls both helpers for the humans
-    PREFETCH_TASKS and PREFETCH_ROWS ahead, the first further ahead (its rows are what
-    the second reads)."""
+def test_the_step_and_the_pose_prefetch_the_rows_of_the_humans_ahead():
+    """step_stacks and pose_stacks fetch the rows of the humans a few places ahead
+    (kernels_step's ``_fetch_tasks`` and ``_fetch_rows``, kernels_pose's
+    ``_fetch_pose_tasks`` and ``_fetch_pose_rows``, each a loop of LLVM prefetch hints):
+    the hint (anim.engine.jitpipe.prefetch) compiles to llvm.prefetch of the element's
+    address (read, every cache level, data), is a no-op under NUMBA_DISABLE_JIT, and each
+    kernel calls both helpers for the humans PREFETCH_TASKS and PREFETCH_ROWS ahead, the
+    first further ahead (its rows are what the second reads)."""
     import ast
     import inspect
     import textwrap
 
     from numba import njit
 
+    from scuffle.anim.engine import jitpipe
+    from scuffle.anim.engine import kernels_pose as KPS
     from scuffle.anim.engine import kernels_step as KS
 
     @njit
     def touch(a, i):
-        KS._prefetch_jit(a, i)
+        jitpipe._prefetch_jit(a, i)
         return a[i]
 
     a = np.arange(16, dtype=np.int64)
     assert touch(a, 5) == 5
     ir = next(iter(touch.inspect_llvm().values()))
     assert "@llvm.prefetch" in ir and "i32 0, i32 3, i32 1" in ir
-    assert KS._no_prefetch(a, 5) is None
-    assert KS.PREFETCH_TASKS > KS.PREFETCH_ROWS > 0
-    body = {n.func.id for n in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(K.step_stacks.py_func))))
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    assert {"_fetch_tasks", "_fetch_rows"} <= body
+    assert jitpipe._no_prefetch(a, 5) is None
+    for mod, kernel, helpers in ((KS, K.step_stacks, {"_fetch_tasks", "_fetch_rows"}),
+                                 (KPS, K.pose_stacks, {"_fetch_pose_tasks", "_fetch_pose_rows"})):
+        assert mod.PREFETCH_TASKS > mod.PREFETCH_ROWS > 0
+        body = {n.func.id for n in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(kernel.py_func))))
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        assert helpers <= body, kernel

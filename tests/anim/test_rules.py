@@ -141,6 +141,12 @@ _ROW_WRITES = {
 }
 
 
+# The rows given back, written back to their table's defaults (Table.settle's work) where a
+# kernel gives them back: not a new row's columns but a free row's (anim.engine.store's
+# TASK_DEFAULTS), so allowed beside the writers.
+_ROW_RESETS = {"task (type)": {"anim/engine/kernels_flush.py"}}
+
+
 @pytest.mark.parametrize("kind", sorted(_ROW_WRITES))
 def test_each_row_kind_has_one_python_and_one_compiled_writer(kind):
     """A new row of each kind is written by anim/playback's one writer (``cursor_row``,
@@ -152,8 +158,9 @@ def test_each_row_kind_has_one_python_and_one_compiled_writer(kind):
     for rel, code in _engine_files():
         for m in pat.finditer(code):
             where.setdefault(rel, code.count("\n", 0, m.start()) + 1)
-    assert set(where) == allowed, f"{kind} rows written in: {where}"
-    for rel in allowed:                                 # once in each writer
+    resets = _ROW_RESETS.get(kind, set())
+    assert set(where) == allowed | resets, f"{kind} rows written in: {where}"
+    for rel in allowed | resets:                        # once in each writer
         code = dict(_engine_files())[rel]
         assert len(pat.findall(code)) == 1, f"{kind}: {rel} writes it {len(pat.findall(code))} times"
 

@@ -20,7 +20,8 @@ from scuffle.anim.maths import f32 as F
 from scuffle.anim.maths import quat
 from scuffle.anim.data.clip import author_clip, decode_positions, decode_rotations
 from scuffle.anim.maths.pose import DTYPE, TAG_BONE, TAG_ROOT, TAG_VELOCITY, PoseBatch
-from scuffle.anim.engine.sampler import (NUM_SLOTS, ClipBank, CursorFlags, TURN_EPSILON, key_frame)
+from scuffle.anim.engine.sampler import (BANK_BASE_BYTES, BANK_ROW_BYTES, KEY_ROW_BYTES, NUM_SLOTS, ClipBank, CursorFlags,
+                                        TURN_EPSILON, bank_bytes, clip_bytes, clip_keys, key_frame)
 from scuffle.anim.maths.skeleton import HUMANOID, REFERENCE_ROTATIONS, Skeleton
 
 R075 = F.f32(0.75)
@@ -491,3 +492,103 @@ def test_long_gaps_split_by_authoring_still_sample_on_the_line():
     p = sample1(BANK, 4, t_of(100.0), 1.0)
     assert np.all(np.isfinite(p.rot))
     assert abs(np.linalg.norm(p.rot[:, 6, 0].astype(np.float64)) - 1) < 1e-5
+
+
+# ---------------------------------------------------------------- the key rows (frame-major)
+
+
+def _key_row_bank() -> tuple[ClipBank, list]:
+    """Clips with sparse, dense and no rotation channels, of several lengths."""
+    rng = np.random.default_rng(7)
+
+    def keys(frames, every):
+        out = []
+        for f in range(0, frames + 1, every):
+            q = rng.normal(size=4)
+            out.append((f, tuple(q / np.linalg.norm(q))))
+        return out
+
+    clips = [author_clip("dense", 20, rotations={b: keys(20, 1) for b in (0, 1, 5, 33)}),
+             author_clip("sparse", 40, rotations={2: keys(40, 10), 7: keys(40, 13)},
+                         velocity=[(0, (1.0, 0.0, 0.0)), (40, (2.0, 0.0, 0.0))]),
+             author_clip("none", 30),
+             author_clip("late", 12, rotations={9: [(4, (0.0, 0.0, 0.0, 1.0)), (9, zturn(30))]})]
+    return ClipBank(clips), clips
+
+
+def test_key_rows_hold_each_frames_keys_as_the_frame_table_names_them():
+    """Every frame row's key row (``frow``) holds, for bones 0-33, the value, slope and
+    start frame of the key the frame table names, field by field at 34-bone offsets, and
+    its tag; a tagged bone's value is the reference rotation (bone 0: the identity)."""
+    bank, _ = _key_row_bank()
+    nb = NUM_SLOTS - 2
+    assert bank.fkeys.shape == (bank.ftag.shape[0], 9 * nb) and bank.fkeys.dtype == np.float32
+    assert bank.frow.shape == (bank.ftab.shape[1],) and bank.frow.dtype == np.int64
+    for row in range(bank.ftab.shape[1]):
+        k = bank.ftab[2:, row]
+        kr = bank.fkeys[bank.frow[row]].reshape(9, nb)
+        for c in range(4):
+            assert kr[c].tobytes() == bank.kval[c][k].tobytes()
+            assert kr[4 + c].tobytes() == bank.kslope[c][k].tobytes()
+        assert kr[8].tobytes() == bank.kstart[k].tobytes()
+        assert (bank.ftag[bank.frow[row]] == bank.ktag[k]).all()
+        tagged_bones = np.flatnonzero(bank.ftag[bank.frow[row]])
+        ref = REFERENCE_ROTATIONS.astype(np.float32)
+        ref[0] = (0, 0, 0, 1)
+        assert kr[:4, tagged_bones].T.tobytes() == ref[tagged_bones].tobytes()
+    assert not bank.fkeys.flags.writeable and not bank.frow.flags.writeable and not bank.ftag.flags.writeable
+
+
+def test_frames_with_the_same_keys_share_a_key_row_within_the_budgets_bound():
+    """A key row for each clip's first frame and each frame where a bone's key changes:
+    at most min(rows, keys + 1) a clip (what clip_bytes counts); a clip with no channel
+    has one, whatever its length."""
+    bank, clips = _key_row_bank()
+    for ci, clip in enumerate(clips):
+        lo, n = int(bank.row0[ci]), int(bank.rows[ci])
+        used = np.unique(bank.frow[lo:lo + n])
+        assert used.tolist() == list(range(used[0], used[-1] + 1))          # its own, in order
+        assert len(used) <= min(n, clip_keys(clip) + 1)
+        changes = 1 + int(np.any(bank.ftab[2:, lo + 1:lo + n] != bank.ftab[2:, lo:lo + n - 1], axis=0).sum())
+        assert len(used) == changes
+    assert len(np.unique(bank.frow[bank.row0[2]:bank.row0[2] + bank.rows[2]])) == 1
+    assert bank_bytes(clips) == BANK_BASE_BYTES + sum(clip_bytes(c) for c in clips)
+    assert clip_bytes(clips[2]) == BANK_ROW_BYTES * 31 + KEY_ROW_BYTES * 1
+
+
+def test_the_kernel_sample_equals_the_frame_tables_gathers_bit_for_bit():
+    """pose_plan's sample (the key rows, a bone to a SIMD lane) gives bones 1-33 the bits
+    of the key path gathered through the frame table (value + slope x (frame - key), the
+    norm's reciprocal, a tagged bone the default as it is), at every frame and between
+    frames, and the frame table's tags, at rates 0.5, 1 and 1.5 with flags 0x1 and 0x2."""
+    from scuffle.anim.engine.plan import SamplePlan
+
+    _, clips = _key_row_bank()
+    bank = ClipBank(clips, tag_bits=False)
+    reqs = [(ci, F.f32((f + d) / 30.0), rate, flags) for ci, clip in enumerate(clips)
+            for f in range(0, clip.frames + 2) for d in (0.0, 0.37, 0.5)
+            for rate, flags in ((1.0, 0), (0.5, 1), (1.5, 2))]
+    plan = SamplePlan()
+    for ci, t, rate, flags in reqs:
+        plan.begin()
+        plan.sample(ci, t, rate, flags)
+        plan.end()
+    got = plan.execute(bank)
+    clip = np.array([r[0] for r in reqs])
+    x = F.mul_v(np.array([r[1] for r in reqs], DTYPE), np.float32(F.FRAMES_PER_SECOND))
+    row = bank.row0[clip] + np.minimum(key_frame(x), bank.rows[clip] - 1)
+    k = bank.ftab[3:, row]                                              # bones 1-33
+    dx = x - bank.kstart[k]
+    q = [bank.kslope[c][k] * dx + bank.kval[c][k] for c in range(4)]
+    n2 = q[0] * q[0]
+    for c in (1, 2, 3):
+        n2 = n2 + q[c] * q[c]
+    n = np.sqrt(n2)
+    n[n == 0] = 1
+    inv = np.float32(1.0) / n
+    for c in range(4):
+        want = np.where(bank.ktag[k], bank.kval[c][k], q[c] * inv)
+        assert got.rot[c, 1:].tobytes() == want.astype(np.float32).tobytes(), c
+    want_tags = bank.sample(clip, np.array([r[1] for r in reqs], DTYPE), np.array([r[2] for r in reqs], DTYPE),
+                            np.array([r[3] for r in reqs])).tag
+    assert got.tag.tobytes() == want_tags.tobytes()

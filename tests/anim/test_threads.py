@@ -189,12 +189,129 @@ def test_a_steady_threaded_update_checks_only_the_left_out_humans(small_chunks, 
             return _orig(self, inputs)
         monkeypatch.setattr(cls, "_check_call", counted)
     eng = game.player.batch
+    for b in eng.balance:               # cuts that stay (a moved cut's new views are checked once)
+        b.window = 10 ** 9
     pairs0 = eng.pair_changes
     updates = 12
     for _ in range(updates):
         game.step()
         assert eng.chunks_used == 2
     game.close()
+    from scuffle.anim.playback import batch as B
+    if B._CHUNK_CLOCK:                                  # each run's chunk times reach the balance
+        assert all(b.runs >= updates and sum(b.acc) > 0.0 for b in eng.balance)
     assert checked["pose"] == 0
     assert 0 < checked["step"] <= updates               # the left-out humans' job, when there are some
     assert eng.pair_changes > pairs0
+
+
+class _Outputs(Player):
+    """A Player that notes, after each step and each flush, every human's events and
+    released ids as plain values (read on every other update only, so the other updates
+    clear outputs nobody made: the lazy rows)."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.outputs: list = []
+        self._n = 0
+
+    def step(self, instances, *a, **kw):
+        out = super().step(instances, *a, **kw)
+        self._n += 1
+        if self._n % 2:
+            self.outputs.append([[(e.anim_id, e.event.frame, e.event.type, e.task.trow) for e in h.events]
+                                 for h in instances])
+        self._humans = instances
+        return out
+
+    def flush(self, *a, **kw):
+        out = super().flush(*a, **kw)
+        if self._n % 2 == 0 and getattr(self, "_humans", None):
+            self.outputs.append([list(h.released) for h in self._humans])
+        return out
+
+
+def _random_spans(monkeypatch, seed: int) -> None:
+    """Every step's and pose's chunks cut at random places (crowd.Balance.spans)."""
+    rng = random.Random(seed)
+
+    def spans(self, n, parts):
+        self.n, self.parts = n, parts
+        cuts = sorted(rng.sample(range(1, n), min(parts, n) - 1))
+        bounds = [0, *cuts, n]
+        self.spans_now = list(zip(bounds[:-1], bounds[1:]))
+        self.acc, self.runs = [0.0] * len(self.spans_now), 0
+        return self.spans_now
+    monkeypatch.setattr(crowd.Balance, "spans", spans)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_chunks_cut_anywhere_give_the_same_bits(small_chunks, monkeypatch, threads):
+    """The chunks cut at random places, new ones each step and pose (where crowd.Balance
+    may move them): the same tables, poses, outcomes, callbacks, events and released ids
+    as one thread; the calling thread clears last update's outputs beside the other
+    chunks (BatchEngine._clear_late) and every human still begins its step with none."""
+    aset, cmds = _case(5)
+    w1 = _Outputs(PlayerOptions(threads=1))
+    one = run_world(w1, aset, cmds, UPDATES, HUMANS, GAIT, poses=True, bones=True)
+    _random_spans(monkeypatch, threads)
+    from scuffle.anim.playback import batch as B
+    monkeypatch.setattr(B, "_FEW", 2)        # the crowd's paths (a few dozen humans are "a few" otherwise)
+    handed = []
+    chunked = B.BatchEngine._step_chunks
+
+    def step_chunks(self, *a, **kw):
+        handed.append(bool(self._late_clear))
+        return chunked(self, *a, **kw)
+    monkeypatch.setattr(B.BatchEngine, "_step_chunks", step_chunks)
+    w = _Outputs(PlayerOptions(threads=threads))
+    many = run_world(w, aset, cmds, UPDATES, HUMANS, GAIT, poses=True, bones=True)
+    assert any(handed), "the first chunk's job should clear last update's outputs"
+    _same(one, many, f"{threads} threads, random cuts")
+    assert w.outputs == w1.outputs
+    assert any(any(per) for per in w1.outputs[::2]), "the case should fire events"
+    assert any(any(per) for per in w1.outputs[1::2]), "the case should release tasks"
+
+
+def test_balance_moves_the_cut_toward_equal_time(monkeypatch):
+    """crowd.Balance: a chunk whose humans cost twice as much gets fewer of them; the cut
+    moves in steps of ``quantum``, keeps each chunk at MIN_CHUNK or more, and stays put
+    when the slowest chunk would save less than ``gain``."""
+    monkeypatch.setattr(crowd, "MIN_CHUNK", 256)
+    b = crowd.Balance(window=2, quantum=32, gain=0.03)
+    first = b.spans(10000, 2)
+    assert first == [(0, 5000), (5000, 10000)]
+    b.note(first, [1.0, 2.0])
+    assert b.spans(10000, 2) is first            # one run of the window of two: not yet
+    b.note(first, [1.0, 2.0])
+    spans = b.spans(10000, 2)
+    # cost 1 / 5000 a human below 5000, 2 / 5000 above: equal halves of 3 at 6250
+    assert spans == [(0, 6240), (6240, 10000)] and b.moves == 1
+    # at equal time the cut stays
+    for _ in range(2):
+        b.note(spans, [1.0, 1.0])
+    assert b.spans(10000, 2) is spans
+    # a difference under the gain: no move
+    for _ in range(2):
+        b.note(spans, [1.0, 1.05])
+    assert b.spans(10000, 2) is spans and b.moves == 1
+    # a chunk that costs everything: the other keeps MIN_CHUNK
+    for _ in range(2):
+        b.note(b.spans(10000, 2), [0.0, 5.0])
+    assert b.spans(10000, 2)[0][1] <= 10000 - 256 and b.spans(10000, 2)[1][0] >= 256
+    # another size or number of parts: cut by count again
+    assert b.spans(9000, 3) == crowd.chunks(9000, 3)
+    # a note of spans it did not give: ignored
+    b.note([(0, 1), (1, 2), (2, 3)], [1.0, 9.0, 1.0])
+    assert b.acc == [0.0, 0.0, 0.0]
+
+
+def test_balance_cuts_given_by_hand_are_checked():
+    """Balance.set_cuts: increasing cuts inside the crowd, one fewer than the parts."""
+    b = crowd.Balance()
+    b.spans(1000, 2)
+    b.set_cuts([300])
+    assert b.spans(1000, 2) == [(0, 300), (300, 1000)]
+    for bad in ([0], [1000], [300, 400], []):
+        with pytest.raises(ValueError, match="set_cuts"):
+            b.set_cuts(bad)

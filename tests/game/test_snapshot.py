@@ -140,6 +140,41 @@ def test_restore_refuses_a_snapshot_whose_human_left_and_changes_nothing():
         g.close()
 
 
+def test_restore_refuses_a_human_removed_and_added_again_under_its_name_and_changes_nothing():
+    """A human that joined after snapshot A, then left with A's restore and joined again
+    under the same name (and, esper's counter restored, the same entity), is not the
+    human a later snapshot B holds: B's restore is refused, the Game unchanged; a human
+    never removed restores as before."""
+    g = _fight()
+    try:
+        _trace(g, 3)
+        snap = g.snapshot()
+        g.add_human("late", demo_set(), position=(5.0, 0.0, 0.0))
+        ent = g.names["late"]
+        _trace(g, 2)
+        later = g.snapshot()
+        g.restore(snap)
+        g.add_human("late", demo_set(), position=(5.0, 0.0, 0.0))
+        assert g.names["late"] == ent                 # the same name and entity: another human
+        before = g.checksum()
+        with pytest.raises(SnapshotError, match="'late'.*added again"):
+            g.restore(later)
+        assert g.checksum() == before
+        g.remove_human("late")
+        with pytest.raises(SnapshotError, match="'late'.*cannot come back"):
+            g.restore(later)
+        g.restore(snap)                               # the humans it holds were never removed
+        again = _trace(g, 6)
+        g.restore(snap)
+        g.add_human("late", demo_set(), position=(5.0, 0.0, 0.0))
+        _trace(g, 2)
+        g.restore(snap)
+        assert [n for n, _ in g.humans()] == ["p1", "p2"]
+        assert _trace(g, 6) == again
+    finally:
+        g.close()
+
+
 def test_a_human_is_named_by_a_serial_only_once_a_snapshot_names_it():
     """A game that takes no snapshot keeps no serial map of its crowd (memory: a weak
     entry per human); the first snapshot names the humans seated before it, and one who
