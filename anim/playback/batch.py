@@ -715,6 +715,13 @@ class BatchEngine:
         """Whether ``task`` fired one of rows ``lo``-``hi`` of this update's event buffer."""
         return task.tstore is self.player.stores.tasks and bool((self._ev_out[lo:hi, 1] == task.trow).any())
 
+    def fired_values(self, lo: int, hi: int) -> list:
+        """Rows ``lo``-``hi`` of this update's event buffer as (event type, anim id its
+        cursor plays, the clip's Event) Python values, read now: no FiredEvent, no task
+        handle and no array made (a rows handler's view of a few humans' events)."""
+        events, anim, et = self._events, self.player.stores.cursors.m_anim, self.e_type
+        return [(et.item(g), anim[cr], events[g]) for _, _, cr, g in self._ev_out[lo:hi].tolist()]
+
     def fired_types(self, lo: int, hi: int) -> np.ndarray:
         """The event types of rows ``lo``-``hi`` of this update's event buffer (no objects)."""
         return self.e_type[self._ev_out[lo:hi, 3]]
