@@ -110,6 +110,11 @@ class BatchEngine:
         self._last_rows = np.zeros(0, np.int64)
         self._rows_list: list[int] = []         # the same rows as Python ints (few humans: read one by one)
         self._noisy: list = []                  # instances whose events / released to clear
+        # the humans' outputs (events, released ids) are this update's while stamped with
+        # ``stamp`` (CharacterInstance._at): a step over every human of the engine moves it
+        # on instead of clearing each one's (``_clear_noisy``); ``_n_seated`` its humans
+        self.stamp = 1
+        self._n_seated = 0
         self._fired_of: list | None = None      # the instances list of the last step (fired_places)
         self._fired_ks: list = []               # the places in it of the humans that fired
         self._leaving: list = []                # (human row, generation): forgotten, freed at the flush
@@ -191,6 +196,7 @@ class BatchEngine:
         if s >= len(self._instances):
             self._instances.extend([None] * (s + 1 - len(self._instances)))
         self._instances[s] = inst
+        self._n_seated += 1
         self._seat_owner(s, serial_of(inst))
         inst.slot = s
         inst.engine = self
@@ -220,8 +226,10 @@ class BatchEngine:
             _due(self, s)
             if self.player.released_log:            # its released ids made while its row is its own
                 self.player.make_released()
+            inst.settle_outputs()                   # its outputs made while this engine stamps them
             self.player._gone[s] = inst             # a flush under way still releases its entries
             self._instances[s] = None
+            self._n_seated -= 1
             self._seat_owner(s, 0)
             inst.slot = -1
             inst.engine = None
@@ -587,11 +595,12 @@ class BatchEngine:
                 ev = ks_a[(st_a & _STATUS_EVENTS) != 0]
                 fired_ks = ev.tolist()
                 if fired_ks:
-                    # each one's ``_event_rows`` = (self, lo, hi), set by map in C (no loop
-                    # of Python code per human), and each one noted
+                    # each one's event rows = (self, lo, hi, the stamp), set by map in C (no
+                    # loop of Python code per human), and each one noted
                     insts = itemgetter(*fired_ks)(instances) if len(fired_ks) > 1 else (instances[fired_ks[0]],)
-                    _drain(map(setattr, insts, repeat("_event_rows"),
-                               zip(repeat(self), self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist())))
+                    _drain(map(setattr, insts, repeat("_rows"),
+                               zip(repeat(self), self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist(),
+                                   repeat(self.stamp))))
                     noisy.extend(insts)
                 if listed:
                     changed = [instances[k] for k in ks_a[(st_a & _STATUS_CHANGED) != 0].tolist()]
@@ -729,7 +738,17 @@ class BatchEngine:
     def _clear_noisy(self, rows: np.ndarray) -> None:
         """Clear last update's events and released ids of the humans stepped now (each
         step begins with none); the others keep theirs (their events made now: the buffer is
-        about to be overwritten) until they are stepped."""
+        about to be overwritten) until they are stepped. A step over every human of the
+        engine (the usual update) clears none of them: the stamp moves on, and every
+        output stamped before it reads as empty (CharacterInstance._fresh)."""
+        if not self._twice and len(rows) == self._n_seated:
+            # every human of the engine steps now, each once: the released ids still rows
+            # go (a human leaving had its own made first: forget), the stamp moves on
+            if self.player.released_log:
+                self.player.released_log = []
+            self.stamp += 1
+            self._noisy = []
+            return
         if self.player.released_log:
             self.player.settle_released(rows)
         noisy = self._noisy
@@ -1165,13 +1184,16 @@ class BatchEngine:
         if rows is not None and (rehome or self._instances != rows):  # humans came or went (or a file's rows)
             for r, inst in enumerate(self._instances):
                 if inst is not None and (r >= len(rows) or rows[r] is not inst):
+                    inst.settle_outputs()
                     inst.seat(None, -1)
             self._instances = list(rows)
+            self._n_seated = sum(inst is not None for inst in rows)
             humans = self.humans
             for r, inst in enumerate(rows):
                 if inst is not None:
                     inst.seat(self, r)
                     inst.record.rebind(humans, r)       # the row's generation as saved: alive again
+        self.stamp += 1                                 # every other output of the last update: gone
         if rows is not None:
             if seats.__class__ is list:                 # a new arrangement: its serials
                 own = np.zeros(max(len(rows), 8), np.int64)
