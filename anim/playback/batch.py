@@ -694,11 +694,16 @@ class BatchEngine:
         ka = np.asarray(ks, np.int64)
         lo, hi = self._ev_lo[ka], self._ev_hi[ka]
         lengths = hi - lo
-        total = int(lengths.sum())
-        starts = np.cumsum(lengths) - lengths
         owner = np.repeat(np.arange(len(ks), dtype=np.int64), lengths)   # the place in ``ks`` of each event
-        rows = self._ev_out[np.arange(total, dtype=np.int64) - starts[owner] + lo[owner]]
-        g = rows[:, 3]
+        if len(ka) == 1 or (lo[1:] == hi[:-1]).all():
+            # the kernel wrote them one human after the other (the usual step): one run of rows
+            rows = self._ev_out[int(lo[0]):int(hi[-1])]
+            g = rows[:, 3].copy()
+        else:
+            total = int(lengths.sum())
+            starts = np.cumsum(lengths) - lengths
+            rows = self._ev_out[np.arange(total, dtype=np.int64) - starts[owner] + lo[owner]]
+            g = rows[:, 3]
         return owner, self.e_type[g], self.player.stores.cursors.anim[rows[:, 2]].astype(np.int64), g
 
     def make_fired(self, inst, span: tuple, lo: int, hi: int) -> list:
