@@ -24,7 +24,7 @@ from numba import njit, uint64
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine.store import _layout
 
-__all__ = ["blocks_digests", "layout_plan", "array_form", "values_bytes", "digest_form"]
+__all__ = ["blocks_digests", "digests_plan", "digests_with", "layout_plan", "array_form", "values_bytes", "digest_form"]
 
 # numba's disk cache where it can write one (anim.engine.jitcache: a read-only install compiles per run)
 CACHE = cache_setting(__file__)
@@ -141,20 +141,34 @@ def blocks_digests(tables: list, seed: int = 0) -> np.ndarray:
     key = tuple((id(c), cap) for c, cap, _ in tables)
     got = _MANY.get(key)
     if got is None or any(a is not c for a, (c, _, _) in zip(got[0], tables)):
+        got = digests_plan([(c, cap) for c, cap, _ in tables])
+    return digests_with(got, tuple(b for _, _, b in tables), seed)
+
+
+def digests_plan(layouts: list) -> tuple:
+    """What ``digests_with`` takes for the tables of ``layouts`` ((columns, capacity)
+    each): made once per layout and kept by the caller (or by ``blocks_digests``)."""
+    key = tuple((id(c), cap) for c, cap in layouts)
+    got = _MANY.get(key)
+    if got is None or any(a is not c for a, (c, _) in zip(got[0], layouts)):
         if len(_MANY) > 64:
             _MANY.clear()
         plans, wholes, offs = [], [], []
-        for cols, cap, _ in tables:
+        for cols, cap in layouts:
             p, w = layout_plan(cols, cap)
             plans.append(p)
             wholes.append(w)
             offs.append(_layout(cols, cap)[0]["live"][0])
         at = lambda xs: np.concatenate(([0], np.cumsum([len(x) for x in xs]))).astype(np.int64)  # noqa: E731
-        got = _MANY[key] = (tuple(c for c, _, _ in tables), np.concatenate(plans), at(plans), np.concatenate(wholes),
-                            at(wholes), np.array(offs, np.int64), np.array([cap for _, cap, _ in tables], np.int64))
-    _, plan_all, plan_at, whole_all, whole_at, live_offs, caps = got
-    return _many_digest(tuple(b for _, _, b in tables), plan_all, plan_at, whole_all, whole_at, live_offs, caps,
-                        seed)
+        got = _MANY[key] = (tuple(c for c, _ in layouts), np.concatenate(plans), at(plans), np.concatenate(wholes),
+                            at(wholes), np.array(offs, np.int64), np.array([cap for _, cap in layouts], np.int64))
+    return got
+
+
+def digests_with(plan: tuple, blocks: tuple, seed: int = 0) -> np.ndarray:
+    """``blocks_digests`` of ``blocks`` laid out as ``plan`` (``digests_plan``) says."""
+    _, plan_all, plan_at, whole_all, whole_at, live_offs, caps = plan
+    return _many_digest(blocks, plan_all, plan_at, whole_all, whole_at, live_offs, caps, seed)
 
 
 _MANY: dict = {}

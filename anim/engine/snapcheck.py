@@ -397,12 +397,15 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     _unpack(plan, buf, [t.packed for t in tables])
     spec = _bounded(plan, len(facts.end) - 1, texts - 1)
     seen = _seen(max(plan.most, len(pool_out)))
-    at = np.zeros(len(dirty) + 1, np.int64)
-    n = 0
-    for i, d in enumerate(dirty):
-        n += len(d)
-        at[i + 1] = n
-    dirty_all = np.concatenate(dirty) if n else _EMPTY
+    if any(len(d) for d in dirty):
+        at = np.zeros(len(dirty) + 1, np.int64)
+        n = 0
+        for i, d in enumerate(dirty):
+            n += len(d)
+            at[i + 1] = n
+        dirty_all = np.concatenate(dirty)
+    else:                                    # (a file's tables: no table has rows waiting for a reset)
+        at, dirty_all = _no_dirty(len(dirty)), _EMPTY
     out = np.zeros(8, np.int64)
     fout = np.zeros(2, np.float64)
     code = K.check_rows(buf.view(np.int8), buf.view(np.int32), buf.view(np.int64), buf.view(np.float32),
@@ -433,6 +436,16 @@ def _blanks(plan: _Plan, tables: Sequence[Saved]) -> np.ndarray:
 
 _BLANK_ALL: dict = {}
 _EMPTY = np.zeros(0, np.int64)
+_NO_DIRTY: dict[int, np.ndarray] = {}
+
+
+def _no_dirty(n: int) -> np.ndarray:
+    """check_rows' dirty offsets of ``n`` tables with no dirty row (kept per count; the
+    kernel only reads them)."""
+    got = _NO_DIRTY.get(n)
+    if got is None:
+        got = _NO_DIRTY[n] = np.zeros(n + 1, np.int64)
+    return got
 _FADE, _GAIT = int(TaskType.FADE), int(TaskType.GAIT)
 
 

@@ -33,7 +33,7 @@ from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
 from scuffle.anim.engine.callbacks import Callback, CallbackTable
 from scuffle.anim.playback.cursor import cursor_proto
-from scuffle.anim.engine.digest import array_form, blocks_digests, digest_form, values_bytes
+from scuffle.anim.engine.digest import array_form, blocks_digests, digest_form, digests_plan, digests_with, values_bytes
 from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack,
                                           pack_all, unpack)
 from scuffle.anim.engine.store import Table, block_layout
@@ -206,22 +206,50 @@ def config_digest(game) -> str:
 
 
 def config_bytes(game) -> tuple[bytes, bytes]:
-    """``config_parts(game)`` in the plain form and its sha256 (kept while the parts are
-    equal: encoding them is most of their cost)."""
-    parts = config_parts(game)
-    got = _CONFIG.get(id(game))
-    if got is None or got[0] != parts:
-        if len(_CONFIG) > 16:
-            _CONFIG.clear()
-        raw = plaindata.encode(parts)
-        got = _CONFIG[id(game)] = (parts, raw, hashlib.sha256(raw).digest())
+    """``config_parts(game)`` in the plain form and its sha256, computed once per Game and
+    again only when its configuration's stamp (``_config_stamp``) moved."""
+    stamp = _config_stamp(game)
+    got = game.__dict__.get("_snapfile_config")
+    if got is None or got[0] != stamp:
+        raw = plaindata.encode(config_parts(game))
+        got = game.__dict__["_snapfile_config"] = (stamp, raw, hashlib.sha256(raw).digest())
     return got[1], got[2]
 
 
-_CONFIG: dict = {}
+def _config_stamp(game) -> tuple:
+    """What ``config_parts`` reads, cheaply: equal stamps give equal parts. The humans
+    (the names' change count: a human's anim set is given when it is added), the clip
+    bank's size, the options object (frozen), the world's step, the callback kinds (in
+    registration order), the fight rules (their object and their settings, which a user
+    may change between two updates) and the state functions and actions."""
+    ctx, player = game.ctx, game.player
+    fight = game.fight
+    return (game.names.version, len(player.lookup.clips), player.options, ctx.dt, ctx.max_root_speed, ctx.reference,
+            tuple(player.callbacks._handlers), fight,
+            None if fight is None or not hasattr(fight, "config") else fight.config(),
+            tuple(ctx.state_functions), tuple(ctx.actions))
+
+
 
 
 # ---------------------------------------------------------------- the saved values, plain
+def _views_named(game) -> dict[int, str]:
+    """``_names_of_views(game)``, kept per Game while its names are the same (the views
+    are kept with it, so that no other object takes one's id; a view not found makes it
+    again: ``_owners_plain``)."""
+    version = game.names.version
+    got = game.__dict__.get("_snapfile_views")
+    if got is None or got[0] != version:
+        got = game.__dict__["_snapfile_views"] = (version, _names_of_views(game), _views_of(game))
+    return got[1]
+
+
+def _views_of(game) -> list:
+    comps = game._entities
+    return [v for ent in game.names.values() if (c := comps.get(ent)) is not None
+            for v in (c.get(Body), c.get(Combat)) if v is not None]
+
+
 def _names_of_views(game) -> dict[int, str]:
     """id(Body or Combat view) -> the human's name."""
     out: dict[int, str] = {}
@@ -237,10 +265,14 @@ def _names_of_views(game) -> dict[int, str]:
     return out
 
 
-def _owners_plain(owners: dict, views: dict[int, str], what: str) -> dict:
+def _owners_plain(owners: dict, views: dict[int, str], what: str, game: Any = None) -> dict:
     out = {}
     for row, view in owners.items():
         name = views.get(id(view))
+        if name is None and game is not None:        # a view given since the names last changed
+            views = _names_of_views(game)
+            game.__dict__.pop("_snapfile_views", None)
+            name = views.get(id(view))
         if name is None:
             raise S.NoPlainForm(f"{what} row {row} belongs to no human of the Game")
         out[int(row)] = name
@@ -259,11 +291,11 @@ def plain_values(game, st, strict: bool = True, array: Any = None) -> dict:
     if st.engine != "compiled":
         raise S.NoPlainForm("a snapshot of the reference engine has no byte form (its state is plain Python "
                             "objects); save the compiled engine's")
-    views = _names_of_views(game)
+    views = _views_named(game)
     return {
         "engine": S.engine_plain(st.engine_state, _name_of_instance, strict, array),
-        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body")},
-        "combats": {"owners": _owners_plain(st.combats[1], views, "combat"),
+        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body", game)},
+        "combats": {"owners": _owners_plain(st.combats[1], views, "combat", game),
                     "texts": [str.__str__(t) if isinstance(t, str) else t for t in st.combats[2]]},
         "fight": st.fight,
         "extras": list(st.extras),
@@ -279,13 +311,24 @@ def _name_of_instance(inst) -> str:
 
 
 def _meta(game, st) -> dict:
-    sets = {}
-    for name, ent in st.names.items():
-        sets[name] = game.component(ent, Animator).instance.anim_set.digest()
+    have = _sets_of(game)
+    sets = {name: have[name] if have.get(name) is not None and game.names.get(name) == ent else
+            game.component(ent, Animator).instance.anim_set.digest() for name, ent in st.names.items()}
     bank = _bank_bytes(game.player)
     return {"engine": st.engine, "updates_run": int(st.updates_run), "update": int(st.update),
             "names": {str(k): int(v) for k, v in st.names.items()}, "entity_next": int(st.entity_next),
             "sets": sets, "bank": bank}
+
+
+def _sets_of(game) -> dict[str, str]:
+    """Each human's anim set digest by name (kept per Game while its names are the same:
+    a human's anim set is given when it is added)."""
+    version = game.names.version
+    got = game.__dict__.get("_snapfile_sets")
+    if got is None or got[0] != version:
+        sets = {name: game.component(ent, Animator).instance.anim_set.digest() for name, ent in game.names.items()}
+        got = game.__dict__["_snapfile_sets"] = (version, sets)
+    return got[1]
 
 
 def _facts(player, n: int) -> ClipFacts:
@@ -330,6 +373,16 @@ def _table_of(game, name: str):
 
 def _columns_of(t) -> dict:
     return t._all if isinstance(t, Table) else t.COLUMNS
+
+
+def _game_columns(game) -> dict:
+    """Each of the Game's seven saved tables' columns by name (kept per Game: its tables
+    and their columns are its own for its life)."""
+    got = game.__dict__.get("_snapfile_columns")
+    if got is None or got[0] is not game.player.stores:
+        got = game.__dict__["_snapfile_columns"] = (game.player.stores, {
+            name: _columns_of(_table_of(game, name)) for name in (*_ENGINE_TABLES, "humans", "bodies", "combats")})
+    return got[1]
 
 
 def _saved_tables(st) -> dict:
@@ -377,15 +430,15 @@ def encode(game, st) -> bytes:
     config, config_sha = config_bytes(game)
     sections: list[tuple[str, bytes]] = [("config", config), ("meta", plaindata.encode(_meta(game, st))),
                                          ("values", values)]
-    tables = [(name, _columns_of(_table_of(game, name)), int(ts.capacity), ts.block)
-              for name, ts in _saved_tables(st).items()]
+    saved = _saved_tables(st)
+    cols = _game_columns(game)
+    tables = [(name, cols[name], int(ts.capacity), ts.block) for name, ts in saved.items()]
     tables += fight
     packed, ends = pack_all([t[1:] for t in tables])
     raw = packed.data
     start = 0
     for (name, cols, cap, _), end in zip(tables, ends.tolist()):
-        head = _declared_bytes(cols)
-        sections.append((_SECTION_NAME[name], b"".join((_TABLE_HEAD.pack(cap, len(head)), head, raw[start:end]))))
+        sections.append((_SECTION_NAME[name], _table_head(cols, cap) + raw[start:end]))
         start = end
     return assemble(sections, _version(), config_sha)
 
@@ -393,15 +446,31 @@ def encode(game, st) -> bytes:
 _SECTION_NAME = {name: f"table.{name}" for name in TABLES}
 
 
+def _table_head(columns: dict, cap: int) -> bytes:
+    """A table section's head: its rows, its declaration's length and the declaration
+    (kept per columns object and rows: a table's columns are one dict for its life)."""
+    got = _HEADS.get((id(columns), cap))
+    if got is None or got[0] is not columns:
+        head = _declared_bytes(columns)
+        if len(_HEADS) > 256:
+            _HEADS.clear()
+        got = _HEADS[(id(columns), cap)] = (columns, _TABLE_HEAD.pack(cap, len(head)) + head)
+    return got[1]
+
+
+_HEADS: dict = {}
+
+
 def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
     """A file from its sections (name, bytes) in order: the header (its sizes and the
     payload's sha256 computed here) and the directory before them."""
-    directory, body, off = [], [], _ENTRY.size * len(sections)
+    entries: list = []
+    body, off = [], _ENTRY.size * len(sections)
     for name, data in sections:
-        directory.append(_ENTRY.pack(name.encode("ascii"), off, len(data)))
+        entries += (name.encode("ascii"), off, len(data))
         body.append(data)
         off += len(data)
-    payload = b"".join(directory + body)
+    payload = b"".join((_directory(len(sections)).pack(*entries), *body))
     head = HEADER.pack(MAGIC, FORMAT, HEADER.size, version.encode("ascii")[:16], config, len(sections), 0,
                        len(payload), hashlib.sha256(payload).digest())
     return head + payload
@@ -418,6 +487,21 @@ def sections_of(data: bytes) -> tuple[str, bytes, list[tuple[str, bytes]]]:
         raw, off, length = _ENTRY.unpack_from(payload, i * _ENTRY.size)
         out.append((raw.rstrip(b"\0").decode("ascii"), payload[off:off + length]))
     return version.rstrip(b"\0").decode("ascii"), config, out
+
+
+# a directory entry's name field (NUL-padded) -> the section's name
+_SECTION_OF = {name.encode("ascii").ljust(16, b"\0"): name for name in SECTIONS}
+
+
+def _directory(count: int) -> struct.Struct:
+    """The struct of a directory of ``count`` entries (kept per count)."""
+    got = _DIRECTORIES.get(count)
+    if got is None:
+        got = _DIRECTORIES[count] = struct.Struct("<" + "16sQQ" * count)
+    return got
+
+
+_DIRECTORIES: dict[int, struct.Struct] = {}
 
 
 @dataclass(slots=True)
@@ -469,17 +553,20 @@ def parse(data: bytes) -> Parsed:
         raise _Refused(f"directory: {count} entries do not fit the payload")
     found: dict[str, bytes] = {}
     spans = []
+    entries = _directory(count).unpack_from(payload)
+    low = _ENTRY.size * count
     for i in range(count):
-        raw, off, length = _ENTRY.unpack_from(payload, i * _ENTRY.size)
-        try:
-            name = raw.rstrip(b"\0").decode("ascii")
-        except UnicodeDecodeError:
-            raise _Refused(f"directory[{i}].name: not ASCII") from None
-        if not (name in SECTIONS):
+        raw, off, length = entries[3 * i:3 * i + 3]
+        name = _SECTION_OF.get(raw)
+        if name is None:
+            try:
+                name = raw.rstrip(b"\0").decode("ascii")
+            except UnicodeDecodeError:
+                raise _Refused(f"directory[{i}].name: not ASCII") from None
             raise _Refused(f"directory[{i}].name: {short(name)} is not a section of format {FORMAT}")
         if name in found:                  # (no need(): its message would be made for every entry)
             raise _Refused(f"directory[{i}].name: section {name!r} twice")
-        if not (_ENTRY.size * count <= off and off + length <= size):
+        if not (low <= off and off + length <= size):
             raise _Refused(f"directory[{i}] ({name}): offset {off} and size {length} outside the payload")
         spans.append((off, off + length, name))
         found[name] = data[HEADER.size + off:HEADER.size + off + length]
@@ -487,9 +574,9 @@ def parse(data: bytes) -> Parsed:
     for a, b in zip(spans, spans[1:]):
         if a[1] > b[0]:
             raise _Refused(f"section {b[2]}: overlaps section {a[2]}")
-    for name in SECTIONS:
-        if name not in found:
-            raise _Refused(f"directory: no section {name!r}")
+    if len(found) != len(SECTIONS):                  # (each name found is a section's, once)
+        missing = next(name for name in SECTIONS if name not in found)
+        raise _Refused(f"directory: no section {missing!r}")
     try:
         meta = plaindata.decode(found["meta"])
     except plaindata.PlainDataError as e:
@@ -528,19 +615,53 @@ def parse(data: bytes) -> Parsed:
 # ---------------------------------------------------------------- checked against a Game
 class _Rows:
     """A checked block's arrays by name (a scratch table: no handles, no fast views,
-    nothing of the world's), each made when first read."""
+    nothing of the world's), each made when first read. ``_Rows(columns, cap, block)``
+    gives an instance of the layout's own subclass, whose columns are descriptors."""
+
+    __slots__ = ("capacity", "block", "__dict__")
+
+    def __new__(cls, columns: dict, cap: int, block: np.ndarray):
+        sub = cls if cls is not _Rows else _rows_class(columns, cap)
+        obj = object.__new__(sub)
+        obj.capacity, obj.block = cap, block
+        return obj
 
     def __init__(self, columns: dict, cap: int, block: np.ndarray):
-        self.capacity, self.block, self._lay = cap, block, _layout_of(columns, cap)
+        pass
 
-    def __getattr__(self, name: str) -> Any:       # a column's view, made once
-        d = self.__dict__
-        got = d["_lay"].get(name)
-        if got is None:
-            raise AttributeError(name)
-        off, dt, shape = got
-        a = d[name] = np.ndarray(shape, dt, d["block"], off)
+
+class _Column:
+    """A column of a _Rows subclass: its view of the block, made at the first read and
+    then kept in the instance (a non-data descriptor: the instance's dict wins after)."""
+
+    __slots__ = ("name", "off", "dt", "shape")
+
+    def __init__(self, name: str, off: int, dt: np.dtype, shape: tuple):
+        self.name, self.off, self.dt, self.shape = name, off, dt, shape
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        a = obj.__dict__[self.name] = np.ndarray(self.shape, self.dt, obj.block, self.off)
         return a
+
+
+def _rows_class(columns: dict, cap: int) -> type:
+    """The _Rows subclass of a layout (kept per columns object and rows)."""
+    key = (id(columns), cap)
+    got = _ROWS_CLASSES.get(key)
+    if got is None or got[0] is not columns:
+        lay = _layout_of(columns, cap)
+        cls = type("_Rows", (_Rows,), {"__slots__": (), **{n: _Column(n, off, dt, shape)
+                                                             for n, (off, dt, shape) in lay.items()
+                                                             if n not in ("capacity", "block")}})
+        if len(_ROWS_CLASSES) > 256:
+            _ROWS_CLASSES.clear()
+        got = _ROWS_CLASSES[key] = (columns, cls)
+    return got[1]
+
+
+_ROWS_CLASSES: dict = {}
 
 
 _LAYOUTS: dict = {}                # (id of the columns, capacity) -> store.block_layout's: derived only
@@ -584,6 +705,20 @@ def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
                     f"{len(declared)} columns where this engine has {len(mine)}")
         raise _Refused(f"{where}.columns: {diff} (another version's layout)")
     return Saved(want, rows, block, _blank(live, want, rows))
+
+
+def _saved_rows(game, tables: dict) -> list[Saved]:
+    """``_saved`` of each of ROW_TABLES of a parsed file's ``tables``: checked once per
+    Game for each rows and declarations met (a table's columns and defaults are its own
+    for its life), then taken as they were while the file's are the same."""
+    st, ctx = game.player.stores, game.ctx
+    key = (st, ctx.bodies, ctx.combats, *(tables[name][:2] for name in ROW_TABLES))
+    got = game.__dict__.get("_snapfile_saved")
+    if got is not None and got[0] == key:
+        return [Saved(c, t[0], t[2], b) for (c, b), t in zip(got[1], (tables[name] for name in ROW_TABLES))]
+    saved = [_saved(game, name, *tables[name]) for name in ROW_TABLES]
+    game.__dict__["_snapfile_saved"] = (key, [(sv.columns, sv.blank) for sv in saved])
+    return saved
 
 
 def _saved_fight(fight, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
@@ -722,11 +857,13 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     update = need_int(m["update"], "meta.update", 0, MAX_COUNTER)
     names = m["names"]
     need(isinstance(names, dict) and len(names) <= 1 << 24, "meta.names", "not a map of names to entities")
+    alive = game._alive
     for name, ent in names.items():
-        if not (isinstance(name, str) and len(name) <= 256):
+        if not (name.__class__ is str and len(name) <= 256):
             raise _Refused(f"meta.names: {short(name)} is not a name")
-        need_int(ent, f"meta.names[{short(name)}]", 0)
-        if not (game.names.get(name) == ent and game._alive(ent)):
+        if not (ent.__class__ is int and 0 <= ent < 1 << 63):
+            need_int(ent, f"meta.names[{short(name)}]", 0)
+        if not (game.names.get(name) == ent and alive(ent)):
             raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up as "
                            "the snapshot's was)")
     need(len(set(names.values())) == len(names), "meta.names", "two names for one entity")
@@ -734,8 +871,9 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                            MAX_COUNTER)
     sets = m["sets"]
     need(isinstance(sets, dict) and set(sets) == set(names), "meta.sets", "not one anim set digest per human")
+    have_sets = _sets_of(game)
     for name, d in sets.items():
-        if not (d == game.component(names[name], Animator).instance.anim_set.digest()):
+        if not (d == have_sets[name]):
             raise _Refused(f"meta.sets[{short(name)}]: the human's anim set differs from this Game's")
     bank_raw = m["bank"]
     need(isinstance(bank_raw, bytes) and len(bank_raw) % 32 == 0, "meta.bank", "not the clips' digests")
@@ -746,8 +884,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     # -- the tables: their layouts, then every row checked in one pass on a scratch copy
     fight_rules = game.fight if game.fight is not None and hasattr(game.fight, "save_state") else None
     fcols = getattr(fight_rules, "ROW_COLUMNS", None)
-    saved = [*(_saved(game, name, *p.tables[name]) for name in ROW_TABLES),
-             *(_saved_fight(fight_rules, name, *p.tables[name]) for name in FIGHT_TABLES)]
+    saved = [*_saved_rows(game, p.tables), *(_saved_fight(fight_rules, name, *p.tables[name]) for name in FIGHT_TABLES)]
     v = p.values
     need(set(v) == {"engine", "bodies", "combats", "fight", "fight_log", "extras"}, "values",
          "not the fields of a snapshot")
@@ -851,7 +988,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         loose.append((inst_of[x[0]], (vals[0], vals[1], vals[2], vals[3], report)))
     es = S.EngineState(states, humans_state,
                        ((pool[0].copy(), pool[1]), (deferred.copy(), {}), ([], [], []), [a.copy() for a in stepped],
-                        stats, calls),
+                        stats, (calls[0], calls[1].tolist(), calls[2].tolist())),
                        (b[0], b[1], leaving, instances), loose, None)
     # -- the bodies and the combat rows: their owners by name, finite numbers
     bodies = _views_back(game, scratch["bodies"], v["bodies"], names, Body, "bodies")
@@ -889,9 +1026,9 @@ def to_state(game, p: Parsed, state_cls) -> Any:
 
 
 def _calls_back(v: Any, kinds: Any) -> tuple:
-    """The callbacks table's saved (values, uses, free): each value None (a free id), a
-    callback (kind, args) of a kind this Game registered (each callback once), or ("",
-    name) a partner's name."""
+    """The callbacks table's saved (values, uses, free) (the id lists as int64 arrays):
+    each value None (a free id), a callback (kind, args) of a kind this Game registered
+    (each callback once), or ("", name) a partner's name."""
     where = "values.engine.calls"
     need(isinstance(v, dict) and set(v) == {"values", "uses", "free"}, where, "not {values, uses, free}")
     vals = v["values"]
@@ -918,7 +1055,7 @@ def _calls_back(v: Any, kinds: Any) -> tuple:
     for k in ("uses", "free"):
         a = v[k]
         need(isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1, f"{where}.{k}", "not a list of ints")
-        lists.append(a.tolist())
+        lists.append(a)
     return out, lists[0], lists[1]
 
 
@@ -928,12 +1065,12 @@ MAX_CALLS = 1 << 20
 
 def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
     """(TableState, owners: row -> the human's view) of a body or combat table."""
-    where = f"values.{what}"
+    where = _VIEWS_WHERE[what]
     need(isinstance(v, dict) and "owners" in v, where, "not a map holding owners")
     live = np.flatnonzero(t.live).tolist()
     in_use = set(live)
     owners_v = v["owners"]
-    need(isinstance(owners_v, dict), f"{where}.owners", "not a map")
+    need(isinstance(owners_v, dict), where + ".owners", "not a map")
     owners = {}
     for r, name in owners_v.items():
         if not (r.__class__ is int and r in in_use):
@@ -941,9 +1078,12 @@ def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
         if not (name in names):
             raise _Refused(f"{where}.owners[{r}]: {short(name)} is not a human of the snapshot")
         owners[r] = game.component(names[name], cls)
-    need(sorted(owners) == live, f"{where}.owners", "not one owner per row in use")
-    need(len({id(x) for x in owners.values()}) == len(owners), f"{where}.owners", "a human owns two rows")
+    need(sorted(owners) == live, where + ".owners", "not one owner per row in use")
+    need(len({id(x) for x in owners.values()}) == len(owners), where + ".owners", "a human owns two rows")
     return S.TableState(t.capacity, t.block), owners
+
+
+_VIEWS_WHERE = {"bodies": "values.bodies", "combats": "values.combats"}
 
 
 _NO_ROWS = np.zeros(0, np.int64)
@@ -967,14 +1107,39 @@ def checksum(game, st) -> str:
     are not state and are left out."""
     h = hashlib.sha256()
     h.update(struct.pack("<qqq", st.updates_run, st.update, st.entity_next))
-    h.update(plaindata.encode(dict(st.names)))
+    h.update(_names_bytes(st.names))
     v = plain_values(game, st, strict=False, array=array_form)
     fight, v["fight"], _ = _fight_rows(game, st, log=False)
     h.update(_values_digest(v))
-    h.update(blocks_digests([*((_columns_of(_table_of(game, name)), ts.capacity, ts.block)
-                               for name, ts in _saved_tables(st).items()),
-                             *((cols, cap, block) for _, cols, cap, block in fight)]).tobytes())
+    saved = _saved_tables(st).values()
+    caps = (*(ts.capacity for ts in saved), *(t[2] for t in fight))
+    got = game.__dict__.get("_snapfile_digests")
+    if got is None or got[0] != caps or got[1] is not game.fight:
+        # the Game's tables and the fight rules' keep their columns for their life: a
+        # layout is the capacities'
+        plan = digests_plan([*((_columns_of(_table_of(game, name)), cap) for name, cap in zip(_SAVED_NAMES, caps)),
+                             *((t[1], t[2]) for t in fight)])
+        got = game.__dict__["_snapfile_digests"] = (caps, game.fight, plan)
+    h.update(digests_with(got[2], (*(ts.block for ts in saved), *(t[3] for t in fight))).tobytes())
     return h.hexdigest()
+
+
+_SAVED_NAMES = (*_ENGINE_TABLES, "humans", "bodies", "combats")         # _saved_tables' order
+
+
+def _names_bytes(names: dict) -> bytes:
+    """The plain form of a state's names (kept for the last names dict: a state's names
+    are its own copy, never changed, and a Game's states share one while its names are
+    the same)."""
+    got = _NAMES[0]
+    if got is not None and got[0] is names and got[1] == len(names):
+        return got[2]
+    raw = plaindata.encode(dict(names))
+    _NAMES[0] = (names, len(names), raw)
+    return raw
+
+
+_NAMES: list = [None]
 
 
 _COLUMNS_OF: dict = {}                # a declaration's bytes -> its columns (the same object each time)
@@ -1005,17 +1170,22 @@ def _declared_columns(raw: bytes, where: str) -> dict:
 
 
 def _values_digest(v: dict) -> bytes:
-    """The checksum's bytes of plain values in digest_form: the engine's, the bodies', the
-    combat rows' and the fight rules' (scuffle's own: plain types, no sets) by
-    anim.engine.digest.values_bytes; the stateful actions' by anim.engine.plaindata (a host's action
-    may keep any plain value: a set is sorted there, a dataclass written by its fields)."""
+    """The checksum's bytes of plain values: the engine's, the bodies', the combat rows' and
+    the fight rules' (scuffle's own, in digest_form: plain types, no sets) by
+    anim.engine.digest.values_bytes; the stateful actions' as they are by anim.engine.plaindata
+    (a host's action may keep any plain value: a set is sorted there, a dataclass written by
+    its fields, an array as a file holds it)."""
     extras = v.get("extras")
     own = {k: x for k, x in v.items() if k != "extras"}      # the fight's state holds no array
     try:
         head = values_bytes(own)
     except ValueError:                           # a type values_bytes does not write by value (an enum's text)
         head = plaindata.encode(own, lenient=True)
-    return head + plaindata.encode(digest_form(extras), lenient=True)
+    try:                                         # (arrays as plaindata writes them: as a file holds them)
+        tail = plaindata.encode(extras, lenient=True)
+    except plaindata.PlainDataError:             # an array of a dtype no file holds: by its digest form
+        tail = plaindata.encode(digest_form(extras), lenient=True)
+    return head + tail
 
 
 def checksum_parsed(p: Parsed) -> str:
@@ -1024,7 +1194,8 @@ def checksum_parsed(p: Parsed) -> str:
     m = p.meta
     h.update(struct.pack("<qqq", m["updates_run"], m["update"], m["entity_next"]))
     h.update(plaindata.encode(m["names"]))
-    h.update(_values_digest(digest_form({k: x for k, x in p.values.items() if k != "fight_log"})))
+    h.update(_values_digest({k: x if k == "extras" else digest_form(x) for k, x in p.values.items()
+                             if k != "fight_log"}))
     tables = []
     for name in TABLES[:-1]:                     # (the log is no state: out of the checksum)
         rows, raw, packed = p.tables[name]

@@ -944,9 +944,10 @@ def _rollback_costs(game, updates: int = 240, depth: int = 8) -> dict:
     updates a restore of the one ``depth`` back and a replay of those updates, each
     followed by its snapshot again. Out: ``rollback_snapshot_cpu_us`` and
     ``rollback_restore_cpu_us`` (means), their sum ``rollback_cpu_us`` (the goal's figure:
-    one snapshot and one restore), and ``file_cpu_us``: a snapshot's ``to_bytes``, then
-    ``Snapshot.from_bytes`` and a restore from it (median of 15). The Game goes on from
-    where it was (the updates run here are part of its run)."""
+    one snapshot and one restore), ``file_cpu_us``: a snapshot's ``to_bytes``, then
+    ``Snapshot.from_bytes`` and a restore from it (median of 15), and ``checksum_cpu_us``:
+    ``Game.checksum()`` after an update, as a netplay peer checks for a desync (median of
+    15). The Game goes on from where it was (the updates run here are part of its run)."""
     from scuffle.game.runtime.snapshot import Snapshot
     clock = time.process_time
     ring: list = [None] * (depth + 1)
@@ -974,10 +975,17 @@ def _rollback_costs(game, updates: int = 240, depth: int = 8) -> dict:
         snap = Snapshot.from_bytes(game.snapshot().to_bytes())
         game.restore(snap)
         files.append(clock() - c0)
+    sums = []
+    for _ in range(15):
+        game.step()
+        c0 = clock()
+        game.checksum()
+        sums.append(clock() - c0)
     mean = lambda xs: sum(xs) / len(xs) * 1e6 if xs else 0.0      # noqa: E731
     return {"rollback_snapshot_cpu_us": round(mean(snaps), 2), "rollback_restore_cpu_us": round(mean(backs), 2),
             "rollback_cpu_us": round(mean(snaps) + mean(backs), 2),
-            "file_cpu_us": round(sorted(files)[len(files) // 2] * 1e6, 2)}
+            "file_cpu_us": round(sorted(files)[len(files) // 2] * 1e6, 2),
+            "checksum_cpu_us": round(sorted(sums)[len(sums) // 2] * 1e6, 2)}
 
 
 def _pipeline_case(n: int) -> tuple:
@@ -1461,6 +1469,7 @@ GOALS = (
     ("first_step_s", "first step on a fresh install (wall, cold numba cache)", 10.0, "s", None),
     ("snapshot_2", "snapshot + restore of 2 fighters in a rollback loop (CPU)", 50.0, "us", 2),
     ("snapshot_file_2", "to_bytes + from_bytes + restore of 2 fighters (CPU)", 0.3, "ms", 2),
+    ("checksum_2", "Game.checksum() at 2 fighters, netplay's desync check (CPU)", 50.0, "us", 2),
     ("snapshot_1000", "snapshot + restore of 1,000 humans (CPU)", 1.0, "ms", 1000),
     ("snapshot_10000", "snapshot + restore of 10,000 humans (CPU)", 10.0, "ms", 10000),
     ("netplay_frame_p99_ms", "netplay: an update and its snapshot at 2 fighters, p99 (CPU)", 2.0, "ms", 2),
@@ -1506,6 +1515,8 @@ def _figure(key: str, r: dict):
         return r.get("ms_per_update") if r.get("threads") == 2 else None
     if key == "snapshot_2" and "rollback_cpu_us" in r:
         return r["rollback_cpu_us"]
+    if key == "checksum_2":
+        return r.get("checksum_cpu_us")
     if key == "snapshot_file_2":
         us = r.get("file_cpu_us")
         return None if us is None else round(us / 1000.0, 4)
@@ -1662,8 +1673,8 @@ def _print_one(r: dict, out) -> None:
               f"a snapshot into new memory {r['snapshot_new_cpu_us']} us; {r['snapshot_mb']} MB each)", file=out)
     if "rollback_cpu_us" in r:
         print(f"in a rollback loop (CPU means): snapshot {r['rollback_snapshot_cpu_us']} us, restore "
-              f"{r['rollback_restore_cpu_us']} us; a file's to_bytes + from_bytes + restore {r['file_cpu_us']} us",
-              file=out)
+              f"{r['rollback_restore_cpu_us']} us; a file's to_bytes + from_bytes + restore {r['file_cpu_us']} us; "
+              f"Game.checksum() {r.get('checksum_cpu_us')} us", file=out)
     if r.get("join_leave_ratio") is not None:
         print(f"the update after one human joins and one leaves: {r['join_leave_after_cpu_ms']} ms CPU against "
               f"{r['join_leave_steady_cpu_ms']} steady ({r['join_leave_ratio']}x; the two calls "

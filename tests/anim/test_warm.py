@@ -75,6 +75,20 @@ def test_scuffle_warm_on_a_cold_cache_compiles_everything_once(tmp_path):
     out = json.loads(after.stdout.strip().splitlines()[-1])
     assert out == {"compiled": 0, "background": [None], "all_cached": True}
     assert "compiling" not in after.stderr
+    # The command line shows the library's notice: with one kernel gone from the cache, the
+    # bench (which compiles every kernel ahead) says so once, first, and says when it is done.
+    gone = list((tmp_path / "numba").rglob("*root_motion_step*.nbi"))
+    assert gone
+    for f in gone:
+        f.unlink()
+    bench = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--humans", "2", "--updates", "2",
+                            "--scalar-updates", "1", "--no-compile-time"], capture_output=True, text=True,
+                           timeout=600, env=env, cwd=tmp_path)
+    assert bench.returncode == 0, bench.stderr[-3000:]
+    lines = bench.stderr.splitlines()
+    assert lines[0] == f"scuffle: {WARM_MESSAGE}", bench.stderr
+    assert "scuffle: kernels compiled (cached for the next runs)" in lines
+    assert bench.stderr.count("compiling the animation kernels") == 1
 
 
 def test_no_background_compile_when_turned_off_or_nothing_is_missing(monkeypatch):

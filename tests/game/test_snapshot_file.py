@@ -149,6 +149,51 @@ def test_bytes_round_trip_keeps_the_checksum_and_replays(pair):
     assert _trace(b, 30) == expected and b.checksum() == a.checksum()
 
 
+class _Counts:
+    """A stateful action whose state holds arrays: a count per update and a few floats."""
+
+    def __init__(self):
+        self.n = np.zeros(3, np.int64)
+        self.w = np.array([0.5, 0.25], np.float32)
+
+    def __call__(self, ctx) -> None:
+        self.n[ctx.update % 3] += 1
+        self.w *= np.float32(1.5)
+
+    def save_state(self):
+        return {"n": self.n.copy(), "w": self.w.copy(), "tag": ("counts", 1)}
+
+    def load_state(self, state) -> None:
+        self.n, self.w = state["n"].copy(), state["w"].copy()
+
+    def state_fits(self, state):
+        ok = isinstance(state, dict) and set(state) == {"n", "w", "tag"} and \
+            getattr(state["n"], "shape", None) == (3,) and getattr(state["w"], "shape", None) == (2,)
+        return None if ok else "not the counts"
+
+
+def test_a_stateful_actions_arrays_give_one_checksum_live_and_read_back():
+    """The checksum hashes a stateful action's arrays as a file holds them: the Game's,
+    its snapshot's and the bytes read back agree, and a change of one array's value
+    changes it."""
+    g, h = _fight(), _fight()
+    try:
+        for game in (g, h):
+            game.ctx.actions.append(_Counts())
+        _trace(g, 12)
+        snap = g.snapshot()
+        back = Snapshot.from_bytes(snap.to_bytes())
+        assert back.checksum() == snap.checksum() == g.checksum()
+        h.restore(back)
+        assert h.checksum() == g.checksum()
+        before = g.checksum()
+        g.ctx.actions[-1].w[0] += np.float32(1.0)
+        assert g.checksum() != before
+    finally:
+        g.close()
+        h.close()
+
+
 def test_config_digest_is_equal_for_games_set_up_alike_and_names_what_differs(pair):
     a, b = pair
     assert a.config_digest() == b.config_digest()
@@ -158,6 +203,38 @@ def test_config_digest_is_equal_for_games_set_up_alike_and_names_what_differs(pa
             other.restore(Snapshot.from_bytes(a.snapshot().to_bytes()))
     finally:
         other.close()
+
+
+def test_config_digest_is_kept_per_game_and_follows_every_change_of_its_configuration():
+    """The configuration's digest is computed once per Game; each change of what it is set
+    up with (a callback kind, a fight setting, a controller's) gives
+    the digest of the parts as they are now, and a file taken before is refused."""
+    from scuffle.game.fighters.moveset import demo_set
+    g = _fight()
+    try:
+        def fresh() -> str:
+            import hashlib
+            return hashlib.sha256(plaindata.encode(F.config_parts(g))).hexdigest()
+
+        seen = {g.config_digest()}
+        assert g.config_digest() == fresh()
+        old = g.snapshot().to_bytes()
+        changes = [lambda: g.callback("test.kind", lambda inst: None),
+                   lambda: setattr(g.fight, "round_pause", 11),
+                   lambda: setattr(g.fight.controllers[0], "aggression", 0.25)]
+        for change in changes:
+            change()
+            now = g.config_digest()
+            assert now == fresh() and now not in seen
+            seen.add(now)
+        # the same anim set, an action that keeps no state: the same parts
+        g.add_human("p3", demo_set(), position=(3.0, 0.0, 0.0))
+        g.ctx.actions.append(lambda ctx: None)
+        assert g.config_digest() == fresh()
+        with pytest.raises(SnapshotError, match="set up otherwise"):
+            g.restore(Snapshot.from_bytes(old))
+    finally:
+        g.close()
 
 
 def test_a_snapshot_object_restores_only_into_its_own_game(pair):

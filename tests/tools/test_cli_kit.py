@@ -129,18 +129,6 @@ def test_a_hosts_first_step_on_a_cold_cache_says_so_once(tmp_path):
     assert r.stderr.count("compiling the animation kernels (once per install") == 1
 
 
-@pytest.mark.slow
-def test_the_cli_shows_the_librarys_notice(tmp_path):
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), **ENV)
-    r = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--humans", "2", "--updates", "2",
-                        "--no-compile-time"], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    lines = r.stderr.splitlines()
-    assert lines[0].startswith("scuffle: compiling the animation kernels (once per install")
-    assert "scuffle: kernels compiled (cached for the next runs)" in lines
-    assert r.stderr.count("compiling the animation kernels") == 1
-
-
 def test_the_benchs_parts_of_the_animation_step_print_indented_under_it():
     r = run_scuffle("bench", "--humans", "2", "--updates", "2", "--scalar-updates", "1", "--no-compile-time")
     assert r.returncode == 0, r.stderr
