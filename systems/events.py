@@ -31,7 +31,6 @@ __all__ = ["EventDispatch", "EventRows"]
 
 _FIRST = itemgetter(0)
 _FEW = 16                           # fired humans up to this many are visited one by one
-_NONE = np.zeros(0, np.int64)
 
 
 _FEW_TYPES = 8                      # wanted types picked by one comparison each (more: np.isin)
@@ -233,33 +232,55 @@ class EventDispatch(esper.Processor):
     def _rows(self, ctx: SimContext, todo: list, cols: tuple | None) -> None:
         """The rows handlers (``SimContext.on_rows``): this update's events as columns,
         each handler once with those of its types (none: not called). From the compiled
-        step's event buffer (``_columns``) in a few array operations, else made from each
-        human's FiredEvent objects (the reference engine, a dispatch with no step before
-        it)."""
-        if cols is not None:
-            owner, types, anim_ids, g, eng = cols
-            if not len(owner):                       # no event this update: no handler is called
-                return
-            ents = np.fromiter(map(_FIRST, todo), np.int64, len(todo))[owner] if len(owner) else _NONE
-            every = EventRows(ents, types, anim_ids, _Lazy(eng.fired_maker()[0], g))
-        else:                                        # each human's FiredEvent objects
-            ents_l, types_l, ids_l, events = [], [], [], []
-            for ent, fired, _ in todo:
-                for fe in fired.events:
-                    ents_l.append(ent)
-                    types_l.append(int(fe.event.type))
-                    ids_l.append(int(fe.anim_id))
-                    events.append(fe.event)
-            if not types_l:                          # no event this update: no handler is called
-                return
-            every = EventRows(np.array(ents_l, np.int64), np.array(types_l, np.int64), np.array(ids_l, np.int64),
-                              tuple(events))
+        step's event buffer (``_columns``) in a few array operations, else from each
+        human's events one by one (``_few_rows``: a few humans, the reference engine, a
+        dispatch with no step before it)."""
+        if cols is None:
+            self._few_rows(ctx, todo)
+            return
+        owner, types, anim_ids, g, eng = cols
+        if not len(owner):                           # no event this update: no handler is called
+            return
+        ents = np.fromiter(map(_FIRST, todo), np.int64, len(todo))[owner]
+        every = EventRows(ents, types, anim_ids, _Lazy(eng.fired_maker()[0], g))
         for wanted, handler in ctx.row_handlers:
             mine = every.of_types(wanted)
             if not len(mine):
                 continue
             try:
                 handler(ctx, mine)
+            except Exception as exc:                # kept: the update goes on (HandlerError)
+                ctx.fail("events", exc)
+
+    @staticmethod
+    def _few_rows(ctx: SimContext, todo: list) -> None:
+        """The rows handlers' call from each human's events one by one (``_rows`` when the
+        update's events are not the crowd's columns): (entity, type, anim id, Event) per
+        event in dispatch order, from the engine's event rows while they are rows
+        (BatchEngine.fired_values) or the human's FiredEvent objects; each handler's
+        columns made only when one of its types fired."""
+        got: list = []
+        for ent, fired, inst in todo:
+            rows = inst._event_rows if inst is not None and fired.source is inst else None
+            if rows is None:
+                for fe in fired.events:
+                    got.append((ent, int(fe.event.type), int(fe.anim_id), fe.event))
+                continue
+            for fe in inst._events:                  # (made before the rows: none in a step's usual course)
+                got.append((ent, int(fe.event.type), int(fe.anim_id), fe.event))
+            for t, a, ev in rows[0].fired_values(rows[1], rows[2]):
+                got.append((ent, t, a, ev))
+        if not got:                                  # no event this update: no handler is called
+            return
+        for wanted, handler in ctx.row_handlers:
+            mine = got if wanted is None else [e for e in got if e[1] in wanted]
+            if not mine:
+                continue
+            ents, types, ids, events = zip(*mine)
+            rows_of = EventRows(np.array(ents, np.int64), np.array(types, np.int64), np.array(ids, np.int64),
+                                events)
+            try:
+                handler(ctx, rows_of)
             except Exception as exc:                # kept: the update goes on (HandlerError)
                 ctx.fail("events", exc)
 

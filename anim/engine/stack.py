@@ -243,7 +243,7 @@ class CharacterInstance:
     Callback of plain data nor a callable (CallbackError naming the field).
     """
 
-    __slots__ = ("name", "record", "anim_set", "_events", "_event_rows", "_released",
+    __slots__ = ("name", "record", "anim_set", "_ev_list", "_rows", "_rel_list", "_at",
                  "handle", "slot", "engine", "poses_refused", "serial", "__weakref__")
 
     def __init__(self, anim_set, name: str = "", record: HumanRecord | None = None, speed: float = 1.0,
@@ -252,9 +252,14 @@ class CharacterInstance:
         self.record = record if record is not None else HumanRecord()
         self.anim_set = anim_set
         self.speed = speed
-        self._events: list = []
-        self._event_rows: tuple | None = None     # (source, first, end): this update's event rows
-        self._released: list[int] = []
+        # The outputs, stamped rather than cleared per human at each step: they are the
+        # update's while ``_at`` is the engine's ``stamp`` (a step over every human of the
+        # engine moves it on, so last update's outputs read as empty with no write per
+        # human); ``_rows`` (source, first, end, its stamp): this update's event rows.
+        self._ev_list: list = []
+        self._rows: tuple | None = None
+        self._rel_list: list[int] = []
+        self._at = 0
         self.handle = handle
         self.slot = -1                     # its row in the compiled engine's human table
         self.engine: Any = None            # that engine (anim.playback.batch.BatchEngine), once it has a row
@@ -290,18 +295,70 @@ class CharacterInstance:
         rec = self.record
         rec.table.set_report(rec._at("CharacterInstance", "on_report"), cb)
 
+    def _fresh(self) -> None:
+        """Last update's outputs forgotten when the engine's stamp moved past them (the
+        human stepped since they were written): the lists emptied, event rows of an older
+        step dropped, the outputs the stamp's."""
+        stamp = self.engine.stamp
+        if self._at != stamp:
+            self._ev_list.clear()
+            self._rel_list.clear()
+            rows = self._rows
+            if rows is not None and rows[3] != stamp:
+                self._rows = None
+            self._at = stamp
+
+    @property
+    def _events(self) -> list:
+        """This update's FiredEvent objects made so far (the event rows not yet made: ``_rows``)."""
+        eng = self.engine
+        if eng is not None and self._at != eng.stamp:
+            self._fresh()
+        return self._ev_list
+
+    @property
+    def _released(self) -> list[int]:
+        """This update's released ids made so far (the flush's rows not yet made: Player.released_log)."""
+        eng = self.engine
+        if eng is not None and self._at != eng.stamp:
+            self._fresh()
+        return self._rel_list
+
+    @property
+    def _event_rows(self) -> tuple | None:
+        """This update's event rows not yet made into objects: (engine, first, end), or None."""
+        rows = self._rows
+        if rows is None:
+            return None
+        if rows[3] != rows[0].stamp:            # an older step's: gone
+            return None
+        return rows[:3]
+
+    @_event_rows.setter
+    def _event_rows(self, value: tuple | None) -> None:
+        eng = self.engine
+        if eng is not None and self._at != eng.stamp:
+            self._fresh()
+        self._rows = None if value is None else (value[0], value[1], value[2], value[0].stamp)
+
     @property
     def released(self) -> list[int]:
         """The anim ids the last flush released for this human, in its order (the compiled
         flush leaves them as rows until one human's are read: Player.make_released)."""
         eng = self.engine
-        if eng is not None and eng.player.released_log:
-            eng.player.make_released()
-        return self._released
+        if eng is not None:
+            if eng.player.released_log:
+                eng.player.make_released()
+            if self._at != eng.stamp:
+                self._fresh()
+        return self._rel_list
 
     @released.setter
     def released(self, value: list[int]) -> None:
-        self._released = value
+        eng = self.engine
+        if eng is not None and self._at != eng.stamp:
+            self._fresh()
+        self._rel_list = value
 
     @property
     def stack(self) -> list:
@@ -320,27 +377,42 @@ class CharacterInstance:
     @property
     def events(self) -> list:
         """The events fired this update (a list of FiredEvent, in firing order)."""
-        rows = self._event_rows
+        eng = self.engine
+        if eng is not None and self._at != eng.stamp:
+            self._fresh()
+        rows = self._rows
         if rows is not None:
-            self._event_rows = None
-            rows[0].fired(self._events, rows[1], rows[2])
-        return self._events
+            self._rows = None
+            if rows[3] == rows[0].stamp:        # (an older step's rows: gone)
+                rows[0].fired(self._ev_list, rows[1], rows[2])
+        return self._ev_list
 
     @events.setter
     def events(self, value: list) -> None:
-        self._event_rows = None
-        self._events = value
+        eng = self.engine
+        if eng is not None and self._at != eng.stamp:
+            self._fresh()
+        self._rows = None
+        self._ev_list = value
 
     def clear_events(self) -> None:
         """Forget this update's events (the next step's start), made or not."""
-        self._event_rows = None
-        self._events.clear()
+        self._rows = None
+        self._ev_list.clear()
 
     def clear_outputs(self) -> None:
         """Forget the last update's outputs: its events, released ids and refused poses."""
         self.clear_events()
-        self._released = []
+        self._rel_list = []
         self.poses_refused = 0
+
+    def settle_outputs(self) -> None:
+        """Before the human leaves its engine (BatchEngine.forget): its outputs made into
+        objects while the engine's buffer and stamp still say what they are (they stay the
+        human's, as they were, with no engine to stamp them)."""
+        if self.engine is not None:
+            self.events                         # noqa: B018 (made from the rows now)
+            self._released                      # noqa: B018 (an older update's: emptied)
 
     def seat(self, engine: Any, slot: int) -> None:
         """The human's row ``slot`` of ``engine``'s human table (-1 and None: no row)."""

@@ -116,6 +116,11 @@ class BatchEngine:
         self._last_rows = np.zeros(0, np.int64)
         self._rows_list: list[int] = []         # the same rows as Python ints (few humans: read one by one)
         self._noisy: list = []                  # instances whose events / released to clear
+        # the humans' outputs (events, released ids) are this update's while stamped with
+        # ``stamp`` (CharacterInstance._at): a step over every human of the engine moves it
+        # on instead of clearing each one's (``_clear_noisy``); ``_n_seated`` its humans
+        self.stamp = 1
+        self._n_seated = 0
         self._fired_of: list | None = None      # the instances list of the last step (fired_places)
         self._fired_ks: list = []               # the places in it of the humans that fired
         self._leaving: list = []                # (human row, generation): forgotten, freed at the flush
@@ -202,6 +207,7 @@ class BatchEngine:
         if s >= len(self._instances):
             self._instances.extend([None] * (s + 1 - len(self._instances)))
         self._instances[s] = inst
+        self._n_seated += 1
         self._seat_owner(s, inst.serial)                # 0 until a snapshot names it (save_state)
         inst.slot = s
         inst.engine = self
@@ -233,8 +239,10 @@ class BatchEngine:
             write_first_for(self.humans, s)
             if self.player.released_log:            # its released ids made while its row is its own
                 self.player.make_released()
+            inst.settle_outputs()                   # its outputs made while this engine stamps them
             self.player._gone[s] = inst             # a flush under way still releases its entries
             self._instances[s] = None
+            self._n_seated -= 1
             self._seat_owner(s, 0)
             inst.slot = -1
             inst.engine = None
@@ -605,11 +613,12 @@ class BatchEngine:
                 ev = ks_a[(st_a & _STATUS_EVENTS) != 0]
                 fired_ks = ev.tolist()
                 if fired_ks:
-                    # each one's ``_event_rows`` = (self, lo, hi), set by map in C (no loop
-                    # of Python code per human), and each one noted
+                    # each one's event rows = (self, lo, hi, the stamp), set by map in C (no
+                    # loop of Python code per human), and each one noted
                     insts = itemgetter(*fired_ks)(instances) if len(fired_ks) > 1 else (instances[fired_ks[0]],)
-                    _drain(map(setattr, insts, repeat("_event_rows"),
-                               zip(repeat(self), self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist())))
+                    _drain(map(setattr, insts, repeat("_rows"),
+                               zip(repeat(self), self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist(),
+                                   repeat(self.stamp))))
                     noisy.extend(insts)
                 if listed:
                     changed = [instances[k] for k in ks_a[(st_a & _STATUS_CHANGED) != 0].tolist()]
@@ -703,11 +712,16 @@ class BatchEngine:
         ka = np.asarray(ks, np.int64)
         lo, hi = self._ev_lo[ka], self._ev_hi[ka]
         lengths = hi - lo
-        total = int(lengths.sum())
-        starts = np.cumsum(lengths) - lengths
         owner = np.repeat(np.arange(len(ks), dtype=np.int64), lengths)   # the place in ``ks`` of each event
-        rows = self._ev_out[np.arange(total, dtype=np.int64) - starts[owner] + lo[owner]]
-        g = rows[:, 3]
+        if len(ka) == 1 or (lo[1:] == hi[:-1]).all():
+            # the kernel wrote them one human after the other (the usual step): one run of rows
+            rows = self._ev_out[int(lo[0]):int(hi[-1])]
+            g = rows[:, 3].copy()
+        else:
+            total = int(lengths.sum())
+            starts = np.cumsum(lengths) - lengths
+            rows = self._ev_out[np.arange(total, dtype=np.int64) - starts[owner] + lo[owner]]
+            g = rows[:, 3]
         return owner, self.e_type[g], self.player.stores.cursors.anim[rows[:, 2]].astype(np.int64), g
 
     def make_fired(self, inst, span: tuple, lo: int, hi: int) -> list:
@@ -733,6 +747,13 @@ class BatchEngine:
         """Whether ``task`` fired one of rows ``lo``-``hi`` of this update's event buffer."""
         return task.tstore is self.player.stores.tasks and bool((self._ev_out[lo:hi, 1] == task.trow).any())
 
+    def fired_values(self, lo: int, hi: int) -> list:
+        """Rows ``lo``-``hi`` of this update's event buffer as (event type, anim id its
+        cursor plays, the clip's Event) Python values, read now: no FiredEvent, no task
+        handle and no array made (a rows handler's view of a few humans' events)."""
+        events, anim, et = self._events, self.player.stores.cursors.m_anim, self.e_type
+        return [(et.item(g), anim[cr], events[g]) for _, _, cr, g in self._ev_out[lo:hi].tolist()]
+
     def fired_types(self, lo: int, hi: int) -> np.ndarray:
         """The event types of rows ``lo``-``hi`` of this update's event buffer (no objects)."""
         return self.e_type[self._ev_out[lo:hi, 3]]
@@ -740,12 +761,22 @@ class BatchEngine:
     def _clear_noisy(self, rows: np.ndarray, late: bool = False) -> None:
         """Clear last update's events and released ids of the humans stepped now (each
         step begins with none); the others keep theirs (their events made now: the buffer is
-        about to be overwritten) until they are stepped. ``late`` (a crowd the step may cut
-        into chunks): the usual case, every one stepped now, only notes them
-        (``_late_clear``): the first chunk's job clears them after its kernel, while the
-        other chunks step (nothing between here and there reads a human's events or
-        released ids: the queued starts change stacks and the pool only), and the step
-        clears them itself when no chunk did (``_clear_late``)."""
+        about to be overwritten) until they are stepped. A step over every human of the
+        engine (the usual update) clears none of them: the stamp moves on, and every
+        output stamped before it reads as empty (CharacterInstance._fresh). Otherwise,
+        ``late`` (a crowd the step may cut into chunks): when every one of those to clear is
+        stepped now, only notes them (``_late_clear``): the first chunk's job clears them
+        after its kernel, while the other chunks step (nothing between here and there reads
+        a human's events or released ids: the queued starts change stacks and the pool
+        only), and the step clears them itself when no chunk did (``_clear_late``)."""
+        if not self._twice and len(rows) == self._n_seated:
+            # every human of the engine steps now, each once: the released ids still rows
+            # go (a human leaving had its own made first: forget), the stamp moves on
+            if self.player.released_log:
+                self.player.released_log = []
+            self.stamp += 1
+            self._noisy = []
+            return
         if self.player.released_log:
             self.player.settle_released(rows)
         noisy = self._noisy
@@ -1203,13 +1234,16 @@ class BatchEngine:
         if rows is not None and (rehome or self._instances != rows):  # humans came or went (or a file's rows)
             for r, inst in enumerate(self._instances):
                 if inst is not None and (r >= len(rows) or rows[r] is not inst):
+                    inst.settle_outputs()
                     inst.seat(None, -1)
             self._instances = list(rows)
+            self._n_seated = sum(inst is not None for inst in rows)
             humans = self.humans
             for r, inst in enumerate(rows):
                 if inst is not None:
                     inst.seat(self, r)
                     inst.record.rebind(humans, r)       # the row's generation as saved: alive again
+        self.stamp += 1                                 # every other output of the last update: gone
         if rows is not None:
             if seats.__class__ is list:                 # a new arrangement: its serials
                 own = np.zeros(max(len(rows), 8), np.int64)

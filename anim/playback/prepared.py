@@ -30,6 +30,7 @@ from scuffle.anim.engine import cmdkernel as CK
 from scuffle.anim.playback.cmdbuffer import CommandBuffer
 from scuffle.anim.maths import f32 as F
 from scuffle.anim.engine.callbacks import Callback, check_callback
+from scuffle.anim.engine.coldstart import kernel_cached
 from scuffle.anim.playback.lookup import ClipLookup
 from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.playback.recipe import _CHANGE, _GAIT, _PUSH, Arg, Command, Recipe, _value, check_params, expand
@@ -169,6 +170,25 @@ class RecipeRules:
             self.lookup._proto_of(entry)
             self.lookup.rate_of(s, aid)
         self._learn_rows(inst, command, params)
+        self._ready_buffer()
+
+    def _ready_buffer(self) -> None:
+        """The command buffer's compiled call made ready at a load (``learn``), not at the
+        first buffered command: the tables' views it reads and the kernel's typed entry
+        point (about 1 ms once, which would otherwise fall on the update of a game's first
+        move), by a call on no row (nothing written, nothing counted). Only when numba's
+        cache holds the kernel: a cold one compiles at its first use, beside the step's."""
+        if self._apply_entry is not None or not kernel_cached("apply_commands", "cmdkernel"):
+            return
+        kv = self._cmd_views
+        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[2] is not self.batch.humans or kv[3] is not self.pool._out:
+            kv = self._views()
+        if kv is None:
+            return
+        reg, buf = self.templates, self.commands
+        args = kv[5] + (kv[3], kv[6], reg.ti, reg.tf, buf.bi, buf.bf, 0)
+        CK.apply_commands(*args)
+        self._apply_entry = entry_point(CK.apply_commands, args) or CK.apply_commands
 
     def knows(self, inst: CharacterInstance, command: Command, *params) -> bool:
         """Whether ``command`` run on ``inst`` with ``params`` finds its templates (learnt

@@ -455,12 +455,12 @@ class Fight(Hits):
             self.seat_controllers()
         for ctl in list(self.controllers):
             ctl(self)
-        comps, ko, down = self._components(), self.ko, FightState.DOWN
+        ko, down = self.ko, FightState.DOWN
         ct: Any = None                                # the combat table of the views cv (CombatViews)
         cv: Any = None
         texts: Any = None
-        for _, e in self.game.humans():
-            c = comps[e][Combat]
+        for e, mine in self._parts():
+            c = mine[Combat]
             t, r = c._table, c._row                   # the state read from its column (CombatTable.views)
             if t is not ct:
                 ct, cv, texts = t, t.row_views or t.views(), t.texts
@@ -468,7 +468,7 @@ class Fight(Hits):
                 c.state                               # a stale view: raises (StaleHandle)
             if texts[cv.state[r]] != down:            # only a human down has anything to count
                 continue
-            rec = comps[e][HumanRecord]
+            rec = mine[HumanRecord]
             left = cv.down_left[r]
             if left > 0 and e not in ko and not (rec.flags & _PAIRED):
                 left -= 1

@@ -185,6 +185,22 @@ class FightCore:
         ``_lookup``)."""
         return self._lookup.__self__._entities
 
+    def _parts(self) -> tuple:
+        """The game's humans as (entity, its components) in ``game.humans()``'s order, for
+        the per-update loops: read again only when the world's humans or names changed
+        (the crowd's and the names' versions, the world's dict of components), a change
+        made in esper behind the Game's back seen first (``Game._see``, as ``humans()``
+        does); the same tuple otherwise, with no list nor look-up made per update."""
+        game = self._lookup.__self__
+        game._see()
+        ents = game._entities
+        key = (game.ctx.crowd.version, game.names.version)
+        kept = self.__dict__.get("_parts_kept")
+        if kept is None or kept[0] != key or kept[1] is not ents:
+            parts = tuple((e, ents[e]) for _, e in self.game.humans())
+            kept = self._parts_kept = (key, ents, parts)
+        return kept[2]
+
     # The look-ups below read the world's dict as ``_lookup`` (Game.component) does, without
     # its call: a name through Game.entity (UnknownHuman when gone), an entity as it is (a
     # missing component: KeyError, as esper).

@@ -264,15 +264,14 @@ class Locomotion(FightCore):
         hold one), with ``locomotion_stop="top_task"`` while the newest task is not the
         gait blend. Otherwise the intent's direction x speed; a throw's decaying push is
         added either way. Original: 0x0023fea8 (the state update), 0x00241a88."""
-        comps, hypot, top = self._components(), detmath.hypot_s, self.player.top
+        hypot, top = detmath.hypot_s, self.player.top
         by_mask = self.locomotion_stop == LocomotionStop.MASK
         # the tables' fast views: kept from call to call while the humans' rows are in the same
         # two tables and neither's arrays were replaced (each table's ``layout``; not state)
         kept = self.__dict__.get("_state_views")
         if kept is not None and kept[0] != (kept[1].layout, kept[2].layout):
             kept = None
-        for _, e in self.game.humans():
-            mine = comps[e]
+        for e, mine in self._parts():
             c, b = mine[Combat], mine[Body]
             ct, cr, bt, br = c._table, c._row, b._table, b._row
             if kept is None or kept[1] is not ct or kept[2] is not bt:

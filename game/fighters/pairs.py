@@ -102,11 +102,10 @@ class Pairs(Locomotion):
         Each human's partner and attachment are read from the columns' fast views
         (CombatTable.views, the body table's ``m_attachment``), not through the views'
         descriptors; a stale view still raises as its field's read (StaleHandle)."""
-        comps, live = self._components(), self._live
+        live = self._live
         ct: Any = None                               # the combat table of the views cv (CombatViews)
         cv: Any = None
-        for _, e in self.game.humans():
-            mine = comps[e]
+        for e, mine in self._parts():
             c = mine[Combat]
             t, r = c._table, c._row
             if t is not ct:

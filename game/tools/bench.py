@@ -62,6 +62,7 @@ import json
 import resource
 import time
 from bisect import bisect
+from collections import Counter
 from itertools import accumulate
 from statistics import median
 from typing import Any
@@ -243,36 +244,37 @@ class _PairView:
 class _FightRouter:
     """One rows handler of event 0x2c (Game.on_rows) for every pair: hands each event of a
     fighter to the fight rules of the pair it fights in, in dispatch order (one Fight per
-    pair would otherwise see every human's 0x2c; the extras' are most of them)."""
+    pair would otherwise see every human's 0x2c; the extras' are most of them). A dict
+    look-up an event (a few dozen an update): no array operation."""
 
     def __init__(self):
         self.by_entity: dict[int, Any] = {}
-        self._ents = np.zeros(0, np.int64)          # by_entity's keys, as an array
 
     def __call__(self, ctx, rows) -> None:
-        by = self.by_entity
-        if len(self._ents) != len(by):
-            self._ents = np.fromiter(by, np.int64, len(by))
-        ents = rows.entities
-        for j in np.flatnonzero(np.isin(ents, self._ents)).tolist():
-            ent = int(ents[j])
-            # the window's check reads the event's anim id alone: no task handle made for it
-            by[ent]._on_window(ctx, ent, FiredEvent(rows.events[j], int(rows.anim_ids[j]), None))
+        get = self.by_entity.get
+        ids = None
+        for j, ent in enumerate(rows.entities.tolist()):
+            fight = get(ent)
+            if fight is not None:
+                if ids is None:
+                    ids = rows.anim_ids.tolist()
+                # the window's check reads the event's anim id alone: no task handle made for it
+                fight._on_window(ctx, ent, FiredEvent(rows.events[j], ids[j], None))
 
 
 class _Listener:
     """The crowd's event handler (a game's sound and effect code, which reads a crowd's
     events in bulk: a rows handler, Game.on_rows): counts the events it is handed, by
-    type."""
+    type (a new type's count added in type order)."""
 
     def __init__(self):
         self.counts: dict[int, int] = {}
 
     def __call__(self, ctx, rows) -> None:
-        kinds, n = np.unique(rows.types, return_counts=True)
+        got = Counter(rows.types.tolist())
         counts = self.counts
-        for t, k in zip(kinds.tolist(), n.tolist()):
-            counts[t] = counts.get(t, 0) + k
+        for t in sorted(got):
+            counts[t] = counts.get(t, 0) + got[t]
 
 
 class RealisticCrowd:

@@ -337,3 +337,31 @@ def test_every_read_after_a_buffered_command_sees_it(cmds, reads):
                 got.append(type(e))
         assert got[0] == got[1], name
         assert tables(a) == tables(b), f"after {name}"
+
+
+def test_a_fight_attached_has_the_buffers_compiled_call_ready_and_nothing_counted():
+    """Fight attach learns the fighters' commands (Player.learn): the command buffer's views
+    and compiled entry are made then (from numba's cache), not at the first move's update;
+    no row is written nor counted by it, and the fight's first moves run the same rows."""
+    from scuffle.anim.engine.coldstart import kernel_cached
+    from scuffle.game.tools.bench import build_crowd, crowd_checksum
+
+    game = build_crowd(2, "realistic", "compiled", 1)
+    try:
+        rules = game.player.prepared
+        assert (rules._apply_entry is not None) == kernel_cached("apply_commands", "cmdkernel")
+        assert rules.commands.calls == 0 and rules.commands.applied == 0 and rules.commands.n == 0
+        for _ in range(40):
+            game.step()
+        assert rules.commands.applied > 0                     # the AIs' moves went through the buffer
+        first = crowd_checksum(game)
+    finally:
+        game.close()
+    again = build_crowd(2, "realistic", "compiled", 1)
+    try:
+        again.player.prepared._apply_entry = None             # the entry made at the first move instead
+        for _ in range(40):
+            again.step()
+        assert crowd_checksum(again) == first
+    finally:
+        again.close()

@@ -335,3 +335,40 @@ def test_the_fight_rules_keep_their_prepared_commands_on_the_player():
     assert f1._clip_loop_command(*key) in cmds.values() and f1._walk_start_command() in cmds.values()
     assert len(cmds) == len(CLIP_LOOP_KEYS) + 1 and all(len(c._sets) == 1 for c in cmds.values())
     game.close()
+
+
+def test_the_per_update_loops_read_the_humans_once_per_configuration():
+    """Fight._parts (the humans and their components the per-update loops walk): the same
+    tuple from update to update while nothing changes; made again, as game.humans() lists
+    them, after a join, a leave, a rename and a change made in esper behind the Game's back."""
+    import esper
+
+    from scuffle.components import Body
+
+    g = Game()
+    s = demo_set()
+    g.add_human("a", s, (0.0, 0.0, 0.0))
+    g.add_human("b", s, (1.0, 0.0, 0.0))
+    fight = Fight(g)
+
+    def listed():
+        return tuple((e, g._entities[e]) for _, e in g.humans())
+
+    try:
+        g.step()
+        first = fight._parts()
+        g.step()
+        assert fight._parts() is first and first == listed()
+        g.add_human("c", s, (3.0, 0.0, 0.0))
+        assert fight._parts() == listed() and len(fight._parts()) == 3
+        g.remove_human("a")
+        assert fight._parts() == listed() and len(fight._parts()) == 2
+        kept = fight._parts()
+        with g.active():                                  # a Body swapped behind the Game's back
+            esper.add_component(g.names["b"], Body(position=(5.0, 5.0, 0.0)))
+        now = fight._parts()
+        assert now is not kept and now == listed() and now[0][1][Body].position[0] == 5.0
+        for _ in range(5):                                # the rules run on the world as it is
+            g.step()
+    finally:
+        g.close()

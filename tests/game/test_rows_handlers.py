@@ -115,3 +115,35 @@ def test_of_types_keeps_the_order_and_the_columns_together():
     assert part.anim_ids.tolist() == [1, 3, 4] and tuple(part.events) == ("a", "c", "d")
     assert rows.of_types(None) is rows and rows.of_types((11, 33, 44)) is rows
     assert len(rows.of_types((99,))) == 0
+
+
+def test_a_few_humans_rows_handler_makes_no_fired_event_and_no_array_without_its_types(monkeypatch):
+    """Two fighters (a few humans): the rows handler's columns come from the step's rows as
+    Python values (no FiredEvent made for it: the humans' events stay rows), and on an
+    update with no event of its types no array is made for it (the handler not called)."""
+    import scuffle.systems.events as E
+
+    made = []
+    real = E.EventRows.__init__
+
+    def counted(self, *a):
+        made.append(1)
+        real(self, *a)
+
+    monkeypatch.setattr(E.EventRows, "__init__", counted)
+    game = build_crowd(2, "realistic", "compiled", 1)
+    calls, served_as_rows = [0], [0]
+    try:
+        def rows(ctx, r):
+            calls[0] += 1
+            served_as_rows[0] += any(i._event_rows is not None for i in ctx.crowd.instances)
+            assert set(r.types.tolist()) == {int(EventType.SOUND)}
+
+        game.ctx.row_handlers[:] = []                     # (the crowd's listener out: this handler alone)
+        game.on_rows([EventType.SOUND], rows)
+        for _ in range(150):
+            game.step()
+    finally:
+        game.close()
+    assert calls[0] > 0 and served_as_rows[0] > 0          # called with the rows left as rows
+    assert len(made) == calls[0]                           # columns made only for a call: none on the others
