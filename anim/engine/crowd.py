@@ -220,7 +220,7 @@ class Balance:
         rounded to ``quantum``, each chunk at least MIN_CHUNK (or n / parts when less)."""
         n, parts, q = self.n, self.parts, self.quantum
         least = min(MIN_CHUNK, n // parts)
-        cuts = []
+        cuts: list[int] = []
         j = 0
         done = 0.0                              # the cost of spans[:j]
         for k in range(1, parts):

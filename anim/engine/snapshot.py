@@ -226,17 +226,18 @@ def save_engine(player: Any, instances: Iterable[Any], outputs: bool = False,
     saved = None
     if arena is not None and (arena.whole() or arena.gather()):   # (laid out: the layout signal moves)
         old_arena = into.arena if into is not None else None
-        saved = save_arena(arena, old_arena)
+        saved = got = save_arena(arena, old_arena)
         h = st.humans
-        if saved is old_arena:
+        if got is old_arena:
             # the older state's copy written over: its table states are views of it still,
             # and its human lists stand while they equal the table's (a human came or went)
+            assert into is not None
             tables, humans = into.tables, into.humans
             if humans.capacity != h.capacity or humans.free != h._free or humans.gen != h.gen:
-                humans = HumanTableState(h.capacity, saved[2][len(_ENGINE_TABLES)].block, *h.save())
+                humans = HumanTableState(h.capacity, got[2][len(_ENGINE_TABLES)].block, *h.save())
         else:
-            tables = dict(zip(_ENGINE_TABLES, saved[2]))
-            humans = HumanTableState(h.capacity, saved[2][len(_ENGINE_TABLES)].block, *h.save())
+            tables = dict(zip(_ENGINE_TABLES, got[2]))
+            humans = HumanTableState(h.capacity, got[2][len(_ENGINE_TABLES)].block, *h.save())
     else:
         old = into.tables if into is not None else {}
         tables = {name: save_table(getattr(st, name), old.get(name)) for name in _ENGINE_TABLES}

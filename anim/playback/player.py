@@ -699,7 +699,7 @@ class Player:
             keep = keep_of(h.__class__)
             if keep is not None and _refs(h) == 3 and not _weakrefs(h):
                 keep.append(h)
-        hs = None
+        del hs                                      # (its references dropped before the next rows)
         for keep in tasks.spare.values():
             if len(keep) > _SPARE_MAX:
                 del keep[_SPARE_MAX:]

@@ -35,7 +35,7 @@ _UPPER, _LOWER, _MATRIX_A = 0x80000000, 0x7FFFFFFF, 0x9908B0DF
 # (``new_sid``) whenever they change (a regeneration, a seed, a state put back), so that
 # what is made of the words (their tempered values; FighterAI.save_state's copy, with the
 # position and the gauss value) stands for every row with the same id (not in a file).
-COLUMNS = {"mt": (np.int32, (MT_WORDS + 1,)), "has_gauss": np.bool_, "gauss": np.float64, "tick": np.int64,
+COLUMNS: dict[str, Any] = {"mt": (np.int32, (MT_WORDS + 1,)), "has_gauss": np.bool_, "gauss": np.float64, "tick": np.int64,
            "hold": np.int64, "enabled": np.bool_, "sid": np.int64}
 
 _SIDS = itertools.count(1)

@@ -723,10 +723,13 @@ class _Rows:
     gives an instance of the layout's own subclass, whose columns are descriptors."""
 
     __slots__ = ("capacity", "block", "__dict__")
+    capacity: int
+    block: np.ndarray
+    live: np.ndarray                   # (a descriptor of the layout's subclass)
 
     def __new__(cls, columns: dict, cap: int, block: np.ndarray):
         sub = cls if cls is not _Rows else _rows_class(columns, cap)
-        obj = object.__new__(sub)
+        obj: _Rows = object.__new__(sub)
         obj.capacity, obj.block = cap, block
         return obj
 

@@ -388,6 +388,7 @@ def restore(game, snap: Snapshot) -> None:
     own = st is not None and ref is not None and ref() is game      # this Game's own snapshot: trusted
     if not own:
         st = snap._resolved(game)                    # (a file's, checked; another Game's: refused)
+    assert st is not None
     # -- every check first: nothing changes on a refusal
     alive = game.names if game.names == st.names else dict(game.humans())
     if alive is not game.names:
@@ -475,6 +476,7 @@ def restore(game, snap: Snapshot) -> None:
         S.load_table(bodies, st.bodies[0], check=False)
         S.load_table(combats, st.combats[0], check=False)
         if st.ais is not None:
+            assert plan.ais is not None                  # (the plan seats the AI rows it saved)
             S.load_table(plan.ais, st.ais, check=False)
     if combats.texts != st.combats[2]:
         _texts_back(combats, st.combats[2])

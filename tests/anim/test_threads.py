@@ -245,12 +245,16 @@ def _random_spans(monkeypatch, seed: int) -> None:
     monkeypatch.setattr(crowd.Balance, "spans", spans)
 
 
+@pytest.mark.parametrize("stamped", [True, False], ids=["stamp", "late clear"])
 @pytest.mark.parametrize("threads", [2, 3, 7])
-def test_chunks_cut_anywhere_give_the_same_bits(small_chunks, monkeypatch, threads):
+def test_chunks_cut_anywhere_give_the_same_bits(small_chunks, monkeypatch, threads, stamped):
     """The chunks cut at random places, new ones each step and pose (where crowd.Balance
     may move them): the same tables, poses, outcomes, callbacks, events and released ids
-    as one thread; the calling thread clears last update's outputs beside the other
-    chunks (BatchEngine._clear_late) and every human still begins its step with none."""
+    as one thread. A step over every human of the engine forgets last update's outputs by
+    moving the stamp on (no chunk clears anything); one that leaves a human of the engine
+    out (here: counted as if one were seated beside them) has the calling thread clear them
+    beside the other chunks (BatchEngine._clear_late); every human still begins its step
+    with none."""
     aset, cmds = _case(5)
     w1 = _Outputs(PlayerOptions(threads=1))
     one = run_world(w1, aset, cmds, UPDATES, HUMANS, GAIT, poses=True, bones=True)
@@ -264,9 +268,22 @@ def test_chunks_cut_anywhere_give_the_same_bits(small_chunks, monkeypatch, threa
         handed.append(bool(self._late_clear))
         return chunked(self, *a, **kw)
     monkeypatch.setattr(B.BatchEngine, "_step_chunks", step_chunks)
+    if not stamped:
+        cleared = B.BatchEngine._clear_noisy
+
+        def clear_noisy(self, rows, late=False):
+            self._n_seated += 1                  # one of the engine's humans as if not stepped now
+            try:
+                return cleared(self, rows, late=late)
+            finally:
+                self._n_seated -= 1
+        monkeypatch.setattr(B.BatchEngine, "_clear_noisy", clear_noisy)
     w = _Outputs(PlayerOptions(threads=threads))
     many = run_world(w, aset, cmds, UPDATES, HUMANS, GAIT, poses=True, bones=True)
-    assert any(handed), "the first chunk's job should clear last update's outputs"
+    if stamped:
+        assert not any(handed), "a step over every human should move the stamp on, not clear"
+    else:
+        assert any(handed), "the first chunk's job should clear last update's outputs"
     _same(one, many, f"{threads} threads, random cuts")
     assert w.outputs == w1.outputs
     assert any(any(per) for per in w1.outputs[::2]), "the case should fire events"
