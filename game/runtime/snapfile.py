@@ -1185,7 +1185,7 @@ def _engine_values(p: Parsed) -> dict:
     """The engine's values of parsed file ``p`` as ``plain_values`` gives them (the counts
     section's back in their places: the checksum of a file). Rejected (_Refused): values
     without the engine's fields."""
-    e = p.values.get("engine")
+    e: Any = p.values.get("engine")
     need(isinstance(e, dict) and set(e) == _ENGINE_FIELDS and isinstance(e["calls"], dict)
          and set(e["calls"]) == {"values"}, "values.engine", "not the engine's fields")
     c = p.counts
