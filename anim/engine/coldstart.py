@@ -332,7 +332,8 @@ def meanwhile(child) -> list[str]:
 
 def compile_child(cfg: dict, blob: bytes) -> int:
     """The child process of ``compile_aside``: compile kernel ``cfg["kernel"]`` for the
-    pickled argument types ``blob`` into this process's NUMBA_CACHE_DIR, then install
+    pickled argument types ``blob`` (numba types, written by the parent into this
+    process's stdin pipe: never a file) into this process's NUMBA_CACHE_DIR, then install
     its cache files into ``cfg["target"]`` (``install_cached``) and remove its private
     cache folder ``cfg["scratch"]``. Returns the exit code: 0 installed, 2 another
     anim/engine/kernels.py than the parent's, 3 no cache here, 4 nothing to install."""
@@ -354,6 +355,23 @@ def compile_child(cfg: dict, blob: bytes) -> int:
     return 0
 
 
+def _ours(path: str) -> bool:
+    """Whether ``path`` is no symbolic link, owned by this process's user and writable by
+    no one else: a file only this user (numba, or this module's own child) can have
+    written, the only kind ``install_cached`` unpickles. numba's cache index and data
+    files are pickles that numba itself loads; a snapshot, scenario, trace or resource
+    never goes through here."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if stat.S_ISLNK(st.st_mode) or st.st_mode & 0o022:
+        return False
+    return not hasattr(os, "getuid") or st.st_uid == os.getuid()
+
+
 def install_cached(src: str, dst: str, prefix: str) -> list[str]:
     """Copy numba's cache files of the functions whose file names start with ``prefix``
     from folder ``src`` into folder ``dst``, merged into ``dst``'s index of the function
@@ -362,16 +380,22 @@ def install_cached(src: str, dst: str, prefix: str) -> list[str]:
     temporary name and renamed over the old one, so that no reader sees a cut file or an
     index naming a file not yet there. Returns the names written. numba's layout
     (numba/core/caching.py, IndexDataCacheFile): an index holds the pickled numba
-    version, then the pickled (source stamp, {key: data file name})."""
+    version, then the pickled (source stamp, {key: data file name}). Only files that
+    ``_ours`` accepts are unpickled: a ``src`` folder or index another user could have
+    written installs nothing, and such a ``dst`` index is replaced, never read."""
     import itertools
 
     import numba
     from numba.core.serialize import dumps
 
     written: list[str] = []
+    if not _ours(src):
+        return written
     os.makedirs(dst, exist_ok=True)
     for index in sorted(glob.glob(os.path.join(glob.escape(src), glob.escape(prefix) + "*.nbi"))):
         base = os.path.basename(index)[:-len(".nbi")]
+        if not _ours(index):
+            continue
         with open(index, "rb") as f:
             version = pickle.load(f)
             stamp, overloads = pickle.loads(f.read())
@@ -379,6 +403,8 @@ def install_cached(src: str, dst: str, prefix: str) -> list[str]:
             continue
         merged: dict = {}
         try:
+            if not (_ours(dst) and _ours(os.path.join(dst, base + ".nbi"))):
+                raise OSError("not this user's own index")
             with open(os.path.join(dst, base + ".nbi"), "rb") as f:
                 if pickle.load(f) == version:
                     old_stamp, old = pickle.loads(f.read())

@@ -111,6 +111,29 @@ def test_install_copies_the_files_into_an_empty_folder(tmp_path):
     assert _read_index(dst / f"{base}.nbi") == (numba.__version__, (("stamp", 7), {("sig", 1): f"{base}.1.nbc"}))
 
 
+def test_install_unpickles_only_this_users_own_files(tmp_path):
+    """A source folder or index another user could write installs nothing; a target
+    index another user could write is replaced, never read (numba's cache files are
+    pickles: only this user's own are loaded)."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    dst.mkdir()
+    base = "kernels_step.step_stacks-1442.py311"
+    (src / f"{base}.1.nbc").write_bytes(b"new")
+    _index(src / f"{base}.nbi", "now", {"k-new": f"{base}.1.nbc"})
+    src.chmod(0o777)
+    assert coldstart.install_cached(str(src), str(dst), "kernels_step.step_stacks-") == []
+    src.chmod(0o755)
+    (src / f"{base}.nbi").chmod(0o666)
+    assert coldstart.install_cached(str(src), str(dst), "kernels_step.step_stacks-") == []
+    (src / f"{base}.nbi").chmod(0o644)
+    (dst / f"{base}.1.nbc").write_bytes(b"other")
+    _index(dst / f"{base}.nbi", "now", {"k-other": f"{base}.1.nbc"})
+    (dst / f"{base}.nbi").chmod(0o666)
+    assert coldstart.install_cached(str(src), str(dst), "kernels_step.step_stacks-") == [f"{base}.1.nbc", f"{base}.nbi"]
+    assert _read_index(dst / f"{base}.nbi")[1] == ("now", {"k-new": f"{base}.1.nbc"})
+
+
 def test_install_merges_into_a_fresh_index_and_replaces_a_stale_one(tmp_path):
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
