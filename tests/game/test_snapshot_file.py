@@ -559,3 +559,35 @@ def test_a_counter_with_no_room_to_count_on_is_refused(pair, field):
     with pytest.raises(SnapshotError, match=f"counts.{field}"):
         b.restore(Snapshot.from_bytes(_rebuilt(a.snapshot().to_bytes(), edit)))
     assert b.checksum() == before
+
+
+def _both(*edits):
+    def edit(name: str, b: bytes) -> bytes:
+        for e in edits:
+            b = e(name, b)
+        return b
+    return edit
+
+
+@pytest.mark.parametrize("released, entries, why", [
+    (False, lambda h, t: [[h, t]], "a task not released"),
+    (True, lambda h, t: [[h, t]], "a task still on a human's stack"),
+    (True, lambda h, t: [[h, t], [h, t]], "a task row listed twice"),
+])
+def test_a_deferred_entry_the_flush_cannot_give_back_is_refused(pair, released, entries, why):
+    """The flush frees each deferred task and the next tasks it owns: an entry naming a task
+    on a stack (released or not), or one listed twice, would leave a stack pointing at a
+    freed row, so the file is refused naming counts.deferred and the Game is unchanged."""
+    a, b = pair
+    inst = a.instance("p1")
+    top = inst.stack[-1]
+    h, t = int(inst.slot), int(top.trow)
+    deferred = np.array(entries(h, t), np.int64)
+    edit = _counts_edit(lambda c: c.update({"deferred": deferred}))
+    if released:
+        edit = _both(edit, _column_edit("tasks", "released", 1, row=t))
+    data = _rebuilt(a.snapshot().to_bytes(), edit)
+    before = b.checksum()
+    with pytest.raises(SnapshotError, match=f"counts.deferred.*{why}"):
+        b.restore(Snapshot.from_bytes(data))
+    assert b.checksum() == before
