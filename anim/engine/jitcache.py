@@ -6,6 +6,13 @@ before it compiles anything, for the ``cache=`` of its ``@njit`` kernels:
 - no folder numba can write (NUMBA_CACHE_DIR, the install's __pycache__, the user's
   ~/.cache: a read-only install run with no usable home): False, the kernels compile for
   the process only (``NO_CACHE`` says why; the command line says so once);
+- a folder that is not this user's own (``folder_not_ours``: a symbolic link, owned by
+  another user, writable by others; or an ancestor up to NUMBA_CACHE_DIR that others can
+  rename it through): numba's cache files are pickles that numba unpickles as it loads
+  them, so whoever can write there runs code in this process. The kernels are cached in a
+  private folder instead (``PRIVATE``: ``$XDG_CACHE_HOME/scuffle/numba``, made 0700;
+  numba's usual folder is not read), said once on the ``scuffle`` logger; with no such
+  folder either, they compile for the process only;
 - a cache holding files that cannot be whole (an empty or cut ``.nbi`` index or ``.nbc``
   data file: numba would raise on loading them, every run until someone deletes them):
   those of the function are moved aside into ``set-aside/`` in the cache folder, and
@@ -27,11 +34,17 @@ import pickle
 import time
 
 __all__ = ["cache_setting", "NO_CACHE", "SET_ASIDE", "check_cache_folder", "SET_ASIDE_FOLDER", "linked_modules",
-           "linked_sha256"]
+           "linked_sha256", "PRIVATE", "folder_not_ours", "private_folder", "NOT_OURS_MESSAGE"]
 
 NO_CACHE: list[str] = []          # why the kernels are not cached (empty: they are)
 SET_ASIDE: list[str] = []         # cache files found corrupt and moved aside this process
 SET_ASIDE_FOLDER = "set-aside"
+# numba's usual folder, why it is not this user's own, and the private folder used instead
+# (once per process: every kernel module of a floor shares the folder)
+PRIVATE: list[tuple[str, str, str]] = []
+NOT_OURS_MESSAGE = ("numba's cache folder {folder} {why}: its files are pickles numba would load; "
+                    "the kernels are cached in {private} instead")
+_PRIVATE_FOR: dict[str, str] = {}   # a kernel module's folder -> the private cache folder of its kernels
 
 
 def linked_modules(module_file: str) -> list[str]:
@@ -79,7 +92,10 @@ def _probe():                     # the function whose cache folder is the kerne
 
 def cache_setting(module_file: str) -> bool:
     """The ``cache=`` for the njit kernels defined in ``module_file`` (see the module
-    docstring); a corrupt cache is set aside first, with one line on stderr."""
+    docstring); a folder not this user's own is replaced by a private one and a corrupt
+    cache is set aside first, each with one line on stderr."""
+    import logging
+
     from numba import njit
     from numba.core import config
 
@@ -94,6 +110,22 @@ def cache_setting(module_file: str) -> bool:
     path = getattr(getattr(probe, "_cache", None), "_cache_path", None)
     if not path:
         return True
+    here = os.path.dirname(os.path.abspath(module_file))
+    if here not in _PRIVATE_FOR:
+        why = folder_not_ours(path, _cache_root(path))
+        if why:
+            private = private_folder(module_file)
+            if private is None or getattr(config, "CACHE_LOCATOR_CLASSES", ""):
+                NO_CACHE.append(f"numba's cache folder {path} {why}, and no private folder of this user's own "
+                                "could take its place")
+                return False
+            _use_private(here, private)
+            if not PRIVATE:
+                logging.getLogger("scuffle").warning(NOT_OURS_MESSAGE.format(folder=path, why=why, private=private))
+            PRIVATE.append((path, why, private))
+            path = private
+    else:
+        path = _PRIVATE_FOR[here]
     stem = os.path.splitext(os.path.basename(module_file))[0]
     try:
         moved = check_cache_folder(path, stem)
@@ -107,6 +139,153 @@ def cache_setting(module_file: str) -> bool:
             f"numba's cache of the kernels was corrupt: {len(moved)} file(s) set aside in "
             f"{os.path.join(path, SET_ASIDE_FOLDER)}; rebuilding them")
     return True
+
+
+def _uid() -> int | None:
+    return os.getuid() if hasattr(os, "getuid") else None
+
+
+def _own_group_only(gid: int) -> bool:
+    """Whether group ``gid`` is this user's private group (the user-private-group scheme,
+    where the default umask 002 makes every new folder group-writable): the user's own
+    primary group, named after the user, with no other member."""
+    try:
+        import grp
+        import pwd
+
+        me = pwd.getpwuid(os.getuid())
+        group = grp.getgrgid(gid)
+    except (ImportError, KeyError, OSError):
+        return False
+    if gid != me.pw_gid or group.gr_name != me.pw_name or set(group.gr_mem) - {me.pw_name}:
+        return False
+    return not any(u.pw_gid == gid and u.pw_uid != me.pw_uid for u in pwd.getpwall())
+
+
+def _why_not(path: str, leaf: bool) -> str | None:
+    """Why folder or file ``path`` is not this user's own (None: it is). The folder the
+    cache files lie in (``leaf``) and the files: no symbolic link, this user's, writable
+    by no one else (a sticky bit does not help there: another user could still create a
+    file under a name numba has yet to write). An ancestor: no symbolic link, this
+    user's or root's, and writable by no one else unless sticky (no one else can then
+    rename what lies in it)."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link"
+    uid = _uid()
+    if uid is not None and st.st_uid != uid and (leaf or st.st_uid != 0):
+        return f"is owned by another user (uid {st.st_uid})"
+    if st.st_mode & 0o002 or (st.st_mode & 0o020 and not _own_group_only(st.st_gid)):
+        if leaf or not st.st_mode & stat.S_ISVTX:
+            return "is writable by other users"
+    return None
+
+
+def folder_not_ours(path: str, root: str | None = None) -> str | None:
+    """Why numba's cache folder ``path`` is not this user's own (None: it is): the folder
+    (``_why_not``), its numba cache files (``*.nbi``, ``*.nbc``), and each folder from
+    ``path``'s parent up to ``root`` (NUMBA_CACHE_DIR when ``path`` lies in it), through
+    which another user could swap the folder. A missing folder is not ours either."""
+    why = _why_not(path, leaf=True)
+    if why:
+        return why
+    for f in sorted(glob.glob(os.path.join(glob.escape(path), "*.nb[ic]"))):
+        why = _why_not(f, leaf=True)
+        if why:
+            return f"holds {os.path.basename(f)}, which {why}"
+    if root:
+        root = os.path.abspath(root)
+        up = os.path.dirname(os.path.abspath(path))
+        while up.startswith(root) and len(up) >= len(root):
+            why = _why_not(up, leaf=False)
+            if why:
+                return f"lies in {up}, which {why}"
+            if up == root:
+                break
+            up = os.path.dirname(up)
+    return None
+
+
+def _cache_root(path: str) -> str | None:
+    """The folder the user named for numba's caches (NUMBA_CACHE_DIR) when ``path`` lies
+    in it, else None (the install's __pycache__ or numba's folder in ~/.cache: the
+    folder itself is checked)."""
+    from numba.core import config
+
+    root = getattr(config, "CACHE_DIR", "") or ""
+    if root and os.path.abspath(path).startswith(os.path.join(os.path.abspath(root), "")):
+        return root
+    return None
+
+
+def private_folder(module_file: str) -> str | None:
+    """This user's private cache folder for the kernels of ``module_file``'s folder:
+    ``$XDG_CACHE_HOME/scuffle/numba/<numba's sub-folder name for it>`` (``~/.cache``
+    without XDG_CACHE_HOME), the folders scuffle makes there 0700, and the whole path
+    from the cache home down checked as ``folder_not_ours`` does. None: there is none
+    (no home, or not this user's own)."""
+    from numba.core.caching import _CacheLocator
+
+    home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if not os.path.isabs(home):
+        return None
+    sub = _CacheLocator.get_suitable_cache_subpath(module_file)
+    path = os.path.join(home, "scuffle", "numba", sub)
+    try:
+        os.makedirs(home, mode=0o700, exist_ok=True)
+        for part in (os.path.join(home, "scuffle"), os.path.join(home, "scuffle", "numba"), path):
+            try:
+                os.mkdir(part, 0o700)
+            except FileExistsError:
+                pass
+    except OSError:
+        return None
+    if folder_not_ours(path, home) or _why_not(home, leaf=False):
+        return None
+    return path
+
+
+def _use_private(folder: str, private: str) -> None:
+    """numba caches the functions defined in ``folder`` (a kernel floor) in ``private``:
+    a locator ahead of numba's own that answers for that folder only (every other
+    function, a host's included, is cached where numba always puts it)."""
+    from numba.core import caching
+
+    _PRIVATE_FOR[folder] = private
+    if not _LOCATOR:
+        _LOCATOR.append(_private_locator_class())
+    if _LOCATOR[0] not in caching.CacheImpl._locator_classes:
+        caching.CacheImpl._locator_classes.insert(0, _LOCATOR[0])
+
+
+_LOCATOR: list = []                 # the private locator class, made once (numba imported then)
+
+
+def _private_locator_class():
+    """The class of the private locator (``_use_private``), made once numba is imported."""
+    from numba.core.caching import UserProvidedCacheLocator
+
+    class PrivateLocator(UserProvidedCacheLocator):
+        """numba's NUMBA_CACHE_DIR locator, rooted in scuffle's private folder of the
+        function's source folder (``_use_private``); no answer for any other function."""
+
+        def __init__(self, py_func, py_file):
+            super().__init__(py_func, py_file)
+            self._cache_path = _PRIVATE_FOR[os.path.dirname(os.path.abspath(py_file))]
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if os.path.dirname(os.path.abspath(py_file)) not in _PRIVATE_FOR:
+                return None
+            # numba's file-backed locator: the source is there and the folder writable
+            return super(UserProvidedCacheLocator, cls).from_function(py_func, py_file)
+
+    return PrivateLocator
 
 
 def check_cache_folder(path: str, stem: str) -> list[str]:
