@@ -104,6 +104,12 @@ def compile_kernels(progress=None, files: bool = True) -> None:
     The first run of an install compiles (cache=True keeps the machine code next to
     anim/kernels_*.py, in __pycache__); later processes only load it.
     """
+    from scuffle.anim.engine import coldstart
+
+    if not coldstart.BACKGROUND:
+        # this process compiles every kernel itself: its steps below start no background
+        # compile of the rest (anim.engine.coldstart.compile_rest), which would compile them twice
+        coldstart.BACKGROUND.append(None)
     if progress is not None:
         progress("scuffle: " + COMPILE_MESSAGE)
     rot = {1: [(0, (0.0, 0.0, 0.0, 1.0)), (8, (0.1, 0.0, 0.0, 0.995))]}

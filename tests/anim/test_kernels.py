@@ -372,57 +372,33 @@ def test_scaled_turn_kernel_equals_quat_scale_turn_and_the_exact_turn():
 
 
 @pytest.mark.slow
-def test_each_kernel_compiles_once(tmp_path):
-    """A cold compile (a fresh process and cache) makes one version of every kernel and
-    helper, and of every numba function it compiles inside them (min and max were one
-    per type pair); the helpers leave nothing in numba's cache folder (link-only,
-    anim/engine/jitpipe.py) and the kernels are there: a literal or an int32 where another
-    call passes an int64 would make numba compile it again (the first step's compile
-    time). The register_jitable rules and detmath's scalar forms compile into each kernel
-    module that calls them, at most once a module."""
-    import subprocess
-    import sys
+def test_each_kernel_compiles_once(tmp_path_factory):
+    """A cold compile (a fresh process and cache: the session's one cold ``scuffle warm``,
+    tests/coldcache.py, every kernel compiled in that one process) makes one version of
+    every kernel and helper, and of every numba function it compiles inside them (min
+    and max were one per type pair); the helpers leave nothing in numba's cache folder
+    (link-only, anim/engine/jitpipe.py) and the kernels are there: a literal or an int32
+    where another call passes an int64 would make numba compile it again (the first
+    step's compile time). The register_jitable rules and detmath's scalar forms compile
+    into each kernel module that calls them, at most once a module; the row writers
+    (anim.engine.kernels_write) once per module that calls them (cmdkernel's and the step's)."""
+    from pathlib import Path
 
-    code = ("from numba.core import event as ev\n"
-            "from scuffle.anim.playback.warmup import compile_kernels\n"
-            "from scuffle.anim.engine import kernels as K\n"
-            "with ev.install_recorder('numba:compile') as rec:\n"
-            "    compile_kernels()\n"
-            "many = {n: len(getattr(K, n).signatures) for n in dir(K)\n"
-            "        if len(getattr(getattr(K, n), 'signatures', ())) > 1}\n"
-            "seen = {}\n"
-            "for _, e in rec.buffer:\n"
-            "    if e.is_start:\n"
-            "        q = e.data['dispatcher'].py_func.__qualname__\n"
-            "        seen[q] = seen.get(q, 0) + 1\n"
-            # register_jitable functions (the task rules, detmath's scalar forms) are compiled
-            # into each kernel module that calls them: once per module, never per call site
-            "from scuffle.anim.engine import rules\n"
-            "from scuffle.anim.maths import detmath\n"
-            "shared = {f.__name__ for f in detmath.JITABLE} | {n for n in dir(rules) if callable(getattr(rules, n))}\n"
-            "modules = len(set(K.MODULE_OF.values())) + 1\n"
-            # the row writers (anim.engine.kernels_write) take a table's named tuple: once per
-            # module that calls them (its tuple type), cmdkernel's and the step's
-            "from scuffle.anim.engine import kernels_write as W\n"
-            "writers = {n for n in W.WRITERS}\n"
-            "many.update({q: n for q, n in seen.items()\n"
-            "             if n > (2 if q in writers else modules if q in shared else 1)})\n"
-            "print(many)\n"
-            "print(sorted(seen))\n")
-    # every kernel in this one process (none compiled aside in a child: anim.engine.coldstart)
-    env = dict(__import__("os").environ, NUMBA_CACHE_DIR=str(tmp_path), SCUFFLE_COMPILE_ASIDE="0")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600,
-                       cwd=tmp_path)
-    assert r.returncode == 0, r.stderr[-2000:]
-    many, seen = r.stdout.strip().splitlines()[-2:]
-    assert many == "{}", r.stdout           # numba's min/max overloads were 13 (one per type pair)
+    from coldcache import cold_warm
+
+    run = cold_warm(tmp_path_factory)
+    assert run["warm"]["code"] == 0 and run["compiled"], run["warm"]["stderr"][-2000:]
+    assert run["env"]["SCUFFLE_COMPILE_ASIDE"] == "0"      # none compiled aside in a child: all counted
+    many, seen = run["compiled"]["many"], run["compiled"]["seen"]
+    assert many == {}, many                 # numba's min/max overloads were 13 (one per type pair)
     # the helpers compiled (link-only: anim.engine.jitpipe) and none of them in the cache folder
     assert "_blend" in seen and "_room" in seen
-    cached = {p.name.split("-")[0] for p in tmp_path.rglob("*.nbi")}
+    cached = {p.name.split("-")[0] for p in Path(run["cache"]).rglob("*.nbi")}
     assert {"kernels_step.step_stacks", "kernels_pose.pose_stacks", "kernels_motion.root_motion_step"} <= cached, cached
     # a prepared command's rows (anim.engine.cmdkernel, a module of its own): compiled once, cached
     assert "run_rows" in seen and "cmdkernel.run_rows" in cached, (seen, cached)
     assert "apply_commands" in seen and "cmdkernel.apply_commands" in cached, (seen, cached)
+    assert run["compiled"]["link_only"] == K.LINK_ONLY
     if K.LINK_ONLY:                         # numba's usual way under an untested numba (anim.engine.jitpipe)
         assert not {"kernels_pose._blend", "kernels_step._room", "kernels_maths._add", "kernels_pose._sample"} & cached, cached
 

@@ -12,12 +12,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
 import scuffle
 from scuffle.anim.engine import coldstart
 from scuffle.anim.engine.coldstart import WARM_MESSAGE
+
+from coldcache import cold_warm, copy_cache
 
 ENV = {"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"}
 
@@ -81,16 +84,18 @@ g.close()
 
 
 @pytest.mark.slow
-def test_scuffle_warm_on_a_cold_cache_compiles_everything_once(tmp_path):
-    env = dict(os.environ, **ENV, NUMBA_CACHE_DIR=str(tmp_path / "numba"), SCUFFLE_COMPILE_REST="1")
-    check = subprocess.run([sys.executable, "-m", "scuffle", "warm", "--check"], capture_output=True, text=True,
-                           timeout=300, env=env)
-    assert check.returncode == 1 and check.stdout.startswith("not cached: kernels_step.step_stacks"), check.stderr
-    r = subprocess.run([sys.executable, "-m", "scuffle", "warm"], capture_output=True, text=True, timeout=900,
-                       env=env)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stderr.splitlines() == [f"scuffle: {WARM_MESSAGE}"]
-    assert r.stdout.startswith("kernels compiled in ") and str(tmp_path / "numba") in r.stdout
+def test_scuffle_warm_on_a_cold_cache_compiles_everything_once(tmp_path, tmp_path_factory):
+    """``scuffle warm --check`` then ``scuffle warm`` on an empty cache (the session's one
+    cold warm-up, tests/coldcache.py), then runs on copies of the cache it filled."""
+    run = cold_warm(tmp_path_factory)
+    check, r = run["check"], run["warm"]
+    assert check["code"] == 1 and check["stdout"].startswith("not cached: kernels_step.step_stacks"), check["stderr"]
+    assert r["code"] == 0, r["stderr"][-3000:]
+    assert r["stderr"].splitlines() == [f"scuffle: {WARM_MESSAGE}"]
+    assert r["stdout"].startswith("kernels compiled in ") and run["cache"] in r["stdout"]
+    assert run["compiled"]["background"] == [None]         # it compiled them all itself: no background child
+    env = dict(os.environ, **ENV, **run["env"])
+    env["NUMBA_CACHE_DIR"] = str(copy_cache(run["cache"], tmp_path / "numba"))
     after = subprocess.run([sys.executable, "-c", AFTER_WARM], capture_output=True, text=True, timeout=300, env=env)
     assert after.returncode == 0, after.stderr[-3000:]
     out = json.loads(after.stdout.strip().splitlines()[-1])
@@ -102,14 +107,20 @@ def test_scuffle_warm_on_a_cold_cache_compiles_everything_once(tmp_path):
     assert gone
     for f in gone:
         f.unlink()
+    start = time.time()
+    # (from the working folder the cache was filled from: numba names the cache's
+    # sub-folder after the path the sources were imported from)
     bench = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--humans", "2", "--updates", "2",
                             "--scalar-updates", "1", "--no-compile-time"], capture_output=True, text=True,
-                           timeout=600, env=env, cwd=tmp_path)
+                           timeout=600, env=env)
     assert bench.returncode == 0, bench.stderr[-3000:]
     lines = bench.stderr.splitlines()
     assert lines[0] == f"scuffle: {WARM_MESSAGE}", bench.stderr
     assert "scuffle: kernels compiled (cached for the next runs)" in lines
     assert bench.stderr.count("compiling the animation kernels") == 1
+    # only the kernel taken away was compiled again
+    assert not [f for f in (tmp_path / "numba").rglob("*.nbi") if f.stat().st_mtime > start
+                and "root_motion_step" not in f.name]
 
 
 def test_no_background_compile_when_turned_off_or_nothing_is_missing(monkeypatch):

@@ -28,6 +28,8 @@ from scuffle.anim.playback.player import Player
 from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.playback.warmup import compile_kernels
 
+from coldcache import cold_first_step, cold_warm, copy_cache
+
 from .support import IDLE, synthetic_set
 
 ENV = {"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"}
@@ -189,53 +191,33 @@ def test_no_child_on_one_core_without_a_cache_or_python(tmp_path):
         assert _python(code, cache).stdout.split() == ["True"]
 
 
-FIRST_STEP = """
-import json
-from scuffle import Game, demo_set
-from scuffle.anim.engine import coldstart, kernels as K
-g = Game(); g.add_human('a', demo_set())
-g.change('a', g.player.loop(g.instance('a'), 'FIGHT_IDLE'))
-for _ in range(3):
-    g.step()
-rest = coldstart.BACKGROUND[0] if coldstart.BACKGROUND else None
-rest = None if rest is None else rest.wait(timeout=600)     # the rest, compiled in the background
-print(json.dumps({"aside": coldstart.ASIDE_LOG, "cached": coldstart.kernels_cached(),
-                  "rest": rest, "all_cached": coldstart.all_cached(),
-                  "pose_hits": sum(K.pose_stacks.stats.cache_hits.values()),
-                  "pose_misses": sum(K.pose_stacks.stats.cache_misses.values()),
-                  "motion": [str(t) for t in K.root_motion_step.signatures],
-                  "poses": g.player.batch.pose([g.instance('a')]).poses.rot.tolist()}))
-g.close()
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="one core: no child")
-def test_a_first_step_on_a_cold_cache_takes_the_pose_kernel_from_the_child(tmp_path):
+def test_a_first_step_on_a_cold_cache_takes_the_pose_kernel_from_the_child(tmp_path_factory):
+    """A Game's first steps on an empty cache (tests/coldcache.py: the session's one cold
+    first step, also checked by tests/tools/test_cli_kit.py)."""
     import json
 
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba"), "TMPDIR": str(scratch), "SCUFFLE_COMPILE_REST": "1"}
-    first = _python(FIRST_STEP, env, timeout=600)
-    assert first.returncode == 0, first.stderr[-3000:]
-    one = json.loads(first.stdout.strip().splitlines()[-1])
+    run = cold_first_step(tmp_path_factory)
+    first = run["first"]
+    assert first["code"] == 0, first["stderr"][-3000:]
+    one = json.loads(first["stdout"].strip().splitlines()[-1])
     assert [(a["kernel"], a["ok"]) for a in one["aside"]] == [("pose_stacks", True)]
     assert (one["pose_hits"], one["pose_misses"]) == (1, 0)       # loaded from the cache, not compiled here
     assert one["cached"]                                           # every kernel the step calls is cached
     # root motion compiled once: while the child ran (coldstart.meanwhile) for StateUpdate's very types, or after
     assert len(one["motion"]) == 1 and one["aside"][0]["meanwhile"] in ([], ["root_motion_step"]), one["aside"]
-    assert list(scratch.iterdir()) == []                           # the child's folder is gone
-    assert not [p for p in (tmp_path / "numba").rglob("*") if ".tmp." in p.name]
-    assert first.stderr.count("compiling the animation kernels (once per install") == 1
+    assert run["scratch_left"] == []                               # the child's folder is gone
+    assert run["temporary_files"] == []
+    assert first["stderr"].count("compiling the animation kernels (once per install") == 1
     # the kernels the steps did not call (the prepared commands') compiled in the background
     assert one["rest"] == 0 and one["all_cached"]
     # the next process: nothing to compile, nothing said, no child, the same poses from the cache
-    again = _python(FIRST_STEP, env, timeout=300)
-    assert again.returncode == 0, again.stderr[-3000:]
-    two = json.loads(again.stdout.strip().splitlines()[-1])
-    assert two["aside"] == [] and two["cached"] and "compiling" not in again.stderr
+    again = run["again"]
+    assert again["code"] == 0, again["stderr"][-3000:]
+    two = json.loads(again["stdout"].strip().splitlines()[-1])
+    assert two["aside"] == [] and two["cached"] and "compiling" not in again["stderr"]
     assert two["rest"] is None and two["all_cached"]
     assert two["poses"] == one["poses"]
 
@@ -253,7 +235,7 @@ p = Player()
 h = CharacterInstance(aset, "a")
 p.change(h, p.loop(h, 0), 0.0)
 p.flush()
-p.step([h])                     # compiles step_stacks here; pose_stacks in the child
+p.step([h])                     # step_stacks from the cache; pose_stacks compiled in the child
 os._exit(0)                     # dies before it poses: no await, no atexit
 """
 
@@ -261,12 +243,18 @@ os._exit(0)                     # dies before it poses: no await, no atexit
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="one core: no child")
-def test_a_child_whose_parent_died_still_installs_its_kernel_and_cleans_up(tmp_path):
+def test_a_child_whose_parent_died_still_installs_its_kernel_and_cleans_up(tmp_path, tmp_path_factory):
+    """A cache holding every kernel but the pose's (a copy of the session's cold-compiled
+    cache, tests/coldcache.py): the parent loads the step kernel, starts the child that
+    compiles the pose kernel, and dies before it poses."""
     import time
 
+    warm = cold_warm(tmp_path_factory)
+    assert warm["warm"]["code"] == 0, warm["warm"]["stderr"][-3000:]
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    cache = tmp_path / "numba"
+    cache = copy_cache(warm["cache"], tmp_path / "numba", leave_out="kernels_pose.pose_stacks-")
+    assert not list(cache.rglob("kernels_pose.pose_stacks-*")) and list(cache.rglob("kernels_step.step_stacks-*.nbi"))
     env = {"NUMBA_CACHE_DIR": str(cache), "TMPDIR": str(scratch)}
     r = _python(ORPHAN, env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]

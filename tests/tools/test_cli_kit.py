@@ -118,15 +118,14 @@ def test_a_host_can_silence_the_notice(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_hosts_first_step_on_a_cold_cache_says_so_once(tmp_path):
-    code = ("from scuffle import Game, demo_set\n"
-            "g = Game(); g.add_human('a', demo_set())\n"
-            "g.change('a', g.player.loop(g.instance('a'), 'FIGHT_IDLE'))\n"
-            "for _ in range(3): g.step()\n"
-            "g.close()\n")
-    r = _python(code, tmp_path / "numba", timeout=600)
-    assert r.returncode == 0, r.stderr
-    assert r.stderr.count("compiling the animation kernels (once per install") == 1
+def test_a_hosts_first_step_on_a_cold_cache_says_so_once(tmp_path_factory):
+    """A Game's first three steps in a fresh process on an empty cache (the session's one
+    cold first step, tests/coldcache.py, whose other checks are tests/hardening/test_compile_aside.py's)."""
+    from coldcache import cold_first_step
+
+    r = cold_first_step(tmp_path_factory)["first"]
+    assert r["code"] == 0, r["stderr"]
+    assert r["stderr"].count("compiling the animation kernels (once per install") == 1
 
 
 def test_the_benchs_parts_of_the_animation_step_print_indented_under_it():

@@ -1,0 +1,159 @@
+"""The cold compiles the tests share: each costs about 35 s of CPU, so each runs once per
+test session (once across pytest-xdist's workers too) and its output is checked by every
+test that needs one.
+
+- ``cold_warm()``: ``scuffle warm --check`` then ``scuffle warm`` in a fresh process on an
+  empty NUMBA_CACHE_DIR, every kernel compiled in that one process (no child compiles one
+  aside) with numba's compile events recorded: the warm command's own output, how many
+  versions of each function it compiled, and the cache folder it filled (a template: a
+  test that changes a cache takes a copy, ``copy_cache``).
+- ``cold_first_step()``: a Game's first steps in a fresh process on an empty cache, as a
+  host runs them (the pose kernel compiled aside in a child, the rest in the background),
+  then the same steps in a second process on the cache the first left.
+
+Every process runs from the test session's working folder, as the tests' own children
+do: numba names a cache's sub-folder after the path the sources were imported from.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["shared", "cold_warm", "cold_first_step", "copy_cache", "ENV", "run_python"]
+
+ENV = {"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"}
+
+
+def run_python(code: str, env: dict, timeout: float = 900, args: tuple = ()) -> dict:
+    """``python -c code`` with ``env`` over this process's environment: its exit code,
+    stdout and stderr."""
+    r = subprocess.run([sys.executable, "-c", code, *args], env=dict(os.environ, **ENV, **env), capture_output=True,
+                       text=True, timeout=timeout)
+    return {"code": r.returncode, "stdout": r.stdout, "stderr": r.stderr}
+
+
+def shared(tmp_path_factory, name: str, make) -> dict:
+    """The result of ``make(folder)`` (a JSON-able dict), made once per test session in
+    ``folder``: under pytest-xdist the first worker to ask makes it while the others
+    wait on a lock, then all read it."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent                          # the session's folder, shared by its workers
+    folder = base / f"shared-{name}"
+    done = base / f"shared-{name}.json"
+    with open(base / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not done.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                result = make(folder)
+                result["folder"] = str(folder)
+                done.write_text(json.dumps(result))
+            return json.loads(done.read_text())
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def copy_cache(template: str | Path, dst: Path, leave_out: str | None = None) -> Path:
+    """A copy of the cache folder ``template`` at ``dst`` (without the files whose names
+    start with ``leave_out``)."""
+    ignore = (lambda d, names: [n for n in names if n.startswith(leave_out)]) if leave_out else None
+    shutil.copytree(template, dst, ignore=ignore)
+    return dst
+
+
+# ``scuffle warm`` in-process, numba's compile events recorded around it. The events'
+# counts: a function compiled more than once (a literal or an int32 where another call
+# passes an int64 makes numba compile it again); register_jitable functions (the task
+# rules, detmath's scalar forms) compile into each kernel module that calls them, once a
+# module; the row writers (anim.engine.kernels_write) once per module that calls them.
+WARM = """
+import json, sys
+from numba.core import event as ev
+with ev.install_recorder('numba:compile') as rec:
+    from scuffle.cli import main
+    code = main(['warm'])
+sys.stdout.flush()
+from scuffle.anim.engine import coldstart, kernels as K, kernels_write as W, rules
+from scuffle.anim.maths import detmath
+many = {n: len(getattr(K, n).signatures) for n in dir(K) if len(getattr(getattr(K, n), 'signatures', ())) > 1}
+seen = {}
+for _, e in rec.buffer:
+    if e.is_start:
+        q = e.data['dispatcher'].py_func.__qualname__
+        seen[q] = seen.get(q, 0) + 1
+shared = {f.__name__ for f in detmath.JITABLE} | {n for n in dir(rules) if callable(getattr(rules, n))}
+modules = len(set(K.MODULE_OF.values())) + 1
+writers = set(W.WRITERS)
+many.update({q: n for q, n in seen.items() if n > (2 if q in writers else modules if q in shared else 1)})
+print(json.dumps({"code": code, "many": many, "seen": sorted(seen), "background": coldstart.BACKGROUND,
+                  "link_only": K.LINK_ONLY, "where": coldstart.cache_folder()}, default=str))
+"""
+
+
+def _cold_warm(folder: Path) -> dict:
+    cache = folder / "numba"
+    env = {"NUMBA_CACHE_DIR": str(cache), "SCUFFLE_COMPILE_REST": "1", "SCUFFLE_COMPILE_ASIDE": "0"}
+    check = subprocess.run([sys.executable, "-m", "scuffle", "warm", "--check"], capture_output=True, text=True,
+                           timeout=300, env=dict(os.environ, **ENV, **env))
+    warm = run_python(WARM, env)
+    out = warm["stdout"].strip().splitlines()
+    return {"check": {"code": check.returncode, "stdout": check.stdout, "stderr": check.stderr},
+            "warm": {"code": warm["code"], "stdout": "\n".join(out[:-1]), "stderr": warm["stderr"]},
+            "compiled": json.loads(out[-1]) if warm["code"] == 0 and out else None,
+            "cache": str(cache), "env": env}
+
+
+def cold_warm(tmp_path_factory) -> dict:
+    """``_cold_warm``'s result, made once per session (see the module docstring):
+    ``check`` and ``warm`` (code, stdout, stderr), ``compiled`` (``WARM``'s figures),
+    ``cache`` (the filled cache folder: read it, or copy it) and ``env``."""
+    return shared(tmp_path_factory, "cold-warm", _cold_warm)
+
+
+# A host's first steps: a Game of one human, three steps; then the background compile of
+# the rest awaited, and what the process saw.
+FIRST_STEP = """
+import json
+from scuffle import Game, demo_set
+from scuffle.anim.engine import coldstart, kernels as K
+g = Game(); g.add_human('a', demo_set())
+g.change('a', g.player.loop(g.instance('a'), 'FIGHT_IDLE'))
+for _ in range(3):
+    g.step()
+rest = coldstart.BACKGROUND[0] if coldstart.BACKGROUND else None
+rest = None if rest is None else rest.wait(timeout=600)     # the rest, compiled in the background
+print(json.dumps({"aside": coldstart.ASIDE_LOG, "cached": coldstart.kernels_cached(),
+                  "rest": rest, "all_cached": coldstart.all_cached(),
+                  "pose_hits": sum(K.pose_stacks.stats.cache_hits.values()),
+                  "pose_misses": sum(K.pose_stacks.stats.cache_misses.values()),
+                  "motion": [str(t) for t in K.root_motion_step.signatures],
+                  "poses": g.player.batch.pose([g.instance('a')]).poses.rot.tolist()}))
+g.close()
+"""
+
+
+def _cold_first_step(folder: Path) -> dict:
+    scratch = folder / "tmp"
+    scratch.mkdir()
+    cache = folder / "numba"
+    env = {"NUMBA_CACHE_DIR": str(cache), "TMPDIR": str(scratch), "SCUFFLE_COMPILE_REST": "1"}
+    first = run_python(FIRST_STEP, env, timeout=600)
+    left = sorted(p.name for p in scratch.iterdir())
+    temporary = sorted(str(p) for p in cache.rglob("*") if ".tmp." in p.name)
+    again = run_python(FIRST_STEP, env, timeout=300)
+    return {"first": first, "again": again, "scratch_left": left, "temporary_files": temporary}
+
+
+def cold_first_step(tmp_path_factory) -> dict:
+    """``_cold_first_step``'s result, made once per session: ``first`` and ``again`` (code,
+    stdout, stderr of FIRST_STEP on the empty cache, then on the cache it left),
+    ``scratch_left`` (what the first run left in its TMPDIR) and ``temporary_files``
+    (files of the cache under a temporary name after the first run)."""
+    return shared(tmp_path_factory, "cold-first-step", _cold_first_step)
