@@ -374,38 +374,6 @@ def test_scaled_turn_kernel_equals_quat_scale_turn_and_the_exact_turn():
     np.testing.assert_array_equal(out, quat.scale_turn(q, rate))
 
 
-@pytest.mark.slow
-def test_each_kernel_compiles_once(tmp_path_factory):
-    """A cold compile (a fresh process and cache: the session's one cold ``scuffle warm``,
-    tests/coldcache.py, every kernel compiled in that one process) makes one version of
-    every kernel and helper, and of every numba function it compiles inside them (min
-    and max were one per type pair); the helpers leave nothing in numba's cache folder
-    (link-only, anim/engine/jitpipe.py) and the kernels are there: a literal or an int32
-    where another call passes an int64 would make numba compile it again (the first
-    step's compile time). The register_jitable rules and detmath's scalar forms compile
-    into each kernel module that calls them, at most once a module; the row writers
-    (anim.engine.kernels_write) once per module that calls them (cmdkernel's and the step's)."""
-    from pathlib import Path
-
-    from coldcache import cold_warm
-
-    run = cold_warm(tmp_path_factory)
-    assert run["warm"]["code"] == 0 and run["compiled"], run["warm"]["stderr"][-2000:]
-    assert run["env"]["SCUFFLE_COMPILE_ASIDE"] == "0"      # none compiled aside in a child: all counted
-    many, seen = run["compiled"]["many"], run["compiled"]["seen"]
-    assert many == {}, many                 # numba's min/max overloads were 13 (one per type pair)
-    # the helpers compiled (link-only: anim.engine.jitpipe) and none of them in the cache folder
-    assert "_blend" in seen and "_room" in seen
-    cached = {p.name.split("-")[0] for p in Path(run["cache"]).rglob("*.nbi")}
-    assert {"kernels_step.step_stacks", "kernels_pose.pose_stacks", "kernels_motion.root_motion_step"} <= cached, cached
-    # a prepared command's rows (anim.engine.cmdkernel, a module of its own): compiled once, cached
-    assert "run_rows" in seen and "cmdkernel.run_rows" in cached, (seen, cached)
-    assert "apply_commands" in seen and "cmdkernel.apply_commands" in cached, (seen, cached)
-    assert run["compiled"]["link_only"] == K.LINK_ONLY
-    if K.LINK_ONLY:                         # numba's usual way under an untested numba (anim.engine.jitpipe)
-        assert not {"kernels_pose._blend", "kernels_step._room", "kernels_maths._add", "kernels_pose._sample"} & cached, cached
-
-
 def test_the_kernels_table_tuples_are_the_tables_columns():
     """The named tuples the kernels take (issue 19, item 5: no kernel takes dozens of
     positional arguments) hold the tables' own columns, in the tables' order, so a column
