@@ -134,7 +134,6 @@ def cache_setting(module_file: str) -> bool:
         return False
     if moved:
         SET_ASIDE.extend(moved)
-        import logging
         logging.getLogger("scuffle").warning(
             f"numba's cache of the kernels was corrupt: {len(moved)} file(s) set aside in "
             f"{os.path.join(path, SET_ASIDE_FOLDER)}; rebuilding them")
@@ -190,7 +189,10 @@ def folder_not_ours(path: str, root: str | None = None) -> str | None:
     """Why numba's cache folder ``path`` is not this user's own (None: it is): the folder
     (``_why_not``), its numba cache files (``*.nbi``, ``*.nbc``), and each folder from
     ``path``'s parent up to ``root`` (NUMBA_CACHE_DIR when ``path`` lies in it), through
-    which another user could swap the folder. A missing folder is not ours either."""
+    which another user could swap the folder. A missing folder is not ours either. Off
+    POSIX (no owners or mode bits to read) every folder passes."""
+    if os.name != "posix":
+        return None
     why = _why_not(path, leaf=True)
     if why:
         return why
