@@ -119,9 +119,10 @@ def test_scuffle_warm_on_a_cold_cache_compiles_everything_once(tmp_path, tmp_pat
     assert lines[0] == f"scuffle: {WARM_MESSAGE}", bench.stderr
     assert "scuffle: kernels compiled (cached for the next runs)" in lines
     assert bench.stderr.count("compiling the animation kernels") == 1
-    # only the kernel taken away was compiled again
+    # only the kernel taken away was compiled again (and pose_plan, which the bench alone
+    # calls: no game needs it, so the warm-up leaves it out)
     assert not [f for f in (tmp_path / "numba").rglob("*.nbi") if f.stat().st_mtime > start
-                and "root_motion_step" not in f.name]
+                and "root_motion_step" not in f.name and "pose_plan" not in f.name]
 
 
 @pytest.mark.slow
