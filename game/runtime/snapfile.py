@@ -49,7 +49,7 @@ __all__ = ["SnapCache", "cache_of", "FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "c
            "need_float", "need_random_state", "short", "assemble", "sections_of", "counts_of", "counts_section",
            "COUNT_LISTS", "COUNTERS"]
 
-FORMAT = 6                       # the byte form's version (the header's second field)
+FORMAT = 7                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
 # magic, format, header size, scuffle version (ASCII, NUL-padded), configuration digest,
 # section count, flags (0), payload size (the bytes after the header), sha256 of the payload
@@ -77,12 +77,15 @@ _TABLE_HEAD = struct.Struct("<II")
 # pair two, ``COUNT_LISTS``' order) and the pool's flags (one byte each, 0 or 1). The
 # lists' rules are the compiled pass's (anim.engine.snapcheck.check_saved: generations,
 # free list, pool) and check_ids' (the callbacks' uses and free ids), the deferred pairs'
-# and the counters' to_state's (the update counters' parse's).
-COUNT_LISTS = ("humans.gen", "humans.free", "calls.uses", "calls.free", "deferred")
+# and the counters' to_state's (the update counters' parse's). The body and combat rows'
+# owners: an entity per row of the table (-1 a row not in use), checked by to_state
+# (``_owners_back``) in numpy.
+COUNT_LISTS = ("humans.gen", "humans.free", "calls.uses", "calls.free", "deferred", "bodies.owner",
+               "combats.owner")
 COUNTERS = ("updates_run", "update", "entity_next", "pool.n_out", "stats[0]", "stats[1]", "batch.kernel_humans",
             "batch.pair_changes")
 _COUNTS_HEAD = struct.Struct(f"<{len(COUNT_LISTS) + 1}I{len(COUNTERS)}q")
-_WIDTH = (8, 8, 8, 8, 16)            # the bytes of an item of each list (a deferred pair: two int64)
+_WIDTH = (8, 8, 8, 8, 16, 8, 8)      # the bytes of an item of each list (a deferred pair: two int64)
 
 
 class _Refused(ValueError):
@@ -349,12 +352,9 @@ def plain_values(game, st, strict: bool = True, array: Any = None) -> dict:
     if st.engine != "compiled":
         raise S.NoPlainForm("a snapshot of the reference engine has no byte form (its state is plain Python "
                             "objects); save the compiled engine's")
-    views = _views_named(game)
     return {
         "engine": S.engine_plain(st.engine_state, _name_of_instance, strict, array),
-        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body", game)},
-        "combats": {"owners": _owners_plain(st.combats[1], views, "combat", game),
-                    "texts": [str.__str__(t) if isinstance(t, str) else t for t in st.combats[2]]},
+        "combats": {"texts": [str.__str__(t) if isinstance(t, str) else t for t in st.combats[2]]},
         "fight": st.fight,
         "extras": list(st.extras),
     }
@@ -496,7 +496,7 @@ def encode(game, st) -> bytes:
     docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
     v = plain_values(game, st)
     fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
-    counts = _counts_bytes(st, v)
+    counts = _counts_bytes(game, st, v)
     values = plaindata.encode(v)          # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
     sections: list[tuple[str, bytes]] = [("config", config), ("meta", _meta_bytes(game, st)),
@@ -517,7 +517,7 @@ def encode(game, st) -> bytes:
 _SECTION_NAME = {name: f"table.{name}" for name in TABLES}
 
 
-def _counts_bytes(st, v: dict) -> bytes:
+def _counts_bytes(game, st, v: dict) -> bytes:
     """The counts section of state ``st`` and its plain values ``v`` (``plain_values``),
     whose engine values give up what the section holds: the human table's generations and
     free list, the callbacks' uses and free ids, the deferred list, the pool, the step's
@@ -529,11 +529,25 @@ def _counts_bytes(st, v: dict) -> bytes:
     uses, free = calls.pop("uses"), calls.pop("free")
     deferred = e.pop("deferred")
     e["leaving"] = batch[2]
-    lists = (h["gen"], h["free"], uses, free, deferred)
-    flags = pool[0]
-    head = _COUNTS_HEAD.pack(len(lists[0]), len(lists[1]), len(lists[2]), len(lists[3]), len(deferred), len(flags),
-                             st.updates_run, st.update, st.entity_next, pool[1], stats[0], stats[1], batch[0], batch[1])
-    return b"".join((head, *(a.astype(_I8, copy=False).tobytes() for a in lists), flags.view(np.uint8).tobytes()))
+    bodies, combats = owner_columns(game, st.names, (st.bodies[1], st.bodies[0].capacity),
+                                    (st.combats[1], st.combats[0].capacity))
+    return counts_raw(h["gen"], h["free"], uses, free, deferred, bodies, combats, pool[0], pool[1], stats, batch[0],
+                      batch[1], st.updates_run, st.update, st.entity_next)
+
+
+def owner_columns(game, names: dict, bodies: tuple, combats: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The body and combat tables' owners ((row -> view, the table's rows) each) as entity
+    columns: per row of the table, the entity (``names``: name -> entity) of the human
+    whose view owns it, -1 for a row owned by none. Rejected (NoPlainForm): a row owned by
+    a view of no human of the Game."""
+    views = _views_named(game)
+    out = []
+    for (owners, cap), what in ((bodies, "body"), (combats, "combat")):
+        col = np.full(int(cap), -1, _I8)
+        for row, name in _owners_plain(owners, views, what, game).items():
+            col[row] = names[name]
+        out.append(col)
+    return out[0], out[1]
 
 
 _I8 = np.dtype("<i8")
@@ -1096,7 +1110,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     fcols = getattr(fight_rules, "ROW_COLUMNS", None)
     saved = _saved_all(game, p.tables, fight_rules, mine_sha)
     v = p.values
-    need(set(v) == {"engine", "bodies", "combats", "fight", "fight_log", "extras"}, "values",
+    need(set(v) == _VALUES_FIELDS, "values",
          "not the fields of a snapshot")
     ev = v["engine"]
     need(isinstance(ev, dict) and set(ev) == _ENGINE_FIELDS, "values.engine", "not the engine's fields")
@@ -1193,8 +1207,9 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                         stats, (calls[0], calls[1].tolist(), calls[2].tolist())),
                        (b[0], b[1], leaving, instances), loose, None)
     # -- the bodies and the combat rows: their owners by name, finite numbers
-    bodies = _views_back(game, scratch["bodies"], v["bodies"], names, Body, "bodies")
-    combats = _views_back(game, scratch["combats"], v["combats"], names, Combat, "combats")
+    by_entity = {e: n for n, e in names.items()}
+    bodies = _owners_back(game, scratch["bodies"], cn["bodies.owner"], by_entity, Body, "bodies")
+    combats = _owners_back(game, scratch["combats"], cn["combats.owner"], by_entity, Combat, "combats")
     # -- the fight rules and the stateful actions check their own
     fight: Any = v["fight"]
     log: Any = v["fight_log"]
@@ -1284,36 +1299,42 @@ def _engine_values(p: Parsed) -> dict:
 MAX_CALLS = 1 << 20
 
 
-def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
-    """(TableState, owners: row -> the human's view) of a body or combat table: each row
-    in use owned by one human of the snapshot (names: checked distinct, so their views are),
-    each human owning one row at most."""
-    where = _VIEWS_WHERE[what]
-    need(isinstance(v, dict) and "owners" in v, where, "not a map holding owners")
-    owners_v = v["owners"]
-    need(isinstance(owners_v, dict), where + ".owners", "not a map")
+def _owners_back(game, t, col: np.ndarray, by_entity: dict, cls, what: str) -> tuple:
+    """(TableState, owners: row -> the human's view) of a body or combat table from its
+    owner column (``owner_columns``; ``by_entity``: the snapshot's humans, entity -> name):
+    an entity on each row in use and -1 on each other row, each human owning one row at
+    most and having a view of ``cls``. Rejected (_Refused naming ``counts.<what>.owner``)."""
+    where = f"counts.{what}.owner"
     live = t.live
     cap = len(live)
+    if len(col) != cap:
+        raise _Refused(f"{where}: {len(col)} entries, not one per row of the {cap}")
+    used = col >= 0
+    bad = np.flatnonzero(used != live.view(np.bool_))
+    if len(bad):
+        r = int(bad[0])
+        raise _Refused(f"{where}[{r}]: " + ("an owner for a row not in use" if used[r] else
+                                            "a row in use owned by no human (or an entity below -1)"
+                                            if col[r] == -1 else "an entity below -1"))
+    rows = np.flatnonzero(used)
+    ents = col[rows]
+    if len(np.unique(ents)) != len(ents):
+        raise _Refused(f"{where}: a human owns two rows")
     comps = game._entities
     owners = {}
-    for r, name in owners_v.items():
-        if not (r.__class__ is int and 0 <= r < cap and live[r]):
-            raise _Refused(f"{where}.owners: row {short(r)} is not a row in use")
-        if not (name.__class__ is str and name in names):      # (a list is no name: never hashed)
-            raise _Refused(f"{where}.owners[{r}]: {short(name)} is not a human of the snapshot")
-        view = comps.get(names[name], _NO_COMPONENTS).get(cls)
+    for r, e in zip(rows.tolist(), ents.tolist()):
+        if e not in by_entity:
+            raise _Refused(f"{where}[{r}]: entity {e} is not a human of the snapshot")
+        view = comps.get(e, _NO_COMPONENTS).get(cls)
         if view is None:
-            raise _Refused(f"{where}.owners[{r}]: {short(name)} has no {cls.__name__}")
+            raise _Refused(f"{where}[{r}]: {short(by_entity[e])} has no {cls.__name__}")
         owners[r] = view
-    need(len(owners) == int(np.count_nonzero(live)), where + ".owners", "not one owner per row in use")
-    need(len(set(owners_v.values())) == len(owners), where + ".owners", "a human owns two rows")
     return S.TableState(t.capacity, t.block), owners
 
 
 _NO_COMPONENTS: dict = {}
-
-
-_VIEWS_WHERE = {"bodies": "values.bodies", "combats": "values.combats"}
+# the values section's fields (the owners are the counts section's columns)
+_VALUES_FIELDS = frozenset({"engine", "combats", "fight", "fight_log", "extras"})
 
 
 _NO_ROWS = np.zeros(0, np.int64)
@@ -1321,7 +1342,7 @@ _NO_ROWS = np.zeros(0, np.int64)
 
 def _texts(v: Any) -> list:
     """The combat rows' texts (their state and role codes index them): distinct short texts."""
-    texts: Any = v.get("texts") if isinstance(v, dict) else None
+    texts: Any = v.get("texts") if isinstance(v, dict) and len(v) == 1 else None
     need(isinstance(texts, list) and 2 <= len(texts) <= 4096 and all(isinstance(x, str) and len(x) <= 256
                                                                      for x in texts)
          and len(set(texts)) == len(texts), "values.combats.texts", "not a list of distinct short texts")
@@ -1362,25 +1383,27 @@ def _pack_ints(xs: Any) -> bytes:
     return np.ascontiguousarray(xs, _I8).tobytes()
 
 
-def counts_raw(gen: Any, free: Any, uses: Any, call_free: Any, deferred: Any, pool_out: np.ndarray, n_out: int,
-               stats: tuple, kernel_humans: int, pair_changes: int, updates_run: int, update: int,
-               entity_next: int) -> bytes:
+def counts_raw(gen: Any, free: Any, uses: Any, call_free: Any, deferred: Any, bodies: np.ndarray,
+               combats: np.ndarray, pool_out: np.ndarray, n_out: int, stats: tuple, kernel_humans: int,
+               pair_changes: int, updates_run: int, update: int, entity_next: int) -> bytes:
     """The counts section's bytes (docs/formats.md, "Snapshot": ``counts_of`` reads them):
     the lists (the human rows' generations and free list, the callbacks' uses and free
     ids: lists or int64 arrays; the deferred (human row, task row) pairs: any int array
-    of n pairs), the pool's flags (bools) and the counters."""
+    of n pairs; the body and combat rows' owners: int64 entity columns, ``owner_columns``),
+    the pool's flags (bools) and the counters."""
     d = np.ascontiguousarray(deferred, _I8)
-    head = _COUNTS_HEAD.pack(len(gen), len(free), len(uses), len(call_free), d.size // 2, len(pool_out),
-                             updates_run, update, entity_next, n_out, stats[0], stats[1], kernel_humans, pair_changes)
+    head = _COUNTS_HEAD.pack(len(gen), len(free), len(uses), len(call_free), d.size // 2, len(bodies), len(combats),
+                             len(pool_out), updates_run, update, entity_next, n_out, stats[0], stats[1], kernel_humans,
+                             pair_changes)
     return b"".join((head, _pack_ints(gen), _pack_ints(free), _pack_ints(uses), _pack_ints(call_free), d.tobytes(),
+                     bodies.tobytes(), combats.tobytes(),
                      np.ascontiguousarray(pool_out, np.bool_).view(np.uint8).tobytes()))
 
 
-def _values_raw(engine: tuple, bodies: dict, combats: dict, texts: list, fight: Any, extras: list,
-                cache: Any = None) -> bytes:
+def _values_raw(engine: tuple, texts: list, fight: Any, extras: list, cache: Any = None) -> bytes:
     """Part 4 of the checksum (see above): ``engine`` (calls' values, the step's lists as
     int64 bytes, leaving, instances, loose, the step's pending entries or None)."""
-    v = (engine, sorted(bodies.items()), sorted(combats.items()), texts, fight, extras_digest(extras, cache))
+    v = (engine, texts, fight, extras_digest(extras, cache))
     try:
         return values_bytes(v)
     except ValueError:                          # a type values_bytes does not write by value (an enum in args)
@@ -1489,14 +1512,14 @@ def checksum(game, st) -> str:
     e = S.engine_plain(es, _name_of_instance, False)
     h, calls, (pool_out, n_out) = e["humans"], e["calls"], e["pool"]
     kh, pc, leaving = e["batch"]
-    counts = counts_raw(h["gen"], h["free"], calls["uses"], calls["free"], e["deferred"], pool_out, n_out, e["stats"],
-                        kh, pc, st.updates_run, st.update, st.entity_next)
+    bodies, combats = owner_columns(game, st.names, (st.bodies[1], st.bodies[0].capacity),
+                                    (st.combats[1], st.combats[0].capacity))
+    counts = counts_raw(h["gen"], h["free"], calls["uses"], calls["free"], e["deferred"], bodies, combats, pool_out,
+                        n_out, e["stats"], kh, pc, st.updates_run, st.update, st.entity_next)
     engine = (calls["values"], [a.tobytes() for a in e["stepped"]], leaving, e["instances"], e["loose"],
               e.get("pending"))
-    views = _views_named(game)
-    values = _values_raw(engine, _owners_plain(st.bodies[1], views, "body", game),
-                         _owners_plain(st.combats[1], views, "combat", game),
-                         [str.__str__(t) for t in st.combats[2]], _fight_form(game.fight, st.fight), list(st.extras))
+    values = _values_raw(engine, [str.__str__(t) for t in st.combats[2]], _fight_form(game.fight, st.fight),
+                         list(st.extras))
     saved = _saved_tables(st).values()
     tables = _tables_digests(game, tuple(ts.block for ts in saved), tuple(int(ts.capacity) for ts in saved))
     return _digest_of(counts, _names_bytes(st.names), tables, values)
@@ -1533,20 +1556,19 @@ def checksum_game(game, entity_next: int, extras: list, arena: Any = None) -> st
         return None                                  # (a human the engine has no row for yet)
     st, ctx = player.stores, game.ctx
     hum = st.humans
-    counts = counts_raw(hum.gen, hum._free, uses, free, rows, pool.out if hasattr(pool, "out") else pool[0],
-                        pool[1] if pool.__class__ is tuple else pool.n_out, stats, kh, pc, ctx.updates_run,
-                        ctx.update, entity_next)
+    combats = ctx.combats
+    bodies_col, combats_col = owner_columns(game, game.names, (ctx.bodies.owners, ctx.bodies.capacity),
+                                            (combats.owners, combats.capacity))
+    counts = counts_raw(hum.gen, hum._free, uses, free, rows, bodies_col, combats_col, pool[0], pool[1], stats, kh, pc,
+                        ctx.updates_run, ctx.update, entity_next)
     calls = [("", v) if v.__class__ is str else S.callback_plain(v, "calls", False) for v in values]
     engine = (calls, [np.ascontiguousarray(r, _I8).tobytes() for r in stepped],
               [(int(r), int(g)) for r, g in leaving], [None if i is None else i.name for i in instances], [], None)
     fight = game.fight
     fs = fight.save_state() if fight is not None and hasattr(fight, "save_state") else None
-    views = _views_named(game)
-    combats = ctx.combats
     cache = cache_of(game)
-    values = _values_raw(engine, _owners_plain(ctx.bodies.owners, views, "body", game),
-                         _owners_plain(combats.owners, views, "combat", game), [str.__str__(t) for t in combats.texts],
-                         _fight_form(fight, fs, cache), [fn.save_state() for fn in extras], cache)
+    values = _values_raw(engine, [str.__str__(t) for t in combats.texts], _fight_form(fight, fs, cache),
+                         [fn.save_state() for fn in extras], cache)
     tabs = (st.cursors, st.fades, st.gaits, st.tasks, hum, ctx.bodies, combats)
     tables = _arena_digests(game, arena, tabs) if arena is not None and arena.whole() else \
         _tables_digests(game, tuple(t.block for t in tabs), tuple(int(t.capacity) for t in tabs))
@@ -1621,8 +1643,7 @@ def checksum_parsed(p: Parsed) -> str:
         fight = _fight_form(_HAS_ROWS, _fight_state_plain(tables, v["fight"]))
     digests = blocks_digests([(_COLUMNS_OF[p.tables[name][1]], tables[name].capacity, tables[name].block)
                               for name in ROW_TABLES])
-    values = _values_raw(engine, v["bodies"]["owners"], v["combats"]["owners"], v["combats"]["texts"], fight,
-                         v["extras"])
+    values = _values_raw(engine, v["combats"]["texts"], fight, v["extras"])
     return _digest_of(p.counts_bytes, plaindata.encode(p.meta["names"]), digests, values)
 
 
