@@ -1305,24 +1305,23 @@ def _owners_back(game, t, col: np.ndarray, by_entity: dict, cls, what: str) -> t
     an entity on each row in use and -1 on each other row, each human owning one row at
     most and having a view of ``cls``. Rejected (_Refused naming ``counts.<what>.owner``)."""
     where = f"counts.{what}.owner"
-    live = t.live
+    live = t.live.view(np.bool_)
     cap = len(live)
     if len(col) != cap:
         raise _Refused(f"{where}: {len(col)} entries, not one per row of the {cap}")
-    used = col >= 0
-    bad = np.flatnonzero(used != live.view(np.bool_))
-    if len(bad):
-        r = int(bad[0])
+    # (few array operations: the tables of two fighters have a few rows, a crowd's thousands)
+    if ((col >= 0) != live).any():
+        used = col >= 0
+        r = int(np.argmax(used != live))
         raise _Refused(f"{where}[{r}]: " + ("an owner for a row not in use" if used[r] else
-                                            "a row in use owned by no human (or an entity below -1)"
-                                            if col[r] == -1 else "an entity below -1"))
-    rows = np.flatnonzero(used)
-    ents = col[rows]
-    if len(np.unique(ents)) != len(ents):
+                                            "a row in use owned by no human" if col[r] == -1 else
+                                            "an entity below -1"))
+    ents = col[live].tolist()
+    if len(set(ents)) != len(ents):
         raise _Refused(f"{where}: a human owns two rows")
     comps = game._entities
     owners = {}
-    for r, e in zip(rows.tolist(), ents.tolist()):
+    for r, e in zip(np.flatnonzero(live).tolist(), ents):
         if e not in by_entity:
             raise _Refused(f"{where}[{r}]: entity {e} is not a human of the snapshot")
         view = comps.get(e, _NO_COMPONENTS).get(cls)
