@@ -102,7 +102,7 @@ class SnapCache:
     when the Game's configuration changed (every file written or read asks it first)."""
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
-                 "words", "arena")
+                 "words", "arena", "extras_bytes")
 
     def __init__(self) -> None:
         self.clear()
@@ -121,6 +121,7 @@ class SnapCache:
         self.extras: Any = None       # (the stateful actions' last states, their digest): the checksum's
         self.words: dict = {}         # id(an AI's words) -> (the words, their sha256): the checksum's
         self.arena: Any = None        # (the arena's arrangement, the arena, the checksum's plan over it)
+        self.extras_bytes: Any = None  # (the stateful actions' last states, their plain form): a file's
 
 
 def cache_of(game) -> SnapCache:
@@ -497,7 +498,7 @@ def encode(game, st) -> bytes:
     v = plain_values(game, st)
     fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
     counts = _counts_bytes(game, st, v)
-    values = plaindata.encode(v)          # first: it refuses what has no byte form
+    values = _values_section(game, v)     # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
     sections: list[tuple[str, bytes]] = [("config", config), ("meta", _meta_bytes(game, st)),
                                          ("counts", counts), ("values", values)]
@@ -515,6 +516,24 @@ def encode(game, st) -> bytes:
 
 
 _SECTION_NAME = {name: f"table.{name}" for name in TABLES}
+_U32 = struct.Struct("<I")
+
+
+def _values_section(game, v: dict) -> bytes:
+    """The values section: ``v`` in the plain form (anim.engine.plaindata's map: its tag,
+    its count, then each key and value), the stateful actions' states encoded again only
+    when they are not the objects encoded last (a Game's SnapCache keeps them: an action
+    gives its last state again while nothing changed, and a state is never written to)."""
+    extras = v["extras"]
+    cache = cache_of(game)
+    got = cache.extras_bytes
+    if got is None or len(got[0]) != len(extras) or not all(a is b for a, b in zip(got[0], extras)):
+        got = cache.extras_bytes = (tuple(extras), plaindata.encode(extras))
+    parts = [b"\x0a", _U32.pack(len(v))]
+    for k, x in v.items():
+        parts.append(plaindata.encode(k))
+        parts.append(got[1] if k == "extras" else plaindata.encode(x))
+    return b"".join(parts)
 
 
 def _counts_bytes(game, st, v: dict) -> bytes:
