@@ -562,10 +562,10 @@ def owner_columns(game, names: dict, bodies: tuple, combats: tuple) -> tuple[np.
     views = _views_named(game)
     out = []
     for (owners, cap), what in ((bodies, "body"), (combats, "combat")):
-        col = np.full(int(cap), -1, _I8)
+        col = [-1] * int(cap)
         for row, name in _owners_plain(owners, views, what, game).items():
             col[row] = names[name]
-        out.append(col)
+        out.append(np.array(col, _I8))
     return out[0], out[1]
 
 
