@@ -102,7 +102,7 @@ class SnapCache:
     when the Game's configuration changed (every file written or read asks it first)."""
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
-                 "words", "arena", "extras_bytes")
+                 "words", "arena", "extras_bytes", "calls", "fitted")
 
     def __init__(self) -> None:
         self.clear()
@@ -122,6 +122,8 @@ class SnapCache:
         self.words: dict = {}         # id(an AI's words) -> (the words, their sha256): the checksum's
         self.arena: Any = None        # (the arena's arrangement, the arena, the checksum's plan over it)
         self.extras_bytes: Any = None  # (the stateful actions' last states, their plain form): a file's
+        self.calls: Any = None        # (a file's callbacks' values checked last, exact bytes; their callbacks)
+        self.fitted: list = []        # (each stateful action, the exact bytes of its state that fitted last)
 
 
 def cache_of(game) -> SnapCache:
@@ -1152,7 +1154,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     scratch = {name: _Rows(sv.columns, sv.capacity, b) for name, sv, b in zip(TABLES, saved, blocks)}
     hum = scratch["humans"]
     kinds = player.callbacks
-    calls = _calls_back(ev["calls"], kinds, cn["calls.uses"], cn["calls.free"])
+    calls = _calls_back(ev["calls"], kinds, cn["calls.uses"], cn["calls.free"], cache)
     try:
         check_ids(scratch["tasks"], hum, calls[0], calls[1], calls[2], len(bank))
     except StateError as e:
@@ -1250,26 +1252,36 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     mine_x = stateful(game)
     need(isinstance(extras, list) and len(extras) == len(mine_x), "values.extras",
          f"not the {len(mine_x)} stateful actions of this Game")
+    fitted = cache.fitted                    # (an action, its state's exact bytes) checked last
+    now: list = []
     for i, (obj, x) in enumerate(zip(mine_x, extras)):
         fits = getattr(obj, "state_fits", None)
         if fits is None:
             raise _Refused(f"values.extras[{i}]: {type(obj).__qualname__} has no state_fits: its state from a "
                            "file cannot be checked (give it state_fits(state) -> reason or None)")
-        why = fits(x)
-        need(why is None, f"values.extras[{i}]", str(why))
+        exact = _exact(x)
+        if exact is None or i >= len(fitted) or fitted[i][0] is not obj or fitted[i][1] != exact:
+            why = fits(x)                     # (a state equal in type and bits to one that fitted: fits)
+            need(why is None, f"values.extras[{i}]", str(why))
+        now.append((obj, exact))
+    cache.fitted = now
     return state_cls(game.engine, updates_run, update, dict(names), entity_next, es, {},
                      (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras), log)
 
 
-def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray) -> tuple:
+def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: Any = None) -> tuple:
     """The callbacks table's saved (values, uses, free) (the id lists: the counts
     section's int64 arrays, checked with the tasks' ids by check_ids): each value None (a
     free id), a callback (kind, args) of a kind this Game registered (each callback
-    once), or ("", name) a partner's name."""
+    once), or ("", name) a partner's name. ``cache``: the Game's SnapCache, which keeps
+    the last values checked (by their exact plain bytes, ``_exact``) and their callbacks."""
     where = "values.engine.calls"
     need(isinstance(v, dict) and set(v) == {"values"}, where, "not {values}")
     vals = v["values"]
     need(isinstance(vals, list) and len(vals) <= MAX_CALLS, f"{where}.values", f"not a list of at most {MAX_CALLS}")
+    exact = _exact(vals) if cache is not None else None
+    if exact is not None and cache.calls is not None and cache.calls[0] == exact:
+        return list(cache.calls[1]), uses, free
     out: list = []
     for i, x in enumerate(vals):
         if x is None:
@@ -1288,7 +1300,19 @@ def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray) -> tuple
             if k in ids:
                 raise _Refused(f"{where}.values[{i}]: the callback of values[{ids[k]}] again")
             ids[k] = i
+    if exact is not None:
+        cache.calls = (exact, list(out))
     return out, uses, free
+
+
+def _exact(v: Any) -> bytes | None:
+    """Bytes equal only for values equal in type and bits (anim.engine.digest.values_bytes:
+    True and 1, -0.0 and 0.0 differ), to know a value checked before; None for a value
+    it does not write (an array)."""
+    try:
+        return values_bytes(v)
+    except ValueError:
+        return None
 
 
 # the engine's values a file holds (the rest are the counts section's)
@@ -1328,19 +1352,25 @@ def _owners_back(game, t, col: np.ndarray, by_entity: dict, cls, what: str) -> t
     cap = len(live)
     if len(col) != cap:
         raise _Refused(f"{where}: {len(col)} entries, not one per row of the {cap}")
-    # (few array operations: the tables of two fighters have a few rows, a crowd's thousands)
-    if ((col >= 0) != live).any():
-        used = col >= 0
-        r = int(np.argmax(used != live))
-        raise _Refused(f"{where}[{r}]: " + ("an owner for a row not in use" if used[r] else
+    # (a few rows, as two fighters' tables have, in plain Python; a crowd's thousands in numpy)
+    if cap > 256:
+        bad = (col >= 0) != live
+        r = int(np.argmax(bad)) if bad.any() else -1
+        rows = np.flatnonzero(live).tolist()
+    else:
+        lv = live.tolist()
+        r = next((r for r, (on, e) in enumerate(zip(lv, col.tolist())) if on != (e >= 0)), -1)
+        rows = [r for r, on in enumerate(lv) if on]
+    if r >= 0:
+        raise _Refused(f"{where}[{r}]: " + ("an owner for a row not in use" if col[r] >= 0 else
                                             "a row in use owned by no human" if col[r] == -1 else
                                             "an entity below -1"))
-    ents = col[live].tolist()
+    ents = col[rows].tolist()
     if len(set(ents)) != len(ents):
         raise _Refused(f"{where}: a human owns two rows")
     comps = game._entities
     owners = {}
-    for r, e in zip(np.flatnonzero(live).tolist(), ents):
+    for r, e in zip(rows, ents):
         if e not in by_entity:
             raise _Refused(f"{where}[{r}]: entity {e} is not a human of the snapshot")
         view = comps.get(e, _NO_COMPONENTS).get(cls)
