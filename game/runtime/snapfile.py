@@ -868,6 +868,13 @@ class _Column:
         return a
 
 
+def _rows_at(cls: type, cap: int, block: np.ndarray) -> "_Rows":
+    """A scratch table of _Rows subclass ``cls`` (``_rows_class``) over ``block``."""
+    obj = object.__new__(cls)
+    obj.capacity, obj.block = cap, block
+    return obj
+
+
 def _rows_class(columns: dict, cap: int) -> type:
     """The _Rows subclass of a layout (kept per columns object and rows)."""
     key = (id(columns), cap)
@@ -943,7 +950,9 @@ def _saved_all(game, tables: dict, fight_rules: Any, config_sha: bytes) -> list[
         return [Saved(c, t[0], t[2], b) for (c, b), t in zip(got[1], (tables[name] for name in TABLES))]
     saved = [*(_saved(game, name, *tables[name]) for name in ROW_TABLES),
              *(_saved_fight(fight_rules, name, *tables[name]) for name in FIGHT_TABLES)]
-    cache.saved = (key, [(sv.columns, sv.blank) for sv in saved])
+    # (with each table's _Rows class: the scratch tables' columns read by name)
+    cache.saved = (key, [(sv.columns, sv.blank) for sv in saved],
+                   [_rows_class(sv.columns, sv.capacity) for sv in saved])
     return saved
 
 
@@ -1151,7 +1160,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                                 rules=getattr(fight_rules, "ROW_RANGES", None) or _NO_FIGHT_RULES)
     except StateError as e:
         raise _Refused(str(e)) from None
-    scratch = {name: _Rows(sv.columns, sv.capacity, b) for name, sv, b in zip(TABLES, saved, blocks)}
+    scratch = {name: _rows_at(cls, sv.capacity, b) for name, sv, b, cls in zip(TABLES, saved, blocks,
+                                                                                   cache.saved[2])}
     hum = scratch["humans"]
     kinds = player.callbacks
     calls = _calls_back(ev["calls"], kinds, cn["calls.uses"], cn["calls.free"], cache)
