@@ -599,10 +599,15 @@ def counts_of(sec: bytes) -> dict:
         raise _Refused(f"section counts: lengths {short(got[:k + 1])} take {size} bytes, the section holds {len(sec)}")
     out: dict[str, Any] = dict(zip(COUNTERS, got[k + 1:]))
     off = _COUNTS_HEAD.size
+    # the lists lie one after the other: one copy of their int64 items, each list a view of it
+    words = sum(n * (w // 8) for n, w in zip(lens, _WIDTH))
+    items = np.frombuffer(sec, _I8, words, off).astype(np.int64)
+    at = 0
     for name, n, w in zip(COUNT_LISTS, lens, _WIDTH):
-        a = np.frombuffer(sec, _I8, n * (w // 8), off).astype(np.int64)
+        a = items[at:at + n * (w // 8)]
         out[name] = a if w == 8 else a.reshape(n, 2)
-        off += w * n
+        at += n * (w // 8)
+    off += 8 * words
     flags = np.frombuffer(sec, np.uint8, n_pool, off)
     if n_pool and int(flags.max()) > 1:
         raise _Refused(f"counts.pool.out[{int(np.argmax(flags > 1))}]: a flag that is not 0 or 1")
