@@ -24,7 +24,8 @@ from numba import njit, uint64
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine.store import _layout
 
-__all__ = ["blocks_digests", "digests_plan", "digests_with", "arena_plan", "digests_in", "layout_plan", "array_form", "values_bytes", "digest_form"]
+__all__ = ["blocks_digests", "digests_plan", "digests_with", "arena_plan", "digests_in", "layout_plan", "array_form",
+           "values_bytes", "digest_form"]
 
 # numba's disk cache where it can write one (anim.engine.jitcache: a read-only install compiles per run)
 CACHE = cache_setting(__file__)

@@ -4,7 +4,8 @@ A snapshot file is read from strangers (shared save states, replays, a netplay p
 it holds nothing but data: a fixed header, a directory of sections, each table's block
 as raw bytes with its declared columns (the engine's tables and the fight rules':
 game.fighters.fightrows, reached through the Game's Fight), the counts (the update
-counters and the engine's lists of rows and counters as fixed columns), and the plain values (anim.engine.plaindata: numbers,
+counters, the engine's lists of rows and counters and the body and combat rows' owners as
+fixed columns), and the plain values (anim.engine.plaindata: numbers,
 strings, bytes, lists, maps, numpy arrays; nothing in the bytes names a class or a
 function). scuffle's own code rebuilds its objects from them, in the Game they are
 restored into, after checking every size, every row and every value
@@ -15,10 +16,11 @@ gives the byte layout.
 
 Here: the format's constants, ``config_parts`` / ``config_digest`` (what a Game is set up
 with: peers and files compare it before any state), ``plain_values`` (the saved values
-as plain data, shared by the byte form and the checksum), ``encode`` / ``parse`` (the
+as plain data, the byte form's), ``encode`` / ``parse`` (the
 bytes), ``to_state`` (a parsed file checked against a Game and made into the saved
-state ``snapshot.restore`` writes back), ``checksum`` and ``read_file``. Original: none
-(ours).
+state ``snapshot.restore`` writes back), ``checksum`` / ``checksum_game`` /
+``checksum_parsed`` (one digest of a snapshot, a Game now and a file), ``read_file``, and
+``SnapCache``, the per-Game caches of all of these. Original: none (ours).
 """
 from __future__ import annotations
 
@@ -42,7 +44,8 @@ from scuffle.anim.engine.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
 from scuffle.game.runtime.version import __version__
 
-__all__ = ["SnapCache", "cache_of", "FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "config_bytes",
+__all__ = ["SnapCache", "cache_of", "FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest",
+           "config_bytes", "checksum_game", "owner_columns", "counts_raw",
            "table_block", "table_section", "plain_values", "encode",
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
            "need_float", "need_random_state", "short", "assemble", "sections_of", "counts_of", "counts_section",
@@ -1509,7 +1512,8 @@ def _fight_form(fight: Any, state: Any, cache: Any = None) -> Any:
             c = c.state()
         if _is_ai_state(c):
             (_, words, gauss), tick, hold, on = c
-            ctl_form.append((_words_digest(words, cache), None if gauss is None else float(gauss), int(tick), int(hold), bool(on)))
+            ctl_form.append((_words_digest(words, cache), None if gauss is None else float(gauss), int(tick),
+                             int(hold), bool(on)))
         else:
             ctl_form.append(None if c is None else plaindata.encode(c, lenient=True))
     return (sorted([(int(e), int(u)) for e, u in ko.items()]), ko_at,
