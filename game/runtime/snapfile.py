@@ -348,11 +348,11 @@ def _owners_plain(owners: dict, views: dict[int, str], what: str, game: Any = No
 def plain_values(game, st, strict: bool = True, array: Any = None) -> dict:
     """The saved values of snapshot state ``st`` (game.runtime.snapshot._State) but the
     tables' blocks and the last update's outputs, as plain data: the engine's values
-    (anim.engine.snapshot.engine_plain), the body and combat rows' owners by name, the combat
-    texts, the fight rules' state (the file and the checksum put its rows' counters in its
-    place: ``_fight_rows``) and each stateful action's. Rejected (NoPlainForm): the
-    reference engine (its state is its objects), code where a value should be. Not
-    ``strict`` (a checksum): code is named by its module and name instead, and entries
+    (anim.engine.snapshot.engine_plain), the combat texts, the fight rules' state (the
+    file puts its rows' counters in its place: ``_fight_rows``) and each stateful
+    action's; the owners are the counts section's (``owner_columns``). Rejected
+    (NoPlainForm): the reference engine (its state is its objects), code where a value
+    should be. Not ``strict``: code is named by its module and name instead, and entries
     held as objects by their rows."""
     if st.engine != "compiled":
         raise S.NoPlainForm("a snapshot of the reference engine has no byte form (its state is plain Python "
