@@ -15,17 +15,20 @@ with every text codec, numpy.testing with unittest, numpy.ma) and pydoc. No kern
 uses BLAS or LAPACK; the flag only picks the inner product of numba's ``np.convolve`` and
 ``np.correlate`` (BLAS's ``np.dot`` where it is there, a loop otherwise).
 
-How: while ``numba.np.arraymath`` is imported here, under numba's compiler lock, its
-check is handed a probe that looks for scipy's compiled ``linalg/cython_blas`` module in
-scipy's own package folder (the import system's answer, from the spec of the ``scipy``
+How: while ``numba.np.arraymath`` is imported here, its check is handed a probe that
+looks for scipy's compiled ``linalg/cython_blas`` module in scipy's own package folder (the import system's answer, from the spec of the ``scipy``
 numba's start has already imported) and, when it is there, runs numba's own ABI check of
 it (``_check_lapack_int_width``, which reads only ``scipy.__config__``); where no such file
 is found (scipy laid out otherwise, or absent) the probe is numba's own ``ensure_blas``, as
 without scuffle. Then ``numba.np.linalg.ensure_blas`` and ``arraymath.ensure_blas`` are
 numba's own again, so a later ``np.dot`` or ``np.linalg`` call in anyone's ``@njit`` code
 imports ``scipy.linalg.cython_blas`` when it compiles, as numba does for every other user
-of it. ``sys.modules`` is never written: a program that imports scipy later gets it
-whole. Another thread calling ``ensure_blas`` during the import gets numba's own.
+of it. No entry of ``sys.modules`` is set or removed by hand: a program that imports
+scipy later gets it whole. Another thread calling ``ensure_blas`` meanwhile gets numba's own (the probe
+answers only the importing thread), and one importing ``numba.np.arraymath`` at the same
+time is held by Python's import lock until this import is done, then finds it whole.
+No lock of numba's is taken (a kernel module's import holding numba's compiler lock
+could wait on a thread compiling under it that imports the same module).
 
 What it does not change: nothing where ``numba.np.arraymath`` is already imported (numba
 already compiled something in this process), where ``scipy.linalg.cython_blas`` is already
@@ -76,7 +79,6 @@ def defer_blas_check() -> None:
     _DONE = True
     if "numba.np.arraymath" in sys.modules or "scipy.linalg.cython_blas" in sys.modules:
         return
-    from numba.core.compiler_lock import global_compiler_lock
     from numba.np import linalg
 
     real = getattr(linalg, "ensure_blas", None)
@@ -91,13 +93,10 @@ def defer_blas_check() -> None:
             return
         width_check()
 
-    with global_compiler_lock:
-        if "numba.np.arraymath" in sys.modules:
-            return
-        linalg.ensure_blas = probe
-        try:
-            from numba.np import arraymath
-        finally:
-            linalg.ensure_blas = real
-        if getattr(arraymath, "ensure_blas", None) is probe:
-            arraymath.ensure_blas = real
+    linalg.ensure_blas = probe
+    try:
+        from numba.np import arraymath
+    finally:
+        linalg.ensure_blas = real
+    if getattr(arraymath, "ensure_blas", None) is probe:
+        arraymath.ensure_blas = real
