@@ -26,6 +26,9 @@ from scuffle.game.fighters.moveset import demo_set
 
 from flushhelp import CLIP, IDLE
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 

@@ -26,6 +26,9 @@ import pytest
 
 from .support import REPO
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 HERE = Path(__file__).resolve().parent
 FIGHT = HERE / "fight_2min.toml"
 SEEDS = ("1", "4242")                      # PYTHONHASHSEED of the two processes

@@ -31,6 +31,9 @@ from scuffle.game.runtime.world import Game
 from scuffle.systems import crowd as crowd_mod
 from scuffle.game.runtime import schedule
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("anim", "components", "systems", "game", "demo", "scuffle")
 # esper 3 has no public way to set the id its next entity gets: a restore puts the
