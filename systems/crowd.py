@@ -18,6 +18,7 @@ read the world again from esper's queries (``rebuild``: work over the whole crow
 """
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_left
 from collections.abc import Sequence
 from operator import itemgetter
@@ -45,7 +46,7 @@ class FiredList(Sequence):
     (systems.events: the engine's event rows, ``entities_at``) reads no human's objects.
     The crowd makes the entries before a join or a leave moves its lists (``freeze``)."""
 
-    __slots__ = ("places", "_crowd", "_entities", "_instances", "_fired", "_ids", "_list")
+    __slots__ = ("places", "_crowd", "_entities", "_instances", "_fired", "_ids", "_list", "__weakref__")
 
     def __init__(self, crowd: "Crowd", places: list):
         self.places = places
@@ -53,7 +54,7 @@ class FiredList(Sequence):
         self._entities, self._instances, self._fired = crowd.entities, crowd.instances, crowd.fired
         self._ids = crowd.entity_ids            # (a join or a leave makes a new array: this one stays)
         self._list: list | None = None
-        crowd._lazy = self
+        crowd.note_lazy(self)
 
     def _all(self) -> list:
         got = self._list
@@ -68,8 +69,6 @@ class FiredList(Sequence):
                         fired.source = inst
                 got = list(zip(_picked(self._entities, places), fireds, insts))
             self._list = got
-            if self._crowd._lazy is self:
-                self._crowd._lazy = None
         return got
 
     freeze = _all
@@ -160,7 +159,9 @@ class Crowd:
         self.posed: list[int] = self.entities
         self.version = 0
         self._seen: list | None = None          # the probe's list when the crowd last matched the world
-        self._lazy: FiredList | None = None     # a FiredList over these lists, its entries not made yet
+        # the FiredLists over these lists whose entries are not made yet (weak: a list no
+        # one holds is not kept), made before a join or a leave moves the lists
+        self._lazy: list[weakref.ref] = []
         # its humans' FiredEvents given a list, by entity (linked again when they fire: relink)
         self.unlinked: dict[int, FiredEvents] = {}
         self._stale = True                      # read the world again at the next sync
@@ -219,12 +220,24 @@ class Crowd:
             self.pose_col, self.idle = pc, idle
             self.version += 1
 
+    def note_lazy(self, fl: FiredList) -> None:
+        """``fl`` reads these lists when its entries are first read: kept (weakly) to be
+        made before they move; those made already or no longer held are let go."""
+        lazy = self._lazy
+        if lazy:
+            self._lazy = lazy = [r for r in lazy if (o := r()) is not None and o._list is None]
+        lazy.append(weakref.ref(fl))
+
     # ---------------------------------------------------------------- joins and leaves
     def _unposed(self) -> None:
         """Before the lists change: the last pose's layout kept apart from them, the
         update's FiredList made from them."""
-        if self._lazy is not None:
-            self._lazy.freeze()
+        if self._lazy:
+            lazy, self._lazy = self._lazy, []
+            for ref in lazy:
+                fl = ref()
+                if fl is not None:
+                    fl.freeze()
         if self.posed is self.entities:
             self.posed = list(self.entities)
 

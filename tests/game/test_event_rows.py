@@ -156,3 +156,24 @@ def test_an_unlinked_component_of_a_crowd_is_linked_again_when_its_human_fires()
                 break
         assert comp.source is g.instance("h3")               # it fired: linked again, ctx.fired unread
         assert comp.events and comp.events is g.instance("h3").events
+
+
+def test_a_fired_list_kept_from_an_earlier_update_survives_joins_and_leaves():
+    """ctx.fired's entries are made when first read (systems.crowd.FiredList); one kept
+    from an earlier update, unread, still lists that update's humans after humans joined
+    and left since (the crowd makes every such list before its lists move)."""
+    with event_game(40) as g:
+        g.step()
+        kept, want = None, None
+        for _ in range(20):
+            g.step()
+            if len(g.ctx.fired):
+                kept = g.ctx.fired
+                want = [(e, i) for e, i in _fired_by_scan(g)]
+                break
+        assert kept is not None and kept._list is None          # unread so far
+        g.step()
+        first = g.humans()[0][0]
+        g.remove_human(first)
+        g.add_human("newcomer", g.instance(g.humans()[0][0]).anim_set, (50.0, 50.0, 0.0), 0.0)
+        assert [(e, i) for e, _, i in kept] == want
