@@ -68,7 +68,8 @@ from scuffle.anim.playback.prepared import RecipeRules
 from scuffle.anim.playback.stackrules import StackRules
 from scuffle.anim.engine.store import LAYOUT_EPOCH, Stores, Table, layout_epoch
 from scuffle.anim.engine.writefirst import write_first
-from scuffle.anim.playback.tasks import ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents, Task, task_at
+from scuffle.anim.playback.tasks import (ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents,
+                                        Task, task_at, viewed_rows)
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
@@ -574,7 +575,6 @@ class Player:
         in one vector test (the entries' task rows among the step's event rows)."""
         eng = self.batch
         n_ev = eng._m_counts[K.COUNT_EVENTS]
-        views = self.stores.tasks.views
         if n_ev and n:
             ev = eng._ev_out[:n_ev, 1]
             mark = self._fired_mark
@@ -590,7 +590,7 @@ class Player:
                     continue                        # held as objects: below
                 inst = self._inst_at(hr)
                 rows = inst._event_rows
-                if rows is not None and rows[0].fired_by(views[tr] or task_at(self.stores.tasks, tr), rows[1], rows[2]):
+                if rows is not None and rows[0].fired_row(tr, rows[1], rows[2]):
                     inst.events                     # noqa: B018
         for task, inst in odd.values():
             rows = inst._event_rows
@@ -678,19 +678,30 @@ class Player:
         list, the loop and getrefcount's own hold it, 3, and no weak reference names it), the callback ids of the keyed rows let
         go (Table.freed; the kernel reset their other columns to the defaults)."""
         fr = freed[:nf]
-        if not keyed:
-            rows, held = fr.tolist(), []
-        elif nf <= _FEW_ROWS:                       # a few rows (a callback's stop): one by one
+        looked: Any = None                          # the rows whose ``views`` slot is read
+        if nf <= _FEW_ROWS:                         # a few rows (a callback's stop): one by one
             marked = fr.tolist()
-            held = [~r for r in marked if r < 0]
-            rows = [r if r >= 0 else ~r for r in marked]
+            if keyed:
+                held = [~r for r in marked if r < 0]
+                rows = [r if r >= 0 else ~r for r in marked]
+            else:
+                rows, held = marked, []
+            looked = rows
         else:
-            neg = fr < 0
-            fr[neg] = ~fr[neg]                      # the scratch's own rows, back to rows
-            held = fr[neg].tolist()
-            rows = fr.tolist()
+            if keyed:
+                neg = fr < 0
+                fr[neg] = ~fr[neg]                  # the scratch's own rows, back to rows
+                held = fr[neg].tolist()
+            else:
+                held = []
+            rows = fr
+            # only the rows flagged as holding a handle (anim.playback.tasks.note_view): no
+            # read of ``views`` per row given back
+            flagged = viewed_rows(tasks, fr)
+            looked = flagged.tolist() if flagged is not None else fr.tolist()
         views = tasks.views
-        got = _itemgetter(*rows)(views) if nf > 1 else (views[rows[0]],)
+        n = len(looked)
+        got = _itemgetter(*looked)(views) if n > 1 else (views[looked[0]],) if n else ()
         hs = [*filter(None, got)]                   # the rows with a handle (no Task is falsy)
         got = None
         keep_of = tasks.spare.get

@@ -408,8 +408,11 @@ def test_each_kernel_compiles_once(tmp_path):
             # module that calls them (its tuple type), cmdkernel's and the step's
             "from scuffle.anim.engine import kernels_write as W\n"
             "writers = {n for n in W.WRITERS}\n"
+            # the flush's reset of a freed task row: one version per column dtype it zeroes
+            "from scuffle.anim.engine import kernels_flush as KF\n"
+            "per_dtype = {'_to_zero': len(KF.RESET_DTYPES)}\n"
             "many.update({q: n for q, n in seen.items()\n"
-            "             if n > (2 if q in writers else modules if q in shared else 1)})\n"
+            "             if n > (2 if q in writers else modules if q in shared else per_dtype.get(q, 1))})\n"
             "print(many)\n"
             "print(sorted(seen))\n")
     # every kernel in this one process (none compiled aside in a child: anim.engine.coldstart)
