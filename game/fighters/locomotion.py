@@ -330,6 +330,9 @@ class Locomotion(FightCore):
                 else:
                     b.state_velocity = vel             # the setter's error (BodyFieldError)
 
+    # the rule FightStates' pass over many fights' rows stands for (a replacement lacks it)
+    _state_velocities.one_pass = True       # type: ignore[attr-defined]
+
     def _state_velocity_of(self, mine: dict, c: Combat, b: Body) -> None:
         """``_state_velocities`` for one human through its views' descriptors (a stale view
         raises its StaleHandle here, as the descriptors do)."""
