@@ -31,6 +31,8 @@ from scuffle.game.fighters.fightdata import IMPULSE_DECAY, LocomotionStop
 __all__ = ["FightStates", "join"]
 
 _STILL = int(LOCOMOTION_STILL)
+_MASK = LocomotionStop.MASK
+_count = np.count_nonzero
 _PUSH = 0.05                 # a throw's push below this (its length) is over (Locomotion._state_velocities)
 
 
@@ -57,23 +59,29 @@ class FightStates:
 
     def rows(self) -> tuple | None:
         """(combat table, body table, human table, the combat rows, the body rows, the
-        human rows, their three generations) of every fight's humans in order, or None
-        when the pass cannot stand for the fights' own functions (another rule, the
-        functions replaced, two tables of a kind, a human twice)."""
-        parts = []
-        for f in self.fights:
-            if f.locomotion_stop != LocomotionStop.MASK or not getattr(type(f)._state_velocities, "one_pass", False):
+        human rows, their generations as the rows held them) of every fight's humans in
+        order, or None when the pass cannot stand for the fights' own functions (another
+        rule, the functions replaced, fights on several worlds, two tables of a kind, a
+        human twice). Found again only when the world's humans or names changed (the
+        key each fight's ``_parts`` keeps) or a table's arrays were replaced."""
+        fights = self.fights
+        for f in fights:
+            if f.locomotion_stop != _MASK or not getattr(type(f)._state_velocities, "one_pass", False):
                 return None
-            parts.append(f._parts())
+        game = fights[0]._lookup.__self__
+        game._see()
+        key = (game.ctx.crowd.version, game.names.version)
         kept = self.kept
-        if kept is not None and len(kept[0]) == len(parts) and all(a is b for a, b in zip(kept[0], parts)):
-            ct, bt, ht = kept[1]
-            if kept[2] == (ct.layout, bt.layout, ht.layout):
-                return kept[3]
+        if kept is not None and kept[0] == key and kept[1] is game._entities and kept[2] == len(fights):
+            ct, bt, ht = kept[3]
+            if kept[4] == (ct.layout, bt.layout, ht.layout):
+                return kept[5]
         ct = bt = ht = None
         cr, br, hr, cg, bg, hg = [], [], [], [], [], []
-        for p in parts:
-            for _, mine in p:
+        for f in fights:
+            if f._lookup.__self__ is not game:
+                return None
+            for _, mine in f._parts():
                 c, b, rec = mine[Combat], mine[Body], mine[HumanRecord]
                 if ct is None:
                     ct, bt, ht = c._table, b._table, rec.table
@@ -87,10 +95,10 @@ class FightStates:
                 hg.append(rec.gen)
         if len(cr) < 2 or len(set(cr)) != len(cr) or len(set(br)) != len(br) or len(set(hr)) != len(hr):
             return None
-        # (a human table's generations are a list: read through one itemgetter of the rows)
+        # the generations as bytes (a human table's are a list: read through one itemgetter)
         got = (ct, bt, ht, np.array(cr, np.intp), np.array(br, np.intp), np.array(hr, np.intp),
-               np.array(cg, np.int64), np.array(bg, np.int64), (itemgetter(*hr), tuple(hg)))
-        self.kept = (parts, (ct, bt, ht), (ct.layout, bt.layout, ht.layout), got)
+               np.array(cg, np.int64).tobytes(), np.array(bg, np.int64).tobytes(), (itemgetter(*hr), tuple(hg)))
+        self.kept = (key, game._entities, len(fights), (ct, bt, ht), (ct.layout, bt.layout, ht.layout), got)
         return got
 
     def one_pass(self) -> bool:
@@ -100,11 +108,11 @@ class FightStates:
         if got is None:
             return False
         ct, bt, ht, cr, br, hr, cg, bg, hg = got
-        if not ((ct.gen[cr] == cg).all() and (bt.gen[br] == bg).all() and hg[0](ht.gen) == hg[1]):
+        if ct.gen[cr].tobytes() != cg or bt.gen[br].tobytes() != bg or hg[0](ht.gen) != hg[1]:
             return False                         # a stale view: each function's own error
         speed = ct.move_speed[cr]
         moving = speed > 0.0
-        if moving.any():
+        if _count(moving):
             c = ht.commands                      # a held flag read: its human's waiting commands first
             if c is not None and c.n and any(r in c.due for r in hr[moving].tolist()):
                 write_first(ht)
@@ -115,9 +123,9 @@ class FightStates:
         imp = ct.impulse[cr]
         ix, iy = imp[:, 0], imp[:, 1]
         push = np.sqrt(ix * ix + iy * iy) > _PUSH            # detmath.hypot_s's sqrt, in its range
-        if push.any():
+        if _count(push):
             vel[push] += imp[push]                           # 0.0 + the push, or the intent's + the push
-        if not (np.abs(vel) <= MAX_COORD).all():
+        if _count(np.abs(vel) <= MAX_COORD) != vel.size:
             return False                                     # the setter's error, in its human's turn
         imp[push] *= IMPULSE_DECAY
         imp[~push] = 0.0
