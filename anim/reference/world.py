@@ -24,7 +24,7 @@ from scuffle.anim.base.errors import (POOL_SIZE, POSE_STACK_SIZE, QUEUE_SIZE, ST
                       StaleHandle, StackFull, TaskPoolExhausted, UnknownClip)
 from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.maths.skeleton import HUMANOID, NUM_BONES
-from scuffle.anim.reference.commands import RefCommand, run_command
+from scuffle.anim.reference.commands import RefCommand, run_columns, run_command
 from scuffle.anim.reference.cursor import RefCursor
 from scuffle.anim.reference.handlers import RefCallbacks, plain_callback
 from scuffle.anim.reference.tasks import (RefClip, RefDirection, RefFade, RefGait, RefHold, RefLoop, RefMix, RefPairedClip,
@@ -458,6 +458,12 @@ class Reference:
         pool checked first, the tasks made last first, then placed; a refusal gives back
         what was made). Nothing of the Player's is read or written."""
         run_command(self, inst, command, params)
+
+    def commands(self, commands, humans, args=None) -> None:
+        """Prepared commands as columns (Player.commands): each row run as ``run`` runs it,
+        in order (anim.reference.commands.run_columns: the columns checked first, a refused
+        row raising with ``row`` set, the rows after it not run)."""
+        run_columns(self, commands, humans, args)
 
     def enqueue(self, inst, task) -> None:
         """Queue a task to start at the next step (+0x304, at most 10)."""
