@@ -68,6 +68,8 @@ class CommandColumns:
     def __init__(self, rules: RecipeRules, host: Any):
         self.rules = rules
         self.host = host
+        self.stores = rules.stores
+        self.options = rules.options           # (the Player gives new ones to every part; the plans follow rules')
         self._entries: dict[tuple[int, int], _Entry] = {}
         self._pi = np.zeros((8, CK.PI_WIDTH), np.int64)
         self._pf = np.zeros((8, CK.PF_WIDTH), np.float64)

@@ -261,7 +261,7 @@ class Player:
     def options(self, options: PlayerOptions) -> None:
         write_first(self.prepared)          # buffered commands under the options they were issued with
         self._options = options
-        for part in (self.lookup, self.builders, self.rules, self.prepared):
+        for part in (self.lookup, self.builders, self.rules, self.prepared, self.columns):
             part.options = options
 
     @property
