@@ -28,6 +28,7 @@ command at its call; the rows and their order are the same).
 """
 from __future__ import annotations
 
+from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -47,6 +48,7 @@ _slot, _record, _anim_set, _engine = (attrgetter(a) for a in ("slot", "record", 
 _table, _row, _gen = (attrgetter(a) for a in ("table", "row", "gen"))
 
 _EMPTY = np.zeros((0, 0), np.float64)
+_ROWS = (tuple, list)
 
 
 class _Entry:
@@ -115,6 +117,14 @@ class CommandColumns:
         """``args`` as a C-ordered float64 array of ``n`` rows (RecipeError naming the field)."""
         if args is None:
             return _EMPTY if n == 0 else np.zeros((n, 0), np.float64)
+        if args.__class__ is list and len(args) == n:   # rows of numbers: read in one pass (not numpy's discovery)
+            w = len(args[0]) if args[0].__class__ in _ROWS else -1
+            if w >= 0 and list(map(len, args)).count(w) == n and list(map(type, args)).count(args[0].__class__) == n:
+                try:
+                    return np.fromiter(chain.from_iterable(args), np.float64, n * w).reshape(n, w)
+                except (TypeError, ValueError):
+                    raise RecipeError("commands: args must be rows of numbers (a 2-D array, one row per command)") \
+                        from None
         try:
             a = np.ascontiguousarray(args, dtype=np.float64)
         except (TypeError, ValueError):
@@ -250,8 +260,8 @@ class CommandColumns:
         rules = self.rules
         buf = rules.commands
         n = len(slots)
-        sl = np.array(slots, np.int64)
-        en = np.array(ents, np.int64)
+        sl = np.fromiter(slots, np.int64, n)
+        en = np.fromiter(ents, np.int64, n)
         cnt = self._cnt
         i = 0
         while i < n:
