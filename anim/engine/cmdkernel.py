@@ -1,6 +1,7 @@
 """A prepared command's rows in compiled code: one command at once (``run_rows``), a
 command buffer's rows in order (``apply_commands``), and a batch of commands checked and
-made buffer rows (``buffer_commands``: anim.playback.batched).
+made buffer rows (``buffer_commands``: anim.playback.batched), and running gaits' new
+targets as columns (``gait_targets``).
 
 Both write what anim.playback.prepared's direct path writes (the task, cursor, fade and
 gait rows, their free lists, the pool's flags, the human's stack or queue row, its held
@@ -37,10 +38,10 @@ from scuffle.anim.engine.jitcache import cache_setting
 from collections import namedtuple
 
 from scuffle.anim.engine.kernels_write import cursor_init, fade_init, gait_init, gait_values, take_row, task_init
-from scuffle.anim.engine.rules import cursor_flags_of
+from scuffle.anim.engine.rules import cursor_flags_of, gait_clamp
 from scuffle.anim.base.enums import TaskFlags, TaskType
 
-__all__ = ["run_rows", "apply_commands", "buffer_commands", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
+__all__ = ["run_rows", "apply_commands", "buffer_commands", "gait_targets", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
            "PLACE_ENQUEUE", "LAY_SIZE", "BLOCK_VIEWS", "B_WIDTH", "B_MAX_STEPS"]
 
 CACHE = cache_setting(__file__)
@@ -480,4 +481,36 @@ def buffer_commands(depth, queued, speed, pi, pf, lut, slots, ents, args, mark, 
         cnt[CN_GAITS] += pi[e, PI_GAITS]
         mark[s] = stamp
     cnt[CN_STOP] = STOP_DONE
+    return hi
+
+
+@_kernel
+def gait_targets(depth, stack, t_type, t_released, t_flags, t_aux, g_target, slots, ok, targets, moved, lo, hi):
+    """Each row's human's running gait (the newest unreleased type 12 task on its stack:
+    the one nearest the bottom, Player.running) given the row's target as GaitTask
+    .set_target gives it (clamped to 0-4, a float32, rounded to the nearest integer unless
+    the task's CONTINUOUS flag), from row ``lo`` until one it cannot take. In: the human
+    table's ``depth`` and ``stack`` columns; the task table's ``type``, ``released``,
+    ``flags`` and ``aux`` (the gait row) columns; the gait table's ``target``; per row the
+    human's slot, whether the caller checked it (``ok``: 0 sends the row back) and its
+    target; ``moved`` (set to 1 where a gait took it, 0 where none runs). Out: the first
+    row not done (``hi``: all): one not checked, or a target that is not finite (the
+    caller raises set_target's error). Original: 0x0010a500 (+0xac)."""
+    for i in range(lo, hi):
+        if ok[i] == 0:
+            return i
+        v = targets[i]
+        if not np.isfinite(v):
+            return i
+        s = slots[i]
+        moved[i] = 0
+        for j in range(depth[s]):
+            r = stack[s, j]
+            if t_type[r] == _GAIT and not t_released[r]:
+                t = np.float64(np.float32(gait_clamp(v)))
+                if (t_flags[r] & _CONTINUOUS_INT) == 0:
+                    t = np.floor(t + 0.5)
+                g_target[t_aux[r]] = t
+                moved[i] = 1
+                break
     return hi

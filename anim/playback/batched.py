@@ -29,6 +29,7 @@ command at its call; the rows and their order are the same).
 from __future__ import annotations
 
 from itertools import chain
+import operator
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -81,6 +82,7 @@ class CommandColumns:
         self._mark = np.zeros(0, np.int64)     # per human row: the stamp of a command waiting
         self._cnt = np.zeros(CK.CN_WIDTH, np.int64)
         self._entry_fn: Any = None
+        self._targets_fn: Any = None
         self.rows_buffered = 0                 # rows the compiled checks made buffer rows (tests, the bench)
         self.rows_run = 0                      # rows that went through Player.run
 
@@ -112,6 +114,73 @@ class CommandColumns:
             self._refresh()
         self._run(commands, humans, a, slots, ents)
 
+    def set_gait_targets(self, humans: Sequence[Any], targets: Any) -> np.ndarray:
+        """Give each human's running gait (``Player.running(humans[i], TaskType.GAIT)``: the
+        newest unreleased gait on its stack) the target ``targets[i]``, as its handle's
+        ``set_target`` does (clamped to 0-4, rounded unless the task's CONTINUOUS flag), in
+        row order, in one compiled call (anim.engine.cmdkernel.gait_targets). Out: a bool
+        per row, True where a gait took the target, False where none runs (a game starts a
+        walk there). Nothing is taken or given back, so the rows' order against other
+        commands does not matter. Rejected: ``targets`` not one number per human
+        (RecipeError naming the field); a target that is not finite: ValueError as
+        ``set_target`` raises it, with ``row`` set (the rows before it done, the rest not).
+        Original: 0x0010a500 (+0xac)."""
+        n = len(humans)
+        try:
+            tg = np.fromiter(targets, np.float64, n) if targets.__class__ is list else \
+                np.ascontiguousarray(targets, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise RecipeError(f"set_gait_targets: targets must be {n} numbers, one per human") from None
+        if not (tg.flags.writeable and tg.flags.aligned):
+            tg = tg.copy()                         # (the compiled call's one array type)
+        if tg.shape != (n,):
+            raise RecipeError(f"set_gait_targets: targets must be {n} numbers, one per human, got shape {tg.shape}")
+        moved = np.zeros(n, np.bool_)
+        if n == 0:
+            return moved
+        rules = self.rules
+        eng = rules.batch
+        h = eng.humans
+        slots = list(map(_slot, humans))
+        seats = eng._instances
+        held = list(map(seats.__getitem__, slots)) if min(slots) >= 0 and max(slots) < len(seats) else None
+        if held is not None and list(map(_engine, humans)).count(eng) == n \
+                and list(map(operator.is_, held, humans)).count(True) == n:
+            okv = np.ones(n, np.int8)
+        else:                                      # each human checked: the others through Player.running
+            okv = np.fromiter((inst.engine is eng and 0 <= s < len(eng._instances) and eng._instances[s] is inst
+                               for inst, s in zip(humans, slots)), np.int8, n)
+            slots = [s if k else 0 for s, k in zip(slots, okv.tolist())]
+        buf = rules.commands
+        if buf.n and not buf.due.isdisjoint(slots):
+            buf.apply()                            # their stacks read as the waiting commands leave them
+        ts, gs = rules.stores.tasks, rules.stores.gaits
+        sl = np.fromiter(slots, np.int64, n)
+        mv = moved.view(np.int8)
+        i = 0
+        while i < n:
+            args = (h.depth, h.stack, ts.type, ts.released.view(np.int8), ts.flags, ts.aux, gs.target, sl, okv, tg,
+                    mv, i, n)
+            call = self._targets_fn
+            if call is None:
+                j = CK.gait_targets(*args)
+                self._targets_fn = entry_point(CK.gait_targets, args) or CK.gait_targets
+            else:
+                j = call(*args)
+            if j == n:
+                break
+            try:                                   # a human not checked, or a target not finite: as its handle
+                g = self.host.running(humans[j], _GAIT)
+                if g is not None:
+                    g.set_target(float(tg[j]))
+                    mv[j] = 1
+            except Exception as exc:
+                exc.row = j                        # type: ignore[attr-defined]
+                exc.add_note(f"set_gait_targets: row {j} (of the batch) was refused; the rows before it were done")
+                raise
+            i = j + 1
+        return moved
+
     @staticmethod
     def _args(args: Any, n: int) -> np.ndarray:
         """``args`` as a C-ordered float64 array of ``n`` rows (RecipeError naming the field)."""
@@ -131,6 +200,8 @@ class CommandColumns:
             raise RecipeError("commands: args must be rows of numbers (a 2-D array, one row per command)") from None
         if a.ndim != 2 or a.shape[0] != n:
             raise RecipeError(f"commands: args must be a 2-D array of {n} rows, got shape {a.shape}")
+        if not (a.flags.writeable and a.flags.aligned):
+            a = a.copy()                           # (the compiled call's one array type)
         return a
 
     def _rows(self, commands: Sequence[Command], humans: Sequence[Any], entries: dict, width: int) \

@@ -186,6 +186,7 @@ class Player:
     learn = _Part("prepared", RecipeRules.learn)
     knows = _Part("prepared", RecipeRules.knows)
     commands = _Part("columns", CommandColumns.commands)
+    set_gait_targets = _Part("columns", CommandColumns.set_gait_targets)
     bank = _PartProperty("lookup", "bank", "The ClipBank of every clip this player has seen (ClipLookup.bank).")
     _bank = _PartProperty("lookup", "_bank", "The look-up's bank as it is (None until built): anim.playback.batch reads it.")
     _clips = _PartProperty("lookup", "clips", "Every clip seen, by bank index (ClipLookup.clips).")

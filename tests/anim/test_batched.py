@@ -230,3 +230,77 @@ def test_the_reference_runs_a_batch_as_its_own_runs():
         p.flush()
         ref.flush()
         assert engine_state(p, hp) == reference_state(ref, hr), u
+
+
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(st.tuples(st.integers(0, 3), st.floats(-1.0, 5.0)), min_size=1, max_size=12),
+       cmds=st.lists(st.tuples(st.sampled_from(BUFFERED), st.integers(0, 3)), max_size=6))
+def test_gait_targets_as_columns_are_each_gait_handles_set_target(rows, cmds):
+    """Player.set_gait_targets against ``running(inst, GAIT).set_target(x)`` row by row (with
+    commands waiting in the buffer before it): the same tables, and True exactly where a
+    gait runs."""
+    from scuffle.anim.playback.tasks import TaskType
+
+    a, ha, ca = _learnt()
+    b, hb, cb = _learnt()
+    for w, hs, c in ((a, ha, ca), (b, hb, cb)):
+        w.run(hs[0], c["gait_alone"], 2.5)
+        w.run(hs[1], c["gait_value"], 1.5, 2.0)
+        for kind, i in cmds:
+            try:
+                w.run(hs[i], c[kind], *SHAPES[kind][1](1.0, i, 0.2))
+            except AnimLimitError:
+                pass
+    moved = a.set_gait_targets([ha[i] for i, _ in rows], [x for _, x in rows])
+    want = []
+    for i, x in rows:
+        g = b.running(hb[i], TaskType.GAIT)
+        want.append(g is not None)
+        if g is not None:
+            g.set_target(x)
+    assert moved.tolist() == want
+    assert tables(a) == tables(b)
+
+
+def test_a_gait_target_that_is_not_finite_is_refused_with_its_row():
+    """NaN: set_target's ValueError, ``row`` set, the rows before it done; targets that
+    are not one number per human: RecipeError; the reference does the same rows."""
+    from scuffle.anim.playback.tasks import TaskType
+
+    p, hs, cmds = _learnt()
+    p.run(hs[0], cmds["gait_alone"], 1.5)
+    p.run(hs[1], cmds["gait_alone"], 1.5)
+    with pytest.raises(ValueError, match="finite") as got:
+        p.set_gait_targets([hs[0], hs[1]], [3.0, float("nan")])
+    assert got.value.row == 1
+    assert float(p.running(hs[0], TaskType.GAIT).target) == 3.0
+    with pytest.raises(RecipeError, match="one per human"):
+        p.set_gait_targets(hs[:2], [1.0])
+    with pytest.raises(RecipeError, match="one per human"):
+        p.set_gait_targets(hs[:2], [[1.0], [2.0]])
+    assert p.set_gait_targets([], []).tolist() == []
+
+
+def test_the_reference_moves_gait_targets_as_the_engine():
+    from scuffle.anim.engine.stack import CharacterInstance
+    from scuffle.anim.playback.player import Player
+    from scuffle.game.fighters.moveset import demo_set
+
+    s = demo_set()
+    p, ref = Player(), Reference()
+    hp = [CharacterInstance(s, f"h{i}") for i in range(3)]
+    hr = [RefInstance(s, f"h{i}") for i in range(3)]
+    cp = {"gait_alone": p.prepare(SHAPES["gait_alone"][0])}
+    cr = {"gait_alone": ref.prepare(SHAPES["gait_alone"][0])}
+    for w, hs, c in ((p, hp, cp), (ref, hr, cr)):
+        w.step(hs)
+        w.run(hs[0], c["gait_alone"], 1.5)
+        w.run(hs[2], c["gait_alone"], 0.7)
+    for u in range(12):
+        got = [w.set_gait_targets(hs, [u * 0.37, 4.5 - u * 0.3, u * 0.61 - 1.0]).tolist()
+               for w, hs in ((p, hp), (ref, hr))]
+        assert got[0] == got[1] == [True, False, True]
+        for w, hs in ((p, hp), (ref, hr)):
+            w.step(hs)
+            w.flush()
+        assert engine_state(p, hp) == reference_state(ref, hr), u
