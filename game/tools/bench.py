@@ -297,8 +297,10 @@ class RealisticCrowd:
     handle API (``_do_handles``: the constructors and stack rules) for a running gait's new
     target, mix, pick and direction; then the HANDLE_SAMPLE-th commands, which go through
     ``_do_handles`` whatever their kind, timed apart. The prepared ones go as one batch an
-    update (``_batched``: Player.commands, the columns of the update's commands) on even
-    updates and one Player.run each (``_single``) on odd ones: the same rows either way
+    update (``_batched``: Player.commands, the columns of the update's commands; the
+    running gaits' new targets as columns too, Player.set_gait_targets, before them) on
+    even updates and one call each (``_single``: Player.run; Player.running then the
+    gait's set_target) on odd ones: the same rows either way
     (tests/anim/test_batched.py), as the handle API's sample leaves the rows of the
     prepared command (tests/anim/test_recipes.py), so the state and its checksum depend on
     neither. ``_do`` (one command at once, a prepared recipe where one covers it) builds
@@ -510,7 +512,8 @@ class RealisticCrowd:
             self._single(phase, draws)
 
     def _batched(self, phase, draws) -> None:
-        """The update's commands as a game issues many: the prepared ones as columns in one
+        """The update's commands as a game issues many: the running gaits' new targets as
+        columns (``Player.set_gait_targets``), the prepared ones as columns in one
         ``Player.commands``, then the handle API's; timed as a whole (one pair of clock
         readings an update), the batch call alone too; the handle API's sample (every
         HANDLE_SAMPLE-th) after them, each timed apart."""
@@ -522,6 +525,14 @@ class RealisticCrowd:
         kinds: list[str] = []
         c0 = cpu_clock()
         t0 = clock()
+        # the gait targets first, as columns (Player.set_gait_targets: nothing taken, so
+        # their order against the other humans' commands does not matter); a human with no
+        # gait running starts a walk instead, in the batch
+        steer = [(inst, x) for (j, ((i, inst), (kind, x, k, fade))) in enumerate(zip(phase, draws), nth + 1)
+                 if kind == "gait_target" and j % HANDLE_SAMPLE]
+        walking = iter(self.player.set_gait_targets([a for a, _ in steer], [x for _, x in steer]).tolist()) \
+            if steer else iter(())
+        walk_start = self.cmds["walk_start"]
         cmds, insts, args, later, sampled = [], [], [], [], []
         for (i, inst), (kind, x, k, fade) in zip(phase, draws):
             if kind == "queued" and inst.queue:
@@ -530,6 +541,12 @@ class RealisticCrowd:
             nth += 1
             if nth % HANDLE_SAMPLE == 0:                  # the handle API's sample
                 sampled.append((kind, inst, x, k, fade))
+                continue
+            if kind == "gait_target":
+                if not next(walking):
+                    cmds.append(walk_start)
+                    insts.append(inst)
+                    args.append((fade, x))
                 continue
             got = prepared(kind, inst, x, k, fade)
             if got is None:
