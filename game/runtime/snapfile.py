@@ -1138,6 +1138,17 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             raise _Refused(str(e)) from None
         seen.add(x[0])
         loose.append((inst_of[x[0]], (vals[0], vals[1], vals[2], vals[3], report)))
+    # every human is restored whole: an engine row or a loose record each, and every row in
+    # use held by one human or leaving (else a human kept whatever record this Game had)
+    missing = [name for name in names if name not in seen]
+    need(not missing, "values.engine.instances",
+         f"{short(missing[0]) if missing else None}: neither an engine row nor a loose record")
+    held = np.array([x is not None for x in instances] + [False] * (hum.capacity - len(instances)), np.bool_)
+    for i, (r, _) in enumerate(leaving):
+        need(not held[r], f"values.engine.leaving[{i}]", "a row held twice")
+        held[r] = True
+    need(bool((held == hum.live.astype(np.bool_)).all()), "values.engine.instances",
+         "a human row in use that no human holds and none is leaving")
     es = S.EngineState(states, humans_state,
                        ((pool[0].copy(), pool[1]), (deferred.copy(), {}), ([], [], []), [a.copy() for a in stepped],
                         stats, (calls[0], calls[1].tolist(), calls[2].tolist())),
