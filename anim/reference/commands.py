@@ -217,7 +217,7 @@ def run_columns(ref, commands, humans, args) -> None:
                 if not isinstance(recipe, Recipe):
                     raise RecipeError(f"commands[{i}]: a Command (Player.prepare), got {type(command).__name__}")
                 ref_command = RefCommand(recipe)
-            ids = set()
+            id_args: list[int] = []            # the Arg positions that are anim ids
             for kind, anim, _, _, _, end in ref_command.steps:
                 if kind == TaskType.GAIT:
                     continue
@@ -225,8 +225,8 @@ def run_columns(ref, commands, humans, args) -> None:
                     raise RecipeError(f"commands[{i}]: an end callback given as an Arg cannot come from a row of "
                                       "numbers")
                 if isinstance(anim, Arg):
-                    ids.add(anim.pos)
-            got = checked[id(command)] = (command, ref_command, ids)
+                    id_args.append(anim.pos)
+            got = checked[id(command)] = (command, ref_command, id_args)
         if got[1].n_params > width:
             raise RecipeError(f"commands: args[{i}] has {width} numbers, {got[1].recipe!r} takes {got[1].n_params}")
         plan.append(got)
