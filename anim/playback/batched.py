@@ -64,9 +64,11 @@ class _Entry:
 
 
 class CommandColumns:
-    """``commands`` (the module docstring): prepared commands as columns. In: the Player's
-    prepared commands (RecipeRules) and the Player (whose ``run`` takes a row the compiled
-    checks leave)."""
+    """``commands`` and ``set_gait_targets`` (the module docstring): prepared commands and
+    gait targets as columns. In: the Player's prepared commands (RecipeRules) and the
+    Player (whose ``run`` takes a row the compiled checks leave). A plan row is kept per
+    Command and anim set a batch has named, while the Player lives (a game prepares its
+    few commands once, as for ``run``)."""
 
     def __init__(self, rules: RecipeRules, host: Any):
         self.rules = rules
