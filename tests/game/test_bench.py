@@ -108,6 +108,7 @@ def test_the_realistic_crowd_runs_and_holds_every_ingredient():
     assert set(crowd.router.by_entity) == {game.names[f"h{i}"] for i in (0, 1, FIGHT_EVERY, FIGHT_EVERY + 1)}
 
 
+@pytest.mark.bits
 def test_the_crowd_leaves_the_same_state_with_batches_or_one_call_each(monkeypatch):
     """The realistic crowd's prepared commands as one batch an update (Player.commands) on
     even updates and one Player.run each on odd ones, against one call each always: the
