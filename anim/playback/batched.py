@@ -163,12 +163,7 @@ class CommandColumns:
         while i < n:
             args = (h.depth, h.stack, ts.type, ts.released.view(np.int8), ts.flags, ts.aux, gs.target, sl, okv, tg,
                     mv, i, n)
-            call = self._targets_fn
-            if call is None:
-                j = CK.gait_targets(*args)
-                self._targets_fn = entry_point(CK.gait_targets, args) or CK.gait_targets
-            else:
-                j = call(*args)
+            j = self._compiled("_targets_fn", CK.gait_targets, args)
             if j == n:
                 break
             try:                                   # a human not checked, or a target not finite: as its handle
@@ -388,10 +383,16 @@ class CommandColumns:
         args = (h.depth, h.queued, h.speed, self._pi, self._pf, self._lut, sl, en, a, mark, ts.n_free, ts.free_rows,
                 cs.n_free, fs.n_free, gs.n_free, len(out), ts.capacity > len(out), pool.capacity - pool._n_out,
                 buf.bi, buf.bf, cnt, lo, hi)
-        call = self._entry_fn
+        return self._compiled("_entry_fn", CK.buffer_commands, args)
+
+    def _compiled(self, slot: str, kernel: Any, args: tuple) -> int:
+        """``kernel(*args)`` through its entry point (kept in attribute ``slot`` once the
+        dispatcher typed a first call: every later call passes arrays of the same types,
+        the tables' columns and this part's own)."""
+        call = getattr(self, slot)
         if call is None:
-            j = CK.buffer_commands(*args)
-            self._entry_fn = entry_point(CK.buffer_commands, args) or CK.buffer_commands
+            j = kernel(*args)
+            setattr(self, slot, entry_point(kernel, args) or kernel)
         else:
             j = call(*args)
         return int(j)
