@@ -194,6 +194,7 @@ def run_columns(ref, commands, humans, args) -> None:
         raise RecipeError(f"commands: {len(commands)} commands for {n} humans (one each)")
     if n == 0:
         return
+    rows: list
     if args is None:
         rows = [()] * n
         width = 0

@@ -482,7 +482,7 @@ class Reference:
         moved = np.zeros(n, np.bool_)
         for i, (inst, v) in enumerate(zip(humans, values.tolist())):
             gait = self.running(inst, TaskType.GAIT)
-            if gait is None:
+            if not isinstance(gait, RefGait):
                 continue
             try:
                 gait.set_target(v)
