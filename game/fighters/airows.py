@@ -218,7 +218,10 @@ def row_state(table_state: Any, row: int) -> tuple:
     """A FighterAI's ``save_state`` form of row ``row`` of a saved AI table
     (``table_state``: its capacity and block): ((3, the 625 words as 2,500 bytes, the
     gauss value or None), tick, hold's strikes, enabled)."""
-    lay = block_layout({**COLUMNS, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}, table_state.capacity)[0]
+    lay = _ROW_LAYOUTS.get(table_state.capacity)
+    if lay is None:                        # (kept per capacity: derived only)
+        lay = _ROW_LAYOUTS[table_state.capacity] = block_layout(
+            {**COLUMNS, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}, table_state.capacity)[0]
     block = table_state.block
 
     def col(name: str) -> np.ndarray:
@@ -228,3 +231,6 @@ def row_state(table_state: Any, row: int) -> tuple:
     gauss = float(col("gauss")[row]) if col("has_gauss")[row] else None
     return ((3, col("mt")[row].tobytes(), gauss), int(col("tick")[row]), int(col("hold")[row]),
             bool(col("enabled")[row]))
+
+
+_ROW_LAYOUTS: dict[int, dict] = {}       # a saved AI table's capacity -> its block's layout

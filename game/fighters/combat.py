@@ -381,6 +381,7 @@ class Fight(Hits):
     # columns, what a row may hold, and the conversions both ways (snapfile calls these).
     ROW_COLUMNS = _ROW_COLUMNS
     ROW_RANGES = _ROW_RANGES
+    END_WHATS = _END_WHATS              # a pending end's move by its code (a file's row, the checksum)
 
     def rows_of(self, state: tuple) -> tuple[dict, dict]:
         """A ``save_state`` as the file's tables and counters (fightrows.rows_of)."""

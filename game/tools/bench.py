@@ -1506,8 +1506,10 @@ def crowd_memory(n: int, updates: int, crowd: str = "light", seed: int = 1, thre
     (``settle``), ``updates`` updates. Out (MB): ``crowd_peak_mb`` the peak resident set
     (the memory goal's figure), ``imports_mb`` the resident set after the imports,
     ``kernels_mb`` after the kernels' load (both before any human), ``crowd_end_mb`` at
-    the end; ``scipy_loaded``: whether scipy is in the process (numba imports it at its
-    first compiled call when it is installed, about 17 MB: docs/performance.md). Nothing
+    the end; ``scipy_loaded``: whether scipy's package is in the process (numba's import
+    loads it where it is installed, a few modules); ``scipy_linalg_loaded``: whether its
+    linear algebra is (about 17 MB, which numba's first compiled call would load for its
+    BLAS check, and anim/engine/numbastart.py keeps out: docs/performance.md). Nothing
     of the bench's timing harness is in it."""
     import sys
 
@@ -1531,7 +1533,8 @@ def crowd_memory(n: int, updates: int, crowd: str = "light", seed: int = 1, thre
             gc.unfreeze()
         game.close()
     return {"crowd_peak_mb": round(peak, 1), "imports_mb": round(imports, 1), "kernels_mb": round(kernels, 1),
-            "crowd_end_mb": round(end, 1), "scipy_loaded": sys.modules.get("scipy") is not None}
+            "crowd_end_mb": round(end, 1), "scipy_loaded": sys.modules.get("scipy") is not None,
+            "scipy_linalg_loaded": sys.modules.get("scipy.linalg") is not None}
 
 
 def _crowd_memory(n: int, updates: int, crowd: str, seed: int, threads: int, settle: bool) -> dict | None:
@@ -1841,7 +1844,7 @@ def _print_one(r: dict, out) -> None:
     if r.get("crowd_peak_mb") is not None:
         print(f"memory of a process running the crowd alone: peak {r['crowd_peak_mb']} MB (after the imports "
               f"{r['imports_mb']} MB, the kernels loaded {r['kernels_mb']} MB"
-              f"{'; numba loaded scipy' if r.get('scipy_loaded') else ''})", file=out)
+              f"{'; scipy.linalg loaded' if r.get('scipy_linalg_loaded') else ''})", file=out)
     a = r.get("anchor") or {}
     if a.get("ratio") is not None:
         print(f"the C++ anchor (the pose pipeline's maths in scalar C++, {a['compiler']}, -O2; {a['humans']} humans): "

@@ -198,7 +198,8 @@ def test_crowd_memory_measures_the_crowd_in_its_process():
     """crowd_memory: the resident set after the imports, after the kernels' load, and the
     crowd's peak, each at least the one before (MB, from /proc on Linux)."""
     m = crowd_memory(6, 2, "realistic")
-    assert set(m) == {"crowd_peak_mb", "imports_mb", "kernels_mb", "crowd_end_mb", "scipy_loaded"}
+    assert set(m) == {"crowd_peak_mb", "imports_mb", "kernels_mb", "crowd_end_mb", "scipy_loaded",
+                      "scipy_linalg_loaded"}
     assert 0 < m["imports_mb"] <= m["kernels_mb"] <= m["crowd_peak_mb"] and m["crowd_end_mb"] <= m["crowd_peak_mb"]
     now, peak = resident_mb()
     assert 0 < now <= peak
