@@ -18,6 +18,8 @@ the world's stores (``stores``), the pool and the options the Player gives it:
 - ``prepared`` (``anim.playback.prepared.RecipeRules``): prepared commands (``prepare``, ``run``:
   a Recipe's rows written directly, anim.playback.recipe; the rest through the Player's handle
   calls);
+- ``columns`` (``anim.playback.batched.CommandColumns``): prepared commands many at once as
+  columns (``commands``: checked in one compiled call, each row as ``run`` would);
 - here: the state they share (``__init__``), the step, the sample and pose, the flush
   and its releases (with the engine, anim.playback.batch, and its kernels);
 - ``anim.data.options``: ``PlayerOptions`` and ``PlayerStats`` (re-exported here).
@@ -65,6 +67,7 @@ from scuffle.anim.engine.stack import AnimLimitError, CharacterInstance, TaskPoo
 from scuffle.anim.playback.construct import TaskBuilder
 from scuffle.anim.playback.lookup import ClipLookup
 from scuffle.anim.playback.prepared import RecipeRules
+from scuffle.anim.playback.batched import CommandColumns
 from scuffle.anim.playback.stackrules import StackRules
 from scuffle.anim.engine.store import LAYOUT_EPOCH, Stores, Table, layout_epoch
 from scuffle.anim.engine.writefirst import write_first
@@ -183,6 +186,8 @@ class Player:
     run = _Part("prepared", RecipeRules.run)
     learn = _Part("prepared", RecipeRules.learn)
     knows = _Part("prepared", RecipeRules.knows)
+    commands = _Part("columns", CommandColumns.commands)
+    set_gait_targets = _Part("columns", CommandColumns.set_gait_targets)
     bank = _PartProperty("lookup", "bank", "The ClipBank of every clip this player has seen (ClipLookup.bank).")
     _bank = _PartProperty("lookup", "_bank", "The look-up's bank as it is (None until built): anim.playback.batch reads it.")
     _clips = _PartProperty("lookup", "clips", "Every clip seen, by bank index (ClipLookup.clips).")
@@ -213,6 +218,7 @@ class Player:
         self.builders = TaskBuilder(self.lookup, self.pool, self.stores, opts)
         self.rules = StackRules(self.builders, self.batch, self.pool, self.stores, opts, self.deferred_rows)
         self.prepared = RecipeRules(self, self.lookup, self.batch, self.pool, self.stores, opts)
+        self.columns = CommandColumns(self.prepared, self)
         _bind_parts(self)
         # the human rows whose top task may have changed in the steps since the last flush
         # (one array per step; the flush refreshes their playing ids)
@@ -257,7 +263,7 @@ class Player:
     def options(self, options: PlayerOptions) -> None:
         write_first(self.prepared)          # buffered commands under the options they were issued with
         self._options = options
-        for part in (self.lookup, self.builders, self.rules, self.prepared):
+        for part in (self.lookup, self.builders, self.rules, self.prepared, self.columns):
             part.options = options
 
     @property

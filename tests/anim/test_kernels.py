@@ -429,6 +429,9 @@ def test_each_kernel_compiles_once(tmp_path):
     # a prepared command's rows (anim.engine.cmdkernel, a module of its own): compiled once, cached
     assert "run_rows" in seen and "cmdkernel.run_rows" in cached, (seen, cached)
     assert "apply_commands" in seen and "cmdkernel.apply_commands" in cached, (seen, cached)
+    # a batch of them and gait targets as columns (Player.commands, set_gait_targets)
+    assert "buffer_commands" in seen and "cmdkernel.buffer_commands" in cached, (seen, cached)
+    assert "gait_targets" in seen and "cmdkernel.gait_targets" in cached, (seen, cached)
     if K.LINK_ONLY:                         # numba's usual way under an untested numba (anim.engine.jitpipe)
         assert not {"kernels_pose._blend", "kernels_step._room", "kernels_maths._add", "kernels_pose._sample"} & cached, cached
 
