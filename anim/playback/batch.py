@@ -567,7 +567,7 @@ class BatchEngine:
             grown = np.zeros(need, np.int64)
             grown[:len(self._ev_rows)] = self._ev_rows
             self._ev_rows = grown
-            self._m_ev_rows = memoryview(grown)
+            self._m_ev_rows = memoryview(grown)  # type: ignore[arg-type]
         tab = self._ev_rows.reshape(-1, 3)
         tab[hrows, 0] = self.stamp
         tab[hrows, 1] = self._ev_lo[ev]

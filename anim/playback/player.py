@@ -685,6 +685,7 @@ class Player:
         go (Table.freed; the kernel reset their other columns to the defaults)."""
         fr = freed[:nf]
         looked: Any = None                          # the rows whose ``views`` slot is read
+        rows: Any
         if nf <= _FEW_ROWS:                         # a few rows (a callback's stop): one by one
             marked = fr.tolist()
             if keyed:
