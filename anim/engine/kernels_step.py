@@ -44,7 +44,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "ddf4c253d47043aa93ab4c3f9e35d83055ab36bddeb1a39a3020761f6983e8ba"
+LINKED_SHA256 = "5e81ccbebe77cd167f0e30d93b26a9e4a571228d2c943c9304f9bee5898aabde"
 
 
 # How many humans ahead of the one it steps step_stacks prefetches the rows of: the task
