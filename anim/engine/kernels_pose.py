@@ -306,12 +306,24 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
         v = v + kval[k, c]
         s_root[p, c] = v
     s_root[p, 2] = s_root[p, 2] + bind_height
-    # slot 2: bone 0, the turn scaled by the rate (a slerp from the identity)
-    k = np.uint64(sent_bone if (flags & _NO_TURN) != 0 else ftab[row, 2])
-    s_tag[p, 2] = ktag[k]
-    dx = x - kstart[k]
-    qx, qy, qz, qw = _scale_turn(kslope[k, 0] * dx + kval[k, 0], kslope[k, 1] * dx + kval[k, 1],
-                                 kslope[k, 2] * dx + kval[k, 2], kslope[k, 3] * dx + kval[k, 3], rate32)
+    # slot 2: bone 0, the turn scaled by the rate (a slerp from the identity): its key is
+    # the key row's bone 0 (the frame table's slot 2, the same float32 values), or the
+    # sentinel without a turn
+    kr = frow[row]
+    kk = fkeys[kr]
+    kt = ftag[kr]
+    if (flags & _NO_TURN) != 0:
+        k = np.uint64(sent_bone)
+        s_tag[p, 2] = ktag[k]
+        dx = x - kstart[k]
+        qx, qy, qz, qw = _scale_turn(kslope[k, 0] * dx + kval[k, 0], kslope[k, 1] * dx + kval[k, 1],
+                                     kslope[k, 2] * dx + kval[k, 2], kslope[k, 3] * dx + kval[k, 3], rate32)
+    else:
+        s_tag[p, 2] = kt[0]
+        dx = x - kk[_K_START]
+        qx, qy, qz, qw = _scale_turn(kk[_K_SLOPE] * dx + kk[0], kk[_K_SLOPE + _NB] * dx + kk[_NB],
+                                     kk[_K_SLOPE + 2 * _NB] * dx + kk[2 * _NB],
+                                     kk[_K_SLOPE + 3 * _NB] * dx + kk[3 * _NB], rate32)
     s_rot[p, 0, 0] = qx
     s_rot[p, 1, 0] = qy
     s_rot[p, 2, 0] = qz
@@ -328,9 +340,6 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     # two written at fixed distances (a few run-time overlap checks, not the dozens of nine
     # rows read and four written, past its limit) and vectorises the loop, a bone to a SIMD
     # lane. Every lane computes the key path; a tagged one keeps its value.
-    kr = frow[row]
-    kk = fkeys[kr]
-    kt = ftag[kr]
     rot = s_rot[p].reshape(4 * LANES)
     tags = s_tag[p, 2:]
     for b in range(1, _NB):
