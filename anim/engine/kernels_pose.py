@@ -23,7 +23,8 @@ from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.maths.pose import POSE_STACK_SIZE
 from scuffle.anim.maths.skeleton import NUM_BONES
 from scuffle.anim.engine.jitcache import cache_setting
-from scuffle.anim.engine.jitpipe import LinkOnlyCompiler, prefetch as _prefetch
+from scuffle.anim.engine.jitpipe import LinkOnlyCompiler
+from scuffle.anim.engine.kernels_fetch import PREFETCH_ROWS, PREFETCH_TASKS, fetch_rows, fetch_tasks
 from scuffle.anim.engine.kernels_maths import (LINK_ONLY, jit_kinds, _div, _mul, _sub, acos_s, sin_cos_s)
 from scuffle.anim.maths import detmath as _detmath
 from scuffle.anim.engine.kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _KEPT, _MIX, _PAIRED_CLIP,
@@ -39,7 +40,7 @@ __all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE", "LANES"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "1bdb9128a137a3957a392b3c4236088cac636d928037196c11d57d255008ee97"
+LINKED_SHA256 = "89bebdf9c685fbbfc1ceb741d1ad45aa0c6f1ecdc0025f9862f66b0fd2e3da56"
 # Cursor flags the sampler tests, as plain ints (numba freezes globals as constants).
 _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
@@ -61,13 +62,7 @@ LANE_ROWS = 10
 _NB = NUM_BONES
 _K_SLOPE, _K_START = 4 * _NB, 8 * _NB
 _GROUP = 8                  # the slerping lanes' weights, a SIMD group at a time (8 float64 in AVX-512)
-# How many humans ahead of the one it poses pose_stacks prefetches the rows of: the task
-# rows of the human PREFETCH_TASKS ahead, the cursor, fade and gait rows (found through
-# the task rows fetched earlier) of the human PREFETCH_ROWS ahead (kernels_step's, for the
-# same reason: each human's rows miss the cache in three dependent waves, its stack, its
-# tasks, their cursors; fetched ahead, the misses of several humans overlap).
-PREFETCH_TASKS = 8
-PREFETCH_ROWS = 4
+
 
 
 # ---------------------------------------------------------------- poses
@@ -262,6 +257,23 @@ def _tag_bits(p, scratch):
         ys[b] = (ys[b] & np.int32(-2)) | np.int32(tags[b])
 
 
+@_helper
+def _frame_row(clip, time, bank):
+    """A cursor's sampled frame on clip ``clip`` at ``time``: (x, row), x the time in
+    frames (float32, the FPU's multiply), row its frame's row of the bank's frame table
+    (the nearest frame, clamped to the clip's rows). ClipBank.sample's frame."""
+    row0, rows = bank.row0, bank.rows
+    x = np.float32(_mul(np.float64(time), 30.0))
+    f = math.ceil(np.float64(x) - 0.5)
+    if f < 0.0:
+        f = 0.0
+    fi = np.int64(f)
+    last = rows[clip] - 1
+    if fi > last:
+        fi = last
+    return x, row0[clip] + fi
+
+
 @_lanes
 def _sample(p, clip, time, rate, flags, bank, scratch):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
@@ -273,21 +285,12 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     bone's key is normalised by multiplying by the float32 reciprocal of its norm (within 1
     ulp of dividing). Its rotations go to the pose's lanes.
     """
-    row0, rows, ftab, kval, kslope, kstart, ktag = (bank.row0, bank.rows, bank.ftab, bank.kval, bank.kslope,
-                                                    bank.kstart, bank.ktag)
+    ftab, kval, kslope, kstart, ktag = bank.ftab, bank.kval, bank.kslope, bank.kstart, bank.ktag
     sent_vel, sent_bone = bank.sent_vel, bank.sent_bone
     frow, fkeys, ftag = bank.frow, bank.fkeys, bank.ftag
     bind_height = bank.bind_height
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
-    x = np.float32(_mul(np.float64(time), 30.0))
-    f = math.ceil(np.float64(x) - 0.5)
-    if f < 0.0:
-        f = 0.0
-    fi = np.int64(f)
-    last = rows[clip] - 1
-    if fi > last:
-        fi = last
-    row = row0[clip] + fi
+    x, row = _frame_row(clip, time, bank)
     rate32 = np.float32(rate)
     # slot 0: the root velocity, scaled by the rate
     k = np.uint64(sent_vel if (flags & _NO_VELOCITY) != 0 else ftab[row, 0])
@@ -913,50 +916,6 @@ def _pose_top(k, sp, over_queue, cols, bank, scratch, out):
     _emit(top, cols[k], bank, scratch, out)
 
 
-@_helper
-def _fetch_pose_tasks(hi, humans, tasks):
-    """Prefetch the task rows of human ``hi``'s stack: the columns the pose reads of every
-    task (its type, rate, first two cursor links, own row, next task, window)."""
-    h_depth, h_stack = humans.depth, humans.stack
-    for i in range(h_depth[hi]):
-        r = h_stack[hi, i]
-        if r >= 0:
-            _prefetch(tasks.type, r)
-            _prefetch(tasks.rate, r)
-            _prefetch(tasks.c0, r)
-            _prefetch(tasks.c1, r)
-            _prefetch(tasks.aux, r)
-            _prefetch(tasks.nxt, r)
-            _prefetch(tasks.window, r)
-
-
-@_helper
-def _fetch_pose_rows(hi, humans, tasks, cursors, fades, gaits):
-    """Prefetch the rows human ``hi``'s tasks link (read from their task rows, fetched
-    earlier by ``_fetch_pose_tasks``): its clips' and gaits' cursors (time, flags, bank
-    index), a fade's or a gait's own row."""
-    h_depth, h_stack = humans.depth, humans.stack
-    t_type, t_c0, t_c1, t_aux = tasks.type, tasks.c0, tasks.c1, tasks.aux
-    for i in range(h_depth[hi]):
-        r = h_stack[hi, i]
-        if r < 0:
-            continue
-        for c in (t_c0[r], t_c1[r]):
-            if c >= 0:
-                _prefetch(cursors.t, c)
-                _prefetch(cursors.flags, c)
-                _prefetch(cursors.bank, c)
-        a = t_aux[r]
-        if a >= 0:
-            tt = t_type[r]
-            if tt == _FADE:
-                _prefetch(fades.el, a)
-                _prefetch(fades.dur, a)
-            elif tt == _GAIT:
-                _prefetch(gaits.value, a)
-                _prefetch(gaits.lower, a)
-
-
 @_kernel
 def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, buffers):
     """Every human's pose (rows of the human table) into output column ``cols[k]``: its
@@ -1005,9 +964,9 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     for k in range(n_rows):
         hi = rows[k]
         if k + PREFETCH_TASKS < n_rows:     # the rows of the humans ahead, on their way meanwhile
-            _fetch_pose_tasks(rows[k + PREFETCH_TASKS], humans, tasks)
+            fetch_tasks(rows[k + PREFETCH_TASKS], np.bool_(False), humans, tasks)
         if k + PREFETCH_ROWS < n_rows:
-            _fetch_pose_rows(rows[k + PREFETCH_ROWS], humans, tasks, cursors, fades, gaits)
+            fetch_rows(rows[k + PREFETCH_ROWS], np.bool_(False), humans, tasks, cursors, fades, gaits)
         dflt_slot[0] = -1
         over_queue = queued_default[k]
         passes = 2 if over_queue else 1

@@ -519,8 +519,8 @@ def test_pose_stacks_reads_as_named_steps():
         assert len(inspect.signature(step.py_func).parameters) <= MOST_ARGUMENTS, name
 
 
-@pytest.mark.parametrize("name", ("kernels_maths", "kernels_rows", "kernels_pose", "kernels_step", "kernels_flush",
-                                  "kernels_motion"))
+@pytest.mark.parametrize("name", ("kernels_maths", "kernels_rows", "kernels_fetch", "kernels_pose", "kernels_step",
+                                  "kernels_flush", "kernels_motion"))
 def test_no_kernel_or_helper_takes_loose_columns(name):
     """Every numba function of the kernel modules (read from their source, AST) takes at
     most MOST_ARGUMENTS arguments: the tables come in as their named tuples, not as
@@ -540,8 +540,8 @@ def test_no_kernel_or_helper_takes_loose_columns(name):
     assert found
 
 
-KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_write", "kernels_pose", "kernels_step", "kernels_flush",
-                  "kernels_motion")
+KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_write", "kernels_fetch", "kernels_pose", "kernels_step",
+                  "kernels_flush", "kernels_motion")
 
 
 @pytest.mark.parametrize("name", KERNEL_MODULES)
@@ -576,13 +576,14 @@ def test_the_entry_points_are_named_by_stage():
 
 
 def test_the_step_and_the_pose_prefetch_the_rows_of_the_humans_ahead():
-    """step_stacks and pose_stacks fetch the rows of the humans a few places ahead
-    (kernels_step's ``_fetch_tasks`` and ``_fetch_rows``, kernels_pose's
-    ``_fetch_pose_tasks`` and ``_fetch_pose_rows``, each a loop of LLVM prefetch hints):
-    the hint (anim.engine.jitpipe.prefetch) compiles to llvm.prefetch of the element's
-    address (read, every cache level, data), is a no-op under NUMBA_DISABLE_JIT, and each
-    kernel calls both helpers for the humans PREFETCH_TASKS and PREFETCH_ROWS ahead, the
-    first further ahead (its rows are what the second reads)."""
+    """step_stacks and pose_stacks fetch the rows of the humans a few places ahead through
+    the same two helpers (anim.engine.kernels_fetch's ``fetch_tasks`` and ``fetch_rows``,
+    each a loop of LLVM prefetch hints; one list of columns, the step's own behind its
+    flag): the hint (anim.engine.jitpipe.prefetch) compiles to llvm.prefetch of the
+    element's address (read, every cache level, data), is a no-op under
+    NUMBA_DISABLE_JIT, and each kernel calls both helpers for the humans PREFETCH_TASKS and
+    PREFETCH_ROWS ahead, the first further ahead (its rows are what the second reads), and
+    no prefetch list of its own."""
     import ast
     import inspect
     import textwrap
@@ -590,6 +591,7 @@ def test_the_step_and_the_pose_prefetch_the_rows_of_the_humans_ahead():
     from numba import njit
 
     from scuffle.anim.engine import jitpipe
+    from scuffle.anim.engine import kernels_fetch as KF
     from scuffle.anim.engine import kernels_pose as KPS
     from scuffle.anim.engine import kernels_step as KS
 
@@ -603,9 +605,11 @@ def test_the_step_and_the_pose_prefetch_the_rows_of_the_humans_ahead():
     ir = next(iter(touch.inspect_llvm().values()))
     assert "@llvm.prefetch" in ir and "i32 0, i32 3, i32 1" in ir
     assert jitpipe._no_prefetch(a, 5) is None
-    for mod, kernel, helpers in ((KS, K.step_stacks, {"_fetch_tasks", "_fetch_rows"}),
-                                 (KPS, K.pose_stacks, {"_fetch_pose_tasks", "_fetch_pose_rows"})):
-        assert mod.PREFETCH_TASKS > mod.PREFETCH_ROWS > 0
-        body = {n.func.id for n in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(kernel.py_func))))
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-        assert helpers <= body, kernel
+    assert KF.PREFETCH_TASKS > KF.PREFETCH_ROWS > 0
+    for mod, kernel, flag in ((KS, K.step_stacks, True), (KPS, K.pose_stacks, False)):
+        assert mod.fetch_tasks is KF.fetch_tasks and mod.fetch_rows is KF.fetch_rows
+        tree = ast.parse(textwrap.dedent(inspect.getsource(kernel.py_func)))
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+        fetches = {c.func.id: ast.unparse(c.args[1]) for c in calls if c.func.id in ("fetch_tasks", "fetch_rows")}
+        assert fetches == {"fetch_tasks": f"np.bool_({flag})", "fetch_rows": f"np.bool_({flag})"}, fetches
+        assert "_prefetch" not in inspect.getsource(mod), mod.__name__       # one list: kernels_fetch's
