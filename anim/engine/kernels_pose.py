@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import math
 import numpy as np
-from numba import njit
+from llvmlite import ir  # type: ignore[import-untyped]  # (no stubs; numba's own dependency)
+from numba import njit, types
+from numba.core import config
+from numba.extending import intrinsic
 from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.maths.pose import POSE_STACK_SIZE
 from scuffle.anim.maths.skeleton import NUM_BONES
@@ -107,6 +110,51 @@ _lanes = (njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignore
 # anim.maths.detmath's polynomials, inlined into the lane loops (numba's IR inliner: they
 # take the caller's error model): the same source as its scalar forms, the same bits
 _lane = njit(cache=False, inline="always")
+
+
+def _f32_bits_py(x):
+    """NUMBA_DISABLE_JIT: a float32's bits as an int32."""
+    return np.float32(x).view(np.int32)
+
+
+def _bits_f32_py(u):
+    """NUMBA_DISABLE_JIT: the float32 whose bits are the int32 ``u``."""
+    return np.int32(u).view(np.float32)
+
+
+@intrinsic
+def _f32_bits_jit(typingctx, x):
+    """A float32's bits as an int32 (in the register: a SIMD lane's value too)."""
+    if not isinstance(x, types.Float) or x.bitwidth != 32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.int32(x), codegen
+
+
+@intrinsic
+def _bits_f32_jit(typingctx, u):
+    """The float32 whose bits are the int32 ``u``."""
+    if not isinstance(u, types.Integer) or u.bitwidth != 32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(u), codegen
+
+
+_DISABLED = getattr(config, "DISABLE_JIT", False)
+_f32_bits = _f32_bits_py if _DISABLED else _f32_bits_jit
+_bits_f32 = _bits_f32_py if _DISABLED else _bits_f32_jit
+
+
+@_lane
+def _with_tag(y, tag, keep, on):
+    """A pose value's y float with its tag in its lowest bit (pose.set_tag_bits for one
+    value), in the register: ``keep`` -2 and ``on`` 1 with the tag bits on; -1 and 0 leave
+    y as it is. No branch: a SIMD lane's operation."""
+    return _bits_f32(np.int32((_f32_bits(y) & keep) | (np.int32(tag) & on)))
 _asin_r = _lane(_detmath._asin_r)
 _PIO2_HI, _PIO2_LO, _TWO_OVER_PI = _detmath.PIO2_HI, _detmath.PIO2_LO, _detmath.TWO_OVER_PI
 
@@ -274,6 +322,16 @@ def _frame_row(clip, time, bank):
     return x, row0[clip] + fi
 
 
+@_helper
+def _tag_bits_motion(p, scratch):
+    """``_tag_bits`` of scratch pose p's velocity, root translation and bone 0 only (its
+    bones 1-33 took their bits as they were written)."""
+    s_tag, vel_i, root_i, rot_i = scratch.tag, scratch.vel_i, scratch.root_i, scratch.rot_i
+    vel_i[p, 1] = (vel_i[p, 1] & np.int32(-2)) | np.int32(s_tag[p, 0])
+    root_i[p, 1] = (root_i[p, 1] & np.int32(-2)) | np.int32(s_tag[p, 1])
+    rot_i[p, 1, 0] = (rot_i[p, 1, 0] & np.int32(-2)) | np.int32(s_tag[p, 2])
+
+
 @_lanes
 def _sample(p, clip, time, rate, flags, bank, scratch):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
@@ -345,6 +403,12 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     # lane. Every lane computes the key path; a tagged one keeps its value.
     rot = s_rot[p].reshape(4 * LANES)
     tags = s_tag[p, 2:]
+    d = scratch.dflt[0]
+    # the tag bits of bones 1-33 set as their y is written (in the register), unless the
+    # default pose's rotations replace the tagged ones after the loop
+    bits = scratch.tag_bits and d < 0
+    keep = np.int32(-2) if bits else np.int32(-1)
+    on = np.int32(1) if bits else np.int32(0)
     for b in range(1, _NB):
         dx = x - kk[_K_START + b]
         q0 = kk[_K_SLOPE + b] * dx + kk[b]
@@ -361,14 +425,15 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
         tag = kt[b]
         tags[b] = tag
         rot[b] = kk[b] if tag else q0 * inv
-        rot[LANES + b] = kk[_NB + b] if tag else q1 * inv
+        rot[LANES + b] = _with_tag(kk[_NB + b] if tag else q1 * inv, tag, keep, on)
         rot[2 * LANES + b] = kk[2 * _NB + b] if tag else q2 * inv
         rot[3 * LANES + b] = kk[3 * _NB + b] if tag else q3 * inv
-    d = scratch.dflt[0]
     if d >= 0:
         _default_from(p, d, scratch)
-    if scratch.tag_bits:
-        _tag_bits(p, scratch)
+        if scratch.tag_bits:
+            _tag_bits(p, scratch)
+    elif scratch.tag_bits:
+        _tag_bits_motion(p, scratch)
 
 
 @_lanes
@@ -506,15 +571,25 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
         W[LANES + b] = a1[b] * wa + b1[b] * wb
         W[2 * LANES + b] = a2[b] * wa + b2[b] * wb
         W[3 * LANES + b] = a3[b] * wa + b3[b] * wb
-    for c in range(4):
+    # the lanes to po, a blended value's tag bit following its tag (ours: L104 is silent),
+    # set in the register as y is written
+    bits = scratch.tag_bits
+    keep = np.int32(-2) if bits else np.int32(-1)
+    on = np.int32(1) if bits else np.int32(0)
+    for c in (0, 2, 3):
         o = s_rot[po, c]
         for b in range(1, LANES):
             o[b] = W[c * LANES + b]
+    o = s_rot[po, 1]
+    for b in range(1, nb):
+        o[b] = _with_tag(W[LANES + b], lane_tag[b], keep, on)
+    for b in range(nb, LANES):
+        o[b] = W[LANES + b]
     ot = s_tag[po, 2:]
     for b in range(1, nb):
         ot[b] = lane_tag[b]
-    if scratch.tag_bits:            # a blended value's bit follows its tag too (ours: L104 is silent)
-        _tag_bits(po, scratch)
+    if bits:
+        _tag_bits_motion(po, scratch)
 
 
 @_helper
