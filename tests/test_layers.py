@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from sources import nodes
+
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("anim", "components", "systems", "game", "demo", "scuffle")
 
@@ -29,7 +31,7 @@ def _graph() -> dict[str, set[str]]:
     for mod, path in files.items():
         deps = set()
         pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             names = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -123,7 +125,7 @@ def _upward_mentions(path: Path, above: tuple[str, ...]) -> list[str]:
     """The package's face imported, or a module of ``above`` named whole in a string (what
     importlib.import_module would load), in one file."""
     bad = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             bad += [a.name for a in node.names if a.name in FACE]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module in FACE:

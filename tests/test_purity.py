@@ -10,15 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from sources import nodes
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def imported_roots(path: Path) -> set[str]:
     """Top-level package names a module imports (import x.y, from x import y,
     __import__("x"), importlib.import_module("x"))."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     roots = set()
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             roots.update(a.name.split(".")[0] for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -88,9 +89,8 @@ _AUTHORING = {"game/fighters/moveset.py"}
 
 def transcendental_calls(path: Path, root: Path = ROOT) -> list[str]:
     """``np.sin(...)``, ``numpy.arccos``, ``math.atan2(...)``... referenced in a module."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     hits = []
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if isinstance(node, ast.Attribute) and node.attr in _TRANSCENDENTAL \
                 and isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy", "math"):
             hits.append(f"{path.relative_to(root)}:{node.lineno} {node.value.id}.{node.attr}")

@@ -27,7 +27,7 @@ from scuffle.anim.engine.store import NO_ROW, _layout
 from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine.rules import TASK_CURSORS, dir_banks_misfit
 
-__all__ = ["StateError", "check_saved", "Saved", "Packing", "packing", "pack", "pack_all", "unpack", "compile_kernels", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
+__all__ = ["StateError", "check_saved", "check_deferred", "Saved", "Packing", "packing", "pack", "pack_all", "unpack", "compile_kernels", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
            "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
 
 # What a task of each type links to: the cursor columns that must hold a cursor row (the
@@ -418,6 +418,39 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     if not (n_out.__class__ is int and n_out == int(out[1]) and n_out <= pool_capacity):
         raise StateError(f"table.pool.n_out = {n_out!r}: not the {int(out[1])} flags set (at most {pool_capacity})")
     return buf, blocks
+
+
+def check_deferred(tr: np.ndarray, hum: Any, tt: Any) -> None:
+    """Refuse deferred task rows ``tr`` (each checked in use) that the flush could not give
+    back safely: a row listed twice, a task not released, or a task the flush frees (a
+    listed task and the next tasks it owns) that still has a place outside what is freed
+    (a human's stack or queue, the next task of a task kept). In: the checked humans and
+    tasks tables (their columns by name). Raises StateError naming counts.deferred.
+    Original: 0x00105570 AnimTask_FlushDeferred (what it frees)."""
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            raise StateError(f"counts.deferred: {what}")
+    need(len(np.unique(tr)) == len(tr), "a task row listed twice")
+    need(bool(tt.released[tr].all()), "a task not released")
+    freed = np.zeros(tt.capacity, np.bool_)
+    ty, nxt, handed, live = tt.type, tt.nxt, tt.handed_over, tt.live
+    for r in tr.tolist():                     # the flush's owned chain (the table has no cycles)
+        x = r
+        while not freed[x]:
+            freed[x] = True
+            nx = int(nxt[x])
+            if int(ty[x]) not in _NEXT_TYPES or nx < 0 or handed[x] or not live[nx]:
+                break
+            x = nx
+    hl = np.flatnonzero(hum.live)
+    for col, n_col in (("stack", "depth"), ("queue", "queued")):
+        rows = getattr(hum, col)[hl]
+        n = getattr(hum, n_col)[hl].astype(np.int64)
+        held = rows[np.arange(rows.shape[1]) < n[:, None]]
+        need(not bool(freed[held].any()), f"a task still on a human's {col}")
+    kept = np.flatnonzero(live.astype(np.bool_) & ~freed)
+    nx_kept = nxt[kept].astype(np.int64)
+    need(not bool(freed[nx_kept[nx_kept >= 0]].any()), "a task still the next task of a task kept")
 
 
 def _blanks(plan: _Plan, tables: Sequence[Saved]) -> np.ndarray:

@@ -34,10 +34,9 @@ from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
 from scuffle.anim.engine.callbacks import Callback, CallbackTable
 from scuffle.anim.playback.cursor import cursor_proto
-from scuffle.anim.playback.tasks import TaskType
 from scuffle.anim.engine.digest import array_form, blocks_digests, digest_form, digests_plan, digests_with, values_bytes
-from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_ids, check_saved, clip_facts, pack,
-                                          pack_all, unpack)
+from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_deferred, check_ids, check_saved,
+                                          clip_facts, pack, pack_all, unpack)
 from scuffle.anim.engine.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
 from scuffle.game.runtime.version import __version__
@@ -718,37 +717,6 @@ def parse(data: bytes) -> Parsed:
 
 
 # ---------------------------------------------------------------- checked against a Game
-def _check_deferred(tr: np.ndarray, hum: Any, tt: Any) -> None:
-    """Refuse deferred task rows ``tr`` (checked in use) that the flush could not give back
-    safely: a row listed twice, a task not released, or a task the flush frees (a listed
-    task and the next tasks it owns) that still has a place outside what is freed (a
-    human's stack or queue, the next task of a task kept). In: the scratch humans and
-    tasks tables. Original: 0x00105570 AnimTask_FlushDeferred (what it frees)."""
-    need(len(np.unique(tr)) == len(tr), "counts.deferred", "a task row listed twice")
-    need(bool(tt.released[tr].all()), "counts.deferred", "a task not released")
-    freed = np.zeros(tt.capacity, np.bool_)
-    ty, nxt, handed, live = tt.type, tt.nxt, tt.handed_over, tt.live
-    owners = (int(TaskType.CLIP), int(TaskType.PAIRED_CLIP))
-    for r in tr.tolist():                     # the flush's owned chain (its table has no cycles)
-        x = r
-        while not freed[x]:
-            freed[x] = True
-            nx = int(nxt[x])
-            if int(ty[x]) not in owners or nx < 0 or handed[x] or not live[nx]:
-                break
-            x = nx
-    hl = np.flatnonzero(hum.live)
-    for col, n_col in (("stack", "depth"), ("queue", "queued")):
-        rows = getattr(hum, col)[hl]
-        n = getattr(hum, n_col)[hl].astype(np.int64)
-        held = rows[np.arange(rows.shape[1]) < n[:, None]]
-        need(not bool(freed[held].any()), "counts.deferred", f"a task still on a human's {col}")
-    kept = np.flatnonzero(live.astype(np.bool_) & ~freed)
-    nx = nxt[kept].astype(np.int64)
-    nx = nx[nx >= 0]
-    need(not bool(freed[nx].any()), "counts.deferred", "a task still the next task of a task kept")
-
-
 class _Rows:
     """A checked block's arrays by name (a scratch table: no handles, no fast views,
     nothing of the world's), each made when first read. ``_Rows(columns, cap, block)``
@@ -1084,7 +1052,10 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         tt = scratch["tasks"]
         need(bool(((tr >= 0) & (tr < tt.capacity)).all()) and bool(tt.live[tr].all()), "counts.deferred",
              "a task row not in use")
-        _check_deferred(tr, hum, tt)
+        try:
+            check_deferred(tr, hum, tt)
+        except StateError as e:
+            raise _Refused(str(e)) from None
     stepped = ev["stepped"]
     need(isinstance(stepped, list) and len(stepped) <= 64 and all(
         isinstance(a, np.ndarray) and a.dtype == np.int64 and a.ndim == 1
@@ -1138,6 +1109,17 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             raise _Refused(str(e)) from None
         seen.add(x[0])
         loose.append((inst_of[x[0]], (vals[0], vals[1], vals[2], vals[3], report)))
+    # every human is restored whole: an engine row or a loose record each, and every row in
+    # use held by one human or leaving (else a human kept whatever record this Game had)
+    missing = [name for name in names if name not in seen]
+    need(not missing, "values.engine.instances",
+         f"{short(missing[0]) if missing else None}: neither an engine row nor a loose record")
+    held = np.array([x is not None for x in instances] + [False] * (hum.capacity - len(instances)), np.bool_)
+    for i, (r, _) in enumerate(leaving):
+        need(not held[r], f"values.engine.leaving[{i}]", "a row held twice")
+        held[r] = True
+    need(bool((held == hum.live.astype(np.bool_)).all()), "values.engine.instances",
+         "a human row in use that no human holds and none is leaving")
     es = S.EngineState(states, humans_state,
                        ((pool[0].copy(), pool[1]), (deferred.copy(), {}), ([], [], []), [a.copy() for a in stepped],
                         stats, (calls[0], calls[1].tolist(), calls[2].tolist())),

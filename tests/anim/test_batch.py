@@ -24,6 +24,9 @@ from scuffle.anim.reference import Reference, RefInstance, engine_state, referen
 from scuffle.anim.engine.stack import CharacterInstance, TaskPoolExhausted, StackFull
 from scuffle.anim.playback.tasks import TaskType
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 GAIT = [40, 41, 42, 43, 43]
 
 

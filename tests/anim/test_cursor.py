@@ -26,6 +26,9 @@ from scuffle.anim.data.rates import CfgAnimSpeeds
 from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.engine.stack import CharacterInstance
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 X = 19          # the clip under test
 NEXT = 388      # the idle it hands over to
 NO_FLAG, F800, F1000, F2000 = 0, 0x800, 0x1000, 0x2000

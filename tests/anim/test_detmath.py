@@ -18,6 +18,9 @@ from numba import njit
 from scuffle.anim.maths import detmath as D
 from scuffle.anim.playback.tasks import fade_weight
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 RNG = np.random.default_rng(20261201)
 UNIT = np.concatenate([np.linspace(-1.0, 1.0, 40_001), RNG.uniform(-1.0, 1.0, 40_000),
                        [-1.0, 1.0, 0.0, -0.0, 0.5, -0.5, np.nextafter(0.5, 1), np.nextafter(-0.5, -1),

@@ -3,11 +3,15 @@ SIMD path over consecutive output columns gives the bits of the column-by-column
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from scuffle.anim.engine import kernels as K
 from scuffle.anim.engine import kernels_pose as KP
 from scuffle.anim.engine.plan import Bones, pose_tables
 from scuffle.game.tools.bench import build_crowd
+
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
 
 
 def _pose(game, n: int, cols: np.ndarray) -> Bones:

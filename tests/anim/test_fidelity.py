@@ -24,6 +24,9 @@ from scuffle.anim.reference import RefInstance, Reference
 from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.playback.tasks import HeldFlags
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 PATHS = ["engine", "reference"]
 HOLD, IDLE, MOVE, STILL = 82, 388, 19, 7
 ANIM_STATE = int(HeldFlags.ANIM_STATE)

@@ -29,6 +29,9 @@ from flushhelp import CLIP, IDLE, flush_until, three_handing_over
 from flushhelp import state as _state
 from flushhelp import worlds as _worlds
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 ANIM_STATE = int(HeldFlags.ANIM_STATE)
 
 

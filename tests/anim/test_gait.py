@@ -24,6 +24,9 @@ from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.playback.tasks import GAIT_STEPS, GaitTask, LOCOMOTION_FLAGS, TaskType
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 IDS = (10, 11, 12, 13, 14)
 FRAMES = {10: 35, 11: 28, 12: 22, 13: 18, 14: 16}
 CONTINUOUS = int(LOCOMOTION_FLAGS)      # 0x2c1, has 0x200

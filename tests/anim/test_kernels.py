@@ -20,6 +20,9 @@ from scuffle.anim.maths import f32 as F
 from scuffle.anim.engine import kernels as K
 from scuffle.anim.engine import kernels_pose as KP
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 
 def bits(x: float) -> int:
     if math.isnan(x):

@@ -17,6 +17,9 @@ from scuffle.anim.maths.pose import (DTYPE, NUM_TAGS, POSE_STACK_SIZE, TAG_BONE,
                        PoseBatch, blend)
 from scuffle.anim.maths.skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 
 def random_pose(rng, n=1, tag=False) -> PoseBatch:
     rot = rng.normal(size=(4, NUM_BONES, n))

@@ -4,11 +4,15 @@ are the bits a fresh set of buffers gets, and a crowd past the room gets larger 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from scuffle.anim.engine.plan import Bones
 from scuffle.game.fighters.moves import Move
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game
+
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
 
 
 def _game(n: int) -> Game:

@@ -20,6 +20,9 @@ from scuffle.anim.data.rangelist import RateClass, author_range, rate_class
 from scuffle.anim.data.rates import DATA_SPEEDS, RATE_MASK, RUNTIME_SPEEDS, CfgAnimSpeeds, RateFlags
 from scuffle.anim.engine.stack import CharacterInstance
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 
 def test_runtime_values():
     s = CfgAnimSpeeds()

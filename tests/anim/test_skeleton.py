@@ -15,6 +15,9 @@ from scuffle.anim.maths import quat
 from scuffle.anim.maths.skeleton import (HUMANOID, MIRROR_PAIRS, NUM_BONES, PARENTS, REFERENCE_ROTATIONS, Bone,
                            Skeleton, depth_levels, subtree_mask)
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 SPEC = Path("/work/shared/spec/animation.txt")
 
 # The spec's parent table ("The pose"), copied literally.

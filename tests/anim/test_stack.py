@@ -27,6 +27,9 @@ from scuffle.anim.engine.stack import (POOL_SIZE, QUEUE_SIZE, STACK_SIZE, Charac
 from scuffle.anim.engine.store import StaleHandle
 from scuffle.anim.playback.tasks import TaskType
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 A, B, IDLE = 19, 20, 388
 GAIT = (404, 405, 406, 407, 407)
 

@@ -25,6 +25,9 @@ from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.playback.tasks import (FadeTask, HeldFlags, HoldTask, PICK_THRESHOLDS, PairedClipTask, PairedHoldTask, SceneTask, TaskFlags,
                         TaskType, fade_weight)
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 A, B, IDLE = 19, 20, 388
 ANIM_STATE = int(HeldFlags.ANIM_STATE)
 

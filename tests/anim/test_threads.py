@@ -21,6 +21,9 @@ from scuffle.anim.reference import Reference
 
 from test_reference import GAIT, _diff, _gen_commands, random_set, run_world
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 HUMANS = 23
 UPDATES = 36
 

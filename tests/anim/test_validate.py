@@ -19,6 +19,9 @@ from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.engine.store import HumanTable, TableCorrupt
 from scuffle.anim.playback.tasks import TaskType
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 GAIT = [4, 5, 6, 7, 7]
 
 

@@ -2,9 +2,14 @@
 of its own otherwise."""
 from __future__ import annotations
 
+import pytest
+
 from scuffle.components import PoseRef
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game
+
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
 
 
 def test_a_pose_ref_of_its_own_holds_its_number_and_compares_by_row():

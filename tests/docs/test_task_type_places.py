@@ -7,8 +7,11 @@ The paths come from the doc itself (its two lists), so a module moved is one edi
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
+
+from sources import nodes, tree
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "architecture.md"
@@ -77,16 +80,17 @@ def _is_type_expr(node: ast.AST) -> bool:
         isinstance(node.value, ast.Name) and node.value.id in ("event", "e", "ev"))
 
 
+@functools.lru_cache(maxsize=1)
 def names_by_file() -> dict[Path, set[str]]:
-    """source file -> the task types it names."""
+    """source file -> the task types it names (found once per test process: read only)."""
     types = _types()
     by_number = {v: k for k, v in types.items()}
     files = sorted(p for f in SOURCES for p in (ROOT / f).rglob("*.py"))
-    trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in files}
+    trees = {p: tree(p) for p in files}
     out: dict[Path, set[str]] = {p: set() for p in files}
     consts: dict[tuple[Path, str], str] = {}        # (file, constant) -> the type it stands for
-    for p, tree in trees.items():
-        for node in ast.walk(tree):
+    for p, t in trees.items():
+        for node in nodes(p):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
                     and node.value.id == "TaskType" and node.attr in types:
                 out[p].add(node.attr)
@@ -101,14 +105,14 @@ def names_by_file() -> dict[Path, set[str]]:
                         for e in elts:
                             if _number_of(e) in by_number:
                                 out[p].add(by_number[_number_of(e)])
-        for node in tree.body:                       # module constants made from one type
+        for node in t.body:                          # module constants made from one type
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 named = {n.attr for n in ast.walk(node.value) if isinstance(n, ast.Attribute)
                          and isinstance(n.value, ast.Name) and n.value.id == "TaskType" and n.attr in types}
                 if len(named) == 1:
                     consts[(p, node.targets[0].id)] = named.pop()
-    for p, tree in trees.items():                    # and the files that import such a constant
-        for node in ast.walk(tree):
+    for p in trees:                                  # and the files that import such a constant
+        for node in nodes(p):
             if isinstance(node, ast.ImportFrom):
                 src = _module_path(p, node)
                 for a in node.names:

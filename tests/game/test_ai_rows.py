@@ -14,6 +14,9 @@ from scuffle.game.fighters.ai import FighterAI
 from scuffle.game.runtime.trace import iter_trace_records, write_records
 from scuffle.game.tools.bench import build_crowd
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 
 @pytest.mark.parametrize("seed", [0, 7, 2**40 + 3, -12, "fighter"])
 def test_the_row_generator_draws_random_randoms_numbers_through_several_twists(seed):

@@ -19,6 +19,9 @@ from scuffle.systems.motion import StateUpdate
 
 from gamehelp import IDLE, clip, make_set, still, turn_quat
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 
 def _set():
     fast = clip(40, velocity=[(0, (30.0, 30.0, 0.0)), (20, (5.0, 20.0, 0.3))],

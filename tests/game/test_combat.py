@@ -20,6 +20,9 @@ from scuffle.game.fighters.moveset import demo_set
 from scuffle import parse_scenario, run_scenario
 from scuffle.game.runtime.world import Game
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 FIGHT = """
 updates = {updates}
 

@@ -21,6 +21,9 @@ from scuffle.game.fighters.moves import GAIT_IDS, Move
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 
 def _expected_speeds(s, speeds: CfgAnimSpeeds) -> tuple[float, ...]:
     """Each gait clip's displacement over its duration, divided by its rate (computed here

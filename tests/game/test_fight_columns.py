@@ -20,6 +20,9 @@ from scuffle.game.fighters.moves import Move
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 
 def _fighters(gap: float = 3.0):
     """Two humans in the fight idle, ``gap`` m apart, under the fight rules."""

@@ -29,6 +29,9 @@ from scuffle.game.fighters.combat import Fight, LocomotionStop
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 from scuffle.game.runtime.trace import f32_json, trace_records
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 ENGINES = ["compiled", "reference"]
 STOPS = ["mask", "top_task"]
 WALK = 1.63                                   # the demo's walk speed ("Gait blend": 1.63 m/s)

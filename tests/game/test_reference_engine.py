@@ -14,6 +14,9 @@ from scuffle.game.cli import commands as cli
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 FIGHT = Path(__file__).resolve().parents[1] / "hardening" / "fight_2min.toml"
 
 

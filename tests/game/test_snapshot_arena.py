@@ -23,6 +23,9 @@ from scuffle.anim.engine.stack import CharacterInstance, HumanRecord
 from scuffle.anim.playback.tasks import Task
 from scuffle.game.tools.bench import build_crowd
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 
 def _fight(updates: int = 20):
     game = build_crowd(2, "realistic", seed=3)

@@ -315,6 +315,8 @@ TAMPER = [
     (_values_edit(lambda v: v["combats"].update(texts=["", "free"] * 3)), "texts"),
     (_values_edit(lambda v: v["extras"].append(1)), "extras"),
     (_values_edit(lambda v: v["engine"].update(instances=["p1", "p1"])), "instances"),
+    (_values_edit(lambda v: v["engine"]["instances"].__setitem__(1, None)), "values.engine.instances"),
+    (_values_edit(lambda v: v["engine"]["leaving"].append((0, 0))), "values.engine.leaving[0]: a row held twice"),
     (_values_edit(lambda v: v.update(bodies=None)), "values.bodies"),
     (_values_edit(lambda v: v["bodies"]["owners"].update({0: [1]})), "values.bodies.owners[0]"),
     (_values_edit(lambda v: v["engine"].update(instances=[[1], None])), "values.engine.instances[0]"),

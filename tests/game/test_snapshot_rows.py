@@ -15,6 +15,9 @@ from scuffle.anim.engine.store import _layout
 from scuffle.game.runtime import snapfile as F
 from scuffle.game.runtime.snapshot import Snapshot, SnapshotError
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 
 @pytest.fixture(scope="module")
 def crowd():

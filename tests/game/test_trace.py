@@ -15,6 +15,9 @@ from scuffle.anim.data.clip import make_event
 from gamehelp import (IDLE, REPO, by_human, clip, clip_toml, command_toml, human_toml, run_cli, still,
                       turn_quat)
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 GAIT = [408, 409, 410, 411, 411]
 FIELDS = ["update", "human", "anim", "held", "pos", "heading", "vel", "tasks", "events", "released"]
 UPDATES = 40

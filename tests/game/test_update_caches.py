@@ -42,6 +42,9 @@ from scuffle.systems import motion as motion_mod
 from scuffle.systems import placement as placement_mod
 from scuffle.systems.motion import _wrap
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 
 def _steps(game, updates: int, digest) -> None:
     """Run ``updates`` updates, each one's trace records and poses (bone transforms, root

@@ -25,6 +25,9 @@ from scuffle.systems.context import SimContext
 
 from gamehelp import IDLE, REPO, clip, make_set, still
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 X = 73                        # the reaction id both sets hold, with different clips
 
 

@@ -13,6 +13,7 @@ import re
 from scuffle.anim.playback.player import PlayerOptions
 
 from .support import REPO
+from sources import nodes
 
 DOC = REPO / "docs" / "original-bugs.md"
 
@@ -27,8 +28,7 @@ def _test_names() -> set[str]:
     names = set()
     for path in (REPO / "tests").rglob("test_*.py"):
         names.add(path.stem)                                     # a file the catalogue names
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+        for node in nodes(path):
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
                 names.add(node.name)
             elif isinstance(node, ast.Assign):                   # fuzz_pair's module-level tests

@@ -22,6 +22,9 @@ from scuffle.game.fighters.combat import MIN_SEPARATION, Fight
 from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 
 
 def _reference_separate(fight: Fight) -> None:

@@ -11,6 +11,9 @@ from scuffle.game.runtime.snapshot import SyncError
 from scuffle.net import (HandshakeError, MemoryLink, PeerLeft, PeerTimeout, Session, SessionSetupError, SimLink,
                          Spectator, SyncTestSession)
 
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.bits
+
 UPDATES = 240
 
 
