@@ -94,6 +94,26 @@ def test_random_float32_pairs_match_bit_for_bit():
         assert K.frame_of(t) == F.frame_of(t), t
 
 
+def test_the_truncation_matches_at_the_edges_of_its_bit_path():
+    """The toward-zero rounding reads a double in float32's normal range (2^-125 up to
+    2^128) from its bits (the low 29 mantissa bits cleared, a step less for an exact
+    float32 whose tail points to zero) and the rest by rounding and stepping back: both
+    the FPU's bits (anim.maths.f32) at the range's edges, on each side of them and at
+    float32 values with tails of either sign."""
+    edges = [2.0 ** -126, 2.0 ** -125, 2.0 ** -124, 2.0 ** 127, F.FLT_MAX, 1.0, 2.0, 0.5, 3.0]
+    tails = [0.0, 2.0 ** -60, -(2.0 ** -60), 2.0 ** -30, -(2.0 ** -30), 2.0 ** -24, -(2.0 ** -24)]
+    for e in edges:
+        for sign in (1.0, -1.0):
+            for a in (sign * e, sign * F.f32(e * (1 + 2 ** -23)), sign * F.f32(e * (1 - 2 ** -24))):
+                for t in tails:
+                    b = F.f32(a * t) if t else 0.0
+                    assert bits(K.add(a, b)) == bits(F.add(a, b)), (a, b)
+                    assert bits(K.sub(a, b)) == bits(F.sub(a, b)), (a, b)
+                    for m in (F.f32(1.0 + 2 ** -23), F.f32(1.0 - 2 ** -24), F.f32(0.5), F.f32(3.0)):
+                        assert bits(K.mul(a, m)) == bits(F.mul(a, m)), (a, m)
+                        assert bits(K.div(a, m)) == bits(F.div(a, m)), (a, m)
+
+
 def test_vectorised_helpers_agree_with_the_kernels():
     rng = np.random.default_rng(3)
     a = (rng.standard_normal(500) * 10.0 ** rng.integers(-40, 38, 500)).astype(np.float32)
@@ -338,6 +358,64 @@ def test_the_sample_runs_its_bones_in_simd_lanes():
     asm = sample.inspect_asm(sample.signatures[0]).lower()
     for op in ("sqrtps", "divps"):
         assert op in asm, op
+
+
+def test_the_sample_and_the_blend_write_the_tag_bits_with_the_values():
+    """With tag_bits on, a sample's and a blend's values are those with tag_bits off (the
+    blend's from the same inputs, whose bits it reads) but for the lowest bit of every y
+    float (velocity, root, bones 0-33), which is the slot's tag ("The pose" L102): the
+    kernels set it as they write y (in the register), not in a pass after, and leave the
+    padding lanes alone."""
+    from numba import njit
+
+    from scuffle.anim.data.clip import author_clip
+    from scuffle.anim.engine.plan import pose_tables, scratch_poses
+    from scuffle.anim.engine.sampler import ClipBank
+    from scuffle.anim.maths.skeleton import NUM_BONES
+
+    @njit(cache=False)
+    def sample(sc, bank, t0, t1, flags):
+        KP._sample(np.int64(0), np.int64(0), t0, np.float32(1.0), flags, bank, sc)
+        KP._sample(np.int64(1), np.int64(1), t1, np.float32(0.5), np.int64(0), bank, sc)
+
+    @njit(cache=False)
+    def blend(sc, w, submask):
+        KP._blend(np.int64(0), np.int64(1), np.int64(2), w, np.int64(-1), submask, sc)
+
+    def same_but_the_bits(on, off, p):
+        tag = on.tag[p].astype(np.int32)
+        ys = off.rot_i[p, 1].copy()
+        ys[:NUM_BONES] = (ys[:NUM_BONES] & -2) | tag[2:]
+        np.testing.assert_array_equal(on.rot_i[p, 1], ys)
+        for c in (0, 2, 3):
+            np.testing.assert_array_equal(on.rot_i[p, c], off.rot_i[p, c])
+        for got, was, t in ((on.vel_i[p], off.vel_i[p], tag[0]), (on.root_i[p], off.root_i[p], tag[1])):
+            assert got[1] == (was[1] & -2) | t and got[0] == was[0] and got[2] == was[2]
+
+    # two clips animating different bones (the others tagged), one with a velocity
+    a = author_clip("a", 12, rotations={b: [(0, (0.0, 0.0, 0.0, 1.0)), (12, (0.0, 0.6, 0.0, 0.8))]
+                                        for b in range(0, 34, 2)},
+                    velocity=[(0, (0.5, 0.25, 0.0)), (12, (1.0, 0.0, 0.0))])
+    b = author_clip("b", 9, rotations={bb: [(0, (0.0, 0.0, 0.6, 0.8)), (9, (0.28, 0.0, 0.0, 0.96))]
+                                       for bb in range(1, 34, 3)})
+    bank = pose_tables(ClipBank([a, b])).tables
+    submask = np.ones((NUM_BONES, NUM_BONES), np.bool_)
+    for flags in (0, 3):                            # with and without the velocity and the turn
+        for t0, t1, w in ((0.1, 0.2, 0.5), (0.35, 0.05, 0.25), (0.0, 0.3, 1.0)):
+            on, off = scratch_poses(3, tag_bits=True), scratch_poses(3, tag_bits=False)
+            for sc in (on, off):
+                sample(sc, bank, np.float32(t0), np.float32(t1), np.int64(flags))
+            np.testing.assert_array_equal(on.tag, off.tag)
+            for p in range(2):
+                same_but_the_bits(on, off, p)
+            assert on.tag[:2, 2:].any() and not on.tag[:2, 2:].all()       # both kinds of bone met
+            # the blend of the same (bit-carrying) poses, with the bits and without
+            for arr_on, arr_off in ((on.vel, off.vel), (on.root, off.root), (on.rot, off.rot)):
+                arr_off[:2] = arr_on[:2]
+            blend(on, np.float32(w), submask)
+            blend(off, np.float32(w), submask)
+            np.testing.assert_array_equal(on.tag, off.tag)
+            same_but_the_bits(on, off, 2)
 
 
 def test_scaled_turn_kernel_equals_quat_scale_turn_and_the_exact_turn():
