@@ -298,9 +298,10 @@ def test_the_blend_equals_quat_slerp_per_bone_bit_for_bit():
 
 
 def _skip_unless_host_simd() -> None:
-    """Skip where the packed instructions' names are not x86-64's, or where numba targets
+    """Skip where the packed instructions' names are not x86-64's, where numba targets
     a CPU without the host's features (NUMBA_CPU_NAME: LLVM's cost model may keep the
-    loops scalar there, with the same bits)."""
+    loops scalar there, with the same bits), or checks every index (NUMBA_BOUNDSCHECK:
+    a loop that may raise is not vectorised)."""
     import platform
 
     from numba.core import config
@@ -310,6 +311,8 @@ def _skip_unless_host_simd() -> None:
     if config.CPU_NAME or not config.ENABLE_AVX:
         pytest.skip("numba targets a CPU without the host's features (NUMBA_CPU_NAME): LLVM's cost model "
                     "may keep the loops scalar there, with the same bits")
+    if config.BOUNDSCHECK:
+        pytest.skip("numba checks every index (NUMBA_BOUNDSCHECK): the bone loops stay scalar, with the same bits")
 
 
 def test_the_blend_runs_its_bones_in_simd_lanes():
