@@ -25,6 +25,7 @@ import numpy as np
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.playback.tasks import task_at
 from scuffle.systems.context import SimContext
+from scuffle.systems.crowd import FiredList
 
 __all__ = ["EventDispatch", "EventRows"]
 
@@ -147,7 +148,7 @@ class EventDispatch(esper.Processor):
                 # picked from the event columns, in order (the others' events stay rows)
                 hit = np.isin(cols[1], np.array([t for t, hs in handlers.items() if hs], np.int64))
                 places = np.unique(cols[0][hit]).tolist()
-                visit = [todo[k] for k in places]
+                visit = todo.pick(places) if isinstance(todo, FiredList) else [todo[k] for k in places]
             src_of: Any = None                      # the engine whose buffer ``span`` read
             span: tuple = ()
             n_span = 0                              # span's row count
@@ -241,7 +242,10 @@ class EventDispatch(esper.Processor):
         owner, types, anim_ids, g, eng = cols
         if not len(owner):                           # no event this update: no handler is called
             return
-        ents = np.fromiter(map(_FIRST, todo), np.int64, len(todo))[owner]
+        if isinstance(todo, FiredList):              # (its entries not made for this)
+            ents = todo.entities_at()[owner]
+        else:
+            ents = np.fromiter(map(_FIRST, todo), np.int64, len(todo))[owner]
         every = EventRows(ents, types, anim_ids, _Lazy(eng.fired_maker()[0], g))
         for wanted, handler in ctx.row_handlers:
             mine = every.of_types(wanted)

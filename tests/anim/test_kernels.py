@@ -489,8 +489,11 @@ def test_each_kernel_compiles_once(tmp_path):
             # module that calls them (its tuple type), cmdkernel's and the step's
             "from scuffle.anim.engine import kernels_write as W\n"
             "writers = {n for n in W.WRITERS}\n"
+            # the flush's reset of a freed task row: one version per column dtype it zeroes
+            "from scuffle.anim.engine import kernels_flush as KF\n"
+            "per_dtype = {'_to_zero': len(KF.RESET_DTYPES)}\n"
             "many.update({q: n for q, n in seen.items()\n"
-            "             if n > (2 if q in writers else modules if q in shared else 1)})\n"
+            "             if n > (2 if q in writers else modules if q in shared else per_dtype.get(q, 1))})\n"
             "print(many)\n"
             "print(sorted(seen))\n")
     # every kernel in this one process (none compiled aside in a child: anim.engine.coldstart)
@@ -507,6 +510,9 @@ def test_each_kernel_compiles_once(tmp_path):
     # a prepared command's rows (anim.engine.cmdkernel, a module of its own): compiled once, cached
     assert "run_rows" in seen and "cmdkernel.run_rows" in cached, (seen, cached)
     assert "apply_commands" in seen and "cmdkernel.apply_commands" in cached, (seen, cached)
+    # a batch of them and gait targets as columns (Player.commands, set_gait_targets)
+    assert "buffer_commands" in seen and "cmdkernel.buffer_commands" in cached, (seen, cached)
+    assert "gait_targets" in seen and "cmdkernel.gait_targets" in cached, (seen, cached)
     if K.LINK_ONLY:                         # numba's usual way under an untested numba (anim.engine.jitpipe)
         assert not {"kernels_pose._blend", "kernels_step._room", "kernels_maths._add", "kernels_pose._sample"} & cached, cached
 
