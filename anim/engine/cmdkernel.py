@@ -71,7 +71,7 @@ COLUMNS = (
 # numba's cache is keyed on this file only: the sha256 of the sources its kernels link
 # (kernels_write, anim.engine.rules, anim.maths.detmath: anim.engine.jitcache.linked_sha256), so an edit there changes this
 # file too (tests/anim/test_rules.py checks it).
-LINKED_SHA256 = "6be7b43d5d01494f433ea4a851107e887103cb7a983d67d09227eaf4df6c3da0"
+LINKED_SHA256 = "f4afc4943215079577b8c327469af16f6f91585b22f956c47c8128da6604d187"
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2

@@ -26,7 +26,7 @@ __all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "ab4866e91f40e9244c2f1c82bb008107774f7cd1355c93cad0bee5dceabb2321"
+LINKED_SHA256 = "1bdb9128a137a3957a392b3c4236088cac636d928037196c11d57d255008ee97"
 
 _AGAIN = -(1 << 62)          # flush_anim_ids: a human listed again (done at its first place)
 
