@@ -107,14 +107,16 @@ class FiredEvents:
     A view: once the animation step links it to the human's CharacterInstance
     (``source``), ``events`` is that instance's events of this update (made from the
     compiled step's event rows when first read). Assigning ``events`` unlinks it and
-    holds the list given. ``FiredEvents(events)`` holds a list of its own.
+    holds the list given (the world's crowd, ``unlinked``, links it again when its human
+    next fires). ``FiredEvents(events)`` holds a list of its own.
     """
 
-    __slots__ = ("source", "_own")
+    __slots__ = ("source", "_own", "_link")
 
     def __init__(self, events: list | None = None, source: CharacterInstance | None = None):
         self._own: list = list(events) if events is not None else []
         self.source = source
+        self._link: tuple | None = None     # (the world's crowd, the entity), set by the crowd
 
     @property
     def events(self) -> list:
@@ -122,6 +124,8 @@ class FiredEvents:
 
     @events.setter
     def events(self, value: list) -> None:
+        if self.source is not None and self._link is not None:
+            self._link[0].unlinked[self._link[1]] = self
         self.source = None
         self._own = value
 

@@ -11,21 +11,16 @@ Original: Humans_Update's animation pass (0x00175610, the tasks' +0x64 and +0x5c
 """
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import Any
 
 import esper
 
 from scuffle.systems.context import SimContext
+from scuffle.systems.crowd import FiredList
 
 __all__ = ["AnimationStep"]
 
 _SET = object.__setattr__
-
-
-def _picked(seq: list, places: list) -> tuple:
-    """The entries of ``seq`` at ``places``, as a tuple (picked in C by itemgetter)."""
-    return itemgetter(*places)(seq) if len(places) > 1 else (seq[places[0]],)
 
 
 class AnimationStep(esper.Processor):
@@ -68,14 +63,10 @@ class AnimationStep(esper.Processor):
         eng = getattr(ctx.player, "batch", None)
         places = eng.fired_places(instances) if eng is not None else None
         if places is not None:                     # the compiled step's own list: who fired, in order
-            if places:
-                # the places' entries picked in C (itemgetter), zipped into the list
-                insts, fireds = _picked(instances, places), _picked(crowd.fired, places)
-                for fired, inst in zip(fireds, insts):
-                    if fired.source is not inst:    # unlinked by someone: link again
-                        fired.source = inst
-                fired_now = list(zip(_picked(crowd.entities, places), fireds, insts))
-            _SET(ctx, "fired", fired_now)
+            # its entries made when first read (a reader of the columns reads none)
+            if crowd.unlinked:
+                crowd.relink(places)
+            _SET(ctx, "fired", FiredList(crowd, places) if places else fired_now)
             for p in ctx.probe:
                 p(ctx, "animation")
             return

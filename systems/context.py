@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -67,7 +67,8 @@ class SimContext:
     intent (the state function of 0x0023fea8, before root motion); ``reference`` moves the bodies by
     the readable root motion (systems.motion.root_motion); ``probe`` (for tests) callables(ctx, system_name) run after
     each system; ``fired`` (entity, FiredEvents, instance) of the humans that fired events
-    this update, in entity order (set by the animation step; None before it runs: the
+    this update, in entity order (a sequence whose entries are made when first read:
+    systems.crowd.FiredList; set by the animation step; None before it runs: the
     dispatch then looks at every FiredEvents); ``bodies`` the world's body table (every Body component is a view onto
     one of its rows; the state update moves a Body made elsewhere into it); ``combats``
     the world's combat table (each human's Combat component is a view onto one of its
@@ -93,7 +94,7 @@ class SimContext:
     reference: bool = False
     probe: list[Callable] = field(default_factory=list)
     max_root_speed: float = MAX_ROOT_SPEED
-    fired: list | None = None
+    fired: Sequence | None = None
     bodies: BodyTable = field(default_factory=BodyTable)
     combats: CombatTable = field(default_factory=CombatTable)
     crowd: Crowd = field(init=False)

@@ -18,7 +18,10 @@ read the world again from esper's queries (``rebuild``: work over the whole crow
 """
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_left
+from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any, Iterator
 
 import esper
@@ -26,7 +29,87 @@ import numpy as np
 
 from scuffle.components import Animator, Body, Combat, FiredEvents, PoseRef
 
-__all__ = ["Crowd"]
+__all__ = ["Crowd", "FiredList"]
+
+
+def _picked(seq: list, places: list) -> tuple:
+    """The entries of ``seq`` at ``places``, as a tuple (picked in C by itemgetter)."""
+    return itemgetter(*places)(seq) if len(places) > 1 else (seq[places[0]],)
+
+
+class FiredList(Sequence):
+    """The humans that fired this update (``SimContext.fired``): (entity, FiredEvents,
+    instance) in entity order, for the crowd's ``places`` (ascending places in its lists).
+
+    A list whose entries are made when first read (each FiredEvents linked to its
+    instance again if someone unlinked it): a reader of the update's events as columns
+    (systems.events: the engine's event rows, ``entities_at``) reads no human's objects.
+    The crowd makes the entries before a join or a leave moves its lists (``freeze``)."""
+
+    __slots__ = ("places", "_crowd", "_entities", "_instances", "_fired", "_ids", "_list", "__weakref__")
+
+    def __init__(self, crowd: "Crowd", places: list):
+        self.places = places
+        self._crowd = crowd
+        self._entities, self._instances, self._fired = crowd.entities, crowd.instances, crowd.fired
+        self._ids = crowd.entity_ids            # (a join or a leave makes a new array: this one stays)
+        self._list: list | None = None
+        crowd.note_lazy(self)
+
+    def _all(self) -> list:
+        got = self._list
+        if got is None:
+            places = self.places
+            if not places:
+                got = []
+            else:
+                insts, fireds = _picked(self._instances, places), _picked(self._fired, places)
+                for fired, inst in zip(fireds, insts):
+                    if fired.source is not inst:    # unlinked by someone: link again
+                        fired.source = inst
+                got = list(zip(_picked(self._entities, places), fireds, insts))
+            self._list = got
+        return got
+
+    freeze = _all
+
+    def pick(self, ks: list) -> list:
+        """Entries ``ks`` (indices into this list, ascending), made now (the others are not)."""
+        if self._list is not None or not ks:
+            return [self._all()[k] for k in ks]
+        places = _picked(self.places, ks)
+        insts, fireds = _picked(self._instances, places), _picked(self._fired, places)
+        for fired, inst in zip(fireds, insts):
+            if fired.source is not inst:        # (unlinked and not linked again: the step's relink)
+                fired.source = inst
+        return list(zip(_picked(self._entities, places), fireds, insts))
+
+    def entities_at(self) -> np.ndarray:
+        """The entity of each entry, as an int64 array (no entry made)."""
+        ids = self._ids
+        if len(ids) == len(self._entities):
+            return ids[np.asarray(self.places, np.int64)]
+        got = self._all()                       # (the crowd's lists were read without its array)
+        return np.fromiter((e for e, _, _ in got), np.int64, len(got))
+
+    def __len__(self) -> int:
+        return len(self.places) if self._list is None else len(self._list)
+
+    def __getitem__(self, i):
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FiredList):
+            other = other._all()
+        return self._all() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"FiredList({self._all()!r})"
 
 
 class _WorldProbe:
@@ -62,6 +145,7 @@ class Crowd:
     def __init__(self, ctx: Any):
         self.ctx = ctx
         self.entities: list[int] = []
+        self.entity_ids = np.zeros(0, np.int64)     # ``entities`` as an array (a new one at each change)
         self.instances: list = []
         self.fired: list = []
         self.human_rows: list[int] = []
@@ -75,6 +159,11 @@ class Crowd:
         self.posed: list[int] = self.entities
         self.version = 0
         self._seen: list | None = None          # the probe's list when the crowd last matched the world
+        # the FiredLists over these lists whose entries are not made yet (weak: a list no
+        # one holds is not kept), made before a join or a leave moves the lists
+        self._lazy: list[weakref.ref] = []
+        # its humans' FiredEvents given a list, by entity (linked again when they fire: relink)
+        self.unlinked: dict[int, FiredEvents] = {}
         self._stale = True                      # read the world again at the next sync
 
     def __len__(self) -> int:
@@ -131,9 +220,24 @@ class Crowd:
             self.pose_col, self.idle = pc, idle
             self.version += 1
 
+    def note_lazy(self, fl: FiredList) -> None:
+        """``fl`` reads these lists when its entries are first read: kept (weakly) to be
+        made before they move; those made already or no longer held are let go."""
+        lazy = self._lazy
+        if lazy:
+            self._lazy = lazy = [r for r in lazy if (o := r()) is not None and o._list is None]
+        lazy.append(weakref.ref(fl))
+
     # ---------------------------------------------------------------- joins and leaves
     def _unposed(self) -> None:
-        """Before the lists change: the last pose's layout kept apart from them."""
+        """Before the lists change: the last pose's layout kept apart from them, the
+        update's FiredList made from them."""
+        if self._lazy:
+            lazy, self._lazy = self._lazy, []
+            for ref in lazy:
+                fl = ref()
+                if fl is not None:
+                    fl.freeze()
         if self.posed is self.entities:
             self.posed = list(self.entities)
 
@@ -146,9 +250,11 @@ class Crowd:
         self.parts[ent] = parts
         k = bisect_left(self.entities, ent)
         self.entities.insert(k, ent)
+        self.entity_ids = np.insert(self.entity_ids, k, ent)
         self.instances.insert(k, inst)
         self.fired.insert(k, fired)
         fired.source = inst
+        fired._link = (self, ent)
         pref.link(self, ent)
         row = -1
         if body is not None:
@@ -173,6 +279,7 @@ class Crowd:
             self.parts.pop(ent, None)
             return
         del self.entities[k], self.instances[k], self.fired[k]
+        self.entity_ids = np.delete(self.entity_ids, k)
         row = self.human_rows.pop(k)
         self.parts.pop(ent, None)
         if row >= 0:
@@ -222,6 +329,22 @@ class Crowd:
                 return k
         return -1
 
+    def relink(self, places: list) -> None:
+        """After a step (``places``: the places of the humans that fired, ascending): each
+        FiredEvents of ``unlinked`` whose human fired is linked to its instance again; the
+        others wait (those no longer in the crowd are let go)."""
+        unlinked, self.unlinked = self.unlinked, {}
+        entities, fired_of = self.entities, self.fired
+        for ent, f in unlinked.items():
+            k = bisect_left(entities, ent)
+            if k == len(entities) or entities[k] != ent or fired_of[k] is not f or f.source is not None:
+                continue                                # gone, replaced, or linked again meanwhile
+            j = bisect_left(places, k)
+            if j < len(places) and places[j] == k:
+                f.source = self.instances[k]
+            else:
+                self.unlinked[ent] = f
+
     def posed_now(self) -> None:
         """The pose just made follows the crowd's order (PoseRef.row reads it)."""
         self.posed = self.entities
@@ -247,11 +370,14 @@ class Crowd:
         ctx.combats.rehome(c for _, c in sorted(esper.get_component(Combat)))
         before = self.instances
         self.entities = [e for e, _ in humans]
+        self.entity_ids = np.array(self.entities, np.int64)
         self.instances = [a.instance for _, (a, _, _) in humans]
         self.fired = [f for _, (_, _, f) in humans]
         for e, (a, pref, fired) in humans:
             pref.link(self, e)
             fired.source = a.instance              # a view onto the instance's events
+            fired._link = (self, e)
+        self.unlinked = {}
         parts = self.parts                         # the same dict (Game._entities holds it)
         parts.clear()
         for e in self.entities:

@@ -25,6 +25,7 @@ import numpy as np
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.playback.tasks import task_at
 from scuffle.systems.context import SimContext
+from scuffle.systems.crowd import FiredList
 
 __all__ = ["EventDispatch", "EventRows"]
 
@@ -132,6 +133,7 @@ class EventDispatch(esper.Processor):
         its types has a handler, from those lists (BatchEngine.make_fired)."""
         ctx = self.ctx
         handlers, default = ctx.handlers, ctx.default_handlers
+        todo: Sequence[Any]
         if ctx.fired is None:                       # no animation step ran: every human's
             ctx.crowd.sync()
             todo = [(ent, fired, None) for ent, _, fired in ctx.crowd.humans()]
@@ -147,7 +149,7 @@ class EventDispatch(esper.Processor):
                 # picked from the event columns, in order (the others' events stay rows)
                 hit = np.isin(cols[1], np.array([t for t, hs in handlers.items() if hs], np.int64))
                 places = np.unique(cols[0][hit]).tolist()
-                visit = [todo[k] for k in places]
+                visit = todo.pick(places) if isinstance(todo, FiredList) else [todo[k] for k in places]
             src_of: Any = None                      # the engine whose buffer ``span`` read
             span: tuple = ()
             n_span = 0                              # span's row count
@@ -214,7 +216,7 @@ class EventDispatch(esper.Processor):
             p(ctx, "events")
 
     @staticmethod
-    def _columns(ctx: SimContext, todo: list) -> tuple | None:
+    def _columns(ctx: SimContext, todo: Sequence[Any]) -> tuple | None:
         """This update's events as columns (BatchEngine.fired_columns: each event's place
         in ``todo``, its type, its anim id, its index among the engine's clip events, and
         the engine), when ``todo`` is the compiled step's own list of who fired (made from
@@ -229,7 +231,7 @@ class EventDispatch(esper.Processor):
         cols = eng.fired_columns(ctx.crowd.instances)
         return None if cols is None else (*cols, eng)
 
-    def _rows(self, ctx: SimContext, todo: list, cols: tuple | None) -> None:
+    def _rows(self, ctx: SimContext, todo: Sequence[Any], cols: tuple | None) -> None:
         """The rows handlers (``SimContext.on_rows``): this update's events as columns,
         each handler once with those of its types (none: not called). From the compiled
         step's event buffer (``_columns``) in a few array operations, else from each
@@ -241,7 +243,10 @@ class EventDispatch(esper.Processor):
         owner, types, anim_ids, g, eng = cols
         if not len(owner):                           # no event this update: no handler is called
             return
-        ents = np.fromiter(map(_FIRST, todo), np.int64, len(todo))[owner]
+        if isinstance(todo, FiredList):              # (its entries not made for this)
+            ents = todo.entities_at()[owner]
+        else:
+            ents = np.fromiter(map(_FIRST, todo), np.int64, len(todo))[owner]
         every = EventRows(ents, types, anim_ids, _Lazy(eng.fired_maker()[0], g))
         for wanted, handler in ctx.row_handlers:
             mine = every.of_types(wanted)
@@ -253,7 +258,7 @@ class EventDispatch(esper.Processor):
                 ctx.fail("events", exc)
 
     @staticmethod
-    def _few_rows(ctx: SimContext, todo: list) -> None:
+    def _few_rows(ctx: SimContext, todo: Sequence[Any]) -> None:
         """The rows handlers' call from each human's events one by one (``_rows`` when the
         update's events are not the crowd's columns): (entity, type, anim id, Event) per
         event in dispatch order, from the engine's event rows while they are rows

@@ -81,7 +81,8 @@ def copy_cache(template: str | Path, dst: Path, leave_out: str | None = None) ->
 # counts: a function compiled more than once (a literal or an int32 where another call
 # passes an int64 makes numba compile it again); register_jitable functions (the task
 # rules, detmath's scalar forms) compile into each kernel module that calls them, once a
-# module; the row writers (anim.engine.kernels_write) once per module that calls them.
+# module; the row writers (anim.engine.kernels_write) once per module that calls them; the
+# flush's reset of a freed task row once per column dtype it zeroes.
 WARM = """
 import json, sys
 from numba.core import event as ev
@@ -100,7 +101,10 @@ for _, e in rec.buffer:
 shared = {f.__name__ for f in detmath.JITABLE} | {n for n in dir(rules) if callable(getattr(rules, n))}
 modules = len(set(K.MODULE_OF.values())) + 1
 writers = set(W.WRITERS)
-many.update({q: n for q, n in seen.items() if n > (2 if q in writers else modules if q in shared else 1)})
+from scuffle.anim.engine import kernels_flush as KF
+per_dtype = {'_to_zero': len(KF.RESET_DTYPES)}
+many.update({q: n for q, n in seen.items()
+             if n > (2 if q in writers else modules if q in shared else per_dtype.get(q, 1))})
 print(json.dumps({"code": code, "many": many, "seen": sorted(seen), "background": coldstart.BACKGROUND,
                   "link_only": K.LINK_ONLY, "where": coldstart.cache_folder()}, default=str))
 """

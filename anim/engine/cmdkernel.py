@@ -1,5 +1,7 @@
-"""A prepared command's rows in compiled code: one command at once (``run_rows``) or a
-command buffer's rows in order (``apply_commands``).
+"""A prepared command's rows in compiled code: one command at once (``run_rows``), a
+command buffer's rows in order (``apply_commands``), and a batch of commands checked and
+made buffer rows (``buffer_commands``: anim.playback.batched), and running gaits' new
+targets as columns (``gait_targets``).
 
 Both write what anim.playback.prepared's direct path writes (the task, cursor, fade and
 gait rows, their free lists, the pool's flags, the human's stack or queue row, its held
@@ -36,10 +38,10 @@ from scuffle.anim.engine.jitcache import cache_setting
 from collections import namedtuple
 
 from scuffle.anim.engine.kernels_write import cursor_init, fade_init, gait_init, gait_values, take_row, task_init
-from scuffle.anim.engine.rules import cursor_flags_of
+from scuffle.anim.engine.rules import cursor_flags_of, gait_clamp
 from scuffle.anim.base.enums import TaskFlags, TaskType
 
-__all__ = ["run_rows", "apply_commands", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
+__all__ = ["run_rows", "apply_commands", "buffer_commands", "gait_targets", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
            "PLACE_ENQUEUE", "LAY_SIZE", "BLOCK_VIEWS", "B_WIDTH", "B_MAX_STEPS"]
 
 CACHE = cache_setting(__file__)
@@ -69,7 +71,7 @@ COLUMNS = (
 # numba's cache is keyed on this file only: the sha256 of the sources its kernels link
 # (kernels_write, anim.engine.rules, anim.maths.detmath: anim.engine.jitcache.linked_sha256), so an edit there changes this
 # file too (tests/anim/test_rules.py checks it).
-LINKED_SHA256 = "6be7b43d5d01494f433ea4a851107e887103cb7a983d67d09227eaf4df6c3da0"
+LINKED_SHA256 = "f4afc4943215079577b8c327469af16f6f91585b22f956c47c8128da6604d187"
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
@@ -319,3 +321,196 @@ def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, 
             return -(i + 1)
         added += got
     return added
+
+
+# A batch entry's plan (one row per prepared command and anim set: anim.playback.batched),
+# int64 part (``pi``) and float64 part (``pf``): the place (-1: never buffered, the row goes
+# to Player.run), the deepest stack or longest queue written directly, the rows taken, the
+# blend window's index, the steps' count, where the fade, a gait's target and value come
+# from (an Arg's position in the row's numbers, -1: the plan's own ``pf`` value), vnone, the
+# steps' template rows, each step's Arg position of its id (-1: a fixed id) and its
+# (id, template row) pairs in ``lut`` (sorted by id: start, count).
+(PI_PLACE, PI_ROOM, PI_TASKS, PI_CURSORS, PI_FADES, PI_GAITS, PI_WINDOW, PI_STEPS, PI_FADE_ARG, PI_TARGET_ARG,
+ PI_VALUE_ARG, PI_VNONE) = range(12)
+PI_SEL = 12
+PI_ARG = PI_SEL + B_MAX_STEPS
+PI_LUT = PI_ARG + B_MAX_STEPS
+PI_LUTN = PI_LUT + B_MAX_STEPS
+PI_WIDTH = PI_LUTN + B_MAX_STEPS
+PF_FADE, PF_TARGET, PF_VALUE = range(3)
+PF_WIDTH = 3
+# buffer_commands' counts (``cnt``): the buffer's rows and the rows they take, the mark of
+# this call's humans, then why it stopped (STOP_*)
+CN_ROWS, CN_TASKS, CN_CURSORS, CN_FADES, CN_GAITS, CN_STAMP, CN_STOP = range(7)
+CN_WIDTH = 7
+STOP_DONE, STOP_RUN, STOP_DUE, STOP_FULL = range(4)
+_F32_MAX = 3.4028234663852886e38
+_I32 = 2147483648.0
+
+
+@_helper
+def _lut_row(lut, start, count, aid):
+    """The template row of id ``aid`` among ``lut[start:start + count]`` (sorted by id), or -1."""
+    lo = start
+    hi = start + count
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        v = lut[mid, 0]
+        if v < aid:
+            lo = mid + 1
+        elif v > aid:
+            hi = mid
+        else:
+            return lut[mid, 1]
+    return -1
+
+
+@_kernel
+def buffer_commands(depth, queued, speed, pi, pf, lut, slots, ents, args, mark, t_nf, t_free, c_nf, f_nf, g_nf,
+                    out_len, grow, pool_room, bi, bf, cnt, lo, hi):
+    """A batch of prepared commands checked and written as command buffer rows, in order,
+    from row ``lo`` until one is not (anim.playback.batched): the direct path's checks of
+    anim.playback.prepared (``_checks`` and ``_buffer_rows``) on each human's row, in
+    compiled code. In: the human table's ``depth``, ``queued`` and ``speed`` columns; the
+    batch's plans (``pi``, ``pf``: PI_* / PF_* columns) and id look-up (``lut``); per row
+    the human's slot, its plan (``ents``: -1 none) and numbers (``args``); ``mark`` (a human
+    row holding ``cnt[CN_STAMP]`` has a command waiting); the task table's free count and
+    list, the cursor, fade and gait tables' free counts; the pool's flags' length, whether
+    the task table outgrew them (``grow``) and the pool's room; the buffer (``bi``,
+    ``bf``) and its counts (``cnt``). Out: the first row not buffered (``hi``: all), with
+    ``cnt[CN_STOP]`` saying why: STOP_RUN (its checks send it to Player.run, which writes
+    or refuses it), STOP_DUE (its human has a command waiting: the buffer is written
+    first), STOP_FULL (the buffer is full). Nothing of a row not buffered is written.
+    Original: 0x001754e8 / 0x001753d8 (insert, push: their room)."""
+    cap = bi.shape[0]
+    stamp = cnt[CN_STAMP]
+    for i in range(lo, hi):
+        e = ents[i]
+        if e < 0 or pi[e, PI_PLACE] < 0:
+            cnt[CN_STOP] = STOP_RUN
+            return i
+        s = slots[i]
+        if mark[s] == stamp:
+            cnt[CN_STOP] = STOP_DUE
+            return i
+        code = pi[e, PI_PLACE]
+        n = depth[s]
+        if (queued[s] if code == PLACE_ENQUEUE else n) > pi[e, PI_ROOM]:
+            cnt[CN_STOP] = STOP_RUN
+            return i
+        a = pi[e, PI_FADE_ARG]
+        fade = pf[e, PF_FADE]
+        if a >= 0:
+            fade = args[i, a]
+            if not (0.0 <= fade <= _F32_MAX):
+                cnt[CN_STOP] = STOP_RUN
+                return i
+        n_tasks = pi[e, PI_TASKS]
+        if cnt[CN_TASKS] + n_tasks > pool_room:
+            cnt[CN_STOP] = STOP_RUN
+            return i
+        sp = speed[s]
+        if not (-_F32_MAX <= sp <= _F32_MAX):
+            cnt[CN_STOP] = STOP_RUN
+            return i
+        target = pf[e, PF_TARGET]
+        value = pf[e, PF_VALUE]
+        a = pi[e, PI_TARGET_ARG]
+        if a >= 0:
+            target = args[i, a]
+            if not (-_F32_MAX <= target <= _F32_MAX):
+                cnt[CN_STOP] = STOP_RUN
+                return i
+        a = pi[e, PI_VALUE_ARG]
+        if a >= 0:
+            value = args[i, a]
+            if not (-_F32_MAX <= value <= _F32_MAX):
+                cnt[CN_STOP] = STOP_RUN
+                return i
+        k_steps = pi[e, PI_STEPS]
+        ok = True
+        for k in range(k_steps):
+            a = pi[e, PI_ARG + k]
+            if a >= 0:
+                v = args[i, a]
+                if not (-_I32 <= v < _I32) or v != np.floor(v):
+                    ok = False
+                    break
+                if _lut_row(lut, pi[e, PI_LUT + k], pi[e, PI_LUTN + k], np.int64(v)) < 0:
+                    ok = False
+                    break
+        if not ok:
+            cnt[CN_STOP] = STOP_RUN
+            return i
+        top = t_nf[0] - cnt[CN_TASKS]
+        if top < n_tasks or c_nf[0] - cnt[CN_CURSORS] < pi[e, PI_CURSORS] \
+                or f_nf[0] - cnt[CN_FADES] < pi[e, PI_FADES] or g_nf[0] - cnt[CN_GAITS] < pi[e, PI_GAITS]:
+            cnt[CN_STOP] = STOP_RUN
+            return i
+        if grow:
+            for j in range(top - n_tasks, top):
+                if t_free[j] >= out_len:
+                    ok = False
+            if not ok:
+                cnt[CN_STOP] = STOP_RUN
+                return i
+        r = cnt[CN_ROWS]
+        if r == cap:
+            cnt[CN_STOP] = STOP_FULL
+            return i
+        # ---- the row, as CommandBuffer.append writes it
+        bi[r, B_PLACE] = code
+        bi[r, B_SLOT] = s
+        bi[r, B_STEPS] = k_steps
+        bi[r, B_WINDOW] = pi[e, PI_WINDOW]
+        bi[r, B_VNONE] = pi[e, PI_VNONE]
+        for k in range(B_MAX_STEPS):
+            a = pi[e, PI_ARG + k] if k < k_steps else -1
+            if a >= 0:
+                bi[r, B_SEL + k] = _lut_row(lut, pi[e, PI_LUT + k], pi[e, PI_LUTN + k], np.int64(args[i, a]))
+            else:
+                bi[r, B_SEL + k] = pi[e, PI_SEL + k]
+        bf[r, BF_SPEED] = sp
+        bf[r, BF_FADE] = fade
+        bf[r, BF_TARGET] = target
+        bf[r, BF_VALUE] = value
+        cnt[CN_ROWS] = r + 1
+        cnt[CN_TASKS] += n_tasks
+        cnt[CN_CURSORS] += pi[e, PI_CURSORS]
+        cnt[CN_FADES] += pi[e, PI_FADES]
+        cnt[CN_GAITS] += pi[e, PI_GAITS]
+        mark[s] = stamp
+    cnt[CN_STOP] = STOP_DONE
+    return hi
+
+
+@_kernel
+def gait_targets(depth, stack, t_type, t_released, t_flags, t_aux, g_target, slots, ok, targets, moved, lo, hi):
+    """Each row's human's running gait (the newest unreleased type 12 task on its stack:
+    the one nearest the bottom, Player.running) given the row's target as GaitTask
+    .set_target gives it (clamped to 0-4, a float32, rounded to the nearest integer unless
+    the task's CONTINUOUS flag), from row ``lo`` until one it cannot take. In: the human
+    table's ``depth`` and ``stack`` columns; the task table's ``type``, ``released``,
+    ``flags`` and ``aux`` (the gait row) columns; the gait table's ``target``; per row the
+    human's slot, whether the caller checked it (``ok``: 0 sends the row back) and its
+    target; ``moved`` (set to 1 where a gait took it, 0 where none runs). Out: the first
+    row not done (``hi``: all): one not checked, or a target that is not finite (the
+    caller raises set_target's error). Original: 0x0010a500 (+0xac)."""
+    for i in range(lo, hi):
+        if ok[i] == 0:
+            return i
+        v = targets[i]
+        if not np.isfinite(v):
+            return i
+        s = slots[i]
+        moved[i] = 0
+        for j in range(depth[s]):
+            r = stack[s, j]
+            if t_type[r] == _GAIT and not t_released[r]:
+                t = np.float64(np.float32(gait_clamp(v)))
+                if (t_flags[r] & _CONTINUOUS_INT) == 0:
+                    t = np.floor(t + 0.5)
+                g_target[t_aux[r]] = t
+                moved[i] = 1
+                break
+    return hi

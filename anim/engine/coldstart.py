@@ -65,10 +65,13 @@ ENGINE_KERNELS = ("step_stacks", "pose_stacks", "flush_release", "flush_anim_ids
 # the snapshot file's packing and checks (anim.engine.snapkernel: every file written or read)
 SNAPSHOT_KERNELS = ("pack_tables", "pack_rows", "unpack_rows", "check_rows", "check_ids_rows", "check_tagged_rows")
 # every kernel a game may call, as (module of scuffle.anim.engine, name): the engine's, the
-# prepared commands' (anim.engine.cmdkernel: one at once, the command buffer) and the snapshot
+# prepared commands' (anim.engine.cmdkernel: one at once, the command buffer, a batch as columns,
+# gait targets as columns) and the snapshot
 # file's (anim.engine.snapkernel); not pose_plan (tests, tools and the bench only)
 ALL_KERNELS = tuple((K.MODULE_OF[n], n) for n in ENGINE_KERNELS) + (("cmdkernel", "run_rows"),
-                                                                     ("cmdkernel", "apply_commands")) + tuple(
+                                                                     ("cmdkernel", "apply_commands"),
+                                                                     ("cmdkernel", "buffer_commands"),
+                                                                     ("cmdkernel", "gait_targets")) + tuple(
     ("snapkernel", n) for n in SNAPSHOT_KERNELS)
 BACKGROUND: list = []             # the child compiling the rest (compile_rest), once per process
 

@@ -24,7 +24,8 @@ from numba import njit, uint64
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine.store import _layout
 
-__all__ = ["blocks_digests", "digests_plan", "digests_with", "layout_plan", "array_form", "values_bytes", "digest_form"]
+__all__ = ["blocks_digests", "digests_plan", "digests_with", "arena_plan", "digests_in", "layout_plan", "array_form",
+           "values_bytes", "digest_form"]
 
 # numba's disk cache where it can write one (anim.engine.jitcache: a read-only install compiles per run)
 CACHE = cache_setting(__file__)
@@ -117,6 +118,17 @@ def _many_digest(blocks, plan, plan_at, whole, whole_at, live_offs, caps, seed):
     return out
 
 
+@njit(cache=CACHE, nogil=True)
+def _arena_digest(buf, plan, plan_at, whole, whole_at, live_offs, caps, seed):
+    """``_many_digest`` of tables lying side by side in one buffer ``buf`` (a TableArena's),
+    their plans' offsets made absolute (``arena_plan``): one array to pass, not one a table."""
+    out = np.empty(len(caps), np.uint64)
+    for t in range(len(caps)):
+        out[t] = _rows_digest(buf, plan[plan_at[t]:plan_at[t + 1]], whole[whole_at[t]:whole_at[t + 1]],
+                              live_offs[t], caps[t], seed)
+    return out
+
+
 _WHOLE = ("n_free", "live", "gen", "free_rows")
 
 
@@ -172,6 +184,24 @@ def digests_with(plan: tuple, blocks: tuple, seed: int = 0) -> np.ndarray:
 
 
 _MANY: dict = {}
+
+
+def arena_plan(plan: tuple, bases: list) -> tuple:
+    """``plan`` (``digests_plan``) for tables whose blocks start at byte ``bases`` of one
+    buffer (each a multiple of 8): the offsets made absolute, for ``digests_in``."""
+    _, plan_all, plan_at, whole_all, whole_at, live_offs, caps = plan
+    p, w = plan_all.copy(), whole_all.copy()
+    for t, base in enumerate(bases):
+        p[plan_at[t]:plan_at[t + 1], 0] += base
+        w[whole_at[t]:whole_at[t + 1], 0] += base
+    return (p, plan_at, w, whole_at, live_offs + np.asarray(bases, np.int64), caps)
+
+
+def digests_in(aplan: tuple, buf: np.ndarray, seed: int = 0) -> np.ndarray:
+    """``digests_with`` of the tables laid out in ``buf`` as ``aplan`` (``arena_plan``) says:
+    the same digests as of each table's block on its own."""
+    p, plan_at, w, whole_at, live_offs, caps = aplan
+    return _arena_digest(buf, p, plan_at, w, whole_at, live_offs, caps, seed)
 
 
 def array_form(a: np.ndarray) -> tuple:

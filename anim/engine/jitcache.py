@@ -101,6 +101,10 @@ def cache_setting(module_file: str) -> bool:
 
     if getattr(config, "DISABLE_JIT", False):
         return False
+    # before numba's first compile or cache load (the probe below is one): its BLAS check
+    # answered without importing scipy.linalg (anim/engine/numbastart.py)
+    from scuffle.anim.engine.numbastart import defer_blas_check
+    defer_blas_check()
     try:
         probe = njit(cache=True)(_probe)
     except RuntimeError:                    # numba: "cannot cache function ...: no locator available"

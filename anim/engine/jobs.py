@@ -262,7 +262,7 @@ class StepJob(_Job):
     KERNEL = "step_stacks"
     Inputs = StepInputs
     # the passes of one human, in order: (name, the named steps of kernels_step it runs)
-    PASSES = (("rows ahead", ("_fetch_tasks", "_fetch_rows")), ("room and pairs ahead", ("_room",)),
+    PASSES = (("rows ahead", ("fetch_tasks", "fetch_rows")), ("room and pairs ahead", ("_room",)),
               ("newest", ("_newest",)),
               ("tasks bottom-up", ("_step_loop", "_step_clip", "_hand_over", "_in_window", "_step_fade",
                                    "_gait_move", "_change_pair", "_gait_leader", "_gait_advance", "_step_mix",

@@ -26,7 +26,7 @@ __all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "ab4866e91f40e9244c2f1c82bb008107774f7cd1355c93cad0bee5dceabb2321"
+LINKED_SHA256 = "1bdb9128a137a3957a392b3c4236088cac636d928037196c11d57d255008ee97"
 
 _AGAIN = -(1 << 62)          # flush_anim_ids: a human listed again (done at its first place)
 
@@ -128,6 +128,26 @@ def _give_cursors(r, tt, tasks, cursors):
         _give_row(t_c3[r], c_live, c_gen, c_free, c_nfree)
 
 
+# The dtypes of the task columns ``_reset_task`` sets to 0: ``_to_zero`` compiles once
+# for each (tests/anim/test_kernels.py counts its versions).
+RESET_DTYPES = ("int8", "float32", "int32", "int64", "bool", "float64")
+
+
+@_helper
+def _to_zero(col, x):
+    """Row ``x`` of ``col`` at 0, written only where it holds another value (a cache
+    line only read stays clean, so it is not written back to memory)."""
+    if col[x] != 0:
+        col[x] = 0
+
+
+@_helper
+def _to_no_row(col, x):
+    """Row ``x`` of the link column ``col`` at NO_ROW, written only where it holds another."""
+    if col[x] != _NO_ROW:
+        col[x] = _NO_ROW
+
+
 @_helper
 def _reset_task(x, tasks):
     """Task row ``x``, just given back, at the table's defaults (anim.engine.store's
@@ -138,56 +158,31 @@ def _reset_task(x, tasks):
     value), and a cache line only read stays clean, so it is not written back to memory.
     Its callback ids are left: a row holding one is marked for Python, which lets each go
     and writes NO_CALLBACK (Table.freed); the others hold NO_CALLBACK already."""
-    if tasks.type[x] != 0:
-        tasks.type[x] = 0
-    if tasks.rate[x] != 0:
-        tasks.rate[x] = 0
-    if tasks.flags[x] != 0:
-        tasks.flags[x] = 0
-    if tasks.held[x] != 0:
-        tasks.held[x] = 0
-    if tasks.blend[x] != 0:
-        tasks.blend[x] = 0
-    if tasks.window[x] != 0:
-        tasks.window[x] = 0
-    if tasks.released[x] != 0:
-        tasks.released[x] = 0
-    if tasks.handed_over[x] != 0:
-        tasks.handed_over[x] = 0
-    if tasks.wraps[x] != 0:
-        tasks.wraps[x] = 0
-    if tasks.speed[x] != 0:
-        tasks.speed[x] = 0
-    if tasks.callback[x] != 0:
-        tasks.callback[x] = 0
-    if tasks.placed[x] != 0:
-        tasks.placed[x] = 0
-    if tasks.value[x] != 0:
-        tasks.value[x] = 0
-    if tasks.target[x] != 0:
-        tasks.target[x] = 0
-    if tasks.base[x] != 0:
-        tasks.base[x] = 0
-    if tasks.centre[x] != 0:
-        tasks.centre[x] = 0
-    if tasks.sampling[x] != 0:
-        tasks.sampling[x] = 0
-    if tasks.c0[x] != _NO_ROW:
-        tasks.c0[x] = _NO_ROW
-    if tasks.c1[x] != _NO_ROW:
-        tasks.c1[x] = _NO_ROW
-    if tasks.c2[x] != _NO_ROW:
-        tasks.c2[x] = _NO_ROW
-    if tasks.c3[x] != _NO_ROW:
-        tasks.c3[x] = _NO_ROW
-    if tasks.aux[x] != _NO_ROW:
-        tasks.aux[x] = _NO_ROW
-    if tasks.nxt[x] != _NO_ROW:
-        tasks.nxt[x] = _NO_ROW
-    if tasks.incoming[x] != _NO_ROW:
-        tasks.incoming[x] = _NO_ROW
-    if tasks.partner[x] != _NO_ROW:
-        tasks.partner[x] = _NO_ROW
+    _to_zero(tasks.type, x)
+    _to_zero(tasks.rate, x)
+    _to_zero(tasks.flags, x)
+    _to_zero(tasks.held, x)
+    _to_zero(tasks.blend, x)
+    _to_zero(tasks.window, x)
+    _to_zero(tasks.released, x)
+    _to_zero(tasks.handed_over, x)
+    _to_zero(tasks.wraps, x)
+    _to_zero(tasks.speed, x)
+    _to_zero(tasks.callback, x)
+    _to_zero(tasks.placed, x)
+    _to_zero(tasks.value, x)
+    _to_zero(tasks.target, x)
+    _to_zero(tasks.base, x)
+    _to_zero(tasks.centre, x)
+    _to_zero(tasks.sampling, x)
+    _to_no_row(tasks.c0, x)
+    _to_no_row(tasks.c1, x)
+    _to_no_row(tasks.c2, x)
+    _to_no_row(tasks.c3, x)
+    _to_no_row(tasks.aux, x)
+    _to_no_row(tasks.nxt, x)
+    _to_no_row(tasks.incoming, x)
+    _to_no_row(tasks.partner, x)
     banks = tasks.dir_banks
     if banks[x, 0] != _NO_ROW:
         for j in range(banks.shape[1]):

@@ -19,9 +19,12 @@ Spec: "The cursor" (float policy). Original: 0x001044a0 AnimCursor_Advance (its 
 from __future__ import annotations
 
 import math
+import struct
 import numpy as np
-from numba import njit
-from numba.extending import register_jitable
+from llvmlite import ir  # type: ignore[import-untyped]  # (no stubs; numba's own dependency)
+from numba import njit, types
+from numba.core import config
+from numba.extending import intrinsic, register_jitable
 from scuffle.anim.maths import detmath as _detmath
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine.jitpipe import LinkOnlyCompiler, link_only_supported
@@ -75,9 +78,66 @@ _F32_ZERO = np.float32(0.0)
 # ---------------------------------------------------------------- FPU arithmetic
 
 
+def _bits_py(x):
+    """NUMBA_DISABLE_JIT: a double's bits as an int64."""
+    return struct.unpack("<q", struct.pack("<d", x))[0]
+
+
+def _double_py(u):
+    """NUMBA_DISABLE_JIT: the double whose bits are the int64 ``u``."""
+    return struct.unpack("<d", struct.pack("<q", u))[0]
+
+
+@intrinsic
+def _bits_jit(typingctx, x):
+    """A float64's bits as an int64 (a register move, no memory)."""
+    if not isinstance(x, types.Float) or x.bitwidth != 64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+    return types.int64(x), codegen
+
+
+@intrinsic
+def _double_jit(typingctx, u):
+    """The float64 whose bits are the int64 ``u``."""
+    if not isinstance(u, types.Integer) or u.bitwidth != 64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(u), codegen
+
+
+_DISABLED = getattr(config, "DISABLE_JIT", False)
+_bits = _bits_py if _DISABLED else _bits_jit
+_double = _double_py if _DISABLED else _double_jit
+# A double whose exponent field lies in [_EXP_LO, _EXP_HI] is within float32's normal
+# range (2^-125 <= |r| < 2^128, one binade kept clear of the subnormals so that a step
+# down from it stays normal): its float32 toward zero is its bits with the 29 low
+# mantissa bits (the ones float32 has not) cleared, one float32 step (2^29 in the
+# double's bits, borrowing into the exponent at a power of two) less when it is a
+# float32 already and the exact value lies just inside it. No rounding, no branch on
+# the data's low bits (which round up about half the time): the same bits as the
+# rounding and step back below, which handles the rest (zero, subnormals, overflow,
+# inf and NaN).
+_EXP_LO = 1023 - 125
+_EXP_HI = 1023 + 127
+_LOW_BITS = (1 << 29) - 1
+_F32_STEP = 1 << 29
+
+
 @_helper
 def _truncate(r, err):
     """The exact value r + err (r a double, err its tail) truncated to float32 (as float64)."""
+    u = _bits(r)
+    e = (u >> 52) & 0x7FF
+    if e >= _EXP_LO and e <= _EXP_HI:
+        t = u & ~np.int64(_LOW_BITS)
+        if t == u and err != 0.0 and (err < 0.0) != (r < 0.0):
+            t -= np.int64(_F32_STEP)
+        return _double(t)
     if r != r or r == math.inf or r == -math.inf:
         return r
     if r == 0.0 and err == 0.0:

@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import math
 import numpy as np
-from numba import njit
+from llvmlite import ir  # type: ignore[import-untyped]  # (no stubs; numba's own dependency)
+from numba import njit, types
+from numba.core import config
+from numba.extending import intrinsic
 from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.maths.pose import POSE_STACK_SIZE
 from scuffle.anim.maths.skeleton import NUM_BONES
 from scuffle.anim.engine.jitcache import cache_setting
-from scuffle.anim.engine.jitpipe import LinkOnlyCompiler, prefetch as _prefetch
+from scuffle.anim.engine.jitpipe import LinkOnlyCompiler
+from scuffle.anim.engine.kernels_fetch import PREFETCH_ROWS, PREFETCH_TASKS, fetch_rows, fetch_tasks
 from scuffle.anim.engine.kernels_maths import (LINK_ONLY, jit_kinds, _div, _mul, _sub, acos_s, sin_cos_s)
 from scuffle.anim.maths import detmath as _detmath
 from scuffle.anim.engine.kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _KEPT, _MIX, _PAIRED_CLIP,
@@ -39,7 +43,7 @@ __all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE", "LANES"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "ab4866e91f40e9244c2f1c82bb008107774f7cd1355c93cad0bee5dceabb2321"
+LINKED_SHA256 = "89bebdf9c685fbbfc1ceb741d1ad45aa0c6f1ecdc0025f9862f66b0fd2e3da56"
 # Cursor flags the sampler tests, as plain ints (numba freezes globals as constants).
 _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
@@ -61,13 +65,7 @@ LANE_ROWS = 10
 _NB = NUM_BONES
 _K_SLOPE, _K_START = 4 * _NB, 8 * _NB
 _GROUP = 8                  # the slerping lanes' weights, a SIMD group at a time (8 float64 in AVX-512)
-# How many humans ahead of the one it poses pose_stacks prefetches the rows of: the task
-# rows of the human PREFETCH_TASKS ahead, the cursor, fade and gait rows (found through
-# the task rows fetched earlier) of the human PREFETCH_ROWS ahead (kernels_step's, for the
-# same reason: each human's rows miss the cache in three dependent waves, its stack, its
-# tasks, their cursors; fetched ahead, the misses of several humans overlap).
-PREFETCH_TASKS = 8
-PREFETCH_ROWS = 4
+
 
 
 # ---------------------------------------------------------------- poses
@@ -112,6 +110,51 @@ _lanes = (njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignore
 # anim.maths.detmath's polynomials, inlined into the lane loops (numba's IR inliner: they
 # take the caller's error model): the same source as its scalar forms, the same bits
 _lane = njit(cache=False, inline="always")
+
+
+def _f32_bits_py(x):
+    """NUMBA_DISABLE_JIT: a float32's bits as an int32."""
+    return np.float32(x).view(np.int32)
+
+
+def _bits_f32_py(u):
+    """NUMBA_DISABLE_JIT: the float32 whose bits are the int32 ``u``."""
+    return np.int32(u).view(np.float32)
+
+
+@intrinsic
+def _f32_bits_jit(typingctx, x):
+    """A float32's bits as an int32 (in the register: a SIMD lane's value too)."""
+    if not isinstance(x, types.Float) or x.bitwidth != 32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.int32(x), codegen
+
+
+@intrinsic
+def _bits_f32_jit(typingctx, u):
+    """The float32 whose bits are the int32 ``u``."""
+    if not isinstance(u, types.Integer) or u.bitwidth != 32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(u), codegen
+
+
+_DISABLED = getattr(config, "DISABLE_JIT", False)
+_f32_bits = _f32_bits_py if _DISABLED else _f32_bits_jit
+_bits_f32 = _bits_f32_py if _DISABLED else _bits_f32_jit
+
+
+@_lane
+def _with_tag(y, tag, keep, on):
+    """A pose value's y float with its tag in its lowest bit (pose.set_tag_bits for one
+    value), in the register: ``keep`` -2 and ``on`` 1 with the tag bits on; -1 and 0 leave
+    y as it is. No branch: a SIMD lane's operation."""
+    return _bits_f32(np.int32((_f32_bits(y) & keep) | (np.int32(tag) & on)))
 _asin_r = _lane(_detmath._asin_r)
 _PIO2_HI, _PIO2_LO, _TWO_OVER_PI = _detmath.PIO2_HI, _detmath.PIO2_LO, _detmath.TWO_OVER_PI
 
@@ -262,6 +305,33 @@ def _tag_bits(p, scratch):
         ys[b] = (ys[b] & np.int32(-2)) | np.int32(tags[b])
 
 
+@_helper
+def _frame_row(clip, time, bank):
+    """A cursor's sampled frame on clip ``clip`` at ``time``: (x, row), x the time in
+    frames (float32, the FPU's multiply), row its frame's row of the bank's frame table
+    (the nearest frame, clamped to the clip's rows). ClipBank.sample's frame."""
+    row0, rows = bank.row0, bank.rows
+    x = np.float32(_mul(np.float64(time), 30.0))
+    f = math.ceil(np.float64(x) - 0.5)
+    if f < 0.0:
+        f = 0.0
+    fi = np.int64(f)
+    last = rows[clip] - 1
+    if fi > last:
+        fi = last
+    return x, row0[clip] + fi
+
+
+@_helper
+def _tag_bits_motion(p, scratch):
+    """``_tag_bits`` of scratch pose p's velocity, root translation and bone 0 only (its
+    bones 1-33 took their bits as they were written)."""
+    s_tag, vel_i, root_i, rot_i = scratch.tag, scratch.vel_i, scratch.root_i, scratch.rot_i
+    vel_i[p, 1] = (vel_i[p, 1] & np.int32(-2)) | np.int32(s_tag[p, 0])
+    root_i[p, 1] = (root_i[p, 1] & np.int32(-2)) | np.int32(s_tag[p, 1])
+    rot_i[p, 1, 0] = (rot_i[p, 1, 0] & np.int32(-2)) | np.int32(s_tag[p, 2])
+
+
 @_lanes
 def _sample(p, clip, time, rate, flags, bank, scratch):
     """One cursor's pose into scratch pose ``p`` (ClipBank.sample for one cursor).
@@ -273,21 +343,12 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     bone's key is normalised by multiplying by the float32 reciprocal of its norm (within 1
     ulp of dividing). Its rotations go to the pose's lanes.
     """
-    row0, rows, ftab, kval, kslope, kstart, ktag = (bank.row0, bank.rows, bank.ftab, bank.kval, bank.kslope,
-                                                    bank.kstart, bank.ktag)
+    ftab, kval, kslope, kstart, ktag = bank.ftab, bank.kval, bank.kslope, bank.kstart, bank.ktag
     sent_vel, sent_bone = bank.sent_vel, bank.sent_bone
     frow, fkeys, ftag = bank.frow, bank.fkeys, bank.ftag
     bind_height = bank.bind_height
     s_vel, s_root, s_rot, s_tag = scratch.vel, scratch.root, scratch.rot, scratch.tag
-    x = np.float32(_mul(np.float64(time), 30.0))
-    f = math.ceil(np.float64(x) - 0.5)
-    if f < 0.0:
-        f = 0.0
-    fi = np.int64(f)
-    last = rows[clip] - 1
-    if fi > last:
-        fi = last
-    row = row0[clip] + fi
+    x, row = _frame_row(clip, time, bank)
     rate32 = np.float32(rate)
     # slot 0: the root velocity, scaled by the rate
     k = np.uint64(sent_vel if (flags & _NO_VELOCITY) != 0 else ftab[row, 0])
@@ -306,12 +367,24 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
         v = v + kval[k, c]
         s_root[p, c] = v
     s_root[p, 2] = s_root[p, 2] + bind_height
-    # slot 2: bone 0, the turn scaled by the rate (a slerp from the identity)
-    k = np.uint64(sent_bone if (flags & _NO_TURN) != 0 else ftab[row, 2])
-    s_tag[p, 2] = ktag[k]
-    dx = x - kstart[k]
-    qx, qy, qz, qw = _scale_turn(kslope[k, 0] * dx + kval[k, 0], kslope[k, 1] * dx + kval[k, 1],
-                                 kslope[k, 2] * dx + kval[k, 2], kslope[k, 3] * dx + kval[k, 3], rate32)
+    # slot 2: bone 0, the turn scaled by the rate (a slerp from the identity): its key is
+    # the key row's bone 0 (the frame table's slot 2, the same float32 values), or the
+    # sentinel without a turn
+    kr = frow[row]
+    kk = fkeys[kr]
+    kt = ftag[kr]
+    if (flags & _NO_TURN) != 0:
+        k = np.uint64(sent_bone)
+        s_tag[p, 2] = ktag[k]
+        dx = x - kstart[k]
+        qx, qy, qz, qw = _scale_turn(kslope[k, 0] * dx + kval[k, 0], kslope[k, 1] * dx + kval[k, 1],
+                                     kslope[k, 2] * dx + kval[k, 2], kslope[k, 3] * dx + kval[k, 3], rate32)
+    else:
+        s_tag[p, 2] = kt[0]
+        dx = x - kk[_K_START]
+        qx, qy, qz, qw = _scale_turn(kk[_K_SLOPE] * dx + kk[0], kk[_K_SLOPE + _NB] * dx + kk[_NB],
+                                     kk[_K_SLOPE + 2 * _NB] * dx + kk[2 * _NB],
+                                     kk[_K_SLOPE + 3 * _NB] * dx + kk[3 * _NB], rate32)
     s_rot[p, 0, 0] = qx
     s_rot[p, 1, 0] = qy
     s_rot[p, 2, 0] = qz
@@ -328,11 +401,14 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
     # two written at fixed distances (a few run-time overlap checks, not the dozens of nine
     # rows read and four written, past its limit) and vectorises the loop, a bone to a SIMD
     # lane. Every lane computes the key path; a tagged one keeps its value.
-    kr = frow[row]
-    kk = fkeys[kr]
-    kt = ftag[kr]
     rot = s_rot[p].reshape(4 * LANES)
     tags = s_tag[p, 2:]
+    d = scratch.dflt[0]
+    # the tag bits of bones 1-33 set as their y is written (in the register), unless the
+    # default pose's rotations replace the tagged ones after the loop
+    bits = scratch.tag_bits and d < 0
+    keep = np.int32(-2) if bits else np.int32(-1)
+    on = np.int32(1) if bits else np.int32(0)
     for b in range(1, _NB):
         dx = x - kk[_K_START + b]
         q0 = kk[_K_SLOPE + b] * dx + kk[b]
@@ -349,14 +425,15 @@ def _sample(p, clip, time, rate, flags, bank, scratch):
         tag = kt[b]
         tags[b] = tag
         rot[b] = kk[b] if tag else q0 * inv
-        rot[LANES + b] = kk[_NB + b] if tag else q1 * inv
+        rot[LANES + b] = _with_tag(kk[_NB + b] if tag else q1 * inv, tag, keep, on)
         rot[2 * LANES + b] = kk[2 * _NB + b] if tag else q2 * inv
         rot[3 * LANES + b] = kk[3 * _NB + b] if tag else q3 * inv
-    d = scratch.dflt[0]
     if d >= 0:
         _default_from(p, d, scratch)
-    if scratch.tag_bits:
-        _tag_bits(p, scratch)
+        if scratch.tag_bits:
+            _tag_bits(p, scratch)
+    elif scratch.tag_bits:
+        _tag_bits_motion(p, scratch)
 
 
 @_lanes
@@ -494,15 +571,25 @@ def _blend(pa, pb, po, w, mbone, submask, scratch):
         W[LANES + b] = a1[b] * wa + b1[b] * wb
         W[2 * LANES + b] = a2[b] * wa + b2[b] * wb
         W[3 * LANES + b] = a3[b] * wa + b3[b] * wb
-    for c in range(4):
+    # the lanes to po, a blended value's tag bit following its tag (ours: L104 is silent),
+    # set in the register as y is written
+    bits = scratch.tag_bits
+    keep = np.int32(-2) if bits else np.int32(-1)
+    on = np.int32(1) if bits else np.int32(0)
+    for c in (0, 2, 3):
         o = s_rot[po, c]
         for b in range(1, LANES):
             o[b] = W[c * LANES + b]
+    o = s_rot[po, 1]
+    for b in range(1, nb):
+        o[b] = _with_tag(W[LANES + b], lane_tag[b], keep, on)
+    for b in range(nb, LANES):
+        o[b] = W[LANES + b]
     ot = s_tag[po, 2:]
     for b in range(1, nb):
         ot[b] = lane_tag[b]
-    if scratch.tag_bits:            # a blended value's bit follows its tag too (ours: L104 is silent)
-        _tag_bits(po, scratch)
+    if bits:
+        _tag_bits_motion(po, scratch)
 
 
 @_helper
@@ -904,50 +991,6 @@ def _pose_top(k, sp, over_queue, cols, bank, scratch, out):
     _emit(top, cols[k], bank, scratch, out)
 
 
-@_helper
-def _fetch_pose_tasks(hi, humans, tasks):
-    """Prefetch the task rows of human ``hi``'s stack: the columns the pose reads of every
-    task (its type, rate, first two cursor links, own row, next task, window)."""
-    h_depth, h_stack = humans.depth, humans.stack
-    for i in range(h_depth[hi]):
-        r = h_stack[hi, i]
-        if r >= 0:
-            _prefetch(tasks.type, r)
-            _prefetch(tasks.rate, r)
-            _prefetch(tasks.c0, r)
-            _prefetch(tasks.c1, r)
-            _prefetch(tasks.aux, r)
-            _prefetch(tasks.nxt, r)
-            _prefetch(tasks.window, r)
-
-
-@_helper
-def _fetch_pose_rows(hi, humans, tasks, cursors, fades, gaits):
-    """Prefetch the rows human ``hi``'s tasks link (read from their task rows, fetched
-    earlier by ``_fetch_pose_tasks``): its clips' and gaits' cursors (time, flags, bank
-    index), a fade's or a gait's own row."""
-    h_depth, h_stack = humans.depth, humans.stack
-    t_type, t_c0, t_c1, t_aux = tasks.type, tasks.c0, tasks.c1, tasks.aux
-    for i in range(h_depth[hi]):
-        r = h_stack[hi, i]
-        if r < 0:
-            continue
-        for c in (t_c0[r], t_c1[r]):
-            if c >= 0:
-                _prefetch(cursors.t, c)
-                _prefetch(cursors.flags, c)
-                _prefetch(cursors.bank, c)
-        a = t_aux[r]
-        if a >= 0:
-            tt = t_type[r]
-            if tt == _FADE:
-                _prefetch(fades.el, a)
-                _prefetch(fades.dur, a)
-            elif tt == _GAIT:
-                _prefetch(gaits.value, a)
-                _prefetch(gaits.lower, a)
-
-
 @_kernel
 def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, buffers):
     """Every human's pose (rows of the human table) into output column ``cols[k]``: its
@@ -996,9 +1039,9 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
     for k in range(n_rows):
         hi = rows[k]
         if k + PREFETCH_TASKS < n_rows:     # the rows of the humans ahead, on their way meanwhile
-            _fetch_pose_tasks(rows[k + PREFETCH_TASKS], humans, tasks)
+            fetch_tasks(rows[k + PREFETCH_TASKS], np.bool_(False), humans, tasks)
         if k + PREFETCH_ROWS < n_rows:
-            _fetch_pose_rows(rows[k + PREFETCH_ROWS], humans, tasks, cursors, fades, gaits)
+            fetch_rows(rows[k + PREFETCH_ROWS], np.bool_(False), humans, tasks, cursors, fades, gaits)
         dflt_slot[0] = -1
         over_queue = queued_default[k]
         passes = 2 if over_queue else 1

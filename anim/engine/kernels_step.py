@@ -9,8 +9,8 @@ clips in step, type 13's centre and followers, the held-flag events; fired event
 deferred tasks and wraps are written as rows of preallocated buffers (anim.playback.batch drives
 it). One read-only walk of a human's rows before its step (``_room``) finds the room it
 needs, whether its rows can be followed and whether a gait of it changes pair; the rows
-of the humans a few places ahead are prefetched meanwhile (``_fetch_tasks``,
-``_fetch_rows``). Tables: anim.engine.store (the task table with type, rate, flags, held bits, cursor rows,
+of the humans a few places ahead are prefetched meanwhile (anim.engine.kernels_fetch,
+shared with the pose). Tables: anim.engine.store (the task table with type, rate, flags, held bits, cursor rows,
 the fade's or gait's row, next and incoming links, blend time and window rule, released,
 handed over, wraps; the human table with the record's flags and the stack as task rows).
 
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 from scuffle.anim.engine.jitcache import cache_setting
-from scuffle.anim.engine.jitpipe import prefetch as _prefetch
 from scuffle.anim.engine.kernels_maths import (jit_kinds, _add, _div, _frame_of, _mul, _sub)
 from scuffle.anim.engine.kernels_write import cursor_init, take_row
+from scuffle.anim.engine.kernels_fetch import PREFETCH_ROWS, PREFETCH_TASKS, fetch_rows, fetch_tasks
 from scuffle.anim.engine.kernels_rows import (_CLIP, _CLOSE_CLEAR, _CLOSE_NEED, _CLOSE_SET, _CURSOR_BITS,
                            _DIRECTION, _FADE, _GAIT, _HELD_CLOSE, _HELD_OPEN, _HELD_REPLACE, _HOLD, _KEPT,
                            _LOOP, _MIX, _MUTED, _NO_EVENT, _NO_ROW, _OPEN_CLEAR, _OPEN_NEED, _OPEN_SET,
@@ -44,17 +44,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "ddf4c253d47043aa93ab4c3f9e35d83055ab36bddeb1a39a3020761f6983e8ba"
-
-
-# How many humans ahead of the one it steps step_stacks prefetches the rows of: the task
-# rows of the human PREFETCH_TASKS ahead, the cursor, fade and gait rows (found through
-# the task rows fetched earlier) of the human PREFETCH_ROWS ahead. A crowd's rows lie
-# scattered over tables of tens of thousands of rows, so each human's rows miss the
-# cache in three dependent waves (its stack, its tasks, their cursors); fetched ahead,
-# the misses of several humans overlap. Prefetches change no value: the same bits.
-PREFETCH_TASKS = 8
-PREFETCH_ROWS = 4
+LINKED_SHA256 = "bb230346ba4c59606005e98f500c448b70f444f94d8e2c9ec843808ee5b945de"
 
 
 # status bits per human (step_stacks' ``status``)
@@ -388,72 +378,6 @@ def _held_events(hi, n0, n_ev, events, out, humans, tasks):
 
 
 @_helper
-def _fetch_tasks(hi, humans, tasks):
-    """Prefetch the task rows of human ``hi``'s stack: the columns the step reads of
-    every task (its type, rate, flags, cursor links, own row, next task, window)."""
-    h_depth, h_stack = humans.depth, humans.stack
-    for i in range(h_depth[hi]):
-        r = h_stack[hi, i]
-        if r >= 0:
-            _prefetch(tasks.type, r)
-            _prefetch(tasks.released, r)
-            _prefetch(tasks.rate, r)
-            _prefetch(tasks.flags, r)
-            _prefetch(tasks.c0, r)
-            _prefetch(tasks.c1, r)
-            _prefetch(tasks.c2, r)
-            _prefetch(tasks.c3, r)
-            _prefetch(tasks.aux, r)
-            _prefetch(tasks.nxt, r)
-            _prefetch(tasks.window, r)
-
-
-@_helper
-def _fetch_cursor(c, cursors):
-    """Prefetch cursor row ``c``'s columns the advance and the time set read."""
-    if c >= 0:
-        _prefetch(cursors.t, c)
-        _prefetch(cursors.frame, c)
-        _prefetch(cursors.end, c)
-        _prefetch(cursors.evf, c)
-        _prefetch(cursors.at_end, c)
-        _prefetch(cursors.dur, c)
-        _prefetch(cursors.flags, c)
-
-
-@_helper
-def _fetch_rows(hi, humans, tasks, cursors, fades, gaits):
-    """Prefetch the rows human ``hi``'s tasks link (read from their task rows, fetched
-    earlier by ``_fetch_tasks``): the cursors of its clips and gaits, a fade's or a gait's
-    own row, a gait's speed and wrap callback flag, a clip's blend time."""
-    h_depth, h_stack = humans.depth, humans.stack
-    t_type, t_c0, t_c1, t_aux = tasks.type, tasks.c0, tasks.c1, tasks.aux
-    for i in range(h_depth[hi]):
-        r = h_stack[hi, i]
-        if r < 0:
-            continue
-        tt = t_type[r]
-        _fetch_cursor(t_c0[r], cursors)
-        _fetch_cursor(t_c1[r], cursors)
-        a = t_aux[r]
-        if tt == _FADE and a >= 0:
-            _prefetch(fades.el, a)
-            _prefetch(fades.dur, a)
-        elif tt == _GAIT:
-            _prefetch(tasks.speed, r)
-            _prefetch(tasks.callback, r)
-            if a >= 0:
-                _prefetch(gaits.value, a)
-                _prefetch(gaits.target, a)
-                _prefetch(gaits.lower, a)
-                _prefetch(gaits.leader, a)
-        elif tt == _CLIP or tt == _PAIRED_CLIP:
-            _prefetch(tasks.blend, r)
-
-
-
-
-@_helper
 def _most_events(events):
     """The most events any clip of the bank has: the bound ``_room`` counts per cursor."""
     e_count = events.n
@@ -777,9 +701,9 @@ def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, ev
     for k in range(start, n_rows):
         hi = rows[k]
         if k + PREFETCH_TASKS < n_rows:     # the rows of the humans ahead, on their way meanwhile
-            _fetch_tasks(rows[k + PREFETCH_TASKS], humans, tasks)
+            fetch_tasks(rows[k + PREFETCH_TASKS], np.bool_(True), humans, tasks)
         if k + PREFETCH_ROWS < n_rows:
-            _fetch_rows(rows[k + PREFETCH_ROWS], humans, tasks, cursors, fades, gaits)
+            fetch_rows(rows[k + PREFETCH_ROWS], np.bool_(True), humans, tasks, cursors, fades, gaits)
         need_ev, need_def, runnable, ahead = _room(hi, dt, most, skip_pairs, humans, tasks, gaits, out)
         if not runnable:
             status[k] = STATUS_BAD

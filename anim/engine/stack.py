@@ -326,19 +326,24 @@ class CharacterInstance:
 
     @property
     def _event_rows(self) -> tuple | None:
-        """This update's event rows not yet made into objects: (engine, first, end), or None."""
+        """This update's event rows not yet made into objects: (engine, first, end), or None
+        (its own ``_rows``, else those the engine keeps by human row: BatchEngine.staged_rows)."""
         rows = self._rows
-        if rows is None:
-            return None
-        if rows[3] != rows[0].stamp:            # an older step's: gone
-            return None
-        return rows[:3]
+        if rows is not None and rows[3] == rows[0].stamp:    # (an older step's: gone)
+            return rows[:3]
+        eng = self.engine
+        if eng is not None and eng.staged is not None:
+            return eng.staged_rows(self.slot)
+        return None
 
     @_event_rows.setter
     def _event_rows(self, value: tuple | None) -> None:
         eng = self.engine
-        if eng is not None and self._at != eng.stamp:
-            self._fresh()
+        if eng is not None:
+            if self._at != eng.stamp:
+                self._fresh()
+            if eng.staged is not None:
+                eng.drop_staged(self.slot)
         self._rows = None if value is None else (value[0], value[1], value[2], value[0].stamp)
 
     @property
@@ -385,19 +390,30 @@ class CharacterInstance:
             self._rows = None
             if rows[3] == rows[0].stamp:        # (an older step's rows: gone)
                 rows[0].fired(self._ev_list, rows[1], rows[2])
+        if eng is not None and eng.staged is not None:
+            rows = eng.staged_rows(self.slot)   # those the engine keeps by human row
+            if rows is not None:
+                eng.drop_staged(self.slot)
+                eng.fired(self._ev_list, rows[1], rows[2])
         return self._ev_list
 
     @events.setter
     def events(self, value: list) -> None:
         eng = self.engine
-        if eng is not None and self._at != eng.stamp:
-            self._fresh()
+        if eng is not None:
+            if self._at != eng.stamp:
+                self._fresh()
+            if eng.staged is not None:
+                eng.drop_staged(self.slot)
         self._rows = None
         self._ev_list = value
 
     def clear_events(self) -> None:
         """Forget this update's events (the next step's start), made or not."""
         self._rows = None
+        eng = self.engine
+        if eng is not None and eng.staged is not None:
+            eng.drop_staged(self.slot)
         self._ev_list.clear()
 
     def clear_outputs(self) -> None:

@@ -121,6 +121,15 @@ class BatchEngine:
         # on instead of clearing each one's (``_clear_noisy``); ``_n_seated`` its humans
         self.stamp = 1
         self._n_seated = 0
+        # the event rows of the humans that fired in the last step, by human row: (the stamp
+        # they were written at, first, end) flat, three a row (a stamp of 0: none, or made
+        # into objects); the readers find a human's rows here (CharacterInstance._event_rows:
+        # ``staged_rows``), so nothing is written on each human that fired. ``staged`` the
+        # rows written at this stamp (None: none), made into each human's own rows before
+        # a step that does not move the stamp reuses the buffer (``_unstage``)
+        self._ev_rows = np.zeros(0, np.int64)
+        self._m_ev_rows = memoryview(self._ev_rows)
+        self.staged: np.ndarray | None = None
         self._fired_of: list | None = None      # the instances list of the last step (fired_places)
         self._fired_ks: list = []               # the places in it of the humans that fired
         self._leaving: list = []                # (human row, generation): forgotten, freed at the flush
@@ -525,7 +534,65 @@ class BatchEngine:
     def touched(self) -> list:
         """The instances whose events or released lists were filled since the last step
         began (every one with events this update is here)."""
-        return self._noisy
+        staged = self.staged
+        if staged is None:
+            return self._noisy
+        by_row, m, stamp = self._instances, self._m_ev_rows, self.stamp
+        return self._noisy + [by_row[r] for r in staged.tolist() if m[3 * r] in (stamp, -stamp)]
+
+    # -- the event rows of the humans that fired, by human row (CharacterInstance reads them)
+    def staged_rows(self, slot: int) -> tuple | None:
+        """Human row ``slot``'s event rows of the last step not yet made into objects,
+        (this engine, first, end) of the step's buffer, or None."""
+        m = self._m_ev_rows
+        j = 3 * slot
+        if 0 <= j < len(m) and m[j] == self.stamp:
+            return (self, m[j + 1], m[j + 2])
+        return None
+
+    def drop_staged(self, slot: int) -> None:
+        """Human row ``slot``'s event rows forgotten here (made into objects, or the
+        human's own rows set instead): marked so (the stamp negated), so that a step which
+        does not move the stamp still clears what the human holds (``_unstage``)."""
+        j = 3 * slot
+        m = self._m_ev_rows
+        if 0 <= j < len(m) and m[j] == self.stamp:
+            m[j] = -self.stamp
+
+    def _stage(self, hrows: np.ndarray, ev: np.ndarray) -> None:
+        """The event rows of the humans of rows ``hrows`` (each once), places ``ev`` of the
+        step's outputs, written by human row at the current stamp."""
+        need = 3 * self.humans.capacity
+        if len(self._ev_rows) < need:
+            grown = np.zeros(need, np.int64)
+            grown[:len(self._ev_rows)] = self._ev_rows
+            self._ev_rows = grown
+            self._m_ev_rows = memoryview(grown)  # type: ignore[arg-type]
+        tab = self._ev_rows.reshape(-1, 3)
+        tab[hrows, 0] = self.stamp
+        tab[hrows, 1] = self._ev_lo[ev]
+        tab[hrows, 2] = self._ev_hi[ev]
+        self.staged = hrows
+
+    def _unstage(self) -> None:
+        """The staged event rows still unread become their humans' own (``_rows``), and
+        those humans and the ones whose rows were made into objects are noted in
+        ``_noisy``: the step about to run does not move the stamp and reuses the buffer."""
+        staged, self.staged = self.staged, None
+        if staged is None or not len(staged):
+            return
+        tab = self._ev_rows.reshape(-1, 3)
+        stamp = self.stamp
+        at = tab[staged, 0]
+        hit = staged[(at == stamp) | (at == -stamp)]
+        by_row, noisy = self._instances, self._noisy
+        for r, s, lo, hi in zip(hit.tolist(), tab[hit, 0].tolist(), tab[hit, 1].tolist(), tab[hit, 2].tolist()):
+            inst = by_row[r]
+            if inst is not None:
+                if s == stamp:
+                    inst._rows = (self, lo, hi, stamp)
+                noisy.append(inst)
+        tab[staged, 0] = 0
 
     def fired_places(self, instances: list) -> list | None:
         """After ``step(instances)`` (this very list, no human listed twice): the places k
@@ -556,7 +623,7 @@ class BatchEngine:
         last = self._last
         rows = self._last_rows if last is not None and instances == last else self._rows_of(instances)
         n = len(rows)
-        if self._noisy or player.released_log:
+        if self._noisy or player.released_log or self.staged is not None:
             self._clear_noisy(rows, late=n >= 2 * crowd.MIN_CHUNK and not self._twice
                               and (player.options.threads or crowd.default_threads()) > 1)
         if n <= _FEW:                           # a few humans: _start_queues only when one has a queue
@@ -613,13 +680,18 @@ class BatchEngine:
                 ev = ks_a[(st_a & _STATUS_EVENTS) != 0]
                 fired_ks = ev.tolist()
                 if fired_ks:
-                    # each one's event rows = (self, lo, hi, the stamp), set by map in C (no
-                    # loop of Python code per human), and each one noted
-                    insts = itemgetter(*fired_ks)(instances) if len(fired_ks) > 1 else (instances[fired_ks[0]],)
-                    _drain(map(setattr, insts, repeat("_rows"),
-                               zip(repeat(self), self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist(),
-                                   repeat(self.stamp))))
-                    noisy.extend(insts)
+                    if not self._twice:
+                        # each one's event rows written by its human row (``staged_rows``):
+                        # no Python object of a human that fired is read or written
+                        self._stage(rows[ev], ev)
+                    else:
+                        # each one's event rows = (self, lo, hi, the stamp), set by map in C,
+                        # and each one noted (its last place's: _last_of_twice)
+                        insts = itemgetter(*fired_ks)(instances) if len(fired_ks) > 1 else (instances[fired_ks[0]],)
+                        _drain(map(setattr, insts, repeat("_rows"),
+                                   zip(repeat(self), self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist(),
+                                       repeat(self.stamp))))
+                        noisy.extend(insts)
                 if listed:
                     changed = [instances[k] for k in ks_a[(st_a & _STATUS_CHANGED) != 0].tolist()]
                 else:
@@ -747,6 +819,11 @@ class BatchEngine:
         """Whether ``task`` fired one of rows ``lo``-``hi`` of this update's event buffer."""
         return task.tstore is self.player.stores.tasks and bool((self._ev_out[lo:hi, 1] == task.trow).any())
 
+    def fired_row(self, trow: int, lo: int, hi: int) -> bool:
+        """Whether task row ``trow`` of this engine's task table fired one of rows
+        ``lo``-``hi`` of this update's event buffer (``fired_by`` without its handle)."""
+        return bool((self._ev_out[lo:hi, 1] == trow).any())
+
     def fired_values(self, lo: int, hi: int) -> list:
         """Rows ``lo``-``hi`` of this update's event buffer as (event type, anim id its
         cursor plays, the clip's Event) Python values, read now: no FiredEvent, no task
@@ -776,7 +853,10 @@ class BatchEngine:
                 self.player.released_log = []
             self.stamp += 1
             self._noisy = []
+            self.staged = None
             return
+        if self.staged is not None:
+            self._unstage()
         if self.player.released_log:
             self.player.settle_released(rows)
         noisy = self._noisy
@@ -1227,6 +1307,7 @@ class BatchEngine:
         self.kernel_humans, self.pair_changes = kernel_humans, pair_changes
         self._leaving = list(leaving)
         self._last = None                               # the rows of the step's humans: found again
+        self.staged = None                             # (the stamp moves on below: unread)
         if self._noisy:
             for inst in self._noisy:
                 inst.clear_outputs()

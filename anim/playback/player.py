@@ -18,6 +18,8 @@ the world's stores (``stores``), the pool and the options the Player gives it:
 - ``prepared`` (``anim.playback.prepared.RecipeRules``): prepared commands (``prepare``, ``run``:
   a Recipe's rows written directly, anim.playback.recipe; the rest through the Player's handle
   calls);
+- ``columns`` (``anim.playback.batched.CommandColumns``): prepared commands many at once as
+  columns (``commands``: checked in one compiled call, each row as ``run`` would);
 - here: the state they share (``__init__``), the step, the sample and pose, the flush
   and its releases (with the engine, anim.playback.batch, and its kernels);
 - ``anim.data.options``: ``PlayerOptions`` and ``PlayerStats`` (re-exported here).
@@ -65,10 +67,12 @@ from scuffle.anim.engine.stack import AnimLimitError, CharacterInstance, TaskPoo
 from scuffle.anim.playback.construct import TaskBuilder
 from scuffle.anim.playback.lookup import ClipLookup
 from scuffle.anim.playback.prepared import RecipeRules
+from scuffle.anim.playback.batched import CommandColumns
 from scuffle.anim.playback.stackrules import StackRules
 from scuffle.anim.engine.store import LAYOUT_EPOCH, Stores, Table, layout_epoch
 from scuffle.anim.engine.writefirst import write_first
-from scuffle.anim.playback.tasks import ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents, Task, task_at
+from scuffle.anim.playback.tasks import (ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents,
+                                        Task, task_at, viewed_rows)
 
 __all__ = ["Player", "PlayerOptions", "PlayerStats", "UnknownClip", "chain_blend_depth", "task_pose_depth"]
 
@@ -182,6 +186,8 @@ class Player:
     run = _Part("prepared", RecipeRules.run)
     learn = _Part("prepared", RecipeRules.learn)
     knows = _Part("prepared", RecipeRules.knows)
+    commands = _Part("columns", CommandColumns.commands)
+    set_gait_targets = _Part("columns", CommandColumns.set_gait_targets)
     bank = _PartProperty("lookup", "bank", "The ClipBank of every clip this player has seen (ClipLookup.bank).")
     _bank = _PartProperty("lookup", "_bank", "The look-up's bank as it is (None until built): anim.playback.batch reads it.")
     _clips = _PartProperty("lookup", "clips", "Every clip seen, by bank index (ClipLookup.clips).")
@@ -212,6 +218,7 @@ class Player:
         self.builders = TaskBuilder(self.lookup, self.pool, self.stores, opts)
         self.rules = StackRules(self.builders, self.batch, self.pool, self.stores, opts, self.deferred_rows)
         self.prepared = RecipeRules(self, self.lookup, self.batch, self.pool, self.stores, opts)
+        self.columns = CommandColumns(self.prepared, self)
         _bind_parts(self)
         # the human rows whose top task may have changed in the steps since the last flush
         # (one array per step; the flush refreshes their playing ids)
@@ -256,7 +263,7 @@ class Player:
     def options(self, options: PlayerOptions) -> None:
         write_first(self.prepared)          # buffered commands under the options they were issued with
         self._options = options
-        for part in (self.lookup, self.builders, self.rules, self.prepared):
+        for part in (self.lookup, self.builders, self.rules, self.prepared, self.columns):
             part.options = options
 
     @property
@@ -574,7 +581,6 @@ class Player:
         in one vector test (the entries' task rows among the step's event rows)."""
         eng = self.batch
         n_ev = eng._m_counts[K.COUNT_EVENTS]
-        views = self.stores.tasks.views
         if n_ev and n:
             ev = eng._ev_out[:n_ev, 1]
             mark = self._fired_mark
@@ -590,7 +596,7 @@ class Player:
                     continue                        # held as objects: below
                 inst = self._inst_at(hr)
                 rows = inst._event_rows
-                if rows is not None and rows[0].fired_by(views[tr] or task_at(self.stores.tasks, tr), rows[1], rows[2]):
+                if rows is not None and rows[0].fired_row(tr, rows[1], rows[2]):
                     inst.events                     # noqa: B018
         for task, inst in odd.values():
             rows = inst._event_rows
@@ -678,19 +684,31 @@ class Player:
         list, the loop and getrefcount's own hold it, 3, and no weak reference names it), the callback ids of the keyed rows let
         go (Table.freed; the kernel reset their other columns to the defaults)."""
         fr = freed[:nf]
-        if not keyed:
-            rows, held = fr.tolist(), []
-        elif nf <= _FEW_ROWS:                       # a few rows (a callback's stop): one by one
+        looked: Any = None                          # the rows whose ``views`` slot is read
+        rows: Any
+        if nf <= _FEW_ROWS:                         # a few rows (a callback's stop): one by one
             marked = fr.tolist()
-            held = [~r for r in marked if r < 0]
-            rows = [r if r >= 0 else ~r for r in marked]
+            if keyed:
+                held = [~r for r in marked if r < 0]
+                rows = [r if r >= 0 else ~r for r in marked]
+            else:
+                rows, held = marked, []
+            looked = rows
         else:
-            neg = fr < 0
-            fr[neg] = ~fr[neg]                      # the scratch's own rows, back to rows
-            held = fr[neg].tolist()
-            rows = fr.tolist()
+            if keyed:
+                neg = fr < 0
+                fr[neg] = ~fr[neg]                  # the scratch's own rows, back to rows
+                held = fr[neg].tolist()
+            else:
+                held = []
+            rows = fr
+            # only the rows flagged as holding a handle (anim.playback.tasks.note_view): no
+            # read of ``views`` per row given back
+            flagged = viewed_rows(tasks, fr)
+            looked = flagged.tolist() if flagged is not None else fr.tolist()
         views = tasks.views
-        got = _itemgetter(*rows)(views) if nf > 1 else (views[rows[0]],)
+        n = len(looked)
+        got = _itemgetter(*looked)(views) if n > 1 else (views[looked[0]],) if n else ()
         hs = [*filter(None, got)]                   # the rows with a handle (no Task is falsy)
         got = None
         keep_of = tasks.spare.get

@@ -71,6 +71,7 @@ class RecipeRules:
         self._cmd_entry: Any = None
         self._apply_entry: Any = None
         self.cmd_kernel_runs = 0      # commands the compiled writers write (at once, or buffered) (tests)
+        self.learnt = 0               # counted up whenever templates are learnt (Player.commands' plans follow it)
         self.templates = _TemplateRows()                 # every command's template rows, one array each
         self.commands = CommandBuffer(self._apply)       # commands as rows, applied in one call (cmdbuffer)
         for t in (stores.tasks, stores.cursors, stores.fades, stores.gaits, batch.humans):
@@ -221,9 +222,11 @@ class RecipeRules:
         with them."""
         s = inst.anim_set
         tp = self._templates(command, s)
+        rows_before = self.templates.n
         if tp is None:
             tp = _Templates(command.steps, self.templates)
             command._sets[id(s)] = (s, self, self.options, tp)
+        ready_before = tp.plan is not None
         for k, (op, anim, flags, held, extra) in enumerate(command.steps):
             if op == _GAIT:
                 if not tp.known[k]:
@@ -255,6 +258,8 @@ class RecipeRules:
             tp.set_clip(row, op, flags, held, extra, hit[3], hit[2], aid, rate)
         tp.ready = all(tp.known)
         tp.plan = _plan(command, self.options) if tp.ready else None
+        if self.templates.n != rows_before or (tp.plan is not None) != ready_before:
+            self.learnt += 1                         # a row or a plan new: Player.commands' plans made again
 
     # ---------------------------------------------------------------- the rows, directly
     def _views(self) -> tuple | None:

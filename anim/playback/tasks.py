@@ -129,6 +129,41 @@ def new_handle(ts: Table, cls: Any) -> Any:
     return spare.pop() if spare else cls.__new__(cls)
 
 
+def note_view(ts: Table, r: int) -> None:
+    """Row ``r`` of the world's task table ``ts`` holds a handle in ``views`` now: its
+    flag set in ``ts.m_viewed`` ((the views list it follows, a memoryview of a bool per
+    row, its length): a flag per row that may hold a handle, never False where one does),
+    so the flush finds the handles of the rows it gives back without a read of ``views``
+    per row (Player._rows_back). Made again from ``views`` itself when that list was
+    replaced; not state (a cache of a cache: a snapshot never holds it)."""
+    views = ts.views
+    kept = ts.__dict__.get("m_viewed")
+    if kept is None or kept[0] is not views or r >= kept[2]:
+        n = max(r + 1, ts.capacity, len(views))
+        flags = np.zeros(n, np.bool_)
+        if kept is not None and kept[0] is views:
+            flags[:kept[2]] = np.frombuffer(kept[1], np.bool_)
+        else:
+            flags[[k for k, t in enumerate(views) if t is not None]] = True
+        kept = (views, memoryview(flags), n)
+        object.__setattr__(ts, "m_viewed", kept)
+    kept[1][r] = True
+
+
+def viewed_rows(ts: Table, rows: np.ndarray) -> np.ndarray | None:
+    """Of ``rows`` (task rows, int64), those that may hold a handle in ``views``
+    (``note_view``'s flags, cleared for them now), or None when no flags follow
+    ``views`` (the caller reads ``views`` row by row)."""
+    kept = ts.__dict__.get("m_viewed")
+    if kept is None or kept[0] is not ts.views:
+        return None
+    flags = np.frombuffer(kept[1], np.bool_)
+    inside = rows[rows < kept[2]] if len(rows) and int(rows.max()) >= kept[2] else rows
+    got = inside[flags[inside]]
+    flags[got] = False
+    return got
+
+
 def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, held: int, on_end) -> int:
     """The one writer of a task's own row, every type and every Python path (the classes'
     constructors, the Player's, a change's fade): a row of the world's task table ``ts``
@@ -167,6 +202,11 @@ def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, he
     except IndexError:                                  # a row past the list: grown
         views.extend([None] * (r + 1 - len(views)))
         views[r] = t
+    kv = ts.__dict__.get("m_viewed")                    # its flag (note_view, inline)
+    if kv is not None and kv[0] is views and r < kv[2]:
+        kv[1][r] = True
+    else:
+        note_view(ts, r)
     types[r] = ttype
     if rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX:
         rates[r] = rate                                 # rounded to float32 as F.f32 rounds
@@ -1416,4 +1456,5 @@ def task_at(ts: Table, r: int) -> Task | None:
     if r >= len(views):
         views.extend([None] * (r + 1 - len(views)))
     views[r] = t
+    note_view(ts, r)
     return t

@@ -97,7 +97,8 @@ def compile_kernels(progress=None, files: bool = True) -> None:
     by running a tiny crowd through it: a loop, a gait under a fade, a clip in its blend
     window, types 10, 11 and 13, a loop with a wrap callback (the scalar step: a plan), the
     flush of what they release (flush_release, flush_anim_ids), a prepared command's rows
-    (anim.engine.cmdkernel.run_rows, apply_commands), then root motion; with ``files``
+    (anim.engine.cmdkernel.run_rows, apply_commands), a batch of them and gait targets as
+    columns (buffer_commands, gait_targets), then root motion; with ``files``
     the snapshot file's kernels too (anim.engine.snapcheck.compile_kernels). ``progress(msg)``
     is told first (callers time it: the simulation reads no clock).
 
@@ -135,6 +136,10 @@ def compile_kernels(progress=None, files: bool = True) -> None:
                            fade=0.1))
     p.run(hs[0], cmd, 1.5)
     p.run(hs[1], cmd, 2.5)                          # a row of the command buffer (apply_commands)
+    p.flush()
+    # prepared commands as columns (buffer_commands) and gait targets as columns (gait_targets)
+    p.commands([cmd, cmd], hs[4:6], [(1.5,), (2.5,)])
+    p.set_gait_targets(hs[:2], [1.0, 2.0])
     p.flush()
     # one of more steps than a buffer's row holds: at once (run_rows)
     long = p.prepare(Recipe(Place.PUSH, (ClipStep(1), ClipStep(2), ClipStep(3), ClipStep(4), LoopStep(0))))

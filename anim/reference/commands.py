@@ -22,7 +22,7 @@ from scuffle.anim.base.enums import TaskType
 from scuffle.anim.base.recipedata import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe, RecipeError
 from scuffle.anim.reference.handlers import plain_callback
 
-__all__ = ["RefCommand", "run_command"]
+__all__ = ["RefCommand", "run_command", "run_columns"]
 
 _FLAGS_TOP = 2 ** 31            # a task's flags word (+0x10): a signed 32-bit column, never negative here
 _HELD_TOP = 2 ** 63             # a task's held bits (+0x24, record +0x08): 63 bits
@@ -180,3 +180,63 @@ def run_command(ref, inst, command, params: tuple) -> None:
     except BaseException:
         ref.discard(made)
         raise
+
+
+def run_columns(ref, commands, humans, args) -> None:
+    """Prepared commands as columns (Player.commands' meaning, docs/api.md): row ``i`` runs
+    ``commands[i]`` on ``humans[i]`` with the first n_params numbers of ``args[i]`` (an Arg
+    that is an anim id as an int when whole, the others as floats), one row after another
+    through ``run_command``. The columns are checked before any row runs (RecipeError
+    naming the field and row); a row refused raises what ``run_command`` raises with
+    ``row`` set on it (the rows before it run, the rest not)."""
+    n = len(humans)
+    if len(commands) != n:
+        raise RecipeError(f"commands: {len(commands)} commands for {n} humans (one each)")
+    if n == 0:
+        return
+    rows: list
+    if args is None:
+        rows = [()] * n
+        width = 0
+    else:
+        try:
+            table = np.asarray(args, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise RecipeError("commands: args must be rows of numbers (a 2-D array, one row per command)") from None
+        if table.ndim != 2 or table.shape[0] != n:
+            raise RecipeError(f"commands: args must be a 2-D array of {n} rows, got shape {table.shape}")
+        rows = table.tolist()
+        width = table.shape[1]
+    checked: dict[int, tuple] = {}
+    plan = []
+    for i, command in enumerate(commands):
+        got = checked.get(id(command))
+        if got is None or got[0] is not command:
+            ref_command = command
+            if not isinstance(command, RefCommand):
+                recipe = getattr(command, "recipe", None)
+                if not isinstance(recipe, Recipe):
+                    raise RecipeError(f"commands[{i}]: a Command (Player.prepare), got {type(command).__name__}")
+                ref_command = RefCommand(recipe)
+            id_args: list[int] = []            # the Arg positions that are anim ids
+            for kind, anim, _, _, _, end in ref_command.steps:
+                if kind == TaskType.GAIT:
+                    continue
+                if isinstance(end, Arg):
+                    raise RecipeError(f"commands[{i}]: an end callback given as an Arg cannot come from a row of "
+                                      "numbers")
+                if isinstance(anim, Arg):
+                    id_args.append(anim.pos)
+            got = checked[id(command)] = (command, ref_command, id_args)
+        if got[1].n_params > width:
+            raise RecipeError(f"commands: args[{i}] has {width} numbers, {got[1].recipe!r} takes {got[1].n_params}")
+        plan.append(got)
+    for i, ((_, ref_command, ids), inst, row) in enumerate(zip(plan, humans, rows)):
+        params = tuple(int(v) if p in ids and float(v).is_integer() else float(v)
+                       for p, v in enumerate(row[:ref_command.n_params]))
+        try:
+            run_command(ref, inst, ref_command, params)
+        except Exception as exc:
+            exc.row = i                        # type: ignore[attr-defined]
+            exc.add_note(f"commands: row {i} (of the batch) was refused; the rows before it were run")
+            raise

@@ -24,7 +24,8 @@ from scuffle.anim.base.errors import (POOL_SIZE, POSE_STACK_SIZE, QUEUE_SIZE, ST
                       StaleHandle, StackFull, TaskPoolExhausted, UnknownClip)
 from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.maths.skeleton import HUMANOID, NUM_BONES
-from scuffle.anim.reference.commands import RefCommand, run_command
+from scuffle.anim.base.recipedata import RecipeError
+from scuffle.anim.reference.commands import RefCommand, run_columns, run_command
 from scuffle.anim.reference.cursor import RefCursor
 from scuffle.anim.reference.handlers import RefCallbacks, plain_callback
 from scuffle.anim.reference.tasks import (RefClip, RefDirection, RefFade, RefGait, RefHold, RefLoop, RefMix, RefPairedClip,
@@ -458,6 +459,39 @@ class Reference:
         pool checked first, the tasks made last first, then placed; a refusal gives back
         what was made). Nothing of the Player's is read or written."""
         run_command(self, inst, command, params)
+
+    def commands(self, commands, humans, args=None) -> None:
+        """Prepared commands as columns (Player.commands): each row run as ``run`` runs it,
+        in order (anim.reference.commands.run_columns: the columns checked first, a refused
+        row raising with ``row`` set, the rows after it not run)."""
+        run_columns(self, commands, humans, args)
+
+    def set_gait_targets(self, humans, targets) -> np.ndarray:
+        """Each human's running gait (``running``) given its target, row after row, as its
+        ``set_target`` (Player.set_gait_targets): a bool per row, True where a gait took it.
+        RecipeError for targets that are not one number per human; a target a gait refuses
+        raises with ``row`` set (the rows before it done)."""
+        n = len(humans)
+        try:
+            values = np.asarray(targets, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise RecipeError(f"set_gait_targets: targets must be {n} numbers, one per human") from None
+        if values.shape != (n,):
+            raise RecipeError(f"set_gait_targets: targets must be {n} numbers, one per human, got shape "
+                              f"{values.shape}")
+        moved = np.zeros(n, np.bool_)
+        for i, (inst, v) in enumerate(zip(humans, values.tolist())):
+            gait = self.running(inst, TaskType.GAIT)
+            if not isinstance(gait, RefGait):
+                continue
+            try:
+                gait.set_target(v)
+            except Exception as exc:
+                exc.row = i                    # type: ignore[attr-defined]
+                exc.add_note(f"set_gait_targets: row {i} (of the batch) was refused; the rows before it were done")
+                raise
+            moved[i] = True
+        return moved
 
     def enqueue(self, inst, task) -> None:
         """Queue a task to start at the next step (+0x304, at most 10)."""

@@ -12,16 +12,16 @@ gated by the held flags like any input. Add it to a Fight with
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from scuffle.anim.maths import detmath
 from scuffle.components import Body, Combat
-from scuffle.game.fighters.combat import PACES, Fight, FightFlags, FightState
+from scuffle.game.fighters.combat import BUSY, PACES, Fight, FightFlags, FightState
 from scuffle.game.fighters.fightinput import Action, FightInput
 from scuffle.game.fighters.moves import GRAB_STRIKES, THROWS
-from scuffle.game.fighters.airows import AIRow, RowRandom, ai_table, new_sid, row_state as _row_state
+from scuffle.game.fighters.airows import AIRow, RowField, RowRandom, ai_table, new_sid, row_state as _row_state
 
 if TYPE_CHECKING:
     from scuffle.game.runtime.world import Game
@@ -39,6 +39,12 @@ _WALK, _JOG = PACES.index("walk"), PACES.index("jog")
 EMPTY = FightInput.EMPTY
 _STRIKE = FightInput(action=Action.STRIKE)
 _LET_GO = FightInput(action=Action.LET_GO)
+# the hold's inputs by move: one immutable FightInput each, made once
+_HOLD_STRIKE_INPUTS = {m: FightInput(action=Action.STRIKE, move_id=int(m)) for m in _HOLD_STRIKES}
+_THROW_INPUTS = {m: FightInput(action=Action.THROW, move_id=int(m)) for m in _THROW_MOVES}
+# the held-flag tests of Fight.can_chain and Fight.free, as plain ints
+_RECOVERY, _BUSY = int(FightFlags.RECOVERY), int(BUSY)
+_NOT_FREE = int(BUSY | FightFlags.RECOVERY)
 
 
 class FighterAI:
@@ -66,32 +72,9 @@ class FighterAI:
         self.enabled = True
 
     # the state's numbers: columns of its row
-    @property
-    def tick(self) -> int:
-        """Updates counted (a decision every ``think_every``)."""
-        return self.state_table.m_tick[self.state_row]
-
-    @tick.setter
-    def tick(self, v: int) -> None:
-        self.state_table.m_tick[self.state_row] = v
-
-    @property
-    def hold_actions(self) -> int:
-        """Grab strikes left in the hold."""
-        return self.state_table.m_hold[self.state_row]
-
-    @hold_actions.setter
-    def hold_actions(self, v: int) -> None:
-        self.state_table.m_hold[self.state_row] = v
-
-    @property
-    def enabled(self) -> bool:
-        """Whether it decides (False: FightInput.EMPTY every update)."""
-        return self.state_table.m_enabled[self.state_row]
-
-    @enabled.setter
-    def enabled(self, v: bool) -> None:
-        self.state_table.m_enabled[self.state_row] = bool(v)
+    tick = RowField("tick", "Updates counted (a decision every ``think_every``).")
+    hold_actions = RowField("hold", "Grab strikes left in the hold.")
+    enabled = RowField("enabled", "Whether it decides (False: FightInput.EMPTY every update).", bool)
 
     def seat(self, table) -> None:
         """Move the state onto a new row of ``table`` (its Fight's ``ai_rows``: the Fight
@@ -181,26 +164,34 @@ class FighterAI:
         world (UnknownHuman for a name, KeyError for an entity), on every update, decision
         or not; a game without fight rules (ValueError)."""
         fight = game.fight
-        if not self.enabled:
+        t, r = self.state_table, self.state_row
+        if not t.m_enabled[r]:
             return EMPTY
         if not isinstance(fight, Fight):
             raise ValueError("FighterAI.decide: the game has no fight rules (attach a Fight first)")
-        self.tick = tick = self.tick + 1
+        tick = t.m_tick[r] + 1
+        t.m_tick[r] = tick
         mine, theirs = self.me, self.opponent
+        if tick % self.think_every:
+            # no decision this update: the two only looked up (one gone raises), as the
+            # decision's look-ups would
+            game.component(mine, Body) if isinstance(mine, str) else _entity(game, mine)
+            game.component(theirs, Body) if isinstance(theirs, str) else _entity(game, theirs)
+            return EMPTY
         me_e = game.entity(mine) if isinstance(mine, str) else _entity(game, mine)
         op_e = game.entity(theirs) if isinstance(theirs, str) else _entity(game, theirs)
         me, op = game.component(me_e, Body), game.component(op_e, Body)
-        if tick % self.think_every:
-            return EMPTY             # no decision this update: the two only looked up (one gone raises)
         c = game.component(me_e, Combat)
         state = c.state
         if state == _HOLDING:
             return self._hold(game, fight, me_e, c)
         if state != _FREE:
             return EMPTY
-        if fight.can_chain(me_e) and self.rng.random() < 0.5:
+        # can_chain, then free: one read of the held flags (nothing below changes them)
+        held = fight.held(me_e)
+        if held & _RECOVERY and not held & _BUSY and self.rng.random() < 0.5:
             return _STRIKE
-        if not fight.free(me_e):
+        if held & _NOT_FREE:
             return EMPTY
         # the ground offset to the opponent: the float64 differences numpy's would give
         ox, oy, _ = op.position.tolist()
@@ -213,11 +204,14 @@ class FighterAI:
             return FightInput(move=(dx, dy), speed=0.0)
         toward = theirs if isinstance(theirs, str) else game.name_of(op_e)
         if game.component(op_e, Combat).state in (_DOWN, _HELD) or self.rng.random() > self.aggression:
-            return FightInput(face_toward=toward)
+            return _replies(self, toward).face
         if self.rng.random() < 0.45:
             self.hold_actions = self.rng.randint(1, 3)
-            return FightInput(face_toward=toward, action=Action.GRAB)
-        return FightInput(face_toward=toward, action=Action.STRIKE)
+            return _replies(self, toward).grab
+        return _replies(self, toward).strike
+
+    # the answers that face the opponent, made once per opponent's name (Replies)
+    replies: Replies
 
     def _hold(self, game: Game, fight: Fight, me_e: int, c: Combat) -> FightInput:
         """In a hold: a few grab strikes, then a throw (mostly) or a let-go. A grab strike
@@ -227,10 +221,37 @@ class FighterAI:
             move = self.rng.choice(_HOLD_STRIKES)
             if game.component(c.partner, Body).attachment == me_e and not (fight.held(me_e) & _IN_WINDOW):
                 self.hold_actions -= 1
-            return FightInput(action=Action.STRIKE, move_id=int(move))
+            return _HOLD_STRIKE_INPUTS[move]
         if self.rng.random() < 0.8:
-            return FightInput(action=Action.THROW, move_id=int(self.rng.choice(_THROW_MOVES)))
+            return _THROW_INPUTS[self.rng.choice(_THROW_MOVES)]
         return _LET_GO
+
+
+class Replies(NamedTuple):
+    """A FighterAI's inputs that face its opponent (immutable FightInputs, made once per
+    opponent's name): turn toward it, and that with a grab or a strike."""
+
+    toward: str | None
+    face: FightInput | None
+    grab: FightInput | None
+    strike: FightInput | None
+
+    @classmethod
+    def facing(cls, toward: str) -> Replies:
+        """The three inputs facing ``toward`` (a human's name). Rejected: as FightInput."""
+        return cls(toward, FightInput(face_toward=toward), FightInput(face_toward=toward, action=Action.GRAB),
+                   FightInput(face_toward=toward, action=Action.STRIKE))
+
+
+FighterAI.replies = Replies(None, None, None, None)        # none made yet
+
+
+def _replies(ai: FighterAI, toward: str) -> Replies:
+    """``ai``'s Replies facing ``toward``: kept, made again when the name is another."""
+    got = ai.replies
+    if got.toward != toward:
+        got = ai.replies = Replies.facing(toward)
+    return got
 
 
 def _entity(game: Game, ent: int) -> int:

@@ -24,7 +24,7 @@ import numpy as np
 
 from scuffle.anim.engine.store import Table, block_layout
 
-__all__ = ["COLUMNS", "RowRandom", "AIRow", "ai_table", "row_state", "MT_WORDS", "new_sid"]
+__all__ = ["COLUMNS", "RowRandom", "RowField", "AIRow", "ai_table", "row_state", "MT_WORDS", "new_sid"]
 
 MT_WORDS = 624                 # MT19937's state words (the row's ``mt`` has one more: the position)
 _M = 397
@@ -47,6 +47,31 @@ def ai_table(capacity: int = 2) -> Table:
     return Table(COLUMNS, capacity)
 
 
+class RowField:
+    """A number of an object's state kept in one column of its row: the owner has
+    ``state_table`` (a Table with the column) and ``state_row``. A read gives the column's
+    Python value (its fast view ``m_<column>``); a write stores ``convert(value)`` (None:
+    the value as given, which the column's memoryview checks: a float for an int column
+    raises TypeError). Rejected: as the column's memoryview rejects the value."""
+
+    def __init__(self, column: str, doc: str, convert: Any = None) -> None:
+        self.view = "m_" + column
+        self.convert = convert
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return getattr(obj.state_table, self.view)[obj.state_row]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        conv = self.convert
+        getattr(obj.state_table, self.view)[obj.state_row] = value if conv is None else conv(value)
+
+
 def _twist(mt: np.ndarray) -> None:
     """MT19937's regeneration of the 624 words ``mt`` (uint32) in place, as CPython's
     genrand_uint32 runs it word by word: each word reads the next (not yet regenerated)
@@ -65,6 +90,16 @@ def _twist(mt: np.ndarray) -> None:
     mt[n - 1] = int(mt[m - 1]) ^ (y >> 1) ^ (_MATRIX_A if y & 1 else 0)
 
 
+def _temper(words: np.ndarray) -> list:
+    """The tempered values (genrand_uint32's outputs) of 624 uint32 words, as ints."""
+    y = words.astype(np.uint32)
+    y ^= y >> 11
+    y ^= (y << 7) & 0x9D2C5680
+    y ^= (y << 15) & 0xEFC60000
+    y ^= y >> 18
+    return y.tolist()
+
+
 class RowRandom(random.Random):
     """A ``random.Random`` (MT19937, the same numbers for the same seed or state) whose
     state is row ``row`` of ``table`` (``COLUMNS``'s ``mt``, ``has_gauss``, ``gauss``),
@@ -79,6 +114,10 @@ class RowRandom(random.Random):
         self._table, self._row = table, row
         self._kept: tuple | None = None
         self._out: tuple = (-1, None)           # (a words' id, their tempered values): _tempered
+        # (a words' id, the words their regeneration gives, those words' tempered values):
+        # made when a seed or a state put back stands at the end of its words, so that the
+        # first draw, which regenerates them, copies them in (``_words``)
+        self._ahead: tuple = (-1, None, None)
         super().__init__(seed)
 
     def rebind(self, table: Table, row: int) -> None:
@@ -110,7 +149,18 @@ class RowRandom(random.Random):
         t.mt[r].view(np.uint32)[:] = words
         t.has_gauss[r] = gauss is not None
         t.gauss[r] = 0.0 if gauss is None else gauss
-        t.sid[r] = new_sid()
+        sid = t.sid[r] = new_sid()
+        if words[-1] == MT_WORDS:               # the next draw regenerates: its words made now
+            self.look_ahead(t.mt[r].view(np.uint32)[:MT_WORDS], sid)
+
+    def look_ahead(self, words: np.ndarray, sid: int) -> None:
+        """Make the regeneration of ``words`` (624 uint32, the state ``sid``) and its
+        tempered values now, for the draw that will need them (``_words``): the same
+        ``_twist`` on a copy, so the same words. A seed's state stands at its words' end,
+        so the first draw of a generator seeded at its owner's making costs a copy."""
+        nxt = words.copy()
+        _twist(nxt)
+        self._ahead = (sid, nxt, _temper(nxt))
 
     @property
     def gauss_next(self) -> float | None:           # random.Random.gauss keeps its second value here
@@ -146,12 +196,7 @@ class RowRandom(random.Random):
         (after a regeneration, or when a restore brought other words back)."""
         got = self._out
         if got[0] != sid:
-            y = np.frombuffer(words, np.uint32)[:MT_WORDS].astype(np.uint32)
-            y ^= y >> 11
-            y ^= (y << 7) & 0x9D2C5680
-            y ^= (y << 15) & 0xEFC60000
-            y ^= y >> 18
-            got = self._out = (sid, y.tolist())
+            got = self._out = (sid, _temper(np.frombuffer(words, np.uint32)[:MT_WORDS]))
         return got[1]
 
     def _words(self, k: int) -> list[int]:
@@ -166,8 +211,15 @@ class RowRandom(random.Random):
         got = []
         for _ in range(k):
             if pos >= MT_WORDS:
-                _twist(self._table.mt[r].view(np.uint32)[:MT_WORDS])
-                sids[r] = new_sid()
+                mt = self._table.mt[r].view(np.uint32)[:MT_WORDS]
+                ahead = self._ahead
+                if ahead[0] == sids[r]:             # made ahead (look_ahead): the same words
+                    mt[:] = ahead[1]
+                    sid = sids[r] = new_sid()
+                    self._out = (sid, ahead[2])
+                else:
+                    _twist(mt)
+                    sids[r] = new_sid()
                 pos = 0
             got.append(self._tempered(words, sids[r])[pos])
             pos += 1
@@ -218,7 +270,10 @@ def row_state(table_state: Any, row: int) -> tuple:
     """A FighterAI's ``save_state`` form of row ``row`` of a saved AI table
     (``table_state``: its capacity and block): ((3, the 625 words as 2,500 bytes, the
     gauss value or None), tick, hold's strikes, enabled)."""
-    lay = block_layout({**COLUMNS, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}, table_state.capacity)[0]
+    lay = _ROW_LAYOUTS.get(table_state.capacity)
+    if lay is None:                        # (kept per capacity: derived only)
+        lay = _ROW_LAYOUTS[table_state.capacity] = block_layout(
+            {**COLUMNS, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}, table_state.capacity)[0]
     block = table_state.block
 
     def col(name: str) -> np.ndarray:
@@ -228,3 +283,6 @@ def row_state(table_state: Any, row: int) -> tuple:
     gauss = float(col("gauss")[row]) if col("has_gauss")[row] else None
     return ((3, col("mt")[row].tobytes(), gauss), int(col("tick")[row]), int(col("hold")[row]),
             bool(col("enabled")[row]))
+
+
+_ROW_LAYOUTS: dict[int, dict] = {}       # a saved AI table's capacity -> its block's layout

@@ -52,6 +52,7 @@ from scuffle.game.fighters.fightdata import (ActionResult, FightEvent, FightEven
 from scuffle.game.fighters.fightinput import Action, FightInput
 from scuffle.game.fighters.airows import AIRow, ai_table
 from scuffle.game.fighters.hits import Hits
+from scuffle.game.fighters.fightstates import join as join_states
 from scuffle.game.fighters.fightcore import _DOWN, _PAIRED
 # the fight rules' other public names, still importable from combat
 from scuffle.game.fighters.fightdata import (BUSY, CHANGE_FADE, DOWN_UPDATES, GRAB_CONE_DEG, HIT_CONE_DEG,
@@ -152,7 +153,7 @@ class Fight(Hits):
         self.listeners: dict[FightEventKind, list[FightHandler]] = {}
         game.fight = self
         game.ctx.actions.append(self._update)
-        game.ctx.state_functions.append(self._state_velocities)
+        join_states(game.ctx, self)       # (with the other fights' state functions: fightstates)
         game.ctx.on(EventType.HELD_OPEN, self._on_window)
         self._note_starts()
         for _, e in game.humans():
@@ -381,6 +382,7 @@ class Fight(Hits):
     # columns, what a row may hold, and the conversions both ways (snapfile calls these).
     ROW_COLUMNS = _ROW_COLUMNS
     ROW_RANGES = _ROW_RANGES
+    END_WHATS = _END_WHATS              # a pending end's move by its code (a file's row, the checksum)
 
     def rows_of(self, state: tuple) -> tuple[dict, dict]:
         """A ``save_state`` as the file's tables and counters (fightrows.rows_of)."""

@@ -70,10 +70,22 @@ def _scale(speeds: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
     return xp, fp
 
 
+def _set_move_dir(c: Combat, x: float, y: float) -> None:
+    """``c.move_dir = (x, y, 0.0)`` for a unit direction (finite: no check needed),
+    written into the row's flat fast view; a stale view raises as the setter does."""
+    t, r = c._table, c._row
+    if t.m_gen[r] != c._gen:
+        c.move_dir = (x, y, 0.0)                 # the descriptor's own error (StaleHandle)
+        return
+    m = flat_views(t, _COMBAT_VECS)[0]
+    j = 3 * r
+    m[j], m[j + 1], m[j + 2] = x, y, 0.0
+
+
 class Locomotion(FightCore):
     """Facing, moving, stopping and keeping bodies apart (see the module docstring)."""
 
-    _pace_scales: dict[int, tuple]      # anim set id -> (set, rate table, (speeds, np.interp axes)): _pace_scale
+    _pace_scales: dict[int, tuple]      # anim set id -> (set, rate table, (speeds, np.interp axes, pace values)): _pace_scale
     # what stops the locomotion's own velocity (Fight(locomotion_stop=); the original's: the mask)
     locomotion_stop: LocomotionStop = LocomotionStop.MASK
 
@@ -99,9 +111,10 @@ class Locomotion(FightCore):
         Original: 0x00254078, 0x00101950 Anim_RootDisplacementLength ("Playback rate")."""
         return self._pace_scale(self.inst(who).anim_set)[0]
 
-    def _pace_scale(self, anim_set) -> tuple[tuple[float, ...], tuple[np.ndarray, np.ndarray]]:
-        """A set's gait speeds (``Player.gait_speeds`` of GAIT_IDS' walk..sprint) and their
-        np.interp axes (``_scale``), kept per set in this Fight: found again while the set
+    def _pace_scale(self, anim_set) -> tuple[tuple[float, ...], tuple[np.ndarray, np.ndarray], tuple[float, ...]]:
+        """A set's gait speeds (``Player.gait_speeds`` of GAIT_IDS' walk..sprint), their
+        np.interp axes (``_scale``) and each pace's gait value (np.interp of its speed on
+        them, what ``move`` finds for that pace), kept per set in this Fight: found again while the set
         and the player's rate table (``options.speeds``, which the rates come from) are the
         same objects (an AnimSet is immutable), looked up anew otherwise. Rejected: as
         ``Player.gait_speeds`` (UnknownClip for a set without a gait clip; nothing kept)."""
@@ -113,7 +126,10 @@ class Locomotion(FightCore):
         if hit is not None and hit[0] is anim_set and hit[1] is rates:
             return hit[2]
         speeds = self.player.gait_speeds(anim_set, GAIT_IDS[:len(GAITS)])
-        made = (speeds, _scale(speeds))
+        xp, fp = axes = _scale(speeds)
+        # each pace's gait value, as ``move`` finds it for that pace's speed
+        values = tuple(float(_interp(max(0.0, float(v)), xp, fp, None, None)) for v in speeds)
+        made = (speeds, axes, values)
         kept[id(anim_set)] = (anim_set, rates, made)
         return made
 
@@ -174,7 +190,7 @@ class Locomotion(FightCore):
         speed that is not a finite number <= 50 m/s (RangeError, a ValueError, naming it).
         """
         direction = check_vec("move: direction", direction, 2)
-        scale = None                          # (speeds, np.interp axes) of the human's set: _pace_scale
+        scale = None                          # (speeds, np.interp axes, pace values) of the human's set: _pace_scale
         if speed is not None:
             speed = check_float("move: speed", speed, None, MAX_MOVE_SPEED)
         if gait is not None:
@@ -195,17 +211,20 @@ class Locomotion(FightCore):
         if not self.free(ent):
             return self._why_busy(who, "move")
         c, b = self.combat(ent), self.body(ent)
-        d = np.array([float(direction[0]), float(direction[1]), 0.0])
-        n = detmath.hypot_s(float(d[0]), float(d[1]))
+        x, y = float(direction[0]), float(direction[1])
+        n = detmath.hypot_s(x, y)
         speed = max(0.0, float(speed))
         if speed > 0.0 and n > 0.0:
-            d /= n
-            c.move_dir = d
-            b.heading = _wrap(detmath.atan2_deg_s(float(-d[0]), float(d[1])))
+            x, y = x / n, y / n                  # a numpy array's d /= n: the same float64 quotients
+            _set_move_dir(c, x, y)
+            b.heading = _wrap(detmath.atan2_deg_s(-x, y))
             if scale is None:
                 scale = self._pace_scale(self.inst(ent).anim_set)
-            xp, fp = scale[1]
-            value = float(_interp(speed, xp, fp, None, None))   # np.interp(speed, xp, fp): the same call
+            if pace is not None:
+                value = scale[2][cast(int, k)]   # the pace's gait value, found once per set
+            else:
+                xp, fp = scale[1]
+                value = float(_interp(speed, xp, fp, None, None))   # np.interp(speed, xp, fp): the same call
             running = self._gait(ent)
             if running is not None:
                 running.set_target(value)
@@ -310,6 +329,9 @@ class Locomotion(FightCore):
                     m_sv[k], m_sv[k + 1], m_sv[k + 2] = x, y, z
                 else:
                     b.state_velocity = vel             # the setter's error (BodyFieldError)
+
+    # the rule FightStates' pass over many fights' rows stands for (a replacement lacks it)
+    _state_velocities.one_pass = True       # type: ignore[attr-defined]
 
     def _state_velocity_of(self, mine: dict, c: Combat, b: Body) -> None:
         """``_state_velocities`` for one human through its views' descriptors (a stale view

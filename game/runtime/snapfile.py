@@ -4,7 +4,8 @@ A snapshot file is read from strangers (shared save states, replays, a netplay p
 it holds nothing but data: a fixed header, a directory of sections, each table's block
 as raw bytes with its declared columns (the engine's tables and the fight rules':
 game.fighters.fightrows, reached through the Game's Fight), the counts (the update
-counters and the engine's lists of rows and counters as fixed columns), and the plain values (anim.engine.plaindata: numbers,
+counters, the engine's lists of rows and counters and the body and combat rows' owners as
+fixed columns), and the plain values (anim.engine.plaindata: numbers,
 strings, bytes, lists, maps, numpy arrays; nothing in the bytes names a class or a
 function). scuffle's own code rebuilds its objects from them, in the Game they are
 restored into, after checking every size, every row and every value
@@ -15,10 +16,11 @@ gives the byte layout.
 
 Here: the format's constants, ``config_parts`` / ``config_digest`` (what a Game is set up
 with: peers and files compare it before any state), ``plain_values`` (the saved values
-as plain data, shared by the byte form and the checksum), ``encode`` / ``parse`` (the
+as plain data, the byte form's), ``encode`` / ``parse`` (the
 bytes), ``to_state`` (a parsed file checked against a Game and made into the saved
-state ``snapshot.restore`` writes back), ``checksum`` and ``read_file``. Original: none
-(ours).
+state ``snapshot.restore`` writes back), ``checksum`` / ``checksum_game`` /
+``checksum_parsed`` (one digest of a snapshot, a Game now and a file), ``read_file``, and
+``SnapCache``, the per-Game caches of all of these. Original: none (ours).
 """
 from __future__ import annotations
 
@@ -34,20 +36,22 @@ from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
 from scuffle.anim.engine.callbacks import Callback, CallbackTable
 from scuffle.anim.playback.cursor import cursor_proto
-from scuffle.anim.engine.digest import array_form, blocks_digests, digest_form, digests_plan, digests_with, values_bytes
+from scuffle.anim.engine.digest import (arena_plan, blocks_digests, digest_form, digests_in, digests_plan,
+                                        digests_with, values_bytes)
 from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_deferred, check_ids, check_saved,
                                           clip_facts, pack, pack_all, unpack)
 from scuffle.anim.engine.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
 from scuffle.game.runtime.version import __version__
 
-__all__ = ["FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest", "config_bytes",
+__all__ = ["SnapCache", "cache_of", "FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest",
+           "config_bytes", "checksum_game", "owner_columns", "counts_raw",
            "table_block", "table_section", "plain_values", "encode",
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
            "need_float", "need_random_state", "short", "assemble", "sections_of", "counts_of", "counts_section",
            "COUNT_LISTS", "COUNTERS"]
 
-FORMAT = 6                       # the byte form's version (the header's second field)
+FORMAT = 7                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
 # magic, format, header size, scuffle version (ASCII, NUL-padded), configuration digest,
 # section count, flags (0), payload size (the bytes after the header), sha256 of the payload
@@ -75,16 +79,61 @@ _TABLE_HEAD = struct.Struct("<II")
 # pair two, ``COUNT_LISTS``' order) and the pool's flags (one byte each, 0 or 1). The
 # lists' rules are the compiled pass's (anim.engine.snapcheck.check_saved: generations,
 # free list, pool) and check_ids' (the callbacks' uses and free ids), the deferred pairs'
-# and the counters' to_state's (the update counters' parse's).
-COUNT_LISTS = ("humans.gen", "humans.free", "calls.uses", "calls.free", "deferred")
+# and the counters' to_state's (the update counters' parse's). The body and combat rows'
+# owners: an entity per row of the table (-1 a row not in use), checked by to_state
+# (``_owners_back``) in numpy.
+COUNT_LISTS = ("humans.gen", "humans.free", "calls.uses", "calls.free", "deferred", "bodies.owner",
+               "combats.owner")
 COUNTERS = ("updates_run", "update", "entity_next", "pool.n_out", "stats[0]", "stats[1]", "batch.kernel_humans",
             "batch.pair_changes")
 _COUNTS_HEAD = struct.Struct(f"<{len(COUNT_LISTS) + 1}I{len(COUNTERS)}q")
-_WIDTH = (8, 8, 8, 8, 16)            # the bytes of an item of each list (a deferred pair: two int64)
+_WIDTH = (8, 8, 8, 8, 16, 8, 8)      # the bytes of an item of each list (a deferred pair: two int64)
 
 
 class _Refused(ValueError):
     """A field that does not fit (message only; snapshot.py makes it a SnapshotError)."""
+
+
+class SnapCache:
+    """A Game's snapshot-file caches, one object the Game owns (``Game.snapcache``, made
+    with the Game): what a file of it is written and checked with that does not change
+    between two files (the configuration's bytes and digest, the humans' names by view,
+    the meta section, the anim sets, the tables' columns, the checked layouts, the
+    humans checked, the checksum's plan). Each entry keeps the key it was made for and is
+    made again when that moved; ``clear()`` drops them all, and ``config_bytes`` calls it
+    when the Game's configuration changed (every file written or read asks it first)."""
+
+    __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
+                 "words", "arena", "extras_bytes", "calls", "fitted")
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget every entry (the next file or checksum makes them again)."""
+        self.config: Any = None       # (the configuration's stamp, its plain bytes, their sha256)
+        self.views: Any = None        # (the names' version, id(view) -> name, the views kept alive)
+        self.meta: Any = None         # (the state's names, the bank's bytes, the engine, the meta section)
+        self.sets: Any = None         # (the names' version, name -> anim set digest)
+        self.columns: Any = None      # (the Player's stores, table name -> columns)
+        self.saved: Any = None        # (a file's tables' rows and declarations, their checked layouts)
+        self.meta_ok: Any = None      # (a meta section and what it was checked against, its results)
+        self.digests: Any = None      # (the tables' capacities, the checksum's plan)
+        self.names: Any = None        # (the names' version, their plain bytes): the checksum's
+        self.extras: Any = None       # (the stateful actions' last states, their digest): the checksum's
+        self.words: dict = {}         # id(an AI's words) -> (the words, their sha256): the checksum's
+        self.arena: Any = None        # (the arena's arrangement, the arena, the checksum's plan over it)
+        self.extras_bytes: Any = None  # (the stateful actions' last states, their plain form): a file's
+        self.calls: Any = None        # (a file's callbacks' values checked last, exact bytes; their callbacks)
+        self.fitted: list = []        # (each stateful action, the exact bytes of its state that fitted last)
+
+
+def cache_of(game) -> SnapCache:
+    """``game``'s SnapCache (a Game made without one, e.g. a test's stand-in: given one)."""
+    c = getattr(game, "snapcache", None)
+    if c is None:
+        c = game.snapcache = SnapCache()
+    return c
 
 
 def short(v: Any, n: int = 80) -> str:
@@ -223,10 +272,12 @@ def config_bytes(game) -> tuple[bytes, bytes]:
     """``config_parts(game)`` in the plain form and its sha256, computed once per Game and
     again only when its configuration's stamp (``_config_stamp``) moved."""
     stamp = _config_stamp(game)
-    got = game.__dict__.get("_snapfile_config")
+    cache = cache_of(game)
+    got = cache.config
     if got is None or got[0] != stamp:
+        cache.clear()                         # the configuration changed: what was made of it goes
         raw = plaindata.encode(config_parts(game))
-        got = game.__dict__["_snapfile_config"] = (stamp, raw, hashlib.sha256(raw).digest())
+        got = cache.config = (stamp, raw, hashlib.sha256(raw).digest())
     return got[1], got[2]
 
 
@@ -252,9 +303,10 @@ def _views_named(game) -> dict[int, str]:
     are kept with it, so that no other object takes one's id; a view not found makes it
     again: ``_owners_plain``)."""
     version = game.names.version
-    got = game.__dict__.get("_snapfile_views")
+    cache = cache_of(game)
+    got = cache.views
     if got is None or got[0] != version:
-        got = game.__dict__["_snapfile_views"] = (version, _names_of_views(game), _views_of(game))
+        got = cache.views = (version, _names_of_views(game), _views_of(game))
     return got[1]
 
 
@@ -285,7 +337,7 @@ def _owners_plain(owners: dict, views: dict[int, str], what: str, game: Any = No
         name = views.get(id(view))
         if name is None and game is not None:        # a view given since the names last changed
             views = _names_of_views(game)
-            game.__dict__.pop("_snapfile_views", None)
+            cache_of(game).views = None
             name = views.get(id(view))
         if name is None:
             raise S.NoPlainForm(f"{what} row {row} belongs to no human of the Game")
@@ -296,21 +348,18 @@ def _owners_plain(owners: dict, views: dict[int, str], what: str, game: Any = No
 def plain_values(game, st, strict: bool = True, array: Any = None) -> dict:
     """The saved values of snapshot state ``st`` (game.runtime.snapshot._State) but the
     tables' blocks and the last update's outputs, as plain data: the engine's values
-    (anim.engine.snapshot.engine_plain), the body and combat rows' owners by name, the combat
-    texts, the fight rules' state (the file and the checksum put its rows' counters in its
-    place: ``_fight_rows``) and each stateful action's. Rejected (NoPlainForm): the
-    reference engine (its state is its objects), code where a value should be. Not
-    ``strict`` (a checksum): code is named by its module and name instead, and entries
+    (anim.engine.snapshot.engine_plain), the combat texts, the fight rules' state (the
+    file puts its rows' counters in its place: ``_fight_rows``) and each stateful
+    action's; the owners are the counts section's (``owner_columns``). Rejected
+    (NoPlainForm): the reference engine (its state is its objects), code where a value
+    should be. Not ``strict``: code is named by its module and name instead, and entries
     held as objects by their rows."""
     if st.engine != "compiled":
         raise S.NoPlainForm("a snapshot of the reference engine has no byte form (its state is plain Python "
                             "objects); save the compiled engine's")
-    views = _views_named(game)
     return {
         "engine": S.engine_plain(st.engine_state, _name_of_instance, strict, array),
-        "bodies": {"owners": _owners_plain(st.bodies[1], views, "body", game)},
-        "combats": {"owners": _owners_plain(st.combats[1], views, "combat", game),
-                    "texts": [str.__str__(t) if isinstance(t, str) else t for t in st.combats[2]]},
+        "combats": {"texts": [str.__str__(t) if isinstance(t, str) else t for t in st.combats[2]]},
         "fight": st.fight,
         "extras": list(st.extras),
     }
@@ -337,9 +386,10 @@ def _meta_bytes(game, st) -> bytes:
     state's names are its own copy, never changed, and a Game's states share one while its
     names are the same; a human's anim set is given when it is added)."""
     bank = _bank_bytes(game.player)
-    got = game.__dict__.get("_snapfile_meta")
+    cache = cache_of(game)
+    got = cache.meta
     if got is None or got[0] is not st.names or got[1] is not bank or got[2] != st.engine:
-        got = game.__dict__["_snapfile_meta"] = (st.names, bank, st.engine, plaindata.encode(_meta(game, st)))
+        got = cache.meta = (st.names, bank, st.engine, plaindata.encode(_meta(game, st)))
     return got[3]
 
 
@@ -347,10 +397,11 @@ def _sets_of(game) -> dict[str, str]:
     """Each human's anim set digest by name (kept per Game while its names are the same:
     a human's anim set is given when it is added)."""
     version = game.names.version
-    got = game.__dict__.get("_snapfile_sets")
+    cache = cache_of(game)
+    got = cache.sets
     if got is None or got[0] != version:
         sets = {name: game.component(ent, Animator).instance.anim_set.digest() for name, ent in game.names.items()}
-        got = game.__dict__["_snapfile_sets"] = (version, sets)
+        got = cache.sets = (version, sets)
     return got[1]
 
 
@@ -401,9 +452,10 @@ def _columns_of(t) -> dict:
 def _game_columns(game) -> dict:
     """Each of the Game's seven saved tables' columns by name (kept per Game: its tables
     and their columns are its own for its life)."""
-    got = game.__dict__.get("_snapfile_columns")
+    cache = cache_of(game)
+    got = cache.columns
     if got is None or got[0] is not game.player.stores:
-        got = game.__dict__["_snapfile_columns"] = (game.player.stores, {
+        got = cache.columns = (game.player.stores, {
             name: _columns_of(_table_of(game, name)) for name in (*_ENGINE_TABLES, "humans", "bodies", "combats")})
     return got[1]
 
@@ -449,8 +501,8 @@ def encode(game, st) -> bytes:
     docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
     v = plain_values(game, st)
     fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
-    counts = _counts_bytes(st, v)
-    values = plaindata.encode(v)          # first: it refuses what has no byte form
+    counts = _counts_bytes(game, st, v)
+    values = _values_section(game, v)     # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
     sections: list[tuple[str, bytes]] = [("config", config), ("meta", _meta_bytes(game, st)),
                                          ("counts", counts), ("values", values)]
@@ -468,9 +520,27 @@ def encode(game, st) -> bytes:
 
 
 _SECTION_NAME = {name: f"table.{name}" for name in TABLES}
+_U32 = struct.Struct("<I")
 
 
-def _counts_bytes(st, v: dict) -> bytes:
+def _values_section(game, v: dict) -> bytes:
+    """The values section: ``v`` in the plain form (anim.engine.plaindata's map: its tag,
+    its count, then each key and value), the stateful actions' states encoded again only
+    when they are not the objects encoded last (a Game's SnapCache keeps them: an action
+    gives its last state again while nothing changed, and a state is never written to)."""
+    extras = v["extras"]
+    cache = cache_of(game)
+    got = cache.extras_bytes
+    if got is None or len(got[0]) != len(extras) or not all(a is b for a, b in zip(got[0], extras)):
+        got = cache.extras_bytes = (tuple(extras), plaindata.encode(extras))
+    parts = [b"\x0a", _U32.pack(len(v))]
+    for k, x in v.items():
+        parts.append(plaindata.encode(k))
+        parts.append(got[1] if k == "extras" else plaindata.encode(x))
+    return b"".join(parts)
+
+
+def _counts_bytes(game, st, v: dict) -> bytes:
     """The counts section of state ``st`` and its plain values ``v`` (``plain_values``),
     whose engine values give up what the section holds: the human table's generations and
     free list, the callbacks' uses and free ids, the deferred list, the pool, the step's
@@ -482,11 +552,25 @@ def _counts_bytes(st, v: dict) -> bytes:
     uses, free = calls.pop("uses"), calls.pop("free")
     deferred = e.pop("deferred")
     e["leaving"] = batch[2]
-    lists = (h["gen"], h["free"], uses, free, deferred)
-    flags = pool[0]
-    head = _COUNTS_HEAD.pack(len(lists[0]), len(lists[1]), len(lists[2]), len(lists[3]), len(deferred), len(flags),
-                             st.updates_run, st.update, st.entity_next, pool[1], stats[0], stats[1], batch[0], batch[1])
-    return b"".join((head, *(a.astype(_I8, copy=False).tobytes() for a in lists), flags.view(np.uint8).tobytes()))
+    bodies, combats = owner_columns(game, st.names, (st.bodies[1], st.bodies[0].capacity),
+                                    (st.combats[1], st.combats[0].capacity))
+    return counts_raw(h["gen"], h["free"], uses, free, deferred, bodies, combats, pool[0], pool[1], stats, batch[0],
+                      batch[1], st.updates_run, st.update, st.entity_next)
+
+
+def owner_columns(game, names: dict, bodies: tuple, combats: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The body and combat tables' owners ((row -> view, the table's rows) each) as entity
+    columns: per row of the table, the entity (``names``: name -> entity) of the human
+    whose view owns it, -1 for a row owned by none. Rejected (NoPlainForm): a row owned by
+    a view of no human of the Game."""
+    views = _views_named(game)
+    out = []
+    for (owners, cap), what in ((bodies, "body"), (combats, "combat")):
+        col = [-1] * int(cap)
+        for row, name in _owners_plain(owners, views, what, game).items():
+            col[row] = names[name]
+        out.append(np.array(col, _I8))
+    return out[0], out[1]
 
 
 _I8 = np.dtype("<i8")
@@ -517,10 +601,15 @@ def counts_of(sec: bytes) -> dict:
         raise _Refused(f"section counts: lengths {short(got[:k + 1])} take {size} bytes, the section holds {len(sec)}")
     out: dict[str, Any] = dict(zip(COUNTERS, got[k + 1:]))
     off = _COUNTS_HEAD.size
+    # the lists lie one after the other: one copy of their int64 items, each list a view of it
+    words = sum(n * (w // 8) for n, w in zip(lens, _WIDTH))
+    items = np.frombuffer(sec, _I8, words, off).astype(np.int64)
+    at = 0
     for name, n, w in zip(COUNT_LISTS, lens, _WIDTH):
-        a = np.frombuffer(sec, _I8, n * (w // 8), off).astype(np.int64)
+        a = items[at:at + n * (w // 8)]
         out[name] = a if w == 8 else a.reshape(n, 2)
-        off += w * n
+        at += n * (w // 8)
+    off += 8 * words
     flags = np.frombuffer(sec, np.uint8, n_pool, off)
     if n_pool and int(flags.max()) > 1:
         raise _Refused(f"counts.pool.out[{int(np.argmax(flags > 1))}]: a flag that is not 0 or 1")
@@ -606,6 +695,7 @@ class Parsed:
     tables: dict                  # name -> (rows, the columns' declaration (plain bytes), the packed block)
     counts: dict                  # the counts section read (``counts_of``): checked against a Game by to_state
     meta_bytes: bytes             # the meta section as written (a Game keeps its check of the last one)
+    counts_bytes: bytes = b""     # the counts section as written (the checksum hashes it)
 
 
 def parse(data: bytes) -> Parsed:
@@ -713,7 +803,8 @@ def parse(data: bytes) -> Parsed:
         last_c = _CONFIG_READ[0] = (conf, hashlib.sha256(conf).digest())
     need(last_c[1] == config, "section config",
          "not the configuration the header's digest names")
-    return Parsed(ver, config, found["config"], meta, values, found["values"], tables, counts, found["meta"])
+    return Parsed(ver, config, found["config"], meta, values, found["values"], tables, counts, found["meta"],
+                  found["counts"])
 
 
 # ---------------------------------------------------------------- checked against a Game
@@ -751,6 +842,13 @@ class _Column:
             return self
         a = obj.__dict__[self.name] = np.ndarray(self.shape, self.dt, obj.block, self.off)
         return a
+
+
+def _rows_at(cls: type, cap: int, block: np.ndarray) -> "_Rows":
+    """A scratch table of _Rows subclass ``cls`` (``_rows_class``) over ``block``."""
+    obj = object.__new__(cls)
+    obj.capacity, obj.block = cap, block
+    return obj
 
 
 def _rows_class(columns: dict, cap: int) -> type:
@@ -822,12 +920,15 @@ def _saved_all(game, tables: dict, fight_rules: Any, config_sha: bytes) -> list[
     while the file's are the same."""
     st, ctx = game.player.stores, game.ctx
     key = (st, ctx.bodies, ctx.combats, fight_rules, config_sha, *(tables[name][:2] for name in TABLES))
-    got = game.__dict__.get("_snapfile_saved")
+    cache = cache_of(game)
+    got = cache.saved
     if got is not None and got[0] == key:
         return [Saved(c, t[0], t[2], b) for (c, b), t in zip(got[1], (tables[name] for name in TABLES))]
     saved = [*(_saved(game, name, *tables[name]) for name in ROW_TABLES),
              *(_saved_fight(fight_rules, name, *tables[name]) for name in FIGHT_TABLES)]
-    game.__dict__["_snapfile_saved"] = (key, [(sv.columns, sv.blank) for sv in saved])
+    # (with each table's _Rows class: the scratch tables' columns read by name)
+    cache.saved = (key, [(sv.columns, sv.blank) for sv in saved],
+                   [_rows_class(sv.columns, sv.capacity) for sv in saved])
     return saved
 
 
@@ -996,7 +1097,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     # the humans, their anim sets and the bank as checked last for this Game (its names,
     # sets and bank the same objects): their entities alive only
     meta_key = (p.meta_bytes, game.names.version, have, have_sets)
-    got = game.__dict__.get("_snapfile_meta_ok")
+    cache = cache_of(game)
+    got = cache.meta_ok
     if got is not None and got[0] == meta_key:
         alive = game._alive
         for name, ent in names.items():
@@ -1007,14 +1109,14 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         bank = got[3]
     else:
         entity_next, bank = _meta_checked(game, m, cn, have, have_sets)
-        game.__dict__["_snapfile_meta_ok"] = (meta_key, names, max(names.values(), default=0) + 1 if names else 1,
+        cache.meta_ok = (meta_key, names, max(names.values(), default=0) + 1 if names else 1,
                                               bank)
     # -- the tables: their layouts, then every row checked in one pass on a scratch copy
     fight_rules = game.fight if game.fight is not None and hasattr(game.fight, "save_state") else None
     fcols = getattr(fight_rules, "ROW_COLUMNS", None)
     saved = _saved_all(game, p.tables, fight_rules, mine_sha)
     v = p.values
-    need(set(v) == {"engine", "bodies", "combats", "fight", "fight_log", "extras"}, "values",
+    need(set(v) == _VALUES_FIELDS, "values",
          "not the fields of a snapshot")
     ev = v["engine"]
     need(isinstance(ev, dict) and set(ev) == _ENGINE_FIELDS, "values.engine", "not the engine's fields")
@@ -1034,10 +1136,11 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                                 rules=getattr(fight_rules, "ROW_RANGES", None) or _NO_FIGHT_RULES)
     except StateError as e:
         raise _Refused(str(e)) from None
-    scratch = {name: _Rows(sv.columns, sv.capacity, b) for name, sv, b in zip(TABLES, saved, blocks)}
+    scratch = {name: _rows_at(cls, sv.capacity, b) for name, sv, b, cls in zip(TABLES, saved, blocks,
+                                                                                   cache.saved[2])}
     hum = scratch["humans"]
     kinds = player.callbacks
-    calls = _calls_back(ev["calls"], kinds, cn["calls.uses"], cn["calls.free"])
+    calls = _calls_back(ev["calls"], kinds, cn["calls.uses"], cn["calls.free"], cache)
     try:
         check_ids(scratch["tasks"], hum, calls[0], calls[1], calls[2], len(bank))
     except StateError as e:
@@ -1125,8 +1228,9 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                         stats, (calls[0], calls[1].tolist(), calls[2].tolist())),
                        (b[0], b[1], leaving, instances), loose, None)
     # -- the bodies and the combat rows: their owners by name, finite numbers
-    bodies = _views_back(game, scratch["bodies"], v["bodies"], names, Body, "bodies")
-    combats = _views_back(game, scratch["combats"], v["combats"], names, Combat, "combats")
+    by_entity = {e: n for n, e in names.items()}
+    bodies = _owners_back(game, scratch["bodies"], cn["bodies.owner"], by_entity, Body, "bodies")
+    combats = _owners_back(game, scratch["combats"], cn["combats.owner"], by_entity, Combat, "combats")
     # -- the fight rules and the stateful actions check their own
     fight: Any = v["fight"]
     log: Any = v["fight_log"]
@@ -1148,26 +1252,36 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     mine_x = stateful(game)
     need(isinstance(extras, list) and len(extras) == len(mine_x), "values.extras",
          f"not the {len(mine_x)} stateful actions of this Game")
+    fitted = cache.fitted                    # (an action, its state's exact bytes) checked last
+    now: list = []
     for i, (obj, x) in enumerate(zip(mine_x, extras)):
         fits = getattr(obj, "state_fits", None)
         if fits is None:
             raise _Refused(f"values.extras[{i}]: {type(obj).__qualname__} has no state_fits: its state from a "
                            "file cannot be checked (give it state_fits(state) -> reason or None)")
-        why = fits(x)
-        need(why is None, f"values.extras[{i}]", str(why))
+        exact = _exact(x)
+        if exact is None or i >= len(fitted) or fitted[i][0] is not obj or fitted[i][1] != exact:
+            why = fits(x)                     # (a state equal in type and bits to one that fitted: fits)
+            need(why is None, f"values.extras[{i}]", str(why))
+        now.append((obj, exact))
+    cache.fitted = now
     return state_cls(game.engine, updates_run, update, dict(names), entity_next, es, {},
                      (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras), log)
 
 
-def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray) -> tuple:
+def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: Any = None) -> tuple:
     """The callbacks table's saved (values, uses, free) (the id lists: the counts
     section's int64 arrays, checked with the tasks' ids by check_ids): each value None (a
     free id), a callback (kind, args) of a kind this Game registered (each callback
-    once), or ("", name) a partner's name."""
+    once), or ("", name) a partner's name. ``cache``: the Game's SnapCache, which keeps
+    the last values checked (by their exact plain bytes, ``_exact``) and their callbacks."""
     where = "values.engine.calls"
     need(isinstance(v, dict) and set(v) == {"values"}, where, "not {values}")
     vals = v["values"]
     need(isinstance(vals, list) and len(vals) <= MAX_CALLS, f"{where}.values", f"not a list of at most {MAX_CALLS}")
+    exact = _exact(vals) if cache is not None else None
+    if exact is not None and cache.calls is not None and cache.calls[0] == exact:
+        return list(cache.calls[1]), uses, free
     out: list = []
     for i, x in enumerate(vals):
         if x is None:
@@ -1186,7 +1300,19 @@ def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray) -> tuple
             if k in ids:
                 raise _Refused(f"{where}.values[{i}]: the callback of values[{ids[k]}] again")
             ids[k] = i
+    if exact is not None:
+        cache.calls = (exact, list(out))
     return out, uses, free
+
+
+def _exact(v: Any) -> bytes | None:
+    """Bytes equal only for values equal in type and bits (anim.engine.digest.values_bytes:
+    True and 1, -0.0 and 0.0 differ), to know a value checked before; None for a value
+    it does not write (an array)."""
+    try:
+        return values_bytes(v)
+    except ValueError:
+        return None
 
 
 # the engine's values a file holds (the rest are the counts section's)
@@ -1216,36 +1342,47 @@ def _engine_values(p: Parsed) -> dict:
 MAX_CALLS = 1 << 20
 
 
-def _views_back(game, t, v: Any, names: dict, cls, what: str) -> tuple:
-    """(TableState, owners: row -> the human's view) of a body or combat table: each row
-    in use owned by one human of the snapshot (names: checked distinct, so their views are),
-    each human owning one row at most."""
-    where = _VIEWS_WHERE[what]
-    need(isinstance(v, dict) and "owners" in v, where, "not a map holding owners")
-    owners_v = v["owners"]
-    need(isinstance(owners_v, dict), where + ".owners", "not a map")
-    live = t.live
+def _owners_back(game, t, col: np.ndarray, by_entity: dict, cls, what: str) -> tuple:
+    """(TableState, owners: row -> the human's view) of a body or combat table from its
+    owner column (``owner_columns``; ``by_entity``: the snapshot's humans, entity -> name):
+    an entity on each row in use and -1 on each other row, each human owning one row at
+    most and having a view of ``cls``. Rejected (_Refused naming ``counts.<what>.owner``)."""
+    where = f"counts.{what}.owner"
+    live = t.live.view(np.bool_)
     cap = len(live)
+    if len(col) != cap:
+        raise _Refused(f"{where}: {len(col)} entries, not one per row of the {cap}")
+    # (a few rows, as two fighters' tables have, in plain Python; a crowd's thousands in numpy)
+    if cap > 256:
+        bad = (col >= 0) != live
+        r = int(np.argmax(bad)) if bad.any() else -1
+        rows = np.flatnonzero(live).tolist()
+    else:
+        lv = live.tolist()
+        r = next((r for r, (on, e) in enumerate(zip(lv, col.tolist())) if on != (e >= 0)), -1)
+        rows = [r for r, on in enumerate(lv) if on]
+    if r >= 0:
+        raise _Refused(f"{where}[{r}]: " + ("an owner for a row not in use" if col[r] >= 0 else
+                                            "a row in use owned by no human" if col[r] == -1 else
+                                            "an entity below -1"))
+    ents = col[rows].tolist()
+    if len(set(ents)) != len(ents):
+        raise _Refused(f"{where}: a human owns two rows")
     comps = game._entities
     owners = {}
-    for r, name in owners_v.items():
-        if not (r.__class__ is int and 0 <= r < cap and live[r]):
-            raise _Refused(f"{where}.owners: row {short(r)} is not a row in use")
-        if not (name.__class__ is str and name in names):      # (a list is no name: never hashed)
-            raise _Refused(f"{where}.owners[{r}]: {short(name)} is not a human of the snapshot")
-        view = comps.get(names[name], _NO_COMPONENTS).get(cls)
+    for r, e in zip(rows, ents):
+        if e not in by_entity:
+            raise _Refused(f"{where}[{r}]: entity {e} is not a human of the snapshot")
+        view = comps.get(e, _NO_COMPONENTS).get(cls)
         if view is None:
-            raise _Refused(f"{where}.owners[{r}]: {short(name)} has no {cls.__name__}")
+            raise _Refused(f"{where}[{r}]: {short(by_entity[e])} has no {cls.__name__}")
         owners[r] = view
-    need(len(owners) == int(np.count_nonzero(live)), where + ".owners", "not one owner per row in use")
-    need(len(set(owners_v.values())) == len(owners), where + ".owners", "a human owns two rows")
     return S.TableState(t.capacity, t.block), owners
 
 
 _NO_COMPONENTS: dict = {}
-
-
-_VIEWS_WHERE = {"bodies": "values.bodies", "combats": "values.combats"}
+# the values section's fields (the owners are the counts section's columns)
+_VALUES_FIELDS = frozenset({"engine", "combats", "fight", "fight_log", "extras"})
 
 
 _NO_ROWS = np.zeros(0, np.int64)
@@ -1253,7 +1390,7 @@ _NO_ROWS = np.zeros(0, np.int64)
 
 def _texts(v: Any) -> list:
     """The combat rows' texts (their state and role codes index them): distinct short texts."""
-    texts: Any = v.get("texts") if isinstance(v, dict) else None
+    texts: Any = v.get("texts") if isinstance(v, dict) and len(v) == 1 else None
     need(isinstance(texts, list) and 2 <= len(texts) <= 4096 and all(isinstance(x, str) and len(x) <= 256
                                                                      for x in texts)
          and len(set(texts)) == len(texts), "values.combats.texts", "not a list of distinct short texts")
@@ -1261,29 +1398,234 @@ def _texts(v: Any) -> list:
 
 
 # ---------------------------------------------------------------- the checksum
-def checksum(game, st) -> str:
-    """The digest of a state (``Game.checksum``, ``Snapshot.checksum``): a sha256 (hex)
-    over the update counters, the names, each table's digest (anim.engine.digest: the rows in
-    use, the free lists, the generations) and the plain values' bytes. Equal states give
-    equal digests on every machine; the last update's outputs and which rows have handles
-    are not state and are left out."""
-    h = hashlib.sha256()
-    h.update(struct.pack("<qqq", st.updates_run, st.update, st.entity_next))
-    h.update(_names_bytes(st.names))
-    v = plain_values(game, st, strict=False, array=array_form)
-    fight, v["fight"], _ = _fight_rows(game, st, log=False)
-    h.update(_values_digest(v))
-    saved = _saved_tables(st).values()
-    caps = (*(ts.capacity for ts in saved), *(t[2] for t in fight))
-    got = game.__dict__.get("_snapfile_digests")
-    if got is None or got[0] != caps or got[1] is not game.fight:
-        # the Game's tables and the fight rules' keep their columns for their life: a
-        # layout is the capacities'
-        plan = digests_plan([*((_columns_of(_table_of(game, name)), cap) for name, cap in zip(_SAVED_NAMES, caps)),
-                             *((t[1], t[2]) for t in fight)])
-        got = game.__dict__["_snapfile_digests"] = (caps, game.fight, plan)
-    h.update(digests_with(got[2], (*(ts.block for ts in saved), *(t[3] for t in fight))).tobytes())
+# The checksum is a sha256 over four parts, each the same bytes for a Game, a snapshot of
+# it and that snapshot's file read back:
+#   1. the counts section as a file holds it (``_COUNTS_HEAD``: the update counters, the
+#      next entity id, the engine's lists and counters as int64 columns, the pool's flags);
+#   2. the names (plaindata);
+#   3. the digest of each of the seven saved tables (anim.engine.digest: the free list,
+#      the generations and live flags whole, every other column over the rows in use, in
+#      compiled code: a free row's columns are not state, so equal states give equal
+#      digests whatever their free rows hold);
+#   4. the rest, written once by anim.engine.digest.values_bytes (plain types by value, in
+#      order, no back-references; only ever written, never read) of the engine's values (the
+#      callbacks' values, the step's lists, the leaving humans, the humans by row, the
+#      loose humans), the body and combat rows' owners by name (sorted by row), the combat
+#      texts, the fight rules' state in one canonical form (``_fight_form``) and the
+#      stateful actions' states (plaindata).
+# The fight log is left out (no rule reads it), as are the last update's outputs.
+
+
+def _digest_of(counts: bytes, names: bytes, tables: np.ndarray, values: bytes) -> str:
+    h = hashlib.sha256(counts)
+    h.update(names)
+    h.update(tables.tobytes())
+    h.update(values)
     return h.hexdigest()
+
+
+def _pack_ints(xs: Any) -> bytes:
+    """A list (or array) of ints as int64 bytes."""
+    if xs.__class__ is list:
+        return struct.pack(f"<{len(xs)}q", *xs)
+    return np.ascontiguousarray(xs, _I8).tobytes()
+
+
+def counts_raw(gen: Any, free: Any, uses: Any, call_free: Any, deferred: Any, bodies: np.ndarray,
+               combats: np.ndarray, pool_out: np.ndarray, n_out: int, stats: tuple, kernel_humans: int,
+               pair_changes: int, updates_run: int, update: int, entity_next: int) -> bytes:
+    """The counts section's bytes (docs/formats.md, "Snapshot": ``counts_of`` reads them):
+    the lists (the human rows' generations and free list, the callbacks' uses and free
+    ids: lists or int64 arrays; the deferred (human row, task row) pairs: any int array
+    of n pairs; the body and combat rows' owners: int64 entity columns, ``owner_columns``),
+    the pool's flags (bools) and the counters."""
+    d = np.ascontiguousarray(deferred, _I8)
+    head = _COUNTS_HEAD.pack(len(gen), len(free), len(uses), len(call_free), d.size // 2, len(bodies), len(combats),
+                             len(pool_out), updates_run, update, entity_next, n_out, stats[0], stats[1], kernel_humans,
+                             pair_changes)
+    return b"".join((head, _pack_ints(gen), _pack_ints(free), _pack_ints(uses), _pack_ints(call_free), d.tobytes(),
+                     bodies.tobytes(), combats.tobytes(),
+                     np.ascontiguousarray(pool_out, np.bool_).view(np.uint8).tobytes()))
+
+
+def _values_raw(engine: tuple, texts: list, fight: Any, extras: list, cache: Any = None) -> bytes:
+    """Part 4 of the checksum (see above): ``engine`` (calls' values, the step's lists as
+    int64 bytes, leaving, instances, loose, the step's pending entries or None)."""
+    v = (engine, texts, fight, extras_digest(extras, cache))
+    try:
+        return values_bytes(v)
+    except ValueError:                          # a type values_bytes does not write by value (an enum in args)
+        return plaindata.encode(v, lenient=True)
+
+
+def extras_digest(extras: list, cache: Any = None) -> bytes:
+    """The sha256 of the stateful actions' states in the plain form (plaindata; an array of
+    a dtype no file holds by its digest form). ``cache``: a Game's SnapCache, which keeps
+    the last states and their digest: the same state objects give it again (a state's
+    values are never written to; an action gives its last state again while nothing
+    changed)."""
+    if cache is not None:
+        got = cache.extras
+        if got is not None and len(got[0]) == len(extras) and all(a is b for a, b in zip(got[0], extras)):
+            return got[1]
+    try:
+        raw = plaindata.encode(extras, lenient=True)
+    except plaindata.PlainDataError:
+        raw = plaindata.encode(digest_form(extras), lenient=True)
+    d = hashlib.sha256(raw).digest()
+    if cache is not None:
+        cache.extras = (tuple(extras), d)
+    return d
+
+
+def _words_digest(words: bytes, cache: Any) -> bytes:
+    """The sha256 of an AI's random generator's words (kept in a Game's SnapCache for the
+    last few words objects: an AI gives the same object again while it drew nothing)."""
+    if cache is None:
+        return hashlib.sha256(words).digest()
+    kept = cache.words
+    got = kept.get(id(words))
+    if got is not None and got[0] is words:
+        return got[1]
+    if len(kept) >= 16:
+        kept.clear()
+    d = hashlib.sha256(words).digest()
+    kept[id(words)] = (words, d)
+    return d
+
+
+def _fight_form(fight: Any, state: Any, cache: Any = None) -> Any:
+    """The fight rules' ``save_state`` in the checksum's canonical form: the K.O.s and the
+    starts sorted by entity, plain numbers, the stats with the counts by kind sorted, the
+    pending windows and ends, and per controller its AI state (the words' sha256, the gauss
+    value, tick, hold, enabled) or its plain state's bytes. Rules that keep no rows
+    (no ``rows_of``): their state's plain bytes. None: no fight state."""
+    if state is None:
+        return None
+    if not hasattr(fight, "rows_of"):
+        return ("state", plaindata.encode(digest_form(state), lenient=True))
+    ko, ko_at, starts, stats, pending, ctl = state
+    grabs, strikes, throws, damage, refused, kinds, logged, round_, rounds = stats
+    ctl_form: list = []
+    for c in ctl:
+        if c.__class__.__name__ == "AIRow":
+            c = c.state()
+        if _is_ai_state(c):
+            (_, words, gauss), tick, hold, on = c
+            ctl_form.append((_words_digest(words, cache), None if gauss is None else float(gauss), int(tick),
+                             int(hold), bool(on)))
+        else:
+            ctl_form.append(None if c is None else plaindata.encode(c, lenient=True))
+    return (sorted([(int(e), int(u)) for e, u in ko.items()]), ko_at,
+            sorted([(int(e), (tuple([float(x) for x in p]), float(h), float(hp))) for e, (p, h, hp) in starts.items()]),
+            (int(grabs), int(strikes), int(throws), float(damage), int(refused),
+             sorted([(str(k), int(n)) for k, n in kinds.items()]), int(logged), int(round_),
+             plaindata.encode([dict(r) for r in rounds], lenient=True) if rounds else b""),
+            [_pending_form(item, fight) for item in pending], ctl_form)
+
+
+def _is_ai_state(s: Any) -> bool:
+    """``s`` a FighterAI's saved state (fightrows' rows hold those)."""
+    return s.__class__ is tuple and len(s) == 4 and s[0].__class__ is tuple and len(s[0]) == 3 and \
+        s[0][0] == 3 and s[0][1].__class__ is bytes and len(s[0][1]) == 2500
+
+
+def _pending_form(item: tuple, fight: Any) -> tuple:
+    """A pending window or end in the checksum's form: an end's move by its code (its index
+    in the rules' ``END_WHATS``, as a file's row holds it)."""
+    if item[0] == "end":
+        what = item[2]
+        return ("end", int(item[1]), what if what.__class__ is int else fight.END_WHATS.index(what), int(item[3]))
+    return ("window", int(item[1]), int(item[2]))
+
+
+def _tables_digests(game, blocks: tuple, caps: tuple) -> np.ndarray:
+    """The seven saved tables' digests (``_SAVED_NAMES``' order) of ``blocks`` at ``caps``
+    rows (the plan kept in the Game's SnapCache per capacities: a table's columns are
+    its own for its life)."""
+    cache = cache_of(game)
+    got = cache.digests
+    if got is None or got[0] != caps:
+        cols = _game_columns(game)
+        got = cache.digests = (caps, digests_plan([(cols[name], cap) for name, cap in zip(_SAVED_NAMES, caps)]))
+    return digests_with(got[1], blocks)
+
+
+def checksum(game, st) -> str:
+    """The digest of a snapshot state (``Snapshot.checksum``; ``checksum_game`` gives the
+    same of a Game now, ``checksum_parsed`` of the file): a sha256 (hex) over the counts,
+    the names, each saved table's digest and the rest of the values (see above). Equal
+    states give equal digests on every machine; the last update's outputs and which rows
+    have handles are not state and are left out."""
+    es = st.engine_state
+    e = S.engine_plain(es, _name_of_instance, False)
+    h, calls, (pool_out, n_out) = e["humans"], e["calls"], e["pool"]
+    kh, pc, leaving = e["batch"]
+    bodies, combats = owner_columns(game, st.names, (st.bodies[1], st.bodies[0].capacity),
+                                    (st.combats[1], st.combats[0].capacity))
+    counts = counts_raw(h["gen"], h["free"], calls["uses"], calls["free"], e["deferred"], bodies, combats, pool_out,
+                        n_out, e["stats"], kh, pc, st.updates_run, st.update, st.entity_next)
+    engine = (calls["values"], [a.tobytes() for a in e["stepped"]], leaving, e["instances"], e["loose"],
+              e.get("pending"))
+    values = _values_raw(engine, [str.__str__(t) for t in st.combats[2]], _fight_form(game.fight, st.fight),
+                         list(st.extras))
+    saved = _saved_tables(st).values()
+    tables = _tables_digests(game, tuple(ts.block for ts in saved), tuple(int(ts.capacity) for ts in saved))
+    return _digest_of(counts, _names_bytes(st.names), tables, values)
+
+
+def _arena_digests(game, arena, tabs: tuple) -> np.ndarray:
+    """``_tables_digests`` of the seven tables ``tabs`` where they lie in ``arena`` (a
+    TableArena whose first seven tables they are, each on its slice): one compiled call
+    over the arena's buffer (its plan kept per arrangement)."""
+    cache = cache_of(game)
+    got = cache.arena
+    if got is None or got[0] != arena.key or got[1] is not arena:
+        caps = tuple(int(t.capacity) for t in tabs)
+        _tables_digests(game, tuple(t.block for t in tabs), caps)        # (the plan per capacities)
+        got = cache.arena = (arena.key, arena, arena_plan(cache.digests[1], [o for o, _ in arena.spans[:len(tabs)]]))
+    return digests_in(got[2], arena.buf)
+
+
+def checksum_game(game, entity_next: int, extras: list, arena: Any = None) -> str | None:
+    """``checksum`` of the compiled Game's state now, read from its own tables and lists
+    (no copy, no snapshot); ``extras``: the stateful actions; ``arena``: the TableArena
+    whose first seven tables are the saved ones (their digests in one call while they lie
+    in it). None where the state has
+    parts this path does not read (a human never stepped, the step's entries pending):
+    take a snapshot's view then."""
+    player = game.player
+    pool, (rows, odd), (refused, wraps, failed), stepped, stats, (values, uses, free) = player.save_state(view=True)
+    if odd or wraps or failed:
+        return None
+    batch = player.batch
+    kh, pc, leaving, instances = batch.save_state(view=True)
+    seated = len(instances) - instances.count(None)
+    if seated != len(game.names):
+        return None                                  # (a human the engine has no row for yet)
+    st, ctx = player.stores, game.ctx
+    hum = st.humans
+    combats = ctx.combats
+    bodies_col, combats_col = owner_columns(game, game.names, (ctx.bodies.owners, ctx.bodies.capacity),
+                                            (combats.owners, combats.capacity))
+    counts = counts_raw(hum.gen, hum._free, uses, free, rows, bodies_col, combats_col, pool[0], pool[1], stats, kh, pc,
+                        ctx.updates_run, ctx.update, entity_next)
+    calls = [("", v) if v.__class__ is str else S.callback_plain(v, "calls", False) for v in values]
+    engine = (calls, [np.ascontiguousarray(r, _I8).tobytes() for r in stepped],
+              [(int(r), int(g)) for r, g in leaving], [None if i is None else i.name for i in instances], [], None)
+    fight = game.fight
+    fs = fight.save_state() if fight is not None and hasattr(fight, "save_state") else None
+    cache = cache_of(game)
+    values = _values_raw(engine, [str.__str__(t) for t in combats.texts], _fight_form(fight, fs, cache),
+                         [fn.save_state() for fn in extras], cache)
+    tabs = (st.cursors, st.fades, st.gaits, st.tasks, hum, ctx.bodies, combats)
+    tables = _arena_digests(game, arena, tabs) if arena is not None and arena.whole() else \
+        _tables_digests(game, tuple(t.block for t in tabs), tuple(int(t.capacity) for t in tabs))
+    names = game.names
+    got = cache.names
+    if got is None or got[0] != names.version:
+        got = cache.names = (names.version, plaindata.encode(dict(names)))
+    return _digest_of(counts, got[1], tables, values)
 
 
 _SAVED_NAMES = (*_ENGINE_TABLES, "humans", "bodies", "combats")         # _saved_tables' order
@@ -1331,44 +1673,67 @@ def _declared_columns(raw: bytes, where: str) -> dict:
     return got
 
 
-def _values_digest(v: dict) -> bytes:
-    """The checksum's bytes of plain values: the engine's, the bodies', the combat rows' and
-    the fight rules' (scuffle's own, in digest_form: plain types, no sets) by
-    anim.engine.digest.values_bytes; the stateful actions' as they are by anim.engine.plaindata
-    (a host's action may keep any plain value: a set is sorted there, a dataclass written by
-    its fields, an array as a file holds it)."""
-    extras = v.get("extras")
-    own = {k: x for k, x in v.items() if k != "extras"}      # the fight's state holds no array
-    try:
-        head = values_bytes(own)
-    except ValueError:                           # a type values_bytes does not write by value (an enum's text)
-        head = plaindata.encode(own, lenient=True)
-    try:                                         # (arrays as plaindata writes them: as a file holds them)
-        tail = plaindata.encode(extras, lenient=True)
-    except plaindata.PlainDataError:             # an array of a dtype no file holds: by its digest form
-        tail = plaindata.encode(digest_form(extras), lenient=True)
-    return head + tail
-
-
 def checksum_parsed(p: Parsed) -> str:
     """``checksum`` of a parsed file (without a Game: the tables' declared columns)."""
-    h = hashlib.sha256()
-    m = p.meta
-    h.update(struct.pack("<qqq", m["updates_run"], m["update"], m["entity_next"]))
-    h.update(plaindata.encode(m["names"]))
-    values = {**p.values, "engine": _engine_values(p)}
-    h.update(_values_digest({k: x if k == "extras" else digest_form(x) for k, x in values.items()
-                             if k != "fight_log"}))
-    tables = []
+    ev = _engine_values(p)
+    v = p.values
+    engine = (ev["calls"]["values"], [a.tobytes() for a in ev["stepped"]], ev["batch"][2], ev["instances"],
+              ev["loose"], None)
+    tables = {}
     for name in TABLES[:-1]:                     # (the log is no state: out of the checksum)
         rows, raw, packed = p.tables[name]
         columns = _declared_columns(raw, f"table.{name}")
         try:
-            tables.append((columns, rows, unpack(columns, rows, packed, f"table.{name}")))
+            tables[name] = _Rows(columns, rows, unpack(columns, rows, packed, f"table.{name}"))
         except StateError as e:
             raise _Refused(str(e)) from None
-    h.update(blocks_digests(tables).tobytes())
-    return h.hexdigest()
+    fight = None
+    if v["fight"] is not None:
+        fight = _fight_form(_HAS_ROWS, _fight_state_plain(tables, v["fight"]))
+    digests = blocks_digests([(_COLUMNS_OF[p.tables[name][1]], tables[name].capacity, tables[name].block)
+                              for name in ROW_TABLES])
+    values = _values_raw(engine, v["combats"]["texts"], fight, v["extras"])
+    return _digest_of(p.counts_bytes, plaindata.encode(p.meta["names"]), digests, values)
+
+
+class _HasRows:
+    """Stands for fight rules that keep rows (``_fight_form`` of a file's fight state)."""
+
+    rows_of = None
+
+
+_HAS_ROWS = _HasRows()
+
+
+def _fight_state_plain(t: dict, counters: dict) -> tuple:
+    """A file's fight rows and counters as a ``save_state`` (fightrows.state_of's reading,
+    without a Game and unchecked: a checksum's)."""
+    f = t["fighters"]
+    ko, starts = {}, {}
+    for r in np.flatnonzero(f.live).tolist():
+        e = int(f.entity[r])
+        if f.started[r]:
+            starts[e] = (tuple(f.start[r].tolist()), float(f.heading[r]), float(f.health[r]))
+        if f.ko[r] >= 0:
+            ko[e] = int(f.ko[r])
+    a = t["ais"]
+    ctl = []
+    for r, plain in enumerate(counters["controllers"]):
+        if r < a.capacity and a.live[r]:
+            ctl.append(((3, a.mt[r].tobytes(), float(a.gauss[r]) if a.has_gauss[r] else None), int(a.tick[r]),
+                        int(a.hold[r]), bool(a.enabled[r])))
+        else:
+            ctl.append(plain)
+    q = t["pending"]
+    pending = []
+    for r in np.flatnonzero(q.live).tolist():
+        if q.kind[r] == 0:
+            pending.append(("window", int(q.entity[r]), int(q.move[r])))
+        else:
+            pending.append(("end", int(q.entity[r]), int(q.what[r]), int(q.serial[r])))
+    c = counters["counts"]
+    stats = (c[0], c[1], c[2], counters["damage"], c[3], counters["kinds"], c[4], c[5], counters["rounds"])
+    return (ko, counters["ko_at"], starts, stats, tuple(pending), tuple(ctl))
 
 
 # ---------------------------------------------------------------- reading a file

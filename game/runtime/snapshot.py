@@ -528,9 +528,16 @@ def _texts_back(table, texts: list) -> None:
 
 def checksum(game) -> str:
     """A digest of the Game's whole state, equal to Snapshot.checksum of a snapshot taken
-    now, computed without copying it (the compiled engine: snapfile.checksum over the
-    Game's own tables, about as long as an update of the two fighters takes)."""
+    now, computed without copying it (the compiled engine: snapfile.checksum_game over
+    the Game's own tables and lists; snapfile.checksum of a snapshot's view where a human
+    was never stepped or the step's entries are pending)."""
     if game.engine == "compiled":
+        if game.closed:
+            game._open()                                  # (raises GameClosed)
+        plan = _plan(game)
+        got = F.checksum_game(game, _entity_next(game.world), _stateful(game, plan), plan.arena)
+        if got is not None:
+            return got
         return F.checksum(game, take(game, view=True)._state)
     return take(game).checksum()
 

@@ -276,6 +276,9 @@ class Game:
         # The fight rules when attached (scuffle.game.fighters.combat.Fight sets it), typed by
         # the FightRules protocol: the runtime layer never imports the fighters (tests/test_layers.py).
         self.fight: FightRules | None = None
+        # the snapshot file's caches of this Game (game.runtime.snapfile.SnapCache): cleared
+        # when its configuration changes
+        self.snapcache = _snapfile.SnapCache()
         self.closed = False
         # entity -> {type: component} of this world's humans: the crowd's own (kept by the
         # joins and leaves), so a look-up needs no switch of esper's current world
@@ -328,6 +331,7 @@ class Game:
             return
         self.closed = True
         self._entities = {}                         # no look-up finds a human of this Game now
+        self.snapcache.clear()
         self._order_of = (-1, -1)
         if self.world not in esper.list_worlds():
             return

@@ -39,9 +39,13 @@ the crowd alone (``crowd_peak_mb``, the memory goal's figure: ``crowd_memory``, 
 ``imports_mb`` and ``kernels_mb`` before any human); the pose pipeline alone (µs per human);
 Python's cyclic garbage collector (``gc_ms_per_update``,
 ``gc_max_ms``, ``gc_share``); the mean cost of one command (``command_us``,
-``command_cpu_us`` and by kind: the crowd's commands as a game issues them, prepared
-recipes where they cover the kind; ``command_cpu_us_handles`` and by kind: every eighth
-command, issued through the handle API instead, the same rows); the
+``command_cpu_us``: the crowd's commands as a game issues many, the prepared ones as one
+batch an update, ``Player.commands``, timed as a whole; ``command_cpu_us_batch_call``:
+the batch call alone, a row; ``command_cpu_us_single`` and by kind: one ``Player.run``
+call each, on alternate updates, each timed by two clock readings, and
+``command_cpu_us_empty``: an empty command timed the same way, the clocks' own cost;
+``command_cpu_us_handles`` and by kind: every eighth command, issued through the handle
+API instead, the same rows); the
 time to load the kernels and (unless ``--no-compile-time``) the first step on a fresh
 install: a fresh process with an empty NUMBA_CACHE_DIR, with numba's compile time per
 kernel and function (``first_step``; ``kernel_compile_s`` is numba's compile of the
@@ -64,6 +68,7 @@ import time
 from bisect import bisect
 from collections import Counter
 from itertools import accumulate
+from operator import itemgetter
 from statistics import median
 from typing import Any
 from types import MethodType
@@ -195,6 +200,8 @@ REAL_RECIPES = {
     "queued": Recipe(Place.ENQUEUE, (ClipStep(Arg(0), blend=0.1), LoopStep(Move.FIGHT_IDLE))),
 }
 HANDLE_SAMPLE = 8                    # every 8th command through the handle API (command_cpu_us_handles)
+_first = itemgetter(0)
+EMPTY_SAMPLE = 4                     # empty commands timed an update of single calls (command_cpu_us_empty)
 
 
 def crowd_set():
@@ -284,25 +291,36 @@ class RealisticCrowd:
     by their FighterAIs through the fight rules. Seeded (``random.Random(seed)``): the
     same seed and size give the same commands and the same state.
 
-    The commands go as a game issues them (``_do``): prepared recipes (REAL_RECIPES,
-    Player.prepare once, Player.run: the rows written directly, anim.playback.prepared) for the walk
-    start (and a gait target with no gait running), walk stop, attack, combo, hit reaction
-    and queued attack; the handle API (``_do_handles``: the constructors and stack rules)
-    for a running gait's new target, mix, pick and direction. Every HANDLE_SAMPLE-th
-    command goes through ``_do_handles`` whatever its kind, timed apart: the same rows
-    either way (tests/anim/test_recipes.py), so the state and its checksum do not depend
-    on the sample.
+    The commands go as a game issues them: prepared recipes (REAL_RECIPES, Player.prepare
+    once; ``_prepared``) for the walk start (and a gait target with no gait running), walk
+    stop, attack, combo, hit reaction and queued attack, first, in draw order; then the
+    handle API (``_do_handles``: the constructors and stack rules) for a running gait's new
+    target, mix, pick and direction; then the HANDLE_SAMPLE-th commands, which go through
+    ``_do_handles`` whatever their kind, timed apart. The prepared ones go as one batch an
+    update (``_batched``: Player.commands, the columns of the update's commands; the
+    running gaits' new targets as columns too, Player.set_gait_targets, before them) on
+    even updates and one call each (``_single``: Player.run; Player.running then the
+    gait's set_target) on odd ones: the same rows either way
+    (tests/anim/test_batched.py), as the handle API's sample leaves the rows of the
+    prepared command (tests/anim/test_recipes.py), so the state and its checksum depend on
+    neither. ``_do`` (one command at once, a prepared recipe where one covers it) builds
+    the crowd's first stacks.
 
-    ``commands`` counts the commands issued, ``command_s`` / ``command_cpu_s`` the wall
-    and CPU time of those issued as a game would (``command_timed`` of them; each timed
-    from the clocks' reading before its player calls to the one after them; an update's
-    draws are made before its first command), ``by_kind`` [count, wall s, CPU s, timed
-    count] per kind of COMMAND_KINDS (the count: every command of the kind; the times: the
-    timed ones), ``by_kind_handles`` [count, wall s, CPU s] of the handle API's sample,
-    ``refused`` the commands a limit of the original refused (AnimLimitError; counted,
-    the update goes on). Each command's figure includes about 1.2 µs of the clocks' own
-    reading (an empty command measures that: process_time is a system call); today's
-    figures by kind are in docs/performance.md.
+    ``commands`` counts the commands issued; ``batch_s`` / ``batch_cpu_s`` the wall and
+    CPU time of the batched updates' commands (``batch_timed`` of them, the sample aside:
+    the update's columns built, the batch call, the handle API's after it, timed as a
+    whole), ``batch_call_cpu_s`` the batch calls alone (``batch_rows`` rows);
+    ``command_s`` / ``command_cpu_s`` those of the single calls' updates
+    (``command_timed`` of them; each timed from the clocks' reading before its player
+    calls to the one after them; an update's draws are made before its first command),
+    ``empty_s`` / ``empty_cpu_s`` an empty command timed the same way (``empty_n``: the
+    clocks' own reading, process_time a system call, which each single call's figure
+    holds); ``by_kind`` [count, wall s, CPU s, timed count] per kind of COMMAND_KINDS (the
+    count: every command of the kind; the times: the single calls' timed ones),
+    ``by_kind_handles`` [count, wall s, CPU s] of the handle API's sample, ``refused`` the
+    commands a limit of the original refused (AnimLimitError; counted, the update goes on:
+    a batch from the row after the refused one). Today's figures are in
+    docs/performance.md.
     """
 
     def __init__(self, game, extras: list[tuple[int, object]], seed: int):
@@ -319,6 +337,12 @@ class RealisticCrowd:
         self.by_kind: dict[str, list] = {k: [0, 0.0, 0.0, 0] for k in COMMAND_KINDS}
         self.by_kind_handles: dict[str, list] = {k: [0, 0.0, 0.0] for k in COMMAND_KINDS}
         self.command_timed = 0
+        self.batch_timed = 0                              # the batched updates' commands (Player.commands)
+        self.batch_s = self.batch_cpu_s = 0.0
+        self.batch_call_cpu_s = 0.0                       # the Player.commands calls alone
+        self.batch_rows = 0                               # the rows they took
+        self.empty_n = 0                                  # empty commands timed (the clocks' own cost)
+        self.empty_s = self.empty_cpu_s = 0.0
         self.commands_seen = 0                            # which command is sampled (HANDLE_SAMPLE): not state
         self.cmds = {k: game.player.prepare(r) for k, r in REAL_RECIPES.items()}
         self.refused = 0
@@ -444,66 +468,208 @@ class RealisticCrowd:
         else:                                             # queued: starts at the next step
             p.enqueue(inst, p.clip(inst, ATTACKS[k % 4], p.loop(inst, Move.FIGHT_IDLE), blend=0.1))
 
+    def _prepared(self, kind, inst, x, k, fade):
+        """The prepared command and its numbers that issue ``kind`` (REAL_RECIPES: two numbers
+        a row, the second 0.0 where the recipe takes one), or None: the handle API's (a
+        running gait's new target, mix, pick, direction). A gait target reads whether a gait
+        runs (Player.running) here, as ``_do`` does."""
+        cmds = self.cmds
+        if kind == "gait_target":
+            if self.player.running(inst, TaskType.GAIT) is not None:
+                return None
+            return cmds["walk_start"], (fade, x)
+        if kind == "walk_start":
+            return cmds["walk_start"], (fade, x)
+        if kind == "attack":
+            return cmds["attack"], (fade, ATTACKS[k % 4])
+        if kind == "hit":
+            return cmds["hit"], (fade, REACTIONS[k % 3])
+        if kind == "walk_stop" or kind == "combo":
+            return cmds[kind], (fade, 0.0)
+        if kind == "queued":
+            return cmds["queued"], (ATTACKS[k % 4], 0.0)
+        return None
+
     def __call__(self, ctx) -> None:
         phase = self.by_phase[ctx.update % REAL_CYCLE]
         if not phase:                                     # no extra commanded this update (2 fighters: never)
             return
-        from scuffle.anim.engine.stack import AnimLimitError
-
         # the phase's draws first (the commands draw nothing from this generator: the same
         # numbers in the same order as drawn one command at a time; random.choices' draw,
-        # its cumulated weights kept), then the commands, each timed from the clocks' last
-        # reading to their next: two readings a command, not four
+        # its cumulated weights kept)
         rng = self.rng
         rand, uniform, randrange = rng.random, rng.uniform, rng.randrange
         draws = []
         for _ in phase:
             kind = COMMAND_KINDS[bisect(_CUM_WEIGHTS, rand() * _TOTAL_WEIGHT, 0, _N_KINDS - 1)]
             draws.append((kind, uniform(0.0, 4.0), randrange(12), REAL_FADE[randrange(3)]))
-        do, do_handles, clock, cpu_clock = self._do, self._do_handles, time.perf_counter, time.process_time
-        kinds, walls, cpus, sampled = [], [], [], []
+        # The prepared commands first, in draw order, then the others (the handle API's), in
+        # draw order: on alternate updates as one batch (Player.commands) or one call each
+        # (Player.run): the same rows either way.
+        if ctx.update % 2 == 0:
+            self._batched(phase, draws)
+        else:
+            self._single(phase, draws)
+
+    def _batched(self, phase, draws) -> None:
+        """The update's commands as a game issues many: the running gaits' new targets as
+        columns (``Player.set_gait_targets``), the prepared ones as columns in one
+        ``Player.commands``, then the handle API's; timed as a whole (one pair of clock
+        readings an update), the batch call alone too; the handle API's sample (every
+        HANDLE_SAMPLE-th) after them, each timed apart."""
+        from scuffle.anim.engine.stack import AnimLimitError
+
+        clock, cpu_clock = time.perf_counter, time.process_time
+        prepared, do_handles = self._prepared, self._do_handles
         nth = self.commands_seen
+        kinds: list[str] = []
         c0 = cpu_clock()
         t0 = clock()
-        try:
-            for (i, inst), (kind, x, k, fade) in zip(phase, draws):
-                if kind == "queued" and inst.queue:
-                    kind = "hit"
-                nth += 1
-                by_handles = nth % HANDLE_SAMPLE == 0     # the same rows either way: a sample of the handle API
+        # the gait targets first, as columns (Player.set_gait_targets: nothing taken, so
+        # their order against the other humans' commands does not matter); a human with no
+        # gait running starts a walk instead, in the batch
+        steer = [(inst, x) for (j, ((i, inst), (kind, x, k, fade))) in enumerate(zip(phase, draws), nth + 1)
+                 if kind == "gait_target" and j % HANDLE_SAMPLE]
+        walking = iter(self.player.set_gait_targets([a for a, _ in steer], [x for _, x in steer]).tolist()) \
+            if steer else iter(())
+        walk_start = self.cmds["walk_start"]
+        cmds, insts, args, later, sampled = [], [], [], [], []
+        for (i, inst), (kind, x, k, fade) in zip(phase, draws):
+            if kind == "queued" and inst.queue:
+                kind = "hit"
+            kinds.append(kind)
+            nth += 1
+            if nth % HANDLE_SAMPLE == 0:                  # the handle API's sample
+                sampled.append((kind, inst, x, k, fade))
+                continue
+            if kind == "gait_target":
+                if not next(walking):
+                    cmds.append(walk_start)
+                    insts.append(inst)
+                    args.append((fade, x))
+                continue
+            got = prepared(kind, inst, x, k, fade)
+            if got is None:
+                later.append((kind, inst, x, k, fade))
+            else:
+                cmds.append(got[0])
+                insts.append(inst)
+                args.append(got[1])
+        refused = 0
+        b0 = cpu_clock()
+        lo = 0
+        while lo < len(cmds):                             # a refused row counted, the rest run after it
+            try:
+                self.player.commands(cmds[lo:] if lo else cmds, insts[lo:] if lo else insts,
+                                     args[lo:] if lo else args)
+                break
+            except AnimLimitError as e:
+                refused += 1
+                lo += e.row + 1                           # type: ignore[attr-defined]
+        b1 = cpu_clock()
+        for kind, inst, x, k, fade in later:
+            try:
+                do_handles(kind, inst, x, k, fade)
+            except AnimLimitError:
+                refused += 1
+        t1 = clock()
+        c1 = cpu_clock()
+        self.batch_timed += len(cmds) + len(later)
+        self.batch_s += t1 - t0
+        self.batch_cpu_s += c1 - c0
+        self.batch_call_cpu_s += b1 - b0
+        self.batch_rows += len(cmds)
+        by_handles_kind = self.by_kind_handles
+        for kind, inst, x, k, fade in sampled:
+            t0, c0 = clock(), cpu_clock()
+            try:
+                do_handles(kind, inst, x, k, fade)
+            except AnimLimitError:
+                refused += 1
+            t1, c1 = clock(), cpu_clock()
+            one = by_handles_kind[kind]
+            one[0] += 1
+            one[1] += t1 - t0
+            one[2] += c1 - c0
+        self.commands_seen = nth
+        self.refused += refused
+        self.commands += len(kinds)
+        by_kind = self.by_kind
+        for kind in kinds:
+            by_kind[kind][0] += 1
+
+    def _single(self, phase, draws) -> None:
+        """The update's commands one call each (Player.run for the prepared ones), in the
+        order ``_batched`` issues them (the prepared first, then the handle API's), each
+        timed from the clocks' last reading to their next (two readings a command), then
+        ``EMPTY_SAMPLE`` empty commands timed the same way (the clocks' own cost)."""
+        from scuffle.anim.engine.stack import AnimLimitError
+
+        clock, cpu_clock = time.perf_counter, time.process_time
+        prepared, do_handles, run = self._prepared, self._do_handles, self.player.run
+        nth = self.commands_seen
+        kinds, walls, cpus, later = [], [], [], []
+        refused = 0
+        c0 = cpu_clock()
+        t0 = clock()
+        for (i, inst), (kind, x, k, fade) in zip(phase, draws):
+            if kind == "queued" and inst.queue:
+                kind = "hit"
+            nth += 1
+            by_handles = nth % HANDLE_SAMPLE == 0
+            got = None if by_handles else prepared(kind, inst, x, k, fade)
+            if got is None:
+                later.append((by_handles, len(kinds), kind, inst, x, k, fade))
+            else:
                 try:
-                    if by_handles:
-                        do_handles(kind, inst, x, k, fade)
-                    else:
-                        do(kind, inst, x, k, fade)
+                    run(inst, got[0], *got[1][:got[0].n_params])
                 except AnimLimitError:
-                    self.refused += 1
-                t1 = clock()
-                c1 = cpu_clock()
-                kinds.append(kind)
-                walls.append(t1 - t0)
-                cpus.append(c1 - c0)
-                sampled.append(by_handles)
-                t0, c0 = t1, c1
-        finally:                                          # the commands done are counted, whatever raised
-            self.commands_seen = nth
-            by_kind, by_handles_kind = self.by_kind, self.by_kind_handles
-            self.commands += len(kinds)
-            for kind, dt, dc, h in zip(kinds, walls, cpus, sampled):
-                by_kind[kind][0] += 1
-                if h:
-                    one = by_handles_kind[kind]
-                    one[0] += 1
-                    one[1] += dt
-                    one[2] += dc
-                    continue
-                self.command_timed += 1
-                self.command_s += dt
-                self.command_cpu_s += dc
-                one = by_kind[kind]
+                    refused += 1
+            t1 = clock()
+            c1 = cpu_clock()
+            kinds.append(kind)
+            walls.append(t1 - t0)
+            cpus.append(c1 - c0)
+            t0, c0 = t1, c1
+        sampled = [False] * len(kinds)
+        later.sort(key=_first)                            # the handle API's, then its sample (as _batched)
+        for by_handles, j, kind, inst, x, k, fade in later:
+            sampled[j] = by_handles
+            try:
+                do_handles(kind, inst, x, k, fade)
+            except AnimLimitError:
+                refused += 1
+            t1 = clock()
+            c1 = cpu_clock()
+            walls[j] += t1 - t0
+            cpus[j] += c1 - c0
+            t0, c0 = t1, c1
+        for _ in range(EMPTY_SAMPLE):                     # the clocks' own reading: an empty command
+            t1 = clock()
+            c1 = cpu_clock()
+            self.empty_s += t1 - t0
+            self.empty_cpu_s += c1 - c0
+            t0, c0 = t1, c1
+        self.empty_n += EMPTY_SAMPLE
+        self.commands_seen = nth
+        self.refused += refused
+        self.commands += len(kinds)
+        by_kind, by_handles_kind = self.by_kind, self.by_kind_handles
+        for kind, dt, dc, h in zip(kinds, walls, cpus, sampled):
+            by_kind[kind][0] += 1
+            if h:
+                one = by_handles_kind[kind]
+                one[0] += 1
                 one[1] += dt
                 one[2] += dc
-                one[3] += 1
+                continue
+            self.command_timed += 1
+            self.command_s += dt
+            self.command_cpu_s += dc
+            one = by_kind[kind]
+            one[1] += dt
+            one[2] += dc
+            one[3] += 1
 
 
 def _build_realistic(n: int, engine: str = "compiled", seed: int = 1, threads: int = 1):
@@ -708,8 +874,9 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
         frozen = settle_collector() if settle else None
         real = getattr(game, "crowd", None)
         if real is not None:
-            real.commands = real.command_timed = 0
-            real.command_s = real.command_cpu_s = 0.0
+            real.commands = real.command_timed = real.batch_timed = real.batch_rows = real.empty_n = 0
+            real.command_s = real.command_cpu_s = real.batch_s = real.batch_cpu_s = real.batch_call_cpu_s = 0.0
+            real.empty_s = real.empty_cpu_s = 0.0
             for v in real.by_kind.values():
                 v[:] = [0, 0.0, 0.0, 0]
             for v in real.by_kind_handles.values():
@@ -753,15 +920,22 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
         command_cpu_ms = command_s = None
         if real is not None:                 # the crowd after the first pass (its state, its commands)
             made, timed, spent = real.commands, real.command_timed, real.command_s
+            b_n = real.batch_timed
             hk = real.by_kind_handles
             h_n = sum(v[0] for v in hk.values())
             # the commands' stage: every command, the handle API's sample included
-            command_cpu_ms = round((real.command_cpu_s + sum(v[2] for v in hk.values())) * 1000.0 / updates, 4)
-            command_s = spent + sum(v[1] for v in hk.values())
+            command_cpu_ms = round((real.command_cpu_s + real.batch_cpu_s + sum(v[2] for v in hk.values()))
+                                   * 1000.0 / updates, 4)
+            command_s = spent + real.batch_s + sum(v[1] for v in hk.values())
             extra.update({
                 "commands_per_update": round(made / updates, 3),
-                "command_us": round(spent * 1e6 / timed, 3) if timed else None,
-                "command_cpu_us": round(real.command_cpu_s * 1e6 / timed, 3) if timed else None,
+                "command_us": round(real.batch_s * 1e6 / b_n, 3) if b_n else None,
+                "command_cpu_us": round(real.batch_cpu_s * 1e6 / b_n, 3) if b_n else None,
+                "command_cpu_us_batch_call": (round(real.batch_call_cpu_s * 1e6 / real.batch_rows, 3)
+                                              if real.batch_rows else None),
+                "command_us_single": round(spent * 1e6 / timed, 3) if timed else None,
+                "command_cpu_us_single": round(real.command_cpu_s * 1e6 / timed, 3) if timed else None,
+                "command_cpu_us_empty": round(real.empty_cpu_s * 1e6 / real.empty_n, 3) if real.empty_n else None,
                 "command_us_by_kind": {k: round(v[1] * 1e6 / max(1, v[3]), 3) for k, v in real.by_kind.items()},
                 "command_cpu_us_by_kind": {k: round(v[2] * 1e6 / max(1, v[3]), 3) for k, v in real.by_kind.items()},
                 "commands_by_kind": {k: v[0] for k, v in real.by_kind.items()},
@@ -1332,8 +1506,10 @@ def crowd_memory(n: int, updates: int, crowd: str = "light", seed: int = 1, thre
     (``settle``), ``updates`` updates. Out (MB): ``crowd_peak_mb`` the peak resident set
     (the memory goal's figure), ``imports_mb`` the resident set after the imports,
     ``kernels_mb`` after the kernels' load (both before any human), ``crowd_end_mb`` at
-    the end; ``scipy_loaded``: whether scipy is in the process (numba imports it at its
-    first compiled call when it is installed, about 17 MB: docs/performance.md). Nothing
+    the end; ``scipy_loaded``: whether scipy's package is in the process (numba's import
+    loads it where it is installed, a few modules); ``scipy_linalg_loaded``: whether its
+    linear algebra is (about 17 MB, which numba's first compiled call would load for its
+    BLAS check, and anim/engine/numbastart.py keeps out: docs/performance.md). Nothing
     of the bench's timing harness is in it."""
     import sys
 
@@ -1357,7 +1533,8 @@ def crowd_memory(n: int, updates: int, crowd: str = "light", seed: int = 1, thre
             gc.unfreeze()
         game.close()
     return {"crowd_peak_mb": round(peak, 1), "imports_mb": round(imports, 1), "kernels_mb": round(kernels, 1),
-            "crowd_end_mb": round(end, 1), "scipy_loaded": sys.modules.get("scipy") is not None}
+            "crowd_end_mb": round(end, 1), "scipy_loaded": sys.modules.get("scipy") is not None,
+            "scipy_linalg_loaded": sys.modules.get("scipy.linalg") is not None}
 
 
 def _crowd_memory(n: int, updates: int, crowd: str, seed: int, threads: int, settle: bool) -> dict | None:
@@ -1473,7 +1650,7 @@ GOALS = (
     ("fighters_cpu_ms", "2 fighters with the fight rules: CPU per update", 0.05, "ms", 2),
     ("humans_1000_cpu_ms", "1,000 humans: CPU per update", 2.5, "ms", 1000),
     ("humans_10000_cpu_ms", "10,000 humans: CPU per update", 25.0, "ms", 10000),
-    ("command_us", "one command (mean, CPU)", 3.0, "us", None),
+    ("command_us", "one command as a game issues many (mean, CPU)", 3.0, "us", None),
     ("flush_ms", "the flush per update at 10,000 (CPU)", 1.0, "ms", 10000),
     ("gc_ms", "the garbage collector per update at 10,000 (CPU)", 1.0, "ms", 10000),
     ("memory_mb", "memory at 10,000 (peak, a process running the crowd alone)", 250.0, "MB", 10000),
@@ -1499,6 +1676,9 @@ GOALS = (
 # figures shown beside the goals (no limit of their own)
 GOAL_NOTES = (
     ("pose_stacks_cpu_us_per_human", "pose_stacks (the pose kernel alone, CPU) per human", "us"),
+    ("command_cpu_us_batch_call", "a prepared command in a batch (Player.commands alone, CPU) per row", "us"),
+    ("command_cpu_us_single", "one command a call (CPU, with the clocks' own)", "us"),
+    ("command_cpu_us_empty", "an empty command timed as one a call (the clocks' own, CPU)", "us"),
     ("gc_cpu_share", "the garbage collector's share of the update (CPU)", "%"),
 )
 
@@ -1664,7 +1844,7 @@ def _print_one(r: dict, out) -> None:
     if r.get("crowd_peak_mb") is not None:
         print(f"memory of a process running the crowd alone: peak {r['crowd_peak_mb']} MB (after the imports "
               f"{r['imports_mb']} MB, the kernels loaded {r['kernels_mb']} MB"
-              f"{'; numba loaded scipy' if r.get('scipy_loaded') else ''})", file=out)
+              f"{'; scipy.linalg loaded' if r.get('scipy_linalg_loaded') else ''})", file=out)
     a = r.get("anchor") or {}
     if a.get("ratio") is not None:
         print(f"the C++ anchor (the pose pipeline's maths in scalar C++, {a['compiler']}, -O2; {a['humans']} humans): "
@@ -1699,7 +1879,9 @@ def _print_one(r: dict, out) -> None:
               f"per update", file=out)
     if "command_us" in r:
         print(f"commands: {r['commands_per_update']} per update, {r['command_us']} us each (mean; CPU "
-              f"{r.get('command_cpu_us')}), "
+              f"{r.get('command_cpu_us')} as a batch, the batch call {r.get('command_cpu_us_batch_call')} a row; "
+              f"one call each {r.get('command_cpu_us_single')}, an empty command timed the same way "
+              f"{r.get('command_cpu_us_empty')}), "
               f"{r['commands_refused']} refused; events handled {r['events_handled']}; "
               f"{r['fight_pairs']} fight pairs {r['fight_counts']}", file=out)
     print("where the time goes (wall share, wall ms, CPU ms per update; the parts of a system indented "

@@ -558,3 +558,34 @@ def test_every_free_task_row_is_at_the_defaults_after_a_flush(seed):
     from scuffle.anim.data.options import PlayerOptions
     ref = run_world(Reference(PlayerOptions()), aset, cmds, 40, 19, GAIT, poses=False)
     assert eng[0] == ref[0] and eng[2] == ref[2] and eng[3] == ref[3]
+
+
+def test_the_flush_finds_the_handles_of_the_rows_it_gives_back_by_their_flags():
+    """The rows given back lose their handles (``views`` slot None, the spare kept) though
+    the flush reads only the rows flagged as holding one (anim.playback.tasks.note_view):
+    every handle in ``views`` is of a live row and flagged, in a crowd whose flushes give
+    back hundreds of rows an update (handles made by the constructors and on read), and
+    after ``views`` is replaced the flags follow the new list."""
+    from scuffle.game.tools.bench import build_crowd
+
+    g = build_crowd(300, "realistic")
+    try:
+        ts = g.player.stores.tasks
+        given = 0
+        for u in range(40):
+            before = int(ts.in_use)
+            g.step()
+            given += max(0, before - int(ts.in_use))
+            views = ts.views
+            kept = ts.__dict__["m_viewed"]
+            assert kept[0] is views
+            flags = np.frombuffer(kept[1], np.bool_)
+            held = [r for r, t in enumerate(views) if t is not None]
+            assert held and all(ts.live[r] for r in held)
+            assert flags[held].all()
+            if u == 20:                                 # a new list: the flags made again from it
+                ts.views = list(views)
+                g.player.batch._tasks = ts.views
+        assert given > 0
+    finally:
+        g.close()

@@ -94,6 +94,26 @@ def test_random_float32_pairs_match_bit_for_bit():
         assert K.frame_of(t) == F.frame_of(t), t
 
 
+def test_the_truncation_matches_at_the_edges_of_its_bit_path():
+    """The toward-zero rounding reads a double in float32's normal range (2^-125 up to
+    2^128) from its bits (the low 29 mantissa bits cleared, a step less for an exact
+    float32 whose tail points to zero) and the rest by rounding and stepping back: both
+    the FPU's bits (anim.maths.f32) at the range's edges, on each side of them and at
+    float32 values with tails of either sign."""
+    edges = [2.0 ** -126, 2.0 ** -125, 2.0 ** -124, 2.0 ** 127, F.FLT_MAX, 1.0, 2.0, 0.5, 3.0]
+    tails = [0.0, 2.0 ** -60, -(2.0 ** -60), 2.0 ** -30, -(2.0 ** -30), 2.0 ** -24, -(2.0 ** -24)]
+    for e in edges:
+        for sign in (1.0, -1.0):
+            for a in (sign * e, sign * F.f32(e * (1 + 2 ** -23)), sign * F.f32(e * (1 - 2 ** -24))):
+                for t in tails:
+                    b = F.f32(a * t) if t else 0.0
+                    assert bits(K.add(a, b)) == bits(F.add(a, b)), (a, b)
+                    assert bits(K.sub(a, b)) == bits(F.sub(a, b)), (a, b)
+                    for m in (F.f32(1.0 + 2 ** -23), F.f32(1.0 - 2 ** -24), F.f32(0.5), F.f32(3.0)):
+                        assert bits(K.mul(a, m)) == bits(F.mul(a, m)), (a, m)
+                        assert bits(K.div(a, m)) == bits(F.div(a, m)), (a, m)
+
+
 def test_vectorised_helpers_agree_with_the_kernels():
     rng = np.random.default_rng(3)
     a = (rng.standard_normal(500) * 10.0 ** rng.integers(-40, 38, 500)).astype(np.float32)
@@ -278,9 +298,10 @@ def test_the_blend_equals_quat_slerp_per_bone_bit_for_bit():
 
 
 def _skip_unless_host_simd() -> None:
-    """Skip where the packed instructions' names are not x86-64's, or where numba targets
+    """Skip where the packed instructions' names are not x86-64's, where numba targets
     a CPU without the host's features (NUMBA_CPU_NAME: LLVM's cost model may keep the
-    loops scalar there, with the same bits)."""
+    loops scalar there, with the same bits), or checks every index (NUMBA_BOUNDSCHECK:
+    a loop that may raise is not vectorised)."""
     import platform
 
     from numba.core import config
@@ -290,6 +311,8 @@ def _skip_unless_host_simd() -> None:
     if config.CPU_NAME or not config.ENABLE_AVX:
         pytest.skip("numba targets a CPU without the host's features (NUMBA_CPU_NAME): LLVM's cost model "
                     "may keep the loops scalar there, with the same bits")
+    if config.BOUNDSCHECK:
+        pytest.skip("numba checks every index (NUMBA_BOUNDSCHECK): the bone loops stay scalar, with the same bits")
 
 
 def test_the_blend_runs_its_bones_in_simd_lanes():
@@ -338,6 +361,64 @@ def test_the_sample_runs_its_bones_in_simd_lanes():
     asm = sample.inspect_asm(sample.signatures[0]).lower()
     for op in ("sqrtps", "divps"):
         assert op in asm, op
+
+
+def test_the_sample_and_the_blend_write_the_tag_bits_with_the_values():
+    """With tag_bits on, a sample's and a blend's values are those with tag_bits off (the
+    blend's from the same inputs, whose bits it reads) but for the lowest bit of every y
+    float (velocity, root, bones 0-33), which is the slot's tag ("The pose" L102): the
+    kernels set it as they write y (in the register), not in a pass after, and leave the
+    padding lanes alone."""
+    from numba import njit
+
+    from scuffle.anim.data.clip import author_clip
+    from scuffle.anim.engine.plan import pose_tables, scratch_poses
+    from scuffle.anim.engine.sampler import ClipBank
+    from scuffle.anim.maths.skeleton import NUM_BONES
+
+    @njit(cache=False)
+    def sample(sc, bank, t0, t1, flags):
+        KP._sample(np.int64(0), np.int64(0), t0, np.float32(1.0), flags, bank, sc)
+        KP._sample(np.int64(1), np.int64(1), t1, np.float32(0.5), np.int64(0), bank, sc)
+
+    @njit(cache=False)
+    def blend(sc, w, submask):
+        KP._blend(np.int64(0), np.int64(1), np.int64(2), w, np.int64(-1), submask, sc)
+
+    def same_but_the_bits(on, off, p):
+        tag = on.tag[p].astype(np.int32)
+        ys = off.rot_i[p, 1].copy()
+        ys[:NUM_BONES] = (ys[:NUM_BONES] & -2) | tag[2:]
+        np.testing.assert_array_equal(on.rot_i[p, 1], ys)
+        for c in (0, 2, 3):
+            np.testing.assert_array_equal(on.rot_i[p, c], off.rot_i[p, c])
+        for got, was, t in ((on.vel_i[p], off.vel_i[p], tag[0]), (on.root_i[p], off.root_i[p], tag[1])):
+            assert got[1] == (was[1] & -2) | t and got[0] == was[0] and got[2] == was[2]
+
+    # two clips animating different bones (the others tagged), one with a velocity
+    a = author_clip("a", 12, rotations={b: [(0, (0.0, 0.0, 0.0, 1.0)), (12, (0.0, 0.6, 0.0, 0.8))]
+                                        for b in range(0, 34, 2)},
+                    velocity=[(0, (0.5, 0.25, 0.0)), (12, (1.0, 0.0, 0.0))])
+    b = author_clip("b", 9, rotations={bb: [(0, (0.0, 0.0, 0.6, 0.8)), (9, (0.28, 0.0, 0.0, 0.96))]
+                                       for bb in range(1, 34, 3)})
+    bank = pose_tables(ClipBank([a, b])).tables
+    submask = np.ones((NUM_BONES, NUM_BONES), np.bool_)
+    for flags in (0, 3):                            # with and without the velocity and the turn
+        for t0, t1, w in ((0.1, 0.2, 0.5), (0.35, 0.05, 0.25), (0.0, 0.3, 1.0)):
+            on, off = scratch_poses(3, tag_bits=True), scratch_poses(3, tag_bits=False)
+            for sc in (on, off):
+                sample(sc, bank, np.float32(t0), np.float32(t1), np.int64(flags))
+            np.testing.assert_array_equal(on.tag, off.tag)
+            for p in range(2):
+                same_but_the_bits(on, off, p)
+            assert on.tag[:2, 2:].any() and not on.tag[:2, 2:].all()       # both kinds of bone met
+            # the blend of the same (bit-carrying) poses, with the bits and without
+            for arr_on, arr_off in ((on.vel, off.vel), (on.root, off.root), (on.rot, off.rot)):
+                arr_off[:2] = arr_on[:2]
+            blend(on, np.float32(w), submask)
+            blend(off, np.float32(w), submask)
+            np.testing.assert_array_equal(on.tag, off.tag)
+            same_but_the_bits(on, off, 2)
 
 
 def test_scaled_turn_kernel_equals_quat_scale_turn_and_the_exact_turn():
@@ -466,8 +547,8 @@ def test_pose_stacks_reads_as_named_steps():
         assert len(inspect.signature(step.py_func).parameters) <= MOST_ARGUMENTS, name
 
 
-@pytest.mark.parametrize("name", ("kernels_maths", "kernels_rows", "kernels_pose", "kernels_step", "kernels_flush",
-                                  "kernels_motion"))
+@pytest.mark.parametrize("name", ("kernels_maths", "kernels_rows", "kernels_fetch", "kernels_pose", "kernels_step",
+                                  "kernels_flush", "kernels_motion"))
 def test_no_kernel_or_helper_takes_loose_columns(name):
     """Every numba function of the kernel modules (read from their source, AST) takes at
     most MOST_ARGUMENTS arguments: the tables come in as their named tuples, not as
@@ -487,8 +568,8 @@ def test_no_kernel_or_helper_takes_loose_columns(name):
     assert found
 
 
-KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_write", "kernels_pose", "kernels_step", "kernels_flush",
-                  "kernels_motion")
+KERNEL_MODULES = ("kernels_maths", "kernels_rows", "kernels_write", "kernels_fetch", "kernels_pose", "kernels_step",
+                  "kernels_flush", "kernels_motion")
 
 
 @pytest.mark.parametrize("name", KERNEL_MODULES)
@@ -523,13 +604,14 @@ def test_the_entry_points_are_named_by_stage():
 
 
 def test_the_step_and_the_pose_prefetch_the_rows_of_the_humans_ahead():
-    """step_stacks and pose_stacks fetch the rows of the humans a few places ahead
-    (kernels_step's ``_fetch_tasks`` and ``_fetch_rows``, kernels_pose's
-    ``_fetch_pose_tasks`` and ``_fetch_pose_rows``, each a loop of LLVM prefetch hints):
-    the hint (anim.engine.jitpipe.prefetch) compiles to llvm.prefetch of the element's
-    address (read, every cache level, data), is a no-op under NUMBA_DISABLE_JIT, and each
-    kernel calls both helpers for the humans PREFETCH_TASKS and PREFETCH_ROWS ahead, the
-    first further ahead (its rows are what the second reads)."""
+    """step_stacks and pose_stacks fetch the rows of the humans a few places ahead through
+    the same two helpers (anim.engine.kernels_fetch's ``fetch_tasks`` and ``fetch_rows``,
+    each a loop of LLVM prefetch hints; one list of columns, the step's own behind its
+    flag): the hint (anim.engine.jitpipe.prefetch) compiles to llvm.prefetch of the
+    element's address (read, every cache level, data), is a no-op under
+    NUMBA_DISABLE_JIT, and each kernel calls both helpers for the humans PREFETCH_TASKS and
+    PREFETCH_ROWS ahead, the first further ahead (its rows are what the second reads), and
+    no prefetch list of its own."""
     import ast
     import inspect
     import textwrap
@@ -537,6 +619,7 @@ def test_the_step_and_the_pose_prefetch_the_rows_of_the_humans_ahead():
     from numba import njit
 
     from scuffle.anim.engine import jitpipe
+    from scuffle.anim.engine import kernels_fetch as KF
     from scuffle.anim.engine import kernels_pose as KPS
     from scuffle.anim.engine import kernels_step as KS
 
@@ -550,9 +633,11 @@ def test_the_step_and_the_pose_prefetch_the_rows_of_the_humans_ahead():
     ir = next(iter(touch.inspect_llvm().values()))
     assert "@llvm.prefetch" in ir and "i32 0, i32 3, i32 1" in ir
     assert jitpipe._no_prefetch(a, 5) is None
-    for mod, kernel, helpers in ((KS, K.step_stacks, {"_fetch_tasks", "_fetch_rows"}),
-                                 (KPS, K.pose_stacks, {"_fetch_pose_tasks", "_fetch_pose_rows"})):
-        assert mod.PREFETCH_TASKS > mod.PREFETCH_ROWS > 0
-        body = {n.func.id for n in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(kernel.py_func))))
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-        assert helpers <= body, kernel
+    assert KF.PREFETCH_TASKS > KF.PREFETCH_ROWS > 0
+    for mod, kernel, flag in ((KS, K.step_stacks, True), (KPS, K.pose_stacks, False)):
+        assert mod.fetch_tasks is KF.fetch_tasks and mod.fetch_rows is KF.fetch_rows
+        tree = ast.parse(textwrap.dedent(inspect.getsource(kernel.py_func)))
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+        fetches = {c.func.id: ast.unparse(c.args[1]) for c in calls if c.func.id in ("fetch_tasks", "fetch_rows")}
+        assert fetches == {"fetch_tasks": f"np.bool_({flag})", "fetch_rows": f"np.bool_({flag})"}, fetches
+        assert "_prefetch" not in inspect.getsource(mod), mod.__name__       # one list: kernels_fetch's

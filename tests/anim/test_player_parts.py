@@ -13,11 +13,13 @@ from scuffle.anim.playback.construct import TaskBuilder
 from scuffle.anim.playback.lookup import ClipLookup
 from scuffle.anim.playback.player import Player, PlayerOptions
 from scuffle.anim.playback.prepared import RecipeRules
+from scuffle.anim.playback.batched import CommandColumns
 from scuffle.anim.playback.stackrules import StackRules
 from scuffle.game.fighters.moveset import Move
 
 ROOT = Path(__file__).resolve().parents[2]
-PARTS = {"lookup": ClipLookup, "builders": TaskBuilder, "rules": StackRules, "prepared": RecipeRules}
+PARTS = {"lookup": ClipLookup, "builders": TaskBuilder, "rules": StackRules, "prepared": RecipeRules,
+         "columns": CommandColumns}
 # The Player's public methods that are its parts' (docs/api.md: constructors, stack rules,
 # prepared commands, the look-up)
 PART_METHODS = {
@@ -27,6 +29,7 @@ PART_METHODS = {
     "rules": ("top", "held_on_stack", "running", "refresh_anim_id", "insert_bottom", "push", "change", "enqueue",
               "replace", "complete_fade", "cut", "defer", "discard"),
     "prepared": ("prepare", "run", "learn", "knows"),
+    "columns": ("commands", "set_gait_targets"),
 }
 
 

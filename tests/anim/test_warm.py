@@ -136,7 +136,8 @@ def test_each_kernel_compiles_once(tmp_path_factory):
     where another call passes an int64 would make numba compile it again (the first
     step's compile time). The register_jitable rules and detmath's scalar forms compile
     into each kernel module that calls them, at most once a module; the row writers
-    (anim.engine.kernels_write) once per module that calls them (cmdkernel's and the step's)."""
+    (anim.engine.kernels_write) once per module that calls them (cmdkernel's and the step's);
+    the flush's reset of a freed task row once per column dtype it zeroes."""
     from pathlib import Path
 
     from scuffle.anim.engine import kernels as K
@@ -153,6 +154,9 @@ def test_each_kernel_compiles_once(tmp_path_factory):
     # a prepared command's rows (anim.engine.cmdkernel, a module of its own): compiled once, cached
     assert "run_rows" in seen and "cmdkernel.run_rows" in cached, (seen, cached)
     assert "apply_commands" in seen and "cmdkernel.apply_commands" in cached, (seen, cached)
+    # a batch of them and gait targets as columns (Player.commands, set_gait_targets)
+    assert "buffer_commands" in seen and "cmdkernel.buffer_commands" in cached, (seen, cached)
+    assert "gait_targets" in seen and "cmdkernel.gait_targets" in cached, (seen, cached)
     assert run["compiled"]["link_only"] == K.LINK_ONLY
     if K.LINK_ONLY:                         # numba's usual way under an untested numba (anim.engine.jitpipe)
         assert not {"kernels_pose._blend", "kernels_step._room", "kernels_maths._add", "kernels_pose._sample"} & cached, cached

@@ -132,3 +132,84 @@ def test_an_ai_added_later_is_seated_before_the_snapshot_copies_the_rows(new_gam
             game.restore(old)
     finally:
         game.close()
+
+
+def test_the_ais_numbers_are_one_row_field_each_a_column_of_its_row():
+    """tick, hold_actions and enabled are one descriptor (RowField) over the row's
+    columns: a write lands in the row (enabled as a bool), a seat moves them with the row,
+    and a float where the column holds whole numbers is refused."""
+    from scuffle.game.fighters.airows import RowField
+
+    assert all(type(vars(FighterAI)[n]) is RowField for n in ("tick", "hold_actions", "enabled"))
+    ai = FighterAI("a", "b", seed=1)
+    ai.tick, ai.hold_actions, ai.enabled = 41, 2, 0
+    t, r = ai.state_table, ai.state_row
+    assert (int(t.tick[r]), int(t.hold[r]), t.enabled[r].item()) == (41, 2, False)
+    assert ai.enabled is False and ai.tick == 41 and ai.tick.__class__ is int
+    other = ai_table(3)
+    other.alloc()
+    ai.seat(other)
+    assert ai.state_table is other and ai.state_row == 1
+    assert (ai.tick, ai.hold_actions, ai.enabled) == (41, 2, False)
+    ai.enabled = True
+    assert other.enabled[1] and not t.enabled[r]
+    with pytest.raises(TypeError):
+        ai.tick = 1.5
+
+
+@pytest.mark.parametrize("seed", [0, 5, "fighter"])
+def test_a_seeded_generators_first_regeneration_is_made_at_seeding(monkeypatch, seed):
+    """A seed stands at its words' end: the regeneration the first draw needs is made
+    when seeded (look_ahead), so the draw regenerates nothing, and gives random.Random's
+    numbers; a restore of the block to before the draw draws them again from the words
+    made ahead; a state put back at its end (setstate) is made ahead too."""
+    from scuffle.game.fighters import airows
+
+    a, b = RowRandom(seed), random.Random(seed)
+    saved = a._table.block.copy()
+    twists = []
+    real = airows._twist
+    monkeypatch.setattr(airows, "_twist", lambda mt: (twists.append(1), real(mt)))
+    first = [a.random() for _ in range(5)]
+    assert first == [b.random() for _ in range(5)] and not twists
+    assert a.getstate() == b.getstate()
+    np.copyto(a._table.block, saved)
+    assert [a.random() for _ in range(5)] == first and not twists
+    c = random.Random(seed + 1 if isinstance(seed, int) else 1)
+    a.setstate(c.getstate())             # a fresh seed's state: at its end, made ahead there
+    assert twists == [1]
+    twists.clear()
+    assert [a.random() for _ in range(3)] == [c.random() for _ in range(3)] and not twists
+    for _ in range(400):                 # the next regeneration is made at the draw
+        assert a.random() == c.random()
+    assert twists
+
+
+def test_the_ais_inputs_facing_its_opponent_are_made_once():
+    """A decision's inputs that face the opponent (Replies) are made once per opponent's
+    name: two AIs' grabs and faces over a fight are the same objects decision after
+    decision, and equal to the inputs made anew."""
+    from scuffle.game.fighters.ai import Replies
+
+    game = build_crowd(2, "realistic", seed=3)
+    try:
+        seen = []
+        for ai in _ais(game):
+            ai.think_every = 1
+            real = ai.decide
+
+            def decide(g, real=real):
+                inp = real(g)
+                if inp.face_toward is not None:
+                    seen.append(inp)
+                return inp
+            ai.decide = decide
+        for _ in range(150):
+            game.step()
+        assert len(seen) > 4
+        for inp in seen:
+            made = Replies.facing(inp.face_toward)
+            assert inp in (made.face, made.grab, made.strike)
+            assert any(inp is x for ai in _ais(game) for x in ai.replies[1:])
+    finally:
+        game.close()

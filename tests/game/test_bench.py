@@ -108,6 +108,29 @@ def test_the_realistic_crowd_runs_and_holds_every_ingredient():
     assert set(crowd.router.by_entity) == {game.names[f"h{i}"] for i in (0, 1, FIGHT_EVERY, FIGHT_EVERY + 1)}
 
 
+@pytest.mark.bits
+def test_the_crowd_leaves_the_same_state_with_batches_or_one_call_each(monkeypatch):
+    """The realistic crowd's prepared commands as one batch an update (Player.commands) on
+    even updates and one Player.run each on odd ones, against one call each always: the
+    same whole state (Game.checksum), bit for bit; the batches took rows."""
+    from scuffle.game.tools.bench import RealisticCrowd
+
+    def run():
+        game = build_crowd(120, "realistic", "compiled", 5)
+        try:
+            for _ in range(2 * REAL_CYCLE):
+                game.step()
+            return game.checksum(), crowd_checksum(game), game.crowd.batch_rows, game.player.columns.rows_buffered
+        finally:
+            game.close()
+
+    mixed = run()
+    monkeypatch.setattr(RealisticCrowd, "_batched", RealisticCrowd._single)
+    single = run()
+    assert mixed[2] > 0 and mixed[3] > 0 and single[2] == 0
+    assert mixed[:2] == single[:2]
+
+
 def test_two_humans_are_two_fighters_under_the_fight_rules():
     game = build_crowd(2, "realistic", "compiled", 1)
     try:
@@ -175,7 +198,8 @@ def test_crowd_memory_measures_the_crowd_in_its_process():
     """crowd_memory: the resident set after the imports, after the kernels' load, and the
     crowd's peak, each at least the one before (MB, from /proc on Linux)."""
     m = crowd_memory(6, 2, "realistic")
-    assert set(m) == {"crowd_peak_mb", "imports_mb", "kernels_mb", "crowd_end_mb", "scipy_loaded"}
+    assert set(m) == {"crowd_peak_mb", "imports_mb", "kernels_mb", "crowd_end_mb", "scipy_loaded",
+                      "scipy_linalg_loaded"}
     assert 0 < m["imports_mb"] <= m["kernels_mb"] <= m["crowd_peak_mb"] and m["crowd_end_mb"] <= m["crowd_peak_mb"]
     now, peak = resident_mb()
     assert 0 < now <= peak

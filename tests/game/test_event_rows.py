@@ -111,3 +111,69 @@ def test_fired_places_is_known_only_for_the_list_just_stepped():
         twice = insts + insts[:1]
         p.step(twice)
         assert p.batch.fired_places(twice) is None and p.batch.fired_places(insts) is None
+
+
+def _events_of(insts) -> list:
+    return [[(fe.anim_id, fe.event.frame, int(fe.event.type)) for fe in inst.events] for inst in insts]
+
+
+def test_a_crowds_event_rows_are_found_by_human_row_and_kept_through_a_partial_step():
+    """A crowd's step writes nothing on the humans that fired: their event rows are found
+    by human row (BatchEngine.staged_rows); a step over some of them (the stamp does not
+    move, the buffer is reused) first makes the others' rows their own, so each reads the
+    events of its last step, the same as two worlds stepped the same way and read at once."""
+    n = 40
+    with event_game(n) as a, event_game(n) as b:
+        ia = [a.instance(f"h{i}") for i in range(n)]
+        ib = [b.instance(f"h{i}") for i in range(n)]
+        checked = 0
+        for u in range(12):
+            a.player.step(ia)
+            b.player.step(ib)
+            assert a.player.batch.staged is not None or not a.player.batch.fired_places(ia)
+            assert all(i._rows is None or i._rows[3] != a.player.batch.stamp for i in ia)      # nothing written on them
+            half_a, half_b = ia[: n // 2], ib[: n // 2]
+            want = _events_of(ib)                       # b read at once, before its partial step
+            a.player.step(half_a)                       # a: half stepped again, the rest kept
+            b.player.step(half_b)
+            got_rest = _events_of(ia[n // 2:])
+            assert got_rest == want[n // 2:]
+            assert _events_of(ia[: n // 2]) == _events_of(half_b)
+            checked += sum(map(len, got_rest))
+        assert checked > 0
+
+
+def test_an_unlinked_component_of_a_crowd_is_linked_again_when_its_human_fires():
+    with event_game(40) as g:
+        g.step()
+        ent = g.entity("h3")
+        comp = g.component(ent, FiredEvents)
+        comp.events = [7]                                   # unlinked: holds what it was given
+        assert comp.source is None and comp.events == [7]
+        for _ in range(30):
+            g.step()
+            if g.instance("h3")._event_rows is not None:
+                break
+        assert comp.source is g.instance("h3")               # it fired: linked again, ctx.fired unread
+        assert comp.events and comp.events is g.instance("h3").events
+
+
+def test_a_fired_list_kept_from_an_earlier_update_survives_joins_and_leaves():
+    """ctx.fired's entries are made when first read (systems.crowd.FiredList); one kept
+    from an earlier update, unread, still lists that update's humans after humans joined
+    and left since (the crowd makes every such list before its lists move)."""
+    with event_game(40) as g:
+        g.step()
+        kept, want = None, None
+        for _ in range(20):
+            g.step()
+            if len(g.ctx.fired):
+                kept = g.ctx.fired
+                want = [(e, i) for e, i in _fired_by_scan(g)]
+                break
+        assert kept is not None and kept._list is None          # unread so far
+        g.step()
+        first = g.humans()[0][0]
+        g.remove_human(first)
+        g.add_human("newcomer", g.instance(g.humans()[0][0]).anim_set, (50.0, 50.0, 0.0), 0.0)
+        assert [(e, i) for e, _, i in kept] == want

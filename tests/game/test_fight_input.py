@@ -202,3 +202,22 @@ def test_decide_refuses_a_game_without_fight_rules_and_a_fighter_gone(new_game):
         FighterAI("p1", "p2").decide(g)
     with pytest.raises(KeyError):
         FighterAI(g.entity("p1"), 999).decide(g)                # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("pace", [0, 1, 2, 3])
+def test_a_pace_moves_at_the_gait_value_its_speed_gives(new_game, pace):
+    """move(pace=k) sets the gait's target found once per set for that pace: the same
+    bits as move(speed=) with the pace's speed (np.interp on the set's speeds), and the
+    same direction and heading."""
+    (g1, f1), (g2, f2) = _two(new_game)
+    speed = f1.gait_speeds("p1")[pace]
+    for d in ((0.3, 1.0), (-2.0, 0.7)):
+        assert f1.move("p1", d, pace=pace) and f2.move("p1", d, speed=speed)
+        for _ in range(12):
+            g1.step()
+            g2.step()
+        t1, t2 = f1._gait(g1.entity("p1")), f2._gait(g2.entity("p1"))
+        assert t1 is not None and t2 is not None and t1.target == t2.target
+        c1, c2 = f1.combat("p1"), f2.combat("p1")
+        assert c1.move_dir.tolist() == c2.move_dir.tolist() and c1.move_speed == c2.move_speed
+        assert f1.body("p1").heading == f2.body("p1").heading

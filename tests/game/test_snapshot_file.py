@@ -317,12 +317,29 @@ TAMPER = [
     (_values_edit(lambda v: v["engine"].update(instances=["p1", "p1"])), "instances"),
     (_values_edit(lambda v: v["engine"]["instances"].__setitem__(1, None)), "values.engine.instances"),
     (_values_edit(lambda v: v["engine"]["leaving"].append((0, 0))), "values.engine.leaving[0]: a row held twice"),
-    (_values_edit(lambda v: v.update(bodies=None)), "values.bodies"),
-    (_values_edit(lambda v: v["bodies"]["owners"].update({0: [1]})), "values.bodies.owners[0]"),
+    (_values_edit(lambda v: v.update(bodies=None)), "values: not the fields"),
     (_values_edit(lambda v: v["engine"].update(instances=[[1], None])), "values.engine.instances[0]"),
     (_values_edit(lambda v: v["engine"].update(loose=[([1], (0, 0, 0, 0.0, None))])), "values.engine.loose[0]"),
-    (_values_edit(lambda v: v["combats"].pop("owners")), "values.combats"),
+    (_values_edit(lambda v: v["combats"].update(owners={0: "p1"})), "values.combats.texts"),
+    # the body and combat rows' owners: an entity column each in the counts section
+    (_counts_edit(lambda c: _owner(c, "bodies", 0, -1)), "counts.bodies.owner[0]: a row in use owned by no human"),
+    (_counts_edit(lambda c: _owner(c, "bodies", 0, -7)), "counts.bodies.owner[0]: an entity below -1"),
+    (_counts_edit(lambda c: _owner(c, "bodies", 5, 1)), "counts.bodies.owner[5]: an owner for a row not in use"),
+    (_counts_edit(lambda c: _owner(c, "bodies", 1, c["bodies.owner"][0])), "counts.bodies.owner: a human owns two"),
+    (_counts_edit(lambda c: _owner(c, "bodies", 0, 999)), "counts.bodies.owner[0]: entity 999 is not a human"),
+    (_counts_edit(lambda c: c.update({"bodies.owner": c["bodies.owner"][:-1]})), "counts.bodies.owner: 7 entries"),
+    (_counts_edit(lambda c: _owner(c, "combats", 1, -1)), "counts.combats.owner[1]: a row in use owned by no human"),
+    (_counts_edit(lambda c: _owner(c, "combats", 6, 2)), "counts.combats.owner[6]: an owner for a row not in use"),
+    (_counts_edit(lambda c: _owner(c, "combats", 0, c["combats.owner"][1])), "counts.combats.owner: a human owns"),
+    (_counts_edit(lambda c: _owner(c, "combats", 0, 10 ** 12)), "counts.combats.owner[0]: entity 1000000000000"),
 ]
+
+
+def _owner(c: dict, table: str, row: int, entity: int) -> None:
+    """The counts' owner column of ``table`` with ``entity`` at ``row``."""
+    col = c[f"{table}.owner"].copy()
+    col[row] = entity
+    c[f"{table}.owner"] = col
 
 
 @pytest.mark.parametrize("edit, field", TAMPER)

@@ -1,0 +1,416 @@
+"""Prepared commands issued many at once, as columns (``Player.commands``).
+
+A game that commands a crowd issues many prepared commands an update (Player.prepare,
+anim.playback.recipe). ``Player.run`` checks each at its call in Python; ``commands``
+takes them as columns (a command per row, the human per row, the numbers per row) and
+checks them all in one compiled call (anim.engine.cmdkernel.buffer_commands: the direct
+path's checks of anim.playback.prepared, on each human's row), which writes each row it
+can as a row of the command buffer (anim.playback.cmdbuffer: written before anything
+reads what it changes, anim.engine.writefirst). A row the compiled checks cannot be sure
+of (a command or id not learnt yet, a stack near a limit, a number out of range, a human
+that left, a command with end callbacks...) goes through ``Player.run`` itself, in its
+place, and the call goes on after it: so a batch leaves the tables bit for bit as
+``run`` called row by row, in order, would.
+
+Refusals are per row: a row ``run`` refuses raises what ``run`` raises (the same class
+and message), with ``row`` (its index) set on the exception and a note naming the row;
+the rows before it are written, nothing of it is taken, the rows after it are not run (a
+game resumes from ``row + 1``). The columns themselves are checked first, before any row
+runs (RecipeError naming the field and row).
+
+A part the Player owns (``Player.columns``), over its prepared commands (RecipeRules:
+their templates, views and buffer) and the human table.
+
+May import: numpy, anim.base, anim.engine, anim.playback.recipe / prepared.
+
+Spec: "Animation tasks", "The task stack". Original: none (ours: the original runs each
+command at its call; the rows and their order are the same).
+"""
+from __future__ import annotations
+
+from itertools import chain
+import operator
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from scuffle.anim.engine import cmdkernel as CK
+from scuffle.anim.engine.store import LAYOUT_EPOCH
+from scuffle.anim.engine.trusted import entry_point
+from scuffle.anim.playback.recipe import _GAIT, Arg, Command, RecipeError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from scuffle.anim.playback.prepared import RecipeRules
+
+__all__ = ["CommandColumns"]
+
+_slot, _record, _anim_set, _engine = (attrgetter(a) for a in ("slot", "record", "anim_set", "engine"))
+_table, _row, _gen = (attrgetter(a) for a in ("table", "row", "gen"))
+
+_EMPTY = np.zeros((0, 0), np.float64)
+_ROWS = (tuple, list)
+
+
+class _Entry:
+    """One prepared command on one anim set: its row of the plans (``e``), the objects it
+    is for (kept so their ids stay theirs), and which of its Arg positions are anim ids."""
+
+    __slots__ = ("e", "command", "anim_set", "id_args", "n_params")
+
+    def __init__(self, e: int, command: Command, anim_set: Any):
+        self.e, self.command, self.anim_set, self.n_params = e, command, anim_set, command.n_params
+        self.id_args = frozenset(st[1].pos for st in command.steps if st[0] != _GAIT and st[1].__class__ is Arg)
+
+
+class CommandColumns:
+    """``commands`` and ``set_gait_targets`` (the module docstring): prepared commands and
+    gait targets as columns. In: the Player's prepared commands (RecipeRules) and the
+    Player (whose ``run`` takes a row the compiled checks leave). A plan row is kept per
+    Command and anim set a batch has named, while the Player lives (a game prepares its
+    few commands once, as for ``run``)."""
+
+    def __init__(self, rules: RecipeRules, host: Any):
+        self.rules = rules
+        self.host = host
+        self.stores = rules.stores
+        self.options = rules.options           # (the Player gives new ones to every part; the plans follow rules')
+        self._entries: dict[tuple[int, int], _Entry] = {}
+        self._pi = np.zeros((8, CK.PI_WIDTH), np.int64)
+        self._pf = np.zeros((8, CK.PF_WIDTH), np.float64)
+        self._lut = np.zeros((1, 2), np.int64)
+        self._learnt = -1                      # rules.learnt when the plans were made
+        self._options: Any = None              # the options they were made under
+        self._mark = np.zeros(0, np.int64)     # per human row: the stamp of a command waiting
+        self._cnt = np.zeros(CK.CN_WIDTH, np.int64)
+        self._entry_fn: Any = None
+        self._targets_fn: Any = None
+        self.rows_buffered = 0                 # rows the compiled checks made buffer rows (tests, the bench)
+        self.rows_run = 0                      # rows that went through Player.run
+
+    def commands(self, commands: Sequence[Command], humans: Sequence[Any], args: Any = None) -> None:
+        """Run prepared commands as columns: row ``i`` runs ``commands[i]`` on ``humans[i]``
+        (a CharacterInstance) with the first ``commands[i]``'s n_params numbers of
+        ``args[i]`` as its params, as ``Player.run(humans[i], commands[i], *params)`` would,
+        in row order (the module docstring). ``args``: a 2-D array-like of numbers, one row
+        per command and at least as many columns as the most params a command takes (None:
+        no command takes any); an Arg that is an anim id takes a whole number (an IntEnum
+        is one), passed to ``run`` as an int; the others as floats.
+        Rejected before any row runs (RecipeError naming the field and row): columns of
+        different lengths, ``args`` not 2-D numbers or too narrow for a row's command, a
+        row's command that is not a Command (Player.prepare) or takes an end callback as
+        an Arg (a callback is not a number). Then per row: what ``run`` raises for that row,
+        with ``row`` set on the exception (the rows before it written, the rest not run)."""
+        n = len(humans)
+        if len(commands) != n:
+            raise RecipeError(f"commands: {len(commands)} commands for {n} humans (one each)")
+        if n == 0:
+            return
+        a = self._args(args, n)
+        width = a.shape[1]
+        rules = self.rules
+        if rules.learnt != self._learnt or rules.options is not self._options:
+            self._refresh()
+        slots, ents, new = self._rows(commands, humans, self._entries, width)
+        if new:                                    # a new command or set: the plans made again
+            self._refresh()
+        self._run(commands, humans, a, slots, ents)
+
+    def set_gait_targets(self, humans: Sequence[Any], targets: Any) -> np.ndarray:
+        """Give each human's running gait (``Player.running(humans[i], TaskType.GAIT)``: the
+        newest unreleased gait on its stack) the target ``targets[i]``, as its handle's
+        ``set_target`` does (clamped to 0-4, rounded unless the task's CONTINUOUS flag), in
+        row order, in one compiled call (anim.engine.cmdkernel.gait_targets). Out: a bool
+        per row, True where a gait took the target, False where none runs (a game starts a
+        walk there). Nothing is taken or given back, so the rows' order against other
+        commands does not matter. Rejected: ``targets`` not one number per human
+        (RecipeError naming the field); a target that is not finite: ValueError as
+        ``set_target`` raises it, with ``row`` set (the rows before it done, the rest not).
+        Original: 0x0010a500 (+0xac)."""
+        n = len(humans)
+        try:
+            tg = np.fromiter(targets, np.float64, n) if targets.__class__ is list else \
+                np.ascontiguousarray(targets, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise RecipeError(f"set_gait_targets: targets must be {n} numbers, one per human") from None
+        if not (tg.flags.writeable and tg.flags.aligned):
+            tg = tg.copy()                         # (the compiled call's one array type)
+        if tg.shape != (n,):
+            raise RecipeError(f"set_gait_targets: targets must be {n} numbers, one per human, got shape {tg.shape}")
+        moved = np.zeros(n, np.bool_)
+        if n == 0:
+            return moved
+        rules = self.rules
+        eng = rules.batch
+        h = eng.humans
+        slots = list(map(_slot, humans))
+        seats = eng._instances
+        held = list(map(seats.__getitem__, slots)) if min(slots) >= 0 and max(slots) < len(seats) else None
+        if held is not None and list(map(_engine, humans)).count(eng) == n \
+                and list(map(operator.is_, held, humans)).count(True) == n:
+            okv = np.ones(n, np.int8)
+        else:                                      # each human checked: the others through Player.running
+            okv = np.fromiter((inst.engine is eng and 0 <= s < len(eng._instances) and eng._instances[s] is inst
+                               for inst, s in zip(humans, slots)), np.int8, n)
+            slots = [s if k else 0 for s, k in zip(slots, okv.tolist())]
+        buf = rules.commands
+        if buf.n and not buf.due.isdisjoint(slots):
+            buf.apply()                            # their stacks read as the waiting commands leave them
+        ts, gs = rules.stores.tasks, rules.stores.gaits
+        sl = np.fromiter(slots, np.int64, n)
+        mv = moved.view(np.int8)
+        i = 0
+        while i < n:
+            args = (h.depth, h.stack, ts.type, ts.released.view(np.int8), ts.flags, ts.aux, gs.target, sl, okv, tg,
+                    mv, i, n)
+            j = self._compiled("_targets_fn", CK.gait_targets, args)
+            if j == n:
+                break
+            try:                                   # a human not checked, or a target not finite: as its handle
+                g = self.host.running(humans[j], _GAIT)
+                if g is not None:
+                    g.set_target(float(tg[j]))
+                    mv[j] = 1
+            except Exception as exc:
+                exc.row = j                        # type: ignore[attr-defined]
+                exc.add_note(f"set_gait_targets: row {j} (of the batch) was refused; the rows before it were done")
+                raise
+            i = j + 1
+        return moved
+
+    @staticmethod
+    def _args(args: Any, n: int) -> np.ndarray:
+        """``args`` as a C-ordered float64 array of ``n`` rows (RecipeError naming the field)."""
+        if args is None:
+            return _EMPTY if n == 0 else np.zeros((n, 0), np.float64)
+        if args.__class__ is list and len(args) == n:   # rows of numbers: read in one pass (not numpy's discovery)
+            w = len(args[0]) if args[0].__class__ in _ROWS else -1
+            if w >= 0 and list(map(len, args)).count(w) == n and list(map(type, args)).count(args[0].__class__) == n:
+                try:
+                    return np.fromiter(chain.from_iterable(args), np.float64, n * w).reshape(n, w)
+                except (TypeError, ValueError):
+                    raise RecipeError("commands: args must be rows of numbers (a 2-D array, one row per command)") \
+                        from None
+        try:
+            a = np.ascontiguousarray(args, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise RecipeError("commands: args must be rows of numbers (a 2-D array, one row per command)") from None
+        if a.ndim != 2 or a.shape[0] != n:
+            raise RecipeError(f"commands: args must be a 2-D array of {n} rows, got shape {a.shape}")
+        if not (a.flags.writeable and a.flags.aligned):
+            a = a.copy()                           # (the compiled call's one array type)
+        return a
+
+    def _rows(self, commands: Sequence[Command], humans: Sequence[Any], entries: dict, width: int) \
+            -> tuple[list[int], list[int], bool]:
+        """Each row's human slot and plan (-1: through ``run``: a human this engine does not
+        hold as it was, or whose row went back), and whether a (command, set) got its plan
+        row now (then the plans are made again). RecipeError: a row's command not a Command,
+        taking more params than ``width``, or an Arg end callback. The columns are read by
+        maps (no Python line a row) when every human is this engine's, as it was, and of one
+        anim set; else row by row (``_rows_one_by_one``)."""
+        eng = self.rules.batch
+        h = eng.humans
+        n = len(humans)
+        slots = list(map(_slot, humans))
+        recs = list(map(_record, humans))
+        sets = list(map(_anim_set, humans))
+        s0 = sets[0]
+        if not (sets.count(s0) == n and list(map(_engine, humans)).count(eng) == n
+                and list(map(_table, recs)).count(h) == n and list(map(_row, recs)) == slots
+                and list(map(h.gen.__getitem__, slots)) == list(map(_gen, recs))):
+            return self._rows_one_by_one(commands, humans, entries, width)
+        new = False
+        by_cmd: dict = {}
+        for i, cmd in enumerate(dict.fromkeys(commands)):
+            ent = entries.get((id(cmd), id(s0)))
+            if ent is None:
+                ent = self._new_entry(commands.index(cmd), cmd, s0)
+                new = True
+            if ent.n_params > width:
+                i = commands.index(cmd)
+                raise RecipeError(f"commands: args[{i}] has {width} numbers, {cmd.recipe!r} takes {ent.n_params}")
+            by_cmd[cmd] = ent.e
+        return slots, list(map(by_cmd.__getitem__, commands)), new
+
+    def _rows_one_by_one(self, commands: Sequence[Command], humans: Sequence[Any], entries: dict, width: int) \
+            -> tuple[list[int], list[int], bool]:
+        """``_rows``, a row at a time (humans of several sets, or one not as it was)."""
+        eng = self.rules.batch
+        h = eng.humans
+        gen = h.gen
+        slots: list[int] = []
+        ents: list[int] = []
+        get = entries.get
+        new = False
+        for i, (cmd, inst) in enumerate(zip(commands, humans)):
+            ent = get((id(cmd), id(inst.anim_set)))
+            if ent is None:
+                ent = self._new_entry(i, cmd, inst.anim_set)
+                new = True
+            if ent.n_params > width:
+                raise RecipeError(f"commands: args[{i}] has {width} numbers, {cmd.recipe!r} takes {ent.n_params}")
+            s = inst.slot
+            rec = inst.record
+            if inst.engine is eng and rec.row == s and rec.table is h and s.__class__ is int and 0 <= s < len(gen) \
+                    and gen[s] == rec.gen:
+                slots.append(s)
+                ents.append(ent.e)
+            else:
+                slots.append(0)
+                ents.append(-1)
+        return slots, ents, new
+
+    def _new_entry(self, i: int, cmd: Any, anim_set: Any) -> "_Entry":
+        """A plan row for ``cmd`` on ``anim_set`` (made by the next ``_refresh``), after the
+        checks of a batch's command (RecipeError naming row ``i``)."""
+        if cmd.__class__ is not Command:
+            raise RecipeError(f"commands[{i}]: a Command (Player.prepare), got {type(cmd).__name__}")
+        if cmd.ends is not None and any(e.__class__ is Arg for e in cmd.ends):
+            raise RecipeError(f"commands[{i}]: an end callback given as an Arg cannot come from a row of numbers")
+        ent = self._entries[(id(cmd), id(anim_set))] = _Entry(len(self._entries), cmd, anim_set)
+        return ent
+
+    def _refresh(self) -> None:
+        """Every plan row made again from the commands' templates as they are now (learnt
+        for the set under these options: RecipeRules' ``_templates`` and ``plan``)."""
+        rules = self.rules
+        n = len(self._entries)
+        pi = np.zeros((max(8, n), CK.PI_WIDTH), np.int64)
+        pf = np.zeros((max(8, n), CK.PF_WIDTH), np.float64)
+        lut: list[tuple[int, int]] = []
+        for ent in self._entries.values():
+            row = pi[ent.e]
+            row[CK.PI_PLACE] = -1
+            cmd = ent.command
+            tp = rules._templates(cmd, ent.anim_set)
+            if tp is None or tp.plan is None or tp.sel4 is None or cmd.ends is not None:
+                continue                           # not direct (yet): Player.run
+            code, room, n_tasks, n_cursors, n_fades, n_gaits, window, fade = tp.plan
+            row[CK.PI_ROOM], row[CK.PI_TASKS], row[CK.PI_CURSORS] = room, n_tasks, n_cursors
+            row[CK.PI_FADES], row[CK.PI_GAITS], row[CK.PI_WINDOW] = n_fades, n_gaits, window
+            row[CK.PI_STEPS] = len(tp.base)
+            row[CK.PI_FADE_ARG] = fade.pos if fade.__class__ is Arg else -1
+            pf[ent.e, CK.PF_FADE] = 0.0 if fade.__class__ is Arg else fade
+            row[CK.PI_TARGET_ARG] = row[CK.PI_VALUE_ARG] = -1
+            for k in range(CK.B_MAX_STEPS):
+                row[CK.PI_SEL + k] = tp.base[k] if k < len(tp.base) else 0
+                row[CK.PI_ARG + k] = -1
+            for k, op, anim, extra in cmd.arg_steps:
+                if op == _GAIT:
+                    target, value = extra
+                    if target.__class__ is Arg:
+                        row[CK.PI_TARGET_ARG] = target.pos
+                    else:
+                        pf[ent.e, CK.PF_TARGET] = float(target)
+                    if value is None:
+                        row[CK.PI_VNONE] = 1
+                    elif value.__class__ is Arg:
+                        row[CK.PI_VALUE_ARG] = value.pos
+                    else:
+                        pf[ent.e, CK.PF_VALUE] = float(value)
+                else:
+                    pairs = sorted((int(aid), r) for (kk, aid), r in tp.by_id.items() if kk == k)
+                    row[CK.PI_ARG + k] = anim.pos
+                    row[CK.PI_LUT + k] = len(lut)
+                    row[CK.PI_LUTN + k] = len(pairs)
+                    lut.extend(pairs)
+            row[CK.PI_PLACE] = code
+        self._pi, self._pf = pi, pf
+        self._lut = np.array(lut if lut else [(0, 0)], np.int64).reshape(-1, 2)
+        self._learnt = rules.learnt
+        self._options = rules.options
+
+    def _run(self, commands: Sequence[Command], humans: Sequence[Any], a: np.ndarray, slots: list[int],
+             ents: list[int]) -> None:
+        """The rows in order: as many as the compiled checks take at a time made buffer rows,
+        each other one through ``Player.run`` (the module docstring)."""
+        rules = self.rules
+        buf = rules.commands
+        n = len(slots)
+        sl = np.fromiter(slots, np.int64, n)
+        en = np.fromiter(ents, np.int64, n)
+        cnt = self._cnt
+        i = 0
+        while i < n:
+            kv = rules._cmd_views
+            pool = rules.pool
+            if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[2] is not rules.batch.humans or kv[3] is not pool._out:
+                kv = rules._views()
+            if kv is None:                         # not plain blocks: every row through run
+                en[i:] = -1
+                j = i
+            else:
+                j = self._check(kv, buf, a, sl, en, i, n)
+                if j > i:
+                    got = j - i
+                    buf.due.update(slots[i:j])
+                    buf.n, buf.tasks, buf.cursors = int(cnt[CK.CN_ROWS]), int(cnt[CK.CN_TASKS]), int(cnt[CK.CN_CURSORS])
+                    buf.fades, buf.gaits = int(cnt[CK.CN_FADES]), int(cnt[CK.CN_GAITS])
+                    rules.cmd_kernel_runs += got
+                    self.rows_buffered += got
+                if j == n:
+                    return
+                stop = cnt[CK.CN_STOP]
+                if stop == CK.STOP_DUE or stop == CK.STOP_FULL:
+                    buf.apply()                    # the waiting rows first, then this row's checks again
+                    i = j
+                    continue
+            self._one(commands[j], humans[j], a[j], j)
+            i = j + 1
+            if rules.learnt != self._learnt or rules.options is not self._options:
+                self._refresh()                    # the run learnt the command's rows: direct from now on
+
+    def _check(self, kv: tuple, buf: Any, a: np.ndarray, sl: np.ndarray, en: np.ndarray, lo: int, hi: int) -> int:
+        """One compiled call over rows ``lo``..``hi`` (anim.engine.cmdkernel.buffer_commands):
+        the first row it did not buffer."""
+        rules = self.rules
+        h = rules.batch.humans
+        pool = rules.pool
+        ts, (cs, fs, gs) = kv[4], kv[13]
+        if len(self._mark) < h.capacity:
+            self._mark = np.zeros(h.capacity, np.int64)
+            self._cnt[CK.CN_STAMP] = 0
+        cnt = self._cnt
+        cnt[CK.CN_STAMP] += 1                      # the humans with a row waiting: this call's mark
+        stamp = cnt[CK.CN_STAMP]
+        mark = self._mark
+        for s in buf.due:
+            mark[s] = stamp
+        cnt[CK.CN_ROWS], cnt[CK.CN_TASKS], cnt[CK.CN_CURSORS] = buf.n, buf.tasks, buf.cursors
+        cnt[CK.CN_FADES], cnt[CK.CN_GAITS] = buf.fades, buf.gaits
+        out = kv[3]
+        args = (h.depth, h.queued, h.speed, self._pi, self._pf, self._lut, sl, en, a, mark, ts.n_free, ts.free_rows,
+                cs.n_free, fs.n_free, gs.n_free, len(out), ts.capacity > len(out), pool.capacity - pool._n_out,
+                buf.bi, buf.bf, cnt, lo, hi)
+        return self._compiled("_entry_fn", CK.buffer_commands, args)
+
+    def _compiled(self, slot: str, kernel: Any, args: tuple) -> int:
+        """``kernel(*args)`` through its entry point (kept in attribute ``slot`` once the
+        dispatcher typed a first call: every later call passes arrays of the same types,
+        the tables' columns and this part's own)."""
+        call = getattr(self, slot)
+        if call is None:
+            j = kernel(*args)
+            setattr(self, slot, entry_point(kernel, args) or kernel)
+        else:
+            j = call(*args)
+        return int(j)
+
+    def _one(self, cmd: Command, inst: Any, row: np.ndarray, i: int) -> None:
+        """Row ``i`` through ``Player.run`` (its numbers as params: an anim id's as an int
+        when whole); what it raises gets ``row`` and a note naming the row."""
+        ent = self._entries.get((id(cmd), id(inst.anim_set)))
+        ids = ent.id_args if ent is not None else frozenset()
+        params = []
+        for p in range(cmd.n_params):
+            v = float(row[p])
+            params.append(int(v) if p in ids and v.is_integer() else v)
+        self.rows_run += 1
+        try:
+            self.host.run(inst, cmd, *params)
+        except Exception as exc:
+            exc.row = i                            # type: ignore[attr-defined]
+            exc.add_note(f"commands: row {i} (of the batch) was refused; the rows before it were run")
+            raise
+

@@ -1,0 +1,146 @@
+"""The state functions of every fight on one world as one: the intents of all their
+fighters turned into state velocities by a few array operations over their rows.
+
+Each Fight's state function (``Locomotion._state_velocities``: 0x0023fea8's state
+update, "Root motion" L376) reads and writes only its own humans' rows (the combat row's
+speed, direction and impulse, the body row's state velocity, the held flags), so the
+fights' functions run one after the other give what one pass over all their humans
+gives, provided nothing runs between them. ``join`` therefore puts a Fight into the
+group that is the last state function of the context (else a new group, appended): the
+group stands where the fights' functions stood, in the same order with the same
+neighbours. With two fights or more, each on the mask rule (``LocomotionStop.MASK``),
+every human's rows in one table of each kind, none twice, no stale view and every
+velocity within bounds, the pass is numpy's over their rows (the same float64
+operations as the per-human code: products, sums, the hypot's sqrt of x*x + y*y, the
+decay); otherwise each fight's own function runs, in order, one that raises kept as
+the state update keeps it (``ctx.fail``), as before. Original: 0x0023fea8, 0x00241a88.
+"""
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from scuffle.anim.base.limits import MAX_COORD
+from scuffle.anim.engine.writefirst import write_first
+from scuffle.anim.playback.tasks import LOCOMOTION_STILL
+from scuffle.components import Body, Combat, HumanRecord
+from scuffle.game.fighters.fightdata import IMPULSE_DECAY, LocomotionStop
+
+__all__ = ["FightStates", "join"]
+
+_STILL = int(LOCOMOTION_STILL)
+_MASK = LocomotionStop.MASK
+_count = np.count_nonzero
+_PUSH = 0.05                 # a throw's push below this (its length) is over (Locomotion._state_velocities)
+
+
+class FightStates:
+    """The state functions of the fights of one context, run as one (see the module
+    docstring): a callable(ctx) in ``SimContext.state_functions``; ``fights`` in the
+    order they joined. Holds no state: only the rows it found, kept while the fights'
+    humans and the tables' arrays are the same."""
+
+    def __init__(self) -> None:
+        self.fights: list = []
+        # (the fights' parts, the three tables and their layouts, the rows and generations)
+        self.kept: tuple | None = None
+
+    def __call__(self, ctx: Any) -> None:
+        fights = self.fights
+        if len(fights) > 1 and self.one_pass():
+            return
+        for f in fights:
+            try:                                 # one that raises: kept, the others run (systems/motion.py)
+                f._state_velocities(ctx)
+            except Exception as exc:
+                ctx.fail("state", exc)
+
+    def rows(self) -> tuple | None:
+        """(combat table, body table, human table, the combat rows, the body rows, the
+        human rows, their generations as the rows held them) of every fight's humans in
+        order, or None when the pass cannot stand for the fights' own functions (another
+        rule, the functions replaced, fights on several worlds, two tables of a kind, a
+        human twice). Found again only when the world's humans or names changed (the
+        key each fight's ``_parts`` keeps) or a table's arrays were replaced."""
+        fights = self.fights
+        for f in fights:
+            if f.locomotion_stop != _MASK or not getattr(type(f)._state_velocities, "one_pass", False):
+                return None
+        game = fights[0]._lookup.__self__
+        game._see()
+        key = (game.ctx.crowd.version, game.names.version)
+        kept = self.kept
+        if kept is not None and kept[0] == key and kept[1] is game._entities and kept[2] == len(fights):
+            ct, bt, ht = kept[3]
+            if kept[4] == (ct.layout, bt.layout, ht.layout):
+                return kept[5]
+        ct = bt = ht = None
+        cr, br, hr, cg, bg, hg = [], [], [], [], [], []
+        for f in fights:
+            if f._lookup.__self__ is not game:
+                return None
+            for _, mine in f._parts():
+                c, b, rec = mine[Combat], mine[Body], mine[HumanRecord]
+                if ct is None:
+                    ct, bt, ht = c._table, b._table, rec.table
+                if c._table is not ct or b._table is not bt or rec.table is not ht:
+                    return None
+                cr.append(c._row)
+                br.append(b._row)
+                hr.append(rec.row)
+                cg.append(c._gen)
+                bg.append(b._gen)
+                hg.append(rec.gen)
+        if len(cr) < 2 or len(set(cr)) != len(cr) or len(set(br)) != len(br) or len(set(hr)) != len(hr):
+            return None
+        # the generations as bytes (a human table's are a list: read through one itemgetter)
+        got = (ct, bt, ht, np.array(cr, np.intp), np.array(br, np.intp), np.array(hr, np.intp),
+               np.array(cg, np.int64).tobytes(), np.array(bg, np.int64).tobytes(), (itemgetter(*hr), tuple(hg)))
+        self.kept = (key, game._entities, len(fights), (ct, bt, ht), (ct.layout, bt.layout, ht.layout), got)
+        return got
+
+    def one_pass(self) -> bool:
+        """Every fight's state function as one pass over its humans' rows (see the module
+        docstring); False, with nothing written, when it cannot stand for them."""
+        got = self.rows()
+        if got is None:
+            return False
+        ct, bt, ht, cr, br, hr, cg, bg, hg = got
+        if ct.gen[cr].tobytes() != cg or bt.gen[br].tobytes() != bg or hg[0](ht.gen) != hg[1]:
+            return False                         # a stale view: each function's own error
+        speed = ct.move_speed[cr]
+        moving = speed > 0.0
+        if _count(moving):
+            c = ht.commands                      # a held flag read: its human's waiting commands first
+            if c is not None and c.n and any(r in c.due for r in hr[moving].tolist()):
+                write_first(ht)
+            goes = moving & ((ht.flags[hr] & _STILL) == 0)
+            vel = np.where(goes[:, None], ct.move_dir[cr] * speed[:, None], 0.0)
+        else:
+            vel = np.zeros((len(cr), 3))
+        imp = ct.impulse[cr]
+        ix, iy = imp[:, 0], imp[:, 1]
+        push = np.sqrt(ix * ix + iy * iy) > _PUSH            # detmath.hypot_s's sqrt, in its range
+        if _count(push):
+            vel[push] += imp[push]                           # 0.0 + the push, or the intent's + the push
+        if _count(np.abs(vel) <= MAX_COORD) != vel.size:
+            return False                                     # the setter's error, in its human's turn
+        imp[push] *= IMPULSE_DECAY
+        imp[~push] = 0.0
+        ct.impulse[cr] = imp
+        bt.state_velocity[br] = vel
+        return True
+
+
+def join(ctx: Any, fight: Any) -> FightStates:
+    """Put ``fight``'s state function into ``ctx.state_functions``: into the group that is
+    the list's last entry, else a new group appended. Returns the group."""
+    sf = ctx.state_functions
+    group = sf[-1] if sf and sf[-1].__class__ is FightStates else None
+    if group is None:
+        group = FightStates()
+        sf.append(group)
+    group.fights.append(fight)
+    return group
