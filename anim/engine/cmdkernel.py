@@ -71,7 +71,7 @@ COLUMNS = (
 # numba's cache is keyed on this file only: the sha256 of the sources its kernels link
 # (kernels_write, anim.engine.rules, anim.maths.detmath: anim.engine.jitcache.linked_sha256), so an edit there changes this
 # file too (tests/anim/test_rules.py checks it).
-LINKED_SHA256 = "f4afc4943215079577b8c327469af16f6f91585b22f956c47c8128da6604d187"
+LINKED_SHA256 = "7db24466d5fabc961978f34b4e628251ae2d7e659fe5fe25beb6b0070005174d"
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2

@@ -88,31 +88,46 @@ def _double_py(u):
     return struct.unpack("<d", struct.pack("<q", u))[0]
 
 
+def _f32_bits_py(x):
+    """NUMBA_DISABLE_JIT: a float32's bits as an int32."""
+    return np.float32(x).view(np.int32)
+
+
+def _bits_f32_py(u):
+    """NUMBA_DISABLE_JIT: the float32 whose bits are the int32 ``u``."""
+    return np.int32(u).view(np.float32)
+
+
 @intrinsic
-def _bits_jit(typingctx, x):
-    """A float64's bits as an int64 (a register move, no memory)."""
-    if not isinstance(x, types.Float) or x.bitwidth != 64:
+def _to_bits_jit(typingctx, x):
+    """A float32's or float64's bits as an int32 or int64 (a register move, no memory: in
+    the register, a SIMD lane's value too)."""
+    if not isinstance(x, types.Float) or x.bitwidth not in (32, 64):
         return None
+    width = x.bitwidth
 
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-    return types.int64(x), codegen
+        return builder.bitcast(args[0], ir.IntType(width))
+    return (types.int32 if width == 32 else types.int64)(x), codegen
 
 
 @intrinsic
-def _double_jit(typingctx, u):
-    """The float64 whose bits are the int64 ``u``."""
-    if not isinstance(u, types.Integer) or u.bitwidth != 64:
+def _from_bits_jit(typingctx, u):
+    """The float32 or float64 whose bits are the int32 or int64 ``u``."""
+    if not isinstance(u, types.Integer) or u.bitwidth not in (32, 64):
         return None
+    single = u.bitwidth == 32
 
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-    return types.float64(u), codegen
+        return builder.bitcast(args[0], ir.FloatType() if single else ir.DoubleType())
+    return (types.float32 if single else types.float64)(u), codegen
 
 
 _DISABLED = getattr(config, "DISABLE_JIT", False)
-_bits = _bits_py if _DISABLED else _bits_jit
-_double = _double_py if _DISABLED else _double_jit
+_bits = _bits_py if _DISABLED else _to_bits_jit             # a double's bits (int64) and back
+_double = _double_py if _DISABLED else _from_bits_jit
+_f32_bits = _f32_bits_py if _DISABLED else _to_bits_jit     # a float32's bits (int32) and back
+_bits_f32 = _bits_f32_py if _DISABLED else _from_bits_jit
 # A double whose exponent field lies in [_EXP_LO, _EXP_HI] is within float32's normal
 # range (2^-125 <= |r| < 2^128, one binade kept clear of the subnormals so that a step
 # down from it stays normal): its float32 toward zero is its bits with the 29 low

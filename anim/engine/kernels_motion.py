@@ -23,7 +23,7 @@ __all__ = ["root_motion_step"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "1d392b5ef5cd1739c75968f559f3f95c1dc50fc222541a2c17c73a99d0a57e50"
+LINKED_SHA256 = "fd22a8f07a89b4509214910760b1636407918120a77aa3416981ff323075be6d"
 
 
 

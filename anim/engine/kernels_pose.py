@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import math
 import numpy as np
-from llvmlite import ir  # type: ignore[import-untyped]  # (no stubs; numba's own dependency)
-from numba import njit, types
-from numba.core import config
-from numba.extending import intrinsic
+from numba import njit
 from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.maths.pose import POSE_STACK_SIZE
 from scuffle.anim.maths.skeleton import NUM_BONES
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine.jitpipe import LinkOnlyCompiler
 from scuffle.anim.engine.kernels_fetch import PREFETCH_ROWS, PREFETCH_TASKS, fetch_rows, fetch_tasks
-from scuffle.anim.engine.kernels_maths import (LINK_ONLY, jit_kinds, _div, _mul, _sub, acos_s, sin_cos_s)
+from scuffle.anim.engine.kernels_maths import (LINK_ONLY, jit_kinds, _bits_f32, _div, _f32_bits, _mul, _sub, acos_s,
+                                               sin_cos_s)
 from scuffle.anim.maths import detmath as _detmath
 from scuffle.anim.engine.kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _KEPT, _MIX, _PAIRED_CLIP,
                            _PICK, _PICK_ALL, _POSES, _cursor_k, _duration, _fade_weight, _gait_sampled, _lead_of,
@@ -43,7 +41,7 @@ __all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE", "LANES"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "89bebdf9c685fbbfc1ceb741d1ad45aa0c6f1ecdc0025f9862f66b0fd2e3da56"
+LINKED_SHA256 = "24d03971235802ae8ada85634b8bd36ec3b24d5db60d9d22ad05b7d20e1263ce"
 # Cursor flags the sampler tests, as plain ints (numba freezes globals as constants).
 _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
@@ -110,43 +108,6 @@ _lanes = (njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignore
 # anim.maths.detmath's polynomials, inlined into the lane loops (numba's IR inliner: they
 # take the caller's error model): the same source as its scalar forms, the same bits
 _lane = njit(cache=False, inline="always")
-
-
-def _f32_bits_py(x):
-    """NUMBA_DISABLE_JIT: a float32's bits as an int32."""
-    return np.float32(x).view(np.int32)
-
-
-def _bits_f32_py(u):
-    """NUMBA_DISABLE_JIT: the float32 whose bits are the int32 ``u``."""
-    return np.int32(u).view(np.float32)
-
-
-@intrinsic
-def _f32_bits_jit(typingctx, x):
-    """A float32's bits as an int32 (in the register: a SIMD lane's value too)."""
-    if not isinstance(x, types.Float) or x.bitwidth != 32:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-    return types.int32(x), codegen
-
-
-@intrinsic
-def _bits_f32_jit(typingctx, u):
-    """The float32 whose bits are the int32 ``u``."""
-    if not isinstance(u, types.Integer) or u.bitwidth != 32:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.FloatType())
-    return types.float32(u), codegen
-
-
-_DISABLED = getattr(config, "DISABLE_JIT", False)
-_f32_bits = _f32_bits_py if _DISABLED else _f32_bits_jit
-_bits_f32 = _bits_f32_py if _DISABLED else _bits_f32_jit
 
 
 @_lane

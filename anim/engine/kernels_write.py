@@ -35,7 +35,7 @@ WRITERS = ("take_row", "cursor_init", "task_init", "fade_init", "gait_values", "
 # numba's cache is keyed on each function's own file: the sha256 of the sources this one
 # links (anim.engine.rules, anim.maths.detmath, kernels_maths), so an edit there changes this
 # file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "845a99e2eb5d8d6ecd8d1779b300209aa0bd6ccdc0aea34252dcd9f08f81cd8a"
+LINKED_SHA256 = "ffc6e9c2907d629e84a25f66aafc1336ee8565c530612ba51aa300917239ad4f"
 
 _GAIT_SPEED = float(GAIT_SPEED)
 _clamp = _helper(gait_clamp)
