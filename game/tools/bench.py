@@ -343,7 +343,10 @@ class RealisticCrowd:
         self.batch_rows = 0                               # the rows they took
         self.empty_n = 0                                  # empty commands timed (the clocks' own cost)
         self.empty_s = self.empty_cpu_s = 0.0
-        self.commands_seen = 0                            # which command is sampled (HANDLE_SAMPLE): not state
+        # which command is sampled (HANDLE_SAMPLE): the commands of the updates before this one,
+        # set from the update at each call (the sample changes the rows' order within an update,
+        # so a replay after a rollback must take the same sample)
+        self.commands_seen = 0
         self.cmds = {k: game.player.prepare(r) for k, r in REAL_RECIPES.items()}
         self.refused = 0
         self._kept: tuple | None = None             # the last save_state (given again while nothing changed)
@@ -497,6 +500,8 @@ class RealisticCrowd:
         # the phase's draws first (the commands draw nothing from this generator: the same
         # numbers in the same order as drawn one command at a time; random.choices' draw,
         # its cumulated weights kept)
+        by_phase, u = self.by_phase, ctx.update
+        self.commands_seen = (u // REAL_CYCLE) * sum(map(len, by_phase)) + sum(map(len, by_phase[:u % REAL_CYCLE]))
         rng = self.rng
         rand, uniform, randrange = rng.random, rng.uniform, rng.randrange
         draws = []
