@@ -32,7 +32,7 @@ from scuffle.components import Animator, Body, Combat, FiredEvents, PoseRef
 __all__ = ["Crowd", "FiredList"]
 
 
-def _picked(seq: list, places: list) -> tuple:
+def _picked(seq: Sequence[Any], places: Sequence[int]) -> tuple:
     """The entries of ``seq`` at ``places``, as a tuple (picked in C by itemgetter)."""
     return itemgetter(*places)(seq) if len(places) > 1 else (seq[places[0]],)
 

@@ -119,7 +119,7 @@ def cache_setting(module_file: str) -> bool:
         why = folder_not_ours(path, _cache_root(path))
         if why:
             private = private_folder(module_file)
-            if private is None or getattr(config, "CACHE_LOCATOR_CLASSES", ""):
+            if private is None or getattr(config, "CACHE_LOCATOR_CLASSES", None):
                 NO_CACHE.append(f"numba's cache folder {path} {why}, and no private folder of this user's own "
                                 "could take its place")
                 return False

@@ -145,7 +145,7 @@ def note_view(ts: Table, r: int) -> None:
             flags[:kept[2]] = np.frombuffer(kept[1], np.bool_)
         else:
             flags[[k for k, t in enumerate(views) if t is not None]] = True
-        kept = (views, memoryview(flags), n)
+        kept = (views, memoryview(flags), n)  # type: ignore[arg-type]
         object.__setattr__(ts, "m_viewed", kept)
     kept[1][r] = True
 

@@ -846,7 +846,7 @@ class _Column:
 
 def _rows_at(cls: type, cap: int, block: np.ndarray) -> "_Rows":
     """A scratch table of _Rows subclass ``cls`` (``_rows_class``) over ``block``."""
-    obj = object.__new__(cls)
+    obj: Any = object.__new__(cls)
     obj.capacity, obj.block = cap, block
     return obj
 
@@ -1611,7 +1611,7 @@ def checksum_game(game, entity_next: int, extras: list, arena: Any = None) -> st
     counts = counts_raw(hum.gen, hum._free, uses, free, rows, bodies_col, combats_col, pool[0], pool[1], stats, kh, pc,
                         ctx.updates_run, ctx.update, entity_next)
     calls = [("", v) if v.__class__ is str else S.callback_plain(v, "calls", False) for v in values]
-    engine = (calls, [np.ascontiguousarray(r, _I8).tobytes() for r in stepped],
+    engine: tuple = (calls, [np.ascontiguousarray(r, _I8).tobytes() for r in stepped],
               [(int(r), int(g)) for r, g in leaving], [None if i is None else i.name for i in instances], [], None)
     fight = game.fight
     fs = fight.save_state() if fight is not None and hasattr(fight, "save_state") else None
@@ -1725,7 +1725,7 @@ def _fight_state_plain(t: dict, counters: dict) -> tuple:
         else:
             ctl.append(plain)
     q = t["pending"]
-    pending = []
+    pending: list[tuple] = []
     for r in np.flatnonzero(q.live).tolist():
         if q.kind[r] == 0:
             pending.append(("window", int(q.entity[r]), int(q.move[r])))
