@@ -25,7 +25,7 @@ from scuffle.anim.engine.stack import CharacterInstance, TaskPoolExhausted, Stac
 from scuffle.anim.playback.tasks import TaskType
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 GAIT = [40, 41, 42, 43, 43]
 

@@ -19,7 +19,7 @@ from scuffle.game.fighters.moveset import demo_set
 from test_batch import GAIT, _poses, _set, _state, same_poses, same_states, worlds
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 def _both(setup, updates=60, humans=2, seed=3, between=None, **options):

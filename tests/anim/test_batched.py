@@ -24,7 +24,7 @@ from test_cmdbuffer import BUFFERED, _learnt
 from test_recipes import END, SHAPES, _world, tables
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 # shapes a batch takes: every shape but those whose end callback is an Arg (a callback is
 # not a number); "ends_walk" has a constant one (its rows go through Player.run)

@@ -18,7 +18,7 @@ from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.game.fighters.moveset import demo_set
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 IDLE = 388
 FIRST_WRAP = 80

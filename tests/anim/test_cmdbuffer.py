@@ -23,7 +23,7 @@ from budget import examples
 from test_recipes import SHAPES, _world, tables
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 # the shapes a command buffer takes (no end callbacks: those run at once, then their ends)
 BUFFERED = sorted(k for k in SHAPES if not k.startswith("ends"))

@@ -28,7 +28,7 @@ from flushhelp import CLIP, IDLE
 from sources import nodes
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

@@ -27,7 +27,7 @@ from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.engine.stack import CharacterInstance
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 X = 19          # the clip under test
 NEXT = 388      # the idle it hands over to

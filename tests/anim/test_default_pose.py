@@ -22,7 +22,7 @@ from scuffle.anim.maths.skeleton import REFERENCE_ROTATIONS
 from scuffle.anim.engine.stack import AnimLimitError, CharacterInstance
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 STACK_ID, QUEUED_ID = 10, 11
 STACK_BONE, QUEUED_BONE = 5, 7

@@ -19,7 +19,7 @@ from scuffle.anim.maths import detmath as D
 from scuffle.anim.playback.tasks import fade_weight
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 RNG = np.random.default_rng(20261201)
 UNIT = np.concatenate([np.linspace(-1.0, 1.0, 40_001), RNG.uniform(-1.0, 1.0, 40_000),

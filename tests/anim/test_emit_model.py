@@ -11,7 +11,7 @@ from scuffle.anim.engine.plan import Bones, pose_tables
 from scuffle.game.tools.bench import build_crowd
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 def _pose(game, n: int, cols: np.ndarray) -> Bones:

@@ -17,7 +17,7 @@ from budget import examples
 from scuffle.anim.maths import f32 as F
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 FLT_MAX = float(np.finfo(np.float32).max)
 

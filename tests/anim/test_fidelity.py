@@ -25,7 +25,7 @@ from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.playback.tasks import HeldFlags
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 PATHS = ["engine", "reference"]
 HOLD, IDLE, MOVE, STILL = 82, 388, 19, 7

@@ -30,7 +30,7 @@ from flushhelp import state as _state
 from flushhelp import worlds as _worlds
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 ANIM_STATE = int(HeldFlags.ANIM_STATE)
 

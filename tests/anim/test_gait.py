@@ -25,7 +25,7 @@ from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.playback.tasks import GAIT_STEPS, GaitTask, LOCOMOTION_FLAGS, TaskType
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 IDS = (10, 11, 12, 13, 14)
 FRAMES = {10: 35, 11: 28, 12: 22, 13: 18, 14: 16}

@@ -21,7 +21,7 @@ from scuffle.anim.engine import kernels as K
 from scuffle.anim.engine import kernels_pose as KP
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 def bits(x: float) -> int:

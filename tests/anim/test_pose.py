@@ -18,7 +18,7 @@ from scuffle.anim.maths.pose import (DTYPE, NUM_TAGS, POSE_STACK_SIZE, TAG_BONE,
 from scuffle.anim.maths.skeleton import NUM_BONES, REFERENCE_ROTATIONS, subtree_mask
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 def random_pose(rng, n=1, tag=False) -> PoseBatch:

@@ -16,7 +16,7 @@ from budget import examples
 from scuffle.anim.maths import quat
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 SETTINGS = settings(max_examples=examples(200), deadline=None)
 

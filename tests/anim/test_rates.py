@@ -21,7 +21,7 @@ from scuffle.anim.data.rates import DATA_SPEEDS, RATE_MASK, RUNTIME_SPEEDS, CfgA
 from scuffle.anim.engine.stack import CharacterInstance
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 def test_runtime_values():

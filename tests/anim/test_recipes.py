@@ -29,7 +29,7 @@ from scuffle.game.fighters.moveset import demo_set
 from budget import examples
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 W = int(HeldFlags.WINDUP)
 WALK = int(LOCOMOTION_FLAGS | TaskFlags.CONTINUOUS)

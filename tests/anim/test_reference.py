@@ -33,7 +33,7 @@ from scuffle.game.fighters.moveset import demo_set
 from budget import examples
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 GAIT = [40, 41, 42, 43, 43]
 DEMO_GAIT = [408, 409, 410, 411, 411]

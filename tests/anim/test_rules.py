@@ -12,7 +12,7 @@ from scuffle.anim.maths import f32 as F
 from scuffle.anim.engine import rules as R
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 ROOT = Path(__file__).resolve().parents[2]
 ANIM = ROOT / "anim"

@@ -25,7 +25,7 @@ from scuffle.anim.engine.sampler import (BANK_BASE_BYTES, BANK_ROW_BYTES, KEY_RO
 from scuffle.anim.maths.skeleton import HUMANOID, REFERENCE_ROTATIONS, Skeleton
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 R075 = F.f32(0.75)
 R08 = F.f32(0.8)

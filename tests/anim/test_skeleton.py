@@ -16,7 +16,7 @@ from scuffle.anim.maths.skeleton import (HUMANOID, MIRROR_PAIRS, NUM_BONES, PARE
                            Skeleton, depth_levels, subtree_mask)
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 SPEC = Path("/work/shared/spec/animation.txt")
 

@@ -28,7 +28,7 @@ from scuffle.anim.engine.store import StaleHandle
 from scuffle.anim.playback.tasks import TaskType
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 A, B, IDLE = 19, 20, 388
 GAIT = (404, 405, 406, 407, 407)

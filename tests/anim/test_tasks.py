@@ -26,7 +26,7 @@ from scuffle.anim.playback.tasks import (FadeTask, HeldFlags, HoldTask, PICK_THR
                         TaskType, fade_weight)
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 A, B, IDLE = 19, 20, 388
 ANIM_STATE = int(HeldFlags.ANIM_STATE)

@@ -22,7 +22,7 @@ from scuffle.anim.reference import Reference
 from test_reference import GAIT, _diff, _gen_commands, random_set, run_world
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 HUMANS = 23
 UPDATES = 36

@@ -20,7 +20,7 @@ from scuffle.anim.engine.store import HumanTable, TableCorrupt
 from scuffle.anim.playback.tasks import TaskType
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 GAIT = [4, 5, 6, 7, 7]
 

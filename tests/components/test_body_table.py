@@ -14,7 +14,7 @@ from scuffle.anim.engine.store import StaleHandle
 from scuffle.components.bodies import BODY_COLUMNS
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 def test_the_view_reads_and_writes_its_row():

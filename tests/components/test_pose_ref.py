@@ -9,7 +9,7 @@ from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 def test_a_pose_ref_of_its_own_holds_its_number_and_compares_by_row():

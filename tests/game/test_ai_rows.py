@@ -15,7 +15,7 @@ from scuffle.game.runtime.trace import iter_trace_records, write_records
 from scuffle.game.tools.bench import build_crowd
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 @pytest.mark.parametrize("seed", [0, 7, 2**40 + 3, -12, "fighter"])

@@ -20,7 +20,7 @@ from scuffle.systems.motion import StateUpdate
 from gamehelp import IDLE, clip, make_set, still, turn_quat
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 def _set():

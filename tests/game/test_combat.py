@@ -21,7 +21,7 @@ from scuffle import parse_scenario, run_scenario
 from scuffle.game.runtime.world import Game
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 FIGHT = """
 updates = {updates}

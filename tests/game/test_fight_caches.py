@@ -22,7 +22,7 @@ from scuffle.game.fighters.moveset import demo_set
 from scuffle.game.runtime.world import Game
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 def _expected_speeds(s, speeds: CfgAnimSpeeds) -> tuple[float, ...]:

@@ -17,7 +17,7 @@ from scuffle.game.fighters.moves import Move
 from scuffle.game.fighters.moveset import demo_set
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,7 @@ from scuffle.game.runtime import snapfile as F
 from scuffle.game.runtime.snapshot import Snapshot, SnapshotError
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ from scuffle.game.fighters.moveset import GAIT_SPEEDS as AUTHORED, demo_set
 from scuffle.game.runtime.world import Game
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 WALK_START = """updates = 40
 [sets.demo]

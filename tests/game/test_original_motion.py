@@ -30,7 +30,7 @@ from scuffle.game.fighters.moves import GAIT_IDS, Move
 from scuffle.game.runtime.trace import f32_json, trace_records
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 ENGINES = ["compiled", "reference"]
 STOPS = ["mask", "top_task"]

@@ -29,7 +29,7 @@ from scuffle.systems.placement import PairedPlacement
 from gamehelp import IDLE, clip, make_set, still
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 NAMES = ["animation", "events", "flush", "state", "actions", "placement"]
 

@@ -26,7 +26,7 @@ from scuffle.game.tools.bench import build_crowd
 from gamehelp import ai_fight, traced
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 _fight, _trace = ai_fight, traced

@@ -24,7 +24,7 @@ from scuffle.anim.playback.tasks import Task
 from scuffle.game.tools.bench import build_crowd
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 def _fight(updates: int = 20):

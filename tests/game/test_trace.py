@@ -16,7 +16,7 @@ from gamehelp import (IDLE, REPO, by_human, clip, clip_toml, command_toml, human
                       turn_quat)
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 GAIT = [408, 409, 410, 411, 411]
 FIELDS = ["update", "human", "anim", "held", "pos", "heading", "vel", "tasks", "events", "released"]

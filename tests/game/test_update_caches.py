@@ -43,7 +43,7 @@ from scuffle.systems import placement as placement_mod
 from scuffle.systems.motion import _wrap
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 
 def _steps(game, updates: int, digest) -> None:

@@ -26,7 +26,7 @@ from scuffle.systems.context import SimContext
 from gamehelp import IDLE, REPO, clip, make_set, still
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 X = 73                        # the reaction id both sets hold, with different clips
 

@@ -28,7 +28,7 @@ from .support import REPO
 from sources import tree
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 HERE = Path(__file__).resolve().parent
 FIGHT = HERE / "fight_2min.toml"

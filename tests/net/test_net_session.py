@@ -12,7 +12,7 @@ from scuffle.net import (HandshakeError, MemoryLink, PeerLeft, PeerTimeout, Sess
                          Spectator, SyncTestSession)
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 UPDATES = 240
 

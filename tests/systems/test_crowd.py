@@ -33,7 +33,7 @@ from scuffle.game.runtime import schedule
 from sources import nodes
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
-pytestmark = pytest.mark.bits
+pytestmark = pytest.mark.simd
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("anim", "components", "systems", "game", "demo", "scuffle")
