@@ -345,6 +345,8 @@ def compile_child(cfg: dict, blob: bytes) -> int:
     if not K.CACHE:
         return 3
     disp = getattr(K, cfg["kernel"])
+    # ``blob`` is the parent's own pickle of numba types, read from this child's stdin pipe
+    # (compile_aside writes it there): never bytes of a file
     disp.compile(pickle.loads(blob))
     here = _cache_path(cfg["kernel"])
     if not here:
@@ -399,6 +401,10 @@ def install_cached(src: str, dst: str, prefix: str) -> list[str]:
         base = os.path.basename(index)[:-len(".nbi")]
         if not _ours(index):
             continue
+        # ``src`` is the child's private scratch folder (made 0700 for it by the parent)
+        # and ``dst`` the folder numba itself loads the kernels from (anim.engine.jitcache
+        # takes it only when it is this user's own): numba's own files, which numba would
+        # unpickle in any case; a snapshot, scenario, trace or resource never comes here
         with open(index, "rb") as f:
             version = pickle.load(f)
             stamp, overloads = pickle.loads(f.read())

@@ -364,7 +364,10 @@ class _Any:
 
 
 class _Skim(pickle.Unpickler):
-    """Walks a pickle stream to its end without importing or building its classes."""
+    """Walks a pickle stream to its end without importing or building its classes: every
+    global the stream names (GLOBAL, STACK_GLOBAL, INST, OBJ, an extension code) comes back
+    as ``_Any``, whose calls and states do nothing, so no bytes of any file can run code
+    here; it only tells a cut file from a whole one."""
 
     def find_class(self, module, name):
         return _Any

@@ -336,14 +336,19 @@ class CharacterInstance:
             return eng.staged_rows(self.slot)
         return None
 
-    @_event_rows.setter
-    def _event_rows(self, value: tuple | None) -> None:
+    def _own_outputs(self) -> None:
+        """This human's outputs made its own before a write: fresh at the engine's stamp
+        (last update's cleared) and its staged event rows dropped from the engine's."""
         eng = self.engine
         if eng is not None:
             if self._at != eng.stamp:
                 self._fresh()
             if eng.staged is not None:
                 eng.drop_staged(self.slot)
+
+    @_event_rows.setter
+    def _event_rows(self, value: tuple | None) -> None:
+        self._own_outputs()
         self._rows = None if value is None else (value[0], value[1], value[2], value[0].stamp)
 
     @property
@@ -399,12 +404,7 @@ class CharacterInstance:
 
     @events.setter
     def events(self, value: list) -> None:
-        eng = self.engine
-        if eng is not None:
-            if self._at != eng.stamp:
-                self._fresh()
-            if eng.staged is not None:
-                eng.drop_staged(self.slot)
+        self._own_outputs()
         self._rows = None
         self._ev_list = value
 
