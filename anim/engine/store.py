@@ -18,7 +18,7 @@ from scuffle.anim.engine.callbacks import NO_CALLBACK, CallbackTable
 from scuffle.anim.base.errors import StaleHandle
 from scuffle.anim.engine.writefirst import write_first
 
-__all__ = ["Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
+__all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
            "left_world", "DIRECTIONS", "layout_epoch", "block_layout", "TableArena", "ARENA_BYTES", "HUMAN_ROWS"]
 
@@ -178,6 +178,15 @@ def _moved(table) -> None:
     object.__setattr__(table, "layout", LAYOUT_EPOCH[0])
 
 
+def block_arrays(columns: dict[str, DTypeLike], cap: int, block: np.ndarray) -> dict[str, np.ndarray]:
+    """Each array of a table of ``cap`` rows as a view into ``block`` (bytes laid out by
+    _layout for those columns): name -> array, ``n_free`` and the free list included."""
+    out = {}
+    for name, (off, dt, shape) in _layout(columns, cap)[0].items():
+        out[name] = block[off:off + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)
+    return out
+
+
 def _fast_view(arr):
     """A view of a table's 1-d array for the Python paths' one-row reads and writes: a
     memoryview of the same memory (a read gives a Python int, float or bool, the same value
@@ -302,9 +311,8 @@ class Table:
         every column, ``live``, ``gen``, ``free_rows`` and ``n_free`` a view into it."""
         self.block = block
         self.capacity = cap
-        for name, (off, dt, shape) in _layout(self._all, cap)[0].items():
-            size = int(np.prod(shape)) * dt.itemsize
-            setattr(self, name, block[off:off + size].view(dt).reshape(shape))
+        for name, arr in block_arrays(self._all, cap, block).items():
+            setattr(self, name, arr)
 
     def reserve(self, n: int) -> bool:
         """At least ``n`` free rows (grown by doubling if not); True when the table grew."""
@@ -649,10 +657,9 @@ class HumanTable:
         column a view into it (one copy saves the table: anim.engine.snapshot)."""
         self.block = block
         self.capacity = cap
-        for name, (off, dt, shape) in _layout(self.COLUMNS, cap)[0].items():
+        for name, arr in block_arrays(self.COLUMNS, cap, block).items():
             if name != "n_free":
-                size = int(np.prod(shape)) * dt.itemsize
-                setattr(self, name, block[off:off + size].view(dt).reshape(shape))
+                setattr(self, name, arr)
 
     def _grow(self, cap: int) -> None:
         old = self.capacity

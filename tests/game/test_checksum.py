@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from scuffle.anim.engine import plaindata
-from scuffle.anim.engine.store import _layout
+from scuffle.anim.engine.store import block_arrays
 from scuffle.game.runtime import snapfile as F
 from scuffle.game.runtime import snapshot as SN
 from scuffle.game.runtime.snapshot import Snapshot
@@ -80,11 +80,7 @@ def _column_flip(table: str, column: str | None, base: dict | None = None):
         if name != f"table.{table}":
             return b
         rows, raw, cols, block = F.table_block(b)
-        lay = _layout(cols, rows)[0]
-
-        def col(n):
-            off, dt, shape = lay[n]
-            return block[off:off + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)
+        col = block_arrays(cols, rows, block).__getitem__
         live = np.flatnonzero(col("live"))
         r = int(live[0]) if len(live) and base is None else 0
         for n, x in (base or {}).items():
@@ -213,14 +209,13 @@ def test_a_games_checksum_follows_each_column_of_its_tables(table):
     try:
         base = g.checksum()
         t = _live_tables(g)[table]
-        lay = _layout(F._columns_of(t), t.capacity)[0]
+        arrays = block_arrays(F._columns_of(t), t.capacity, t.block)
         live = np.flatnonzero(t.live)
         free = np.flatnonzero(~t.live.astype(bool))
         assert len(live)
-        for name, (off, dt, shape) in lay.items():
+        for name, a in arrays.items():
             if name in ("live", "n_free", "free_rows", "gen"):
                 continue
-            a = t.block[off:off + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)
             i = (int(live[0]),) + (0,) * (a.ndim - 1)
             old = a[i].copy()
             _flipped(a, i)

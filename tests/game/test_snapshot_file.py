@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from scuffle.anim.engine import plaindata
+from scuffle.anim.engine.store import block_arrays
 from scuffle.anim.data.options import PlayerOptions
 from scuffle.game.runtime import snapfile as F
 from scuffle.game.runtime.snapshot import Snapshot, SnapshotError
@@ -72,12 +73,7 @@ def _column_edit(table: str, column: str, value, row: int | None = None):
         if name != f"table.{table}":
             return b
         rows, raw, cols, block = F.table_block(b)
-        from scuffle.anim.engine.store import _layout
-        lay = _layout(cols, rows)[0]
-
-        def col(n):
-            off, dt, shape = lay[n]
-            return block[off:off + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)
+        col = block_arrays(cols, rows, block).__getitem__
         live = np.flatnonzero(col("live"))
         assert len(live), f"no row in use in {table}"
         r = int(live[0]) if row is None else row
