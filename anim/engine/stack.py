@@ -324,6 +324,16 @@ class CharacterInstance:
             self._fresh()
         return self._rel_list
 
+    def _own_outputs(self) -> None:
+        """This human's outputs made its own before a write: fresh at the engine's stamp
+        (last update's cleared) and its staged event rows dropped from the engine's."""
+        eng = self.engine
+        if eng is not None:
+            if self._at != eng.stamp:
+                self._fresh()
+            if eng.staged is not None:
+                eng.drop_staged(self.slot)
+
     @property
     def _event_rows(self) -> tuple | None:
         """This update's event rows not yet made into objects: (engine, first, end), or None
@@ -335,16 +345,6 @@ class CharacterInstance:
         if eng is not None and eng.staged is not None:
             return eng.staged_rows(self.slot)
         return None
-
-    def _own_outputs(self) -> None:
-        """This human's outputs made its own before a write: fresh at the engine's stamp
-        (last update's cleared) and its staged event rows dropped from the engine's."""
-        eng = self.engine
-        if eng is not None:
-            if self._at != eng.stamp:
-                self._fresh()
-            if eng.staged is not None:
-                eng.drop_staged(self.slot)
 
     @_event_rows.setter
     def _event_rows(self, value: tuple | None) -> None:
