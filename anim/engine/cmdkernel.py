@@ -52,9 +52,9 @@ _helper = njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrappe
 # in its table's block, counted in its own items). Tables: 0 tasks, 1 cursors, 2 fades, 3 gaits, 4 humans.
 COLUMNS = (
     (0, "n_free", np.int64), (0, "free_rows", np.int64), (0, "live", np.bool_), (0, "type", np.int8),
-    (0, "rate", np.float32), (0, "flags", np.int32), (0, "held", np.int64), (0, "c0", np.int64),
-    (0, "c1", np.int64), (0, "aux", np.int64), (0, "nxt", np.int64), (0, "blend", np.float32),
-    (0, "window", np.int8), (0, "placed", np.bool_), (0, "incoming", np.int64), (0, "speed", np.float32),
+    (0, "rate", np.float32), (0, "flags", np.int32), (0, "held", np.int64), (0, "c0", np.int32),
+    (0, "c1", np.int32), (0, "aux", np.int32), (0, "nxt", np.int32), (0, "blend", np.float32),
+    (0, "window", np.int8), (0, "placed", np.bool_), (0, "incoming", np.int32), (0, "speed", np.float32),
     (1, "n_free", np.int64), (1, "free_rows", np.int64), (1, "live", np.bool_), (1, "end", np.int32),
     (1, "limit", np.float32), (1, "dur", np.float32), (1, "bank", np.int32), (1, "anim", np.int32),
     (1, "flags", np.int32), (1, "evf0", np.int32), (1, "evf", np.int32), (1, "t", np.float32),
@@ -135,8 +135,8 @@ def _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
     """The task, cursor, fade and gait tables as named tuples of views into their blocks
     (each column at ``lay``'s offset)."""
     tasks = _TaskRows(t8[lay[T_LIVE]:], t8[lay[T_TYPE]:], tf32[lay[T_RATE]:], t32[lay[T_FLAGS]:],
-                      t64[lay[T_HELD]:], t64[lay[T_C0]:], t64[lay[T_C1]:], t64[lay[T_AUX]:], t64[lay[T_NXT]:],
-                      tf32[lay[T_BLEND]:], t8[lay[T_WINDOW]:], t8[lay[T_PLACED]:], t64[lay[T_INCOMING]:],
+                      t64[lay[T_HELD]:], t32[lay[T_C0]:], t32[lay[T_C1]:], t32[lay[T_AUX]:], t32[lay[T_NXT]:],
+                      tf32[lay[T_BLEND]:], t8[lay[T_WINDOW]:], t8[lay[T_PLACED]:], t32[lay[T_INCOMING]:],
                       tf32[lay[T_SPEED]:], t64[lay[T_FREE]:], t64[lay[T_NF]:])
     cursors = _CursorRows(c8[lay[C_LIVE]:], c32[lay[C_END]:], cf32[lay[C_LIMIT]:], cf32[lay[C_DUR]:],
                           c32[lay[C_BANK]:], c32[lay[C_ANIM]:], c32[lay[C_FLAGS]:], c32[lay[C_EVF0]:],

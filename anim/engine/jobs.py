@@ -47,8 +47,8 @@ class KernelInputError(ValueError):
 COLUMN_TYPES: dict[type, dict[str, tuple[str, int, str]]] = {
     HumanCols: {"flags": ("int64", 1, "rows"), "depth": ("int64", 1, "rows"), "stack": ("int64", 2, "rows"),
                 "queued": ("int64", 1, "rows"), "queue": ("int64", 2, "rows")},
-    TaskCols: {**{f: ("int64", 1, "rows") for f in ("held", "c0", "c1", "aux", "nxt", "incoming", "wraps", "c2",
-                                                    "c3", "base")},
+    TaskCols: {**{f: ("int64", 1, "rows") for f in ("held", "wraps")},
+               **{f: ("int32", 1, "rows") for f in ("c0", "c1", "aux", "nxt", "incoming", "c2", "c3", "base")},
                **{f: ("int8", 1, "rows") for f in ("type", "window", "centre", "sampling")},
                **{f: ("float32", 1, "rows") for f in ("rate", "blend", "speed")},
                **{f: ("bool", 1, "rows") for f in ("released", "handed_over", "callback", "placed")},

@@ -16,9 +16,10 @@ from numpy.typing import DTypeLike
 
 from scuffle.anim.engine.callbacks import NO_CALLBACK, CallbackTable
 from scuffle.anim.base.errors import StaleHandle
+from scuffle.anim.base.limits import BudgetError
 from scuffle.anim.engine.writefirst import write_first
 
-__all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
+__all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW", "ROW_LINK", "MAX_ROWS",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
            "left_world", "DIRECTIONS", "layout_epoch", "block_layout", "TableArena", "ARENA_BYTES", "HUMAN_ROWS"]
 
@@ -26,6 +27,11 @@ __all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", 
 NO_EVENT = np.iinfo(np.int32).max
 # A row link to nothing (no next task, no incoming task, no cursor).
 NO_ROW = -1
+# A column linking to another row (a task's cursors, fade / gait row, next and incoming
+# task): int32, half the bytes of an int64 in the largest tables, so no table that rows
+# link into grows past MAX_ROWS rows (Table.reserve / _grow refuse it).
+ROW_LINK = np.int32
+MAX_ROWS = int(np.iinfo(np.int32).max)
 # Table.settle resets up to this many rows one by one, more with one write per column.
 _ROW_BY_ROW = 6                 # Table.settle: up to this many rows one by one (24 columns: ~1 µs a row)
 # Table.load checks up to this many cached handles one by one, more by their rows' columns at once.
@@ -289,6 +295,8 @@ class Table:
         raise AttributeError(f"{type(self).__name__} has no column {name!r}")
 
     def _grow(self, cap: int) -> None:
+        if cap > MAX_ROWS:
+            raise BudgetError("table rows", cap, MAX_ROWS, "rows")
         old = self.capacity
         n = int(self.n_free[0])
         prev = {name: getattr(self, name) for name in (*self._columns, "live", "gen")}
@@ -552,10 +560,10 @@ def task_table(capacity: int = 64, calls: CallbackTable | None = None) -> Table:
     its name (``partner_name``, an id of ``calls``); a direction's eight clips are
     ``dir_banks`` (a bank index per direction; -1 for a row of another type)."""
     return Table({"type": np.int8, "rate": np.float32, "flags": np.int32, "held": np.int64,
-                  "c0": np.int64, "c1": np.int64, "aux": np.int64, "nxt": np.int64, "blend": np.float32,
-                  "window": np.int8, "incoming": np.int64, "released": bool, "handed_over": bool,
+                  "c0": ROW_LINK, "c1": ROW_LINK, "aux": ROW_LINK, "nxt": ROW_LINK, "blend": np.float32,
+                  "window": np.int8, "incoming": ROW_LINK, "released": bool, "handed_over": bool,
                   "wraps": np.int64, "speed": np.float32, "callback": bool, "placed": bool,
-                  "c2": np.int64, "c3": np.int64, "value": np.float64, "target": np.float64, "base": np.int64,
+                  "c2": ROW_LINK, "c3": ROW_LINK, "value": np.float64, "target": np.float64, "base": np.int32,
                   "centre": np.int8, "sampling": np.int8, "on_end": np.int32, "on_wrap": np.int32,
                   "partner": np.int64, "partner_name": np.int32, "dir_banks": (np.int32, (DIRECTIONS,))},
                  capacity, ids=TASK_IDS, defaults=TASK_DEFAULTS, calls=calls)
