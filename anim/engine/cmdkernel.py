@@ -65,7 +65,7 @@ COLUMNS = (
     (3, "id1", np.int32), (3, "id2", np.int32), (3, "id3", np.int32), (3, "id4", np.int32), (3, "b0", np.int32),
     (3, "b1", np.int32), (3, "b2", np.int32), (3, "b3", np.int32), (3, "b4", np.int32), (3, "value", np.float32),
     (3, "target", np.float32), (3, "lower", np.int32), (3, "leader", np.int8),
-    (4, "depth", np.int64), (4, "queued", np.int64), (4, "stack", np.int64), (4, "queue", np.int64),
+    (4, "depth", np.int32), (4, "queued", np.int32), (4, "stack", np.int32), (4, "queue", np.int32),
     (4, "flags", np.int64), (4, "anim", np.int64), (4, "speed", np.float64),
 )
 # numba's cache is keyed on this file only: the sha256 of the sources its kernels link
@@ -80,7 +80,7 @@ PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
 # read and written through its table's int8 view: numpy's bool is one byte, 0 or 1)
 BLOCK_VIEWS = ((0, np.int64), (0, np.int32), (0, np.float32), (0, np.int8), (1, np.int64), (1, np.int32),
                (1, np.float32), (1, np.int8), (2, np.int64), (2, np.float32), (2, np.int8), (3, np.int64),
-               (3, np.int32), (3, np.float32), (3, np.int8), (4, np.int64))
+               (3, np.int32), (3, np.float32), (3, np.int8), (4, np.int64), (4, np.int32))
 
 # A step's template row: the int64 part (``ti``) and the float64 part (``tf``). A clip's:
 TI_OP, TI_FLAGS, TI_HELD, TI_END, TI_BANK, TI_AID, TI_CFLAGS, TI_EVF0 = range(8)
@@ -186,7 +186,7 @@ def _pool_take(out, tr):
 
 
 @_helper
-def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, place, window, speed, fade, target,
+def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot, n, place, window, speed, fade, target,
              value, vnone):
     """One prepared command's rows (the module docstring), through the row writers
     (anim.engine.kernels_write), then its place on the stack or queue. Out: the pool's
@@ -252,23 +252,23 @@ def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, 
         tasks.incoming[fr] = prev
         b = slot * stack_width
         for i in range(b + n, b, -1):
-            h64[o_h_stack + i] = h64[o_h_stack + i - 1]
-        h64[o_h_stack + b] = prev
-        h64[o_h_stack + b + n + 1] = fr
-        h64[o_h_depth + slot] = n + 2
+            h32[o_h_stack + i] = h32[o_h_stack + i - 1]
+        h32[o_h_stack + b] = prev
+        h32[o_h_stack + b + n + 1] = fr
+        h32[o_h_depth + slot] = n + 2
         tasks.placed[prev] = True
         tasks.placed[fr] = True
     elif place == PLACE_PUSH:
-        h64[o_h_stack + slot * stack_width + n] = prev
-        h64[o_h_depth + slot] = n + 1
+        h32[o_h_stack + slot * stack_width + n] = prev
+        h32[o_h_depth + slot] = n + 1
         tasks.placed[prev] = True
     else:
         o_h_queued = lay[H_QUEUED]
         o_h_queue = lay[H_QUEUE]
-        q = h64[o_h_queued + slot]
+        q = h32[o_h_queued + slot]
         tasks.placed[prev] = True
-        h64[o_h_queue + slot * lay[_WIDTHS + 1] + q] = prev
-        h64[o_h_queued + slot] = q + 1
+        h32[o_h_queue + slot * lay[_WIDTHS + 1] + q] = prev
+        h32[o_h_queued + slot] = q + 1
         return added
     if held != 0:
         o_h_flags = lay[H_FLAGS]
@@ -279,7 +279,7 @@ def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, 
 
 
 @_kernel
-def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, out, lay, ti, tf, sel,
+def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, h32, out, lay, ti, tf, sel,
              slot, n, place, window, speed, fade, target, value, vnone):
     """Write a prepared command's rows at once (the module docstring). In: the task, cursor,
     fade, gait and human tables' blocks as BLOCK_VIEWS, the pool's flags, ``lay``, the
@@ -292,12 +292,12 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
     0x001753d8 (insert, push)."""
     tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32,
                                             g8, lay)
-    return _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, place, window, speed, fade,
+    return _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot, n, place, window, speed, fade,
                     target, value, vnone)
 
 
 @_kernel
-def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, out, lay, ti, tf,
+def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, h32, out, lay, ti, tf,
                    bi, bf, n_rows):
     """Apply a command buffer's first ``n_rows`` rows in order (anim.playback.cmdbuffer),
     each as ``run_rows`` writes one command (the same writers). In: the blocks, the pool's
@@ -314,8 +314,8 @@ def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, 
     added = 0
     for i in range(n_rows):
         slot = bi[i, B_SLOT]
-        got = _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, bi[i, B_SEL:B_SEL + bi[i, B_STEPS]], slot,
-                       h64[o_h_depth + slot], bi[i, B_PLACE], bi[i, B_WINDOW], bf[i, BF_SPEED], bf[i, BF_FADE],
+        got = _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, bi[i, B_SEL:B_SEL + bi[i, B_STEPS]],
+                       slot, np.int64(h32[o_h_depth + slot]), bi[i, B_PLACE], bi[i, B_WINDOW], bf[i, BF_SPEED], bf[i, BF_FADE],
                        bf[i, BF_TARGET], bf[i, BF_VALUE], bi[i, B_VNONE])
         if got < 0:
             return -(i + 1)

@@ -45,8 +45,8 @@ class KernelInputError(ValueError):
 # Each table tuple's columns: (dtype, dimensions), and the group of columns that share
 # their first length (a table's capacity; EventIndex: per clip, per event).
 COLUMN_TYPES: dict[type, dict[str, tuple[str, int, str]]] = {
-    HumanCols: {"flags": ("int64", 1, "rows"), "depth": ("int64", 1, "rows"), "stack": ("int64", 2, "rows"),
-                "queued": ("int64", 1, "rows"), "queue": ("int64", 2, "rows")},
+    HumanCols: {"flags": ("int64", 1, "rows"), "depth": ("int32", 1, "rows"), "stack": ("int32", 2, "rows"),
+                "queued": ("int32", 1, "rows"), "queue": ("int32", 2, "rows")},
     TaskCols: {**{f: ("int64", 1, "rows") for f in ("held", "wraps")},
                **{f: ("int32", 1, "rows") for f in ("c0", "c1", "aux", "nxt", "incoming", "c2", "c3", "base")},
                **{f: ("int8", 1, "rows") for f in ("type", "window", "centre", "sampling")},

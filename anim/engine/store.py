@@ -627,9 +627,9 @@ class HumanTable:
     queue: np.ndarray
     block: np.ndarray
 
-    COLUMNS: dict[str, DTypeLike] = {"flags": np.int64, "anim": np.int64, "speed": np.float64, "depth": np.int64,
-                                     "queued": np.int64, "live": np.bool_, "on_report": np.int64,
-                                     "stack": (np.int64, (STACK_ROWS,)), "queue": (np.int64, (QUEUE_ROWS,))}
+    COLUMNS: dict[str, DTypeLike] = {"flags": np.int64, "anim": np.int64, "speed": np.float64, "depth": np.int32,
+                                     "queued": np.int32, "live": np.bool_, "on_report": np.int64,
+                                     "stack": (ROW_LINK, (STACK_ROWS,)), "queue": (ROW_LINK, (QUEUE_ROWS,))}
 
     def __setattr__(self, name: str, value) -> None:
         """Set an attribute; ``depth``, ``queued``, ``flags``, ``anim`` and ``speed`` also get
@@ -894,12 +894,10 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     for col in ("flags", "anim", "speed", "depth", "queued", "live", "on_report"):
         if getattr(hum, col).shape != (hcap,):
             raise TableCorrupt(f"humans.{col}: shape {getattr(hum, col).shape}, expected ({hcap},)")
-    if hum.stack.shape != (hcap, HumanTable.STACK_ROWS) or hum.stack.dtype != np.int64:
-        raise TableCorrupt(f"humans.stack: {hum.stack.dtype} {hum.stack.shape}, expected int64 "
-                           f"({hcap}, {HumanTable.STACK_ROWS})")
-    if hum.queue.shape != (hcap, HumanTable.QUEUE_ROWS) or hum.queue.dtype != np.int64:
-        raise TableCorrupt(f"humans.queue: {hum.queue.dtype} {hum.queue.shape}, expected int64 "
-                           f"({hcap}, {HumanTable.QUEUE_ROWS})")
+    for col, width in (("stack", HumanTable.STACK_ROWS), ("queue", HumanTable.QUEUE_ROWS)):
+        a = getattr(hum, col)
+        if a.shape != (hcap, width) or a.dtype != ROW_LINK:
+            raise TableCorrupt(f"humans.{col}: {a.dtype} {a.shape}, expected {np.dtype(ROW_LINK)} ({hcap}, {width})")
     nb = len(e_first)
     if e_count.shape != (nb,) or (nb and int((e_first + e_count).max()) > len(e_frame)) or (e_first < 0).any():
         raise TableCorrupt(f"events: first/count ({nb} clips) run past the {len(e_frame)} event frames")
