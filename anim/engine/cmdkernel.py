@@ -51,17 +51,17 @@ _helper = njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrappe
 # The arrays the kernel writes: (table, name, dtype), in ``lay``'s order (each array's offset
 # in its table's block, counted in its own items). Tables: 0 tasks, 1 cursors, 2 fades, 3 gaits, 4 humans.
 COLUMNS = (
-    (0, "n_free", np.int64), (0, "free_rows", np.int64), (0, "live", np.bool_), (0, "type", np.int8),
+    (0, "n_free", np.int64), (0, "free_rows", np.int32), (0, "live", np.bool_), (0, "type", np.int8),
     (0, "rate", np.float32), (0, "flags", np.int32), (0, "held", np.int64), (0, "c0", np.int32),
     (0, "c1", np.int32), (0, "aux", np.int32), (0, "nxt", np.int32), (0, "blend", np.float32),
     (0, "window", np.int8), (0, "placed", np.bool_), (0, "incoming", np.int32), (0, "speed", np.float32),
-    (1, "n_free", np.int64), (1, "free_rows", np.int64), (1, "live", np.bool_), (1, "end", np.int32),
+    (1, "n_free", np.int64), (1, "free_rows", np.int32), (1, "live", np.bool_), (1, "end", np.int32),
     (1, "limit", np.float32), (1, "dur", np.float32), (1, "bank", np.int32), (1, "anim", np.int32),
     (1, "flags", np.int32), (1, "evf0", np.int32), (1, "evf", np.int32), (1, "t", np.float32),
     (1, "frame", np.int32), (1, "ev", np.int32), (1, "at_end", np.bool_),
-    (2, "n_free", np.int64), (2, "free_rows", np.int64), (2, "live", np.bool_), (2, "el", np.float32),
+    (2, "n_free", np.int64), (2, "free_rows", np.int32), (2, "live", np.bool_), (2, "el", np.float32),
     (2, "dur", np.float32),
-    (3, "n_free", np.int64), (3, "free_rows", np.int64), (3, "live", np.bool_), (3, "id0", np.int32),
+    (3, "n_free", np.int64), (3, "free_rows", np.int32), (3, "live", np.bool_), (3, "id0", np.int32),
     (3, "id1", np.int32), (3, "id2", np.int32), (3, "id3", np.int32), (3, "id4", np.int32), (3, "b0", np.int32),
     (3, "b1", np.int32), (3, "b2", np.int32), (3, "b3", np.int32), (3, "b4", np.int32), (3, "value", np.float32),
     (3, "target", np.float32), (3, "lower", np.int32), (3, "leader", np.int8),
@@ -79,7 +79,7 @@ PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
 # run_rows' first arguments: (table, dtype) of each block view, in order (a bool column is
 # read and written through its table's int8 view: numpy's bool is one byte, 0 or 1)
 BLOCK_VIEWS = ((0, np.int64), (0, np.int32), (0, np.float32), (0, np.int8), (1, np.int64), (1, np.int32),
-               (1, np.float32), (1, np.int8), (2, np.int64), (2, np.float32), (2, np.int8), (3, np.int64),
+               (1, np.float32), (1, np.int8), (2, np.int64), (2, np.int32), (2, np.float32), (2, np.int8), (3, np.int64),
                (3, np.int32), (3, np.float32), (3, np.int8), (4, np.int64), (4, np.int32))
 
 # A step's template row: the int64 part (``ti``) and the float64 part (``tf``). A clip's:
@@ -131,22 +131,22 @@ _GaitRows = namedtuple("_GaitRows", ("live", "id0", "id1", "id2", "id3", "id4", 
 
 
 @_helper
-def _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, lay):
+def _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, lay):
     """The task, cursor, fade and gait tables as named tuples of views into their blocks
     (each column at ``lay``'s offset)."""
     tasks = _TaskRows(t8[lay[T_LIVE]:], t8[lay[T_TYPE]:], tf32[lay[T_RATE]:], t32[lay[T_FLAGS]:],
                       t64[lay[T_HELD]:], t32[lay[T_C0]:], t32[lay[T_C1]:], t32[lay[T_AUX]:], t32[lay[T_NXT]:],
                       tf32[lay[T_BLEND]:], t8[lay[T_WINDOW]:], t8[lay[T_PLACED]:], t32[lay[T_INCOMING]:],
-                      tf32[lay[T_SPEED]:], t64[lay[T_FREE]:], t64[lay[T_NF]:])
+                      tf32[lay[T_SPEED]:], t32[lay[T_FREE]:], t64[lay[T_NF]:])
     cursors = _CursorRows(c8[lay[C_LIVE]:], c32[lay[C_END]:], cf32[lay[C_LIMIT]:], cf32[lay[C_DUR]:],
                           c32[lay[C_BANK]:], c32[lay[C_ANIM]:], c32[lay[C_FLAGS]:], c32[lay[C_EVF0]:],
                           c32[lay[C_EVF]:], cf32[lay[C_T]:], c32[lay[C_FRAME]:], c32[lay[C_EV]:],
-                          c8[lay[C_AT_END]:], c64[lay[C_FREE]:], c64[lay[C_NF]:])
-    fades = _FadeRows(f8[lay[F_LIVE]:], ff32[lay[F_EL]:], ff32[lay[F_DUR]:], fi64[lay[F_FREE]:], fi64[lay[F_NF]:])
+                          c8[lay[C_AT_END]:], c32[lay[C_FREE]:], c64[lay[C_NF]:])
+    fades = _FadeRows(f8[lay[F_LIVE]:], ff32[lay[F_EL]:], ff32[lay[F_DUR]:], fi32[lay[F_FREE]:], fi64[lay[F_NF]:])
     gaits = _GaitRows(g8[lay[G_LIVE]:], g32[lay[G_ID0]:], g32[lay[G_ID1]:], g32[lay[G_ID2]:], g32[lay[G_ID3]:],
                       g32[lay[G_ID4]:], g32[lay[G_B0]:], g32[lay[G_B1]:], g32[lay[G_B2]:], g32[lay[G_B3]:],
                       g32[lay[G_B4]:], gf32[lay[G_VALUE]:], gf32[lay[G_TARGET]:], g32[lay[G_LOWER]:],
-                      g8[lay[G_LEADER]:], g64[lay[G_FREE]:], g64[lay[G_NF]:])
+                      g8[lay[G_LEADER]:], g32[lay[G_FREE]:], g64[lay[G_NF]:])
     return tasks, cursors, fades, gaits
 
 
@@ -279,7 +279,7 @@ def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot
 
 
 @_kernel
-def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, h32, out, lay, ti, tf, sel,
+def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, h64, h32, out, lay, ti, tf, sel,
              slot, n, place, window, speed, fade, target, value, vnone):
     """Write a prepared command's rows at once (the module docstring). In: the task, cursor,
     fade, gait and human tables' blocks as BLOCK_VIEWS, the pool's flags, ``lay``, the
@@ -290,14 +290,14 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
     with nothing written (a free list too short, the pool's flags short of a row taken).
     Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init, 0x001754e8 /
     0x001753d8 (insert, push)."""
-    tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32,
+    tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32,
                                             g8, lay)
     return _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot, n, place, window, speed, fade,
                     target, value, vnone)
 
 
 @_kernel
-def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, h32, out, lay, ti, tf,
+def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, h64, h32, out, lay, ti, tf,
                    bi, bf, n_rows):
     """Apply a command buffer's first ``n_rows`` rows in order (anim.playback.cmdbuffer),
     each as ``run_rows`` writes one command (the same writers). In: the blocks, the pool's
@@ -308,7 +308,7 @@ def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, 
     has no other one waiting). Out: the pool's flags newly set, or -(i + 1) when row ``i``
     could not be written (the rows before it written, nothing of it: the call's checks
     make that an engine bug). Original: as ``run_rows``."""
-    tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32,
+    tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32,
                                             g8, lay)
     o_h_depth = lay[H_DEPTH]
     added = 0

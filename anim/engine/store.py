@@ -19,7 +19,7 @@ from scuffle.anim.base.errors import StaleHandle
 from scuffle.anim.base.limits import BudgetError
 from scuffle.anim.engine.writefirst import write_first
 
-__all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW", "ROW_LINK", "MAX_ROWS",
+__all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW", "ROW_LINK", "MAX_ROWS", "FRAME_COLUMNS",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
            "left_world", "DIRECTIONS", "layout_epoch", "block_layout", "TableArena", "ARENA_BYTES", "HUMAN_ROWS"]
 
@@ -32,6 +32,10 @@ NO_ROW = -1
 # link into grows past MAX_ROWS rows (Table.reserve / _grow refuse it).
 ROW_LINK = np.int32
 MAX_ROWS = int(np.iinfo(np.int32).max)
+# The arrays a Table keeps beside its columns: ``live``, each row's generation (int32,
+# counted up when the row is freed and wrapping from MAX_ROWS to 0, so it never goes
+# below 0; a handle compares it for equality only) and the free list (rows: ROW_LINK).
+FRAME_COLUMNS = {"live": np.bool_, "gen": ROW_LINK, "free_rows": ROW_LINK}
 # Table.settle resets up to this many rows one by one, more with one write per column.
 _ROW_BY_ROW = 6                 # Table.settle: up to this many rows one by one (24 columns: ~1 µs a row)
 # Table.load checks up to this many cached handles one by one, more by their rows' columns at once.
@@ -253,7 +257,7 @@ class Table:
         self.unsettled: list[int] = []      # rows given back, not yet reset (inside a flush only)
         # every array of the table lives in one block of memory (``block``), so a snapshot
         # of the table is one copy (anim.engine.snapshot)
-        self._all = {**self._columns, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}
+        self._all = {**self._columns, **FRAME_COLUMNS}
         self._place(np.zeros(_layout(self._all, 0)[1], np.uint8), 0)
         self._grow(max(1, capacity))
 
@@ -415,7 +419,7 @@ class Table:
             raise ValueError(f"row {row} freed twice or never taken")
         live[row] = False
         gen = self.m_gen
-        gen[row] += 1
+        gen[row] = (gen[row] + 1) & MAX_ROWS              # (kernels_rows._give_row: the same wrap)
         if self.ids or self._resets:
             self.freed([row])
             self.settle()
@@ -463,8 +467,8 @@ class Table:
             # a handle stays where the saved row is in use at the handle's own generation
             # (the same task: a generation counts up only when its row is freed)
             lay = self._lay(capacity)[0]
-            off = lay["gen"][0]
-            gen = block[off:off + capacity * 8].view(np.int64)
+            off, gdt, _ = lay["gen"]
+            gen = block[off:off + capacity * gdt.itemsize].view(gdt)
             off = lay["live"][0]
             live = block[off:off + capacity].view(np.bool_)
             n = min(len(views), capacity, self.capacity)
