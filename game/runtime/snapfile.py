@@ -104,7 +104,7 @@ class SnapCache:
     when the Game's configuration changed (every file written or read asks it first)."""
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
-                 "words", "arena", "extras_bytes", "calls", "fitted")
+                 "words", "arena", "extras_bytes", "calls", "fitted", "owners", "forms")
 
     def __init__(self) -> None:
         self.clear()
@@ -126,6 +126,8 @@ class SnapCache:
         self.extras_bytes: Any = None  # (the stateful actions' last states, their plain form): a file's
         self.calls: Any = None        # (a file's callbacks' values checked last, exact bytes; their callbacks)
         self.fitted: list = []        # (each stateful action, the exact bytes of its state that fitted last)
+        self.owners: Any = None       # (the names' version, the owners as met, the capacities, their columns): the checksum's
+        self.forms: dict = {}         # id(a fight state's K.O.s, starts or counts by kind) -> (it, its form): the checksum's
 
 
 def cache_of(game) -> SnapCache:
@@ -1516,12 +1518,40 @@ def _fight_form(fight: Any, state: Any, cache: Any = None) -> Any:
                              int(hold), bool(on)))
         else:
             ctl_form.append(None if c is None else plaindata.encode(c, lenient=True))
-    return (sorted([(int(e), int(u)) for e, u in ko.items()]), ko_at,
-            sorted([(int(e), (tuple([float(x) for x in p]), float(h), float(hp))) for e, (p, h, hp) in starts.items()]),
+    return (_form(cache, ko, _ko_form), ko_at, _form(cache, starts, _starts_form),
             (int(grabs), int(strikes), int(throws), float(damage), int(refused),
-             sorted([(str(k), int(n)) for k, n in kinds.items()]), int(logged), int(round_),
+             _form(cache, kinds, _kinds_form), int(logged), int(round_),
              plaindata.encode([dict(r) for r in rounds], lenient=True) if rounds else b""),
             [_pending_form(item, fight) for item in pending], ctl_form)
+
+
+def _ko_form(ko: dict) -> list:
+    return sorted([(int(e), int(u)) for e, u in ko.items()])
+
+
+def _starts_form(starts: dict) -> list:
+    return sorted([(int(e), (tuple([float(x) for x in p]), float(h), float(hp))) for e, (p, h, hp) in starts.items()])
+
+
+def _kinds_form(kinds: dict) -> list:
+    return sorted([(str(k), int(n)) for k, n in kinds.items()])
+
+
+def _form(cache: Any, v: dict, make: Any) -> list:
+    """``make(v)``, kept in a Game's SnapCache for the last few ``v`` objects (a fight's
+    state shares its K.O.s, starts and counts by kind from one save to the next while they
+    are the same, and a state's values are never written to)."""
+    if cache is None:
+        return make(v)
+    kept = cache.forms
+    got = kept.get(id(v))
+    if got is not None and got[0] is v:
+        return got[1]
+    if len(kept) >= 24:
+        kept.clear()
+    f = make(v)
+    kept[id(v)] = (v, f)
+    return f
 
 
 def _is_ai_state(s: Any) -> bool:
@@ -1606,8 +1636,15 @@ def checksum_game(game, entity_next: int, extras: list, arena: Any = None) -> st
     st, ctx = player.stores, game.ctx
     hum = st.humans
     combats = ctx.combats
-    bodies_col, combats_col = owner_columns(game, game.names, (ctx.bodies.owners, ctx.bodies.capacity),
-                                            (combats.owners, combats.capacity))
+    # (the owners' columns change only when a human comes or goes or a view moves: kept
+    # while the names' version, each row's view and the capacities are the same)
+    bo, co, caps = ctx.bodies.owners, combats.owners, (ctx.bodies.capacity, combats.capacity)
+    cache = cache_of(game)
+    got = cache.owners
+    if got is None or got[0] != game.names.version or got[3] != caps or got[1] != bo or got[2] != co:
+        got = cache.owners = (game.names.version, dict(bo), dict(co), caps,
+                              owner_columns(game, game.names, (bo, caps[0]), (co, caps[1])))
+    bodies_col, combats_col = got[4]
     counts = counts_raw(hum.gen, hum._free, uses, free, rows, bodies_col, combats_col, pool[0], pool[1], stats, kh, pc,
                         ctx.updates_run, ctx.update, entity_next)
     calls = [("", v) if v.__class__ is str else S.callback_plain(v, "calls", False) for v in values]
@@ -1615,7 +1652,6 @@ def checksum_game(game, entity_next: int, extras: list, arena: Any = None) -> st
               [(int(r), int(g)) for r, g in leaving], [None if i is None else i.name for i in instances], [], None)
     fight = game.fight
     fs = fight.save_state() if fight is not None and hasattr(fight, "save_state") else None
-    cache = cache_of(game)
     values = _values_raw(engine, [str.__str__(t) for t in combats.texts], _fight_form(fight, fs, cache),
                          [fn.save_state() for fn in extras], cache)
     tabs = (st.cursors, st.fades, st.gaits, st.tasks, hum, ctx.bodies, combats)
