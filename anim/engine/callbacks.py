@@ -106,6 +106,9 @@ def _typed(args: tuple) -> tuple:
     return tuple(out)
 
 
+_KEPT_INDEXES = 16      # the key indexes a CallbackTable keeps of its saved states (a rollback ring's depth and more)
+
+
 class CallbackTable:
     """The callbacks the rows of a world's tables name: the registry table behind the
     ``on_end`` / ``on_wrap`` task columns and the ``on_report`` human column, which hold
@@ -120,7 +123,7 @@ class CallbackTable:
     an id that is not taken.
     """
 
-    __slots__ = ("values", "uses", "free", "_ids", "_saved")
+    __slots__ = ("values", "uses", "free", "_ids", "_saved", "_ids_kept")
 
     def __init__(self) -> None:
         self.values: list = []           # id -> the callback (None: a free id)
@@ -130,6 +133,9 @@ class CallbackTable:
         # the state last saved or loaded while the lists still equal it (None: they changed
         # since): a rollback's snapshots and restores between two changes share one copy
         self._saved: tuple | None = None
+        # id(a saved ``values`` list) -> (that list, the key index it had): a restore of a
+        # state this table saved takes its key index back instead of making it again
+        self._ids_kept: dict = {}
 
     @staticmethod
     def key(cb: Any) -> Any:
@@ -193,6 +199,10 @@ class CallbackTable:
         s = self._saved
         if s is None:
             s = self._saved = (list(self.values), list(self.uses), list(self.free))
+            kept = self._ids_kept
+            if len(kept) >= _KEPT_INDEXES:
+                kept.clear()
+            kept[id(s[0])] = (s[0], dict(self._ids))
         return s
 
     def load(self, state: tuple, trusted: bool = False) -> None:
@@ -205,7 +215,9 @@ class CallbackTable:
         if trusted:
             if values != self.values:           # (the same values keep their key index)
                 self.values[:] = values
-                self._ids = {self.key(v): i for i, v in enumerate(values) if v is not None}
+                got = self._ids_kept.get(id(values))
+                self._ids = dict(got[1]) if got is not None and got[0] is values else \
+                    {self.key(v): i for i, v in enumerate(values) if v is not None}
             self.uses[:] = uses
             self.free[:] = free
             self._saved = state
