@@ -104,7 +104,7 @@ class SnapCache:
     when the Game's configuration changed (every file written or read asks it first)."""
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
-                 "words", "arena", "extras_bytes", "calls", "fitted", "owners", "forms")
+                 "words", "arena", "extras_bytes", "calls", "fitted")
 
     def __init__(self) -> None:
         self.clear()
@@ -126,8 +126,6 @@ class SnapCache:
         self.extras_bytes: Any = None  # (the stateful actions' last states, their plain form): a file's
         self.calls: Any = None        # (a file's callbacks' values checked last, exact bytes; their callbacks)
         self.fitted: list = []        # (each stateful action, the exact bytes of its state that fitted last)
-        self.owners: Any = None       # (the names' version, the owners as met, the capacities, their columns): the checksum's
-        self.forms: dict = {}         # id(a fight state's K.O.s, starts or counts by kind) -> (it, its form): the checksum's
 
 
 def cache_of(game) -> SnapCache:
@@ -1496,7 +1494,7 @@ def _words_digest(words: bytes, cache: Any) -> bytes:
     return d
 
 
-def _fight_form(fight: Any, state: Any, cache: Any = None) -> Any:
+def _fight_form(fight: Any, state: Any, cache: Any = None, forms: dict | None = None) -> Any:
     """The fight rules' ``save_state`` in the checksum's canonical form: the K.O.s and the
     starts sorted by entity, plain numbers, the stats with the counts by kind sorted, the
     pending windows and ends, and per controller its AI state (the words' sha256, the gauss
@@ -1518,9 +1516,9 @@ def _fight_form(fight: Any, state: Any, cache: Any = None) -> Any:
                              int(hold), bool(on)))
         else:
             ctl_form.append(None if c is None else plaindata.encode(c, lenient=True))
-    return (_form(cache, ko, _ko_form), ko_at, _form(cache, starts, _starts_form),
+    return (_form(forms, ko, _ko_form), ko_at, _form(forms, starts, _starts_form),
             (int(grabs), int(strikes), int(throws), float(damage), int(refused),
-             _form(cache, kinds, _kinds_form), int(logged), int(round_),
+             _form(forms, kinds, _kinds_form), int(logged), int(round_),
              plaindata.encode([dict(r) for r in rounds], lenient=True) if rounds else b""),
             [_pending_form(item, fight) for item in pending], ctl_form)
 
@@ -1537,13 +1535,12 @@ def _kinds_form(kinds: dict) -> list:
     return sorted([(str(k), int(n)) for k, n in kinds.items()])
 
 
-def _form(cache: Any, v: dict, make: Any) -> list:
-    """``make(v)``, kept in a Game's SnapCache for the last few ``v`` objects (a fight's
-    state shares its K.O.s, starts and counts by kind from one save to the next while they
-    are the same, and a state's values are never written to)."""
-    if cache is None:
+def _form(kept: dict | None, v: dict, make: Any) -> list:
+    """``make(v)``, kept in ``kept`` (id(v) -> (v, its form)) for the last few ``v`` objects
+    (a fight's state shares its K.O.s, starts and counts by kind from one save to the next
+    while they are the same, and a state's values are never written to)."""
+    if kept is None:
         return make(v)
-    kept = cache.forms
     got = kept.get(id(v))
     if got is not None and got[0] is v:
         return got[1]
@@ -1617,11 +1614,13 @@ def _arena_digests(game, arena, tabs: tuple) -> np.ndarray:
     return digests_in(got[2], arena.buf)
 
 
-def checksum_game(game, entity_next: int, extras: list, arena: Any = None) -> str | None:
+def checksum_game(game, entity_next: int, extras: list, arena: Any = None, kept: Any = None) -> str | None:
     """``checksum`` of the compiled Game's state now, read from its own tables and lists
     (no copy, no snapshot); ``extras``: the stateful actions; ``arena``: the TableArena
     whose first seven tables are the saved ones (their digests in one call while they lie
-    in it). None where the state has
+    in it); ``kept``: an object whose ``owners`` (None at first) and ``forms`` (a dict)
+    keep parts of the digest's input from one call to the next (the Game's snapshot plan),
+    each with what it was made from. None where the state has
     parts this path does not read (a human never stepped, the step's entries pending):
     take a snapshot's view then."""
     player = game.player
@@ -1639,11 +1638,12 @@ def checksum_game(game, entity_next: int, extras: list, arena: Any = None) -> st
     # (the owners' columns change only when a human comes or goes or a view moves: kept
     # while the names' version, each row's view and the capacities are the same)
     bo, co, caps = ctx.bodies.owners, combats.owners, (ctx.bodies.capacity, combats.capacity)
-    cache = cache_of(game)
-    got = cache.owners
+    got = kept.owners if kept is not None else None
     if got is None or got[0] != game.names.version or got[3] != caps or got[1] != bo or got[2] != co:
-        got = cache.owners = (game.names.version, dict(bo), dict(co), caps,
-                              owner_columns(game, game.names, (bo, caps[0]), (co, caps[1])))
+        got = (game.names.version, dict(bo), dict(co), caps,
+               owner_columns(game, game.names, (bo, caps[0]), (co, caps[1])))
+        if kept is not None:
+            kept.owners = got
     bodies_col, combats_col = got[4]
     counts = counts_raw(hum.gen, hum._free, uses, free, rows, bodies_col, combats_col, pool[0], pool[1], stats, kh, pc,
                         ctx.updates_run, ctx.update, entity_next)
@@ -1652,7 +1652,9 @@ def checksum_game(game, entity_next: int, extras: list, arena: Any = None) -> st
               [(int(r), int(g)) for r, g in leaving], [None if i is None else i.name for i in instances], [], None)
     fight = game.fight
     fs = fight.save_state() if fight is not None and hasattr(fight, "save_state") else None
-    values = _values_raw(engine, [str.__str__(t) for t in combats.texts], _fight_form(fight, fs, cache),
+    cache = cache_of(game)
+    values = _values_raw(engine, [str.__str__(t) for t in combats.texts],
+                         _fight_form(fight, fs, cache, kept.forms if kept is not None else None),
                          [fn.save_state() for fn in extras], cache)
     tabs = (st.cursors, st.fades, st.gaits, st.tasks, hum, ctx.bodies, combats)
     tables = _arena_digests(game, arena, tabs) if arena is not None and arena.whole() else \

@@ -259,7 +259,7 @@ class _Plan:
     (snapfile.stateful) of the action and state function lists as they were (``lists``).
     The reference engine's Game has no arena (its state is its objects)."""
 
-    __slots__ = ("arena", "lists", "stateful", "names", "ais", "game_ref")
+    __slots__ = ("arena", "lists", "stateful", "names", "ais", "game_ref", "owners", "forms")
 
     def __init__(self, game) -> None:
         # (Game.names' version, a copy of it): the copy every snapshot of that version
@@ -276,6 +276,9 @@ class _Plan:
         self.arena = None if st is None else TableArena(tables)
         self.lists: tuple = ()
         self.stateful: list = []
+        # the checksum's parts kept between calls (snapfile.checksum_game's ``kept``)
+        self.owners: Any = None
+        self.forms: dict = {}
 
 
 def _plan(game) -> _Plan:
@@ -556,7 +559,7 @@ def checksum(game) -> str:
         if game.closed:
             game._open()                                  # (raises GameClosed)
         plan = _plan(game)
-        got = F.checksum_game(game, _entity_next(game.world), _stateful(game, plan), plan.arena)
+        got = F.checksum_game(game, _entity_next(game.world), _stateful(game, plan), plan.arena, plan)
         if got is not None:
             return got
         return F.checksum(game, take(game, view=True)._state)
