@@ -52,7 +52,7 @@ from scuffle.anim.engine.callbacks import Callbacks
 from scuffle.anim.data.clip import Clip
 from scuffle.anim.engine.coldstart import kernel_cached
 from scuffle.anim.playback.construct import chain_blend_depth, task_pose_depth
-from scuffle.anim.playback.deferred import DeferredRows
+from scuffle.anim.playback.deferred import NO_ENTRIES, DeferredRows
 from scuffle.anim.engine.jobs import AnimIdInputs, FlushInputs
 from scuffle.anim.engine.kernel_types import FlushBuffers, RowState
 from scuffle.anim.base.limits import MAX_DT, check_float
@@ -927,10 +927,14 @@ class Player:
         outputs (released ids not yet made, refused poses) and the commands buffered since
         it was saved are forgotten. ``trusted``: a ``save_state`` of this Player (its
         callbacks table's lists are not checked)."""
-        self.prepared.commands.clear()
+        buffered = self.prepared.commands
+        if buffered.n or buffered.due:
+            buffered.clear()
         pool, deferred, lists, stepped, stats, calls = state
         self.pool.load(pool)
-        self.deferred_rows.load(deferred)
+        dl = self.deferred_rows
+        if deferred is not NO_ENTRIES or dl.n or dl.odd:     # (both empty, as a rule: nothing to write)
+            dl.load(deferred)
         if lists is _NO_LISTS:                  # (between two updates, as a rule: nothing pending)
             if self.refused:
                 self.refused = []
