@@ -345,8 +345,14 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
         if ai_rows is not None:
             ais = S.save_table(ai_rows, view=True)
     elif arena is not None:
-        bodies = (arena[2][5], dict(ctx.bodies.owners))
-        combats = (arena[2][6], dict(ctx.combats.owners), list(ctx.combats.texts))
+        # the older state's parts where they hold the same (its copy of the arena written
+        # over, the owners and texts unchanged: a rollback ring's usual case)
+        bodies, combats = old.bodies if old is not None else None, old.combats if old is not None else None
+        if bodies is None or bodies[0] is not arena[2][5] or bodies[1] != ctx.bodies.owners:
+            bodies = (arena[2][5], dict(ctx.bodies.owners))
+        if combats is None or combats[0] is not arena[2][6] or combats[1] != ctx.combats.owners or \
+                combats[2] != ctx.combats.texts:
+            combats = (arena[2][6], dict(ctx.combats.owners), list(ctx.combats.texts))
         if ai_rows is not None:
             ais = arena[2][7]
     else:
