@@ -259,7 +259,7 @@ class _Plan:
     (snapfile.stateful) of the action and state function lists as they were (``lists``).
     The reference engine's Game has no arena (its state is its objects)."""
 
-    __slots__ = ("arena", "lists", "stateful", "names", "ais", "game_ref", "owners", "forms")
+    __slots__ = ("arena", "lists", "stateful", "names", "ais", "game_ref", "owners", "calls", "forms")
 
     def __init__(self, game) -> None:
         # (Game.names' version, a copy of it): the copy every snapshot of that version
@@ -278,6 +278,7 @@ class _Plan:
         self.stateful: list = []
         # the checksum's parts kept between calls (snapfile.checksum_game's ``kept``)
         self.owners: Any = None
+        self.calls: Any = None
         self.forms: dict = {}
 
 
