@@ -495,7 +495,8 @@ def restore(game, snap: Snapshot) -> None:
         moved = True
         names.clear()
         names.update(st.names)
-    names.restore_joins(st.joins, st.lineage)
+    if st.joins is None or st.lineage != names.lineage:     # (the same lineage: the same joins, nothing to do)
+        names.restore_joins(st.joins, st.lineage)
     if moved:
         # the crowd's rows (body rows, pose columns) are read again at the next update;
         # with the same humans and every view on its row they still hold, so a rollback's
