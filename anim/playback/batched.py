@@ -38,7 +38,7 @@ import numpy as np
 from scuffle.anim.engine import cmdkernel as CK
 from scuffle.anim.engine.store import LAYOUT_EPOCH
 from scuffle.anim.engine.trusted import entry_point
-from scuffle.anim.playback.recipe import _GAIT, Arg, Command, RecipeError
+from scuffle.anim.playback.recipe import _BLENDS, _GAIT, Arg, Command, RecipeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from scuffle.anim.playback.prepared import RecipeRules
@@ -60,7 +60,7 @@ class _Entry:
 
     def __init__(self, e: int, command: Command, anim_set: Any):
         self.e, self.command, self.anim_set, self.n_params = e, command, anim_set, command.n_params
-        self.id_args = frozenset(st[1].pos for st in command.steps if st[0] != _GAIT and st[1].__class__ is Arg)
+        self.id_args = frozenset(st[1].pos for st in command.steps if st[0] not in _BLENDS and st[1].__class__ is Arg)
 
 
 class CommandColumns:
@@ -297,7 +297,12 @@ class CommandColumns:
                 row[CK.PI_SEL + k] = tp.base[k] if k < len(tp.base) else 0
                 row[CK.PI_ARG + k] = -1
             for k, op, anim, extra in cmd.arg_steps:
-                if op == _GAIT:
+                if op in _BLENDS and op != _GAIT:   # a mix's weight, a pick's value, a direction
+                    if extra[0].__class__ is Arg:
+                        row[CK.PI_TARGET_ARG] = extra[0].pos
+                    else:
+                        pf[ent.e, CK.PF_TARGET] = float(extra[0])
+                elif op == _GAIT:
                     target, value = extra
                     if target.__class__ is Arg:
                         row[CK.PI_TARGET_ARG] = target.pos
