@@ -116,6 +116,31 @@ def test_a_learnt_batch_is_checked_in_one_compiled_call():
     assert tables(p) == tables(q)
 
 
+def test_the_blends_of_types_10_11_13_go_through_the_compiled_call():
+    """A learnt batch of mixes, picks and directions (their numbers given per row, clamped
+    and wrapped: out of range too) becomes command buffer rows, none through Player.run, and
+    leaves the rows their handle calls leave (Player.mix, pick, direction and the stack
+    rules), bit for bit, update after update."""
+    from test_recipes import handle_calls
+
+    p, hs, cmds = _learnt()
+    q, qs, _ = _learnt()
+    kinds = ["mix", "pick", "direction", "pick_queued"]
+    for u, x in enumerate((-0.6, 0.1, 1.99, 2.51, 3.3, 4.9, 1.0, 7.2)):
+        rows = [(kinds[(u + j) % len(kinds)], j % 4, x + 0.37 * j, u + j, 0.2) for j in range(4)]
+        before, run_before = p.columns.rows_buffered, p.columns.rows_run
+        p.commands([cmds[r[0]] for r in rows], [hs[r[1]] for r in rows], [_row(r[0], *r[2:]) for r in rows])
+        assert p.columns.rows_buffered == before + 4 and p.columns.rows_run == run_before, u
+        for kind, i, xx, k, fade in rows:
+            handle_calls(q, qs[i], kind, xx, k, fade)
+        assert tables(p) == tables(q), u
+        for _ in range(8):                                # the fades done: the stacks stay shallow
+            for w, h in ((p, hs), (q, qs)):
+                w.step(h)
+                w.flush()
+        assert tables(p) == tables(q), u
+
+
 def test_a_human_twice_in_a_batch_and_a_full_buffer():
     """The second command of a human reads its rows as the first left them (the buffer
     written first); a batch longer than the buffer fills it again."""
@@ -211,9 +236,9 @@ def test_the_reference_runs_a_batch_as_its_own_runs():
     included (the same class and row)."""
     from scuffle.anim.engine.stack import CharacterInstance
     from scuffle.anim.playback.player import Player
-    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.tools.bench import crowd_set
 
-    s = demo_set()
+    s = crowd_set()                                     # (with a direction task's eight clips)
     p, ref = Player(), Reference()
     hp = [CharacterInstance(s, f"h{i}") for i in range(3)]
     hr = [RefInstance(s, f"h{i}") for i in range(3)]
@@ -287,9 +312,9 @@ def test_a_gait_target_that_is_not_finite_is_refused_with_its_row():
 def test_the_reference_moves_gait_targets_as_the_engine():
     from scuffle.anim.engine.stack import CharacterInstance
     from scuffle.anim.playback.player import Player
-    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.tools.bench import crowd_set
 
-    s = demo_set()
+    s = crowd_set()                                     # (with a direction task's eight clips)
     p, ref = Player(), Reference()
     hp = [CharacterInstance(s, f"h{i}") for i in range(3)]
     hr = [RefInstance(s, f"h{i}") for i in range(3)]
