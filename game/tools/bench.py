@@ -77,7 +77,8 @@ import numpy as np
 
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.playback.player import PlayerOptions
-from scuffle.anim.playback.recipe import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe
+from scuffle.anim.playback.recipe import (Arg, ClipStep, DirectionStep, GaitStep, LoopStep, MixStep, PickStep, Place,
+                                          Recipe)
 from scuffle.anim.playback.tasks import LOCOMOTION_FLAGS, HeldFlags, TaskFlags, TaskType
 from scuffle.game.runtime.collector import settle as settle_collector
 from scuffle.game.fighters.moves import GAIT_IDS, Move
@@ -184,9 +185,10 @@ _N_KINDS = len(COMMAND_KINDS)
 ATTACKS = (Move.JAB, Move.KICK, Move.CROSS, Move.HOOK)
 REACTIONS = (Move.HIT_FRONT, Move.HIT_BACK, Move.HIT_HEAVY)
 # The crowd's commands as a game issues them: prepared recipes (anim.playback.recipe; plain data,
-# Player.prepare once, Player.run with the fade and the id or gait target), the same rows
-# as the handle calls of RealisticCrowd._do_handles; mix, pick, direction and a running
-# gait's new target go through the handle API.
+# Player.prepare once, Player.run with the fade and the id, gait target, weight, value or
+# direction), the same rows as the handle calls of RealisticCrowd._do_handles; a running
+# gait's or mix's new target goes to its task (the gaits' as columns, Player.set_gait_targets).
+PACES = (Move.WALK, Move.JOG, Move.RUN, Move.SPRINT)
 REAL_RECIPES = {
     "walk_start": Recipe(Place.CHANGE, (ClipStep(Move.WALK_START),
                                         GaitStep(GAIT_IDS, target=Arg(1), value=0.0, flags=WALK_FLAGS)), fade=Arg(0)),
@@ -198,6 +200,9 @@ REAL_RECIPES = {
                                    LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)),
     "hit": Recipe(Place.CHANGE, (ClipStep(Arg(1)), LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)),
     "queued": Recipe(Place.ENQUEUE, (ClipStep(Arg(0), blend=0.1), LoopStep(Move.FIGHT_IDLE))),
+    "mix": Recipe(Place.CHANGE, (MixStep(Move.WALK, Move.JOG, weight=Arg(1)),), fade=Arg(0)),
+    "pick": Recipe(Place.CHANGE, (PickStep(PACES, 1.0, value=Arg(1)),), fade=Arg(0)),
+    "direction": Recipe(Place.CHANGE, (DirectionStep(DIRECTION_BASE, direction=Arg(1)),), fade=Arg(0)),
 }
 HANDLE_SAMPLE = 8                    # every 8th command through the handle API (command_cpu_us_handles)
 _first = itemgetter(0)
@@ -293,9 +298,9 @@ class RealisticCrowd:
 
     The commands go as a game issues them: prepared recipes (REAL_RECIPES, Player.prepare
     once; ``_prepared``) for the walk start (and a gait target with no gait running), walk
-    stop, attack, combo, hit reaction and queued attack, first, in draw order; then the
-    handle API (``_do_handles``: the constructors and stack rules) for a running gait's new
-    target, mix, pick and direction; then the HANDLE_SAMPLE-th commands, which go through
+    stop, attack, combo, hit reaction, queued attack, mix (with no mix running), pick and
+    direction, first, in draw order; then the handle API (``_do_handles``: the constructors
+    and stack rules) for a running mix's new target; then the HANDLE_SAMPLE-th commands, which go through
     ``_do_handles`` whatever their kind, timed apart. The prepared ones go as one batch an
     update (``_batched``: Player.commands, the columns of the update's commands; the
     running gaits' new targets as columns too, Player.set_gait_targets, before them) on
@@ -435,7 +440,11 @@ class RealisticCrowd:
         elif kind == "queued":
             run(inst, cmds["queued"], ATTACKS[k % 4])
         else:
-            self._do_handles(kind, inst, x, k, fade)
+            got = self._prepared(kind, inst, x, k, fade)
+            if got is None:
+                self._do_handles(kind, inst, x, k, fade)
+            else:
+                run(inst, got[0], *got[1])
 
     def _do_handles(self, kind, inst, x, k, fade):
         """One command through the handle API (the player's constructors and stack rules)."""
@@ -465,7 +474,7 @@ class RealisticCrowd:
             else:
                 m.set_target(x / 4.0)
         elif kind == "pick":
-            p.change(inst, p.pick(inst, [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT], 1.0, value=x * 0.75), fade)
+            p.change(inst, p.pick(inst, list(PACES), 1.0, value=x * 0.75), fade)
         elif kind == "direction":
             p.change(inst, p.direction(inst, DIRECTION_BASE, direction=x * 2.0), fade)
         else:                                             # queued: starts at the next step
@@ -474,8 +483,8 @@ class RealisticCrowd:
     def _prepared(self, kind, inst, x, k, fade):
         """The prepared command and its numbers that issue ``kind`` (REAL_RECIPES: two numbers
         a row, the second 0.0 where the recipe takes one), or None: the handle API's (a
-        running gait's new target, mix, pick, direction). A gait target reads whether a gait
-        runs (Player.running) here, as ``_do`` does."""
+        running gait's or mix's new target). A gait or mix target reads whether one runs
+        (Player.running) here, as ``_do`` does."""
         cmds = self.cmds
         if kind == "gait_target":
             if self.player.running(inst, TaskType.GAIT) is not None:
@@ -491,6 +500,14 @@ class RealisticCrowd:
             return cmds[kind], (fade, 0.0)
         if kind == "queued":
             return cmds["queued"], (ATTACKS[k % 4], 0.0)
+        if kind == "mix":
+            if self.player.running(inst, TaskType.MIX) is not None:
+                return None
+            return cmds["mix"], (fade, x / 4.0)
+        if kind == "pick":
+            return cmds["pick"], (fade, x * 0.75)
+        if kind == "direction":
+            return cmds["direction"], (fade, x * 2.0)
         return None
 
     def __call__(self, ctx) -> None:
