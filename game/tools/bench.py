@@ -357,6 +357,7 @@ class RealisticCrowd:
         self._kept: tuple | None = None             # the last save_state (given again while nothing changed)
         self._kinds_of: tuple = (None, -1)          # (a state's counts by kind, the command count they are at)
         self.fights: list = []
+        self._row_cols: tuple | None = None          # the extras' rows and generations (_index_rows)
         self.listener = _Listener()
         self.router = _FightRouter()
 
@@ -405,6 +406,18 @@ class RealisticCrowd:
         self.commands = commands
         if self.listener.counts != counts:
             self.listener.counts = dict(counts)
+
+    def _index_rows(self) -> tuple:
+        """The extras' rows and generations (Player.rows_of) by their index in the crowd,
+        kept as the driver's columns (read again when a row was given to another)."""
+        pairs = [pair for phase in self.by_phase for pair in phase]
+        size = max((i for i, _ in pairs), default=-1) + 1
+        rows, gens = self.player.rows_of([inst for _, inst in pairs])
+        by_i = np.full(size, -1, np.int64), np.full(size, -1, np.int64)
+        idx = np.fromiter((i for i, _ in pairs), np.int64, len(pairs))
+        by_i[0][idx], by_i[1][idx] = rows, gens
+        self._row_cols = by_i
+        return by_i
 
     # -- one command of each kind (the player's own calls: what a game's code does)
     def _running(self, inst, ttype):
@@ -539,6 +552,7 @@ class RealisticCrowd:
         ``Player.commands``, then the handle API's; timed as a whole (one pair of clock
         readings an update), the batch call alone too; the handle API's sample (every
         HANDLE_SAMPLE-th) after them, each timed apart."""
+        from scuffle.anim.base.errors import StaleHandle
         from scuffle.anim.engine.stack import AnimLimitError
 
         clock, cpu_clock = time.perf_counter, time.process_time
@@ -555,7 +569,7 @@ class RealisticCrowd:
         walking = iter(self.player.set_gait_targets([a for a, _ in steer], [x for _, x in steer]).tolist()) \
             if steer else iter(())
         walk_start = self.cmds["walk_start"]
-        cmds, insts, args, later, sampled = [], [], [], [], []
+        cmds, who, args, later, sampled = [], [], [], [], []
         for (i, inst), (kind, x, k, fade) in zip(phase, draws):
             if kind == "queued" and inst.queue:
                 kind = "hit"
@@ -567,7 +581,7 @@ class RealisticCrowd:
             if kind == "gait_target":
                 if not next(walking):
                     cmds.append(walk_start)
-                    insts.append(inst)
+                    who.append(i)
                     args.append((fade, x))
                 continue
             got = prepared(kind, inst, x, k, fade)
@@ -575,19 +589,32 @@ class RealisticCrowd:
                 later.append((kind, inst, x, k, fade))
             else:
                 cmds.append(got[0])
-                insts.append(inst)
+                who.append(i)
                 args.append(got[1])
         refused = 0
         b0 = cpu_clock()
+        # the humans named by their rows and generations, kept as columns (Player.rows_of):
+        # the batch reads no instance of theirs
+        cols = self._row_cols
+        if cols is None:
+            cols = self._index_rows()
+        rows, gens = cols[0][who], cols[1][who]
         lo = 0
+        reread = False
         while lo < len(cmds):                             # a refused row counted, the rest run after it
             try:
-                self.player.commands(cmds[lo:] if lo else cmds, insts[lo:] if lo else insts,
-                                     args[lo:] if lo else args)
+                self.player.commands_at(cmds[lo:] if lo else cmds, rows[lo:], gens[lo:], args[lo:] if lo else args)
                 break
             except AnimLimitError as e:
                 refused += 1
                 lo += e.row + 1                           # type: ignore[attr-defined]
+            except StaleHandle as e:                      # a row given to another (a restore): read again, once
+                if reread:
+                    raise
+                reread = True
+                lo += e.row                               # type: ignore[attr-defined]
+                cols = self._index_rows()
+                rows, gens = cols[0][who], cols[1][who]
         b1 = cpu_clock()
         for kind, inst, x, k, fade in later:
             try:
