@@ -160,27 +160,30 @@ class CommandColumns:
         width = a.shape[1]
         eng = self.rules.batch
         seats = eng._instances
-        m = len(seats)
-        inside = (r >= 0) & (r < m)
-        rr = np.where(inside, r, 0)
-        gen = np.asarray(eng.humans.gen)
-        ok = inside & (rr < len(gen))
-        ok &= gen[np.where(ok, rr, 0)] == g
-        bad = int(np.argmin(ok)) if not ok.all() else n
-        slots = rr[:bad].tolist()
+        gen = eng.humans.gen                       # (a list: read by the rows named, not whole)
+        slots = r.tolist()
+        want = g.tolist()
+        top = min(len(seats), len(gen))
+        if min(slots) >= 0 and max(slots) < top:
+            now = list(map(gen.__getitem__, slots))
+            bad = n if now == want else next(i for i, (x, y) in enumerate(zip(now, want)) if x != y)
+        else:
+            bad = next(i for i, (s, w) in enumerate(zip(slots, want)) if not (0 <= s < top and gen[s] == w))
+        if bad < n:
+            del slots[bad:]
         insts = list(map(seats.__getitem__, slots))
         if None in insts:                           # a free row holding the generation given
             bad = insts.index(None)
             del slots[bad:], insts[bad:]
-        cmds = commands if bad == n else commands[:bad]
         if bad:
+            cmds = commands if bad == n else commands[:bad]
             rules = self.rules
             if rules.learnt != self._learnt or rules.options is not self._options:
                 self._refresh()
             ents, new = self._plans(cmds, insts, width)
             if new:
                 self._refresh()
-            self._run(cmds, insts, a if bad == n else a[:bad], slots, ents)
+            self._run(cmds, insts, a if bad == n else a[:bad], slots, ents, r if bad == n else r[:bad])
         if bad < n:
             # (the entries' checks of a row's command come first, as ``commands`` checks its columns)
             exc = StaleHandle(f"commands_at: row {bad}: human row {int(r[bad])} does not hold generation "
@@ -192,6 +195,8 @@ class CommandColumns:
     @staticmethod
     def _whole(col: Any, n: int, what: str) -> np.ndarray:
         """``col`` as ``n`` int64s (RecipeError naming the field: not one whole number a command)."""
+        if col.__class__ is np.ndarray and col.dtype == np.int64 and col.shape == (n,):
+            return col                              # (a game's own column: as it is)
         try:
             v = np.asarray(col)
         except (TypeError, ValueError):
@@ -444,13 +449,15 @@ class CommandColumns:
         self._options = rules.options
 
     def _run(self, commands: Sequence[Command], humans: Sequence[Any], a: np.ndarray, slots: list[int],
-             ents: list[int]) -> None:
+             ents: list[int], sl: np.ndarray | None = None) -> None:
         """The rows in order: as many as the compiled checks take at a time made buffer rows,
-        each other one through ``Player.run`` (the module docstring)."""
+        each other one through ``Player.run`` (the module docstring). ``sl``: ``slots`` as
+        an int64 array when the caller has it."""
         rules = self.rules
         buf = rules.commands
         n = len(slots)
-        sl = np.fromiter(slots, np.int64, n)
+        if sl is None or not (sl.flags.c_contiguous and sl.flags.writeable):
+            sl = np.fromiter(slots, np.int64, n)
         en = np.fromiter(ents, np.int64, n)
         cnt = self._cnt
         i = 0

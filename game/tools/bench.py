@@ -755,6 +755,7 @@ def _build_realistic(n: int, engine: str = "compiled", seed: int = 1, threads: i
         if k % REAL_CYCLE:                                # and a second change over it
             crowd._do("gait_target" if i % 2 else "hit", inst, (i % 7) * 0.5, i, 0.0)
     player.flush()
+    crowd._index_rows()                                   # the extras' rows, read once as they join
     for k, (a, b) in enumerate(pairs):
         pair = (names[a], names[b])
         fight = Fight(game if len(pairs) == 1 and n == 2 else _PairView(game, pair), idle_existing=False)
