@@ -21,6 +21,8 @@ pick's and the direction's).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from scuffle.anim.engine.jitcache import cache_setting
@@ -153,6 +155,8 @@ def mix_values(weight):
     MixTask._made in Python): clamped to 0-1, a double, and the clip that leads (0 the
     first, 1 the second). Out: (weight, leader). Original: 0x0010b090."""
     w = _mix_weight(weight)
+    if w == 0.0:                                 # a -0.0 given stays -0.0 (as pick_values keeps it)
+        w = math.copysign(0.0, weight) if weight == 0.0 else 0.0
     return w, _mix_leader(w)
 
 
@@ -174,6 +178,10 @@ def pick_values(value):
     PickTask._made in Python): clamped to 0-3 and held as a float32, and the audible clip.
     Out: (value, chosen). Original: 0x00106f50."""
     v = float(np.float32(_pick_value(value)))
+    if v == 0.0:
+        # the clamp keeps a -0.0 given (Python's max picks it), and only that: the
+        # compiled clamp and rounding, inlined into a writer, were seen to give +0.0 there
+        v = math.copysign(0.0, value) if value == 0.0 else 0.0
     return v, _pick_chosen(v)
 
 

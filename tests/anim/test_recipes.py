@@ -553,3 +553,48 @@ def test_the_reference_checks_a_recipe_as_the_engine_does():
         with pytest.raises(RecipeError) as reference:
             ref.run(hr, rcmd, *wrong)
         assert str(reference.value) == str(engine.value).replace("Command(", "RefCommand("), name
+
+
+def test_the_blends_edge_numbers_leave_the_handle_calls_rows():
+    """A mix's weight, a pick's value and a direction at their edges (-0.0, a tiny negative
+    direction that wraps to 8.0, the thresholds, far out of range) written by the compiled
+    writers (``cmd_kernel_runs`` counts them) leave the handle calls' rows, bit for bit."""
+    a, ha = _world(4, 360)
+    b, hb = _world(4, 360)
+    cmds = {k: b.prepare(SHAPES[k][0]) for k in ("mix", "pick", "direction")}
+    # a recipe too long for a buffer row: written at once (cmdkernel.run_rows)
+    long_mix = b.prepare(Recipe(Place.CHANGE, (ClipStep(Move.JAB), ClipStep(Move.CROSS), ClipStep(Move.JAB),
+                                               ClipStep(Move.HOOK), MixStep(Move.WALK, Move.JOG, weight=Arg(1))),
+                                fade=Arg(0)))
+    for w, hs in ((a, ha), (b, hb)):
+        w.step(hs)
+    edges = [-0.0, 0.0, -1e-300, 0.5, 0.4999999999, 1.0, 1e30, -1e30, 0.51, 1.51, 2.51, 3.0, 2.5099999, 7.5, 8.0,
+             -8.0, 15.999999999]
+    learnt = False
+    for j, v in enumerate(edges * 2):
+        for kind in cmds:
+            i = j % 4
+            x = {"mix": v, "pick": v, "direction": v}[kind]
+            calls = {"mix": lambda p, h: p.change(h, p.mix(h, Move.WALK, Move.JOG, weight=x), 0.2),
+                     "pick": lambda p, h: p.change(h, p.pick(h, list(PACES), 1.0, value=x), 0.2),
+                     "direction": lambda p, h: p.change(h, p.direction(h, DIRECTION_BASE, direction=x), 0.2)}[kind]
+            calls(a, ha[i])
+            before = b.cmd_kernel_runs
+            b.run(hb[i], cmds[kind], 0.2, x)
+            if learnt:
+                assert b.cmd_kernel_runs == before + 1, (j, kind)
+            _same(a, b, f"{kind} {v!r}")
+        i = (j + 1) % 4
+        a.change(ha[i], a.clip(ha[i], Move.JAB, a.clip(ha[i], Move.CROSS, a.clip(ha[i], Move.JAB, a.clip(
+            ha[i], Move.HOOK, a.mix(ha[i], Move.WALK, Move.JOG, weight=v))))), 0.2)
+        before = b.cmd_kernel_runs
+        b.run(hb[i], long_mix, 0.2, v)
+        if learnt:
+            assert b.cmd_kernel_runs == before + 1, (j, "long_mix")
+        _same(a, b, f"long mix {v!r}")
+        learnt = True
+        for _ in range(10):                            # the fades done: shallow stacks
+            for w, hs in ((a, ha), (b, hb)):
+                w.step(hs)
+                w.flush()
+        _same(a, b, f"steps after {v!r}")
