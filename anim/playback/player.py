@@ -192,6 +192,8 @@ class Player:
     knows = _Part("prepared", RecipeRules.knows)
     commands = _Part("columns", CommandColumns.commands)
     set_gait_targets = _Part("columns", CommandColumns.set_gait_targets)
+    commands_at = _Part("columns", CommandColumns.commands_at)
+    rows_of = _Part("columns", CommandColumns.rows_of)
     bank = _PartProperty("lookup", "bank", "The ClipBank of every clip this player has seen (ClipLookup.bank).")
     _bank = _PartProperty("lookup", "_bank", "The look-up's bank as it is (None until built): anim.playback.batch reads it.")
     _clips = _PartProperty("lookup", "clips", "Every clip seen, by bank index (ClipLookup.clips).")
