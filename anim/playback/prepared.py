@@ -251,7 +251,8 @@ class RecipeRules:
             if op in _BLENDS:                        # a mix's, a pick's, a direction's clips, as the run found them
                 if not tp.known[k]:
                     ids = _blend_ids(op, anim)
-                    hits = [self.lookup._known(s, i) if i.__class__ in self.lookup._id_types else None for i in ids]
+                    hits: list[Any] = [self.lookup._known(s, i) if i.__class__ in self.lookup._id_types else None
+                                       for i in ids]
                     if all(h is not None and h[2] >= 0 and h[3] is not None for h in hits) \
                             and all(-_INT32 <= int(i) < _INT32 for i in ids):
                         if op == _PICK:
