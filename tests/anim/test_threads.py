@@ -335,3 +335,160 @@ def test_balance_cuts_given_by_hand_are_checked():
     for bad in ([0], [1000], [300, 400], []):
         with pytest.raises(ValueError, match="set_cuts"):
             b.set_cuts(bad)
+
+
+class _Together(Player):
+    """A Player driven through ``step_and_pose`` (run_world calls ``step`` then ``pose``):
+    its ``step`` runs both, and ``pose`` hands back the Bones that call made, so the pose
+    begun beside the step's Python is the one compared. ``step`` stays the Player's own
+    (set on the instance), so the engine may begin the pose."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._made = None
+        self.step = self._both                  # type: ignore[method-assign]
+
+    def _both(self, instances, dt=None):
+        self._made = self.step_and_pose(instances, dt)
+        eng = self.batch
+        assert eng._begun is None and not (eng._workers is not None and eng._workers.busy), \
+            "the pose must be complete when step_and_pose returns"
+
+    def pose(self, instances):
+        made, self._made = self._made, None
+        return made if made is not None else super().pose(instances)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_the_pose_begun_beside_the_step_gives_the_same_bits(small_chunks, monkeypatch, threads):
+    """Player.step_and_pose (the animation system's call) begins the pose's other chunks
+    as soon as the threaded step's kernels are through, beside the merge and the step's
+    Python: the same tables, poses, bone transforms, outcomes and callbacks as one thread,
+    with the cuts at random places; an update whose step has wrap callbacks to run poses
+    after them (nothing begun)."""
+    _, one = _run(1, 8)
+    _random_spans(monkeypatch, threads + 100)
+    aset, cmds = _case(8)
+    w = _Together(PlayerOptions(threads=threads))
+    wraps = []
+    note = Player.note_wrap
+
+    def counted(self, inst, task):
+        wraps.append(self.batch.kernel_humans)
+        return note(self, inst, task)
+    monkeypatch.setattr(Player, "note_wrap", counted)
+    many = run_world(w, aset, cmds, UPDATES, HUMANS, GAIT, poses=True, bones=True)
+    _same(one, many, f"{threads} threads, the pose begun beside the step")
+    begun = w.batch.poses_begun
+    assert 0 < begun < UPDATES, (begun, "some updates begin the pose; those with wraps do not")
+    assert wraps, "the case should have wrap callbacks (the path that poses after them)"
+
+
+def test_a_step_that_raises_leaves_no_pose_under_way(small_chunks, monkeypatch):
+    """An exception from the step after the pose was begun (the animation system's call):
+    the worker threads' chunks are waited for before it reaches the caller, and the next
+    update steps and poses as usual."""
+    from scuffle.anim.playback import batch as B
+    from scuffle.game.tools.bench import build_crowd
+
+    game = build_crowd(41, "realistic", threads=2)
+    eng = game.player.batch
+    try:
+        game.step()
+        assert eng.poses_begun >= 1
+        staged = B.BatchEngine._stage
+        hit = [0]
+
+        def failing(self, *a, **kw):
+            if self._begun is not None:
+                hit[0] += 1
+                raise RuntimeError("a failure with the pose under way")
+            return staged(self, *a, **kw)
+        monkeypatch.setattr(B.BatchEngine, "_stage", failing)
+        with pytest.raises(RuntimeError, match="under way"):
+            for _ in range(60):
+                game.step()
+        assert hit[0] == 1
+        assert eng._begun is None and not eng._workers.busy
+        monkeypatch.setattr(B.BatchEngine, "_stage", staged)
+        begun = eng.poses_begun
+        game.step()
+        assert eng.poses_begun == begun + 1 and eng._begun is None
+    finally:
+        game.close()
+
+
+def test_workers_begin_then_wait():
+    """Workers.begin hands the jobs after the first to the threads and returns; wait joins
+    and raises the first worker's error; a second begin before the wait is refused."""
+    import threading
+    ran = []
+    gate = threading.Event()
+
+    def job(k):
+        def run():
+            gate.wait(5)
+            ran.append(k)
+            if k == 2:
+                raise KeyError(k)
+        return run
+    pool = crowd.Workers(3)
+    try:
+        pool.begin([None, job(1), job(2)])
+        assert pool.busy
+        with pytest.raises(RuntimeError):
+            pool.begin([None, job(3)])
+        gate.set()
+        with pytest.raises(KeyError):
+            pool.wait()
+        assert sorted(ran) == [1, 2] and not pool.busy
+        pool.run([lambda: ran.append(0), job(1)])
+        assert ran.count(1) == 2 and 0 in ran
+    finally:
+        pool.close()
+
+
+def _game_run(threads: int, updates: int) -> list:
+    """The realistic crowd (the systems' schedule, fight rules, commands, rows handlers) of
+    an odd size on ``threads``: after each update its poses and bone transforms as bits,
+    the events the update fired and the crowd's digest."""
+    from scuffle.game.tools.bench import build_crowd, crowd_checksum
+
+    game = build_crowd(67, "realistic", threads=threads)
+    eng = game.player.batch
+    out = []
+    try:
+        for _ in range(updates):
+            game.step()
+            # a read between updates: the pose is complete (nothing under way on a worker)
+            assert eng._begun is None and not (eng._workers is not None and eng._workers.busy)
+            ctx = game.ctx
+            fired = [(int(e), [(f.anim_id, f.event.frame, int(f.event.type)) for f in inst.events])
+                     for e, _, inst in ctx.fired] if ctx.fired else []
+            out.append(([a.view(np.uint32).copy() if a.dtype == np.float32 else a.copy()
+                         for a in (ctx.poses.vel, ctx.poses.root, ctx.poses.rot, ctx.poses.tag,
+                                   ctx.bone_pos, ctx.bone_rot)],
+                        fired, crowd_checksum(game)))
+        out.append(eng.poses_begun)
+    finally:
+        game.close()
+    return out
+
+
+def test_the_animation_system_on_threads_gives_the_same_bits(small_chunks):
+    """Through the systems (AnimationStep's Player.step_and_pose: the pose begun beside the
+    step's Python) a realistic crowd of an odd size on 2, 3 and 7 threads poses, fires and
+    ends each update as on one thread, bit for bit, and no pose is under way between
+    updates."""
+    updates = 40
+    one = _game_run(1, updates)
+    assert one[-1] == 0
+    assert any(f for _, f, _ in one[:-1]), "the crowd should fire events"
+    for n in (2, 3, 7):
+        many = _game_run(n, updates)
+        assert many[-1] > 0, "the pose should have been begun beside the step"
+        for u, (a, b) in enumerate(zip(one[:-1], many[:-1])):
+            for j, (x, y) in enumerate(zip(a[0], b[0])):
+                assert np.array_equal(x, y), f"{n} threads: update {u}, pose array {j} differs"
+            assert a[1] == b[1], f"{n} threads: update {u}: the fired events differ"
+            assert a[2] == b[2], f"{n} threads: update {u}: the crowd's state differs"
