@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 from time import get_clock_info
 from time import thread_time as _thread_time
 from collections import deque
@@ -1269,7 +1270,13 @@ class BatchEngine:
         jobs = self._pose_jobs(rows, spans, last[3], tables, last[4], refused, queued_default)
         assert self._workers is not None
         c0 = _thread_time()
+        for job in jobs[1:]:
+            job.entered = threading.Event()
         self._workers.begin(jobs)
+        # the calling thread holds the GIL through the Python that follows: until each
+        # worker has reached its kernel (which releases it), the GIL is handed over
+        for job in jobs[1:]:
+            job.entered.wait()
         self._begun = (instances, n, spans, jobs, out, c0)
         self.poses_begun += 1
 
@@ -1536,16 +1543,21 @@ class _PoseJob:
     """pose_stacks over one chunk's rows, with its _Part's scratch, into the shared output
     (its own columns)."""
 
-    __slots__ = ("p", "rows", "cols", "tables", "out", "buffers", "cpu")
+    __slots__ = ("p", "rows", "cols", "tables", "out", "buffers", "cpu", "entered")
 
     def __init__(self, p: _Part, rows, cols, buffers, tables: tuple, out):
         self.p, self.rows, self.cols, self.tables, self.out, self.buffers = p, rows, cols, tables, out, buffers
         self.cpu = 0.0
+        # set as the job reaches its kernel call (a pose begun beside the calling thread's
+        # Python: that thread waits for it, so the worker is not left waiting for the GIL)
+        self.entered: threading.Event | None = None
 
     def __call__(self) -> None:
         c0 = _thread_time()
         H, T, C, F, G, E, bank = self.tables
         p = self.p
+        if self.entered is not None:
+            self.entered.set()
         try:
             p.pose_job.run(PoseInputs(self.rows, self.cols, H, T, C, F, G, E, bank, p.scratch, self.out,
                                       self.buffers), p.pose)
