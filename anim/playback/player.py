@@ -332,15 +332,15 @@ class Player:
         through, beside the step's own Python (PlayerOptions.threads; BatchEngine.pose_next).
         The pose is complete when this returns; nothing outside the engine runs while it is
         under way: not when a wrap callback waits (it runs between the two and may command),
-        nor when ``step`` is overridden (a subclass's code runs after the engine's). The
-        animation system's call (systems.animation.AnimationStep)."""
+        nor when ``step`` is overridden or wrapped (a subclass's or a timer's code runs after
+        the engine's). The animation system's call (systems.animation.AnimationStep)."""
         eng = self.batch
-        if type(self).step is not Player.step or not isinstance(instances, list):
-            self.step(instances, dt)
+        if type(self).step is not Player.step or "step" in self.__dict__ or not isinstance(instances, list):
+            self.step(instances, dt)                # code of the caller's own around the step
             return self.pose(instances)
         eng.pose_next = instances
         try:
-            Player.step(self, instances, dt)
+            self.step(instances, dt)
         except BaseException:
             eng.finish_begun()
             raise

@@ -338,25 +338,47 @@ def test_balance_cuts_given_by_hand_are_checked():
 
 
 class _Together(Player):
-    """A Player driven through ``step_and_pose`` (run_world calls ``step`` then ``pose``):
-    its ``step`` runs both, and ``pose`` hands back the Bones that call made, so the pose
-    begun beside the step's Python is the one compared. ``step`` stays the Player's own
-    (set on the instance), so the engine may begin the pose."""
+    """A Player whose ``pose`` hands back the Bones its last ``step_and_pose`` made, so the
+    pose begun beside the step's Python is the one compared (its ``step`` is the Player's
+    own: the engine may begin the pose)."""
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self._made = None
-        self.step = self._both                  # type: ignore[method-assign]
-
-    def _both(self, instances, dt=None):
-        self._made = self.step_and_pose(instances, dt)
-        eng = self.batch
-        assert eng._begun is None and not (eng._workers is not None and eng._workers.busy), \
-            "the pose must be complete when step_and_pose returns"
 
     def pose(self, instances):
         made, self._made = self._made, None
         return made if made is not None else super().pose(instances)
+
+
+def _run_together(w: _Together, aset, cmds: list) -> tuple:
+    """run_world (test_reference) with each update's step and pose made by one
+    ``step_and_pose`` call, the pose complete when it returns."""
+    from test_reference import Log, _apply, _poses_of, _state_of
+    from scuffle.anim.engine.stack import CharacterInstance
+
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(HUMANS)]
+    log: list = []
+    w.callbacks.register("log", lambda inst, kind, tag: log.append((kind, tag, inst.name)))
+    for h in hs:
+        h.on_report = Log(log, "report", 0)
+    states, pose_list, outcomes = [], [], []
+    by_update: dict[int, list] = {}
+    for cmd in cmds:
+        by_update.setdefault(cmd[0], []).append(cmd)
+    eng = w.batch
+    for u in range(UPDATES):
+        w._made = w.step_and_pose(hs)
+        assert eng._begun is None and not (eng._workers is not None and eng._workers.busy), \
+            "the pose must be complete when step_and_pose returns"
+        pose_list.append(_poses_of(w, hs, True))
+        w.flush()
+        states.append((_state_of(w, hs), len(w.refused), len(log)))
+        for (_, hi, fade, c) in by_update.get(u, []):
+            outcomes.append((u, hi, c[0], _apply(w, hs, log, hi, fade, c, GAIT)))
+        w.flush()
+        states.append((_state_of(w, hs), len(log)))
+    return states, pose_list, outcomes, log
 
 
 @pytest.mark.parametrize("threads", [2, 3, 7])
@@ -377,7 +399,7 @@ def test_the_pose_begun_beside_the_step_gives_the_same_bits(small_chunks, monkey
         wraps.append(self.batch.kernel_humans)
         return note(self, inst, task)
     monkeypatch.setattr(Player, "note_wrap", counted)
-    many = run_world(w, aset, cmds, UPDATES, HUMANS, GAIT, poses=True, bones=True)
+    many = _run_together(w, aset, cmds)
     _same(one, many, f"{threads} threads, the pose begun beside the step")
     begun = w.batch.poses_begun
     assert 0 < begun < UPDATES, (begun, "some updates begin the pose; those with wraps do not")
@@ -492,3 +514,27 @@ def test_the_animation_system_on_threads_gives_the_same_bits(small_chunks):
                 assert np.array_equal(x, y), f"{n} threads: update {u}, pose array {j} differs"
             assert a[1] == b[1], f"{n} threads: update {u}: the fired events differ"
             assert a[2] == b[2], f"{n} threads: update {u}: the crowd's state differs"
+
+
+def test_a_wrapped_step_is_called_and_nothing_is_begun(small_chunks):
+    """A step wrapped on the instance (a timer, as scuffle bench's stage pass) or
+    overridden runs, and the pose then waits for it: nothing is begun beside code that is
+    not the engine's."""
+    aset, _ = _case(5)
+    from scuffle.anim.engine.stack import CharacterInstance
+    w = Player(PlayerOptions(threads=2))
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(HUMANS)]
+    w.step_and_pose(hs)
+    assert w.batch.poses_begun == 1
+    calls = []
+    step = w.step
+
+    def timed(*a, **kw):
+        calls.append(1)
+        return step(*a, **kw)
+    w.step = timed                                  # type: ignore[method-assign]
+    w.step_and_pose(hs)
+    assert calls == [1] and w.batch.poses_begun == 1
+    c = _Counting(PlayerOptions(threads=2))
+    c.step_and_pose([CharacterInstance(aset, f"c{i}") for i in range(HUMANS)])
+    assert c.chunk_counts == [2] and c.batch.poses_begun == 0
