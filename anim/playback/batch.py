@@ -1260,10 +1260,17 @@ class BatchEngine:
         pose reads (each human's pose reads its own rows, as stepped) or reads the pose's
         buffers. The time the calling thread spends before its chunk counts as its chunk's
         (crowd.Balance then hands the other chunks more humans). Nothing is begun for one
-        thread or a crowd too small to cut."""
-        if len(instances) < 2 * crowd.MIN_CHUNK or (self.player.options.threads or crowd.default_threads()) <= 1:
+        thread, a crowd too small to cut, or with PlayerOptions.queued_default (its test is
+        game code, asked when the pose is made)."""
+        opts = self.player.options
+        if len(instances) < 2 * crowd.MIN_CHUNK or (opts.threads or crowd.default_threads()) <= 1:
             return
-        prep = self._pose_prepare(instances, None)
+        if opts.queued_default is not None:     # its test is game code, asked at the pose
+            return
+        try:
+            prep = self._pose_prepare(instances, None)
+        except Exception:                       # not begun: the pose makes them again, and raises there
+            return
         n, rows, spans, tables, last, refused, queued_default, out = prep
         if not spans or len(spans) <= 1:
             return

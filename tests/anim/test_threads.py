@@ -519,7 +519,7 @@ def test_the_animation_system_on_threads_gives_the_same_bits(small_chunks):
 def test_a_wrapped_step_is_called_and_nothing_is_begun(small_chunks):
     """A step wrapped on the instance (a timer, as scuffle bench's stage pass) or
     overridden runs, and the pose then waits for it: nothing is begun beside code that is
-    not the engine's."""
+    not the engine's (nor with a queued-default test, game code asked at the pose)."""
     aset, _ = _case(5)
     from scuffle.anim.engine.stack import CharacterInstance
     w = Player(PlayerOptions(threads=2))
@@ -538,3 +538,7 @@ def test_a_wrapped_step_is_called_and_nothing_is_begun(small_chunks):
     c = _Counting(PlayerOptions(threads=2))
     c.step_and_pose([CharacterInstance(aset, f"c{i}") for i in range(HUMANS)])
     assert c.chunk_counts == [2] and c.batch.poses_begun == 0
+    # PlayerOptions.queued_default's test is game code, asked when the pose is made
+    q = Player(PlayerOptions(threads=2, queued_default=lambda inst: False))
+    q.step_and_pose([CharacterInstance(aset, f"q{i}") for i in range(HUMANS)])
+    assert q.batch.chunks_used == 2 and q.batch.poses_begun == 0
