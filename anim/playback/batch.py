@@ -1277,13 +1277,14 @@ class BatchEngine:
         jobs = self._pose_jobs(rows, spans, last[3], tables, last[4], refused, queued_default)
         assert self._workers is not None
         c0 = _thread_time()
-        for job in jobs[1:]:
-            job.entered = threading.Event()
+        reached = [threading.Event() for _ in jobs[1:]]
+        for job, ev in zip(jobs[1:], reached):
+            job.entered = ev
         self._workers.begin(jobs)
         # the calling thread holds the GIL through the Python that follows: until each
         # worker has reached its kernel (which releases it), the GIL is handed over
-        for job in jobs[1:]:
-            job.entered.wait()
+        for ev in reached:
+            ev.wait()
         self._begun = (instances, n, spans, jobs, out, c0)
         self.poses_begun += 1
 
