@@ -1281,12 +1281,12 @@ class BatchEngine:
         for job, ev in zip(jobs[1:], reached):
             job.entered = ev
         self._workers.begin(jobs)
+        self._begun = (instances, n, spans, jobs, out, c0)     # (an interrupt below: finish_begun waits)
+        self.poses_begun += 1
         # the calling thread holds the GIL through the Python that follows: until each
         # worker has reached its kernel (which releases it), the GIL is handed over
         for ev in reached:
             ev.wait()
-        self._begun = (instances, n, spans, jobs, out, c0)
-        self.poses_begun += 1
 
     def _end_pose(self, refusals: list | None) -> Bones:
         """The begun pose's first chunk on the calling thread, the join, its refusals."""
@@ -1298,7 +1298,10 @@ class BatchEngine:
         except BaseException as e:
             first = e
         jobs[0].cpu = _thread_time() - c0                       # the Python before it included
-        assert self._workers is not None
+        if self._workers is None or not self._workers.busy:     # (an interrupt before begin returned)
+            if first is not None:
+                raise first
+            return out
         self._workers.wait(first)
         if _CHUNK_CLOCK:
             self.balance[1].note(spans, [job.cpu for job in jobs])
@@ -1306,12 +1309,11 @@ class BatchEngine:
         return out
 
     def finish_begun(self) -> None:
-        """Wait for a pose begun on the worker threads and not finished (the step's caller
-        went another way, or raised): its outputs are then complete, as a pose's."""
+        """Finish a pose begun on the worker threads and not finished (the step's caller
+        went another way, or raised): the calling thread's chunk, then the join, so the
+        pose's buffers hold one whole pose."""
         if self._begun is not None:
-            self._begun = None
-            assert self._workers is not None
-            self._workers.wait()
+            self._end_pose(None)
 
     def _refusals(self, instances: list, n: int, refusals: list | None) -> None:
         """The refused eighth poses of the last pose, appended to ``refusals``."""

@@ -342,7 +342,10 @@ class Player:
         try:
             self.step(instances, dt)
         except BaseException:
-            eng.finish_begun()
+            try:                                    # the begun chunks finished: no thread left writing
+                eng.finish_begun()
+            except BaseException:                   # (the step's own exception is the one to see)
+                pass
             raise
         finally:
             eng.pose_next = None
