@@ -1029,6 +1029,26 @@ class BatchEngine:
             self._workers = crowd.Workers(want)
         return spans
 
+    def row_chunks(self, n: int) -> tuple[list, "crowd.Workers"] | None:
+        """For another kernel over ``n`` rows each independent of the others (root motion
+        over the body rows): the chunks (lo, hi) by count for PlayerOptions.threads and the
+        engine's worker pool, or None for one thread or too few rows to cut (under two
+        chunks of crowd.MIN_CHUNK). The pool runs nothing of the engine's then (a pose
+        begun beside the step is finished before the step's caller returns)."""
+        if n < 2 * crowd.MIN_CHUNK or self._begun is not None:
+            return None
+        want = self.player.options.threads or crowd.default_threads()
+        if want <= 1:
+            return None
+        spans = crowd.chunks(n, want)
+        if len(spans) <= 1:
+            return None
+        if self._workers is None or self._workers.threads < len(spans):
+            if self._workers is not None:
+                self._workers.close()
+            self._workers = crowd.Workers(want)
+        return spans, self._workers
+
     def _part(self, j: int) -> "_Part":
         """Chunk ``j``'s kernels, scratch and buffers (made on first use)."""
         parts = self._parts

@@ -491,7 +491,11 @@ def _game_run(threads: int, updates: int) -> list:
                          for a in (ctx.poses.vel, ctx.poses.root, ctx.poses.rot, ctx.poses.tag,
                                    ctx.bone_pos, ctx.bone_rot)],
                         fired, crowd_checksum(game)))
-        out.append(eng.poses_begun)
+        import esper
+        from scuffle.systems.motion import StateUpdate
+        with game.active():
+            motion = esper.get_processor(StateUpdate)
+        out.append((eng.poses_begun, len(motion._chunk_jobs)))
     finally:
         game.close()
     return out
@@ -499,16 +503,17 @@ def _game_run(threads: int, updates: int) -> list:
 
 def test_the_animation_system_on_threads_gives_the_same_bits(small_chunks):
     """Through the systems (AnimationStep's Player.step_and_pose: the pose begun beside the
-    step's Python) a realistic crowd of an odd size on 2, 3 and 7 threads poses, fires and
-    ends each update as on one thread, bit for bit, and no pose is under way between
-    updates."""
+    step's Python; StateUpdate's root motion in chunks of the body rows) a realistic crowd
+    of an odd size on 2, 3 and 7 threads poses, fires, moves and ends each update as on one
+    thread, bit for bit, and no pose is under way between updates."""
     updates = 40
     one = _game_run(1, updates)
-    assert one[-1] == 0
+    assert one[-1] == (0, 0)
     assert any(f for _, f, _ in one[:-1]), "the crowd should fire events"
     for n in (2, 3, 7):
         many = _game_run(n, updates)
-        assert many[-1] > 0, "the pose should have been begun beside the step"
+        assert many[-1][0] > 0, "the pose should have been begun beside the step"
+        assert many[-1][1] == n, "root motion should have run in chunks on the threads"
         for u, (a, b) in enumerate(zip(one[:-1], many[:-1])):
             for j, (x, y) in enumerate(zip(a[0], b[0])):
                 assert np.array_equal(x, y), f"{n} threads: update {u}, pose array {j} differs"
