@@ -858,6 +858,9 @@ def _patch_kernels(sink: dict, calls: dict, cpu: dict, batch=None) -> list:
             fn = getattr(batch, name)
             saved.append((batch, name, fn))
             setattr(batch, name, _timed_call(fn, sink, key, calls, cpu))
+        fn = motion._motion_chunks       # root motion's chunks on threads, as one
+        saved.append((motion, "_motion_chunks", fn))
+        motion._motion_chunks = _timed_call(fn, sink, "root_motion_step", calls, cpu)
     return saved
 
 
