@@ -20,6 +20,7 @@ Spec: "Root motion", "Where clips are found", "The Anim Range List", "Paired tas
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 from scuffle.anim.data.animset import AnimSet
@@ -111,21 +112,33 @@ class FiredEvents:
     next fires). ``FiredEvents(events)`` holds a list of its own.
     """
 
-    __slots__ = ("source", "_own", "_link")
+    __slots__ = ("source", "_own", "_crowd", "_ent")
 
     def __init__(self, events: list | None = None, source: CharacterInstance | None = None):
-        self._own: list = list(events) if events is not None else []
+        # its own list, made when first read unlinked (a crowd's humans are linked: none of
+        # them holds an empty list it never reads)
+        self._own: list | None = list(events) if events is not None else None
         self.source = source
-        self._link: tuple | None = None     # (the world's crowd, the entity), set by the crowd
+        self._crowd: Any = None             # the world's crowd and the entity, set by the crowd
+        self._ent = -1
+
+    def link(self, crowd, ent: int) -> None:
+        """Tell ``crowd`` (its ``unlinked``) when ``events`` is assigned: the human ``ent``'s."""
+        self._crowd, self._ent = crowd, ent
 
     @property
     def events(self) -> list:
-        return self.source.events if self.source is not None else self._own
+        if self.source is not None:
+            return self.source.events
+        own = self._own
+        if own is None:
+            own = self._own = []
+        return own
 
     @events.setter
     def events(self, value: list) -> None:
-        if self.source is not None and self._link is not None:
-            self._link[0].unlinked[self._link[1]] = self
+        if self.source is not None and self._crowd is not None:
+            self._crowd.unlinked[self._ent] = self
         self.source = None
         self._own = value
 

@@ -254,7 +254,7 @@ class Crowd:
         self.instances.insert(k, inst)
         self.fired.insert(k, fired)
         fired.source = inst
-        fired._link = (self, ent)
+        fired.link(self, ent)
         pref.link(self, ent)
         row = -1
         if body is not None:
@@ -376,7 +376,7 @@ class Crowd:
         for e, (a, pref, fired) in humans:
             pref.link(self, e)
             fired.source = a.instance              # a view onto the instance's events
-            fired._link = (self, e)
+            fired.link(self, e)
         self.unlinked = {}
         parts = self.parts                         # the same dict (Game._entities holds it)
         parts.clear()

@@ -53,24 +53,24 @@ _helper = njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrappe
 # The arrays the kernel writes: (table, name, dtype), in ``lay``'s order (each array's offset
 # in its table's block, counted in its own items). Tables: 0 tasks, 1 cursors, 2 fades, 3 gaits, 4 humans.
 COLUMNS = (
-    (0, "n_free", np.int64), (0, "free_rows", np.int64), (0, "live", np.bool_), (0, "type", np.int8),
-    (0, "rate", np.float32), (0, "flags", np.int32), (0, "held", np.int64), (0, "c0", np.int64),
-    (0, "c1", np.int64), (0, "aux", np.int64), (0, "nxt", np.int64), (0, "blend", np.float32),
-    (0, "window", np.int8), (0, "placed", np.bool_), (0, "incoming", np.int64), (0, "speed", np.float32),
-    (1, "n_free", np.int64), (1, "free_rows", np.int64), (1, "live", np.bool_), (1, "end", np.int32),
+    (0, "n_free", np.int64), (0, "free_rows", np.int32), (0, "live", np.bool_), (0, "type", np.int8),
+    (0, "rate", np.float32), (0, "flags", np.int32), (0, "held", np.int64), (0, "c0", np.int32),
+    (0, "c1", np.int32), (0, "aux", np.int32), (0, "nxt", np.int32), (0, "blend", np.float32),
+    (0, "window", np.int8), (0, "placed", np.bool_), (0, "incoming", np.int32), (0, "speed", np.float32),
+    (1, "n_free", np.int64), (1, "free_rows", np.int32), (1, "live", np.bool_), (1, "end", np.int32),
     (1, "limit", np.float32), (1, "dur", np.float32), (1, "bank", np.int32), (1, "anim", np.int32),
     (1, "flags", np.int32), (1, "evf0", np.int32), (1, "evf", np.int32), (1, "t", np.float32),
     (1, "frame", np.int32), (1, "ev", np.int32), (1, "at_end", np.bool_),
-    (2, "n_free", np.int64), (2, "free_rows", np.int64), (2, "live", np.bool_), (2, "el", np.float32),
+    (2, "n_free", np.int64), (2, "free_rows", np.int32), (2, "live", np.bool_), (2, "el", np.float32),
     (2, "dur", np.float32),
-    (3, "n_free", np.int64), (3, "free_rows", np.int64), (3, "live", np.bool_), (3, "id0", np.int32),
+    (3, "n_free", np.int64), (3, "free_rows", np.int32), (3, "live", np.bool_), (3, "id0", np.int32),
     (3, "id1", np.int32), (3, "id2", np.int32), (3, "id3", np.int32), (3, "id4", np.int32), (3, "b0", np.int32),
     (3, "b1", np.int32), (3, "b2", np.int32), (3, "b3", np.int32), (3, "b4", np.int32), (3, "value", np.float32),
     (3, "target", np.float32), (3, "lower", np.int32), (3, "leader", np.int8),
-    (4, "depth", np.int64), (4, "queued", np.int64), (4, "stack", np.int64), (4, "queue", np.int64),
+    (4, "depth", np.int32), (4, "queued", np.int32), (4, "stack", np.int32), (4, "queue", np.int32),
     (4, "flags", np.int64), (4, "anim", np.int64), (4, "speed", np.float64),
-    (0, "value", np.float64), (0, "target", np.float64), (0, "c2", np.int64), (0, "c3", np.int64),
-    (0, "base", np.int64), (0, "centre", np.int8), (0, "sampling", np.int8), (0, "dir_banks", np.int32),
+    (0, "value", np.float64), (0, "target", np.float64), (0, "c2", np.int32), (0, "c3", np.int32),
+    (0, "base", np.int32), (0, "centre", np.int8), (0, "sampling", np.int8), (0, "dir_banks", np.int32),
 )
 # numba's cache is keyed on this file only: the sha256 of the sources its kernels link
 # (kernels_write, anim.engine.rules, anim.maths.detmath: anim.engine.jitcache.linked_sha256), so an edit there changes this
@@ -83,8 +83,8 @@ PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
 # run_rows' first arguments: (table, dtype) of each block view, in order (a bool column is
 # read and written through its table's int8 view: numpy's bool is one byte, 0 or 1)
 BLOCK_VIEWS = ((0, np.int64), (0, np.int32), (0, np.float32), (0, np.int8), (1, np.int64), (1, np.int32),
-               (1, np.float32), (1, np.int8), (2, np.int64), (2, np.float32), (2, np.int8), (3, np.int64),
-               (3, np.int32), (3, np.float32), (3, np.int8), (4, np.int64), (0, np.float64))
+               (1, np.float32), (1, np.int8), (2, np.int64), (2, np.int32), (2, np.float32), (2, np.int8), (3, np.int64),
+               (3, np.int32), (3, np.float32), (3, np.int8), (4, np.int64), (4, np.int32), (0, np.float64))
 
 # A step's template row: the int64 part (``ti``) and the float64 part (``tf``). A clip's:
 TI_OP, TI_FLAGS, TI_HELD, TI_END, TI_BANK, TI_AID, TI_CFLAGS, TI_EVF0 = range(8)
@@ -151,24 +151,24 @@ _GaitRows = namedtuple("_GaitRows", ("live", "id0", "id1", "id2", "id3", "id4", 
 
 
 @_helper
-def _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, tf64, lay):
+def _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, tf64, lay):
     """The task, cursor, fade and gait tables as named tuples of views into their blocks
     (each column at ``lay``'s offset; the task table's ``dir_banks`` flat, eight a row)."""
     tasks = _TaskRows(t8[lay[T_LIVE]:], t8[lay[T_TYPE]:], tf32[lay[T_RATE]:], t32[lay[T_FLAGS]:],
-                      t64[lay[T_HELD]:], t64[lay[T_C0]:], t64[lay[T_C1]:], t64[lay[T_AUX]:], t64[lay[T_NXT]:],
-                      tf32[lay[T_BLEND]:], t8[lay[T_WINDOW]:], t8[lay[T_PLACED]:], t64[lay[T_INCOMING]:],
-                      tf32[lay[T_SPEED]:], tf64[lay[T_VALUE]:], tf64[lay[T_TARGET]:], t64[lay[T_C2]:],
-                      t64[lay[T_C3]:], t64[lay[T_BASE]:], t8[lay[T_CENTRE]:], t8[lay[T_SAMPLING]:],
-                      t32[lay[T_DIR_BANKS]:], t64[lay[T_FREE]:], t64[lay[T_NF]:])
+                      t64[lay[T_HELD]:], t32[lay[T_C0]:], t32[lay[T_C1]:], t32[lay[T_AUX]:], t32[lay[T_NXT]:],
+                      tf32[lay[T_BLEND]:], t8[lay[T_WINDOW]:], t8[lay[T_PLACED]:], t32[lay[T_INCOMING]:],
+                      tf32[lay[T_SPEED]:], tf64[lay[T_VALUE]:], tf64[lay[T_TARGET]:], t32[lay[T_C2]:],
+                      t32[lay[T_C3]:], t32[lay[T_BASE]:], t8[lay[T_CENTRE]:], t8[lay[T_SAMPLING]:],
+                      t32[lay[T_DIR_BANKS]:], t32[lay[T_FREE]:], t64[lay[T_NF]:])
     cursors = _CursorRows(c8[lay[C_LIVE]:], c32[lay[C_END]:], cf32[lay[C_LIMIT]:], cf32[lay[C_DUR]:],
                           c32[lay[C_BANK]:], c32[lay[C_ANIM]:], c32[lay[C_FLAGS]:], c32[lay[C_EVF0]:],
                           c32[lay[C_EVF]:], cf32[lay[C_T]:], c32[lay[C_FRAME]:], c32[lay[C_EV]:],
-                          c8[lay[C_AT_END]:], c64[lay[C_FREE]:], c64[lay[C_NF]:])
-    fades = _FadeRows(f8[lay[F_LIVE]:], ff32[lay[F_EL]:], ff32[lay[F_DUR]:], fi64[lay[F_FREE]:], fi64[lay[F_NF]:])
+                          c8[lay[C_AT_END]:], c32[lay[C_FREE]:], c64[lay[C_NF]:])
+    fades = _FadeRows(f8[lay[F_LIVE]:], ff32[lay[F_EL]:], ff32[lay[F_DUR]:], fi32[lay[F_FREE]:], fi64[lay[F_NF]:])
     gaits = _GaitRows(g8[lay[G_LIVE]:], g32[lay[G_ID0]:], g32[lay[G_ID1]:], g32[lay[G_ID2]:], g32[lay[G_ID3]:],
                       g32[lay[G_ID4]:], g32[lay[G_B0]:], g32[lay[G_B1]:], g32[lay[G_B2]:], g32[lay[G_B3]:],
                       g32[lay[G_B4]:], gf32[lay[G_VALUE]:], gf32[lay[G_TARGET]:], g32[lay[G_LOWER]:],
-                      g8[lay[G_LEADER]:], g64[lay[G_FREE]:], g64[lay[G_NF]:])
+                      g8[lay[G_LEADER]:], g32[lay[G_FREE]:], g64[lay[G_NF]:])
     return tasks, cursors, fades, gaits
 
 
@@ -232,7 +232,7 @@ def _pool_take(out, tr):
 
 
 @_helper
-def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, place, window, speed, fade, target,
+def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot, n, place, window, speed, fade, target,
              value, vnone):
     """One prepared command's rows (the module docstring), through the row writers
     (anim.engine.kernels_write), then its place on the stack or queue. Out: the pool's
@@ -327,23 +327,23 @@ def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, 
         tasks.incoming[fr] = prev
         b = slot * stack_width
         for i in range(b + n, b, -1):
-            h64[o_h_stack + i] = h64[o_h_stack + i - 1]
-        h64[o_h_stack + b] = prev
-        h64[o_h_stack + b + n + 1] = fr
-        h64[o_h_depth + slot] = n + 2
+            h32[o_h_stack + i] = h32[o_h_stack + i - 1]
+        h32[o_h_stack + b] = prev
+        h32[o_h_stack + b + n + 1] = fr
+        h32[o_h_depth + slot] = n + 2
         tasks.placed[prev] = True
         tasks.placed[fr] = True
     elif place == PLACE_PUSH:
-        h64[o_h_stack + slot * stack_width + n] = prev
-        h64[o_h_depth + slot] = n + 1
+        h32[o_h_stack + slot * stack_width + n] = prev
+        h32[o_h_depth + slot] = n + 1
         tasks.placed[prev] = True
     else:
         o_h_queued = lay[H_QUEUED]
         o_h_queue = lay[H_QUEUE]
-        q = h64[o_h_queued + slot]
+        q = h32[o_h_queued + slot]
         tasks.placed[prev] = True
-        h64[o_h_queue + slot * lay[_WIDTHS + 1] + q] = prev
-        h64[o_h_queued + slot] = q + 1
+        h32[o_h_queue + slot * lay[_WIDTHS + 1] + q] = prev
+        h32[o_h_queued + slot] = q + 1
         return added
     if held != 0:
         o_h_flags = lay[H_FLAGS]
@@ -354,8 +354,8 @@ def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, 
 
 
 @_kernel
-def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, tf64, out, lay, ti, tf,
-             sel, slot, n, place, window, speed, fade, target, value, vnone):
+def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, h64, h32, tf64, out, lay,
+             ti, tf, sel, slot, n, place, window, speed, fade, target, value, vnone):
     """Write a prepared command's rows at once (the module docstring). In: the task, cursor,
     fade, gait and human tables' blocks as BLOCK_VIEWS, the pool's flags, ``lay``, the
     template rows (``ti``, ``tf``) and the row of each step (``sel``, last task first), the
@@ -365,15 +365,15 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
     with nothing written (a free list too short, the pool's flags short of a row taken).
     Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init, 0x001754e8 /
     0x001753d8 (insert, push)."""
-    tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32,
+    tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32,
                                             g8, tf64, lay)
-    return _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, place, window, speed, fade,
+    return _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot, n, place, window, speed, fade,
                     target, value, vnone)
 
 
 @_kernel
-def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, tf64, out, lay,
-                   ti, tf, bi, bf, n_rows):
+def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, h64, h32, tf64, out,
+                   lay, ti, tf, bi, bf, n_rows):
     """Apply a command buffer's first ``n_rows`` rows in order (anim.playback.cmdbuffer),
     each as ``run_rows`` writes one command (the same writers). In: the blocks, the pool's
     flags, ``lay`` and the template rows as ``run_rows``; the buffer's rows read as int64
@@ -383,14 +383,14 @@ def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, 
     has no other one waiting). Out: the pool's flags newly set, or -(i + 1) when row ``i``
     could not be written (the rows before it written, nothing of it: the call's checks
     make that an engine bug). Original: as ``run_rows``."""
-    tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32,
+    tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32,
                                             g8, tf64, lay)
     o_h_depth = lay[H_DEPTH]
     added = 0
     for i in range(n_rows):
         slot = bi[i, B_SLOT]
-        got = _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, bi[i, B_SEL:B_SEL + bi[i, B_STEPS]], slot,
-                       h64[o_h_depth + slot], bi[i, B_PLACE], bi[i, B_WINDOW], bf[i, BF_SPEED], bf[i, BF_FADE],
+        got = _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, bi[i, B_SEL:B_SEL + bi[i, B_STEPS]],
+                       slot, np.int64(h32[o_h_depth + slot]), bi[i, B_PLACE], bi[i, B_WINDOW], bf[i, BF_SPEED], bf[i, BF_FADE],
                        bf[i, BF_TARGET], bf[i, BF_VALUE], bi[i, B_VNONE])
         if got < 0:
             return -(i + 1)

@@ -45,10 +45,10 @@ class KernelInputError(ValueError):
 # Each table tuple's columns: (dtype, dimensions), and the group of columns that share
 # their first length (a table's capacity; EventIndex: per clip, per event).
 COLUMN_TYPES: dict[type, dict[str, tuple[str, int, str]]] = {
-    HumanCols: {"flags": ("int64", 1, "rows"), "depth": ("int64", 1, "rows"), "stack": ("int64", 2, "rows"),
-                "queued": ("int64", 1, "rows"), "queue": ("int64", 2, "rows")},
-    TaskCols: {**{f: ("int64", 1, "rows") for f in ("held", "c0", "c1", "aux", "nxt", "incoming", "wraps", "c2",
-                                                    "c3", "base")},
+    HumanCols: {"flags": ("int64", 1, "rows"), "depth": ("int32", 1, "rows"), "stack": ("int32", 2, "rows"),
+                "queued": ("int32", 1, "rows"), "queue": ("int32", 2, "rows")},
+    TaskCols: {**{f: ("int64", 1, "rows") for f in ("held", "wraps")},
+               **{f: ("int32", 1, "rows") for f in ("c0", "c1", "aux", "nxt", "incoming", "c2", "c3", "base")},
                **{f: ("int8", 1, "rows") for f in ("type", "window", "centre", "sampling")},
                **{f: ("float32", 1, "rows") for f in ("rate", "blend", "speed")},
                **{f: ("bool", 1, "rows") for f in ("released", "handed_over", "callback", "placed")},
@@ -57,8 +57,8 @@ COLUMN_TYPES: dict[type, dict[str, tuple[str, int, str]]] = {
                "partner": ("int64", 1, "rows"), "dir_banks": ("int32", 2, "rows")},
     CursorCols: {**{f: ("int32", 1, "rows") for f in ("frame", "end", "flags", "bank", "ev", "evf", "evf0", "anim")},
                  **{f: ("float32", 1, "rows") for f in ("t", "limit", "dur")},
-                 "at_end": ("bool", 1, "rows"), "live": ("bool", 1, "rows"), "gen": ("int64", 1, "rows"),
-                 "free_rows": ("int64", 1, "rows"), "n_free": ("int64", 1, "one")},
+                 "at_end": ("bool", 1, "rows"), "live": ("bool", 1, "rows"), "gen": ("int32", 1, "rows"),
+                 "free_rows": ("int32", 1, "rows"), "n_free": ("int64", 1, "one")},
     FadeCols: {"el": ("float32", 1, "rows"), "dur": ("float32", 1, "rows")},
     GaitCols: {**{f: ("int32", 1, "rows") for f in ("lower", "id0", "id1", "id2", "id3", "id4", "b0", "b1", "b2",
                                                     "b3", "b4")},
@@ -66,7 +66,7 @@ COLUMN_TYPES: dict[type, dict[str, tuple[str, int, str]]] = {
     EventIndex: {"first": ("int64", 1, "clips"), "n": ("int64", 1, "clips"), "frame": ("int64", 1, "events"),
                  "type": ("int64", 1, "events"), "end": ("int32", 1, "clips"), "limit": ("float32", 1, "clips"),
                  "dur": ("float32", 1, "clips")},
-    RowState: {"live": ("bool", 1, "rows"), "gen": ("int64", 1, "rows"), "free_rows": ("int64", 1, "rows"),
+    RowState: {"live": ("bool", 1, "rows"), "gen": ("int32", 1, "rows"), "free_rows": ("int32", 1, "rows"),
                "n_free": ("int64", 1, "one")},
     BankTables: {"row0": ("int64", 1, "clips"), "rows": ("int64", 1, "clips"), "ftab": ("int64", 2, "frames"),
                  "kval": ("float32", 2, "keys"), "kslope": ("float32", 2, "keys"), "kstart": ("float32", 1, "keys"),
@@ -279,8 +279,8 @@ class StepJob(_Job):
             raise _fail(k, "out", f"{type(out).__name__}, expected StepBuffers")
         for name in ("status", "ev_lo", "ev_hi"):
             _array(k, f"out.{name}", getattr(out, name), "int64", 1)
-        for name, width in (("ev_out", 4), ("def_out", 2), ("wrap_out", 2)):
-            a = _array(k, f"out.{name}", getattr(out, name), "int64", 2)
+        for name, width, dt in (("ev_out", 4, "int32"), ("def_out", 2, "int64"), ("wrap_out", 2, "int32")):
+            a = _array(k, f"out.{name}", getattr(out, name), dt, 2)
             if a.shape[1] != width:
                 raise _fail(k, f"out.{name}", f"{a.shape[1]} columns, expected {width}")
         _at_least(k, "out.counts", _array(k, "out.counts", out.counts, "int64", 1), _COUNTS, "entries")
@@ -462,9 +462,9 @@ class FlushJob(_Job):
         _array(k, "buf.ids", buf.ids, "int64", 1)
         self._check_varying(inputs)
         n_t = inputs.tasks.type.shape[0]
-        _at_least(k, "buf.freed", _array(k, "buf.freed", buf.freed, "int64", 1), n_t)
+        _at_least(k, "buf.freed", _array(k, "buf.freed", buf.freed, "int32", 1), n_t)
         _at_least(k, "buf.counts", _array(k, "buf.counts", buf.counts, "int64", 1), _FLUSH_COUNTS, "entries")
-        _at_least(k, "buf.chain", _array(k, "buf.chain", buf.chain, "int64", 1), _WALK, "entries")
+        _at_least(k, "buf.chain", _array(k, "buf.chain", buf.chain, "int32", 1), _WALK, "entries")
         _array(k, "buf.pool_out", buf.pool_out, "bool", 1)
         _at_least(k, "buf.end_mark", _array(k, "buf.end_mark", buf.end_mark, "int32", 1), n_t)
         _at_least(k, "buf.report_mark", _array(k, "buf.report_mark", buf.report_mark, "int64", 1),

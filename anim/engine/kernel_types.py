@@ -260,11 +260,11 @@ class FlushBuffers(NamedTuple):
     ``entries`` (int64 (n, 2), in) the deferred list's entries (human row, task row), in
     its order (anim.playback.deferred: the step kernel wrote them; -1 for an entry Python holds as
     objects); ``ids`` (int64, out) the anim id each released task reports; ``freed``
-    (int64, out) the task rows given back, in order, ~row for a row holding a callback id
+    (int32, out) the task rows given back, in order, ~row for a row holding a callback id
     (the Python side clears their handles, lets their callback ids go and resets them to
     the defaults); ``counts`` (int64, out: FLUSH_FREED the rows in ``freed``, FLUSH_IN the
     tasks counted back into the pool, FLUSH_STOP the entry it stopped at, FLUSH_KEYED the
-    rows written as ~row); ``chain`` (int64, scratch: a task and the next
+    rows written as ~row); ``chain`` (int32, scratch: a task and the next
     tasks it owns); ``pool_out`` (bool, the TaskPool's ``out``: one flag per task row,
     maybe shorter than the task table); ``end_mark`` (the task table's ``on_end``: a
     callback id per row, >= 0 when it has an end callback, which Python runs) and

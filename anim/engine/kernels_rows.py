@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scuffle.anim.data.clip import EventType
 from scuffle.anim.engine.sampler import CursorFlags
-from scuffle.anim.engine.store import NO_EVENT, NO_ROW
+from scuffle.anim.engine.store import MAX_ROWS, NO_EVENT, NO_ROW
 from scuffle.anim.maths.pose import POSE_STACK_SIZE
 from scuffle.anim.base.enums import BlendWindow, HeldFlags, PickSampling, TaskType
 from scuffle.anim.engine.rules import HELD_EVENTS, PICK_SAMPLINGS, PICK_THRESHOLDS, TASK_CURSORS, WINDOW_RULES
@@ -54,6 +54,7 @@ _cursor_flags_of = _helper(R.cursor_flags_of)
 # whole stack (see step_stacks and pose_stacks; anim.playback.batch drives them).
 
 # Numba freezes module globals as constants: the enums as plain ints.
+_MAX_GEN = MAX_ROWS            # a row's generation wraps to 0 past it (store.FRAME_COLUMNS)
 _LOOP = int(TaskType.LOOP)
 _CLIP = int(TaskType.CLIP)
 _PAIRED_HOLD = int(TaskType.PAIRED_HOLD)
@@ -254,7 +255,7 @@ def _give_row(r, live, gen, free_rows, n_free):
     if r < 0 or not live[r]:
         return False
     live[r] = False
-    gen[r] += 1
+    gen[r] = (gen[r] + 1) & _MAX_GEN               # int32: wraps to 0, never below (store.FRAME_COLUMNS)
     n = n_free[0]
     free_rows[n] = r
     n_free[0] = n + 1

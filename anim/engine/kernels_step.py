@@ -44,7 +44,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "2d2171c4c9c9f270fa6a4f14dfa4d64157fee1c629765b53ed4fee2022d52830"
+LINKED_SHA256 = "38538d79acd458fb8b296108001c41daa3fb0b3930e6cbfde8a29980fd4cd5d2"
 
 
 # status bits per human (step_stacks' ``status``)

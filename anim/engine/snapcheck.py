@@ -23,7 +23,7 @@ import numpy as np
 
 from scuffle.anim.engine import snapkernel as K
 from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
-from scuffle.anim.engine.store import NO_ROW, _layout
+from scuffle.anim.engine.store import FRAME_COLUMNS, NO_ROW, _layout
 from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine.rules import TASK_CURSORS, dir_banks_misfit
 
@@ -321,8 +321,8 @@ def _make_plan(tables: Sequence[Saved], single: bool = False, names_: Sequence[s
         tabs[ti, 0] = t.capacity
         tabs[ti, 1] = off + lay["live"][0]
         if "gen" in lay and "free_rows" in lay:
-            tabs[ti, 2] = (off + lay["gen"][0]) // 8
-            tabs[ti, 3] = (off + lay["free_rows"][0]) // 8
+            tabs[ti, 2] = (off + lay["gen"][0]) // lay["gen"][1].itemsize
+            tabs[ti, 3] = (off + lay["free_rows"][0]) // lay["free_rows"][1].itemsize
             tabs[ti, 4] = (off + lay["n_free"][0]) // 8
         rules = RANGES[tname] if tname in RANGES else (rules_ or {})[tname]
         for col, (o, dt, shape) in lay.items():
@@ -702,7 +702,7 @@ def compile_kernels() -> None:
     live = [cursor_table(1), fade_table(1), gait_table(1), task_table(1)]
     cols = [t._all for t in live] + [HumanTable.COLUMNS]
     for name in ("bodies", "combats"):                # (their tables are the components'; the rules say the columns)
-        cols.append({"live": np.bool_, "gen": np.int64, "free_rows": np.int64,
+        cols.append({**FRAME_COLUMNS,
                      **{c: np.float64 if r[0] == K.Kind.FLOAT else np.int8 if r[0] == K.Kind.BOOL else np.int64
                         for c, r in RANGES[name].items()}})
     blocks = [np.zeros(_layout(c, 1)[1], np.uint8) for c in cols]

@@ -222,7 +222,7 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
         for r in range(cap):
             seen[r] = 0
         for i in range(nf):
-            v = i64[fr + i]
+            v = i32[fr + i]
             if v < 0 or v >= cap:
                 return _fail(out, 3, t, i, v, 0)
             if i8[lv + v] != 0 or seen[v] != 0:
@@ -230,8 +230,8 @@ def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_
             seen[v] = 1
         g = tabs[t, 2]
         for r in range(cap):
-            if i64[g + r] < 0:
-                return _fail(out, 5, t, r, i64[g + r], 0)
+            if i32[g + r] < 0:
+                return _fail(out, 5, t, r, i32[g + r], 0)
     # -- the humans' generations and free list (lists of the values section)
     hcap = tabs[_HUM, 0]
     hlive = 0

@@ -16,9 +16,10 @@ from numpy.typing import DTypeLike
 
 from scuffle.anim.engine.callbacks import NO_CALLBACK, CallbackTable
 from scuffle.anim.base.errors import StaleHandle
+from scuffle.anim.base.limits import BudgetError
 from scuffle.anim.engine.writefirst import write_first
 
-__all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW",
+__all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW", "ROW_LINK", "MAX_ROWS", "FRAME_COLUMNS",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
            "left_world", "DIRECTIONS", "layout_epoch", "block_layout", "TableArena", "ARENA_BYTES", "HUMAN_ROWS"]
 
@@ -26,6 +27,15 @@ __all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", 
 NO_EVENT = np.iinfo(np.int32).max
 # A row link to nothing (no next task, no incoming task, no cursor).
 NO_ROW = -1
+# A column linking to another row (a task's cursors, fade / gait row, next and incoming
+# task): int32, half the bytes of an int64 in the largest tables, so no table that rows
+# link into grows past MAX_ROWS rows (Table.reserve / _grow refuse it).
+ROW_LINK = np.int32
+MAX_ROWS = int(np.iinfo(np.int32).max)
+# The arrays a Table keeps beside its columns: ``live``, each row's generation (int32,
+# counted up when the row is freed and wrapping from MAX_ROWS to 0, so it never goes
+# below 0; a handle compares it for equality only) and the free list (rows: ROW_LINK).
+FRAME_COLUMNS = {"live": np.bool_, "gen": ROW_LINK, "free_rows": ROW_LINK}
 # Table.settle resets up to this many rows one by one, more with one write per column.
 _ROW_BY_ROW = 6                 # Table.settle: up to this many rows one by one (24 columns: ~1 µs a row)
 # Table.load checks up to this many cached handles one by one, more by their rows' columns at once.
@@ -247,7 +257,7 @@ class Table:
         self.unsettled: list[int] = []      # rows given back, not yet reset (inside a flush only)
         # every array of the table lives in one block of memory (``block``), so a snapshot
         # of the table is one copy (anim.engine.snapshot)
-        self._all = {**self._columns, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}
+        self._all = {**self._columns, **FRAME_COLUMNS}
         self._place(np.zeros(_layout(self._all, 0)[1], np.uint8), 0)
         self._grow(max(1, capacity))
 
@@ -289,6 +299,8 @@ class Table:
         raise AttributeError(f"{type(self).__name__} has no column {name!r}")
 
     def _grow(self, cap: int) -> None:
+        if cap > MAX_ROWS:
+            raise BudgetError("table rows", cap, MAX_ROWS, "rows")
         old = self.capacity
         n = int(self.n_free[0])
         prev = {name: getattr(self, name) for name in (*self._columns, "live", "gen")}
@@ -407,7 +419,7 @@ class Table:
             raise ValueError(f"row {row} freed twice or never taken")
         live[row] = False
         gen = self.m_gen
-        gen[row] += 1
+        gen[row] = (gen[row] + 1) & MAX_ROWS              # (kernels_rows._give_row: the same wrap)
         if self.ids or self._resets:
             self.freed([row])
             self.settle()
@@ -455,8 +467,8 @@ class Table:
             # a handle stays where the saved row is in use at the handle's own generation
             # (the same task: a generation counts up only when its row is freed)
             lay = self._lay(capacity)[0]
-            off = lay["gen"][0]
-            gen = block[off:off + capacity * 8].view(np.int64)
+            off, gdt, _ = lay["gen"]
+            gen = block[off:off + capacity * gdt.itemsize].view(gdt)
             off = lay["live"][0]
             live = block[off:off + capacity].view(np.bool_)
             n = min(len(views), capacity, self.capacity)
@@ -552,10 +564,10 @@ def task_table(capacity: int = 64, calls: CallbackTable | None = None) -> Table:
     its name (``partner_name``, an id of ``calls``); a direction's eight clips are
     ``dir_banks`` (a bank index per direction; -1 for a row of another type)."""
     return Table({"type": np.int8, "rate": np.float32, "flags": np.int32, "held": np.int64,
-                  "c0": np.int64, "c1": np.int64, "aux": np.int64, "nxt": np.int64, "blend": np.float32,
-                  "window": np.int8, "incoming": np.int64, "released": bool, "handed_over": bool,
+                  "c0": ROW_LINK, "c1": ROW_LINK, "aux": ROW_LINK, "nxt": ROW_LINK, "blend": np.float32,
+                  "window": np.int8, "incoming": ROW_LINK, "released": bool, "handed_over": bool,
                   "wraps": np.int64, "speed": np.float32, "callback": bool, "placed": bool,
-                  "c2": np.int64, "c3": np.int64, "value": np.float64, "target": np.float64, "base": np.int64,
+                  "c2": ROW_LINK, "c3": ROW_LINK, "value": np.float64, "target": np.float64, "base": np.int32,
                   "centre": np.int8, "sampling": np.int8, "on_end": np.int32, "on_wrap": np.int32,
                   "partner": np.int64, "partner_name": np.int32, "dir_banks": (np.int32, (DIRECTIONS,))},
                  capacity, ids=TASK_IDS, defaults=TASK_DEFAULTS, calls=calls)
@@ -619,9 +631,9 @@ class HumanTable:
     queue: np.ndarray
     block: np.ndarray
 
-    COLUMNS: dict[str, DTypeLike] = {"flags": np.int64, "anim": np.int64, "speed": np.float64, "depth": np.int64,
-                                     "queued": np.int64, "live": np.bool_, "on_report": np.int64,
-                                     "stack": (np.int64, (STACK_ROWS,)), "queue": (np.int64, (QUEUE_ROWS,))}
+    COLUMNS: dict[str, DTypeLike] = {"flags": np.int64, "anim": np.int64, "speed": np.float64, "depth": np.int32,
+                                     "queued": np.int32, "live": np.bool_, "on_report": np.int64,
+                                     "stack": (ROW_LINK, (STACK_ROWS,)), "queue": (ROW_LINK, (QUEUE_ROWS,))}
 
     def __setattr__(self, name: str, value) -> None:
         """Set an attribute; ``depth``, ``queued``, ``flags``, ``anim`` and ``speed`` also get
@@ -886,12 +898,10 @@ def check_rows(stores: "Stores", e_first: np.ndarray, e_count: np.ndarray, e_fra
     for col in ("flags", "anim", "speed", "depth", "queued", "live", "on_report"):
         if getattr(hum, col).shape != (hcap,):
             raise TableCorrupt(f"humans.{col}: shape {getattr(hum, col).shape}, expected ({hcap},)")
-    if hum.stack.shape != (hcap, HumanTable.STACK_ROWS) or hum.stack.dtype != np.int64:
-        raise TableCorrupt(f"humans.stack: {hum.stack.dtype} {hum.stack.shape}, expected int64 "
-                           f"({hcap}, {HumanTable.STACK_ROWS})")
-    if hum.queue.shape != (hcap, HumanTable.QUEUE_ROWS) or hum.queue.dtype != np.int64:
-        raise TableCorrupt(f"humans.queue: {hum.queue.dtype} {hum.queue.shape}, expected int64 "
-                           f"({hcap}, {HumanTable.QUEUE_ROWS})")
+    for col, width in (("stack", HumanTable.STACK_ROWS), ("queue", HumanTable.QUEUE_ROWS)):
+        a = getattr(hum, col)
+        if a.shape != (hcap, width) or a.dtype != ROW_LINK:
+            raise TableCorrupt(f"humans.{col}: {a.dtype} {a.shape}, expected {np.dtype(ROW_LINK)} ({hcap}, {width})")
     nb = len(e_first)
     if e_count.shape != (nb,) or (nb and int((e_first + e_count).max()) > len(e_frame)) or (e_first < 0).any():
         raise TableCorrupt(f"events: first/count ({nb} clips) run past the {len(e_frame)} event frames")

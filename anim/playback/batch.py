@@ -146,9 +146,10 @@ class BatchEngine:
         self._events: list = []
         # the step's buffers (grown, never per update)
         self._status = np.zeros(0, np.int64)
-        self._ev_out = np.zeros((256, 4), np.int64)
+        # the step's event and wrap rows: rows of the tables and an event's index, int32 as the links
+        self._ev_out = np.zeros((256, 4), np.int32)
         self._def_out = player.deferred_rows.rows     # the deferred list's rows (anim.playback.deferred): the step appends
-        self._wrap_out = np.zeros((256, 2), np.int64)
+        self._wrap_out = np.zeros((256, 2), np.int32)
         self._in_call = np.zeros(0, np.bool_)
         self._twice = False                     # a human listed more than once
         self._ev_lo = self._ev_hi = np.zeros(0, np.int64)
@@ -1479,9 +1480,9 @@ class _Part:
         self.step = TrustedKernel("step_stacks", debug)
         self.pose = TrustedKernel("pose_stacks", debug)
         self.step_job, self.pose_job = StepJob(debug), PoseJob(debug)
-        self.ev = np.zeros((256, 4), np.int64)
+        self.ev = np.zeros((256, 4), np.int32)
         self.def_ = np.zeros((256, 2), np.int64)
-        self.wrap = np.zeros((256, 2), np.int64)
+        self.wrap = np.zeros((256, 2), np.int32)
         self.counts = np.zeros(K.COUNT_WRAPS + 1, np.int64)
         self.snap = np.zeros(HumanTable.STACK_ROWS, np.int64)
         self.walk = np.zeros(_WALK, np.int64)

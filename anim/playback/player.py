@@ -246,7 +246,8 @@ class Player:
         self._release_all = self.options.held_release == HeldRelease.ORIGINAL
         # the flush kernel's scratch, sized on the task table: the task rows it gives back,
         # a task and the next tasks it owns (anim.engine.kernels.flush_release)
-        self._flush_scratch = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(K.FLUSH_KEYED + 1, np.int64))
+        # the flush's freed rows and chain walk: task rows, int32 as the table's links (store.ROW_LINK)
+        self._flush_scratch = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(K.FLUSH_KEYED + 1, np.int64))
         # its counts read and written through a memoryview (no numpy call: after the step's
         # kernels, each kind of numpy call's first use in an update costs 10-20 us)
         self._flush_counts: Any = memoryview(cast(Any, self._flush_scratch[2]))
@@ -695,7 +696,7 @@ class Player:
         cap = tasks.capacity
         freed, chain, counts = self._flush_scratch
         if len(freed) < cap:
-            freed, chain = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+            freed, chain = np.zeros(cap, np.int32), np.zeros(cap, np.int32)
             self._flush_scratch = (freed, chain, counts)
         ids = self._flush_ids
         if len(ids) < len(ents):

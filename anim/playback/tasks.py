@@ -152,7 +152,7 @@ def note_view(ts: Table, r: int) -> None:
 
 
 def viewed_rows(ts: Table, rows: np.ndarray) -> np.ndarray | None:
-    """Of ``rows`` (task rows, int64), those that may hold a handle in ``views``
+    """Of ``rows`` (task rows, an int array), those that may hold a handle in ``views``
     (``note_view``'s flags, cleared for them now), or None when no flags follow
     ``views`` (the caller reads ``views`` row by row)."""
     kept = ts.__dict__.get("m_viewed")

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scuffle.anim.engine.store import Table, block_layout
+from scuffle.anim.engine.store import FRAME_COLUMNS, Table, block_layout
 
 __all__ = ["COLUMNS", "RowRandom", "RowField", "AIRow", "ai_table", "row_state", "MT_WORDS", "new_sid"]
 
@@ -273,7 +273,7 @@ def row_state(table_state: Any, row: int) -> tuple:
     lay = _ROW_LAYOUTS.get(table_state.capacity)
     if lay is None:                        # (kept per capacity: derived only)
         lay = _ROW_LAYOUTS[table_state.capacity] = block_layout(
-            {**COLUMNS, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}, table_state.capacity)[0]
+            {**COLUMNS, **FRAME_COLUMNS}, table_state.capacity)[0]
     block = table_state.block
 
     def col(name: str) -> np.ndarray:

@@ -97,7 +97,7 @@ class FightStates:
             return None
         # the generations as bytes (a human table's are a list: read through one itemgetter)
         got = (ct, bt, ht, np.array(cr, np.intp), np.array(br, np.intp), np.array(hr, np.intp),
-               np.array(cg, np.int64).tobytes(), np.array(bg, np.int64).tobytes(), (itemgetter(*hr), tuple(hg)))
+               np.array(cg, ct.gen.dtype).tobytes(), np.array(bg, bt.gen.dtype).tobytes(), (itemgetter(*hr), tuple(hg)))
         self.kept = (key, game._entities, len(fights), (ct, bt, ht), (ct.layout, bt.layout, ht.layout), got)
         return got
 

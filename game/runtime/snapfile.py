@@ -51,7 +51,7 @@ __all__ = ["SnapCache", "cache_of", "FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "c
            "need_float", "need_random_state", "short", "assemble", "sections_of", "counts_of", "counts_section",
            "COUNT_LISTS", "COUNTERS"]
 
-FORMAT = 7                       # the byte form's version (the header's second field)
+FORMAT = 8                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
 # magic, format, header size, scuffle version (ASCII, NUL-padded), configuration digest,
 # section count, flags (0), payload size (the bytes after the header), sha256 of the payload

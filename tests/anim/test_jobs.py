@@ -167,8 +167,8 @@ def _flush_inputs(game, entries: np.ndarray) -> J.FlushInputs:
     def rows(t):
         return RowState(t.live, t.gen, t.free_rows, t.n_free)
 
-    buf = FlushBuffers(entries, np.zeros(len(entries), np.int64), np.zeros(n_t, np.int64), np.zeros(7, np.int64),
-                       np.zeros(64, np.int64), np.zeros(n_t, np.bool_), np.full(n_t, -1, np.int32),
+    buf = FlushBuffers(entries, np.zeros(len(entries), np.int64), np.zeros(n_t, np.int32), np.zeros(7, np.int64),
+                       np.zeros(64, np.int32), np.zeros(n_t, np.bool_), np.full(n_t, -1, np.int32),
                        np.full(n_h, -1, np.int64))
     return J.FlushInputs(0, len(entries), False, H, T, rows(st.tasks), C, G, rows(st.gaits), rows(st.fades), buf)
 
