@@ -552,6 +552,35 @@ def test_a_file_of_an_older_format_is_refused_saying_so(pair):
     assert b.checksum() == before
 
 
+def test_a_format_7_file_with_its_sha256_header_is_refused_in_one_line(pair):
+    """Format 7's header was 112 bytes, its payload digest a SHA-256: such a file, framed
+    as that format framed it, is refused by its format field, in one line."""
+    import hashlib
+    a, b = pair
+    data = a.snapshot().to_bytes()
+    payload = data[F.HEADER.size:]
+    old = struct.Struct("<8sII16s32sIIQ32s")
+    _, _, _, version, config, count, flags, _, _ = F.HEADER.unpack_from(data)
+    head = old.pack(F.MAGIC, 7, old.size, version, config, count, flags, len(payload),
+                    hashlib.sha256(payload).digest())
+    before = b.checksum()
+    with pytest.raises(SnapshotError, match=r"header\.format: format 7 .*older scuffle") as e:
+        b.restore(Snapshot.from_bytes(head + payload))
+    assert "\n" not in str(e.value)
+    assert b.checksum() == before
+
+
+def test_a_payload_damaged_in_transfer_is_refused_by_the_header_digest(pair):
+    a, _ = pair
+    data = bytearray(a.snapshot().to_bytes())
+    data[F.HEADER.size + len(data[F.HEADER.size:]) // 2] ^= 0x10
+    with pytest.raises(SnapshotError, match=r"header\.crc32: .*corrupted"):
+        Snapshot.from_bytes(bytes(data))
+    data[-1] ^= 0x10                                  # (two bytes damaged: still refused)
+    with pytest.raises(SnapshotError, match=r"header\.crc32"):
+        Snapshot.from_bytes(bytes(data))
+
+
 def test_a_restored_file_runs_on_as_the_game_it_was_taken_of_update_by_update(pair):
     """Its free rows hold what the engine's free rows hold (the tables' defaults), so a
     file's state and the Game's own run on alike, update after update."""

@@ -1,7 +1,7 @@
 """Fuzzed snapshot files: only SnapshotError comes out, one line, the Game it was meant for
 unchanged; a file that is accepted is a state the engine steps on from.
 
-The damaged files are made as an attacker makes them, with the header's sizes and sha256
+The damaged files are made as an attacker makes them, with the header's sizes and digest
 computed again (the digest catches accidents only): random bytes; a real file with bits
 flipped; a section cut short; a table's column or a plain value pushed over its range
 (the extremes of its type, NaN, infinities, another type). A file that restores runs
@@ -10,6 +10,7 @@ default run tries QUICK_EXAMPLES per property; ``pytest -m fuzz`` tries LONG_EXA
 """
 from __future__ import annotations
 
+import struct
 import tracemalloc
 
 import numpy as np
@@ -113,8 +114,7 @@ def _flipped(which: int, positions: list[int]) -> None:
         data[i] ^= 1 << (p // n % 8)
     payload = bytes(data[F.HEADER.size:])
     head = bytearray(data[:F.HEADER.size])
-    import hashlib
-    head[-32:] = hashlib.sha256(payload).digest()
+    struct.pack_into("<I", head, F.HEADER.size - 4, F.payload_digest(payload))
     _try(bytes(head) + payload)
 
 
