@@ -108,7 +108,7 @@ class SnapCache:
     when the Game's configuration changed (every file written or read asks it first)."""
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
-                 "words", "arena", "extras_bytes", "calls", "fitted")
+                 "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes")
 
     def __init__(self) -> None:
         self.clear()
@@ -130,6 +130,7 @@ class SnapCache:
         self.extras_bytes: Any = None  # (the stateful actions' last states, their plain form): a file's
         self.calls: Any = None        # (a file's callbacks' values checked last, exact bytes; their callbacks)
         self.fitted: list = []        # (each stateful action, the exact bytes of its state that fitted last)
+        self.texts_bytes: Any = None  # (the combat texts, their plain form): a file's
 
 
 def cache_of(game) -> SnapCache:
@@ -502,11 +503,15 @@ def _fight_rows(game, st, log: bool = True) -> tuple[list, Any, Any]:
 # ---------------------------------------------------------------- the bytes
 def encode(game, st) -> bytes:
     """The byte form of snapshot state ``st`` of ``game`` (see the module docstring;
-    docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
-    v = plain_values(game, st)
+    docs/formats.md, "Snapshot"). Rejected: NoPlainForm (the reference engine, code where
+    a value should be: ``_file_engine``), PlainDataError."""
+    if st.engine != "compiled":
+        raise S.NoPlainForm("a snapshot of the reference engine has no byte form (its state is plain Python "
+                            "objects); save the compiled engine's")
+    engine, counts = _file_engine(game, st)
+    v = {"engine": engine, "combats": None, "fight": None, "extras": st.extras}
     fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
-    counts = _counts_bytes(game, st, v)
-    values = _values_section(game, v)     # first: it refuses what has no byte form
+    values = _values_section(game, v, st.combats[2])    # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
     sections: list[tuple[str, bytes]] = [("config", config), ("meta", _meta_bytes(game, st)),
                                          ("counts", counts), ("values", values)]
@@ -527,39 +532,97 @@ _SECTION_NAME = {name: f"table.{name}" for name in TABLES}
 _U32 = struct.Struct("<I")
 
 
-def _values_section(game, v: dict) -> bytes:
+def _values_section(game, v: dict, texts: list) -> bytes:
     """The values section: ``v`` in the plain form (anim.engine.plaindata's map: its tag,
-    its count, then each key and value), the stateful actions' states encoded again only
-    when they are not the objects encoded last (a Game's SnapCache keeps them: an action
-    gives its last state again while nothing changed, and a state is never written to)."""
+    its count, then each key and value; ``combats``: {"texts": ``texts``}). What a Game
+    gives again and again is encoded again only when it changed (its SnapCache keeps the
+    last bytes): the stateful actions' states while they are the objects encoded last (an
+    action gives its last state again while nothing changed, and a state is never written
+    to), the combat texts while they are equal to the last (they only grow)."""
     extras = v["extras"]
     cache = cache_of(game)
     got = cache.extras_bytes
     if got is None or len(got[0]) != len(extras) or not all(a is b for a, b in zip(got[0], extras)):
         got = cache.extras_bytes = (tuple(extras), plaindata.encode(extras))
-    parts = [b"\x0a", _U32.pack(len(v))]
-    for k, x in v.items():
-        parts.append(plaindata.encode(k))
-        parts.append(got[1] if k == "extras" else plaindata.encode(x))
-    return b"".join(parts)
-
-
-def _counts_bytes(game, st, v: dict) -> bytes:
-    """The counts section of state ``st`` and its plain values ``v`` (``plain_values``),
-    whose engine values give up what the section holds: the human table's generations and
-    free list, the callbacks' uses and free ids, the deferred list, the pool, the step's
-    counts and the batch's counters (the engine's values keep the callbacks' values, the
-    step's lists, the leaving humans, the humans by row and the loose humans)."""
+    kept = cache.texts_bytes
+    if kept is None or kept[0] != texts:
+        kept = cache.texts_bytes = (list(texts), plaindata.encode({"texts": [str.__str__(t) for t in texts]}))
     e = v["engine"]
-    h, calls = e.pop("humans"), e["calls"]
-    pool, stats, batch = e.pop("pool"), e.pop("stats"), e.pop("batch")
-    uses, free = calls.pop("uses"), calls.pop("free")
-    deferred = e.pop("deferred")
-    e["leaving"] = batch[2]
+    return b"".join((_VALUES_HEAD, plaindata.encode(e), _KEY_COMBATS, kept[1], _KEY_FIGHT, plaindata.encode(v["fight"]),
+                     _KEY_EXTRAS, got[1], _KEY_LOG, plaindata.encode(v["fight_log"])))
+
+
+# the values section's map: its head (5 entries, the engine's first) and each other key's bytes
+_VALUES_HEAD = b"\x0a" + _U32.pack(5) + plaindata.encode("engine")
+_KEY_COMBATS, _KEY_FIGHT, _KEY_EXTRAS, _KEY_LOG = (plaindata.encode(k) for k in ("combats", "fight", "extras",
+                                                                                  "fight_log"))
+
+
+def _file_engine(game, st) -> tuple[dict, bytes]:
+    """(the engine's values a file holds, the counts section) of snapshot state ``st``:
+    the callbacks' values, the step's lists, the leaving humans, the humans by row and the
+    loose humans as plain data (anim.engine.snapshot.engine_plain's, strict), and the
+    human table's generations and free list, the callbacks' uses and free ids, the
+    deferred list, the pool, the step's counts, the batch's counters and the body and
+    combat rows' owners as the counts section's columns, read from the saved lists as
+    they are (no array made of a list only to be written). Rejected (NoPlainForm): as
+    engine_plain (code where a callback should be, a human removed whose tasks wait for the
+    flush, the step's entries pending, a direction task made with a make_cursor)."""
+    es = st.engine_state
+    ts = es.tables["tasks"]
+    lay = _task_layout(ts.capacity)
+    off, dt, shape = lay["type"]
+    dirs = np.ndarray(shape, dt, ts.block, off) == 13
+    if dirs.any():                                   # (rare: the check over the rows in use then)
+        S.engine_plain(es, _name_of_instance, True)
+    h = es.humans
+    pool, (rows, odd), (refused, wraps, failed), stepped, stats, (values, uses, free) = es.player
+    if odd:
+        raise S.NoPlainForm("a human removed since the last update still has tasks waiting for the flush: step "
+                            "once, then save the byte form")
+    if wraps or failed:
+        raise S.NoPlainForm("the step's wrap callbacks or failures are pending: save between two updates")
+    kernel_humans, pair_changes, leaving, instances = es.batch
+    calls = []
+    for i, x in enumerate(values):
+        if x.__class__ is Callback:
+            calls.append((x.kind, tuple(x.args)))
+        elif x.__class__ is str:
+            calls.append(("", x))
+        else:
+            calls.append(S.callback_plain(x, f"calls[{i}]", True))
+    loose = [(inst.name, (int(v[0]), int(v[1]), int(v[2]), float(v[3]),
+                          S.callback_plain(v[4], f"{inst.name}.on_report", True)))
+             for inst, v in ((x if x.__class__ is not int else S.instance_of(x), v) for x, v in es.loose)] \
+        if es.loose else []
+    engine = {"calls": {"values": calls},
+              "stepped": [np.asarray(r, np.int64) for r in stepped],
+              "leaving": [(int(r), int(g)) for r, g in leaving],
+              "instances": [None if i is None else i.name for i in S.seated(instances)],
+              "loose": loose}
     bodies, combats = owner_columns(game, st.names, (st.bodies[1], st.bodies[0].capacity),
                                     (st.combats[1], st.combats[0].capacity))
-    return counts_raw(h["gen"], h["free"], uses, free, deferred, bodies, combats, pool[0], pool[1], stats, batch[0],
-                      batch[1], st.updates_run, st.update, st.entity_next)
+    counts = counts_raw(h.gen, h.free, uses, free, np.asarray(rows, _I8).reshape(-1, 2) if len(rows) else _NO_PAIRS,
+                        bodies, combats, pool[0], int(pool[1]), (int(stats[0]), int(stats[1])), int(kernel_humans),
+                        int(pair_changes), st.updates_run, st.update, st.entity_next)
+    return engine, counts
+
+
+_NO_PAIRS = np.zeros((0, 2), np.int64)
+
+
+def _task_layout(cap: int) -> dict:
+    """The task table's block layout at ``cap`` rows (kept per capacity: derived only)."""
+    got = _TASK_LAYOUTS.get(cap)
+    if got is None:
+        from scuffle.anim.engine.store import task_table
+        if len(_TASK_LAYOUTS) > 16:
+            _TASK_LAYOUTS.clear()
+        got = _TASK_LAYOUTS[cap] = block_layout(task_table(1)._all, cap)[0]
+    return got
+
+
+_TASK_LAYOUTS: dict = {}
 
 
 def owner_columns(game, names: dict, bodies: tuple, combats: tuple) -> tuple[np.ndarray, np.ndarray]:
