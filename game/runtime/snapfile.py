@@ -50,7 +50,7 @@ __all__ = ["SnapCache", "cache_of", "FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "p
            "table_block", "table_section", "plain_values", "encode",
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
            "need_float", "need_random_state", "short", "assemble", "sections_of", "counts_of", "counts_section",
-           "COUNT_LISTS", "COUNTERS"]
+           "COUNT_LISTS", "COUNTERS", "VALUES", "values_of", "values_section"]
 
 FORMAT = 8                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
@@ -533,12 +533,12 @@ _U32 = struct.Struct("<I")
 
 
 def _values_section(game, v: dict, texts: list) -> bytes:
-    """The values section: ``v`` in the plain form (anim.engine.plaindata's map: its tag,
-    its count, then each key and value; ``combats``: {"texts": ``texts``}). What a Game
-    gives again and again is encoded again only when it changed (its SnapCache keeps the
-    last bytes): the stateful actions' states while they are the objects encoded last (an
-    action gives its last state again while nothing changed, and a state is never written
-    to), the combat texts while they are equal to the last (they only grow)."""
+    """The values section (``values_section``'s form) of ``v`` (``combats``: {"texts":
+    ``texts``}). What a Game gives again and again is encoded again only when it changed
+    (its SnapCache keeps the last bytes): the stateful actions' states while they are the
+    objects encoded last (an action gives its last state again while nothing changed, and
+    a state is never written to), the combat texts while they are equal to the last (they
+    only grow)."""
     extras = v["extras"]
     cache = cache_of(game)
     got = cache.extras_bytes
@@ -547,15 +547,63 @@ def _values_section(game, v: dict, texts: list) -> bytes:
     kept = cache.texts_bytes
     if kept is None or kept[0] != texts:
         kept = cache.texts_bytes = (list(texts), plaindata.encode({"texts": [str.__str__(t) for t in texts]}))
-    e = v["engine"]
-    return b"".join((_VALUES_HEAD, plaindata.encode(e), _KEY_COMBATS, kept[1], _KEY_FIGHT, plaindata.encode(v["fight"]),
-                     _KEY_EXTRAS, got[1], _KEY_LOG, plaindata.encode(v["fight_log"])))
+    return _values_joined((plaindata.encode(v["engine"]), kept[1], plaindata.encode(v["fight"]), got[1],
+                           plaindata.encode(v["fight_log"])))
 
 
-# the values section's map: its head (5 entries, the engine's first) and each other key's bytes
-_VALUES_HEAD = b"\x0a" + _U32.pack(5) + plaindata.encode("engine")
-_KEY_COMBATS, _KEY_FIGHT, _KEY_EXTRAS, _KEY_LOG = (plaindata.encode(k) for k in ("combats", "fight", "extras",
-                                                                                  "fight_log"))
+# The values section: a plain map of VALUES' names, in that order, each to the plain bytes of
+# its value (so that a reader decodes again only the values whose bytes changed since the
+# last file it read: the texts, the kinds and the stateful actions' states rarely do)
+VALUES = ("engine", "combats", "fight", "extras", "fight_log")
+_VALUES_HEAD = b"\x0a" + _U32.pack(len(VALUES))
+_VALUES_KEYS = tuple(plaindata.encode(k) + b"\x07" for k in VALUES)
+
+
+def _values_joined(blobs: tuple) -> bytes:
+    parts = [_VALUES_HEAD]
+    for key, blob in zip(_VALUES_KEYS, blobs):
+        parts += (key, _U32.pack(len(blob)), blob)
+    return b"".join(parts)
+
+
+def values_section(v: dict) -> bytes:
+    """A values section from its values (``values_of``'s dict: a tool's or a test's edit
+    written back), VALUES' names in order."""
+    return _values_joined(tuple(plaindata.encode(v[k]) for k in VALUES))
+
+
+def values_of(sec: bytes, kept: bool = False) -> dict:
+    """The values section read back: {name: value} of VALUES, each decoded (a tool's or a
+    test's: its own objects to edit). ``kept`` (``parse``'s): each value kept with its
+    bytes, so that the same bytes as the last read give the same value, which no reader
+    writes to (a state's values are only ever read). Rejected (_Refused naming the field): a section that is not a map of VALUES'
+    names to bytes, a value's bytes that are not one plain value."""
+    try:
+        outer = plaindata.decode(sec)
+    except plaindata.PlainDataError as e:
+        raise _Refused(f"section values: {e}") from None
+    if not (outer.__class__ is dict and len(outer) == len(VALUES) and all(
+            outer.get(k).__class__ is bytes for k in VALUES)):
+        raise _Refused(f"section values: not a map of {', '.join(VALUES)} to their bytes")
+    out = {}
+    last = _VALUES_READ if kept else {}
+    for k in VALUES:
+        raw = outer[k]
+        got = last.get(k)
+        if got is not None and got[0] == raw:
+            out[k] = got[1]
+            continue
+        try:
+            val = plaindata.decode(raw)
+        except plaindata.PlainDataError as e:
+            raise _Refused(f"values.{k}: {e}") from None
+        last[k] = (raw, val)
+        out[k] = val
+    return out
+
+
+# name -> (the bytes of the value read last, the value): ``values_of``'s
+_VALUES_READ: dict = {}
 
 
 def _file_engine(game, st) -> tuple[dict, bytes]:
@@ -839,10 +887,7 @@ def parse(data: bytes) -> Parsed:
             meta = plaindata.decode(meta_raw)
         except plaindata.PlainDataError as e:
             raise _Refused(f"section meta: {e}") from None
-    try:
-        values = plaindata.decode(found["values"])
-    except plaindata.PlainDataError as e:
-        raise _Refused(f"section values: {e}") from None
+    values = values_of(found["values"], kept=True)
     if last is None or meta is not last[1]:
         need(isinstance(meta, dict), "meta", "not a map")
         need(meta.get("engine").__class__ is str, "meta.engine", "not an engine's name")

@@ -51,9 +51,9 @@ def _values_edit(change):
     def edit(name: str, b: bytes) -> bytes:
         if name != "values":
             return b
-        v = plaindata.decode(b)
+        v = F.values_of(b)
         change(v)
-        return plaindata.encode(v)
+        return F.values_section(v)
     return edit
 
 
@@ -313,7 +313,12 @@ TAMPER = [
     (_values_edit(lambda v: v["engine"].update(instances=["p1", "p1"])), "instances"),
     (_values_edit(lambda v: v["engine"]["instances"].__setitem__(1, None)), "values.engine.instances"),
     (_values_edit(lambda v: v["engine"]["leaving"].append((0, 0))), "values.engine.leaving[0]: a row held twice"),
-    (_values_edit(lambda v: v.update(bodies=None)), "values: not the fields"),
+    (lambda n, b: plaindata.encode({**plaindata.decode(b), "bodies": plaindata.encode(None)}) if n == "values" else b,
+     "section values: not a map of"),
+    (lambda n, b: plaindata.encode({**plaindata.decode(b), "fight": None}) if n == "values" else b,
+     "section values: not a map of"),
+    (lambda n, b: plaindata.encode({**plaindata.decode(b), "fight": b"\x0c"}) if n == "values" else b,
+     "values.fight: "),
     (_values_edit(lambda v: v["engine"].update(instances=[[1], None])), "values.engine.instances[0]"),
     (_values_edit(lambda v: v["engine"].update(loose=[([1], (0, 0, 0, 0.0, None))])), "values.engine.loose[0]"),
     (_values_edit(lambda v: v["combats"].update(owners={0: "p1"})), "values.combats.texts"),
@@ -635,3 +640,21 @@ def test_a_deferred_entry_the_flush_cannot_give_back_is_refused(pair, released, 
     with pytest.raises(SnapshotError, match=f"counts.deferred.*{why}"):
         b.restore(Snapshot.from_bytes(data))
     assert b.checksum() == before
+
+
+def test_the_values_section_reads_back_its_values_and_a_tools_edit_touches_no_later_read(pair):
+    """values_of / values_section undo each other; a tool's values are its own: editing
+    them changes nothing a later read of the same bytes gives (the reader keeps the last
+    values it decoded with their bytes)."""
+    a, b = pair
+    data = a.snapshot().to_bytes()
+    _, _, sections = F.sections_of(data)
+    sec = dict(sections)["values"]
+    v = F.values_of(sec)
+    assert list(v) == list(F.VALUES) and F.values_section(v) == sec
+    before = Snapshot.from_bytes(data).checksum()
+    v["combats"]["texts"].append("edited")
+    v["engine"]["instances"].reverse()
+    assert Snapshot.from_bytes(data).checksum() == before
+    b.restore(Snapshot.from_bytes(data))
+    assert b.checksum() == a.checksum()

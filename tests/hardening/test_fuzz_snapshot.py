@@ -214,6 +214,14 @@ def _value(which: int, section: int, pick: int, new) -> None:
     def edit(name: str, b: bytes) -> bytes:
         if name != target:
             return b
+        if target == "values":                # (each value's bytes in the section's map: the values inside)
+            v = F.values_of(b)
+            paths = list(_paths(v))[1:]
+            out = _replace(v, paths[pick % len(paths)], new)
+            if pick % 11 == 0:                # (now and then a value's bytes themselves pushed)
+                raw = plaindata.decode(b)
+                return plaindata.encode({**raw, F.VALUES[pick % len(F.VALUES)]: new})
+            return F.values_section(out)
         v = plaindata.decode(b)
         paths = list(_paths(v))
         return plaindata.encode(_replace(v, paths[pick % len(paths)], new))
