@@ -24,8 +24,7 @@ import numpy as np
 
 from scuffle.anim.engine.store import Table, block_layout
 
-__all__ = ["COLUMNS", "RowRandom", "RowField", "AIRow", "ai_table", "row_state", "table_columns", "MT_WORDS",
-           "new_sid"]
+__all__ = ["COLUMNS", "RowRandom", "RowField", "AIRow", "ai_table", "row_state", "MT_WORDS", "new_sid"]
 
 MT_WORDS = 624                 # MT19937's state words (the row's ``mt`` has one more: the position)
 _M = 397
@@ -271,7 +270,10 @@ def row_state(table_state: Any, row: int) -> tuple:
     """A FighterAI's ``save_state`` form of row ``row`` of a saved AI table
     (``table_state``: its capacity and block): ((3, the 625 words as 2,500 bytes, the
     gauss value or None), tick, hold's strikes, enabled)."""
-    lay = _row_layout(table_state.capacity)
+    lay = _ROW_LAYOUTS.get(table_state.capacity)
+    if lay is None:                        # (kept per capacity: derived only)
+        lay = _ROW_LAYOUTS[table_state.capacity] = block_layout(
+            {**COLUMNS, "live": np.bool_, "gen": np.int64, "free_rows": np.int64}, table_state.capacity)[0]
     block = table_state.block
 
     def col(name: str) -> np.ndarray:
@@ -284,29 +286,3 @@ def row_state(table_state: Any, row: int) -> tuple:
 
 
 _ROW_LAYOUTS: dict[int, dict] = {}       # a saved AI table's capacity -> its block's layout
-
-
-def _row_layout(cap: int) -> dict:
-    """The block layout of a saved AI table of ``cap`` rows (kept per capacity: derived only)."""
-    lay = _ROW_LAYOUTS.get(cap)
-    if lay is None:
-        lay = _ROW_LAYOUTS[cap] = block_layout({**COLUMNS, "live": np.bool_, "gen": np.int64, "free_rows": np.int64},
-                                               cap)[0]
-    return lay
-
-
-def table_columns(table_state: Any) -> dict[str, np.ndarray]:
-    """The columns of a saved AI table (``table_state``: its capacity and block) by name,
-    views of its block (the last table's kept while its block is the same object)."""
-    kept = _COLUMNS_KEPT[0]
-    block = table_state.block
-    if kept is not None and kept[0] is block and kept[1] == table_state.capacity:
-        return kept[2]
-    lay = _row_layout(table_state.capacity)
-    cols = {n: np.ndarray(shape, dt, block, off) for n, (off, dt, shape) in lay.items()
-            if n in ("mt", "has_gauss", "gauss", "tick", "hold", "enabled")}
-    _COLUMNS_KEPT[0] = (block, table_state.capacity, cols)
-    return cols
-
-
-_COLUMNS_KEPT: list = [None]             # (a saved AI table's block, its capacity, its columns)

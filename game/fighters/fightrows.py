@@ -30,7 +30,7 @@ from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
 from scuffle.anim.data.rangelist import NUM_ANIM_IDS
 from scuffle.anim.engine.snapkernel import Kind as K, check_tagged_rows
 from scuffle.anim.engine.store import block_layout
-from scuffle.game.fighters.airows import AIRow, row_state, table_columns
+from scuffle.game.fighters.airows import AIRow, row_state
 from scuffle.game.fighters.fightlog import COLUMNS as LOG_COLUMNS, LOG_EXTRAS, MAX_TEXT, MAX_TEXTS
 
 __all__ = ["TABLES", "COLUMNS", "RANGES", "RowsRefused", "rows_of", "state_of", "log_rows", "log_of", "capacity",
@@ -124,41 +124,26 @@ def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
     hash them at once) and counters (plain data). ``controllers``: the Fight's; a state
     kept as a FighterAI keeps it goes in its row (whatever the controller: a Game's
     checksum is its state's, not its controllers' kinds), another (plain) in the counters.
-    The AIs of a Game's own snapshot (``AIRow``s of one saved table) are copied column by
-    column; the fighters' rows are made again only when the K.O.s or the starts are
-    other objects than the last call's (a state's values are never written to)."""
+    The fighters' rows are made again only when the K.O.s or the starts are other objects
+    than the last call's (a state's values are never written to)."""
     ko, ko_at, starts, stats, pending, ctl = state
     out = {"fighters": _fighters_rows(ko, starts)}
     cap = capacity("ais", len(ctl))
     block, c = _scratch("ais", cap)
-    if ctl and ctl[0].__class__ is AIRow and all(s.__class__ is AIRow and s.table is ctl[0].table for s in ctl):
-        src = table_columns(ctl[0].table)
-        rows = [s.row for s in ctl]
-        n = len(rows)
-        c["live"][:n] = True
-        c["mt"][:n] = src["mt"][rows]
-        has = src["has_gauss"][rows]
-        c["has_gauss"][:n] = has
-        c["gauss"][:n] = np.where(has, src["gauss"][rows], 0.0)
-        c["tick"][:n] = src["tick"][rows]
-        c["hold"][:n] = src["hold"][rows]
-        c["enabled"][:n] = src["enabled"][rows]
-        plain: list = [None] * n
-    else:
-        plain = []
-        for r, s in enumerate(ctl):
-            if s.__class__ is AIRow:           # a Game's own snapshot: the AI's row of its saved table
-                s = row_state(*s)
-            if _ai_state(s):                   # a FighterAI's, or one kept as a FighterAI keeps it
-                (_, words, gauss), tick, hold, on = s
-                c["live"][r] = True
-                c["mt"][r] = np.frombuffer(words, np.int32)
-                if gauss is not None:
-                    c["has_gauss"][r], c["gauss"][r] = True, gauss
-                c["tick"][r], c["hold"][r], c["enabled"][r] = tick, hold, on
-                plain.append(None)
-            else:
-                plain.append(s)
+    plain: list = []
+    for r, s in enumerate(ctl):
+        if s.__class__ is AIRow:           # a Game's own snapshot: the AI's row of its saved table
+            s = row_state(*s)
+        if _ai_state(s):                   # a FighterAI's, or one kept as a FighterAI keeps it
+            (_, words, gauss), tick, hold, on = s
+            c["live"][r] = True
+            c["mt"][r] = np.frombuffer(words, np.int32)
+            if gauss is not None:
+                c["has_gauss"][r], c["gauss"][r] = True, gauss
+            c["tick"][r], c["hold"][r], c["enabled"][r] = tick, hold, on
+            plain.append(None)
+        else:
+            plain.append(s)
     out["ais"] = (cap, block)
     cap = capacity("pending", len(pending))
     block, c = _scratch("pending", cap)

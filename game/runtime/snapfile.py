@@ -128,8 +128,8 @@ class SnapCache:
         self.words: dict = {}         # id(an AI's words) -> (the words, their sha256): the checksum's
         self.arena: Any = None        # (the arena's arrangement, the arena, the checksum's plan over it)
         self.extras_bytes: Any = None  # (the stateful actions' last states, their plain form): a file's
-        self.calls: Any = None        # (a file's callbacks' values checked last, exact bytes; their callbacks)
-        self.fitted: list = []        # (each stateful action, the exact bytes of its state that fitted last)
+        self.calls: Any = None        # (a file's callbacks' values checked last: exact bytes, their callbacks, the values)
+        self.fitted: list = []        # (each stateful action, the exact bytes of its state that fitted last, it)
         self.texts_bytes: Any = None  # (the combat texts, their plain form): a file's
 
 
@@ -529,6 +529,7 @@ def encode(game, st) -> bytes:
 
 
 _SECTION_NAME = {name: f"table.{name}" for name in TABLES}
+_TABLE_SECTIONS = frozenset(_SECTION_NAME.values())
 _U32 = struct.Struct("<I")
 
 
@@ -852,8 +853,9 @@ def parse(data: bytes) -> Parsed:
         raise _Refused("header.scuffle: not ASCII") from None
     if _ENTRY.size * count > size:
         raise _Refused(f"directory: {count} entries do not fit the payload")
-    found: dict[str, bytes] = {}
+    found: dict[str, Any] = {}
     spans = []
+    whole = memoryview(data)
     entries = _directory(count).unpack_from(payload)
     low = _ENTRY.size * count
     for i in range(count):
@@ -870,7 +872,8 @@ def parse(data: bytes) -> Parsed:
         if not (low <= off and off + length <= size):
             raise _Refused(f"directory[{i}] ({name}): offset {off} and size {length} outside the payload")
         spans.append((off, off + length, name))
-        found[name] = data[HEADER.size + off:HEADER.size + off + length]
+        # (a table's rows are read where they lie in the file; the plain sections are copied)
+        found[name] = (whole if name in _TABLE_SECTIONS else data)[HEADER.size + off:HEADER.size + off + length]
     spans.sort()
     for a, b in zip(spans, spans[1:]):
         if a[1] > b[0]:
@@ -913,7 +916,7 @@ def parse(data: bytes) -> Parsed:
             raise _Refused(f"section table.{name}: a declaration of {hl} bytes past the section's end")
         # the declaration is checked against a Game's layout (to_state); the rows are read
         # from the section's bytes where they lie
-        tables[name] = (rows, sec[head:head + hl], memoryview(sec)[head + hl:])
+        tables[name] = (rows, bytes(sec[head:head + hl]), sec[head + hl:])
     conf = found["config"]
     last_c = _CONFIG_READ[0]
     if last_c is None or last_c[0] != conf:
@@ -1376,11 +1379,14 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         if fits is None:
             raise _Refused(f"values.extras[{i}]: {type(obj).__qualname__} has no state_fits: its state from a "
                            "file cannot be checked (give it state_fits(state) -> reason or None)")
+        if i < len(fitted) and fitted[i][0] is obj and fitted[i][2] is x:     # (the state that fitted last)
+            now.append(fitted[i])
+            continue
         exact = _exact(x)
         if exact is None or i >= len(fitted) or fitted[i][0] is not obj or fitted[i][1] != exact:
             why = fits(x)                     # (a state equal in type and bits to one that fitted: fits)
             need(why is None, f"values.extras[{i}]", str(why))
-        now.append((obj, exact))
+        now.append((obj, exact, x))
     cache.fitted = now
     return state_cls(game.engine, updates_run, update, dict(names), entity_next, es, {},
                      (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras), log)
@@ -1396,9 +1402,13 @@ def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: A
     need(isinstance(v, dict) and set(v) == {"values"}, where, "not {values}")
     vals = v["values"]
     need(isinstance(vals, list) and len(vals) <= MAX_CALLS, f"{where}.values", f"not a list of at most {MAX_CALLS}")
+    got = cache.calls if cache is not None else None
+    if got is not None and got[2] is vals:          # (the values checked last, the same object: see _texts)
+        return list(got[1]), uses, free
     exact = _exact(vals) if cache is not None else None
-    if exact is not None and cache.calls is not None and cache.calls[0] == exact:
-        return list(cache.calls[1]), uses, free
+    if exact is not None and got is not None and got[0] == exact:
+        cache.calls = (exact, got[1], vals)
+        return list(got[1]), uses, free
     out: list = []
     for i, x in enumerate(vals):
         if x is None:
@@ -1418,7 +1428,7 @@ def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: A
                 raise _Refused(f"{where}.values[{i}]: the callback of values[{ids[k]}] again")
             ids[k] = i
     if exact is not None:
-        cache.calls = (exact, list(out))
+        cache.calls = (exact, list(out), vals)
     return out, uses, free
 
 
@@ -1506,12 +1516,21 @@ _NO_ROWS = np.zeros(0, np.int64)
 
 
 def _texts(v: Any) -> list:
-    """The combat rows' texts (their state and role codes index them): distinct short texts."""
+    """The combat rows' texts (their state and role codes index them): distinct short texts
+    (a copy; the values last checked are known by their object: a file's values, which no
+    reader writes to, are the same object while their bytes are the same)."""
+    kept = _TEXTS_OK[0]
+    if kept is not None and kept[0] is v:
+        return list(kept[1])
     texts: Any = v.get("texts") if isinstance(v, dict) and len(v) == 1 else None
     need(isinstance(texts, list) and 2 <= len(texts) <= 4096 and all(isinstance(x, str) and len(x) <= 256
                                                                      for x in texts)
          and len(set(texts)) == len(texts), "values.combats.texts", "not a list of distinct short texts")
+    _TEXTS_OK[0] = (v, texts)
     return list(texts)
+
+
+_TEXTS_OK: list = [None]          # (the combats value last checked, its texts)
 
 
 # ---------------------------------------------------------------- the checksum
