@@ -108,7 +108,7 @@ class SnapCache:
     when the Game's configuration changed (every file written or read asks it first)."""
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
-                 "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes")
+                 "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes", "check", "scratch")
 
     def __init__(self) -> None:
         self.clear()
@@ -131,6 +131,11 @@ class SnapCache:
         self.calls: Any = None        # (a file's callbacks' values checked last: exact bytes, their callbacks, the values)
         self.fitted: list = []        # (each stateful action, the exact bytes of its state that fitted last, it)
         self.texts_bytes: Any = None  # (the combat texts, their plain form): a file's
+        # a file's rows are checked on a scratch copy kept here (snapcheck.check_saved's
+        # ``keep``), written over by the next file's check: a state made of it (to_state)
+        # is restored before the next is made
+        self.check: dict = {}
+        self.scratch: Any = None      # (the checked blocks, the scratch tables over them)
 
 
 def cache_of(game) -> SnapCache:
@@ -1191,8 +1196,10 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     """The saved state of parsed file ``p`` for ``game`` (a ``state_cls``, the snapshot's
     _State), after every check: the configuration, the humans (names, entities, anim
     sets), the clip bank, every table's layout and rows (anim.engine.snapcheck), every value's
-    schema and cross-reference. Rejected (_Refused, one line naming the section and
-    field): anything that does not fit; nothing of the Game is changed."""
+    schema and cross-reference. Its tables' blocks are the Game's scratch (SnapCache.check),
+    which the next call writes over: restore it first (snapshot.restore does at once).
+    Rejected (_Refused, one line naming the section and field): anything that does not
+    fit; nothing of the Game is changed."""
     # -- the configuration: the same parts, else say which differ
     mine, mine_sha = config_bytes(game)
     if p.config != mine_sha:
@@ -1253,11 +1260,19 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                                 pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)), dirty=dirty,
                                 dirty_where=dirty_where, entities=np.array(sorted(names.values()), np.int64),
                                 texts=len(texts), names=TABLES,
-                                rules=getattr(fight_rules, "ROW_RANGES", None) or _NO_FIGHT_RULES)
+                                rules=getattr(fight_rules, "ROW_RANGES", None) or _NO_FIGHT_RULES,
+                                keep=cache.check)
     except StateError as e:
         raise _Refused(str(e)) from None
-    scratch = {name: _rows_at(cls, sv.capacity, b) for name, sv, b, cls in zip(TABLES, saved, blocks,
-                                                                                   cache.saved[2])}
+    # the scratch tables over the checked blocks (kept with them: the same blocks, written
+    # over by each check, keep their tables and the columns' views made at their first read)
+    got = cache.scratch
+    if got is not None and got[0] is blocks:
+        scratch = got[1]
+    else:
+        scratch = {name: _rows_at(cls, sv.capacity, b) for name, sv, b, cls in zip(TABLES, saved, blocks,
+                                                                                       cache.saved[2])}
+        cache.scratch = (blocks, scratch)
     hum = scratch["humans"]
     kinds = player.callbacks
     calls = _calls_back(ev["calls"], kinds, cn["calls.uses"], cn["calls.free"], cache)
