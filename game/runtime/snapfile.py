@@ -108,7 +108,7 @@ class SnapCache:
     when the Game's configuration changed (every file written or read asks it first)."""
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
-                 "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes", "check", "scratch")
+                 "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes", "check", "scratch", "owners")
 
     def __init__(self) -> None:
         self.clear()
@@ -136,6 +136,7 @@ class SnapCache:
         # is restored before the next is made
         self.check: dict = {}
         self.scratch: Any = None      # (the checked blocks, the scratch tables over them)
+        self.owners: Any = None       # (names, their version, bodies', combats' owners, the columns): owner_columns
 
 
 def cache_of(game) -> SnapCache:
@@ -683,7 +684,16 @@ def owner_columns(game, names: dict, bodies: tuple, combats: tuple) -> tuple[np.
     """The body and combat tables' owners ((row -> view, the table's rows) each) as entity
     columns: per row of the table, the entity (``names``: name -> entity) of the human
     whose view owns it, -1 for a row owned by none. Rejected (NoPlainForm): a row owned by
-    a view of no human of the Game."""
+    a view of no human of the Game. The columns of the last call are given again (the same
+    arrays, which no caller writes to) while the names are the same object at the same
+    change of the Game's names and each row has the same view (kept in the Game's
+    SnapCache: a state's names and owners are copies, never changed)."""
+    cache = cache_of(game)
+    got = cache.owners
+    version = game.names.version
+    if got is not None and got[0] is names and got[1] == version and _same_owners(got[2], bodies) and \
+            _same_owners(got[3], combats):
+        return got[4]
     views = _views_named(game)
     out = []
     for (owners, cap), what in ((bodies, "body"), (combats, "combat")):
@@ -691,7 +701,22 @@ def owner_columns(game, names: dict, bodies: tuple, combats: tuple) -> tuple[np.
         for row, name in _owners_plain(owners, views, what, game).items():
             col[row] = names[name]
         out.append(np.array(col, _I8))
+    cache.owners = (names, version, (tuple(bodies[0].items()), bodies[1]), (tuple(combats[0].items()), combats[1]),
+                    (out[0], out[1]))
     return out[0], out[1]
+
+
+def _same_owners(kept: tuple, now: tuple) -> bool:
+    """The owners ``now`` ((row -> view, rows)) the same rows, views (the objects) and
+    rows as ``kept`` ((row, view) pairs, rows)."""
+    items, cap = kept
+    owners = now[0]
+    if cap != now[1] or len(items) != len(owners):
+        return False
+    for row, view in items:
+        if owners.get(row) is not view:
+            return False
+    return True
 
 
 _I8 = np.dtype("<i8")
