@@ -1377,11 +1377,11 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     missing = [name for name in names if name not in seen]
     need(not missing, "values.engine.instances",
          f"{short(missing[0]) if missing else None}: neither an engine row nor a loose record")
-    held = np.array([x is not None for x in instances] + [False] * (hum.capacity - len(instances)), np.bool_)
+    held = [x is not None for x in instances] + [False] * (hum.capacity - len(instances))
     for i, (r, _) in enumerate(leaving):
         need(not held[r], f"values.engine.leaving[{i}]", "a row held twice")
         held[r] = True
-    need(bool((held == hum.live.astype(np.bool_)).all()), "values.engine.instances",
+    need(held == hum.live.view(np.bool_).tolist(), "values.engine.instances",
          "a human row in use that no human holds and none is leaving")
     es = S.EngineState(states, humans_state,
                        ((pool[0].copy(), pool[1]), (deferred.copy(), {}), ([], [], []), [a.copy() for a in stepped],
