@@ -833,6 +833,43 @@ def _directory(count: int) -> struct.Struct:
 _DIRECTORIES: dict[int, struct.Struct] = {}
 
 
+def _spans(entries: tuple, count: int, low: int, size: int) -> list[tuple[int, int, str]]:
+    """The sections' (start, end, name) in the payload, in file order, of a directory's
+    ``count`` entries (name, offset, size each) after the directory's ``low`` bytes in a
+    payload of ``size``. Rejected (_Refused naming the entry): a name that is not a
+    section of this format, a section twice or missing, one outside the payload, two
+    that overlap."""
+    found: set = set()
+    spans = []
+    for i in range(count):
+        raw, off, length = entries[3 * i:3 * i + 3]
+        name = _SECTION_OF.get(raw)
+        if name is None:
+            try:
+                name = raw.rstrip(b"\0").decode("ascii")
+            except UnicodeDecodeError:
+                raise _Refused(f"directory[{i}].name: not ASCII") from None
+            raise _Refused(f"directory[{i}].name: {short(name)} is not a section of format {FORMAT}")
+        if name in found:                  # (no need(): its message would be made for every entry)
+            raise _Refused(f"directory[{i}].name: section {name!r} twice")
+        if not (low <= off and off + length <= size):
+            raise _Refused(f"directory[{i}] ({name}): offset {off} and size {length} outside the payload")
+        found.add(name)
+        spans.append((off, off + length, name))
+    order = sorted(spans)
+    for a, b in zip(order, order[1:]):
+        if a[1] > b[0]:
+            raise _Refused(f"section {b[2]}: overlaps section {a[2]}")
+    if len(found) != len(SECTIONS):                  # (each name found is a section's, once)
+        missing = next(name for name in SECTIONS if name not in found)
+        raise _Refused(f"directory: no section {missing!r}")
+    return spans
+
+
+# the last directory read, the payload's size and its sections' spans, checked
+_DIRECTORY_READ: list = [None]
+
+
 @dataclass(slots=True)
 class Parsed:
     """A snapshot file read and framed (``parse``): nothing checked against a Game yet."""
@@ -883,34 +920,19 @@ def parse(data: bytes) -> Parsed:
         raise _Refused("header.scuffle: not ASCII") from None
     if _ENTRY.size * count > size:
         raise _Refused(f"directory: {count} entries do not fit the payload")
-    found: dict[str, Any] = {}
-    spans = []
     whole = memoryview(data)
-    entries = _directory(count).unpack_from(payload)
     low = _ENTRY.size * count
-    for i in range(count):
-        raw, off, length = entries[3 * i:3 * i + 3]
-        name = _SECTION_OF.get(raw)
-        if name is None:
-            try:
-                name = raw.rstrip(b"\0").decode("ascii")
-            except UnicodeDecodeError:
-                raise _Refused(f"directory[{i}].name: not ASCII") from None
-            raise _Refused(f"directory[{i}].name: {short(name)} is not a section of format {FORMAT}")
-        if name in found:                  # (no need(): its message would be made for every entry)
-            raise _Refused(f"directory[{i}].name: section {name!r} twice")
-        if not (low <= off and off + length <= size):
-            raise _Refused(f"directory[{i}] ({name}): offset {off} and size {length} outside the payload")
-        spans.append((off, off + length, name))
+    directory = data[HEADER.size:HEADER.size + low]
+    kept = _DIRECTORY_READ[0]
+    if kept is not None and kept[0] == directory and kept[1] == size:
+        spans = kept[2]                               # (the directory of the last file read: checked then)
+    else:
+        spans = _spans(_directory(count).unpack_from(directory), count, low, size)
+        _DIRECTORY_READ[0] = (directory, size, spans)
+    found: dict[str, Any] = {}
+    for start, end, name in spans:
         # (a table's rows are read where they lie in the file; the plain sections are copied)
-        found[name] = (whole if name in _TABLE_SECTIONS else data)[HEADER.size + off:HEADER.size + off + length]
-    spans.sort()
-    for a, b in zip(spans, spans[1:]):
-        if a[1] > b[0]:
-            raise _Refused(f"section {b[2]}: overlaps section {a[2]}")
-    if len(found) != len(SECTIONS):                  # (each name found is a section's, once)
-        missing = next(name for name in SECTIONS if name not in found)
-        raise _Refused(f"directory: no section {missing!r}")
+        found[name] = (whole if name in _TABLE_SECTIONS else data)[HEADER.size + start:HEADER.size + end]
     meta_raw = found["meta"]
     last = _META_READ[0]
     if last is not None and last[0] == meta_raw:    # the meta of the last file read (checked below then)
