@@ -529,7 +529,7 @@ def encode(game, st) -> bytes:
     raw = packed.data
     start = 0
     for (name, cols, cap, _), end in zip(tables, ends.tolist()):
-        sections.append((_SECTION_NAME[name], _table_head(cols, cap) + raw[start:end]))
+        sections.append((_SECTION_NAME[name], (_table_head(cols, cap), raw[start:end])))
         start = end
     return assemble(sections, _version(), config_sha)
 
@@ -785,19 +785,30 @@ def payload_digest(payload: Any) -> int:
     return zlib.crc32(payload)
 
 
-def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
-    """A file from its sections (name, bytes) in order: the header (its sizes and the
-    payload's digest computed here) and the directory before them."""
+def assemble(sections: list[tuple[str, Any]], version: str, config: bytes) -> bytes:
+    """A file from its sections (name, bytes, or a tuple of byte strings one after the
+    other) in order: the header (its sizes and the payload's digest computed here) and
+    the directory before them."""
     entries: list = []
-    body, off = [], _ENTRY.size * len(sections)
+    body: list = []
+    off = _ENTRY.size * len(sections)
     for name, data in sections:
-        entries += (name.encode("ascii"), off, len(data))
-        body.append(data)
-        off += len(data)
+        if data.__class__ is tuple:
+            n = 0
+            for part in data:
+                n += len(part)
+            body += data
+        else:
+            n = len(data)
+            body.append(data)
+        entries += (_SECTION_KEY.get(name) or name.encode("ascii"), off, n)
+        off += n
     payload = b"".join((_directory(len(sections)).pack(*entries), *body))
-    head = HEADER.pack(MAGIC, FORMAT, HEADER.size, version.encode("ascii")[:16], config, len(sections), 0,
-                       len(payload), zlib.crc32(payload))
-    return head + payload
+    return HEADER.pack(MAGIC, FORMAT, HEADER.size, version.encode("ascii")[:16], config, len(sections), 0, off,
+                       zlib.crc32(payload)) + payload
+
+
+_SECTION_KEY = {name: name.encode("ascii") for name in SECTIONS}
 
 
 def sections_of(data: bytes) -> tuple[str, bytes, list[tuple[str, bytes]]]:
