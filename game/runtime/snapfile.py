@@ -108,7 +108,8 @@ class SnapCache:
     when the Game's configuration changed (every file written or read asks it first)."""
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
-                 "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes", "check", "scratch", "owners")
+                 "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes", "check", "scratch", "owners",
+                 "fight_bytes", "log_bytes")
 
     def __init__(self) -> None:
         self.clear()
@@ -137,6 +138,8 @@ class SnapCache:
         self.check: dict = {}
         self.scratch: Any = None      # (the checked blocks, the scratch tables over them)
         self.owners: Any = None       # (names, their version, bodies', combats' owners, the columns): owner_columns
+        self.fight_bytes: Any = None  # (the fight's counters' key, counts by kind, their plain form): a file's
+        self.log_bytes: Any = None    # (the log's texts, their plain form): a file's
 
 
 def cache_of(game) -> SnapCache:
@@ -554,8 +557,48 @@ def _values_section(game, v: dict, texts: list) -> bytes:
     kept = cache.texts_bytes
     if kept is None or kept[0] != texts:
         kept = cache.texts_bytes = (list(texts), plaindata.encode({"texts": [str.__str__(t) for t in texts]}))
-    return _values_joined((plaindata.encode(v["engine"]), kept[1], plaindata.encode(v["fight"]), got[1],
-                           plaindata.encode(v["fight_log"])))
+    return _values_joined((plaindata.encode(v["engine"]), kept[1], _fight_bytes(cache, v["fight"]), got[1],
+                           _log_bytes(cache, v["fight_log"])))
+
+
+def _fight_bytes(cache: SnapCache, c: Any) -> bytes:
+    """The plain form of the fight's counters (fightrows.rows_of's), kept in ``cache`` and
+    given again while they are the same: the same whole numbers, the same damage to the
+    bit, counts by kind equal (whole numbers by text), no finished round and no plain
+    controller state (else encoded again)."""
+    if c is None or c["rounds"] or any(x is not None for x in c["controllers"]):
+        return plaindata.encode(c)
+    ko_at, counts, damage = c["ko_at"], c["counts"], c["damage"]
+    if not (ko_at is None or ko_at.__class__ is int) or not all(x.__class__ is int for x in counts) or \
+            damage.__class__ is not float:
+        return plaindata.encode(c)
+    key = (ko_at, tuple(counts), _F64.pack(damage), len(c["controllers"]))
+    kinds = tuple(c["kinds"].items())
+    got = cache.fight_bytes
+    if got is not None and got[0] == key and got[1] == kinds:
+        return got[2]
+    raw = plaindata.encode(c)
+    if all(n.__class__ is int for _, n in kinds):      # (equal items in order then mean the same bytes)
+        cache.fight_bytes = (key, kinds, raw)
+    return raw
+
+
+_F64 = struct.Struct("<d")
+
+
+def _log_bytes(cache: SnapCache, c: Any) -> bytes:
+    """The plain form of the log's counters ([head, count, texts]), its texts' bytes kept in
+    ``cache`` while they are equal to the last (a log's texts only grow)."""
+    if c is None or not (c[0].__class__ is int and c[1].__class__ is int):
+        return plaindata.encode(c)
+    texts = c[2]
+    got = cache.log_bytes
+    if got is None or got[0] != texts:
+        got = cache.log_bytes = (list(texts), plaindata.encode([str.__str__(t) for t in texts]))
+    return b"".join((_LOG_HEAD, plaindata.encode(c[0]), plaindata.encode(c[1]), got[1]))
+
+
+_LOG_HEAD = b"\x08" + struct.pack("<I", 3)
 
 
 # The values section: a plain map of VALUES' names, in that order, each to the plain bytes of

@@ -658,3 +658,19 @@ def test_the_values_section_reads_back_its_values_and_a_tools_edit_touches_no_la
     assert Snapshot.from_bytes(data).checksum() == before
     b.restore(Snapshot.from_bytes(data))
     assert b.checksum() == a.checksum()
+
+
+def test_the_kept_plain_forms_of_the_fights_and_logs_counters_are_their_own_bytes():
+    """The fight's and the log's counters kept per Game are written as plaindata writes
+    them, whatever changed since the last: a count, the damage's sign bit, the kinds'
+    order, a finished round, a controller's plain state, the log's texts."""
+    cache = F.SnapCache()
+    base = {"ko_at": None, "counts": [1, 5, 1, 3, 21, 1], "damage": 0.0, "kinds": {"strike": 7, "hit": 5},
+            "rounds": [], "controllers": [None, None]}
+    variants = [base, {**base, "counts": [1, 5, 1, 3, 22, 1]}, {**base, "damage": -0.0}, {**base, "ko_at": 40},
+                {**base, "kinds": {"hit": 5, "strike": 7}}, {**base, "kinds": {"hit": 5, "strike": 7.0}},
+                {**base, "rounds": [{"winner": "p1"}]}, {**base, "controllers": [None, (1, 2)]}, base]
+    for c in variants + variants[::-1]:
+        assert F._fight_bytes(cache, c) == plaindata.encode(c)
+    for c in ([0, 3, ["p1", "hit"]], [1, 3, ["p1", "hit"]], [1, 3, ["p1", "hit", "p2"]], [1, 3, ["p1", "hit"]]):
+        assert F._log_bytes(cache, c) == plaindata.encode(c)
