@@ -574,12 +574,13 @@ def _fight_bytes(cache: SnapCache, c: Any) -> bytes:
         return plaindata.encode(c)
     key = (ko_at, tuple(counts), _F64.pack(damage), len(c["controllers"]))
     kinds = tuple(c["kinds"].items())
+    if not all(n.__class__ is int for _, n in kinds):
+        return plaindata.encode(c)
     got = cache.fight_bytes
-    if got is not None and got[0] == key and got[1] == kinds:
+    if got is not None and got[0] == key and got[1] == kinds:     # (whole numbers equal in order: the same bytes)
         return got[2]
     raw = plaindata.encode(c)
-    if all(n.__class__ is int for _, n in kinds):      # (equal items in order then mean the same bytes)
-        cache.fight_bytes = (key, kinds, raw)
+    cache.fight_bytes = (key, kinds, raw)
     return raw
 
 
