@@ -1335,11 +1335,11 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                 raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up "
                                "as the snapshot's was)")
         entity_next = need_int(cn["entity_next"], "counts.entity_next", got[2], MAX_COUNTER)
-        bank = got[3]
+        bank, entities = got[3], got[4]
     else:
         entity_next, bank = _meta_checked(game, m, cn, have, have_sets)
-        cache.meta_ok = (meta_key, names, max(names.values(), default=0) + 1 if names else 1,
-                                              bank)
+        entities = np.array(sorted(names.values()), np.int64)          # (read only: the compiled pass's)
+        cache.meta_ok = (meta_key, names, max(names.values(), default=0) + 1 if names else 1, bank, entities)
     # -- the tables: their layouts, then every row checked in one pass on a scratch copy
     fight_rules = game.fight if game.fight is not None and hasattr(game.fight, "save_state") else None
     fcols = getattr(fight_rules, "ROW_COLUMNS", None)
@@ -1353,14 +1353,13 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     pool = (cn["pool.out"], cn["pool.n_out"])
     # a table's rows are reset to its defaults when given back (anim.engine.store.Table.free): no
     # table has rows waiting for a reset between two updates
-    dirty = [_NO_ROWS] * len(TABLES)
-    dirty_where = [f"table.{name}" for name in TABLES]
+    dirty = _NO_DIRTY
     texts = _texts(v["combats"])
     player = game.player
     try:
         _, blocks = check_saved(saved, hgen=hgen, hfree=hfree, pool_out=pool[0], n_out=pool[1],
                                 pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)), dirty=dirty,
-                                dirty_where=dirty_where, entities=np.array(sorted(names.values()), np.int64),
+                                dirty_where=_DIRTY_WHERE, entities=entities,
                                 texts=len(texts), names=TABLES,
                                 rules=getattr(fight_rules, "ROW_RANGES", None) or _NO_FIGHT_RULES,
                                 keep=cache.check)
@@ -1630,6 +1629,8 @@ _VALUES_FIELDS = frozenset({"engine", "combats", "fight", "fight_log", "extras"}
 
 
 _NO_ROWS = np.zeros(0, np.int64)
+_NO_DIRTY = (_NO_ROWS,) * len(TABLES)
+_DIRTY_WHERE = tuple(f"table.{name}" for name in TABLES)
 
 
 def _texts(v: Any) -> list:
