@@ -522,7 +522,7 @@ def encode(game, st) -> bytes:
     fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
     values = _values_section(game, v, st.combats[2])    # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
-    sections: list[tuple[str, bytes]] = [("config", config), ("meta", _meta_bytes(game, st)),
+    sections: list[tuple[str, Any]] = [("config", config), ("meta", _meta_bytes(game, st)),
                                          ("counts", counts), ("values", values)]
     saved = _saved_tables(st)
     cols = _game_columns(game)
@@ -682,7 +682,7 @@ def _file_engine(game, st) -> tuple[dict, bytes]:
     if wraps or failed:
         raise S.NoPlainForm("the step's wrap callbacks or failures are pending: save between two updates")
     kernel_humans, pair_changes, leaving, instances = es.batch
-    calls = []
+    calls: list[Any] = []
     for i, x in enumerate(values):
         if x.__class__ is Callback:
             calls.append((x.kind, tuple(x.args)))
