@@ -10,7 +10,7 @@ crowd, not the tables' capacity (about a microsecond for the two fighters' table
 Integers only (a multiply and a fold per 1, 4 or 8-byte item, column by column over
 the rows in use, and a final avalanche of the 64 bits), so the same state gives the same
 number on every CPU. Not a cryptographic hash: a snapshot
-file's integrity is checked by its sha256 (game.runtime.snapshot); this number finds
+file's integrity is checked by its CRC-32 (game.runtime.snapfile); this number finds
 desyncs, as GGPO's Fletcher checksum does. Original: none (ours).
 """
 from __future__ import annotations

@@ -374,7 +374,7 @@ _TABLE_WORD = {0: "cursor", 1: "fade", 2: "gait", 3: "task", 4: "human", 5: "bod
 def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray, pool_out: np.ndarray,
                 n_out: int, pool_capacity: int, facts: ClipFacts, dirty: Sequence[np.ndarray],
                 dirty_where: Sequence[str], entities: np.ndarray, texts: int, names: Sequence[str] = K.TABLE_ORDER,
-                rules: dict | None = None) -> tuple[np.ndarray, list]:
+                rules: dict | None = None, keep: dict | None = None) -> tuple[np.ndarray, list]:
     """Check the saved tables (``Saved`` each, in anim.engine.snapkernel.TABLE_ORDER) in one
     compiled pass, on a scratch copy.
 
@@ -383,7 +383,10 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     (``clip_facts``); ``dirty`` each table's rows freed since its last take (int64
     arrays) and where they were read (for the message); the humans' ``entities``; the
     number of combat ``texts``; ``names`` the tables' (K.TABLE_ORDER's, then a game's
-    own tables, whose columns' rules are ``rules[name]``, RANGES' form). Out: the scratch buffer and each table's block in it (a
+    own tables, whose columns' rules are ``rules[name]``, RANGES' form); ``keep``: a dict
+    the caller keeps (one per Game), in which the scratch buffer and its blocks are kept
+    and written over by its next check of the same layouts (the same objects then: the
+    caller is done with a check's blocks before its next). Out: the scratch buffer and each table's block in it (a
     uint8 view: the checked rows). Raises StateError naming the first fault (the table,
     the column, the row)."""
     plan = _plan(tables, names=names, rules=rules)
@@ -392,8 +395,16 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
         raise StateError(f"table.humans.gen: not {hcap} generations >= 0")
     if pool_out.dtype != np.bool_ or pool_out.ndim != 1:
         raise StateError("table.pool.out: not one bool per task row")
-    buf = _blanks(plan, tables).copy()
-    blocks = [buf[base:base + len(t.blank)] for t, base in zip(tables, plan.bases)]
+    kept = keep.get("scratch") if keep is not None else None
+    if kept is not None and kept[0] is plan and kept[3] is _blanks(plan, tables):
+        buf, blocks = kept[1], kept[2]
+        np.copyto(buf, kept[3])
+    else:
+        blank = _blanks(plan, tables)
+        buf = blank.copy()
+        blocks = [buf[base:base + len(t.blank)] for t, base in zip(tables, plan.bases)]
+        if keep is not None:
+            keep["scratch"] = (plan, buf, blocks, blank)
     _unpack(plan, buf, [t.packed for t in tables])
     spec = _bounded(plan, len(facts.end) - 1, texts - 1)
     seen = _seen(max(plan.most, len(pool_out)))

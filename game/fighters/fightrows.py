@@ -123,23 +123,11 @@ def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
     out: ``log_rows``; the blocks are scratch, written over by the next call: pack or
     hash them at once) and counters (plain data). ``controllers``: the Fight's; a state
     kept as a FighterAI keeps it goes in its row (whatever the controller: a Game's
-    checksum is its state's, not its controllers' kinds), another (plain) in the counters."""
+    checksum is its state's, not its controllers' kinds), another (plain) in the counters.
+    The fighters' rows are made again only when the K.O.s or the starts are other objects
+    than the last call's (a state's values are never written to)."""
     ko, ko_at, starts, stats, pending, ctl = state
-    out = {}
-    ents = sorted(set(starts) | set(ko))
-    cap = capacity("fighters", len(ents))
-    block, c = _scratch("fighters", cap)
-    for r, e in enumerate(ents):
-        c["live"][r] = True
-        c["entity"][r] = e
-        s = starts.get(e)
-        if s is not None:
-            c["started"][r] = True
-            c["start"][r] = s[0]
-            c["heading"][r] = s[1]
-            c["health"][r] = s[2]
-        c["ko"][r] = ko.get(e, -1)
-    out["fighters"] = (cap, block)
+    out = {"fighters": _fighters_rows(ko, starts)}
     cap = capacity("ais", len(ctl))
     block, c = _scratch("ais", cap)
     plain: list = []
@@ -173,6 +161,35 @@ def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
     return out, counters
 
 
+# the fighters' rows written last: (the K.O.s, the starts, their sizes, (rows, block))
+_FIGHTERS_KEPT: list = [None]
+
+
+def _fighters_rows(ko: dict, starts: dict) -> tuple[int, np.ndarray]:
+    """The ``fighters`` table's (rows, block) of a state's K.O.s and starts (a block of its
+    own, kept while they are the same objects of the same sizes)."""
+    kept = _FIGHTERS_KEPT[0]
+    if kept is not None and kept[0] is ko and kept[1] is starts and kept[2] == (len(ko), len(starts)):
+        return kept[3]
+    ents = sorted(set(starts) | set(ko))
+    cap = capacity("fighters", len(ents))
+    lay, size = block_layout(COLUMNS["fighters"], cap)
+    block = np.zeros(size, np.uint8)
+    c = {n: np.ndarray(shape, dt, block, o) for n, (o, dt, shape) in lay.items() if n != "n_free"}
+    for r, e in enumerate(ents):
+        c["live"][r] = True
+        c["entity"][r] = e
+        s = starts.get(e)
+        if s is not None:
+            c["started"][r] = True
+            c["start"][r] = s[0]
+            c["heading"][r] = s[1]
+            c["health"][r] = s[2]
+        c["ko"][r] = ko.get(e, -1)
+    _FIGHTERS_KEPT[0] = (ko, starts, (len(ko), len(starts)), (cap, block))
+    return cap, block
+
+
 def _ai_state(s: Any) -> bool:
     """``s`` a state as FighterAI.save_state gives it: ((3, 2,500 bytes, None or a float),
     tick, hold's strikes, enabled)."""
@@ -200,12 +217,14 @@ def _whole(v: Any, where: str, lo: int, hi: int) -> int:
     return v
 
 
-def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
-    """The ``save_state`` of checked rows (``cols``: table name -> an object whose
-    attributes are its columns, e.g. snapfile's scratch rows) and counters, for ``fight``
-    (a Fight). Rejected (RowsRefused naming the field): counters that are not the
-    fight's, an entity that is not a fighter of the Game, a controller's state where the
-    Game's controller keeps none or another kind, what the rows' ranges cannot say."""
+# the fight's counters whose schema was checked last (a file's values, which no reader
+# writes to: the same object read again is the same bytes read again)
+_COUNTERS_CHECKED: list = [None]
+
+
+def _check_counters(counters: Any) -> None:
+    """The fight's counters' schema (``state_of``'s; the controllers' states are checked
+    there, against the Fight's controllers). Rejected: RowsRefused naming the field."""
     w = "values.fight"
     _need(isinstance(counters, dict) and set(counters) == {"ko_at", "counts", "damage", "kinds", "rounds",
                                                             "controllers"}, w, "not the fight's counters")
@@ -226,6 +245,20 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
     _need(isinstance(rounds, list) and len(rounds) <= 1 << 20 and all(
         isinstance(r, dict) and all(k.__class__ is str for k in r) for r in rounds), f"{w}.rounds",
           "not the finished rounds")
+
+
+def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
+    """The ``save_state`` of checked rows (``cols``: table name -> an object whose
+    attributes are its columns, e.g. snapfile's scratch rows) and counters, for ``fight``
+    (a Fight). Rejected (RowsRefused naming the field): counters that are not the
+    fight's, an entity that is not a fighter of the Game, a controller's state where the
+    Game's controller keeps none or another kind, what the rows' ranges cannot say."""
+    w = "values.fight"
+    if counters is not _COUNTERS_CHECKED[0]:
+        _check_counters(counters)
+        _COUNTERS_CHECKED[0] = counters
+    ko_at, counts, damage, kinds, rounds = (counters["ko_at"], counters["counts"], counters["damage"],
+                                            counters["kinds"], counters["rounds"])
     is_fighter = fight._is_fighter
     # -- the fighters: a row each, one per entity
     t = cols["fighters"]
@@ -308,6 +341,9 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
     return (ko, ko_at, starts, stats, tuple(pending), tuple(ctl))
 
 
+_TEXTS_CHECKED: list = [None]
+
+
 def log_of(t: Any, counters: Any) -> tuple:
     """The log's file form ("file", block, head, count, texts, rows) of its checked rows
     (``t``: its columns as attributes, ``t.block`` the rows, kept as they are: a scratch
@@ -321,9 +357,11 @@ def log_of(t: Any, counters: Any) -> tuple:
     head = _whole(counters[0], f"{w}.head", 0, cap - 1)
     count = _whole(counters[1], f"{w}.count", 0, cap)
     texts = counters[2]
-    _need(isinstance(texts, list) and len(texts) <= MAX_TEXTS and all(
-        x.__class__ is str and len(x) <= MAX_TEXT for x in texts) and len(set(texts)) == len(texts),
-          f"{w}.texts", "not distinct short texts")
+    if texts is not _TEXTS_CHECKED[0]:          # (the texts last checked: see _COUNTERS_CHECKED)
+        _need(isinstance(texts, list) and len(texts) <= MAX_TEXTS and all(
+            x.__class__ is str and len(x) <= MAX_TEXT for x in texts) and len(set(texts)) == len(texts),
+              f"{w}.texts", "not distinct short texts")
+        _TEXTS_CHECKED[0] = texts
     out = np.zeros(5, np.int64)
     code = check_tagged_rows(t.live.view(np.int8), head, count, t.n, t.kind, t.value, t.human, t.what, len(texts),
                              out)

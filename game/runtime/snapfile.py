@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
+import zlib
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
@@ -44,18 +45,21 @@ from scuffle.anim.engine.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
 from scuffle.game.runtime.version import __version__
 
-__all__ = ["SnapCache", "cache_of", "FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "config_parts", "config_digest",
+__all__ = ["SnapCache", "cache_of", "FORMAT", "MAGIC", "MAX_BYTES", "HEADER", "payload_digest", "config_parts", "config_digest",
            "config_bytes", "checksum_game", "owner_columns", "counts_raw",
            "table_block", "table_section", "plain_values", "encode",
            "parse", "Parsed", "to_state", "checksum", "read_file", "SECTIONS", "TABLES", "need", "need_int",
            "need_float", "need_random_state", "short", "assemble", "sections_of", "counts_of", "counts_section",
-           "COUNT_LISTS", "COUNTERS"]
+           "COUNT_LISTS", "COUNTERS", "VALUES", "values_of", "values_section"]
 
 FORMAT = 8                       # the byte form's version (the header's second field)
 MAGIC = b"SCUFSNAP"
 # magic, format, header size, scuffle version (ASCII, NUL-padded), configuration digest,
-# section count, flags (0), payload size (the bytes after the header), sha256 of the payload
-HEADER = struct.Struct("<8sII16s32sIIQ32s")
+# section count, flags (0), payload size (the bytes after the header), CRC-32 of the payload
+# (``payload_digest``: it catches accidents, a damaged copy or a cut transfer; whoever edits
+# a file computes any digest again, so every field is checked as well, and a cheap one
+# does: CRC-32 is a few times faster than SHA-256 over a fight's 24 kB)
+HEADER = struct.Struct("<8sII16s32sIIQI")
 _ENTRY = struct.Struct("<16sQQ")  # a directory entry: section name (ASCII, NUL-padded), offset, size
 MAX_BYTES = 1 << 30               # a file larger than this is refused before it is read
 MAX_SECTIONS = 16
@@ -104,7 +108,8 @@ class SnapCache:
     when the Game's configuration changed (every file written or read asks it first)."""
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
-                 "words", "arena", "extras_bytes", "calls", "fitted")
+                 "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes", "check", "scratch", "owners",
+                 "fight_bytes", "log_bytes")
 
     def __init__(self) -> None:
         self.clear()
@@ -124,8 +129,17 @@ class SnapCache:
         self.words: dict = {}         # id(an AI's words) -> (the words, their sha256): the checksum's
         self.arena: Any = None        # (the arena's arrangement, the arena, the checksum's plan over it)
         self.extras_bytes: Any = None  # (the stateful actions' last states, their plain form): a file's
-        self.calls: Any = None        # (a file's callbacks' values checked last, exact bytes; their callbacks)
-        self.fitted: list = []        # (each stateful action, the exact bytes of its state that fitted last)
+        self.calls: Any = None        # (a file's callbacks' values checked last: exact bytes, their callbacks, the values)
+        self.fitted: list = []        # (each stateful action, the exact bytes of its state that fitted last, it)
+        self.texts_bytes: Any = None  # (the combat texts, their plain form): a file's
+        # a file's rows are checked on a scratch copy kept here (snapcheck.check_saved's
+        # ``keep``), written over by the next file's check: a state made of it (to_state)
+        # is restored before the next is made
+        self.check: dict = {}
+        self.scratch: Any = None      # (the checked blocks, the scratch tables over them)
+        self.owners: Any = None       # (names, their version, bodies', combats' owners, the columns): owner_columns
+        self.fight_bytes: Any = None  # (the fight's counters' key, counts by kind, their plain form): a file's
+        self.log_bytes: Any = None    # (the log's texts, their plain form): a file's
 
 
 def cache_of(game) -> SnapCache:
@@ -498,13 +512,17 @@ def _fight_rows(game, st, log: bool = True) -> tuple[list, Any, Any]:
 # ---------------------------------------------------------------- the bytes
 def encode(game, st) -> bytes:
     """The byte form of snapshot state ``st`` of ``game`` (see the module docstring;
-    docs/formats.md, "Snapshot"). Rejected: NoPlainForm (plain_values), PlainDataError."""
-    v = plain_values(game, st)
+    docs/formats.md, "Snapshot"). Rejected: NoPlainForm (the reference engine, code where
+    a value should be: ``_file_engine``), PlainDataError."""
+    if st.engine != "compiled":
+        raise S.NoPlainForm("a snapshot of the reference engine has no byte form (its state is plain Python "
+                            "objects); save the compiled engine's")
+    engine, counts = _file_engine(game, st)
+    v = {"engine": engine, "combats": None, "fight": None, "extras": st.extras}
     fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
-    counts = _counts_bytes(game, st, v)
-    values = _values_section(game, v)     # first: it refuses what has no byte form
+    values = _values_section(game, v, st.combats[2])    # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
-    sections: list[tuple[str, bytes]] = [("config", config), ("meta", _meta_bytes(game, st)),
+    sections: list[tuple[str, Any]] = [("config", config), ("meta", _meta_bytes(game, st)),
                                          ("counts", counts), ("values", values)]
     saved = _saved_tables(st)
     cols = _game_columns(game)
@@ -514,55 +532,212 @@ def encode(game, st) -> bytes:
     raw = packed.data
     start = 0
     for (name, cols, cap, _), end in zip(tables, ends.tolist()):
-        sections.append((_SECTION_NAME[name], _table_head(cols, cap) + raw[start:end]))
+        sections.append((_SECTION_NAME[name], (_table_head(cols, cap), raw[start:end])))
         start = end
     return assemble(sections, _version(), config_sha)
 
 
 _SECTION_NAME = {name: f"table.{name}" for name in TABLES}
+_TABLE_SECTIONS = frozenset(_SECTION_NAME.values())
 _U32 = struct.Struct("<I")
 
 
-def _values_section(game, v: dict) -> bytes:
-    """The values section: ``v`` in the plain form (anim.engine.plaindata's map: its tag,
-    its count, then each key and value), the stateful actions' states encoded again only
-    when they are not the objects encoded last (a Game's SnapCache keeps them: an action
-    gives its last state again while nothing changed, and a state is never written to)."""
+def _values_section(game, v: dict, texts: list) -> bytes:
+    """The values section (``values_section``'s form) of ``v`` (``combats``: {"texts":
+    ``texts``}). What a Game gives again and again is encoded again only when it changed
+    (its SnapCache keeps the last bytes): the stateful actions' states while they are the
+    objects encoded last (an action gives its last state again while nothing changed, and
+    a state is never written to), the combat texts while they are equal to the last (they
+    only grow)."""
     extras = v["extras"]
     cache = cache_of(game)
     got = cache.extras_bytes
     if got is None or len(got[0]) != len(extras) or not all(a is b for a, b in zip(got[0], extras)):
         got = cache.extras_bytes = (tuple(extras), plaindata.encode(extras))
-    parts = [b"\x0a", _U32.pack(len(v))]
-    for k, x in v.items():
-        parts.append(plaindata.encode(k))
-        parts.append(got[1] if k == "extras" else plaindata.encode(x))
+    kept = cache.texts_bytes
+    if kept is None or kept[0] != texts:
+        kept = cache.texts_bytes = (list(texts), plaindata.encode({"texts": [str.__str__(t) for t in texts]}))
+    return _values_joined((plaindata.encode(v["engine"]), kept[1], _fight_bytes(cache, v["fight"]), got[1],
+                           _log_bytes(cache, v["fight_log"])))
+
+
+def _fight_bytes(cache: SnapCache, c: Any) -> bytes:
+    """The plain form of the fight's counters (fightrows.rows_of's), kept in ``cache`` and
+    given again while they are the same: the same whole numbers, the same damage to the
+    bit, counts by kind equal (whole numbers by text), no finished round and no plain
+    controller state (else encoded again)."""
+    if c is None or c["rounds"] or any(x is not None for x in c["controllers"]):
+        return plaindata.encode(c)
+    ko_at, counts, damage = c["ko_at"], c["counts"], c["damage"]
+    if not (ko_at is None or ko_at.__class__ is int) or not all(x.__class__ is int for x in counts) or \
+            damage.__class__ is not float:
+        return plaindata.encode(c)
+    key = (ko_at, tuple(counts), _F64.pack(damage), len(c["controllers"]))
+    kinds = tuple(c["kinds"].items())
+    if not all(n.__class__ is int for _, n in kinds):
+        return plaindata.encode(c)
+    got = cache.fight_bytes
+    if got is not None and got[0] == key and got[1] == kinds:     # (whole numbers equal in order: the same bytes)
+        return got[2]
+    raw = plaindata.encode(c)
+    cache.fight_bytes = (key, kinds, raw)
+    return raw
+
+
+_F64 = struct.Struct("<d")
+
+
+def _log_bytes(cache: SnapCache, c: Any) -> bytes:
+    """The plain form of the log's counters ([head, count, texts]), its texts' bytes kept in
+    ``cache`` while they are equal to the last (a log's texts only grow)."""
+    if c is None or not (c[0].__class__ is int and c[1].__class__ is int):
+        return plaindata.encode(c)
+    texts = c[2]
+    got = cache.log_bytes
+    if got is None or got[0] != texts:
+        got = cache.log_bytes = (list(texts), plaindata.encode([str.__str__(t) for t in texts]))
+    return b"".join((_LOG_HEAD, plaindata.encode(c[0]), plaindata.encode(c[1]), got[1]))
+
+
+_LOG_HEAD = b"\x08" + struct.pack("<I", 3)
+
+
+# The values section: a plain map of VALUES' names, in that order, each to the plain bytes of
+# its value (so that a reader decodes again only the values whose bytes changed since the
+# last file it read: the texts, the kinds and the stateful actions' states rarely do)
+VALUES = ("engine", "combats", "fight", "extras", "fight_log")
+_VALUES_HEAD = b"\x0a" + _U32.pack(len(VALUES))
+_VALUES_KEYS = tuple(plaindata.encode(k) + b"\x07" for k in VALUES)
+
+
+def _values_joined(blobs: tuple) -> bytes:
+    parts = [_VALUES_HEAD]
+    for key, blob in zip(_VALUES_KEYS, blobs):
+        parts += (key, _U32.pack(len(blob)), blob)
     return b"".join(parts)
 
 
-def _counts_bytes(game, st, v: dict) -> bytes:
-    """The counts section of state ``st`` and its plain values ``v`` (``plain_values``),
-    whose engine values give up what the section holds: the human table's generations and
-    free list, the callbacks' uses and free ids, the deferred list, the pool, the step's
-    counts and the batch's counters (the engine's values keep the callbacks' values, the
-    step's lists, the leaving humans, the humans by row and the loose humans)."""
-    e = v["engine"]
-    h, calls = e.pop("humans"), e["calls"]
-    pool, stats, batch = e.pop("pool"), e.pop("stats"), e.pop("batch")
-    uses, free = calls.pop("uses"), calls.pop("free")
-    deferred = e.pop("deferred")
-    e["leaving"] = batch[2]
+def values_section(v: dict) -> bytes:
+    """A values section from its values (``values_of``'s dict: a tool's or a test's edit
+    written back), VALUES' names in order."""
+    return _values_joined(tuple(plaindata.encode(v[k]) for k in VALUES))
+
+
+def values_of(sec: bytes, kept: bool = False) -> dict:
+    """The values section read back: {name: value} of VALUES, each decoded (a tool's or a
+    test's: its own objects to edit). ``kept`` (``parse``'s): each value kept with its
+    bytes, so that the same bytes as the last read give the same value, which no reader
+    writes to (a state's values are only ever read). Rejected (_Refused naming the field): a section that is not a map of VALUES'
+    names to bytes, a value's bytes that are not one plain value."""
+    try:
+        outer = plaindata.decode(sec)
+    except plaindata.PlainDataError as e:
+        raise _Refused(f"section values: {e}") from None
+    if not (outer.__class__ is dict and len(outer) == len(VALUES) and all(
+            outer.get(k).__class__ is bytes for k in VALUES)):
+        raise _Refused(f"section values: not a map of {', '.join(VALUES)} to their bytes")
+    out = {}
+    last = _VALUES_READ if kept else {}
+    for k in VALUES:
+        raw = outer[k]
+        got = last.get(k)
+        if got is not None and got[0] == raw:
+            out[k] = got[1]
+            continue
+        try:
+            val = plaindata.decode(raw)
+        except plaindata.PlainDataError as e:
+            raise _Refused(f"values.{k}: {e}") from None
+        last[k] = (raw, val)
+        out[k] = val
+    return out
+
+
+# name -> (the bytes of the value read last, the value): ``values_of``'s
+_VALUES_READ: dict = {}
+
+
+def _file_engine(game, st) -> tuple[dict, bytes]:
+    """(the engine's values a file holds, the counts section) of snapshot state ``st``:
+    the callbacks' values, the step's lists, the leaving humans, the humans by row and the
+    loose humans as plain data (anim.engine.snapshot.engine_plain's, strict), and the
+    human table's generations and free list, the callbacks' uses and free ids, the
+    deferred list, the pool, the step's counts, the batch's counters and the body and
+    combat rows' owners as the counts section's columns, read from the saved lists as
+    they are (no array made of a list only to be written). Rejected (NoPlainForm): as
+    engine_plain (code where a callback should be, a human removed whose tasks wait for the
+    flush, the step's entries pending, a direction task made with a make_cursor)."""
+    es = st.engine_state
+    ts = es.tables["tasks"]
+    lay = _task_layout(ts.capacity)
+    off, dt, shape = lay["type"]
+    dirs = np.ndarray(shape, dt, ts.block, off) == 13
+    if dirs.any():                                   # (rare: the check over the rows in use then)
+        S.engine_plain(es, _name_of_instance, True)
+    h = es.humans
+    pool, (rows, odd), (refused, wraps, failed), stepped, stats, (values, uses, free) = es.player
+    if odd:
+        raise S.NoPlainForm("a human removed since the last update still has tasks waiting for the flush: step "
+                            "once, then save the byte form")
+    if wraps or failed:
+        raise S.NoPlainForm("the step's wrap callbacks or failures are pending: save between two updates")
+    kernel_humans, pair_changes, leaving, instances = es.batch
+    calls: list[Any] = []
+    for i, x in enumerate(values):
+        if x.__class__ is Callback:
+            calls.append((x.kind, tuple(x.args)))
+        elif x.__class__ is str:
+            calls.append(("", x))
+        else:
+            calls.append(S.callback_plain(x, f"calls[{i}]", True))
+    loose = [(inst.name, (int(v[0]), int(v[1]), int(v[2]), float(v[3]),
+                          S.callback_plain(v[4], f"{inst.name}.on_report", True)))
+             for inst, v in ((x if x.__class__ is not int else S.instance_of(x), v) for x, v in es.loose)] \
+        if es.loose else []
+    engine = {"calls": {"values": calls},
+              "stepped": [np.asarray(r, np.int64) for r in stepped],
+              "leaving": [(int(r), int(g)) for r, g in leaving],
+              "instances": [None if i is None else i.name for i in S.seated(instances)],
+              "loose": loose}
     bodies, combats = owner_columns(game, st.names, (st.bodies[1], st.bodies[0].capacity),
                                     (st.combats[1], st.combats[0].capacity))
-    return counts_raw(h["gen"], h["free"], uses, free, deferred, bodies, combats, pool[0], pool[1], stats, batch[0],
-                      batch[1], st.updates_run, st.update, st.entity_next)
+    counts = counts_raw(h.gen, h.free, uses, free, np.asarray(rows, _I8).reshape(-1, 2) if len(rows) else _NO_PAIRS,
+                        bodies, combats, pool[0], int(pool[1]), (int(stats[0]), int(stats[1])), int(kernel_humans),
+                        int(pair_changes), st.updates_run, st.update, st.entity_next)
+    return engine, counts
+
+
+_NO_PAIRS = np.zeros((0, 2), np.int64)
+
+
+def _task_layout(cap: int) -> dict:
+    """The task table's block layout at ``cap`` rows (kept per capacity: derived only)."""
+    got = _TASK_LAYOUTS.get(cap)
+    if got is None:
+        from scuffle.anim.engine.store import task_table
+        if len(_TASK_LAYOUTS) > 16:
+            _TASK_LAYOUTS.clear()
+        got = _TASK_LAYOUTS[cap] = block_layout(task_table(1)._all, cap)[0]
+    return got
+
+
+_TASK_LAYOUTS: dict = {}
 
 
 def owner_columns(game, names: dict, bodies: tuple, combats: tuple) -> tuple[np.ndarray, np.ndarray]:
     """The body and combat tables' owners ((row -> view, the table's rows) each) as entity
     columns: per row of the table, the entity (``names``: name -> entity) of the human
     whose view owns it, -1 for a row owned by none. Rejected (NoPlainForm): a row owned by
-    a view of no human of the Game."""
+    a view of no human of the Game. The columns of the last call are given again (the same
+    arrays, which no caller writes to) while the names are the same object at the same
+    change of the Game's names and each row has the same view (kept in the Game's
+    SnapCache: a state's names and owners are copies, never changed)."""
+    cache = cache_of(game)
+    got = cache.owners
+    version = game.names.version
+    if got is not None and got[0] is names and got[1] == version and _same_owners(got[2], bodies) and \
+            _same_owners(got[3], combats):
+        return got[4]
     views = _views_named(game)
     out = []
     for (owners, cap), what in ((bodies, "body"), (combats, "combat")):
@@ -570,7 +745,22 @@ def owner_columns(game, names: dict, bodies: tuple, combats: tuple) -> tuple[np.
         for row, name in _owners_plain(owners, views, what, game).items():
             col[row] = names[name]
         out.append(np.array(col, _I8))
+    cache.owners = (names, version, (tuple(bodies[0].items()), bodies[1]), (tuple(combats[0].items()), combats[1]),
+                    (out[0], out[1]))
     return out[0], out[1]
+
+
+def _same_owners(kept: tuple, now: tuple) -> bool:
+    """The owners ``now`` ((row -> view, rows)) the same rows, views (the objects) and
+    rows as ``kept`` ((row, view) pairs, rows)."""
+    items, cap = kept
+    owners = now[0]
+    if cap != now[1] or len(items) != len(owners):
+        return False
+    for row, view in items:
+        if owners.get(row) is not view:
+            return False
+    return True
 
 
 _I8 = np.dtype("<i8")
@@ -634,19 +824,35 @@ def _table_head(columns: dict, cap: int) -> bytes:
 _TABLE_HEADS: dict = {}
 
 
-def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
-    """A file from its sections (name, bytes) in order: the header (its sizes and the
-    payload's sha256 computed here) and the directory before them."""
+def payload_digest(payload: Any) -> int:
+    """The header's digest of ``payload`` (the bytes after the header): their CRC-32."""
+    return zlib.crc32(payload)
+
+
+def assemble(sections: list[tuple[str, Any]], version: str, config: bytes) -> bytes:
+    """A file from its sections (name, bytes, or a tuple of byte strings one after the
+    other) in order: the header (its sizes and the payload's digest computed here) and
+    the directory before them."""
     entries: list = []
-    body, off = [], _ENTRY.size * len(sections)
+    body: list = []
+    off = _ENTRY.size * len(sections)
     for name, data in sections:
-        entries += (name.encode("ascii"), off, len(data))
-        body.append(data)
-        off += len(data)
+        if data.__class__ is tuple:
+            n = 0
+            for part in data:
+                n += len(part)
+            body += data
+        else:
+            n = len(data)
+            body.append(data)
+        entries += (_SECTION_KEY.get(name) or name.encode("ascii"), off, n)
+        off += n
     payload = b"".join((_directory(len(sections)).pack(*entries), *body))
-    head = HEADER.pack(MAGIC, FORMAT, HEADER.size, version.encode("ascii")[:16], config, len(sections), 0,
-                       len(payload), hashlib.sha256(payload).digest())
-    return head + payload
+    return HEADER.pack(MAGIC, FORMAT, HEADER.size, version.encode("ascii")[:16], config, len(sections), 0, off,
+                       zlib.crc32(payload)) + payload
+
+
+_SECTION_KEY = {name: name.encode("ascii") for name in SECTIONS}
 
 
 def sections_of(data: bytes) -> tuple[str, bytes, list[tuple[str, bytes]]]:
@@ -680,6 +886,43 @@ def _directory(count: int) -> struct.Struct:
 
 
 _DIRECTORIES: dict[int, struct.Struct] = {}
+
+
+def _spans(entries: tuple, count: int, low: int, size: int) -> list[tuple[int, int, str]]:
+    """The sections' (start, end, name) in the payload, in file order, of a directory's
+    ``count`` entries (name, offset, size each) after the directory's ``low`` bytes in a
+    payload of ``size``. Rejected (_Refused naming the entry): a name that is not a
+    section of this format, a section twice or missing, one outside the payload, two
+    that overlap."""
+    found: set = set()
+    spans = []
+    for i in range(count):
+        raw, off, length = entries[3 * i:3 * i + 3]
+        name = _SECTION_OF.get(raw)
+        if name is None:
+            try:
+                name = raw.rstrip(b"\0").decode("ascii")
+            except UnicodeDecodeError:
+                raise _Refused(f"directory[{i}].name: not ASCII") from None
+            raise _Refused(f"directory[{i}].name: {short(name)} is not a section of format {FORMAT}")
+        if name in found:                  # (no need(): its message would be made for every entry)
+            raise _Refused(f"directory[{i}].name: section {name!r} twice")
+        if not (low <= off and off + length <= size):
+            raise _Refused(f"directory[{i}] ({name}): offset {off} and size {length} outside the payload")
+        found.add(name)
+        spans.append((off, off + length, name))
+    order = sorted(spans)
+    for a, b in zip(order, order[1:]):
+        if a[1] > b[0]:
+            raise _Refused(f"section {b[2]}: overlaps section {a[2]}")
+    if len(found) != len(SECTIONS):                  # (each name found is a section's, once)
+        missing = next(name for name in SECTIONS if name not in found)
+        raise _Refused(f"directory: no section {missing!r}")
+    return spans
+
+
+# the last directory read, the payload's size and its sections' spans, checked
+_DIRECTORY_READ: list = [None]
 
 
 @dataclass(slots=True)
@@ -717,47 +960,34 @@ def parse(data: bytes) -> Parsed:
     if hsize != HEADER.size:
         raise _Refused(f"header.size: {hsize} at offset 12, expected {HEADER.size}")
     if flags != 0:
-        raise _Refused(f"header.flags: {flags} at offset 64, expected 0")
+        raise _Refused(f"header.flags: {flags} at offset 68, expected 0")
     if size != n - HEADER.size:
-        raise _Refused(f"header.payload: {size} bytes at offset 68, the file holds {n - HEADER.size} after the "
+        raise _Refused(f"header.payload: {size} bytes at offset 72, the file holds {n - HEADER.size} after the "
                        "header (truncated or padded)")
     if not 1 <= count <= MAX_SECTIONS:
-        raise _Refused(f"header.sections: {count} sections at offset 60 (1-{MAX_SECTIONS})")
+        raise _Refused(f"header.sections: {count} sections at offset 64 (1-{MAX_SECTIONS})")
     payload = memoryview(data)[HEADER.size:]
-    need(hashlib.sha256(payload).digest() == digest, "header.sha256",
-         "the payload's sha256 differs from the header's (offset 76): corrupted")
+    if zlib.crc32(payload) != digest:
+        raise _Refused("header.crc32: the payload's CRC-32 differs from the header's (offset 80): corrupted")
     try:
         ver = version.rstrip(b"\0").decode("ascii")
     except UnicodeDecodeError:
         raise _Refused("header.scuffle: not ASCII") from None
     if _ENTRY.size * count > size:
         raise _Refused(f"directory: {count} entries do not fit the payload")
-    found: dict[str, bytes] = {}
-    spans = []
-    entries = _directory(count).unpack_from(payload)
+    whole = memoryview(data)
     low = _ENTRY.size * count
-    for i in range(count):
-        raw, off, length = entries[3 * i:3 * i + 3]
-        name = _SECTION_OF.get(raw)
-        if name is None:
-            try:
-                name = raw.rstrip(b"\0").decode("ascii")
-            except UnicodeDecodeError:
-                raise _Refused(f"directory[{i}].name: not ASCII") from None
-            raise _Refused(f"directory[{i}].name: {short(name)} is not a section of format {FORMAT}")
-        if name in found:                  # (no need(): its message would be made for every entry)
-            raise _Refused(f"directory[{i}].name: section {name!r} twice")
-        if not (low <= off and off + length <= size):
-            raise _Refused(f"directory[{i}] ({name}): offset {off} and size {length} outside the payload")
-        spans.append((off, off + length, name))
-        found[name] = data[HEADER.size + off:HEADER.size + off + length]
-    spans.sort()
-    for a, b in zip(spans, spans[1:]):
-        if a[1] > b[0]:
-            raise _Refused(f"section {b[2]}: overlaps section {a[2]}")
-    if len(found) != len(SECTIONS):                  # (each name found is a section's, once)
-        missing = next(name for name in SECTIONS if name not in found)
-        raise _Refused(f"directory: no section {missing!r}")
+    directory = data[HEADER.size:HEADER.size + low]
+    kept = _DIRECTORY_READ[0]
+    if kept is not None and kept[0] == directory and kept[1] == size:
+        spans = kept[2]                               # (the directory of the last file read: checked then)
+    else:
+        spans = _spans(_directory(count).unpack_from(directory), count, low, size)
+        _DIRECTORY_READ[0] = (directory, size, spans)
+    found: dict[str, Any] = {}
+    for start, end, name in spans:
+        # (a table's rows are read where they lie in the file; the plain sections are copied)
+        found[name] = (whole if name in _TABLE_SECTIONS else data)[HEADER.size + start:HEADER.size + end]
     meta_raw = found["meta"]
     last = _META_READ[0]
     if last is not None and last[0] == meta_raw:    # the meta of the last file read (checked below then)
@@ -767,10 +997,7 @@ def parse(data: bytes) -> Parsed:
             meta = plaindata.decode(meta_raw)
         except plaindata.PlainDataError as e:
             raise _Refused(f"section meta: {e}") from None
-    try:
-        values = plaindata.decode(found["values"])
-    except plaindata.PlainDataError as e:
-        raise _Refused(f"section values: {e}") from None
+    values = values_of(found["values"], kept=True)
     if last is None or meta is not last[1]:
         need(isinstance(meta, dict), "meta", "not a map")
         need(meta.get("engine").__class__ is str, "meta.engine", "not an engine's name")
@@ -796,7 +1023,7 @@ def parse(data: bytes) -> Parsed:
             raise _Refused(f"section table.{name}: a declaration of {hl} bytes past the section's end")
         # the declaration is checked against a Game's layout (to_state); the rows are read
         # from the section's bytes where they lie
-        tables[name] = (rows, sec[head:head + hl], memoryview(sec)[head + hl:])
+        tables[name] = (rows, bytes(sec[head:head + hl]), sec[head + hl:])
     conf = found["config"]
     last_c = _CONFIG_READ[0]
     if last_c is None or last_c[0] != conf:
@@ -1071,8 +1298,10 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     """The saved state of parsed file ``p`` for ``game`` (a ``state_cls``, the snapshot's
     _State), after every check: the configuration, the humans (names, entities, anim
     sets), the clip bank, every table's layout and rows (anim.engine.snapcheck), every value's
-    schema and cross-reference. Rejected (_Refused, one line naming the section and
-    field): anything that does not fit; nothing of the Game is changed."""
+    schema and cross-reference. Its tables' blocks are the Game's scratch (SnapCache.check),
+    which the next call writes over: restore it first (snapshot.restore does at once).
+    Rejected (_Refused, one line naming the section and field): anything that does not
+    fit; nothing of the Game is changed."""
     # -- the configuration: the same parts, else say which differ
     mine, mine_sha = config_bytes(game)
     if p.config != mine_sha:
@@ -1106,11 +1335,11 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                 raise _Refused(f"meta.names[{short(name)}]: entity {ent}: this Game has no such human (set it up "
                                "as the snapshot's was)")
         entity_next = need_int(cn["entity_next"], "counts.entity_next", got[2], MAX_COUNTER)
-        bank = got[3]
+        bank, entities = got[3], got[4]
     else:
         entity_next, bank = _meta_checked(game, m, cn, have, have_sets)
-        cache.meta_ok = (meta_key, names, max(names.values(), default=0) + 1 if names else 1,
-                                              bank)
+        entities = np.array(sorted(names.values()), np.int64)          # (read only: the compiled pass's)
+        cache.meta_ok = (meta_key, names, max(names.values(), default=0) + 1 if names else 1, bank, entities)
     # -- the tables: their layouts, then every row checked in one pass on a scratch copy
     fight_rules = game.fight if game.fight is not None and hasattr(game.fight, "save_state") else None
     fcols = getattr(fight_rules, "ROW_COLUMNS", None)
@@ -1124,20 +1353,27 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     pool = (cn["pool.out"], cn["pool.n_out"])
     # a table's rows are reset to its defaults when given back (anim.engine.store.Table.free): no
     # table has rows waiting for a reset between two updates
-    dirty = [_NO_ROWS] * len(TABLES)
-    dirty_where = [f"table.{name}" for name in TABLES]
+    dirty = _NO_DIRTY
     texts = _texts(v["combats"])
     player = game.player
     try:
         _, blocks = check_saved(saved, hgen=hgen, hfree=hfree, pool_out=pool[0], n_out=pool[1],
                                 pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)), dirty=dirty,
-                                dirty_where=dirty_where, entities=np.array(sorted(names.values()), np.int64),
+                                dirty_where=_DIRTY_WHERE, entities=entities,
                                 texts=len(texts), names=TABLES,
-                                rules=getattr(fight_rules, "ROW_RANGES", None) or _NO_FIGHT_RULES)
+                                rules=getattr(fight_rules, "ROW_RANGES", None) or _NO_FIGHT_RULES,
+                                keep=cache.check)
     except StateError as e:
         raise _Refused(str(e)) from None
-    scratch = {name: _rows_at(cls, sv.capacity, b) for name, sv, b, cls in zip(TABLES, saved, blocks,
-                                                                                   cache.saved[2])}
+    # the scratch tables over the checked blocks (kept with them: the same blocks, written
+    # over by each check, keep their tables and the columns' views made at their first read)
+    got = cache.scratch
+    if got is not None and got[0] is blocks:
+        scratch = got[1]
+    else:
+        scratch = {name: _rows_at(cls, sv.capacity, b) for name, sv, b, cls in zip(TABLES, saved, blocks,
+                                                                                       cache.saved[2])}
+        cache.scratch = (blocks, scratch)
     hum = scratch["humans"]
     kinds = player.callbacks
     calls = _calls_back(ev["calls"], kinds, cn["calls.uses"], cn["calls.free"], cache)
@@ -1217,11 +1453,11 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     missing = [name for name in names if name not in seen]
     need(not missing, "values.engine.instances",
          f"{short(missing[0]) if missing else None}: neither an engine row nor a loose record")
-    held = np.array([x is not None for x in instances] + [False] * (hum.capacity - len(instances)), np.bool_)
+    held = [x is not None for x in instances] + [False] * (hum.capacity - len(instances))
     for i, (r, _) in enumerate(leaving):
         need(not held[r], f"values.engine.leaving[{i}]", "a row held twice")
         held[r] = True
-    need(bool((held == hum.live.astype(np.bool_)).all()), "values.engine.instances",
+    need(held == hum.live.view(np.bool_).tolist(), "values.engine.instances",
          "a human row in use that no human holds and none is leaving")
     es = S.EngineState(states, humans_state,
                        ((pool[0].copy(), pool[1]), (deferred.copy(), {}), ([], [], []), [a.copy() for a in stepped],
@@ -1259,11 +1495,14 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         if fits is None:
             raise _Refused(f"values.extras[{i}]: {type(obj).__qualname__} has no state_fits: its state from a "
                            "file cannot be checked (give it state_fits(state) -> reason or None)")
+        if i < len(fitted) and fitted[i][0] is obj and fitted[i][2] is x:     # (the state that fitted last)
+            now.append(fitted[i])
+            continue
         exact = _exact(x)
         if exact is None or i >= len(fitted) or fitted[i][0] is not obj or fitted[i][1] != exact:
             why = fits(x)                     # (a state equal in type and bits to one that fitted: fits)
             need(why is None, f"values.extras[{i}]", str(why))
-        now.append((obj, exact))
+        now.append((obj, exact, x))
     cache.fitted = now
     return state_cls(game.engine, updates_run, update, dict(names), entity_next, es, {},
                      (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras), log)
@@ -1279,9 +1518,13 @@ def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: A
     need(isinstance(v, dict) and set(v) == {"values"}, where, "not {values}")
     vals = v["values"]
     need(isinstance(vals, list) and len(vals) <= MAX_CALLS, f"{where}.values", f"not a list of at most {MAX_CALLS}")
+    got = cache.calls if cache is not None else None
+    if got is not None and got[2] is vals:          # (the values checked last, the same object: see _texts)
+        return list(got[1]), uses, free
     exact = _exact(vals) if cache is not None else None
-    if exact is not None and cache.calls is not None and cache.calls[0] == exact:
-        return list(cache.calls[1]), uses, free
+    if exact is not None and got is not None and got[0] == exact:
+        cache.calls = (exact, got[1], vals)
+        return list(got[1]), uses, free
     out: list = []
     for i, x in enumerate(vals):
         if x is None:
@@ -1301,7 +1544,7 @@ def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: A
                 raise _Refused(f"{where}.values[{i}]: the callback of values[{ids[k]}] again")
             ids[k] = i
     if exact is not None:
-        cache.calls = (exact, list(out))
+        cache.calls = (exact, list(out), vals)
     return out, uses, free
 
 
@@ -1386,15 +1629,26 @@ _VALUES_FIELDS = frozenset({"engine", "combats", "fight", "fight_log", "extras"}
 
 
 _NO_ROWS = np.zeros(0, np.int64)
+_NO_DIRTY = (_NO_ROWS,) * len(TABLES)
+_DIRTY_WHERE = tuple(f"table.{name}" for name in TABLES)
 
 
 def _texts(v: Any) -> list:
-    """The combat rows' texts (their state and role codes index them): distinct short texts."""
+    """The combat rows' texts (their state and role codes index them): distinct short texts
+    (a copy; the values last checked are known by their object: a file's values, which no
+    reader writes to, are the same object while their bytes are the same)."""
+    kept = _TEXTS_OK[0]
+    if kept is not None and kept[0] is v:
+        return list(kept[1])
     texts: Any = v.get("texts") if isinstance(v, dict) and len(v) == 1 else None
     need(isinstance(texts, list) and 2 <= len(texts) <= 4096 and all(isinstance(x, str) and len(x) <= 256
                                                                      for x in texts)
          and len(set(texts)) == len(texts), "values.combats.texts", "not a list of distinct short texts")
+    _TEXTS_OK[0] = (v, texts)
     return list(texts)
+
+
+_TEXTS_OK: list = [None]          # (the combats value last checked, its texts)
 
 
 # ---------------------------------------------------------------- the checksum

@@ -99,7 +99,7 @@ class Snapshot:
     the names saved. A snapshot taken of a Game restores into that Game only.
     ``to_bytes()`` gives its file form (data only: game.runtime.snapfile),
     ``Snapshot.from_bytes(b)`` reads one back (framed and checked: magic, format, sizes,
-    sha256), restorable into any Game set up the same way (the same configuration digest,
+    CRC-32), restorable into any Game set up the same way (the same configuration digest,
     humans and anim sets), where every row and value is checked first. ``checksum()`` is
     a digest of the state, the same for a snapshot and its bytes read back.
     """
@@ -155,7 +155,7 @@ class Snapshot:
     def to_bytes(self) -> bytes:
         """The file form (game.runtime.snapfile; docs/formats.md, "Snapshot"): a header
         (magic ``SCUFSNAP``, format, scuffle's version, the Game's configuration digest,
-        sizes, the payload's sha256), a directory and typed sections: each table's block
+        sizes, the payload's CRC-32), a directory and typed sections: each table's block
         with its declared columns, and the plain values. The last update's outputs are not
         in it. Rejected (SnapshotError): a Game closed since, the reference engine's state,
         a callback given as code (give it as data: anim.engine.callbacks.Callback), a human removed
@@ -174,7 +174,7 @@ class Snapshot:
     @classmethod
     def from_bytes(cls, data: bytes) -> "Snapshot":
         """A snapshot from ``to_bytes``'s form, framed and checked (magic, format, sizes,
-        sha256, each section's plain data). Rejected (SnapshotError, one line naming the
+        CRC-32, each section's plain data). Rejected (SnapshotError, one line naming the
         field or byte offset): not bytes, more than snapfile.MAX_BYTES, anything that does
         not frame. Its rows and values are checked against a Game when it is restored."""
         if not isinstance(data, (bytes, bytearray, memoryview)):

@@ -188,9 +188,9 @@ def test_the_plain_values_change_the_checksum(fight, path, value):
     def edit(name: str, b: bytes) -> bytes:
         if name != "values":
             return b
-        v = plaindata.decode(b)
+        v = F.values_of(b)
         v[path[0]][path[1]] = value
-        return plaindata.encode(v)
+        return F.values_section(v)
     assert Snapshot.from_bytes(_rebuilt(data, edit)).checksum() != base
 
 

@@ -162,9 +162,9 @@ def test_the_fights_counters_are_checked(pair, edit, field):
     def one(name, sec):
         if name != "values":
             return sec
-        v = plaindata.decode(sec)
+        v = F.values_of(sec)
         edit(v)
-        return plaindata.encode(v)
+        return F.values_section(v)
     version, config, sections = F.sections_of(data)
     _refused(b, F.assemble([(n, one(n, s)) for n, s in sections], version, config), field)
 

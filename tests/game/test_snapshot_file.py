@@ -51,9 +51,9 @@ def _values_edit(change):
     def edit(name: str, b: bytes) -> bytes:
         if name != "values":
             return b
-        v = plaindata.decode(b)
+        v = F.values_of(b)
         change(v)
-        return plaindata.encode(v)
+        return F.values_section(v)
     return edit
 
 
@@ -313,7 +313,12 @@ TAMPER = [
     (_values_edit(lambda v: v["engine"].update(instances=["p1", "p1"])), "instances"),
     (_values_edit(lambda v: v["engine"]["instances"].__setitem__(1, None)), "values.engine.instances"),
     (_values_edit(lambda v: v["engine"]["leaving"].append((0, 0))), "values.engine.leaving[0]: a row held twice"),
-    (_values_edit(lambda v: v.update(bodies=None)), "values: not the fields"),
+    (lambda n, b: plaindata.encode({**plaindata.decode(b), "bodies": plaindata.encode(None)}) if n == "values" else b,
+     "section values: not a map of"),
+    (lambda n, b: plaindata.encode({**plaindata.decode(b), "fight": None}) if n == "values" else b,
+     "section values: not a map of"),
+    (lambda n, b: plaindata.encode({**plaindata.decode(b), "fight": b"\x0c"}) if n == "values" else b,
+     "values.fight: "),
     (_values_edit(lambda v: v["engine"].update(instances=[[1], None])), "values.engine.instances[0]"),
     (_values_edit(lambda v: v["engine"].update(loose=[([1], (0, 0, 0, 0.0, None))])), "values.engine.loose[0]"),
     (_values_edit(lambda v: v["combats"].update(owners={0: "p1"})), "values.combats.texts"),
@@ -552,6 +557,35 @@ def test_a_file_of_an_older_format_is_refused_saying_so(pair):
     assert b.checksum() == before
 
 
+def test_a_format_7_file_with_its_sha256_header_is_refused_in_one_line(pair):
+    """Format 7's header was 112 bytes, its payload digest a SHA-256: such a file, framed
+    as that format framed it, is refused by its format field, in one line."""
+    import hashlib
+    a, b = pair
+    data = a.snapshot().to_bytes()
+    payload = data[F.HEADER.size:]
+    old = struct.Struct("<8sII16s32sIIQ32s")
+    _, _, _, version, config, count, flags, _, _ = F.HEADER.unpack_from(data)
+    head = old.pack(F.MAGIC, 7, old.size, version, config, count, flags, len(payload),
+                    hashlib.sha256(payload).digest())
+    before = b.checksum()
+    with pytest.raises(SnapshotError, match=r"header\.format: format 7 .*older scuffle") as e:
+        b.restore(Snapshot.from_bytes(head + payload))
+    assert "\n" not in str(e.value)
+    assert b.checksum() == before
+
+
+def test_a_payload_damaged_in_transfer_is_refused_by_the_header_digest(pair):
+    a, _ = pair
+    data = bytearray(a.snapshot().to_bytes())
+    data[F.HEADER.size + len(data[F.HEADER.size:]) // 2] ^= 0x10
+    with pytest.raises(SnapshotError, match=r"header\.crc32: .*corrupted"):
+        Snapshot.from_bytes(bytes(data))
+    data[-1] ^= 0x10                                  # (two bytes damaged: still refused)
+    with pytest.raises(SnapshotError, match=r"header\.crc32"):
+        Snapshot.from_bytes(bytes(data))
+
+
 def test_a_restored_file_runs_on_as_the_game_it_was_taken_of_update_by_update(pair):
     """Its free rows hold what the engine's free rows hold (the tables' defaults), so a
     file's state and the Game's own run on alike, update after update."""
@@ -606,3 +640,37 @@ def test_a_deferred_entry_the_flush_cannot_give_back_is_refused(pair, released, 
     with pytest.raises(SnapshotError, match=f"counts.deferred.*{why}"):
         b.restore(Snapshot.from_bytes(data))
     assert b.checksum() == before
+
+
+def test_the_values_section_reads_back_its_values_and_a_tools_edit_touches_no_later_read(pair):
+    """values_of / values_section undo each other; a tool's values are its own: editing
+    them changes nothing a later read of the same bytes gives (the reader keeps the last
+    values it decoded with their bytes)."""
+    a, b = pair
+    data = a.snapshot().to_bytes()
+    _, _, sections = F.sections_of(data)
+    sec = dict(sections)["values"]
+    v = F.values_of(sec)
+    assert list(v) == list(F.VALUES) and F.values_section(v) == sec
+    before = Snapshot.from_bytes(data).checksum()
+    v["combats"]["texts"].append("edited")
+    v["engine"]["instances"].reverse()
+    assert Snapshot.from_bytes(data).checksum() == before
+    b.restore(Snapshot.from_bytes(data))
+    assert b.checksum() == a.checksum()
+
+
+def test_the_kept_plain_forms_of_the_fights_and_logs_counters_are_their_own_bytes():
+    """The fight's and the log's counters kept per Game are written as plaindata writes
+    them, whatever changed since the last: a count, the damage's sign bit, the kinds'
+    order, a finished round, a controller's plain state, the log's texts."""
+    cache = F.SnapCache()
+    base = {"ko_at": None, "counts": [1, 5, 1, 3, 21, 1], "damage": 0.0, "kinds": {"strike": 7, "hit": 5},
+            "rounds": [], "controllers": [None, None]}
+    variants = [base, {**base, "counts": [1, 5, 1, 3, 22, 1]}, {**base, "damage": -0.0}, {**base, "ko_at": 40},
+                {**base, "kinds": {"hit": 5, "strike": 7}}, {**base, "kinds": {"hit": 5, "strike": 7.0}},
+                {**base, "rounds": [{"winner": "p1"}]}, {**base, "controllers": [None, (1, 2)]}, base]
+    for c in variants + variants[::-1]:
+        assert F._fight_bytes(cache, c) == plaindata.encode(c)
+    for c in ([0, 3, ["p1", "hit"]], [1, 3, ["p1", "hit"]], [1, 3, ["p1", "hit", "p2"]], [1, 3, ["p1", "hit"]]):
+        assert F._log_bytes(cache, c) == plaindata.encode(c)

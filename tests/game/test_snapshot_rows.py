@@ -235,11 +235,11 @@ def test_a_task_in_a_place_not_marked_placed_is_refused():
         def twice(name: str, sec: bytes) -> bytes:
             if name != "values":
                 return sec
-            v = plaindata.decode(sec)
+            v = F.values_of(sec)
             calls = v["engine"]["calls"]["values"]
             first = next(c for c in calls if c is not None and c[0])
             calls.append(first)
-            return plaindata.encode(v)
+            return F.values_section(v)
         with pytest.raises(SnapshotError, match=r"values\.engine\.calls\.values\[\d+\]: the callback of"):
             b.restore(Snapshot.from_bytes(F.assemble([(n, twice(n, s)) for n, s in sections], version, config)))
         assert b.checksum() == before

@@ -1,7 +1,7 @@
 """Fuzzed snapshot files: only SnapshotError comes out, one line, the Game it was meant for
 unchanged; a file that is accepted is a state the engine steps on from.
 
-The damaged files are made as an attacker makes them, with the header's sizes and sha256
+The damaged files are made as an attacker makes them, with the header's sizes and digest
 computed again (the digest catches accidents only): random bytes; a real file with bits
 flipped; a section cut short; a table's column or a plain value pushed over its range
 (the extremes of its type, NaN, infinities, another type). A file that restores runs
@@ -10,6 +10,7 @@ default run tries QUICK_EXAMPLES per property; ``pytest -m fuzz`` tries LONG_EXA
 """
 from __future__ import annotations
 
+import struct
 import tracemalloc
 
 import numpy as np
@@ -113,8 +114,7 @@ def _flipped(which: int, positions: list[int]) -> None:
         data[i] ^= 1 << (p // n % 8)
     payload = bytes(data[F.HEADER.size:])
     head = bytearray(data[:F.HEADER.size])
-    import hashlib
-    head[-32:] = hashlib.sha256(payload).digest()
+    struct.pack_into("<I", head, F.HEADER.size - 4, F.payload_digest(payload))
     _try(bytes(head) + payload)
 
 
@@ -214,6 +214,14 @@ def _value(which: int, section: int, pick: int, new) -> None:
     def edit(name: str, b: bytes) -> bytes:
         if name != target:
             return b
+        if target == "values":                # (each value's bytes in the section's map: the values inside)
+            v = F.values_of(b)
+            paths = list(_paths(v))[1:]
+            out = _replace(v, paths[pick % len(paths)], new)
+            if pick % 11 == 0:                # (now and then a value's bytes themselves pushed)
+                raw = plaindata.decode(b)
+                return plaindata.encode({**raw, F.VALUES[pick % len(F.VALUES)]: new})
+            return F.values_section(out)
         v = plaindata.decode(b)
         paths = list(_paths(v))
         return plaindata.encode(_replace(v, paths[pick % len(paths)], new))
