@@ -51,8 +51,13 @@ class AnimationStep(esper.Processor):
         crowd.sync()
         instances = crowd.instances
         _SET(ctx, "entities", crowd.entities)
-        ctx.player.step(instances, ctx.dt)
-        bones = ctx.player.pose(instances)
+        player = ctx.player
+        both = getattr(player, "step_and_pose", None)
+        if both is not None:                       # the pose's other chunks begun beside the step's Python
+            bones = both(instances, ctx.dt)
+        else:
+            player.step(instances, ctx.dt)
+            bones = player.pose(instances)
         crowd.posed_now()
         _SET(ctx, "poses", bones.poses)            # the fast path reuses these buffers each update
         _SET(ctx, "bone_pos", bones.pos)

@@ -31,6 +31,7 @@ import numpy as np
 from scuffle.anim.maths import detmath, quat
 from scuffle.anim.engine.jobs import MotionInputs, MotionJob
 from scuffle.anim.engine.kernels import root_motion_step
+from scuffle.anim.engine.kernels import root_motion_step as _root_motion_kernel   # the chunks' (a timer wraps the other)
 from scuffle.anim.playback.tasks import AttachedVelocity
 from scuffle.components import Body, NO_ATTACHMENT
 from scuffle.systems.context import SimContext
@@ -92,6 +93,8 @@ class StateUpdate(esper.Processor):
         self._m_held = self._held.data          # a memoryview of it
         self._idle_of = -1                      # the crowd's version whose idle rows _held holds
         self._motion = MotionJob()              # root_motion_step's inputs validated before each run
+        self._chunk_jobs: list[MotionJob] = []  # one a chunk of the body rows on threads
+        self._cut: tuple = (None, -1, 0, [])     # (the columns, crowd version, parts, their spans)
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Run the state functions, apply root motion to every body, then move it."""
@@ -130,10 +133,15 @@ class StateUpdate(esper.Processor):
                     np.logical_or(held, crowd.idle, out=held)
                 if stray.size:
                     keep = table.velocity[stray], table.attach_heading[stray]
-                self._motion.run(MotionInputs(cols, poses.vel, poses.tag, poses.rot, table.heading, held,
-                                              table.state_velocity, table.position, table.attach_heading,
-                                              float(ctx.dt), float(ctx.max_root_speed), table.velocity),
-                                 root_motion_step)
+                inputs = MotionInputs(cols, poses.vel, poses.tag, poses.rot, table.heading, held,
+                                      table.state_velocity, table.position, table.attach_heading,
+                                      float(ctx.dt), float(ctx.max_root_speed), table.velocity)
+                eng = getattr(ctx.player, "batch", None)
+                split = eng.row_chunks(cols.shape[0]) if eng is not None else None
+                if split is None:
+                    self._motion.run(inputs, root_motion_step)
+                else:
+                    _motion_chunks(self, inputs, self._spans(cols, len(split[0]), crowd.version), split[1])
                 if ctx.player.options.attached_velocity == AttachedVelocity.ZERO:
                     # the held rows that are humans' (not idle): their velocity 0
                     table.velocity[held & ~crowd.idle] = 0.0
@@ -141,6 +149,35 @@ class StateUpdate(esper.Processor):
                     table.velocity[stray], table.attach_heading[stray] = keep
         for p in ctx.probe:
             p(ctx, "state")
+
+    def _spans(self, cols: np.ndarray, parts: int, version: int) -> list:
+        """``parts`` chunks (lo, hi) of the body rows holding about as many posed bodies each
+        (a row with no pose costs next to nothing), kept while the columns and the crowd are."""
+        c = self._cut
+        if c[0] is cols and c[1] == version and c[2] == parts:
+            return c[3]
+        posed = np.flatnonzero(cols >= 0)
+        n = cols.shape[0]
+        bounds = [0]
+        for j in range(1, parts):
+            cut = int(posed[len(posed) * j // parts]) if len(posed) else n * j // parts
+            bounds.append(max(bounds[-1], cut))
+        bounds.append(n)
+        spans = list(zip(bounds[:-1], bounds[1:]))
+        self._cut = (cols, version, parts, spans)
+        return spans
+
+    def _chunk_job(self, j: int, inputs: MotionInputs, a: int, b: int):
+        """Chunk ``j``: root_motion_step over body rows ``a`` to ``b`` (each body's row its
+        own: the chunks write no row in common)."""
+        jobs = self._chunk_jobs
+        while len(jobs) <= j:
+            jobs.append(MotionJob())
+        job = jobs[j]
+        part = MotionInputs(inputs.idx[a:b], inputs.p_vel, inputs.p_tag, inputs.p_rot, inputs.heading[a:b],
+                            inputs.attached[a:b], inputs.state_vel[a:b], inputs.position[a:b],
+                            inputs.attach_heading[a:b], inputs.dt, inputs.cap, inputs.out_vel[a:b])
+        return lambda: job.run(part, _root_motion_kernel)
 
     def _posed_cols(self) -> np.ndarray:
         """Body row -> column of the last pose, when humans joined or left since it (an
@@ -198,3 +235,10 @@ def _wrap(deg: float) -> float:
     elif d > 180.0:
         d -= 360.0
     return d
+
+
+def _motion_chunks(system: StateUpdate, inputs: MotionInputs, spans: list, pool) -> None:
+    """Root motion over the body rows in chunks, side by side on the engine's worker threads
+    (PlayerOptions.threads; BatchEngine.row_chunks): each body's values depend on its own
+    row and pose column only, so the bits are one call's."""
+    pool.run([system._chunk_job(j, inputs, a, b) for j, (a, b) in enumerate(spans)])

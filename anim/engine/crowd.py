@@ -94,31 +94,55 @@ class Workers:
     def __init__(self, threads: int):
         self.threads = max(1, int(threads))
         self._workers = [_Worker(f"scuffle-crowd-{j}") for j in range(1, self.threads)]
+        self._busy: list = []                   # the workers given jobs by begin, not waited for
         self._finalizer = weakref.finalize(self, _stop_all, self._workers)
 
     def close(self) -> None:
-        """Stop the worker threads (the pool then runs every job on the caller)."""
+        """Stop the worker threads (the pool then runs every job on the caller), once the
+        jobs begun are done."""
+        if self._busy:
+            self.wait()
         self._finalizer()
         self._workers = []
         self.threads = 1
 
     def run(self, jobs: list) -> None:
         """Run ``jobs`` (callables without arguments, at most ``threads``) side by side."""
-        workers = self._workers
-        if len(jobs) - 1 > len(workers):
-            raise ValueError(f"Workers.run: {len(jobs)} jobs for {len(workers) + 1} threads")
-        used = workers[:len(jobs) - 1]
-        for w, job in zip(used, jobs[1:]):
-            w.error = None
-            w.done.clear()
-            w.job = job
-            w.go.set()
+        self.begin(jobs)
         first: BaseException | None = None
         try:
             if jobs:
                 jobs[0]()
         except BaseException as e:
             first = e
+        self.wait(first)
+
+    def begin(self, jobs: list) -> None:
+        """Hand ``jobs[1:]`` to the worker threads and return at once: the caller runs
+        ``jobs[0]`` (or other work) itself, then ``wait``s. Rejected: more jobs than
+        threads (ValueError), a begin while the last one is not waited for (RuntimeError)."""
+        workers = self._workers
+        if len(jobs) - 1 > len(workers):
+            raise ValueError(f"Workers.run: {len(jobs)} jobs for {len(workers) + 1} threads")
+        if self._busy:
+            raise RuntimeError("Workers.begin: the jobs begun last are not waited for")
+        used = workers[:max(0, len(jobs) - 1)]
+        for w, job in zip(used, jobs[1:]):
+            w.error = None
+            w.done.clear()
+            w.job = job
+            w.go.set()
+        self._busy = used
+
+    @property
+    def busy(self) -> bool:
+        """Whether jobs begun are not waited for yet."""
+        return bool(self._busy)
+
+    def wait(self, first: BaseException | None = None) -> None:
+        """Wait for the jobs ``begin`` handed out; then raise ``first`` (the caller's own
+        job's exception) if given, else the first worker's exception in job order."""
+        used, self._busy = self._busy, []
         for w in used:
             w.done.wait()
         if first is not None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 from time import get_clock_info
 from time import thread_time as _thread_time
 from collections import deque
@@ -200,6 +201,13 @@ class BatchEngine:
         # (a threaded step: _clear_noisy's usual case, handed to the first chunk's job)
         self._late_clear: list | None = None
         self.chunks_used = 1                    # the chunks the last step and pose ran on
+        # the pose begun on the worker threads as soon as the step is through (``pose_next``:
+        # the instances the caller will pose right after the step, Player.step_and_pose), and
+        # that pose's state until the calling thread runs its own chunk and joins (_begun)
+        self.pose_next: list | None = None
+        self._pose_of: list | None = None
+        self._begun: tuple | None = None
+        self.poses_begun = 0                    # poses begun beside the step's Python, in all
         self.pair_changes = 0                   # gait pair changes the kernel made, in all
 
     # ---------------------------------------------------------------- rows
@@ -611,6 +619,8 @@ class BatchEngine:
         may have, a bool, no list made: the Player's step). Rejected: a human whose rows the
         kernel cannot follow (TableCorrupt: a row written behind the engine's back)."""
         player = self.player
+        if self._begun is not None:             # a pose begun and never finished: complete first
+            self.finish_begun()
         if _STEPS[0] < 2:
             # the second step: the first update has compiled what an update runs; the other
             # kernels compile in the background (anim.engine.coldstart.compile_rest)
@@ -654,9 +664,12 @@ class BatchEngine:
         mc[:] = self._no_counts
         mc[_COUNT_DEFERRED] = deferred.n              # the kernel appends its deferred tasks to the list's rows
         self._def_out = deferred.rows
+        # the pose of these instances may begin as soon as the threaded step's kernels are through
+        self._pose_of = instances if self.pose_next is instances and not self._twice else None
         try:
             self._run_step(rows, status, self._ev_lo, self._ev_hi, dt)
         finally:
+            self._pose_of = None
             if self._late_clear is not None:       # not handed to a chunk (one thread, or an error)
                 self._clear_late()
         deferred.rows = self._def_out                 # grown, maybe
@@ -1016,6 +1029,26 @@ class BatchEngine:
             self._workers = crowd.Workers(want)
         return spans
 
+    def row_chunks(self, n: int) -> tuple[list, "crowd.Workers"] | None:
+        """For another kernel over ``n`` rows each independent of the others (root motion
+        over the body rows): the chunks (lo, hi) by count for PlayerOptions.threads and the
+        engine's worker pool, or None for one thread or too few rows to cut (under two
+        chunks of crowd.MIN_CHUNK). The pool runs nothing of the engine's then (a pose
+        begun beside the step is finished before the step's caller returns)."""
+        if n < 2 * crowd.MIN_CHUNK or self._begun is not None:
+            return None
+        want = self.player.options.threads or crowd.default_threads()
+        if want <= 1:
+            return None
+        spans = crowd.chunks(n, want)
+        if len(spans) <= 1:
+            return None
+        if self._workers is None or self._workers.threads < len(spans):
+            if self._workers is not None:
+                self._workers.close()
+            self._workers = crowd.Workers(want)
+        return spans, self._workers
+
     def _part(self, j: int) -> "_Part":
         """Chunk ``j``'s kernels, scratch and buffers (made on first use)."""
         parts = self._parts
@@ -1062,6 +1095,10 @@ class BatchEngine:
         n_ev = sum(int(p.counts[K.COUNT_EVENTS]) for p, _ in used)
         n_def = sum(int(p.counts[_COUNT_DEFERRED]) for p, _ in used)
         n_wrap = sum(int(p.counts[_COUNT_WRAPS]) for p, _ in used)
+        if self._pose_of is not None and not n_wrap and not (status[:n] & _STATUS_BAD).any():
+            # every human stepped, no wrap callback to run first, no row the pose could not
+            # follow: the pose's other chunks begin beside the merge and the step's Python
+            self._begin_pose(self._pose_of)
         while len(self._ev_out) < n_ev:
             self._ev_out = _grown(self._ev_out)
         while len(self._def_out) < base_def + n_def:
@@ -1122,14 +1159,20 @@ class BatchEngine:
                      queued_default: np.ndarray) -> None:
         """pose_stacks over chunks of ``rows`` on threads, each with its own scratch, into its
         own columns of ``out`` and its own places of ``refused``."""
-        jobs = []
-        for j, (a, b) in enumerate(spans):
-            p = self._part(j)
-            jobs.append(_PoseJob(p, *p.pose_span(rows, cols, refused, queued_default, a, b), tables, out))
+        jobs = self._pose_jobs(rows, spans, cols, tables, out, refused, queued_default)
         assert self._workers is not None
         self._workers.run(jobs)
         if _CHUNK_CLOCK:
             self.balance[1].note(spans, [job.cpu for job in jobs])
+
+    def _pose_jobs(self, rows: np.ndarray, spans: list, cols: np.ndarray, tables: tuple, out, refused: np.ndarray,
+                   queued_default: np.ndarray) -> list:
+        """One _PoseJob a chunk of ``spans``."""
+        jobs = []
+        for j, (a, b) in enumerate(spans):
+            p = self._part(j)
+            jobs.append(_PoseJob(p, *p.pose_span(rows, cols, refused, queued_default, a, b), tables, out))
+        return jobs
 
     def kernel_args(self, name: str) -> tuple:
         """Arguments of the types kernel ``name`` ("step_stacks" or "pose_stacks") is called
@@ -1208,8 +1251,105 @@ class BatchEngine:
         (anim.engine.kernels.pose_stacks), PlayerOptions.queued_default applied in it. A refused
         eighth pose is counted in ``refusals`` as (instance, count). ``out`` (Bones for
         len(instances)) is written; without it the engine's own buffers are reused
-        (overwritten next call).
+        (overwritten next call). A pose the step began on the worker threads
+        (``_begin_pose``) for these very instances is finished here: the calling thread's
+        chunk, then the join; any other call first waits for it (``finish_begun``).
         """
+        begun = self._begun
+        if begun is not None:
+            if out is None and begun[0] is instances:
+                return self._end_pose(refusals)
+            self.finish_begun()
+        prep = self._pose_prepare(instances, out)
+        n, rows, spans, tables, last, refused, queued_default, out = prep
+        if spans and len(spans) > 1:
+            self._pose_chunks(rows, spans, last[3], tables, last[4], refused, queued_default)
+        else:
+            H, T, C, F, G, E, banks = tables
+            self._pose_job.run(PoseInputs(rows, last[3], H, T, C, F, G, E, banks, self._scratch,
+                                          last[4], last[5]), self._pose_kernel)
+        self._refusals(instances, n, refusals)
+        return out
+
+    def _begin_pose(self, instances: list) -> None:
+        """The pose of ``instances`` begun on the worker threads (every chunk but the
+        first) right after the step's kernels, while the calling thread runs the step's own
+        Python; ``pose`` of the same instances runs the first chunk and joins. Only the
+        engine's code runs in between (Player.step_and_pose asks for it when no callback
+        waits to run and the step is the Player's own): nothing there writes a row the
+        pose reads (each human's pose reads its own rows, as stepped) or reads the pose's
+        buffers. The time the calling thread spends before its chunk counts as its chunk's
+        (crowd.Balance then hands the other chunks more humans). Nothing is begun for one
+        thread, a crowd too small to cut, or with PlayerOptions.queued_default (its test is
+        game code, asked when the pose is made)."""
+        opts = self.player.options
+        if len(instances) < 2 * crowd.MIN_CHUNK or (opts.threads or crowd.default_threads()) <= 1:
+            return
+        if opts.queued_default is not None:     # its test is game code, asked at the pose
+            return
+        try:
+            prep = self._pose_prepare(instances, None)
+        except Exception:                       # not begun: the pose makes them again, and raises there
+            return
+        n, rows, spans, tables, last, refused, queued_default, out = prep
+        if not spans or len(spans) <= 1:
+            return
+        jobs = self._pose_jobs(rows, spans, last[3], tables, last[4], refused, queued_default)
+        assert self._workers is not None
+        c0 = _thread_time()
+        reached = [threading.Event() for _ in jobs[1:]]
+        for job, ev in zip(jobs[1:], reached):
+            job.entered = ev
+        self._workers.begin(jobs)
+        self._begun = (instances, n, spans, jobs, out, c0)     # (an interrupt below: finish_begun waits)
+        self.poses_begun += 1
+        # the calling thread holds the GIL through the Python that follows: until each
+        # worker has reached its kernel (which releases it), the GIL is handed over
+        for ev in reached:
+            ev.wait()
+
+    def _end_pose(self, refusals: list | None) -> Bones:
+        """The begun pose's first chunk on the calling thread, the join, its refusals."""
+        instances, n, spans, jobs, out, c0 = self._begun       # type: ignore[misc]
+        self._begun = None
+        first: BaseException | None = None
+        try:
+            jobs[0]()
+        except BaseException as e:
+            first = e
+        jobs[0].cpu = _thread_time() - c0                       # the Python before it included
+        if self._workers is None or not self._workers.busy:     # (an interrupt before begin returned)
+            if first is not None:
+                raise first
+            return out
+        self._workers.wait(first)
+        if _CHUNK_CLOCK:
+            self.balance[1].note(spans, [job.cpu for job in jobs])
+        self._refusals(instances, n, refusals)
+        return out
+
+    def finish_begun(self) -> None:
+        """Finish a pose begun on the worker threads and not finished (the step's caller
+        went another way, or raised): the calling thread's chunk, then the join, so the
+        pose's buffers hold one whole pose."""
+        if self._begun is not None:
+            self._end_pose(None)
+
+    def _refusals(self, instances: list, n: int, refusals: list | None) -> None:
+        """The refused eighth poses of the last pose, appended to ``refusals``."""
+        if refusals is not None:
+            if n <= _FEW:                       # a few humans: their counts read one by one
+                mr = self._m_refused
+                for k in range(n):
+                    if mr[k]:
+                        refusals.append((instances[k], mr[k]))
+            else:
+                for k in np.flatnonzero(self._refused[:n]).tolist():
+                    refusals.append((instances[k], int(self._refused[k])))
+
+    def _pose_prepare(self, instances, out: Bones | None) -> tuple:
+        """The pose's inputs for ``instances``: (n, rows, spans, tables, the kept call
+        arguments, refused, queued_default, out)."""
         player = self.player
         lookup = player.lookup
         clips = lookup.clips
@@ -1247,22 +1387,7 @@ class BatchEngine:
             last = self._pose_args = (out, refused, queued_default, self._cols_n[:n], out.outs(),
                                       K.PoseBuffers(refused, self._weights, queued_default))
         spans = self._spans(n, 1) if not self._twice else None
-        if spans and len(spans) > 1:
-            self._pose_chunks(rows, spans, last[3], (H, T, C, F, G, E, pose_tables(bank).tables), last[4], refused,
-                              queued_default)
-        else:
-            self._pose_job.run(PoseInputs(rows, last[3], H, T, C, F, G, E, pose_tables(bank).tables, self._scratch,
-                                          last[4], last[5]), self._pose_kernel)
-        if refusals is not None:
-            if n <= _FEW:                       # a few humans: their counts read one by one
-                mr = self._m_refused
-                for k in range(n):
-                    if mr[k]:
-                        refusals.append((instances[k], mr[k]))
-            else:
-                for k in np.flatnonzero(refused[:n]).tolist():
-                    refusals.append((instances[k], int(refused[k])))
-        return out
+        return n, rows, spans, (H, T, C, F, G, E, pose_tables(bank).tables), last, refused, queued_default, out
 
 
     @property
@@ -1448,16 +1573,21 @@ class _PoseJob:
     """pose_stacks over one chunk's rows, with its _Part's scratch, into the shared output
     (its own columns)."""
 
-    __slots__ = ("p", "rows", "cols", "tables", "out", "buffers", "cpu")
+    __slots__ = ("p", "rows", "cols", "tables", "out", "buffers", "cpu", "entered")
 
     def __init__(self, p: _Part, rows, cols, buffers, tables: tuple, out):
         self.p, self.rows, self.cols, self.tables, self.out, self.buffers = p, rows, cols, tables, out, buffers
         self.cpu = 0.0
+        # set as the job reaches its kernel call (a pose begun beside the calling thread's
+        # Python: that thread waits for it, so the worker is not left waiting for the GIL)
+        self.entered: threading.Event | None = None
 
     def __call__(self) -> None:
         c0 = _thread_time()
         H, T, C, F, G, E, bank = self.tables
         p = self.p
+        if self.entered is not None:
+            self.entered.set()
         try:
             p.pose_job.run(PoseInputs(self.rows, self.cols, H, T, C, F, G, E, bank, p.scratch, self.out,
                                       self.buffers), p.pose)

@@ -192,6 +192,8 @@ class Player:
     knows = _Part("prepared", RecipeRules.knows)
     commands = _Part("columns", CommandColumns.commands)
     set_gait_targets = _Part("columns", CommandColumns.set_gait_targets)
+    commands_at = _Part("columns", CommandColumns.commands_at)
+    rows_of = _Part("columns", CommandColumns.rows_of)
     bank = _PartProperty("lookup", "bank", "The ClipBank of every clip this player has seen (ClipLookup.bank).")
     _bank = _PartProperty("lookup", "_bank", "The look-up's bank as it is (None until built): anim.playback.batch reads it.")
     _clips = _PartProperty("lookup", "clips", "Every clip seen, by bank index (ClipLookup.clips).")
@@ -330,6 +332,31 @@ class Player:
         if self._failed:
             self._raise_failed()
 
+    def step_and_pose(self, instances: list, dt: float | None = None) -> Bones:
+        """``step`` then ``pose`` of ``instances`` (a list), the same results, with the
+        pose's other chunks begun on the worker threads as soon as the step's kernels are
+        through, beside the step's own Python (PlayerOptions.threads; BatchEngine.pose_next).
+        The pose is complete when this returns; nothing outside the engine runs while it is
+        under way: not when a wrap callback waits (it runs between the two and may command),
+        nor when ``step`` is overridden or wrapped (a subclass's or a timer's code runs after
+        the engine's). The animation system's call (systems.animation.AnimationStep)."""
+        eng = self.batch
+        if type(self).step is not Player.step or "step" in self.__dict__ or not isinstance(instances, list):
+            self.step(instances, dt)                # code of the caller's own around the step
+            return self.pose(instances)
+        eng.pose_next = instances
+        try:
+            self.step(instances, dt)
+        except BaseException:
+            try:                                    # the begun chunks finished: no thread left writing
+                eng.finish_begun()
+            except BaseException:                   # (the step's own exception is the one to see)
+                pass
+            raise
+        finally:
+            eng.pose_next = None
+        return self.pose(instances)
+
     def note_wrap(self, inst: CharacterInstance, task: Task) -> None:
         """A task with a wrap callback wrapped in this step: called once every human stepped."""
         self._wraps.append((inst, task))
@@ -427,7 +454,10 @@ class Player:
         overwrites them). Refused poses are counted as by ``sample``.
         Original: 0x00176d60 CharacterInstance_Sample, 0x00104630 Instance_BuildBoneMatrices.
         """
-        write_first(self.prepared)
+        c = self.prepared.commands
+        if c is not None and c.n:               # rows to write: no pose may be under way meanwhile
+            self.batch.finish_begun()
+            write_first(self.prepared)
         refusals: list = []
         bones = self.batch.pose(instances, refusals=refusals)
         self._count_refusals(refusals)

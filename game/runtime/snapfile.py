@@ -622,16 +622,16 @@ def counts_of(sec: bytes) -> dict:
 def _table_head(columns: dict, cap: int) -> bytes:
     """A table section's head: its rows, its declaration's length and the declaration
     (kept per columns object and rows: a table's columns are one dict for its life)."""
-    got = _HEADS.get((id(columns), cap))
+    got = _TABLE_HEADS.get((id(columns), cap))
     if got is None or got[0] is not columns:
         head = _declared_bytes(columns)
-        if len(_HEADS) > 256:
-            _HEADS.clear()
-        got = _HEADS[(id(columns), cap)] = (columns, _TABLE_HEAD.pack(cap, len(head)) + head)
+        if len(_TABLE_HEADS) > 256:
+            _TABLE_HEADS.clear()
+        got = _TABLE_HEADS[(id(columns), cap)] = (columns, _TABLE_HEAD.pack(cap, len(head)) + head)
     return got[1]
 
 
-_HEADS: dict = {}
+_TABLE_HEADS: dict = {}
 
 
 def assemble(sections: list[tuple[str, bytes]], version: str, config: bytes) -> bytes:
@@ -1552,7 +1552,7 @@ def _fight_form(fight: Any, state: Any, cache: Any = None, forms: dict | None = 
         # an AI's generator state met before (the same object while it drew nothing): its
         # words' digest and gauss value as written then
         rng = c[0] if forms is not None and c.__class__ is tuple and len(c) == 4 else None
-        got = forms.get(id(rng)) if rng is not None else None
+        got = forms.get(id(rng)) if rng is not None and forms is not None else None
         if got is not None and got[0] is rng:
             _, tick, hold, on = c
             ctl_form.append((*got[1], int(tick), int(hold), bool(on)))

@@ -340,6 +340,8 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
     entity_next = _entity_next(game.world)
     ai_rows = plan.ais
     ais = None
+    bodies: Any
+    combats: Any
     if view:
         bodies = (S.save_table(ctx.bodies, view=True), ctx.bodies.owners)
         combats = (S.save_table(ctx.combats, view=True), ctx.combats.owners, ctx.combats.texts)

@@ -335,3 +335,215 @@ def test_balance_cuts_given_by_hand_are_checked():
     for bad in ([0], [1000], [300, 400], []):
         with pytest.raises(ValueError, match="set_cuts"):
             b.set_cuts(bad)
+
+
+class _Together(Player):
+    """A Player whose ``pose`` hands back the Bones its last ``step_and_pose`` made, so the
+    pose begun beside the step's Python is the one compared (its ``step`` is the Player's
+    own: the engine may begin the pose)."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._made = None
+
+    def pose(self, instances):
+        made, self._made = self._made, None
+        return made if made is not None else super().pose(instances)
+
+
+def _run_together(w: _Together, aset, cmds: list) -> tuple:
+    """run_world (test_reference) with each update's step and pose made by one
+    ``step_and_pose`` call, the pose complete when it returns."""
+    from test_reference import Log, _apply, _poses_of, _state_of
+    from scuffle.anim.engine.stack import CharacterInstance
+
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(HUMANS)]
+    log: list = []
+    w.callbacks.register("log", lambda inst, kind, tag: log.append((kind, tag, inst.name)))
+    for h in hs:
+        h.on_report = Log(log, "report", 0)
+    states, pose_list, outcomes = [], [], []
+    by_update: dict[int, list] = {}
+    for cmd in cmds:
+        by_update.setdefault(cmd[0], []).append(cmd)
+    eng = w.batch
+    for u in range(UPDATES):
+        w._made = w.step_and_pose(hs)
+        assert eng._begun is None and not (eng._workers is not None and eng._workers.busy), \
+            "the pose must be complete when step_and_pose returns"
+        pose_list.append(_poses_of(w, hs, True))
+        w.flush()
+        states.append((_state_of(w, hs), len(w.refused), len(log)))
+        for (_, hi, fade, c) in by_update.get(u, []):
+            outcomes.append((u, hi, c[0], _apply(w, hs, log, hi, fade, c, GAIT)))
+        w.flush()
+        states.append((_state_of(w, hs), len(log)))
+    return states, pose_list, outcomes, log
+
+
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_the_pose_begun_beside_the_step_gives_the_same_bits(small_chunks, monkeypatch, threads):
+    """Player.step_and_pose (the animation system's call) begins the pose's other chunks
+    as soon as the threaded step's kernels are through, beside the merge and the step's
+    Python: the same tables, poses, bone transforms, outcomes and callbacks as one thread,
+    with the cuts at random places; an update whose step has wrap callbacks to run poses
+    after them (nothing begun)."""
+    _, one = _run(1, 8)
+    _random_spans(monkeypatch, threads + 100)
+    aset, cmds = _case(8)
+    w = _Together(PlayerOptions(threads=threads))
+    wraps = []
+    note = Player.note_wrap
+
+    def counted(self, inst, task):
+        wraps.append(self.batch.kernel_humans)
+        return note(self, inst, task)
+    monkeypatch.setattr(Player, "note_wrap", counted)
+    many = _run_together(w, aset, cmds)
+    _same(one, many, f"{threads} threads, the pose begun beside the step")
+    begun = w.batch.poses_begun
+    assert 0 < begun < UPDATES, (begun, "some updates begin the pose; those with wraps do not")
+    assert wraps, "the case should have wrap callbacks (the path that poses after them)"
+
+
+def test_a_step_that_raises_leaves_no_pose_under_way(small_chunks, monkeypatch):
+    """An exception from the step after the pose was begun (the animation system's call):
+    the worker threads' chunks are waited for before it reaches the caller, and the next
+    update steps and poses as usual."""
+    from scuffle.anim.playback import batch as B
+    from scuffle.game.tools.bench import build_crowd
+
+    game = build_crowd(41, "realistic", threads=2)
+    eng = game.player.batch
+    try:
+        game.step()
+        assert eng.poses_begun >= 1
+        staged = B.BatchEngine._stage
+        hit = [0]
+
+        def failing(self, *a, **kw):
+            if self._begun is not None:
+                hit[0] += 1
+                raise RuntimeError("a failure with the pose under way")
+            return staged(self, *a, **kw)
+        monkeypatch.setattr(B.BatchEngine, "_stage", failing)
+        with pytest.raises(RuntimeError, match="under way"):
+            for _ in range(60):
+                game.step()
+        assert hit[0] == 1
+        assert eng._begun is None and not eng._workers.busy
+        monkeypatch.setattr(B.BatchEngine, "_stage", staged)
+        begun = eng.poses_begun
+        game.step()
+        assert eng.poses_begun == begun + 1 and eng._begun is None
+    finally:
+        game.close()
+
+
+def test_workers_begin_then_wait():
+    """Workers.begin hands the jobs after the first to the threads and returns; wait joins
+    and raises the first worker's error; a second begin before the wait is refused."""
+    import threading
+    ran = []
+    gate = threading.Event()
+
+    def job(k):
+        def run():
+            gate.wait(5)
+            ran.append(k)
+            if k == 2:
+                raise KeyError(k)
+        return run
+    pool = crowd.Workers(3)
+    try:
+        pool.begin([None, job(1), job(2)])
+        assert pool.busy
+        with pytest.raises(RuntimeError):
+            pool.begin([None, job(3)])
+        gate.set()
+        with pytest.raises(KeyError):
+            pool.wait()
+        assert sorted(ran) == [1, 2] and not pool.busy
+        pool.run([lambda: ran.append(0), job(1)])
+        assert ran.count(1) == 2 and 0 in ran
+    finally:
+        pool.close()
+
+
+def _game_run(threads: int, updates: int) -> list:
+    """The realistic crowd (the systems' schedule, fight rules, commands, rows handlers) of
+    an odd size on ``threads``: after each update its poses and bone transforms as bits,
+    the events the update fired and the crowd's digest."""
+    from scuffle.game.tools.bench import build_crowd, crowd_checksum
+
+    game = build_crowd(67, "realistic", threads=threads)
+    eng = game.player.batch
+    out = []
+    try:
+        for _ in range(updates):
+            game.step()
+            # a read between updates: the pose is complete (nothing under way on a worker)
+            assert eng._begun is None and not (eng._workers is not None and eng._workers.busy)
+            ctx = game.ctx
+            fired = [(int(e), [(f.anim_id, f.event.frame, int(f.event.type)) for f in inst.events])
+                     for e, _, inst in ctx.fired] if ctx.fired else []
+            out.append(([a.view(np.uint32).copy() if a.dtype == np.float32 else a.copy()
+                         for a in (ctx.poses.vel, ctx.poses.root, ctx.poses.rot, ctx.poses.tag,
+                                   ctx.bone_pos, ctx.bone_rot)],
+                        fired, crowd_checksum(game)))
+        import esper
+        from scuffle.systems.motion import StateUpdate
+        with game.active():
+            motion = esper.get_processor(StateUpdate)
+        out.append((eng.poses_begun, len(motion._chunk_jobs)))
+    finally:
+        game.close()
+    return out
+
+
+def test_the_animation_system_on_threads_gives_the_same_bits(small_chunks):
+    """Through the systems (AnimationStep's Player.step_and_pose: the pose begun beside the
+    step's Python; StateUpdate's root motion in chunks of the body rows) a realistic crowd
+    of an odd size on 2, 3 and 7 threads poses, fires, moves and ends each update as on one
+    thread, bit for bit, and no pose is under way between updates."""
+    updates = 40
+    one = _game_run(1, updates)
+    assert one[-1] == (0, 0)
+    assert any(f for _, f, _ in one[:-1]), "the crowd should fire events"
+    for n in (2, 3, 7):
+        many = _game_run(n, updates)
+        assert many[-1][0] > 0, "the pose should have been begun beside the step"
+        assert many[-1][1] == n, "root motion should have run in chunks on the threads"
+        for u, (a, b) in enumerate(zip(one[:-1], many[:-1])):
+            for j, (x, y) in enumerate(zip(a[0], b[0])):
+                assert np.array_equal(x, y), f"{n} threads: update {u}, pose array {j} differs"
+            assert a[1] == b[1], f"{n} threads: update {u}: the fired events differ"
+            assert a[2] == b[2], f"{n} threads: update {u}: the crowd's state differs"
+
+
+def test_a_wrapped_step_is_called_and_nothing_is_begun(small_chunks):
+    """A step wrapped on the instance (a timer, as scuffle bench's stage pass) or
+    overridden runs, and the pose then waits for it: nothing is begun beside code that is
+    not the engine's (nor with a queued-default test, game code asked at the pose)."""
+    aset, _ = _case(5)
+    from scuffle.anim.engine.stack import CharacterInstance
+    w = Player(PlayerOptions(threads=2))
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(HUMANS)]
+    w.step_and_pose(hs)
+    assert w.batch.poses_begun == 1
+    calls = []
+    step = w.step
+
+    def timed(*a, **kw):
+        calls.append(1)
+        return step(*a, **kw)
+    w.step = timed                                  # type: ignore[method-assign]
+    w.step_and_pose(hs)
+    assert calls == [1] and w.batch.poses_begun == 1
+    c = _Counting(PlayerOptions(threads=2))
+    c.step_and_pose([CharacterInstance(aset, f"c{i}") for i in range(HUMANS)])
+    assert c.chunk_counts == [2] and c.batch.poses_begun == 0
+    # PlayerOptions.queued_default's test is game code, asked when the pose is made
+    q = Player(PlayerOptions(threads=2, queued_default=lambda inst: False))
+    q.step_and_pose([CharacterInstance(aset, f"q{i}") for i in range(HUMANS)])
+    assert q.batch.chunks_used == 2 and q.batch.poses_begun == 0
