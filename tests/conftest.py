@@ -7,6 +7,7 @@ through its ``pytest11`` entry point): ``scuffle_worlds`` (used here by ``esper_
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -14,6 +15,16 @@ import pytest
 # background (anim.engine.coldstart.compile_rest): a cold cache in a test's subprocess would leave
 # a low-priority compile running past the test; the tests of that compile ask for it.
 os.environ.setdefault("SCUFFLE_COMPILE_REST", "0")
+
+# The test modules' rewritten bytecode (pytest's assertion rewriting) and the package's
+# bytecode are kept in __pycache__ even where the caller's environment sets
+# PYTHONDONTWRITEBYTECODE: otherwise every run re-parses, rewrites and compiles every test
+# module in each pytest-xdist worker (about 6 s of CPU a worker), and every process a test
+# starts compiles the package's sources again. This conftest loads before the test modules
+# are collected and before the workers start, so both the workers (whose environment
+# comes from this process) and the tests' children keep their bytecode.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 @pytest.fixture(autouse=True)

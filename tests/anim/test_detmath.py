@@ -13,10 +13,27 @@ import math
 
 import numpy as np
 import pytest
-from numba import njit
-
 from scuffle.anim.maths import detmath as D
 from scuffle.anim.playback.tasks import fade_weight
+
+from jitprobe import probe
+
+# The compiled forms run in a wrapper whose machine code is cached for this tree
+# (tests/jitprobe.py).
+COMPILED_FORMS = """
+from numba import njit
+from scuffle.anim.maths import detmath as D
+
+@njit(cache=True)
+def run(x, y, d, out):
+    for i in range(x.shape[0]):
+        out[i, 0] = D.acos_s(x[i])
+        out[i, 1], out[i, 2] = D.sin_cos_s(y[i])
+        out[i, 3], out[i, 4] = D.sin_cos_deg_s(d[i])
+        out[i, 5] = D.cos_pi_s(x[i] * 3.0)
+        out[i, 6] = D.atan2_deg_s(x[i], y[i])
+        out[i, 7] = D.hypot_s(x[i], y[i])
+"""
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
 pytestmark = pytest.mark.simd
@@ -101,15 +118,7 @@ def test_array_forms_equal_scalar_forms_bit_for_bit():
 
 def test_compiled_forms_equal_python_forms_bit_for_bit():
     """numba compiles the very same functions into the kernels: the same bits as Python."""
-    @njit
-    def run(x, y, d, out):
-        for i in range(x.shape[0]):
-            out[i, 0] = D.acos_s(x[i])
-            out[i, 1], out[i, 2] = D.sin_cos_s(y[i])
-            out[i, 3], out[i, 4] = D.sin_cos_deg_s(d[i])
-            out[i, 5] = D.cos_pi_s(x[i] * 3.0)
-            out[i, 6] = D.atan2_deg_s(x[i], y[i])
-            out[i, 7] = D.hypot_s(x[i], y[i])
+    run = probe(COMPILED_FORMS, "run")
 
     n = 20_000
     x, y, d = UNIT[:n].copy(), RADIANS[:n].copy(), DEGREES[:n].copy()

@@ -20,6 +20,89 @@ from scuffle.anim.maths import f32 as F
 from scuffle.anim.engine import kernels as K
 from scuffle.anim.engine import kernels_pose as KP
 
+from jitprobe import machine_code, probe
+
+# The wrappers compiled around the pose kernels' inlined helpers, their machine code cached
+# for this tree (tests/jitprobe.py).
+SLERP_RUN = """
+import numpy as np
+from numba import njit
+from scuffle.anim.engine import kernels_pose as KP
+
+@njit(cache=True, error_model="numpy")
+def run(a, b, t, out):
+    for i in range(a.shape[1]):
+        tt = np.float32(0.0) if np.float32(0.0) > t[i] else t[i]
+        tt = np.float32(1.0) if np.float32(1.0) < tt else tt
+        out[0, i], out[1, i], out[2, i], out[3, i] = KP._slerp_lane(a[0, i], a[1, i], a[2, i], a[3, i],
+                                                                     b[0, i], b[1, i], b[2, i], b[3, i], tt)
+"""
+LANE_RUN = """
+from numba import njit
+from scuffle.anim.engine import kernels_pose as KP
+
+@njit(cache=True, error_model="numpy")
+def run(x, y, out):
+    for i in range(x.shape[0]):
+        out[0, i] = KP._acos_lane(x[i])
+        out[1, i] = KP._sin_lane(y[i])
+"""
+BLEND_RUN = """
+import numpy as np
+from numba import njit
+from scuffle.anim.engine import kernels_pose as KP
+
+@njit(cache=True)
+def blend(sc, w, mbone, submask):
+    KP._blend(np.int64(0), np.int64(1), np.int64(2), w, np.int64(mbone), submask, sc)
+"""
+BLEND_ASM = """
+import numpy as np
+from numba import njit
+from scuffle.anim.engine import kernels_pose as KP
+
+@njit(cache=False)
+def blend(sc, w, submask):
+    KP._blend(np.int64(0), np.int64(1), np.int64(2), w, np.int64(-1), submask, sc)
+"""
+SAMPLE_ASM = """
+import numpy as np
+from numba import njit
+from scuffle.anim.engine import kernels_pose as KP
+
+@njit(cache=False)
+def sample(sc, bank, t):
+    KP._sample(np.int64(0), np.int64(0), t, np.float32(1.0), np.int64(0), bank, sc)
+"""
+TAG_SAMPLE_RUN = """
+import numpy as np
+from numba import njit
+from scuffle.anim.engine import kernels_pose as KP
+
+@njit(cache=True)
+def sample(sc, bank, t0, t1, flags):
+    KP._sample(np.int64(0), np.int64(0), t0, np.float32(1.0), flags, bank, sc)
+    KP._sample(np.int64(1), np.int64(1), t1, np.float32(0.5), np.int64(0), bank, sc)
+"""
+TAG_BLEND_RUN = """
+import numpy as np
+from numba import njit
+from scuffle.anim.engine import kernels_pose as KP
+
+@njit(cache=True)
+def blend(sc, w, submask):
+    KP._blend(np.int64(0), np.int64(1), np.int64(2), w, np.int64(-1), submask, sc)
+"""
+SCALE_TURN_RUN = """
+from numba import njit
+from scuffle.anim.engine import kernels_pose as KP
+
+@njit(cache=True)
+def run(q, rate, out):
+    for i in range(q.shape[1]):
+        out[0, i], out[1, i], out[2, i], out[3, i] = KP._scale_turn(q[0, i], q[1, i], q[2, i], q[3, i], rate[i])
+"""
+
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
 pytestmark = pytest.mark.simd
 
@@ -191,15 +274,7 @@ def test_slerp_kernel_equals_quat_slerp_bit_for_bit():
     in float64 with libm's angles (the yardstick only). The kernel's form is the SIMD
     lane's (``_slerp_lane``: the lerp's and the slerp's lanes, each with the same operations
     as the scalar formula), run here over 200,000 pairs in a loop LLVM vectorises."""
-    from numba import njit
-
-    @njit(error_model="numpy")
-    def run(a, b, t, out):
-        for i in range(a.shape[1]):
-            tt = np.float32(0.0) if np.float32(0.0) > t[i] else t[i]
-            tt = np.float32(1.0) if np.float32(1.0) < tt else tt
-            out[0, i], out[1, i], out[2, i], out[3, i] = KP._slerp_lane(a[0, i], a[1, i], a[2, i], a[3, i],
-                                                                         b[0, i], b[1, i], b[2, i], b[3, i], tt)
+    run = probe(SLERP_RUN, "run")
 
     rng = np.random.default_rng(11)
     n = 200_000
@@ -229,13 +304,7 @@ def test_lane_angles_equal_detmath_bit_for_bit():
     [0, pi/2]: every path computed and one picked, the sine and cosine polynomials in one
     Horner loop) against anim.maths.detmath's scalar forms, bit for bit: random values,
     the branch points (0.5, pi/4, the quadrant's edge), the ends and NaN."""
-    from numba import njit
-
-    @njit(error_model="numpy")
-    def run(x, y, out):
-        for i in range(x.shape[0]):
-            out[0, i] = KP._acos_lane(x[i])
-            out[1, i] = KP._sin_lane(y[i])
+    run = probe(LANE_RUN, "run")
 
     rng = np.random.default_rng(5)
     quarter = math.pi / 4
@@ -257,14 +326,10 @@ def test_the_blend_equals_quat_slerp_per_bone_bit_for_bit():
     weights in a row), against quat.slerp per bone and the tag rules: random pose pairs
     with each bone near, far, equal or opposite, either side tagged (its y word then
     carrying the tag bit, subnormal where the value is 0), a subtree mask or none."""
-    from numba import njit
-
     from scuffle.anim.engine.plan import scratch_poses
     from scuffle.anim.maths.skeleton import HUMANOID, NUM_BONES, subtree_mask
 
-    @njit
-    def blend(sc, w, mbone, submask):
-        KP._blend(np.int64(0), np.int64(1), np.int64(2), w, np.int64(mbone), submask, sc)
+    blend = probe(BLEND_RUN, "blend")
 
     submask = np.stack([subtree_mask(b, HUMANOID.parents) for b in range(NUM_BONES)])
     rng = np.random.default_rng(17)
@@ -319,21 +384,17 @@ def test_the_blend_runs_its_bones_in_simd_lanes():
     """The blend's machine code holds packed float64 square roots and divisions (the
     slerp weights' lanes: sqrtpd / divpd, SSE2's or AVX's) and packed float32 ones (the
     lerp's lanes): its bone loops are vectorised for the host's CPU. Compiled fresh into
-    a wrapper (numba gives no machine code for a kernel loaded from its cache)."""
-    from numba import njit
-
+    a wrapper (numba gives no machine code for a kernel loaded from its cache), once for
+    this tree and CPU (tests/jitprobe.py)."""
     _skip_unless_host_simd()
-
-    @njit(cache=False)
-    def blend(sc, w, submask):
-        KP._blend(np.int64(0), np.int64(1), np.int64(2), w, np.int64(-1), submask, sc)
 
     from scuffle.anim.engine.plan import scratch_poses
     from scuffle.anim.maths.skeleton import NUM_BONES
 
-    sc = scratch_poses(3)
-    blend(sc, np.float32(0.5), np.ones((NUM_BONES, NUM_BONES), np.bool_))
-    asm = blend.inspect_asm(blend.signatures[0]).lower()
+    def call(blend):
+        blend(scratch_poses(3), np.float32(0.5), np.ones((NUM_BONES, NUM_BONES), np.bool_))
+
+    asm = machine_code(BLEND_ASM, "blend", call)
     for op in ("sqrtpd", "divpd", "sqrtps", "divps"):
         assert op in asm, op
 
@@ -341,14 +402,9 @@ def test_the_blend_runs_its_bones_in_simd_lanes():
 def test_the_sample_runs_its_bones_in_simd_lanes():
     """The sample's bone loop reads the frame's key row (the bank's keys frame-major) and
     its machine code holds packed float32 square roots and divisions (sqrtps / divps, SSE2's
-    or AVX's): a bone to a SIMD lane, not a gather a bone. Compiled fresh into a wrapper."""
-    from numba import njit
-
+    or AVX's): a bone to a SIMD lane, not a gather a bone. Compiled fresh into a wrapper,
+    once for this tree and CPU (tests/jitprobe.py)."""
     _skip_unless_host_simd()
-
-    @njit(cache=False)
-    def sample(sc, bank, t):
-        KP._sample(np.int64(0), np.int64(0), t, np.float32(1.0), np.int64(0), bank, sc)
 
     from scuffle.anim.data.clip import author_clip
     from scuffle.anim.engine.plan import pose_tables, scratch_poses
@@ -356,9 +412,10 @@ def test_the_sample_runs_its_bones_in_simd_lanes():
 
     bank = ClipBank([author_clip("c", 10, rotations={b: [(0, (0.0, 0.0, 0.0, 1.0)), (10, (0.0, 0.6, 0.0, 0.8))]
                                                      for b in range(1, 34)})])
-    sc = scratch_poses(1)
-    sample(sc, pose_tables(bank).tables, np.float32(0.1))
-    asm = sample.inspect_asm(sample.signatures[0]).lower()
+    def call(sample):
+        sample(scratch_poses(1), pose_tables(bank).tables, np.float32(0.1))
+
+    asm = machine_code(SAMPLE_ASM, "sample", call)
     for op in ("sqrtps", "divps"):
         assert op in asm, op
 
@@ -369,21 +426,12 @@ def test_the_sample_and_the_blend_write_the_tag_bits_with_the_values():
     float (velocity, root, bones 0-33), which is the slot's tag ("The pose" L102): the
     kernels set it as they write y (in the register), not in a pass after, and leave the
     padding lanes alone."""
-    from numba import njit
-
     from scuffle.anim.data.clip import author_clip
     from scuffle.anim.engine.plan import pose_tables, scratch_poses
     from scuffle.anim.engine.sampler import ClipBank
     from scuffle.anim.maths.skeleton import NUM_BONES
 
-    @njit(cache=False)
-    def sample(sc, bank, t0, t1, flags):
-        KP._sample(np.int64(0), np.int64(0), t0, np.float32(1.0), flags, bank, sc)
-        KP._sample(np.int64(1), np.int64(1), t1, np.float32(0.5), np.int64(0), bank, sc)
-
-    @njit(cache=False)
-    def blend(sc, w, submask):
-        KP._blend(np.int64(0), np.int64(1), np.int64(2), w, np.int64(-1), submask, sc)
+    sample, blend = probe(TAG_SAMPLE_RUN, "sample"), probe(TAG_BLEND_RUN, "blend")
 
     def same_but_the_bits(on, off, p):
         tag = on.tag[p].astype(np.int32)
@@ -425,13 +473,7 @@ def test_scaled_turn_kernel_equals_quat_scale_turn_and_the_exact_turn():
     """Bone 0's rate-scaled turn compiled equals quat.scale_turn (numpy) bit for bit, and is
     within 3e-7 of its formula in float64 with libm's angles (the yardstick): rates below 0,
     above 1 and exactly 1, w near 1, w of either sign."""
-    from numba import njit
-
-    @njit
-    def run(q, rate, out):
-        for i in range(q.shape[1]):
-            out[0, i], out[1, i], out[2, i], out[3, i] = KP._scale_turn(q[0, i], q[1, i], q[2, i], q[3, i],
-                                                                        rate[i])
+    run = probe(SCALE_TURN_RUN, "run")
 
     rng = np.random.default_rng(12)
     n = 200_000

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,9 @@ from scuffle.game.fighters.combat import Fight
 from scuffle.game.tools.bench import (COMMAND_KINDS, FIGHT_EVERY, GOAL_NOTES, GOALS, POSE_STAGE, REAL_CYCLE,
                                       build_crowd, crowd_checksum, crowd_memory, fit_line, goals_table, resident_mb,
                                       run_bench)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scuffle_cli import run_scuffle  # noqa: E402
 
 
 def test_bench_json_report_has_the_pinned_keys():
@@ -55,8 +59,7 @@ def test_the_fit_recovers_a_fixed_cost_and_a_slope():
 
 
 def test_bench_rejects_bad_counts():
-    p = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--humans", "0"], capture_output=True, text=True,
-                       timeout=60)
+    p = run_scuffle("bench", "--humans", "0")        # in this process: a refusal needs no fresh one
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
 
 
@@ -222,8 +225,7 @@ def test_bench_json_has_the_goals_for_the_realistic_crowd():
 
 
 def test_bench_rejects_an_unknown_crowd():
-    p = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--crowd", "heavy"], capture_output=True,
-                       text=True, timeout=60)
+    p = run_scuffle("bench", "--crowd", "heavy")
     assert p.returncode == 2 and "heavy" in p.stderr and "Traceback" not in p.stderr
 
 

@@ -47,7 +47,9 @@ def test_one_pass_over_the_fights_rows_gives_each_fights_own_bits(monkeypatch):
         return done
 
     monkeypatch.setattr(FightStates, "one_pass", counted)
-    game = build_crowd(402, "realistic", seed=5)
+    # 202 humans hold three fight pairs (one a FIGHT_EVERY humans): several fights in the
+    # one pass, each with its own rows; the other humans only add time.
+    game = build_crowd(202, "realistic", seed=5)
     try:
         grouped = _run(game, 120)
         stats = [(f.stats.strikes, f.stats.grabs, f.stats.throws) for f in game.crowd.fights]
@@ -56,7 +58,7 @@ def test_one_pass_over_the_fights_rows_gives_each_fights_own_bits(monkeypatch):
     assert ran and all(ran)
     assert sum(s[0] + s[1] for s in stats) > 0
     monkeypatch.setattr(FightStates, "one_pass", lambda self: False)
-    game = build_crowd(402, "realistic", seed=5)
+    game = build_crowd(202, "realistic", seed=5)
     try:
         assert _run(game, 120) == grouped
     finally:
