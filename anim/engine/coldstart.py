@@ -48,7 +48,8 @@ __all__ = ["LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_
            "kernels_cached", "ALL_KERNELS", "SNAPSHOT_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
            "cold_notice", "note_cold_compile", "REST_ENV", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
            "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
-           "meanwhile", "root_motion_args"]
+           "meanwhile", "root_motion_args", "STEP_KERNEL", "LEAN_ENV", "lean_first_step", "first_step_cached",
+           "rest_installed", "COLD_START_ONLY"]
 
 LOGGER = logging.getLogger("scuffle")
 COMPILE_MESSAGE = ("compiling the animation kernels (once per install: numba caches them for later runs; "
@@ -74,6 +75,44 @@ ALL_KERNELS = tuple((K.MODULE_OF[n], n) for n in ENGINE_KERNELS) + (("cmdkernel"
                                                                      ("cmdkernel", "gait_targets")) + tuple(
     ("snapkernel", n) for n in SNAPSHOT_KERNELS)
 BACKGROUND: list = []             # the child compiling the rest (compile_rest), once per process
+LEAN_ENV = "SCUFFLE_COMPILE_LEAN"  # "0": the first step compiles step_stacks whole, not step_lean
+# the step kernel a single-threaded step calls (anim.playback.batch): "step_stacks", or
+# "step_lean" from a fresh install's first step (``lean_first_step``) until a human needs
+# what only step_stacks runs or the background compile has installed step_stacks
+STEP_KERNEL: list[str] = ["step_stacks"]
+# the kernels compiled only on a cold start, never by the warm-up (not in ALL_KERNELS):
+# the first step's step_lean, which a process with step_stacks cached never calls
+COLD_START_ONLY = (("kernels_step", "step_lean"),)
+
+
+def lean_first_step() -> bool:
+    """Whether this process's first steps run ``step_lean`` (anim.engine.kernels_step): numba
+    compiles (not NUMBA_DISABLE_JIT=1), ``step_stacks`` is neither compiled in this process
+    nor in the on-disk cache, no warm-up has run here (``STEP_KERNEL``) and
+    ``SCUFFLE_COMPILE_LEAN`` is not ``0``. ``step_stacks`` compiles in the background then
+    (``compile_rest``), or here when a human first needs it."""
+    from numba.core import config
+
+    if getattr(config, "DISABLE_JIT", False) or os.environ.get(LEAN_ENV, "") == "0" or FULL_ONLY:
+        return False
+    return not K.step_stacks.signatures and not kernel_cached("step_stacks")
+
+
+FULL_ONLY: list = []              # set by the warm-up (anim.playback.warmup.compile_kernels): never lean
+
+
+def rest_installed() -> bool:
+    """Whether this process's background compile (``compile_rest``) has ended and
+    installed what was missing (exit code 0): a lean step may then load step_stacks."""
+    child = BACKGROUND[0] if BACKGROUND else None
+    return child is not None and child.poll() == 0
+
+
+def first_step_cached() -> bool:
+    """Whether numba's on-disk cache holds the kernels a first step calls: the engine's
+    (``kernels_cached``), with step_lean for step_stacks where the first steps run it."""
+    lean = STEP_KERNEL[0] == "step_lean" or lean_first_step()
+    return all(kernel_cached("step_lean" if name == "step_stacks" and lean else name) for name in ENGINE_KERNELS)
 
 
 def kernels_cached() -> bool:
@@ -134,7 +173,7 @@ def cold_notice() -> bool:
         from scuffle.anim.engine.jitcache import NO_CACHE
         LOGGER.warning(NO_CACHE_MESSAGE.format(why=NO_CACHE[0] if NO_CACHE else "numba's cache is off"))
         return True
-    if kernels_cached():
+    if first_step_cached():
         return False
     LOGGER.warning(COMPILE_MESSAGE)
     return True

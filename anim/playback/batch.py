@@ -39,7 +39,8 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from scuffle.anim.engine import kernels as K
-from scuffle.anim.engine.coldstart import ASIDE, await_kernel, compile_aside, compile_rest, note_cold_compile
+from scuffle.anim.engine.coldstart import (ASIDE, STEP_KERNEL, await_kernel, compile_aside, compile_rest, lean_first_step,
+                                           note_cold_compile, rest_installed)
 from scuffle.anim.engine import crowd
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.engine.plan import Bones, pose_tables, scratch_poses
@@ -60,6 +61,8 @@ def _note_cold(engine: "BatchEngine", kernel: str) -> None:
     """The first kernel call of the process (``kernel``): announce a cold compile, and
     compile the other big kernel in a child process meanwhile (anim.engine.coldstart)."""
     _COLD[0] = True
+    if lean_first_step():
+        STEP_KERNEL[0] = "step_lean"
     note_cold_compile()
     other = "pose_stacks" if kernel == "step_stacks" else "step_stacks"
     compile_aside(other, lambda: engine.kernel_args(other))
@@ -87,6 +90,7 @@ _COUNT_GAITS, _COUNT_DEFERRED, _COUNT_WRAPS, _COUNT_STOPPED = K.COUNT_GAITS, K.C
     K.COUNT_STOPPED
 _STATUS_BAD, _STATUS_EVENTS, _STATUS_CHANGED = K.STATUS_BAD, K.STATUS_EVENTS, K.STATUS_TOP | K.STATUS_STACK
 _STATUS_SKIPPED = K.STATUS_SKIPPED
+_STATUS_LEAN = K.STATUS_LEAN
 _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrupt table, not a crowd)
 # Bones' buffers per human, flat (BatchEngine._bones_of): velocity, root, pose rotations,
 # tags, bone positions, bone rotations.
@@ -974,6 +978,13 @@ class BatchEngine:
             _note_cold(self, "step_stacks")
         if ASIDE:
             await_kernel("step_stacks")
+        kernel = self._step_kernel
+        if kernel.name != STEP_KERNEL[0]:
+            # a fresh install's first steps (step_lean) or their end (anim.engine.coldstart)
+            kernel = self._step_kernel = TrustedKernel(STEP_KERNEL[0], self.debug)
+        if kernel.name == "step_lean" and rest_installed():
+            STEP_KERNEL[0] = "step_stacks"          # compiled in the background: loaded from the cache
+            kernel = self._step_kernel = TrustedKernel("step_stacks", self.debug)
         spans = self._spans(len(rows), 0) if not self._twice else None
         self.chunks_used = len(spans) if spans else 1
         if spans and len(spans) > 1:
@@ -985,10 +996,16 @@ class BatchEngine:
                                    and out.def_out is self._def_out and out.wrap_out is self._wrap_out):
                 out = self._step_out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, counts,
                                                      self._wrap_out, self._snap, self._walk, self._pair4)
-            self._step_job.run(StepInputs(rows, start, dt32, rules, H, T, C, F, G, E, out), self._step_kernel)
+            self._step_job.run(StepInputs(rows, start, dt32, rules, H, T, C, F, G, E, out), kernel)
             stopped = self._m_counts[_COUNT_STOPPED]
             if stopped >= len(rows):
                 return
+            if kernel.name == "step_lean" and status[stopped] & _STATUS_LEAN:
+                # a human whose step takes what step_lean leaves out: step_stacks from it on
+                STEP_KERNEL[0] = "step_stacks"
+                kernel = self._step_kernel = TrustedKernel("step_stacks", self.debug)
+                start = stopped
+                continue
             if len(self._ev_out) > _MAX_ROWS:
                 raise RuntimeError(f"the step's event buffer passed {_MAX_ROWS} rows at human row {rows[stopped]}")
             # a human's events or deferred tasks might not fit: grow (keeping what is

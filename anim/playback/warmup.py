@@ -107,6 +107,9 @@ def compile_kernels(progress=None, files: bool = True) -> None:
     """
     from scuffle.anim.engine import coldstart
 
+    # the warm-up's steps run step_stacks whole (a process that has warmed never runs step_lean)
+    coldstart.FULL_ONLY.append(True)
+    coldstart.STEP_KERNEL[0] = "step_stacks"
     if not coldstart.BACKGROUND:
         # this process compiles every kernel itself: its steps below start no background
         # compile of the rest (anim.engine.coldstart.compile_rest), which would compile them twice
