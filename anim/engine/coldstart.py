@@ -44,7 +44,7 @@ import sys
 
 from scuffle.anim.engine import kernels as K
 
-__all__ = ["LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
+__all__ = ["DIGEST_KERNELS", "COMPILED_ASIDE", "LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
            "kernels_cached", "ALL_KERNELS", "SNAPSHOT_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
            "cold_notice", "note_cold_compile", "REST_ENV", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
            "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
@@ -65,15 +65,21 @@ ANNOUNCED: list[bool] = []        # the notice's once-per-process flag (shared w
 ENGINE_KERNELS = ("step_stacks", "pose_stacks", "flush_release", "flush_anim_ids", "root_motion_step")
 # the snapshot file's packing and checks (anim.engine.snapkernel: every file written or read)
 SNAPSHOT_KERNELS = ("pack_tables", "pack_rows", "unpack_rows", "check_rows", "check_ids_rows", "check_tagged_rows")
+# a state's checksum (anim.engine.digest: Game.checksum, a snapshot's, a file's): the tables'
+# blocks one by one, or where they lie side by side in one buffer
+DIGEST_KERNELS = ("_many_digest", "_arena_digest")
 # every kernel a game may call, as (module of scuffle.anim.engine, name): the engine's, the
 # prepared commands' (anim.engine.cmdkernel: one at once, the command buffer, a batch as columns,
-# gait targets as columns) and the snapshot
-# file's (anim.engine.snapkernel); not pose_plan (tests, tools and the bench only)
+# gait targets as columns), the checksum's (anim.engine.digest) and the snapshot
+# file's (anim.engine.snapkernel); not those of COMPILED_ASIDE nor COLD_START_ONLY
 ALL_KERNELS = tuple((K.MODULE_OF[n], n) for n in ENGINE_KERNELS) + (("cmdkernel", "run_rows"),
                                                                      ("cmdkernel", "apply_commands"),
                                                                      ("cmdkernel", "buffer_commands"),
                                                                      ("cmdkernel", "gait_targets")) + tuple(
-    ("snapkernel", n) for n in SNAPSHOT_KERNELS)
+    ("digest", n) for n in DIGEST_KERNELS) + tuple(("snapkernel", n) for n in SNAPSHOT_KERNELS)
+# the compiled functions Python may call that no game calls, so the warm-up leaves them out,
+# as (module of scuffle.anim.engine, name): why
+COMPILED_ASIDE = {("kernels_pose", "pose_plan"): "the pose pipeline alone: tests, tools and the bench"}
 BACKGROUND: list = []             # the child compiling the rest (compile_rest), once per process
 LEAN_ENV = "SCUFFLE_COMPILE_LEAN"  # "0": the first step compiles step_stacks whole, not step_lean
 # the step kernel a single-threaded step calls (anim.playback.batch): "step_stacks", or
