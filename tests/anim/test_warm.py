@@ -212,17 +212,18 @@ def test_the_snapshot_files_kernels_are_warmed_with_a_files_own_argument_types()
 
 
 def _dispatchers() -> dict:
-    """Every numba dispatcher defined in a module of the scuffle package, by (module's
-    last name, function name)."""
+    """Every numba dispatcher defined in a module of scuffle's core (scuffle.anim: the
+    only package that compiles, ``test_only_the_core_compiles``), by (module's last name,
+    function name)."""
     import importlib
     import pkgutil
 
     from numba.core.dispatcher import Dispatcher
 
+    import scuffle.anim
+
     found = {}
-    for m in pkgutil.walk_packages(scuffle.__path__, "scuffle."):
-        if m.name.endswith("__main__") or ".demo" in m.name:
-            continue
+    for m in pkgutil.walk_packages(scuffle.anim.__path__, "scuffle.anim."):
         mod = importlib.import_module(m.name)
         for v in vars(mod).values():
             if isinstance(v, Dispatcher) and v.py_func.__module__ == mod.__name__:
@@ -300,3 +301,16 @@ def test_the_warm_up_compiles_the_checksums_kernels_for_a_games_types():
     assert g.checksum() == c == s.checksum()
     g.close()
     assert {n: list(getattr(digest, n).signatures) for n in coldstart.DIGEST_KERNELS} == before
+
+
+def test_only_the_core_compiles():
+    """No package but anim/ (the core: numpy and numba) defines a compiled function, so
+    ``_dispatchers`` finds them all."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    jit = re.compile(r"@(numba\.)?(n?jit|cfunc|vectorize|guvectorize|generated_jit)\b|\bn?jit\(")
+    found = [str(f.relative_to(root)) for pkg in ("game", "systems", "components", "demo", "scuffle")
+             for f in (root / pkg).rglob("*.py") if jit.search(f.read_text(encoding="utf-8"))]
+    assert not found, found
