@@ -178,6 +178,7 @@ class BatchEngine:
         # the two kernels, called through their entry points while their arguments are the
         # objects the dispatcher last typed (anim.engine.trusted), and those objects, kept
         self._step_kernel = TrustedKernel("step_stacks", self.debug)
+        self._step_name = "step_stacks"      # the kernel _step_kernel calls (anim.engine.coldstart.STEP_KERNEL)
         self._pose_kernel = TrustedKernel("pose_stacks", self.debug)
         self._flush_release = TrustedKernel("flush_release", self.debug)      # the Player's flush calls these
         self._flush_anim_ids = TrustedKernel("flush_anim_ids", self.debug)
@@ -978,13 +979,12 @@ class BatchEngine:
             _note_cold(self, "step_stacks")
         if ASIDE:
             await_kernel("step_stacks")
+        if self._step_name != STEP_KERNEL[0]:
+            self._use_step(STEP_KERNEL[0])     # a fresh install's first steps (step_lean) or their end
+        if self._step_name == "step_lean" and rest_installed():
+            STEP_KERNEL[0] = "step_stacks"      # compiled in the background: loaded from the cache
+            self._use_step("step_stacks")
         kernel = self._step_kernel
-        if kernel.name != STEP_KERNEL[0]:
-            # a fresh install's first steps (step_lean) or their end (anim.engine.coldstart)
-            kernel = self._step_kernel = TrustedKernel(STEP_KERNEL[0], self.debug)
-        if kernel.name == "step_lean" and rest_installed():
-            STEP_KERNEL[0] = "step_stacks"          # compiled in the background: loaded from the cache
-            kernel = self._step_kernel = TrustedKernel("step_stacks", self.debug)
         spans = self._spans(len(rows), 0) if not self._twice else None
         self.chunks_used = len(spans) if spans else 1
         if spans and len(spans) > 1:
@@ -1000,10 +1000,10 @@ class BatchEngine:
             stopped = self._m_counts[_COUNT_STOPPED]
             if stopped >= len(rows):
                 return
-            if kernel.name == "step_lean" and status[stopped] & _STATUS_LEAN:
+            if self._step_name == "step_lean" and status[stopped] & _STATUS_LEAN:
                 # a human whose step takes what step_lean leaves out: step_stacks from it on
                 STEP_KERNEL[0] = "step_stacks"
-                kernel = self._step_kernel = TrustedKernel("step_stacks", self.debug)
+                kernel = self._use_step("step_stacks")
                 start = stopped
                 continue
             if len(self._ev_out) > _MAX_ROWS:
@@ -1014,6 +1014,13 @@ class BatchEngine:
             self._def_out = _grown(self._def_out)
             self._wrap_out = _grown(self._wrap_out)
             start = stopped
+
+    def _use_step(self, name: str) -> TrustedKernel:
+        """Step through kernel ``name`` (step_stacks, or step_lean on a fresh install's
+        first steps: anim.engine.coldstart.lean_first_step) from now on. Returns its call."""
+        self._step_name = name
+        self._step_kernel = TrustedKernel(name, self.debug)
+        return self._step_kernel
 
     # ---------------------------------------------------------------- threads
     def _spans(self, n: int, kind: int) -> list | None:

@@ -53,7 +53,7 @@ def _run(lean: bool, rare: bool) -> tuple[list, list]:
                 p.change(hs[6], p.pick(hs[6], [0, 1, 2, 3], 1.0, value=1.0), 0.0)
                 p.flush()
             p.step(hs)
-            used.append(p.batch._step_kernel.name)
+            used.append(p.batch._step_name)
             b = p.pose(hs)
             p.flush()
             st = p.stores
