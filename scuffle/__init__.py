@@ -23,7 +23,8 @@ The public face. Everything here imports without pygame (only ``scuffle.demo`` d
   ``ClipFormatError``, ``ResourceFormatError``, ``UnknownClip`` (an id with no clip in
   the set), ``UnknownAnimName`` (a clip name no clip carries);
 - prepared commands (``Player.prepare`` / ``Player.run``): ``Recipe``, its steps
-  ``ClipStep``, ``LoopStep``, ``GaitStep``, ``Arg`` (a value given at run time), ``Place``,
+  ``ClipStep``, ``LoopStep``, ``GaitStep``, ``MixStep``, ``PickStep``, ``DirectionStep``,
+  ``Arg`` (a value given at run time), ``Place``,
   ``Command`` (a prepared recipe), ``RecipeError``;
 - the demo fighters: ``demo_set``, ``Fight`` and its answers and events (``ActionResult``,
   ``Refusal``, ``FightEvent``, ``FightEventKind``), ``FightInput`` (one fighter's commands
@@ -53,7 +54,8 @@ if TYPE_CHECKING:  # the names below load on first use (PEP 562), so the core st
     from scuffle.anim.engine.store import StaleHandle
     from scuffle.anim.data.clip import Clip, ClipFormatError, author_clip, encode_clip, parse_clip
     from scuffle.anim.playback.player import Player, PlayerOptions
-    from scuffle.anim.playback.recipe import Arg, ClipStep, Command, GaitStep, LoopStep, Place, Recipe, RecipeError
+    from scuffle.anim.playback.recipe import (Arg, ClipStep, Command, DirectionStep, GaitStep, LoopStep, MixStep,
+                                              PickStep, Place, Recipe, RecipeError)
     from scuffle.anim.data.resource import ResourceFormatError, load_resource
     from scuffle.anim.engine.stack import CharacterInstance
     from scuffle.components import (Animator, AnimSetRef, Body, Combat, FiredEvents, HumanRecord, Name,
@@ -99,8 +101,9 @@ _EXPORTS: dict[str, str] = {
     "ResourceFormatError": "scuffle.anim.data.resource", "load_resource": "scuffle.anim.data.resource",
     "CharacterInstance": "scuffle.anim.engine.stack",
     "Callback": "scuffle.anim.engine.callbacks", "CallbackError": "scuffle.anim.engine.callbacks",
-    **{n: "scuffle.anim.playback.recipe" for n in ("Recipe", "ClipStep", "LoopStep", "GaitStep", "Arg", "Place", "Command",
-                                          "RecipeError")},
+    **{n: "scuffle.anim.playback.recipe" for n in ("Recipe", "ClipStep", "LoopStep", "GaitStep", "MixStep",
+                                                                    "PickStep", "DirectionStep", "Arg", "Place",
+                                                                    "Command", "RecipeError")},
     **{n: "scuffle.components" for n in ("Animator", "AnimSetRef", "Body", "Combat", "FiredEvents",
                                          "HumanRecord", "Name", "PoseRef", "RangeRecords")},
     "Fight": "scuffle.game.fighters.combat", "ActionResult": "scuffle.game.fighters.combat",
@@ -132,7 +135,8 @@ __all__ = [
     "demo_set", "Fight", "FightInput", "ActionResult", "Refusal", "FightEvent", "FightEventKind", "Bone", "EventType",
     "Name", "Animator", "HumanRecord", "PoseRef", "RangeRecords", "AnimSetRef", "Body", "Combat",
     "FiredEvents", "Callback", "CallbackError",
-    "Recipe", "ClipStep", "LoopStep", "GaitStep", "Arg", "Place", "Command", "RecipeError",
+    "Recipe", "ClipStep", "LoopStep", "GaitStep", "MixStep", "PickStep", "DirectionStep", "Arg", "Place", "Command",
+    "RecipeError",
     "Snapshot", "SnapshotError", "SavedRandom", "sync_test", "SyncError", "settle", "warm",
 ]
 

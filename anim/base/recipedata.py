@@ -15,7 +15,8 @@ from typing import Any, NamedTuple
 
 from scuffle.anim.base.enums import LOCOMOTION_FLAGS
 
-__all__ = ["Arg", "ClipStep", "GaitStep", "LoopStep", "Place", "Recipe", "RecipeError"]
+__all__ = ["Arg", "ClipStep", "DirectionStep", "GaitStep", "LoopStep", "MixStep", "PickStep", "Place", "Recipe",
+           "RecipeError"]
 
 
 class RecipeError(ValueError):
@@ -71,9 +72,39 @@ class GaitStep(NamedTuple):
     held: int = 0
 
 
+class MixStep(NamedTuple):
+    """A type 10 two-clip mix (Player.mix) of anim ids ``a`` and ``b`` at the human's speed
+    multiplier; ``weight`` (the second clip's share, clamped to 0-1) a number or an ``Arg``."""
+
+    a: Any
+    b: Any
+    weight: Any = 0.0
+    flags: int = 0
+
+
+class PickStep(NamedTuple):
+    """A type 11 four-clip pick (Player.pick) over four anim ids at ``rate`` (a number);
+    ``value`` (0-3, the audible clip) a number or an ``Arg``."""
+
+    ids: tuple
+    rate: float = 1.0
+    value: Any = 0.0
+    flags: int = 0
+
+
+class DirectionStep(NamedTuple):
+    """A type 13 eight-direction blend (Player.direction) over ids ``base``..``base + 7`` at
+    the human's speed multiplier; ``direction`` (0-8, wrapping) a number or an ``Arg``."""
+
+    base: Any
+    direction: Any = 0.0
+    flags: int = 0
+
+
 class Recipe(NamedTuple):
     """A command's shape: ``place`` (a Place), ``tasks`` first first (every one but the
-    last a ClipStep, which hands over to the one after it), ``fade`` the change's fade time
+    last a ClipStep, which hands over to the one after it; a GaitStep, MixStep, PickStep
+    or DirectionStep only last), ``fade`` the change's fade time
     (a number or an Arg; ``change`` only)."""
 
     place: str

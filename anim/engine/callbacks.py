@@ -106,6 +106,9 @@ def _typed(args: tuple) -> tuple:
     return tuple(out)
 
 
+_KEPT_INDEXES = 16      # the key indexes a CallbackTable keeps of its saved states (a rollback ring's depth and more)
+
+
 class CallbackTable:
     """The callbacks the rows of a world's tables name: the registry table behind the
     ``on_end`` / ``on_wrap`` task columns and the ``on_report`` human column, which hold
@@ -120,13 +123,19 @@ class CallbackTable:
     an id that is not taken.
     """
 
-    __slots__ = ("values", "uses", "free", "_ids")
+    __slots__ = ("values", "uses", "free", "_ids", "_saved", "_ids_kept")
 
     def __init__(self) -> None:
         self.values: list = []           # id -> the callback (None: a free id)
         self.uses: list[int] = []        # id -> rows naming it
         self.free: list[int] = []        # ids given back, the next one taken last
         self._ids: dict = {}             # the callback's key -> its id
+        # the state last saved or loaded while the lists still equal it (None: they changed
+        # since): a rollback's snapshots and restores between two changes share one copy
+        self._saved: tuple | None = None
+        # id(a saved ``values`` list) -> (that list, the key index it had): a restore of a
+        # state this table saved takes its key index back instead of making it again
+        self._ids_kept: dict = {}
 
     @staticmethod
     def key(cb: Any) -> Any:
@@ -146,6 +155,7 @@ class CallbackTable:
             return NO_CALLBACK
         k = self.key(cb)
         i = self._ids.get(k)
+        self._saved = None
         if i is None:
             if self.free:
                 i = self.free.pop()
@@ -167,6 +177,7 @@ class CallbackTable:
         uses = self.uses
         if i >= len(uses) or uses[i] <= 0:
             raise ValueError(f"CallbackTable: id {i} is not taken")
+        self._saved = None
         n = uses[i] - 1
         uses[i] = n
         if not n:
@@ -182,20 +193,34 @@ class CallbackTable:
         return len(self.values) - len(self.free)
 
     def save(self) -> tuple:
-        """The table's state: copies of ``values``, ``uses`` and ``free``."""
-        return (list(self.values), list(self.uses), list(self.free))
+        """The table's state: copies of ``values``, ``uses`` and ``free`` (the same tuple
+        while no id was taken or dropped since the last save or load: a state's lists are
+        never written to)."""
+        s = self._saved
+        if s is None:
+            s = self._saved = (list(self.values), list(self.uses), list(self.free))
+            kept = self._ids_kept
+            if len(kept) >= _KEPT_INDEXES:
+                kept.clear()
+            kept[id(s[0])] = (s[0], dict(self._ids))
+        return s
 
     def load(self, state: tuple, trusted: bool = False) -> None:
         """Write a ``save`` back (copied: the state restores again). ``trusted``: a ``save``
         of this table (a Game's own snapshot), not checked. Rejected (ValueError): lists
         that do not agree (another length, a free id with uses, a value twice)."""
+        if state is self._saved:                # (the lists equal it: nothing taken or dropped since)
+            return
         values, uses, free = state
         if trusted:
             if values != self.values:           # (the same values keep their key index)
                 self.values[:] = values
-                self._ids = {self.key(v): i for i, v in enumerate(values) if v is not None}
+                got = self._ids_kept.get(id(values))
+                self._ids = dict(got[1]) if got is not None and got[0] is values else \
+                    {self.key(v): i for i, v in enumerate(values) if v is not None}
             self.uses[:] = uses
             self.free[:] = free
+            self._saved = state
             return
         if values == self.values and uses == self.uses and free == self.free:
             return
@@ -213,3 +238,4 @@ class CallbackTable:
         self.uses[:] = uses
         self.free[:] = free
         self._ids = ids
+        self._saved = None                      # (a state not made by save: its lists may be the caller's)

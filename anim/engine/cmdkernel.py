@@ -37,7 +37,9 @@ from numba import njit
 from scuffle.anim.engine.jitcache import cache_setting
 from collections import namedtuple
 
-from scuffle.anim.engine.kernels_write import cursor_init, fade_init, gait_init, gait_values, take_row, task_init
+from scuffle.anim.engine.kernels_write import (cursor_init, direction_init, direction_values, fade_init, gait_init,
+                                               gait_values, mix_init, mix_values, pick_init, pick_values, take_row,
+                                               task_init)
 from scuffle.anim.engine.rules import cursor_flags_of, gait_clamp
 from scuffle.anim.base.enums import TaskFlags, TaskType
 
@@ -67,11 +69,13 @@ COLUMNS = (
     (3, "target", np.float32), (3, "lower", np.int32), (3, "leader", np.int8),
     (4, "depth", np.int64), (4, "queued", np.int64), (4, "stack", np.int64), (4, "queue", np.int64),
     (4, "flags", np.int64), (4, "anim", np.int64), (4, "speed", np.float64),
+    (0, "value", np.float64), (0, "target", np.float64), (0, "c2", np.int64), (0, "c3", np.int64),
+    (0, "base", np.int64), (0, "centre", np.int8), (0, "sampling", np.int8), (0, "dir_banks", np.int32),
 )
 # numba's cache is keyed on this file only: the sha256 of the sources its kernels link
 # (kernels_write, anim.engine.rules, anim.maths.detmath: anim.engine.jitcache.linked_sha256), so an edit there changes this
 # file too (tests/anim/test_rules.py checks it).
-LINKED_SHA256 = "7db24466d5fabc961978f34b4e628251ae2d7e659fe5fe25beb6b0070005174d"
+LINKED_SHA256 = "f4e43d3fe4387bf4f545c0afc8116535148fd4cefc17e24cc58bd4b081a93d03"
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
@@ -80,15 +84,24 @@ PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
 # read and written through its table's int8 view: numpy's bool is one byte, 0 or 1)
 BLOCK_VIEWS = ((0, np.int64), (0, np.int32), (0, np.float32), (0, np.int8), (1, np.int64), (1, np.int32),
                (1, np.float32), (1, np.int8), (2, np.int64), (2, np.float32), (2, np.int8), (3, np.int64),
-               (3, np.int32), (3, np.float32), (3, np.int8), (4, np.int64))
+               (3, np.int32), (3, np.float32), (3, np.int8), (4, np.int64), (0, np.float64))
 
 # A step's template row: the int64 part (``ti``) and the float64 part (``tf``). A clip's:
 TI_OP, TI_FLAGS, TI_HELD, TI_END, TI_BANK, TI_AID, TI_CFLAGS, TI_EVF0 = range(8)
 TF_BLEND, TF_LIMIT, TF_DUR, TF_RATE = range(4)
-# a gait's: its five ids, banks, cursor ends and first event frames; limits and durations
-TI_IDS, TI_BANKS, TI_ENDS, TI_EVF0S = 3, 8, 13, 18
-TF_LIMITS, TF_DURS = 1, 6
-TI_WIDTH, TF_WIDTH = 23, 11
+# a blend's (a gait's five clips, a mix's two, a pick's four, a direction's eight: ids base
+# .. base + 7): its ids, banks, cursor ends and first event frames; limits and durations;
+# a pick's sampling rule's index and rate
+MAX_CLIPS = 8
+TI_IDS = 3
+TI_BANKS = TI_IDS + MAX_CLIPS
+TI_ENDS = TI_BANKS + MAX_CLIPS
+TI_EVF0S = TI_ENDS + MAX_CLIPS
+TI_SAMPLING = TI_EVF0S + MAX_CLIPS
+TF_LIMITS = 1
+TF_DURS = TF_LIMITS + MAX_CLIPS
+TF_PICK_RATE = TF_DURS + MAX_CLIPS
+TI_WIDTH, TF_WIDTH = TI_SAMPLING + 1, TF_PICK_RATE + 1
 
 # A command buffer's row (anim.playback.cmdbuffer): B_WIDTH words of 8 bytes, read as int64
 # (``bi``) and as float64 (``bf``, the same memory): the place, the human's row, the steps'
@@ -100,8 +113,12 @@ BF_SPEED, BF_FADE, BF_TARGET, BF_VALUE = range(B_SEL + B_MAX_STEPS, B_SEL + B_MA
 B_WIDTH = BF_VALUE + 1
 
 _CLIP = 3
+_LOOP = int(TaskType.LOOP)
 _GAIT = int(TaskType.GAIT)
 _FADE = int(TaskType.FADE)
+_MIX = int(TaskType.MIX)
+_PICK = int(TaskType.PICK)
+_DIRECTION = int(TaskType.DIRECTION)
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
 _CONTINUOUS_INT = int(TaskFlags.CONTINUOUS)
 
@@ -114,15 +131,18 @@ F_NF, F_FREE, F_LIVE, F_EL, F_DUR = range(31, 36)
 (G_NF, G_FREE, G_LIVE, G_ID0, G_ID1, G_ID2, G_ID3, G_ID4, G_B0, G_B1, G_B2, G_B3, G_B4, G_VALUE, G_TARGET,
  G_LOWER, G_LEADER) = range(36, 53)
 H_DEPTH, H_QUEUED, H_STACK, H_QUEUE, H_FLAGS, H_ANIM, H_SPEED = range(53, 60)
+T_VALUE, T_TARGET, T_C2, T_C3, T_BASE, T_CENTRE, T_SAMPLING, T_DIR_BANKS = range(60, 68)
 _WIDTHS = len(COLUMNS)          # lay[_WIDTHS], lay[_WIDTHS + 1]: the stack's and the queue's row widths
 LAY_SIZE = _WIDTHS + 2
-assert len(COLUMNS) == 60 and _IX[(4, "speed")] == H_SPEED and _IX[(3, "leader")] == G_LEADER
+assert len(COLUMNS) == 68 and _IX[(4, "speed")] == H_SPEED and _IX[(3, "leader")] == G_LEADER \
+    and _IX[(0, "dir_banks")] == T_DIR_BANKS
 
 
 # The tables as the row writers (anim.engine.kernels_write) take them: named tuples of views
 # into the blocks (a bool column through its int8 view), made inside the kernel.
 _TaskRows = namedtuple("_TaskRows", ("live", "type", "rate", "flags", "held", "c0", "c1", "aux", "nxt", "blend",
-                                     "window", "placed", "incoming", "speed", "free_rows", "n_free"))
+                                     "window", "placed", "incoming", "speed", "value", "target", "c2", "c3", "base",
+                                     "centre", "sampling", "dir_banks", "free_rows", "n_free"))
 _CursorRows = namedtuple("_CursorRows", ("live", "end", "limit", "dur", "bank", "anim", "flags", "evf0", "evf", "t",
                                          "frame", "ev", "at_end", "free_rows", "n_free"))
 _FadeRows = namedtuple("_FadeRows", ("live", "el", "dur", "free_rows", "n_free"))
@@ -131,13 +151,15 @@ _GaitRows = namedtuple("_GaitRows", ("live", "id0", "id1", "id2", "id3", "id4", 
 
 
 @_helper
-def _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, lay):
+def _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, tf64, lay):
     """The task, cursor, fade and gait tables as named tuples of views into their blocks
-    (each column at ``lay``'s offset)."""
+    (each column at ``lay``'s offset; the task table's ``dir_banks`` flat, eight a row)."""
     tasks = _TaskRows(t8[lay[T_LIVE]:], t8[lay[T_TYPE]:], tf32[lay[T_RATE]:], t32[lay[T_FLAGS]:],
                       t64[lay[T_HELD]:], t64[lay[T_C0]:], t64[lay[T_C1]:], t64[lay[T_AUX]:], t64[lay[T_NXT]:],
                       tf32[lay[T_BLEND]:], t8[lay[T_WINDOW]:], t8[lay[T_PLACED]:], t64[lay[T_INCOMING]:],
-                      tf32[lay[T_SPEED]:], t64[lay[T_FREE]:], t64[lay[T_NF]:])
+                      tf32[lay[T_SPEED]:], tf64[lay[T_VALUE]:], tf64[lay[T_TARGET]:], t64[lay[T_C2]:],
+                      t64[lay[T_C3]:], t64[lay[T_BASE]:], t8[lay[T_CENTRE]:], t8[lay[T_SAMPLING]:],
+                      t32[lay[T_DIR_BANKS]:], t64[lay[T_FREE]:], t64[lay[T_NF]:])
     cursors = _CursorRows(c8[lay[C_LIVE]:], c32[lay[C_END]:], cf32[lay[C_LIMIT]:], cf32[lay[C_DUR]:],
                           c32[lay[C_BANK]:], c32[lay[C_ANIM]:], c32[lay[C_FLAGS]:], c32[lay[C_EVF0]:],
                           c32[lay[C_EVF]:], cf32[lay[C_T]:], c32[lay[C_FRAME]:], c32[lay[C_EV]:],
@@ -158,11 +180,12 @@ def _fits(tasks, cursors, fades, gaits, out, ti, sel, place):
     n_cursors = 0
     n_gaits = 0
     for k in range(k_steps):
-        if ti[sel[k], TI_OP] == _GAIT:
+        op = ti[sel[k], TI_OP]
+        if op == _GAIT:
             n_cursors += 2
             n_gaits += 1
         else:
-            n_cursors += 1
+            n_cursors += _cursors_of(op)
     k_tasks = k_steps + 1 if place == PLACE_CHANGE else k_steps
     tn = tasks.n_free[0]
     if tn < k_tasks or cursors.n_free[0] < n_cursors or gaits.n_free[0] < n_gaits:
@@ -174,6 +197,29 @@ def _fits(tasks, cursors, fades, gaits, out, ti, sel, place):
         if tasks.free_rows[i] >= n_pool or tasks.free_rows[i] < 0:
             return False
     return True
+
+
+@_helper
+def _cursors_of(op):
+    """The cursors a task of type ``op`` links (anim.engine.rules.TASK_CURSORS): a mix's two,
+    a pick's four, a direction's three, a gait's pair, a clip's one."""
+    if op == _PICK:
+        return 4
+    if op == _DIRECTION:
+        return 3
+    if op == _MIX or op == _GAIT:
+        return 2
+    return 1
+
+
+@_helper
+def _blend_cursor(cursors, ti, tf, row, j, flags):
+    """A blend step's clip ``j`` (its template's j-th id) as a new cursor row with ``flags``
+    (cursor_row's columns): the row."""
+    cr = take_row(cursors.live, cursors.free_rows, cursors.n_free)
+    cursor_init(cursors, cr, ti[row, TI_ENDS + j], tf[row, TF_LIMITS + j], tf[row, TF_DURS + j], ti[row, TI_BANKS + j],
+                ti[row, TI_IDS + j], flags, ti[row, TI_EVF0S + j])
+    return cr
 
 
 @_helper
@@ -203,7 +249,7 @@ def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, 
         op = ti[row, TI_OP]
         flags = ti[row, TI_FLAGS]
         tr = take_row(tasks.live, tasks.free_rows, tasks.n_free)
-        if op != _GAIT:
+        if op == _CLIP or op == _LOOP:
             # the cursor (cursor_row), then the task row (write_task_row)
             cr = take_row(cursors.live, cursors.free_rows, cursors.n_free)
             aid = ti[row, TI_AID]
@@ -219,7 +265,7 @@ def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, 
                     tasks.blend[tr] = tf[row, TF_BLEND]
                 if window != 0:
                     tasks.window[tr] = window
-        else:                                      # GaitTask._made: the task row, the gait row, the pair
+        elif op == _GAIT:                          # GaitTask._made: the task row, the gait row, the pair
             v, tg, lower, leader = gait_values(target, value, vnone, flags & _CONTINUOUS_INT)
             task_init(tasks, tr, np.int64(_GAIT), speed, flags, ti[row, TI_HELD])
             gr = take_row(gaits.live, gaits.free_rows, gaits.n_free)
@@ -237,6 +283,35 @@ def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, 
                 else:
                     tasks.c0[tr] = cr
             aid = ti[row, TI_IDS + lower + leader]
+        elif op == _MIX:                           # MixTask._made: the task row, then clips a and b
+            w, lead = mix_values(target)
+            task_init(tasks, tr, np.int64(_MIX), speed, flags, np.int64(0))
+            base = flags & _CURSOR_INT
+            ca = _blend_cursor(cursors, ti, tf, row, 0, cursor_flags_of(base, lead == 0))
+            cb = _blend_cursor(cursors, ti, tf, row, 1, cursor_flags_of(base, lead == 1))
+            mix_init(tasks, tr, ca, cb, w)
+            aid = ti[row, TI_IDS + lead]
+        elif op == _PICK:                          # PickTask._made: the task row, then its four clips
+            v, chosen = pick_values(target)
+            task_init(tasks, tr, np.int64(_PICK), tf[row, TF_PICK_RATE], flags, np.int64(0))
+            base = flags & _CURSOR_INT
+            p0 = _blend_cursor(cursors, ti, tf, row, 0, cursor_flags_of(base, chosen == 0))
+            p1 = _blend_cursor(cursors, ti, tf, row, 1, cursor_flags_of(base, chosen == 1))
+            p2 = _blend_cursor(cursors, ti, tf, row, 2, cursor_flags_of(base, chosen == 2))
+            p3 = _blend_cursor(cursors, ti, tf, row, 3, cursor_flags_of(base, chosen == 3))
+            pick_init(tasks, tr, p0, p1, p2, p3, v, ti[row, TI_SAMPLING])
+            aid = ti[row, TI_IDS + chosen]
+        else:                                      # DirectionTask._made: the task row, then the three clips
+            v, centre = direction_values(target)
+            task_init(tasks, tr, np.int64(_DIRECTION), speed, flags, np.int64(0))
+            base = flags & _CURSOR_INT
+            lo = (centre - 1) & 7
+            hi = (centre + 1) & 7
+            d0 = _blend_cursor(cursors, ti, tf, row, lo, cursor_flags_of(base, False))
+            d1 = _blend_cursor(cursors, ti, tf, row, centre, cursor_flags_of(base, True))
+            d2 = _blend_cursor(cursors, ti, tf, row, hi, cursor_flags_of(base, False))
+            direction_init(tasks, tr, ti[row, TI_IDS], ti[row, TI_BANKS:TI_BANKS + MAX_CLIPS], v, centre, d0, d1, d2)
+            aid = ti[row, TI_IDS + centre]
         added += _pool_take(out, tr)
         prev = tr
     held = ti[sel[k_steps - 1], TI_HELD]           # the first task's held bits
@@ -279,8 +354,8 @@ def _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, 
 
 
 @_kernel
-def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, out, lay, ti, tf, sel,
-             slot, n, place, window, speed, fade, target, value, vnone):
+def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, tf64, out, lay, ti, tf,
+             sel, slot, n, place, window, speed, fade, target, value, vnone):
     """Write a prepared command's rows at once (the module docstring). In: the task, cursor,
     fade, gait and human tables' blocks as BLOCK_VIEWS, the pool's flags, ``lay``, the
     template rows (``ti``, ``tf``) and the row of each step (``sel``, last task first), the
@@ -291,14 +366,14 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, g
     Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init, 0x001754e8 /
     0x001753d8 (insert, push)."""
     tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32,
-                                            g8, lay)
+                                            g8, tf64, lay)
     return _command(tasks, cursors, fades, gaits, h64, out, lay, ti, tf, sel, slot, n, place, window, speed, fade,
                     target, value, vnone)
 
 
 @_kernel
-def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, out, lay, ti, tf,
-                   bi, bf, n_rows):
+def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32, g8, h64, tf64, out, lay,
+                   ti, tf, bi, bf, n_rows):
     """Apply a command buffer's first ``n_rows`` rows in order (anim.playback.cmdbuffer),
     each as ``run_rows`` writes one command (the same writers). In: the blocks, the pool's
     flags, ``lay`` and the template rows as ``run_rows``; the buffer's rows read as int64
@@ -309,7 +384,7 @@ def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, 
     could not be written (the rows before it written, nothing of it: the call's checks
     make that an engine bug). Original: as ``run_rows``."""
     tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, ff32, f8, g64, g32, gf32,
-                                            g8, lay)
+                                            g8, tf64, lay)
     o_h_depth = lay[H_DEPTH]
     added = 0
     for i in range(n_rows):

@@ -26,7 +26,7 @@ __all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "d8fd23f5904ef41e140908eaf4d8f3b825bfa53823c71cdbf19f3dac7fb07aa6"
+LINKED_SHA256 = "d6bd890793f705f125a2c98d248d268d6e252b2a4236979144ef24e3177e9e05"
 
 _AGAIN = -(1 << 62)          # flush_anim_ids: a human listed again (done at its first place)
 

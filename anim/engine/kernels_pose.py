@@ -41,7 +41,7 @@ __all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE", "LANES"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "24d03971235802ae8ada85634b8bd36ec3b24d5db60d9d22ad05b7d20e1263ce"
+LINKED_SHA256 = "6ed3b1218dc8ea6dd76c70e6d5f41582b6d48ce79182a989c9d1ddafa2319ddd"
 # Cursor flags the sampler tests, as plain ints (numba freezes globals as constants).
 _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled

@@ -45,7 +45,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "5bda45db45151d4719011b4558595da9ed387a598eb5c39d0a8b44debd2b0cff"
+LINKED_SHA256 = "2d2171c4c9c9f270fa6a4f14dfa4d64157fee1c629765b53ed4fee2022d52830"
 
 
 # status bits per human (step_stacks' ``status``)

@@ -16,32 +16,43 @@ Link-only helpers: nothing here is called from Python.
 
 Spec: "Animation tasks", "Fades", "Gait blend". Original: 0x001054c8 (take a task from
 the free list), 0x001041f8 AnimCursor_Init, 0x00106c80 (the fade's constructor),
-0x0010a310 (the gait's constructor).
+0x0010a310 (the gait's constructor), 0x0010b090, 0x00106f50, 0x00109210 (the mix's, the
+pick's and the direction's).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine.kernels_maths import jit_kinds
-from scuffle.anim.engine.rules import GAIT_SPEED, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target
+from scuffle.anim.engine.rules import (GAIT_SPEED, direction_centre, direction_value, gait_clamp, gait_first_leader,
+                                       gait_pair, gait_rounded_target, mix_leader, mix_weight, pick_chosen, pick_value)
 
 CACHE = cache_setting(__file__)
 _helper, _kernel, _inline = jit_kinds(CACHE)
 
 __all__: list[str] = []
 # the writers, by name (each compiles once per module that calls it: its table's tuple type)
-WRITERS = ("take_row", "cursor_init", "task_init", "fade_init", "gait_values", "gait_init")
+WRITERS = ("take_row", "cursor_init", "task_init", "fade_init", "gait_values", "gait_init", "mix_values", "mix_init",
+           "pick_values", "pick_init", "direction_values", "direction_init")
 # numba's cache is keyed on each function's own file: the sha256 of the sources this one
 # links (anim.engine.rules, anim.maths.detmath, kernels_maths), so an edit there changes this
 # file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "ffc6e9c2907d629e84a25f66aafc1336ee8565c530612ba51aa300917239ad4f"
+LINKED_SHA256 = "ee5708cef27e74764be18b6c330edf12308960c0e440b67bb384fa16c2c711a1"
 
 _GAIT_SPEED = float(GAIT_SPEED)
 _clamp = _helper(gait_clamp)
 _pair = _helper(gait_pair)
 _first_leader = _helper(gait_first_leader)
 _rounded = _helper(gait_rounded_target)
+_mix_weight = _helper(mix_weight)
+_mix_leader = _helper(mix_leader)
+_pick_value = _helper(pick_value)
+_pick_chosen = _helper(pick_chosen)
+_direction_value = _helper(direction_value)
+_direction_centre = _helper(direction_centre)
 
 
 @_helper
@@ -136,3 +147,79 @@ def gait_init(gaits, tasks, tr, gr, ids, banks, v, tg, lower, leader):
     gaits.target[gr] = tg
     gaits.lower[gr] = lower
     gaits.leader[gr] = leader
+
+
+@_helper
+def mix_values(weight):
+    """A new mix's weight by the rules (anim.engine.rules.mix_weight; anim.playback.tasks
+    MixTask._made in Python): clamped to 0-1, a double, and the clip that leads (0 the
+    first, 1 the second). Out: (weight, leader). Original: 0x0010b090."""
+    w = _mix_weight(weight)
+    if w == 0.0:                                 # a -0.0 given stays -0.0 (as pick_values keeps it)
+        w = math.copysign(0.0, weight) if weight == 0.0 else 0.0
+    return w, _mix_leader(w)
+
+
+@_helper
+def mix_init(tasks, tr, c0, c1, w):
+    """The one compiled writer of a type 10's own columns (MixTask._made's): its two
+    cursor rows, the weight and its target ``w`` (mix_values), the weight's speed.
+    Original: 0x0010b090."""
+    tasks.c0[tr] = c0
+    tasks.c1[tr] = c1
+    tasks.value[tr] = w
+    tasks.target[tr] = w
+    tasks.speed[tr] = _GAIT_SPEED
+
+
+@_helper
+def pick_values(value):
+    """A new pick's value by the rules (anim.engine.rules.pick_value, pick_chosen;
+    PickTask._made in Python): clamped to 0-3 and held as a float32, and the audible clip.
+    Out: (value, chosen). Original: 0x00106f50."""
+    v = float(np.float32(_pick_value(value)))
+    if v == 0.0:
+        # the clamp keeps a -0.0 given (Python's max picks it), and only that: the
+        # compiled clamp and rounding, inlined into a writer, were seen to give +0.0 there
+        v = math.copysign(0.0, value) if value == 0.0 else 0.0
+    return v, _pick_chosen(v)
+
+
+@_helper
+def pick_init(tasks, tr, c0, c1, c2, c3, v, sampling):
+    """The one compiled writer of a type 11's own columns (PickTask._made's): its four
+    cursor rows, the value ``v`` (pick_values) and the sampling rule's index where not 0
+    (a free row holds 0). Original: 0x00106f50."""
+    tasks.c0[tr] = c0
+    tasks.c1[tr] = c1
+    tasks.c2[tr] = c2
+    tasks.c3[tr] = c3
+    tasks.value[tr] = v
+    if sampling != 0:
+        tasks.sampling[tr] = sampling
+
+
+@_helper
+def direction_values(direction):
+    """A new direction task's value and centre by the rules (anim.engine.rules
+    .direction_value, direction_centre; DirectionTask._made in Python).
+    Out: (value, centre). Original: 0x00109210."""
+    v = _direction_value(direction)
+    return v, _direction_centre(v)
+
+
+@_helper
+def direction_init(tasks, tr, base, banks, v, centre, c0, c1, c2):
+    """The one compiled writer of a type 13's own columns (DirectionTask._made's): the
+    first id ``base``, the eight clips' bank indices (``banks``, eight; the table's
+    ``dir_banks`` row, seen flat: eight a row), the value and centre (direction_values),
+    the cursor rows of the lower neighbour, the centre and the upper. Original: 0x00109210."""
+    tasks.base[tr] = base
+    b = tr * 8
+    for d in range(8):
+        tasks.dir_banks[b + d] = banks[d]
+    tasks.value[tr] = v
+    tasks.centre[tr] = centre
+    tasks.c0[tr] = c0
+    tasks.c1[tr] = c1
+    tasks.c2[tr] = c2

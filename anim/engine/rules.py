@@ -33,6 +33,7 @@ from scuffle.anim.engine.store import NO_ROW
 
 __all__ = ["GAIT_STEPS", "GAIT_ALONE_LOW", "GAIT_ALONE_HIGH", "GAIT_FALL_FRACTION", "GAIT_SPEED", "GAIT_MAX",
            "gait_clamp", "gait_pair", "cursor_flags_of", "gait_leader", "gait_sampled", "gait_first_leader", "gait_rounded_target", "fade_weight", "change_room",
+           "mix_weight", "mix_leader", "pick_value", "pick_chosen", "direction_value", "direction_centre",
            "STACK_SIZE"]
 
 # The gait blend's pair steps (floor with 0.995, 1.995, 2.995) and thresholds. Like every
@@ -197,3 +198,58 @@ PICK_THRESHOLDS = tuple(F.f32(x) for x in (0.51, 1.51, 2.51))
 
 # The pick's sampling rules in the task table's ``sampling`` column (0 chosen, 1 all).
 PICK_SAMPLINGS = (PickSampling.CHOSEN, PickSampling.ALL)
+_PICK0, _PICK1, _PICK2 = (float(x) for x in PICK_THRESHOLDS)
+
+
+# The values of types 10, 11 and 13 as their constructors and setters keep them (the
+# handle API's, anim.playback.tasks, and the compiled row writers, anim.engine.kernels_write).
+@register_jitable
+def mix_weight(w):
+    """A mix's weight (or target) clamped to 0-1, kept as a double: min(max(w, 0), 1)
+    written out as Python's min and max pick (a -0.0 stays -0.0). Original: 0x0010b090."""
+    x = 0.0 if 0.0 > w else w
+    return 1.0 if 1.0 < x else x
+
+
+@register_jitable
+def mix_leader(w):
+    """The clip of a mix that leads at weight ``w``: 1 (the second) from 0.5, else 0.
+    Original: 0x0010b448."""
+    if w >= 0.5:
+        return 1
+    return 0
+
+
+@register_jitable
+def pick_value(v):
+    """A pick's value clamped to 0-3, not yet rounded to float32 (the caller rounds: F.f32
+    in Python, np.float32 in a kernel, the same bits). Original: 0x00106f50."""
+    x = 0.0 if 0.0 > v else v
+    return 3.0 if 3.0 < x else x
+
+
+@register_jitable
+def pick_chosen(v):
+    """The audible clip of a pick at value ``v`` (its float32): 0 below 0.51, 1 below 1.51,
+    2 below 2.51, else 3 (the thresholds float32). Original: 0x00107f60."""
+    if v < _PICK0:
+        return 0
+    if v < _PICK1:
+        return 1
+    if v < _PICK2:
+        return 2
+    return 3
+
+
+@register_jitable
+def direction_value(d):
+    """A direction task's value: ``d`` modulo 8 as Python takes it (0 <= v < 8 but for a
+    tiny negative ``d``, which gives 8.0). Original: 0x00109210."""
+    return d % 8.0
+
+
+@register_jitable
+def direction_centre(v):
+    """The nearest of the eight directions to value ``v`` (its leading clip), 0-7.
+    Original: 0x00109210."""
+    return int(math.floor(v + 0.5)) & 7

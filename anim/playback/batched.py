@@ -35,10 +35,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from scuffle.anim.base.errors import StaleHandle
 from scuffle.anim.engine import cmdkernel as CK
+from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.engine.store import LAYOUT_EPOCH
 from scuffle.anim.engine.trusted import entry_point
-from scuffle.anim.playback.recipe import _GAIT, Arg, Command, RecipeError
+from scuffle.anim.playback.recipe import _BLENDS, _GAIT, Arg, Command, RecipeError
 
 if TYPE_CHECKING:  # pragma: no cover
     from scuffle.anim.playback.prepared import RecipeRules
@@ -60,7 +62,7 @@ class _Entry:
 
     def __init__(self, e: int, command: Command, anim_set: Any):
         self.e, self.command, self.anim_set, self.n_params = e, command, anim_set, command.n_params
-        self.id_args = frozenset(st[1].pos for st in command.steps if st[0] != _GAIT and st[1].__class__ is Arg)
+        self.id_args = frozenset(st[1].pos for st in command.steps if st[0] not in _BLENDS and st[1].__class__ is Arg)
 
 
 class CommandColumns:
@@ -115,6 +117,126 @@ class CommandColumns:
         if new:                                    # a new command or set: the plans made again
             self._refresh()
         self._run(commands, humans, a, slots, ents)
+
+    def rows_of(self, humans: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """Each human's row of the human table and that row's generation, as two int64
+        columns: what ``commands_at`` names the humans by (a game keeps them beside its own
+        columns of its crowd, and reads them again for a human that joins). A human this
+        Player does not hold yet gets its row now, as its first task would give it. In:
+        CharacterInstances. Rejected: anything else (RecipeError naming its index), a human
+        another world's Player holds (ValueError, as a task for it raises)."""
+        eng = self.rules.batch
+        gen = eng.humans.gen
+        n = len(humans)
+        rows = np.empty(n, np.int64)
+        gens = np.empty(n, np.int64)
+        for i, inst in enumerate(humans):
+            if not isinstance(inst, CharacterInstance):
+                raise RecipeError(f"rows_of: humans[{i}] must be a CharacterInstance, got {type(inst).__name__}")
+            s = eng._row(inst)
+            rows[i] = s
+            gens[i] = gen[s]
+        return rows, gens
+
+    def commands_at(self, commands: Sequence[Command], rows: Any, gens: Any, args: Any = None) -> None:
+        """``commands`` with the humans named by their rows and generations (``rows_of``)
+        instead of their instances: row ``i`` runs ``commands[i]`` on the human at row
+        ``rows[i]`` of the human table, which must still hold the generation ``gens[i]``,
+        with the numbers ``args[i]``, as ``commands`` would (the same rows, the same
+        refusals). No human's instance, record or slot is read: the generations are checked
+        as columns, and each row's anim set is read from the engine's seats.
+        Rejected before any row runs (RecipeError naming the field): ``rows`` or ``gens``
+        not one whole number per command; then what ``commands`` rejects. A row whose
+        generation is stale (its human left; the row may hold another now) or that names
+        no seated human: StaleHandle naming the row and the human row, with ``row`` set on
+        it, the rows before it written, the rest not run; as ``commands``, a row ``run``
+        refuses raises what ``run`` raises, with ``row`` set."""
+        n = len(commands)
+        r = self._whole(rows, n, "rows")
+        g = self._whole(gens, n, "gens")
+        if n == 0:
+            return
+        a = self._args(args, n)
+        width = a.shape[1]
+        eng = self.rules.batch
+        seats = eng._instances
+        gen = eng.humans.gen                       # (a list: read by the rows named, not whole)
+        slots = r.tolist()
+        want = g.tolist()
+        top = min(len(seats), len(gen))
+        if min(slots) >= 0 and max(slots) < top:
+            now = list(map(gen.__getitem__, slots))
+            bad = n if now == want else next(i for i, (x, y) in enumerate(zip(now, want)) if x != y)
+        else:
+            bad = next(i for i, (s, w) in enumerate(zip(slots, want)) if not (0 <= s < top and gen[s] == w))
+        if bad < n:
+            del slots[bad:]
+        insts = list(map(seats.__getitem__, slots))
+        if None in insts:                           # a free row holding the generation given
+            bad = insts.index(None)
+            del slots[bad:], insts[bad:]
+        if bad:
+            cmds = commands if bad == n else commands[:bad]
+            rules = self.rules
+            if rules.learnt != self._learnt or rules.options is not self._options:
+                self._refresh()
+            ents, new = self._plans(cmds, insts, width)
+            if new:
+                self._refresh()
+            self._run(cmds, insts, a if bad == n else a[:bad], slots, ents, r if bad == n else r[:bad])
+        if bad < n:
+            # (the entries' checks of a row's command come first, as ``commands`` checks its columns)
+            exc = StaleHandle(f"commands_at: row {bad}: human row {int(r[bad])} does not hold generation "
+                              f"{int(g[bad])} (its human left, or the row holds another now)")
+            exc.row = bad                           # type: ignore[attr-defined]
+            exc.add_note(f"commands_at: row {bad} (of the batch) was refused; the rows before it were run")
+            raise exc
+
+    @staticmethod
+    def _whole(col: Any, n: int, what: str) -> np.ndarray:
+        """``col`` as ``n`` int64s (RecipeError naming the field: not one whole number a command)."""
+        if col.__class__ is np.ndarray and col.dtype == np.int64 and col.shape == (n,):
+            return col                              # (a game's own column: as it is)
+        try:
+            v = np.asarray(col)
+        except (TypeError, ValueError):
+            v = None
+        if v is None or v.shape != (n,) or not (v.dtype.kind in "iu" or (n == 0 and v.dtype.kind == "f")):
+            raise RecipeError(f"commands_at: {what} must be {n} whole numbers, one per command")
+        if v.dtype.kind == "u" and n and int(v.max()) >= 1 << 63:
+            raise RecipeError(f"commands_at: {what} must be {n} whole numbers, one per command")
+        return v.astype(np.int64, copy=False)
+
+    def _plans(self, commands: Sequence[Command], insts: list, width: int) -> tuple[list[int], bool]:
+        """Each row's plan row (``_rows`` for humans already checked seated), and whether a
+        (command, set) got its plan row now."""
+        entries = self._entries
+        n = len(insts)
+        sets = list(map(_anim_set, insts))
+        s0 = sets[0]
+        new = False
+        if sets.count(s0) == n:
+            by_cmd: dict = {}
+            for cmd in dict.fromkeys(commands):
+                ent = entries.get((id(cmd), id(s0)))
+                if ent is None:
+                    ent = self._new_entry(commands.index(cmd), cmd, s0)
+                    new = True
+                if ent.n_params > width:
+                    i = commands.index(cmd)
+                    raise RecipeError(f"commands: args[{i}] has {width} numbers, {cmd.recipe!r} takes {ent.n_params}")
+                by_cmd[cmd] = ent.e
+            return list(map(by_cmd.__getitem__, commands)), new
+        ents: list[int] = []
+        for i, (cmd, st) in enumerate(zip(commands, sets)):
+            ent = entries.get((id(cmd), id(st)))
+            if ent is None:
+                ent = self._new_entry(i, cmd, st)
+                new = True
+            if ent.n_params > width:
+                raise RecipeError(f"commands: args[{i}] has {width} numbers, {cmd.recipe!r} takes {ent.n_params}")
+            ents.append(ent.e)
+        return ents, new
 
     def set_gait_targets(self, humans: Sequence[Any], targets: Any) -> np.ndarray:
         """Give each human's running gait (``Player.running(humans[i], TaskType.GAIT)``: the
@@ -297,7 +419,12 @@ class CommandColumns:
                 row[CK.PI_SEL + k] = tp.base[k] if k < len(tp.base) else 0
                 row[CK.PI_ARG + k] = -1
             for k, op, anim, extra in cmd.arg_steps:
-                if op == _GAIT:
+                if op in _BLENDS and op != _GAIT:   # a mix's weight, a pick's value, a direction
+                    if extra[0].__class__ is Arg:
+                        row[CK.PI_TARGET_ARG] = extra[0].pos
+                    else:
+                        pf[ent.e, CK.PF_TARGET] = float(extra[0])
+                elif op == _GAIT:
                     target, value = extra
                     if target.__class__ is Arg:
                         row[CK.PI_TARGET_ARG] = target.pos
@@ -322,13 +449,15 @@ class CommandColumns:
         self._options = rules.options
 
     def _run(self, commands: Sequence[Command], humans: Sequence[Any], a: np.ndarray, slots: list[int],
-             ents: list[int]) -> None:
+             ents: list[int], sl: np.ndarray | None = None) -> None:
         """The rows in order: as many as the compiled checks take at a time made buffer rows,
-        each other one through ``Player.run`` (the module docstring)."""
+        each other one through ``Player.run`` (the module docstring). ``sl``: ``slots`` as
+        an int64 array when the caller has it."""
         rules = self.rules
         buf = rules.commands
         n = len(slots)
-        sl = np.fromiter(slots, np.int64, n)
+        if sl is None or not (sl.flags.c_contiguous and sl.flags.writeable):
+            sl = np.fromiter(slots, np.int64, n)
         en = np.fromiter(ents, np.int64, n)
         cnt = self._cnt
         i = 0

@@ -27,6 +27,9 @@ TROW = 1            # column of the task row
 # The rows of an empty list as saved (read-only: every empty save shares it).
 _NO_ROWS = np.zeros((0, 2), np.int64)
 _NO_ROWS.flags.writeable = False
+# The state of an empty list (between two updates, as a rule): one object every save gives
+# (a state is never written to; a load copies its entries)
+NO_ENTRIES: tuple = (_NO_ROWS, {})
 
 
 class DeferredRows:
@@ -140,7 +143,7 @@ class DeferredRows:
         if view:
             return (self.rows[:self.n], self.odd)
         if not self.n and not self.odd:                 # (between two updates, as a rule)
-            return (_NO_ROWS, {})
+            return NO_ENTRIES
         return (self.rows[:self.n].copy(), dict(self.odd))
 
     def load(self, state: tuple) -> None:

@@ -52,7 +52,7 @@ from scuffle.anim.engine.callbacks import Callbacks
 from scuffle.anim.data.clip import Clip
 from scuffle.anim.engine.coldstart import kernel_cached
 from scuffle.anim.playback.construct import chain_blend_depth, task_pose_depth
-from scuffle.anim.playback.deferred import DeferredRows
+from scuffle.anim.playback.deferred import NO_ENTRIES, DeferredRows
 from scuffle.anim.engine.jobs import AnimIdInputs, FlushInputs
 from scuffle.anim.engine.kernel_types import FlushBuffers, RowState
 from scuffle.anim.base.limits import MAX_DT, check_float
@@ -89,6 +89,10 @@ _TOP_OR_STACK = K.STATUS_TOP | K.STATUS_STACK     # a step's status bits: the to
 # constructors take them, anim.playback.tasks.new_handle), at most _SPARE_MAX of each.
 _RECYCLED = (ClipTask, LoopTask, FadeTask, GaitTask)
 _SPARE_MAX = 4096
+# A state's step lists when nothing is pending (between two updates, as a rule): shared by
+# every save, never written to (a load copies what it is given)
+_NO_LISTS: tuple = ((), (), ())
+_NO_ROWS: tuple = ()
 _FEW_ROWS = 32          # _rows_back reads these many rows given back one by one (more: numpy)
 
 
@@ -188,6 +192,8 @@ class Player:
     knows = _Part("prepared", RecipeRules.knows)
     commands = _Part("columns", CommandColumns.commands)
     set_gait_targets = _Part("columns", CommandColumns.set_gait_targets)
+    commands_at = _Part("columns", CommandColumns.commands_at)
+    rows_of = _Part("columns", CommandColumns.rows_of)
     bank = _PartProperty("lookup", "bank", "The ClipBank of every clip this player has seen (ClipLookup.bank).")
     _bank = _PartProperty("lookup", "_bank", "The look-up's bank as it is (None until built): anim.playback.batch reads it.")
     _clips = _PartProperty("lookup", "clips", "Every clip seen, by bank index (ClipLookup.clips).")
@@ -912,9 +918,10 @@ class Player:
                     (self.refused, self._wraps, self._failed), self._stepped,
                     (self.stats.poses_refused, self.stats.samples),
                     (self.stores.calls.values, self.stores.calls.uses, self.stores.calls.free))
+        refused, wraps, failed, stepped, stats = self.refused, self._wraps, self._failed, self._stepped, self.stats
         return (self.pool.save(into[0] if into is not None else None), self.deferred_rows.save(),
-                (list(self.refused), list(self._wraps), list(self._failed)),
-                [rows.copy() for rows in self._stepped], (self.stats.poses_refused, self.stats.samples),
+                (list(refused), list(wraps), list(failed)) if refused or wraps or failed else _NO_LISTS,
+                [rows.copy() for rows in stepped] if stepped else _NO_ROWS, (stats.poses_refused, stats.samples),
                 self.stores.calls.save())
 
     def load_state(self, state: tuple, trusted: bool = False) -> None:
@@ -922,15 +929,29 @@ class Player:
         outputs (released ids not yet made, refused poses) and the commands buffered since
         it was saved are forgotten. ``trusted``: a ``save_state`` of this Player (its
         callbacks table's lists are not checked)."""
-        self.prepared.commands.clear()
-        pool, deferred, (refused, wraps, failed), stepped, stats, calls = state
+        buffered = self.prepared.commands
+        if buffered.n or buffered.due:
+            buffered.clear()
+        pool, deferred, lists, stepped, stats, calls = state
         self.pool.load(pool)
-        self.deferred_rows.load(deferred)
-        self.refused, self._wraps, self._failed = list(refused), list(wraps), list(failed)
+        dl = self.deferred_rows
+        if deferred is not NO_ENTRIES or dl.n or dl.odd:     # (both empty, as a rule: nothing to write)
+            dl.load(deferred)
+        if lists is _NO_LISTS:                  # (between two updates, as a rule: nothing pending)
+            if self.refused:
+                self.refused = []
+            if self._wraps:
+                self._wraps = []
+            if self._failed:
+                self._failed = []
+        else:
+            refused, wraps, failed = lists
+            self.refused, self._wraps, self._failed = list(refused), list(wraps), list(failed)
         self._stepped = [rows.copy() for rows in stepped] if stepped else []
         self.stats.poses_refused, self.stats.samples = stats
         self.stores.calls.load(calls, trusted)
-        self.released_log = []
+        if self.released_log:
+            self.released_log = []
         if self._pose_refused:
             for inst in self._pose_refused:
                 inst.clear_outputs()

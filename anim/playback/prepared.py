@@ -33,11 +33,12 @@ from scuffle.anim.engine.callbacks import Callback, check_callback
 from scuffle.anim.engine.coldstart import kernel_cached
 from scuffle.anim.playback.lookup import ClipLookup
 from scuffle.anim.data.options import PlayerOptions
-from scuffle.anim.playback.recipe import _CHANGE, _GAIT, _PUSH, Arg, Command, Recipe, _value, check_params, expand
+from scuffle.anim.playback.recipe import (_BLENDS, _CHANGE, _DIRECTION, _GAIT, _PICK, _PUSH, Arg, Command, Recipe,
+                                          _value, check_params, expand)
 from scuffle.anim.engine.rules import change_room
 from scuffle.anim.engine.stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, TaskPool
 from scuffle.anim.engine.store import LAYOUT_EPOCH, Stores, _fast_view
-from scuffle.anim.playback.tasks import WINDOW_RULES, TaskFlags, set_call
+from scuffle.anim.playback.tasks import PICK_SAMPLINGS, WINDOW_RULES, TaskFlags, set_call
 from scuffle.anim.engine.trusted import entry_point
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,6 +50,7 @@ _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
 _F32_MAX = F.FLT_MAX
 _INT32 = 1 << 31
 _WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
+_PICK_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(PICK_SAMPLINGS)}
 
 
 class RecipeRules:
@@ -161,6 +163,18 @@ class RecipeRules:
                     if all(id(self.lookup._entry(s, i)[0]) in banked for i in anim):
                         self.lookup._entries_of(s, anim)    # (each clip's bank index found, none added)
                 continue
+            if op in _BLENDS:                        # a mix's, a pick's, a direction's clips
+                ids = _blend_ids(op, anim)
+                self.lookup._check_ids(s, ids)              # the look-up's errors, as the run's
+                for i in ids:
+                    entry = self.lookup._entry(s, i)
+                    if entry[2] < 0:
+                        b = banked.get(id(entry[0]))
+                        if b is None:
+                            continue
+                        entry[2] = b
+                    self.lookup._proto_of(entry)
+                continue
             aid = _value(anim, params)
             entry = self.lookup._entry(s, aid)              # UnknownClip / UnknownAnimId as the run's
             if entry[2] < 0:
@@ -202,7 +216,7 @@ class RecipeRules:
         if tp is None or tp.plan is None:
             return False
         by_id = tp.by_id
-        return all(op == _GAIT or (k, params[anim.pos]) in by_id for k, op, anim, _ in command.arg_steps)
+        return all(op in _BLENDS or (k, params[anim.pos]) in by_id for k, op, anim, _ in command.arg_steps)
 
     def _templates(self, command: Command, s) -> "_Templates | None":
         """The command's templates for anim set ``s``, when they were learnt by this Player
@@ -232,7 +246,21 @@ class RecipeRules:
                 if not tp.known[k]:
                     known = self.lookup._entries_known(s, anim)
                     if known is not None:
-                        tp.set_gait(k, op, flags, held, known[2], known[1], known[3])
+                        tp.set_blend(k, op, flags, held, known[2], known[1], known[3])
+                continue
+            if op in _BLENDS:                        # a mix's, a pick's, a direction's clips, as the run found them
+                if not tp.known[k]:
+                    ids = _blend_ids(op, anim)
+                    hits = [self.lookup._known(s, i) if i.__class__ in self.lookup._id_types else None for i in ids]
+                    if all(h is not None and h[2] >= 0 and h[3] is not None for h in hits) \
+                            and all(-_INT32 <= int(i) < _INT32 for i in ids):
+                        if op == _PICK:
+                            rate = extra[1]
+                            tp.set_blend(k, op, flags, held, [int(i) for i in ids], [h[2] for h in hits],
+                                         [h[3] for h in hits], _PICK_INDEX[self.options.pick], rate)
+                        else:
+                            tp.set_blend(k, op, flags, held, [int(i) for i in ids], [h[2] for h in hits],
+                                         [h[3] for h in hits])
                 continue
             aid: Any = _value(anim, params)
             kind = aid.__class__
@@ -352,7 +380,14 @@ class RecipeRules:
         if command.arg_steps:
             sel, sel4 = tp.sel_mv, tp.sel4
             for k, op, anim, extra in command.arg_steps:
-                if op == _GAIT:
+                if op in _BLENDS and op != _GAIT:   # a mix's weight, a pick's value, a direction
+                    target = extra[0]
+                    if target.__class__ is Arg:
+                        target = params[target.pos]
+                        if not (target.__class__ is float and -_F32_MAX <= target <= _F32_MAX):
+                            return None
+                    target = float(target)
+                elif op == _GAIT:
                     target, value = extra
                     if target.__class__ is Arg:
                         target = params[target.pos]
@@ -511,6 +546,14 @@ def _plan(command: Command, opts: PlayerOptions) -> tuple | None:
             _WINDOW_INDEX[opts.blend_window], fade)
 
 
+def _blend_ids(op: int, anim: Any) -> list:
+    """The anim ids a blend step's clips play (its template's order): a direction's
+    base .. base + 7, the others' own."""
+    if op == _DIRECTION:
+        return [anim + d for d in range(8)]
+    return list(anim)
+
+
 def _ends_are_data(ends: tuple, params: tuple) -> bool:
     """Every Arg end callback of a run is None or a Callback as check_callback keeps it
     (data, a str kind, plain arguments), so the direct path may write it; anything else
@@ -590,13 +633,18 @@ class _Templates:
         ti[CK.TI_CFLAGS], ti[CK.TI_EVF0] = flags & _CURSOR_INT, proto[5]
         tf[CK.TF_BLEND], tf[CK.TF_LIMIT], tf[CK.TF_DUR], tf[CK.TF_RATE] = blend, proto[7], proto[6], rate
 
-    def set_gait(self, k: int, op: int, flags: int, held: int, ids, banks, protos) -> None:
-        """Step ``k``'s gait row: its five ids, banks, and each clip's cursor template."""
+    def set_blend(self, k: int, op: int, flags: int, held: int, ids, banks, protos, sampling: int = 0,
+                  rate: float = 0.0) -> None:
+        """Step ``k``'s row of a step over several clips (a gait's five, a mix's two, a
+        pick's four, a direction's eight): their ids, banks, and each clip's cursor
+        template; a pick's sampling rule's index and rate."""
         row = self.base[k]
         ti, tf = self.reg.ti[row], self.reg.tf[row]
         ti[CK.TI_OP], ti[CK.TI_FLAGS], ti[CK.TI_HELD] = op, flags, held
-        for j in range(5):
+        for j in range(len(ids)):
             ti[CK.TI_IDS + j], ti[CK.TI_BANKS + j] = int(ids[j]), banks[j]
             ti[CK.TI_ENDS + j], ti[CK.TI_EVF0S + j] = protos[j][1], protos[j][5]
             tf[CK.TF_LIMITS + j], tf[CK.TF_DURS + j] = protos[j][7], protos[j][6]
+        ti[CK.TI_SAMPLING] = sampling
+        tf[CK.TF_PICK_RATE] = rate
         self.known[k] = True

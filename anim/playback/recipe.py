@@ -41,14 +41,19 @@ from typing import Any
 from scuffle.anim.maths import f32 as F
 from scuffle.anim.base.callbackdata import check_callback
 from scuffle.anim.base.enums import TaskType
-from scuffle.anim.base.recipedata import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe, RecipeError
+from scuffle.anim.base.recipedata import (Arg, ClipStep, DirectionStep, GaitStep, LoopStep, MixStep, PickStep, Place,
+                                          Recipe, RecipeError)
 
-__all__ = ["Arg", "ClipStep", "Command", "GaitStep", "LoopStep", "Place", "Recipe", "RecipeError", "check_params",
-           "expand"]
+__all__ = ["Arg", "ClipStep", "Command", "DirectionStep", "GaitStep", "LoopStep", "MixStep", "PickStep", "Place",
+           "Recipe", "RecipeError", "check_params", "expand"]
 
 
 # op codes of a prepared recipe's steps, in the order the tasks are made (last first)
 _LOOP, _CLIP, _GAIT = int(TaskType.LOOP), int(TaskType.CLIP), int(TaskType.GAIT)
+_MIX, _PICK, _DIRECTION = int(TaskType.MIX), int(TaskType.PICK), int(TaskType.DIRECTION)
+# the steps over several clips (a step's ``anim`` their ids, a direction's base id; ``extra``
+# their numbers): always a recipe's last task, each with one number a run may give (an Arg)
+_BLENDS = frozenset((_GAIT, _MIX, _PICK, _DIRECTION))
 _INT32 = 1 << 31
 _INT63 = 1 << 63
 _CHANGE, _PUSH, _ENQUEUE = Place.CHANGE, Place.PUSH, Place.ENQUEUE
@@ -70,6 +75,15 @@ def _anim_field(what: str, value):
         return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise RecipeError(f"{what} {value!r} must be an anim id (an int) or an Arg")
+    return value
+
+
+def _id_field(what: str, value):
+    """An anim id (an int, an IntEnum; an Arg is not taken there), else RecipeError."""
+    if isinstance(value, Arg):
+        raise RecipeError(f"{what}: an anim id (an Arg is not taken there)")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecipeError(f"{what} {value!r} must be an anim id (an int)")
     return value
 
 
@@ -159,8 +173,39 @@ class Command:
                 n_cursors += 2
                 n_gaits += 1
                 ends.append(None)
+            elif isinstance(t, MixStep):
+                ab = (_id_field(f"{where}.a", t.a), _id_field(f"{where}.b", t.b))
+                weight = _number_field(f"{where}.weight", t.weight, None)
+                if isinstance(weight, Arg):
+                    args.append(weight.pos)
+                steps.append((_MIX, ab, _int_field(f"{where}.flags", t.flags), 0, (weight,)))
+                n_cursors += 2
+                ends.append(None)
+            elif isinstance(t, PickStep):
+                ids = tuple(t.ids)
+                if len(ids) != 4:
+                    raise RecipeError(f"{where}.ids: 4 anim ids, got {len(ids)}")
+                ids = tuple(_id_field(f"{where}.ids[{i}]", a) for i, a in enumerate(ids))
+                rate = _number_field(f"{where}.rate", t.rate, 0.0)
+                if isinstance(rate, Arg):
+                    raise RecipeError(f"{where}.rate: a number (an Arg is not taken there)")
+                value = _number_field(f"{where}.value", t.value, None)
+                if isinstance(value, Arg):
+                    args.append(value.pos)
+                steps.append((_PICK, ids, _int_field(f"{where}.flags", t.flags), 0, (value, rate)))
+                n_cursors += 4
+                ends.append(None)
+            elif isinstance(t, DirectionStep):
+                base = _id_field(f"{where}.base", t.base)
+                direction = _number_field(f"{where}.direction", t.direction, None)
+                if isinstance(direction, Arg):
+                    args.append(direction.pos)
+                steps.append((_DIRECTION, base, _int_field(f"{where}.flags", t.flags), 0, (direction,)))
+                n_cursors += 3
+                ends.append(None)
             else:
-                raise RecipeError(f"{where}: a LoopStep, a ClipStep or a GaitStep, got {type(t).__name__}")
+                raise RecipeError(f"{where}: a LoopStep, a ClipStep or a GaitStep (or a MixStep, a PickStep, "
+                                  f"a DirectionStep), got {type(t).__name__}")
         fade = 0.0
         if place == Place.CHANGE:
             fade = _number_field("Recipe.fade", recipe.fade, 0.0)
@@ -177,13 +222,14 @@ class Command:
         self.n_cursors, self.n_gaits = n_cursors, n_gaits
         self.place = place
         self.fade = fade
-        # the steps whose id, or a gait's target and value, the run gives (in self.steps'
-        # order: (index, op, anim, extra)); the direct path looks those up per run
+        # the steps whose id, or a blend's numbers (a gait's target and value, a mix's weight,
+        # a pick's value, a direction), the run may give (in self.steps' order: (index, op,
+        # anim, extra)); the direct path looks those up per run
         # the end callbacks in self.steps' order (a Callback, an Arg, None), or None when no
         # task has one (Player.run writes them after the rows: ``_run_rows`` takes none)
         self.ends: tuple | None = tuple(reversed(ends)) if any(e is not None for e in ends) else None
         self.arg_steps = tuple((k, st[0], st[1], st[4]) for k, st in enumerate(self.steps)
-                               if st[0] == _GAIT or st[1].__class__ is Arg)
+                               if st[0] in _BLENDS or st[1].__class__ is Arg)
         self._sets: dict[int, tuple] = {}
 
     def __reduce__(self):
@@ -219,10 +265,16 @@ def expand(host: Any, inst: Any, command: Command, params: tuple) -> None:
                     task = host.loop(inst, _value(anim, params), flags=flags, held=held)
                 else:
                     task = host.loop(inst, _value(anim, params), flags=flags, held=held, on_end=end)
-            else:
+            elif op == _GAIT:
                 target, value = extra
                 task = host.gait(inst, anim, target=_value(target, params),
                                  value=None if value is None else _value(value, params), flags=flags, held=held)
+            elif op == _MIX:
+                task = host.mix(inst, anim[0], anim[1], weight=_value(extra[0], params), flags=flags)
+            elif op == _PICK:
+                task = host.pick(inst, anim, extra[1], value=_value(extra[0], params), flags=flags)
+            else:
+                task = host.direction(inst, anim, direction=_value(extra[0], params), flags=flags)
     except BaseException:
         if task is not None:
             host.discard(task)

@@ -41,7 +41,8 @@ from scuffle.anim.engine.writefirst import write_first
 from scuffle.anim.playback.interfaces import PoseProgram, TaskHost
 from scuffle.anim.engine.rules import (TASK_CURSORS, dir_banks_misfit, HELD_EVENTS, WINDOW_RULES, PICK_THRESHOLDS, PICK_SAMPLINGS)  # noqa: F401
 from scuffle.anim.engine.rules import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_SPEED, GAIT_STEPS, cursor_flags_of,
-                    fade_weight, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target, gait_sampled)
+                    fade_weight, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target, gait_sampled,
+                    direction_centre, direction_value, mix_leader, mix_weight, pick_chosen, pick_value)
 
 if TYPE_CHECKING:  # pragma: no cover
     from scuffle.anim.engine.stack import CharacterInstance
@@ -1094,9 +1095,9 @@ class MixTask(Task):
         which checked everything first; ``make_cursor(k, cursor_flags)`` makes clip ``k``'s
         cursor (0: a, 1: b) with its flags (the leader's: the task's cursor bits; the other's
         muted too). One function: each row written once."""
-        w = min(max(float(weight), 0.0), 1.0)
+        w = mix_weight(float(weight))
         base = int(flags) & _CURSOR_INT              # _apply(): the heavier clip leads
-        lead = 1 if w >= 0.5 else 0
+        lead = mix_leader(w)
         t = cls.__new__(cls)
         r = t._row_of(ts, rate, flags, 0, None)
         a = make_cursor(0, cursor_flags_of(base, lead == 0))
@@ -1121,11 +1122,11 @@ class MixTask(Task):
 
     def set_target(self, w: float) -> None:
         """+0xac: the weight's target, clamped to 0-1."""
-        self.target = min(max(float(w), 0.0), 1.0)
+        self.target = mix_weight(float(w))
 
     def set_value(self, w: float) -> None:
         """+0xbc: the weight (and its target) at once, clamped to 0-1; the leader follows."""
-        self.value = self.target = min(max(float(w), 0.0), 1.0)
+        self.value = self.target = mix_weight(float(w))
         self._apply()
 
     def cursors(self) -> list[Cursor]:
@@ -1178,12 +1179,8 @@ class PickTask(Task):
         tstore=ts)`` for the Player's constructors, which checked everything first;
         ``make_cursor(k, cursor_flags)`` makes clip ``k``'s cursor (0-3) with its flags (the
         chosen one's: the task's cursor bits; the others muted too). One function."""
-        v = F.f32(min(max(float(value), 0.0), 3.0))
-        k = 3
-        for i, th in enumerate(PICK_THRESHOLDS):     # chosen()
-            if v < th:
-                k = i
-                break
+        v = F.f32(pick_value(float(value)))
+        k = pick_chosen(v)                           # chosen()
         base = int(flags) & _CURSOR_INT
         t = cls.__new__(cls)
         r = t._row_of(ts, rate, flags, 0, None)
@@ -1207,15 +1204,11 @@ class PickTask(Task):
 
     def chosen(self) -> int:
         """The audible clip: 0 below 0.51, 1 below 1.51, 2 below 2.51, else 3."""
-        v = self.value
-        for i, th in enumerate(PICK_THRESHOLDS):
-            if v < th:
-                return i
-        return 3
+        return pick_chosen(self.value)
 
     def set_value(self, v: float) -> None:
         """Set the value (clamped to 0-3, float32) and so the audible clip."""
-        self.value = F.f32(min(max(float(v), 0.0), 3.0))
+        self.value = F.f32(pick_value(float(v)))
         self._apply()
 
     set_target = set_value
@@ -1291,8 +1284,8 @@ class DirectionTask(Task):
         ts.m_base[r] = int(base)
         ts.dir_banks[r] = [int(b) for b in banks]
         t._make_cursor = None
-        value = float(direction) % 8.0
-        centre = int(math.floor(value + 0.5)) & 7
+        value = direction_value(float(direction))
+        centre = direction_centre(value)
         ts.m_value[r] = value
         ts.m_centre[r] = centre
         cb = int(flags) & _CURSOR_INT                # _ensure({}): three new cursors
@@ -1361,8 +1354,8 @@ class DirectionTask(Task):
         """+0xbc: the direction (taken modulo 8); the clips of the new neighbours come in
         at the new centre's normalised time (fresh when the centre was not a neighbour)."""
         old = self.cursors_by_dir                     # by direction, around the old centre
-        self.value = float(direction) % 8.0
-        self.centre = int(math.floor(self.value + 0.5)) & 7
+        self.value = direction_value(float(direction))
+        self.centre = direction_centre(self.value)
         self._ensure(old)
 
     set_target = set_value

@@ -3,7 +3,8 @@ reference's own constructors and stack rules.
 
 Written from what a recipe means (anim.base.recipedata; docs/api.md "Prepared commands"),
 not from the engine's expansion: a recipe's ``tasks`` are made from the last to the first,
-each ``ClipStep`` handing over to the task made before it, then the first is placed by
+each ``ClipStep`` handing over to the task made before it (a gait, mix, pick or direction
+step only last), then the first is placed by
 ``change`` (under a fade of ``fade`` s), ``push`` or ``enqueue``. A refused command leaves
 nothing taken: the pool is checked for all its tasks first, and what was made before a
 later refusal goes back to the pool.
@@ -19,7 +20,8 @@ import math
 import numpy as np
 
 from scuffle.anim.base.enums import TaskType
-from scuffle.anim.base.recipedata import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe, RecipeError
+from scuffle.anim.base.recipedata import (Arg, ClipStep, DirectionStep, GaitStep, LoopStep, MixStep, PickStep, Place,
+                                          Recipe, RecipeError)
 from scuffle.anim.reference.handlers import plain_callback
 
 __all__ = ["RefCommand", "run_command", "run_columns"]
@@ -42,6 +44,15 @@ def _anim(where: str, v):
     if isinstance(v, Arg) or (isinstance(v, int) and type(v) is not bool):
         return v
     raise RecipeError(f"{where} {v!r} must be an anim id (an int) or an Arg")
+
+
+def _id_only(where: str, v):
+    """An anim id (an int or IntEnum, not a bool) where a run gives none (no Arg)."""
+    if isinstance(v, Arg):
+        raise RecipeError(f"{where}: an anim id (an Arg is not taken there)")
+    if isinstance(v, int) and type(v) is not bool:
+        return v
+    raise RecipeError(f"{where} {v!r} must be an anim id (an int)")
 
 
 def _seconds(where: str, v, least):
@@ -119,8 +130,32 @@ class RefCommand:
                 positions += [a.pos for a in (target, value) if isinstance(a, Arg)]
                 steps.append((TaskType.GAIT, ids, _whole(f"{where}.flags", step.flags, _FLAGS_TOP),
                               _whole(f"{where}.held", step.held, _HELD_TOP), target, value))
+            elif isinstance(step, MixStep):
+                ids = (_id_only(f"{where}.a", step.a), _id_only(f"{where}.b", step.b))
+                weight = _seconds(f"{where}.weight", step.weight, None)
+                positions += [weight.pos] if isinstance(weight, Arg) else []
+                steps.append((TaskType.MIX, ids, _whole(f"{where}.flags", step.flags, _FLAGS_TOP), 0, weight, None))
+            elif isinstance(step, PickStep):
+                ids = tuple(step.ids)
+                if len(ids) != 4:
+                    raise RecipeError(f"{where}.ids: 4 anim ids, got {len(ids)}")
+                for i, a in enumerate(ids):
+                    _id_only(f"{where}.ids[{i}]", a)
+                rate = _seconds(f"{where}.rate", step.rate, 0.0)
+                if isinstance(rate, Arg):
+                    raise RecipeError(f"{where}.rate: a number (an Arg is not taken there)")
+                value = _seconds(f"{where}.value", step.value, None)
+                positions += [value.pos] if isinstance(value, Arg) else []
+                steps.append((TaskType.PICK, ids, _whole(f"{where}.flags", step.flags, _FLAGS_TOP), 0, value, rate))
+            elif isinstance(step, DirectionStep):
+                base = _id_only(f"{where}.base", step.base)
+                direction = _seconds(f"{where}.direction", step.direction, None)
+                positions += [direction.pos] if isinstance(direction, Arg) else []
+                steps.append((TaskType.DIRECTION, base, _whole(f"{where}.flags", step.flags, _FLAGS_TOP), 0,
+                              direction, None))
             else:
-                raise RecipeError(f"{where}: a LoopStep, a ClipStep or a GaitStep, got {type(step).__name__}")
+                raise RecipeError(f"{where}: a LoopStep, a ClipStep or a GaitStep (or a MixStep, a PickStep, "
+                                  f"a DirectionStep), got {type(step).__name__}")
         fade = 0.0
         if place == Place.CHANGE:
             fade = _seconds("Recipe.fade", recipe.fade, 0.0)
@@ -163,6 +198,12 @@ def run_command(ref, inst, command, params: tuple) -> None:
             if kind == TaskType.GAIT:
                 value = None if b is None else _given(b, params)
                 made = ref.gait(inst, anim, target=_given(a, params), value=value, flags=flags, held=held)
+            elif kind == TaskType.MIX:
+                made = ref.mix(inst, anim[0], anim[1], weight=_given(a, params), flags=flags)
+            elif kind == TaskType.PICK:
+                made = ref.pick(inst, list(anim), b, value=_given(a, params), flags=flags)
+            elif kind == TaskType.DIRECTION:
+                made = ref.direction(inst, anim, direction=_given(a, params), flags=flags)
             elif kind == TaskType.CLIP:
                 made = ref.clip(inst, _given(anim, params), made, blend=a, flags=flags, held=held,
                                 on_end=_given(b, params))
@@ -220,7 +261,7 @@ def run_columns(ref, commands, humans, args) -> None:
                 ref_command = RefCommand(recipe)
             id_args: list[int] = []            # the Arg positions that are anim ids
             for kind, anim, _, _, _, end in ref_command.steps:
-                if kind == TaskType.GAIT:
+                if kind not in (TaskType.CLIP, TaskType.LOOP):
                     continue
                 if isinstance(end, Arg):
                     raise RecipeError(f"commands[{i}]: an end callback given as an Arg cannot come from a row of "

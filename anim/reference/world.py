@@ -168,6 +168,11 @@ class Reference:
         # id(clip) -> (clip, its channels): each clip decoded once, when first sampled
         # ("Notes for implementers" L406: decode a clip into channels of keys at load)
         self.decoded_clips: dict = {}
+        # the humans named by row (rows_of, commands_at): row -> human (None: it left), each
+        # row's generation (counted up when its human leaves), the free rows
+        self._seats: list = []
+        self._seat_gens: list[int] = []
+        self._free_seats: list[int] = []
 
     # ---------------------------------------------------------------- clips and rates
     def find(self, anim_set, anim_id: int):
@@ -466,6 +471,70 @@ class Reference:
         row raising with ``row`` set, the rows after it not run)."""
         run_columns(self, commands, humans, args)
 
+    def rows_of(self, humans) -> tuple[np.ndarray, np.ndarray]:
+        """Each human's row and generation (Player.rows_of): the reference keeps no table, so
+        a row is a number it gives a human when first named here, until the human leaves
+        (``forget``: the generation counts up). RecipeError for anything but a RefInstance."""
+        n = len(humans)
+        rows = np.empty(n, np.int64)
+        gens = np.empty(n, np.int64)
+        for i, inst in enumerate(humans):
+            if not isinstance(inst, RefInstance):
+                raise RecipeError(f"rows_of: humans[{i}] must be a CharacterInstance, got {type(inst).__name__}")
+            r = next((k for k, held in enumerate(self._seats) if held is inst), None)
+            if r is None:
+                if self._free_seats:
+                    r = self._free_seats.pop()
+                else:
+                    r = len(self._seats)
+                    self._seats.append(None)
+                    self._seat_gens.append(0)
+                self._seats[r] = inst
+            rows[i] = r
+            gens[i] = self._seat_gens[r]
+        return rows, gens
+
+    def commands_at(self, commands, rows, gens, args=None) -> None:
+        """Prepared commands with the humans named by row and generation (Player.commands_at):
+        the columns checked first (RecipeError naming the field), then the rows up to the
+        first whose generation is stale run as ``commands`` runs them; that one raises
+        StaleHandle naming it, with ``row`` set."""
+        n = len(commands)
+        cols = []
+        for what, col in (("rows", rows), ("gens", gens)):
+            try:
+                v = np.asarray(col)
+            except (TypeError, ValueError):
+                v = None
+            if v is None or v.shape != (n,) or not (v.dtype.kind in "iu" or (n == 0 and v.dtype.kind == "f")) \
+                    or (v.dtype.kind == "u" and n and int(v.max()) >= 1 << 63):
+                raise RecipeError(f"commands_at: {what} must be {n} whole numbers, one per command")
+            cols.append([int(x) for x in v.tolist()])
+        if n == 0:
+            return
+        if args is not None:
+            try:
+                table = np.asarray(args, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise RecipeError("commands: args must be rows of numbers (a 2-D array, one row per command)") \
+                    from None
+            if table.ndim != 2 or table.shape[0] != n:
+                raise RecipeError(f"commands: args must be a 2-D array of {n} rows, got shape {table.shape}")
+        humans = []
+        for r, g in zip(*cols):
+            if not (0 <= r < len(self._seats) and self._seats[r] is not None and self._seat_gens[r] == g):
+                break
+            humans.append(self._seats[r])
+        bad = len(humans)
+        if bad:
+            run_columns(self, list(commands[:bad]), humans, None if args is None else table[:bad])
+        if bad < n:
+            exc = StaleHandle(f"commands_at: row {bad}: human row {cols[0][bad]} does not hold generation "
+                              f"{cols[1][bad]} (its human left, or the row holds another now)")
+            exc.row = bad                      # type: ignore[attr-defined]
+            exc.add_note(f"commands_at: row {bad} (of the batch) was refused; the rows before it were run")
+            raise exc
+
     def set_gait_targets(self, humans, targets) -> np.ndarray:
         """Each human's running gait (``running``) given its target, row after row, as its
         ``set_target`` (Player.set_gait_targets): a bool per row, True where a gait took it.
@@ -742,6 +811,11 @@ class Reference:
         as the engine's does (BatchEngine.forget): at once, or at the end of the flush that
         releases the human's cut tasks."""
         self._stepped = [i for i in self._stepped if i is not inst]
+        for r, held in enumerate(self._seats):           # its row named by rows_of: given back
+            if held is inst:
+                self._seats[r] = None
+                self._seat_gens[r] += 1
+                self._free_seats.append(r)
         if getattr(inst.record, "release", None) is None or any(i is inst for i in self._leaving):
             return
         if any(i is inst for _, i in self.deferred):

@@ -1448,34 +1448,73 @@ def counts_raw(gen: Any, free: Any, uses: Any, call_free: Any, deferred: Any, bo
                      np.ascontiguousarray(pool_out, np.bool_).view(np.uint8).tobytes()))
 
 
-def _values_raw(engine: tuple, texts: list, fight: Any, extras: list, cache: Any = None) -> bytes:
+def _values_raw(engine: tuple, texts: list, fight: Any, extras: list, cache: Any = None,
+                forms: dict | None = None) -> bytes:
     """Part 4 of the checksum (see above): ``engine`` (calls' values, the step's lists as
     int64 bytes, leaving, instances, loose, the step's pending entries or None)."""
-    v = (engine, texts, fight, extras_digest(extras, cache))
+    v = (engine, texts, fight, extras_digest(extras, cache, forms))
     try:
         return values_bytes(v)
     except ValueError:                          # a type values_bytes does not write by value (an enum in args)
         return plaindata.encode(v, lenient=True)
 
 
-def extras_digest(extras: list, cache: Any = None) -> bytes:
+def extras_digest(extras: list, cache: Any = None, forms: dict | None = None) -> bytes:
     """The sha256 of the stateful actions' states in the plain form (plaindata; an array of
     a dtype no file holds by its digest form). ``cache``: a Game's SnapCache, which keeps
     the last states and their digest: the same state objects give it again (a state's
     values are never written to; an action gives its last state again while nothing
-    changed)."""
+    changed). ``forms``: a dict that keeps the plain form of each state's parts per
+    object (a state made again shares the parts that did not change: a generator's state,
+    counts)."""
     if cache is not None:
         got = cache.extras
         if got is not None and len(got[0]) == len(extras) and all(a is b for a, b in zip(got[0], extras)):
             return got[1]
     try:
-        raw = plaindata.encode(extras, lenient=True)
+        raw = plaindata.encode(extras, lenient=True) if forms is None else _parts_plain(extras, forms)
     except plaindata.PlainDataError:
         raw = plaindata.encode(digest_form(extras), lenient=True)
     d = hashlib.sha256(raw).digest()
     if cache is not None:
         cache.extras = (tuple(extras), d)
     return d
+
+
+def _parts_plain(extras: list, forms: dict) -> bytes:
+    """``plaindata.encode(extras, lenient=True)`` (a list's or tuple's form is its head and
+    its items' forms in turn), each state's items that are containers encoded once per
+    object (kept in ``forms``)."""
+    out = [_head(list, len(extras))]
+    for s in extras:
+        if s.__class__ is not tuple:
+            out.append(plaindata.encode(s, lenient=True))
+            continue
+        out.append(_head(tuple, len(s)))
+        for x in s:
+            if x.__class__ in _CONTAINERS:
+                got = forms.get(id(x))
+                if got is None or got[0] is not x:
+                    got = (x, plaindata.encode(x, lenient=True))
+                    _keep(forms, x, got[1])
+                out.append(got[1])
+            else:
+                out.append(plaindata.encode(x, lenient=True))
+    return b"".join(out)
+
+
+_CONTAINERS = (tuple, list, dict)
+_HEADS: dict = {}
+
+
+def _head(kind: type, n: int) -> bytes:
+    """The plain form's head of a ``kind`` (list or tuple) of ``n`` items: its form less
+    its items' (n Nones, a byte each)."""
+    got = _HEADS.get((kind, n))
+    if got is None:
+        whole = plaindata.encode(kind([None] * n))
+        got = _HEADS[(kind, n)] = whole[:len(whole) - n]
+    return got
 
 
 def _words_digest(words: bytes, cache: Any) -> bytes:
@@ -1494,7 +1533,7 @@ def _words_digest(words: bytes, cache: Any) -> bytes:
     return d
 
 
-def _fight_form(fight: Any, state: Any, cache: Any = None) -> Any:
+def _fight_form(fight: Any, state: Any, cache: Any = None, forms: dict | None = None) -> Any:
     """The fight rules' ``save_state`` in the checksum's canonical form: the K.O.s and the
     starts sorted by entity, plain numbers, the stats with the counts by kind sorted, the
     pending windows and ends, and per controller its AI state (the words' sha256, the gauss
@@ -1510,18 +1549,60 @@ def _fight_form(fight: Any, state: Any, cache: Any = None) -> Any:
     for c in ctl:
         if c.__class__.__name__ == "AIRow":
             c = c.state()
-        if _is_ai_state(c):
+        # an AI's generator state met before (the same object while it drew nothing): its
+        # words' digest and gauss value as written then
+        rng = c[0] if forms is not None and c.__class__ is tuple and len(c) == 4 else None
+        got = forms.get(id(rng)) if rng is not None else None
+        if got is not None and got[0] is rng:
+            _, tick, hold, on = c
+            ctl_form.append((*got[1], int(tick), int(hold), bool(on)))
+        elif _is_ai_state(c):
             (_, words, gauss), tick, hold, on = c
-            ctl_form.append((_words_digest(words, cache), None if gauss is None else float(gauss), int(tick),
-                             int(hold), bool(on)))
+            head = (_words_digest(words, cache), None if gauss is None else float(gauss))
+            if forms is not None:
+                _keep(forms, c[0], head)
+            ctl_form.append((*head, int(tick), int(hold), bool(on)))
         else:
             ctl_form.append(None if c is None else plaindata.encode(c, lenient=True))
-    return (sorted([(int(e), int(u)) for e, u in ko.items()]), ko_at,
-            sorted([(int(e), (tuple([float(x) for x in p]), float(h), float(hp))) for e, (p, h, hp) in starts.items()]),
+    return (_form(forms, ko, _ko_form), ko_at, _form(forms, starts, _starts_form),
             (int(grabs), int(strikes), int(throws), float(damage), int(refused),
-             sorted([(str(k), int(n)) for k, n in kinds.items()]), int(logged), int(round_),
+             _form(forms, kinds, _kinds_form), int(logged), int(round_),
              plaindata.encode([dict(r) for r in rounds], lenient=True) if rounds else b""),
             [_pending_form(item, fight) for item in pending], ctl_form)
+
+
+def _ko_form(ko: dict) -> list:
+    return sorted([(int(e), int(u)) for e, u in ko.items()])
+
+
+def _starts_form(starts: dict) -> list:
+    return sorted([(int(e), (tuple([float(x) for x in p]), float(h), float(hp))) for e, (p, h, hp) in starts.items()])
+
+
+def _kinds_form(kinds: dict) -> list:
+    return sorted([(str(k), int(n)) for k, n in kinds.items()])
+
+
+def _form(kept: dict | None, v: dict, make: Any) -> list:
+    """``make(v)``, kept in ``kept`` (id(v) -> (v, its form)) for the last few ``v`` objects
+    (a fight's state shares its K.O.s, starts and counts by kind from one save to the next
+    while they are the same, and a state's values are never written to)."""
+    if kept is None:
+        return make(v)
+    got = kept.get(id(v))
+    if got is not None and got[0] is v:
+        return got[1]
+    f = make(v)
+    _keep(kept, v, f)
+    return f
+
+
+def _keep(kept: dict, v: Any, f: Any) -> None:
+    """``f`` kept for ``v`` (held, so that no other object takes its id) in ``kept``, which
+    is emptied past a few dozen entries."""
+    if len(kept) >= 32:
+        kept.clear()
+    kept[id(v)] = (v, f)
 
 
 def _is_ai_state(s: Any) -> bool:
@@ -1587,11 +1668,13 @@ def _arena_digests(game, arena, tabs: tuple) -> np.ndarray:
     return digests_in(got[2], arena.buf)
 
 
-def checksum_game(game, entity_next: int, extras: list, arena: Any = None) -> str | None:
+def checksum_game(game, entity_next: int, extras: list, arena: Any = None, kept: Any = None) -> str | None:
     """``checksum`` of the compiled Game's state now, read from its own tables and lists
     (no copy, no snapshot); ``extras``: the stateful actions; ``arena``: the TableArena
     whose first seven tables are the saved ones (their digests in one call while they lie
-    in it). None where the state has
+    in it); ``kept``: an object whose ``owners``, ``calls`` (None at first) and ``forms``
+    (a dict) keep parts of the digest's input from one call to the next (the Game's
+    snapshot plan), each with what it was made from. None where the state has
     parts this path does not read (a human never stepped, the step's entries pending):
     take a snapshot's view then."""
     player = game.player
@@ -1606,18 +1689,35 @@ def checksum_game(game, entity_next: int, extras: list, arena: Any = None) -> st
     st, ctx = player.stores, game.ctx
     hum = st.humans
     combats = ctx.combats
-    bodies_col, combats_col = owner_columns(game, game.names, (ctx.bodies.owners, ctx.bodies.capacity),
-                                            (combats.owners, combats.capacity))
+    # (the owners' columns change only when a human comes or goes or a view moves: kept
+    # while the names' version, each row's view and the capacities are the same)
+    bo, co, caps = ctx.bodies.owners, combats.owners, (ctx.bodies.capacity, combats.capacity)
+    got = kept.owners if kept is not None else None
+    if got is None or got[0] != game.names.version or got[3] != caps or got[1] != bo or got[2] != co:
+        got = (game.names.version, dict(bo), dict(co), caps,
+               owner_columns(game, game.names, (bo, caps[0]), (co, caps[1])))
+        if kept is not None:
+            kept.owners = got
+    bodies_col, combats_col = got[4]
     counts = counts_raw(hum.gen, hum._free, uses, free, rows, bodies_col, combats_col, pool[0], pool[1], stats, kh, pc,
                         ctx.updates_run, ctx.update, entity_next)
-    calls = [("", v) if v.__class__ is str else S.callback_plain(v, "calls", False) for v in values]
+    # (the callbacks' values in their plain form, kept while the callbacks table gives the
+    # same saved state: nothing taken or dropped since)
+    saved = st.calls.save()
+    got = kept.calls if kept is not None else None
+    if got is None or got[0] is not saved:
+        got = (saved, [("", v) if v.__class__ is str else S.callback_plain(v, "calls", False) for v in saved[0]])
+        if kept is not None:
+            kept.calls = got
+    calls = got[1]
     engine: tuple = (calls, [np.ascontiguousarray(r, _I8).tobytes() for r in stepped],
               [(int(r), int(g)) for r, g in leaving], [None if i is None else i.name for i in instances], [], None)
     fight = game.fight
     fs = fight.save_state() if fight is not None and hasattr(fight, "save_state") else None
     cache = cache_of(game)
-    values = _values_raw(engine, [str.__str__(t) for t in combats.texts], _fight_form(fight, fs, cache),
-                         [fn.save_state() for fn in extras], cache)
+    forms = kept.forms if kept is not None else None
+    values = _values_raw(engine, [str.__str__(t) for t in combats.texts], _fight_form(fight, fs, cache, forms),
+                         [fn.save_state() for fn in extras], cache, forms)
     tabs = (st.cursors, st.fades, st.gaits, st.tasks, hum, ctx.bodies, combats)
     tables = _arena_digests(game, arena, tabs) if arena is not None and arena.whole() else \
         _tables_digests(game, tuple(t.block for t in tabs), tuple(int(t.capacity) for t in tabs))

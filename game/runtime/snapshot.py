@@ -259,7 +259,7 @@ class _Plan:
     (snapfile.stateful) of the action and state function lists as they were (``lists``).
     The reference engine's Game has no arena (its state is its objects)."""
 
-    __slots__ = ("arena", "lists", "stateful", "names", "ais", "game_ref")
+    __slots__ = ("arena", "lists", "stateful", "names", "ais", "game_ref", "owners", "calls", "forms")
 
     def __init__(self, game) -> None:
         # (Game.names' version, a copy of it): the copy every snapshot of that version
@@ -276,6 +276,10 @@ class _Plan:
         self.arena = None if st is None else TableArena(tables)
         self.lists: tuple = ()
         self.stateful: list = []
+        # the checksum's parts kept between calls (snapfile.checksum_game's ``kept``)
+        self.owners: Any = None
+        self.calls: Any = None
+        self.forms: dict = {}
 
 
 def _plan(game) -> _Plan:
@@ -342,8 +346,14 @@ def take(game, outputs: bool = False, reuse: Snapshot | None = None, view: bool 
         if ai_rows is not None:
             ais = S.save_table(ai_rows, view=True)
     elif arena is not None:
-        bodies = (arena[2][5], dict(ctx.bodies.owners))
-        combats = (arena[2][6], dict(ctx.combats.owners), list(ctx.combats.texts))
+        # the older state's parts where they hold the same (its copy of the arena written
+        # over, the owners and texts unchanged: a rollback ring's usual case)
+        bodies, combats = old.bodies if old is not None else None, old.combats if old is not None else None
+        if bodies is None or bodies[0] is not arena[2][5] or bodies[1] != ctx.bodies.owners:
+            bodies = (arena[2][5], dict(ctx.bodies.owners))
+        if combats is None or combats[0] is not arena[2][6] or combats[1] != ctx.combats.owners or \
+                combats[2] != ctx.combats.texts:
+            combats = (arena[2][6], dict(ctx.combats.owners), list(ctx.combats.texts))
         if ai_rows is not None:
             ais = arena[2][7]
     else:
@@ -383,34 +393,41 @@ def restore(game, snap: Snapshot) -> None:
         raise SnapshotError(f"Game.restore: expected a Snapshot, got {type(snap).__name__}")
     if snap.engine != game.engine:
         raise SnapshotError(f"Game.restore: a snapshot of the {snap.engine!r} engine on a {game.engine!r} Game")
+    plan = _plan(game)
     st = snap._state
     ref = snap._game
-    own = st is not None and ref is not None and ref() is game      # this Game's own snapshot: trusted
+    # this Game's own snapshot (trusted): taken through this plan, or through an older one of this Game
+    own = st is not None and ref is not None and (ref is plan.game_ref or ref() is game)
     if not own:
         st = snap._resolved(game)                    # (a file's, checked; another Game's: refused)
     assert st is not None
     # -- every check first: nothing changes on a refusal
-    alive = game.names if game.names == st.names else dict(game.humans())
-    if alive is not game.names:
+    names = game.names
+    kept = plan.names
+    # the names as the snapshot holds them: its names are the copy the plan keeps for the
+    # names' version now (a rollback ring's usual case: no human came or went), or equal
+    same = (st.names is kept[1] and kept[0] == names.version) or names == st.names
+    alive = names if same else dict(game.humans())
+    if not same:
         for name, ent in st.names.items():
             if alive.get(name) != ent:
                 raise SnapshotError(f"Game.restore: human {name!r} (entity {ent}) is not in the world as it was "
                                     f"at update {st.updates_run}: a human removed after a snapshot cannot come back")
-    if st.joins is not None and st.lineage != game.names.lineage:
-        now = game.names.joins
+    if st.joins is not None and st.lineage != names.lineage:
+        now = names.joins
         for name, j in st.joins.items():
             if now.get(name) != j:
                 raise SnapshotError(f"Game.restore: human {name!r} (entity {st.names.get(name)}) left and was added "
                                     f"again after the snapshot at update {st.updates_run}: the snapshot holds the "
                                     "human that left, which cannot come back")
-    if (st.fight is None) != (game.fight is None or not hasattr(game.fight, "save_state")):
-        raise SnapshotError("Game.restore: the snapshot was taken " + ("without" if st.fight is None else "with")
-                            + " fight rules, this Game has " + ("them" if st.fight is None else "none"))
+    fr = game.fight
+    fs = st.fight
+    if (fs is None) != (fr is None or not hasattr(fr, "save_state")):
+        raise SnapshotError("Game.restore: the snapshot was taken " + ("without" if fs is None else "with")
+                            + " fight rules, this Game has " + ("them" if fs is None else "none"))
     # a file's state was checked in full when it was read (snapfile.to_state); the Game's own
     # snapshots are its own data: their shape only (a Fight's: its controllers' count)
-    fs = st.fight
     if fs is not None and own:
-        fr = game.fight
         ctl = getattr(fr, "controllers", None)
         if ctl is None or fs.__class__ is not tuple or len(fs) != 6 or fs[5].__class__ is not tuple or \
                 len(fs[5]) != len(ctl):
@@ -418,12 +435,12 @@ def restore(game, snap: Snapshot) -> None:
             why = fits(fs, trusted=True) if fits is not None else None
             if why is not None:
                 raise SnapshotError(f"Game.restore: the fight rules' state does not fit: {why}")
-    plan = _plan(game)
     extras = _stateful(game, plan)
     if len(extras) != len(st.extras):
         raise SnapshotError(f"Game.restore: {len(st.extras)} stateful actions saved, this Game runs {len(extras)}")
+    ctx = game.ctx
     if not own:                                      # a snapshot of this Game fits its own tables
-        tables = [(ctx_t, t[0]) for ctx_t, t in ((game.ctx.bodies, st.bodies), (game.ctx.combats, st.combats))]
+        tables = [(ctx_t, t[0]) for ctx_t, t in ((ctx.bodies, st.bodies), (ctx.combats, st.combats))]
         if st.engine == "compiled":
             tables += [(getattr(game.player.stores, n), ts) for n, ts in st.engine_state.tables.items()]
         for table, ts in tables:
@@ -431,46 +448,30 @@ def restore(game, snap: Snapshot) -> None:
                 raise SnapshotError(f"Game.restore: a saved {type(table).__name__} of {ts.capacity} rows is "
                                     f"{ts.block.nbytes} bytes, not this engine's layout (another version's columns)")
     # -- humans added after the snapshot leave
-    leaving = [n for n in list(alive) if n not in st.names] if alive is not game.names else []
-    for name in leaving:
-        game.remove_human(name)
-    moved = bool(leaving)                            # the crowd's structure changed: the systems' lists go
+    moved = False                                    # the crowd's structure changed: the systems' lists go
+    if not same:
+        leaving = [n for n in list(alive) if n not in st.names]
+        for name in leaving:
+            game.remove_human(name)
+        moved = bool(leaving)
     # -- the engine
     copied = False
     if st.engine == "reference":
         S.load_reference(game.player, st.engine_state)
     else:
         # this Game's own snapshot of the tables as they lie now: their bytes in one copy
-        copied = S.load_engine(game.player, st.engine_state, check=False,     # the layouts checked above
-                               rehome=snap._parsed is not None, arena=plan.arena)
-    ctx = game.ctx
+        copied = S.load_engine(game.player, st.engine_state, False,      # the layouts checked above
+                               snap._parsed is not None, plan.arena)
     c = st.ctx
-    _set = object.__setattr__                        # (numbers it gave: not checked again)
+    _set = object.__setattr__                        # (numbers it gave, and Nones: not checked again)
     _set(ctx, "updates_run", st.updates_run)
     _set(ctx, "update", st.update)
     if c:                                            # the last update's outputs were saved
-        if c["poses"] is None:
-            ctx.poses = None
-        else:
-            p = ctx.poses
-            if p is not None and p.rot.shape == c["poses"][2].shape:
-                for dst, src in zip((p.vel, p.root, p.rot, p.tag), c["poses"]):
-                    np.copyto(dst, src)
-            else:
-                from scuffle.anim.maths.pose import PoseBatch
-                ctx.poses = PoseBatch(*(a.copy() for a in c["poses"]))
-        for name in ("bone_pos", "bone_rot"):
-            saved, now = c[name], getattr(ctx, name)
-            if saved is None:
-                setattr(ctx, name, None)
-            elif now is not None and now.shape == saved.shape:
-                np.copyto(now, saved)
-            else:
-                setattr(ctx, name, saved.copy())
+        _outputs_back(ctx, c)
     if ctx.fired is not None:
-        ctx.fired = None
+        _set(ctx, "fired", None)
     if ctx.failures:
-        ctx.failures = []
+        _set(ctx, "failures", [])
     bodies, combats = ctx.bodies, ctx.combats
     if not copied:
         S.load_table(bodies, st.bodies[0], check=False)
@@ -478,34 +479,65 @@ def restore(game, snap: Snapshot) -> None:
         if st.ais is not None:
             assert plan.ais is not None                  # (the plan seats the AI rows it saved)
             S.load_table(plan.ais, st.ais, check=False)
-    if combats.texts != st.combats[2]:
-        _texts_back(combats, st.combats[2])
-    for table, owners in ((bodies, st.bodies[1]), (combats, st.combats[1])):
-        # a view moved (added, removed, rehomed), or a file's rows: the views take their
-        # rows' generations as the file gives them
-        if table.owners != owners or not own:
-            moved = True
-            table.owners.clear()
-            table.owners.update(owners)
-            for row, view in owners.items():
-                view.rebind(table, row)              # the row's generation as saved
-    _entity_next_back(game.world, st.entity_next)
-    if game.names != st.names:
+    saved = st.combats
+    if combats.texts != saved[2]:
+        _texts_back(combats, saved[2])
+    # a view moved (added, removed, rehomed), or a file's rows: the views take their rows'
+    # generations as the file gives them
+    if bodies.owners != st.bodies[1] or not own:
         moved = True
-        game.names.clear()
-        game.names.update(st.names)
-    game.names.restore_joins(st.joins, st.lineage)
+        _owners_back(bodies, st.bodies[1])
+    if combats.owners != saved[1] or not own:
+        moved = True
+        _owners_back(combats, saved[1])
+    _entity_next_back(game.world, st.entity_next)
+    if not same and names != st.names:
+        moved = True
+        names.clear()
+        names.update(st.names)
+    if st.joins is None or st.lineage != names.lineage:     # (the same lineage: the same joins, nothing to do)
+        names.restore_joins(st.joins, st.lineage)
     if moved:
         # the crowd's rows (body rows, pose columns) are read again at the next update;
         # with the same humans and every view on its row they still hold, so a rollback's
         # first update does not read them again
         ctx.crowd.invalidate()
-    if st.fight is not None:
-        game.fight.load_state(st.fight)
-        if st.fight_log is not None and hasattr(game.fight, "load_log"):
-            game.fight.load_log(st.fight_log)
+    if fs is not None:
+        fr.load_state(fs)
+        if st.fight_log is not None and hasattr(fr, "load_log"):
+            fr.load_log(st.fight_log)
     for fn, s in zip(extras, st.extras):
         fn.load_state(s)
+
+
+def _outputs_back(ctx, c: dict) -> None:
+    """The last update's poses and bones as saved (a snapshot taken with ``outputs``)."""
+    if c["poses"] is None:
+        ctx.poses = None
+    else:
+        p = ctx.poses
+        if p is not None and p.rot.shape == c["poses"][2].shape:
+            for dst, src in zip((p.vel, p.root, p.rot, p.tag), c["poses"]):
+                np.copyto(dst, src)
+        else:
+            from scuffle.anim.maths.pose import PoseBatch
+            ctx.poses = PoseBatch(*(a.copy() for a in c["poses"]))
+    for name in ("bone_pos", "bone_rot"):
+        saved, now = c[name], getattr(ctx, name)
+        if saved is None:
+            setattr(ctx, name, None)
+        elif now is not None and now.shape == saved.shape:
+            np.copyto(now, saved)
+        else:
+            setattr(ctx, name, saved.copy())
+
+
+def _owners_back(table, owners: dict) -> None:
+    """The table's views as saved, each on its row with the row's generation as saved."""
+    table.owners.clear()
+    table.owners.update(owners)
+    for row, view in owners.items():
+        view.rebind(table, row)
 
 
 def _texts_back(table, texts: list) -> None:
@@ -535,7 +567,7 @@ def checksum(game) -> str:
         if game.closed:
             game._open()                                  # (raises GameClosed)
         plan = _plan(game)
-        got = F.checksum_game(game, _entity_next(game.world), _stateful(game, plan), plan.arena)
+        got = F.checksum_game(game, _entity_next(game.world), _stateful(game, plan), plan.arena, plan)
         if got is not None:
             return got
         return F.checksum(game, take(game, view=True)._state)

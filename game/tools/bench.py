@@ -77,7 +77,8 @@ import numpy as np
 
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.playback.player import PlayerOptions
-from scuffle.anim.playback.recipe import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe
+from scuffle.anim.playback.recipe import (Arg, ClipStep, DirectionStep, GaitStep, LoopStep, MixStep, PickStep, Place,
+                                          Recipe)
 from scuffle.anim.playback.tasks import LOCOMOTION_FLAGS, HeldFlags, TaskFlags, TaskType
 from scuffle.game.runtime.collector import settle as settle_collector
 from scuffle.game.fighters.moves import GAIT_IDS, Move
@@ -184,9 +185,10 @@ _N_KINDS = len(COMMAND_KINDS)
 ATTACKS = (Move.JAB, Move.KICK, Move.CROSS, Move.HOOK)
 REACTIONS = (Move.HIT_FRONT, Move.HIT_BACK, Move.HIT_HEAVY)
 # The crowd's commands as a game issues them: prepared recipes (anim.playback.recipe; plain data,
-# Player.prepare once, Player.run with the fade and the id or gait target), the same rows
-# as the handle calls of RealisticCrowd._do_handles; mix, pick, direction and a running
-# gait's new target go through the handle API.
+# Player.prepare once, Player.run with the fade and the id, gait target, weight, value or
+# direction), the same rows as the handle calls of RealisticCrowd._do_handles; a running
+# gait's or mix's new target goes to its task (the gaits' as columns, Player.set_gait_targets).
+PACES = (Move.WALK, Move.JOG, Move.RUN, Move.SPRINT)
 REAL_RECIPES = {
     "walk_start": Recipe(Place.CHANGE, (ClipStep(Move.WALK_START),
                                         GaitStep(GAIT_IDS, target=Arg(1), value=0.0, flags=WALK_FLAGS)), fade=Arg(0)),
@@ -198,6 +200,9 @@ REAL_RECIPES = {
                                    LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)),
     "hit": Recipe(Place.CHANGE, (ClipStep(Arg(1)), LoopStep(Move.FIGHT_IDLE)), fade=Arg(0)),
     "queued": Recipe(Place.ENQUEUE, (ClipStep(Arg(0), blend=0.1), LoopStep(Move.FIGHT_IDLE))),
+    "mix": Recipe(Place.CHANGE, (MixStep(Move.WALK, Move.JOG, weight=Arg(1)),), fade=Arg(0)),
+    "pick": Recipe(Place.CHANGE, (PickStep(PACES, 1.0, value=Arg(1)),), fade=Arg(0)),
+    "direction": Recipe(Place.CHANGE, (DirectionStep(DIRECTION_BASE, direction=Arg(1)),), fade=Arg(0)),
 }
 HANDLE_SAMPLE = 8                    # every 8th command through the handle API (command_cpu_us_handles)
 _first = itemgetter(0)
@@ -293,9 +298,9 @@ class RealisticCrowd:
 
     The commands go as a game issues them: prepared recipes (REAL_RECIPES, Player.prepare
     once; ``_prepared``) for the walk start (and a gait target with no gait running), walk
-    stop, attack, combo, hit reaction and queued attack, first, in draw order; then the
-    handle API (``_do_handles``: the constructors and stack rules) for a running gait's new
-    target, mix, pick and direction; then the HANDLE_SAMPLE-th commands, which go through
+    stop, attack, combo, hit reaction, queued attack, mix (with no mix running), pick and
+    direction, first, in draw order; then the handle API (``_do_handles``: the constructors
+    and stack rules) for a running mix's new target; then the HANDLE_SAMPLE-th commands, which go through
     ``_do_handles`` whatever their kind, timed apart. The prepared ones go as one batch an
     update (``_batched``: Player.commands, the columns of the update's commands; the
     running gaits' new targets as columns too, Player.set_gait_targets, before them) on
@@ -352,6 +357,7 @@ class RealisticCrowd:
         self._kept: tuple | None = None             # the last save_state (given again while nothing changed)
         self._kinds_of: tuple = (None, -1)          # (a state's counts by kind, the command count they are at)
         self.fights: list = []
+        self._row_cols: tuple | None = None          # the extras' rows and generations (_index_rows)
         self.listener = _Listener()
         self.router = _FightRouter()
 
@@ -401,6 +407,18 @@ class RealisticCrowd:
         if self.listener.counts != counts:
             self.listener.counts = dict(counts)
 
+    def _index_rows(self) -> tuple:
+        """The extras' rows and generations (Player.rows_of) by their index in the crowd,
+        kept as the driver's columns (read again when a row was given to another)."""
+        pairs = [pair for phase in self.by_phase for pair in phase]
+        size = max((i for i, _ in pairs), default=-1) + 1
+        rows, gens = self.player.rows_of([inst for _, inst in pairs])
+        by_i = np.full(size, -1, np.int64), np.full(size, -1, np.int64)
+        idx = np.fromiter((i for i, _ in pairs), np.int64, len(pairs))
+        by_i[0][idx], by_i[1][idx] = rows, gens
+        self._row_cols = by_i
+        return by_i
+
     # -- one command of each kind (the player's own calls: what a game's code does)
     def _running(self, inst, ttype):
         """The newest unreleased task of ``ttype`` on the human's stack (Player.running: a
@@ -435,7 +453,11 @@ class RealisticCrowd:
         elif kind == "queued":
             run(inst, cmds["queued"], ATTACKS[k % 4])
         else:
-            self._do_handles(kind, inst, x, k, fade)
+            got = self._prepared(kind, inst, x, k, fade)
+            if got is None:
+                self._do_handles(kind, inst, x, k, fade)
+            else:
+                run(inst, got[0], *got[1])
 
     def _do_handles(self, kind, inst, x, k, fade):
         """One command through the handle API (the player's constructors and stack rules)."""
@@ -465,7 +487,7 @@ class RealisticCrowd:
             else:
                 m.set_target(x / 4.0)
         elif kind == "pick":
-            p.change(inst, p.pick(inst, [Move.WALK, Move.JOG, Move.RUN, Move.SPRINT], 1.0, value=x * 0.75), fade)
+            p.change(inst, p.pick(inst, list(PACES), 1.0, value=x * 0.75), fade)
         elif kind == "direction":
             p.change(inst, p.direction(inst, DIRECTION_BASE, direction=x * 2.0), fade)
         else:                                             # queued: starts at the next step
@@ -474,8 +496,8 @@ class RealisticCrowd:
     def _prepared(self, kind, inst, x, k, fade):
         """The prepared command and its numbers that issue ``kind`` (REAL_RECIPES: two numbers
         a row, the second 0.0 where the recipe takes one), or None: the handle API's (a
-        running gait's new target, mix, pick, direction). A gait target reads whether a gait
-        runs (Player.running) here, as ``_do`` does."""
+        running gait's or mix's new target). A gait or mix target reads whether one runs
+        (Player.running) here, as ``_do`` does."""
         cmds = self.cmds
         if kind == "gait_target":
             if self.player.running(inst, TaskType.GAIT) is not None:
@@ -491,6 +513,14 @@ class RealisticCrowd:
             return cmds[kind], (fade, 0.0)
         if kind == "queued":
             return cmds["queued"], (ATTACKS[k % 4], 0.0)
+        if kind == "mix":
+            if self.player.running(inst, TaskType.MIX) is not None:
+                return None
+            return cmds["mix"], (fade, x / 4.0)
+        if kind == "pick":
+            return cmds["pick"], (fade, x * 0.75)
+        if kind == "direction":
+            return cmds["direction"], (fade, x * 2.0)
         return None
 
     def __call__(self, ctx) -> None:
@@ -522,6 +552,7 @@ class RealisticCrowd:
         ``Player.commands``, then the handle API's; timed as a whole (one pair of clock
         readings an update), the batch call alone too; the handle API's sample (every
         HANDLE_SAMPLE-th) after them, each timed apart."""
+        from scuffle.anim.base.errors import StaleHandle
         from scuffle.anim.engine.stack import AnimLimitError
 
         clock, cpu_clock = time.perf_counter, time.process_time
@@ -538,7 +569,7 @@ class RealisticCrowd:
         walking = iter(self.player.set_gait_targets([a for a, _ in steer], [x for _, x in steer]).tolist()) \
             if steer else iter(())
         walk_start = self.cmds["walk_start"]
-        cmds, insts, args, later, sampled = [], [], [], [], []
+        cmds, who, args, later, sampled = [], [], [], [], []
         for (i, inst), (kind, x, k, fade) in zip(phase, draws):
             if kind == "queued" and inst.queue:
                 kind = "hit"
@@ -550,7 +581,7 @@ class RealisticCrowd:
             if kind == "gait_target":
                 if not next(walking):
                     cmds.append(walk_start)
-                    insts.append(inst)
+                    who.append(i)
                     args.append((fade, x))
                 continue
             got = prepared(kind, inst, x, k, fade)
@@ -558,19 +589,32 @@ class RealisticCrowd:
                 later.append((kind, inst, x, k, fade))
             else:
                 cmds.append(got[0])
-                insts.append(inst)
+                who.append(i)
                 args.append(got[1])
         refused = 0
         b0 = cpu_clock()
+        # the humans named by their rows and generations, kept as columns (Player.rows_of):
+        # the batch reads no instance of theirs
+        cols = self._row_cols
+        if cols is None:
+            cols = self._index_rows()
+        rows, gens = cols[0][who], cols[1][who]
         lo = 0
+        reread = False
         while lo < len(cmds):                             # a refused row counted, the rest run after it
             try:
-                self.player.commands(cmds[lo:] if lo else cmds, insts[lo:] if lo else insts,
-                                     args[lo:] if lo else args)
+                self.player.commands_at(cmds[lo:] if lo else cmds, rows[lo:], gens[lo:], args[lo:] if lo else args)
                 break
             except AnimLimitError as e:
                 refused += 1
                 lo += e.row + 1                           # type: ignore[attr-defined]
+            except StaleHandle as e:                      # a row given to another (a restore): read again, once
+                if reread:
+                    raise
+                reread = True
+                lo += e.row                               # type: ignore[attr-defined]
+                cols = self._index_rows()
+                rows, gens = cols[0][who], cols[1][who]
         b1 = cpu_clock()
         for kind, inst, x, k, fade in later:
             try:
@@ -711,6 +755,7 @@ def _build_realistic(n: int, engine: str = "compiled", seed: int = 1, threads: i
         if k % REAL_CYCLE:                                # and a second change over it
             crowd._do("gait_target" if i % 2 else "hit", inst, (i % 7) * 0.5, i, 0.0)
     player.flush()
+    crowd._index_rows()                                   # the extras' rows, read once as they join
     for k, (a, b) in enumerate(pairs):
         pair = (names[a], names[b])
         fight = Fight(game if len(pairs) == 1 and n == 2 else _PairView(game, pair), idle_existing=False)

@@ -22,6 +22,7 @@ from scuffle.game.fighters.moves import Move
 from budget import examples
 from test_cmdbuffer import BUFFERED, _learnt
 from test_recipes import END, SHAPES, _world, tables
+from scuffle.game.tools.bench import crowd_set
 
 # compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
 pytestmark = pytest.mark.simd
@@ -114,6 +115,31 @@ def test_a_learnt_batch_is_checked_in_one_compiled_call():
     for j, k in enumerate(kinds):
         q.run(qs[j], qc[k], *SHAPES[k][1](1.5, j, 0.2))
     assert tables(p) == tables(q)
+
+
+def test_the_blends_of_types_10_11_13_go_through_the_compiled_call():
+    """A learnt batch of mixes, picks and directions (their numbers given per row, clamped
+    and wrapped: out of range too) becomes command buffer rows, none through Player.run, and
+    leaves the rows their handle calls leave (Player.mix, pick, direction and the stack
+    rules), bit for bit, update after update."""
+    from test_recipes import handle_calls
+
+    p, hs, cmds = _learnt()
+    q, qs, _ = _learnt()
+    kinds = ["mix", "pick", "direction", "pick_queued"]
+    for u, x in enumerate((-0.6, 0.1, 1.99, 2.51, 3.3, 4.9, 1.0, 7.2)):
+        rows = [(kinds[(u + j) % len(kinds)], j % 4, x + 0.37 * j, u + j, 0.2) for j in range(4)]
+        before, run_before = p.columns.rows_buffered, p.columns.rows_run
+        p.commands([cmds[r[0]] for r in rows], [hs[r[1]] for r in rows], [_row(r[0], *r[2:]) for r in rows])
+        assert p.columns.rows_buffered == before + 4 and p.columns.rows_run == run_before, u
+        for kind, i, xx, k, fade in rows:
+            handle_calls(q, qs[i], kind, xx, k, fade)
+        assert tables(p) == tables(q), u
+        for _ in range(8):                                # the fades done: the stacks stay shallow
+            for w, h in ((p, hs), (q, qs)):
+                w.step(h)
+                w.flush()
+        assert tables(p) == tables(q), u
 
 
 def test_a_human_twice_in_a_batch_and_a_full_buffer():
@@ -211,9 +237,9 @@ def test_the_reference_runs_a_batch_as_its_own_runs():
     included (the same class and row)."""
     from scuffle.anim.engine.stack import CharacterInstance
     from scuffle.anim.playback.player import Player
-    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.tools.bench import crowd_set
 
-    s = demo_set()
+    s = crowd_set()                                     # (with a direction task's eight clips)
     p, ref = Player(), Reference()
     hp = [CharacterInstance(s, f"h{i}") for i in range(3)]
     hr = [RefInstance(s, f"h{i}") for i in range(3)]
@@ -287,9 +313,9 @@ def test_a_gait_target_that_is_not_finite_is_refused_with_its_row():
 def test_the_reference_moves_gait_targets_as_the_engine():
     from scuffle.anim.engine.stack import CharacterInstance
     from scuffle.anim.playback.player import Player
-    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.tools.bench import crowd_set
 
-    s = demo_set()
+    s = crowd_set()                                     # (with a direction task's eight clips)
     p, ref = Player(), Reference()
     hp = [CharacterInstance(s, f"h{i}") for i in range(3)]
     hr = [RefInstance(s, f"h{i}") for i in range(3)]
@@ -307,3 +333,70 @@ def test_the_reference_moves_gait_targets_as_the_engine():
             w.step(hs)
             w.flush()
         assert engine_state(p, hp) == reference_state(ref, hr), u
+
+
+# ---------------------------------------------------------------- humans named by row and generation
+
+
+def test_humans_named_by_row_and_generation_leave_the_rows_of_commands():
+    """``commands_at`` with the columns ``rows_of`` gives: the same tables as ``commands``
+    with the instances (a twin world), the rows made buffer rows, no row through run."""
+    p, hs, cmds = _learnt()
+    q, qs, qc = _learnt()
+    rows, gens = p.rows_of(hs)
+    assert rows.dtype == gens.dtype == "int64" and rows.tolist() == [h.slot for h in hs]
+    assert gens.tolist() == [h.record.gen for h in hs]
+    kinds = ["attack", "mix", "walk_start", "pick", "queued", "direction", "clip_alone", "combo"]
+    for u in range(3):
+        picks = [(kinds[(u + j) % len(kinds)], (u + j) % 4) for j in range(6)]
+        args = [_row(k, 0.7 * u + j, u + j, 0.2) for j, (k, _) in enumerate(picks)]
+        before, run_before = p.columns.rows_buffered, p.columns.rows_run
+        p.commands_at([cmds[k] for k, _ in picks], rows[[i for _, i in picks]], gens[[i for _, i in picks]], args)
+        q.commands([qc[k] for k, _ in picks], [qs[i] for _, i in picks], args)
+        assert p.columns.rows_run == run_before and p.columns.rows_buffered > before
+        assert tables(p) == tables(q), u
+        for _ in range(8):
+            for w, h in ((p, hs), (q, qs)):
+                w.step(h)
+                w.flush()
+        assert tables(p) == tables(q), u
+
+
+def test_a_stale_generation_is_refused_naming_the_row():
+    """A human that left, its row taken by a newcomer: the kept generation is refused
+    (StaleHandle naming the batch's row and the human row, ``row`` set), the rows before it
+    written, nothing after it; the columns themselves are checked before any row runs; the
+    reference refuses alike."""
+    from scuffle.game.runtime.world import Game
+
+    got = {}
+    for engine in ("compiled", "reference"):
+        with Game(engine=engine) as g:
+            for name in ("a", "b", "c"):
+                g.add_human(name, crowd_set())
+            g.step()
+            p = g.player
+            insts = [g.instance(n) for n in ("a", "b", "c")]
+            rows, gens = p.rows_of(insts)
+            push = p.prepare(Recipe(Place.PUSH, (ClipStep(Move.HIT_BACK),)))
+            g.remove_human("b")
+            g.add_human("d", crowd_set())
+            new_rows, new_gens = p.rows_of([g.instance("d")])
+            with pytest.raises(StaleHandle) as err:
+                p.commands_at([push] * 3, rows, gens)
+            assert err.value.row == 1
+            assert "row 1" in str(err.value) and f"human row {rows[1]}" in str(err.value)
+            assert any("row 1" in n for n in err.value.__notes__)
+            assert [int(t.type) for t in insts[0].stack] == [3] and len(insts[2].stack) == 0     # (none before)
+            got[engine] = str(err.value).replace(f"human row {rows[1]}", "human row R").replace(
+                f"generation {gens[1]}", "generation G")
+            for bad, msg in (((rows[:2], gens), "rows must be 3 whole numbers"),
+                             ((rows.astype(float), gens), "rows must be 3 whole numbers"),
+                             ((rows, [True, False, True]), "gens must be 3 whole numbers")):
+                with pytest.raises(RecipeError, match=msg):
+                    p.commands_at([push] * 3, *bad)
+            with pytest.raises(RecipeError, match="must be a CharacterInstance"):
+                p.rows_of([7])
+            p.commands_at([push], new_rows, new_gens)           # the newcomer's own columns
+            assert int(g.instance("d").stack[-1].anim_id()) == int(Move.HIT_BACK)
+    assert got["compiled"] == got["reference"]

@@ -18,13 +18,15 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from scuffle.anim.engine.callbacks import Callback
 from scuffle.anim.playback.player import Player, PlayerOptions
 from scuffle.anim.maths.pose import PoseStackOverflow
-from scuffle.anim.playback.recipe import Arg, ClipStep, Command, GaitStep, LoopStep, Place, Recipe, RecipeError
+from scuffle.anim.playback.recipe import (Arg, ClipStep, Command, DirectionStep, GaitStep, LoopStep, MixStep, PickStep,
+                                          Place, Recipe, RecipeError)
 from scuffle.anim.reference import Reference, RefInstance, engine_state, reference_state
 from scuffle.anim.engine.stack import AnimLimitError, CharacterInstance, QueueFull, StackFull, TaskPoolExhausted
 from scuffle.anim.playback.tasks import (LOCOMOTION_FLAGS, ClipTask, FadeTask, GaitTask, HeldFlags, TaskFlags,
                                 TaskType)
 from scuffle.game.fighters.moves import GAIT_IDS, Move
 from scuffle.game.fighters.moveset import demo_set
+from scuffle.game.tools.bench import DIRECTION_BASE, crowd_set
 
 from budget import examples
 
@@ -34,6 +36,7 @@ pytestmark = pytest.mark.simd
 W = int(HeldFlags.WINDUP)
 WALK = int(LOCOMOTION_FLAGS | TaskFlags.CONTINUOUS)
 ATTACKS = (Move.JAB, Move.KICK, Move.CROSS, Move.HOOK)
+PACES = (Move.WALK, Move.JOG, Move.RUN, Move.SPRINT)
 
 END = "test.recipes.end"            # the end callbacks' kind (registered by _world; its handler notes the call)
 KEPT = Callback(END, ())
@@ -101,6 +104,25 @@ SHAPES = {
                     lambda x, k, fade: (ATTACKS[k % 4],),
                     lambda p, i, x, k, fade: p.enqueue(i, p.clip(i, ATTACKS[k % 4], p.loop(i, Move.FIGHT_IDLE),
                                                                  blend=0.1, on_end=KEPT))),
+    # types 10, 11 and 13: their numbers given at run time (clamped, wrapped: out of range too) or fixed
+    "mix": (Recipe(Place.CHANGE, (MixStep(Move.WALK, Move.JOG, weight=Arg(1)),), fade=Arg(0)),
+            lambda x, k, fade: (fade, x / 4.0 - 0.1),
+            lambda p, i, x, k, fade: p.change(i, p.mix(i, Move.WALK, Move.JOG, weight=x / 4.0 - 0.1), fade)),
+    "mix_push": (Recipe(Place.PUSH, (MixStep(Move.IDLE, Move.FIGHT_IDLE, weight=0.7, flags=0x1),)),
+                 lambda x, k, fade: (),
+                 lambda p, i, x, k, fade: p.push(i, p.mix(i, Move.IDLE, Move.FIGHT_IDLE, weight=0.7, flags=0x1))),
+    "pick": (Recipe(Place.CHANGE, (PickStep(PACES, 1.0, value=Arg(1)),), fade=Arg(0)),
+             lambda x, k, fade: (fade, x * 0.75),
+             lambda p, i, x, k, fade: p.change(i, p.pick(i, list(PACES), 1.0, value=x * 0.75), fade)),
+    "pick_queued": (Recipe(Place.ENQUEUE, (PickStep(PACES, 1.3, value=Arg(0), flags=0x13),)),
+                    lambda x, k, fade: (x - 0.5,),
+                    lambda p, i, x, k, fade: p.enqueue(i, p.pick(i, list(PACES), 1.3, value=x - 0.5, flags=0x13))),
+    "direction": (Recipe(Place.CHANGE, (DirectionStep(DIRECTION_BASE, direction=Arg(1)),), fade=Arg(0)),
+                  lambda x, k, fade: (fade, x * 2.0 - 1.0),
+                  lambda p, i, x, k, fade: p.change(i, p.direction(i, DIRECTION_BASE, direction=x * 2.0 - 1.0), fade)),
+    "direction_push": (Recipe(Place.PUSH, (DirectionStep(DIRECTION_BASE, direction=7.6, flags=0x1),)),
+                       lambda x, k, fade: (),
+                       lambda p, i, x, k, fade: p.push(i, p.direction(i, DIRECTION_BASE, direction=7.6, flags=0x1))),
 }
 
 
@@ -114,7 +136,7 @@ def handle_calls(p, inst, kind: str, x: float, k: int, fade) -> None:
     class Recording:
         def __getattr__(self, name):
             f = getattr(p, name)
-            if name in ("loop", "clip", "gait", "chain"):
+            if name in ("loop", "clip", "gait", "chain", "mix", "pick", "direction"):
                 def make(*a, **kw):
                     t = f(*a, **kw)
                     made.append(t)
@@ -158,7 +180,7 @@ def _world(n: int, pool: int, **opts):
     p = Player(PlayerOptions(pool_size=pool, **opts))
     p.ended = []                                     # type: ignore[attr-defined]
     p.callbacks.register(END, lambda inst, *args: p.ended.append((inst.name, args)))   # type: ignore[attr-defined]
-    s = demo_set()
+    s = crowd_set()                                  # (the demo set and a direction task's eight clips)
     hs = [CharacterInstance(s, f"h{i}") for i in range(n)]
     return p, hs
 
@@ -348,6 +370,15 @@ def test_prepare_refuses_a_bad_recipe_and_run_the_wrong_params():
         (Recipe(Place.CHANGE, (LoopStep(1),), fade=float("inf")), "fade"),
         (Recipe(Place.CHANGE, (GaitStep((1, 2, 3)),)), "5 anim ids"),
         (Recipe(Place.PUSH, ("loop",)), "a LoopStep, a ClipStep or a GaitStep"),
+        (Recipe(Place.CHANGE, (MixStep(1, 2), LoopStep(1))), "tasks[0]: MixStep before the last task"),
+        (Recipe(Place.CHANGE, (MixStep(Arg(0), 2),)), "tasks[0].a: an anim id"),
+        (Recipe(Place.CHANGE, (MixStep(1, 2, weight=float("nan")),)), "tasks[0].weight"),
+        (Recipe(Place.CHANGE, (PickStep((1, 2, 3)),)), "4 anim ids"),
+        (Recipe(Place.CHANGE, (PickStep((1, 2, 3, 4), rate=Arg(0)),)), "tasks[0].rate: a number"),
+        (Recipe(Place.CHANGE, (PickStep((1, 2, 3, 4), rate=-1.0),)), "tasks[0].rate"),
+        (Recipe(Place.CHANGE, (DirectionStep(Arg(0)),)), "tasks[0].base: an anim id"),
+        (Recipe(Place.CHANGE, (DirectionStep(600, direction="n"),)), "tasks[0].direction"),
+        (Recipe(Place.CHANGE, (DirectionStep(600, flags=-1),)), "tasks[0].flags"),
         (Recipe(Place.CHANGE, (LoopStep(1, on_end=print),)), r"tasks[0].on_end: a callable is not data"),
         (Recipe(Place.CHANGE, (ClipStep(1, on_end=Callback("", ())),)), "tasks[0].on_end.kind"),
         (Recipe(Place.CHANGE, (ClipStep(1, on_end=Callback("k", (object(),))),)), "tasks[0].on_end"),
@@ -408,17 +439,18 @@ def test_the_reference_runs_a_recipe_as_its_own_handle_calls():
     """Reference.run expands a recipe into the reference's constructors and stack rules:
     the engine running recipes and the reference running them dump the same state, update
     after update."""
-    s = demo_set()
+    s = crowd_set()
     p, ref = Player(), Reference()
     hp = [CharacterInstance(s, f"h{i}") for i in range(3)]
     hr = [RefInstance(s, f"h{i}") for i in range(3)]
     cp = {k: p.prepare(r) for k, (r, _, _) in SHAPES.items()}
     cr = {k: ref.prepare(r) for k, (r, _, _) in SHAPES.items()}
-    kinds = ["walk_start", "attack", "combo", "queued", "gait_value", "flags", "push", "clip_alone", "gait_alone",
-             "ends", "ends_walk", "ends_push", "ends_queued"]
+    kinds = ["walk_start", "attack", "mix", "combo", "queued", "pick", "gait_value", "flags", "direction", "push",
+             "clip_alone", "mix_push", "gait_alone", "ends", "pick_queued", "ends_walk", "ends_push", "direction_push",
+             "ends_queued"]
     for w in (p, ref):
         w.callbacks.register(END, lambda inst, *args: None)
-    for u in range(24):
+    for u in range(2 * len(kinds)):
         p.step(hp)
         ref.step(hr)
         p.flush()
@@ -494,6 +526,14 @@ def test_the_reference_checks_a_recipe_as_the_engine_does():
         Recipe(Place.PUSH, (GaitStep(GAIT_IDS, value=float("nan")),)),
         Recipe(Place.CHANGE, (LoopStep(1),), fade=-1.0), Recipe(Place.CHANGE, (LoopStep(1),), fade=Arg(-1)),
         Recipe(Place.PUSH, (LoopStep(Arg("a")),)), Recipe(Place.CHANGE, (LoopStep(1),), fade=None),
+        Recipe(Place.PUSH, (MixStep(1, 2), LoopStep(1))), Recipe(Place.PUSH, (MixStep(Arg(0), 2),)),
+        Recipe(Place.PUSH, (MixStep(1, True),)), Recipe(Place.PUSH, (MixStep(1, 2, weight=float("inf")),)),
+        Recipe(Place.PUSH, (MixStep(1, 2, weight=Arg(-1)),)), Recipe(Place.PUSH, (MixStep(1, 2, flags=2 ** 31),)),
+        Recipe(Place.PUSH, (PickStep((1, 2, 3)),)), Recipe(Place.PUSH, (PickStep((1, 2, Arg(0), 4)),)),
+        Recipe(Place.PUSH, (PickStep((1, 2, 3, 4), rate=Arg(0)),)), Recipe(Place.PUSH, (PickStep((1, 2, 3, 4), -1.0),)),
+        Recipe(Place.PUSH, (PickStep((1, 2, 3, 4), value="v"),)), Recipe(Place.PUSH, (DirectionStep(Arg(0)),)),
+        Recipe(Place.PUSH, (DirectionStep(1.5),)), Recipe(Place.PUSH, (DirectionStep(600, direction=1e39),)),
+        Recipe(Place.PUSH, (DirectionStep(600, flags=True),)),
     ]
     p, ref = Player(), Reference()
     for r in bad:
@@ -513,3 +553,48 @@ def test_the_reference_checks_a_recipe_as_the_engine_does():
         with pytest.raises(RecipeError) as reference:
             ref.run(hr, rcmd, *wrong)
         assert str(reference.value) == str(engine.value).replace("Command(", "RefCommand("), name
+
+
+def test_the_blends_edge_numbers_leave_the_handle_calls_rows():
+    """A mix's weight, a pick's value and a direction at their edges (-0.0, a tiny negative
+    direction that wraps to 8.0, the thresholds, far out of range) written by the compiled
+    writers (``cmd_kernel_runs`` counts them) leave the handle calls' rows, bit for bit."""
+    a, ha = _world(4, 360)
+    b, hb = _world(4, 360)
+    cmds = {k: b.prepare(SHAPES[k][0]) for k in ("mix", "pick", "direction")}
+    # a recipe too long for a buffer row: written at once (cmdkernel.run_rows)
+    long_mix = b.prepare(Recipe(Place.CHANGE, (ClipStep(Move.JAB), ClipStep(Move.CROSS), ClipStep(Move.JAB),
+                                               ClipStep(Move.HOOK), MixStep(Move.WALK, Move.JOG, weight=Arg(1))),
+                                fade=Arg(0)))
+    for w, hs in ((a, ha), (b, hb)):
+        w.step(hs)
+    edges = [-0.0, 0.0, -1e-300, 0.5, 0.4999999999, 1.0, 1e30, -1e30, 0.51, 1.51, 2.51, 3.0, 2.5099999, 7.5, 8.0,
+             -8.0, 15.999999999]
+    learnt = False
+    for j, v in enumerate(edges * 2):
+        for kind in cmds:
+            i = j % 4
+            x = {"mix": v, "pick": v, "direction": v}[kind]
+            calls = {"mix": lambda p, h: p.change(h, p.mix(h, Move.WALK, Move.JOG, weight=x), 0.2),
+                     "pick": lambda p, h: p.change(h, p.pick(h, list(PACES), 1.0, value=x), 0.2),
+                     "direction": lambda p, h: p.change(h, p.direction(h, DIRECTION_BASE, direction=x), 0.2)}[kind]
+            calls(a, ha[i])
+            before = b.cmd_kernel_runs
+            b.run(hb[i], cmds[kind], 0.2, x)
+            if learnt:
+                assert b.cmd_kernel_runs == before + 1, (j, kind)
+            _same(a, b, f"{kind} {v!r}")
+        i = (j + 1) % 4
+        a.change(ha[i], a.clip(ha[i], Move.JAB, a.clip(ha[i], Move.CROSS, a.clip(ha[i], Move.JAB, a.clip(
+            ha[i], Move.HOOK, a.mix(ha[i], Move.WALK, Move.JOG, weight=v))))), 0.2)
+        before = b.cmd_kernel_runs
+        b.run(hb[i], long_mix, 0.2, v)
+        if learnt:
+            assert b.cmd_kernel_runs == before + 1, (j, "long_mix")
+        _same(a, b, f"long mix {v!r}")
+        learnt = True
+        for _ in range(10):                            # the fades done: shallow stacks
+            for w, hs in ((a, ha), (b, hb)):
+                w.step(hs)
+                w.flush()
+        _same(a, b, f"steps after {v!r}")

@@ -827,7 +827,8 @@ def test_the_reference_names_only_enums_options_errors_and_data():
         "skeleton": {"NUM_BONES", "REFERENCE_ROTATIONS", "HUMANOID"},
         "detmath": {"acos_s", "sin_cos_s", "cos_pi_s"},       # + - * / sqrt: the same bits anywhere
         "callbackdata": {"Callback", "CallbackError", "UnknownCallback"},
-        "recipedata": {"Arg", "ClipStep", "GaitStep", "LoopStep", "Place", "Recipe", "RecipeError"},
+        "recipedata": {"Arg", "ClipStep", "DirectionStep", "GaitStep", "LoopStep", "MixStep", "PickStep", "Place", "Recipe",
+                       "RecipeError"},
     }
     folder = Path(__file__).resolve().parents[2] / "anim" / "reference"
     seen = set()

@@ -141,6 +141,8 @@ _ROW_WRITES = {
                         {"anim/playback/tasks.py", "anim/engine/kernels_write.py"}),
     "gait (ids)": (re.compile(r"\b(?:m_)?id0\[[^\]]*\]\s*[,=](?!=)"),
                    {"anim/playback/tasks.py", "anim/engine/kernels_write.py"}),
+    "direction (base)": (re.compile(r"\b(?:m_)?base\[[^\]]*\]\s*=(?!=)"),
+                         {"anim/playback/tasks.py", "anim/engine/kernels_write.py"}),
 }
 
 
@@ -174,7 +176,8 @@ def test_the_compiled_paths_call_the_compiled_writers():
     """cmdkernel (a command at once and the buffer) and the step's new cursor go through
     kernels_write's writers."""
     files = dict(_engine_files())
-    for name in ("task_init", "cursor_init", "fade_init", "gait_init", "take_row"):
+    for name in ("task_init", "cursor_init", "fade_init", "gait_init", "take_row", "mix_init", "pick_init",
+                 "direction_init"):
         assert f"def {name}(" in files["anim/engine/kernels_write.py"]
         assert f"{name}(" in files["anim/engine/cmdkernel.py"], name
     assert "cursor_init(" in files["anim/engine/kernels_step.py"]

@@ -47,6 +47,18 @@ def _doc_lists() -> tuple[list[list[str]], list[str]]:
     return places, named
 
 
+PREPARED = "A type that prepared commands may make too"
+
+
+def _prepared_paths() -> list[str]:
+    """The files the section names for a type that prepared commands make too (its
+    paragraph "A type that prepared commands may make too ...": its step, template, rows
+    and compiled writer), beyond the places."""
+    sec = _section()
+    para = sec[sec.index(PREPARED):].split("\n\n", 1)[0]
+    return [q for q in re.findall(r"`([^`]+)`", para) if q.endswith(".py") and "/" in q]
+
+
 def _module_path(importer: Path, node: ast.ImportFrom) -> Path | None:
     """The source file an ImportFrom reads (relative or scuffle.*), or None."""
     if node.level:
@@ -137,7 +149,8 @@ def test_the_places_are_at_most_six_and_exist():
 def test_every_file_naming_a_task_type_is_documented():
     """Every source file that names a task type is a place or in the list of files that
     name particular types; in the engine (anim/), a type no rule outside its own knows
-    (MIX, PICK, DIRECTION: the road a new type takes) is named in the places alone."""
+    (MIX, PICK, DIRECTION: the road a new type takes) is named in the places alone, and in
+    the prepared commands' files the section names for such a type."""
     places, named = _doc_lists()
     place_paths = [q for row in places for q in row]
     found = names_by_file()
@@ -146,7 +159,7 @@ def test_every_file_naming_a_task_type_is_documented():
     assert not missing, "files naming a task type that docs/architecture.md does not list:\n" + "\n".join(missing)
     for t in ("MIX", "PICK", "DIRECTION"):
         outside = sorted(p.relative_to(ROOT).as_posix() for p, ts in found.items()
-                         if t in ts and _covers(["anim/"], p) and not _covers(place_paths, p))
+                         if t in ts and _covers(["anim/"], p) and not _covers(place_paths + _prepared_paths(), p))
         assert not outside, f"{t} is named outside the places: {outside}"
 
 
