@@ -14,6 +14,7 @@ from scuffle.anim.engine import coldstart, kernels as K
 from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.playback.player import Player
 
+pytestmark = pytest.mark.simd        # (it compares bits: again with numpy's AVX kernels off)
 STEPS = 40
 
 
