@@ -708,9 +708,7 @@ def _step_kernel(lean):
         zero_overshoot, newest_only, cleanup_above = rules.zero_overshoot, rules.newest_only, rules.cleanup_above
         skip_pairs = rules.skip_pairs
         room_pairs = skip_pairs
-        if lean:
-            # whether a gait changes pair (step_lean stops before it): a true bool of
-            # skip_pairs' type, not a literal (one version of _room for both kernels)
+        if lean:                            # True as skip_pairs types (one _room): stop at a change of pair
             room_pairs = skip_pairs == skip_pairs
         h_depth, h_stack, h_flags = humans.depth, humans.stack, humans.flags
         t_type, t_rate, t_flags, t_held, t_c0, t_c1 = (tasks.type, tasks.rate, tasks.flags, tasks.held, tasks.c0,
