@@ -44,11 +44,12 @@ import sys
 
 from scuffle.anim.engine import kernels as K
 
-__all__ = ["LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
+__all__ = ["DIGEST_KERNELS", "COMPILED_ASIDE", "LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
            "kernels_cached", "ALL_KERNELS", "SNAPSHOT_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
            "cold_notice", "note_cold_compile", "REST_ENV", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
            "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
-           "meanwhile", "root_motion_args"]
+           "meanwhile", "root_motion_args", "STEP_KERNEL", "LEAN_ENV", "lean_first_step", "first_step_cached",
+           "rest_installed", "COLD_START_ONLY"]
 
 LOGGER = logging.getLogger("scuffle")
 COMPILE_MESSAGE = ("compiling the animation kernels (once per install: numba caches them for later runs; "
@@ -64,16 +65,60 @@ ANNOUNCED: list[bool] = []        # the notice's once-per-process flag (shared w
 ENGINE_KERNELS = ("step_stacks", "pose_stacks", "flush_release", "flush_anim_ids", "root_motion_step")
 # the snapshot file's packing and checks (anim.engine.snapkernel: every file written or read)
 SNAPSHOT_KERNELS = ("pack_tables", "pack_rows", "unpack_rows", "check_rows", "check_ids_rows", "check_tagged_rows")
+# a state's checksum (anim.engine.digest: Game.checksum, a snapshot's, a file's): the tables'
+# blocks one by one, or where they lie side by side in one buffer
+DIGEST_KERNELS = ("_many_digest", "_arena_digest")
 # every kernel a game may call, as (module of scuffle.anim.engine, name): the engine's, the
 # prepared commands' (anim.engine.cmdkernel: one at once, the command buffer, a batch as columns,
-# gait targets as columns) and the snapshot
-# file's (anim.engine.snapkernel); not pose_plan (tests, tools and the bench only)
+# gait targets as columns), the checksum's (anim.engine.digest) and the snapshot
+# file's (anim.engine.snapkernel); not those of COMPILED_ASIDE nor COLD_START_ONLY
 ALL_KERNELS = tuple((K.MODULE_OF[n], n) for n in ENGINE_KERNELS) + (("cmdkernel", "run_rows"),
                                                                      ("cmdkernel", "apply_commands"),
                                                                      ("cmdkernel", "buffer_commands"),
                                                                      ("cmdkernel", "gait_targets")) + tuple(
-    ("snapkernel", n) for n in SNAPSHOT_KERNELS)
+    ("digest", n) for n in DIGEST_KERNELS) + tuple(("snapkernel", n) for n in SNAPSHOT_KERNELS)
+# the compiled functions Python may call that no game calls, so the warm-up leaves them out,
+# as (module of scuffle.anim.engine, name): why
+COMPILED_ASIDE = {("kernels_pose", "pose_plan"): "the pose pipeline alone: tests, tools and the bench"}
 BACKGROUND: list = []             # the child compiling the rest (compile_rest), once per process
+LEAN_ENV = "SCUFFLE_COMPILE_LEAN"  # "0": the first step compiles step_stacks whole, not step_lean
+# the step kernel a single-threaded step calls (anim.playback.batch): "step_stacks", or
+# "step_lean" from a fresh install's first step (``lean_first_step``) until a human needs
+# what only step_stacks runs or the background compile has installed step_stacks
+STEP_KERNEL: list[str] = ["step_stacks"]
+# the kernels compiled only on a cold start, never by the warm-up (not in ALL_KERNELS):
+# the first step's step_lean, which a process with step_stacks cached never calls
+COLD_START_ONLY = (("kernels_step", "step_lean"),)
+
+
+def lean_first_step() -> bool:
+    """Whether this process's first steps run ``step_lean`` (anim.engine.kernels_step): numba
+    compiles (not NUMBA_DISABLE_JIT=1), ``step_stacks`` is neither compiled in this process
+    nor in the on-disk cache, no warm-up has run here (``STEP_KERNEL``) and
+    ``SCUFFLE_COMPILE_LEAN`` is not ``0``. ``step_stacks`` compiles in the background then
+    (``compile_rest``), or here when a human first needs it."""
+    from numba.core import config
+
+    if getattr(config, "DISABLE_JIT", False) or os.environ.get(LEAN_ENV, "") == "0" or FULL_ONLY:
+        return False
+    return not K.step_stacks.signatures and not kernel_cached("step_stacks")
+
+
+FULL_ONLY: list = []              # set by the warm-up (anim.playback.warmup.compile_kernels): never lean
+
+
+def rest_installed() -> bool:
+    """Whether this process's background compile (``compile_rest``) has ended and
+    installed what was missing (exit code 0): a lean step may then load step_stacks."""
+    child = BACKGROUND[0] if BACKGROUND else None
+    return child is not None and child.poll() == 0
+
+
+def first_step_cached() -> bool:
+    """Whether numba's on-disk cache holds the kernels a first step calls: the engine's
+    (``kernels_cached``), with step_lean for step_stacks where the first steps run it."""
+    lean = STEP_KERNEL[0] == "step_lean" or lean_first_step()
+    return all(kernel_cached("step_lean" if name == "step_stacks" and lean else name) for name in ENGINE_KERNELS)
 
 
 def kernels_cached() -> bool:
@@ -134,7 +179,7 @@ def cold_notice() -> bool:
         from scuffle.anim.engine.jitcache import NO_CACHE
         LOGGER.warning(NO_CACHE_MESSAGE.format(why=NO_CACHE[0] if NO_CACHE else "numba's cache is off"))
         return True
-    if kernels_cached():
+    if first_step_cached():
         return False
     LOGGER.warning(COMPILE_MESSAGE)
     return True

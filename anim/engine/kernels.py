@@ -22,7 +22,8 @@ from scuffle.anim.engine.kernels_maths import add, div, frame_of, mul, sub
 from scuffle.anim.engine.kernels_motion import root_motion_step
 from scuffle.anim.engine.kernels_pose import NO_POSE, QUEUED_POSE, pose_plan, pose_stacks
 from scuffle.anim.engine.kernels_step import (COUNT_DEFERRED, COUNT_EVENTS, COUNT_GAITS, COUNT_STOPPED, COUNT_WRAPS, STATUS_BAD,
-                           STATUS_DEFERRED, STATUS_EVENTS, STATUS_SKIPPED, STATUS_STACK, STATUS_TOP, step_stacks)
+                           STATUS_DEFERRED, STATUS_EVENTS, STATUS_LEAN, STATUS_SKIPPED, STATUS_STACK, STATUS_TOP,
+                           step_lean, step_stacks)
 from scuffle.anim.engine.kernels_flush import (FLUSH_FREED, FLUSH_GEN, FLUSH_HELD, FLUSH_IN, FLUSH_KEYED, FLUSH_RESUME, FLUSH_STOP, flush_anim_ids,
                             flush_release)
 
@@ -36,17 +37,17 @@ CACHE = all(m.CACHE for m in (_maths, _rows, _pose, _step, _flush, _motion))
 LINK_ONLY = _maths.LINK_ONLY    # the helpers compiled for linking only (anim/engine/jitpipe.py)
 
 # the kernel modules, each stage's entry points (anim.engine.coldstart and the bench read these)
-STAGES = {"kernels_step": ("step_stacks",), "kernels_pose": ("pose_stacks", "pose_plan"),
+STAGES = {"kernels_step": ("step_stacks", "step_lean"), "kernels_pose": ("pose_stacks", "pose_plan"),
           "kernels_flush": ("flush_release", "flush_anim_ids"), "kernels_motion": ("root_motion_step",)}
 MODULE_OF = {name: mod for mod, names in STAGES.items() for name in names}
 
 # Python calls every kernel (no compiled function links one in): a kernel loaded from the
 # cache keeps its machine code only, not its parsed module (anim.engine.jitpipe)
-entry_points_only(step_stacks, pose_stacks, pose_plan, flush_release, flush_anim_ids, root_motion_step)
+entry_points_only(step_stacks, step_lean, pose_stacks, pose_plan, flush_release, flush_anim_ids, root_motion_step)
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
-           "STATUS_SKIPPED",
+           "STATUS_SKIPPED", "STATUS_LEAN", "step_lean",
            "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_GAITS", "COUNT_WRAPS",
            "flush_release", "flush_anim_ids", "FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN",
            "FLUSH_RESUME", "FLUSH_KEYED", "STAGES", "MODULE_OF", "CACHE", "LINK_ONLY",

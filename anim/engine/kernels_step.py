@@ -40,7 +40,8 @@ CACHE = cache_setting(__file__)
 _helper, _kernel, _inline = jit_kinds(CACHE)
 
 __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED", "STATUS_SKIPPED",
-           "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_GAITS", "COUNT_WRAPS", "step_stacks"]
+           "STATUS_LEAN", "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_GAITS", "COUNT_WRAPS",
+           "step_stacks", "step_lean"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
@@ -54,6 +55,7 @@ STATUS_EVENTS = 4               # it fired events (rows in ev_out)
 STATUS_TOP = 8                  # the playing anim id may have changed (refresh at the flush)
 STATUS_DEFERRED = 16            # it put tasks on the deferred list
 STATUS_SKIPPED = 32             # not stepped: its gait changes pair (StepRules.skip_pairs)
+STATUS_LEAN = 64                # step_lean stopped before it: its step needs step_stacks (a rare path)
 # counts (step_stacks' ``counts``)
 COUNT_EVENTS = 0
 COUNT_DEFERRED = 1
@@ -262,6 +264,28 @@ def _clear_flags(hi, bits, task, humans, tasks):
         if t != task and not t_released[t]:
             others |= t_held[t]
     h_flags[hi] &= ~(bits & ~others)
+
+
+@_helper
+def _lean_refuses(hi, humans, tasks, out):
+    """Whether human ``hi``'s stack (its clips' chains of next tasks included) holds a
+    type 10, 11 or 13, whose steps ``step_lean`` leaves to ``step_stacks`` (a chain
+    longer than the walk's scratch counts as one). Read only."""
+    t_type, t_nxt = tasks.type, tasks.nxt
+    walk = out.walk
+    n = _seed_walk(hi, humans, walk)
+    while n > 0:
+        n -= 1
+        r = walk[n]
+        tt = t_type[r]
+        if tt == _MIX or tt == _PICK or tt == _DIRECTION:
+            return True
+        if (tt == _CLIP or tt == _PAIRED_CLIP) and t_nxt[r] >= 0:
+            if n >= walk.shape[0]:
+                return True
+            walk[n] = t_nxt[r]
+            n += 1
+    return False
 
 
 # ---------------------------------------------------------------- the step
@@ -640,150 +664,181 @@ def _step_direction(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events
     return n_ev
 
 
-@_kernel
-def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, events, out):
-    """One animation step of the humans ``rows[start:]`` (rows of the human table), each
-    in turn (see the module docstring; the rows of the humans a few places ahead
-    prefetched meanwhile), in the spec's order: the room, then every task of
-    the stack bottom-up, each by its type's named step ("When a clip ends" L299-334,
-    "Fades" L261-267, "Gait blend" L269-288), then the held-flag events of what it fired.
-    The named steps take the tables' named tuples (anim.engine.kernel_types: linked into this
-    kernel, LLVM inlines them and reads only the columns each uses) and run without
-    numba's reference counting (``_nrt=False``; with it each call's arrays cost an atomic
-    increment and decrement each, which slows the split step markedly); so split it runs
-    as fast as in one piece.
+def _step_kernel(lean):
+    """The step kernel: ``step_stacks`` (``lean`` False), or ``step_lean`` (True), the same
+    code without the rare paths (a gait's change of pair, types 10, 11 and 13), for the
+    first step of a fresh install: numba compiles a kernel with every function it calls,
+    and the first step of most scenes runs none of those. ``step_lean`` stops before a
+    human whose step would take one (STATUS_LEAN in its status, ``counts[2]`` its index,
+    nothing of it written): the caller goes on from it with ``step_stacks``, so the two
+    write the same bits. ``lean`` is a constant of the closure: numba prunes the branches
+    on it before typing, so neither kernel types (nor compiles) the other's paths."""
 
-    Out: ``status[k]`` (STATUS_* bits) for rows[k]; ``ev_out[:counts[0]]`` the fired
-    events (human row, task row, cursor row, event index into e_*), in firing order,
-    rows[k]'s from ``ev_lo[k]`` to ``ev_hi[k]``;
-    ``def_out[:counts[1]]`` the deferred tasks (human row, task row), in order;
-    ``counts[2]`` the index it stopped at: a human whose events or deferred tasks might
-    not fit the buffers is not begun (the caller grows them and calls again from there).
-    A gait changing its clip pair takes the cursors the clips that come in need from the
-    cursor table's free list and gives back those it drops (the caller reserves two free
-    rows per gait first); ``counts[3]`` counts the changes. ``wrap_out[:counts[4]]`` (human,
-    task row) the wraps of tasks with a wrap callback (the ``callback`` column), in step
-    order: the caller runs the callbacks after the step. A human with a task the kernel
-    cannot follow (``_runnable``: a fade as a next task, a task without its rows: a
-    table written behind the engine's back) is not stepped (STATUS_BAD). ``counts`` are
-    read as the fill so far (the caller zeroes them first). ``snap`` (>= 18), ``walk``
-    (>= 64) and ``pair4`` (4) are scratch. Nothing is allocated (no numpy array: table
-    rows are taken from free lists). In: ``rules`` the StepRules, the tables as
-    HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, and ``out`` the
-    StepBuffers (status, ev_lo, ev_hi and the buffers above).
-    """
-    zero_overshoot, newest_only, cleanup_above = rules.zero_overshoot, rules.newest_only, rules.cleanup_above
-    skip_pairs = rules.skip_pairs
-    h_depth, h_stack, h_flags = humans.depth, humans.stack, humans.flags
-    t_type, t_rate, t_flags, t_held, t_c0, t_c1 = (tasks.type, tasks.rate, tasks.flags, tasks.held, tasks.c0,
-                                                   tasks.c1)
-    t_aux, t_nxt, t_blend, t_window, t_incoming = tasks.aux, tasks.nxt, tasks.blend, tasks.window, tasks.incoming
-    t_released, t_handed, t_wraps, t_speed = tasks.released, tasks.handed_over, tasks.wraps, tasks.speed
-    t_callback = tasks.callback
-    t_c2, t_c3, t_value, t_target = tasks.c2, tasks.c3, tasks.value, tasks.target
-    c_t, c_frame, c_end, c_limit, c_dur, c_flags = (cursors.t, cursors.frame, cursors.end, cursors.limit,
-                                                    cursors.dur, cursors.flags)
-    c_bank, c_ev, c_evf, c_at_end = cursors.bank, cursors.ev, cursors.evf, cursors.at_end
-    f_el, f_dur = fades.el, fades.dur
-    g_value, g_target, g_lower, g_leader = gaits.value, gaits.target, gaits.lower, gaits.leader
-    g_b0, g_b1, g_b2, g_b3, g_b4 = gaits.b0, gaits.b1, gaits.b2, gaits.b3, gaits.b4
-    e_first, e_count, e_frame, e_type = events.first, events.n, events.frame, events.type
-    status, ev_lo, ev_hi, ev_out, def_out = out.status, out.ev_lo, out.ev_hi, out.ev_out, out.def_out
-    counts, snap, walk, pair4, wrap_out = out.counts, out.snap, out.walk, out.pair4, out.wrap_out
-    n_ev = counts[COUNT_EVENTS]
-    n_def = counts[COUNT_DEFERRED]
-    n_gait = counts[COUNT_GAITS]
-    n_wrap = counts[COUNT_WRAPS]
-    cap_ev = ev_out.shape[0]
-    cap_def = wrap_out.shape[0] if wrap_out.shape[0] < def_out.shape[0] else def_out.shape[0]
-    most = _most_events(events)
-    n_rows = rows.shape[0]
-    for k in range(start, n_rows):
-        hi = rows[k]
-        if k + PREFETCH_TASKS < n_rows:     # the rows of the humans ahead, on their way meanwhile
-            fetch_tasks(rows[k + PREFETCH_TASKS], np.bool_(True), humans, tasks)
-        if k + PREFETCH_ROWS < n_rows:
-            fetch_rows(rows[k + PREFETCH_ROWS], np.bool_(True), humans, tasks, cursors, fades, gaits)
-        need_ev, need_def, runnable, ahead = _room(hi, dt, most, skip_pairs, humans, tasks, gaits, out)
-        if not runnable:
-            status[k] = STATUS_BAD
-            ev_lo[k] = ev_hi[k] = n_ev
-            continue
-        if skip_pairs and ahead:
-            status[k] = STATUS_SKIPPED
-            ev_lo[k] = ev_hi[k] = n_ev
-            continue
-        if n_ev + need_ev > cap_ev or (n_wrap if n_wrap > n_def else n_def) + need_def > cap_def:
-            _save_counts(counts, n_ev, n_def, n_gait, n_wrap, k)
-            return
-        st = 0
-        ev0 = n_ev
-        def0 = n_def
-        newest = _newest(hi, newest_only, humans, tasks)
-        depth = h_depth[hi]
-        for i in range(depth):
-            snap[i] = h_stack[hi, i]
-        for si in range(depth):             # the stack as it was, bottom-up
-            task = snap[si]
-            if t_released[task]:
+    def step_stacks(rows, start, dt, rules, humans, tasks, cursors, fades, gaits, events, out):
+        """One animation step of the humans ``rows[start:]`` (rows of the human table), each
+        in turn (see the module docstring; the rows of the humans a few places ahead
+        prefetched meanwhile), in the spec's order: the room, then every task of
+        the stack bottom-up, each by its type's named step ("When a clip ends" L299-334,
+        "Fades" L261-267, "Gait blend" L269-288), then the held-flag events of what it fired.
+        The named steps take the tables' named tuples (anim.engine.kernel_types: linked into this
+        kernel, LLVM inlines them and reads only the columns each uses) and run without
+        numba's reference counting (``_nrt=False``; with it each call's arrays cost an atomic
+        increment and decrement each, which slows the split step markedly); so split it runs
+        as fast as in one piece.
+
+        Out: ``status[k]`` (STATUS_* bits) for rows[k]; ``ev_out[:counts[0]]`` the fired
+        events (human row, task row, cursor row, event index into e_*), in firing order,
+        rows[k]'s from ``ev_lo[k]`` to ``ev_hi[k]``;
+        ``def_out[:counts[1]]`` the deferred tasks (human row, task row), in order;
+        ``counts[2]`` the index it stopped at: a human whose events or deferred tasks might
+        not fit the buffers is not begun (the caller grows them and calls again from there).
+        A gait changing its clip pair takes the cursors the clips that come in need from the
+        cursor table's free list and gives back those it drops (the caller reserves two free
+        rows per gait first); ``counts[3]`` counts the changes. ``wrap_out[:counts[4]]`` (human,
+        task row) the wraps of tasks with a wrap callback (the ``callback`` column), in step
+        order: the caller runs the callbacks after the step. A human with a task the kernel
+        cannot follow (``_runnable``: a fade as a next task, a task without its rows: a
+        table written behind the engine's back) is not stepped (STATUS_BAD). ``counts`` are
+        read as the fill so far (the caller zeroes them first). ``snap`` (>= 18), ``walk``
+        (>= 64) and ``pair4`` (4) are scratch. Nothing is allocated (no numpy array: table
+        rows are taken from free lists). In: ``rules`` the StepRules, the tables as
+        HumanCols, TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, and ``out`` the
+        StepBuffers (status, ev_lo, ev_hi and the buffers above).
+        """
+        zero_overshoot, newest_only, cleanup_above = rules.zero_overshoot, rules.newest_only, rules.cleanup_above
+        skip_pairs = rules.skip_pairs
+        room_pairs = skip_pairs
+        if lean:                            # True as skip_pairs types (one _room): stop at a change of pair
+            room_pairs = skip_pairs == skip_pairs
+        h_depth, h_stack, h_flags = humans.depth, humans.stack, humans.flags
+        t_type, t_rate, t_flags, t_held, t_c0, t_c1 = (tasks.type, tasks.rate, tasks.flags, tasks.held, tasks.c0,
+                                                       tasks.c1)
+        t_aux, t_nxt, t_blend, t_window, t_incoming = tasks.aux, tasks.nxt, tasks.blend, tasks.window, tasks.incoming
+        t_released, t_handed, t_wraps, t_speed = tasks.released, tasks.handed_over, tasks.wraps, tasks.speed
+        t_callback = tasks.callback
+        t_c2, t_c3, t_value, t_target = tasks.c2, tasks.c3, tasks.value, tasks.target
+        c_t, c_frame, c_end, c_limit, c_dur, c_flags = (cursors.t, cursors.frame, cursors.end, cursors.limit,
+                                                        cursors.dur, cursors.flags)
+        c_bank, c_ev, c_evf, c_at_end = cursors.bank, cursors.ev, cursors.evf, cursors.at_end
+        f_el, f_dur = fades.el, fades.dur
+        g_value, g_target, g_lower, g_leader = gaits.value, gaits.target, gaits.lower, gaits.leader
+        g_b0, g_b1, g_b2, g_b3, g_b4 = gaits.b0, gaits.b1, gaits.b2, gaits.b3, gaits.b4
+        e_first, e_count, e_frame, e_type = events.first, events.n, events.frame, events.type
+        status, ev_lo, ev_hi, ev_out, def_out = out.status, out.ev_lo, out.ev_hi, out.ev_out, out.def_out
+        counts, snap, walk, pair4, wrap_out = out.counts, out.snap, out.walk, out.pair4, out.wrap_out
+        n_ev = counts[COUNT_EVENTS]
+        n_def = counts[COUNT_DEFERRED]
+        n_gait = counts[COUNT_GAITS]
+        n_wrap = counts[COUNT_WRAPS]
+        cap_ev = ev_out.shape[0]
+        cap_def = wrap_out.shape[0] if wrap_out.shape[0] < def_out.shape[0] else def_out.shape[0]
+        most = _most_events(events)
+        n_rows = rows.shape[0]
+        for k in range(start, n_rows):
+            hi = rows[k]
+            if k + PREFETCH_TASKS < n_rows:     # the rows of the humans ahead, on their way meanwhile
+                fetch_tasks(rows[k + PREFETCH_TASKS], np.bool_(True), humans, tasks)
+            if k + PREFETCH_ROWS < n_rows:
+                fetch_rows(rows[k + PREFETCH_ROWS], np.bool_(True), humans, tasks, cursors, fades, gaits)
+            need_ev, need_def, runnable, ahead = _room(hi, dt, most, room_pairs, humans, tasks, gaits, out)
+            if not runnable:
+                status[k] = STATUS_BAD
+                ev_lo[k] = ev_hi[k] = n_ev
                 continue
-            sink_on = newest < 0 or task == newest
-            n0 = n_ev
-            r = task
-            while True:                     # a task, then the next tasks it advances too
-                tt = t_type[r]
-                step = _mul(dt, np.float64(t_rate[r]))
-                if tt == _LOOP:
-                    n_ev, n_wrap = _step_loop(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev,
-                                              n_wrap)
-                elif tt == _CLIP or tt == _PAIRED_CLIP:
-                    c = t_c0[r]
-                    ended, n_ev = _step_clip(hi, c, r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
-                    nx = t_nxt[r]
-                    if nx >= 0 and ended:
-                        n_def = _hand_over(hi, r, nx, humans, tasks, out, n_def)
-                        st |= STATUS_STACK | STATUS_TOP
-                        if _window(r, tasks, cursors, fades, gaits) > 0.0:
-                            r = nx          # with a blend time the next task is advanced by dt (L313)
+            if skip_pairs and ahead:
+                status[k] = STATUS_SKIPPED
+                ev_lo[k] = ev_hi[k] = n_ev
+                continue
+            if lean:
+                if ahead or _lean_refuses(hi, humans, tasks, out):
+                    status[k] = STATUS_LEAN
+                    ev_lo[k] = ev_hi[k] = n_ev
+                    _save_counts(counts, n_ev, n_def, n_gait, n_wrap, k)
+                    return
+            if n_ev + need_ev > cap_ev or (n_wrap if n_wrap > n_def else n_def) + need_def > cap_def:
+                if lean:
+                    status[k] = 0           # (a stop for room, not STATUS_LEAN)
+                _save_counts(counts, n_ev, n_def, n_gait, n_wrap, k)
+                return
+            st = 0
+            ev0 = n_ev
+            def0 = n_def
+            newest = _newest(hi, newest_only, humans, tasks)
+            depth = h_depth[hi]
+            for i in range(depth):
+                snap[i] = h_stack[hi, i]
+            for si in range(depth):             # the stack as it was, bottom-up
+                task = snap[si]
+                if t_released[task]:
+                    continue
+                sink_on = newest < 0 or task == newest
+                n0 = n_ev
+                r = task
+                while True:                     # a task, then the next tasks it advances too
+                    tt = t_type[r]
+                    step = _mul(dt, np.float64(t_rate[r]))
+                    if tt == _LOOP:
+                        n_ev, n_wrap = _step_loop(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev,
+                                                  n_wrap)
+                    elif tt == _CLIP or tt == _PAIRED_CLIP:
+                        c = t_c0[r]
+                        ended, n_ev = _step_clip(hi, c, r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
+                        nx = t_nxt[r]
+                        if nx >= 0 and ended:
+                            n_def = _hand_over(hi, r, nx, humans, tasks, out, n_def)
+                            st |= STATUS_STACK | STATUS_TOP
+                            if _window(r, tasks, cursors, fades, gaits) > 0.0:
+                                r = nx          # with a blend time the next task is advanced by dt (L313)
+                                continue
+                        elif _in_window(r, c, tasks, cursors, fades, gaits):
+                            r = nx              # "the next task is advanced too" (L215)
                             continue
-                    elif _in_window(r, c, tasks, cursors, fades, gaits):
-                        r = nx              # "the next task is advanced too" (L215)
-                        continue
-                elif tt == _HOLD or tt == _SCENE or tt == _PAIRED_HOLD:
-                    _, n_ev = _step_clip(hi, t_c0[r], r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
-                elif tt == _FADE:
-                    n_def, done = _step_fade(hi, r, step, cleanup_above, humans, tasks, fades, out, n_def)
-                    if done:
-                        st |= STATUS_STACK | STATUS_TOP
-                elif tt == _GAIT:
-                    v, old_frac, old_lead = _gait_move(r, dt, tasks, gaits)
-                    nl = _pair_index(v)
-                    if nl != g_lower[t_aux[r]]:
-                        _change_pair(r, nl, old_lead, tasks, gaits, cursors, events, out)
-                        n_gait += 1
+                    elif tt == _HOLD or tt == _SCENE or tt == _PAIRED_HOLD:
+                        _, n_ev = _step_clip(hi, t_c0[r], r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
+                    elif tt == _FADE:
+                        n_def, done = _step_fade(hi, r, step, cleanup_above, humans, tasks, fades, out, n_def)
+                        if done:
+                            st |= STATUS_STACK | STATUS_TOP
+                    elif tt == _GAIT:
+                        v, old_frac, old_lead = _gait_move(r, dt, tasks, gaits)
+                        nl = _pair_index(v)
+                        if nl != g_lower[t_aux[r]]:
+                            if not lean:    # (step_lean stopped before a change of pair)
+                                _change_pair(r, nl, old_lead, tasks, gaits, cursors, events, out)
+                            n_gait += 1
+                            st |= STATUS_TOP
+                        if _gait_leader(r, v, old_frac, tasks, gaits):
+                            st |= STATUS_TOP
+                        n_ev, n_wrap = _gait_advance(hi, r, step, sink_on, zero_overshoot, tasks, gaits, cursors, events,
+                                                     out, n_ev, n_wrap)
+                    elif lean:
+                        pass                # (step_lean stopped before types 10, 11 and 13)
+                    elif tt == _MIX:
+                        # types 10, 11 and 13: the playing id follows a set_value given since the last step too
+                        n_ev = _step_mix(hi, r, dt, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev)
                         st |= STATUS_TOP
-                    if _gait_leader(r, v, old_frac, tasks, gaits):
+                    elif tt == _PICK:
+                        n_ev = _step_pick(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev)
                         st |= STATUS_TOP
-                    n_ev, n_wrap = _gait_advance(hi, r, step, sink_on, zero_overshoot, tasks, gaits, cursors, events,
-                                                 out, n_ev, n_wrap)
-                elif tt == _MIX:
-                    # types 10, 11 and 13: the playing id follows a set_value given since the last step too
-                    n_ev = _step_mix(hi, r, dt, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev)
-                    st |= STATUS_TOP
-                elif tt == _PICK:
-                    n_ev = _step_pick(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev)
-                    st |= STATUS_TOP
-                elif tt == _DIRECTION:
-                    n_ev = _step_direction(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev)
-                    st |= STATUS_TOP
-                break
-            # the held-flag events of what this task fired (0x00101dd8: 0x2c, 0x2d, 0x48)
-            _held_events(hi, n0, n_ev, events, out, humans, tasks)
-        if n_ev > ev0:
-            st |= STATUS_EVENTS
-        if n_def > def0:
-            st |= STATUS_DEFERRED
-        status[k] = st
-        ev_lo[k] = ev0
-        ev_hi[k] = n_ev
-    _save_counts(counts, n_ev, n_def, n_gait, n_wrap, rows.shape[0])
+                    elif tt == _DIRECTION:
+                        n_ev = _step_direction(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev)
+                        st |= STATUS_TOP
+                    break
+                # the held-flag events of what this task fired (0x00101dd8: 0x2c, 0x2d, 0x48)
+                _held_events(hi, n0, n_ev, events, out, humans, tasks)
+            if n_ev > ev0:
+                st |= STATUS_EVENTS
+            if n_def > def0:
+                st |= STATUS_DEFERRED
+            status[k] = st
+            ev_lo[k] = ev0
+            ev_hi[k] = n_ev
+        _save_counts(counts, n_ev, n_def, n_gait, n_wrap, rows.shape[0])
+
+    step_stacks.__name__ = step_stacks.__qualname__ = "step_lean" if lean else "step_stacks"
+    return _kernel(step_stacks)
+
+
+step_stacks = _step_kernel(False)
+# the first step's kernel on a fresh install (anim.engine.coldstart.lean_first_step)
+step_lean = _step_kernel(True)

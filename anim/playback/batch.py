@@ -40,7 +40,8 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from scuffle.anim.engine import kernels as K
-from scuffle.anim.engine.coldstart import ASIDE, await_kernel, compile_aside, compile_rest, note_cold_compile
+from scuffle.anim.engine.coldstart import (ASIDE, STEP_KERNEL, await_kernel, compile_aside, compile_rest, lean_first_step,
+                                           note_cold_compile, rest_installed)
 from scuffle.anim.engine import crowd
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.engine.plan import Bones, pose_tables, scratch_poses
@@ -61,6 +62,8 @@ def _note_cold(engine: "BatchEngine", kernel: str) -> None:
     """The first kernel call of the process (``kernel``): announce a cold compile, and
     compile the other big kernel in a child process meanwhile (anim.engine.coldstart)."""
     _COLD[0] = True
+    if lean_first_step():
+        STEP_KERNEL[0] = "step_lean"
     note_cold_compile()
     other = "pose_stacks" if kernel == "step_stacks" else "step_stacks"
     compile_aside(other, lambda: engine.kernel_args(other))
@@ -88,6 +91,7 @@ _COUNT_GAITS, _COUNT_DEFERRED, _COUNT_WRAPS, _COUNT_STOPPED = K.COUNT_GAITS, K.C
     K.COUNT_STOPPED
 _STATUS_BAD, _STATUS_EVENTS, _STATUS_CHANGED = K.STATUS_BAD, K.STATUS_EVENTS, K.STATUS_TOP | K.STATUS_STACK
 _STATUS_SKIPPED = K.STATUS_SKIPPED
+_STATUS_LEAN = K.STATUS_LEAN
 _MAX_ROWS = 1 << 26          # the step's buffers never grow past this (a corrupt table, not a crowd)
 # Bones' buffers per human, flat (BatchEngine._bones_of): velocity, root, pose rotations,
 # tags, bone positions, bone rotations.
@@ -176,6 +180,7 @@ class BatchEngine:
         # the two kernels, called through their entry points while their arguments are the
         # objects the dispatcher last typed (anim.engine.trusted), and those objects, kept
         self._step_kernel = TrustedKernel("step_stacks", self.debug)
+        self._step_name = "step_stacks"      # the kernel _step_kernel calls (anim.engine.coldstart.STEP_KERNEL)
         self._pose_kernel = TrustedKernel("pose_stacks", self.debug)
         self._flush_release = TrustedKernel("flush_release", self.debug)      # the Player's flush calls these
         self._flush_anim_ids = TrustedKernel("flush_anim_ids", self.debug)
@@ -988,6 +993,12 @@ class BatchEngine:
             _note_cold(self, "step_stacks")
         if ASIDE:
             await_kernel("step_stacks")
+        if self._step_name != STEP_KERNEL[0]:
+            self._use_step(STEP_KERNEL[0])     # a fresh install's first steps (step_lean) or their end
+        if self._step_name == "step_lean" and rest_installed():
+            STEP_KERNEL[0] = "step_stacks"      # compiled in the background: loaded from the cache
+            self._use_step("step_stacks")
+        kernel = self._step_kernel
         spans = self._spans(len(rows), 0) if not self._twice else None
         self.chunks_used = len(spans) if spans else 1
         if spans and len(spans) > 1:
@@ -999,10 +1010,16 @@ class BatchEngine:
                                    and out.def_out is self._def_out and out.wrap_out is self._wrap_out):
                 out = self._step_out = K.StepBuffers(status, lo, hi, self._ev_out, self._def_out, counts,
                                                      self._wrap_out, self._snap, self._walk, self._pair4)
-            self._step_job.run(StepInputs(rows, start, dt32, rules, H, T, C, F, G, E, out), self._step_kernel)
+            self._step_job.run(StepInputs(rows, start, dt32, rules, H, T, C, F, G, E, out), kernel)
             stopped = self._m_counts[_COUNT_STOPPED]
             if stopped >= len(rows):
                 return
+            if self._step_name == "step_lean" and status[stopped] & _STATUS_LEAN:
+                # a human whose step takes what step_lean leaves out: step_stacks from it on
+                STEP_KERNEL[0] = "step_stacks"
+                kernel = self._use_step("step_stacks")
+                start = stopped
+                continue
             if len(self._ev_out) > _MAX_ROWS:
                 raise RuntimeError(f"the step's event buffer passed {_MAX_ROWS} rows at human row {rows[stopped]}")
             # a human's events or deferred tasks might not fit: grow (keeping what is
@@ -1011,6 +1028,13 @@ class BatchEngine:
             self._def_out = _grown(self._def_out)
             self._wrap_out = _grown(self._wrap_out)
             start = stopped
+
+    def _use_step(self, name: str) -> TrustedKernel:
+        """Step through kernel ``name`` (step_stacks, or step_lean on a fresh install's
+        first steps: anim.engine.coldstart.lean_first_step) from now on. Returns its call."""
+        self._step_name = name
+        self._step_kernel = TrustedKernel(name, self.debug)
+        return self._step_kernel
 
     # ---------------------------------------------------------------- threads
     def _spans(self, n: int, kind: int) -> list | None:

@@ -32,7 +32,7 @@ from scuffle.anim.data.rangelist import author_range
 from scuffle.anim.playback.recipe import Arg, ClipStep, GaitStep, LoopStep, Place, Recipe
 from scuffle.anim.engine.stack import CharacterInstance
 
-__all__ = ["warm", "compile_rest_child", "compile_kernels", "kernels_cached", "all_cached", "announce_compile", "note_cold_compile",
+__all__ = ["warm", "compile_rest_child", "compile_kernels", "compile_digests", "CHECKSUM_TABLES", "kernels_cached", "all_cached", "announce_compile", "note_cold_compile",
            "COMPILE_MESSAGE", "WARM_MESSAGE", "LOGGER"]
 
 
@@ -107,6 +107,9 @@ def compile_kernels(progress=None, files: bool = True) -> None:
     """
     from scuffle.anim.engine import coldstart
 
+    # the warm-up's steps run step_stacks whole (a process that has warmed never runs step_lean)
+    coldstart.FULL_ONLY.append(True)
+    coldstart.STEP_KERNEL[0] = "step_stacks"
     if not coldstart.BACKGROUND:
         # this process compiles every kernel itself: its steps below start no background
         # compile of the rest (anim.engine.coldstart.compile_rest), which would compile them twice
@@ -151,8 +154,29 @@ def compile_kernels(progress=None, files: bool = True) -> None:
     K.root_motion_step(np.arange(n, dtype=np.int64), b.poses.vel, b.poses.tag, b.poses.rot, np.zeros(n),
                        np.zeros(n, np.bool_), np.zeros((n, 3)), np.zeros((n, 3)), np.zeros(n), 1.0 / 30.0, 50.0,
                        np.empty((n, 3)))
+    compile_digests()                             # a checksum's (Game.checksum, a snapshot's)
     if files:
         snapcheck.compile_kernels()               # a snapshot file's packing and checks
+
+
+# the tables a state's checksum hashes (game.runtime.snapfile's saved tables: the engine's
+# four, the humans, the bodies and the combats); tests/anim/test_warm.py checks a Game's
+# checksum compiles nothing after the warm-up
+CHECKSUM_TABLES = 7
+
+
+def compile_digests() -> None:
+    """Compile (or load) the checksum's kernels (anim.engine.digest ``_many_digest``, the
+    tables' blocks one by one, and ``_arena_digest``, the tables side by side in one
+    buffer) for the argument types a Game's checksum gives them: CHECKSUM_TABLES blocks
+    of bytes, int64 plans, an int seed; on empty tables."""
+    from scuffle.anim.engine import digest
+
+    n = CHECKSUM_TABLES
+    plan, at, whole = np.zeros((0, 3), np.int64), np.zeros(n + 1, np.int64), np.zeros((0, 3), np.int64)
+    offs, caps = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    digest.digests_with((None, plan, at, whole, at, offs, caps), tuple(np.zeros(8, np.uint8) for _ in range(n)))
+    digest.digests_in((plan, at, whole, at, offs, caps), np.zeros(8, np.uint8))
 
 
 def compile_rest_child(cfg: dict) -> int:

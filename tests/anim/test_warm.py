@@ -78,6 +78,13 @@ g.change('a', g.player.loop(g.instance('a'), 'FIGHT_IDLE'))
 with ev.install_recorder("numba:compile") as rec:
     for _ in range(3):
         g.step()
+    # a rollback's calls: the checksum (the tables' digests), a snapshot's, a restore
+    c = g.checksum()
+    s = g.snapshot()
+    assert s.checksum() == c
+    g.step()
+    g.restore(s)
+    assert g.checksum() == c
 print(json.dumps({"compiled": sum(1 for _, e in rec.buffer if e.is_start), "background": coldstart.BACKGROUND,
                   "all_cached": coldstart.all_cached()}, default=str))
 g.close()
@@ -120,7 +127,7 @@ def test_scuffle_warm_on_a_cold_cache_compiles_everything_once(tmp_path, tmp_pat
     assert "scuffle: kernels compiled (cached for the next runs)" in lines
     assert bench.stderr.count("compiling the animation kernels") == 1
     # of the kernels the warm-up compiled, only the one taken away was compiled again (the
-    # bench's own, pose_plan and the checksum's, it compiles as it needs them)
+    # bench's own, pose_plan, it compiles as it needs it)
     warmed = {f"{mod}.{name}-" for mod, name in coldstart.ALL_KERNELS if name != "root_motion_step"}
     assert not [f for f in (tmp_path / "numba").rglob("*.nbi") if f.stat().st_mtime > start
                 and any(f.name.startswith(w) for w in warmed)]
@@ -202,3 +209,108 @@ def test_the_snapshot_files_kernels_are_warmed_with_a_files_own_argument_types()
     assert r.returncode == 0, r.stderr[-3000:]
     warm, after = json.loads(r.stdout.strip().splitlines()[-1])
     assert warm == after == {n: 1 for n in coldstart.SNAPSHOT_KERNELS}
+
+
+def _dispatchers() -> dict:
+    """Every numba dispatcher defined in a module of scuffle's core (scuffle.anim: the
+    only package that compiles, ``test_only_the_core_compiles``), by (module's last name,
+    function name)."""
+    import importlib
+    import pkgutil
+
+    from numba.core.dispatcher import Dispatcher
+
+    import scuffle.anim
+
+    found = {}
+    for m in pkgutil.walk_packages(scuffle.anim.__path__, "scuffle.anim."):
+        mod = importlib.import_module(m.name)
+        for v in vars(mod).values():
+            if isinstance(v, Dispatcher) and v.py_func.__module__ == mod.__name__:
+                found[(mod.__name__.rsplit(".", 1)[1], v.py_func.__name__)] = v
+    return found
+
+
+def _reached(roots: list) -> set:
+    """The dispatchers the functions ``roots`` call, and those they call, ...: each
+    function's global names (its nested code's too) that name a dispatcher, or a plain
+    scuffle function (a register_jitable rule) whose own names are followed in turn."""
+    import types
+
+    from numba.core.dispatcher import Dispatcher
+
+    seen: set = set()
+    todo = list(roots)
+    while todo:
+        fn = todo.pop()
+        py = fn.py_func if isinstance(fn, Dispatcher) else fn
+        if id(py) in seen:
+            continue
+        seen.add(id(py))
+        codes, names = [py.__code__], set()
+        while codes:
+            c = codes.pop()
+            names.update(c.co_names)
+            codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        for n in names:
+            v = py.__globals__.get(n)
+            if isinstance(v, Dispatcher) or (isinstance(v, types.FunctionType)
+                                             and (v.__module__ or "").startswith("scuffle.")):
+                todo.append(v)
+    return seen
+
+
+def test_every_compiled_function_is_warmed_or_set_aside():
+    """Every @njit function of scuffle is a kernel the warm-up compiles (ALL_KERNELS), one
+    the first step of a fresh install alone runs (COLD_START_ONLY), one no game calls
+    (COMPILED_ASIDE, with why), or compiled inside one of those (a helper, a rule, one
+    numba inlines): none a game may run compiles after ``scuffle.warm()``. The checksum's
+    kernels (anim.engine.digest) are among the warmed ones."""
+    found = _dispatchers()
+    listed = set(coldstart.ALL_KERNELS) | set(coldstart.COLD_START_ONLY) | set(coldstart.COMPILED_ASIDE)
+    assert listed <= set(found), listed - set(found)
+    assert {("digest", n) for n in coldstart.DIGEST_KERNELS} <= set(coldstart.ALL_KERNELS)
+    assert all(why.strip() for why in coldstart.COMPILED_ASIDE.values())
+    inside = _reached([found[k] for k in listed])
+    loose = sorted(k for k, d in found.items() if k not in listed and id(d.py_func) not in inside)
+    assert not loose, f"compiled functions neither warmed, set aside nor called by one: {loose}"
+    # the ones listed are entry points (Python calls them: a CPython wrapper), none a helper
+    for k in listed:
+        assert not found[k].targetoptions.get("no_cpython_wrapper"), k
+
+
+def test_the_warm_up_compiles_the_checksums_kernels_for_a_games_types():
+    """After the warm-up's digest calls (compile_digests), a Game's checksum, a snapshot's
+    and one after a restore add no version of the checksum's kernels."""
+    from scuffle import Game, demo_set
+    from scuffle.anim.engine import digest
+    from scuffle.anim.playback.warmup import compile_digests
+
+    compile_digests()
+    before = {n: list(getattr(digest, n).signatures) for n in coldstart.DIGEST_KERNELS}
+    assert all(len(v) == 1 for v in before.values()), before
+    g = Game()
+    g.add_human("a", demo_set())
+    g.add_human("b", demo_set())
+    g.change("a", g.player.loop(g.instance("a"), "FIGHT_IDLE"))
+    g.step()
+    c = g.checksum()
+    s = g.snapshot()
+    g.step()
+    g.restore(s)
+    assert g.checksum() == c == s.checksum()
+    g.close()
+    assert {n: list(getattr(digest, n).signatures) for n in coldstart.DIGEST_KERNELS} == before
+
+
+def test_only_the_core_compiles():
+    """No package but anim/ (the core: numpy and numba) defines a compiled function, so
+    ``_dispatchers`` finds them all."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    jit = re.compile(r"@(numba\.)?(n?jit|cfunc|vectorize|guvectorize|generated_jit)\b|\bn?jit\(")
+    found = [str(f.relative_to(root)) for pkg in ("game", "systems", "components", "demo", "scuffle")
+             for f in (root / pkg).rglob("*.py") if jit.search(f.read_text(encoding="utf-8"))]
+    assert not found, found
