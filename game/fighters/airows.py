@@ -286,3 +286,31 @@ def row_state(table_state: Any, row: int) -> tuple:
 
 
 _ROW_LAYOUTS: dict[int, dict] = {}       # a saved AI table's capacity -> its block's layout
+_ROW_VIEWS: dict = {}                    # (capacity, id(block)) -> (block, its columns' views)
+
+
+def copy_row(table_state: Any, row: int, dst: dict, r: int) -> None:
+    """Row ``row`` of a saved AI table (``row_state``'s ``table_state``) written into row
+    ``r`` of ``dst`` (the file's ``ais`` columns by name: live, mt, has_gauss, gauss, tick,
+    hold, enabled) as ``row_state``'s form would be, with no plain form in between: the
+    words copied as they lie, the gauss value only where it is kept (else left zero)."""
+    cap, block = table_state.capacity, table_state.block
+    got = _ROW_VIEWS.get((cap, id(block)))
+    if got is None or got[0] is not block:
+        lay = _ROW_LAYOUTS.get(cap)
+        if lay is None:
+            lay = _ROW_LAYOUTS[cap] = block_layout({**COLUMNS, **FRAME_COLUMNS}, cap)[0]
+        if len(_ROW_VIEWS) >= 64:        # (a ring's copies: a few blocks met again and again)
+            _ROW_VIEWS.clear()
+        got = _ROW_VIEWS[(cap, id(block))] = (block, {n: np.ndarray(lay[n][2], lay[n][1], block, lay[n][0])
+                                                      for n in ("mt", "has_gauss", "gauss", "tick", "hold",
+                                                                "enabled")})
+    c = got[1]
+    dst["live"][r] = True
+    dst["mt"][r] = c["mt"][row]
+    if c["has_gauss"][row]:
+        dst["has_gauss"][r] = True
+        dst["gauss"][r] = c["gauss"][row]
+    dst["tick"][r] = c["tick"][row]
+    dst["hold"][r] = c["hold"][row]
+    dst["enabled"][r] = c["enabled"][row]

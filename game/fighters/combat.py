@@ -59,8 +59,8 @@ from scuffle.game.fighters.fightdata import (BUSY, CHANGE_FADE, DOWN_UPDATES, GR
                                              IMPULSE_DECAY, LOG_SIZE, MIN_SEPARATION, SLIDE_UPDATES,
                                              THROW_SPEED)
 from scuffle.game.fighters.fightrows import (COLUMNS as _ROW_COLUMNS, END_WHATS as _END_WHATS, MAX_ROWS as _MAX_ROWS,
-                                            RANGES as _ROW_RANGES, log_of as _log_of, log_rows as _log_rows,
-                                            rows_of as _rows_of, state_of as _state_of)
+                                            FightersRead as _FightersRead, RANGES as _ROW_RANGES, log_of as _log_of,
+                                            log_rows as _log_rows, rows_of as _rows_of, state_of as _state_of)
 from scuffle.game.fighters.moves import Move
 from scuffle.game.runtime.registry import (ActionSpec, Registry, TableSpec, is_int as _is_int,
                                            is_num as _is_num, is_vec2 as _vec2)
@@ -149,6 +149,7 @@ class Fight(Hits):
         self._seated: list = []           # the controllers as last seated (seat_controllers)
         # id(a saved copy of ai_rows) -> (that copy, the seating, its AIRows): save_state
         self._ctl_kept: dict = {}
+        self._fighters_read = _FightersRead()   # the fighters' rows read last from a file (fightrows)
         # The host's handlers by kind (Fight.on): registrations, called in order.
         self.listeners: dict[FightEventKind, list[FightHandler]] = {}
         game.fight = self

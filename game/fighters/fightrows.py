@@ -30,7 +30,7 @@ from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
 from scuffle.anim.data.rangelist import NUM_ANIM_IDS
 from scuffle.anim.engine.snapkernel import Kind as K, check_tagged_rows
 from scuffle.anim.engine.store import block_layout
-from scuffle.game.fighters.airows import AIRow, row_state
+from scuffle.game.fighters.airows import AIRow, copy_row
 from scuffle.game.fighters.fightlog import COLUMNS as LOG_COLUMNS, LOG_EXTRAS, MAX_TEXT, MAX_TEXTS
 
 __all__ = ["TABLES", "COLUMNS", "RANGES", "RowsRefused", "rows_of", "state_of", "log_rows", "log_of", "capacity",
@@ -132,9 +132,10 @@ def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
     block, c = _scratch("ais", cap)
     plain: list = []
     for r, s in enumerate(ctl):
-        if s.__class__ is AIRow:           # a Game's own snapshot: the AI's row of its saved table
-            s = row_state(*s)
-        if _ai_state(s):                   # a FighterAI's, or one kept as a FighterAI keeps it
+        if s.__class__ is AIRow:           # a Game's own snapshot: the AI's row of its saved table, copied
+            copy_row(s.table, s.row, c, r)
+            plain.append(None)
+        elif _ai_state(s):                   # a FighterAI's, or one kept as a FighterAI keeps it
             (_, words, gauss), tick, hold, on = s
             c["live"][r] = True
             c["mt"][r] = np.frombuffer(words, np.int32)
@@ -262,24 +263,7 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
     is_fighter = fight._is_fighter
     # -- the fighters: a row each, one per entity
     t = cols["fighters"]
-    live = t.live.tolist()
-    ents, started, start, heading, health, kos = (t.entity.tolist(), t.started.tolist(), t.start.tolist(),
-                                                  t.heading.tolist(), t.health.tolist(), t.ko.tolist())
-    ko, starts = {}, {}
-    for r, on in enumerate(live):
-        if not on:
-            continue
-        e = ents[r]
-        if e in ko or e in starts or not is_fighter(e):
-            raise RowsRefused(f"table.fighters.entity[{r}] = {e}: not a human of the Game, or named twice")
-        if started[r]:
-            if not health[r] > 0.0:
-                raise RowsRefused(f"table.fighters.health[{r}]: a start's health must be above 0")
-            starts[e] = (tuple(start[r]), heading[r], health[r])
-        if kos[r] >= 0:
-            ko[e] = kos[r]
-        elif not started[r]:
-            raise RowsRefused(f"table.fighters[{r}]: neither a start nor a K.O.")
+    ko, starts = _fighters_of(t, is_fighter, getattr(fight, "_fighters_read", None))
     # -- the controllers: a FighterAI's state in its row, another's in the counters
     mine = fight.controllers
     plain = counters["controllers"]
@@ -339,6 +323,59 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
     stats = (counts[0], counts[1], counts[2], damage, counts[3], dict(kinds), counts[4], counts[5],
              tuple(dict(x) for x in rounds))
     return (ko, ko_at, starts, stats, tuple(pending), tuple(ctl))
+
+
+def _fighters_of(t: Any, is_fighter: Any, kept: Any) -> tuple[dict, dict]:
+    """The K.O.s and starts ({entity: update}, {entity: (position, heading, health)}) of
+    the checked ``fighters`` rows ``t`` (``is_fighter``: the Game's test of an entity).
+    ``kept``: the ``_FightersRead`` of the Fight that reads them, which gives again the
+    K.O.s and starts it made of the same bytes of rows (a state's values are never written
+    to: the Fight then holds them already and writes them back as they are); the entities
+    are checked again each time (the Game's fighters may have changed). Rejected
+    (RowsRefused naming the field): an entity that is not a fighter of the Game or named
+    twice, a start whose health is not above 0, a row neither a start nor a K.O."""
+    block = getattr(t, "block", None)
+    raw = block.tobytes() if kept is not None and block is not None else None
+    if raw is not None and kept.raw == raw:
+        for r, e in kept.entities:
+            if not is_fighter(e):
+                raise RowsRefused(f"table.fighters.entity[{r}] = {e}: not a human of the Game, or named twice")
+        return kept.ko, kept.starts
+    live = t.live.tolist()
+    ents, started, start, heading, health, kos = (t.entity.tolist(), t.started.tolist(), t.start.tolist(),
+                                                  t.heading.tolist(), t.health.tolist(), t.ko.tolist())
+    ko, starts = {}, {}
+    for r, on in enumerate(live):
+        if not on:
+            continue
+        e = ents[r]
+        if e in ko or e in starts or not is_fighter(e):
+            raise RowsRefused(f"table.fighters.entity[{r}] = {e}: not a human of the Game, or named twice")
+        if started[r]:
+            if not health[r] > 0.0:
+                raise RowsRefused(f"table.fighters.health[{r}]: a start's health must be above 0")
+            starts[e] = (tuple(start[r]), heading[r], health[r])
+        if kos[r] >= 0:
+            ko[e] = kos[r]
+        elif not started[r]:
+            raise RowsRefused(f"table.fighters[{r}]: neither a start nor a K.O.")
+    if raw is not None:
+        kept.raw, kept.ko, kept.starts = raw, ko, starts
+        kept.entities = [(r, ents[r]) for r, on in enumerate(live) if on]     # (row order: a refusal names its row)
+    return ko, starts
+
+
+class FightersRead:
+    """A Fight's last ``fighters`` rows read from a file (``_fighters_of``): their bytes,
+    the K.O.s and starts made of them, and the (row, entity) of each row in use."""
+
+    __slots__ = ("raw", "ko", "starts", "entities")
+
+    def __init__(self) -> None:
+        self.raw: bytes | None = None
+        self.ko: dict = {}
+        self.starts: dict = {}
+        self.entities: list = []
 
 
 _TEXTS_CHECKED: list = [None]

@@ -209,3 +209,34 @@ def test_the_log_grows_to_its_maxlen_then_keeps_the_newest():
     assert log.cap == 40 and list(log) == entries[-40:]
     log.load(saved)
     assert log.cap == 32 and list(log) == entries[:21]
+
+
+def test_the_fighters_rows_read_again_give_the_kept_state_and_check_the_entities_again(pair, monkeypatch):
+    """The same bytes of fighters' rows read again by one Fight give the K.O.s and starts
+    made of them the first time (the same objects, which the Fight then holds already);
+    other bytes are read anew; an entity that is no longer a fighter is refused even when
+    the bytes are the ones read before."""
+    a, _, _ = pair
+    fight = a.fight
+    state = fight.save_state()
+    tables, counters = fight.rows_of(state)
+
+    def cols():
+        return {n: F._Rows(fightrows.COLUMNS[n], cap, block.copy()) for n, (cap, block) in tables.items()}
+    first = fight.state_of(cols(), counters)
+    again = fight.state_of(cols(), counters)
+    assert first == state and again == state
+    assert again[0] is first[0] and again[2] is first[2]
+    edited = cols()
+    t = edited["fighters"]
+    r = int(np.flatnonzero(t.started)[0])
+    t.health[r] = t.health[r] / 2.0
+    other = fight.state_of(edited, counters)
+    e = int(t.entity[r])
+    assert other[2] is not first[2] and other[2][e][2] == state[2][e][2] / 2.0
+    assert fight.state_of(cols(), counters)[2] == state[2]
+    fight.state_of(cols(), counters)                       # kept once more: the next read is the kept path
+    gone = int(t.entity[r])
+    monkeypatch.setattr(fight, "_is_fighter", lambda ent: ent != gone)
+    with pytest.raises(fightrows.RowsRefused, match=rf"table\.fighters\.entity\[{r}\] = {gone}"):
+        fight.state_of(cols(), counters)
