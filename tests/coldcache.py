@@ -102,7 +102,12 @@ shared = {f.__name__ for f in detmath.JITABLE} | {n for n in dir(rules) if calla
 modules = len(set(K.MODULE_OF.values())) + 1
 writers = set(W.WRITERS)
 from scuffle.anim.engine import kernels_flush as KF
-per_dtype = {'_to_zero': len(KF.RESET_DTYPES)}
+# numba's own view and np.empty, once per dtype asked for: the checksum's digest reads its
+# bytes as 32- and 64-bit words (anim.engine.digest.WORD_DTYPES) and its sums into uint64
+# where the kernels' scratch is int64
+from scuffle.anim.engine import digest as D
+per_dtype = {'_to_zero': len(KF.RESET_DTYPES), '_to_no_row': len(KF.NO_ROW_DTYPES),
+             'ol_compatible_view.<locals>.impl': len(D.WORD_DTYPES), 'ol_np_empty.<locals>.impl': 2}
 many.update({q: n for q, n in seen.items()
              if n > (2 if q in writers else modules if q in shared else per_dtype.get(q, 1))})
 print(json.dumps({"code": code, "many": many, "seen": sorted(seen), "background": coldstart.BACKGROUND,

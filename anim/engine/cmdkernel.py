@@ -287,18 +287,18 @@ def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot
             w, lead = mix_values(target)
             task_init(tasks, tr, np.int64(_MIX), speed, flags, np.int64(0))
             base = flags & _CURSOR_INT
-            ca = _blend_cursor(cursors, ti, tf, row, 0, cursor_flags_of(base, lead == 0))
-            cb = _blend_cursor(cursors, ti, tf, row, 1, cursor_flags_of(base, lead == 1))
+            ca = _blend_cursor(cursors, ti, tf, row, np.int64(0), cursor_flags_of(base, lead == 0))
+            cb = _blend_cursor(cursors, ti, tf, row, np.int64(1), cursor_flags_of(base, lead == 1))
             mix_init(tasks, tr, ca, cb, w)
             aid = ti[row, TI_IDS + lead]
         elif op == _PICK:                          # PickTask._made: the task row, then its four clips
             v, chosen = pick_values(target)
             task_init(tasks, tr, np.int64(_PICK), tf[row, TF_PICK_RATE], flags, np.int64(0))
             base = flags & _CURSOR_INT
-            p0 = _blend_cursor(cursors, ti, tf, row, 0, cursor_flags_of(base, chosen == 0))
-            p1 = _blend_cursor(cursors, ti, tf, row, 1, cursor_flags_of(base, chosen == 1))
-            p2 = _blend_cursor(cursors, ti, tf, row, 2, cursor_flags_of(base, chosen == 2))
-            p3 = _blend_cursor(cursors, ti, tf, row, 3, cursor_flags_of(base, chosen == 3))
+            p0 = _blend_cursor(cursors, ti, tf, row, np.int64(0), cursor_flags_of(base, chosen == 0))
+            p1 = _blend_cursor(cursors, ti, tf, row, np.int64(1), cursor_flags_of(base, chosen == 1))
+            p2 = _blend_cursor(cursors, ti, tf, row, np.int64(2), cursor_flags_of(base, chosen == 2))
+            p3 = _blend_cursor(cursors, ti, tf, row, np.int64(3), cursor_flags_of(base, chosen == 3))
             pick_init(tasks, tr, p0, p1, p2, p3, v, ti[row, TI_SAMPLING])
             aid = ti[row, TI_IDS + chosen]
         else:                                      # DirectionTask._made: the task row, then the three clips

@@ -69,6 +69,10 @@ def _span(h, b8, b32, b64, off, n, size):
     return h
 
 
+# The words the digest reads a block's bytes as (numba compiles its view once for each).
+WORD_DTYPES = (np.uint32, np.uint64)
+
+
 @njit(cache=CACHE, nogil=True)
 def _rows_digest(b8, plan, whole, live_off, cap, seed):
     """``plan`` rows (byte offset, item size, items per row) are the columns of the rows in

@@ -26,7 +26,7 @@ __all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "934410e0d3ff274ff8ad889feb3a85452f9364786f4565f54f5596847713edeb"
+LINKED_SHA256 = "58359feacd5fd9ee67c5bcea236f4a448a903806b5e7708c11e3570a9955e839"
 
 _AGAIN = -(1 << 62)          # flush_anim_ids: a human listed again (done at its first place)
 
@@ -60,7 +60,7 @@ def _held_by_others(hi, r, humans, tasks):
     t_held, t_released = tasks.held, tasks.released
     others = np.int64(0)
     for i in range(h_depth[hi]):
-        s = h_stack[hi, i]
+        s = np.int64(h_stack[hi, i])
         if s != r and not t_released[s]:
             others |= t_held[s]
     return others
@@ -100,7 +100,7 @@ def _owned_chain(r, tasks, t_live, chain):
         tx = t_type[x]
         if tx != _CLIP and tx != _PAIRED_CLIP:
             break
-        nx = t_nxt[x]
+        nx = np.int64(t_nxt[x])
         if nx < 0 or t_handed[x] or not t_live[nx]:
             break
         chain[n] = nx
@@ -119,18 +119,21 @@ def _give_cursors(r, tt, tasks, cursors):
     c_live, c_gen, c_free, c_nfree = cursors.live, cursors.gen, cursors.free_rows, cursors.n_free
     n = _N_CURSORS[tt]
     if n > 0:
-        _give_row(t_c0[r], c_live, c_gen, c_free, c_nfree)
+        _give_row(np.int64(t_c0[r]), c_live, c_gen, c_free, c_nfree)
     if n > 1:
-        _give_row(t_c1[r], c_live, c_gen, c_free, c_nfree)
+        _give_row(np.int64(t_c1[r]), c_live, c_gen, c_free, c_nfree)
     if n > 2:
-        _give_row(t_c2[r], c_live, c_gen, c_free, c_nfree)
+        _give_row(np.int64(t_c2[r]), c_live, c_gen, c_free, c_nfree)
     if n > 3:
-        _give_row(t_c3[r], c_live, c_gen, c_free, c_nfree)
+        _give_row(np.int64(t_c3[r]), c_live, c_gen, c_free, c_nfree)
 
 
 # The dtypes of the task columns ``_reset_task`` sets to 0: ``_to_zero`` compiles once
 # for each (tests/anim/test_kernels.py counts its versions).
 RESET_DTYPES = ("int8", "float32", "int32", "int64", "bool", "float64")
+# The dtypes of the task columns ``_reset_task`` sets to NO_ROW: the row links (int32) and
+# the partner's entity (int64); ``_to_no_row`` compiles once for each.
+NO_ROW_DTYPES = ("int32", "int64")
 
 
 @_helper
@@ -249,7 +252,7 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
                 break
         n = _owned_chain(r, tasks, t_live, chain)
         for j in range(n - 1, -1, -1):        # StackRules.discard: the next tasks first
-            x = chain[j]
+            x = np.int64(chain[j])
             if x >= n_pool or not pool_out[x]:
                 continue                      # not out of the pool: not given back (TaskPool._take_back)
             pool_out[x] = False
@@ -265,9 +268,9 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
                     freed[nf] = x
                 nf += 1
             if tt == _FADE:
-                _give_row(t_aux[x], fade_rows.live, fade_rows.gen, fade_rows.free_rows, fade_rows.n_free)
+                _give_row(np.int64(t_aux[x]), fade_rows.live, fade_rows.gen, fade_rows.free_rows, fade_rows.n_free)
             elif tt == _GAIT:
-                _give_row(t_aux[x], gait_rows.live, gait_rows.gen, gait_rows.free_rows, gait_rows.n_free)
+                _give_row(np.int64(t_aux[x]), gait_rows.live, gait_rows.gen, gait_rows.free_rows, gait_rows.n_free)
             if given:
                 _reset_task(x, tasks)
     counts[FLUSH_FREED] = nf

@@ -41,7 +41,7 @@ __all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE", "LANES"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "d6c0a50dfb535f2031e42bccecb225738a5bdfc4777ff3c6d5c4520f4316e84d"
+LINKED_SHA256 = "91ccfe115fb496a551266c877a9642def41d2005b5b8a243693a5a15d79972f8"
 # Cursor flags the sampler tests, as plain ints (numba freezes globals as constants).
 _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
@@ -795,8 +795,8 @@ def _pose_blend_task(r, sp, nref, tasks, cursors, bank, scratch):
     tt = t_type[r]
     rate = t_rate[r]
     if tt == _MIX:
-        sp, nref = _push(t_c0[r], sp, nref, rate, cursors, bank, scratch)
-        sp, nref = _push(t_c1[r], sp, nref, rate, cursors, bank, scratch)
+        sp, nref = _push(np.int64(t_c0[r]), sp, nref, rate, cursors, bank, scratch)
+        sp, nref = _push(np.int64(t_c1[r]), sp, nref, rate, cursors, bank, scratch)
         if sp >= 2:
             _blend(sp - 2, sp - 1, sp - 2, np.float32(t_value[r]), np.int64(-1), submask, scratch)
             sp -= 1
@@ -816,12 +816,12 @@ def _pose_blend_task(r, sp, nref, tasks, cursors, bank, scratch):
     # the direction (DirectionTask.side_weight): the value off the centre, -0.5 .. 0.5
     off = (t_value[r] - np.float64(t_centre[r]) + 4.0) % 8.0 - 4.0
     if off >= 0:
-        side = t_c2[r]
+        side = np.int64(t_c2[r])
         w = off
     else:
-        side = t_c0[r]
+        side = np.int64(t_c0[r])
         w = -off
-    sp, nref = _push(t_c1[r], sp, nref, rate, cursors, bank, scratch)
+    sp, nref = _push(np.int64(t_c1[r]), sp, nref, rate, cursors, bank, scratch)
     if w > 0.0:
         sp, nref = _push(side, sp, nref, rate, cursors, bank, scratch)
         if sp >= 2:
@@ -863,7 +863,7 @@ def _pose_fade(r, sp, tasks, fades, submask, scratch):
     Returns sp. Original: 0x00106cc8."""
     t_aux = tasks.aux
     f_el, f_dur = fades.el, fades.dur
-    a = t_aux[r]
+    a = np.int64(t_aux[r])
     w = np.float32(_fade_weight(np.float64(f_el[a]), np.float64(f_dur[a])))
     if sp >= 2:
         _blend(sp - 2, sp - 1, sp - 2, w, np.int64(-1), submask, scratch)
@@ -879,15 +879,15 @@ def _pose_gait(r, sp, nref, tasks, gaits, cursors, bank, scratch):
     Original: 0x0010a5b8."""
     t_rate, t_c0, t_c1, t_aux = tasks.rate, tasks.c0, tasks.c1, tasks.aux
     g_value, g_lower = gaits.value, gaits.lower
-    a = t_aux[r]
+    a = np.int64(t_aux[r])
     frac = np.float64(g_value[a]) - g_lower[a]
     rate = t_rate[r]
     alone = _gait_sampled(frac)                     # anim.engine.rules.gait_sampled
     if alone >= 0:
-        c = t_c0[r] if alone == 0 else t_c1[r]
+        c = np.int64(t_c0[r]) if alone == 0 else np.int64(t_c1[r])
         return _push(c, sp, nref, rate, cursors, bank, scratch)
-    sp, nref = _push(t_c0[r], sp, nref, rate, cursors, bank, scratch)
-    sp, nref = _push(t_c1[r], sp, nref, rate, cursors, bank, scratch)
+    sp, nref = _push(np.int64(t_c0[r]), sp, nref, rate, cursors, bank, scratch)
+    sp, nref = _push(np.int64(t_c1[r]), sp, nref, rate, cursors, bank, scratch)
     if sp >= 2:
         _blend(sp - 2, sp - 1, sp - 2, np.float32(frac), np.int64(-1), bank.submask, scratch)
         sp -= 1
@@ -910,11 +910,11 @@ def _pose_window(r, c, tasks, cursors, events, fades, gaits):
     into = _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b))
     if into <= 0.0:
         return -1.0
-    nx = t_nxt[r]
+    nx = np.int64(t_nxt[r])
     if t_window[r] == _KEPT:
         d = _duration(nx, tasks, cursors, fades, gaits)
         lead = _lead_of(nx, tasks, gaits)
-        for cc in (t_c0[nx], t_c1[nx], t_c2[nx], t_c3[nx]):
+        for cc in (np.int64(t_c0[nx]), np.int64(t_c1[nx]), np.int64(t_c2[nx]), np.int64(t_c3[nx])):
             if cc < 0:
                 continue
             tt2 = into if cc == lead else _mul(_div(into, d), np.float64(c_dur[cc]))
@@ -1015,7 +1015,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
             trows = h_queue if queue_pass else h_stack
             n_tasks = h_queued[hi] if queue_pass else h_depth[hi]
             for si in range(n_tasks):
-                r = trows[hi, si]
+                r = np.int64(trows[hi, si])
                 nw = 0
                 while True:                         # a task, then the next tasks in their blend windows
                     tt = t_type[r]
@@ -1028,7 +1028,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                     if tt == _MIX or tt == _PICK or tt == _DIRECTION:
                         sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), tasks, cursors, bank, scratch)
                         break
-                    c = t_c0[r]                     # a clip
+                    c = np.int64(t_c0[r])                     # a clip
                     if sp >= _POSES:
                         nref += 1
                     else:
@@ -1044,7 +1044,7 @@ def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, 
                     # first, on the seven poses the stack holds)
                     weights[nw % weights.shape[0]] = np.float32(w)
                     nw += 1
-                    r = t_nxt[r]
+                    r = np.int64(t_nxt[r])
                 sp = _pose_windows(np.int64(sp), np.int64(nw), weights, submask, scratch)
             if queue_pass:                         # its top is the default pose of the stack's pass
                 _keep_queued_pose(np.int64(sp), bank, scratch)

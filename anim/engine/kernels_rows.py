@@ -141,8 +141,8 @@ def _lead(r, tasks, gaits):
     t_c0, t_c1, t_aux = tasks.c0, tasks.c1, tasks.aux
     g_leader = gaits.leader
     if g_leader[t_aux[r]] == 0:
-        return t_c0[r]
-    return t_c1[r]
+        return np.int64(t_c0[r])
+    return np.int64(t_c1[r])
 
 
 @_helper
@@ -162,12 +162,12 @@ def _cursor_k(r, k, tasks):
     """Task ``r``'s cursor row ``k`` (0-3: columns c0-c3)."""
     t_c0, t_c1, t_c2, t_c3 = tasks.c0, tasks.c1, tasks.c2, tasks.c3
     if k == 0:
-        return t_c0[r]
+        return np.int64(t_c0[r])
     if k == 1:
-        return t_c1[r]
+        return np.int64(t_c1[r])
     if k == 2:
-        return t_c2[r]
-    return t_c3[r]
+        return np.int64(t_c2[r])
+    return np.int64(t_c3[r])
 
 
 @_helper
@@ -179,12 +179,12 @@ def _lead_of(r, tasks, gaits):
     if tt == _GAIT:
         return _lead(r, tasks, gaits)
     if tt == _MIX:
-        return t_c1[r] if t_value[r] >= 0.5 else t_c0[r]
+        return np.int64(t_c1[r]) if t_value[r] >= 0.5 else np.int64(t_c0[r])
     if tt == _PICK:
         return _cursor_k(r, _pick_chosen(t_value[r]), tasks)
     if tt == _DIRECTION:
-        return t_c1[r]
-    return t_c0[r]
+        return np.int64(t_c1[r])
+    return np.int64(t_c0[r])
 
 
 @_helper
@@ -202,7 +202,7 @@ def _duration(r, tasks, cursors, fades, gaits):
 def _window(r, tasks, cursors, fades, gaits):
     """ClipTask.window: b, at most the next task's duration (0 without a next task)."""
     t_nxt, t_blend = tasks.nxt, tasks.blend
-    nx = t_nxt[r]
+    nx = np.int64(t_nxt[r])
     b = np.float64(t_blend[r])
     if nx < 0 or b <= 0.0:
         return 0.0
@@ -215,7 +215,7 @@ def _gait_value(r, dt, tasks, gaits):
     """The gait's value after this update's move toward the target (GaitTask.advance)."""
     t_rate, t_speed, t_aux = tasks.rate, tasks.speed, tasks.aux
     g_value, g_target = gaits.value, gaits.target
-    g = t_aux[r]
+    g = np.int64(t_aux[r])
     old = np.float64(g_value[g])
     tgt = np.float64(g_target[g])
     limit = _mul(_mul(np.float64(t_rate[r]), dt), np.float64(t_speed[r]))

@@ -45,7 +45,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "38538d79acd458fb8b296108001c41daa3fb0b3930e6cbfde8a29980fd4cd5d2"
+LINKED_SHA256 = "8c977cc18abce73c4d2a700c76e5920fca785c525ff8101d866ae13c9b5a1fb0"
 
 
 # status bits per human (step_stacks' ``status``)
@@ -192,14 +192,14 @@ def _new_pair(r, nl, tasks, gaits, cursors, events, out):
     new (lower, upper) rows into ``out[0:2]`` and, for a clip that comes in, 1 into
     ``out[2 + j]``."""
     t_c0, t_c1, t_aux = tasks.c0, tasks.c1, tasks.aux
-    g = t_aux[r]
+    g = np.int64(t_aux[r])
     lower = np.int64(gaits.lower[g])
     k_id0 = _of_five(g, lower, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
     k_id1 = _of_five(g, lower + 1, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
     k_alive0 = k_id0 != k_id1                # one id twice: the dict keeps the upper
     k_alive1 = True
-    old0 = t_c0[r]
-    old1 = t_c1[r]
+    old0 = np.int64(t_c0[r])
+    old1 = np.int64(t_c1[r])
     for j in range(2):
         cid = _of_five(g, nl + j, gaits.id0, gaits.id1, gaits.id2, gaits.id3, gaits.id4)
         out[2 + j] = 0
@@ -260,7 +260,7 @@ def _clear_flags(hi, bits, task, humans, tasks):
     t_held, t_released = tasks.held, tasks.released
     others = np.int64(0)
     for i in range(h_depth[hi]):
-        t = h_stack[hi, i]
+        t = np.int64(h_stack[hi, i])
         if t != task and not t_released[t]:
             others |= t_held[t]
     h_flags[hi] &= ~(bits & ~others)
@@ -324,11 +324,11 @@ def _step_mix(hi, r, dt, step, sink_on, zero_overshoot, tasks, cursors, events, 
         nv = v
     t_value[r] = nv
     if nv >= 0.5:
-        lc = t_c1[r]
-        fc = t_c0[r]
+        lc = np.int64(t_c1[r])
+        fc = np.int64(t_c0[r])
     else:
-        lc = t_c0[r]
-        fc = t_c1[r]
+        lc = np.int64(t_c0[r])
+        fc = np.int64(t_c1[r])
     base = t_flags[r] & _CURSOR_BITS
     c_flags[lc] = _cursor_flags_of(base, True)          # anim.engine.rules: the leader plays, the other muted
     c_flags[fc] = _cursor_flags_of(base, False)
@@ -348,7 +348,7 @@ def _step_fade(hi, r, step, cleanup_above, humans, tasks, fades, out, n_def):
     t_aux, t_incoming, t_released = tasks.aux, tasks.incoming, tasks.released
     f_el, f_dur = fades.el, fades.dur
     def_out = out.def_out
-    a = t_aux[r]
+    a = np.int64(t_aux[r])
     el = _add(np.float64(f_el[a]), step)
     f_el[a] = el
     if not (el >= f_dur[a] or h_depth[hi] > cleanup_above):
@@ -356,7 +356,7 @@ def _step_fade(hi, r, step, cleanup_above, humans, tasks, fades, out, n_def):
     hpos = _find(hi, r, humans)
     if t_released[r] or hpos < 0:
         return n_def, False
-    inc = t_incoming[r]
+    inc = np.int64(t_incoming[r])
     lo = 0
     if inc >= 0:
         ipos = _find(hi, inc, humans)
@@ -364,7 +364,7 @@ def _step_fade(hi, r, step, cleanup_above, humans, tasks, fades, out, n_def):
             lo = ipos + 1
     d = h_depth[hi]
     for j in range(lo, hpos + 1):
-        n_def = _defer(hi, h_stack[hi, j], t_released, def_out, n_def)
+        n_def = _defer(hi, np.int64(h_stack[hi, j]), t_released, def_out, n_def)
     gone = hpos + 1 - lo
     for j in range(hpos + 1, d):
         h_stack[hi, j - gone] = h_stack[hi, j]
@@ -480,9 +480,9 @@ def _newest(hi, newest_only, humans, tasks):
     depth = h_depth[hi]
     if not newest_only or depth == 0:
         return -1
-    newest = h_stack[hi, depth - 1]
+    newest = np.int64(h_stack[hi, depth - 1])
     if t_type[newest] == _FADE:
-        newest = h_stack[hi, 0]
+        newest = np.int64(h_stack[hi, 0])
     return newest
 
 
@@ -503,7 +503,7 @@ def _step_loop(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out
     Original: 0x00105770."""
     t_c0, t_wraps, t_callback = tasks.c0, tasks.wraps, tasks.callback
     wrap_out = out.wrap_out
-    wrapped, n_ev = _advance_looping(hi, t_c0[r], r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
+    wrapped, n_ev = _advance_looping(hi, np.int64(t_c0[r]), r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
     if wrapped:
         t_wraps[r] += 1
         if t_callback[r]:
@@ -540,7 +540,7 @@ def _hand_over(hi, r, nx, humans, tasks, out, n_def):
     else:
         h_stack[hi, pos] = nx
         for j in range(h_depth[hi]):
-            fj = h_stack[hi, j]
+            fj = np.int64(h_stack[hi, j])
             if t_type[fj] == _FADE and t_incoming[fj] == r:
                 t_incoming[fj] = nx
     return _defer(hi, r, t_released, def_out, n_def)
@@ -567,7 +567,7 @@ def _gait_move(r, dt, tasks, gaits):
     Original: 0x0010a5b8."""
     t_aux = tasks.aux
     g_value, g_lower = gaits.value, gaits.lower
-    a = t_aux[r]
+    a = np.int64(t_aux[r])
     old_frac = np.float64(g_value[a]) - g_lower[a]
     old_lead = _lead(r, tasks, gaits)
     v = _gait_value(r, dt, tasks, gaits)
@@ -603,7 +603,7 @@ def _gait_leader(r, v, old_frac, tasks, gaits):
     0.875. Returns whether the leader changed. Original: 0x0010a5b8."""
     t_aux = tasks.aux
     g_target, g_lower, g_leader = gaits.target, gaits.lower, gaits.leader
-    a = t_aux[r]
+    a = np.int64(t_aux[r])
     lead = _gait_lead(v, g_lower[a], np.float64(g_target[a]), old_frac)     # anim.engine.rules.gait_leader
     changed = lead != g_leader[a]
     g_leader[a] = lead
@@ -622,11 +622,11 @@ def _gait_advance(hi, r, step, sink_on, zero_overshoot, tasks, gaits, cursors, e
     wrap_out = out.wrap_out
     base = t_flags[r] & _CURSOR_BITS
     if g_leader[t_aux[r]] == 0:
-        lc = t_c0[r]
-        fc = t_c1[r]
+        lc = np.int64(t_c0[r])
+        fc = np.int64(t_c1[r])
     else:
-        lc = t_c1[r]
-        fc = t_c0[r]
+        lc = np.int64(t_c1[r])
+        fc = np.int64(t_c0[r])
     c_flags[lc] = _cursor_flags_of(base, True)          # anim.engine.rules: the leader plays, the other muted
     c_flags[fc] = _cursor_flags_of(base, False)
     wrapped, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
@@ -656,9 +656,9 @@ def _step_direction(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events
     constructor)."""
     t_c0, t_c1, t_c2 = tasks.c0, tasks.c1, tasks.c2
     c_t, c_dur = cursors.t, cursors.dur
-    lc = t_c1[r]
+    lc = np.int64(t_c1[r])
     _, n_ev = _advance_looping(hi, lc, r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
-    for fc in (t_c0[r], t_c2[r]):
+    for fc in (np.int64(t_c0[r]), np.int64(t_c2[r])):
         tf = _mul(_div(np.float64(c_t[lc]), np.float64(c_dur[lc])), np.float64(c_dur[fc]))
         _set_time(fc, tf, cursors, events)
     return n_ev
@@ -781,9 +781,9 @@ def _step_kernel(lean):
                         n_ev, n_wrap = _step_loop(hi, r, step, sink_on, zero_overshoot, tasks, cursors, events, out, n_ev,
                                                   n_wrap)
                     elif tt == _CLIP or tt == _PAIRED_CLIP:
-                        c = t_c0[r]
+                        c = np.int64(t_c0[r])
                         ended, n_ev = _step_clip(hi, c, r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
-                        nx = t_nxt[r]
+                        nx = np.int64(t_nxt[r])
                         if nx >= 0 and ended:
                             n_def = _hand_over(hi, r, nx, humans, tasks, out, n_def)
                             st |= STATUS_STACK | STATUS_TOP
@@ -794,7 +794,7 @@ def _step_kernel(lean):
                             r = nx              # "the next task is advanced too" (L215)
                             continue
                     elif tt == _HOLD or tt == _SCENE or tt == _PAIRED_HOLD:
-                        _, n_ev = _step_clip(hi, t_c0[r], r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
+                        _, n_ev = _step_clip(hi, np.int64(t_c0[r]), r, step, sink_on, zero_overshoot, cursors, events, out, n_ev)
                     elif tt == _FADE:
                         n_def, done = _step_fade(hi, r, step, cleanup_above, humans, tasks, fades, out, n_def)
                         if done:
