@@ -20,7 +20,7 @@ from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.engine.store import MAX_ROWS, NO_EVENT, NO_ROW
 from scuffle.anim.maths.pose import POSE_STACK_SIZE
 from scuffle.anim.base.enums import BlendWindow, HeldFlags, PickSampling, TaskType
-from scuffle.anim.engine.rules import HELD_EVENTS, PICK_SAMPLINGS, PICK_THRESHOLDS, TASK_CURSORS, WINDOW_RULES
+from scuffle.anim.engine.rules import HELD_EVENTS, PICK_SAMPLINGS, TASK_CURSORS, WINDOW_RULES
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine import rules as R
 from scuffle.anim.engine.kernels_maths import (jit_kinds, _add, _frame_of, _mul, _sub)
@@ -76,9 +76,6 @@ _HELD_REPLACE = int(EventType.HELD_REPLACE)
 _REPLACED = int(HeldFlags.REPLACED)
 _NO_EVENT = int(NO_EVENT)
 _NO_ROW = int(NO_ROW)
-_PICK0 = float(PICK_THRESHOLDS[0])
-_PICK1 = float(PICK_THRESHOLDS[1])
-_PICK2 = float(PICK_THRESHOLDS[2])
 _PICK_ALL = PICK_SAMPLINGS.index(PickSampling.ALL)   # the task table's sampling column
 _KEPT = WINDOW_RULES.index(BlendWindow.KEPT)     # the task table's window column
 _POSES = POSE_STACK_SIZE        # the pose stack (0x00104ce0 refuses an eighth)
@@ -145,16 +142,8 @@ def _lead(r, tasks, gaits):
     return np.int64(t_c1[r])
 
 
-@_helper
-def _pick_chosen(v):
-    """PickTask.chosen: the audible clip of value ``v``, 0 below 0.51, 1 below 1.51, 2 below 2.51, else 3."""
-    if v < _PICK0:
-        return 0
-    if v < _PICK1:
-        return 1
-    if v < _PICK2:
-        return 2
-    return 3
+# PickTask.chosen: the audible clip of a value (the rule's one form, anim.engine.rules).
+_pick_chosen = _helper(R.pick_chosen)
 
 
 @_helper

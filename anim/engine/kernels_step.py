@@ -45,7 +45,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "8c977cc18abce73c4d2a700c76e5920fca785c525ff8101d866ae13c9b5a1fb0"
+LINKED_SHA256 = "777f772922cdd04cdb77645d1b1a6328c88855f6f0335a5d61f98abc1349662e"
 
 
 # status bits per human (step_stacks' ``status``)

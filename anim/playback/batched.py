@@ -216,17 +216,7 @@ class CommandColumns:
         s0 = sets[0]
         new = False
         if sets.count(s0) == n:
-            by_cmd: dict = {}
-            for cmd in dict.fromkeys(commands):
-                ent = entries.get((id(cmd), id(s0)))
-                if ent is None:
-                    ent = self._new_entry(commands.index(cmd), cmd, s0)
-                    new = True
-                if ent.n_params > width:
-                    i = commands.index(cmd)
-                    raise RecipeError(f"commands: args[{i}] has {width} numbers, {cmd.recipe!r} takes {ent.n_params}")
-                by_cmd[cmd] = ent.e
-            return list(map(by_cmd.__getitem__, commands)), new
+            return self._entries_one_set(commands, s0, entries, width)
         ents: list[int] = []
         for i, (cmd, st) in enumerate(zip(commands, sets)):
             ent = entries.get((id(cmd), id(st)))
@@ -342,9 +332,16 @@ class CommandColumns:
                 and list(map(_table, recs)).count(h) == n and list(map(_row, recs)) == slots
                 and list(map(h.gen.__getitem__, slots)) == list(map(_gen, recs))):
             return self._rows_one_by_one(commands, humans, entries, width)
+        ents, new = self._entries_one_set(commands, s0, entries, width)
+        return slots, ents, new
+
+    def _entries_one_set(self, commands: Sequence[Command], s0: Any, entries: dict, width: int) -> tuple[list, bool]:
+        """The entry of each command for humans all of anim set ``s0``, each command's looked
+        up once (made where new), and whether any was made. Rejected (RecipeError naming the
+        command's index): a command taking more numbers than ``width``."""
         new = False
         by_cmd: dict = {}
-        for i, cmd in enumerate(dict.fromkeys(commands)):
+        for cmd in dict.fromkeys(commands):
             ent = entries.get((id(cmd), id(s0)))
             if ent is None:
                 ent = self._new_entry(commands.index(cmd), cmd, s0)
@@ -353,7 +350,7 @@ class CommandColumns:
                 i = commands.index(cmd)
                 raise RecipeError(f"commands: args[{i}] has {width} numbers, {cmd.recipe!r} takes {ent.n_params}")
             by_cmd[cmd] = ent.e
-        return slots, list(map(by_cmd.__getitem__, commands)), new
+        return list(map(by_cmd.__getitem__, commands)), new
 
     def _rows_one_by_one(self, commands: Sequence[Command], humans: Sequence[Any], entries: dict, width: int) \
             -> tuple[list[int], list[int], bool]:
