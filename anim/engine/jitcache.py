@@ -20,8 +20,8 @@ before it compiles anything, for the ``cache=`` of its ``@njit`` kernels:
   unconfigured host sees on stderr);
 - else True.
 
-The check reads every index (small pickles) and walks every data file's pickle stream
-without building its objects (``_Skim``), in some tens of milliseconds. numba's own file
+The check reads every index (small pickles) and every data file's pickle stream as
+opcodes only (``_strings``: nothing looked up, built or run), in some tens of milliseconds. numba's own file
 layout (numba/core/caching.py, IndexDataCacheFile): an index holds the pickled numba
 version, then the pickled (source stamp, {key: data file name}).
 """
@@ -30,7 +30,6 @@ from __future__ import annotations
 import glob
 import io
 import os
-import pickle
 import time
 
 __all__ = ["cache_setting", "NO_CACHE", "SET_ASIDE", "check_cache_folder", "SET_ASIDE_FOLDER", "linked_modules",
@@ -329,53 +328,39 @@ def check_cache_folder(path: str, stem: str) -> list[str]:
 
 def _index_names(index: str, version: str) -> list[str] | None:
     """The data file names an index lists ([] for another numba version's, which numba
-    ignores), or None when it cannot be read whole."""
+    ignores), or None when it cannot be read whole. numba's layout: its version pickled,
+    then (source stamp, {key: data file name}) pickled; both read as opcodes only."""
     try:
-        with open(index, "rb") as f:        # read with _Skim: no class is imported or built
-            found = _Skim(f).load()
-            rest = f.read()
-        if found != version:
+        with open(index, "rb") as f:
+            stream = io.BytesIO(f.read())
+        if _strings(stream)[:1] != [version]:
             return []
-        _stamp, overloads = _Skim(io.BytesIO(rest)).load()
-        return [str(n) for n in dict(overloads).values()]
-    except (ImportError, AttributeError):   # whole, but naming a class not importable here
-        return []                           # (numba checks it as it loads): not corrupt
-    except Exception:                       # empty, cut, or not numba's: corrupt
+        return [n for n in _strings(stream) if n.endswith(".nbc")]
+    except (OSError, ValueError, EOFError):  # unreadable, empty, cut, or not a pickle: corrupt
         return None
 
 
-class _Any:
-    """Whatever a data file's pickle builds: accepts every argument, state and item."""
+def _strings(stream: io.BytesIO) -> list[str]:
+    """The strings of the one pickle stream at ``stream``'s position, in order, read as
+    opcodes by ``pickletools.genops``: no class is looked up, no object built and no code
+    run, whatever the bytes (numba's own cache files, checked before numba loads them).
+    ValueError: the stream is cut or not a pickle."""
+    import pickletools
 
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def __setstate__(self, state):
-        pass
-
-    def __setitem__(self, key, value):
-        pass
-
-    def append(self, item):
-        pass
-
-    def extend(self, items):
-        pass
-
-
-class _Skim(pickle.Unpickler):
-    """Walks a pickle stream to its end without importing or building its classes: every
-    global the stream names (GLOBAL, STACK_GLOBAL, INST, OBJ, an extension code) comes back
-    as ``_Any``, whose calls and states do nothing, so no bytes of any file can run code
-    here; it only tells a cut file from a whole one."""
-
-    def find_class(self, module, name):
-        return _Any
+    out: list[str] = []
+    stopped = False
+    for op, arg, _pos in pickletools.genops(stream):
+        if isinstance(arg, str) and "UNICODE" in op.name:
+            out.append(arg)
+        stopped = op.name == "STOP"
+    if not stopped:
+        raise ValueError("no STOP opcode")
+    return out
 
 
 def _data_whole(path: str) -> bool:
     """Whether a data file's pickle stream is whole (a missing file counts as whole:
-    numba then recompiles by itself)."""
+    numba then recompiles by itself), read as opcodes only (``_strings``)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -386,9 +371,7 @@ def _data_whole(path: str) -> bool:
     if len(data) < 2 or data[-1:] != b"." or data[:1] != b"\x80":
         return False
     try:
-        _Skim(io.BytesIO(data)).load()
-    except (EOFError, pickle.UnpicklingError):
+        _strings(io.BytesIO(data))
+    except (ValueError, EOFError):
         return False
-    except Exception:                       # a construct the skim cannot mimic: not a cut
-        return True
     return True
