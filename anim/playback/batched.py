@@ -54,6 +54,16 @@ _EMPTY = np.zeros((0, 0), np.float64)
 _ROWS = (tuple, list)
 
 
+def _stale(call: str, bad: int, r: np.ndarray, g: np.ndarray, done: str) -> StaleHandle:
+    """The refusal of a batch's row ``bad`` whose human row ``r[bad]`` no longer holds the
+    generation ``g[bad]``: StaleHandle naming both, with ``row`` set and a note."""
+    exc = StaleHandle(f"{call}: row {bad}: human row {int(r[bad])} does not hold generation "
+                      f"{int(g[bad])} (its human left, or the row holds another now)")
+    exc.row = bad                                  # type: ignore[attr-defined]
+    exc.add_note(f"{call}: row {bad} (of the batch) was refused; the rows before it were {done}")
+    return exc
+
+
 class _Entry:
     """One prepared command on one anim set: its row of the plans (``e``), the objects it
     is for (kept so their ids stay theirs), and which of its Arg positions are anim ids."""
@@ -158,6 +168,24 @@ class CommandColumns:
             return
         a = self._args(args, n)
         width = a.shape[1]
+        slots, insts, bad = self._seated(r, g, n)
+        if bad:
+            cmds = commands if bad == n else commands[:bad]
+            rules = self.rules
+            if rules.learnt != self._learnt or rules.options is not self._options:
+                self._refresh()
+            ents, new = self._plans(cmds, insts, width)
+            if new:
+                self._refresh()
+            self._run(cmds, insts, a if bad == n else a[:bad], slots, ents, r if bad == n else r[:bad])
+        if bad < n:
+            # (the entries' checks of a row's command come first, as ``commands`` checks its columns)
+            raise _stale("commands_at", bad, r, g, "run")
+
+    def _seated(self, r: np.ndarray, g: np.ndarray, n: int) -> tuple[list[int], list[Any], int]:
+        """The human rows ``r`` checked against their generations ``g`` (a list compare
+        while all agree): the rows up to the first stale or free one, their instances (the
+        engine's seats), and that first one's index (``n``: none)."""
         eng = self.rules.batch
         seats = eng._instances
         gen = eng.humans.gen                       # (a list: read by the rows named, not whole)
@@ -175,26 +203,11 @@ class CommandColumns:
         if None in insts:                           # a free row holding the generation given
             bad = insts.index(None)
             del slots[bad:], insts[bad:]
-        if bad:
-            cmds = commands if bad == n else commands[:bad]
-            rules = self.rules
-            if rules.learnt != self._learnt or rules.options is not self._options:
-                self._refresh()
-            ents, new = self._plans(cmds, insts, width)
-            if new:
-                self._refresh()
-            self._run(cmds, insts, a if bad == n else a[:bad], slots, ents, r if bad == n else r[:bad])
-        if bad < n:
-            # (the entries' checks of a row's command come first, as ``commands`` checks its columns)
-            exc = StaleHandle(f"commands_at: row {bad}: human row {int(r[bad])} does not hold generation "
-                              f"{int(g[bad])} (its human left, or the row holds another now)")
-            exc.row = bad                           # type: ignore[attr-defined]
-            exc.add_note(f"commands_at: row {bad} (of the batch) was refused; the rows before it were run")
-            raise exc
+        return slots, insts, bad
 
     @staticmethod
-    def _whole(col: Any, n: int, what: str) -> np.ndarray:
-        """``col`` as ``n`` int64s (RecipeError naming the field: not one whole number a command)."""
+    def _whole(col: Any, n: int, what: str, call: str = "commands_at", per: str = "command") -> np.ndarray:
+        """``col`` as ``n`` int64s (RecipeError naming the field: not one whole number a row)."""
         if col.__class__ is np.ndarray and col.dtype == np.int64 and col.shape == (n,):
             return col                              # (a game's own column: as it is)
         try:
@@ -202,9 +215,9 @@ class CommandColumns:
         except (TypeError, ValueError):
             v = None
         if v is None or v.shape != (n,) or not (v.dtype.kind in "iu" or (n == 0 and v.dtype.kind == "f")):
-            raise RecipeError(f"commands_at: {what} must be {n} whole numbers, one per command")
+            raise RecipeError(f"{call}: {what} must be {n} whole numbers, one per {per}")
         if v.dtype.kind == "u" and n and int(v.max()) >= 1 << 63:
-            raise RecipeError(f"commands_at: {what} must be {n} whole numbers, one per command")
+            raise RecipeError(f"{call}: {what} must be {n} whole numbers, one per {per}")
         return v.astype(np.int64, copy=False)
 
     def _plans(self, commands: Sequence[Command], insts: list, width: int) -> tuple[list[int], bool]:
@@ -240,21 +253,11 @@ class CommandColumns:
         ``set_target`` raises it, with ``row`` set (the rows before it done, the rest not).
         Original: 0x0010a500 (+0xac)."""
         n = len(humans)
-        try:
-            tg = np.fromiter(targets, np.float64, n) if targets.__class__ is list else \
-                np.ascontiguousarray(targets, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise RecipeError(f"set_gait_targets: targets must be {n} numbers, one per human") from None
-        if not (tg.flags.writeable and tg.flags.aligned):
-            tg = tg.copy()                         # (the compiled call's one array type)
-        if tg.shape != (n,):
-            raise RecipeError(f"set_gait_targets: targets must be {n} numbers, one per human, got shape {tg.shape}")
+        tg = self._targets(targets, n, "set_gait_targets", "human")
         moved = np.zeros(n, np.bool_)
         if n == 0:
             return moved
-        rules = self.rules
-        eng = rules.batch
-        h = eng.humans
+        eng = self.rules.batch
         slots = list(map(_slot, humans))
         seats = eng._instances
         held = list(map(seats.__getitem__, slots)) if min(slots) >= 0 and max(slots) < len(seats) else None
@@ -265,11 +268,70 @@ class CommandColumns:
             okv = np.fromiter((inst.engine is eng and 0 <= s < len(eng._instances) and eng._instances[s] is inst
                                for inst, s in zip(humans, slots)), np.int8, n)
             slots = [s if k else 0 for s, k in zip(slots, okv.tolist())]
+        self._gait_rows(humans, slots, None, okv, tg, moved, n, "set_gait_targets")
+        return moved
+
+    def set_gait_targets_at(self, rows: Any, gens: Any, targets: Any) -> np.ndarray:
+        """``set_gait_targets`` with the humans named by their rows and generations
+        (``rows_of``) instead of their instances, as ``commands_at`` names them: row ``i``
+        gives the running gait of the human at row ``rows[i]`` of the human table, which
+        must still hold the generation ``gens[i]``, the target ``targets[i]``, in row order,
+        in one compiled call; no human's instance is read (the generations are checked as
+        columns). Out: a bool per row, True where a gait took the target. Rejected before
+        any row (RecipeError naming the field): ``targets`` not a 1-D column of numbers,
+        ``rows`` or ``gens`` not one whole number per target. Then per row: a stale
+        generation (its human left) or a row no human holds: StaleHandle naming the row and
+        the human row; a target that is not finite: ValueError as ``set_target`` raises it;
+        either with ``row`` set, the rows before it done, the rest not.
+        Original: 0x0010a500 (+0xac)."""
+        tg = self._targets(targets, -1, "set_gait_targets_at", "row")
+        n = tg.shape[0]
+        r = self._whole(rows, n, "rows", "set_gait_targets_at", "target")
+        g = self._whole(gens, n, "gens", "set_gait_targets_at", "target")
+        moved = np.zeros(n, np.bool_)
+        if n == 0:
+            return moved
+        slots, insts, bad = self._seated(r, g, n)
+        if bad:
+            ok = np.ones(bad, np.int8)
+            self._gait_rows(insts, slots, r if bad == n else r[:bad], ok, tg if bad == n else tg[:bad],
+                            moved if bad == n else moved[:bad], bad, "set_gait_targets_at")
+        if bad < n:
+            raise _stale("set_gait_targets_at", bad, r, g, "done")
+        return moved
+
+    @staticmethod
+    def _targets(targets: Any, n: int, call: str, per: str) -> np.ndarray:
+        """``targets`` as a 1-D float64 column (``n`` numbers; -1: as many as given) the
+        compiled call takes (RecipeError naming the field)."""
+        try:
+            tg = np.fromiter(targets, np.float64, n) if targets.__class__ is list else \
+                np.ascontiguousarray(targets, dtype=np.float64)
+        except (TypeError, ValueError):
+            what = f"{n} numbers" if n >= 0 else "numbers"
+            raise RecipeError(f"{call}: targets must be {what}, one per {per}") from None
+        if not (tg.flags.writeable and tg.flags.aligned):
+            tg = tg.copy()                         # (the compiled call's one array type)
+        if tg.ndim != 1 or (n >= 0 and tg.shape != (n,)):
+            what = f"{n} numbers" if n >= 0 else "numbers"
+            raise RecipeError(f"{call}: targets must be {what}, one per {per}, got shape {tg.shape}")
+        return tg
+
+    def _gait_rows(self, humans: Sequence[Any], slots: list[int], sl: np.ndarray | None, okv: np.ndarray,
+                   tg: np.ndarray, moved: np.ndarray, n: int, call: str) -> None:
+        """The gait targets' rows in order: the compiled call (anim.engine.cmdkernel
+        .gait_targets) over the rows ``okv`` marks, each other one (or a target that is not
+        finite) through ``Player.running`` and the gait's ``set_target``; what that raises
+        gets ``row`` and a note naming the row. ``sl``: ``slots`` as an int64 array when
+        the caller has it."""
+        rules = self.rules
+        h = rules.batch.humans
         buf = rules.commands
         if buf.n and not buf.due.isdisjoint(slots):
             buf.apply()                            # their stacks read as the waiting commands leave them
         ts, gs = rules.stores.tasks, rules.stores.gaits
-        sl = np.fromiter(slots, np.int64, n)
+        if sl is None or not (sl.flags.c_contiguous and sl.flags.writeable and sl.flags.aligned):
+            sl = np.fromiter(slots, np.int64, n)   # (the compiled call's one array type)
         mv = moved.view(np.int8)
         i = 0
         while i < n:
@@ -285,10 +347,9 @@ class CommandColumns:
                     mv[j] = 1
             except Exception as exc:
                 exc.row = j                        # type: ignore[attr-defined]
-                exc.add_note(f"set_gait_targets: row {j} (of the batch) was refused; the rows before it were done")
+                exc.add_note(f"{call}: row {j} (of the batch) was refused; the rows before it were done")
                 raise
             i = j + 1
-        return moved
 
     @staticmethod
     def _args(args: Any, n: int) -> np.ndarray:

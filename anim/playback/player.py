@@ -192,6 +192,7 @@ class Player:
     knows = _Part("prepared", RecipeRules.knows)
     commands = _Part("columns", CommandColumns.commands)
     set_gait_targets = _Part("columns", CommandColumns.set_gait_targets)
+    set_gait_targets_at = _Part("columns", CommandColumns.set_gait_targets_at)
     commands_at = _Part("columns", CommandColumns.commands_at)
     rows_of = _Part("columns", CommandColumns.rows_of)
     bank = _PartProperty("lookup", "bank", "The ClipBank of every clip this player has seen (ClipLookup.bank).")

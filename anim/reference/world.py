@@ -494,12 +494,9 @@ class Reference:
             gens[i] = self._seat_gens[r]
         return rows, gens
 
-    def commands_at(self, commands, rows, gens, args=None) -> None:
-        """Prepared commands with the humans named by row and generation (Player.commands_at):
-        the columns checked first (RecipeError naming the field), then the rows up to the
-        first whose generation is stale run as ``commands`` runs them; that one raises
-        StaleHandle naming it, with ``row`` set."""
-        n = len(commands)
+    @staticmethod
+    def _whole_columns(rows, gens, n, call, per) -> list[list[int]]:
+        """``rows`` and ``gens`` as two lists of ``n`` ints (RecipeError naming the field)."""
         cols = []
         for what, col in (("rows", rows), ("gens", gens)):
             try:
@@ -508,8 +505,36 @@ class Reference:
                 v = None
             if v is None or v.shape != (n,) or not (v.dtype.kind in "iu" or (n == 0 and v.dtype.kind == "f")) \
                     or (v.dtype.kind == "u" and n and int(v.max()) >= 1 << 63):
-                raise RecipeError(f"commands_at: {what} must be {n} whole numbers, one per command")
+                raise RecipeError(f"{call}: {what} must be {n} whole numbers, one per {per}")
             cols.append([int(x) for x in v.tolist()])
+        return cols
+
+    def _held_seats(self, cols) -> list:
+        """The humans the rows name, up to the first row whose generation is stale or that
+        no human holds."""
+        humans = []
+        for r, g in zip(*cols):
+            if not (0 <= r < len(self._seats) and self._seats[r] is not None and self._seat_gens[r] == g):
+                break
+            humans.append(self._seats[r])
+        return humans
+
+    @staticmethod
+    def _stale(call, bad, cols, done) -> StaleHandle:
+        """The refusal of row ``bad``: StaleHandle naming it and its human row, ``row`` set."""
+        exc = StaleHandle(f"{call}: row {bad}: human row {cols[0][bad]} does not hold generation "
+                          f"{cols[1][bad]} (its human left, or the row holds another now)")
+        exc.row = bad                          # type: ignore[attr-defined]
+        exc.add_note(f"{call}: row {bad} (of the batch) was refused; the rows before it were {done}")
+        return exc
+
+    def commands_at(self, commands, rows, gens, args=None) -> None:
+        """Prepared commands with the humans named by row and generation (Player.commands_at):
+        the columns checked first (RecipeError naming the field), then the rows up to the
+        first whose generation is stale run as ``commands`` runs them; that one raises
+        StaleHandle naming it, with ``row`` set."""
+        n = len(commands)
+        cols = self._whole_columns(rows, gens, n, "commands_at", "command")
         if n == 0:
             return
         if args is not None:
@@ -520,20 +545,12 @@ class Reference:
                     from None
             if table.ndim != 2 or table.shape[0] != n:
                 raise RecipeError(f"commands: args must be a 2-D array of {n} rows, got shape {table.shape}")
-        humans = []
-        for r, g in zip(*cols):
-            if not (0 <= r < len(self._seats) and self._seats[r] is not None and self._seat_gens[r] == g):
-                break
-            humans.append(self._seats[r])
+        humans = self._held_seats(cols)
         bad = len(humans)
         if bad:
             run_columns(self, list(commands[:bad]), humans, None if args is None else table[:bad])
         if bad < n:
-            exc = StaleHandle(f"commands_at: row {bad}: human row {cols[0][bad]} does not hold generation "
-                              f"{cols[1][bad]} (its human left, or the row holds another now)")
-            exc.row = bad                      # type: ignore[attr-defined]
-            exc.add_note(f"commands_at: row {bad} (of the batch) was refused; the rows before it were run")
-            raise exc
+            raise self._stale("commands_at", bad, cols, "run")
 
     def set_gait_targets(self, humans, targets) -> np.ndarray:
         """Each human's running gait (``running``) given its target, row after row, as its
@@ -562,6 +579,34 @@ class Reference:
             moved[i] = True
         return moved
 
+
+    def set_gait_targets_at(self, rows, gens, targets) -> np.ndarray:
+        """The running gaits' new targets with the humans named by row and generation
+        (Player.set_gait_targets_at): the columns checked first (RecipeError naming the
+        field), then the rows up to the first whose generation is stale done as
+        ``set_gait_targets`` does them; that one raises StaleHandle naming it, ``row`` set."""
+        try:
+            values = np.asarray(targets, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise RecipeError("set_gait_targets_at: targets must be numbers, one per row") from None
+        if values.ndim != 1:
+            raise RecipeError(f"set_gait_targets_at: targets must be numbers, one per row, got shape {values.shape}")
+        n = values.shape[0]
+        cols = self._whole_columns(rows, gens, n, "set_gait_targets_at", "target")
+        humans = self._held_seats(cols)
+        bad = len(humans)
+        moved = np.zeros(n, np.bool_)
+        if bad:
+            try:
+                moved[:bad] = self.set_gait_targets(humans, values[:bad])
+            except Exception as exc:
+                notes = getattr(exc, "__notes__", None)
+                if notes:                      # the note names this call
+                    notes[-1] = notes[-1].replace("set_gait_targets:", "set_gait_targets_at:")
+                raise
+        if bad < n:
+            raise self._stale("set_gait_targets_at", bad, cols, "done")
+        return moved
     def enqueue(self, inst, task) -> None:
         """Queue a task to start at the next step (+0x304, at most 10)."""
         _live(task, "enqueue")

@@ -75,6 +75,7 @@ from types import MethodType
 
 import numpy as np
 
+from scuffle.anim.base.errors import StaleHandle
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.playback.player import PlayerOptions
 from scuffle.anim.playback.recipe import (Arg, ClipStep, DirectionStep, GaitStep, LoopStep, MixStep, PickStep, Place,
@@ -413,11 +414,26 @@ class RealisticCrowd:
         pairs = [pair for phase in self.by_phase for pair in phase]
         size = max((i for i, _ in pairs), default=-1) + 1
         rows, gens = self.player.rows_of([inst for _, inst in pairs])
-        by_i = np.full(size, -1, np.int64), np.full(size, -1, np.int64)
+        by_i = np.full((2, size), -1, np.int64)          # (one fancy index reads a batch's rows and gens)
         idx = np.fromiter((i for i, _ in pairs), np.int64, len(pairs))
-        by_i[0][idx], by_i[1][idx] = rows, gens
+        by_i[0, idx], by_i[1, idx] = rows, gens
         self._row_cols = by_i
         return by_i
+
+    def _steer(self, idx: list, targets: list):
+        """The running gaits' new targets as columns, the humans named by their rows and
+        generations (Player.set_gait_targets_at): a bool per row, True where a gait took
+        it. A row given to another (a restore): the columns read again and the call made
+        again, once (a target given twice is the same target)."""
+        cols = self._row_cols
+        if cols is None:
+            cols = self._index_rows()
+        at = cols[:, idx]
+        try:
+            return self.player.set_gait_targets_at(at[0], at[1], targets)
+        except StaleHandle:
+            at = self._index_rows()[:, idx]
+            return self.player.set_gait_targets_at(at[0], at[1], targets)
 
     # -- one command of each kind (the player's own calls: what a game's code does)
     def _running(self, inst, ttype):
@@ -564,10 +580,9 @@ class RealisticCrowd:
         # the gait targets first, as columns (Player.set_gait_targets: nothing taken, so
         # their order against the other humans' commands does not matter); a human with no
         # gait running starts a walk instead, in the batch
-        steer = [(inst, x) for (j, ((i, inst), (kind, x, k, fade))) in enumerate(zip(phase, draws), nth + 1)
+        steer = [(i, x) for (j, ((i, inst), (kind, x, k, fade))) in enumerate(zip(phase, draws), nth + 1)
                  if kind == "gait_target" and j % HANDLE_SAMPLE]
-        walking = iter(self.player.set_gait_targets([a for a, _ in steer], [x for _, x in steer]).tolist()) \
-            if steer else iter(())
+        walking = iter(self._steer([a for a, _ in steer], [x for _, x in steer]).tolist()) if steer else iter(())
         walk_start = self.cmds["walk_start"]
         cmds, who, args, later, sampled = [], [], [], [], []
         for (i, inst), (kind, x, k, fade) in zip(phase, draws):
@@ -598,7 +613,7 @@ class RealisticCrowd:
         cols = self._row_cols
         if cols is None:
             cols = self._index_rows()
-        rows, gens = cols[0][who], cols[1][who]
+        rows, gens = cols[:, who]
         lo = 0
         reread = False
         while lo < len(cmds):                             # a refused row counted, the rest run after it
@@ -613,8 +628,7 @@ class RealisticCrowd:
                     raise
                 reread = True
                 lo += e.row                               # type: ignore[attr-defined]
-                cols = self._index_rows()
-                rows, gens = cols[0][who], cols[1][who]
+                rows, gens = self._index_rows()[:, who]
         b1 = cpu_clock()
         for kind, inst, x, k, fade in later:
             try:

@@ -400,3 +400,71 @@ def test_a_stale_generation_is_refused_naming_the_row():
             p.commands_at([push], new_rows, new_gens)           # the newcomer's own columns
             assert int(g.instance("d").stack[-1].anim_id()) == int(Move.HIT_BACK)
     assert got["compiled"] == got["reference"]
+
+
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(st.tuples(st.integers(0, 3), st.floats(-1.0, 5.0)), min_size=1, max_size=12))
+def test_gait_targets_named_by_row_are_those_named_by_instance(rows):
+    """``set_gait_targets_at`` with the columns ``rows_of`` gives: the same tables and the
+    same bools as ``set_gait_targets`` with the instances (a twin world)."""
+    a, ha, ca = _learnt()
+    b, hb, cb = _learnt()
+    for w, hs, c in ((a, ha, ca), (b, hb, cb)):
+        w.run(hs[0], c["gait_alone"], 2.5)
+        w.run(hs[2], c["gait_value"], 1.5, 2.0)
+    r, g = a.rows_of(ha)
+    idx = [i for i, _ in rows]
+    got = a.set_gait_targets_at(r[idx], g[idx], [x for _, x in rows])
+    want = b.set_gait_targets([hb[i] for i in idx], [x for _, x in rows])
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    assert got.tolist() == [i in (0, 2) for i in idx]
+    assert tables(a) == tables(b)
+
+
+def test_a_stale_gait_target_row_is_refused_naming_the_row_on_both_engines():
+    """A human that left, its row taken by a newcomer: ``set_gait_targets_at`` refuses the
+    kept generation (StaleHandle naming the batch's row and the human row, ``row`` set),
+    the rows before it done, nothing after it; the columns checked before any row; a target
+    that is not finite: set_target's ValueError with its row; the reference does the same."""
+    from scuffle.game.runtime.world import Game
+    from scuffle.anim.playback.tasks import TaskType
+
+    walk = SHAPES["gait_alone"][0]
+    got = {}
+    for engine in ("compiled", "reference"):
+        with Game(engine=engine) as g:
+            for name in ("a", "b", "c"):
+                g.add_human(name, crowd_set())
+            g.step()
+            p = g.player
+            cmd = p.prepare(walk)
+            insts = [g.instance(n) for n in ("a", "b", "c")]
+            for inst in insts:
+                p.run(inst, cmd, 1.0)
+            rows, gens = p.rows_of(insts)
+            g.remove_human("b")
+            g.add_human("d", crowd_set())
+            with pytest.raises(StaleHandle) as err:
+                p.set_gait_targets_at(rows, gens, [3.0, 2.0, 4.0])
+            assert err.value.row == 1
+            assert "row 1" in str(err.value) and f"human row {rows[1]}" in str(err.value)
+            assert any("row 1" in n and "set_gait_targets_at" in n for n in err.value.__notes__)
+            assert float(p.running(insts[0], TaskType.GAIT).target) == 3.0          # the row before it: done
+            assert float(p.running(insts[2], TaskType.GAIT).target) == 1.0          # the row after it: not
+            got[engine] = str(err.value).replace(f"human row {rows[1]}", "human row R").replace(
+                f"generation {gens[1]}", "generation G")
+            for bad, msg in (((rows[:2], gens, [1.0, 2.0, 3.0]), "rows must be 3 whole numbers"),
+                             ((rows, gens.astype(float), [1.0, 2.0, 3.0]), "gens must be 3 whole numbers"),
+                             ((rows, gens, [[1.0], [2.0], [3.0]]), "targets must be numbers"),
+                             ((rows, gens, ["x", 1.0, 2.0]), "targets must be numbers")):
+                with pytest.raises(RecipeError, match=msg):
+                    p.set_gait_targets_at(*bad)
+            assert float(p.running(insts[2], TaskType.GAIT).target) == 1.0          # nothing done by them
+            r2, g2 = p.rows_of([insts[0], insts[2]])
+            with pytest.raises(ValueError, match="finite") as err2:
+                p.set_gait_targets_at(r2, g2, [2.0, float("nan")])
+            assert err2.value.row == 1
+            assert float(p.running(insts[0], TaskType.GAIT).target) == 2.0          # the row before it: done
+            assert p.set_gait_targets_at(r2, g2, [2.0, 4.0]).tolist() == [True, True]
+            assert p.set_gait_targets_at([], [], []).tolist() == []
+    assert got["compiled"] == got["reference"]
