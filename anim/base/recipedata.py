@@ -105,8 +105,13 @@ class Recipe(NamedTuple):
     """A command's shape: ``place`` (a Place), ``tasks`` first first (every one but the
     last a ClipStep, which hands over to the one after it; a GaitStep, MixStep, PickStep
     or DirectionStep only last), ``fade`` the change's fade time
-    (a number or an Arg; ``change`` only)."""
+    (a number or an Arg; ``change`` only). ``steer`` (a recipe whose last task is a
+    GaitStep): when the human has a running gait (the newest unreleased type 12 task on
+    its stack, Player.running), a run gives that gait the GaitStep's target, as its
+    handle's ``set_target`` does, and makes nothing; else the recipe runs as written (a
+    game's "start walking, or steer the walk already running", as one command)."""
 
     place: str
     tasks: tuple
     fade: Any = 0.0
+    steer: bool = False

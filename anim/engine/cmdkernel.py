@@ -411,7 +411,8 @@ PI_SEL = 12
 PI_ARG = PI_SEL + B_MAX_STEPS
 PI_LUT = PI_ARG + B_MAX_STEPS
 PI_LUTN = PI_LUT + B_MAX_STEPS
-PI_WIDTH = PI_LUTN + B_MAX_STEPS
+PI_STEER = PI_LUTN + B_MAX_STEPS       # 1: a steering command (Recipe.steer), its target from PI_TARGET_ARG / PF_TARGET
+PI_WIDTH = PI_STEER + 1
 PF_FADE, PF_TARGET, PF_VALUE = range(3)
 PF_WIDTH = 3
 # buffer_commands' counts (``cnt``): the buffer's rows and the rows they take, the mark of
@@ -440,14 +441,37 @@ def _lut_row(lut, start, count, aid):
     return -1
 
 
+@_helper
+def _running_gait(depth, stack, t_type, t_released, s):
+    """The task row of human ``s``'s running gait (the newest unreleased type 12 task on
+    its stack: the one nearest the bottom, Player.running), or -1."""
+    for j in range(depth[s]):
+        r = stack[s, j]
+        if t_type[r] == _GAIT and not t_released[r]:
+            return r
+    return -1
+
+
+@_helper
+def _gait_target(v, flags):
+    """A gait's new target as GaitTask.set_target keeps it: clamped to 0-4, a float32,
+    rounded to the nearest integer unless the task's CONTINUOUS flag."""
+    t = np.float64(np.float32(gait_clamp(v)))
+    if (flags & _CONTINUOUS_INT) == 0:
+        t = np.floor(t + 0.5)
+    return t
+
+
 @_kernel
-def buffer_commands(depth, queued, speed, pi, pf, lut, slots, ents, args, mark, t_nf, t_free, c_nf, f_nf, g_nf,
-                    out_len, grow, pool_room, bi, bf, cnt, lo, hi):
+def buffer_commands(depth, queued, speed, stack, t_type, t_released, t_flags, t_aux, g_target, pi, pf, lut, slots,
+                    ents, args, mark, t_nf, t_free, c_nf, f_nf, g_nf, out_len, grow, pool_room, bi, bf, cnt, lo, hi):
     """A batch of prepared commands checked and written as command buffer rows, in order,
     from row ``lo`` until one is not (anim.playback.batched): the direct path's checks of
     anim.playback.prepared (``_checks`` and ``_buffer_rows``) on each human's row, in
-    compiled code. In: the human table's ``depth``, ``queued`` and ``speed`` columns; the
-    batch's plans (``pi``, ``pf``: PI_* / PF_* columns) and id look-up (``lut``); per row
+    compiled code. In: the human table's ``depth``, ``queued``, ``speed`` and ``stack``
+    columns; the task table's ``type``, ``released``, ``flags`` and ``aux`` and the gait
+    table's ``target`` (a steering command's running gait takes its target here, as
+    ``gait_targets`` gives it, and no buffer row); the batch's plans (``pi``, ``pf``: PI_* / PF_* columns) and id look-up (``lut``); per row
     the human's slot, its plan (``ents``: -1 none) and numbers (``args``); ``mark`` (a human
     row holding ``cnt[CN_STAMP]`` has a command waiting); the task table's free count and
     list, the cursor, fade and gait tables' free counts; the pool's flags' length, whether
@@ -468,6 +492,16 @@ def buffer_commands(depth, queued, speed, pi, pf, lut, slots, ents, args, mark, 
         if mark[s] == stamp:
             cnt[CN_STOP] = STOP_DUE
             return i
+        if pi[e, PI_STEER] != 0:
+            r = _running_gait(depth, stack, t_type, t_released, s)
+            if r >= 0:                             # a running gait steered: its target, nothing made
+                a = pi[e, PI_TARGET_ARG]
+                v = args[i, a] if a >= 0 else pf[e, PF_TARGET]
+                if not np.isfinite(v):             # set_target's refusal: Player.run raises it
+                    cnt[CN_STOP] = STOP_RUN
+                    return i
+                g_target[t_aux[r]] = _gait_target(v, t_flags[r])
+                continue
         code = pi[e, PI_PLACE]
         n = depth[s]
         if (queued[s] if code == PLACE_ENQUEUE else n) > pi[e, PI_ROOM]:
@@ -579,13 +613,8 @@ def gait_targets(depth, stack, t_type, t_released, t_flags, t_aux, g_target, slo
             return i
         s = slots[i]
         moved[i] = 0
-        for j in range(depth[s]):
-            r = stack[s, j]
-            if t_type[r] == _GAIT and not t_released[r]:
-                t = np.float64(np.float32(gait_clamp(v)))
-                if (t_flags[r] & _CONTINUOUS_INT) == 0:
-                    t = np.floor(t + 0.5)
-                g_target[t_aux[r]] = t
-                moved[i] = 1
-                break
+        r = _running_gait(depth, stack, t_type, t_released, s)
+        if r >= 0:
+            g_target[t_aux[r]] = _gait_target(v, t_flags[r])
+            moved[i] = 1
     return hi

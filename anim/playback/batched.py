@@ -88,6 +88,9 @@ class CommandColumns:
         self.stores = rules.stores
         self.options = rules.options           # (the Player gives new ones to every part; the plans follow rules')
         self._entries: dict[tuple[int, int], _Entry] = {}
+        # per anim set (by id, kept alive by its entries): each command's plan row, and the
+        # most numbers any of them takes (a batch of known commands maps in one pass)
+        self._by_set: dict[int, list] = {}
         self._pi = np.zeros((8, CK.PI_WIDTH), np.int64)
         self._pf = np.zeros((8, CK.PF_WIDTH), np.float64)
         self._lut = np.zeros((1, 2), np.int64)
@@ -96,6 +99,7 @@ class CommandColumns:
         self._mark = np.zeros(0, np.int64)     # per human row: the stamp of a command waiting
         self._cnt = np.zeros(CK.CN_WIDTH, np.int64)
         self._entry_fn: Any = None
+        self._released: tuple = (None, None)      # the task table's released flags and their int8 view
         self._targets_fn: Any = None
         self.rows_buffered = 0                 # rows the compiled checks made buffer rows (tests, the bench)
         self.rows_run = 0                      # rows that went through Player.run
@@ -335,8 +339,8 @@ class CommandColumns:
         mv = moved.view(np.int8)
         i = 0
         while i < n:
-            args = (h.depth, h.stack, ts.type, ts.released.view(np.int8), ts.flags, ts.aux, gs.target, sl, okv, tg,
-                    mv, i, n)
+            rel = self._released_of(ts)
+            args = (h.depth, h.stack, ts.type, rel, ts.flags, ts.aux, gs.target, sl, okv, tg, mv, i, n)
             j = self._compiled("_targets_fn", CK.gait_targets, args)
             if j == n:
                 break
@@ -400,6 +404,12 @@ class CommandColumns:
         """The entry of each command for humans all of anim set ``s0``, each command's looked
         up once (made where new), and whether any was made. Rejected (RecipeError naming the
         command's index): a command taking more numbers than ``width``."""
+        known = self._by_set.get(id(s0))
+        if known is not None and width >= known[1]:  # every command of the set known, none too wide
+            try:
+                return list(map(known[0].__getitem__, commands)), False
+            except (KeyError, TypeError):
+                pass
         new = False
         by_cmd: dict = {}
         for cmd in dict.fromkeys(commands):
@@ -449,6 +459,9 @@ class CommandColumns:
         if cmd.ends is not None and any(e.__class__ is Arg for e in cmd.ends):
             raise RecipeError(f"commands[{i}]: an end callback given as an Arg cannot come from a row of numbers")
         ent = self._entries[(id(cmd), id(anim_set))] = _Entry(len(self._entries), cmd, anim_set)
+        known = self._by_set.setdefault(id(anim_set), [{}, 0])
+        known[0][cmd] = ent.e
+        known[1] = max(known[1], ent.n_params)
         return ent
 
     def _refresh(self) -> None:
@@ -500,6 +513,7 @@ class CommandColumns:
                     row[CK.PI_LUT + k] = len(lut)
                     row[CK.PI_LUTN + k] = len(pairs)
                     lut.extend(pairs)
+            row[CK.PI_STEER] = cmd.steer is not None   # (its target: the gait step's, PI_TARGET_ARG / PF_TARGET)
             row[CK.PI_PLACE] = code
         self._pi, self._pf = pi, pf
         self._lut = np.array(lut if lut else [(0, 0)], np.int64).reshape(-1, 2)
@@ -531,9 +545,8 @@ class CommandColumns:
                 j = self._check(kv, buf, a, sl, en, i, n)
                 if j > i:
                     got = j - i
-                    buf.due.update(slots[i:j])
-                    buf.n, buf.tasks, buf.cursors = int(cnt[CK.CN_ROWS]), int(cnt[CK.CN_TASKS]), int(cnt[CK.CN_CURSORS])
-                    buf.fades, buf.gaits = int(cnt[CK.CN_FADES]), int(cnt[CK.CN_GAITS])
+                    buf.due.update(slots if j - i == n else slots[i:j])
+                    buf.n, buf.tasks, buf.cursors, buf.fades, buf.gaits = cnt[:CK.CN_STAMP].tolist()
                     rules.cmd_kernel_runs += got
                     self.rows_buffered += got
                 if j == n:
@@ -564,13 +577,23 @@ class CommandColumns:
         mark = self._mark
         for s in buf.due:
             mark[s] = stamp
-        cnt[CK.CN_ROWS], cnt[CK.CN_TASKS], cnt[CK.CN_CURSORS] = buf.n, buf.tasks, buf.cursors
-        cnt[CK.CN_FADES], cnt[CK.CN_GAITS] = buf.fades, buf.gaits
+        cnt[:CK.CN_STAMP] = (buf.n, buf.tasks, buf.cursors, buf.fades, buf.gaits)
         out = kv[3]
-        args = (h.depth, h.queued, h.speed, self._pi, self._pf, self._lut, sl, en, a, mark, ts.n_free, ts.free_rows,
-                cs.n_free, fs.n_free, gs.n_free, len(out), ts.capacity > len(out), pool.capacity - pool._n_out,
-                buf.bi, buf.bf, cnt, lo, hi)
+        rel = self._released_of(ts)
+        args = (h.depth, h.queued, h.speed, h.stack, ts.type, rel, ts.flags, ts.aux, gs.target, self._pi, self._pf,
+                self._lut, sl, en, a, mark, ts.n_free, ts.free_rows, cs.n_free, fs.n_free, gs.n_free, len(out),
+                ts.capacity > len(out), pool.capacity - pool._n_out, buf.bi, buf.bf, cnt, lo, hi)
         return self._compiled("_entry_fn", CK.buffer_commands, args)
+
+    def _released_of(self, ts: Any) -> np.ndarray:
+        """The task table's released flags seen as int8 (the compiled calls' type), kept
+        while the table holds the same array."""
+        src, view = self._released
+        if src is not ts.released:
+            src = ts.released
+            view = src.view(np.int8)
+            self._released = (src, view)
+        return view
 
     def _compiled(self, slot: str, kernel: Any, args: tuple) -> int:
         """``kernel(*args)`` through its entry point (kept in attribute ``slot`` once the

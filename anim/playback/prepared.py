@@ -97,9 +97,16 @@ class RecipeRules:
         A command the direct path can write becomes a row of the command buffer
         (``commands``: anim.playback.cmdbuffer), written in order with the others before
         anything reads what it changes (one with end callbacks at once, its ends after);
-        any other goes after them."""
+        any other goes after them. A steering command (Recipe.steer) on a human with a
+        running gait gives that gait its target (its ``set_target``: ValueError for one
+        that is not finite) and makes nothing."""
         if command.__class__ is not Command or len(params) != command.n_params:
             check_params(command, params)
+        if command.steer is not None:                # a running gait takes the target instead (Recipe.steer)
+            g = self.host.running(inst, _GAIT)
+            if g is not None:
+                g.set_target(_value(command.steer, params))
+                return
         tp = self._templates(command, inst.anim_set)
         ends = command.ends
         if tp is not None and (ends is None or _ends_are_data(ends, params)) \

@@ -120,7 +120,7 @@ class Command:
     (not state: a copy or a pickle keeps the recipe alone and finds them again)."""
 
     __slots__ = ("recipe", "steps", "n_params", "n_tasks", "n_cursors", "n_gaits", "place", "fade", "arg_steps",
-                 "ends", "_sets")
+                 "ends", "steer", "_sets")
 
     def __init__(self, recipe: Recipe):
         if not isinstance(recipe, Recipe):
@@ -214,7 +214,13 @@ class Command:
         for i in args:
             if isinstance(i, bool) or not isinstance(i, int) or i < 0:
                 raise RecipeError(f"Arg({i!r}): its position must be an int >= 0")
-        self.recipe = Recipe(str(place), tasks, recipe.fade)
+        if recipe.steer.__class__ is not bool:
+            raise RecipeError(f"Recipe.steer {recipe.steer!r} must be True or False")
+        if recipe.steer and not isinstance(tasks[-1], GaitStep):
+            raise RecipeError("Recipe.steer: the last task must be a GaitStep (its target steers the running gait)")
+        # steer: the gait step's target (a number or an Arg) a running gait takes instead of a run
+        self.steer = steps[-1][4][0] if recipe.steer else None
+        self.recipe = Recipe(str(place), tasks, recipe.fade, recipe.steer)
         # the order the tasks are made: the last first
         self.steps: tuple[tuple[Any, Any, int, int, Any], ...] = tuple(reversed(steps))
         self.n_params = max(args) + 1 if args else 0

@@ -86,7 +86,7 @@ class RefCommand:
     """A Recipe the reference checked: its steps first first, the number of params its
     Args name, and how many tasks a run takes. RecipeError names the bad field."""
 
-    __slots__ = ("recipe", "place", "steps", "fade", "n_params", "n_tasks")
+    __slots__ = ("recipe", "place", "steps", "fade", "n_params", "n_tasks", "steer")
 
     def __init__(self, recipe):
         if not isinstance(recipe, Recipe):
@@ -164,7 +164,14 @@ class RefCommand:
         for pos in positions:
             if type(pos) is bool or not isinstance(pos, int) or pos < 0:
                 raise RecipeError(f"Arg({pos!r}): its position must be an int >= 0")
-        self.recipe = Recipe(place.value, tasks, recipe.fade)     # the place as a plain str
+        steer = getattr(recipe, "steer", False)
+        if type(steer) is not bool:
+            raise RecipeError(f"Recipe.steer {steer!r} must be True or False")
+        if steer and not isinstance(tasks[-1], GaitStep):
+            raise RecipeError("Recipe.steer: the last task must be a GaitStep (its target steers the running gait)")
+        # the number or Arg a running gait takes as its target instead of a run (None: not steering)
+        self.steer = steps[-1][4] if steer else None
+        self.recipe = Recipe(place.value, tasks, recipe.fade, steer)     # the place as a plain str
         self.place = place
         self.steps = tuple(steps)
         self.fade = fade
@@ -183,7 +190,8 @@ def run_command(ref, inst, command, params: tuple) -> None:
     """Run ``command`` (a RefCommand, or anything with a ``recipe``: the engine's Command)
     on ``inst`` with ``params``: RecipeError for the wrong number of params; the pool
     checked for every task; the tasks made last first; the first placed. A refusal gives
-    back what was made (``change`` gives its task back itself)."""
+    back what was made (``change`` gives its task back itself). A steering command
+    (Recipe.steer) on a human with a running gait gives that gait the target instead."""
     if not isinstance(command, RefCommand):
         recipe = getattr(command, "recipe", None)
         if not isinstance(recipe, Recipe):
@@ -191,6 +199,11 @@ def run_command(ref, inst, command, params: tuple) -> None:
         command = RefCommand(recipe)
     if len(params) != command.n_params:
         raise RecipeError(f"run: {command.n_params} params for {command.recipe!r}, got {len(params)}")
+    if command.steer is not None:              # Recipe.steer: a running gait takes the target, nothing is made
+        gait = ref.running(inst, TaskType.GAIT)
+        if gait is not None:
+            gait.set_target(_given(command.steer, params))
+            return
     ref.pool.require(command.n_tasks)
     made = None
     try:

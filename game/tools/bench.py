@@ -75,7 +75,6 @@ from types import MethodType
 
 import numpy as np
 
-from scuffle.anim.base.errors import StaleHandle
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.playback.player import PlayerOptions
 from scuffle.anim.playback.recipe import (Arg, ClipStep, DirectionStep, GaitStep, LoopStep, MixStep, PickStep, Place,
@@ -187,12 +186,17 @@ ATTACKS = (Move.JAB, Move.KICK, Move.CROSS, Move.HOOK)
 REACTIONS = (Move.HIT_FRONT, Move.HIT_BACK, Move.HIT_HEAVY)
 # The crowd's commands as a game issues them: prepared recipes (anim.playback.recipe; plain data,
 # Player.prepare once, Player.run with the fade and the id, gait target, weight, value or
-# direction), the same rows as the handle calls of RealisticCrowd._do_handles; a running
-# gait's or mix's new target goes to its task (the gaits' as columns, Player.set_gait_targets).
+# direction), the same rows as the handle calls of RealisticCrowd._do_handles; a gait's new
+# target is a steering walk start (Recipe.steer: the running gait steered, or the walk
+# started), a running mix's goes to its task.
 PACES = (Move.WALK, Move.JOG, Move.RUN, Move.SPRINT)
 REAL_RECIPES = {
     "walk_start": Recipe(Place.CHANGE, (ClipStep(Move.WALK_START),
                                         GaitStep(GAIT_IDS, target=Arg(1), value=0.0, flags=WALK_FLAGS)), fade=Arg(0)),
+    # a gait's new target: the running gait steered, or the walk started where none runs
+    "steer": Recipe(Place.CHANGE, (ClipStep(Move.WALK_START),
+                                   GaitStep(GAIT_IDS, target=Arg(1), value=0.0, flags=WALK_FLAGS)), fade=Arg(0),
+                    steer=True),
     "walk_stop": Recipe(Place.CHANGE, (ClipStep(Move.WALK_STOP), LoopStep(Move.IDLE)), fade=Arg(0)),
     "attack": Recipe(Place.CHANGE, (ClipStep(Arg(1), blend=0.1, held=int(HeldFlags.WINDUP)), LoopStep(Move.FIGHT_IDLE)),
                      fade=Arg(0)),
@@ -298,15 +302,15 @@ class RealisticCrowd:
     same seed and size give the same commands and the same state.
 
     The commands go as a game issues them: prepared recipes (REAL_RECIPES, Player.prepare
-    once; ``_prepared``) for the walk start (and a gait target with no gait running), walk
+    once; ``_prepared``) for the walk start, a gait target (a steering walk start: the
+    running gait steered, or the walk started), walk
     stop, attack, combo, hit reaction, queued attack, mix (with no mix running), pick and
     direction, first, in draw order; then the handle API (``_do_handles``: the constructors
     and stack rules) for a running mix's new target; then the HANDLE_SAMPLE-th commands, which go through
     ``_do_handles`` whatever their kind, timed apart. The prepared ones go as one batch an
-    update (``_batched``: Player.commands, the columns of the update's commands; the
-    running gaits' new targets as columns too, Player.set_gait_targets, before them) on
-    even updates and one call each (``_single``: Player.run; Player.running then the
-    gait's set_target) on odd ones: the same rows either way
+    update (``_batched``: Player.commands_at, the columns of the update's commands, the
+    gait targets among them) on even updates and one call each (``_single``: Player.run)
+    on odd ones: the same rows either way
     (tests/anim/test_batched.py), as the handle API's sample leaves the rows of the
     prepared command (tests/anim/test_recipes.py), so the state and its checksum depend on
     neither. ``_do`` (one command at once, a prepared recipe where one covers it) builds
@@ -420,21 +424,6 @@ class RealisticCrowd:
         self._row_cols = by_i
         return by_i
 
-    def _steer(self, idx: list, targets: list):
-        """The running gaits' new targets as columns, the humans named by their rows and
-        generations (Player.set_gait_targets_at): a bool per row, True where a gait took
-        it. A row given to another (a restore): the columns read again and the call made
-        again, once (a target given twice is the same target)."""
-        cols = self._row_cols
-        if cols is None:
-            cols = self._index_rows()
-        at = cols[:, idx]
-        try:
-            return self.player.set_gait_targets_at(at[0], at[1], targets)
-        except StaleHandle:
-            at = self._index_rows()[:, idx]
-            return self.player.set_gait_targets_at(at[0], at[1], targets)
-
     # -- one command of each kind (the player's own calls: what a game's code does)
     def _running(self, inst, ttype):
         """The newest unreleased task of ``ttype`` on the human's stack (Player.running: a
@@ -515,10 +504,8 @@ class RealisticCrowd:
         running gait's or mix's new target). A gait or mix target reads whether one runs
         (Player.running) here, as ``_do`` does."""
         cmds = self.cmds
-        if kind == "gait_target":
-            if self.player.running(inst, TaskType.GAIT) is not None:
-                return None
-            return cmds["walk_start"], (fade, x)
+        if kind == "gait_target":                         # (the running gait steered, or the walk started)
+            return cmds["steer"], (fade, x)
         if kind == "walk_start":
             return cmds["walk_start"], (fade, x)
         if kind == "attack":
@@ -563,9 +550,9 @@ class RealisticCrowd:
             self._single(phase, draws)
 
     def _batched(self, phase, draws) -> None:
-        """The update's commands as a game issues many: the running gaits' new targets as
-        columns (``Player.set_gait_targets``), the prepared ones as columns in one
-        ``Player.commands``, then the handle API's; timed as a whole (one pair of clock
+        """The update's commands as a game issues many: the prepared ones (the gait
+        targets' steering walk starts among them) as columns in one ``Player.commands_at``,
+        then the handle API's; timed as a whole (one pair of clock
         readings an update), the batch call alone too; the handle API's sample (every
         HANDLE_SAMPLE-th) after them, each timed apart."""
         from scuffle.anim.base.errors import StaleHandle
@@ -577,13 +564,6 @@ class RealisticCrowd:
         kinds: list[str] = []
         c0 = cpu_clock()
         t0 = clock()
-        # the gait targets first, as columns (Player.set_gait_targets: nothing taken, so
-        # their order against the other humans' commands does not matter); a human with no
-        # gait running starts a walk instead, in the batch
-        steer = [(i, x) for (j, ((i, inst), (kind, x, k, fade))) in enumerate(zip(phase, draws), nth + 1)
-                 if kind == "gait_target" and j % HANDLE_SAMPLE]
-        walking = iter(self._steer([a for a, _ in steer], [x for _, x in steer]).tolist()) if steer else iter(())
-        walk_start = self.cmds["walk_start"]
         cmds, who, args, later, sampled = [], [], [], [], []
         for (i, inst), (kind, x, k, fade) in zip(phase, draws):
             if kind == "queued" and inst.queue:
@@ -592,12 +572,6 @@ class RealisticCrowd:
             nth += 1
             if nth % HANDLE_SAMPLE == 0:                  # the handle API's sample
                 sampled.append((kind, inst, x, k, fade))
-                continue
-            if kind == "gait_target":
-                if not next(walking):
-                    cmds.append(walk_start)
-                    who.append(i)
-                    args.append((fade, x))
                 continue
             got = prepared(kind, inst, x, k, fade)
             if got is None:

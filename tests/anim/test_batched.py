@@ -10,6 +10,7 @@ The speed is measured by ``scuffle bench --crowd realistic`` (``command_cpu_us``
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -468,3 +469,60 @@ def test_a_stale_gait_target_row_is_refused_naming_the_row_on_both_engines():
             assert p.set_gait_targets_at(r2, g2, [2.0, 4.0]).tolist() == [True, True]
             assert p.set_gait_targets_at([], [], []).tolist() == []
     assert got["compiled"] == got["reference"]
+
+
+def test_a_steering_command_steers_the_running_gait_in_the_batch_and_starts_a_walk_elsewhere():
+    """Recipe.steer: on a human with a running gait the batch's compiled call gives that
+    gait the target (no row made, no row through run); on one without, the walk starts as
+    a buffer row; the same tables as ``run`` row by row and as the handle calls, and the
+    reference gives the same state; a target that is not finite on a running gait is
+    set_target's ValueError with its row; a steering recipe needs a GaitStep last."""
+    from scuffle.anim.playback.tasks import TaskType
+
+    a, ha, ca = _learnt()
+    b, hb, cb = _learnt()
+    for w, hs, c in ((a, ha, ca), (b, hb, cb)):
+        w.run(hs[0], c["gait_alone"], 2.5)               # a gait runs on humans 0 and 2
+        w.run(hs[2], c["gait_value"], 1.5, 2.0)
+    steps = [(0, 3.2), (1, 1.7), (2, 0.4), (3, 2.6)]
+    before, run_before = a.columns.rows_buffered, a.columns.rows_run
+    a.commands([ca["steer"]] * 4, [ha[i] for i, _ in steps], [[0.2, x, 0.0] for _, x in steps])
+    for i, x in steps:
+        b.run(hb[i], cb["steer"], 0.2, x)
+    assert a.columns.rows_run == run_before and a.columns.rows_buffered == before + 4
+    assert a.prepared.commands.n == 2                    # the two walk starts wait as rows; the steers made none
+    assert tables(a) == tables(b)
+    assert float(a.running(ha[2], TaskType.GAIT).target) == float(np.float32(0.4))     # steered (CONTINUOUS)
+    for _ in range(6):
+        for w, hs in ((a, ha), (b, hb)):
+            w.step(hs)
+            w.flush()
+    assert tables(a) == tables(b)
+    with pytest.raises(ValueError, match="finite") as err:
+        a.commands([ca["steer"]] * 2, [ha[1], ha[0]], [[0.2, 1.0], [0.2, float("nan")]])
+    assert err.value.row == 1
+    for bad, msg in ((Recipe(Place.CHANGE, (ClipStep(Move.JAB),), steer=True), "GaitStep"),
+                     (SHAPES["steer"][0]._replace(steer=1), "True or False")):
+        for w in (a, Reference()):
+            with pytest.raises(RecipeError, match=msg):
+                w.prepare(bad)
+
+
+def test_the_reference_steers_as_the_engine():
+    from scuffle.anim.engine.stack import CharacterInstance
+    from scuffle.anim.playback.player import Player
+
+    s = crowd_set()
+    p, ref = Player(), Reference()
+    hp = [CharacterInstance(s, f"h{i}") for i in range(3)]
+    hr = [RefInstance(s, f"h{i}") for i in range(3)]
+    cp, cr = p.prepare(SHAPES["steer"][0]), ref.prepare(SHAPES["steer"][0])
+    for w, hs in ((p, hp), (ref, hr)):
+        w.step(hs)
+    for u in range(10):
+        for w, hs, c in ((p, hp, cp), (ref, hr, cr)):
+            w.commands([c] * 3, hs, [[0.2, (u * 0.7 + j) % 4.5, 0.0] for j in range(3)])
+            w.run(hs[u % 3], c, 0.1, u * 0.41)
+            w.step(hs)
+            w.flush()
+        assert engine_state(p, hp) == reference_state(ref, hr), u

@@ -40,6 +40,7 @@ def _learnt(n: int = 4, pool: int = 360, **opts):
     for k in ("attack", "two_args", "clip_alone", "queued"):       # every Arg id of the shapes
         for j in range(16):
             p.learn(hs[0], cmds[k], *SHAPES[k][1](1.0, j, 0.2))
+    p.learn(hs[0], cmds["steer"], *SHAPES["steer"][1](1.0, 0, 0.2))  # (its run above may have steered a gait)
     for _ in range(30):                                 # the fades done: shallow stacks
         p.step(hs)
         p.flush()

@@ -41,8 +41,23 @@ PACES = (Move.WALK, Move.JOG, Move.RUN, Move.SPRINT)
 END = "test.recipes.end"            # the end callbacks' kind (registered by _world; its handler notes the call)
 KEPT = Callback(END, ())
 
+def _steer_walk(p, i, x, k, fade):
+    """A steering walk start's handle calls: the running gait's set_target, else the walk
+    start (its clip handing over to a gait) under the fade."""
+    g = p.running(i, TaskType.GAIT)
+    if g is not None:
+        g.set_target(x)
+        return
+    p.change(i, p.clip(i, Move.WALK_START, p.gait(i, GAIT_IDS, target=x, value=0.0, flags=WALK)), fade)
+
+
 # every recipe shape: (recipe, params maker, the equivalent handle calls)
 SHAPES = {
+    # the walk started, or the walk already running steered (Recipe.steer)
+    "steer": (Recipe(Place.CHANGE, (ClipStep(Move.WALK_START),
+                                    GaitStep(GAIT_IDS, target=Arg(1), value=0.0, flags=WALK)), fade=Arg(0), steer=True),
+              lambda x, k, fade: (fade, x),
+              _steer_walk),
     "walk_start": (Recipe(Place.CHANGE, (ClipStep(Move.WALK_START),
                                          GaitStep(GAIT_IDS, target=Arg(1), value=0.0, flags=WALK)), fade=Arg(0)),
                    lambda x, k, fade: (fade, x),
