@@ -463,20 +463,22 @@ def _gait_target(v, flags):
 
 
 @_kernel
-def buffer_commands(depth, queued, speed, stack, t_type, t_released, t_flags, t_aux, g_target, pi, pf, lut, slots,
-                    ents, args, mark, t_nf, t_free, c_nf, f_nf, g_nf, out_len, grow, pool_room, bi, bf, cnt, lo, hi):
+def buffer_commands(depth, queued, speed, stack, t_type, t_released, t_flags, t_aux, g_target, t_nf, t_free, c_nf,
+                    f_nf, g_nf, bi, bf, cnt, pi, pf, lut, mark, slots, ents, args, out_len, grow, pool_room, lo, hi):
     """A batch of prepared commands checked and written as command buffer rows, in order,
     from row ``lo`` until one is not (anim.playback.batched): the direct path's checks of
     anim.playback.prepared (``_checks`` and ``_buffer_rows``) on each human's row, in
-    compiled code. In: the human table's ``depth``, ``queued``, ``speed`` and ``stack``
-    columns; the task table's ``type``, ``released``, ``flags`` and ``aux`` and the gait
-    table's ``target`` (a steering command's running gait takes its target here, as
-    ``gait_targets`` gives it, and no buffer row); the batch's plans (``pi``, ``pf``: PI_* / PF_* columns) and id look-up (``lut``); per row
-    the human's slot, its plan (``ents``: -1 none) and numbers (``args``); ``mark`` (a human
-    row holding ``cnt[CN_STAMP]`` has a command waiting); the task table's free count and
-    list, the cursor, fade and gait tables' free counts; the pool's flags' length, whether
-    the task table outgrew them (``grow``) and the pool's room; the buffer (``bi``,
-    ``bf``) and its counts (``cnt``). Out: the first row not buffered (``hi``: all), with
+    compiled code. In, first what stays while the tables keep their arrays (the caller
+    keeps them as one tuple): the human table's ``depth``, ``queued``, ``speed`` and
+    ``stack`` columns; the task table's ``type``, ``released``, ``flags`` and ``aux`` and
+    the gait table's ``target`` (a steering command's running gait takes its target
+    here, as ``gait_targets`` gives it, and no buffer row); the task table's free count
+    and list, the cursor, fade and gait tables' free counts; the buffer (``bi``, ``bf``)
+    and its counts (``cnt``); then the batch's plans (``pi``, ``pf``: PI_* / PF_*
+    columns) and id look-up (``lut``); ``mark`` (a human row holding ``cnt[CN_STAMP]``
+    has a command waiting); per row the human's slot, its plan (``ents``: -1 none) and
+    numbers (``args``); the pool's flags' length, whether the task table outgrew them
+    (``grow``) and the pool's room. Out: the first row not buffered (``hi``: all), with
     ``cnt[CN_STOP]`` saying why: STOP_RUN (its checks send it to Player.run, which writes
     or refuses it), STOP_DUE (its human has a command waiting: the buffer is written
     first), STOP_FULL (the buffer is full). Nothing of a row not buffered is written.

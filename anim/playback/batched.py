@@ -100,6 +100,7 @@ class CommandColumns:
         self._cnt = np.zeros(CK.CN_WIDTH, np.int64)
         self._entry_fn: Any = None
         self._released: tuple = (None, None)      # the task table's released flags and their int8 view
+        self._fixed: tuple = (None, (), None)      # (the views' tuple, buffer_commands' first arguments, the buffer)
         self._targets_fn: Any = None
         self.rows_buffered = 0                 # rows the compiled checks made buffer rows (tests, the bench)
         self.rows_run = 0                      # rows that went through Player.run
@@ -579,10 +580,13 @@ class CommandColumns:
             mark[s] = stamp
         cnt[:CK.CN_STAMP] = (buf.n, buf.tasks, buf.cursors, buf.fades, buf.gaits)
         out = kv[3]
-        rel = self._released_of(ts)
-        args = (h.depth, h.queued, h.speed, h.stack, ts.type, rel, ts.flags, ts.aux, gs.target, self._pi, self._pf,
-                self._lut, sl, en, a, mark, ts.n_free, ts.free_rows, cs.n_free, fs.n_free, gs.n_free, len(out),
-                ts.capacity > len(out), pool.capacity - pool._n_out, buf.bi, buf.bf, cnt, lo, hi)
+        fixed = self._fixed
+        if fixed[0] is not kv or fixed[2] is not buf:   # the tables' arrays, kept while their views are (kv)
+            fixed = self._fixed = (kv, (h.depth, h.queued, h.speed, h.stack, ts.type, self._released_of(ts),
+                                        ts.flags, ts.aux, gs.target, ts.n_free, ts.free_rows, cs.n_free, fs.n_free,
+                                        gs.n_free, buf.bi, buf.bf, cnt), buf)
+        args = fixed[1] + (self._pi, self._pf, self._lut, mark, sl, en, a, len(out), ts.capacity > len(out),
+                           pool.capacity - pool._n_out, lo, hi)
         return self._compiled("_entry_fn", CK.buffer_commands, args)
 
     def _released_of(self, ts: Any) -> np.ndarray:
