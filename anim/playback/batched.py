@@ -51,6 +51,7 @@ _slot, _record, _anim_set, _engine = (attrgetter(a) for a in ("slot", "record", 
 _table, _row, _gen = (attrgetter(a) for a in ("table", "row", "gen"))
 
 _EMPTY = np.zeros((0, 0), np.float64)
+_INT64 = np.dtype(np.int64)                        # (numpy's one native int64 dtype: an identity test)
 _ROWS = (tuple, list)
 
 
@@ -213,7 +214,7 @@ class CommandColumns:
     @staticmethod
     def _whole(col: Any, n: int, what: str, call: str = "commands_at", per: str = "command") -> np.ndarray:
         """``col`` as ``n`` int64s (RecipeError naming the field: not one whole number a row)."""
-        if col.__class__ is np.ndarray and col.dtype == np.int64 and col.shape == (n,):
+        if col.__class__ is np.ndarray and col.dtype is _INT64 and col.shape == (n,):
             return col                              # (a game's own column: as it is)
         try:
             v = np.asarray(col)

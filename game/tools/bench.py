@@ -358,6 +358,7 @@ class RealisticCrowd:
         # so a replay after a rollback must take the same sample)
         self.commands_seen = 0
         self.cmds = {k: game.player.prepare(r) for k, r in REAL_RECIPES.items()}
+        self._common = tuple(self.cmds[k] for k in ("steer", "attack", "walk_start", "hit"))
         self.refused = 0
         self._kept: tuple | None = None             # the last save_state (given again while nothing changed)
         self._kinds_of: tuple = (None, -1)          # (a state's counts by kind, the command count they are at)
@@ -562,6 +563,7 @@ class RealisticCrowd:
         prepared, do_handles = self._prepared, self._do_handles
         nth = self.commands_seen
         kinds: list[str] = []
+        steer, attack, walk_start, hit = self._common
         c0 = cpu_clock()
         t0 = clock()
         cmds, who, args, later, sampled = [], [], [], [], []
@@ -573,13 +575,27 @@ class RealisticCrowd:
             if nth % HANDLE_SAMPLE == 0:                  # the handle API's sample
                 sampled.append((kind, inst, x, k, fade))
                 continue
-            got = prepared(kind, inst, x, k, fade)
-            if got is None:
-                later.append((kind, inst, x, k, fade))
+            # the four commonest kinds as ``_prepared`` gives them, inline (a game's own dispatch)
+            if kind == "gait_target":
+                cmds.append(steer)
+                args.append((fade, x))
+            elif kind == "attack":
+                cmds.append(attack)
+                args.append((fade, ATTACKS[k % 4]))
+            elif kind == "walk_start":
+                cmds.append(walk_start)
+                args.append((fade, x))
+            elif kind == "hit":
+                cmds.append(hit)
+                args.append((fade, REACTIONS[k % 3]))
             else:
+                got = prepared(kind, inst, x, k, fade)
+                if got is None:
+                    later.append((kind, inst, x, k, fade))
+                    continue
                 cmds.append(got[0])
-                who.append(i)
                 args.append(got[1])
+            who.append(i)
         refused = 0
         b0 = cpu_clock()
         # the humans named by their rows and generations, kept as columns (Player.rows_of):
