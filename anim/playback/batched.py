@@ -530,8 +530,8 @@ class CommandColumns:
         rules = self.rules
         buf = rules.commands
         n = len(slots)
-        if sl is None or not (sl.flags.c_contiguous and sl.flags.writeable):
-            sl = np.fromiter(slots, np.int64, n)
+        if sl is None or not (sl.flags.c_contiguous and sl.flags.writeable and sl.flags.aligned):
+            sl = np.fromiter(slots, np.int64, n)   # (the compiled call's one array type)
         en = np.fromiter(ents, np.int64, n)
         cnt = self._cnt
         i = 0
