@@ -29,7 +29,7 @@ PART_METHODS = {
     "rules": ("top", "held_on_stack", "running", "refresh_anim_id", "insert_bottom", "push", "change", "enqueue",
               "replace", "complete_fade", "cut", "defer", "discard"),
     "prepared": ("prepare", "run", "learn", "knows"),
-    "columns": ("commands", "set_gait_targets"),
+    "columns": ("commands", "set_gait_targets", "set_gait_targets_at"),
 }
 
 
