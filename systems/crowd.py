@@ -231,8 +231,8 @@ class Crowd:
         """``fl`` reads these lists when its entries are first read: kept (weakly) to be
         made before they move; those made already or no longer held are let go."""
         lazy = self._lazy
-        if lazy:
-            self._lazy = lazy = [r for r in lazy if (o := r()) is not None and o._list is None]
+        if lazy:                                # (the same list kept: nothing left per update)
+            lazy[:] = [r for r in lazy if (o := r()) is not None and o._list is None]
         lazy.append(weakref.ref(fl))
 
     # ---------------------------------------------------------------- joins and leaves
