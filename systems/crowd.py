@@ -22,7 +22,7 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import esper
 import numpy as np
@@ -87,8 +87,8 @@ class FiredList(Sequence):
     def _place_list(self) -> list:
         """``places`` as a list of ints (the step's array made into one when entries are made)."""
         places = self.places
-        if places.__class__ is not list:
-            places = self.places = places.tolist()
+        if not isinstance(places, list):
+            places = self.places = cast(np.ndarray, places).tolist()
         return places
 
     def entities_at(self) -> np.ndarray:

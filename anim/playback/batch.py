@@ -629,7 +629,7 @@ class BatchEngine:
         if instances is not self._fired_of:
             return None
         ks = self._fired_ks
-        return ks if ks.__class__ is list else ks.tolist()
+        return ks if isinstance(ks, list) else ks.tolist()
 
     def fired_at(self, instances: list) -> list | np.ndarray | None:
         """``fired_places`` as the step keeps them, for the systems that read them each

@@ -747,7 +747,7 @@ class Player:
         for keep in tasks.spare.values():
             if len(keep) > _SPARE_MAX:
                 del keep[_SPARE_MAX:]
-        tasks.freed(fr, held, reset=True)           # (flush_release reset them: _reset_task)
+        tasks.freed(cast(Any, fr), held, reset=True)    # (flush_release reset them: _reset_task)
 
     @staticmethod
     def _few_rows_back(tasks: Table, marked: list, keyed: int) -> None:
