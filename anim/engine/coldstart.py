@@ -380,11 +380,18 @@ def meanwhile(child) -> list[str]:
 
 def compile_child(cfg: dict, blob: bytes) -> int:
     """The child process of ``compile_aside``: compile kernel ``cfg["kernel"]`` for the
-    pickled argument types ``blob`` (numba types, written by the parent into this
-    process's stdin pipe: never a file) into this process's NUMBA_CACHE_DIR, then install
-    its cache files into ``cfg["target"]`` (``install_cached``) and remove its private
+    pickled argument types ``blob`` into this process's NUMBA_CACHE_DIR (a private folder
+    no other process writes), then install its cache files into ``cfg["target"]``
+    (``install_cached``: indexes read and merged as opcodes) and remove its private
     cache folder ``cfg["scratch"]``. Returns the exit code: 0 installed, 2 another
-    anim/engine/kernels.py than the parent's, 3 no cache here, 4 nothing to install."""
+    anim/engine/kernels.py than the parent's, 3 no cache here, 4 nothing to install.
+
+    ``blob`` is unpickled, and may be: it is not bytes from outside but the parent's own
+    pickle of numba types (``compile_aside`` writes it into this child's stdin pipe, a
+    pipe only the parent holds; never a file, a socket or an argument another process
+    could set), and numba types cannot be sent otherwise (their reduce functions rebuild
+    interned type objects that ``typeof`` alone could not, such as the named tuples'
+    classes)."""
     if os.path.realpath(K.__file__) != cfg["source"]:
         return 2
     if not K.CACHE:
@@ -408,9 +415,10 @@ def compile_child(cfg: dict, blob: bytes) -> int:
 def _ours(path: str) -> bool:
     """Whether ``path`` is no symbolic link, owned by this process's user and writable by
     no one else: a file only this user (numba, or this module's own child) can have
-    written, the only kind ``install_cached`` unpickles. numba's cache index and data
-    files are pickles that numba itself loads; a snapshot, scenario, trace or resource
-    never goes through here."""
+    written, the only kind ``install_cached`` takes an index from (read as opcodes, never
+    unpickled) or merges into. numba loads what lies in its cache folder (anim.engine.jitcache
+    keeps that folder this user's own); a snapshot, scenario, trace or resource never
+    goes through here."""
     import stat
 
     try:
@@ -428,15 +436,16 @@ def install_cached(src: str, dst: str, prefix: str) -> list[str]:
     when that one is of the same numba version and source stamp (its other entries
     kept), else replacing it: each data file first, then the index, each written under a
     temporary name and renamed over the old one, so that no reader sees a cut file or an
-    index naming a file not yet there. Returns the names written. numba's layout
-    (numba/core/caching.py, IndexDataCacheFile): an index holds the pickled numba
-    version, then the pickled (source stamp, {key: data file name}). Only files that
-    ``_ours`` accepts are unpickled: a ``src`` folder or index another user could have
-    written installs nothing, and such a ``dst`` index is replaced, never read."""
-    import itertools
+    index naming a file not yet there. Returns the names written.
 
+    Nothing is unpickled: both indexes are read and merged as pickle opcodes
+    (anim.engine.cacheindex: numba's layout, its keys' shapes, data file names of the
+    function only), the data files copied as bytes. Skipped: a ``src`` folder or index
+    another user could have written (``_ours``), or one not of numba's layout and shapes;
+    a ``dst`` index of the kind (another user's, or not numba's) is replaced, never merged."""
     import numba
-    from numba.core.serialize import dumps
+
+    from scuffle.anim.engine import cacheindex
 
     written: list[str] = []
     if not _ours(src):
@@ -446,38 +455,36 @@ def install_cached(src: str, dst: str, prefix: str) -> list[str]:
         base = os.path.basename(index)[:-len(".nbi")]
         if not _ours(index):
             continue
-        # ``src`` is the child's private scratch folder (made 0700 for it by the parent)
-        # and ``dst`` the folder numba itself loads the kernels from (anim.engine.jitcache
-        # takes it only when it is this user's own): numba's own files, which numba would
-        # unpickle in any case; a snapshot, scenario, trace or resource never comes here
-        with open(index, "rb") as f:
-            version = pickle.load(f)
-            stamp, overloads = pickle.loads(f.read())
-        if version != numba.__version__:
-            continue
-        merged: dict = {}
         try:
-            if not (_ours(dst) and _ours(os.path.join(dst, base + ".nbi"))):
-                raise OSError("not this user's own index")
-            with open(os.path.join(dst, base + ".nbi"), "rb") as f:
-                if pickle.load(f) == version:
-                    old_stamp, old = pickle.loads(f.read())
-                    if old_stamp == stamp:
-                        merged = dict(old)
-        except Exception:                   # none, or not whole: replaced
-            merged = {}
-        for key, name in overloads.items():
-            with open(os.path.join(src, name), "rb") as f:
+            with open(index, "rb") as f:
                 data = f.read()
-            new = merged.get(key)
-            if new is None:
-                used = set(merged.values())
-                new = next(n for n in (f"{base}.{i}.nbc" for i in itertools.count(1)) if n not in used)
-            _write(os.path.join(dst, new), data)
-            merged[key] = new
-            written.append(new)
-        _write(os.path.join(dst, base + ".nbi"),
-               pickle.dumps(version, protocol=-1) + dumps((stamp, merged)))
+            new = cacheindex.read_index(data, base)
+        except (OSError, cacheindex.BadIndex):
+            continue
+        if new.version != numba.__version__:
+            continue
+        target = os.path.join(dst, base + ".nbi")
+        renamed = {e.name: e.name for e in new.entries}
+        try:
+            if not (_ours(dst) and _ours(target)):
+                raise OSError("none, or not this user's own index")
+            with open(target, "rb") as f:
+                old = cacheindex.read_index(f.read(), base)
+            if old.version == new.version and old.stamp == new.stamp:
+                data, renamed = cacheindex.merge_index(old, new, base)
+        except (OSError, cacheindex.BadIndex, cacheindex.Unlinkable):
+            pass                            # none, not whole, not numba's or not mergeable: replaced
+        try:
+            blobs = []
+            for e in new.entries:
+                with open(os.path.join(src, e.name), "rb") as f:
+                    blobs.append((renamed[e.name], f.read()))
+        except OSError:                     # a data file gone: the function is not installed
+            continue
+        for name, blob in blobs:
+            _write(os.path.join(dst, name), blob)
+            written.append(name)
+        _write(target, data)
         written.append(base + ".nbi")
     return written
 

@@ -113,10 +113,10 @@ def test_install_copies_the_files_into_an_empty_folder(tmp_path):
     assert _read_index(dst / f"{base}.nbi") == (numba.__version__, (("stamp", 7), {("sig", 1): f"{base}.1.nbc"}))
 
 
-def test_install_unpickles_only_this_users_own_files(tmp_path):
+def test_install_reads_only_this_users_own_files(tmp_path):
     """A source folder or index another user could write installs nothing; a target
     index another user could write is replaced, never read (numba's cache files are
-    pickles: only this user's own are loaded)."""
+    pickles numba loads: only this user's own are taken)."""
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
     dst.mkdir()
