@@ -41,6 +41,7 @@ import logging
 import os
 import pickle
 import sys
+import time
 
 from scuffle.anim.engine import kernels as K
 
@@ -205,8 +206,12 @@ ASIDE: dict[str, tuple] = {}            # kernel name -> (child process, its pri
 ASIDE_LOG: list[dict] = []              # per kernel compiled aside: its name, whether the child made it,
                                         # the kernels compiled here meanwhile
 
-_CHILD_CODE = ("import json, sys; cfg = json.loads(sys.argv[1]); sys.path[:0] = cfg['path']; "
-               "from scuffle.anim.engine.coldstart import compile_child; sys.exit(compile_child(cfg, sys.stdin.buffer.read()))")
+# the child ends with os._exit once its files are installed: the parent waits for its exit,
+# and an interpreter holding numba and LLVM takes a few tenths of a second to tear down
+_CHILD_CODE = ("import json, os, sys, time; t = time.perf_counter(); cfg = json.loads(sys.argv[1]); "
+               "sys.path[:0] = cfg['path']; cfg['launched'] = t; "
+               "from scuffle.anim.engine.coldstart import compile_child; code = compile_child(cfg, sys.stdin.buffer.read()); "
+               "sys.stderr.flush(); os._exit(code)")
 
 
 def _cores() -> int:
@@ -257,8 +262,9 @@ def compile_aside(name: str, args_of) -> bool:
     env = dict(os.environ, NUMBA_CACHE_DIR=scratch)
     try:
         with open(os.path.join(scratch, "child.log"), "wb") as log:
+            spawned = time.perf_counter()
             child = subprocess.Popen([sys.executable, "-c", _CHILD_CODE, json.dumps(cfg)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.DEVNULL, stderr=log, env=env)
+                                     stdout=subprocess.PIPE, stderr=log, env=env)
         assert child.stdin is not None
         child.stdin.write(pickle.dumps(sig, protocol=pickle.HIGHEST_PROTOCOL))
         child.stdin.close()
@@ -266,7 +272,7 @@ def compile_aside(name: str, args_of) -> bool:
         import shutil
         shutil.rmtree(scratch, ignore_errors=True)
         return False
-    ASIDE[name] = (child, scratch)
+    ASIDE[name] = (child, scratch, spawned)
     return True
 
 
@@ -281,13 +287,17 @@ def await_kernel(name: str) -> None:
     entry = ASIDE.pop(name, None)
     if entry is None:
         return
-    child, scratch = entry
+    child, scratch, spawned = entry
     also = meanwhile(child)
+    waits = time.perf_counter()
     try:
-        code = child.wait(timeout=ASIDE_TIMEOUT_S)
+        out, _ = child.communicate(timeout=ASIDE_TIMEOUT_S)
+        code = child.returncode
     except subprocess.TimeoutExpired:
         child.kill()
-        code = child.wait()
+        out, _ = child.communicate()
+        code = child.returncode
+    ended = time.perf_counter()
     ok = code == 0
     if not ok:
         try:
@@ -297,7 +307,23 @@ def await_kernel(name: str) -> None:
             tail = ""
         LOGGER.debug("compiling %s in a child process failed (exit %s); compiling it here. %s", name, code, tail)
     shutil.rmtree(scratch, ignore_errors=True)
-    ASIDE_LOG.append({"kernel": name, "ok": ok, "meanwhile": also})
+    ASIDE_LOG.append({"kernel": name, "ok": ok, "meanwhile": also, "waited_s": round(ended - waits, 3),
+                      "child_s": round(ended - spawned, 3), "child_stages_s": _stages(out, spawned)})
+
+
+def _stages(out: bytes | None, spawned: float) -> dict:
+    """The child's own time stamps (one JSON line on its stdout: perf_counter, the one
+    monotonic clock of every process on Linux) as seconds from its spawn: ``started``
+    (its interpreter up), ``imported`` (numba and the kernels imported), ``compiled``,
+    ``installed``; {} when it wrote none (it failed, or another clock)."""
+    import json
+
+    try:
+        stamps = json.loads((out or b"").decode("ascii", "replace").strip().splitlines()[-1])
+        return {k: round(float(v) - spawned, 3) for k, v in stamps.items()
+                if k in ("started", "imported", "compiled", "installed") and 0 <= float(v) - spawned < 1e5}
+    except (ValueError, IndexError, TypeError, AttributeError):
+        return {}
 
 
 _REST_CODE = ("import json, sys; cfg = json.loads(sys.argv[1]); sys.path[:0] = cfg['path']; "
@@ -396,19 +422,28 @@ def compile_child(cfg: dict, blob: bytes) -> int:
         return 2
     if not K.CACHE:
         return 3
+    stamps = {"started": cfg.get("launched", 0.0), "imported": time.perf_counter()}
     disp = getattr(K, cfg["kernel"])
     # ``blob`` is the parent's own pickle of numba types, read from this child's stdin pipe
     # (compile_aside writes it there): never bytes of a file
     disp.compile(pickle.loads(blob))
+    stamps["compiled"] = time.perf_counter()
     here = _cache_path(cfg["kernel"])
     if not here:
         return 3
     if not install_cached(here, cfg["target"], f"{K.MODULE_OF[cfg['kernel']]}.{cfg['kernel']}-"):
         return 4
+    stamps["installed"] = time.perf_counter()
     # installed: the private folder goes now (the parent removes it too, unless it has died)
     if os.environ.get("NUMBA_CACHE_DIR") == cfg["scratch"]:
         import shutil
         shutil.rmtree(cfg["scratch"], ignore_errors=True)
+    try:                                    # the stages, for the parent's ASIDE_LOG (gone if it died)
+        import json
+        sys.stdout.write(json.dumps(stamps) + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
     return 0
 
 

@@ -205,6 +205,11 @@ def test_a_first_step_on_a_cold_cache_takes_the_pose_kernel_from_the_child(tmp_p
     one = json.loads(first["stdout"].strip().splitlines()[-1])
     assert [(a["kernel"], a["ok"]) for a in one["aside"]] == [("pose_stacks", True)]
     assert (one["pose_hits"], one["pose_misses"]) == (1, 0)       # loaded from the cache, not compiled here
+    # where the wall went: the child's stages from its spawn, in order, and the parent's wait
+    stages = one["aside"][0]["child_stages_s"]
+    assert list(stages) == ["started", "imported", "compiled", "installed"], stages
+    assert 0 <= stages["started"] <= stages["imported"] <= stages["compiled"] <= stages["installed"]
+    assert stages["installed"] <= one["aside"][0]["child_s"] and one["aside"][0]["waited_s"] >= 0
     assert one["cached"]                                           # every kernel the step calls is cached
     # root motion compiled once: while the child ran (coldstart.meanwhile) for StateUpdate's very types, or after
     assert len(one["motion"]) == 1 and one["aside"][0]["meanwhile"] in ([], ["root_motion_step"]), one["aside"]
