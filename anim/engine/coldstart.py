@@ -291,13 +291,18 @@ def await_kernel(name: str) -> None:
     also = meanwhile(child)
     waits = time.perf_counter()
     try:
-        out, _ = child.communicate(timeout=ASIDE_TIMEOUT_S)
-        code = child.returncode
+        code = child.wait(timeout=ASIDE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         child.kill()
-        out, _ = child.communicate()
-        code = child.returncode
+        code = child.wait()
     ended = time.perf_counter()
+    out = b""
+    if child.stdout is not None:            # one short line, written before it exited
+        try:
+            out = child.stdout.read(4096)
+            child.stdout.close()
+        except OSError:
+            pass
     ok = code == 0
     if not ok:
         try:
