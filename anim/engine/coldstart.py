@@ -20,7 +20,8 @@ own (a private NUMBA_CACHE_DIR: two processes writing one function's index at on
 pair an index entry with the other's data file) and then installs that kernel's files
 into this process's cache folder, each data file then the index, every file written
 under a temporary name and renamed (``install_cached``): a reader never sees a cut file
-or an index naming a missing one. A child that fails or is slow changes nothing but the
+or an index naming a missing one. The indexes are read and merged as pickle opcodes
+(anim.engine.cacheindex), never unpickled here. A child that fails or is slow changes nothing but the
 time: numba compiles the kernel here as it always did. A process that ends before it
 calls the other kernel does not wait: its child finishes on its own, installs the
 kernel for the next run and removes its folder.
