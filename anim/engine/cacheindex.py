@@ -138,8 +138,11 @@ def _global(module: object, name: object) -> _Node:
     """A global named in the pickle, if one numba's keys may name (BadIndex otherwise)."""
     if not (isinstance(module, str) and isinstance(name, str) and name.isidentifier()):
         raise BadIndex("a global named by something other than two names")
+    # a class of numba's types or of scuffle's (named tuples' classes), by a plain module
+    # path: no dunder module (``scuffle.__main__`` would run the command line when imported)
     ok = (module, name) in (_TYPE_REBUILD, _RECONSTRUCTOR, _OBJECT) or (
-        module.startswith((_TYPES, "scuffle.")) and all(p.isidentifier() for p in module.split(".")))
+        module.startswith((_TYPES, "scuffle.")) and not name.startswith("__")
+        and all(p.isidentifier() and not p.startswith("__") for p in module.split(".")))
     if not ok:
         raise BadIndex(f"a global numba's index keys never name: {module}.{name}")
     return _Node("global", [module, name])

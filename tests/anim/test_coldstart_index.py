@@ -103,6 +103,10 @@ def test_the_reader_refuses_a_crafted_index_and_runs_nothing(tmp_path):
     for name in bad_names:
         with pytest.raises(cacheindex.BadIndex, match="data file name"):
             cacheindex.read_index(_index("now", {"k": name}), BASE)
+    # a module numba's keys never name, though under an allowed package: refused by its name
+    main = _index("now", {"k": f"{BASE}.1.nbc"}).replace(b"\x8c\x01k", b"\x8c\x10scuffle.__main__\x8c\x04main\x93")
+    with pytest.raises(cacheindex.BadIndex, match="never name"):
+        cacheindex.read_index(main, BASE)
     for cut in (b"", b"\x80\x04", _index("now", {"k": f"{BASE}.1.nbc"})[:-1]):
         with pytest.raises(cacheindex.BadIndex):
             cacheindex.read_index(cut, BASE)
