@@ -175,6 +175,9 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "the threaded step and pose time each chunk on its thread's CPU clock to choose where the "
         "next chunks are cut (anim.engine.crowd.Balance); the engine merges the chunks in human "
         "order, so no result depends on the cuts (tests/anim/test_threads.py cuts them at random)",
+    ("anim/engine/coldstart.py", "wall-clock", "time.perf_counter"):
+        "the cold start stamps the stages of the child that compiles a kernel aside and the "
+        "stepping process's wait for it (ASIDE_LOG, the bench's report); no stamp reaches the world",
     ("game/tools/warm.py", "wall-clock", "time.perf_counter"):
         "scuffle warm prints how long compiling (or loading) the kernels took; the time goes "
         "nowhere else",
