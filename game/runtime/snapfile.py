@@ -109,7 +109,7 @@ class SnapCache:
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
                  "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes", "check", "scratch", "owners",
-                 "fight_bytes", "log_bytes")
+                 "fight_bytes", "log_bytes", "instances", "stateful")
 
     def __init__(self) -> None:
         self.clear()
@@ -140,6 +140,8 @@ class SnapCache:
         self.owners: Any = None       # (names, their version, bodies', combats' owners, the columns): owner_columns
         self.fight_bytes: Any = None  # (the fight's counters' key, counts by kind, their plain form): a file's
         self.log_bytes: Any = None    # (the log's texts, their plain form): a file's
+        self.instances: Any = None    # (names version, a file's names, (entity, Animator, instance) each, name -> instance)
+        self.stateful: Any = None     # (the lists stateful() read, its objects)
 
 
 def cache_of(game) -> SnapCache:
@@ -1357,7 +1359,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     texts = _texts(v["combats"])
     player = game.player
     try:
-        _, blocks = check_saved(saved, hgen=hgen, hfree=hfree, pool_out=pool[0], n_out=pool[1],
+        buf, blocks = check_saved(saved, hgen=hgen, hfree=hfree, pool_out=pool[0], n_out=pool[1],
                                 pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)), dirty=dirty,
                                 dirty_where=_DIRTY_WHERE, entities=entities,
                                 texts=len(texts), names=TABLES,
@@ -1369,11 +1371,14 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     # over by each check, keep their tables and the columns' views made at their first read)
     got = cache.scratch
     if got is not None and got[0] is blocks:
-        scratch = got[1]
+        scratch, bases = got[1], got[2]
     else:
         scratch = {name: _rows_at(cls, sv.capacity, b) for name, sv, b, cls in zip(TABLES, saved, blocks,
                                                                                        cache.saved[2])}
-        cache.scratch = (blocks, scratch)
+        # each of the seven tables' offset in the scratch buffer (the blocks are its slices)
+        at = buf.__array_interface__["data"][0]
+        bases = tuple(b.__array_interface__["data"][0] - at for b in blocks[:len(ROW_TABLES)])
+        cache.scratch = (blocks, scratch, bases)
     hum = scratch["humans"]
     kinds = player.callbacks
     calls = _calls_back(ev["calls"], kinds, cn["calls.uses"], cn["calls.free"], cache)
@@ -1413,7 +1418,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         need_int(x[1], f"values.engine.leaving[{i}]", 0)
         need(bool(hum.live[x[0]]), f"values.engine.leaving[{i}]", "a human row not in use")
         leaving.append(x)
-    inst_of = {name: game.instance(name) for name in names}
+    inst_of = _instances_of(game, names)
     rows = ev["instances"]
     need(isinstance(rows, list) and len(rows) <= hum.capacity, "values.engine.instances", "not one entry per row")
     seen: set = set()
@@ -1462,7 +1467,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     es = S.EngineState(states, humans_state,
                        ((pool[0].copy(), pool[1]), (deferred.copy(), {}), ([], [], []), [a.copy() for a in stepped],
                         stats, (calls[0], calls[1].tolist(), calls[2].tolist())),
-                       (b[0], b[1], leaving, instances), loose, None)
+                       (b[0], b[1], leaving, instances), loose, None,
+                       placed=(buf, bases, (scratch["bodies"].capacity, scratch["combats"].capacity)))
     # -- the bodies and the combat rows: their owners by name, finite numbers
     by_entity = {e: n for n, e in names.items()}
     bodies = _owners_back(game, scratch["bodies"], cn["bodies.owner"], by_entity, Body, "bodies")
@@ -1470,8 +1476,9 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     # -- the fight rules and the stateful actions check their own
     fight: Any = v["fight"]
     log: Any = v["fight_log"]
-    need((fight is None) != (fight_rules is not None), "values.fight", "the snapshot was taken " +
-         ("without" if fight is None else "with") + " fight rules")
+    if (fight is None) == (fight_rules is not None):
+        raise _Refused("values.fight: the snapshot was taken " + ("without" if fight is None else "with") +
+                       " fight rules")
     if fight is None:
         need(log is None, "values.fight_log", "a fight log for a Game without fight rules")
         for name in FIGHT_TABLES:
@@ -1485,7 +1492,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         except ValueError as e:
             raise _Refused(str(e)) from None
     extras = v["extras"]
-    mine_x = stateful(game)
+    mine_x = _stateful_kept(game, cache)
     need(isinstance(extras, list) and len(extras) == len(mine_x), "values.extras",
          f"not the {len(mine_x)} stateful actions of this Game")
     fitted = cache.fitted                    # (an action, its state's exact bytes) checked last
@@ -1506,6 +1513,36 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     cache.fitted = now
     return state_cls(game.engine, updates_run, update, dict(names), entity_next, es, {},
                      (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras), log)
+
+
+def _instances_of(game, names: dict) -> dict:
+    """Each of ``names``' humans' CharacterInstance by name (its Animator's; kept per
+    change of the Game's names while each human has the same Animator)."""
+    cache = cache_of(game)
+    comps = game._entities
+    got = cache.instances
+    if got is not None and got[0] == game.names.version and got[1] is names:
+        for ent, anim, inst in got[2]:
+            c = comps.get(ent)
+            if c is None or c.get(Animator) is not anim or anim.instance is not inst:
+                break
+        else:
+            return got[3]
+    out = {name: game.instance(name) for name in names}
+    cache.instances = (game.names.version, names,
+                       [(ent, comps[ent][Animator], out[name]) for name, ent in names.items()], out)
+    return out
+
+
+def _stateful_kept(game, cache: SnapCache) -> list:
+    """``stateful(game)``, made again only when the lists it reads changed (kept in
+    ``cache``)."""
+    ctx = game.ctx
+    lists = (game.fight, *ctx.state_functions, None, *ctx.actions)
+    got = cache.stateful
+    if got is None or got[0] != lists:
+        got = cache.stateful = (lists, stateful(game))
+    return got[1]
 
 
 def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: Any = None) -> tuple:
