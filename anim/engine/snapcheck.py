@@ -389,22 +389,28 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     caller is done with a check's blocks before its next). Out: the scratch buffer and each table's block in it (a
     uint8 view: the checked rows). Raises StateError naming the first fault (the table,
     the column, the row)."""
-    plan = _plan(tables, names=names, rules=rules)
-    hcap = tables[4].capacity
-    if len(hgen) != hcap:
-        raise StateError(f"table.humans.gen: not {hcap} generations >= 0")
-    if pool_out.dtype != np.bool_ or pool_out.ndim != 1:
-        raise StateError("table.pool.out: not one bool per task row")
+    # the last check's plan, blanks and scratch (``keep``) while the tables' layouts and
+    # blanks are the same objects (each is kept per layout)
     kept = keep.get("scratch") if keep is not None else None
-    if kept is not None and kept[0] is plan and kept[3] is _blanks(plan, tables):
-        buf, blocks = kept[1], kept[2]
+    if kept is not None and len(kept[4]) == len(tables) and kept[6] == names and \
+            all(t.capacity == cap and t.columns is c and t.blank is b for t, (c, cap, b) in zip(tables, kept[4])):
+        plan, buf, blocks, views = kept[0], kept[1], kept[2], kept[5]
         np.copyto(buf, kept[3])
     else:
+        plan = _plan(tables, names=names, rules=rules)
         blank = _blanks(plan, tables)
         buf = blank.copy()
         blocks = [buf[base:base + len(t.blank)] for t, base in zip(tables, plan.bases)]
+        views = (buf.view(np.int8), buf.view(np.int32), buf.view(np.int64), buf.view(np.float32),
+                 buf.view(np.float64))
         if keep is not None:
-            keep["scratch"] = (plan, buf, blocks, blank)
+            keep["scratch"] = (plan, buf, blocks, blank, [(t.columns, t.capacity, t.blank) for t in tables], views,
+                               tuple(names))
+    hcap = tables[4].capacity
+    if len(hgen) != hcap:
+        raise StateError(f"table.humans.gen: not {hcap} generations >= 0")
+    if pool_out.dtype.char != "?" or pool_out.ndim != 1:
+        raise StateError("table.pool.out: not one bool per task row")
     _unpack(plan, buf, [t.packed for t in tables])
     spec = _bounded(plan, len(facts.end) - 1, texts - 1)
     seen = _seen(max(plan.most, len(pool_out)))
@@ -419,8 +425,7 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
         at, dirty_all = _no_dirty(len(dirty)), _EMPTY
     out = np.zeros(8, np.int64)
     fout = np.zeros(2, np.float64)
-    code = K.check_rows(buf.view(np.int8), buf.view(np.int32), buf.view(np.int64), buf.view(np.float32),
-                        buf.view(np.float64), plan.tabs, spec, plan.fspec, plan.at, facts.end, *_bits(facts),
+    code = K.check_rows(*views, plan.tabs, spec, plan.fspec, plan.at, facts.end, *_bits(facts),
                         facts.evf0, facts.nev, facts.first, facts.frames, plan.must, plan.nxt_mask, _FADE, _GAIT,
                         hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities, seen,
                         _lrows(plan.lrows), out, fout)
