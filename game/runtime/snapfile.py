@@ -524,22 +524,39 @@ def encode(game, st) -> bytes:
     fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
     values = _values_section(game, v, st.combats[2])    # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
-    sections: list[tuple[str, Any]] = [("config", config), ("meta", _meta_bytes(game, st)),
-                                         ("counts", counts), ("values", values)]
     saved = _saved_tables(st)
     cols = _game_columns(game)
     tables = [(name, cols[name], int(ts.capacity), ts.block) for name, ts in saved.items()]
     tables += fight
     packed, ends = pack_all([t[1:] for t in tables])
     raw = packed.data
+    # (assemble's form, written here in one pass: the plain sections, then each table's
+    # head and its packed rows, which lie one after another in ``raw``)
+    parts: list = [b"", config, _meta_bytes(game, st), counts, values]
+    off = _ENTRY.size * (len(_PLAIN_KEYS) + len(tables))
+    entries: list = []
+    for key, data in zip(_PLAIN_KEYS, parts[1:]):
+        n = len(data)
+        entries += (key, off, n)
+        off += n
     start = 0
     for (name, cols, cap, _), end in zip(tables, ends.tolist()):
-        sections.append((_SECTION_NAME[name], (_table_head(cols, cap), raw[start:end])))
+        head = _table_head(cols, cap)
+        n = len(head) + end - start
+        entries += (_TABLE_KEY[name], off, n)
+        parts += (head, raw[start:end])
+        off += n
         start = end
-    return assemble(sections, _version(), config_sha)
+    parts[0] = _directory(len(entries) // 3).pack(*entries)
+    payload = b"".join(parts)
+    return HEADER.pack(MAGIC, FORMAT, HEADER.size, _VERSION_FIELD, config_sha, len(entries) // 3, 0, off,
+                       zlib.crc32(payload)) + payload
 
 
 _SECTION_NAME = {name: f"table.{name}" for name in TABLES}
+_TABLE_KEY = {name: f"table.{name}".encode("ascii") for name in TABLES}
+_PLAIN_KEYS = (b"config", b"meta", b"counts", b"values")      # the plain sections, in the file's order
+_VERSION_FIELD = _version().encode("ascii")[:16]
 _TABLE_SECTIONS = frozenset(_SECTION_NAME.values())
 _U32 = struct.Struct("<I")
 
