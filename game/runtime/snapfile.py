@@ -92,6 +92,7 @@ COUNTERS = ("updates_run", "update", "entity_next", "pool.n_out", "stats[0]", "s
             "batch.pair_changes")
 _COUNTS_HEAD = struct.Struct(f"<{len(COUNT_LISTS) + 1}I{len(COUNTERS)}q")
 _WIDTH = (8, 8, 8, 8, 16, 8, 8)      # the bytes of an item of each list (a deferred pair: two int64)
+_PAIRS_AT = COUNT_LISTS.index("deferred")
 
 
 class _Refused(ValueError):
@@ -648,6 +649,9 @@ def values_of(sec: bytes, kept: bool = False) -> dict:
     bytes, so that the same bytes as the last read give the same value, which no reader
     writes to (a state's values are only ever read). Rejected (_Refused naming the field): a section that is not a map of VALUES'
     names to bytes, a value's bytes that are not one plain value."""
+    whole = _VALUES_WHOLE[0]
+    if kept and whole is not None and whole[0] == sec:      # (the section of the last file read: its values)
+        return dict(whole[1])
     try:
         outer = plaindata.decode(sec)
     except plaindata.PlainDataError as e:
@@ -669,11 +673,14 @@ def values_of(sec: bytes, kept: bool = False) -> dict:
             raise _Refused(f"values.{k}: {e}") from None
         last[k] = (raw, val)
         out[k] = val
+    if kept:
+        _VALUES_WHOLE[0] = (sec, dict(out))
     return out
 
 
 # name -> (the bytes of the value read last, the value): ``values_of``'s
 _VALUES_READ: dict = {}
+_VALUES_WHOLE: list = [None]      # (the values section read last, its values): ``values_of``'s
 
 
 def _file_engine(game, st) -> tuple[dict, bytes]:
@@ -805,26 +812,31 @@ def counts_of(sec: bytes) -> dict:
     got = _COUNTS_HEAD.unpack_from(sec)
     k = len(COUNT_LISTS)
     lens, n_pool = got[:k], got[k]
-    size = _COUNTS_HEAD.size + sum(w * n for w, n in zip(_WIDTH, lens)) + n_pool
+    # (every list's items are one int64, a deferred pair's two: _WIDTH)
+    words = sum(lens) + lens[_PAIRS_AT]
+    size = _COUNTS_HEAD.size + 8 * words + n_pool
     if size != len(sec):
         raise _Refused(f"section counts: lengths {short(got[:k + 1])} take {size} bytes, the section holds {len(sec)}")
     out: dict[str, Any] = dict(zip(COUNTERS, got[k + 1:]))
     off = _COUNTS_HEAD.size
     # the lists lie one after the other: one copy of their int64 items, each list a view of it
-    words = sum(n * (w // 8) for n, w in zip(lens, _WIDTH))
     items = np.frombuffer(sec, _I8, words, off).astype(np.int64)
     at = 0
-    for name, n, w in zip(COUNT_LISTS, lens, _WIDTH):
-        a = items[at:at + n * (w // 8)]
-        out[name] = a if w == 8 else a.reshape(n, 2)
-        at += n * (w // 8)
+    for name, n in zip(COUNT_LISTS, lens):
+        if name == "deferred":
+            out[name] = items[at:at + 2 * n].reshape(n, 2)
+            at += 2 * n
+        else:
+            out[name] = items[at:at + n]
+            at += n
     off += 8 * words
-    flags = np.frombuffer(sec, np.uint8, n_pool, off)
-    if n_pool and int(flags.max()) > 1:
-        raise _Refused(f"counts.pool.out[{int(np.argmax(flags > 1))}]: a flag that is not 0 or 1")
-    out["pool.out"] = flags.astype(np.bool_)
+    flags = bytes(sec[off:off + n_pool])
+    if flags.translate(None, b"\0\1"):                     # (a byte other than 0 and 1)
+        raise _Refused(f"counts.pool.out[{next(i for i, x in enumerate(flags) if x > 1)}]: a flag that is not 0 or 1")
+    out["pool.out"] = np.frombuffer(flags, np.bool_).copy()
     for name in ("updates_run", "update", "entity_next"):
-        need_int(out[name], f"counts.{name}", 0, MAX_COUNTER)
+        if not 0 <= out[name] <= MAX_COUNTER:                 # (int64s: whole numbers)
+            need_int(out[name], f"counts.{name}", 0, MAX_COUNTER)
     return out
 
 
