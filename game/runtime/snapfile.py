@@ -110,7 +110,7 @@ class SnapCache:
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
                  "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes", "check", "scratch", "owners",
-                 "fight_bytes", "log_bytes", "instances", "stateful")
+                 "fight_bytes", "log_bytes", "instances", "stateful", "engine", "engine_bytes")
 
     def __init__(self) -> None:
         self.clear()
@@ -143,6 +143,8 @@ class SnapCache:
         self.log_bytes: Any = None    # (the log's texts, their plain form): a file's
         self.instances: Any = None    # (names version, a file's names, (entity, Animator, instance) each, name -> instance)
         self.stateful: Any = None     # (the lists stateful() read, its objects)
+        self.engine: Any = None       # (callbacks' values, step's lists, instances, the engine's plain values): a file's
+        self.engine_bytes: Any = None  # (the engine's plain values, their bytes): a file's
 
 
 def cache_of(game) -> SnapCache:
@@ -577,7 +579,11 @@ def _values_section(game, v: dict, texts: list) -> bytes:
     kept = cache.texts_bytes
     if kept is None or kept[0] != texts:
         kept = cache.texts_bytes = (list(texts), plaindata.encode({"texts": [str.__str__(t) for t in texts]}))
-    return _values_joined((plaindata.encode(v["engine"]), kept[1], _fight_bytes(cache, v["fight"]), got[1],
+    engine = v["engine"]
+    plain = cache.engine_bytes
+    if plain is None or plain[0] is not engine:         # (_file_engine's kept values: their bytes kept too)
+        plain = cache.engine_bytes = (engine, plaindata.encode(engine))
+    return _values_joined((plain[1], kept[1], _fight_bytes(cache, v["fight"]), got[1],
                            _log_bytes(cache, v["fight_log"])))
 
 
@@ -708,6 +714,19 @@ def _file_engine(game, st) -> tuple[dict, bytes]:
     if wraps or failed:
         raise S.NoPlainForm("the step's wrap callbacks or failures are pending: save between two updates")
     kernel_humans, pair_changes, leaving, instances = es.batch
+    bodies, combats = owner_columns(game, st.names, (st.bodies[1], st.bodies[0].capacity),
+                                    (st.combats[1], st.combats[0].capacity))
+    counts = counts_raw(h.gen, h.free, uses, free, np.asarray(rows, _I8).reshape(-1, 2) if len(rows) else _NO_PAIRS,
+                        bodies, combats, pool[0], int(pool[1]), (int(stats[0]), int(stats[1])), int(kernel_humans),
+                        int(pair_changes), st.updates_run, st.update, st.entity_next)
+    # the engine's values as the last file wrote them while they are the same objects (a
+    # saved state's lists are never written to; the callbacks table and the engine give
+    # the same lists again while nothing changed) and no human leaves or waits for a row
+    cache = cache_of(game)
+    got = cache.engine
+    if got is not None and got[0] is values and got[1] is stepped and got[2] is instances and not leaving \
+            and not es.loose:
+        return got[3], counts
     calls: list[Any] = []
     for i, x in enumerate(values):
         if x.__class__ is Callback:
@@ -725,11 +744,7 @@ def _file_engine(game, st) -> tuple[dict, bytes]:
               "leaving": [(int(r), int(g)) for r, g in leaving],
               "instances": [None if i is None else i.name for i in S.seated(instances)],
               "loose": loose}
-    bodies, combats = owner_columns(game, st.names, (st.bodies[1], st.bodies[0].capacity),
-                                    (st.combats[1], st.combats[0].capacity))
-    counts = counts_raw(h.gen, h.free, uses, free, np.asarray(rows, _I8).reshape(-1, 2) if len(rows) else _NO_PAIRS,
-                        bodies, combats, pool[0], int(pool[1]), (int(stats[0]), int(stats[1])), int(kernel_humans),
-                        int(pair_changes), st.updates_run, st.update, st.entity_next)
+    cache.engine = (values, stepped, instances, engine) if not leaving and not loose else None
     return engine, counts
 
 
