@@ -143,7 +143,7 @@ class SnapCache:
         self.log_bytes: Any = None    # (the log's texts, their plain form): a file's
         self.instances: Any = None    # (names version, a file's names, (entity, Animator, instance) each, name -> instance)
         self.stateful: Any = None     # (the lists stateful() read, its objects)
-        self.engine: Any = None       # (callbacks' values, step's lists, instances, the engine's plain values): a file's
+        self.engine: Any = None       # (callbacks' values, step's lists, seats' serials, the engine's plain values)
         self.engine_bytes: Any = None  # (the engine's plain values, their bytes): a file's
 
 
@@ -720,12 +720,15 @@ def _file_engine(game, st) -> tuple[dict, bytes]:
                         bodies, combats, pool[0], int(pool[1]), (int(stats[0]), int(stats[1])), int(kernel_humans),
                         int(pair_changes), st.updates_run, st.update, st.entity_next)
     # the engine's values as the last file wrote them while they are the same objects (a
-    # saved state's lists are never written to; the callbacks table and the engine give
-    # the same lists again while nothing changed) and no human leaves or waits for a row
+    # saved state's lists are never written to; the callbacks table and the step give the
+    # same lists again while nothing changed), the humans sit on the same rows (each row's
+    # instance serial: an instance's serial is never another's) and no human leaves or
+    # waits for a row
+    seats = instances[1].tobytes() if instances.__class__ is tuple else None
     cache = cache_of(game)
     got = cache.engine
-    if got is not None and got[0] is values and got[1] is stepped and got[2] is instances and not leaving \
-            and not es.loose:
+    if got is not None and got[0] is values and got[1] is stepped and seats is not None and got[2] == seats and \
+            not leaving and not es.loose:
         return got[3], counts
     calls: list[Any] = []
     for i, x in enumerate(values):
@@ -744,7 +747,7 @@ def _file_engine(game, st) -> tuple[dict, bytes]:
               "leaving": [(int(r), int(g)) for r, g in leaving],
               "instances": [None if i is None else i.name for i in S.seated(instances)],
               "loose": loose}
-    cache.engine = (values, stepped, instances, engine) if not leaving and not loose else None
+    cache.engine = (values, stepped, seats, engine) if not leaving and not loose and seats is not None else None
     return engine, counts
 
 
