@@ -27,7 +27,7 @@ from scuffle.anim.engine.store import FRAME_COLUMNS, NO_ROW, _layout
 from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine.rules import TASK_CURSORS, dir_banks_misfit
 
-__all__ = ["StateError", "check_saved", "check_deferred", "Saved", "Packing", "packing", "pack", "pack_all", "unpack", "compile_kernels", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
+__all__ = ["StateError", "check_saved", "check_deferred", "Saved", "Packing", "packing", "pack", "pack_all", "pack_plan", "pack_with", "unpack", "compile_kernels", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
            "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
 
 # What a task of each type links to: the cursor columns that must hold a cursor row (the
@@ -195,28 +195,38 @@ def pack(columns: dict, cap: int, block: np.ndarray) -> np.ndarray:
 def pack_all(tables: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
     """``pack`` of each (columns, capacity, block) of ``tables`` in one compiled call:
     (the packed bytes one after another, where each table's end)."""
-    key = tuple((id(c), cap) for c, cap, _ in tables)
+    return pack_with(pack_plan([(c, cap) for c, cap, _ in tables]), [b for _, _, b in tables])
+
+
+def pack_plan(layouts: Sequence[tuple]) -> tuple:
+    """The compiled pack's plan of tables of these (columns, capacity) (``pack_with``'s;
+    kept per layouts)."""
+    key = tuple((id(c), cap) for c, cap in layouts)
     got = _PACK_ALL.get(key)
-    if got is None or any(a is not c for a, (c, _, _) in zip(got[0], tables)):
+    if got is None or any(a is not c for a, (c, _) in zip(got[0], layouts)):
         if len(_PACK_ALL) > 32:
             _PACK_ALL.clear()
-        tinfo = np.zeros((len(tables), 6), np.int64)
         frames: list[int] = []
         cols: list[int] = []
         most = 0
-        for t, (c, cap, _) in enumerate(tables):
+        tinfo = np.zeros((len(layouts), 6), np.int64)
+        for t, (c, cap) in enumerate(layouts):
             pk = packing(c, cap)
             tinfo[t] = (cap, pk.live_at, len(frames), len(frames) + len(pk.frames), len(cols), len(cols) + len(pk.cols))
             frames += pk.frames.tolist()
             cols += pk.cols.tolist()
             most += pk.frame_bytes + cap * pk.row_bytes
-        got = _PACK_ALL[key] = (tuple(c for c, _, _ in tables), tinfo, np.array(frames, np.int64).reshape(-1, 2),
-                                np.array(cols, np.int64).reshape(-1, 2), most)
-    _, tinfo, frame_rows, col_rows, most = got
+        got = _PACK_ALL[key] = (tuple(c for c, _ in layouts), tinfo, np.array(frames, np.int64).reshape(-1, 2),
+                                np.array(cols, np.int64).reshape(-1, 2), most, max(cap for _, cap in layouts))
+    return got
+
+
+def pack_with(plan: tuple, blocks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``pack_all`` of ``blocks`` laid out as ``plan`` (``pack_plan``) gives."""
+    _, tinfo, frame_rows, col_rows, most, cap = plan
     out = np.empty(most, np.uint8)
-    ends = np.empty(len(tables), np.int64)
-    K.pack_tables(tuple(b for _, _, b in tables), out, tinfo, frame_rows, col_rows, ends,
-                  _lrows(max(cap for _, cap, _ in tables)))
+    ends = np.empty(len(tinfo), np.int64)
+    K.pack_tables(tuple(blocks), out, tinfo, frame_rows, col_rows, ends, _lrows(cap))
     return out, ends
 
 

@@ -40,7 +40,7 @@ from scuffle.anim.playback.cursor import cursor_proto
 from scuffle.anim.engine.digest import (arena_plan, blocks_digests, digest_form, digests_in, digests_plan,
                                         digests_with, values_bytes)
 from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_deferred, check_ids, check_saved,
-                                          clip_facts, pack, pack_all, unpack)
+                                          clip_facts, pack, pack_all, pack_plan, pack_with, unpack)
 from scuffle.anim.engine.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
 from scuffle.game.runtime.version import __version__
@@ -110,7 +110,8 @@ class SnapCache:
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
                  "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes", "check", "scratch", "owners",
-                 "fight_bytes", "log_bytes", "instances", "stateful", "engine", "engine_bytes")
+                 "fight_bytes", "log_bytes", "instances", "stateful", "engine", "engine_bytes",
+                 "packing")
 
     def __init__(self) -> None:
         self.clear()
@@ -145,6 +146,7 @@ class SnapCache:
         self.stateful: Any = None     # (the lists stateful() read, its objects)
         self.engine: Any = None       # (callbacks' values, step's lists, seats' serials, the engine's plain values)
         self.engine_bytes: Any = None  # (the engine's plain values, their bytes): a file's
+        self.packing: Any = None      # (the tables' capacities, the fight's columns, the Game's, the pack plan, heads)
 
 
 def cache_of(game) -> SnapCache:
@@ -527,26 +529,36 @@ def encode(game, st) -> bytes:
     fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
     values = _values_section(game, v, st.combats[2])    # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
-    saved = _saved_tables(st)
+    es = st.engine_state
+    saved = [*(es.tables[n] for n in _ENGINE_TABLES), es.humans, st.bodies[0], st.combats[0]]
+    # the tables' pack plan, section keys and heads, kept per Game while its tables'
+    # columns (the seven's: the Game's, in _game_columns' order) and capacities are the same
+    caps = [int(ts.capacity) for ts in saved] + [t[2] for t in fight]
+    fcols = [t[1] for t in fight]
     cols = _game_columns(game)
-    tables = [(name, cols[name], int(ts.capacity), ts.block) for name, ts in saved.items()]
-    tables += fight
-    packed, ends = pack_all([t[1:] for t in tables])
+    cache = cache_of(game)
+    kept = cache.packing
+    if kept is None or kept[0] != caps or kept[2] is not cols or len(kept[1]) != len(fcols) or \
+            any(a is not b for a, b in zip(kept[1], fcols)):
+        names = [*cols, *(t[0] for t in fight)]
+        layouts = [*zip(cols.values(), caps), *((t[1], t[2]) for t in fight)]
+        kept = cache.packing = (caps, fcols, cols, pack_plan(layouts),
+                                [(_TABLE_KEY[n], _table_head(c, cap)) for n, (c, cap) in zip(names, layouts)])
+    packed, ends = pack_with(kept[3], [*(ts.block for ts in saved), *(t[3] for t in fight)])
     raw = packed.data
     # (assemble's form, written here in one pass: the plain sections, then each table's
     # head and its packed rows, which lie one after another in ``raw``)
     parts: list = [b"", config, _meta_bytes(game, st), counts, values]
-    off = _ENTRY.size * (len(_PLAIN_KEYS) + len(tables))
+    off = _ENTRY.size * (len(_PLAIN_KEYS) + len(caps))
     entries: list = []
     for key, data in zip(_PLAIN_KEYS, parts[1:]):
         n = len(data)
         entries += (key, off, n)
         off += n
     start = 0
-    for (name, cols, cap, _), end in zip(tables, ends.tolist()):
-        head = _table_head(cols, cap)
+    for (key, head), end in zip(kept[4], ends.tolist()):
         n = len(head) + end - start
-        entries += (_TABLE_KEY[name], off, n)
+        entries += (key, off, n)
         parts += (head, raw[start:end])
         off += n
         start = end
