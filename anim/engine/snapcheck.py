@@ -28,7 +28,7 @@ from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine.rules import TASK_CURSORS, dir_banks_misfit
 
 __all__ = ["StateError", "check_saved", "check_deferred", "Saved", "Packing", "packing", "pack", "pack_all", "pack_plan", "pack_with", "unpack", "compile_kernels", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
-           "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
+           "MAX_VALUE", "MAX_COUNT", "check_ids", "id_kinds", "MAX_CALL_ID"]
 
 # What a task of each type links to: the cursor columns that must hold a cursor row (the
 # others hold none: anim.playback.tasks.TASK_CURSORS, its links c0, c1, ...), and whether it owns a
@@ -637,7 +637,8 @@ _PAIRED = (int(TaskType.PAIRED_CLIP), int(TaskType.PAIRED_HOLD))
 _WRAPS = (int(TaskType.LOOP), int(TaskType.GAIT))
 
 
-def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_banks: int) -> None:
+def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_banks: int,
+              kinds: tuple | None = None) -> None:
     """Check the id columns of saved task and human tables against the saved callbacks
     table (CallbackTable: ``values`` (None for a free id, a Callback, or a str: a
     partner's name), ``uses``, ``free``) and the bank's ``n_banks`` clips.
@@ -649,12 +650,12 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
     (and not both a handle and a name), on a paired task only; ``tasks.dir_banks`` eight
     clips of the bank on a direction task, -1 on any other; each id's uses the number of
     rows naming it, the free ids each once with no value and no use.
+    ``kinds``: ``id_kinds(values)`` when the caller keeps it.
     Raises StateError naming the first fault."""
     n = len(values)
     if len(uses) != n:
         raise StateError(f"calls.uses: not {n} counts >= 0")
-    is_name = np.fromiter((v.__class__ is str for v in values), np.int8, n)
-    is_call = np.fromiter((v is not None and v.__class__ is not str for v in values), np.int8, n)
+    is_name, is_call = kinds if kinds is not None else id_kinds(values)
     out = np.zeros(5, np.int64)
     code = K.check_ids_rows(tsk.live.view(np.int8), tsk.type, tsk.on_end, tsk.on_wrap, tsk.partner_name,
                             tsk.callback.view(np.int8), tsk.partner, tsk.dir_banks, humans.live.view(np.int8),
@@ -662,6 +663,14 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
                             _DIRECTION, n_banks, _seen(n), out)
     if code:
         raise StateError(_ids_message(code, out, n, uses, n_banks))
+
+
+def id_kinds(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """Which ids of a callbacks table's ``values`` are names, which callbacks (int8 flags
+    each: check_ids')."""
+    n = len(values)
+    return (np.fromiter((v.__class__ is str for v in values), np.int8, n),
+            np.fromiter((v is not None and v.__class__ is not str for v in values), np.int8, n))
 
 
 def _ids(a: Any) -> np.ndarray:

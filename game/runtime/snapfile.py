@@ -39,7 +39,7 @@ from scuffle.anim.engine.callbacks import Callback, CallbackTable
 from scuffle.anim.playback.cursor import cursor_proto
 from scuffle.anim.engine.digest import (arena_plan, blocks_digests, digest_form, digests_in, digests_plan,
                                         digests_with, values_bytes)
-from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_deferred, check_ids, check_saved,
+from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_deferred, check_ids, check_saved, id_kinds,
                                           clip_facts, pack, pack_all, pack_plan, pack_with, unpack)
 from scuffle.anim.engine.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
@@ -111,7 +111,7 @@ class SnapCache:
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
                  "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes", "check", "scratch", "owners",
                  "fight_bytes", "log_bytes", "instances", "stateful", "engine", "engine_bytes",
-                 "packing")
+                 "packing", "owners_back")
 
     def __init__(self) -> None:
         self.clear()
@@ -147,6 +147,9 @@ class SnapCache:
         self.engine: Any = None       # (callbacks' values, step's lists, seats' serials, the engine's plain values)
         self.engine_bytes: Any = None  # (the engine's plain values, their bytes): a file's
         self.packing: Any = None      # (the tables' capacities, the fight's columns, the Game's, the pack plan, heads)
+        # a file's body and combat owners checked last, by table: (its owner column's and live
+        # flags' bytes, the humans by entity, (entity, view) each, row -> view)
+        self.owners_back: dict = {}
 
 
 def cache_of(game) -> SnapCache:
@@ -1442,7 +1445,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     kinds = player.callbacks
     calls = _calls_back(ev["calls"], kinds, cn["calls.uses"], cn["calls.free"], cache)
     try:
-        check_ids(scratch["tasks"], hum, calls[0], calls[1], calls[2], len(bank))
+        check_ids(scratch["tasks"], hum, calls[0], calls[1], calls[2], len(bank), calls[3])
     except StateError as e:
         raise _Refused(f"table.{e}") from None
     states = {name: S.TableState(scratch[name].capacity, scratch[name].block) for name in _ENGINE_TABLES}
@@ -1605,7 +1608,7 @@ def _stateful_kept(game, cache: SnapCache) -> list:
 
 
 def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: Any = None) -> tuple:
-    """The callbacks table's saved (values, uses, free) (the id lists: the counts
+    """The callbacks table's saved (values, uses, free) and check_ids' kinds of its ids (the id lists: the counts
     section's int64 arrays, checked with the tasks' ids by check_ids): each value None (a
     free id), a callback (kind, args) of a kind this Game registered (each callback
     once), or ("", name) a partner's name. ``cache``: the Game's SnapCache, which keeps
@@ -1616,11 +1619,11 @@ def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: A
     need(isinstance(vals, list) and len(vals) <= MAX_CALLS, f"{where}.values", f"not a list of at most {MAX_CALLS}")
     got = cache.calls if cache is not None else None
     if got is not None and got[2] is vals:          # (the values checked last, the same object: see _texts)
-        return list(got[1]), uses, free
+        return list(got[1]), uses, free, got[3]
     exact = _exact(vals) if cache is not None else None
     if exact is not None and got is not None and got[0] == exact:
-        cache.calls = (exact, got[1], vals)
-        return list(got[1]), uses, free
+        cache.calls = (exact, got[1], vals, got[3])
+        return list(got[1]), uses, free, got[3]
     out: list = []
     for i, x in enumerate(vals):
         if x is None:
@@ -1639,9 +1642,10 @@ def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: A
             if k in ids:
                 raise _Refused(f"{where}.values[{i}]: the callback of values[{ids[k]}] again")
             ids[k] = i
+    kinds = id_kinds(out)
     if exact is not None:
-        cache.calls = (exact, list(out), vals)
-    return out, uses, free
+        cache.calls = (exact, list(out), vals, kinds)
+    return out, uses, free, kinds
 
 
 def _exact(v: Any) -> bytes | None:
@@ -1691,6 +1695,18 @@ def _owners_back(game, t, col: np.ndarray, by_entity: dict, cls, what: str) -> t
     cap = len(live)
     if len(col) != cap:
         raise _Refused(f"{where}: {len(col)} entries, not one per row of the {cap}")
+    # (a few rows: the owners made of the same column and live flags for the same humans
+    # last time, each human's view still the one found then)
+    key = (col.tobytes(), live.tobytes()) if cap <= 256 else None
+    comps = game._entities
+    kept = cache_of(game).owners_back.get(what)
+    if key is not None and kept is not None and kept[0] == key and kept[1] == by_entity:
+        for e, view in kept[2]:
+            c = comps.get(e)
+            if c is None or c.get(cls) is not view:
+                break
+        else:
+            return S.TableState(t.capacity, t.block), dict(kept[3])
     # (a few rows, as two fighters' tables have, in plain Python; a crowd's thousands in numpy)
     if cap > 256:
         bad = (col >= 0) != live
@@ -1707,7 +1723,6 @@ def _owners_back(game, t, col: np.ndarray, by_entity: dict, cls, what: str) -> t
     ents = col[rows].tolist()
     if len(set(ents)) != len(ents):
         raise _Refused(f"{where}: a human owns two rows")
-    comps = game._entities
     owners = {}
     for r, e in zip(rows, ents):
         if e not in by_entity:
@@ -1716,6 +1731,9 @@ def _owners_back(game, t, col: np.ndarray, by_entity: dict, cls, what: str) -> t
         if view is None:
             raise _Refused(f"{where}[{r}]: {short(by_entity[e])} has no {cls.__name__}")
         owners[r] = view
+    if key is not None:
+        cache_of(game).owners_back[what] = (key, dict(by_entity), [(e, owners[r]) for r, e in zip(rows, ents)],
+                                            dict(owners))
     return S.TableState(t.capacity, t.block), owners
 
 
