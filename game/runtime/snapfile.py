@@ -111,7 +111,7 @@ class SnapCache:
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
                  "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes", "check", "scratch", "owners",
                  "fight_bytes", "log_bytes", "instances", "stateful", "engine", "engine_bytes",
-                 "packing", "owners_back")
+                 "packing", "owners_back", "values_bytes")
 
     def __init__(self) -> None:
         self.clear()
@@ -141,11 +141,12 @@ class SnapCache:
         self.scratch: Any = None      # (the checked blocks, the scratch tables over them)
         self.owners: Any = None       # (names, their version, bodies', combats' owners, the columns): owner_columns
         self.fight_bytes: Any = None  # (the fight's counters' key, counts by kind, their plain form): a file's
-        self.log_bytes: Any = None    # (the log's texts, their plain form): a file's
+        self.log_bytes: Any = None    # (the log's texts, their plain form, (head, count, the counters' bytes)): a file's
         self.instances: Any = None    # (names version, a file's names, (entity, Animator, instance) each, name -> instance)
         self.stateful: Any = None     # (the lists stateful() read, its objects)
         self.engine: Any = None       # (callbacks' values, step's lists, seats' serials, the engine's plain values)
         self.engine_bytes: Any = None  # (the engine's plain values, their bytes): a file's
+        self.values_bytes: Any = None  # (the values' bytes, the values section joined of them): a file's
         self.packing: Any = None      # (the tables' capacities, the fight's columns, the Game's, the pack plan, heads)
         # a file's body and combat owners checked last, by table: (its owner column's and live
         # flags' bytes, the humans by entity, (entity, view) each, row -> view)
@@ -598,8 +599,12 @@ def _values_section(game, v: dict, texts: list) -> bytes:
     plain = cache.engine_bytes
     if plain is None or plain[0] is not engine:         # (_file_engine's kept values: their bytes kept too)
         plain = cache.engine_bytes = (engine, plaindata.encode(engine))
-    return _values_joined((plain[1], kept[1], _fight_bytes(cache, v["fight"]), got[1],
-                           _log_bytes(cache, v["fight_log"])))
+    blobs = (plain[1], kept[1], _fight_bytes(cache, v["fight"]), got[1], _log_bytes(cache, v["fight_log"]))
+    last = cache.values_bytes                           # (the same values' bytes as the last section's: it)
+    if last is not None and all(a is b for a, b in zip(last[0], blobs)):
+        return last[1]
+    cache.values_bytes = (blobs, _values_joined(blobs))
+    return cache.values_bytes[1]
 
 
 def _fight_bytes(cache: SnapCache, c: Any) -> bytes:
@@ -636,8 +641,12 @@ def _log_bytes(cache: SnapCache, c: Any) -> bytes:
     texts = c[2]
     got = cache.log_bytes
     if got is None or got[0] != texts:
-        got = cache.log_bytes = (list(texts), plaindata.encode([str.__str__(t) for t in texts]))
-    return b"".join((_LOG_HEAD, plaindata.encode(c[0]), plaindata.encode(c[1]), got[1]))
+        got = cache.log_bytes = (list(texts), plaindata.encode([str.__str__(t) for t in texts]), None)
+    elif got[2] is not None and got[2][0] == c[0] and got[2][1] == c[1]:
+        return got[2][2]                              # (the same head and count: the same bytes)
+    raw = b"".join((_LOG_HEAD, plaindata.encode(c[0]), plaindata.encode(c[1]), got[1]))
+    cache.log_bytes = (got[0], got[1], (c[0], c[1], raw))
+    return raw
 
 
 _LOG_HEAD = b"\x08" + struct.pack("<I", 3)
