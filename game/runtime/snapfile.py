@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
 from scuffle.anim.engine.callbacks import Callback, CallbackTable
@@ -727,8 +728,10 @@ def _file_engine(game, st) -> tuple[dict, bytes]:
     ts = es.tables["tasks"]
     lay = _task_layout(ts.capacity)
     off, dt, shape = lay["type"]
-    dirs = np.ndarray(shape, dt, ts.block, off) == 13
-    if dirs.any():                                   # (rare: the check over the rows in use then)
+    # a direction task's row (rare: the check over the rows in use then); the type column
+    # is one byte a row, searched as bytes
+    assert dt.itemsize == 1
+    if ts.block.data[off:off + shape[0]].tobytes().find(_DIRECTION_BYTE) >= 0:
         S.engine_plain(es, _name_of_instance, True)
     h = es.humans
     pool, (rows, odd), (refused, wraps, failed), stepped, stats, (values, uses, free) = es.player
@@ -776,6 +779,7 @@ def _file_engine(game, st) -> tuple[dict, bytes]:
 
 
 _NO_PAIRS = np.zeros((0, 2), np.int64)
+_DIRECTION_BYTE = bytes([int(TaskType.DIRECTION)])       # a direction task's type, as its byte
 
 
 def _task_layout(cap: int) -> dict:
