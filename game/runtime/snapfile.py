@@ -38,6 +38,7 @@ from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
 from scuffle.anim.engine.callbacks import Callback, CallbackTable
 from scuffle.anim.playback.cursor import cursor_proto
+from scuffle.anim.playback.deferred import NO_ENTRIES
 from scuffle.anim.engine.digest import (arena_plan, blocks_digests, digest_form, digests_in, digests_plan,
                                         digests_with, values_bytes)
 from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_deferred, check_ids, check_saved, id_kinds,
@@ -1540,7 +1541,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     need(held == hum.live.view(np.bool_).tolist(), "values.engine.instances",
          "a human row in use that no human holds and none is leaving")
     es = S.EngineState(states, humans_state,
-                       ((pool[0].copy(), pool[1]), (deferred.copy(), {}), ([], [], []), [a.copy() for a in stepped],
+                       ((pool[0].copy(), pool[1]), (deferred.copy(), {}) if len(deferred) else NO_ENTRIES, ([], [], []), [a.copy() for a in stepped],
                         stats, (calls[0], calls[1].tolist(), calls[2].tolist())),
                        (b[0], b[1], leaving, instances), loose, None,
                        placed=(buf, bases, (scratch["bodies"].capacity, scratch["combats"].capacity)))
