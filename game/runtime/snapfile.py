@@ -1017,6 +1017,7 @@ class Parsed:
     counts: dict                  # the counts section read (``counts_of``): checked against a Game by to_state
     meta_bytes: bytes             # the meta section as written (a Game keeps its check of the last one)
     counts_bytes: bytes = b""     # the counts section as written (the checksum hashes it)
+    heads: tuple = ()             # each table's rows and declaration, TABLES' order, one after another
 
 
 def parse(data: bytes) -> Parsed:
@@ -1089,6 +1090,7 @@ def parse(data: bytes) -> Parsed:
     meta = {**meta, "updates_run": counts["updates_run"], "update": counts["update"],
             "entity_next": counts["entity_next"]}
     tables = {}
+    heads = []
     head = _TABLE_HEAD.size
     for name in TABLES:
         sec = found[_SECTION_NAME[name]]
@@ -1101,7 +1103,9 @@ def parse(data: bytes) -> Parsed:
             raise _Refused(f"section table.{name}: a declaration of {hl} bytes past the section's end")
         # the declaration is checked against a Game's layout (to_state); the rows are read
         # from the section's bytes where they lie
-        tables[name] = (rows, bytes(sec[head:head + hl]), sec[head + hl:])
+        decl = bytes(sec[head:head + hl])
+        tables[name] = (rows, decl, sec[head + hl:])
+        heads += (rows, decl)
     conf = found["config"]
     last_c = _CONFIG_READ[0]
     if last_c is None or last_c[0] != conf:
@@ -1109,7 +1113,7 @@ def parse(data: bytes) -> Parsed:
     need(last_c[1] == config, "section config",
          "not the configuration the header's digest names")
     return Parsed(ver, config, found["config"], meta, values, found["values"], tables, counts, found["meta"],
-                  found["counts"])
+                  found["counts"], tuple(heads))
 
 
 # ---------------------------------------------------------------- checked against a Game
@@ -1217,18 +1221,21 @@ def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
     return Saved(want, rows, block, _blank(live, want, rows))
 
 
-def _saved_all(game, tables: dict, fight_rules: Any, config_sha: bytes) -> list[Saved]:
+def _saved_all(game, tables: dict, fight_rules: Any, config_sha: bytes, heads: tuple = ()) -> list[Saved]:
     """``_saved`` of each of ROW_TABLES and ``_saved_fight`` of each of FIGHT_TABLES of a
-    parsed file's ``tables``: checked once per Game for each rows and declarations met (a
-    table's columns and defaults are its own for its life; the fight rules' are theirs
-    for their settings, which the configuration's digest covers), then taken as they were
-    while the file's are the same."""
+    parsed file's ``tables`` (``heads``: their rows and declarations, Parsed.heads):
+    checked once per Game for each rows and declarations met (a table's columns and
+    defaults are its own for its life; the fight rules' are theirs for their settings,
+    which the configuration's digest covers), then taken as they were while the file's
+    are the same."""
     st, ctx = game.player.stores, game.ctx
-    key = (st, ctx.bodies, ctx.combats, fight_rules, config_sha, *(tables[name][:2] for name in TABLES))
+    if len(heads) != 2 * len(TABLES):
+        heads = tuple(x for name in TABLES for x in tables[name][:2])
+    key = (st, ctx.bodies, ctx.combats, fight_rules, config_sha, heads)
     cache = cache_of(game)
     got = cache.saved
     if got is not None and got[0] == key:
-        return [Saved(c, t[0], t[2], b) for (c, b), t in zip(got[1], (tables[name] for name in TABLES))]
+        return [Saved(c, t[0], t[2], b) for (c, b), t in zip(got[1], map(tables.__getitem__, TABLES))]
     saved = [*(_saved(game, name, *tables[name]) for name in ROW_TABLES),
              *(_saved_fight(fight_rules, name, *tables[name]) for name in FIGHT_TABLES)]
     # (with each table's _Rows class: the scratch tables' columns read by name)
@@ -1421,7 +1428,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     # -- the tables: their layouts, then every row checked in one pass on a scratch copy
     fight_rules = game.fight if game.fight is not None and hasattr(game.fight, "save_state") else None
     fcols = getattr(fight_rules, "ROW_COLUMNS", None)
-    saved = _saved_all(game, p.tables, fight_rules, mine_sha)
+    saved = _saved_all(game, p.tables, fight_rules, mine_sha, p.heads)
     v = p.values
     need(set(v) == _VALUES_FIELDS, "values",
          "not the fields of a snapshot")
