@@ -17,6 +17,7 @@ the first bad row. Original: none (ours).
 """
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -250,13 +251,10 @@ def _unpack(plan, buf: np.ndarray, packed: Sequence, names: Sequence[str] | None
     """Each table's packed bytes into ``buf`` (unpack_rows). Raises StateError naming the
     first table whose bytes are not the size they must be (``names``: the tables' own,
     default ``table.<name>``)."""
-    at = [0]
-    for b in packed:
-        at.append(at[-1] + len(b))
+    at = np.fromiter(accumulate(map(len, packed), initial=0), np.int64, len(packed) + 1)
     src = np.frombuffer(b"".join(packed), np.uint8) if at[-1] else np.zeros(1, np.uint8)
     out = np.zeros(1, np.int64)
-    t = K.unpack_rows(buf, src, np.array(at, np.int64), plan.tinfo, plan.frames, plan.ucols, out,
-                      _lrows(plan.most))
+    t = K.unpack_rows(buf, src, at, plan.tinfo, plan.frames, plan.ucols, out, _lrows(plan.most))
     if t >= 0:
         name = names[t] if names is not None else f"table.{plan.tnames[t]}"
         raise StateError(f"{name}.block: {len(packed[t])} bytes, where its layout of {int(plan.tinfo[t, 0])} rows "

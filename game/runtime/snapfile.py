@@ -1567,7 +1567,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         for name in FIGHT_TABLES:
             need(not scratch[name].live.any(), f"table.{name}", "rows in use for a Game without fight rules")
     else:
-        need(fcols is not None, "values.fight", f"the fight rules {type(fight_rules).__qualname__} keep no rows")
+        if fcols is None:
+            raise _Refused(f"values.fight: the fight rules {type(fight_rules).__qualname__} keep no rows")
         assert fight_rules is not None           # a fight saved needs fight rules (checked above)
         try:
             fight = fight_rules.state_of({name: scratch[name] for name in FIGHT_TABLES[:-1]}, fight)
@@ -1576,8 +1577,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
             raise _Refused(str(e)) from None
     extras = v["extras"]
     mine_x = _stateful_kept(game, cache)
-    need(isinstance(extras, list) and len(extras) == len(mine_x), "values.extras",
-         f"not the {len(mine_x)} stateful actions of this Game")
+    if not (isinstance(extras, list) and len(extras) == len(mine_x)):
+        raise _Refused(f"values.extras: not the {len(mine_x)} stateful actions of this Game")
     fitted = cache.fitted                    # (an action, its state's exact bytes) checked last
     now: list = []
     for i, (obj, x) in enumerate(zip(mine_x, extras)):
@@ -1637,7 +1638,8 @@ def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: A
     where = "values.engine.calls"
     need(isinstance(v, dict) and set(v) == {"values"}, where, "not {values}")
     vals = v["values"]
-    need(isinstance(vals, list) and len(vals) <= MAX_CALLS, f"{where}.values", f"not a list of at most {MAX_CALLS}")
+    if not (isinstance(vals, list) and len(vals) <= MAX_CALLS):
+        raise _Refused(f"{where}.values: not a list of at most {MAX_CALLS}")
     got = cache.calls if cache is not None else None
     if got is not None and got[2] is vals:          # (the values checked last, the same object: see _texts)
         return list(got[1]), uses, free, got[3]
