@@ -29,7 +29,7 @@ from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine.rules import TASK_CURSORS, dir_banks_misfit
 
 __all__ = ["StateError", "check_saved", "check_deferred", "Saved", "Packing", "packing", "pack", "pack_all", "pack_plan", "pack_with", "unpack", "compile_kernels", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
-           "MAX_VALUE", "MAX_COUNT", "check_ids", "id_kinds", "MAX_CALL_ID"]
+           "MAX_VALUE", "MAX_COUNT", "check_ids", "id_kinds", "MAX_CALL_ID", "EIGHT_CLIPS_TYPE"]
 
 # What a task of each type links to: the cursor columns that must hold a cursor row (the
 # others hold none: anim.playback.tasks.TASK_CURSORS, its links c0, c1, ...), and whether it owns a
@@ -715,6 +715,7 @@ _PAIRED_MASK = sum(1 << t for t in _PAIRED)
 # the task type whose rows hold eight clips (the one type anim.engine.rules.dir_banks_misfit
 # takes eight clips of a bank for; the kernel is given it, the rule stays written once)
 _DIRECTION = next(t for t in range(64) if not dir_banks_misfit(np.array([t]), np.zeros((1, 8), np.int64), 1)[0])
+EIGHT_CLIPS_TYPE = _DIRECTION          # (that type's code, for a search of a task table's type bytes)
 
 
 # ---------------------------------------------------------------- the warm-up

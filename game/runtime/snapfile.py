@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
 from scuffle.anim.engine.callbacks import Callback, CallbackTable
@@ -41,7 +40,8 @@ from scuffle.anim.playback.cursor import cursor_proto
 from scuffle.anim.playback.deferred import NO_ENTRIES
 from scuffle.anim.engine.digest import (arena_plan, blocks_digests, digest_form, digests_in, digests_plan,
                                         digests_with, values_bytes)
-from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_deferred, check_ids, check_saved, id_kinds,
+from scuffle.anim.engine.snapcheck import (EIGHT_CLIPS_TYPE, ClipFacts, Saved, StateError, check_deferred, check_ids,
+                                          check_saved, id_kinds,
                                           clip_facts, pack, pack_all, pack_plan, pack_with, unpack)
 from scuffle.anim.engine.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
@@ -780,7 +780,7 @@ def _file_engine(game, st) -> tuple[dict, bytes]:
 
 
 _NO_PAIRS = np.zeros((0, 2), np.int64)
-_DIRECTION_BYTE = bytes([int(TaskType.DIRECTION)])       # a direction task's type, as its byte
+_DIRECTION_BYTE = bytes([EIGHT_CLIPS_TYPE])       # a direction task's type, as its byte
 
 
 def _task_layout(cap: int) -> dict:
