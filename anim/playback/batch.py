@@ -1507,8 +1507,11 @@ class BatchEngine:
                 for r, inst in enumerate(rows):
                     if inst is not None:
                         own[r] = serial_of(inst)
-                self._owner = own
-                self._seating = next(_SEATINGS)
+                # (the arrangement held already, each row's instance the same, as a file of
+                # this Game's own state gives: it keeps its id, and its snapshots' copy)
+                if len(own) != len(self._owner) or not np.array_equal(own, self._owner):
+                    self._owner = own
+                    self._seating = next(_SEATINGS)
             else:                                       # the saved arrangement, its id again
                 own = np.zeros(max(len(rows), 8), np.int64)
                 own[:len(rows)] = seats[1]
