@@ -28,7 +28,7 @@ def _logical(stores, rows) -> list:
     hum, tsk, cur, fad, gai = stores.humans, stores.tasks, stores.cursors, stores.fades, stores.gaits
 
     def cursor(c):
-        return None if c < 0 else tuple(getattr(cur, k)[c].tobytes() for k in cur._columns) + (int(cur.gen[c] >= 0),)
+        return None if c < 0 else tuple(getattr(cur, k)[c].tobytes() for k in cur._columns)
 
     def task(r, depth=0):
         if r < 0:
