@@ -103,6 +103,7 @@ def test_renumbering_keeps_every_human_s_stack_and_puts_the_walk_in_order():
         game.close()
 
 
+@pytest.mark.slow
 @pytest.mark.bits
 def test_the_layout_pass_gives_the_same_bits_and_leaves_the_game_as_it_was():
     """The kernels on the rows renumbered into walk order give the same status, counts and
