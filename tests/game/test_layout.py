@@ -144,3 +144,13 @@ def test_the_caches_are_read_from_the_operating_system():
     assert all(isinstance(v, int) and v > 0 for v in caches.values())
     if os.path.isdir("/sys/devices/system/cpu/cpu0/cache/index0"):
         assert "L1" in caches and (len(caches) == 1 or caches["L1"] < max(caches.values()))
+
+
+def test_bench_takes_the_layout_flag():
+    import argparse
+
+    from scuffle.game.tools import bench
+
+    p = argparse.ArgumentParser()
+    bench.bench_arguments(p)
+    assert p.parse_args(["--layout"]).layout is True and p.parse_args([]).layout is False
