@@ -30,11 +30,13 @@ from typing import Any
 import numpy as np
 
 from scuffle.anim.engine.crowd import default_threads
-from scuffle.anim.engine.kernels_rows import _FADE, _GAIT
+from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine.store import NO_ROW, Stores
 
 __all__ = ["walk_rows", "walk_scatter", "renumber", "layout_pass", "cpu_caches", "NEAR_ROWS"]
 
+_FADE = int(TaskType.FADE)
+_GAIT = int(TaskType.GAIT)
 # Two successive reads this many rows apart or fewer count as near: 8 int32 rows are half
 # a cache line, so the second read finds the first one's line in most columns.
 NEAR_ROWS = 8

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scuffle.anim.engine.kernels_rows import _FADE, _GAIT
+from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine.store import MAX_ROWS
 from scuffle.game.tools.bench import REAL_CYCLE, build_crowd, crowd_checksum
 from scuffle.game.tools.layout import cpu_caches, layout_pass, renumber, walk_rows, walk_scatter
+
+_FADE, _GAIT = int(TaskType.FADE), int(TaskType.GAIT)
 
 
 def _churned(n: int = 60, updates: int = REAL_CYCLE + 8, seed: int = 2):
