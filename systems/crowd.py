@@ -22,7 +22,7 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import esper
 import numpy as np
@@ -48,8 +48,8 @@ class FiredList(Sequence):
 
     __slots__ = ("places", "_crowd", "_entities", "_instances", "_fired", "_ids", "_list", "__weakref__")
 
-    def __init__(self, crowd: "Crowd", places: list):
-        self.places = places
+    def __init__(self, crowd: "Crowd", places: Sequence[int]):
+        self.places = places                    # a list, or the step's int64 array (a crowd)
         self._crowd = crowd
         self._entities, self._instances, self._fired = crowd.entities, crowd.instances, crowd.fired
         self._ids = crowd.entity_ids            # (a join or a leave makes a new array: this one stays)
@@ -59,7 +59,7 @@ class FiredList(Sequence):
     def _all(self) -> list:
         got = self._list
         if got is None:
-            places = self.places
+            places = self._place_list()
             if not places:
                 got = []
             else:
@@ -77,12 +77,19 @@ class FiredList(Sequence):
         """Entries ``ks`` (indices into this list, ascending), made now (the others are not)."""
         if self._list is not None or not ks:
             return [self._all()[k] for k in ks]
-        places = _picked(self.places, ks)
+        places = _picked(self._place_list(), ks)
         insts, fireds = _picked(self._instances, places), _picked(self._fired, places)
         for fired, inst in zip(fireds, insts):
             if fired.source is not inst:        # (unlinked and not linked again: the step's relink)
                 fired.source = inst
         return list(zip(_picked(self._entities, places), fireds, insts))
+
+    def _place_list(self) -> list:
+        """``places`` as a list of ints (the step's array made into one when entries are made)."""
+        places = self.places
+        if not isinstance(places, list):
+            places = self.places = cast(np.ndarray, places).tolist()
+        return places
 
     def entities_at(self) -> np.ndarray:
         """The entity of each entry, as an int64 array (no entry made)."""
@@ -224,8 +231,8 @@ class Crowd:
         """``fl`` reads these lists when its entries are first read: kept (weakly) to be
         made before they move; those made already or no longer held are let go."""
         lazy = self._lazy
-        if lazy:
-            self._lazy = lazy = [r for r in lazy if (o := r()) is not None and o._list is None]
+        if lazy:                                # (the same list kept: nothing left per update)
+            lazy[:] = [r for r in lazy if (o := r()) is not None and o._list is None]
         lazy.append(weakref.ref(fl))
 
     # ---------------------------------------------------------------- joins and leaves

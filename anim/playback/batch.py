@@ -47,7 +47,7 @@ from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.engine.plan import Bones, pose_tables, scratch_poses
 from scuffle.anim.maths.pose import DTYPE, NUM_BONES, NUM_TAGS, PoseBatch
 from scuffle.anim.engine.stack import CharacterInstance, seated, serial_of
-from scuffle.anim.engine.store import LAYOUT_EPOCH, HumanTable, TableCorrupt, check_rows
+from scuffle.anim.engine.store import HumanTable, TableCorrupt, check_rows
 from scuffle.anim.playback.tasks import TASK_CURSORS, EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
 from scuffle.anim.engine.jobs import AnimIdJob, FlushJob, PoseInputs, PoseJob, StepInputs, StepJob
 from scuffle.anim.engine.trusted import TrustedKernel
@@ -136,7 +136,9 @@ class BatchEngine:
         self._m_ev_rows = memoryview(self._ev_rows)
         self.staged: np.ndarray | None = None
         self._fired_of: list | None = None      # the instances list of the last step (fired_places)
-        self._fired_ks: list = []               # the places in it of the humans that fired
+        # the places in it of the humans that fired: a list (a few humans) or, in a crowd,
+        # the int64 array the step's status gave (no Python int made per human)
+        self._fired_ks: list | np.ndarray = []
         self._leaving: list = []                # (human row, generation): forgotten, freed at the flush
         # the clips' events, by bank index: first, count, frames, types (and the Event objects)
         self._n_clips = 0
@@ -189,8 +191,11 @@ class BatchEngine:
         self._flush_job, self._anim_id_job = FlushJob(self.debug), AnimIdJob(self.debug)
         self._step_out: K.StepBuffers | None = None
         self._pose_args: tuple | None = None
-        self._validated: int = -1              # store.LAYOUT_EPOCH when validate() last ran
-        self._table_key: tuple | int = ()       # store.LAYOUT_EPOCH when _tables() made the tuples
+        # the world's layout signal (store.LayoutSignal: its Stores'), its stamp when validate()
+        # last ran and when _tables() made the tuples
+        self._signal = player.stores.signal
+        self._validated: int = -1
+        self._table_key: tuple | int = ()
         self._cols: tuple = ()
         self._rules_of = self._rules = None     # the PlayerOptions the step's StepRules were made from, and those
         self._skip_of = self._skip_rules = None  # the StepRules a threaded step's chunks' were made from, and those
@@ -445,6 +450,17 @@ class BatchEngine:
         """Make ``queue`` (task objects of this world, at most 10) the human's queue rows."""
         self._write_rows(inst, queue, "queue", "queued")
 
+    def clear_queue(self, inst: CharacterInstance) -> None:
+        """The human's queue rows emptied (``write_queue(inst, [])``), slot by slot through
+        the fast views: a queued start's first write, where two numpy calls on a row of ten
+        cost more than the loop."""
+        s = self._row(inst)
+        h = self.humans
+        mq, w = h.m_queue, h.queue_width
+        for i in range(s * w, s * w + w):
+            mq[i] = -1
+        h.m_queued[s] = 0
+
     def _write_rows(self, inst: CharacterInstance, tasks: list, rows: str, count: str) -> None:
         """The tasks' rows into the human's row of column ``rows`` (-1 after them), their
         number into column ``count`` (names: a new human's row may grow the arrays)."""
@@ -508,7 +524,7 @@ class BatchEngine:
         self.k_end = np.array(ends, cur.end.dtype)
         self.k_limit = np.array(limits, cur.limit.dtype)
         self.k_dur = np.array(durs, cur.dur.dtype)
-        LAYOUT_EPOCH[0] += 1                         # the kernels' event index moved
+        self._signal.move()                          # the kernels' event index moved
         self._n_clips = len(clips)
 
     # ---------------------------------------------------------------- checks
@@ -518,13 +534,13 @@ class BatchEngine:
         table grew since the last check, and before every call with SCUFFLE_DEBUG=1."""
         check_rows(self.player.stores, self.e_first, self.e_count, self.e_frame,
                    (int(TaskType.FADE), int(TaskType.GAIT), int(max(TaskType))))
-        self._validated = LAYOUT_EPOCH[0]
+        self._validated = self._signal.now
 
     def _tables(self) -> tuple:
         """The tables as the kernels take them (K.HumanCols, TaskCols, CursorCols, FadeCols,
         GaitCols, EventIndex: named tuples of their columns), made again only when a table's
-        arrays were replaced (it grew; new clips' events: store.LAYOUT_EPOCH), not every update."""
-        key = LAYOUT_EPOCH[0]
+        arrays were replaced (it grew; new clips' events: the world's layout signal), not every update."""
+        key = self._signal.now
         if key != self._table_key:
             st = self.player.stores
             h = self.humans
@@ -540,8 +556,8 @@ class BatchEngine:
 
     def _guard(self) -> None:
         """validate() if a table's arrays were replaced since the last check (it grew, new
-        clips' events: store.LAYOUT_EPOCH; always in debug mode)."""
-        if self.debug or self._validated != LAYOUT_EPOCH[0]:
+        clips' events: the world's layout signal; always in debug mode)."""
+        if self.debug or self._validated != self._signal.now:
             self.validate()
 
     # ---------------------------------------------------------------- the step
@@ -613,6 +629,15 @@ class BatchEngine:
         of ``instances`` whose human fired in that step, ascending (each ``instances[k]``
         has this update's events); None when the last step was not over ``instances``
         (the caller then looks at ``touched()``, a superset)."""
+        if instances is not self._fired_of:
+            return None
+        ks = self._fired_ks
+        return ks if isinstance(ks, list) else ks.tolist()
+
+    def fired_at(self, instances: list) -> list | np.ndarray | None:
+        """``fired_places`` as the step keeps them, for the systems that read them each
+        update: a list (a few humans) or an int64 array (a crowd: the step's own, read-only),
+        so that a crowd's readers of columns make no Python int per human that fired."""
         return self._fired_ks if instances is self._fired_of else None
 
     def released_by_flush(self, inst) -> None:
@@ -659,7 +684,7 @@ class BatchEngine:
         need = _PAIR_CURSORS * (gaits.capacity - gaits.m_n_free[0])
         if cursors.m_n_free[0] < need:
             cursors.reserve(need)
-        if self.debug or self._validated != LAYOUT_EPOCH[0]:
+        if self.debug or self._validated != self._signal.now:
             self.validate()
         if len(self._status) < n:
             m = max(n, 2 * len(self._status))
@@ -697,8 +722,8 @@ class BatchEngine:
                 # a crowd: only the humans that fired are visited one by one (their event
                 # rows noted); those whose top may have changed are listed from the column
                 ev = ks_a[(st_a & _STATUS_EVENTS) != 0]
-                fired_ks = ev.tolist()
-                if fired_ks:
+                fired_ks = ev                   # (an array: fired_at; fired_places makes the list)
+                if len(ev):
                     if not self._twice:
                         # each one's event rows written by its human row (``staged_rows``):
                         # no Python object of a human that fired is read or written
@@ -706,6 +731,7 @@ class BatchEngine:
                     else:
                         # each one's event rows = (self, lo, hi, the stamp), set by map in C,
                         # and each one noted (its last place's: _last_of_twice)
+                        fired_ks = ev.tolist()
                         insts = itemgetter(*fired_ks)(instances) if len(fired_ks) > 1 else (instances[fired_ks[0]],)
                         _drain(map(setattr, insts, repeat("_rows"),
                                    zip(repeat(self), self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist(),
@@ -794,10 +820,10 @@ class BatchEngine:
         places list, its event type, the anim id its cursor plays, its index into
         ``fired_maker()``'s events), int64 arrays; None when the last step was not over
         ``instances`` (the caller then reads the humans' events)."""
-        ks = self.fired_places(instances)
+        ks = self.fired_at(instances)
         if ks is None:
             return None
-        if not ks:
+        if not len(ks):
             empty = np.zeros(0, np.int64)
             return empty, empty, empty, empty
         ka = np.asarray(ks, np.int64)
@@ -841,7 +867,7 @@ class BatchEngine:
     def fired_row(self, trow: int, lo: int, hi: int) -> bool:
         """Whether task row ``trow`` of this engine's task table fired one of rows
         ``lo``-``hi`` of this update's event buffer (``fired_by`` without its handle)."""
-        return bool((self._ev_out[lo:hi, 1] == trow).any())
+        return trow in self._ev_out[lo:hi, 1].tolist()      # (a few rows: no numpy comparison)
 
     def fired_values(self, lo: int, hi: int) -> list:
         """Rows ``lo``-``hi`` of this update's event buffer as (event type, anim id its
@@ -987,7 +1013,7 @@ class BatchEngine:
             self._dt32 = float(np.float32(dt))
             self._dt_of = dt
         dt32 = self._dt32
-        H, T, C, F, G, E = self._cols if self._table_key == LAYOUT_EPOCH[0] else self._tables()
+        H, T, C, F, G, E = self._cols if self._table_key == self._signal.now else self._tables()
         start = 0
         if not _COLD[0]:
             _note_cold(self, "step_stacks")
@@ -1391,7 +1417,7 @@ class BatchEngine:
         rows = self._last_rows if seen is not None and instances == seen else self._rows_of(instances)
         if len(lookup.clips) != self._n_clips:
             self._clip_events()
-        if self.debug or self._validated != LAYOUT_EPOCH[0]:
+        if self.debug or self._validated != self._signal.now:
             self.validate()
         if len(self._refused) < n:
             self._refused = np.zeros(max(n, 2 * len(self._refused)), np.int64)
@@ -1400,7 +1426,7 @@ class BatchEngine:
         refused = self._refused
         queued_default = self._queued_default if self.player.options.queued_default is None \
             and not self._queued_set and len(self._queued_default) >= n else self._queued_defaults(instances, rows, n)
-        H, T, C, F, G, E = self._cols if self._table_key == LAYOUT_EPOCH[0] else self._tables()
+        H, T, C, F, G, E = self._cols if self._table_key == self._signal.now else self._tables()
         if not _COLD[0]:
             _note_cold(self, "pose_stacks")
         if ASIDE:
@@ -1417,9 +1443,9 @@ class BatchEngine:
 
     @property
     def layout(self) -> int:
-        """The tables' layout signal (store.LAYOUT_EPOCH: moved whenever a table's arrays or
-        the clips' event index were replaced), for the systems that keep views of them."""
-        return LAYOUT_EPOCH[0]
+        """The stamp of the world's layout signal (store.LayoutSignal: moved whenever an
+        array of one of its tables or the clips' event index was replaced)."""
+        return self._signal.now
 
     # -- its state beside the tables (anim.engine.snapshot)
     def save_state(self, view: bool = False) -> tuple:

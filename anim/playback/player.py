@@ -69,7 +69,7 @@ from scuffle.anim.playback.lookup import ClipLookup
 from scuffle.anim.playback.prepared import RecipeRules
 from scuffle.anim.playback.batched import CommandColumns
 from scuffle.anim.playback.stackrules import StackRules
-from scuffle.anim.engine.store import LAYOUT_EPOCH, Stores, Table, layout_epoch
+from scuffle.anim.engine.store import Stores, Table
 from scuffle.anim.engine.writefirst import write_first
 from scuffle.anim.playback.tasks import (ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents,
                                         Task, task_at, viewed_rows)
@@ -396,7 +396,7 @@ class Player:
         emptying it; a start a limit refuses goes back to the pool and is listed in
         ``refused``. Original: 0x00175610."""
         queued = inst.queue
-        self.batch.write_queue(inst, [])
+        self.batch.clear_queue(inst)
         for t in queued:
             t.tstore.placed[t.trow] = False          # from the queue to the stack (the change puts it)
         for t in queued:
@@ -654,7 +654,7 @@ class Player:
         tasks = self.stores.tasks
         cv = self._flush_counts
         last = self._flush_last
-        if (resume and last is not None and last[1] == LAYOUT_EPOCH[0] and not eng.debug
+        if (resume and last is not None and last[1] == self.stores.signal.now and not eng.debug
                 and len(self._clips) == eng._n_clips and (buf := last[0].buf).entries is ents
                 and buf.pool_out is self.pool.out):
             inputs = FlushInputs(lo, hi, *last[0][2:])
@@ -669,7 +669,7 @@ class Player:
             eng._flush_release(*inputs)
         else:
             job.run(inputs, eng._flush_release)
-        self._flush_last = (inputs, LAYOUT_EPOCH[0])
+        self._flush_last = (inputs, self.stores.signal.now)
         stop = cv[K.FLUSH_STOP]
         if stop != lo:
             self.pool.n_out -= cv[K.FLUSH_IN]
@@ -703,7 +703,7 @@ class Player:
             ids = self._flush_ids = np.zeros(len(ents), np.int64)
         em = tasks.on_end                           # the callback ids (NO_CALLBACK: none)
         rm = st.humans.on_report
-        key = (LAYOUT_EPOCH[0], ents, ids, freed, self.pool.out, em, rm)
+        key = (self.stores.signal.now, ents, ids, freed, self.pool.out, em, rm)
         args = self._flush_args
         if args is None or any(map(_is_not, key, args[0])):     # the very objects: kept, else made again
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
@@ -718,29 +718,20 @@ class Player:
         nothing else holds kept for the next constructor of its class (Table.spare: the
         list, the loop and getrefcount's own hold it, 3, and no weak reference names it), the callback ids of the keyed rows let
         go (Table.freed; the kernel reset their other columns to the defaults)."""
-        fr = freed[:nf]
-        looked: Any = None                          # the rows whose ``views`` slot is read
-        rows: Any
         if nf <= _FEW_ROWS:                         # a few rows (a callback's stop): one by one
-            marked = fr.tolist()
-            if keyed:
-                held = [~r for r in marked if r < 0]
-                rows = [r if r >= 0 else ~r for r in marked]
-            else:
-                rows, held = marked, []
-            looked = rows
+            Player._few_rows_back(tasks, freed[:nf].tolist(), keyed)
+            return
+        fr = freed[:nf]
+        if keyed:
+            neg = fr < 0
+            fr[neg] = ~fr[neg]                      # the scratch's own rows, back to rows
+            held = fr[neg].tolist()
         else:
-            if keyed:
-                neg = fr < 0
-                fr[neg] = ~fr[neg]                  # the scratch's own rows, back to rows
-                held = fr[neg].tolist()
-            else:
-                held = []
-            rows = fr
-            # only the rows flagged as holding a handle (anim.playback.tasks.note_view): no
-            # read of ``views`` per row given back
-            flagged = viewed_rows(tasks, fr)
-            looked = flagged.tolist() if flagged is not None else fr.tolist()
+            held = []
+        # only the rows flagged as holding a handle (anim.playback.tasks.note_view): no
+        # read of ``views`` per row given back
+        flagged = viewed_rows(tasks, fr)
+        looked = flagged.tolist() if flagged is not None else fr.tolist()
         views = tasks.views
         n = len(looked)
         got = _itemgetter(*looked)(views) if n > 1 else (views[looked[0]],) if n else ()
@@ -756,7 +747,33 @@ class Player:
         for keep in tasks.spare.values():
             if len(keep) > _SPARE_MAX:
                 del keep[_SPARE_MAX:]
-        tasks.freed(rows, held, reset=True)         # (flush_release reset them: _reset_task)
+        tasks.freed(cast(Any, fr), held, reset=True)    # (flush_release reset them: _reset_task)
+
+    @staticmethod
+    def _few_rows_back(tasks: Table, marked: list, keyed: int) -> None:
+        """``_rows_back`` of a few rows (``marked``: as the kernel wrote them, ~row for a
+        keyed one), each read once: the rows of a callback's stop, one to three as a rule,
+        where a numpy call costs more than the loop."""
+        views = tasks.views
+        spare = tasks.spare
+        held: list = []
+        for r in marked:
+            if r < 0:
+                r = ~r
+                held.append(r)
+            h = views[r]
+            if h is None:
+                continue
+            views[r] = None                         # (a handle's ``trow`` is r: the row it names)
+            keep = spare.get(h.__class__)
+            # the name ``h`` and getrefcount's argument: 2, nothing else holds it
+            if keep is not None and _refs(h) == 2 and not _weakrefs(h):
+                keep.append(h)
+                if len(keep) > _SPARE_MAX:
+                    del keep[_SPARE_MAX:]
+            h = None
+        if held:                                    # (the other rows hold no callback id to let go)
+            tasks.freed(held, held, reset=True)
 
     def _log_released(self, ents: np.ndarray, ids: np.ndarray, first: int, end: int) -> None:
         """Entries ``first``-``end`` released: their human rows and ids into ``released_log``,
@@ -929,11 +946,11 @@ class Player:
     # -- the state beside the tables (anim.engine.snapshot)
     @property
     def layout(self) -> int:
-        """The tables' layout signal (anim.engine.store.LAYOUT_EPOCH): equal to an earlier reading
-        while no array of any table was replaced since (a table grew, a restore gave it
-        another size, new clips' events). For the layers above anim/ that keep views of
-        the tables' arrays."""
-        return layout_epoch()
+        """The stamp of this Player's layout signal (its Stores', anim.engine.store.LayoutSignal):
+        equal to an earlier reading while no array of its tables was replaced since (a
+        table grew, a restore gave it another size, new clips' events); another world's
+        tables leave it alone."""
+        return self.stores.signal.now
 
     def save_state(self, into: tuple | None = None, view: bool = False) -> tuple:
         """The Player's values the next update reads beside the tables: the pool's flags
