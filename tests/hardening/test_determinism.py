@@ -171,6 +171,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("game/net/session.py", "wall-clock", "time.process_time"): _NET,
     ("game/tools/bench.py", "wall-clock", "time.perf_counter"): _BENCH,
     ("game/tools/bench.py", "wall-clock", "time.process_time"): _BENCH,
+    ("game/tools/layout.py", "wall-clock", "time.process_time"): _BENCH,
     ("anim/playback/batch.py", "wall-clock", "time.thread_time"):
         "the threaded step and pose time each chunk on its thread's CPU clock to choose where the "
         "next chunks are cut (anim.engine.crowd.Balance); the engine merges the chunks in human "
