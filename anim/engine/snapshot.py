@@ -68,13 +68,6 @@ def _copy_into(a: np.ndarray, into: np.ndarray | None) -> np.ndarray:
 _REUSE_BYTES = 1 << 16
 
 
-def fits(t: Table | HumanTable, s: "TableState | HumanTableState") -> bool:
-    """Whether saved state ``s`` has the block this table's layout gives for its capacity."""
-    if s.capacity == t.capacity:
-        return s.block.nbytes == t.block.nbytes
-    return s.block.nbytes == _layout(t._all if isinstance(t, Table) else t.COLUMNS, s.capacity)[1]
-
-
 def save_table(t: Table, into: TableState | None = None, view: bool = False) -> TableState:
     """A copy of table ``t`` (TableState): one copy of its block (into ``into``'s block,
     an older state of the same table that is given up, when it fits). ``view``: the
