@@ -66,12 +66,12 @@ class AnimationStep(esper.Processor):
         # their events are not made into objects here: no per-human loop on a quiet update.
         fired_now: list = []
         eng = getattr(ctx.player, "batch", None)
-        places = eng.fired_places(instances) if eng is not None else None
+        places = eng.fired_at(instances) if eng is not None else None
         if places is not None:                     # the compiled step's own list: who fired, in order
             # its entries made when first read (a reader of the columns reads none)
             if crowd.unlinked:
                 crowd.relink(places)
-            _SET(ctx, "fired", FiredList(crowd, places) if places else fired_now)
+            _SET(ctx, "fired", FiredList(crowd, places) if len(places) else fired_now)
             for p in ctx.probe:
                 p(ctx, "animation")
             return

@@ -22,14 +22,14 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import esper
 import numpy as np
 
 from scuffle.components import Animator, Body, Combat, FiredEvents, PoseRef
 
-__all__ = ["Crowd", "FiredList"]
+__all__ = ["Crowd", "FiredList", "entity_parts"]
 
 
 def _picked(seq: Sequence[Any], places: Sequence[int]) -> tuple:
@@ -48,8 +48,8 @@ class FiredList(Sequence):
 
     __slots__ = ("places", "_crowd", "_entities", "_instances", "_fired", "_ids", "_list", "__weakref__")
 
-    def __init__(self, crowd: "Crowd", places: list):
-        self.places = places
+    def __init__(self, crowd: "Crowd", places: Sequence[int]):
+        self.places = places                    # a list, or the step's int64 array (a crowd)
         self._crowd = crowd
         self._entities, self._instances, self._fired = crowd.entities, crowd.instances, crowd.fired
         self._ids = crowd.entity_ids            # (a join or a leave makes a new array: this one stays)
@@ -59,7 +59,7 @@ class FiredList(Sequence):
     def _all(self) -> list:
         got = self._list
         if got is None:
-            places = self.places
+            places = self._place_list()
             if not places:
                 got = []
             else:
@@ -77,12 +77,19 @@ class FiredList(Sequence):
         """Entries ``ks`` (indices into this list, ascending), made now (the others are not)."""
         if self._list is not None or not ks:
             return [self._all()[k] for k in ks]
-        places = _picked(self.places, ks)
+        places = _picked(self._place_list(), ks)
         insts, fireds = _picked(self._instances, places), _picked(self._fired, places)
         for fired, inst in zip(fireds, insts):
             if fired.source is not inst:        # (unlinked and not linked again: the step's relink)
                 fired.source = inst
         return list(zip(_picked(self._entities, places), fireds, insts))
+
+    def _place_list(self) -> list:
+        """``places`` as a list of ints (the step's array made into one when entries are made)."""
+        places = self.places
+        if not isinstance(places, list):
+            places = self.places = cast(np.ndarray, places).tolist()
+        return places
 
     def entities_at(self) -> np.ndarray:
         """The entity of each entry, as an int64 array (no entry made)."""
@@ -117,6 +124,26 @@ class _WorldProbe:
     list after any change of the world, the same list while nothing changed."""
 
     __slots__ = ()
+
+
+def entity_parts(ent: int, comps: Sequence[Any] | None = None) -> dict[type, Any]:
+    """Entity ``ent``'s {component type: component} in the current esper world, for the
+    crowd's ``parts``: esper's own dict of the entity where esper keeps one (its
+    ``_entities``, read only here), so that a crowd keeps no second dict of nine entries a
+    human (3.5 MB at 10,000); else a dict of its own. ``comps``: the components the Game
+    has just added (esper's dict is taken only when it holds exactly those); None: all of
+    the entity's. A host's ``esper.add_component`` / ``remove_component`` on a human
+    is then seen by the Game's look-ups at once (a world change the crowd reads again
+    anyway); nothing here writes into esper's dict."""
+    # esper 3 has no public read of an entity's dict (components_for_entity makes a tuple);
+    # its module global is checked to be the dict of dicts it has been in every esper 3
+    own = esper._entities
+    d = own.get(ent) if type(own) is dict else None
+    if comps is None:
+        comps = esper.components_for_entity(ent)
+    if type(d) is dict and len(d) == len(comps) and all(d.get(type(c)) is c for c in comps):
+        return d
+    return {type(c): c for c in comps}
 
 
 def _grow(a: np.ndarray, n: int, fill: Any) -> np.ndarray:
@@ -224,8 +251,8 @@ class Crowd:
         """``fl`` reads these lists when its entries are first read: kept (weakly) to be
         made before they move; those made already or no longer held are let go."""
         lazy = self._lazy
-        if lazy:
-            self._lazy = lazy = [r for r in lazy if (o := r()) is not None and o._list is None]
+        if lazy:                                # (the same list kept: nothing left per update)
+            lazy[:] = [r for r in lazy if (o := r()) is not None and o._list is None]
         lazy.append(weakref.ref(fl))
 
     # ---------------------------------------------------------------- joins and leaves
@@ -381,8 +408,7 @@ class Crowd:
         parts = self.parts                         # the same dict (Game._entities holds it)
         parts.clear()
         for e in self.entities:
-            comps: tuple[Any, ...] = esper.components_for_entity(e)
-            parts[e] = {type(c): c for c in comps}
+            parts[e] = entity_parts(e)
         self.body_entities = [e for e, _ in bodies]
         self.bodies = [b for _, b in bodies]
         n = len(bodies)

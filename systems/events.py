@@ -217,7 +217,7 @@ class EventDispatch(esper.Processor):
         eng = getattr(ctx.player, "batch", None)
         if eng is None or todo is not ctx.fired:
             return None
-        ks = eng.fired_places(ctx.crowd.instances)
+        ks = eng.fired_at(ctx.crowd.instances)
         if ks is None or len(ks) != len(todo):
             return None
         cols = eng.fired_columns(ctx.crowd.instances)

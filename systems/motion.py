@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import math
+from operator import is_
 
 import esper
 import numpy as np
@@ -95,6 +96,7 @@ class StateUpdate(esper.Processor):
         self._motion = MotionJob()              # root_motion_step's inputs validated before each run
         self._chunk_jobs: list[MotionJob] = []  # one a chunk of the body rows on threads
         self._cut: tuple = (None, -1, 0, [])     # (the columns, crowd version, parts, their spans)
+        self._chunks: tuple = ((), None, [])     # (the inputs, the spans, the chunks' calls): _motion_chunks
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Run the state functions, apply root motion to every body, then move it."""
@@ -240,5 +242,11 @@ def _wrap(deg: float) -> float:
 def _motion_chunks(system: StateUpdate, inputs: MotionInputs, spans: list, pool) -> None:
     """Root motion over the body rows in chunks, side by side on the engine's worker threads
     (PlayerOptions.threads; BatchEngine.row_chunks): each body's values depend on its own
-    row and pose column only, so the bits are one call's."""
-    pool.run([system._chunk_job(j, inputs, a, b) for j, (a, b) in enumerate(spans)])
+    row and pose column only, so the bits are one call's. The chunks' inputs (views of the
+    columns) and calls are kept while every input is the very object it was and the spans
+    are the same: a steady update makes none."""
+    kept = system._chunks
+    if kept[1] is not spans or not all(map(is_, inputs, kept[0])):
+        kept = system._chunks = (inputs, spans, [system._chunk_job(j, inputs, a, b)
+                                                 for j, (a, b) in enumerate(spans)])
+    pool.run(kept[2])

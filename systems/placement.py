@@ -67,6 +67,36 @@ def place_attached(holder: Body, body: Body) -> None:
     body.heading = d - 360.0 if d > 180.0 else (d + 360.0 if d <= -180.0 else d)
 
 
+# the vector columns a slide step reads and writes through flat fast views (flat_views)
+_SLIDE_VECS = ("position", "slide_target")
+
+
+def _slide_row(body: Body, t: Any, r: int, k: int) -> None:
+    """``slide_step`` of a live row ``r`` of table ``t`` sliding with ``k`` > 0 updates
+    left, read and written through the table's fast views: the same float64 operations
+    on the same numbers, no array made (a value out of range: the Body setter's error)."""
+    pos, tgt = flat_views(t, _SLIDE_VECS)
+    i = 3 * r
+    px, py, pz = pos[i], pos[i + 1], pos[i + 2]
+    x, y, z = px + (tgt[i] - px) / k, py + (tgt[i + 1] - py) / k, pz + (tgt[i + 2] - pz) / k
+    if abs(x) <= MAX_COORD and abs(y) <= MAX_COORD and abs(z) <= MAX_COORD:
+        pos[i], pos[i + 1], pos[i + 2] = x, y, z
+    else:
+        body.position = (x, y, z)                 # the setter's error (BodyFieldError)
+    m_heading = t.m_heading
+    heading = m_heading[r]
+    dh = math.fmod(t.m_slide_heading[r] - heading + 540.0, 360.0) - 180.0
+    h = math.fmod(heading + dh / k, 360.0)
+    h = h - 360.0 if h > 180.0 else (h + 360.0 if h <= -180.0 else h)
+    if abs(h) <= MAX_COORD:
+        m_heading[r] = h
+    else:
+        body.heading = h                          # not a number: the setter's error (BodyFieldError)
+    t.m_slide_left[r] = k - 1
+    if k == 1:
+        t.m_sliding[r] = False                    # slide_to = None
+
+
 def slide_step(body: Body) -> None:
     """Move a sliding body one equal step toward its target position and heading."""
     target = body.slide_to
@@ -131,8 +161,9 @@ class PairedPlacement(esper.Processor):
                     if body._table is not table or gen[r] != body._gen:     # (never: rehomed) the fields
                         self._place(body)
                         continue
-                    if left[r] > 0 and sliding[r]:
-                        slide_step(body)
+                    k = left[r]
+                    if k > 0 and sliding[r]:
+                        _slide_row(body, table, r, k)
                     a = att[r]
                     if a != NO_ATTACHMENT:
                         holder = esper.try_component(a, Body)

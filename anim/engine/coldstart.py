@@ -20,7 +20,8 @@ own (a private NUMBA_CACHE_DIR: two processes writing one function's index at on
 pair an index entry with the other's data file) and then installs that kernel's files
 into this process's cache folder, each data file then the index, every file written
 under a temporary name and renamed (``install_cached``): a reader never sees a cut file
-or an index naming a missing one. A child that fails or is slow changes nothing but the
+or an index naming a missing one. The indexes are read and merged as pickle opcodes
+(anim.engine.cacheindex), never unpickled here. A child that fails or is slow changes nothing but the
 time: numba compiles the kernel here as it always did. A process that ends before it
 calls the other kernel does not wait: its child finishes on its own, installs the
 kernel for the next run and removes its folder.
@@ -41,6 +42,7 @@ import logging
 import os
 import pickle
 import sys
+import time
 
 from scuffle.anim.engine import kernels as K
 
@@ -205,8 +207,12 @@ ASIDE: dict[str, tuple] = {}            # kernel name -> (child process, its pri
 ASIDE_LOG: list[dict] = []              # per kernel compiled aside: its name, whether the child made it,
                                         # the kernels compiled here meanwhile
 
-_CHILD_CODE = ("import json, sys; cfg = json.loads(sys.argv[1]); sys.path[:0] = cfg['path']; "
-               "from scuffle.anim.engine.coldstart import compile_child; sys.exit(compile_child(cfg, sys.stdin.buffer.read()))")
+# the child ends with os._exit once its files are installed: the parent waits for its exit,
+# and an interpreter holding numba and LLVM takes a few tenths of a second to tear down
+_CHILD_CODE = ("import json, os, sys, time; t = time.perf_counter(); cfg = json.loads(sys.argv[1]); "
+               "sys.path[:0] = cfg['path']; cfg['launched'] = t; "
+               "from scuffle.anim.engine.coldstart import compile_child; code = compile_child(cfg, sys.stdin.buffer.read()); "
+               "sys.stderr.flush(); os._exit(code)")
 
 
 def _cores() -> int:
@@ -257,8 +263,9 @@ def compile_aside(name: str, args_of) -> bool:
     env = dict(os.environ, NUMBA_CACHE_DIR=scratch)
     try:
         with open(os.path.join(scratch, "child.log"), "wb") as log:
+            spawned = time.perf_counter()
             child = subprocess.Popen([sys.executable, "-c", _CHILD_CODE, json.dumps(cfg)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.DEVNULL, stderr=log, env=env)
+                                     stdout=subprocess.PIPE, stderr=log, env=env)
         assert child.stdin is not None
         child.stdin.write(pickle.dumps(sig, protocol=pickle.HIGHEST_PROTOCOL))
         child.stdin.close()
@@ -266,7 +273,7 @@ def compile_aside(name: str, args_of) -> bool:
         import shutil
         shutil.rmtree(scratch, ignore_errors=True)
         return False
-    ASIDE[name] = (child, scratch)
+    ASIDE[name] = (child, scratch, spawned)
     return True
 
 
@@ -281,13 +288,22 @@ def await_kernel(name: str) -> None:
     entry = ASIDE.pop(name, None)
     if entry is None:
         return
-    child, scratch = entry
+    child, scratch, spawned = entry
     also = meanwhile(child)
+    waits = time.perf_counter()
     try:
         code = child.wait(timeout=ASIDE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         child.kill()
         code = child.wait()
+    ended = time.perf_counter()
+    out = b""
+    if child.stdout is not None:            # one short line, written before it exited
+        try:
+            out = child.stdout.read(4096)
+            child.stdout.close()
+        except OSError:
+            pass
     ok = code == 0
     if not ok:
         try:
@@ -297,7 +313,23 @@ def await_kernel(name: str) -> None:
             tail = ""
         LOGGER.debug("compiling %s in a child process failed (exit %s); compiling it here. %s", name, code, tail)
     shutil.rmtree(scratch, ignore_errors=True)
-    ASIDE_LOG.append({"kernel": name, "ok": ok, "meanwhile": also})
+    ASIDE_LOG.append({"kernel": name, "ok": ok, "meanwhile": also, "waited_s": round(ended - waits, 3),
+                      "child_s": round(ended - spawned, 3), "child_stages_s": _stages(out, spawned)})
+
+
+def _stages(out: bytes | None, spawned: float) -> dict:
+    """The child's own time stamps (one JSON line on its stdout: perf_counter, the one
+    monotonic clock of every process on Linux) as seconds from its spawn: ``started``
+    (its interpreter up), ``imported`` (numba and the kernels imported), ``compiled``,
+    ``installed``; {} when it wrote none (it failed, or another clock)."""
+    import json
+
+    try:
+        stamps = json.loads((out or b"").decode("ascii", "replace").strip().splitlines()[-1])
+        return {k: round(float(v) - spawned, 3) for k, v in stamps.items()
+                if k in ("started", "imported", "compiled", "installed") and 0 <= float(v) - spawned < 1e5}
+    except (ValueError, IndexError, TypeError, AttributeError):
+        return {}
 
 
 _REST_CODE = ("import json, sys; cfg = json.loads(sys.argv[1]); sys.path[:0] = cfg['path']; "
@@ -380,37 +412,54 @@ def meanwhile(child) -> list[str]:
 
 def compile_child(cfg: dict, blob: bytes) -> int:
     """The child process of ``compile_aside``: compile kernel ``cfg["kernel"]`` for the
-    pickled argument types ``blob`` (numba types, written by the parent into this
-    process's stdin pipe: never a file) into this process's NUMBA_CACHE_DIR, then install
-    its cache files into ``cfg["target"]`` (``install_cached``) and remove its private
+    pickled argument types ``blob`` into this process's NUMBA_CACHE_DIR (a private folder
+    no other process writes), then install its cache files into ``cfg["target"]``
+    (``install_cached``: indexes read and merged as opcodes) and remove its private
     cache folder ``cfg["scratch"]``. Returns the exit code: 0 installed, 2 another
-    anim/engine/kernels.py than the parent's, 3 no cache here, 4 nothing to install."""
+    anim/engine/kernels.py than the parent's, 3 no cache here, 4 nothing to install.
+
+    ``blob`` is unpickled, and may be: it is not bytes from outside but the parent's own
+    pickle of numba types (``compile_aside`` writes it into this child's stdin pipe, a
+    pipe only the parent holds; never a file, a socket or an argument another process
+    could set), and numba types cannot be sent otherwise (their reduce functions rebuild
+    interned type objects that ``typeof`` alone could not, such as the named tuples'
+    classes)."""
     if os.path.realpath(K.__file__) != cfg["source"]:
         return 2
     if not K.CACHE:
         return 3
+    stamps = {"started": cfg.get("launched", 0.0), "imported": time.perf_counter()}
     disp = getattr(K, cfg["kernel"])
     # ``blob`` is the parent's own pickle of numba types, read from this child's stdin pipe
     # (compile_aside writes it there): never bytes of a file
     disp.compile(pickle.loads(blob))
+    stamps["compiled"] = time.perf_counter()
     here = _cache_path(cfg["kernel"])
     if not here:
         return 3
     if not install_cached(here, cfg["target"], f"{K.MODULE_OF[cfg['kernel']]}.{cfg['kernel']}-"):
         return 4
+    stamps["installed"] = time.perf_counter()
     # installed: the private folder goes now (the parent removes it too, unless it has died)
     if os.environ.get("NUMBA_CACHE_DIR") == cfg["scratch"]:
         import shutil
         shutil.rmtree(cfg["scratch"], ignore_errors=True)
+    try:                                    # the stages, for the parent's ASIDE_LOG (gone if it died)
+        import json
+        sys.stdout.write(json.dumps(stamps) + "\n")
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
     return 0
 
 
 def _ours(path: str) -> bool:
     """Whether ``path`` is no symbolic link, owned by this process's user and writable by
     no one else: a file only this user (numba, or this module's own child) can have
-    written, the only kind ``install_cached`` unpickles. numba's cache index and data
-    files are pickles that numba itself loads; a snapshot, scenario, trace or resource
-    never goes through here."""
+    written, the only kind ``install_cached`` takes an index from (read as opcodes, never
+    unpickled) or merges into. numba loads what lies in its cache folder (anim.engine.jitcache
+    keeps that folder this user's own); a snapshot, scenario, trace or resource never
+    goes through here."""
     import stat
 
     try:
@@ -428,15 +477,16 @@ def install_cached(src: str, dst: str, prefix: str) -> list[str]:
     when that one is of the same numba version and source stamp (its other entries
     kept), else replacing it: each data file first, then the index, each written under a
     temporary name and renamed over the old one, so that no reader sees a cut file or an
-    index naming a file not yet there. Returns the names written. numba's layout
-    (numba/core/caching.py, IndexDataCacheFile): an index holds the pickled numba
-    version, then the pickled (source stamp, {key: data file name}). Only files that
-    ``_ours`` accepts are unpickled: a ``src`` folder or index another user could have
-    written installs nothing, and such a ``dst`` index is replaced, never read."""
-    import itertools
+    index naming a file not yet there. Returns the names written.
 
+    Nothing is unpickled: both indexes are read and merged as pickle opcodes
+    (anim.engine.cacheindex: numba's layout, its keys' shapes, data file names of the
+    function only), the data files copied as bytes. Skipped: a ``src`` folder or index
+    another user could have written (``_ours``), or one not of numba's layout and shapes;
+    a ``dst`` index of the kind (another user's, or not numba's) is replaced, never merged."""
     import numba
-    from numba.core.serialize import dumps
+
+    from scuffle.anim.engine import cacheindex
 
     written: list[str] = []
     if not _ours(src):
@@ -446,38 +496,36 @@ def install_cached(src: str, dst: str, prefix: str) -> list[str]:
         base = os.path.basename(index)[:-len(".nbi")]
         if not _ours(index):
             continue
-        # ``src`` is the child's private scratch folder (made 0700 for it by the parent)
-        # and ``dst`` the folder numba itself loads the kernels from (anim.engine.jitcache
-        # takes it only when it is this user's own): numba's own files, which numba would
-        # unpickle in any case; a snapshot, scenario, trace or resource never comes here
-        with open(index, "rb") as f:
-            version = pickle.load(f)
-            stamp, overloads = pickle.loads(f.read())
-        if version != numba.__version__:
-            continue
-        merged: dict = {}
         try:
-            if not (_ours(dst) and _ours(os.path.join(dst, base + ".nbi"))):
-                raise OSError("not this user's own index")
-            with open(os.path.join(dst, base + ".nbi"), "rb") as f:
-                if pickle.load(f) == version:
-                    old_stamp, old = pickle.loads(f.read())
-                    if old_stamp == stamp:
-                        merged = dict(old)
-        except Exception:                   # none, or not whole: replaced
-            merged = {}
-        for key, name in overloads.items():
-            with open(os.path.join(src, name), "rb") as f:
+            with open(index, "rb") as f:
                 data = f.read()
-            new = merged.get(key)
-            if new is None:
-                used = set(merged.values())
-                new = next(n for n in (f"{base}.{i}.nbc" for i in itertools.count(1)) if n not in used)
-            _write(os.path.join(dst, new), data)
-            merged[key] = new
-            written.append(new)
-        _write(os.path.join(dst, base + ".nbi"),
-               pickle.dumps(version, protocol=-1) + dumps((stamp, merged)))
+            new = cacheindex.read_index(data, base)
+        except (OSError, cacheindex.BadIndex):
+            continue
+        if new.version != numba.__version__:
+            continue
+        target = os.path.join(dst, base + ".nbi")
+        renamed = {e.name: e.name for e in new.entries}
+        try:
+            if not (_ours(dst) and _ours(target)):
+                raise OSError("none, or not this user's own index")
+            with open(target, "rb") as f:
+                old = cacheindex.read_index(f.read(), base)
+            if old.version == new.version and old.stamp == new.stamp:
+                data, renamed = cacheindex.merge_index(old, new, base)
+        except (OSError, cacheindex.BadIndex, cacheindex.Unlinkable):
+            pass                            # none, not whole, not numba's or not mergeable: replaced
+        try:
+            blobs = []
+            for e in new.entries:
+                with open(os.path.join(src, e.name), "rb") as f:
+                    blobs.append((renamed[e.name], f.read()))
+        except OSError:                     # a data file gone: the function is not installed
+            continue
+        for name, blob in blobs:
+            _write(os.path.join(dst, name), blob)
+            written.append(name)
+        _write(target, data)
         written.append(base + ".nbi")
     return written
 

@@ -17,6 +17,7 @@ the first bad row. Original: none (ours).
 """
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -27,8 +28,8 @@ from scuffle.anim.engine.store import FRAME_COLUMNS, NO_ROW, _layout
 from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine.rules import TASK_CURSORS, dir_banks_misfit
 
-__all__ = ["StateError", "check_saved", "check_deferred", "Saved", "Packing", "packing", "pack", "pack_all", "unpack", "compile_kernels", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
-           "MAX_VALUE", "MAX_COUNT", "check_ids", "MAX_CALL_ID"]
+__all__ = ["StateError", "check_saved", "check_deferred", "Saved", "Packing", "packing", "pack", "pack_all", "pack_plan", "pack_with", "unpack", "compile_kernels", "RANGES", "ClipFacts", "clip_facts", "MAX_RATE", "MAX_SECONDS",
+           "MAX_VALUE", "MAX_COUNT", "check_ids", "id_kinds", "MAX_CALL_ID", "EIGHT_CLIPS_TYPE"]
 
 # What a task of each type links to: the cursor columns that must hold a cursor row (the
 # others hold none: anim.playback.tasks.TASK_CURSORS, its links c0, c1, ...), and whether it owns a
@@ -195,28 +196,38 @@ def pack(columns: dict, cap: int, block: np.ndarray) -> np.ndarray:
 def pack_all(tables: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
     """``pack`` of each (columns, capacity, block) of ``tables`` in one compiled call:
     (the packed bytes one after another, where each table's end)."""
-    key = tuple((id(c), cap) for c, cap, _ in tables)
+    return pack_with(pack_plan([(c, cap) for c, cap, _ in tables]), [b for _, _, b in tables])
+
+
+def pack_plan(layouts: Sequence[tuple]) -> tuple:
+    """The compiled pack's plan of tables of these (columns, capacity) (``pack_with``'s;
+    kept per layouts)."""
+    key = tuple((id(c), cap) for c, cap in layouts)
     got = _PACK_ALL.get(key)
-    if got is None or any(a is not c for a, (c, _, _) in zip(got[0], tables)):
+    if got is None or any(a is not c for a, (c, _) in zip(got[0], layouts)):
         if len(_PACK_ALL) > 32:
             _PACK_ALL.clear()
-        tinfo = np.zeros((len(tables), 6), np.int64)
         frames: list[int] = []
         cols: list[int] = []
         most = 0
-        for t, (c, cap, _) in enumerate(tables):
+        tinfo = np.zeros((len(layouts), 6), np.int64)
+        for t, (c, cap) in enumerate(layouts):
             pk = packing(c, cap)
             tinfo[t] = (cap, pk.live_at, len(frames), len(frames) + len(pk.frames), len(cols), len(cols) + len(pk.cols))
             frames += pk.frames.tolist()
             cols += pk.cols.tolist()
             most += pk.frame_bytes + cap * pk.row_bytes
-        got = _PACK_ALL[key] = (tuple(c for c, _, _ in tables), tinfo, np.array(frames, np.int64).reshape(-1, 2),
-                                np.array(cols, np.int64).reshape(-1, 2), most)
-    _, tinfo, frame_rows, col_rows, most = got
+        got = _PACK_ALL[key] = (tuple(c for c, _ in layouts), tinfo, np.array(frames, np.int64).reshape(-1, 2),
+                                np.array(cols, np.int64).reshape(-1, 2), most, max(cap for _, cap in layouts))
+    return got
+
+
+def pack_with(plan: tuple, blocks: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``pack_all`` of ``blocks`` laid out as ``plan`` (``pack_plan``) gives."""
+    _, tinfo, frame_rows, col_rows, most, cap = plan
     out = np.empty(most, np.uint8)
-    ends = np.empty(len(tables), np.int64)
-    K.pack_tables(tuple(b for _, _, b in tables), out, tinfo, frame_rows, col_rows, ends,
-                  _lrows(max(cap for _, cap, _ in tables)))
+    ends = np.empty(len(tinfo), np.int64)
+    K.pack_tables(tuple(blocks), out, tinfo, frame_rows, col_rows, ends, _lrows(cap))
     return out, ends
 
 
@@ -240,13 +251,10 @@ def _unpack(plan, buf: np.ndarray, packed: Sequence, names: Sequence[str] | None
     """Each table's packed bytes into ``buf`` (unpack_rows). Raises StateError naming the
     first table whose bytes are not the size they must be (``names``: the tables' own,
     default ``table.<name>``)."""
-    at = [0]
-    for b in packed:
-        at.append(at[-1] + len(b))
+    at = np.fromiter(accumulate(map(len, packed), initial=0), np.int64, len(packed) + 1)
     src = np.frombuffer(b"".join(packed), np.uint8) if at[-1] else np.zeros(1, np.uint8)
     out = np.zeros(1, np.int64)
-    t = K.unpack_rows(buf, src, np.array(at, np.int64), plan.tinfo, plan.frames, plan.ucols, out,
-                      _lrows(plan.most))
+    t = K.unpack_rows(buf, src, at, plan.tinfo, plan.frames, plan.ucols, out, _lrows(plan.most))
     if t >= 0:
         name = names[t] if names is not None else f"table.{plan.tnames[t]}"
         raise StateError(f"{name}.block: {len(packed[t])} bytes, where its layout of {int(plan.tinfo[t, 0])} rows "
@@ -389,22 +397,28 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     caller is done with a check's blocks before its next). Out: the scratch buffer and each table's block in it (a
     uint8 view: the checked rows). Raises StateError naming the first fault (the table,
     the column, the row)."""
-    plan = _plan(tables, names=names, rules=rules)
-    hcap = tables[4].capacity
-    if len(hgen) != hcap:
-        raise StateError(f"table.humans.gen: not {hcap} generations >= 0")
-    if pool_out.dtype != np.bool_ or pool_out.ndim != 1:
-        raise StateError("table.pool.out: not one bool per task row")
+    # the last check's plan, blanks and scratch (``keep``) while the tables' layouts and
+    # blanks are the same objects (each is kept per layout)
     kept = keep.get("scratch") if keep is not None else None
-    if kept is not None and kept[0] is plan and kept[3] is _blanks(plan, tables):
-        buf, blocks = kept[1], kept[2]
+    if kept is not None and len(kept[4]) == len(tables) and kept[6] == names and \
+            all(t.capacity == cap and t.columns is c and t.blank is b for t, (c, cap, b) in zip(tables, kept[4])):
+        plan, buf, blocks, views = kept[0], kept[1], kept[2], kept[5]
         np.copyto(buf, kept[3])
     else:
+        plan = _plan(tables, names=names, rules=rules)
         blank = _blanks(plan, tables)
         buf = blank.copy()
         blocks = [buf[base:base + len(t.blank)] for t, base in zip(tables, plan.bases)]
+        views = (buf.view(np.int8), buf.view(np.int32), buf.view(np.int64), buf.view(np.float32),
+                 buf.view(np.float64))
         if keep is not None:
-            keep["scratch"] = (plan, buf, blocks, blank)
+            keep["scratch"] = (plan, buf, blocks, blank, [(t.columns, t.capacity, t.blank) for t in tables], views,
+                               tuple(names))
+    hcap = tables[4].capacity
+    if len(hgen) != hcap:
+        raise StateError(f"table.humans.gen: not {hcap} generations >= 0")
+    if pool_out.dtype.char != "?" or pool_out.ndim != 1:
+        raise StateError("table.pool.out: not one bool per task row")
     _unpack(plan, buf, [t.packed for t in tables])
     spec = _bounded(plan, len(facts.end) - 1, texts - 1)
     seen = _seen(max(plan.most, len(pool_out)))
@@ -419,8 +433,7 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
         at, dirty_all = _no_dirty(len(dirty)), _EMPTY
     out = np.zeros(8, np.int64)
     fout = np.zeros(2, np.float64)
-    code = K.check_rows(buf.view(np.int8), buf.view(np.int32), buf.view(np.int64), buf.view(np.float32),
-                        buf.view(np.float64), plan.tabs, spec, plan.fspec, plan.at, facts.end, *_bits(facts),
+    code = K.check_rows(*views, plan.tabs, spec, plan.fspec, plan.at, facts.end, *_bits(facts),
                         facts.evf0, facts.nev, facts.first, facts.frames, plan.must, plan.nxt_mask, _FADE, _GAIT,
                         hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities, seen,
                         _lrows(plan.lrows), out, fout)
@@ -622,7 +635,8 @@ _PAIRED = (int(TaskType.PAIRED_CLIP), int(TaskType.PAIRED_HOLD))
 _WRAPS = (int(TaskType.LOOP), int(TaskType.GAIT))
 
 
-def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_banks: int) -> None:
+def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_banks: int,
+              kinds: tuple | None = None) -> None:
     """Check the id columns of saved task and human tables against the saved callbacks
     table (CallbackTable: ``values`` (None for a free id, a Callback, or a str: a
     partner's name), ``uses``, ``free``) and the bank's ``n_banks`` clips.
@@ -634,12 +648,12 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
     (and not both a handle and a name), on a paired task only; ``tasks.dir_banks`` eight
     clips of the bank on a direction task, -1 on any other; each id's uses the number of
     rows naming it, the free ids each once with no value and no use.
+    ``kinds``: ``id_kinds(values)`` when the caller keeps it.
     Raises StateError naming the first fault."""
     n = len(values)
     if len(uses) != n:
         raise StateError(f"calls.uses: not {n} counts >= 0")
-    is_name = np.fromiter((v.__class__ is str for v in values), np.int8, n)
-    is_call = np.fromiter((v is not None and v.__class__ is not str for v in values), np.int8, n)
+    is_name, is_call = kinds if kinds is not None else id_kinds(values)
     out = np.zeros(5, np.int64)
     code = K.check_ids_rows(tsk.live.view(np.int8), tsk.type, tsk.on_end, tsk.on_wrap, tsk.partner_name,
                             tsk.callback.view(np.int8), tsk.partner, tsk.dir_banks, humans.live.view(np.int8),
@@ -647,6 +661,14 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
                             _DIRECTION, n_banks, _seen(n), out)
     if code:
         raise StateError(_ids_message(code, out, n, uses, n_banks))
+
+
+def id_kinds(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """Which ids of a callbacks table's ``values`` are names, which callbacks (int8 flags
+    each: check_ids')."""
+    n = len(values)
+    return (np.fromiter((v.__class__ is str for v in values), np.int8, n),
+            np.fromiter((v is not None and v.__class__ is not str for v in values), np.int8, n))
 
 
 def _ids(a: Any) -> np.ndarray:
@@ -693,6 +715,7 @@ _PAIRED_MASK = sum(1 << t for t in _PAIRED)
 # the task type whose rows hold eight clips (the one type anim.engine.rules.dir_banks_misfit
 # takes eight clips of a bank for; the kernel is given it, the rule stays written once)
 _DIRECTION = next(t for t in range(64) if not dir_banks_misfit(np.array([t]), np.zeros((1, 8), np.int64), 1)[0])
+EIGHT_CLIPS_TYPE = _DIRECTION          # (that type's code, for a search of a task table's type bytes)
 
 
 # ---------------------------------------------------------------- the warm-up

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -66,13 +66,6 @@ def _copy_into(a: np.ndarray, into: np.ndarray | None) -> np.ndarray:
 # Below this size a new copy costs less than writing over an old one (no page faults to
 # save; np.copyto's own overhead is larger).
 _REUSE_BYTES = 1 << 16
-
-
-def fits(t: Table | HumanTable, s: "TableState | HumanTableState") -> bool:
-    """Whether saved state ``s`` has the block this table's layout gives for its capacity."""
-    if s.capacity == t.capacity:
-        return s.block.nbytes == t.block.nbytes
-    return s.block.nbytes == _layout(t._all if isinstance(t, Table) else t.COLUMNS, s.capacity)[1]
 
 
 def save_table(t: Table, into: TableState | None = None, view: bool = False) -> TableState:
@@ -147,6 +140,34 @@ def load_arena(arena: TableArena, saved: tuple) -> bool:
     return True
 
 
+def load_placed(arena: TableArena, placed: tuple, caps: Sequence[int]) -> bool:
+    """Copy the first ``len(caps)`` tables of ``arena`` from ``placed`` (EngineState.placed:
+    a buffer and each table's offset in it) in one copy when they lie there as in the
+    arena (every table on its slice, of the saved capacity ``caps``, at the same offset,
+    side by side), then each of those Tables' ``reloaded``: True. False (nothing done):
+    they are loaded one by one."""
+    buf, bases = placed[0], placed[1]
+    if not arena.whole():
+        return False
+    spans, tables = arena.spans, arena.tables
+    end = 0
+    for i, (base, cap) in enumerate(zip(bases, caps)):
+        off, n = spans[i]
+        if off != base or off != end or tables[i].capacity != cap:
+            return False
+        end = off + n
+    if end > len(buf):
+        return False
+    mv = arena.mv
+    assert mv is not None                                   # whole(): the arena is in use
+    mv[:end] = buf.data[:end]
+    n = len(caps)
+    for t in arena.watched:
+        if tables.index(t) < n:
+            t.reloaded()
+    return True
+
+
 _ENGINE_TABLES = ("cursors", "fades", "gaits", "tasks")
 # The engine's tables in a Game's arena's order (game.runtime.snapshot): the four, then the humans'.
 ARENA_TABLES = (*_ENGINE_TABLES, "humans")
@@ -171,6 +192,11 @@ class EngineState:
     # the arena's one copy (save_arena: key, bytes, each table's state, a memoryview) when
     # the tables were saved through one; the states above are views of it
     arena: Any = None
+    # a file's checked tables (game.runtime.snapfile.to_state): (a buffer holding the seven
+    # tables' blocks side by side, each table's offset in it, the body and combat tables'
+    # capacities), loaded in one copy when a Game's arena lays them out alike
+    # (load_placed); the states above and the body and combat states are views of it
+    placed: Any = None
 
     @property
     def instances(self) -> list:
@@ -263,20 +289,26 @@ def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = 
     ``check`` is kept for callers; each table checks its block's size itself. ``arena``:
     the TableArena the state was saved through (only a Game's own snapshot has one: its
     values are trusted), copied back at once when the tables still lie as they did
-    (load_arena). Returns whether it was (the arena's other tables are then loaded too).
+    (load_arena), or a file's tables in one copy when they lie as in ``arena``
+    (``s.placed``: load_placed). Returns whether either was (the arena's other tables
+    are then loaded too: the body and combat tables; a file's state has no AI rows of
+    its own).
     Commands buffered since the state was saved are dropped (they belong to the state it
     replaces: Player.load_state drops them, before anything reads the rows)."""
     st = player.stores
     batch = player.batch
     copied = arena is not None and s.arena is not None and load_arena(arena, s.arena)
-    if copied:
+    placed = not copied and arena is not None and s.placed is not None and \
+        load_placed(arena, s.placed, (*(s.tables[n].capacity for n in _ENGINE_TABLES), s.humans.capacity,
+                                      *s.placed[2]))
+    if copied or placed:
         h = s.humans
         st.humans.load((h.free, h.gen))
     else:
         for name, ts in s.tables.items():
             load_table(getattr(st, name), ts)
         load_humans(st.humans, s.humans)
-    player.load_state(s.player, trusted=copied)
+    player.load_state(s.player, trusted=copied)          # (a file's values: not trusted)
     batch.load_state(s.batch, rehome)
     for inst, values in s.loose:                     # (a serial, or a file's instance)
         _private_back((inst if inst.__class__ is not int else instance_of(inst)).record, values)
@@ -288,7 +320,7 @@ def load_engine(player: Any, s: EngineState, check: bool = True, rehome: bool = 
             batch.note_output(inst)
             if refused:
                 player.note_refused(inst)
-    return copied
+    return copied or placed
 
 
 def _graph_copy(v: Any, memo: dict, own) -> Any:

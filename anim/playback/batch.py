@@ -136,7 +136,9 @@ class BatchEngine:
         self._m_ev_rows = memoryview(self._ev_rows)
         self.staged: np.ndarray | None = None
         self._fired_of: list | None = None      # the instances list of the last step (fired_places)
-        self._fired_ks: list = []               # the places in it of the humans that fired
+        # the places in it of the humans that fired: a list (a few humans) or, in a crowd,
+        # the int64 array the step's status gave (no Python int made per human)
+        self._fired_ks: list | np.ndarray = []
         self._leaving: list = []                # (human row, generation): forgotten, freed at the flush
         # the clips' events, by bank index: first, count, frames, types (and the Event objects)
         self._n_clips = 0
@@ -448,6 +450,17 @@ class BatchEngine:
         """Make ``queue`` (task objects of this world, at most 10) the human's queue rows."""
         self._write_rows(inst, queue, "queue", "queued")
 
+    def clear_queue(self, inst: CharacterInstance) -> None:
+        """The human's queue rows emptied (``write_queue(inst, [])``), slot by slot through
+        the fast views: a queued start's first write, where two numpy calls on a row of ten
+        cost more than the loop."""
+        s = self._row(inst)
+        h = self.humans
+        mq, w = h.m_queue, h.queue_width
+        for i in range(s * w, s * w + w):
+            mq[i] = -1
+        h.m_queued[s] = 0
+
     def _write_rows(self, inst: CharacterInstance, tasks: list, rows: str, count: str) -> None:
         """The tasks' rows into the human's row of column ``rows`` (-1 after them), their
         number into column ``count`` (names: a new human's row may grow the arrays)."""
@@ -616,6 +629,15 @@ class BatchEngine:
         of ``instances`` whose human fired in that step, ascending (each ``instances[k]``
         has this update's events); None when the last step was not over ``instances``
         (the caller then looks at ``touched()``, a superset)."""
+        if instances is not self._fired_of:
+            return None
+        ks = self._fired_ks
+        return ks if isinstance(ks, list) else ks.tolist()
+
+    def fired_at(self, instances: list) -> list | np.ndarray | None:
+        """``fired_places`` as the step keeps them, for the systems that read them each
+        update: a list (a few humans) or an int64 array (a crowd: the step's own, read-only),
+        so that a crowd's readers of columns make no Python int per human that fired."""
         return self._fired_ks if instances is self._fired_of else None
 
     def released_by_flush(self, inst) -> None:
@@ -700,8 +722,8 @@ class BatchEngine:
                 # a crowd: only the humans that fired are visited one by one (their event
                 # rows noted); those whose top may have changed are listed from the column
                 ev = ks_a[(st_a & _STATUS_EVENTS) != 0]
-                fired_ks = ev.tolist()
-                if fired_ks:
+                fired_ks = ev                   # (an array: fired_at; fired_places makes the list)
+                if len(ev):
                     if not self._twice:
                         # each one's event rows written by its human row (``staged_rows``):
                         # no Python object of a human that fired is read or written
@@ -709,6 +731,7 @@ class BatchEngine:
                     else:
                         # each one's event rows = (self, lo, hi, the stamp), set by map in C,
                         # and each one noted (its last place's: _last_of_twice)
+                        fired_ks = ev.tolist()
                         insts = itemgetter(*fired_ks)(instances) if len(fired_ks) > 1 else (instances[fired_ks[0]],)
                         _drain(map(setattr, insts, repeat("_rows"),
                                    zip(repeat(self), self._ev_lo[ev].tolist(), self._ev_hi[ev].tolist(),
@@ -797,10 +820,10 @@ class BatchEngine:
         places list, its event type, the anim id its cursor plays, its index into
         ``fired_maker()``'s events), int64 arrays; None when the last step was not over
         ``instances`` (the caller then reads the humans' events)."""
-        ks = self.fired_places(instances)
+        ks = self.fired_at(instances)
         if ks is None:
             return None
-        if not ks:
+        if not len(ks):
             empty = np.zeros(0, np.int64)
             return empty, empty, empty, empty
         ka = np.asarray(ks, np.int64)
@@ -844,7 +867,7 @@ class BatchEngine:
     def fired_row(self, trow: int, lo: int, hi: int) -> bool:
         """Whether task row ``trow`` of this engine's task table fired one of rows
         ``lo``-``hi`` of this update's event buffer (``fired_by`` without its handle)."""
-        return bool((self._ev_out[lo:hi, 1] == trow).any())
+        return trow in self._ev_out[lo:hi, 1].tolist()      # (a few rows: no numpy comparison)
 
     def fired_values(self, lo: int, hi: int) -> list:
         """Rows ``lo``-``hi`` of this update's event buffer as (event type, anim id its
@@ -1484,8 +1507,11 @@ class BatchEngine:
                 for r, inst in enumerate(rows):
                     if inst is not None:
                         own[r] = serial_of(inst)
-                self._owner = own
-                self._seating = next(_SEATINGS)
+                # (the arrangement held already, each row's instance the same, as a file of
+                # this Game's own state gives: it keeps its id, and its snapshots' copy)
+                if len(own) != len(self._owner) or not np.array_equal(own, self._owner):
+                    self._owner = own
+                    self._seating = next(_SEATINGS)
             else:                                       # the saved arrangement, its id again
                 own = np.zeros(max(len(rows), 8), np.int64)
                 own[:len(rows)] = seats[1]

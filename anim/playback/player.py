@@ -397,7 +397,7 @@ class Player:
         emptying it; a start a limit refuses goes back to the pool and is listed in
         ``refused``. Original: 0x00175610."""
         queued = inst.queue
-        self.batch.write_queue(inst, [])
+        self.batch.clear_queue(inst)
         for t in queued:
             t.tstore.placed[t.trow] = False          # from the queue to the stack (the change puts it)
         for t in queued:
@@ -719,29 +719,20 @@ class Player:
         nothing else holds kept for the next constructor of its class (Table.spare: the
         list, the loop and getrefcount's own hold it, 3, and no weak reference names it), the callback ids of the keyed rows let
         go (Table.freed; the kernel reset their other columns to the defaults)."""
-        fr = freed[:nf]
-        looked: Any = None                          # the rows whose ``views`` slot is read
-        rows: Any
         if nf <= _FEW_ROWS:                         # a few rows (a callback's stop): one by one
-            marked = fr.tolist()
-            if keyed:
-                held = [~r for r in marked if r < 0]
-                rows = [r if r >= 0 else ~r for r in marked]
-            else:
-                rows, held = marked, []
-            looked = rows
+            Player._few_rows_back(tasks, freed[:nf].tolist(), keyed)
+            return
+        fr = freed[:nf]
+        if keyed:
+            neg = fr < 0
+            fr[neg] = ~fr[neg]                      # the scratch's own rows, back to rows
+            held = fr[neg].tolist()
         else:
-            if keyed:
-                neg = fr < 0
-                fr[neg] = ~fr[neg]                  # the scratch's own rows, back to rows
-                held = fr[neg].tolist()
-            else:
-                held = []
-            rows = fr
-            # only the rows flagged as holding a handle (anim.playback.tasks.note_view): no
-            # read of ``views`` per row given back
-            flagged = viewed_rows(tasks, fr)
-            looked = flagged.tolist() if flagged is not None else fr.tolist()
+            held = []
+        # only the rows flagged as holding a handle (anim.playback.tasks.note_view): no
+        # read of ``views`` per row given back
+        flagged = viewed_rows(tasks, fr)
+        looked = flagged.tolist() if flagged is not None else fr.tolist()
         views = tasks.views
         n = len(looked)
         got = _itemgetter(*looked)(views) if n > 1 else (views[looked[0]],) if n else ()
@@ -757,7 +748,33 @@ class Player:
         for keep in tasks.spare.values():
             if len(keep) > _SPARE_MAX:
                 del keep[_SPARE_MAX:]
-        tasks.freed(rows, held, reset=True)         # (flush_release reset them: _reset_task)
+        tasks.freed(cast(Any, fr), held, reset=True)    # (flush_release reset them: _reset_task)
+
+    @staticmethod
+    def _few_rows_back(tasks: Table, marked: list, keyed: int) -> None:
+        """``_rows_back`` of a few rows (``marked``: as the kernel wrote them, ~row for a
+        keyed one), each read once: the rows of a callback's stop, one to three as a rule,
+        where a numpy call costs more than the loop."""
+        views = tasks.views
+        spare = tasks.spare
+        held: list = []
+        for r in marked:
+            if r < 0:
+                r = ~r
+                held.append(r)
+            h = views[r]
+            if h is None:
+                continue
+            views[r] = None                         # (a handle's ``trow`` is r: the row it names)
+            keep = spare.get(h.__class__)
+            # the name ``h`` and getrefcount's argument: 2, nothing else holds it
+            if keep is not None and _refs(h) == 2 and not _weakrefs(h):
+                keep.append(h)
+                if len(keep) > _SPARE_MAX:
+                    del keep[_SPARE_MAX:]
+            h = None
+        if held:                                    # (the other rows hold no callback id to let go)
+            tasks.freed(held, held, reset=True)
 
     def _log_released(self, ents: np.ndarray, ids: np.ndarray, first: int, end: int) -> None:
         """Entries ``first``-``end`` released: their human rows and ids into ``released_log``,

@@ -28,7 +28,7 @@ from scuffle.anim.engine.store import Stores
 from scuffle.anim.engine.writefirst import write_first, write_first_for
 from scuffle.anim.playback.tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
                     PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, take_place,
-                    task_at, write_fade_row, write_task_row)
+                    _MADE_ON_READ, task_at, write_fade_row, write_task_row)
 from scuffle.anim.engine.rules import change_room
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,6 +42,9 @@ __all__ = ["StackRules"]
 # the row's next task, for the two that have one).
 _CLIP_CLASSES = frozenset({LoopTask, ClipTask, HoldTask, SceneTask, PairedClipTask, PairedHoldTask})
 _NEXT_CLASSES = frozenset({ClipTask, PairedClipTask})
+# The classes a row no handle names is read as (anim.playback.tasks.task_at) whose rows,
+# cursor rows, fade and gait rows are then the world's by construction, owning no next task.
+_ROW_OWN_CLASSES = frozenset({GaitTask, FadeTask, DirectionTask, MixTask, PickTask})
 
 _FadeTask = FadeTask
 
@@ -188,6 +191,9 @@ class StackRules:
                 nxt = tasks.m_nxt[r]
                 if nxt < 0 or kind not in _NEXT_CLASSES or tasks.m_handed_over[r]:
                     return
+                nxt = self._own_rows(nxt)        # rows no handle names: read as rows, none made
+                if nxt < 0:
+                    return
                 t = tasks.views[nxt] or task_at(tasks, nxt)
                 continue
             # a gait's and a direction's cursor rows are the world's by construction (their
@@ -218,6 +224,28 @@ class StackRules:
                 raise ForeignTask(f"{type(t).__name__} was not made by this world's Player (its rows are in "
                                   "another table): make it with the Player's constructors; nothing was changed")
             todo.extend(t.following())
+
+    def _own_rows(self, r: int) -> int:
+        """``_check_own``'s walk over the next tasks from task row ``r`` while no handle names
+        them (a prepared command's rows, a queued start's next tasks): each row read as the
+        class ``task_at`` would make of it, whose rows that handle would find the world's
+        by construction, so no handle is made to be looked at. Out: -1 when the chain ends
+        so, else the row to go on from with its handle (one names it, or a row read otherwise)."""
+        st = self.stores
+        tasks = st.tasks
+        views = tasks.views
+        while r < len(views) and views[r] is None and tasks.m_live[r] and tasks.world is st:
+            kind = _MADE_ON_READ.get(tasks.m_type[r])
+            if kind in _CLIP_CLASSES:
+                nxt = tasks.m_nxt[r]
+                if nxt < 0 or kind not in _NEXT_CLASSES or tasks.m_handed_over[r]:
+                    return -1
+                r = nxt
+                continue
+            if kind in _ROW_OWN_CLASSES:
+                return -1
+            break
+        return r
 
     def _put(self, inst: CharacterInstance, task: Task, at: int | None) -> None:
         """Put ``task`` at index ``at`` of the stack (None: on top), after the early finish

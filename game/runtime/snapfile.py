@@ -37,10 +37,12 @@ from scuffle.anim.engine import plaindata
 from scuffle.anim.engine import snapshot as S
 from scuffle.anim.engine.callbacks import Callback, CallbackTable
 from scuffle.anim.playback.cursor import cursor_proto
+from scuffle.anim.playback.deferred import NO_ENTRIES
 from scuffle.anim.engine.digest import (arena_plan, blocks_digests, digest_form, digests_in, digests_plan,
                                         digests_with, values_bytes)
-from scuffle.anim.engine.snapcheck import (ClipFacts, Saved, StateError, check_deferred, check_ids, check_saved,
-                                          clip_facts, pack, pack_all, unpack)
+from scuffle.anim.engine.snapcheck import (EIGHT_CLIPS_TYPE, ClipFacts, Saved, StateError, check_deferred, check_ids,
+                                          check_saved, id_kinds,
+                                          clip_facts, pack, pack_all, pack_plan, pack_with, unpack)
 from scuffle.anim.engine.store import Table, block_layout
 from scuffle.components import Animator, Body, Combat
 from scuffle.game.runtime.version import __version__
@@ -92,6 +94,7 @@ COUNTERS = ("updates_run", "update", "entity_next", "pool.n_out", "stats[0]", "s
             "batch.pair_changes")
 _COUNTS_HEAD = struct.Struct(f"<{len(COUNT_LISTS) + 1}I{len(COUNTERS)}q")
 _WIDTH = (8, 8, 8, 8, 16, 8, 8)      # the bytes of an item of each list (a deferred pair: two int64)
+_PAIRS_AT = COUNT_LISTS.index("deferred")
 
 
 class _Refused(ValueError):
@@ -109,7 +112,8 @@ class SnapCache:
 
     __slots__ = ("config", "views", "meta", "sets", "columns", "saved", "meta_ok", "digests", "names", "extras",
                  "words", "arena", "extras_bytes", "calls", "fitted", "texts_bytes", "check", "scratch", "owners",
-                 "fight_bytes", "log_bytes")
+                 "fight_bytes", "log_bytes", "instances", "stateful", "engine", "engine_bytes",
+                 "packing", "owners_back", "values_bytes")
 
     def __init__(self) -> None:
         self.clear()
@@ -139,7 +143,16 @@ class SnapCache:
         self.scratch: Any = None      # (the checked blocks, the scratch tables over them)
         self.owners: Any = None       # (names, their version, bodies', combats' owners, the columns): owner_columns
         self.fight_bytes: Any = None  # (the fight's counters' key, counts by kind, their plain form): a file's
-        self.log_bytes: Any = None    # (the log's texts, their plain form): a file's
+        self.log_bytes: Any = None    # (the log's texts, their plain form, (head, count, the counters' bytes)): a file's
+        self.instances: Any = None    # (names version, a file's names, (entity, Animator, instance) each, name -> instance)
+        self.stateful: Any = None     # (the lists stateful() read, its objects)
+        self.engine: Any = None       # (callbacks' values, step's lists, seats' serials, the engine's plain values)
+        self.engine_bytes: Any = None  # (the engine's plain values, their bytes): a file's
+        self.values_bytes: Any = None  # (the values' bytes, the values section joined of them): a file's
+        self.packing: Any = None      # (the tables' capacities, the fight's columns, the Game's, the pack plan, heads)
+        # a file's body and combat owners checked last, by table: (its owner column's and live
+        # flags' bytes, the humans by entity, (entity, view) each, row -> view)
+        self.owners_back: dict = {}
 
 
 def cache_of(game) -> SnapCache:
@@ -522,22 +535,49 @@ def encode(game, st) -> bytes:
     fight, v["fight"], v["fight_log"] = _fight_rows(game, st)
     values = _values_section(game, v, st.combats[2])    # first: it refuses what has no byte form
     config, config_sha = config_bytes(game)
-    sections: list[tuple[str, Any]] = [("config", config), ("meta", _meta_bytes(game, st)),
-                                         ("counts", counts), ("values", values)]
-    saved = _saved_tables(st)
+    es = st.engine_state
+    saved = [*(es.tables[n] for n in _ENGINE_TABLES), es.humans, st.bodies[0], st.combats[0]]
+    # the tables' pack plan, section keys and heads, kept per Game while its tables'
+    # columns (the seven's: the Game's, in _game_columns' order) and capacities are the same
+    caps = [int(ts.capacity) for ts in saved] + [t[2] for t in fight]
+    fcols = [t[1] for t in fight]
     cols = _game_columns(game)
-    tables = [(name, cols[name], int(ts.capacity), ts.block) for name, ts in saved.items()]
-    tables += fight
-    packed, ends = pack_all([t[1:] for t in tables])
+    cache = cache_of(game)
+    kept = cache.packing
+    if kept is None or kept[0] != caps or kept[2] is not cols or len(kept[1]) != len(fcols) or \
+            any(a is not b for a, b in zip(kept[1], fcols)):
+        names = [*cols, *(t[0] for t in fight)]
+        layouts = [*zip(cols.values(), caps), *((t[1], t[2]) for t in fight)]
+        kept = cache.packing = (caps, fcols, cols, pack_plan(layouts),
+                                [(_TABLE_KEY[n], _table_head(c, cap)) for n, (c, cap) in zip(names, layouts)])
+    packed, ends = pack_with(kept[3], [*(ts.block for ts in saved), *(t[3] for t in fight)])
     raw = packed.data
+    # (assemble's form, written here in one pass: the plain sections, then each table's
+    # head and its packed rows, which lie one after another in ``raw``)
+    parts: list = [b"", config, _meta_bytes(game, st), counts, values]
+    off = _ENTRY.size * (len(_PLAIN_KEYS) + len(caps))
+    entries: list = []
+    for key, data in zip(_PLAIN_KEYS, parts[1:]):
+        n = len(data)
+        entries += (key, off, n)
+        off += n
     start = 0
-    for (name, cols, cap, _), end in zip(tables, ends.tolist()):
-        sections.append((_SECTION_NAME[name], (_table_head(cols, cap), raw[start:end])))
+    for (key, head), end in zip(kept[4], ends.tolist()):
+        n = len(head) + end - start
+        entries += (key, off, n)
+        parts += (head, raw[start:end])
+        off += n
         start = end
-    return assemble(sections, _version(), config_sha)
+    parts[0] = _directory(len(entries) // 3).pack(*entries)
+    payload = b"".join(parts)
+    return HEADER.pack(MAGIC, FORMAT, HEADER.size, _VERSION_FIELD, config_sha, len(entries) // 3, 0, off,
+                       zlib.crc32(payload)) + payload
 
 
 _SECTION_NAME = {name: f"table.{name}" for name in TABLES}
+_TABLE_KEY = {name: f"table.{name}".encode("ascii") for name in TABLES}
+_PLAIN_KEYS = (b"config", b"meta", b"counts", b"values")      # the plain sections, in the file's order
+_VERSION_FIELD = _version().encode("ascii")[:16]
 _TABLE_SECTIONS = frozenset(_SECTION_NAME.values())
 _U32 = struct.Struct("<I")
 
@@ -557,8 +597,16 @@ def _values_section(game, v: dict, texts: list) -> bytes:
     kept = cache.texts_bytes
     if kept is None or kept[0] != texts:
         kept = cache.texts_bytes = (list(texts), plaindata.encode({"texts": [str.__str__(t) for t in texts]}))
-    return _values_joined((plaindata.encode(v["engine"]), kept[1], _fight_bytes(cache, v["fight"]), got[1],
-                           _log_bytes(cache, v["fight_log"])))
+    engine = v["engine"]
+    plain = cache.engine_bytes
+    if plain is None or plain[0] is not engine:         # (_file_engine's kept values: their bytes kept too)
+        plain = cache.engine_bytes = (engine, plaindata.encode(engine))
+    blobs = (plain[1], kept[1], _fight_bytes(cache, v["fight"]), got[1], _log_bytes(cache, v["fight_log"]))
+    last = cache.values_bytes                           # (the same values' bytes as the last section's: it)
+    if last is not None and all(a is b for a, b in zip(last[0], blobs)):
+        return last[1]
+    cache.values_bytes = (blobs, _values_joined(blobs))
+    return cache.values_bytes[1]
 
 
 def _fight_bytes(cache: SnapCache, c: Any) -> bytes:
@@ -595,8 +643,12 @@ def _log_bytes(cache: SnapCache, c: Any) -> bytes:
     texts = c[2]
     got = cache.log_bytes
     if got is None or got[0] != texts:
-        got = cache.log_bytes = (list(texts), plaindata.encode([str.__str__(t) for t in texts]))
-    return b"".join((_LOG_HEAD, plaindata.encode(c[0]), plaindata.encode(c[1]), got[1]))
+        got = cache.log_bytes = (list(texts), plaindata.encode([str.__str__(t) for t in texts]), None)
+    elif got[2] is not None and got[2][0] == c[0] and got[2][1] == c[1]:
+        return got[2][2]                              # (the same head and count: the same bytes)
+    raw = b"".join((_LOG_HEAD, plaindata.encode(c[0]), plaindata.encode(c[1]), got[1]))
+    cache.log_bytes = (got[0], got[1], (c[0], c[1], raw))
+    return raw
 
 
 _LOG_HEAD = b"\x08" + struct.pack("<I", 3)
@@ -629,6 +681,9 @@ def values_of(sec: bytes, kept: bool = False) -> dict:
     bytes, so that the same bytes as the last read give the same value, which no reader
     writes to (a state's values are only ever read). Rejected (_Refused naming the field): a section that is not a map of VALUES'
     names to bytes, a value's bytes that are not one plain value."""
+    whole = _VALUES_WHOLE[0]
+    if kept and whole is not None and whole[0] == sec:      # (the section of the last file read: its values)
+        return dict(whole[1])
     try:
         outer = plaindata.decode(sec)
     except plaindata.PlainDataError as e:
@@ -650,11 +705,14 @@ def values_of(sec: bytes, kept: bool = False) -> dict:
             raise _Refused(f"values.{k}: {e}") from None
         last[k] = (raw, val)
         out[k] = val
+    if kept:
+        _VALUES_WHOLE[0] = (sec, dict(out))
     return out
 
 
 # name -> (the bytes of the value read last, the value): ``values_of``'s
 _VALUES_READ: dict = {}
+_VALUES_WHOLE: list = [None]      # (the values section read last, its values): ``values_of``'s
 
 
 def _file_engine(game, st) -> tuple[dict, bytes]:
@@ -671,8 +729,10 @@ def _file_engine(game, st) -> tuple[dict, bytes]:
     ts = es.tables["tasks"]
     lay = _task_layout(ts.capacity)
     off, dt, shape = lay["type"]
-    dirs = np.ndarray(shape, dt, ts.block, off) == 13
-    if dirs.any():                                   # (rare: the check over the rows in use then)
+    # a direction task's row (rare: the check over the rows in use then); the type column
+    # is one byte a row, searched as bytes
+    assert dt.itemsize == 1
+    if ts.block.data[off:off + shape[0]].tobytes().find(_DIRECTION_BYTE) >= 0:
         S.engine_plain(es, _name_of_instance, True)
     h = es.humans
     pool, (rows, odd), (refused, wraps, failed), stepped, stats, (values, uses, free) = es.player
@@ -682,6 +742,22 @@ def _file_engine(game, st) -> tuple[dict, bytes]:
     if wraps or failed:
         raise S.NoPlainForm("the step's wrap callbacks or failures are pending: save between two updates")
     kernel_humans, pair_changes, leaving, instances = es.batch
+    bodies, combats = owner_columns(game, st.names, (st.bodies[1], st.bodies[0].capacity),
+                                    (st.combats[1], st.combats[0].capacity))
+    counts = counts_raw(h.gen, h.free, uses, free, np.asarray(rows, _I8).reshape(-1, 2) if len(rows) else _NO_PAIRS,
+                        bodies, combats, pool[0], int(pool[1]), (int(stats[0]), int(stats[1])), int(kernel_humans),
+                        int(pair_changes), st.updates_run, st.update, st.entity_next)
+    # the engine's values as the last file wrote them while they are the same objects (a
+    # saved state's lists are never written to; the callbacks table and the step give the
+    # same lists again while nothing changed), the humans sit on the same rows (each row's
+    # instance serial: an instance's serial is never another's) and no human leaves or
+    # waits for a row
+    seats = instances[1].tobytes() if instances.__class__ is tuple else None
+    cache = cache_of(game)
+    got = cache.engine
+    if got is not None and got[0] is values and got[1] is stepped and seats is not None and got[2] == seats and \
+            not leaving and not es.loose:
+        return got[3], counts
     calls: list[Any] = []
     for i, x in enumerate(values):
         if x.__class__ is Callback:
@@ -699,15 +775,12 @@ def _file_engine(game, st) -> tuple[dict, bytes]:
               "leaving": [(int(r), int(g)) for r, g in leaving],
               "instances": [None if i is None else i.name for i in S.seated(instances)],
               "loose": loose}
-    bodies, combats = owner_columns(game, st.names, (st.bodies[1], st.bodies[0].capacity),
-                                    (st.combats[1], st.combats[0].capacity))
-    counts = counts_raw(h.gen, h.free, uses, free, np.asarray(rows, _I8).reshape(-1, 2) if len(rows) else _NO_PAIRS,
-                        bodies, combats, pool[0], int(pool[1]), (int(stats[0]), int(stats[1])), int(kernel_humans),
-                        int(pair_changes), st.updates_run, st.update, st.entity_next)
+    cache.engine = (values, stepped, seats, engine) if not leaving and not loose and seats is not None else None
     return engine, counts
 
 
 _NO_PAIRS = np.zeros((0, 2), np.int64)
+_DIRECTION_BYTE = bytes([EIGHT_CLIPS_TYPE])       # a direction task's type, as its byte
 
 
 def _task_layout(cap: int) -> dict:
@@ -786,26 +859,31 @@ def counts_of(sec: bytes) -> dict:
     got = _COUNTS_HEAD.unpack_from(sec)
     k = len(COUNT_LISTS)
     lens, n_pool = got[:k], got[k]
-    size = _COUNTS_HEAD.size + sum(w * n for w, n in zip(_WIDTH, lens)) + n_pool
+    # (every list's items are one int64, a deferred pair's two: _WIDTH)
+    words = sum(lens) + lens[_PAIRS_AT]
+    size = _COUNTS_HEAD.size + 8 * words + n_pool
     if size != len(sec):
         raise _Refused(f"section counts: lengths {short(got[:k + 1])} take {size} bytes, the section holds {len(sec)}")
     out: dict[str, Any] = dict(zip(COUNTERS, got[k + 1:]))
     off = _COUNTS_HEAD.size
     # the lists lie one after the other: one copy of their int64 items, each list a view of it
-    words = sum(n * (w // 8) for n, w in zip(lens, _WIDTH))
     items = np.frombuffer(sec, _I8, words, off).astype(np.int64)
     at = 0
-    for name, n, w in zip(COUNT_LISTS, lens, _WIDTH):
-        a = items[at:at + n * (w // 8)]
-        out[name] = a if w == 8 else a.reshape(n, 2)
-        at += n * (w // 8)
+    for name, n in zip(COUNT_LISTS, lens):
+        if name == "deferred":
+            out[name] = items[at:at + 2 * n].reshape(n, 2)
+            at += 2 * n
+        else:
+            out[name] = items[at:at + n]
+            at += n
     off += 8 * words
-    flags = np.frombuffer(sec, np.uint8, n_pool, off)
-    if n_pool and int(flags.max()) > 1:
-        raise _Refused(f"counts.pool.out[{int(np.argmax(flags > 1))}]: a flag that is not 0 or 1")
-    out["pool.out"] = flags.astype(np.bool_)
+    flags = bytes(sec[off:off + n_pool])
+    if flags.translate(None, b"\0\1"):                     # (a byte other than 0 and 1)
+        raise _Refused(f"counts.pool.out[{next(i for i, x in enumerate(flags) if x > 1)}]: a flag that is not 0 or 1")
+    out["pool.out"] = np.frombuffer(flags, np.bool_).copy()
     for name in ("updates_run", "update", "entity_next"):
-        need_int(out[name], f"counts.{name}", 0, MAX_COUNTER)
+        if not 0 <= out[name] <= MAX_COUNTER:                 # (int64s: whole numbers)
+            need_int(out[name], f"counts.{name}", 0, MAX_COUNTER)
     return out
 
 
@@ -939,6 +1017,7 @@ class Parsed:
     counts: dict                  # the counts section read (``counts_of``): checked against a Game by to_state
     meta_bytes: bytes             # the meta section as written (a Game keeps its check of the last one)
     counts_bytes: bytes = b""     # the counts section as written (the checksum hashes it)
+    heads: tuple = ()             # each table's rows and declaration, TABLES' order, one after another
 
 
 def parse(data: bytes) -> Parsed:
@@ -1011,6 +1090,7 @@ def parse(data: bytes) -> Parsed:
     meta = {**meta, "updates_run": counts["updates_run"], "update": counts["update"],
             "entity_next": counts["entity_next"]}
     tables = {}
+    heads = []
     head = _TABLE_HEAD.size
     for name in TABLES:
         sec = found[_SECTION_NAME[name]]
@@ -1023,7 +1103,9 @@ def parse(data: bytes) -> Parsed:
             raise _Refused(f"section table.{name}: a declaration of {hl} bytes past the section's end")
         # the declaration is checked against a Game's layout (to_state); the rows are read
         # from the section's bytes where they lie
-        tables[name] = (rows, bytes(sec[head:head + hl]), sec[head + hl:])
+        decl = bytes(sec[head:head + hl])
+        tables[name] = (rows, decl, sec[head + hl:])
+        heads += (rows, decl)
     conf = found["config"]
     last_c = _CONFIG_READ[0]
     if last_c is None or last_c[0] != conf:
@@ -1031,7 +1113,7 @@ def parse(data: bytes) -> Parsed:
     need(last_c[1] == config, "section config",
          "not the configuration the header's digest names")
     return Parsed(ver, config, found["config"], meta, values, found["values"], tables, counts, found["meta"],
-                  found["counts"])
+                  found["counts"], tuple(heads))
 
 
 # ---------------------------------------------------------------- checked against a Game
@@ -1139,18 +1221,21 @@ def _saved(game, name: str, rows: int, cols: bytes, block: bytes) -> Saved:
     return Saved(want, rows, block, _blank(live, want, rows))
 
 
-def _saved_all(game, tables: dict, fight_rules: Any, config_sha: bytes) -> list[Saved]:
+def _saved_all(game, tables: dict, fight_rules: Any, config_sha: bytes, heads: tuple = ()) -> list[Saved]:
     """``_saved`` of each of ROW_TABLES and ``_saved_fight`` of each of FIGHT_TABLES of a
-    parsed file's ``tables``: checked once per Game for each rows and declarations met (a
-    table's columns and defaults are its own for its life; the fight rules' are theirs
-    for their settings, which the configuration's digest covers), then taken as they were
-    while the file's are the same."""
+    parsed file's ``tables`` (``heads``: their rows and declarations, Parsed.heads):
+    checked once per Game for each rows and declarations met (a table's columns and
+    defaults are its own for its life; the fight rules' are theirs for their settings,
+    which the configuration's digest covers), then taken as they were while the file's
+    are the same."""
     st, ctx = game.player.stores, game.ctx
-    key = (st, ctx.bodies, ctx.combats, fight_rules, config_sha, *(tables[name][:2] for name in TABLES))
+    if len(heads) != 2 * len(TABLES):
+        heads = tuple(x for name in TABLES for x in tables[name][:2])
+    key = (st, ctx.bodies, ctx.combats, fight_rules, config_sha, heads)
     cache = cache_of(game)
     got = cache.saved
     if got is not None and got[0] == key:
-        return [Saved(c, t[0], t[2], b) for (c, b), t in zip(got[1], (tables[name] for name in TABLES))]
+        return [Saved(c, t[0], t[2], b) for (c, b), t in zip(got[1], map(tables.__getitem__, TABLES))]
     saved = [*(_saved(game, name, *tables[name]) for name in ROW_TABLES),
              *(_saved_fight(fight_rules, name, *tables[name]) for name in FIGHT_TABLES)]
     # (with each table's _Rows class: the scratch tables' columns read by name)
@@ -1343,7 +1428,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     # -- the tables: their layouts, then every row checked in one pass on a scratch copy
     fight_rules = game.fight if game.fight is not None and hasattr(game.fight, "save_state") else None
     fcols = getattr(fight_rules, "ROW_COLUMNS", None)
-    saved = _saved_all(game, p.tables, fight_rules, mine_sha)
+    saved = _saved_all(game, p.tables, fight_rules, mine_sha, p.heads)
     v = p.values
     need(set(v) == _VALUES_FIELDS, "values",
          "not the fields of a snapshot")
@@ -1357,7 +1442,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     texts = _texts(v["combats"])
     player = game.player
     try:
-        _, blocks = check_saved(saved, hgen=hgen, hfree=hfree, pool_out=pool[0], n_out=pool[1],
+        buf, blocks = check_saved(saved, hgen=hgen, hfree=hfree, pool_out=pool[0], n_out=pool[1],
                                 pool_capacity=player.pool.capacity, facts=_facts(player, len(bank)), dirty=dirty,
                                 dirty_where=_DIRTY_WHERE, entities=entities,
                                 texts=len(texts), names=TABLES,
@@ -1369,16 +1454,19 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     # over by each check, keep their tables and the columns' views made at their first read)
     got = cache.scratch
     if got is not None and got[0] is blocks:
-        scratch = got[1]
+        scratch, bases = got[1], got[2]
     else:
         scratch = {name: _rows_at(cls, sv.capacity, b) for name, sv, b, cls in zip(TABLES, saved, blocks,
                                                                                        cache.saved[2])}
-        cache.scratch = (blocks, scratch)
+        # each of the seven tables' offset in the scratch buffer (the blocks are its slices)
+        at = buf.__array_interface__["data"][0]
+        bases = tuple(b.__array_interface__["data"][0] - at for b in blocks[:len(ROW_TABLES)])
+        cache.scratch = (blocks, scratch, bases)
     hum = scratch["humans"]
     kinds = player.callbacks
     calls = _calls_back(ev["calls"], kinds, cn["calls.uses"], cn["calls.free"], cache)
     try:
-        check_ids(scratch["tasks"], hum, calls[0], calls[1], calls[2], len(bank))
+        check_ids(scratch["tasks"], hum, calls[0], calls[1], calls[2], len(bank), calls[3])
     except StateError as e:
         raise _Refused(f"table.{e}") from None
     states = {name: S.TableState(scratch[name].capacity, scratch[name].block) for name in _ENGINE_TABLES}
@@ -1413,7 +1501,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         need_int(x[1], f"values.engine.leaving[{i}]", 0)
         need(bool(hum.live[x[0]]), f"values.engine.leaving[{i}]", "a human row not in use")
         leaving.append(x)
-    inst_of = {name: game.instance(name) for name in names}
+    inst_of = _instances_of(game, names)
     rows = ev["instances"]
     need(isinstance(rows, list) and len(rows) <= hum.capacity, "values.engine.instances", "not one entry per row")
     seen: set = set()
@@ -1460,9 +1548,10 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     need(held == hum.live.view(np.bool_).tolist(), "values.engine.instances",
          "a human row in use that no human holds and none is leaving")
     es = S.EngineState(states, humans_state,
-                       ((pool[0].copy(), pool[1]), (deferred.copy(), {}), ([], [], []), [a.copy() for a in stepped],
+                       ((pool[0].copy(), pool[1]), (deferred.copy(), {}) if len(deferred) else NO_ENTRIES, ([], [], []), [a.copy() for a in stepped],
                         stats, (calls[0], calls[1].tolist(), calls[2].tolist())),
-                       (b[0], b[1], leaving, instances), loose, None)
+                       (b[0], b[1], leaving, instances), loose, None,
+                       placed=(buf, bases, (scratch["bodies"].capacity, scratch["combats"].capacity)))
     # -- the bodies and the combat rows: their owners by name, finite numbers
     by_entity = {e: n for n, e in names.items()}
     bodies = _owners_back(game, scratch["bodies"], cn["bodies.owner"], by_entity, Body, "bodies")
@@ -1470,14 +1559,16 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     # -- the fight rules and the stateful actions check their own
     fight: Any = v["fight"]
     log: Any = v["fight_log"]
-    need((fight is None) != (fight_rules is not None), "values.fight", "the snapshot was taken " +
-         ("without" if fight is None else "with") + " fight rules")
+    if (fight is None) == (fight_rules is not None):
+        raise _Refused("values.fight: the snapshot was taken " + ("without" if fight is None else "with") +
+                       " fight rules")
     if fight is None:
         need(log is None, "values.fight_log", "a fight log for a Game without fight rules")
         for name in FIGHT_TABLES:
             need(not scratch[name].live.any(), f"table.{name}", "rows in use for a Game without fight rules")
     else:
-        need(fcols is not None, "values.fight", f"the fight rules {type(fight_rules).__qualname__} keep no rows")
+        if fcols is None:
+            raise _Refused(f"values.fight: the fight rules {type(fight_rules).__qualname__} keep no rows")
         assert fight_rules is not None           # a fight saved needs fight rules (checked above)
         try:
             fight = fight_rules.state_of({name: scratch[name] for name in FIGHT_TABLES[:-1]}, fight)
@@ -1485,9 +1576,9 @@ def to_state(game, p: Parsed, state_cls) -> Any:
         except ValueError as e:
             raise _Refused(str(e)) from None
     extras = v["extras"]
-    mine_x = stateful(game)
-    need(isinstance(extras, list) and len(extras) == len(mine_x), "values.extras",
-         f"not the {len(mine_x)} stateful actions of this Game")
+    mine_x = _stateful_kept(game, cache)
+    if not (isinstance(extras, list) and len(extras) == len(mine_x)):
+        raise _Refused(f"values.extras: not the {len(mine_x)} stateful actions of this Game")
     fitted = cache.fitted                    # (an action, its state's exact bytes) checked last
     now: list = []
     for i, (obj, x) in enumerate(zip(mine_x, extras)):
@@ -1508,8 +1599,38 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                      (bodies[0], bodies[1]), (combats[0], combats[1], texts), fight, list(extras), log)
 
 
+def _instances_of(game, names: dict) -> dict:
+    """Each of ``names``' humans' CharacterInstance by name (its Animator's; kept per
+    change of the Game's names while each human has the same Animator)."""
+    cache = cache_of(game)
+    comps = game._entities
+    got = cache.instances
+    if got is not None and got[0] == game.names.version and got[1] is names:
+        for ent, anim, inst in got[2]:
+            c = comps.get(ent)
+            if c is None or c.get(Animator) is not anim or anim.instance is not inst:
+                break
+        else:
+            return got[3]
+    out = {name: game.instance(name) for name in names}
+    cache.instances = (game.names.version, names,
+                       [(ent, comps[ent][Animator], out[name]) for name, ent in names.items()], out)
+    return out
+
+
+def _stateful_kept(game, cache: SnapCache) -> list:
+    """``stateful(game)``, made again only when the lists it reads changed (kept in
+    ``cache``)."""
+    ctx = game.ctx
+    lists = (game.fight, *ctx.state_functions, None, *ctx.actions)
+    got = cache.stateful
+    if got is None or got[0] != lists:
+        got = cache.stateful = (lists, stateful(game))
+    return got[1]
+
+
 def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: Any = None) -> tuple:
-    """The callbacks table's saved (values, uses, free) (the id lists: the counts
+    """The callbacks table's saved (values, uses, free) and check_ids' kinds of its ids (the id lists: the counts
     section's int64 arrays, checked with the tasks' ids by check_ids): each value None (a
     free id), a callback (kind, args) of a kind this Game registered (each callback
     once), or ("", name) a partner's name. ``cache``: the Game's SnapCache, which keeps
@@ -1517,14 +1638,15 @@ def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: A
     where = "values.engine.calls"
     need(isinstance(v, dict) and set(v) == {"values"}, where, "not {values}")
     vals = v["values"]
-    need(isinstance(vals, list) and len(vals) <= MAX_CALLS, f"{where}.values", f"not a list of at most {MAX_CALLS}")
+    if not (isinstance(vals, list) and len(vals) <= MAX_CALLS):
+        raise _Refused(f"{where}.values: not a list of at most {MAX_CALLS}")
     got = cache.calls if cache is not None else None
     if got is not None and got[2] is vals:          # (the values checked last, the same object: see _texts)
-        return list(got[1]), uses, free
+        return list(got[1]), uses, free, got[3]
     exact = _exact(vals) if cache is not None else None
     if exact is not None and got is not None and got[0] == exact:
-        cache.calls = (exact, got[1], vals)
-        return list(got[1]), uses, free
+        cache.calls = (exact, got[1], vals, got[3])
+        return list(got[1]), uses, free, got[3]
     out: list = []
     for i, x in enumerate(vals):
         if x is None:
@@ -1543,9 +1665,10 @@ def _calls_back(v: Any, kinds: Any, uses: np.ndarray, free: np.ndarray, cache: A
             if k in ids:
                 raise _Refused(f"{where}.values[{i}]: the callback of values[{ids[k]}] again")
             ids[k] = i
+    kinds = id_kinds(out)
     if exact is not None:
-        cache.calls = (exact, list(out), vals)
-    return out, uses, free
+        cache.calls = (exact, list(out), vals, kinds)
+    return out, uses, free, kinds
 
 
 def _exact(v: Any) -> bytes | None:
@@ -1595,6 +1718,18 @@ def _owners_back(game, t, col: np.ndarray, by_entity: dict, cls, what: str) -> t
     cap = len(live)
     if len(col) != cap:
         raise _Refused(f"{where}: {len(col)} entries, not one per row of the {cap}")
+    # (a few rows: the owners made of the same column and live flags for the same humans
+    # last time, each human's view still the one found then)
+    key = (col.tobytes(), live.tobytes()) if cap <= 256 else None
+    comps = game._entities
+    kept = cache_of(game).owners_back.get(what)
+    if key is not None and kept is not None and kept[0] == key and kept[1] == by_entity:
+        for e, view in kept[2]:
+            c = comps.get(e)
+            if c is None or c.get(cls) is not view:
+                break
+        else:
+            return S.TableState(t.capacity, t.block), dict(kept[3])
     # (a few rows, as two fighters' tables have, in plain Python; a crowd's thousands in numpy)
     if cap > 256:
         bad = (col >= 0) != live
@@ -1611,7 +1746,6 @@ def _owners_back(game, t, col: np.ndarray, by_entity: dict, cls, what: str) -> t
     ents = col[rows].tolist()
     if len(set(ents)) != len(ents):
         raise _Refused(f"{where}: a human owns two rows")
-    comps = game._entities
     owners = {}
     for r, e in zip(rows, ents):
         if e not in by_entity:
@@ -1620,6 +1754,9 @@ def _owners_back(game, t, col: np.ndarray, by_entity: dict, cls, what: str) -> t
         if view is None:
             raise _Refused(f"{where}[{r}]: {short(by_entity[e])} has no {cls.__name__}")
         owners[r] = view
+    if key is not None:
+        cache_of(game).owners_back[what] = (key, dict(by_entity), [(e, owners[r]) for r, e in zip(rows, ents)],
+                                            dict(owners))
     return S.TableState(t.capacity, t.block), owners
 
 

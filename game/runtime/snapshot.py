@@ -441,14 +441,8 @@ def restore(game, snap: Snapshot) -> None:
     if len(extras) != len(st.extras):
         raise SnapshotError(f"Game.restore: {len(st.extras)} stateful actions saved, this Game runs {len(extras)}")
     ctx = game.ctx
-    if not own:                                      # a snapshot of this Game fits its own tables
-        tables = [(ctx_t, t[0]) for ctx_t, t in ((ctx.bodies, st.bodies), (ctx.combats, st.combats))]
-        if st.engine == "compiled":
-            tables += [(getattr(game.player.stores, n), ts) for n, ts in st.engine_state.tables.items()]
-        for table, ts in tables:
-            if not S.fits(table, ts):
-                raise SnapshotError(f"Game.restore: a saved {type(table).__name__} of {ts.capacity} rows is "
-                                    f"{ts.block.nbytes} bytes, not this engine's layout (another version's columns)")
+    # (a file's state fits this Game's tables: snapfile.to_state made each block of the
+    # file's rows by this Game's own tables' columns, at the file's capacity)
     # -- humans added after the snapshot leave
     moved = False                                    # the crowd's structure changed: the systems' lists go
     if not same:

@@ -44,6 +44,7 @@ from scuffle.game.runtime import schedule
 from scuffle.game.runtime import snapfile as _snapfile
 from scuffle.game.runtime import snapshot as _snap
 from scuffle.game.runtime.snapshot import Snapshot, SnapshotError
+from scuffle.systems.crowd import entity_parts
 from scuffle.systems.context import HandlerError, SimContext
 from scuffle.systems.motion import to_world
 
@@ -383,15 +384,15 @@ class Game:
                 inst = RefInstance(anim_set, name, handle=ent, record=record)
             else:
                 inst = CharacterInstance(anim_set, name, record, handle=ent)
-            parts: dict[type, Any] = {}
-            for comp in (Name(name), Animator(inst), record, PoseRef(), RangeRecords(anim_set.range_list),
-                         AnimSetRef(anim_set),
-                         Body(position=np.array(position, dtype=np.float64), heading=float(heading),
-                              table=self.ctx.bodies),
-                         Combat(health=health, max_health=health, table=self.ctx.combats), FiredEvents()):
+            comps = (Name(name), Animator(inst), record, PoseRef(), RangeRecords(anim_set.range_list),
+                     AnimSetRef(anim_set),
+                     Body(position=np.array(position, dtype=np.float64), heading=float(heading),
+                          table=self.ctx.bodies),
+                     Combat(health=health, max_health=health, table=self.ctx.combats), FiredEvents())
+            for comp in comps:
                 esper.add_component(ent, comp)
-                parts[type(comp)] = comp
-            crowd.join(ent, parts)
+            # the Game's look-ups read esper's own dict of the entity (no second one a human)
+            crowd.join(ent, entity_parts(ent, comps))
             crowd.absorb()                    # the world's changes so far: this join's
         self.names[name] = ent
         if fresh:                             # humans()' list follows: the newcomer in its place

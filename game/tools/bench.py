@@ -913,13 +913,15 @@ def _install_stage_timers(game, stages: dict, stages_cpu: dict, kernels: dict, k
 
 
 def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd: str = "light", seed: int = 1,
-         settle: bool = True, stage_pass: bool = True, threads: int = 1):
+         settle: bool = True, stage_pass: bool = True, threads: int = 1, layout: bool = False):
     """Build the crowd, warm it up, settle the collector, then time ``updates`` whole
     updates with nothing of the bench's inside them (the per-update figures, the
     collector's, and every figure of the crowd's state: the checksum, the counts, the
     stack shapes, the pool's leak), then (``stage_pass``) ``updates`` more with every
     system, stage and kernel wrapped by a timer (their shares and ms: each timer costs
-    about a microsecond, which the first pass's figures do not carry)."""
+    about a microsecond, which the first pass's figures do not carry); with ``layout``
+    (compiled, one thread) last the kernels on the crowd's rows as they lie and
+    renumbered into walk order (game.tools.layout.layout_pass: ``layout``)."""
     compiled = engine == "compiled"
     game = build_crowd(n, crowd, engine, seed, threads)
     player = game.player
@@ -1065,6 +1067,9 @@ def _run(n: int, updates: int, engine: str = "compiled", warmup: int = 5, crowd:
             extra.update(_snapshot_costs(game))
             if n <= 2:
                 extra.update(_rollback_costs(game))
+            if layout:
+                from scuffle.game.tools.layout import layout_pass
+                extra["layout"] = layout_pass(game)
         total = sum(stages.get(nm, 0.0) for nm in names)
         return times, cpu, stages, total, shapes, leak, extra
     finally:
@@ -1614,13 +1619,14 @@ def _crowd_memory(n: int, updates: int, crowd: str, seed: int, threads: int, set
 
 
 def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crowd: str = "light",
-              seed: int = 1, settle: bool = True, threads: int = 1, memory: bool = True) -> dict:
+              seed: int = 1, settle: bool = True, threads: int = 1, memory: bool = True, layout: bool = False) -> dict:
     """Run the benchmark for one crowd size; returns the report dict (module docstring);
     ``settle`` calls scuffle.settle after the build and the warm-up (``gc_settled``: the
     objects it froze); ``threads`` the compiled engine's (PlayerOptions.threads; the
     reference engine runs on one); ``memory`` also runs the crowd alone in a fresh
-    process for its peak memory (``crowd_memory``: a few seconds more). Rejected: an
-    unknown crowd (ValueError naming it)."""
+    process for its peak memory (``crowd_memory``: a few seconds more); ``layout`` also
+    times the kernels on the crowd's rows renumbered into walk order (``layout``:
+    game.tools.layout). Rejected: an unknown crowd (ValueError naming it)."""
     from scuffle.anim.playback.warmup import compile_kernels
 
     if crowd not in CROWDS:
@@ -1631,7 +1637,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     pose_us, pose_cpu_us = _pose_pipeline(max(humans, 1000))
     anchor = run_anchor(max(humans, 1000))
     times, cpu, stages, total, shapes, leak, extra = _run(humans, updates, "compiled", crowd=crowd, seed=seed,
-                                                          settle=settle, threads=threads)
+                                                          settle=settle, threads=threads, layout=layout)
     compiled_peak_mb = extra.pop("run_peak_mb", None) or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     crowd_mb = _crowd_memory(humans, updates, crowd, seed, threads, settle) if memory else None
     scalar_updates = scalar_updates if scalar_updates is not None else max(3, min(updates, 2000 // max(1, humans) + 3))
@@ -1840,7 +1846,7 @@ def fit_line(reports: list[dict], key: str = "cpu_ms_per_update") -> tuple[float
 
 
 def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: str = "light",
-           seed: int = 1, settle: bool = True, threads: int = 1, progress=None) -> list[dict]:
+           seed: int = 1, settle: bool = True, threads: int = 1, progress=None, layout: bool = False) -> list[dict]:
     """One fresh process per crowd size (so each peak memory is its own); ``progress`` (a
     text stream) gets a line per size and dots while it runs."""
     import subprocess
@@ -1854,6 +1860,8 @@ def _sweep(sizes: list[int], updates: int, scalar_updates: int | None, crowd: st
             cmd += ["--scalar-updates", str(scalar_updates)]
         if not settle:
             cmd.append("--no-settle")
+        if layout:
+            cmd.append("--layout")
         if progress is not None:
             print(f"scuffle bench: {n:,} humans ({i} of {len(sizes)}, a process of its own)", end=" ",
                   file=progress, flush=True)
@@ -1886,6 +1894,10 @@ def bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-settle", action="store_true",
                    help="do not call scuffle.settle() after building the crowd (the garbage collector "
                         "then walks the whole loaded world in its full collections)")
+    p.add_argument("--layout", action="store_true",
+                   help="also time the step and pose kernels on the crowd's rows renumbered into the walk's "
+                        "order beside the rows as they lie (the same update, in turns), with the walk's "
+                        "scatter (docs/performance.md, 'The kernels per human')")
 
 
 def _print_one(r: dict, out) -> None:
@@ -1918,6 +1930,16 @@ def _print_one(r: dict, out) -> None:
           f"{100 * r.get('gc_share', 0.0):.1f}% of the update; "
           + (f"after scuffle.settle() froze {settled} objects)" if settled is not None
              else "not settled: --no-settle)"), file=out)
+    lay = r.get("layout")
+    if lay:
+        sc = lay["scatter"]
+        print(f"the kernels' walk (one update, CPU us per human, medians): as the rows lie step_stacks "
+              f"{lay['as_they_lie_us']['step']}, pose_stacks {lay['as_they_lie_us']['pose']}; renumbered into walk "
+              f"order {lay['walk_order_us']['step']}, {lay['walk_order_us']['pose']} (the same bits: "
+              f"{lay['same_bits']}); successive task rows {sc['tasks']['mean_distance']} rows apart on average, "
+              f"{sc['tasks']['near_share']:.1%} within 8; {sc['lines_per_human']} cache lines a human "
+              f"({lay['scatter_walk_order']['lines_per_human']} in walk order); the tables {sc['tables_mb']} MB",
+              file=out)
     if "kernel_ms" in r:
         ks = ", ".join(f"{k} {v}" for k, v in r["kernel_ms"].items())
         kc = ", ".join(f"{k} {v}" for k, v in r.get("kernel_cpu_ms", {}).items())
@@ -1987,13 +2009,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if len(sizes) == 1:
         load0 = os.getloadavg()[0]
         r = run_bench(sizes[0], args.updates, args.scalar_updates, crowd=crowd, seed=seed,
-                      settle=not getattr(args, "no_settle", False), threads=threads)
+                      settle=not getattr(args, "no_settle", False), threads=threads,
+                      layout=getattr(args, "layout", False))
         r["load"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
         _print_one(r, text)
         runs = [r]
     else:
         runs = _sweep(sizes, args.updates, args.scalar_updates, crowd, seed, not getattr(args, "no_settle", False),
-                      threads, progress=sys.stderr)
+                      threads, progress=sys.stderr, layout=getattr(args, "layout", False))
         for one in runs:
             _print_one(one, text)
         fixed, slope = fit_line(runs)

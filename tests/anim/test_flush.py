@@ -493,6 +493,59 @@ def test_the_flush_kernel_marks_the_rows_holding_callback_ids():
     assert len(ts.calls) == 0
 
 
+def test_a_stops_few_rows_keep_their_free_handles_for_reuse():
+    """The few rows a callback's stop gives back (read one by one, no numpy call) lose
+    their handles as a crowd's rows do: each handle nothing else holds goes to the spare
+    list of its class (the next constructor takes it), one the caller holds or a weak
+    reference names stays out, every ``views`` slot of a row given back is emptied, and
+    the callback ids of the stops' tasks are let go."""
+    import weakref
+
+    from scuffle.anim.playback.tasks import ClipTask
+
+    aset = demo_set()
+    p = Player()
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(5)]
+    p.callbacks.register("note", lambda inst: None)
+    clips = [p.clip(h, CLIP, p.loop(h, IDLE), on_end=Callback("note", ()) if i in (1, 3) else None)
+             for i, h in enumerate(hs)]
+    for h, c in zip(hs, clips):
+        p.change(h, c, 0.0)
+    p.step(hs)
+    p.flush()                                         # the changes' fades released
+    rows = [c.trow for c in clips]
+    free_ids = {id(clips[i]) for i in (0, 2, 4)}
+    held = clips[1]                                   # the caller keeps this one
+    ref = weakref.ref(clips[3])                       # and a weak reference names this one
+    del clips, c
+    ts = p.stores.tasks
+    spare = ts.spare[ClipTask]
+    spare.clear()
+    few = []
+    orig = Player._few_rows_back
+
+    def spy(tasks, marked, keyed):
+        few.append(list(marked))
+        return orig(tasks, marked, keyed)
+    Player._few_rows_back = staticmethod(spy)
+    try:
+        for _ in range(60):
+            p.step(hs)
+            p.flush()
+            if hs[0].released == [CLIP]:
+                break
+    finally:
+        Player._few_rows_back = staticmethod(orig)
+    assert [h.released for h in hs] == [[CLIP]] * 5
+    assert len(few) >= 3                              # the first call and a resume after each stop
+    assert sum(r < 0 for part in few for r in part) == 2      # the two stops' rows, keyed
+    assert {id(t) for t in spare} >= free_ids
+    assert all(t is not held and t is not ref() for t in spare)
+    assert all(ts.views[r] is None for r in rows)
+    assert len(ts.calls) == 0
+    assert held.trow == rows[1] and ref() is None   # the weakly named one let go, not kept
+
+
 def test_a_resume_runs_on_the_inputs_the_rounds_first_call_checked():
     """FlushJob.resumes: inputs that are the very objects the job last found good but for
     an entry range inside the one checked (a resume after a callback's stop) need no

@@ -113,6 +113,33 @@ def test_fired_places_is_known_only_for_the_list_just_stepped():
         assert p.batch.fired_places(twice) is None and p.batch.fired_places(insts) is None
 
 
+def test_a_crowds_fired_places_stay_the_steps_array_until_entries_are_read():
+    """In a crowd (its column path) the step keeps who fired as the int64 array its status
+    gave (BatchEngine.fired_at: no Python int per human that fired), equal to
+    fired_places' list; ctx.fired holds that array until its entries are read, and a
+    rows handler's entities come from it without any entry made."""
+    import numpy as np
+
+    with event_game(40) as g:
+        got: list = []
+        g.on_rows(None, lambda ctx, rows: got.append(rows.entities.tolist()))
+        arrays = 0
+        for _ in range(25):
+            g.step()
+            insts = g.ctx.crowd.instances
+            ks = g.player.batch.fired_at(insts)
+            assert ks is not None and list(ks) == g.player.batch.fired_places(insts)
+            fired = g.ctx.fired
+            if len(ks):
+                assert isinstance(ks, np.ndarray) and ks.dtype == np.int64
+                assert fired.places is ks and fired._list is None     # no entry made by the systems
+                assert set(got[-1]) == {g.ctx.crowd.entities[k] for k in ks.tolist()}
+                arrays += 1
+                assert [(e, i) for e, _, i in fired] == _fired_by_scan(g)    # entries made now, the same
+                assert isinstance(fired.places, list)
+        assert arrays > 5
+
+
 def _events_of(insts) -> list:
     return [[(fe.anim_id, fe.event.frame, int(fe.event.type)) for fe in inst.events] for inst in insts]
 

@@ -674,3 +674,31 @@ def test_the_kept_plain_forms_of_the_fights_and_logs_counters_are_their_own_byte
         assert F._fight_bytes(cache, c) == plaindata.encode(c)
     for c in ([0, 3, ["p1", "hit"]], [1, 3, ["p1", "hit"]], [1, 3, ["p1", "hit", "p2"]], [1, 3, ["p1", "hit"]]):
         assert F._log_bytes(cache, c) == plaindata.encode(c)
+
+
+def test_a_files_tables_load_in_one_copy_into_the_arena_and_one_by_one_where_they_lie_otherwise(pair):
+    """A file's seven checked tables go into the Game's arena in one copy when its tables
+    lie there as the file's do, and one table at a time when they do not (no arena laid
+    out yet, a table grown out of it): the same state either way, running on alike."""
+    a, b = pair
+    data = a.snapshot().to_bytes()
+    b.restore(Snapshot.from_bytes(data))             # (no snapshot of b yet: no arena laid out)
+    assert b.checksum() == a.checksum()
+    b.snapshot()                                     # b's tables laid out side by side
+    arena = b._snapshot_plan.arena
+    assert arena.whole()
+    for _ in range(5):
+        b.step()
+    assert b.checksum() != a.checksum()
+    b.restore(Snapshot.from_bytes(data))
+    assert arena.whole() and all(t.block is blk for t, blk in zip(arena.tables, arena.blocks))
+    assert b.checksum() == a.checksum()
+    tasks = b.player.stores.tasks
+    tasks.reserve(tasks.capacity + 1)                # grown: its block leaves the arena
+    assert not arena.whole()
+    b.restore(Snapshot.from_bytes(data))
+    assert tasks.capacity == a.player.stores.tasks.capacity and b.checksum() == a.checksum()
+    for _ in range(30):
+        a.step()
+        b.step()
+        assert b.checksum() == a.checksum()

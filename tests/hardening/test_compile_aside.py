@@ -113,10 +113,10 @@ def test_install_copies_the_files_into_an_empty_folder(tmp_path):
     assert _read_index(dst / f"{base}.nbi") == (numba.__version__, (("stamp", 7), {("sig", 1): f"{base}.1.nbc"}))
 
 
-def test_install_unpickles_only_this_users_own_files(tmp_path):
+def test_install_reads_only_this_users_own_files(tmp_path):
     """A source folder or index another user could write installs nothing; a target
     index another user could write is replaced, never read (numba's cache files are
-    pickles: only this user's own are loaded)."""
+    pickles numba loads: only this user's own are taken)."""
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
     dst.mkdir()
@@ -205,6 +205,11 @@ def test_a_first_step_on_a_cold_cache_takes_the_pose_kernel_from_the_child(tmp_p
     one = json.loads(first["stdout"].strip().splitlines()[-1])
     assert [(a["kernel"], a["ok"]) for a in one["aside"]] == [("pose_stacks", True)]
     assert (one["pose_hits"], one["pose_misses"]) == (1, 0)       # loaded from the cache, not compiled here
+    # where the wall went: the child's stages from its spawn, in order, and the parent's wait
+    stages = one["aside"][0]["child_stages_s"]
+    assert list(stages) == ["started", "imported", "compiled", "installed"], stages
+    assert 0 <= stages["started"] <= stages["imported"] <= stages["compiled"] <= stages["installed"]
+    assert stages["installed"] <= one["aside"][0]["child_s"] and one["aside"][0]["waited_s"] >= 0
     assert one["cached"]                                           # every kernel the step calls is cached
     # root motion compiled once: while the child ran (coldstart.meanwhile) for StateUpdate's very types, or after
     assert len(one["motion"]) == 1 and one["aside"][0]["meanwhile"] in ([], ["root_motion_step"]), one["aside"]

@@ -171,10 +171,14 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("game/net/session.py", "wall-clock", "time.process_time"): _NET,
     ("game/tools/bench.py", "wall-clock", "time.perf_counter"): _BENCH,
     ("game/tools/bench.py", "wall-clock", "time.process_time"): _BENCH,
+    ("game/tools/layout.py", "wall-clock", "time.process_time"): _BENCH,
     ("anim/playback/batch.py", "wall-clock", "time.thread_time"):
         "the threaded step and pose time each chunk on its thread's CPU clock to choose where the "
         "next chunks are cut (anim.engine.crowd.Balance); the engine merges the chunks in human "
         "order, so no result depends on the cuts (tests/anim/test_threads.py cuts them at random)",
+    ("anim/engine/coldstart.py", "wall-clock", "time.perf_counter"):
+        "the cold start stamps the stages of the child that compiles a kernel aside and the "
+        "stepping process's wait for it (ASIDE_LOG, the bench's report); no stamp reaches the world",
     ("game/tools/warm.py", "wall-clock", "time.perf_counter"):
         "scuffle warm prints how long compiling (or loading) the kernels took; the time goes "
         "nowhere else",
