@@ -1090,7 +1090,7 @@ def parse(data: bytes) -> Parsed:
     meta = {**meta, "updates_run": counts["updates_run"], "update": counts["update"],
             "entity_next": counts["entity_next"]}
     tables = {}
-    heads = []
+    heads: list[Any] = []
     head = _TABLE_HEAD.size
     for name in TABLES:
         sec = found[_SECTION_NAME[name]]
