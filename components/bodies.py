@@ -56,18 +56,26 @@ def flat_views(table: Table, names: tuple[str, ...]) -> tuple:
     """Flat memoryviews of a table's (N, 3) float64 columns ``names`` (row r's x y z at
     3r, 3r+1, 3r+2), for the per-update loops' reads and writes of a few rows without a
     numpy row view per access: kept on the table (``m_flat``, not state: an "m_" name is
-    never saved or copied) and made again when the table's arrays were replaced
-    (``table.layout``, the tables' layout signal: it grew, a restore). In: the table and the names (a tuple,
-    the cache's key). Out: one memoryview per name, in that order."""
-    kept: tuple[int, dict[tuple[str, ...], tuple]] | None = table.__dict__.get("m_flat")
-    epoch = table.layout
-    if kept is None or kept[0] != epoch:
-        kept = (epoch, {})
+    never saved or copied) with the arrays they view, and made again when one of those is
+    no longer the table's (it grew, a restore gave it a block of another size). In: the
+    table and the names (a tuple, the cache's key). Out: one memoryview per name, in that
+    order."""
+    kept: dict[tuple[str, ...], tuple] | None = table.__dict__.get("m_flat")
+    if kept is None:
+        kept = {}
         object.__setattr__(table, "m_flat", kept)
-    got = kept[1].get(names)
-    if got is None:
-        got = kept[1][names] = tuple(memoryview(getattr(table, name).reshape(-1)) for name in names)
-    return got
+    got = kept.get(names)
+    if got is not None:
+        arrays = got[0]
+        for k, name in enumerate(names):
+            if arrays[k] is not getattr(table, name):
+                break
+        else:
+            return got[1]
+    arrays = tuple([getattr(table, name) for name in names])
+    views = tuple([memoryview(a.reshape(-1)) for a in arrays])
+    kept[names] = (arrays, views)
+    return views
 
 
 class BodyFieldError(ValueError):

@@ -157,11 +157,6 @@ class EventDispatch(esper.Processor):
             crs: Any = []
             gs: Any = []
             types: Any = []                         # span's event types
-            epoch = -1                              # the engine's ``layout`` when these were read:
-            evs: Any = None                         # src_of.fired_maker()
-            tasks: Any = None
-            anim: Any = None
-            ts: Any = None
             fail = ctx.fail
             get = handlers.get
             for ent, fired, inst in visit:
@@ -171,8 +166,6 @@ class EventDispatch(esper.Processor):
                     if src is not src_of:
                         src_of, span = src, src.event_span()
                         n_span, trs, crs, gs, types = span
-                        epoch = src.layout
-                        evs, tasks, anim, ts = src.fired_maker()
                     if hi > n_span:                 # rows past the span (never, but safe): read alone
                         if not default and not any(t in handlers for t in src.fired_types(lo, hi).tolist()):
                             continue
@@ -191,10 +184,9 @@ class EventDispatch(esper.Processor):
                                 continue            # no type of its events has a handler: left as rows
                         # inst.events made from the span (BatchEngine.make_fired's objects, the
                         # anim id and task read now), with no call per human, and handed to
-                        # the handlers of their types as they are made (the span's type)
-                        if epoch != src.layout:         # (a handler grew a table: read again)
-                            epoch = src.layout
-                            evs, tasks, anim, ts = src.fired_maker()
+                        # the handlers of their types as they are made (the span's type); the
+                        # engine's lists read for each human (a handler may have grown a table)
+                        evs, tasks, anim, ts = src.fired_maker()
                         inst._event_rows = None
                         events = inst._events
                         if hi - lo == 1:

@@ -21,7 +21,7 @@ from scuffle.anim.engine.writefirst import write_first
 
 __all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW", "ROW_LINK", "MAX_ROWS", "FRAME_COLUMNS",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
-           "left_world", "DIRECTIONS", "layout_epoch", "block_layout", "TableArena", "ARENA_BYTES", "HUMAN_ROWS"]
+           "left_world", "DIRECTIONS", "LayoutSignal", "block_layout", "TableArena", "ARENA_BYTES", "HUMAN_ROWS"]
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
@@ -166,26 +166,53 @@ block_layout = _layout
 # The arrays of a Table besides its columns that get a fast view (Table.__setattr__).
 _TABLE_ARRAYS = ("live", "gen", "free_rows", "n_free")
 
-# The tables' one "layout changed" signal: counted up whenever an array of a table is
-# replaced (a table grew or was given a block, a column was assigned, a table was
-# unpickled; BatchEngine counts its clip index too): what an engine built from the arrays
-# (the kernels' named tuples, the rows' check) is made again when it moved, instead of
-# comparing the arrays at every call. Read inside anim/ only: each table's ``layout`` is
-# the count at its own last change, and the Player's ``layout`` the latest, for the layers
-# above.
-LAYOUT_EPOCH = [0]
+# The tables' "layout changed" signal: whenever an array of a table is replaced (a table
+# grew or was given a block, a column was assigned, a table was unpickled; BatchEngine
+# counts its clip index too), the table's ``layout`` and its world's signal (its Stores':
+# LayoutSignal) take a new stamp. What an engine built from its world's arrays (the
+# kernels' named tuples, the rows' check, the prepared commands' views) is made again when
+# its world's signal moved, instead of comparing the arrays at every call; another world's
+# tables growing leaves it alone. The stamps come from one count, never given twice in a
+# process, so a reading kept from one world never matches another's. Read inside anim/
+# only: the layers above keep their caches by the arrays they view.
+_STAMPS = itertools.count(1)
 
 
-def layout_epoch() -> int:
-    """The tables' layout signal now (see LAYOUT_EPOCH): equal to an earlier reading while no
-    array of any table has been replaced since."""
-    return LAYOUT_EPOCH[0]
+class LayoutSignal:
+    """One world's "layout changed" signal (see above): ``now`` is the stamp of the last
+    replacement of an array of any table that reports to it (equal to an earlier reading
+    while none was replaced since). A table reports to its own signal until a Stores
+    makes it one of its world's (``join``)."""
+
+    __slots__ = ("now",)
+
+    def __init__(self) -> None:
+        self.now = next(_STAMPS)
+
+    def move(self) -> int:
+        """A new stamp: what was built from the world's arrays is made again."""
+        now = self.now = next(_STAMPS)
+        return now
+
+    def join(self, table) -> None:
+        """Make ``table`` report to this signal (its old signal moves: a cache keyed by it
+        no longer covers the table), and move this one."""
+        old = table.__dict__.get("signal")
+        if old is not None and old is not self:
+            old.move()
+        object.__setattr__(table, "signal", self)
+        object.__setattr__(table, "layout", self.move())
 
 
 def _moved(table) -> None:
-    """Count the layout signal up for ``table`` (an array of it was replaced)."""
-    LAYOUT_EPOCH[0] += 1
-    object.__setattr__(table, "layout", LAYOUT_EPOCH[0])
+    """A new layout stamp for ``table`` and its world's signal (an array of it was replaced)."""
+    stamp = next(_STAMPS)
+    sig = table.__dict__.get("signal")
+    if sig is None:                 # (a table being made: its own signal from its first array on)
+        sig = LayoutSignal()
+        object.__setattr__(table, "signal", sig)
+    sig.now = stamp
+    object.__setattr__(table, "layout", stamp)
 
 
 def block_arrays(columns: dict[str, DTypeLike], cap: int, block: np.ndarray) -> dict[str, np.ndarray]:
@@ -223,8 +250,9 @@ class Table:
     by the world's tables: the callbacks as data), let go when their row is freed.
     ``views`` (the world's task table only): row -> the task object that is its handle, a
     cache (a handle is made on read where it holds none: anim.playback.tasks.task_at); ``clips``
-    (the world's cursor table only): bank index -> its Clip. ``layout``: the tables'
-    layout signal (LAYOUT_EPOCH) when this table's arrays were last replaced.
+    (the world's cursor table only): bank index -> its Clip. ``layout``: the stamp of the
+    last replacement of this table's arrays; ``signal``: the LayoutSignal it reports to
+    (its world's, once a Stores holds it).
     """
 
     views: Any = None               # the world's task table: row -> its task object (a list)
@@ -239,7 +267,7 @@ class Table:
     # a row is taken or given back from Python (the rows keep the order of the calls)
     commands: Any = None
     all_events = False          # the cursor table: type 8 events fire too (PlaceEvents.FIRED)
-    layout = 0                  # LAYOUT_EPOCH when this table's arrays were last replaced
+    layout = 0                  # the layout stamp when this table's arrays were last replaced
 
     def __init__(self, columns: dict[str, DTypeLike], capacity: int = 64, ids: tuple[str, ...] = (),
                  defaults: dict[str, Any] | None = None, calls: CallbackTable | None = None):
@@ -607,7 +635,7 @@ class HumanTable:
     QUEUE_ROWS = 10
     world: Any = None           # a world's table: its Stores (None: a standalone record's private table)
     commands: Any = None        # a world's table: the Player's command buffer (Table.commands)
-    layout = 0                  # LAYOUT_EPOCH when this table's arrays were last replaced
+    layout = 0                  # the layout stamp when this table's arrays were last replaced
     # the fast views (set by __setattr__ with each column) and the two rows' widths
     m_depth: Any
     m_queued: Any
@@ -773,7 +801,7 @@ class TableArena:
     ``gather`` takes it back). A saved copy of ``buf`` with the same ``key`` has every
     table's block at the same place, of the same capacity."""
 
-    __slots__ = ("tables", "buf", "blocks", "key", "spans", "watched", "mv", "_seen")
+    __slots__ = ("tables", "buf", "blocks", "key", "spans", "watched", "mv", "_seen", "_sigs")
 
     def __init__(self, tables) -> None:
         self.tables = tuple(tables)
@@ -782,7 +810,8 @@ class TableArena:
         self.spans: tuple = ()                  # each table's (offset, size) in ``buf``
         self.key = 0
         self.mv: memoryview | None = None       # ``buf``'s bytes (a copy through it skips numpy's dispatch)
-        self._seen = -1                         # the layout signal when the tables were last seen whole
+        self._seen: Any = -1                    # their signals' stamps when the tables were last seen whole
+        self._sigs: tuple = ()                  # the LayoutSignals the tables report to
         # the tables a load looks at beside their bytes (Table.reloaded): a handle cache, or
         # rows a flush gives back unsettled (the task table's)
         self.watched = tuple(t for t in self.tables if isinstance(t, Table) and
@@ -792,12 +821,16 @@ class TableArena:
         """Whether every table's block is still its slice of ``buf``."""
         if self.buf is None:
             return False
-        if self._seen == LAYOUT_EPOCH[0]:       # no table's arrays replaced since (store._moved)
-            return True
+        sigs = self._sigs
+        if sigs and self._seen == (sigs[0].now if len(sigs) == 1 else tuple([s.now for s in sigs])):
+            return True                         # no table's arrays replaced since (store._moved)
         for t, b in zip(self.tables, self.blocks):
             if t.block is not b:
                 return False
-        self._seen = LAYOUT_EPOCH[0]
+        # the signals the tables report to now (a table that joined another since moved
+        # the one it left: seen here)
+        sigs = self._sigs = tuple({id(t.signal): t.signal for t in self.tables}.values())
+        self._seen = sigs[0].now if len(sigs) == 1 else tuple([s.now for s in sigs])
         return True
 
     def gather(self, limit: int | None = None) -> bool:
@@ -822,16 +855,17 @@ class TableArena:
             t._place(b, t.capacity)
             blocks.append(b)
         self.buf, self.blocks, self.spans, self.key = buf, tuple(blocks), tuple(spans), next(_ARENA_KEYS)
-        self.mv, self._seen = buf.data, -1
+        self.mv, self._seen, self._sigs = buf.data, -1, ()
         return True
 
 
 class Stores:
-    """The tables of one world: cursors, fades, gait blends, tasks and humans, and the
+    """The tables of one world: cursors, fades, gait blends, tasks and humans, the
     callbacks their rows name (``calls``: one CallbackTable, shared by the task and
-    human tables)."""
+    human tables), and the world's layout signal (``signal``: a LayoutSignal the five
+    tables report to, moved whenever an array of one of them is replaced)."""
 
-    __slots__ = ("cursors", "fades", "gaits", "tasks", "humans", "calls")
+    __slots__ = ("cursors", "fades", "gaits", "tasks", "humans", "calls", "signal")
 
     def __init__(self, capacity: int = 64):
         self.calls = CallbackTable()
@@ -843,6 +877,9 @@ class Stores:
         self.tasks.world = self
         self.humans = HumanTable(min(capacity, HUMAN_ROWS), self.calls)
         self.humans.world = self
+        self.signal = LayoutSignal()
+        for t in (self.cursors, self.fades, self.gaits, self.tasks, self.humans):
+            self.signal.join(t)
 
 
 class TableCorrupt(RuntimeError):

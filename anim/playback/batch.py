@@ -47,7 +47,7 @@ from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.engine.plan import Bones, pose_tables, scratch_poses
 from scuffle.anim.maths.pose import DTYPE, NUM_BONES, NUM_TAGS, PoseBatch
 from scuffle.anim.engine.stack import CharacterInstance, seated, serial_of
-from scuffle.anim.engine.store import LAYOUT_EPOCH, HumanTable, TableCorrupt, check_rows
+from scuffle.anim.engine.store import HumanTable, TableCorrupt, check_rows
 from scuffle.anim.playback.tasks import TASK_CURSORS, EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
 from scuffle.anim.engine.jobs import AnimIdJob, FlushJob, PoseInputs, PoseJob, StepInputs, StepJob
 from scuffle.anim.engine.trusted import TrustedKernel
@@ -189,8 +189,11 @@ class BatchEngine:
         self._flush_job, self._anim_id_job = FlushJob(self.debug), AnimIdJob(self.debug)
         self._step_out: K.StepBuffers | None = None
         self._pose_args: tuple | None = None
-        self._validated: int = -1              # store.LAYOUT_EPOCH when validate() last ran
-        self._table_key: tuple | int = ()       # store.LAYOUT_EPOCH when _tables() made the tuples
+        # the world's layout signal (store.LayoutSignal: its Stores'), its stamp when validate()
+        # last ran and when _tables() made the tuples
+        self._signal = player.stores.signal
+        self._validated: int = -1
+        self._table_key: tuple | int = ()
         self._cols: tuple = ()
         self._rules_of = self._rules = None     # the PlayerOptions the step's StepRules were made from, and those
         self._skip_of = self._skip_rules = None  # the StepRules a threaded step's chunks' were made from, and those
@@ -508,7 +511,7 @@ class BatchEngine:
         self.k_end = np.array(ends, cur.end.dtype)
         self.k_limit = np.array(limits, cur.limit.dtype)
         self.k_dur = np.array(durs, cur.dur.dtype)
-        LAYOUT_EPOCH[0] += 1                         # the kernels' event index moved
+        self._signal.move()                          # the kernels' event index moved
         self._n_clips = len(clips)
 
     # ---------------------------------------------------------------- checks
@@ -518,13 +521,13 @@ class BatchEngine:
         table grew since the last check, and before every call with SCUFFLE_DEBUG=1."""
         check_rows(self.player.stores, self.e_first, self.e_count, self.e_frame,
                    (int(TaskType.FADE), int(TaskType.GAIT), int(max(TaskType))))
-        self._validated = LAYOUT_EPOCH[0]
+        self._validated = self._signal.now
 
     def _tables(self) -> tuple:
         """The tables as the kernels take them (K.HumanCols, TaskCols, CursorCols, FadeCols,
         GaitCols, EventIndex: named tuples of their columns), made again only when a table's
-        arrays were replaced (it grew; new clips' events: store.LAYOUT_EPOCH), not every update."""
-        key = LAYOUT_EPOCH[0]
+        arrays were replaced (it grew; new clips' events: the world's layout signal), not every update."""
+        key = self._signal.now
         if key != self._table_key:
             st = self.player.stores
             h = self.humans
@@ -540,8 +543,8 @@ class BatchEngine:
 
     def _guard(self) -> None:
         """validate() if a table's arrays were replaced since the last check (it grew, new
-        clips' events: store.LAYOUT_EPOCH; always in debug mode)."""
-        if self.debug or self._validated != LAYOUT_EPOCH[0]:
+        clips' events: the world's layout signal; always in debug mode)."""
+        if self.debug or self._validated != self._signal.now:
             self.validate()
 
     # ---------------------------------------------------------------- the step
@@ -659,7 +662,7 @@ class BatchEngine:
         need = _PAIR_CURSORS * (gaits.capacity - gaits.m_n_free[0])
         if cursors.m_n_free[0] < need:
             cursors.reserve(need)
-        if self.debug or self._validated != LAYOUT_EPOCH[0]:
+        if self.debug or self._validated != self._signal.now:
             self.validate()
         if len(self._status) < n:
             m = max(n, 2 * len(self._status))
@@ -987,7 +990,7 @@ class BatchEngine:
             self._dt32 = float(np.float32(dt))
             self._dt_of = dt
         dt32 = self._dt32
-        H, T, C, F, G, E = self._cols if self._table_key == LAYOUT_EPOCH[0] else self._tables()
+        H, T, C, F, G, E = self._cols if self._table_key == self._signal.now else self._tables()
         start = 0
         if not _COLD[0]:
             _note_cold(self, "step_stacks")
@@ -1391,7 +1394,7 @@ class BatchEngine:
         rows = self._last_rows if seen is not None and instances == seen else self._rows_of(instances)
         if len(lookup.clips) != self._n_clips:
             self._clip_events()
-        if self.debug or self._validated != LAYOUT_EPOCH[0]:
+        if self.debug or self._validated != self._signal.now:
             self.validate()
         if len(self._refused) < n:
             self._refused = np.zeros(max(n, 2 * len(self._refused)), np.int64)
@@ -1400,7 +1403,7 @@ class BatchEngine:
         refused = self._refused
         queued_default = self._queued_default if self.player.options.queued_default is None \
             and not self._queued_set and len(self._queued_default) >= n else self._queued_defaults(instances, rows, n)
-        H, T, C, F, G, E = self._cols if self._table_key == LAYOUT_EPOCH[0] else self._tables()
+        H, T, C, F, G, E = self._cols if self._table_key == self._signal.now else self._tables()
         if not _COLD[0]:
             _note_cold(self, "pose_stacks")
         if ASIDE:
@@ -1417,9 +1420,9 @@ class BatchEngine:
 
     @property
     def layout(self) -> int:
-        """The tables' layout signal (store.LAYOUT_EPOCH: moved whenever a table's arrays or
-        the clips' event index were replaced), for the systems that keep views of them."""
-        return LAYOUT_EPOCH[0]
+        """The stamp of the world's layout signal (store.LayoutSignal: moved whenever an
+        array of one of its tables or the clips' event index was replaced)."""
+        return self._signal.now
 
     # -- its state beside the tables (anim.engine.snapshot)
     def save_state(self, view: bool = False) -> tuple:

@@ -38,7 +38,6 @@ import numpy as np
 from scuffle.anim.base.errors import StaleHandle
 from scuffle.anim.engine import cmdkernel as CK
 from scuffle.anim.engine.stack import CharacterInstance
-from scuffle.anim.engine.store import LAYOUT_EPOCH
 from scuffle.anim.engine.trusted import entry_point
 from scuffle.anim.playback.recipe import _BLENDS, _GAIT, Arg, Command, RecipeError
 
@@ -461,7 +460,7 @@ class CommandColumns:
         while i < n:
             kv = rules._cmd_views
             pool = rules.pool
-            if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[2] is not rules.batch.humans or kv[3] is not pool._out:
+            if kv is None or kv[0] != rules.stores.signal.now or kv[2] is not rules.batch.humans or kv[3] is not pool._out:
                 kv = rules._views()
             if kv is None:                         # not plain blocks: every row through run
                 en[i:] = -1

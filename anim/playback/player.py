@@ -69,7 +69,7 @@ from scuffle.anim.playback.lookup import ClipLookup
 from scuffle.anim.playback.prepared import RecipeRules
 from scuffle.anim.playback.batched import CommandColumns
 from scuffle.anim.playback.stackrules import StackRules
-from scuffle.anim.engine.store import LAYOUT_EPOCH, Stores, Table, layout_epoch
+from scuffle.anim.engine.store import Stores, Table
 from scuffle.anim.engine.writefirst import write_first
 from scuffle.anim.playback.tasks import (ClipTask, FadeTask, GaitTask, HeldFlags, HeldRelease, LoopTask, PlaceEvents,
                                         Task, task_at, viewed_rows)
@@ -654,7 +654,7 @@ class Player:
         tasks = self.stores.tasks
         cv = self._flush_counts
         last = self._flush_last
-        if (resume and last is not None and last[1] == LAYOUT_EPOCH[0] and not eng.debug
+        if (resume and last is not None and last[1] == self.stores.signal.now and not eng.debug
                 and len(self._clips) == eng._n_clips and (buf := last[0].buf).entries is ents
                 and buf.pool_out is self.pool.out):
             inputs = FlushInputs(lo, hi, *last[0][2:])
@@ -669,7 +669,7 @@ class Player:
             eng._flush_release(*inputs)
         else:
             job.run(inputs, eng._flush_release)
-        self._flush_last = (inputs, LAYOUT_EPOCH[0])
+        self._flush_last = (inputs, self.stores.signal.now)
         stop = cv[K.FLUSH_STOP]
         if stop != lo:
             self.pool.n_out -= cv[K.FLUSH_IN]
@@ -703,7 +703,7 @@ class Player:
             ids = self._flush_ids = np.zeros(len(ents), np.int64)
         em = tasks.on_end                           # the callback ids (NO_CALLBACK: none)
         rm = st.humans.on_report
-        key = (LAYOUT_EPOCH[0], ents, ids, freed, self.pool.out, em, rm)
+        key = (self.stores.signal.now, ents, ids, freed, self.pool.out, em, rm)
         args = self._flush_args
         if args is None or any(map(_is_not, key, args[0])):     # the very objects: kept, else made again
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
@@ -929,11 +929,11 @@ class Player:
     # -- the state beside the tables (anim.engine.snapshot)
     @property
     def layout(self) -> int:
-        """The tables' layout signal (anim.engine.store.LAYOUT_EPOCH): equal to an earlier reading
-        while no array of any table was replaced since (a table grew, a restore gave it
-        another size, new clips' events). For the layers above anim/ that keep views of
-        the tables' arrays."""
-        return layout_epoch()
+        """The stamp of this Player's layout signal (its Stores', anim.engine.store.LayoutSignal):
+        equal to an earlier reading while no array of its tables was replaced since (a
+        table grew, a restore gave it another size, new clips' events); another world's
+        tables leave it alone."""
+        return self.stores.signal.now
 
     def save_state(self, into: tuple | None = None, view: bool = False) -> tuple:
         """The Player's values the next update reads beside the tables: the pool's flags

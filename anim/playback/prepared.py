@@ -37,7 +37,7 @@ from scuffle.anim.playback.recipe import (_BLENDS, _CHANGE, _DIRECTION, _GAIT, _
                                           _value, check_params, expand)
 from scuffle.anim.engine.rules import change_room
 from scuffle.anim.engine.stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, TaskPool
-from scuffle.anim.engine.store import LAYOUT_EPOCH, Stores, _fast_view
+from scuffle.anim.engine.store import Stores, _fast_view
 from scuffle.anim.playback.tasks import PICK_SAMPLINGS, WINDOW_RULES, TaskFlags, set_call
 from scuffle.anim.engine.trusted import entry_point
 
@@ -196,7 +196,7 @@ class RecipeRules:
         if self._apply_entry is not None or not kernel_cached("apply_commands", "cmdkernel"):
             return
         kv = self._cmd_views
-        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[2] is not self.batch.humans or kv[3] is not self.pool._out:
+        if kv is None or kv[0] != self.stores.signal.now or kv[2] is not self.batch.humans or kv[3] is not self.pool._out:
             kv = self._views()
         if kv is None:
             return
@@ -295,7 +295,7 @@ class RecipeRules:
         """What the direct path reads and passes to anim.engine.cmdkernel.run_rows: the five
         tables' blocks as its BLOCK_VIEWS, ``lay`` (each array's offset in its block, in
         its own items) and the fast views the Python checks read; kept while no table's arrays were replaced
-        (store.LAYOUT_EPOCH) and the pool's flags are the same array. None when an array
+        (the world's layout signal, store.LayoutSignal) and the pool's flags are the same array. None when an array
         is not a plain view into its table's block (the handle calls then)."""
         st = self.stores
         h = self.batch.humans
@@ -332,7 +332,7 @@ class RecipeRules:
         for t in tables:                             # a table the world replaced: the buffer's hooks on it too
             t.commands = self.commands
         typed = tuple(blocks[ti].view(dt) for ti, dt in CK.BLOCK_VIEWS)
-        kv = self._cmd_views = (LAYOUT_EPOCH[0], st, h, out, ts, typed, lay, h.m_depth, h.m_queued, h.gen,
+        kv = self._cmd_views = (st.signal.now, st, h, out, ts, typed, lay, h.m_depth, h.m_queued, h.gen,
                                 h.m_speed, ts.m_n_free, ts.m_free_rows, (st.cursors, st.fades, st.gaits),
                                 (st.cursors.m_n_free, st.fades.m_n_free, st.gaits.m_n_free))
         # the entry point (_cmd_entry) is kept: every argument types as before (the arrays
@@ -354,7 +354,7 @@ class RecipeRules:
             return None
         pool = self.pool
         kv = self._cmd_views
-        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[2] is not self.batch.humans or kv[3] is not pool._out:
+        if kv is None or kv[0] != self.stores.signal.now or kv[2] is not self.batch.humans or kv[3] is not pool._out:
             kv = self._views()
             if kv is None:
                 return None
@@ -483,7 +483,7 @@ class RecipeRules:
         call checked its room): RuntimeError, the rows before it written."""
         n = buf.n
         kv = self._cmd_views
-        if kv is None or kv[0] != LAYOUT_EPOCH[0] or kv[2] is not self.batch.humans or kv[3] is not self.pool._out:
+        if kv is None or kv[0] != self.stores.signal.now or kv[2] is not self.batch.humans or kv[3] is not self.pool._out:
             kv = self._views()
         if kv is None:
             buf.clear()

@@ -175,8 +175,8 @@ class FighterAI:
         if tick % self.think_every:
             # no decision this update: the two only looked up (one gone raises), as the
             # decision's look-ups would
-            game.component(mine, Body) if isinstance(mine, str) else _entity(game, mine)
-            game.component(theirs, Body) if isinstance(theirs, str) else _entity(game, theirs)
+            game.entity(mine) if mine.__class__ is str else _entity(game, mine)
+            game.entity(theirs) if theirs.__class__ is str else _entity(game, theirs)
             return EMPTY
         me_e = game.entity(mine) if isinstance(mine, str) else _entity(game, mine)
         op_e = game.entity(theirs) if isinstance(theirs, str) else _entity(game, theirs)

@@ -176,12 +176,11 @@ class RowRandom(random.Random):
     # -- the numbers
     def _view(self) -> tuple:
         """(the row's 625 words as a uint32 memoryview, its ``sid`` column's memoryview),
-        kept while the table keeps its arrays (its ``layout`` stamp moves when they are
-        replaced)."""
+        kept while the table keeps the arrays they view (a grown table's are new)."""
         t = self._table
         kept = self._kept
-        if kept is None or kept[0] is not t or kept[1] != t.layout or kept[2] != self._row:
-            kept = self._kept = (t, t.layout, self._row, (memoryview(t.mt[self._row].view(np.uint32)), t.m_sid))
+        if kept is None or kept[0] is not t.mt or kept[1] is not t.m_sid or kept[2] != self._row:
+            kept = self._kept = (t.mt, t.m_sid, self._row, (memoryview(t.mt[self._row].view(np.uint32)), t.m_sid))
         return kept[3]
 
     def state_key(self) -> tuple:

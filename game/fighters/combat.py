@@ -456,7 +456,7 @@ class Fight(Hits):
             self._guarded(item[1], self._hit if item[0] == "window" else self._on_end, *item[1:])
         if self.controllers != self._seated:
             self.seat_controllers()
-        for ctl in list(self.controllers):
+        for ctl in self._seated:                      # (a copy of the list: a controller may change it)
             ctl(self)
         ko, down = self.ko, FightState.DOWN
         ct: Any = None                                # the combat table of the views cv (CombatViews)

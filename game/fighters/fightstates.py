@@ -44,7 +44,7 @@ class FightStates:
 
     def __init__(self) -> None:
         self.fights: list = []
-        # (the fights' parts, the three tables and their layouts, the rows and generations)
+        # (the fights' parts, the three tables and their blocks, the rows and generations)
         self.kept: tuple | None = None
 
     def __call__(self, ctx: Any) -> None:
@@ -63,7 +63,7 @@ class FightStates:
         order, or None when the pass cannot stand for the fights' own functions (another
         rule, the functions replaced, fights on several worlds, two tables of a kind, a
         human twice). Found again only when the world's humans or names changed (the
-        key each fight's ``_parts`` keeps) or a table's arrays were replaced."""
+        key each fight's ``_parts`` keeps) or a table's arrays were replaced (its block is another)."""
         fights = self.fights
         for f in fights:
             if f.locomotion_stop != _MASK or not getattr(type(f)._state_velocities, "one_pass", False):
@@ -74,7 +74,8 @@ class FightStates:
         kept = self.kept
         if kept is not None and kept[0] == key and kept[1] is game._entities and kept[2] == len(fights):
             ct, bt, ht = kept[3]
-            if kept[4] == (ct.layout, bt.layout, ht.layout):
+            blocks = kept[4]
+            if blocks[0] is ct.block and blocks[1] is bt.block and blocks[2] is ht.block:
                 return kept[5]
         ct = bt = ht = None
         cr, br, hr, cg, bg, hg = [], [], [], [], [], []
@@ -98,7 +99,7 @@ class FightStates:
         # the generations as bytes (a human table's are a list: read through one itemgetter)
         got = (ct, bt, ht, np.array(cr, np.intp), np.array(br, np.intp), np.array(hr, np.intp),
                np.array(cg, ct.gen.dtype).tobytes(), np.array(bg, bt.gen.dtype).tobytes(), (itemgetter(*hr), tuple(hg)))
-        self.kept = (key, game._entities, len(fights), (ct, bt, ht), (ct.layout, bt.layout, ht.layout), got)
+        self.kept = (key, game._entities, len(fights), (ct, bt, ht), (ct.block, bt.block, ht.block), got)
         return got
 
     def one_pass(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from scuffle.anim.maths import detmath
 from scuffle.anim.base.limits import INT32_MAX, check_int
 from scuffle.anim.engine.stack import AnimLimitError
-from scuffle.components import NO_ATTACHMENT, HumanRecord
+from scuffle.components import NO_ATTACHMENT, Body, Combat, HumanRecord
 from scuffle.game.fighters.fightdata import (FightFlags, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, GRAB_SEARCH_FACTOR, GRAB_CONE_DEG, HIT_CONE_DEG,
                                              DOWN_UPDATES, reaction_for, _wrap, _bearing, _distance)
@@ -80,12 +80,14 @@ class Hits(Rounds):
         if ca.state == FightState.GRABBING:
             far = aset.range(Move.GRAB_ATTEMPT).far * GRAB_SEARCH_FACTOR
             cands = []
-            for name, e in self.game.humans():
-                if e == a or self.combat(e).state in (FightState.HELD, FightState.DOWN) or \
-                        self.body(e).attachment != NO_ATTACHMENT or self.combat(e).partner >= 0:
+            ba = self.body(a)
+            for e, mine in self._parts():            # (game.humans()' order, no list made)
+                if e == a or mine[Combat].state in (FightState.HELD, FightState.DOWN) or \
+                        mine[Body].attachment != NO_ATTACHMENT or mine[Combat].partner >= 0:
                     continue
-                d = _distance(self.body(a).position, self.body(e).position)
-                if d <= far and abs(_bearing(self.body(a), self.body(e).position)) <= GRAB_CONE_DEG:
+                pe = mine[Body].position
+                d = _distance(ba.position, pe)
+                if d <= far and abs(_bearing(ba, pe)) <= GRAB_CONE_DEG:
                     cands.append((d, e))
             if cands:
                 self._connect(a, min(cands)[1])
@@ -98,11 +100,13 @@ class Hits(Rounds):
         dx, dy = rec.direction
         want = detmath.atan2_deg_s(float(-dx), float(dy)) if (dx or dy) else 0.0
         reach = rec.far if rec.reach > 0 else 0.0
-        for name, e in self.game.humans():
-            if e == a or self.combat(e).state == FightState.DOWN or e in self.ko:
+        ba = self.body(a)
+        for e, mine in self._parts():                # (game.humans()' order, no list made)
+            if e == a or mine[Combat].state == FightState.DOWN or e in self.ko:
                 continue
-            d = _distance(self.body(a).position, self.body(e).position)
-            if d <= reach and abs(_wrap(_bearing(self.body(a), self.body(e).position) - want)) <= HIT_CONE_DEG:
+            pe = mine[Body].position
+            d = _distance(ba.position, pe)
+            if d <= reach and abs(_wrap(_bearing(ba, pe) - want)) <= HIT_CONE_DEG:
                 if self.combat(e).state != FightState.HELD:
                     self.player.pool.require(4)     # the reaction's tasks, before any damage (all or nothing)
                 ca.struck = True

@@ -36,6 +36,11 @@ __all__ = ["Locomotion"]
 _COMBAT_VECS = ("move_dir", "impulse")
 _BODY_VECS = ("state_velocity",)
 
+
+def _viewed(ct, bt) -> tuple:
+    """The arrays the state function's kept views read (the combat and body tables' own now)."""
+    return (ct.gen, bt.gen, ct.move_speed, ct.move_dir, ct.impulse, bt.state_velocity)
+
 # The held bit the walk start and the walk stop hold while they play: bits of the mask the
 # locomotion tests (LOCOMOTION_STILL, "Root motion" L376), so it sets no velocity of its own
 # then and the clip's root velocity alone moves the body. Which of the spec's two "human
@@ -146,8 +151,9 @@ class Locomotion(FightCore):
         """Fill, before the first command, the look-ups a human's fight commands read: its
         set's clip look-up cache (clip, rate, bank index and cursor_proto of every Move the
         set has, found by Move and by int), its gait clips' entries and gait speeds
-        (``_pace_scale``). Caches only: the values a command reads are those it would find
-        itself (the set is registered, so no bank index changes); an id the set lacks is
+        (``_pace_scale``), the range records of its Moves. Caches only: the values a command
+        reads are those it would find itself (the set is registered, so no bank index
+        changes); an id the set lacks is
         left to the command (its own error then). The first command then costs what the
         later ones do (without it the first AI move costs ten times the others)."""
         s = self.inst(ent).anim_set
@@ -172,6 +178,8 @@ class Locomotion(FightCore):
                 p.learn(inst, self._walk_start_command(), 1.0, kept)
         if all(g in s for g in GAIT_IDS[:len(GAITS)]):
             self._pace_scale(s)
+        for m in have:                           # the range records the hits and grabs read (made once each)
+            s.range(m)
 
     def move(self, who: Who, direction: Sequence[float] = (0.0, 1.0), speed: float | None = None, *,
              pace: str | int | None = None, gait: str | int | None = None) -> ActionResult:
@@ -286,15 +294,18 @@ class Locomotion(FightCore):
         hypot, top = detmath.hypot_s, self.player.top
         by_mask = self.locomotion_stop == LocomotionStop.MASK
         # the tables' fast views: kept from call to call while the humans' rows are in the same
-        # two tables and neither's arrays were replaced (each table's ``layout``; not state)
+        # two tables and those still hold the arrays viewed (a grown table's are new; not state)
         kept = self.__dict__.get("_state_views")
-        if kept is not None and kept[0] != (kept[1].layout, kept[2].layout):
-            kept = None
+        if kept is not None:
+            was, ct, bt = kept[0], kept[1], kept[2]
+            if was[0] is not ct.gen or was[1] is not bt.gen or was[2] is not ct.move_speed or \
+                    was[3] is not ct.move_dir or was[4] is not ct.impulse or was[5] is not bt.state_velocity:
+                kept = None
         for e, mine in self._parts():
             c, b = mine[Combat], mine[Body]
             ct, cr, bt, br = c._table, c._row, b._table, b._row
             if kept is None or kept[1] is not ct or kept[2] is not bt:
-                kept = self._state_views = ((ct.layout, bt.layout), ct, bt, ct.m_gen, bt.m_gen, ct.m_move_speed,
+                kept = self._state_views = (_viewed(ct, bt), ct, bt, ct.m_gen, bt.m_gen, ct.m_move_speed,
                                             *flat_views(ct, _COMBAT_VECS), *flat_views(bt, _BODY_VECS))
             _, _, _, cgen, bgen, m_speed, m_dir, m_imp, m_sv = kept
             if cgen[cr] != c._gen or bgen[br] != b._gen:   # a stale view: the descriptors' own error
@@ -313,13 +324,13 @@ class Locomotion(FightCore):
                     # the direction x speed, as numpy's float64 products
                     vel = (m_dir[j] * speed, m_dir[j + 1] * speed, m_dir[j + 2] * speed)
             ix, iy, iz = m_imp[j], m_imp[j + 1], m_imp[j + 2]      # the row's impulse
-            if hypot(ix, iy) > 0.05:
+            if (ix or iy) and hypot(ix, iy) > 0.05:                 # (no push: its length 0)
                 # the push added, as numpy's float64 sums (zeros + the push: 0.0 + x, -0.0 made +0.0)
                 vel = (0.0 + ix, 0.0 + iy, 0.0 + iz) if vel is None else (vel[0] + ix, vel[1] + iy, vel[2] + iz)
                 # in the row: c.impulse * IMPULSE_DECAY, the same bits
                 m_imp[j], m_imp[j + 1], m_imp[j + 2] = ix * IMPULSE_DECAY, iy * IMPULSE_DECAY, iz * IMPULSE_DECAY
-            elif ix or iy or iz or copysign(1.0, ix) + copysign(1.0, iy) + copysign(1.0, iz) != 3.0:
-                m_imp[j] = m_imp[j + 1] = m_imp[j + 2] = 0.0   # (already +0.0 three times: nothing to write)
+            else:                                      # zeros (+0.0 written over -0.0 too)
+                m_imp[j] = m_imp[j + 1] = m_imp[j + 2] = 0.0
             k = 3 * br
             if vel is None:
                 m_sv[k] = m_sv[k + 1] = m_sv[k + 2] = 0.0      # zeros need no check of the setter

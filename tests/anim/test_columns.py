@@ -20,7 +20,7 @@ from scuffle.anim.playback.player import Player
 from scuffle.anim.engine.snapcheck import check_ids
 from scuffle.anim.engine.snapshot import EngineState, TableState, load_engine, save_engine
 from scuffle.anim.engine.stack import CharacterInstance
-from scuffle.anim.engine.store import NO_ROW, HumanTable, Stores, Table, layout_epoch
+from scuffle.anim.engine.store import NO_ROW, HumanTable, LayoutSignal, Stores, Table
 from scuffle.anim.playback.tasks import Task
 from scuffle.game.fighters.moveset import demo_set
 
@@ -143,28 +143,71 @@ def test_no_table_holds_a_dict_keyed_by_row():
 _ABOVE = ("components", "systems", "game", "demo")
 
 
+_SIGNAL_NAMES = ("LAYOUT_EPOCH", "layout_epoch", "LayoutSignal")
+
+
 def test_the_layout_signal_is_not_read_above_anim():
+    """No file above anim/ names the layout signal, nor reads a ``layout`` stamp or a
+    ``signal`` off a table, a Player or an engine (components, systems, game: their caches
+    are kept by the arrays they view; demo/ has a layout of its own, its timeline's)."""
     found = []
     for top in _ABOVE:
         for path in (ROOT / top).rglob("*.py"):
             for node in nodes(path):
                 name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) \
                     else None
-                if name == "LAYOUT_EPOCH":
+                if name in _SIGNAL_NAMES:
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-                if isinstance(node, ast.ImportFrom) and any(a.name == "LAYOUT_EPOCH" for a in node.names):
+                if isinstance(node, ast.ImportFrom) and any(a.name in _SIGNAL_NAMES for a in node.names):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+                if top != "demo" and isinstance(node, ast.Attribute) and (
+                        node.attr == "layout" or
+                        node.attr == "signal" and not (isinstance(node.value, ast.Name) and node.value.id == "signal")):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}")
     assert found == []
 
 
 def test_each_table_and_the_player_tell_when_the_layout_moved():
     p, hs = _world()
-    before, tasks_before = p.layout, p.stores.tasks.layout
-    assert p.batch.layout == p.layout == layout_epoch()
-    cursors = p.stores.cursors.layout
-    p.stores.tasks.reserve(p.stores.tasks.capacity + 1)      # the task table grows: new arrays
-    assert p.stores.tasks.layout != tasks_before and p.layout != before
-    assert p.stores.cursors.layout == cursors                 # another table's arrays stayed
+    st = p.stores
+    before, tasks_before = p.layout, st.tasks.layout
+    assert p.batch.layout == p.layout == st.signal.now
+    assert all(t.signal is st.signal for t in (st.cursors, st.fades, st.gaits, st.tasks, st.humans))
+    cursors = st.cursors.layout
+    st.tasks.reserve(st.tasks.capacity + 1)                    # the task table grows: new arrays
+    assert st.tasks.layout != tasks_before and p.layout != before
+    assert p.layout == st.tasks.layout                         # the world's signal: the latest stamp
+    assert st.cursors.layout == cursors                        # another table's arrays stayed
+
+
+def test_each_world_has_its_own_layout_signal():
+    """A table made or grown elsewhere (another Player's, a table of no world) leaves a
+    world's signal where it was; a stamp is never given twice, so a reading kept from one
+    world never equals another's."""
+    p, hs = _world()
+    q, _ = _world()
+    assert p.stores.signal is not q.stores.signal and p.layout != q.layout
+    before = p.layout
+    q.stores.tasks.reserve(q.stores.tasks.capacity + 1)
+    Table({"x": np.int64}, capacity=4).reserve(100)
+    h = HumanTable(2)
+    for _ in range(5):
+        h.alloc()                                              # grows twice
+    assert p.layout == before and q.layout > before
+    p.stores.gaits.reserve(p.stores.gaits.capacity + 1)
+    assert p.layout != before and p.layout > q.layout
+
+
+def test_a_table_that_joins_another_signal_moves_the_one_it_left():
+    t = Table({"x": np.int64}, capacity=2)
+    own = t.signal
+    was = own.now
+    sig = LayoutSignal()
+    sig.join(t)
+    assert t.signal is sig and own.now != was and t.layout == sig.now
+    at = sig.now
+    t.reserve(t.capacity + 1)
+    assert sig.now != at and t.layout == sig.now
 
 
 # ---------------------------------------------------------------- the snapshot

@@ -166,14 +166,14 @@ def test_freed_rows_come_back_at_the_defaults_few_or_many_and_after_growth():
     taken again, whether a few (one by one, through the fast views it keeps) or many
     given back by a kernel (a write per column at ``settle``), and after the table grew
     (new arrays: the kept views are made again)."""
-    from scuffle.anim.engine.store import LAYOUT_EPOCH, Table
+    from scuffle.anim.engine.store import Table
 
     t = Table({"nxt": np.int64, "rate": np.float32, "on": np.bool_}, capacity=4,
               defaults={"nxt": -1, "rate": 0.0, "on": False})
     for count in (1, 3, 6, 7, 20):
-        before = LAYOUT_EPOCH[0]
+        before = t.signal.now
         rows = [t.alloc_default() for _ in range(count)]
-        grew = LAYOUT_EPOCH[0] != before
+        grew = t.signal.now != before
         for r in rows:
             t.nxt[r], t.rate[r], t.on[r] = 5, 2.5, True
         for r in rows:

@@ -68,25 +68,23 @@ def _capacities(eng) -> tuple:
 
 
 def test_the_engine_checks_after_a_table_grew(crowd):
-    """New humans grow the tables past their capacity: their arrays are replaced (the layout
-    epoch moves on), and the next step runs the check and records the epoch it checked."""
-    from scuffle.anim.engine.store import LAYOUT_EPOCH
-
+    """New humans grow the tables past their capacity: their arrays are replaced (the world's
+    layout signal moves on), and the next step runs the check and records the stamp it checked."""
     p, hs = crowd
     eng = _engine(p)
     p.update(hs)
     caps, checked = _capacities(eng), eng._validated
-    assert checked == LAYOUT_EPOCH[0]
+    assert checked == p.stores.signal.now
     s = hs[0].anim_set
     more = [CharacterInstance(s, f"m{i}") for i in range(200)]
     for h in more:
         p.change(h, p.loop(h, 1), 0.1)
-    assert _capacities(eng) != caps and LAYOUT_EPOCH[0] != checked
+    assert _capacities(eng) != caps and p.stores.signal.now != checked
     calls = []
     real = eng.validate
     eng.validate = lambda: (calls.append(1), real())[1]
     p.update(hs + more)
-    assert calls and eng._validated == LAYOUT_EPOCH[0]
+    assert calls and eng._validated == p.stores.signal.now
 
 
 def _corrupt_and_expect(p: Player, fix, words: str) -> None:

@@ -34,7 +34,6 @@ from scuffle.game.fighters.moves import Move
 from scuffle.game.runtime.trace import iter_trace_records, write_records
 from scuffle.game.tools.bench import build_crowd
 from scuffle.anim.maths import detmath
-from scuffle.anim.engine.store import LAYOUT_EPOCH
 from scuffle.components import Body, BodyTable, Combat
 from scuffle.components.bodies import flat_views
 from scuffle.game.fighters.locomotion import Locomotion
@@ -274,7 +273,7 @@ def _place_attached_by_descriptors(holder, body) -> None:
 
 
 def test_the_glues_fast_views_give_the_descriptors_bits_through_growth_restore_and_removal(monkeypatch):
-    """The state function's kept views (made again when store.LAYOUT_EPOCH moves: the body
+    """The state function's kept views (made again when the tables' arrays are new: the body
     and combat tables grow past 64 rows, a restore) and the placement's rows read through
     fast views give what the descriptors gave, bit for bit, with the placement's crowd path
     taken for the two fighters too (_FEW -1) in the reference run."""
@@ -296,7 +295,7 @@ def test_the_glues_fast_views_give_the_descriptors_bits_through_growth_restore_a
 
 def test_flat_views_follow_the_tables_arrays_and_are_not_state():
     """components.bodies.flat_views: the flat memoryviews of a table's (N, 3) columns read
-    and write its current arrays after it grows (kept until store.LAYOUT_EPOCH moves), and
+    and write its current arrays after it grows (kept while the table holds those arrays), and
     are left out of the table's saved state (an "m_" name)."""
     table = BodyTable(2)
     a = Body(position=(1.0, 2.0, 3.0), table=table)
@@ -366,10 +365,10 @@ def test_events_made_after_a_handler_grows_the_tables_are_the_rows_own():
         grown.clear()
         expected.clear()
         got.clear()
-        epoch = LAYOUT_EPOCH[0]
+        epoch = game.player.layout
         game.step()
         if expected:
-            assert grown and LAYOUT_EPOCH[0] != epoch
+            assert grown and game.player.layout != epoch
         assert got == expected
     assert any(len(v) for v in got.values())
 
