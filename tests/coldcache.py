@@ -11,6 +11,9 @@ test that needs one.
   host runs them (the pose kernel compiled aside in a child, the rest in the background),
   then the same steps in a second process on the cache the first left.
 
+``shared`` serves any other costly product a session makes once (tests/test_typing.py's
+mypy cache).
+
 Every process runs from the test session's working folder, as the tests' own children
 do: numba names a cache's sub-folder after the path the sources were imported from.
 """

@@ -27,6 +27,21 @@ sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
+# The long tests start first: pytest-xdist's worksteal hands each worker a half of the list
+# and lets an idle worker take the unstarted tail of the other's, so a long test left near
+# the end would run alone while the other core idles. Slow and fuzz tests (the cold
+# compiles, subprocess runs, the soak, mypy, the long properties) go first, in their
+# collection order (a module's tests stay together, sharing its fixtures).
+LONG_MARKS = ("slow", "fuzz")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Move the tests marked slow or fuzz to the front (a stable sort: each group keeps
+    its collection order)."""
+    items.sort(key=lambda item: not any(item.get_closest_marker(m) for m in LONG_MARKS))
+
+
 @pytest.fixture(autouse=True)
 def esper_clean(scuffle_worlds):
     """Restore esper's current world and delete every world a test created

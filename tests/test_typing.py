@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from coldcache import shared
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -118,25 +120,49 @@ def test_the_editable_install_is_a_path_mypy_can_follow():
     assert (pkg / "py.typed").is_file() and (pkg / "__init__.py").is_file()
 
 
-def _strict(tmp: Path, name: str, text: str) -> subprocess.CompletedProcess:
-    (tmp / name).write_text(text, encoding="utf-8")
+def _fill_strict_cache(folder: Path) -> dict:
+    """mypy --strict over a host program that imports the installed scuffle and numpy's
+    typing, into ``folder``'s cache (whatever it reports: the tests judge their own runs)."""
+    (folder / "host.py").write_text(GOOD_HOST, encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(folder / ".mypy"),
+                        "--no-error-summary", "host.py"], cwd=folder, capture_output=True, text=True, timeout=900)
+    return {"code": r.returncode}
+
+
+@pytest.fixture(scope="session")
+def strict_cache(tmp_path_factory) -> Path:
+    """A mypy --strict cache of the installed scuffle and numpy's stubs, filled once a
+    session (once across pytest-xdist's workers: coldcache.shared). Each host test runs
+    on its own copy, so it reads what the host imports from the cache instead of checking
+    it again each time; the verdicts are the same as on an empty cache (mypy re-checks
+    any module whose source or options differ from what its cache recorded)."""
+    pytest.importorskip("mypy")
+    return Path(shared(tmp_path_factory, "mypy-strict", _fill_strict_cache)["folder"]) / ".mypy"
+
+
+def _strict_run(tmp: Path, cache: Path, files: list[str]) -> subprocess.CompletedProcess:
+    """mypy --strict over ``files`` in the folder ``tmp``, on a copy of the session's cache."""
+    shutil.copytree(cache, tmp / ".mypy")
     return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp / ".mypy"),
-                           "--no-error-summary", name], cwd=tmp, capture_output=True, text=True, timeout=900)
+                           "--no-error-summary", *files], cwd=tmp, capture_output=True, text=True, timeout=900)
+
+
+def _strict(tmp: Path, cache: Path, name: str, text: str) -> subprocess.CompletedProcess:
+    (tmp / name).write_text(text, encoding="utf-8")
+    return _strict_run(tmp, cache, [name])
 
 
 @pytest.mark.slow
-def test_a_host_program_type_checks_strictly_against_the_installed_scuffle(tmp_path):
+def test_a_host_program_type_checks_strictly_against_the_installed_scuffle(tmp_path, strict_cache):
     """mypy --strict in a host's folder finds scuffle as installed (the README's editable
     install in CI) and accepts a correct program."""
-    pytest.importorskip("mypy")
-    r = _strict(tmp_path, "host.py", GOOD_HOST)
+    r = _strict(tmp_path, strict_cache, "host.py", GOOD_HOST)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
 
 
 @pytest.mark.slow
-def test_a_wrong_argument_type_is_an_error_under_strict(tmp_path):
-    pytest.importorskip("mypy")
-    r = _strict(tmp_path, "bad.py", BAD_HOST)
+def test_a_wrong_argument_type_is_an_error_under_strict(tmp_path, strict_cache):
+    r = _strict(tmp_path, strict_cache, "bad.py", BAD_HOST)
     assert r.returncode == 1, r.stdout + r.stderr
     out = r.stdout
     assert "Cannot find implementation or library stub" not in out
@@ -147,13 +173,11 @@ def test_a_wrong_argument_type_is_an_error_under_strict(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_examples_pass_strict(tmp_path):
+def test_the_examples_pass_strict(tmp_path, strict_cache):
     """docs/examples are host programs too: they pass mypy --strict against the installed scuffle."""
-    pytest.importorskip("mypy")
     examples = sorted(str(p) for p in (ROOT / "docs" / "examples").glob("*.py"))
     assert len(examples) >= 6
-    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / ".mypy"),
-                        "--no-error-summary", *examples], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    r = _strict_run(tmp_path, strict_cache, examples)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
 
 
@@ -178,11 +202,10 @@ with Game() as g:
 
 
 @pytest.mark.slow
-def test_a_hosts_fight_errors_name_fight_and_bodys_fields_are_typed(tmp_path):
+def test_a_hosts_fight_errors_name_fight_and_bodys_fields_are_typed(tmp_path, strict_cache):
     """A wrong argument to a Fight command names "strike" of "Fight" (not the part of the
     rules that implements it); Body's fields read as numpy arrays, float and int."""
-    pytest.importorskip("mypy")
-    r = _strict(tmp_path, "fight_host.py", FIGHT_HOST)
+    r = _strict(tmp_path, strict_cache, "fight_host.py", FIGHT_HOST)
     out = r.stdout
     assert re.search(r'fight_host\.py:9: error: Argument 2 to "strike" of "Fight" has incompatible type "float"', out), out
     assert re.search(r'fight_host\.py:10: error: Argument 1 to "grab" of "Fight" has incompatible type "float"', out), out

@@ -45,9 +45,13 @@ class PoseTables:
         lanes = _identity_lanes(1)[0]                 # (4, LANES): the reference rotations, then identities
         lanes[:, :NUM_BONES] = ref.T
         submask = np.stack([subtree_mask(b, sk.parents) for b in range(NUM_BONES)])
+        # The transposed tables are always copies (writable): ascontiguousarray would hand back
+        # the bank's read-only array itself when a table has 0 or 1 rows (its transpose is then
+        # contiguous too), and a read-only table is another type to numba: the pose kernels
+        # would compile a second time for that bank.
         self.tables = K.BankTables(np.ascontiguousarray(bank.row0, np.int64), np.ascontiguousarray(bank.rows, np.int64),
-                     np.ascontiguousarray(bank.ftab.T, np.int64), np.ascontiguousarray(bank.kval.T, DTYPE),
-                     np.ascontiguousarray(bank.kslope.T, DTYPE), np.ascontiguousarray(bank.kstart, DTYPE),
+                     np.array(bank.ftab.T, np.int64, order="C"), np.array(bank.kval.T, DTYPE, order="C"),
+                     np.array(bank.kslope.T, DTYPE, order="C"), np.ascontiguousarray(bank.kstart, DTYPE),
                      np.ascontiguousarray(bank.ktag, np.bool_), np.int64(bank._sent_vel),
                      np.int64(bank._sent_bone), np.ascontiguousarray(bank.animated, np.bool_), ref, lanes,
                      np.float32(sk.bind_height), np.asarray(sk.parents, np.int64),

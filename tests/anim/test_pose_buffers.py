@@ -60,3 +60,20 @@ def test_a_crowd_past_the_room_gets_larger_buffers():
     assert eng._bones_flat[0] > cap and eng._bones.n == cap + 1
     assert np.isfinite(eng._bones.pos).all() and np.isfinite(eng._bones.rot).all()
     g.close()
+
+
+def test_the_pose_tables_have_one_type_whatever_the_banks_size():
+    """A bank of no clip, of one clip of one frame and of the demo set's clips give the pose
+    kernels the same numba types: a read-only table where another bank's is writable is
+    another type, and the pose kernels would compile a second time for that bank."""
+    from numba import typeof
+
+    from scuffle.anim.data.clip import author_clip
+    from scuffle.anim.engine.plan import PoseTables
+    from scuffle.anim.engine.sampler import ClipBank
+
+    banks = {"empty": ClipBank([]), "one frame": ClipBank([author_clip("one", 1)]),
+             "demo": ClipBank(list(demo_set().clips_by_index))}
+    types = {name: typeof(PoseTables(bank).tables) for name, bank in banks.items()}
+    assert types["empty"] == types["demo"], (types["empty"], types["demo"])
+    assert types["one frame"] == types["demo"], (types["one frame"], types["demo"])
