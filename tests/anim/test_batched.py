@@ -10,6 +10,8 @@ The speed is measured by ``scuffle bench --crowd realistic`` (``command_cpu_us``
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -363,21 +365,27 @@ def test_humans_named_by_row_and_generation_leave_the_rows_of_commands():
         assert tables(p) == tables(q), u
 
 
+@contextlib.contextmanager
+def _three(engine):
+    """A Game on ``engine`` with three crowd humans a, b, c after one update: (the Game,
+    its Player, the three instances)."""
+    from scuffle.game.runtime.world import Game
+
+    with Game(engine=engine) as g:
+        for name in ("a", "b", "c"):
+            g.add_human(name, crowd_set())
+        g.step()
+        yield g, g.player, [g.instance(n) for n in ("a", "b", "c")]
+
+
 def test_a_stale_generation_is_refused_naming_the_row():
     """A human that left, its row taken by a newcomer: the kept generation is refused
     (StaleHandle naming the batch's row and the human row, ``row`` set), the rows before it
     written, nothing after it; the columns themselves are checked before any row runs; the
     reference refuses alike."""
-    from scuffle.game.runtime.world import Game
-
     got = {}
     for engine in ("compiled", "reference"):
-        with Game(engine=engine) as g:
-            for name in ("a", "b", "c"):
-                g.add_human(name, crowd_set())
-            g.step()
-            p = g.player
-            insts = [g.instance(n) for n in ("a", "b", "c")]
+        with _three(engine) as (g, p, insts):
             rows, gens = p.rows_of(insts)
             push = p.prepare(Recipe(Place.PUSH, (ClipStep(Move.HIT_BACK),)))
             g.remove_human("b")
@@ -427,19 +435,13 @@ def test_a_stale_gait_target_row_is_refused_naming_the_row_on_both_engines():
     kept generation (StaleHandle naming the batch's row and the human row, ``row`` set),
     the rows before it done, nothing after it; the columns checked before any row; a target
     that is not finite: set_target's ValueError with its row; the reference does the same."""
-    from scuffle.game.runtime.world import Game
     from scuffle.anim.playback.tasks import TaskType
 
     walk = SHAPES["gait_alone"][0]
     got = {}
     for engine in ("compiled", "reference"):
-        with Game(engine=engine) as g:
-            for name in ("a", "b", "c"):
-                g.add_human(name, crowd_set())
-            g.step()
-            p = g.player
+        with _three(engine) as (g, p, insts):
             cmd = p.prepare(walk)
-            insts = [g.instance(n) for n in ("a", "b", "c")]
             for inst in insts:
                 p.run(inst, cmd, 1.0)
             rows, gens = p.rows_of(insts)
