@@ -38,15 +38,15 @@ loading screen.
 from __future__ import annotations
 
 import glob
+import json
 import logging
 import os
-import pickle
 import sys
 import time
 
 from scuffle.anim.engine import kernels as K
 
-__all__ = ["DIGEST_KERNELS", "COMPILED_ASIDE", "LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
+__all__ = ["sig_plain", "sig_from_plain", "DIGEST_KERNELS", "COMPILED_ASIDE", "LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
            "kernels_cached", "ALL_KERNELS", "SNAPSHOT_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
            "cold_notice", "note_cold_compile", "REST_ENV", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
            "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
@@ -246,7 +246,6 @@ def compile_aside(name: str, args_of) -> bool:
     numba's on-disk cache: when ``aside_allowed()``, the kernel is not compiled in this
     process and its cache is cold. Returns whether a child was started (an OSError
     starting it: False, and numba compiles the kernel here as usual)."""
-    import json
     import subprocess
     import tempfile
 
@@ -256,7 +255,10 @@ def compile_aside(name: str, args_of) -> bool:
     target = _cache_path(name)
     if not target or disp.signatures or kernel_cached(name):
         return False
-    sig = tuple(disp.typeof_pyval(a) for a in args_of())
+    try:
+        sig = sig_plain(tuple(disp.typeof_pyval(a) for a in args_of()))
+    except ValueError:                      # a type the plain form does not name: compiled here
+        return False
     scratch = tempfile.mkdtemp(prefix="scuffle-kernel-")
     cfg = {"kernel": name, "target": target, "source": os.path.realpath(K.__file__), "scratch": scratch,
            "path": [p for p in sys.path if isinstance(p, str)]}
@@ -267,7 +269,7 @@ def compile_aside(name: str, args_of) -> bool:
             child = subprocess.Popen([sys.executable, "-c", _CHILD_CODE, json.dumps(cfg)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=log, env=env)
         assert child.stdin is not None
-        child.stdin.write(pickle.dumps(sig, protocol=pickle.HIGHEST_PROTOCOL))
+        child.stdin.write(json.dumps(sig).encode())
         child.stdin.close()
     except OSError:
         import shutil
@@ -322,7 +324,6 @@ def _stages(out: bytes | None, spawned: float) -> dict:
     monotonic clock of every process on Linux) as seconds from its spawn: ``started``
     (its interpreter up), ``imported`` (numba and the kernels imported), ``compiled``,
     ``installed``; {} when it wrote none (it failed, or another clock)."""
-    import json
 
     try:
         stamps = json.loads((out or b"").decode("ascii", "replace").strip().splitlines()[-1])
@@ -343,7 +344,6 @@ def compile_rest() -> bool:
     never waits for it; a kernel it needs before the child is done it compiles itself, as
     numba always does, and loads it from the cache once the child has installed it).
     Returns whether a child was started."""
-    import json
     import subprocess
     import tempfile
 
@@ -410,29 +410,105 @@ def meanwhile(child) -> list[str]:
     return done
 
 
+# What a signature sent to the child may hold: numba's scalar types by name, arrays of
+# these dtypes, tuples, and the kernels' named tuples (anim.engine.kernel_types' classes).
+_SCALARS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+            "float32", "float64")
+_LAYOUTS = ("C", "F", "A")
+_MAX_ARGS = 64                              # items of one tuple or signature
+_MAX_DEPTH = 4                              # tuples within tuples
+
+
+def sig_plain(sig: tuple) -> list:
+    """Argument types (numba types, as ``typeof_pyval`` gives them) as plain data (lists,
+    strings, numbers, bools) that ``sig_from_plain`` turns back into equal types.
+    Rejected (ValueError): any other kind of type, a named tuple not of
+    anim.engine.kernel_types."""
+    return [_type_plain(t, 0) for t in sig]
+
+
+def _type_plain(t, depth: int) -> list:
+    from numba.core import types
+
+    from scuffle.anim.engine import kernel_types
+
+    if depth > _MAX_DEPTH:
+        raise ValueError("sig_plain: tuples nested too deep")
+    if isinstance(t, types.Array):
+        return ["array", str(t.dtype), int(t.ndim), t.layout, bool(t.mutable), bool(t.aligned)]
+    if isinstance(t, (types.Integer, types.Float, types.Boolean)):
+        return ["scalar", t.name]
+    if isinstance(t, types.BaseNamedTuple):
+        cls = t.instance_class
+        if getattr(kernel_types, cls.__name__, None) is not cls:
+            raise ValueError(f"sig_plain: {cls.__qualname__} is not a named tuple of anim.engine.kernel_types")
+        return ["named", cls.__name__, [_type_plain(x, depth + 1) for x in t.types]]
+    if isinstance(t, types.BaseTuple):
+        return ["tuple", [_type_plain(x, depth + 1) for x in t.types]]
+    raise ValueError(f"sig_plain: a {type(t).__name__} argument is not sent to a child")
+
+
+def sig_from_plain(data) -> tuple:
+    """The numba types ``sig_plain`` gave ``data`` as. Nothing is imported or called by
+    name beyond numba's scalar types listed in _SCALARS and anim.engine.kernel_types'
+    named tuples. Rejected (ValueError): anything else, over _MAX_ARGS items a tuple or
+    _MAX_DEPTH deep."""
+    if not isinstance(data, list) or len(data) > _MAX_ARGS:
+        raise ValueError("sig_from_plain: not a list of at most 64 argument types")
+    return tuple(_type_from_plain(x, 0) for x in data)
+
+
+def _type_from_plain(x, depth: int):
+    import numpy as np
+    from numba.core import types
+
+    from scuffle.anim.engine import kernel_types
+
+    if depth > _MAX_DEPTH or not isinstance(x, list) or not x or not isinstance(x[0], str):
+        raise ValueError("sig_from_plain: not a type")
+    kind = x[0]
+    if kind == "scalar" and len(x) == 2 and x[1] in _SCALARS:
+        return types.boolean if x[1] == "bool" else getattr(types, x[1])
+    if kind == "array" and len(x) == 6 and x[1] in _SCALARS and type(x[2]) is int and 0 <= x[2] <= 8 \
+            and x[3] in _LAYOUTS and type(x[4]) is bool and type(x[5]) is bool:
+        dtype = types.boolean if x[1] == "bool" else getattr(types, x[1])
+        return types.Array(dtype, x[2], x[3], readonly=not x[4], aligned=x[5])
+    if kind in ("named", "tuple"):
+        parts = x[-1]
+        if len(x) != (3 if kind == "named" else 2) or not isinstance(parts, list) or len(parts) > _MAX_ARGS:
+            raise ValueError("sig_from_plain: not a tuple type")
+        items = [_type_from_plain(p, depth + 1) for p in parts]
+        if kind == "tuple":
+            return types.Tuple(items) if items else types.Tuple(())
+        cls = getattr(kernel_types, x[1], None) if isinstance(x[1], str) and not x[1].startswith("_") else None
+        if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")) \
+                or len(cls._fields) != len(items):
+            raise ValueError(f"sig_from_plain: {str(x[1])[:40]!r} is not a named tuple of anim.engine.kernel_types")
+        if items and all(i == items[0] for i in items):
+            return types.NamedUniTuple(items[0], len(items), cls)
+        return types.NamedTuple(items, cls)
+    raise ValueError(f"sig_from_plain: {kind[:20]!r} is not a type this signature may hold")
+
+
 def compile_child(cfg: dict, blob: bytes) -> int:
     """The child process of ``compile_aside``: compile kernel ``cfg["kernel"]`` for the
-    pickled argument types ``blob`` into this process's NUMBA_CACHE_DIR (a private folder
-    no other process writes), then install its cache files into ``cfg["target"]``
-    (``install_cached``: indexes read and merged as opcodes) and remove its private
-    cache folder ``cfg["scratch"]``. Returns the exit code: 0 installed, 2 another
-    anim/engine/kernels.py than the parent's, 3 no cache here, 4 nothing to install.
-
-    ``blob`` is unpickled, and may be: it is not bytes from outside but the parent's own
-    pickle of numba types (``compile_aside`` writes it into this child's stdin pipe, a
-    pipe only the parent holds; never a file, a socket or an argument another process
-    could set), and numba types cannot be sent otherwise (their reduce functions rebuild
-    interned type objects that ``typeof`` alone could not, such as the named tuples'
-    classes)."""
+    argument types ``blob`` names (``sig_plain``'s JSON) into this process's
+    NUMBA_CACHE_DIR (a private folder no other process writes), then install its cache
+    files into ``cfg["target"]`` (``install_cached``: indexes read and merged as opcodes)
+    and remove its private cache folder ``cfg["scratch"]``. Returns the exit code: 0
+    installed, 2 another anim/engine/kernels.py than the parent's, 3 no cache here, 4
+    nothing to install, 5 ``blob`` is not a signature ``sig_from_plain`` accepts."""
     if os.path.realpath(K.__file__) != cfg["source"]:
         return 2
     if not K.CACHE:
         return 3
     stamps = {"started": cfg.get("launched", 0.0), "imported": time.perf_counter()}
     disp = getattr(K, cfg["kernel"])
-    # ``blob`` is the parent's own pickle of numba types, read from this child's stdin pipe
-    # (compile_aside writes it there): never bytes of a file
-    disp.compile(pickle.loads(blob))
+    try:
+        sig = sig_from_plain(json.loads(blob.decode()))
+    except (ValueError, UnicodeDecodeError):
+        return 5
+    disp.compile(sig)
     stamps["compiled"] = time.perf_counter()
     here = _cache_path(cfg["kernel"])
     if not here:
@@ -445,7 +521,6 @@ def compile_child(cfg: dict, blob: bytes) -> int:
         import shutil
         shutil.rmtree(cfg["scratch"], ignore_errors=True)
     try:                                    # the stages, for the parent's ASIDE_LOG (gone if it died)
-        import json
         sys.stdout.write(json.dumps(stamps) + "\n")
         sys.stdout.flush()
     except (OSError, ValueError):

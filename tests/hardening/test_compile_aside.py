@@ -12,6 +12,7 @@ kernel cached (no notice) and gets the same poses.
 """
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import subprocess
@@ -53,8 +54,38 @@ def test_the_child_compiles_for_the_types_the_engine_calls_the_kernel_with(name)
     disp = getattr(K, name)
     sig = tuple(disp.typeof_pyval(a) for a in engine.kernel_args(name))
     assert sig in disp.signatures, (sig, disp.signatures)
-    # the types travel to the child pickled
-    assert pickle.loads(pickle.dumps(sig)) == sig
+    # the types travel to the child as plain JSON, never pickled
+    assert coldstart.sig_from_plain(json.loads(json.dumps(coldstart.sig_plain(sig)))) == sig
+
+
+@pytest.mark.parametrize("bad", [
+    {"a": 1}, [["scalar", "object"]], [["array", "object", 1, "C", True, True]], [["array", "int64", 99, "C", True, True]],
+    [["named", "Path", []]], [["named", "_private", []]], [["named", "StepRules", [["scalar", "int64"]]]],
+    [["tuple", [["tuple", [["tuple", [["tuple", [["tuple", [["tuple", []]]]]]]]]]]]], [["scalar", "int64"]] * 65,
+    [["call", "os.system", "true"]], [[]], ["int64"]])
+def test_a_signature_not_of_the_plain_shapes_is_refused(bad):
+    """What reaches the child is only numba scalars, arrays of listed dtypes, tuples, and
+    anim.engine.kernel_types' named tuples with their own number of fields."""
+    with pytest.raises(ValueError, match="sig_from_plain"):
+        coldstart.sig_from_plain(bad)
+
+
+def test_the_child_refuses_a_blob_that_is_not_a_plain_signature(tmp_path):
+    """A pickle that would run code, or JSON of another shape, on the child's stdin: exit
+    code 5, nothing compiled, nothing run."""
+    if not K.CACHE:
+        pytest.skip("no numba cache here")
+    marker = tmp_path / "ran"
+
+    class Boom:
+        def __reduce__(self):
+            return (os.mkdir, (str(marker),))
+
+    cfg = {"kernel": "pose_stacks", "source": os.path.realpath(K.__file__), "target": str(tmp_path),
+           "scratch": str(tmp_path / "scratch")}
+    for blob in (pickle.dumps(Boom()), b'[["named", "os", []]]', b"\xff\xfe"):
+        assert coldstart.compile_child(cfg, blob) == 5
+    assert not marker.exists()
 
 
 def test_root_motion_compiled_meanwhile_for_the_types_state_update_calls_it_with():
@@ -270,3 +301,18 @@ def test_a_child_whose_parent_died_still_installs_its_kernel_and_cleans_up(tmp_p
     assert list(cache.rglob("kernels_pose.pose_stacks-*.nbi")) and list(cache.rglob("kernels_pose.pose_stacks-*.nbc"))
     check = "from scuffle.anim.engine import coldstart; print(coldstart.kernel_cached('pose_stacks'))"
     assert _python(check, env).stdout.split() == ["True"]
+
+
+def test_no_module_of_scuffle_unpickles_anything():
+    """Nothing scuffle ships loads a pickle (numba loads its own cache; anim.engine.cacheindex
+    reads numba's indexes as opcodes): every source file under the package's folders."""
+    root = Path(coldstart.__file__).resolve().parents[2]
+    found = []
+    scanned = 0
+    for folder in ("anim", "components", "systems", "game", "demo", "scuffle"):
+        for path in (root / folder).rglob("*.py"):
+            scanned += 1
+            src = path.read_text(encoding="utf-8")
+            found += [f"{path.relative_to(root)}: {bad}" for bad in
+                      ("pickle.load", "Unpickler", "marshal.load", "allow_pickle=True") if bad in src]
+    assert scanned > 100 and found == []
