@@ -438,13 +438,15 @@ def _type_plain(t, depth: int) -> list:
         return ["array", str(t.dtype), int(t.ndim), t.layout, bool(t.mutable), bool(t.aligned)]
     if isinstance(t, (types.Integer, types.Float, types.Boolean)):
         return ["scalar", t.name]
+    # (numba's tuple types hold their items in ``types`` and a named one its class in
+    # ``instance_class``; its stubs do not declare them)
     if isinstance(t, types.BaseNamedTuple):
-        cls = t.instance_class
+        cls: type = getattr(t, "instance_class")
         if getattr(kernel_types, cls.__name__, None) is not cls:
             raise ValueError(f"sig_plain: {cls.__qualname__} is not a named tuple of anim.engine.kernel_types")
-        return ["named", cls.__name__, [_type_plain(x, depth + 1) for x in t.types]]
+        return ["named", cls.__name__, [_type_plain(x, depth + 1) for x in getattr(t, "types")]]
     if isinstance(t, types.BaseTuple):
-        return ["tuple", [_type_plain(x, depth + 1) for x in t.types]]
+        return ["tuple", [_type_plain(x, depth + 1) for x in getattr(t, "types")]]
     raise ValueError(f"sig_plain: a {type(t).__name__} argument is not sent to a child")
 
 
