@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -48,17 +49,22 @@ class Hang(AssertionError):
 
 @contextmanager
 def no_hang(seconds: float):
-    """Fail with Hang when the block runs longer than ``seconds`` (SIGALRM, main thread)."""
+    """Fail with Hang when the block runs longer than ``seconds`` (SIGALRM, main thread).
+    The test's own alarm (pytest-timeout's, pyproject.toml) is put back after the block
+    with what is left of it."""
     def on_alarm(signum, frame):
         raise Hang(f"still running after {seconds} s")
 
     old = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    left, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+        if left > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(left - (time.monotonic() - started), 0.001))
 
 
 # ---------------------------------------------------------------- fuzz budgets
