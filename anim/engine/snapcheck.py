@@ -382,7 +382,8 @@ _TABLE_WORD = {0: "cursor", 1: "fade", 2: "gait", 3: "task", 4: "human", 5: "bod
 def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray, pool_out: np.ndarray,
                 n_out: int, pool_capacity: int, facts: ClipFacts, dirty: Sequence[np.ndarray],
                 dirty_where: Sequence[str], entities: np.ndarray, texts: int, names: Sequence[str] = K.TABLE_ORDER,
-                rules: dict | None = None, keep: dict | None = None) -> tuple[np.ndarray, list]:
+                rules: dict | None = None, keep: dict | None = None,
+                layouts: Any = None) -> tuple[np.ndarray, list]:
     """Check the saved tables (``Saved`` each, in anim.engine.snapkernel.TABLE_ORDER) in one
     compiled pass, on a scratch copy.
 
@@ -394,15 +395,20 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     own tables, whose columns' rules are ``rules[name]``, RANGES' form); ``keep``: a dict
     the caller keeps (one per Game), in which the scratch buffer and its blocks are kept
     and written over by its next check of the same layouts (the same objects then: the
-    caller is done with a check's blocks before its next). Out: the scratch buffer and each table's block in it (a
+    caller is done with a check's blocks before its next); ``layouts``: an object the
+    caller gives again only for the same tables' columns, capacities and blanks (then not
+    compared one by one; None: always compared). Out: the scratch buffer and each table's block in it (a
     uint8 view: the checked rows). Raises StateError naming the first fault (the table,
     the column, the row)."""
     # the last check's plan, blanks and scratch (``keep``) while the tables' layouts and
     # blanks are the same objects (each is kept per layout)
     kept = keep.get("scratch") if keep is not None else None
-    if kept is not None and len(kept[4]) == len(tables) and kept[6] == names and \
-            all(t.capacity == cap and t.columns is c and t.blank is b for t, (c, cap, b) in zip(tables, kept[4])):
+    if kept is not None and len(kept[4]) == len(tables) and kept[6] == names and (
+            (layouts is not None and kept[7] is layouts) or
+            all(t.capacity == cap and t.columns is c and t.blank is b for t, (c, cap, b) in zip(tables, kept[4]))):
         plan, buf, blocks, views = kept[0], kept[1], kept[2], kept[5]
+        if layouts is not None and kept[7] is not layouts:      # (found equal: known by this object from now)
+            keep["scratch"] = (*kept[:7], layouts)
         np.copyto(buf, kept[3])
     else:
         plan = _plan(tables, names=names, rules=rules)
@@ -413,7 +419,7 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
                  buf.view(np.float64))
         if keep is not None:
             keep["scratch"] = (plan, buf, blocks, blank, [(t.columns, t.capacity, t.blank) for t in tables], views,
-                               tuple(names))
+                               tuple(names), layouts)
     hcap = tables[4].capacity
     if len(hgen) != hcap:
         raise StateError(f"table.humans.gen: not {hcap} generations >= 0")

@@ -1509,7 +1509,7 @@ class BatchEngine:
                         own[r] = serial_of(inst)
                 # (the arrangement held already, each row's instance the same, as a file of
                 # this Game's own state gives: it keeps its id, and its snapshots' copy)
-                if len(own) != len(self._owner) or not np.array_equal(own, self._owner):
+                if len(own) != len(self._owner) or own.tobytes() != self._owner.tobytes():   # (int64 both)
                     self._owner = own
                     self._seating = next(_SEATINGS)
             else:                                       # the saved arrangement, its id again

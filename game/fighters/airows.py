@@ -24,7 +24,7 @@ import numpy as np
 
 from scuffle.anim.engine.store import FRAME_COLUMNS, Table, block_layout
 
-__all__ = ["COLUMNS", "RowRandom", "RowField", "AIRow", "ai_table", "row_state", "MT_WORDS", "new_sid"]
+__all__ = ["COLUMNS", "RowRandom", "RowField", "AIRow", "ai_table", "row_state", "copy_rows", "MT_WORDS", "new_sid"]
 
 MT_WORDS = 624                 # MT19937's state words (the row's ``mt`` has one more: the position)
 _M = 397
@@ -313,3 +313,67 @@ def copy_row(table_state: Any, row: int, dst: dict, r: int) -> None:
     dst["tick"][r] = c["tick"][row]
     dst["hold"][r] = c["hold"][row]
     dst["enabled"][r] = c["enabled"][row]
+
+
+# the columns ``copy_rows`` copies as they lie (the gauss value apart: only where kept)
+_COPIED = ("mt", "has_gauss", "tick", "hold", "enabled")
+_COPY_PLANS: dict = {}       # (saved capacity, id of the file's columns, its capacity) -> copy_rows' plan
+
+
+def _copy_plan(cap: int, columns: dict, dst_cap: int) -> tuple:
+    """``copy_rows``' byte offsets: ((source offset, destination offset, bytes a row) of
+    each of _COPIED, the destination's live column, (the gauss column's source and
+    destination offsets, has_gauss's source offset)); kept per layouts (derived only)."""
+    key = (cap, id(columns), dst_cap)
+    got = _COPY_PLANS.get(key)
+    if got is None or got[0] is not columns:
+        src = _ROW_LAYOUTS.get(cap)
+        if src is None:
+            src = _ROW_LAYOUTS[cap] = block_layout({**COLUMNS, **FRAME_COLUMNS}, cap)[0]
+        dst = block_layout(columns, dst_cap)[0]
+
+        def width(lay: dict, name: str) -> int:
+            _, dt, shape = lay[name]
+            return dt.itemsize * int(np.prod(shape[1:], dtype=np.int64))
+
+        for name in (*_COPIED, "gauss"):
+            if src[name][1] != dst[name][1] or width(src, name) != width(dst, name):
+                raise TypeError(f"airows.copy_rows: the file's column {name} is not the AI table's")
+        cols = tuple((src[n][0], dst[n][0], width(src, n)) for n in _COPIED)
+        if len(_COPY_PLANS) >= 16:
+            _COPY_PLANS.clear()
+        got = _COPY_PLANS[key] = (columns, cols, dst["live"][0], (src["gauss"][0], dst["gauss"][0],
+                                                                  src["has_gauss"][0]))
+    return got
+
+
+def copy_rows(table_state: Any, rows: list, dst: np.ndarray, columns: dict, dst_cap: int) -> None:
+    """Rows ``rows`` of a saved AI table (``row_state``'s ``table_state``) written into rows
+    0, 1, ... of ``dst``, a zeroed block of ``columns`` (the file's ``ais`` table: live,
+    mt, has_gauss, gauss, tick, hold, enabled) at ``dst_cap`` rows: the bytes ``copy_row``
+    writes, each column's rows copied as they lie (one slice a column when the rows
+    follow one another), live set, the gauss value only where it is kept (else left
+    zero). Rejected (TypeError): columns that are not the AI table's."""
+    src = table_state.block
+    if src.ndim != 1 or src.itemsize != 1:
+        src = src.view(np.uint8).reshape(-1)
+    _, cols, live_at, (g_src, g_dst, hg_src) = _copy_plan(table_state.capacity, columns, dst_cap)
+    n = len(rows)
+    r0 = rows[0] if n else 0
+    if rows == list(range(r0, r0 + n)):            # (the AIs seated in order: a slice a column)
+        for s, d, w in cols:
+            dst[d:d + n * w] = src[s + r0 * w:s + (r0 + n) * w]
+        kept = src[hg_src + r0:hg_src + r0 + n].tobytes()
+        if kept.count(0) == 0:
+            dst[g_dst:g_dst + 8 * n] = src[g_src + 8 * r0:g_src + 8 * (r0 + n)]
+            kept = b""
+    else:
+        for i, row in enumerate(rows):
+            for s, d, w in cols:
+                dst[d + i * w:d + (i + 1) * w] = src[s + row * w:s + (row + 1) * w]
+        kept = bytes(src[hg_src + row] for row in rows)
+    for i, on in enumerate(kept):
+        if on:
+            row = rows[i]
+            dst[g_dst + 8 * i:g_dst + 8 * (i + 1)] = src[g_src + 8 * row:g_src + 8 * (row + 1)]
+    dst[live_at:live_at + n] = 1

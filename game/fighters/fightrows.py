@@ -30,7 +30,7 @@ from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
 from scuffle.anim.data.rangelist import NUM_ANIM_IDS
 from scuffle.anim.engine.snapkernel import Kind as K, check_tagged_rows
 from scuffle.anim.engine.store import block_layout
-from scuffle.game.fighters.airows import AIRow, copy_row
+from scuffle.game.fighters.airows import AIRow, copy_row, copy_rows
 from scuffle.game.fighters.fightlog import COLUMNS as LOG_COLUMNS, LOG_EXTRAS, MAX_TEXT, MAX_TEXTS
 
 __all__ = ["TABLES", "COLUMNS", "RANGES", "RowsRefused", "rows_of", "state_of", "log_rows", "log_of", "capacity",
@@ -131,20 +131,26 @@ def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
     cap = capacity("ais", len(ctl))
     block, c = _scratch("ais", cap)
     plain: list = []
-    for r, s in enumerate(ctl):
-        if s.__class__ is AIRow:           # a Game's own snapshot: the AI's row of its saved table, copied
-            copy_row(s.table, s.row, c, r)
-            plain.append(None)
-        elif _ai_state(s):                   # a FighterAI's, or one kept as a FighterAI keeps it
-            (_, words, gauss), tick, hold, on = s
-            c["live"][r] = True
-            c["mt"][r] = np.frombuffer(words, np.int32)
-            if gauss is not None:
-                c["has_gauss"][r], c["gauss"][r] = True, gauss
-            c["tick"][r], c["hold"][r], c["enabled"][r] = tick, hold, on
-            plain.append(None)
-        else:
-            plain.append(s)
+    first = ctl[0] if ctl else None
+    if first.__class__ is AIRow and all(s.__class__ is AIRow and s.table is first.table for s in ctl):
+        # a Game's own snapshot: the AIs' rows of its saved table, copied as they lie
+        copy_rows(first.table, [s.row for s in ctl], block, COLUMNS["ais"], cap)
+        plain = [None] * len(ctl)
+    else:
+        for r, s in enumerate(ctl):
+            if s.__class__ is AIRow:           # the AI's row of a saved table, copied
+                copy_row(s.table, s.row, c, r)
+                plain.append(None)
+            elif _ai_state(s):                   # a FighterAI's, or one kept as a FighterAI keeps it
+                (_, words, gauss), tick, hold, on = s
+                c["live"][r] = True
+                c["mt"][r] = np.frombuffer(words, np.int32)
+                if gauss is not None:
+                    c["has_gauss"][r], c["gauss"][r] = True, gauss
+                c["tick"][r], c["hold"][r], c["enabled"][r] = tick, hold, on
+                plain.append(None)
+            else:
+                plain.append(s)
     out["ais"] = (cap, block)
     cap = capacity("pending", len(pending))
     block, c = _scratch("pending", cap)

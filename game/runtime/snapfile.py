@@ -1447,7 +1447,7 @@ def to_state(game, p: Parsed, state_cls) -> Any:
                                 dirty_where=_DIRTY_WHERE, entities=entities,
                                 texts=len(texts), names=TABLES,
                                 rules=getattr(fight_rules, "ROW_RANGES", None) or _NO_FIGHT_RULES,
-                                keep=cache.check)
+                                keep=cache.check, layouts=cache.saved[1])
     except StateError as e:
         raise _Refused(str(e)) from None
     # the scratch tables over the checked blocks (kept with them: the same blocks, written
@@ -1539,8 +1539,8 @@ def to_state(game, p: Parsed, state_cls) -> Any:
     # every human is restored whole: an engine row or a loose record each, and every row in
     # use held by one human or leaving (else a human kept whatever record this Game had)
     missing = [name for name in names if name not in seen]
-    need(not missing, "values.engine.instances",
-         f"{short(missing[0]) if missing else None}: neither an engine row nor a loose record")
+    if missing:
+        raise _Refused(f"values.engine.instances: {short(missing[0])}: neither an engine row nor a loose record")
     held = [x is not None for x in instances] + [False] * (hum.capacity - len(instances))
     for i, (r, _) in enumerate(leaving):
         need(not held[r], f"values.engine.leaving[{i}]", "a row held twice")

@@ -213,3 +213,33 @@ def test_the_ais_inputs_facing_its_opponent_are_made_once():
             assert any(inp is x for ai in _ais(game) for x in ai.replies[1:])
     finally:
         game.close()
+
+
+@pytest.mark.parametrize("rows", [[0, 1, 2], [1, 2], [2, 0], [3], []])
+def test_the_ais_rows_copied_at_once_are_the_bytes_copied_one_by_one(rows):
+    """copy_rows (a Game's own snapshot's AIs in one pass, a slice a column where the rows
+    follow one another) writes the file's ``ais`` block byte for byte as copy_row does row
+    by row: the words, tick, hold, on, the gauss value only where one is kept."""
+    from scuffle.anim.engine.snapshot import save_table
+    from scuffle.game.fighters import fightrows
+    from scuffle.game.fighters.airows import ai_table, copy_row, copy_rows
+
+    t = ai_table(4)
+    rng = np.random.default_rng(5)
+    for r in range(4):
+        t.alloc()
+        t.mt[r] = rng.integers(-2**31, 2**31, 625, dtype=np.int64).astype(np.int32)
+        t.has_gauss[r] = r % 2 == 1
+        t.gauss[r] = -0.0 if r == 2 else rng.normal()      # (a stale value where none is kept: not copied)
+        t.tick[r], t.hold[r], t.enabled[r], t.sid[r] = 100 + r, r, r != 1, 7 + r
+    saved = save_table(t)
+    cap = fightrows.capacity("ais", len(rows))
+    cols = fightrows.COLUMNS["ais"]
+    one, views = fightrows._scratch("ais", cap)
+    for i, row in enumerate(rows):
+        copy_row(saved, row, views, i)
+    one = one.copy()
+    at_once, _ = fightrows._scratch("ais", cap)            # (zeroed again)
+    copy_rows(saved, rows, at_once, cols, cap)
+    assert at_once.tobytes() == one.tobytes()
+    assert np.count_nonzero(one) > 0 or not rows
