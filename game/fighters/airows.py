@@ -349,31 +349,30 @@ def _copy_plan(cap: int, columns: dict, dst_cap: int) -> tuple:
 
 def copy_rows(table_state: Any, rows: list, dst: np.ndarray, columns: dict, dst_cap: int) -> None:
     """Rows ``rows`` of a saved AI table (``row_state``'s ``table_state``) written into rows
-    0, 1, ... of ``dst``, a zeroed block of ``columns`` (the file's ``ais`` table: live,
-    mt, has_gauss, gauss, tick, hold, enabled) at ``dst_cap`` rows: the bytes ``copy_row``
-    writes, each column's rows copied as they lie (one slice a column when the rows
-    follow one another), live set, the gauss value only where it is kept (else left
+    0, 1, ... of ``dst``, a zeroed uint8 block of ``columns`` (the file's ``ais`` table:
+    live, mt, has_gauss, gauss, tick, hold, enabled) at ``dst_cap`` rows: the bytes
+    ``copy_row`` writes, each column's rows copied as they lie (one slice a column when the
+    rows follow one another), live set, the gauss value only where it is kept (else left
     zero). Rejected (TypeError): columns that are not the AI table's."""
-    src = table_state.block
-    if src.ndim != 1 or src.itemsize != 1:
-        src = src.view(np.uint8).reshape(-1)
+    src = memoryview(table_state.block).cast("B")
+    out = memoryview(dst).cast("B")
     _, cols, live_at, (g_src, g_dst, hg_src) = _copy_plan(table_state.capacity, columns, dst_cap)
     n = len(rows)
     r0 = rows[0] if n else 0
     if rows == list(range(r0, r0 + n)):            # (the AIs seated in order: a slice a column)
         for s, d, w in cols:
-            dst[d:d + n * w] = src[s + r0 * w:s + (r0 + n) * w]
+            out[d:d + n * w] = src[s + r0 * w:s + (r0 + n) * w]
         kept = src[hg_src + r0:hg_src + r0 + n].tobytes()
         if kept.count(0) == 0:
-            dst[g_dst:g_dst + 8 * n] = src[g_src + 8 * r0:g_src + 8 * (r0 + n)]
+            out[g_dst:g_dst + 8 * n] = src[g_src + 8 * r0:g_src + 8 * (r0 + n)]
             kept = b""
     else:
         for i, row in enumerate(rows):
             for s, d, w in cols:
-                dst[d + i * w:d + (i + 1) * w] = src[s + row * w:s + (row + 1) * w]
+                out[d + i * w:d + (i + 1) * w] = src[s + row * w:s + (row + 1) * w]
         kept = bytes(src[hg_src + row] for row in rows)
     for i, on in enumerate(kept):
         if on:
             row = rows[i]
-            dst[g_dst + 8 * i:g_dst + 8 * (i + 1)] = src[g_src + 8 * row:g_src + 8 * (row + 1)]
-    dst[live_at:live_at + n] = 1
+            out[g_dst + 8 * i:g_dst + 8 * (i + 1)] = src[g_src + 8 * row:g_src + 8 * (row + 1)]
+    out[live_at:live_at + n] = b"\1" * n

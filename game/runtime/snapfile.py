@@ -142,7 +142,7 @@ class SnapCache:
         self.check: dict = {}
         self.scratch: Any = None      # (the checked blocks, the scratch tables over them)
         self.owners: Any = None       # (names, their version, bodies', combats' owners, the columns): owner_columns
-        self.fight_bytes: Any = None  # (the fight's counters' key, counts by kind, their plain form): a file's
+        self.fight_bytes: Any = None  # (the fight's counters' key, counts by kind, their plain form, the counters): a file's
         self.log_bytes: Any = None    # (the log's texts, their plain form, (head, count, the counters' bytes)): a file's
         self.instances: Any = None    # (names version, a file's names, (entity, Animator, instance) each, name -> instance)
         self.stateful: Any = None     # (the lists stateful() read, its objects)
@@ -613,7 +613,11 @@ def _fight_bytes(cache: SnapCache, c: Any) -> bytes:
     """The plain form of the fight's counters (fightrows.rows_of's), kept in ``cache`` and
     given again while they are the same: the same whole numbers, the same damage to the
     bit, counts by kind equal (whole numbers by text), no finished round and no plain
-    controller state (else encoded again)."""
+    controller state (else encoded again); the very counters encoded last (fightrows.rows_of
+    gives them again while they are the same) at once."""
+    got = cache.fight_bytes
+    if got is not None and got[3] is c and c is not None:
+        return got[2]
     if c is None or c["rounds"] or any(x is not None for x in c["controllers"]):
         return plaindata.encode(c)
     ko_at, counts, damage = c["ko_at"], c["counts"], c["damage"]
@@ -624,11 +628,11 @@ def _fight_bytes(cache: SnapCache, c: Any) -> bytes:
     kinds = tuple(c["kinds"].items())
     if not all(n.__class__ is int for _, n in kinds):
         return plaindata.encode(c)
-    got = cache.fight_bytes
     if got is not None and got[0] == key and got[1] == kinds:     # (whole numbers equal in order: the same bytes)
+        cache.fight_bytes = (got[0], got[1], got[2], c)
         return got[2]
     raw = plaindata.encode(c)
-    cache.fight_bytes = (key, kinds, raw)
+    cache.fight_bytes = (key, kinds, raw, c)
     return raw
 
 
@@ -1235,7 +1239,8 @@ def _saved_all(game, tables: dict, fight_rules: Any, config_sha: bytes, heads: t
     cache = cache_of(game)
     got = cache.saved
     if got is not None and got[0] == key:
-        return [Saved(c, t[0], t[2], b) for (c, b), t in zip(got[1], map(tables.__getitem__, TABLES))]
+        new = tuple.__new__                       # (Saved's own __new__ is a Python call more a table)
+        return [new(Saved, (c, t[0], t[2], b)) for (c, b), t in zip(got[1], map(tables.__getitem__, TABLES))]
     saved = [*(_saved(game, name, *tables[name]) for name in ROW_TABLES),
              *(_saved_fight(fight_rules, name, *tables[name]) for name in FIGHT_TABLES)]
     # (with each table's _Rows class: the scratch tables' columns read by name)

@@ -79,6 +79,39 @@ def test_the_fight_state_goes_to_rows_and_back_unchanged(pair):
     assert set(fightrows.END_WHATS) == END_WHATS
 
 
+def test_the_fights_counters_are_given_again_only_while_the_same_numbers(pair):
+    """rows_of gives its last counters again for the same counts (whole numbers), damage
+    to the bit and counts by kind and rounds objects; a count, a damage's sign or a bool
+    where a count was makes new ones, equal to those made from nothing."""
+    a, _, _ = pair
+    fight = a.fight
+    state = fight.save_state()
+    _, first = fight.rows_of(state)
+    _, again = fight.rows_of(fight.save_state())
+    assert again is first
+    ko, ko_at, starts, stats, pending, ctl = state
+
+    def with_stats(**at) -> tuple:
+        s = list(stats)
+        for i, v in at.items():
+            s[int(i[1:])] = v
+        return (ko, ko_at, starts, tuple(s), pending, ctl)
+
+    damage = -0.0 if stats[3] == 0 else -stats[3]
+    cases = [(with_stats(i0=stats[0] + 1), lambda c: c["counts"][0] == stats[0] + 1),
+             (with_stats(i3=damage), lambda c: str(c["damage"]) == str(float(damage)))]
+    for i, k in ((0, 0), (1, 1), (2, 2)):                 # (a bool where a count of 1 was)
+        if stats[i] == 1:
+            cases.append((with_stats(**{f"i{i}": True}), lambda c, k=k: c["counts"][k] is True))
+            break
+    for changed, holds in cases:
+        _, c = fight.rows_of(changed)
+        assert c is not first and holds(c)
+        _, back = fight.rows_of(state)
+        assert back is not c and back == first
+        assert F.plaindata.encode(back) == F.plaindata.encode(first)
+
+
 def test_a_file_restores_the_fight_its_ais_and_its_log(pair):
     a, b, _ = pair
     b.restore(Snapshot.from_bytes(a.snapshot().to_bytes()))
