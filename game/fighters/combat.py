@@ -362,6 +362,10 @@ class Fight(Hits):
         if not (kk[1] is kinds and kk[0] == logged == st.logged) and dict.__eq__(st.kinds, kinds) is not True:
             st.kinds.clear()
             dict.update(st.kinds, kinds)                # (a Counter's own update adds, and in Python)
+        if kk[1] is not None and kk[1] is not kinds and kk[0] == st.logged and \
+                list(kk[1].items()) == list(kinds.items()) and all(n.__class__ is int for n in kk[1].values()):
+            kinds = kk[1]                               # (the copy held, equal in order and type: kept, and
+            #                                              what is made of it with it: fightrows.rows_of)
         self._kinds_kept = (st.logged, kinds)
         if rounds is not self._rounds_kept[1] or len(st.rounds) != len(rounds):
             st.rounds[:] = [dict(r) for r in rounds]

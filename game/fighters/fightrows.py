@@ -167,7 +167,9 @@ def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
     # (the same counts, damage to the bit, counts by kind and rounds objects and no plain
     # controller state as the last call's: its counters again, which no reader writes to)
     key = (ko_at, grabs, strikes, throws, refused, logged, round_, damage, math.copysign(1.0, damage), len(plain))
-    keep = _whole_numbers(key[:7]) and all(x is None for x in plain)
+    whole = {grabs.__class__, strikes.__class__, throws.__class__, refused.__class__, logged.__class__,
+             round_.__class__, int if ko_at is None else ko_at.__class__}
+    keep = whole == _INT_ONLY and plain.count(None) == len(plain)
     kept = _COUNTERS_KEPT[0]
     if keep and kept is not None and kept[1] is kinds and kept[2] is rounds and kept[0] == key:
         return out, kept[3]
@@ -179,11 +181,7 @@ def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
 
 # the fight's counters made last: (their key, the counts by kind and rounds objects, the counters)
 _COUNTERS_KEPT: list = [None]
-
-
-def _whole_numbers(xs: tuple) -> bool:
-    """Every one of ``xs`` None or an int (not a bool: True == 1 would pass for 1)."""
-    return all(x is None or x.__class__ is int for x in xs)
+_INT_ONLY = {int}            # (whole numbers only: True == 1 would pass for 1, 1.0 too)
 
 
 # the fighters' rows written last: (the K.O.s, the starts, their sizes, (rows, block))

@@ -112,6 +112,25 @@ def test_the_fights_counters_are_given_again_only_while_the_same_numbers(pair):
         assert F.plaindata.encode(back) == F.plaindata.encode(first)
 
 
+def test_a_files_counts_by_kind_equal_to_those_held_keep_the_held_copy(pair):
+    """Fight.load_state keeps the copy of the counts by kind it holds when a state's are
+    equal to it in order and type (what is made of them, the file's counters, is kept
+    with it); in another order they are the state's own."""
+    a, _, _ = pair
+    fight = a.fight
+    held = fight.save_state()[3][5]
+    assert len(held) > 1
+    a.restore(Snapshot.from_bytes(a.snapshot().to_bytes()))
+    assert fight.save_state()[3][5] is held
+    st = fight.save_state()
+    stats = list(st[3])
+    stats[5] = dict(reversed(list(held.items())))
+    fight.load_state((*st[:3], tuple(stats), *st[4:]))
+    assert fight.save_state()[3][5] is stats[5]
+    fight.load_state(st)
+    assert fight.save_state()[3][5] is held
+
+
 def test_a_file_restores_the_fight_its_ais_and_its_log(pair):
     a, b, _ = pair
     b.restore(Snapshot.from_bytes(a.snapshot().to_bytes()))
