@@ -109,6 +109,10 @@ class FighterAI:
         return {"kind": "FighterAI", "me": self.me, "opponent": self.opponent, "aggression": self.aggression,
                 "think_every": self.think_every}
 
+    def config_key(self) -> tuple:
+        """What ``config`` is made of, as it is (Fight.config_key: equal keys, equal configs)."""
+        return (FighterAI, self.me, self.opponent, self.aggression, self.think_every)
+
     def state_fits(self, state) -> str | None:
         """Why ``state`` (a ``save_state``, perhaps from a file) cannot be loaded, or None."""
         from scuffle.game.runtime.snapfile import _Refused, need_random_state

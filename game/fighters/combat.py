@@ -270,6 +270,14 @@ class Fight(Hits):
                 "controllers": [c.config() if hasattr(c, "config") else f"{type(c).__module__}.{type(c).__qualname__}"
                                 for c in self.controllers]}
 
+    def config_key(self) -> tuple:
+        """What ``config`` is made of, as it is (cheaper: equal keys give equal configs, the
+        Game's configuration stamp compares them): the options and, per controller, its
+        ``config_key()``, else its ``config()``, else its type."""
+        return (self.separate, self.ko_rule, self.rounds, self.round_pause, self.locomotion_stop, self.end_kind,
+                *[c.config_key() if hasattr(c, "config_key") else c.config() if hasattr(c, "config") else type(c)
+                  for c in self.controllers])
+
     def _end_args_fit(self, args: tuple) -> str | None:
         """Why an end callback's arguments read from a snapshot file cannot be taken: ()
         (the held bits kept), or (a fighter's entity, a move's end, a serial)."""

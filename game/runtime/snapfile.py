@@ -313,12 +313,14 @@ def _config_stamp(game) -> tuple:
     (the names' change count: a human's anim set is given when it is added), the clip
     bank's size, the options object (frozen), the world's step, the callback kinds (in
     registration order), the fight rules (their object and their settings, which a user
-    may change between two updates) and the state functions and actions."""
+    may change between two updates: ``config_key()`` where they give one, equal only
+    for equal ``config()``) and the state functions and actions."""
     ctx, player = game.ctx, game.player
     fight = game.fight
     return (game.names.version, len(player.lookup.clips), player.options, ctx.dt, ctx.max_root_speed, ctx.reference,
             tuple(player.callbacks._handlers), fight,
-            None if fight is None or not hasattr(fight, "config") else fight.config(),
+            None if fight is None else fight.config_key() if hasattr(fight, "config_key") else
+            fight.config() if hasattr(fight, "config") else None,
             tuple(ctx.state_functions), tuple(ctx.actions))
 
 

@@ -227,7 +227,9 @@ def test_config_digest_is_kept_per_game_and_follows_every_change_of_its_configur
         old = g.snapshot().to_bytes()
         changes = [lambda: g.callback("test.kind", lambda inst: None),
                    lambda: setattr(g.fight, "round_pause", 11),
-                   lambda: setattr(g.fight.controllers[0], "aggression", 0.25)]
+                   lambda: setattr(g.fight.controllers[0], "aggression", 0.25),
+                   lambda: setattr(g.fight.controllers[0], "think_every", 3),
+                   lambda: setattr(g.fight, "separate", not g.fight.separate)]
         for change in changes:
             change()
             now = g.config_digest()
