@@ -131,6 +131,39 @@ def test_a_files_counts_by_kind_equal_to_those_held_keep_the_held_copy(pair):
     assert fight.save_state()[3][5] is held
 
 
+def test_the_ais_rows_read_again_give_the_states_made_of_them_before(pair):
+    """state_of gives the AIs' states it made of the same bytes of rows again (the same
+    objects: an AI handed its state again knows it by identity); other bytes make new
+    ones, checked again (a position past 624 refused)."""
+    a, _, _ = pair
+    fight = a.fight
+    state = fight.save_state()
+    tables, counters = fight.rows_of(state)
+    blocks = {n: (cap, block.copy()) for n, (cap, block) in tables.items()}
+
+    def read(edit=None) -> tuple:
+        cols = {n: F._Rows(fightrows.COLUMNS[n], cap, block.copy()) for n, (cap, block) in blocks.items()}
+        if edit is not None:
+            edit(cols["ais"])
+        return fight.state_of(cols, counters)[5]
+
+    first = read()
+    assert len(first) == 2 and first == state[5]
+    again = read()
+    assert all(x is y for x, y in zip(first, again))
+
+    def tick(t):
+        t.tick[1] += 1
+    other = read(tick)
+    assert other[0] == first[0] and other[1] is not first[1] and other[1][1] == first[1][1] + 1
+
+    def past(t):
+        t.mt[0, 624] = 625
+    with pytest.raises(fightrows.RowsRefused, match="position past 624"):
+        read(past)
+    assert all(x is y for x, y in zip(read(), read()))
+
+
 def test_a_file_restores_the_fight_its_ais_and_its_log(pair):
     a, b, _ = pair
     b.restore(Snapshot.from_bytes(a.snapshot().to_bytes()))
