@@ -79,6 +79,9 @@ __all__ = ["Fight", "FightAttached", "FightFlags", "FightState", "LocomotionStop
            "HIT_CONE_DEG", "IMPULSE_DECAY", "LOG_SIZE", "MIN_SEPARATION", "SLIDE_UPDATES", "THROW_SPEED"]
 
 
+_INT_ONLY = {int}             # (counts by kind: whole numbers only, True == 1 would pass for 1)
+
+
 class FightAttached(ValueError):
     """A second ``Fight(game)`` on a Game that has its fight rules (``game.fight``)."""
 
@@ -370,9 +373,10 @@ class Fight(Hits):
         if not (kk[1] is kinds and kk[0] == logged == st.logged) and dict.__eq__(st.kinds, kinds) is not True:
             st.kinds.clear()
             dict.update(st.kinds, kinds)                # (a Counter's own update adds, and in Python)
-        if kk[1] is not None and kk[1] is not kinds and kk[0] == st.logged and \
-                list(kk[1].items()) == list(kinds.items()) and all(n.__class__ is int for n in kk[1].values()):
-            kinds = kk[1]                               # (the copy held, equal in order and type: kept, and
+        held = kk[1]
+        if held is not None and held is not kinds and kk[0] == st.logged and dict.__eq__(held, kinds) is True and \
+                list(held) == list(kinds) and set(map(type, held.values())) <= _INT_ONLY:
+            kinds = held                                # (the copy held, equal in order and type: kept, and
             #                                              what is made of it with it: fightrows.rows_of)
         self._kinds_kept = (st.logged, kinds)
         if rounds is not self._rounds_kept[1] or len(st.rounds) != len(rounds):
