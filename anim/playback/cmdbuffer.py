@@ -78,9 +78,13 @@ class CommandBuffer:
         self.tasks = self.cursors = self.fades = self.gaits = 0
 
     def apply(self) -> None:
-        """Write every waiting row, in order, and empty the buffer (nothing waiting: nothing)."""
+        """Write every waiting row, in order, and empty the buffer. With no row waiting no
+        human waits either: ``due`` is emptied (a human left named there would stop the
+        batch's compiled checks at its next command after every apply, for ever)."""
         if self.n:
             self._writer(self)
+        elif self.due:
+            self.due.clear()
 
     def append(self, kind: int, slot: int, k: int, window: int, vnone: int, sel: list, speed: float, fade: float,
                target: float, value: float, tasks: int, cursors: int, fades: int, gaits: int) -> None:

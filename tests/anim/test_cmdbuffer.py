@@ -202,6 +202,21 @@ def test_a_full_buffer_is_written_and_filled_again():
     assert tables(p) == tables(q)
 
 
+def test_apply_with_no_row_waiting_leaves_no_human_waiting():
+    """``due`` names the humans with a row waiting: with none waiting, apply empties it and
+    calls no writer (a human left named there would make the batch's compiled checks stop
+    at its next command, again after every apply: a loop that never ends)."""
+    written = []
+    buf = CommandBuffer(written.append, 4)
+    buf.due.update({3, 7})
+    buf.apply()
+    assert buf.due == set() and buf.n == 0 and written == []
+    buf.append(int(CommandKind.PUSH), 5, 1, 0, 0, [0] * CK.B_MAX_STEPS, 1.0, 0.0, 0.0, 0.0, 1, 1, 0, 0)
+    assert buf.due == {5} and buf.n == 1
+    buf.apply()
+    assert written == [buf]                             # the rows go to the writer, which empties the buffer
+
+
 def test_the_handle_api_after_a_buffered_command_keeps_the_calls_order():
     """A handle call takes its rows after the buffered commands' (the row numbers are those
     of the calls' order)."""
