@@ -546,7 +546,13 @@ class CommandColumns:
                 j = self._check(kv, buf, a, sl, en, i, n)
                 if j > i:
                     got = j - i
-                    buf.due.update(slots if j - i == n else slots[i:j])
+                    if cnt[CK.CN_ROWS] - buf.n == got:
+                        buf.due.update(slots if got == n else slots[i:j])
+                    else:
+                        # a steered gait took its target and made no row: its human is not
+                        # waiting (named, a later row of it would wait for a write that never comes)
+                        mark, stamp = self._mark, cnt[CK.CN_STAMP]
+                        buf.due.update(s for s in slots[i:j] if mark[s] == stamp)
                     buf.n, buf.tasks, buf.cursors, buf.fades, buf.gaits = cnt[:CK.CN_STAMP].tolist()
                     rules.cmd_kernel_runs += got
                     self.rows_buffered += got

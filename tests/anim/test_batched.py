@@ -14,7 +14,7 @@ import contextlib
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from scuffle.anim.engine.stack import AnimLimitError, TaskPoolExhausted
 from scuffle.anim.engine.store import StaleHandle
@@ -71,6 +71,11 @@ _rows = st.lists(st.tuples(st.sampled_from(BATCHABLE), st.integers(0, 3), st.flo
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(batches=st.lists(_rows, min_size=1, max_size=4), pool=st.sampled_from([40, 360]), learnt=st.booleans())
+# a running gait steered (no buffer row), a row through Player.run, then the steered human
+# again: nothing waits for it, so the batch goes on (it once waited for a write that never came)
+@example(batches=[[("gait_alone", 0, 1.0, 0, 0.0)],
+                  [("steer", 0, 1.0, 0, 0.0), ("ends_walk", 1, 1.0, 0, 0.0), ("attack", 0, 1.0, 0, 0.0)]],
+         pool=360, learnt=True)
 def test_a_batch_leaves_the_rows_of_its_commands_run_one_by_one(batches, pool, learnt):
     """The same commands on two worlds, as batches on one and one ``run`` each on the other
     (a human commanded twice in a batch, the pool or a stack running out, commands not
@@ -143,6 +148,31 @@ def test_the_blends_of_types_10_11_13_go_through_the_compiled_call():
                 w.step(h)
                 w.flush()
         assert tables(p) == tables(q), u
+
+
+def test_a_steered_gait_leaves_its_human_with_no_command_waiting():
+    """A learnt steering row on a human whose gait runs takes its target at once and makes
+    no buffer row (anim.engine.cmdkernel.buffer_commands), so the buffer names that human
+    as waiting for nothing; the rows buffered beside it are named, and a later row of the
+    steered human, after one through Player.run, runs in the same batch."""
+    p, hs, cmds = _learnt()
+    q, qs, qc = _learnt()
+    buf = p.prepared.commands
+    for w, h, c in ((p, hs, cmds), (q, qs, qc)):
+        w.run(h[0], c["gait_alone"], 1.0)
+        w.step(h)
+        w.flush()
+    rows = [("steer", 0), ("push", 2)]
+    p.commands([cmds[k] for k, _ in rows], [hs[i] for _, i in rows], [_row(k, 3.0, 1, 0.2) for k, _ in rows])
+    assert buf.n == 1 and buf.due == {hs[2].slot}
+    rows = [("steer", 0), ("ends_walk", 1), ("attack", 0)]
+    p.commands([cmds.get(k) or p.prepare(SHAPES[k][0]) for k, _ in rows], [hs[i] for _, i in rows],
+               [_row(k, 2.0, 1, 0.2) for k, _ in rows])
+    for k, i in [("steer", 0), ("push", 2)]:
+        q.run(qs[i], qc[k], *SHAPES[k][1](3.0, 1, 0.2))
+    for k, i in rows:
+        q.run(qs[i], qc.get(k) or q.prepare(SHAPES[k][0]), *SHAPES[k][1](2.0, 1, 0.2))
+    assert tables(p) == tables(q)
 
 
 def test_a_human_twice_in_a_batch_and_a_full_buffer():
