@@ -345,10 +345,25 @@ def _owner(c: dict, table: str, row: int, entity: int) -> None:
     c[f"{table}.owner"] = col
 
 
+@pytest.fixture(scope="module")
+def tamper_target():
+    """The bytes of the first Game of ``pair`` (40 updates on) and the second Game with its
+    own snapshot, for the tampered files: built once for the module, each case puts the
+    second Game back to that snapshot first (a refused file leaves it unchanged, which the
+    case checks; an accepted one steps it on)."""
+    a, b = _fight(), _fight()
+    _trace(a, 40)
+    data = a.snapshot().to_bytes()
+    a.close()
+    yield data, b, b.snapshot()
+    b.close()
+
+
 @pytest.mark.parametrize("edit, field", TAMPER)
-def test_tampered_but_well_framed_files_are_refused_naming_the_field(pair, edit, field):
-    a, b = pair
-    data = _rebuilt(a.snapshot().to_bytes(), edit)
+def test_tampered_but_well_framed_files_are_refused_naming_the_field(tamper_target, edit, field):
+    original, b, fresh = tamper_target
+    b.restore(fresh)
+    data = _rebuilt(original, edit)
     before = b.checksum()
     try:
         snap = Snapshot.from_bytes(data)

@@ -260,6 +260,18 @@ def game():
     g.close()
 
 
+@pytest.fixture(scope="module")
+def fought():
+    """The fight rules on a Game like ``game``'s, built once for the module's refusal
+    tests: each checks that what it tried left its own values as they were, so they can
+    share it (the tests that make their own Fight, or add humans, use ``game``)."""
+    g = Game()
+    g.add_human("p1", demo_set(), (0.0, 0.0, 0.0))
+    g.add_human("p2", demo_set(), (2.0, 0.0, 0.0), 180.0)
+    yield Fight(g)
+    g.close()
+
+
 @pytest.mark.parametrize("kw, name", [({"position": (NAN, 0, 0)}, "position"), ({"position": (0, INF, 0)}, "position"),
                                       ({"position": (0, 0, 1e300)}, "position"), ({"position": (0, 0)}, "position"),
                                       ({"position": "abc"}, "position"), ({"heading": NAN}, "heading"),
@@ -267,7 +279,8 @@ def game():
                                       ({"health": NAN}, "health"), ({"health": INF}, "health"),
                                       ({"health": 0.0}, "health"), ({"health": -5.0}, "health"),
                                       ({"health": 1e300}, "health"), ({"health": HUGE_INT ** 20}, "health")])
-def test_add_human_refuses_non_finite_and_out_of_range_numbers_naming_them(game, kw, name):
+def test_add_human_refuses_non_finite_and_out_of_range_numbers_naming_them(fought, kw, name):
+    game = fought.game
     names = dict(game.names)
     with pytest.raises(ValueError, match=f"add_human: {name}"):
         game.add_human("p3", demo_set(), **kw)
@@ -276,8 +289,8 @@ def test_add_human_refuses_non_finite_and_out_of_range_numbers_naming_them(game,
 
 @pytest.mark.parametrize("field", ["position", "velocity", "state_velocity", "attach_offset"])
 @pytest.mark.parametrize("value", [(NAN, 0, 0), (0, INF, 0), (0, 0, -1e300), NAN])
-def test_a_body_vector_refuses_non_finite_values_and_keeps_its_old_one(game, field, value):
-    body = Fight(game).body("p1")
+def test_a_body_vector_refuses_non_finite_values_and_keeps_its_old_one(fought, field, value):
+    body = fought.body("p1")
     old = getattr(body, field).copy()
     with pytest.raises(ValueError, match=f"Body.{field}"):
         setattr(body, field, value)
@@ -286,8 +299,8 @@ def test_a_body_vector_refuses_non_finite_values_and_keeps_its_old_one(game, fie
 
 @pytest.mark.parametrize("field", ["heading", "attach_heading", "slide_heading"])
 @pytest.mark.parametrize("value", [NAN, INF, -INF, 1e300, HUGE_INT ** 20])
-def test_a_body_angle_refuses_non_finite_values(game, field, value):
-    body = Fight(game).body("p2")
+def test_a_body_angle_refuses_non_finite_values(fought, field, value):
+    body = fought.body("p2")
     old = getattr(body, field)
     with pytest.raises(ValueError, match=f"Body.{field}"):
         setattr(body, field, value)
@@ -295,15 +308,16 @@ def test_a_body_angle_refuses_non_finite_values(game, field, value):
 
 
 @pytest.mark.parametrize("value", [(NAN, 0, 0), (INF, 0, 0), "x"])
-def test_a_body_slide_target_refuses_non_finite_values(game, value):
-    body = Fight(game).body("p1")
+def test_a_body_slide_target_refuses_non_finite_values(fought, value):
+    body = fought.body("p1")
     with pytest.raises(ValueError, match="Body.slide_to"):
         body.slide_to = value
     assert body.slide_to is None
 
 
 @pytest.mark.parametrize("value", [NAN, INF, -INF, -1.0, 2.0, "x", None])
-def test_ctx_dt_refuses_nan_infinities_and_out_of_range(game, value):
+def test_ctx_dt_refuses_nan_infinities_and_out_of_range(fought, value):
+    game = fought.game
     with pytest.raises(ValueError, match="ctx.dt"):
         game.ctx.dt = value
     assert game.ctx.dt == pytest.approx(1 / 30)
@@ -364,7 +378,8 @@ def test_player_options_refuse_bad_numbers_naming_them(kw, name):
 
 
 @pytest.mark.parametrize("dt", [NAN, INF, -1.0, 5.0])
-def test_a_player_step_refuses_a_bad_dt_before_stepping(game, dt):
+def test_a_player_step_refuses_a_bad_dt_before_stepping(fought, dt):
+    game = fought.game
     before = game.record("p1").anim_id, game.update
     with pytest.raises(ValueError, match="step: dt"):
         game.player.step([game.instance("p1")], dt)
