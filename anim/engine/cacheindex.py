@@ -317,12 +317,15 @@ def read_index(data: bytes, base: str) -> Index:
         raise BadIndex("the overloads are not a dict")
     assert top.starts is not None
     pattern = re.compile(re.escape(base) + r"\.[1-9][0-9]{0,8}\.nbc")
-    entries = []
+    entries: dict[object, Entry] = {}
     for key, key_start, value, value_start, end in overloads.items:
         if not (isinstance(value, str) and pattern.fullmatch(value)):
             raise BadIndex(f"a data file name not of {base}: {value!r}")
-        entries.append(Entry(_freeze(key), value, (key_start, value_start), (value_start, end)))
-    return Index(version, _freeze(stamp), tuple(entries), head, tuple(ops), (top.starts[0], top.starts[1]),
+        frozen = _freeze(key)
+        # a key set twice is one entry, the last one's file, in the first one's place: the
+        # dict numba unpickles
+        entries[frozen] = Entry(frozen, value, (key_start, value_start), (value_start, end))
+    return Index(version, _freeze(stamp), tuple(entries.values()), head, tuple(ops), (top.starts[0], top.starts[1]),
                  data)
 
 
@@ -388,9 +391,12 @@ def merge_index(old: Index, new: Index, base: str) -> tuple[bytes, dict[str, str
     out.buf += b"}"                                            # EMPTY_DICT
     out.memoize()
     out.buf += b"("                                            # MARK
-    for index, name_of in ((old, lambda e: e.name), (new, lambda e: renamed[e.name])):
+    kept = {e.key for e in old.entries}
+    for index, name_of, skip in ((old, lambda e: e.name, set()), (new, lambda e: renamed[e.name], kept)):
         mapping = maps[id(index)]
         for e in index.entries:
+            if e.key in skip:                          # old's entry stays, written once
+                continue
             out.copy(index.ops, e.key_span, mapping)
             at = out.string(name_of(e))
             for op in index.ops[e.value_span[0]:e.value_span[1]]:
