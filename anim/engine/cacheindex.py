@@ -6,7 +6,8 @@ being numba's ``(signature, codegen magic tuple, bytecode hashes)``). ``read_ind
 both pickles' opcodes (``pickletools.genops``) and evaluates them symbolically: constants,
 tuples, lists, dicts, globals and calls are described as plain data; nothing is imported,
 looked up, built or called, whatever the bytes. What comes out: an ``Index`` (the version, the
-stamp, each entry's key as a comparable description and its data file's name).
+stamp, each entry's key as a comparable description and its data file's name; a key set twice
+is one entry, the last one's file, as numba's unpickled dict has it).
 
 What is rejected (``BadIndex``, a ValueError): a cut stream or trailing bytes, an opcode
 numba's index pickles never hold (persistent ids, extension codes, NEWOBJ, BUILD, INST,
@@ -17,7 +18,7 @@ arguments, a data file name that is not ``<base>.<n>.nbc``, and a layout other t
 
 ``merge_index`` writes one index from two of the same version and stamp: the target's
 entries kept, the new ones added (a key the target has keeps its data file, which the
-caller overwrites). Each key is copied as its own opcode bytes with the memo references
+caller overwrites, and is written once). Each key is copied as its own opcode bytes with the memo references
 renumbered (``_Out``); the values are written anew. A merge the keys' memo references do
 not allow (a key pointing into another part of its file) raises ``Unlinkable``: the caller
 then replaces the index. numba loads the result (it unpickles its cache as always: the
