@@ -407,7 +407,7 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
             (layouts is not None and kept[7] is layouts) or
             all(t.capacity == cap and t.columns is c and t.blank is b for t, (c, cap, b) in zip(tables, kept[4]))):
         plan, buf, blocks, views = kept[0], kept[1], kept[2], kept[5]
-        if layouts is not None and kept[7] is not layouts:      # (found equal: known by this object from now)
+        if keep is not None and layouts is not None and kept[7] is not layouts:   # (found equal: known by this object from now)
             keep["scratch"] = (*kept[:7], layouts)
         np.copyto(buf, kept[3])
     else:

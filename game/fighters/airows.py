@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -355,7 +355,7 @@ def copy_rows(table_state: Any, rows: list, dst: np.ndarray, columns: dict, dst_
     rows follow one another), live set, the gauss value only where it is kept (else left
     zero). Rejected (TypeError): columns that are not the AI table's."""
     src = memoryview(table_state.block).cast("B")
-    out = memoryview(dst).cast("B")
+    out = memoryview(cast(Any, dst)).cast("B")       # (numpy's stubs name no buffer protocol)
     _, cols, live_at, (g_src, g_dst, hg_src) = _copy_plan(table_state.capacity, columns, dst_cap)
     n = len(rows)
     r0 = rows[0] if n else 0
