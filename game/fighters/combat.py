@@ -60,7 +60,8 @@ from scuffle.game.fighters.fightdata import (BUSY, CHANGE_FADE, DOWN_UPDATES, GR
                                              THROW_SPEED)
 from scuffle.game.fighters.fightrows import (COLUMNS as _ROW_COLUMNS, END_WHATS as _END_WHATS, MAX_ROWS as _MAX_ROWS,
                                             FightersRead as _FightersRead, RANGES as _ROW_RANGES, log_of as _log_of,
-                                            log_rows as _log_rows, rows_of as _rows_of, state_of as _state_of)
+                                            INT_ONLY as _INT_ONLY, log_rows as _log_rows, new_rows_kept as _new_rows_kept,
+                                            rows_of as _rows_of, state_of as _state_of)
 from scuffle.game.fighters.moves import Move
 from scuffle.game.runtime.registry import (ActionSpec, Registry, TableSpec, is_int as _is_int,
                                            is_num as _is_num, is_vec2 as _vec2)
@@ -77,9 +78,6 @@ __all__ = ["Fight", "FightAttached", "FightFlags", "FightState", "LocomotionStop
            "PACES", "GRAB_SEARCH_FACTOR", "reaction_for", "ROUND_PAUSE", "Refusal", "ActionResult", "FightEvent",
            "FightEventKind", "FightHandler", "Who", "BUSY", "CHANGE_FADE", "DOWN_UPDATES", "GRAB_CONE_DEG",
            "HIT_CONE_DEG", "IMPULSE_DECAY", "LOG_SIZE", "MIN_SEPARATION", "SLIDE_UPDATES", "THROW_SPEED"]
-
-
-_INT_ONLY = {int}             # (counts by kind: whole numbers only, True == 1 would pass for 1)
 
 
 class FightAttached(ValueError):
@@ -153,6 +151,8 @@ class Fight(Hits):
         # id(a saved copy of ai_rows) -> (that copy, the seating, its AIRows): save_state
         self._ctl_kept: dict = {}
         self._fighters_read = _FightersRead()   # the fighters' rows read last from a file (fightrows)
+        self._ais_read: list = [None]         # the AIs' rows read last from a file (fightrows.state_of)
+        self._rows_kept = _new_rows_kept()    # the counters and fighters' rows made last (fightrows.rows_of)
         # The host's handlers by kind (Fight.on): registrations, called in order.
         self.listeners: dict[FightEventKind, list[FightHandler]] = {}
         game.fight = self
@@ -403,7 +403,7 @@ class Fight(Hits):
 
     def rows_of(self, state: tuple) -> tuple[dict, dict]:
         """A ``save_state`` as the file's tables and counters (fightrows.rows_of)."""
-        return _rows_of(state, self.controllers)
+        return _rows_of(state, self.controllers, self._rows_kept)
 
     def state_of(self, cols: dict, counters: Any) -> tuple:
         """A file's checked rows and counters as a ``save_state`` of this Fight

@@ -34,7 +34,7 @@ from scuffle.game.fighters.airows import AIRow, copy_row, copy_rows
 from scuffle.game.fighters.fightlog import COLUMNS as LOG_COLUMNS, LOG_EXTRAS, MAX_TEXT, MAX_TEXTS
 
 __all__ = ["TABLES", "COLUMNS", "RANGES", "RowsRefused", "rows_of", "state_of", "log_rows", "log_of", "capacity",
-           "END_WHATS", "MAX_PENDING", "MAX_ROWS", "Pending"]
+           "END_WHATS", "MAX_PENDING", "MAX_ROWS", "Pending", "new_rows_kept", "INT_ONLY"]
 
 _I63 = (1 << 63) - 1
 MAX_COUNTER = 1 << 62
@@ -118,16 +118,18 @@ def _scratch(name: str, cap: int) -> tuple[np.ndarray, dict]:
     return got
 
 
-def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
+def rows_of(state: tuple, controllers: list, kept: list | None = None) -> tuple[dict, dict]:
     """A ``Fight.save_state`` as the file's tables ({name: (rows, block)}, ``log`` left
     out: ``log_rows``; the blocks are scratch, written over by the next call: pack or
     hash them at once) and counters (plain data). ``controllers``: the Fight's; a state
     kept as a FighterAI keeps it goes in its row (whatever the controller: a Game's
     checksum is its state's, not its controllers' kinds), another (plain) in the counters.
-    The fighters' rows are made again only when the K.O.s or the starts are other objects
-    than the last call's (a state's values are never written to)."""
+    ``kept``: the calling Fight's own ``[counters, fighters]`` made last (its
+    ``_rows_kept``; None: nothing kept), given again while the same: the fighters' rows
+    while the K.O.s and the starts are the same objects (a state's values are never
+    written to), the counters while the counts and their objects are the same."""
     ko, ko_at, starts, stats, pending, ctl = state
-    out = {"fighters": _fighters_rows(ko, starts)}
+    out = {"fighters": _fighters_rows(ko, starts, kept)}
     cap = capacity("ais", len(ctl))
     block, c = _scratch("ais", cap)
     plain: list = []
@@ -169,31 +171,33 @@ def rows_of(state: tuple, controllers: list) -> tuple[dict, dict]:
     key = (ko_at, grabs, strikes, throws, refused, logged, round_, damage, math.copysign(1.0, damage), len(plain))
     whole = {grabs.__class__, strikes.__class__, throws.__class__, refused.__class__, logged.__class__,
              round_.__class__, int if ko_at is None else ko_at.__class__}
-    keep = whole == _INT_ONLY and plain.count(None) == len(plain)
-    kept = _COUNTERS_KEPT[0]
-    if keep and kept is not None and kept[1] is kinds and kept[2] is rounds and kept[0] == key:
-        return out, kept[3]
+    keep = whole == INT_ONLY and plain.count(None) == len(plain)
+    last = kept[0] if kept is not None else None
+    if keep and last is not None and last[1] is kinds and last[2] is rounds and last[0] == key:
+        return out, last[3]
     counters = {"ko_at": ko_at, "counts": [grabs, strikes, throws, refused, logged, round_], "damage": damage,
                 "kinds": dict(kinds), "rounds": [dict(x) for x in rounds], "controllers": plain}
-    _COUNTERS_KEPT[0] = (key, kinds, rounds, counters) if keep else None
+    if kept is not None:
+        kept[0] = (key, kinds, rounds, counters) if keep else None
     return out, counters
 
 
-# the fight's counters made last: (their key, the counts by kind and rounds objects, the counters)
-_COUNTERS_KEPT: list = [None]
-_INT_ONLY = {int}            # (whole numbers only: True == 1 would pass for 1, 1.0 too)
+INT_ONLY = frozenset({int})  # (whole numbers only: True == 1 would pass for 1, 1.0 too)
 
 
-# the fighters' rows written last: (the K.O.s, the starts, their sizes, (rows, block))
-_FIGHTERS_KEPT: list = [None]
+def new_rows_kept() -> list:
+    """A Fight's own ``kept`` for ``rows_of``: [the counters made last (their key, the counts
+    by kind and rounds objects, the counters), the fighters' rows written last (the K.O.s,
+    the starts, their sizes, (rows, block))]."""
+    return [None, None]
 
 
-def _fighters_rows(ko: dict, starts: dict) -> tuple[int, np.ndarray]:
+def _fighters_rows(ko: dict, starts: dict, kept: list | None) -> tuple[int, np.ndarray]:
     """The ``fighters`` table's (rows, block) of a state's K.O.s and starts (a block of its
-    own, kept while they are the same objects of the same sizes)."""
-    kept = _FIGHTERS_KEPT[0]
-    if kept is not None and kept[0] is ko and kept[1] is starts and kept[2] == (len(ko), len(starts)):
-        return kept[3]
+    own, kept in ``kept[1]`` while they are the same objects of the same sizes)."""
+    last = kept[1] if kept is not None else None
+    if last is not None and last[0] is ko and last[1] is starts and last[2] == (len(ko), len(starts)):
+        return last[3]
     ents = sorted(set(starts) | set(ko))
     cap = capacity("fighters", len(ents))
     lay, size = block_layout(COLUMNS["fighters"], cap)
@@ -209,7 +213,8 @@ def _fighters_rows(ko: dict, starts: dict) -> tuple[int, np.ndarray]:
             c["heading"][r] = s[1]
             c["health"][r] = s[2]
         c["ko"][r] = ko.get(e, -1)
-    _FIGHTERS_KEPT[0] = (ko, starts, (len(ko), len(starts)), (cap, block))
+    if kept is not None:
+        kept[1] = (ko, starts, (len(ko), len(starts)), (cap, block))
     return cap, block
 
 
@@ -296,13 +301,17 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
     if len(live) < len(mine) or any(live[len(mine):]):
         raise RowsRefused(f"table.ais.live: rows past the {len(mine)} controllers of this Game")
     ctl: list = []
+    # the Fight's ais rows read last: [(their block's bytes, each live row's state by row)],
+    # given again for the same bytes (a state's values are never written to: an AI handed
+    # its state again knows it by identity)
+    ais_read = getattr(fight, "_ais_read", None)
     known: Any = None                  # the rows' states made of the same bytes before (by row)
     made: dict = {}
     raw = None
     if any(live):
         block = getattr(t, "block", None)
         raw = block.tobytes() if block is not None else None
-        got = _AIS_READ[0]
+        got = ais_read[0] if ais_read is not None else None
         if raw is not None and got is not None and got[0] == raw:
             known = got[1]
         else:
@@ -334,8 +343,8 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
         if why is not None:
             raise RowsRefused(f"{w}.controllers[{r}]: {why}")
         ctl.append(st)
-    if raw is not None and known is None:
-        _AIS_READ[0] = (raw, made)
+    if raw is not None and known is None and ais_read is not None:
+        ais_read[0] = (raw, made)
     # -- the pending windows and ends: the first rows
     t = cols["pending"]
     live = t.live.tolist()
@@ -360,12 +369,6 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
     stats = (counts[0], counts[1], counts[2], damage, counts[3], dict(kinds), counts[4], counts[5],
              tuple(dict(x) for x in rounds))
     return (ko, ko_at, starts, stats, tuple(pending), tuple(ctl))
-
-
-# the ais rows read last: (their block's bytes, each live row's state by row), given again
-# for the same bytes (a state's values are never written to: an AI handed its state
-# again knows it by identity)
-_AIS_READ: list = [None]
 
 
 def _fighters_of(t: Any, is_fighter: Any, kept: Any) -> tuple[dict, dict]:
