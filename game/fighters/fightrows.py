@@ -98,21 +98,20 @@ def capacity(name: str, n: int) -> int:
     return max(1, n)
 
 
-_SCRATCH: dict = {}
-
-
-def _scratch(name: str, cap: int) -> tuple[np.ndarray, dict]:
-    """A zeroed block of table ``name`` at ``cap`` rows and its columns' views (kept: the
-    caller packs it at once)."""
-    got = _SCRATCH.get((name, cap))
+def _scratch(name: str, cap: int, kept: list | None) -> tuple[np.ndarray, dict]:
+    """A zeroed block of table ``name`` at ``cap`` rows and its columns' views, kept in the
+    calling Fight's own ``kept`` (``new_rows_kept``; None: a new one), never another's:
+    the caller packs it at once, and another Game may be writing its own meanwhile."""
+    blocks = kept[2] if kept is not None else {}
+    got = blocks.get((name, cap))
     if got is None:
-        if len(_SCRATCH) > 32:
-            _SCRATCH.clear()
+        if len(blocks) > 8:
+            blocks.clear()
         lay, size = block_layout(COLUMNS[name], cap)
         block = np.zeros(size, np.uint8)
         views = {c: block[o:o + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)
                  for c, (o, dt, shape) in lay.items() if c != "n_free"}
-        got = _SCRATCH[(name, cap)] = (block, views)
+        got = blocks[(name, cap)] = (block, views)
     else:
         got[0][:] = 0
     return got
@@ -131,7 +130,7 @@ def rows_of(state: tuple, controllers: list, kept: list | None = None) -> tuple[
     ko, ko_at, starts, stats, pending, ctl = state
     out = {"fighters": _fighters_rows(ko, starts, kept)}
     cap = capacity("ais", len(ctl))
-    block, c = _scratch("ais", cap)
+    block, c = _scratch("ais", cap, kept)
     plain: list = []
     first = ctl[0] if ctl else None
     if first.__class__ is AIRow and all(s.__class__ is AIRow and s.table is first.table for s in ctl):
@@ -155,7 +154,7 @@ def rows_of(state: tuple, controllers: list, kept: list | None = None) -> tuple[
                 plain.append(s)
     out["ais"] = (cap, block)
     cap = capacity("pending", len(pending))
-    block, c = _scratch("pending", cap)
+    block, c = _scratch("pending", cap, kept)
     for r, item in enumerate(pending):
         c["live"][r] = True
         c["entity"][r] = item[1]
@@ -186,10 +185,11 @@ INT_ONLY = frozenset({int})  # (whole numbers only: True == 1 would pass for 1, 
 
 
 def new_rows_kept() -> list:
-    """A Fight's own ``kept`` for ``rows_of``: [the counters made last (their key, the counts
-    by kind and rounds objects, the counters), the fighters' rows written last (the K.O.s,
-    the starts, their sizes, (rows, block))]."""
-    return [None, None]
+    """A Fight's own ``kept`` for ``rows_of`` and ``state_of``: [the counters made last
+    (their key, the counts by kind and rounds objects, the counters), the fighters' rows
+    written last (the K.O.s, the starts, their sizes, (rows, block)), the AIs' and pending
+    tables' scratch blocks by (name, rows), the file's counters checked last]."""
+    return [None, None, {}, None]
 
 
 def _fighters_rows(ko: dict, starts: dict, kept: list | None) -> tuple[int, np.ndarray]:
@@ -245,11 +245,6 @@ def _whole(v: Any, where: str, lo: int, hi: int) -> int:
     return v
 
 
-# the fight's counters whose schema was checked last (a file's values, which no reader
-# writes to: the same object read again is the same bytes read again)
-_COUNTERS_CHECKED: list = [None]
-
-
 def _check_counters(counters: Any) -> None:
     """The fight's counters' schema (``state_of``'s; the controllers' states are checked
     there, against the Fight's controllers). Rejected: RowsRefused naming the field."""
@@ -282,9 +277,13 @@ def state_of(fight: Any, cols: dict, counters: Any) -> tuple:
     fight's, an entity that is not a fighter of the Game, a controller's state where the
     Game's controller keeps none or another kind, what the rows' ranges cannot say."""
     w = "values.fight"
-    if counters is not _COUNTERS_CHECKED[0]:
+    # (the counters the Fight checked last: a file's values, which no reader writes to, so
+    # the same object read again is the same bytes read again)
+    kept = getattr(fight, "_rows_kept", None)
+    if kept is None or counters is not kept[3]:
         _check_counters(counters)
-        _COUNTERS_CHECKED[0] = counters
+        if kept is not None:
+            kept[3] = counters
     ko_at, counts, damage, kinds, rounds = (counters["ko_at"], counters["counts"], counters["damage"],
                                             counters["kinds"], counters["rounds"])
     is_fighter = fight._is_fighter

@@ -1201,7 +1201,8 @@ def _rollback_costs(game, updates: int = 240, depth: int = 8) -> dict:
     followed by its snapshot again. Out: ``rollback_snapshot_cpu_us`` and
     ``rollback_restore_cpu_us`` (means), their sum ``rollback_cpu_us`` (the goal's figure:
     one snapshot and one restore), ``file_cpu_us``: a snapshot's ``to_bytes``, then
-    ``Snapshot.from_bytes`` and a restore from it (median of 15), and ``checksum_cpu_us``:
+    ``Snapshot.from_bytes`` and a restore from it (the goal's sum; median of 31),
+    ``file_snapshot_cpu_us``: the ``Game.snapshot()`` taken before each (median), and ``checksum_cpu_us``:
     ``Game.checksum()`` after an update, as a netplay peer checks for a desync (median of
     15). The Game goes on from where it was (the updates run here are part of its run)."""
     from scuffle.game.runtime.snapshot import Snapshot
@@ -1225,12 +1226,15 @@ def _rollback_costs(game, updates: int = 240, depth: int = 8) -> dict:
             backs.append(clock() - c0)
             for _ in range(depth):
                 step_and_save()
-    files = []
-    for _ in range(15):
+    files, takes = [], []
+    for _ in range(31):
         c0 = clock()
-        snap = Snapshot.from_bytes(game.snapshot().to_bytes())
-        game.restore(snap)
-        files.append(clock() - c0)
+        taken = game.snapshot()
+        c1 = clock()
+        game.restore(Snapshot.from_bytes(taken.to_bytes()))
+        c2 = clock()
+        takes.append(c1 - c0)
+        files.append(c2 - c1)
     sums = []
     for _ in range(15):
         game.step()
@@ -1241,6 +1245,7 @@ def _rollback_costs(game, updates: int = 240, depth: int = 8) -> dict:
     return {"rollback_snapshot_cpu_us": round(mean(snaps), 2), "rollback_restore_cpu_us": round(mean(backs), 2),
             "rollback_cpu_us": round(mean(snaps) + mean(backs), 2),
             "file_cpu_us": round(sorted(files)[len(files) // 2] * 1e6, 2),
+            "file_snapshot_cpu_us": round(sorted(takes)[len(takes) // 2] * 1e6, 2),
             "checksum_cpu_us": round(sorted(sums)[len(sums) // 2] * 1e6, 2)}
 
 
@@ -1952,8 +1957,8 @@ def _print_one(r: dict, out) -> None:
               f"a snapshot into new memory {r['snapshot_new_cpu_us']} us; {r['snapshot_mb']} MB each)", file=out)
     if "rollback_cpu_us" in r:
         print(f"in a rollback loop (CPU means): snapshot {r['rollback_snapshot_cpu_us']} us, restore "
-              f"{r['rollback_restore_cpu_us']} us; a file's to_bytes + from_bytes + restore {r['file_cpu_us']} us; "
-              f"Game.checksum() {r.get('checksum_cpu_us')} us", file=out)
+              f"{r['rollback_restore_cpu_us']} us; a file's to_bytes + from_bytes + restore {r['file_cpu_us']} us "
+              f"(the snapshot before it {r.get('file_snapshot_cpu_us')} us); Game.checksum() {r.get('checksum_cpu_us')} us", file=out)
     if r.get("join_leave_ratio") is not None:
         print(f"the update after one human joins and one leaves: {r['join_leave_after_cpu_ms']} ms CPU against "
               f"{r['join_leave_steady_cpu_ms']} steady ({r['join_leave_ratio']}x; the two calls "

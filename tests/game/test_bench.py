@@ -248,6 +248,30 @@ def test_snapshot_costs_take_their_rounds_and_leave_the_game_as_it_was():
     game.step()                                   # and it steps on from there
 
 
+def test_the_rollback_figures_time_the_file_apart_from_the_snapshot_before_it(monkeypatch):
+    """The file goal's figure is its three calls (to_bytes, from_bytes, restore); the
+    snapshot taken before each is its own figure; the Game steps on after them."""
+    from scuffle.game.runtime.snapshot import Snapshot
+    from scuffle.game.tools.bench import _rollback_costs
+
+    game = build_crowd(2, "realistic")
+    for _ in range(5):
+        game.step()
+    calls: list[str] = []
+    for name in ("to_bytes",):
+        real = getattr(Snapshot, name)
+        monkeypatch.setattr(Snapshot, name, lambda self, _f=real, _n=name: (calls.append(_n), _f(self))[1])
+    r = _rollback_costs(game, updates=10, depth=3)
+    assert calls == ["to_bytes"] * 31                 # the file's round trips, each one to_bytes
+    for key in ("rollback_cpu_us", "file_cpu_us", "file_snapshot_cpu_us", "checksum_cpu_us"):
+        assert r[key] > 0, key
+    assert r["rollback_cpu_us"] == pytest.approx(r["rollback_snapshot_cpu_us"] + r["rollback_restore_cpu_us"],
+                                                 abs=0.011)
+    before = game.update
+    game.step()
+    assert game.update == before + 1
+
+
 def test_the_join_leave_figure_leaves_the_crowd_as_it_was():
     from scuffle.game.tools.bench import _join_leave
     game = build_crowd(24, "realistic", seed=2)

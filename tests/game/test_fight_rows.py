@@ -325,3 +325,19 @@ def test_the_fighters_rows_read_again_give_the_kept_state_and_check_the_entities
     monkeypatch.setattr(fight, "_is_fighter", lambda ent: ent != gone)
     with pytest.raises(fightrows.RowsRefused, match=rf"table\.fighters\.entity\[{r}\] = {gone}"):
         fight.state_of(cols(), counters)
+
+
+def test_each_fight_writes_its_rows_into_blocks_of_its_own(pair):
+    """Two Games' fight rules never share the blocks their rows are written into (a Game
+    on another thread writing its file while this one packs its own): each Fight keeps
+    its own."""
+    a, b, _ = pair
+    sa, sb = a.fight.save_state(), b.fight.save_state()
+    ta, _ = a.fight.rows_of(sa)
+    tb, _ = b.fight.rows_of(sb)
+    for name in ("ais", "pending"):
+        assert not np.shares_memory(ta[name][1], tb[name][1]), name
+    before = {name: ta[name][1].copy() for name in ("ais", "pending")}
+    b.fight.rows_of(b.fight.save_state())             # b's next rows leave a's as they were
+    for name, block in before.items():
+        assert np.array_equal(ta[name][1], block), name
