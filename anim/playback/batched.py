@@ -551,8 +551,8 @@ class CommandColumns:
                     else:
                         # a steered gait took its target and made no row: its human is not
                         # waiting (named, a later row of it would wait for a write that never comes)
-                        mark, stamp = self._mark, cnt[CK.CN_STAMP]
-                        buf.due.update(s for s in slots[i:j] if mark[s] == stamp)
+                        part = sl[i:j]
+                        buf.due.update(part[self._mark[part] == cnt[CK.CN_STAMP]].tolist())
                     buf.n, buf.tasks, buf.cursors, buf.fades, buf.gaits = cnt[:CK.CN_STAMP].tolist()
                     rules.cmd_kernel_runs += got
                     self.rows_buffered += got
