@@ -285,34 +285,6 @@ def row_state(table_state: Any, row: int) -> tuple:
 
 
 _ROW_LAYOUTS: dict[int, dict] = {}       # a saved AI table's capacity -> its block's layout
-_ROW_VIEWS: dict = {}                    # (capacity, id(block)) -> (block, its columns' views)
-
-
-def copy_row(table_state: Any, row: int, dst: dict, r: int) -> None:
-    """Row ``row`` of a saved AI table (``row_state``'s ``table_state``) written into row
-    ``r`` of ``dst`` (the file's ``ais`` columns by name: live, mt, has_gauss, gauss, tick,
-    hold, enabled) as ``row_state``'s form would be, with no plain form in between: the
-    words copied as they lie, the gauss value only where it is kept (else left zero)."""
-    cap, block = table_state.capacity, table_state.block
-    got = _ROW_VIEWS.get((cap, id(block)))
-    if got is None or got[0] is not block:
-        lay = _ROW_LAYOUTS.get(cap)
-        if lay is None:
-            lay = _ROW_LAYOUTS[cap] = block_layout({**COLUMNS, **FRAME_COLUMNS}, cap)[0]
-        if len(_ROW_VIEWS) >= 64:        # (a ring's copies: a few blocks met again and again)
-            _ROW_VIEWS.clear()
-        got = _ROW_VIEWS[(cap, id(block))] = (block, {n: np.ndarray(lay[n][2], lay[n][1], block, lay[n][0])
-                                                      for n in ("mt", "has_gauss", "gauss", "tick", "hold",
-                                                                "enabled")})
-    c = got[1]
-    dst["live"][r] = True
-    dst["mt"][r] = c["mt"][row]
-    if c["has_gauss"][row]:
-        dst["has_gauss"][r] = True
-        dst["gauss"][r] = c["gauss"][row]
-    dst["tick"][r] = c["tick"][row]
-    dst["hold"][r] = c["hold"][row]
-    dst["enabled"][r] = c["enabled"][row]
 
 
 # the columns ``copy_rows`` copies as they lie (the gauss value apart: only where kept)
@@ -347,17 +319,21 @@ def _copy_plan(cap: int, columns: dict, dst_cap: int) -> tuple:
     return got
 
 
-def copy_rows(table_state: Any, rows: list, dst: np.ndarray, columns: dict, dst_cap: int) -> None:
+def copy_rows(table_state: Any, rows: list, dst: np.ndarray, columns: dict, dst_cap: int, at: int = 0) -> None:
     """Rows ``rows`` of a saved AI table (``row_state``'s ``table_state``) written into rows
-    0, 1, ... of ``dst``, a zeroed uint8 block of ``columns`` (the file's ``ais`` table:
-    live, mt, has_gauss, gauss, tick, hold, enabled) at ``dst_cap`` rows: the bytes
-    ``copy_row`` writes, each column's rows copied as they lie (one slice a column when the
-    rows follow one another), live set, the gauss value only where it is kept (else left
-    zero). Rejected (TypeError): columns that are not the AI table's."""
+    ``at``, ``at`` + 1, ... of ``dst``, a zeroed uint8 block of ``columns`` (the file's
+    ``ais`` table: live, mt, has_gauss, gauss, tick, hold, enabled) at ``dst_cap`` rows, as
+    ``row_state``'s form says them with no plain form in between: each column's rows
+    copied as they lie (one slice a column when the rows follow one another), live set,
+    the gauss value only where it is kept (else left zero). Rejected (TypeError): columns
+    that are not the AI table's."""
     src = memoryview(table_state.block).cast("B")
     out = memoryview(cast(Any, dst)).cast("B")       # (numpy's stubs name no buffer protocol)
     _, cols, live_at, (g_src, g_dst, hg_src) = _copy_plan(table_state.capacity, columns, dst_cap)
     n = len(rows)
+    if at:                                         # (each column's rows from row ``at`` on)
+        cols = tuple((s, d + at * w, w) for s, d, w in cols)
+        live_at, g_dst = live_at + at, g_dst + 8 * at
     r0 = rows[0] if n else 0
     if rows == list(range(r0, r0 + n)):            # (the AIs seated in order: a slice a column)
         for s, d, w in cols:

@@ -30,7 +30,7 @@ from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
 from scuffle.anim.data.rangelist import NUM_ANIM_IDS
 from scuffle.anim.engine.snapkernel import Kind as K, check_tagged_rows
 from scuffle.anim.engine.store import block_layout
-from scuffle.game.fighters.airows import AIRow, copy_row, copy_rows
+from scuffle.game.fighters.airows import AIRow, copy_rows
 from scuffle.game.fighters.fightlog import COLUMNS as LOG_COLUMNS, LOG_EXTRAS, MAX_TEXT, MAX_TEXTS
 
 __all__ = ["TABLES", "COLUMNS", "RANGES", "RowsRefused", "rows_of", "state_of", "log_rows", "log_of", "capacity",
@@ -140,7 +140,7 @@ def rows_of(state: tuple, controllers: list, kept: list | None = None) -> tuple[
     else:
         for r, s in enumerate(ctl):
             if s.__class__ is AIRow:           # the AI's row of a saved table, copied
-                copy_row(s.table, s.row, c, r)
+                copy_rows(s.table, [s.row], block, COLUMNS["ais"], cap, at=r)
                 plain.append(None)
             elif _ai_state(s):                   # a FighterAI's, or one kept as a FighterAI keeps it
                 (_, words, gauss), tick, hold, on = s

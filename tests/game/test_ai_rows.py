@@ -216,13 +216,15 @@ def test_the_ais_inputs_facing_its_opponent_are_made_once():
 
 
 @pytest.mark.parametrize("rows", [[0, 1, 2], [1, 2], [2, 0], [3], []])
-def test_the_ais_rows_copied_at_once_are_the_bytes_copied_one_by_one(rows):
-    """copy_rows (a Game's own snapshot's AIs in one pass, a slice a column where the rows
-    follow one another) writes the file's ``ais`` block byte for byte as copy_row does row
-    by row: the words, tick, hold, on, the gauss value only where one is kept."""
+def test_the_ais_rows_copied_as_blocks_are_the_bytes_of_their_plain_states(rows):
+    """A Game's own snapshot's AIs (rows of its saved AI table, copied a slice a column
+    where they follow one another, else row by row) give the file's ``ais`` block byte for
+    byte as the same states in their plain form (``row_state``) do: the words, tick,
+    hold, on, the gauss value only where one is kept; and so does a mix of the two, each
+    saved row copied to its own place."""
     from scuffle.anim.engine.snapshot import save_table
     from scuffle.game.fighters import fightrows
-    from scuffle.game.fighters.airows import ai_table, copy_row, copy_rows
+    from scuffle.game.fighters.airows import AIRow, ai_table, row_state
 
     t = ai_table(4)
     rng = np.random.default_rng(5)
@@ -233,13 +235,17 @@ def test_the_ais_rows_copied_at_once_are_the_bytes_copied_one_by_one(rows):
         t.gauss[r] = -0.0 if r == 2 else rng.normal()      # (a stale value where none is kept: not copied)
         t.tick[r], t.hold[r], t.enabled[r], t.sid[r] = 100 + r, r, r != 1, 7 + r
     saved = save_table(t)
-    cap = fightrows.capacity("ais", len(rows))
-    cols = fightrows.COLUMNS["ais"]
-    one, views = fightrows._scratch("ais", cap)
-    for i, row in enumerate(rows):
-        copy_row(saved, row, views, i)
-    one = one.copy()
-    at_once, _ = fightrows._scratch("ais", cap)            # (zeroed again)
-    copy_rows(saved, rows, at_once, cols, cap)
-    assert at_once.tobytes() == one.tobytes()
-    assert np.count_nonzero(one) > 0 or not rows
+    as_rows = [AIRow(saved, row) for row in rows]
+    plain = [row_state(saved, row) for row in rows]
+
+    def ais_block(ctl: list) -> bytes:
+        state = ({}, None, {}, (0, 0, 0, 0.0, 0, {}, 0, 1, []), [], tuple(ctl))
+        tables, counters = fightrows.rows_of(state, [None] * len(ctl), fightrows.new_rows_kept())
+        assert counters["controllers"] == [None] * len(ctl)     # every state went to its row
+        return tables["ais"][1].tobytes()
+
+    want = ais_block(plain)
+    assert ais_block(as_rows) == want
+    mixed = [a if i % 2 else p for i, (a, p) in enumerate(zip(as_rows, plain))]
+    assert ais_block(mixed) == want
+    assert any(want) or not rows
