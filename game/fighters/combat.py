@@ -368,17 +368,7 @@ class Fight(Hits):
         st = self.stats
         logged = st.logged
         (st.grabs, st.strikes, st.throws, st.damage, st.refused, kinds, st.logged, st.round, rounds) = stats
-        kk = self._kinds_kept
-        # (the counts by kind held are ``kinds`` when they are its copy at the same count)
-        if not (kk[1] is kinds and kk[0] == logged == st.logged) and dict.__eq__(st.kinds, kinds) is not True:
-            st.kinds.clear()
-            dict.update(st.kinds, kinds)                # (a Counter's own update adds, and in Python)
-        held = kk[1]
-        if held is not None and held is not kinds and kk[0] == st.logged and dict.__eq__(held, kinds) is True and \
-                list(held) == list(kinds) and set(map(type, held.values())) <= _INT_ONLY:
-            kinds = held                                # (the copy held, equal in order and type: kept, and
-            #                                              what is made of it with it: fightrows.rows_of)
-        self._kinds_kept = (st.logged, kinds)
+        self._kinds_back(st, kinds, logged)
         if rounds is not self._rounds_kept[1] or len(st.rounds) != len(rounds):
             st.rounds[:] = [dict(r) for r in rounds]
             self._rounds_kept = (len(rounds), rounds)
@@ -393,6 +383,22 @@ class Fight(Hits):
             if s is not None and not (s.__class__ is AIRow and getattr(c, "state_row", -1) == s.row and
                                       c.state_table is self.ai_rows and s.table.capacity == self.ai_rows.capacity):
                 c.load_state(s)
+
+    def _kinds_back(self, st: Any, kinds: dict, logged: int) -> None:
+        """The counts by kind of a state (``kinds``, never taken) put back into ``st.kinds``,
+        unless they are held already (``kinds`` is the copy kept at the same count, or the
+        counts are equal); ``logged``: the count before the load. The object kept for
+        them (``_kinds_kept``, what fightrows.rows_of compares by identity) is the copy
+        held when that copy equals ``kinds`` in values, order and type at the same count."""
+        kept_at, held = self._kinds_kept
+        same_count = kept_at == st.logged
+        if not (held is kinds and same_count and logged == st.logged) and dict.__eq__(st.kinds, kinds) is not True:
+            st.kinds.clear()
+            dict.update(st.kinds, kinds)                # (a Counter's own update adds, and in Python)
+        if held is not None and held is not kinds and same_count and dict.__eq__(held, kinds) is True and \
+                list(held) == list(kinds) and set(map(type, held.values())) <= _INT_ONLY:
+            kinds = held
+        self._kinds_kept = (st.logged, kinds)
 
     # ---------------------------------------------------------------- the file's rows
     # A snapshot file carries the state as the tables of game.fighters.fightrows: their
