@@ -18,7 +18,9 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
-           "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers", "RowState", "FlushBuffers"]
+           "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers", "RowState", "FlushBuffers",
+           "SnapViews", "SnapPlan", "SnapFacts", "SnapLists", "SnapScratch", "IdTasks", "IdHumans", "IdCalls",
+           "IdRules"]
 
 
 class HumanCols(NamedTuple):
@@ -278,3 +280,102 @@ class FlushBuffers(NamedTuple):
     pool_out: np.ndarray
     end_mark: np.ndarray
     report_mark: np.ndarray
+
+
+# ---------------------------------------------------------------- a snapshot file's checks
+# (anim.engine.snapkernel.check_rows and check_ids_rows; anim.engine.snapcheck builds them)
+
+class SnapViews(NamedTuple):
+    """The scratch buffer holding a file's tables, one view per item type
+    (anim.engine.snapkernel.VIEWS' order: a bool column is read through ``i8``)."""
+    i8: np.ndarray
+    i32: np.ndarray
+    i64: np.ndarray
+    f32: np.ndarray
+    f64: np.ndarray
+
+
+class SnapPlan(NamedTuple):
+    """check_rows' plan for one set of layouts: ``tabs`` per table (capacity, live's byte
+    index, gen's, free_rows' and n_free's int64 element indexes), the declared checks
+    (``spec`` SPEC_WIDTH ints a row, ``fspec`` 2 floats a row), the structural checks'
+    columns (``at``: AT's order), ``must`` the cursor columns each task type links (-1:
+    not a type), ``nxt_mask`` the types with a next task, the fade and gait types."""
+    tabs: np.ndarray
+    spec: np.ndarray
+    fspec: np.ndarray
+    at: np.ndarray
+    must: np.ndarray
+    nxt_mask: int
+    fade_type: int
+    gait_type: int
+
+
+class SnapFacts(NamedTuple):
+    """The bank's clips' numbers a cursor row is checked against (snapcheck.ClipFacts;
+    ``limit`` and ``dur`` as their float32 bits, int32)."""
+    end: np.ndarray
+    limit: np.ndarray
+    dur: np.ndarray
+    evf0: np.ndarray
+    nev: np.ndarray
+    first: np.ndarray
+    frames: np.ndarray
+
+
+class SnapLists(NamedTuple):
+    """The engine's lists beside the tables: the human table's generations and free list,
+    the pool's flags as bytes, the rows freed since each table's last take (table t's at
+    ``dirty[dirty_at[t]:dirty_at[t + 1]]``), the humans' entities, sorted."""
+    hgen: np.ndarray
+    hfree: np.ndarray
+    pool: np.ndarray
+    dirty: np.ndarray
+    dirty_at: np.ndarray
+    ents: np.ndarray
+
+
+class SnapScratch(NamedTuple):
+    """check_rows' scratch and outputs: ``seen`` (int64, at least every capacity),
+    ``lrows`` (int64, every capacity and one more a table), ``out`` (int64) and ``fout``
+    (float64): the fault's fields."""
+    seen: np.ndarray
+    lrows: np.ndarray
+    out: np.ndarray
+    fout: np.ndarray
+
+
+class IdTasks(NamedTuple):
+    """The task table's columns check_ids_rows reads (``live`` and ``callback`` as int8)."""
+    live: np.ndarray
+    type: np.ndarray
+    on_end: np.ndarray
+    on_wrap: np.ndarray
+    partner_name: np.ndarray
+    callback: np.ndarray
+    partner: np.ndarray
+    dir_banks: np.ndarray
+
+
+class IdHumans(NamedTuple):
+    """The human table's columns check_ids_rows reads (``live`` as int8)."""
+    live: np.ndarray
+    on_report: np.ndarray
+
+
+class IdCalls(NamedTuple):
+    """The callbacks table as check_ids_rows reads it: per id whether it is a name and
+    whether a callback (int8 each), its uses; the free ids."""
+    is_name: np.ndarray
+    is_call: np.ndarray
+    uses: np.ndarray
+    free: np.ndarray
+
+
+class IdRules(NamedTuple):
+    """The rules the ids are checked by: the types that take a wrap callback and those that
+    take a partner (bit t: type t), the direction type, and the bank's clip count."""
+    wrap_mask: int
+    paired_mask: int
+    dir_type: int
+    n_banks: int

@@ -23,6 +23,8 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from scuffle.anim.engine import snapkernel as K
+from scuffle.anim.engine.kernel_types import (IdCalls, IdHumans, IdRules, IdTasks, SnapFacts, SnapLists, SnapPlan,
+                                              SnapScratch, SnapViews)
 from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
 from scuffle.anim.engine.store import FRAME_COLUMNS, NO_ROW, _layout
 from scuffle.anim.base.enums import TaskType
@@ -415,8 +417,8 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
         blank = _blanks(plan, tables)
         buf = blank.copy()
         blocks = [buf[base:base + len(t.blank)] for t, base in zip(tables, plan.bases)]
-        views = (buf.view(np.int8), buf.view(np.int32), buf.view(np.int64), buf.view(np.float32),
-                 buf.view(np.float64))
+        views = SnapViews(buf.view(np.int8), buf.view(np.int32), buf.view(np.int64), buf.view(np.float32),
+                          buf.view(np.float64))
         if keep is not None:
             keep["scratch"] = (plan, buf, blocks, blank, [(t.columns, t.capacity, t.blank) for t in tables], views,
                                tuple(names), layouts)
@@ -439,10 +441,9 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
         at, dirty_all = _no_dirty(len(dirty)), _EMPTY
     out = np.zeros(8, np.int64)
     fout = np.zeros(2, np.float64)
-    code = K.check_rows(*views, plan.tabs, spec, plan.fspec, plan.at, facts.end, *_bits(facts),
-                        facts.evf0, facts.nev, facts.first, facts.frames, plan.must, plan.nxt_mask, _FADE, _GAIT,
-                        hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities, seen,
-                        _lrows(plan.lrows), out, fout)
+    code = K.check_rows(views, SnapPlan(plan.tabs, spec, plan.fspec, plan.at, plan.must, plan.nxt_mask, _FADE, _GAIT),
+                        _snap_facts(facts), SnapLists(hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities),
+                        SnapScratch(seen, _lrows(plan.lrows), out, fout))
     if code:
         raise StateError(_message(plan, spec, code, out, fout, dirty_where))
     if not (n_out.__class__ is int and n_out == int(out[1]) and n_out <= pool_capacity):
@@ -530,12 +531,14 @@ def _bounded(plan: _Plan, last_clip: int, last_text: int) -> np.ndarray:
     return spec
 
 
-def _bits(facts: ClipFacts) -> tuple:
-    """The clips' limit and duration as their float32 bits (kept per ClipFacts)."""
+def _snap_facts(facts: ClipFacts) -> SnapFacts:
+    """check_rows' form of the clips' numbers: their limit and duration as float32 bits
+    (kept per ClipFacts)."""
     got = _BITS.get(id(facts))
     if got is None or got[0] is not facts:
         _BITS.clear()
-        got = _BITS[id(facts)] = (facts, (facts.limit.view(np.int32), facts.dur.view(np.int32)))
+        got = _BITS[id(facts)] = (facts, SnapFacts(facts.end, facts.limit.view(np.int32), facts.dur.view(np.int32),
+                                                   facts.evf0, facts.nev, facts.first, facts.frames))
     return got[1]
 
 
@@ -661,10 +664,11 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
         raise StateError(f"calls.uses: not {n} counts >= 0")
     is_name, is_call = kinds if kinds is not None else id_kinds(values)
     out = np.zeros(5, np.int64)
-    code = K.check_ids_rows(tsk.live.view(np.int8), tsk.type, tsk.on_end, tsk.on_wrap, tsk.partner_name,
-                            tsk.callback.view(np.int8), tsk.partner, tsk.dir_banks, humans.live.view(np.int8),
-                            humans.on_report, is_name, is_call, _ids(uses), _ids(free), _WRAP_MASK, _PAIRED_MASK,
-                            _DIRECTION, n_banks, _seen(n), out)
+    code = K.check_ids_rows(IdTasks(tsk.live.view(np.int8), tsk.type, tsk.on_end, tsk.on_wrap, tsk.partner_name,
+                                    tsk.callback.view(np.int8), tsk.partner, tsk.dir_banks),
+                            IdHumans(humans.live.view(np.int8), humans.on_report),
+                            IdCalls(is_name, is_call, _ids(uses), _ids(free)),
+                            IdRules(_WRAP_MASK, _PAIRED_MASK, _DIRECTION, int(n_banks)), _seen(n), out)
     if code:
         raise StateError(_ids_message(code, out, n, uses, n_banks))
 

@@ -30,6 +30,8 @@ import numpy as np
 from numba import njit
 
 from scuffle.anim.engine.jitcache import cache_setting
+# (imported before numba's cache is read: its index names the named tuples the kernels take)
+from scuffle.anim.engine import kernel_types  # noqa: F401
 
 __all__ = ["check_rows", "pack_rows", "pack_tables", "unpack_rows", "check_ids_rows", "check_tagged_rows", "IdFault", "ID_COLUMNS", "Fault", "Kind", "Code", "AT", "TABLE_ORDER", "CODES", "VIEWS", "SPEC_WIDTH"]
 
@@ -178,24 +180,28 @@ def _copy(dst, d, src, a, n):
 
 
 @_kernel
-def check_rows(i8, i32, i64, f32, f64, tabs, spec, fspec, at, f_end, f_limit, f_dur, f_evf0, f_nev, f_first,
-               f_frames, must, nxt_mask, fade_type, gait_type, hgen, hfree, pool, dirty, dirty_at, ents, seen,
-               lrows, out, fout):
-    """The first fault of the saved rows (a Fault; 0: none), its fields in ``out`` / ``fout``.
+def check_rows(views, plan, facts, lists, scratch):
+    """The first fault of the saved rows (a Fault; 0: none), its fields in ``scratch.out`` /
+    ``scratch.fout``.
 
-    In: the buffer's views (``VIEWS``' order); ``tabs`` per table (TABLE_ORDER): its
-    capacity, the byte index of ``live``, the int64 element indexes of ``gen``,
-    ``free_rows`` and ``n_free`` (-1: none, the humans' lists are ``hgen`` / ``hfree``);
-    ``spec`` / ``fspec`` the declared checks (SPEC_WIDTH ints, 2 floats each); ``at`` the
-    structural checks' columns (AT order: element index, code, width); the bank's
-    ClipFacts (limit and dur as int32 bits); ``must`` per task type the cursor columns it
-    links (bit i: c<i>; -1: not a task type), ``nxt_mask`` the types with a next task,
-    the fade and gait types; ``pool`` the pool's flags as bytes; ``dirty`` the rows freed
-    since each table's last take, table t's at ``dirty[dirty_at[t]:dirty_at[t + 1]]``;
-    ``ents`` the humans' entities, sorted; ``seen`` int64 scratch (>= every capacity);
-    ``lrows`` int64 scratch of at least every table's capacity and one more per table (the
-    rows in use, table by table, each table's count first: the declared checks read those
-    rows only)."""
+    In (anim.engine.kernel_types): ``views`` the buffer's views (SnapViews, ``VIEWS``'
+    order); ``plan`` (SnapPlan): ``tabs`` per table (TABLE_ORDER): its capacity, the byte
+    index of ``live``, the int64 element indexes of ``gen``, ``free_rows`` and ``n_free``
+    (-1: none, the humans' lists are ``lists.hgen`` / ``lists.hfree``); ``spec`` / ``fspec``
+    the declared checks (SPEC_WIDTH ints, 2 floats each); ``at`` the structural checks'
+    columns (AT order: element index, code, width); ``must`` per task type the cursor
+    columns it links (bit i: c<i>; -1: not a task type), ``nxt_mask`` the types with a next
+    task, the fade and gait types; ``facts`` the bank's ClipFacts (SnapFacts: limit and dur
+    as int32 bits); ``lists`` (SnapLists): the pool's flags as bytes, the rows freed since
+    each table's last take, the humans' entities, sorted; ``scratch`` (SnapScratch):
+    ``seen`` int64 (>= every capacity), ``lrows`` int64 of at least every table's capacity
+    and one more per table (the rows in use, table by table, each table's count first: the
+    declared checks read those rows only)."""
+    i8, i32, i64, f32, f64 = views
+    tabs, spec, fspec, at, must, nxt_mask, fade_type, gait_type = plan
+    f_end, f_limit, f_dur, f_evf0, f_nev, f_first, f_frames = facts
+    hgen, hfree, pool, dirty, dirty_at, ents = lists
+    seen, lrows, out, fout = scratch
     out[0] = 0
     ntab = tabs.shape[0]
     # -- the free lists and generations
@@ -546,15 +552,19 @@ def _bit(mask, t):
 
 
 @_kernel
-def check_ids_rows(t_live, ty, on_end, on_wrap, p_name, cb, partner, dbanks, h_live, on_report, is_name, is_call,
-                   uses, free, wrap_mask, paired_mask, dir_type, n_banks, counts, out):
+def check_ids_rows(tasks, humans, calls, rules, counts, out):
     """The first fault (an IdFault; 0: none) of the task and human tables' callback ids
-    against the callbacks table (``is_name`` / ``is_call`` per id as bytes, ``uses`` per
-    id, the ``free`` ids), in anim.engine.snapcheck.check_ids' order; its fields in
-    ``out``. ``wrap_mask`` / ``paired_mask`` bit t: type t takes a wrap callback / a
-    partner; a task of ``dir_type`` holds eight clips of a bank of ``n_banks`` in
-    ``dbanks``, any other type -1 there (anim.engine.rules.dir_banks_misfit's rule).
+    (``tasks``: IdTasks, ``humans``: IdHumans) against the callbacks table (``calls``:
+    IdCalls, ``is_name`` / ``is_call`` per id as bytes, ``uses`` per id, the ``free``
+    ids), in anim.engine.snapcheck.check_ids' order; its fields in ``out``. ``rules``
+    (IdRules): ``wrap_mask`` / ``paired_mask`` bit t: type t takes a wrap callback / a
+    partner; a task of ``dir_type`` holds eight clips of a bank of ``n_banks`` in its
+    ``dir_banks``, any other type -1 there (anim.engine.rules.dir_banks_misfit's rule).
     ``counts``: int64 scratch of at least one per id."""
+    t_live, ty, on_end, on_wrap, p_name, cb, partner, dbanks = tasks
+    h_live, on_report = humans
+    is_name, is_call, uses, free = calls
+    wrap_mask, paired_mask, dir_type, n_banks = rules
     out[0] = 0
     n = len(is_name)
     for i in range(n):
