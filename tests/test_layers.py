@@ -1,4 +1,4 @@
-"""The house shows its rooms (issue 11): no import circles between scuffle's modules, and
+"""The house shows its rooms: no import circles between scuffle's modules, and
 the layers point one way: anim below components below systems below game, the demo on
 top; game's runtime below its fighters, and neither imports the cli or the tools."""
 from __future__ import annotations

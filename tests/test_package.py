@@ -1,4 +1,4 @@
-"""One package, scuffle (issue 11): the wheel holds one top-level package, scuffle runs
+"""One package, scuffle: the wheel holds one top-level package, scuffle runs
 from a directory full of a host's own ``game``/``components``/``systems``/``anim``, and
 nothing but scuffle.demo imports pygame."""
 from __future__ import annotations

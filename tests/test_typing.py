@@ -1,4 +1,4 @@
-"""A typed package (issue 11): scuffle ships py.typed, and the public face
+"""A typed package: scuffle ships py.typed, and the public face
 (scuffle/__init__.py and what it exports) type-checks with plain mypy.
 
 mypy reads the package as it is installed: a scuffle/ folder holding the face and the
@@ -58,7 +58,7 @@ def test_the_typed_api_modules_pass_strict(tmp_path):
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
 
 
-# ---------------------------------------------------------------- a host's mypy --strict (issue 22)
+# ---------------------------------------------------------------- a host's mypy --strict
 
 GOOD_HOST = '''\
 import numpy as np

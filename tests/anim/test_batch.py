@@ -1,6 +1,6 @@
 """The compiled engine against the reference model, over random scenarios.
 
-The engine (``Player``: anim.playback.batch over anim.engine.kernels, the only engine since issue 19)
+The engine (``Player``: anim.playback.batch over anim.engine.kernels, the only engine)
 and the plain-Python reference model of the spec (``scuffle.anim.reference``) get the
 same characters and the same random command streams. Their dumps (task types, anim ids,
 held bits, every cursor's time / frame / flags, fades, gaits, next tasks, record flags and
@@ -185,7 +185,7 @@ def test_batched_equals_reference(seed, updates, rate):
                                      {"events": "newest", "blend_window": "kept", "pick": "all"}],
                          ids=["newest", "kept", "pick-all", "all-three"])
 def test_batched_equals_reference_with_the_other_readings(options):
-    """The readings' options (issue 12, item 5) keep the engine equal to the reference."""
+    """The readings' options (PlayerOptions' events, blend_window, pick) keep the engine equal to the reference."""
     _check_pair(_run_pair(7, humans=10, updates=150, rate_of_commands=0.08, **options))
 
 
@@ -311,7 +311,7 @@ BLENDS = (TaskType.MIX, TaskType.PICK, TaskType.DIRECTION)
 
 
 def test_types_10_11_13_take_the_fast_path():
-    """Types 10, 11 and 13 run in the kernels (issue 19, item 2): mixes easing toward their
+    """Types 10, 11 and 13 run in the kernels: mixes easing toward their
     targets, picks, eight-direction blends, also as a type 3's next task (its blend window,
     then the hand-over), their values and targets moved between updates: the kernels run
     every human, and the dumps (times, events, ids, flags) and poses equal the
@@ -366,7 +366,7 @@ def _ref_cursors(hs) -> int:
 
 
 def test_gait_pair_changes_hand_overs_and_fades_run_in_the_kernel():
-    """The kernel runs what used to take the scalar step (issue 14, part 3): gaits easing
+    """The kernel runs the harder cases of the step too: gaits easing
     across their clip pairs (spare cursors made ahead, then the pair changed in the
     kernel), hand-overs with blend windows, fades ending: the results equal the
     reference's bit for bit, poses included, and the spares stay at most two a human."""

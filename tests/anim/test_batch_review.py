@@ -1,9 +1,9 @@
-"""Review of the compiled engine (issue 14): scenarios the random crowds of
+"""Review of the compiled engine: scenarios the random crowds of
 test_batch.py do not reach, each run on the engine and on the reference model of the
 spec (scuffle.anim.reference, the same commands) and compared update by update: the
 dumps (anim.reference.dump: times, frames, events, ids, held bits, released ids, pool)
-and the poses equal bit for bit. The scalar step these once compared with is gone
-(issue 19); each test keeps the scenario that caught its bug."""
+and the poses equal bit for bit. Each test keeps a scenario that shows the fault it
+guards against."""
 from __future__ import annotations
 
 import pytest
@@ -62,7 +62,7 @@ def _runs_equal(runs) -> None:
 
 
 def test_on_wrap_set_after_the_first_step_is_called():
-    """FAILED before the fix: LoopTask.on_wrap set between updates writes the task's ``callback`` column but
+    """The fault guarded against: LoopTask.on_wrap set between updates writes the task's ``callback`` column but
     does not mark the human, so its row keeps fast=True and the kernel (which never reads
     ``callback``) wraps the loop without calling it."""
     def setup(p, hs):
@@ -84,7 +84,7 @@ def test_on_wrap_set_after_the_first_step_is_called():
 
 
 def test_gait_on_wrap_set_after_the_first_step_is_called():
-    """FAILED before the fix (same cause): GaitTask.on_wrap set later is never called on the compiled path."""
+    """The fault guarded against (same cause): GaitTask.on_wrap set later is never called on the compiled path."""
     def setup(p, hs):
         for h in hs:
             p.change(h, p.gait(h, GAIT, target=2.0, value=2.0), 0.0)
@@ -103,9 +103,9 @@ def test_gait_on_wrap_set_after_the_first_step_is_called():
 
 
 def test_a_task_made_outside_the_world_is_refused_not_stepped_by_the_scalar_path():
-    """Once a ClipTask.next set between updates to a task outside the world's task table
-    (a private one, nxt -1) sent its human to the scalar step (gone since issue 19). Now
-    a task's rows are a world's or it is not made (ValueError: tasks are made by a
+    """A ClipTask.next set between updates to a task outside the world's task table (a
+    private one, nxt -1) cannot send its human off the compiled step: a task's rows are
+    a world's or it is not made (ValueError: tasks are made by a
     Player), and a world's task never links to or stacks another world's task, nor takes
     another table's cursor (ForeignTask, a ValueError, nothing changed)."""
     from scuffle.anim.engine.store import task_table
@@ -143,7 +143,7 @@ def test_a_task_made_outside_the_world_is_refused_not_stepped_by_the_scalar_path
 
 
 def test_next_set_after_the_first_step_to_a_mix_task():
-    """FAILED before the fix: ClipTask.next set later to a world task of a type the kernel did
+    """The fault guarded against: ClipTask.next set later to a world task of a type the kernel did
     not run then (type 10 MIX): the human stayed fast, the kernel handed over to it and then
     never advanced it (``else: break``). The kernel now runs type 10: the same steps."""
     def setup(p, hs):
@@ -176,7 +176,7 @@ def test_next_set_after_the_first_step_to_a_world_loop():
 
 
 def test_a_human_twice_in_the_instance_list():
-    """FAILED before the fix: a human listed twice is stepped twice, and the scalar step
+    """The fault guarded against: a human listed twice is stepped twice, and the scalar step
     (as the reference's step_one does) cleared its events at its second step while the
     compiled one kept the first step's event rows when the second step fired none
     (``_event_rows`` set per status row, never reset)."""
@@ -316,7 +316,7 @@ def test_chain_longer_than_the_walk_scratch_cut_midway():
 
 
 def test_step_of_one_group_keeps_the_other_groups_events_and_released():
-    """FAILED before the fix: BatchEngine.step clears the events and released ids of every human in
+    """The fault guarded against: BatchEngine.step clears the events and released ids of every human in
     ``_noisy`` (those touched since the last step), also those not in this step's list;
     the scalar path clears only the humans it steps (step_one). A game stepping its crowd
     in two groups (or a spawned human on its own) loses the other group's released ids
@@ -480,7 +480,7 @@ def _no_wrap(inst) -> None:
 
 @pytest.mark.parametrize("how", ["argument", "option"])
 def test_a_dt_that_is_not_a_float32(how):
-    """FAILED before the fix: a dt that is not a float32 value (0.1, 1/30 unrounded) was
+    """The fault guarded against: a dt that is not a float32 value (0.1, 1/30 unrounded) was
     rounded to float32 by the compiled step (``dt32`` in BatchEngine._run_step) but used
     as a double by the scalar one (F.mul(dt, rate)), and by the compiled path's own slow
     humans (a loop with a wrap callback, kept here): times differed in the last bit.
@@ -488,7 +488,7 @@ def test_a_dt_that_is_not_a_float32(how):
     def setup(p, hs):
         p.change(hs[0], p.chain(hs[0], [1, 2, 3], blend=0.1), 0.2)
         p.change(hs[1], p.gait(hs[1], GAIT, target=3.0, value=0.5, flags=0x2C1), 0.0)
-        p.change(hs[2], p.mix(hs[2], 4, 5, weight=0.3), 0.0)        # a type 10 (compiled since issue 19)
+        p.change(hs[2], p.mix(hs[2], 4, 5, weight=0.3), 0.0)        # a type 10 (compiled)
         p.change(hs[3], p.loop(hs[3], 4, on_wrap=_no_wrap), 0.0)    # once a slow human (a wrap callback)
         return None
 
@@ -511,12 +511,13 @@ def test_a_dt_that_is_not_a_float32(how):
 
 
 def test_more_than_64_nested_blend_windows_pose():
-    """FAILED before the fix: a chain of 70 clips of non-decreasing durations under blend=100 s nests 70 blend windows at once. The
-    reference blends innermost first (only the innermost 6 weights act on the 7 poses the
-    stack holds); pose_stacks keeps only the first 64 window weights (``weights`` scratch,
-    ``nw < weights.shape[0]``), so it blends with the weights of windows 58-63 instead:
-    the pose differed. (Refused poses agree.) Fix: the weights kept as a ring (the
-    innermost 64). The reference model blends as the spec reads (bit for bit)."""
+    """The fault guarded against: a chain of 70 clips of non-decreasing durations under
+    blend=100 s nests 70 blend windows at once. The reference blends innermost first (only
+    the innermost 6 weights act on the 7 poses the stack holds); a pose_stacks keeping only
+    the first 64 window weights (``weights`` scratch, ``nw < weights.shape[0]``) blends
+    with the weights of windows 58-63 instead, and the pose differs (refused poses agree).
+    pose_stacks keeps the weights as a ring (the innermost 64), so it blends as the
+    reference model does, bit for bit (the spec's reading)."""
     aset = _set(3)
     runs = []
     for p, cls in worlds(pool_size=4000):
@@ -541,9 +542,9 @@ def test_events_read_after_the_flush_and_new_tasks():
     """Lazy events (CharacterInstance._event_rows) read after the flush released the
     tasks that fired them (a fade of 0 s completing in the same step) and new tasks took
     every free row (the released rows are taken last): the FiredEvent's anim id and task
-    must be those of the step, as the reference makes them. FAILED before the fix:
+    must be those of the step, as the reference makes them. The fault guarded against:
     BatchEngine.fired read ``cursors.anim[cr]`` and ``_tasks[tr]`` at reading time (the
-    new task's id, None or the new task); Player.flush now makes a human's lazy events
+    new task's id, None or the new task); Player.flush makes a human's lazy events
     before it releases a deferred task that fired one of them (BatchEngine.fired_by)."""
     clips, ranges = {}, {}
     for i in range(12):

@@ -1,5 +1,5 @@
-"""Callbacks as data (issue 19, item 1; anim.engine.callbacks) and the wrap callbacks' place in an
-update (issue 19, item 2): the compiled step (the one engine, which steps every human)
+"""Callbacks as data (anim.engine.callbacks) and the wrap callbacks' place in an
+update: the compiled step (the one engine, which steps every human)
 reports a wrap as a row, and every wrap callback runs once all humans stepped, in step
 order, on the engine and the reference alike.
 

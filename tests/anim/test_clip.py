@@ -878,7 +878,7 @@ def test_flipped_or_truncated_clips_parse_or_raise_clip_format_error(dk, data):
     assert encode_clip(clip) == (bytes(d), bytes(k))    # anything accepted re-encodes exactly
 
 
-# ---------------------------------------------------------------- typed events (issue 3)
+# ---------------------------------------------------------------- typed events (spec "Keyframes": the event types)
 
 
 def _one(**kw):

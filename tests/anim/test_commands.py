@@ -1,4 +1,4 @@
-"""Commands write rows (issue 19, item 1): the task table's defaults, the fast views, the
+"""Commands write rows: the task table's defaults, the fast views, the
 stack written one slot at a time, a constructor's checks before anything is taken.
 
 The speed itself is measured by ``scuffle bench --crowd realistic`` (``command_us``),

@@ -3,7 +3,7 @@
 Spec: "The pose" (L102: 0x00176d60 samples the queued tasks into a second buffer,
 0x005fd040, and uses it as the default pose when the human test 0x00223440 passes),
 "The Anim Range List" (L178: the class record overrides the range data for some ids,
-Human_AttachInstance 0x00217a98). Issue 12, item 6.
+Human_AttachInstance 0x00217a98).
 """
 from __future__ import annotations
 

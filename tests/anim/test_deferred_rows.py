@@ -1,4 +1,4 @@
-"""The deferred list as rows (issue 19, items 1 and 7: anim.playback.deferred.DeferredRows).
+"""The deferred list as rows (anim.playback.deferred.DeferredRows).
 
 The step kernel writes the tasks it defers straight into the list's rows, Python's own
 defer (a cut, a queued start's change) appends a row pair, the flush's kernel reads them

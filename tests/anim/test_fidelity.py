@@ -1,8 +1,8 @@
-"""Fidelity, round 3 (issue 23): type 8 events, held bits on release, bone-transform entry 0,
+"""Fidelity to the spec's readings: type 8 events, held bits on release, bone-transform entry 0,
 the tag bit, and the 0.15 s fade's clock figure, from the spec's own words and numbers.
 
-Each point runs on the two paths: the engine (``Player``: the compiled step, the one engine
-since issue 19) and the plain-Python reference (``anim.reference``: the independent oracle).
+Each point runs on the two paths: the engine (``Player``: the compiled step, the one engine)
+and the plain-Python reference (``anim.reference``: the independent oracle).
 tests/anim/test_reference.py ties the two bit for bit over random crowds with each option;
 here each rule is checked on each by what it must give.
 """

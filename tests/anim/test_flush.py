@@ -1,4 +1,4 @@
-"""The deferred flush as rows (issue 19: anim.engine.kernels.flush_release and flush_anim_ids).
+"""The deferred flush as rows (anim.engine.kernels.flush_release and flush_anim_ids).
 
 Player.flush releases the runs of deferred tasks with no callback in one kernel call each
 and the tasks with an end or report callback in Python between them, in the list's

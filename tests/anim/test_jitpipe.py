@@ -1,4 +1,4 @@
-"""The link-only helpers (anim/engine/jitpipe.py; issue 19, item 7, the cold compile): a helper
+"""The link-only helpers (anim/engine/jitpipe.py, for the cold compile): a helper
 compiled with LinkOnlyCompiler gets no machine code and no cache entry, a numba function
 calling it computes what the plain Python does, and numba's own settings and an
 engine author's own ``@njit`` code in the same process are as they were."""

@@ -498,7 +498,7 @@ def test_scaled_turn_kernel_equals_quat_scale_turn_and_the_exact_turn():
 
 
 def test_the_kernels_table_tuples_are_the_tables_columns():
-    """The named tuples the kernels take (issue 19, item 5: no kernel takes dozens of
+    """The named tuples the kernels take (so that no kernel takes dozens of
     positional arguments) hold the tables' own columns, in the tables' order, so a column
     added to a table is a field added here (and the other way round)."""
     from scuffle.anim.engine.store import HumanTable, cursor_table, fade_table, gait_table, task_table
@@ -515,7 +515,7 @@ def test_the_kernels_table_tuples_are_the_tables_columns():
         assert kernel.py_func.__code__.co_argcount <= most, kernel.__name__
 
 
-# the named steps step_stacks runs, in the spec's per-update order (issue 19, item 5)
+# the named steps step_stacks runs, in the spec's per-update order
 STEP_STAGES = ("_room", "_newest", "_step_loop", "_step_clip", "_hand_over", "_in_window", "_step_fade",
                "_gait_move", "_change_pair", "_gait_leader", "_gait_advance", "_step_mix", "_step_pick",
                "_step_direction", "_held_events")
@@ -553,19 +553,19 @@ LOOSE_COLUMN = __import__("re").compile(r"^[tcefgh]_[a-z0-9_]+$")
 MOST_ARGUMENTS = 12             # the entry points' and helpers' arguments (about ten)
 
 
-# the named steps pose_stacks runs for a task, by type, then for the human (issue 19, item 5)
+# the named steps pose_stacks runs for a task, by type, then for the human
 POSE_STAGES = ("_pose_fade", "_pose_gait", "_pose_blend_task", "_sample", "_pose_window", "_pose_windows",
                "_keep_queued_pose", "_pose_top")
 
 
 def test_pose_stacks_reads_as_named_steps():
-    """pose_stacks is the walk of the queue and the stack with each task type's emit a call
-    (issue 19, item 5): its body stays short (117 lines when it was one piece), it calls
-    every named step, each documented, and none takes the tables' named tuples (columns
-    only: the bank, scratch and output tuples the pose writes excepted). The steps the
-    walk calls per task are inlined by numba (``inline="always"``: kept as calls they pass
-    the bank and scratch tuples field by field, and pose_stacks ran 1.25x slower) or run
-    without reference counting (``_nrt=False``)."""
+    """pose_stacks is the walk of the queue and the stack with each task type's emit a call:
+    its body stays short (70 lines at most), it calls every named step, each documented,
+    and none takes the tables' named tuples (columns only: the bank, scratch and output
+    tuples the pose writes excepted). The steps the walk calls per task are inlined by
+    numba (``inline="always"``: kept as calls they would pass the bank and scratch tuples
+    field by field, a cost on every task) or run without reference counting
+    (``_nrt=False``)."""
     import ast
     import inspect
     import textwrap

@@ -1,4 +1,4 @@
-"""Prepared commands (anim.playback.recipe; issue 19, items 1 and 7: commands write rows, no
+"""Prepared commands (anim.playback.recipe: commands write rows, no
 per-task Python object on the hot path): a recipe run writes the very rows, pool
 accounting, stack, queue and held flags the equivalent handle calls leave, refuses what
 they refuse with nothing taken, finds its clips again when a human's set changes, and runs

@@ -720,12 +720,11 @@ def _nested(seed, ids, blend, k, fade, new, options):
 
 def test_nested_windows_cut_off_in_a_hand_over_update_compiled():
     """Chain [9, 5, 8, 2, 5, 5] at blend 0.2 (windows nest), cut off by a change (fade 0)
-    on the update in which a nested task hands over: the compiled path once kept the
+    on the update in which a nested task hands over: the compiled path must not keep the
     chain's last two tasks counted out of the pool for ever (in_use 3, the human holding
-    1; the kernel had relinked a next task two levels down the chain, and the flush gave
-    the chain back by the old link). Found by the differential fuzz (issue 19: 5 of the
-    600 cases of the slow sweep below, test_nested_windows_cut_off_sweep_compiled); fixed in
-    BatchEngine._relink_chains."""
+    1: a next task relinked two levels down the chain by the kernel, the chain given back
+    by the flush by the old link; BatchEngine._relink_chains keeps the two agreeing). The
+    slow sweep below (test_nested_windows_cut_off_sweep_compiled) tries 600 such cuts."""
     _nested(14, [9, 5, 8, 2, 5, 5], 0.2, 9, 0.0, 1, {})
 
 

@@ -1,7 +1,7 @@
 """The tables the state lives in (anim.engine.store): rows, growth, released rows, the views onto them.
 
-Issue 14, "The state lives in arrays": tasks and records are views onto table rows.
-Issue 19: they are handles (a row and a generation): one whose row went back is stale.
+The state lives in arrays: tasks and records are views onto table rows, and they are
+handles (a row and a generation): one whose row went back is stale.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _cursor(table, frames: int = 10) -> Cursor:
 
 
 def test_a_released_row_makes_its_handle_stale():
-    """Issue 19, item 1: a cursor is a handle (a row and the generation it got); once its
+    """A cursor is a handle (a row and the generation it got); once its
     row goes back, reading or writing it raises StaleHandle (a ValueError), before and
     after the row is taken again, and the new owner's numbers are never touched."""
     table = cursor_table(2)
@@ -88,7 +88,7 @@ def test_tasks_are_views_onto_the_task_table():
 
 
 def test_a_task_is_made_in_a_worlds_tables_only():
-    """Issue 19: the rows are the only truth, so there are no tasks made alone (private
+    """The rows are the only truth, so there are no tasks made alone (private
     one-row tables, links kept as Python objects): a task needs a world's task table
     (Stores), and its cursor must be a row of that world's cursor table."""
     from scuffle.anim.playback.tasks import ForeignTask

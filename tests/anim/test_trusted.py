@@ -1,4 +1,4 @@
-"""The kernels called through their compiled entry points (anim.engine.trusted, issue 19 item 7:
+"""The kernels called through their compiled entry points (anim.engine.trusted, to cut
 the fixed cost of an update): only while every argument is the object the dispatcher
 typed, and with the same results as a call through the dispatcher."""
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The body table and its views (components/bodies.py): a Body reads and writes its row
 of the table, keeps working when the table grows, and gives its row back.
 
-Issue 14: "Bodies live in arrays too ... The esper components become views (row handles)
-onto those tables."
+Bodies live in arrays too (docs/architecture.md, "The tables"): the esper components are
+views (row handles) onto those tables.
 """
 from __future__ import annotations
 

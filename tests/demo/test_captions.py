@@ -1,4 +1,4 @@
-"""Captions on the demo's pictures (issue 22, item 9): who grabs, strikes, throws, falls.
+"""Captions on the demo's pictures: who grabs, strikes, throws, falls.
 
 Everything runs under SDL_VIDEODRIVER=dummy; this file itself never imports pygame.
 """

@@ -1,4 +1,4 @@
-"""Rewind in the demo (issue 20, item 4): DemoSim's ring of snapshots, R held in the window,
+"""Rewind in the demo: DemoSim's ring of snapshots, R held in the window,
 ``scuffle demo --headless --rewind-at T --rewind-by S``, and the recording and the trace
 of a rewound fight replayed byte for byte by ``scuffle run``.
 

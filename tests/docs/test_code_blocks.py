@@ -1,4 +1,4 @@
-"""Every ```python block of the README and docs/*.md runs (issue 22, item 7), so the
+"""Every ```python block of the README and docs/*.md runs, so the
 snippets cannot rot. A block whose first line is ``# not run: REASON`` is skipped (and
 must give a reason); a block that defines a pytest test runs under pytest
 (here in this process with the fixtures it names; tests/docs/test_plugin.py, slow, runs

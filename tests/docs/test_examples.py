@@ -1,4 +1,4 @@
-"""docs/examples (issue 22, item 1): every example runs headless and says what it should.
+"""docs/examples: every example runs headless and says what it should.
 
 The default run executes each program in this process (runpy; the esper worlds are
 cleaned up after each test) and calls the system-order example's tests; the slow test

@@ -1,4 +1,4 @@
-"""scuffle.testing, the pytest plugin (issue 22, item 2): registered through pytest11,
+"""scuffle.testing, the pytest plugin: registered through pytest11,
 light to load, its fixtures and update records, and docs/testing.md's tests run under
 pytest as a user would run them."""
 from __future__ import annotations

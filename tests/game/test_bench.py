@@ -63,7 +63,7 @@ def test_bench_rejects_bad_counts():
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
 
 
-# ---------------------------------------------------------------- the realistic crowd (issue 19)
+# ---------------------------------------------------------------- the realistic crowd (scuffle bench --crowd realistic)
 
 
 def _run_crowd(n, updates, seed=1):

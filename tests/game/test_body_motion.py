@@ -1,4 +1,4 @@
-"""The world's bodies live in its body table (issue 14): every Body is a view onto a row
+"""The world's bodies live in its body table: every Body is a view onto a row
 of ``ctx.bodies``, removing a human gives its row back, and the state update moves the
 table's columns in one compiled call with the same results as the readable oracle
 (systems.motion.root_motion through the views, ``ctx.reference``).

@@ -1,7 +1,7 @@
 """``scuffle run SCENARIO.toml --trace OUT.jsonl`` (game/runcmd.py) end to end.
 
 Spec: "When a clip ends" (the table of chain clips: a clip lasts ceil((F - 0.5) / r)
-updates, one more on an exact tie at 0.75). Issue 4: the clip-end table through the CLI;
+updates, one more on an exact tie at 0.75). Checked: the clip-end table through the CLI;
 errors are one line, no traceback, and no update runs on a bad file.
 """
 from __future__ import annotations

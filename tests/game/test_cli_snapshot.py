@@ -1,5 +1,5 @@
 """``scuffle run --snapshot-at U --snapshot-out F`` and ``--from-snapshot F``, and
-``scuffle diff --from U`` / its cut line (issue 20, item 5): a long scenario resumed near
+``scuffle diff --from U`` / its cut line: a long scenario resumed near
 a divergence gives the same trace bytes as the whole run from there."""
 from __future__ import annotations
 

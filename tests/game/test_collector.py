@@ -1,5 +1,5 @@
 """scuffle.settle: the loaded world out of the garbage collector's sight (gc.freeze), the
-application's call (issue 19, item 7: the collector's cost per update)."""
+application's call (the collector's cost per update)."""
 from __future__ import annotations
 
 import gc

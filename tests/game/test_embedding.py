@@ -1,4 +1,4 @@
-"""Embedding (issue 11): esper's own conventions, a host's esper world, the Game's life
+"""Embedding: esper's own conventions, a host's esper world, the Game's life
 cycle, and one human's bones in the shapes users expect."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Events as rows (issue 14, part 3): the compiled step writes the fired events into a
+"""Events as rows: the compiled step writes the fired events into a
 buffer; FiredEvent objects are made only for a human whose events someone reads (its
 ``CharacterInstance.events``, its ``FiredEvents`` view, a handler of one of its types).
 """

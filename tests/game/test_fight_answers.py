@@ -1,4 +1,4 @@
-"""The fight rules answer (issue 22, item 4): a new fighter idles, every action says
+"""The fight rules answer: a new fighter idles, every action says
 whether it was accepted and why not, hits, K.O.s and rounds reach the host, and
 ``scuffle run`` prints the answers (``--strict`` fails on a refusal).
 

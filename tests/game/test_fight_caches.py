@@ -1,4 +1,4 @@
-"""The fight rules' caches (issue 19, item 7: the 2 fighters' commands made cheap) and
+"""The fight rules' caches (the 2 fighters' commands made cheap) and
 their invalidation: the gait speeds and np.interp axes kept per set (Fight._pace_scale,
 Player.gait_speeds), the look-ups and prepared commands filled when a human joins
 (Fight._warm, Player.learn), the fast paths of check_float / check_vec.

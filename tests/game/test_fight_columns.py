@@ -1,4 +1,4 @@
-"""The fight rules' per-update reads (issue 19, item 7): the loops read the combat columns'
+"""The fight rules' per-update reads: the loops read the combat columns'
 fast views (``CombatTable.views``) and the body's attachment column instead of the views'
 descriptors, and the hold's type-8 point is decoded once per clip (``Pairs._hold_place``).
 Each cache follows what it keeps: a grown table, a snapshot of another capacity put back,

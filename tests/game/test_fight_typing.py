@@ -1,4 +1,4 @@
-"""A host program's mistakes with the fight rules are type errors (issue 22, item 4):
+"""A host program's mistakes with the fight rules are type errors:
 ``Fight``'s public methods are typed (``who: str | int``, ``pace: str | int``, the
 answers an ``ActionResult``), checked by mypy on the installed layout."""
 from __future__ import annotations

@@ -5,7 +5,7 @@ Spec: "Root motion" (L347-349: the state update 0x0023fea8 sets the velocity, th
 Human_ApplyRootMotion adds the root velocity, then the human moves), "Playback rate"
 (L297: the walking speeds, 0x00254078, "divide by the same rate"), "Notes for
 implementers" (L413: a looping gait's speed is the descriptor's displacement over the
-duration, Anim_RootDisplacementLength 0x00101950). Issue 12, items 1 and 2.
+duration, Anim_RootDisplacementLength 0x00101950).
 """
 from __future__ import annotations
 
@@ -187,8 +187,9 @@ def test_the_scenario_options_take_the_readings():
 
 
 def test_the_scenario_options_take_the_round_3_readings():
-    """Issue 23's options reach the scenario's [options] like the other readings: each
-    enum's values, the original's by default, a bad value refused naming the field."""
+    """The fidelity options (tests/anim/test_fidelity.py) reach the scenario's [options] like
+    the other readings: each enum's values, the original's by default, a bad value refused
+    naming the field."""
     from scuffle.game.runtime.scenario import ScenarioError
 
     base = WALK_START.replace("updates = 40\n", "updates = 3\n[options]\nplace_events = \"fired\"\n"

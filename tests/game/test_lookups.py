@@ -1,4 +1,4 @@
-"""The Python around the kernels (issue 19, item 7): a Game's look-ups read its own esper
+"""The Python around the kernels: a Game's look-ups read its own esper
 world's tables directly (no switch of esper's current world per component), the fight
 rules' per-update work reads each human once, the placement picks its few bodies by
 their fields, the event dispatch reads the update's event types in one go. Every result

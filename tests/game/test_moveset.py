@@ -2,7 +2,7 @@
 
 Spec: "Data", "The reference pose" (bone 2), "Root motion" (the throws' turns, the walk
 start), "Paired tasks" (the type-8 event and the range record), "The Anim Range List",
-"Gait blend", "Playback rate", "When a clip ends". Issue 5, "The move set".
+"Gait blend", "Playback rate", "When a clip ends". The set itself: docs/moveset.md.
 """
 from __future__ import annotations
 

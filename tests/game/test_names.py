@@ -1,4 +1,4 @@
-"""Names instead of numbers (issue 22, item 3): clips by their name in the set, bones by
+"""Names instead of numbers: clips by their name in the set, bones by
 name, and ``Game.on`` for the animation events.
 
 Spec: "Data: Descriptor" (the clip's name, +0x20), "Parent table" (L108-112: bone 0 the

@@ -1,4 +1,4 @@
-"""A game run on the reference (issue 19, item 3): ``Game(engine="reference")`` and
+"""A game run on the reference: ``Game(engine="reference")`` and
 ``scuffle run --engine reference`` give the same trace as the compiled engine, poses and
 bodies included, on a recorded fight (tests/hardening/fight_2min.toml, cut to its first
 300 updates: walks, grabs, throws and hits through the fight rules)."""

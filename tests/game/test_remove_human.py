@@ -1,4 +1,4 @@
-"""Game.remove_human (issue 13, "Humans leave cleanly"): mid-connect, mid-hold and
+"""Game.remove_human (humans leave cleanly): mid-connect, mid-hold and
 mid-throw, from both sides. The leaving human's tasks are cut off (released by the next
 flush, end callbacks run) and every pool task comes back; the partner is detached and
 freed and plays the let-go, or the fall when its thrower leaves mid-throw (the fight

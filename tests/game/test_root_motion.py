@@ -2,8 +2,8 @@
 
 Spec: "Root motion" (the velocity turned by the heading, capped at 50 m/s, added to the
 state's; the turn 2 acos(w) signed by z, x 30 x dt; an attached human takes the
-pose's quaternion as it is), "Playback rate", "When a clip ends". Conventions (issue 4,
-pinned): metres, z up, heading degrees counter-clockwise from above, 0 facing +y, the
+pose's quaternion as it is), "Playback rate", "When a clip ends". Conventions (pinned, the
+public contract): metres, z up, heading degrees counter-clockwise from above, 0 facing +y, the
 human's frame x right, y forward.
 """
 from __future__ import annotations

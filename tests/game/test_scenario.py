@@ -1,6 +1,6 @@
 """The scenario file (game/scenario.py): validation with field and line, and what each key does.
 
-Issue 4, "The scenario file (TOML, pinned)". Runs in process (run_scenario with an
+Pinned: the public scenario format (docs/scenarios.md, "The file"). Runs in process (run_scenario with an
 in-memory trace); the CLI's own behaviour is in test_cli_run.py.
 """
 from __future__ import annotations

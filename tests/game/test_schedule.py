@@ -4,7 +4,6 @@ Spec: "When a clip ends" (Humans_Update: every animation step, the deferred flus
 the state updates and the actions), "Data" (L86: Anim_FireFrameEvents handles each
 event in place during the step, so before the flush), "Root motion" (applied by the
 state update before the move), "Paired tasks" (the bodies placed by the combat code).
-Issue 4, item 2; issue 12, item 3.
 """
 from __future__ import annotations
 
@@ -206,7 +205,7 @@ def test_schedule_module_names_its_reasons():
 
 
 def test_a_handler_sees_another_humans_held_flags_on_its_end_update(new_game):
-    """Issue 12, item 3: a handler of a's event on the update b's clip ends sees b
+    """A handler of a's event on the update b's clip ends sees b
     stepped and not yet released: b's held flags still set and record +0x20 still naming
     the ending clip; the actions of the same update see both cleared."""
     g = new_game()

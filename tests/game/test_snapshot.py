@@ -1,4 +1,4 @@
-"""Save, restore and rewind (issue 20): Game.snapshot / restore / checksum, the byte form,
+"""Save, restore and rewind: Game.snapshot / restore / checksum, the byte form,
 and the rollback sync test (GGPO's SyncTest) on fights and crowds.
 
 Every check compares whole states (Game.checksum, which covers the tables, the engine's

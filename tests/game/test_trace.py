@@ -1,4 +1,4 @@
-"""The JSONL trace (game/trace.py), pinned by issue 4, "The trace (JSONL, pinned)".
+"""The JSONL trace (game/trace.py), pinned: the public trace contract (docs/scenarios.md, "The trace (JSONL)").
 
 One scenario is run twice through the CLI with --pose; the records are checked field by
 field and the two files byte for byte.

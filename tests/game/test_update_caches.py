@@ -1,4 +1,4 @@
-"""The caches of an update's fixed cost (issue 19, item 7: 2 fighters <= 0.05 ms CPU per
+"""The caches of an update's fixed cost (docs/performance.md's goal: 2 fighters <= 0.05 ms CPU per
 update): each is derived data, made again by a change it cannot miss.
 
 - the few-human paths (a human's queue count, status, refusals and held flag read one by
@@ -252,7 +252,7 @@ def test_a_trusted_call_with_the_very_objects_skips_the_checks(monkeypatch):
     assert len(checked) == 1 and tk._args[-1] is fresh  # typed alike: the entry point, the new objects held
 
 
-# ---------------------------------------------------------------- the glue's fast views (issue 19)
+# ---------------------------------------------------------------- the glue's fast views
 
 def _state_velocities_by_descriptors(self, ctx) -> None:
     """Locomotion's state function as it read and wrote before its fast views: each

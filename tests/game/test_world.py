@@ -1,7 +1,7 @@
 """The embeddable runtime (game/world.py) and paired tasks.
 
 Spec: "Paired tasks" (the clip and the rate come from the attacker's character),
-"Playback rate". Issue 4, items 4-5: several worlds side by side, no pygame, the
+"Playback rate". Also: several worlds side by side, no pygame, the
 systems in a host's own esper world.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hardening (issue 7): deterministic replays, the original's limits, the soak, fuzzed
+"""Hardening: deterministic replays, the original's limits, the soak, fuzzed
 loaders and the CLI's one-line errors.
 
 The default run (``pytest``, which the pyproject's ``addopts`` gives ``-m "not fuzz"``)

@@ -3,7 +3,7 @@
 A valid clip is built byte by byte (any mask over bones 0-33, channels of random raw
 keys, events of every type the spec names), so the keys are whatever an s16 holds: most
 rotation keys have an x, y, z norm over 1, as a damaged clip would. ``mutated_clip``
-damages one in the ways issue 7 lists: truncation, byte flips, oversized counts and
+damages one in the ways a loader must survive: truncation, byte flips, oversized counts and
 sizes, NaN and Inf in the duration, the displacement and the field of view, mask bits
 above 33, a bone 0 key whose x, y, z norm is over 1 (a valid clip, which must still
 sample finite). Layout: docs/formats.md (spec "Data").

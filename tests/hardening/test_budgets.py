@@ -1,4 +1,4 @@
-"""Budgets checked before allocating (issue 21, item 1): a clip bank, a scenario, a diff.
+"""Budgets checked before allocating: a clip bank, a scenario, a diff.
 
 Each hostile input is small on disk and would need far more memory if it were built:
 clips with no channels and F = 65,535 (a frame table of 36 slots x 65,536 rows each),

@@ -1,8 +1,6 @@
 """docs/original-bugs.md stays true: every entry has its evidence, default, option and
 tests, every test it names exists, and every option it names is a PlayerOptions field
 whose default is the original's.
-
-Issue 7, "The original's bugs catalogue".
 """
 from __future__ import annotations
 

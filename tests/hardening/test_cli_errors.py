@@ -1,6 +1,6 @@
 """Every CLI error is one clear line on stderr with a non-zero status, never a traceback.
 
-Issue 7, "Scenario and CLI errors". Each case runs ``scuffle ...`` in its own
+Each case runs ``scuffle ...`` in its own
 process (all of them at once, four at a time) with a bad input: a missing file, a
 directory, a bad TOML, an unknown id, human, set or library, a malformed clip, resource
 or range list, bad flags, an unwritable trace, a limit of the original hit at run time.

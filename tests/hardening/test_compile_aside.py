@@ -1,4 +1,4 @@
-"""The first step on a fresh install (issue 19, item 7): the two big kernels compile side by
+"""The first step on a fresh install: the two big kernels compile side by
 side, the other one in a child process that installs it into numba's cache (anim.engine.coldstart).
 
 Checked here: the argument types the child compiles for are those the engine calls the

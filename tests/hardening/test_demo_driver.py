@@ -1,8 +1,8 @@
-"""The demo checks the video driver it actually got (issue 21, item 7).
+"""The demo checks the video driver it actually got.
 
 With DISPLAY naming a display that does not exist, SDL falls back to its offscreen
-driver: the window "opens" invisibly, and ``scuffle demo --seconds 2`` used to run
-forever. The demo (and the viewer) now ask SDL which driver it opened
+driver: the window "opens" invisibly, and ``scuffle demo --seconds 2`` would run
+forever. The demo (and the viewer) ask SDL which driver it opened
 (``pygame.display.get_driver()``) and run headless on ``offscreen`` / ``dummy``, as the
 README promises. Each probe is a subprocess with a time limit: a hang fails the test.
 """

@@ -2,7 +2,7 @@
 across processes; no wall clock, unseeded random number or set order reaches the
 simulation.
 
-Issue 7, "Determinism". The two-minute fight (fight_2min.toml: 3600 updates, two humans
+The two-minute fight (fight_2min.toml: 3600 updates, two humans
 on the demo move set, 17 grabs, 12 throws, hits, walks and let-goes) runs through
 ``scuffle run`` in two separate processes with different PYTHONHASHSEEDs, and
 the traces' sha256 must match; likewise the demo's AI fight (game.ai.FighterAI through

@@ -1,4 +1,4 @@
-"""Files (issue 21, item 4): no output clobbers an input or another output, no output
+"""Files: no output clobbers an input or another output, no output
 follows a symbolic link, a failed run leaves the old file whole, a scenario reads only
 files below its own folder (or a folder the user allows: ``--data DIR``,
 ``SCUFFLE_DATA``), and no error quotes a file's bytes.
@@ -253,7 +253,7 @@ def test_the_helpers_refuse_and_publish_whole(tmp_path):
 def test_an_error_on_a_file_that_is_not_a_resource_quotes_none_of_it(tmp_path, command):
     """Naming any file (here a password-file look-alike) gets a one-line error that quotes
     none of its bytes: not as text, nor as the chunk type or size words they would be read
-    as (issue 21: 'no error ever prints a file's contents')."""
+    as: no error ever prints a file's contents."""
     data = b"root:x:0:0:root:/root:/bin/bash\nsvc:x:1:1::/:/sbin/nologin\n"
     (tmp_path / "secret").write_bytes(data)
     r = run_scuffle(*command, cwd=tmp_path, env={"SDL_VIDEODRIVER": "dummy"})

@@ -1,7 +1,7 @@
 """Fuzzed clip chunks: only ClipFormatError comes out, naming the field and the byte
 offset, never a hang; a clip that loads samples finite at every frame and plays.
 
-Issue 7, "Fuzzed loaders". The strategies (fuzz_chunks.py) damage valid chunk pairs:
+The strategies (fuzz_chunks.py) damage valid chunk pairs:
 truncation, byte flips, oversized counts and sizes, NaN and Inf in the duration, the
 displacement and the field of view, mask bits above 33, bone 0 keys whose x, y, z norm
 is over 1. The default run tries QUICK_EXAMPLES per property (the same ones each run);
@@ -100,7 +100,7 @@ test_damaged_clips_raise_only_clip_format_error_or_play_finite, \
     test_damaged_clips_raise_only_clip_format_error_or_play_finite_fuzz = fuzz_pair(mutated_clip())(_mutated_property)
 
 
-# ---------------------------------------------------------------- the cases issue 7 names
+# ---------------------------------------------------------------- the damages one by one
 
 
 def _base() -> tuple[bytes, bytes]:

@@ -2,7 +2,7 @@
 absolute byte offset, never a hang; a file that loads saves back to the same bytes, its
 range records are finite, and every clip samples finite at every frame and plays.
 
-Issue 7, "Fuzzed loaders". A valid file (anim.data.animset.AnimSet.to_resource: clip pairs,
+A valid file (anim.data.animset.AnimSet.to_resource: clip pairs,
 the Anim Range List, the id -> slot table, an unknown chunk) is damaged by 1-3 of:
 truncation, byte flips, chunk headers (another type, a size off by a little or a lot),
 oversized counts (the range list's, the table's), NaN and Inf in a clip's duration or

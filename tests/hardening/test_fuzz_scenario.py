@@ -2,7 +2,7 @@
 field, never a hang; a file that loads runs, and its trace is strict JSON with finite
 numbers.
 
-Issue 7, "Fuzzed loaders" and "Scenario and CLI errors". Two valid scenarios (synthetic
+Two valid scenarios (synthetic
 clips as hex, a resource file and clip files, every command kind and key; the demo
 library with every fight action) are damaged as text (cut short, a line dropped,
 doubled or moved, a character replaced, a junk line inserted) or as values (a key

@@ -1,4 +1,4 @@
-"""An update is never half done (issue 21, item 5).
+"""An update is never half done.
 
 A game's event handler, a task's end / wrap / report callback, or an action that
 raises does not stop the update: the other handlers, the flush, the state update, root motion, the

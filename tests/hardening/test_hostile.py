@@ -1,4 +1,4 @@
-"""Issue 13, "Hostile inputs": each hand-made probe of the adversarial pass, kept small.
+"""Hostile inputs: each hand-made probe of the adversarial pass, kept small.
 
 1. Clips bounded by their own length (the keys past the first one at or after F are
    never read: kept raw, never decoded); 2. files read with limits (regular files only,

@@ -206,7 +206,7 @@ action = "grab"
     with pytest.raises(ScenarioError) as ei:
         run_scenario(sc, out)
     e = ei.value
-    # Issue 13: the rule that runs out is refused whole (no slide, no state change), the
+    # The rule that runs out is refused whole (no slide, no state change), the
     # update finishes for everyone, and the error names the grab command that led to it.
     assert e.field == "commands[1]" and e.line == text.splitlines().index('action = "grab"') - 2
     assert "task pool exhausted" in e.problem and e.problem.startswith("update ")
@@ -301,8 +301,8 @@ def test_the_stack_of_18_refuses_push_insert_and_change_and_changes_nothing(engi
 @ENGINES
 def test_queued_starts_refused_by_a_full_stack_leak_nothing(engine):
     """Two queued tasks on a full stack: both refused inside the step (both given back),
-    the other human steps, nothing is lost (before the fix the second one leaked and the
-    step stopped half-way)."""
+    the other human steps, nothing is lost (the second one does not leak, the step does not stop
+    half-way)."""
     p = _new(engine)
     h = _full_stack(p)
     other = _human(p, "other")

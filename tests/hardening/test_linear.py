@@ -1,4 +1,4 @@
-"""Linear time in the humans (issue 21, item 2): the fight rules' separation and the trace diff.
+"""Linear time in the humans: the fight rules' separation and the trace diff.
 
 No timing assertion: the separation is compared bit for bit with the pairwise loop it
 replaced on random layouts, and its work is counted (pair distance checks) on a crowd

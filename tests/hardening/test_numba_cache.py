@@ -1,10 +1,10 @@
-"""numba's on-disk cache (issue 21, item 6).
+"""numba's on-disk cache.
 
-- A corrupt cache (an empty or cut ``.nbi`` index or ``.nbc`` data file) used to break
-  every run until deleted by hand: it is now found when anim/engine/kernels.py is imported, set
+- A corrupt cache (an empty or cut ``.nbi`` index or ``.nbc`` data file) would break
+  every run until deleted by hand: it is found when anim/engine/kernels.py is imported, set
   aside (``set-aside/`` in the cache folder) and rebuilt, with one line on stderr.
-- An install numba cannot write to, run with no usable home, used to crash on import
-  (even ``scuffle clip``): the kernels now compile for the process only, said once.
+- An install numba cannot write to, run with no usable home, would crash on import
+  (even ``scuffle clip``): the kernels compile for the process only, said once.
 - ``NUMBA_DISABLE_JIT=1`` runs without the "compiling" announcement.
 
 The runs are subprocesses with their own NUMBA_CACHE_DIR, seeded from this session's

@@ -1,4 +1,4 @@
-"""Every number range-checked where it enters (issue 21, item 3).
+"""Every number range-checked where it enters.
 
 One test per class of hostile number, each trying many values: NaN, infinities, values
 past the documented ranges, ints wider than the field and ints of thousands of digits,

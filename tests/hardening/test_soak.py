@@ -1,6 +1,6 @@
 """The soak: 200 humans in random legal command streams for 10,000 updates.
 
-Issue 7, "Limits": afterwards every task is back in the pool, every pose is finite, and
+Afterwards every task is back in the pool, every pose is finite, and
 memory does not grow. The humans play the demo move set through anim.playback.player.Player
 directly (the compiled engine, the only one; no ECS), each update four of them (chosen
 by a seeded random.Random) get a command: a change to a loop under a fade, a chain of
@@ -155,7 +155,7 @@ def test_200_humans_for_10000_updates_leak_nothing():
           f"rss {rss0} -> {rss1}, objects {objs0} -> {objs1}, tables {sizes0} -> {sizes1}")
 
 
-# ---------------------------------------------------------------- the fight rules (issue 13)
+# ---------------------------------------------------------------- the fight rules
 
 FIGHTERS = 20
 FIGHT_UPDATES = 6_000

@@ -1,4 +1,4 @@
-"""The command line (issue 22, item 8): one error form ``scuffle SUB: error: ...``,
+"""The command line: one error form ``scuffle SUB: error: ...``,
 examples in every ``--help``, conventional metavars, outputs only where asked, and the
 cold compile announced once by the library on the ``scuffle`` logger."""
 from __future__ import annotations
