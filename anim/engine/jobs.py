@@ -58,7 +58,7 @@ COLUMN_TYPES: dict[type, dict[str, tuple[str, int, str]]] = {
     CursorCols: {**{f: ("int32", 1, "rows") for f in ("frame", "end", "flags", "bank", "ev", "evf", "evf0", "anim")},
                  **{f: ("float32", 1, "rows") for f in ("t", "limit", "dur")},
                  "at_end": ("bool", 1, "rows"), "live": ("bool", 1, "rows"), "gen": ("int32", 1, "rows"),
-                 "free_rows": ("int32", 1, "rows"), "n_free": ("int64", 1, "one")},
+                 "free_rows": ("int32", 1, "rows"), "n_free": ("int64", 1, "one"), "free_at": ("int32", 1, "rows")},
     FadeCols: {"el": ("float32", 1, "rows"), "dur": ("float32", 1, "rows")},
     GaitCols: {**{f: ("int32", 1, "rows") for f in ("lower", "id0", "id1", "id2", "id3", "id4", "b0", "b1", "b2",
                                                     "b3", "b4")},

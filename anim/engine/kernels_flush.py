@@ -26,7 +26,7 @@ __all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "007564ff461a72183d8221b23e26a2bdf783c57c24d62224b4bc13deb75820d1"
+LINKED_SHA256 = "26e1b0b15d1f734d1dd4749e2854033f19b49e2771a20c3dfb424b5e4b9736ee"
 
 _AGAIN = -(1 << 62)          # flush_anim_ids: a human listed again (done at its first place)
 

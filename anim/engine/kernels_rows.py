@@ -35,7 +35,7 @@ __all__: list[str] = []
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "ee5708cef27e74764be18b6c330edf12308960c0e440b67bb384fa16c2c711a1"
+LINKED_SHA256 = "2a49232be4f4491676764e70df5ffae908014665966978562c696cb11f38ffb7"
 
 
 
