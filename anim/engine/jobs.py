@@ -67,7 +67,7 @@ COLUMN_TYPES: dict[type, dict[str, tuple[str, int, str]]] = {
                  "type": ("int64", 1, "events"), "end": ("int32", 1, "clips"), "limit": ("float32", 1, "clips"),
                  "dur": ("float32", 1, "clips")},
     RowState: {"live": ("bool", 1, "rows"), "gen": ("int32", 1, "rows"), "free_rows": ("int32", 1, "rows"),
-               "n_free": ("int64", 1, "one")},
+               "n_free": ("int64", 1, "one"), "free_at": ("int32", 1, "rows")},
     BankTables: {"row0": ("int64", 1, "clips"), "rows": ("int64", 1, "clips"), "ftab": ("int64", 2, "frames"),
                  "kval": ("float32", 2, "keys"), "kslope": ("float32", 2, "keys"), "kstart": ("float32", 1, "keys"),
                  "ktag": ("bool", 1, "keys"), "animated": ("bool", 1, "slots"), "ref_rot": ("float32", 2, "bones"),

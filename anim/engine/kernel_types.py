@@ -249,12 +249,14 @@ class PlanArrays(NamedTuple):
 
 class RowState(NamedTuple):
     """A table's row state and free list (anim.engine.store.Table: ``live``, ``gen``,
-    ``free_rows[:n_free[0]]``): the flush's release gives rows back through them, as
-    ``Table.free`` does (the task, fade and gait tables; the cursors' are in CursorCols)."""
+    ``free_rows[:n_free[0]]``, the list's index ``free_at``): the flush's release gives
+    rows back through them, as ``Table.free`` does (the task, fade and gait tables; the
+    cursors' are in CursorCols)."""
     live: np.ndarray
     gen: np.ndarray
     free_rows: np.ndarray
     n_free: np.ndarray
+    free_at: np.ndarray
 
 
 class FlushBuffers(NamedTuple):

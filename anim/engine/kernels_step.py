@@ -45,7 +45,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "2737154e2c7e16e57f0050b0051a72f0c5e76a5fd69374533a0c4b83d70a487f"
+LINKED_SHA256 = "43f2525a71b6307ee381baaaf7c50559d967b4b447edd30684a735e1947e0fea"
 
 
 # status bits per human (step_stacks' ``status``)
@@ -181,7 +181,7 @@ def _take_cursor(bank, anim, cursors, events, hint):
 @_helper
 def _give_cursor(c, cursors):
     """Cursor.dispose in the kernel: the row back on the free list, its generation up."""
-    _give_row(c, cursors.live, cursors.gen, cursors.free_rows, cursors.n_free)
+    _give_row(c, cursors.live, cursors.gen, cursors.free_rows, cursors.n_free, cursors.free_at)
 
 
 @_helper

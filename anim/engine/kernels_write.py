@@ -41,7 +41,7 @@ WRITERS = ("take_row", "cursor_init", "task_init", "fade_init", "gait_values", "
 # numba's cache is keyed on each function's own file: the sha256 of the sources this one
 # links (anim.engine.rules, anim.maths.detmath, kernels_maths), so an edit there changes this
 # file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "2a49232be4f4491676764e70df5ffae908014665966978562c696cb11f38ffb7"
+LINKED_SHA256 = "f9a78fd236f569cde787ada649c314cecec842df22555bdebf9e9f59f9a2b0ba"
 
 _GAIT_SPEED = float(GAIT_SPEED)
 _clamp = _helper(gait_clamp)

@@ -13,7 +13,8 @@ that compiles these rules (``from .rules import``) pins this file's sha256 in it
 an edit here.
 
 May import: anim.maths.detmath, anim.maths.f32 (the numbers), anim.base.errors (the limits), the enums'
-values (anim.engine.sampler's CursorFlags), numba's ``register_jitable``.
+values (anim.engine.sampler's CursorFlags), numba's ``register_jitable``; not anim.engine.store
+(which imports this module for the rows' take).
 
 Spec: "Gait blend" (L269-288), "Fades" (L261-267), "The task stack" (a change's room).
 """
@@ -29,9 +30,12 @@ from scuffle.anim.engine.sampler import CursorFlags
 import numpy as np
 from scuffle.anim.data.clip import EventType
 from scuffle.anim.base.enums import BlendWindow, HeldFlags, PickSampling, TaskType
-from scuffle.anim.engine.store import NO_ROW
 
-__all__ = ["GAIT_STEPS", "GAIT_ALONE_LOW", "GAIT_ALONE_HIGH", "GAIT_FALL_FRACTION", "GAIT_SPEED", "GAIT_MAX",
+# A row link to nothing (no next task, no incoming task, no cursor): named here, where the
+# rows' take is (near_free_row), and read by the tables as anim.engine.store.NO_ROW.
+NO_ROW = -1
+
+__all__ = ["NO_ROW", "GAIT_STEPS", "GAIT_ALONE_LOW", "GAIT_ALONE_HIGH", "GAIT_FALL_FRACTION", "GAIT_SPEED", "GAIT_MAX",
            "gait_clamp", "gait_pair", "cursor_flags_of", "gait_leader", "gait_sampled", "gait_first_leader", "gait_rounded_target", "fade_weight", "change_room",
            "mix_weight", "mix_leader", "pick_value", "pick_chosen", "direction_value", "direction_centre",
            "STACK_SIZE", "NEAR_ROWS", "near_free_row", "near_scaled"]

@@ -17,6 +17,7 @@ from numpy.typing import DTypeLike
 from scuffle.anim.engine.callbacks import NO_CALLBACK, CallbackTable
 from scuffle.anim.base.errors import StaleHandle
 from scuffle.anim.base.limits import BudgetError
+from scuffle.anim.engine.rules import NO_ROW, near_free_row
 from scuffle.anim.engine.writefirst import write_first
 
 __all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "near_hints", "NO_EVENT", "NO_ROW", "ROW_LINK", "MAX_ROWS", "FRAME_COLUMNS",
@@ -25,8 +26,7 @@ __all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", 
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
-# A row link to nothing (no next task, no incoming task, no cursor).
-NO_ROW = -1
+# A row link to nothing (no next task, no incoming task, no cursor): anim.engine.rules.NO_ROW.
 # A column linking to another row (a task's cursors, fade / gait row, next and incoming
 # task): int32, half the bytes of an int64 in the largest tables, so no table that rows
 # link into grows past MAX_ROWS rows (Table.reserve / _grow refuse it).
@@ -224,14 +224,6 @@ def block_arrays(columns: dict[str, DTypeLike], cap: int, block: np.ndarray) -> 
     return out
 
 
-def _near_free_row(live, cap: int, hint: int) -> int:
-    """rules.near_free_row (imported at the first take: rules imports this module)."""
-    global _near_free_row
-    from scuffle.anim.engine.rules import near_free_row
-    _near_free_row = near_free_row
-    return near_free_row(live, cap, hint)
-
-
 def _fast_view(arr):
     """A view of a table's 1-d array for the Python paths' one-row reads and writes: a
     memoryview of the same memory (a read gives a Python int, float or bool, the same value
@@ -421,7 +413,7 @@ class Table:
         n = nf[0] - 1
         fr = self.m_free_rows
         live = self.m_live
-        r = _near_free_row(live, self.capacity, hint) if hint >= 0 else -1
+        r = near_free_row(live, self.capacity, hint) if hint >= 0 else -1
         if r < 0:
             r = fr[n]
         else:
