@@ -245,7 +245,9 @@ class Table:
     ``free(row)`` gives it back and counts its generation up, so a handle (an object that
     keeps a row and the generation it got) knows when its row is gone (``check``).
     The free list is a numpy stack (``free_rows[:n_free[0]]``, the next row on top) so
-    that a kernel can take and give rows too. Rejected: freeing a row that is not in use
+    that a kernel can take and give rows too; a take with a hint takes the free row
+    nearest it from the middle of the list (``take_near``; ``free_at``, the list's index,
+    a cache beside the block; ``near``, the hint a constructor sets). Rejected: freeing a row that is not in use
     (ValueError). ``ids``: the columns that hold ids of ``calls`` (a CallbackTable shared
     by the world's tables: the callbacks as data), let go when their row is freed.
     ``views`` (the world's task table only): row -> the task object that is its handle, a

@@ -478,12 +478,13 @@ class RecipeRules:
         if top < n_tasks or nf[0][0] - buf.cursors < n_cursors or nf[1][0] - buf.fades < n_fades \
                 or nf[2][0] - buf.gaits < n_gaits:
             return False
+        # a row past the pool's flags (one the list's top gives, or one near the human's
+        # stack bottom: cmdkernel._fits): the handle calls grow them
         ts = kv[4]
         if ts.capacity > len(kv[3]) and (max(kv[12][top - n_tasks:top]) >= len(kv[3])
                                          or (n > 0 and min(kv[2].m_stack[s * kv[2].stack_width] + NEAR_ROWS,
                                                            ts.capacity - 1) >= len(kv[3]))):
-            return False                             # a row past the pool's flags: the handle calls grow them
-            # (the rows the list's top gives, and those near the human's: cmdkernel._fits)
+            return False
         buf.append(code, s, len(tp.base), window, vnone, tp.sel4, speed, fade, target, value, n_tasks, n_cursors,
                    n_fades, n_gaits)
         self.cmd_kernel_runs += 1
