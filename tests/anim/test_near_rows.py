@@ -113,8 +113,9 @@ def _walk_near_share(game) -> float:
 
 
 def test_the_realistic_crowds_walk_reads_its_task_rows_side_by_side():
-    """After 40 updates most successive task rows of the walk lie within 8 rows (taken
-    from the top of a free list the flush fills, fewer than 1% did)."""
+    """After 40 updates most successive task and cursor rows of the walk lie within 8
+    rows of the last (rows taken from the top of the free list the flush fills would lie
+    anywhere: fewer than 1% within 8)."""
     game = build_crowd(300, "realistic", "compiled", 1, 1)
     try:
         for _ in range(40):
