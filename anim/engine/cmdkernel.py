@@ -211,7 +211,12 @@ def _fits(tasks, cursors, fades, gaits, out, ti, sel, place, anchor):
 def _near_fits(anchor, cap, n_pool):
     """Whether every row a take near row ``anchor`` can look at (rules.near_free_row over
     ``cap`` rows) has a flag of the pool's ``n_pool``."""
-    return anchor < 0 or min(anchor + NEAR_ROWS, cap - 1) < n_pool
+    if anchor < 0:
+        return True
+    hi = anchor + NEAR_ROWS                        # (no min(): numba compiles one per type pair)
+    if hi > cap - 1:
+        hi = cap - 1
+    return hi < n_pool
 
 
 @_helper
