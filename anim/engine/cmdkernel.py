@@ -40,7 +40,7 @@ from collections import namedtuple
 from scuffle.anim.engine.kernels_write import (cursor_init, direction_init, direction_values, fade_init, gait_init,
                                                gait_values, mix_init, mix_values, pick_init, pick_values, take_row,
                                                task_init)
-from scuffle.anim.engine.rules import cursor_flags_of, gait_clamp
+from scuffle.anim.engine.rules import NEAR_ROWS, cursor_flags_of, gait_clamp, near_scaled
 from scuffle.anim.base.enums import TaskFlags, TaskType
 
 __all__ = ["run_rows", "apply_commands", "buffer_commands", "gait_targets", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
@@ -75,7 +75,7 @@ COLUMNS = (
 # numba's cache is keyed on this file only: the sha256 of the sources its kernels link
 # (kernels_write, anim.engine.rules, anim.maths.detmath: anim.engine.jitcache.linked_sha256), so an edit there changes this
 # file too (tests/anim/test_rules.py checks it).
-LINKED_SHA256 = "f4e43d3fe4387bf4f545c0afc8116535148fd4cefc17e24cc58bd4b081a93d03"
+LINKED_SHA256 = "f384fe1bf04b585a94a6aa2a3eff0227df8a7469d6c0016b5f09a4cb1c1624fe"
 _IX = {(t, n): i for i, (t, n, _) in enumerate(COLUMNS)}
 
 PLACE_CHANGE, PLACE_PUSH, PLACE_ENQUEUE = 0, 1, 2
@@ -142,40 +142,46 @@ assert len(COLUMNS) == 68 and _IX[(4, "speed")] == H_SPEED and _IX[(3, "leader")
 # into the blocks (a bool column through its int8 view), made inside the kernel.
 _TaskRows = namedtuple("_TaskRows", ("live", "type", "rate", "flags", "held", "c0", "c1", "aux", "nxt", "blend",
                                      "window", "placed", "incoming", "speed", "value", "target", "c2", "c3", "base",
-                                     "centre", "sampling", "dir_banks", "free_rows", "n_free"))
+                                     "centre", "sampling", "dir_banks", "free_rows", "n_free", "at"))
 _CursorRows = namedtuple("_CursorRows", ("live", "end", "limit", "dur", "bank", "anim", "flags", "evf0", "evf", "t",
-                                         "frame", "ev", "at_end", "free_rows", "n_free"))
-_FadeRows = namedtuple("_FadeRows", ("live", "el", "dur", "free_rows", "n_free"))
+                                         "frame", "ev", "at_end", "free_rows", "n_free", "at"))
+_FadeRows = namedtuple("_FadeRows", ("live", "el", "dur", "free_rows", "n_free", "at"))
 _GaitRows = namedtuple("_GaitRows", ("live", "id0", "id1", "id2", "id3", "id4", "b0", "b1", "b2", "b3", "b4", "value",
-                                     "target", "lower", "leader", "free_rows", "n_free"))
+                                     "target", "lower", "leader", "free_rows", "n_free", "at"))
 
 
 @_helper
-def _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, tf64, lay):
+def _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, tf64, lay, ats):
     """The task, cursor, fade and gait tables as named tuples of views into their blocks
-    (each column at ``lay``'s offset; the task table's ``dir_banks`` flat, eight a row)."""
+    (each column at ``lay``'s offset; the task table's ``dir_banks`` flat, eight a row),
+    each with its free list's index (``ats``: the four tables' ``free_at``, a cache
+    kept beside the block: kernels_write.take_row)."""
     tasks = _TaskRows(t8[lay[T_LIVE]:], t8[lay[T_TYPE]:], tf32[lay[T_RATE]:], t32[lay[T_FLAGS]:],
                       t64[lay[T_HELD]:], t32[lay[T_C0]:], t32[lay[T_C1]:], t32[lay[T_AUX]:], t32[lay[T_NXT]:],
                       tf32[lay[T_BLEND]:], t8[lay[T_WINDOW]:], t8[lay[T_PLACED]:], t32[lay[T_INCOMING]:],
                       tf32[lay[T_SPEED]:], tf64[lay[T_VALUE]:], tf64[lay[T_TARGET]:], t32[lay[T_C2]:],
                       t32[lay[T_C3]:], t32[lay[T_BASE]:], t8[lay[T_CENTRE]:], t8[lay[T_SAMPLING]:],
-                      t32[lay[T_DIR_BANKS]:], t32[lay[T_FREE]:], t64[lay[T_NF]:])
+                      t32[lay[T_DIR_BANKS]:], t32[lay[T_FREE]:], t64[lay[T_NF]:], ats[0])
     cursors = _CursorRows(c8[lay[C_LIVE]:], c32[lay[C_END]:], cf32[lay[C_LIMIT]:], cf32[lay[C_DUR]:],
                           c32[lay[C_BANK]:], c32[lay[C_ANIM]:], c32[lay[C_FLAGS]:], c32[lay[C_EVF0]:],
                           c32[lay[C_EVF]:], cf32[lay[C_T]:], c32[lay[C_FRAME]:], c32[lay[C_EV]:],
-                          c8[lay[C_AT_END]:], c32[lay[C_FREE]:], c64[lay[C_NF]:])
-    fades = _FadeRows(f8[lay[F_LIVE]:], ff32[lay[F_EL]:], ff32[lay[F_DUR]:], fi32[lay[F_FREE]:], fi64[lay[F_NF]:])
+                          c8[lay[C_AT_END]:], c32[lay[C_FREE]:], c64[lay[C_NF]:], ats[1])
+    fades = _FadeRows(f8[lay[F_LIVE]:], ff32[lay[F_EL]:], ff32[lay[F_DUR]:], fi32[lay[F_FREE]:], fi64[lay[F_NF]:],
+                      ats[2])
     gaits = _GaitRows(g8[lay[G_LIVE]:], g32[lay[G_ID0]:], g32[lay[G_ID1]:], g32[lay[G_ID2]:], g32[lay[G_ID3]:],
                       g32[lay[G_ID4]:], g32[lay[G_B0]:], g32[lay[G_B1]:], g32[lay[G_B2]:], g32[lay[G_B3]:],
                       g32[lay[G_B4]:], gf32[lay[G_VALUE]:], gf32[lay[G_TARGET]:], g32[lay[G_LOWER]:],
-                      g8[lay[G_LEADER]:], g32[lay[G_FREE]:], g64[lay[G_NF]:])
+                      g8[lay[G_LEADER]:], g32[lay[G_FREE]:], g64[lay[G_NF]:], ats[3])
     return tasks, cursors, fades, gaits
 
 
 @_helper
-def _fits(tasks, cursors, fades, gaits, out, ti, sel, place):
+def _fits(tasks, cursors, fades, gaits, out, ti, sel, place, anchor):
     """Whether the free lists hold the rows a command takes (its steps' tasks, cursors and
-    gaits; a change's fade) and the pool's flags reach every task row taken."""
+    gaits; a change's fade) and the pool's flags reach every task row it can take: the
+    rows within NEAR_ROWS of its task rows' hint ``anchor`` (``_near_fits``) and those the
+    top of the free list can give (a row taken from the middle moves the top into its
+    place: the top's ``k`` rows are those the list's top ``k`` held)."""
     k_steps = sel.shape[0]
     n_cursors = 0
     n_gaits = 0
@@ -193,10 +199,33 @@ def _fits(tasks, cursors, fades, gaits, out, ti, sel, place):
     if place == PLACE_CHANGE and fades.n_free[0] < 1:
         return False
     n_pool = out.shape[0]
+    if not _near_fits(anchor, tasks.at.shape[0], n_pool):
+        return False
     for i in range(tn - k_tasks, tn):
         if tasks.free_rows[i] >= n_pool or tasks.free_rows[i] < 0:
             return False
     return True
+
+
+@_helper
+def _near_fits(anchor, cap, n_pool):
+    """Whether every row a take near row ``anchor`` can look at (rules.near_free_row over
+    ``cap`` rows) has a flag of the pool's ``n_pool``."""
+    if anchor < 0:
+        return True
+    hi = anchor + NEAR_ROWS                        # (no min(): numba compiles one per type pair)
+    if hi > cap - 1:
+        hi = cap - 1
+    return hi < n_pool
+
+
+@_helper
+def _anchor(h32, lay, slot):
+    """The hint of a human's new task rows (anim.engine.store.near_hints): its stack's
+    bottom task, or -1 with an empty stack."""
+    if h32[lay[H_DEPTH] + slot] > 0:
+        return np.int64(h32[lay[H_STACK] + slot * lay[_WIDTHS]])
+    return np.int64(-1)
 
 
 @_helper
@@ -213,10 +242,10 @@ def _cursors_of(op):
 
 
 @_helper
-def _blend_cursor(cursors, ti, tf, row, j, flags):
+def _blend_cursor(cursors, ti, tf, row, j, flags, near_c):
     """A blend step's clip ``j`` (its template's j-th id) as a new cursor row with ``flags``
-    (cursor_row's columns): the row."""
-    cr = take_row(cursors.live, cursors.free_rows, cursors.n_free)
+    (cursor_row's columns), taken near row ``near_c``: the row."""
+    cr = take_row(cursors.live, cursors.free_rows, cursors.n_free, cursors.at, near_c)
     cursor_init(cursors, cr, ti[row, TI_ENDS + j], tf[row, TF_LIMITS + j], tf[row, TF_DURS + j], ti[row, TI_BANKS + j],
                 ti[row, TI_IDS + j], flags, ti[row, TI_EVF0S + j])
     return cr
@@ -237,8 +266,10 @@ def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot
     """One prepared command's rows (the module docstring), through the row writers
     (anim.engine.kernels_write), then its place on the stack or queue. Out: the pool's
     flags newly set, or -1 with nothing written."""
-    if not _fits(tasks, cursors, fades, gaits, out, ti, sel, place):
+    near_t = _anchor(h32, lay, slot)               # the rows' hints (anim.engine.store.near_hints)
+    if not _fits(tasks, cursors, fades, gaits, out, ti, sel, place, near_t):
         return -1
+    near_c = np.int64(tasks.c0[near_t]) if near_t >= 0 else np.int64(-1)
     # ---- nothing can refuse now: the rows, in the order the handle calls write them
     k_steps = sel.shape[0]
     prev = -1                                      # the task made last (the next of the one made now)
@@ -248,10 +279,10 @@ def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot
         row = sel[k]
         op = ti[row, TI_OP]
         flags = ti[row, TI_FLAGS]
-        tr = take_row(tasks.live, tasks.free_rows, tasks.n_free)
+        tr = take_row(tasks.live, tasks.free_rows, tasks.n_free, tasks.at, near_t)
         if op == _CLIP or op == _LOOP:
             # the cursor (cursor_row), then the task row (write_task_row)
-            cr = take_row(cursors.live, cursors.free_rows, cursors.n_free)
+            cr = take_row(cursors.live, cursors.free_rows, cursors.n_free, cursors.at, near_c)
             aid = ti[row, TI_AID]
             cursor_init(cursors, cr, ti[row, TI_END], tf[row, TF_LIMIT], tf[row, TF_DUR], ti[row, TI_BANK], aid,
                         ti[row, TI_CFLAGS], ti[row, TI_EVF0])
@@ -268,13 +299,14 @@ def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot
         elif op == _GAIT:                          # GaitTask._made: the task row, the gait row, the pair
             v, tg, lower, leader = gait_values(target, value, vnone, flags & _CONTINUOUS_INT)
             task_init(tasks, tr, np.int64(_GAIT), speed, flags, ti[row, TI_HELD])
-            gr = take_row(gaits.live, gaits.free_rows, gaits.n_free)
+            gr = take_row(gaits.live, gaits.free_rows, gaits.n_free, gaits.at,
+                          near_scaled(tr, np.int64(gaits.at.shape[0]), np.int64(tasks.at.shape[0])))
             gait_init(gaits, tasks, tr, gr, ti[row, TI_IDS:TI_IDS + 5], ti[row, TI_BANKS:TI_BANKS + 5], v, tg, lower,
                       leader)
             base = flags & _CURSOR_INT
             for j in range(2):                     # the pair's two cursors (cursor_row), the follower muted
                 i = lower + j
-                cr = take_row(cursors.live, cursors.free_rows, cursors.n_free)
+                cr = take_row(cursors.live, cursors.free_rows, cursors.n_free, cursors.at, near_c)
                 cursor_init(cursors, cr, ti[row, TI_ENDS + i], tf[row, TF_LIMITS + i], tf[row, TF_DURS + i],
                             ti[row, TI_BANKS + i], ti[row, TI_IDS + i], cursor_flags_of(base, leader == j),
                             ti[row, TI_EVF0S + i])
@@ -287,18 +319,18 @@ def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot
             w, lead = mix_values(target)
             task_init(tasks, tr, np.int64(_MIX), speed, flags, np.int64(0))
             base = flags & _CURSOR_INT
-            ca = _blend_cursor(cursors, ti, tf, row, np.int64(0), cursor_flags_of(base, lead == 0))
-            cb = _blend_cursor(cursors, ti, tf, row, np.int64(1), cursor_flags_of(base, lead == 1))
+            ca = _blend_cursor(cursors, ti, tf, row, np.int64(0), cursor_flags_of(base, lead == 0), near_c)
+            cb = _blend_cursor(cursors, ti, tf, row, np.int64(1), cursor_flags_of(base, lead == 1), near_c)
             mix_init(tasks, tr, ca, cb, w)
             aid = ti[row, TI_IDS + lead]
         elif op == _PICK:                          # PickTask._made: the task row, then its four clips
             v, chosen = pick_values(target)
             task_init(tasks, tr, np.int64(_PICK), tf[row, TF_PICK_RATE], flags, np.int64(0))
             base = flags & _CURSOR_INT
-            p0 = _blend_cursor(cursors, ti, tf, row, np.int64(0), cursor_flags_of(base, chosen == 0))
-            p1 = _blend_cursor(cursors, ti, tf, row, np.int64(1), cursor_flags_of(base, chosen == 1))
-            p2 = _blend_cursor(cursors, ti, tf, row, np.int64(2), cursor_flags_of(base, chosen == 2))
-            p3 = _blend_cursor(cursors, ti, tf, row, np.int64(3), cursor_flags_of(base, chosen == 3))
+            p0 = _blend_cursor(cursors, ti, tf, row, np.int64(0), cursor_flags_of(base, chosen == 0), near_c)
+            p1 = _blend_cursor(cursors, ti, tf, row, np.int64(1), cursor_flags_of(base, chosen == 1), near_c)
+            p2 = _blend_cursor(cursors, ti, tf, row, np.int64(2), cursor_flags_of(base, chosen == 2), near_c)
+            p3 = _blend_cursor(cursors, ti, tf, row, np.int64(3), cursor_flags_of(base, chosen == 3), near_c)
             pick_init(tasks, tr, p0, p1, p2, p3, v, ti[row, TI_SAMPLING])
             aid = ti[row, TI_IDS + chosen]
         else:                                      # DirectionTask._made: the task row, then the three clips
@@ -307,9 +339,9 @@ def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot
             base = flags & _CURSOR_INT
             lo = (centre - 1) & 7
             hi = (centre + 1) & 7
-            d0 = _blend_cursor(cursors, ti, tf, row, lo, cursor_flags_of(base, False))
-            d1 = _blend_cursor(cursors, ti, tf, row, centre, cursor_flags_of(base, True))
-            d2 = _blend_cursor(cursors, ti, tf, row, hi, cursor_flags_of(base, False))
+            d0 = _blend_cursor(cursors, ti, tf, row, lo, cursor_flags_of(base, False), near_c)
+            d1 = _blend_cursor(cursors, ti, tf, row, centre, cursor_flags_of(base, True), near_c)
+            d2 = _blend_cursor(cursors, ti, tf, row, hi, cursor_flags_of(base, False), near_c)
             direction_init(tasks, tr, ti[row, TI_IDS], ti[row, TI_BANKS:TI_BANKS + MAX_CLIPS], v, centre, d0, d1, d2)
             aid = ti[row, TI_IDS + centre]
         added += _pool_take(out, tr)
@@ -319,9 +351,10 @@ def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot
     o_h_stack = lay[H_STACK]
     stack_width = lay[_WIDTHS]
     if place == PLACE_CHANGE:                      # change's straight path: the fade, then both slots
-        fr = take_row(tasks.live, tasks.free_rows, tasks.n_free)
+        fr = take_row(tasks.live, tasks.free_rows, tasks.n_free, tasks.at, near_t)
         task_init(tasks, fr, np.int64(_FADE), speed, np.int64(0), np.int64(0))   # (int64s: one compile)
-        frow = take_row(fades.live, fades.free_rows, fades.n_free)
+        frow = take_row(fades.live, fades.free_rows, fades.n_free, fades.at,
+                        near_scaled(fr, np.int64(fades.at.shape[0]), np.int64(tasks.at.shape[0])))
         fade_init(fades, tasks, fr, frow, fade)
         added += _pool_take(out, fr)
         tasks.incoming[fr] = prev
@@ -355,9 +388,10 @@ def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot
 
 @_kernel
 def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, h64, h32, tf64, out, lay,
-             ti, tf, sel, slot, n, place, window, speed, fade, target, value, vnone):
+             ats, ti, tf, sel, slot, n, place, window, speed, fade, target, value, vnone):
     """Write a prepared command's rows at once (the module docstring). In: the task, cursor,
     fade, gait and human tables' blocks as BLOCK_VIEWS, the pool's flags, ``lay``, the
+    task, cursor, fade and gait tables' free list indexes (``ats``: their ``free_at``), the
     template rows (``ti``, ``tf``) and the row of each step (``sel``, last task first), the
     human's slot and depth, the place (PLACE_*), the blend window's index, the human's
     speed, the fade's time, a gait's target and value (``vnone``: no value, the
@@ -366,14 +400,14 @@ def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, 
     Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init, 0x001754e8 /
     0x001753d8 (insert, push)."""
     tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32,
-                                            g8, tf64, lay)
+                                            g8, tf64, lay, ats)
     return _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot, n, place, window, speed, fade,
                     target, value, vnone)
 
 
 @_kernel
 def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, h64, h32, tf64, out,
-                   lay, ti, tf, bi, bf, n_rows):
+                   lay, ats, ti, tf, bi, bf, n_rows):
     """Apply a command buffer's first ``n_rows`` rows in order (anim.playback.cmdbuffer),
     each as ``run_rows`` writes one command (the same writers). In: the blocks, the pool's
     flags, ``lay`` and the template rows as ``run_rows``; the buffer's rows read as int64
@@ -382,9 +416,10 @@ def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8,
     speed, the fade, a gait's target and value). Each human's depth is read here (a command is buffered only while its human
     has no other one waiting). Out: the pool's flags newly set, or -(i + 1) when row ``i``
     could not be written (the rows before it written, nothing of it: the call's checks
-    make that an engine bug). Original: as ``run_rows``."""
+    make that an engine bug). The rows are taken near each human's (kernels_write
+    .take_row; ``ats`` as ``run_rows``). Original: as ``run_rows``."""
     tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32,
-                                            g8, tf64, lay)
+                                            g8, tf64, lay, ats)
     o_h_depth = lay[H_DEPTH]
     added = 0
     for i in range(n_rows):
@@ -562,6 +597,8 @@ def buffer_commands(depth, queued, speed, stack, t_type, t_released, t_flags, t_
             for j in range(top - n_tasks, top):
                 if t_free[j] >= out_len:
                     ok = False
+            if n > 0 and not _near_fits(np.int64(stack[s, 0]), t_type.shape[0], out_len):
+                ok = False                         # a row near the human's past the flags (_fits)
             if not ok:
                 cnt[CN_STOP] = STOP_RUN
                 return i

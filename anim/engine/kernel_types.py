@@ -68,8 +68,9 @@ class TaskCols(NamedTuple):
 
 class CursorCols(NamedTuple):
     """The cursor table's columns (anim.engine.store.cursor_table), then its row state and free
-    list (``live``, ``gen``, ``free_rows[:n_free[0]]``): the step takes and gives the
-    cursors a gait's change of pair brings in and drops."""
+    list (``live``, ``gen``, ``free_rows[:n_free[0]]``) and the list's index (``free_at``,
+    a cache: kernels_write.take_row): the step takes and gives the cursors a gait's change
+    of pair brings in and drops."""
     t: np.ndarray
     frame: np.ndarray
     end: np.ndarray
@@ -86,6 +87,7 @@ class CursorCols(NamedTuple):
     gen: np.ndarray
     free_rows: np.ndarray
     n_free: np.ndarray
+    free_at: np.ndarray
 
 
 class FadeCols(NamedTuple):
@@ -249,12 +251,14 @@ class PlanArrays(NamedTuple):
 
 class RowState(NamedTuple):
     """A table's row state and free list (anim.engine.store.Table: ``live``, ``gen``,
-    ``free_rows[:n_free[0]]``): the flush's release gives rows back through them, as
-    ``Table.free`` does (the task, fade and gait tables; the cursors' are in CursorCols)."""
+    ``free_rows[:n_free[0]]``, the list's index ``free_at``): the flush's release gives
+    rows back through them, as ``Table.free`` does (the task, fade and gait tables; the
+    cursors' are in CursorCols)."""
     live: np.ndarray
     gen: np.ndarray
     free_rows: np.ndarray
     n_free: np.ndarray
+    free_at: np.ndarray
 
 
 class FlushBuffers(NamedTuple):

@@ -26,7 +26,7 @@ __all__ = ["PREFETCH_TASKS", "PREFETCH_ROWS", "fetch_tasks", "fetch_rows"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "007564ff461a72183d8221b23e26a2bdf783c57c24d62224b4bc13deb75820d1"
+LINKED_SHA256 = "be2ed67c00d687764513028fce47fa792348d025ca8e42e16acad9e32cf9cf12"
 
 # How many humans ahead of the one a kernel works on it fetches: the task rows of the
 # human PREFETCH_TASKS ahead, the rows they link of the human PREFETCH_ROWS ahead (found

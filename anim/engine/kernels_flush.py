@@ -26,7 +26,7 @@ __all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "007564ff461a72183d8221b23e26a2bdf783c57c24d62224b4bc13deb75820d1"
+LINKED_SHA256 = "be2ed67c00d687764513028fce47fa792348d025ca8e42e16acad9e32cf9cf12"
 
 _AGAIN = -(1 << 62)          # flush_anim_ids: a human listed again (done at its first place)
 
@@ -116,16 +116,16 @@ def _give_cursors(r, tt, tasks, cursors):
     (anim.playback.tasks.TASK_CURSORS: one clip's, a gait's or a mix's two, a direction's three, a
     pick's four, a fade's none)."""
     t_c0, t_c1, t_c2, t_c3 = tasks.c0, tasks.c1, tasks.c2, tasks.c3
-    c_live, c_gen, c_free, c_nfree = cursors.live, cursors.gen, cursors.free_rows, cursors.n_free
+    c_live, c_gen, c_free, c_nfree, c_at = cursors.live, cursors.gen, cursors.free_rows, cursors.n_free, cursors.free_at
     n = _N_CURSORS[tt]
     if n > 0:
-        _give_row(np.int64(t_c0[r]), c_live, c_gen, c_free, c_nfree)
+        _give_row(np.int64(t_c0[r]), c_live, c_gen, c_free, c_nfree, c_at)
     if n > 1:
-        _give_row(np.int64(t_c1[r]), c_live, c_gen, c_free, c_nfree)
+        _give_row(np.int64(t_c1[r]), c_live, c_gen, c_free, c_nfree, c_at)
     if n > 2:
-        _give_row(np.int64(t_c2[r]), c_live, c_gen, c_free, c_nfree)
+        _give_row(np.int64(t_c2[r]), c_live, c_gen, c_free, c_nfree, c_at)
     if n > 3:
-        _give_row(np.int64(t_c3[r]), c_live, c_gen, c_free, c_nfree)
+        _give_row(np.int64(t_c3[r]), c_live, c_gen, c_free, c_nfree, c_at)
 
 
 # The dtypes of the task columns ``_reset_task`` sets to 0: ``_to_zero`` compiles once
@@ -222,6 +222,7 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     t_type, t_held, t_c0, t_c1, t_c2, t_c3 = tasks.type, tasks.held, tasks.c0, tasks.c1, tasks.c2, tasks.c3
     t_aux, t_nxt, t_value, t_released, t_handed = tasks.aux, tasks.nxt, tasks.value, tasks.released, tasks.handed_over
     t_live, t_gen, t_free, t_nfree = task_rows.live, task_rows.gen, task_rows.free_rows, task_rows.n_free
+    t_at = task_rows.free_at
     c_anim, c_live, c_gen, c_free, c_nfree = cursors.anim, cursors.live, cursors.gen, cursors.free_rows, cursors.n_free
     g_leader = gaits.leader
     entries, ids, freed, counts, chain, pool_out = buf.entries, buf.ids, buf.freed, buf.counts, buf.chain, buf.pool_out
@@ -259,7 +260,7 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
             n_in += 1
             tt = t_type[x]
             _give_cursors(x, tt, tasks, cursors)
-            given = _give_row(x, t_live, t_gen, t_free, t_nfree)
+            given = _give_row(x, t_live, t_gen, t_free, t_nfree, t_at)
             if given:
                 if t_on_end[x] >= 0 or t_on_wrap[x] >= 0 or t_partner[x] >= 0:
                     freed[nf] = ~x            # its callback ids Python lets go (Table.freed)
@@ -268,9 +269,11 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
                     freed[nf] = x
                 nf += 1
             if tt == _FADE:
-                _give_row(np.int64(t_aux[x]), fade_rows.live, fade_rows.gen, fade_rows.free_rows, fade_rows.n_free)
+                _give_row(np.int64(t_aux[x]), fade_rows.live, fade_rows.gen, fade_rows.free_rows, fade_rows.n_free,
+                          fade_rows.free_at)
             elif tt == _GAIT:
-                _give_row(np.int64(t_aux[x]), gait_rows.live, gait_rows.gen, gait_rows.free_rows, gait_rows.n_free)
+                _give_row(np.int64(t_aux[x]), gait_rows.live, gait_rows.gen, gait_rows.free_rows, gait_rows.n_free,
+                          gait_rows.free_at)
             if given:
                 _reset_task(x, tasks)
     counts[FLUSH_FREED] = nf

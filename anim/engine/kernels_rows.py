@@ -35,7 +35,7 @@ __all__: list[str] = []
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "ee5708cef27e74764be18b6c330edf12308960c0e440b67bb384fa16c2c711a1"
+LINKED_SHA256 = "f9a78fd236f569cde787ada649c314cecec842df22555bdebf9e9f59f9a2b0ba"
 
 
 
@@ -238,14 +238,16 @@ def _find(hi, r, humans):
 
 
 @_helper
-def _give_row(r, live, gen, free_rows, n_free):
+def _give_row(r, live, gen, free_rows, n_free, at):
     """Table.give_back of row ``r``: a row in use goes back (its generation counts up, the
-    row on top of the free list); a free row (or NO_ROW) is left alone. True when given."""
+    row on top of the free list, its place in the list's index ``at``: the cache
+    kernels_write.take_row checks); a free row (or NO_ROW) is left alone. True when given."""
     if r < 0 or not live[r]:
         return False
     live[r] = False
     gen[r] = (gen[r] + 1) & _MAX_GEN               # int32: wraps to 0, never below (store.FRAME_COLUMNS)
     n = n_free[0]
     free_rows[n] = r
+    at[r] = n
     n_free[0] = n + 1
     return True

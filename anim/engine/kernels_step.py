@@ -45,7 +45,7 @@ __all__ = ["STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "777f772922cdd04cdb77645d1b1a6328c88855f6f0335a5d61f98abc1349662e"
+LINKED_SHA256 = "43f2525a71b6307ee381baaaf7c50559d967b4b447edd30684a735e1947e0fea"
 
 
 # status bits per human (step_stacks' ``status``)
@@ -167,12 +167,12 @@ def _of_five(g, idx, c0, c1, c2, c3, c4):
 
 
 @_helper
-def _take_cursor(bank, anim, cursors, events):
+def _take_cursor(bank, anim, cursors, events, hint):
     """Cursor.__init__ in the kernel: a row from the cursor table's free list (the caller
-    reserved enough), restarted on clip ``bank`` (its end test, duration and first event)
+    reserved enough), the free row nearest row ``hint`` (kernels_write.take_row), restarted on clip ``bank`` (its end test, duration and first event)
     for ``anim``, flags 0, by the one compiled cursor writer (anim.engine.kernels_write).
     Returns the row. Original: 0x001041f8 AnimCursor_Init."""
-    c = take_row(cursors.live, cursors.free_rows, cursors.n_free)
+    c = take_row(cursors.live, cursors.free_rows, cursors.n_free, cursors.free_at, hint)
     f0 = events.frame[events.first[bank]] if events.n[bank] > 0 else _NO_EVENT
     cursor_init(cursors, c, events.end[bank], events.limit[bank], events.dur[bank], bank, anim, 0, f0)
     return c
@@ -181,14 +181,15 @@ def _take_cursor(bank, anim, cursors, events):
 @_helper
 def _give_cursor(c, cursors):
     """Cursor.dispose in the kernel: the row back on the free list, its generation up."""
-    _give_row(c, cursors.live, cursors.gen, cursors.free_rows, cursors.n_free)
+    _give_row(c, cursors.live, cursors.gen, cursors.free_rows, cursors.n_free, cursors.free_at)
 
 
 @_helper
 def _new_pair(r, nl, tasks, gaits, cursors, events, out):
     """GaitTask.advance's change of pair to ``nl``: each of the two cursors is kept once, by
     id (a pair of one id twice keeps the upper); a clip that comes in gets a new cursor
-    (``_take_cursor``); the cursors not kept go back (``_give_cursor``), after. Writes the
+    (``_take_cursor``, near the gait's old cursor of its place); the cursors not kept go
+    back (``_give_cursor``), after. Writes the
     new (lower, upper) rows into ``out[0:2]`` and, for a clip that comes in, 1 into
     ``out[2 + j]``."""
     t_c0, t_c1, t_aux = tasks.c0, tasks.c1, tasks.aux
@@ -211,7 +212,7 @@ def _new_pair(r, nl, tasks, gaits, cursors, events, out):
             k_alive1 = False
         else:
             bank = _of_five(g, nl + j, gaits.b0, gaits.b1, gaits.b2, gaits.b3, gaits.b4)
-            out[j] = _take_cursor(bank, cid, cursors, events)
+            out[j] = _take_cursor(bank, cid, cursors, events, old1 if j else old0)   # near the one it follows
             out[2 + j] = 1
     # the cursors not kept go back, then the lower of a pair of one id twice (the order of
     # GaitTask.advance: the dict's values left, then the dropped one)

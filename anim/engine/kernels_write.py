@@ -28,7 +28,8 @@ import numpy as np
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine.kernels_maths import jit_kinds
 from scuffle.anim.engine.rules import (GAIT_SPEED, direction_centre, direction_value, gait_clamp, gait_first_leader,
-                                       gait_pair, gait_rounded_target, mix_leader, mix_weight, pick_chosen, pick_value)
+                                       gait_pair, gait_rounded_target, mix_leader, mix_weight, near_free_row,
+                                       pick_chosen, pick_value)
 
 CACHE = cache_setting(__file__)
 _helper, _kernel, _inline = jit_kinds(CACHE)
@@ -40,7 +41,7 @@ WRITERS = ("take_row", "cursor_init", "task_init", "fade_init", "gait_values", "
 # numba's cache is keyed on each function's own file: the sha256 of the sources this one
 # links (anim.engine.rules, anim.maths.detmath, kernels_maths), so an edit there changes this
 # file too (tests/anim/test_kernels.py checks it).
-LINKED_SHA256 = "ee5708cef27e74764be18b6c330edf12308960c0e440b67bb384fa16c2c711a1"
+LINKED_SHA256 = "f9a78fd236f569cde787ada649c314cecec842df22555bdebf9e9f59f9a2b0ba"
 
 _GAIT_SPEED = float(GAIT_SPEED)
 _clamp = _helper(gait_clamp)
@@ -53,14 +54,32 @@ _pick_value = _helper(pick_value)
 _pick_chosen = _helper(pick_chosen)
 _direction_value = _helper(direction_value)
 _direction_centre = _helper(direction_centre)
+_near_free_row = _helper(near_free_row)
 
 
 @_helper
-def take_row(live, free_rows, n_free):
-    """Table.alloc_default in a kernel: the row on top of the free list, marked live.
-    The caller has checked that the list holds one. Original: 0x001054c8."""
+def take_row(live, free_rows, n_free, at, hint):
+    """Table.take_near in a kernel: the free row nearest row ``hint`` (anim.engine.rules
+    .near_free_row over the table's ``at``.shape[0] rows), taken out of the middle of the
+    free list (the list's top moved into its place, found through the list's index
+    ``at``: checked, and made again from the list when wrong; the row taken left where
+    the top was, so the slots just past the list hold the rows taken, in order), else
+    (none near, or ``hint`` < 0) the row on top of the list; marked live. The caller has checked that
+    the list holds one. Original: 0x001054c8."""
     n = n_free[0] - 1
-    r = free_rows[n]
+    r = _near_free_row(live, at.shape[0], hint)
+    if r < 0:
+        r = free_rows[n]
+    else:
+        p = np.int64(at[r])
+        if p < 0 or p > n or free_rows[p] != r:
+            for i in range(n + 1):
+                at[free_rows[i]] = i
+            p = np.int64(at[r])
+        last = free_rows[n]
+        free_rows[p] = last
+        free_rows[n] = r                           # (past the list: the rows taken, in order)
+        at[last] = p
     n_free[0] = n
     live[r] = True
     return r

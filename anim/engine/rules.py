@@ -13,7 +13,8 @@ that compiles these rules (``from .rules import``) pins this file's sha256 in it
 an edit here.
 
 May import: anim.maths.detmath, anim.maths.f32 (the numbers), anim.base.errors (the limits), the enums'
-values (anim.engine.sampler's CursorFlags), numba's ``register_jitable``.
+values (anim.engine.sampler's CursorFlags), numba's ``register_jitable``; not anim.engine.store
+(which imports this module for the rows' take).
 
 Spec: "Gait blend" (L269-288), "Fades" (L261-267), "The task stack" (a change's room).
 """
@@ -29,12 +30,15 @@ from scuffle.anim.engine.sampler import CursorFlags
 import numpy as np
 from scuffle.anim.data.clip import EventType
 from scuffle.anim.base.enums import BlendWindow, HeldFlags, PickSampling, TaskType
-from scuffle.anim.engine.store import NO_ROW
 
-__all__ = ["GAIT_STEPS", "GAIT_ALONE_LOW", "GAIT_ALONE_HIGH", "GAIT_FALL_FRACTION", "GAIT_SPEED", "GAIT_MAX",
+# A row link to nothing (no next task, no incoming task, no cursor): named here, where the
+# rows' take is (near_free_row), and read by the tables as anim.engine.store.NO_ROW.
+NO_ROW = -1
+
+__all__ = ["NO_ROW", "GAIT_STEPS", "GAIT_ALONE_LOW", "GAIT_ALONE_HIGH", "GAIT_FALL_FRACTION", "GAIT_SPEED", "GAIT_MAX",
            "gait_clamp", "gait_pair", "cursor_flags_of", "gait_leader", "gait_sampled", "gait_first_leader", "gait_rounded_target", "fade_weight", "change_room",
            "mix_weight", "mix_leader", "pick_value", "pick_chosen", "direction_value", "direction_centre",
-           "STACK_SIZE"]
+           "STACK_SIZE", "NEAR_ROWS", "near_free_row", "near_scaled"]
 
 # The gait blend's pair steps (floor with 0.995, 1.995, 2.995) and thresholds. Like every
 # constant the FPU compares with, they are float32 (f32(2.995) is 2.99499988...).
@@ -253,3 +257,41 @@ def direction_centre(v):
     """The nearest of the eight directions to value ``v`` (its leading clip), 0-7.
     Original: 0x00109210."""
     return int(math.floor(v + 0.5)) & 7
+
+
+# Rows taken near the human's own: every take of a task, cursor, fade or gait row names a
+# hint (a row of the same human's, "near_hints" in anim.engine.store) and takes the free
+# row nearest it, looking this many rows to either side; none free there, the top of the
+# free list. So a human's rows, and the next human's, lie side by side in the tables the
+# step and the pose walk (docs/performance.md, "The kernels per human"). Not a rule of the
+# original (it has 360 tasks, no tables to walk): a row's number changes no result.
+NEAR_ROWS = 16
+
+
+@register_jitable
+def near_free_row(live, cap, hint):
+    """The free row nearest ``hint`` (``live`` false) among rows 0..``cap`` - 1 within
+    NEAR_ROWS of it, the lower first at equal distance; -1 when there is none, or no hint
+    (``hint`` < 0). In: the table's ``live`` (bool or int8, at least ``cap`` long), its
+    capacity, the hint. Every path that takes a row calls this one text."""
+    if hint < 0:
+        return -1
+    for d in range(NEAR_ROWS + 1):
+        lo = hint - d
+        if 0 <= lo < cap and not live[lo]:
+            return lo
+        if d > 0:
+            hi = hint + d
+            if hi < cap and not live[hi]:
+                return hi
+    return -1
+
+
+@register_jitable
+def near_scaled(row, cap, row_cap):
+    """Row ``row`` of a table of ``row_cap`` rows as a hint into one of ``cap`` rows (a
+    fade's or a gait's row near its task's): the same fraction of the table, or -1 for
+    NO_ROW."""
+    if row < 0:
+        return -1
+    return row * cap // row_cap

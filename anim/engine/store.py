@@ -17,16 +17,16 @@ from numpy.typing import DTypeLike
 from scuffle.anim.engine.callbacks import NO_CALLBACK, CallbackTable
 from scuffle.anim.base.errors import StaleHandle
 from scuffle.anim.base.limits import BudgetError
+from scuffle.anim.engine.rules import NO_ROW, near_free_row
 from scuffle.anim.engine.writefirst import write_first
 
-__all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "NO_EVENT", "NO_ROW", "ROW_LINK", "MAX_ROWS", "FRAME_COLUMNS",
+__all__ = ["block_arrays", "Table", "cursor_table", "fade_table", "gait_table", "task_table", "HumanTable", "near_hints", "NO_EVENT", "NO_ROW", "ROW_LINK", "MAX_ROWS", "FRAME_COLUMNS",
            "Stores", "column", "task_column", "TableCorrupt", "check_rows", "StaleHandle",
            "left_world", "DIRECTIONS", "LayoutSignal", "block_layout", "TableArena", "ARENA_BYTES", "HUMAN_ROWS"]
 
 # The "next event frame" of a cursor with no event left.
 NO_EVENT = np.iinfo(np.int32).max
-# A row link to nothing (no next task, no incoming task, no cursor).
-NO_ROW = -1
+# A row link to nothing (no next task, no incoming task, no cursor): anim.engine.rules.NO_ROW.
 # A column linking to another row (a task's cursors, fade / gait row, next and incoming
 # task): int32, half the bytes of an int64 in the largest tables, so no table that rows
 # link into grows past MAX_ROWS rows (Table.reserve / _grow refuse it).
@@ -245,7 +245,9 @@ class Table:
     ``free(row)`` gives it back and counts its generation up, so a handle (an object that
     keeps a row and the generation it got) knows when its row is gone (``check``).
     The free list is a numpy stack (``free_rows[:n_free[0]]``, the next row on top) so
-    that a kernel can take and give rows too. Rejected: freeing a row that is not in use
+    that a kernel can take and give rows too; a take with a hint takes the free row
+    nearest it from the middle of the list (``take_near``; ``free_at``, the list's index,
+    a cache beside the block; ``near``, the hint a constructor sets). Rejected: freeing a row that is not in use
     (ValueError). ``ids``: the columns that hold ids of ``calls`` (a CallbackTable shared
     by the world's tables: the callbacks as data), let go when their row is freed.
     ``views`` (the world's task table only): row -> the task object that is its handle, a
@@ -317,6 +319,9 @@ class Table:
         self.__dict__.setdefault("spare", {})
         for name in (*state["_columns"], *_TABLE_ARRAYS):
             object.__setattr__(self, "m_" + name, _fast_view(state[name]))
+        if len(self.__dict__.get("free_at", ())) != self.capacity:     # (a cache: made again)
+            object.__setattr__(self, "free_at", np.full(self.capacity, -1, ROW_LINK))
+        object.__setattr__(self, "m_free_at", _fast_view(self.free_at))
         _moved(self)
 
     def __getattr__(self, name: str) -> np.ndarray:
@@ -348,7 +353,13 @@ class Table:
 
     def _place(self, block: np.ndarray, cap: int) -> None:
         """Make ``block`` (bytes laid out by _layout for ``cap`` rows) the table's memory:
-        every column, ``live``, ``gen``, ``free_rows`` and ``n_free`` a view into it."""
+        every column, ``live``, ``gen``, ``free_rows`` and ``n_free`` a view into it; the
+        free list's index (``free_at``) new at another capacity (its entries are checked
+        at each use: ``take_near``)."""
+        at = self.__dict__.get("free_at")
+        if at is None or len(at) != cap:
+            object.__setattr__(self, "free_at", np.full(cap, -1, ROW_LINK))
+            object.__setattr__(self, "m_free_at", _fast_view(self.free_at))
         self.block = block
         self.capacity = cap
         for name, arr in block_arrays(self._all, cap, block).items():
@@ -374,25 +385,52 @@ class Table:
                 getattr(self, name)[row] = value
         return row
 
-    def alloc_default(self) -> int:
+    def alloc_default(self, hint: int | None = None) -> int:
         """A free row with every column at its default (a table made with ``defaults``: the
-        caller writes only the columns it sets). Rows the flush gave back and has not reset
-        yet (a callback taking a row in the middle of it) are reset first (``settle``);
-        buffered commands are written first (``commands``)."""
+        caller writes only the columns it sets): the free row nearest ``hint`` (None: the
+        table's ``near``, which a constructor sets for its human: near_hints; -1: the top
+        of the free list; ``take_near``). Rows the flush gave back and has not reset yet (a
+        callback taking a row in the middle of it) are reset first (``settle``); buffered
+        commands are written first (``commands``)."""
         write_first(self)                              # a row taken or given back (anim.engine.writefirst)
         if self.unsettled:
             self.settle()
-        nf = self.m_n_free
-        n = nf[0]
-        if not n:
+        if not self.m_n_free[0]:
             self._grow(self.capacity * 2)
-            nf = self.m_n_free                         # a new block: n_free is a new array
-            n = nf[0]
-        n -= 1
-        row = self.m_free_rows[n]
+        return self.take_near(self.near if hint is None else hint)
+
+    # the hint of a take that names none (alloc_default): set by a constructor for the
+    # rows of its human while it takes them (near_hints), -1 otherwise
+    near = -1
+
+    def take_near(self, hint: int) -> int:
+        """Take a free row (the list holds one): the free row nearest ``hint``
+        (rules.near_free_row), taken out of the middle of the free list (the list's top
+        moved into its place, the row left where the top was: the slots just past the list
+        hold the rows taken, in order), or the list's top when none is near (or ``hint`` < 0). The
+        list's index (``free_at``: row -> its place) is a cache: checked at each use and
+        made again from the list when wrong, so the row and the list after it depend on
+        the list alone. kernels_write.take_row does the same in compiled code."""
+        nf = self.m_n_free
+        n = nf[0] - 1
+        fr = self.m_free_rows
+        live = self.m_live
+        r = near_free_row(live, self.capacity, hint) if hint >= 0 else -1
+        if r < 0:
+            r = fr[n]
+        else:
+            at = self.m_free_at
+            p = at[r]
+            if not (0 <= p <= n and fr[p] == r):
+                self.free_at[self.free_rows[:n + 1]] = np.arange(n + 1, dtype=ROW_LINK)
+                p = at[r]
+            last = fr[n]
+            fr[p] = last
+            fr[n] = r                                  # (past the list: the rows taken, in order)
+            at[last] = p
         nf[0] = n
-        self.m_live[row] = True
-        return row
+        live[r] = True
+        return r
 
     def freed(self, rows: list[int], ids: list[int] | None = None, reset: bool = False) -> None:
         """Rows a kernel gave back (their ``live``, generation and free list written there):
@@ -454,6 +492,7 @@ class Table:
         nf = self.m_n_free
         n = nf[0]
         self.m_free_rows[n] = row
+        self.m_free_at[row] = n                        # (the list's index: a cache, checked at each take)
         nf[0] = n + 1
 
     def load(self, capacity: int, block: np.ndarray) -> bool:
@@ -546,6 +585,25 @@ class Table:
         free list (store.check_rows checks the two agree), the waiting commands' written first."""
         write_first(self)                              # a count of rows (anim.engine.writefirst)
         return self.capacity - int(self.n_free[0])
+
+
+def near_hints(stores: "Stores", inst) -> tuple[int, int]:
+    """The hints of the task and cursor rows a constructor takes for human ``inst``: its
+    stack's bottom task (after a change, the newest) and that task's first cursor; (-1,
+    -1) (the free lists' tops) for a human with an empty stack, or without a row of the
+    world's human table. The commands waiting are written first (their rows are
+    taken before the constructor's). anim.engine.cmdkernel reads the same rows for a
+    prepared command (``_anchor``)."""
+    rec = inst.record
+    h = stores.humans
+    s = inst.slot
+    if rec.table is not h or rec.row != s or s < 0:
+        return -1, -1
+    write_first(h)                                     # the commands waiting take their rows first
+    if h.m_depth[s] <= 0:
+        return -1, -1
+    a = h.m_stack[s * h.stack_width]
+    return a, stores.tasks.m_c0[a]
 
 
 def cursor_table(capacity: int = 64) -> Table:

@@ -16,6 +16,7 @@ Original: 0x00105678, 0x00105990, 0x00106140, 0x001069c0, 0x00108a78, 0x00108450
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Sequence, TypeVar
 
@@ -27,7 +28,7 @@ from scuffle.anim.playback.lookup import ClipLookup, _ref, _refs
 from scuffle.anim.maths.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.engine.stack import CharacterInstance, TaskPool
-from scuffle.anim.engine.store import Stores
+from scuffle.anim.engine.store import Stores, near_hints
 from scuffle.anim.playback.tasks import (set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
                     PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
                     TaskFlags, TaskType, write_task_row)
@@ -129,6 +130,23 @@ def _next_row(ts, r: int, next: Task | None, blend: float, window: int) -> None:
         ts.m_window[r] = window
 
 
+def _near_human(make: Callable) -> Callable:
+    """A constructor whose rows are taken near its human's (anim.engine.store.near_hints:
+    the task and cursor tables' ``near`` set while it runs, the hints before it put back
+    after, so a constructor calling another keeps them)."""
+    def made(self, inst, *args, **kwargs):
+        st = self.stores
+        ts, cs = st.tasks, st.cursors
+        old_t, old_c = ts.near, cs.near
+        ts.near, cs.near = near_hints(st, inst)
+        try:
+            return make(self, inst, *args, **kwargs)
+        finally:
+            ts.near = old_t
+            cs.near = old_c
+    return functools.wraps(make)(made)
+
+
 class TaskBuilder:
     """The task constructors (see the module docstring): the Player's builders.
 
@@ -202,6 +220,7 @@ class TaskBuilder:
         self.pool.take(task)
         return task
 
+    @_near_human
     def loop(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,
              rate: float | None = None, on_wrap: Callable | None = None, on_end: Callable | None = None,
              anim_set=None) -> LoopTask:
@@ -222,6 +241,7 @@ class TaskBuilder:
             task.on_wrap = on_wrap
         return task
 
+    @_near_human
     def clip(self, inst: CharacterInstance, anim_id: AnimRef, next: Task | None = None, *, blend: float = 0.0,
              flags: int = 0, held: int = 0, rate: float | None = None, on_end: Callable | None = None,
              anim_set=None) -> ClipTask:
@@ -244,6 +264,7 @@ class TaskBuilder:
         _next_row(ts, task.trow, next, blend, window)
         return task
 
+    @_near_human
     def hold(self, inst: CharacterInstance, anim_id: AnimRef, *, flags: int = 0, held: int = 0,
              on_end: Callable | None = None) -> HoldTask:
         """A type 5 task (ours: plays once, holds the last frame). Original: 0x00106140."""
@@ -253,6 +274,7 @@ class TaskBuilder:
         c = self.lookup.cursor(inst.anim_set, anim_id)
         return self._take(HoldTask(c, self.lookup.rate_of(inst.anim_set, anim_id), flags, held, on_end, tstore=self.stores.tasks))
 
+    @_near_human
     def scene(self, inst: CharacterInstance, anim_id: AnimRef, rate: float, *, flags: int = 0,
               anim_set=None) -> SceneTask:
         """A type 7 scene clip at the scene's rate. Original: 0x001069c0."""
@@ -262,6 +284,7 @@ class TaskBuilder:
         c = self.lookup.cursor(anim_set or inst.anim_set, anim_id)
         return self._take(SceneTask(c, rate, flags, tstore=self.stores.tasks))
 
+    @_near_human
     def paired(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: AnimRef,
                next: Task | None = None, *, blend: float = 0.0, flags: int = 0, held: int = 0,
                on_end: Callable | None = None) -> PairedClipTask:
@@ -276,6 +299,7 @@ class TaskBuilder:
         return self._take(PairedClipTask(c, self.lookup.rate_of(s, anim_id), attacker.handle or attacker.name,
                                          next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
 
+    @_near_human
     def paired_hold(self, inst: CharacterInstance, attacker: CharacterInstance, anim_id: AnimRef, *,
                     flags: int = 0, held: int = 0, on_end: Callable | None = None) -> PairedHoldTask:
         """A type 4 task: a paired type 5. Original: 0x00108450."""
@@ -287,12 +311,14 @@ class TaskBuilder:
         return self._take(PairedHoldTask(c, self.lookup.rate_of(s, anim_id), attacker.handle or attacker.name,
                                          flags, held, on_end, tstore=self.stores.tasks))
 
+    @_near_human
     def fade(self, inst: CharacterInstance, duration: float, *, held: int = 0) -> FadeTask:
         """A type 9 fade over ``duration`` s at the human's speed multiplier. Original: 0x00106c80."""
         self.pool.require(1)
         st = self.stores
         return self._take(FadeTask._made(st.tasks, st.fades, duration, inst.speed, held))
 
+    @_near_human
     def gait(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, target: float = 0.0,
              value: float | None = None, flags: int = int(LOCOMOTION_FLAGS),
              on_wrap: Callable | None = None, held: int = 0) -> GaitTask:
@@ -324,6 +350,7 @@ class TaskBuilder:
         pool.take_row(task.trow)
         return task
 
+    @_near_human
     def mix(self, inst: CharacterInstance, a: AnimRef, b: AnimRef, *, weight: float = 0.0,
             flags: int = 0) -> MixTask:
         """A type 10 two-clip mix at the human's speed multiplier. Original: 0x0010b090."""
@@ -337,6 +364,7 @@ class TaskBuilder:
         return self._take(MixTask._made(self.stores.tasks, lambda k, fl: cursor_of(ab[k][0], ab[k][1], fl),
                                         inst.speed, weight, flags))
 
+    @_near_human
     def pick(self, inst: CharacterInstance, ids: Sequence[AnimRef], rate: float, *, value: float = 0.0,
              flags: int = 0) -> PickTask:
         """A type 11 four-clip task at a given rate. Original: 0x00106f50."""
@@ -352,6 +380,7 @@ class TaskBuilder:
         return self._take(PickTask._made(self.stores.tasks, lambda k, fl: cursor_of(entries[k], ids[k], fl),
                                          rate, value, flags, _PICK_INDEX[self.options.pick]))
 
+    @_near_human
     def direction(self, inst: CharacterInstance, base: AnimRef, *, direction: float = 0.0,
                   flags: int = 0) -> DirectionTask:
         """A type 13 eight-direction blend over ids base..base+7. Original: 0x00109210."""
@@ -369,6 +398,7 @@ class TaskBuilder:
                                               lambda d, fl: cursor_row(cs, banks[d], dir_ids[d], fl, protos[d]),
                                               inst.speed, direction, flags))
 
+    @_near_human
     def chain(self, inst: CharacterInstance, ids: Sequence[AnimRef], *, blend: float = 0.0, flags: int = 0,
               held: int = 0, paired_with: CharacterInstance | None = None,
               on_end: Callable | None = None) -> Task:

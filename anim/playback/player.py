@@ -144,7 +144,7 @@ def _bind_parts(player: "Player") -> None:
 
 def _row_state(table: Table) -> RowState:
     """A table's row state and free list as the flush kernel takes them."""
-    return RowState(table.live, table.gen, table.free_rows, table.n_free)
+    return RowState(table.live, table.gen, table.free_rows, table.n_free, table.free_at)
 
 
 class Player:

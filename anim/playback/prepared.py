@@ -35,7 +35,7 @@ from scuffle.anim.playback.lookup import ClipLookup
 from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.playback.recipe import (_BLENDS, _CHANGE, _DIRECTION, _GAIT, _PICK, _PUSH, Arg, Command, Recipe,
                                           _value, check_params, expand)
-from scuffle.anim.engine.rules import change_room
+from scuffle.anim.engine.rules import NEAR_ROWS, change_room
 from scuffle.anim.engine.stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, TaskPool
 from scuffle.anim.engine.store import Stores, _fast_view
 from scuffle.anim.playback.tasks import PICK_SAMPLINGS, WINDOW_RULES, TaskFlags, set_call
@@ -208,7 +208,7 @@ class RecipeRules:
         if kv is None:
             return
         reg, buf = self.templates, self.commands
-        args = kv[5] + (kv[3], kv[6], reg.ti, reg.tf, buf.bi, buf.bf, 0)
+        args = kv[5] + (kv[3], kv[6], kv[15], reg.ti, reg.tf, buf.bi, buf.bf, 0)
         CK.apply_commands(*args)
         self._apply_entry = entry_point(CK.apply_commands, args) or CK.apply_commands
 
@@ -341,7 +341,8 @@ class RecipeRules:
         typed = tuple(blocks[ti].view(dt) for ti, dt in CK.BLOCK_VIEWS)
         kv = self._cmd_views = (st.signal.now, st, h, out, ts, typed, lay, h.m_depth, h.m_queued, h.gen,
                                 h.m_speed, ts.m_n_free, ts.m_free_rows, (st.cursors, st.fades, st.gaits),
-                                (st.cursors.m_n_free, st.fades.m_n_free, st.gaits.m_n_free))
+                                (st.cursors.m_n_free, st.fades.m_n_free, st.gaits.m_n_free),
+                                (ts.free_at, st.cursors.free_at, st.fades.free_at, st.gaits.free_at))
         # the entry point (_cmd_entry) is kept: every argument types as before (the arrays
         # checked above: their dtype, one dimension, C order, writable and aligned; the
         # templates' own; the scalars a Python int or float, as _run_rows makes them)
@@ -442,7 +443,7 @@ class RecipeRules:
         reg = self.templates
         plan = tp.plan
         assert plan is not None                      # a command runs once its template is ready
-        args = typed + (kv[3], lay, reg.ti, reg.tf, tp.sel, s, n, plan[0], plan[6], speed, fade, target, value, vnone)
+        args = typed + (kv[3], lay, kv[15], reg.ti, reg.tf, tp.sel, s, n, plan[0], plan[6], speed, fade, target, value, vnone)
         call = self._cmd_entry
         if call is None:
             added = CK.run_rows(*args)
@@ -477,8 +478,13 @@ class RecipeRules:
         if top < n_tasks or nf[0][0] - buf.cursors < n_cursors or nf[1][0] - buf.fades < n_fades \
                 or nf[2][0] - buf.gaits < n_gaits:
             return False
-        if kv[4].capacity > len(kv[3]) and max(kv[12][top - n_tasks:top]) >= len(kv[3]):
-            return False                             # a row past the pool's flags: the handle calls grow them
+        # a row past the pool's flags (one the list's top gives, or one near the human's
+        # stack bottom: cmdkernel._fits): the handle calls grow them
+        ts = kv[4]
+        if ts.capacity > len(kv[3]) and (max(kv[12][top - n_tasks:top]) >= len(kv[3])
+                                         or (n > 0 and min(kv[2].m_stack[s * kv[2].stack_width] + NEAR_ROWS,
+                                                           ts.capacity - 1) >= len(kv[3]))):
+            return False
         buf.append(code, s, len(tp.base), window, vnone, tp.sel4, speed, fade, target, value, n_tasks, n_cursors,
                    n_fades, n_gaits)
         self.cmd_kernel_runs += 1
@@ -499,7 +505,7 @@ class RecipeRules:
         t_nf = kv[11]
         tn = t_nf[0]
         reg = self.templates
-        args = kv[5] + (kv[3], kv[6], reg.ti, reg.tf, buf.bi, buf.bf, n)
+        args = kv[5] + (kv[3], kv[6], kv[15], reg.ti, reg.tf, buf.bi, buf.bf, n)
         call = self._apply_entry
         try:
             if call is None:

@@ -24,7 +24,7 @@ from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.maths.f32 import FLT_MAX as _F32_MAX
 from scuffle.anim.maths.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.engine.stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPool
-from scuffle.anim.engine.store import Stores
+from scuffle.anim.engine.store import Stores, near_hints
 from scuffle.anim.engine.writefirst import write_first, write_first_for
 from scuffle.anim.playback.tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
                     PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, take_place,
@@ -318,7 +318,12 @@ class StackRules:
                 # self.builders.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
                 kept = ts.spare.get(_FadeTask)           # new_handle, inline: a handle the flush kept
                 f = kept.pop() if kept else _FadeTask.__new__(_FadeTask)
-                fr = write_task_row(ts, f, _FADE, speed, 0, 0, None)
+                old_near = ts.near                       # the fade's row near the human's (near_hints)
+                ts.near = near_hints(self.stores, inst)[0]
+                try:
+                    fr = write_task_row(ts, f, _FADE, speed, 0, 0, None)
+                finally:
+                    ts.near = old_near
                 fades = f.store = self.stores.fades
                 r = f.row = write_fade_row(ts, fr, fades, fade)
                 f.gen = fades.m_gen[r]
@@ -357,7 +362,12 @@ class StackRules:
                 raise StackFull(f"{inst.name or 'human'}: no room for a change "
                                 f"({len(inst.stack)} of {STACK_SIZE} tasks)")
             st = self.stores
-            f = FadeTask._made(st.tasks, st.fades, fade, inst.speed)      # self.builders.fade(inst, fade), inline
+            old_near = st.tasks.near                     # the fade's row near the human's (near_hints)
+            st.tasks.near = near_hints(st, inst)[0]
+            try:
+                f = FadeTask._made(st.tasks, st.fades, fade, inst.speed)      # self.builders.fade(inst, fade), inline
+            finally:
+                st.tasks.near = old_near
             self.pool.take(f)
         except Exception:
             self.discard(task)

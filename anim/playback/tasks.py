@@ -42,7 +42,7 @@ from scuffle.anim.playback.interfaces import PoseProgram, TaskHost
 from scuffle.anim.engine.rules import (TASK_CURSORS, dir_banks_misfit, HELD_EVENTS, WINDOW_RULES, PICK_THRESHOLDS, PICK_SAMPLINGS)  # noqa: F401
 from scuffle.anim.engine.rules import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FALL_FRACTION, GAIT_SPEED, GAIT_STEPS, cursor_flags_of,
                     fade_weight, gait_clamp, gait_first_leader, gait_pair, gait_rounded_target, gait_sampled,
-                    direction_centre, direction_value, mix_leader, mix_weight, pick_chosen, pick_value)
+                    direction_centre, direction_value, mix_leader, mix_weight, pick_chosen, pick_value, near_scaled)
 
 if TYPE_CHECKING:  # pragma: no cover
     from scuffle.anim.engine.stack import CharacterInstance
@@ -190,10 +190,14 @@ def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, he
         nf = mv[0]
         n = nf[0]
     _, free_rows, live, gen, types, rates = mv
-    n -= 1
-    r = free_rows[n]
-    nf[0] = n
-    live[r] = True
+    hint = ts.near
+    if hint >= 0:                                       # near the human's rows (Table.take_near)
+        r = ts.take_near(hint)
+    else:
+        n -= 1
+        r = free_rows[n]
+        nf[0] = n
+        live[r] = True
     t.tstore = ts
     t.trow = r
     t.tgen = gen[r]
@@ -755,7 +759,7 @@ def write_fade_row(ts: Table, tr: int, fades: Table, duration: float) -> int:
     ``duration`` (checked: finite, >= 0, a float32 holds it). Out: the fade's row.
     anim.engine.cmdkernel writes the same columns for a prepared command's change.
     Original: 0x00106c80."""
-    r = fades.alloc_default()
+    r = fades.alloc_default(near_scaled(tr, fades.capacity, ts.capacity))     # near its task's row
     fades.m_el[r] = 0.0
     fades.m_dur[r] = duration
     ts.m_aux[tr] = r
@@ -859,7 +863,7 @@ def write_gait_row(ts: Table, tr: int, gaits: Table, ids: Sequence[int], banks: 
     its first leader by anim.engine.rules, the gait's ``speed`` on the task row. Out: (gait row,
     lower, leader); the caller makes the pair's cursors. anim.engine.cmdkernel writes the same
     columns with the same rules for a prepared command. Original: 0x0010a310."""
-    r = gaits.alloc_default()                         # every column written below
+    r = gaits.alloc_default(near_scaled(tr, gaits.capacity, ts.capacity))    # near its task's; every column written below
     ts.m_aux[tr] = r
     gaits.m_id0[r], gaits.m_id1[r], gaits.m_id2[r], gaits.m_id3[r], gaits.m_id4[r] = ids
     gaits.m_b0[r], gaits.m_b1[r], gaits.m_b2[r], gaits.m_b3[r], gaits.m_b4[r] = banks

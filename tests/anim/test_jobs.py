@@ -165,7 +165,7 @@ def _flush_inputs(game, entries: np.ndarray) -> J.FlushInputs:
     n_t, n_h = T.type.shape[0], H.depth.shape[0]
 
     def rows(t):
-        return RowState(t.live, t.gen, t.free_rows, t.n_free)
+        return RowState(t.live, t.gen, t.free_rows, t.n_free, t.free_at)
 
     buf = FlushBuffers(entries, np.zeros(len(entries), np.int64), np.zeros(n_t, np.int32), np.zeros(7, np.int64),
                        np.zeros(64, np.int32), np.zeros(n_t, np.bool_), np.full(n_t, -1, np.int32),

@@ -506,7 +506,7 @@ def test_the_kernels_table_tuples_are_the_tables_columns():
     for cols, table, extra in ((K.TaskCols, task_table(), []), (K.FadeCols, fade_table(), []),
                                (K.GaitCols, gait_table(), []),
                                # the cursors' row state and free list: the step takes and gives cursors
-                               (K.CursorCols, cursor_table(), ["live", "gen", "free_rows", "n_free"])):
+                               (K.CursorCols, cursor_table(), ["live", "gen", "free_rows", "n_free", "free_at"])):
         assert list(cols._fields) == list(table._columns) + extra, cols.__name__
     h = HumanTable()
     assert all(getattr(h, f).shape[0] == h.capacity for f in K.HumanCols._fields)
