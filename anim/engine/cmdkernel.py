@@ -13,8 +13,10 @@ blocks (anim.engine.store: every array of a table is a view into its ``block``),
 block seen as one array per type its columns have (``BLOCK_VIEWS``: a bool column through
 the int8 view; made by the caller once per layout, so that numba compiles no view of its
 own), each column found at ``lay``'s offset (the array's offset in its block in its own
-items, ``COLUMNS``' order; then the stack's and the queue's row widths): 21 array
-arguments instead of seventy one-row writes.
+items, ``COLUMNS``' order; then the stack's and the queue's row widths): one named tuple
+of 19 views (anim.engine.kernel_types.CmdBlocks) instead of seventy one-row writes; the
+command's numbers come as one more (CmdArgs), a batch's as a few (BufTables, CmdBuffer,
+CmdPlans, CmdBatch).
 A command first checks what the Python side leaves to it (the free lists long enough,
 the pool's flags reaching the rows taken) and refuses (-1) with nothing written; the
 checks that raise at the call (a full stack or queue, the pool exhausted) stay in Python.
