@@ -13,8 +13,10 @@ blocks (anim.engine.store: every array of a table is a view into its ``block``),
 block seen as one array per type its columns have (``BLOCK_VIEWS``: a bool column through
 the int8 view; made by the caller once per layout, so that numba compiles no view of its
 own), each column found at ``lay``'s offset (the array's offset in its block in its own
-items, ``COLUMNS``' order; then the stack's and the queue's row widths): 21 array
-arguments instead of seventy one-row writes.
+items, ``COLUMNS``' order; then the stack's and the queue's row widths): one named tuple
+of 19 views (anim.engine.kernel_types.CmdBlocks) instead of seventy one-row writes; the
+command's numbers come as one more (CmdArgs), a batch's as a few (BufTables, CmdBuffer,
+CmdPlans, CmdBatch).
 A command first checks what the Python side leaves to it (the free lists long enough,
 the pool's flags reaching the rows taken) and refuses (-1) with nothing written; the
 checks that raise at the call (a full stack or queue, the pool exhausted) stay in Python.
@@ -35,6 +37,8 @@ import numpy as np
 from numba import njit
 
 from scuffle.anim.engine.jitcache import cache_setting
+# (imported before numba's cache is read: its index names the named tuples the kernels take)
+from scuffle.anim.engine import kernel_types  # noqa: F401
 from collections import namedtuple
 
 from scuffle.anim.engine.kernels_write import (cursor_init, direction_init, direction_values, fade_init, gait_init,
@@ -151,11 +155,12 @@ _GaitRows = namedtuple("_GaitRows", ("live", "id0", "id1", "id2", "id3", "id4", 
 
 
 @_helper
-def _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, tf64, lay, ats):
+def _rows_of(blocks, lay, ats):
     """The task, cursor, fade and gait tables as named tuples of views into their blocks
-    (each column at ``lay``'s offset; the task table's ``dir_banks`` flat, eight a row),
-    each with its free list's index (``ats``: the four tables' ``free_at``, a cache
-    kept beside the block: kernels_write.take_row)."""
+    (``blocks``: CmdBlocks; each column at ``lay``'s offset; the task table's ``dir_banks``
+    flat, eight a row), each with its free list's index (``ats``: the four tables'
+    ``free_at``, a cache kept beside the block: kernels_write.take_row)."""
+    t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, _, _, tf64 = blocks
     tasks = _TaskRows(t8[lay[T_LIVE]:], t8[lay[T_TYPE]:], tf32[lay[T_RATE]:], t32[lay[T_FLAGS]:],
                       t64[lay[T_HELD]:], t32[lay[T_C0]:], t32[lay[T_C1]:], t32[lay[T_AUX]:], t32[lay[T_NXT]:],
                       tf32[lay[T_BLEND]:], t8[lay[T_WINDOW]:], t8[lay[T_PLACED]:], t32[lay[T_INCOMING]:],
@@ -261,11 +266,15 @@ def _pool_take(out, tr):
 
 
 @_helper
-def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot, n, place, window, speed, fade, target,
-             value, vnone):
+def _command(rows, h64, h32, out, lay, ti, tf, sel, cmd):
     """One prepared command's rows (the module docstring), through the row writers
-    (anim.engine.kernels_write), then its place on the stack or queue. Out: the pool's
-    flags newly set, or -1 with nothing written."""
+    (anim.engine.kernels_write), then its place on the stack or queue. In: the task,
+    cursor, fade and gait tables' rows (``_rows_of``), the human table's int64 and int32
+    views, the pool's flags, ``lay``, the template rows and the row of each step, the
+    command's numbers (``cmd``: CmdArgs' fields in order). Out: the pool's flags newly
+    set, or -1 with nothing written."""
+    tasks, cursors, fades, gaits = rows
+    slot, n, place, window, speed, fade, target, value, vnone = cmd
     near_t = _anchor(h32, lay, slot)               # the rows' hints (anim.engine.store.near_hints)
     if not _fits(tasks, cursors, fades, gaits, out, ti, sel, place, near_t):
         return -1
@@ -387,27 +396,25 @@ def _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot
 
 
 @_kernel
-def run_rows(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, h64, h32, tf64, out, lay,
-             ats, ti, tf, sel, slot, n, place, window, speed, fade, target, value, vnone):
+def run_rows(blocks, out, lay, ats, ti, tf, sel, cmd):
     """Write a prepared command's rows at once (the module docstring). In: the task, cursor,
-    fade, gait and human tables' blocks as BLOCK_VIEWS, the pool's flags, ``lay``, the
-    task, cursor, fade and gait tables' free list indexes (``ats``: their ``free_at``), the
-    template rows (``ti``, ``tf``) and the row of each step (``sel``, last task first), the
-    human's slot and depth, the place (PLACE_*), the blend window's index, the human's
-    speed, the fade's time, a gait's target and value (``vnone``: no value, the
-    target's). Out: the pool's flags newly set (the pool's count grows by that), or -1
+    fade, gait and human tables' blocks (CmdBlocks: BLOCK_VIEWS' order), the pool's flags,
+    ``lay``, the task, cursor, fade and gait tables' free list indexes (``ats``: their
+    ``free_at``), the template rows (``ti``, ``tf``) and the row of each step (``sel``,
+    last task first), the command's numbers (``cmd``, CmdArgs: the human's slot and depth,
+    the place (PLACE_*), the blend window's index, the human's speed, the fade's time, a
+    gait's target and value, ``vnone``: no value, the target's). Out: the pool's flags newly set (the pool's count grows by that), or -1
     with nothing written (a free list too short, the pool's flags short of a row taken).
     Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init, 0x001754e8 /
     0x001753d8 (insert, push)."""
-    tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32,
-                                            g8, tf64, lay, ats)
-    return _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, sel, slot, n, place, window, speed, fade,
-                    target, value, vnone)
+    # (the numbers as apply_commands gives them from a buffer row: one _command for both)
+    c = (np.int64(cmd.slot), np.int64(cmd.n), np.int64(cmd.place), np.int64(cmd.window), np.float64(cmd.speed),
+         np.float64(cmd.fade), np.float64(cmd.target), np.float64(cmd.value), np.int64(cmd.vnone))
+    return _command(_rows_of(blocks, lay, ats), blocks.h64, blocks.h32, out, lay, ti, tf, sel, c)
 
 
 @_kernel
-def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32, g8, h64, h32, tf64, out,
-                   lay, ats, ti, tf, bi, bf, n_rows):
+def apply_commands(blocks, out, lay, ats, ti, tf, bi, bf, n_rows):
     """Apply a command buffer's first ``n_rows`` rows in order (anim.playback.cmdbuffer),
     each as ``run_rows`` writes one command (the same writers). In: the blocks, the pool's
     flags, ``lay`` and the template rows as ``run_rows``; the buffer's rows read as int64
@@ -418,15 +425,15 @@ def apply_commands(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8,
     could not be written (the rows before it written, nothing of it: the call's checks
     make that an engine bug). The rows are taken near each human's (kernels_write
     .take_row; ``ats`` as ``run_rows``). Original: as ``run_rows``."""
-    tasks, cursors, fades, gaits = _rows_of(t64, t32, tf32, t8, c64, c32, cf32, c8, fi64, fi32, ff32, f8, g64, g32, gf32,
-                                            g8, tf64, lay, ats)
+    rows = _rows_of(blocks, lay, ats)
+    h64, h32 = blocks.h64, blocks.h32
     o_h_depth = lay[H_DEPTH]
     added = 0
     for i in range(n_rows):
         slot = bi[i, B_SLOT]
-        got = _command(tasks, cursors, fades, gaits, h64, h32, out, lay, ti, tf, bi[i, B_SEL:B_SEL + bi[i, B_STEPS]],
-                       slot, np.int64(h32[o_h_depth + slot]), bi[i, B_PLACE], bi[i, B_WINDOW], bf[i, BF_SPEED], bf[i, BF_FADE],
-                       bf[i, BF_TARGET], bf[i, BF_VALUE], bi[i, B_VNONE])
+        cmd = (slot, np.int64(h32[o_h_depth + slot]), bi[i, B_PLACE], bi[i, B_WINDOW], bf[i, BF_SPEED],
+               bf[i, BF_FADE], bf[i, BF_TARGET], bf[i, BF_VALUE], bi[i, B_VNONE])      # (CmdArgs' fields)
+        got = _command(rows, h64, h32, out, lay, ti, tf, bi[i, B_SEL:B_SEL + bi[i, B_STEPS]], cmd)
         if got < 0:
             return -(i + 1)
         added += got
@@ -498,26 +505,30 @@ def _gait_target(v, flags):
 
 
 @_kernel
-def buffer_commands(depth, queued, speed, stack, t_type, t_released, t_flags, t_aux, g_target, t_nf, t_free, c_nf,
-                    f_nf, g_nf, bi, bf, cnt, pi, pf, lut, mark, slots, ents, args, out_len, grow, pool_room, lo, hi):
+def buffer_commands(tables, buffer, plans, batch, out_len, grow, pool_room, lo, hi):
     """A batch of prepared commands checked and written as command buffer rows, in order,
     from row ``lo`` until one is not (anim.playback.batched): the direct path's checks of
     anim.playback.prepared (``_checks`` and ``_buffer_rows``) on each human's row, in
-    compiled code. In, first what stays while the tables keep their arrays (the caller
-    keeps them as one tuple): the human table's ``depth``, ``queued``, ``speed`` and
-    ``stack`` columns; the task table's ``type``, ``released``, ``flags`` and ``aux`` and
-    the gait table's ``target`` (a steering command's running gait takes its target
-    here, as ``gait_targets`` gives it, and no buffer row); the task table's free count
-    and list, the cursor, fade and gait tables' free counts; the buffer (``bi``, ``bf``)
-    and its counts (``cnt``); then the batch's plans (``pi``, ``pf``: PI_* / PF_*
-    columns) and id look-up (``lut``); ``mark`` (a human row holding ``cnt[CN_STAMP]``
-    has a command waiting); per row the human's slot, its plan (``ents``: -1 none) and
-    numbers (``args``); the pool's flags' length, whether the task table outgrew them
+    compiled code. In (anim.engine.kernel_types), first what stays while the tables keep
+    their arrays (the caller keeps them): ``tables`` (BufTables: the human table's
+    ``depth``, ``queued``, ``speed`` and ``stack`` columns; the task table's ``type``,
+    ``released``, ``flags`` and ``aux`` and the gait table's ``target``, where a steering
+    command's running gait takes its target, as ``gait_targets`` gives it, and no buffer
+    row; the task table's free count and list, the cursor, fade and gait tables' free
+    counts) and ``buffer`` (CmdBuffer: its rows ``bi``, ``bf`` and counts ``cnt``); then
+    ``plans`` (CmdPlans: the batch's plans ``pi``, ``pf``, PI_* / PF_* columns, and id
+    look-up ``lut``); ``batch`` (CmdBatch: ``mark``, a human row holding ``cnt[CN_STAMP]``
+    has a command waiting; per row the human's slot, its plan, ``ents``: -1 none, and
+    numbers, ``args``); the pool's flags' length, whether the task table outgrew them
     (``grow``) and the pool's room. Out: the first row not buffered (``hi``: all), with
     ``cnt[CN_STOP]`` saying why: STOP_RUN (its checks send it to Player.run, which writes
     or refuses it), STOP_DUE (its human has a command waiting: the buffer is written
     first), STOP_FULL (the buffer is full). Nothing of a row not buffered is written.
     Original: 0x001754e8 / 0x001753d8 (insert, push: their room)."""
+    depth, queued, speed, stack, t_type, t_released, t_flags, t_aux, g_target, t_nf, t_free, c_nf, f_nf, g_nf = tables
+    bi, bf, cnt = buffer
+    pi, pf, lut = plans
+    mark, slots, ents, args = batch
     cap = bi.shape[0]
     stamp = cnt[CN_STAMP]
     for i in range(lo, hi):
@@ -633,17 +644,19 @@ def buffer_commands(depth, queued, speed, stack, t_type, t_released, t_flags, t_
 
 
 @_kernel
-def gait_targets(depth, stack, t_type, t_released, t_flags, t_aux, g_target, slots, ok, targets, moved, lo, hi):
+def gait_targets(cols, slots, ok, targets, moved, lo, hi):
     """Each row's human's running gait (the newest unreleased type 12 task on its stack:
     the one nearest the bottom, Player.running) given the row's target as GaitTask
     .set_target gives it (clamped to 0-4, a float32, rounded to the nearest integer unless
-    the task's CONTINUOUS flag), from row ``lo`` until one it cannot take. In: the human
-    table's ``depth`` and ``stack`` columns; the task table's ``type``, ``released``,
-    ``flags`` and ``aux`` (the gait row) columns; the gait table's ``target``; per row the
+    the task's CONTINUOUS flag), from row ``lo`` until one it cannot take. In: ``cols``
+    (GaitTargetCols: the human table's ``depth`` and ``stack`` columns; the task table's
+    ``type``, ``released``, ``flags`` and ``aux`` (the gait row) columns; the gait table's
+    ``target``); per row the
     human's slot, whether the caller checked it (``ok``: 0 sends the row back) and its
     target; ``moved`` (set to 1 where a gait took it, 0 where none runs). Out: the first
     row not done (``hi``: all): one not checked, or a target that is not finite (the
     caller raises set_target's error). Original: 0x0010a500 (+0xac)."""
+    depth, stack, t_type, t_released, t_flags, t_aux, g_target = cols
     for i in range(lo, hi):
         if ok[i] == 0:
             return i

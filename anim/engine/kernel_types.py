@@ -20,7 +20,7 @@ import numpy as np
 __all__ = ["HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
            "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers", "RowState", "FlushBuffers",
            "SnapViews", "SnapPlan", "SnapFacts", "SnapLists", "SnapScratch", "IdTasks", "IdHumans", "IdCalls",
-           "IdRules"]
+           "IdRules", "CmdBlocks", "CmdArgs", "BufTables", "CmdBuffer", "CmdPlans", "CmdBatch", "GaitTargetCols"]
 
 
 class HumanCols(NamedTuple):
@@ -383,3 +383,107 @@ class IdRules(NamedTuple):
     paired_mask: int
     dir_type: int
     n_banks: int
+
+
+# ---------------------------------------------------------------- the prepared commands
+# (anim.engine.cmdkernel's kernels; anim.playback.prepared and batched build them)
+
+class CmdBlocks(NamedTuple):
+    """The task, cursor, fade, gait and human tables' blocks as cmdkernel reads them, one
+    view per item type a table's columns have (cmdkernel.BLOCK_VIEWS' order; a bool
+    column through its table's int8 view), then the task table's float64 view."""
+    t64: np.ndarray
+    t32: np.ndarray
+    tf32: np.ndarray
+    t8: np.ndarray
+    c64: np.ndarray
+    c32: np.ndarray
+    cf32: np.ndarray
+    c8: np.ndarray
+    fi64: np.ndarray
+    fi32: np.ndarray
+    ff32: np.ndarray
+    f8: np.ndarray
+    g64: np.ndarray
+    g32: np.ndarray
+    gf32: np.ndarray
+    g8: np.ndarray
+    h64: np.ndarray
+    h32: np.ndarray
+    tf64: np.ndarray
+
+
+class CmdArgs(NamedTuple):
+    """One prepared command's numbers (cmdkernel.run_rows): the human's slot and depth, the
+    place (cmdkernel.PLACE_*), the blend window's index, the human's speed, the fade's
+    time, a gait's target and value, ``vnone`` (1: no value, the target's)."""
+    slot: int
+    n: int
+    place: int
+    window: int
+    speed: float
+    fade: float
+    target: float
+    value: float
+    vnone: int
+
+
+class BufTables(NamedTuple):
+    """What cmdkernel.buffer_commands reads of the tables (kept while they keep their
+    arrays): the human table's ``depth``, ``queued``, ``speed`` and ``stack``; the task
+    table's ``type``, ``released`` (int8), ``flags`` and ``aux``; the gait table's
+    ``target``; the task table's free count and list; the cursor, fade and gait tables'
+    free counts."""
+    depth: np.ndarray
+    queued: np.ndarray
+    speed: np.ndarray
+    stack: np.ndarray
+    t_type: np.ndarray
+    t_released: np.ndarray
+    t_flags: np.ndarray
+    t_aux: np.ndarray
+    g_target: np.ndarray
+    t_nf: np.ndarray
+    t_free: np.ndarray
+    c_nf: np.ndarray
+    f_nf: np.ndarray
+    g_nf: np.ndarray
+
+
+class CmdBuffer(NamedTuple):
+    """A command buffer's rows as int64 (``bi``) and float64 (``bf``, the same memory) and
+    its counts (``cnt``: cmdkernel.CN_*)."""
+    bi: np.ndarray
+    bf: np.ndarray
+    cnt: np.ndarray
+
+
+class CmdPlans(NamedTuple):
+    """A batch's plans (``pi``, ``pf``: cmdkernel.PI_* / PF_* columns) and its id look-up
+    (``lut``)."""
+    pi: np.ndarray
+    pf: np.ndarray
+    lut: np.ndarray
+
+
+class CmdBatch(NamedTuple):
+    """A batch's rows: ``mark`` (a human row holding the call's stamp has a command
+    waiting), per row the human's slot, its plan (``ents``: -1 none) and its numbers
+    (``args``)."""
+    mark: np.ndarray
+    slots: np.ndarray
+    ents: np.ndarray
+    args: np.ndarray
+
+
+class GaitTargetCols(NamedTuple):
+    """What cmdkernel.gait_targets reads and writes: the human table's ``depth`` and
+    ``stack``, the task table's ``type``, ``released`` (int8), ``flags`` and ``aux`` (the
+    gait row), the gait table's ``target``."""
+    depth: np.ndarray
+    stack: np.ndarray
+    t_type: np.ndarray
+    t_released: np.ndarray
+    t_flags: np.ndarray
+    t_aux: np.ndarray
+    g_target: np.ndarray

@@ -37,6 +37,7 @@ import numpy as np
 
 from scuffle.anim.base.errors import StaleHandle
 from scuffle.anim.engine import cmdkernel as CK
+from scuffle.anim.engine.kernel_types import BufTables, CmdBatch, CmdBuffer, CmdPlans, GaitTargetCols
 from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.engine.trusted import entry_point
 from scuffle.anim.playback.recipe import _BLENDS, _GAIT, Arg, Command, RecipeError
@@ -341,7 +342,7 @@ class CommandColumns:
         i = 0
         while i < n:
             rel = self._released_of(ts)
-            args = (h.depth, h.stack, ts.type, rel, ts.flags, ts.aux, gs.target, sl, okv, tg, mv, i, n)
+            args = (GaitTargetCols(h.depth, h.stack, ts.type, rel, ts.flags, ts.aux, gs.target), sl, okv, tg, mv, i, n)
             j = self._compiled("_targets_fn", CK.gait_targets, args)
             if j == n:
                 break
@@ -588,11 +589,11 @@ class CommandColumns:
         out = kv[3]
         fixed = self._fixed
         if fixed[0] is not kv or fixed[2] is not buf:   # the tables' arrays, kept while their views are (kv)
-            fixed = self._fixed = (kv, (h.depth, h.queued, h.speed, h.stack, ts.type, self._released_of(ts),
-                                        ts.flags, ts.aux, gs.target, ts.n_free, ts.free_rows, cs.n_free, fs.n_free,
-                                        gs.n_free, buf.bi, buf.bf, cnt), buf)
-        args = fixed[1] + (self._pi, self._pf, self._lut, mark, sl, en, a, len(out), ts.capacity > len(out),
-                           pool.capacity - pool._n_out, lo, hi)
+            fixed = self._fixed = (kv, (BufTables(h.depth, h.queued, h.speed, h.stack, ts.type, self._released_of(ts),
+                                                  ts.flags, ts.aux, gs.target, ts.n_free, ts.free_rows, cs.n_free,
+                                                  fs.n_free, gs.n_free), CmdBuffer(buf.bi, buf.bf, cnt)), buf)
+        args = fixed[1] + (CmdPlans(self._pi, self._pf, self._lut), CmdBatch(mark, sl, en, a), len(out),
+                           ts.capacity > len(out), pool.capacity - pool._n_out, lo, hi)
         return self._compiled("_entry_fn", CK.buffer_commands, args)
 
     def _released_of(self, ts: Any) -> np.ndarray:

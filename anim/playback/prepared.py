@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scuffle.anim.engine import cmdkernel as CK
+from scuffle.anim.engine.kernel_types import CmdArgs, CmdBlocks
 from scuffle.anim.playback.cmdbuffer import CommandBuffer
 from scuffle.anim.maths import f32 as F
 from scuffle.anim.engine.callbacks import Callback, check_callback
@@ -208,7 +209,7 @@ class RecipeRules:
         if kv is None:
             return
         reg, buf = self.templates, self.commands
-        args = kv[5] + (kv[3], kv[6], kv[15], reg.ti, reg.tf, buf.bi, buf.bf, 0)
+        args = (kv[5], kv[3], kv[6], kv[15], reg.ti, reg.tf, buf.bi, buf.bf, 0)
         CK.apply_commands(*args)
         self._apply_entry = entry_point(CK.apply_commands, args) or CK.apply_commands
 
@@ -338,7 +339,7 @@ class RecipeRules:
         ts = st.tasks
         for t in tables:                             # a table the world replaced: the buffer's hooks on it too
             t.commands = self.commands
-        typed = tuple(blocks[ti].view(dt) for ti, dt in CK.BLOCK_VIEWS)
+        typed = CmdBlocks(*(blocks[ti].view(dt) for ti, dt in CK.BLOCK_VIEWS))
         kv = self._cmd_views = (st.signal.now, st, h, out, ts, typed, lay, h.m_depth, h.m_queued, h.gen,
                                 h.m_speed, ts.m_n_free, ts.m_free_rows, (st.cursors, st.fades, st.gaits),
                                 (st.cursors.m_n_free, st.fades.m_n_free, st.gaits.m_n_free),
@@ -443,7 +444,8 @@ class RecipeRules:
         reg = self.templates
         plan = tp.plan
         assert plan is not None                      # a command runs once its template is ready
-        args = typed + (kv[3], lay, kv[15], reg.ti, reg.tf, tp.sel, s, n, plan[0], plan[6], speed, fade, target, value, vnone)
+        args = (typed, kv[3], lay, kv[15], reg.ti, reg.tf, tp.sel,
+                CmdArgs(s, n, plan[0], plan[6], speed, fade, target, value, vnone))
         call = self._cmd_entry
         if call is None:
             added = CK.run_rows(*args)
@@ -505,7 +507,7 @@ class RecipeRules:
         t_nf = kv[11]
         tn = t_nf[0]
         reg = self.templates
-        args = kv[5] + (kv[3], kv[6], kv[15], reg.ti, reg.tf, buf.bi, buf.bf, n)
+        args = (kv[5], kv[3], kv[6], kv[15], reg.ti, reg.tf, buf.bi, buf.bf, n)
         call = self._apply_entry
         try:
             if call is None:

@@ -590,7 +590,8 @@ def test_pose_stacks_reads_as_named_steps():
 
 
 @pytest.mark.parametrize("name", ("kernels_maths", "kernels_rows", "kernels_write", "kernels_fetch", "kernels_pose",
-                                  "kernels_step", "kernels_flush", "kernels_motion", "snapkernel", "digest"))
+                                  "kernels_step", "kernels_flush", "kernels_motion", "snapkernel", "cmdkernel",
+                                  "digest"))
 def test_no_kernel_or_helper_takes_loose_columns(name):
     """Every numba function of the kernel modules (read from their source, AST) takes at
     most MOST_ARGUMENTS arguments: the tables come in as their named tuples, not as
