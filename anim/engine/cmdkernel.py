@@ -644,19 +644,20 @@ def buffer_commands(tables, buffer, plans, batch, out_len, grow, pool_room, lo, 
 
 
 @_kernel
-def gait_targets(cols, slots, ok, targets, moved, lo, hi):
+def gait_targets(tables, slots, ok, targets, moved, lo, hi):
     """Each row's human's running gait (the newest unreleased type 12 task on its stack:
     the one nearest the bottom, Player.running) given the row's target as GaitTask
     .set_target gives it (clamped to 0-4, a float32, rounded to the nearest integer unless
-    the task's CONTINUOUS flag), from row ``lo`` until one it cannot take. In: ``cols``
-    (GaitTargetCols: the human table's ``depth`` and ``stack`` columns; the task table's
-    ``type``, ``released``, ``flags`` and ``aux`` (the gait row) columns; the gait table's
-    ``target``); per row the
+    the task's CONTINUOUS flag), from row ``lo`` until one it cannot take. In: ``tables``
+    (BufTables, of which it reads the human table's ``depth`` and ``stack`` columns, the
+    task table's ``type``, ``released``, ``flags`` and ``aux`` (the gait row) columns and
+    the gait table's ``target``); per row the
     human's slot, whether the caller checked it (``ok``: 0 sends the row back) and its
     target; ``moved`` (set to 1 where a gait took it, 0 where none runs). Out: the first
     row not done (``hi``: all): one not checked, or a target that is not finite (the
     caller raises set_target's error). Original: 0x0010a500 (+0xac)."""
-    depth, stack, t_type, t_released, t_flags, t_aux, g_target = cols
+    depth, stack, t_type, t_released = tables.depth, tables.stack, tables.t_type, tables.t_released
+    t_flags, t_aux, g_target = tables.t_flags, tables.t_aux, tables.g_target
     for i in range(lo, hi):
         if ok[i] == 0:
             return i

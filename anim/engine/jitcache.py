@@ -303,7 +303,7 @@ def check_cache_folder(path: str, stem: str) -> list[str]:
     for index in glob.glob(os.path.join(glob.escape(path), f"{stem}.*.nbi")):
         prefix = os.path.basename(index)[:-len(".nbi")]
         names = _index_names(index, numba.__version__)
-        if names is None or any(not _data_whole(os.path.join(path, n)) for n in names):
+        if names is None or any(not _data_whole(os.path.join(path, n)) for n in names) or _names_gone(index):
             bad.add(prefix)
     for data in glob.glob(os.path.join(glob.escape(path), f"{stem}.*.nbc")):
         if os.path.getsize(data) == 0:      # an empty data file, listed or not
@@ -338,6 +338,59 @@ def _index_names(index: str, version: str) -> list[str] | None:
         return [n for n in _strings(stream) if n.endswith(".nbc")]
     except (OSError, ValueError, EOFError):  # unreadable, empty, cut, or not a pickle: corrupt
         return None
+
+
+# The module whose named tuples the kernels' signatures name (numba pickles each by its
+# module and name in the index): a name it no longer has makes numba's load of the index
+# raise (a class renamed or removed since the cache was written, an older install's cache)
+_TYPES_MODULE = "scuffle.anim.engine.kernel_types"
+
+
+def _names_gone(index: str) -> bool:
+    """Whether the index names a class of the kernels' named tuples module
+    (anim.engine.kernel_types) that the module does not have. Read as opcodes
+    (``_globals``); no module is imported by a name the file gives."""
+    from scuffle.anim.engine import kernel_types as mod
+
+    try:
+        with open(index, "rb") as f:
+            stream = io.BytesIO(f.read())
+        _strings(stream)                   # (numba's version, its own pickle)
+        found = _globals(stream)
+    except (OSError, ValueError, EOFError):
+        return False                       # (an unreadable index is _index_names' to find)
+    return any(m == _TYPES_MODULE and not hasattr(mod, n) for m, n in found)
+
+
+def _globals(stream: io.BytesIO) -> list[tuple[str, str]]:
+    """The (module, name) of each class or function the one pickle stream at ``stream``'s
+    position names (GLOBAL, or STACK_GLOBAL after its two strings, given or recalled from
+    the memo), read as opcodes: nothing looked up. ValueError: the stream is cut."""
+    import pickletools
+
+    out: list[tuple[str, str]] = []
+    memo: dict[int, object] = {}
+    last: list[object] = []                # the values the last string and memo ops pushed
+    for op, arg, _pos in pickletools.genops(stream):
+        name = op.name
+        if "UNICODE" in name:
+            last = [*last[-1:], arg]
+        elif name == "MEMOIZE":
+            memo[len(memo)] = last[-1] if last else None
+        elif name in ("BINGET", "LONG_BINGET", "GET"):
+            last = [*last[-1:], memo.get(arg) if isinstance(arg, int) else None]
+        elif name == "GLOBAL" and isinstance(arg, str) and " " in arg:
+            m, n = arg.split(" ", 1)
+            out.append((m, n))
+        elif name == "STACK_GLOBAL":
+            if len(last) == 2 and all(isinstance(x, str) for x in last):
+                out.append((str(last[0]), str(last[1])))
+            last = []
+        elif name == "STOP":
+            return out
+        else:
+            last = []
+    raise ValueError("no STOP opcode")
 
 
 def _strings(stream: io.BytesIO) -> list[str]:

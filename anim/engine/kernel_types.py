@@ -19,8 +19,8 @@ import numpy as np
 
 __all__ = ["HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
            "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers", "RowState", "FlushBuffers",
-           "SnapViews", "SnapPlan", "SnapFacts", "SnapLists", "SnapScratch", "IdTasks", "IdHumans", "IdCalls",
-           "IdRules", "CmdBlocks", "CmdArgs", "BufTables", "CmdBuffer", "CmdPlans", "CmdBatch", "GaitTargetCols"]
+           "SnapViews", "SnapPlan", "ClipFacts", "SnapLists", "SnapScratch", "IdTasks", "IdHumans", "IdCalls",
+           "IdRules", "CmdBlocks", "CmdArgs", "BufTables", "CmdBuffer", "CmdPlans", "CmdBatch"]
 
 
 class HumanCols(NamedTuple):
@@ -315,9 +315,10 @@ class SnapPlan(NamedTuple):
     gait_type: int
 
 
-class SnapFacts(NamedTuple):
-    """The bank's clips' numbers a cursor row is checked against (snapcheck.ClipFacts;
-    ``limit`` and ``dur`` as their float32 bits, int32)."""
+class ClipFacts(NamedTuple):
+    """What a cursor on each clip of the bank must hold, by bank index
+    (anim.engine.snapcheck.clip_facts): F, D - 1/60 and D as float32, the first event's
+    frame, the events' count, where each clip's event frames start in ``frames``."""
     end: np.ndarray
     limit: np.ndarray
     dur: np.ndarray
@@ -429,8 +430,8 @@ class CmdArgs(NamedTuple):
 
 
 class BufTables(NamedTuple):
-    """What cmdkernel.buffer_commands reads of the tables (kept while they keep their
-    arrays): the human table's ``depth``, ``queued``, ``speed`` and ``stack``; the task
+    """What cmdkernel.buffer_commands and gait_targets read of the tables (kept while they
+    keep their arrays): the human table's ``depth``, ``queued``, ``speed`` and ``stack``; the task
     table's ``type``, ``released`` (int8), ``flags`` and ``aux``; the gait table's
     ``target``; the task table's free count and list; the cursor, fade and gait tables'
     free counts."""
@@ -474,16 +475,3 @@ class CmdBatch(NamedTuple):
     slots: np.ndarray
     ents: np.ndarray
     args: np.ndarray
-
-
-class GaitTargetCols(NamedTuple):
-    """What cmdkernel.gait_targets reads and writes: the human table's ``depth`` and
-    ``stack``, the task table's ``type``, ``released`` (int8), ``flags`` and ``aux`` (the
-    gait row), the gait table's ``target``."""
-    depth: np.ndarray
-    stack: np.ndarray
-    t_type: np.ndarray
-    t_released: np.ndarray
-    t_flags: np.ndarray
-    t_aux: np.ndarray
-    g_target: np.ndarray

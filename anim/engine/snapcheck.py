@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from scuffle.anim.engine import snapkernel as K
-from scuffle.anim.engine.kernel_types import (IdCalls, IdHumans, IdRules, IdTasks, SnapFacts, SnapLists, SnapPlan,
+from scuffle.anim.engine.kernel_types import (ClipFacts, IdCalls, IdHumans, IdRules, IdTasks, SnapLists, SnapPlan,
                                               SnapScratch, SnapViews)
 from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
 from scuffle.anim.engine.store import FRAME_COLUMNS, NO_ROW, _layout
@@ -106,20 +106,6 @@ RANGES: dict[str, dict[str, tuple]] = {
                 "down_left": _int(0, 1 << 40), "serial": _int(0, 1 << 40)},
 }
 _FRAME = ("live", "gen", "free_rows", "n_free")
-
-
-class ClipFacts(NamedTuple):
-    """What a cursor on each clip of the bank must hold, by bank index (``clip_facts``):
-    F, D - 1/60 and D as float32, the first event's frame, the events' count, where each
-    clip's event frames start in ``frames``."""
-
-    end: np.ndarray
-    limit: np.ndarray
-    dur: np.ndarray
-    evf0: np.ndarray
-    nev: np.ndarray
-    first: np.ndarray
-    frames: np.ndarray
 
 
 def clip_facts(protos: Sequence[tuple]) -> ClipFacts:
@@ -442,7 +428,7 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     out = np.zeros(8, np.int64)
     fout = np.zeros(2, np.float64)
     code = K.check_rows(views, SnapPlan(plan.tabs, spec, plan.fspec, plan.at, plan.must, plan.nxt_mask, _FADE, _GAIT),
-                        _snap_facts(facts), SnapLists(hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities),
+                        facts, SnapLists(hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities),
                         SnapScratch(seen, _lrows(plan.lrows), out, fout))
     if code:
         raise StateError(_message(plan, spec, code, out, fout, dirty_where))
@@ -531,18 +517,6 @@ def _bounded(plan: _Plan, last_clip: int, last_text: int) -> np.ndarray:
     return spec
 
 
-def _snap_facts(facts: ClipFacts) -> SnapFacts:
-    """check_rows' form of the clips' numbers: their limit and duration as float32 bits
-    (kept per ClipFacts)."""
-    got = _BITS.get(id(facts))
-    if got is None or got[0] is not facts:
-        _BITS.clear()
-        got = _BITS[id(facts)] = (facts, SnapFacts(facts.end, facts.limit.view(np.int32), facts.dur.view(np.int32),
-                                                   facts.evf0, facts.nev, facts.first, facts.frames))
-    return got[1]
-
-
-_BITS: dict = {}
 _SEEN = [np.zeros(64, np.int64)]
 
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from scuffle.anim.base.errors import StaleHandle
 from scuffle.anim.engine import cmdkernel as CK
-from scuffle.anim.engine.kernel_types import BufTables, CmdBatch, CmdBuffer, CmdPlans, GaitTargetCols
+from scuffle.anim.engine.kernel_types import BufTables, CmdBatch, CmdBuffer, CmdPlans
 from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.engine.trusted import entry_point
 from scuffle.anim.playback.recipe import _BLENDS, _GAIT, Arg, Command, RecipeError
@@ -335,14 +335,14 @@ class CommandColumns:
         buf = rules.commands
         if buf.n and not buf.due.isdisjoint(slots):
             buf.apply()                            # their stacks read as the waiting commands leave them
-        ts, gs = rules.stores.tasks, rules.stores.gaits
+        ts = rules.stores.tasks
         if sl is None or not (sl.flags.c_contiguous and sl.flags.writeable and sl.flags.aligned):
             sl = np.fromiter(slots, np.int64, n)   # (the compiled call's one array type)
         mv = moved.view(np.int8)
         i = 0
         while i < n:
             rel = self._released_of(ts)
-            args = (GaitTargetCols(h.depth, h.stack, ts.type, rel, ts.flags, ts.aux, gs.target), sl, okv, tg, mv, i, n)
+            args = (self._buf_tables(h, ts, rel), sl, okv, tg, mv, i, n)
             j = self._compiled("_targets_fn", CK.gait_targets, args)
             if j == n:
                 break
@@ -575,7 +575,7 @@ class CommandColumns:
         rules = self.rules
         h = rules.batch.humans
         pool = rules.pool
-        ts, (cs, fs, gs) = kv[4], kv[13]
+        ts = kv[4]
         if len(self._mark) < h.capacity:
             self._mark = np.zeros(h.capacity, np.int64)
             self._cnt[CK.CN_STAMP] = 0
@@ -589,12 +589,19 @@ class CommandColumns:
         out = kv[3]
         fixed = self._fixed
         if fixed[0] is not kv or fixed[2] is not buf:   # the tables' arrays, kept while their views are (kv)
-            fixed = self._fixed = (kv, (BufTables(h.depth, h.queued, h.speed, h.stack, ts.type, self._released_of(ts),
-                                                  ts.flags, ts.aux, gs.target, ts.n_free, ts.free_rows, cs.n_free,
-                                                  fs.n_free, gs.n_free), CmdBuffer(buf.bi, buf.bf, cnt)), buf)
+            fixed = self._fixed = (kv, (self._buf_tables(h, ts, self._released_of(ts)), CmdBuffer(buf.bi, buf.bf, cnt)),
+                                   buf)
         args = fixed[1] + (CmdPlans(self._pi, self._pf, self._lut), CmdBatch(mark, sl, en, a), len(out),
                            ts.capacity > len(out), pool.capacity - pool._n_out, lo, hi)
         return self._compiled("_entry_fn", CK.buffer_commands, args)
+
+    def _buf_tables(self, h: Any, ts: Any, released: np.ndarray) -> BufTables:
+        """The tables' columns buffer_commands and gait_targets read (``released``: the
+        task table's released flags as int8, ``_released_of``)."""
+        st = self.rules.stores
+        gs = st.gaits
+        return BufTables(h.depth, h.queued, h.speed, h.stack, ts.type, released, ts.flags, ts.aux, gs.target, ts.n_free,
+                         ts.free_rows, st.cursors.n_free, st.fades.n_free, gs.n_free)
 
     def _released_of(self, ts: Any) -> np.ndarray:
         """The task table's released flags seen as int8 (the compiled calls' type), kept

@@ -214,3 +214,37 @@ def test_a_warm_cache_is_never_set_aside_on_import(live_cache):
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["[]", "True"], (r.stdout, r.stderr)
     assert "set aside" not in r.stderr
+
+
+@pytest.mark.parametrize("gone", [True, False])
+def test_an_index_naming_a_named_tuple_the_kernels_no_longer_have_is_set_aside(tmp_path, gone):
+    """A cache written by an install whose kernels took a named tuple since renamed or
+    removed: numba's load of its index would raise (the class is looked up as the index
+    is unpickled), so the check sets it aside; an index naming classes that exist stays."""
+    import pickle
+    from typing import NamedTuple
+
+    import numba
+
+    from scuffle.anim.engine import kernel_types
+
+    class Gone(NamedTuple):
+        x: int
+    name = "GoneSinceTheCacheWasWritten" if gone else "CmdArgs"
+    Gone.__module__, Gone.__qualname__ = kernel_types.__name__, name
+    had = getattr(kernel_types, name, None)
+    setattr(kernel_types, name, Gone)
+    try:
+        overloads = pickle.dumps(("stamp", {((Gone, "int64"), "cpu"): "kernels_motion.f-1.py311.1.nbc"}))
+    finally:
+        if had is None:
+            delattr(kernel_types, name)
+        else:
+            setattr(kernel_types, name, had)
+    (tmp_path / "kernels_motion.f-1.py311.nbi").write_bytes(pickle.dumps(numba.__version__) + overloads)
+    (tmp_path / "kernels_motion.f-1.py311.1.nbc").write_bytes(pickle.dumps(b"machine code"))
+    moved = jitcache.check_cache_folder(str(tmp_path), "kernels_motion")
+    if gone:
+        assert sorted(moved) == ["kernels_motion.f-1.py311.1.nbc", "kernels_motion.f-1.py311.nbi"]
+    else:
+        assert moved == []
