@@ -318,7 +318,8 @@ class SnapPlan(NamedTuple):
 class ClipFacts(NamedTuple):
     """What a cursor on each clip of the bank must hold, by bank index
     (anim.engine.snapcheck.clip_facts): F, D - 1/60 and D as float32, the first event's
-    frame, the events' count, where each clip's event frames start in ``frames``."""
+    frame, the events' count, where each clip's event frames start in ``frames``
+    (anim.engine.snapkernel.check_rows reads limit and dur as their bits: int32 views)."""
     end: np.ndarray
     limit: np.ndarray
     dur: np.ndarray

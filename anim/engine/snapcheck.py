@@ -428,7 +428,7 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
     out = np.zeros(8, np.int64)
     fout = np.zeros(2, np.float64)
     code = K.check_rows(views, SnapPlan(plan.tabs, spec, plan.fspec, plan.at, plan.must, plan.nxt_mask, _FADE, _GAIT),
-                        facts, SnapLists(hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities),
+                        _bits(facts), SnapLists(hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities),
                         SnapScratch(seen, _lrows(plan.lrows), out, fout))
     if code:
         raise StateError(_message(plan, spec, code, out, fout, dirty_where))
@@ -521,6 +521,21 @@ _SEEN = [np.zeros(64, np.int64)]
 
 
 _LROWS = [np.zeros(64, np.int64)]
+
+
+def _bits(facts: ClipFacts) -> ClipFacts:
+    """``facts`` as check_rows reads them: the clips' limit and duration as their float32
+    bits (int32 views of the same memory; kept per ClipFacts, so that numba compiles no
+    view of its own)."""
+    got = _BITS.get(id(facts))
+    if got is None or got[0] is not facts:
+        _BITS.clear()
+        got = _BITS[id(facts)] = (facts, facts._replace(limit=facts.limit.view(np.int32),
+                                                        dur=facts.dur.view(np.int32)))
+    return got[1]
+
+
+_BITS: dict = {}
 
 
 def _lrows(n: int) -> np.ndarray:

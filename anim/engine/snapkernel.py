@@ -192,7 +192,7 @@ def check_rows(views, plan, facts, lists, scratch):
     columns (AT order: element index, code, width); ``must`` per task type the cursor
     columns it links (bit i: c<i>; -1: not a task type), ``nxt_mask`` the types with a next
     task, the fade and gait types; ``facts`` the bank's ClipFacts (limit and dur
-    compared as their float32 bits); ``lists`` (SnapLists): the pool's flags as bytes, the rows freed since
+    as their float32 bits: int32 views, ``snapcheck``'s ``_bits``); ``lists`` (SnapLists): the pool's flags as bytes, the rows freed since
     each table's last take, the humans' entities, sorted; ``scratch`` (SnapScratch):
     ``seen`` int64 (>= every capacity), ``lrows`` int64 of at least every table's capacity
     and one more per table (the rows in use, table by table, each table's count first: the
@@ -200,8 +200,6 @@ def check_rows(views, plan, facts, lists, scratch):
     i8, i32, i64, f32, f64 = views
     tabs, spec, fspec, at, must, nxt_mask, fade_type, gait_type = plan
     f_end, f_limit, f_dur, f_evf0, f_nev, f_first, f_frames = facts
-    f_limit = f_limit.view(np.int32)               # (compared as their float32 bits)
-    f_dur = f_dur.view(np.int32)
     hgen, hfree, pool, dirty, dirty_at, ents = lists
     seen, lrows, out, fout = scratch
     out[0] = 0
