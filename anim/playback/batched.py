@@ -547,13 +547,11 @@ class CommandColumns:
                 j = self._check(kv, buf, a, sl, en, i, n)
                 if j > i:
                     got = j - i
-                    if cnt[CK.CN_ROWS] - buf.n == got:
-                        buf.due.update(slots if got == n else slots[i:j])
-                    else:
-                        # a steered gait took its target and made no row: its human is not
-                        # waiting (named, a later row of it would wait for a write that never comes)
-                        part = sl[i:j]
-                        buf.due.update(part[self._mark[part] == cnt[CK.CN_STAMP]].tolist())
+                    # the humans that got a row, as the call marked them (a steered gait takes
+                    # its target and makes none: its human, named, would wait for a write that
+                    # never comes)
+                    part = sl[i:j]
+                    buf.due.update(part[self._mark[part] == cnt[CK.CN_STAMP]].tolist())
                     buf.n, buf.tasks, buf.cursors, buf.fades, buf.gaits = cnt[:CK.CN_STAMP].tolist()
                     rules.cmd_kernel_runs += got
                     self.rows_buffered += got

@@ -318,12 +318,7 @@ class StackRules:
                 # self.builders.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
                 kept = ts.spare.get(_FadeTask)           # new_handle, inline: a handle the flush kept
                 f = kept.pop() if kept else _FadeTask.__new__(_FadeTask)
-                old_near = ts.near                       # the fade's row near the human's (near_hints)
-                ts.near = near_hints(self.stores, inst)[0]
-                try:
-                    fr = write_task_row(ts, f, _FADE, speed, 0, 0, None)
-                finally:
-                    ts.near = old_near
+                fr = write_task_row(ts, f, _FADE, speed, 0, 0, None, near_hints(self.stores, inst)[0])
                 fades = f.store = self.stores.fades
                 r = f.row = write_fade_row(ts, fr, fades, fade)
                 f.gen = fades.m_gen[r]

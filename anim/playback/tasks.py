@@ -165,7 +165,8 @@ def viewed_rows(ts: Table, rows: np.ndarray) -> np.ndarray | None:
     return got
 
 
-def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, held: int, on_end) -> int:
+def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, held: int, on_end,
+                   hint: int | None = None) -> int:
     """The one writer of a task's own row, every type and every Python path (the classes'
     constructors, the Player's, a change's fade): a row of the world's task table ``ts``
     taken for the new handle ``t`` (its ``tstore``, ``trow``, ``tgen`` and the table's
@@ -174,7 +175,8 @@ def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, he
     and rate (float32, rounded to nearest as F.f32 rounds), then only the columns that
     differ from the defaults: flags, held bits and the end callback (checked by the
     caller). Plain ints in range go through the fast views, anything else through numpy's
-    casts (and its errors). Returns the row. anim.engine.cmdkernel writes the same columns for a
+    casts (and its errors). The row is the free one nearest ``hint`` (None: the table's
+    ``near``, Table.take_near; below 0: the free list's top). Returns the row. anim.engine.cmdkernel writes the same columns for a
     prepared command. Original: 0x001054c8 (take a task from the free list)."""
     write_first(ts)                                     # buffered commands take their rows first
     if ts.unsettled:
@@ -190,7 +192,8 @@ def write_task_row(ts: Table, t: "Task", ttype: int, rate: float, flags: int, he
         nf = mv[0]
         n = nf[0]
     _, free_rows, live, gen, types, rates = mv
-    hint = ts.near
+    if hint is None:
+        hint = ts.near
     if hint >= 0:                                       # near the human's rows (Table.take_near)
         r = ts.take_near(hint)
     else:

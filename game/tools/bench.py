@@ -1154,6 +1154,7 @@ def _flush_pass(game, updates: int) -> float | None:
 
 
 SNAPSHOT_REPEATS = 15                # at least this many rounds of snapshot, restore and new snapshot
+FILE_ROUNDS = 31                     # a snapshot file's round trips after the rollback loop (file_cpu_us)
 SNAPSHOT_BUDGET_S = 0.05             # and more, up to SNAPSHOT_MAX_REPEATS, while they take less CPU than this
 SNAPSHOT_MAX_REPEATS = 400
 
@@ -1201,7 +1202,7 @@ def _rollback_costs(game, updates: int = 240, depth: int = 8) -> dict:
     followed by its snapshot again. Out: ``rollback_snapshot_cpu_us`` and
     ``rollback_restore_cpu_us`` (means), their sum ``rollback_cpu_us`` (the goal's figure:
     one snapshot and one restore), ``file_cpu_us``: a snapshot's ``to_bytes``, then
-    ``Snapshot.from_bytes`` and a restore from it (the goal's sum; median of 31),
+    ``Snapshot.from_bytes`` and a restore from it (the goal's sum; median of FILE_ROUNDS),
     ``file_snapshot_cpu_us``: the ``Game.snapshot()`` taken before each (median), and ``checksum_cpu_us``:
     ``Game.checksum()`` after an update, as a netplay peer checks for a desync (median of
     15). The Game goes on from where it was (the updates run here are part of its run)."""
@@ -1227,7 +1228,7 @@ def _rollback_costs(game, updates: int = 240, depth: int = 8) -> dict:
             for _ in range(depth):
                 step_and_save()
     files, takes = [], []
-    for _ in range(31):
+    for _ in range(FILE_ROUNDS):
         c0 = clock()
         taken = game.snapshot()
         c1 = clock()

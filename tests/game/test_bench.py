@@ -11,7 +11,7 @@ import pytest
 
 from scuffle.anim.playback.tasks import TaskType
 from scuffle.game.fighters.combat import Fight
-from scuffle.game.tools.bench import (COMMAND_KINDS, FIGHT_EVERY, GOAL_NOTES, GOALS, POSE_STAGE, REAL_CYCLE,
+from scuffle.game.tools.bench import (COMMAND_KINDS, FIGHT_EVERY, FILE_ROUNDS, GOAL_NOTES, GOALS, POSE_STAGE, REAL_CYCLE,
                                       build_crowd, crowd_checksum, crowd_memory, fit_line, goals_table, resident_mb,
                                       run_bench)
 
@@ -262,7 +262,7 @@ def test_the_rollback_figures_time_the_file_apart_from_the_snapshot_before_it(mo
         real = getattr(Snapshot, name)
         monkeypatch.setattr(Snapshot, name, lambda self, _f=real, _n=name: (calls.append(_n), _f(self))[1])
     r = _rollback_costs(game, updates=10, depth=3)
-    assert calls == ["to_bytes"] * 31                 # the file's round trips, each one to_bytes
+    assert calls == ["to_bytes"] * FILE_ROUNDS        # the file's round trips, each one to_bytes
     for key in ("rollback_cpu_us", "file_cpu_us", "file_snapshot_cpu_us", "checksum_cpu_us"):
         assert r[key] > 0, key
     assert r["rollback_cpu_us"] == pytest.approx(r["rollback_snapshot_cpu_us"] + r["rollback_restore_cpu_us"],
