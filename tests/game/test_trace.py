@@ -183,3 +183,24 @@ def test_the_worked_example_in_the_docs_is_real():
     lines = out.getvalue().splitlines()
     assert len(lines) == 16
     assert shown and all(line in lines for line in shown)
+
+
+def test_the_memoised_float32_values_equal_f32_json_item_for_item():
+    """f32_values (the pose's rotations, velocity and root) gives exactly f32_json of each
+    value, in C order, for every kind of float32 (zeros of both signs, subnormals, the
+    largest, NaN and infinities written as f32_json writes them) and for float64 input
+    (rounded to float32 first), on a cold memo and on a warm one."""
+    from scuffle.game.runtime import trace
+
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 2**32, 4000, dtype=np.uint64).astype(np.uint32)
+    special = np.float32([0.0, -0.0, 1e-45, -1e-45, 1.1754942e-38, 3.4028235e38, 0.1, 1 / 3, np.inf, -np.inf, np.nan])
+    values = np.concatenate([bits.view(np.float32), special]).reshape(-1, 3)[:, ::-1]     # not contiguous
+    want = [trace.f32_json(v) for v in values.reshape(-1)]
+    trace._SHORTEST.clear()
+    for _ in range(2):                                      # cold, then from the memo
+        got = trace.f32_values(values)
+        assert [np.float64(g).tobytes() for g in got] == [np.float64(w).tobytes() for w in want]
+        assert [type(g) for g in got] == [float] * len(want)
+    doubles = rng.normal(size=50) * 1e3
+    assert trace.f32_values(doubles) == [trace.f32_json(v) for v in doubles]
