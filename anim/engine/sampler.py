@@ -15,6 +15,8 @@ Original: 0x00104ce0 AnimCursor_SamplePose, 0x00104110 AnimCursor_Step.
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from enum import IntFlag
 from typing import Any, Sequence
 
@@ -135,6 +137,19 @@ class _Scratch:
         self.tags = np.empty((NUM_SLOTS, cap), bool)
 
 
+# A bank's tables, once built, are read-only: a bank of the same clips (the same Clip
+# objects, in the same order), skeleton and pose options shares them instead of decoding
+# the clips again (10-30 ms a bank: every Game that loads a shared set, such as the demo
+# set, builds one). The BANKS_KEPT most recently built are kept, each with its clips (so
+# that the ids in the key stay theirs); a bank's scratch and pose tables stay its own.
+BANKS_KEPT = 8
+_SHARED_TABLES = ("frames", "durations", "row0", "rows", "ftab", "kval", "kslope", "kstart", "ktag", "frow",
+                  "fkeys", "ftag", "has_velocity", "has_translation", "animated", "_index", "_sent_vel",
+                  "_sent_root", "_sent_bone", "_live_bones", "_dead_bones", "_ref_rot")
+_BUILT: OrderedDict[tuple, tuple[tuple, dict]] = OrderedDict()
+_BUILT_LOCK = threading.Lock()
+
+
 class ClipBank:
     """Decoded clips in flat arrays for batched sampling (build once, read-only after).
 
@@ -156,9 +171,10 @@ class ClipBank:
     ``tag_bits``: the poses carry each value's default tag in the lowest bit of its y
     float too (L102), ``motion_entry``: bone-transform entry 0 holds the motion channels
     (L116); both the original's by default (PlayerOptions.tag_bits, .motion_entry).
-    ``index_of(clip)`` gives a clip's index (by identity). Rejected: a non-Clip (TypeError);
-    clips whose tables would need more than MAX_BANK_BYTES (``bank_bytes``), before any
-    table is allocated (BankBudgetError, a ValueError).
+    ``index_of(clip)`` gives a clip's index (by identity). A bank of clips, skeleton and
+    options built before (BANKS_KEPT) shares that bank's read-only tables. Rejected: a
+    non-Clip (TypeError); clips whose tables would need more than MAX_BANK_BYTES
+    (``bank_bytes``), before any table is allocated (BankBudgetError, a ValueError).
     """
 
     __slots__ = ("clips", "skeleton", "frames", "durations", "row0", "rows", "ftab",
@@ -186,6 +202,24 @@ class ClipBank:
         need = bank_bytes(self.clips, lengths)
         if need > MAX_BANK_BYTES:       # refused before any table is allocated
             raise BankBudgetError("clip bank", need, MAX_BANK_BYTES)
+        key = (tuple(map(id, self.clips)), id(skeleton), self.tag_bits, self.motion_entry)
+        with _BUILT_LOCK:
+            built = _BUILT.get(key)
+            if built is not None:
+                _BUILT.move_to_end(key)
+        if built is not None and built[0][1] is skeleton and all(a is b for a, b in zip(built[0][0], self.clips)):
+            for name, value in built[1].items():
+                setattr(self, name, value)
+            return
+        self._build(lengths)
+        with _BUILT_LOCK:
+            _BUILT[key] = ((tuple(self.clips), skeleton), {name: getattr(self, name) for name in _SHARED_TABLES})
+            while len(_BUILT) > BANKS_KEPT:
+                _BUILT.popitem(last=False)
+
+    def _build(self, lengths: list[int]) -> None:
+        """The tables of the class docstring, from ``self.clips`` (each clip's ``clip_rows``
+        in ``lengths``); every one read-only at the end."""
         # Every array is allocated once at its final size and filled clip by clip (no
         # lists of per-clip tables joined afterwards: the peak is the bank itself).
         nkeys = 2 + NUM_BONES + sum(clip_keys(c) for c in self.clips)
@@ -270,9 +304,10 @@ class ClipBank:
         self._live_bones = np.flatnonzero(self.animated[SLOT_BONE + 1:]) + 1      # bones 1-33
         self._dead_bones = np.flatnonzero(~self.animated[SLOT_BONE + 1:]) + 1
         self._ref_rot = REFERENCE_ROTATIONS.astype(DTYPE)
-        for a in (self.row0, self.rows, self.ftab, self.kval, self.kslope, self.kstart, self.ktag,
-                  self.frow, self.fkeys, self.ftag, self.frames, self.durations):
-            a.setflags(write=False)
+        for name in _SHARED_TABLES:
+            a = getattr(self, name)
+            if isinstance(a, np.ndarray):
+                a.setflags(write=False)
 
     def _key_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Bones 0-33's keys frame-major (the class docstring's ``frow``, ``fkeys``, ``ftag``):

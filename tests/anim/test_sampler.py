@@ -595,3 +595,46 @@ def test_the_kernel_sample_equals_the_frame_tables_gathers_bit_for_bit():
     want_tags = bank.sample(clip, np.array([r[1] for r in reqs], DTYPE), np.array([r[2] for r in reqs], DTYPE),
                             np.array([r[3] for r in reqs])).tag
     assert got.tag.tobytes() == want_tags.tobytes()
+
+
+def test_a_bank_of_the_same_clips_shares_the_read_only_tables_and_samples_the_same():
+    """A second bank of the same Clip objects, skeleton and options takes the first's tables
+    (no decoding again) and samples to the same bits; another order, other options or
+    another skeleton builds its own; every shared table is read-only; at most BANKS_KEPT
+    are kept; each bank keeps its own scratch and pose tables."""
+    from scuffle.anim.engine import sampler
+
+    rot = {3: [(0, (0.0, 0.0, 0.0, 1.0)), (6, (0.2, 0.0, 0.0, 0.98))]}
+    clips = [author_clip(f"s{i}", 8 + i, rotations=rot, velocity=[(0, (0.0, 1.0 + i, 0.0))]) for i in range(3)]
+    a, b = ClipBank(clips), ClipBank(list(clips))
+    for name in sampler._SHARED_TABLES:
+        assert getattr(a, name) is getattr(b, name), name
+        v = getattr(a, name)
+        assert not isinstance(v, np.ndarray) or not v.flags.writeable, name
+    assert a._work(4) is not b._work(4)
+    for clip in range(3):
+        pa, pb = sample1(a, clip, t_of(4.5), R09), sample1(b, clip, t_of(4.5), R09)
+        assert pa.rot.tobytes() == pb.rot.tobytes() and pa.vel.tobytes() == pb.vel.tobytes()
+    fresh = ClipBank(clips[::-1])
+    assert fresh.kval is not a.kval and fresh.index_of(clips[0]) == 2
+    assert ClipBank(clips, tag_bits=False).kval is not a.kval
+    assert ClipBank(clips, motion_entry=False).kval is not a.kval
+    other = Skeleton(HUMANOID.offsets, HUMANOID.bind_height, HUMANOID.tips)
+    assert ClipBank(clips, other).kval is not a.kval
+    for i in range(sampler.BANKS_KEPT):
+        ClipBank([author_clip(f"other{i}", 5)])
+    assert len(sampler._BUILT) == sampler.BANKS_KEPT
+    assert ClipBank(clips).kval is not a.kval                 # pushed out by the newer banks: built again
+
+
+def test_a_shared_bank_is_still_refused_over_the_budget(monkeypatch):
+    """The budget is checked before the shared tables are looked for: clips a bank was
+    built from are refused once the limit is lower than they need."""
+    from scuffle.anim.engine import sampler
+    from scuffle.anim.engine.sampler import BankBudgetError
+
+    clips = [author_clip("b0", 12)]
+    ClipBank(clips)
+    monkeypatch.setattr(sampler, "MAX_BANK_BYTES", 1024)
+    with pytest.raises(BankBudgetError, match="clip bank"):
+        ClipBank(clips)
