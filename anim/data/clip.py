@@ -224,7 +224,7 @@ def mask_bones(mask: int) -> list[int]:
     return [b for b in range(40) if mask >> b & 1]
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, weakref_slot=True)
 class Clip:
     """One clip, as in the chunks: raw keys (``KEY_DTYPE``) per channel and raw events.
 

@@ -16,6 +16,7 @@ Original: 0x00104ce0 AnimCursor_SamplePose, 0x00104110 AnimCursor_Step.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from enum import IntFlag
 from typing import Any, Sequence
@@ -88,19 +89,36 @@ def _channels(clip: Clip):
     yield from clip.rotations.values()
 
 
+# clip_rows and clip_keys of the clips alive, by identity (a clip is read-only once built,
+# as its anim set is): every Game that loads a set sizes its clips three times (the
+# budget, the bank index, the bank), about 0.1 ms a clip. Weak: a clip's entry goes with it.
+_SIZES: weakref.WeakKeyDictionary[Clip, tuple[int, int]] = weakref.WeakKeyDictionary()
+
+
+def _sizes(clip: Clip) -> tuple[int, int]:
+    """(clip_rows, clip_keys) of ``clip``, through the memo."""
+    known = _SIZES.get(clip)
+    if known is not None:
+        return known
+    length = clip.frames + 1
+    keys = 0
+    for chan in _channels(clip):
+        if chan is not None and len(chan):
+            length = max(length, int(chan["delta"].sum(dtype=np.int64)) + 1)
+            keys += len(chan)
+    _SIZES[clip] = (length, keys)
+    return length, keys
+
+
 def clip_rows(clip: Clip) -> int:
     """The rows a clip takes in a bank's frame table: F + 1, or one past its last key's frame
     when a channel runs longer (computed from the declared deltas, in int64)."""
-    length = clip.frames + 1
-    for keys in _channels(clip):
-        if keys is not None and len(keys):
-            length = max(length, int(keys["delta"].sum(dtype=np.int64)) + 1)
-    return length
+    return _sizes(clip)[0]
 
 
 def clip_keys(clip: Clip) -> int:
     """The keys a clip adds to a bank (every non-empty channel's)."""
-    return sum(len(k) for k in _channels(clip) if k is not None)
+    return _sizes(clip)[1]
 
 
 def clip_bytes(clip: Clip, rows: int | None = None) -> int:
@@ -140,13 +158,15 @@ class _Scratch:
 # A bank's tables, once built, are read-only: a bank of the same clips (the same Clip
 # objects, in the same order), skeleton and pose options shares them instead of decoding
 # the clips again (10-30 ms a bank: every Game that loads a shared set, such as the demo
-# set, builds one). The BANKS_KEPT most recently built are kept, each with its clips (so
-# that the ids in the key stay theirs); a bank's scratch and pose tables stay its own.
+# set, builds one). The most recently built are kept, at most BANKS_KEPT and BANKS_KEPT_BYTES
+# of tables (bank_bytes) in all, each with its clips (so that the ids in the key stay
+# theirs); a bank's scratch and pose tables stay its own.
 BANKS_KEPT = 8
+BANKS_KEPT_BYTES = 64 << 20
 _SHARED_TABLES = ("frames", "durations", "row0", "rows", "ftab", "kval", "kslope", "kstart", "ktag", "frow",
                   "fkeys", "ftag", "has_velocity", "has_translation", "animated", "_index", "_sent_vel",
                   "_sent_root", "_sent_bone", "_live_bones", "_dead_bones", "_ref_rot")
-_BUILT: OrderedDict[tuple, tuple[tuple, dict]] = OrderedDict()
+_BUILT: OrderedDict[tuple, tuple[tuple, dict]] = OrderedDict()     # key -> ((clips, skeleton, bytes), tables)
 _BUILT_LOCK = threading.Lock()
 
 
@@ -212,10 +232,13 @@ class ClipBank:
                 setattr(self, name, value)
             return
         self._build(lengths)
+        if need > BANKS_KEPT_BYTES:
+            return
         with _BUILT_LOCK:
-            _BUILT[key] = ((tuple(self.clips), skeleton), {name: getattr(self, name) for name in _SHARED_TABLES})
-            while len(_BUILT) > BANKS_KEPT:
-                _BUILT.popitem(last=False)
+            _BUILT[key] = ((tuple(self.clips), skeleton, need), {name: getattr(self, name) for name in _SHARED_TABLES})
+            kept = sum(entry[0][2] for entry in _BUILT.values())
+            while len(_BUILT) > BANKS_KEPT or kept > BANKS_KEPT_BYTES:
+                kept -= _BUILT.popitem(last=False)[1][0][2]
 
     def _build(self, lengths: list[int]) -> None:
         """The tables of the class docstring, from ``self.clips`` (each clip's ``clip_rows``

@@ -638,3 +638,31 @@ def test_a_shared_bank_is_still_refused_over_the_budget(monkeypatch):
     monkeypatch.setattr(sampler, "MAX_BANK_BYTES", 1024)
     with pytest.raises(BankBudgetError, match="clip bank"):
         ClipBank(clips)
+
+
+def test_the_banks_kept_stay_within_their_bytes_and_the_clip_sizes_go_with_their_clips(monkeypatch):
+    """A bank larger than BANKS_KEPT_BYTES is not kept; the kept banks' tables stay within
+    it in all, the oldest dropped first; a clip's remembered sizes go when the clip goes."""
+    import gc
+    import weakref
+
+    from scuffle.anim.engine import sampler
+
+    big = [author_clip("big", 40)]
+    need = sampler.bank_bytes(big)
+    monkeypatch.setattr(sampler, "BANKS_KEPT_BYTES", need - 1)
+    first = ClipBank(big)
+    assert ClipBank(big).kval is not first.kval
+    monkeypatch.setattr(sampler, "BANKS_KEPT_BYTES", need + need // 2)
+    a = ClipBank(big)
+    small = [author_clip("small", 40)]
+    ClipBank(small)                                     # as large as big: the two together are over
+    assert ClipBank(big).kval is not a.kval
+    assert sum(e[0][2] for e in sampler._BUILT.values()) <= sampler.BANKS_KEPT_BYTES
+    clip = author_clip("gone", 9)
+    assert sampler.clip_rows(clip) == 10 and clip in sampler._SIZES
+    alive = weakref.ref(clip)
+    sampler._BUILT.clear()
+    del clip
+    gc.collect()
+    assert alive() is None                              # the memo did not keep it
