@@ -48,13 +48,18 @@ def f32_values(values) -> list[float]:
     flat = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
     bits = flat.view(np.uint32).tolist()
     memo = _SHORTEST
-    out = [memo.get(b) for b in bits]
-    if None in out:
-        if len(memo) > _SHORTEST_CAP:
-            memo.clear()
-        for i, (b, v) in enumerate(zip(bits, flat.tolist())):
-            if out[i] is None:
-                out[i] = memo[b] = float(str(np.float32(v)))
+    try:
+        return [memo[b] for b in bits]
+    except KeyError:
+        pass
+    if len(memo) > _SHORTEST_CAP:
+        memo.clear()
+    out = []
+    for b, v in zip(bits, flat.tolist()):
+        s = memo.get(b)
+        if s is None:
+            s = memo[b] = float(str(np.float32(v)))
+        out.append(s)
     return out
 
 
