@@ -1427,7 +1427,7 @@ def fresh_first_step(launched: float) -> dict:
     2 fighters under the fight rules, timed from the process's launch (``launched``,
     time.perf_counter() in the parent: CLOCK_MONOTONIC, one clock for every process on
     Linux), numba's compile events per function (their own time.time() stamps, used only
-    as differences), then every other kernel (``compile_kernels``). ``python_start_s`` is
+    as differences). ``python_start_s`` is
     the interpreter's start with numpy, numba and the core imported (this module's
     imports). The step compiles the other big kernel in a child process meanwhile where
     it can (anim.engine.coldstart.compile_aside; ``compiled_aside``: the kernel, whether it
@@ -1450,9 +1450,6 @@ def fresh_first_step(launched: float) -> dict:
         first = time.perf_counter()
         first_cpu = time.process_time()
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        from scuffle.anim.playback.warmup import compile_kernels
-        compile_kernels()
-        done = time.perf_counter()
         game.close()
     # inclusive and own (minus the functions compiled inside it) time per compiled function
     incl: dict[str, float] = {}
@@ -1484,7 +1481,6 @@ def fresh_first_step(launched: float) -> dict:
             "import_s": round(imported - t_import, 3),
             "build_s": round(built - imported, 3),
             "first_step_only_s": round(first - built, 3),
-            "rest_of_kernels_s": round(done - first, 3),
             "compile_total_s": round(sum(incl.get(k, 0.0) for k in FIRST_STEP_KERNELS), 3),
             "compile_by_kernel_s": {k: round(incl.get(k, 0.0), 3) for k in FIRST_STEP_KERNELS},
             "compile_own_s": {k: round(v, 3) for k, v in top[:12]},
@@ -1494,12 +1490,12 @@ def fresh_first_step(launched: float) -> dict:
 
 
 # The first step's fresh process: a dot on the progress stream every PROGRESS_EVERY
-# seconds while it compiles (10-30 s: silence that long reads as a hang), and the most
+# seconds while it compiles (10-20 s: silence that long reads as a hang), and the most
 # it may take.
 PROGRESS_EVERY = 2.0
 FIRST_STEP_LIMIT_S = 900.0
 FIRST_STEP_NOTICE = ("scuffle bench: timing the first step on a fresh install: a fresh process compiles the "
-                     "kernels into an empty cache (about 10-30 s; --no-compile-time skips it)")
+                     "kernels it needs into an empty cache (about 10-20 s; --no-compile-time skips it)")
 
 
 def wait_with_progress(p, progress=None, every: float = PROGRESS_EVERY,
@@ -2040,8 +2036,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
               f"{first['first_step_s']} s wall (CPU {first['first_step_cpu_s']} s, the child compiling "
               f"aside {first['aside_cpu_s']} s; Python's start with numpy, numba and the core "
               f"{first['python_start_s']}, the Game's imports {first['import_s']}, 2 fighters built "
-              f"{first['build_s']}, the step {first['first_step_only_s']}); "
-              f"the other kernels {first['rest_of_kernels_s']} s more", file=text)
+              f"{first['build_s']}, the step {first['first_step_only_s']})", file=text)
         print(f"numba's compile per kernel in that process (s, with what it compiles inside): "
               f"{first['compile_by_kernel_s']}; own time, the largest: {first['compile_own_s']}; "
               f"compiled in a child process meanwhile: {first.get('compiled_aside')}", file=text)

@@ -48,7 +48,7 @@ def test_a_child_past_its_limit_is_killed():
 @pytest.mark.slow
 def test_bench_says_what_it_compiles_on_stderr():
     """A tiny crowd with the first step on a fresh install (a fresh process compiling into an
-    empty cache: 10-30 s, hence slow)."""
+    empty cache: 10-20 s, hence slow)."""
     p = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--humans", "2", "--updates", "2",
                         "--scalar-updates", "1", "--json"], capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr
