@@ -45,7 +45,7 @@ from numba.core.compiler_machinery import LoweringPass, register_pass
 from numba.core.typed_passes import NativeLowering
 from numba.extending import intrinsic
 
-__all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler", "TESTED_NUMBA", "link_only_supported", "entry_points_only",
+__all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler", "InlineLinkOnlyLibrary", "InlineLinkOnlyCompiler", "TESTED_NUMBA", "link_only_supported", "entry_points_only",
            "prefetch"]
 
 # The numba releases this module was checked against (it subclasses numba internals:
@@ -117,6 +117,19 @@ class _NoEngineCodegen:
         return getattr(self._codegen, name)
 
 
+class InlineLinkOnlyLibrary(LinkOnlyLibrary):
+    """A LinkOnlyLibrary whose functions LLVM inlines wherever they are called
+    (``alwaysinline``): a small function a vectorised loop calls, typed and lowered once
+    and inlined by LLVM into each caller, where numba's own inliner (``inline="always"``)
+    would copy and type its IR again at every call site."""
+
+    def add_ir_module(self, ir_module):
+        for fn in ir_module.functions:
+            if not fn.is_declaration:
+                fn.attributes.add("alwaysinline")
+        super().add_ir_module(ir_module)
+
+
 @register_pass(mutates_CFG=False, analysis_only=True)
 class LinkOnlyLibraryPass(LoweringPass):
     """Gives the function a LinkOnlyLibrary before numba's NativeLowering (which
@@ -133,15 +146,38 @@ class LinkOnlyLibraryPass(LoweringPass):
         return False
 
 
+@register_pass(mutates_CFG=False, analysis_only=True)
+class InlineLinkOnlyLibraryPass(LoweringPass):
+    """LinkOnlyLibraryPass with an InlineLinkOnlyLibrary."""
+
+    _name = "scuffle_inline_link_only_library"
+
+    def __init__(self):
+        LoweringPass.__init__(self)
+
+    def run_pass(self, state):
+        if state.library is None:
+            state.library = InlineLinkOnlyLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+        return False
+
+
 class LinkOnlyCompiler(CompilerBase):
     """numba's nopython pipeline with LinkOnlyLibraryPass just before the lowering."""
+
+    library_pass: type = LinkOnlyLibraryPass
 
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
         at = next(i for i, (p, _) in enumerate(pm.passes) if p is NativeLowering)
-        pm.passes.insert(at, (LinkOnlyLibraryPass, "a link-only library (anim.engine.jitpipe)"))
+        pm.passes.insert(at, (self.library_pass, "a link-only library (anim.engine.jitpipe)"))
         pm.finalize()
         return [pm]
+
+
+class InlineLinkOnlyCompiler(LinkOnlyCompiler):
+    """LinkOnlyCompiler whose functions LLVM always inlines (InlineLinkOnlyLibrary)."""
+
+    library_pass = InlineLinkOnlyLibraryPass
 
 
 

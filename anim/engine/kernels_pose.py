@@ -23,7 +23,7 @@ from scuffle.anim.engine.sampler import CursorFlags
 from scuffle.anim.maths.pose import POSE_STACK_SIZE
 from scuffle.anim.maths.skeleton import NUM_BONES
 from scuffle.anim.engine.jitcache import cache_setting
-from scuffle.anim.engine.jitpipe import LinkOnlyCompiler
+from scuffle.anim.engine.jitpipe import InlineLinkOnlyCompiler, LinkOnlyCompiler
 from scuffle.anim.engine.kernels_fetch import PREFETCH_ROWS, PREFETCH_TASKS, fetch_rows, fetch_tasks
 from scuffle.anim.engine.kernels_maths import (LINK_ONLY, jit_kinds, _bits_f32, _div, _f32_bits, _mul, _sub, acos_s,
                                                sin_cos_s)
@@ -105,9 +105,16 @@ _lanes = (njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignore
                no_cfunc_wrapper=True, error_model="numpy", pipeline_class=LinkOnlyCompiler) if LINK_ONLY else
           njit(cache=CACHE, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
                no_cfunc_wrapper=True, error_model="numpy"))
-# anim.maths.detmath's polynomials, inlined into the lane loops (numba's IR inliner: they
-# take the caller's error model): the same source as its scalar forms, the same bits
+# The lanes' small steps, inlined into the lane loops by numba's IR inliner (they take the
+# caller's error model); anim.maths.detmath's polynomials beside them (``_poly``: the
+# acos and the sine, whose many blocks numba's inliner copied and typed again at every
+# call site, about a quarter of the pose kernel's compile) are typed and lowered once,
+# link-only, in the lane loops' error model, and marked for LLVM to inline at every call.
+# The same source as detmath's scalar forms, the same bits.
 _lane = njit(cache=False, inline="always")
+_poly = (njit(cache=False, _nrt=False, no_cpython_wrapper=True,  # type: ignore[call-overload]
+              no_cfunc_wrapper=True, error_model="numpy", pipeline_class=InlineLinkOnlyCompiler) if LINK_ONLY else
+         _lane)
 
 
 @_lane
@@ -116,11 +123,11 @@ def _with_tag(y, tag, keep, on):
     value), in the register: ``keep`` -2 and ``on`` 1 with the tag bits on; -1 and 0 leave
     y as it is. No branch: a SIMD lane's operation."""
     return _bits_f32(np.int32((_f32_bits(y) & keep) | (np.int32(tag) & on)))
-_asin_r = _lane(_detmath._asin_r)
+_asin_r = _poly(_detmath._asin_r)
 _PIO2_HI, _PIO2_LO, _TWO_OVER_PI = _detmath.PIO2_HI, _detmath.PIO2_LO, _detmath.TWO_OVER_PI
 
 
-@_lane
+@_poly
 def _acos_lane(x):
     """detmath.acos_s(x) for x in [0, 1] (or NaN), every path computed and one picked:
     the same operations as acos_s's two ranges there (x > 0.5: the reduction
@@ -144,7 +151,7 @@ _C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7 = _COS_C
 _COS_TOP = -_detmath._F18
 
 
-@_lane
+@_poly
 def _sin_lane(y):
     """detmath.sin_cos_s(y)[0] for y in [0, pi/2] (or NaN), with no branch: the same bits.
 

@@ -12,7 +12,7 @@ from numba.core.codegen import JITCodeLibrary
 
 from scuffle.anim.engine import kernels as K
 from scuffle.anim.engine import kernels_maths as KM, kernels_pose as KP, kernels_step as KS
-from scuffle.anim.engine.jitpipe import LinkOnlyCompiler, LinkOnlyLibrary
+from scuffle.anim.engine.jitpipe import InlineLinkOnlyCompiler, InlineLinkOnlyLibrary, LinkOnlyCompiler, LinkOnlyLibrary
 
 _link_only = njit(cache=False, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True,
                   pipeline_class=LinkOnlyCompiler)
@@ -78,6 +78,49 @@ def test_the_kernels_helpers_are_link_only_and_the_python_twins_are_not():
         assert public._compiler.pipeline_class is not LinkOnlyCompiler
         assert public.py_func is twin.py_func
     assert K.frame_of(np.float64(np.float32(1.0))) == 30
+
+
+_inline_link_only = njit(cache=False, _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True,
+                         error_model="numpy", pipeline_class=InlineLinkOnlyCompiler)
+
+
+def _poly(x):
+    return (x * 0.5 - 1.25) * x + 3.0
+
+
+poly = _inline_link_only(_poly)
+
+
+@njit(error_model="numpy")
+def poly_loop(xs, out):              # a loop calling it, as the pose's lane loops call detmath's polynomials
+    for i in range(xs.shape[0]):
+        out[i] = poly(xs[i]) / xs[i]
+
+
+def test_an_inline_link_only_function_is_typed_once_and_inlined_by_llvm_into_its_callers():
+    """A function of InlineLinkOnlyCompiler is link-only (no machine code, no cache entry),
+    marked ``alwaysinline`` in its IR, and its callers compute what Python does (a
+    division by zero in the numpy error model: inf, no exception); the pose's detmath
+    polynomials are compiled so, the lanes' small steps by numba's inliner."""
+    xs = np.array([0.5, -2.0, 0.0, 7.25])
+    out = np.empty(4)
+    with np.errstate(divide="ignore"):
+        poly_loop(xs, out)
+        want = np.array([_poly(x) for x in xs.tolist()]) / xs
+    assert out.tobytes() == want.tobytes()
+    lib = poly.overloads[poly.signatures[0]].library
+    assert isinstance(lib, InlineLinkOnlyLibrary) and lib.get_pointer_to_function(lib.name) == 0
+    ir_text = str(poly.inspect_llvm(poly.signatures[0]))
+    group = next(line for line in ir_text.splitlines() if line.startswith("define")).split()[-2]    # its "#N"
+    assert "alwaysinline" in next(line for line in ir_text.splitlines() if line.startswith(f"attributes {group} "))
+    # inlined: the loop calls no function (its caller's machine code has no call of it)
+    assert "call" not in "".join(line for line in poly_loop.inspect_asm(poly_loop.signatures[0]).splitlines()
+                                 if "_poly" in line)
+    assert len(poly.signatures) == 1
+    if K.LINK_ONLY:
+        for f in (KP._acos_lane, KP._sin_lane, KP._asin_r):
+            assert f._compiler.pipeline_class is InlineLinkOnlyCompiler, f
+        assert KP._lerp_lane.targetoptions.get("inline") == "always"
 
 
 def test_link_only_only_under_a_tested_numba():
