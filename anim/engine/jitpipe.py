@@ -132,33 +132,27 @@ class InlineLinkOnlyLibrary(LinkOnlyLibrary):
 
 @register_pass(mutates_CFG=False, analysis_only=True)
 class LinkOnlyLibraryPass(LoweringPass):
-    """Gives the function a LinkOnlyLibrary before numba's NativeLowering (which
-    makes a JITCodeLibrary only when the state holds none)."""
+    """Gives the function a LinkOnlyLibrary (``library_class``) before numba's
+    NativeLowering (which makes a JITCodeLibrary only when the state holds none)."""
 
     _name = "scuffle_link_only_library"
+    library_class: type = LinkOnlyLibrary
 
     def __init__(self):
         LoweringPass.__init__(self)
 
     def run_pass(self, state):
         if state.library is None:
-            state.library = LinkOnlyLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+            state.library = self.library_class(state.targetctx.codegen(), state.func_id.func_qualname)
         return False
 
 
 @register_pass(mutates_CFG=False, analysis_only=True)
-class InlineLinkOnlyLibraryPass(LoweringPass):
+class InlineLinkOnlyLibraryPass(LinkOnlyLibraryPass):
     """LinkOnlyLibraryPass with an InlineLinkOnlyLibrary."""
 
     _name = "scuffle_inline_link_only_library"
-
-    def __init__(self):
-        LoweringPass.__init__(self)
-
-    def run_pass(self, state):
-        if state.library is None:
-            state.library = InlineLinkOnlyLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
-        return False
+    library_class = InlineLinkOnlyLibrary
 
 
 class LinkOnlyCompiler(CompilerBase):
