@@ -356,14 +356,7 @@ class StackRules:
             if not (n + 1 < STACK_SIZE if n + 1 <= opts.early_finish_above else self._change_fits(inst, task)):
                 raise StackFull(f"{inst.name or 'human'}: no room for a change "
                                 f"({len(inst.stack)} of {STACK_SIZE} tasks)")
-            st = self.stores
-            old_near = st.tasks.near                     # the fade's row near the human's (near_hints)
-            st.tasks.near = near_hints(st, inst)[0]
-            try:
-                f = FadeTask._made(st.tasks, st.fades, fade, inst.speed)      # self.builders.fade(inst, fade), inline
-            finally:
-                st.tasks.near = old_near
-            self.pool.take(f)
+            f = self.builders.fade(inst, fade)          # its rows near the human's (near_hints)
         except Exception:
             self.discard(task)
             raise
