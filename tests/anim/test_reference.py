@@ -10,6 +10,7 @@ equal bit for bit.
 """
 from __future__ import annotations
 
+import functools
 import math
 import random
 
@@ -65,9 +66,11 @@ def _clip(rng: random.Random, frames: int, name: str):
     return author_clip(name, frames, velocity=vel, translation=tr, rotations=rots, events=events)
 
 
+@functools.lru_cache(maxsize=32)
 def random_set(seed: int) -> AnimSet:
     """A small randomly authored set: ids 0-11 (2-45 frames, the four rates), a gait 40-43,
-    a direction set 50-57."""
+    a direction set 50-57. Made once per seed (a set is immutable: a sweep's worlds share
+    it, and the engines' clip banks of it)."""
     rng = random.Random(seed)
     clips, ranges = {}, {}
     for i in list(range(12)) + list(range(50, 58)):
