@@ -29,16 +29,26 @@ class TraceValueError(ValueError):
     """A trace record holding NaN or an infinity (not JSON); names the update, human and field."""
 
 
-def f32_json(v: float) -> float:
-    """A float32 value as the shortest decimal that reads back to the same float32."""
-    return float(str(np.float32(v)))
-
-
-# f32_json's results by the float32's bits: a crowd's poses repeat the same few thousand
+# The shortest decimals of float32 values, remembered: a crowd's traces repeat the same few thousand
 # values (a clip's keys, the rest pose), and numpy's shortest-decimal formatting costs
 # about 2 µs a value where a look-up costs a tenth of that. Bounded: cleared when full.
 _SHORTEST: dict[int, float] = {}
 _SHORTEST_CAP = 1 << 18
+_BY_VALUE: dict[float, float] = {}          # f32_json's, by the value given (any number type)
+
+
+def f32_json(v: float) -> float:
+    """A float32 value as the shortest decimal that reads back to the same float32 (through
+    a bounded memo keyed by the value; the zeros, one key for both signs, and NaN, which
+    equals nothing, are formatted each time)."""
+    s = _BY_VALUE.get(v)
+    if s is None:
+        s = float(str(np.float32(v)))
+        if v != 0.0 and v == v:
+            if len(_BY_VALUE) > _SHORTEST_CAP:
+                _BY_VALUE.clear()
+            _BY_VALUE[v] = s
+    return s
 
 
 def f32_values(values) -> list[float]:

@@ -204,3 +204,20 @@ def test_the_memoised_float32_values_equal_f32_json_item_for_item():
         assert [type(g) for g in got] == [float] * len(want)
     doubles = rng.normal(size=50) * 1e3
     assert trace.f32_values(doubles) == [trace.f32_json(v) for v in doubles]
+
+
+def test_f32_json_from_its_memo_is_the_formatting_itself():
+    """f32_json gives numpy's shortest float32 decimal for every value, cold and remembered:
+    Python floats, float32 and float64 scalars and ints of the same value, both zeros
+    (their signs kept), NaN and the infinities."""
+    from scuffle.game.runtime import trace
+
+    rng = np.random.default_rng(11)
+    values = ([float(x) for x in rng.normal(size=200) * 10.0 ** rng.integers(-40, 38, 200)]
+              + [0.0, -0.0, float("nan"), float("inf"), -float("inf"), 0.1, 1 / 3, 3])
+    values += [np.float32(v) for v in values[:50]] + [np.float64(v) for v in values[:50]]
+    trace._BY_VALUE.clear()
+    for _ in range(2):
+        got = [trace.f32_json(v) for v in values]
+        assert [np.float64(g).tobytes() for g in got] == [np.float64(float(str(np.float32(v)))).tobytes()
+                                                          for v in values]
