@@ -40,8 +40,12 @@ _BY_VALUE: dict[float, float] = {}          # f32_json's, by the value given (an
 def f32_json(v: float) -> float:
     """A float32 value as the shortest decimal that reads back to the same float32 (through
     a bounded memo keyed by the value; the zeros, one key for both signs, and NaN, which
-    equals nothing, are formatted each time)."""
-    s = _BY_VALUE.get(v)
+    equals nothing, are formatted each time, as is a value that is no dict key, such as a
+    0-d array)."""
+    try:
+        s = _BY_VALUE.get(v)
+    except TypeError:
+        return float(str(np.float32(v)))
     if s is None:
         s = float(str(np.float32(v)))
         if v != 0.0 and v == v:

@@ -216,6 +216,7 @@ def test_f32_json_from_its_memo_is_the_formatting_itself():
     values = ([float(x) for x in rng.normal(size=200) * 10.0 ** rng.integers(-40, 38, 200)]
               + [0.0, -0.0, float("nan"), float("inf"), -float("inf"), 0.1, 1 / 3, 3])
     values += [np.float32(v) for v in values[:50]] + [np.float64(v) for v in values[:50]]
+    values += [np.array(v, np.float32) for v in values[:5]]             # 0-d arrays: no dict key
     trace._BY_VALUE.clear()
     for _ in range(2):
         got = [trace.f32_json(v) for v in values]
