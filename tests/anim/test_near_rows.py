@@ -17,7 +17,7 @@ from numba import njit
 from scuffle.anim.engine import crowd as crowd_mod
 from scuffle.anim.engine.kernels_write import take_row
 from scuffle.anim.engine.rules import NEAR_ROWS, near_free_row, near_scaled
-from scuffle.anim.engine.store import cursor_table
+from scuffle.anim.engine.store import Table, cursor_table
 from scuffle.game.runtime.snapshot import Snapshot
 from scuffle.game.tools.bench import build_crowd
 from scuffle.game.tools.layout import walk_scatter
@@ -69,16 +69,16 @@ def test_no_free_row_near_the_hint_takes_the_top_of_the_list():
     assert near_scaled(-1, 64, 128) == -1 and near_scaled(100, 64, 128) == 50
 
 
-def test_a_row_taken_from_the_middle_leaves_the_list_a_function_of_the_list():
-    """The index is a cache: wrong or stale, the take gives the same row and list."""
-    rng = random.Random(3)
-    a, b = cursor_table(256), cursor_table(256)
-    for step in range(600):
-        if rng.random() < 0.55 and a.n_free[0] > 0:
-            hint = rng.randrange(-1, 256)
-            if step % 7 == 0:
-                b.free_at[:] = rng.randrange(-5, 300)   # a wrong index: made again at use
-            assert a.take_near(hint) == b.take_near(hint)
+def _takes_and_frees(rng, a, b, steps, share, hints, take_a, take_b, before_take=None) -> None:
+    """``steps`` random turns on the tables ``a`` and ``b``: a take near a random hint in
+    ``range(*hints)`` (``share`` of the turns, while a row is free), the two takes giving
+    the same row, or the free of a random live row in both; the blocks equal after each."""
+    for step in range(steps):
+        if rng.random() < share and a.n_free[0] > 0:
+            hint = rng.randrange(*hints)
+            if before_take is not None:
+                before_take(step)
+            assert take_a(a, hint) == take_b(b, hint)
         else:
             live = np.flatnonzero(a.live)
             if len(live):
@@ -86,25 +86,27 @@ def test_a_row_taken_from_the_middle_leaves_the_list_a_function_of_the_list():
                 a.free(r)
                 b.free(r)
         assert a.block.tobytes() == b.block.tobytes()
+
+
+def test_a_row_taken_from_the_middle_leaves_the_list_a_function_of_the_list():
+    """The index is a cache: wrong or stale, the take gives the same row and list."""
+    rng = random.Random(3)
+    a, b = cursor_table(256), cursor_table(256)
+
+    def spoil(step):
+        if step % 7 == 0:
+            b.free_at[:] = rng.randrange(-5, 300)   # a wrong index: made again at use
+
+    take = Table.take_near
+    _takes_and_frees(rng, a, b, 600, 0.55, (-1, 256), take, take, spoil)
     _free_ok(a)
 
 
 def test_the_compiled_take_is_pythons():
     rng = random.Random(9)
     py, kc = cursor_table(512), cursor_table(512)
-    for _ in range(1500):
-        if rng.random() < 0.6 and py.n_free[0] > 0:
-            hint = np.int64(rng.randrange(-1, 530))
-            r1 = py.take_near(int(hint))
-            r2 = _compiled_take(kc.live, kc.free_rows, kc.n_free, kc.free_at, hint)
-            assert r1 == r2
-        else:
-            live = np.flatnonzero(py.live)
-            if len(live):
-                r = int(live[rng.randrange(len(live))])
-                py.free(r)
-                kc.free(r)
-        assert py.block.tobytes() == kc.block.tobytes()
+    _takes_and_frees(rng, py, kc, 1500, 0.6, (-1, 530), Table.take_near,
+                     lambda t, hint: _compiled_take(t.live, t.free_rows, t.n_free, t.free_at, np.int64(hint)))
 
 
 def _walk_near_share(game) -> float:
