@@ -319,9 +319,7 @@ class Table:
         self.__dict__.setdefault("spare", {})
         for name in (*state["_columns"], *_TABLE_ARRAYS):
             object.__setattr__(self, "m_" + name, _fast_view(state[name]))
-        if len(self.__dict__.get("free_at", ())) != self.capacity:     # (a cache: made again)
-            object.__setattr__(self, "free_at", np.full(self.capacity, -1, ROW_LINK))
-        object.__setattr__(self, "m_free_at", _fast_view(self.free_at))
+        self._free_index(self.capacity)
         _moved(self)
 
     def __getattr__(self, name: str) -> np.ndarray:
@@ -351,15 +349,21 @@ class Table:
         free[k:k + n] = prev_free[:n]
         self.n_free[0] = n + k
 
+    def _free_index(self, cap: int) -> None:
+        """The free list's index (``free_at``: row -> its place in the list) for ``cap``
+        rows: made new (all -1) when it has another size. A cache, not state: its entries
+        are checked at each take (``take_near``) and no snapshot saves it."""
+        at = self.__dict__.get("free_at")
+        if at is None or len(at) != cap:
+            object.__setattr__(self, "free_at", np.full(cap, -1, ROW_LINK))
+        object.__setattr__(self, "m_free_at", _fast_view(self.free_at))
+
     def _place(self, block: np.ndarray, cap: int) -> None:
         """Make ``block`` (bytes laid out by _layout for ``cap`` rows) the table's memory:
         every column, ``live``, ``gen``, ``free_rows`` and ``n_free`` a view into it; the
         free list's index (``free_at``) new at another capacity (its entries are checked
         at each use: ``take_near``)."""
-        at = self.__dict__.get("free_at")
-        if at is None or len(at) != cap:
-            object.__setattr__(self, "free_at", np.full(cap, -1, ROW_LINK))
-            object.__setattr__(self, "m_free_at", _fast_view(self.free_at))
+        self._free_index(cap)
         self.block = block
         self.capacity = cap
         for name, arr in block_arrays(self._all, cap, block).items():
