@@ -349,48 +349,24 @@ _TYPES_MODULE = "scuffle.anim.engine.kernel_types"
 def _names_gone(index: str) -> bool:
     """Whether the index names a class of the kernels' named tuples module
     (anim.engine.kernel_types) that the module does not have. Read as opcodes
-    (``_globals``); no module is imported by a name the file gives."""
+    (anim.engine.cacheindex.read_index); no module is imported by a name the file gives."""
     from scuffle.anim.engine import kernel_types as mod
+    from scuffle.anim.engine.cacheindex import read_index
 
     try:
         with open(index, "rb") as f:
-            stream = io.BytesIO(f.read())
-        _strings(stream)                   # (numba's version, its own pickle)
-        found = _globals(stream)
-    except (OSError, ValueError, EOFError):
+            data = f.read()
+        entries = read_index(data, os.path.basename(index)[:-len(".nbi")]).entries
+    except (OSError, ValueError):
         return False                       # (an unreadable index is _index_names' to find)
-    return any(m == _TYPES_MODULE and not hasattr(mod, n) for m, n in found)
-
-
-def _globals(stream: io.BytesIO) -> list[tuple[str, str]]:
-    """The (module, name) of each class or function the one pickle stream at ``stream``'s
-    position names (GLOBAL, or STACK_GLOBAL after its two strings, given or recalled from
-    the memo), read as opcodes: nothing looked up. ValueError: the stream is cut."""
-    import pickletools
-
-    out: list[tuple[str, str]] = []
-    memo: dict[int, object] = {}
-    last: list[object] = []                # the values the last string and memo ops pushed
-    for op, arg, _pos in pickletools.genops(stream):
-        name = op.name
-        if "UNICODE" in name:
-            last = [*last[-1:], arg]
-        elif name == "MEMOIZE":
-            memo[len(memo)] = last[-1] if last else None
-        elif name in ("BINGET", "LONG_BINGET", "GET"):
-            last = [*last[-1:], memo.get(arg) if isinstance(arg, int) else None]
-        elif name == "GLOBAL" and isinstance(arg, str) and " " in arg:
-            m, n = arg.split(" ", 1)
-            out.append((m, n))
-        elif name == "STACK_GLOBAL":
-            if len(last) == 2 and all(isinstance(x, str) for x in last):
-                out.append((str(last[0]), str(last[1])))
-            last = []
-        elif name == "STOP":
-            return out
-        else:
-            last = []
-    raise ValueError("no STOP opcode")
+    todo: list[object] = [e.key for e in entries]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, tuple):
+            if len(node) == 3 and node[0] == "global" and node[1] == _TYPES_MODULE and not hasattr(mod, node[2]):
+                return True
+            todo.extend(node)
+    return False
 
 
 def _strings(stream: io.BytesIO) -> list[str]:
