@@ -21,7 +21,9 @@ before it compiles anything, for the ``cache=`` of its ``@njit`` kernels:
 - else True.
 
 The check reads every index (small pickles) and every data file's pickle stream as
-opcodes only (``_strings``: nothing looked up, built or run), in some tens of milliseconds. numba's own file
+opcodes only (``_scan``: nothing looked up, built or run), about 0.1 s for the whole cache,
+and lists the files it found whole (``CHECKED_SUFFIX``): a later process that finds the
+very same files reads none of them again. numba's own file
 layout (numba/core/caching.py, IndexDataCacheFile): an index holds the pickled numba
 version, then the pickled (source stamp, {key: data file name}).
 """
@@ -299,17 +301,22 @@ def check_cache_folder(path: str, stem: str) -> list[str]:
     cannot be changed."""
     import numba
 
+    listing = _listing(path, stem)
+    if listing is not None and listing == _read_checked(path, stem):
+        return []                           # the very files found whole before, under this numba and these types
     bad: set[str] = set()                   # the functions' file prefixes ("kernels.step_stacks-1001.py311")
     for index in glob.glob(os.path.join(glob.escape(path), f"{stem}.*.nbi")):
         prefix = os.path.basename(index)[:-len(".nbi")]
-        names = _index_names(index, numba.__version__)
-        if names is None or any(not _data_whole(os.path.join(path, n)) for n in names) or _names_gone(index):
+        read = _read_index(index, numba.__version__)
+        if read is None or any(not _data_whole(os.path.join(path, n)) for n in read[0]) or read[1]:
             bad.add(prefix)
     for data in glob.glob(os.path.join(glob.escape(path), f"{stem}.*.nbc")):
         if os.path.getsize(data) == 0:      # an empty data file, listed or not
             bad.add(os.path.basename(data).rsplit(".", 2)[0])
     moved: list[str] = []
     if not bad:
+        if listing is not None:
+            _write_checked(path, stem, listing)
         return moved
     aside = os.path.join(path, SET_ASIDE_FOLDER)
     os.makedirs(aside, exist_ok=True)
@@ -326,18 +333,61 @@ def check_cache_folder(path: str, stem: str) -> list[str]:
     return moved
 
 
-def _index_names(index: str, version: str) -> list[str] | None:
-    """The data file names an index lists ([] for another numba version's, which numba
-    ignores), or None when it cannot be read whole. numba's layout: its version pickled,
-    then (source stamp, {key: data file name}) pickled; both read as opcodes only."""
+# A module's cache files found whole are listed in ``<stem>.scuffle-checked`` (numba's
+# version, the named tuples module's file, then each file's name, size, modification time
+# in ns and inode): a process that finds the same listing reads none of them again. numba
+# writes each file anew under a temporary name and renames it (a new inode), a cut file has
+# a new size and time, and a new numba or a changed kernel_types changes the listing's head.
+CHECKED_SUFFIX = ".scuffle-checked"
+_CHECKED_MAX = 1 << 16                      # bytes read of a listing: a longer one is not ours
+
+
+def _listing(path: str, stem: str) -> str | None:
+    """The listing of ``stem``'s cache files in ``path`` (see CHECKED_SUFFIX), or None when
+    a file changed under the walk."""
+    import numba
+
+    from scuffle.anim.engine import kernel_types
+
     try:
-        with open(index, "rb") as f:
-            stream = io.BytesIO(f.read())
-        if _strings(stream)[:1] != [version]:
-            return []
-        return [n for n in _strings(stream) if n.endswith(".nbc")]
-    except (OSError, ValueError, EOFError):  # unreadable, empty, cut, or not a pickle: corrupt
+        types = os.stat(kernel_types.__file__)
+        lines = [numba.__version__, f"kernel_types {types.st_size} {types.st_mtime_ns} {types.st_ino}"]
+        for f in sorted(glob.glob(os.path.join(glob.escape(path), f"{stem}.*.nb[ic]"))):
+            st = os.stat(f)
+            lines.append(f"{os.path.basename(f)} {st.st_size} {st.st_mtime_ns} {st.st_ino}")
+    except OSError:
         return None
+    return "\n".join(lines) + "\n"
+
+
+def _read_checked(path: str, stem: str) -> str | None:
+    """The listing last written for ``stem`` in ``path``, or None (none, unreadable, too long)."""
+    try:
+        with open(os.path.join(path, stem + CHECKED_SUFFIX), "rb") as f:
+            data = f.read(_CHECKED_MAX + 1)
+        return data.decode("utf-8") if len(data) <= _CHECKED_MAX else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _write_checked(path: str, stem: str, listing: str) -> None:
+    """Write ``listing`` for ``stem`` in ``path`` whole or not at all (a read-only folder:
+    not at all, and every process reads the files again)."""
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path, prefix=f".{stem}-")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(listing.encode("utf-8"))
+        os.replace(tmp, os.path.join(path, stem + CHECKED_SUFFIX))
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 # The module whose named tuples the kernels' signatures name (numba pickles each by its
@@ -346,50 +396,68 @@ def _index_names(index: str, version: str) -> list[str] | None:
 _TYPES_MODULE = "scuffle.anim.engine.kernel_types"
 
 
-def _names_gone(index: str) -> bool:
-    """Whether the index names a class of the kernels' named tuples module
-    (anim.engine.kernel_types) that the module does not have. Read as opcodes
-    (anim.engine.cacheindex.read_index); no module is imported by a name the file gives."""
+def _read_index(index: str, version: str) -> tuple[list[str], bool] | None:
+    """The data file names an index lists ([] for another numba version's, which numba
+    ignores) and whether it names a class of the kernels' named tuples module
+    (anim.engine.kernel_types) that the module does not have; None when the index cannot be
+    read whole. numba's layout: its version pickled, then (source stamp, {key: data file
+    name}) pickled; both read as opcodes only (``_scan``), no module imported by a name the
+    file gives."""
     from scuffle.anim.engine import kernel_types as mod
-    from scuffle.anim.engine.cacheindex import read_index
 
     try:
         with open(index, "rb") as f:
-            data = f.read()
-        entries = read_index(data, os.path.basename(index)[:-len(".nbi")]).entries
-    except (OSError, ValueError):
-        return False                       # (an unreadable index is _index_names' to find)
-    todo: list[object] = [e.key for e in entries]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, tuple):
-            if len(node) == 3 and node[0] == "global" and node[1] == _TYPES_MODULE and not hasattr(mod, node[2]):
-                return True
-            todo.extend(node)
-    return False
+            stream = io.BytesIO(f.read())
+        if _scan(stream)[0][:1] != [version]:
+            return [], False
+        strings, named = _scan(stream)
+    except (OSError, ValueError, EOFError):  # unreadable, empty, cut, or not a pickle: corrupt
+        return None
+    return ([n for n in strings if n.endswith(".nbc")],
+            any(m == _TYPES_MODULE and not hasattr(mod, n) for m, n in named))
 
 
-def _strings(stream: io.BytesIO) -> list[str]:
-    """The strings of the one pickle stream at ``stream``'s position, in order, read as
-    opcodes by ``pickletools.genops``: no class is looked up, no object built and no code
-    run, whatever the bytes (numba's own cache files, checked before numba loads them).
-    ValueError: the stream is cut or not a pickle."""
+def _scan(stream: io.BytesIO) -> tuple[list[str], list[tuple[str, str]]]:
+    """The strings of the one pickle stream at ``stream``'s position, in order, and the
+    (module, name) of each class or function it names (GLOBAL, or STACK_GLOBAL after its
+    two strings, given or recalled from the memo), read as opcodes by ``pickletools.genops``:
+    no class is looked up, no object built and no code run, whatever the bytes (numba's own
+    cache files, checked before numba loads them). Every process that loads the kernels
+    reads every index so: a walk of the opcodes, not anim.engine.cacheindex's evaluation of
+    the keys, which costs ten times as much. ValueError: the stream is cut or not a pickle."""
     import pickletools
 
-    out: list[str] = []
-    stopped = False
+    strings: list[str] = []
+    named: list[tuple[str, str]] = []
+    memo: dict[int, object] = {}
+    last: list[object] = []                # the values the last string and memo ops pushed
     for op, arg, _pos in pickletools.genops(stream):
-        if isinstance(arg, str) and "UNICODE" in op.name:
-            out.append(arg)
-        stopped = op.name == "STOP"
-    if not stopped:
-        raise ValueError("no STOP opcode")
-    return out
+        name = op.name
+        if "UNICODE" in name:
+            strings.append(arg)            # type: ignore[arg-type]
+            last = [*last[-1:], arg]
+        elif name == "MEMOIZE":
+            memo[len(memo)] = last[-1] if last else None
+        elif name in ("BINGET", "LONG_BINGET", "GET"):
+            last = [*last[-1:], memo.get(arg) if isinstance(arg, int) else None]
+        elif name == "GLOBAL" and isinstance(arg, str) and " " in arg:
+            m, n = arg.split(" ", 1)
+            named.append((m, n))
+            last = []
+        elif name == "STACK_GLOBAL":
+            if len(last) == 2 and all(isinstance(x, str) for x in last):
+                named.append((str(last[0]), str(last[1])))
+            last = []
+        elif name == "STOP":
+            return strings, named
+        elif name not in ("PROTO", "FRAME"):
+            last = []
+    raise ValueError("no STOP opcode")
 
 
 def _data_whole(path: str) -> bool:
     """Whether a data file's pickle stream is whole (a missing file counts as whole:
-    numba then recompiles by itself), read as opcodes only (``_strings``)."""
+    numba then recompiles by itself), read as opcodes only (``_scan``)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -400,7 +468,7 @@ def _data_whole(path: str) -> bool:
     if len(data) < 2 or data[-1:] != b"." or data[:1] != b"\x80":
         return False
     try:
-        _strings(io.BytesIO(data))
+        _scan(io.BytesIO(data))
     except (ValueError, EOFError):
         return False
     return True

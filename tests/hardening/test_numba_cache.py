@@ -110,14 +110,77 @@ def test_the_check_finds_every_broken_file_and_only_those(tmp_path, live_cache, 
     if kind != "healthy":
         _breaks(kind, folder)
     moved = jitcache.check_cache_folder(str(folder), "kernels_motion")
+    listing = "kernels_motion" + jitcache.CHECKED_SUFFIX
     if kind == "healthy":
-        assert moved == [] and sorted(p.name for p in folder.iterdir()) == before
+        assert moved == [] and sorted(p.name for p in folder.iterdir()) == sorted([*before, listing])
         return
+    assert not (folder / listing).exists()          # nothing listed as whole while a file was not
     assert moved and all(n.startswith(f"kernels_motion.{VICTIM}-") for n in moved)
     left = sorted(p.name for p in folder.iterdir() if p.is_file())
     assert left == [n for n in before if n not in moved]
     assert len(list((folder / jitcache.SET_ASIDE_FOLDER).iterdir())) == len(moved)
     assert jitcache.check_cache_folder(str(folder), "kernels_motion") == []      # once set aside, quiet
+
+
+def test_files_found_whole_are_not_read_again_until_one_changes(tmp_path, live_cache, monkeypatch):
+    """Every process checks the cache as it loads the kernels: files found whole are listed
+    (name, size, time, inode, under numba's version and the named tuples module's file), and
+    a check that finds the same listing reads none of them. A file rewritten, touched, cut or
+    added, another kernel_types, or a listing that is not one has them all read again."""
+    from scuffle.anim.engine import kernel_types
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    for f in glob.glob(str(live_cache / "kernels_motion.*.nb*")):
+        shutil.copy2(f, folder)
+    listing = folder / ("kernels_motion" + jitcache.CHECKED_SUFFIX)
+    assert jitcache.check_cache_folder(str(folder), "kernels_motion") == [] and listing.is_file()
+    reads: list[int] = []
+    scan = jitcache._scan
+    monkeypatch.setattr(jitcache, "_scan", lambda stream: reads.append(1) or scan(stream))
+
+    def check() -> tuple[list[str], int]:
+        reads.clear()
+        return jitcache.check_cache_folder(str(folder), "kernels_motion"), len(reads)
+
+    assert check() == ([], 0)
+    data = sorted(folder.glob(f"kernels_motion.{VICTIM}-*.nbc"))[0]
+    st = data.stat()
+    os.utime(data, ns=(st.st_atime_ns, st.st_mtime_ns + 1))            # the same bytes, touched
+    moved, read = check()
+    assert moved == [] and read > 0
+    assert check() == ([], 0)                                          # listed again
+    renamed = folder / "copy"
+    shutil.copy2(data, renamed)
+    os.replace(renamed, data)                                          # rewritten as numba does: a new inode
+    assert check()[1] > 0
+    shutil.copy2(data, folder / data.name.replace(".nbc", "9.nbc"))    # a file more
+    assert check()[1] > 0
+    for bad in (b"\xff\xfe not a listing", b"x" * (jitcache._CHECKED_MAX + 1)):
+        listing.write_bytes(bad)
+        assert check()[1] > 0
+    assert check() == ([], 0)
+    with monkeypatch.context() as m:
+        m.setattr(kernel_types, "__file__", str(data))                 # another named tuples module
+        assert check()[1] > 0
+    assert check()[1] > 0 and check() == ([], 0)
+    _breaks("cut nbc", folder)                                         # cut after it was listed
+    moved, _ = check()
+    assert moved and all(n.startswith(f"kernels_motion.{VICTIM}-") for n in moved)
+
+
+def test_a_listing_is_written_whole_or_not_at_all(tmp_path, live_cache):
+    """A listing that cannot be written (its name taken by a folder): the files are read
+    on each check, nothing fails, and no temporary file is left."""
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    for f in glob.glob(str(live_cache / "kernels_motion.*.nb*")):
+        shutil.copy2(f, folder)
+    (folder / ("kernels_motion" + jitcache.CHECKED_SUFFIX)).mkdir()
+    before = sorted(p.name for p in folder.iterdir())
+    for _ in range(2):
+        assert jitcache.check_cache_folder(str(folder), "kernels_motion") == []
+        assert sorted(p.name for p in folder.iterdir()) == before
 
 
 @pytest.mark.slow
