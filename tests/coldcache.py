@@ -109,8 +109,10 @@ from scuffle.anim.engine import kernels_flush as KF
 # bytes as 32- and 64-bit words (anim.engine.digest.WORD_DTYPES) and its sums into uint64
 # where the kernels' scratch is int64
 from scuffle.anim.engine import digest as D
+# and the snapshot file's byte copy (anim.engine.snapkernel._copy) from a read-only block
+# (a file's bytes) and from a writable one (the tables')
 per_dtype = {'_to_zero': len(KF.RESET_DTYPES), '_to_no_row': len(KF.NO_ROW_DTYPES),
-             'ol_compatible_view.<locals>.impl': len(D.WORD_DTYPES), 'ol_np_empty.<locals>.impl': 2}
+             'ol_compatible_view.<locals>.impl': len(D.WORD_DTYPES), 'ol_np_empty.<locals>.impl': 2, '_copy': 2}
 many.update({q: n for q, n in seen.items()
              if n > (2 if q in writers else modules if q in shared else per_dtype.get(q, 1))})
 print(json.dumps({"code": code, "many": many, "seen": sorted(seen), "background": coldstart.BACKGROUND,

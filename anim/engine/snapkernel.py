@@ -28,6 +28,7 @@ from enum import IntEnum
 
 import numpy as np
 from numba import njit
+from numba.extending import register_jitable
 
 from scuffle.anim.engine.jitcache import cache_setting
 # (imported before numba's cache is read: its index names the named tuples the kernels take)
@@ -37,7 +38,6 @@ __all__ = ["check_rows", "pack_rows", "pack_tables", "unpack_rows", "check_ids_r
 
 CACHE = cache_setting(__file__)
 _kernel = njit(cache=CACHE, _nrt=False, no_cfunc_wrapper=True)  # type: ignore[call-overload]
-_inline = njit(cache=CACHE, _nrt=False, inline="always")  # type: ignore[call-overload]
 
 # The tables in the buffer, in this order (snapfile.TABLES).
 TABLE_ORDER = ("cursors", "fades", "gaits", "tasks", "humans", "bodies", "combats")
@@ -118,7 +118,11 @@ NO_ROW = -1
 NO_EVENT = np.iinfo(np.int32).max
 
 
-@_inline
+# The helpers are register_jitable: typed once per argument types and inlined by LLVM.
+# numba's inline='always' typed each again at every call site (some fifty in check_rows),
+# and a plain njit helper compiles once per literal argument a call gives (``_fail``'s
+# codes): either way about a third of this module's compile time.
+@register_jitable
 def _int(i8, i32, i64, code, k):
     if code == 3:
         return i64[k]
@@ -127,14 +131,14 @@ def _int(i8, i32, i64, code, k):
     return np.int64(i8[k])
 
 
-@_inline
+@register_jitable
 def _flt(f32, f64, code, k):
     if code == 4:
         return np.float64(f32[k])
     return f64[k]
 
 
-@_inline
+@register_jitable
 def _holds(ents, v):
     """Whether the sorted array ``ents`` holds ``v`` (a binary search: numba's
     np.searchsorted compiles its generic comparisons for each call's types)."""
@@ -148,7 +152,7 @@ def _holds(ents, v):
     return lo < len(ents) and ents[lo] == v
 
 
-@_inline
+@register_jitable
 def _fail(out, code, a, b, c, d):
     out[0] = code
     out[1] = a
@@ -158,18 +162,18 @@ def _fail(out, code, a, b, c, d):
     return code
 
 
-@_inline
+@register_jitable
 def _live(i8, tabs, t, r):
     return i8[tabs[t, 1] + r] != 0
 
 
-@_inline
+@register_jitable
 def _linked(i8, tabs, t, v):
     """``v`` a row in use of table ``t``."""
     return 0 <= v < tabs[t, 0] and i8[tabs[t, 1] + v] != 0
 
 
-@_inline
+@register_jitable
 def _copy(dst, d, src, a, n):
     """``dst[d:d + n] = src[a:a + n]`` (no slices without numba's runtime): indexed unsigned,
     so that no negative index is wrapped and the loop is vectorised."""
@@ -228,7 +232,7 @@ def check_rows(views, plan, facts, lists, scratch):
         for r in range(cap):
             seen[r] = 0
         for i in range(nf):
-            v = i32[fr + i]
+            v = np.int64(i32[fr + i])
             if v < 0 or v >= cap:
                 return _fail(out, 3, t, i, v, 0)
             if i8[lv + v] != 0 or seen[v] != 0:
@@ -237,7 +241,7 @@ def check_rows(views, plan, facts, lists, scratch):
         g = tabs[t, 2]
         for r in range(cap):
             if i32[g + r] < 0:
-                return _fail(out, 5, t, r, i32[g + r], 0)
+                return _fail(out, 5, t, r, np.int64(i32[g + r]), 0)
     # -- the humans' generations and free list (lists of the values section)
     hcap = tabs[_HUM, 0]
     hlive = 0
@@ -545,7 +549,7 @@ class IdFault(IntEnum):
 ID_COLUMNS = ("tasks.on_end", "tasks.on_wrap", "tasks.partner_name", "humans.on_report")
 
 
-@_inline
+@register_jitable
 def _bit(mask, t):
     """Bit ``t`` of ``mask`` (a type outside 0-62: no bit)."""
     return 0 <= t < 63 and ((mask >> np.int64(t)) & 1) != 0
