@@ -14,6 +14,12 @@ test that needs one.
 ``shared`` serves any other costly product a session makes once (tests/test_typing.py's
 mypy cache).
 
+A product can be made ahead, outside pytest, by the same function: ``python
+tests/coldcache.py FOLDER cold-warm`` (from the folder pytest runs in) makes it in FOLDER,
+and a session run with ``SCUFFLE_TEST_SHARED=FOLDER`` reads it there. .ci/run does so
+with the cold warm-up, whose cache it then installs as the one the test sessions load
+(``--install``): the one whole compile of the kernels serves both.
+
 Every process runs from the test session's working folder, as the tests' own children
 do: numba names a cache's sub-folder after the path the sources were imported from.
 """
@@ -27,7 +33,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["shared", "cold_warm", "cold_first_step", "copy_cache", "ENV", "run_python", "COLD_LIMIT_S"]
+__all__ = ["shared", "make", "cold_warm", "cold_first_step", "copy_cache", "ENV", "run_python", "COLD_LIMIT_S",
+           "MADE_AHEAD"]
 
 ENV = {"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"}
 # The most a cold compile may take (a guard against a hang, not a speed check): on a
@@ -43,31 +50,49 @@ def run_python(code: str, env: dict, timeout: float = COLD_LIMIT_S, args: tuple 
     return {"code": r.returncode, "stdout": r.stdout, "stderr": r.stderr}
 
 
-def shared(tmp_path_factory, name: str, make) -> dict:
-    """The result of ``make(folder)`` (a JSON-able dict), made once per test session in
+# the folder of the products made ahead (see the module docstring)
+MADE_AHEAD = "SCUFFLE_TEST_SHARED"
+
+
+def make(base: Path, name: str, maker) -> None:
+    """Make ``maker(folder)``'s result (a JSON-able dict) as the product ``name`` in
+    ``base``: its files in ``base/shared-<name>``, the result in ``base/shared-<name>.json``
+    (a failure is recorded as ``{"failed": why}``, for every test that asks to say)."""
+    folder = base / f"shared-{name}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    try:
+        result = maker(folder)
+    except Exception as exc:
+        result = {"failed": f"{type(exc).__name__}: {exc}"[-3000:]}
+    result["folder"] = str(folder)
+    (base / f"shared-{name}.json").write_text(json.dumps(result))
+
+
+def _read(done: Path, name: str) -> dict:
+    result = json.loads(done.read_text())
+    if "failed" in result:
+        raise RuntimeError(f"the shared cold compile {name!r} failed: {result['failed']}")
+    return result
+
+
+def shared(tmp_path_factory, name: str, maker) -> dict:
+    """The result of ``maker(folder)`` (a JSON-able dict), made once per test session in
     ``folder``: under pytest-xdist the first worker to ask makes it while the others
-    wait on a lock, then all read it."""
+    wait on a lock, then all read it. One made ahead (``MADE_AHEAD``) is read instead."""
+    ahead = os.environ.get(MADE_AHEAD)
+    if ahead and (Path(ahead) / f"shared-{name}.json").is_file():
+        return _read(Path(ahead) / f"shared-{name}.json", name)
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent                          # the session's folder, shared by its workers
-    folder = base / f"shared-{name}"
     done = base / f"shared-{name}.json"
     with open(base / f"shared-{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if not done.exists():
-                shutil.rmtree(folder, ignore_errors=True)
-                folder.mkdir()
-                try:
-                    result = make(folder)
-                except Exception as exc:        # made once, failed once: every test that asks says so
-                    result = {"failed": f"{type(exc).__name__}: {exc}"[-3000:]}
-                result["folder"] = str(folder)
-                done.write_text(json.dumps(result))
-            result = json.loads(done.read_text())
-            if "failed" in result:
-                raise RuntimeError(f"the shared cold compile {name!r} failed: {result['failed']}")
-            return result
+                make(base, name, maker)
+            return _read(done, name)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
@@ -180,3 +205,55 @@ def cold_first_step(tmp_path_factory) -> dict:
     ``scratch_left`` (what the first run left in its TMPDIR) and ``temporary_files``
     (files of the cache under a temporary name after the first run)."""
     return shared(tmp_path_factory, "cold-first-step", _cold_first_step)
+
+
+# The products a folder can be made ahead with (``python tests/coldcache.py FOLDER NAME...``).
+MAKERS = {"cold-warm": _cold_warm, "cold-first-step": _cold_first_step}
+
+# Install the kernels of a cold warm-up's cache into the cache numba reads when no
+# NUMBA_CACHE_DIR is set (the install's own, beside the sources), then load them all:
+# anything the copy did not bring is compiled there.
+INSTALL = """
+import glob, os, sys
+from scuffle.anim.engine import coldstart
+from scuffle.anim.playback.warmup import compile_kernels
+dst = coldstart.cache_folder()
+srcs = sorted({os.path.dirname(p) for p in glob.glob(os.path.join(glob.escape(sys.argv[1]), "**", "*.nbi"),
+                                                     recursive=True)})
+written = [n for src in srcs for n in coldstart.install_cached(src, dst, "")] if dst and len(srcs) == 1 else []
+compile_kernels()
+print(len(written), dst)
+"""
+
+
+def _main(argv: list[str]) -> int:
+    """``FOLDER NAME... [--install]``: make each named product in FOLDER (see the module
+    docstring); with ``--install``, the cold warm-up's kernels then installed (``INSTALL``)."""
+    install = "--install" in argv
+    args = [a for a in argv if a != "--install"]
+    base, names = Path(args[0]), args[1:]
+    unknown = [n for n in names if n not in MAKERS]
+    if unknown or not names or (install and "cold-warm" not in names):
+        print(f"usage: coldcache.py FOLDER {'|'.join(MAKERS)}... [--install] (unknown: {unknown})", file=sys.stderr)
+        return 2
+    base.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        make(base, name, MAKERS[name])
+    if install:
+        result = json.loads((base / "shared-cold-warm.json").read_text())
+        if "failed" in result:
+            print(f"the cold warm-up failed: {result['failed']}", file=sys.stderr)
+            return 1
+        r = subprocess.run([sys.executable, "-c", INSTALL, result["cache"]], env=_no_cache_dir(), text=True,
+                           capture_output=True, timeout=COLD_LIMIT_S)
+        print(r.stdout.strip() or r.stderr.strip()[-2000:])
+        return r.returncode
+    return 0
+
+
+def _no_cache_dir() -> dict:
+    return {k: v for k, v in dict(os.environ, **ENV).items() if k != "NUMBA_CACHE_DIR"}
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
