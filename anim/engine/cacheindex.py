@@ -272,9 +272,17 @@ def _evaluate(ops: list[_Op]) -> tuple[object, object]:
     raise BadIndex("a pickle without its STOP")
 
 
+# A numba type's state holds ``_code``, the number its process gave the type when it was
+# first made (an interning counter): two processes pickle the same type with two codes,
+# and numba's types compare equal without it (by class and key). A key compiled by two
+# processes must be one key here as it is one in the dict numba unpickles.
+_PROCESS_ONLY = "_code"
+
+
 def _freeze(v: object, active: set | None = None, depth: int = 0) -> object:
     """A comparable, hashable description of a described value (equal only where the
-    values the pickles would build are: types are part of it, so 1, 1.0 and True differ)."""
+    values the pickles would build are: types are part of it, so 1, 1.0 and True differ;
+    a numba type's state without its process's ``_code``, as numba compares types)."""
     if depth > _MAX_DEPTH:
         raise BadIndex("a value nested too deep")
     if not isinstance(v, _Node):
@@ -291,6 +299,15 @@ def _freeze(v: object, active: set | None = None, depth: int = 0) -> object:
                                      for k, _, x, _, _ in v.items)
         if v.kind == "global":
             return ("global",) + tuple(v.parts)
+        if v.kind == "call" and _is_global(v.parts[0], _TYPE_REBUILD):
+            fn, args = v.parts                 # _type_reconstructor(copyreg._reconstructor, (cls, object, None), state)
+            rebuild, cls_args, state = args.parts
+            if isinstance(state, _Node) and state.kind == "dict":
+                kept = _Node("dict", [])
+                kept.items = [item for item in state.items if item[0] != _PROCESS_ONLY]
+                state = kept
+            return ("call", _freeze(fn, active, depth + 1),
+                    ("tuple",) + tuple(_freeze(p, active, depth + 1) for p in (rebuild, cls_args, state)))
         return (v.kind,) + tuple(_freeze(p, active, depth + 1) for p in v.parts)
     finally:
         active.discard(id(v))

@@ -218,6 +218,41 @@ def test_a_key_written_twice_reads_as_numba_reads_it():
     assert [e.name for e in cacheindex.read_index(merged, BASE).entries] == [f"{BASE}.2.nbc"]
 
 
+class _OtherProcess:
+    """A numba type as another process pickles it: the same state, but the ``_code`` that
+    process gave the type (an interning counter; numba compares types without it)."""
+
+    def __init__(self, t, code: int):
+        self.t, self.code = t, code
+
+    def __reduce__(self):
+        fn, (rebuild, cls_args, state) = self.t.__reduce__()
+        return fn, (rebuild, cls_args, {**state, "_code": self.code})
+
+
+def test_a_key_two_processes_pickled_is_one_key():
+    """The same signature compiled by two processes (the parent and a child compiling a
+    kernel aside): its types' ``_code`` differ, and numba unpickles the two keys as one.
+    Read as one entry (the last one's file), and a merge of the two indexes keeps one."""
+    from numba import types
+
+    t = types.Array(types.int32, 1, "C")
+    here = ((t, types.int64), ("x86_64", "cpu", "+avx"), ("h1", "h2"))
+    there = ((_OtherProcess(t, t._code + 1000), types.int64), ("x86_64", "cpu", "+avx"), ("h1", "h2"))
+    assert pickle.dumps(here) != pickle.dumps(there) and pickle.loads(pickle.dumps(there)) == here
+    both = _index(b"stamp", {here: f"{BASE}.1.nbc", there: f"{BASE}.2.nbc"})
+    stream = io.BytesIO(both)
+    pickle.load(stream)
+    assert pickle.loads(stream.read())[1] == {here: f"{BASE}.2.nbc"}      # numba's read: one key, the last
+    assert [e.name for e in cacheindex.read_index(both, BASE).entries] == [f"{BASE}.2.nbc"]
+    old = cacheindex.read_index(_index(b"stamp", {here: f"{BASE}.1.nbc"}), BASE)
+    new = cacheindex.read_index(_index(b"stamp", {there: f"{BASE}.1.nbc"}), BASE)
+    assert old.entries[0].key == new.entries[0].key
+    merged, renamed = cacheindex.merge_index(old, new, BASE)
+    assert [e.name for e in cacheindex.read_index(merged, BASE).entries] == [f"{BASE}.1.nbc"]
+    assert renamed == {f"{BASE}.1.nbc": f"{BASE}.1.nbc"}
+
+
 SOURCE = '''
 from numba import njit
 
