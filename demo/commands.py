@@ -12,7 +12,6 @@ import importlib
 import importlib.util
 from typing import Any, Callable
 
-from scuffle.anim.playback.warmup import announce_compile
 from scuffle.game.cli.commands import Command, passthrough
 from scuffle.game.cli.errors import CliError
 
@@ -24,6 +23,7 @@ def _needs_pygame(module: str, name: str) -> Callable[[argparse.Namespace], int]
     def run(args: argparse.Namespace) -> int:
         if importlib.util.find_spec("pygame") is None:
             raise CliError(f"'scuffle {args.command}' needs pygame: pip install 'scuffle[demo]'")
+        from scuffle.anim.playback.warmup import announce_compile   # (numba imported for these commands only)
         announce_compile()              # a cold numba cache: said now; the first step compiles what it runs
         return getattr(importlib.import_module(module), name)(args.argv)
     return run

@@ -103,6 +103,7 @@ def test_scuffle_works_from_a_directory_holding_a_hosts_packages(host_dir):
     assert len(lines) == 40 and '"human":"a"' in lines[0]
 
 
+@pytest.mark.slow
 def test_version_and_python_m_scuffle(tmp_path):
     from scuffle import __version__
     r = _run([sys.executable, "-m", "scuffle", "--version"], tmp_path)

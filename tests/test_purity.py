@@ -63,6 +63,7 @@ def test_model_packages_do_not_import_pygame(package):
     assert offenders(package, {"pygame"}) == []
 
 
+@pytest.mark.slow
 def test_importing_anim_loads_neither_esper_nor_pygame():
     modules = sorted("scuffle.anim." + ".".join(p.relative_to(ROOT / "anim").with_suffix("").parts)
                      for p in (ROOT / "anim").rglob("*.py") if p.stem != "__init__")

@@ -170,6 +170,7 @@ def test_a_merge_keeps_the_target_entries_and_reads_back_as_numba_reads_it(tmp_p
         cacheindex.merge_index(old, cacheindex.read_index(_index(b"other", {sig_b: f"{BASE}.1.nbc"}), BASE), BASE)
 
 
+@pytest.mark.slow
 def test_every_index_numba_wrote_for_the_kernels_reads_whole():
     """The engine's kernels' own indexes (this run's cache) read as opcodes, entry for entry."""
     from scuffle.anim.playback.warmup import compile_kernels

@@ -146,6 +146,7 @@ _ABOVE = ("components", "systems", "game", "demo")
 _SIGNAL_NAMES = ("LAYOUT_EPOCH", "layout_epoch", "LayoutSignal")
 
 
+@pytest.mark.slow
 def test_the_layout_signal_is_not_read_above_anim():
     """No file above anim/ names the layout signal, nor reads a ``layout`` stamp or a
     ``signal`` off a table, a Player or an engine (components, systems, game: their caches

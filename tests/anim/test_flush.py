@@ -351,6 +351,7 @@ print(released, len(K.flush_release.overloads), len(K.flush_anim_ids.overloads))
 """
 
 
+@pytest.mark.slow
 def test_the_first_flush_loads_its_kernels_with_nothing_to_release():
     """A fresh process whose first update releases nothing has both flush kernels loaded
     after it (Player._load_flush_kernels): their load from numba's cache (15-30 ms) falls

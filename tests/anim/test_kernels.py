@@ -299,6 +299,8 @@ def test_slerp_kernel_equals_quat_slerp_bit_for_bit():
     assert np.abs(want[:, slow] - exact[:, slow]).max() < 3e-7
 
 
+@pytest.mark.slow
+@pytest.mark.bits
 def test_lane_angles_equal_detmath_bit_for_bit():
     """The blend's SIMD lanes' acos and sine (``_acos_lane`` on [0, 1], ``_sin_lane`` on
     [0, pi/2]: every path computed and one picked, the sine and cosine polynomials in one

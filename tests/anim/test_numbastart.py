@@ -58,6 +58,7 @@ def _loaded(modules: list[str], names: tuple[str, ...]) -> list[str]:
     return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
 
 
+@pytest.mark.slow
 def test_a_games_process_never_loads_the_reference_pygame_test_tools_or_scipy_linalg():
     modules = json.loads(_run(_GAME))
     assert "scuffle.anim.engine.kernels" in modules and "numba.np.arraymath" in modules   # it ran the engine
@@ -90,6 +91,7 @@ print(json.dumps([arraymath._HAVE_BLAS, "scipy.linalg" in sys.modules, restored]
 _BLOCK_SCIPY = "sys.modules['scipy'] = None   # as if scipy were not installed"
 
 
+@pytest.mark.slow
 def test_numbas_blas_check_is_answered_as_numba_answers_it_without_loading_scipy_linalg():
     have, linalg_loaded = json.loads(_run(_NUMBA_ALONE.format(block="")))
     ours, ours_loaded, restored = json.loads(_run(_WITH_SCUFFLE.format(block="")))

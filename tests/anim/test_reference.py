@@ -803,6 +803,7 @@ def _not_the_reference_may_load(mods: list[str]) -> list[str]:
             or (m.startswith("scuffle") and m not in REFERENCE_MAY_LOAD and not m.startswith("scuffle.anim.reference"))]
 
 
+@pytest.mark.slow
 def test_importing_the_reference_loads_no_engine_and_no_numba():
     """A fresh ``import scuffle.anim.reference`` loads enums, options, errors and plain data
     only: no Player, table, kernel, recipe expansion, callback registry or numba (the

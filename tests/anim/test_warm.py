@@ -35,6 +35,7 @@ def test_warm_is_public_and_only_loads_a_warm_cache():
     assert coldstart.all_cached()
 
 
+@pytest.mark.slow
 def test_the_warm_command_says_where_the_kernels_are():
     scuffle.warm()
     r = subprocess.run([sys.executable, "-m", "scuffle", "warm"], capture_output=True, text=True, timeout=300,
@@ -56,6 +57,7 @@ print(json.dumps([coldstart.all_cached(), {n: len(getattr(snapkernel, n).signatu
 """
 
 
+@pytest.mark.slow
 def test_warm_leaves_the_snapshot_files_kernels_in_the_cache_when_they_are_there():
     """With every kernel cached, warm() loads those of the update and the commands, and
     leaves the snapshot file's in the cache (a game that writes no file does not hold
@@ -182,6 +184,7 @@ def test_no_background_compile_when_turned_off_or_nothing_is_missing(monkeypatch
     assert coldstart.compile_rest() is False                     # once per process
 
 
+@pytest.mark.slow
 def test_the_snapshot_files_kernels_are_warmed_with_a_files_own_argument_types():
     """``scuffle warm`` compiles the snapshot file's kernels (anim.engine.snapkernel, listed in
     ALL_KERNELS) for the very types a file's write and read pass: after the warm-up, a

@@ -314,6 +314,7 @@ def test_the_window_keys(tmp_path):
         app.sim.close()
 
 
+@pytest.mark.slow
 def test_the_window_loop_runs_and_saves_a_screenshot(tmp_path):
     from scuffle.demo.app import App
 

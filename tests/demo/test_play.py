@@ -116,6 +116,7 @@ def test_run_never_replaces_what_is_not_a_regular_file_and_writes_whole(fight, t
     assert not any(p.name.startswith(".") or p.suffix == ".tmp" for p in tmp_path.rglob("*"))
 
 
+@pytest.mark.slow
 def test_the_last_frame_within_a_tenth_of_the_one_before_replaces_it(fight, tmp_path):
     """Frames every 0.1 s (3 updates) over 91 updates: update 90 is 3.0 s and update 91
     3.03 s, one name: the last update's picture is the one kept, once on the sheet."""

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 NOISY = r'''
@@ -33,6 +35,7 @@ def test_sdl_quiet_drops_the_noise_and_keeps_the_rest():
     assert r.stderr.splitlines() == ["a real problem", "after"]
 
 
+@pytest.mark.slow
 def test_a_demo_that_falls_back_to_headless_prints_no_sdl_noise(tmp_path):
     """Wayland named but no runtime folder: SDL complains while it looks for a driver,
     then falls back; the demo says so in its own one line and runs headless."""

@@ -24,6 +24,7 @@ def cache(tmp_path_factory):
 
 
 @needs_cxx
+@pytest.mark.slow
 def test_the_anchor_builds_into_the_cache_and_poses_as_the_kernel(cache):
     src_dir = Path(bench.__file__).with_name("anchor")
     before = sorted(p.name for p in src_dir.iterdir())

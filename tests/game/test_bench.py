@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scuffle_cli import run_scuffle  # noqa: E402
 
 
+@pytest.mark.slow
 def test_bench_json_report_has_the_pinned_keys():
     p = subprocess.run([sys.executable, "-m", "scuffle", "bench", "--humans", "12", "--updates", "4",
                         "--scalar-updates", "2", "--json", "--no-compile-time"], capture_output=True, text=True,
@@ -41,6 +42,7 @@ def test_bench_json_report_has_the_pinned_keys():
     assert 0 < inside <= 1.1 * report["stage_pass_cpu_ms_mean"], (inside, report["stage_pass_cpu_ms_mean"])
 
 
+@pytest.mark.slow
 def test_bench_runs_the_representative_stack_and_times_every_system():
     r = run_bench(30, 70, scalar_updates=1, memory=False)
     shapes = r["stack_shapes"]
@@ -197,6 +199,7 @@ def test_the_memory_goal_reads_the_process_that_runs_the_crowd_alone():
     assert row["figure"] == 243.0 and row["met"] is True
 
 
+@pytest.mark.slow
 def test_crowd_memory_measures_the_crowd_in_its_process():
     """crowd_memory: the resident set after the imports, after the kernels' load, and the
     crowd's peak, each at least the one before (MB, from /proc on Linux)."""

@@ -19,6 +19,7 @@ def _child(seconds: float, out: str = "{}", code: int = 0) -> subprocess.Popen:
                             text=True)
 
 
+@pytest.mark.slow
 def test_a_long_child_gets_dots_then_its_time():
     progress = io.StringIO()
     p = _child(1.0, out='{"ok": 1}')

@@ -48,6 +48,7 @@ def test_a_second_settle_frees_the_garbage_frozen_by_the_first(unfrozen):
     assert ref() is None                             # ... until the next settle unfreezes it first
 
 
+@pytest.mark.slow
 def test_the_bench_settles_unless_told_not_to(unfrozen):
     settled = run_bench(6, 3, scalar_updates=1, crowd="realistic", memory=False)
     assert settled["gc_settled"] > 1000

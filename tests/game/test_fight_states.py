@@ -34,6 +34,7 @@ def test_the_fights_state_functions_are_one_group_in_their_place():
         game.close()
 
 
+@pytest.mark.slow
 def test_one_pass_over_the_fights_rows_gives_each_fights_own_bits(monkeypatch):
     """A crowd with several fight pairs moving, striking and throwing: the trace bytes and
     checksums of 120 updates with the one pass are those of each fight's own state

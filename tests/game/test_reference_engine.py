@@ -26,6 +26,8 @@ def _cut(updates: int) -> str:
     return head.replace("updates = 3600", f"updates = {updates}") + "".join("[[commands]]" + c for c in keep)
 
 
+@pytest.mark.slow
+@pytest.mark.bits
 def test_scuffle_run_on_the_reference_gives_the_compiled_trace(tmp_path):
     (tmp_path / "fight.toml").write_text(_cut(300), encoding="utf-8")
     out = {}

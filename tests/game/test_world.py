@@ -140,6 +140,7 @@ def test_human_names_are_checked(new_game):
         g.body("zed")
 
 
+@pytest.mark.slow
 def test_game_steps_without_pygame():
     code = """
 import sys

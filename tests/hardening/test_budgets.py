@@ -131,6 +131,7 @@ def test_more_humans_than_the_limit_are_refused_before_any_is_built():
         parse_scenario(_many_humans(MAX_HUMANS + 1))
 
 
+@pytest.mark.slow
 def test_a_crowd_and_a_large_bank_together_are_refused_on_the_worlds_budget(tmp_path):
     """20,000 humans (234 MiB once stepped) fit, 3 long clips (113 MB of tables) fit, not
     both: refused before the world is built."""

@@ -8,6 +8,8 @@ import ast
 import dataclasses
 import re
 
+import pytest
+
 from scuffle.anim.playback.player import PlayerOptions
 
 from .support import REPO
@@ -46,6 +48,7 @@ def test_every_entry_has_evidence_default_option_and_tests():
         assert "Spec " in body or "spec" in body, title
 
 
+@pytest.mark.slow
 def test_every_test_the_catalogue_names_exists():
     names = _test_names()
     cited = set(re.findall(r"\b(test_[a-z0-9_]+)", DOC.read_text(encoding="utf-8")))

@@ -123,6 +123,7 @@ def _last_json(r: subprocess.CompletedProcess) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_world_writable_numba_cache_dir_is_replaced_by_a_private_folder_said_once(tmp_path):
     home = _folder(tmp_path, "home", 0o700)
     shared = _folder(tmp_path, "shared", 0o777)

@@ -210,6 +210,7 @@ def _python(code: str, env: dict, timeout: float = 60, one_core: bool = False) -
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+@pytest.mark.slow
 def test_no_child_on_one_core_without_a_cache_or_python(tmp_path):
     code = "from scuffle.anim.engine import coldstart; print(coldstart.aside_allowed())"
     cache = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}

@@ -412,6 +412,8 @@ def test_the_scanner_passes_the_deterministic_forms():
     assert scan_source(src) == []
 
 
+@pytest.mark.slow
+@pytest.mark.bits
 def test_no_wall_clock_unseeded_random_or_set_order_in_the_simulation():
     findings = scan_packages()
     unexplained = [f"{p}:{line}: {rule}: {what}" for p, line, rule, what in findings

@@ -253,6 +253,7 @@ def test_an_install_with_no_writable_cache_folder_runs_and_says_so_once(tmp_path
     assert sorted(str(p) for p in site.rglob("*")) == before
 
 
+@pytest.mark.slow
 def test_numba_disable_jit_runs_without_the_announcement(tmp_path):
     """NUMBA_DISABLE_JIT=1 with an empty cache folder: nothing compiles, nothing is said
     about compiling, the run succeeds and the cache folder stays empty."""

@@ -96,6 +96,7 @@ def _python(code: str, cache: Path, timeout: float = 120) -> subprocess.Complete
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_the_library_announces_a_cold_cache_once_through_logging(tmp_path):
     # An empty NUMBA_CACHE_DIR is a cold cache; nothing compiles here (no kernel is called).
     code = ("from scuffle.anim.playback import warmup\n"
@@ -109,6 +110,7 @@ def test_the_library_announces_a_cold_cache_once_through_logging(tmp_path):
     assert "machine" not in r.stderr
 
 
+@pytest.mark.slow
 def test_a_host_can_silence_the_notice(tmp_path):
     code = ("import logging; logging.getLogger('scuffle').setLevel(logging.ERROR)\n"
             "from scuffle.anim.playback import warmup\n"
@@ -128,6 +130,7 @@ def test_a_hosts_first_step_on_a_cold_cache_says_so_once(tmp_path_factory):
     assert r["stderr"].count("compiling the animation kernels (once per install") == 1
 
 
+@pytest.mark.slow
 def test_the_benchs_parts_of_the_animation_step_print_indented_under_it():
     r = run_scuffle("bench", "--humans", "2", "--updates", "2", "--scalar-updates", "1", "--no-compile-time")
     assert r.returncode == 0, r.stderr
