@@ -18,14 +18,26 @@ ends" (the release, L314). Original: 0x00105570 AnimTask_FlushDeferred (calls +0
 from __future__ import annotations
 
 import math
+from enum import IntEnum
 from typing import Any, NamedTuple
 
-__all__ = ["Callback", "CallbackError", "UnknownCallback", "callback", "check_callback"]
+__all__ = ["Callback", "CallbackAction", "CallbackError", "UnknownCallback", "callback", "check_callback"]
 
 _PLAIN = (type(None), bool, int, float, str, bytes)
 # the plain types with nothing more to check (a float must be finite, a tuple is walked)
 _SIMPLE = frozenset({type(None), bool, int, str, bytes})
 _MAX_DEPTH = 8
+
+
+class CallbackAction(IntEnum):
+    """What a kind's handler does for a Callback of the kind with no arguments, declared
+    when it is registered, so that the compiled engine may do it itself instead of
+    stopping its flush to call the handler (the same state after). Ours."""
+
+    NONE = 0
+    # set again, on the human's held flags, the held bits (HeldFlags) of the unreleased
+    # tasks on its stack, and nothing else (the fight rules' keep_held)
+    KEEP_HELD = 1
 
 
 class CallbackError(ValueError):

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from scuffle.anim.base.callbackdata import Callback, CallbackError, UnknownCallback, callback, check_callback
+import numpy as np
 
-__all__ = ["Callback", "Callbacks", "CallbackError", "UnknownCallback", "callback", "check_callback", "CallbackTable",
-           "NO_CALLBACK"]
+from scuffle.anim.base.callbackdata import (Callback, CallbackAction, CallbackError, UnknownCallback, callback,
+                                          check_callback)
+
+__all__ = ["Callback", "CallbackAction", "Callbacks", "CallbackError", "UnknownCallback", "callback", "check_callback",
+           "CallbackTable", "NO_CALLBACK"]
 
 
 class Callbacks:
@@ -25,30 +28,51 @@ class Callbacks:
     a plain callable as ``fn(instance)``).
     """
 
-    __slots__ = ("_handlers", "_checks")
+    __slots__ = ("_handlers", "_checks", "_actions", "version")
 
     def __init__(self) -> None:
         self._handlers: dict[str, Callable] = {}
         self._checks: dict[str, Callable[[tuple], str | None]] = {}
+        self._actions: dict[str, CallbackAction] = {}
+        self.version = 0                 # counted up at each change of a kind's handler or action
 
-    def register(self, kind: str, handler: Callable, check: Callable[[tuple], str | None] | None = None) -> Callable:
+    def register(self, kind: str, handler: Callable, check: Callable[[tuple], str | None] | None = None,
+                 action: CallbackAction = CallbackAction.NONE) -> Callable:
         """Name ``handler`` ``kind``; returns it. Registering the same handler again is a
-        no-op. ``check(args)``: why a callback of this kind with ``args`` read from a file
-        (a snapshot) must be refused, or None (``check_args``); give one for every kind
-        whose handler trusts its arguments."""
+        no-op (its ``action`` replaced). ``check(args)``: why a callback of this kind with
+        ``args`` read from a file (a snapshot) must be refused, or None (``check_args``);
+        give one for every kind whose handler trusts its arguments. ``action``: what the
+        handler does for a callback of the kind with no arguments (CallbackAction), which
+        the compiled engine then does itself."""
         if not isinstance(kind, str) or not kind:
             raise CallbackError(f"Callbacks.register: kind {kind!r}: expected a non-empty str")
         if not callable(handler):
             raise CallbackError(f"Callbacks.register: handler for {kind!r} is not callable")
         if check is not None and not callable(check):
             raise CallbackError(f"Callbacks.register: check for {kind!r} is not callable")
+        if action.__class__ is not CallbackAction:
+            raise CallbackError(f"Callbacks.register: action for {kind!r}: {action!r} is not a CallbackAction")
         old = self._handlers.get(kind)
         if old is not None and old != handler:
             raise CallbackError(f"Callbacks.register: {kind!r} already names {old!r}")
+        if old is None or self._actions.get(kind, CallbackAction.NONE) is not action:
+            self.version += 1
         self._handlers[kind] = handler
+        if action is CallbackAction.NONE:
+            self._actions.pop(kind, None)
+        else:
+            self._actions[kind] = action
         if check is not None:
             self._checks[kind] = check
         return handler
+
+    def action_of(self, cb: Any) -> int:
+        """What the compiled engine may do for ``cb`` instead of calling its handler: a
+        Callback with no arguments of a kind registered with an action (CallbackAction),
+        else NONE (0)."""
+        if cb.__class__ is Callback and not cb.args and cb.kind in self._handlers:
+            return int(self._actions.get(cb.kind, CallbackAction.NONE))
+        return 0
 
     def check_args(self, kind: str, args: tuple) -> str | None:
         """Why a callback of ``kind`` with ``args`` (plain data, from a snapshot file) cannot
@@ -60,8 +84,10 @@ class Callbacks:
 
     def unregister(self, kind: str) -> None:
         """Forget ``kind`` (nothing if it is not registered)."""
-        self._handlers.pop(kind, None)
+        if self._handlers.pop(kind, None) is not None:
+            self.version += 1
         self._checks.pop(kind, None)
+        self._actions.pop(kind, None)
 
     def __contains__(self, kind: object) -> bool:
         return kind in self._handlers
@@ -123,13 +149,18 @@ class CallbackTable:
     an id that is not taken.
     """
 
-    __slots__ = ("values", "uses", "free", "_ids", "_saved", "_ids_kept")
+    __slots__ = ("values", "uses", "free", "_ids", "_saved", "_ids_kept", "actions", "classify", "classified")
 
     def __init__(self) -> None:
         self.values: list = []           # id -> the callback (None: a free id)
         self.uses: list[int] = []        # id -> rows naming it
         self.free: list[int] = []        # ids given back, the next one taken last
         self._ids: dict = {}             # the callback's key -> its id
+        # id -> what the compiled engine may run itself (Callbacks.action_of, 0: nothing),
+        # kept while ``classify`` is set (``reclassify``); grown as a new array
+        self.actions = np.zeros(16, np.int8)
+        self.classify: Callable[[Any], int] | None = None
+        self.classified: int | None = None   # the registry's version the actions were made under
         # the state last saved or loaded while the lists still equal it (None: they changed
         # since): a rollback's snapshots and restores between two changes share one copy
         self._saved: tuple | None = None
@@ -166,9 +197,30 @@ class CallbackTable:
                 self.values.append(cb)
                 self.uses.append(1)
             self._ids[k] = i
+            if self.classify is not None:
+                self._act(i, cb)
         else:
             self.uses[i] += 1
         return i
+
+    def _act(self, i: int, cb: Any) -> None:
+        acts = self.actions
+        if i >= len(acts):
+            grown = np.zeros(max(2 * len(acts), i + 1), np.int8)
+            grown[:len(acts)] = acts
+            acts = self.actions = grown
+        acts[i] = self.classify(cb) if cb is not None and self.classify is not None else 0
+
+    def reclassify(self, classify: Callable[[Any], int] | None, version: int | None = None) -> None:
+        """Each id's action made again with ``classify`` (Callbacks.action_of; None: every
+        one 0 and none kept), noted as made under the registry's ``version``."""
+        self.classify, self.classified = classify, version
+        acts = np.zeros(max(16, len(self.values)), np.int8)
+        if classify is not None:
+            for i, v in enumerate(self.values):
+                if v is not None:
+                    acts[i] = classify(v)
+        self.actions = acts
 
     def drop(self, i: int) -> None:
         """A row lets id ``i`` go (NO_CALLBACK: nothing); the last use frees the id."""
@@ -184,6 +236,8 @@ class CallbackTable:
             del self._ids[self.key(self.values[i])]
             self.values[i] = None
             self.free.append(i)
+            if i < len(self.actions):
+                self.actions[i] = 0
 
     def get(self, i: int) -> Any:
         """The callback of id ``i``, None for NO_CALLBACK."""
@@ -218,6 +272,8 @@ class CallbackTable:
                 got = self._ids_kept.get(id(values))
                 self._ids = dict(got[1]) if got is not None and got[0] is values else \
                     {self.key(v): i for i, v in enumerate(values) if v is not None}
+                if self.classify is not None:
+                    self.reclassify(self.classify, self.classified)
             self.uses[:] = uses
             self.free[:] = free
             self._saved = state
@@ -239,3 +295,5 @@ class CallbackTable:
         self.free[:] = free
         self._ids = ids
         self._saved = None                      # (a state not made by save: its lists may be the caller's)
+        if self.classify is not None:
+            self.reclassify(self.classify, self.classified)

@@ -275,7 +275,9 @@ class FlushBuffers(NamedTuple):
     maybe shorter than the task table); ``end_mark`` (the task table's ``on_end``: a
     callback id per row, >= 0 when it has an end callback, which Python runs) and
     ``report_mark`` (the human table's ``on_report``: >= 0 when the human has a report
-    callback, so a task of it holding 0x400000 stops for Python)."""
+    callback, so a task of it holding 0x400000 stops for Python); ``end_keep`` (int8, one
+    per callback id: 1 for a KEEP_HELD kind's callback with no arguments, which the kernel
+    runs itself: anim.engine.callbacks.CallbackAction)."""
     entries: np.ndarray
     ids: np.ndarray
     freed: np.ndarray
@@ -284,6 +286,7 @@ class FlushBuffers(NamedTuple):
     pool_out: np.ndarray
     end_mark: np.ndarray
     report_mark: np.ndarray
+    end_keep: np.ndarray
 
 
 # ---------------------------------------------------------------- a snapshot file's checks

@@ -22,7 +22,7 @@ CACHE = cache_setting(__file__)
 _helper, _kernel, _inline = jit_kinds(CACHE)
 
 __all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "FLUSH_RESUME", "FLUSH_KEYED",
-           "flush_release", "flush_anim_ids"]
+           "FLUSH_KEEP", "flush_release", "flush_anim_ids"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
@@ -39,6 +39,7 @@ FLUSH_HELD = 3                  # the held bits that entry's task held before it
 FLUSH_GEN = 4                   # that task row's generation at its release
 FLUSH_RESUME = 5                # in: 1 when entry ``lo`` is released already (its callbacks ran): discard it
 FLUSH_KEYED = 6                 # task rows given back holding a callback id (written to ``freed`` as ~row)
+FLUSH_KEEP = 7                  # in: 1 when the kernel may run a KEEP_HELD end callback itself (no command waiting)
 
 
 @_helper
@@ -202,7 +203,11 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     into ``counts[FLUSH_HELD]``, its row's generation into ``counts[FLUSH_GEN]``: Python runs
     the callbacks, then calls again with ``counts[FLUSH_RESUME]`` 1 to discard it first,
     unless its row went back meanwhile), or an entry held as objects (human row -1, not
-    begun); its index goes to ``counts[FLUSH_STOP]`` (``hi`` when none). Each release: the
+    begun); its index goes to ``counts[FLUSH_STOP]`` (``hi`` when none). An end callback
+    whose id is marked in ``buf.end_keep`` (a KEEP_HELD kind's, no arguments: its handler
+    only sets again the held bits the live tasks on the stack hold) with no report to make
+    runs here instead, when ``counts[FLUSH_KEEP]`` is 1 (no command waiting to be written
+    first, as the handler's read of the stack would write it). Each release: the
     record's state flag and held bits (``release_all``: HeldRelease.ORIGINAL), the anim id
     it reports into ``buf.ids[k]``, then its discard: the task and the next tasks it owns (deepest first),
     each counted back into the pool (``buf.pool_out``) when it is out, its rows then given
@@ -226,7 +231,7 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     c_anim, c_live, c_gen, c_free, c_nfree = cursors.anim, cursors.live, cursors.gen, cursors.free_rows, cursors.n_free
     g_leader = gaits.leader
     entries, ids, freed, counts, chain, pool_out = buf.entries, buf.ids, buf.freed, buf.counts, buf.chain, buf.pool_out
-    end_mark, report_mark = buf.end_mark, buf.report_mark
+    end_mark, report_mark, end_keep = buf.end_mark, buf.report_mark, buf.end_keep
     n_pool = pool_out.shape[0]
     t_on_end, t_on_wrap, t_partner = tasks.on_end, tasks.on_wrap, tasks.partner_name
     nf = counts[FLUSH_FREED]
@@ -246,7 +251,13 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
             held = t_held[r]
             _release_flags(h, r, release_all, humans, tasks)
             ids[k] = _anim_of(r, tasks, gaits, cursors)
-            if end_mark[r] >= 0 or ((held & _REPORT) != 0 and report_mark[h] >= 0):
+            report = (held & _REPORT) != 0 and report_mark[h] >= 0
+            cb = end_mark[r]
+            if cb >= 0 and not report and counts[FLUSH_KEEP] and cb < end_keep.shape[0] and end_keep[cb]:
+                # its end callback's handler sets again the held bits the live tasks on the
+                # stack hold, and nothing else (CallbackAction.KEEP_HELD): done here
+                h_flags[h] |= _held_by_others(h, r, humans, tasks)
+            elif cb >= 0 or report:
                 counts[FLUSH_HELD] = held     # Python runs its callbacks, then resumes with its discard
                 counts[FLUSH_GEN] = t_gen[r]
                 stop = k

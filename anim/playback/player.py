@@ -248,7 +248,7 @@ class Player:
         # the flush kernel's scratch, sized on the task table: the task rows it gives back,
         # a task and the next tasks it owns (anim.engine.kernels.flush_release)
         # the flush's freed rows and chain walk: task rows, int32 as the table's links (store.ROW_LINK)
-        self._flush_scratch = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(K.FLUSH_KEYED + 1, np.int64))
+        self._flush_scratch = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(K.FLUSH_KEEP + 1, np.int64))
         # its counts read and written through a memoryview (no numpy call: after the step's
         # kernels, each kind of numpy call's first use in an update costs 10-20 us)
         self._flush_counts: Any = memoryview(cast(Any, self._flush_scratch[2]))
@@ -655,9 +655,11 @@ class Player:
         tasks = self.stores.tasks
         cv = self._flush_counts
         last = self._flush_last
+        calls = self.stores.calls
         if (resume and last is not None and last[1] == self.stores.signal.now and not eng.debug
                 and len(self._clips) == eng._n_clips and (buf := last[0].buf).entries is ents
-                and buf.pool_out is self.pool.out):
+                and buf.pool_out is self.pool.out and buf.end_keep is calls.actions
+                and calls.classified == self.callbacks.version):
             inputs = FlushInputs(lo, hi, *last[0][2:])
         else:
             inputs = self._flush_inputs(ents, lo, hi)
@@ -665,6 +667,10 @@ class Player:
         freed, ids = buf.freed, buf.ids
         cv[K.FLUSH_FREED] = cv[K.FLUSH_IN] = cv[K.FLUSH_STOP] = cv[K.FLUSH_KEYED] = 0
         cv[K.FLUSH_RESUME] = 1 if resume else 0
+        # the kernel runs a KEEP_HELD end callback itself unless a command waits to be
+        # written (the handler's read of the stack writes the human's first: write_first_for)
+        waiting = self.stores.humans.commands
+        cv[K.FLUSH_KEEP] = 0 if waiting is not None and waiting.n else 1
         job = eng._flush_job
         if resume and job.resumes(inputs):
             eng._flush_release(*inputs)
@@ -704,12 +710,21 @@ class Player:
             ids = self._flush_ids = np.zeros(len(ents), np.int64)
         em = tasks.on_end                           # the callback ids (NO_CALLBACK: none)
         rm = st.humans.on_report
-        key = (self.stores.signal.now, ents, ids, freed, self.pool.out, em, rm)
+        keep = self._end_keep()
+        key = (self.stores.signal.now, ents, ids, freed, self.pool.out, em, rm, keep)
         args = self._flush_args
         if args is None or any(map(_is_not, key, args[0])):     # the very objects: kept, else made again
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
-                                       FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm))
+                                       FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm, keep))
         return FlushInputs(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4])
+
+    def _end_keep(self) -> np.ndarray:
+        """The callback ids whose end callback the flush kernel runs itself (an int8 per id:
+        CallbackAction.KEEP_HELD, anim.engine.callbacks), made again when the registry changed."""
+        calls, reg = self.stores.calls, self.callbacks
+        if calls.classify is None or calls.classified != reg.version:
+            calls.reclassify(reg.action_of, reg.version)
+        return calls.actions
 
     @staticmethod
     def _rows_back(tasks: Table, freed: np.ndarray, nf: int, keyed: int) -> None:

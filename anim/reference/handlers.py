@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from scuffle.anim.base.callbackdata import Callback, CallbackError, UnknownCallback
+from scuffle.anim.base.callbackdata import Callback, CallbackAction, CallbackError, UnknownCallback
 
 __all__ = ["RefCallbacks", "plain_callback"]
 
@@ -65,16 +65,21 @@ class RefCallbacks:
         self.handlers: dict[str, Callable] = {}
         self.checks: dict[str, Callable] = {}
 
-    def register(self, kind: str, handler: Callable, check: Callable | None = None) -> Callable:
+    def register(self, kind: str, handler: Callable, check: Callable | None = None,
+                 action: CallbackAction = CallbackAction.NONE) -> Callable:
         """Name ``handler`` ``kind`` (the same handler again: nothing); returns it.
-        CallbackError: a kind that is not a non-empty str, a handler or check that is not
-        callable, a kind another handler already has."""
+        ``action``: what the compiled engine may do instead of calling the handler; the
+        reference calls every handler. CallbackError: a kind that is not a non-empty str, a
+        handler or check that is not callable, an action that is not a CallbackAction, a
+        kind another handler already has."""
         if not isinstance(kind, str) or kind == "":
             raise CallbackError(f"Callbacks.register: kind {kind!r}: expected a non-empty str")
         if not callable(handler):
             raise CallbackError(f"Callbacks.register: handler for {kind!r} is not callable")
         if check is not None and not callable(check):
             raise CallbackError(f"Callbacks.register: check for {kind!r} is not callable")
+        if action.__class__ is not CallbackAction:
+            raise CallbackError(f"Callbacks.register: action for {kind!r}: {action!r} is not a CallbackAction")
         if kind in self.handlers and self.handlers[kind] != handler:
             raise CallbackError(f"Callbacks.register: {kind!r} already names {self.handlers[kind]!r}")
         self.handlers[kind] = handler

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from scuffle.anim.data.clip import EventType
+from scuffle.anim.engine.callbacks import CallbackAction
 from scuffle.anim.base.limits import INT32_MAX, MAX_COORD, MAX_HEALTH, check_int
 from scuffle.anim.data.rangelist import NUM_ANIM_IDS
 from scuffle.components import Combat, HumanRecord
@@ -142,7 +143,10 @@ class Fight(Hits):
         # with the world's callbacks (several Fights on one world each get their own kind)
         taken = sum(1 for k in self.player.callbacks.kinds() if k.startswith("scuffle.fight."))
         self.end_kind = f"scuffle.fight.{taken}.end"
-        self.player.callbacks.register(self.end_kind, self._end_noted, self._end_args_fit)
+        # with no arguments (a task with no move's end) the handler only keeps the held bits:
+        # the compiled flush does that itself (CallbackAction.KEEP_HELD)
+        self.player.callbacks.register(self.end_kind, self._end_noted, self._end_args_fit,
+                                       action=CallbackAction.KEEP_HELD)
         self.controllers: list = []       # AI / input callables(fight) run each actions phase
         # the AIs' state (game.fighters.airows): a row each of this table, which lies in the
         # Game's snapshot arena (a snapshot and a restore copy it with the engine's tables)

@@ -833,7 +833,7 @@ def test_the_reference_names_only_enums_options_errors_and_data():
         "options": {"PlayerOptions"},
         "skeleton": {"NUM_BONES", "REFERENCE_ROTATIONS", "HUMANOID"},
         "detmath": {"acos_s", "sin_cos_s", "cos_pi_s"},       # + - * / sqrt: the same bits anywhere
-        "callbackdata": {"Callback", "CallbackError", "UnknownCallback"},
+        "callbackdata": {"Callback", "CallbackAction", "CallbackError", "UnknownCallback"},
         "recipedata": {"Arg", "ClipStep", "DirectionStep", "GaitStep", "LoopStep", "MixStep", "PickStep", "Place", "Recipe",
                        "RecipeError"},
     }

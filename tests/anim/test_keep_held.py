@@ -1,0 +1,152 @@
+"""An end callback the compiled flush runs itself: a kind registered with
+``CallbackAction.KEEP_HELD`` (its handler, given no arguments, only sets again the held
+bits the unreleased tasks on the human's stack hold: the fight rules' keep_held).
+
+The state after every update equals that of the same kind registered without the action
+(the handler called at each release) and the reference's, bit for bit; the handler is
+not called for a callback with no arguments, and is for one with arguments, for a kind
+registered without the action, and while a command waits to be written.
+"""
+from __future__ import annotations
+
+import pytest
+
+from scuffle.anim.base.enums import HeldFlags
+from scuffle.anim.engine.callbacks import Callback, CallbackAction, CallbackError, Callbacks, CallbackTable, UnknownCallback
+from scuffle.anim.engine.stack import CharacterInstance
+from scuffle.anim.playback.player import Player, PlayerOptions
+from scuffle.anim.reference import RefInstance, Reference
+from scuffle.game.fighters.moveset import demo_set
+
+# compares bits: .ci/run runs it once more with numpy's AVX2 and AVX-512 kernels off
+pytestmark = pytest.mark.simd
+
+IDLE = 388
+CLIPS = (15, 12, 69)
+LOOP_HELD = int(HeldFlags.WINDUP | HeldFlags.STILL_80)
+CLIP_HELD = int(HeldFlags.WINDUP | HeldFlags.RECOVERY | HeldFlags.STILL_80)
+
+
+def _run(world, cls, action, updates: int = 90, with_args: int = 2, on_args=None, keeps: bool = True):
+    """Three humans, each a clip handing over to a loop that holds some of the clip's held
+    bits, again and again; the end callbacks with no arguments but human ``with_args``'s
+    (whose handler also calls ``on_args(world, humans)``; ``keeps`` False: a handler that
+    keeps nothing). Out: the held flags and stacks of every human after each update, and
+    the handler's calls."""
+    calls: list[tuple] = []
+    hs: list = []
+
+    def keep(inst, *args):
+        calls.append(args)
+        if args and on_args is not None:
+            on_args(world, hs)
+        held = Player.held_on_stack(inst) if keeps else 0
+        if held:
+            inst.record.flags |= held
+
+    world.callbacks.register("keep", keep, action=action)
+    aset = demo_set()
+    hs.extend(cls(aset, f"h{i}") for i in range(3))
+    trace = []
+
+    def start(i, h):
+        cb = Callback("keep", (i,)) if i == with_args else Callback("keep")
+        world.change(h, world.clip(h, CLIPS[i], world.loop(h, IDLE, held=LOOP_HELD), blend=0.1, held=CLIP_HELD,
+                                   on_end=cb), 0.05)
+
+    for i, h in enumerate(hs):
+        start(i, h)
+    world.flush()
+    for u in range(updates):
+        if u % 30 == 29:
+            for i, h in enumerate(hs):
+                start(i, h)
+        world.step(hs)
+        world.flush()
+        trace.append([(int(h.record.flags), [(int(t.type), t.anim_id()) for t in h.stack]) for h in hs])
+    return trace, calls
+
+
+def test_the_kernels_keep_held_gives_the_handlers_state_and_calls_it_only_with_arguments():
+    kernel, k_calls = _run(Player(PlayerOptions()), CharacterInstance, CallbackAction.KEEP_HELD)
+    python, p_calls = _run(Player(PlayerOptions()), CharacterInstance, CallbackAction.NONE)
+    ref, r_calls = _run(Reference(PlayerOptions()), RefInstance, CallbackAction.KEEP_HELD)
+    assert kernel == python == ref
+    # the loop's bits are set again after each clip's release (the original's release
+    # clears them all): a handler that keeps nothing leaves other flags
+    nothing, _ = _run(Player(PlayerOptions()), CharacterInstance, CallbackAction.NONE, keeps=False)
+    assert nothing != kernel
+    assert p_calls.count(()) >= 6 and r_calls == p_calls
+    assert () not in k_calls and k_calls == [a for a in p_calls if a]
+
+
+def test_a_command_waiting_has_the_handler_run_in_python():
+    """A callback run in Python (one with arguments, human 0's) buffers a prepared command
+    for human 1, whose clip ends in the same flush after it: the kernel leaves human 1's
+    callback to Python, where the handler's read of the stack writes the command first,
+    and the state is the handler's everywhere."""
+    from scuffle.anim.base.recipedata import ClipStep, LoopStep, Place, Recipe
+
+    made: dict = {}
+
+    def buffer_one(world, hs):
+        # one prepared command a world: its first run learns its rows (run at once), the
+        # later ones are buffered rows, written when a read of the human's rows needs them
+        cmd = made.get(id(world))
+        if cmd is None:
+            cmd = made[id(world)] = world.prepare(Recipe(Place.PUSH, (ClipStep(CLIPS[2]), LoopStep(IDLE))))
+        world.run(hs[1], cmd)
+
+    runs = [_run(w, cls, action, with_args=0, on_args=buffer_one)
+            for w, cls, action in ((Player(PlayerOptions()), CharacterInstance, CallbackAction.KEEP_HELD),
+                                   (Player(PlayerOptions()), CharacterInstance, CallbackAction.NONE),
+                                   (Reference(PlayerOptions()), RefInstance, CallbackAction.KEEP_HELD))]
+    (kernel, k_calls), (python, p_calls), (ref, _) = runs
+    assert kernel == python == ref
+    # human 1's callbacks after human 0's buffered command ran in Python (not the first:
+    # the command's first run is not buffered); human 2's (alone in its flush) in the kernel
+    assert 0 < k_calls.count(()) < p_calls.count(())
+
+
+def test_a_kind_unregistered_after_its_ids_were_taken_is_unknown_again():
+    """The ids' actions follow the registry: a KEEP_HELD kind unregistered is not run in
+    the kernel any more, and its callbacks raise UnknownCallback as any other's."""
+    p = Player()
+    p.callbacks.register("keep", lambda inst, *a: None, action=CallbackAction.KEEP_HELD)
+    aset = demo_set()
+    h = CharacterInstance(aset, "h")
+    p.change(h, p.clip(h, CLIPS[0], p.loop(h, IDLE, held=LOOP_HELD), held=CLIP_HELD, on_end=Callback("keep")), 0.0)
+    p.flush()
+    p.callbacks.unregister("keep")
+    with pytest.raises(UnknownCallback, match="'keep'"):
+        for _ in range(200):
+            p.step([h])
+            p.flush()
+
+
+def test_the_registry_and_the_table_keep_each_ids_action():
+    reg = Callbacks()
+    with pytest.raises(CallbackError, match="not a CallbackAction"):
+        reg.register("k", lambda inst: None, action=1)
+    v0 = reg.version
+    reg.register("k", print, action=CallbackAction.KEEP_HELD)
+    assert reg.version == v0 + 1
+    reg.register("k", print, action=CallbackAction.KEEP_HELD)     # the same: no change
+    assert reg.version == v0 + 1
+    assert reg.action_of(Callback("k")) == CallbackAction.KEEP_HELD
+    assert reg.action_of(Callback("k", (1,))) == 0 and reg.action_of(Callback("other")) == 0 and reg.action_of(print) == 0
+    t = CallbackTable()
+    t.reclassify(reg.action_of, reg.version)
+    a, b = t.take(Callback("k")), t.take(Callback("k", (2,)))
+    assert t.actions[a] == 1 and t.actions[b] == 0
+    saved = t.save()
+    t.drop(a)
+    assert t.actions[a] == 0
+    c = t.take(Callback("other"))                  # the freed id taken again, by another
+    assert c == a and t.actions[c] == 0
+    t.load(saved, trusted=True)
+    assert t.actions[a] == 1 and t.actions[b] == 0
+    many = [t.take(Callback("k", (i,))) for i in range(40)] + [t.take(Callback("k"))]
+    assert len(t.actions) > max(many) and list(t.actions[many[:-1]]) == [0] * 40 and t.actions[many[-1]] == 1
+    reg.unregister("k")
+    assert reg.version == v0 + 2 and reg.action_of(Callback("k")) == 0
