@@ -38,8 +38,8 @@ class Callbacks:
 
     def register(self, kind: str, handler: Callable, check: Callable[[tuple], str | None] | None = None,
                  action: CallbackAction = CallbackAction.NONE) -> Callable:
-        """Name ``handler`` ``kind``; returns it. Registering the same handler again is a
-        no-op (its ``action`` replaced). ``check(args)``: why a callback of this kind with
+        """Name ``handler`` ``kind``; returns it. Registering the same handler again changes
+        nothing but its ``action``. ``check(args)``: why a callback of this kind with
         ``args`` read from a file (a snapshot) must be refused, or None (``check_args``);
         give one for every kind whose handler trusts its arguments. ``action``: what the
         handler does for a callback of the kind with no arguments (CallbackAction), which
