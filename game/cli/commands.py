@@ -26,8 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from scuffle.anim.data.clip import Clip, decode_positions, decode_rotations, key_frames, parse_clip
-from scuffle.anim.maths.pose import PoseStackOverflow
-from scuffle.anim.engine.stack import AnimLimitError
+from scuffle.anim.base.errors import AnimLimitError, PoseStackOverflow
 from scuffle.game.cli.errors import EXIT_ERROR, CliError, OneLineParser, anim_ref, examples, resolve_anim
 from scuffle.game.runtime.files import MAX_BINARY_BYTES, FileLimitError, read_limited
 from scuffle.game.runtime.version import __version__
@@ -285,9 +284,12 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
-def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[Command] = COMMANDS, only: str | None = None) -> argparse.ArgumentParser:
     """The argparse parser with one subparser per command (usage errors on one line). In:
-    ``commands``, the game's own (COMMANDS) unless given."""
+    ``commands``, the game's own (COMMANDS) unless given; ``only``: the one command whose
+    arguments are set up (a command's set-up imports what its arguments name: the
+    scenario, the player; ``--version``, ``--help`` and a usage error need none of it),
+    the others listed by name and help; None: every one."""
     parser = OneLineParser(prog=PROG, description="scuffle: the character animation runtime's tools",
                            **examples("scuffle demo --attract --seed 7", "scuffle run fight.toml --trace out.jsonl",
                                       "scuffle view demo --id THROW_BACK", "scuffle COMMAND --help"))
@@ -297,7 +299,8 @@ def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentPar
         own = command.add_arguments is passthrough         # demo / view parse their own --help
         p = sub.add_parser(command.name, help=command.help, description=command.help, add_help=not own,
                            **(examples(*command.examples) if command.examples else {}))
-        command.add_arguments(p)
+        if only is None or command.name == only:
+            command.add_arguments(p)
         p.set_defaults(run=command.run)
     return parser
 
@@ -357,7 +360,7 @@ def main(argv: Sequence[str] | None = None, extra: Sequence[Command] = (),
     if own is not None:                # demo / view: their own parser reads the rest, --help included
         args = argparse.Namespace(command=own.name, argv=argv[1:], run=own.run)
     else:
-        parser = build_parser(commands)
+        parser = build_parser(commands, only=argv[0] if argv else "")
         parser.set_defaults(pictures=pictures)
         try:
             args = parser.parse_args(argv)
