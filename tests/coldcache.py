@@ -231,18 +231,20 @@ def _main(argv: list[str]) -> int:
     docstring); with ``--install``, the cold warm-up's kernels then installed (``INSTALL``)."""
     install = "--install" in argv
     args = [a for a in argv if a != "--install"]
-    base, names = Path(args[0]), args[1:]
+    names = args[1:]
     unknown = [n for n in names if n not in MAKERS]
     if unknown or not names or (install and "cold-warm" not in names):
         print(f"usage: coldcache.py FOLDER {'|'.join(MAKERS)}... [--install] (unknown: {unknown})", file=sys.stderr)
         return 2
+    base = Path(args[0])
     base.mkdir(parents=True, exist_ok=True)
     for name in names:
         make(base, name, MAKERS[name])
     if install:
-        result = json.loads((base / "shared-cold-warm.json").read_text())
-        if "failed" in result:
-            print(f"the cold warm-up failed: {result['failed']}", file=sys.stderr)
+        try:
+            result = _read(base / "shared-cold-warm.json", "cold-warm")
+        except RuntimeError as exc:
+            print(exc, file=sys.stderr)
             return 1
         r = subprocess.run([sys.executable, "-c", INSTALL, result["cache"]], env=_no_cache_dir(), text=True,
                            capture_output=True, timeout=COLD_LIMIT_S)

@@ -132,6 +132,7 @@ def _typed(args: tuple) -> tuple:
     return tuple(out)
 
 
+_ACTIONS_MIN = 16       # the ids a CallbackTable's ``actions`` array holds at least
 _KEPT_INDEXES = 16      # the key indexes a CallbackTable keeps of its saved states (a rollback ring's depth and more)
 
 
@@ -144,7 +145,8 @@ class CallbackTable:
     taken once however many rows name it (``take``: a use counted up), given back when
     the last row naming it lets it go (``drop``: its id goes on a free list, reused next).
     Its state is three lists of plain values (``values``, ``uses``, ``free``): ``save``
-    copies them, ``load`` writes a copy back; the key index is made from ``values``.
+    copies them, ``load`` writes a copy back; the key index is made from ``values``, and so
+    are the ids' ``actions`` (what the flush kernel may run itself: ``reclassify``).
     In: a callback already checked (anim.engine.callbacks.check_callback). Rejected (ValueError):
     an id that is not taken.
     """
@@ -158,7 +160,7 @@ class CallbackTable:
         self._ids: dict = {}             # the callback's key -> its id
         # id -> what the compiled engine may run itself (Callbacks.action_of, 0: nothing),
         # kept while ``classify`` is set (``reclassify``); grown as a new array
-        self.actions = np.zeros(16, np.int8)
+        self.actions = np.zeros(_ACTIONS_MIN, np.int8)
         self.classify: Callable[[Any], int] | None = None
         self.classified: int | None = None   # the registry's version the actions were made under
         # the state last saved or loaded while the lists still equal it (None: they changed
@@ -198,24 +200,25 @@ class CallbackTable:
                 self.uses.append(1)
             self._ids[k] = i
             if self.classify is not None:
-                self._act(i, cb)
+                self._act(i, self.classify(cb))
         else:
             self.uses[i] += 1
         return i
 
-    def _act(self, i: int, cb: Any) -> None:
+    def _act(self, i: int, action: int) -> None:
+        """Id ``i``'s action set (the array grown to hold it)."""
         acts = self.actions
         if i >= len(acts):
             grown = np.zeros(max(2 * len(acts), i + 1), np.int8)
             grown[:len(acts)] = acts
             acts = self.actions = grown
-        acts[i] = self.classify(cb) if cb is not None and self.classify is not None else 0
+        acts[i] = action
 
     def reclassify(self, classify: Callable[[Any], int] | None, version: int | None = None) -> None:
         """Each id's action made again with ``classify`` (Callbacks.action_of; None: every
         one 0 and none kept), noted as made under the registry's ``version``."""
         self.classify, self.classified = classify, version
-        acts = np.zeros(max(16, len(self.values)), np.int8)
+        acts = np.zeros(max(_ACTIONS_MIN, len(self.values)), np.int8)
         if classify is not None:
             for i, v in enumerate(self.values):
                 if v is not None:

@@ -45,8 +45,8 @@ from numba.core.compiler_machinery import LoweringPass, register_pass
 from numba.core.typed_passes import NativeLowering
 from numba.extending import intrinsic
 
-__all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler", "InlineLinkOnlyLibrary", "InlineLinkOnlyCompiler", "TESTED_NUMBA", "link_only_supported", "entry_points_only",
-           "prefetch"]
+__all__ = ["LinkOnlyLibrary", "LinkOnlyCompiler", "InlineLinkOnlyLibrary", "InlineLinkOnlyCompiler", "TESTED_NUMBA",
+           "link_only_supported", "entry_points_only", "prefetch"]
 
 # The numba releases this module was checked against (it subclasses numba internals:
 # JITCodeLibrary's module finalisation, the codegen's set_env, the nopython pipeline's

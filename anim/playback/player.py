@@ -655,11 +655,9 @@ class Player:
         tasks = self.stores.tasks
         cv = self._flush_counts
         last = self._flush_last
-        calls = self.stores.calls
         if (resume and last is not None and last[1] == self.stores.signal.now and not eng.debug
                 and len(self._clips) == eng._n_clips and (buf := last[0].buf).entries is ents
-                and buf.pool_out is self.pool.out and buf.end_keep is calls.actions
-                and calls.classified == self.callbacks.version):
+                and buf.pool_out is self.pool.out and buf.end_keep is self._end_keep()):
             inputs = FlushInputs(lo, hi, *last[0][2:])
         else:
             inputs = self._flush_inputs(ents, lo, hi)
@@ -669,7 +667,7 @@ class Player:
         cv[K.FLUSH_RESUME] = 1 if resume else 0
         # the kernel runs a KEEP_HELD end callback itself unless a command waits to be
         # written (the handler's read of the stack writes the human's first: write_first_for)
-        waiting = self.stores.humans.commands
+        waiting = self.prepared.commands
         cv[K.FLUSH_KEEP] = 0 if waiting is not None and waiting.n else 1
         job = eng._flush_job
         if resume and job.resumes(inputs):

@@ -37,6 +37,11 @@ _SHORTEST_CAP = 1 << 18
 _BY_VALUE: dict[float, float] = {}          # f32_json's, by the value given (any number type)
 
 
+def _shortest(v) -> float:
+    """``v`` rounded to float32, as the shortest decimal that reads back to it."""
+    return float(str(np.float32(v)))
+
+
 def f32_json(v: float) -> float:
     """A float32 value as the shortest decimal that reads back to the same float32 (through
     a bounded memo keyed by the value; the zeros, one key for both signs, and NaN, which
@@ -45,9 +50,9 @@ def f32_json(v: float) -> float:
     try:
         s = _BY_VALUE.get(v)
     except TypeError:
-        return float(str(np.float32(v)))
+        return _shortest(v)
     if s is None:
-        s = float(str(np.float32(v)))
+        s = _shortest(v)
         if v != 0.0 and v == v:
             if len(_BY_VALUE) > _SHORTEST_CAP:
                 _BY_VALUE.clear()
@@ -72,7 +77,7 @@ def f32_values(values) -> list[float]:
     for b, v in zip(bits, flat.tolist()):
         s = memo.get(b)
         if s is None:
-            s = memo[b] = float(str(np.float32(v)))
+            s = memo[b] = _shortest(v)
         out.append(s)
     return out
 
