@@ -18,10 +18,10 @@ ends" (the release, L314). Original: 0x00105570 AnimTask_FlushDeferred (calls +0
 from __future__ import annotations
 
 import math
-from enum import IntEnum
+from enum import IntEnum, IntFlag
 from typing import Any, NamedTuple
 
-__all__ = ["Callback", "CallbackAction", "CallbackError", "UnknownCallback", "callback", "check_callback"]
+__all__ = ["Callback", "CallbackAction", "EndWork", "CallbackError", "UnknownCallback", "callback", "check_callback"]
 
 _PLAIN = (type(None), bool, int, float, str, bytes)
 # the plain types with nothing more to check (a float must be finite, a tuple is walked)
@@ -38,6 +38,19 @@ class CallbackAction(IntEnum):
     # set again, on the human's held flags, the held bits (HeldFlags) of the unreleased
     # tasks on its stack, and nothing else (the fight rules' keep_held)
     KEEP_HELD = 1
+
+
+class EndWork(IntFlag):
+    """What the compiled flush does for a callback id instead of stopping to call its
+    handler (a CallbackTable's ``actions``, one per id; 0: it stops). Ours."""
+
+    STOP = 0
+    # the kind's CallbackAction.KEEP_HELD, done on the human's held flags
+    KEEP_HELD = 1
+    # the id listed, in release order, for the kind's ``note`` (Callbacks.register), which
+    # the Player calls with the callback's arguments once the kernel returns, before any
+    # other callback runs
+    NOTE = 2
 
 
 class CallbackError(ValueError):

@@ -12,10 +12,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from scuffle.anim.base.callbackdata import (Callback, CallbackAction, CallbackError, UnknownCallback, callback,
-                                          check_callback)
+from scuffle.anim.base.callbackdata import (Callback, CallbackAction, CallbackError, EndWork, UnknownCallback,
+                                          callback, check_callback)
 
-__all__ = ["Callback", "CallbackAction", "Callbacks", "CallbackError", "UnknownCallback", "callback", "check_callback",
+__all__ = ["Callback", "CallbackAction", "EndWork", "Callbacks", "CallbackError", "UnknownCallback", "callback", "check_callback",
            "CallbackTable", "NO_CALLBACK"]
 
 
@@ -25,25 +25,31 @@ class Callbacks:
     ``register`` adds one (CallbackError for a handler that is not callable, a kind
     that is not a str, or a kind already taken by another handler); ``call`` runs a
     callback (a Callback through its handler, UnknownCallback when none is registered;
-    a plain callable as ``fn(instance)``).
+    a plain callable as ``fn(instance)``); ``note`` runs a noted callback's ``note``.
     """
 
-    __slots__ = ("_handlers", "_checks", "_actions", "version")
+    __slots__ = ("_handlers", "_checks", "_actions", "_notes", "version")
 
     def __init__(self) -> None:
         self._handlers: dict[str, Callable] = {}
         self._checks: dict[str, Callable[[tuple], str | None]] = {}
         self._actions: dict[str, CallbackAction] = {}
-        self.version = 0                 # counted up at each change of a kind's handler or action
+        self._notes: dict[str, Callable] = {}
+        self.version = 0                 # counted up at each change of a kind's handler, action or note
 
     def register(self, kind: str, handler: Callable, check: Callable[[tuple], str | None] | None = None,
-                 action: CallbackAction = CallbackAction.NONE) -> Callable:
+                 action: CallbackAction = CallbackAction.NONE, note: Callable | None = None) -> Callable:
         """Name ``handler`` ``kind``; returns it. Registering the same handler again changes
-        nothing but its ``action``. ``check(args)``: why a callback of this kind with
-        ``args`` read from a file (a snapshot) must be refused, or None (``check_args``);
-        give one for every kind whose handler trusts its arguments. ``action``: what the
-        handler does for a callback of the kind with no arguments (CallbackAction), which
-        the compiled engine then does itself."""
+        nothing but its ``action`` and ``note``. ``check(args)``: why a callback of this
+        kind with ``args`` read from a file (a snapshot) must be refused, or None
+        (``check_args``); give one for every kind whose handler trusts its arguments.
+        ``action``: what the handler does for a callback of the kind with no arguments
+        (CallbackAction), which the compiled engine then does itself. ``note``: declares
+        that for a callback with arguments the handler does ``action``, then calls
+        ``note(*args)``, which only records them (it reads nothing of the world and
+        commands nothing): the compiled flush then does the action itself and lists the
+        callback, and the Player calls ``note`` once the kernel returns, in release order,
+        before any other callback runs."""
         if not isinstance(kind, str) or not kind:
             raise CallbackError(f"Callbacks.register: kind {kind!r}: expected a non-empty str")
         if not callable(handler):
@@ -52,27 +58,45 @@ class Callbacks:
             raise CallbackError(f"Callbacks.register: check for {kind!r} is not callable")
         if action.__class__ is not CallbackAction:
             raise CallbackError(f"Callbacks.register: action for {kind!r}: {action!r} is not a CallbackAction")
+        if note is not None and not callable(note):
+            raise CallbackError(f"Callbacks.register: note for {kind!r} is not callable")
         old = self._handlers.get(kind)
         if old is not None and old != handler:
             raise CallbackError(f"Callbacks.register: {kind!r} already names {old!r}")
-        if old is None or self._actions.get(kind, CallbackAction.NONE) is not action:
+        if (old is None or self._actions.get(kind, CallbackAction.NONE) is not action
+                or self._notes.get(kind) != note):
             self.version += 1
         self._handlers[kind] = handler
         if action is CallbackAction.NONE:
             self._actions.pop(kind, None)
         else:
             self._actions[kind] = action
+        if note is None:
+            self._notes.pop(kind, None)
+        else:
+            self._notes[kind] = note
         if check is not None:
             self._checks[kind] = check
         return handler
 
     def action_of(self, cb: Any) -> int:
-        """What the compiled engine may do for ``cb`` instead of calling its handler: a
-        Callback with no arguments of a kind registered with an action (CallbackAction),
-        else NONE (0)."""
-        if cb.__class__ is Callback and not cb.args and cb.kind in self._handlers:
-            return int(self._actions.get(cb.kind, CallbackAction.NONE))
-        return 0
+        """What the compiled flush may do for ``cb`` instead of calling its handler
+        (EndWork): for a Callback with no arguments, its kind's action; with arguments,
+        its kind's action and NOTE when the kind has a ``note``; else STOP (0)."""
+        if cb.__class__ is not Callback or cb.kind not in self._handlers:
+            return 0
+        act = int(self._actions.get(cb.kind, CallbackAction.NONE))
+        if not cb.args:
+            return act
+        return act | int(EndWork.NOTE) if cb.kind in self._notes else 0
+
+    def note(self, cb: Callback) -> None:
+        """A listed callback's note: ``note(*cb.args)`` of its kind (the flush's
+        EndWork.NOTE). UnknownCallback: a kind with no note registered."""
+        fn = self._notes.get(cb.kind)
+        if fn is None:
+            raise UnknownCallback(f"callback kind {cb.kind!r}: no note registered")
+        fn(*cb.args)
 
     def check_args(self, kind: str, args: tuple) -> str | None:
         """Why a callback of ``kind`` with ``args`` (plain data, from a snapshot file) cannot
@@ -88,6 +112,7 @@ class Callbacks:
             self.version += 1
         self._checks.pop(kind, None)
         self._actions.pop(kind, None)
+        self._notes.pop(kind, None)
 
     def __contains__(self, kind: object) -> bool:
         return kind in self._handlers

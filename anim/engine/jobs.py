@@ -83,7 +83,7 @@ COLUMN_TYPES: dict[type, dict[str, tuple[str, int, str]]] = {
 }
 _WALK = 64                      # kernels_step's walk scratch (rows a stack and its next tasks span)
 _COUNTS = 5                     # step_stacks' counts (COUNT_EVENTS ... COUNT_WRAPS)
-_FLUSH_COUNTS = 8               # flush_release's counts (FLUSH_FREED ... FLUSH_KEEP)
+_FLUSH_COUNTS = 9               # flush_release's counts (FLUSH_FREED ... FLUSH_NOTED)
 _FEW = 16                       # rows checked one by one below this (numpy's min and max cost more)
 
 
@@ -470,6 +470,7 @@ class FlushJob(_Job):
         _at_least(k, "buf.report_mark", _array(k, "buf.report_mark", buf.report_mark, "int64", 1),
                   inputs.humans.depth.shape[0])
         _array(k, "buf.end_keep", buf.end_keep, "int8", 1)      # (any length: an id past it runs in Python)
+        _at_least(k, "buf.notes", _array(k, "buf.notes", buf.notes, "int32", 1), entries.shape[0])
 
     def _check_varying(self, inputs: FlushInputs) -> None:
         """The entry range ``lo``-``hi`` (within ``buf.entries`` and ``buf.ids``) and those entries' rows."""

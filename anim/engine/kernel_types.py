@@ -276,8 +276,10 @@ class FlushBuffers(NamedTuple):
     callback id per row, >= 0 when it has an end callback, which Python runs) and
     ``report_mark`` (the human table's ``on_report``: >= 0 when the human has a report
     callback, so a task of it holding 0x400000 stops for Python); ``end_keep`` (int8, one
-    per callback id: 1 for a KEEP_HELD kind's callback with no arguments, which the kernel
-    runs itself: anim.engine.callbacks.CallbackAction)."""
+    per callback id: the EndWork the kernel does itself instead of stopping, 0 for none:
+    anim.engine.callbacks.Callbacks.action_of); ``notes`` (int32, out, at least as long as
+    ``entries``: the ids of the EndWork.NOTE callbacks released, in order, the first
+    ``counts[FLUSH_NOTED]``)."""
     entries: np.ndarray
     ids: np.ndarray
     freed: np.ndarray
@@ -287,6 +289,7 @@ class FlushBuffers(NamedTuple):
     end_mark: np.ndarray
     report_mark: np.ndarray
     end_keep: np.ndarray
+    notes: np.ndarray
 
 
 # ---------------------------------------------------------------- a snapshot file's checks

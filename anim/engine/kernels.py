@@ -24,7 +24,7 @@ from scuffle.anim.engine.kernels_pose import NO_POSE, QUEUED_POSE, pose_plan, po
 from scuffle.anim.engine.kernels_step import (COUNT_DEFERRED, COUNT_EVENTS, COUNT_GAITS, COUNT_STOPPED, COUNT_WRAPS, STATUS_BAD,
                            STATUS_DEFERRED, STATUS_EVENTS, STATUS_LEAN, STATUS_SKIPPED, STATUS_STACK, STATUS_TOP,
                            step_lean, step_stacks)
-from scuffle.anim.engine.kernels_flush import (FLUSH_FREED, FLUSH_GEN, FLUSH_HELD, FLUSH_IN, FLUSH_KEEP, FLUSH_KEYED, FLUSH_RESUME, FLUSH_STOP, flush_anim_ids,
+from scuffle.anim.engine.kernels_flush import (FLUSH_FREED, FLUSH_GEN, FLUSH_HELD, FLUSH_IN, FLUSH_KEEP, FLUSH_KEYED, FLUSH_NOTED, FLUSH_RESUME, FLUSH_STOP, flush_anim_ids,
                             flush_release)
 
 from scuffle.anim.engine.jitpipe import entry_points_only
@@ -50,7 +50,7 @@ __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_ste
            "STATUS_SKIPPED", "STATUS_LEAN", "step_lean",
            "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_GAITS", "COUNT_WRAPS",
            "flush_release", "flush_anim_ids", "FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN",
-           "FLUSH_RESUME", "FLUSH_KEYED", "FLUSH_KEEP", "STAGES", "MODULE_OF", "CACHE", "LINK_ONLY",
+           "FLUSH_RESUME", "FLUSH_KEYED", "FLUSH_KEEP", "FLUSH_NOTED", "STAGES", "MODULE_OF", "CACHE", "LINK_ONLY",
            # the interfaces (anim.engine.kernel_types), for the callers
            "HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
            "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers", "QUEUED_POSE"]

@@ -10,6 +10,7 @@ Spec: "The task stack" (the deferred flush). Original: 0x00175610 (the stack's c
 from __future__ import annotations
 
 import numpy as np
+from scuffle.anim.base.callbackdata import EndWork
 from scuffle.anim.base.enums import HeldFlags
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine.kernels_maths import jit_kinds
@@ -22,7 +23,7 @@ CACHE = cache_setting(__file__)
 _helper, _kernel, _inline = jit_kinds(CACHE)
 
 __all__ = ["FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN", "FLUSH_RESUME", "FLUSH_KEYED",
-           "FLUSH_KEEP", "flush_release", "flush_anim_ids"]
+           "FLUSH_KEEP", "FLUSH_NOTED", "flush_release", "flush_anim_ids"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
@@ -32,6 +33,8 @@ _AGAIN = -(1 << 62)          # flush_anim_ids: a human listed again (done at its
 
 _ANIM_STATE = int(HeldFlags.ANIM_STATE)
 _REPORT = int(HeldFlags.REPORT)
+_KEEP = int(EndWork.KEEP_HELD)
+_NOTE = int(EndWork.NOTE)
 FLUSH_FREED = 0                 # flush_release's counts: task rows written to ``freed``
 FLUSH_IN = 1                    # tasks counted back into the pool
 FLUSH_STOP = 2                  # the entry it stopped at (Python runs its callbacks), or ``hi``
@@ -39,7 +42,8 @@ FLUSH_HELD = 3                  # the held bits that entry's task held before it
 FLUSH_GEN = 4                   # that task row's generation at its release
 FLUSH_RESUME = 5                # in: 1 when entry ``lo`` is released already (its callbacks ran): discard it
 FLUSH_KEYED = 6                 # task rows given back holding a callback id (written to ``freed`` as ~row)
-FLUSH_KEEP = 7                  # in: 1 when the kernel may run a KEEP_HELD end callback itself (no command waiting)
+FLUSH_KEEP = 7                  # in: 1 when the kernel may do an end callback's EndWork itself (no command waiting)
+FLUSH_NOTED = 8                 # callback ids listed in ``buf.notes`` (EndWork.NOTE)
 
 
 @_helper
@@ -204,10 +208,12 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     the callbacks, then calls again with ``counts[FLUSH_RESUME]`` 1 to discard it first,
     unless its row went back meanwhile), or an entry held as objects (human row -1, not
     begun); its index goes to ``counts[FLUSH_STOP]`` (``hi`` when none). An end callback
-    whose id is marked in ``buf.end_keep`` (a KEEP_HELD kind's, no arguments: its handler
-    only sets again the held bits the live tasks on the stack hold) with no report to make
-    runs here instead, when ``counts[FLUSH_KEEP]`` is 1 (no command waiting to be written
-    first, as the handler's read of the stack would write it). Each release: the
+    whose id has work in ``buf.end_keep`` (EndWork: KEEP_HELD, its handler only sets again
+    the held bits the live tasks on the stack hold; NOTE, it then only records its
+    arguments: the id goes to ``buf.notes``, ``counts[FLUSH_NOTED]`` so far, for Python to
+    call the kind's note in order) with no report to make is done here instead, when
+    ``counts[FLUSH_KEEP]`` is 1 (no command waiting to be written first, as the handler's
+    read of the stack would write it). Each release: the
     record's state flag and held bits (``release_all``: HeldRelease.ORIGINAL), the anim id
     it reports into ``buf.ids[k]``, then its discard: the task and the next tasks it owns (deepest first),
     each counted back into the pool (``buf.pool_out``) when it is out, its rows then given
@@ -231,12 +237,13 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     c_anim, c_live, c_gen, c_free, c_nfree = cursors.anim, cursors.live, cursors.gen, cursors.free_rows, cursors.n_free
     g_leader = gaits.leader
     entries, ids, freed, counts, chain, pool_out = buf.entries, buf.ids, buf.freed, buf.counts, buf.chain, buf.pool_out
-    end_mark, report_mark, end_keep = buf.end_mark, buf.report_mark, buf.end_keep
+    end_mark, report_mark, end_keep, notes = buf.end_mark, buf.report_mark, buf.end_keep, buf.notes
     n_pool = pool_out.shape[0]
     t_on_end, t_on_wrap, t_partner = tasks.on_end, tasks.on_wrap, tasks.partner_name
     nf = counts[FLUSH_FREED]
     n_in = counts[FLUSH_IN]
     n_keyed = counts[FLUSH_KEYED]
+    n_noted = counts[FLUSH_NOTED]
     stop = hi
     for k in range(lo, hi):
         h = entries[k, 0]
@@ -253,10 +260,16 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
             ids[k] = _anim_of(r, tasks, gaits, cursors)
             report = (held & _REPORT) != 0 and report_mark[h] >= 0
             cb = end_mark[r]
-            if cb >= 0 and not report and counts[FLUSH_KEEP] and cb < end_keep.shape[0] and end_keep[cb]:
+            work = end_keep[cb] if 0 <= cb < end_keep.shape[0] and counts[FLUSH_KEEP] and not report else 0
+            if work:
                 # its end callback's handler sets again the held bits the live tasks on the
-                # stack hold, and nothing else (CallbackAction.KEEP_HELD): done here
-                h_flags[h] |= _held_by_others(h, r, humans, tasks)
+                # stack hold (EndWork.KEEP_HELD), then records its arguments (NOTE, in
+                # order), and nothing else: done here
+                if work & _KEEP:
+                    h_flags[h] |= _held_by_others(h, r, humans, tasks)
+                if work & _NOTE:
+                    notes[n_noted] = cb
+                    n_noted += 1
             elif cb >= 0 or report:
                 counts[FLUSH_HELD] = held     # Python runs its callbacks, then resumes with its discard
                 counts[FLUSH_GEN] = t_gen[r]
@@ -290,6 +303,7 @@ def flush_release(lo, hi, release_all, humans, tasks, task_rows, cursors, gaits,
     counts[FLUSH_FREED] = nf
     counts[FLUSH_IN] = n_in
     counts[FLUSH_KEYED] = n_keyed
+    counts[FLUSH_NOTED] = n_noted
     counts[FLUSH_STOP] = stop
 
 

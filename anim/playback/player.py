@@ -248,13 +248,14 @@ class Player:
         # the flush kernel's scratch, sized on the task table: the task rows it gives back,
         # a task and the next tasks it owns (anim.engine.kernels.flush_release)
         # the flush's freed rows and chain walk: task rows, int32 as the table's links (store.ROW_LINK)
-        self._flush_scratch = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(K.FLUSH_KEEP + 1, np.int64))
+        self._flush_scratch = (np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(K.FLUSH_NOTED + 1, np.int64))
         # its counts read and written through a memoryview (no numpy call: after the step's
         # kernels, each kind of numpy call's first use in an update costs 10-20 us)
         self._flush_counts: Any = memoryview(cast(Any, self._flush_scratch[2]))
         self._flush_ents = np.zeros((256, 2), np.int64)   # the entries a flush takes from the list
         self._flush_loaded = False                  # the flush's kernels called once (_load_flush_kernels)
         self._flush_ids = np.zeros(256, np.int64)         # the anim id each entry released
+        self._flush_notes = np.zeros(256, np.int32)       # the noted callbacks' ids (EndWork.NOTE), in order
         self._flush_args: tuple | None = None             # the kernel's RowStates and FlushBuffers, kept
         self._flush_last: tuple | None = None             # the last call's FlushInputs and the layout signal then
         self._log_open: tuple | None = None               # this round's last released_log entry (views), its range
@@ -382,10 +383,26 @@ class Player:
         try:
             self.callbacks.call(fn, inst)
         except Exception as exc:
-            if self.on_callback_error is not None:
-                self.on_callback_error(phase, exc)
-            else:
-                self._failed.append(exc)
+            self._callback_failed(phase, exc)
+
+    def _callback_failed(self, phase: str, exc: Exception) -> None:
+        """A callback's exception: to ``on_callback_error(phase, exc)`` when set, else kept
+        to be raised once the step or flush is done (``_raise_failed``)."""
+        if self.on_callback_error is not None:
+            self.on_callback_error(phase, exc)
+        else:
+            self._failed.append(exc)
+
+    def _run_notes(self, notes: np.ndarray, n: int) -> None:
+        """The notes of the ``n`` callbacks (ids in ``notes``) whose EndWork the flush kernel
+        did itself, in release order (Callbacks.note); an exception as ``run_callback``'s."""
+        values = self.stores.calls.values
+        note = self.callbacks.note
+        for i in notes[:n].tolist():
+            try:
+                note(values[i])
+            except Exception as exc:
+                self._callback_failed("flush", exc)
 
     def _raise_failed(self) -> None:
         if self._failed:
@@ -663,7 +680,7 @@ class Player:
             inputs = self._flush_inputs(ents, lo, hi)
             buf = inputs.buf
         freed, ids = buf.freed, buf.ids
-        cv[K.FLUSH_FREED] = cv[K.FLUSH_IN] = cv[K.FLUSH_STOP] = cv[K.FLUSH_KEYED] = 0
+        cv[K.FLUSH_FREED] = cv[K.FLUSH_IN] = cv[K.FLUSH_STOP] = cv[K.FLUSH_KEYED] = cv[K.FLUSH_NOTED] = 0
         cv[K.FLUSH_RESUME] = 1 if resume else 0
         # the kernel runs a KEEP_HELD end callback itself unless a command waits to be
         # written (the handler's read of the stack writes the human's first: write_first_for)
@@ -675,6 +692,8 @@ class Player:
         else:
             job.run(inputs, eng._flush_release)
         self._flush_last = (inputs, self.stores.signal.now)
+        if cv[K.FLUSH_NOTED]:                       # before the ids can go with their rows
+            self._run_notes(buf.notes, cv[K.FLUSH_NOTED])
         stop = cv[K.FLUSH_STOP]
         if stop != lo:
             self.pool.n_out -= cv[K.FLUSH_IN]
@@ -703,17 +722,20 @@ class Player:
         if len(freed) < cap:
             freed, chain = np.zeros(cap, np.int32), np.zeros(cap, np.int32)
             self._flush_scratch = (freed, chain, counts)
-        ids = self._flush_ids
+        ids, notes = self._flush_ids, self._flush_notes
         if len(ids) < len(ents):
             ids = self._flush_ids = np.zeros(len(ents), np.int64)
+        if len(notes) < len(ents):
+            notes = self._flush_notes = np.zeros(len(ents), np.int32)
         em = tasks.on_end                           # the callback ids (NO_CALLBACK: none)
         rm = st.humans.on_report
         keep = self._end_keep()
-        key = (self.stores.signal.now, ents, ids, freed, self.pool.out, em, rm, keep)
+        key = (self.stores.signal.now, ents, ids, freed, self.pool.out, em, rm, keep, notes)
         args = self._flush_args
         if args is None or any(map(_is_not, key, args[0])):     # the very objects: kept, else made again
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
-                                       FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm, keep))
+                                       FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm, keep,
+                                                    notes))
         return FlushInputs(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4])
 
     def _end_keep(self) -> np.ndarray:

@@ -66,12 +66,12 @@ class RefCallbacks:
         self.checks: dict[str, Callable] = {}
 
     def register(self, kind: str, handler: Callable, check: Callable | None = None,
-                 action: CallbackAction = CallbackAction.NONE) -> Callable:
+                 action: CallbackAction = CallbackAction.NONE, note: Callable | None = None) -> Callable:
         """Name ``handler`` ``kind`` (the same handler again: nothing); returns it.
-        ``action``: what the compiled engine may do instead of calling the handler; the
-        reference calls every handler. CallbackError: a kind that is not a non-empty str, a
-        handler or check that is not callable, an action that is not a CallbackAction, a
-        kind another handler already has."""
+        ``action`` and ``note``: what the compiled engine may do instead of calling the
+        handler; the reference calls every handler. CallbackError: a kind that is not a
+        non-empty str, a handler, check or note that is not callable, an action that is not
+        a CallbackAction, a kind another handler already has."""
         if not isinstance(kind, str) or kind == "":
             raise CallbackError(f"Callbacks.register: kind {kind!r}: expected a non-empty str")
         if not callable(handler):
@@ -80,6 +80,8 @@ class RefCallbacks:
             raise CallbackError(f"Callbacks.register: check for {kind!r} is not callable")
         if action.__class__ is not CallbackAction:
             raise CallbackError(f"Callbacks.register: action for {kind!r}: {action!r} is not a CallbackAction")
+        if note is not None and not callable(note):
+            raise CallbackError(f"Callbacks.register: note for {kind!r} is not callable")
         if kind in self.handlers and self.handlers[kind] != handler:
             raise CallbackError(f"Callbacks.register: {kind!r} already names {self.handlers[kind]!r}")
         self.handlers[kind] = handler

@@ -143,10 +143,11 @@ class Fight(Hits):
         # with the world's callbacks (several Fights on one world each get their own kind)
         taken = sum(1 for k in self.player.callbacks.kinds() if k.startswith("scuffle.fight."))
         self.end_kind = f"scuffle.fight.{taken}.end"
-        # with no arguments (a task with no move's end) the handler only keeps the held bits:
-        # the compiled flush does that itself (CallbackAction.KEEP_HELD)
+        # the handler keeps the held bits (a task with no move's end: nothing else), then
+        # notes a move's end: the compiled flush does both itself (CallbackAction.KEEP_HELD,
+        # the note called in release order once its kernel returns)
         self.player.callbacks.register(self.end_kind, self._end_noted, self._end_args_fit,
-                                       action=CallbackAction.KEEP_HELD)
+                                       action=CallbackAction.KEEP_HELD, note=self._end_note)
         self.controllers: list = []       # AI / input callables(fight) run each actions phase
         # the AIs' state (game.fighters.airows): a row each of this table, which lies in the
         # Game's snapshot arena (a snapshot and a restore copy it with the engine's tables)

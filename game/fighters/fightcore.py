@@ -342,7 +342,13 @@ class FightCore:
         the end noted for the next actions phase."""
         keep_held(inst)
         if move:
-            self.pending.append(("end", *move))
+            self._end_note(*move)
+
+    def _end_note(self, *move) -> None:
+        """A move's end (``entity, what, serial``) noted for the next actions phase: the
+        part of ``_end_noted`` after the held bits, which reads nothing of the world (the
+        compiled flush keeps the bits and calls it: Callbacks.register's ``note``)."""
+        self.pending.append(("end", *move))
 
     def _guarded(self, ent: int, rule, *args) -> None:
         """Run one fight rule; a limit of the original it hits (the task pool, the stack)

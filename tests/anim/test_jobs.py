@@ -167,9 +167,9 @@ def _flush_inputs(game, entries: np.ndarray) -> J.FlushInputs:
     def rows(t):
         return RowState(t.live, t.gen, t.free_rows, t.n_free, t.free_at)
 
-    buf = FlushBuffers(entries, np.zeros(len(entries), np.int64), np.zeros(n_t, np.int32), np.zeros(8, np.int64),
+    buf = FlushBuffers(entries, np.zeros(len(entries), np.int64), np.zeros(n_t, np.int32), np.zeros(9, np.int64),
                        np.zeros(64, np.int32), np.zeros(n_t, np.bool_), np.full(n_t, -1, np.int32),
-                       np.full(n_h, -1, np.int64), np.zeros(16, np.int8))
+                       np.full(n_h, -1, np.int64), np.zeros(16, np.int8), np.zeros(len(entries), np.int32))
     return J.FlushInputs(0, len(entries), False, H, T, rows(st.tasks), C, G, rows(st.gaits), rows(st.fades), buf)
 
 
@@ -185,6 +185,8 @@ def test_flush_job_rejects_an_entry_outside_the_tables(engine, many):
     _rejects(job, good._replace(hi=n + 1), "lo, hi")
     _rejects(job, good._replace(task_rows=good.task_rows._replace(live=good.task_rows.live[:-1])), "task_rows.gen")
     _rejects(job, good._replace(buf=good.buf._replace(end_keep=np.zeros(16, np.int64))), "buf.end_keep")
+    _rejects(job, good._replace(buf=good.buf._replace(notes=np.zeros(n, np.int64))), "buf.notes")
+    _rejects(job, good._replace(buf=good.buf._replace(notes=np.zeros(n - 1, np.int32))), "buf.notes")
 
 
 def test_a_run_whose_range_alone_changed_checks_that_range(engine):

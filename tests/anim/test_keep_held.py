@@ -13,7 +13,7 @@ import pytest
 
 from scuffle.anim.base.enums import HeldFlags
 from scuffle.anim.engine.callbacks import (Callback, CallbackAction, CallbackError, Callbacks, CallbackTable,
-                                           UnknownCallback)
+                                           EndWork, UnknownCallback)
 from scuffle.anim.engine.stack import CharacterInstance
 from scuffle.anim.playback.player import Player, PlayerOptions
 from scuffle.anim.reference import RefInstance, Reference
@@ -152,3 +152,122 @@ def test_the_registry_and_the_table_keep_each_ids_action():
     assert len(t.actions) > max(many) and list(t.actions[many[:-1]]) == [0] * 40 and t.actions[many[-1]] == 1
     reg.unregister("k")
     assert reg.version == v0 + 2 and reg.action_of(Callback("k")) == 0
+
+
+def _run_noted(world, cls, noted: bool, updates: int = 120, fail: bool = False, same: bool = False):
+    """Three humans whose clips end again and again (``same``: one clip, so their three
+    releases fall in one flush, in the humans' order): human 1's end callback a kind with
+    no action (always run in Python), humans 0's and 2's a KEEP_HELD kind's, with their
+    number as argument on even rounds and none on odd ones; ``noted``: that kind has a
+    ``note`` (the compiled flush keeps the bits and lists it). Every handler and note
+    records into one list, so the order of the Python stops and the notes is compared;
+    ``fail``: the kind's handler and note raise for human 2. Out: the held flags and
+    stacks after each update, the records, the errors (phase, message) seen."""
+    seen: list = []
+    errors: list = []
+
+    def plain(inst, *args):
+        seen.append(("plain", args))
+
+    def note(*args):
+        if fail and args == (2,):
+            raise ValueError("note of 2")
+        seen.append(("keep", args))
+
+    def keep(inst, *args):
+        held = Player.held_on_stack(inst)
+        if held:
+            inst.record.flags |= held
+        if args:
+            note(*args)
+
+    world.callbacks.register("plain", plain)
+    world.callbacks.register("keep", keep, action=CallbackAction.KEEP_HELD, note=note if noted else None)
+    world.on_callback_error = lambda phase, exc: errors.append((phase, str(exc)))
+    aset = demo_set()
+    hs = [cls(aset, f"h{i}") for i in range(3)]
+    trace = []
+
+    def start(i, h, rnd):
+        cb = Callback("plain", (i,)) if i == 1 else Callback("keep", (i,)) if rnd % 2 == 0 else Callback("keep")
+        world.change(h, world.clip(h, CLIPS[0 if same else i], world.loop(h, IDLE, held=LOOP_HELD), blend=0.1, held=CLIP_HELD,
+                                   on_end=cb), 0.05)
+
+    for i, h in enumerate(hs):
+        start(i, h, 0)
+    world.flush()
+    for u in range(updates):
+        if u % 30 == 29:
+            for i, h in enumerate(hs):
+                start(i, h, u // 30 + 1)
+        world.step(hs)
+        world.flush()
+        trace.append([(int(h.record.flags), [(int(t.type), t.anim_id()) for t in h.stack]) for h in hs])
+    return trace, seen, errors
+
+
+@pytest.mark.parametrize("same", [False, True])
+def test_a_noted_kind_gives_the_handlers_state_and_order_without_stopping_for_it(same):
+    """The compiled flush keeps the held bits of a noted kind's callback with arguments and
+    lists it; its note runs in release order, before the next Python stop as the handler
+    would have run (``same``: a note, a stop and a note in each flush): the state, the
+    records and their order are those of the handler called at each release, and the
+    reference's."""
+    kernel, k_seen, _ = _run_noted(Player(PlayerOptions()), CharacterInstance, True, same=same)
+    python, p_seen, _ = _run_noted(Player(PlayerOptions()), CharacterInstance, False, same=same)
+    ref, r_seen, _ = _run_noted(Reference(PlayerOptions()), RefInstance, True, same=same)
+    assert kernel == python == ref
+    assert k_seen == p_seen == r_seen
+    assert {("keep", (0,)), ("keep", (2,)), ("plain", (1,))} <= set(k_seen)
+    if same:
+        assert k_seen[:3] == [("keep", (0,)), ("plain", (1,)), ("keep", (2,))]
+
+
+def test_the_kernel_lists_the_noted_callbacks_and_stops_for_the_others(monkeypatch):
+    """The noted callbacks are run as notes, not through the handler (the kernel did not
+    stop for them); the kind without a note still stops at each of its releases."""
+    p = Player(PlayerOptions())
+    stops: list = []
+    real = Player._run_release_callbacks
+
+    def counted(self, hrow, trow):
+        stops.append(self.stores.calls.values[self.stores.tasks.m_on_end[trow]])
+        return real(self, hrow, trow)
+
+    monkeypatch.setattr(Player, "_run_release_callbacks", counted)
+    _, seen, _ = _run_noted(p, CharacterInstance, True)
+    assert stops and all(cb.kind == "plain" for cb in stops)
+    assert len(stops) == sum(1 for s in seen if s[0] == "plain")
+
+
+def test_a_notes_exception_goes_where_the_handlers_would():
+    """A note that raises: on_callback_error("flush", exc), as the handler's exception in
+    the same place; the flush goes on for the other humans."""
+    kernel, k_seen, k_err = _run_noted(Player(PlayerOptions()), CharacterInstance, True, fail=True)
+    python, p_seen, p_err = _run_noted(Player(PlayerOptions()), CharacterInstance, False, fail=True)
+    assert kernel == python and k_seen == p_seen
+    assert k_err == p_err and k_err and all(e == ("flush", "note of 2") for e in k_err)
+
+
+def test_the_registry_notes_callbacks_with_arguments_of_a_kind_with_a_note():
+    reg = Callbacks()
+    with pytest.raises(CallbackError, match="note for 'k' is not callable"):
+        reg.register("k", print, note=3)
+    got: list = []
+    v0 = reg.version
+    reg.register("k", print, action=CallbackAction.KEEP_HELD, note=got.append)
+    assert reg.version == v0 + 1
+    reg.register("k", print, action=CallbackAction.KEEP_HELD, note=got.append)    # the same: no change
+    assert reg.version == v0 + 1
+    assert reg.action_of(Callback("k")) == EndWork.KEEP_HELD
+    assert reg.action_of(Callback("k", (1,))) == EndWork.KEEP_HELD | EndWork.NOTE
+    reg.note(Callback("k", (7,)))
+    assert got == [7]
+    reg.register("n", print, note=got.append)                    # a note alone: no action
+    assert reg.action_of(Callback("n", (1,))) == EndWork.NOTE and reg.action_of(Callback("n")) == 0
+    reg.register("k", print, action=CallbackAction.KEEP_HELD)     # the note taken away: a change
+    assert reg.version == v0 + 3 and reg.action_of(Callback("k", (1,))) == 0
+    with pytest.raises(UnknownCallback, match="no note"):
+        reg.note(Callback("k", (1,)))
+    reg.unregister("n")
+    assert reg.action_of(Callback("n", (1,))) == 0
