@@ -46,10 +46,10 @@ class Callbacks:
         ``action``: what the handler does for a callback of the kind with no arguments
         (CallbackAction), which the compiled engine then does itself. ``note``: declares
         that for a callback with arguments the handler does ``action``, then calls
-        ``note(*args)``, which only records them (it reads nothing of the world and
-        commands nothing): the compiled flush then does the action itself and lists the
-        callback, and the Player calls ``note`` once the kernel returns, in release order,
-        before any other callback runs."""
+        ``note(*args)``, which only records them (it reads nothing of the world, commands
+        nothing and changes no registration): the compiled flush then does the action
+        itself and lists the callback, and the Player calls ``note`` once the kernel
+        returns, in release order, before any other callback runs."""
         if not isinstance(kind, str) or not kind:
             raise CallbackError(f"Callbacks.register: kind {kind!r}: expected a non-empty str")
         if not callable(handler):
