@@ -393,14 +393,19 @@ class Player:
         else:
             self._failed.append(exc)
 
-    def _run_notes(self, notes: np.ndarray, n: int) -> None:
-        """The notes of the ``n`` callbacks (ids in ``notes``) whose EndWork the flush kernel
-        did itself, in release order (Callbacks.note); an exception as ``run_callback``'s."""
+    def _noted(self, notes: np.ndarray, n: int) -> list:
+        """The callbacks of the first ``n`` ids in ``notes`` (the flush kernel's EndWork.NOTE
+        list), in release order."""
         values = self.stores.calls.values
+        return [values[i] for i in notes[:n].tolist()]
+
+    def _run_notes(self, noted: list) -> None:
+        """The notes of the callbacks ``noted`` (``_noted``), in order (Callbacks.note); an
+        exception as ``run_callback``'s."""
         note = self.callbacks.note
-        for i in notes[:n].tolist():
+        for cb in noted:
             try:
-                note(values[i])
+                note(cb)
             except Exception as exc:
                 self._callback_failed("flush", exc)
 
@@ -692,8 +697,9 @@ class Player:
         else:
             job.run(inputs, eng._flush_release)
         self._flush_last = (inputs, self.stores.signal.now)
-        if cv[K.FLUSH_NOTED]:                       # before the ids can go with their rows
-            self._run_notes(buf.notes, cv[K.FLUSH_NOTED])
+        # the noted callbacks read before their ids can go with their rows; their notes run
+        # once the engine's own books are kept (one that raises leaves them whole)
+        noted = self._noted(buf.notes, cv[K.FLUSH_NOTED]) if cv[K.FLUSH_NOTED] else None
         stop = cv[K.FLUSH_STOP]
         if stop != lo:
             self.pool.n_out -= cv[K.FLUSH_IN]
@@ -704,6 +710,8 @@ class Player:
         end = stop + 1 if stop < hi and stop not in odd else stop
         if end > first:
             self._log_released(ents, ids, first, end)
+        if noted:
+            self._run_notes(noted)
         return stop
 
     def _flush_inputs(self, ents: np.ndarray, lo: int, hi: int) -> FlushInputs:

@@ -271,3 +271,39 @@ def test_the_registry_notes_callbacks_with_arguments_of_a_kind_with_a_note():
         reg.note(Callback("k", (1,)))
     reg.unregister("n")
     assert reg.action_of(Callback("n", (1,))) == 0
+
+
+class _Interrupt(BaseException):
+    """Not an Exception: run_callback does not keep it, it leaves the flush."""
+
+
+def test_a_note_that_interrupts_the_flush_leaves_the_engines_books_whole():
+    """A note raising a BaseException (an interrupt) leaves the flush after the kernel's
+    releases are booked: the pool's count is its flags', the tables check whole, and the
+    next updates run."""
+    p = Player(PlayerOptions())
+    fired: list = []
+
+    def note(*args):
+        fired.append(args)
+        if len(fired) == 1:
+            raise _Interrupt()
+
+    p.callbacks.register("keep", lambda inst, *a: None, action=CallbackAction.KEEP_HELD, note=note)
+    aset = demo_set()
+    hs = [CharacterInstance(aset, f"h{i}") for i in range(3)]
+    for i, h in enumerate(hs):
+        p.change(h, p.clip(h, CLIPS[0], p.loop(h, IDLE, held=LOOP_HELD), held=CLIP_HELD,
+                           on_end=Callback("keep", (i,))), 0.0)
+    p.flush()
+    with pytest.raises(_Interrupt):
+        for _ in range(200):
+            p.step(hs)
+            p.flush()
+    pool = p.pool
+    assert pool.n_out == int(pool.out.sum())
+    p.batch.validate()
+    for _ in range(30):
+        p.step(hs)
+        p.flush()
+    assert pool.n_out == int(pool.out.sum()) and len(fired) == 1
