@@ -19,6 +19,11 @@ __all__ = ["Callback", "CallbackAction", "EndWork", "Callbacks", "CallbackError"
            "CallbackTable", "NO_CALLBACK"]
 
 
+# The flush kernel's work for a kind's declared action (EndWork's bits, as the kernel reads them).
+_WORK_OF = {CallbackAction.NONE: int(EndWork.STOP), CallbackAction.KEEP_HELD: int(EndWork.KEEP_HELD)}
+_NOTE = int(EndWork.NOTE)
+
+
 class Callbacks:
     """The handlers a world's Callbacks name (kind -> handler(instance, *args)).
 
@@ -85,10 +90,10 @@ class Callbacks:
         its kind's action and NOTE when the kind has a ``note``; else STOP (0)."""
         if cb.__class__ is not Callback or cb.kind not in self._handlers:
             return 0
-        act = int(self._actions.get(cb.kind, CallbackAction.NONE))
+        work = _WORK_OF[self._actions.get(cb.kind, CallbackAction.NONE)]
         if not cb.args:
-            return act
-        return act | int(EndWork.NOTE) if cb.kind in self._notes else 0
+            return work
+        return work | _NOTE if cb.kind in self._notes else 0
 
     def note(self, cb: Callback) -> None:
         """A listed callback's note: ``note(*cb.args)`` of its kind (the flush's
@@ -191,8 +196,9 @@ class CallbackTable:
         # the state last saved or loaded while the lists still equal it (None: they changed
         # since): a rollback's snapshots and restores between two changes share one copy
         self._saved: tuple | None = None
-        # id(a saved ``values`` list) -> (that list, the key index it had): a restore of a
-        # state this table saved takes its key index back instead of making it again
+        # id(a saved ``values`` list) -> (that list, the key index it had, the ids' actions,
+        # the classification and registry version they were made under): a restore of a
+        # state this table saved takes them back instead of making them again
         self._ids_kept: dict = {}
 
     @staticmethod
@@ -284,7 +290,9 @@ class CallbackTable:
             kept = self._ids_kept
             if len(kept) >= _KEPT_INDEXES:
                 kept.clear()
-            kept[id(s[0])] = (s[0], dict(self._ids))
+            # with the ids' actions as the registry's version gave them (a rollback's restore
+            # of this state takes both back instead of making them again)
+            kept[id(s[0])] = (s[0], dict(self._ids), self.actions.copy(), self.classify, self.classified)
         return s
 
     def load(self, state: tuple, trusted: bool = False) -> None:
@@ -298,10 +306,15 @@ class CallbackTable:
             if values != self.values:           # (the same values keep their key index)
                 self.values[:] = values
                 got = self._ids_kept.get(id(values))
-                self._ids = dict(got[1]) if got is not None and got[0] is values else \
+                if got is None or got[0] is not values:
+                    got = None
+                self._ids = dict(got[1]) if got is not None else \
                     {self.key(v): i for i, v in enumerate(values) if v is not None}
                 if self.classify is not None:
-                    self.reclassify(self.classify, self.classified)
+                    if got is not None and got[3] == self.classify and got[4] == self.classified:
+                        self.actions = got[2].copy()
+                    else:
+                        self.reclassify(self.classify, self.classified)
             self.uses[:] = uses
             self.free[:] = free
             self._saved = state

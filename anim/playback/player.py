@@ -679,7 +679,7 @@ class Player:
         last = self._flush_last
         if (resume and last is not None and last[1] == self.stores.signal.now and not eng.debug
                 and len(self._clips) == eng._n_clips and (buf := last[0].buf).entries is ents
-                and buf.pool_out is self.pool.out and buf.end_keep is self._end_keep()):
+                and buf.pool_out is self.pool.out and buf.end_keep is self._end_work()):
             inputs = FlushInputs(lo, hi, *last[0][2:])
         else:
             inputs = self._flush_inputs(ents, lo, hi)
@@ -687,7 +687,7 @@ class Player:
         freed, ids = buf.freed, buf.ids
         cv[K.FLUSH_FREED] = cv[K.FLUSH_IN] = cv[K.FLUSH_STOP] = cv[K.FLUSH_KEYED] = cv[K.FLUSH_NOTED] = 0
         cv[K.FLUSH_RESUME] = 1 if resume else 0
-        # the kernel runs a KEEP_HELD end callback itself unless a command waits to be
+        # the kernel does an end callback's EndWork itself unless a command waits to be
         # written (the handler's read of the stack writes the human's first: write_first_for)
         waiting = self.prepared.commands
         cv[K.FLUSH_KEEP] = 0 if waiting is not None and waiting.n else 1
@@ -737,18 +737,19 @@ class Player:
             notes = self._flush_notes = np.zeros(len(ents), np.int32)
         em = tasks.on_end                           # the callback ids (NO_CALLBACK: none)
         rm = st.humans.on_report
-        keep = self._end_keep()
-        key = (self.stores.signal.now, ents, ids, freed, self.pool.out, em, rm, keep, notes)
+        work = self._end_work()
+        key = (self.stores.signal.now, ents, ids, freed, self.pool.out, em, rm, work, notes)
         args = self._flush_args
         if args is None or any(map(_is_not, key, args[0])):     # the very objects: kept, else made again
             args = self._flush_args = (key, _row_state(tasks), _row_state(st.gaits), _row_state(st.fades),
-                                       FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm, keep,
+                                       FlushBuffers(ents, ids, freed, counts, chain, self.pool.out, em, rm, work,
                                                     notes))
         return FlushInputs(lo, hi, self._release_all, H, T, args[1], C, G, args[2], args[3], args[4])
 
-    def _end_keep(self) -> np.ndarray:
-        """The callback ids whose end callback the flush kernel runs itself (an int8 per id:
-        CallbackAction.KEEP_HELD, anim.engine.callbacks), made again when the registry changed."""
+    def _end_work(self) -> np.ndarray:
+        """What the flush kernel does itself for each callback id instead of stopping (an
+        int8 per id: anim.engine.callbacks.EndWork, 0 for none), made again when the
+        registry changed."""
         calls, reg = self.stores.calls, self.callbacks
         if calls.classify is None or calls.classified != reg.version:
             calls.reclassify(reg.action_of, reg.version)

@@ -48,24 +48,30 @@ def _run(world, cls, action, updates: int = 90, with_args: int = 2, on_args=None
     world.callbacks.register("keep", keep, action=action)
     aset = demo_set()
     hs.extend(cls(aset, f"h{i}") for i in range(3))
-    trace = []
+    return _drive(world, hs, lambda i, rnd: CLIPS[i],
+                  lambda i, rnd: Callback("keep", (i,)) if i == with_args else Callback("keep"), updates), calls
 
-    def start(i, h):
-        cb = Callback("keep", (i,)) if i == with_args else Callback("keep")
-        world.change(h, world.clip(h, CLIPS[i], world.loop(h, IDLE, held=LOOP_HELD), blend=0.1, held=CLIP_HELD,
-                                   on_end=cb), 0.05)
 
-    for i, h in enumerate(hs):
-        start(i, h)
+def _drive(world, hs, clip_of, end_of, updates: int) -> list:
+    """Each human ``i`` a clip ``clip_of(i, round)`` handing over to the idle loop (which
+    holds some of the clip's held bits) with the end callback ``end_of(i, round)``, started
+    again every 30 updates (a new round); ``updates`` updates stepped and flushed. Out: the
+    held flags and stacks of every human after each update."""
+    def start(rnd):
+        for i, h in enumerate(hs):
+            world.change(h, world.clip(h, clip_of(i, rnd), world.loop(h, IDLE, held=LOOP_HELD), blend=0.1,
+                                       held=CLIP_HELD, on_end=end_of(i, rnd)), 0.05)
+
+    start(0)
     world.flush()
+    trace = []
     for u in range(updates):
         if u % 30 == 29:
-            for i, h in enumerate(hs):
-                start(i, h)
+            start(u // 30 + 1)
         world.step(hs)
         world.flush()
         trace.append([(int(h.record.flags), [(int(t.type), t.anim_id()) for t in h.stack]) for h in hs])
-    return trace, calls
+    return trace
 
 
 def test_the_kernels_keep_held_gives_the_handlers_state_and_calls_it_only_with_arguments():
@@ -186,24 +192,11 @@ def _run_noted(world, cls, noted: bool, updates: int = 120, fail: bool = False, 
     world.on_callback_error = lambda phase, exc: errors.append((phase, str(exc)))
     aset = demo_set()
     hs = [cls(aset, f"h{i}") for i in range(3)]
-    trace = []
 
-    def start(i, h, rnd):
-        cb = Callback("plain", (i,)) if i == 1 else Callback("keep", (i,)) if rnd % 2 == 0 else Callback("keep")
-        world.change(h, world.clip(h, CLIPS[0 if same else i], world.loop(h, IDLE, held=LOOP_HELD), blend=0.1, held=CLIP_HELD,
-                                   on_end=cb), 0.05)
+    def end_of(i, rnd):
+        return Callback("plain", (i,)) if i == 1 else Callback("keep", (i,)) if rnd % 2 == 0 else Callback("keep")
 
-    for i, h in enumerate(hs):
-        start(i, h, 0)
-    world.flush()
-    for u in range(updates):
-        if u % 30 == 29:
-            for i, h in enumerate(hs):
-                start(i, h, u // 30 + 1)
-        world.step(hs)
-        world.flush()
-        trace.append([(int(h.record.flags), [(int(t.type), t.anim_id()) for t in h.stack]) for h in hs])
-    return trace, seen, errors
+    return _drive(world, hs, lambda i, rnd: CLIPS[0 if same else i], end_of, updates), seen, errors
 
 
 @pytest.mark.parametrize("same", [False, True])
