@@ -177,12 +177,16 @@ for _ in range(3):
     g.step()
 rest = coldstart.BACKGROUND[0] if coldstart.BACKGROUND else None
 rest = None if rest is None else rest.wait(timeout=1800)    # the rest, compiled in the background
+poses = g.player.batch.pose([g.instance('a')]).poses.rot.tolist()     # (the whole pose kernel, once installed)
 print(json.dumps({"aside": coldstart.ASIDE_LOG, "cached": coldstart.kernels_cached(),
                   "rest": rest, "all_cached": coldstart.all_cached(),
                   "pose_hits": sum(K.pose_stacks.stats.cache_hits.values()),
                   "pose_misses": sum(K.pose_stacks.stats.cache_misses.values()),
+                  "lean_hits": sum(K.pose_lean.stats.cache_hits.values()),
+                  "lean_misses": sum(K.pose_lean.stats.cache_misses.values()),
+                  "pose_kernel": coldstart.POSE_KERNEL[0],
                   "motion": [str(t) for t in K.root_motion_step.signatures],
-                  "poses": g.player.batch.pose([g.instance('a')]).poses.rot.tolist()}))
+                  "poses": poses}))
 g.close()
 """
 

@@ -50,7 +50,8 @@ __all__ = ["sig_plain", "sig_from_plain", "DIGEST_KERNELS", "COMPILED_ASIDE", "L
            "kernels_cached", "ALL_KERNELS", "SNAPSHOT_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
            "cold_notice", "note_cold_compile", "REST_ENV", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
            "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
-           "meanwhile", "root_motion_args", "STEP_KERNEL", "LEAN_ENV", "lean_first_step", "first_step_cached",
+           "meanwhile", "root_motion_args", "STEP_KERNEL", "POSE_KERNEL", "LEAN_OF", "LEAN_ENV",
+           "lean_first_step", "lean_first_pose", "first_step_cached",
            "rest_installed", "COLD_START_ONLY"]
 
 LOGGER = logging.getLogger("scuffle")
@@ -83,14 +84,31 @@ ALL_KERNELS = tuple((K.MODULE_OF[n], n) for n in ENGINE_KERNELS) + (("cmdkernel"
 # as (module of scuffle.anim.engine, name): why
 COMPILED_ASIDE = {("kernels_pose", "pose_plan"): "the pose pipeline alone: tests, tools and the bench"}
 BACKGROUND: list = []             # the child compiling the rest (compile_rest), once per process
-LEAN_ENV = "SCUFFLE_COMPILE_LEAN"  # "0": the first step compiles step_stacks whole, not step_lean
+LEAN_ENV = "SCUFFLE_COMPILE_LEAN"  # "0": the first step compiles step_stacks and pose_stacks whole
 # the step kernel a single-threaded step calls (anim.playback.batch): "step_stacks", or
 # "step_lean" from a fresh install's first step (``lean_first_step``) until a human needs
 # what only step_stacks runs or the background compile has installed step_stacks
 STEP_KERNEL: list[str] = ["step_stacks"]
+# the pose kernel a single-threaded pose calls: "pose_stacks", or "pose_lean" likewise
+# (``lean_first_pose``; the pose runs on one thread while it is lean)
+POSE_KERNEL: list[str] = ["pose_stacks"]
 # the kernels compiled only on a cold start, never by the warm-up (not in ALL_KERNELS):
-# the first step's step_lean, which a process with step_stacks cached never calls
-COLD_START_ONLY = (("kernels_step", "step_lean"),)
+# the first step's step_lean and pose_lean, which a process with the whole kernels cached
+# never calls
+COLD_START_ONLY = (("kernels_step", "step_lean"), ("kernels_pose", "pose_lean"))
+# each whole kernel's lean form
+LEAN_OF = {"step_stacks": "step_lean", "pose_stacks": "pose_lean"}
+
+
+def _lean_first(whole: str) -> bool:
+    """Whether this process's first steps run the lean form of kernel ``whole``: numba
+    compiles (not NUMBA_DISABLE_JIT=1), ``whole`` is neither compiled in this process nor
+    in the on-disk cache, no warm-up has run here and ``SCUFFLE_COMPILE_LEAN`` is not ``0``."""
+    from numba.core import config
+
+    if getattr(config, "DISABLE_JIT", False) or os.environ.get(LEAN_ENV, "") == "0" or FULL_ONLY:
+        return False
+    return not getattr(K, whole).signatures and not kernel_cached(whole)
 
 
 def lean_first_step() -> bool:
@@ -99,11 +117,13 @@ def lean_first_step() -> bool:
     nor in the on-disk cache, no warm-up has run here (``STEP_KERNEL``) and
     ``SCUFFLE_COMPILE_LEAN`` is not ``0``. ``step_stacks`` compiles in the background then
     (``compile_rest``), or here when a human first needs it."""
-    from numba.core import config
+    return _lean_first("step_stacks")
 
-    if getattr(config, "DISABLE_JIT", False) or os.environ.get(LEAN_ENV, "") == "0" or FULL_ONLY:
-        return False
-    return not K.step_stacks.signatures and not kernel_cached("step_stacks")
+
+def lean_first_pose() -> bool:
+    """Whether this process's first poses run ``pose_lean`` (anim.engine.kernels_pose): as
+    ``lean_first_step``, for ``pose_stacks``."""
+    return _lean_first("pose_stacks")
 
 
 FULL_ONLY: list = []              # set by the warm-up (anim.playback.warmup.compile_kernels): never lean
@@ -111,16 +131,19 @@ FULL_ONLY: list = []              # set by the warm-up (anim.playback.warmup.com
 
 def rest_installed() -> bool:
     """Whether this process's background compile (``compile_rest``) has ended and
-    installed what was missing (exit code 0): a lean step may then load step_stacks."""
+    installed what was missing (exit code 0): a lean step or pose may then load the whole
+    kernel."""
     child = BACKGROUND[0] if BACKGROUND else None
     return child is not None and child.poll() == 0
 
 
 def first_step_cached() -> bool:
     """Whether numba's on-disk cache holds the kernels a first step calls: the engine's
-    (``kernels_cached``), with step_lean for step_stacks where the first steps run it."""
-    lean = STEP_KERNEL[0] == "step_lean" or lean_first_step()
-    return all(kernel_cached("step_lean" if name == "step_stacks" and lean else name) for name in ENGINE_KERNELS)
+    (``kernels_cached``), with step_lean for step_stacks and pose_lean for pose_stacks
+    where the first steps run them."""
+    lean = {"step_stacks": STEP_KERNEL[0] == "step_lean" or lean_first_step(),
+            "pose_stacks": POSE_KERNEL[0] == "pose_lean" or lean_first_pose()}
+    return all(kernel_cached(LEAN_OF[name] if lean.get(name) else name) for name in ENGINE_KERNELS)
 
 
 def kernels_cached() -> bool:

@@ -203,11 +203,12 @@ class _Job(abc.ABC):
         self._check_call(inputs)
         self._last = inputs
 
-    def run(self, inputs, kernel=None) -> None:
+    def run(self, inputs, kernel=None):
         """Validate ``inputs`` then run the kernel on them (``kernel``: the callable to run
-        it through, the engine's own trusted call; else this job's)."""
+        it through, the engine's own trusted call; else this job's). Returns what the
+        kernel returns (the pose kernels: the index they stopped at)."""
         self.validate(inputs)
-        (kernel or self.kernel)(*inputs)
+        return (kernel or self.kernel)(*inputs)
 
     @abc.abstractmethod
     def _check_tables(self, inputs) -> None:

@@ -1,7 +1,7 @@
 """The compiled engine's kernels that Python calls, by name: the step, the pose, the flush, root motion.
 
 The code lives in one module per stage: anim.engine.kernels_step (``step_stacks``),
-anim.engine.kernels_pose (``pose_stacks``, ``pose_plan``), anim.engine.kernels_flush
+anim.engine.kernels_pose (``pose_stacks``, ``pose_lean``, ``pose_plan``), anim.engine.kernels_flush
 (``flush_release``, ``flush_anim_ids``), anim.engine.kernels_motion (``root_motion_step``); the
 rules they share in anim.engine.kernels_rows, the FPU arithmetic, the decorators and
 anim.maths.detmath's scalar forms in anim.engine.kernels_maths. This module names the entry points
@@ -20,7 +20,7 @@ from scuffle.anim.engine.kernel_types import (BankTables, CursorCols, EventIndex
                            PoseBuffers, PoseOut, Scratch, StepBuffers, StepRules, TaskCols)
 from scuffle.anim.engine.kernels_maths import add, div, frame_of, mul, sub
 from scuffle.anim.engine.kernels_motion import root_motion_step
-from scuffle.anim.engine.kernels_pose import NO_POSE, QUEUED_POSE, pose_plan, pose_stacks
+from scuffle.anim.engine.kernels_pose import NO_POSE, QUEUED_POSE, pose_lean, pose_plan, pose_stacks
 from scuffle.anim.engine.kernels_step import (COUNT_DEFERRED, COUNT_EVENTS, COUNT_GAITS, COUNT_STOPPED, COUNT_WRAPS, STATUS_BAD,
                            STATUS_DEFERRED, STATUS_EVENTS, STATUS_LEAN, STATUS_SKIPPED, STATUS_STACK, STATUS_TOP,
                            step_lean, step_stacks)
@@ -37,17 +37,17 @@ CACHE = all(m.CACHE for m in (_maths, _rows, _pose, _step, _flush, _motion))
 LINK_ONLY = _maths.LINK_ONLY    # the helpers compiled for linking only (anim/engine/jitpipe.py)
 
 # the kernel modules, each stage's entry points (anim.engine.coldstart and the bench read these)
-STAGES = {"kernels_step": ("step_stacks", "step_lean"), "kernels_pose": ("pose_stacks", "pose_plan"),
+STAGES = {"kernels_step": ("step_stacks", "step_lean"), "kernels_pose": ("pose_stacks", "pose_lean", "pose_plan"),
           "kernels_flush": ("flush_release", "flush_anim_ids"), "kernels_motion": ("root_motion_step",)}
 MODULE_OF = {name: mod for mod, names in STAGES.items() for name in names}
 
 # Python calls every kernel (no compiled function links one in): a kernel loaded from the
 # cache keeps its machine code only, not its parsed module (anim.engine.jitpipe)
-entry_points_only(step_stacks, step_lean, pose_stacks, pose_plan, flush_release, flush_anim_ids, root_motion_step)
+entry_points_only(step_stacks, step_lean, pose_stacks, pose_lean, pose_plan, flush_release, flush_anim_ids, root_motion_step)
 
 __all__ = ["add", "sub", "mul", "div", "frame_of", "pose_plan", "root_motion_step", "NO_POSE", "step_stacks",
            "pose_stacks", "STATUS_BAD", "STATUS_STACK", "STATUS_EVENTS", "STATUS_TOP", "STATUS_DEFERRED",
-           "STATUS_SKIPPED", "STATUS_LEAN", "step_lean",
+           "STATUS_SKIPPED", "STATUS_LEAN", "step_lean", "pose_lean",
            "COUNT_EVENTS", "COUNT_DEFERRED", "COUNT_STOPPED", "COUNT_GAITS", "COUNT_WRAPS",
            "flush_release", "flush_anim_ids", "FLUSH_FREED", "FLUSH_IN", "FLUSH_STOP", "FLUSH_HELD", "FLUSH_GEN",
            "FLUSH_RESUME", "FLUSH_KEYED", "FLUSH_KEEP", "FLUSH_NOTED", "STAGES", "MODULE_OF", "CACHE", "LINK_ONLY",

@@ -37,7 +37,7 @@ from scuffle.anim.engine.kernels_rows import (_CLIP, _DIRECTION, _FADE, _GAIT, _
 CACHE = cache_setting(__file__)
 _helper, _kernel, _inline = jit_kinds(CACHE)
 
-__all__ = ["pose_plan", "pose_stacks", "NO_POSE", "QUEUED_POSE", "LANES"]
+__all__ = ["pose_plan", "pose_stacks", "pose_lean", "NO_POSE", "QUEUED_POSE", "LANES"]
 # numba's cache is keyed on each function's own file: the sha256 of the kernel modules
 # this one links (anim.maths.detmath's scalar forms and the kernels_* modules it imports), so an
 # edit there changes this file too (tests/anim/test_kernels.py checks it).
@@ -902,23 +902,31 @@ def _pose_gait(r, sp, nref, tasks, gaits, cursors, bank, scratch):
 
 
 @_inline
-def _pose_window(r, c, tasks, cursors, events, fades, gaits):
+def _pose_window_into(r, c, tasks, cursors, fades, gaits):
     """Whether type 3 / 6's task ``r`` (its cursor ``c``) is in its blend window (its time
-    past its duration less the blend time b), and its next task's weight there: the
-    share of b elapsed, at most 1; -1.0 when it is not. Under the kept rule
-    (Task.set_window_time) the next task's cursors are set to the time into the window
-    first (its lead cursor to it, the others in proportion). "When a clip ends" L299-334.
-    Original: 0x00105af0."""
-    t_c0, t_c1, t_c2, t_c3, t_nxt, t_window = tasks.c0, tasks.c1, tasks.c2, tasks.c3, tasks.nxt, tasks.window
+    past its duration less the blend time b): (b, the time into the window), the time
+    into it <= 0.0 when it is not. "When a clip ends" L299-334. Original: 0x00105af0."""
     c_t, c_dur = cursors.t, cursors.dur
     b = _window(r, tasks, cursors, fades, gaits)
     if b <= 0.0:
-        return -1.0
-    into = _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b))
+        return b, -1.0
+    return b, _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b))
+
+
+@_inline
+def _pose_window(r, c, tasks, cursors, events, fades, gaits):
+    """Whether type 3 / 6's task ``r`` (its cursor ``c``) is in its blend window, and its
+    next task's weight there: the share of b elapsed, at most 1; -1.0 when it is not.
+    Under the kept rule (Task.set_window_time) the next task's cursors are set to the time
+    into the window first (its lead cursor to it, the others in proportion). "When a clip
+    ends" L299-334. Original: 0x00105af0."""
+    t_c0, t_c1, t_c2, t_c3, t_nxt, t_window = tasks.c0, tasks.c1, tasks.c2, tasks.c3, tasks.nxt, tasks.window
+    c_dur = cursors.dur
+    b, into = _pose_window_into(r, c, tasks, cursors, fades, gaits)
     if into <= 0.0:
         return -1.0
-    nx = np.int64(t_nxt[r])
     if t_window[r] == _KEPT:
+        nx = np.int64(t_nxt[r])
         d = _duration(nx, tasks, cursors, fades, gaits)
         lead = _lead_of(nx, tasks, gaits)
         for cc in (np.int64(t_c0[nx]), np.int64(t_c1[nx]), np.int64(t_c2[nx]), np.int64(t_c3[nx])):
@@ -926,6 +934,17 @@ def _pose_window(r, c, tasks, cursors, events, fades, gaits):
                 continue
             tt2 = into if cc == lead else _mul(_div(into, d), np.float64(c_dur[cc]))
             _set_time(cc, tt2, cursors, events)
+    q = into / b
+    return 1.0 if 1.0 < q else q          # min(into / b, 1)
+
+
+@_inline
+def _pose_window_lean(r, c, tasks, cursors, fades, gaits):
+    """``_pose_window`` for ``pose_lean``, which stops before a human with a task under the
+    kept rule: the next task's weight, its cursors not moved."""
+    b, into = _pose_window_into(r, c, tasks, cursors, fades, gaits)
+    if into <= 0.0:
+        return -1.0
     q = into / b
     return 1.0 if 1.0 < q else q          # min(into / b, 1)
 
@@ -959,104 +978,157 @@ def _pose_top(k, sp, over_queue, cols, bank, scratch, out):
     _emit(top, cols[k], bank, scratch, out)
 
 
-@_kernel
-def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, buffers):
-    """Every human's pose (rows of the human table) into output column ``cols[k]``: its
-    stack sampled bottom-up onto a pose stack of seven, the top emitted with its bone
-    transforms (``_emit``), the default pose for an empty stack. Each task as Task.emit
-    says: a clip pushes its pose; type 3 / 6 in its blend window then its next task (kept
-    at the time into the window under the kept rule, which moves its cursors) and blends
-    by the share of b elapsed; a fade blends the top two by its outgoing weight; a gait
-    its pair by the fraction (one clip alone near the steps); types 10, 11, 13 as
-    ``_pose_blend_task`` says (a mix, the picked clip, a direction and its side). An
-    eighth pose is skipped and counted in ``buffers.refused[k]``; a blend with fewer than
-    two poses does nothing.
+@_helper
+def _lean_refuses(hi, humans, tasks):
+    """Whether human ``hi``'s stack holds a task whose pose ``pose_lean`` leaves to
+    ``pose_stacks``: a type 10, 11 or 13, or a clip under the kept rule with a next task,
+    its chain of next tasks followed (a chain longer than the task table counts as one).
+    Read only."""
+    h_depth, h_stack = humans.depth, humans.stack
+    t_type, t_nxt, t_window = tasks.type, tasks.nxt, tasks.window
+    most = t_type.shape[0]
+    for si in range(h_depth[hi]):
+        r = np.int64(h_stack[hi, si])
+        steps = 0
+        while True:
+            tt = t_type[r]
+            if tt == _MIX or tt == _PICK or tt == _DIRECTION:
+                return True
+            if (tt != _CLIP and tt != _PAIRED_CLIP) or t_nxt[r] < 0:
+                break
+            if t_window[r] == _KEPT or steps >= most:
+                return True
+            r = np.int64(t_nxt[r])
+            steps += 1
+    return False
 
-    The default pose from the queued tasks ("The pose" L102): for a human with
-    ``buffers.queued_default[k]`` set (PlayerOptions.queued_default passed for it, and it
-    has queued tasks), a first pass walks its queue row (first first) the same way onto a
-    pose stack of its own (the reference pose its default; its refusals not counted),
-    whose top (or the reference pose) goes to scratch pose ``QUEUED_POSE`` and is the
-    default of the stack's pass: the rotations of bones 1-33 its samples leave out are
-    that pose's (``Scratch.dflt``, ``_default_from``), and an empty stack shows it.
 
-    The scratch holds 9 poses (0-6 the pose stack, 7 the reference pose, 8 the queued
-    tasks' pose); ``buffers.weights`` (>= 64) is scratch. In: the tables as HumanCols,
-    TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables, a Scratch,
-    the PoseOut and the PoseBuffers (anim.engine.kernel_types). One walk for the queue and the
-    stack; each task by its type's named step, which takes the tables' named tuples
-    (inlined or linked: LLVM keeps only the columns it reads): ``_pose_fade``,
-    ``_pose_gait``, ``_pose_blend_task``, a
-    clip's ``_push`` and ``_pose_window``, then ``_pose_windows`` and ``_pose_top``.
-    Original: 0x00176d60 CharacterInstance_Sample (0x005fd040, the queued tasks' buffer),
-    0x00104ce0, 0x00104630 Instance_BuildBoneMatrices.
-    """
-    h_depth, h_stack, h_queued, h_queue = humans.depth, humans.stack, humans.queued, humans.queue
-    t_type, t_rate, t_c0, t_c1, t_aux = tasks.type, tasks.rate, tasks.c0, tasks.c1, tasks.aux
-    t_nxt, t_blend, t_window = tasks.nxt, tasks.blend, tasks.window
-    t_c2, t_c3, t_value, t_centre, t_sampling = tasks.c2, tasks.c3, tasks.value, tasks.centre, tasks.sampling
-    c_t, c_frame, c_end, c_dur, c_flags = cursors.t, cursors.frame, cursors.end, cursors.dur, cursors.flags
-    c_bank, c_ev, c_evf = cursors.bank, cursors.ev, cursors.evf
-    f_el, f_dur = fades.el, fades.dur
-    g_value, g_lower, g_leader = gaits.value, gaits.lower, gaits.leader
-    e_first, e_count, e_frame = events.first, events.n, events.frame
-    submask = bank.submask
-    refused, weights, queued_default = buffers.refused, buffers.weights, buffers.queued_default
-    dflt_slot = scratch.dflt
-    n_rows = rows.shape[0]
-    for k in range(n_rows):
-        hi = rows[k]
-        if k + PREFETCH_TASKS < n_rows:     # the rows of the humans ahead, on their way meanwhile
-            fetch_tasks(rows[k + PREFETCH_TASKS], np.bool_(False), humans, tasks)
-        if k + PREFETCH_ROWS < n_rows:
-            fetch_rows(rows[k + PREFETCH_ROWS], np.bool_(False), humans, tasks, cursors, fades, gaits)
-        dflt_slot[0] = -1
-        over_queue = queued_default[k]
-        passes = 2 if over_queue else 1
-        sp = 0
-        nref = 0
-        for ps in range(passes):
-            queue_pass = ps + 1 < passes           # the queue's pass first, then the stack's
+def _pose_kernel(lean):
+    """The pose kernel: ``pose_stacks`` (``lean`` False), or ``pose_lean`` (True), the same
+    code without the rare paths (types 10, 11 and 13, a blend window under the kept rule,
+    a human's queued tasks' pose under PlayerOptions.queued_default), for the first step of
+    a fresh install: numba compiles a kernel with every function it calls, and the first
+    step of most scenes runs none of those. ``pose_lean`` stops at a human whose pose
+    would take one (nothing of it written, and nothing of the tables: its pose so far is
+    in the scratch poses only) and returns that human's index: the caller goes on from it
+    with ``pose_stacks`` over the rest of the rows and columns, so the two write the same
+    bits. ``lean`` is a constant of the closure: numba prunes the branches on it before
+    typing, so neither kernel types (nor compiles) the other's paths. (The closure holds
+    nothing but ``lean``: numba keys a cached closure on its cells' pickled values, and a
+    dispatcher's carry an id of the process, so a cell holding one would miss the cache.)"""
+
+    def pose_stacks(rows, cols, humans, tasks, cursors, fades, gaits, events, bank, scratch, out, buffers):
+        """Every human's pose (rows of the human table) into output column ``cols[k]``: its
+        stack sampled bottom-up onto a pose stack of seven, the top emitted with its bone
+        transforms (``_emit``), the default pose for an empty stack. Each task as Task.emit
+        says: a clip pushes its pose; type 3 / 6 in its blend window then its next task (kept
+        at the time into the window under the kept rule, which moves its cursors) and blends
+        by the share of b elapsed; a fade blends the top two by its outgoing weight; a gait
+        its pair by the fraction (one clip alone near the steps); types 10, 11, 13 as
+        ``_pose_blend_task`` says (a mix, the picked clip, a direction and its side). An
+        eighth pose is skipped and counted in ``buffers.refused[k]``; a blend with fewer than
+        two poses does nothing.
+
+        The default pose from the queued tasks ("The pose" L102): for a human with
+        ``buffers.queued_default[k]`` set (PlayerOptions.queued_default passed for it, and it
+        has queued tasks), a first pass walks its queue row (first first) the same way onto a
+        pose stack of its own (the reference pose its default; its refusals not counted),
+        whose top (or the reference pose) goes to scratch pose ``QUEUED_POSE`` and is the
+        default of the stack's pass: the rotations of bones 1-33 its samples leave out are
+        that pose's (``Scratch.dflt``, ``_default_from``), and an empty stack shows it.
+
+        The scratch holds 9 poses (0-6 the pose stack, 7 the reference pose, 8 the queued
+        tasks' pose); ``buffers.weights`` (>= 64) is scratch. In: the tables as HumanCols,
+        TaskCols, CursorCols, FadeCols, GaitCols, the EventIndex, the BankTables, a Scratch,
+        the PoseOut and the PoseBuffers (anim.engine.kernel_types). One walk for the queue and the
+        stack; each task by its type's named step, which takes the tables' named tuples
+        (inlined or linked: LLVM keeps only the columns it reads): ``_pose_fade``,
+        ``_pose_gait``, ``_pose_blend_task``, a clip's ``_push`` and ``_pose_window``, then
+        ``_pose_windows`` and ``_pose_top``. Returns the index it stopped at: ``len(rows)``
+        (``pose_lean``: the human whose pose takes a path it leaves out, none of it written).
+        Original: 0x00176d60 CharacterInstance_Sample (0x005fd040, the queued tasks' buffer),
+        0x00104ce0, 0x00104630 Instance_BuildBoneMatrices.
+        """
+        h_depth, h_stack, h_queued, h_queue = humans.depth, humans.stack, humans.queued, humans.queue
+        t_type, t_rate, t_c0, t_nxt = tasks.type, tasks.rate, tasks.c0, tasks.nxt
+        c_t, c_flags, c_bank = cursors.t, cursors.flags, cursors.bank
+        submask = bank.submask
+        refused, weights, queued_default = buffers.refused, buffers.weights, buffers.queued_default
+        dflt_slot = scratch.dflt
+        n_rows = rows.shape[0]
+        stop = n_rows
+        for k in range(n_rows):
+            hi = rows[k]
+            if k + PREFETCH_TASKS < n_rows:     # the rows of the humans ahead, on their way meanwhile
+                fetch_tasks(rows[k + PREFETCH_TASKS], np.bool_(False), humans, tasks)
+            if k + PREFETCH_ROWS < n_rows:
+                fetch_rows(rows[k + PREFETCH_ROWS], np.bool_(False), humans, tasks, cursors, fades, gaits)
+            dflt_slot[0] = -1
+            over_queue = queued_default[k]
+            if lean:
+                if over_queue or _lean_refuses(hi, humans, tasks):
+                    stop = k                    # (pose_stacks from this human on)
+                    break
+            passes = 2 if over_queue else 1
             sp = 0
             nref = 0
-            trows = h_queue if queue_pass else h_stack
-            n_tasks = h_queued[hi] if queue_pass else h_depth[hi]
-            for si in range(n_tasks):
-                r = np.int64(trows[hi, si])
-                nw = 0
-                while True:                         # a task, then the next tasks in their blend windows
-                    tt = t_type[r]
-                    if tt == _FADE:
-                        sp = _pose_fade(r, np.int64(sp), tasks, fades, submask, scratch)
-                        break
-                    if tt == _GAIT:
-                        sp, nref = _pose_gait(r, np.int64(sp), np.int64(nref), tasks, gaits, cursors, bank, scratch)
-                        break
-                    if tt == _MIX or tt == _PICK or tt == _DIRECTION:
-                        sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), tasks, cursors, bank, scratch)
-                        break
-                    c = np.int64(t_c0[r])                     # a clip
-                    if sp >= _POSES:
-                        nref += 1
-                    else:
-                        _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], t_rate[r], np.int64(c_flags[c]), bank,
-                                scratch)
-                        sp += 1
-                    if tt != _CLIP and tt != _PAIRED_CLIP:
-                        break
-                    w = _pose_window(r, c, tasks, cursors, events, fades, gaits)
-                    if w < 0.0:
-                        break
-                    # a ring: the innermost windows' weights are kept (only they can act, innermost
-                    # first, on the seven poses the stack holds)
-                    weights[nw % weights.shape[0]] = np.float32(w)
-                    nw += 1
-                    r = np.int64(t_nxt[r])
-                sp = _pose_windows(np.int64(sp), np.int64(nw), weights, submask, scratch)
-            if queue_pass:                         # its top is the default pose of the stack's pass
-                _keep_queued_pose(np.int64(sp), bank, scratch)
-                dflt_slot[0] = QUEUED_POSE
-        dflt_slot[0] = -1
-        refused[k] = nref
-        _pose_top(k, np.int64(sp), over_queue, cols, bank, scratch, out)
-    _emit_model(cols, rows.shape[0], bank, out)        # every human's bones 2 and up, SIMD across humans
+            for ps in range(passes):
+                queue_pass = ps + 1 < passes           # the queue's pass first, then the stack's
+                sp = 0
+                nref = 0
+                trows = h_queue if queue_pass else h_stack
+                n_tasks = h_queued[hi] if queue_pass else h_depth[hi]
+                for si in range(n_tasks):
+                    r = np.int64(trows[hi, si])
+                    nw = 0
+                    while True:                         # a task, then the next tasks in their blend windows
+                        tt = t_type[r]
+                        if tt == _FADE:
+                            sp = _pose_fade(r, np.int64(sp), tasks, fades, submask, scratch)
+                            break
+                        if tt == _GAIT:
+                            sp, nref = _pose_gait(r, np.int64(sp), np.int64(nref), tasks, gaits, cursors, bank, scratch)
+                            break
+                        if tt == _MIX or tt == _PICK or tt == _DIRECTION:
+                            if not lean:            # (pose_lean stopped before types 10, 11 and 13)
+                                sp, nref = _pose_blend_task(r, np.int64(sp), np.int64(nref), tasks, cursors, bank,
+                                                            scratch)
+                            break
+                        c = np.int64(t_c0[r])                     # a clip
+                        if sp >= _POSES:
+                            nref += 1
+                        else:
+                            _sample(np.int64(sp), np.int64(c_bank[c]), c_t[c], t_rate[r], np.int64(c_flags[c]), bank,
+                                    scratch)
+                            sp += 1
+                        if tt != _CLIP and tt != _PAIRED_CLIP:
+                            break
+                        if not lean:
+                            w = _pose_window(r, c, tasks, cursors, events, fades, gaits)
+                        else:                       # (pose_lean stopped before the kept rule)
+                            w = _pose_window_lean(r, c, tasks, cursors, fades, gaits)
+                        if w < 0.0:
+                            break
+                        # a ring: the innermost windows' weights are kept (only they can act, innermost
+                        # first, on the seven poses the stack holds)
+                        weights[nw % weights.shape[0]] = np.float32(w)
+                        nw += 1
+                        r = np.int64(t_nxt[r])
+                    sp = _pose_windows(np.int64(sp), np.int64(nw), weights, submask, scratch)
+                if queue_pass:                         # its top is the default pose of the stack's pass
+                    if not lean:                       # (pose_lean stopped before a queue's pass)
+                        _keep_queued_pose(np.int64(sp), bank, scratch)
+                        dflt_slot[0] = QUEUED_POSE
+            dflt_slot[0] = -1
+            refused[k] = nref
+            _pose_top(k, np.int64(sp), over_queue, cols, bank, scratch, out)
+        _emit_model(cols, stop, bank, out)          # every human's bones 2 and up, SIMD across humans
+        return stop
+
+    pose_stacks.__name__ = pose_stacks.__qualname__ = "pose_lean" if lean else "pose_stacks"
+    return _kernel(pose_stacks)
+
+
+pose_stacks = _pose_kernel(False)
+# the first step's pose kernel on a fresh install (anim.engine.coldstart.lean_first_step)
+pose_lean = _pose_kernel(True)

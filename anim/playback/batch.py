@@ -40,8 +40,9 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from scuffle.anim.engine import kernels as K
-from scuffle.anim.engine.coldstart import (ASIDE, STEP_KERNEL, await_kernel, compile_aside, compile_rest, lean_first_step,
-                                           note_cold_compile, rest_installed)
+from scuffle.anim.engine.coldstart import (ASIDE, POSE_KERNEL, STEP_KERNEL, await_kernel, compile_aside,
+                                           compile_rest, lean_first_pose, lean_first_step, note_cold_compile,
+                                           rest_installed)
 from scuffle.anim.engine import crowd
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.engine.plan import Bones, pose_tables, scratch_poses
@@ -60,12 +61,15 @@ _STEPS = [0]                     # the process's steps, counted to 2 (the rest c
 
 def _note_cold(engine: "BatchEngine", kernel: str) -> None:
     """The first kernel call of the process (``kernel``): announce a cold compile, and
-    compile the other big kernel in a child process meanwhile (anim.engine.coldstart)."""
+    compile the other big kernel in a child process meanwhile (anim.engine.coldstart): the
+    lean forms where the first steps run them."""
     _COLD[0] = True
     if lean_first_step():
         STEP_KERNEL[0] = "step_lean"
+    if lean_first_pose():
+        POSE_KERNEL[0] = "pose_lean"
     note_cold_compile()
-    other = "pose_stacks" if kernel == "step_stacks" else "step_stacks"
+    other = POSE_KERNEL[0] if kernel == "step_stacks" else STEP_KERNEL[0]
     compile_aside(other, lambda: engine.kernel_args(other))
 
 __all__ = ["BatchEngine", "KERNEL_TYPES"]
@@ -184,6 +188,7 @@ class BatchEngine:
         self._step_kernel = TrustedKernel("step_stacks", self.debug)
         self._step_name = "step_stacks"      # the kernel _step_kernel calls (anim.engine.coldstart.STEP_KERNEL)
         self._pose_kernel = TrustedKernel("pose_stacks", self.debug)
+        self._pose_name = "pose_stacks"      # the kernel _pose_kernel calls (anim.engine.coldstart.POSE_KERNEL)
         self._flush_release = TrustedKernel("flush_release", self.debug)      # the Player's flush calls these
         self._flush_anim_ids = TrustedKernel("flush_anim_ids", self.debug)
         # the kernels as jobs (anim.engine.jobs): their inputs validated before every run
@@ -1018,7 +1023,7 @@ class BatchEngine:
         if not _COLD[0]:
             _note_cold(self, "step_stacks")
         if ASIDE:
-            await_kernel("step_stacks")
+            await_kernel(STEP_KERNEL[0])
         if self._step_name != STEP_KERNEL[0]:
             self._use_step(STEP_KERNEL[0])     # a fresh install's first steps (step_lean) or their end
         if self._step_name == "step_lean" and rest_installed():
@@ -1226,12 +1231,13 @@ class BatchEngine:
         return jobs
 
     def kernel_args(self, name: str) -> tuple:
-        """Arguments of the types kernel ``name`` ("step_stacks" or "pose_stacks") is called
-        with here, on one human and scratch buffers (anim.engine.coldstart.compile_aside compiles
-        it for them in a child process). Rejected: another name (ValueError)."""
+        """Arguments of the types kernel ``name`` ("step_stacks" or "pose_stacks", or their
+        lean forms) is called with here, on one human and scratch buffers
+        (anim.engine.coldstart.compile_aside compiles it for them in a child process).
+        Rejected: another name (ValueError)."""
         H, T, C, F, G, E = self._tables()
         rows = np.zeros(1, np.int64)
-        if name == "step_stacks":
+        if name in ("step_stacks", "step_lean"):
             opts = self.player.options
             rules = K.StepRules(bool(opts.end_zero_overshoot), opts.events == EventRule.NEWEST,
                                 int(opts.cleanup_above))
@@ -1239,7 +1245,7 @@ class BatchEngine:
             out = K.StepBuffers(one, one, one, self._ev_out, self._def_out, self._counts, self._wrap_out, self._snap,
                                 self._walk, self._pair4)
             return (rows, 0, float(np.float32(1.0 / 30.0)), rules, H, T, C, F, G, E, out)
-        if name == "pose_stacks":
+        if name in ("pose_stacks", "pose_lean"):
             return (rows, rows, H, T, C, F, G, E, pose_tables(self.player.bank).tables, self._scratch,
                     Bones(1).outs(), K.PoseBuffers(rows, self._weights, np.zeros(1, np.bool_)))
         raise ValueError(f"kernel: {name!r} is not step_stacks or pose_stacks")
@@ -1317,10 +1323,24 @@ class BatchEngine:
             self._pose_chunks(rows, spans, last[3], tables, last[4], refused, queued_default)
         else:
             H, T, C, F, G, E, banks = tables
-            self._pose_job.run(PoseInputs(rows, last[3], H, T, C, F, G, E, banks, self._scratch,
-                                          last[4], last[5]), self._pose_kernel)
+            stopped = self._pose_job.run(PoseInputs(rows, last[3], H, T, C, F, G, E, banks, self._scratch,
+                                                    last[4], last[5]), self._pose_kernel)
+            if stopped < n:
+                # a human whose pose takes what pose_lean leaves out: pose_stacks from it on
+                POSE_KERNEL[0] = "pose_stacks"
+                self._use_pose("pose_stacks")
+                self._pose_job.run(PoseInputs(rows[stopped:], last[3][stopped:], H, T, C, F, G, E, banks,
+                                              self._scratch, last[4],
+                                              K.PoseBuffers(refused[stopped:n], self._weights,
+                                                            queued_default[stopped:n])), self._pose_kernel)
         self._refusals(instances, n, refusals)
         return out
+
+    def _use_pose(self, name: str) -> None:
+        """Pose through kernel ``name`` (pose_stacks, or pose_lean on a fresh install's first
+        steps: anim.engine.coldstart.lean_first_pose) from now on."""
+        self._pose_name = name
+        self._pose_kernel = TrustedKernel(name, self.debug)
 
     def _begin_pose(self, instances: list) -> None:
         """The pose of ``instances`` begun on the worker threads (every chunk but the
@@ -1430,14 +1450,20 @@ class BatchEngine:
         if not _COLD[0]:
             _note_cold(self, "pose_stacks")
         if ASIDE:
-            await_kernel("pose_stacks")
+            await_kernel(POSE_KERNEL[0])
+        if self._pose_name != POSE_KERNEL[0]:
+            self._use_pose(POSE_KERNEL[0])     # a fresh install's first poses (pose_lean) or their end
+        if self._pose_name == "pose_lean" and rest_installed():
+            POSE_KERNEL[0] = "pose_stacks"      # compiled in the background: loaded from the cache
+            self._use_pose("pose_stacks")
         # the same objects from one update to the next while nothing grew (a trusted call)
         last = self._pose_args
         if last is None or not (last[0] is out and last[1] is refused and last[2] is queued_default
                                 and len(last[3]) == n):
             last = self._pose_args = (out, refused, queued_default, self._cols_n[:n], out.outs(),
                                       K.PoseBuffers(refused, self._weights, queued_default))
-        spans = self._spans(n, 1) if not self._twice else None
+        # (a lean pose runs on this thread: the chunks' kernel is pose_stacks)
+        spans = self._spans(n, 1) if not self._twice and self._pose_name == "pose_stacks" else None
         return n, rows, spans, (H, T, C, F, G, E, pose_tables(bank).tables), last, refused, queued_default, out
 
 

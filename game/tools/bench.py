@@ -815,9 +815,9 @@ def crowd_checksum(game) -> str:
 # the compiled kernels: anim.engine.kernels' (the step, the pose, the plan, the flush's releases and
 # anim ids), then systems.motion's root motion (last: _patch_kernels wraps it there)
 KERNELS = ("step_stacks", "pose_stacks", "pose_plan", "flush_release", "flush_anim_ids", "root_motion_step")
-# the kernels a fresh install's first step may compile (step_lean: step_stacks without its rare
-# paths, anim.engine.coldstart.lean_first_step)
-FIRST_STEP_KERNELS = ("step_stacks", "step_lean") + KERNELS[1:]
+# the kernels a fresh install's first step may compile (step_lean and pose_lean: step_stacks and
+# pose_stacks without their rare paths, anim.engine.coldstart.lean_first_step, lean_first_pose)
+FIRST_STEP_KERNELS = ("step_stacks", "step_lean", "pose_stacks", "pose_lean") + KERNELS[2:]
 FIGHT_STAGE = "fight rules (pairs, AI)"
 COMMAND_STAGE = "commands"
 

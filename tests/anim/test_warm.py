@@ -236,8 +236,9 @@ def _dispatchers() -> dict:
 
 def _reached(roots: list) -> set:
     """The dispatchers the functions ``roots`` call, and those they call, ...: each
-    function's global names (its nested code's too) that name a dispatcher, or a plain
-    scuffle function (a register_jitable rule) whose own names are followed in turn."""
+    function's global names (its nested code's too) and its closure's cells (a kernel
+    built by a factory: the lean forms) that name a dispatcher, or a plain scuffle
+    function (a register_jitable rule) whose own names are followed in turn."""
     import types
 
     from numba.core.dispatcher import Dispatcher
@@ -255,8 +256,8 @@ def _reached(roots: list) -> set:
             c = codes.pop()
             names.update(c.co_names)
             codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-        for n in names:
-            v = py.__globals__.get(n)
+        values = [py.__globals__.get(n) for n in names] + [c.cell_contents for c in py.__closure__ or ()]
+        for v in values:
             if isinstance(v, Dispatcher) or (isinstance(v, types.FunctionType)
                                              and (v.__module__ or "").startswith("scuffle.")):
                 todo.append(v)

@@ -235,8 +235,11 @@ def test_a_first_step_on_a_cold_cache_takes_the_pose_kernel_from_the_child(tmp_p
     first = run["first"]
     assert first["code"] == 0, first["stderr"][-3000:]
     one = json.loads(first["stdout"].strip().splitlines()[-1])
-    assert [(a["kernel"], a["ok"]) for a in one["aside"]] == [("pose_stacks", True)]
-    assert (one["pose_hits"], one["pose_misses"]) == (1, 0)       # loaded from the cache, not compiled here
+    # the first poses' kernel (pose_lean) came from the child: loaded from the cache, not compiled here
+    assert [(a["kernel"], a["ok"]) for a in one["aside"]] == [("pose_lean", True)]
+    assert (one["lean_hits"], one["lean_misses"]) == (1, 0)
+    # the background compile installed pose_stacks: the last pose loaded it from the cache
+    assert (one["pose_hits"], one["pose_misses"]) == (1, 0) and one["pose_kernel"] == "pose_stacks"
     # where the wall went: the child's stages from its spawn, in order, and the parent's wait
     stages = one["aside"][0]["child_stages_s"]
     assert list(stages) == ["started", "imported", "compiled", "installed"], stages
@@ -272,7 +275,7 @@ p = Player()
 h = CharacterInstance(aset, "a")
 p.change(h, p.loop(h, 0), 0.0)
 p.flush()
-p.step([h])                     # step_stacks from the cache; pose_stacks compiled in the child
+p.step([h])                     # step_stacks from the cache; pose_lean compiled in the child
 os._exit(0)                     # dies before it poses: no await, no atexit
 """
 
@@ -283,15 +286,16 @@ os._exit(0)                     # dies before it poses: no await, no atexit
 def test_a_child_whose_parent_died_still_installs_its_kernel_and_cleans_up(tmp_path, tmp_path_factory):
     """A cache holding every kernel but the pose's (a copy of the session's cold-compiled
     cache, tests/coldcache.py): the parent loads the step kernel, starts the child that
-    compiles the pose kernel, and dies before it poses."""
+    compiles the first poses' kernel (pose_lean, pose_stacks not being cached), and dies
+    before it poses."""
     import time
 
     warm = cold_warm(tmp_path_factory)
     assert warm["warm"]["code"] == 0, warm["warm"]["stderr"][-3000:]
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    cache = copy_cache(warm["cache"], tmp_path / "numba", leave_out="kernels_pose.pose_stacks-")
-    assert not list(cache.rglob("kernels_pose.pose_stacks-*")) and list(cache.rglob("kernels_step.step_stacks-*.nbi"))
+    cache = copy_cache(warm["cache"], tmp_path / "numba", leave_out="kernels_pose.pose_")
+    assert not list(cache.rglob("kernels_pose.pose_*")) and list(cache.rglob("kernels_step.step_stacks-*.nbi"))
     env = {"NUMBA_CACHE_DIR": str(cache), "TMPDIR": str(scratch)}
     r = _python(ORPHAN, env, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -299,8 +303,8 @@ def test_a_child_whose_parent_died_still_installs_its_kernel_and_cleans_up(tmp_p
     while list(scratch.iterdir()) and time.monotonic() < deadline:
         time.sleep(1.0)
     assert list(scratch.iterdir()) == []               # the child removed its folder
-    assert list(cache.rglob("kernels_pose.pose_stacks-*.nbi")) and list(cache.rglob("kernels_pose.pose_stacks-*.nbc"))
-    check = "from scuffle.anim.engine import coldstart; print(coldstart.kernel_cached('pose_stacks'))"
+    assert list(cache.rglob("kernels_pose.pose_lean-*.nbi")) and list(cache.rglob("kernels_pose.pose_lean-*.nbc"))
+    check = "from scuffle.anim.engine import coldstart; print(coldstart.kernel_cached('pose_lean'))"
     assert _python(check, env).stdout.split() == ["True"]
 
 
