@@ -47,6 +47,11 @@ _NO_VELOCITY = int(CursorFlags.NO_VELOCITY)     # 0x1: section A not sampled
 _NO_TURN = int(CursorFlags.NO_TURN)             # 0x2: bone 0 not sampled
 NO_POSE = -(1 << 40)          # a plan's final handle for "no pose": the default pose
 _SIMD_HUMANS = 32    # _emit_model: from this many consecutive columns, a bone's rows go to _model_rows
+# pose_stacks takes its humans' bones to model space a block of this many at a time, as
+# soon as the block is posed: the block's output (1,556 bytes a human) is still in the L2
+# then, where one pass over the whole call at its end read it back from the L3 or memory
+# past a few thousand humans
+_MODEL_BLOCK = 512
 QUEUED_POSE = POSE_STACK_SIZE + 1   # pose_stacks' scratch pose of the queued tasks' pose (queued_default)
 # The scratch poses' bone lanes: 34 bones padded to a multiple of 8 (the SIMD width of the
 # blend's float64 maths under AVX-512, and a multiple of AVX2's and SSE2's), so the
@@ -966,8 +971,10 @@ def _pose_windows(sp, nw, weights, submask, scratch):
 def _pose_top(k, sp, over_queue, cols, bank, scratch, out):
     """Human ``k``'s pose out (column ``cols[k]``, with its bone transforms: ``_emit``): the
     top of its pose stack of ``sp`` poses; an empty stack shows the queued tasks' pose
-    when it has one (``over_queue``), else the reference pose. Original: 0x00176d60,
-    0x00104630 Instance_BuildBoneMatrices."""
+    when it has one (``over_queue``), else the reference pose. The ``k``-th human that
+    ends a block of ``_MODEL_BLOCK``: the block's bones 2 and up to model space
+    (``_emit_model``, SIMD across its humans). Original: 0x00176d60, 0x00104630
+    Instance_BuildBoneMatrices."""
     if sp > 0:
         top = sp - 1
     elif over_queue:
@@ -976,6 +983,8 @@ def _pose_top(k, sp, over_queue, cols, bank, scratch, out):
         _reference(np.int64(_POSES), bank, scratch)
         top = np.int64(_POSES)
     _emit(top, cols[k], bank, scratch, out)
+    if (k + 1) % _MODEL_BLOCK == 0:         # a block posed: its bones 2 and up to model space
+        _emit_model(cols[k + 1 - _MODEL_BLOCK:k + 1], np.int64(_MODEL_BLOCK), bank, out)
 
 
 @_helper
@@ -1122,7 +1131,7 @@ def _pose_kernel(lean):
             dflt_slot[0] = -1
             refused[k] = nref
             _pose_top(k, np.int64(sp), over_queue, cols, bank, scratch, out)
-        _emit_model(cols, stop, bank, out)          # every human's bones 2 and up, SIMD across humans
+        _emit_model(cols[stop - stop % _MODEL_BLOCK:stop], stop % _MODEL_BLOCK, bank, out)   # (the last block's)
         return stop
 
     pose_stacks.__name__ = pose_stacks.__qualname__ = "pose_lean" if lean else "pose_stacks"

@@ -1,10 +1,13 @@
-"""The pose's local-to-model over every human of a call (kernels_pose._emit_model): the
-SIMD path over consecutive output columns gives the bits of the column-by-column path."""
+"""The pose's local-to-model (kernels_pose._emit_model): the SIMD path over consecutive
+output columns gives the bits of the column-by-column path, whether pose_stacks takes its
+humans a block of ``_MODEL_BLOCK`` at a time (with a last block of any length) or the
+lean pose stops inside a block."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from scuffle.anim.base.enums import TaskType
 from scuffle.anim.engine import kernels as K
 from scuffle.anim.engine import kernels_pose as KP
 from scuffle.anim.engine.plan import Bones, pose_tables
@@ -14,16 +17,36 @@ from scuffle.game.tools.bench import build_crowd
 pytestmark = pytest.mark.simd
 
 
-def _pose(game, n: int, cols: np.ndarray) -> Bones:
+def _pose(game, n: int, cols: np.ndarray, rows: np.ndarray | None = None, lean: bool = False) -> Bones:
+    """The poses of human rows ``rows`` (default 0 .. n-1) into output columns ``cols``: one
+    pose_stacks call, or (``lean``) pose_lean then pose_stacks from where it stopped."""
     b = game.player.batch
     H, T, C, F, G, E = b._tables()
     bones = Bones(n)
     refused = np.zeros(n, np.int64)
-    buffers = K.PoseBuffers(refused, np.zeros(64, np.float32), np.zeros(n, np.bool_))
-    rows = np.arange(n, dtype=np.int64)
-    K.pose_stacks(rows, cols, H, T, C, F, G, E, pose_tables(game.player.bank).tables, b._scratch, bones.outs(),
-                  buffers)
+    queued = np.zeros(n, np.bool_)
+    weights = np.zeros(64, np.float32)
+    rows = np.arange(n, dtype=np.int64) if rows is None else rows
+    tables = (H, T, C, F, G, E, pose_tables(game.player.bank).tables, b._scratch, bones.outs())
+    start = 0
+    if lean:
+        start = K.pose_lean(rows, cols, *tables, K.PoseBuffers(refused, weights, queued))
+    K.pose_stacks(rows[start:], cols[start:], *tables, K.PoseBuffers(refused[start:], weights, queued[start:]))
     return bones
+
+
+def _game(n: int):
+    game = build_crowd(n, "realistic", "compiled", 1, 1)
+    for _ in range(12):
+        game.step()
+    return game
+
+
+def _same(a: Bones, b: Bones, order: np.ndarray | None = None) -> None:
+    for name in ("rot", "pos", "mrot", "vel", "root", "tag"):
+        x, y = getattr(a.outs(), name), getattr(b.outs(), name)
+        np.testing.assert_array_equal(_bytes(x), _bytes(y if order is None else _at(y, order)), err_msg=name)
+    assert np.abs(a.outs().pos[:, 2:, :]).max() > 0.0            # the bones moved: something compared
 
 
 def test_consecutive_columns_take_the_simd_path_with_the_same_bits():
@@ -34,11 +57,80 @@ def test_consecutive_columns_take_the_simd_path_with_the_same_bits():
             game.step()
         straight = _pose(game, n, np.arange(n, dtype=np.int64))            # one run of columns: SIMD
         order = np.random.default_rng(3).permutation(n).astype(np.int64)
-        shuffled = _pose(game, n, order)                                    # column by column
-        for name in ("rot", "pos", "mrot", "vel", "root", "tag"):
-            a, b = getattr(straight.outs(), name), getattr(shuffled.outs(), name)
-            np.testing.assert_array_equal(_bytes(a), _bytes(_at(b, order)), err_msg=name)
-        assert np.abs(straight.outs().pos[:, 2:, :]).max() > 0.0        # the bones moved: something compared
+        _same(straight, _pose(game, n, order), order)                     # column by column
+    finally:
+        game.close()
+
+
+def _one_by_one(game, n: int) -> Bones:
+    """The poses of human rows 0 .. n-1, one pose_stacks call each (no block: each call's
+    own last one of one human)."""
+    b = game.player.batch
+    H, T, C, F, G, E = b._tables()
+    bones = Bones(n)
+    refused = np.zeros(n, np.int64)
+    queued = np.zeros(n, np.bool_)
+    weights = np.zeros(64, np.float32)
+    tables = (H, T, C, F, G, E, pose_tables(game.player.bank).tables, b._scratch, bones.outs())
+    at = np.arange(n, dtype=np.int64)
+    for k in range(n):
+        K.pose_stacks(at[k:k + 1], at[k:k + 1], *tables, K.PoseBuffers(refused[k:k + 1], weights, queued[k:k + 1]))
+    return bones
+
+
+@pytest.mark.parametrize("tail", [KP._SIMD_HUMANS + 5, 5])
+def test_blocks_of_humans_give_the_bits_of_one_human_at_a_time(tail):
+    """Two whole blocks and a last one of ``tail`` humans (SIMD, or under _SIMD_HUMANS:
+    column by column), against one call a human and against every column apart (a
+    shuffled order: no run)."""
+    n = 2 * KP._MODEL_BLOCK + tail
+    game = _game(n)
+    try:
+        straight = _pose(game, n, np.arange(n, dtype=np.int64))
+        _same(straight, _one_by_one(game, n))
+        order = np.random.default_rng(5).permutation(n).astype(np.int64)
+        _same(straight, _pose(game, n, order), order)
+    finally:
+        game.close()
+
+
+def _lean_refused(game, n: int) -> np.ndarray:
+    """Which of human rows 0 .. n-1 pose_lean leaves to pose_stacks: a type 10, 11 or 13
+    on the stack or down a clip's chain of next tasks (the crowd uses no kept rule and no
+    queued tasks' pose)."""
+    H, T = game.player.batch._tables()[:2]
+    rare = {int(TaskType.MIX), int(TaskType.PICK), int(TaskType.DIRECTION)}
+    clips = {int(TaskType.CLIP), int(TaskType.PAIRED_CLIP)}
+    out = np.zeros(n, np.bool_)
+    for h in range(n):
+        for i in range(int(H.depth[h])):
+            r = int(H.stack[h, i])
+            while True:
+                if int(T.type[r]) in rare:
+                    out[h] = True
+                if int(T.type[r]) not in clips or T.nxt[r] < 0:
+                    break
+                r = int(T.nxt[r])
+    return out
+
+
+def test_a_lean_pose_stopped_inside_a_block_gives_the_same_bits():
+    """pose_lean over rows ordered so that its first refused human is the 700th (inside
+    the second block), then pose_stacks over the rest, against one pose_stacks call."""
+    n = 2 * KP._MODEL_BLOCK + 40
+    game = _game(n)
+    try:
+        refused = _lean_refused(game, n)
+        assert refused.any() and (~refused).sum() > 700, refused.sum()
+        plain, rare = np.flatnonzero(~refused), np.flatnonzero(refused)
+        rows = np.concatenate([plain[:700], rare, plain[700:]]).astype(np.int64)
+        cols = np.arange(n, dtype=np.int64)
+        H, T, C, F, G, E = game.player.batch._tables()
+        stop = K.pose_lean(rows, cols, H, T, C, F, G, E, pose_tables(game.player.bank).tables,
+                           game.player.batch._scratch, Bones(n).outs(),
+                           K.PoseBuffers(np.zeros(n, np.int64), np.zeros(64, np.float32), np.zeros(n, np.bool_)))
+        assert stop == 700
+        _same(_pose(game, n, cols, rows), _pose(game, n, cols, rows, lean=True))
     finally:
         game.close()
 
