@@ -257,7 +257,8 @@ class TaskBuilder:
         if not (blend.__class__ is float and 0.0 <= blend <= F.FLT_MAX):
             _check_number("blend time", blend)
         ts = self.stores.tasks
-        if next is not None and not (next.tstore is ts and not ts.m_placed[next.trow] and next._TYPE != _FADE_INT):
+        if next is not None and not (getattr(next, "tstore", None) is ts and not ts.m_placed[next.trow]
+                                     and next._TYPE != _FADE_INT):
             ClipTask.check_next(ts, next)            # raises (before anything is taken)
         window = _WINDOW_INDEX[self.options.blend_window]
         task = self._clip_made(ClipTask, s, anim_id, rate, flags, held, on_end)
@@ -295,6 +296,8 @@ class TaskBuilder:
         on_end = check_callback(on_end, "on_end")
         self.pool.require(1)
         _check_number("blend time", blend)
+        if next is not None:
+            PairedClipTask.check_next(self.stores.tasks, next)   # (before the cursor is taken)
         c = self.lookup.cursor(s, anim_id)
         return self._take(PairedClipTask(c, self.lookup.rate_of(s, anim_id), attacker.handle or attacker.name,
                                          next, blend, flags, held, on_end, self.options.blend_window, tstore=self.stores.tasks))
@@ -328,8 +331,8 @@ class TaskBuilder:
         pool = self.pool
         if pool.n_out >= pool.capacity:
             pool.require(1)                          # raises
-        if len(ids) != 5:
-            raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
+        if not hasattr(ids, "__len__") or isinstance(ids, (str, bytes)) or len(ids) != 5:
+            raise ValueError(f"gait blend: 5 anim ids, got {ids!r}")
         s = inst.anim_set
         known = self.lookup._entries_known(s, ids)          # ids found before (no name among them)
         if known is None:
@@ -370,7 +373,7 @@ class TaskBuilder:
         """A type 11 four-clip task at a given rate. Original: 0x00106f50."""
         self.pool.require(1)
         s = inst.anim_set
-        ids = _refs(s, ids)
+        ids = _refs(s, ids, "type 11")
         if len(ids) != 4:
             raise ValueError(f"type 11: 4 clips, got {len(ids)}")
         entries = [self.lookup._entry(s, i) for i in ids]            # find: UnknownClip
@@ -411,8 +414,8 @@ class TaskBuilder:
         skipped and counted when sampled (0x00104ce0); with ``refuse_deep_chains`` it is
         refused here with PoseStackOverflow instead, before any task is built.
         """
-        if not ids:
-            raise ValueError("chain: at least one anim id")
+        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__") or not ids:
+            raise ValueError(f"chain: at least one anim id, in a list (got {ids!r})")
         _check_number("blend time", blend)
         on_end = check_callback(on_end, "on_end")
         self.pool.require(len(ids))

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from scuffle.anim.data.animset import AnimRef
 from scuffle.anim.data.clip import Clip
+from scuffle.anim.data.rangelist import UnknownAnimId
 from scuffle.anim.base.errors import UnknownClip
 from scuffle.anim.playback.cursor import Cursor, cursor_proto, cursor_row
 from scuffle.anim.data.rates import gait_speed
@@ -33,16 +36,25 @@ __all__ = ["ClipLookup", "UnknownClip"]
 
 
 def _ref(anim_set, anim_id: AnimRef) -> int:
-    """An anim id, or a clip name resolved through ``anim_set`` (AnimSet.id_of: did you mean)."""
-    return anim_set.id_of(anim_id) if isinstance(anim_id, str) else anim_id
+    """An anim id, or a clip name resolved through ``anim_set`` (AnimSet.id_of: did you
+    mean). Rejected: anything else, a bool among them (UnknownAnimId naming it; the range
+    of an id is the look-up's to check)."""
+    if isinstance(anim_id, str):
+        return anim_set.id_of(anim_id)
+    if anim_id.__class__ is int or (isinstance(anim_id, (int, np.integer)) and not isinstance(anim_id, bool)):
+        return anim_id
+    raise UnknownAnimId(anim_id)
 
 
-def _refs(anim_set, ids: Sequence[AnimRef]) -> Sequence[int]:
-    """``_ref`` of each of ``ids`` (the same sequence when none is a name)."""
+def _refs(anim_set, ids: Sequence[AnimRef], what: str = "anim ids") -> Sequence[int]:
+    """``_ref`` of each of ``ids`` (the same sequence when none is a name). Rejected: ``ids``
+    not a sequence of them (a ValueError naming ``what``; UnknownAnimId for an item)."""
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__") or not hasattr(ids, "__getitem__"):
+        raise ValueError(f"{what}: {ids!r} is not a list of anim ids or clip names")
     for i in ids:
-        if isinstance(i, str):
-            return [_ref(anim_set, i) for i in ids]
-    return ids  # type: ignore[return-value]  # no name among them: ints
+        if i.__class__ is not int and (not isinstance(i, (int, np.integer)) or isinstance(i, bool)):
+            return [_ref(anim_set, i) for i in ids]        # a name resolved, anything else refused
+    return ids  # type: ignore[return-value]  # ints (IntEnum members among them)
 
 
 class ClipLookup:
@@ -288,6 +300,7 @@ class ClipLookup:
 
     def _rate_checked(self, anim_set, anim_id: int) -> float:
         """``rate_of`` through the range list (no cache)."""
+        anim_id = _ref(anim_set, anim_id)             # (an id of another type: UnknownAnimId)
         flags = self._flags.get(id(anim_set))
         if flags is None or flags[0] is not anim_set:
             flags = self._flags[id(anim_set)] = (anim_set, anim_set.range_list.records["flags"])

@@ -179,6 +179,9 @@ class StackRules:
     def _check_own(self, task: Task) -> None:
         """ForeignTask unless ``task``, the next tasks it owns and their cursors, fade and
         gait rows all live in this world's tables (made by this Player)."""
+        if not isinstance(task, Task):
+            raise ValueError(f"{task!r} is not a task (make one with the Player's constructors: clip, loop, "
+                             "gait, ...)")
         st = self.stores
         tasks, cursors = st.tasks, st.cursors
         # the common chain (a clip task and the next tasks it owns, made by the constructors:

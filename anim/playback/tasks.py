@@ -618,7 +618,10 @@ class ClipTask(_ClipBase):
     def check_next(cls, ts: Table, task: Task) -> None:
         """The ``next`` setter's checks of a new task's next task, before anything is taken:
         ValueError for a fade, ForeignTask for a task of another table, TaskInUse for a task
-        that already has a place."""
+        that already has a place; ValueError for anything that is not a task."""
+        if not isinstance(task, Task):
+            raise ValueError(f"{cls.__name__}.next: {task!r} is not a task (make one with the Player's "
+                             "constructors: clip, loop, gait, ...)")
         if task.type == TaskType.FADE:
             raise ValueError(f"{cls.__name__}.next: a fade (type 9) cannot be a next task: it fades "
                              "between tasks on a stack (Player.change makes it)")

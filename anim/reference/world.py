@@ -113,11 +113,29 @@ class RefPool:
         return False
 
 
-def _live(task, where: str) -> None:
-    """StaleHandle for a task that went back to the pool (it can have no place now)."""
-    if task is not None and getattr(task, "gone", False):
+def _live(task, where: str, none: bool = True) -> None:
+    """StaleHandle for a task that went back to the pool (it can have no place now);
+    ValueError for anything that is not a task (None too, unless ``none``)."""
+    if task is None and none:
+        return
+    if not isinstance(task, RefTask):
+        raise ValueError(f"{where}: {task!r} is not a task (make one with the constructors: clip, loop, gait, ...)")
+    if getattr(task, "gone", False):
         raise StaleHandle(f"{where}: {type(task).__name__} (anim id {task.anim_id()}) went back to the pool "
                           "(a task made and never placed goes back at the end of its update)")
+
+
+def _id(anim_set, anim_id):
+    """An anim id: a clip name as its id in ``anim_set`` (its own refusal for an unknown one)."""
+    return anim_set.id_of(anim_id) if isinstance(anim_id, str) else anim_id
+
+
+def _id_list(anim_set, ids, what: str) -> list:
+    """``ids`` as anim ids (``_id`` of each). ValueError naming ``what`` unless ``ids`` is a
+    list of anim ids or clip names (a sequence, not a string)."""
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__") or not hasattr(ids, "__getitem__"):
+        raise ValueError(f"{what}: {ids!r} is not a list of anim ids or clip names")
+    return [_id(anim_set, i) for i in ids]
 
 
 def _number(what: str, value, low: float = 0.0) -> float:
@@ -176,7 +194,8 @@ class Reference:
 
     # ---------------------------------------------------------------- clips and rates
     def find(self, anim_set, anim_id: int):
-        """The clip an id names (0x00175080 CharacterInstance_GetAnim); UnknownClip for none."""
+        """The clip an id (or a clip name) names (0x00175080 CharacterInstance_GetAnim);
+        UnknownClip for none."""
         clip = anim_set.clip(anim_id)
         if clip is None:
             raise UnknownClip(f"anim id {anim_id}: no clip in set {getattr(anim_set, 'name', '?')!r}")
@@ -184,10 +203,10 @@ class Reference:
 
     def rate_of(self, anim_set, anim_id: int) -> float:
         """"Playback rate" L294: CfgAnimSpeeds by the id's range flags (0x00104a38)."""
-        return self.options.speeds.rate_for(int(anim_set.range(anim_id).flags))
+        return self.options.speeds.rate_for(int(anim_set.range(_id(anim_set, anim_id)).flags))
 
     def cursor(self, anim_set, anim_id: int, flags: int = 0) -> RefCursor:
-        return RefCursor(self.find(anim_set, anim_id), anim_id, flags,
+        return RefCursor(self.find(anim_set, anim_id), _id(anim_set, anim_id), flags,
                          self.options.place_events == PlaceEvents.FIRED)
 
     # ---------------------------------------------------------------- constructors
@@ -255,9 +274,10 @@ class Reference:
         """Type 12 (0x0010a310) at the human's speed multiplier."""
         on_wrap = plain_callback(on_wrap, "on_wrap")
         self.pool.require(1)
+        s = inst.anim_set
+        ids = _id_list(s, ids, "gait blend")
         if len(ids) != 5:
             raise ValueError(f"gait blend: 5 anim ids, got {len(ids)}")
-        s = inst.anim_set
         for i in ids:
             self.find(s, i)
         _number("gait target", target, -math.inf)
@@ -280,6 +300,7 @@ class Reference:
         """Type 11 (0x00106f50) at a given rate."""
         self.pool.require(1)
         s = inst.anim_set
+        ids = _id_list(s, ids, "type 11")
         if len(ids) != 4:
             raise ValueError(f"type 11: 4 clips, got {len(ids)}")
         for i in ids:
@@ -293,6 +314,9 @@ class Reference:
         """Type 13 (0x00109210) over ids base..base+7."""
         self.pool.require(1)
         s = inst.anim_set
+        base = _id(s, base)
+        if isinstance(base, bool) or not isinstance(base, (int, np.integer)):
+            self.find(s, base)                      # not an id: the set's own refusal (UnknownAnimId)
         for d in range(8):
             self.find(s, base + d)
         _number("direction", direction, -math.inf)
@@ -301,8 +325,8 @@ class Reference:
     def chain(self, inst, ids, *, blend=0.0, flags=0, held=0, paired_with=None, on_end=None):
         """``play = [A, ..., Z]``: A ... Y hand over in order (type 3, or 6 paired), Z loops;
         all tasks taken at once or none. ``held`` and ``on_end`` go to the first task."""
-        if not ids:
-            raise ValueError("chain: at least one anim id")
+        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__") or not ids:
+            raise ValueError(f"chain: at least one anim id, in a list (got {ids!r})")
         on_end = plain_callback(on_end, "on_end")
         _number("blend time", blend)
         self.pool.require(len(ids))
@@ -390,7 +414,7 @@ class Reference:
                 fade.finish_early(self, inst)
 
     def _put(self, inst, task, at: int | None) -> None:
-        _live(task, "the stack")
+        _live(task, "the stack", none=False)
         self._check_fits_poses(inst, task)
         self._early_finish(inst)
         if len(inst.stack) >= STACK_SIZE:
@@ -434,7 +458,7 @@ class Reference:
         """L259: make a fade, insert the new task at the bottom, push the fade on top
         (the stack is then new, old..., fade). Refused before any change (the task given
         back): no task for the fade, no room, a bad fade time."""
-        _live(task, "change")
+        _live(task, "change", none=False)
         try:
             self._check_fits_poses(inst, task)
             self.pool.require(1)
@@ -609,7 +633,7 @@ class Reference:
         return moved
     def enqueue(self, inst, task) -> None:
         """Queue a task to start at the next step (+0x304, at most 10)."""
-        _live(task, "enqueue")
+        _live(task, "enqueue", none=False)
         if len(inst.queue) >= QUEUE_SIZE:
             raise QueueFull(f"{inst.name or 'human'}: the task queue already holds {QUEUE_SIZE} tasks")
         inst.queue.append(task)
