@@ -24,7 +24,7 @@ from scuffle.anim.base.limits import check_float
 from scuffle.anim.engine.store import HumanTable, _fast_view, left_world
 from scuffle.anim.engine.writefirst import write_first, write_first_for
 
-__all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted",
+__all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted", "not_a_human",
            "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool", "serial_of", "instance_of",
            "seated"]
 
@@ -218,6 +218,11 @@ class HumanRecord:
             return f"HumanRecord(stale: row {self.row} went back)"
         return f"HumanRecord(flags=0x{self.flags:x}, anim_id={self.anim_id})"
 
+
+
+def not_a_human(call: str, inst: object) -> ValueError:
+    """The error of a call given something that is not a human (a CharacterInstance)."""
+    return ValueError(f"{call}: {inst!r} is not a human (a CharacterInstance)")
 
 class CharacterInstance:
     """One character's animation state (CharacterInstance): a handle onto its human's row.

@@ -229,7 +229,10 @@ class BatchEngine:
     # ---------------------------------------------------------------- rows
     def _row(self, inst: CharacterInstance) -> int:
         """The human's row (a new one on first sight: its record moves into the table).
-        Rejected (ValueError): a human another world's engine has."""
+        Rejected (ValueError): a human another world's engine has; anything that is not a
+        human."""
+        if not isinstance(inst, CharacterInstance):
+            raise ValueError(f"{inst!r} is not a human (a CharacterInstance)")
         s = inst.slot
         if inst.engine is self:
             write_first_for(self.humans, s)

@@ -20,14 +20,16 @@ import functools
 import math
 from typing import Callable, Sequence, TypeVar
 
+import numpy as np
+
 from scuffle.anim.maths import f32 as F
-from scuffle.anim.data.animset import AnimRef
+from scuffle.anim.data.animset import AnimRef, AnimSet
 from scuffle.anim.engine.callbacks import check_callback
 from scuffle.anim.playback.cursor import cursor_row
 from scuffle.anim.playback.lookup import ClipLookup, _ref, _refs
 from scuffle.anim.maths.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.data.options import PlayerOptions
-from scuffle.anim.engine.stack import CharacterInstance, TaskPool
+from scuffle.anim.engine.stack import CharacterInstance, TaskPool, not_a_human
 from scuffle.anim.engine.store import Stores, near_hints
 from scuffle.anim.playback.tasks import (set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
                     PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
@@ -130,15 +132,48 @@ def _next_row(ts, r: int, next: Task | None, blend: float, window: int) -> None:
         ts.m_window[r] = window
 
 
+# the constructors' bit fields: the range of the task table's column each goes to (int32, int64)
+_BITS = {"flags": (-(1 << 31), (1 << 31) - 1), "held": (-(1 << 63), (1 << 63) - 1)}
+
+
+def _check_bits(call: str, what: str, value) -> int:
+    """A constructor's ``flags`` or ``held`` as an int: a whole number its column holds (an
+    IntFlag's value among them), else ValueError naming it."""
+    lo, hi = _BITS[what]
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
+        raise ValueError(f"{call}: {what} {value!r} must be a whole number from {lo} to {hi}")
+    return int(value)
+
+
 def _near_human(make: Callable) -> Callable:
     """A constructor whose rows are taken near its human's (anim.engine.store.near_hints:
     the task and cursor tables' ``near`` set while it runs, the hints before it put back
-    after, so a constructor calling another keeps them)."""
+    after, so a constructor calling another keeps them). Rejected: a human that is not
+    one, a ``flags`` or ``held`` that is not a whole number its column holds (ValueError
+    naming it); an ``anim_set`` that is not an AnimSet, a ``paired_with`` that is not a
+    human."""
+    name = make.__name__
+
     def made(self, inst, *args, **kwargs):
+        if kwargs:
+            for key in ("flags", "held"):
+                if key in kwargs:
+                    v = kwargs[key]
+                    if v.__class__ is not int or not -(1 << 31) <= v < 1 << 31:
+                        kwargs[key] = _check_bits(name, key, v)
+            s = kwargs.get("anim_set")
+            if s is not None and not isinstance(s, AnimSet):
+                raise ValueError(f"{name}: anim_set {s!r} is not an AnimSet")
+            w = kwargs.get("paired_with")
+            if w is not None and not isinstance(w, CharacterInstance):
+                raise not_a_human(f"{name}: paired_with", w)
         st = self.stores
         ts, cs = st.tasks, st.cursors
         old_t, old_c = ts.near, cs.near
-        ts.near, cs.near = near_hints(st, inst)
+        try:
+            ts.near, cs.near = near_hints(st, inst)
+        except AttributeError:
+            raise not_a_human(name, inst) from None
         try:
             return make(self, inst, *args, **kwargs)
         finally:
@@ -291,6 +326,8 @@ class TaskBuilder:
                on_end: Callable | None = None) -> PairedClipTask:
         """A type 6 task: ``anim_id`` looked up in the attacker's set, at the attacker's rate
         (its range flags there); the cursor plays on ``inst``. Original: 0x00108a78."""
+        if not isinstance(attacker, CharacterInstance):
+            raise not_a_human("paired: attacker", attacker)
         s = attacker.anim_set
         anim_id = _ref(s, anim_id)
         on_end = check_callback(on_end, "on_end")

@@ -147,6 +147,19 @@ def _row_state(table: Table) -> RowState:
     return RowState(table.live, table.gen, table.free_rows, table.n_free, table.free_at)
 
 
+
+def _listed(call: str, instances) -> list:
+    """``instances`` as a list (a list itself as it is). Rejected: not a collection of
+    humans (ValueError naming the call; each human is checked as its row is found)."""
+    if isinstance(instances, list):
+        return instances
+    if isinstance(instances, (str, bytes, CharacterInstance)):
+        raise ValueError(f"{call}: {instances!r} is not a list of humans")
+    try:
+        return list(instances)
+    except TypeError:
+        raise ValueError(f"{call}: {instances!r} is not a list of humans") from None
+
 class Player:
     """The animation system of one world (see the module docstring).
 
@@ -316,6 +329,8 @@ class Player:
             self._dt_f32 = F.f32(raw if dt is None else check_float("step: dt", dt, 0.0, MAX_DT))
             self._dt_raw = raw
         dt = self._dt_f32
+        if instances.__class__ is not list:
+            instances = _listed("step", instances)      # (refused before anything changes)
         write_first(self.prepared)          # the commands buffered since the last step, in order
         made = self.pool.made
         if made or made is None:                # the handle API made tasks since the last step:
@@ -327,7 +342,7 @@ class Player:
         # Only the characters whose stack or gait leader changed can have a new top task:
         # their rows (the status the kernel wrote for each row of this step)
         eng = self.batch
-        if eng.step(instances if isinstance(instances, list) else list(instances), dt, listed=False):
+        if eng.step(instances, dt, listed=False):
             n = eng.kernel_humans
             self._stepped.append(eng._last_rows[:n][(eng._status[:n] & _TOP_OR_STACK) != 0])
         if self._wraps:
@@ -454,7 +469,7 @@ class Player:
         """
         write_first(self.prepared)
         refusals: list = []
-        out = self.batch.sample(instances, refusals)
+        out = self.batch.sample(instances if instances.__class__ is list else _listed("sample", instances), refusals)
         self._count_refusals(refusals)
         return out
 
@@ -483,7 +498,8 @@ class Player:
             self.batch.finish_begun()
             write_first(self.prepared)
         refusals: list = []
-        bones = self.batch.pose(instances, refusals=refusals)
+        bones = self.batch.pose(instances if instances.__class__ is list else _listed("pose", instances),
+                                refusals=refusals)
         self._count_refusals(refusals)
         return bones
 

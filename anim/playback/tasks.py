@@ -799,7 +799,11 @@ class FadeTask(Task):
         """``FadeTask(duration, rate, held, store=fades, tstore=ts)`` for the Player's
         constructors (``ts`` / ``fades`` the world's tables): the task row, then the fade's
         (write_fade_row)."""
-        if not (duration >= 0.0 and math.isfinite(duration)):
+        try:
+            fine = duration >= 0.0 and math.isfinite(duration)
+        except TypeError:                       # not a number
+            fine = False
+        if not fine:
             raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         t = new_handle(ts, cls)
         tr = write_task_row(ts, t, _FADE_INT, rate, 0, held, None)

@@ -138,6 +138,52 @@ def _id_list(anim_set, ids, what: str) -> list:
     return [_id(anim_set, i) for i in ids]
 
 
+_BITS = {"flags": (-(1 << 31), (1 << 31) - 1), "held": (-(1 << 63), (1 << 63) - 1)}   # the tables' int32, int64
+
+
+def _human(call: str, inst) -> None:
+    """ValueError naming the call unless ``inst`` is a human (a RefInstance)."""
+    if not isinstance(inst, RefInstance):
+        raise ValueError(f"{call}: {inst!r} is not a human (a CharacterInstance)")
+
+
+def _humans(call: str, instances) -> list:
+    """``instances`` as a list of humans (ValueError naming the call for anything else)."""
+    if isinstance(instances, (str, bytes, RefInstance)) or not hasattr(instances, "__iter__"):
+        raise ValueError(f"{call}: {instances!r} is not a list of humans")
+    listed = list(instances)
+    for inst in listed:
+        if not isinstance(inst, RefInstance):
+            raise ValueError(f"{inst!r} is not a human (a CharacterInstance)")
+    return listed
+
+
+def _constructor(make):
+    """A constructor's own checks first: its human, its ``flags`` and ``held`` (whole
+    numbers the engine's columns hold), an ``anim_set`` (a set of clips), a
+    ``paired_with`` (a human); ValueError naming each."""
+    name = make.__name__
+
+    def made(self, inst, *args, **kwargs):
+        _human(name, inst)
+        for key in ("flags", "held"):
+            if key in kwargs:
+                v = kwargs[key]
+                lo, hi = _BITS[key]
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) <= hi:
+                    raise ValueError(f"{name}: {key} {v!r} must be a whole number from {lo} to {hi}")
+                kwargs[key] = int(v)
+        s = kwargs.get("anim_set")
+        if s is not None and not (callable(getattr(s, "clip", None)) and callable(getattr(s, "range", None))):
+            raise ValueError(f"{name}: anim_set {s!r} is not an AnimSet")
+        w = kwargs.get("paired_with")
+        if w is not None:
+            _human(f"{name}: paired_with", w)
+        return make(self, inst, *args, **kwargs)
+    made.__name__, made.__qualname__, made.__doc__ = make.__name__, make.__qualname__, make.__doc__
+    return made
+
+
 def _number(what: str, value, low: float = 0.0) -> float:
     """A constructor's number: finite as a float32 and >= ``low`` (ValueError naming it)."""
     try:
@@ -210,6 +256,7 @@ class Reference:
                          self.options.place_events == PlaceEvents.FIRED)
 
     # ---------------------------------------------------------------- constructors
+    @_constructor
     def loop(self, inst, anim_id, *, flags=0, held=0, rate=None, on_wrap=None, on_end=None, anim_set=None):
         """Type 1 (0x00105678)."""
         on_end = plain_callback(on_end, "on_end")
@@ -219,6 +266,7 @@ class Reference:
         r = self.rate_of(s, anim_id) if rate is None else _number("rate", rate)
         return self.pool.take(RefLoop(self.cursor(s, anim_id), r, flags, held, on_end, on_wrap))
 
+    @_constructor
     def clip(self, inst, anim_id, next=None, *, blend=0.0, flags=0, held=0, rate=None, on_end=None, anim_set=None):
         """Type 3 (0x00105990)."""
         on_end = plain_callback(on_end, "on_end")
@@ -231,6 +279,7 @@ class Reference:
                                       self.options.blend_window))
         return task
 
+    @_constructor
     def hold(self, inst, anim_id, *, flags=0, held=0, on_end=None):
         """Type 5 (0x00106140, ours)."""
         on_end = plain_callback(on_end, "on_end")
@@ -238,16 +287,19 @@ class Reference:
         c = self.cursor(inst.anim_set, anim_id)
         return self.pool.take(RefHold(c, self.rate_of(inst.anim_set, anim_id), flags, held, on_end))
 
+    @_constructor
     def scene(self, inst, anim_id, rate, *, flags=0, anim_set=None):
         """Type 7 (0x001069c0) at the scene's rate."""
         self.pool.require(1)
         _number("rate", rate)
         return self.pool.take(RefScene(self.cursor(anim_set or inst.anim_set, anim_id), rate, flags))
 
+    @_constructor
     def paired(self, inst, attacker, anim_id, next=None, *, blend=0.0, flags=0, held=0, on_end=None):
         """Type 6 (0x00108a78, L240-243): the id looked up in the attacker's set, at its rate."""
         on_end = plain_callback(on_end, "on_end")
         _live(next, "next")
+        _human("paired: attacker", attacker)
         s = attacker.anim_set
         self.pool.require(1)
         _number("blend time", blend)
@@ -265,11 +317,19 @@ class Reference:
         return self.pool.take(RefPairedHold(c, self.rate_of(s, anim_id), attacker.handle or attacker.name,
                                             flags, held, on_end))
 
+    @_constructor
     def fade(self, inst, duration, *, held=0):
         """Type 9 (0x00106c80) at the human's speed multiplier (L295)."""
         self.pool.require(1)
+        try:
+            fine = duration >= 0.0 and math.isfinite(duration)
+        except TypeError:                           # not a number
+            fine = False
+        if not fine:
+            raise ValueError(f"fade time {duration!r} must be finite and >= 0")
         return self.pool.take(RefFade(duration, inst.speed, held))
 
+    @_constructor
     def gait(self, inst, ids, *, target=0.0, value=None, flags=0x2C1, on_wrap=None, held=0):
         """Type 12 (0x0010a310) at the human's speed multiplier."""
         on_wrap = plain_callback(on_wrap, "on_wrap")
@@ -287,6 +347,7 @@ class Reference:
                                       value=target if value is None else value, target=target, flags=flags,
                                       on_wrap=on_wrap, held=held))
 
+    @_constructor
     def mix(self, inst, a, b, *, weight=0.0, flags=0):
         """Type 10 (0x0010b090) at the human's speed multiplier."""
         self.pool.require(1)
@@ -296,6 +357,7 @@ class Reference:
         _number("mix weight", weight, -math.inf)
         return self.pool.take(RefMix(self.cursor(s, a), self.cursor(s, b), inst.speed, weight, flags))
 
+    @_constructor
     def pick(self, inst, ids, rate, *, value=0.0, flags=0):
         """Type 11 (0x00106f50) at a given rate."""
         self.pool.require(1)
@@ -310,6 +372,7 @@ class Reference:
         return self.pool.take(RefPick([self.cursor(s, i) for i in ids], rate, value, flags,
                                       sampling=self.options.pick))
 
+    @_constructor
     def direction(self, inst, base, *, direction=0.0, flags=0):
         """Type 13 (0x00109210) over ids base..base+7."""
         self.pool.require(1)
@@ -322,6 +385,7 @@ class Reference:
         _number("direction", direction, -math.inf)
         return self.pool.take(RefDirection(base, lambda i: self.cursor(s, i), inst.speed, direction, flags))
 
+    @_constructor
     def chain(self, inst, ids, *, blend=0.0, flags=0, held=0, paired_with=None, on_end=None):
         """``play = [A, ..., Z]``: A ... Y hand over in order (type 3, or 6 paired), Z loops;
         all tasks taken at once or none. ``held`` and ``on_end`` go to the first task."""
@@ -357,6 +421,7 @@ class Reference:
     @staticmethod
     def top(inst) -> RefTask | None:
         """0x00175210: the top task, or the bottom one when the top is a fade."""
+        _human("top", inst)
         if not inst.stack:
             return None
         t = inst.stack[-1]
@@ -366,6 +431,11 @@ class Reference:
     def running(inst, ttype: int) -> RefTask | None:
         """The newest unreleased task of type ``ttype`` on the stack (nearest the bottom: a
         change inserts its new task there), or None (Player.running)."""
+        _human("running", inst)
+        try:
+            ttype = TaskType(ttype)
+        except (TypeError, ValueError):
+            raise ValueError(f"running: {ttype!r} is not a task type (TaskType)") from None
         for t in inst.stack:
             if t.type == ttype and not t.released:
                 return t
@@ -429,11 +499,13 @@ class Reference:
 
     def insert_bottom(self, inst, task) -> None:
         """0x001754e8: under the stack, then the anim id refresh."""
+        _human("insert_bottom", inst)
         self._put(inst, task, 0)
         self.refresh_anim_id(inst)
 
     def push(self, inst, task) -> None:
         """0x001753d8: on top of the stack, then the anim id refresh."""
+        _human("push", inst)
         self._put(inst, task, None)
         self.refresh_anim_id(inst)
 
@@ -458,6 +530,7 @@ class Reference:
         """L259: make a fade, insert the new task at the bottom, push the fade on top
         (the stack is then new, old..., fade). Refused before any change (the task given
         back): no task for the fade, no room, a bad fade time."""
+        _human("change", inst)
         _live(task, "change", none=False)
         try:
             self._check_fits_poses(inst, task)
@@ -633,6 +706,7 @@ class Reference:
         return moved
     def enqueue(self, inst, task) -> None:
         """Queue a task to start at the next step (+0x304, at most 10)."""
+        _human("enqueue", inst)
         _live(task, "enqueue", none=False)
         if len(inst.queue) >= QUEUE_SIZE:
             raise QueueFull(f"{inst.name or 'human'}: the task queue already holds {QUEUE_SIZE} tasks")
@@ -699,7 +773,12 @@ class Reference:
     def step(self, instances, dt: float | None = None) -> None:
         """Every character's animation step: its queue once (0x00175610), then its stack
         advanced bottom-up (the +0x64 calls); hand-overs, fades, events, held flags."""
-        dt = F.f32(float(self.options.dt if dt is None else dt))
+        raw = self.options.dt if dt is None else dt
+        if isinstance(raw, bool) or not isinstance(raw, (int, float, np.integer, np.floating)) \
+                or not 0.0 <= float(raw) <= 1.0:            # (NaN fails it too)
+            raise ValueError(f"step: dt {raw!r} must be a number from 0 to 1 s")
+        dt = F.f32(float(raw))
+        instances = _humans("step", instances)
         self.give_back_unplaced()
         self.refused = []
         self._wraps = []
@@ -859,7 +938,7 @@ class Reference:
         pose stack of seven, over the queued tasks' pose when ``options.queued_default``
         passes for a human with queued tasks (anim.reference.pose, ``sample_instance``)."""
         from scuffle.anim.reference.pose import sample_instance
-        return [sample_instance(self, inst) for inst in instances]
+        return [sample_instance(self, inst) for inst in _humans("sample", instances)]
 
     def pose(self, instances, reference: bool = False) -> "RefBones":
         """Every instance's pose and model-space bone transforms (RefBones: ``each`` the

@@ -1,7 +1,10 @@
-"""The handle API's constructors and stack rules refuse what is not an anim id, a list of
-them or a task with one clear error (a ValueError: UnknownAnimId for an id), on the engine
-and on the reference alike, before anything is taken: the pool, the cursor table and the
-stack are as they were."""
+"""The handle API refuses a bad argument with one clear error (a ValueError naming the call
+or the field; UnknownAnimId for an id), on the engine and on the reference alike, before
+anything is taken: the pool, the cursor table and the stack are as they were. What is
+refused: an anim reference that is not an id or a clip name, ids that are not a list, a
+task that is not a task, a human that is not a human, ``flags`` or ``held`` that are not
+whole numbers their columns hold, an ``anim_set`` that is not a set, a fade time, a task
+type or a step's ``dt`` that are not numbers in range."""
 from __future__ import annotations
 
 import numpy as np
@@ -43,6 +46,37 @@ BAD = {
     "change to a string": (lambda p, h, h2, ok: p.change(h, "x"), ValueError),
     "change to None": (lambda p, h, h2, ok: p.change(h, None), ValueError),
     "enqueue of an int": (lambda p, h, h2, ok: p.enqueue(h, 5), ValueError),
+    # the humans
+    "loop for None": (lambda p, h, h2, ok: p.loop(None, 1), ValueError),
+    "gait for a name": (lambda p, h, h2, ok: p.gait("h", [0, 1, 2, 3, 3]), ValueError),
+    "paired by None": (lambda p, h, h2, ok: p.paired(h, None, 1), ValueError),
+    "chain paired with a string": (lambda p, h, h2, ok: p.chain(h, [0, 1], paired_with="h2"), ValueError),
+    "change for None": (lambda p, h, h2, ok: p.change(None, ok), ValueError),
+    "enqueue for a number": (lambda p, h, h2, ok: p.enqueue(3, ok), ValueError),
+    "push for a string": (lambda p, h, h2, ok: p.push("h", ok), ValueError),
+    "insert_bottom for a list": (lambda p, h, h2, ok: p.insert_bottom([h], ok), ValueError),
+    "top of None": (lambda p, h, h2, ok: p.top(None), ValueError),
+    "running of None": (lambda p, h, h2, ok: p.running(None, 1), ValueError),
+    "step of None": (lambda p, h, h2, ok: p.step(None), ValueError),
+    "step of a string": (lambda p, h, h2, ok: p.step("hh"), ValueError),
+    "step of one human": (lambda p, h, h2, ok: p.step(h), ValueError),
+    "sample of numbers": (lambda p, h, h2, ok: p.sample([h, 3]), ValueError),
+    # the numbers and bits
+    "loop's flags None": (lambda p, h, h2, ok: p.loop(h, 1, flags=None), ValueError),
+    "clip's flags a float": (lambda p, h, h2, ok: p.clip(h, 1, flags=1.5), ValueError),
+    "mix's flags past int32": (lambda p, h, h2, ok: p.mix(h, 0, 1, flags=1 << 40), ValueError),
+    "hold's held a list": (lambda p, h, h2, ok: p.hold(h, 1, held=[1]), ValueError),
+    "fade's held past int64": (lambda p, h, h2, ok: p.fade(h, 0.2, held=1 << 70), ValueError),
+    "gait's held a bool": (lambda p, h, h2, ok: p.gait(h, [0, 1, 2, 3, 3], held=True), ValueError),
+    "fade of None": (lambda p, h, h2, ok: p.fade(h, None), ValueError),
+    "fade of a string": (lambda p, h, h2, ok: p.fade(h, "0.2"), ValueError),
+    "running of a float type": (lambda p, h, h2, ok: p.running(h, 1.5), ValueError),
+    "running of type 99": (lambda p, h, h2, ok: p.running(h, 99), ValueError),
+    "step by a list dt": (lambda p, h, h2, ok: p.step([h], [1]), ValueError),
+    "step by a NaN dt": (lambda p, h, h2, ok: p.step([h], float("nan")), ValueError),
+    # the sets
+    "loop from a string set": (lambda p, h, h2, ok: p.loop(h, 1, anim_set="x"), ValueError),
+    "scene from a number set": (lambda p, h, h2, ok: p.scene(h, 1, 1.0, anim_set=np.float32(2.5)), ValueError),
 }
 
 
@@ -63,7 +97,7 @@ def _cursors_out(p) -> int | None:
 
 @pytest.mark.parametrize("reference", [False, True], ids=["engine", "reference"])
 @pytest.mark.parametrize("what", sorted(BAD))
-def test_a_bad_reference_is_refused_clearly_and_takes_nothing(what, reference):
+def test_a_bad_argument_is_refused_clearly_and_takes_nothing(what, reference):
     call, error = BAD[what]
     p, h, h2 = _world(reference)
     ok = p.loop(h, 1)                               # (a task of the world's own, unplaced)
@@ -77,7 +111,7 @@ def test_a_bad_reference_is_refused_clearly_and_takes_nothing(what, reference):
 
 
 def test_valid_references_of_every_kind_still_pass():
-    """Names, numpy ints and tuples are what they were: anim ids, the same tasks on both
+    """Names, numpy ints, tuples and IntFlag bits are what they were: the same tasks on both
     engines."""
     seen = []
     for reference in (False, True):
