@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from scuffle.anim.engine import kernels as K
-from scuffle.anim.engine.coldstart import (ASIDE, POSE_KERNEL, STEP_KERNEL, await_kernel, compile_aside,
+from scuffle.anim.engine.coldstart import (ASIDE, LEAN_OF, POSE_KERNEL, STEP_KERNEL, await_kernel, compile_aside,
                                            compile_rest, lean_first_pose, lean_first_step, note_cold_compile,
                                            rest_installed)
 from scuffle.anim.engine import crowd
@@ -54,6 +54,8 @@ from scuffle.anim.engine.jobs import AnimIdJob, FlushJob, PoseInputs, PoseJob, S
 from scuffle.anim.engine.trusted import TrustedKernel
 from scuffle.anim.engine.writefirst import write_first_for
 
+
+WHOLE_OF = {lean: whole for whole, lean in LEAN_OF.items()}    # each lean kernel's whole one
 
 _COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.engine.coldstart)
 _STEPS = [0]                     # the process's steps, counted to 2 (the rest compile then: compile_rest)
@@ -1025,13 +1027,8 @@ class BatchEngine:
         start = 0
         if not _COLD[0]:
             _note_cold(self, "step_stacks")
-        if ASIDE:
-            await_kernel(STEP_KERNEL[0])
-        if self._step_name != STEP_KERNEL[0]:
-            self._use_step(STEP_KERNEL[0])     # a fresh install's first steps (step_lean) or their end
-        if self._step_name == "step_lean" and rest_installed():
-            STEP_KERNEL[0] = "step_stacks"      # compiled in the background: loaded from the cache
-            self._use_step("step_stacks")
+        if ASIDE or self._step_name != STEP_KERNEL[0] or self._step_name == "step_lean":
+            self._lean_or_whole(STEP_KERNEL, self._step_name, self._use_step)
         kernel = self._step_kernel
         spans = self._spans(len(rows), 0) if not self._twice else None
         self.chunks_used = len(spans) if spans else 1
@@ -1062,6 +1059,23 @@ class BatchEngine:
             self._def_out = _grown(self._def_out)
             self._wrap_out = _grown(self._wrap_out)
             start = stopped
+
+    @staticmethod
+    def _lean_or_whole(current: list, used: str, use: Callable) -> None:
+        """The step's or the pose's kernel before a call (``current``: coldstart.STEP_KERNEL or
+        POSE_KERNEL, the one the process runs; ``used`` the engine's own; ``use`` its
+        ``_use_step`` or ``_use_pose``): the child compiling it awaited, the engine moved to
+        the process's kernel (a fresh install's first steps run the lean form, or their
+        end), and from the lean form to the whole one once the background compile has
+        installed it (loaded from the cache)."""
+        if ASIDE:
+            await_kernel(current[0])
+        if used != current[0]:
+            used = current[0]
+            use(used)
+        if used in WHOLE_OF and rest_installed():
+            current[0] = WHOLE_OF[used]
+            use(current[0])
 
     def _use_step(self, name: str) -> TrustedKernel:
         """Step through kernel ``name`` (step_stacks, or step_lean on a fresh install's
@@ -1452,13 +1466,8 @@ class BatchEngine:
         H, T, C, F, G, E = self._cols if self._table_key == self._signal.now else self._tables()
         if not _COLD[0]:
             _note_cold(self, "pose_stacks")
-        if ASIDE:
-            await_kernel(POSE_KERNEL[0])
-        if self._pose_name != POSE_KERNEL[0]:
-            self._use_pose(POSE_KERNEL[0])     # a fresh install's first poses (pose_lean) or their end
-        if self._pose_name == "pose_lean" and rest_installed():
-            POSE_KERNEL[0] = "pose_stacks"      # compiled in the background: loaded from the cache
-            self._use_pose("pose_stacks")
+        if ASIDE or self._pose_name != POSE_KERNEL[0] or self._pose_name == "pose_lean":
+            self._lean_or_whole(POSE_KERNEL, self._pose_name, self._use_pose)
         # the same objects from one update to the next while nothing grew (a trusted call)
         last = self._pose_args
         if last is None or not (last[0] is out and last[1] is refused and last[2] is queued_default

@@ -17,17 +17,21 @@ from scuffle.game.tools.bench import build_crowd
 pytestmark = pytest.mark.simd
 
 
-def _pose(game, n: int, cols: np.ndarray, rows: np.ndarray | None = None, lean: bool = False) -> Bones:
-    """The poses of human rows ``rows`` (default 0 .. n-1) into output columns ``cols``: one
-    pose_stacks call, or (``lean``) pose_lean then pose_stacks from where it stopped."""
+def _inputs(game, n: int) -> tuple:
+    """A pose call's tables and fresh output for ``n`` humans: (the tables through the
+    output, as pose_stacks takes them, the Bones, refusal counts, queued flags, weights)."""
     b = game.player.batch
     H, T, C, F, G, E = b._tables()
     bones = Bones(n)
-    refused = np.zeros(n, np.int64)
-    queued = np.zeros(n, np.bool_)
-    weights = np.zeros(64, np.float32)
-    rows = np.arange(n, dtype=np.int64) if rows is None else rows
     tables = (H, T, C, F, G, E, pose_tables(game.player.bank).tables, b._scratch, bones.outs())
+    return tables, bones, np.zeros(n, np.int64), np.zeros(n, np.bool_), np.zeros(64, np.float32)
+
+
+def _pose(game, n: int, cols: np.ndarray, rows: np.ndarray | None = None, lean: bool = False) -> Bones:
+    """The poses of human rows ``rows`` (default 0 .. n-1) into output columns ``cols``: one
+    pose_stacks call, or (``lean``) pose_lean then pose_stacks from where it stopped."""
+    tables, bones, refused, queued, weights = _inputs(game, n)
+    rows = np.arange(n, dtype=np.int64) if rows is None else rows
     start = 0
     if lean:
         start = K.pose_lean(rows, cols, *tables, K.PoseBuffers(refused, weights, queued))
@@ -51,10 +55,8 @@ def _same(a: Bones, b: Bones, order: np.ndarray | None = None) -> None:
 
 def test_consecutive_columns_take_the_simd_path_with_the_same_bits():
     n = 3 * KP._SIMD_HUMANS + 5
-    game = build_crowd(n, "realistic", "compiled", 1, 1)
+    game = _game(n)
     try:
-        for _ in range(12):
-            game.step()
         straight = _pose(game, n, np.arange(n, dtype=np.int64))            # one run of columns: SIMD
         order = np.random.default_rng(3).permutation(n).astype(np.int64)
         _same(straight, _pose(game, n, order), order)                     # column by column
@@ -65,13 +67,7 @@ def test_consecutive_columns_take_the_simd_path_with_the_same_bits():
 def _one_by_one(game, n: int) -> Bones:
     """The poses of human rows 0 .. n-1, one pose_stacks call each (no block: each call's
     own last one of one human)."""
-    b = game.player.batch
-    H, T, C, F, G, E = b._tables()
-    bones = Bones(n)
-    refused = np.zeros(n, np.int64)
-    queued = np.zeros(n, np.bool_)
-    weights = np.zeros(64, np.float32)
-    tables = (H, T, C, F, G, E, pose_tables(game.player.bank).tables, b._scratch, bones.outs())
+    tables, bones, refused, queued, weights = _inputs(game, n)
     at = np.arange(n, dtype=np.int64)
     for k in range(n):
         K.pose_stacks(at[k:k + 1], at[k:k + 1], *tables, K.PoseBuffers(refused[k:k + 1], weights, queued[k:k + 1]))
@@ -125,10 +121,8 @@ def test_a_lean_pose_stopped_inside_a_block_gives_the_same_bits():
         plain, rare = np.flatnonzero(~refused), np.flatnonzero(refused)
         rows = np.concatenate([plain[:700], rare, plain[700:]]).astype(np.int64)
         cols = np.arange(n, dtype=np.int64)
-        H, T, C, F, G, E = game.player.batch._tables()
-        stop = K.pose_lean(rows, cols, H, T, C, F, G, E, pose_tables(game.player.bank).tables,
-                           game.player.batch._scratch, Bones(n).outs(),
-                           K.PoseBuffers(np.zeros(n, np.int64), np.zeros(64, np.float32), np.zeros(n, np.bool_)))
+        tables, _, refused_n, queued, weights = _inputs(game, n)
+        stop = K.pose_lean(rows, cols, *tables, K.PoseBuffers(refused_n, weights, queued))
         assert stop == 700
         _same(_pose(game, n, cols, rows), _pose(game, n, cols, rows, lean=True))
     finally:
