@@ -357,12 +357,17 @@ class Game:
                   health: float = 100.0) -> int:
         """Create a human entity with every component; returns the entity id.
 
-        Rejected (nothing changed): a name already used (ValueError); a position that is
-        not three finite numbers within +-1e9 m, a heading that is not a finite number
+        Rejected (nothing changed): a name that is not a string or is already used, a set
+        that is not an AnimSet (ValueError); a position that is not three finite numbers
+        within +-1e9 m, a heading that is not a finite number
         within +-1e9 degrees, a health that is not a finite number > 0 and <= 1e6
         (RangeError, a ValueError naming the argument); a set whose clips would take the
         world's clip bank past its memory budget (BankBudgetError, a ValueError).
         """
+        if not isinstance(name, str):
+            raise ValueError(f"add_human: name {name!r} is not a string")
+        if not isinstance(anim_set, AnimSet):
+            raise ValueError(f"add_human: anim_set {anim_set!r} is not an AnimSet (demo_set(), load_resource(...))")
         position = check_vec("add_human: position", position, 3)
         heading = check_float("add_human: heading", heading, -MAX_COORD, MAX_COORD)
         health = check_float("add_human: health", health, 0.0, MAX_HEALTH, lo_open=True)
@@ -458,15 +463,28 @@ class Game:
     def entity(self, name: str) -> int:
         """The entity of a human by name; UnknownHuman when there is none (or when its
         entity was deleted behind the Game's back)."""
-        ent = self.names.get(name)
+        try:
+            ent = self.names.get(name)
+        except TypeError:                                 # not a name (unhashable)
+            ent = None
         if ent is None or ent not in self._entities:     # _alive, inlined
             raise UnknownHuman(name, [n for n, _ in self.humans()])
         return ent
 
     def component(self, name_or_entity: NameOrEntity, ctype: type[C]) -> C:
-        """One component of a human (by name or entity), of the type asked for."""
+        """One component of a human (by name or entity), of the type asked for. Rejected:
+        UnknownHuman for a name or entity that is no human's; KeyError naming the type for
+        a component the human does not have."""
         ent = self.entity(name_or_entity) if isinstance(name_or_entity, str) else name_or_entity
-        comp: C = self._entities[ent][ctype]       # esper.component_for_entity, in this world
+        try:
+            comps = self._entities[ent]                   # esper.component_for_entity, in this world
+        except (KeyError, TypeError):
+            raise UnknownHuman(name_or_entity, [n for n, _ in self.humans()]) from None
+        try:
+            comp: C = comps[ctype]
+        except (KeyError, TypeError):
+            raise KeyError(f"human {name_or_entity!r} has no {getattr(ctype, '__name__', ctype)!r} component") \
+                from None
         return comp
 
     def instance(self, name: str) -> CharacterInstance:

@@ -1,0 +1,59 @@
+"""The Game's look-ups and add_human refuse a bad argument with one clear error: a name or
+entity that is no human's (an unhashable one among them) is UnknownHuman, a component a
+human lacks a KeyError naming its type, a name that is not a string or a set that is not
+an AnimSet a ValueError; the world is as it was."""
+from __future__ import annotations
+
+import pytest
+
+from scuffle import Body, Game, UnknownHuman, demo_set
+
+LOOKUPS = {
+    "entity": lambda g, v: g.entity(v),
+    "instance": lambda g, v: g.instance(v),
+    "body": lambda g, v: g.body(v),
+    "record": lambda g, v: g.record(v),
+    "bone": lambda g, v: g.bone(v, 3),
+    "bones_world": lambda g, v: g.bones_world(v),
+    "pose_row": lambda g, v: g.pose_row(v),
+    "component": lambda g, v: g.component(v, Body),
+    "remove_human": lambda g, v: g.remove_human(v),
+    "change": lambda g, v: g.change(v, g.player.loop(g.instance("a"), "FIGHT_IDLE")),
+}
+
+
+@pytest.fixture
+def game():
+    g = Game()
+    g.add_human("a", demo_set())
+    g.step()
+    yield g
+    g.close()
+
+
+@pytest.mark.parametrize("who", [None, "zz", [1], {}, 10**20, -1, 2.5])
+@pytest.mark.parametrize("call", sorted(LOOKUPS))
+def test_a_name_that_is_no_humans_is_unknown_human(game, call, who):
+    with pytest.raises(UnknownHuman) as got:
+        LOOKUPS[call](game, who)
+    assert "the humans: 'a'" in str(got.value)
+    assert [n for n, _ in game.humans()] == ["a"]
+
+
+def test_a_component_a_human_lacks_is_a_key_error_naming_its_type(game):
+    class Missing:
+        pass
+
+    with pytest.raises(KeyError, match="human 'a' has no 'Missing' component"):
+        game.component("a", Missing)
+
+
+@pytest.mark.parametrize("name, anim_set, field", [
+    (5, "set", "name"), (None, "set", "name"), (["a"], "set", "name"),
+    ("c", None, "anim_set"), ("c", "demo", "anim_set"), ("c", 3, "anim_set")])
+def test_add_human_refuses_a_bad_name_or_set(game, name, anim_set, field):
+    aset = demo_set() if anim_set == "set" else anim_set
+    with pytest.raises(ValueError, match=f"add_human: {field}"):
+        game.add_human(name, aset)
+    assert [n for n, _ in game.humans()] == ["a"]
+    game.step()                                         # the world goes on
