@@ -435,7 +435,10 @@ class Fight(Hits):
         ``maxlen``)."""
         if name == "log":
             return 1, self.stats.log.maxlen
-        return 1, _MAX_ROWS[name]
+        try:
+            return 1, _MAX_ROWS[name]
+        except (KeyError, TypeError):
+            raise KeyError(f"no fight table {name!r} (the tables: log, {', '.join(sorted(_MAX_ROWS))})") from None
 
     def save_log(self) -> tuple:
         """The log of recent entries (``stats.log``, at most LOG_SIZE rows: fightlog.FightLog),

@@ -19,6 +19,7 @@ from scuffle.anim.engine.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.playback.player import Player
 from scuffle.anim.playback.tasks import HeldFlags, Task
 from scuffle.components import Animator, Body, Combat, HumanRecord
+from scuffle.game.runtime.world import UnknownHuman
 from scuffle.game.fighters.fightdata import (FightFlags, BUSY, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, FightEvent, FightHandler, CHANGE_FADE,
                                              FightStats)
@@ -155,13 +156,24 @@ class FightCore:
             c.state = FightState(c.state)
 
     def _ent(self, name_or_ent: Who) -> int:
-        return self._entity(name_or_ent) if isinstance(name_or_ent, str) else name_or_ent
+        """The entity of a human given by name or entity. Rejected: UnknownHuman for a name
+        or entity that is no human's of the game (anything else given among them)."""
+        if isinstance(name_or_ent, str):
+            return self._entity(name_or_ent)
+        game = self._lookup.__self__
+        try:
+            known = not isinstance(name_or_ent, bool) and name_or_ent in game._entities
+        except TypeError:                           # unhashable
+            known = False
+        if not known:
+            raise UnknownHuman(name_or_ent, [n for n, _ in game.humans()])
+        return name_or_ent
 
     def _name(self, ent: int) -> str:
         for n, e in self.game.names.items():
             if e == ent:
                 return n
-        raise KeyError(ent)
+        raise UnknownHuman(ent, list(self.game.names))
 
     def _who(self, who: Who) -> str:
         """The name of a human given by name or entity (a name is checked, then is its own
@@ -202,17 +214,37 @@ class FightCore:
         return kept[2]
 
     # The look-ups below read the world's dict as ``_lookup`` (Game.component) does, without
-    # its call: a name through Game.entity (UnknownHuman when gone), an entity as it is (a
-    # missing component: KeyError, as esper).
+    # its call: a name through Game.entity, an entity as it is (UnknownHuman when it is no
+    # human's; a missing component: KeyError, as esper).
     def combat(self, who: Who) -> Combat:
-        return self._lookup.__self__._entities[who if who.__class__ is int else self._ent(who)][Combat]
+        ent = who if who.__class__ is int else self._ent(who)
+        try:
+            return self._lookup.__self__._entities[ent][Combat]
+        except KeyError:
+            raise self._unknown(ent) from None
 
     def body(self, who: Who) -> Body:
-        return self._lookup.__self__._entities[who if who.__class__ is int else self._ent(who)][Body]
+        ent = who if who.__class__ is int else self._ent(who)
+        try:
+            return self._lookup.__self__._entities[ent][Body]
+        except KeyError:
+            raise self._unknown(ent) from None
 
     def held(self, who: Who) -> int:
         """The human's held flags (record +0x08, the trace's ``held``)."""
-        return self._lookup.__self__._entities[who if who.__class__ is int else self._ent(who)][HumanRecord].flags
+        ent = who if who.__class__ is int else self._ent(who)
+        try:
+            return self._lookup.__self__._entities[ent][HumanRecord].flags
+        except KeyError:
+            raise self._unknown(ent) from None
+
+    def _unknown(self, ent: int) -> KeyError:
+        """The error of a look-up of entity ``ent``: UnknownHuman when it is no human's of
+        the game, else the KeyError of a component it lacks (as esper's)."""
+        game = self._lookup.__self__
+        if ent not in game._entities:
+            return UnknownHuman(ent, [n for n, _ in game.humans()])
+        return KeyError(f"entity {ent}: a component missing")
 
     flags = held                          # the older name
 

@@ -1,7 +1,7 @@
-"""The Game's look-ups and add_human refuse a bad argument with one clear error: a name or
-entity that is no human's (an unhashable one among them) is UnknownHuman, a component a
-human lacks a KeyError naming its type, a name that is not a string or a set that is not
-an AnimSet a ValueError; the world is as it was."""
+"""The Game's and the Fight's look-ups and add_human refuse a bad argument with one clear
+error: a name or entity that is no human's (an unhashable one among them) is UnknownHuman,
+a component a human lacks a KeyError naming its type, a name that is not a string or a set
+that is not an AnimSet a ValueError; the world is as it was."""
 from __future__ import annotations
 
 import pytest
@@ -57,3 +57,52 @@ def test_add_human_refuses_a_bad_name_or_set(game, name, anim_set, field):
         game.add_human(name, aset)
     assert [n for n, _ in game.humans()] == ["a"]
     game.step()                                         # the world goes on
+
+
+FIGHT = {
+    "body": lambda f, v: f.body(v),
+    "combat": lambda f, v: f.combat(v),
+    "held": lambda f, v: f.held(v),
+    "inst": lambda f, v: f.inst(v),
+    "free": lambda f, v: f.free(v),
+    "strike": lambda f, v: f.strike(v),
+    "grab": lambda f, v: f.grab(v),
+    "move": lambda f, v: f.move(v),
+    "face toward": lambda f, v: f.face("a", None, v),
+}
+
+
+@pytest.mark.parametrize("who", [None, "zz", [1], -1, 10**20, 2.5, True])
+@pytest.mark.parametrize("call", sorted(FIGHT))
+def test_the_fight_refuses_one_who_is_no_human_with_unknown_human(call, who):
+    from scuffle import Fight
+
+    if call == "face toward" and who is None:
+        pytest.skip("toward=None: no one to face (the heading's own answer)")
+    g = Game()
+    try:
+        g.add_human("a", demo_set())
+        g.add_human("b", demo_set(), position=(1.0, 0.0, 0.0))
+        fight = Fight(g)
+        g.step()
+        with pytest.raises(UnknownHuman):
+            FIGHT[call](fight, who)
+        g.step()                                        # the fight goes on
+    finally:
+        g.close()
+
+
+def test_a_fight_table_that_is_not_one_is_named():
+    from scuffle import Fight
+
+    g = Game()
+    try:
+        g.add_human("a", demo_set())
+        fight = Fight(g)
+        assert fight.row_limits("log")[0] == 1
+        with pytest.raises(KeyError, match="no fight table 'x' \\(the tables: log, "):
+            fight.row_limits("x")
+        with pytest.raises(KeyError, match="no fight table"):
+            fight.row_limits([1])
+    finally:
+        g.close()
