@@ -451,7 +451,7 @@ class TaskBuilder:
         skipped and counted when sampled (0x00104ce0); with ``refuse_deep_chains`` it is
         refused here with PoseStackOverflow instead, before any task is built.
         """
-        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__") or not ids:
+        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__") or len(ids) == 0:
             raise ValueError(f"chain: at least one anim id, in a list (got {ids!r})")
         _check_number("blend time", blend)
         on_end = check_callback(on_end, "on_end")

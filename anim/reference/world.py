@@ -389,7 +389,7 @@ class Reference:
     def chain(self, inst, ids, *, blend=0.0, flags=0, held=0, paired_with=None, on_end=None):
         """``play = [A, ..., Z]``: A ... Y hand over in order (type 3, or 6 paired), Z loops;
         all tasks taken at once or none. ``held`` and ``on_end`` go to the first task."""
-        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__") or not ids:
+        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__") or len(ids) == 0:
             raise ValueError(f"chain: at least one anim id, in a list (got {ids!r})")
         on_end = plain_callback(on_end, "on_end")
         _number("blend time", blend)

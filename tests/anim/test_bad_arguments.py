@@ -118,7 +118,7 @@ def test_valid_references_of_every_kind_still_pass():
         p, h, _ = _world(reference)
         made = [p.clip(h, "k1", p.loop(h, np.int64(2))), p.gait(h, (0, 1, 2, 3, 3), target=1.0),
                 p.pick(h, ["k0", 1, np.int32(2), 3], 1.0), p.direction(h, "k0", direction=1.5),
-                p.chain(h, ("k0", 1, 2))]
+                p.chain(h, ("k0", 1, 2)), p.chain(h, np.array([3, 4], np.int64))]
         seen.append([(int(t.type), int(t.anim_id())) for t in made])
         for t in made:
             p.change(h, t, 0.0)
