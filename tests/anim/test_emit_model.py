@@ -39,11 +39,19 @@ def _pose(game, n: int, cols: np.ndarray, rows: np.ndarray | None = None, lean: 
     return bones
 
 
-def _game(n: int):
-    game = build_crowd(n, "realistic", "compiled", 1, 1)
+CROWD = 2 * KP._MODEL_BLOCK + 40       # the humans of the module's crowd (rows 0 .. CROWD-1)
+
+
+@pytest.fixture(scope="module")
+def game():
+    """The realistic crowd of CROWD humans, 12 updates on: the tests pose its first rows
+    (the crowd uses no kept blend window, the one rule by which a pose writes the tables:
+    each test's calls start from the same state)."""
+    g = build_crowd(CROWD, "realistic", "compiled", 1, 1)
     for _ in range(12):
-        game.step()
-    return game
+        g.step()
+    yield g
+    g.close()
 
 
 def _same(a: Bones, b: Bones, order: np.ndarray | None = None) -> None:
@@ -53,15 +61,11 @@ def _same(a: Bones, b: Bones, order: np.ndarray | None = None) -> None:
     assert np.abs(a.outs().pos[:, 2:, :]).max() > 0.0            # the bones moved: something compared
 
 
-def test_consecutive_columns_take_the_simd_path_with_the_same_bits():
+def test_consecutive_columns_take_the_simd_path_with_the_same_bits(game):
     n = 3 * KP._SIMD_HUMANS + 5
-    game = _game(n)
-    try:
-        straight = _pose(game, n, np.arange(n, dtype=np.int64))            # one run of columns: SIMD
-        order = np.random.default_rng(3).permutation(n).astype(np.int64)
-        _same(straight, _pose(game, n, order), order)                     # column by column
-    finally:
-        game.close()
+    straight = _pose(game, n, np.arange(n, dtype=np.int64))                # one run of columns: SIMD
+    order = np.random.default_rng(3).permutation(n).astype(np.int64)
+    _same(straight, _pose(game, n, order), order)                         # column by column
 
 
 def _one_by_one(game, n: int) -> Bones:
@@ -75,19 +79,15 @@ def _one_by_one(game, n: int) -> Bones:
 
 
 @pytest.mark.parametrize("tail", [KP._SIMD_HUMANS + 5, 5])
-def test_blocks_of_humans_give_the_bits_of_one_human_at_a_time(tail):
+def test_blocks_of_humans_give_the_bits_of_one_human_at_a_time(game, tail):
     """Two whole blocks and a last one of ``tail`` humans (SIMD, or under _SIMD_HUMANS:
     column by column), against one call a human and against every column apart (a
     shuffled order: no run)."""
     n = 2 * KP._MODEL_BLOCK + tail
-    game = _game(n)
-    try:
-        straight = _pose(game, n, np.arange(n, dtype=np.int64))
-        _same(straight, _one_by_one(game, n))
-        order = np.random.default_rng(5).permutation(n).astype(np.int64)
-        _same(straight, _pose(game, n, order), order)
-    finally:
-        game.close()
+    straight = _pose(game, n, np.arange(n, dtype=np.int64))
+    _same(straight, _one_by_one(game, n))
+    order = np.random.default_rng(5).permutation(n).astype(np.int64)
+    _same(straight, _pose(game, n, order), order)
 
 
 def _lean_refused(game, n: int) -> np.ndarray:
@@ -110,23 +110,19 @@ def _lean_refused(game, n: int) -> np.ndarray:
     return out
 
 
-def test_a_lean_pose_stopped_inside_a_block_gives_the_same_bits():
+def test_a_lean_pose_stopped_inside_a_block_gives_the_same_bits(game):
     """pose_lean over rows ordered so that its first refused human is the 700th (inside
     the second block), then pose_stacks over the rest, against one pose_stacks call."""
-    n = 2 * KP._MODEL_BLOCK + 40
-    game = _game(n)
-    try:
-        refused = _lean_refused(game, n)
-        assert refused.any() and (~refused).sum() > 700, refused.sum()
-        plain, rare = np.flatnonzero(~refused), np.flatnonzero(refused)
-        rows = np.concatenate([plain[:700], rare, plain[700:]]).astype(np.int64)
-        cols = np.arange(n, dtype=np.int64)
-        tables, _, refused_n, queued, weights = _inputs(game, n)
-        stop = K.pose_lean(rows, cols, *tables, K.PoseBuffers(refused_n, weights, queued))
-        assert stop == 700
-        _same(_pose(game, n, cols, rows), _pose(game, n, cols, rows, lean=True))
-    finally:
-        game.close()
+    n = CROWD
+    refused = _lean_refused(game, n)
+    assert refused.any() and (~refused).sum() > 700, refused.sum()
+    plain, rare = np.flatnonzero(~refused), np.flatnonzero(refused)
+    rows = np.concatenate([plain[:700], rare, plain[700:]]).astype(np.int64)
+    cols = np.arange(n, dtype=np.int64)
+    tables, _, refused_n, queued, weights = _inputs(game, n)
+    stop = K.pose_lean(rows, cols, *tables, K.PoseBuffers(refused_n, weights, queued))
+    assert stop == 700
+    _same(_pose(game, n, cols, rows), _pose(game, n, cols, rows, lean=True))
 
 
 def _at(b: np.ndarray, order: np.ndarray) -> np.ndarray:

@@ -22,12 +22,27 @@ LOOKUPS = {
 }
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def game():
+    """One Game for the module's refusals (each leaves the world as it was: checked)."""
     g = Game()
     g.add_human("a", demo_set())
     g.step()
     yield g
+    g.close()
+
+
+@pytest.fixture(scope="module")
+def fight():
+    """One Game of two fighters and its Fight, for the module's refusals."""
+    from scuffle import Fight
+
+    g = Game()
+    g.add_human("a", demo_set())
+    g.add_human("b", demo_set(), position=(1.0, 0.0, 0.0))
+    f = Fight(g)
+    g.step()
+    yield f
     g.close()
 
 
@@ -74,35 +89,19 @@ FIGHT = {
 
 @pytest.mark.parametrize("who", [None, "zz", [1], -1, 10**20, 2.5, True])
 @pytest.mark.parametrize("call", sorted(FIGHT))
-def test_the_fight_refuses_one_who_is_no_human_with_unknown_human(call, who):
-    from scuffle import Fight
-
+def test_the_fight_refuses_one_who_is_no_human_with_unknown_human(fight, call, who):
     if call == "face toward" and who is None:
         pytest.skip("toward=None: no one to face (the heading's own answer)")
-    g = Game()
-    try:
-        g.add_human("a", demo_set())
-        g.add_human("b", demo_set(), position=(1.0, 0.0, 0.0))
-        fight = Fight(g)
-        g.step()
-        with pytest.raises(UnknownHuman):
-            FIGHT[call](fight, who)
-        g.step()                                        # the fight goes on
-    finally:
-        g.close()
+    refused = fight.stats.refused
+    with pytest.raises(UnknownHuman):
+        FIGHT[call](fight, who)
+    assert fight.stats.refused == refused           # not a refusal of a human's: nothing logged
+    fight.game.step()                               # the fight goes on
 
 
-def test_a_fight_table_that_is_not_one_is_named():
-    from scuffle import Fight
-
-    g = Game()
-    try:
-        g.add_human("a", demo_set())
-        fight = Fight(g)
-        assert fight.row_limits("log")[0] == 1
-        with pytest.raises(KeyError, match="no fight table 'x' \\(the tables: log, "):
-            fight.row_limits("x")
-        with pytest.raises(KeyError, match="no fight table"):
-            fight.row_limits([1])
-    finally:
-        g.close()
+def test_a_fight_table_that_is_not_one_is_named(fight):
+    assert fight.row_limits("log")[0] == 1
+    with pytest.raises(KeyError, match="no fight table 'x' \\(the tables: log, "):
+        fight.row_limits("x")
+    with pytest.raises(KeyError, match="no fight table"):
+        fight.row_limits([1])
