@@ -181,6 +181,7 @@ def _constructor(make):
             _human(f"{name}: paired_with", w)
         return make(self, inst, *args, **kwargs)
     made.__name__, made.__qualname__, made.__doc__ = make.__name__, make.__qualname__, make.__doc__
+    made.__wrapped__ = make                           # (inspect.signature shows the constructor's own)
     return made
 
 
