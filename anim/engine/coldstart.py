@@ -50,7 +50,7 @@ __all__ = ["sig_plain", "sig_from_plain", "DIGEST_KERNELS", "COMPILED_ASIDE", "L
            "kernels_cached", "ALL_KERNELS", "SNAPSHOT_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
            "cold_notice", "note_cold_compile", "REST_ENV", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
            "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
-           "meanwhile", "root_motion_args", "STEP_KERNEL", "POSE_KERNEL", "LEAN_OF", "LEAN_ENV",
+           "meanwhile", "root_motion_args", "STEP_KERNEL", "POSE_KERNEL", "LEAN_OF", "WHOLE_OF", "LEAN_ENV",
            "lean_first_step", "lean_first_pose", "first_step_cached",
            "rest_installed", "COLD_START_ONLY"]
 
@@ -96,8 +96,9 @@ POSE_KERNEL: list[str] = ["pose_stacks"]
 # the first step's step_lean and pose_lean, which a process with the whole kernels cached
 # never calls
 COLD_START_ONLY = (("kernels_step", "step_lean"), ("kernels_pose", "pose_lean"))
-# each whole kernel's lean form
+# each whole kernel's lean form, and each lean kernel's whole one
 LEAN_OF = {"step_stacks": "step_lean", "pose_stacks": "pose_lean"}
+WHOLE_OF = {lean: whole for whole, lean in LEAN_OF.items()}
 
 
 def _lean_first(whole: str) -> bool:

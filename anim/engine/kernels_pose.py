@@ -909,13 +909,19 @@ def _pose_gait(r, sp, nref, tasks, gaits, cursors, bank, scratch):
 @_inline
 def _pose_window_into(r, c, tasks, cursors, fades, gaits):
     """Whether type 3 / 6's task ``r`` (its cursor ``c``) is in its blend window (its time
-    past its duration less the blend time b): (b, the time into the window), the time
-    into it <= 0.0 when it is not. "When a clip ends" L299-334. Original: 0x00105af0."""
+    past its duration less the blend time b): (the time into the window, its next task's
+    weight there: the share of b elapsed, at most 1), the weight -1.0 when it is not. Its
+    cursors as they are (pose_lean's window: ``_pose_window`` adds the kept rule's).
+    "When a clip ends" L299-334. Original: 0x00105af0."""
     c_t, c_dur = cursors.t, cursors.dur
     b = _window(r, tasks, cursors, fades, gaits)
     if b <= 0.0:
-        return b, -1.0
-    return b, _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b))
+        return -1.0, -1.0
+    into = _sub(np.float64(c_t[c]), _sub(np.float64(c_dur[c]), b))
+    if into <= 0.0:
+        return into, -1.0
+    q = into / b
+    return into, (1.0 if 1.0 < q else q)      # min(into / b, 1)
 
 
 @_inline
@@ -927,9 +933,9 @@ def _pose_window(r, c, tasks, cursors, events, fades, gaits):
     ends" L299-334. Original: 0x00105af0."""
     t_c0, t_c1, t_c2, t_c3, t_nxt, t_window = tasks.c0, tasks.c1, tasks.c2, tasks.c3, tasks.nxt, tasks.window
     c_dur = cursors.dur
-    b, into = _pose_window_into(r, c, tasks, cursors, fades, gaits)
-    if into <= 0.0:
-        return -1.0
+    into, w = _pose_window_into(r, c, tasks, cursors, fades, gaits)
+    if w < 0.0:
+        return w
     if t_window[r] == _KEPT:
         nx = np.int64(t_nxt[r])
         d = _duration(nx, tasks, cursors, fades, gaits)
@@ -939,19 +945,7 @@ def _pose_window(r, c, tasks, cursors, events, fades, gaits):
                 continue
             tt2 = into if cc == lead else _mul(_div(into, d), np.float64(c_dur[cc]))
             _set_time(cc, tt2, cursors, events)
-    q = into / b
-    return 1.0 if 1.0 < q else q          # min(into / b, 1)
-
-
-@_inline
-def _pose_window_lean(r, c, tasks, cursors, fades, gaits):
-    """``_pose_window`` for ``pose_lean``, which stops before a human with a task under the
-    kept rule: the next task's weight, its cursors not moved."""
-    b, into = _pose_window_into(r, c, tasks, cursors, fades, gaits)
-    if into <= 0.0:
-        return -1.0
-    q = into / b
-    return 1.0 if 1.0 < q else q          # min(into / b, 1)
+    return w
 
 
 @_inline
@@ -1115,7 +1109,7 @@ def _pose_kernel(lean):
                         if not lean:
                             w = _pose_window(r, c, tasks, cursors, events, fades, gaits)
                         else:                       # (pose_lean stopped before the kept rule)
-                            w = _pose_window_lean(r, c, tasks, cursors, fades, gaits)
+                            w = _pose_window_into(r, c, tasks, cursors, fades, gaits)[1]
                         if w < 0.0:
                             break
                         # a ring: the innermost windows' weights are kept (only they can act, innermost

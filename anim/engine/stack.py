@@ -24,7 +24,7 @@ from scuffle.anim.base.limits import check_float
 from scuffle.anim.engine.store import HumanTable, _fast_view, left_world
 from scuffle.anim.engine.writefirst import write_first, write_first_for
 
-__all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted", "not_a_human",
+__all__ = ["POOL_SIZE", "STACK_SIZE", "QUEUE_SIZE", "AnimLimitError", "TaskPoolExhausted", "not_a_human", "check_human",
            "StackFull", "QueueFull", "HumanRecord", "CharacterInstance", "TaskPool", "serial_of", "instance_of",
            "seated"]
 
@@ -219,10 +219,17 @@ class HumanRecord:
         return f"HumanRecord(flags=0x{self.flags:x}, anim_id={self.anim_id})"
 
 
-
 def not_a_human(call: str, inst: object) -> ValueError:
-    """The error of a call given something that is not a human (a CharacterInstance)."""
-    return ValueError(f"{call}: {inst!r} is not a human (a CharacterInstance)")
+    """The error of a call (``call``: its name, "" for none) given something that is not a
+    human (a CharacterInstance)."""
+    return ValueError(f"{call + ': ' if call else ''}{inst!r} is not a human (a CharacterInstance)")
+
+
+def check_human(call: str, inst: object) -> None:
+    """Rejected (``not_a_human``'s ValueError): ``inst`` not a CharacterInstance."""
+    if inst.__class__ is not CharacterInstance and not isinstance(inst, CharacterInstance):
+        raise not_a_human(call, inst)
+
 
 class CharacterInstance:
     """One character's animation state (CharacterInstance): a handle onto its human's row.

@@ -40,22 +40,20 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from scuffle.anim.engine import kernels as K
-from scuffle.anim.engine.coldstart import (ASIDE, LEAN_OF, POSE_KERNEL, STEP_KERNEL, await_kernel, compile_aside,
+from scuffle.anim.engine.coldstart import (ASIDE, POSE_KERNEL, STEP_KERNEL, WHOLE_OF, await_kernel, compile_aside,
                                            compile_rest, lean_first_pose, lean_first_step, note_cold_compile,
                                            rest_installed)
 from scuffle.anim.engine import crowd
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.engine.plan import Bones, pose_tables, scratch_poses
 from scuffle.anim.maths.pose import DTYPE, NUM_BONES, NUM_TAGS, PoseBatch
-from scuffle.anim.engine.stack import CharacterInstance, seated, serial_of
+from scuffle.anim.engine.stack import CharacterInstance, check_human, seated, serial_of
 from scuffle.anim.engine.store import HumanTable, TableCorrupt, check_rows
 from scuffle.anim.playback.tasks import TASK_CURSORS, EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
 from scuffle.anim.engine.jobs import AnimIdJob, FlushJob, PoseInputs, PoseJob, StepInputs, StepJob
 from scuffle.anim.engine.trusted import TrustedKernel
 from scuffle.anim.engine.writefirst import write_first_for
 
-
-WHOLE_OF = {lean: whole for whole, lean in LEAN_OF.items()}    # each lean kernel's whole one
 
 _COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.engine.coldstart)
 _STEPS = [0]                     # the process's steps, counted to 2 (the rest compile then: compile_rest)
@@ -233,8 +231,7 @@ class BatchEngine:
         """The human's row (a new one on first sight: its record moves into the table).
         Rejected (ValueError): a human another world's engine has; anything that is not a
         human."""
-        if not isinstance(inst, CharacterInstance):
-            raise ValueError(f"{inst!r} is not a human (a CharacterInstance)")
+        check_human("", inst)
         s = inst.slot
         if inst.engine is self:
             write_first_for(self.humans, s)

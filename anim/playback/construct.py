@@ -29,7 +29,7 @@ from scuffle.anim.playback.cursor import cursor_row
 from scuffle.anim.playback.lookup import ClipLookup, _ref, _refs
 from scuffle.anim.maths.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.data.options import PlayerOptions
-from scuffle.anim.engine.stack import CharacterInstance, TaskPool, not_a_human
+from scuffle.anim.engine.stack import CharacterInstance, TaskPool, check_human, not_a_human
 from scuffle.anim.engine.store import Stores, near_hints
 from scuffle.anim.playback.tasks import (set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
                     PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
@@ -165,8 +165,8 @@ def _near_human(make: Callable) -> Callable:
             if s is not None and not isinstance(s, AnimSet):
                 raise ValueError(f"{name}: anim_set {s!r} is not an AnimSet")
             w = kwargs.get("paired_with")
-            if w is not None and not isinstance(w, CharacterInstance):
-                raise not_a_human(f"{name}: paired_with", w)
+            if w is not None:
+                check_human(f"{name}: paired_with", w)
         st = self.stores
         ts, cs = st.tasks, st.cursors
         old_t, old_c = ts.near, cs.near
@@ -326,8 +326,7 @@ class TaskBuilder:
                on_end: Callable | None = None) -> PairedClipTask:
         """A type 6 task: ``anim_id`` looked up in the attacker's set, at the attacker's rate
         (its range flags there); the cursor plays on ``inst``. Original: 0x00108a78."""
-        if not isinstance(attacker, CharacterInstance):
-            raise not_a_human("paired: attacker", attacker)
+        check_human("paired: attacker", attacker)
         s = attacker.anim_set
         anim_id = _ref(s, anim_id)
         on_end = check_callback(on_end, "on_end")

@@ -19,7 +19,7 @@ import numpy as np
 
 from scuffle.anim.data.animset import AnimRef
 from scuffle.anim.data.clip import Clip
-from scuffle.anim.data.rangelist import UnknownAnimId
+from scuffle.anim.data.rangelist import check_anim_id
 from scuffle.anim.base.errors import UnknownClip
 from scuffle.anim.playback.cursor import Cursor, cursor_proto, cursor_row
 from scuffle.anim.data.rates import gait_speed
@@ -37,13 +37,14 @@ __all__ = ["ClipLookup", "UnknownClip"]
 
 def _ref(anim_set, anim_id: AnimRef) -> int:
     """An anim id, or a clip name resolved through ``anim_set`` (AnimSet.id_of: did you
-    mean). Rejected: anything else, a bool among them (UnknownAnimId naming it; the range
-    of an id is the look-up's to check)."""
+    mean), as it is. Rejected: anything else, a bool among them, or an id of another type
+    than int outside the set's ids (rangelist.check_anim_id: UnknownAnimId naming it; a
+    plain int's range is the look-up's to check)."""
     if isinstance(anim_id, str):
         return anim_set.id_of(anim_id)
-    if anim_id.__class__ is int or (isinstance(anim_id, (int, np.integer)) and not isinstance(anim_id, bool)):
-        return anim_id
-    raise UnknownAnimId(anim_id)
+    if anim_id.__class__ is not int:
+        check_anim_id(anim_id, anim_set.num_ids)         # (an id of another type: UnknownAnimId)
+    return anim_id
 
 
 def _refs(anim_set, ids: Sequence[AnimRef], what: str = "anim ids") -> Sequence[int]:

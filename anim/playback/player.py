@@ -147,7 +147,6 @@ def _row_state(table: Table) -> RowState:
     return RowState(table.live, table.gen, table.free_rows, table.n_free, table.free_at)
 
 
-
 def _listed(call: str, instances) -> list:
     """``instances`` as a list (a list itself as it is). Rejected: not a collection of
     humans (ValueError naming the call; each human is checked as its row is found)."""
@@ -159,6 +158,7 @@ def _listed(call: str, instances) -> list:
         return list(instances)
     except TypeError:
         raise ValueError(f"{call}: {instances!r} is not a list of humans") from None
+
 
 class Player:
     """The animation system of one world (see the module docstring).

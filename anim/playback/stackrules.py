@@ -24,11 +24,11 @@ from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.maths.f32 import FLT_MAX as _F32_MAX
 from scuffle.anim.maths.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.engine.stack import (QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPool,
-                                      not_a_human)
+                                      check_human)
 from scuffle.anim.engine.store import Stores, near_hints
 from scuffle.anim.engine.writefirst import write_first, write_first_for
 from scuffle.anim.playback.tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
-                    PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, take_place,
+                    PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, not_a_task, take_place,
                     _MADE_ON_READ, task_at, write_fade_row, write_task_row)
 from scuffle.anim.engine.rules import change_room
 
@@ -54,7 +54,6 @@ _FADE = int(TaskType.FADE)
 _GAIT = int(TaskType.GAIT)
 
 
-
 def _task_type(call: str, ttype) -> int:
     """``ttype`` as a task type's number. Rejected: not one of TaskType (ValueError naming
     the call)."""
@@ -62,6 +61,7 @@ def _task_type(call: str, ttype) -> int:
         return int(TaskType(ttype))
     except (TypeError, ValueError):
         raise ValueError(f"{call}: {ttype!r} is not a task type (TaskType)") from None
+
 
 class StackRules:
     """The stack rules (see the module docstring): the Player's.
@@ -82,8 +82,7 @@ class StackRules:
     @staticmethod
     def top(inst: CharacterInstance) -> Task | None:
         """The top task, or the bottom one when the top is a fade. Original: 0x00175210."""
-        if inst.__class__ is not CharacterInstance and not isinstance(inst, CharacterInstance):
-            raise not_a_human("top", inst)
+        check_human("top", inst)
         eng = inst.engine
         if eng is None:
             return None
@@ -120,8 +119,7 @@ class StackRules:
         the human's stack row and the task rows' types and released flags: one handle made,
         no list of the stack (what ``next(t for t in inst.stack if t.type == ttype and not
         t.released)`` answers, for a game that steers its running gait or mix)."""
-        if inst.__class__ is not CharacterInstance and not isinstance(inst, CharacterInstance):
-            raise not_a_human("running", inst)
+        check_human("running", inst)
         eng = inst.engine
         if eng is None:
             return None
@@ -183,8 +181,7 @@ class StackRules:
         windows could never fit the pose stack (PoseStackOverflow; nothing changed).
         Original: 0x001754e8.
         """
-        if inst.__class__ is not CharacterInstance and not isinstance(inst, CharacterInstance):
-            raise not_a_human("insert_bottom", inst)
+        check_human("insert_bottom", inst)
         self._insert_bottom(inst, task)
         self.refresh_anim_id(inst)
 
@@ -196,8 +193,7 @@ class StackRules:
         """ForeignTask unless ``task``, the next tasks it owns and their cursors, fade and
         gait rows all live in this world's tables (made by this Player)."""
         if not isinstance(task, Task):
-            raise ValueError(f"{task!r} is not a task (make one with the Player's constructors: clip, loop, "
-                             "gait, ...)")
+            raise not_a_task("", task)
         st = self.stores
         tasks, cursors = st.tasks, st.cursors
         # the common chain (a clip task and the next tasks it owns, made by the constructors:
@@ -295,8 +291,7 @@ class StackRules:
         windows could never fit the pose stack (PoseStackOverflow; nothing changed).
         Original: 0x001753d8.
         """
-        if inst.__class__ is not CharacterInstance and not isinstance(inst, CharacterInstance):
-            raise not_a_human("push", inst)
+        check_human("push", inst)
         self._push(inst, task)
         self.refresh_anim_id(inst)
 
@@ -315,8 +310,7 @@ class StackRules:
         Original: 0x001754e8 TaskStack_InsertBottom, 0x001753d8 TaskStack_Push, in the
         order of every locomotion builder (0x0025b200, 0x0025f1b8, 0x0025c0e8).
         """
-        if inst.__class__ is not CharacterInstance and not isinstance(inst, CharacterInstance):
-            raise not_a_human("change", inst)
+        check_human("change", inst)
         self._check_own(task)            # not ours: not given back to our pool either
         write_first(self.batch.humans)           # buffered commands first: the rows in the calls' order
         ts = task.tstore                             # the world's (checked)
@@ -433,8 +427,7 @@ class StackRules:
     def enqueue(self, inst: CharacterInstance, task: Task) -> None:
         """Queue a task to start at the next step. Rejected: a full queue (QueueFull), a task
         made outside this Player (ForeignTask)."""
-        if inst.__class__ is not CharacterInstance and not isinstance(inst, CharacterInstance):
-            raise not_a_human("enqueue", inst)
+        check_human("enqueue", inst)
         self._check_own(task)
         batch = self.batch
         if batch.queued_of(inst) >= QUEUE_SIZE:

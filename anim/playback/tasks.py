@@ -47,7 +47,7 @@ from scuffle.anim.engine.rules import (GAIT_ALONE_HIGH, GAIT_ALONE_LOW, GAIT_FAL
 if TYPE_CHECKING:  # pragma: no cover
     from scuffle.anim.engine.stack import CharacterInstance
 
-__all__ = ["ForeignTask", "TaskInUse", "take_place", "TaskType", "TaskFlags", "HeldFlags", "HELD_EVENTS", "EventRule",
+__all__ = ["ForeignTask", "TaskInUse", "not_a_task", "take_place", "TaskType", "TaskFlags", "HeldFlags", "HELD_EVENTS", "EventRule",
            "BlendWindow", "PickSampling", "PlaceEvents", "HeldRelease", "MotionEntry", "TagBits", "AttachedVelocity",
            "Task", "LoopTask",
            "ClipTask", "HoldTask",
@@ -94,6 +94,13 @@ class ForeignTask(ValueError):
     """A task (or its cursor) made outside a world's Player given to it: on its stack, its
     queue, or as a next / incoming task of one of its tasks. Its rows live in another
     table, which the world's engine does not step; nothing was changed."""
+
+
+def not_a_task(where: str, task: object) -> ValueError:
+    """The error of a call (``where``: its name, "" for none) given something that is not a
+    task."""
+    return ValueError(f"{where + ': ' if where else ''}{task!r} is not a task (make one with the Player's "
+                      "constructors: clip, loop, gait, ...)")
 
 
 # The gait blend's pair steps and thresholds, and its rules: anim.engine.rules (one text for
@@ -620,8 +627,7 @@ class ClipTask(_ClipBase):
         ValueError for a fade, ForeignTask for a task of another table, TaskInUse for a task
         that already has a place; ValueError for anything that is not a task."""
         if not isinstance(task, Task):
-            raise ValueError(f"{cls.__name__}.next: {task!r} is not a task (make one with the Player's "
-                             "constructors: clip, loop, gait, ...)")
+            raise not_a_task(f"{cls.__name__}.next", task)
         if task.type == TaskType.FADE:
             raise ValueError(f"{cls.__name__}.next: a fade (type 9) cannot be a next task: it fades "
                              "between tasks on a stack (Player.change makes it)")

@@ -153,8 +153,7 @@ def _humans(call: str, instances) -> list:
         raise ValueError(f"{call}: {instances!r} is not a list of humans")
     listed = list(instances)
     for inst in listed:
-        if not isinstance(inst, RefInstance):
-            raise ValueError(f"{inst!r} is not a human (a CharacterInstance)")
+        _human(call, inst)
     return listed
 
 

@@ -19,7 +19,6 @@ from scuffle.anim.engine.stack import AnimLimitError, CharacterInstance
 from scuffle.anim.playback.player import Player
 from scuffle.anim.playback.tasks import HeldFlags, Task
 from scuffle.components import Animator, Body, Combat, HumanRecord
-from scuffle.game.runtime.world import UnknownHuman
 from scuffle.game.fighters.fightdata import (FightFlags, BUSY, FightState, Who, Refusal, ActionResult,
                                              FightEventKind, FightEvent, FightHandler, CHANGE_FADE,
                                              FightStats)
@@ -166,14 +165,14 @@ class FightCore:
         except TypeError:                           # unhashable
             known = False
         if not known:
-            raise UnknownHuman(name_or_ent, [n for n, _ in game.humans()])
+            raise game._unknown_human(name_or_ent)
         return name_or_ent
 
     def _name(self, ent: int) -> str:
         for n, e in self.game.names.items():
             if e == ent:
                 return n
-        raise UnknownHuman(ent, list(self.game.names))
+        raise self.game._unknown_human(ent)
 
     def _who(self, who: Who) -> str:
         """The name of a human given by name or entity (a name is checked, then is its own
@@ -243,7 +242,7 @@ class FightCore:
         the game, else the KeyError of a component it lacks (as esper's)."""
         game = self._lookup.__self__
         if ent not in game._entities:
-            return UnknownHuman(ent, [n for n, _ in game.humans()])
+            return game._unknown_human(ent)
         return KeyError(f"entity {ent}: a component missing")
 
     flags = held                          # the older name

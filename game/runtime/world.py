@@ -460,6 +460,11 @@ class Game:
         once by ``humans()``."""
         return ent in self._entities
 
+    def _unknown_human(self, who: object) -> UnknownHuman:
+        """The error of a look-up of ``who`` (a name or an entity) that is no human's: an
+        UnknownHuman naming the Game's humans."""
+        return UnknownHuman(who, [n for n, _ in self.humans()])
+
     def entity(self, name: str) -> int:
         """The entity of a human by name; UnknownHuman when there is none (or when its
         entity was deleted behind the Game's back)."""
@@ -468,7 +473,7 @@ class Game:
         except TypeError:                                 # not a name (unhashable)
             ent = None
         if ent is None or ent not in self._entities:     # _alive, inlined
-            raise UnknownHuman(name, [n for n, _ in self.humans()])
+            raise self._unknown_human(name)
         return ent
 
     def component(self, name_or_entity: NameOrEntity, ctype: type[C]) -> C:
@@ -479,7 +484,7 @@ class Game:
         try:
             comps = self._entities[ent]                   # esper.component_for_entity, in this world
         except (KeyError, TypeError):
-            raise UnknownHuman(name_or_entity, [n for n, _ in self.humans()]) from None
+            raise self._unknown_human(name_or_entity) from None
         try:
             comp: C = comps[ctype]
         except (KeyError, TypeError):
@@ -677,7 +682,7 @@ class Game:
         for n, e in self.names.items():
             if e == entity:
                 return n
-        raise UnknownHuman(entity, [n for n, _ in self.humans()])
+        raise self._unknown_human(entity)
 
     def bone(self, name: str, bone: Bone | int | str, *, space: str = "world") -> tuple[np.ndarray, np.ndarray]:
         """One bone of a human by name or number (``Bone.HEAD``, ``"l_hand"``, 6): its
