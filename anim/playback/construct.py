@@ -171,15 +171,22 @@ def _near_human(make: Callable) -> Callable:
         ts, cs = st.tasks, st.cursors
         old_t, old_c = ts.near, cs.near
         try:
-            ts.near, cs.near = near_hints(st, inst)
+            t_hint, c_hint = near_hints(st, inst)
         except AttributeError:
             raise not_a_human(name, inst) from None
+        # (``near`` is no column: set past Table.__setattr__, whose column bookkeeping it
+        # does not need; four Python calls a constructor saved)
+        _set(ts, "near", t_hint)
+        _set(cs, "near", c_hint)
         try:
             return make(self, inst, *args, **kwargs)
         finally:
-            ts.near = old_t
-            cs.near = old_c
+            _set(ts, "near", old_t)
+            _set(cs, "near", old_c)
     return functools.wraps(make)(made)
+
+
+_set = object.__setattr__
 
 
 class TaskBuilder:

@@ -294,7 +294,10 @@ class RecipeRules:
                 tp.known[k] = True
             tp.set_clip(row, op, flags, held, extra, hit[3], hit[2], aid, rate)
         tp.ready = all(tp.known)
-        tp.plan = _plan(command, self.options) if tp.ready else None
+        if not tp.ready:
+            tp.plan = None
+        elif tp.plan is None:                        # (once: the command and the options are frozen)
+            tp.plan = _plan(command, self.options)
         if self.templates.n != rows_before or (tp.plan is not None) != ready_before:
             self.learnt += 1                         # a row or a plan new: Player.commands' plans made again
 

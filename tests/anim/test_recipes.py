@@ -624,3 +624,40 @@ def test_the_blends_edge_numbers_leave_the_handle_calls_rows():
                 w.step(hs)
                 w.flush()
         _same(a, b, f"steps after {v!r}")
+
+
+def test_learning_many_ids_makes_the_plan_once_and_runs_as_before(monkeypatch):
+    """A command's plan (what the direct path's checks take from the command and the
+    options) is made once per set, however many ids are learnt for it (a fight's warm-up
+    learns each of its moves): the plan kept is the one ``_plan`` gives, and a run after
+    the learns leaves the rows the handle calls leave."""
+    from scuffle.anim.playback import prepared
+
+    made = []
+    real = prepared._plan
+
+    def counted(command, opts):
+        made.append(command)
+        return real(command, opts)
+
+    monkeypatch.setattr(prepared, "_plan", counted)
+    worlds = []
+    for use in (False, True):
+        p, hs = _world(1, 64)
+        h = hs[0]
+        p.register(h.anim_set)                    # (as Game.add_human: learn adds no clip to the bank)
+        p.step([h])
+        cmd = p.prepare(SHAPES["attack"][0])
+        if use:
+            for m in ATTACKS:
+                p.learn(h, cmd, 0.2, m)
+            assert made == [cmd], made            # once, at the first learn that made it ready
+            assert p.knows(h, cmd, 0.2, Move.KICK)
+            assert p.prepared._templates(cmd, h.anim_set).plan == real(cmd, p.options)
+            p.run(h, cmd, 0.2, Move.KICK)
+        else:
+            handle_calls(p, h, "attack", 0.0, 1, 0.2)
+        p.step([h])
+        p.flush()
+        worlds.append(p)
+    _same(worlds[0], worlds[1], "after the learns and a run")
