@@ -184,6 +184,9 @@ class RecipeRules:
                     self.lookup._proto_of(entry)
                 continue
             aid = _value(anim, params)
+            hit = self.lookup._known(s, aid)
+            if hit is not None and hit[1] is not None and hit[2] >= 0 and hit[3] is not None:
+                continue                             # found before: banked, its proto and rate kept
             entry = self.lookup._entry(s, aid)              # UnknownClip / UnknownAnimId as the run's
             if entry[2] < 0:
                 i = banked.get(id(entry[0]))
@@ -278,7 +281,9 @@ class RecipeRules:
             hit = self.lookup._known(s, aid)
             if hit is None or hit[2] < 0 or hit[3] is None:
                 continue
-            rate = self.lookup.rate_of(s, aid)
+            rate = hit[1]                            # (rate_of's, kept with the id once found)
+            if rate is None:
+                rate = self.lookup.rate_of(s, aid)
             if not (rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX):
                 continue                             # numpy's casts: the handle calls, always
             aid = int(aid)
