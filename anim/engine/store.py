@@ -9,6 +9,7 @@ Never keep a reference to a column across an ``alloc`` (it may have been replace
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import numpy as np
@@ -220,7 +221,7 @@ def block_arrays(columns: dict[str, DTypeLike], cap: int, block: np.ndarray) -> 
     _layout for those columns): name -> array, ``n_free`` and the free list included."""
     out = {}
     for name, (off, dt, shape) in _layout(columns, cap)[0].items():
-        out[name] = block[off:off + int(np.prod(shape)) * dt.itemsize].view(dt).reshape(shape)
+        out[name] = block[off:off + math.prod(shape) * dt.itemsize].view(dt).reshape(shape)
     return out
 
 
