@@ -47,7 +47,7 @@ import time
 from scuffle.anim.engine import kernels as K
 
 __all__ = ["sig_plain", "sig_from_plain", "DIGEST_KERNELS", "COMPILED_ASIDE", "LOGGER", "COMPILE_MESSAGE", "WARM_MESSAGE", "COMPILED_MESSAGE", "NO_CACHE_MESSAGE", "ANNOUNCED",
-           "kernels_cached", "ALL_KERNELS", "SNAPSHOT_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
+           "kernels_cached", "kernel_ready", "ALL_KERNELS", "SNAPSHOT_KERNELS", "all_cached", "cache_folder", "compile_rest", "BACKGROUND",
            "cold_notice", "note_cold_compile", "REST_ENV", "ENGINE_KERNELS", "kernel_cached", "aside_allowed", "compile_aside", "await_kernel",
            "ASIDE", "ASIDE_LOG", "ASIDE_ENV", "ASIDE_TIMEOUT_S", "install_cached", "compile_child", "MEANWHILE",
            "meanwhile", "root_motion_args", "STEP_KERNEL", "POSE_KERNEL", "LEAN_OF", "WHOLE_OF", "LEAN_ENV",
@@ -185,6 +185,17 @@ def kernel_cached(name: str, mod: str | None = None) -> bool:
         return False
     index = glob.glob(os.path.join(glob.escape(path), f"{mod}.{name}-*.nbi"))
     return bool(index) and max(os.path.getmtime(f) for f in index) >= source
+
+
+def kernel_ready(name: str, mod: str | None = None) -> bool:
+    """Whether kernel ``name`` (of anim.<mod>) runs without compiling: this process has
+    loaded or compiled it already (its dispatcher holds a signature: no look at the cache
+    folder, whose listing costs about a millisecond a kernel), or numba's on-disk cache
+    holds it (``kernel_cached``)."""
+    mod = mod or K.MODULE_OF[name]
+    if getattr(getattr(_module(mod), name, None), "signatures", None):
+        return True
+    return kernel_cached(name, mod)
 
 
 def all_cached() -> bool:

@@ -50,7 +50,7 @@ from scuffle.anim.engine import kernels as K
 from scuffle.anim.playback.batch import BatchEngine
 from scuffle.anim.engine.callbacks import Callbacks
 from scuffle.anim.data.clip import Clip
-from scuffle.anim.engine.coldstart import kernel_cached
+from scuffle.anim.engine.coldstart import kernel_ready
 from scuffle.anim.playback.construct import chain_blend_depth, task_pose_depth
 from scuffle.anim.playback.deferred import NO_ENTRIES, DeferredRows
 from scuffle.anim.engine.jobs import AnimIdInputs, FlushInputs
@@ -559,14 +559,15 @@ class Player:
 
     def _load_flush_kernels(self) -> None:
         """The flush's two kernels called once on no entry and no human (nothing changes),
-        when numba's cache holds them: numba loads a kernel at its first call, 15-30 ms
+        when this process holds them or numba's cache does (coldstart.kernel_ready): numba
+        loads a kernel at its first call, 15-30 ms
         from the cache, which would otherwise fall on the first update whose flush has a
         task to release or a human to refresh (a hitch at a fight's first strike) instead
         of the first flush, beside the step's own loads. On a cold cache they are left to
         compile at their first use (their 2 s of compile would otherwise join
         the first step's, anim.engine.coldstart)."""
         self._flush_loaded = True
-        if not (kernel_cached("flush_release") and kernel_cached("flush_anim_ids")):
+        if not (kernel_ready("flush_release") and kernel_ready("flush_anim_ids")):
             return
         self._kernel_release(self._flush_ents, 0, 0, False, {})
         eng = self.batch

@@ -31,7 +31,7 @@ from scuffle.anim.engine.kernel_types import CmdArgs, CmdBlocks
 from scuffle.anim.playback.cmdbuffer import CommandBuffer
 from scuffle.anim.maths import f32 as F
 from scuffle.anim.engine.callbacks import Callback, check_callback
-from scuffle.anim.engine.coldstart import kernel_cached
+from scuffle.anim.engine.coldstart import kernel_ready
 from scuffle.anim.playback.lookup import ClipLookup
 from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.playback.recipe import (_BLENDS, _CHANGE, _DIRECTION, _GAIT, _PICK, _PUSH, Arg, Command, Recipe,
@@ -202,9 +202,10 @@ class RecipeRules:
         """The command buffer's compiled call made ready at a load (``learn``), not at the
         first buffered command: the tables' views it reads and the kernel's typed entry
         point (about 1 ms once, which would otherwise fall on the update of a game's first
-        move), by a call on no row (nothing written, nothing counted). Only when numba's
-        cache holds the kernel: a cold one compiles at its first use, beside the step's."""
-        if self._apply_entry is not None or not kernel_cached("apply_commands", "cmdkernel"):
+        move), by a call on no row (nothing written, nothing counted). Only when this process
+        holds the kernel or numba's cache does (coldstart.kernel_ready): a cold one compiles at
+        its first use, beside the step's."""
+        if self._apply_entry is not None or not kernel_ready("apply_commands", "cmdkernel"):
             return
         kv = self._cmd_views
         if kv is None or kv[0] != self.stores.signal.now or kv[2] is not self.batch.humans or kv[3] is not self.pool._out:

@@ -362,13 +362,13 @@ def test_a_fight_attached_has_the_buffers_compiled_call_ready_and_nothing_counte
     """Fight attach learns the fighters' commands (Player.learn): the command buffer's views
     and compiled entry are made then (from numba's cache), not at the first move's update;
     no row is written nor counted by it, and the fight's first moves run the same rows."""
-    from scuffle.anim.engine.coldstart import kernel_cached
+    from scuffle.anim.engine.coldstart import kernel_ready
     from scuffle.game.tools.bench import build_crowd, crowd_checksum
 
     game = build_crowd(2, "realistic", "compiled", 1)
     try:
         rules = game.player.prepared
-        assert (rules._apply_entry is not None) == kernel_cached("apply_commands", "cmdkernel")
+        assert (rules._apply_entry is not None) == kernel_ready("apply_commands", "cmdkernel")
         assert rules.commands.calls == 0 and rules.commands.applied == 0 and rules.commands.n == 0
         for _ in range(40):
             game.step()

@@ -184,6 +184,29 @@ def test_no_background_compile_when_turned_off_or_nothing_is_missing(monkeypatch
     assert coldstart.compile_rest() is False                     # once per process
 
 
+
+def test_a_kernel_this_process_holds_is_ready_without_a_look_at_the_cache(monkeypatch):
+    """kernel_ready: a kernel whose dispatcher holds a signature (loaded or compiled in this
+    process) runs without compiling, so its cache folder is not listed (a new Player's
+    first flush and a fight's warm-up ask it); one it does not hold is what the cache says."""
+    from scuffle.anim.engine import cmdkernel, kernels as K
+
+    asked: list = []
+
+    def listed(name, mod=None):
+        asked.append(name)
+        return False
+
+    scuffle.warm()                                        # (every kernel held by this process now)
+    monkeypatch.setattr(coldstart, "kernel_cached", listed)
+    assert K.flush_release.signatures and cmdkernel.apply_commands.signatures
+    assert coldstart.kernel_ready("flush_release") and coldstart.kernel_ready("apply_commands", "cmdkernel")
+    assert asked == []
+    home = coldstart._module(K.MODULE_OF["flush_anim_ids"])
+    held = home.flush_anim_ids
+    monkeypatch.setattr(home, "flush_anim_ids", lambda *a: held(*a))   # (not a dispatcher: no signature)
+    assert coldstart.kernel_ready("flush_anim_ids") is False and asked == ["flush_anim_ids"]
+
 @pytest.mark.slow
 def test_the_snapshot_files_kernels_are_warmed_with_a_files_own_argument_types():
     """``scuffle warm`` compiles the snapshot file's kernels (anim.engine.snapkernel, listed in
