@@ -45,7 +45,8 @@ the batch call alone, a row; ``command_cpu_us_single`` and by kind: one ``Player
 call each, on alternate updates, each timed by two clock readings, and
 ``command_cpu_us_empty``: an empty command timed the same way, the clocks' own cost;
 ``command_cpu_us_handles`` and by kind: every eighth command, issued through the handle
-API instead, the same rows); the
+API instead, the same rows); at 2 humans what a level load costs (``level_load``: a new
+Game, ``add_human``, ``Fight()``, the first step and a later one); the
 time to load the kernels and (unless ``--no-compile-time``) the first step on a fresh
 install: a fresh process with an empty NUMBA_CACHE_DIR, with numba's compile time per
 kernel and function (``first_step``; ``kernel_compile_s`` is numba's compile of the
@@ -85,7 +86,7 @@ from scuffle.game.fighters.moves import GAIT_IDS, Move
 
 __all__ = ["bench_arguments", "cmd_bench", "run_bench", "BUDGET_MS", "CROWDS", "build_crowd", "crowd_set",
            "crowd_checksum", "RealisticCrowd", "goals_table", "GOALS", "fresh_first_step", "crowd_memory",
-           "resident_mb"]
+           "resident_mb", "level_load", "LOAD_BUILDS"]
 
 BUDGET_MS = 1000.0 / 30.0            # the 30 Hz update
 POSE_STAGE = "pose (sample, blend, bones)"
@@ -1653,6 +1654,7 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
     if net is not None:
         extra.update(netplay=net, netplay_frame_p99_ms=net["frame_ms_p99_cpu"],
                      netplay_rollback8_max_ms=net["rollback_ms_max_cpu"])
+        extra["level_load"] = level_load()
     share = {k: round(v / max(total, 1e-12), 4) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])}
     stage_ms = {k: round(v * 1000.0 / updates, 4) for k, v in sorted(stages.items(), key=lambda kv: -kv[1])}
     return {
@@ -1685,6 +1687,48 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
         "pool_leak": leak,
         **extra,
     }
+
+
+LOAD_BUILDS = 15                     # the level load's builds, timed one after the other (level_load)
+
+
+def level_load(builds: int = LOAD_BUILDS) -> dict:
+    """What a game pays once before its first update, for the demo's two fighters (the
+    kernels loaded): CPU medians (ms) of ``builds`` builds after one untimed, each a new
+    Game (``game_ms``), its two ``add_human`` calls (``add_human_ms``: one of them),
+    ``Fight(game)`` (``fight_ms``: its warm-up learns the fight's prepared commands),
+    the first ``Game.step`` (``first_step_ms``) and a later one (``later_step_ms``, the
+    sixth). Rejected: ``builds`` < 1 (ValueError)."""
+    from scuffle.game.fighters.combat import Fight
+    from scuffle.game.fighters.moveset import demo_set
+    from scuffle.game.runtime.world import Game
+
+    if builds < 1:
+        raise ValueError(f"level_load: builds must be at least 1, got {builds}")
+    aset = demo_set()
+    clock = time.process_time
+    rows = []
+    for k in range(builds + 1):
+        t0 = clock()
+        g = Game()
+        t1 = clock()
+        g.add_human("p1", aset, position=(0.0, -1.5, 0.0), heading=0.0)
+        g.add_human("p2", aset, position=(0.0, 1.5, 0.0), heading=180.0)
+        t2 = clock()
+        Fight(g)
+        t3 = clock()
+        g.step()
+        t4 = clock()
+        for _ in range(4):
+            g.step()
+        t5 = clock()
+        g.step()
+        t6 = clock()
+        g.close()
+        if k:                                             # (the first build untimed: its first calls)
+            rows.append((t1 - t0, (t2 - t1) / 2, t3 - t2, t4 - t3, t6 - t5))
+    keys = ("game_ms", "add_human_ms", "fight_ms", "first_step_ms", "later_step_ms")
+    return {key: round(median([row[j] for row in rows]) * 1000.0, 4) for j, key in enumerate(keys)}
 
 
 def _netplay_costs(updates: int = 600) -> dict:
@@ -1956,6 +2000,11 @@ def _print_one(r: dict, out) -> None:
         print(f"in a rollback loop (CPU means): snapshot {r['rollback_snapshot_cpu_us']} us, restore "
               f"{r['rollback_restore_cpu_us']} us; a file's to_bytes + from_bytes + restore {r['file_cpu_us']} us "
               f"(the snapshot before it {r.get('file_snapshot_cpu_us')} us); Game.checksum() {r.get('checksum_cpu_us')} us", file=out)
+    if "level_load" in r:
+        lv = r["level_load"]
+        print(f"a level load (CPU medians of {LOAD_BUILDS} builds): Game() {lv['game_ms']} ms, add_human "
+              f"{lv['add_human_ms']} ms a human, Fight() over two {lv['fight_ms']} ms, the first step "
+              f"{lv['first_step_ms']} ms, a later one {lv['later_step_ms']} ms", file=out)
     if r.get("join_leave_ratio") is not None:
         print(f"the update after one human joins and one leaves: {r['join_leave_after_cpu_ms']} ms CPU against "
               f"{r['join_leave_steady_cpu_ms']} steady ({r['join_leave_ratio']}x; the two calls "

@@ -289,3 +289,18 @@ def test_the_join_leave_figure_leaves_the_crowd_as_it_was():
         assert r["join_leave_calls_cpu_us"] > 0
     finally:
         game.close()
+
+
+def test_a_level_load_times_each_step_of_a_fights_build():
+    """level_load: the CPU medians of a new Game, a human's add_human, Fight() over the
+    two, the first step and a later one, each a positive number of ms; the first step
+    dearer than a later one (its first calls: the pose's tables, each kernel typed), the
+    fight's warm-up dearer than a human joining (it learns every move's commands)."""
+    from scuffle.game.tools.bench import level_load
+
+    r = level_load(builds=3)
+    assert set(r) == {"game_ms", "add_human_ms", "fight_ms", "first_step_ms", "later_step_ms"}
+    assert all(isinstance(v, float) and v > 0 for v in r.values()), r
+    assert r["first_step_ms"] > r["later_step_ms"] and r["fight_ms"] > r["add_human_ms"], r
+    with pytest.raises(ValueError, match="builds"):
+        level_load(builds=0)
