@@ -474,6 +474,26 @@ def test_saved_random_draws_the_numbers_of_random_random_and_saves_cheaply():
     assert [a.randint(0, 99) for _ in range(5)] == x
 
 
+
+@pytest.mark.parametrize("draw", [
+    lambda r: r.random(), lambda r: r.getrandbits(40), lambda r: r.randrange(12), lambda r: r.uniform(0.0, 4.0),
+    lambda r: r.choice("abcdef"), lambda r: r.shuffle(list(range(9))), lambda r: r.gauss(0.0, 1.0),
+    lambda r: r.randbytes(5), lambda r: r.choices(range(7), weights=range(1, 8), k=3)],
+    ids=["random", "getrandbits", "randrange", "uniform", "choice", "shuffle", "gauss", "randbytes", "choices"])
+def test_every_draw_of_a_saved_random_is_random_randoms_and_a_new_state(draw):
+    """Each way of drawing gives random.Random's numbers, and the state saved after it is
+    a new one (the one kept from before the draw is not handed out again): a load of the
+    state saved before the draw draws it again."""
+    a, b = SavedRandom(7), random.Random(7)
+    for _ in range(3):
+        before = a.save_state()
+        got = draw(a)
+        assert got == draw(b)
+        after = a.save_state()
+        assert after is not before and after != before
+        a.load_state(before)
+        assert draw(a) == got and a.save_state() == after
+
 # ---------------------------------------------------------------- the full suite's long runs
 @pytest.mark.slow
 @pytest.mark.bits
@@ -562,3 +582,14 @@ def test_the_checksum_does_not_depend_on_which_task_handles_were_read():
             return first, g.checksum()
 
     assert run(False) == run(True)
+
+
+def test_a_saved_random_given_a_state_saves_that_state():
+    """setstate marks the state changed: the next save is the state given, not the one
+    kept from before (a host that sets the generator's state directly)."""
+    a = SavedRandom(3)
+    kept = a.save_state()
+    other = random.Random(99)
+    a.setstate(other.getstate())
+    assert a.save_state() != kept
+    assert [a.random() for _ in range(3)] == [other.random() for _ in range(3)]
