@@ -560,12 +560,11 @@ class Player:
     def _load_flush_kernels(self) -> None:
         """The flush's two kernels called once on no entry and no human (nothing changes),
         when this process holds them or numba's cache does (coldstart.kernel_ready): numba
-        loads a kernel at its first call, 15-30 ms
-        from the cache, which would otherwise fall on the first update whose flush has a
-        task to release or a human to refresh (a hitch at a fight's first strike) instead
-        of the first flush, beside the step's own loads. On a cold cache they are left to
-        compile at their first use (their 2 s of compile would otherwise join
-        the first step's, anim.engine.coldstart)."""
+        loads a kernel at its first call, 15-30 ms from the cache, which would otherwise
+        fall on the first update whose flush has a task to release or a human to refresh
+        (a hitch at a fight's first strike) instead of the first flush, beside the step's
+        own loads. On a cold cache they are left to compile at their first use (their 2 s
+        of compile would otherwise join the first step's, anim.engine.coldstart)."""
         self._flush_loaded = True
         if not (kernel_ready("flush_release") and kernel_ready("flush_anim_ids")):
             return
