@@ -167,7 +167,7 @@ def _run_pair(seed: int, humans: int, updates: int, rate_of_commands: float, bon
     return results if not engine_only else results + [None]
 
 
-@pytest.mark.parametrize("seed,updates,rate", [(1, 150, 0.08), (2, 150, 0.08),
+@pytest.mark.parametrize("seed,updates,rate", [(1, 150, 0.08), pytest.param(2, 150, 0.08, marks=[pytest.mark.slow, pytest.mark.bits]),
                                                pytest.param(3, 150, 0.08, marks=pytest.mark.slow),
                                                pytest.param(4, 150, 0.08, marks=pytest.mark.slow),
                                                pytest.param(5, 400, 0.01, marks=[pytest.mark.slow, pytest.mark.bits]),

@@ -410,7 +410,7 @@ def _game_command(p, h, rng):
                             held=rng.choice([0, 0x3])), rng.choice([0.0, 0.2]))
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [pytest.param(1, marks=[pytest.mark.slow, pytest.mark.bits]), 2, pytest.param(3, marks=[pytest.mark.slow, pytest.mark.bits])])
 def test_game_code_between_updates(seed):
     """Covers risky paths (passes): held bits and flags changed by game code, enqueue,
     insert_bottom and cut between updates (rows dirty when the next step runs)."""

@@ -294,7 +294,7 @@ OPTION_SETS = [{}, {"blend_window": "kept", "pick": "all"},
                {"tag_bits": "mark", "motion_entry": "identity", "events": "newest"}]
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=[pytest.mark.slow, pytest.mark.bits])])
 @pytest.mark.parametrize("options", OPTION_SETS, ids=["defaults", "kept-all", "mark-identity"])
 def test_engine_equals_reference_bit_for_bit_with_queued_tasks(seed, options):
     """Humans with queues of every task type (1, 3 and 3 handing over in their blend

@@ -555,7 +555,7 @@ def _random_case(seed: int, humans: int, updates: int, rate: float, long_chains:
     return aset, cmds
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=[pytest.mark.slow, pytest.mark.bits]), pytest.param(3, marks=[pytest.mark.slow, pytest.mark.bits])])
 def test_random_sets_bit_for_bit(seed):
     """Random commands on randomly authored sets: states, events, callbacks, pool and poses equal."""
     aset, cmds = _random_case(seed, humans=5, updates=100, rate=0.12)
@@ -585,7 +585,7 @@ def test_chains_of_seventy_clips(updates):
         assert all(len(h[0]) == 1 and h[0][0][0] == TaskType.LOOP for h in eng[0][-1][0][2]), "chains ended"
 
 
-@pytest.mark.parametrize("seed", [4, 5])
+@pytest.mark.parametrize("seed", [pytest.param(4, marks=[pytest.mark.slow, pytest.mark.bits]), 5])
 def test_demo_set_bit_for_bit(seed):
     """Random commands on the demo move set, with bone transforms."""
     aset = demo_set()

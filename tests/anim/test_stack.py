@@ -337,7 +337,7 @@ def _outcome(fn) -> str:
     return "ok"
 
 
-@pytest.mark.parametrize("seed", [11, 12])
+@pytest.mark.parametrize("seed", [pytest.param(11, marks=[pytest.mark.slow, pytest.mark.bits]), 12])
 def test_the_engine_samples_the_reference_models_poses(seed):
     """``_scenario``'s random changes (chains with blend windows, gaits and their targets,
     mixes, directions, picks, holds, loops, queued tasks, cuts, fades) given to the engine

@@ -73,7 +73,7 @@ def _same(a, b, what: str) -> None:
                 assert np.array_equal(p, q), f"{what}: update {u}, human {i}, pose part {j} differs"
 
 
-@pytest.mark.parametrize("seed", [5, 8])
+@pytest.mark.parametrize("seed", [5, pytest.param(8, marks=[pytest.mark.slow, pytest.mark.bits])])
 def test_every_thread_count_gives_the_same_bits(small_chunks, seed):
     """1, 2, 3 and 7 threads: the same tables, poses, bone transforms, outcomes and callbacks."""
     w1, one = _run(1, seed)
@@ -248,8 +248,12 @@ def _random_spans(monkeypatch, seed: int) -> None:
     monkeypatch.setattr(crowd.Balance, "spans", spans)
 
 
-@pytest.mark.parametrize("stamped", [True, False], ids=["stamp", "late clear"])
-@pytest.mark.parametrize("threads", [2, 3, 7])
+# every count with each way of forgetting last update's outputs: half of them in the default run
+@pytest.mark.parametrize("threads, stamped", [
+    pytest.param(2, True, id="2-stamp"), pytest.param(3, False, id="3-late clear"), pytest.param(7, True, id="7-stamp"),
+    pytest.param(2, False, id="2-late clear", marks=[pytest.mark.slow, pytest.mark.bits]),
+    pytest.param(3, True, id="3-stamp", marks=[pytest.mark.slow, pytest.mark.bits]),
+    pytest.param(7, False, id="7-late clear", marks=[pytest.mark.slow, pytest.mark.bits])])
 def test_chunks_cut_anywhere_give_the_same_bits(small_chunks, monkeypatch, threads, stamped):
     """The chunks cut at random places, new ones each step and pose (where crowd.Balance
     may move them): the same tables, poses, outcomes, callbacks, events and released ids
@@ -381,7 +385,7 @@ def _run_together(w: _Together, aset, cmds: list) -> tuple:
     return states, pose_list, outcomes, log
 
 
-@pytest.mark.parametrize("threads", [2, 3, 7])
+@pytest.mark.parametrize("threads", [2, pytest.param(3, marks=[pytest.mark.slow, pytest.mark.bits]), 7])
 def test_the_pose_begun_beside_the_step_gives_the_same_bits(small_chunks, monkeypatch, threads):
     """Player.step_and_pose (the animation system's call) begins the pose's other chunks
     as soon as the threaded step's kernels are through, beside the merge and the step's

@@ -86,7 +86,8 @@ def _layouts(seed: int) -> list[tuple[float, float]]:
     return [(rng.gauss(0, 1.5), rng.gauss(0, 1.5)) for _ in range(n)]     # a crowd
 
 
-@pytest.mark.parametrize("seed", range(24))
+# eight seeds in the default run, the other sixteen in the full suite
+@pytest.mark.parametrize("seed", [*range(8), *(pytest.param(s, marks=[pytest.mark.slow, pytest.mark.bits]) for s in range(8, 24))])
 def test_the_grid_separation_equals_the_pairwise_loop_bit_for_bit(seed):
     layout = _layouts(seed)
     ga, fa = _world(layout, random.Random(seed))
