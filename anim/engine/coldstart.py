@@ -109,7 +109,7 @@ def _lean_first(whole: str) -> bool:
 
     if getattr(config, "DISABLE_JIT", False) or os.environ.get(LEAN_ENV, "") == "0" or FULL_ONLY:
         return False
-    return not getattr(K, whole).signatures and not kernel_cached(whole)
+    return not kernel_ready(whole)
 
 
 def lean_first_step() -> bool:
@@ -288,7 +288,7 @@ def compile_aside(name: str, args_of) -> bool:
         return False
     disp = getattr(K, name)
     target = _cache_path(name)
-    if not target or disp.signatures or kernel_cached(name):
+    if not target or kernel_ready(name):
         return False
     try:
         sig = sig_plain(tuple(disp.typeof_pyval(a) for a in args_of()))

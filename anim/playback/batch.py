@@ -1262,7 +1262,7 @@ class BatchEngine:
         if name in ("pose_stacks", "pose_lean"):
             return (rows, rows, H, T, C, F, G, E, pose_tables(self.player.bank).tables, self._scratch,
                     Bones(1).outs(), K.PoseBuffers(rows, self._weights, np.zeros(1, np.bool_)))
-        raise ValueError(f"kernel: {name!r} is not step_stacks or pose_stacks")
+        raise ValueError(f"kernel: {name!r} is not step_stacks, step_lean, pose_stacks or pose_lean")
 
     # ---------------------------------------------------------------- the pose
     def sample(self, instances, refusals: list | None = None) -> PoseBatch:

@@ -134,6 +134,8 @@ def _next_row(ts, r: int, next: Task | None, blend: float, window: int) -> None:
 
 # the constructors' bit fields: the range of the task table's column each goes to (int32, int64)
 _BITS = {"flags": (-(1 << 31), (1 << 31) - 1), "held": (-(1 << 63), (1 << 63) - 1)}
+# the narrower of the two ranges: a plain int in it needs no other check
+_FLAGS_LO, _FLAGS_HI = _BITS["flags"]
 
 
 def _check_bits(call: str, what: str, value) -> int:
@@ -143,6 +145,9 @@ def _check_bits(call: str, what: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
         raise ValueError(f"{call}: {what} {value!r} must be a whole number from {lo} to {hi}")
     return int(value)
+
+
+_set = object.__setattr__
 
 
 def _near_human(make: Callable) -> Callable:
@@ -159,7 +164,7 @@ def _near_human(make: Callable) -> Callable:
             for key in ("flags", "held"):
                 if key in kwargs:
                     v = kwargs[key]
-                    if v.__class__ is not int or not -(1 << 31) <= v < 1 << 31:
+                    if v.__class__ is not int or not _FLAGS_LO <= v <= _FLAGS_HI:
                         kwargs[key] = _check_bits(name, key, v)
             s = kwargs.get("anim_set")
             if s is not None and not isinstance(s, AnimSet):
@@ -175,7 +180,7 @@ def _near_human(make: Callable) -> Callable:
         except AttributeError:
             raise not_a_human(name, inst) from None
         # (``near`` is no column: set past Table.__setattr__, whose column bookkeeping it
-        # does not need; four Python calls a constructor saved)
+        # does not need)
         _set(ts, "near", t_hint)
         _set(cs, "near", c_hint)
         try:
@@ -184,9 +189,6 @@ def _near_human(make: Callable) -> Callable:
             _set(ts, "near", old_t)
             _set(cs, "near", old_c)
     return functools.wraps(make)(made)
-
-
-_set = object.__setattr__
 
 
 class TaskBuilder:

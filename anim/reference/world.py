@@ -139,6 +139,7 @@ def _id_list(anim_set, ids, what: str) -> list:
 
 
 _BITS = {"flags": (-(1 << 31), (1 << 31) - 1), "held": (-(1 << 63), (1 << 63) - 1)}   # the tables' int32, int64
+_MAX_DT = 1.0             # a step's longest dt, seconds (the engine's: anim.base.limits.MAX_DT)
 
 
 def _human(call: str, inst) -> None:
@@ -775,7 +776,7 @@ class Reference:
         advanced bottom-up (the +0x64 calls); hand-overs, fades, events, held flags."""
         raw = self.options.dt if dt is None else dt
         if isinstance(raw, bool) or not isinstance(raw, (int, float, np.integer, np.floating)) \
-                or not 0.0 <= float(raw) <= 1.0:            # (NaN fails it too)
+                or not 0.0 <= float(raw) <= _MAX_DT:        # (NaN fails it too)
             raise ValueError(f"step: dt {raw!r} must be a number from 0 to 1 s")
         dt = F.f32(float(raw))
         instances = _humans("step", instances)

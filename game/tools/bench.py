@@ -1690,6 +1690,15 @@ def run_bench(humans: int, updates: int, scalar_updates: int | None = None, crow
 
 
 LOAD_BUILDS = 15                     # the level load's builds, timed one after the other (level_load)
+LOAD_LATER = 5                       # the steps run before the level load's "later" step is timed
+# the demo's two fighters: 3 m apart, facing each other (name, position, heading)
+PAIR = (("p1", (0.0, -1.5, 0.0), 0.0), ("p2", (0.0, 1.5, 0.0), 180.0))
+
+
+def _add_pair(g, aset) -> None:
+    """The demo's two fighters (PAIR) of set ``aset`` added to Game ``g``."""
+    for name, position, heading in PAIR:
+        g.add_human(name, aset, position=position, heading=heading)
 
 
 def level_load(builds: int = LOAD_BUILDS) -> dict:
@@ -1698,7 +1707,7 @@ def level_load(builds: int = LOAD_BUILDS) -> dict:
     Game (``game_ms``), its two ``add_human`` calls (``add_human_ms``: one of them),
     ``Fight(game)`` (``fight_ms``: its warm-up learns the fight's prepared commands),
     the first ``Game.step`` (``first_step_ms``) and a later one (``later_step_ms``, the
-    sixth). Rejected: ``builds`` < 1 (ValueError)."""
+    one after LOAD_LATER). Rejected: ``builds`` < 1 (ValueError)."""
     from scuffle.game.fighters.combat import Fight
     from scuffle.game.fighters.moveset import demo_set
     from scuffle.game.runtime.world import Game
@@ -1712,21 +1721,20 @@ def level_load(builds: int = LOAD_BUILDS) -> dict:
         t0 = clock()
         g = Game()
         t1 = clock()
-        g.add_human("p1", aset, position=(0.0, -1.5, 0.0), heading=0.0)
-        g.add_human("p2", aset, position=(0.0, 1.5, 0.0), heading=180.0)
+        _add_pair(g, aset)
         t2 = clock()
         Fight(g)
         t3 = clock()
         g.step()
         t4 = clock()
-        for _ in range(4):
+        for _ in range(LOAD_LATER - 1):
             g.step()
         t5 = clock()
         g.step()
         t6 = clock()
         g.close()
         if k:                                             # (the first build untimed: its first calls)
-            rows.append((t1 - t0, (t2 - t1) / 2, t3 - t2, t4 - t3, t6 - t5))
+            rows.append((t1 - t0, (t2 - t1) / len(PAIR), t3 - t2, t4 - t3, t6 - t5))
     keys = ("game_ms", "add_human_ms", "fight_ms", "first_step_ms", "later_step_ms")
     return {key: round(median([row[j] for row in rows]) * 1000.0, 4) for j, key in enumerate(keys)}
 
@@ -1745,9 +1753,8 @@ def _netplay_costs(updates: int = 600) -> dict:
 
     def build():
         g = Game()
-        g.add_human("p1", aset, position=(0.0, -1.5, 0.0), heading=0.0)
-        g.add_human("p2", aset, position=(0.0, 1.5, 0.0), heading=180.0)
-        for name in ("p1", "p2"):
+        _add_pair(g, aset)
+        for name, _, _ in PAIR:
             g.change(name, g.player.loop(g.instance(name), Move.FIGHT_IDLE))
         Fight(g, separate=True, rounds=True)
         return g
