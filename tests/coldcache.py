@@ -8,7 +8,8 @@ test that needs one.
   versions of each function it compiled, and the cache folder it filled (a template: a
   test that changes a cache takes a copy, ``copy_cache``).
 - ``cold_first_step()``: a Game's first steps in a fresh process on an empty cache, as a
-  host runs them (the pose kernel compiled aside in a child, the rest in the background),
+  host of a crowd runs them (the kernels compiled, not run as Python meanwhile: the
+  pose kernel compiled aside in a child, the rest in the background),
   then the same steps in a second process on the cache the first left.
 
 ``shared`` serves any other costly product a session makes once (tests/test_typing.py's
@@ -195,7 +196,10 @@ def _cold_first_step(folder: Path) -> dict:
     scratch = folder / "tmp"
     scratch.mkdir()
     cache = folder / "numba"
-    env = {"NUMBA_CACHE_DIR": str(cache), "TMPDIR": str(scratch), "SCUFFLE_COMPILE_REST": "1"}
+    # the kernels compiled, not run as Python while they compile (anim.engine.interpret: a
+    # crowd's cold start, which tests/anim/test_interpret.py's cold process does not take)
+    env = {"NUMBA_CACHE_DIR": str(cache), "TMPDIR": str(scratch), "SCUFFLE_COMPILE_REST": "1",
+           "SCUFFLE_INTERPRET": "0"}
     first = run_python(FIRST_STEP, env)
     left = sorted(p.name for p in scratch.iterdir())
     temporary = sorted(str(p) for p in cache.rglob("*") if ".tmp." in p.name)

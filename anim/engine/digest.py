@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numba import njit, uint64
 
+from scuffle.anim.engine.interpret import kcall
 from scuffle.anim.engine.jitcache import cache_setting
 from scuffle.anim.engine.store import _layout
 
@@ -184,7 +185,7 @@ def digests_plan(layouts: list) -> tuple:
 def digests_with(plan: tuple, blocks: tuple, seed: int = 0) -> np.ndarray:
     """``blocks_digests`` of ``blocks`` laid out as ``plan`` (``digests_plan``) says."""
     _, plan_all, plan_at, whole_all, whole_at, live_offs, caps = plan
-    return _many_digest(blocks, plan_all, plan_at, whole_all, whole_at, live_offs, caps, seed)
+    return kcall(_many_digest, blocks, plan_all, plan_at, whole_all, whole_at, live_offs, caps, seed)
 
 
 _MANY: dict = {}
@@ -205,7 +206,7 @@ def digests_in(aplan: tuple, buf: np.ndarray, seed: int = 0) -> np.ndarray:
     """``digests_with`` of the tables laid out in ``buf`` as ``aplan`` (``arena_plan``) says:
     the same digests as of each table's block on its own."""
     p, plan_at, w, whole_at, live_offs, caps = aplan
-    return _arena_digest(buf, p, plan_at, w, whole_at, live_offs, caps, seed)
+    return kcall(_arena_digest, buf, p, plan_at, w, whole_at, live_offs, caps, seed)
 
 
 def array_form(a: np.ndarray) -> tuple:

@@ -32,7 +32,9 @@ from scuffle.anim.engine.kernel_types import (BankTables, CursorCols, EventIndex
 from scuffle.anim.maths.pose import POSE_STACK_SIZE
 from scuffle.anim.engine.sampler import KEY_ROW_FIELDS
 from scuffle.anim.maths.skeleton import NUM_BONES
+from scuffle.anim.engine import interpret
 from scuffle.anim.engine.trusted import TrustedKernel
+_TIER = interpret.STATE          # the interpreted tier (anim.engine.interpret)
 
 __all__ = ["KernelInputError", "StepInputs", "PoseInputs", "FlushInputs", "AnimIdInputs", "MotionInputs", "StepJob",
            "PoseJob", "FlushJob", "AnimIdJob", "MotionJob", "COLUMN_TYPES"]
@@ -208,7 +210,10 @@ class _Job(abc.ABC):
         it through, the engine's own trusted call; else this job's). Returns what the
         kernel returns (the pose kernels: the index they stopped at)."""
         self.validate(inputs)
-        return (kernel or self.kernel)(*inputs)
+        k = kernel or self.kernel
+        if _TIER["on"] and k.__class__ is not TrustedKernel and interpret.on():
+            return interpret.call(k, *inputs)       # a cold start's first steps: the kernel as Python
+        return k(*inputs)
 
     @abc.abstractmethod
     def _check_tables(self, inputs) -> None:

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from scuffle.anim.engine import snapkernel as K
+from scuffle.anim.engine.interpret import kcall
 from scuffle.anim.engine.kernel_types import (ClipFacts, IdCalls, IdHumans, IdRules, IdTasks, SnapLists, SnapPlan,
                                               SnapScratch, SnapViews)
 from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
@@ -178,7 +179,7 @@ def pack(columns: dict, cap: int, block: np.ndarray) -> np.ndarray:
     rows in use (those whose ``live`` byte is not 0), in row order."""
     pk = packing(columns, cap)
     out = np.empty(pk.frame_bytes + cap * pk.row_bytes, np.uint8)      # room for every row: cut after
-    return out[:K.pack_rows(block, out, pk.frames, pk.cols, pk.live_at, cap)]
+    return out[:kcall(K.pack_rows, block, out, pk.frames, pk.cols, pk.live_at, cap)]
 
 
 def pack_all(tables: Sequence[tuple]) -> tuple[np.ndarray, np.ndarray]:
@@ -215,7 +216,7 @@ def pack_with(plan: tuple, blocks: Sequence[np.ndarray]) -> tuple[np.ndarray, np
     _, tinfo, frame_rows, col_rows, most, cap = plan
     out = np.empty(most, np.uint8)
     ends = np.empty(len(tinfo), np.int64)
-    K.pack_tables(tuple(blocks), out, tinfo, frame_rows, col_rows, ends, _lrows(cap))
+    kcall(K.pack_tables, tuple(blocks), out, tinfo, frame_rows, col_rows, ends, _lrows(cap))
     return out, ends
 
 
@@ -242,7 +243,7 @@ def _unpack(plan, buf: np.ndarray, packed: Sequence, names: Sequence[str] | None
     at = np.fromiter(accumulate(map(len, packed), initial=0), np.int64, len(packed) + 1)
     src = np.frombuffer(b"".join(packed), np.uint8) if at[-1] else np.zeros(1, np.uint8)
     out = np.zeros(1, np.int64)
-    t = K.unpack_rows(buf, src, at, plan.tinfo, plan.frames, plan.ucols, out, _lrows(plan.most))
+    t = kcall(K.unpack_rows, buf, src, at, plan.tinfo, plan.frames, plan.ucols, out, _lrows(plan.most))
     if t >= 0:
         name = names[t] if names is not None else f"table.{plan.tnames[t]}"
         raise StateError(f"{name}.block: {len(packed[t])} bytes, where its layout of {int(plan.tinfo[t, 0])} rows "
@@ -427,7 +428,7 @@ def check_saved(tables: Sequence[Saved], *, hgen: np.ndarray, hfree: np.ndarray,
         at, dirty_all = _no_dirty(len(dirty)), _EMPTY
     out = np.zeros(8, np.int64)
     fout = np.zeros(2, np.float64)
-    code = K.check_rows(views, SnapPlan(plan.tabs, spec, plan.fspec, plan.at, plan.must, plan.nxt_mask, _FADE, _GAIT),
+    code = kcall(K.check_rows, views, SnapPlan(plan.tabs, spec, plan.fspec, plan.at, plan.must, plan.nxt_mask, _FADE, _GAIT),
                         _bits(facts), SnapLists(hgen, hfree, pool_out.view(np.uint8), dirty_all, at, entities),
                         SnapScratch(seen, _lrows(plan.lrows), out, fout))
     if code:
@@ -653,7 +654,7 @@ def check_ids(tsk: Any, humans: Any, values: list, uses: list, free: list, n_ban
         raise StateError(f"calls.uses: not {n} counts >= 0")
     is_name, is_call = kinds if kinds is not None else id_kinds(values)
     out = np.zeros(5, np.int64)
-    code = K.check_ids_rows(IdTasks(tsk.live.view(np.int8), tsk.type, tsk.on_end, tsk.on_wrap, tsk.partner_name,
+    code = kcall(K.check_ids_rows, IdTasks(tsk.live.view(np.int8), tsk.type, tsk.on_end, tsk.on_wrap, tsk.partner_name,
                                     tsk.callback.view(np.int8), tsk.partner, tsk.dir_banks),
                             IdHumans(humans.live.view(np.int8), humans.on_report),
                             IdCalls(is_name, is_call, _ids(uses), _ids(free)),
@@ -760,5 +761,5 @@ def compile_kernels() -> None:
                    "a": np.int32}, 1)
     ring = np.zeros(lay[1], np.uint8)
     c = {n: np.ndarray(shape, dt, ring, off) for n, (off, dt, shape) in lay[0].items()}
-    K.check_tagged_rows(c["live"].view(np.int8), 0, 0, c["n"], c["kind"], c["value"], c["a"], c["a"], 1,
+    kcall(K.check_tagged_rows, c["live"].view(np.int8), 0, 0, c["n"], c["kind"], c["value"], c["a"], c["a"], 1,
                         np.zeros(5, np.int64))

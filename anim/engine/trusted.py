@@ -23,11 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from scuffle.anim.engine import interpret
 from scuffle.anim.engine import kernels as K
 
 __all__ = ["TrustedKernel", "entry_point"]
 
 _SCALARS = (int, float, bool)
+_TIER = interpret.STATE          # the interpreted tier's state (anim.engine.interpret)
 
 
 def entry_point(fn: Any, args: tuple) -> Any:
@@ -105,6 +107,9 @@ class TrustedKernel:
 
     def __call__(self, *args: Any) -> Any:
         fn = getattr(K, self.name)
+        if _TIER["on"] and interpret.on():          # a cold start's first steps: the kernel as Python
+            self.forget()
+            return interpret.call(fn, *args)
         if fn is self._fn:
             last = self._args
             # every argument the very object typed last (the engine's usual call: its cached

@@ -51,19 +51,25 @@ from scuffle.anim.engine.stack import CharacterInstance, check_human, seated, se
 from scuffle.anim.engine.store import HumanTable, TableCorrupt, check_rows
 from scuffle.anim.playback.tasks import TASK_CURSORS, EventRule, MotionEntry, PlaceEvents, TagBits, TaskType, task_at
 from scuffle.anim.engine.jobs import AnimIdJob, FlushJob, PoseInputs, PoseJob, StepInputs, StepJob
+from scuffle.anim.engine import interpret
 from scuffle.anim.engine.trusted import TrustedKernel
 from scuffle.anim.engine.writefirst import write_first_for
 
 
+_TIER = interpret.STATE          # the interpreted tier (anim.engine.interpret)
 _COLD: list[bool] = [False]      # the cold-cache check done in this process (anim.engine.coldstart)
 _STEPS = [0]                     # the process's steps, counted to 2 (the rest compile then: compile_rest)
 
 
-def _note_cold(engine: "BatchEngine", kernel: str) -> None:
-    """The first kernel call of the process (``kernel``): announce a cold compile, and
-    compile the other big kernel in a child process meanwhile (anim.engine.coldstart): the
-    lean forms where the first steps run them."""
+def _note_cold(engine: "BatchEngine", kernel: str, humans: int) -> None:
+    """The first kernel call of the process (``kernel``, over ``humans``): on a cold cache
+    with a few humans, the kernels run as Python while the background compiles them
+    (anim.engine.interpret); else announce a cold compile, and compile the other big
+    kernel in a child process meanwhile (anim.engine.coldstart): the lean forms where the
+    first steps run them."""
     _COLD[0] = True
+    if interpret.engage(humans):
+        return
     if lean_first_step():
         STEP_KERNEL[0] = "step_lean"
     if lean_first_pose():
@@ -1023,7 +1029,9 @@ class BatchEngine:
         H, T, C, F, G, E = self._cols if self._table_key == self._signal.now else self._tables()
         start = 0
         if not _COLD[0]:
-            _note_cold(self, "step_stacks")
+            _note_cold(self, "step_stacks", len(rows))
+        if _TIER["on"] and len(rows) > interpret.MAX_HUMANS:
+            interpret.leave()                   # a crowd: its kernels compiled, not run as Python
         if ASIDE or self._step_name != STEP_KERNEL[0] or self._step_name == "step_lean":
             self._lean_or_whole(STEP_KERNEL, self._step_name, self._use_step)
         kernel = self._step_kernel
@@ -1462,7 +1470,7 @@ class BatchEngine:
             and not self._queued_set and len(self._queued_default) >= n else self._queued_defaults(instances, rows, n)
         H, T, C, F, G, E = self._cols if self._table_key == self._signal.now else self._tables()
         if not _COLD[0]:
-            _note_cold(self, "pose_stacks")
+            _note_cold(self, "pose_stacks", n)
         if ASIDE or self._pose_name != POSE_KERNEL[0] or self._pose_name == "pose_lean":
             self._lean_or_whole(POSE_KERNEL, self._pose_name, self._use_pose)
         # the same objects from one update to the next while nothing grew (a trusted call)

@@ -8,7 +8,8 @@ The library announces a cold compile itself, once per process, through ``logging
 first step or sample that finds the kernels it needs not cached logs ``COMPILE_MESSAGE``
 before they compile (``note_cold_compile``); it compiles only what it runs, and the other
 kernels compile in a background process (anim.engine.coldstart.compile_rest), so the next run
-finds them all and says nothing. ``compile_kernels`` runs a tiny crowd through every
+finds them all and says nothing. A few humans' first steps run the kernels as Python
+while that background process compiles them all (anim.engine.interpret, its own notice). ``compile_kernels`` runs a tiny crowd through every
 kernel; ``warm`` (``scuffle.warm()``, ``scuffle warm``) compiles them all ahead, for a
 loading screen; ``announce_compile`` is the command line's notice (the bench's compiles
 them all ahead), through the same logger. A host that
@@ -68,11 +69,16 @@ def announce_compile(ahead: bool = False) -> None:
     under NUMBA_DISABLE_JIT=1): the first step compiles them, the rest compile in the
     background (anim.engine.coldstart.compile_rest). ``ahead`` (the bench, which times every
     kernel) compiles all of them now instead when any is missing (WARM_MESSAGE, then
-    COMPILED_MESSAGE)."""
+    COMPILED_MESSAGE). Where a few humans' first steps may run the kernels as Python while
+    they compile (anim.engine.interpret.why_not), nothing is said now: the first step says
+    which it does (interpret.MESSAGE, or COMPILE_MESSAGE for a crowd)."""
     if _ANNOUNCED:
         return
     if not ahead:
-        note_cold_compile()
+        from scuffle.anim.engine import interpret
+
+        if interpret.why_not(0) is not None:
+            note_cold_compile()
         return
     _ANNOUNCED.append(True)
     from numba.core import config
@@ -105,8 +111,10 @@ def compile_kernels(progress=None, files: bool = True) -> None:
     The first run of an install compiles (cache=True keeps the machine code next to
     anim/kernels_*.py, in __pycache__); later processes only load it.
     """
-    from scuffle.anim.engine import coldstart
+    from scuffle.anim.engine import coldstart, interpret
 
+    # compiled now: the kernels no longer run as Python (anim.engine.interpret)
+    interpret.force(False)
     # the warm-up's steps run step_stacks whole (a process that has warmed never runs step_lean)
     coldstart.FULL_ONLY.append(True)
     coldstart.STEP_KERNEL[0] = "step_stacks"

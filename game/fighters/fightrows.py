@@ -28,6 +28,7 @@ import numpy as np
 
 from scuffle.anim.base.limits import MAX_COORD, MAX_HEALTH
 from scuffle.anim.data.rangelist import NUM_ANIM_IDS
+from scuffle.anim.engine.interpret import kcall
 from scuffle.anim.engine.snapkernel import Kind as K, check_tagged_rows
 from scuffle.anim.engine.store import block_layout
 from scuffle.game.fighters.airows import AIRow, copy_rows
@@ -445,7 +446,7 @@ def log_of(t: Any, counters: Any) -> tuple:
               f"{w}.texts", "not distinct short texts")
         _TEXTS_CHECKED[0] = texts
     out = np.zeros(5, np.int64)
-    code = check_tagged_rows(t.live.view(np.int8), head, count, t.n, t.kind, t.value, t.human, t.what, len(texts),
+    code = kcall(check_tagged_rows, t.live.view(np.int8), head, count, t.n, t.kind, t.value, t.human, t.what, len(texts),
                              out)
     r = int(out[1])
     _need(code != 1, "table.log.live", f"not the {count} rows in use from row {head} on (row {r})")

@@ -76,6 +76,7 @@ from types import MethodType
 
 import numpy as np
 
+from scuffle.anim.engine.interpret import MAX_HUMANS as MAX_INTERPRETED
 from scuffle.anim.playback.cursor import FiredEvent
 from scuffle.anim.playback.player import PlayerOptions
 from scuffle.anim.playback.recipe import (Arg, ClipStep, DirectionStep, GaitStep, LoopStep, MixStep, PickStep, Place,
@@ -1430,18 +1431,24 @@ def fresh_first_step(launched: float) -> dict:
     Linux), numba's compile events per function (their own time.time() stamps, used only
     as differences). ``python_start_s`` is
     the interpreter's start with numpy, numba and the core imported (this module's
-    imports). The step compiles the other big kernel in a child process meanwhile where
-    it can (anim.engine.coldstart.compile_aside; ``compiled_aside``: the kernel, whether it
-    came from the child, and the kernels this process compiled while it waited);
-    numba's compile events are this process's (a kernel from the child: its load from
-    the cache). ``first_step_cpu_s``: this process's CPU time to the end of the first step
-    (its start included), ``aside_cpu_s`` the child's (on a loaded machine, the larger
-    of the two is about the wall time on two idle cores). Prints nothing; returns the
-    figures."""
-    from scuffle.anim.engine import coldstart
+    imports). Where the kernels run as Python while they compile in the background
+    (anim.engine.interpret; ``interpreted``), the game then goes on at 30 updates a second
+    until they are compiled: ``compiled_after_s`` (wall from the launch), the median
+    interpreted update (``interpreted_update_ms``, CPU), the dearest of the updates after
+    it (``switch_update_ms``: numba loading the kernels from its cache) and the
+    background compile's CPU (``background_cpu_s``). Else the step compiles the other big
+    kernel in a child process meanwhile where it can (anim.engine.coldstart.compile_aside;
+    ``compiled_aside``: the kernel, whether it came from the child, and the kernels this
+    process compiled while it waited); numba's compile events are this process's (a
+    kernel from the child: its load from the cache). ``first_step_cpu_s``: this process's
+    CPU time to the end of the first step (its start included), ``aside_cpu_s`` the
+    child's (on a loaded machine, the larger of the two is about the wall time on two
+    idle cores). Prints nothing; returns the figures."""
+    from scuffle.anim.engine import coldstart, interpret
     from numba.core import event as ev
 
     t_import = time.perf_counter()
+    tier: dict = {"interpreted": False}
     with ev.install_recorder("numba:compile") as rec:
         from scuffle.game.runtime.world import Game      # noqa: F401  (the imports, timed apart)
         imported = time.perf_counter()
@@ -1451,6 +1458,8 @@ def fresh_first_step(launched: float) -> dict:
         first = time.perf_counter()
         first_cpu = time.process_time()
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if interpret.STATE["on"]:
+            tier = _until_compiled(game, launched)
         game.close()
     # inclusive and own (minus the functions compiled inside it) time per compiled function
     incl: dict[str, float] = {}
@@ -1487,7 +1496,32 @@ def fresh_first_step(launched: float) -> dict:
             "compile_own_s": {k: round(v, 3) for k, v in top[:12]},
             "compiled_functions": len(own),
             "compiled_more_than_once": {k: v for k, v in sorted(count.items()) if v > 1},
-            "compiled_aside": list(coldstart.ASIDE_LOG)}
+            "compiled_aside": list(coldstart.ASIDE_LOG), **tier}
+
+
+def _until_compiled(game, launched: float, rate: float = 30.0) -> dict:
+    """A game whose kernels run as Python (anim.engine.interpret) stepped ``rate`` times a
+    second, as a host would, until they are compiled, then five updates more: the
+    figures ``fresh_first_step`` reports."""
+    from scuffle.anim.engine import interpret
+
+    cpus = []
+    while interpret.on():
+        c0, t0 = time.process_time(), time.perf_counter()
+        game.step()
+        cpus.append(time.process_time() - c0)
+        time.sleep(max(0.0, 1.0 / rate - (time.perf_counter() - t0)))
+    done = time.perf_counter()
+    after = []
+    for _ in range(5):
+        c0 = time.process_time()
+        game.step()
+        after.append(time.process_time() - c0)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"interpreted": True, "interpreted_updates": len(cpus) + 1,
+            "interpreted_update_ms": round(float(np.median(cpus)) * 1e3, 3) if cpus else None,
+            "compiled_after_s": round(done - launched, 3), "switch_update_ms": round(max(after) * 1e3, 3),
+            "background_cpu_s": round(kids.ru_utime + kids.ru_stime, 3)}
 
 
 # The first step's fresh process: a dot on the progress stream every PROGRESS_EVERY
@@ -1495,8 +1529,11 @@ def fresh_first_step(launched: float) -> dict:
 # it may take.
 PROGRESS_EVERY = 2.0
 FIRST_STEP_LIMIT_S = 900.0
-FIRST_STEP_NOTICE = ("scuffle bench: timing the first step on a fresh install: a fresh process compiles the "
-                     "kernels it needs into an empty cache (about 10-20 s; --no-compile-time skips it)")
+FIRST_STEP_NOTICE = ("scuffle bench: timing the first step on a fresh install: a fresh process on an empty cache "
+                     "runs its kernels as Python until the background has compiled them (about 30-60 s; "
+                     "--no-compile-time skips it)")
+FIRST_STEP_COMPILED_NOTICE = ("scuffle bench: timing a crowd's first step on a fresh install: a fresh process "
+                              "compiles the kernels it needs into an empty cache (about 10-20 s)")
 
 
 def wait_with_progress(p, progress=None, every: float = PROGRESS_EVERY,
@@ -1523,20 +1560,27 @@ def wait_with_progress(p, progress=None, every: float = PROGRESS_EVERY,
     return out, err
 
 
-def _first_step(progress=None) -> dict:
-    """The first step on a fresh install: a fresh process compiling into an empty cache;
-    ``progress`` (a text stream) gets a line before it and dots while it runs."""
+def _first_step(progress=None, interpreted: bool = True) -> dict:
+    """The first step on a fresh install: a fresh process on an empty cache, its kernels
+    run as Python while they compile in the background where a host of a few humans
+    would (``interpreted``), else compiled at once, as a crowd's first step does
+    (SCUFFLE_INTERPRET=0); ``progress`` (a text stream) gets a line before it and dots
+    while it runs."""
     import os
     import subprocess
     import sys
     import tempfile
 
+    from scuffle.anim.engine import interpret
+
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, NUMBA_CACHE_DIR=d)
+        env = dict(os.environ, NUMBA_CACHE_DIR=d, SCUFFLE_COMPILE_REST="1")
+        env[interpret.ENV] = "1" if interpreted else "0"
         code = ("import json, sys; from scuffle.game.tools.bench import fresh_first_step; "
                 "print(json.dumps(fresh_first_step(float(sys.argv[1]))))")
         if progress is not None:
-            print(FIRST_STEP_NOTICE, end=" ", file=progress, flush=True)
+            print(FIRST_STEP_NOTICE if interpreted else FIRST_STEP_COMPILED_NOTICE, end=" ", file=progress,
+                  flush=True)
         p = subprocess.Popen([sys.executable, "-c", code, repr(time.perf_counter())], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env)
         out, err = wait_with_progress(p, progress)
@@ -2087,15 +2131,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if not args.no_compile_time:
         first = _first_step(progress=sys.stderr)
         r["first_step"] = first
-        r["kernel_compile_s"] = first["compile_total_s"]
         print(f"first step on a fresh install (a fresh process, an empty NUMBA_CACHE_DIR): "
-              f"{first['first_step_s']} s wall (CPU {first['first_step_cpu_s']} s, the child compiling "
-              f"aside {first['aside_cpu_s']} s; Python's start with numpy, numba and the core "
-              f"{first['python_start_s']}, the Game's imports {first['import_s']}, 2 fighters built "
-              f"{first['build_s']}, the step {first['first_step_only_s']})", file=text)
+              f"{first['first_step_s']} s wall (CPU {first['first_step_cpu_s']} s; Python's start with numpy, "
+              f"numba and the core {first['python_start_s']}, the Game's imports {first['import_s']}, 2 fighters "
+              f"built {first['build_s']}, the step {first['first_step_only_s']}); the kernels run as Python: "
+              f"{first['interpreted']}", file=text)
+        if first["interpreted"]:
+            print(f"  then {first['interpreted_updates']} updates as Python at 30 a second (median "
+                  f"{first['interpreted_update_ms']} ms CPU) until the background compile ended, "
+                  f"{first['compiled_after_s']} s after the launch (its CPU {first['background_cpu_s']} s); "
+                  f"the dearest of the next five updates {first['switch_update_ms']} ms (numba loading the "
+                  f"kernels from its cache)", file=text)
+        crowd_first = _first_step(progress=sys.stderr, interpreted=False)
+        r["first_step_compiled"] = crowd_first
+        r["kernel_compile_s"] = crowd_first["compile_total_s"]
+        print(f"a crowd's first step on a fresh install (over {MAX_INTERPRETED} humans, or SCUFFLE_INTERPRET=0: "
+              f"the kernels compiled at once): {crowd_first['first_step_s']} s wall (CPU "
+              f"{crowd_first['first_step_cpu_s']} s, the child compiling aside {crowd_first['aside_cpu_s']} s)",
+              file=text)
         print(f"numba's compile per kernel in that process (s, with what it compiles inside): "
-              f"{first['compile_by_kernel_s']}; own time, the largest: {first['compile_own_s']}; "
-              f"compiled in a child process meanwhile: {first.get('compiled_aside')}", file=text)
+              f"{crowd_first['compile_by_kernel_s']}; own time, the largest: {crowd_first['compile_own_s']}; "
+              f"compiled in a child process meanwhile: {crowd_first.get('compiled_aside')}", file=text)
     r["goals"] = goals_table(runs, first)
     print("the goals (docs/performance.md; set for the realistic crowd, CPU per update as the mean):", file=text)
     _print_goals(r["goals"], text)
