@@ -13,10 +13,11 @@ kernels but the arrays they are handed.
 
 While the tier is on (``on()``), the engine's kernel calls go to the twins, and a child
 process compiles the machine code into numba's cache in the background
-(anim.engine.coldstart.compile_rest); once it has installed them (``settle()``), the tier
-ends and numba loads the kernels from its cache at their next call. A few humans only
-(``MAX_HUMANS``): a twin steps and poses a human in about half a millisecond, so a
-crowd's first step compiles as before. ``SCUFFLE_INTERPRET=0`` turns the tier off;
+(anim.engine.coldstart.compile_rest); once it has installed them (``settle()``), a thread
+loads the kernels run so far from the cache while the twins go on, and then the tier
+ends: no update waits for numba. A few humans only (``MAX_HUMANS``): a twin steps and
+poses a human in about a millisecond, so a crowd's first step compiles as before
+(``why_not`` says when the tier is not taken). ``SCUFFLE_INTERPRET=0`` turns it off;
 ``force(True)`` turns it on whatever the cache holds (tests, to tie the twins to the
 compiled kernels bit for bit).
 """
@@ -34,8 +35,10 @@ __all__ = ["twin", "PY_FORMS", "on", "force", "engage", "leave", "settle", "ENV"
 ENV = "SCUFFLE_INTERPRET"       # "0": never run the kernels as Python on a cold start
 MAX_HUMANS = 16                 # the most humans a cold start steps with the twins
 # the tier's state, process-wide as numba's cache is: whether it is on, forced (tests),
-# decided (at the process's first kernel call), and the twins made so far (by id)
-STATE: dict[str, Any] = {"on": False, "forced": False, "decided": False, "twins": {}}
+# decided (at the process's first kernel call), the twins made so far (by id), the kernels
+# called as Python with their argument types (by id) and the thread loading them (settle)
+STATE: dict[str, Any] = {"on": False, "forced": False, "decided": False, "twins": {}, "sigs": {},
+                         "loader": None}
 MESSAGE = ("compiling the animation kernels in the background (once per install: numba caches them "
            "for later runs); until they are ready, about 20-60 s, they run as Python, slower")
 
@@ -131,7 +134,15 @@ def twin(kernel: Any) -> Callable:
 
 def call(kernel: Any, *args: Any) -> Any:
     """Run ``kernel``'s twin on ``args``, numpy's integer wraps and float warnings silent
-    as in the compiled code (a hash's multiplies wrap by design)."""
+    as in the compiled code (a hash's multiplies wrap by design). The argument types of
+    a kernel's first call are kept (numba's, ``STATE["sigs"]``): the kernels ``settle``
+    loads ahead."""
+    sigs = STATE["sigs"]
+    if id(kernel) not in sigs and _is_dispatcher(kernel):
+        try:
+            sigs[id(kernel)] = (kernel, tuple(kernel.typeof_pyval(a) for a in args))
+        except ValueError:                    # a value numba does not type: loaded at its call
+            sigs[id(kernel)] = (kernel, None)
     with np.errstate(all="ignore"):
         return twin(kernel)(*args)
 
@@ -207,12 +218,39 @@ def leave() -> None:
 
 
 def settle() -> bool:
-    """Whether the background compile has ended: the tier then ends (True once the
-    kernels are installed, or the child failed and numba compiles them here as usual)."""
+    """Whether the background compile has ended, and the tier with it. Once the child has
+    installed the kernels, a thread loads the ones called as Python from numba's cache
+    (each for the argument types of its first call: ``call``) while the twins go on, and
+    the tier ends when it is done, so no update waits for numba's load. A child that
+    failed ends the tier at once (numba compiles each kernel here at its next call, as
+    without the tier)."""
     from scuffle.anim.engine import coldstart
 
     child = coldstart.BACKGROUND[0] if coldstart.BACKGROUND else None
-    if child is None or child.poll() is not None:
-        STATE["on"] = False
-        return True
-    return False
+    if child is not None:
+        code = child.poll()
+        if code is None:
+            return False
+        if code == 0:
+            loader = STATE["loader"]
+            if loader is None:
+                import threading
+                loader = STATE["loader"] = threading.Thread(target=_load, args=(list(STATE["sigs"].values()),),
+                                                            name="scuffle-kernel-load", daemon=True)
+                loader.start()
+            if loader.is_alive():
+                return False
+    STATE["on"] = False
+    return True
+
+
+def _load(kernels: list) -> None:
+    """Load ``kernels`` ((dispatcher, argument types) pairs) from numba's cache, on the
+    loading thread (``settle``): what cannot be loaded is left to its next call."""
+    for disp, sig in kernels:
+        if sig is None:
+            continue
+        try:
+            disp.compile(sig)
+        except Exception:                     # noqa: BLE001 (left to its next call, which raises it there)
+            pass

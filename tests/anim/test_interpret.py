@@ -177,22 +177,28 @@ def test_a_snapshot_file_as_python_is_the_compiled_ones_bytes(tier):
 
 def test_the_tier_hands_over_to_the_compiled_kernels_when_the_compile_ends():
     """While the background compile runs (a real child process), the kernels run as
-    Python; once it has ended the tier ends by itself and the same engine goes on
-    compiled, bit for bit the run that was compiled throughout."""
+    Python; once it has ended, a thread loads the kernels run so far, the tier ends by
+    itself when it is done, and the same engine goes on compiled, bit for bit the run
+    that was compiled throughout."""
     saved, background = dict(STATE), list(coldstart.BACKGROUND)
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
         compiled, handed = _fight(3), _fight(3)
         coldstart.BACKGROUND[:] = [child]
         STATE.update(on=True, forced=False, decided=True)
+        STATE["loader"] = None
         for u in range(60):
             if u == 30:
                 child.communicate(b"")                      # the compile ends
+                interpret.on()                              # the kernels loaded on a thread first
+                assert STATE["loader"] is not None
+                STATE["loader"].join(60)
             assert interpret.on() == (u < 30)
             handed.step()
             compiled.step()
             assert handed.checksum() == compiled.checksum(), f"update {u}"
         assert not STATE["on"]
+        assert STATE["sigs"]                                # the kernels it loaded: those run as Python
         assert handed.player.batch._step_kernel._entry is not None     # compiled again, its entry kept
     finally:
         if child.poll() is None:
