@@ -136,7 +136,15 @@ def call(kernel: Any, *args: Any) -> Any:
     """Run ``kernel``'s twin on ``args``, numpy's integer wraps and float warnings silent
     as in the compiled code (a hash's multiplies wrap by design). The argument types of
     a kernel's first call are kept (numba's, ``STATE["sigs"]``): the kernels ``settle``
-    loads ahead."""
+    loads ahead. A kernel with no twin (``twin`` refuses it) ends the tier, unless forced:
+    it runs as numba compiles it, as without the tier."""
+    try:
+        fn = twin(kernel)
+    except (TypeError, RuntimeError):
+        if STATE["forced"]:
+            raise
+        STATE["on"] = False
+        return kernel(*args)
     sigs = STATE["sigs"]
     if id(kernel) not in sigs and _is_dispatcher(kernel):
         try:
@@ -144,7 +152,7 @@ def call(kernel: Any, *args: Any) -> Any:
         except ValueError:                    # a value numba does not type: loaded at its call
             sigs[id(kernel)] = (kernel, None)
     with np.errstate(all="ignore"):
-        return twin(kernel)(*args)
+        return fn(*args)
 
 
 def on() -> bool:

@@ -72,9 +72,16 @@ def test_each_kernels_twin_calls_nothing_compiled(name, kernel):
     assert interpret.twin(kernel) is fn                 # made once
 
 
-def test_twin_refuses_what_is_not_a_compiled_function():
+def test_twin_refuses_what_is_not_a_compiled_function(tier):
+    """A callable with no twin: refused, and a call of it through the tier raises while
+    forced (a test's), else ends the tier and runs it as it is."""
     with pytest.raises(TypeError, match="not a compiled function"):
         interpret.twin(len)
+    with pytest.raises(TypeError):
+        interpret.call(len, [1, 2])
+    STATE["forced"] = False
+    assert interpret.call(len, [1, 2]) == 2
+    assert not STATE["on"]
 
 
 def test_random_sets_as_python_equal_the_reference(tier):
