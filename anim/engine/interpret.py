@@ -8,8 +8,8 @@ compiled code has them, the FPU's arithmetic through the double's bits). ``twin(
 gives that Python function, bound to a copy of its module's globals in which every
 compiled function it may call is its twin too (numba's dispatchers, their closures'
 cells and defaults), and the few compiled intrinsics their Python forms
-(``PY_FORMS``): calling it compiles nothing. The twins share no state with the compiled
-kernels but the arrays they are handed.
+(``PY_FORMS``): calling it compiles nothing. The twins share nothing with the compiled
+kernels but the arrays they are handed and their modules' constants.
 
 While the tier is on (``on()``), the engine's kernel calls go to the twins, and a child
 process compiles the machine code into numba's cache in the background
@@ -117,6 +117,7 @@ def _twin_of(fn: Any, made: dict) -> Callable:
     out.__qualname__ = base.__qualname__
     out.__module__ = base.__module__
     out.__doc__ = base.__doc__
+    out.__dict__["original"] = fn           # kept alive: its id keys the twin
     made[key] = out
     return out
 

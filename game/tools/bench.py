@@ -1978,8 +1978,9 @@ def bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scalar-updates", type=int, default=None, metavar="U", help="updates for the reference engine (plain Python)")
     p.add_argument("--json", action="store_true", help="print only the JSON report on stdout (the table to stderr)")
     p.add_argument("--no-compile-time", action="store_true",
-                   help="skip measuring the first step on a fresh install (a fresh process compiling "
-                        "the kernels into an empty cache, ~15-30 s)")
+                   help="skip measuring the first step on a fresh install (two fresh processes on "
+                        "empty caches: 2 fighters running the kernels as Python until the background "
+                        "has compiled them, ~40 s, then a crowd's first step compiling them, ~15 s)")
     p.add_argument("--crowd", choices=CROWDS, default="light",
                    help="light: a representative stack of gaits, fades, hand-overs and pairs (default); realistic: moving gaits, "
                         "walk starts, attacks, hit reactions, types 10/11/13, queued tasks, fight pairs, "

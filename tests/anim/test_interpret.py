@@ -230,6 +230,8 @@ _COLD = textwrap.dedent("""
     from scuffle.game.runtime.world import Game
     from scuffle.game.fighters.moveset import demo_set
     import os
+    from scuffle.anim.playback.warmup import announce_compile
+    announce_compile()          # the command line's notice: left to the first step, which may run them as Python
     whys = [interpret.why_not(2), interpret.why_not(interpret.MAX_HUMANS + 1)]
     os.environ[interpret.ENV] = "0"
     whys.append(interpret.why_not(2))
@@ -272,7 +274,8 @@ def _cold(tmp_path, humans: int, **env) -> tuple[dict, str]:
                     reason="the background compile needs a second core")
 def test_a_cold_first_step_of_a_few_humans_compiles_nothing(tmp_path):
     """A fresh process on an empty cache: its first steps run the kernels as Python,
-    compile nothing, start the background compile and say so once. A crowd over
+    compile nothing, start the background compile and say so once (the command line's
+    notice before it says nothing: the first step says which it does). A crowd over
     MAX_HUMANS, or SCUFFLE_INTERPRET=0, would compile them (as the session's cold first
     step does: tests/coldcache.py)."""
     got, err = _cold(tmp_path, 2)
