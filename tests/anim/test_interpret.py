@@ -285,3 +285,32 @@ def test_a_cold_first_step_of_a_few_humans_compiles_nothing(tmp_path):
     assert got["compiled"] == [], got["compiled"]
     assert err.splitlines().count(interpret.MESSAGE) == 1, err
     assert coldstart.COMPILE_MESSAGE not in err
+
+
+def test_a_scenarios_trace_as_python_is_the_compiled_trace(tmp_path):
+    """``scuffle run`` of a recorded fight (tests/hardening/fight_2min.toml cut to 200
+    updates: walks, grabs, throws, hits), its trace with poses: the same bytes with the
+    kernels run as Python as compiled."""
+    import re
+    from pathlib import Path
+
+    from scuffle.game.cli import commands as cli
+
+    fight = Path(ROOT) / "tests" / "hardening" / "fight_2min.toml"
+    head, *cmds = fight.read_text(encoding="utf-8").split("[[commands]]")
+    keep = [c for c in cmds if int(re.search(r"update = (\d+)", c).group(1)) < 200]
+    (tmp_path / "fight.toml").write_text(head.replace("updates = 3600", "updates = 200")
+                                         + "".join("[[commands]]" + c for c in keep), encoding="utf-8")
+    saved = dict(STATE)
+    out = {}
+    try:
+        for python in (False, True):
+            interpret.force(python)
+            path = tmp_path / f"{python}.jsonl"
+            assert cli.main(["run", str(tmp_path / "fight.toml"), "--trace", str(path), "--pose"]) == 0
+            out[python] = path.read_text(encoding="utf-8")
+    finally:
+        interpret.force(False)
+        STATE.update({k: saved[k] for k in ("on", "forced", "decided")})
+    assert len(out[False].splitlines()) == 400 and '"pose"' in out[False]
+    assert out[True] == out[False]
