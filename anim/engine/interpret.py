@@ -184,7 +184,8 @@ def why_not(humans: int) -> str | None:
     """Why a cold start of ``humans`` humans would not run the kernels as Python now, or
     None when it would: SCUFFLE_INTERPRET is ``0``, more than MAX_HUMANS humans, no child
     may compile (anim.engine.coldstart.aside_allowed: NUMBA_DISABLE_JIT, no writable cache,
-    one core), SCUFFLE_COMPILE_REST is ``0``, or the kernels a step calls are cached."""
+    one core), SCUFFLE_COMPILE_REST is ``0``, or the kernels a step calls are loaded or
+    cached (coldstart.kernel_ready)."""
     from scuffle.anim.engine import coldstart
 
     if os.environ.get(ENV, "") == "0":
@@ -195,7 +196,7 @@ def why_not(humans: int) -> str | None:
         return "no child process may compile here"
     if os.environ.get(coldstart.REST_ENV, "") == "0":
         return f"{coldstart.REST_ENV}=0"
-    if coldstart.kernels_cached():
+    if all(coldstart.kernel_ready(name) for name in coldstart.ENGINE_KERNELS):
         return "the kernels are cached"
     return None
 

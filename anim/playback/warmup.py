@@ -9,11 +9,11 @@ first step or sample that finds the kernels it needs not cached logs ``COMPILE_M
 before they compile (``note_cold_compile``); it compiles only what it runs, and the other
 kernels compile in a background process (anim.engine.coldstart.compile_rest), so the next run
 finds them all and says nothing. A few humans' first steps run the kernels as Python
-while that background process compiles them all (anim.engine.interpret, its own notice). ``compile_kernels`` runs a tiny crowd through every
-kernel; ``warm`` (``scuffle.warm()``, ``scuffle warm``) compiles them all ahead, for a
-loading screen; ``announce_compile`` is the command line's notice (the bench's compiles
-them all ahead), through the same logger. A host that
-wants silence: ``logging.getLogger("scuffle").setLevel(logging.ERROR)``. With no folder
+while that background process compiles them all (anim.engine.interpret, its own
+notice). ``compile_kernels`` runs a tiny crowd through every kernel; ``warm``
+(``scuffle.warm()``, ``scuffle warm``) compiles them all ahead, for a loading screen;
+``announce_compile`` is the command line's notice (the bench's compiles them all ahead),
+through the same logger. A host that wants silence: ``logging.getLogger("scuffle").setLevel(logging.ERROR)``. With no folder
 numba can write, the notice says the kernels compile for the run only
 (``NO_CACHE_MESSAGE``); under NUMBA_DISABLE_JIT=1 nothing compiles and nothing is said.
 A corrupt cache is set aside when a kernel module (anim/kernels_*.py) is imported (anim/engine/jitcache.py).

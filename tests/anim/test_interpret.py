@@ -126,19 +126,24 @@ def _fight(seed: int = 1):
     return g
 
 
-def test_a_fight_as_python_equals_the_compiled_one_every_update(tier):
-    """Two fighters with their AIs (grabs, strikes, throws, the flush's releases, root
-    motion): the state's checksum after every update equals the compiled engine's, and
-    the checksum's own twin gives the compiled digest."""
-    compiled = _fight()
-    python = _fight()
-    for u in range(150):
+def _step_both(compiled, python, updates: int) -> None:
+    """Step ``compiled`` with the compiled kernels and ``python`` with their twins, each
+    update's checksum (the twin's digest on the Python side) compared."""
+    for u in range(updates):
         interpret.force(False)
         compiled.step()
         want = compiled.checksum()
         interpret.force(True)
         python.step()
         assert python.checksum() == want, f"update {u}"
+
+
+def test_a_fight_as_python_equals_the_compiled_one_every_update(tier):
+    """Two fighters with their AIs (grabs, strikes, throws, the flush's releases, root
+    motion): the state's checksum after every update equals the compiled engine's, and
+    the checksum's own twin gives the compiled digest."""
+    python = _fight()
+    _step_both(_fight(), python, 150)
     stats = python.fight.stats
     assert stats.strikes + stats.grabs > 0                     # the fight fought
 
@@ -153,13 +158,7 @@ def test_a_crowds_commands_as_python_equal_the_compiled_ones(tier):
     compiled = build_crowd(12, "realistic", "compiled", 3)
     interpret.force(True)
     python = build_crowd(12, "realistic", "compiled", 3)
-    for u in range(40):
-        interpret.force(False)
-        compiled.step()
-        want = compiled.checksum()
-        interpret.force(True)
-        python.step()
-        assert python.checksum() == want, f"update {u}"
+    _step_both(compiled, python, 40)
 
 
 def test_a_snapshot_file_as_python_is_the_compiled_ones_bytes(tier):
