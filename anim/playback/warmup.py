@@ -13,8 +13,9 @@ while that background process compiles them all (anim.engine.interpret, its own
 notice). ``compile_kernels`` runs a tiny crowd through every kernel; ``warm``
 (``scuffle.warm()``, ``scuffle warm``) compiles them all ahead, for a loading screen;
 ``announce_compile`` is the command line's notice (the bench's compiles them all ahead),
-through the same logger. A host that wants silence: ``logging.getLogger("scuffle").setLevel(logging.ERROR)``. With no folder
-numba can write, the notice says the kernels compile for the run only
+through the same logger. A host that wants silence:
+``logging.getLogger("scuffle").setLevel(logging.ERROR)``. With no folder numba can
+write, the notice says the kernels compile for the run only
 (``NO_CACHE_MESSAGE``); under NUMBA_DISABLE_JIT=1 nothing compiles and nothing is said.
 A corrupt cache is set aside when a kernel module (anim/kernels_*.py) is imported (anim/engine/jitcache.py).
 """
