@@ -220,7 +220,7 @@ def check_rows(views, plan, facts, lists, scratch):
                 return _fail(out, 1, t, r, np.int64(b) & 0xFF, 0)
             if b:
                 lrows[lp + 1 + nlive] = r
-            nlive += b
+            nlive += np.int64(b)           # (an int64 count: as Python runs it too, anim.engine.interpret)
         lrows[lp] = nlive
         lp += 1 + nlive
         if tabs[t, 4] < 0:

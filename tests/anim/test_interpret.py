@@ -181,6 +181,24 @@ def test_a_snapshot_file_as_python_is_the_compiled_ones_bytes(tier):
     assert g.checksum() == want
 
 
+def test_a_crowds_snapshot_file_reads_back_as_python(tier):
+    """A file of 40 humans (more than 127 rows in use over its tables: the checks count
+    them as int64, where numpy would keep an int8 read's type and wrap) is read back and
+    restored by the twins as by the compiled checks."""
+    from scuffle.game.runtime.snapshot import Snapshot
+    from scuffle.game.tools.bench import build_crowd
+
+    interpret.force(False)
+    a, b = build_crowd(40, "realistic"), build_crowd(40, "realistic")
+    a.step()
+    data, want = a.snapshot().to_bytes(), a.checksum()
+    st = a.player.stores
+    assert sum(1 + t.in_use for t in (st.cursors, st.fades, st.gaits, st.tasks)) > 127
+    interpret.force(True)
+    b.restore(Snapshot.from_bytes(data))
+    assert b.checksum() == want
+
+
 def test_the_tier_hands_over_to_the_compiled_kernels_when_the_compile_ends():
     """While the background compile runs (a real child process), the kernels run as
     Python; once it has ended, a thread loads the kernels run so far, the tier ends by
