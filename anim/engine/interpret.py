@@ -8,7 +8,10 @@ compiled code has them, the FPU's arithmetic through the double's bits). ``twin(
 gives that Python function, bound to a copy of its module's globals in which every
 compiled function it may call is its twin too (numba's dispatchers, their closures'
 cells and defaults), and the few compiled intrinsics their Python forms
-(``PY_FORMS``): calling it compiles nothing. The twins share nothing with the compiled
+(``PY_FORMS``): calling it compiles nothing. Where numba and numpy would type a value
+apart (a count begun at 0 that adds an int8 read: numba's int64, numpy's int8, which
+wraps past 127), the kernels write the type out (``np.int64(...)``), so the two agree
+(tests/anim/test_interpret.py ties them on every path the engine runs). The twins share nothing with the compiled
 kernels but the arrays they are handed and their modules' constants.
 
 While the tier is on (``on()``), the engine's kernel calls go to the twins, and a child
