@@ -26,7 +26,7 @@ import numpy as np
 from scuffle.anim.engine import interpret
 from scuffle.anim.engine import kernels as K
 
-__all__ = ["TrustedKernel", "entry_point"]
+__all__ = ["TrustedKernel", "entry_point", "first_call"]
 
 _SCALARS = (int, float, bool)
 _TIER = interpret.STATE          # the interpreted tier's state (anim.engine.interpret)
@@ -44,6 +44,18 @@ def entry_point(fn: Any, args: tuple) -> Any:
         return next(iter(overloads.values())).entry_point
     cres = overloads.get(tuple(fn.typeof_pyval(a) for a in args))
     return cres.entry_point if cres is not None else None
+
+
+def first_call(fn: Any, args: tuple, humans: int) -> tuple[Any, Any]:
+    """``fn(*args)`` where the caller keeps no call of its own yet (a prepared command's,
+    the command buffer's, a batch's): its result and the call to keep for the next ones
+    (the entry point numba chose, or ``fn``), or None to keep while a cold start of
+    ``humans`` humans runs the kernels as Python (anim.engine.interpret.engage: asked again
+    at the next call)."""
+    if interpret.engage(humans):
+        return interpret.call(fn, *args), None
+    out = fn(*args)
+    return out, entry_point(fn, args) or fn
 
 
 def _same_type(a: Any, b: Any) -> bool:

@@ -39,8 +39,7 @@ from scuffle.anim.base.errors import StaleHandle
 from scuffle.anim.engine import cmdkernel as CK
 from scuffle.anim.engine.kernel_types import BufTables, CmdBatch, CmdBuffer, CmdPlans
 from scuffle.anim.engine.stack import CharacterInstance
-from scuffle.anim.engine import interpret
-from scuffle.anim.engine.trusted import entry_point
+from scuffle.anim.engine.trusted import first_call
 from scuffle.anim.playback.recipe import _BLENDS, _GAIT, Arg, Command, RecipeError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -618,10 +617,8 @@ class CommandColumns:
         the tables' columns and this part's own)."""
         call = getattr(self, slot)
         if call is None:
-            if interpret.engage(self.stores.humans.in_use):     # a cold start's first steps: as Python
-                return int(interpret.call(kernel, *args))
-            j = kernel(*args)
-            setattr(self, slot, entry_point(kernel, args) or kernel)
+            j, kept = first_call(kernel, args, self.stores.humans.in_use)
+            setattr(self, slot, kept)
         else:
             j = call(*args)
         return int(j)

@@ -40,8 +40,7 @@ from scuffle.anim.engine.rules import NEAR_ROWS, change_room
 from scuffle.anim.engine.stack import QUEUE_SIZE, STACK_SIZE, CharacterInstance, TaskPool
 from scuffle.anim.engine.store import Stores, _fast_view
 from scuffle.anim.playback.tasks import PICK_SAMPLINGS, WINDOW_RULES, TaskFlags, set_call
-from scuffle.anim.engine import interpret
-from scuffle.anim.engine.trusted import entry_point
+from scuffle.anim.engine.trusted import entry_point, first_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from scuffle.anim.playback.batch import BatchEngine
@@ -458,11 +457,7 @@ class RecipeRules:
                 CmdArgs(s, n, plan[0], plan[6], speed, fade, target, value, vnone))
         call = self._cmd_entry
         if call is None:
-            if interpret.engage(self.batch.humans.in_use):  # a cold start's first steps: as Python
-                added = interpret.call(CK.run_rows, *args)
-            else:
-                added = CK.run_rows(*args)
-                self._cmd_entry = entry_point(CK.run_rows, args) or CK.run_rows
+            added, self._cmd_entry = first_call(CK.run_rows, args, self.batch.humans.in_use)
         else:
             added = call(*args)
         if added < 0:
@@ -524,11 +519,7 @@ class RecipeRules:
         call = self._apply_entry
         try:
             if call is None:
-                if interpret.engage(self.batch.humans.in_use):  # a cold start's first steps: as Python
-                    added = interpret.call(CK.apply_commands, *args)
-                else:
-                    added = CK.apply_commands(*args)
-                    self._apply_entry = entry_point(CK.apply_commands, args) or CK.apply_commands
+                added, self._apply_entry = first_call(CK.apply_commands, args, self.batch.humans.in_use)
             else:
                 added = call(*args)
         finally:

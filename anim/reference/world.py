@@ -777,7 +777,7 @@ class Reference:
         raw = self.options.dt if dt is None else dt
         if isinstance(raw, bool) or not isinstance(raw, (int, float, np.integer, np.floating)) \
                 or not 0.0 <= float(raw) <= _MAX_DT:        # (NaN fails it too)
-            raise ValueError(f"step: dt {raw!r} must be a number from 0 to 1 s")
+            raise ValueError(f"step: dt {raw!r} must be a number from 0 to {_MAX_DT:g} s")
         dt = F.f32(float(raw))
         instances = _humans("step", instances)
         self.give_back_unplaced()
