@@ -1,7 +1,9 @@
 """A prepared command's rows in compiled code: one command at once (``run_rows``), a
 command buffer's rows in order (``apply_commands``), and a batch of commands checked and
 made buffer rows (``buffer_commands``: anim.playback.batched), and running gaits' new
-targets as columns (``gait_targets``).
+targets as columns (``gait_targets``); and the handle calls' commonest rows, each in one
+call: a constructor's single-clip task (``clip_rows``: anim.playback.construct) and a
+change's fade (``fade_rows``: anim.playback.stackrules).
 
 Both write what anim.playback.prepared's direct path writes (the task, cursor, fade and
 gait rows, their free lists, the pool's flags, the human's stack or queue row, its held
@@ -47,7 +49,7 @@ from scuffle.anim.engine.kernels_write import (cursor_init, direction_init, dire
 from scuffle.anim.engine.rules import NEAR_ROWS, cursor_flags_of, gait_clamp, near_scaled
 from scuffle.anim.base.enums import TaskFlags, TaskType
 
-__all__ = ["run_rows", "apply_commands", "buffer_commands", "gait_targets", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
+__all__ = ["run_rows", "apply_commands", "buffer_commands", "gait_targets", "clip_rows", "fade_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
            "PLACE_ENQUEUE", "LAY_SIZE", "BLOCK_VIEWS", "B_WIDTH", "B_MAX_STEPS"]
 
 CACHE = cache_setting(__file__)
@@ -641,6 +643,66 @@ def buffer_commands(tables, buffer, plans, batch, out_len, grow, pool_room, lo, 
         mark[s] = stamp
     cnt[CN_STOP] = STOP_DONE
     return hi
+
+
+@_kernel
+def clip_rows(blocks, out, lay, ats, t_hint, c_hint, clip):
+    """A handle constructor's single-clip task (anim.playback.construct: ``loop``, ``clip``
+    and their kin) in one call: a cursor row taken near row ``c_hint`` and restarted on
+    the clip, then a task row taken near row ``t_hint``, linking the cursor, and its pool
+    flag set (``clip``: ClipRow, the task's and the cursor's numbers): the rows and columns the constructor's Python
+    writers leave (cursor_row, write_task_row), through the same compiled writers as a
+    prepared command. In: the blocks, the pool's flags, ``lay`` and ``ats`` as
+    ``run_rows``; the hints (-1: the free list's top). Out: the task row << 32, the cursor
+    row << 1, and 1 when the pool's flag was newly set; or -1 with nothing written (a free
+    list empty, the pool's flags short of a row the take can give).
+    Original: 0x001054c8 (take a task), 0x001041f8 AnimCursor_Init."""
+    tasks, cursors, _, _ = _rows_of(blocks, lay, ats)
+    tn = tasks.n_free[0]
+    if tn < 1 or cursors.n_free[0] < 1:
+        return np.int64(-1)
+    n_pool = out.shape[0]
+    if not _near_fits(t_hint, tasks.at.shape[0], n_pool):
+        return np.int64(-1)
+    top = tasks.free_rows[tn - 1]
+    if top >= n_pool or top < 0:
+        return np.int64(-1)
+    cr = take_row(cursors.live, cursors.free_rows, cursors.n_free, cursors.at, c_hint)
+    cursor_init(cursors, cr, clip.end, clip.limit, clip.dur, clip.bank, clip.anim, clip.cflags, clip.evf0)
+    tr = take_row(tasks.live, tasks.free_rows, tasks.n_free, tasks.at, t_hint)
+    task_init(tasks, tr, clip.ttype, clip.rate, clip.flags, clip.held)
+    tasks.c0[tr] = cr
+    return (np.int64(tr) << 32) | (np.int64(cr) << 1) | _pool_take(out, tr)
+
+
+@_kernel
+def fade_rows(blocks, out, lay, ats, t_hint, speed, duration, incoming):
+    """A change's fade (anim.playback.stackrules ``change``) in one call: a task row taken
+    near row ``t_hint``, of type 9 at rate ``speed``, its fade row taken near the same
+    fraction of the fade table, nothing elapsed of ``duration``, over task row
+    ``incoming``, and its pool flag set: the rows and columns write_task_row and
+    write_fade_row leave, through the compiled writers a prepared change calls. In: the
+    blocks, the pool's flags, ``lay`` and ``ats`` as ``run_rows``. Out: the task row << 32,
+    the fade row << 1, and 1 when the pool's flag was newly set; or -1 with nothing
+    written (a free list empty, the pool's flags short of a row the take can give).
+    Original: 0x00106c80 (the fade's constructor), 0x001054c8 (take a task)."""
+    tasks, _, fades, _ = _rows_of(blocks, lay, ats)
+    tn = tasks.n_free[0]
+    if tn < 1 or fades.n_free[0] < 1:
+        return np.int64(-1)
+    n_pool = out.shape[0]
+    if not _near_fits(t_hint, tasks.at.shape[0], n_pool):
+        return np.int64(-1)
+    top = tasks.free_rows[tn - 1]
+    if top >= n_pool or top < 0:
+        return np.int64(-1)
+    fr = take_row(tasks.live, tasks.free_rows, tasks.n_free, tasks.at, t_hint)
+    task_init(tasks, fr, np.int64(_FADE), speed, np.int64(0), np.int64(0))
+    frow = take_row(fades.live, fades.free_rows, fades.n_free, fades.at,
+                    near_scaled(fr, np.int64(fades.at.shape[0]), np.int64(tasks.at.shape[0])))
+    fade_init(fades, tasks, fr, frow, duration)
+    tasks.incoming[fr] = incoming
+    return (np.int64(fr) << 32) | (np.int64(frow) << 1) | _pool_take(out, fr)
 
 
 @_kernel

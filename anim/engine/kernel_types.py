@@ -20,7 +20,7 @@ import numpy as np
 __all__ = ["HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
            "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers", "RowState", "FlushBuffers",
            "SnapViews", "SnapPlan", "ClipFacts", "SnapLists", "SnapScratch", "IdTasks", "IdHumans", "IdCalls",
-           "IdRules", "CmdBlocks", "CmdArgs", "BufTables", "CmdBuffer", "CmdPlans", "CmdBatch"]
+           "IdRules", "CmdBlocks", "CmdArgs", "ClipRow", "BufTables", "CmdBuffer", "CmdPlans", "CmdBatch"]
 
 
 class HumanCols(NamedTuple):
@@ -434,6 +434,23 @@ class CmdArgs(NamedTuple):
     target: float
     value: float
     vnone: int
+
+
+class ClipRow(NamedTuple):
+    """A handle constructor's single-clip task (cmdkernel.clip_rows): the task's type,
+    rate, flags and held bits; its cursor's end test, limit and duration (the float32
+    values), bank index, anim id, cursor flags and first event frame (cursor_proto's)."""
+    ttype: int
+    rate: float
+    flags: int
+    held: int
+    end: int
+    limit: float
+    dur: float
+    bank: int
+    anim: int
+    cflags: int
+    evf0: int
 
 
 class BufTables(NamedTuple):

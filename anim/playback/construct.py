@@ -31,7 +31,7 @@ from scuffle.anim.maths.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.engine.stack import CharacterInstance, TaskPool, check_human, not_a_human
 from scuffle.anim.engine.store import Stores, near_hints
-from scuffle.anim.playback.tasks import (set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
+from scuffle.anim.playback.tasks import (note_view, set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
                     PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
                     TaskFlags, TaskType, write_task_row)
 
@@ -47,6 +47,9 @@ _WINDOW_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(WINDOW_RULES)}
 _PICK_INDEX: dict[str, int] = {rule: i for i, rule in enumerate(PICK_SAMPLINGS)}
 # The task flags a clip task gives its cursor (0x1 no velocity, 0x2 no turn, 0x10 muted).
 _CURSOR_INT = int(TaskFlags.NO_VELOCITY | TaskFlags.NO_TURN | TaskFlags.MUTED)
+_F32_MAX = F.FLT_MAX
+_I32_LO, _I32_HI = -(1 << 31), 1 << 31        # an int32 column's range (the compiled call's flags and id)
+_ROW_MASK = (1 << 31) - 1                    # clip_rows' cursor row, below its task row's
 
 
 def task_pose_depth(task: Task) -> int:
@@ -202,6 +205,9 @@ class TaskBuilder:
         self.pool = pool
         self.stores = stores
         self.options = options
+        # a single-clip task's rows written by one compiled call (the Player's prepared
+        # commands' ``clip_rows``, set by the Player), None: the Python writers alone
+        self.direct: Callable | None = None
 
     def _cursor_and_rate(self, s, anim_id: int, rate: float | None, flags: int = 0) -> tuple[int, float]:
         """A single clip's new cursor, as its row of the world's cursor table (cursor flags
@@ -245,12 +251,20 @@ class TaskBuilder:
             if per is not None and per[0] is s and per[1] is self.options.speeds:
                 hit = per[2].get(anim_id)
         st = self.stores
+        ts = st.tasks
         if hit is not None and rate is None and hit[1] is not None and hit[3] is not None:
             r = hit[1]                               # the id's own rate and cursor proto, cached
+            direct = self.direct
+            if direct is not None and hit[2] >= 0 and -_F32_MAX <= r <= _F32_MAX and _I32_LO <= anim_id < _I32_HI \
+                    and _I32_LO <= fl < _I32_HI:
+                # the cursor and task rows in one compiled call (the same rows and columns)
+                got = direct(ts.near, st.cursors.near, cls._TYPE, r, fl, hl, hit[3], hit[2],
+                             anim_id if anim_id.__class__ is int else int(anim_id), fl & _CURSOR_INT)
+                if got >= 0:
+                    return self._handle(cls, ts, got >> 32, (got >> 1) & _ROW_MASK, got & 1, on_end)
             crow = cursor_row(st.cursors, hit[2], anim_id, fl & _CURSOR_INT, hit[3])
         else:
             crow, r = self._cursor_and_rate(s, anim_id, rate, fl & _CURSOR_INT)
-        ts = st.tasks
         kept = ts.spare.get(cls)                     # new_handle, inline: a handle the flush kept
         t = kept.pop() if kept else cls.__new__(cls)
         tr = write_task_row(ts, t, cls._TYPE, r, fl, hl, on_end)
@@ -258,6 +272,39 @@ class TaskBuilder:
         t._aid = st.cursors.m_anim[crow]
         t._c = None
         self.pool.take_row(tr)
+        return t
+
+    def _handle(self, cls, ts, tr: int, crow: int, newly: int, on_end):
+        """The handle of a single-clip task whose rows the compiled call wrote (``direct``):
+        made (or one the flush kept), bound to row ``tr`` and noted in ``views`` as
+        write_task_row binds one, its end callback set, its pool flag counted (the pool's
+        count and the rows made this update, as TaskPool.take_row counts them)."""
+        kept = ts.spare.get(cls)
+        t = kept.pop() if kept else cls.__new__(cls)
+        t.tstore = ts
+        t.trow = tr
+        t.tgen = ts.m_gen[tr]
+        views = ts.views
+        try:
+            views[tr] = t
+        except IndexError:                           # a row past the list: grown
+            views.extend([None] * (tr + 1 - len(views)))
+            views[tr] = t
+        kv = ts.__dict__.get("m_viewed")             # its flag (note_view, inline)
+        if kv is not None and kv[0] is views and tr < kv[2]:
+            kv[1][tr] = True
+        else:
+            note_view(ts, tr)
+        if on_end is not None:
+            set_call(ts, "on_end", tr, on_end)
+        t._aid = self.stores.cursors.m_anim[crow]
+        t._c = None
+        if newly:
+            pool = self.pool
+            pool._n_out += 1
+            made = pool.made
+            if made is not None:
+                made.append(tr)
         return t
 
     def _take(self, task: _T) -> _T:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scuffle.anim.engine import cmdkernel as CK
-from scuffle.anim.engine.kernel_types import CmdArgs, CmdBlocks
+from scuffle.anim.engine.kernel_types import ClipRow, CmdArgs, CmdBlocks
 from scuffle.anim.playback.cmdbuffer import CommandBuffer
 from scuffle.anim.maths import f32 as F
 from scuffle.anim.engine.callbacks import Callback, check_callback
@@ -73,6 +73,8 @@ class RecipeRules:
         self._cmd_views: tuple | None = None
         self._cmd_entry: Any = None
         self._apply_entry: Any = None
+        self._clip_entry: Any = None      # clip_rows' and fade_rows' entry points (the handle calls' rows)
+        self._fade_entry: Any = None
         self.cmd_kernel_runs = 0      # commands the compiled writers write (at once, or buffered) (tests)
         self.learnt = 0               # counted up whenever templates are learnt (Player.commands' plans follow it)
         self.templates = _TemplateRows()                 # every command's template rows, one array each
@@ -530,6 +532,60 @@ class RecipeRules:
         buf.applied += n
         buf.calls += 1
         self._forget_handles(kv, t_nf[0], tn)
+
+    def clip_rows(self, t_hint: int, c_hint: int, ttype: int, rate: float, flags: int, held: int, proto: tuple,
+                  bank: int, anim: int, cflags: int) -> int:
+        """A handle constructor's single-clip task written in one compiled call
+        (anim.engine.cmdkernel.clip_rows: the cursor row near ``c_hint``, the task row near
+        ``t_hint``, their columns and the task's pool flag), the command buffer written
+        first: the task row << 32 | the cursor row << 1 | 1 when the pool's flag was newly
+        set (the pool's count and ``made`` are the caller's), or -1 with nothing written
+        (the tables are not plain blocks, a free list is empty, the pool's flags fall
+        short: the Python writers then, which grow them). In: plain ints and floats, the
+        clip's ``cursor_proto``. Original: 0x001054c8 (take a task), 0x001041f8
+        AnimCursor_Init."""
+        kv = self._kernel_views()
+        if kv is None:
+            return -1
+        args = (kv[5], kv[3], kv[6], kv[15], t_hint, c_hint,
+                ClipRow(ttype, rate, flags, held, proto[1], proto[7], proto[6], bank, anim, cflags, proto[5]))
+        call = self._clip_entry
+        if call is None:
+            got, self._clip_entry = first_call(CK.clip_rows, args, self.batch.humans.in_use)
+            return got
+        return call(*args)
+
+    def fade_rows(self, t_hint: int, speed: float, duration: float, incoming: int) -> int:
+        """A change's fade written in one compiled call (anim.engine.cmdkernel.fade_rows:
+        its task row near ``t_hint``, its fade row, their columns, the link to task row
+        ``incoming`` and the pool flag), as ``clip_rows`` writes a constructor's task: the
+        task row << 32 | the fade row << 1 | 1 when the pool's flag was newly set, or -1
+        with nothing written (the Python writers then). Original: 0x00106c80."""
+        kv = self._kernel_views()
+        if kv is None:
+            return -1
+        args = (kv[5], kv[3], kv[6], kv[15], t_hint, speed, duration, incoming)
+        call = self._fade_entry
+        if call is None:
+            got, self._fade_entry = first_call(CK.fade_rows, args, self.batch.humans.in_use)
+            return got
+        return call(*args)
+
+    def _kernel_views(self) -> tuple | None:
+        """The views a handle call's compiled writer takes (``_views``, kept while valid),
+        the command buffer written and the rows the flush gave back reset first; None
+        when the tables are not plain blocks."""
+        buf = self.commands
+        if buf.n:
+            buf.apply()
+        kv = self._cmd_views
+        if kv is None or kv[0] != self.stores.signal.now or kv[2] is not self.batch.humans \
+                or kv[3] is not self.pool._out:
+            kv = self._views()
+            if kv is None:
+                return None
+        self._settle(kv)
+        return kv
 
     def _forget_handles(self, kv: tuple, lo: int, hi: int) -> None:
         """The task rows the compiled writers took (the free list's ``lo``..``hi``) hold no

@@ -16,7 +16,7 @@ fade), 0x00106cc8 (the fade's clean-up), 0x00105640 AnimTask_DeferGive.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from scuffle.anim.playback.construct import TaskBuilder, _check_number, task_pose_depth
 from scuffle.anim.playback.deferred import DeferredRows
@@ -25,11 +25,11 @@ from scuffle.anim.maths.f32 import FLT_MAX as _F32_MAX
 from scuffle.anim.maths.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.engine.stack import (QUEUE_SIZE, STACK_SIZE, CharacterInstance, QueueFull, StackFull, TaskPool,
                                       check_human)
-from scuffle.anim.engine.store import Stores, near_hints
+from scuffle.anim.engine.store import Stores, Table, near_hints
 from scuffle.anim.engine.writefirst import write_first, write_first_for
 from scuffle.anim.playback.tasks import (ClipTask, DirectionTask, FadeTask, ForeignTask, GaitTask, HoldTask, LoopTask, MixTask,
                     PairedClipTask, PairedHoldTask, PickTask, SceneTask, Task, TaskType, not_a_task, take_place,
-                    _MADE_ON_READ, task_at, write_fade_row, write_task_row)
+                    _MADE_ON_READ, note_view, task_at, write_fade_row, write_task_row)
 from scuffle.anim.engine.rules import change_room
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,6 +51,7 @@ _FadeTask = FadeTask
 
 # The hot paths compare plain ints; the values come from the enums.
 _FADE = int(TaskType.FADE)
+_ROW_MASK = (1 << 31) - 1                    # fade_rows' fade row, below its task row's
 _GAIT = int(TaskType.GAIT)
 
 
@@ -78,6 +79,40 @@ class StackRules:
         self.stores = stores
         self.options = options
         self.deferred_rows = deferred_rows
+        # a change's fade rows written by one compiled call (the Player's prepared commands'
+        # ``fade_rows``, set by the Player), None: the Python writers alone
+        self.direct_fade: Callable | None = None
+
+    def _fade_bound(self, ts: Table, f: FadeTask, got: int) -> int:
+        """Fade handle ``f`` bound to the rows ``direct_fade`` wrote (``got``: its task row
+        << 32 | its fade row << 1 | a pool flag newly set), as write_task_row and
+        write_fade_row bind one, its pool flag counted as TaskPool.take_row counts it.
+        Returns its task row."""
+        fr = got >> 32
+        f.tstore = ts
+        f.trow = fr
+        f.tgen = ts.m_gen[fr]
+        views = ts.views
+        try:
+            views[fr] = f
+        except IndexError:                           # a row past the list: grown
+            views.extend([None] * (fr + 1 - len(views)))
+            views[fr] = f
+        kv = ts.__dict__.get("m_viewed")             # its flag (note_view, inline)
+        if kv is not None and kv[0] is views and fr < kv[2]:
+            kv[1][fr] = True
+        else:
+            note_view(ts, fr)
+        fades = f.store = self.stores.fades
+        r = f.row = (got >> 1) & _ROW_MASK
+        f.gen = fades.m_gen[r]
+        if got & 1:
+            pool = self.pool
+            pool._n_out += 1
+            made = pool.made
+            if made is not None:
+                made.append(fr)
+        return fr
 
     @staticmethod
     def top(inst: CharacterInstance) -> Task | None:
@@ -335,12 +370,18 @@ class StackRules:
                 # self.builders.fade(inst, fade), inline (FadeTask._made: a checked time, the human's speed)
                 kept = ts.spare.get(_FadeTask)           # new_handle, inline: a handle the flush kept
                 f = kept.pop() if kept else _FadeTask.__new__(_FadeTask)
-                fr = write_task_row(ts, f, _FADE, speed, 0, 0, None, near_hints(self.stores, inst)[0])
-                fades = f.store = self.stores.fades
-                r = f.row = write_fade_row(ts, fr, fades, fade)
-                f.gen = fades.m_gen[r]
-                pool.take_row(fr)
-                ts.m_incoming[fr] = tr                   # f.incoming = task
+                hint = near_hints(self.stores, inst)[0]
+                direct = self.direct_fade
+                got = -1 if direct is None else direct(hint, speed, fade, tr)
+                if got >= 0:                             # its rows in one compiled call (the same rows)
+                    fr = self._fade_bound(ts, f, got)
+                else:
+                    fr = write_task_row(ts, f, _FADE, speed, 0, 0, None, hint)
+                    fades = f.store = self.stores.fades
+                    r = f.row = write_fade_row(ts, fr, fades, fade)
+                    f.gen = fades.m_gen[r]
+                    pool.take_row(fr)
+                    ts.m_incoming[fr] = tr               # f.incoming = task
                 ms, b = h.m_stack, s * h.stack_width     # insert_bottom and push: the two slots
                 for i in range(b + n, b, -1):
                     ms[i] = ms[i - 1]

@@ -253,6 +253,83 @@ def test_a_recipe_leaves_the_rows_the_handle_calls_leave(cmds, pool, deep):
     assert a.ended == b.ended                        # the end callbacks ran alike (type: ignore)
 
 
+def _python_writers(p: Player) -> Player:
+    """``p`` with the handle calls' compiled rows turned off (a constructor's clip, a
+    change's fade): the Python writers alone."""
+    p.builders.direct = None
+    p.rules.direct_fade = None
+    return p
+
+
+def _counted(p: Player) -> dict:
+    """The compiled writers' answers on ``p`` counted: rows written (``ok``) or refused (``no``)."""
+    seen = {"ok": 0, "no": 0}
+
+    def count(f):
+        def call(*args):
+            got = f(*args)
+            seen["ok" if got >= 0 else "no"] += 1
+            return got
+        return call
+    p.builders.direct = count(p.builders.direct)
+    p.rules.direct_fade = count(p.rules.direct_fade)
+    return seen
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cmds=st.lists(_command, min_size=1, max_size=40), pool=st.sampled_from([12, 30, 360]))
+def test_the_handle_calls_compiled_rows_are_the_python_writers_rows(cmds, pool):
+    """The handle calls' rows written by one compiled call each (cmdkernel.clip_rows for a
+    constructor's clip, fade_rows for a change's fade) are the Python writers' rows, bit
+    for bit, after every command of every shape (small pools, a step between some), with
+    the same refusals and end callbacks; a table too small for the call (it refuses: -1)
+    takes the Python writers, which grow it."""
+    a, ha = _world(4, pool)
+    b, hb = _world(4, pool)
+    _python_writers(a)
+    for j, (kind, i, x, k, fade, step) in enumerate(cmds):
+        ea = eb = None
+        try:
+            handle_calls(a, ha[i], kind, x, k, fade)
+        except (AnimLimitError, ValueError) as e:
+            ea = type(e)
+        try:
+            handle_calls(b, hb[i], kind, x, k, fade)
+        except (AnimLimitError, ValueError) as e:
+            eb = type(e)
+        assert ea == eb, (j, kind)
+        _same(a, b, f"command {j} {kind}")
+        if step:
+            for p, hs in ((a, ha), (b, hb)):
+                p.step(hs)
+                p.flush()
+            _same(a, b, f"step after {j}")
+    assert engine_state(a, ha) == engine_state(b, hb)
+    assert a.ended == b.ended                        # type: ignore[attr-defined]
+    assert a.pool.made == b.pool.made
+
+
+def test_the_compiled_rows_run_and_a_full_table_falls_to_the_python_writers():
+    """A stream of handle calls on one world runs both compiled writers, and, on tables
+    grown past their first size by it, both paths' answers (rows, and a refusal taken by
+    the Python writers) leave the rows the Python writers alone leave."""
+    a, ha = _world(6, 360)
+    b, hb = _world(6, 360)
+    _python_writers(a)
+    seen = _counted(b)
+    for j in range(200):
+        for p, hs in ((a, ha), (b, hb)):
+            inst = hs[j % 6]
+            p.change(inst, p.clip(inst, Move.JAB, p.loop(inst, Move.FIGHT_IDLE, held=int(HeldFlags.WINDUP)),
+                                  blend=0.1, flags=int(TaskFlags.MUTED)), 0.2)
+            if j % 7 == 6:
+                p.step(hs)
+                p.flush()
+        _same(a, b, f"change {j}")
+    assert seen["ok"] > 300 and seen["no"] > 0, seen
+    assert b.stores.tasks.capacity > 64 and b.stores.tasks.capacity == a.stores.tasks.capacity
+
+
 def test_every_shape_runs_in_the_compiled_call_with_the_handle_calls_rows():
     """Every recipe shape, once its set is learned, writes its rows in one compiled call
     (anim.engine.cmdkernel.run_rows: ``cmd_kernel_runs`` counts it) and leaves the handle calls'
