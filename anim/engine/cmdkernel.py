@@ -2,8 +2,8 @@
 command buffer's rows in order (``apply_commands``), and a batch of commands checked and
 made buffer rows (``buffer_commands``: anim.playback.batched), and running gaits' new
 targets as columns (``gait_targets``); and the handle calls' commonest rows, each in one
-call: a constructor's single-clip task (``clip_rows``: anim.playback.construct) and a
-change's fade (``fade_rows``: anim.playback.stackrules).
+call: a constructor's single-clip task (``clip_rows``) or gait (``gait_rows``:
+anim.playback.construct) and a change's fade (``fade_rows``: anim.playback.stackrules).
 
 Both write what anim.playback.prepared's direct path writes (the task, cursor, fade and
 gait rows, their free lists, the pool's flags, the human's stack or queue row, its held
@@ -49,7 +49,7 @@ from scuffle.anim.engine.kernels_write import (cursor_init, direction_init, dire
 from scuffle.anim.engine.rules import NEAR_ROWS, cursor_flags_of, gait_clamp, near_scaled
 from scuffle.anim.base.enums import TaskFlags, TaskType
 
-__all__ = ["run_rows", "apply_commands", "buffer_commands", "gait_targets", "clip_rows", "fade_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
+__all__ = ["run_rows", "apply_commands", "buffer_commands", "gait_targets", "clip_rows", "gait_rows", "fade_rows", "COLUMNS", "TI_WIDTH", "TF_WIDTH", "PLACE_CHANGE", "PLACE_PUSH",
            "PLACE_ENQUEUE", "LAY_SIZE", "BLOCK_VIEWS", "B_WIDTH", "B_MAX_STEPS"]
 
 CACHE = cache_setting(__file__)
@@ -673,6 +673,50 @@ def clip_rows(blocks, out, lay, ats, t_hint, c_hint, clip):
     task_init(tasks, tr, clip.ttype, clip.rate, clip.flags, clip.held)
     tasks.c0[tr] = cr
     return (np.int64(tr) << 32) | (np.int64(cr) << 1) | _pool_take(out, tr)
+
+
+@_kernel
+def gait_rows(blocks, out, lay, ats, t_hint, c_hint, clips, times, gait):
+    """A handle constructor's gait (anim.playback.construct ``gait``) in one call: a task
+    row taken near row ``t_hint``, of type 12 with the gait's rate, flags and held bits;
+    its gait row near the same fraction of the gait table, its value, target, pair and
+    first leader by the rules (``gait_values``); the pair's two cursors near row
+    ``c_hint``, the follower muted; its pool flag set: the rows and columns GaitTask's
+    Python writers leave (write_task_row, write_gait_row, cursor_row), through the
+    compiled writers a prepared gait calls. In: the blocks, the pool's flags, ``lay`` and
+    ``ats`` as ``run_rows``; the five clips' ids, bank indices, end tests and first event
+    frames (``clips``: int64, five each) and their limits and durations (``times``:
+    float64, five each); ``gait``: GaitRow. Out: the task row << 32, the gait row << 1,
+    and 1 when the pool's flag was newly set; or -1 with nothing written.
+    Original: 0x0010a310, 0x001041f8 AnimCursor_Init."""
+    tasks, cursors, _, gaits = _rows_of(blocks, lay, ats)
+    tn = tasks.n_free[0]
+    if tn < 1 or cursors.n_free[0] < 2 or gaits.n_free[0] < 1:
+        return np.int64(-1)
+    n_pool = out.shape[0]
+    if not _near_fits(t_hint, tasks.at.shape[0], n_pool):
+        return np.int64(-1)
+    top = tasks.free_rows[tn - 1]
+    if top >= n_pool or top < 0:
+        return np.int64(-1)
+    flags = np.int64(gait.flags)
+    tr = take_row(tasks.live, tasks.free_rows, tasks.n_free, tasks.at, t_hint)
+    task_init(tasks, tr, np.int64(_GAIT), gait.rate, flags, np.int64(gait.held))
+    v, tg, lower, leader = gait_values(gait.target, gait.value, np.int64(gait.vnone), flags & _CONTINUOUS_INT)
+    gr = take_row(gaits.live, gaits.free_rows, gaits.n_free, gaits.at,
+                  near_scaled(tr, np.int64(gaits.at.shape[0]), np.int64(tasks.at.shape[0])))
+    gait_init(gaits, tasks, tr, gr, clips[0:5], clips[5:10], v, tg, lower, leader)
+    base = flags & _CURSOR_INT
+    for j in range(2):                             # the pair's two cursors (cursor_row), the follower muted
+        i = lower + j
+        cr = take_row(cursors.live, cursors.free_rows, cursors.n_free, cursors.at, c_hint)
+        cursor_init(cursors, cr, clips[10 + i], times[i], times[5 + i], clips[5 + i], clips[i],
+                    cursor_flags_of(base, leader == j), clips[15 + i])
+        if j:
+            tasks.c1[tr] = cr
+        else:
+            tasks.c0[tr] = cr
+    return (np.int64(tr) << 32) | (np.int64(gr) << 1) | _pool_take(out, tr)
 
 
 @_kernel

@@ -20,7 +20,7 @@ import numpy as np
 __all__ = ["HumanCols", "TaskCols", "CursorCols", "FadeCols", "GaitCols", "EventIndex", "StepRules", "StepBuffers",
            "BankTables", "Scratch", "PoseOut", "PlanArrays", "PoseBuffers", "RowState", "FlushBuffers",
            "SnapViews", "SnapPlan", "ClipFacts", "SnapLists", "SnapScratch", "IdTasks", "IdHumans", "IdCalls",
-           "IdRules", "CmdBlocks", "CmdArgs", "ClipRow", "BufTables", "CmdBuffer", "CmdPlans", "CmdBatch"]
+           "IdRules", "CmdBlocks", "CmdArgs", "ClipRow", "GaitRow", "BufTables", "CmdBuffer", "CmdPlans", "CmdBatch"]
 
 
 class HumanCols(NamedTuple):
@@ -451,6 +451,18 @@ class ClipRow(NamedTuple):
     anim: int
     cflags: int
     evf0: int
+
+
+class GaitRow(NamedTuple):
+    """A handle constructor's gait (cmdkernel.gait_rows): the rate (the human's speed), the
+    task's flags and held bits, the target and value as given (``vnone`` 1: no value, the
+    target's)."""
+    rate: float
+    flags: int
+    held: int
+    target: float
+    value: float
+    vnone: int
 
 
 class BufTables(NamedTuple):

@@ -30,8 +30,9 @@ from scuffle.anim.playback.lookup import ClipLookup, _ref, _refs
 from scuffle.anim.maths.pose import POSE_STACK_SIZE, PoseStackOverflow
 from scuffle.anim.data.options import PlayerOptions
 from scuffle.anim.engine.stack import CharacterInstance, TaskPool, check_human, not_a_human
+from scuffle.anim.engine.kernel_types import GaitRow
 from scuffle.anim.engine.store import Stores, near_hints
-from scuffle.anim.playback.tasks import (note_view, set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
+from scuffle.anim.playback.tasks import (new_handle, note_view, set_call, ClipTask, DirectionTask, FadeTask, GaitTask, HoldTask, LoopTask, MixTask, PairedClipTask,
                     PairedHoldTask, PickTask, SceneTask, Task, LOCOMOTION_FLAGS, PICK_SAMPLINGS, WINDOW_RULES,
                     TaskFlags, TaskType, write_task_row)
 
@@ -208,6 +209,8 @@ class TaskBuilder:
         # a single-clip task's rows written by one compiled call (the Player's prepared
         # commands' ``clip_rows``, set by the Player), None: the Python writers alone
         self.direct: Callable | None = None
+        self.direct_gait: Callable | None = None     # a gait's rows likewise (``gait_rows``)
+        self._gait_kept: dict = {}                   # id(protos) -> (protos, clips, times): _gait_clips
 
     def _cursor_and_rate(self, s, anim_id: int, rate: float | None, flags: int = 0) -> tuple[int, float]:
         """A single clip's new cursor, as its row of the world's cursor table (cursor flags
@@ -272,6 +275,48 @@ class TaskBuilder:
         t._aid = st.cursors.m_anim[crow]
         t._c = None
         self.pool.take_row(tr)
+        return t
+
+    def _gait_clips(self, ids, banks, protos) -> tuple[np.ndarray, np.ndarray]:
+        """A gait's five clips as gait_rows takes them, made once per look-up entry (kept
+        while ``protos`` is the look-up's same list): their ids, bank indices, end tests
+        and first event frames (int64, five each), their limits and durations (float64)."""
+        got = self._gait_kept.get(id(protos))
+        if got is None or got[0] is not protos:
+            clips = np.array([*ids, *banks, *(p[1] for p in protos), *(p[5] for p in protos)], np.int64)
+            times = np.array([*(p[7] for p in protos), *(p[6] for p in protos)], np.float64)
+            if len(self._gait_kept) >= 64:
+                self._gait_kept.clear()
+            got = self._gait_kept[id(protos)] = (protos, clips, times)
+        return got[1], got[2]
+
+    def _gait_handle(self, ts, got: int, on_wrap):
+        """The GaitTask handle of the rows gait_rows wrote (``got``), bound as
+        GaitTask._made binds one (its wrap callback set; the pool's count is the caller's)."""
+        t = new_handle(ts, GaitTask)
+        tr = got >> 32
+        t.tstore = ts
+        t.trow = tr
+        t.tgen = ts.m_gen[tr]
+        views = ts.views
+        try:
+            views[tr] = t
+        except IndexError:                           # a row past the list: grown
+            views.extend([None] * (tr + 1 - len(views)))
+            views[tr] = t
+        kv = ts.__dict__.get("m_viewed")             # its flag (note_view, inline)
+        if kv is not None and kv[0] is views and tr < kv[2]:
+            kv[1][tr] = True
+        else:
+            note_view(ts, tr)
+        gaits = t.store = self.stores.gaits
+        r = t.row = (got >> 1) & _ROW_MASK
+        t.gen = gaits.m_gen[r]
+        t._make_cursor = None
+        t.cstore = self.stores.cursors
+        t._lower_cursor = t._upper_cursor = None     # the rows alone (no handle objects)
+        if on_wrap is not None:
+            t.on_wrap = on_wrap
         return t
 
     def _handle(self, cls, ts, tr: int, crow: int, newly: int, on_end):
@@ -438,7 +483,27 @@ class TaskBuilder:
             _check_number("gait value", value, -math.inf)
         entries, banks, ids, protos = known if known is not None else self.lookup._entries_of(s, ids)
         st = self.stores
-        task = GaitTask._made(st.tasks, st.gaits, ids, banks, protos, inst.speed,
+        direct = self.direct_gait
+        rate = inst.speed
+        fl = flags if flags.__class__ is int else int(flags)
+        hl = held if held.__class__ is int else int(held)
+        if direct is not None and rate.__class__ is float and -_F32_MAX <= rate <= _F32_MAX \
+                and _I32_LO <= fl < _I32_HI:
+            # the task, gait and cursor rows in one compiled call (the same rows and columns)
+            clips, times = self._gait_clips(ids, banks, protos)
+            ts = st.tasks
+            tg = target if target.__class__ is float else float(target)     # (checked: finite)
+            v = 0.0 if value is None else value if value.__class__ is float else float(value)
+            got = direct(ts.near, st.cursors.near, clips, times, GaitRow(rate, fl, hl, tg, v, int(value is None)))
+            if got >= 0:
+                task = self._gait_handle(ts, got, on_wrap)
+                if got & 1:
+                    pool._n_out += 1
+                    made = pool.made
+                    if made is not None:
+                        made.append(task.trow)
+                return task
+        task = GaitTask._made(st.tasks, st.gaits, ids, banks, protos, rate,
                               target if value is None else value, target, flags, held)
         if on_wrap is not None:
             task.on_wrap = on_wrap

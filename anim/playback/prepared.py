@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scuffle.anim.engine import cmdkernel as CK
-from scuffle.anim.engine.kernel_types import ClipRow, CmdArgs, CmdBlocks
+from scuffle.anim.engine.kernel_types import ClipRow, CmdArgs, CmdBlocks, GaitRow
 from scuffle.anim.playback.cmdbuffer import CommandBuffer
 from scuffle.anim.maths import f32 as F
 from scuffle.anim.engine.callbacks import Callback, check_callback
@@ -75,6 +75,7 @@ class RecipeRules:
         self._apply_entry: Any = None
         self._clip_entry: Any = None      # clip_rows' and fade_rows' entry points (the handle calls' rows)
         self._fade_entry: Any = None
+        self._gait_entry: Any = None
         self.cmd_kernel_runs = 0      # commands the compiled writers write (at once, or buffered) (tests)
         self.learnt = 0               # counted up whenever templates are learnt (Player.commands' plans follow it)
         self.templates = _TemplateRows()                 # every command's template rows, one array each
@@ -552,6 +553,24 @@ class RecipeRules:
         call = self._clip_entry
         if call is None:
             got, self._clip_entry = first_call(CK.clip_rows, args, self.batch.humans.in_use)
+            return got
+        return call(*args)
+
+    def gait_rows(self, t_hint: int, c_hint: int, clips: np.ndarray, times: np.ndarray, gait: GaitRow) -> int:
+        """A handle constructor's gait written in one compiled call (anim.engine.cmdkernel
+        .gait_rows: its task row near ``t_hint``, its gait row, the pair's two cursor rows
+        near ``c_hint``, their columns and the task's pool flag), as ``clip_rows`` writes a
+        clip: the task row << 32 | the gait row << 1 | 1 when the pool's flag was newly set,
+        or -1 with nothing written (the Python writers then). In: the five clips' numbers
+        (``clips`` int64, ``times`` float64: TaskBuilder's ``_gait_clips``).
+        Original: 0x0010a310."""
+        kv = self._kernel_views()
+        if kv is None:
+            return -1
+        args = (kv[5], kv[3], kv[6], kv[15], t_hint, c_hint, clips, times, gait)
+        call = self._gait_entry
+        if call is None:
+            got, self._gait_entry = first_call(CK.gait_rows, args, self.batch.humans.in_use)
             return got
         return call(*args)
 

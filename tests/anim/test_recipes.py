@@ -254,9 +254,10 @@ def test_a_recipe_leaves_the_rows_the_handle_calls_leave(cmds, pool, deep):
 
 
 def _python_writers(p: Player) -> Player:
-    """``p`` with the handle calls' compiled rows turned off (a constructor's clip, a
-    change's fade): the Python writers alone."""
+    """``p`` with the handle calls' compiled rows turned off (a constructor's clip or gait,
+    a change's fade): the Python writers alone."""
     p.builders.direct = None
+    p.builders.direct_gait = None
     p.rules.direct_fade = None
     return p
 
@@ -272,6 +273,7 @@ def _counted(p: Player) -> dict:
             return got
         return call
     p.builders.direct = count(p.builders.direct)
+    p.builders.direct_gait = count(p.builders.direct_gait)
     p.rules.direct_fade = count(p.rules.direct_fade)
     return seen
 
@@ -280,7 +282,8 @@ def _counted(p: Player) -> dict:
 @given(cmds=st.lists(_command, min_size=1, max_size=40), pool=st.sampled_from([12, 30, 360]))
 def test_the_handle_calls_compiled_rows_are_the_python_writers_rows(cmds, pool):
     """The handle calls' rows written by one compiled call each (cmdkernel.clip_rows for a
-    constructor's clip, fade_rows for a change's fade) are the Python writers' rows, bit
+    constructor's clip, gait_rows for its gait, fade_rows for a change's fade) are the
+    Python writers' rows, bit
     for bit, after every command of every shape (small pools, a step between some), with
     the same refusals and end callbacks; a table too small for the call (it refuses: -1)
     takes the Python writers, which grow it."""
@@ -320,8 +323,13 @@ def test_the_compiled_rows_run_and_a_full_table_falls_to_the_python_writers():
     for j in range(200):
         for p, hs in ((a, ha), (b, hb)):
             inst = hs[j % 6]
-            p.change(inst, p.clip(inst, Move.JAB, p.loop(inst, Move.FIGHT_IDLE, held=int(HeldFlags.WINDUP)),
-                                  blend=0.1, flags=int(TaskFlags.MUTED)), 0.2)
+            if j % 3 == 2:                            # a walk start: a gait under its start clip
+                p.change(inst, p.clip(inst, Move.WALK_START, p.gait(inst, GAIT_IDS, target=(j % 9) * 0.5,
+                                                                    value=None if j % 2 else 0.0,
+                                                                    held=j % 4)), 0.3)
+            else:
+                p.change(inst, p.clip(inst, Move.JAB, p.loop(inst, Move.FIGHT_IDLE, held=int(HeldFlags.WINDUP)),
+                                      blend=0.1, flags=int(TaskFlags.MUTED)), 0.2)
             if j % 7 == 6:
                 p.step(hs)
                 p.flush()
